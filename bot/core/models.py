@@ -1,0 +1,101 @@
+"""Plain data shared across trainbot: what Slurm says about a job, and what trainbot concludes.
+
+Pure: no I/O. Times are float seconds on the caller's clock (epoch seconds for real jobs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Action(StrEnum):
+    """What trainbot proposes for a failure class (FAILURES.md, "default action")."""
+
+    RESUBMIT = "resubmit"  # resume from the last complete checkpoint; may be automatic
+    ASK = "ask"  # propose a fix and wait for a person
+    STOP = "stop"  # explain; never retried automatically
+    NONE = "none"  # nothing to do (completed, running fine, or a warning only)
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """The Slurm facts diagnosis needs about one job (from sacct/squeue, or CLI flags).
+
+    `state` is the first word of sacct's State (`CANCELLED by 0` -> `CANCELLED`).
+    """
+
+    state: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    elapsed_s: float | None = None
+    mem_limit_bytes: int | None = None
+    max_rss_bytes: int | None = None
+
+    @property
+    def is_running(self) -> bool:
+        return self.state in {"RUNNING", "COMPLETING", "SUSPENDED"}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One log line that supports a diagnosis; `line` is 1-based in the file read."""
+
+    line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class DiagnosisMetrics:
+    """Progress and memory facts reported with every diagnosis (null where unknown)."""
+
+    last_iter: int | None = None
+    target_iter: int | None = None
+    sec_per_iter: float | None = None
+    last_loss: float | None = None
+    rss_gib_per_100_iter: float | None = None
+    projected_oom_iter: int | None = None
+    stall_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamCause:
+    """What led to the failure, e.g. the hang that preceded an NCCL watchdog abort."""
+
+    class_id: str
+    started_at: float | None = None  # log time the cause began (stall: last progress)
+    last_iter: int | None = None
+    seconds_before_failure: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """trainbot's conclusion about one job: a class id from FAILURES.md and its support."""
+
+    class_id: str
+    action: Action
+    retryable: bool
+    charges_budget: bool
+    hint: str
+    evidence: tuple[Evidence, ...] = ()
+    secondary: tuple[str, ...] = ()
+    metrics: DiagnosisMetrics = field(default_factory=DiagnosisMetrics)
+    upstream: UpstreamCause | None = None
+    during_checkpoint_save: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""
+        return {
+            "class": self.class_id,
+            "retryable": self.retryable,
+            "action": str(self.action),
+            "charges_budget": self.charges_budget,
+            "evidence": [asdict(e) for e in self.evidence],
+            "hint": self.hint,
+            "secondary": list(self.secondary),
+            "metrics": asdict(self.metrics),
+            "upstream": asdict(self.upstream) if self.upstream else None,
+            "during_checkpoint_save": self.during_checkpoint_save,
+        }

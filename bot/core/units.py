@@ -1,0 +1,57 @@
+"""Memory sizes as Slurm and training logs print them, converted to and from bytes.
+
+Slurm's `--mem` suffixes (K, M, G, T; default M) are binary multiples: `400G` is 400 GiB.
+`GB`/`MB` in a user's `--mem 950GB` are read the same way, as Slurm itself does.
+Logs that print `GiB`/`MiB` are binary too; a bare number with no unit is ambiguous and is
+only accepted where the caller names the default unit.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MULTIPLIERS = {
+    "": 1,
+    "B": 1,
+    "K": 1024,
+    "M": 1024**2,
+    "G": 1024**3,
+    "T": 1024**4,
+    "P": 1024**5,
+}
+
+_SIZE_RE = re.compile(
+    r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE
+)
+
+
+def parse_size(text: str, default_unit: str = "M") -> int:
+    """Bytes in a Slurm-style size: `400G`, `950GB`, `563200M`, `1T`, `1.5GiB`, `512` (MiB).
+
+    Raises ValueError naming the accepted forms when `text` is not a size.
+    """
+    match = _SIZE_RE.match(text)
+    if match is None:
+        raise ValueError(
+            f"{text!r} is not a memory size; use a number with K, M, G or T "
+            "(e.g. 400G, 950GB, 563200M, 1T)"
+        )
+    unit = match["unit"].upper()
+    if not unit and not re.search(r"[bB]\s*$", text):
+        unit = default_unit.upper()
+    return int(float(match["num"]) * _MULTIPLIERS[unit])
+
+
+def gib(n_bytes: float) -> float:
+    """Bytes as GiB (the unit every trainbot message and chart uses for host memory)."""
+    return n_bytes / 1024**3
+
+
+def format_size(n_bytes: float) -> str:
+    """Human size with a binary unit: 1536 MiB -> '1.5 GiB'."""
+    value = float(n_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

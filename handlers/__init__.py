@@ -1,0 +1,1 @@
+"""Inbound Slack: slash commands and button clicks, translated into service calls."""
