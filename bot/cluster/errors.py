@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 
@@ -27,7 +28,7 @@ class CommandFailed(ClusterError):
         self.stdout = stdout
         tail = "\n".join(stderr.strip().splitlines()[-10:])
         super().__init__(
-            f"`{' '.join(self.argv)}` exited {exit_code}" + (f": {tail}" if tail else "")
+            f"`{shlex.join(self.argv)}` exited {exit_code}" + (f": {tail}" if tail else "")
         )
 
 
@@ -37,4 +38,4 @@ class CommandTimedOut(ClusterError):
     def __init__(self, argv: Sequence[str], timeout: float):
         self.argv = list(argv)
         self.timeout = timeout
-        super().__init__(f"`{' '.join(self.argv)}` did not finish within {timeout:g} s")
+        super().__init__(f"`{shlex.join(self.argv)}` did not finish within {timeout:g} s")

@@ -1,0 +1,162 @@
+"""Find the latest complete checkpoint of a recipe on the cluster (SFTP listing + pure rules).
+
+The decision lives in bot.core.checkpoints; this module only lists directories, lazily: it
+looks inside the pointer target and then the newest candidates until one is complete, so a
+root with many multi-thousand-file checkpoints costs a handful of SFTP round trips.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from bot.core.checkpoints import (
+    DEFAULT_GLOBS,
+    DEFAULT_POINTER,
+    Checkpoint,
+    CheckpointDecision,
+    CompletenessRule,
+    FileSizes,
+    choose_checkpoint,
+    resolve_pointer,
+)
+
+MAX_POINTER_BYTES = 4096
+
+
+def probe_checkpoints(
+    sftp: Any,
+    root: str,
+    rule: CompletenessRule | str = "dcp",
+    *,
+    pointer_name: str | None = DEFAULT_POINTER,
+    globs: Iterable[str] = DEFAULT_GLOBS,
+) -> CheckpointDecision:
+    """The decision with all skip reasons; a missing root is "no checkpoint yet".
+
+    `root` may be absolute, relative to the login user's home, or start with `~/`.
+    `pointer_name=None` means the recipe has no pointer file.
+    """
+    if isinstance(rule, str):
+        rule = CompletenessRule.parse(rule)
+    abs_root = _absolute(sftp, root)
+    try:
+        entries = sftp.listdir_attr(abs_root)
+    except FileNotFoundError:
+        return CheckpointDecision(None, (f"{root}: does not exist yet",))
+    names = {e.filename: e for e in entries}
+
+    pointer: str | None = None
+    if pointer_name and pointer_name in names:
+        with sftp.open(posixpath.join(abs_root, pointer_name), "rb") as f:
+            pointer = f.read(MAX_POINTER_BYTES).decode("utf-8", errors="replace")
+
+    dir_names = [n for n, e in names.items() if _is_dir(sftp, abs_root, e)]
+    extra: list[str] = []
+    if pointer is not None:
+        target = resolve_pointer(posixpath.normpath(abs_root), pointer)
+        if isinstance(target, str) and posixpath.dirname(target) != posixpath.normpath(abs_root):
+            extra.append(target)  # a pointer to a checkpoint kept elsewhere
+    listing = _LazyListing(sftp, abs_root, dir_names, extra)
+    return choose_checkpoint(
+        abs_root,
+        listing,
+        rule,
+        pointer=pointer,
+        pointer_name=pointer_name or DEFAULT_POINTER,
+        globs=globs,
+    )
+
+
+def find_latest_checkpoint(
+    sftp: Any,
+    root: str,
+    rule: CompletenessRule | str = "dcp",
+    *,
+    pointer_name: str | None = DEFAULT_POINTER,
+    globs: Iterable[str] = DEFAULT_GLOBS,
+) -> Checkpoint | None:
+    """The checkpoint to resume from, or None when there is no complete one (yet).
+
+    The returned `Checkpoint.skipped` lists newer candidates that were refused and why.
+    """
+    return probe_checkpoints(sftp, root, rule, pointer_name=pointer_name, globs=globs).checkpoint
+
+
+def probe_recipe_checkpoints(sftp: Any, cfg: Any) -> CheckpointDecision:
+    """`probe_checkpoints` for a recipe's `checkpoint:` config (bot.config.CheckpointConfig)."""
+    return probe_checkpoints(
+        sftp, cfg.dir, cfg.complete_rule, pointer_name=cfg.pointer_file or None, globs=cfg.globs()
+    )
+
+
+def _absolute(sftp: Any, root: str) -> str:
+    """`root` as an absolute path; SFTP's working directory is the user's home."""
+    if root == "~" or root.startswith("~/"):
+        root = root[2:] or "."
+    if root.startswith("/"):
+        return posixpath.normpath(root)
+    home = sftp.normalize(".")
+    return posixpath.normpath(posixpath.join(home, root))
+
+
+def _is_dir(sftp: Any, parent: str, entry: Any) -> bool:
+    mode = entry.st_mode or 0
+    if stat.S_ISLNK(mode):  # a symlinked checkpoint dir counts if its target is a dir
+        try:
+            mode = sftp.stat(posixpath.join(parent, entry.filename)).st_mode or 0
+        except FileNotFoundError:
+            return False
+    return stat.S_ISDIR(mode)
+
+
+class _LazyListing(Mapping[str, FileSizes | None]):
+    """Directory name -> files (one level deep), listed over SFTP on first access."""
+
+    def __init__(self, sftp: Any, root: str, names: list[str], extra: list[str]):
+        self._sftp = sftp
+        self._root = root
+        self._keys = [*names, *extra]
+        self._cache: dict[str, FileSizes | None] = {}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __getitem__(self, key: str) -> FileSizes | None:
+        if key not in self._keys:
+            raise KeyError(key)
+        if key not in self._cache:
+            path = key if key.startswith("/") else posixpath.join(self._root, key)
+            self._cache[key] = _list_files(self._sftp, path)
+        return self._cache[key]
+
+
+def _list_files(sftp: Any, path: str) -> dict[str, int] | None:
+    """Files directly in `path` and in its direct subdirectories, with sizes; None if absent."""
+    try:
+        entries = sftp.listdir_attr(path)
+    except FileNotFoundError:
+        return None
+    files: dict[str, int] = {}
+    for e in entries:
+        if _is_dir(sftp, path, e):
+            try:
+                for sub in sftp.listdir_attr(posixpath.join(path, e.filename)):
+                    if not stat.S_ISDIR(sub.st_mode or 0):
+                        files[f"{e.filename}/{sub.filename}"] = int(sub.st_size or 0)
+            except FileNotFoundError:
+                continue
+        else:
+            files[e.filename] = int(e.st_size or 0)
+    return files
+
+
+__all__ = ["find_latest_checkpoint", "probe_checkpoints", "probe_recipe_checkpoints"]

@@ -1,0 +1,588 @@
+"""The one way trainbot runs anything on a cluster: argv lists over one reused paramiko transport.
+
+Why this shape:
+- The remote command string is built only by `shlex.join(argv)`, so every argument from a user
+  or the config reaches the remote program literally (no shell expansion, no injection).
+- Host keys are checked against a known_hosts file with a reject policy: an unknown or changed
+  key is refused with a message saying what to verify, never trusted automatically.
+- One transport per runner (per cluster) is reused for every command and for SFTP; it is opened
+  lazily and reopened once, transparently, when it was dropped *before* a command started.
+  A command that may already have run is never re-run.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import re
+import select
+import shlex
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import paramiko
+from paramiko.common import cMSG_CHANNEL_REQUEST
+
+from bot.cluster.errors import (
+    ClusterError,
+    ClusterUnavailable,
+    CommandFailed,
+    CommandTimedOut,
+    HostKeyRejected,
+)
+
+log = logging.getLogger(__name__)
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_READ_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class SSHSettings:
+    """How to reach one cluster's login node.
+
+    `known_hosts=None` means ~/.ssh/known_hosts. `proxy_jump` is "user@host:port" (user and port
+    optional). With `ssh_config`, `host` may be an alias of that file: HostName, User, Port,
+    IdentityFile, ProxyJump and UserKnownHostsFile are read from it where the settings leave
+    them unset (port: where it is the default 22).
+    """
+
+    host: str
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None
+    known_hosts: str | None = None
+    use_agent: bool = False
+    proxy_jump: str | None = None
+    ssh_config: str | None = None
+    connect_timeout: float = 15.0
+    command_timeout: float = 120.0
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a finished remote command produced (stdout/stderr decoded as UTF-8, errors replaced)."""
+
+    argv: tuple[str, ...]
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """What the Slurm client, tail, checkpoint probe and preflight need from a cluster."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult: ...
+
+    def sftp(self) -> paramiko.SFTPClient: ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Connection parameters after ssh_config resolution."""
+
+    host: str
+    port: int
+    user: str
+    key_files: tuple[str, ...]
+    known_hosts: str
+    proxy_jump: str | None
+
+
+def build_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """The exact remote command string for `argv` (with `env K=V` in front): shlex.join only.
+
+    Environment variables go on the command line through `env(1)` because sshd ignores most
+    SSH "env" requests (AcceptEnv).
+    """
+    args = [str(a) for a in argv]
+    if not args:
+        raise ValueError("empty argv: nothing to run")
+    if env:
+        if "=" in args[0]:
+            raise ValueError(
+                f"argv[0] {args[0]!r} contains '=': env(1) would take it as a variable"
+            )
+        for key in env:
+            if not _ENV_NAME.match(key):
+                raise ValueError(f"environment variable name {key!r} is not a valid shell name")
+        args = ["env", *(f"{k}={v}" for k, v in env.items()), *args]
+    return shlex.join(args)
+
+
+def host_key_name(host: str, port: int) -> str:
+    """How known_hosts names this endpoint: `host` on port 22, else `[host]:port`."""
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+def parse_proxy_jump(spec: str, default_user: str) -> tuple[str, int, str]:
+    """Split "user@host:port" (user and port optional) into (host, port, user)."""
+    if "," in spec:
+        raise ClusterError(f"proxy_jump {spec!r} has several hops; only one jump host is supported")
+    user = default_user
+    rest = spec.strip()
+    if "@" in rest:
+        user, rest = rest.rsplit("@", 1)
+    port = 22
+    if rest.startswith("["):  # [ipv6]:port
+        host, _, tail = rest[1:].partition("]")
+        if tail.startswith(":"):
+            port = int(tail[1:])
+    elif rest.count(":") == 1:
+        host, port_s = rest.split(":")
+        port = int(port_s)
+    else:
+        host = rest
+    if not host:
+        raise ClusterError(f"proxy_jump {spec!r} names no host; expected user@host:port")
+    return host, port, user
+
+
+class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
+    """Refuse a host whose key is not in known_hosts, saying how to fix it."""
+
+    def __init__(self, known_hosts: str):
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client: Any, hostname: str, key: paramiko.PKey) -> None:
+        host = hostname
+        port = "22"
+        m = re.match(r"\[(.*)\]:(\d+)\Z", hostname)
+        if m:
+            host, port = m.group(1), m.group(2)
+        exists = "" if os.path.exists(self.known_hosts) else " (the file does not exist)"
+        raise HostKeyRejected(
+            f"host key for {hostname} is not in {self.known_hosts}{exists}; verify it and add it "
+            f"with ssh-keyscan -p {port} {host} >> {self.known_hosts} "
+            f"(offered {key.get_name()} {key.fingerprint})"
+        )
+
+
+class _SerializedSFTPClient(paramiko.SFTPClient):
+    """An SFTPClient that threads can share.
+
+    paramiko's client is not safe for concurrent use: a thread waiting for its reply can read
+    and drop another thread's reply, and both then hang. Holding one lock from sending a
+    request to reading its reply (and around every reply read) makes concurrent calls queue.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self._reply_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def _request(self, t: int, *args: Any) -> Any:
+        with self._reply_lock:
+            return super()._request(t, *args)
+
+    def _read_response(self, waitfor: int | None = None) -> Any:
+        with self._reply_lock:
+            return super()._read_response(waitfor)
+
+
+class SSHRunner:
+    """Runs argv lists on one cluster over a single lazily opened, reused SSH transport.
+
+    Safe to share between the scheduler thread and Slack handler threads: connecting is
+    serialized by a lock and paramiko multiplexes channels on one transport.
+    """
+
+    def __init__(self, settings: SSHSettings):
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._client: paramiko.SSHClient | None = None
+        self._jump: paramiko.SSHClient | None = None
+        self._sftp: paramiko.SFTPClient | None = None
+        self._endpoint: Endpoint | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> SSHRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_connected(self) -> bool:
+        t = self._client.get_transport() if self._client is not None else None
+        return t is not None and t.is_active()
+
+    @property
+    def transport(self) -> paramiko.Transport:
+        """The live transport (connecting if needed); exposed so tests can check reuse."""
+        return self._ensure_transport()
+
+    def connect(self) -> None:
+        """Connect now instead of on first use (e.g. for `trainbot doctor`)."""
+        self._ensure_transport()
+
+    def close(self) -> None:
+        """Close SFTP, the transport and any jump host connection; safe to call twice."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        for obj in (self._sftp, self._client, self._jump):
+            if obj is not None:
+                try:
+                    obj.close()
+                except Exception:  # noqa: BLE001 - closing a dead connection may raise anything
+                    log.debug("ignored error while closing %r", obj, exc_info=True)
+        self._sftp = self._client = self._jump = None
+
+    # ---- connecting ------------------------------------------------------------------------
+
+    def endpoint(self) -> Endpoint:
+        """Settings merged with the ssh config file (if any), defaults applied."""
+        if self._endpoint is None:
+            self._endpoint = resolve_endpoint(self.settings)
+        return self._endpoint
+
+    def _ensure_transport(self) -> paramiko.Transport:
+        with self._lock:
+            if self._client is not None:
+                t = self._client.get_transport()
+                if t is not None and t.is_active():
+                    return t
+                log.info("ssh transport to %s was dropped; reconnecting", self.settings.host)
+                self._drop()
+            self._client, self._jump = self._open_client()
+            t = self._client.get_transport()
+            assert t is not None
+            t.set_keepalive(30)
+            return t
+
+    def _open_client(self) -> tuple[paramiko.SSHClient, paramiko.SSHClient | None]:
+        ep = self.endpoint()
+        jump: paramiko.SSHClient | None = None
+        sock = None
+        if ep.proxy_jump:
+            jhost, jport, juser = parse_proxy_jump(ep.proxy_jump, ep.user)
+            jump = self._connect_client(jhost, jport, juser, ep, sock=None, via="")
+            jt = jump.get_transport()
+            assert jt is not None
+            try:
+                sock = jt.open_channel(
+                    "direct-tcpip",
+                    (ep.host, ep.port),
+                    ("127.0.0.1", 0),
+                    timeout=self.settings.connect_timeout,
+                )
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                jump.close()
+                raise ClusterUnavailable(
+                    f"jump host {jhost}:{jport} could not open a tunnel to {ep.host}:{ep.port}: "
+                    f"{exc or type(exc).__name__} (is AllowTcpForwarding enabled there?)"
+                ) from exc
+        try:
+            client = self._connect_client(
+                ep.host,
+                ep.port,
+                ep.user,
+                ep,
+                sock=sock,
+                via=f" via {ep.proxy_jump}" if jump else "",
+            )
+        except BaseException:
+            if jump is not None:
+                jump.close()
+            raise
+        return client, jump
+
+    def _connect_client(
+        self, host: str, port: int, user: str, ep: Endpoint, *, sock: Any, via: str
+    ) -> paramiko.SSHClient:
+        for key in ep.key_files:
+            if not os.path.isfile(key):
+                raise ClusterUnavailable(
+                    f"ssh key file {key} for {user}@{host}:{port} does not exist or is not a file"
+                )
+        client = paramiko.SSHClient()
+        try:
+            # Load into the *non-system* key set without remembering the file name, so nothing
+            # is ever written back to it.
+            client.get_host_keys().load(ep.known_hosts)
+        except FileNotFoundError:
+            pass  # every host is then unknown; the policy says which file to fix
+        except OSError as exc:
+            raise ClusterUnavailable(f"cannot read known_hosts {ep.known_hosts}: {exc}") from exc
+        client.set_missing_host_key_policy(_RejectUnknownHost(ep.known_hosts))
+        timeout = self.settings.connect_timeout
+        where = f"{user}@{host}:{port}{via}"
+        try:
+            client.connect(
+                host,
+                port=port,
+                username=user,
+                key_filename=list(ep.key_files) or None,
+                allow_agent=self.settings.use_agent,
+                look_for_keys=False,
+                sock=sock,
+                timeout=timeout,
+                banner_timeout=timeout,
+                auth_timeout=timeout,
+                channel_timeout=timeout,
+            )
+        except HostKeyRejected:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise HostKeyRejected(
+                f"host key for {host_key_name(host, port)} CHANGED (possible man-in-the-middle "
+                f"attack): the server offered {exc.key.get_name()} {exc.key.fingerprint} but "
+                f"{ep.known_hosts} has {exc.expected_key.get_name()} "
+                f"{exc.expected_key.fingerprint}. Connection refused. If the host was really "
+                f"reinstalled, verify the new key out of band and replace its line in "
+                f"{ep.known_hosts}."
+            ) from exc
+        except paramiko.AuthenticationException as exc:
+            client.close()
+            keys = ", ".join(ep.key_files) or "no key file"
+            agent = " and the ssh agent" if self.settings.use_agent else ""
+            raise ClusterUnavailable(
+                f"ssh authentication failed for user {user!r} at {where} with {keys}{agent}: "
+                f"{exc}. Check that the public key is in that user's authorized_keys."
+            ) from exc
+        except TimeoutError as exc:
+            client.close()
+            raise ClusterUnavailable(
+                f"ssh to {where} timed out after {timeout:g} s; is the host up and reachable?"
+            ) from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            client.close()
+            raise ClusterUnavailable(
+                f"cannot connect to {where}: {exc or type(exc).__name__}"
+            ) from exc
+        return client
+
+    # ---- commands --------------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """Run argv remotely and wait for it; raise CommandFailed on non-zero exit if `check`.
+
+        Raises CommandTimedOut after `timeout` (default settings.command_timeout) seconds, after
+        asking sshd to send SIGTERM to the remote process (RFC 4254 "signal"; a shell's own
+        children may outlive it) and closing the channel.
+        """
+        args = tuple(str(a) for a in argv)
+        command = build_command(args, env)
+        limit = self.settings.command_timeout if timeout is None else timeout
+        chan = self._open_session()
+        try:
+            try:
+                chan.exec_command(command)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                # The request may have reached sshd: never retried, the command may have run.
+                self._forget_if_dead()
+                raise ClusterUnavailable(
+                    f"connection to {self.settings.host} lost while starting `{shlex.join(args)}`"
+                    f"; it may or may not have run: {exc or type(exc).__name__}"
+                ) from exc
+            stdout, stderr, exit_code = self._communicate(chan, args, stdin, limit)
+        finally:
+            chan.close()
+        result = CommandResult(args, exit_code, stdout, stderr)
+        if check and exit_code != 0:
+            raise CommandFailed(args, exit_code, stderr, stdout)
+        return result
+
+    def _open_session(self) -> paramiko.Channel:
+        """A fresh session channel; reconnects once if the transport turns out to be dead.
+
+        Opening a channel executes nothing, so retrying here can never run a command twice.
+        """
+        for attempt in (1, 2):
+            t = self._ensure_transport()
+            try:
+                return t.open_session(timeout=self.settings.connect_timeout)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                alive = t.is_active()
+                with self._lock:
+                    if not alive and self._client is not None and self._client.get_transport() is t:
+                        self._drop()
+                if attempt == 2 or alive:  # a live transport refusing a session: do not retry
+                    raise ClusterUnavailable(
+                        f"cannot open an ssh session on {self.settings.host}: "
+                        f"{exc or type(exc).__name__}"
+                    ) from exc
+                log.info("ssh session open failed (%s); reconnecting once", exc)
+        raise AssertionError("unreachable")
+
+    def _forget_if_dead(self) -> None:
+        with self._lock:
+            if self._client is not None and not self.is_connected:
+                self._drop()
+
+    def _communicate(
+        self,
+        chan: paramiko.Channel,
+        args: tuple[str, ...],
+        stdin: bytes | str | None,
+        limit: float,
+    ) -> tuple[str, str, int]:
+        deadline = time.monotonic() + limit
+        out: list[bytes] = []
+        err: list[bytes] = []
+        try:
+            if stdin is not None:
+                data = stdin.encode() if isinstance(stdin, str) else stdin
+                chan.settimeout(max(deadline - time.monotonic(), 0.001))
+                chan.sendall(data)
+            chan.shutdown_write()  # EOF on stdin, so `cat`-like commands finish
+            chan.settimeout(None)
+            fd = chan.fileno()
+            while True:
+                while chan.recv_ready():
+                    out.append(chan.recv(_READ_CHUNK))
+                while chan.recv_stderr_ready():
+                    err.append(chan.recv_stderr(_READ_CHUNK))
+                if chan.exit_status_ready() and (chan.eof_received or chan.closed):
+                    # Drain what arrived together with the exit status.
+                    while chan.recv_ready():
+                        out.append(chan.recv(_READ_CHUNK))
+                    while chan.recv_stderr_ready():
+                        err.append(chan.recv_stderr(_READ_CHUNK))
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    _send_signal(chan, "TERM")
+                    raise CommandTimedOut(args, limit)
+                if chan.eof_received:
+                    # Output is done but the exit status has not arrived yet; the pipe stays
+                    # readable after EOF, so wait on the status event instead of spinning.
+                    chan.status_event.wait(min(remaining, 0.5))
+                else:
+                    select.select([fd], [], [], min(remaining, 1.0))
+        except TimeoutError as exc:  # stdin write blocked past the deadline
+            raise CommandTimedOut(args, limit) from exc
+        exit_code = chan.recv_exit_status()
+        if exit_code == -1 and not self.is_connected:
+            self._forget_if_dead()
+            raise ClusterUnavailable(
+                f"connection to {self.settings.host} lost while `{shlex.join(args)}` was running; "
+                "it may have run"
+            )
+        return (
+            b"".join(out).decode("utf-8", errors="replace"),
+            b"".join(err).decode("utf-8", errors="replace"),
+            exit_code,
+        )
+
+    # ---- sftp ------------------------------------------------------------------------------
+
+    def sftp(self) -> paramiko.SFTPClient:
+        """The cached SFTP client on the shared transport (reopened after a reconnect).
+
+        Shared by all threads: its requests are serialized, so keep each use short.
+        """
+        with self._lock:
+            for attempt in (1, 2):
+                t = self._ensure_transport()
+                s = self._sftp
+                if s is not None and s.get_channel() is not None:
+                    ch = s.get_channel()
+                    if ch is not None and not ch.closed and ch.get_transport() is t:
+                        return s
+                try:
+                    self._sftp = _SerializedSFTPClient.from_transport(t)
+                    assert self._sftp is not None
+                    return self._sftp
+                except (paramiko.SSHException, OSError, EOFError) as exc:
+                    self._drop()
+                    if attempt == 2:
+                        raise ClusterUnavailable(
+                            f"cannot open SFTP on {self.settings.host}: {exc or type(exc).__name__}"
+                        ) from exc
+            raise AssertionError("unreachable")
+
+
+def _send_signal(chan: paramiko.Channel, name: str) -> None:
+    """Ask sshd to signal the channel's process (OpenSSH >= 7.9 honours it); best effort.
+
+    paramiko has no public call for this channel request, so it is built here.
+    """
+    m = paramiko.Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(chan.remote_chanid)
+    m.add_string("signal")
+    m.add_boolean(False)
+    m.add_string(name)
+    try:
+        chan.transport._send_user_message(m)  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - the command is abandoned either way
+        log.debug("could not send SIG%s to the remote command", name, exc_info=True)
+
+
+def resolve_endpoint(s: SSHSettings) -> Endpoint:
+    """Where and as whom to connect: the settings, filled in from the ssh config file."""
+    host, port, user = s.host, s.port, s.user
+    key_files: list[str] = [s.key_file] if s.key_file else []
+    known_hosts = s.known_hosts
+    proxy_jump = s.proxy_jump
+    if s.ssh_config:
+        path = os.path.expanduser(s.ssh_config)
+        try:
+            cfg = paramiko.SSHConfig.from_path(path).lookup(s.host)
+        except OSError as exc:
+            raise ClusterError(f"cannot read ssh_config {path}: {exc}") from exc
+        host = cfg.get("hostname", host)
+        if port == 22 and "port" in cfg:
+            port = int(cfg["port"])
+        user = user or cfg.get("user")
+        if not key_files and cfg.get("identityfile"):
+            key_files = list(cfg["identityfile"])
+        if proxy_jump is None and cfg.get("proxyjump") and cfg["proxyjump"].lower() != "none":
+            proxy_jump = cfg["proxyjump"]
+        if known_hosts is None and cfg.get("userknownhostsfile"):
+            known_hosts = cfg["userknownhostsfile"].split()[0]
+    return Endpoint(
+        host=host,
+        port=port,
+        user=user or _local_user(),
+        key_files=tuple(os.path.expanduser(k) for k in key_files),
+        known_hosts=os.path.expanduser(known_hosts or "~/.ssh/known_hosts"),
+        proxy_jump=proxy_jump,
+    )
+
+
+def _local_user() -> str:
+    return getpass.getuser()
+
+
+__all__ = [
+    "CommandResult",
+    "Endpoint",
+    "Runner",
+    "SSHRunner",
+    "SSHSettings",
+    "build_command",
+    "host_key_name",
+    "parse_proxy_jump",
+    "resolve_endpoint",
+]

@@ -1,0 +1,116 @@
+"""Latest complete checkpoint from real directories on the dev cluster, over SFTP."""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+
+import pytest
+
+from bot.cluster.checkpoints import (
+    find_latest_checkpoint,
+    probe_checkpoints,
+    probe_recipe_checkpoints,
+)
+from bot.cluster.ssh import SSHRunner
+from bot.config import CheckpointConfig
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def runner(dev_cluster):
+    with SSHRunner(dev_cluster.ssh_settings()) as r:
+        yield r
+
+
+@pytest.fixture
+def root(runner: SSHRunner, dev_cluster):
+    name = f"ckpt-test-{uuid.uuid4().hex}"
+    yield posixpath.join(dev_cluster.home, name)
+    runner.run(["rm", "-rf", posixpath.join(dev_cluster.home, name)])
+
+
+def make(runner: SSHRunner, root: str, files: dict[str, int], pointer: str | None = None) -> None:
+    """Create `files` (relative path -> size) under root, and the pointer file if given."""
+    script = 'root=$1; shift; while [ $# -gt 0 ]; do mkdir -p "$root/$(dirname "$1")"; '
+    script += 'truncate -s "$2" "$root/$1"; shift 2; done'
+    args = [x for rel, size in files.items() for x in (rel, str(size))]
+    runner.run(["sh", "-c", script, "sh", root, *args])
+    if pointer is not None:
+        runner.run(
+            [
+                "sh",
+                "-c",
+                'printf "%s\\n" "$1" > "$2"',
+                "sh",
+                pointer,
+                f"{root}/latest_checkpoint.txt",
+            ]
+        )
+
+
+COMPLETE_1000 = {
+    "iter_000001000/model/.metadata": 4096,
+    "iter_000001000/model/__0_0.distcp": 1 << 20,
+    "iter_000001000/model/__1_0.distcp": 1 << 20,
+}
+PARTIAL_2000 = {"iter_000002000/model/__0_0.distcp": 76 << 20}  # killed mid-save
+
+
+def test_pointer_present_and_complete(runner: SSHRunner, root: str) -> None:
+    make(runner, root, {**COMPLETE_1000, **PARTIAL_2000}, pointer="iter_000001000")
+    cp = find_latest_checkpoint(runner.sftp(), root, "dcp")
+    assert cp is not None
+    assert (cp.path, cp.iteration, cp.source) == (f"{root}/iter_000001000", 1000, "pointer")
+
+
+def test_pointer_missing_and_newest_dir_partial_falls_back(runner: SSHRunner, root: str) -> None:
+    make(runner, root, {**COMPLETE_1000, **PARTIAL_2000})
+    decision = probe_checkpoints(runner.sftp(), root, "dcp")
+    cp = decision.checkpoint
+    assert cp is not None
+    assert (cp.path, cp.iteration, cp.source) == (f"{root}/iter_000001000", 1000, "scan")
+    assert decision.skipped == ("iter_000002000: no .metadata",)
+
+
+def test_pointer_to_partial_checkpoint_is_not_trusted(runner: SSHRunner, root: str) -> None:
+    make(runner, root, {**COMPLETE_1000, **PARTIAL_2000}, pointer="iter_000002000")
+    decision = probe_checkpoints(runner.sftp(), root, "dcp")
+    assert decision.checkpoint is not None
+    assert decision.checkpoint.path == f"{root}/iter_000001000"
+    assert "latest_checkpoint.txt -> iter_000002000: no .metadata" in decision.skipped
+
+
+def test_nothing_yet_is_none(runner: SSHRunner, root: str, dev_cluster) -> None:
+    assert find_latest_checkpoint(runner.sftp(), root, "dcp") is None  # root does not exist
+    runner.run(["mkdir", "-p", root])
+    assert find_latest_checkpoint(runner.sftp(), root, "dcp") is None  # exists, empty
+    make(runner, root, PARTIAL_2000)
+    assert find_latest_checkpoint(runner.sftp(), root, "dcp") is None  # only a partial one
+    # A root relative to the home directory, or with ~/, means the same place.
+    rel = posixpath.relpath(root, dev_cluster.home)
+    make(runner, root, COMPLETE_1000)
+    for spelled in (rel, f"~/{rel}"):
+        cp = find_latest_checkpoint(runner.sftp(), spelled, "dcp")
+        assert cp is not None and cp.path == f"{root}/iter_000001000"
+
+
+def test_marker_rule_and_checkpoint_step_dirs(runner: SSHRunner, root: str) -> None:
+    make(
+        runner,
+        root,
+        {
+            "checkpoint_step_200/weights.pt": 100,
+            "checkpoint_step_200/DONE": 0,
+            "checkpoint_step_400/weights.pt": 100,
+        },
+    )
+    cp = find_latest_checkpoint(runner.sftp(), root, "marker:DONE", pointer_name=None)
+    assert cp is not None and cp.iteration == 200
+    assert cp.skipped == ("checkpoint_step_400: no DONE",)
+    cp = find_latest_checkpoint(runner.sftp(), root, "any")
+    assert cp is not None and cp.iteration == 400
+    cfg = CheckpointConfig(dir=root, glob="checkpoint_step_*", complete_rule="marker:DONE")
+    decision = probe_recipe_checkpoints(runner.sftp(), cfg)
+    assert decision.explain() == "checkpoint_step_200 (skipped checkpoint_step_400: no DONE)"

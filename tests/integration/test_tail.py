@@ -1,0 +1,102 @@
+"""Incremental SFTP tail of a file on the dev cluster, written by remote commands."""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+
+import pytest
+
+from bot.cluster.ssh import SSHRunner
+from bot.cluster.tail import TailState, read_new_lines
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def runner(dev_cluster):
+    with SSHRunner(dev_cluster.ssh_settings()) as r:
+        yield r
+
+
+@pytest.fixture
+def log_path(runner: SSHRunner, dev_cluster):
+    d = posixpath.join(dev_cluster.home, f"tail-test-{uuid.uuid4().hex}")
+    runner.run(["mkdir", "-p", d])
+    yield posixpath.join(d, "job-123.out")
+    runner.run(["rm", "-rf", d])
+
+
+def append(runner: SSHRunner, path: str, data: str) -> None:
+    runner.run(["sh", "-c", 'printf %s "$1" >> "$2"', "sh", data, path])
+
+
+def test_missing_file_is_empty_not_an_error(runner: SSHRunner, log_path: str) -> None:
+    chunk = read_new_lines(runner.sftp(), TailState(log_path))
+    assert (chunk.lines, chunk.restarted, chunk.bytes_read) == ([], False, 0)
+
+
+def test_appended_lines_arrive_exactly_once_across_many_reads(
+    runner: SSHRunner, log_path: str
+) -> None:
+    writes = [
+        "iter 1 loss 2.00\n",
+        "iter 2 loss 1.9",  # partial line: must wait
+        "5\n",
+        "",
+        "iter 3 loss 1.80\niter 4 loss 1.7",
+        "5\nrank0: ünïcode ok\n",
+        "iter 5 loss 1.60\n" * 50,
+    ]
+    expected = "".join(writes).splitlines()
+    state = TailState(log_path)
+    seen: list[tuple[int, str]] = []
+    for data in writes:
+        if data:
+            append(runner, log_path, data)
+        size = runner.sftp().stat(log_path).st_size
+        before = state.offset
+        chunk = read_new_lines(runner.sftp(), state)
+        assert not chunk.restarted
+        assert chunk.bytes_read == chunk.state.offset - before  # only the new bytes
+        assert chunk.state.offset <= size
+        seen += [(chunk.first_line_no + i, line) for i, line in enumerate(chunk.lines)]
+        state = chunk.state
+    assert [line for _, line in seen] == expected
+    assert [n for n, _ in seen] == list(range(1, len(expected) + 1))
+    assert state.offset == runner.sftp().stat(log_path).st_size
+    again = read_new_lines(runner.sftp(), state)
+    assert again.lines == [] and again.bytes_read == 0
+
+
+def test_truncation_is_detected_and_reading_restarts(runner: SSHRunner, log_path: str) -> None:
+    append(runner, log_path, "a long first attempt line\nanother line\n")
+    state = read_new_lines(runner.sftp(), TailState(log_path)).state
+    runner.run(["sh", "-c", ': > "$1"; printf "short\\n" >> "$1"', "sh", log_path])
+    chunk = read_new_lines(runner.sftp(), state)
+    assert chunk.restarted
+    assert (chunk.lines, chunk.first_line_no, chunk.bytes_read) == (["short"], 1, 6)
+
+
+def test_replacement_by_a_new_longer_file_is_detected(runner: SSHRunner, log_path: str) -> None:
+    append(runner, log_path, "attempt 1: iter 1\nattempt 1: iter 2\n")
+    state = read_new_lines(runner.sftp(), TailState(log_path)).state
+    runner.run(["rm", log_path])
+    new = "attempt 2: resumed from iter 1000\nattempt 2: iter 1001\nattempt 2: iter 1002\n"
+    append(runner, log_path, new)
+    chunk = read_new_lines(runner.sftp(), state)
+    assert chunk.restarted
+    assert chunk.lines == new.splitlines()
+    assert chunk.first_line_no == 1
+    assert chunk.bytes_read == len(new.encode())
+
+
+def test_removed_file_then_recreated(runner: SSHRunner, log_path: str) -> None:
+    append(runner, log_path, "x\n")
+    state = read_new_lines(runner.sftp(), TailState(log_path)).state
+    runner.run(["rm", log_path])
+    gone = read_new_lines(runner.sftp(), state)
+    assert gone.restarted and gone.lines == []
+    append(runner, log_path, "x\ny\n")
+    chunk = read_new_lines(runner.sftp(), gone.state)
+    assert chunk.lines == ["x", "y"] and not chunk.restarted

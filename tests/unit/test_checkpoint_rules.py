@@ -1,0 +1,180 @@
+"""Pure checkpoint choice: never resume from a partial checkpoint, explain every skip."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import pytest
+
+from bot.core.checkpoints import (
+    CompletenessRule,
+    choose_checkpoint,
+    incomplete_reason,
+    iteration_of,
+    resolve_pointer,
+)
+
+DCP = CompletenessRule.parse("dcp")
+ROOT = "/ckpt/mix"
+
+COMPLETE_DCP = {"model/.metadata": 2048, "model/__0_0.distcp": 10**9, "model/__1_0.distcp": 10**9}
+PARTIAL_DCP = {"model/__0_0.distcp": 76 * 10**9}  # story 1: 76 GB written, no .metadata
+
+
+def test_partial_newest_dir_without_pointer_falls_back_to_previous_complete() -> None:
+    dirs = {"iter_000001000": COMPLETE_DCP, "iter_000002000": PARTIAL_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP)
+    assert d.checkpoint is not None
+    assert d.checkpoint.path == "/ckpt/mix/iter_000001000"
+    assert d.checkpoint.iteration == 1000
+    assert d.checkpoint.source == "scan"
+    assert d.skipped == ("iter_000002000: no .metadata",)
+    assert d.checkpoint.skipped == d.skipped
+    assert d.explain() == "iter_000001000 (skipped iter_000002000: no .metadata)"
+
+
+def test_only_partial_checkpoint_is_none_not_an_error() -> None:
+    d = choose_checkpoint(ROOT, {"iter_000001000": PARTIAL_DCP}, DCP)
+    assert d.checkpoint is None
+    assert d.skipped == ("iter_000001000: no .metadata",)
+
+
+def test_no_checkpoint_yet_is_none() -> None:
+    d = choose_checkpoint(ROOT, {}, DCP)
+    assert d.checkpoint is None and d.skipped == ()
+    assert d.explain() == "no complete checkpoint"
+
+
+def test_pointer_wins_over_newer_complete_scan_candidate() -> None:
+    dirs = {"iter_000001000": COMPLETE_DCP, "iter_000002000": COMPLETE_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000001000\n")
+    assert d.checkpoint is not None
+    assert (d.checkpoint.path, d.checkpoint.source) == ("/ckpt/mix/iter_000001000", "pointer")
+    assert d.checkpoint.iteration == 1000
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "iter_000002000",
+        "./iter_000002000/",
+        "/ckpt/mix/iter_000002000",
+        "/ckpt/mix/../mix/iter_000002000\n",
+        "2000",  # Megatron's latest_checkpointed_iteration.txt holds the iteration number
+    ],
+)
+def test_pointer_content_forms(content: str) -> None:
+    dirs = {"iter_000001000": COMPLETE_DCP, "iter_000002000": COMPLETE_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer=content)
+    assert d.checkpoint is not None
+    assert d.checkpoint.path == "/ckpt/mix/iter_000002000"
+    assert d.checkpoint.source == "pointer"
+    assert d.checkpoint.iteration == 2000
+
+
+def test_pointer_to_partial_checkpoint_is_skipped_with_reason() -> None:
+    dirs = {"iter_000001000": COMPLETE_DCP, "iter_000002000": PARTIAL_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000002000")
+    assert d.checkpoint is not None and d.checkpoint.name == "iter_000001000"
+    assert d.checkpoint.source == "scan"
+    assert d.skipped == (
+        "latest_checkpoint.txt -> iter_000002000: no .metadata",
+        "iter_000002000: no .metadata",
+    )
+
+
+def test_pointer_to_missing_dir_or_empty_pointer_falls_back() -> None:
+    dirs = {"iter_000001000": COMPLETE_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000009000")
+    assert d.checkpoint is not None and d.checkpoint.name == "iter_000001000"
+    assert d.skipped[0] == "latest_checkpoint.txt -> iter_000009000: no such checkpoint directory"
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="  \n")
+    assert d.checkpoint is not None and d.skipped == ("latest_checkpoint.txt: empty",)
+
+
+def test_pointer_outside_root_uses_the_listing_under_its_absolute_path() -> None:
+    dirs = {"iter_000001000": COMPLETE_DCP, "/archive/mix/iter_000005000": COMPLETE_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="/archive/mix/iter_000005000")
+    assert d.checkpoint is not None
+    assert d.checkpoint.path == "/archive/mix/iter_000005000"
+    assert d.checkpoint.iteration == 5000
+
+
+def test_newest_is_by_iteration_number_not_by_name() -> None:
+    dirs = {"checkpoint_step_900": {"a": 1}, "checkpoint_step_1200": {"a": 1}, "notes": {"x": 1}}
+    d = choose_checkpoint(ROOT, dirs, CompletenessRule.parse("any"))
+    assert d.checkpoint is not None and d.checkpoint.iteration == 1200
+
+
+def test_custom_glob_and_unnumbered_candidate() -> None:
+    dirs = {"step-0300": {"a": 1}, "step-final": {"a": 1}, "iter_000009000": {"a": 1}}
+    d = choose_checkpoint(ROOT, dirs, CompletenessRule.parse("any"), globs=["step-*"])
+    assert d.checkpoint is not None and d.checkpoint.name == "step-0300"
+    assert d.skipped == ()
+    d = choose_checkpoint(
+        ROOT, {"step-final": {"a": 1}}, CompletenessRule.parse("any"), globs=["step-*"]
+    )
+    assert d.checkpoint is None
+    assert d.skipped == ("step-final: no iteration number in the name",)
+
+
+@pytest.mark.parametrize(
+    ("files", "rule", "reason"),
+    [
+        ({".metadata": 10, "__0_0.distcp": 5}, "dcp", None),
+        ({"model/.metadata": 10}, "dcp", None),
+        ({"model/.metadata": 0}, "dcp", ".metadata is empty"),
+        ({"model/__0_0.distcp": 5}, "dcp", "no .metadata"),
+        ({}, "dcp", "no .metadata"),
+        (None, "dcp", "does not exist"),
+        ({"model.pt": 5, "DONE": 0}, "marker:DONE", None),
+        ({"model.pt": 5}, "marker:DONE", "no DONE"),
+        ({"model/DONE": 0}, "marker:model/DONE", None),
+        ({"x": 0}, "any", None),
+        ({}, "any", "empty"),
+    ],
+)
+def test_completeness_rules(files: dict[str, int] | None, rule: str, reason: str | None) -> None:
+    assert incomplete_reason(files, CompletenessRule.parse(rule)) == reason
+
+
+def test_bad_rule_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="'dcp', 'marker:<file name>', 'any'"):
+        CompletenessRule.parse("marker:")
+    assert str(CompletenessRule.parse("marker:DONE")) == "marker:DONE"
+
+
+def test_iteration_and_pointer_parsing() -> None:
+    assert iteration_of("iter_000001000") == 1000
+    assert iteration_of("checkpoint_step_250") == 250
+    assert iteration_of("latest") is None
+    assert resolve_pointer("/r", "") is None
+    assert resolve_pointer("/r", "1000\n") == 1000
+    assert resolve_pointer("/r", "../other/iter_1") == "/other/iter_1"
+
+
+class CountingListing(Mapping[str, dict[str, int] | None]):
+    """Records which directories the decision looked inside."""
+
+    def __init__(self, data: dict[str, dict[str, int] | None]):
+        self.data = data
+        self.opened: list[str] = []
+
+    def __getitem__(self, key: str) -> dict[str, int] | None:
+        self.opened.append(key)
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def test_only_candidates_down_to_the_first_complete_one_are_listed() -> None:
+    data = {f"iter_{i:09d}": dict(COMPLETE_DCP) for i in range(1000, 11000, 1000)}
+    data["iter_000010000"] = dict(PARTIAL_DCP)
+    listing = CountingListing(data)
+    d = choose_checkpoint(ROOT, listing, DCP)
+    assert d.checkpoint is not None and d.checkpoint.iteration == 9000
+    assert listing.opened == ["iter_000010000", "iter_000009000"]
