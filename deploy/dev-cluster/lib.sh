@@ -1,0 +1,114 @@
+# shellcheck shell=bash disable=SC2034  # variables here are used by the scripts sourcing it
+# Shared by up.sh and down.sh: where the dev cluster keeps things, and how a daemon is found and
+# stopped. Daemons are always found through their pid file (checked against /proc), never by name.
+
+DIR=${DEV_CLUSTER_DIR:-/tmp/dev-cluster}
+case $DIR in
+    /*) ;;
+    *) echo "dev-cluster: DEV_CLUSTER_DIR must be an absolute path, got '$DIR'" >&2; exit 2 ;;
+esac
+if [[ $DIR == *[\"\\[:space:]]* ]]; then
+    echo "dev-cluster: DEV_CLUSTER_DIR must not contain quotes, backslashes or spaces" >&2
+    exit 2
+fi
+
+TEST_USER=slurmci
+SSH_PORT=2222
+CLUSTER_NAME=devcluster
+
+# Start order; down.sh stops them in reverse.
+DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd sshd)
+
+declare -A PIDFILE=(
+    [munged]=/run/munge/munged.pid
+    [mariadbd]=/run/mysqld/mysqld.pid
+    [slurmdbd]=/run/slurm/slurmdbd.pid
+    [slurmctld]=/run/slurm/slurmctld.pid
+    [slurmd]=/run/slurm/slurmd.pid
+    [sshd]=$DIR/run/sshd.pid
+)
+declare -A LOGFILE=(
+    [munged]=/var/log/munge/munged.log
+    [mariadbd]=/var/log/mysql/error.log
+    [slurmdbd]=/var/log/slurm/slurmdbd.log
+    [slurmctld]=/var/log/slurm/slurmctld.log
+    [slurmd]=/var/log/slurm/slurmd.log
+    [sshd]=$DIR/log/sshd.log
+)
+
+T0=${EPOCHREALTIME/./}
+
+log() {
+    local now=${EPOCHREALTIME/./}
+    printf 'dev-cluster [%5.1fs] %s\n' "$(( (now - T0) / 100000 ))e-1" "$*"
+}
+
+is_daemon() {
+    local d
+    for d in "${DAEMONS[@]}"; do [[ $d == "$1" ]] && return 0; done
+    return 1
+}
+
+# pid_alive PID NAME: true if PID is a running (non-zombie) process called NAME. PID 1 here
+# reaps orphans late, so a stopped daemon lingers as a zombie for seconds: that counts as dead.
+# The name check guards against a stale pid file whose pid was reused by something else.
+pid_alive() {
+    local pid=$1 name=$2 comm state
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+    [[ $comm == "$name" ]] || return 1
+    state=$(awk '/^State:/ {print $2; exit}' "/proc/$pid/status" 2>/dev/null) || return 1
+    [[ -n $state && $state != Z && $state != X ]]
+}
+
+# live_pid NAME: prints the pid of daemon NAME if its pid file names a live process.
+live_pid() {
+    local f=${PIDFILE[$1]} pid
+    [[ -r $f ]] || return 1
+    read -r pid <"$f" 2>/dev/null || [[ -n ${pid:-} ]] || return 1
+    pid_alive "$pid" "$1" || return 1
+    echo "$pid"
+}
+
+# stop_daemon NAME: SIGTERM by pid file, wait until gone or a zombie (SIGKILL after 30 s).
+stop_daemon() {
+    local name=$1 pid i
+    if ! pid=$(live_pid "$name"); then
+        log "$name: not running"
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 300; i++)); do
+        pid_alive "$pid" "$name" || { log "$name: stopped (pid $pid)"; return 0; }
+        sleep 0.1
+    done
+    log "$name: still alive 30 s after SIGTERM, sending SIGKILL to pid $pid"
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do
+        pid_alive "$pid" "$name" || return 0
+        sleep 0.1
+    done
+    log "$name: pid $pid would not die"
+    return 1
+}
+
+# show_log NAME: the tail of the daemon's log and of what it printed when started.
+show_log() {
+    local name=$1 f
+    for f in "${LOGFILE[$name]}" "$DIR/log/$name.start.log"; do
+        if [[ -s $f ]]; then
+            echo "----- last lines of $f -----" >&2
+            tail -n 25 "$f" >&2
+        fi
+    done
+}
+
+# take_lock: one up.sh/down.sh at a time (tests and engineers share one cluster).
+take_lock() {
+    install -d -m 755 "$DIR"
+    exec 9>"$DIR/.lock"
+    if ! flock -w 300 9; then
+        echo "dev-cluster: another up.sh/down.sh held $DIR/.lock for 300 s" >&2
+        exit 1
+    fi
+}

@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# Brings up trainbot's dev cluster on this machine (Debian 12, as root, no systemd needed):
+# munge, MariaDB + slurmdbd, slurmctld + one slurmd (cgroup-free), and an sshd on
+# 127.0.0.1:2222 with key-only auth for the unprivileged user slurmci. Installs the Debian
+# packages if missing. Writes $DEV_CLUSTER_DIR/connection.json (default /tmp/dev-cluster).
+# Idempotent: re-running starts only the daemons that are not running (or whose config changed).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$HERE/lib.sh"
+
+PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server openssh-server
+    openssh-client shellcheck gcc)
+DB_PASS=slurmdevpw
+SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
+
+[[ $EUID -eq 0 ]] || { echo "dev-cluster: up.sh must run as root" >&2; exit 2; }
+
+CURRENT=""   # the daemon being brought up; its log is shown if anything fails
+on_error() {
+    local rc=$?
+    echo "dev-cluster: FAILED (exit $rc) at line $1${CURRENT:+ while starting $CURRENT}" >&2
+    [[ -n $CURRENT ]] && show_log "$CURRENT"
+    exit "$rc"
+}
+trap 'on_error $LINENO' ERR
+
+die() {
+    echo "dev-cluster: $*" >&2
+    [[ -n $CURRENT ]] && show_log "$CURRENT"
+    exit 1
+}
+
+take_lock
+install -d -m 755 "$DIR/ssh" "$DIR/run" "$DIR/log"
+
+# ---------------------------------------------------------------- packages
+missing=()
+for p in "${PACKAGES[@]}"; do
+    [[ $(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) == installed ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    guard_created=0
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        # Keep package scripts from starting sshd on :22, MariaDB and munge through init.d.
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        guard_created=1
+    fi
+    apt_log=$DIR/log/apt.log
+    export DEBIAN_FRONTEND=noninteractive
+    if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } \
+        >"$apt_log" 2>&1; then
+        ((guard_created)) && rm -f /usr/sbin/policy-rc.d
+        echo "----- last lines of $apt_log -----" >&2
+        tail -n 30 "$apt_log" >&2
+        die "package install failed"
+    fi
+    ((guard_created)) && rm -f /usr/sbin/policy-rc.d
+    log "packages installed"
+fi
+
+NODE=$(hostname -s)
+mem_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+REAL_MEM=$((mem_mib * 9 / 10)) # what slurmd sees is slightly below MemTotal; never above it
+
+# ---------------------------------------------------------------- config files
+declare -A RESTART=()
+# render PATH OWNER MODE DAEMON...: writes stdin to PATH if it differs; marks DAEMONs to restart.
+render() {
+    local path=$1 owner=$2 mode=$3 tmp
+    shift 3
+    tmp=$(mktemp "$path.XXXXXX")
+    cat >"$tmp"
+    chown "$owner" "$tmp"
+    chmod "$mode" "$tmp"
+    if [[ -f $path ]] && cmp -s "$tmp" "$path"; then
+        rm -f "$tmp"
+        chown "$owner" "$path"
+        chmod "$mode" "$path"
+        return 0
+    fi
+    mv -f "$tmp" "$path"
+    local d
+    for d in "$@"; do RESTART[$d]=1; done
+}
+
+install -d -m 755 /etc/slurm
+install -d -o slurm -g slurm -m 755 /run/slurm /var/log/slurm /var/lib/slurm \
+    /var/lib/slurm/slurmctld
+install -d -m 755 /var/lib/slurm/slurmd
+
+render /etc/slurm/slurm.conf root:root 644 slurmctld slurmd <<EOF
+# Rendered by trainbot deploy/dev-cluster/up.sh; edits are overwritten.
+ClusterName=$CLUSTER_NAME
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmUser=slurm
+SlurmctldPort=6817
+SlurmdPort=6818
+AuthType=auth/munge
+AuthInfo=cred_expire=10
+CredType=cred/munge
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=${PIDFILE[slurmctld]}
+SlurmdPidFile=${PIDFILE[slurmd]}
+SlurmctldLogFile=${LOGFILE[slurmctld]}
+SlurmdLogFile=${LOGFILE[slurmd]}
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2,bf_interval=2
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=6819
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+MinJobAge=300
+KillWait=5
+OverTimeLimit=0
+Waittime=0
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+
+render /etc/slurm/slurmdbd.conf slurm:slurm 600 slurmdbd <<EOF
+# Rendered by trainbot deploy/dev-cluster/up.sh; edits are overwritten.
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=6819
+SlurmUser=slurm
+LogFile=${LOGFILE[slurmdbd]}
+PidFile=${PIDFILE[slurmdbd]}
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=slurm
+StoragePass=$DB_PASS
+StorageLoc=slurm_acct_db
+EOF
+
+render /etc/mysql/mariadb.conf.d/99-slurm-dev.cnf root:root 644 mariadbd <<EOF
+# Rendered by trainbot deploy/dev-cluster/up.sh: socket only, sized for slurmdbd.
+[mysqld]
+skip-networking
+innodb_buffer_pool_size=256M
+innodb_lock_wait_timeout=900
+EOF
+
+# ---------------------------------------------------------------- keys and sshd config
+ssh_dir=$DIR/ssh
+[[ -s $ssh_dir/ssh_host_ed25519_key ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-host" -f "$ssh_dir/ssh_host_ed25519_key"
+[[ -s $ssh_dir/id_ed25519 ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-client" -f "$ssh_dir/id_ed25519"
+chown root:root "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519"
+chmod 600 "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519" # tests run as root
+render "$ssh_dir/authorized_keys" root:root 644 <"$ssh_dir/id_ed25519.pub"
+render "$ssh_dir/known_hosts" root:root 644 <<EOF
+[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$ssh_dir/ssh_host_ed25519_key.pub")
+EOF
+render "$ssh_dir/sshd_config" root:root 644 sshd <<EOF
+# Rendered by trainbot deploy/dev-cluster/up.sh: key-only auth for $TEST_USER on loopback.
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $ssh_dir/ssh_host_ed25519_key
+PidFile ${PIDFILE[sshd]}
+AuthorizedKeysFile $ssh_dir/authorized_keys
+AllowUsers $TEST_USER
+PermitRootLogin no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+HostbasedAuthentication no
+UsePAM no
+StrictModes no
+Subsystem sftp internal-sftp
+X11Forwarding no
+AllowTcpForwarding no
+AllowAgentForwarding no
+PrintMotd no
+UseDNS no
+MaxStartups 100:30:200
+MaxSessions 64
+EOF
+
+# ---------------------------------------------------------------- test user
+if ! id -u "$TEST_USER" >/dev/null 2>&1; then
+    useradd -m -s /bin/bash "$TEST_USER"
+    log "created user $TEST_USER"
+fi
+# useradd leaves '!' (locked): with UsePAM no, sshd then refuses even key auth.
+[[ $(getent shadow "$TEST_USER" | cut -d: -f2) == '*' ]] || usermod -p '*' "$TEST_USER"
+TEST_HOME=$(getent passwd "$TEST_USER" | cut -d: -f6)
+
+# ---------------------------------------------------------------- daemons
+# wait_for NAME SECONDS CMD...: polls CMD every 0.1 s.
+wait_for() {
+    local what=$1 secs=$2 i
+    shift 2
+    for ((i = 0; i < secs * 10; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "$what: not ready after $secs s"
+}
+
+# start NAME CMD...: runs CMD unless NAME is live (restarting it if its config changed), then
+# waits for the pid file (daemons write it a moment after forking). Returns 1 if already up.
+STARTED=0
+start() {
+    local name=$1
+    shift
+    CURRENT=$name
+    if live_pid "$name" >/dev/null; then
+        if [[ -z ${RESTART[$name]:-} ]]; then
+            return 1
+        fi
+        log "$name: config changed, restarting"
+        stop_daemon "$name"
+    fi
+    # 9>&-: the daemon must not inherit (and so hold forever) the lock on $DIR/.lock.
+    "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 9>&- ||
+        die "$name: '$*' exited $?"
+    wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
+    log "$name: started (pid $(live_pid "$name"))"
+    STARTED=1
+}
+
+start_mariadbd() {
+    install -d -o mysql -g mysql -m 755 /run/mysqld
+    install -d -o mysql -g adm -m 2750 /var/log/mysql
+    if [[ ! -d /var/lib/mysql/mysql ]]; then
+        mariadb-install-db --user=mysql --datadir=/var/lib/mysql >>"$DIR/log/mariadbd.start.log" 2>&1
+    fi
+    setsid /usr/sbin/mariadbd --user=mysql --pid-file="${PIDFILE[mariadbd]}" \
+        --log-error="${LOGFILE[mariadbd]}" </dev/null >/dev/null 2>&1 9>&- &
+}
+
+# munge
+if [[ ! -s /etc/munge/munge.key ]]; then
+    mungekey --create --keyfile=/etc/munge/munge.key
+    chown munge:munge /etc/munge/munge.key
+    chmod 400 /etc/munge/munge.key
+fi
+install -d -o munge -g munge -m 755 /run/munge
+if start munged runuser -u munge -- /usr/sbin/munged --force; then
+    wait_for "munge credential round trip" 10 sh -c 'munge -n | unmunge'
+fi
+
+# MariaDB, then the slurm database user
+if start mariadbd start_mariadbd; then
+    wait_for "mariadbd socket" 30 mariadb-admin ping
+fi
+CURRENT=mariadbd
+if ! mariadb -N -e "SELECT 1 FROM mysql.user WHERE user='slurm' AND host='localhost'" |
+    grep -q 1; then
+    mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+                GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
+    log "mariadbd: created database user slurm"
+fi
+
+# slurmdbd, then the cluster, accounts and the test user's associations
+start slurmdbd /usr/sbin/slurmdbd || true
+CURRENT=slurmdbd
+wait_for "slurmdbd answering sacctmgr" 30 sacctmgr -n list cluster
+if ! sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER_NAME"; then
+    sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
+    log "slurmdbd: registered cluster $CLUSTER_NAME"
+fi
+if ! sacctmgr -n -P list account format=account | grep -qx team-b; then
+    sacctmgr -i add account team-b description="second account for tests" \
+        organization=dev >/dev/null
+    log "slurmdbd: added account team-b"
+fi
+assocs=$(sacctmgr -n -P list assoc where user="$TEST_USER" cluster="$CLUSTER_NAME" format=account)
+if ! grep -qx root <<<"$assocs"; then
+    sacctmgr -i add user "$TEST_USER" account=root defaultaccount=root >/dev/null
+    log "slurmdbd: added $TEST_USER to account root"
+fi
+if ! grep -qx team-b <<<"$assocs"; then
+    sacctmgr -i add user "$TEST_USER" account=team-b >/dev/null
+    log "slurmdbd: added $TEST_USER to account team-b"
+fi
+
+# controller and node
+start slurmctld /usr/sbin/slurmctld || true
+CURRENT=slurmctld
+wait_for "slurmctld answering" 30 scontrol ping
+start slurmd /usr/sbin/slurmd -N "$NODE" || true
+CURRENT=slurmd
+node_ready() {
+    local state
+    state=$(sinfo -h -N -n "$NODE" -o %T 2>/dev/null) || return 1
+    case $state in
+        idle | mixed | allocated | completing) return 0 ;;
+        drain* | down*) scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true ;;
+    esac
+    return 1
+}
+wait_for "node $NODE idle" 30 node_ready
+
+# sshd
+CURRENT=sshd
+install -d -m 755 /run/sshd
+/usr/sbin/sshd -t -f "$ssh_dir/sshd_config" || die "sshd: $ssh_dir/sshd_config is invalid"
+if ! live_pid sshd >/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null; then
+    die "sshd: 127.0.0.1:$SSH_PORT is already taken by a process that is not our sshd" \
+        "(pid file ${PIDFILE[sshd]}); free the port or stop that process"
+fi
+start sshd /usr/sbin/sshd -f "$ssh_dir/sshd_config" -E "${LOGFILE[sshd]}" || true
+log "all daemons up (node $NODE, RealMemory=${REAL_MEM}M, CPUs=4)"
+
+# ---------------------------------------------------------------- connection settings
+render "$DIR/connection.json" root:root 644 <<EOF
+{
+  "host": "127.0.0.1",
+  "port": $SSH_PORT,
+  "user": "$TEST_USER",
+  "key_file": "$ssh_dir/id_ed25519",
+  "known_hosts": "$ssh_dir/known_hosts",
+  "partition": "debug",
+  "cluster_name": "$CLUSTER_NAME",
+  "home": "$TEST_HOME",
+  "state_dir": "$DIR",
+  "accounts": ["root", "team-b"]
+}
+EOF
+
+# ---------------------------------------------------------------- smoke test through sshd
+CURRENT=sshd
+ssh_cmd=(ssh -F /dev/null -p "$SSH_PORT" -i "$ssh_dir/id_ed25519" -o IdentitiesOnly=yes
+    -o BatchMode=yes -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$ssh_dir/known_hosts"
+    -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 "$TEST_USER@127.0.0.1")
+if ((STARTED)) || ((${#RESTART[@]})); then
+    # Something was (re)started: prove the whole path with a real job.
+    if ! out=$(timeout "$SMOKE_TIMEOUT" "${ssh_cmd[@]}" \
+        "sbatch --wait --parsable -J dev-cluster-smoke -t 1 -c 1 --mem=32M -o /dev/null \
+        --wrap 'test \$(id -un) = $TEST_USER'" 2>&1); then
+        echo "$out" >&2
+        squeue >&2 || true
+        die "smoke job through ssh failed (or waited more than $SMOKE_TIMEOUT s for a slot)"
+    fi
+    log "smoke job $out ran as $TEST_USER through ssh"
+else
+    out=$("${ssh_cmd[@]}" "squeue -h -o %i | wc -l" 2>&1) || {
+        echo "$out" >&2
+        die "ssh $TEST_USER@127.0.0.1 squeue failed"
+    }
+    log "already up; ssh + squeue ok ($((out)) jobs in the queue)"
+fi
+log "ready: $DIR/connection.json"
