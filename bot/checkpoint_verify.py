@@ -1,0 +1,327 @@
+"""Verify a `torch.distributed.checkpoint` (DCP) checkpoint before anyone resumes from it.
+
+Job 87870 died mid-save and left `iter_000001000/model` on disk with no pointer file: a
+partial checkpoint that must never be resumed from. A checkpoint is complete when its
+`.metadata` (written last by DCP) reads back, every storage file it names is present and at
+least as long as the byte ranges it records, and the pointer file names an existing directory.
+
+`.metadata` is a pickle. torch's FileSystemReader unpickles it with plain `pickle.load`, which
+runs arbitrary code from a crafted file, so this module reads it with an unpickler that only
+resolves torch's checkpoint classes, dtypes and sizes, then uses the same torch classes.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.core.launcher_lint import Finding, Level, worst_level
+
+METADATA_FILE = ".metadata"
+
+
+class CheckpointUnreadable(Exception):
+    """The checkpoint's metadata cannot be read; the message says why."""
+
+
+# ---------------------------------------------------------------------------- safe metadata
+
+
+class _CheckpointUnpickler(pickle.Unpickler):
+    """Resolves only the globals a DCP `.metadata` pickle needs; refuses everything else."""
+
+    _PATHS = {"PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath", "Path"}
+
+    def find_class(self, module: str, name: str) -> Any:
+        import torch
+
+        if module.startswith("torch.distributed.checkpoint"):
+            obj = super().find_class(module, name)
+            if isinstance(obj, type):
+                return obj
+        elif module == "torch":
+            obj = getattr(torch, name, None)
+            if obj is torch.Size or isinstance(
+                obj, torch.dtype | torch.layout | torch.memory_format
+            ):
+                return obj
+        elif (module, name) == ("torch.serialization", "_get_layout"):
+            return super().find_class(module, name)
+        elif module == "pathlib" and name in self._PATHS:
+            return super().find_class(module, name)
+        elif (module, name) in {("collections", "OrderedDict"), ("builtins", "set"),
+                                ("builtins", "frozenset"), ("builtins", "slice")}:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"refused to load {module}.{name}: a DCP .metadata file only references torch "
+            "checkpoint classes (the file is corrupt or not a DCP checkpoint)"
+        )
+
+
+def load_metadata(ckpt_dir: str | os.PathLike[str]) -> Any:
+    """The `torch.distributed.checkpoint.metadata.Metadata` of a checkpoint directory.
+
+    Raises CheckpointUnreadable naming the file and the cause.
+    """
+    path = Path(ckpt_dir) / METADATA_FILE
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise CheckpointUnreadable(
+            f"{path} is missing: DCP writes it last, so the save never finished"
+        ) from exc
+    except OSError as exc:
+        raise CheckpointUnreadable(f"cannot read {path}: {exc.strerror}") from exc
+    return parse_metadata_bytes(data, str(path))
+
+
+def parse_metadata_bytes(data: bytes, source: str) -> Any:
+    """Unpickle `.metadata` bytes (read locally or over SFTP) with the restricted unpickler."""
+    try:
+        metadata = _CheckpointUnpickler(io.BytesIO(data)).load()
+    except Exception as exc:  # truncated pickle raises EOFError, garbage many other things
+        raise CheckpointUnreadable(
+            f"{source} is not a readable DCP metadata file ({type(exc).__name__}: {exc})"
+        ) from exc
+    from torch.distributed.checkpoint.metadata import Metadata
+
+    if not isinstance(metadata, Metadata):
+        raise CheckpointUnreadable(
+            f"{source} holds a {type(metadata).__name__}, not DCP Metadata"
+        )
+    return metadata
+
+
+# ---------------------------------------------------------------------------- the checks
+
+
+@dataclass(frozen=True)
+class StorageExtent:
+    relative_path: str
+    needed_bytes: int  # the largest offset + length any item records in that file
+
+
+@dataclass
+class CheckpointReport:
+    """Each check's result, and what the metadata says the checkpoint holds."""
+
+    directory: str
+    findings: list[Finding] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)  # sub-checkpoints verified (e.g. model/)
+    storage_files: int = 0
+    storage_bytes: int = 0
+    param_count: int | None = None
+
+    @property
+    def level(self) -> Level:
+        return worst_level(self.findings)
+
+    @property
+    def valid(self) -> bool:
+        return self.level != "fail"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": self.directory,
+            "valid": self.valid,
+            "level": self.level,
+            "parts": self.parts,
+            "storage_files": self.storage_files,
+            "storage_bytes": self.storage_bytes,
+            "param_count": self.param_count,
+            "checks": [f.to_json() for f in self.findings],
+        }
+
+
+def storage_extents(metadata: Any) -> list[StorageExtent]:
+    """Every storage file the metadata names, with the bytes it must hold at least."""
+    needed: dict[str, int] = {}
+    for info in (metadata.storage_data or {}).values():
+        rel = str(info.relative_path)
+        end = int(info.offset) + int(info.length)
+        needed[rel] = max(needed.get(rel, 0), end)
+    return [StorageExtent(p, n) for p, n in sorted(needed.items())]
+
+
+def _dcp_parts(root: Path) -> list[Path]:
+    """The DCP checkpoints under `root`: itself, or its sub-directories (`model/`, `optim/`)."""
+    if (root / METADATA_FILE).exists():
+        return [root]
+    parts = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        if (child / METADATA_FILE).exists() or any(child.glob("*.distcp")):
+            parts.append(child)
+    if not parts and any(root.glob("*.distcp")):
+        return [root]  # storage files but no metadata: reported as an unfinished save
+    return parts
+
+
+def _check_part(part: Path, root: Path, report: CheckpointReport) -> Any:
+    label = "." if part == root else part.relative_to(root).as_posix()
+    report.parts.append(label)
+    try:
+        metadata = load_metadata(part)
+    except CheckpointUnreadable as exc:
+        report.findings.append(Finding(
+            f"metadata[{label}]", "fail", None, str(exc),
+            "do not resume from this checkpoint; use the previous complete one",
+        ))
+        return None
+    n_items = len(metadata.state_dict_metadata)
+    report.findings.append(Finding(
+        f"metadata[{label}]", "pass", None,
+        f"{part / METADATA_FILE} read: {n_items} state-dict entries",
+    ))
+    missing: list[str] = []
+    short: list[str] = []
+    for extent in storage_extents(metadata):
+        path = part / extent.relative_path
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            missing.append(extent.relative_path)
+            continue
+        report.storage_files += 1
+        report.storage_bytes += size
+        if size < extent.needed_bytes:
+            short.append(f"{extent.relative_path} ({size} of {extent.needed_bytes} bytes)")
+    fix = "do not resume from this checkpoint; use the previous complete one"
+    if missing:
+        report.findings.append(Finding(
+            f"storage[{label}]", "fail", None,
+            f"{len(missing)} storage file(s) named in the metadata are missing: "
+            + ", ".join(missing[:5]) + ("…" if len(missing) > 5 else ""), fix,
+        ))
+    if short:
+        report.findings.append(Finding(
+            f"storage[{label}]", "fail", None,
+            f"{len(short)} storage file(s) are shorter than the metadata records (truncated): "
+            + ", ".join(short[:5]) + ("…" if len(short) > 5 else ""), fix,
+        ))
+    if not missing and not short:
+        report.findings.append(Finding(
+            f"storage[{label}]", "pass", None,
+            f"all {len(storage_extents(metadata))} storage file(s) present and complete",
+        ))
+    return metadata
+
+
+def resolve_pointer(pointer: Path) -> tuple[Path | None, str]:
+    """The directory a pointer file names (absolute, relative to the pointer, or a step number).
+
+    Returns (directory or None, explanation).
+    """
+    try:
+        text = pointer.read_text().strip()
+    except FileNotFoundError:
+        return None, f"pointer file {pointer} does not exist"
+    except OSError as exc:
+        return None, f"cannot read pointer file {pointer}: {exc.strerror}"
+    if not text:
+        return None, f"pointer file {pointer} is empty"
+    first = text.splitlines()[0].strip()
+    candidate = Path(first)
+    if not candidate.is_absolute():
+        candidate = pointer.parent / candidate
+    if candidate.is_dir():
+        return candidate, f"pointer {pointer} names {candidate}"
+    if first.isdigit():  # a bare step number: find the directory ending in that number
+        n = int(first)
+        for child in sorted(pointer.parent.iterdir()):
+            m = re.search(r"(\d+)$", child.name)
+            if child.is_dir() and m and int(m.group(1)) == n:
+                return child, f"pointer {pointer} names step {n}: {child}"
+    return None, f"pointer {pointer} names {first!r}, which is not an existing directory"
+
+
+def verify_checkpoint(
+    ckpt_dir: str | os.PathLike[str], pointer: str | os.PathLike[str] | None = None
+) -> CheckpointReport:
+    """Check a DCP checkpoint directory (and optionally its pointer file); never raises for a
+    broken checkpoint — every problem is a `fail` finding. Raises FileNotFoundError when
+    `ckpt_dir` is not a directory at all."""
+    root = Path(ckpt_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root} is not a directory")
+    report = CheckpointReport(directory=str(root))
+    parts = _dcp_parts(root)
+    if not parts:
+        report.findings.append(Finding(
+            "metadata", "fail", None,
+            f"{root} holds no DCP checkpoint (no {METADATA_FILE} and no *.distcp files)",
+            "point at the checkpoint directory the training code passed to dcp.save",
+        ))
+    params: int | None = None
+    for part in parts:
+        metadata = _check_part(part, root, report)
+        if metadata is not None and part.name not in ("optim", "optimizer"):
+            params = (params or 0) + param_count_from_metadata(metadata)
+    report.param_count = params
+    if pointer is not None:
+        target, why = resolve_pointer(Path(pointer))
+        if target is None:
+            report.findings.append(Finding(
+                "pointer", "fail", None, why,
+                "the save did not finish writing its pointer; resume from the previous "
+                "checkpoint the pointer history names, or rewrite the pointer by hand",
+            ))
+        elif target.resolve() != root.resolve():
+            report.findings.append(Finding(
+                "pointer", "warn", None,
+                f"{why}, not the directory being verified ({root})",
+                f"verify {target} too before resuming from it",
+            ))
+        else:
+            report.findings.append(Finding("pointer", "pass", None, why))
+    return report
+
+
+# ---------------------------------------------------------------------------- parameter count
+
+_NOT_PARAMS = re.compile(
+    r"(^|\.)(optim|optimizer|optim_state|scheduler|lr_scheduler|ema|ema_model|dataloader|rng)"
+    r"(\.|$)|exp_avg|momentum_buffer|\.step$"
+)
+
+
+def param_count_from_metadata(metadata: Any) -> int:
+    """Parameters in a checkpoint: tensor elements of the model's entries.
+
+    When entries are namespaced under `model.` only those count; otherwise optimizer, EMA
+    and scheduler entries are left out so Adam's moments are not counted three times.
+    """
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    tensors = {
+        k: v for k, v in metadata.state_dict_metadata.items()
+        if isinstance(v, TensorStorageMetadata)
+    }
+    model_keys = [k for k in tensors if k.startswith("model.")]
+    keys = model_keys or [k for k in tensors if not _NOT_PARAMS.search(k)]
+    return sum(math.prod(tensors[k].size) for k in keys)
+
+
+def read_param_count(ckpt_dir: str | os.PathLike[str]) -> int:
+    """Parameter count from a DCP checkpoint's metadata (for the checkpoint memory budget).
+
+    Raises CheckpointUnreadable when no part of `ckpt_dir` has readable metadata.
+    """
+    root = Path(ckpt_dir)
+    if not root.is_dir():
+        raise CheckpointUnreadable(f"{root} is not a directory")
+    total = 0
+    found = False
+    for part in _dcp_parts(root):
+        if part.name in ("optim", "optimizer"):
+            continue
+        total += param_count_from_metadata(load_metadata(part))
+        found = True
+    if not found:
+        raise CheckpointUnreadable(f"{root} holds no DCP checkpoint with model parameters")
+    return total

@@ -1,0 +1,238 @@
+"""Estimate the host-memory peak of a checkpoint save on one node, before the job runs.
+
+Pure. Job 87870 was OOM-killed at its first DCP save: every rank gathered bf16 weights, fp32
+master weights, Adam moments and EMA on the CPU while 40 DataLoader workers held their own
+memory, far above `--mem 300GB`. This module adds those parts up per node and compares the
+sum to `--mem` and to the site's admission cap (per-GPU cap × GPUs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from bot.core.launcher_lint import Finding, Level
+from bot.core.units import format_size
+
+GIB = 1024**3
+CHECK_MEMORY_BUDGET = "memory_budget"
+
+
+class SaveMode(StrEnum):
+    """How the training code materialises state on the CPU during a save."""
+
+    FULL_PER_RANK = "full_per_rank"  # every rank gathers the full state (job 87870)
+    SHARDED = "sharded"  # DCP sharded state dict: each rank holds 1/world_size
+    RANK0 = "rank0"  # full state gathered on rank 0 only, other ranks hold nothing extra
+
+
+@dataclass(frozen=True)
+class SaveMemoryInputs:
+    """What the estimate needs; byte sizes are per parameter unless named otherwise."""
+
+    params: int
+    ranks_per_node: int
+    gpus_per_node: int | None = None  # defaults to ranks_per_node
+    nodes: int = 1
+    weight_bytes: float = 2.0  # bf16 weights copied to the CPU
+    master_bytes: float = 4.0  # fp32 master weights
+    optimizer_bytes: float = 8.0  # Adam exp_avg + exp_avg_sq in fp32
+    ema_bytes: float = 4.0  # fp32 EMA copy; 0 when the run keeps no EMA
+    save_mode: SaveMode = SaveMode.FULL_PER_RANK
+    workers_per_rank: int = 0  # DataLoader num_workers (per rank, as in the training config)
+    worker_rss_bytes: int = 0  # measured per worker (`trainbot probe dataloader`)
+    rank_base_bytes: int = 4 * GIB  # Python + torch + CUDA host context per rank
+    overhead_factor: float = 1.2  # allocator fragmentation, staging/pickle buffers
+
+    def __post_init__(self) -> None:
+        if self.params <= 0:
+            raise ValueError("params must be a positive parameter count (e.g. 1.4e9)")
+        if self.ranks_per_node <= 0:
+            raise ValueError("ranks_per_node must be at least 1")
+        if self.nodes <= 0:
+            raise ValueError("nodes must be at least 1")
+        if self.overhead_factor < 1.0:
+            raise ValueError("overhead_factor must be >= 1.0")
+
+
+@dataclass(frozen=True)
+class BudgetPart:
+    name: str
+    bytes: int
+    why: str
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The estimate, its parts and the verdict against `--mem` and the site cap."""
+
+    parts: tuple[BudgetPart, ...]
+    subtotal_bytes: int
+    peak_bytes: int  # subtotal × overhead_factor
+    mem_limit_bytes: int | None
+    cap_bytes: int | None
+    floor_bytes: int | None
+    level: Level
+    message: str
+    suggested_mem: str | None  # an `--mem` value that fits, e.g. "580G"; None if none does
+    fix: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parts": [{"name": p.name, "bytes": p.bytes, "gib": round(p.bytes / GIB, 1),
+                       "why": p.why} for p in self.parts],
+            "subtotal_bytes": self.subtotal_bytes,
+            "peak_bytes": self.peak_bytes,
+            "peak_gib": round(self.peak_bytes / GIB, 1),
+            "mem_limit_bytes": self.mem_limit_bytes,
+            "cap_bytes": self.cap_bytes,
+            "floor_bytes": self.floor_bytes,
+            "level": self.level,
+            "message": self.message,
+            "suggested_mem": self.suggested_mem,
+            "fix": self.fix,
+        }
+
+    def finding(self) -> Finding:
+        return Finding(CHECK_MEMORY_BUDGET, self.level, None, self.message, self.fix)
+
+
+def format_params(n: float) -> str:
+    """A parameter count as people say it: 1.40B, 350M, 1,010."""
+    if n >= 1e9:
+        return f"{n / 1e9:.2f}B"
+    if n >= 1e6:
+        return f"{n / 1e6:.0f}M"
+    return f"{n:,.0f}"
+
+
+def _state_bytes_per_rank(inp: SaveMemoryInputs) -> tuple[float, str]:
+    """Bytes of model + optimizer state one rank holds on the CPU, and the mode's description."""
+    per_param = inp.weight_bytes + inp.master_bytes + inp.optimizer_bytes + inp.ema_bytes
+    full = per_param * inp.params
+    world = inp.ranks_per_node * inp.nodes
+    if inp.save_mode is SaveMode.SHARDED:
+        return full / world, f"1/{world} of {per_param:g} B/param (sharded)"
+    if inp.save_mode is SaveMode.RANK0:
+        return full / inp.ranks_per_node, f"{per_param:g} B/param on rank 0 only"
+    return full, f"{per_param:g} B/param gathered by every rank"
+
+
+def _parts(inp: SaveMemoryInputs) -> list[BudgetPart]:
+    state, how = _state_bytes_per_rank(inp)
+    ranks = inp.ranks_per_node
+    parts = [
+        BudgetPart(
+            "model+optimizer state",
+            int(state * ranks),
+            f"{ranks} rank(s) × {format_size(state)} ({how}: weights {inp.weight_bytes:g} + "
+            f"master {inp.master_bytes:g} + Adam {inp.optimizer_bytes:g} + EMA "
+            f"{inp.ema_bytes:g} B × {format_params(inp.params)} params)",
+        ),
+        BudgetPart(
+            "rank processes",
+            inp.rank_base_bytes * ranks,
+            f"{ranks} × {format_size(inp.rank_base_bytes)} Python/torch/CUDA host context",
+        ),
+    ]
+    workers = inp.workers_per_rank * ranks
+    if workers:
+        parts.append(BudgetPart(
+            "DataLoader workers",
+            workers * inp.worker_rss_bytes,
+            f"{workers} workers ({inp.workers_per_rank}/rank) × "
+            f"{format_size(inp.worker_rss_bytes)} RSS each",
+        ))
+    return parts
+
+
+def _round_up_mem(n_bytes: float, step_gib: int = 10) -> tuple[int, str]:
+    """Round up to a whole number of `step_gib` GiB; returns (bytes, Slurm `--mem` string)."""
+    gib = math.ceil(n_bytes / GIB / step_gib) * step_gib
+    return gib * GIB, f"{gib}G"
+
+
+def estimate_save_peak(
+    inp: SaveMemoryInputs,
+    *,
+    mem_limit_bytes: int | None = None,
+    per_gpu_cap_bytes: int | None = None,
+    site_floor_bytes: int | None = None,
+) -> MemoryBudget:
+    """Host peak per node during a save, and whether it fits `--mem` and the site cap."""
+    parts = _parts(inp)
+    subtotal = sum(p.bytes for p in parts)
+    peak = int(subtotal * inp.overhead_factor)
+    gpus = inp.gpus_per_node or inp.ranks_per_node
+    cap = per_gpu_cap_bytes * gpus if per_gpu_cap_bytes else None
+    need_bytes, need = _round_up_mem(peak)
+    if site_floor_bytes and need_bytes < site_floor_bytes:
+        # the site charges the floor anyway: asking for it costs nothing extra
+        need_bytes, need = _round_up_mem(site_floor_bytes, step_gib=1)
+    biggest = max(parts, key=lambda p: p.bytes)
+    breakdown = "; ".join(f"{p.name} {format_size(p.bytes)} = {p.why}" for p in parts)
+    head = (f"estimated host peak during a checkpoint save: {format_size(peak)} per node, "
+            f"mostly {biggest.name}. Breakdown: {breakdown}; × {inp.overhead_factor:g} overhead")
+
+    if cap is not None and peak > cap:
+        return MemoryBudget(
+            tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "fail",
+            f"{head}. This cannot fit under the site cap of {format_size(cap)} "
+            f"({gpus} GPUs × {format_size(per_gpu_cap_bytes or 0)})",
+            None,
+            _cannot_fit_fix(inp, cap),
+        )
+    if mem_limit_bytes is None:
+        return MemoryBudget(
+            tuple(parts), subtotal, peak, None, cap, site_floor_bytes, "warn",
+            f"{head}. The recipe sets no --mem; ask for at least --mem={need}",
+            need, f"set --mem={need} in the recipe",
+        )
+    if peak > mem_limit_bytes:
+        return MemoryBudget(
+            tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "fail",
+            f"{head}. That is above --mem={format_size(mem_limit_bytes)}: the first save will be "
+            "OOM-killed (job 87870)",
+            need, f"submit with --mem={need}"
+            + (f" (site cap {format_size(cap)})" if cap else "")
+            + "; or reduce DataLoader workers / save sharded",
+        )
+    if peak > 0.9 * mem_limit_bytes:
+        return MemoryBudget(
+            tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "warn",
+            f"{head}. That is within 10% of --mem={format_size(mem_limit_bytes)}; "
+            "a small leak will tip it over",
+            need, f"consider --mem={need}",
+        )
+    return MemoryBudget(
+        tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "pass",
+        f"{head}. Fits under --mem={format_size(mem_limit_bytes)}",
+        need, "",
+    )
+
+
+def _cannot_fit_fix(inp: SaveMemoryInputs, cap: int) -> str:
+    """Concrete ways down: how many workers would fit, what sharding or rank-0 saving gives."""
+    options: list[str] = []
+    no_workers = _parts_total(inp, workers_per_rank=0)
+    if inp.worker_rss_bytes and inp.workers_per_rank:
+        room = cap / inp.overhead_factor - no_workers
+        per_rank = int(room // (inp.worker_rss_bytes * inp.ranks_per_node)) if room > 0 else 0
+        if per_rank > 0:
+            options.append(f"reduce DataLoader workers to {per_rank}/rank")
+    for mode, label in ((SaveMode.SHARDED, "save sharded (DCP sharded state dict)"),
+                        (SaveMode.RANK0, "gather the full state on rank 0 only")):
+        if mode is inp.save_mode:
+            continue
+        peak = _parts_total(inp, save_mode=mode) * inp.overhead_factor
+        if peak <= cap:
+            options.append(f"{label}: ≈ {format_size(peak)}")
+    if not options:
+        options.append("reduce workers / shard / save from fewer ranks (none fits alone)")
+    return "cannot fit under the cap: " + "; or ".join(options)
+
+
+def _parts_total(inp: SaveMemoryInputs, **changes: Any) -> int:
+    return sum(p.bytes for p in _parts(replace(inp, **changes)))

@@ -1,0 +1,262 @@
+"""Does a worker node have what a JIT needs? A short `srun` that proves it.
+
+Job 108903 died at start with `Failed to find C compiler`: FlexAttention compiles Triton
+kernels at run time, the login node has gcc, the worker image does not. This probe runs a small
+Python script on the recipe's partition through `srun` (after the recipe's env activation) and
+reports CC/CXX, whether a C compiler really compiles and runs a file, Python and torch versions,
+and, with torch present, runs a tiny `torch.compile`d function.
+
+The node-side script uses only the standard library (the node's Python may have nothing else)
+and prints one JSON line after a marker, so env-setup noise around it is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bot.core.launcher_lint import Finding
+
+if TYPE_CHECKING:
+    from bot.cluster.ssh import Runner
+
+MARKER = "TRAINBOT_TOOLCHAIN_JSON "
+
+# Runs on the worker. Stdlib only, Python >= 3.6. Never raises: every failure is data.
+NODE_SCRIPT = r'''
+import json, os, shutil, subprocess, sys, tempfile, platform
+out = {"python": sys.version.split()[0], "python_executable": sys.executable,
+       "host": platform.node(), "CC": os.environ.get("CC"), "CXX": os.environ.get("CXX"),
+       "PATH": os.environ.get("PATH", "")}
+
+def tail(text, n=600):
+    text = (text or "").strip()
+    return text[-n:]
+
+def find_compiler(var, names):
+    value = os.environ.get(var)
+    if value:
+        first = value.split()[0]
+        path = first if os.path.isabs(first) else shutil.which(first)
+        return value, path, "env"
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return name, path, "PATH"
+    return None, None, None
+
+def try_compile(var, names, source, ext):
+    spec, path, origin = find_compiler(var, names)
+    res = {"spec": spec, "path": path, "origin": origin, "works": False, "version": None,
+           "error": None}
+    if spec is None:
+        res["error"] = "no %s set and none of %s on PATH" % (var, ", ".join(names))
+        return res
+    if path is None or not os.access(path, os.X_OK):
+        res["error"] = "%s=%r is not an executable file" % (var, spec)
+        return res
+    d = tempfile.mkdtemp(prefix="trainbot-cc-")
+    try:
+        src = os.path.join(d, "probe" + ext)
+        exe = os.path.join(d, "probe")
+        with open(src, "w") as f:
+            f.write(source)
+        try:
+            v = subprocess.run([path, "--version"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=30)
+            res["version"] = v.stdout.decode(errors="replace").splitlines()[0] if v.stdout else None
+            c = subprocess.run([path] + spec.split()[1:] + [src, "-o", exe],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+            if c.returncode != 0:
+                res["error"] = "compile failed (%d): %s" % (c.returncode,
+                                                           tail(c.stdout.decode(errors="replace")))
+                return res
+            r = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=30)
+            res["works"] = r.returncode == 0 and b"trainbot-ok" in r.stdout
+            if not res["works"]:
+                res["error"] = "compiled program did not run: %s" % tail(r.stdout.decode())
+        except Exception as exc:
+            res["error"] = "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return res
+
+out["cc"] = try_compile("CC", ["cc", "gcc", "clang"],
+                        '#include <stdio.h>\nint main(void){puts("trainbot-ok");return 0;}\n', ".c")
+out["cxx"] = try_compile("CXX", ["c++", "g++", "clang++"],
+                         '#include <cstdio>\nint main(){std::puts("trainbot-ok");return 0;}\n',
+                         ".cpp")
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["cuda"] = bool(torch.cuda.is_available())
+    out["gpus"] = torch.cuda.device_count() if out["cuda"] else 0
+    try:
+        import triton
+        out["triton"] = getattr(triton, "__version__", "unknown")
+    except Exception:
+        out["triton"] = None
+    compile_res = {"ran": False, "device": None, "error": None}
+    try:
+        device = "cuda" if out["cuda"] else "cpu"
+        compile_res["device"] = device
+        fn = torch.compile(lambda x: (x * 2).sin().sum())
+        value = float(fn(torch.arange(8, dtype=torch.float32, device=device)))
+        compile_res["ran"] = True
+        compile_res["value"] = value
+    except Exception as exc:
+        compile_res["error"] = tail("%s: %s" % (type(exc).__name__, exc), 1200)
+    out["compile"] = compile_res
+except Exception as exc:
+    out["torch"] = None
+    out["torch_error"] = tail("%s: %s" % (type(exc).__name__, exc))
+print("TRAINBOT_TOOLCHAIN_JSON " + json.dumps(out), flush=True)
+'''
+
+COMPILER_FIX = (
+    "install a compiler into the env (conda-forge `gcc_linux-64 gxx_linux-64`) and export "
+    "`CC=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-gcc CXX=$CONDA_PREFIX/bin/"
+    "x86_64-conda-linux-gnu-g++` in the launcher (compiler_missing)"
+)
+
+
+def build_probe_argv(
+    partition: str | None,
+    *,
+    env_setup: str | None = None,
+    python: str = "python3",
+    env: Mapping[str, str] | None = None,
+    srun_args: Sequence[str] = (),
+    job_name: str | None = None,
+    time_limit: str = "10",
+) -> list[str]:
+    """The `srun` argv that runs the node script on one task of `partition`.
+
+    `env_setup` is the recipe's activation snippet (config text, run by bash on the node, the
+    same trust as the recipe's batch script); everything else travels as separate argv words,
+    which the SSH runner quotes, and is never parsed by a shell. `env` overrides variables on
+    the node after the setup (e.g. a stripped PATH).
+    """
+    name = job_name or f"trainbot-preflight-{uuid.uuid4().hex[:8]}"
+    argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1", f"--time={time_limit}",
+            "--quiet", *srun_args]
+    if partition:  # else the cluster's default partition
+        argv.insert(1, f"--partition={partition}")
+    cmd: list[str] = []
+    if env:
+        cmd += ["/usr/bin/env", *(f"{k}={v}" for k, v in env.items())]
+    cmd += [python, "-c", NODE_SCRIPT]
+    if env_setup:
+        # "$@" is the command above, passed as bash's positional arguments: no re-quoting.
+        return [*argv, "bash", "-c", env_setup + '\nexec "$@"', "trainbot-probe", *cmd]
+    return [*argv, *cmd]
+
+
+@dataclass
+class ToolchainReport:
+    """What the node reported, and the checks derived from it."""
+
+    findings: list[Finding]
+    node: dict[str, Any] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+    stderr_tail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"checks": [f.to_json() for f in self.findings], "node": self.node,
+                "stderr_tail": self.stderr_tail}
+
+
+def parse_node_output(stdout: str) -> dict[str, Any] | None:
+    """The JSON object the node script printed after its marker, or None."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                return json.loads(line[len(MARKER):])
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def checks_from_node(node: Mapping[str, Any]) -> list[Finding]:
+    """pass / warn / fail per toolchain fact the node reported (pure)."""
+    out: list[Finding] = []
+    host = node.get("host") or "the worker"
+    cc = node.get("cc") or {}
+    if cc.get("works"):
+        how = f"CC={node.get('CC')}" if cc.get("origin") == "env" else "found on PATH, CC unset"
+        out.append(Finding("toolchain:cc", "pass", None,
+                           f"C compiler on {host} compiled and ran a test program: "
+                           f"{cc.get('path')} ({how}; {cc.get('version') or 'version unknown'})"))
+    else:
+        out.append(Finding("toolchain:cc", "fail", None,
+                           f"compiler_missing: no working C compiler on {host} "
+                           f"({cc.get('error') or 'unknown error'}); Triton / Inductor will die "
+                           "with `Failed to find C compiler` (job 108903)", COMPILER_FIX))
+    cxx = node.get("cxx") or {}
+    if cxx.get("works"):
+        out.append(Finding("toolchain:cxx", "pass", None,
+                           f"C++ compiler works: {cxx.get('path')}"))
+    else:
+        out.append(Finding("toolchain:cxx", "warn", None,
+                           f"no working C++ compiler on {host} ({cxx.get('error')}); "
+                           "Inductor's CPU kernels and C++ extensions need one", COMPILER_FIX))
+    out.append(Finding("toolchain:python", "pass", None,
+                       f"Python {node.get('python')} ({node.get('python_executable')})"))
+    if not node.get("torch"):
+        out.append(Finding("toolchain:torch", "warn", None,
+                           "torch not importable: skipped the compile check "
+                           f"({node.get('torch_error') or 'no error text'})",
+                           "activate the training env with the recipe's env_setup"))
+        return out
+    gpu = f", {node.get('gpus')} GPU(s)" if node.get("cuda") else ", no CUDA"
+    triton = f", triton {node.get('triton')}" if node.get("triton") else ""
+    out.append(Finding("toolchain:torch", "pass", None, f"torch {node.get('torch')}{gpu}{triton}"))
+    comp = node.get("compile") or {}
+    if comp.get("ran"):
+        out.append(Finding("toolchain:torch_compile", "pass", None,
+                           f"torch.compile JIT works on {comp.get('device')}"))
+    else:
+        err = comp.get("error") or "unknown error"
+        missing = "C compiler" in err or "CC environment variable" in err
+        out.append(Finding("toolchain:torch_compile", "fail", None,
+                           ("compiler_missing: " if missing else "")
+                           + f"torch.compile failed on {comp.get('device')}: {err}",
+                           COMPILER_FIX if missing else "run the failing snippet on the node "
+                           "and read the error"))
+    return out
+
+
+def run_toolchain_probe(
+    runner: Runner,
+    partition: str | None,
+    *,
+    env_setup: str | None = None,
+    python: str = "python3",
+    env: Mapping[str, str] | None = None,
+    srun_args: Sequence[str] = (),
+    timeout: float = 600.0,
+) -> ToolchainReport:
+    """Run the probe with `srun` through `runner`; a failing srun becomes a `fail` finding.
+
+    Raises the runner's ClusterUnavailable / CommandTimedOut: the caller decides (exit 2).
+    """
+    argv = build_probe_argv(partition, env_setup=env_setup, python=python, env=env,
+                            srun_args=srun_args)
+    result = runner.run(argv, timeout=timeout, check=False)
+    node = parse_node_output(result.stdout)
+    stderr_tail = "\n".join(result.stderr.strip().splitlines()[-8:])
+    shown = shlex.join("<probe script>" if a == NODE_SCRIPT else a for a in argv)
+    if node is None:
+        return ToolchainReport(
+            [Finding("toolchain:srun", "fail", None,
+                     f"the toolchain probe did not report (exit {result.exit_code}): "
+                     f"{stderr_tail or result.stdout.strip()[-400:] or 'no output'}",
+                     f"check the partition and the env setup; ran `{shown}`")],
+            {}, argv, stderr_tail,
+        )
+    return ToolchainReport(checks_from_node(node), node, argv, stderr_tail)

@@ -1,0 +1,390 @@
+"""`preflight RECIPE`: catch the launcher, toolchain and memory failures before a job holds GPUs.
+
+Three sections, each a list of pass / warn / fail findings:
+- launcher: the recipe's batch script (read over SFTP, or a local file) through the launcher
+  lint, plus shellcheck where it is installed;
+- toolchain: a short `srun` on the recipe's partition with the recipe's env (bot.probes.toolchain);
+- memory: the checkpoint-save host-memory estimate against `--mem` and the site cap.
+
+Takes its cluster adapter (a `Runner`: `run` + `sftp`) as an argument; ClusterUnavailable and
+HostKeyRejected propagate so the caller can exit 2.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.core.launcher_lint import Finding, Level, lint_launcher, python_scripts_in, worst_level
+from bot.core.memory_budget import (
+    GIB,
+    MemoryBudget,
+    SaveMemoryInputs,
+    SaveMode,
+    estimate_save_peak,
+    format_params,
+)
+from bot.core.units import parse_size
+
+if TYPE_CHECKING:
+    from bot.cluster.ssh import Runner
+    from bot.config import Config, RecipeConfig
+
+MAX_SCRIPT_BYTES = 1024 * 1024
+DEFAULT_WORKER_RSS = 2 * GIB
+
+
+class PreflightUsageError(ValueError):
+    """The recipe or the options cannot be preflighted as given; the message says the fix."""
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    """Inputs the config does not (yet) hold, from CLI flags; None means "from the recipe"."""
+
+    script_path: str | None = None  # local launcher file instead of the recipe's sbatch_script
+    params: int | None = None
+    ranks_per_node: int | None = None
+    workers_per_rank: int | None = None
+    worker_rss_bytes: int | None = None
+    mem_bytes: int | None = None
+    per_gpu_cap_bytes: int | None = None
+    site_floor_bytes: int | None = None
+    save_mode: SaveMode = SaveMode.FULL_PER_RANK
+    ema: bool = True
+    toolchain: bool = True
+    env_setup: str | None = None  # shell snippet activating the env (config text, not Slack)
+    python: str = "python3"
+    probe_srun_args: tuple[str, ...] = ()
+    toolchain_timeout: float = 600.0
+    shellcheck: bool = True
+
+
+@dataclass
+class PreflightReport:
+    recipe: str
+    sections: dict[str, list[Finding]] = field(default_factory=dict)
+    budget: MemoryBudget | None = None
+    toolchain_node: dict[str, Any] = field(default_factory=dict)
+    script_source: str | None = None
+
+    @property
+    def level(self) -> Level:
+        return worst_level(f for fs in self.sections.values() for f in fs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recipe": self.recipe,
+            "level": self.level,
+            "ok": self.level != "fail",
+            "script": self.script_source,
+            "sections": {
+                name: {"level": worst_level(fs), "checks": [f.to_json() for f in fs]}
+                for name, fs in self.sections.items()
+            },
+            "memory": self.budget.to_json() if self.budget else None,
+            "toolchain_node": self.toolchain_node,
+        }
+
+
+def parse_count(text: str) -> int:
+    """A parameter count: `1400000000`, `1.4e9`, `1.4B`, `350M`, `7b`."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMbBtT]?)\s*", text)
+    if not m:
+        raise ValueError(f"{text!r} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M")
+    mult = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
+
+
+def gpus_in_gres(gres: str | None) -> int | None:
+    """GPUs per node in a Slurm gres string: `gpu:4` -> 4, `gpu:a100:2` -> 2, `gpu` -> 1."""
+    if not gres:
+        return None
+    for item in gres.split(","):
+        parts = item.strip().split(":")
+        if parts[0] != "gpu":
+            continue
+        if len(parts) > 1 and parts[-1].isdigit():
+            return int(parts[-1])
+        return 1
+    return None
+
+
+def _one_gpu(gres: str | None) -> str | None:
+    """The same GPU type as the recipe, one of it: enough to prove Triton on the worker."""
+    if not gres or gpus_in_gres(gres) is None:
+        return None
+    for item in gres.split(","):
+        parts = item.strip().split(":")
+        if parts[0] == "gpu":
+            kind = (
+                parts[1] if len(parts) > 2 or (len(parts) == 2 and not parts[1].isdigit()) else None
+            )
+            return f"gpu:{kind}:1" if kind else "gpu:1"
+    return None
+
+
+# ---------------------------------------------------------------------------- launcher
+
+
+def _read_remote(sftp: Any, path: str, limit: int = MAX_SCRIPT_BYTES) -> str:
+    with sftp.open(path, "rb") as fh:
+        return fh.read(limit).decode("utf-8", errors="replace")
+
+
+def _script_path(recipe: RecipeConfig) -> str | None:
+    path = recipe.sbatch_script
+    if path is None:
+        return None
+    if path.startswith("~/"):
+        path = path[2:]  # SFTP starts in the user's home
+    elif not path.startswith("/") and recipe.workdir:
+        path = posixpath.join(recipe.workdir, path)
+    return path
+
+
+def lint_section(
+    recipe: RecipeConfig,
+    options: PreflightOptions,
+    runner: Runner | None,
+    read_local: Callable[[str], str] = lambda p: Path(p).read_text(),
+) -> tuple[list[Finding], str | None]:
+    """Lint findings for the recipe's launcher, and where the script was read from."""
+    python_sources: dict[str, str] = {}
+    if options.script_path:
+        try:
+            text = read_local(options.script_path)
+        except OSError as exc:
+            raise PreflightUsageError(f"cannot read --script {options.script_path}: {exc}") from exc
+        source = options.script_path
+        base = str(Path(options.script_path).parent)
+        for name in python_scripts_in(text):
+            if "$" in name:
+                continue
+            try:
+                python_sources[name] = read_local(str(Path(base) / name))
+            except OSError:
+                pass
+    else:
+        path = _script_path(recipe)
+        if path is None:
+            return [
+                Finding(
+                    "launcher",
+                    "warn",
+                    None,
+                    "the recipe submits through a site wrapper (submit_command): no "
+                    "batch script to lint",
+                    "pass --script PATH to lint the launcher",
+                )
+            ], None
+        if runner is None:
+            raise PreflightUsageError("no cluster connection to read the batch script from")
+        sftp = runner.sftp()
+        try:
+            text = _read_remote(sftp, path)
+        except OSError as exc:
+            return [
+                Finding(
+                    "launcher",
+                    "fail",
+                    None,
+                    f"cannot read the recipe's batch script {path} on the cluster: {exc}",
+                    "fix recipes.<name>.sbatch_script (absolute, or relative to workdir)",
+                )
+            ], path
+        source = f"cluster:{path}"
+        bases = [b for b in (recipe.workdir, posixpath.dirname(path)) if b]
+        for name in python_scripts_in(text):
+            if "$" in name:
+                continue
+            for base in bases:
+                try:
+                    python_sources[name] = _read_remote(sftp, posixpath.join(base, name))
+                    break
+                except OSError:
+                    continue
+    findings = lint_launcher(text, python_sources)
+    if options.shellcheck:
+        from bot.probes.shellcheck import run_shellcheck
+
+        extra = run_shellcheck(text)
+        if extra is None:
+            findings.append(
+                Finding(
+                    "shellcheck",
+                    "pass",
+                    None,
+                    "shellcheck is not installed here: skipped (apt-get install shellcheck)",
+                )
+            )
+        else:
+            findings.extend(extra)
+    return findings, source
+
+
+# ---------------------------------------------------------------------------- memory
+
+
+def _params_from_cluster(recipe: RecipeConfig, runner: Runner | None) -> tuple[int | None, str]:
+    """Parameter count from the recipe's latest complete DCP checkpoint, read over SFTP."""
+    if recipe.checkpoint is None or runner is None:
+        return None, "the recipe has no checkpoint dir"
+    from bot.checkpoint_verify import (
+        CheckpointUnreadable,
+        param_count_from_metadata,
+        parse_metadata_bytes,
+    )
+    from bot.cluster.checkpoints import probe_recipe_checkpoints
+
+    sftp = runner.sftp()
+    try:
+        decision = probe_recipe_checkpoints(sftp, recipe.checkpoint)
+    except OSError as exc:
+        return None, f"cannot list {recipe.checkpoint.dir}: {exc}"
+    ckpt = decision.checkpoint
+    if ckpt is None:
+        return None, f"no complete checkpoint in {recipe.checkpoint.dir} yet"
+    for sub in ("", "model"):
+        meta = (
+            posixpath.join(ckpt.path, sub, ".metadata")
+            if sub
+            else posixpath.join(ckpt.path, ".metadata")
+        )
+        try:
+            with sftp.open(meta, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        try:
+            count = param_count_from_metadata(parse_metadata_bytes(data, meta))
+        except CheckpointUnreadable as exc:
+            return None, str(exc)
+        return count, f"read from {meta}"
+    return None, f"{ckpt.path} has no DCP .metadata to read the parameter count from"
+
+
+def memory_section(
+    recipe: RecipeConfig, options: PreflightOptions, runner: Runner | None
+) -> tuple[list[Finding], MemoryBudget | None]:
+    params = options.params
+    source = "given"
+    if params is None:
+        params, source = _params_from_cluster(recipe, runner)
+    if not params:
+        return [
+            Finding(
+                "memory_budget",
+                "warn",
+                None,
+                f"no parameter count ({source}): skipped the checkpoint memory budget",
+                "pass --params (e.g. --params 1.4B)",
+            )
+        ], None
+    gpus = gpus_in_gres(recipe.gres)
+    ranks = options.ranks_per_node or gpus
+    if not ranks:
+        return [
+            Finding(
+                "memory_budget",
+                "warn",
+                None,
+                "ranks per node unknown (no --ranks, no gpu in the recipe's gres): "
+                "skipped the checkpoint memory budget",
+                "pass --ranks N",
+            )
+        ], None
+    notes: list[str] = [f"parameter count {format_params(params)} ({source})"]
+    worker_rss = options.worker_rss_bytes
+    if options.workers_per_rank and worker_rss is None:
+        worker_rss = DEFAULT_WORKER_RSS
+        notes.append("worker RSS assumed 2 GiB: measure it with `trainbot probe dataloader`")
+    mem = (
+        options.mem_bytes
+        if options.mem_bytes is not None
+        else (parse_size(recipe.mem) if recipe.mem else None)
+    )
+    inputs = SaveMemoryInputs(
+        params=params,
+        ranks_per_node=ranks,
+        gpus_per_node=gpus or ranks,
+        ema_bytes=4.0 if options.ema else 0.0,
+        save_mode=options.save_mode,
+        workers_per_rank=options.workers_per_rank or 0,
+        worker_rss_bytes=worker_rss or 0,
+    )
+    budget = estimate_save_peak(
+        inputs,
+        mem_limit_bytes=mem,
+        per_gpu_cap_bytes=options.per_gpu_cap_bytes,
+        site_floor_bytes=options.site_floor_bytes,
+    )
+    finding = budget.finding()
+    finding = Finding(
+        finding.check,
+        finding.level,
+        None,
+        finding.message + " [" + "; ".join(notes) + "]",
+        finding.fix,
+    )
+    return [finding], budget
+
+
+# ---------------------------------------------------------------------------- all of it
+
+
+def run_preflight(
+    config: Config,
+    recipe_name: str,
+    runner: Runner | None,
+    options: PreflightOptions = PreflightOptions(),  # noqa: B008 (frozen, never mutated)
+    read_local: Callable[[str], str] = lambda p: Path(p).read_text(),
+) -> PreflightReport:
+    """Every preflight check for one recipe. `runner` may be None only when nothing needs the
+    cluster (a local --script, no toolchain probe, --params given)."""
+    try:
+        recipe = config.recipes[recipe_name]
+    except KeyError:
+        known = ", ".join(sorted(config.recipes)) or "none"
+        raise PreflightUsageError(
+            f"no recipe {recipe_name!r} in the config (known: {known})"
+        ) from None
+    report = PreflightReport(recipe=recipe_name)
+    report.sections["launcher"], report.script_source = lint_section(
+        recipe, options, runner, read_local
+    )
+    if options.toolchain:
+        if runner is None:
+            raise PreflightUsageError("the toolchain probe needs the cluster")
+        from bot.probes.toolchain import run_toolchain_probe
+
+        srun_args = list(options.probe_srun_args)
+        if recipe.account:
+            srun_args.append(f"--account={recipe.account}")
+        if recipe.qos:
+            srun_args.append(f"--qos={recipe.qos}")
+        one_gpu = _one_gpu(recipe.gres)
+        if one_gpu:
+            srun_args.append(f"--gres={one_gpu}")
+        env_setup = options.env_setup or getattr(recipe, "env_setup", None)
+        tool = run_toolchain_probe(
+            runner,
+            recipe.partition,
+            env_setup=env_setup,
+            python=options.python,
+            env=recipe.env or None,
+            srun_args=srun_args,
+            timeout=options.toolchain_timeout,
+        )
+        report.sections["toolchain"] = tool.findings
+        report.toolchain_node = tool.node
+    else:
+        report.sections["toolchain"] = [
+            Finding("toolchain", "warn", None, "skipped (--no-toolchain)")
+        ]
+    report.sections["memory"], report.budget = memory_section(recipe, options, runner)
+    return report

@@ -1,0 +1,197 @@
+"""Launcher lint: the reports' launchers fail, their fixed forms pass, and the empty-match
+verdict agrees with what real bash does with the same snippet in a directory with no checkpoint.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.core.launcher_lint import (
+    CHECK_EMPTY_MATCH,
+    CHECK_JIT_CC,
+    CHECK_POINTER,
+    lint_launcher,
+    python_scripts_in,
+    worst_level,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "launchers"
+
+
+def _levels(script: str, check: str) -> list[str]:
+    return [f.level for f in lint_launcher(script) if f.check == check]
+
+
+def _fails(script: str, check: str = CHECK_EMPTY_MATCH) -> bool:
+    return "fail" in _levels(script, check)
+
+
+def test_report_108687_launcher_fails_on_the_ls_line_with_the_guard_as_fix():
+    script = (FIXTURES / "report_108687.sbatch").read_text()
+    fails = [f for f in lint_launcher(script) if f.level == "fail"]
+    assert [f.check for f in fails] == [CHECK_EMPTY_MATCH]
+    assert fails[0].line == 10
+    assert "`ls`" in fails[0].message and "pipefail" in fails[0].message
+    assert "2>/dev/null || true" in fails[0].fix
+
+
+def test_report_108687_fixed_launcher_passes():
+    script = (FIXTURES / "report_108687_fixed.sbatch").read_text()
+    assert worst_level(lint_launcher(script)) == "pass"
+
+
+# (snippet, does bash stop before the end?) — run in a dir with an empty `ck/` and a log.txt
+# without "nan". The lint must say `fail` exactly when bash stops.
+BASH_CASES = [
+    ("set -euo pipefail\nLATEST=$(ls -d ck/checkpoint_step_* | sed s/x// | sort | tail -1)", True),
+    ("set -euo pipefail\n"
+     "LATEST=$({ ls -d ck/checkpoint_step_* 2>/dev/null || true; } | sed s/x// | sort | tail -1)",
+     False),
+    ("set -e\nLATEST=$(ls -d ck/checkpoint_step_* | sort | tail -1)", False),
+    ("set -e\nLATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("set -o errexit\nset -o pipefail\nLATEST=$(ls -d ck/checkpoint_step_* | tail -1)", True),
+    ("set -euo pipefail\nls ck/*.pt | head -1", True),
+    ("set -euo pipefail\nN=$(grep -c nan log.txt)", True),
+    ("set -euo pipefail\nN=$(grep -c nan log.txt || true)", False),
+    ("set -euo pipefail\nif LATEST=$(ls -d ck/c_*); then :; fi", False),
+    ("set -euo pipefail\nshopt -s nullglob\nLATEST=$(ls -d ck/checkpoint_step_* | tail -1)", False),
+    ("set -euo pipefail\nf() { local x=$(ls ck/*); echo \"$x\"; }\nf", False),
+    ("set -euo pipefail\nLATEST=$(find ck/missing -name '*.pt' | head -1)", True),
+    ("set -euo pipefail\n[ -d ck ] && ls ck/*.pt", True),
+    ("set -euo pipefail\nls ck/*.pt && echo found", False),
+    ("set -euo pipefail\necho \"latest: $(ls -d ck/checkpoint_step_* | tail -1)\"", False),
+    ("LATEST=$(ls ck/*)", False),
+    ("set -euo pipefail\nlatest() { ls -d ck/checkpoint_step_* | tail -1; }\nL=$(latest)", True),
+    ("set -euo pipefail\nL=$(ls -d ck/checkpoint_step_* 2>/dev/null | tail -1) || L=''", False),
+    ("set -euo pipefail\nLATEST=$(ls -d ck/checkpoint_step_* \\\n  | sort | tail -1)", True),
+    ("set -euo pipefail\nCOUNT=$(cat ck/*.txt | wc -l)", True),
+    ("set -euo pipefail\nLATEST=`ls -d ck/checkpoint_step_* | tail -1`", True),
+    ("set -euo pipefail\n# LATEST=$(ls -d ck/checkpoint_step_* | tail -1)\necho ok", False),
+    ("#!/bin/bash -e\nLATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("set -euo pipefail\nLATEST=$(ls -d ck/c_* | tail -1) ||\n  LATEST=''", False),
+    ("set -euo pipefail\nls ck/*.pt |\n  head -1", True),
+    ("set -euo pipefail\nexport LATEST=$(ls ck/*)", False),
+    ("set -euo pipefail\ncat > /dev/null <<EOF\nls ck/*.pt | head\nEOF", False),
+    ("set -euo pipefail\ncat > /dev/null <<-'EOF'\n\tgrep nan log.txt\n\tEOF\necho after",
+     False),
+    ("set -euo pipefail\nif [ -d ck ]\nthen\n  L=$(ls ck/*.pt)\nfi", True),
+    ("set -euo pipefail\nfor f in $(ls ck/*.pt); do echo $f; done", False),
+    ("set -euo pipefail\nwhile read -r f; do echo $f; done < <(ls ck/*.pt)", False),
+]
+
+
+@pytest.mark.parametrize(("snippet", "bash_stops"), BASH_CASES)
+def test_empty_match_verdict_agrees_with_real_bash(tmp_path, snippet, bash_stops):
+    bash = shutil.which("bash")
+    assert bash, "bash is needed to check the lint against the real shell"
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "log.txt").write_text("iter 1 loss 0.9\n")
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END\n")
+    script.chmod(0o755)
+    # sbatch executes the file, so a shebang's flags (`#!/bin/bash -e`) apply
+    argv = [str(script)] if snippet.startswith("#!") else [bash, str(script)]
+    proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=20)
+    stopped = "REACHED_THE_END" not in proc.stdout
+    assert stopped == bash_stops, f"bash itself disagrees with the table: {proc.stderr}"
+    assert _fails(snippet) == bash_stops
+
+
+def test_line_numbers_point_at_the_failing_statement():
+    script = "#!/bin/bash\nset -euo pipefail\n\necho start\nN=$(grep -c nan log.txt)\n"
+    (finding,) = [f for f in lint_launcher(script) if f.level == "fail"]
+    assert finding.line == 5
+    assert "grep" in finding.message
+
+
+def test_flex_attention_without_cc_fails_and_with_cc_exported_passes():
+    bad = (FIXTURES / "flex_no_cc.sbatch").read_text()
+    good = (FIXTURES / "flex_with_cc.sbatch").read_text()
+    (finding,) = [f for f in lint_launcher(bad) if f.check == CHECK_JIT_CC]
+    assert finding.level == "fail"
+    assert "--compile" in finding.message or "flex" in finding.message
+    assert "gcc_linux-64" in finding.fix and "CC=" in finding.fix
+    assert _levels(good, CHECK_JIT_CC) == ["pass"]
+
+
+def test_jit_use_found_in_the_python_file_the_launcher_runs():
+    script = "#!/bin/bash\nset -e\nsrun python train.py --config a.yaml\n"
+    assert python_scripts_in(script) == ["train.py"]
+    src = "import torch\nmodel = torch.compile(model)\n"
+    assert _levels(script, CHECK_JIT_CC) == ["pass"]
+    findings = lint_launcher(script, python_sources={"train.py": src})
+    (jit,) = [f for f in findings if f.check == CHECK_JIT_CC]
+    assert jit.level == "fail" and "train.py" in jit.message
+
+
+def test_cc_without_cxx_warns_and_a_compiler_module_warns():
+    cc_only = "set -e\nexport CC=/usr/bin/gcc\npython t.py --compile\n"
+    assert _levels(cc_only, CHECK_JIT_CC) == ["warn"]
+    module = "set -e\nmodule load gcc/12\npython t.py --compile\n"
+    assert _levels(module, CHECK_JIT_CC) == ["warn"]
+    inline = "set -e\nCC=gcc CXX=g++ python t.py --compile\n"
+    assert _levels(inline, CHECK_JIT_CC) == ["pass"]
+
+
+def test_pointer_read_without_existence_check_fails_and_checked_passes():
+    bad = (FIXTURES / "pointer_unchecked.sbatch").read_text()
+    good = (FIXTURES / "pointer_checked.sbatch").read_text()
+    (finding,) = [f for f in lint_launcher(bad) if f.check == CHECK_POINTER]
+    assert finding.level == "fail" and finding.line == 6
+    assert "[ -f" in finding.fix
+    assert _levels(good, CHECK_POINTER) == ["pass"]
+
+
+@pytest.mark.parametrize(
+    ("script", "fails"),
+    [
+        ("R=$(< ck/latest_checkpoint.txt)", True),
+        ("test -e ck/latest_checkpoint.txt && R=$(< ck/latest_checkpoint.txt)", False),
+        ("[[ -s \"${CK}/latest_checkpoint.txt\" ]] && R=$(cat \"$CK/latest_checkpoint.txt\")",
+         False),
+        ("read -r R < ck/latest_checkpoint.txt", True),
+        ("R=$(cat ck/latest_checkpoint.txt 2>/dev/null || true)", False),
+        ("R=$(cat configs/notes.txt)", False),
+        # a check for a different file does not count
+        ("[ -f ck/other.txt ] && R=$(cat ck/latest_checkpoint.txt)", True),
+    ],
+)
+def test_pointer_read_patterns(script, fails):
+    assert _fails(script, CHECK_POINTER) == fails
+
+
+def test_every_check_reports_even_when_nothing_is_wrong():
+    checks = {f.check for f in lint_launcher("#!/bin/bash\necho hi\n")}
+    assert {CHECK_EMPTY_MATCH, CHECK_JIT_CC, CHECK_POINTER} <= checks
+    assert worst_level(lint_launcher("#!/bin/bash\necho hi\n")) == "pass"
+
+
+def test_shellcheck_output_becomes_findings_with_levels_from_severity():
+    from bot.probes.shellcheck import parse_shellcheck_json
+
+    out = (
+        '[{"line":3,"level":"error","code":1072,"message":"Expected end of $(..)"},'
+        '{"line":5,"level":"warning","code":2034,"message":"X appears unused."},'
+        '{"line":7,"level":"info","code":2012,"message":"Use find instead of ls"}]'
+    )
+    findings = parse_shellcheck_json(out)
+    assert [(f.check, f.level, f.line) for f in findings] == [
+        ("shellcheck:SC1072", "fail", 3),
+        ("shellcheck:SC2034", "warn", 5),
+    ]
+    assert len(parse_shellcheck_json(out, min_severity="info")) == 3
+
+
+def test_shellcheck_runs_on_a_broken_launcher_when_installed():
+    from bot.probes.shellcheck import run_shellcheck
+
+    if shutil.which("shellcheck") is None:
+        assert run_shellcheck("echo hi\n") is None
+        return
+    findings = run_shellcheck("#!/bin/bash\necho $(ls *.txt\n")
+    assert findings is not None
+    assert any(f.level == "fail" and f.check.startswith("shellcheck:SC1") for f in findings)

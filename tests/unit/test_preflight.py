@@ -1,0 +1,84 @@
+"""Preflight without a cluster: a local launcher (and the Python file it runs), the memory
+budget from flags, and the small parsers the command relies on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.services.preflight import _one_gpu, gpus_in_gres, parse_count
+
+LAUNCHERS = Path(__file__).resolve().parents[1] / "fixtures" / "launchers"
+
+
+@pytest.fixture()
+def config(tmp_path) -> str:
+    """A recipe on a cluster nobody can reach: these tests must never need it."""
+    cfg = tmp_path / "trainbot.yaml"
+    cfg.write_text(
+        "clusters:\n  far:\n    host: 192.0.2.1\n    port: 1\n    user: nobody\n"
+        "    key_file: /nonexistent/key\n    connect_timeout: 1\n"
+        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
+        "    gres: gpu:a100:4\n    mem: 300G\n"
+    )
+    return str(cfg)
+
+
+def _run(config: str, capsys, *argv: str) -> tuple[int, dict]:
+    code = main(["preflight", "mix", "--config", config, "--json", "--no-toolchain", *argv])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_local_launcher_and_the_python_it_runs_are_linted(tmp_path, config, capsys):
+    script = tmp_path / "launch.sbatch"
+    script.write_text("#!/bin/bash\nset -euo pipefail\nsrun python train.py\n")
+    (tmp_path / "train.py").write_text("import torch\nmodel = torch.compile(model)\n")
+    code, out = _run(config, capsys, "--script", str(script), "--params", "1.4B")
+    assert code == 1
+    checks = {c["check"]: c for c in out["sections"]["launcher"]["checks"]}
+    assert checks["jit_without_cc"]["level"] == "fail"
+    assert "train.py" in checks["jit_without_cc"]["message"]
+    # gres gpu:a100:4 -> 4 ranks by default
+    assert "4 rank(s)" in out["memory"]["parts"][0]["why"]
+
+
+def test_fixed_local_launcher_passes_with_a_fitting_budget(config, capsys):
+    code, out = _run(config, capsys, "--script", str(LAUNCHERS / "report_108687_fixed.sbatch"),
+                     "--params", "1.4B", "--workers", "10", "--worker-rss", "2.3G")
+    assert code == 0
+    assert out["sections"]["launcher"]["level"] == "pass"
+    assert out["memory"]["level"] == "pass"
+
+
+def test_workers_without_measured_rss_are_assumed_and_said_so(config, capsys):
+    code, out = _run(config, capsys, "--script", str(LAUNCHERS / "report_108687_fixed.sbatch"),
+                     "--params", "1.4B", "--workers", "10")
+    (mem,) = out["sections"]["memory"]["checks"]
+    assert "assumed 2 GiB" in mem["message"] and "probe dataloader" in mem["message"]
+
+
+def test_bad_flags_are_usage_errors(config, capsys):
+    assert main(["preflight", "mix", "--config", config, "--mem", "lots"]) == 2
+    assert "--mem" in capsys.readouterr().err
+    assert main(["preflight", "mix", "--config", config, "--no-toolchain", "--script",
+                 "/nonexistent/launch.sbatch"]) == 2
+    assert "cannot read --script" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("text", "n"), [("1400000000", 1_400_000_000), ("1.4e9", 1_400_000_000),
+                                         ("1.4B", 1_400_000_000), ("350M", 350_000_000),
+                                         ("7b", 7_000_000_000)])
+def test_parse_count(text, n):
+    assert parse_count(text) == n
+
+
+def test_gres_parsing():
+    assert gpus_in_gres("gpu:4") == 4
+    assert gpus_in_gres("gpu:a100:2") == 2
+    assert gpus_in_gres("gpu") == 1
+    assert gpus_in_gres("shard:2") is None and gpus_in_gres(None) is None
+    assert _one_gpu("gpu:a100:4") == "gpu:a100:1"
+    assert _one_gpu("gpu:4") == "gpu:1"
