@@ -46,7 +46,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"trainbot {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())
