@@ -1,0 +1,96 @@
+"""`trainbot status [RECIPE|JOBID]`: trainbot's jobs as the store and Slurm see them now."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bot.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+
+NAME = "status"
+HELP = "Show watched jobs, a recipe's latest run chain, or one job (Slurm state merged in)."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", metavar="RECIPE|JOBID", nargs="?", help="a recipe name or a Slurm job id"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.services import UsageProblem
+    from bot.services.clusters import ClusterSessions
+    from bot.services.status import job_status
+    from bot.store import Store, StoreError
+
+    try:
+        config = load_config(resolve_config_path(args.config))
+    except ConfigError as exc:
+        print(f"trainbot status: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        store_cm = Store.open(config.store.url)
+    except StoreError as exc:
+        print(f"trainbot status: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with store_cm as store, ClusterSessions(config) as sessions:
+        try:
+            report = job_status(config, args.target, store=store, slurm_for=sessions.slurm)
+        except UsageProblem as exc:
+            raise UsageError(str(exc)) from None
+    print(format_report(report))
+    if report.unreachable and not any(r.record for r in report.rows):
+        return EXIT_USAGE
+    if args.target is not None and not report.rows:
+        return EXIT_FAILED  # the job or recipe run asked about was not found
+    return EXIT_OK
+
+
+def format_report(report: object) -> str:
+    """The report as a plain-text table (the Slack side renders its own blocks)."""
+    from bot.core.slurm_records import format_duration
+
+    lines = [f"{report.title}:"]  # type: ignore[attr-defined]
+    for cluster, error in report.unreachable.items():  # type: ignore[attr-defined]
+        lines.append(f"  cluster {cluster} unreachable (its states are the last stored): {error}")
+    header = ("JOB", "RECIPE", "#", "STATE", "REASON/EXIT", "ELAPSED", "NODE", "ITER", "CAUSE")
+    table = [header]
+    for row in report.rows:  # type: ignore[attr-defined]
+        rec = row.record
+        attempt = row.attempt
+        detail = ""
+        if rec is not None:
+            if rec.is_pending or rec.is_held:
+                detail = rec.reason or ""
+            elif rec.exit_code is not None:
+                detail = f"{rec.exit_code}:{rec.signal or 0}"
+        elapsed = format_duration(rec.elapsed_s) if rec is not None and rec.elapsed_s else ""
+        iters = ""
+        if attempt is not None and (attempt.start_iter or attempt.last_iter):
+            iters = f"{attempt.start_iter or 0}→{attempt.last_iter or '?'}"
+        table.append(
+            (
+                row.job_id,
+                row.recipe or "-",
+                str(attempt.attempt_no) if attempt else "-",
+                row.state,
+                detail,
+                elapsed,
+                (rec.node or "") if rec is not None else "",
+                iters,
+                (attempt.cause or "") if attempt else "",
+            )
+        )
+    if len(table) > 1:
+        widths = [max(len(str(r[i])) for r in table) for i in range(len(header))]
+        for r in table:
+            lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    if report.note:  # type: ignore[attr-defined]
+        lines.append(f"  {report.note}")  # type: ignore[attr-defined]
+    return "\n".join(line.rstrip() for line in lines)

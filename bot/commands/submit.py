@@ -1,0 +1,101 @@
+"""`trainbot submit RECIPE [key=value …]`: submit a recipe, resuming from its last checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+import time
+
+from bot.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+
+NAME = "submit"
+HELP = "Submit a recipe from the config (resuming from its latest complete checkpoint)."
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recipe", metavar="RECIPE", help="recipe name from the config")
+    parser.add_argument(
+        "overrides",
+        metavar="KEY=VALUE",
+        nargs="*",
+        help="overrides allowed by the recipe's `overridable:` (e.g. mem=950G)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.cluster.errors import ClusterError, ClusterUnavailable, HostKeyRejected
+    from bot.services import UsageProblem
+    from bot.services.clusters import ClusterSessions
+    from bot.services.submit import submit_recipe
+    from bot.store import Store, StoreError
+
+    try:
+        config = load_config(resolve_config_path(args.config))
+    except ConfigError as exc:
+        print(f"trainbot submit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.recipe not in config.recipes:
+        try:
+            config.recipe(args.recipe)
+        except KeyError as exc:
+            raise UsageError(exc.args[0]) from None
+    cluster = config.recipes[args.recipe].cluster
+    actor = f"cli:{getpass.getuser()}"
+    try:
+        store_cm = Store.open(config.store.url)
+    except StoreError as exc:
+        print(f"trainbot submit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with store_cm as store, ClusterSessions(config) as sessions:
+        try:
+            result = submit_recipe(
+                config,
+                args.recipe,
+                overrides=args.overrides,
+                slurm=sessions.slurm(cluster),
+                sftp=_LazySFTP(sessions, cluster),
+                store=store,
+                now=time.time(),
+                actor=actor,
+            )
+        except UsageProblem as exc:
+            raise UsageError(str(exc)) from None
+        except (ClusterUnavailable, HostKeyRejected) as exc:
+            print(f"trainbot submit: cluster {cluster!r} unreachable: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except ClusterError as exc:
+            print(f"trainbot submit: {args.recipe}: submit failed: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    if result.checkpoint is not None:
+        it = result.checkpoint.iteration
+        start = f"resuming from {result.checkpoint.path}" + (f" (iter {it})" if it else "")
+    elif config.recipes[args.recipe].checkpoint is not None:
+        start = "starting fresh: no complete checkpoint yet"
+    else:
+        start = "starting fresh (the recipe has no checkpoint dir)"
+    print(
+        f"submitted {args.recipe} as job {result.job_id} (name {result.job_name}, chain "
+        f"{result.chain_id}, attempt {result.attempt_no}); {start}"
+    )
+    return EXIT_OK
+
+
+class _LazySFTP:
+    """Opens the cluster's SFTP channel only if the recipe needs a checkpoint lookup."""
+
+    def __init__(self, sessions: object, cluster: str):
+        self._sessions = sessions
+        self._cluster = cluster
+        self._sftp: object | None = None
+
+    def __getattr__(self, name: str) -> object:
+        if self._sftp is None:
+            self._sftp = self._sessions.sftp(self._cluster)  # type: ignore[attr-defined]
+        return getattr(self._sftp, name)

@@ -1,0 +1,936 @@
+"""trainbot's configuration: one YAML file, validated by pydantic at start.
+
+A bad file fails with a `ConfigError` naming the file, the key path (`recipes.mix.partiton`),
+what is wrong and the fix. Unknown keys are errors, so a typo never passes silently.
+Secrets (Slack tokens) are never read from the file, only from the environment at load time.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
+
+from bot.core.checkpoints import CompletenessRule
+from bot.core.units import parse_size
+
+if TYPE_CHECKING:
+    from bot.cluster.ssh import SSHSettings
+
+CONFIG_ENV_VAR = "TRAINBOT_CONFIG"
+DEFAULT_CONFIG_PATH = "trainbot.yaml"
+EXAMPLE_CONFIG = "deploy/trainbot.example.yaml"
+
+OverrideType = Literal["int", "float", "str", "size", "bool"]
+
+# Recipe fields a `key=value` override may replace (with the type the override must declare);
+# any other overridable key is passed to the job as a literal `key=value` argument.
+SLURM_OVERRIDE_FIELDS: dict[str, OverrideType] = {
+    "partition": "str",
+    "account": "str",
+    "qos": "str",
+    "gres": "str",
+    "mem": "size",
+    "time": "str",
+    "target_iter": "int",
+}
+
+_SLACK_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_SLACK_CHANNEL_ID_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+_OVERRIDE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Slurm --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (or UNLIMITED/INFINITE).
+_SLURM_TIME_RE = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$")
+_TOKEN_LIKE_RE = re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}|\bxapp-[A-Za-z0-9-]{8,}")
+
+
+class ConfigError(Exception):
+    """The config file is missing or invalid; the message names the file, key path and fix."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------------------------
+# clusters
+
+
+class ClusterConfig(_Model):
+    """How trainbot reaches one cluster's login node over SSH."""
+
+    host: str = Field(description="Login node host name or IP, or a Host alias of ssh_config.")
+    port: int = Field(22, ge=1, le=65535, description="SSH port of the login node.")
+    user: str | None = Field(
+        None, description="Remote user name; may be omitted when ssh_config names the User."
+    )
+    key_file: str | None = Field(
+        None, description="Private key file for public-key auth (~ is expanded)."
+    )
+    use_agent: bool = Field(False, description="Authenticate with keys from the ssh-agent.")
+    known_hosts: str | None = Field(
+        None,
+        description="known_hosts file holding the login node's host key; unknown or changed "
+        "keys are refused. Default: ~/.ssh/known_hosts.",
+    )
+    proxy_jump: str | None = Field(
+        None, description="Bastion to jump through, as in ssh -J: [user@]host[:port]."
+    )
+    ssh_config: str | None = Field(
+        None,
+        description="OpenSSH client config file (e.g. ~/.ssh/config) in which `host` is a "
+        "Host alias; its HostName/User/Port/IdentityFile/ProxyJump are used.",
+    )
+    connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for SSH connect.")
+    command_timeout: float = Field(
+        60.0, gt=0, description="Default seconds one remote command may run before abandoned."
+    )
+
+    @model_validator(mode="after")
+    def _needs_a_credential(self) -> ClusterConfig:
+        if not (self.key_file or self.use_agent or self.ssh_config):
+            raise ValueError(
+                "no SSH credential: set key_file (a private key path), use_agent: true, "
+                "or ssh_config (a file whose Host entry names an IdentityFile)"
+            )
+        return self
+
+    def ssh_settings(self) -> SSHSettings:
+        """The SSH runner's settings for this cluster (paths with ~ expanded)."""
+        from bot.cluster.ssh import SSHSettings
+
+        return SSHSettings(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            key_file=_expand(self.key_file),
+            known_hosts=_expand(self.known_hosts),
+            use_agent=self.use_agent,
+            proxy_jump=self.proxy_jump,
+            ssh_config=_expand(self.ssh_config),
+            connect_timeout=self.connect_timeout,
+            command_timeout=self.command_timeout,
+        )
+
+
+def _expand(path: str | None) -> str | None:
+    return os.path.expanduser(path) if path else None
+
+
+# --------------------------------------------------------------------------------------------
+# policy
+
+
+class PolicyConfig(_Model):
+    """Watcher and retry policy; the defaults for every recipe (a recipe may override any)."""
+
+    retry_budget: int = Field(
+        3, ge=0, description="Resubmits charged to one run chain before a human must decide."
+    )
+    auto_resubmit: bool = Field(
+        False,
+        description="Resubmit retryable failures at once (true) or propose with a button.",
+    )
+    backoff_s: float = Field(
+        60.0, ge=0, description="Seconds to wait between a failure and its automatic resubmit."
+    )
+    stall_min_s: float = Field(
+        300.0, gt=0, description="Never call a job stalled before this many seconds w/o progress."
+    )
+    stall_factor: float = Field(
+        10.0, gt=1, description="Stalled when no progress for this many times the step time."
+    )
+    save_time_s: float = Field(
+        600.0,
+        ge=0,
+        description="Seconds a checkpoint save may take; silence this long after a save "
+        "started is not a stall.",
+    )
+    leak_warn_margin: float = Field(
+        0.1,
+        ge=0,
+        lt=1,
+        description="Headroom fraction: warn when RSS is projected to reach "
+        "limit x (1 - margin) before the target iteration.",
+    )
+    leak_min_samples: int = Field(
+        5, ge=2, description="RSS samples needed before a leak projection is made."
+    )
+    gpu_util_warn_pct: float = Field(
+        60.0, ge=0, le=100, description="Note (not an incident) when GPU util stays below this."
+    )
+    tick_s: float = Field(60.0, gt=0, description="Seconds between watcher ticks.")
+    unreachable_ticks: int = Field(
+        3, ge=1, description="Failed ticks in a row before one 'cluster unreachable' notice."
+    )
+    approval_expiry_s: float = Field(
+        24 * 3600.0, gt=0, description="Seconds an approval button stays valid."
+    )
+
+
+# Same fields, all optional: what a recipe may override. Built from PolicyConfig so the two
+# never drift apart.
+RecipePolicy: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "RecipePolicy",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="Per-recipe overrides of the policy defaults; unset fields use `policy:`.",
+    **{
+        name: (info.annotation | None, Field(None, description=info.description))
+        for name, info in PolicyConfig.model_fields.items()
+    },
+)
+
+
+# --------------------------------------------------------------------------------------------
+# recipes
+
+
+class CheckpointConfig(_Model):
+    """Where a recipe's checkpoints live and how a complete one is recognised."""
+
+    dir: str = Field(description="Checkpoint directory on the cluster.")
+    pointer_file: str | None = Field(
+        "latest_checkpoint.txt",
+        description="File in `dir` naming the latest complete checkpoint (preferred if "
+        "present); null when the recipe writes none.",
+    )
+    glob: str | list[str] = Field(
+        "iter_*",
+        description="Checkpoint subdirectory pattern(s): iter_* or [iter_*, checkpoint_step_*].",
+    )
+    complete_rule: str = Field(
+        "dcp",
+        description="When a checkpoint dir counts as complete: 'dcp' (.metadata present), "
+        "'marker:NAME' (file NAME present) or 'any'.",
+    )
+
+    @field_validator("complete_rule")
+    @classmethod
+    def _rule(cls, value: str) -> str:
+        CompletenessRule.parse(value)
+        return value
+
+    @field_validator("glob")
+    @classmethod
+    def _glob(cls, value: str | list[str]) -> str | list[str]:
+        if not value or (isinstance(value, list) and not all(value)):
+            raise ValueError("glob is empty; use a pattern such as iter_*")
+        return value
+
+    def globs(self) -> tuple[str, ...]:
+        """The checkpoint directory patterns as a tuple."""
+        return (self.glob,) if isinstance(self.glob, str) else tuple(self.glob)
+
+
+class RecipeConfig(_Model):
+    """One named training run that can be submitted, watched and resumed."""
+
+    cluster: str = Field(description="Name of the cluster (under `clusters:`) to run on.")
+    sbatch_script: str | None = Field(
+        None, description="Batch script path on the cluster, submitted with sbatch."
+    )
+    submit_command: list[str] | None = Field(
+        None,
+        description="Site submit wrapper as an argv list (never a shell string); it must "
+        "print the Slurm job id.",
+    )
+    args: list[str] = Field(default_factory=list, description="Arguments for the script.")
+    partition: str | None = Field(None, description="Slurm partition (--partition).")
+    account: str | None = Field(None, description="Slurm account (--account).")
+    qos: str | None = Field(None, description="Slurm QOS (--qos).")
+    gres: str | None = Field(None, description="Generic resources, e.g. gpu:4 (--gres).")
+    mem: str | None = Field(None, description="Memory per node as Slurm writes it (--mem 400G).")
+    time: str | None = Field(None, description="Time limit as Slurm writes it (--time 2-00:00:00).")
+    job_name: str | None = Field(
+        None, description="Slurm job name, kept across resubmits. Default: the recipe name."
+    )
+    workdir: str | None = Field(None, description="Working directory on the cluster (--chdir).")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables exported to the job."
+    )
+    log_path: str | None = Field(
+        None, description="Job stdout path on the cluster; %x = job name, %j = job id."
+    )
+    sampler_path: str | None = Field(
+        None,
+        description="JSON-lines file written by `trainbot sampler` in the job (%x/%j "
+        "expanded), tailed like the log for per-role RSS.",
+    )
+    checkpoint: CheckpointConfig | None = Field(
+        None, description="Checkpoint location; without it resubmits start from scratch."
+    )
+    target_iter: int | None = Field(
+        None, ge=1, description="Iteration at which the run is finished."
+    )
+    owners: list[str] = Field(
+        default_factory=list, description="Slack user ids (U…/W…) paged on incidents."
+    )
+    lang: Literal["en", "ko"] | None = Field(
+        None, description="Language of this recipe's messages; default slack.lang."
+    )
+    channel: str | None = Field(
+        None, description="Channel name (under slack.channels) for this recipe's threads."
+    )
+    overridable: dict[str, OverrideType] = Field(
+        default_factory=dict,
+        description="Keys allowed in `/train submit RECIPE key=value` and their types "
+        "(int|float|str|size|bool). partition/account/qos/gres/mem/time/target_iter replace "
+        "the recipe field; any other key is appended to the job's args as key=value.",
+    )
+    submitters: list[str] = Field(
+        default_factory=list,
+        description="Slack user ids or slack.groups names who may submit/resume; empty = "
+        "anyone in the recipe's channel.",
+    )
+    approvers: list[str] = Field(
+        default_factory=list,
+        description="Slack user ids or group names who may approve actions; empty = "
+        "slack.approvers.",
+    )
+    policy: RecipePolicy = Field(  # type: ignore[valid-type]
+        default_factory=RecipePolicy, description="Overrides of the policy defaults."
+    )
+    metric_regexes: list[str] = Field(
+        default_factory=list,
+        description="Extra regexes for metric lines, with named groups (iter, loss, "
+        "rss_gib, sec_per_iter, …).",
+    )
+
+    @model_validator(mode="after")
+    def _one_submit_way(self) -> RecipeConfig:
+        if (self.sbatch_script is None) == (self.submit_command is None):
+            raise ValueError(
+                "set exactly one of sbatch_script (a script path on the cluster) or "
+                "submit_command (the site wrapper as an argv list)"
+            )
+        if self.submit_command is not None and not self.submit_command:
+            raise ValueError("submit_command is empty; give the wrapper as an argv list")
+        return self
+
+    @field_validator("mem")
+    @classmethod
+    def _mem(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)
+        return value
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, value: str | None) -> str | None:
+        if value is not None and not _SLURM_TIME_RE.match(value):
+            raise ValueError(
+                f"{value!r} is not a Slurm time limit; use minutes, HH:MM:SS or D-HH:MM:SS "
+                "(e.g. 90, 04:00:00, 2-00:00:00)"
+            )
+        return value
+
+    @field_validator("owners")
+    @classmethod
+    def _owners(cls, value: list[str]) -> list[str]:
+        for i, user in enumerate(value):
+            if not _SLACK_USER_RE.match(user):
+                raise ValueError(
+                    f"owners[{i}] {user!r} is not a Slack user id; use the member id "
+                    "(U… or W…, from the user's profile → Copy member ID)"
+                )
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"env key {name!r} is not a valid variable name")
+        return value
+
+    @field_validator("overridable")
+    @classmethod
+    def _overridable(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, kind in value.items():
+            if not _OVERRIDE_KEY_RE.match(key):
+                raise ValueError(
+                    f"override key {key!r} must be letters, digits, '_', '.', '-' "
+                    "starting with a letter or '_'"
+                )
+            want = SLURM_OVERRIDE_FIELDS.get(key)
+            if want is not None and kind != want:
+                raise ValueError(f"override {key!r} replaces the recipe field; its type is {want}")
+        return value
+
+    @field_validator("metric_regexes")
+    @classmethod
+    def _regexes(cls, value: list[str]) -> list[str]:
+        for i, pattern in enumerate(value):
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"metric_regexes[{i}] {pattern!r} does not compile: {exc}"
+                ) from exc
+            if not compiled.groupindex:
+                raise ValueError(
+                    f"metric_regexes[{i}] {pattern!r} has no named group; name what it "
+                    "captures, e.g. (?P<iter>\\d+)"
+                )
+        return value
+
+    def compiled_metric_regexes(self) -> list[re.Pattern[str]]:
+        """The recipe's metric regexes, compiled (they were checked at load)."""
+        return [re.compile(p) for p in self.metric_regexes]
+
+
+# --------------------------------------------------------------------------------------------
+# slack, store, catalogue, templates
+
+
+class SlackConfig(_Model):
+    """Slack channels, people and where the tokens come from (never the tokens themselves)."""
+
+    mode: Literal["socket", "http"] = Field(
+        "socket", description="Socket Mode (no public URL) or HTTP events (needs signing secret)."
+    )
+    channels: dict[str, str] = Field(
+        default_factory=dict, description="Channel names used in this file → Slack channel ids."
+    )
+    default_channel: str | None = Field(
+        None, description="Channel name for recipes that do not name one."
+    )
+    lang: Literal["en", "ko"] = Field("en", description="Default language of messages.")
+    approvers: list[str] = Field(
+        default_factory=list, description="Default approvers: Slack user ids or group names."
+    )
+    groups: dict[str, list[str]] = Field(
+        default_factory=dict, description="Named groups of Slack user ids (e.g. a team)."
+    )
+    bot_token_env: str = Field(
+        "SLACK_BOT_TOKEN", description="Environment variable holding the xoxb- bot token."
+    )
+    app_token_env: str = Field(
+        "SLACK_APP_TOKEN",
+        description="Environment variable holding the xapp- app token (Socket Mode).",
+    )
+    signing_secret_env: str = Field(
+        "SLACK_SIGNING_SECRET",
+        description="Environment variable holding the signing secret (HTTP mode).",
+    )
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_ids(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, cid in value.items():
+            if not _SLACK_CHANNEL_ID_RE.match(cid):
+                raise ValueError(
+                    f"channels.{name}: {cid!r} is not a Slack channel id; use the id "
+                    "(C… or G…, from the channel's details), not its name"
+                )
+        return value
+
+    @field_validator("groups")
+    @classmethod
+    def _group_members(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, members in value.items():
+            for user in members:
+                if not _SLACK_USER_RE.match(user):
+                    raise ValueError(f"groups.{name}: {user!r} is not a Slack user id (U… or W…)")
+        return value
+
+
+class SlackSecrets(BaseModel):
+    """Slack secrets read from the environment at load time; None where the variable is unset."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bot_token: SecretStr | None = Field(None, description="xoxb- bot token.")
+    app_token: SecretStr | None = Field(None, description="xapp- app-level token.")
+    signing_secret: SecretStr | None = Field(None, description="Request signing secret.")
+
+    def missing(self, slack: SlackConfig) -> list[str]:
+        """Names of environment variables the configured mode needs but that are unset."""
+        need = [("bot_token", slack.bot_token_env)]
+        if slack.mode == "socket":
+            need.append(("app_token", slack.app_token_env))
+        else:
+            need.append(("signing_secret", slack.signing_secret_env))
+        return [env for attr, env in need if getattr(self, attr) is None]
+
+
+def read_slack_secrets(slack: SlackConfig, env: Mapping[str, str]) -> SlackSecrets:
+    """Read the Slack secrets from `env` (os.environ in production, a dict in tests)."""
+
+    def get(name: str) -> SecretStr | None:
+        value = env.get(name, "").strip()
+        return SecretStr(value) if value else None
+
+    return SlackSecrets(
+        bot_token=get(slack.bot_token_env),
+        app_token=get(slack.app_token_env),
+        signing_secret=get(slack.signing_secret_env),
+    )
+
+
+class StoreConfig(_Model):
+    """Where trainbot keeps its state."""
+
+    url: str = Field(
+        "sqlite:///~/.local/state/trainbot/trainbot.db",
+        description="SQLAlchemy URL; SQLite file by default (~ expanded), PostgreSQL for HA.",
+    )
+
+
+class CatalogueConfig(_Model):
+    """Extra failure catalogue files merged over the built-in one."""
+
+    extra: list[str] = Field(
+        default_factory=list, description="Paths of extra catalogue YAML files."
+    )
+
+
+class TemplatesConfig(_Model):
+    """Message template location."""
+
+    dir: str | None = Field(
+        None, description="Folder whose templates override the shipped ones (same names)."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# root
+
+
+@dataclass(frozen=True)
+class _Problem:
+    path: str
+    message: str
+
+
+class _CrossFieldProblems(ValueError):
+    """Several cross-field problems, each with its own key path (unwrapped by load_config)."""
+
+    def __init__(self, problems: list[_Problem]):
+        self.problems = problems
+        super().__init__("; ".join(f"{p.path}: {p.message}" for p in problems))
+
+
+class Config(_Model):
+    """The whole trainbot configuration."""
+
+    clusters: dict[str, ClusterConfig] = Field(
+        description="Clusters by name; recipes refer to these names."
+    )
+    recipes: dict[str, RecipeConfig] = Field(
+        default_factory=dict, description="Training recipes by name (`/train submit NAME`)."
+    )
+    slack: SlackConfig = Field(default_factory=SlackConfig, description="Slack settings.")
+    policy: PolicyConfig = Field(default_factory=PolicyConfig, description="Policy defaults.")
+    store: StoreConfig = Field(default_factory=StoreConfig, description="State store.")
+    catalogue: CatalogueConfig = Field(
+        default_factory=CatalogueConfig, description="Failure catalogue extensions."
+    )
+    templates: TemplatesConfig = Field(
+        default_factory=TemplatesConfig, description="Message templates."
+    )
+
+    _secrets: SlackSecrets = PrivateAttr(default_factory=SlackSecrets)
+    _source: str | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _cross_check(self) -> Config:
+        problems: list[_Problem] = []
+        if not self.clusters:
+            problems.append(_Problem("clusters", "no cluster defined; add at least one"))
+        groups = self.slack.groups
+        channels = self.slack.channels
+
+        def check_people(path: str, people: list[str]) -> None:
+            for person in people:
+                if _SLACK_USER_RE.match(person) or person in groups:
+                    continue
+                hint = _did_you_mean(person, groups)
+                problems.append(
+                    _Problem(
+                        path,
+                        f"{person!r} is neither a Slack user id (U…/W…) nor a group under "
+                        f"slack.groups{hint}",
+                    )
+                )
+
+        if self.slack.default_channel is not None and self.slack.default_channel not in channels:
+            problems.append(
+                _Problem(
+                    "slack.default_channel",
+                    f"channel {self.slack.default_channel!r} is not under slack.channels"
+                    f"{_did_you_mean(self.slack.default_channel, channels)}",
+                )
+            )
+        check_people("slack.approvers", self.slack.approvers)
+        for name, recipe in self.recipes.items():
+            if recipe.cluster not in self.clusters:
+                problems.append(
+                    _Problem(
+                        f"recipes.{name}.cluster",
+                        f"cluster {recipe.cluster!r} is not defined under clusters "
+                        f"(defined: {', '.join(sorted(self.clusters)) or 'none'})"
+                        f"{_did_you_mean(recipe.cluster, self.clusters)}",
+                    )
+                )
+            if recipe.channel is not None and recipe.channel not in channels:
+                problems.append(
+                    _Problem(
+                        f"recipes.{name}.channel",
+                        f"channel {recipe.channel!r} is not under slack.channels"
+                        f"{_did_you_mean(recipe.channel, channels)}",
+                    )
+                )
+            check_people(f"recipes.{name}.submitters", recipe.submitters)
+            check_people(f"recipes.{name}.approvers", recipe.approvers)
+            if recipe.job_name is None:
+                recipe.job_name = name
+        if problems:
+            raise _CrossFieldProblems(problems)
+        return self
+
+    # ---- lookups used by the services
+
+    @property
+    def slack_secrets(self) -> SlackSecrets:
+        """Secrets read from the environment by load_config (empty for a bare Config)."""
+        return self._secrets
+
+    @property
+    def source(self) -> str | None:
+        """The file this config was loaded from, if any."""
+        return self._source
+
+    def recipe(self, name: str) -> RecipeConfig:
+        """The recipe called `name`; KeyError naming the known recipes otherwise."""
+        try:
+            return self.recipes[name]
+        except KeyError:
+            known = ", ".join(sorted(self.recipes)) or "none"
+            raise KeyError(
+                f"no recipe {name!r} (known: {known}){_did_you_mean(name, self.recipes)}"
+            ) from None
+
+    def cluster_for(self, recipe_name: str) -> ClusterConfig:
+        return self.clusters[self.recipe(recipe_name).cluster]
+
+    def policy_for(self, recipe_name: str) -> PolicyConfig:
+        """The policy defaults with the recipe's overrides applied."""
+        overrides = self.recipe(recipe_name).policy.model_dump(exclude_none=True)
+        return self.policy.model_copy(update=overrides)
+
+    def channel_id_for(self, recipe_name: str) -> str | None:
+        """Slack channel id for a recipe's threads (its channel, else the default)."""
+        name = self.recipe(recipe_name).channel or self.slack.default_channel
+        return self.slack.channels.get(name) if name else None
+
+    def lang_for(self, recipe_name: str) -> str:
+        return self.recipe(recipe_name).lang or self.slack.lang
+
+    def expand_people(self, people: list[str]) -> set[str]:
+        """User ids named by a list of user ids and group names."""
+        out: set[str] = set()
+        for person in people:
+            out.update(self.slack.groups.get(person, [person]))
+        return out
+
+    def approvers_for(self, recipe_name: str) -> set[str]:
+        """User ids who may approve actions on a recipe's jobs."""
+        return self.expand_people(self.recipe(recipe_name).approvers or self.slack.approvers)
+
+    def submitters_for(self, recipe_name: str) -> set[str] | None:
+        """User ids who may submit/resume the recipe; None means anyone in its channel."""
+        people = self.recipe(recipe_name).submitters
+        return self.expand_people(people) if people else None
+
+
+# --------------------------------------------------------------------------------------------
+# loading
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1}); "
+                "remove one of them",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def resolve_config_path(cli_path: str | None, env: Mapping[str, str] = os.environ) -> Path:
+    """--config, else $TRAINBOT_CONFIG, else ./trainbot.yaml."""
+    return Path(cli_path or env.get(CONFIG_ENV_VAR) or DEFAULT_CONFIG_PATH)
+
+
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.environ) -> Config:
+    """Read and validate the config at `path`; secrets come from `env`. Raises ConfigError."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{file}: config file not found; pass --config PATH, set ${CONFIG_ENV_VAR}, or "
+            f"copy {EXAMPLE_CONFIG} to ./{DEFAULT_CONFIG_PATH}"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the config file: {exc.strerror or exc}") from None
+    return parse_config(text, source=str(file), env=env)
+
+
+def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ) -> Config:
+    """Validate config YAML `text`; `source` names it in errors (a file path)."""
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        fix = (
+            ""
+            if "duplicate key" in what
+            else "; fix the indentation or quoting there (values containing ': ' or ' #' "
+            "need quotes)"
+        )
+        raise ConfigError(f"{source}: YAML error{where}: {what}{fix}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: YAML error: {exc}") from None
+    if data is None:
+        raise ConfigError(f"{source}: the config file is empty; start from {EXAMPLE_CONFIG}")
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: the top level must be a mapping (clusters:, recipes:, …), "
+            f"not a {type(data).__name__}"
+        )
+    token_problem = _find_token_in_file(data)
+    if token_problem:
+        raise ConfigError(f"{source}: {token_problem}")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        lines = _key_lines(text)
+        problems = _problems_from(exc, data)
+        body = "\n".join(f"  {p.path}{_at_line(lines, p.path)}: {p.message}" for p in problems)
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        raise ConfigError(f"{source}: invalid config ({count}):\n{body}") from None
+    config._secrets = read_slack_secrets(config.slack, env)
+    config._source = source
+    return config
+
+
+def _problems_from(exc: ValidationError, data: Any) -> list[_Problem]:
+    problems: list[_Problem] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, _CrossFieldProblems):
+            problems.extend(inner.problems)
+            continue
+        path = ".".join(str(p) for p in loc) or "(top level)"
+        problems.append(_Problem(path, _explain(err, loc)))
+    return problems
+
+
+def _explain(err: Any, loc: tuple[Any, ...]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        if re.search(r"token|secret|password", key, re.IGNORECASE):
+            return (
+                f"unknown key {key!r}: secrets are never read from the file; export them in "
+                "the environment (slack.bot_token_env / app_token_env / signing_secret_env "
+                "name the variables)"
+            )
+        allowed = _allowed_keys(loc[:-1])
+        hint = _did_you_mean(key, allowed)
+        if hint:
+            return f"unknown key {key!r}{hint}"
+        listing = f"; allowed here: {', '.join(sorted(allowed))}" if allowed else ""
+        return f"unknown key {key!r}; remove or rename it{listing}"
+    if kind == "missing":
+        return "required key is missing; add it (see deploy/trainbot.example.yaml)"
+    msg = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix) :]
+    if kind.endswith("_type") or kind.endswith("_parsing") or kind == "literal_error":
+        msg = f"{msg} (got {err.get('input')!r})"
+    return msg
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Optional/Union-with-None from an annotation."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model found at `loc` (walking dict values and list items)."""
+    current: Any = Config
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+            continue
+        origin = typing.get_origin(current)
+        if origin in (dict, list):
+            current = typing.get_args(current)[-1]
+            continue
+        return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _did_you_mean(word: str, choices: Any) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" — did you mean {close[0]!r}?" if close else ""
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """1-based line of each key path in the YAML text (best effort, for error messages)."""
+    out: dict[str, int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return out
+
+    def walk(node: yaml.Node, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+                out[path] = key_node.start_mark.line + 1
+                walk(value_node, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                path = f"{prefix}.{i}"
+                out[path] = item.start_mark.line + 1
+                walk(item, path)
+
+    if root is not None:
+        walk(root, "")
+    return out
+
+
+def _at_line(lines: dict[str, int], path: str) -> str:
+    while path:
+        if path in lines:
+            return f" (line {lines[path]})"
+        path = path.rpartition(".")[0]
+    return ""
+
+
+def _find_token_in_file(data: Any, path: str = "") -> str | None:
+    """A message if a Slack token was pasted into the file (it must live in the environment)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found = _find_token_in_file(value, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found = _find_token_in_file(value, f"{path}.{i}")
+            if found:
+                return found
+    elif isinstance(data, str) and _TOKEN_LIKE_RE.search(data):
+        return (
+            f"{path}: looks like a Slack token; secrets are never read from the file — remove "
+            "it, revoke it if the file was shared, and export it as SLACK_BOT_TOKEN / "
+            "SLACK_APP_TOKEN instead"
+        )
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# the dev cluster (tests, `trainbot demo`)
+
+DEV_CLUSTER_CONNECTION = "/tmp/dev-cluster/connection.json"
+
+
+def dev_cluster_config_data(
+    connection: Mapping[str, Any],
+    *,
+    store_url: str,
+    recipes: Mapping[str, Mapping[str, Any]] | None = None,
+    cluster_name: str = "dev",
+) -> dict[str, Any]:
+    """Config data (YAML-ready) for the dev cluster described by its connection.json.
+
+    `recipes` are recipe mappings whose `cluster` defaults to the dev cluster and whose
+    `partition` defaults to the dev cluster's partition.
+    """
+    data_recipes: dict[str, Any] = {}
+    for name, recipe in (recipes or {}).items():
+        merged = {"cluster": cluster_name, **dict(recipe)}
+        if connection.get("partition"):
+            merged.setdefault("partition", connection["partition"])
+        data_recipes[name] = merged
+    return {
+        "clusters": {
+            cluster_name: {
+                "host": connection["host"],
+                "port": int(connection["port"]),
+                "user": connection["user"],
+                "key_file": connection["key_file"],
+                "known_hosts": connection["known_hosts"],
+                "connect_timeout": 10,
+                "command_timeout": 60,
+            }
+        },
+        "recipes": data_recipes,
+        "store": {"url": store_url},
+    }
+
+
+def write_dev_cluster_config(
+    path: str | os.PathLike[str],
+    connection: Mapping[str, Any],
+    *,
+    store_url: str,
+    recipes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Path:
+    """Write a config file for the dev cluster to `path` (validated first); returns the path."""
+    data = dev_cluster_config_data(connection, store_url=store_url, recipes=recipes)
+    Config.model_validate(data)
+    out = Path(path)
+    out.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return out

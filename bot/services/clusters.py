@@ -1,0 +1,64 @@
+"""Per-cluster adapters opened on demand: one SSH runner and one Slurm client per cluster.
+
+The CLI builds one `ClusterSessions` per command; the bot keeps one for its lifetime, so each
+cluster has exactly one reused SSH transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bot.config import ClusterConfig, Config
+
+
+def _ssh_runner(cluster: ClusterConfig) -> Any:
+    from bot.cluster.ssh import SSHRunner
+
+    return SSHRunner(cluster.ssh_settings())
+
+
+class ClusterSessions:
+    """Lazily created runner / Slurm client per cluster name; `close()` closes them all."""
+
+    def __init__(
+        self,
+        config: Config,
+        runner_factory: Callable[[ClusterConfig], Any] | None = None,
+        slurm_factory: Callable[[Any], Any] | None = None,
+    ):
+        self._config = config
+        self._runner_factory = runner_factory or _ssh_runner
+        self._slurm_factory = slurm_factory
+        self._runners: dict[str, Any] = {}
+        self._slurms: dict[str, Any] = {}
+
+    def runner(self, cluster: str) -> Any:
+        if cluster not in self._runners:
+            self._runners[cluster] = self._runner_factory(self._config.clusters[cluster])
+        return self._runners[cluster]
+
+    def slurm(self, cluster: str) -> Any:
+        if cluster not in self._slurms:
+            factory = self._slurm_factory
+            if factory is None:
+                from bot.cluster.slurm import SlurmClient
+
+                factory = SlurmClient
+            self._slurms[cluster] = factory(self.runner(cluster))
+        return self._slurms[cluster]
+
+    def sftp(self, cluster: str) -> Any:
+        return self.runner(cluster).sftp()
+
+    def close(self) -> None:
+        for runner in self._runners.values():
+            runner.close()
+        self._runners.clear()
+        self._slurms.clear()
+
+    def __enter__(self) -> ClusterSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,312 @@
+"""Submit a recipe: validate overrides, find the checkpoint to resume from, sbatch, record.
+
+Used by `trainbot submit`, `/train submit` and `/train resume`, and by resubmits of a chain.
+The job learns where to resume through the environment: `TRAINBOT_RESUME_FROM` (checkpoint
+path, absent when starting fresh) and `TRAINBOT_RESUME_ITER` (its iteration, when known).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
+from bot.core.checkpoints import Checkpoint
+from bot.core.units import parse_size
+from bot.services import ServiceError, UsageProblem
+from bot.store import Store
+
+RESUME_ENV = "TRAINBOT_RESUME_FROM"
+RESUME_ITER_ENV = "TRAINBOT_RESUME_ITER"
+RECIPE_ENV = "TRAINBOT_RECIPE"
+CHAIN_ENV = "TRAINBOT_CHAIN_ID"
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class OverrideError(UsageProblem):
+    """A `key=value` override is not allowed for the recipe or its value has the wrong type."""
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What was submitted: the Slurm job, its chain and the checkpoint it resumes from."""
+
+    job_id: str
+    chain_id: int
+    attempt_no: int
+    job_name: str
+    checkpoint: Checkpoint | None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# overrides (pure)
+
+
+def parse_overrides(
+    recipe_name: str, recipe: RecipeConfig, overrides: Sequence[str] | Mapping[str, str]
+) -> dict[str, Any]:
+    """Validate `key=value` overrides against the recipe's `overridable` types.
+
+    Returns key → typed value (sizes stay Slurm strings). Raises OverrideError with the
+    key, what is wrong and the right form.
+    """
+    pairs: list[tuple[str, str]] = []
+    if isinstance(overrides, Mapping):
+        pairs = [(str(k), str(v)) for k, v in overrides.items()]
+    else:
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise OverrideError(
+                    f"{item!r} is not an override; use key=value (e.g. "
+                    f"{_example(recipe_name, recipe)})"
+                )
+            pairs.append((key.strip(), value))
+    allowed = recipe.overridable
+    out: dict[str, Any] = {}
+    for key, raw in pairs:
+        if key not in allowed:
+            if allowed:
+                close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
+                hint = f" — did you mean {close[0]!r}?" if close else ""
+                listing = ", ".join(f"{k} ({t})" for k, t in sorted(allowed.items()))
+                raise OverrideError(
+                    f"recipe {recipe_name!r} does not allow overriding {key!r}{hint}; "
+                    f"allowed: {listing}"
+                )
+            raise OverrideError(
+                f"recipe {recipe_name!r} allows no overrides; ask its owners to list keys "
+                "under `overridable:` in the config"
+            )
+        if key in out:
+            raise OverrideError(f"{key!r} is given twice; give each override once")
+        out[key] = _convert(key, raw, allowed[key])
+    return out
+
+
+def _convert(key: str, raw: str, kind: str) -> Any:
+    value = raw.strip()
+    if _CONTROL.search(raw):
+        raise OverrideError(f"{key}: the value contains a control character (newline, tab, …)")
+    if kind == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise OverrideError(f"{key} must be a whole number, e.g. {key}=8000") from None
+    if kind == "float":
+        try:
+            number = float(value)
+        except ValueError:
+            raise OverrideError(f"{key} must be a number, e.g. {key}=0.0003") from None
+        if not math.isfinite(number):
+            raise OverrideError(f"{key} must be a finite number")
+        return number
+    if kind == "bool":
+        if value.lower() in _TRUE:
+            return True
+        if value.lower() in _FALSE:
+            return False
+        raise OverrideError(f"{key} must be true or false")
+    if kind == "size":
+        try:
+            parse_size(value)
+        except ValueError as exc:
+            raise OverrideError(f"{key}: {exc}") from None
+        return value
+    if not value:
+        raise OverrideError(f"{key} needs a value, e.g. {key}=something")
+    return value
+
+
+def _example(recipe_name: str, recipe: RecipeConfig) -> str:
+    samples = {"int": "8000", "float": "0.5", "str": "x", "size": "400G", "bool": "true"}
+    if not recipe.overridable:
+        return f"trainbot submit {recipe_name}"
+    key, kind = next(iter(recipe.overridable.items()))
+    return f"{key}={samples[kind]}"
+
+
+def apply_overrides(recipe: RecipeConfig, overrides: Mapping[str, Any]) -> RecipeConfig:
+    """The recipe with overrides applied: Slurm fields replaced, other keys appended to args.
+
+    Re-validated, so e.g. `time=2 days` fails like it would in the config file.
+    """
+    updates: dict[str, Any] = {}
+    extra_args: list[str] = []
+    for key, value in overrides.items():
+        if key in SLURM_OVERRIDE_FIELDS:
+            updates[key] = value
+        else:
+            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            extra_args.append(f"{key}={text}")
+    data = recipe.model_dump()
+    data.update(updates)
+    data["args"] = [*recipe.args, *extra_args]
+    try:
+        return RecipeConfig.model_validate(data)
+    except Exception as exc:  # pydantic ValidationError: show only the messages
+        errors = getattr(exc, "errors", None)
+        detail = (
+            "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
+                for e in errors()
+            )
+            if errors
+            else str(exc)
+        )
+        raise OverrideError(f"override rejected: {detail}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# submit
+
+
+def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | None) -> dict:
+    """Environment exported to the job: the recipe's env plus where to resume from."""
+    env = dict(recipe.env)
+    env[RECIPE_ENV] = recipe_name
+    if checkpoint is not None:
+        env[RESUME_ENV] = checkpoint.path
+        if checkpoint.iteration is not None:
+            env[RESUME_ITER_ENV] = str(checkpoint.iteration)
+    return env
+
+
+def find_resume_checkpoint(recipe: RecipeConfig, sftp: Any) -> Checkpoint | None:
+    """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet)."""
+    if recipe.checkpoint is None:
+        return None
+    from bot.cluster.checkpoints import find_latest_checkpoint
+
+    ck = recipe.checkpoint
+    return find_latest_checkpoint(
+        sftp, ck.dir, ck.complete_rule, pointer_name=ck.pointer_file or None, globs=ck.globs()
+    )
+
+
+def submit_recipe(
+    config: Config,
+    recipe_name: str,
+    *,
+    overrides: Sequence[str] | Mapping[str, str] = (),
+    slurm: Any,
+    sftp: Any,
+    store: Store,
+    now: float,
+    actor: str,
+    chain_id: int | None = None,
+) -> SubmitResult:
+    """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
+
+    With `chain_id` the job is the next attempt of that chain (a resubmit); otherwise a new
+    chain is started. Every outcome, including a refused submit, goes to the audit log.
+    """
+    try:
+        recipe = config.recipe(recipe_name)
+    except KeyError as exc:
+        raise UsageProblem(str(exc.args[0])) from None
+    try:
+        typed = parse_overrides(recipe_name, recipe, overrides)
+        effective = apply_overrides(recipe, typed)
+    except OverrideError as exc:
+        store.audit.record(
+            actor=actor, action="submit", now=now, recipe=recipe_name, result="refused",
+            detail=str(exc),
+        )  # fmt: skip
+        raise
+    job_name = effective.job_name or recipe_name
+    chain = store.chains.get(chain_id) if chain_id is not None else None
+    if chain_id is not None and chain is None:
+        raise UsageProblem(f"no run chain {chain_id}")
+
+    try:
+        checkpoint = find_resume_checkpoint(effective, sftp)
+        env = submit_env(recipe_name, effective, checkpoint)
+        job_id = _submit(slurm, effective, job_name, env)
+    except Exception as exc:
+        store.audit.record(
+            actor=actor, action="submit", now=now, recipe=recipe_name, result="failed",
+            detail=f"{type(exc).__name__}: {exc}",
+        )  # fmt: skip
+        raise
+
+    if chain is None:
+        chain = store.chains.create(
+            recipe=recipe_name,
+            cluster=recipe.cluster,
+            job_name=job_name,
+            channel=config.channel_id_for(recipe_name),
+            now=now,
+        )
+    attempt = store.attempts.add(
+        chain_id=chain.id,
+        job_id=job_id,
+        now=now,
+        start_iter=checkpoint.iteration if checkpoint else None,
+        checkpoint_path=checkpoint.path if checkpoint else None,
+    )
+    store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
+    store.audit.record(
+        actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
+        detail={
+            "chain_id": chain.id, "attempt_no": attempt.attempt_no, "overrides": typed,
+            "resume_from": checkpoint.path if checkpoint else None,
+        },
+    )  # fmt: skip
+    return SubmitResult(
+        job_id=job_id,
+        chain_id=chain.id,
+        attempt_no=attempt.attempt_no,
+        job_name=job_name,
+        checkpoint=checkpoint,
+        overrides=typed,
+    )
+
+
+def _submit(slurm: Any, recipe: RecipeConfig, job_name: str, env: dict[str, str]) -> str:
+    """sbatch the recipe's script, or run its site wrapper; returns the job id as text."""
+    if recipe.sbatch_script is not None:
+        job_id = slurm.submit(
+            script_path=recipe.sbatch_script,
+            args=recipe.args,
+            job_name=job_name,
+            partition=recipe.partition,
+            account=recipe.account,
+            qos=recipe.qos,
+            gres=recipe.gres,
+            mem=recipe.mem,
+            time=recipe.time,
+            output=recipe.log_path,
+            workdir=recipe.workdir,
+            env=env,
+        )
+        return str(job_id)
+    # A site wrapper decides the Slurm options itself; it gets the args and the environment
+    # (job name and resume point included) and must print the job id.
+    assert recipe.submit_command is not None
+    env = {**env, "TRAINBOT_JOB_NAME": job_name}
+    result = slurm.runner.run([*recipe.submit_command, *recipe.args], env=env, check=True)
+    return parse_job_id(result.stdout, recipe.submit_command[0])
+
+
+_SUBMITTED_RE = re.compile(r"Submitted batch job (\d+)")
+_BARE_ID_RE = re.compile(r"^\s*(\d+)(?:;\S+)?\s*$", re.MULTILINE)
+
+
+def parse_job_id(stdout: str, command: str) -> str:
+    """The job id a submit wrapper printed (`Submitted batch job N` or a bare `N`)."""
+    match = _SUBMITTED_RE.search(stdout) or _BARE_ID_RE.search(stdout)
+    if match is None:
+        raise ServiceError(
+            f"submit command {command!r} printed no job id (expected 'Submitted batch job N' "
+            f"or a bare number): {stdout.strip()[-200:]!r}"
+        )
+    return match[1]

@@ -1,0 +1,158 @@
+"""trainbot's persistent state: run chains, attempts, tail offsets, incidents, approvals,
+Slack post refs, the audit log and watched jobs, so a restart loses and duplicates nothing.
+
+`Store.open(url)` opens (and upgrades in place) a SQLite file by default; any SQLAlchemy URL
+works (PostgreSQL for several replicas). Use the repositories: `store.chains.create(...)`,
+`store.approvals.claim(token, actor, now)`, `store.slack_posts.record_intent(key, ...)`, …
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.pool import StaticPool
+
+from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
+from bot.store.repos import (
+    Approval,
+    ApprovalsRepo,
+    Attempt,
+    AttemptsRepo,
+    AuditEntry,
+    AuditRepo,
+    Chain,
+    ChainsRepo,
+    ClaimResult,
+    Incident,
+    IncidentsRepo,
+    SlackPost,
+    SlackPostsRepo,
+    TailOffset,
+    TailOffsetsRepo,
+    WatchedJob,
+    WatchedJobsRepo,
+)
+
+__all__ = [
+    "Approval",
+    "Attempt",
+    "AuditEntry",
+    "Chain",
+    "ClaimResult",
+    "Incident",
+    "SlackPost",
+    "Store",
+    "StoreError",
+    "StoreVersionError",
+    "TailOffset",
+    "WatchedJob",
+]
+
+
+class StoreError(Exception):
+    """The store cannot be opened or written; the message names the URL/path and the fix."""
+
+
+def _sqlite_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    database = parsed.database or ""
+    memory = database in ("", ":memory:")
+    if not memory:
+        path = Path(os.path.expanduser(database))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the store's folder {path.parent}: {exc.strerror or exc}; "
+                "set store.url to a writable location"
+            ) from None
+        parsed = parsed.set(database=str(path))
+    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": 30}}
+    if memory:
+        kwargs["poolclass"] = StaticPool
+    engine = create_engine(parsed, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy, not the sqlite3 module, decide where transactions begin, so DDL in
+        # a migration is transactional and writers take the lock up front (no deadlocks).
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        if not memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class Store:
+    """The state store: one engine and a repository per table."""
+
+    def __init__(self, engine: Engine, url: str):
+        self.engine = engine
+        self.url = url
+        self.chains = ChainsRepo(engine)
+        self.attempts = AttemptsRepo(engine)
+        self.tail_offsets = TailOffsetsRepo(engine)
+        self.incidents = IncidentsRepo(engine)
+        self.approvals = ApprovalsRepo(engine)
+        self.slack_posts = SlackPostsRepo(engine)
+        self.audit = AuditRepo(engine)
+        self.watched_jobs = WatchedJobsRepo(engine)
+
+    @classmethod
+    def open(cls, url: str, *, target_version: int | None = None) -> Store:
+        """Open the store at `url`, creating it or upgrading an older schema in place.
+
+        `target_version` stops the upgrade early (tests build older files with it).
+        """
+        try:
+            backend = make_url(url).get_backend_name()
+        except Exception as exc:  # noqa: BLE001 - sqlalchemy raises ArgumentError or ValueError
+            raise StoreError(f"store.url {url!r} is not a database URL: {exc}") from None
+        engine = _sqlite_engine(url) if backend == "sqlite" else create_engine(url)
+        try:
+            upgrade(engine, target_version)
+        except StoreVersionError:
+            engine.dispose()
+            raise
+        except Exception as exc:
+            engine.dispose()
+            raise StoreError(f"cannot open the store at {url}: {exc}") from exc
+        return cls(engine, url)
+
+    @property
+    def schema_version(self) -> int:
+        with self.engine.begin() as conn:
+            return current_version(conn)
+
+    @property
+    def latest_version(self) -> int:
+        return len(MIGRATIONS)
+
+    def check_writable(self) -> None:
+        """Write and roll back a row: raises if the database refuses writes (for doctor)."""
+        with self.engine.connect() as conn:
+            trans = conn.begin()
+            try:
+                conn.execute(text("UPDATE meta SET schema_version = schema_version"))
+            finally:
+                trans.rollback()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,186 @@
+"""Versioned schema migrations: `MIGRATIONS[i]` upgrades a database from version i to i + 1.
+
+Each migration is self-contained (its own table definitions or DDL as of that version), so
+later edits to `schema.py` never change what an old migration does. `upgrade` runs the
+missing ones, each in its own transaction together with the version bump, so an interrupted
+upgrade leaves a database at a consistent version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Connection,
+    Engine,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    inspect,
+    text,
+)
+
+
+class StoreVersionError(Exception):
+    """The database was written by a newer trainbot than this one."""
+
+
+def _v1_initial(conn: Connection) -> None:
+    """Version 1: chains, attempts, tail offsets, incidents, approvals, audit log."""
+    md = MetaData()
+    Table("meta", md, Column("schema_version", Integer, nullable=False))
+    Table(
+        "chains",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("recipe", Text, nullable=False),
+        Column("cluster", Text, nullable=False),
+        Column("job_name", Text, nullable=False),
+        Column("channel", Text),
+        Column("thread_ts", Text),
+        Column("status", Text, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("updated_at", Float, nullable=False),
+        Index("ix_chains_recipe", "recipe"),
+    )
+    Table(
+        "attempts",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("chain_id", Integer, ForeignKey("chains.id"), nullable=False),
+        Column("job_id", Text, nullable=False),
+        Column("attempt_no", Integer, nullable=False),
+        Column("state", Text, nullable=False),
+        Column("submitted_at", Float, nullable=False),
+        Column("started_at", Float),
+        Column("ended_at", Float),
+        Column("start_iter", Integer),
+        Column("last_iter", Integer),
+        Column("result", Text),
+        Column("cause", Text),
+        Column("work_lost_iters", Integer),
+        Column("checkpoint_path", Text),
+        UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
+        Index("ix_attempts_job_id", "job_id"),
+    )
+    Table(
+        "tail_offsets",
+        md,
+        Column("job_id", Text, primary_key=True),
+        Column("path", Text, primary_key=True),
+        Column("offset", BigInteger, nullable=False),
+        Column("inode_or_signature", Text),
+        Column("size", BigInteger, nullable=False),
+        Column("line_no", BigInteger, nullable=False),
+        Column("updated_at", Float, nullable=False),
+    )
+    Table(
+        "incidents",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("key", Text, nullable=False, unique=True),
+        Column("chain_id", Integer, ForeignKey("chains.id")),
+        Column("job_id", Text),
+        Column("class_id", Text, nullable=False),
+        Column("diagnosis_json", Text, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("state", Text, nullable=False),
+    )
+    Table(
+        "approvals",
+        md,
+        Column("id", Text, primary_key=True),
+        Column("action", Text, nullable=False),
+        Column("payload_json", Text, nullable=False),
+        Column("target_job", Text),
+        Column("chain_id", Integer, ForeignKey("chains.id")),
+        Column("allowed_json", Text, nullable=False),
+        Column("expires_at", Float, nullable=False),
+        Column("state", Text, nullable=False),
+        Column("decided_by", Text),
+        Column("decided_at", Float),
+        Column("created_at", Float, nullable=False),
+    )
+    Table(
+        "audit_log",
+        md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("at", Float, nullable=False),
+        Column("actor", Text, nullable=False),
+        Column("action", Text, nullable=False),
+        Column("job_id", Text),
+        Column("recipe", Text),
+        Column("result", Text, nullable=False),
+        Column("detail", Text),
+    )
+    md.create_all(conn)
+    conn.execute(text("INSERT INTO meta (schema_version) VALUES (0)"))
+
+
+def _v2_posts_and_watch(conn: Connection) -> None:
+    """Version 2: Slack post refs (intent/posted), watched jobs, retry ledger, wall time lost."""
+    md = MetaData()
+    # Referenced tables must be known to this MetaData for the foreign keys to resolve.
+    Table("chains", md, Column("id", Integer, primary_key=True))
+    Table(
+        "slack_posts",
+        md,
+        Column("key", Text, primary_key=True),
+        Column("chain_id", Integer, ForeignKey("chains.id")),
+        Column("channel", Text, nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("ts", Text),
+        Column("thread_ts", Text),
+        Column("state", Text, nullable=False),
+        Column("payload_hash", Text),
+        Column("updated_at", Float, nullable=False),
+    )
+    Table(
+        "watched_jobs",
+        md,
+        Column("cluster", Text, primary_key=True),
+        Column("job_id", Text, primary_key=True),
+        Column("chain_id", Integer, ForeignKey("chains.id")),
+        Column("adopted", Boolean, nullable=False),
+        Column("added_at", Float, nullable=False),
+    )
+    md.tables["slack_posts"].create(conn)
+    md.tables["watched_jobs"].create(conn)
+    conn.execute(text("ALTER TABLE chains ADD COLUMN retries_used INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("ALTER TABLE attempts ADD COLUMN work_lost_s FLOAT"))
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_posts_and_watch]
+
+
+def current_version(conn: Connection) -> int:
+    """Schema version of the database (0 for an empty one)."""
+    if not inspect(conn).has_table("meta"):
+        return 0
+    value = conn.execute(text("SELECT schema_version FROM meta")).scalar()
+    return int(value or 0)
+
+
+def upgrade(engine: Engine, target: int | None = None) -> int:
+    """Run the missing migrations up to `target` (default: latest); returns the version."""
+    target = len(MIGRATIONS) if target is None else target
+    while True:
+        with engine.begin() as conn:
+            version = current_version(conn)
+            if version > len(MIGRATIONS):
+                raise StoreVersionError(
+                    f"the store is at schema version {version} but this trainbot knows only "
+                    f"up to {len(MIGRATIONS)}; upgrade trainbot (never downgrade a store)"
+                )
+            if version >= target:
+                return version
+            MIGRATIONS[version](conn)
+            conn.execute(text("UPDATE meta SET schema_version = :v"), {"v": version + 1})

@@ -1,0 +1,812 @@
+"""Repositories: small classes with domain verbs over the store's tables (SQLAlchemy Core).
+
+Each verb is one transaction. Times are passed in by the caller (`now`, epoch seconds);
+where the time is bookkeeping only (`updated_at` of a Slack post or tail offset) `now` may
+be omitted and the wall clock is used.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bot.store import schema as t
+
+
+def _wall(now: float | None) -> float:
+    return time.time() if now is None else now
+
+
+# --------------------------------------------------------------------------------------------
+# rows
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A recipe run: attempts (job ids) sharing one Slack thread and one retry ledger."""
+
+    id: int
+    recipe: str
+    cluster: str
+    job_name: str
+    channel: str | None
+    thread_ts: str | None
+    status: str
+    created_at: float
+    updated_at: float
+    retries_used: int
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One Slurm job of a chain, with its progress, result and the work it lost."""
+
+    id: int
+    chain_id: int
+    job_id: str
+    attempt_no: int
+    state: str
+    submitted_at: float
+    started_at: float | None
+    ended_at: float | None
+    start_iter: int | None
+    last_iter: int | None
+    result: str | None
+    cause: str | None
+    work_lost_iters: int | None
+    work_lost_s: float | None
+    checkpoint_path: str | None
+
+
+@dataclass(frozen=True)
+class TailOffset:
+    """Where the log tail of a job's file stopped, and how to recognise the same file."""
+
+    job_id: str
+    path: str
+    offset: int
+    inode_or_signature: str | None
+    size: int
+    line_no: int
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A diagnosed failure or warning; `key` makes recording it idempotent."""
+
+    id: int
+    key: str
+    chain_id: int | None
+    job_id: str | None
+    class_id: str
+    diagnosis_json: str
+    created_at: float
+    state: str
+
+    @property
+    def diagnosis(self) -> dict[str, Any]:
+        return json.loads(self.diagnosis_json)
+
+
+ApprovalState = Literal["pending", "approved", "refused", "expired", "done"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A proposed action waiting for (or given) a human yes, bound to its target and expiry."""
+
+    id: str
+    action: str
+    payload_json: str
+    target_job: str | None
+    chain_id: int | None
+    allowed_json: str
+    expires_at: float
+    state: str
+    decided_by: str | None
+    decided_at: float | None
+    created_at: float
+
+    @property
+    def token(self) -> str:
+        return self.id
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return json.loads(self.payload_json)
+
+    @property
+    def allowed(self) -> list[str]:
+        return json.loads(self.allowed_json)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """Outcome of one click: `claimed` is True for exactly one caller per approval.
+
+    `reason`: 'claimed', 'unknown' (no such token), 'expired', or 'decided' (already
+    approved/refused/done by someone: see `approval.decided_by`).
+    """
+
+    claimed: bool
+    reason: Literal["claimed", "unknown", "expired", "decided"]
+    approval: Approval | None
+
+
+@dataclass(frozen=True)
+class SlackPost:
+    """A Slack message trainbot intends to post or has posted, by idempotency key."""
+
+    key: str
+    chain_id: int | None
+    channel: str
+    kind: str
+    ts: str | None
+    thread_ts: str | None
+    state: str
+    payload_hash: str | None
+    updated_at: float
+
+    @property
+    def posted(self) -> bool:
+        return self.state == "posted"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """Who did what to which job, when, and how it ended."""
+
+    id: int
+    at: float
+    actor: str
+    action: str
+    job_id: str | None
+    recipe: str | None
+    result: str
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    """A job the watcher polls; `adopted` when it was submitted outside trainbot."""
+
+    cluster: str
+    job_id: str
+    chain_id: int | None
+    adopted: bool
+    added_at: float
+
+
+def _row(cls: type, row: Any) -> Any:
+    return cls(**dict(row._mapping)) if row is not None else None
+
+
+# --------------------------------------------------------------------------------------------
+# repositories
+
+
+class _Repo:
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+
+class ChainsRepo(_Repo):
+    """Run chains."""
+
+    def create(
+        self,
+        *,
+        recipe: str,
+        cluster: str,
+        job_name: str,
+        now: float,
+        channel: str | None = None,
+        thread_ts: str | None = None,
+        status: str = "active",
+    ) -> Chain:
+        values = dict(
+            recipe=recipe,
+            cluster=cluster,
+            job_name=job_name,
+            channel=channel,
+            thread_ts=thread_ts,
+            status=status,
+            created_at=now,
+            updated_at=now,
+            retries_used=0,
+        )
+        with self._engine.begin() as conn:
+            chain_id = conn.execute(insert(t.chains).values(**values)).inserted_primary_key[0]
+        return Chain(id=int(chain_id), **values)
+
+    def get(self, chain_id: int) -> Chain | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.chains).where(t.chains.c.id == chain_id)).first()
+        return _row(Chain, row)
+
+    def latest_for_recipe(self, recipe: str) -> Chain | None:
+        """The most recent chain of a recipe (any status)."""
+        with self._engine.begin() as conn:
+            row = conn.execute(
+                select(t.chains)
+                .where(t.chains.c.recipe == recipe)
+                .order_by(t.chains.c.id.desc())
+                .limit(1)
+            ).first()
+        return _row(Chain, row)
+
+    def for_recipe(self, recipe: str, limit: int = 20) -> list[Chain]:
+        """A recipe's chains, newest first."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.chains)
+                .where(t.chains.c.recipe == recipe)
+                .order_by(t.chains.c.id.desc())
+                .limit(limit)
+            ).all()
+        return [_row(Chain, r) for r in rows]
+
+    def with_status(self, status: str = "active") -> list[Chain]:
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.chains).where(t.chains.c.status == status).order_by(t.chains.c.id)
+            ).all()
+        return [_row(Chain, r) for r in rows]
+
+    def set_thread(self, chain_id: int, *, channel: str, thread_ts: str, now: float) -> None:
+        self._update(chain_id, now, channel=channel, thread_ts=thread_ts)
+
+    def set_status(self, chain_id: int, status: str, *, now: float) -> None:
+        self._update(chain_id, now, status=status)
+
+    def charge_retry(self, chain_id: int, *, now: float) -> int:
+        """Count one resubmit against the chain's budget; returns retries used so far."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                update(t.chains)
+                .where(t.chains.c.id == chain_id)
+                .values(retries_used=t.chains.c.retries_used + 1, updated_at=now)
+            )
+            used = conn.execute(
+                select(t.chains.c.retries_used).where(t.chains.c.id == chain_id)
+            ).scalar()
+        if used is None:
+            raise KeyError(f"no chain {chain_id}")
+        return int(used)
+
+    def _update(self, chain_id: int, now: float, **values: Any) -> None:
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.chains).where(t.chains.c.id == chain_id).values(updated_at=now, **values)
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no chain {chain_id}")
+
+
+_ATTEMPT_UPDATABLE = {
+    "state",
+    "started_at",
+    "ended_at",
+    "start_iter",
+    "last_iter",
+    "result",
+    "cause",
+    "work_lost_iters",
+    "work_lost_s",
+    "checkpoint_path",
+}
+
+
+class AttemptsRepo(_Repo):
+    """Attempts (Slurm jobs) of run chains."""
+
+    def add(
+        self,
+        *,
+        chain_id: int,
+        job_id: str,
+        now: float,
+        state: str = "PENDING",
+        start_iter: int | None = None,
+        checkpoint_path: str | None = None,
+    ) -> Attempt:
+        """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …)."""
+        with self._engine.begin() as conn:
+            last = conn.execute(
+                select(func.max(t.attempts.c.attempt_no)).where(t.attempts.c.chain_id == chain_id)
+            ).scalar()
+            values = dict(
+                chain_id=chain_id,
+                job_id=str(job_id),
+                attempt_no=int(last or 0) + 1,
+                state=state,
+                submitted_at=now,
+                start_iter=start_iter,
+                checkpoint_path=checkpoint_path,
+            )
+            attempt_id = conn.execute(insert(t.attempts).values(**values)).inserted_primary_key[0]
+            row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
+        return _row(Attempt, row)
+
+    def get(self, attempt_id: int) -> Attempt | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
+        return _row(Attempt, row)
+
+    def get_by_job(self, job_id: str, cluster: str | None = None) -> Attempt | None:
+        """The attempt for a Slurm job id (the newest, if ids repeat across clusters)."""
+        query = select(t.attempts).where(t.attempts.c.job_id == str(job_id))
+        if cluster is not None:
+            query = query.join(t.chains, t.chains.c.id == t.attempts.c.chain_id).where(
+                t.chains.c.cluster == cluster
+            )
+        with self._engine.begin() as conn:
+            row = conn.execute(query.order_by(t.attempts.c.id.desc()).limit(1)).first()
+        return _row(Attempt, row)
+
+    def for_chain(self, chain_id: int) -> list[Attempt]:
+        """A chain's attempts in order (the thread's attempts table)."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.attempts)
+                .where(t.attempts.c.chain_id == chain_id)
+                .order_by(t.attempts.c.attempt_no)
+            ).all()
+        return [_row(Attempt, r) for r in rows]
+
+    def latest(self, chain_id: int) -> Attempt | None:
+        attempts = self.for_chain(chain_id)
+        return attempts[-1] if attempts else None
+
+    def update(self, attempt_id: int, **fields: Any) -> Attempt:
+        """Set progress/result fields (state, last_iter, result, cause, work_lost_*, …)."""
+        unknown = set(fields) - _ATTEMPT_UPDATABLE
+        if unknown:
+            raise ValueError(f"cannot update attempt fields {sorted(unknown)}")
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.attempts).where(t.attempts.c.id == attempt_id).values(**fields)
+            )
+            if result.rowcount != 1:
+                raise KeyError(f"no attempt {attempt_id}")
+            row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
+        return _row(Attempt, row)
+
+
+class TailOffsetsRepo(_Repo):
+    """Where each job's log tail stopped, so a restart reads only new bytes."""
+
+    def get(self, job_id: str, path: str) -> TailOffset | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(
+                select(t.tail_offsets).where(
+                    and_(t.tail_offsets.c.job_id == str(job_id), t.tail_offsets.c.path == path)
+                )
+            ).first()
+        return _row(TailOffset, row)
+
+    def put(
+        self,
+        job_id: str,
+        path: str,
+        *,
+        offset: int,
+        size: int,
+        line_no: int,
+        signature: str | None = None,
+        now: float | None = None,
+    ) -> None:
+        """Insert or replace the offset for (job_id, path)."""
+        values = dict(
+            offset=offset,
+            size=size,
+            line_no=line_no,
+            inode_or_signature=signature,
+            updated_at=_wall(now),
+        )
+        where = and_(t.tail_offsets.c.job_id == str(job_id), t.tail_offsets.c.path == path)
+        with self._engine.begin() as conn:
+            if conn.execute(update(t.tail_offsets).where(where).values(**values)).rowcount == 0:
+                conn.execute(insert(t.tail_offsets).values(job_id=str(job_id), path=path, **values))
+
+    def delete_job(self, job_id: str) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(t.tail_offsets.delete().where(t.tail_offsets.c.job_id == str(job_id)))
+
+
+class IncidentsRepo(_Repo):
+    """Diagnosed incidents, recorded once per key."""
+
+    def record(
+        self,
+        key: str,
+        *,
+        class_id: str,
+        diagnosis: Mapping[str, Any],
+        now: float,
+        chain_id: int | None = None,
+        job_id: str | None = None,
+        state: str = "open",
+    ) -> tuple[Incident, bool]:
+        """Record an incident unless one with `key` exists; returns (incident, created)."""
+        values = dict(
+            key=key,
+            chain_id=chain_id,
+            job_id=None if job_id is None else str(job_id),
+            class_id=class_id,
+            diagnosis_json=json.dumps(diagnosis, sort_keys=True),
+            created_at=now,
+            state=state,
+        )
+        existing = self.get(key)
+        if existing is not None:
+            return existing, False
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(insert(t.incidents).values(**values))
+        except IntegrityError:  # a concurrent writer recorded the same key first
+            existing = self.get(key)
+            if existing is None:
+                raise
+            return existing, False
+        incident = self.get(key)
+        assert incident is not None
+        return incident, True
+
+    def get(self, key: str) -> Incident | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.incidents).where(t.incidents.c.key == key)).first()
+        return _row(Incident, row)
+
+    def for_chain(self, chain_id: int) -> list[Incident]:
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.incidents)
+                .where(t.incidents.c.chain_id == chain_id)
+                .order_by(t.incidents.c.id)
+            ).all()
+        return [_row(Incident, r) for r in rows]
+
+    def set_state(self, key: str, state: str) -> None:
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.incidents).where(t.incidents.c.key == key).values(state=state)
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no incident {key!r}")
+
+
+class ApprovalsRepo(_Repo):
+    """Approval tokens behind buttons: each is accepted at most once, before it expires.
+
+    Authorization (is the clicker in `allowed`?) is the caller's job, before `claim`.
+    """
+
+    def create(
+        self,
+        *,
+        action: str,
+        payload: Mapping[str, Any],
+        allowed: Iterable[str],
+        expires_at: float,
+        now: float,
+        target_job: str | None = None,
+        chain_id: int | None = None,
+    ) -> str:
+        """Store a pending approval; returns its opaque random token (the button value)."""
+        token = secrets.token_urlsafe(16)
+        with self._engine.begin() as conn:
+            conn.execute(
+                insert(t.approvals).values(
+                    id=token,
+                    action=action,
+                    payload_json=json.dumps(payload, sort_keys=True),
+                    target_job=None if target_job is None else str(target_job),
+                    chain_id=chain_id,
+                    allowed_json=json.dumps(sorted(set(allowed))),
+                    expires_at=expires_at,
+                    state="pending",
+                    created_at=now,
+                )
+            )
+        return token
+
+    def get(self, token: str) -> Approval | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.approvals).where(t.approvals.c.id == token)).first()
+        return _row(Approval, row)
+
+    def claim(self, token: str, actor: str, now: float) -> ClaimResult:
+        """pending → approved, for exactly one caller, only before expiry."""
+        return self._decide(token, actor, now, "approved")
+
+    def refuse(self, token: str, actor: str, now: float) -> ClaimResult:
+        """pending → refused (a 'no' or 'Dismiss'), for exactly one caller, before expiry."""
+        return self._decide(token, actor, now, "refused")
+
+    def _decide(self, token: str, actor: str, now: float, new_state: str) -> ClaimResult:
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(
+                    and_(
+                        t.approvals.c.id == token,
+                        t.approvals.c.state == "pending",
+                        t.approvals.c.expires_at > now,
+                    )
+                )
+                .values(state=new_state, decided_by=actor, decided_at=now)
+            )
+            claimed = result.rowcount == 1
+            if not claimed:  # mark a stale pending one expired, for the record
+                conn.execute(
+                    update(t.approvals)
+                    .where(
+                        and_(
+                            t.approvals.c.id == token,
+                            t.approvals.c.state == "pending",
+                            t.approvals.c.expires_at <= now,
+                        )
+                    )
+                    .values(state="expired")
+                )
+            row = conn.execute(select(t.approvals).where(t.approvals.c.id == token)).first()
+        approval = _row(Approval, row)
+        if claimed:
+            return ClaimResult(True, "claimed", approval)
+        if approval is None:
+            return ClaimResult(False, "unknown", None)
+        if approval.state == "expired":
+            return ClaimResult(False, "expired", approval)
+        return ClaimResult(False, "decided", approval)
+
+    def mark_done(self, token: str, *, now: float) -> bool:
+        """approved → done once the approved action was carried out; False if not approved."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                .values(state="done", decided_at=now)
+            )
+        return result.rowcount == 1
+
+    def expire_due(self, now: float) -> list[str]:
+        """Mark every pending approval past its expiry expired; returns their tokens."""
+        with self._engine.begin() as conn:
+            due = [
+                r[0]
+                for r in conn.execute(
+                    select(t.approvals.c.id).where(
+                        and_(t.approvals.c.state == "pending", t.approvals.c.expires_at <= now)
+                    )
+                ).all()
+            ]
+            if due:
+                conn.execute(
+                    update(t.approvals)
+                    .where(and_(t.approvals.c.id.in_(due), t.approvals.c.state == "pending"))
+                    .values(state="expired")
+                )
+        return due
+
+    def for_chain(self, chain_id: int, state: str | None = None) -> list[Approval]:
+        query = select(t.approvals).where(t.approvals.c.chain_id == chain_id)
+        if state is not None:
+            query = query.where(t.approvals.c.state == state)
+        with self._engine.begin() as conn:
+            rows = conn.execute(query.order_by(t.approvals.c.created_at)).all()
+        return [_row(Approval, r) for r in rows]
+
+
+class SlackPostsRepo(_Repo):
+    """Slack message refs: an intent is stored before posting, the ts after, so a restart
+    neither loses nor duplicates a post."""
+
+    def get(self, key: str) -> SlackPost | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.slack_posts).where(t.slack_posts.c.key == key)).first()
+        return _row(SlackPost, row)
+
+    def record_intent(
+        self,
+        key: str,
+        *,
+        channel: str,
+        kind: str,
+        chain_id: int | None = None,
+        thread_ts: str | None = None,
+        payload_hash: str | None = None,
+        now: float | None = None,
+    ) -> SlackPost:
+        """Store the intent to post `key` unless it exists; returns the (existing) row."""
+        existing = self.get(key)
+        if existing is not None:
+            return existing
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    insert(t.slack_posts).values(
+                        key=key,
+                        chain_id=chain_id,
+                        channel=channel,
+                        kind=kind,
+                        ts=None,
+                        thread_ts=thread_ts,
+                        state="intent",
+                        payload_hash=payload_hash,
+                        updated_at=_wall(now),
+                    )
+                )
+        except IntegrityError:  # concurrent intent for the same key: theirs stands
+            pass
+        post = self.get(key)
+        assert post is not None
+        return post
+
+    def record_posted(
+        self,
+        key: str,
+        *,
+        ts: str,
+        thread_ts: str | None = None,
+        payload_hash: str | None = None,
+        now: float | None = None,
+    ) -> SlackPost:
+        """Mark `key` posted with Slack's ts (and thread_ts for a reply)."""
+        values: dict[str, Any] = dict(ts=ts, state="posted", updated_at=_wall(now))
+        if thread_ts is not None:
+            values["thread_ts"] = thread_ts
+        if payload_hash is not None:
+            values["payload_hash"] = payload_hash
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.slack_posts).where(t.slack_posts.c.key == key).values(**values)
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no Slack post intent {key!r}; call record_intent first")
+        post = self.get(key)
+        assert post is not None
+        return post
+
+    def record_updated(self, key: str, *, payload_hash: str, now: float | None = None) -> None:
+        """Remember the hash of the content last sent with chat.update."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.slack_posts)
+                .where(t.slack_posts.c.key == key)
+                .values(payload_hash=payload_hash, updated_at=_wall(now))
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no Slack post {key!r}")
+
+    def unposted(self) -> list[SlackPost]:
+        """Intents never confirmed posted (to finish after a restart)."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.slack_posts)
+                .where(t.slack_posts.c.state == "intent")
+                .order_by(t.slack_posts.c.updated_at)
+            ).all()
+        return [_row(SlackPost, r) for r in rows]
+
+    def for_chain(self, chain_id: int) -> list[SlackPost]:
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.slack_posts)
+                .where(t.slack_posts.c.chain_id == chain_id)
+                .order_by(t.slack_posts.c.updated_at)
+            ).all()
+        return [_row(SlackPost, r) for r in rows]
+
+
+class AuditRepo(_Repo):
+    """The audit log: every action, who asked, which job, when, and the result."""
+
+    def record(
+        self,
+        *,
+        actor: str,
+        action: str,
+        now: float,
+        result: str = "ok",
+        job_id: str | None = None,
+        recipe: str | None = None,
+        detail: str | Mapping[str, Any] | None = None,
+    ) -> int:
+        if detail is not None and not isinstance(detail, str):
+            detail = json.dumps(detail, sort_keys=True)
+        with self._engine.begin() as conn:
+            entry_id = conn.execute(
+                insert(t.audit_log).values(
+                    at=now,
+                    actor=actor,
+                    action=action,
+                    job_id=None if job_id is None else str(job_id),
+                    recipe=recipe,
+                    result=result,
+                    detail=detail,
+                )
+            ).inserted_primary_key[0]
+        return int(entry_id)
+
+    def recent(
+        self, limit: int = 50, *, recipe: str | None = None, job_id: str | None = None
+    ) -> list[AuditEntry]:
+        """Newest first."""
+        query = select(t.audit_log)
+        if recipe is not None:
+            query = query.where(t.audit_log.c.recipe == recipe)
+        if job_id is not None:
+            query = query.where(t.audit_log.c.job_id == str(job_id))
+        with self._engine.begin() as conn:
+            rows = conn.execute(query.order_by(t.audit_log.c.id.desc()).limit(limit)).all()
+        return [_row(AuditEntry, r) for r in rows]
+
+
+class WatchedJobsRepo(_Repo):
+    """Jobs the watcher polls, per cluster."""
+
+    def add(
+        self,
+        cluster: str,
+        job_id: str,
+        *,
+        now: float,
+        chain_id: int | None = None,
+        adopted: bool = False,
+    ) -> bool:
+        """Start watching; False if it was already watched (nothing changes)."""
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    insert(t.watched_jobs).values(
+                        cluster=cluster,
+                        job_id=str(job_id),
+                        chain_id=chain_id,
+                        adopted=adopted,
+                        added_at=now,
+                    )
+                )
+        except IntegrityError:
+            return False
+        return True
+
+    def remove(self, cluster: str, job_id: str) -> bool:
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                t.watched_jobs.delete().where(
+                    and_(
+                        t.watched_jobs.c.cluster == cluster,
+                        t.watched_jobs.c.job_id == str(job_id),
+                    )
+                )
+            )
+        return result.rowcount == 1
+
+    def list(self, cluster: str | None = None) -> list[WatchedJob]:
+        query = select(t.watched_jobs)
+        if cluster is not None:
+            query = query.where(t.watched_jobs.c.cluster == cluster)
+        with self._engine.begin() as conn:
+            rows = conn.execute(query.order_by(t.watched_jobs.c.added_at)).all()
+        return [_row(WatchedJob, r) for r in rows]
+
+    def get(self, cluster: str, job_id: str) -> WatchedJob | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(
+                select(t.watched_jobs).where(
+                    and_(
+                        t.watched_jobs.c.cluster == cluster,
+                        t.watched_jobs.c.job_id == str(job_id),
+                    )
+                )
+            ).first()
+        return _row(WatchedJob, row)

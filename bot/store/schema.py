@@ -1,0 +1,144 @@
+"""The current schema as SQLAlchemy Core tables (what the repositories query).
+
+The tables are *created* only by the migrations in `bot.store.migrations`, which are
+self-contained per version; a test checks that migrating from scratch yields exactly these
+tables and columns. Times are float epoch seconds supplied by the caller (`now`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+SCHEMA_VERSION = 2
+
+metadata = MetaData()
+
+meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
+
+chains = Table(
+    "chains",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("recipe", Text, nullable=False),
+    Column("cluster", Text, nullable=False),
+    Column("job_name", Text, nullable=False),
+    Column("channel", Text),
+    Column("thread_ts", Text),
+    Column("status", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("retries_used", Integer, nullable=False, server_default="0"),
+    Index("ix_chains_recipe", "recipe"),
+)
+
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("chain_id", Integer, ForeignKey("chains.id"), nullable=False),
+    Column("job_id", Text, nullable=False),
+    Column("attempt_no", Integer, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("submitted_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("ended_at", Float),
+    Column("start_iter", Integer),
+    Column("last_iter", Integer),
+    Column("result", Text),
+    Column("cause", Text),
+    Column("work_lost_iters", Integer),
+    Column("work_lost_s", Float),
+    Column("checkpoint_path", Text),
+    UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
+    Index("ix_attempts_job_id", "job_id"),
+)
+
+tail_offsets = Table(
+    "tail_offsets",
+    metadata,
+    Column("job_id", Text, primary_key=True),
+    Column("path", Text, primary_key=True),
+    Column("offset", BigInteger, nullable=False),
+    Column("inode_or_signature", Text),
+    Column("size", BigInteger, nullable=False),
+    Column("line_no", BigInteger, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+incidents = Table(
+    "incidents",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("key", Text, nullable=False, unique=True),
+    Column("chain_id", Integer, ForeignKey("chains.id")),
+    Column("job_id", Text),
+    Column("class_id", Text, nullable=False),
+    Column("diagnosis_json", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("state", Text, nullable=False),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("action", Text, nullable=False),
+    Column("payload_json", Text, nullable=False),
+    Column("target_job", Text),
+    Column("chain_id", Integer, ForeignKey("chains.id")),
+    Column("allowed_json", Text, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("decided_by", Text),
+    Column("decided_at", Float),
+    Column("created_at", Float, nullable=False),
+)
+
+slack_posts = Table(
+    "slack_posts",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("chain_id", Integer, ForeignKey("chains.id")),
+    Column("channel", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("ts", Text),
+    Column("thread_ts", Text),
+    Column("state", Text, nullable=False),
+    Column("payload_hash", Text),
+    Column("updated_at", Float, nullable=False),
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("actor", Text, nullable=False),
+    Column("action", Text, nullable=False),
+    Column("job_id", Text),
+    Column("recipe", Text),
+    Column("result", Text, nullable=False),
+    Column("detail", Text),
+)
+
+watched_jobs = Table(
+    "watched_jobs",
+    metadata,
+    Column("cluster", Text, primary_key=True),
+    Column("job_id", Text, primary_key=True),
+    Column("chain_id", Integer, ForeignKey("chains.id")),
+    Column("adopted", Boolean, nullable=False),
+    Column("added_at", Float, nullable=False),
+)

@@ -1,0 +1,283 @@
+"""Config loading: typos and bad values fail naming the file, key path and fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.config import (
+    Config,
+    ConfigError,
+    dev_cluster_config_data,
+    load_config,
+    parse_config,
+    resolve_config_path,
+    write_dev_cluster_config,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "deploy" / "trainbot.example.yaml"
+
+MINIMAL = """\
+clusters:
+  gpu:
+    host: login.example.org
+    user: alice
+    key_file: ~/.ssh/id_ed25519
+recipes:
+  mix:
+    cluster: gpu
+    sbatch_script: /home/alice/train.sbatch
+    partition: gpu
+    mem: 400G
+    owners: [U0123ABCD]
+    overridable: {mem: size, lr: float}
+slack:
+  channels: {training: C0123TRAIN}
+  groups: {leads: [W0789IJKL]}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(text)
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    message = str(info.value)
+    assert str(path) in message  # every error names the file
+    return message
+
+
+def test_minimal_config_loads_with_defaults(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL), env={})
+    recipe = config.recipe("mix")
+    assert recipe.job_name == "mix"  # defaults to the recipe name
+    assert recipe.checkpoint is None and recipe.args == []
+    assert config.policy_for("mix").retry_budget == 3
+    assert config.clusters["gpu"].port == 22
+    assert config.store.url.startswith("sqlite:///")
+
+
+def test_example_config_loads(tmp_path):
+    config = load_config(EXAMPLE, env={"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "x"})
+    mix = config.recipe("mix")
+    assert mix.checkpoint.pointer_file == "latest_checkpoint.txt"
+    assert config.approvers_for("mix") == {"U0123ABCD", "W0789IJKL"}
+    assert config.submitters_for("mix") == {"U0123ABCD", "U0456EFGH"}
+    assert config.channel_id_for("mix") == "C0123TRAIN"
+    assert config.slack_secrets.missing(config.slack) == []
+    assert [p.pattern for p in mix.compiled_metric_regexes()] == mix.metric_regexes
+
+
+def test_typo_key_names_path_and_suggestion(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("    partition: gpu", "    partiton: gpu"))
+    assert "recipes.mix.partiton" in message
+    assert "did you mean 'partition'?" in message
+    assert "(line 10)" in message
+
+
+def test_unknown_key_without_close_match_lists_allowed_keys(tmp_path):
+    text = MINIMAL.replace("  gpu:\n    host", "  gpu:\n    zzz: 1\n    host")
+    message = error_of(tmp_path, text)
+    assert "clusters.gpu.zzz" in message and "allowed here:" in message and "key_file" in message
+
+
+def test_typo_in_top_level_and_policy_keys(tmp_path):
+    message = error_of(tmp_path, MINIMAL + "polcy:\n  retry_budget: 2\n")
+    assert "polcy" in message and "did you mean 'policy'?" in message
+    message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", "    policy: {stall_mins: 5}"))
+    assert "recipes.mix.policy.stall_mins" in message and "'stall_min_s'" in message
+
+
+def test_yaml_syntax_error_gives_line_and_column(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("    partition: gpu", "      partition: gpu"))
+    assert "YAML" in message and "line 10, column 16" in message
+
+
+def test_duplicate_yaml_key_is_an_error(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", "    mem: 400G\n    mem: 500G"))
+    assert "duplicate key 'mem'" in message
+
+
+def test_missing_file_names_the_path_and_fix(tmp_path):
+    with pytest.raises(ConfigError, match="not found.*--config") as info:
+        load_config(tmp_path / "nope.yaml", env={})
+    assert str(tmp_path / "nope.yaml") in str(info.value)
+
+
+def test_empty_and_non_mapping_files(tmp_path):
+    assert "empty" in error_of(tmp_path, "")
+    assert "mapping" in error_of(tmp_path, "- a\n- b\n")
+
+
+def test_recipe_naming_an_undefined_cluster(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("    cluster: gpu", "    cluster: gpus"))
+    assert "recipes.mix.cluster" in message and "'gpus' is not defined" in message
+    assert "did you mean 'gpu'?" in message
+
+
+def test_bad_mem_is_rejected_but_good_mem_kept_as_text(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("mem: 400G", "mem: lots"))
+    assert "recipes.mix.mem" in message and "not a memory size" in message
+    config = parse_config(MINIMAL.replace("mem: 400G", "mem: 950GB"), source="x", env={})
+    assert config.recipe("mix").mem == "950GB"
+
+
+def test_bad_time_limit(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("mem: 400G", "time: 2 days"))
+    assert "recipes.mix.time" in message and "D-HH:MM:SS" in message
+
+
+@pytest.mark.parametrize("owner", ["alice", "@alice", "C0123", "u0123abcd"])
+def test_bad_owner_id(tmp_path, owner):
+    message = error_of(tmp_path, MINIMAL.replace("[U0123ABCD]", f"['{owner}']"))
+    assert "recipes.mix.owners" in message and "not a Slack user id" in message
+
+
+def test_approver_must_be_user_id_or_known_group(tmp_path):
+    ok = MINIMAL.replace("    owners:", "    approvers: [leads, U0456EFGH]\n    owners:")
+    config = parse_config(ok, source="x", env={})
+    assert config.approvers_for("mix") == {"W0789IJKL", "U0456EFGH"}
+    message = error_of(tmp_path, ok.replace("[leads,", "[leeds,"))
+    assert "recipes.mix.approvers" in message and "did you mean 'leads'?" in message
+
+
+def test_unknown_channel_name(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", "    channel: trainig"))
+    assert "recipes.mix.channel" in message and "did you mean 'training'?" in message
+    message = error_of(tmp_path, MINIMAL.replace("{training: C0123TRAIN}", "{training: '#ml'}"))
+    assert "slack.channels" in message and "not a Slack channel id" in message
+
+
+def test_exactly_one_way_to_submit(tmp_path):
+    both = MINIMAL.replace("    partition:", "    submit_command: [submit]\n    partition:")
+    assert "exactly one of sbatch_script" in error_of(tmp_path, both)
+    neither = MINIMAL.replace("    sbatch_script: /home/alice/train.sbatch\n", "")
+    assert "exactly one of sbatch_script" in error_of(tmp_path, neither)
+    wrapper = MINIMAL.replace("sbatch_script: /home/alice/train.sbatch", "submit_command: [s, -x]")
+    assert parse_config(wrapper, source="x", env={}).recipe("mix").submit_command == ["s", "-x"]
+
+
+def test_invalid_metric_regex_is_named(tmp_path):
+    bad = MINIMAL.replace("    mem: 400G", "    metric_regexes: ['it (?P<iter>\\d+)', 'loss=(']")
+    message = error_of(tmp_path, bad)
+    assert "metric_regexes[1]" in message and "does not compile" in message
+    unnamed = MINIMAL.replace("    mem: 400G", r"    metric_regexes: ['it (\d+)']")
+    assert "no named group" in error_of(tmp_path, unnamed)
+
+
+def test_overridable_types_and_slurm_fields(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("{mem: size, lr: float}", "{lr: decimal}"))
+    assert "recipes.mix.overridable.lr" in message
+    message = error_of(tmp_path, MINIMAL.replace("{mem: size, lr: float}", "{mem: int}"))
+    assert "type is size" in message
+
+
+def test_cluster_needs_a_credential(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("    key_file: ~/.ssh/id_ed25519\n", ""))
+    assert "clusters.gpu" in message and "use_agent" in message
+
+
+def test_several_problems_reported_together(tmp_path):
+    bad = MINIMAL.replace("mem: 400G", "mem: lots").replace("    partition: gpu", "    parttion: x")
+    message = error_of(tmp_path, bad)
+    assert "2 problems" in message and "recipes.mix.mem" in message and "parttion" in message
+
+
+def test_secrets_come_only_from_the_env_mapping(tmp_path):
+    path = write(tmp_path, MINIMAL)
+    config = load_config(path, env={"SLACK_BOT_TOKEN": "xoxb-abc", "SLACK_APP_TOKEN": ""})
+    assert config.slack_secrets.bot_token.get_secret_value() == "xoxb-abc"
+    assert config.slack_secrets.app_token is None
+    assert config.slack_secrets.missing(config.slack) == ["SLACK_APP_TOKEN"]
+    assert "xoxb-abc" not in repr(config.slack_secrets)
+    renamed = MINIMAL + "  bot_token_env: MY_BOT\n  mode: http\n"
+    config = load_config(write(tmp_path, renamed), env={"MY_BOT": "b", "SLACK_BOT_TOKEN": "no"})
+    assert config.slack_secrets.bot_token.get_secret_value() == "b"
+    assert config.slack_secrets.missing(config.slack) == ["SLACK_SIGNING_SECRET"]
+
+
+def test_secret_written_in_the_file_is_refused(tmp_path):
+    message = error_of(tmp_path, MINIMAL + "  bot_token: abc\n")
+    assert "slack.bot_token" in message and "environment" in message
+    message = error_of(tmp_path, MINIMAL.replace("partition: gpu", "partition: xoxb-12345678-abcd"))
+    assert "looks like a Slack token" in message and "recipes.mix.partition" in message
+
+
+def test_policy_for_merges_recipe_overrides_over_defaults(tmp_path):
+    text = MINIMAL.replace("    mem: 400G", "    policy: {auto_resubmit: true, tick_s: 5}")
+    text += "policy:\n  retry_budget: 5\n  tick_s: 30\n"
+    config = parse_config(text, source="x", env={})
+    policy = config.policy_for("mix")
+    assert (policy.auto_resubmit, policy.tick_s, policy.retry_budget) == (True, 5.0, 5)
+    assert config.policy.auto_resubmit is False
+
+
+def test_unknown_recipe_lookup_suggests(tmp_path):
+    config = parse_config(MINIMAL, source="x", env={})
+    with pytest.raises(KeyError, match="did you mean 'mix'"):
+        config.recipe("mixx")
+
+
+def test_config_path_resolution(monkeypatch):
+    assert str(resolve_config_path("a.yaml", env={"TRAINBOT_CONFIG": "b.yaml"})) == "a.yaml"
+    assert str(resolve_config_path(None, env={"TRAINBOT_CONFIG": "b.yaml"})) == "b.yaml"
+    assert str(resolve_config_path(None, env={})) == "trainbot.yaml"
+
+
+def test_ssh_settings_expand_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/alice")
+    settings = parse_config(MINIMAL, source="x", env={}).clusters["gpu"].ssh_settings()
+    assert (settings.host, settings.port, settings.user) == ("login.example.org", 22, "alice")
+    assert settings.key_file == "/home/alice/.ssh/id_ed25519"
+
+
+def test_dev_cluster_config_round_trips(tmp_path):
+    connection = {
+        "host": "127.0.0.1", "port": 2222, "user": "slurmci", "key_file": "/k",
+        "known_hosts": "/kh", "partition": "debug",
+    }  # fmt: skip
+    data = dev_cluster_config_data(
+        connection, store_url="sqlite:///x.db", recipes={"r": {"sbatch_script": "/s.sh"}}
+    )
+    assert Config.model_validate(data).recipe("r").partition == "debug"
+    path = write_dev_cluster_config(
+        tmp_path / "c.yaml", connection, store_url="sqlite:///x.db", recipes={}
+    )
+    assert yaml.safe_load(path.read_text())["clusters"]["dev"]["port"] == 2222
+    assert load_config(path, env={}).clusters["dev"].known_hosts == "/kh"
+
+
+def test_every_config_field_is_described():
+    from pydantic import BaseModel
+
+    import bot.config as cfg
+
+    models = [v for v in vars(cfg).values() if isinstance(v, type) and issubclass(v, BaseModel)]
+    assert len(models) >= 10
+    undocumented = [
+        f"{m.__name__}.{name}"
+        for m in models
+        for name, info in m.model_fields.items()
+        if not info.description
+    ]
+    assert undocumented == []
+
+
+def test_bad_checkpoint_rule(tmp_path):
+    text = MINIMAL.replace("    mem: 400G", "    checkpoint: {dir: /ck, complete_rule: metadata}")
+    message = error_of(tmp_path, text)
+    assert "recipes.mix.checkpoint.complete_rule" in message and "marker:" in message
+
+
+def test_default_channel_and_slack_approvers_are_checked(tmp_path):
+    message = error_of(tmp_path, MINIMAL + "  default_channel: trainin\n  approvers: [bob]\n")
+    assert "slack.default_channel" in message and "did you mean 'training'?" in message
+    assert "slack.approvers" in message and "'bob'" in message

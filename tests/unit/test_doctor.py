@@ -1,0 +1,52 @@
+"""`trainbot doctor` checks with the cluster faked: failures say what is wrong and the fix."""
+
+from __future__ import annotations
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.commands.doctor import format_check, run_checks
+
+CONFIG = """\
+clusters:
+  dev: {host: 127.0.0.1, port: 2222, user: u, key_file: /k, known_hosts: /kh}
+store: {url: "sqlite:///STORE"}
+"""
+
+
+class DownRunner:
+    closed = False
+
+    def connect(self):
+        raise ClusterUnavailable("cannot connect to u@127.0.0.1:2222: Connection refused")
+
+    def close(self):
+        DownRunner.closed = True
+
+
+def test_unreachable_cluster_fails_with_fix_and_other_checks_still_run(tmp_path):
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(CONFIG.replace("STORE", str(tmp_path / "s.db")))
+    env = {"SLACK_BOT_TOKEN": "xapp-swapped", "SLACK_APP_TOKEN": "xapp-1"}
+    checks = {c.name: c for c in run_checks(path, env, runner_factory=lambda _c: DownRunner())}
+    assert checks["config"].ok and checks["store"].ok
+    ssh = checks["ssh dev"]
+    assert not ssh.ok and "Connection refused" in ssh.detail and "ssh -p 2222" in ssh.fix
+    assert "slurm dev" not in checks and DownRunner.closed
+    slack = checks["slack tokens"]
+    assert not slack.ok and "SLACK_BOT_TOKEN does not start with 'xoxb-'" in slack.detail
+    assert "fix:" in format_check(slack)
+
+
+def test_unwritable_store_fails(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(CONFIG.replace("STORE", str(blocker / "sub" / "s.db")))
+    checks = {c.name: c for c in run_checks(path, {}, runner_factory=lambda _c: DownRunner())}
+    assert not checks["store"].ok and "store.url" in checks["store"].fix
+    assert not checks["slack tokens"].ok
+
+
+def test_missing_config_is_one_failed_check(tmp_path):
+    checks = list(run_checks(tmp_path / "none.yaml", {}))
+    assert [(c.name, c.ok) for c in checks] == [("config", False)]
+    assert "not found" in checks[0].detail

@@ -1,0 +1,252 @@
+"""The state store: each repository verb, exactly-once approval claims, in-place upgrades."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+from sqlalchemy import inspect
+
+from bot.store import Store, StoreVersionError
+from bot.store import schema as current_schema
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path}/state/trainbot.db")
+    yield s
+    s.close()
+
+
+def test_open_creates_parent_dir_wal_and_latest_schema(tmp_path):
+    path = tmp_path / "deep" / "er" / "trainbot.db"
+    with Store.open(f"sqlite:///{path}") as s:
+        assert s.schema_version == s.latest_version == current_schema.SCHEMA_VERSION
+        s.check_writable()
+    assert path.exists()
+    mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+
+
+def test_tilde_in_sqlite_url_is_expanded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with Store.open("sqlite:///~/.local/state/trainbot/trainbot.db"):
+        pass
+    assert (tmp_path / ".local/state/trainbot/trainbot.db").exists()
+
+
+def test_migrated_schema_matches_the_tables_the_code_queries(store):
+    insp = inspect(store.engine)
+    for table in current_schema.metadata.sorted_tables:
+        columns = {c["name"] for c in insp.get_columns(table.name)}
+        assert columns == {c.name for c in table.columns}, table.name
+
+
+def test_foreign_keys_are_enforced(store):
+    with pytest.raises(Exception, match="FOREIGN KEY"):
+        store.attempts.add(chain_id=999, job_id="1", now=1.0)
+
+
+def test_chains_create_get_thread_status_and_retry_ledger(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=100.0)
+    assert store.chains.get(chain.id) == chain
+    store.chains.set_thread(chain.id, channel="C1", thread_ts="111.222", now=101.0)
+    assert store.chains.charge_retry(chain.id, now=102.0) == 1
+    assert store.chains.charge_retry(chain.id, now=103.0) == 2
+    store.chains.set_status(chain.id, "stopped", now=104.0)
+    got = store.chains.get(chain.id)
+    assert (got.thread_ts, got.channel, got.retries_used, got.status, got.updated_at) == (
+        "111.222",
+        "C1",
+        2,
+        "stopped",
+        104.0,
+    )
+    other = store.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=200.0)
+    assert store.chains.latest_for_recipe("mix").id == other.id
+    assert [c.id for c in store.chains.for_recipe("mix")] == [other.id, chain.id]
+    assert [c.id for c in store.chains.with_status("active")] == [other.id]
+    with pytest.raises(KeyError):
+        store.chains.set_status(999, "x", now=1.0)
+
+
+def test_attempts_are_numbered_per_chain_and_updated(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
+    a1 = store.attempts.add(chain_id=chain.id, job_id="88016", now=2.0)
+    a2 = store.attempts.add(
+        chain_id=chain.id, job_id="88154", now=3.0, start_iter=1000, checkpoint_path="/ck/1000"
+    )
+    assert (a1.attempt_no, a2.attempt_no) == (1, 2)
+    store.attempts.update(
+        a1.id, state="FAILED", result="FAILED", cause="host_oom", last_iter=1049,
+        work_lost_iters=49, work_lost_s=220.5, ended_at=9.0,
+    )  # fmt: skip
+    got = store.attempts.get_by_job("88016")
+    assert (got.cause, got.last_iter, got.work_lost_iters, got.work_lost_s) == (
+        "host_oom",
+        1049,
+        49,
+        220.5,
+    )
+    assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88016", "88154"]
+    assert store.attempts.latest(chain.id).start_iter == 1000
+    assert store.attempts.get_by_job("88154", cluster="other") is None
+    with pytest.raises(ValueError, match="job_id"):
+        store.attempts.update(a1.id, job_id="x")
+
+
+def test_tail_offsets_put_get_replace(store):
+    assert store.tail_offsets.get("12", "/log") is None
+    store.tail_offsets.put("12", "/log", offset=100, size=100, line_no=3, signature="ino:5")
+    store.tail_offsets.put("12", "/log", offset=250, size=260, line_no=7, signature="ino:5")
+    got = store.tail_offsets.get("12", "/log")
+    assert (got.offset, got.size, got.line_no, got.inode_or_signature) == (250, 260, 7, "ino:5")
+    assert store.tail_offsets.get("12", "/other") is None
+
+
+def test_incident_recorded_once_per_key(store):
+    inc, created = store.incidents.record(
+        "88154:nccl_timeout", class_id="nccl_timeout", diagnosis={"class": "nccl_timeout"},
+        now=5.0, job_id="88154",
+    )  # fmt: skip
+    again, created_again = store.incidents.record(
+        "88154:nccl_timeout", class_id="other", diagnosis={}, now=6.0
+    )
+    assert created and not created_again
+    assert again.id == inc.id and again.class_id == "nccl_timeout"
+    assert again.diagnosis == {"class": "nccl_timeout"}
+    store.incidents.set_state("88154:nccl_timeout", "resolved")
+    assert store.incidents.get("88154:nccl_timeout").state == "resolved"
+
+
+def test_approval_claimed_once_and_not_after_expiry(store):
+    token = store.approvals.create(
+        action="resubmit", payload={"from_iter": 1000}, allowed=["U1", "U2"],
+        expires_at=100.0, now=0.0, target_job="88016",
+    )  # fmt: skip
+    assert len(token) >= 16 and store.approvals.get(token).allowed == ["U1", "U2"]
+    first = store.approvals.claim(token, "U1", now=10.0)
+    second = store.approvals.claim(token, "U2", now=11.0)
+    assert first.claimed and first.approval.decided_by == "U1"
+    assert not second.claimed and second.reason == "decided"
+    assert second.approval.decided_by == "U1"
+    assert store.approvals.mark_done(token, now=12.0)
+    assert not store.approvals.mark_done(token, now=13.0)
+
+    late = store.approvals.create(action="hold", payload={}, allowed=["U1"], expires_at=50, now=0)
+    result = store.approvals.claim(late, "U1", now=50.0)
+    assert (result.claimed, result.reason, result.approval.state) == (False, "expired", "expired")
+    assert store.approvals.claim("no-such-token", "U1", now=1.0).reason == "unknown"
+
+
+def test_refuse_and_expire_due(store):
+    a = store.approvals.create(action="hold", payload={}, allowed=["U1"], expires_at=50, now=0)
+    b = store.approvals.create(action="hold", payload={}, allowed=["U1"], expires_at=60, now=0)
+    assert store.approvals.refuse(a, "U1", now=1.0).claimed
+    assert not store.approvals.claim(a, "U1", now=2.0).claimed
+    assert store.approvals.expire_due(now=70.0) == [b]
+    assert store.approvals.get(b).state == "expired"
+
+
+def test_approval_claimed_exactly_once_under_concurrent_clicks(store):
+    token = store.approvals.create(
+        action="resubmit", payload={}, allowed=["U1"], expires_at=1e12, now=0.0
+    )
+    n = 16
+    barrier = threading.Barrier(n)
+    results = []
+    errors = []
+
+    def click(i: int) -> None:
+        try:
+            barrier.wait()
+            results.append(store.approvals.claim(token, f"U{i}", now=1.0))
+        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    winners = [r for r in results if r.claimed]
+    assert len(results) == n and len(winners) == 1
+    assert store.approvals.get(token).decided_by == winners[0].approval.decided_by
+
+
+def test_slack_posts_intent_then_posted(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
+    post = store.slack_posts.record_intent("chain1:root", channel="C1", kind="root",
+                                           chain_id=chain.id)  # fmt: skip
+    assert post.state == "intent" and post.ts is None
+    assert [p.key for p in store.slack_posts.unposted()] == ["chain1:root"]
+    # A second intent (e.g. after a restart) returns the first one, unchanged.
+    assert store.slack_posts.record_intent("chain1:root", channel="C2", kind="x").channel == "C1"
+    store.slack_posts.record_posted("chain1:root", ts="111.1", thread_ts="111.1")
+    got = store.slack_posts.get("chain1:root")
+    assert (got.state, got.ts, got.thread_ts, got.posted) == ("posted", "111.1", "111.1", True)
+    assert store.slack_posts.unposted() == []
+    store.slack_posts.record_updated("chain1:root", payload_hash="abc")
+    assert store.slack_posts.get("chain1:root").payload_hash == "abc"
+    assert [p.key for p in store.slack_posts.for_chain(chain.id)] == ["chain1:root"]
+    with pytest.raises(KeyError, match="record_intent"):
+        store.slack_posts.record_posted("never-intended", ts="1.0")
+
+
+def test_audit_record_and_recent(store):
+    store.audit.record(actor="U1", action="submit", now=1.0, job_id="12", recipe="mix")
+    store.audit.record(actor="U2", action="cancel", now=2.0, job_id="13", recipe="other",
+                       result="refused", detail={"why": "not owner"})  # fmt: skip
+    recent = store.audit.recent()
+    assert [e.action for e in recent] == ["cancel", "submit"]
+    assert recent[0].detail == '{"why": "not owner"}' and recent[0].result == "refused"
+    assert [e.job_id for e in store.audit.recent(recipe="mix")] == ["12"]
+
+
+def test_watched_jobs(store):
+    assert store.watched_jobs.add("dev", "12", now=1.0)
+    assert not store.watched_jobs.add("dev", "12", now=2.0)
+    assert store.watched_jobs.add("dev", "13", now=3.0, adopted=True)
+    assert store.watched_jobs.add("prod", "12", now=4.0)
+    assert [w.job_id for w in store.watched_jobs.list("dev")] == ["12", "13"]
+    assert store.watched_jobs.get("dev", "13").adopted is True
+    assert store.watched_jobs.remove("dev", "12")
+    assert not store.watched_jobs.remove("dev", "12")
+    assert [(w.cluster, w.job_id) for w in store.watched_jobs.list()] == [
+        ("dev", "13"),
+        ("prod", "12"),
+    ]
+
+
+def test_v1_file_is_upgraded_in_place_keeping_data(tmp_path):
+    url = f"sqlite:///{tmp_path}/old.db"
+    with Store.open(url, target_version=1) as old:
+        assert old.schema_version == 1
+        assert not inspect(old.engine).has_table("slack_posts")
+        with old.engine.begin() as conn:  # what a v1 trainbot wrote
+            conn.exec_driver_sql(
+                "INSERT INTO chains (recipe, cluster, job_name, status, created_at, updated_at)"
+                " VALUES ('mix', 'dev', 'wm-mix', 'active', 1.0, 1.0)"
+            )
+            conn.exec_driver_sql(
+                "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
+                " VALUES (1, '88016', 1, 'FAILED', 2.0)"
+            )
+    with Store.open(url) as new:
+        assert new.schema_version == new.latest_version == 2
+        chain = new.chains.get(1)
+        assert (chain.recipe, chain.job_name, chain.retries_used) == ("mix", "wm-mix", 0)
+        attempt = new.attempts.get_by_job("88016")
+        assert (attempt.state, attempt.work_lost_s) == ("FAILED", None)
+        new.slack_posts.record_intent("k", channel="C1", kind="root", chain_id=1)
+        assert new.chains.charge_retry(1, now=3.0) == 1
+
+
+def test_newer_store_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path}/new.db"
+    with Store.open(url) as s, s.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
+    with pytest.raises(StoreVersionError, match="upgrade trainbot"):
+        Store.open(url)

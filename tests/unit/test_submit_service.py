@@ -1,0 +1,239 @@
+"""Submit service: override validation and what a submit records (Slurm and SFTP faked)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.config import parse_config
+from bot.services.submit import (
+    RESUME_ENV,
+    OverrideError,
+    apply_overrides,
+    parse_overrides,
+)
+
+CONFIG = """\
+clusters:
+  dev: {host: 127.0.0.1, user: u, key_file: /k}
+recipes:
+  mix:
+    cluster: dev
+    sbatch_script: /home/u/train.sbatch
+    args: [--config, mix.yaml]
+    mem: 400G
+    time: "04:00:00"
+    overridable: {mem: size, time: str, target_iter: int, lr: float, compile: bool, tag: str}
+  fixed:
+    cluster: dev
+    sbatch_script: /home/u/fixed.sbatch
+"""
+
+
+@pytest.fixture
+def config():
+    return parse_config(CONFIG, source="test.yaml", env={})
+
+
+def test_overrides_are_typed(config):
+    recipe = config.recipe("mix")
+    got = parse_overrides(
+        "mix", recipe, ["mem=950G", "target_iter=8000", "lr=3e-4", "compile=no", "tag=a b"]
+    )
+    assert got == {"mem": "950G", "target_iter": 8000, "lr": 3e-4, "compile": False, "tag": "a b"}
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("memory=950G", "does not allow overriding 'memory' — did you mean 'mem'?"),
+        ("partition=gpu", "allowed: compile (bool), lr (float), mem (size)"),
+        ("mem=lots", "not a memory size"),
+        ("target_iter=8k", "target_iter must be a whole number"),
+        ("lr=fast", "lr must be a number"),
+        ("lr=nan", "finite"),
+        ("compile=maybe", "compile must be true or false"),
+        ("tag=", "tag needs a value"),
+        ("tag=a\nb", "control character"),
+        ("mem", "is not an override; use key=value"),
+        ("=5", "is not an override"),
+    ],
+)
+def test_bad_overrides_say_what_is_wrong(config, override, expected):
+    with pytest.raises(OverrideError) as info:
+        parse_overrides("mix", config.recipe("mix"), [override])
+    assert expected in str(info.value)
+
+
+def test_override_given_twice(config):
+    with pytest.raises(OverrideError, match="given twice"):
+        parse_overrides("mix", config.recipe("mix"), ["lr=1", "lr=2"])
+
+
+def test_recipe_without_overridable_refuses_any_override(config):
+    with pytest.raises(OverrideError, match="allows no overrides"):
+        parse_overrides("fixed", config.recipe("fixed"), ["mem=1G"])
+
+
+def test_hostile_values_stay_literal_strings(config):
+    hostile = "a'; touch /tmp/pwned #"
+    got = parse_overrides("mix", config.recipe("mix"), [f"tag={hostile}", "lr=1"])
+    recipe = apply_overrides(config.recipe("mix"), got)
+    assert recipe.args == ["--config", "mix.yaml", f"tag={hostile}", "lr=1.0"]
+
+
+def test_apply_overrides_replaces_slurm_fields_and_revalidates(config):
+    recipe = config.recipe("mix")
+    new = apply_overrides(recipe, {"mem": "950G", "target_iter": 10, "compile": True})
+    assert (new.mem, new.target_iter, new.args[-1]) == ("950G", 10, "compile=true")
+    assert recipe.mem == "400G"  # the configured recipe is untouched
+    with pytest.raises(OverrideError, match="time.*not a Slurm time limit"):
+        apply_overrides(recipe, {"time": "2 days"})
+
+
+def test_resume_env_name_is_stable():
+    assert RESUME_ENV == "TRAINBOT_RESUME_FROM"
+
+
+# --------------------------------------------------------------------------------------------
+# submit_recipe with Slurm and the checkpoint lookup faked
+
+
+class FakeSlurm:
+    def __init__(self, fail: Exception | None = None):
+        self.calls: list[dict] = []
+        self.fail = fail
+        self.runner = FakeRunner()
+
+    def submit(self, **kwargs):
+        self.calls.append(kwargs)
+        if self.fail:
+            raise self.fail
+        return 4000 + len(self.calls)
+
+
+class FakeRunner:
+    def __init__(self):
+        self.calls: list[tuple[list[str], dict]] = []
+
+    def run(self, argv, *, env=None, check=True, **_):
+        self.calls.append((list(argv), dict(env or {})))
+        return type("R", (), {"stdout": "site says: Submitted batch job 777\n"})()
+
+
+CKPT_CONFIG = CONFIG.replace(
+    "    overridable:",
+    "    job_name: wm-mix\n    log_path: /logs/%x-%j.out\n"
+    "    env: {OMP_NUM_THREADS: '8'}\n"
+    "    checkpoint: {dir: /ck/mix, glob: [iter_*, step_*], complete_rule: 'marker:DONE'}\n"
+    "    overridable:",
+) + (
+    "  wrapped:\n    cluster: dev\n    submit_command: [/opt/site/submit, --team, a]\n"
+    "    args: [x]\n"
+)
+
+
+@pytest.fixture
+def ck_config():
+    return parse_config(CKPT_CONFIG, source="test.yaml", env={})
+
+
+@pytest.fixture
+def store(tmp_path):
+    from bot.store import Store
+
+    with Store.open(f"sqlite:///{tmp_path}/s.db") as s:
+        yield s
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    import bot.cluster.checkpoints as ck
+    from bot.core.checkpoints import Checkpoint
+
+    calls = []
+
+    def fake_find(sftp, root, rule="dcp", *, pointer_name=None, globs=()):
+        calls.append((sftp, root, rule, pointer_name, tuple(globs)))
+        return Checkpoint(path=f"{root}/iter_000001000", iteration=1000, source="pointer")
+
+    monkeypatch.setattr(ck, "find_latest_checkpoint", fake_find)
+    return calls
+
+
+def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, store, lookups):
+    from bot.services.submit import submit_recipe
+
+    slurm = FakeSlurm()
+    result = submit_recipe(
+        ck_config, "mix", overrides=["mem=950G", "lr=0.5"], slurm=slurm, sftp="SFTP",
+        store=store, now=100.0, actor="U1",
+    )  # fmt: skip
+    assert lookups == [("SFTP", "/ck/mix", "marker:DONE", "latest_checkpoint.txt",
+                        ("iter_*", "step_*"))]  # fmt: skip
+    call = slurm.calls[0]
+    assert call["script_path"] == "/home/u/train.sbatch"
+    assert call["args"] == ["--config", "mix.yaml", "lr=0.5"]
+    assert (call["mem"], call["time"], call["job_name"]) == ("950G", "04:00:00", "wm-mix")
+    assert call["output"] == "/logs/%x-%j.out"
+    assert call["env"] == {
+        "OMP_NUM_THREADS": "8",
+        "TRAINBOT_RECIPE": "mix",
+        "TRAINBOT_RESUME_FROM": "/ck/mix/iter_000001000",
+        "TRAINBOT_RESUME_ITER": "1000",
+    }
+    assert (result.job_id, result.attempt_no, result.checkpoint.iteration) == ("4001", 1, 1000)
+    chain = store.chains.get(result.chain_id)
+    assert (chain.recipe, chain.cluster, chain.job_name) == ("mix", "dev", "wm-mix")
+    attempt = store.attempts.get_by_job("4001")
+    assert (attempt.start_iter, attempt.checkpoint_path) == (1000, "/ck/mix/iter_000001000")
+    assert [w.job_id for w in store.watched_jobs.list("dev")] == ["4001"]
+    entry = store.audit.recent()[0]
+    assert (entry.actor, entry.action, entry.job_id, entry.result) == ("U1", "submit", "4001", "ok")
+
+    again = submit_recipe(ck_config, "mix", slurm=slurm, sftp="SFTP", store=store, now=200.0,
+                          actor="U1", chain_id=result.chain_id)  # fmt: skip
+    assert (again.chain_id, again.attempt_no) == (result.chain_id, 2)
+
+
+def test_refused_override_is_audited_and_nothing_submitted(ck_config, store, lookups):
+    from bot.services.submit import submit_recipe
+
+    slurm = FakeSlurm()
+    with pytest.raises(OverrideError):
+        submit_recipe(ck_config, "mix", overrides=["partition=big"], slurm=slurm, sftp=None,
+                      store=store, now=1.0, actor="U2")  # fmt: skip
+    assert slurm.calls == [] and lookups == []
+    assert store.chains.latest_for_recipe("mix") is None
+    assert store.audit.recent()[0].result == "refused"
+
+
+def test_failed_sbatch_is_audited_and_records_no_chain(ck_config, store, lookups):
+    from bot.cluster.errors import CommandFailed
+    from bot.services.submit import submit_recipe
+
+    slurm = FakeSlurm(fail=CommandFailed(["sbatch"], 1, "sbatch: error: invalid partition"))
+    with pytest.raises(CommandFailed):
+        submit_recipe(ck_config, "mix", slurm=slurm, sftp=None, store=store, now=1.0, actor="U")
+    assert store.chains.latest_for_recipe("mix") is None
+    entry = store.audit.recent()[0]
+    assert entry.result == "failed" and "invalid partition" in entry.detail
+
+
+def test_unknown_recipe_is_a_usage_problem(ck_config, store):
+    from bot.services import UsageProblem
+    from bot.services.submit import submit_recipe
+
+    with pytest.raises(UsageProblem, match="did you mean 'mix'"):
+        submit_recipe(ck_config, "mixx", slurm=None, sftp=None, store=store, now=1, actor="U")
+
+
+def test_site_wrapper_gets_argv_and_env_and_its_job_id_is_read(ck_config, store):
+    from bot.services.submit import submit_recipe
+
+    slurm = FakeSlurm()
+    result = submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=None, store=store, now=1.0,
+                           actor="U")  # fmt: skip
+    argv, env = slurm.runner.calls[0]
+    assert argv == ["/opt/site/submit", "--team", "a", "x"]
+    assert env["TRAINBOT_JOB_NAME"] == "wrapped" and "TRAINBOT_RESUME_FROM" not in env
+    assert result.job_id == "777" and slurm.calls == []
