@@ -264,6 +264,11 @@ class RecipeConfig(_Model):
         None, description="Slurm job name, kept across resubmits. Default: the recipe name."
     )
     workdir: str | None = Field(None, description="Working directory on the cluster (--chdir).")
+    env_setup: str | None = Field(
+        None,
+        description="Shell snippet that activates the job's environment (e.g. `source "
+        "~/venv/bin/activate`); preflight runs its worker probe after it, as the job would.",
+    )
     env: dict[str, str] = Field(
         default_factory=dict, description="Environment variables exported to the job."
     )

@@ -370,7 +370,7 @@ def run_preflight(
         one_gpu = _one_gpu(recipe.gres)
         if one_gpu:
             srun_args.append(f"--gres={one_gpu}")
-        env_setup = options.env_setup or getattr(recipe, "env_setup", None)
+        env_setup = options.env_setup or recipe.env_setup
         tool = run_toolchain_probe(
             runner,
             recipe.partition,
