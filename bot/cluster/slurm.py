@@ -1,0 +1,289 @@
+"""Slurm through the SSH runner: submit, read job state, hold / release / requeue / cancel.
+
+Thin on purpose: argv comes from the pure builders in `bot.core.slurm_records`, text goes
+back to its pure parsers; this class only runs commands and turns failures into errors.
+
+Rules it keeps:
+- `jobs(ids)` makes exactly one squeue and one sacct call for any number of jobs.
+- A controller or database that does not answer raises `ClusterUnavailable`, never an empty
+  result: an empty dict would read as "job not found" and could make the bot resubmit.
+- `squeue --json` is used where the probe finds it works (22.05+), `-O …` otherwise. sacct is
+  read with `--parsable2` unless `sacct_json=True`, because 22.05's `sacct --json` reports
+  `exit 3` as return code 0 (real output in tests/fixtures/slurm/sacct.json).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
+from bot.core.slurm_records import (
+    JobRecord,
+    SlurmInfo,
+    SlurmParseError,
+    SlurmReportedError,
+    filter_competitors,
+    merge_records,
+    parse_sacct_json,
+    parse_sacct_parsable,
+    parse_sbatch_output,
+    parse_squeue_json,
+    parse_squeue_parsable,
+    sacct_argv,
+    sbatch_argv,
+    scancel_argv,
+    scontrol_argv,
+    sinfo_version_argv,
+    squeue_argv,
+)
+
+if TYPE_CHECKING:
+    from bot.cluster.ssh import CommandResult, Runner
+
+log = logging.getLogger(__name__)
+
+# stderr of a Slurm client whose controller (slurmctld) or database (slurmdbd) is not there.
+UNAVAILABLE_RE = re.compile(
+    r"Unable to contact slurm controller|Socket timed out|Connection refused|"
+    r"Connection timed out|Problem talking to the database|slurm_persist_conn_open|"
+    r"Zero Bytes were transmitted or received|Communication connection failure|"
+    r"Transport endpoint is not connected|No route to host|Network is unreachable|"
+    r"backup controller in standby|Unable to establish controller|"
+    r"Slurmctld\b.*not responding",
+    re.IGNORECASE,
+)
+# squeue given a single id the controller no longer (or never) knew: the job is simply absent.
+_INVALID_JOB_RE = re.compile(r"Invalid job id specified", re.IGNORECASE)
+# The probe's `squeue --json` failing for lack of the openapi plugin (no JSON support).
+_NO_JSON_RE = re.compile(r"unrecognized option|invalid option|plugin|not supported", re.I)
+
+
+class SlurmClient:
+    """One cluster's Slurm, reached through a `Runner` (bot.cluster.ssh).
+
+    `use_json`: None probes once (`sinfo --version`, then whether `squeue --json` works);
+    True/False force the squeue path (tests run both against the real cluster).
+    `sacct_json`: read sacct's JSON instead of `--parsable2` (see the module docstring).
+    """
+
+    def __init__(
+        self,
+        runner: Runner,
+        *,
+        use_json: bool | None = None,
+        sacct_json: bool = False,
+        timeout: float | None = None,
+    ):
+        self.runner = runner
+        self.use_json = use_json
+        self.sacct_json = sacct_json
+        self.timeout = timeout
+        self._info: SlurmInfo | None = None
+
+    # ---- plumbing ---------------------------------------------------------------------------
+
+    def _run(self, argv: Sequence[str], *, stdin: str | None = None,
+             allow: re.Pattern[str] | None = None) -> CommandResult:
+        """Run argv; controller silence -> ClusterUnavailable, other failures -> CommandFailed.
+
+        `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
+        """
+        try:
+            result = self.runner.run(argv, stdin=stdin, timeout=self.timeout, check=False)
+        except CommandTimedOut as exc:
+            raise ClusterUnavailable(
+                f"`{argv_text(argv)}` did not answer within {exc.timeout:g} s: the Slurm "
+                "controller is overloaded or down"
+            ) from exc
+        if result.exit_code == 0:
+            return result
+        stderr = result.stderr.strip()
+        if UNAVAILABLE_RE.search(stderr):
+            raise ClusterUnavailable(
+                f"Slurm did not answer `{argv_text(argv)}` (exit {result.exit_code}): "
+                f"{_tail(stderr)}. Check slurmctld/slurmdbd on the cluster; nothing was "
+                "concluded about the jobs."
+            )
+        if allow is not None and allow.search(stderr):
+            return result
+        raise CommandFailed(list(argv), result.exit_code, result.stderr, result.stdout)
+
+    def probe(self) -> SlurmInfo:
+        """Slurm version and JSON support, asked once per client and cached."""
+        if self._info is None:
+            version = self._run(sinfo_version_argv()).stdout.strip()
+            if self.use_json is not None:
+                has_json = self.use_json
+            else:
+                has_json = self._probe_json()
+            self._info = SlurmInfo(version=version, has_json=has_json)
+            log.info("slurm %s, squeue --json %s", version, "works" if has_json else "unused")
+        return self._info
+
+    def _probe_json(self) -> bool:
+        try:
+            result = self._run(squeue_argv(json=True))
+        except CommandFailed as exc:
+            if _NO_JSON_RE.search(exc.stderr):
+                return False
+            raise
+        try:
+            json.loads(result.stdout)
+        except json.JSONDecodeError:
+            return False
+        return True
+
+    def _json(self) -> bool:
+        if self.use_json is not None:
+            return self.use_json
+        return self.probe().has_json
+
+    # ---- reading ----------------------------------------------------------------------------
+
+    def jobs(self, ids: Iterable[int]) -> dict[int, JobRecord]:
+        """One record per job id that squeue or sacct knows; unknown ids are simply absent.
+
+        Exactly one squeue and one sacct call, however many ids. Raises ClusterUnavailable
+        when either command cannot reach Slurm.
+        """
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+        live = self._squeue(wanted)
+        acct = self._sacct(wanted)
+        merged = merge_records(live, acct)
+        return {job_id: merged[job_id] for job_id in wanted if job_id in merged}
+
+    def job(self, job_id: int) -> JobRecord | None:
+        """`jobs([job_id])` for one id; None when neither squeue nor sacct knows it."""
+        return self.jobs([job_id]).get(job_id)
+
+    def _squeue(self, ids: Sequence[int]) -> dict[int, JobRecord]:
+        if self._json():
+            text = self._run(squeue_argv(json=True)).stdout
+            records = self._parse(parse_squeue_json, text, self._version_hint())
+            wanted = set(ids)
+            return {k: v for k, v in records.items() if k in wanted}
+        result = self._run(squeue_argv(json=False, job_ids=ids), allow=_INVALID_JOB_RE)
+        if result.exit_code != 0:  # "Invalid job id specified": the controller forgot it
+            return {}
+        return self._parse(parse_squeue_parsable, result.stdout)
+
+    def _sacct(self, ids: Sequence[int]) -> dict[int, JobRecord]:
+        if self.sacct_json:
+            return self._parse(parse_sacct_json, self._run(sacct_argv(ids, json=True)).stdout)
+        return self._parse(parse_sacct_parsable, self._run(sacct_argv(ids)).stdout)
+
+    def _version_hint(self) -> str | None:
+        return self._info.version if self._info is not None else None
+
+    @staticmethod
+    def _parse(parser, text: str, *args: object) -> dict[int, JobRecord]:  # noqa: ANN001
+        try:
+            return parser(text, *args)
+        except SlurmReportedError as exc:
+            # squeue --json with slurmctld down exits 0 and lists the failure in "errors".
+            raise ClusterUnavailable(
+                f"Slurm did not answer ({parser.__name__}): {exc}. Check slurmctld/slurmdbd "
+                "on the cluster; nothing was concluded about the jobs."
+            ) from exc
+        except SlurmParseError as exc:
+            raise SlurmParseError(f"{exc} (while reading {parser.__name__})") from exc
+
+    def pending_competitors(
+        self,
+        *,
+        user: str | None = None,
+        account: str | None = None,
+        partition: str | None = None,
+        qos: str | None = None,
+        exclude: Iterable[int] = (),
+    ) -> list[JobRecord]:
+        """Pending (incl. held) jobs of that user/account on that partition/QOS, the job
+        Slurm would start first (highest priority, then oldest) first. One squeue call."""
+        if user is None and account is None:
+            raise ValueError("pending_competitors needs a user or an account to look for")
+        if self._json():
+            text = self._run(squeue_argv(json=True)).stdout
+            records = self._parse(parse_squeue_json, text, self._version_hint())
+        else:
+            argv = squeue_argv(json=False, user=user, account=account, partition=partition,
+                               qos=qos, states="PENDING")
+            records = self._parse(parse_squeue_parsable, self._run(argv).stdout)
+        return filter_competitors(records.values(), user=user, account=account,
+                                  partition=partition, qos=qos, exclude=exclude)
+
+    # ---- acting -----------------------------------------------------------------------------
+
+    def submit(
+        self,
+        *,
+        script: str | None = None,
+        script_path: str | None = None,
+        args: Sequence[str] = (),
+        job_name: str,
+        partition: str | None = None,
+        account: str | None = None,
+        qos: str | None = None,
+        gres: str | None = None,
+        mem: str | None = None,
+        time: str | None = None,
+        output: str | None = None,
+        workdir: str | None = None,
+        env: Mapping[str, str] | None = None,
+        hold: bool = False,
+        extra: Sequence[str] = (),
+    ) -> int:
+        """Submit with `sbatch --parsable` and return the job id.
+
+        Exactly one of `script` (text, sent on stdin) or `script_path` (a file on the
+        cluster). `env` is added to the login environment the job inherits; values may hold
+        any character (see `bot.core.slurm_records.check_env`). Every value travels as one
+        argv word: nothing is ever interpreted by a shell.
+        """
+        if (script is None) == (script_path is None):
+            raise ValueError("submit needs exactly one of script (text) or script_path")
+        argv = sbatch_argv(
+            job_name=job_name, script_path=script_path, args=args, partition=partition,
+            account=account, qos=qos, gres=gres, mem=mem, time=time, output=output,
+            workdir=workdir, env=env, hold=hold, extra=extra,
+        )
+        try:
+            result = self._run(argv, stdin=script)
+        except ClusterUnavailable as exc:
+            raise ClusterUnavailable(
+                f"{exc} The job {job_name!r} may or may not have been submitted: look for "
+                "that name in squeue before submitting again."
+            ) from exc
+        return parse_sbatch_output(result.stdout)
+
+    def hold(self, job_id: int) -> None:
+        """`scontrol hold`: priority 0, reason JobHeldUser (JobHeldAdmin if we are admin)."""
+        self._run(scontrol_argv("hold", job_id))
+
+    def release(self, job_id: int) -> None:
+        self._run(scontrol_argv("release", job_id))
+
+    def requeue(self, job_id: int) -> None:
+        """Put a running/finished batch job back to pending (it restarts, restart_count+1)."""
+        self._run(scontrol_argv("requeue", job_id))
+
+    def cancel(self, job_id: int) -> None:
+        self._run(scancel_argv(job_id))
+
+
+def argv_text(argv: Sequence[str]) -> str:
+    """argv as one readable line for messages (the runner does the real quoting)."""
+    return shlex.join(str(a) for a in argv)
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return " | ".join(text.strip().splitlines()[-lines:])
+
+
+__all__ = ["SlurmClient", "UNAVAILABLE_RE"]

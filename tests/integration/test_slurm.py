@@ -1,0 +1,320 @@
+"""SlurmClient against the real dev cluster, through trainbot's own SSH runner and the real sshd.
+
+Every test runs the json path (`squeue --json`) and the parsable path (`squeue -O`) where
+it matters; sacct is always `--parsable2` (22.05's `sacct --json` gets exit codes wrong).
+Job names are unique per test: the cluster is shared and keeps finished jobs for 300 s.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import pytest
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.slurm import SlurmClient
+from bot.cluster.ssh import CommandResult, SSHRunner
+from bot.core.slurm_records import JobRecord
+
+pytestmark = pytest.mark.integration
+
+PATHS = ["json", "parsable"]
+
+
+class CountingRunner:
+    """The real runner, counting which Slurm command each call ran."""
+
+    def __init__(self, inner: SSHRunner):
+        self.inner = inner
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], **kwargs) -> CommandResult:
+        self.calls.append(list(argv))
+        return self.inner.run(argv, **kwargs)
+
+    def sftp(self):
+        return self.inner.sftp()
+
+    def counts(self) -> Counter[str]:
+        programs = {"squeue", "sacct", "sbatch", "scontrol", "scancel", "sinfo"}
+        return Counter(next((a for a in argv if a in programs), argv[0]) for argv in self.calls)
+
+
+@pytest.fixture(scope="module")
+def ssh_runner(dev_cluster) -> Iterator[SSHRunner]:
+    with SSHRunner(dev_cluster.ssh_settings()) as runner:
+        yield runner
+
+
+@pytest.fixture
+def submitted(ssh_runner) -> Iterator[list[int]]:
+    """Job ids a test submitted; cancelled afterwards so the shared cluster stays free."""
+    ids: list[int] = []
+    yield ids
+    for job_id in ids:
+        ssh_runner.run(["scancel", str(job_id)], check=False)
+
+
+def make_client(ssh_runner: SSHRunner, path: str) -> tuple[SlurmClient, CountingRunner]:
+    counting = CountingRunner(ssh_runner)
+    return SlurmClient(counting, use_json=(path == "json"), timeout=60), counting
+
+
+def unique(prefix: str) -> str:
+    return f"it-{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def wait_for(
+    client: SlurmClient,
+    ids: Sequence[int],
+    done: Callable[[Mapping[int, JobRecord]], bool],
+    *,
+    timeout: float,
+    what: str,
+) -> dict[int, JobRecord]:
+    """Poll jobs(ids) until `done(records)`; fail with the last records otherwise."""
+    deadline = time.monotonic() + timeout
+    records: dict[int, JobRecord] = {}
+    while time.monotonic() < deadline:
+        records = client.jobs(ids)
+        if done(records):
+            return records
+        time.sleep(1)
+    pytest.fail(f"{what} not reached within {timeout:g} s; last records: {records}")
+
+
+def settled(job_id: int, state: str) -> Callable[[Mapping[int, JobRecord]], bool]:
+    """The job is in `state` and sacct has its steps (the outcome came from accounting)."""
+
+    def check(records: Mapping[int, JobRecord]) -> bool:
+        record = records.get(job_id)
+        return bool(record and record.state == state and record.step_states
+                    and record.source == "squeue+sacct")
+
+    return check
+
+
+def read_remote(runner: SSHRunner, path: str) -> str:
+    return runner.run(["cat", path]).stdout
+
+
+def test_probe_finds_22_05_with_json(dev_cluster, ssh_runner):
+    info = SlurmClient(ssh_runner).probe()
+    assert info.version_tuple[:2] == (22, 5)
+    assert info.has_json is True
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_submit_running_then_completed_with_one_squeue_and_one_sacct_per_read(
+        dev_cluster, ssh_runner, submitted, path):
+    client, counting = make_client(ssh_runner, path)
+    name = unique("ok")
+    job_id = client.submit(
+        script="#!/bin/bash\necho started\nsleep 8\necho finished\n",
+        job_name=name, partition=dev_cluster.partition,
+        output=f"{dev_cluster.home}/%x-%j.out", time="5", mem="64M",
+    )
+    submitted.append(job_id)
+    other = client.submit(script="#!/bin/bash\nsleep 1\n", job_name=unique("other"),
+                          output="/dev/null")
+    submitted.append(other)
+    unknown = 987654321
+    ids = [job_id, other, unknown]
+
+    counting.calls.clear()
+    running = wait_for(client, ids, lambda r: r.get(job_id) and r[job_id].is_running,
+                       timeout=60, what=f"job {job_id} RUNNING")
+    polls = len(counting.calls) // 2
+    assert counting.counts() == Counter({"squeue": polls, "sacct": polls})
+    rec = running[job_id]
+    assert (rec.name, rec.user, rec.partition, rec.node) == (
+        name, dev_cluster.user, dev_cluster.partition, "vm")
+    assert rec.stdout_path == f"{dev_cluster.home}/{name}-{job_id}.out"
+    assert unknown not in running
+
+    counting.calls.clear()
+    done = wait_for(client, ids, settled(job_id, "COMPLETED"), timeout=90,
+                    what=f"job {job_id} COMPLETED in sacct")
+    polls = len(counting.calls) // 2
+    assert counting.counts() == Counter({"squeue": polls, "sacct": polls})
+    rec = done[job_id]
+    assert (rec.exit_code, rec.signal, rec.is_finished) == (0, 0, True)
+    assert rec.elapsed_s is not None and rec.elapsed_s >= 7
+    assert rec.mem_limit_bytes == 64 * 1024**2
+    assert rec.time_limit_s == 300
+    assert read_remote(ssh_runner, rec.stdout_path).splitlines() == ["started", "finished"]
+    assert unknown not in done
+
+
+@pytest.mark.slow
+def test_slow_exit3_kill9_memory_and_time_limit_run_together(dev_cluster, ssh_runner, submitted):
+    """Takes ~70 s: Slurm's smallest time limit is one minute (it fires at ~64 s)."""
+    client, _ = make_client(ssh_runner, "json")
+    home = dev_cluster.home
+    scripts = {
+        "exit3": ([], "echo failing\nexit 3\n"),
+        "kill9": ([], "echo killing myself\nkill -9 $$\n"),
+        "mem": (["--mem=100M"], "python3 -c \"import time; b = b'x' * (300 * 1024 * 1024); "
+                                "time.sleep(60)\"\n"),
+        "timeout": (["--time=1"], "sleep 300\n"),
+    }
+    ids: dict[str, int] = {}
+    for case, (opts, body) in scripts.items():
+        mem = "100M" if opts == ["--mem=100M"] else "64M"
+        ids[case] = client.submit(
+            script="#!/bin/bash\n" + body, job_name=unique(case), mem=mem,
+            time="1" if case == "timeout" else "5", output=f"{home}/%x-%j.out",
+        )
+        submitted.append(ids[case])
+    finals = {"exit3": "FAILED", "kill9": "FAILED", "mem": "FAILED", "timeout": "TIMEOUT"}
+
+    def all_settled(records: Mapping[int, JobRecord]) -> bool:
+        return all(settled(ids[c], s)(records) for c, s in finals.items())
+
+    records = wait_for(client, list(ids.values()), all_settled, timeout=200,
+                       what="exit3/kill9/mem/timeout outcomes in sacct")
+
+    exit3, kill9, mem, timeout = (records[ids[c]] for c in ("exit3", "kill9", "mem", "timeout"))
+    assert (exit3.state, exit3.exit_code, exit3.signal) == ("FAILED", 3, 0)
+    assert (kill9.state, kill9.exit_code, kill9.signal) == ("FAILED", 0, 9)
+    assert (mem.state, mem.exit_code, mem.signal) == ("FAILED", 0, 9)
+    assert mem.mem_limit_bytes == 100 * 1024**2
+    assert mem.max_rss_bytes is not None and mem.max_rss_bytes > mem.mem_limit_bytes
+    assert "exceeded memory limit" in read_remote(ssh_runner, mem.stdout_path)
+    assert timeout.state == "TIMEOUT" and timeout.signal == 15  # batch step got SIGTERM
+    assert timeout.time_limit_s == 60 and timeout.elapsed_s >= 60
+    assert "DUE TO TIME LIMIT" in read_remote(ssh_runner, timeout.stdout_path)
+
+    # The parsable path reads the same outcomes from the same jobs.
+    parsable, _ = make_client(ssh_runner, "parsable")
+    again = parsable.jobs(ids.values())
+    for case, record in zip(("exit3", "kill9", "mem", "timeout"), (exit3, kill9, mem, timeout),
+                            strict=True):
+        other = again[ids[case]]
+        assert (other.state, other.exit_code, other.signal) == (
+            record.state, record.exit_code, record.signal), case
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
+        dev_cluster, ssh_runner, submitted, path):
+    client, _ = make_client(ssh_runner, path)
+    job_id = client.submit(script="#!/bin/bash\nsleep 5\n", job_name=unique("hold"),
+                           output="/dev/null", extra=["--begin=now+1hour"])
+    submitted.append(job_id)
+    rec = wait_for(client, [job_id], lambda r: r.get(job_id) and r[job_id].reason == "BeginTime",
+                   timeout=30, what="pending with BeginTime")[job_id]
+    assert rec.is_pending and not rec.is_held
+
+    client.hold(job_id)
+    rec = client.jobs([job_id])[job_id]
+    assert (rec.state, rec.reason, rec.is_held) == ("PENDING", "JobHeldUser", True)
+
+    client.release(job_id)
+    rec = client.jobs([job_id])[job_id]
+    assert rec.is_pending and not rec.is_held and rec.reason != "JobHeldUser"
+
+    client.cancel(job_id)
+    rec = wait_for(client, [job_id], lambda r: r[job_id].state == "CANCELLED", timeout=30,
+                   what="CANCELLED")[job_id]
+    assert rec.is_finished
+
+
+def test_submit_held_shows_job_held_user(dev_cluster, ssh_runner, submitted):
+    client, _ = make_client(ssh_runner, "parsable")
+    job_id = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("sbatch-hold"),
+                           output="/dev/null", hold=True)
+    submitted.append(job_id)
+    assert client.jobs([job_id])[job_id].reason == "JobHeldUser"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hostile_job_name_arguments_and_env_are_passed_literally(
+        dev_cluster, ssh_runner, submitted, path):
+    client, _ = make_client(ssh_runner, path)
+    canary = f"/tmp/pwned-{uuid.uuid4().hex[:8]}"
+    name = f"a'; touch {canary} #$(touch {canary})`touch {canary}`\nline2"
+    args = [f"a'; touch {canary} #", f"$(touch {canary})", "x\ny", "--wrap=id"]
+    job_id = client.submit(
+        script='#!/bin/bash\nfor a in "$@"; do printf "ARG[%s]\\n" "$a"; done\n'
+               'printf "ENV[%s]\\n" "$HOSTILE"\nprintf "NAME[%s]\\n" "$SLURM_JOB_NAME"\n',
+        args=args, job_name=name, output=f"{dev_cluster.home}/it-hostile-%j.out",
+        env={"HOSTILE": f"a,b'c\"d\ne $(touch {canary})"},
+    )
+    submitted.append(job_id)
+    rec = wait_for(client, [job_id], settled(job_id, "COMPLETED"), timeout=90,
+                   what="hostile job COMPLETED")[job_id]
+    assert rec.name == name
+    out = read_remote(ssh_runner, f"{dev_cluster.home}/it-hostile-{job_id}.out")
+    expected_args = "".join(f"ARG[{a}]\n" for a in args)
+    assert out.startswith(expected_args)
+    assert f"ENV[a,b'c\"d\ne $(touch {canary})]\n" in out
+    assert f"NAME[{name}]\n" in out
+    probe = ssh_runner.run(["test", "-e", canary], check=False)
+    assert probe.exit_code == 1, f"canary {canary} exists: something ran a shell on input"
+
+
+def test_requeue_restarts_the_job(dev_cluster, ssh_runner, submitted):
+    client, _ = make_client(ssh_runner, "json")
+    job_id = client.submit(script="#!/bin/bash\nsleep 120\n", job_name=unique("requeue"),
+                           output="/dev/null")
+    submitted.append(job_id)
+    wait_for(client, [job_id], lambda r: r.get(job_id) and r[job_id].is_running, timeout=60,
+             what="RUNNING before requeue")
+    client.requeue(job_id)
+    rec = wait_for(client, [job_id], lambda r: r[job_id].restart_count == 1, timeout=60,
+                   what="restart_count 1 after requeue")[job_id]
+    assert not rec.is_finished
+    assert rec.exit_code is None  # the killed first attempt is not this job's outcome
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_pending_competitors_same_user_and_partition_not_another_account(
+        dev_cluster, ssh_runner, submitted, path):
+    if "team-b" not in dev_cluster.accounts:
+        pytest.fail("the dev cluster has no second account 'team-b' (connection.json accounts)")
+    client, _ = make_client(ssh_runner, path)
+    mine = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("mine"),
+                         output="/dev/null", hold=True, account="root",
+                         partition=dev_cluster.partition)
+    rival = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("rival"),
+                          output="/dev/null", extra=["--begin=now+1hour"], account="root",
+                          partition=dev_cluster.partition)
+    other_account = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("teamb"),
+                                  output="/dev/null", hold=True, account="team-b",
+                                  partition=dev_cluster.partition)
+    submitted.extend([mine, rival, other_account])
+    found = client.pending_competitors(user=dev_cluster.user, account="root",
+                                       partition=dev_cluster.partition, exclude=[mine])
+    ids = [r.job_id for r in found]
+    assert rival in ids
+    assert mine not in ids and other_account not in ids
+    assert all(r.is_pending and r.account == "root" for r in found)
+    by_account = client.pending_competitors(account="team-b", partition=dev_cluster.partition)
+    assert other_account in [r.job_id for r in by_account]
+
+
+def test_stopped_controller_raises_cluster_unavailable_then_recovers(
+        dev_cluster, ssh_runner, submitted):
+    json_client, _ = make_client(ssh_runner, "json")
+    parsable_client, _ = make_client(ssh_runner, "parsable")
+    job_id = json_client.submit(script="#!/bin/bash\nsleep 1\n", job_name=unique("ctld"),
+                                output="/dev/null")
+    submitted.append(job_id)
+    try:
+        dev_cluster.stop_daemon("slurmctld")
+        for client in (json_client, parsable_client):
+            with pytest.raises(ClusterUnavailable, match="did not answer"):
+                client.jobs([job_id])
+        with pytest.raises(ClusterUnavailable, match="may or may not have been submitted"):
+            json_client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("down"),
+                               output="/dev/null")
+    finally:
+        dev_cluster.start_daemons()
+    for client in (json_client, parsable_client):
+        records = wait_for(client, [job_id], lambda r: job_id in r, timeout=60,
+                           what="jobs() answering after slurmctld restart")
+        assert records[job_id].name.startswith("it-ctld-")

@@ -1,0 +1,357 @@
+"""argv builders for sbatch/squeue/sacct/scontrol/scancel, and SlurmClient over a fake runner.
+
+The fake runner answers with text captured from the real dev cluster where it matters, so
+these check the client's decisions (one squeue + one sacct, errors), not Slurm itself; the
+real thing is tests/integration/test_slurm.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
+from bot.cluster.slurm import SlurmClient
+from bot.cluster.ssh import CommandResult
+from bot.core.slurm_records import (
+    SACCT_FIELDS,
+    SQUEUE_FIELDS,
+    SlurmParseError,
+    check_env,
+    parse_sbatch_output,
+    sacct_argv,
+    sbatch_argv,
+    scancel_argv,
+    scontrol_argv,
+    squeue_argv,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+HOSTILE = ["a'; touch /tmp/pwned #", "$(id)", "x\ny", "--wrap=rm -rf ~", "`id`", "a b|c;d"]
+
+
+# ---- sbatch --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_sbatch_keeps_each_hostile_value_in_one_argv_word(value):
+    argv = sbatch_argv(job_name=value, script_path="train.sh", args=[value, "plain"])
+    assert f"--job-name={value}" in argv
+    # the script's arguments follow the script path, verbatim and in order
+    assert argv[-3:] == ["train.sh", value, "plain"]
+    # and survive the runner's quoting as the same words
+    assert shlex.split(shlex.join(argv)) == argv
+
+
+def test_sbatch_options_are_glued_so_a_value_cannot_become_an_option():
+    argv = sbatch_argv(job_name="j", script_path="s.sh", partition="--wrap=id", mem="100M",
+                       time="1", gres="gpu:4", account="team-b", qos="high", output="%x-%j.out",
+                       workdir="/scratch/run")
+    assert "--partition=--wrap=id" in argv
+    assert {"--mem=100M", "--time=1", "--gres=gpu:4", "--account=team-b", "--qos=high",
+            "--output=%x-%j.out", "--chdir=/scratch/run"} <= set(argv)
+    assert argv[:3] == ["sbatch", "--parsable", "--job-name=j"]
+
+
+def test_sbatch_with_inline_script_and_args_reads_the_script_from_stdin():
+    assert sbatch_argv(job_name="j")[-1] == "--job-name=j"  # no script path: stdin
+    argv = sbatch_argv(job_name="j", args=["--lr", "3e-4"])
+    assert argv[-3:] == ["/dev/stdin", "--lr", "3e-4"]
+
+
+def test_sbatch_hold_and_extra_options():
+    argv = sbatch_argv(job_name="j", hold=True, extra=["--begin=now+1hour", "--requeue"])
+    assert "--hold" in argv and "--begin=now+1hour" in argv and "--requeue" in argv
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"script_path": "-x.sh"}, "must not be empty or start with '-'"),
+        ({"extra": ["rm"]}, "must start with '-'"),
+        ({"partition": "a\nb"}, "--partition"),
+        ({"job_name": ""}, "job_name"),
+    ],
+)
+def test_sbatch_rejects_unsafe_shapes_with_a_clear_message(kwargs, message):
+    kwargs = {"job_name": "j", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        sbatch_argv(**kwargs)
+
+
+def test_env_goes_through_env1_not_export_so_commas_and_newlines_survive():
+    argv = sbatch_argv(job_name="j", script_path="s.sh",
+                       env={"CC": "gcc", "WEIRD": "a,b'c\nd $(id)"})
+    assert argv[:3] == ["env", "CC=gcc", "WEIRD=a,b'c\nd $(id)"]
+    assert argv[3] == "sbatch" and "--export=ALL" in argv
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("1BAD", "not valid"),
+        ("A,B", "not valid"),
+        ("A=B", "not valid"),
+        ("MY VAR", "not valid"),
+        ("SBATCH_PARTITION", "change how sbatch runs"),
+        ("SLURM_CONF", "change how sbatch runs"),
+        ("PATH", "change how sbatch runs"),
+        ("LD_PRELOAD", "change how sbatch runs"),
+    ],
+)
+def test_env_rejects_bad_or_dangerous_keys_naming_them(key, message):
+    with pytest.raises(ValueError, match=message) as info:
+        check_env({key: "x"})
+    assert repr(key) in str(info.value)
+
+
+def test_parse_sbatch_output():
+    assert parse_sbatch_output("123\n") == 123
+    assert parse_sbatch_output("123;devcluster\n") == 123
+    with pytest.raises(SlurmParseError, match="no job id"):
+        parse_sbatch_output("sbatch: error: Batch job submission failed\n")
+
+
+# ---- squeue / sacct / scontrol / scancel ----------------------------------------------------
+
+
+def test_squeue_json_has_no_filters_because_squeue_ignores_them():
+    assert squeue_argv(json=True, job_ids=[5], user="bob") == ["squeue", "--all", "--json"]
+
+
+def test_squeue_parsable_lists_ids_once_and_never_cuts_columns():
+    argv = squeue_argv(json=False, job_ids=[7, 3, 7])
+    assert argv[:2] == ["env", "SLURM_TIME_FORMAT=%s"]
+    assert "--jobs=3,7" in argv and "--states=all" in argv
+    fmt = next(a for a in argv if a.startswith("--Format="))
+    assert fmt.endswith("Name:0|")
+    assert fmt.count(":0|") == len(SQUEUE_FIELDS)
+
+
+def test_squeue_parsable_competitor_filters():
+    argv = squeue_argv(json=False, user="bob", account="team-b", partition="gpu", qos="high",
+                       states="PENDING")
+    assert {"--user=bob", "--account=team-b", "--partition=gpu", "--qos=high",
+            "--states=PENDING"} <= set(argv)
+    assert not any(a.startswith("--jobs") for a in argv)
+
+
+def test_sacct_asks_for_all_ids_with_requeue_history_and_name_last():
+    argv = sacct_argv([12, 10, 11, 10])
+    assert "--jobs=10,11,12" in argv and "--duplicates" in argv and "--parsable2" in argv
+    assert argv[-1] == "--format=" + ",".join(SACCT_FIELDS)
+    assert SACCT_FIELDS[-1] == "JobName"
+    assert sacct_argv([1], json=True) == ["sacct", "--json", "--duplicates", "--jobs=1"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, "5", True, 1.5, "5;id"])
+def test_job_ids_must_be_positive_ints(bad):
+    with pytest.raises(ValueError, match="positive integer"):
+        sacct_argv([bad])
+    with pytest.raises(ValueError, match="positive integer"):
+        scancel_argv(bad)
+
+
+def test_sacct_without_ids_is_refused():
+    with pytest.raises(ValueError, match="no job ids"):
+        sacct_argv([])
+
+
+def test_scontrol_and_scancel():
+    assert scontrol_argv("hold", 5) == ["scontrol", "hold", "5"]
+    assert scontrol_argv("release", 5) == ["scontrol", "release", "5"]
+    assert scontrol_argv("requeue", 5) == ["scontrol", "requeue", "5"]
+    with pytest.raises(ValueError, match="not one of"):
+        scontrol_argv("delete", 5)
+    assert scancel_argv(9) == ["scancel", "9"]
+    assert scancel_argv(9, signal="USR1") == ["scancel", "--signal=USR1", "9"]
+    with pytest.raises(ValueError, match="signal"):
+        scancel_argv(9, signal="TERM; id")
+
+
+# ---- SlurmClient over a fake runner --------------------------------------------------------
+
+
+def _command(argv) -> str:
+    """The program an argv runs, skipping an `env K=V …` prefix."""
+    words = list(argv)
+    if words and words[0] == "env":
+        words = words[1:]
+        while words and "=" in words[0]:
+            words.pop(0)
+    return words[0]
+
+
+class FakeRunner:
+    """Answers by program name with (exit, stdout, stderr) or raises; records every call."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls: list[tuple[list[str], object]] = []
+
+    def run(self, argv, *, stdin=None, timeout=None, check=True, env=None):
+        argv = list(argv)
+        self.calls.append((argv, stdin))
+        answer = self.answers[_command(argv)]
+        if isinstance(answer, Exception):
+            raise answer
+        code, out, err = answer
+        return CommandResult(tuple(argv), code, out, err)
+
+    def sftp(self):  # pragma: no cover - not used by the Slurm client
+        raise NotImplementedError
+
+    def commands(self) -> list[str]:
+        return [_command(argv) for argv, _ in self.calls]
+
+
+def _fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def _case_ids() -> dict[str, int]:
+    return json.loads(_fixture("cases.json"))["cases"]
+
+
+@pytest.mark.parametrize("use_json", [True, False])
+def test_jobs_makes_one_squeue_and_one_sacct_call_for_many_ids(use_json):
+    squeue_out = _fixture("squeue.json" if use_json else "squeue.txt")
+    runner = FakeRunner({"squeue": (0, squeue_out, ""), "sacct": (0, _fixture("sacct.txt"), "")})
+    client = SlurmClient(runner, use_json=use_json)
+    ids = list(_case_ids().values())
+    records = client.jobs([*ids, 999999])
+    assert runner.commands() == ["squeue", "sacct"]
+    assert set(records) == set(ids)  # the unknown id is absent, not an error
+    assert records[_case_ids()["exit3"]].exit_code == 3
+
+
+@pytest.mark.parametrize(
+    "stderr",
+    [
+        "squeue: error: Unable to contact slurm controller (connect failure)",
+        "slurm_load_jobs error: Socket timed out on send/recv operation",
+        "sacct: error: Problem talking to the database: Connection refused",
+    ],
+)
+def test_a_silent_controller_raises_cluster_unavailable_not_an_empty_answer(stderr):
+    runner = FakeRunner({"squeue": (1, "", stderr), "sacct": (1, "", stderr)})
+    with pytest.raises(ClusterUnavailable, match="did not answer"):
+        SlurmClient(runner, use_json=False).jobs([5])
+
+
+def test_sacct_down_while_squeue_answers_still_raises():
+    runner = FakeRunner({
+        "squeue": (0, "", ""),
+        "sacct": (1, "", "sacct: error: slurm_persist_conn_open_without_init: failed to open "
+                         "persistent connection to host:localhost:6819: Connection refused"),
+    })
+    with pytest.raises(ClusterUnavailable):
+        SlurmClient(runner, use_json=False).jobs([5])
+
+
+def test_a_timed_out_command_means_unavailable():
+    runner = FakeRunner({"squeue": CommandTimedOut(["squeue"], 30.0)})
+    with pytest.raises(ClusterUnavailable, match="30 s"):
+        SlurmClient(runner, use_json=True).jobs([5])
+
+
+def test_squeue_invalid_job_id_means_absent_not_failure():
+    runner = FakeRunner({
+        "squeue": (1, "", "slurm_load_jobs error: Invalid job id specified"),
+        "sacct": (0, "JobIDRaw|State|ExitCode|JobName\n", ""),
+    })
+    assert SlurmClient(runner, use_json=False).jobs([424242]) == {}
+
+
+def test_other_failures_are_command_failed_with_stderr():
+    runner = FakeRunner({"scontrol": (1, "", "scontrol: error: Job has already finished")})
+    with pytest.raises(CommandFailed, match="already finished"):
+        SlurmClient(runner, use_json=False).hold(5)
+
+
+def test_submit_sends_script_on_stdin_and_returns_the_id():
+    runner = FakeRunner({"sbatch": (0, "4242\n", "")})
+    job_id = SlurmClient(runner, use_json=False).submit(script="#!/bin/bash\necho hi\n",
+                                                        job_name="mix")
+    assert job_id == 4242
+    argv, stdin = runner.calls[0]
+    assert stdin == "#!/bin/bash\necho hi\n" and "--job-name=mix" in argv
+
+
+def test_submit_needs_exactly_one_script_source():
+    client = SlurmClient(FakeRunner({}), use_json=False)
+    with pytest.raises(ValueError, match="exactly one"):
+        client.submit(job_name="j")
+    with pytest.raises(ValueError, match="exactly one"):
+        client.submit(job_name="j", script="x", script_path="y")
+
+
+def test_submit_when_controller_is_down_says_the_job_may_exist():
+    runner = FakeRunner({"sbatch": (1, "", "sbatch: error: Batch job submission failed: "
+                                           "Unable to contact slurm controller (connect failure)")})
+    with pytest.raises(ClusterUnavailable, match="may or may not have been submitted"):
+        SlurmClient(runner, use_json=False).submit(script="x", job_name="mix")
+
+
+def test_probe_runs_once_and_detects_json():
+    runner = FakeRunner({"sinfo": (0, "slurm-wlm 22.05.8\n", ""),
+                         "squeue": (0, _fixture("squeue.json"), "")})
+    client = SlurmClient(runner)
+    info = client.probe()
+    assert (info.version, info.has_json, info.version_tuple) == ("slurm-wlm 22.05.8", True,
+                                                                (22, 5, 8))
+    client.probe()
+    assert runner.commands() == ["sinfo", "squeue"]
+
+
+def test_probe_without_json_support_falls_back_to_parsable():
+    runner = FakeRunner({"sinfo": (0, "slurm 20.11.9\n", ""),
+                         "squeue": (1, "", "squeue: unrecognized option '--json'")})
+    assert SlurmClient(runner).probe().has_json is False
+
+
+def test_pending_competitors_parsable_filters_and_orders():
+    # Real -O rows shape; two pending jobs of bob, one of another account, one running.
+    rows = [
+        "11|11|N/A|PENDING|Priority|bob|team-a|gpu|normal|100|1700000100|N/A|N/A|1:00:00|0:00|"
+        "|100G|4|0|0|/w|/w/%x.out|succ|",
+        "12|12|N/A|PENDING|JobHeldUser|bob|team-a|gpu|normal|0|1700000000|N/A|N/A|1:00:00|0:00|"
+        "|100G|4|0|0|/w|/w/%x.out|held|",
+        "13|13|N/A|PENDING|Priority|bob|team-a|gpu|normal|500|1700000200|N/A|N/A|1:00:00|0:00|"
+        "|100G|4|0|0|/w|/w/%x.out|urgent|",
+        "14|14|N/A|RUNNING|None|bob|team-a|gpu|normal|100|1700000000|1700000001|N/A|1:00:00|"
+        "0:10|n1|100G|4|0|0|/w|/w/%x.out|busy|",
+    ]
+    runner = FakeRunner({"squeue": (0, "\n".join(rows) + "\n", "")})
+    found = SlurmClient(runner, use_json=False).pending_competitors(
+        user="bob", partition="gpu", exclude=[11])
+    assert [r.job_id for r in found] == [13, 12]
+    argv = runner.calls[0][0]
+    assert "--states=PENDING" in argv and "--user=bob" in argv and "--partition=gpu" in argv
+
+
+def test_pending_competitors_needs_someone_to_look_for():
+    with pytest.raises(ValueError, match="user or an account"):
+        SlurmClient(FakeRunner({}), use_json=False).pending_competitors(partition="gpu")
+
+
+# What `squeue --json` printed (exit 0) on the dev cluster while slurmctld was stopped.
+SQUEUE_JSON_CTLD_DOWN = json.dumps({
+    "meta": {"plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"}},
+    "errors": [{"description": "Failed while looking for jobs", "error_number": -1,
+                "error": "Unspecified error", "source": "slurm_load_jobs"}],
+    "jobs": [],
+})
+
+
+def test_squeue_json_listing_errors_is_unavailable_not_empty():
+    runner = FakeRunner({"squeue": (0, SQUEUE_JSON_CTLD_DOWN, ""),
+                         "sacct": (0, _fixture("sacct.txt"), "")})
+    client = SlurmClient(runner, use_json=True)
+    with pytest.raises(ClusterUnavailable, match="Failed while looking for jobs"):
+        client.jobs([5])
+    with pytest.raises(ClusterUnavailable):
+        client.pending_competitors(user="slurmci")
