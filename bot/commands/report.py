@@ -1,0 +1,142 @@
+"""`trainbot report LOG --out DIR`: what the bot would post about a log, offline, no Slack.
+
+Writes message.json (the Block Kit payload exactly as chat.postMessage would send it:
+{"blocks", "text"}), message.txt (a readable rendering) and the charts the log has data for:
+rss.png, progress.png, loss.png. Exit 0 when written, 2 on bad flags or an unreadable log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bot.cli import EXIT_OK, UsageError
+from bot.core.detectors import leak_trend
+from bot.core.diagnose import NONE_CLASS
+from bot.core.incident import (
+    AttemptSummary,
+    build_incident,
+    build_root,
+    build_warning,
+)
+from bot.core.models import Diagnosis
+from bot.log_input import LogInput, add_log_arguments, read_log
+
+NAME = "report"
+HELP = "Render what trainbot would post about a log (Block Kit JSON, text, charts) to a folder."
+
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_log_arguments(parser)
+    parser.add_argument("--lang", choices=("en", "ko"), default="en",
+                        help="message language (default en)")
+    parser.add_argument("--out", metavar="DIR", required=True,
+                        help="folder to write message.json, message.txt and the PNGs into")
+    parser.add_argument("--job-id", help="job id to show (default: the log's file name)")
+    parser.add_argument("--recipe", default="offline", help="recipe name to show")
+    parser.add_argument("--templates", metavar="DIR",
+                        help="a site template folder (DIR/<lang>/<name>.json.j2 wins per file)")
+
+
+@dataclass
+class Report:
+    """What `report` renders: a template, its view, and chart PNGs by file name."""
+
+    template: str
+    view: Any
+    diagnosis: Diagnosis
+    charts: dict[str, bytes] = field(default_factory=dict)
+
+
+def _last_checkpoint(series: Any, failed_line: int | None) -> tuple[int | None, float | None]:
+    """The last save that finished (not one the job died in): (iteration, end time)."""
+    best: tuple[int | None, float | None] = (None, None)
+    for w in series.save_windows():
+        if w.end_line is None or w.iteration is None:
+            continue
+        if failed_line is not None and w.contains_line(failed_line):
+            continue
+        best = (w.iteration, w.end_time)
+    return best
+
+
+def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True) -> Report:
+    """Diagnose the analysed log and build the message view and chart data (no I/O)."""
+    analysis, acct = inp.analysis, inp.accounting
+    diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
+    series = analysis.series
+    now = inp.now if inp.now is not None else (series.last_time or 0.0)
+    cls = inp.catalogue.classes.get(diagnosis.class_id)
+    title = cls.title if cls is not None else None
+    failed_line = diagnosis.evidence[-1].line if diagnosis.evidence else None
+    ckpt_iter, ckpt_time = _last_checkpoint(series, failed_line)
+    exit_code = (f"{acct.exit_code}:{acct.signal or 0}" if acct.exit_code is not None else None)
+    m = diagnosis.metrics
+    trend = leak_trend(series, acct.mem_limit_bytes)
+    if diagnosis.class_id == "memory_leak":
+        f = trend.finding if trend else None
+        view: Any = build_warning(
+            kind="leak", recipe=recipe, job_id=job_id, last_iter=m.last_iter, now=now,
+            rss_now_bytes=f.rss_now_bytes if f else None, limit_bytes=acct.mem_limit_bytes,
+            slope_gib_per_100_iter=m.rss_gib_per_100_iter,
+            projected_oom_iter=m.projected_oom_iter, sec_per_iter=m.sec_per_iter,
+        )
+        template = "warning"
+    elif diagnosis.class_id == NONE_CLASS:
+        view = build_root(
+            recipe=recipe,
+            attempts=[AttemptSummary(job_id, acct.state or "RUNNING", m.last_iter)],
+            target_iter=m.target_iter,
+        )
+        template = "root"
+    else:
+        view = build_incident(
+            diagnosis, recipe=recipe, job_id=job_id, last_checkpoint_iter=ckpt_iter, now=now,
+            title=title, last_checkpoint_time=ckpt_time, failed_at=series.last_time,
+            state=acct.state, exit_code=exit_code, mem_limit_bytes=acct.mem_limit_bytes,
+            max_rss_bytes=acct.max_rss_bytes,
+        )
+        template = "incident"
+    report = Report(template, view, diagnosis)
+    if charts:
+        from bot.charts.series import charts_for  # matplotlib: import only when drawing
+
+        report.charts = charts_for(series, diagnosis, job_id=job_id,
+                                   mem_limit_bytes=acct.mem_limit_bytes)
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    from bot.slack.render import RenderError, blocks_to_text, render_blocks
+
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {str(out)!r}: cannot create it: {exc.strerror or exc}") from None
+    if args.templates and not Path(args.templates).is_dir():
+        raise UsageError(f"--templates {args.templates!r} is not a folder")
+    inp = read_log(args)
+    job_id = args.job_id or (Path(args.log).name.split(".")[0] if args.log != "-" else "stdin")
+    report = build_report(inp, job_id=job_id, recipe=args.recipe)
+    try:
+        blocks, text = render_blocks(report.template, args.lang, report.view,
+                                     override_dir=args.templates)
+    except RenderError as exc:
+        raise UsageError(str(exc)) from None
+    (out / "message.json").write_text(
+        json.dumps({"blocks": blocks, "text": text}, indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8")
+    body = blocks_to_text(blocks, text)
+    if report.charts:
+        body += "\ncharts: " + ", ".join(sorted(report.charts)) + "\n"
+    (out / "message.txt").write_text(body, encoding="utf-8")
+    for name, png in report.charts.items():
+        (out / name).write_bytes(png)
+    written = ["message.json", "message.txt", *sorted(report.charts)]
+    print(f"{report.diagnosis.class_id}: wrote {', '.join(written)} to {out}")
+    return EXIT_OK

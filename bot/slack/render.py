@@ -1,0 +1,414 @@
+"""Templates → Block Kit: `render_blocks(name, lang, view)` returns (blocks, fallback text).
+
+Templates live in templates/<lang>/<name>.json.j2 (shipped inside the wheel through the
+bot/templates symlink); a site folder `override_dir/<lang>/<name>.json.j2` wins per file.
+Every interpolated value goes through `tojson`, undefined names fail (`StrictUndefined`), the
+output is parsed with `json.loads`, then trimmed to Slack's limits with a visible note of what
+was cut: a long evidence block never gets the message rejected.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from datetime import UTC, datetime
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+LANGS = ("en", "ko")
+
+# Slack limits (see /work/shared/reference/slack-slurm-facts.md).
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_HEADER_TEXT = 150
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2000
+MAX_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_CONTEXT_ELEMENTS = 10
+MAX_ACTIONS_ELEMENTS = 25
+MAX_FALLBACK_TEXT = 3000  # notifications show far less; Slack's own cap is 40,000
+# A blocks payload around 13k characters has been rejected (`msg_blocks_too_long`): keep a
+# margin under it.
+MAX_BLOCKS_JSON = 12000
+
+_NOTES = {
+    "en": {
+        "prefix": "✂️ Trimmed to fit Slack:",
+        "lines": "{n:,} evidence lines cut",
+        "chars": "{n:,} characters cut",
+        "blocks": "{n:,} blocks dropped",
+        "fields": "{n:,} fields dropped",
+        "buttons": "{n:,} buttons dropped",
+        "suffix": "Full text: `trainbot report LOG`.",
+        "cut_marker": "… {n:,} lines cut …",
+    },
+    "ko": {
+        "prefix": "✂️ Slack 제한에 맞춰 줄였습니다:",
+        "lines": "증거 {n:,}줄 생략",
+        "chars": "{n:,}자 생략",
+        "blocks": "블록 {n:,}개 제외",
+        "fields": "필드 {n:,}개 제외",
+        "buttons": "버튼 {n:,}개 제외",
+        "suffix": "전체 내용: `trainbot report LOG`.",
+        "cut_marker": "… {n:,}줄 생략 …",
+    },
+}
+
+
+class RenderError(Exception):
+    """A template is missing or produced something that is not Block Kit JSON."""
+
+
+def templates_root() -> Path:
+    """The packaged templates folder (bot/templates → top-level templates/)."""
+    return Path(str(files("bot") / "templates"))
+
+
+# --- filters -------------------------------------------------------------------------------
+
+
+def _defined(value: Any) -> None:
+    """Filters format numbers: make an undefined input fail as undefined, not as a TypeError."""
+    if isinstance(value, jinja2.Undefined):
+        value._fail_with_undefined_error()
+
+
+def _duration(seconds: float | None, lang: str) -> str:
+    _defined(seconds)
+    if seconds is None:
+        return "?"
+    total_min = int(round(seconds / 60.0))
+    if seconds < 90:
+        return f"{int(round(seconds))} s" if lang == "en" else f"{int(round(seconds))}초"
+    hours, minutes = divmod(total_min, 60)
+    days, hours = divmod(hours, 24)
+    if lang == "ko":
+        parts = [f"{days}일" if days else "", f"{hours}시간" if hours else "",
+                 f"{minutes}분" if minutes or not (days or hours) else ""]
+        return " ".join(p for p in parts if p)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min"
+
+
+def _num(value: float | int | None, digits: int = 0) -> str:
+    _defined(value)
+    if value is None:
+        return "?"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return f"{value:,.{digits}f}"
+
+
+def mrkdwn_escape(text: str) -> str:
+    """Slack's three control characters (https://docs.slack.dev/messaging/formatting)."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def code_block(lines: Any) -> str:
+    """Evidence lines `(line_no, text)` as a mrkdwn code block, numbered and escaped."""
+    rows = []
+    for item in lines:
+        line_no, text = item if isinstance(item, list | tuple) else (None, item)
+        text = mrkdwn_escape(str(text)).replace("```", "ˋˋˋ")
+        rows.append(f"{line_no:>6} │ {text}" if line_no is not None else text)
+    return "```\n" + ("\n".join(rows) if rows else " ") + "\n```"
+
+
+def _utc_hm(epoch: float | None) -> str:
+    _defined(epoch)
+    if epoch is None:
+        return "?"
+    if epoch < 1e9:  # seconds since the log's first midnight: a clock time without a date
+        h, rem = divmod(int(epoch) % 86400, 3600)
+        return f"{h:02d}:{rem // 60:02d}"
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%H:%M UTC")
+
+
+@lru_cache(maxsize=32)
+def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
+    search = []
+    if override_dir:
+        search.append(str(Path(override_dir) / lang))
+    search.append(str(templates_root() / lang))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # JSON, not HTML: values are escaped by `tojson`
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
+    env.filters["duration"] = lambda s: _duration(s, lang)
+    env.filters["num"] = _num
+    env.filters["esc"] = mrkdwn_escape
+    env.filters["code_block"] = code_block
+    env.filters["utc_hm"] = _utc_hm
+    return env
+
+
+def render_template(name: str, lang: str, view: Any, *, override_dir: str | Path | None = None
+                    ) -> dict[str, Any]:
+    """The template's raw output, parsed: {"text": …, "blocks": […]} (untrimmed)."""
+    if lang not in LANGS:
+        raise RenderError(f"language {lang!r} is not supported: use one of {', '.join(LANGS)}")
+    context = view.to_view() if hasattr(view, "to_view") else dict(view)
+    env = _environment(lang, str(override_dir) if override_dir else None)
+    filename = f"{name}.json.j2"
+    try:
+        template = env.get_template(filename)
+        raw = template.render(**context)
+    except jinja2.TemplateNotFound:
+        raise RenderError(f"no template {lang}/{filename} in {templates_root()}"
+                          + (f" or {override_dir}" if override_dir else "")) from None
+    except jinja2.UndefinedError as exc:
+        raise RenderError(f"template {lang}/{filename}: {exc.message}") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise RenderError(f"template {exc.filename or filename} line {exc.lineno}: "
+                          f"{exc.message}") from None
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise RenderError(f"template {lang}/{filename} did not produce JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("blocks"), list) \
+            or not isinstance(data.get("text"), str):
+        raise RenderError(f"template {lang}/{filename} must produce "
+                          '{"text": "...", "blocks": [...]}')
+    return data
+
+
+def render_blocks(
+    template_name: str,
+    lang: str,
+    view: Any,
+    *,
+    override_dir: str | Path | None = None,
+    max_blocks_json: int = MAX_BLOCKS_JSON,
+) -> tuple[list[dict[str, Any]], str]:
+    """Render, parse and trim a message: returns (blocks, fallback_text)."""
+    data = render_template(template_name, lang, view, override_dir=override_dir)
+    blocks = trim_blocks(data["blocks"], lang=lang, max_json=max_blocks_json)
+    text = data["text"]
+    if len(text) > MAX_FALLBACK_TEXT:
+        text = text[: MAX_FALLBACK_TEXT - 1] + "…"
+    return blocks, text
+
+
+# --- trimming ------------------------------------------------------------------------------
+
+
+class _Cuts:
+    def __init__(self) -> None:
+        self.lines = self.chars = self.blocks = self.fields = self.buttons = 0
+
+    def any(self) -> bool:
+        return bool(self.lines or self.chars or self.blocks or self.fields or self.buttons)
+
+
+def _cut_text(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
+    if len(text) <= limit:
+        return text
+    fence = text.find("```")
+    if fence >= 0 and text.endswith("```") and len(text) - fence > 6 and fence < limit // 2:
+        # "*Evidence*\n```…```": keep the heading, cut lines inside the code block.
+        return text[:fence] + _cut_code(text[fence:], limit - fence, cuts, marker)
+    cuts.chars += len(text) - (limit - 1)
+    return text[: limit - 1] + "…"
+
+
+def _cut_code(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
+    """Keep the first and (more of) the last lines of a code block: the failure is at the end."""
+    body = text[3:-3].strip("\n").split("\n")
+    n = len(body)
+    head: list[str] = []
+    tail: list[str] = []
+    budget = limit - 3 - 3 - 2 - len(marker.format(n=n)) - 2
+    i, j = 0, n - 1
+    used = 0
+    turn = 0
+    while i <= j:
+        take_tail = turn % 3 != 0  # two tail lines for every head line
+        line = body[j] if take_tail else body[i]
+        line = line if len(line) <= 300 else line[:299] + "…"
+        if used + len(line) + 1 > budget:
+            break
+        used += len(line) + 1
+        if take_tail:
+            tail.insert(0, line)
+            j -= 1
+        else:
+            head.append(line)
+            i += 1
+        turn += 1
+    dropped = n - len(head) - len(tail)
+    if dropped <= 0 and used <= budget:
+        return text
+    cuts.lines += dropped
+    middle = [marker.format(n=dropped)] if dropped > 0 else []
+    return "```\n" + "\n".join(head + middle + tail) + "\n```"
+
+
+def _trim_block(block: dict[str, Any], cuts: _Cuts, marker: str, section_limit: int) -> None:
+    kind = block.get("type")
+    if kind == "header":
+        t = block.get("text", {})
+        if isinstance(t.get("text"), str):
+            t["text"] = _cut_text(t["text"], MAX_HEADER_TEXT, cuts, marker)
+    elif kind == "section":
+        t = block.get("text")
+        if isinstance(t, dict) and isinstance(t.get("text"), str):
+            t["text"] = _cut_text(t["text"], section_limit, cuts, marker)
+        fields = block.get("fields")
+        if isinstance(fields, list):
+            if len(fields) > MAX_FIELDS:
+                cuts.fields += len(fields) - MAX_FIELDS
+                del fields[MAX_FIELDS:]
+            for f in fields:
+                if isinstance(f.get("text"), str):
+                    f["text"] = _cut_text(f["text"], min(MAX_FIELD_TEXT, section_limit), cuts,
+                                          marker)
+    elif kind == "context":
+        els = block.get("elements", [])
+        if len(els) > MAX_CONTEXT_ELEMENTS:
+            cuts.fields += len(els) - MAX_CONTEXT_ELEMENTS
+            del els[MAX_CONTEXT_ELEMENTS:]
+        for el in els:
+            if isinstance(el.get("text"), str):
+                el["text"] = _cut_text(el["text"], section_limit, cuts, marker)
+    elif kind == "actions":
+        els = block.get("elements", [])
+        keep = [el for el in els if len(str(el.get("value", ""))) <= MAX_BUTTON_VALUE]
+        cuts.buttons += len(els) - len(keep)
+        if len(keep) > MAX_ACTIONS_ELEMENTS:
+            cuts.buttons += len(keep) - MAX_ACTIONS_ELEMENTS
+            keep = keep[:MAX_ACTIONS_ELEMENTS]
+        for el in keep:
+            t = el.get("text")
+            if isinstance(t, dict) and isinstance(t.get("text"), str):
+                t["text"] = _cut_text(t["text"], MAX_BUTTON_TEXT, cuts, marker)
+        block["elements"] = keep
+
+
+def _size(blocks: list[dict[str, Any]]) -> int:
+    return len(json.dumps(blocks, ensure_ascii=False))
+
+
+def _note_block(cuts: _Cuts, lang: str) -> dict[str, Any]:
+    notes = _NOTES.get(lang, _NOTES["en"])
+    parts = [notes[k].format(n=getattr(cuts, k))
+             for k in ("lines", "chars", "blocks", "fields", "buttons") if getattr(cuts, k)]
+    text = f"{notes['prefix']} {', '.join(parts)}. {notes['suffix']}"
+    return {"type": "context", "block_id": "trainbot_trimmed",
+            "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _fit(original: list[dict[str, Any]], lang: str, section_limit: int, max_json: int
+         ) -> tuple[list[dict[str, Any]], _Cuts]:
+    blocks = [b for b in copy.deepcopy(original) if isinstance(b, dict)]
+    cuts = _Cuts()
+    marker = _NOTES.get(lang, _NOTES["en"])["cut_marker"]
+    for b in blocks:
+        _trim_block(b, cuts, marker, section_limit)
+    blocks = [b for b in blocks if not (b.get("type") == "actions" and not b.get("elements"))]
+
+    def droppable() -> list[int]:
+        body = [i for i, b in enumerate(blocks)
+                if i > 0 and b.get("type") not in ("actions", "header")]
+        # Only when nothing else is left: extra headers/actions blocks, never the first block.
+        return body or list(range(1, len(blocks)))
+
+    while len(blocks) > MAX_BLOCKS - 1:  # one slot for the note
+        candidates = droppable()
+        if not candidates:
+            break
+        # Drop from the end of the body, keeping its last block (often the summary line).
+        del blocks[candidates[-2] if len(candidates) > 1 else candidates[-1]]
+        cuts.blocks += 1
+    if section_limit <= _SECTION_STEPS[-1]:
+        while _size(blocks) + _NOTE_ROOM > max_json:
+            candidates = droppable()
+            if not candidates:
+                break
+            del blocks[candidates[-1]]
+            cuts.blocks += 1
+    return blocks, cuts
+
+
+_SECTION_STEPS = (MAX_SECTION_TEXT, 2400, 1800, 1200, 800, 500, 300)
+_NOTE_ROOM = 400
+
+
+def trim_blocks(blocks: list[dict[str, Any]], *, lang: str = "en",
+                max_json: int = MAX_BLOCKS_JSON) -> list[dict[str, Any]]:
+    """Fit `blocks` into Slack's limits; adds a context note saying what was cut.
+
+    Long section texts (evidence code blocks keep their first and last lines) are cut to
+    3000 characters, then shorter until the payload fits `max_json`; as a last resort body
+    blocks are dropped. Buttons (actions blocks), the header and the first block stay.
+    """
+    for limit in _SECTION_STEPS:
+        fitted, cuts = _fit(blocks, lang, limit, max_json)
+        if _size(fitted) + _NOTE_ROOM <= max_json:
+            break
+    if cuts.any():
+        note = _note_block(cuts, lang)
+        actions_at = next((i for i, b in enumerate(fitted) if b.get("type") == "actions"), None)
+        if actions_at is None:
+            fitted.append(note)
+        else:
+            fitted.insert(actions_at, note)
+    return fitted
+
+
+# --- text rendering (message.txt, console sink) ---------------------------------------------
+
+
+_BOLD = re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])")
+
+
+def _plain(text: str) -> str:
+    """mrkdwn → plain text: bold markers dropped outside code blocks, entities decoded."""
+    parts = text.split("```")
+    for i in range(0, len(parts), 2):  # even parts are outside code fences
+        parts[i] = _BOLD.sub(r"\1", parts[i])
+    text = "```".join(parts)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def blocks_to_text(blocks: list[dict[str, Any]], fallback: str = "") -> str:
+    """A readable plain-text rendering of Block Kit blocks (for terminals and message.txt)."""
+    out: list[str] = []
+    for b in blocks:
+        kind = b.get("type")
+        if kind == "header":
+            title = b["text"]["text"]
+            out += [title, "=" * min(len(title) + 2, 80)]
+        elif kind == "section":
+            if isinstance(b.get("text"), dict):
+                out.append(_plain(b["text"]["text"]))
+            if b.get("fields"):
+                for f in b["fields"]:
+                    label, _, value = _plain(f["text"]).partition("\n")
+                    out.append(f"  {label.strip('*')}: {value}")
+            out.append("")
+        elif kind == "context":
+            out.append("  " + " ".join(_plain(e.get("text", "")) for e in b.get("elements", [])))
+            out.append("")
+        elif kind == "actions":
+            out.append("  ".join(f"[ {e['text']['text']} ]" for e in b.get("elements", [])
+                                 if isinstance(e.get("text"), dict)))
+            out.append("")
+        elif kind == "divider":
+            out.append("-" * 60)
+    text = "\n".join(out).rstrip() + "\n"
+    return text if blocks else fallback + "\n"

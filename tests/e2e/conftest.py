@@ -1,0 +1,59 @@
+"""Fixtures for end-to-end tests against the Slack Web API stand-in (tests/slack_standin.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slack_sdk import WebClient
+from slack_standin import SlackStandIn
+
+from bot.slack.poster import SlackPoster
+from bot.slack.retry import make_client
+from bot.store import Store
+
+CHANNEL = "C0TRAINRUNS"
+
+
+class FakeSleep:
+    """Records the waits instead of sleeping, so retry tests are fast and can assert them."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with SlackStandIn() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_sleep() -> FakeSleep:
+    return FakeSleep()
+
+
+@pytest.fixture
+def slack_client(slack: SlackStandIn, fake_sleep: FakeSleep) -> WebClient:
+    return make_client(slack.token, base_url=slack.api_url, sleep=fake_sleep, timeout=10)
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'trainbot.db'}"
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = Store.open(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def poster(slack_client: WebClient, store: Store, fake_sleep: FakeSleep) -> SlackPoster:
+    return SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: 1_732_871_000.0)

@@ -1,0 +1,154 @@
+"""A run chain's whole thread through the real templates, charts and poster, against the
+Slack stand-in: one root, the right replies and uploads, under faults and at Slack's limits."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CHANNEL
+from slack_standin import SlackStandIn
+
+from bot.charts import progress_chart, rss_chart
+from bot.core.incident import (
+    AttemptSummary,
+    build_incident,
+    build_resolution,
+    build_root,
+    build_warning,
+)
+from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence, UpstreamCause
+from bot.slack.poster import SlackPoster
+from bot.slack.render import render_blocks
+
+GIB = 1024**3
+T0 = 1_747_239_000.0
+
+
+def nccl_diagnosis(evidence_lines: int = 3) -> Diagnosis:
+    return Diagnosis(
+        class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True, charges_budget=True,
+        hint="Resume from the last complete checkpoint.",
+        evidence=tuple(Evidence(2400 + i, f"[rank3]: Watchdog caught collective operation "
+                                          f"timeout: WorkNCCL(SeqNum={i}, OpType=ALLGATHER)")
+                       for i in range(evidence_lines)),
+        metrics=DiagnosisMetrics(last_iter=3470, target_iter=8000, sec_per_iter=4.5,
+                                 stall_seconds=1800),
+        upstream=UpstreamCause("hang", started_at=T0, last_iter=3470,
+                               seconds_before_failure=1800),
+    )
+
+
+def run_chain(poster: SlackPoster, store, lang: str = "en", evidence_lines: int = 3) -> int:
+    """What the watcher does for the 88154 story, through the poster."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
+    attempts = [AttemptSummary("88154", "RUNNING", 3470, 1000)]
+    root = build_root(recipe="mix", attempts=attempts, target_iter=8000)
+    poster.post_root(chain, CHANNEL, *render_blocks("root", lang, root))
+    warn = build_warning(kind="stall", recipe="mix", job_id="88154", last_iter=3470,
+                         now=T0 + 360, stalled_since=T0, sec_per_iter=4.5,
+                         last_checkpoint_iter=3000)
+    poster.post_reply(chain, "warning:88154:stall", *render_blocks("warning", lang, warn))
+    inc = build_incident(nccl_diagnosis(evidence_lines), recipe="mix", job_id="88154",
+                         last_checkpoint_iter=3000, now=T0 + 1800, title="NCCL timeout")
+    poster.post_reply(chain, "incident:88154", *render_blocks("incident", lang, inc))
+    progress = progress_chart([("88154", [(T0 - 4.5 * k, 3470 - k) for k in range(0, 2470, 10)])],
+                              stalls=[(T0, T0 + 1800)], failures=[(T0 + 1800, "NCCL")])
+    poster.upload_chart(chain, "chart:88154:progress", progress, "progress.png",
+                        "Progress · job 88154")
+    rss = rss_chart([(i, 45 * GIB) for i in range(1000, 3471, 50)], mem_limit_bytes=950 * GIB)
+    poster.upload_chart(chain, "chart:88154:rss", rss, "rss.png", "Host RSS · job 88154")
+    attempts = [AttemptSummary("88154", "FAILED", 3470, 1000, "nccl_timeout"),
+                AttemptSummary("88887", "RUNNING", 3000, 3000)]
+    root = build_root(recipe="mix", attempts=attempts, target_iter=8000, retries_used=1)
+    poster.update_root(chain, *render_blocks("root", lang, root))
+    res = build_resolution(recipe="mix", old_job_id="88154", new_job_id="88887",
+                           from_iter=3000, lost_iters=470, lost_seconds=3900, actor="U0ONCALL")
+    poster.post_reply(chain, "resolution:88887", *render_blocks("resolution", lang, res))
+    return chain
+
+
+def thread_summary(slack: SlackStandIn) -> list:
+    roots = slack.root_messages(CHANNEL)
+    return [(r["text"], [(m.get("text"), [f["title"] for f in m.get("files", [])])
+                         for m in slack.replies(CHANNEL, r["ts"])]) for r in roots]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_chain_posts_one_root_the_replies_and_the_charts(slack, poster, store, lang):
+    run_chain(poster, store, lang)
+    [(root_text, replies)] = thread_summary(slack)
+    assert "88887" in root_text  # updated in place to the resumed job
+    texts = [t for t, files in replies if not files]
+    assert len(texts) == 3 and "88154" in texts[0] and "88887" in texts[2]
+    assert [files for _, files in replies if files] == [["Progress · job 88154"],
+                                                        ["Host RSS · job 88154"]]
+    root_ts = slack.root_messages(CHANNEL)[0]["ts"]
+    posts = slack.ok_calls("chat.postMessage")
+    assert posts[0].params.get("thread_ts") is None
+    assert all(p.params["thread_ts"] == root_ts for p in posts[1:])
+    assert len(slack.ok_calls("chat.update")) == 1
+    uploads = slack.ok_calls("upload")
+    assert len(uploads) == 2 and all(u.body.startswith(b"\x89PNG") for u in uploads)
+
+
+def test_faults_everywhere_give_the_same_thread(slack, poster, store):
+    for method in ("chat.postMessage", "files.getUploadURLExternal",
+                   "files.completeUploadExternal", "chat.update"):
+        slack.fail_next(method, status=429, retry_after=1)
+    slack.fail_next("chat.postMessage", status=500, count=2)
+    slack.fail_next("chat.postMessage", status=503, after_processing=True, count=1)
+    slack.fail_next("upload", status=500)
+    run_chain(poster, store)
+    with SlackStandIn() as clean:
+        from bot.slack.retry import make_client
+        from bot.store import Store
+
+        other = Store.open("sqlite://")
+        run_chain(SlackPoster(make_client(clean.token, base_url=clean.api_url), other), other)
+        expected = thread_summary(clean)
+    assert thread_summary(slack) == expected
+
+
+def test_rerunning_the_chain_after_a_restart_posts_nothing_new(slack, slack_client, store,
+                                                               fake_sleep):
+    run_chain(SlackPoster(slack_client, store, sleep=fake_sleep), store)
+    before = len(slack.requests)
+    # A new process with the same store replays the same keys (chain id 1 again).
+    restarted = SlackPoster(slack_client, store, sleep=fake_sleep)
+    chain = 1
+    root = build_root(recipe="mix", target_iter=8000, retries_used=1, attempts=[
+        AttemptSummary("88154", "FAILED", 3470, 1000, "nccl_timeout"),
+        AttemptSummary("88887", "RUNNING", 3000, 3000)])
+    restarted.post_root(chain, CHANNEL, *render_blocks("root", "en", root))
+    restarted.update_root(chain, *render_blocks("root", "en", root))  # unchanged: no call
+    res = build_resolution(recipe="mix", old_job_id="88154", new_job_id="88887",
+                           from_iter=3000, lost_iters=470, lost_seconds=3900, actor="U0ONCALL")
+    restarted.post_reply(chain, "resolution:88887", *render_blocks("resolution", "en", res))
+    restarted.upload_chart(chain, "chart:88154:rss", b"png", "rss.png", "Host RSS · job 88154")
+    assert len(slack.requests) == before
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_5000_line_evidence_still_posts(slack, poster, store, lang):
+    run_chain(poster, store, lang, evidence_lines=5000)
+    incident = slack.ok_calls("chat.postMessage")[2]
+    assert "incident" in str(incident.params["metadata"])
+    blocks = incident.params["blocks"]
+    evidence = next(b for b in blocks if b.get("block_id") == "evidence")["text"]["text"]
+    assert "SeqNum=4999" in evidence
+    assert any(b.get("block_id") == "trainbot_trimmed" for b in blocks)
+    assert blocks[-1]["type"] == "actions"
+
+
+def test_two_chains_get_two_threads(slack, poster, store):
+    a = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
+    b = store.chains.create(recipe="succ", cluster="dev", job_name="succ", now=T0).id
+    for chain, recipe in ((a, "mix"), (b, "succ")):
+        root = build_root(recipe=recipe, target_iter=100,
+                          attempts=[AttemptSummary(str(chain), "RUNNING", 1)])
+        poster.post_root(chain, CHANNEL, *render_blocks("root", "en", root))
+    poster.post_reply(b, "note:b", [{"type": "section", "text": {"type": "mrkdwn",
+                                                                 "text": "for succ"}}], "succ")
+    roots = slack.root_messages(CHANNEL)
+    assert len(roots) == 2
+    assert slack.replies(CHANNEL, roots[0]["ts"]) == []
+    assert [m["text"] for m in slack.replies(CHANNEL, roots[1]["ts"])] == ["succ"]

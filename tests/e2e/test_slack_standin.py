@@ -1,0 +1,150 @@
+"""The stand-in answers like Slack's Web API: the SDK talks to it unchanged, and it rejects
+what Slack rejects (so tests that pass against it do not pass by accident)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import CHANNEL
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+
+def sec(text: str) -> dict:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def button(text: str = "Go", value: str = "v", action_id: str = "go") -> dict:
+    return {"type": "button", "text": {"type": "plain_text", "text": text}, "value": value,
+            "action_id": action_id}
+
+
+@pytest.fixture
+def client(slack) -> WebClient:
+    return WebClient(token=slack.token, base_url=slack.api_url, retry_handlers=[])
+
+
+def error_of(client: WebClient, **kwargs) -> str:
+    with pytest.raises(SlackApiError) as exc:
+        client.chat_postMessage(channel=CHANNEL, text="t", **kwargs)
+    return exc.value.response["error"]
+
+
+@pytest.mark.parametrize("blocks", [
+    [sec("x")] * 51,
+    [sec("x" * 3001)],
+    [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}],
+    [{"type": "header", "text": {"type": "mrkdwn", "text": "h"}}],
+    [{"type": "actions", "elements": [button("b" * 76)]}],
+    [{"type": "actions", "elements": [button(value="v" * 2001)]}],
+    [{"type": "actions", "elements": [button(action_id="a" * 256)]}],
+    [{"type": "actions", "elements": [button(action_id=f"a{i}") for i in range(26)]}],
+    [{"type": "actions", "elements": [button(), button()]}],  # duplicate action_id
+    [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}],
+    [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f" * 2001}]}],
+    [{"type": "section", "block_id": "b" * 256, "text": {"type": "mrkdwn", "text": "x"}}],
+    [sec("a") | {"block_id": "same"}, sec("b") | {"block_id": "same"}],
+    [{"type": "sectoin", "text": {"type": "mrkdwn", "text": "x"}}],
+    [{"type": "section"}],
+    [{"type": "section", "text": {"type": "mrkdwn", "text": ""}}],
+], ids=["51-blocks", "section-3001", "header-151", "header-mrkdwn", "button-text-76",
+        "button-value-2001", "action-id-256", "26-elements", "dup-action-id", "11-fields",
+        "field-2001", "block-id-256", "dup-block-id", "bad-type", "no-text", "empty-text"])
+def test_invalid_blocks_are_rejected(client, blocks):
+    assert error_of(client, blocks=blocks) == "invalid_blocks"
+
+
+def test_limits_themselves_are_accepted(client, slack):
+    blocks = [{"type": "header", "text": {"type": "plain_text", "text": "h" * 150}},
+              sec("x" * 2900),
+              {"type": "actions", "elements": [button("b" * 75, "v", f"a{i}")
+                                               for i in range(25)]}]
+    blocks += [{"type": "divider"}] * 47
+    assert len(blocks) == 50
+    assert client.chat_postMessage(channel=CHANNEL, text="t", blocks=blocks)["ok"]
+
+
+def test_too_long_payload_is_rejected_as_slack_does(client):
+    assert error_of(client, blocks=[sec("x" * 2900)] * 5) == "msg_blocks_too_long"
+
+
+def test_thread_and_update_targets_must_exist(client, slack):
+    assert error_of(client, thread_ts="1732871234.000100") == "thread_not_found"
+    root = client.chat_postMessage(channel=CHANNEL, text="root")
+    assert root["ts"].count(".") == 1 and len(root["ts"].split(".")[1]) == 6
+    reply = client.chat_postMessage(channel=CHANNEL, text="r", thread_ts=root["ts"])
+    # Replying to a reply is not a thread root.
+    assert error_of(client, thread_ts=reply["ts"]) == "thread_not_found"
+    with pytest.raises(SlackApiError) as exc:
+        client.chat_update(channel=CHANNEL, ts="1.000001", text="x")
+    assert exc.value.response["error"] == "message_not_found"
+    assert client.chat_update(channel=CHANNEL, ts=root["ts"], text="new")["ok"]
+    assert slack.root_messages(CHANNEL)[0]["text"] == "new"
+    with pytest.raises(SlackApiError) as exc:
+        client.chat_postMessage(channel="not-a-channel", text="x")
+    assert exc.value.response["error"] == "channel_not_found"
+
+
+def test_auth_errors(slack):
+    with pytest.raises(SlackApiError) as exc:
+        WebClient(token="xoxb-nope", base_url=slack.api_url).chat_postMessage(
+            channel=CHANNEL, text="x")
+    assert exc.value.response["error"] == "invalid_auth"
+    with pytest.raises(SlackApiError) as exc:
+        WebClient(base_url=slack.api_url).auth_test()
+    assert exc.value.response["error"] == "not_authed"
+    assert slack.root_messages(CHANNEL) == []
+
+
+def test_injected_429_and_500(client, slack):
+    slack.fail_next("chat.postMessage", status=429, retry_after=30)
+    with pytest.raises(SlackApiError) as exc:
+        client.chat_postMessage(channel=CHANNEL, text="x")
+    assert exc.value.response.status_code == 429
+    assert exc.value.response.headers["Retry-After"] == "30"
+    slack.fail_next("chat.postMessage", status=500, count=2)
+    for _ in range(2):
+        with pytest.raises(SlackApiError):
+            client.chat_postMessage(channel=CHANNEL, text="x")
+    assert client.chat_postMessage(channel=CHANNEL, text="x")["ok"]
+    assert len(slack.root_messages(CHANNEL)) == 1
+    assert [r.status for r in slack.calls("chat.postMessage")] == [429, 500, 500, 200]
+
+
+def test_files_upload_v2_three_steps_into_a_thread(client, slack):
+    root = client.chat_postMessage(channel=CHANNEL, text="root")
+    resp = client.files_upload_v2(channel=CHANNEL, thread_ts=root["ts"], content=b"\x89PNG..",
+                                  filename="rss.png", title="RSS", initial_comment="chart")
+    assert resp["file"]["title"] == "RSS"
+    get_url = slack.calls("files.getUploadURLExternal")[0]
+    assert get_url.params["filename"] == "rss.png" and get_url.params["length"] == "6"
+    assert slack.calls("upload")[0].body == b"\x89PNG.."
+    complete = slack.calls("files.completeUploadExternal")[0].params
+    assert complete["channel_id"] == CHANNEL and complete["thread_ts"] == root["ts"]
+    [reply] = slack.replies(CHANNEL, root["ts"])
+    assert reply["files"][0]["id"] == resp["file"]["id"] and reply["text"] == "chart"
+
+
+def test_complete_without_upload_or_with_unknown_thread_fails(client, slack):
+    url = client.files_getUploadURLExternal(filename="a.png", length=3)
+    with pytest.raises(SlackApiError) as exc:
+        client.files_completeUploadExternal(files=[{"id": url["file_id"], "title": "a"}],
+                                            channel_id=CHANNEL)
+    assert exc.value.response["error"] == "file_upload_not_complete"
+    with pytest.raises(SlackApiError) as exc:
+        client.files_upload_v2(channel=CHANNEL, thread_ts="1.000001", content=b"abc",
+                               filename="a.png", title="a")
+    assert exc.value.response["error"] == "thread_not_found"
+
+
+def test_metadata_is_returned_only_when_asked(client):
+    client.chat_postMessage(channel=CHANNEL, text="x",
+                            metadata={"event_type": "trainbot_post",
+                                      "event_payload": {"key": "k"}})
+    plain = client.conversations_history(channel=CHANNEL)["messages"][0]
+    assert "metadata" not in plain
+    full = client.conversations_history(channel=CHANNEL, include_all_metadata=True)
+    assert full["messages"][0]["metadata"]["event_payload"] == {"key": "k"}
+
+
+def test_ephemeral_needs_a_user(client):
+    assert client.chat_postEphemeral(channel=CHANNEL, user="U1", text="x")["ok"]

@@ -1,0 +1,591 @@
+"""A local stand-in for Slack's Web API that `slack_sdk.WebClient(base_url=...)` talks to.
+
+Modelled on bolt-python's tests/mock_web_api_server, but it *validates* like Slack: bad token,
+Block Kit limits, unknown thread_ts / message ts, the three-step files_upload_v2 flow (the
+upload URL it hands out points at itself). It records every request for assertions and can be
+told to answer 429 (with Retry-After) or 5xx for the next K calls of a method.
+
+    with SlackStandIn() as slack:
+        client = WebClient(token=slack.token, base_url=slack.api_url)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+# Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks) and the ~13k payload cap
+# reported for chat.postMessage (`msg_blocks_too_long`).
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_HEADER_TEXT = 150
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2000
+MAX_URL = 3000
+MAX_ID = 255
+MAX_ACTIONS_ELEMENTS = 25
+MAX_CONTEXT_ELEMENTS = 10
+MAX_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_MARKDOWN_BLOCK = 12000
+MAX_BLOCKS_JSON_CHARS = 13000
+MAX_TEXT = 40000
+
+BLOCK_TYPES = {
+    "section", "header", "divider", "context", "actions", "image", "rich_text", "markdown",
+    "input", "video", "file",
+}
+_CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+
+
+@dataclass
+class Recorded:
+    """One request the stand-in received and what it answered."""
+
+    method: str
+    params: dict[str, Any]  # query string + form body (+ JSON body keys), merged
+    json: dict[str, Any] | None
+    status: int
+    response: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+@dataclass
+class _Fault:
+    status: int
+    remaining: int
+    retry_after: int | None
+    after_processing: bool
+
+
+def validate_blocks(blocks: Any) -> list[str]:
+    """Slack-style error messages for a blocks array ([] when valid)."""
+    errors: list[str] = []
+    if not isinstance(blocks, list):
+        return ["[ERROR] must be an array [json-pointer:/blocks]"]
+    if len(blocks) > MAX_BLOCKS:
+        errors.append(f"[ERROR] no more than {MAX_BLOCKS} items allowed [json-pointer:/blocks]")
+    block_ids: set[str] = set()
+    for i, block in enumerate(blocks):
+        p = f"/blocks/{i}"
+        if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
+            errors.append(f"[ERROR] invalid block type [json-pointer:{p}/type]")
+            continue
+        bid = block.get("block_id")
+        if bid is not None:
+            if not isinstance(bid, str) or not bid or len(bid) > MAX_ID:
+                errors.append(f"[ERROR] must be 1..{MAX_ID} characters [json-pointer:{p}/block_id]")
+            elif bid in block_ids:
+                errors.append(f"[ERROR] duplicate block_id [json-pointer:{p}/block_id]")
+            else:
+                block_ids.add(bid)
+        errors.extend(_validate_block(block, p))
+    return errors
+
+
+def _text_obj(obj: Any, p: str, *, limit: int, plain_only: bool = False) -> list[str]:
+    if not isinstance(obj, dict) or obj.get("type") not in ("plain_text", "mrkdwn"):
+        return [f"[ERROR] must be a text object [json-pointer:{p}]"]
+    if plain_only and obj["type"] != "plain_text":
+        return [f"[ERROR] must be plain_text [json-pointer:{p}/type]"]
+    text = obj.get("text")
+    if not isinstance(text, str) or not text:
+        return [f"[ERROR] must be a non-empty string [json-pointer:{p}/text]"]
+    if len(text) > limit:
+        return [f"[ERROR] must be less than {limit + 1} characters [json-pointer:{p}/text]"]
+    extra = set(obj) - {"type", "text", "emoji", "verbatim"}
+    if extra:
+        return [f"[ERROR] unknown field {sorted(extra)[0]} [json-pointer:{p}]"]
+    return []
+
+
+def _validate_element(el: Any, p: str) -> list[str]:
+    if not isinstance(el, dict) or "type" not in el:
+        return [f"[ERROR] must be an element [json-pointer:{p}]"]
+    errs: list[str] = []
+    aid = el.get("action_id")
+    if aid is not None and (not isinstance(aid, str) or not aid or len(aid) > MAX_ID):
+        errs.append(f"[ERROR] must be 1..{MAX_ID} characters [json-pointer:{p}/action_id]")
+    if el["type"] == "button":
+        errs += _text_obj(el.get("text"), f"{p}/text", limit=MAX_BUTTON_TEXT, plain_only=True)
+        value = el.get("value")
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_BUTTON_VALUE):
+            errs.append(f"[ERROR] must be less than {MAX_BUTTON_VALUE + 1} characters "
+                        f"[json-pointer:{p}/value]")
+        url = el.get("url")
+        if url is not None and (not isinstance(url, str) or len(url) > MAX_URL):
+            errs.append(f"[ERROR] must be less than {MAX_URL + 1} characters "
+                        f"[json-pointer:{p}/url]")
+        if el.get("style") not in (None, "primary", "danger"):
+            errs.append(f"[ERROR] must be primary or danger [json-pointer:{p}/style]")
+    return errs
+
+
+def _validate_block(block: dict[str, Any], p: str) -> list[str]:
+    kind = block["type"]
+    errs: list[str] = []
+    if kind == "section":
+        if "text" not in block and "fields" not in block:
+            errs.append(f"[ERROR] must provide text or fields [json-pointer:{p}]")
+        if "text" in block:
+            errs += _text_obj(block["text"], f"{p}/text", limit=MAX_SECTION_TEXT)
+        if "fields" in block:
+            fields = block["fields"]
+            if not isinstance(fields, list) or not fields or len(fields) > MAX_FIELDS:
+                errs.append(f"[ERROR] must be 1..{MAX_FIELDS} items [json-pointer:{p}/fields]")
+            else:
+                for j, f in enumerate(fields):
+                    errs += _text_obj(f, f"{p}/fields/{j}", limit=MAX_FIELD_TEXT)
+        if "accessory" in block:
+            errs += _validate_element(block["accessory"], f"{p}/accessory")
+    elif kind == "header":
+        errs += _text_obj(block.get("text"), f"{p}/text", limit=MAX_HEADER_TEXT, plain_only=True)
+    elif kind == "context":
+        els = block.get("elements")
+        if not isinstance(els, list) or not els or len(els) > MAX_CONTEXT_ELEMENTS:
+            errs.append(f"[ERROR] must be 1..{MAX_CONTEXT_ELEMENTS} items "
+                        f"[json-pointer:{p}/elements]")
+        else:
+            for j, el in enumerate(els):
+                if isinstance(el, dict) and el.get("type") == "image":
+                    continue
+                errs += _text_obj(el, f"{p}/elements/{j}", limit=MAX_SECTION_TEXT)
+    elif kind == "actions":
+        els = block.get("elements")
+        if not isinstance(els, list) or not els or len(els) > MAX_ACTIONS_ELEMENTS:
+            errs.append(f"[ERROR] must be 1..{MAX_ACTIONS_ELEMENTS} items "
+                        f"[json-pointer:{p}/elements]")
+        else:
+            seen: set[str] = set()
+            for j, el in enumerate(els):
+                errs += _validate_element(el, f"{p}/elements/{j}")
+                aid = el.get("action_id") if isinstance(el, dict) else None
+                if aid is not None and aid in seen:
+                    errs.append(f"[ERROR] duplicate action_id [json-pointer:{p}/elements/{j}]")
+                if aid is not None:
+                    seen.add(aid)
+    elif kind == "markdown":
+        text = block.get("text")
+        if not isinstance(text, str) or not text or len(text) > MAX_MARKDOWN_BLOCK:
+            errs.append(f"[ERROR] must be 1..{MAX_MARKDOWN_BLOCK} characters "
+                        f"[json-pointer:{p}/text]")
+    elif kind == "image":
+        if not (block.get("image_url") or block.get("slack_file")) or not block.get("alt_text"):
+            errs.append(f"[ERROR] image needs image_url/slack_file and alt_text [json-pointer:{p}]")
+    elif kind == "rich_text":
+        if not isinstance(block.get("elements"), list):
+            errs.append(f"[ERROR] must be an array [json-pointer:{p}/elements]")
+    elif kind == "divider":
+        if set(block) - {"type", "block_id"}:
+            errs.append(f"[ERROR] divider takes no fields [json-pointer:{p}]")
+    return errs
+
+
+class SlackStandIn:
+    """The stand-in server; start with `with SlackStandIn() as s:` or `start()`/`stop()`."""
+
+    def __init__(self, token: str = "xoxb-standin-token", *, team_id: str = "T0STANDIN"):
+        self.token = token
+        self.team_id = team_id
+        self.requests: list[Recorded] = []
+        # channel -> top-level messages in post order; each message dict carries "replies".
+        self.messages: dict[str, list[dict[str, Any]]] = {}
+        self.files: dict[str, dict[str, Any]] = {}
+        self._faults: dict[str, list[_Fault]] = {}
+        self._lock = threading.RLock()
+        self._ts_counter = itertools.count(1)
+        self._file_counter = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "SlackStandIn not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        """The `base_url` for WebClient."""
+        return self.url + "/api/"
+
+    def start(self) -> SlackStandIn:
+        standin = self
+
+        class Handler(_Handler):
+            owner = standin
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True, name="slack-standin")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> SlackStandIn:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- test controls ----------------------------------------------------------------------
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int = 429,
+        count: int = 1,
+        retry_after: int | None = None,
+        after_processing: bool = False,
+    ) -> None:
+        """Answer the next `count` calls of `method` with HTTP `status`.
+
+        429 carries `Retry-After: retry_after` (default 1). `after_processing=True` performs the
+        call (the message IS posted) and then answers the error: the ambiguous case a client
+        must reconcile instead of blindly re-posting.
+        """
+        if status == 429 and retry_after is None:
+            retry_after = 1
+        with self._lock:
+            self._faults.setdefault(method, []).append(
+                _Fault(status, count, retry_after, after_processing)
+            )
+
+    def calls(self, method: str) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.method == method]
+
+    def ok_calls(self, method: str) -> list[Recorded]:
+        return [r for r in self.calls(method) if r.status == 200 and r.response.get("ok")]
+
+    def root_messages(self, channel: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.messages.get(channel, []))
+
+    def replies(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        with self._lock:
+            root = self._find(channel, thread_ts)
+            return list(root["replies"]) if root else []
+
+    def all_messages(self) -> list[dict[str, Any]]:
+        with self._lock:
+            out = []
+            for msgs in self.messages.values():
+                for m in msgs:
+                    out.append(m)
+                    out.extend(m["replies"])
+            return out
+
+    # --- state helpers (called with the lock held) ------------------------------------------
+
+    def _next_ts(self) -> str:
+        n = next(self._ts_counter)
+        return f"{1732871234 + n}.{n * 100 % 1000000:06d}"
+
+    def _find(self, channel: str, ts: str) -> dict[str, Any] | None:
+        for m in self.messages.get(channel, []):
+            if m["ts"] == ts:
+                return m
+            for r in m["replies"]:
+                if r["ts"] == ts:
+                    return r
+        return None
+
+    def _take_fault(self, method: str) -> _Fault | None:
+        faults = self._faults.get(method)
+        if not faults:
+            return None
+        fault = faults[0]
+        fault.remaining -= 1
+        if fault.remaining <= 0:
+            faults.pop(0)
+        return fault
+
+    # --- API methods ------------------------------------------------------------------------
+
+    def handle(self, method: str, p: dict[str, Any]) -> dict[str, Any]:
+        fn = getattr(self, "_m_" + method.replace(".", "_"), None)
+        if fn is None:
+            return {"ok": False, "error": "unknown_method"}
+        return fn(p)
+
+    def _m_auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": "https://standin.slack.com/", "team": "Stand-in",
+                "user": "trainbot", "team_id": self.team_id, "user_id": "U0TRAINBOT",
+                "bot_id": "B0TRAINBOT"}
+
+    def _check_message(self, p: dict[str, Any], *, need_channel: bool = True) -> str | None:
+        channel = p.get("channel")
+        if need_channel and (not isinstance(channel, str) or not _CHANNEL_RE.match(channel)):
+            return "channel_not_found"
+        blocks = p.get("blocks")
+        text = p.get("text")
+        if blocks is None and not text and not p.get("attachments"):
+            return "no_text"
+        if isinstance(text, str) and len(text) > MAX_TEXT:
+            return "msg_too_long"
+        if blocks is not None:
+            if isinstance(blocks, str):
+                try:
+                    blocks = json.loads(blocks)
+                except ValueError:
+                    return "invalid_blocks_format"
+                p["blocks"] = blocks
+            if validate_blocks(blocks):
+                return "invalid_blocks"
+            if len(json.dumps(blocks, ensure_ascii=False)) > MAX_BLOCKS_JSON_CHARS:
+                return "msg_blocks_too_long"
+        return None
+
+    def _message(self, p: dict[str, Any], ts: str) -> dict[str, Any]:
+        msg: dict[str, Any] = {"type": "message", "user": "U0TRAINBOT", "bot_id": "B0TRAINBOT",
+                               "ts": ts, "text": p.get("text") or "", "replies": []}
+        if p.get("blocks") is not None:
+            msg["blocks"] = p["blocks"]
+        if p.get("metadata") is not None:
+            meta = p["metadata"]
+            msg["metadata"] = json.loads(meta) if isinstance(meta, str) else meta
+        return msg
+
+    def _public(self, msg: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in msg.items() if k != "replies"}
+        if msg.get("replies"):
+            out["reply_count"] = len(msg["replies"])
+        return out
+
+    def _m_chat_postMessage(self, p: dict[str, Any]) -> dict[str, Any]:
+        err = self._check_message(p)
+        if err:
+            return {"ok": False, "error": err}
+        channel = p["channel"]
+        thread_ts = p.get("thread_ts")
+        if thread_ts is not None:
+            root = next((m for m in self.messages.get(channel, []) if m["ts"] == thread_ts), None)
+            if root is None:
+                return {"ok": False, "error": "thread_not_found"}
+        ts = self._next_ts()
+        msg = self._message(p, ts)
+        if thread_ts is not None:
+            msg["thread_ts"] = thread_ts
+            root["replies"].append(msg)
+        else:
+            self.messages.setdefault(channel, []).append(msg)
+        return {"ok": True, "channel": channel, "ts": ts, "message": self._public(msg)}
+
+    def _m_chat_update(self, p: dict[str, Any]) -> dict[str, Any]:
+        err = self._check_message(p)
+        if err:
+            return {"ok": False, "error": err}
+        channel, ts = p["channel"], p.get("ts")
+        msg = self._find(channel, ts) if isinstance(ts, str) else None
+        if msg is None:
+            return {"ok": False, "error": "message_not_found"}
+        msg["text"] = p.get("text") or ""
+        if p.get("blocks") is not None:
+            msg["blocks"] = p["blocks"]
+        msg["edited"] = {"user": "U0TRAINBOT", "ts": self._next_ts()}
+        return {"ok": True, "channel": channel, "ts": ts, "text": msg["text"],
+                "message": self._public(msg)}
+
+    def _m_chat_postEphemeral(self, p: dict[str, Any]) -> dict[str, Any]:
+        err = self._check_message(p)
+        if err:
+            return {"ok": False, "error": err}
+        if not p.get("user"):
+            return {"ok": False, "error": "user_not_in_channel"}
+        return {"ok": True, "message_ts": self._next_ts()}
+
+    def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel = p.get("channel")
+        if not isinstance(channel, str) or not _CHANNEL_RE.match(channel):
+            return {"ok": False, "error": "channel_not_found"}
+        oldest = float(p.get("oldest") or 0)
+        limit = int(p.get("limit") or 100)
+        with_meta = str(p.get("include_all_metadata")) in ("1", "true", "True")
+        msgs = [self._public(m) for m in reversed(self.messages.get(channel, []))
+                if float(m["ts"]) >= oldest][:limit]
+        if not with_meta:
+            for m in msgs:
+                m.pop("metadata", None)
+        return {"ok": True, "messages": msgs, "has_more": False}
+
+    def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = p.get("channel"), p.get("ts")
+        root = next((m for m in self.messages.get(channel or "", []) if m["ts"] == ts), None)
+        if root is None:
+            return {"ok": False, "error": "thread_not_found"}
+        with_meta = str(p.get("include_all_metadata")) in ("1", "true", "True")
+        msgs = [self._public(root)] + [self._public(r) for r in root["replies"]]
+        if not with_meta:
+            for m in msgs:
+                m.pop("metadata", None)
+        return {"ok": True, "messages": msgs, "has_more": False}
+
+    def _m_files_getUploadURLExternal(self, p: dict[str, Any]) -> dict[str, Any]:
+        filename, length = p.get("filename"), p.get("length")
+        if not filename or length is None or not str(length).isdigit() or int(length) <= 0:
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"F0STANDIN{next(self._file_counter):04d}"
+        self.files[file_id] = {"id": file_id, "name": filename, "length": int(length),
+                               "alt_txt": p.get("alt_txt"), "data": None, "completed": False}
+        return {"ok": True, "upload_url": f"{self.url}/upload/v1/{file_id}", "file_id": file_id}
+
+    def _m_files_completeUploadExternal(self, p: dict[str, Any]) -> dict[str, Any]:
+        raw = p.get("files")
+        try:
+            items = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            return {"ok": False, "error": "invalid_arguments"}
+        if not isinstance(items, list) or not items:
+            return {"ok": False, "error": "invalid_arguments"}
+        for item in items:
+            f = self.files.get(item.get("id")) if isinstance(item, dict) else None
+            if f is None:
+                return {"ok": False, "error": "file_not_found"}
+            if f["data"] is None:
+                return {"ok": False, "error": "file_upload_not_complete"}  # step 2 skipped
+            if f["completed"]:
+                return {"ok": False, "error": "file_already_completed"}
+        channel, thread_ts = p.get("channel_id"), p.get("thread_ts")
+        if thread_ts and not channel:
+            return {"ok": False, "error": "invalid_arguments"}
+        root = None
+        if channel:
+            if not _CHANNEL_RE.match(channel):
+                return {"ok": False, "error": "channel_not_found"}
+            if thread_ts:
+                root = next((m for m in self.messages.get(channel, []) if m["ts"] == thread_ts),
+                            None)
+                if root is None:
+                    return {"ok": False, "error": "thread_not_found"}
+        out = []
+        for item in items:
+            f = self.files[item["id"]]
+            f.update(completed=True, title=item.get("title") or f["name"], channel=channel,
+                     thread_ts=thread_ts, initial_comment=p.get("initial_comment"))
+            out.append({"id": f["id"], "name": f["name"], "title": f["title"],
+                        "mimetype": "image/png" if f["name"].endswith(".png") else "text/plain",
+                        "size": len(f["data"]),
+                        "shares": {"public": {channel: [{"ts": thread_ts}]}} if channel else {}})
+        if channel:
+            ts = self._next_ts()
+            msg = {"type": "message", "subtype": "file_share", "ts": ts,
+                   "text": p.get("initial_comment") or "", "replies": [],
+                   "files": [{k: v for k, v in o.items() if k != "shares"} for o in out]}
+            if root is not None:
+                msg["thread_ts"] = thread_ts
+                root["replies"].append(msg)
+            else:
+                self.messages.setdefault(channel, []).append(msg)
+        return {"ok": True, "files": out}
+
+    def upload(self, file_id: str, data: bytes) -> tuple[int, str]:
+        f = self.files.get(file_id)
+        if f is None:
+            return 404, "unknown upload url"
+        if len(data) != f["length"]:
+            return 400, f"length mismatch: expected {f['length']}, got {len(data)}"
+        f["data"] = data
+        return 200, f"OK - {len(data)}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: SlackStandIn
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+        pass
+
+    def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        s = self.owner
+        parsed = urlparse(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        headers = {k: v for k, v in self.headers.items()}
+        if parsed.path.startswith("/upload/v1/"):
+            file_id = parsed.path.rsplit("/", 1)[-1]
+            with s._lock:
+                fault = s._take_fault("upload")
+                if fault is not None and not fault.after_processing:
+                    status, text = fault.status, "injected failure"
+                else:
+                    status, text = s.upload(file_id, body)
+                    if fault is not None:
+                        status, text = fault.status, "injected failure after upload"
+                s.requests.append(Recorded("upload", {"file_id": file_id}, None, status,
+                                           {"ok": status == 200, "text": text}, headers, body))
+            self._send(status, text.encode(), "text/plain", {})
+            return
+        if not parsed.path.startswith("/api/"):
+            self._send(404, b"not found", "text/plain", {})
+            return
+        method = parsed.path[len("/api/"):]
+        params: dict[str, Any] = {k: v[0] for k, v in parse_qs(parsed.query).items()}
+        json_body = None
+        ctype = self.headers.get("Content-Type", "")
+        if body:
+            if "json" in ctype:
+                try:
+                    json_body = json.loads(body)
+                except ValueError:
+                    json_body = None
+                if isinstance(json_body, dict):
+                    params.update(json_body)
+            else:
+                params.update({k: v[0] for k, v in parse_qs(body.decode("utf-8")).items()})
+        auth = self.headers.get("Authorization", "")
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else params.pop("token", None)
+        extra: dict[str, str] = {}
+        with s._lock:
+            fault = s._take_fault(method)
+            status = 200
+            if not token:
+                response: dict[str, Any] = {"ok": False, "error": "not_authed"}
+            elif token != s.token:
+                response = {"ok": False, "error": "invalid_auth"}
+            elif fault is not None and not fault.after_processing:
+                status, response = fault.status, {"ok": False, "error": "injected"}
+            else:
+                response = s.handle(method, params)
+                if fault is not None:
+                    status, response = fault.status, {"ok": False, "error": "injected"}
+            if fault is not None and fault.status == 429:
+                response = {"ok": False, "error": "ratelimited"}
+                extra["Retry-After"] = str(fault.retry_after)
+            s.requests.append(Recorded(method, params, json_body, status, response, headers, body))
+        self._send(status, json.dumps(response).encode(), "application/json; charset=utf-8",
+                   extra)

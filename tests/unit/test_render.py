@@ -1,0 +1,185 @@
+"""render_blocks: escaping, strict templates, site overrides and trimming to Slack's limits."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
+
+from bot.core.incident import build_incident, build_resolution
+from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence
+from bot.slack.render import (
+    RenderError,
+    blocks_to_text,
+    render_blocks,
+    templates_root,
+    trim_blocks,
+)
+
+
+def incident(evidence_lines: int = 2, text: str = "boom", **kw):
+    d = Diagnosis(
+        class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True, charges_budget=True,
+        hint=kw.pop("hint", "Resume from the last complete checkpoint."),
+        evidence=tuple(Evidence(i + 1, f"{text} {i}") for i in range(evidence_lines)),
+        metrics=DiagnosisMetrics(last_iter=3470, target_iter=8000, sec_per_iter=4.5),
+    )
+    return build_incident(d, recipe=kw.pop("recipe", "mix"), job_id="88154",
+                          last_checkpoint_iter=3000, now=0.0, title="NCCL timeout", **kw)
+
+
+def test_packaged_templates_exist_for_both_languages():
+    for lang in ("en", "ko"):
+        names = {p.name for p in (templates_root() / lang).glob("*.json.j2")}
+        assert {"root.json.j2", "incident.json.j2", "warning.json.j2",
+                "resolution.json.j2"} <= names
+
+
+def test_hostile_values_are_escaped_not_interpreted():
+    view = incident(text='"}]}, {"type": "divider"} <!channel> & ```',
+                    hint="<!here> `rm -rf` & co", recipe='mix"}')
+    blocks, text = render_blocks("incident", "en", view)
+    assert validate_blocks(blocks) == []
+    assert not any(b["type"] == "divider" for b in blocks)  # no JSON injection
+    dumped = json.dumps(blocks)
+    assert "<!channel>" not in dumped and "<!here>" not in dumped  # no mass mention
+    evidence = next(b for b in blocks if b.get("block_id") == "evidence")["text"]["text"]
+    assert "&lt;!channel&gt; &amp;" in evidence
+    assert evidence.count("```") == 2  # a backtick fence in a log line cannot close the block
+    assert 'mix"}' in text
+
+
+def test_strict_undefined_names_the_missing_value():
+    with pytest.raises(RenderError, match="resolution.json.j2"):
+        render_blocks("resolution", "en", {"recipe": "mix"})
+
+
+def test_unknown_language_and_template_are_clear_errors():
+    with pytest.raises(RenderError, match="language 'fr'"):
+        render_blocks("root", "fr", {})
+    with pytest.raises(RenderError, match="no template en/nope.json.j2"):
+        render_blocks("nope", "en", {})
+
+
+def test_site_override_wins_per_file(tmp_path: Path):
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en" / "resolution.json.j2").write_text(
+        '{"text": {{ ("back: " ~ new_job_id) | tojson }}, "blocks": []}')
+    view = build_resolution(recipe="mix", old_job_id="1", new_job_id="2", from_iter=3000)
+    assert render_blocks("resolution", "en", view, override_dir=tmp_path) == ([], "back: 2")
+    # Files the site did not override still come from the package.
+    blocks, _ = render_blocks("incident", "en", incident(), override_dir=tmp_path)
+    assert blocks[0]["type"] == "header"
+
+
+def test_override_that_is_not_json_is_refused(tmp_path: Path):
+    (tmp_path / "en").mkdir()
+    (tmp_path / "en" / "root.json.j2").write_text("{not json")
+    with pytest.raises(RenderError, match="did not produce JSON"):
+        render_blocks("root", "en", {}, override_dir=tmp_path)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_5000_evidence_lines_fit_and_say_what_was_cut(lang: str):
+    blocks, _ = render_blocks("incident", lang, incident(evidence_lines=5000))
+    assert validate_blocks(blocks) == []
+    assert len(json.dumps(blocks, ensure_ascii=False)) <= MAX_BLOCKS_JSON_CHARS
+    evidence = next(b for b in blocks if b.get("block_id") == "evidence")["text"]["text"]
+    assert "boom 4999" in evidence  # the end of the log (where the failure is) survives
+    assert "boom 0" in evidence
+    assert evidence.endswith("```")
+    note = next(b for b in blocks if b.get("block_id") == "trainbot_trimmed")
+    assert any(ch.isdigit() for ch in note["elements"][0]["text"])
+    # The buttons survive trimming.
+    assert blocks[-1]["type"] == "actions"
+    assert [e["action_id"] for e in blocks[-1]["elements"]] == ["trainbot_resubmit",
+                                                                 "trainbot_dismiss"]
+
+
+def test_trim_limits_headers_buttons_fields_and_block_count():
+    blocks = [{"type": "header", "text": {"type": "plain_text", "text": "H" * 400}}]
+    blocks += [{"type": "section", "text": {"type": "mrkdwn", "text": f"s{i}"}}
+               for i in range(80)]
+    blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": "f" * 2500}] * 12})
+    blocks.append({"type": "actions", "elements": [
+        {"type": "button", "action_id": f"a{i}", "text": {"type": "plain_text", "text": "B" * 90},
+         "value": "v"} for i in range(30)] + [
+        {"type": "button", "action_id": "big", "text": {"type": "plain_text", "text": "x"},
+         "value": "v" * 2500}]})
+    out = trim_blocks(blocks, lang="en")
+    assert validate_blocks(out) == []
+    assert len(out) <= 50
+    assert len(out[0]["text"]["text"]) == 150
+    actions = next(b for b in out if b["type"] == "actions")
+    assert len(actions["elements"]) == 25
+    assert all(len(e["text"]["text"]) <= 75 for e in actions["elements"])
+    note = next(b for b in out if b.get("block_id") == "trainbot_trimmed")["elements"][0]["text"]
+    assert "blocks dropped" in note and "buttons dropped" in note and "fields dropped" in note
+
+
+def test_trim_leaves_a_fitting_message_alone():
+    blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": "fine"}}]
+    assert trim_blocks(blocks) == blocks
+
+
+def test_korean_trim_note_is_korean():
+    blocks, _ = render_blocks("incident", "ko", incident(evidence_lines=3000))
+    note = next(b for b in blocks if b.get("block_id") == "trainbot_trimmed")
+    assert "생략" in note["elements"][0]["text"]
+
+
+def test_text_rendering_shows_buttons_and_unescapes():
+    blocks, text = render_blocks("incident", "en", incident(text="a<b"))
+    out = blocks_to_text(blocks, text)
+    assert "[ Resubmit (resume from iter 3,000) ]" in out
+    assert "a<b 1" in out
+
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+                min_size=1, max_size=4000)
+_section = st.builds(lambda t: {"type": "section", "text": {"type": "mrkdwn", "text": t}}, _text)
+_code = st.builds(lambda lines: {"type": "section", "text": {
+    "type": "mrkdwn", "text": "*Evidence*\n```\n" + "\n".join(lines) + "\n```"}},
+    st.lists(st.text(min_size=1, max_size=400).filter(lambda s: "`" not in s), max_size=300))
+_header = st.builds(lambda t: {"type": "header", "text": {"type": "plain_text", "text": t}},
+                    _text)
+_fields = st.builds(lambda ts: {"type": "section", "fields": [
+    {"type": "mrkdwn", "text": t} for t in ts]}, st.lists(_text, min_size=1, max_size=14))
+_actions = st.builds(lambda n, t: {"type": "actions", "elements": [
+    {"type": "button", "action_id": f"a{i}", "value": "v",
+     "text": {"type": "plain_text", "text": t}} for i in range(n)]},
+    st.integers(1, 30), st.text(min_size=1, max_size=120))
+
+
+@settings(max_examples=int(os.environ.get("TRIM_EXAMPLES", "60")), deadline=None)
+@given(st.lists(st.one_of(_section, _code, _header, _fields, _actions, st.just(
+    {"type": "divider"})), min_size=1, max_size=70), st.sampled_from(["en", "ko"]))
+def test_trimmed_blocks_always_pass_slack_validation(blocks, lang):
+    out = trim_blocks(blocks, lang=lang)
+    assert validate_blocks(out) == []
+    assert len(json.dumps(out, ensure_ascii=False)) <= MAX_BLOCKS_JSON_CHARS
+    n_actions = sum(b["type"] == "actions" for b in blocks)
+    if n_actions <= 2:  # buttons are kept (up to 25 each) whenever they can fit at all
+        assert sum(b["type"] == "actions" for b in out) == n_actions
+
+
+@pytest.mark.parametrize("make", [
+    lambda i: {"type": "section", "text": {"type": "mrkdwn", "text": f"{i}" * 4000}},
+    lambda i: {"type": "section", "fields": [{"type": "mrkdwn", "text": "f" * 3000}] * 14},
+    lambda i: {"type": "context", "elements": [{"type": "mrkdwn", "text": "c" * 3000}] * 12},
+    lambda i: {"type": "actions", "elements": [
+        {"type": "button", "action_id": f"a{k}", "value": "v",
+         "text": {"type": "plain_text", "text": "x" * 120}} for k in range(30)]},
+], ids=["sections", "fields", "context", "actions"])
+def test_extreme_messages_still_fit(make):
+    blocks = [{"type": "header", "text": {"type": "plain_text", "text": "h"}}]
+    blocks += [json.loads(json.dumps(make(i))) for i in range(70)]
+    out = trim_blocks(blocks)
+    assert validate_blocks(out) == []
+    assert len(json.dumps(out, ensure_ascii=False)) <= MAX_BLOCKS_JSON_CHARS
+    assert out[0]["type"] == "header"

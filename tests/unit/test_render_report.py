@@ -1,0 +1,63 @@
+"""`trainbot report`: the offline rendering of what the bot would post about a log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from slack_standin import validate_blocks
+
+from bot.cli import main
+
+STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+
+
+def test_report_on_the_88154_story_writes_payload_text_and_charts(tmp_path: Path, capsys):
+    out = tmp_path / "out"
+    code = main(["report", str(STORIES / "88154.log"), "--state", "FAILED", "--exit-code", "1:0",
+                 "--mem-limit", "950GB", "--target-iter", "8000", "--out", str(out)])
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "loss.png", "message.json", "message.txt", "progress.png", "rss.png"]
+    payload = json.loads((out / "message.json").read_text())
+    assert set(payload) == {"blocks", "text"}
+    assert validate_blocks(payload["blocks"]) == []
+    text = (out / "message.txt").read_text()
+    assert "88154" in text and "nccl_timeout" in text
+    assert "[ Resubmit (resume from iter 3,000) ]" in text
+    for png in ("rss.png", "progress.png", "loss.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert "nccl_timeout: wrote" in capsys.readouterr().out
+
+
+def test_report_in_korean_without_metrics_writes_no_charts(tmp_path: Path):
+    code = main(["report", str(STORIES / "108903.log"), "--state", "FAILED",
+                 "--exit-code", "1:0", "--lang", "ko", "--out", str(tmp_path)])
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["message.json", "message.txt"]
+    payload = json.loads((tmp_path / "message.json").read_text())
+    assert "컴파일러" in payload["blocks"][0]["text"]["text"]
+
+
+def test_report_uses_a_site_template_folder(tmp_path: Path):
+    site = tmp_path / "site" / "en"
+    site.mkdir(parents=True)
+    (site / "incident.json.j2").write_text(
+        '{"text": {{ ("site: " ~ class_id) | tojson }}, "blocks": []}')
+    code = main(["report", str(STORIES / "108687.log"), "--state", "COMPLETED",
+                 "--exit-code", "0:0", "--elapsed", "10", "--templates",
+                 str(tmp_path / "site"), "--out", str(tmp_path / "out")])
+    assert code == 0
+    payload = json.loads((tmp_path / "out" / "message.json").read_text())
+    assert payload == {"blocks": [], "text": "site: silent_exit"}
+
+
+def test_report_bad_input_exits_2_with_the_reason(tmp_path: Path, capsys):
+    assert main(["report", str(tmp_path / "missing.log"), "--out", str(tmp_path)]) == 2
+    assert "cannot read log" in capsys.readouterr().err
+    assert main(["report", str(STORIES / "108687.log"), "--exit-code", "zero",
+                 "--out", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(STORIES / "108687.log"), "--lang", "fr", "--out", str(tmp_path)])
+    assert exc.value.code == 2
