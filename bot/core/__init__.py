@@ -1,1 +1,4 @@
-"""Pure core: log parsing, failure catalogue, detectors, policy, incident model. No I/O, no clock."""
+"""Pure core: log parsing, failure catalogue, detectors, policy, incident model.
+
+No I/O and no clock reads: callers pass data and `now`.
+"""
