@@ -3,7 +3,7 @@
 Job 88016 leaked through an unbounded per-file video decoder cache in every persistent worker:
 2 workers × 160 samples took worker RSS from 1.9 to 9.2 GiB (~20 MB per sample). This probe
 builds the user's Dataset from a factory, iterates a real `torch.utils.data.DataLoader` with
-persistent workers, samples each worker's memory with psutil from a background thread, fits a
+persistent workers, measures a worker's memory with psutil as each of its samples arrives, fits a
 robust slope (MB per sample per worker) and projects it over the run.
 
 Which memory: workers are forked, so their RSS includes pages still shared copy-on-write with
@@ -18,10 +18,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -200,32 +198,26 @@ def _first(batch: list[tuple[int, int]]) -> tuple[int, int]:
     return batch[0]
 
 
-@dataclass
-class _Sampler:
-    interval: float
-    pids: dict[int, int] = field(default_factory=dict)  # worker pid -> samples produced
-    points: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
-    stop: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+class _MemoryRecorder:
+    """Measures a worker's memory each time one of its samples arrives.
 
-    def run(self) -> None:
-        me = psutil.Process()
-        procs: dict[int, psutil.Process] = {}
-        while not self.stop.is_set():
-            for child in me.children(recursive=True):
-                procs.setdefault(child.pid, child)
-            with self.lock:
-                known = dict(self.pids)
-            for pid, count in known.items():
-                proc = procs.get(pid)
-                if proc is None:
-                    continue
-                try:
-                    mem = proc.memory_full_info()
-                except (psutil.NoSuchProcess, psutil.AccessDenied):
-                    continue
-                self.points.setdefault(pid, []).append((count, mem.uss, mem.rss))
-            self.stop.wait(self.interval)
+    Measuring on arrival, in the consuming loop, gives exactly one point per sample whatever
+    else the machine is doing (a background sampling thread misses points under load).
+    """
+
+    def __init__(self) -> None:
+        self.procs: dict[int, psutil.Process] = {}
+        self.points: dict[int, list[tuple[int, int, int]]] = {}
+
+    def record(self, pid: int, count: int) -> None:
+        proc = self.procs.get(pid)
+        if proc is None:
+            proc = self.procs[pid] = psutil.Process(pid)
+        try:
+            mem = proc.memory_full_info()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return
+        self.points.setdefault(pid, []).append((count, mem.uss, mem.rss))
 
 
 def probe_dataloader(
@@ -233,7 +225,6 @@ def probe_dataloader(
     *,
     workers: int = 2,
     samples: int = 160,
-    interval: float = 0.05,
     threshold_mb: float = DEFAULT_THRESHOLD_MB,
     run_workers: int | None = None,
     run_samples: int | None = None,
@@ -255,30 +246,24 @@ def probe_dataloader(
         raise ProbeUsageError("the factory returned an empty Dataset")
     loader = DataLoader(_Counted(dataset), batch_size=1, num_workers=workers,
                         persistent_workers=True, shuffle=False, collate_fn=_first)
-    sampler = _Sampler(interval)
-    thread = threading.Thread(target=sampler.run, name="probe-rss-sampler", daemon=True)
-    thread.start()
+    recorder = _MemoryRecorder()
     consumed = 0
     iterator = None
     try:
         while consumed < samples:
             iterator = iter(loader)  # persistent workers survive across epochs
             for pid, count in iterator:
-                with sampler.lock:
-                    sampler.pids[pid] = max(count, sampler.pids.get(pid, 0))
+                recorder.record(pid, count)
                 consumed += 1
                 if consumed >= samples:
                     break
-        time.sleep(2 * interval)  # one last round of samples at the final counts
     finally:
-        sampler.stop.set()
-        thread.join(timeout=10)
         if iterator is not None and hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
     series = [
         WorkerSeries(pid, tuple(p[0] for p in pts), tuple(p[1] for p in pts),
                      tuple(p[2] for p in pts))
-        for pid, pts in sorted(sampler.points.items())
+        for pid, pts in sorted(recorder.points.items())
     ]
     return analyze(series, threshold_mb=threshold_mb, run_workers=run_workers,
                    run_samples=run_samples)

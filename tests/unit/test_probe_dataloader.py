@@ -11,8 +11,6 @@ import pytest
 from bot.cli import main
 from bot.probes.dataloader import MB, WorkerSeries, analyze, theil_sen_slope
 
-pytest.importorskip("torch")
-
 PROBES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 
 
