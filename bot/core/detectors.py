@@ -1,0 +1,304 @@
+"""Detectors over a log's metric series and Slurm accounting: stall, leak trend,
+checkpoint-phase OOM, silent exit.
+
+Pure: callers pass `now` (log time or wall time, on the same clock as the samples).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from bot.core.metrics import GIB, MetricSeries, Sample, SaveWindow
+from bot.core.models import Accounting
+
+# Classes whose match in a COMPLETED job's log does not mean the work failed.
+_NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
+
+
+@dataclass(frozen=True)
+class StallFinding:
+    """Progress stopped: no new iteration since `started_at` (the last progress line)."""
+
+    started_at: float
+    last_iter: int | None
+    last_line: int
+    last_text: str
+    stalled_s: float  # now - started_at
+    threshold_s: float
+    open_save: SaveWindow | None = None  # a save still open (and past its allowance)
+
+
+@dataclass(frozen=True)
+class LeakFinding:
+    """Host RSS rises steadily; at this slope it reaches the limit at `projected_oom_iter`."""
+
+    slope_gib_per_100_iter: float
+    projected_oom_iter: int | None
+    limit_bytes: int | None
+    rss_now_bytes: int
+    first: Sample
+    last: Sample
+    n_points: int
+
+
+@dataclass(frozen=True)
+class CheckpointOomFinding:
+    """An OOM that fell inside a checkpoint save (or after a save start with no end)."""
+
+    save: SaveWindow
+    open: bool
+
+
+@dataclass(frozen=True)
+class SilentExitFinding:
+    """COMPLETED 0:0 while the log says the work did not happen; `reasons` say why."""
+
+    reasons: tuple[str, ...]
+
+
+def detect_stall(
+    series: MetricSeries,
+    now: float | None,
+    *,
+    min_s: float = 300.0,
+    factor: float = 10.0,
+    save_time_s: float = 600.0,
+) -> StallFinding | None:
+    """Progress stopped for longer than max(min_s, factor x the usual progress interval).
+
+    The usual interval is the median seconds per iteration times the iterations between two
+    progress lines. Time spent in finished checkpoint saves after the last progress line is
+    excused up to `save_time_s` each; a save still open is excused for `save_time_s` from
+    its start, after which it is reported as the stall (`open_save`).
+    """
+    last = series.last_progress
+    if now is None or last is None or last.time is None:
+        return None
+    interval = series.progress_interval_s() or 0.0
+    threshold = max(min_s, factor * interval)
+    idle = now - last.time
+    if idle <= threshold:
+        return None
+    excused = 0.0
+    open_save = None
+    for w in series.save_windows():
+        if w.start_time is None or w.start_line < last.line_no:
+            continue
+        if w.end_line is None:
+            open_save = w
+        else:
+            overlap = max(0.0, min(w.end_time or now, now) - max(w.start_time, last.time))
+            excused += min(overlap, save_time_s)
+    if open_save is not None:
+        # A save still running is fine up to its allowance; past it, the save itself hangs.
+        if now - (open_save.start_time or now) <= save_time_s:
+            return None
+    elif idle - excused <= threshold:
+        return None
+    return StallFinding(
+        started_at=last.time,
+        last_iter=last.iteration,
+        last_line=last.line_no,
+        last_text=last.text,
+        stalled_s=idle,
+        threshold_s=threshold,
+        open_save=open_save,
+    )
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray, max_points: int = 600) -> tuple[float, float, float]:
+    """Theil–Sen line through (x, y): (slope, intercept, share of pairwise slopes > 0).
+
+    The median of pairwise slopes ignores up to ~29 % outliers (one spike, a save peak).
+    Above `max_points`, an evenly spaced subset keeps it O(max_points²).
+    """
+    if len(x) > max_points:
+        idx = np.linspace(0, len(x) - 1, max_points).round().astype(int)
+        x, y = x[idx], y[idx]
+    i, j = np.triu_indices(len(x), k=1)
+    dx = x[j] - x[i]
+    ok = dx != 0
+    slopes = (y[j] - y[i])[ok] / dx[ok]
+    if slopes.size == 0:
+        return 0.0, float(np.median(y)), 0.0
+    slope = float(np.median(slopes))
+    intercept = float(np.median(y - slope * x))
+    return slope, intercept, float(np.mean(slopes > 0))
+
+
+def detect_leak(
+    series: MetricSeries,
+    mem_limit_bytes: int | None,
+    *,
+    target_iter: int | None = None,
+    horizon_iters: int = 100_000,
+    min_points: int = 6,
+    min_growth_gib: float = 2.0,
+    min_positive_share: float = 0.6,
+    trend: LeakTrend | None = None,
+) -> LeakFinding | None:
+    """Host RSS grows with the iteration count and will pass `mem_limit_bytes` in time.
+
+    Robust slope (Theil–Sen) of RSS over iteration, samples inside checkpoint saves left out.
+    A finding needs: `min_points` samples, a positive trend in most pairs, a fitted growth
+    of at least `min_growth_gib` over the observed iterations, and — when the limit is
+    known — a projected crossing before the target iteration (or within `horizon_iters`
+    of the last one when there is no target). Without a limit, a clear trend is reported
+    with no projection. `trend` reuses an already computed `leak_trend`.
+    """
+    fit = trend if trend is not None else leak_trend(series, mem_limit_bytes)
+    if fit is None:
+        return None
+    if fit.n_points < min_points or fit.slope_gib_per_100_iter <= 0:
+        return None
+    span = (fit.last.iteration or 0) - (fit.first.iteration or 0)
+    if fit.slope_gib_per_100_iter * span / 100 < min_growth_gib:
+        return None
+    if fit.positive_share < min_positive_share:
+        return None
+    if mem_limit_bytes is not None:
+        if fit.finding.projected_oom_iter is None:
+            return None
+        last_iter = fit.last.iteration or 0
+        limit_iter = target_iter if target_iter else last_iter + horizon_iters
+        if fit.finding.projected_oom_iter > limit_iter:
+            return None
+    return fit.finding
+
+
+@dataclass(frozen=True)
+class LeakTrend:
+    finding: LeakFinding
+    positive_share: float
+
+    @property
+    def n_points(self) -> int:
+        return self.finding.n_points
+
+    @property
+    def slope_gib_per_100_iter(self) -> float:
+        return self.finding.slope_gib_per_100_iter
+
+    @property
+    def first(self) -> Sample:
+        return self.finding.first
+
+    @property
+    def last(self) -> Sample:
+        return self.finding.last
+
+
+def leak_trend(series: MetricSeries, mem_limit_bytes: int | None) -> LeakTrend | None:
+    """The RSS trend whatever its size (for `rss_gib_per_100_iter`); None under 3 points."""
+    starts, ends = _window_bounds(series.save_windows())
+    points = [
+        s for s in series.rss_points()
+        if s.iteration is not None and not _inside(s.line_no, starts, ends)
+    ]
+    if len(points) < 3 or points[-1].iteration == points[0].iteration:
+        return None
+    x = np.array([float(s.iteration) for s in points])
+    y = np.array([s.host_rss_bytes / GIB for s in points])
+    slope, intercept, share = theil_sen(x, y)
+    last_iter = float(points[-1].iteration)
+    rss_now = intercept + slope * last_iter
+    projected = None
+    if mem_limit_bytes is not None and slope > 0:
+        crossing = (mem_limit_bytes / GIB - intercept) / slope
+        if math.isfinite(crossing):
+            projected = int(round(max(crossing, last_iter)))
+    finding = LeakFinding(
+        slope_gib_per_100_iter=slope * 100,
+        projected_oom_iter=projected,
+        limit_bytes=mem_limit_bytes,
+        rss_now_bytes=int(max(rss_now, 0) * GIB),
+        first=points[0],
+        last=points[-1],
+        n_points=len(points),
+    )
+    return LeakTrend(finding, share)
+
+
+def _window_bounds(windows: list[SaveWindow]) -> tuple[list[int], list[float]]:
+    """Save windows as sorted start lines and their end lines (inf while open)."""
+    ordered = sorted(windows, key=lambda w: w.start_line)
+    return (
+        [w.start_line for w in ordered],
+        [float(w.end_line) if w.end_line is not None else math.inf for w in ordered],
+    )
+
+
+def _inside(line_no: int, starts: list[int], ends: list[float]) -> bool:
+    """Is `line_no` inside one of the (non-overlapping, sorted) save windows?"""
+    k = bisect.bisect_right(starts, line_no) - 1
+    return k >= 0 and line_no <= ends[k]
+
+
+def detect_checkpoint_oom(
+    series: MetricSeries,
+    oom_line: int | None = None,
+    *,
+    oom_time: float | None = None,
+) -> CheckpointOomFinding | None:
+    """Was the OOM (at `oom_line`, else `oom_time`, else the end of the log) inside a save?
+
+    Inside: between a save's start and end lines (or times), or after the last save start
+    when that save never logged its end.
+    """
+    if oom_line is None and oom_time is None:
+        oom_line = series.lines_seen + 1
+    for w in reversed(series.save_windows()):
+        if oom_line is not None:
+            if w.start_line > oom_line:
+                continue
+            if w.end_line is None or w.end_line >= oom_line:
+                return CheckpointOomFinding(w, open=w.end_line is None)
+            return None
+        if w.start_time is None or w.start_time > oom_time:
+            continue
+        if w.end_time is None or w.end_time >= oom_time:
+            return CheckpointOomFinding(w, open=w.end_line is None)
+        return None
+    return None
+
+
+def detect_silent_exit(
+    accounting: Accounting,
+    series: MetricSeries,
+    matches: Iterable[object],
+    *,
+    target_iter: int | None,
+    min_elapsed_s: float = 60.0,
+) -> SilentExitFinding | None:
+    """Slurm says COMPLETED 0:0 but the work did not happen.
+
+    Reasons (any one is enough): the log shows a failure (a catalogue match of a failure
+    class), no iteration was reached, the last iteration is below the target, or the job
+    ran for less than `min_elapsed_s`. A completion marker (a `completed` match) stands in
+    for iterations the log format did not show.
+    """
+    if accounting.state != "COMPLETED" or accounting.exit_code not in (0, None):
+        return None
+    if accounting.signal not in (0, None):
+        return None
+    matches = list(matches)
+    marker = any(getattr(m, "class_id", None) == "completed" for m in matches)
+    found = [m for m in matches if getattr(m, "class_id", None) not in _NOT_FAILURES]
+    reasons: list[str] = []
+    if found:
+        first = found[0]
+        reasons.append(f"the log shows a failure at line {first.line_no}: {first.text.strip()}")
+    if accounting.elapsed_s is not None and accounting.elapsed_s < min_elapsed_s:
+        reasons.append(f"it ran for only {accounting.elapsed_s:.0f} s")
+    last_iter = series.last_iteration
+    if last_iter is None:
+        if not marker:
+            reasons.append("no training iteration was logged")
+    elif target_iter is not None and last_iter < target_iter:
+        reasons.append(f"it stopped at iteration {last_iter} of {target_iter}")
+    return SilentExitFinding(tuple(reasons)) if reasons else None

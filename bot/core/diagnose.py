@@ -1,0 +1,679 @@
+"""One diagnosis per job: catalogue matches + Slurm accounting + detectors -> `Diagnosis`.
+
+Pure: no file or clock access. `LogAnalysis` is fed bytes (a watcher feeds each tick's new
+bytes; `analyze_file` feeds a stream in large chunks cut at newlines) and keeps bounded
+state: a `MetricSeries`, the catalogue matches (first and last few per class) and the last
+lines of the log. `diagnose` turns that plus `Accounting` into ONE class id from
+FAILURES.md, with evidence lines, secondary classes and the causal chain:
+
+- a stall followed by an NCCL watchdog abort is `nccl_timeout` with the stall as its
+  `UpstreamCause("hang", ...)` and `hang` in `secondary`;
+- wrappers (`ChildFailedError`, `exitcode: -6`, SIGABRT lines) are hints, never the answer:
+  the class is what they wrap (a primary match elsewhere), else `unknown_failure`;
+- `host_oom` inside a checkpoint save sets `during_checkpoint_save`;
+- accounting decides TIMEOUT/PREEMPTED/NODE_FAIL/OUT_OF_MEMORY even with a silent log;
+- a running job gets `hang` / `memory_leak` warnings, else class `none` (action none);
+- COMPLETED 0:0 is `completed` only when the log agrees, else `silent_exit`;
+- a failure with no signature is `unknown_failure` with the last lines as evidence.
+
+Speed (bench/README.md): blocks stay bytes; one RE2 pass over each block finds the lines
+that may hold a signature or a checkpoint save (only those are decoded and given to
+`Catalogue.scan`); numpy finds the newlines; `analyze_file` scans block k+1 in a worker
+thread while block k's metrics are parsed. Without RE2, `Catalogue.scan_block` is used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple
+
+import numpy as np
+
+from bot.core.detectors import (
+    LeakFinding,
+    StallFinding,
+    detect_checkpoint_oom,
+    detect_leak,
+    detect_silent_exit,
+    detect_stall,
+    leak_trend,
+)
+from bot.core.metrics import (
+    GIB,
+    MetricSeries,
+    clean_line,
+    compile_bytes_scanner,
+    newline_offsets,
+)
+from bot.core.models import (
+    Accounting,
+    Action,
+    Diagnosis,
+    DiagnosisMetrics,
+    Evidence,
+    UpstreamCause,
+)
+
+CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
+MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
+_FIRST_KEEP = 5  # matches kept per class: the first few ...
+_LAST_KEEP = 20  # ... and the latest ones
+_EVIDENCE_MAX = 6
+
+# Class ids trainbot uses beyond the catalogue's failure classes.
+NONE_CLASS = "none"  # a running job with nothing to report
+_ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
+# Not started (or waiting to start again): judged like a running job.
+_NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
+_WRAPPER = re.compile(
+    r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
+)
+_CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
+
+# Used when a class id is missing from the catalogue (e.g. `none`).
+_DEFAULTS: dict[str, tuple[Action, bool, bool, str]] = {
+    NONE_CLASS: (Action.NONE, False, False, "Running normally; nothing to do."),
+}
+
+
+class _Block(NamedTuple):
+    """Complete lines `data[start:end]` (offsets avoid copying a 16 MiB chunk)."""
+
+    data: bytes
+    start: int
+    end: int
+
+
+class _Scan(NamedTuple):
+    newlines: np.ndarray
+    candidates: list[tuple[int, bool]] | None  # None: no RE2, use catalogue.scan_block
+
+
+@dataclass
+class _ClassMatches:
+    first: list[Any] = field(default_factory=list)
+    last: deque[Any] = field(default_factory=lambda: deque(maxlen=_LAST_KEEP))
+    count: int = 0
+
+    def add(self, m: Any) -> None:
+        self.count += 1
+        if len(self.first) < _FIRST_KEEP:
+            self.first.append(m)
+        else:
+            self.last.append(m)
+
+    def all(self) -> list[Any]:
+        return self.first + list(self.last)
+
+
+class LogAnalysis:
+    """Incremental analysis of one log: feed bytes as they arrive, diagnose on demand.
+
+    Memory is bounded: the series downsamples (see bot.core.metrics), matches keep the first
+    and last few per class, and only the last `tail_lines` lines are kept as text.
+    """
+
+    def __init__(
+        self,
+        catalogue: Any,
+        *,
+        extra_patterns: Sequence[str] = (),
+        tail_lines: int = 40,
+        max_samples: int = 4096,
+        fast_scan: bool = True,
+    ) -> None:
+        self.catalogue = catalogue
+        self.series = MetricSeries(max_samples=max_samples, extra_patterns=extra_patterns)
+        self.tail: deque[tuple[int, str]] = deque(maxlen=tail_lines)
+        self.lines = 0  # complete lines consumed so far
+        self.bytes = 0
+        self._by_class: dict[str, _ClassMatches] = {}
+        self._carry = b""
+        self._recent: dict[tuple[str, int], None] = {}  # dedupe of overlapping windows
+        self._prefilter = self._signatures = None
+        if fast_scan:
+            self._prefilter, self._signatures = _build_prefilter(catalogue) or (None, None)
+
+    # feeding ---------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Feed the next bytes of the log; a trailing partial line waits for the rest."""
+        for block in self._split(data):
+            self._apply(block, self._prepare(block))
+
+    def finish(self) -> None:
+        """End of input: the partial last line (no final newline) counts as a line."""
+        for block in self._split_final():
+            self._apply(block, self._prepare(block))
+
+    def feed_text(self, text: str) -> None:
+        self.feed(text.encode("utf-8", "replace"))
+
+    def _split(self, data: bytes) -> list[_Block]:
+        """Blocks of complete lines in `data` (plus the carried partial line), no big copies."""
+        if not data:
+            return []
+        self.bytes += len(data)
+        blocks: list[_Block] = []
+        start = 0
+        if self._carry:
+            nl = data.find(b"\n")
+            if nl == -1:
+                self._carry += data
+                if len(self._carry) > MAX_LINE_BYTES:  # no newline for too long: cut it
+                    head, self._carry = self._carry + b"\n", b""
+                    blocks.append(_Block(head, 0, len(head)))
+                return blocks
+            head = self._carry + data[: nl + 1]
+            self._carry = b""
+            blocks.append(_Block(head, 0, len(head)))
+            start = nl + 1
+        last_nl = data.rfind(b"\n", start)
+        if last_nl == -1:
+            self._carry = data[start:]
+            return blocks
+        if last_nl + 1 > start:
+            blocks.append(_Block(data, start, last_nl + 1))
+        self._carry = data[last_nl + 1 :]
+        return blocks
+
+    def _split_final(self) -> list[_Block]:
+        if not self._carry:
+            return []
+        carry, self._carry = self._carry, b""
+        return [_Block(carry + b"\n", 0, len(carry) + 1)]
+
+    def _prepare(self, block: _Block) -> _Scan:
+        """The C-speed part of a block (newline offsets, DFA candidates); touches no state,
+        so `analyze_file` runs it for the next block while this one is applied."""
+        data, start, end = block
+        newlines = newline_offsets(data, start, end)
+        candidates: list[tuple[int, bool]] = []  # (line index, may hold a signature)
+        if self._prefilter is None:
+            return _Scan(newlines, None)
+        pos = start
+        search = self._prefilter.search
+        signature_search = self._signatures.search
+        while pos < end:
+            m = search(data, pos, end)
+            if m is None:
+                break
+            idx = int(np.searchsorted(newlines, m.start()))
+            line_end = int(newlines[idx]) if idx < len(newlines) else end
+            # Leftmost hit was a checkpoint word: does the rest of the line hold a signature?
+            signature = m.group(1) is not None or (
+                signature_search(data, m.end(), line_end) is not None
+            )
+            candidates.append((idx, signature))
+            pos = line_end + 1
+        return _Scan(newlines, candidates)
+
+    def _apply(self, block: _Block, scan: _Scan) -> None:
+        """The Python part of a block: signatures of candidate lines, metrics, tail."""
+        data, start, end = block
+        newlines = scan.newlines
+        first = self.lines + 1
+        event_offsets: list[int] | None = None
+        if scan.candidates is not None:
+            event_offsets = self._match_candidates(block, newlines, scan.candidates, first)
+        else:
+            text = data[start:end].decode("utf-8", "replace")
+            for m in self.catalogue.scan_block(text, first):
+                self._add_match(m)
+        self.series.feed_block(
+            data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets
+        )
+        # The last lines, for evidence when nothing else explains a failure.
+        n = len(newlines)
+        k = min(n, self.tail.maxlen or 0)
+        tail_start = start if k >= n else int(newlines[n - k - 1]) + 1
+        for i, line in enumerate(data[tail_start:end].decode("utf-8", "replace").split("\n")[:k]):
+            self.tail.append((first + n - k + i, line.rstrip("\r")))
+        self.lines += n
+
+    def _match_candidates(
+        self,
+        block: _Block,
+        newlines: np.ndarray,
+        candidates: list[tuple[int, bool]],
+        first: int,
+    ) -> list[int]:
+        """Run the catalogue on candidate lines (with neighbours); offsets of save lines."""
+        data, start, end = block
+        event_offsets: list[int] = []
+        n_lines = len(newlines) + (1 if end > start and data[end - 1] != 10 else 0)
+
+        def line_at(i: int) -> tuple[int, str]:
+            a = start if i == 0 else int(newlines[i - 1]) + 1
+            b = int(newlines[i]) if i < len(newlines) else end
+            return a, data[a:b].decode("utf-8", "replace")
+
+        for idx, signature in candidates:
+            a, line = line_at(idx)
+            if _CHECKPOINT_WORDS.search(line):
+                event_offsets.append(a)
+            if not signature:
+                continue
+            # With its neighbours, so that a hard-wrapped signature is joined as in scan().
+            lo, hi = max(0, idx - 1), min(n_lines - 1, idx + 1)
+            window = [line_at(i)[1] if i != idx else line for i in range(lo, hi + 1)]
+            for match in self.catalogue.scan(window, first + lo):
+                self._add_match(match)
+        return event_offsets
+
+    def _add_match(self, m: Any) -> None:
+        key = (m.class_id, m.line_no)
+        if key in self._recent:
+            return
+        self._recent[key] = None
+        if len(self._recent) > 256:
+            del self._recent[next(iter(self._recent))]
+        self._by_class.setdefault(m.class_id, _ClassMatches()).add(m)
+
+    # results ---------------------------------------------------------------------------
+
+    def log_now(self, idle_wall_s: float) -> float | None:
+        """`now` on the log's own clock for a watcher: the last log time plus the wall
+        seconds since the log last grew. Log timestamps may be in any time zone (they are
+        read as UTC), so a watcher must not compare them with its wall clock directly."""
+        last = self.series.last_time
+        return None if last is None else last + max(0.0, idle_wall_s)
+
+    @property
+    def matches(self) -> list[Any]:
+        """Kept catalogue matches in line order."""
+        out = [m for c in self._by_class.values() for m in c.all()]
+        return sorted(out, key=lambda m: m.line_no)
+
+    def diagnose(
+        self,
+        accounting: Accounting | None = None,
+        *,
+        now: float | None = None,
+        target_iter: int | None = None,
+        **options: Any,
+    ) -> Diagnosis:
+        """Diagnose what was fed so far (call `finish()` first at end of input)."""
+        return diagnose(
+            self.catalogue,
+            matches=self.matches,
+            series=self.series,
+            tail=list(self.tail),
+            accounting=accounting or Accounting(),
+            now=now,
+            target_iter=target_iter,
+            **options,
+        )
+
+
+def _build_prefilter(catalogue: Any) -> tuple[Any, Any] | None:
+    """One RE2 pattern for every catalogue pattern (anchors dropped: lines are raw, with
+    prefixes), the catalogue's long triggers and ANSI escapes (lines that need normalizing)
+    as group 1, then checkpoint words; and the group-1 part alone.
+
+    None when RE2 is missing or rejects a pattern: then the catalogue's own scan_block runs.
+    """
+    try:
+        patterns = list(catalogue.grep_patterns())
+    except AttributeError:
+        return None
+    parts = []
+    for p in patterns:
+        if p.startswith("^"):
+            p = p[1:]
+        if p.endswith("$") and not p.endswith("\\$"):
+            p = p[:-1]
+        parts.append(f"(?:{p})")
+    # The catalogue's literal triggers of 5+ characters: the halves of a hard-wrapped
+    # signature (scan() joins the line with its neighbours).
+    triggers = getattr(catalogue, "triggers", lambda: ())()
+    parts += [re.escape(t) for t in triggers if len(t) >= 5]
+    parts.append("\x1b")
+    signatures = "(" + "|".join(parts) + ")"
+    combined = compile_bytes_scanner(
+        (signatures + "|(?i:checkpoint|ckpt|dcp|state.dict)").encode()
+    )
+    only = compile_bytes_scanner(signatures.encode())
+    if isinstance(combined, re.Pattern) or isinstance(only, re.Pattern):
+        return None  # no RE2: the catalogue's scan_block is the better slow path
+    return combined, only
+
+
+def analyze_file(
+    stream: IO[bytes],
+    catalogue: Any,
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    pipeline: bool = True,
+    **options: Any,
+) -> LogAnalysis:
+    """Stream a whole log through a `LogAnalysis` in `chunk_bytes` reads (bounded memory)."""
+    analysis = LogAnalysis(catalogue, **options)
+    if not pipeline:
+        while chunk := stream.read(chunk_bytes):
+            analysis.feed(chunk)
+        analysis.finish()
+        return analysis
+    # Two-stage pipeline: the DFA scan and newline offsets of block k+1 (C code that releases
+    # the GIL) run in one worker thread while block k's metrics are parsed here. Same
+    # results as feeding sequentially; at most three chunks are held at once.
+    pending: deque[tuple[_Block, Future[_Scan]]] = deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainbot-scan") as pool:
+        while True:
+            chunk = stream.read(chunk_bytes)
+            blocks = analysis._split(chunk) if chunk else analysis._split_final()
+            pending.extend((b, pool.submit(analysis._prepare, b)) for b in blocks)
+            while len(pending) > (1 if chunk else 0):
+                block, scan = pending.popleft()
+                analysis._apply(block, scan.result())
+            if not chunk:
+                break
+    return analysis
+
+
+# --- the decision -----------------------------------------------------------------------
+
+
+def diagnose(
+    catalogue: Any,
+    *,
+    matches: Iterable[Any],
+    series: MetricSeries,
+    tail: Sequence[tuple[int, str]] = (),
+    accounting: Accounting | None = None,
+    now: float | None = None,
+    target_iter: int | None = None,
+    stall_min_s: float = 300.0,
+    stall_factor: float = 10.0,
+    save_time_s: float = 600.0,
+    min_elapsed_s: float = 60.0,
+) -> Diagnosis:
+    """ONE diagnosis from catalogue matches, the metric series and accounting.
+
+    `now` is the time on the log's clock at which a running job is judged (default: the
+    last timestamp in the log). `target_iter` defaults to what the log printed (`/8000`).
+    """
+    acct = accounting or Accounting()
+    matches = sorted(matches, key=lambda m: m.line_no)
+    target = target_iter if target_iter is not None else series.target_iter
+    judge_at = now if now is not None else series.last_time
+    primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
+    failed_classes = {m.class_id for m in primary} - {"completed"}
+    state_classes = _deciding_accounting(catalogue, acct, matches)
+
+    trend = leak_trend(series, acct.mem_limit_bytes)
+    leak = detect_leak(series, acct.mem_limit_bytes, target_iter=target, trend=trend)
+    secondary: list[str] = []
+    upstream: UpstreamCause | None = None
+    stall: StallFinding | None = None
+    during_save = False
+    evidence: list[Evidence] = []
+    silent_reasons: tuple[str, ...] = ()
+
+    chosen = _choose(catalogue, failed_classes, state_classes, acct)
+    running = acct.is_running or acct.state in _NOT_STARTED or (
+        acct.state is None and chosen is None
+    )
+
+    if chosen is None and running:
+        stall = detect_stall(
+            series, judge_at, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
+        )
+        if stall is not None:
+            chosen = "hang"
+            evidence = [Evidence(stall.last_line, stall.last_text)]
+        elif leak is not None:
+            chosen = "memory_leak"
+            evidence = _leak_evidence(leak)
+        elif acct.state is None and (
+            _target_reached(series, target) or "completed" in {m.class_id for m in primary}
+        ):
+            chosen = "completed"
+        elif acct.state is None and _ends_in_error(matches, tail):
+            chosen = "unknown_failure"  # no accounting, but the log ends in a traceback
+        else:
+            chosen = NONE_CLASS
+    elif chosen is None:
+        chosen, silent_reasons = _settle_finished(
+            catalogue, acct, series, matches, target, min_elapsed_s
+        )
+
+    abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
+    if chosen == "nccl_timeout" and abort is not None:
+        abort_time = _line_time(series, abort.text) or judge_at
+        stall = detect_stall(
+            series, abort_time, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
+        )
+        if stall is not None and stall.last_line < abort.line_no:
+            upstream = UpstreamCause(
+                class_id="hang",
+                started_at=stall.started_at,
+                last_iter=stall.last_iter,
+                seconds_before_failure=stall.stalled_s,
+                note=f"no progress after iteration {stall.last_iter} for "
+                f"{stall.stalled_s:.0f} s before the watchdog fired",
+            )
+            secondary.append("hang")
+            evidence.append(Evidence(stall.last_line, stall.last_text))
+    if chosen == "host_oom":
+        oom_lines = [m.line_no for m in primary if m.class_id == "host_oom"]
+        finding = detect_checkpoint_oom(series, oom_lines[0] if oom_lines else None)
+        if finding is not None:
+            during_save = True
+            evidence.append(Evidence(finding.save.start_line, finding.save.start_text))
+
+    if chosen == "silent_exit":
+        evidence += [Evidence(m.line_no, m.text) for m in matches
+                     if m.class_id not in ("completed",)][:_EVIDENCE_MAX]
+    evidence += [Evidence(m.line_no, m.text) for m in primary if m.class_id == chosen]
+    evidence += [Evidence(m.line_no, m.text) for m in matches
+                 if not m.primary and m.class_id == chosen]
+    if chosen in ("unknown_failure", "silent_exit") and len(evidence) < _EVIDENCE_MAX:
+        evidence += [Evidence(n, t) for n, t in tail[-10:] if t.strip()]
+
+    for cid in sorted(failed_classes, key=lambda c: -_priority(catalogue, c)):
+        if cid != chosen and cid not in secondary:
+            secondary.append(cid)
+    if leak is not None and chosen != "memory_leak" and "memory_leak" not in secondary:
+        secondary.append("memory_leak")
+    for cid in state_classes:
+        if cid not in (chosen, "completed", "unknown_failure") and cid not in secondary:
+            secondary.append(cid)
+    completed_ok = acct.state == "COMPLETED" and not acct.exit_code and not acct.signal
+    if completed_ok and chosen not in ("completed", "silent_exit", NONE_CLASS):
+        secondary.append("silent_exit")  # Slurm said COMPLETED 0:0 although this failed
+
+    stall_seconds = None
+    if upstream is not None:
+        stall_seconds = upstream.seconds_before_failure
+    elif stall is not None:
+        stall_seconds = stall.stalled_s
+    metrics = DiagnosisMetrics(
+        last_iter=series.last_iteration,
+        target_iter=target,
+        sec_per_iter=_round(series.sec_per_iter(), 3),
+        last_loss=series.last_loss,
+        rss_gib_per_100_iter=_round(trend.slope_gib_per_100_iter, 2) if trend else None,
+        projected_oom_iter=leak.projected_oom_iter if leak else None,
+        stall_seconds=_round(stall_seconds, 1),
+    )
+    action, retryable, charges, hint = _class_info(catalogue, chosen)
+    hint = _specific_hint(chosen, hint, series, leak, stall, upstream, during_save, acct)
+    if silent_reasons:
+        hint = "COMPLETED 0:0, but " + "; ".join(silent_reasons) + ". " + hint
+    return Diagnosis(
+        class_id=chosen,
+        action=action,
+        retryable=retryable,
+        charges_budget=charges,
+        hint=hint,
+        evidence=_dedupe(evidence),
+        secondary=tuple(secondary),
+        metrics=metrics,
+        upstream=upstream,
+        during_checkpoint_save=during_save,
+    )
+
+
+def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]) -> list[str]:
+    """Classes sacct decides: a State (OUT_OF_MEMORY, TIMEOUT, ...) always; an exit code or
+    signal (137, 9, 6) only when the log has a hint of the same class that is not a mere
+    wrapper line (`ChildFailedError`, `exitcode: -6`, `Signal 6 (SIGABRT)`)."""
+    if acct.state is None and acct.exit_code is None and acct.signal is None:
+        return []
+    logged = {m.class_id for m in matches if not _WRAPPER.search(m.text)}
+    out = []
+    for am in catalogue.accounting_matches(acct.state, acct.exit_code, acct.signal):
+        if am.class_id in catalogue.classes and (am.primary or am.class_id in logged):
+            out.append(am.class_id)
+    return list(dict.fromkeys(out))
+
+
+def _priority(catalogue: Any, class_id: str) -> int:
+    cls = catalogue.classes.get(class_id)
+    return int(getattr(cls, "priority", 0)) if cls is not None else 0
+
+
+def _choose(
+    catalogue: Any, failed: set[str], state_classes: list[str], acct: Accounting
+) -> str | None:
+    """The class from decisive evidence, or None when only detectors can tell."""
+    decisive = set(failed)
+    for cid in state_classes:
+        if cid not in ("completed", "unknown_failure"):
+            decisive.add(cid)
+    # Scheduler verdicts explain the end even when the log shows collateral errors.
+    for cid in _ACCOUNTING_FIRST:
+        if cid in state_classes:
+            return cid
+    if not decisive:
+        return None
+    return max(decisive, key=lambda c: _priority(catalogue, c))
+
+
+def _settle_finished(
+    catalogue: Any,
+    acct: Accounting,
+    series: MetricSeries,
+    matches: Sequence[Any],
+    target: int | None,
+    min_elapsed_s: float,
+) -> tuple[str, tuple[str, ...]]:
+    """A finished job with no primary failure signature: completed, silent_exit (with its
+    reasons) or unknown_failure."""
+    if acct.state == "COMPLETED" and acct.exit_code in (0, None) and acct.signal in (0, None):
+        finding = detect_silent_exit(
+            acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s
+        )
+        if finding is not None:
+            return "silent_exit", finding.reasons
+        return "completed", ()
+    return "unknown_failure", ()
+
+
+def _ends_in_error(matches: Sequence[Any], tail: Sequence[tuple[int, str]]) -> bool:
+    """A hint (traceback, wrapper, exit code) among the last lines of the log."""
+    if not tail:
+        return False
+    first_tail_line = tail[0][0]
+    return any(
+        not m.primary and m.line_no >= first_tail_line and m.class_id != "completed"
+        for m in matches
+    )
+
+
+def _target_reached(series: MetricSeries, target: int | None) -> bool:
+    return target is not None and series.last_iteration is not None and (
+        series.last_iteration >= target
+    )
+
+
+def _line_time(series: MetricSeries, text: str) -> float | None:
+    return series.parser.clock.parse(clean_line(text))
+
+
+def _leak_evidence(leak: LeakFinding) -> list[Evidence]:
+    return [Evidence(leak.first.line_no, leak.first.text), Evidence(leak.last.line_no,
+                                                                    leak.last.text)]
+
+
+def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]:
+    cls = catalogue.classes.get(class_id)
+    if cls is None:
+        return _DEFAULTS.get(class_id, (Action.ASK, False, True, ""))
+    return Action(cls.action), bool(cls.retryable), bool(cls.charges_budget), cls.hint.strip()
+
+
+def _specific_hint(
+    class_id: str,
+    hint: str,
+    series: MetricSeries,
+    leak: LeakFinding | None,
+    stall: StallFinding | None,
+    upstream: UpstreamCause | None,
+    during_save: bool,
+    acct: Accounting,
+) -> str:
+    """The catalogue's hint, prefixed with the numbers of this case."""
+    facts = ""
+    if class_id == "memory_leak" and leak is not None:
+        facts = (
+            f"Host RSS grows {leak.slope_gib_per_100_iter:.1f} GiB per 100 iterations "
+            f"(now ~{leak.rss_now_bytes / GIB:.0f} GiB"
+        )
+        if leak.limit_bytes:
+            facts += f", limit {leak.limit_bytes / GIB:.0f} GiB"
+        facts += ")"
+        if leak.projected_oom_iter:
+            facts += f"; at this rate it reaches the limit near iteration {leak.projected_oom_iter}"
+        facts += "."
+    elif class_id == "hang" and stall is not None:
+        facts = (
+            f"No progress since iteration {stall.last_iter} for {stall.stalled_s:.0f} s "
+            f"(threshold {stall.threshold_s:.0f} s)."
+        )
+        if stall.open_save is not None:
+            facts += (
+                f" A checkpoint save (line {stall.open_save.start_line}) has not finished: "
+                "the save itself may hang; that checkpoint is incomplete."
+            )
+    elif upstream is not None:
+        facts = f"Upstream: {upstream.note}."
+    elif class_id == "host_oom" and during_save:
+        facts = "It died while saving a checkpoint: that checkpoint is partial, never resume it."
+    elif class_id == NONE_CLASS:
+        spi = series.sec_per_iter()
+        utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
+        parts = [f"iteration {series.last_iteration}" if series.last_iteration else ""]
+        if spi:
+            parts.append(f"{spi:.1f} s/iter")
+        shown = ", ".join(p for p in parts if p)
+        facts = f"Running normally ({shown})." if shown else "Running; no progress lines yet."
+        if utils and sum(utils) / len(utils) < 70:
+            facts += (
+                f" GPU util is only ~{sum(utils) / len(utils):.0f} %: input-bound? More "
+                "DataLoader workers or a larger batch may speed it up."
+            )
+        return facts
+    return f"{facts} {hint}".strip()
+
+
+def _dedupe(evidence: list[Evidence]) -> tuple[Evidence, ...]:
+    seen: set[int] = set()
+    out = []
+    for e in evidence:
+        if e.line in seen:
+            continue
+        seen.add(e.line)
+        out.append(Evidence(e.line, e.text.rstrip()))
+        if len(out) >= _EVIDENCE_MAX * 2:
+            break
+    return tuple(sorted(out, key=lambda e: e.line))
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

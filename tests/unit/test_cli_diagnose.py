@@ -1,0 +1,150 @@
+"""`trainbot diagnose`: JSON shape, human summary, exit codes, bad flags."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.commands.diagnose import format_log_time, parse_elapsed
+
+STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+METRIC_KEYS = {"last_iter", "target_iter", "sec_per_iter", "last_loss", "rss_gib_per_100_iter",
+               "projected_oom_iter", "stall_seconds"}
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["diagnose", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def story_args(job: str) -> list[str]:
+    sacct = json.loads((STORIES / f"{job}.sacct.json").read_text())
+    return [str(STORIES / f"{job}.log"), "--state", sacct["state"], "--exit-code",
+            sacct["exit_code"], "--elapsed", str(sacct["elapsed_s"]), "--mem-limit",
+            sacct["mem_limit"], "--target-iter", str(sacct["target_iter"])]
+
+
+def test_json_shape_for_the_nccl_story(capsys):
+    code, out, _ = cli(capsys, *story_args("88154"), "--json")
+    assert code == 1
+    result = json.loads(out)
+    assert {"class", "retryable", "action", "evidence", "hint", "secondary", "metrics"} <= set(
+        result)
+    assert result["class"] == "nccl_timeout"
+    assert result["retryable"] is True
+    assert result["action"] == "resubmit"
+    assert result["secondary"] == ["hang"]
+    assert set(result["metrics"]) == METRIC_KEYS
+    assert result["metrics"]["last_iter"] == 3470
+    assert result["metrics"]["stall_seconds"] == pytest.approx(1800, abs=1)
+    assert all(set(e) == {"line", "text"} and e["line"] >= 1 for e in result["evidence"])
+    assert result["upstream"]["class_id"] == "hang"
+
+
+def test_json_nulls_where_unknown(capsys):
+    code, out, _ = cli(capsys, *story_args("108903"), "--json")
+    metrics = json.loads(out)["metrics"]
+    assert code == 1
+    assert metrics["last_iter"] is None and metrics["projected_oom_iter"] is None
+    assert metrics["target_iter"] == 5000
+
+
+def test_healthy_running_job_exits_zero(capsys):
+    code, out, _ = cli(capsys, *story_args("108915"), "--json")
+    assert code == 0
+    assert json.loads(out)["class"] == "none"
+
+
+def test_human_summary_names_class_upstream_and_evidence_lines(capsys):
+    code, out, _ = cli(capsys, *story_args("88154"))
+    assert code == 1
+    assert "nccl_timeout" in out
+    assert "2025-05-14 19:08:57" in out  # when the hang began
+    assert "2476:" in out  # the last progress line
+    assert "hint:" in out
+
+
+def test_now_flag_judges_a_running_log_later(capsys):
+    args = [str(STORIES / "108915.log"), "--state", "RUNNING", "--json"]
+    code, out, _ = cli(capsys, *args, "--now", "2025-06-03T01:30:00")
+    assert code == 1
+    assert json.loads(out)["class"] == "hang"
+    code, out, _ = cli(capsys, *args)  # default: the log's own last timestamp
+    assert code == 0 and json.loads(out)["class"] == "none"
+
+
+def test_stdin_dash(capsys, monkeypatch):
+    data = (STORIES / "108903.log").read_bytes()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    code, out, _ = cli(capsys, "-", "--state", "FAILED", "--exit-code", "1:0", "--json")
+    assert code == 1 and json.loads(out)["class"] == "compiler_missing"
+
+
+def test_completed_log_exits_zero(capsys, tmp_path):
+    log = tmp_path / "done.log"
+    log.write_text("".join(f"iter={i}/100 loss=0.5\n" for i in range(1, 101)))
+    code, out, _ = cli(capsys, str(log), "--state", "COMPLETED", "--exit-code", "0:0",
+                       "--elapsed", "01:00:00", "--json")
+    assert code == 0 and json.loads(out)["class"] == "completed"
+
+
+def test_unreadable_file_is_exit_2_with_a_clear_message(capsys, tmp_path):
+    code, out, err = cli(capsys, str(tmp_path / "missing.log"))
+    assert code == 2 and out == ""
+    assert "cannot read log" in err and "missing.log" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--exit-code", "1", "CODE:SIGNAL"),
+        ("--exit-code", "x:y", "CODE:SIGNAL"),
+        ("--state", "EXPLODED", "not a sacct state"),
+        ("--mem-limit", "lots", "--mem-limit"),
+        ("--elapsed", "ten", "--elapsed"),
+        ("--now", "yesterday", "--now"),
+    ],
+)
+def test_bad_flag_values_are_exit_2(capsys, flag, value, message):
+    code, _, err = cli(capsys, str(STORIES / "108903.log"), flag, value)
+    assert code == 2
+    assert message in err
+
+
+def test_bad_target_iter_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["diagnose", str(STORIES / "108903.log"), "--target-iter", "0"])
+    assert exc.value.code == 2
+    assert "positive" in capsys.readouterr().err
+
+
+def test_state_as_sacct_prints_it(capsys):
+    code, out, _ = cli(capsys, str(STORIES / "108903.log"), "--state", "CANCELLED by 0",
+                       "--json")
+    assert json.loads(out)["class"] == "compiler_missing"
+
+
+def test_elapsed_and_time_formats():
+    assert parse_elapsed("10") == 10
+    assert parse_elapsed("1-02:03:04") == 93784
+    assert parse_elapsed("03:04") == 184
+    assert format_log_time(3600 * 19 + 8 * 60 + 57) == "19:08:57"
+    assert format_log_time(None) == "?"
+
+
+def test_recipe_metric_regex(capsys, tmp_path):
+    log = tmp_path / "custom.log"
+    log.write_text("".join(f"E1 B{i} L=0.5 M=40GB\n" for i in range(1, 51)))
+    regex = r"B(?P<iteration>\d+) L=(?P<loss>[\d.]+) M=(?P<rss>\d+GB)"
+    code, out, _ = cli(capsys, str(log), "--metric-regex", regex, "--json")
+    assert json.loads(out)["metrics"]["last_iter"] == 50
+    code, _, err = cli(capsys, str(log), "--metric-regex", "(?P<bogus>x)")
+    assert code == 2 and "unknown group" in err
+    code, _, err = cli(capsys, str(log), "--metric-regex", "(unclosed")
+    assert code == 2 and "--metric-regex" in err

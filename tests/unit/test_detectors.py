@@ -1,0 +1,224 @@
+"""Detectors: stall (with save allowance), leak trend, checkpoint-phase OOM, silent exit."""
+
+from __future__ import annotations
+
+import calendar
+
+import pytest
+
+from bot.core.catalogue import Match
+from bot.core.detectors import (
+    detect_checkpoint_oom,
+    detect_leak,
+    detect_silent_exit,
+    detect_stall,
+    theil_sen,
+)
+from bot.core.metrics import GIB, MetricSeries
+from bot.core.models import Accounting
+
+T0 = float(calendar.timegm((2025, 5, 14, 16, 0, 0)))
+
+
+def stamp(t: float) -> str:
+    whole = int(t)
+    h, rem = divmod(whole - int(T0) + 16 * 3600, 3600)
+    return f"2025-05-14 {h:02d}:{rem // 60:02d}:{rem % 60:02d}"
+
+
+def run(n: int, *, step_s: float = 4.5, rss=lambda it: 45.0, start_iter: int = 1,
+        extra: dict[int, list[str]] | None = None) -> tuple[MetricSeries, float]:
+    """A series of n progress lines, one per iteration; returns it and the last log time."""
+    series = MetricSeries()
+    lines = []
+    t = T0
+    for k in range(n):
+        it = start_iter + k
+        t = float(int(T0 + k * step_s))  # as printed: whole seconds
+        lines.append(f"{stamp(t)} iter={it}/8000 loss=0.6 rss={rss(it):.2f}GiB")
+        lines += (extra or {}).get(it, [])
+    series.feed_lines(lines)
+    return series, t
+
+
+# --- stall --------------------------------------------------------------------------------
+
+
+def test_stall_after_five_minutes_reports_start_last_iter_and_duration():
+    series, last = run(100)
+    assert detect_stall(series, last + 299) is None
+    finding = detect_stall(series, last + 1800)
+    assert finding is not None
+    assert finding.started_at == last
+    assert finding.last_iter == 100
+    assert finding.last_line == 100
+    assert finding.stalled_s == pytest.approx(1800)
+    assert finding.threshold_s == 300
+
+
+def test_slow_steps_raise_the_threshold_to_ten_times_the_step():
+    series, last = run(50, step_s=60)  # 60 s/iter -> threshold 600 s
+    assert detect_stall(series, last + 500) is None
+    assert detect_stall(series, last + 700).threshold_s == pytest.approx(600)
+
+
+def test_healthy_slow_run_is_not_a_stall():
+    series, last = run(300, step_s=13.3)
+    assert detect_stall(series, last + 13) is None
+    assert detect_stall(series, last) is None
+
+
+def test_no_times_no_stall():
+    series = MetricSeries()
+    series.feed_lines(["iter=1 loss=1", "iter=2 loss=1"])
+    assert detect_stall(series, 10_000.0) is None
+
+
+def test_open_checkpoint_save_is_excused_up_to_the_save_time():
+    series, last = run(100)
+    series.feed_line(f"{stamp(last + 5)} Saving checkpoint at iteration 100", 101)
+    assert detect_stall(series, last + 5 + 400) is None  # saving for 400 s: excused
+    finding = detect_stall(series, last + 5 + 700)  # saving for 700 s > 600 s allowance
+    assert finding is not None and finding.open_save is not None
+    assert detect_stall(series, last + 5 + 700, save_time_s=900) is None
+
+
+def test_finished_save_time_is_subtracted_from_the_idle_time():
+    series, last = run(100)
+    series.feed_line(f"{stamp(last + 5)} Saving checkpoint at iteration 100", 101)
+    series.feed_line(f"{stamp(last + 505)} checkpoint saved in 500.0s", 102)
+    assert detect_stall(series, last + 505 + 200) is None  # 700 s idle, 500 s of it saving
+    assert detect_stall(series, last + 505 + 400) is not None
+
+
+# --- leak ---------------------------------------------------------------------------------
+
+
+def leak_rss(it: int) -> float:
+    return 72.0 + (90.0 - 72.0) / (161 - 64) * (it - 64)
+
+
+def test_leak_slope_and_projection_match_the_88016_numbers():
+    series, _ = run(170, rss=leak_rss)
+    finding = detect_leak(series, 950 * GIB, target_iter=8000)
+    assert finding is not None
+    assert finding.slope_gib_per_100_iter == pytest.approx(18.56, abs=0.05)
+    assert finding.projected_oom_iter == pytest.approx(4795, abs=10)
+
+
+def test_one_spike_does_not_move_the_leak_slope():
+    clean, _ = run(170, rss=leak_rss)
+    spiky, _ = run(170, rss=lambda it: leak_rss(it) + (300 if it == 120 else 0))
+    a = detect_leak(clean, 950 * GIB, target_iter=8000)
+    b = detect_leak(spiky, 950 * GIB, target_iter=8000)
+    assert b.slope_gib_per_100_iter == pytest.approx(a.slope_gib_per_100_iter, rel=0.02)
+
+
+def test_save_peak_is_left_out_and_does_not_create_a_leak():
+    saves = {k: [f"saving checkpoint at iteration {k}",
+                 f"{stamp(T0)} rss=186.0GiB during save",
+                 "checkpoint saved in 47.0s"] for k in (100, 200, 300)}
+    series, _ = run(400, rss=lambda it: 45.0 + (it % 7) * 0.3, extra=saves)
+    assert detect_leak(series, 300 * GIB, target_iter=8000) is None
+
+
+def test_flat_noisy_rss_is_not_a_leak():
+    series, _ = run(500, rss=lambda it: 45 + ((it * 7919) % 11) - 5)
+    assert detect_leak(series, 950 * GIB, target_iter=8000) is None
+
+
+def test_slow_growth_that_crosses_the_limit_after_the_target_is_not_reported():
+    series, _ = run(500, rss=lambda it: 45 + it * 0.01)  # 1 GiB / 100 iters
+    assert detect_leak(series, 950 * GIB, target_iter=8000) is None
+    assert detect_leak(series, 100 * GIB, target_iter=8000) is not None
+
+
+def test_leak_without_limit_has_no_projection():
+    series, _ = run(170, rss=leak_rss)
+    finding = detect_leak(series, None)
+    assert finding is not None and finding.projected_oom_iter is None
+
+
+def test_theil_sen_ignores_outliers():
+    import numpy as np
+
+    x = np.arange(20, dtype=float)
+    y = 2 * x + 1
+    y[5] = 500
+    slope, intercept, share = theil_sen(x, y)
+    assert slope == pytest.approx(2)
+    assert intercept == pytest.approx(1)
+    assert share > 0.8
+
+
+# --- checkpoint-phase OOM -----------------------------------------------------------------
+
+
+def save_series(with_end: bool) -> MetricSeries:
+    series = MetricSeries()
+    lines = ["iter=999 loss=0.8", "Saving checkpoint at iteration 1000"]
+    if with_end:
+        lines.append("Saved checkpoint iter_000001000")
+    lines.append("iter=1000 loss=0.8")
+    series.feed_lines(lines)
+    return series
+
+
+def test_oom_after_a_save_start_with_no_end_is_during_the_save():
+    series = save_series(with_end=False)
+    finding = detect_checkpoint_oom(series, 5)
+    assert finding is not None and finding.open
+    assert finding.save.iteration == 1000 and finding.save.start_line == 2
+    assert detect_checkpoint_oom(series) is not None  # no OOM line: end of the log
+
+
+def test_oom_after_a_finished_save_is_not_during_the_save():
+    series = save_series(with_end=True)
+    assert detect_checkpoint_oom(series, 6) is None
+    assert detect_checkpoint_oom(series, 1) is None
+
+
+def test_oom_inside_a_save_window_by_time():
+    series = MetricSeries()
+    series.feed_lines([
+        "2025-05-12 11:15:03 Saving checkpoint at iteration 1000",
+        "2025-05-12 11:16:03 checkpoint saved in 60s",
+    ])
+    inside = float(calendar.timegm((2025, 5, 12, 11, 15, 30)))
+    after = float(calendar.timegm((2025, 5, 12, 11, 20, 0)))
+    assert detect_checkpoint_oom(series, oom_time=inside) is not None
+    assert detect_checkpoint_oom(series, oom_time=after) is None
+
+
+# --- silent exit --------------------------------------------------------------------------
+
+
+COMPLETED = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=7200)
+
+
+def test_completed_with_the_target_reached_is_not_silent():
+    series, _ = run(100, start_iter=7901)
+    assert detect_silent_exit(COMPLETED, series, [], target_iter=8000) is None
+
+
+def test_completed_in_ten_seconds_with_no_iteration_and_an_ls_error_is_silent():
+    acct = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=10)
+    ls = Match("silent_exit", 4, "ls: cannot access '/ckpt/checkpoint_step_*': No such file",
+               False)
+    finding = detect_silent_exit(acct, MetricSeries(), [ls], target_iter=5000)
+    assert finding is not None
+    text = " ".join(finding.reasons)
+    assert "line 4" in text and "10 s" in text and "no training iteration" in text
+
+
+def test_completed_below_target_is_silent():
+    series, _ = run(100)
+    finding = detect_silent_exit(COMPLETED, series, [], target_iter=8000)
+    assert finding is not None and "100 of 8000" in finding.reasons[0]
+
+
+def test_only_completed_zero_zero_can_be_a_silent_exit():
+    for acct in (Accounting(state="FAILED", exit_code=1, signal=0),
+                 Accounting(state="COMPLETED", exit_code=0, signal=9),
+                 Accounting(state="RUNNING")):
+        assert detect_silent_exit(acct, MetricSeries(), [], target_iter=10) is None

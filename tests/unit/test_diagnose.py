@@ -1,0 +1,381 @@
+"""diagnose(): the stories of FAILURES.md, the causal chain, wrappers, accounting-only
+classes, running-job warnings, and the incremental/streaming analysis."""
+
+from __future__ import annotations
+
+import calendar
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from bot.core.catalogue import STOP_CLASSES, Catalogue
+from bot.core.diagnose import LogAnalysis, analyze_file
+from bot.core.models import Accounting, Action
+from bot.core.units import parse_size
+
+STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def story(job: str) -> tuple[bytes, Accounting, int]:
+    sacct = json.loads((STORIES / f"{job}.sacct.json").read_text())
+    code, signal = (int(x) for x in sacct["exit_code"].split(":"))
+    acct = Accounting(state=sacct["state"], exit_code=code, signal=signal,
+                      elapsed_s=sacct["elapsed_s"], mem_limit_bytes=parse_size(sacct["mem_limit"]))
+    return (STORIES / f"{job}.log").read_bytes(), acct, sacct["target_iter"]
+
+
+def diagnose_story(catalogue, job: str, **kw):
+    data, acct, target = story(job)
+    analysis = analyze_file(io.BytesIO(data), catalogue)
+    return analysis.diagnose(acct, target_iter=target, **kw), data.decode().split("\n")
+
+
+def line(lines: list[str], n: int) -> str:
+    return lines[n - 1]
+
+
+# --- the stories --------------------------------------------------------------------------
+
+
+def test_87870_checkpoint_save_oom(catalogue):
+    d, lines = diagnose_story(catalogue, "87870")
+    assert d.class_id == "host_oom"
+    assert d.during_checkpoint_save
+    assert d.action is Action.ASK and not d.retryable
+    assert d.metrics.last_iter == 999
+    assert d.metrics.sec_per_iter == pytest.approx(4.5, abs=0.05)
+    assert 0.7 <= d.metrics.last_loss <= 0.9
+    texts = {e.line: e.text for e in d.evidence}
+    assert any("oom_kill event in StepId=87870.0" in line(lines, n) for n in texts)
+    assert any(line(lines, n).endswith("Saving checkpoint at iteration 1000 to "
+                                       "/scratch/wm/mix/checkpoints/iter_000001000")
+               for n in texts)
+    assert "partial" in d.hint
+
+
+def test_88016_leak_warns_while_running(catalogue):
+    d, lines = diagnose_story(catalogue, "88016")
+    assert d.class_id == "memory_leak"
+    assert d.action is Action.NONE
+    assert abs(d.metrics.projected_oom_iter - 5000) <= 500
+    assert 15 <= d.metrics.rss_gib_per_100_iter <= 22
+    assert d.metrics.last_iter == 170
+    assert all("host RSS" in line(lines, e.line) for e in d.evidence)
+    assert str(d.metrics.projected_oom_iter) in d.hint
+
+
+def test_88154_hang_then_nccl_watchdog(catalogue):
+    d, lines = diagnose_story(catalogue, "88154")
+    assert d.class_id == "nccl_timeout"
+    assert d.retryable and d.action is Action.RESUBMIT
+    assert "hang" in d.secondary
+    up = d.upstream
+    assert up is not None and up.class_id == "hang"
+    assert up.started_at == pytest.approx(calendar.timegm((2025, 5, 14, 19, 8, 57)), abs=1)
+    assert up.last_iter == 3470
+    assert up.seconds_before_failure == pytest.approx(1800, abs=1)
+    assert d.metrics.stall_seconds == pytest.approx(1800, abs=1)
+    assert d.metrics.last_iter == 3470
+    by_line = {e.line: e.text for e in d.evidence}
+    watchdog = [n for n in by_line if "OpType=ALLGATHER" in line(lines, n)]
+    assert watchdog and "Timeout(ms)=1800000" in line(lines, watchdog[0])
+    assert any("iter: 3470/8000" in line(lines, n) for n in by_line)
+
+
+def test_88154_still_running_is_a_hang_long_before_the_watchdog(catalogue):
+    data, acct, target = story("88154")
+    cut = data.split(b"\n[rank3]")[0] + b"\n"  # the log as it was at 19:14
+    analysis = analyze_file(io.BytesIO(cut), catalogue)
+    running = Accounting(state="RUNNING", mem_limit_bytes=acct.mem_limit_bytes)
+    at_1914 = calendar.timegm((2025, 5, 14, 19, 14, 0))
+    d = analysis.diagnose(running, now=at_1914, target_iter=target)
+    assert d.class_id == "hang"
+    assert d.metrics.stall_seconds == pytest.approx(303, abs=1)
+    assert analysis.diagnose(running, now=at_1914 - 120, target_iter=target).class_id == "none"
+
+
+def test_108687_completed_in_ten_seconds_is_a_silent_exit(catalogue):
+    d, lines = diagnose_story(catalogue, "108687")
+    assert d.class_id == "silent_exit"
+    assert d.action is Action.STOP and not d.retryable
+    assert any(line(lines, e.line).startswith("ls: cannot access") for e in d.evidence)
+    assert "only 10 s" in d.hint and "no training iteration" in d.hint
+
+
+def test_108903_missing_compiler(catalogue):
+    d, lines = diagnose_story(catalogue, "108903")
+    assert d.class_id == "compiler_missing"
+    assert d.action is Action.STOP and not d.retryable
+    assert any("Failed to find C compiler" in line(lines, e.line) for e in d.evidence)
+    assert "CC" in d.hint
+
+
+def test_108915_healthy_slow_run_is_no_incident(catalogue):
+    d, _ = diagnose_story(catalogue, "108915")
+    assert d.class_id == "none"
+    assert d.action is Action.NONE
+    assert d.evidence == ()
+    assert d.metrics.sec_per_iter == pytest.approx(13.3)
+    assert d.metrics.last_iter == 1234
+    assert d.metrics.projected_oom_iter is None
+    assert "GPU util" in d.hint
+
+
+@pytest.mark.parametrize("job", ["87870", "88016", "88154", "108687", "108903", "108915"])
+def test_stories_fast_scan_equals_the_catalogue_block_scanner(catalogue, job):
+    data, acct, target = story(job)
+    fast = analyze_file(io.BytesIO(data), catalogue)
+    slow = analyze_file(io.BytesIO(data), catalogue, fast_scan=False)
+    assert [(m.class_id, m.line_no) for m in fast.matches] == [
+        (m.class_id, m.line_no) for m in slow.matches
+    ]
+    assert fast.diagnose(acct, target_iter=target) == slow.diagnose(acct, target_iter=target)
+
+
+@pytest.mark.parametrize("job", ["87870", "88154"])
+def test_feeding_random_pieces_gives_the_same_diagnosis(catalogue, job):
+    data, acct, target = story(job)
+    whole = analyze_file(io.BytesIO(data), catalogue).diagnose(acct, target_iter=target)
+    rnd = random.Random(3)
+    analysis = LogAnalysis(catalogue)
+    pos = 0
+    while pos < len(data):
+        step = rnd.randint(1, 40000)
+        analysis.feed(data[pos:pos + step])
+        pos += step
+    analysis.finish()
+    assert analysis.diagnose(acct, target_iter=target) == whole
+    for pipeline in (True, False):
+        small_chunks = analyze_file(io.BytesIO(data), catalogue, chunk_bytes=4096,
+                                    pipeline=pipeline)
+        assert small_chunks.diagnose(acct, target_iter=target) == whole
+        assert small_chunks.lines == data.count(b"\n")
+
+
+# --- rules --------------------------------------------------------------------------------
+
+
+def run_log(catalogue, text: str, acct: Accounting, **kw):
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    analysis.finish()
+    return analysis.diagnose(acct, **kw)
+
+
+FAILED = Accounting(state="FAILED", exit_code=1, signal=0)
+PROGRESS = "".join(f"2025-05-20 10:00:{i:02d} iter={i} loss=0.5\n" for i in range(1, 40))
+
+
+def test_child_failed_error_alone_is_unknown_failure_with_last_lines(catalogue):
+    text = PROGRESS + (
+        "Traceback (most recent call last):\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "  exitcode  : -6 (pid: 2248)\n"
+    )
+    d = run_log(catalogue, text, FAILED)
+    assert d.class_id == "unknown_failure"
+    assert d.action is Action.ASK
+    assert {e.line for e in d.evidence} >= {40, 41, 42}
+
+
+def test_child_failed_error_resolves_to_the_error_it_wraps(catalogue):
+    text = PROGRESS + (
+        "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "  exitcode  : -6 (pid: 2248)\n"
+    )
+    d = run_log(catalogue, text, FAILED)
+    assert d.class_id == "cuda_oom"
+    assert not d.retryable
+    assert [e.line for e in d.evidence][0] == 40
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "signal", "class_id", "charges"),
+    [
+        ("TIMEOUT", 0, 0, "time_limit", True),
+        ("PREEMPTED", 0, 0, "preempted", False),
+        ("NODE_FAIL", 0, 0, "node_failure", False),
+        ("OUT_OF_MEMORY", 0, 125, "host_oom", True),
+    ],
+)
+def test_accounting_alone_decides(catalogue, state, exit_code, signal, class_id, charges):
+    d = run_log(catalogue, PROGRESS, Accounting(state=state, exit_code=exit_code,
+                                                 signal=signal))
+    assert d.class_id == class_id
+    assert d.charges_budget is charges
+
+
+def test_time_limit_wins_over_collateral_errors_in_the_log(catalogue):
+    text = PROGRESS + "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(...)\n"
+    d = run_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
+    assert d.class_id == "time_limit"
+    assert "nccl_timeout" in d.secondary
+
+
+def test_completed_with_target_reached(catalogue):
+    d = run_log(catalogue, PROGRESS + "Training complete.\n",
+                Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=3600),
+                target_iter=39)
+    assert d.class_id == "completed"
+    assert d.action is Action.NONE
+
+
+def test_completed_below_target_is_silent_exit(catalogue):
+    d = run_log(catalogue, PROGRESS,
+                Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=3600),
+                target_iter=8000)
+    assert d.class_id == "silent_exit"
+    assert not d.retryable
+
+
+def test_no_accounting_and_no_failure_target_reached_is_completed(catalogue):
+    assert run_log(catalogue, PROGRESS, Accounting(), target_iter=39).class_id == "completed"
+
+
+def test_running_healthy_job_is_none(catalogue):
+    d = run_log(catalogue, PROGRESS, Accounting(state="RUNNING"), target_iter=8000)
+    assert d.class_id == "none" and d.action is Action.NONE and not d.secondary
+
+
+def test_nonzero_exit_without_signature_is_unknown_failure_with_tail(catalogue):
+    text = PROGRESS + "some custom error nobody catalogued\n"
+    d = run_log(catalogue, text, FAILED)
+    assert d.class_id == "unknown_failure"
+    assert d.evidence[-1].line == 40
+
+
+def test_stop_classes_are_never_retryable(catalogue):
+    for cid in STOP_CLASSES:
+        cls = catalogue.classes[cid]
+        assert cls.action is Action.STOP and not cls.retryable
+    text = PROGRESS + "iter=40 loss=nan\n"
+    d = run_log(catalogue, text, FAILED)
+    assert d.class_id == "nan_loss" and not d.retryable
+
+
+def test_bounded_memory_for_long_logs(catalogue):
+    analysis = LogAnalysis(catalogue, max_samples=128, tail_lines=10)
+    for block in range(20):
+        analysis.feed_text("".join(
+            f"iter={block * 5000 + i} loss=0.5 rss=40GiB\n" for i in range(5000)))
+    analysis.finish()
+    assert len(analysis.series.samples) <= 129
+    assert len(analysis.tail) == 10
+    assert analysis.series.last_iteration == 99_999
+    assert analysis.lines == 100_000
+
+
+def test_no_accounting_log_ending_in_a_traceback_is_unknown_failure(catalogue):
+    text = PROGRESS + "Traceback (most recent call last):\n  File 'x.py'\nValueError: boom\n"
+    assert run_log(catalogue, text, Accounting()).class_id == "unknown_failure"
+    assert run_log(catalogue, PROGRESS, Accounting()).class_id == "none"
+
+
+def test_pending_job_is_not_a_failure(catalogue):
+    assert run_log(catalogue, "", Accounting(state="PENDING")).class_id == "none"
+
+
+def test_exit_137_with_a_killed_line_is_host_oom_but_sigabrt_alone_is_not_nccl(catalogue):
+    killed = PROGRESS + "/var/spool/slurmd/job123/slurm_script: line 9:  4242 Killed  python\n"
+    d = run_log(catalogue, killed, Accounting(state="FAILED", exit_code=137, signal=0))
+    assert d.class_id == "host_oom"
+    abort = PROGRESS + "  traceback : Signal 6 (SIGABRT) received by PID 2248\n"
+    d = run_log(catalogue, abort, Accounting(state="FAILED", exit_code=0, signal=6))
+    assert d.class_id == "unknown_failure"
+
+
+def test_log_now_for_a_watcher_uses_the_log_clock(catalogue):
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(PROGRESS)
+    assert analysis.log_now(600) == analysis.series.last_time + 600
+    d = analysis.diagnose(Accounting(state="RUNNING"), now=analysis.log_now(600))
+    assert d.class_id == "hang"
+    assert LogAnalysis(catalogue).log_now(5) is None
+
+
+def test_completed_zero_zero_with_a_logged_failure_names_the_failure(catalogue):
+    text = PROGRESS + "[rank1]: torch.OutOfMemoryError: CUDA out of memory.\n"
+    d = run_log(catalogue, text, Accounting(state="COMPLETED", exit_code=0, signal=0,
+                                            elapsed_s=3600))
+    assert d.class_id == "cuda_oom"
+    assert "silent_exit" in d.secondary
+
+
+def test_completion_marker_without_parsable_iterations_is_completed(catalogue):
+    text = "epoch 3 done\nTraining completed.\n"
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=3600)
+    assert run_log(catalogue, text, done).class_id == "completed"
+    assert run_log(catalogue, text, Accounting()).class_id == "completed"
+
+
+def test_hard_wrapped_signature_is_found_by_the_fast_scan(catalogue):
+    text = PROGRESS + (
+        "RuntimeError: Failed to find C compiler. Please specify via CC envir\n"
+        "onment variable or set triton.knobs.build.impl.\n"
+    )
+    fast = LogAnalysis(catalogue)
+    slow = LogAnalysis(catalogue, fast_scan=False)
+    for a in (fast, slow):
+        a.feed_text(text)
+        a.finish()
+    assert [(m.class_id, m.line_no) for m in fast.matches] == [
+        (m.class_id, m.line_no) for m in slow.matches
+    ]
+    assert fast.diagnose(FAILED).class_id == "compiler_missing"
+
+
+def test_long_log_with_saves_finds_every_save_and_an_oom_inside_the_last(catalogue):
+    lines = []
+    for i in range(1, 60001):
+        lines.append(f"2025-05-20 10:00:00 iter={i} loss=0.5 rss=40GiB")
+        if i % 1000 == 0:
+            lines.append(f"2025-05-20 10:00:00 Saving checkpoint at iteration {i}")
+            if i < 60000:
+                lines.append("2025-05-20 10:00:00 checkpoint saved in 4.0s")
+    lines.append("slurmstepd: error: Detected 1 oom_kill event in StepId=1.0. Some of the "
+                 "step tasks have been OOM Killed.")
+    analysis = analyze_file(io.BytesIO("\n".join(lines).encode()), catalogue,
+                            chunk_bytes=1 << 20, max_samples=256)
+    assert len(analysis.series.samples) <= 257
+    windows = analysis.series.save_windows()
+    assert len(windows) == 60
+    assert windows[-1].end_line is None and windows[-1].iteration == 60000
+    d = analysis.diagnose(Accounting(state="OUT_OF_MEMORY", exit_code=0, signal=125))
+    assert d.class_id == "host_oom" and d.during_checkpoint_save
+    assert d.metrics.last_iter == 60000
+
+
+def test_fast_scan_matches_prefixed_coloured_and_anchored_lines(catalogue):
+    text = PROGRESS + (
+        "\x1b[31m[rank1]: torch.OutOfMemoryError: CUDA out of \x1b[1mmemory\x1b[0m\n"
+        "[rank0]: Killed\n"
+        "0: DataLoader timed out after 900 seconds\n"
+        "  3%|▎ | 12/400 [00:10<05:00]\r[rank2]: Loss is NaN, stopping training\n"
+    )
+    fast, slow = LogAnalysis(catalogue), LogAnalysis(catalogue, fast_scan=False)
+    for a in (fast, slow):
+        a.feed_text(text)
+        a.finish()
+    found = [(m.class_id, m.line_no) for m in fast.matches]
+    assert found == [(m.class_id, m.line_no) for m in slow.matches]
+    assert {"cuda_oom", "host_oom", "dataloader_timeout", "nan_loss"} <= {c for c, _ in found}
+
+
+def test_running_job_stuck_in_a_save_is_a_hang_naming_the_save(catalogue):
+    text = PROGRESS + "2025-05-20 10:00:40 Saving checkpoint at iteration 39\n"
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    running = Accounting(state="RUNNING")
+    assert analysis.diagnose(running, now=analysis.log_now(500)).class_id == "none"
+    d = analysis.diagnose(running, now=analysis.log_now(700))
+    assert d.class_id == "hang"
+    assert "line 40" in d.hint

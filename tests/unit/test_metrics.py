@@ -1,0 +1,300 @@
+"""Metric extraction: every log format, timestamps, checkpoint events, bounded series."""
+
+from __future__ import annotations
+
+import calendar
+import math
+
+import pytest
+
+from bot.core.metrics import GIB, LineParser, LogClock, MetricSeries, parse_mem
+
+
+def epoch(y, mo, d, hh, mm, ss):
+    return float(calendar.timegm((y, mo, d, hh, mm, ss)))
+
+
+def parse(line: str, parser: LineParser | None = None):
+    return (parser or LineParser()).parse(line, 7)
+
+
+# --- formats ------------------------------------------------------------------------------
+
+
+def test_key_value_tokens_with_units():
+    s, event = parse(
+        "2025-05-20 19:08:57,123 INFO [rank0] iter=1000/8000 loss=0.734 s/iter=4.51 "
+        "rss=45.5GiB gpu_mem=71.0GiB gpu_util=93%"
+    )
+    assert event is None
+    assert s.line_no == 7
+    assert (s.iteration, s.target_iter) == (1000, 8000)
+    assert s.loss == pytest.approx(0.734)
+    assert s.sec_per_iter == pytest.approx(4.51)
+    assert s.host_rss_bytes == int(45.5 * GIB)
+    assert s.gpu_mem_bytes == int(71.0 * GIB)
+    assert s.gpu_util == 93
+    assert s.time == pytest.approx(epoch(2025, 5, 20, 19, 8, 57) + 0.123)
+
+
+def test_key_colon_value_tokens_and_mib_units():
+    s, _ = parse("step: 12 | loss: 0.52 | host_rss: 563200 MiB | sec_per_iter: 2.0")
+    assert s.iteration == 12
+    assert s.loss == pytest.approx(0.52)
+    assert s.host_rss_bytes == 563200 * 1024**2
+    assert s.sec_per_iter == 2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected_bytes"),
+    [
+        ("mem=72GB", 72 * GIB),  # GB is read as GiB, as Slurm does
+        ("rss: 2048MB", 2048 * 1024**2),
+        ("host_rss 1.5 TiB", int(1.5 * 1024**4)),
+        ("RSS 72.5 GiB", int(72.5 * GIB)),
+        ("rss=90", 90 * GIB),  # a bare small number is GiB
+    ],
+)
+def test_memory_units(text, expected_bytes):
+    s, _ = parse(f"iter 5 {text}")
+    assert s.host_rss_bytes == expected_bytes
+
+
+def test_value_before_rate_unit_and_it_per_s():
+    s, _ = parse("iter 10 | 4.5 s/iter | loss 0.9")
+    assert s.sec_per_iter == 4.5
+    s, _ = parse("step=10 it/s=2.0")
+    assert s.sec_per_iter == pytest.approx(0.5)
+    s, _ = parse("step 10 step_time: 450ms")
+    assert s.sec_per_iter == pytest.approx(0.45)
+
+
+def test_megatron_iteration_line():
+    s, _ = parse(
+        " iteration      100/    8000 | consumed samples:         6400 | elapsed time per "
+        "iteration (ms): 4512.3 | learning rate: 1.000000E-04 | global batch size:    64 | "
+        "lm loss: 1.234567E+00 | loss scale: 1.0 | grad norm: 0.812 |"
+    )
+    assert (s.iteration, s.target_iter) == (100, 8000)
+    assert s.loss == pytest.approx(1.234567)
+    assert s.sec_per_iter == pytest.approx(4.5123)
+
+
+def test_hf_trainer_dict():
+    s, _ = parse("{'loss': 0.52, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1, "
+                 "'step': 10}")
+    assert s.loss == pytest.approx(0.52)
+    assert s.iteration == 10
+    s, _ = parse("{'loss': 0.4321, 'grad_norm': 0.9, 'learning_rate': 4e-05, 'epoch': 0.2}")
+    assert s.loss == pytest.approx(0.4321)
+    assert s.iteration is None
+
+
+def test_tqdm_bar_takes_the_last_carriage_return_segment():
+    s, _ = parse(
+        "  2%|▏         | 122/8000 [01:01<40:00, 1.2s/it]\r"
+        "  2%|▏         | 123/8000 [01:02<40:00, 1.3s/it]\r"
+    )
+    assert (s.iteration, s.target_iter) == (123, 8000)
+    assert s.sec_per_iter == pytest.approx(1.3)
+    s, _ = parse(" 50%|█████     | 50/100 [00:25<00:25,  2.00it/s]")
+    assert s.iteration == 50
+    assert s.sec_per_iter == pytest.approx(0.5)
+
+
+def test_nan_loss_is_kept_as_nan():
+    s, _ = parse("iter=5 loss=nan")
+    assert math.isnan(s.loss)
+
+
+def test_rank_prefix_and_ansi_codes_are_removed():
+    s, _ = parse("[rank3]: \x1b[32m2025-05-20 10:00:00\x1b[0m iter=3 loss=1.0")
+    assert s.iteration == 3
+    assert s.time == epoch(2025, 5, 20, 10, 0, 0)
+
+
+def test_lines_without_metrics_give_no_sample():
+    assert parse("Traceback (most recent call last):") == (None, None)
+    assert parse("") == (None, None)
+    # A loss scale is not a loss; a path with step_ in it is not an iteration.
+    s, _ = parse("loss scale: 65536.0 | /ckpt/global_step_10")
+    assert s is None
+
+
+def test_recipe_regex_with_named_groups():
+    parser = LineParser([r"EPOCH \d+ BATCH (?P<iteration>\d+) L=(?P<loss>[\d.]+) "
+                         r"MEM=(?P<rss>[\d.]+\s*[GM]B)"])
+    s, _ = parser.parse("EPOCH 1 BATCH 77 L=0.33 MEM=12.5 GB", 1)
+    assert (s.iteration, s.loss, s.host_rss_bytes) == (77, 0.33, int(12.5 * GIB))
+
+
+def test_recipe_regex_with_unknown_group_is_rejected():
+    with pytest.raises(ValueError, match="unknown group"):
+        LineParser([r"(?P<iter>\d+)"])
+
+
+def test_parse_mem_bare_large_numbers_are_bytes():
+    assert parse_mem("4294967296") == 4 * GIB
+
+
+# --- timestamps ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2025-05-20T19:08:57 iter=1",
+        "2025-05-20 19:08:57,000 iter=1",
+        "[2025-05-20 19:08:57] iter=1",
+        "2025-05-20 19:08:57.000 | INFO | iter: 1",
+    ],
+)
+def test_iso_timestamps(line):
+    s, _ = parse(line)
+    assert s.time == epoch(2025, 5, 20, 19, 8, 57)
+
+
+def test_bare_hms_rolls_over_midnight_monotonically():
+    clock = LogClock()
+    times = [clock.parse(t) for t in ("23:59:50 a", "23:59:58 b", "00:00:03 c", "00:10:00 d")]
+    assert times == sorted(times)
+    assert times[2] - times[1] == 5
+
+
+def test_bare_hms_after_a_dated_line_uses_that_date_and_rolls_over():
+    clock = LogClock()
+    first = clock.parse("2025-05-20 23:59:00 start")
+    later = clock.parse("00:01:00 after midnight")
+    assert later - first == 120
+
+
+def test_small_backwards_jitter_is_not_a_rollover():
+    clock = LogClock()
+    a = clock.parse("10:00:05 rank0")
+    b = clock.parse("10:00:04 rank1")
+    assert a - b == 1
+
+
+def test_glog_timestamp_uses_the_year_of_the_dated_lines():
+    clock = LogClock()
+    clock.parse("2025-05-14 19:08:57 iter")
+    t = clock.parse("[E0514 19:38:57.123456 ProcessGroupNCCL.cpp:616] Watchdog")
+    assert t == pytest.approx(epoch(2025, 5, 14, 19, 38, 57) + 0.123456)
+
+
+# --- checkpoint events --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "iteration", "duration"),
+    [
+        ("Saving checkpoint at iteration 1000", "start", 1000, None),
+        ("saving checkpoint to /scratch/ckpt/iter_000002000", "start", 2000, None),
+        ("[DCP] saving state dict to checkpoints/iter_000001000/model", "start", 1000, None),
+        ("Saving model checkpoint to /out/checkpoint-1200", "start", 1200, None),
+        ("dcp.save started for step 3000", "start", 3000, None),
+        ("Saved checkpoint /scratch/ckpt/iter_000001000", "end", 1000, None),
+        ("checkpoint saved in 47.2s", "end", None, 47.2),
+        ("  successfully saved checkpoint from iteration    1000 to /ckpt [ t 1/4 ]", "end",
+         1000, None),
+        ("dcp.save finished in 3500 ms", "end", None, 3.5),
+    ],
+)
+def test_checkpoint_save_events(line, kind, iteration, duration):
+    sample, event = parse(line)
+    assert event is not None and event.kind == kind
+    assert event.iteration == iteration
+    assert event.duration_s == (pytest.approx(duration) if duration else None)
+    # "at iteration 1000" on a save line is not training progress
+    assert sample is None or sample.iteration is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["loading checkpoint from latest_checkpoint.txt done",
+     "resuming from checkpoint iter_000001000, saved by job 88016",
+     "looking for the latest checkpoint in /scratch/ckpt"],
+)
+def test_loading_a_checkpoint_is_not_a_save(line):
+    assert parse(line)[1] is None
+
+
+def test_save_windows_merge_the_lines_of_one_save_and_stay_open_without_end():
+    series = MetricSeries()
+    series.feed_lines([
+        "2025-05-12 11:15:00 iter=999 loss=0.8",
+        "2025-05-12 11:15:03 Saving checkpoint at iteration 1000",
+        "2025-05-12 11:15:24 [DCP] writing /ckpt/iter_000001000/model",
+    ])
+    (window,) = series.save_windows()
+    assert (window.start_line, window.end_line, window.iteration) == (2, None, 1000)
+    assert series.open_save() == window
+
+
+# --- the series ---------------------------------------------------------------------------
+
+
+def progress_lines(
+    n: int, *, start_iter: int = 1, rss_spike_at: int | None = None, step_s: int = 5
+) -> list[str]:
+    out = []
+    for k in range(n):
+        it = start_iter + k
+        rss = 400.0 if it == rss_spike_at else 50.0
+        hh, rem = divmod(it * step_s, 3600)
+        out.append(f"2025-05-20 {hh % 24:02d}:{rem // 60:02d}:{rem % 60:02d} iter={it} "
+                   f"loss=0.5 rss={rss}GiB")
+    return out
+
+
+def test_series_tracks_latest_progress_target_and_step_time():
+    series = MetricSeries()
+    series.feed_lines(["iter 1/800 loss 1.0"] + progress_lines(20, start_iter=2))
+    assert series.last_iteration == 21
+    assert series.target_iter == 800
+    assert series.last_progress.line_no == 21
+    assert series.sec_per_iter() == pytest.approx(5.0)
+    assert series.last_loss == 0.5
+
+
+def test_memory_only_line_inherits_the_current_iteration():
+    series = MetricSeries()
+    series.feed_lines(["iter=64 loss=1.0", "[memory] host RSS: 72.0 GiB"])
+    assert series.rss_points()[-1].iteration == 64
+    assert series.last_progress.line_no == 1
+
+
+def test_feed_block_matches_line_by_line_feeding():
+    lines = progress_lines(300) + ["Saving checkpoint at iteration 300", "checkpoint saved in 4s"]
+    a, b = MetricSeries(), MetricSeries()
+    a.feed_lines(lines)
+    b.feed_block("\n".join(lines[:150]) + "\n", 1)
+    b.feed_block("\n".join(lines[150:]), 151)  # no final newline
+    assert [(s.line_no, s.iteration, s.host_rss_bytes) for s in a.samples] == [
+        (s.line_no, s.iteration, s.host_rss_bytes) for s in b.samples
+    ]
+    assert list(a.events) == list(b.events)
+    assert b.lines_seen == len(lines)
+
+
+def test_compaction_bounds_memory_and_keeps_latest_and_extremes():
+    series = MetricSeries(max_samples=64)
+    series.feed_lines(progress_lines(5000, rss_spike_at=1234))
+    assert len(series.samples) <= 65
+    assert series.stride > 1
+    assert series.samples[-1].iteration == 5000
+    assert max(s.host_rss_bytes for s in series.samples) == 400 * GIB  # the spike survived
+    assert series.last_iteration == 5000
+
+
+def test_sparse_block_keeps_exact_latest_iteration_time_and_every_checkpoint_event():
+    lines = progress_lines(20000, step_s=1)
+    lines[9000] = "2025-05-20 02:30:01 Saving checkpoint at iteration 9000"
+    lines[9001] = "2025-05-20 02:30:02 checkpoint saved in 1.0s"
+    series = MetricSeries(max_samples=64)
+    series.feed_block("\n".join(lines) + "\n", 1)
+    assert len(series.samples) <= 65
+    assert series.last_iteration == 20000
+    assert series.last_progress.line_no == 20000
+    assert [(e.kind, e.line_no) for e in series.events] == [("start", 9001), ("end", 9002)]
+    assert series.last_time == series.samples[-1].time
