@@ -15,166 +15,30 @@ clock when the job is still running.
 from __future__ import annotations
 
 import argparse
-import calendar
 import json
-import re
-import sys
 from datetime import UTC, datetime
 
-from bot.cli import EXIT_FAILED, EXIT_OK, UsageError
-from bot.core.catalogue import Catalogue, CatalogueError
-from bot.core.diagnose import NONE_CLASS, analyze_file
-from bot.core.metrics import MetricSeries
-from bot.core.models import Accounting, Diagnosis
-from bot.core.units import parse_size
+from bot.cli import EXIT_FAILED, EXIT_OK
+from bot.core.catalogue import Catalogue
+from bot.core.diagnose import NONE_CLASS
+from bot.core.models import Diagnosis
+from bot.log_input import add_log_arguments, read_log
 
 NAME = "diagnose"
 HELP = "Diagnose a training log with its sacct state: failure class, evidence, metrics."
 
-# sacct job states (Slurm 20-25), as printed in the State column.
-SACCT_STATES = frozenset({
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
-    "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED", "REQUEUE_FED",
-    "REQUEUE_HOLD", "RESIZING", "REVOKED", "RUNNING", "SIGNALING", "SPECIAL_EXIT",
-    "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT",
-})
-_EXIT_RE = re.compile(r"^(\d+):(\d+)$")
-_ELAPSED_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
-_ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z?$")
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("log", metavar="LOG|-", help="the job's log file, or - for stdin")
-    parser.add_argument("--state", help="sacct State (RUNNING, COMPLETED, OUT_OF_MEMORY, ...)")
-    parser.add_argument("--exit-code", metavar="CODE:SIGNAL",
-                        help="sacct ExitCode, e.g. 0:0, 1:0, 0:125")
-    parser.add_argument("--elapsed", metavar="SECONDS",
-                        help="run time in seconds (or sacct's [D-]HH:MM:SS)")
-    parser.add_argument("--mem-limit", metavar="SIZE",
-                        help="the job's memory limit: 400G, 950GB, 563200M, 1T")
-    parser.add_argument("--target-iter", metavar="N", type=_positive_int,
-                        help="the iteration training should reach (default: as the log says)")
-    parser.add_argument("--now", metavar="TIME",
-                        help="judge a running job at this time (ISO UTC or epoch seconds); "
-                        "default: the last timestamp in the log")
-    parser.add_argument("--catalogue", metavar="YAML", action="append", default=[],
-                        help="a site catalogue merged over the packaged one (repeatable)")
-    parser.add_argument("--metric-regex", metavar="REGEX", action="append", default=[],
-                        help="a recipe's own metric line regex with named groups (iteration, "
-                        "target_iter, loss, rss, gpu_mem, gpu_util, sec_per_iter, time)")
+    add_log_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive iteration number")
-    return value
-
-
-def parse_state(text: str | None) -> str | None:
-    """sacct's State: first word (`CANCELLED by 0` -> CANCELLED), `+` truncation dropped."""
-    if text is None:
-        return None
-    words = text.strip().split()
-    state = words[0].rstrip("+").upper() if words else ""
-    if state not in SACCT_STATES:
-        raise UsageError(
-            f"--state {text!r} is not a sacct state; use one of {', '.join(sorted(SACCT_STATES))}"
-        )
-    return state
-
-
-def parse_exit_code(text: str | None) -> tuple[int | None, int | None]:
-    """sacct's ExitCode `CODE:SIGNAL` (e.g. `0:0`, `1:0`, `0:125`)."""
-    if text is None:
-        return None, None
-    m = _EXIT_RE.match(text.strip())
-    if m is None:
-        raise UsageError(f"--exit-code {text!r} must be CODE:SIGNAL as sacct prints it, e.g. 1:0")
-    return int(m.group(1)), int(m.group(2))
-
-
-def parse_elapsed(text: str | None) -> float | None:
-    """Seconds, or sacct's Elapsed `[D-][HH:]MM:SS`."""
-    if text is None:
-        return None
-    text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        m = _ELAPSED_RE.match(text)
-        if m is None:
-            raise UsageError(
-                f"--elapsed {text!r} must be seconds (e.g. 10) or [D-]HH:MM:SS"
-            ) from None
-        days, hours, minutes, seconds = m.groups()
-        value = int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60
-        value += float(seconds)
-    if value < 0:
-        raise UsageError(f"--elapsed {text!r} cannot be negative")
-    return value
-
-
-def parse_now(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    m = _ISO_RE.match(text.strip())
-    if m is None:
-        raise UsageError(f"--now {text!r} must be an ISO time (2025-05-14T19:14:00) or epoch "
-                         "seconds")
-    y, mo, d, hh, mm, ss = (int(x) for x in m.groups()[:6])
-    frac = float("0." + m.group(7)) if m.group(7) else 0.0
-    return calendar.timegm((y, mo, d, hh, mm, ss)) + frac
-
-
 def run(args: argparse.Namespace) -> int:
-    state = parse_state(args.state)
-    exit_code, signal = parse_exit_code(args.exit_code)
-    elapsed = parse_elapsed(args.elapsed)
-    now = parse_now(args.now)
-    mem_limit = None
-    if args.mem_limit is not None:
-        try:
-            mem_limit = parse_size(args.mem_limit)
-        except ValueError as exc:
-            raise UsageError(f"--mem-limit: {exc}") from None
-    try:
-        catalogue = Catalogue.load(extra_paths=args.catalogue)
-    except CatalogueError as exc:
-        raise UsageError(f"--catalogue: {exc}") from None
-    accounting = Accounting(state=state, exit_code=exit_code, signal=signal,
-                            elapsed_s=elapsed, mem_limit_bytes=mem_limit)
-    extra = []
-    for pattern in args.metric_regex:
-        try:
-            extra.append(re.compile(pattern))
-        except re.error as exc:
-            raise UsageError(f"--metric-regex {pattern!r}: {exc}") from None
-    try:
-        MetricSeries(extra_patterns=extra)
-    except ValueError as exc:
-        raise UsageError(f"--metric-regex: {exc}") from None
-    try:
-        if args.log == "-":
-            analysis = analyze_file(sys.stdin.buffer, catalogue, extra_patterns=extra)
-        else:
-            with open(args.log, "rb") as stream:
-                analysis = analyze_file(stream, catalogue, extra_patterns=extra)
-    except OSError as exc:
-        raise UsageError(f"cannot read log {args.log!r}: {exc.strerror or exc}") from None
-    diagnosis = analysis.diagnose(accounting, now=now, target_iter=args.target_iter)
+    log = read_log(args)
+    diagnosis = log.analysis.diagnose(log.accounting, now=log.now, target_iter=log.target_iter)
     if args.json:
         print(json.dumps(diagnosis.to_json(), indent=2))
     else:
-        print(render_summary(diagnosis, catalogue, log_name=args.log))
+        print(render_summary(diagnosis, log.catalogue, log_name=args.log))
     return EXIT_OK if diagnosis.class_id in ("completed", NONE_CLASS) else EXIT_FAILED
 
 

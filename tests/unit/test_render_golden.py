@@ -42,7 +42,7 @@ def _args(story: str) -> argparse.Namespace:
         exit_code=facts.get("exit_code"),
         elapsed=str(facts["elapsed_s"]) if facts.get("elapsed_s") is not None else None,
         mem_limit=facts.get("mem_limit"), target_iter=facts.get("target_iter"), now=None,
-        catalogue=[],
+        catalogue=[], metric_regex=[],
     )
 
 
