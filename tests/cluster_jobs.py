@@ -1,0 +1,251 @@
+"""Run the demo training jobs (deploy/demo/) on the dev cluster and collect what they left.
+
+For integration tests (and anything else that needs REAL Slurm output): copy the demo files
+into a fresh directory of the test user's home over SFTP, submit scenarios through trainbot's
+own `SlurmClient`, wait for all of them with one squeue + one sacct per poll (bounded), and
+fetch each job's log, its accounting record and its checkpoint directory.
+
+    with DemoJobs.open(dev_cluster) as jobs:
+        job = jobs.submit("healthy", ["--scenario", "healthy", "--target-iter", "60"])
+        done = jobs.wait([job])[job.job_id]
+        done.record.state, done.log, done.cli_flags()
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.cluster.slurm import SlurmClient
+from bot.cluster.ssh import SSHRunner
+from bot.core.models import Accounting
+from bot.core.slurm_records import JobRecord
+
+if TYPE_CHECKING:
+    from conftest import DevCluster
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_SRC = REPO / "deploy" / "demo"
+DEMO_FILES = ("fake_train.py", "launch.sbatch", "launch_silent_exit.sbatch")
+
+
+@dataclass(frozen=True)
+class DemoJob:
+    """One submitted scenario: where its log and checkpoints live on the cluster."""
+
+    job_id: int
+    label: str
+    name: str
+    log_path: str
+    ckpt_dir: str
+    mem: str
+    submitted_at: float
+
+
+@dataclass
+class FinishedJob:
+    """A job that ended: its merged Slurm record, its log text and how long we waited."""
+
+    job: DemoJob
+    record: JobRecord
+    log: str
+    waited_s: float
+    log_lines: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_lines = self.log.splitlines()
+
+    def accounting(self) -> Accounting:
+        """The facts `bot.core.diagnose` takes, straight from the sacct record."""
+        return self.record.accounting()
+
+    def cli_flags(self) -> list[str]:
+        """`trainbot diagnose` flags as a user would copy them from sacct."""
+        r = self.record
+        flags = ["--state", str(r.state)]
+        if r.exit_code is not None:
+            flags += ["--exit-code", f"{r.exit_code}:{r.signal or 0}"]
+        if r.elapsed_s is not None:
+            flags += ["--elapsed", f"{r.elapsed_s:g}"]
+        if r.mem_limit_bytes:
+            flags += ["--mem-limit", f"{r.mem_limit_bytes // 1024**2}M"]
+        return flags
+
+    def describe(self) -> str:
+        """Everything needed to understand a failed assertion about this job."""
+        r = self.record
+        tail = "\n".join(self.log_lines[-25:])
+        return (
+            f"job {r.job_id} {self.job.label} ({self.job.name}): state={r.state} "
+            f"exit={r.exit_code}:{r.signal} elapsed={r.elapsed_s} maxrss={r.max_rss_bytes} "
+            f"mem_limit={r.mem_limit_bytes}\n--- log tail ({self.job.log_path}) ---\n{tail}"
+        )
+
+
+class DemoJobs:
+    """A per-test-module workspace on the cluster: demo files, logs, checkpoint dirs.
+
+    Every job name is unique (`tb-<label>-<hex>`); `close()` cancels jobs still alive and
+    removes the workspace, so the shared cluster is left as it was found.
+    """
+
+    def __init__(self, runner: SSHRunner, home: str, *, partition: str | None = None,
+                 keep: bool = False) -> None:
+        self.runner = runner
+        self.slurm = SlurmClient(runner, timeout=60)
+        self.partition = partition
+        self.keep = keep
+        self.tag = uuid.uuid4().hex[:8]
+        self.root = posixpath.join(home, f"trainbot-it-{self.tag}")
+        self.submitted: list[DemoJob] = []
+        self._install()
+
+    @classmethod
+    def open(cls, cluster: DevCluster, **kwargs: object) -> DemoJobs:
+        """Connect with trainbot's SSH runner to the dev cluster and install the demo files."""
+        runner = SSHRunner(cluster.ssh_settings())
+        try:
+            return cls(runner, cluster.home, partition=cluster.partition, **kwargs)
+        except BaseException:
+            runner.close()
+            raise
+
+    def __enter__(self) -> DemoJobs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- workspace ----
+
+    def _install(self) -> None:
+        sftp = self.runner.sftp()
+        for sub in ("", "logs", "ckpt"):
+            sftp.mkdir(posixpath.join(self.root, sub) if sub else self.root)
+        for name in DEMO_FILES:
+            target = posixpath.join(self.root, name)
+            sftp.put(str(DEMO_SRC / name), target)
+            sftp.chmod(target, 0o755)
+
+    def path(self, *parts: str) -> str:
+        return posixpath.join(self.root, *parts)
+
+    def close(self) -> None:
+        """Cancel what is still queued or running, remove the workspace, disconnect."""
+        try:
+            alive = [j.job_id for j in self.submitted]
+            if alive:
+                records = self.slurm.jobs(alive)
+                for job_id, rec in records.items():
+                    if not rec.is_finished:
+                        self.slurm.cancel(job_id)
+            if not self.keep:
+                self.runner.run(["rm", "-rf", "--", self.root], check=False, timeout=60)
+        finally:
+            self.runner.close()
+
+    # ---- jobs ----
+
+    def submit(
+        self,
+        label: str,
+        args: Sequence[str],
+        *,
+        launcher: str = "launch.sbatch",
+        mem: str = "128M",
+        time_limit: str = "5",
+        ckpt_dir: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> DemoJob:
+        """Submit `launcher` with the trainer `args`; one CPU, `mem`, its own checkpoint dir.
+
+        `ckpt_dir` defaults to `<workspace>/ckpt/<label>`; pass another job's to resume it.
+        """
+        name = f"tb-{label}-{uuid.uuid4().hex[:6]}"
+        ckpt = ckpt_dir or self.path("ckpt", label)
+        log_path = self.path("logs", f"{name}.out")
+        job_env = {"TRAINBOT_DEMO_DIR": self.root, "TRAINBOT_CKPT_DIR": ckpt, **(env or {})}
+        job_id = self.slurm.submit(
+            script_path=self.path(launcher),
+            args=list(args),
+            job_name=name,
+            partition=self.partition,
+            mem=mem,
+            time=time_limit,
+            output=log_path,
+            workdir=self.root,
+            env=job_env,
+            extra=["--cpus-per-task=1"],
+        )
+        job = DemoJob(job_id, label, name, log_path, ckpt, mem, time.monotonic())
+        self.submitted.append(job)
+        return job
+
+    def wait(
+        self, jobs: Iterable[DemoJob], *, timeout: float = 150.0, poll_s: float = 1.0
+    ) -> dict[int, FinishedJob]:
+        """Poll until every job has ended and sacct agrees twice in a row; fetch the logs.
+
+        One squeue + one sacct per poll for all jobs. Raises TimeoutError naming the jobs that
+        had not finished, with their last known state, after `timeout` seconds.
+        """
+        pending = {j.job_id: j for j in jobs}
+        deadline = time.monotonic() + timeout
+        last: dict[int, JobRecord] = {}
+        stable: dict[int, tuple] = {}
+        done: dict[int, FinishedJob] = {}
+        while pending:
+            records = self.slurm.jobs(pending)
+            for job_id, job in list(pending.items()):
+                rec = records.get(job_id)
+                if rec is None:
+                    continue
+                last[job_id] = rec
+                if not (rec.is_finished and "sacct" in rec.source and rec.elapsed_s is not None):
+                    continue
+                # slurmdbd may lag the controller by a moment: accept an outcome seen twice.
+                key = (rec.state, rec.exit_code, rec.signal, rec.elapsed_s, rec.max_rss_bytes)
+                if stable.get(job_id) == key:
+                    done[job_id] = FinishedJob(
+                        job, rec, self.read_text(job.log_path),
+                        time.monotonic() - job.submitted_at,
+                    )
+                    del pending[job_id]
+                else:
+                    stable[job_id] = key
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                states = ", ".join(
+                    f"{j.label} {jid}: {last[jid].state if jid in last else 'unknown'}"
+                    + (f" ({last[jid].reason})" if jid in last and last[jid].reason else "")
+                    for jid, j in pending.items()
+                )
+                raise TimeoutError(
+                    f"demo jobs not finished after {timeout:.0f} s: {states} (the shared "
+                    "node has 4 CPUs; check squeue for other engineers' jobs)"
+                )
+            time.sleep(poll_s)
+        return done
+
+    def read_text(self, path: str) -> str:
+        """A file on the cluster as text ('' if it does not exist)."""
+        try:
+            with self.runner.sftp().open(path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(self.runner.sftp().listdir(path))
+        except FileNotFoundError:
+            return []
+
+
+__all__ = ["DEMO_FILES", "DEMO_SRC", "DemoJob", "DemoJobs", "FinishedJob"]
