@@ -1,0 +1,617 @@
+"""The failure catalogue: real-world excerpts, wording variants, normalization, hard wraps,
+the fast block scanner against the reference scanner, site files, and grep compatibility."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.core.catalogue import (
+    STOP_CLASSES,
+    Catalogue,
+    CatalogueError,
+    check_dialect,
+    normalize_line,
+)
+from bot.core.models import Action
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+# The class ids of FAILURES.md: an interface (diagnose --json prints them).
+CLASS_IDS = {
+    "host_oom", "memory_leak", "cuda_oom", "nccl_timeout", "hang", "dataloader_timeout",
+    "dataloader_worker_killed", "compiler_missing", "nan_loss", "time_limit", "preempted",
+    "node_failure", "silent_exit", "completed", "unknown_failure",
+}
+# Decided by detectors or by the absence of a signature, never by one log line.
+NO_PRIMARY_PATTERNS = {"memory_leak", "hang", "silent_exit", "unknown_failure"}
+
+NCCL_LINE = (
+    "[rank3]:[E1129 19:38:57.123456789 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=48213, OpType=ALLGATHER, NumelIn=1048576, "
+    "NumelOut=4194304, Timeout(ms)=1800000) ran for 1800043 milliseconds before timing out."
+)
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalogue:
+    return Catalogue.load()
+
+
+def fixture_body(path: Path) -> str:
+    """The fixture without its `# source:` header line (line 1)."""
+    text = path.read_text(encoding="utf-8")
+    header, _, body = text.partition("\n")
+    assert header.startswith(("# source: ", "# derived from ")), path.name
+    return body
+
+
+def primary_classes(matches) -> set[str]:
+    return {m.class_id for m in matches if m.primary}
+
+
+# --------------------------------------------------------------------------- the data
+
+
+def test_catalogue_covers_exactly_the_failures_md_classes(cat: Catalogue) -> None:
+    assert set(cat.classes) == CLASS_IDS
+
+
+def test_stop_classes_are_never_retryable(cat: Catalogue) -> None:
+    for cid in ("cuda_oom", "compiler_missing", "nan_loss", "silent_exit"):
+        fc = cat.get(cid)
+        assert fc.action is Action.STOP and not fc.retryable, cid
+    assert STOP_CLASSES == {"cuda_oom", "compiler_missing", "nan_loss", "silent_exit"}
+
+
+def test_scheduler_caused_failures_do_not_charge_the_budget(cat: Catalogue) -> None:
+    assert not cat.get("preempted").charges_budget
+    assert not cat.get("node_failure").charges_budget
+    assert cat.get("nccl_timeout").charges_budget and cat.get("nccl_timeout").retryable
+    assert cat.get("completed").action is Action.NONE
+
+
+def test_every_class_has_text_for_the_incident_message(cat: Catalogue) -> None:
+    for fc in cat.classes.values():
+        assert fc.title and len(fc.explanation) > 60 and fc.hint, fc.id
+        assert "\n" not in fc.explanation and "\n" not in fc.hint
+    assert "gcc_linux-64" in cat.get("compiler_missing").hint
+
+
+def test_classes_without_primary_patterns_are_the_detector_ones(cat: Catalogue) -> None:
+    assert {c.id for c in cat.classes.values() if not c.primary} == NO_PRIMARY_PATTERNS
+
+
+def test_specific_causes_outrank_wrappers_and_fallbacks(cat: Catalogue) -> None:
+    ranked = cat.rank(["unknown_failure", "nccl_timeout", "cuda_oom", "host_oom"])
+    assert ranked == ["cuda_oom", "host_oom", "nccl_timeout", "unknown_failure"]
+    assert cat.rank(["nccl_timeout", "dataloader_timeout"])[0] == "dataloader_timeout"
+    assert cat.rank(["nccl_timeout", "node_failure"])[0] == "node_failure"
+
+
+def test_get_unknown_class_names_the_known_ones(cat: Catalogue) -> None:
+    with pytest.raises(KeyError, match="host_oom"):
+        cat.get("disk_full")
+
+
+# --------------------------------------------------------------------------- real excerpts
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
+
+
+def test_every_class_with_log_evidence_has_a_real_fixture() -> None:
+    have = {p.name.split("__")[0] for p in FIXTURE_FILES}
+    assert CLASS_IDS - NO_PRIMARY_PATTERNS <= have
+    for cid in ("host_oom", "cuda_oom", "nccl_timeout", "compiler_missing"):
+        assert sum(p.name.startswith(cid + "__") for p in FIXTURE_FILES) >= 3, cid
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
+def test_real_fixture_is_recognised_as_its_class(cat: Catalogue, path: Path) -> None:
+    expected = path.name.split("__")[0]
+    body = fixture_body(path)
+    matches = cat.scan(body.split("\n"), first_line_no=2, exhaustive=True)
+    assert cat.scan(body.split("\n"), first_line_no=2) == matches
+    if expected in NO_PRIMARY_PATTERNS:
+        # Wrappers and tracebacks are evidence, never the answer.
+        assert not primary_classes(matches)
+        assert expected in {m.class_id for m in matches}
+    else:
+        assert expected in primary_classes(matches)
+        top = cat.rank(primary_classes(matches))[0]
+        assert top == expected
+    assert cat.scan_block(body, first_line_no=2) == matches
+    assert cat.scan_block(body.encode("utf-8"), first_line_no=2) == matches
+
+
+def test_fixture_line_numbers_count_the_header(cat: Catalogue) -> None:
+    body = fixture_body(FIXTURES / "host_oom__arjuna-users-52.log")
+    (oom,) = [m for m in cat.scan_block(body, first_line_no=2) if m.primary]
+    assert oom.line_no == 6  # line 6 of the file, the header being line 1
+    assert oom.text.startswith("slurmstepd: error: Detected 1 oom-kill event(s)")
+
+
+def test_real_hard_wrap_is_joined(cat: Catalogue) -> None:
+    body = fixture_body(FIXTURES / "nccl_timeout__vlm-r1-257.log")
+    (m,) = cat.scan_block(body, first_line_no=2)
+    assert (m.class_id, m.line_no, m.primary) == ("nccl_timeout", 2, True)
+    assert "ProcessGroupNCCL's watchdog got stuck for 480 seconds" in m.text
+
+
+# --------------------------------------------------------------------------- wordings
+
+WORDINGS = [
+    # Slurm <= 22.05 and 23.02+ cgroup OOM, and the cgroup-free OverMemoryKill
+    ("slurmstepd: error: Detected 1 oom-kill event(s) in step 123.batch cgroup.", "host_oom"),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=123.batch. Some of your "
+     "processes may have been killed by the cgroup out-of-memory handler.", "host_oom"),
+    ("slurmstepd: error: Detected 3 oom_kill events in StepId=87870.0. Some of the step tasks "
+     "have been OOM Killed.", "host_oom"),
+    ("slurmstepd: error: Step 87870.0 exceeded memory limit (322122547 > 314572800), being "
+     "killed", "host_oom"),
+    ("srun: error: gpu-07: task 2: Out Of Memory", "host_oom"),
+    ("  Reason:       OOMKilled", "host_oom"),
+    ("Memory cgroup out of memory: Killed process 4242 (pt_main_thread)", "host_oom"),
+    # torch CUDA OOM, old and new
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total "
+     "capacity; 75.00 GiB already allocated)", "cuda_oom"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+     "total capacity of 79.15 GiB", "cuda_oom"),
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "cuda_oom"),
+    ("RuntimeError: CUDA error: out of memory", "cuda_oom"),
+    # NCCL watchdog family
+    (NCCL_LINE, "nccl_timeout"),
+    ("[PG ID 0 PG GUID 0(default_pg) Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 "
+     "seconds without making progress in monitoring enqueued collectives.", "nccl_timeout"),
+    ("[rank3]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 3] Heartbeat monitor timed out! Process "
+     "will be terminated after dumping debug info. workMetaList_.size()=1", "nccl_timeout"),
+    ("RuntimeError: NCCL communicator was aborted on rank 3. Original reason for failure was: "
+     "[Rank 3] Watchdog caught collective operation timeout", "nccl_timeout"),
+    # DataLoader
+    ("RuntimeError: DataLoader timed out after 900 seconds", "dataloader_timeout"),
+    ("RuntimeError: DataLoader worker (pid 123) is killed by signal: Killed.",
+     "dataloader_worker_killed"),
+    ("RuntimeError: DataLoader worker (pid(s) 4743, 4744) exited unexpectedly",
+     "dataloader_worker_killed"),
+    # Compilers: Triton old and new, Inductor
+    ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
+     "compiler_missing"),
+    ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable or "
+     "set triton.knobs.build.impl.", "compiler_missing"),
+    ("torch._inductor.exc.InductorError: CppCompileError: C++ compile error", "compiler_missing"),
+    ("torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
+     "torch._inductor.config.cpp.cxx: (None, 'g++')", "compiler_missing"),
+    ("/bin/sh: 1: gcc: not found", "compiler_missing"),
+    ("error: command 'gcc' failed: No such file or directory: 'gcc'", "compiler_missing"),
+    # Divergence
+    ("iteration     3470/    8000 | lm loss: nan | loss scale: 1.0 |", "nan_loss"),
+    ("{'loss': nan, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.3}", "nan_loss"),
+    ("step=3470 loss=inf lr=1e-4", "nan_loss"),
+    ("Loss is NaN, stopping training", "nan_loss"),
+    ("FloatingPointError: Minimum loss scale reached (0.0001).", "nan_loss"),
+    ("AssertionError: found NaN in local grad norm in backward pass", "nan_loss"),
+    # Scheduler
+    ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO TIME "
+     "LIMIT ***", "time_limit"),
+    ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO "
+     "PREEMPTION ***", "preempted"),
+    ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO NODE "
+     "FAILURE ***", "node_failure"),
+    ("Training completed. Do not forget to share your model on huggingface.co/models =)",
+     "completed"),
+]
+
+
+@pytest.mark.parametrize(("line", "class_id"), WORDINGS, ids=lambda v: str(v)[:40])
+def test_wording_is_primary_evidence(cat: Catalogue, line: str, class_id: str) -> None:
+    hits = cat.match_line(line)
+    assert class_id in primary_classes(hits)
+    assert cat.scan_block(line + "\n") == cat.scan([line])
+
+
+HINT_ONLY = [
+    ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:", "unknown_failure"),
+    ("  exitcode  : -6 (pid: 2385923)", "nccl_timeout"),
+    ("  traceback : Signal 6 (SIGABRT) received by PID 2385923", "nccl_timeout"),
+    ("Traceback (most recent call last):", "unknown_failure"),
+    ("  Exit Code:    137", "host_oom"),
+    ("/var/spool/slurmd/job191/slurm_script: line 28:  8156 Killed     python3 main.py",
+     "host_oom"),
+    ("slurmstepd: Exceeded step memory limit at some point.", "host_oom"),
+]
+
+
+@pytest.mark.parametrize(("line", "class_id"), HINT_ONLY, ids=lambda v: str(v)[:40])
+def test_wrappers_and_exit_codes_are_hints_only(cat: Catalogue, line: str, class_id: str) -> None:
+    hits = cat.match_line(line)
+    assert [(m.class_id, m.primary) for m in hits] == [(class_id, False)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "iteration 100/ 8000 | lm loss: 7.08E-01 | number of nan iterations:   0 |",
+        "{'loss': 0.5213, 'grad_norm': 1.23, 'learning_rate': 4.9e-05}",
+        "step=3 loss=0.41 host_rss=72.4GiB s/iter=4.51",
+        "val_loss: inference took 3.2s",
+        "Saving checkpoint to /ckpt/iter_0001000 ... done",
+        "Killed processes: 0",
+    ],
+)
+def test_progress_lines_match_nothing(cat: Catalogue, line: str) -> None:
+    assert cat.match_line(line) == []
+
+
+def test_nan_and_inf_need_to_be_the_value(cat: Catalogue) -> None:
+    assert cat.match_line("loss: information") == []
+    assert cat.match_line("loss: infinite") == []
+    assert primary_classes(cat.match_line("loss: -inf")) == {"nan_loss"}
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+@pytest.mark.parametrize(
+    ("state", "exit_code", "signal", "expected"),
+    [
+        ("OUT_OF_MEMORY", 0, 125, ["host_oom"]),
+        ("TIMEOUT", 0, 0, ["time_limit"]),
+        ("PREEMPTED", 0, 0, ["preempted"]),
+        ("NODE_FAIL", 1, 0, ["node_failure"]),
+        ("COMPLETED", 0, 0, ["completed"]),
+        ("FAILED", 137, 0, ["unknown_failure", "host_oom"]),
+        ("CANCELLED by 1000", 0, 9, ["host_oom"]),
+        ("FAILED", 134, 6, ["unknown_failure", "nccl_timeout"]),
+        ("RUNNING", None, None, []),
+        (None, None, None, []),
+    ],
+)
+def test_classify_state(cat, state, exit_code, signal, expected) -> None:
+    assert cat.classify_state(state, exit_code, signal) == expected
+
+
+def test_accounting_hints_are_marked_as_hints(cat: Catalogue) -> None:
+    (oom,) = cat.accounting_matches("FAILED", 137, None)[1:]
+    assert (oom.class_id, oom.primary) == ("host_oom", False)
+    (state,) = cat.accounting_matches("OUT_OF_MEMORY")
+    assert state.primary and "OUT_OF_MEMORY" in state.reason
+
+
+# --------------------------------------------------------------------------- normalization
+
+
+@pytest.mark.parametrize(
+    ("raw", "normalized"),
+    [
+        ("[rank3]: RuntimeError: boom", "RuntimeError: boom"),
+        ("[rank3]:[E1129 19:38:57 ProcessGroupNCCL.cpp:616] x",
+         "[E1129 19:38:57 ProcessGroupNCCL.cpp:616] x"),
+        ("[default0]:[rank0]: loss: nan", "loss: nan"),
+        ("rank3: Traceback (most recent call last):", "Traceback (most recent call last):"),
+        ("[2024-05-01 19:38:57,123][rank1]: RuntimeError: x", "RuntimeError: x"),
+        ("[1,0]<stderr>:RuntimeError: x", "RuntimeError: x"),
+        ("  3: slurmstepd: error: x", "slurmstepd: error: x"),
+        ("\x1b[31mERROR\x1b[0m: \x1b[1mloss: nan\x1b[0m", "ERROR: loss: nan"),
+        (" 10%|#   | 1/10 [00:01<00:09]\r 20%|##  | 2/10 [00:02<00:08]\rDone", "Done"),
+        ("line with windows ending\r\n", "line with windows ending"),
+        ("[E ProcessGroupNCCL.cpp:458] [Rank 0] kept",
+         "[E ProcessGroupNCCL.cpp:458] [Rank 0] kept"),
+        ("2024-05-01T19:08:57 iteration 3470", "2024-05-01T19:08:57 iteration 3470"),
+    ],
+)
+def test_normalize_line(raw: str, normalized: str) -> None:
+    assert normalize_line(raw) == normalized
+
+
+def test_ansi_inside_a_signature_still_matches(cat: Catalogue) -> None:
+    line = "\x1b[31mRuntimeError: DataLoader \x1b[1mtimed out\x1b[0m after 900 seconds"
+    (m,) = cat.scan([line])
+    assert m.class_id == "dataloader_timeout" and "\x1b" not in m.text
+    assert cat.scan_block(line) == [m]
+
+
+# --------------------------------------------------------------------------- hard wraps
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_nccl_line_folded_at_terminal_width(cat: Catalogue, width: int) -> None:
+    pieces = [NCCL_LINE[i: i + width] for i in range(0, len(NCCL_LINE), width)]
+    lines = ["iteration 3470/8000 | loss 0.51", *pieces, "Fatal Python error: Aborted"]
+    matches = cat.scan(lines)
+    nccl = [m for m in matches if m.class_id == "nccl_timeout" and m.primary]
+    assert nccl and nccl[0].line_no == 2
+    assert any("Watchdog caught collective operation timeout" in m.text for m in nccl)
+    assert cat.scan_block("\n".join(lines)) == matches
+
+
+def test_word_wrapped_signature_is_joined_with_a_space(cat: Catalogue) -> None:
+    text = (
+        "RuntimeError: some context that makes this line long enough. "
+        "DataLoader timed out after 900 seconds"
+    )
+    lines = textwrap.wrap(text, width=len(text) - 12)  # breaks between "after" and "900"
+    assert len(lines) == 2 and not cat.match_line(lines[0]) and not cat.match_line(lines[1])
+    (m,) = cat.scan(lines)
+    assert (m.class_id, m.line_no, m.text) == ("dataloader_timeout", 1, text)
+    assert cat.scan_block("\n".join(lines) + "\n") == [m]
+
+
+def test_short_unrelated_lines_are_not_joined(cat: Catalogue) -> None:
+    # "DataLoader timed" + "out after 9 seconds" would match if any two lines were joined.
+    assert cat.scan(["DataLoader timed", "out after 9 seconds"]) == []
+
+
+# --------------------------------------------------------------------------- block vs reference
+
+SIGNATURES = [
+    NCCL_LINE,
+    "slurmstepd: error: Detected 1 oom_kill event in StepId=87870.batch. Some of your processes "
+    "may have been killed by the cgroup out-of-memory handler.",
+    "\x1b[31mRuntimeError: Failed to find C compiler. Please specify via CC environment variable "
+    "or set triton.knobs.build.impl.\x1b[0m",
+    " 10%|#         | 100/1000 [00:10<01:30]\r[rank0]: iteration 100 | lm loss: nan |",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 3.12 MiB is free.",
+    "slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO TIME "
+    "LIMIT ***",
+    "[rank2]: RuntimeError: DataLoader worker (pid 2077) is killed by signal: Killed.",
+    "/bin/sh: 1: gcc: not found",
+    "Loss is nan, stopping training",
+]
+PROGRESS = [
+    " iteration     3470/    8000 | consumed samples:       222080 | elapsed time per iteration "
+    "(ms): 4512.3 | learning rate: 1.000E-04 | lm loss: 5.123E-01 | loss scale: 1.0 | grad norm: "
+    "0.812 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+    "{'loss': 0.5213, 'grad_norm': 1.2345, 'learning_rate': 4.9e-05, 'epoch': 0.12}",
+    "2024-05-01T19:08:57 step=3470 loss=0.512 s/iter=4.51 host_rss=45.1GiB",
+    "Epoch 3:  45%|####5     | 3600/8000 [4:30:00<5:30:00,  4.51s/it, loss=0.512]",
+    "",
+]
+
+
+@st.composite
+def log_texts(draw) -> str:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(0, 40))):
+        kind = draw(st.sampled_from(["progress", "progress", "progress", "sig", "wrap", "junk"]))
+        if kind == "progress":
+            lines.append(draw(st.sampled_from(PROGRESS)))
+        elif kind == "sig":
+            lines.append(draw(st.sampled_from(SIGNATURES)))
+        elif kind == "wrap":
+            sig = draw(st.sampled_from(SIGNATURES))
+            cut = draw(st.integers(1, max(1, len(sig) - 1)))
+            if draw(st.booleans()) and " " in sig[:cut]:
+                cut = sig.rindex(" ", 0, cut)
+                lines += [sig[:cut], sig[cut + 1:]]
+            else:
+                lines += [sig[:cut], sig[cut:]]
+        else:
+            lines.append(draw(st.text(st.characters(blacklist_characters="\n"), max_size=60)))
+    newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))  # CRLF: a log copied from Windows
+    return newline.join(lines) + draw(st.sampled_from(["", newline]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=log_texts(), first=st.integers(1, 10**6))
+def test_scan_block_equals_reference_scan(cat: Catalogue, text: str, first: int) -> None:
+    expected = cat.scan(text.split("\n"), first_line_no=first, exhaustive=True)
+    assert cat.scan(text.split("\n"), first_line_no=first) == expected
+    assert cat.scan_block(text, first_line_no=first) == expected
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: no bytes form to compare
+        return
+    assert cat.scan_block(raw, first_line_no=first) == expected
+
+
+ALL_PATTERNS = Catalogue.load().grep_patterns()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_fast_scanners_find_every_string_a_pattern_matches(cat: Catalogue, data) -> None:
+    # Any text a pattern matches holds its triggers, so no scanner skips it.
+    pattern = data.draw(st.sampled_from(ALL_PATTERNS))
+    hit = data.draw(st.from_regex(re.compile(pattern), fullmatch=True).filter(
+        lambda x: not set(x) & set("\n\r\x1b\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+    ))
+    head = "" if pattern.startswith("^") else "noise "
+    tail = "" if pattern.endswith("$") else " noise"
+    lines = [PROGRESS[0], head + hit + tail, PROGRESS[2]]
+    expected = cat.scan(lines, exhaustive=True)
+    assert any(m.line_no == 2 for m in expected)
+    assert cat.scan(lines) == expected
+    assert cat.scan_block("\n".join(lines)) == expected
+    # The same line hard-wrapped anywhere: the fast scanners still agree with the reference.
+    line = lines[1]
+    cut = data.draw(st.integers(0, len(line)))
+    wrapped = [PROGRESS[0], line[:cut], line[cut:], PROGRESS[2]]
+    expected = cat.scan(wrapped, exhaustive=True)
+    assert cat.scan(wrapped) == expected
+    assert cat.scan_block("\n".join(wrapped)) == expected
+
+
+@pytest.mark.parametrize("chunk", [7, 37, 64])
+def test_sentinel_chunks_do_not_lose_a_trigger_at_a_boundary(
+    cat: Catalogue, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    import bot.core.catalogue as catalogue_module
+
+    monkeypatch.setattr(catalogue_module, "_SENTINEL_CHUNK", chunk)
+    text = "\n".join(PROGRESS[i % 4] if i % 3 else SIGNATURES[i % len(SIGNATURES)]
+                     for i in range(60))
+    for shift in range(0, 2 * chunk, 5):  # move every trigger across the chunk edges
+        shifted = "x" * shift + "\n" + text
+        assert cat.scan_block(shifted) == cat.scan(shifted.split("\n"), exhaustive=True)
+
+
+def test_scan_block_line_numbers_in_a_big_block(cat: Catalogue) -> None:
+    lines = [PROGRESS[i % 4] for i in range(20000)]
+    lines[12345] = SIGNATURES[1]
+    lines[19999] = SIGNATURES[6]
+    found = cat.scan_block("\n".join(lines), first_line_no=1001)
+    assert [(m.class_id, m.line_no) for m in found] == [
+        ("host_oom", 1001 + 12345),
+        ("time_limit", 1001 + 19999),
+    ]
+
+
+def test_a_trigger_on_a_line_that_does_not_match_is_dropped(cat: Catalogue) -> None:
+    block = "CUDA is available: True\nWatchdog armed\nTIME LIMIT set to 04:00:00\n"
+    assert cat.scan_block(block) == []
+
+
+# --------------------------------------------------------------------------- site files
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
+    site = write(tmp_path, "site.yaml", """
+        classes:
+          disk_full:
+            title: Scratch filesystem full
+            explanation: The job could not write its checkpoint because scratch is full.
+            action: ask
+            retryable: false
+            charges_budget: true
+            priority: 65
+            hint: Clean old checkpoints under /scratch or ask for quota.
+            patterns:
+              primary: ['OSError: \\[Errno 28\\] No space left on device']
+          host_oom:
+            patterns:
+              primary: ['SITE-MEMGUARD: killed job [0-9]+']
+            accounting:
+              exit_codes: [247]
+        """)
+    cat = Catalogue.load([site])
+    assert cat.get("disk_full").action is Action.ASK
+    assert primary_classes(cat.match_line("OSError: [Errno 28] No space left on device")) == {
+        "disk_full"
+    }
+    assert primary_classes(cat.match_line("SITE-MEMGUARD: killed job 88016")) == {"host_oom"}
+    # The packaged patterns are still there, and the block scanner knows the new ones.
+    assert primary_classes(cat.match_line("torch.OutOfMemoryError: CUDA out of memory")) == {
+        "cuda_oom"
+    }
+    block = "step=1 loss=0.5\nSITE-MEMGUARD: killed job 88016\n"
+    assert [m.class_id for m in cat.scan_block(block)] == ["host_oom"]
+    assert "host_oom" in cat.classify_state("FAILED", 247, None)
+    assert "OSError: \\[Errno 28\\] No space left on device" in cat.grep_patterns()
+
+
+def test_site_file_can_override_a_scalar(tmp_path: Path) -> None:
+    site = write(tmp_path, "site.yaml", """
+        classes:
+          host_oom:
+            hint: "Ask #hpc-help for a bigger --mem on the a100 partition."
+        """)
+    cat = Catalogue.load([site])
+    assert cat.get("host_oom").hint.startswith("Ask #hpc-help")
+    assert cat.get("host_oom").primary == Catalogue.load().get("host_oom").primary
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "why"),
+    [
+        ("classes:\n  host_oom:\n    colour: red\n", "classes.host_oom.colour", "unknown field"),
+        ("classes:\n  host_oom:\n    patterns:\n      primary: ['oom(']\n",
+         "classes.host_oom.patterns.primary[0]", "invalid regex"),
+        ("classes:\n  host_oom:\n    action: retry\n", "classes.host_oom.action", "unknown action"),
+        ("classes:\n  host_oom:\n    patterns:\n      primary: ['Killed \\d+']\n",
+         "classes.host_oom.patterns.primary[0]", "not portable"),
+        ("classes:\n  host_oom:\n    patterns:\n      hints: ['(?i)killed']\n",
+         "classes.host_oom.patterns.hints[0]", "POSIX ERE"),
+        ("classes:\n  host_oom:\n    patterns:\n      primary: ['[0-9]+']\n",
+         "classes.host_oom.patterns.primary[0]", "literal text"),
+        ("classes:\n  host_oom:\n    patterns:\n      secondary: ['x']\n",
+         "classes.host_oom.patterns.secondary", "unknown pattern kind"),
+        ("classes:\n  disk_full:\n    title: Disk full\n", "classes.disk_full", "needs"),
+        ("classes:\n  cuda_oom:\n    retryable: true\n", "classes.cuda_oom", "STOP"),
+        ("classes:\n  host_oom:\n    priority: high\n", "classes.host_oom.priority", "int"),
+        ("classes:\n  host_oom:\n    accounting:\n      states: OUT_OF_MEMORY\n",
+         "classes.host_oom.accounting.states", "list"),
+        ("clases:\n  host_oom: {}\n", "top-level", "unknown"),
+        ("classes: [unclosed\n", "", "YAML"),
+    ],
+)
+def test_bad_site_file_names_file_and_key(tmp_path: Path, body: str, key: str, why: str) -> None:
+    path = tmp_path / "site-catalogue.yaml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(CatalogueError) as err:
+        Catalogue.load([str(path)])
+    message = str(err.value)
+    assert str(path) in message and key in message and why in message
+
+
+def test_missing_site_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(CatalogueError, match="nope.yaml: cannot read"):
+        Catalogue.load([str(tmp_path / "nope.yaml")])
+
+
+# --------------------------------------------------------------------------- regex dialect
+
+
+@pytest.mark.parametrize(
+    ("pattern", "ok"),
+    [
+        ("Detected [0-9]+ oom[-_]kill event", True),
+        ("exceeded memory limit \\([0-9]+ > [0-9]+\\)", True),
+        ("a{2,3}b", True),
+        ("Killed \\d+", False),
+        ("(?:a|b)cde", False),
+        ("loss.*?nan", False),
+        ("[\\]]abc", False),
+        ("abc{", False),
+        ("abc\\", False),
+    ],
+)
+def test_check_dialect(pattern: str, ok: bool) -> None:
+    assert (check_dialect(pattern) is None) is ok
+
+
+def test_grep_patterns_are_valid_python_and_in_the_dialect(cat: Catalogue) -> None:
+    pats = cat.grep_patterns()
+    assert len(pats) == len(set(pats)) > 40
+    for p in pats:
+        re.compile(p)
+        assert check_dialect(p) is None, p
+
+
+@pytest.mark.skipif(shutil.which("grep") is None, reason="needs GNU grep")
+def test_grep_agrees_with_scan_on_matching_lines(cat: Catalogue, tmp_path: Path) -> None:
+    # Plain fixtures only: grep sees raw lines, so ANSI codes and \r segments would differ.
+    lines: list[str] = list(PROGRESS)
+    for path in FIXTURE_FILES:
+        body = fixture_body(path)
+        if "\x1b" not in body and "\r" not in body:
+            lines += body.split("\n")
+    log = tmp_path / "mixed.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    patterns = tmp_path / "patterns.txt"
+    patterns.write_text("\n".join(cat.grep_patterns()) + "\n", encoding="utf-8")
+    proc = subprocess.run(
+        ["grep", "-E", "-n", "-f", str(patterns), str(log)],
+        capture_output=True, text=True, env={"LC_ALL": "C"}, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    grep_lines = {int(row.split(":", 1)[0]) for row in proc.stdout.splitlines()}
+    scan_lines = {
+        no for no, line in enumerate(lines, start=1) if cat.match_line(line, no)
+    }
+    assert grep_lines == scan_lines
+    assert len(scan_lines) > 40
