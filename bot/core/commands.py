@@ -1,0 +1,305 @@
+"""Parse the text of `/train …` into typed commands (pure; no I/O).
+
+Strict on purpose: an unknown verb, a missing or extra argument, a job id that is not digits or
+a malformed `key=value` raises `CommandError`, whose message says what was wrong and gives the
+usage line. Values stay literal strings: the submit service checks them against the recipe's
+`overridable` types, and the SSH runner quotes every argv word, so nothing typed in Slack is
+ever interpreted by a shell.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Literal
+
+MAX_LOG_LINES = 500
+DEFAULT_LOG_LINES = 40
+MAX_TEXT_CHARS = 2000  # longer than any sane command; refuse rather than tokenize megabytes
+
+USAGE: dict[str, str] = {
+    "help": "/train help [COMMAND]",
+    "status": "/train status [RECIPE|JOBID]",
+    "submit": "/train submit RECIPE [key=value ...]",
+    "resume": "/train resume RECIPE",
+    "cancel": "/train cancel JOBID",
+    "hold": "/train hold JOBID",
+    "release": "/train release JOBID",
+    "logs": f"/train logs JOBID [N]   (N lines, default {DEFAULT_LOG_LINES}, at most "
+    f"{MAX_LOG_LINES})",
+    "watch": "/train watch JOBID",
+    "history": "/train history RECIPE",
+    "preflight": "/train preflight RECIPE",
+}
+
+HELP_LINES: dict[str, str] = {
+    "help": "this list, or the usage of one command",
+    "status": "watched jobs, a recipe's latest run, or one job",
+    "submit": "submit a recipe (resuming from its latest complete checkpoint) as a new run",
+    "resume": "resubmit a recipe's run from its latest complete checkpoint, in its thread",
+    "cancel": "cancel a job (its team or an approver)",
+    "hold": "hold a pending job (its team or an approver)",
+    "release": "release a held job (its team or an approver)",
+    "logs": "the last lines of a job's log",
+    "watch": "watch a job submitted outside trainbot",
+    "history": "a recipe's runs and attempts",
+    "preflight": "check a recipe's launcher, toolchain and memory before it queues",
+}
+
+_RECIPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_JOB_ID_RE = re.compile(r"^[0-9]{1,12}$")
+_COUNT_RE = re.compile(r"^[0-9]{1,6}$")
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+# Slack escapes these three in slash command text (https://api.slack.com/reference/surfaces/formatting)
+_SLACK_ESCAPES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+
+
+class CommandError(ValueError):
+    """The command text is wrong; `str()` says what and shows the right form."""
+
+    def __init__(self, problem: str, verb: str | None = None):
+        self.problem = problem
+        self.verb = verb
+        usage = USAGE.get(verb or "", "")
+        if usage:
+            message = f"{problem}. Usage: `{usage}`"
+        else:
+            message = f"{problem}. Commands: {', '.join(USAGE)} (try `/train help`)"
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Help:
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    target: str | None = None  # a recipe name or a job id (digits); None = every watched job
+
+    @property
+    def is_job(self) -> bool:
+        return self.target is not None and bool(_JOB_ID_RE.match(self.target))
+
+
+@dataclass(frozen=True)
+class Submit:
+    recipe: str
+    overrides: tuple[tuple[str, str], ...] = ()  # literal (key, value) strings, in order
+
+    def override_strings(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.overrides]
+
+
+@dataclass(frozen=True)
+class Resume:
+    recipe: str
+
+
+@dataclass(frozen=True)
+class JobControl:
+    verb: Literal["cancel", "hold", "release"]
+    job_id: int
+
+
+@dataclass(frozen=True)
+class Logs:
+    job_id: int
+    lines: int = DEFAULT_LOG_LINES
+
+
+@dataclass(frozen=True)
+class Watch:
+    job_id: int
+
+
+@dataclass(frozen=True)
+class History:
+    recipe: str
+
+
+@dataclass(frozen=True)
+class Preflight:
+    recipe: str
+
+
+Command = Help | Status | Submit | Resume | JobControl | Logs | Watch | History | Preflight
+
+
+def verb_of(cmd: Command) -> str:
+    """The verb a command was given with (`resume`, `cancel`, …)."""
+    if isinstance(cmd, JobControl):
+        return cmd.verb
+    return type(cmd).__name__.lower()
+
+
+def unescape_slack(text: str) -> str:
+    """Undo Slack's escaping of `<`, `>` and `&` in slash command text."""
+    for escaped, plain in _SLACK_ESCAPES:
+        text = text.replace(escaped, plain)
+    return text
+
+
+def tokenize(text: str) -> list[str]:
+    """Split like a POSIX shell would (quotes group words); never expands anything."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise CommandError(f"the command is {len(text)} characters long; at most "
+                           f"{MAX_TEXT_CHARS} are accepted")
+    if "\x00" in text:
+        raise CommandError("the command contains a NUL character")
+    try:
+        return shlex.split(text, comments=False, posix=True)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        reason = str(exc).lower().rstrip(".")
+        raise CommandError(f"cannot read the command: {reason} (close every quote)") from None
+
+
+def parse_command(text: str) -> Command:
+    """Parse `/train` text (as Slack sends it) into a command; raises CommandError."""
+    words = tokenize(unescape_slack(text))
+    if not words:
+        return Help()
+    verb, args = words[0].lower(), words[1:]
+    if verb in ("-h", "--help"):
+        verb = "help"
+    parser = _PARSERS.get(verb)
+    if parser is None:
+        close = difflib.get_close_matches(verb, list(USAGE), n=1, cutoff=0.6)
+        hint = f" — did you mean `{close[0]}`?" if close else ""
+        raise CommandError(f"unknown command {_show(words[0])}{hint}")
+    return parser(verb, args)
+
+
+def usage_text() -> str:
+    """The help message: every command's usage and what it does."""
+    lines = ["*trainbot* — `/train` commands:"]
+    for verb, usage in USAGE.items():
+        lines.append(f"• `{usage}` — {HELP_LINES[verb]}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# one parser per verb
+
+
+def _show(word: str, limit: int = 40) -> str:
+    """A user's word quoted for an error message, shortened, control chars made visible."""
+    shown = word if len(word) <= limit else word[: limit - 1] + "…"
+    return repr(shown)
+
+
+def _arity(verb: str, args: list[str], *, least: int, most: int) -> None:
+    if len(args) < least:
+        need = "an argument" if least - len(args) == 1 else f"{least} arguments"
+        raise CommandError(f"`{verb}` needs {need}", verb)
+    if len(args) > most:
+        extra = " ".join(_show(a) for a in args[most:])
+        raise CommandError(f"`{verb}` got unexpected extra argument(s): {extra}", verb)
+
+
+def _recipe(verb: str, word: str) -> str:
+    if not _RECIPE_RE.match(word):
+        raise CommandError(
+            f"{_show(word)} is not a recipe name (letters, digits, '_', '.', '-')", verb
+        )
+    return word
+
+
+def _job_id(verb: str, word: str) -> int:
+    if not _JOB_ID_RE.match(word):
+        raise CommandError(f"{_show(word)} is not a job id (digits only, e.g. 88154)", verb)
+    return int(word)
+
+
+def _p_help(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=0, most=1)
+    if not args:
+        return Help()
+    topic = args[0].lower()
+    if topic not in USAGE:
+        raise CommandError(f"no command {_show(args[0])} to explain", "help")
+    return Help(topic)
+
+
+def _p_status(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=0, most=1)
+    if not args:
+        return Status()
+    word = args[0]
+    if _JOB_ID_RE.match(word):
+        return Status(word)
+    return Status(_recipe(verb, word))
+
+
+def _p_submit(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=1, most=1 + 32)
+    recipe = _recipe(verb, args[0])
+    pairs: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for word in args[1:]:
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise CommandError(f"{_show(word)} is not a key=value override", verb)
+        if not _KEY_RE.match(key):
+            raise CommandError(
+                f"{_show(key)} is not an override key (letters, digits, '_', '.', '-', "
+                "starting with a letter or '_')",
+                verb,
+            )
+        if value == "":
+            raise CommandError(f"override {key!r} has no value; write {key}=VALUE", verb)
+        if key in seen:
+            raise CommandError(f"override {key!r} is given twice; give each key once", verb)
+        seen.add(key)
+        pairs.append((key, value))
+    return Submit(recipe, tuple(pairs))
+
+
+def _p_recipe_only(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=1, most=1)
+    recipe = _recipe(verb, args[0])
+    if verb == "resume":
+        return Resume(recipe)
+    if verb == "history":
+        return History(recipe)
+    return Preflight(recipe)
+
+
+def _p_job_control(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=1, most=1)
+    return JobControl(verb, _job_id(verb, args[0]))  # type: ignore[arg-type]
+
+
+def _p_logs(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=1, most=2)
+    job_id = _job_id(verb, args[0])
+    if len(args) == 1:
+        return Logs(job_id)
+    if not _COUNT_RE.match(args[1]):
+        raise CommandError(f"{_show(args[1])} is not a line count (a whole number)", verb)
+    lines = int(args[1])
+    if not 1 <= lines <= MAX_LOG_LINES:
+        raise CommandError(f"line count {lines} is out of range 1..{MAX_LOG_LINES}", verb)
+    return Logs(job_id, lines)
+
+
+def _p_watch(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=1, most=1)
+    return Watch(_job_id(verb, args[0]))
+
+
+_PARSERS = {
+    "help": _p_help,
+    "status": _p_status,
+    "submit": _p_submit,
+    "resume": _p_recipe_only,
+    "history": _p_recipe_only,
+    "preflight": _p_recipe_only,
+    "cancel": _p_job_control,
+    "hold": _p_job_control,
+    "release": _p_job_control,
+    "logs": _p_logs,
+    "watch": _p_watch,
+}

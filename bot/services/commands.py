@@ -1,0 +1,319 @@
+"""Carry out a parsed `/train` command: authorize, act through the adapters, audit, answer.
+
+Handlers call `execute(ctx, command, actor=…, channel=…, now=…)` after their ack and show the
+returned `Reply` (ephemeral unless it says otherwise). Every command that touches a job or a
+recipe leaves one audit entry (who, what, which job, when, result), refusals included.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from bot.cluster.errors import ClusterError, ClusterUnavailable
+from bot.core import commands as c
+from bot.core.authz import Decision, can_control_job, can_submit
+from bot.services import ServiceError, UsageProblem
+from bot.services import competitors as comp
+from bot.services.runs import (
+    BotContext,
+    access_for,
+    code,
+    default_approvers,
+    describe_start,
+    require_recipe,
+    submit_and_announce,
+)
+from bot.services.status import StatusReport, job_status
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the user sees: `text` (and optional blocks), to them only unless `ephemeral=False`."""
+
+    text: str
+    blocks: list[dict[str, Any]] | None = None
+    ephemeral: bool = True
+    job_id: str | None = None
+    chain_id: int | None = None
+
+
+def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
+            now: float) -> Reply:
+    """Run one command; user mistakes and cluster trouble come back as a Reply, audited."""
+    verb = c.verb_of(cmd)
+    recipe = getattr(cmd, "recipe", None)
+    job = getattr(cmd, "job_id", None)
+    job = str(job) if job is not None else None
+    try:
+        return _HANDLERS[type(cmd)](ctx, cmd, actor, channel, now)
+    except _Refused as exc:
+        _audit(ctx, actor, verb, now, "refused", job, recipe, exc.reason)
+        return Reply(f"Refused: {exc.reason}.")
+    except UsageProblem as exc:
+        _audit(ctx, actor, verb, now, "refused", job, recipe, str(exc))
+        return Reply(f"{exc}\nUsage: `{c.USAGE[verb]}`")
+    except ClusterUnavailable as exc:
+        _audit(ctx, actor, verb, now, "failed", job, recipe, str(exc))
+        return Reply(f"The cluster did not answer: {exc}")
+    except (ServiceError, ClusterError) as exc:
+        _audit(ctx, actor, verb, now, "failed", job, recipe, str(exc))
+        return Reply(f"`{verb}` failed: {exc}")
+
+
+class _Refused(Exception):
+    def __init__(self, decision: Decision):
+        super().__init__(decision.reason)
+        self.reason = decision.reason
+
+
+def _audit(ctx: BotContext, actor: str, verb: str, now: float, result: str,
+           job: str | None = None, recipe: str | None = None, detail: Any = None) -> None:
+    ctx.store.audit.record(actor=actor, action=f"command.{verb}", now=now, result=result,
+                           job_id=job, recipe=recipe, detail=detail)
+
+
+# --------------------------------------------------------------------------------------------
+# commands
+
+
+def _help(ctx: BotContext, cmd: c.Help, actor: str, channel: str | None, now: float) -> Reply:
+    if cmd.topic:
+        return Reply(f"`{c.USAGE[cmd.topic]}` — {c.HELP_LINES[cmd.topic]}")
+    recipes = ", ".join(sorted(ctx.config.recipes)) or "none configured"
+    return Reply(c.usage_text() + f"\nRecipes: {recipes}")
+
+
+def _status(ctx: BotContext, cmd: c.Status, actor: str, channel: str | None,
+            now: float) -> Reply:
+    try:
+        report = job_status(ctx.config, cmd.target, store=ctx.store,
+                            slurm_for=ctx.clusters.slurm)
+    except UsageProblem as exc:
+        raise UsageProblem(str(exc)) from None
+    _audit(ctx, actor, "status", now, "ok", cmd.target if cmd.is_job else None,
+           None if cmd.is_job else cmd.target)
+    return Reply(format_status(report))
+
+
+def format_status(report: StatusReport) -> str:
+    lines = [f"*{report.title}*"]
+    if report.rows:
+        table = [f"{'job':>10}  {'recipe':<16} {'state':<20} attempt"]
+        for row in report.rows:
+            attempt = str(row.attempt.attempt_no) if row.attempt is not None else "-"
+            reason = f" ({row.record.reason})" if row.record is not None and \
+                row.record.reason and row.record.is_pending else ""
+            table.append(f"{row.job_id:>10}  {(row.recipe or '-'):<16} "
+                         f"{(row.state + reason):<20} {attempt}")
+        lines.append(code("\n".join(table)))
+    for cluster, why in report.unreachable.items():
+        lines.append(f":warning: cluster {cluster} did not answer ({why}); showing stored states")
+    if report.note:
+        lines.append(report.note)
+    return "\n".join(lines)
+
+
+def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str | None,
+            now: float) -> Reply:
+    verb = c.verb_of(cmd)
+    require_recipe(ctx.config, cmd.recipe)
+    decision = can_submit(access_for(ctx.config, cmd.recipe), actor, channel, verb)
+    if not decision:
+        raise _Refused(decision)
+    chain_id = None
+    if isinstance(cmd, c.Resume):
+        chain_id = _resumable_chain(ctx, cmd.recipe)
+        overrides: dict[str, str] = {}
+    else:
+        overrides = dict(cmd.overrides)
+    result = submit_and_announce(ctx, cmd.recipe, actor=actor, now=now, overrides=overrides,
+                                 chain_id=chain_id, channel=channel)
+    from bot.services.approvals import ActionId, approvers_of
+
+    proposals = comp.propose_holds(
+        ctx, recipe=cmd.recipe, chain_id=result.chain_id, job_id=int(result.job_id),
+        allowed=approvers_of(ctx, cmd.recipe), now=now,
+        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
+    )  # fmt: skip
+    _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
+           {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
+    asked = ", ".join(str(p.competitor) for p in proposals)
+    held = f" Asked in the thread whether to hold {asked}." if proposals else ""
+    return Reply(
+        f"{cmd.recipe}: submitted job {result.job_id} (attempt {result.attempt_no}), "
+        f"{describe_start(result)}.{held}",
+        job_id=result.job_id,
+        chain_id=result.chain_id,
+    )
+
+
+def _resumable_chain(ctx: BotContext, recipe: str) -> int | None:
+    """The recipe's latest chain to resume into; refuses while its last job still runs."""
+    chain = ctx.store.chains.latest_for_recipe(recipe)
+    if chain is None or chain.status != "active":
+        return None
+    last = ctx.store.attempts.latest(chain.id)
+    if last is not None:
+        rec = ctx.clusters.slurm(chain.cluster).job(int(last.job_id))
+        if rec is not None and (rec.is_pending or rec.is_running):
+            raise UsageProblem(
+                f"{recipe} is still {rec.state} as job {last.job_id}; cancel it first "
+                f"(`/train cancel {last.job_id}`) or check `/train status {recipe}`"
+            )
+    return chain.id
+
+
+def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Any]:
+    """(cluster, recipe or None, attempt or None) of a job id."""
+    attempt = ctx.store.attempts.get_by_job(str(job_id))
+    if attempt is not None:
+        chain = ctx.store.chains.get(attempt.chain_id)
+        if chain is not None:
+            return chain.cluster, chain.recipe, attempt
+    for watched in ctx.store.watched_jobs.list():
+        if watched.job_id == str(job_id):
+            return watched.cluster, None, None
+    clusters = sorted(ctx.config.clusters)
+    if len(clusters) == 1:
+        return clusters[0], None, None
+    raise UsageProblem(
+        f"job {job_id} was not submitted or watched by trainbot, and there are several "
+        f"clusters ({', '.join(clusters)}); `/train watch {job_id}` it first"
+    )
+
+
+def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str) -> tuple[str, str | None]:
+    cluster, recipe, _ = _find_job(ctx, job_id)
+    access = access_for(ctx.config, recipe) if recipe in ctx.config.recipes else None
+    decision = can_control_job(access, actor, job_id, verb, default_approvers(ctx.config))
+    if not decision:
+        raise _Refused(decision)
+    return cluster, recipe
+
+
+def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None,
+             now: float) -> Reply:
+    cluster, recipe = _authorize_job(ctx, cmd.job_id, actor, cmd.verb)
+    slurm = ctx.clusters.slurm(cluster)
+    getattr(slurm, cmd.verb)(cmd.job_id)
+    if cmd.verb == "cancel":
+        comp.release_held_for(ctx, cmd.job_id, now, "was cancelled")
+    _audit(ctx, actor, cmd.verb, now, "ok", str(cmd.job_id), recipe)
+    past = {"cancel": "cancelled", "hold": "held", "release": "released"}[cmd.verb]
+    return Reply(f"Job {cmd.job_id} {past} by <@{actor}>.", ephemeral=False,
+                 job_id=str(cmd.job_id))
+
+
+def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: float) -> Reply:
+    cluster, recipe = _authorize_job(ctx, cmd.job_id, actor, "read the log of")
+    rec = ctx.clusters.slurm(cluster).job(cmd.job_id)
+    path = _log_path(ctx, recipe, cmd.job_id, rec)
+    if path is None:
+        raise UsageProblem(f"no log path known for job {cmd.job_id} (Slurm no longer knows it "
+                           "and its recipe has no log_path)")
+    text = read_tail(ctx.clusters.sftp(cluster), path, cmd.lines)
+    _audit(ctx, actor, "logs", now, "ok", str(cmd.job_id), recipe, {"path": path})
+    return Reply(f"Last {cmd.lines} lines of `{path}`:\n" + code(text or "(empty)"))
+
+
+def _log_path(ctx: BotContext, recipe: str | None, job_id: int, rec: Any) -> str | None:
+    if rec is not None and rec.stdout_path:
+        return str(rec.stdout_path)
+    if recipe is None or ctx.config.recipe(recipe).log_path is None:
+        return None
+    from bot.core.slurm_records import expand_output_pattern
+
+    cfg = ctx.config.recipe(recipe)
+    return expand_output_pattern(cfg.log_path or "", job_id=job_id,
+                                 name=cfg.job_name or recipe, workdir=cfg.workdir)
+
+
+def read_tail(sftp: Any, path: str, lines: int) -> str:
+    """The last `lines` lines of a remote file (reads at most LOG_TAIL_BYTES)."""
+    try:
+        size = sftp.stat(path).st_size or 0
+        with sftp.open(path, "rb") as f:
+            f.seek(max(0, size - LOG_TAIL_BYTES))
+            data = f.read(LOG_TAIL_BYTES)
+    except FileNotFoundError:
+        raise UsageProblem(f"the log `{path}` does not exist (yet)") from None
+    except OSError as exc:
+        raise ServiceError(f"cannot read `{path}`: {exc}") from None
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: float) -> Reply:
+    cluster, recipe, attempt = _find_job(ctx, cmd.job_id)
+    rec = ctx.clusters.slurm(cluster).job(cmd.job_id)
+    if rec is None:
+        raise UsageProblem(f"Slurm on {cluster} does not know job {cmd.job_id}")
+    added = ctx.store.watched_jobs.add(cluster, str(cmd.job_id), now=now,
+                                       chain_id=attempt.chain_id if attempt else None,
+                                       adopted=attempt is None)
+    _audit(ctx, actor, "watch", now, "ok" if added else "unchanged", str(cmd.job_id), recipe)
+    if not added:
+        return Reply(f"Job {cmd.job_id} is already watched.")
+    return Reply(f"Watching job {cmd.job_id} ({rec.name or 'unnamed'}, {rec.state}) on "
+                 f"{cluster}.", job_id=str(cmd.job_id))
+
+
+def _history(ctx: BotContext, cmd: c.History, actor: str, channel: str | None,
+             now: float) -> Reply:
+    require_recipe(ctx.config, cmd.recipe)
+    chains = ctx.store.chains.for_recipe(cmd.recipe, limit=5)
+    _audit(ctx, actor, "history", now, "ok", None, cmd.recipe)
+    if not chains:
+        return Reply(f"{cmd.recipe} has not been run by trainbot yet.")
+    lines = [f"*{cmd.recipe}* — last {len(chains)} run(s)"]
+    for chain in chains:
+        table = [f"chain {chain.id} ({chain.status}, retries used {chain.retries_used})",
+                 f"{'job':>10} | {'from':>6} | {'to':>6} | {'result':<12} | cause"]
+        for a in ctx.store.attempts.for_chain(chain.id):
+            table.append(f"{a.job_id:>10} | {_n(a.start_iter):>6} | {_n(a.last_iter):>6} | "
+                         f"{(a.result or a.state):<12} | {a.cause or ''}")
+        lines.append(code("\n".join(table), limit=900))
+    return Reply("\n".join(lines))
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | None,
+               now: float) -> Reply:
+    from bot.services.preflight import PreflightUsageError, run_preflight
+
+    require_recipe(ctx.config, cmd.recipe)
+    decision = can_submit(access_for(ctx.config, cmd.recipe), actor, channel, "preflight")
+    if not decision:
+        raise _Refused(decision)
+    cluster = ctx.config.recipe(cmd.recipe).cluster
+    try:
+        report = run_preflight(ctx.config, cmd.recipe, ctx.clusters.runner(cluster))
+    except PreflightUsageError as exc:
+        raise UsageProblem(str(exc)) from None
+    _audit(ctx, actor, "preflight", now, str(report.level), None, cmd.recipe)
+    lines = [f"*preflight {cmd.recipe}*: {report.level}"]
+    for name, findings in report.sections.items():
+        for f in findings:
+            lines.append(f"• {name}: {getattr(f, 'level', '')} {getattr(f, 'message', f)}")
+    return Reply("\n".join(lines)[:2900])
+
+
+_HANDLERS: dict[type, Any] = {
+    c.Help: _help,
+    c.Status: _status,
+    c.Submit: _submit,
+    c.Resume: _submit,
+    c.JobControl: _control,
+    c.Logs: _logs,
+    c.Watch: _watch,
+    c.History: _history,
+    c.Preflight: _preflight,
+}

@@ -1,0 +1,251 @@
+"""Competing jobs: the team's pending jobs that would take a resumed job's slot (88017's case).
+
+After a resubmit, `propose_holds` asks in the run's thread, per competitor, "Hold 88017 until
+the resumed job starts?" with Yes / No buttons (an approval each). Nothing is held without a
+yes. A yes holds the job (`apply_hold`); `release_started` (run by the scheduler every tick)
+releases it as soon as the resumed job is RUNNING, or finished / gone without running, and
+says so in the thread.
+
+The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
+the job is held by trainbot, `done` once released (or when nothing was held after all).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.cluster.errors import ClusterError
+from bot.core.slurm_records import JobRecord
+from bot.services.runs import (
+    BotContext,
+    actions,
+    button,
+    context,
+    post_safely,
+    section,
+    thread_note,
+)
+
+log = logging.getLogger(__name__)
+
+HOLD_ACTION = "hold_competitor"
+MAX_PROPOSALS = 3
+
+
+@dataclass(frozen=True)
+class HoldProposal:
+    token: str
+    competitor: int
+    for_job: int
+
+
+def ahead_of(mine: JobRecord | None, competitors: Iterable[JobRecord]) -> list[JobRecord]:
+    """Competitors Slurm would start before `mine`: higher priority, or equal and older.
+
+    Already-held jobs are not competing. With `mine` unknown, every pending one competes.
+    """
+    out = []
+    for job in competitors:
+        if job.is_held or job.priority == 0:
+            continue
+        if mine is None or mine.priority is None or job.priority is None:
+            out.append(job)
+            continue
+        if job.priority > mine.priority:
+            out.append(job)
+        elif job.priority == mine.priority and (job.submit_time or 0) <= (mine.submit_time or 0):
+            out.append(job)
+    return out
+
+
+def find_competitors(ctx: BotContext, recipe: str, job_id: int, chain_id: int) -> list[JobRecord]:
+    """Pending jobs of the same team (account, else SSH user) on the recipe's partition/QOS
+    that would start before `job_id`."""
+    cfg = ctx.config.recipe(recipe)
+    slurm = ctx.clusters.slurm(cfg.cluster)
+    own = {int(a.job_id) for a in ctx.store.attempts.for_chain(chain_id)} | {int(job_id)}
+    user = None if cfg.account else ctx.config.clusters[cfg.cluster].user
+    if cfg.account is None and user is None:
+        log.info("%s: no account and no SSH user configured; not looking for competitors", recipe)
+        return []
+    pending = slurm.pending_competitors(
+        user=user, account=cfg.account, partition=cfg.partition, qos=cfg.qos, exclude=own
+    )
+    return ahead_of(slurm.job(int(job_id)), pending)
+
+
+def propose_holds(
+    ctx: BotContext,
+    *,
+    recipe: str,
+    chain_id: int,
+    job_id: int,
+    allowed: Iterable[str],
+    now: float,
+    action_ids: tuple[str, str],
+) -> list[HoldProposal]:
+    """Ask in the thread whether to hold each competitor; returns the proposals made.
+
+    `action_ids` are the (yes, no) button action ids (handlers.actions.ActionId).
+    """
+    try:
+        competitors = find_competitors(ctx, recipe, job_id, chain_id)
+    except ClusterError as exc:  # the resubmit stands; the question is just not asked
+        log.warning("competitor lookup for %s failed: %s", job_id, exc)
+        return []
+    expiry = ctx.config.policy_for(recipe).approval_expiry_s
+    cluster = ctx.config.recipe(recipe).cluster
+    allowed = sorted(set(allowed))
+    proposals = []
+    for comp in competitors[:MAX_PROPOSALS]:
+        token = ctx.store.approvals.create(
+            action=HOLD_ACTION,
+            payload={
+                "choices": ["hold", "keep"],
+                "recipe": recipe,
+                "cluster": cluster,
+                "for_job": str(job_id),
+                "competitor_name": comp.name,
+            },
+            allowed=allowed,
+            expires_at=now + expiry,
+            now=now,
+            target_job=str(comp.job_id),
+            chain_id=chain_id,
+        )
+        name = f" ({comp.name})" if comp.name else ""
+        text = (
+            f"Job {comp.job_id}{name} of the same team is pending on the same partition and "
+            f"would start before {job_id}. Hold {comp.job_id} until the resumed job starts?"
+        )
+        blocks = [
+            section(text),
+            actions(
+                f"hold:{token}",
+                [
+                    button(f"Hold {comp.job_id}", action_ids[0], token, "primary"),
+                    button("No, leave it", action_ids[1], token),
+                ],
+            ),
+            context("It is released automatically once the resumed job is running."),
+        ]
+        if ctx.sink is not None:
+            post_safely(ctx, "reply", chain_id, f"hold-prompt:{token}", blocks, text)
+        ctx.store.audit.record(
+            actor="trainbot", action="competitor.propose_hold", now=now, recipe=recipe,
+            job_id=str(comp.job_id), result="asked", detail={"for_job": job_id, "token": token},
+        )  # fmt: skip
+        proposals.append(HoldProposal(token, comp.job_id, int(job_id)))
+    return proposals
+
+
+def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> str:
+    """Carry out an approved hold; returns what happened (for the message update)."""
+    payload = approval.payload
+    slurm = ctx.clusters.slurm(payload["cluster"])
+    comp, for_job = int(approval.target_job), int(payload["for_job"])
+    mine = slurm.job(for_job)
+    if mine is None or not mine.is_pending:
+        ctx.store.approvals.mark_done(approval.token, now=now)
+        state = mine.state if mine is not None else "gone"
+        result = f"job {for_job} is already {state}; {comp} was not held"
+        ctx.store.audit.record(
+            actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
+            job_id=str(comp), result="skipped", detail=result,
+        )  # fmt: skip
+        return result
+    try:
+        slurm.hold(comp)
+    except ClusterError as exc:
+        ctx.store.approvals.mark_done(approval.token, now=now)  # nothing to release later
+        ctx.store.audit.record(
+            actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
+            job_id=str(comp), result="failed", detail=str(exc),
+        )  # fmt: skip
+        return f"holding {comp} failed: {exc}"
+    ctx.store.audit.record(
+        actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
+        job_id=str(comp), result="ok", detail={"for_job": for_job},
+    )  # fmt: skip
+    return f"held {comp} until {for_job} starts"
+
+
+def held_for(ctx: BotContext, chain_id: int) -> list[Any]:
+    """Approvals of the chain whose competitor trainbot currently holds."""
+    return [a for a in ctx.store.approvals.for_chain(chain_id, state="approved")
+            if a.action == HOLD_ACTION]
+
+
+def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str) -> list[int]:
+    """Release every competitor held for `job_id` (once each); notes it in the thread."""
+    attempt = ctx.store.attempts.get_by_job(str(job_id))
+    if attempt is None:
+        return []
+    released = []
+    for approval in held_for(ctx, attempt.chain_id):
+        if approval.payload.get("for_job") != str(job_id):
+            continue
+        if not ctx.store.approvals.mark_done(approval.token, now=now):
+            continue  # another tick or replica released it first
+        comp = int(approval.target_job)
+        slurm = ctx.clusters.slurm(approval.payload["cluster"])
+        try:
+            slurm.release(comp)
+        except ClusterError as exc:
+            ctx.store.audit.record(
+                actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
+                recipe=approval.payload.get("recipe"), result="failed", detail=str(exc),
+            )  # fmt: skip
+            thread_note(ctx, attempt.chain_id, f"hold-release:{approval.token}",
+                        f"Could not release {comp} ({exc}); release it with "
+                        f"`/train release {comp}`.")
+            continue
+        ctx.store.audit.record(
+            actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
+            recipe=approval.payload.get("recipe"), result="ok",
+            detail={"for_job": str(job_id), "why": why},
+        )  # fmt: skip
+        thread_note(ctx, attempt.chain_id, f"hold-release:{approval.token}",
+                    f"Released {comp}: {job_id} {why}.")
+        released.append(comp)
+    return released
+
+
+def release_started(ctx: BotContext, now: float) -> list[int]:
+    """Scheduler hook: release competitors whose resumed job is running, ended or gone.
+
+    One `jobs()` call per cluster for all held-for jobs. A cluster that does not answer
+    keeps its holds until the next tick.
+    """
+    waiting: dict[str, set[int]] = {}
+    # active chains, plus each recipe's recent ones (a chain may be closed while a hold is out)
+    chain_ids = {c.id for c in ctx.store.chains.with_status("active")}
+    for recipe in ctx.config.recipes:
+        chain_ids.update(c.id for c in ctx.store.chains.for_recipe(recipe, limit=20))
+    for chain_id in sorted(chain_ids):
+        for approval in held_for(ctx, chain_id):
+            waiting.setdefault(approval.payload["cluster"], set()).add(
+                int(approval.payload["for_job"])
+            )
+    released: list[int] = []
+    for cluster, ids in waiting.items():
+        try:
+            records = ctx.clusters.slurm(cluster).jobs(sorted(ids))
+        except ClusterError as exc:
+            log.warning("cannot check held-for jobs on %s: %s", cluster, exc)
+            continue
+        for job_id in sorted(ids):
+            rec = records.get(job_id)
+            if rec is None:
+                why = "is no longer known to Slurm"
+            elif rec.is_pending:
+                continue
+            elif rec.is_running:
+                why = "is running"
+            else:
+                why = f"ended ({rec.state}) without needing the slot"
+            released += release_held_for(ctx, job_id, now, why)
+    return released

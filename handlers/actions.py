@@ -1,0 +1,69 @@
+"""Button clicks on approval prompts: ack at once, then accept the click (once) and act.
+
+Action ids are `ActionId` members (bot.services.approvals); the button value is the prompt's
+opaque token. A Slack redelivery carries `X-Slack-Retry-Num` (Bolt maps Socket Mode's
+`retry_attempt` to it); the claim in the store makes any repeat a no-op either way.
+"""
+
+from __future__ import annotations
+
+from logging import Logger
+from typing import Any
+
+from slack_bolt import Ack, App, BoltRequest, Respond
+from slack_sdk import WebClient
+
+from bot.services.approvals import ActionId, ClickResult, handle_click
+from bot.services.runs import BotContext
+
+__all__ = ["ActionId", "register"]
+
+
+def ack_click(ack: Ack) -> None:
+    ack()
+
+
+def retry_num(request: BoltRequest) -> int:
+    """X-Slack-Retry-Num of the delivery (0 for the first)."""
+    values = request.headers.get("x-slack-retry-num") or ["0"]
+    try:
+        return int(values[0])
+    except (TypeError, ValueError):
+        return 0
+
+
+def make_run_click(services: BotContext):  # noqa: ANN201 - a Bolt listener
+    def run_click(body: dict[str, Any], action: dict[str, Any], client: WebClient,
+                  respond: Respond, request: BoltRequest, logger: Logger) -> None:
+        try:
+            result = handle_click(services, str(action.get("value") or ""),
+                                  str(action.get("action_id")), body["user"]["id"],
+                                  services.clock(), retry_num(request))
+        except Exception:  # lazy listeners' errors never reach @app.error: report them here
+            logger.exception("click %s by %s failed", action.get("action_id"),
+                             body.get("user", {}).get("id"))
+            respond(text=":warning: trainbot hit an internal error handling this click; "
+                         "see its log.", response_type="ephemeral", replace_original=False)
+            return
+        show(result, body, client, respond)
+
+    return run_click
+
+
+def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
+    """Update the prompt message and/or tell the clicker."""
+    if result.update_text is not None:
+        container = body.get("container") or {}
+        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
+        ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
+        client.chat_update(channel=channel, ts=ts, text=result.update_text,
+                           blocks=result.update_blocks)
+    if result.ephemeral:
+        respond(text=result.ephemeral, response_type="ephemeral", replace_original=False)
+
+
+def register(app: App, services: BotContext) -> None:
+    """One listener per ActionId."""
+    run_click = make_run_click(services)
+    for action_id in ActionId:
+        app.action(action_id.value)(ack=ack_click, lazy=[run_click])

@@ -1,0 +1,99 @@
+"""`/train …`: ack at once (parse errors and help answered in the ack), do the work after.
+
+The ack never touches SSH or the store, so it is always inside Slack's 3 s; the lazy listener
+parses again (cheap, pure), runs the command through `bot.services.commands.execute` and answers
+with `respond` (the response_url: works in DMs and channels the bot is not in).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from logging import Logger
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+
+from bot.core.commands import CommandError, Help, parse_command, verb_of
+from bot.services.commands import Reply, execute
+from bot.services.runs import BotContext
+
+COMMAND = "/train"
+
+
+def ack_train(ack: Ack, command: dict[str, Any]) -> None:
+    """Answer within 3 s: the error or the help text right away, else a short 'working'."""
+    try:
+        cmd = parse_command(command.get("text") or "")
+    except CommandError as exc:
+        ack(text=f":x: {exc}")
+        return
+    if isinstance(cmd, Help):
+        from bot.core.commands import HELP_LINES, USAGE, usage_text
+
+        ack(text=f"`{USAGE[cmd.topic]}` — {HELP_LINES[cmd.topic]}" if cmd.topic
+            else usage_text())
+        return
+    ack(text=f":hourglass_flowing_sand: `/train {verb_of(cmd)}` …")
+
+
+class FirstDelivery:
+    """Remembers recent trigger ids, so a redelivered command (Socket Mode `retry_attempt`,
+    `X-Slack-Retry-Num`) is acked again but not carried out twice by this process."""
+
+    def __init__(self, size: int = 2048):
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def __call__(self, key: str | None) -> bool:
+        if not key:
+            return True
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen[key] = None
+            if len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+            return True
+
+
+def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
+    """The lazy listener, bound to the bot's services."""
+    first_delivery = FirstDelivery()
+
+    def run_train(command: dict[str, Any], respond: Respond, logger: Logger) -> None:
+        try:
+            cmd = parse_command(command.get("text") or "")
+        except CommandError:
+            return  # already answered in the ack
+        if isinstance(cmd, Help):
+            return
+        if not first_delivery(command.get("trigger_id")):
+            logger.info("ignoring a redelivery of /train %r", command.get("text"))
+            return
+        try:
+            reply = execute(services, cmd, actor=command["user_id"],
+                            channel=command.get("channel_id"), now=services.clock())
+        except Exception:  # lazy listeners' errors never reach @app.error: report them here
+            logger.exception("/train %r from %s failed", command.get("text"),
+                             command.get("user_id"))
+            reply = Reply(":warning: trainbot hit an internal error; the details are in its "
+                          "log. Nothing more was done.")
+        send(respond, reply)
+
+    return run_train
+
+
+def send(respond: Respond, reply: Reply) -> None:
+    respond(
+        text=reply.text,
+        blocks=reply.blocks,
+        response_type="ephemeral" if reply.ephemeral else "in_channel",
+        replace_original=False,
+    )
+
+
+def register(app: App, services: BotContext) -> None:
+    """Register `/train` on the app."""
+    app.command(COMMAND)(ack=ack_train, lazy=[make_run_train(services)])

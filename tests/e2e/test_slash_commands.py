@@ -1,0 +1,301 @@
+"""The real Bolt app, driven with Slack-shaped payloads, against the Slack Web API stand-in.
+
+Cluster adapters are in-memory fakes here (tests/integration/test_train_commands.py uses the
+real dev cluster); everything Slack-side is real: Bolt's dispatch, ack, lazy listeners,
+response_url posts, the poster's thread, chat.update of the prompt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
+from fixtures.train_commands.harness import (
+    ResponseUrls,
+    SyncExecutor,
+    ack_text,
+    click_body,
+    dispatch,
+    slash_body,
+)
+from slack_bolt import App
+from slack_standin import SlackStandIn
+
+from bot.app import build_app
+from bot.services.approvals import ActionId, create_resubmit_prompt
+from bot.services.runs import BotContext
+from bot.slack.poster import SlackPoster
+
+CH = "C0TRAIN"
+NOW = 1_732_871_000.0
+
+
+@pytest.fixture
+def urls() -> Iterator[ResponseUrls]:
+    r = ResponseUrls()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def fake_slurm() -> FakeSlurm:
+    return FakeSlurm()
+
+
+@pytest.fixture
+def services(store, slack_client, fake_slurm: FakeSlurm, fake_sleep) -> BotContext:
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    return BotContext(config=make_config(), store=store, clusters=FakeClusters(fake_slurm),
+                      sink=poster, clock=lambda: NOW)
+
+
+@pytest.fixture
+def app(services: BotContext, slack_client) -> App:
+    return build_app(services.config, services, client=slack_client,
+                     listener_executor=SyncExecutor(), token_verification_enabled=False)
+
+
+def train(app: App, urls: ResponseUrls, text: str, user: str = "U0ALICE",
+          channel: str = CH) -> tuple[str, list[dict]]:
+    url = urls.new()
+    ack = ack_text(dispatch(app, slash_body(text, user=user, channel=channel, response_url=url)))
+    return ack, urls.of(url)
+
+
+def audit(services: BotContext) -> list[tuple[str, str, str | None, str]]:
+    return [(e.actor, e.action, e.job_id, e.result)
+            for e in reversed(services.store.audit.recent(200))]
+
+
+def test_resume_submits_and_opens_the_runs_thread(app, urls, services, slack: SlackStandIn,
+                                                  fake_slurm: FakeSlurm) -> None:
+    ack, replies = train(app, urls, "resume mix")
+    assert ack == ":hourglass_flowing_sand: `/train resume` …"
+    assert len(replies) == 1
+    assert replies[0]["response_type"] == "ephemeral"
+    assert replies[0]["text"].startswith("mix: submitted job 88887 (attempt 1), starting fresh")
+    assert len(fake_slurm.submits()) == 1
+    roots = slack.root_messages(CH)
+    assert len(roots) == 1 and roots[0]["text"] == "mix: job 88887"
+    assert "submitted by <@U0ALICE>" in str(roots[0]["blocks"])
+    assert ("U0ALICE", "command.resume", "88887", "ok") in audit(services)
+
+
+def test_parse_errors_are_answered_in_the_ack_and_do_nothing(app, urls, fake_slurm) -> None:
+    ack, replies = train(app, urls, "resume mix; touch /tmp/pwned")
+    assert ack.startswith(":x: `resume` got unexpected extra argument(s): 'touch'")
+    assert "Usage: `/train resume RECIPE`" in ack
+    assert replies == [] and fake_slurm.calls == []
+    ack, _ = train(app, urls, "submit mix 'lr=0.1")
+    assert "no closing quotation" in ack
+
+
+def test_help_is_answered_in_the_ack(app, urls) -> None:
+    ack, replies = train(app, urls, "")
+    assert "`/train resume RECIPE`" in ack and "`/train logs JOBID [N]" in ack
+    assert replies == []
+
+
+def test_bad_override_value_is_a_clean_ephemeral_error(app, urls, services, fake_slurm) -> None:
+    _, replies = train(app, urls, "submit mix lr=$(id)")
+    assert replies[0]["text"].startswith("lr must be a number, e.g. lr=0.0003")
+    assert "Usage: `/train submit RECIPE [key=value ...]`" in replies[0]["text"]
+    _, replies = train(app, urls, "submit mix mem=999T")
+    assert "does not allow overriding 'mem'" in replies[0]["text"]
+    assert fake_slurm.submits() == []
+    assert ("U0ALICE", "command.submit", None, "refused") in audit(services)
+
+
+def test_submit_passes_typed_override_literally(app, urls, fake_slurm) -> None:
+    _, replies = train(app, urls, "submit mix lr=3e-4 target_iter=9000")
+    assert "submitted job 88887" in replies[0]["text"]
+    submitted = fake_slurm.submits()[0]
+    assert submitted["args"] == ["lr=0.0003"]
+
+
+def test_outsider_and_wrong_channel_are_refused_saying_who_can(app, urls, services,
+                                                               fake_slurm) -> None:
+    _, replies = train(app, urls, "resume mix", user="U0EVE")
+    assert replies[0]["text"] == (
+        "Refused: you may not resume mix; ask group robots, <@U0OWNER> or group leads.")
+    _, replies = train(app, urls, "resume mix", channel="C0OTHER")
+    assert replies[0]["text"] == "Refused: `resume mix` is only accepted in <#C0TRAIN>."
+    assert fake_slurm.submits() == []
+    assert ("U0EVE", "command.resume", None, "refused") in audit(services)
+
+
+def test_cancel_by_team_in_channel_refused_for_others(app, urls, services, fake_slurm) -> None:
+    train(app, urls, "resume mix")
+    _, replies = train(app, urls, "cancel 88887", user="U0EVE")
+    assert replies[0]["text"].startswith("Refused: job 88887 belongs to mix; only ")
+    assert fake_slurm.acted("cancel") == []
+    _, replies = train(app, urls, "cancel 88887", user="U0OWNER")
+    assert replies[0] == {"text": "Job 88887 cancelled by <@U0OWNER>.",
+                          "response_type": "in_channel", "replace_original": False}
+    assert fake_slurm.acted("cancel") == [88887]
+    assert ("U0OWNER", "command.cancel", "88887", "ok") in audit(services)
+    assert ("U0EVE", "command.cancel", "88887", "refused") in audit(services)
+
+
+def test_resume_refused_while_the_last_job_still_runs(app, urls, fake_slurm) -> None:
+    train(app, urls, "resume mix")
+    fake_slurm.set(88887, state="RUNNING")
+    _, replies = train(app, urls, "resume mix")
+    assert replies[0]["text"].startswith("mix is still RUNNING as job 88887; cancel it first")
+    assert len(fake_slurm.submits()) == 1
+
+
+def test_status_and_history(app, urls) -> None:
+    train(app, urls, "resume mix")
+    _, replies = train(app, urls, "status mix")
+    assert "88887" in replies[0]["text"] and "PENDING" in replies[0]["text"]
+    _, replies = train(app, urls, "history mix")
+    assert "chain 1 (active" in replies[0]["text"]
+
+
+# ---------------------------------------------------------------------------- approval clicks
+
+
+def prompt_in_thread(services: BotContext, slack: SlackStandIn) -> tuple[str, str]:
+    """A failed run's incident prompt posted in its thread; returns (token, message ts)."""
+    chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    services.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
+        "type": "mrkdwn", "text": "mix"}}], "mix")
+    prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=NOW, summary="88154 died: NCCL timeout",
+                                    resume_iter=3000, mem="1900G")
+    ts = services.sink.post_reply(chain.id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
+    return prompt.token, ts
+
+
+def click(app: App, urls: ResponseUrls, action: ActionId, token: str, ts: str, user: str,
+          retry: int | None = None) -> list[dict]:
+    url = urls.new()
+    body = click_body(action, token, user=user, channel=CH, message_ts=ts, response_url=url)
+    assert ack_text(dispatch(app, body, retry_num=retry)) == ""
+    return urls.of(url)
+
+
+def test_click_approves_once_and_updates_the_prompt(app, urls, services, slack,
+                                                    fake_slurm) -> None:
+    token, ts = prompt_in_thread(services, slack)
+    assert click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD") == []
+    assert len(fake_slurm.submits()) == 1
+    updates = slack.ok_calls("chat.update")
+    assert len(updates) == 1 and updates[0].params["ts"] == ts
+    assert updates[0].params["text"] == "Approved by <@W0LEAD>: resubmitted as 88887"
+
+    # a double click and Slack's redelivery of the same click: nothing twice
+    again = click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD")
+    retried = click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD", retry=1)
+    for answer in (again, retried):
+        assert answer == [{"text": "Already decided by <@W0LEAD>; nothing was done again.",
+                           "response_type": "ephemeral", "replace_original": False}]
+    assert len(fake_slurm.submits()) == 1
+    assert len(slack.ok_calls("chat.update")) == 1
+    results = [r for (_, a, _, r) in audit(services) if a == "approval.click"]
+    assert results == ["ok", "duplicate", "duplicate"]
+
+
+def test_unauthorized_click_is_refused_and_shown_refused(app, urls, services, slack,
+                                                         fake_slurm) -> None:
+    token, ts = prompt_in_thread(services, slack)
+    answer = click(app, urls, ActionId.RESUBMIT, token, ts, "U0ALICE")
+    assert answer[0]["text"].startswith("Refused: only <@U0APPR> or <@W0LEAD> can approve")
+    assert fake_slurm.submits() == [] and slack.ok_calls("chat.update") == []
+    assert ("U0ALICE", "approval.click", "88154", "unauthorized") in audit(services)
+
+
+def test_expired_click_is_refused(app, urls, services, slack, fake_slurm) -> None:
+    token, ts = prompt_in_thread(services, slack)
+    services.clock = lambda: NOW + 48 * 3600
+    answer = click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD")
+    assert answer[0]["text"] == "This request expired; nothing was done."
+    assert slack.ok_calls("chat.update")[0].params["text"] == answer[0]["text"]
+    assert fake_slurm.submits() == []
+
+
+def test_hold_competitor_yes_then_released(app, urls, services, slack, fake_slurm) -> None:
+    from bot.services.competitors import release_started
+
+    fake_slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
+                   submit_time=1000.0)
+    token, ts = prompt_in_thread(services, slack)
+    click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD")
+    root = slack.root_messages(CH)[0]
+    hold_msgs = [r for r in slack.replies(CH, root["ts"]) if "Hold 88017" in r["text"]]
+    assert len(hold_msgs) == 1
+    hold = hold_msgs[0]
+    buttons = hold["blocks"][1]["elements"]
+    assert [b["action_id"] for b in buttons] == [ActionId.HOLD_COMPETITOR,
+                                                 ActionId.KEEP_COMPETITOR]
+    click(app, urls, ActionId.HOLD_COMPETITOR, buttons[0]["value"], hold["ts"], "U0APPR")
+    assert fake_slurm.acted("hold") == [88017]
+    fake_slurm.set(88887, state="RUNNING")
+    assert release_started(services, NOW + 60) == [88017]
+    assert any(r["text"] == "Released 88017: 88887 is running."
+               for r in slack.replies(CH, root["ts"]))
+
+
+def test_error_in_a_lazy_listener_is_reported_not_silent(app, urls, services,
+                                                         fake_slurm) -> None:
+    def boom(**_: object) -> int:
+        raise RuntimeError("disk full")
+
+    fake_slurm.submit = boom  # type: ignore[method-assign]
+    _, replies = train(app, urls, "resume mix")
+    assert replies[0]["text"].startswith(":warning: trainbot hit an internal error")
+
+
+def test_redelivered_command_is_acked_but_carried_out_once(app, urls, fake_slurm) -> None:
+    url = urls.new()
+    body = slash_body("resume mix", user="U0ALICE", channel=CH, response_url=url)
+    assert ack_text(dispatch(app, body)).startswith(":hourglass")
+    assert ack_text(dispatch(app, body, retry_num=1)).startswith(":hourglass")
+    assert len(fake_slurm.submits()) == 1
+    assert len(urls.of(url)) == 1
+
+
+def test_hold_release_watch_and_logs_authorization(app, urls, services, fake_slurm) -> None:
+    train(app, urls, "resume mix")
+    _, replies = train(app, urls, "hold 88887", user="U0ALICE")
+    assert replies[0]["text"] == "Job 88887 held by <@U0ALICE>."
+    _, replies = train(app, urls, "release 88887", user="W0LEAD")
+    assert replies[0]["text"] == "Job 88887 released by <@W0LEAD>."
+    assert fake_slurm.acted("hold") == [88887] and fake_slurm.acted("release") == [88887]
+    # a job trainbot did not submit: only the default approvers may touch it
+    fake_slurm.add(5150, name="someone-else", state="RUNNING")
+    _, replies = train(app, urls, "cancel 5150", user="U0ALICE")
+    assert replies[0]["text"] == ("Refused: job 5150 was not submitted by trainbot; only "
+                                  "group leads can cancel it.")
+    _, replies = train(app, urls, "logs 88887", user="U0EVE")
+    assert replies[0]["text"].startswith("Refused: job 88887 belongs to mix; only ")
+    _, replies = train(app, urls, "watch 5150", user="U0EVE")
+    assert replies[0]["text"] == "Watching job 5150 (someone-else, RUNNING) on dev."
+    _, replies = train(app, urls, "watch 5150", user="U0EVE")
+    assert replies[0]["text"] == "Job 5150 is already watched."
+    _, replies = train(app, urls, "watch 404", user="U0EVE")
+    assert replies[0]["text"].startswith("Slurm on dev does not know job 404")
+    assert fake_slurm.acted("cancel") == []
+    acts = {(a, j, r) for (_, a, j, r) in audit(services)}
+    assert {("command.hold", "88887", "ok"), ("command.release", "88887", "ok"),
+            ("command.cancel", "5150", "refused"), ("command.watch", "5150", "ok"),
+            ("command.watch", "5150", "unchanged")} <= acts
+
+
+def test_slack_refusing_the_thread_post_does_not_undo_or_hide_the_submit(
+    app, urls, services, slack: SlackStandIn, fake_slurm
+) -> None:
+    slack.fail_next("chat.postMessage", status=400)
+    _, replies = train(app, urls, "resume mix")
+    assert replies[0]["text"].startswith("mix: submitted job 88887")
+    assert len(fake_slurm.submits()) == 1
+    assert slack.root_messages(CH) == []
+    # the next action on the run opens the thread it could not open before
+    _, replies = train(app, urls, "cancel 88887", user="U0OWNER")
+    fake_slurm.set(88887, state="CANCELLED")
+    _, replies = train(app, urls, "resume mix")
+    assert replies[0]["text"].startswith("mix: submitted job 88888 (attempt 2)")
+    assert len(slack.root_messages(CH)) == 1

@@ -1,0 +1,286 @@
+"""Approval clicks are accepted once (real SQLite store); competitors held only after a yes."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from fixtures.train_commands.fakes import FakeSlurm, make_context
+
+from bot.services import competitors
+from bot.services.approvals import ActionId, create_resubmit_prompt, handle_click
+from bot.services.runs import BotContext
+from bot.store import Store
+
+NOW = 1_000_000.0
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def slurm() -> FakeSlurm:
+    return FakeSlurm()
+
+
+@pytest.fixture
+def ctx(store: Store, slurm: FakeSlurm) -> BotContext:
+    return make_context(store, slurm)
+
+
+def failed_run(ctx: BotContext) -> tuple[int, str]:
+    """A chain whose job 88154 died (NCCL timeout), with its thread open."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
+        summary="88154 died: NCCL watchdog timeout", resume_iter=3000, mem="1900G",
+    )  # fmt: skip
+    return chain.id, prompt.token
+
+
+def audit_results(ctx: BotContext) -> list[str]:
+    return [e.result for e in reversed(ctx.store.audit.recent(100))
+            if e.action == "approval.click"]
+
+
+def test_prompt_buttons_carry_only_the_opaque_token(ctx: BotContext) -> None:
+    _, token = failed_run(ctx)
+    prompt_blocks = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=1, job_id="88154", now=NOW, summary="s", resume_iter=3000,
+        mem="1900G", offer_cancel=True,
+    ).blocks  # fmt: skip
+    buttons = prompt_blocks[1]["elements"]
+    assert [b["action_id"] for b in buttons] == [
+        ActionId.RESUBMIT, ActionId.RESUBMIT_MEM, ActionId.CANCEL, ActionId.DISMISS]
+    assert buttons[0]["text"]["text"] == "Resubmit (resume from iter 3000)"
+    assert buttons[1]["text"]["text"] == "Resubmit with --mem=1900G"
+    assert len({b["value"] for b in buttons}) == 1 and "88154" not in buttons[0]["value"]
+
+
+def test_authorized_click_resubmits_once_and_updates_the_message(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    chain_id, token = failed_run(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert result.status == "done"
+    assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887"
+    assert len(slurm.submits()) == 1
+    assert [a.job_id for a in ctx.store.attempts.for_chain(chain_id)] == ["88154", "88887"]
+    assert ctx.store.approvals.get(token).state == "done"
+    assert ctx.store.approvals.get(token).decided_by == "W0LEAD"
+    # the new attempt is announced in the run's thread
+    assert any("job 88887 submitted by <@W0LEAD>" in t for t in ctx.sink.texts())
+
+    again = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 2)
+    retried = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 3, retry_num=1)
+    other = handle_click(ctx, token, ActionId.DISMISS, "U0APPR", NOW + 4)
+    for r in (again, retried, other):
+        assert r.status == "duplicate"
+        assert r.update_text is None
+        assert r.ephemeral == "Already decided by <@W0LEAD>; nothing was done again."
+    assert len(slurm.submits()) == 1
+    assert audit_results(ctx) == ["ok", "duplicate", "duplicate", "duplicate"]
+    retry_entry = [e for e in ctx.store.audit.recent(100) if e.action == "approval.click"][1]
+    assert '"retry_num": 1' in retry_entry.detail
+
+
+def test_concurrent_clicks_submit_once(ctx: BotContext, slurm: FakeSlurm) -> None:
+    _, token = failed_run(ctx)
+    results = []
+    barrier = threading.Barrier(4)
+
+    def click(user: str) -> None:
+        barrier.wait()
+        results.append(handle_click(ctx, token, ActionId.RESUBMIT, user, NOW + 1).status)
+
+    threads = [threading.Thread(target=click, args=(u,)) for u in ("W0LEAD", "U0APPR") * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["done", "duplicate", "duplicate", "duplicate"]
+    assert len(slurm.submits()) == 1
+
+
+def test_unauthorized_click_is_refused_and_leaves_the_prompt_open(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, token = failed_run(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "U0ALICE", NOW + 1)
+    assert result.status == "unauthorized"
+    assert result.ephemeral == ("Refused: only <@U0APPR> or <@W0LEAD> can approve this. "
+                                "Nothing was done.")
+    assert result.update_text is None
+    assert slurm.submits() == []
+    assert ctx.store.approvals.get(token).state == "pending"
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 2).status == "done"
+    assert audit_results(ctx) == ["unauthorized", "ok"]
+
+
+def test_expired_click_does_nothing_and_says_so(ctx: BotContext, slurm: FakeSlurm) -> None:
+    _, token = failed_run(ctx)
+    late = NOW + ctx.config.policy.approval_expiry_s + 1
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", late)
+    assert result.status == "expired"
+    assert result.update_text == "This request expired; nothing was done."
+    assert slurm.submits() == []
+    assert ctx.store.approvals.get(token).state == "expired"
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", late + 1).status == "expired"
+    assert audit_results(ctx) == ["expired", "expired"]
+
+
+def test_resubmit_with_more_memory_even_if_users_may_not_override_mem(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    assert "mem" not in ctx.config.recipe("mix").overridable
+    _, token = failed_run(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
+    assert result.status == "done", result
+    assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G"
+    assert slurm.submits()[0]["mem"] == "1900G"
+    assert "mem" not in ctx.config.recipe("mix").overridable  # not widened for later
+
+
+def test_dismiss_then_resubmit_does_nothing(ctx: BotContext, slurm: FakeSlurm) -> None:
+    _, token = failed_run(ctx)
+    result = handle_click(ctx, token, ActionId.DISMISS, "W0LEAD", NOW + 1)
+    assert result.status == "declined"
+    assert result.update_text == "Dismissed by <@W0LEAD>; nothing was done."
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 2).status == "duplicate"
+    assert slurm.submits() == []
+
+
+def test_unknown_token_or_foreign_action(ctx: BotContext) -> None:
+    _, token = failed_run(ctx)
+    assert handle_click(ctx, "forged", ActionId.RESUBMIT, "W0LEAD", NOW).status == "unknown"
+    # a hold button's action id on a resubmit prompt is not one of its choices
+    assert handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "W0LEAD", NOW).status == "unknown"
+    assert handle_click(ctx, token, "trainbot_rm_rf", "W0LEAD", NOW).status == "unknown"
+    assert ctx.store.approvals.get(token).state == "pending"
+
+
+def test_cancel_choice_cancels_the_target(ctx: BotContext, slurm: FakeSlurm) -> None:
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    slurm.add(88154, state="RUNNING")
+    token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                   now=NOW, summary="88154 hangs", offer_cancel=True).token
+    result = handle_click(ctx, token, ActionId.CANCEL, "W0LEAD", NOW + 1)
+    assert result.update_text == "Approved by <@W0LEAD>: cancelled job 88154"
+    assert slurm.acted("cancel") == [88154]
+
+
+# ---------------------------------------------------------------------------------- competitors
+
+
+def competitor_setup(ctx: BotContext, slurm: FakeSlurm) -> tuple[int, str]:
+    """88017 (same account, same partition, older) would start before the resubmit."""
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
+              submit_time=1000.0)
+    slurm.add(77777, name="other-team", account="team-b", partition="debug", priority=900)
+    chain_id, token = failed_run(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert result.holds == [88017]  # the other team's job is not ours to hold
+    hold_posts = [p for p in ctx.sink.posts if p[2].startswith("hold-prompt:")]
+    assert len(hold_posts) == 1
+    assert hold_posts[0][3].endswith("Hold 88017 until the resumed job starts?")
+    hold_token = hold_posts[0][2].removeprefix("hold-prompt:")
+    return chain_id, hold_token
+
+
+def test_competitor_held_after_yes_released_once_when_resumed_job_runs(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, hold_token = competitor_setup(ctx, slurm)
+    assert slurm.acted("hold") == []  # asking is not holding
+    result = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert result.update_text == "Approved by <@U0APPR>: held 88017 until 88887 starts"
+    again = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 3, 1)
+    assert again.status == "duplicate"
+    assert slurm.acted("hold") == [88017]
+
+    assert competitors.release_started(ctx, NOW + 4) == []  # resumed job still pending
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 5) == [88017]
+    assert competitors.release_started(ctx, NOW + 6) == []
+    assert slurm.acted("release") == [88017]
+    assert "Released 88017: 88887 is running." in ctx.sink.texts()
+    actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
+    assert ("competitor.hold", "88017", "ok") in actions
+    assert ("competitor.release", "88017", "ok") in actions
+
+
+def test_no_means_nothing_held(ctx: BotContext, slurm: FakeSlurm) -> None:
+    _, hold_token = competitor_setup(ctx, slurm)
+    result = handle_click(ctx, hold_token, ActionId.KEEP_COMPETITOR, "U0APPR", NOW + 2)
+    assert result.update_text == "<@U0APPR> chose not to hold 88017; nothing was held."
+    assert handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "W0LEAD", NOW + 3).status \
+        == "duplicate"
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 4) == []
+    assert slurm.acted("hold") == [] and slurm.acted("release") == []
+
+
+def test_hold_not_placed_when_resumed_job_already_started(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, hold_token = competitor_setup(ctx, slurm)
+    slurm.set(88887, state="RUNNING")
+    result = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert result.update_text == ("Approved by <@U0APPR>: job 88887 is already RUNNING; "
+                                  "88017 was not held")
+    assert slurm.acted("hold") == []
+
+
+def test_held_competitor_released_when_resumed_job_fails_before_running(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    slurm.set(88887, state="FAILED")
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    assert "Released 88017: 88887 ended (FAILED) without needing the slot." in ctx.sink.texts()
+
+
+def test_ahead_of_ignores_held_and_lower_priority_jobs() -> None:
+    slurm = FakeSlurm()
+    mine = slurm.add(1, priority=100, submit_time=50.0)
+    older = slurm.add(2, priority=100, submit_time=10.0)
+    newer = slurm.add(3, priority=100, submit_time=90.0)
+    higher = slurm.add(4, priority=500, submit_time=99.0)
+    held = slurm.add(5, priority=0, reason="JobHeldUser")
+    lower = slurm.add(6, priority=10, submit_time=1.0)
+    got = competitors.ahead_of(mine, [older, newer, higher, held, lower])
+    assert [j.job_id for j in got] == [2, 4]
+
+
+def test_cancelling_the_resumed_job_releases_its_held_competitor(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    from bot.core.commands import parse_command
+    from bot.services.commands import execute
+
+    _, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    reply = execute(ctx, parse_command("cancel 88887"), actor="U0OWNER", channel="C0TRAIN",
+                    now=NOW + 3)
+    assert reply.text == "Job 88887 cancelled by <@U0OWNER>."
+    assert slurm.acted("release") == [88017]
+    assert "Released 88017: 88887 was cancelled." in ctx.sink.texts()
+    assert competitors.release_started(ctx, NOW + 4) == []
+
+
+def test_hold_released_even_if_the_chain_was_closed_meanwhile(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    chain_id, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    ctx.store.chains.set_status(chain_id, "finished", now=NOW + 3)
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 4) == [88017]
