@@ -1,0 +1,506 @@
+"""`trainbot demo [--yes] [--out DIR] [--keep-cluster]`: the whole story in the terminal.
+
+Brings up (or reuses) the dev cluster (deploy/dev-cluster/up.sh), installs the demo trainer
+(deploy/demo/) in the cluster user's ~/trainbot-demo over SFTP, writes a demo config and a
+SQLite store in the out dir, submits the recipe `mix`, and runs the bot with the console as
+Slack: its job leaks host memory (the bot warns with a projection), stalls (the bot raises
+it) and dies with an NCCL watchdog abort (one incident: nccl_timeout after a hang); the
+resubmit is approved at the `[y/N]` prompt (or by `--yes`), resumes from the last COMPLETE
+checkpoint and completes. The attempts table and the chart files end the demo.
+
+The recipe sets its own short thresholds (tick, stall time, save time) so the story plays in
+about three minutes: every threshold is configuration. The watcher loop here is a plain
+`watcher.tick(now)` every `tick_s`; `trainbot run` drives the same tick with APScheduler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import posixpath
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from bot.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+NAME = "demo"
+HELP = ("Run the demo story on the dev cluster with the terminal as Slack: leak warning, stall, "
+        "NCCL abort, approved resume from the last complete checkpoint.")
+
+RECIPE = "mix"
+CLUSTER = "dev"
+ACTOR = "UCONSOLE"  # the console user: owner and approver of the demo recipe
+CHANNEL_NAME = "demo"
+CHANNEL_ID = "CDEMO"
+DEMO_FILES = ("fake_train.py", "launch.sbatch")
+REMOTE_DIR = "trainbot-demo"  # under the cluster user's home
+
+# The story's numbers (see deploy/demo/README.md): 24 MiB leaked per iteration against a 4 GiB
+# limit reaches the detector's 2 GiB of growth near iter 85 and projects the OOM near 170;
+# the stall at 130 comes first; the resumed attempt (from the checkpoint at 100, a fresh
+# process) needs 140 iterations x 24 MiB = 3.3 GiB < 4 GiB to reach 240. At 0.45 s/iter plus
+# 3 s per save (under save_time_s) the resumed attempt runs > 60 s: a shorter COMPLETED job
+# is called silent_exit by bot.core.detectors.detect_silent_exit, whatever its log says.
+TARGET_ITER = 240
+DEMO_POLICY = {"tick_s": 2, "stall_min_s": 8, "save_time_s": 5, "backoff_s": 0}
+
+
+def demo_args(target_iter: int = TARGET_ITER) -> list[str]:
+    """fake_train.py arguments of the demo recipe (leak + stall-then-nccl)."""
+    return ["--scenario", "leak,stall-then-nccl", "--target-iter", str(target_iter),
+            "--sec-per-iter", "0.45", "--save-every", "50", "--save-seconds", "3",
+            "--leak-mib-per-iter", "24",
+            "--stall-at", "130", "--stall-seconds", "20", "--log-every", "2"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true",
+                        help="answer every approval prompt with yes")
+    parser.add_argument("--out", metavar="DIR", default="trainbot-demo-out",
+                        help="folder for the config, the SQLite store and the charts "
+                             "(default: ./trainbot-demo-out)")
+    parser.add_argument("--keep-cluster", action="store_true",
+                        help="leave the dev cluster running when the demo started it (a cluster "
+                             "that was already up is never stopped)")
+    parser.add_argument("--time-limit", type=float, default=300.0, metavar="SECONDS",
+                        help="give up after this long (default: 300)")
+
+
+# --------------------------------------------------------------------------------------------
+# pure helpers
+
+
+def find_checkout(start: Path | None = None) -> Path | None:
+    """The source checkout holding deploy/dev-cluster/up.sh and deploy/demo/ (None when
+    trainbot was installed from a wheel without it)."""
+    here = (start or Path(__file__)).resolve()
+    for root in here.parents:
+        if (root / "deploy" / "dev-cluster" / "up.sh").is_file() and \
+                (root / "deploy" / "demo" / "fake_train.py").is_file():
+            return root
+    return None
+
+
+def demo_recipe(home: str, tag: str) -> dict[str, Any]:
+    """The `mix` recipe: the demo trainer in ~/trainbot-demo, this run's own log and
+    checkpoint folders, a 4 GiB limit and short thresholds."""
+    demo = posixpath.join(home, REMOTE_DIR)
+    run = posixpath.join(demo, "runs", tag)
+    return {
+        "sbatch_script": posixpath.join(demo, "launch.sbatch"),
+        "args": demo_args(),
+        "mem": "4G",
+        "time": "15",
+        "job_name": f"trainbot-demo-{tag}",
+        "workdir": run,
+        "log_path": posixpath.join(run, "logs", "%x-%j.out"),
+        "env": {"TRAINBOT_DEMO_DIR": demo, "TRAINBOT_CKPT_DIR": posixpath.join(run, "checkpoints")},
+        "checkpoint": {"dir": posixpath.join(run, "checkpoints"), "complete_rule": "dcp"},
+        "target_iter": TARGET_ITER,
+        "owners": [ACTOR],
+        "approvers": [ACTOR],
+        "policy": dict(DEMO_POLICY),
+    }
+
+
+def demo_config_data(connection: dict[str, Any], *, store_url: str, tag: str) -> dict[str, Any]:
+    """The demo's whole config (dev cluster + recipe + a console "channel")."""
+    from bot.config import dev_cluster_config_data
+
+    data = dev_cluster_config_data(connection, store_url=store_url,
+                                   recipes={RECIPE: demo_recipe(connection["home"], tag)},
+                                   cluster_name=CLUSTER)
+    data["slack"] = {"channels": {CHANNEL_NAME: CHANNEL_ID}, "default_channel": CHANNEL_NAME,
+                     "approvers": [ACTOR]}
+    return data
+
+
+def attempts_table(attempts: list[Any]) -> str:
+    """`job | progress | result | cause`, one row per attempt of the chain (oldest first)."""
+    rows = [("job", "progress", "result", "cause")]
+    for a in attempts:
+        start = a.start_iter if a.start_iter is not None else 0
+        last = a.last_iter if a.last_iter is not None else "?"
+        rows.append((str(a.job_id), f"{start} → {last}", a.result or a.state or "?",
+                     a.cause or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return "\n".join(" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
+    """The demo's story checked against the store: (happened?, what) per step."""
+    incidents = store.incidents.for_chain(chain_id)
+    attempts = store.attempts.for_chain(chain_id)
+    out: list[tuple[bool, str]] = []
+    leak = next((i for i in incidents if i.class_id == "memory_leak"), None)
+    if leak is not None:
+        d = leak.diagnosis
+        at = ((d.get("diagnosis") or {}).get("metrics") or {}).get("last_iter")
+        out.append((d.get("projected_oom_iter") is not None,
+                    f"leak warning at iter {at}: memory limit reached near iter "
+                    f"{d.get('projected_oom_iter')} (projected)"))
+    else:
+        out.append((False, "no leak warning"))
+    hang = next((i for i in incidents if i.class_id == "hang"), None)
+    if hang is not None:
+        d = (hang.diagnosis.get("diagnosis") or {}).get("metrics") or {}
+        out.append((True, f"stall raised: no progress since iter {d.get('last_iter')}"))
+    else:
+        out.append((False, "no stall warning"))
+    final = [i for i in incidents if i.key.endswith(":final")]
+    nccl = next((i for i in final if i.class_id == "nccl_timeout"), None)
+    if nccl is not None:
+        up = (nccl.diagnosis.get("diagnosis") or {}).get("upstream") or {}
+        out.append((up.get("class_id") == "hang",
+                    f"incident: nccl_timeout of job {nccl.job_id}, upstream cause "
+                    f"{up.get('class_id') or 'none'}"
+                    + (f" ({up['seconds_before_failure']:.0f} s before the abort)"
+                       if up.get("seconds_before_failure") is not None else "")))
+    else:
+        out.append((False, "no nccl_timeout incident"))
+    resumed = [a for a in attempts if a.attempt_no > 1]
+    if resumed:
+        a = resumed[0]
+        out.append((a.start_iter is not None,
+                    f"resubmitted as {a.job_id} from iter {a.start_iter} "
+                    f"({a.checkpoint_path or 'no checkpoint'})"))
+    else:
+        out.append((False, "not resubmitted"))
+    last = attempts[-1] if attempts else None
+    done = last is not None and last.cause == "completed"
+    out.append((done, f"last attempt {last.job_id}: {last.result or last.state}, "
+                      f"{last.cause or 'no diagnosis'}" if last else "no attempt"))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the thread: watcher events + root updates + charts
+
+
+@dataclass
+class DemoThread:
+    """Wraps the bot's EventSink (bot.services.watch_events.ThreadEvents) for the demo:
+    after each event it draws charts for leak warnings and incidents (from the job's log,
+    re-read once) and rewrites the thread root from the attempts in the store."""
+
+    ctx: Any
+    inner: Any
+    read_log: Callable[[str], bytes]
+    catalogue: Any
+    progress: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    events: list[Any] = field(default_factory=list)
+
+    def publish(self, event: Any) -> None:
+        self.inner.publish(event)
+        self.events.append(event)
+        try:
+            if event.chain_id is not None and (event.kind == "incident" or (
+                    event.kind == "warning" and event.decision is not None
+                    and event.decision.class_id == "memory_leak")):
+                self._charts(event)
+        except Exception as exc:  # noqa: BLE001 - a chart never stops the story
+            self.ctx.sink.say(f"  │ (chart for {event.job_id} not drawn: {exc})")
+        if event.chain_id is not None:
+            self.refresh_root(event.chain_id)
+
+    def refresh_root(self, chain_id: int) -> None:
+        """Rewrite the root (state, progress bar, attempts table) if anything changed."""
+        from bot.core.incident import AttemptSummary, build_root
+        from bot.slack.poster import root_key
+        from bot.slack.render import render_blocks
+
+        store = self.ctx.store
+        root = store.slack_posts.get(root_key(chain_id))
+        chain = store.chains.get(chain_id)
+        attempts = store.attempts.for_chain(chain_id)
+        if root is None or not root.posted or chain is None or not attempts:
+            return
+        config = self.ctx.config
+        view = build_root(
+            recipe=chain.recipe,
+            attempts=[AttemptSummary(a.job_id, a.result or a.state, a.last_iter, a.start_iter,
+                                     a.cause if a.result else None) for a in attempts],
+            target_iter=config.recipe(chain.recipe).target_iter,
+            retries_used=chain.retries_used,
+            retry_budget=config.policy_for(chain.recipe).retry_budget,
+            cluster=chain.cluster,
+        )
+        blocks, text = render_blocks("root", config.lang_for(chain.recipe), view.to_view())
+        self.ctx.sink.update_root(chain_id, blocks, text)
+
+    def _charts(self, event: Any) -> None:
+        from bot.charts.series import charts_for
+        from bot.core.diagnose import LogAnalysis
+
+        rec = event.record
+        if rec is None or not rec.stdout_path or event.diagnosis is None:
+            return
+        analysis = LogAnalysis(self.catalogue)
+        analysis.feed(self.read_log(rec.stdout_path))
+        analysis.finish()
+        series = analysis.series
+        earlier = [(job, pts) for job, pts in self.progress.items() if job != event.job_id]
+        charts = charts_for(series, event.diagnosis, job_id=str(event.job_id),
+                            mem_limit_bytes=rec.mem_limit_bytes, earlier_attempts=earlier)
+        self.progress[str(event.job_id)] = [(s.time, s.iteration) for s in series.samples
+                                            if s.time is not None and s.iteration is not None]
+        wanted = ["rss.png"] if event.kind == "warning" else ["rss.png", "progress.png",
+                                                               "loss.png"]
+        stage = "leak" if event.kind == "warning" else "final"
+        titles = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "Loss"}
+        for name in wanted:
+            if name in charts:
+                self.ctx.sink.upload_chart(
+                    event.chain_id, f"chart:{event.job_id}:{stage}:{name}", charts[name],
+                    name, f"{titles[name]} · job {event.job_id} ({stage})")
+
+
+def post_resolution(ctx: Any, token: str, new_job: str) -> None:
+    """After an approved resubmit: "Resumed as N from iter K (was M)" in the thread."""
+    from bot.core.incident import build_resolution
+    from bot.slack.render import render_blocks
+
+    approval = ctx.store.approvals.get(token)
+    if approval is None or approval.chain_id is None:
+        return
+    old = ctx.store.attempts.get_by_job(str(approval.target_job))
+    new = ctx.store.attempts.get_by_job(str(new_job))
+    view = build_resolution(
+        recipe=approval.payload.get("recipe", RECIPE), old_job_id=str(approval.target_job),
+        new_job_id=str(new_job), from_iter=new.start_iter if new else None,
+        lost_iters=old.work_lost_iters if old else None, actor=approval.decided_by,
+    )
+    blocks, text = render_blocks("resolution", ctx.config.lang_for(view.recipe), view.to_view())
+    ctx.sink.post_reply(approval.chain_id, f"resolution:{new_job}", blocks, text)
+
+
+# --------------------------------------------------------------------------------------------
+# the cluster
+
+
+def _connection_path() -> Path:
+    return Path(os.environ.get("DEV_CLUSTER_DIR", "/tmp/dev-cluster")) / "connection.json"
+
+
+def _cluster_answers(path: Path) -> bool:
+    """Is the dev cluster already up (its connection file exists and `squeue` answers)?"""
+    if not path.is_file():
+        return False
+    try:
+        from bot.cluster.ssh import SSHRunner, SSHSettings
+
+        c = json.loads(path.read_text())
+        settings = SSHSettings(host=c["host"], port=int(c["port"]), user=c["user"],
+                               key_file=c["key_file"], known_hosts=c["known_hosts"],
+                               connect_timeout=5, command_timeout=15)
+        with SSHRunner(settings) as runner:
+            return runner.run(["squeue", "-h", "-j", "1"], check=False).exit_code in (0, 1)
+    except Exception:  # noqa: BLE001 - anything wrong means "bring it up"
+        return False
+
+
+def _privileged(argv: list[str]) -> list[str]:
+    if os.geteuid() == 0:
+        return argv
+    return ["sudo", "-n", *argv]
+
+
+def bring_up(checkout: Path, log_file: Path, out: TextIO) -> tuple[dict[str, Any], bool]:
+    """Run up.sh (idempotent); returns (connection settings, whether it was already up)."""
+    path = _connection_path()
+    was_up = _cluster_answers(path)
+    script = checkout / "deploy" / "dev-cluster" / "up.sh"
+    print(f"▶ dev cluster: {'reusing the running one' if was_up else 'bringing it up'} "
+          f"({script}; log: {log_file})", file=out, flush=True)
+    with log_file.open("w") as log:
+        # stdin closed: up.sh's ssh would otherwise eat the answers meant for the prompts
+        done = subprocess.run(_privileged(["bash", str(script)]), stdin=subprocess.DEVNULL,
+                              stdout=log, stderr=subprocess.STDOUT, check=False, timeout=900)
+    if done.returncode != 0:
+        tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-15:])
+        raise DemoError(f"deploy/dev-cluster/up.sh failed (exit {done.returncode}); it must "
+                        f"run as root (sudo). Last lines of {log_file}:\n{tail}")
+    try:
+        connection = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DemoError(f"{path}: cannot read the dev cluster's connection file: {exc}") from exc
+    return connection, was_up
+
+
+def install_demo_files(runner: Any, checkout: Path, home: str, tag: str) -> str:
+    """Copy deploy/demo/{fake_train.py,launch.sbatch} to ~/trainbot-demo and make this run's
+    folders; returns the run folder."""
+    demo = posixpath.join(home, REMOTE_DIR)
+    run = posixpath.join(demo, "runs", tag)
+    runner.run(["mkdir", "-p", posixpath.join(run, "logs"), posixpath.join(run, "checkpoints")])
+    sftp = runner.sftp()
+    for name in DEMO_FILES:
+        target = posixpath.join(demo, name)
+        sftp.put(str(checkout / "deploy" / "demo" / name), target)
+        sftp.chmod(target, 0o755)
+    return run
+
+
+class DemoError(Exception):
+    """The demo cannot run (no checkout, cluster not up, …); the message says what to do."""
+
+
+# --------------------------------------------------------------------------------------------
+# run
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None,
+        read: Callable[[], str] | None = None) -> int:
+    out = out or sys.stdout
+    checkout = find_checkout()
+    if checkout is None:
+        print("trainbot demo: needs the source checkout (deploy/dev-cluster/up.sh and "
+              "deploy/demo/ are not installed with the package): clone the trainbot "
+              "repository and run `trainbot demo` from its virtualenv", file=sys.stderr)
+        return EXIT_USAGE
+    out_dir = Path(args.out).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        connection, was_up = bring_up(checkout, out_dir / "dev-cluster-up.log", out)
+    except (DemoError, subprocess.TimeoutExpired) as exc:
+        print(f"trainbot demo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _story(args, checkout, out_dir, connection, out, read, started)
+    finally:
+        if not was_up and not args.keep_cluster:
+            script = checkout / "deploy" / "dev-cluster" / "down.sh"
+            print(f"▶ stopping the dev cluster the demo started ({script}; --keep-cluster "
+                  "keeps it)", file=out, flush=True)
+            subprocess.run(_privileged(["bash", str(script)]), stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False, timeout=300)
+
+
+def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
+           connection: dict[str, Any], out: TextIO, read: Callable[[], str] | None,
+           started: float) -> int:
+    from bot.cluster.errors import ClusterError
+    from bot.config import Config
+    from bot.core.catalogue import Catalogue
+    from bot.services.clusters import ClusterSessions
+    from bot.services.runs import BotContext, submit_and_announce
+    from bot.services.watch_events import build_watcher
+    from bot.slack.console import ConsoleApprovals, ConsoleSink
+    from bot.store import Store
+
+    tag = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:4]
+    db = out_dir / "demo.db"
+    for stale in (db, out_dir / "demo.db-wal", out_dir / "demo.db-shm"):
+        stale.unlink(missing_ok=True)  # the demo's own store: one story per run
+    data = demo_config_data(connection, store_url=f"sqlite:///{db}", tag=tag)
+    config = Config.model_validate(data)
+    config_path = out_dir / "trainbot-demo.yaml"
+    config_path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    charts_dir = out_dir / "charts" / tag
+    store = Store.open(config.store.url)
+    clusters = ClusterSessions(config)
+    sink = ConsoleSink(charts_dir, out=out, store=store,
+                       names={ACTOR: "you", CHANNEL_ID: CHANNEL_NAME})
+    ctx = BotContext(config=config, store=store, clusters=clusters, sink=sink)
+    policy = config.policy_for(RECIPE)
+    watched_chain: int | None = None
+    try:
+        runner = clusters.runner(CLUSTER)
+        run_dir = install_demo_files(runner, checkout, connection["home"], tag)
+        sink.say(f"▶ demo trainer installed in {posixpath.dirname(posixpath.dirname(run_dir))}"
+                 f" (this run: {run_dir}); config {config_path}; store {db}")
+        sink.say(f"▶ thresholds from the recipe's policy: tick {policy.tick_s:g} s, stall after "
+                 f"{policy.stall_min_s:g} s without progress, saves may take "
+                 f"{policy.save_time_s:g} s, mem 4G")
+        result = submit_and_announce(ctx, RECIPE, actor=ACTOR, now=time.time())
+        watched_chain = result.chain_id
+        recipe_cfg = config.recipe(RECIPE)
+
+        def read_log(path: str) -> bytes:
+            with clusters.sftp(CLUSTER).open(path, "rb") as f:
+                return f.read()
+
+        # The production watcher (bot.services.watch_events.build_watcher: Slurm, SFTP,
+        # checkpoints, events to the run thread), its sink wrapped to add charts and root
+        # updates, which ThreadEvents does not post (yet).
+        catalogue = Catalogue.load(config.catalogue.extra)
+        watcher = build_watcher(ctx, CLUSTER, catalogue)
+        thread = DemoThread(ctx, watcher.sink, read_log, catalogue)
+        watcher.sink = thread
+        approvals = ConsoleApprovals(
+            ctx, sink, ACTOR, assume_yes=args.yes, read=read,
+            on_done=lambda prompt, res: post_resolution(ctx, prompt.buttons[0].value,
+                                                        str(res.job_id)))
+        deadline = started + args.time_limit
+        outcome = "time limit"
+        while time.monotonic() < deadline:
+            try:
+                watcher.tick(time.time())
+            except Exception as exc:  # noqa: BLE001 - as schedule_ticks: said, then retried
+                sink.say(f"▶ watcher tick failed (retrying next tick): {exc!r}")
+            approvals.answer_pending(time.time())
+            thread.refresh_root(result.chain_id)
+            chain = store.chains.get(result.chain_id)
+            if chain is not None and chain.status != "active":
+                outcome = chain.status
+                break
+            if not store.watched_jobs.list(CLUSTER):
+                outcome = "dismissed"  # nothing left to watch and nobody resubmitted
+                break
+            time.sleep(policy.tick_s)
+        _summary(sink, store, result.chain_id, charts_dir, recipe_cfg, outcome, started)
+        return EXIT_OK if outcome == "completed" else EXIT_FAILED
+    except ClusterError as exc:
+        print(f"trainbot demo: the dev cluster did not answer: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sink.say("\n▶ interrupted")
+        return EXIT_FAILED
+    finally:
+        if watched_chain is not None:
+            _cancel_leftovers(clusters, store, watched_chain)
+        clusters.close()
+        store.close()
+
+
+def _summary(sink: Any, store: Any, chain_id: int, charts_dir: Path, recipe: Any,
+             outcome: str, started: float) -> None:
+    attempts = store.attempts.for_chain(chain_id)
+    sink.say(f"\n{'━' * 72}\nrun chain {chain_id} of `{RECIPE}`: {outcome} after "
+             f"{time.monotonic() - started:.0f} s\n")
+    sink.say(attempts_table(attempts))
+    sink.say("\nwhat the bot did:")
+    for ok, line in story_recap(store, chain_id):
+        sink.say(f"  {'✔' if ok else '✘'} {line}")
+    charts = sorted(charts_dir.glob("*.png")) if charts_dir.is_dir() else []
+    sink.say(f"\ncharts ({len(charts)}) in {charts_dir}:")
+    for path in charts:
+        sink.say(f"  {path}")
+    if recipe.log_path:
+        sink.say(f"job logs on the cluster: {posixpath.dirname(recipe.log_path)}/")
+    if outcome == "time limit":
+        sink.say("the story did not finish in time: the shared node may be busy (squeue)")
+
+
+def _cancel_leftovers(clusters: Any, store: Any, chain_id: int) -> None:
+    """Cancel the demo's own jobs still queued or running (time limit, Ctrl-C)."""
+    try:
+        watched = {w.job_id for w in store.watched_jobs.list(CLUSTER)}
+        mine = [int(a.job_id) for a in store.attempts.for_chain(chain_id)
+                if a.job_id in watched]
+        for job_id in mine:
+            clusters.slurm(CLUSTER).cancel(job_id)
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        pass

@@ -1,0 +1,121 @@
+"""`trainbot demo --yes` on the dev cluster, as a newcomer runs it: the story asserted step by
+step from what the terminal showed and what the store recorded.
+
+The demo job (deploy/demo/fake_train.py, leak + stall-then-nccl) leaks 24 MiB per iteration
+under a 4 GiB limit, saves a checkpoint every 50 iterations and stalls after iteration 130,
+then dies with the NCCL watchdog abort; the resumed attempt must start from iteration 100 (the
+last COMPLETE checkpoint) and reach the target, 240.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.cluster.ssh import SSHRunner
+from bot.store import Store
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+TARGET = 240
+STALL_AT = 130
+LAST_COMPLETE_CHECKPOINT = 100
+
+
+def _pos(text: str, needle: str) -> int:
+    at = text.find(needle)
+    assert at >= 0, f"{needle!r} not in the demo's output"
+    return at
+
+
+@pytest.mark.timeout(360)
+def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path):
+    out_dir = tmp_path / "demo"
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", "demo", "--yes", "--out", str(out_dir)],
+            cwd=REPO, capture_output=True, text=True, timeout=330, stdin=subprocess.DEVNULL,
+        )
+    finally:
+        _clean_up(dev_cluster, out_dir)
+    elapsed = time.monotonic() - started
+    out = done.stdout
+    assert done.returncode == 0, f"exit {done.returncode}\n{out[-6000:]}\n{done.stderr[-3000:]}"
+    assert elapsed < 300, f"the demo took {elapsed:.0f} s (budget: 5 minutes)"
+
+    # 1. leak warning with a projection: the limit is reached before the target iteration
+    leak = re.search(r"host memory is growing by [\d.]+ GiB per 100 iterations; at this rate "
+                     r"the job reaches its memory limit near iteration (\d+)", out)
+    assert leak, out[-6000:]
+    assert STALL_AT < int(leak[1]) < TARGET
+    # 2. the stall is raised, with its offer shown but not taken (the job runs on to the abort)
+    assert f"no training progress since iteration {STALL_AT}" in out
+    # 3. one incident: nccl_timeout with the hang as its upstream cause
+    assert "Upstream cause: hang" in out
+    # 4. approved at the prompt (--yes), resumed from the last complete checkpoint
+    assert f"Resubmit (resume from iter {LAST_COMPLETE_CHECKPOINT})? [y/N] y (--yes)" in out
+    resumed = re.search(rf"Resumed as (\d+) from iter {LAST_COMPLETE_CHECKPOINT} \(was (\d+)\)",
+                        out)
+    assert resumed, out[-6000:]
+    # the story in order
+    assert _pos(out, "host memory is growing") < _pos(out, "no training progress") \
+        < _pos(out, "Upstream cause: hang") < _pos(out, "Resumed as")
+    # 5. the attempts table: failed nccl_timeout, then completed
+    table = out[_pos(out, "job | progress"):]
+    rows = [line for line in table.splitlines()[1:3]]
+    assert re.match(rf"{resumed[2]}\s*\| 0 → {STALL_AT}\s*\| FAILED\s*\| nccl_timeout", rows[0])
+    assert re.match(rf"{resumed[1]}\s*\| {LAST_COMPLETE_CHECKPOINT} → {TARGET}\s*\| COMPLETED"
+                    r"\s*\| completed", rows[1]), rows
+    assert "✘" not in out[_pos(out, "what the bot did:"):]
+
+    # the store agrees
+    with Store.open(f"sqlite:///{out_dir / 'demo.db'}") as store:
+        [chain] = store.chains.for_recipe("mix")
+        assert chain.status == "completed"
+        first, second = store.attempts.for_chain(chain.id)
+        assert (first.result, first.cause, first.last_iter) == ("FAILED", "nccl_timeout",
+                                                                STALL_AT)
+        assert second.start_iter == LAST_COMPLETE_CHECKPOINT
+        assert second.checkpoint_path.endswith(f"iter_{LAST_COMPLETE_CHECKPOINT:09d}")
+        assert (second.result, second.cause, second.last_iter) == ("COMPLETED", "completed",
+                                                                   TARGET)
+        incidents = store.incidents.for_chain(chain.id)
+        finals = [i for i in incidents if i.key.endswith(":final")]
+        assert [i.class_id for i in finals] == ["nccl_timeout", "completed"]
+        upstream = finals[0].diagnosis["diagnosis"]["upstream"]
+        assert upstream["class_id"] == "hang" and upstream["last_iter"] == STALL_AT
+        leaks = [i for i in incidents if i.class_id == "memory_leak"]
+        assert len(leaks) == 1 and leaks[0].diagnosis["projected_oom_iter"] == int(leak[1])
+        assert [i.class_id for i in incidents].count("hang") == 1
+
+    # 6. charts written to the folder: the leak's RSS chart, then each attempt's final charts
+    charts = sorted(p.name for p in (out_dir / "charts").rglob("*.png"))
+    assert f"chart-{first.job_id}-leak-rss.png" in charts
+    for job in (first.job_id, second.job_id):
+        assert {f"chart-{job}-final-rss.png", f"chart-{job}-final-progress.png"} <= set(charts)
+    for path in (out_dir / "charts").rglob("*.png"):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert str(path) in out  # the terminal said where it is
+
+
+def _clean_up(dev_cluster, out_dir: Path) -> None:  # noqa: ANN001
+    """Cancel the demo's jobs if it was killed, and remove its run folder on the cluster
+    (named in its config: ~/trainbot-demo/runs/<tag>)."""
+    config = out_dir / "trainbot-demo.yaml"
+    if not config.is_file():
+        return
+    import yaml
+
+    recipe = yaml.safe_load(config.read_text())["recipes"]["mix"]
+    run_dir = recipe["workdir"]
+    with SSHRunner(dev_cluster.ssh_settings()) as ssh:
+        ssh.run(["scancel", "--name", recipe["job_name"]], check=False)
+        if run_dir.startswith(f"{dev_cluster.home}/trainbot-demo/runs/"):
+            ssh.run(["rm", "-rf", "--", run_dir], check=False)

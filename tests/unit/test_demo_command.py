@@ -1,0 +1,90 @@
+"""`trainbot demo`'s pure parts: the checkout it needs, a config whose numbers tell the story
+(leak warned before the stall, resumed attempt fits in memory), the attempts table."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.commands import demo
+from bot.config import Config
+from bot.core.units import parse_size
+
+CONNECTION = {"host": "127.0.0.1", "port": 2222, "user": "slurmci",
+              "key_file": "/tmp/dev-cluster/ssh/id_ed25519",
+              "known_hosts": "/tmp/dev-cluster/ssh/known_hosts", "partition": "debug",
+              "home": "/home/slurmci"}
+MIB = 1024**2
+
+
+def test_the_checkout_is_found_from_the_source_tree_only(tmp_path: Path):
+    assert demo.find_checkout() == Path(__file__).resolve().parents[2]
+    wheel = tmp_path / "site-packages" / "bot" / "commands" / "demo.py"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_text("")
+    assert demo.find_checkout(wheel) is None
+
+
+def test_without_a_checkout_the_demo_says_it_needs_one(monkeypatch, capsys, tmp_path: Path):
+    monkeypatch.setattr(demo, "find_checkout", lambda start=None: None)
+    args = argparse.Namespace(yes=True, out=str(tmp_path), keep_cluster=False, time_limit=300)
+    assert demo.run(args) == 2
+    assert "needs the source checkout" in capsys.readouterr().err
+
+
+def flag(args: list[str], name: str) -> float:
+    return float(args[args.index(name) + 1])
+
+
+def test_demo_config_sets_its_own_thresholds_and_tells_a_consistent_story():
+    data = demo.demo_config_data(CONNECTION, store_url="sqlite:////tmp/x.db", tag="t1")
+    config = Config.model_validate(data)
+    recipe = config.recipe("mix")
+    policy = config.policy_for("mix")
+    assert (policy.tick_s, policy.stall_min_s, policy.save_time_s) == (2, 8, 5)
+    assert config.policy.stall_min_s > 60  # the defaults are untouched: only the recipe's
+    assert recipe.checkpoint.dir.startswith("/home/slurmci/trainbot-demo/runs/t1/")
+    assert ACTOR_CAN_APPROVE(config)
+
+    a = recipe.args
+    leak = flag(a, "--leak-mib-per-iter") * MIB
+    limit = parse_size(recipe.mem)
+    stall_at, save_every = flag(a, "--stall-at"), flag(a, "--save-every")
+    target = flag(a, "--target-iter")
+    assert target == recipe.target_iter
+    # the detector needs 2 GiB of growth: reached well before the stall ...
+    assert 2 * 1024 * MIB / leak < stall_at - 20
+    # ... and the stall comes before the projected OOM (the job dies of the watchdog)
+    assert stall_at * leak < limit * 0.9
+    # the stall is long enough to be raised (stall_min_s + a tick) before the abort
+    assert flag(a, "--stall-seconds") > policy.stall_min_s + 2 * policy.tick_s
+    assert flag(a, "--save-seconds") < policy.save_time_s  # a save is never a stall
+    # the resumed attempt (a fresh process) reaches the target inside the limit
+    last_complete = stall_at // save_every * save_every
+    assert (target - last_complete) * leak < limit * 0.9
+
+
+def ACTOR_CAN_APPROVE(config: Config) -> bool:  # noqa: N802 - reads as a sentence
+    return demo.ACTOR in config.approvers_for("mix") and demo.ACTOR in config.recipe("mix").owners
+
+
+@dataclass
+class Row:
+    job_id: str
+    start_iter: int | None
+    last_iter: int | None
+    result: str | None
+    state: str
+    cause: str | None
+
+
+def test_attempts_table():
+    table = demo.attempts_table([Row("245", None, 130, "FAILED", "FAILED", "nccl_timeout"),
+                                 Row("246", 100, None, None, "PENDING", None)])
+    assert table.splitlines() == [
+        "job | progress | result  | cause",
+        "245 | 0 → 130  | FAILED  | nccl_timeout",
+        "246 | 100 → ?  | PENDING | -",
+    ]
+
