@@ -279,8 +279,9 @@ def detect_silent_exit(
 
     Reasons (any one is enough): the log shows a failure (a catalogue match of a failure
     class), no iteration was reached, the last iteration is below the target, or the job
-    ran for less than `min_elapsed_s`. A completion marker (a `completed` match) stands in
-    for iterations the log format did not show.
+    ran for less than `min_elapsed_s` without showing that the work was done. A completion
+    marker (a `completed` match) stands in for iterations the log format did not show; a run
+    that reached its target or printed such a marker may be short (a resume with little left).
     """
     if accounting.state != "COMPLETED" or accounting.exit_code not in (0, None):
         return None
@@ -293,9 +294,16 @@ def detect_silent_exit(
     if found:
         first = found[0]
         reasons.append(f"the log shows a failure at line {first.line_no}: {first.text.strip()}")
-    if accounting.elapsed_s is not None and accounting.elapsed_s < min_elapsed_s:
-        reasons.append(f"it ran for only {accounting.elapsed_s:.0f} s")
     last_iter = series.last_iteration
+    work_done = marker or (
+        target_iter is not None and last_iter is not None and last_iter >= target_iter
+    )
+    if (
+        not work_done
+        and accounting.elapsed_s is not None
+        and accounting.elapsed_s < min_elapsed_s
+    ):
+        reasons.append(f"it ran for only {accounting.elapsed_s:.0f} s")
     if last_iter is None:
         if not marker:
             reasons.append("no training iteration was logged")

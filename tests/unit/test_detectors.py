@@ -211,6 +211,23 @@ def test_completed_in_ten_seconds_with_no_iteration_and_an_ls_error_is_silent():
     assert "line 4" in text and "10 s" in text and "no training iteration" in text
 
 
+def test_a_short_resume_that_reaches_its_target_is_not_silent():
+    # a resume from iter 7900 with 100 iterations left finishes in well under a minute
+    series, _ = run(100, start_iter=7901)
+    short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
+    assert detect_silent_exit(short, series, [], target_iter=8000) is None
+    done = Match("completed", 101, "Training complete", True)
+    assert detect_silent_exit(short, MetricSeries(), [done], target_iter=None) is None
+
+
+def test_a_short_run_below_its_target_names_both_reasons():
+    series, _ = run(100)
+    short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
+    finding = detect_silent_exit(short, series, [], target_iter=8000)
+    assert finding is not None
+    assert "20 s" in " ".join(finding.reasons) and "100 of 8000" in " ".join(finding.reasons)
+
+
 def test_completed_below_target_is_silent():
     series, _ = run(100)
     finding = detect_silent_exit(COMPLETED, series, [], target_iter=8000)
