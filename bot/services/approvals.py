@@ -22,11 +22,8 @@ from bot.services import competitors as comp
 from bot.services.runs import (
     BotContext,
     access_for,
-    actions,
-    button,
-    context,
     default_approvers,
-    section,
+    render,
     submit_and_announce,
 )
 
@@ -133,19 +130,35 @@ def create_resubmit_prompt(
         target_job=str(job_id),
         chain_id=chain_id,
     )
-    label = f"Resubmit (resume from iter {resume_iter})" if resume_iter else "Resubmit"
-    buttons = [button(label, ActionId.RESUBMIT, token, "primary")]
+    blocks, text = render(ctx, "approval", recipe, approval_view(
+        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem,
+        offer_cancel=offer_cancel))
+    return Prompt(token, text, blocks)
+
+
+def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,
+                  mem: str | None, offer_cancel: bool) -> dict[str, Any]:
+    """The approval template's view: the question and one button per choice, each with the
+    same opaque token (the action id says which choice; the words are the template's)."""
+
+    def choice(kind: str, action_id: ActionId, style: str | None = None) -> dict[str, Any]:
+        return {"kind": kind, "action_id": str(action_id), "value": token, "style": style,
+                "from_iter": resume_iter, "mem": mem, "job_id": job_id}
+
+    buttons = [choice("resubmit", ActionId.RESUBMIT, "primary")]
     if mem:
-        buttons.append(button(f"Resubmit with --mem={mem}", ActionId.RESUBMIT_MEM, token))
+        buttons.append(choice("resubmit_mem", ActionId.RESUBMIT_MEM))
     if offer_cancel:
-        buttons.append(button(f"Cancel {job_id}", ActionId.CANCEL, token, "danger"))
-    buttons.append(button("Dismiss", ActionId.DISMISS, token))
-    blocks = [section(summary), actions(f"approve:{token}", buttons)]
-    return Prompt(token, summary, blocks)
+        buttons.append(choice("cancel", ActionId.CANCEL, "danger"))
+    buttons.append(choice("dismiss", ActionId.DISMISS))
+    return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}
 
 
-def _decided_blocks(summary: str, outcome: str) -> list[dict[str, Any]]:
-    return [section(summary), context(outcome)]
+def _decided(ctx: BotContext, recipe: str | None, summary: str,
+             outcome: str) -> tuple[str, list[dict[str, Any]]]:
+    """The prompt after its decision (the `decided` template): (text, blocks)."""
+    blocks, text = render(ctx, "decided", recipe, {"summary": summary, "outcome": outcome})
+    return text, blocks
 
 
 def handle_click(
@@ -189,8 +202,7 @@ def handle_click(
         if claim.reason == "expired":
             audit("expired", target, recipe)
             outcome = "This request expired; nothing was done."
-            return ClickResult("expired", update_text=outcome,
-                               update_blocks=_decided_blocks(summary, outcome),
+            return ClickResult("expired", *_decided(ctx, recipe, summary, outcome),
                                ephemeral=outcome)
         done = claim.approval
         by = f" by <@{done.decided_by}>" if done and done.decided_by else ""
@@ -200,20 +212,20 @@ def handle_click(
     if choice == "dismiss":
         audit("dismissed", target, recipe)
         outcome = f"Dismissed by <@{actor}>; nothing was done."
-        return ClickResult("declined", outcome, _decided_blocks(summary, outcome))
+        return ClickResult("declined", *_decided(ctx, recipe, summary, outcome))
     if choice == "keep":
         audit("declined", target, recipe)
         outcome = f"<@{actor}> chose not to hold {target}; nothing was held."
-        return ClickResult("declined", outcome, _decided_blocks(summary, outcome))
+        return ClickResult("declined", *_decided(ctx, recipe, summary, outcome))
     try:
         result = _perform(ctx, approval, choice, actor, now)
     except (ServiceError, ClusterError) as exc:
         audit("failed", target, recipe, choice=choice, error=str(exc))
         outcome = f"Approved by <@{actor}>, but it failed: {exc}"
-        return ClickResult("failed", outcome, _decided_blocks(summary, outcome))
+        return ClickResult("failed", *_decided(ctx, recipe, summary, outcome))
     audit("ok", result.job_id or target, recipe, choice=choice)
     outcome = f"Approved by <@{actor}>: {result.text}"
-    return ClickResult("done", outcome, _decided_blocks(summary, outcome),
+    return ClickResult("done", *_decided(ctx, recipe, summary, outcome),
                        job_id=result.job_id, holds=result.holds)
 
 

@@ -1,11 +1,13 @@
 """Per-cluster adapters opened on demand: one SSH runner and one Slurm client per cluster.
 
 The CLI builds one `ClusterSessions` per command; the bot keeps one for its lifetime, so each
-cluster has exactly one reused SSH transport.
+cluster has exactly one reused SSH transport. Bolt runs lazy listeners on a thread pool, so the
+first uses may race: creation is under a lock, and two threads never open two connections.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +21,12 @@ def _ssh_runner(cluster: ClusterConfig) -> Any:
 
 
 class ClusterSessions:
-    """Lazily created runner / Slurm client per cluster name; `close()` closes them all."""
+    """Lazily created runner / Slurm client per cluster name; `close()` closes them all.
+
+    Thread-safe: each cluster's runner and Slurm client are created once, whichever threads
+    ask first (SSHRunner connects lazily, so the lock is never held across a connect; the
+    runner serialises its own connecting).
+    """
 
     def __init__(
         self,
@@ -32,30 +39,36 @@ class ClusterSessions:
         self._slurm_factory = slurm_factory
         self._runners: dict[str, Any] = {}
         self._slurms: dict[str, Any] = {}
+        # Re-entrant: slurm() creates the runner it needs while holding the lock.
+        self._lock = threading.RLock()
 
     def runner(self, cluster: str) -> Any:
-        if cluster not in self._runners:
-            self._runners[cluster] = self._runner_factory(self._config.clusters[cluster])
-        return self._runners[cluster]
+        with self._lock:
+            if cluster not in self._runners:
+                self._runners[cluster] = self._runner_factory(self._config.clusters[cluster])
+            return self._runners[cluster]
 
     def slurm(self, cluster: str) -> Any:
-        if cluster not in self._slurms:
-            factory = self._slurm_factory
-            if factory is None:
-                from bot.cluster.slurm import SlurmClient
+        with self._lock:
+            if cluster not in self._slurms:
+                factory = self._slurm_factory
+                if factory is None:
+                    from bot.cluster.slurm import SlurmClient
 
-                factory = SlurmClient
-            self._slurms[cluster] = factory(self.runner(cluster))
-        return self._slurms[cluster]
+                    factory = SlurmClient
+                self._slurms[cluster] = factory(self.runner(cluster))
+            return self._slurms[cluster]
 
     def sftp(self, cluster: str) -> Any:
         return self.runner(cluster).sftp()
 
     def close(self) -> None:
-        for runner in self._runners.values():
+        with self._lock:
+            runners = list(self._runners.values())
+            self._runners.clear()
+            self._slurms.clear()
+        for runner in runners:
             runner.close()
-        self._runners.clear()
-        self._slurms.clear()
 
     def __enter__(self) -> ClusterSessions:
         return self

@@ -7,7 +7,8 @@ releases it as soon as the resumed job is RUNNING, or finished / gone without ru
 says so in the thread.
 
 The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
-the job is held by trainbot, `done` once released (or when nothing was held after all).
+the job is held by trainbot, `done` once released (or when nothing was held after all);
+`store.approvals.with_state(HOLD_ACTION, "approved")` lists exactly the jobs held now.
 """
 
 from __future__ import annotations
@@ -19,15 +20,7 @@ from typing import Any
 
 from bot.cluster.errors import ClusterError
 from bot.core.slurm_records import JobRecord
-from bot.services.runs import (
-    BotContext,
-    actions,
-    button,
-    context,
-    post_safely,
-    section,
-    thread_note,
-)
+from bot.services.runs import BotContext, post_safely, render, thread_note
 
 log = logging.getLogger(__name__)
 
@@ -116,22 +109,11 @@ def propose_holds(
             target_job=str(comp.job_id),
             chain_id=chain_id,
         )
-        name = f" ({comp.name})" if comp.name else ""
-        text = (
-            f"Job {comp.job_id}{name} of the same team is pending on the same partition and "
-            f"would start before {job_id}. Hold {comp.job_id} until the resumed job starts?"
-        )
-        blocks = [
-            section(text),
-            actions(
-                f"hold:{token}",
-                [
-                    button(f"Hold {comp.job_id}", action_ids[0], token, "primary"),
-                    button("No, leave it", action_ids[1], token),
-                ],
-            ),
-            context("It is released automatically once the resumed job is running."),
-        ]
+        blocks, text = render(ctx, "hold_prompt", recipe, {
+            "competitor": str(comp.job_id), "competitor_name": comp.name or None,
+            "for_job": str(job_id), "token": token, "block_id": f"hold:{token}",
+            "yes_action": str(action_ids[0]), "no_action": str(action_ids[1]),
+        })
         if ctx.sink is not None:
             post_safely(ctx, "reply", chain_id, f"hold-prompt:{token}", blocks, text)
         ctx.store.audit.record(
@@ -175,32 +157,38 @@ def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> str:
 
 def held_for(ctx: BotContext, chain_id: int) -> list[Any]:
     """Approvals of the chain whose competitor trainbot currently holds."""
-    return [a for a in ctx.store.approvals.for_chain(chain_id, state="approved")
-            if a.action == HOLD_ACTION]
+    return [a for a in held_now(ctx) if a.chain_id == chain_id]
 
 
-def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str) -> list[int]:
-    """Release every competitor held for `job_id` (once each); notes it in the thread."""
-    attempt = ctx.store.attempts.get_by_job(str(job_id))
-    if attempt is None:
-        return []
+def held_now(ctx: BotContext) -> list[Any]:
+    """Every hold trainbot has out right now, across all chains (the hold ledger)."""
+    return ctx.store.approvals.with_state(HOLD_ACTION, "approved")
+
+
+def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
+                     cluster: str | None = None) -> list[int]:
+    """Release every competitor held for `job_id` (on `cluster`, when given: job ids repeat
+    across clusters), once each; notes it in the thread."""
     released = []
-    for approval in held_for(ctx, attempt.chain_id):
+    for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
+            continue
+        if cluster is not None and approval.payload.get("cluster") != cluster:
             continue
         if not ctx.store.approvals.mark_done(approval.token, now=now):
             continue  # another tick or replica released it first
         comp = int(approval.target_job)
-        slurm = ctx.clusters.slurm(approval.payload["cluster"])
         try:
-            slurm.release(comp)
-        except ClusterError as exc:
+            ctx.clusters.slurm(approval.payload["cluster"]).release(comp)
+        except (ClusterError, KeyError) as exc:
+            problem = (f"cluster {exc.args[0]!r} is no longer configured"
+                       if isinstance(exc, KeyError) else str(exc))
             ctx.store.audit.record(
                 actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
-                recipe=approval.payload.get("recipe"), result="failed", detail=str(exc),
+                recipe=approval.payload.get("recipe"), result="failed", detail=problem,
             )  # fmt: skip
-            thread_note(ctx, attempt.chain_id, f"hold-release:{approval.token}",
-                        f"Could not release {comp} ({exc}); release it with "
+            thread_note(ctx, approval.chain_id, f"hold-release:{approval.token}",
+                        f"Could not release {comp} ({problem}); release it with "
                         f"`/train release {comp}`.")
             continue
         ctx.store.audit.record(
@@ -208,7 +196,7 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str) -
             recipe=approval.payload.get("recipe"), result="ok",
             detail={"for_job": str(job_id), "why": why},
         )  # fmt: skip
-        thread_note(ctx, attempt.chain_id, f"hold-release:{approval.token}",
+        thread_note(ctx, approval.chain_id, f"hold-release:{approval.token}",
                     f"Released {comp}: {job_id} {why}.")
         released.append(comp)
     return released
@@ -217,25 +205,25 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str) -
 def release_started(ctx: BotContext, now: float) -> list[int]:
     """Scheduler hook: release competitors whose resumed job is running, ended or gone.
 
-    One `jobs()` call per cluster for all held-for jobs. A cluster that does not answer
-    keeps its holds until the next tick.
+    The holds come straight from the ledger (`store.approvals.with_state`), whatever chain,
+    recipe or age they belong to. One `jobs()` call per cluster for all held-for jobs; a
+    cluster that does not answer keeps its holds until the next tick.
     """
     waiting: dict[str, set[int]] = {}
-    # active chains, plus each recipe's recent ones (a chain may be closed while a hold is out)
-    chain_ids = {c.id for c in ctx.store.chains.with_status("active")}
-    for recipe in ctx.config.recipes:
-        chain_ids.update(c.id for c in ctx.store.chains.for_recipe(recipe, limit=20))
-    for chain_id in sorted(chain_ids):
-        for approval in held_for(ctx, chain_id):
-            waiting.setdefault(approval.payload["cluster"], set()).add(
-                int(approval.payload["for_job"])
-            )
+    for approval in held_now(ctx):
+        waiting.setdefault(approval.payload["cluster"], set()).add(
+            int(approval.payload["for_job"])
+        )
     released: list[int] = []
-    for cluster, ids in waiting.items():
+    for cluster, ids in sorted(waiting.items()):
         try:
             records = ctx.clusters.slurm(cluster).jobs(sorted(ids))
         except ClusterError as exc:
             log.warning("cannot check held-for jobs on %s: %s", cluster, exc)
+            continue
+        except KeyError:
+            log.warning("trainbot holds jobs on cluster %r, which is no longer configured; "
+                        "release them by hand (scontrol release)", cluster)
             continue
         for job_id in sorted(ids):
             rec = records.get(job_id)
@@ -247,5 +235,5 @@ def release_started(ctx: BotContext, now: float) -> list[int]:
                 why = "is running"
             else:
                 why = f"ended ({rec.state}) without needing the slot"
-            released += release_held_for(ctx, job_id, now, why)
+            released += release_held_for(ctx, job_id, now, why, cluster)
     return released

@@ -1,6 +1,12 @@
 """What the Slack-facing services share: their adapters, who-may-what per recipe, and
-"submit a recipe's run and say so in its thread" (used by `/train submit|resume` and by an
-approved Resubmit button alike).
+"submit a recipe's run and say so in its thread" (used by `/train submit|resume`, by an
+approved Resubmit button and by the watcher's automatic retries alike).
+
+Thread messages are rendered from templates (`render`: templates/<lang>/<name>.json.j2 in the
+recipe's language, the site's `templates.dir` first) and posted through the `MessageSink`
+(`ctx.sink`: bot.slack.poster.SlackPoster, or the console): the root (`root`, rewritten in
+place as attempts change), the first job's `submitted` note, a resumed job's `resolution`,
+and plain `note`s. Approval prompts use `approval` / `hold_prompt` / `decided`.
 """
 
 from __future__ import annotations
@@ -62,7 +68,37 @@ def access_for(config: Config, recipe: str) -> RecipeAccess:
 
 
 # --------------------------------------------------------------------------------------------
-# Block Kit pieces (small builders; every text cut to Slack's limits)
+# messages: every Block Kit message of a run thread comes from a template
+
+
+def lang_of(config: Config, recipe: str | None) -> str:
+    """The recipe's message language (slack.lang for a recipe no longer configured)."""
+    if recipe is not None and recipe in config.recipes:
+        return config.lang_for(recipe)
+    return config.slack.lang
+
+
+def render(ctx: BotContext, name: str, recipe: str | None,
+           view: Any) -> tuple[list[dict[str, Any]], str]:
+    """`render_blocks(name, …)` in the recipe's language, with the site's template folder.
+
+    A site template that fails (a typo in `templates.dir`) is logged and the shipped one is
+    used, so a broken override never loses a message or blocks an approval.
+    """
+    from bot.slack.render import RenderError, render_blocks
+
+    lang = lang_of(ctx.config, recipe)
+    override = ctx.config.templates.dir
+    if override:
+        try:
+            return render_blocks(name, lang, view, override_dir=override)
+        except RenderError as exc:
+            log.warning("site template %s/%s failed (%s); using the shipped one", lang, name, exc)
+    return render_blocks(name, lang, view)
+
+
+# Small text helpers for callers that still compose a block themselves (watch_events) and for
+# ephemeral replies (commands); thread messages use `render`.
 
 
 def cut(text: str, limit: int) -> str:
@@ -77,22 +113,6 @@ def context(text: str) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": cut(text, 2000)}]}
 
 
-def button(text: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "type": "button",
-        "text": {"type": "plain_text", "text": cut(text, 75)},
-        "action_id": action_id,
-        "value": value,
-    }
-    if style:
-        out["style"] = style
-    return out
-
-
-def actions(block_id: str, buttons: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"type": "actions", "block_id": cut(block_id, 255), "elements": buttons[:25]}
-
-
 def code(text: str, limit: int = MAX_SECTION - 8) -> str:
     """Text in a code block; the *end* is kept when cut (the last log lines matter)."""
     text = text.replace("```", "ˋˋˋ")
@@ -105,16 +125,29 @@ def code(text: str, limit: int = MAX_SECTION - 8) -> str:
 # threads and submits
 
 
-def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
-    """Post `text` once (by key) in the chain's thread; False when there is no thread."""
+def _chain_recipe(ctx: BotContext, chain_id: int) -> str | None:
+    chain = ctx.store.chains.get(chain_id)
+    return chain.recipe if chain is not None else None
+
+
+def has_thread(ctx: BotContext, chain_id: int | None) -> bool:
+    """Is the chain's root message posted (so replies can go under it)?"""
     if ctx.sink is None or chain_id is None:
         return False
     from bot.slack.poster import root_key
 
     root = ctx.store.slack_posts.get(root_key(chain_id))
-    if root is None or not root.posted:
+    return root is not None and root.posted
+
+
+def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
+    """Post `text` (trainbot's mrkdwn) once (by key) in the chain's thread, through the note
+    template; False when there is no thread."""
+    if not has_thread(ctx, chain_id):
         return False
-    return post_safely(ctx, "reply", chain_id, key, [section(text)], text) is not None
+    assert chain_id is not None
+    blocks, fallback = render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
+    return post_safely(ctx, "reply", chain_id, key, blocks, fallback) is not None
 
 
 def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
@@ -130,6 +163,64 @@ def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
     except SlackPostError as exc:
         log.warning("chain %s: could not post %s %s: %s", chain_id, kind, key_or_channel, exc)
         return None
+
+
+def root_view(ctx: BotContext, chain_id: int) -> Any:
+    """The root message's view (bot.core.incident.RootView) from the chain's attempts in the
+    store; None for an unknown chain or one without attempts."""
+    from bot.core.incident import AttemptSummary, build_root
+
+    chain = ctx.store.chains.get(chain_id)
+    attempts = ctx.store.attempts.for_chain(chain_id) if chain is not None else []
+    if chain is None or not attempts:
+        return None
+    configured = chain.recipe in ctx.config.recipes
+    return build_root(
+        recipe=chain.recipe,
+        attempts=[AttemptSummary(a.job_id, a.result or a.state, a.last_iter, a.start_iter,
+                                 a.cause if a.result else None) for a in attempts],
+        target_iter=ctx.config.recipe(chain.recipe).target_iter if configured else None,
+        retries_used=chain.retries_used,
+        retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
+        cluster=chain.cluster,
+    )
+
+
+def open_thread(ctx: BotContext, chain_id: int, channel: str | None) -> bool:
+    """Post the chain's root message (the root template) into `channel` unless it is
+    already there; True when the thread exists afterwards."""
+    if ctx.sink is None:
+        return False
+    if has_thread(ctx, chain_id):
+        return True
+    view = root_view(ctx, chain_id)
+    if view is None or channel is None:
+        return False
+    blocks, text = render(ctx, "root", view.recipe, view)
+    return post_safely(ctx, "root", chain_id, channel, blocks, text) is not None
+
+
+def refresh_root(ctx: BotContext, chain_id: int) -> bool:
+    """Rewrite the root in place (chat.update) from the store: new job, state, attempts.
+
+    The sink skips an unchanged root. Sinks that can only post (test recorders) are left
+    alone. False when there is no thread or Slack refused the update (retried next time).
+    """
+    update = getattr(ctx.sink, "update_root", None)
+    if update is None or not has_thread(ctx, chain_id):
+        return False
+    view = root_view(ctx, chain_id)
+    if view is None:
+        return False
+    from bot.slack.poster import SlackPostError
+
+    blocks, text = render(ctx, "root", view.recipe, view)
+    try:
+        update(chain_id, blocks, text)
+    except SlackPostError as exc:
+        log.warning("chain %s: could not update the root message: %s", chain_id, exc)
+        return False
+    return True
 
 
 class LazySFTP:
@@ -185,7 +276,13 @@ def submit_and_announce(
         actor=actor,
         chain_id=chain_id,
     )
-    _announce(ctx, recipe, result, actor, channel)
+    from bot.slack.render import RenderError
+
+    try:
+        _announce(ctx, recipe, result, actor, channel)
+    except RenderError as exc:  # a template bug must not hide a job that was submitted
+        log.error("chain %s: job %s submitted but not announced: %s", result.chain_id,
+                  result.job_id, exc)
     return result
 
 
@@ -199,31 +296,71 @@ def _widen(config: Config, recipe: str, extra: Mapping[str, OverrideType]) -> Co
 def _announce(
     ctx: BotContext, recipe: str, result: SubmitResult, actor: str, channel: str | None
 ) -> None:
+    """Open or continue the run's thread: the root (posted, or rewritten for the new job),
+    then the first job's "submitted" note or a resumed job's resolution."""
     if ctx.sink is None:
         return
-    from bot.slack.poster import root_key
+    chain_id = result.chain_id
+    if has_thread(ctx, chain_id):
+        refresh_root(ctx, chain_id)
+    else:
+        target = ctx.config.channel_id_for(recipe) or channel
+        if target is None:
+            log.warning("no channel for %s's thread: set recipes.%s.channel", recipe, recipe)
+            return
+        if not open_thread(ctx, chain_id, target):
+            return
+    attempts = ctx.store.attempts.for_chain(chain_id)
+    previous = next((a for a in reversed(attempts) if a.attempt_no < result.attempt_no), None)
+    if previous is None:
+        key = f"chain:{chain_id}:attempt:{result.attempt_no}:submitted"
+        blocks, text = render(ctx, "submitted", recipe, submitted_view(recipe, result, actor))
+    else:
+        key = f"resolution:{result.job_id}"  # bot.commands.demo posts under the same key
+        blocks, text = render(ctx, "resolution", recipe,
+                              resolution_view(recipe, result, actor, previous))
+    post_safely(ctx, "reply", chain_id, key, blocks, text)
 
-    over = ", ".join(f"{k}={v}" for k, v in result.overrides.items())
-    text = (
-        f"*{recipe}*: job {result.job_id} submitted by <@{actor}> "
-        f"(attempt {result.attempt_no}, name `{result.job_name}`), {describe_start(result)}"
-        + (f"; overrides: {over}" if over else "")
+
+AUTOMATIC_ACTOR = "trainbot"
+
+
+def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, Any]:
+    """What the `submitted` template shows: who, which attempt, where it resumes from."""
+    ck = result.checkpoint
+    return {
+        "recipe": recipe,
+        "job_id": str(result.job_id),
+        "attempt_no": result.attempt_no,
+        "job_name": result.job_name,
+        "actor": actor,
+        "automatic": actor == AUTOMATIC_ACTOR,
+        "checkpoint_path": ck.path if ck is not None else None,
+        "checkpoint_iter": ck.iteration if ck is not None else None,
+        "overrides": [[str(k), _literal(v)] for k, v in result.overrides.items()],
+    }
+
+
+def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Any) -> Any:
+    """"Resumed as N from iter K (was M)": the resolution template's view."""
+    from bot.core.incident import build_resolution
+
+    ck = result.checkpoint
+    mem = result.overrides.get("mem")
+    return build_resolution(
+        recipe=recipe,
+        old_job_id=str(previous.job_id),
+        new_job_id=str(result.job_id),
+        from_iter=ck.iteration if ck is not None else None,
+        lost_iters=previous.work_lost_iters,
+        lost_seconds=previous.work_lost_s,
+        actor="auto" if actor == AUTOMATIC_ACTOR else actor,
+        mem=str(mem) if mem is not None else None,
     )
-    root = ctx.store.slack_posts.get(root_key(result.chain_id))
-    if root is not None and root.posted:
-        key = f"chain:{result.chain_id}:attempt:{result.attempt_no}:submitted"
-        post_safely(ctx, "reply", result.chain_id, key, [section(text)], text)
-        return
-    target = ctx.config.channel_id_for(recipe) or channel
-    if target is None:
-        log.warning("no channel for %s's thread: set recipes.%s.channel", recipe, recipe)
-        return
-    blocks = [
-        section(f"*{recipe}* — run chain {result.chain_id}"),
-        section(text),
-        context("Progress, warnings and incidents of this run are posted in this thread."),
-    ]
-    post_safely(ctx, "root", result.chain_id, target, blocks, f"{recipe}: job {result.job_id}")
+
+
+def _literal(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def require_recipe(config: Config, recipe: str) -> None:

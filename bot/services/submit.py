@@ -93,37 +93,40 @@ def parse_overrides(
 
 
 def _convert(key: str, raw: str, kind: str) -> Any:
-    value = raw.strip()
+    """The typed value of one override. Strings (and sizes) are passed on exactly as typed:
+    validated, never trimmed or otherwise altered."""
     if _CONTROL.search(raw):
         raise OverrideError(f"{key}: the value contains a control character (newline, tab, …)")
     if kind == "int":
         try:
-            return int(value)
+            return int(raw)
         except ValueError:
             raise OverrideError(f"{key} must be a whole number, e.g. {key}=8000") from None
     if kind == "float":
         try:
-            number = float(value)
+            number = float(raw)
         except ValueError:
             raise OverrideError(f"{key} must be a number, e.g. {key}=0.0003") from None
         if not math.isfinite(number):
             raise OverrideError(f"{key} must be a finite number")
         return number
     if kind == "bool":
-        if value.lower() in _TRUE:
+        if raw.strip().lower() in _TRUE:
             return True
-        if value.lower() in _FALSE:
+        if raw.strip().lower() in _FALSE:
             return False
         raise OverrideError(f"{key} must be true or false")
     if kind == "size":
+        if raw != raw.strip() or " " in raw:
+            raise OverrideError(f"{key}: write the size without spaces, e.g. {key}=400G")
         try:
-            parse_size(value)
+            parse_size(raw)
         except ValueError as exc:
             raise OverrideError(f"{key}: {exc}") from None
-        return value
-    if not value:
+        return raw
+    if not raw.strip():
         raise OverrideError(f"{key} needs a value, e.g. {key}=something")
-    return value
+    return raw
 
 
 def _example(recipe_name: str, recipe: RecipeConfig) -> str:

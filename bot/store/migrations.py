@@ -158,7 +158,19 @@ def _v2_posts_and_watch(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE attempts ADD COLUMN work_lost_s FLOAT"))
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1_initial, _v2_posts_and_watch]
+def _v3_approvals_by_state(conn: Connection) -> None:
+    """Version 3: index approvals by (action, state), for "which jobs does trainbot hold"
+    (`ApprovalsRepo.with_state`) without scanning every chain."""
+    conn.execute(
+        text("CREATE INDEX IF NOT EXISTS ix_approvals_action_state ON approvals (action, state)")
+    )
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [
+    _v1_initial,
+    _v2_posts_and_watch,
+    _v3_approvals_by_state,
+]
 
 
 def current_version(conn: Connection) -> int:

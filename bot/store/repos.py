@@ -597,6 +597,21 @@ class ApprovalsRepo(_Repo):
                 )
         return due
 
+    def with_state(self, action: str, state: str) -> list[Approval]:
+        """Every approval of `action` in `state`, oldest first, across all chains.
+
+        E.g. `with_state("hold_competitor", "approved")`: exactly the jobs trainbot holds now
+        (served by the `ix_approvals_action_state` index, schema version 3).
+        """
+        query = (
+            select(t.approvals)
+            .where(and_(t.approvals.c.action == action, t.approvals.c.state == state))
+            .order_by(t.approvals.c.created_at, t.approvals.c.id)
+        )
+        with self._engine.begin() as conn:
+            rows = conn.execute(query).all()
+        return [_row(Approval, r) for r in rows]
+
     def for_chain(self, chain_id: int, state: str | None = None) -> list[Approval]:
         query = select(t.approvals).where(t.approvals.c.chain_id == chain_id)
         if state is not None:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -104,6 +104,7 @@ approvals = Table(
     Column("decided_by", Text),
     Column("decided_at", Float),
     Column("created_at", Float, nullable=False),
+    Index("ix_approvals_action_state", "action", "state"),  # version 3
 )
 
 slack_posts = Table(

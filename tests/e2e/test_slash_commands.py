@@ -77,8 +77,11 @@ def test_resume_submits_and_opens_the_runs_thread(app, urls, services, slack: Sl
     assert replies[0]["text"].startswith("mix: submitted job 88887 (attempt 1), starting fresh")
     assert len(fake_slurm.submits()) == 1
     roots = slack.root_messages(CH)
-    assert len(roots) == 1 and roots[0]["text"] == "mix: job 88887"
-    assert "submitted by <@U0ALICE>" in str(roots[0]["blocks"])
+    # the root is the root template (state, progress, attempts); who submitted is its reply
+    assert len(roots) == 1 and roots[0]["text"] == "mix: job 88887 PENDING · —"
+    assert roots[0]["blocks"][0]["text"]["text"] == "⏳ mix · job 88887 · PENDING"
+    thread = slack.replies(CH, roots[0]["ts"])
+    assert len(thread) == 1 and "job 88887 submitted by <@U0ALICE>" in str(thread[0]["blocks"])
     assert ("U0ALICE", "command.resume", "88887", "ok") in audit(services)
 
 
@@ -183,9 +186,15 @@ def test_click_approves_once_and_updates_the_prompt(app, urls, services, slack,
     token, ts = prompt_in_thread(services, slack)
     assert click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD") == []
     assert len(fake_slurm.submits()) == 1
-    updates = slack.ok_calls("chat.update")
-    assert len(updates) == 1 and updates[0].params["ts"] == ts
+    root = slack.root_messages(CH)[0]
+    updates = [u for u in slack.ok_calls("chat.update") if u.params["ts"] == ts]
+    assert len(updates) == 1
     assert updates[0].params["text"] == "Approved by <@W0LEAD>: resubmitted as 88887"
+    # the thread's root is rewritten for the resumed job, and the resolution is a reply
+    [root_update] = [u for u in slack.ok_calls("chat.update") if u.params["ts"] == root["ts"]]
+    assert root_update.params["text"] == "mix: job 88887 PENDING · —"
+    assert [r["text"] for r in slack.replies(CH, root["ts"])][-1] == (
+        "mix: resumed as 88887 from the start")
 
     # a double click and Slack's redelivery of the same click: nothing twice
     again = click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD")
@@ -194,7 +203,7 @@ def test_click_approves_once_and_updates_the_prompt(app, urls, services, slack,
         assert answer == [{"text": "Already decided by <@W0LEAD>; nothing was done again.",
                            "response_type": "ephemeral", "replace_original": False}]
     assert len(fake_slurm.submits()) == 1
-    assert len(slack.ok_calls("chat.update")) == 1
+    assert len(slack.ok_calls("chat.update")) == 2  # the prompt once, the root once
     results = [r for (_, a, _, r) in audit(services) if a == "approval.click"]
     assert results == ["ok", "duplicate", "duplicate"]
 

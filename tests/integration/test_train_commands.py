@@ -200,8 +200,12 @@ def test_resume_mix_end_to_end(env: Env) -> None:
     out = env.cluster.ssh(["cat", log]).stdout
     assert f"RESUME_FROM={env.work}/checkpoints/iter_000002000 RESUME_ITER=2000" in out
     roots = env.slack.root_messages(CH)
-    assert len(roots) == 1 and roots[0]["text"] == f"mix: job {job_id}"
-    assert "submitted by <@U0ALICE>" in str(roots[0]["blocks"])
+    # the root is the root template (state, progress, attempts); who submitted is its reply
+    assert len(roots) == 1 and roots[0]["text"] == f"mix: job {job_id} PENDING · —"
+    thread = env.slack.replies(CH, roots[0]["ts"])
+    assert len(thread) == 1 and f"job {job_id} submitted by <@U0ALICE>" in thread[0]["text"]
+    assert f"resuming from `{env.work}/checkpoints/iter_000002000` (iter 2000)" in \
+        thread[0]["text"]
     chain = env.services.store.chains.latest_for_recipe("mix")
     assert chain.thread_ts == roots[0]["ts"]
     entries = [(e.actor, e.action, e.job_id, e.result)

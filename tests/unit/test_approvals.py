@@ -68,6 +68,15 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
     chain_id, token = failed_run(ctx)
+    ctx.store.attempts.update(ctx.store.attempts.get_by_job("88154").id, work_lost_iters=120)
+    replies: dict[str, list] = {}
+    real_reply = ctx.sink.post_reply
+
+    def keep_blocks(chain: int, key: str, blocks: list, text: str) -> str:
+        replies[key] = blocks
+        return real_reply(chain, key, blocks, text)
+
+    ctx.sink.post_reply = keep_blocks
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.status == "done"
     assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887"
@@ -75,8 +84,12 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert [a.job_id for a in ctx.store.attempts.for_chain(chain_id)] == ["88154", "88887"]
     assert ctx.store.approvals.get(token).state == "done"
     assert ctx.store.approvals.get(token).decided_by == "W0LEAD"
-    # the new attempt is announced in the run's thread
-    assert any("job 88887 submitted by <@W0LEAD>" in t for t in ctx.sink.texts())
+    # the new attempt is announced in the run's thread, once, as the resolution template
+    assert ("reply", chain_id, "resolution:88887", "mix: resumed as 88887 from the start") \
+        in ctx.sink.posts
+    said = str(replies["resolution:88887"])
+    assert "Resumed as *88887* from the start (was 88154)" in said
+    assert "Lost 120 iterations" in said and "Approved by <@W0LEAD>" in said
 
     again = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 2)
     retried = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 3, retry_num=1)
@@ -284,3 +297,22 @@ def test_hold_released_even_if_the_chain_was_closed_meanwhile(
     ctx.store.chains.set_status(chain_id, "finished", now=NOW + 3)
     slurm.set(88887, state="RUNNING")
     assert competitors.release_started(ctx, NOW + 4) == [88017]
+
+
+def test_hold_found_through_the_ledger_however_old_its_chain(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """The hold ledger is queried directly: a hold of a closed chain buried under many newer
+    runs of its recipe is still released (a scan of each recipe's recent chains missed it)."""
+    chain_id, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    ctx.store.chains.set_status(chain_id, "failed", now=NOW + 3)
+    for i in range(25):
+        later = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix",
+                                        now=NOW + 10 + i)
+        ctx.store.chains.set_status(later.id, "finished", now=NOW + 10 + i)
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 50) == [88017]
+    assert competitors.held_now(ctx) == []
+    assert slurm.acted("release") == [88017]

@@ -43,6 +43,14 @@ def test_migrated_schema_matches_the_tables_the_code_queries(store):
         assert columns == {c.name for c in table.columns}, table.name
 
 
+def test_migrated_indexes_match_the_schema(store):
+    insp = inspect(store.engine)
+    for table in current_schema.metadata.sorted_tables:
+        got = {(i["name"], tuple(i["column_names"])) for i in insp.get_indexes(table.name)}
+        want = {(i.name, tuple(c.name for c in i.columns)) for i in table.indexes}
+        assert got == want, table.name
+
+
 def test_foreign_keys_are_enforced(store):
     with pytest.raises(Exception, match="FOREIGN KEY"):
         store.attempts.add(chain_id=999, job_id="1", now=1.0)
@@ -149,6 +157,34 @@ def test_refuse_and_expire_due(store):
     assert store.approvals.get(b).state == "expired"
 
 
+def test_with_state_finds_exactly_the_approvals_of_an_action_in_a_state(store):
+    chains = [store.chains.create(recipe="mix", cluster="dev", job_name="m", now=float(i))
+              for i in range(3)]
+
+    def hold(job: str, chain_id: int, now: float) -> str:
+        return store.approvals.create(action="hold_competitor", payload={"for_job": "1"},
+                                      allowed=["U1"], expires_at=1e12, now=now,
+                                      target_job=job, chain_id=chain_id)
+
+    held_late = hold("88019", chains[2].id, 3.0)
+    held_early = hold("88017", chains[0].id, 1.0)
+    asked_only = hold("88018", chains[1].id, 2.0)
+    released = hold("88020", chains[1].id, 4.0)
+    resubmit = store.approvals.create(action="resubmit", payload={}, allowed=["U1"],
+                                      expires_at=1e12, now=0.0, chain_id=chains[0].id)
+    for token in (held_late, held_early, released, resubmit):
+        assert store.approvals.claim(token, "U1", now=5.0).claimed
+    assert store.approvals.mark_done(released, now=6.0)
+
+    held = store.approvals.with_state("hold_competitor", "approved")
+    assert [a.target_job for a in held] == ["88017", "88019"]  # oldest first, all chains
+    assert [a.token for a in store.approvals.with_state("hold_competitor", "pending")] == [
+        asked_only]
+    assert [a.token for a in store.approvals.with_state("hold_competitor", "done")] == [released]
+    assert [a.token for a in store.approvals.with_state("resubmit", "approved")] == [resubmit]
+    assert store.approvals.with_state("hold_competitor", "expired") == []
+
+
 def test_approval_claimed_exactly_once_under_concurrent_clicks(store):
     token = store.approvals.create(
         action="resubmit", payload={}, allowed=["U1"], expires_at=1e12, now=0.0
@@ -235,7 +271,7 @@ def test_v1_file_is_upgraded_in_place_keeping_data(tmp_path):
                 " VALUES (1, '88016', 1, 'FAILED', 2.0)"
             )
     with Store.open(url) as new:
-        assert new.schema_version == new.latest_version == 2
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         chain = new.chains.get(1)
         assert (chain.recipe, chain.job_name, chain.retries_used) == ("mix", "wm-mix", 0)
         attempt = new.attempts.get_by_job("88016")
@@ -250,3 +286,21 @@ def test_newer_store_is_refused(tmp_path):
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
     with pytest.raises(StoreVersionError, match="upgrade trainbot"):
         Store.open(url)
+
+
+def test_v2_file_gets_the_approvals_index_keeping_its_holds(tmp_path):
+    url = f"sqlite:///{tmp_path}/v2.db"
+    with Store.open(url, target_version=2) as old:
+        assert old.schema_version == 2
+        names = {i["name"] for i in inspect(old.engine).get_indexes("approvals")}
+        assert "ix_approvals_action_state" not in names
+        token = old.approvals.create(action="hold_competitor", payload={"for_job": "88887"},
+                                     allowed=["U1"], expires_at=1e12, now=1.0,
+                                     target_job="88017")
+        assert old.approvals.claim(token, "U1", now=2.0).claimed
+    with Store.open(url) as new:
+        assert new.schema_version == 3
+        names = {i["name"] for i in inspect(new.engine).get_indexes("approvals")}
+        assert "ix_approvals_action_state" in names
+        held = new.approvals.with_state("hold_competitor", "approved")
+        assert [(a.token, a.target_job) for a in held] == [(token, "88017")]

@@ -81,6 +81,24 @@ def test_hostile_values_stay_literal_strings(config):
     assert recipe.args == ["--config", "mix.yaml", f"tag={hostile}", "lr=1.0"]
 
 
+def test_string_values_arrive_exactly_as_typed(config):
+    """Spaces around a string value are the user's: kept, not trimmed (validate, don't alter)."""
+    recipe = config.recipe("mix")
+    got = parse_overrides("mix", recipe, ["tag=  padded value ", "time= 04:00:00"])
+    assert got == {"tag": "  padded value ", "time": " 04:00:00"}
+    assert apply_overrides(recipe, {"tag": got["tag"]}).args[-1] == "tag=  padded value "
+    with pytest.raises(OverrideError, match="not a Slurm time limit"):  # refused, not fixed
+        apply_overrides(recipe, {"time": got["time"]})
+    got = parse_overrides("mix", recipe, {"tag": " x"})  # the approvals path (a mapping)
+    assert got == {"tag": " x"}
+    with pytest.raises(OverrideError, match="tag needs a value"):
+        parse_overrides("mix", recipe, ["tag=   "])
+    with pytest.raises(OverrideError, match="mem: write the size without spaces, e.g. mem=400G"):
+        parse_overrides("mix", recipe, ["mem= 950G"])
+    with pytest.raises(OverrideError, match="without spaces"):
+        parse_overrides("mix", recipe, ["mem=950 G"])
+
+
 def test_apply_overrides_replaces_slurm_fields_and_revalidates(config):
     recipe = config.recipe("mix")
     new = apply_overrides(recipe, {"mem": "950G", "target_iter": 10, "compile": True})

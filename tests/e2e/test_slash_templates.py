@@ -1,0 +1,160 @@
+"""The Slack side's thread messages come from templates (en/ko): the first job's note, approval
+prompts, competitor holds, decided prompts and plain notes. Golden files per template ×
+language (tests/fixtures/golden/slash/, `UPDATE_GOLDEN=1` to regenerate, review the diff),
+each also checked by the Slack stand-in's validator; then the services post them, in the
+recipe's language, through the poster.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
+from slack_standin import SlackStandIn, validate_blocks
+
+from bot.services.approvals import ActionId, create_resubmit_prompt, handle_click
+from bot.services.runs import BotContext, render, submit_and_announce
+from bot.slack.poster import SlackPoster
+from bot.slack.render import render_blocks
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "slash"
+NOW = 1_732_871_000.0
+TOKEN = "tok_3q1Zr8XoXb0a9PzJ0yQbVw"
+CH = "C0TRAIN"
+
+VIEWS: dict[str, dict] = {
+    "submitted": {
+        "recipe": "mix", "job_id": "88887", "attempt_no": 1, "job_name": "wm-mix",
+        "actor": "U0ALICE", "automatic": False,
+        "checkpoint_path": "/ckpt/mix/iter_000003000", "checkpoint_iter": 3000,
+        "overrides": [["lr", "0.0003"], ["tag", "  a <b> & c "]],
+    },
+    "approval": {
+        "summary": "<@U0OWNER> job 88154: NCCL watchdog timeout after a hang",
+        "block_id": f"approve:{TOKEN}",
+        "buttons": [
+            {"kind": kind, "action_id": action, "value": TOKEN, "style": style,
+             "from_iter": 3000, "mem": "1900G", "job_id": "88154"}
+            for kind, action, style in (
+                ("resubmit", "trainbot_resubmit", "primary"),
+                ("resubmit_mem", "trainbot_resubmit_mem", None),
+                ("cancel", "trainbot_cancel", "danger"),
+                ("dismiss", "trainbot_dismiss", None),
+            )
+        ],
+    },
+    "hold_prompt": {
+        "competitor": "88017", "competitor_name": "succ <!channel>", "for_job": "88887",
+        "token": TOKEN, "block_id": f"hold:{TOKEN}", "yes_action": "trainbot_hold_competitor",
+        "no_action": "trainbot_keep_competitor",
+    },
+    "decided": {"summary": "job 88154 died: NCCL watchdog timeout",
+                "outcome": "Approved by <@W0LEAD>: resubmitted as 88887 from iter 3000"},
+    "note": {"text": "Released 88017: 88887 is running."},
+}
+CASES = [(name, lang) for name in VIEWS for lang in ("en", "ko")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: ".".join(c))
+def test_golden(case: tuple[str, str]) -> None:
+    name, lang = case
+    blocks, text = render_blocks(name, lang, VIEWS[name])
+    got = json.dumps({"text": text, "blocks": blocks}, indent=2, ensure_ascii=False) + "\n"
+    path = GOLDEN / f"{name}.{lang}.json"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(got, encoding="utf-8")
+    assert path.exists(), f"no golden {path.name}: run with UPDATE_GOLDEN=1 and review it"
+    want = path.read_text(encoding="utf-8")
+    if got != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
+                                            f"golden/slash/{path.name}", "rendered now"))
+        pytest.fail(f"{path.name} changed (UPDATE_GOLDEN=1 to accept):\n{diff}")
+    assert validate_blocks(blocks) == []
+
+
+def test_no_orphan_goldens() -> None:
+    assert {p.name for p in GOLDEN.glob("*.json")} == {f"{n}.{lang}.json" for n, lang in CASES}
+
+
+def test_user_typed_values_are_escaped_and_kept_as_typed() -> None:
+    blocks, _ = render_blocks("submitted", "en", VIEWS["submitted"])
+    line = blocks[0]["text"]["text"]
+    assert "tag=  a &lt;b&gt; &amp; c " in line  # spaces kept, Slack's controls escaped
+    blocks, text = render_blocks("hold_prompt", "en", VIEWS["hold_prompt"])
+    assert "<!channel>" not in json.dumps(blocks) + text  # a job name cannot ping a channel
+    auto = {**VIEWS["submitted"], "actor": "trainbot", "automatic": True,
+            "checkpoint_path": None, "checkpoint_iter": None, "overrides": []}
+    _, text = render_blocks("submitted", "en", auto)
+    assert text == ("*mix*: job 88887 submitted by trainbot (automatic retry) (attempt 1, name "
+                    "`wm-mix`), starting fresh (no complete checkpoint)")
+
+
+# ---------------------------------------------------------------------------- through services
+
+
+def korean_context(store, slack_client, fake_sleep) -> tuple[BotContext, FakeSlurm]:  # noqa: ANN001
+    slurm = FakeSlurm()
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    return BotContext(config=make_config(lang="ko"), store=store, clusters=FakeClusters(slurm),
+                      sink=poster, clock=lambda: NOW), slurm
+
+
+def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
+    store, slack_client, fake_sleep, slack: SlackStandIn
+) -> None:
+    ctx, slurm = korean_context(store, slack_client, fake_sleep)
+    first = submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW)
+    [root] = slack.root_messages(CH)
+    assert root["text"] == "mix: 작업 88887 PENDING · —"
+    [note] = slack.replies(CH, root["ts"])
+    assert note["text"] == ("*mix*: 작업 88887 제출 — <@U0ALICE> (시도 1, 이름 `mix`), "
+                            "처음부터 시작 (완전한 체크포인트 없음)")
+
+    slurm.set(88887, state="FAILED")
+    ctx.store.attempts.update(ctx.store.attempts.get_by_job("88887").id, state="FAILED",
+                              result="FAILED", cause="nccl_timeout", last_iter=3400)
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=first.chain_id, job_id="88887",
+                                    now=NOW, summary="88887: NCCL", resume_iter=3000,
+                                    mem="1900G", offer_cancel=True)
+    labels = [b["text"]["text"] for b in prompt.blocks[1]["elements"]]
+    assert labels == ["재제출 (iter 3000부터 재개)", "--mem=1900G으로 재제출", "88887 취소", "무시"]
+    assert {b["value"] for b in prompt.blocks[1]["elements"]} == {prompt.token}
+    ctx.sink.post_reply(first.chain_id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
+
+    result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 5)
+    assert result.status == "done" and len(slurm.submits()) == 2
+    thread = slack.replies(CH, root["ts"])
+    assert thread[-1]["text"] == "mix: 88888(으)로 처음부터 재개"
+    assert "승인: <@W0LEAD>." in json.dumps(thread[-1]["blocks"], ensure_ascii=False)
+    # the root now shows both attempts (rewritten in place, not posted again)
+    assert len(slack.root_messages(CH)) == 1
+    update = [c for c in slack.ok_calls("chat.update") if c.params["ts"] == root["ts"]][-1]
+    table = update.params["blocks"][2]["text"]["text"]
+    assert "88887" in table and "nccl_timeout" in table and "88888" in table
+
+
+def test_a_broken_site_template_falls_back_to_the_shipped_one(
+    store, slack_client, fake_sleep, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    site = tmp_path / "site"
+    (site / "en").mkdir(parents=True)
+    (site / "en" / "approval.json.j2").write_text('{"text": {{ nope }}, "blocks": []}')
+    (site / "en" / "note.json.j2").write_text(
+        '{"text": {{ text | tojson }}, "blocks": [{"type": "section", "text": '
+        '{"type": "mrkdwn", "text": {{ ("📣 " ~ text) | tojson }}}}]}')
+    config = make_config()
+    config.templates.dir = str(site)
+    ctx = BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm()))
+    blocks, _ = render(ctx, "note", "mix", {"text": "hello"})
+    assert blocks[0]["text"]["text"] == "📣 hello"  # the site's template wins
+    with caplog.at_level(logging.WARNING):
+        prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=None, job_id="88154",
+                                        now=NOW, summary="s", resume_iter=None)
+    assert [b["text"]["text"] for b in prompt.blocks[1]["elements"]] == ["Resubmit", "Dismiss"]
+    assert "site template en/approval failed" in caplog.text

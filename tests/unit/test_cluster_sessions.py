@@ -1,0 +1,73 @@
+"""ClusterSessions: one runner and one Slurm client per cluster, even when Bolt's lazy
+listener threads ask for them at the same moment."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from fixtures.train_commands.fakes import make_config
+
+from bot.services.clusters import ClusterSessions
+
+THREADS = 8
+
+
+class SlowRunner:
+    """Stands in for SSHRunner; its creation is slow enough for racing threads to overlap."""
+
+    def __init__(self, made: list[Any]) -> None:
+        time.sleep(0.05)  # widens the race window; nothing is timed or asserted on time
+        made.append(self)
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def race(fn: Any) -> list[Any]:
+    """Call `fn()` from THREADS threads released together; returns what each got."""
+    barrier = threading.Barrier(THREADS)
+    got: list[Any] = []
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            got.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    return got
+
+
+def test_racing_threads_share_one_runner_and_one_slurm_client() -> None:
+    runners: list[SlowRunner] = []
+    slurms: list[Any] = []
+
+    def slurm_factory(runner: Any) -> Any:
+        time.sleep(0.05)
+        client = ("slurm", runner)
+        slurms.append(client)
+        return client
+
+    sessions = ClusterSessions(make_config(), runner_factory=lambda _c: SlowRunner(runners),
+                               slurm_factory=slurm_factory)
+    got = race(lambda: sessions.slurm("dev"))
+    assert len(runners) == 1 and len(slurms) == 1  # one SSH connection, one client
+    assert all(g is slurms[0] for g in got) and len(got) == THREADS
+    assert all(r is runners[0] for r in race(lambda: sessions.runner("dev")))
+
+    sessions.close()
+    assert runners[0].closed == 1
+    sessions.close()  # idempotent: nothing left to close
+    assert runners[0].closed == 1
+    fresh = sessions.runner("dev")  # a later use opens a new one
+    assert fresh is not runners[0] and len(runners) == 2
