@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from bot.core.checkpoints import CompletenessRule
+from bot.core.memory_budget import parse_count
 from bot.core.units import parse_size
 
 if TYPE_CHECKING:
@@ -104,6 +105,22 @@ class ClusterConfig(_Model):
     command_timeout: float = Field(
         60.0, gt=0, description="Default seconds one remote command may run before abandoned."
     )
+    per_gpu_mem_cap: str | None = Field(
+        None,
+        description="The site's admission cap on --mem per GPU (e.g. 244000M); preflight's "
+        "checkpoint memory budget says when a save cannot fit under it.",
+    )
+    mem_floor: str | None = Field(
+        None,
+        description="The site's memory accounting floor for a job (e.g. 563200M), if any.",
+    )
+
+    @field_validator("per_gpu_mem_cap", "mem_floor")
+    @classmethod
+    def _sizes(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)
+        return value
 
     @model_validator(mode="after")
     def _needs_a_credential(self) -> ClusterConfig:
@@ -204,6 +221,47 @@ RecipePolicy: type[BaseModel] = create_model(  # type: ignore[call-overload]
 # recipes
 
 
+class PreflightConfig(_Model):
+    """What `trainbot preflight` needs to estimate a checkpoint save's host memory peak."""
+
+    params: str | None = Field(
+        None,
+        description="Model parameter count (1.4B, 350M, 1.4e9); default: read from the "
+        "latest DCP checkpoint's metadata.",
+    )
+    ranks_per_node: int | None = Field(
+        None, ge=1, description="Training ranks per node; default: the GPUs in gres."
+    )
+    workers_per_rank: int | None = Field(
+        None, ge=0, description="DataLoader num_workers of each rank."
+    )
+    worker_rss: str | None = Field(
+        None,
+        description="Host memory of one DataLoader worker (e.g. 2.3G), as measured by "
+        "`trainbot probe dataloader`; default: 2 GiB assumed and said so.",
+    )
+    save_mode: Literal["full_per_rank", "sharded", "rank0"] = Field(
+        "full_per_rank",
+        description="How a save materialises state on the CPU: every rank gathers the full "
+        "state (full_per_rank, job 87870), a DCP sharded state dict (sharded), or rank 0 only.",
+    )
+    ema: bool = Field(True, description="The run keeps an fp32 EMA copy of the weights.")
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_count(value)
+        return value
+
+    @field_validator("worker_rss")
+    @classmethod
+    def _worker_rss(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)
+        return value
+
+
 class CheckpointConfig(_Model):
     """Where a recipe's checkpoints live and how a complete one is recognised."""
 
@@ -285,6 +343,10 @@ class RecipeConfig(_Model):
     )
     target_iter: int | None = Field(
         None, ge=1, description="Iteration at which the run is finished."
+    )
+    preflight: PreflightConfig = Field(
+        default_factory=PreflightConfig,
+        description="Model facts for preflight's checkpoint memory budget.",
     )
     owners: list[str] = Field(
         default_factory=list, description="Slack user ids (U…/W…) paged on incidents."

@@ -25,7 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--script", metavar="PATH",
                         help="lint this local launcher instead of the recipe's sbatch_script")
-    mem = parser.add_argument_group("checkpoint memory budget (until the config holds these)")
+    mem = parser.add_argument_group(
+        "checkpoint memory budget (each flag overrides the recipe's `preflight:` section)"
+    )
     mem.add_argument("--params", help="model parameter count (1.4e9, 1.4B, 350M); default: "
                      "read from the recipe's latest DCP checkpoint")
     mem.add_argument("--ranks", type=int, help="ranks per node (default: GPUs in the gres)")
@@ -36,9 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     mem.add_argument("--per-gpu-cap", help="site admission cap per GPU, e.g. 244000M")
     mem.add_argument("--site-floor", help="site accounting floor for the job, e.g. 563200M")
     mem.add_argument("--save-mode", choices=["full_per_rank", "sharded", "rank0"],
-                     default="full_per_rank",
-                     help="how the save materialises state on the CPU (default: every rank "
-                     "gathers the full state, as in job 87870)")
+                     help="how the save materialises state on the CPU (default: the recipe's, "
+                     "else every rank gathers the full state, as in job 87870)")
     mem.add_argument("--no-ema", action="store_true", help="the run keeps no EMA copy")
     tool = parser.add_argument_group("worker toolchain")
     tool.add_argument("--no-toolchain", action="store_true", help="skip the srun probe")
@@ -51,9 +52,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args: argparse.Namespace):  # -> PreflightOptions
-    from bot.core.memory_budget import SaveMode
+    from bot.core.memory_budget import SaveMode, parse_count
     from bot.core.units import parse_size
-    from bot.services.preflight import PreflightOptions, parse_count
+    from bot.services.preflight import PreflightOptions
 
     def size(flag: str, value: str | None) -> int | None:
         if value is None:
@@ -76,7 +77,8 @@ def _options(args: argparse.Namespace):  # -> PreflightOptions
         mem_bytes=size("--mem", args.mem), per_gpu_cap_bytes=size("--per-gpu-cap",
                                                                   args.per_gpu_cap),
         site_floor_bytes=size("--site-floor", args.site_floor),
-        save_mode=SaveMode(args.save_mode), ema=not args.no_ema,
+        save_mode=SaveMode(args.save_mode) if args.save_mode else None,
+        ema=False if args.no_ema else None,
         toolchain=not args.no_toolchain, env_setup=args.env_setup, python=args.python,
         toolchain_timeout=args.timeout,
     )

@@ -9,6 +9,7 @@ sum to `--mem` and to the site's admission cap (per-GPU cap × GPUs).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -97,6 +98,15 @@ class MemoryBudget:
 
     def finding(self) -> Finding:
         return Finding(CHECK_MEMORY_BUDGET, self.level, None, self.message, self.fix)
+
+
+def parse_count(text: str) -> int:
+    """A parameter count: `1400000000`, `1.4e9`, `1.4B`, `350M`, `7b`."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMbBtT]?)\s*", text)
+    if not m:
+        raise ValueError(f"{text!r} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M")
+    mult = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
 
 
 def format_params(n: float) -> str:

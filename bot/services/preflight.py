@@ -13,9 +13,8 @@ HostKeyRejected propagate so the caller can exit 2.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +26,13 @@ from bot.core.memory_budget import (
     SaveMode,
     estimate_save_peak,
     format_params,
+    parse_count,
 )
 from bot.core.units import parse_size
 
 if TYPE_CHECKING:
     from bot.cluster.ssh import Runner
-    from bot.config import Config, RecipeConfig
+    from bot.config import ClusterConfig, Config, RecipeConfig
 
 MAX_SCRIPT_BYTES = 1024 * 1024
 DEFAULT_WORKER_RSS = 2 * GIB
@@ -44,7 +44,8 @@ class PreflightUsageError(ValueError):
 
 @dataclass(frozen=True)
 class PreflightOptions:
-    """Inputs the config does not (yet) hold, from CLI flags; None means "from the recipe"."""
+    """Overrides from CLI flags; None means "from the recipe's `preflight:` section and its
+    cluster's memory caps in the config"."""
 
     script_path: str | None = None  # local launcher file instead of the recipe's sbatch_script
     params: int | None = None
@@ -54,8 +55,8 @@ class PreflightOptions:
     mem_bytes: int | None = None
     per_gpu_cap_bytes: int | None = None
     site_floor_bytes: int | None = None
-    save_mode: SaveMode = SaveMode.FULL_PER_RANK
-    ema: bool = True
+    save_mode: SaveMode | None = None
+    ema: bool | None = None
     toolchain: bool = True
     env_setup: str | None = None  # shell snippet activating the env (config text, not Slack)
     python: str = "python3"
@@ -89,15 +90,6 @@ class PreflightReport:
             "memory": self.budget.to_json() if self.budget else None,
             "toolchain_node": self.toolchain_node,
         }
-
-
-def parse_count(text: str) -> int:
-    """A parameter count: `1400000000`, `1.4e9`, `1.4B`, `350M`, `7b`."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMbBtT]?)\s*", text)
-    if not m:
-        raise ValueError(f"{text!r} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M")
-    mult = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
 
 
 def gpus_in_gres(gres: str | None) -> int | None:
@@ -268,6 +260,32 @@ def _params_from_cluster(recipe: RecipeConfig, runner: Runner | None) -> tuple[i
     return None, f"{ckpt.path} has no DCP .metadata to read the parameter count from"
 
 
+def with_config_defaults(
+    options: PreflightOptions, recipe: RecipeConfig, cluster: ClusterConfig
+) -> PreflightOptions:
+    """The CLI's flags where given, else the recipe's `preflight:` facts and the cluster's
+    memory caps from the config (so `/train preflight` and the CLI judge alike)."""
+    facts = recipe.preflight
+
+    def size(value: str | None) -> int | None:
+        return parse_size(value) if value is not None else None
+
+    def first(flag: Any, configured: Any) -> Any:
+        return flag if flag is not None else configured
+
+    return replace(
+        options,
+        params=first(options.params, parse_count(facts.params) if facts.params else None),
+        ranks_per_node=first(options.ranks_per_node, facts.ranks_per_node),
+        workers_per_rank=first(options.workers_per_rank, facts.workers_per_rank),
+        worker_rss_bytes=first(options.worker_rss_bytes, size(facts.worker_rss)),
+        per_gpu_cap_bytes=first(options.per_gpu_cap_bytes, size(cluster.per_gpu_mem_cap)),
+        site_floor_bytes=first(options.site_floor_bytes, size(cluster.mem_floor)),
+        save_mode=first(options.save_mode, SaveMode(facts.save_mode)),
+        ema=first(options.ema, facts.ema),
+    )
+
+
 def memory_section(
     recipe: RecipeConfig, options: PreflightOptions, runner: Runner | None
 ) -> tuple[list[Finding], MemoryBudget | None]:
@@ -353,6 +371,7 @@ def run_preflight(
         raise PreflightUsageError(
             f"no recipe {recipe_name!r} in the config (known: {known})"
         ) from None
+    options = with_config_defaults(options, recipe, config.clusters[recipe.cluster])
     report = PreflightReport(recipe=recipe_name)
     report.sections["launcher"], report.script_source = lint_section(
         recipe, options, runner, read_local

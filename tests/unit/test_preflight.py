@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.services.preflight import _one_gpu, gpus_in_gres, parse_count
+from bot.core.memory_budget import parse_count
+from bot.services.preflight import _one_gpu, gpus_in_gres
 
 LAUNCHERS = Path(__file__).resolve().parents[1] / "fixtures" / "launchers"
 
@@ -82,3 +83,40 @@ def test_gres_parsing():
     assert gpus_in_gres("shard:2") is None and gpus_in_gres(None) is None
     assert _one_gpu("gpu:a100:4") == "gpu:a100:1"
     assert _one_gpu("gpu:4") == "gpu:1"
+
+
+def test_the_recipes_preflight_facts_and_cluster_caps_come_from_the_config(tmp_path, capsys):
+    """Job 87870 described in the config alone: 4 ranks each gather 1.4B params' state plus
+    40 workers of 9.2 GiB, against --mem 300G under a 244,000 MiB per-GPU cap."""
+    cfg = tmp_path / "trainbot.yaml"
+    cfg.write_text(
+        "clusters:\n  far:\n    host: 192.0.2.1\n    user: nobody\n"
+        "    key_file: /nonexistent/key\n    per_gpu_mem_cap: 244000M\n"
+        "    mem_floor: 563200M\n"
+        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
+        "    gres: gpu:4\n    mem: 300G\n"
+        "    preflight: {params: 1.4B, workers_per_rank: 10, worker_rss: 9.2G}\n"
+    )
+    script = str(LAUNCHERS / "report_108687_fixed.sbatch")
+    code, out = _run(str(cfg), capsys, "--script", script)
+    assert code == 1
+    assert out["memory"]["level"] == "fail"
+    assert out["memory"]["cap_bytes"] == 4 * 244000 * 1024**2
+    assert out["memory"]["floor_bytes"] == 563200 * 1024**2
+    assert out["memory"]["peak_gib"] > 300
+    # a flag overrides the config: with the fixed 2.3 GiB workers the save fits in 600G
+    code, out = _run(str(cfg), capsys, "--script", script, "--worker-rss", "2.3G",
+                     "--mem", "600G")
+    assert out["memory"]["level"] == "pass", out["memory"]["message"]
+
+
+def test_a_bad_preflight_fact_in_the_config_names_its_key(tmp_path, capsys):
+    cfg = tmp_path / "trainbot.yaml"
+    cfg.write_text(
+        "clusters:\n  far:\n    host: 192.0.2.1\n    key_file: /k\n"
+        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
+        "    preflight: {params: lots}\n"
+    )
+    assert main(["preflight", "mix", "--config", str(cfg), "--no-toolchain"]) == 2
+    err = capsys.readouterr().err
+    assert "recipes.mix.preflight.params" in err and "1.4B" in err
