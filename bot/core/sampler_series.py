@@ -1,0 +1,374 @@
+"""`trainbot sampler` data, pure: which role a process plays, and its JSON lines as series.
+
+Roles (`classify_roles`) — the rule, in order, for each process of the job's tree:
+
+1. the sampler itself -> `other`;
+2. process name starting with `pt_data_worker` -> `worker`. PyTorch (>= 2.1) names every
+   DataLoader worker's main thread so, whatever the start method, and `/proc/PID/stat`'s
+   comm (psutil's name()) is that name. This is the authoritative signal;
+3. not a Python process (bash batch script, srun, nvidia-smi, ...), or a launcher / helper
+   (torchrun and torch.distributed.run/launch, name `pt_elastic`, accelerate, deepspeed,
+   mpirun, multiprocessing resource_tracker / forkserver, inductor compile workers) -> `other`;
+4. the parent of a process named as in 2 -> `trainer` (it owns DataLoader workers);
+5. a Python process started by multiprocessing *spawn* (`spawn_main` / `--multiprocessing-fork`
+   in its command line) that is not named as in 2 -> `trainer` (a rank of
+   `torch.multiprocessing.spawn`), and its parent, unless already classified, becomes
+   `other` (the spawning launcher);
+6. a Python process whose parent is a trainer-like Python process (not `other`) with the
+   identical command line (a *fork* child: DataLoader workers on a torch too old to name
+   them) -> `worker`;
+7. any other Python process -> `trainer`.
+
+Known limits: a `multiprocessing.Pool` forked by a trainer counts as workers (rule 6), a spawn
+Pool as trainers (rule 5); RSS double-counts pages shared copy-on-write between a trainer and
+its forked workers (the sum can exceed the cgroup's usage). That is what `ps` shows too; the
+incident reports' worker-RSS figures are RSS.
+
+Series (`SamplerSeries`): the JSON lines parsed incrementally, bounded (downsampled like the
+log's metric series), with `cpu_around` for the stall detector's corroboration.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+ROLES = ("trainer", "worker", "other")
+SCHEMA_VERSION = 1
+
+_PYTHON_RE = re.compile(r"^python[0-9.]*$|^pypy[0-9.]*$")
+# Programs (argv[0] or the script/module run by Python) that launch or serve the trainers.
+_LAUNCHER_PROGRAMS = frozenset({
+    "torchrun", "accelerate", "deepspeed", "mpirun", "mpiexec", "srun", "trainbot",
+    "torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch",
+    "deepspeed.launcher.runner", "deepspeed.launcher.launch",
+})
+# Text inside the first arguments of multiprocessing / torch helper processes.
+_HELPER_WORDS = (
+    "multiprocessing.resource_tracker",
+    "multiprocessing.semaphore_tracker",
+    "multiprocessing.forkserver",
+    "compile_worker",  # torch._inductor.compile_worker subprocess pool
+)
+_LAUNCHER_NAMES = frozenset({"pt_elastic", "torchrun", "srun", "mpirun", "deepspeed",
+                             "accelerate", "trainbot"})
+
+
+@dataclass(frozen=True)
+class ProcFacts:
+    """What the classifier needs about one process (the sampler reads it with psutil)."""
+
+    pid: int
+    ppid: int
+    name: str
+    cmdline: tuple[str, ...] = ()
+
+
+def is_python(p: ProcFacts) -> bool:
+    """A Python interpreter (or a torch-named Python thread such as `pt_data_worker`)."""
+    if _PYTHON_RE.match(p.name) or p.name.startswith("pt_"):
+        return True
+    if p.cmdline:
+        return bool(_PYTHON_RE.match(os.path.basename(p.cmdline[0])))
+    return False
+
+
+def _program(cmdline: tuple[str, ...]) -> tuple[str, str]:
+    """(program, what it runs): argv[0]'s base name, and for an interpreter the `-m` module,
+    the `-c` code or the script path — never the training script's own arguments."""
+    if not cmdline:
+        return "", ""
+    prog = os.path.basename(cmdline[0])
+    if not _PYTHON_RE.match(prog):
+        return prog, ""
+    args = iter(cmdline[1:])
+    for arg in args:
+        if arg in ("-m", "-c"):
+            return prog, next(args, "")
+        if arg.startswith("-m") or arg.startswith("-c"):
+            return prog, arg[2:]
+        if arg.startswith("-"):
+            if arg in ("-W", "-X", "-Q"):
+                next(args, None)  # an option that takes a value
+            continue
+        return prog, arg
+    return prog, ""
+
+
+def _is_launcher(p: ProcFacts) -> bool:
+    """torchrun & co. or a multiprocessing / torch helper, from the program it runs."""
+    if p.name in _LAUNCHER_NAMES:
+        return True
+    prog, runs = _program(p.cmdline)
+    if prog in _LAUNCHER_PROGRAMS or os.path.basename(runs) in _LAUNCHER_PROGRAMS:
+        return True
+    return any(w in runs or w in prog for w in _HELPER_WORDS)
+
+
+def _is_spawned(p: ProcFacts) -> bool:
+    text = " ".join(p.cmdline)
+    return "spawn_main" in text or "--multiprocessing-fork" in text
+
+
+def classify_roles(procs: Iterable[ProcFacts], *, self_pid: int | None = None) -> dict[int, str]:
+    """pid -> `trainer` | `worker` | `other` for the processes of one job tree (module doc)."""
+    by_pid = {p.pid: p for p in procs}
+    roles: dict[int, str] = {}
+    for p in by_pid.values():
+        if p.pid == self_pid:
+            roles[p.pid] = "other"
+        elif p.name.startswith("pt_data_worker"):
+            roles[p.pid] = "worker"
+        elif not is_python(p) or _is_launcher(p):
+            roles[p.pid] = "other"
+    # Parents of named workers are trainers whatever else they look like (rule 4).
+    for p in by_pid.values():
+        if roles.get(p.pid) == "worker" and p.ppid in by_pid and p.ppid not in roles:
+            roles[p.ppid] = "trainer"
+    launchers: set[int] = set()
+    for p in by_pid.values():
+        if p.pid in roles:
+            continue
+        parent = by_pid.get(p.ppid)
+        if _is_spawned(p):
+            roles[p.pid] = "trainer"
+            if parent is not None and parent.pid not in roles:
+                launchers.add(parent.pid)
+        elif (parent is not None and is_python(parent) and parent.cmdline == p.cmdline
+              and roles.get(parent.pid, "trainer") == "trainer"):
+            roles[p.pid] = "worker"
+    for pid in launchers:
+        roles[pid] = "other"
+    for p in by_pid.values():
+        roles.setdefault(p.pid, "trainer")
+    return roles
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def sample_record(
+    t: float,
+    procs: Iterable[tuple[ProcFacts, int, float | None]],
+    roles: Mapping[int, str],
+    *,
+    top: int = 12,
+    sampler_cpu_s: float | None = None,
+    errors: int = 0,
+) -> dict[str, object]:
+    """The JSON object of one sample from (facts, rss bytes, cpu %) per process.
+
+    `per_process` keeps the `top` processes by RSS (bounded line size on 40-worker jobs).
+    """
+    rss = dict.fromkeys(ROLES, 0)
+    cpu = dict.fromkeys(ROLES, 0.0)
+    n = dict.fromkeys(ROLES, 0)
+    rows = []
+    for facts, r, c in procs:
+        role = roles.get(facts.pid, "other")
+        rss[role] += int(r)
+        cpu[role] += float(c or 0.0)
+        n[role] += 1
+        rows.append((int(r), facts, role, c))
+    rows.sort(key=lambda x: -x[0])
+    record: dict[str, object] = {
+        "v": SCHEMA_VERSION,
+        "t": round(t, 3),
+        "rss": rss,
+        "cpu": {k: round(v, 1) for k, v in cpu.items()},
+        "n": n,
+        "per_process": [
+            {"pid": f.pid, "ppid": f.ppid, "name": f.name, "role": role, "rss": r,
+             "cpu": None if c is None else round(c, 1)}
+            for r, f, role, c in rows[:top]
+        ],
+    }
+    if sampler_cpu_s is not None:
+        record["sampler_cpu_s"] = round(sampler_cpu_s, 4)
+    if errors:
+        record["errors"] = errors
+    return record
+
+
+@dataclass(frozen=True)
+class SamplerPoint:
+    """One sample: epoch time and per-role RSS bytes, CPU % (of one core) and counts."""
+
+    t: float
+    rss: Mapping[str, int]
+    cpu: Mapping[str, float]
+    n: Mapping[str, int]
+
+    @property
+    def rss_total(self) -> int:
+        return sum(self.rss.values())
+
+    @property
+    def cpu_total(self) -> float:
+        return sum(self.cpu.values())
+
+
+def parse_line(line: str | bytes) -> SamplerPoint | None:
+    """One JSON line -> SamplerPoint; None for a blank, partial or foreign line."""
+    if isinstance(line, bytes):
+        line = line.decode("utf-8", "replace")
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+        t = float(obj["t"])
+        rss = {r: int(obj["rss"].get(r, 0)) for r in ROLES}
+        cpu = {r: float(obj.get("cpu", {}).get(r, 0.0)) for r in ROLES}
+        n = {r: int(obj.get("n", {}).get(r, 0)) for r in ROLES}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return SamplerPoint(t, rss, cpu, n)
+
+
+@dataclass
+class SamplerSeries:
+    """The sampler's points of one job, fed incrementally (the watcher tails the file).
+
+    Bounded: past `max_points` every other point is dropped and the stride doubles, so a
+    week-long job keeps an even picture of its whole run.
+    """
+
+    max_points: int = 2048
+    points: list[SamplerPoint] = field(default_factory=list)
+    bad_lines: int = 0
+    stride: int = 1
+    _seen: int = 0
+
+    def feed_lines(self, lines: Iterable[str | bytes]) -> None:
+        for line in lines:
+            point = parse_line(line)
+            if point is None:
+                if (line.strip() if isinstance(line, str) else line.strip()):
+                    self.bad_lines += 1
+                continue
+            if self.points and point.t <= self.points[-1].t:
+                continue  # duplicate or out of order (a re-read): keep time increasing
+            self._seen += 1
+            if (self._seen - 1) % self.stride:
+                continue
+            self.points.append(point)
+            if len(self.points) > self.max_points:
+                self.points = self.points[::2]
+                self.stride *= 2
+
+    @property
+    def latest(self) -> SamplerPoint | None:
+        return self.points[-1] if self.points else None
+
+    def times(self) -> list[float]:
+        return [p.t for p in self.points]
+
+    def rss(self, role: str) -> list[int]:
+        """RSS bytes of one role (`trainer`, `worker`, `other`) or `total`, per point."""
+        if role == "total":
+            return [p.rss_total for p in self.points]
+        return [p.rss[role] for p in self.points]
+
+    def cpu(self, role: str) -> list[float]:
+        if role == "total":
+            return [p.cpu_total for p in self.points]
+        return [p.cpu[role] for p in self.points]
+
+    def between(self, start: float, end: float) -> list[SamplerPoint]:
+        return [p for p in self.points if start <= p.t <= end]
+
+
+def cpu_around(
+    series: SamplerSeries,
+    t: float,
+    *,
+    now: float | None = None,
+    window_s: float = 300.0,
+    min_points: int = 2,
+) -> tuple[float, float] | None:
+    """(median total CPU % in the `window_s` before `t`, median since `t` up to `now`).
+
+    For a stall that began at `t` (the last progress line): 92 % -> 8 % corroborates a hang.
+    None when either side has fewer than `min_points` samples.
+    """
+    before = [p.cpu_total for p in series.between(t - window_s, t)]
+    after = [p.cpu_total for p in series.between(t, now if now is not None else float("inf"))
+             if p.t > t]
+    if len(before) < min_points or len(after) < min_points:
+        return None
+    return median(before), median(after)
+
+
+def rss_by_iteration(
+    series: SamplerSeries, progress: Sequence[tuple[float, int]], role: str = "total"
+) -> list[tuple[int, int]]:
+    """Sampler RSS against the training iteration: each sampler point inside the time range
+    of `progress` ((wall time, iteration) pairs from the log, sorted) gets the iteration
+    linearly interpolated between the two progress points around it."""
+    prog = sorted((t, it) for t, it in progress)
+    if len(prog) < 2:
+        return []
+    times = [t for t, _ in prog]
+    out = []
+    for p in series.points:
+        if p.t < times[0] or p.t > times[-1]:
+            continue
+        k = bisect.bisect_left(times, p.t)
+        t1, i1 = prog[k]
+        t0, i0 = prog[max(0, k - 1)]
+        it = i1 if t1 == t0 else i0 + (i1 - i0) * (p.t - t0) / (t1 - t0)
+        rss = p.rss_total if role == "total" else p.rss[role]
+        out.append((int(round(it)), rss))
+    return out
+
+
+def sampler_leak(
+    series: SamplerSeries,
+    progress: Sequence[tuple[float, int]],
+    mem_limit_bytes: int | None,
+    *,
+    target_iter: int | None = None,
+) -> Any:
+    """The leak detector (bot.core.detectors.detect_leak) run on the sampler's total RSS
+    mapped to iterations — for logs that print no RSS. A LeakFinding or None."""
+    from bot.core.detectors import detect_leak
+    from bot.core.metrics import MetricSeries, Sample
+
+    points = rss_by_iteration(series, progress)
+    if len(points) < 3:
+        return None
+    fake = MetricSeries(max_samples=max(16, len(points) + 1))
+    fake.samples = [Sample(line_no=i + 1, iteration=it, host_rss_bytes=rss)
+                    for i, (it, rss) in enumerate(points)]
+    return detect_leak(fake, mem_limit_bytes, target_iter=target_iter)
+
+
+def role_growth(series: SamplerSeries, role: str, *, n: int = 3) -> tuple[int, int] | None:
+    """(RSS of `role` at the start, now): medians of the first and last `n` points."""
+    if len(series.points) < 2 * n:
+        return None
+    values = series.rss(role)
+    return int(median(values[:n])), int(median(values[-n:]))
+
+
+__all__ = [
+    "ROLES",
+    "ProcFacts",
+    "SamplerPoint",
+    "SamplerSeries",
+    "classify_roles",
+    "cpu_around",
+    "is_python",
+    "parse_line",
+    "role_growth",
+    "rss_by_iteration",
+    "sample_record",
+    "sampler_leak",
+]

@@ -1,0 +1,178 @@
+"""The watcher's events in the run threads: incidents with approval buttons, warnings, notes.
+
+`ThreadEvents(ctx).publish(event)` is the `EventSink` of bot.services.watcher for a real bot:
+- `incident`: the incident message (templates/<lang>/incident.json.j2 via
+  bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
+  resubmit — an approval prompt (bot.services.approvals.create_resubmit_prompt) whose
+  buttons carry one opaque token; the proposed --mem is the policy's;
+- `warning` for a stall: the warning text with Cancel / Resubmit / Dismiss buttons (approval
+  prompt with `offer_cancel`); other warnings, notes, held jobs and automatic resubmits: a
+  plain note in the thread;
+- `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
+  that cluster (keyed per chain).
+Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
+re-publish after a crash posts nothing twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, Decision
+from bot.services.runs import BotContext, context, section, thread_note
+from bot.services.watcher import Watcher, WatchEvent
+
+log = logging.getLogger(__name__)
+
+
+class ThreadEvents:
+    """EventSink posting to run threads through `ctx.sink` (see module doc)."""
+
+    def __init__(self, ctx: BotContext) -> None:
+        self.ctx = ctx
+
+    def publish(self, event: WatchEvent) -> None:
+        if event.kind in ("cluster_unreachable", "cluster_back"):
+            self._cluster_notice(event)
+        elif event.kind == "incident":
+            self._incident(event)
+        elif event.kind == "warning" and event.decision is not None and \
+                OFFER_CANCEL_RESUME in event.decision.offers:
+            self._prompt(event, event.text, offer_cancel=True)
+        else:
+            self._note(event, event.text)
+
+    # ------------------------------------------------------------------ kinds
+
+    def _incident(self, event: WatchEvent) -> None:
+        d, dec = event.diagnosis, event.decision
+        assert d is not None and dec is not None
+        head = f"{self._mentions(event.recipe)}job {event.job_id}: {event.text}".strip()
+        blocks = [section(head), *(self._incident_blocks(event) or [])]
+        offers_resubmit = bool({OFFER_RESUBMIT, OFFER_RESUBMIT_MEM} & set(dec.offers))
+        if offers_resubmit and event.chain_id is not None and event.recipe is not None:
+            prompt = self._create_prompt(event, head, offer_cancel=False)
+            blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
+        self._post(event, blocks, head)
+
+    def _prompt(self, event: WatchEvent, text: str, *, offer_cancel: bool) -> None:
+        if event.chain_id is None or event.recipe is None:
+            self._note(event, text)
+            return
+        head = f"{self._mentions(event.recipe)}job {event.job_id}: {text}".strip()
+        prompt = self._create_prompt(event, head, offer_cancel=offer_cancel)
+        self._post(event, prompt.blocks, head)
+
+    def _note(self, event: WatchEvent, text: str) -> None:
+        if not thread_note(self.ctx, event.chain_id, event.key, text):
+            log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, text)
+
+    def _cluster_notice(self, event: WatchEvent) -> None:
+        chains = [c for c in self.ctx.store.chains.with_status("active")
+                  if c.cluster == event.cluster]
+        for chain in chains:
+            thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}", event.text)
+        if not chains:
+            log.warning("%s", event.text)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Any:
+        from bot.services.approvals import create_resubmit_prompt
+
+        dec = event.decision
+        return create_resubmit_prompt(
+            self.ctx, recipe=event.recipe or "", chain_id=event.chain_id or 0,
+            job_id=event.job_id or "", now=self.ctx.clock(), summary=summary,
+            resume_iter=dec.resume_from if dec else None,
+            mem=dec.mem if dec and OFFER_RESUBMIT_MEM in dec.offers else None,
+            offer_cancel=offer_cancel,
+        )
+
+    def _incident_blocks(self, event: WatchEvent) -> list[dict[str, Any]] | None:
+        """The incident template's blocks without its own buttons (the approval prompt's
+        carry the token); None when the view or template cannot be built."""
+        try:
+            from bot.core.incident import build_incident
+            from bot.slack.render import render_blocks
+
+            rec, dec = event.record, event.decision
+            view = build_incident(
+                event.diagnosis, recipe=event.recipe or "", job_id=event.job_id or "",
+                last_checkpoint_iter=dec.resume_from if dec else None, now=self.ctx.clock(),
+                state=rec.state if rec else None,
+                exit_code=(f"{rec.exit_code}:{rec.signal}"
+                           if rec and rec.exit_code is not None else None),
+                mem_limit_bytes=rec.mem_limit_bytes if rec else None,
+                max_rss_bytes=rec.max_rss_bytes if rec else None,
+                suggested_mem=dec.mem if dec else None,
+            )
+            lang = self.ctx.config.lang_for(event.recipe) if event.recipe else "en"
+            blocks, _ = render_blocks("incident", lang, view.to_view())
+        except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
+            log.warning("incident template for %s failed (%s); posting plain text",
+                        event.key, exc)
+            return None
+        return [b for b in blocks if b.get("type") != "actions"] + [
+            context(f"decision: {event.decision.kind if event.decision else 'none'}")]
+
+    def _mentions(self, recipe: str | None) -> str:
+        if recipe is None:
+            return ""
+        try:
+            owners = self.ctx.config.recipe(recipe).owners
+        except Exception:  # noqa: BLE001 - a recipe gone from the config
+            return ""
+        return "".join(f"<@{u}> " for u in owners)
+
+    def _post(self, event: WatchEvent, blocks: list[dict[str, Any]], text: str) -> None:
+        if self.ctx.sink is None or event.chain_id is None:
+            log.info("%s: %s", event.key, text)
+            return
+        from bot.slack.poster import root_key
+
+        root = self.ctx.store.slack_posts.get(root_key(event.chain_id))
+        if root is None or not root.posted:
+            log.warning("chain %s has no thread yet; %s not posted: %s", event.chain_id,
+                        event.key, text)
+            return
+        self.ctx.sink.post_reply(event.chain_id, event.key, blocks, text)
+
+
+class _LazySlurm:
+    """`jobs(ids)` on the cluster's Slurm client, fetched per call: building the watcher
+    never connects, and a reconnect after an outage gets a fresh client."""
+
+    def __init__(self, ctx: BotContext, cluster: str) -> None:
+        self._ctx, self._cluster = ctx, cluster
+
+    def jobs(self, ids: Any) -> Any:
+        return self._ctx.clusters.slurm(self._cluster).jobs(ids)
+
+
+def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
+                  actor: str = "trainbot") -> Watcher:
+    """The production watcher of one cluster: Slurm and SFTP from `ctx.clusters`, events to
+    the run threads, checkpoints from the recipe's checkpoint dir, automatic resubmits through
+    the same submit service as `/train resume` (same job name, same chain)."""
+    from bot.services.runs import submit_and_announce
+    from bot.services.submit import find_resume_checkpoint
+
+    def checkpoint_iter(recipe: str) -> int | None:
+        cfg = ctx.config.recipe(recipe)
+        if cfg.checkpoint is None:
+            return None
+        ck = find_resume_checkpoint(cfg, ctx.clusters.sftp(cluster))
+        return ck.iteration if ck is not None else None
+
+    def resubmit(recipe: str, chain_id: int, decision: Decision) -> str:
+        result = submit_and_announce(ctx, recipe, actor=actor, now=ctx.clock(),
+                                     chain_id=chain_id)
+        return str(result.job_id)
+
+    return Watcher(
+        cluster, slurm=_LazySlurm(ctx, cluster), sftp=lambda: ctx.clusters.sftp(cluster),
+        store=ctx.store, catalogue=catalogue, sink=ThreadEvents(ctx), config=ctx.config,
+        checkpoint_iter=checkpoint_iter, resubmit=resubmit,
+    )

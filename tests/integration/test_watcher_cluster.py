@@ -1,0 +1,126 @@
+"""The watcher tick against the real dev cluster: real Slurm (squeue + sacct through the real
+sshd and trainbot's SSH runner), real SFTP log tail, a real SQLite store.
+
+Two jobs at once: one prints progress lines, then an NCCL watchdog abort, and exits 134; the
+other is a launcher that exits 0 in a second without training (COMPLETED 0:0). The watcher
+must make one squeue + one sacct per tick, warn about nothing, and end with one incident per
+job: nccl_timeout (resubmit proposed) and silent_exit (stop).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from bot.cluster.slurm import SlurmClient
+from bot.cluster.ssh import SSHRunner
+from bot.core.catalogue import Catalogue
+from bot.core.policy import DecisionKind, PolicyParams
+from bot.services.watcher import Watcher
+from bot.store import Store
+
+pytestmark = pytest.mark.integration
+
+NCCL_JOB = r"""#!/bin/bash
+for i in $(seq 1 8); do
+  echo "$(date -u '+%Y-%m-%d %H:%M:%S').000 | INFO | iter: $i/100 | loss: 0.9$i | 0.50 s/iter"
+  sleep 0.5
+done
+echo "[rank1]:[E$(date -u +%m%d) $(date -u +%H:%M:%S).000 ProcessGroupNCCL.cpp:616] [Rank 1] \
+Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, \
+NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out."
+exit 134
+"""
+
+SILENT_JOB = """#!/bin/bash
+set -euo pipefail
+echo "[launcher] looking for the latest checkpoint"
+LATEST=$( { ls -d /nonexistent/checkpoint_step_* 2>/dev/null || true; } | tail -1)
+exit 0
+"""
+
+
+class CountingRunner:
+    def __init__(self, inner: SSHRunner) -> None:
+        self.inner = inner
+        self.programs: list[str] = []
+
+    def run(self, argv, **kwargs):  # noqa: ANN001
+        self.programs.append(next((a for a in argv if a in ("squeue", "sacct", "sbatch")),
+                                  argv[0]))
+        return self.inner.run(argv, **kwargs)
+
+    def sftp(self):
+        return self.inner.sftp()
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events = []
+
+    def publish(self, event) -> None:  # noqa: ANN001
+        self.events.append(event)
+
+
+@pytest.mark.timeout(240)
+def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
+    dev_cluster, tmp_path
+):
+    tag = uuid.uuid4().hex[:8]
+    with SSHRunner(dev_cluster.ssh_settings()) as ssh:
+        runner = CountingRunner(ssh)
+        slurm = SlurmClient(runner)
+        logdir = f"{dev_cluster.home}/watcher-{tag}"
+        ssh.run(["mkdir", "-p", logdir])
+        store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+        ids = {}
+        try:
+            for kind, script in (("nccl", NCCL_JOB), ("silent", SILENT_JOB)):
+                name = f"watch-{kind}-{tag}"
+                job_id = slurm.submit(script=script, job_name=name,
+                                      partition=dev_cluster.partition,
+                                      output=f"{logdir}/%x-%j.out", time="5")
+                ids[kind] = job_id
+                chain = store.chains.create(recipe=kind, cluster="dev", job_name=name,
+                                            now=time.time())
+                store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
+                store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+            sink = Sink()
+            watcher = Watcher("dev", slurm=slurm, sftp=ssh.sftp, store=store,
+                              catalogue=Catalogue.load(), sink=sink,
+                              policy=PolicyParams(backoff_s=0, stall_min_s=60),
+                              checkpoint_iter=lambda recipe: None)
+            slurm.probe()  # once per client: sinfo --version + whether squeue --json works
+            runner.programs.clear()
+            ticks = 0
+            deadline = time.monotonic() + 180
+            while store.watched_jobs.list("dev") and time.monotonic() < deadline:
+                watcher.tick(time.time())
+                ticks += 1
+                time.sleep(2)
+            assert not store.watched_jobs.list("dev"), (
+                f"jobs still watched after {ticks} ticks: {watcher.last_known}")
+            counts = Counter(runner.programs)
+            assert counts["squeue"] == ticks and counts["sacct"] == ticks, counts
+            assert set(counts) == {"squeue", "sacct"}, counts
+
+            by_job = {e.job_id: e for e in sink.events}
+            assert [e.kind for e in sink.events] == ["incident", "incident"]
+            nccl = by_job[str(ids["nccl"])]
+            assert nccl.diagnosis.class_id == "nccl_timeout"
+            assert nccl.decision.kind == DecisionKind.PROPOSE_RESUBMIT
+            assert nccl.diagnosis.metrics.last_iter == 8
+            silent = by_job[str(ids["silent"])]
+            assert silent.record.state == "COMPLETED"
+            assert silent.diagnosis.class_id == "silent_exit"
+            assert silent.decision.kind == DecisionKind.STOP
+            attempt = store.attempts.get_by_job(str(ids["nccl"]))
+            assert (attempt.cause, attempt.last_iter) == ("nccl_timeout", 8)
+        finally:
+            for job_id in ids.values():
+                ssh.run(["scancel", str(job_id)], check=False)
+            ssh.run(["rm", "-rf", logdir], check=False)
+            store.close()

@@ -1,0 +1,420 @@
+"""The resubmit policy (bot.core.policy): rules over plain data, and the FAILURES.md stories
+diagnosed from their fixture logs by the real diagnose pipeline and then decided."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from bot.core.catalogue import Catalogue
+from bot.core.diagnose import analyze_file
+from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics
+from bot.core.policy import (
+    GIB,
+    AttemptFacts,
+    ChainHistory,
+    CpuEvidence,
+    DecisionKind,
+    PastWarning,
+    PolicyParams,
+    backoff_delay,
+    decide,
+    early_warnings,
+    held_report,
+    leak_warning_due,
+    params_from,
+    suggest_mem,
+)
+from bot.core.slurm_records import JobRecord, parse_exit_code
+from bot.core.units import parse_size
+
+STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+NOW = 1_747_000_000.0
+
+
+@cache
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def diag(class_id: str, *, last_iter: int | None = 1000, **kw: object) -> Diagnosis:
+    """A Diagnosis with the real catalogue's action / retryable / charges_budget flags."""
+    cls = catalogue().classes.get(class_id)
+    action = cls.action if cls else Action.NONE
+    metrics = kw.pop("metrics", None) or DiagnosisMetrics(last_iter=last_iter, target_iter=8000)
+    return Diagnosis(
+        class_id=class_id,
+        action=action,
+        retryable=cls.retryable if cls else False,
+        charges_budget=cls.charges_budget if cls else False,
+        hint=cls.hint if cls else "",
+        metrics=metrics,  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def chain(*last_iters: int | None, retries_used: int = 0, warnings=()) -> ChainHistory:
+    attempts = tuple(
+        AttemptFacts(job_id=str(100 + i), attempt_no=i + 1, last_iter=it)
+        for i, it in enumerate(last_iters)
+    )
+    return ChainHistory(attempts=attempts, retries_used=retries_used, warnings=tuple(warnings))
+
+
+FINISHED = Accounting(state="FAILED", exit_code=1, signal=0)
+AUTO = PolicyParams(auto_resubmit=True, backoff_s=60)
+MANUAL = PolicyParams(auto_resubmit=False, backoff_s=60)
+
+
+# ------------------------------------------------------------------ the stories
+
+
+def story(job: str) -> tuple[Diagnosis, Accounting]:
+    meta = json.loads((STORIES / f"{job}.sacct.json").read_text())
+    code, sig = parse_exit_code(meta["exit_code"])
+    acct = Accounting(
+        state=meta["state"],
+        exit_code=code,
+        signal=sig,
+        elapsed_s=meta.get("elapsed_s"),
+        mem_limit_bytes=parse_size(meta["mem_limit"]) if meta.get("mem_limit") else None,
+    )
+    with open(STORIES / f"{job}.log", "rb") as f:
+        analysis = analyze_file(f, catalogue())
+    return analysis.diagnose(acct, target_iter=meta.get("target_iter")), acct
+
+
+def test_story_88154_nccl_timeout_after_hang_resubmits_from_3000():
+    d, acct = story("88154")
+    assert d.class_id == "nccl_timeout" and "hang" in d.secondary
+    # 88154 was itself the resubmit of 88016 (which reached iter 1049).
+    history = chain(1049, 3470, retries_used=0)
+    auto = decide(d, history, AUTO, NOW, checkpoint_iter=3000, accounting=acct)
+    assert auto.kind == DecisionKind.RESUBMIT_NOW
+    assert auto.resume_from == 3000
+    assert auto.work_lost_iters == 470
+    assert auto.charged is True
+    assert auto.not_before is not None and auto.not_before > NOW
+    assert "3000" in auto.reason and "470" in auto.reason
+    manual = decide(d, history, MANUAL, NOW, checkpoint_iter=3000, accounting=acct)
+    assert manual.kind == DecisionKind.PROPOSE_RESUBMIT
+    assert "resubmit" in manual.offers and manual.resume_from == 3000
+
+
+def test_story_87870_host_oom_during_save_proposes_more_memory():
+    d, acct = story("87870")
+    assert d.class_id == "host_oom" and d.during_checkpoint_save
+    # auto_resubmit does not matter: host_oom is an `ask` class.
+    dec = decide(d, chain(999), AUTO, NOW, checkpoint_iter=None, accounting=acct)
+    assert dec.kind == DecisionKind.PROPOSE_MEM_RESUBMIT
+    assert dec.mem == "600G"  # 300G limit x 2 (died while saving) > the ~550 GB peak
+    assert dec.mem_bytes == 600 * GIB
+    assert "while saving a checkpoint" in dec.reason
+    assert "from scratch" in dec.reason  # the iter_000001000 partial was not offered
+    assert dec.offers[0] == "resubmit_mem"
+
+
+def test_story_108687_silent_exit_stops():
+    d, acct = story("108687")
+    assert d.class_id == "silent_exit"
+    dec = decide(d, chain(None), AUTO, NOW, accounting=acct)
+    assert dec.kind == DecisionKind.STOP and dec.stop_chain
+    assert not dec.resubmits
+
+
+def test_story_108903_compiler_missing_stops_even_with_budget_and_auto():
+    d, acct = story("108903")
+    dec = decide(d, chain(None), AUTO, NOW, accounting=acct)
+    assert dec.kind == DecisionKind.STOP
+    assert "CC" in dec.reason  # the catalogue hint is carried
+
+
+def test_story_88016_leak_warns_once_with_projection():
+    d, _ = story("88016")
+    assert d.class_id == "memory_leak" or "memory_leak" in d.secondary
+    warns = early_warnings(d, chain(170), MANUAL, NOW)
+    leak = [w for w in warns if w.class_id == "memory_leak"]
+    assert len(leak) == 1 and leak[0].kind == DecisionKind.WARN
+    proj = d.metrics.projected_oom_iter
+    assert proj is not None and str(proj) in leak[0].reason
+    # Posted once: the same projection does not warn again.
+    posted = PastWarning("memory_leak", NOW, projected_oom_iter=proj)
+    again = early_warnings(d, chain(170, warnings=[posted]), MANUAL, NOW + 60)
+    assert [w for w in again if w.class_id == "memory_leak"] == []
+
+
+# ------------------------------------------------------------------ budget and progress
+
+
+def test_budget_exhausted_stops_and_asks():
+    d = diag("nccl_timeout", last_iter=5000)
+    history = chain(1000, 2000, 3000, 5000, retries_used=3)
+    dec = decide(d, history, AUTO, NOW, checkpoint_iter=4000)
+    assert dec.kind == DecisionKind.STOP and dec.stop_chain
+    assert "budget" in dec.reason and "3 of 3" in dec.reason
+    assert not dec.resubmits
+
+
+def test_budget_counts_only_charged_retries():
+    d = diag("nccl_timeout", last_iter=5000)
+    # Three attempts so far but only one charged resubmit (the others were preemptions).
+    dec = decide(d, chain(1000, 2000, 5000, retries_used=1), AUTO, NOW, checkpoint_iter=4000)
+    assert dec.kind == DecisionKind.RESUBMIT_NOW
+    assert "2 of 3" in dec.reason
+
+
+def test_custom_budget_from_recipe_policy():
+    d = diag("time_limit", last_iter=5000)
+    dec = decide(d, chain(5000, retries_used=1), {"retry_budget": 1, "auto_resubmit": True},
+                 NOW)
+    assert dec.kind == DecisionKind.STOP
+
+
+@pytest.mark.parametrize("cid", ["preempted", "node_failure"])
+def test_preemption_and_node_failure_not_charged(cid):
+    d = diag(cid, last_iter=2000)
+    dec = decide(d, chain(1000, 2000, retries_used=3), AUTO, NOW, checkpoint_iter=2000)
+    assert dec.kind == DecisionKind.RESUBMIT_NOW  # budget spent, yet still resubmitted
+    assert dec.charged is False
+    assert "not charged" in dec.reason
+
+
+@pytest.mark.parametrize("cid", ["preempted", "node_failure"])
+def test_uncharged_classes_skip_no_progress_rule(cid):
+    # Preempted again before passing the previous attempt: not the job's fault.
+    dec = decide(diag(cid, last_iter=1500), chain(2000, 1500), AUTO, NOW, checkpoint_iter=1000)
+    assert dec.kind == DecisionKind.RESUBMIT_NOW
+
+
+def test_no_progress_stops_and_asks_human():
+    d = diag("nccl_timeout", last_iter=3470)
+    dec = decide(d, chain(3470, 3470, retries_used=1), AUTO, NOW, checkpoint_iter=3000)
+    assert dec.kind == DecisionKind.ASK_HUMAN and dec.stop_chain
+    assert "no progress" in dec.reason and "3470" in dec.reason
+    assert not dec.resubmits
+
+
+def test_no_progress_when_retry_logged_no_iteration():
+    d = diag("dataloader_timeout", last_iter=None)
+    dec = decide(d, chain(3000, None, retries_used=1), AUTO, NOW, checkpoint_iter=3000)
+    assert dec.kind == DecisionKind.ASK_HUMAN
+
+
+def test_progress_beyond_previous_attempt_resubmits():
+    d = diag("nccl_timeout", last_iter=3471)
+    dec = decide(d, chain(3470, 3471, retries_used=1), AUTO, NOW, checkpoint_iter=3000)
+    assert dec.kind == DecisionKind.RESUBMIT_NOW
+
+
+def test_first_attempt_is_never_no_progress():
+    dec = decide(diag("time_limit", last_iter=None), chain(None), AUTO, NOW)
+    assert dec.kind == DecisionKind.RESUBMIT_NOW
+    assert "from scratch" in dec.reason
+
+
+# ------------------------------------------------------------------ class actions
+
+
+@pytest.mark.parametrize("cid", ["cuda_oom", "compiler_missing", "nan_loss", "silent_exit"])
+def test_stop_classes_never_resubmit(cid):
+    d = diag(cid)
+    # Even a site catalogue claiming `resubmit` / retryable cannot make them resubmit.
+    forged = Diagnosis(cid, Action.RESUBMIT, True, True, "", metrics=d.metrics)
+    for dx in (d, forged):
+        dec = decide(dx, chain(1000), AUTO, NOW, checkpoint_iter=1000)
+        assert dec.kind == DecisionKind.STOP and not dec.resubmits
+
+
+@pytest.mark.parametrize("cid", ["nccl_timeout", "dataloader_timeout", "time_limit"])
+def test_resubmit_classes_propose_without_auto(cid):
+    dec = decide(diag(cid), chain(1000), MANUAL, NOW, checkpoint_iter=1000)
+    assert dec.kind == DecisionKind.PROPOSE_RESUBMIT
+    assert dec.resume_from == 1000
+
+
+def test_non_retryable_resubmit_class_is_proposed_not_automatic():
+    d = Diagnosis("nccl_timeout", Action.RESUBMIT, False, True, "",
+                  metrics=DiagnosisMetrics(last_iter=10))
+    assert decide(d, chain(10), AUTO, NOW).kind == DecisionKind.PROPOSE_RESUBMIT
+
+
+@pytest.mark.parametrize("cid", ["unknown_failure", "hang"])
+def test_ask_classes_propose_even_with_auto(cid):
+    dec = decide(diag(cid), chain(1000), AUTO, NOW, checkpoint_iter=1000, accounting=FINISHED)
+    assert dec.kind == DecisionKind.PROPOSE_RESUBMIT
+
+
+def test_dataloader_worker_killed_proposes_more_memory():
+    acct = Accounting(state="FAILED", exit_code=1, mem_limit_bytes=400 * GIB)
+    dec = decide(diag("dataloader_worker_killed"), chain(1000), AUTO, NOW, accounting=acct)
+    assert dec.kind == DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "600G"
+    assert "DataLoader worker" in dec.reason
+
+
+def test_completed_does_nothing():
+    assert decide(diag("completed"), chain(8000), AUTO, NOW,
+                  accounting=Accounting(state="COMPLETED", exit_code=0)).kind == DecisionKind.NONE
+
+
+def test_finished_memory_leak_only_warns():
+    dec = decide(diag("memory_leak"), chain(1000), AUTO, NOW, accounting=FINISHED)
+    assert dec.kind == DecisionKind.WARN and not dec.resubmits
+
+
+def test_running_ok_job_is_none():
+    dec = decide(diag("none"), chain(1000), AUTO, NOW,
+                 accounting=Accounting(state="RUNNING"))
+    assert dec.kind == DecisionKind.NONE
+
+
+# ------------------------------------------------------------------ host_oom memory
+
+
+def test_suggest_mem_rounds_up_from_limit_and_maxrss():
+    assert suggest_mem(300 * GIB, 290 * GIB) == (450 * GIB, "450G")
+    # MaxRSS above the limit (a spike sacct did catch) wins; 10 GiB steps from 100 GiB.
+    assert suggest_mem(300 * GIB, 310 * GIB)[1] == "470G"
+    assert suggest_mem(300 * GIB, None, during_save=True)[1] == "600G"
+    # Small jobs: whole GiB.
+    assert suggest_mem(int(3.2 * GIB), None)[1] == "5G"
+    assert suggest_mem(None, None) is None
+
+
+def test_suggest_mem_capped_by_site():
+    p = PolicyParams(mem_cap_bytes=953 * GIB)
+    assert suggest_mem(800 * GIB, None, policy=p)[1] == "953G"
+
+
+def test_host_oom_at_cap_asks_to_cut_memory():
+    p = PolicyParams(mem_cap_bytes=950 * GIB)
+    acct = Accounting(state="OUT_OF_MEMORY", mem_limit_bytes=950 * GIB)
+    dec = decide(diag("host_oom"), chain(1000), p, NOW, accounting=acct)
+    assert dec.kind == DecisionKind.ASK_HUMAN
+    assert dec.mem is None and "cap" in dec.reason
+
+
+def test_host_oom_without_limit_asks():
+    acct = Accounting(state="OUT_OF_MEMORY")
+    dec = decide(diag("host_oom"), chain(1000), MANUAL, NOW, accounting=acct)
+    assert dec.kind == DecisionKind.ASK_HUMAN and "unknown" in dec.reason
+
+
+def test_host_oom_respects_budget():
+    acct = Accounting(state="OUT_OF_MEMORY", mem_limit_bytes=300 * GIB)
+    dec = decide(diag("host_oom"), chain(1, 2, 3, 1000, retries_used=3), MANUAL, NOW,
+                 accounting=acct)
+    assert dec.kind == DecisionKind.STOP
+
+
+# ------------------------------------------------------------------ backoff
+
+
+def test_backoff_is_exponential_and_capped():
+    p = PolicyParams(backoff_s=60, backoff_max_s=600)
+    assert [backoff_delay(p, n) for n in range(5)] == [60, 120, 240, 480, 600]
+    assert backoff_delay(PolicyParams(backoff_s=0), 3) == 0
+
+
+def test_decision_not_before_grows_along_the_chain():
+    d1 = decide(diag("time_limit", last_iter=1000), chain(1000), AUTO, NOW)
+    d3 = decide(diag("time_limit", last_iter=3000), chain(1000, 2000, 3000, retries_used=2),
+                AUTO, NOW)
+    assert d1.not_before == NOW + 60
+    assert d3.not_before == NOW + 240
+
+
+def test_params_from_config_object():
+    from bot.config import PolicyConfig
+
+    cfg = PolicyConfig(retry_budget=5, auto_resubmit=True, backoff_s=5)
+    p = params_from(cfg)
+    assert (p.retry_budget, p.auto_resubmit, p.backoff_s) == (5, True, 5)
+    assert p.gpu_util_warn_pct == cfg.gpu_util_warn_pct
+
+
+# ------------------------------------------------------------------ early warnings
+
+
+def _hang(last_iter=3470, stall_s=360.0):
+    return diag("hang", metrics=DiagnosisMetrics(last_iter=last_iter, stall_seconds=stall_s))
+
+
+def test_stall_warns_with_cancel_offer_and_cpu_corroboration():
+    w = early_warnings(_hang(), chain(3470), MANUAL, NOW, cpu=CpuEvidence(92, 8), job_id="88154")
+    assert len(w) == 1 and w[0].kind == DecisionKind.WARN
+    assert "cancel_resume" in w[0].offers
+    assert "3470" in w[0].reason and "92 % → 8 %" in w[0].reason
+    # decide() on a running job returns the same warning.
+    dec = decide(_hang(), chain(3470), MANUAL, NOW, accounting=Accounting(state="RUNNING"))
+    assert dec.kind == DecisionKind.WARN and dec.class_id == "hang"
+
+
+def test_stall_with_busy_cpu_says_so():
+    w = early_warnings(_hang(), chain(3470), MANUAL, NOW, cpu=CpuEvidence(92, 88))
+    assert "still busy" in w[0].reason
+
+
+def test_stall_warned_once_per_episode():
+    started = NOW - 360
+    seen = PastWarning("hang", NOW - 60, stall_started_at=started, job_id="88154")
+    again = early_warnings(_hang(stall_s=420), chain(3470, warnings=[seen]), MANUAL, NOW + 60,
+                           job_id="88154")
+    assert again == []
+    # A new stall later in the same job is a new episode.
+    later = early_warnings(_hang(stall_s=400), chain(3470, warnings=[seen]), MANUAL, NOW + 7200,
+                           job_id="88154")
+    assert len(later) == 1
+
+
+def test_leak_rewarn_only_when_projection_worsens_by_margin():
+    prev = [PastWarning("memory_leak", NOW, projected_oom_iter=5000)]
+    assert leak_warning_due([], 5000, 0.1)
+    assert not leak_warning_due(prev, 4800, 0.1)  # 4 % earlier: same story
+    assert not leak_warning_due(prev, 6000, 0.1)  # later: better, not worse
+    assert leak_warning_due(prev, 4400, 0.1)  # 12 % earlier: warn again
+    assert not leak_warning_due(prev, None, 0.1)
+
+
+def test_leak_warning_in_secondary_of_running_hang():
+    d = diag("hang", metrics=DiagnosisMetrics(last_iter=100, stall_seconds=400,
+                                              projected_oom_iter=4824,
+                                              rss_gib_per_100_iter=17.0),
+             secondary=("memory_leak",))
+    kinds = [w.class_id for w in early_warnings(d, chain(100), MANUAL, NOW)]
+    assert kinds == ["hang", "memory_leak"]
+
+
+def test_low_gpu_util_note_once():
+    d = diag("none")
+    notes = early_warnings(d, chain(1), MANUAL, NOW, gpu_util_pct=57)
+    assert [n.kind for n in notes] == [DecisionKind.NOTE]
+    assert "57 %" in notes[0].reason
+    assert early_warnings(d, chain(1), MANUAL, NOW, gpu_util_pct=90) == []
+    done = PastWarning("low_gpu_util", NOW)
+    assert early_warnings(d, chain(1, warnings=[done]), MANUAL, NOW, gpu_util_pct=57) == []
+
+
+# ------------------------------------------------------------------ held jobs
+
+
+def test_job_held_admin_reported_after_threshold():
+    rec = JobRecord(job_id=87870, state="PENDING", reason="JobHeldAdmin")
+    p = PolicyParams(held_report_s=600)
+    assert held_report(rec, NOW - 60, NOW, policy=p) is None
+    rep = held_report(rec, NOW - 900, NOW, policy=p)
+    assert rep is not None and rep.job_id == 87870
+    assert "JobHeldAdmin" in rep.text and "15 min" in rep.text
+    # The same hold keeps the same key (the watcher posts it once).
+    assert held_report(rec, NOW - 900, NOW + 300, policy=p).key == rep.key
+
+
+def test_requeue_hold_reported_user_hold_not():
+    p = PolicyParams(held_report_s=0)
+    assert held_report(JobRecord(job_id=1, state="REQUEUE_HOLD"), NOW, NOW, policy=p)
+    user = JobRecord(job_id=2, state="PENDING", reason="JobHeldUser")
+    assert held_report(user, NOW - 10_000, NOW, policy=p) is None
+    running = JobRecord(job_id=3, state="RUNNING")
+    assert held_report(running, NOW - 10_000, NOW, policy=p) is None

@@ -1,0 +1,559 @@
+"""The watcher tick (bot.services.watcher) driven deterministically: fake Slurm and SFTP, a real
+SQLite store, the real catalogue, a recording sink, and a fake clock."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+from fixtures.watcher.fakes import T0, FakeSFTP
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.core.catalogue import Catalogue
+from bot.core.policy import DecisionKind, PolicyParams
+from bot.core.slurm_records import JobRecord
+from bot.services.watcher import Watcher
+from bot.store import Store
+
+STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+CLUSTER = "dev"
+LOG = "/scratch/mix/logs/mix-88154.out"
+
+
+@cache
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+class FakeSlurm:
+    def __init__(self) -> None:
+        self.records: dict[int, JobRecord] = {}
+        self.calls = 0
+        self.down = False
+
+    def jobs(self, ids):
+        self.calls += 1
+        if self.down:
+            raise ClusterUnavailable("Unable to contact slurm controller (connect failure)")
+        return {i: self.records[i] for i in ids if i in self.records}
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events = []
+        self.fail_next = 0
+
+    def publish(self, event):
+        if self.fail_next:
+            self.fail_next -= 1
+            raise RuntimeError("slack is down")
+        self.events.append(event)
+
+    def kinds(self):
+        return [e.kind for e in self.events]
+
+
+@pytest.fixture
+def env(tmp_path):
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), Sink()
+    yield store, slurm, sftp, sink
+    store.close()
+
+
+def make_watcher(store, slurm, sftp, sink, **kw):
+    kw.setdefault("policy", PolicyParams(backoff_s=60))
+    return Watcher(CLUSTER, slurm=slurm, sftp=lambda: sftp, store=store, catalogue=catalogue(),
+                   sink=sink, unreachable_ticks=3, **kw)
+
+
+def add_job(store, job_id: int, *, recipe="mix", attempts_before=()):
+    chain = store.chains.create(recipe=recipe, cluster=CLUSTER, job_name=recipe, now=T0)
+    for jid, last in attempts_before:
+        a = store.attempts.add(chain_id=chain.id, job_id=str(jid), now=T0)
+        store.attempts.update(a.id, last_iter=last, state="FAILED")
+    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=T0)
+    store.watched_jobs.add(CLUSTER, str(job_id), now=T0, chain_id=chain.id)
+    return chain
+
+
+def running(job_id, **kw):
+    return JobRecord(job_id=job_id, state="RUNNING", stdout_path=LOG, start_time=T0,
+                     mem_limit_bytes=950 << 30, **kw)
+
+
+def story_lines():
+    return STORY.read_bytes().splitlines(keepends=True)
+
+
+# ------------------------------------------------------------------ cluster health
+
+
+def test_unreachable_cluster_one_notice_then_one_back_and_no_job_alarms(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    sftp.append(LOG, b"".join(story_lines()[:100]))
+    w = make_watcher(store, slurm, sftp, sink)
+    assert w.tick(T0).ok
+    known = w.last_known
+    slurm.down = True
+    reports = [w.tick(T0 + 60 * i) for i in range(1, 8)]
+    assert not any(r.ok for r in reports)
+    assert sink.kinds() == ["cluster_unreachable"]  # after the 3rd failure, once
+    assert "unreachable" in sink.events[0].text
+    assert w.last_known == known  # last known state kept
+    slurm.down = False
+    sftp.clock = T0 + 600
+    sftp.append(LOG, b"".join(story_lines()[100:250]))  # the job kept training meanwhile
+    assert w.tick(T0 + 600).ok
+    w.tick(T0 + 660)
+    assert sink.kinds() == ["cluster_unreachable", "cluster_back"]
+
+
+def test_short_outage_below_threshold_is_silent(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 1)
+    slurm.records[1] = running(1)
+    w = make_watcher(store, slurm, sftp, sink)
+    slurm.down = True
+    w.tick(T0)
+    w.tick(T0 + 60)
+    slurm.down = False
+    w.tick(T0 + 120)
+    assert sink.events == []
+
+
+@pytest.mark.parametrize("n_jobs", [1, 20, 200])
+def test_one_slurm_call_per_tick_for_any_number_of_jobs(env, n_jobs):
+    store, slurm, sftp, sink = env
+    for i in range(n_jobs):
+        add_job(store, 1000 + i)
+        slurm.records[1000 + i] = JobRecord(job_id=1000 + i, state="PENDING", reason="Priority")
+    w = make_watcher(store, slurm, sftp, sink)
+    report = w.tick(T0)
+    assert report.slurm_calls == 1 and slurm.calls == 1 and report.jobs == n_jobs
+
+
+# ------------------------------------------------------------------ reading logs
+
+
+def test_reads_only_new_bytes_and_persists_offsets(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    lines = story_lines()
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.append(LOG, b"".join(lines[:500]))
+    first = w.tick(T0)
+    assert first.bytes_read == len(b"".join(lines[:500]))
+    chunk = b"".join(lines[500:520])
+    sftp.append(LOG, chunk)
+    before = sftp.bytes_out
+    second = w.tick(T0 + 60)
+    assert second.bytes_read == len(chunk)
+    assert sftp.bytes_out - before <= len(chunk) + 64  # + the 64-byte anchor re-read
+    # Progress is written to the store at most every persist_every_s (300 s) ...
+    saved = store.tail_offsets.get("88154", LOG)
+    assert saved.offset == len(b"".join(lines[:500])) and saved.line_no == 500
+    assert store.attempts.get_by_job("88154").last_iter == 1498
+    # ... and then it is.
+    sftp.append(LOG, b"".join(lines[520:540]))
+    w.tick(T0 + 300)
+    saved = store.tail_offsets.get("88154", LOG)
+    assert saved.offset == len(b"".join(lines[:540])) and saved.line_no == 540
+    attempt = store.attempts.get_by_job("88154")
+    assert b"iter: 1538/8000" in lines[539]
+    assert attempt.last_iter == 1538 and attempt.state == "RUNNING"
+
+
+def test_restart_from_a_throttled_offset_rereads_a_little_and_posts_nothing_twice(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    before, _ = _split_at_stall()
+    w1 = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 - 100
+    sftp.append(LOG, b"".join(before[:2000]))
+    w1.tick(T0 - 100)
+    sftp.clock = T0
+    sftp.append(LOG, b"".join(before[2000:]))
+    w1.tick(T0)  # 100 s later: this offset is not written (throttled)
+    w1.tick(T0 + 360)
+    assert sink.kinds() == ["warning"]
+    assert store.tail_offsets.get("88154", LOG).line_no == 2000
+    w2 = make_watcher(store, slurm, sftp, sink)
+    w2.tick(T0 + 420)
+    w2.tick(T0 + 480)
+    assert sink.kinds() == ["warning"]
+    assert w2._jobs[88154].analysis.series.last_iteration == 3470
+
+
+# ------------------------------------------------------------------ the 88154 story
+
+
+def _split_at_stall():
+    lines = story_lines()
+    stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
+    return lines[: stall + 1], lines[stall + 1:]
+
+
+def test_story_88154_hang_warned_early_once_then_incident_resumes_from_3000(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154, attempts_before=[(88016, 1049)])
+    slurm.records[88154] = running(88154)
+    before, after = _split_at_stall()
+    sftp.append(LOG, b"".join(before))
+    w = make_watcher(store, slurm, sftp, sink, checkpoint_iter=lambda recipe: 3000)
+    w.tick(T0)
+    assert sink.events == []
+    w.tick(T0 + 240)  # 4 min of silence: under the 5 min stall threshold
+    assert sink.events == []
+    w.tick(T0 + 360)  # 6 min: the stall is raised, long before the 30 min watchdog
+    assert sink.kinds() == ["warning"]
+    warn = sink.events[0]
+    assert warn.decision.class_id == "hang" and "3470" in warn.text
+    assert "cancel_resume" in warn.decision.offers
+    for k in range(1, 5):
+        w.tick(T0 + 360 + 60 * k)
+    assert sink.kinds() == ["warning"]  # once per stall episode
+    # The watchdog fires at 30 min; the job ends FAILED.
+    sftp.clock = T0 + 1805
+    sftp.append(LOG, b"".join(after))
+    slurm.records[88154] = JobRecord(job_id=88154, state="FAILED", exit_code=1, signal=0,
+                                     stdout_path=LOG, start_time=T0, end_time=T0 + 1810,
+                                     mem_limit_bytes=950 << 30)
+    w.tick(T0 + 1830)
+    assert sink.kinds() == ["warning", "incident"]
+    inc = sink.events[1]
+    assert inc.diagnosis.class_id == "nccl_timeout" and "hang" in inc.diagnosis.secondary
+    assert inc.decision.kind == DecisionKind.PROPOSE_RESUBMIT
+    assert inc.decision.resume_from == 3000 and inc.decision.work_lost_iters == 470
+    attempt = store.attempts.get_by_job("88154")
+    assert (attempt.result, attempt.cause, attempt.last_iter, attempt.work_lost_iters) == (
+        "FAILED", "nccl_timeout", 3470, 470)
+    assert store.watched_jobs.get(CLUSTER, "88154") is None  # done with it
+    w.tick(T0 + 1900)
+    assert sink.kinds() == ["warning", "incident"]
+
+
+def test_restart_resumes_from_offset_without_duplicates_and_still_sees_the_stall(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    before, _ = _split_at_stall()
+    sftp.append(LOG, b"".join(before))
+    w1 = make_watcher(store, slurm, sftp, sink)
+    w1.tick(T0)
+    w1.tick(T0 + 360)
+    assert sink.kinds() == ["warning"]
+    # The bot restarts: a new Watcher over the same store.
+    sink2 = Sink()
+    w2 = make_watcher(store, slurm, sftp, sink2, warmup_bytes=16 << 10)
+    out_before = sftp.bytes_out
+    w2.tick(T0 + 420)
+    assert sink2.events == []  # the stall was already posted
+    assert sftp.bytes_out - out_before <= (16 << 10) + 64  # a warm-up window, not the log
+    # The warm-up gave it the last progress line: a fresh stall check still works.
+    assert w2._jobs[88154].analysis.series.last_iteration == 3470
+
+
+def test_restart_silent_job_first_seen_after_restart_is_judged(env):
+    """Crash right after the last progress line was read, before the stall was due: the new
+    process reads nothing new, yet ages the silence from the persisted file mtime."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    before, _ = _split_at_stall()
+    sftp.append(LOG, b"".join(before))
+    make_watcher(store, slurm, sftp, Sink()).tick(T0)
+    w2 = make_watcher(store, slurm, sftp, sink)
+    w2.tick(T0 + 60)
+    assert sink.events == []
+    w2.tick(T0 + 400)
+    assert sink.kinds() == ["warning"] and sink.events[0].decision.class_id == "hang"
+
+
+# ------------------------------------------------------------------ crash safety
+
+
+def test_failed_publish_keeps_job_watched_and_posts_once_later(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 108687, recipe="launcher")
+    sftp.append(LOG, b"[launcher] starting\n+ LATEST=$(ls -d /ckpt/checkpoint_step_* | tail)\n")
+    slurm.records[108687] = JobRecord(job_id=108687, state="COMPLETED", exit_code=0, signal=0,
+                                      elapsed_s=10, stdout_path=LOG, start_time=T0,
+                                      end_time=T0 + 10)
+    w = make_watcher(store, slurm, sftp, sink)
+    sink.fail_next = 1
+    w.tick(T0 + 30)
+    assert sink.events == []
+    assert store.watched_jobs.get(CLUSTER, "108687") is not None
+    w.tick(T0 + 90)
+    assert sink.kinds() == ["incident"]
+    assert sink.events[0].diagnosis.class_id == "silent_exit"
+    assert sink.events[0].decision.kind == DecisionKind.STOP
+    chain = store.chains.latest_for_recipe("launcher")
+    assert chain.status == "stopped"
+    w.tick(T0 + 150)
+    assert sink.kinds() == ["incident"]
+
+
+# ------------------------------------------------------------------ held jobs
+
+
+def test_job_held_admin_reported_once_after_threshold(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 87870)
+    slurm.records[87870] = JobRecord(job_id=87870, state="PENDING", reason="JobHeldAdmin",
+                                     restart_count=1)
+    w = make_watcher(store, slurm, sftp, sink, policy=PolicyParams(held_report_s=600))
+    w.tick(T0)
+    w.tick(T0 + 300)
+    assert sink.events == []
+    w.tick(T0 + 660)
+    w.tick(T0 + 720)
+    assert sink.kinds() == ["held"]
+    assert "JobHeldAdmin" in sink.events[0].text
+
+
+# ------------------------------------------------------------------ automatic resubmits
+
+
+class Resubmitter:
+    def __init__(self, store, fail_first: int = 0) -> None:
+        self.store = store
+        self.calls = []
+        self.fail_first = fail_first
+
+    def __call__(self, recipe, chain_id, decision):
+        self.calls.append((recipe, chain_id, decision.resume_from))
+        if self.fail_first:
+            self.fail_first -= 1
+            raise RuntimeError("sbatch: error: Slurm temporarily unable to accept job")
+        new_id = 90000 + len(self.calls)
+        self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0)
+        self.store.watched_jobs.add(CLUSTER, str(new_id), now=T0, chain_id=chain_id)
+        return new_id
+
+
+def _timed_out(env, resubmitter, **policy):
+    store, slurm, sftp, sink = env
+    chain = add_job(store, 88300, recipe="auto")
+    sftp.append(LOG, b"".join(story_lines()[:300]))
+    slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
+                                     stdout_path=LOG, start_time=T0, end_time=T0 + 1300)
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resubmitter,
+                     checkpoint_iter=lambda recipe: 1200,
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60, **policy))
+    return w, chain
+
+
+def test_time_limit_on_auto_recipe_resubmits_after_backoff_and_charges(env):
+    store, slurm, sftp, sink = env
+    resub = Resubmitter(store)
+    w, chain = _timed_out(env, resub)
+    w.tick(T0 + 1310)
+    assert sink.kinds() == ["incident"]
+    assert sink.events[0].decision.kind == DecisionKind.RESUBMIT_NOW
+    w.tick(T0 + 1340)  # inside the 60 s backoff
+    assert resub.calls == []
+    w.tick(T0 + 1380)
+    assert resub.calls == [("auto", chain.id, 1200)]
+    assert store.chains.get(chain.id).retries_used == 1
+    assert sink.kinds() == ["incident", "resubmitted"]
+    assert "90001" in sink.events[1].text and "1200" in sink.events[1].text
+    w.tick(T0 + 1440)
+    assert len(resub.calls) == 1  # never twice
+
+
+def test_failed_resubmit_is_retried_not_lost(env):
+    store, slurm, sftp, sink = env
+    resub = Resubmitter(store, fail_first=1)
+    w, chain = _timed_out(env, resub)
+    w.tick(T0 + 1310)
+    w.tick(T0 + 1380)
+    assert len(resub.calls) == 1 and store.chains.get(chain.id).retries_used == 0
+    w.tick(T0 + 1440)
+    assert len(resub.calls) == 2 and store.chains.get(chain.id).retries_used == 1
+    w.tick(T0 + 1500)
+    assert len(resub.calls) == 2
+
+
+def test_crash_after_submit_before_done_does_not_submit_twice(env):
+    store, slurm, sftp, sink = env
+    resub = Resubmitter(store)
+    w, chain = _timed_out(env, resub)
+    w.tick(T0 + 1310)
+    # The bot died inside the resubmit: the row says `submitting`, the attempt exists.
+    key = f"{CLUSTER}:88300:resubmit"
+    store.incidents.set_state(key, "submitting")
+    store.attempts.add(chain_id=chain.id, job_id="90077", now=T0)
+    w2 = make_watcher(store, slurm, sftp, Sink(), resubmit=resub,
+                      policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    w2.tick(T0 + 1400)
+    assert resub.calls == []
+    assert store.incidents.get(key).state == "done"
+
+
+def test_budget_exhausted_on_auto_recipe_stops_the_chain(env):
+    store, slurm, sftp, sink = env
+    resub = Resubmitter(store)
+    w, chain = _timed_out(env, resub, retry_budget=0)
+    w.tick(T0 + 1310)
+    w.tick(T0 + 1400)
+    assert resub.calls == []
+    assert sink.events[0].decision.kind == DecisionKind.STOP
+    assert store.chains.get(chain.id).status == "stopped"
+
+
+def test_live_job_with_a_growing_log_raises_nothing(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    lines = story_lines()
+    w = make_watcher(store, slurm, sftp, sink)
+    # 13 lines (~58 s of log time) per 60 s tick for an hour: a healthy run.
+    for k in range(60):
+        sftp.clock = T0 + 60 * k
+        sftp.append(LOG, b"".join(lines[13 * k: 13 * (k + 1)]))
+        w.tick(T0 + 60 * k + 5)
+    assert sink.events == []
+
+
+def test_schedule_ticks_with_a_real_apscheduler(env):
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from bot.services.watcher import schedule_ticks
+
+    store, slurm, sftp, sink = env
+    w = make_watcher(store, slurm, sftp, sink)
+    sched = BackgroundScheduler(timezone="UTC")
+    job = schedule_ticks(sched, w, seconds=30, clock=lambda: T0)
+    assert job.id == f"watch:{CLUSTER}" and job.coalesce and job.max_instances == 1
+    w.tick = lambda now: (_ for _ in ()).throw(RuntimeError("boom"))  # a broken tick ...
+    job.func()  # ... is logged, not raised
+
+
+class _Config:
+    """The two things the watcher asks of bot.config.Config."""
+
+    def __init__(self, **recipe) -> None:
+        from types import SimpleNamespace
+
+        base = dict(log_path=None, sampler_path=None, job_name=None, workdir=None,
+                    target_iter=8000, metric_regexes=[])
+        self._recipe = SimpleNamespace(**{**base, **recipe})
+        self.policy = PolicyParams()
+
+    def recipe(self, name):
+        return self._recipe
+
+    def policy_for(self, name):
+        return self.policy
+
+
+def test_stall_warning_corroborated_by_sampler_cpu_drop(env):
+    import json as _json
+
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154, name="mix", workdir="/scratch/mix")
+    before, _ = _split_at_stall()
+    sftp.append(LOG, b"".join(before))
+    rss_path = "/scratch/mix/logs/rss-88154.jsonl"
+
+    def sample(t, cpu):
+        return (_json.dumps({"v": 1, "t": t, "rss": {"trainer": 40 << 30, "worker": 8 << 30,
+                                                     "other": 0},
+                             "cpu": {"trainer": cpu, "worker": 0, "other": 0},
+                             "n": {"trainer": 4, "worker": 40, "other": 2}}) + "\n").encode()
+
+    sftp.append(rss_path, b"".join(sample(T0 - 600 + 30 * k, 92.0) for k in range(21)))
+    cfg = _Config(sampler_path="/scratch/mix/logs/rss-%j.jsonl")
+    w = make_watcher(store, slurm, sftp, sink, config=cfg, policy=None)
+    w.tick(T0)
+    sftp.append(rss_path, b"".join(sample(T0 + 30 * k, 8.0) for k in range(1, 12)))
+    w.tick(T0 + 360)
+    assert sink.kinds() == ["warning"]
+    assert "92 % → 8 %" in sink.events[0].text
+    assert w._jobs[88154].sampler.latest.rss["worker"] == 8 << 30
+
+
+def test_finished_job_with_a_big_unread_log_is_diagnosed_only_when_caught_up(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    data = STORY.read_bytes()
+    sftp.append(LOG, data)
+    slurm.records[88154] = JobRecord(job_id=88154, state="FAILED", exit_code=1, signal=0,
+                                     stdout_path=LOG, start_time=T0, end_time=T0 + 100)
+    w = make_watcher(store, slurm, sftp, sink, max_bytes_per_job=64 << 10)
+    ticks = 0
+    while not sink.events and ticks < 20:
+        report = w.tick(T0 + 200 + 60 * ticks)
+        assert report.bytes_read <= 64 << 10
+        ticks += 1
+    assert ticks == -(-len(data) // (64 << 10))  # one tick per 64 KiB, then the verdict
+    assert sink.events[0].diagnosis.class_id == "nccl_timeout"
+    assert sink.events[0].diagnosis.metrics.last_iter == 3470
+
+
+def test_leak_seen_by_the_sampler_when_the_log_prints_no_rss(env):
+    import json as _json
+    import time as _time
+
+    store, slurm, sftp, sink = env
+    add_job(store, 88016)
+    slurm.records[88016] = JobRecord(job_id=88016, state="RUNNING", stdout_path=LOG,
+                                     start_time=T0, mem_limit_bytes=100 << 30, name="mix",
+                                     workdir="/scratch/mix")
+    log_lines = []
+    for k in range(161):  # no RSS on these lines
+        stamp = _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(T0 - 720 + 4.5 * k))
+        log_lines.append(f"{stamp}.000 | INFO | iter: {64 + k}/8000 | loss: 0.9 | 4.50 s/iter\n")
+    sftp.append(LOG, "".join(log_lines).encode())
+    rss = "".join(_json.dumps({"v": 1, "t": T0 - 720 + 4.5 * k,
+                               "rss": {"trainer": 60 << 30,
+                                       "worker": int((1.9 + 7.3 * k / 160) * (1 << 30)),
+                                       "other": 0},
+                               "cpu": {"trainer": 90, "worker": 40, "other": 0},
+                               "n": {"trainer": 4, "worker": 40, "other": 2}}) + "\n"
+                  for k in range(0, 161, 8))
+    sftp.append("/scratch/mix/logs/rss-88016.jsonl", rss.encode())
+    cfg = _Config(sampler_path="/scratch/mix/logs/rss-%j.jsonl")
+    w = make_watcher(store, slurm, sftp, sink, config=cfg, policy=None)
+    w.tick(T0 + 5)
+    [warn] = sink.events
+    assert warn.decision.class_id == "memory_leak"
+    assert warn.decision.projected_oom_iter is not None
+    assert "DataLoader workers grew 2.3 → 8.8 GiB" in warn.text  # medians of 3 samples
+    w.tick(T0 + 65)
+    assert len(sink.events) == 1  # once per chain
+
+
+def test_one_broken_job_does_not_starve_the_others(env, monkeypatch):
+    store, slurm, sftp, sink = env
+    add_job(store, 1)
+    add_job(store, 108687, recipe="launcher")
+    slurm.records[1] = running(1)
+    sftp.append(LOG, b"x\n")
+    silent = "/scratch/launcher.out"
+    sftp.append(silent, b"[launcher] starting\n")
+    slurm.records[108687] = JobRecord(job_id=108687, state="COMPLETED", exit_code=0, signal=0,
+                                      elapsed_s=10, stdout_path=silent, start_time=T0,
+                                      end_time=T0 + 10)
+    w = make_watcher(store, slurm, sftp, sink)
+    real = w._running
+
+    def broken(jw, *a, **k):
+        if jw.job_id == 1:
+            raise ZeroDivisionError("a bug while judging job 1")
+        return real(jw, *a, **k)
+
+    monkeypatch.setattr(w, "_running", broken)
+    w.tick(T0 + 30)
+    assert [e.job_id for e in sink.events] == ["108687"]
+    # The finished job's state is dropped from memory once it has left the watch list.
+    w.tick(T0 + 90)
+    assert set(w._jobs) == {1} and set(w.last_known) == {1}
