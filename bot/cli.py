@@ -11,8 +11,12 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bot import __version__, commands
+
+if TYPE_CHECKING:
+    from bot.config import Config
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -21,6 +25,34 @@ EXIT_USAGE = 2
 
 class UsageError(Exception):
     """Bad input from the user; the message says what was wrong and the right form."""
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    """`--config PATH`, for every command that reads the bot's config file."""
+    from bot.config import CONFIG_ENV_VAR
+
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)",
+    )
+
+
+def load_config_arg(args: argparse.Namespace, recipe: str | None = None) -> Config:
+    """The config named by `--config` (or its defaults), and `recipe` checked to be in it;
+    a bad file or an unknown recipe is a UsageError that names the file, the key and the fix."""
+    from bot.config import ConfigError, load_config, resolve_config_path
+
+    try:
+        config = load_config(resolve_config_path(args.config))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    if recipe is not None:
+        try:
+            config.recipe(recipe)
+        except KeyError as exc:
+            raise UsageError(f"{exc.args[0]} in {config.source}") from None
+    return config
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,8 +10,14 @@ import argparse
 import json
 import sys
 
-from bot.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+from bot.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_config_argument,
+    load_config_arg,
+)
 
 NAME = "preflight"
 HELP = ("Check a recipe before it holds GPUs: launcher lint, worker toolchain (srun), "
@@ -20,8 +26,7 @@ HELP = ("Check a recipe before it holds GPUs: launcher lint, worker toolchain (s
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", metavar="RECIPE", help="recipe name from the config")
-    parser.add_argument("--config", metavar="PATH",
-                        help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)")
+    add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--script", metavar="PATH",
                         help="lint this local launcher instead of the recipe's sbatch_script")
@@ -91,14 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.services.preflight import PreflightUsageError, run_preflight
 
     options = _options(args)
-    try:
-        config = load_config(resolve_config_path(args.config))
-    except ConfigError as exc:
-        print(f"trainbot preflight: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.recipe not in config.recipes:
-        known = ", ".join(sorted(config.recipes)) or "none"
-        raise UsageError(f"no recipe {args.recipe!r} in {config.source} (known: {known})")
+    config = load_config_arg(args, recipe=args.recipe)
     cluster = config.recipes[args.recipe].cluster
     with ClusterSessions(config) as sessions:
         try:

@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bot.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+from bot.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_config_argument,
+    load_config_arg,
+)
 
 NAME = "status"
 HELP = "Show watched jobs, a recipe's latest run chain, or one job (Slurm state merged in)."
@@ -16,11 +22,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target", metavar="RECIPE|JOBID", nargs="?", help="a recipe name or a Slurm job id"
     )
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)",
-    )
+    add_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,11 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.services.status import job_status
     from bot.store import Store, StoreError
 
-    try:
-        config = load_config(resolve_config_path(args.config))
-    except ConfigError as exc:
-        print(f"trainbot status: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    config = load_config_arg(args)
     try:
         store_cm = Store.open(config.store.url)
     except StoreError as exc:

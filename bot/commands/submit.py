@@ -7,8 +7,14 @@ import getpass
 import sys
 import time
 
-from bot.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
-from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+from bot.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    add_config_argument,
+    load_config_arg,
+)
 
 NAME = "submit"
 HELP = "Submit a recipe from the config (resuming from its latest complete checkpoint)."
@@ -22,11 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         help="overrides allowed by the recipe's `overridable:` (e.g. mem=950G)",
     )
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)",
-    )
+    add_config_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,16 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.services.submit import submit_recipe
     from bot.store import Store, StoreError
 
-    try:
-        config = load_config(resolve_config_path(args.config))
-    except ConfigError as exc:
-        print(f"trainbot submit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.recipe not in config.recipes:
-        try:
-            config.recipe(args.recipe)
-        except KeyError as exc:
-            raise UsageError(exc.args[0]) from None
+    config = load_config_arg(args, recipe=args.recipe)
     cluster = config.recipes[args.recipe].cluster
     actor = f"cli:{getpass.getuser()}"
     try:
