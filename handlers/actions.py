@@ -1,6 +1,7 @@
 """Button clicks on approval prompts: ack at once, then accept the click (once) and act.
 
-Action ids are `ActionId` members (bot.services.approvals); the button value is the prompt's
+Action ids are `ActionId` members (bot.core.actions, the one list every button is built
+from: one listener each here, so no button goes unheard); the button value is the prompt's
 opaque token. A Slack redelivery carries `X-Slack-Retry-Num` (Bolt maps Socket Mode's
 `retry_attempt` to it); the claim in the store makes any repeat a no-op either way.
 """
@@ -13,7 +14,8 @@ from typing import Any
 from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
-from bot.services.approvals import ActionId, ClickResult, handle_click
+from bot.core.actions import ActionId
+from bot.services.approvals import ClickResult, handle_click
 from bot.services.runs import BotContext
 
 __all__ = ["ActionId", "register"]

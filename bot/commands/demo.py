@@ -191,7 +191,7 @@ def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
 class DemoThread:
     """Wraps the bot's EventSink (bot.services.watch_events.ThreadEvents) for the demo:
     after each event it draws charts for leak warnings and incidents (from the job's log,
-    re-read once) and rewrites the thread root from the attempts in the store."""
+    re-read once) and rewrites the thread root (bot.services.runs.refresh_root)."""
 
     ctx: Any
     inner: Any
@@ -201,6 +201,8 @@ class DemoThread:
     events: list[Any] = field(default_factory=list)
 
     def publish(self, event: Any) -> None:
+        from bot.services.runs import refresh_root
+
         self.inner.publish(event)
         self.events.append(event)
         try:
@@ -211,32 +213,7 @@ class DemoThread:
         except Exception as exc:  # noqa: BLE001 - a chart never stops the story
             self.ctx.sink.say(f"  │ (chart for {event.job_id} not drawn: {exc})")
         if event.chain_id is not None:
-            self.refresh_root(event.chain_id)
-
-    def refresh_root(self, chain_id: int) -> None:
-        """Rewrite the root (state, progress bar, attempts table) if anything changed."""
-        from bot.core.incident import AttemptSummary, build_root
-        from bot.slack.poster import root_key
-        from bot.slack.render import render_blocks
-
-        store = self.ctx.store
-        root = store.slack_posts.get(root_key(chain_id))
-        chain = store.chains.get(chain_id)
-        attempts = store.attempts.for_chain(chain_id)
-        if root is None or not root.posted or chain is None or not attempts:
-            return
-        config = self.ctx.config
-        view = build_root(
-            recipe=chain.recipe,
-            attempts=[AttemptSummary(a.job_id, a.result or a.state, a.last_iter, a.start_iter,
-                                     a.cause if a.result else None) for a in attempts],
-            target_iter=config.recipe(chain.recipe).target_iter,
-            retries_used=chain.retries_used,
-            retry_budget=config.policy_for(chain.recipe).retry_budget,
-            cluster=chain.cluster,
-        )
-        blocks, text = render_blocks("root", config.lang_for(chain.recipe), view.to_view())
-        self.ctx.sink.update_root(chain_id, blocks, text)
+            refresh_root(self.ctx, event.chain_id)
 
     def _charts(self, event: Any) -> None:
         from bot.charts.series import charts_for
@@ -263,25 +240,6 @@ class DemoThread:
                 self.ctx.sink.upload_chart(
                     event.chain_id, f"chart:{event.job_id}:{stage}:{name}", charts[name],
                     name, f"{titles[name]} · job {event.job_id} ({stage})")
-
-
-def post_resolution(ctx: Any, token: str, new_job: str) -> None:
-    """After an approved resubmit: "Resumed as N from iter K (was M)" in the thread."""
-    from bot.core.incident import build_resolution
-    from bot.slack.render import render_blocks
-
-    approval = ctx.store.approvals.get(token)
-    if approval is None or approval.chain_id is None:
-        return
-    old = ctx.store.attempts.get_by_job(str(approval.target_job))
-    new = ctx.store.attempts.get_by_job(str(new_job))
-    view = build_resolution(
-        recipe=approval.payload.get("recipe", RECIPE), old_job_id=str(approval.target_job),
-        new_job_id=str(new_job), from_iter=new.start_iter if new else None,
-        lost_iters=old.work_lost_iters if old else None, actor=approval.decided_by,
-    )
-    blocks, text = render_blocks("resolution", ctx.config.lang_for(view.recipe), view.to_view())
-    ctx.sink.post_reply(approval.chain_id, f"resolution:{new_job}", blocks, text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +353,7 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
     from bot.config import Config
     from bot.core.catalogue import Catalogue
     from bot.services.clusters import ClusterSessions
-    from bot.services.runs import BotContext, submit_and_announce
+    from bot.services.runs import BotContext, refresh_root, submit_and_announce
     from bot.services.watch_events import build_watcher
     from bot.slack.console import ConsoleApprovals, ConsoleSink
     from bot.store import Store
@@ -439,10 +397,12 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
         watcher = build_watcher(ctx, CLUSTER, catalogue)
         thread = DemoThread(ctx, watcher.sink, read_log, catalogue)
         watcher.sink = thread
-        approvals = ConsoleApprovals(
-            ctx, sink, ACTOR, assume_yes=args.yes, read=read,
-            on_done=lambda prompt, res: post_resolution(ctx, prompt.buttons[0].value,
-                                                        str(res.job_id)))
+        # The full diagnosis (leak fit) every tick, not every 5 minutes: the story's leak
+        # must be warned about well before its stall, within seconds.
+        watcher.judge_every_s = policy.tick_s
+        # An approved resubmit posts its resolution and rewrites the root itself
+        # (bot.services.runs.submit_and_announce), as in Slack.
+        approvals = ConsoleApprovals(ctx, sink, ACTOR, assume_yes=args.yes, read=read)
         deadline = started + args.time_limit
         outcome = "time limit"
         while time.monotonic() < deadline:
@@ -451,7 +411,7 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
             except Exception as exc:  # noqa: BLE001 - as schedule_ticks: said, then retried
                 sink.say(f"▶ watcher tick failed (retrying next tick): {exc!r}")
             approvals.answer_pending(time.time())
-            thread.refresh_root(result.chain_id)
+            refresh_root(ctx, result.chain_id)
             chain = store.chains.get(result.chain_id)
             if chain is not None and chain.status != "active":
                 outcome = chain.status

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from bot.core.actions import action_id_for
 from bot.core.models import Action, Diagnosis
 
 GIB = 1024**3
@@ -43,7 +44,8 @@ class AttemptSummary:
 
 @dataclass(frozen=True)
 class ProposedAction:
-    """A button: `kind` picks the words (in the template), `value` is opaque."""
+    """A button: `kind` picks the words (in the template), `value` is opaque, `action_id`
+    is the kind's bot.core.actions.ActionId (a listener exists for it)."""
 
     kind: str  # resubmit | resubmit_mem | cancel_resume | dismiss
     action_id: str
@@ -312,7 +314,7 @@ def build_incident(
 def _button(kind: str, job_id: str, value_for: ValueFactory, style: str | None = None,
             **params: Any) -> ProposedAction:
     value = value_for(kind, {"job": job_id, **{k: v for k, v in params.items() if v is not None}})
-    return ProposedAction(kind=kind, action_id=f"trainbot_{kind}", value=value, style=style,
+    return ProposedAction(kind=kind, action_id=action_id_for(kind).value, value=value, style=style,
                           from_iter=params.get("from_iter"), mem=params.get("mem"))
 
 

@@ -1,11 +1,19 @@
 """Approval buttons: an opaque token in the store behind each prompt, accepted exactly once.
 
-A prompt (an incident's "Resubmit / Resubmit with --mem / Cancel / Dismiss", or a competitor's
-"Hold / No") is one approval row: its action, target job, allowed approvers (bound when the
-prompt is made) and expiry. Every button of the prompt carries the same token as its value; the
-button's action id says which choice. `handle_click` accepts one click per prompt: a double
-click, a Slack retry or a replay after expiry changes nothing, an unauthorized click is refused
-(and told so). Every click is audited, whatever its outcome.
+A prompt (an incident's "Resubmit / Resubmit with --mem / Dismiss", a stalled job's "Cancel
+and resume / Cancel / Dismiss", or a competitor's "Hold / No") is one approval row: its action,
+target job, allowed approvers (bound when the prompt is made) and expiry. Every button of the
+prompt carries the same token as its value; the button's action id (bot.core.actions.ActionId)
+says which choice. `handle_click` accepts one click per prompt: a double click, a Slack retry or
+a replay after expiry changes nothing, an unauthorized click is refused (and told so). Every
+click is audited, whatever its outcome.
+
+Retry budget: an approved resubmit (plain, --mem, or cancel and resume) is charged to the
+chain's retry ledger (`chains.charge_retry`) exactly when the watcher's automatic resubmit of
+the same failure would be: when the failure's class charges the budget
+(`Diagnosis.charges_budget`, the catalogue's `charges_budget`; `preempted` and `node_failure`
+do not). It is charged once, after the job was submitted, inside the claimed click (a double
+click or a Slack retry never reaches it). Proposals themselves are never charged.
 """
 
 from __future__ import annotations
@@ -13,10 +21,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
+from bot.core.actions import ActionId, action_id_for
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.runs import (
@@ -32,21 +40,11 @@ log = logging.getLogger(__name__)
 RESUBMIT_ACTION = "resubmit"
 
 
-class ActionId(StrEnum):
-    """Slack action ids of trainbot's buttons (handlers.actions registers one listener each)."""
-
-    RESUBMIT = "trainbot_resubmit"
-    RESUBMIT_MEM = "trainbot_resubmit_mem"
-    HOLD_COMPETITOR = "trainbot_hold_competitor"
-    KEEP_COMPETITOR = "trainbot_keep_competitor"
-    CANCEL = "trainbot_cancel"
-    DISMISS = "trainbot_dismiss"
-
-
 # choice name stored in the approval's payload <-> the button's action id
 CHOICES: dict[ActionId, str] = {
     ActionId.RESUBMIT: "resubmit",
     ActionId.RESUBMIT_MEM: "resubmit_mem",
+    ActionId.CANCEL_RESUME: "cancel_resume",
     ActionId.HOLD_COMPETITOR: "hold",
     ActionId.KEEP_COMPETITOR: "keep",
     ActionId.CANCEL: "cancel",
@@ -107,13 +105,20 @@ def create_resubmit_prompt(
     mem: str | None = None,
     offer_cancel: bool = False,
 ) -> Prompt:
-    """Store an approval and build the incident's buttons: Resubmit (from iter N), Resubmit
-    with --mem=…, Cancel (a still-running job), Dismiss. The caller posts the blocks."""
-    choices = ["resubmit", "dismiss"]
-    if mem:
-        choices.insert(1, "resubmit_mem")
+    """Store an approval and build its buttons; the caller posts the blocks.
+
+    A finished job's prompt: Resubmit (from iter N), Resubmit with --mem=… (when `mem`),
+    Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
+    complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
+    beside the running one.
+    """
+    if offer_cancel and mem:
+        raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem: "
+                         "--mem is proposed for a finished job's resubmit")
     if offer_cancel:
-        choices.insert(-1, "cancel")
+        choices = ["cancel_resume", "cancel", "dismiss"]
+    else:
+        choices = ["resubmit", "resubmit_mem", "dismiss"] if mem else ["resubmit", "dismiss"]
     token = ctx.store.approvals.create(
         action=RESUBMIT_ACTION,
         payload={
@@ -131,26 +136,18 @@ def create_resubmit_prompt(
         chain_id=chain_id,
     )
     blocks, text = render(ctx, "approval", recipe, approval_view(
-        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem,
-        offer_cancel=offer_cancel))
+        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, choices=choices))
     return Prompt(token, text, blocks)
 
 
 def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,
-                  mem: str | None, offer_cancel: bool) -> dict[str, Any]:
+                  mem: str | None, choices: Iterable[str]) -> dict[str, Any]:
     """The approval template's view: the question and one button per choice, each with the
     same opaque token (the action id says which choice; the words are the template's)."""
-
-    def choice(kind: str, action_id: ActionId, style: str | None = None) -> dict[str, Any]:
-        return {"kind": kind, "action_id": str(action_id), "value": token, "style": style,
-                "from_iter": resume_iter, "mem": mem, "job_id": job_id}
-
-    buttons = [choice("resubmit", ActionId.RESUBMIT, "primary")]
-    if mem:
-        buttons.append(choice("resubmit_mem", ActionId.RESUBMIT_MEM))
-    if offer_cancel:
-        buttons.append(choice("cancel", ActionId.CANCEL, "danger"))
-    buttons.append(choice("dismiss", ActionId.DISMISS))
+    styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
+    buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
+                "style": styles.get(kind), "from_iter": resume_iter, "mem": mem,
+                "job_id": job_id} for kind in choices]
     return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}
 
 
@@ -237,33 +234,139 @@ class _Performed:
 
 
 def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float) -> _Performed:
+    """Carry out a claimed choice (only ever reached once per approval)."""
     payload = approval.payload
     if choice == "hold":
         return _Performed(comp.apply_hold(ctx, approval, actor, now), approval.target_job)
-    recipe = payload["recipe"]
     if choice == "cancel":
         ctx.clusters.slurm(payload["cluster"]).cancel(int(approval.target_job))
         ctx.store.approvals.mark_done(approval.token, now=now)
         return _Performed(f"cancelled job {approval.target_job}", approval.target_job)
+    if choice == "cancel_resume":
+        return _cancel_and_resume(ctx, approval, actor, now)
     overrides: dict[str, str] = {}
     extra = None
     if choice == "resubmit_mem":
         overrides, extra = {"mem": str(payload["mem"])}, {"mem": "size"}
     result = submit_and_announce(
-        ctx, recipe, actor=actor, now=now, overrides=overrides, chain_id=approval.chain_id,
-        extra_overridable=extra,
+        ctx, payload["recipe"], actor=actor, now=now, overrides=overrides,
+        chain_id=approval.chain_id, extra_overridable=extra,
+        charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
     )  # fmt: skip
     ctx.store.approvals.mark_done(approval.token, now=now)
-    proposals = comp.propose_holds(
-        ctx, recipe=recipe, chain_id=result.chain_id, job_id=int(result.job_id),
-        allowed=approval.allowed, now=now,
-        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
-    )  # fmt: skip
     ck = result.checkpoint
     start = f" from iter {ck.iteration}" if ck is not None and ck.iteration is not None else ""
     mem = f" with --mem={overrides['mem']}" if overrides else ""
     return _Performed(f"resubmitted as {result.job_id}{start}{mem}", result.job_id,
-                      [p.competitor for p in proposals])
+                      _propose_holds(ctx, approval, result, now))
+
+
+def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -> _Performed:
+    """A stalled job, approved: scancel it, then resubmit the chain from its latest complete
+    checkpoint (the same submit as a Resubmit button). The cancelled job leaves the watch list
+    first, so the watcher does not judge it as one more failure of the chain; its attempt row
+    says CANCELLED / hang and the work it lost."""
+    payload = approval.payload
+    recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
+    chain_id = approval.chain_id
+    latest = ctx.store.attempts.latest(chain_id) if chain_id is not None else None
+    if latest is not None and latest.job_id != job:
+        raise ServiceError(f"job {job} is no longer the run's current attempt (job "
+                           f"{latest.job_id} is); nothing was cancelled or resubmitted")
+    slurm = ctx.clusters.slurm(cluster)
+    record = slurm.job(int(job))
+    if record is None or not (record.is_running or record.is_pending):
+        state = record.state if record is not None else "unknown to Slurm"
+        raise ServiceError(f"job {job} is no longer running ({state}); nothing was cancelled "
+                           "or resubmitted (its incident in the thread offers the resubmit)")
+    watched = ctx.store.watched_jobs.get(cluster, job)
+    ctx.store.watched_jobs.remove(cluster, job)
+    try:
+        slurm.cancel(int(job))
+    except ClusterError:
+        if watched is not None:  # still running: keep watching it
+            ctx.store.watched_jobs.add(cluster, job, now=watched.added_at,
+                                       chain_id=watched.chain_id, adopted=watched.adopted)
+        raise
+    ctx.store.tail_offsets.delete_job(job)
+    comp.release_held_for(ctx, job, now, "was cancelled", cluster)
+    old = ctx.store.attempts.get_by_job(job, cluster)
+    last_iter = _stalled_at(ctx, approval, old)
+    if old is not None:
+        ctx.store.attempts.update(old.id, state="CANCELLED", result="CANCELLED", cause="hang",
+                                  ended_at=now, last_iter=last_iter)
+
+    def record_work_lost(result: Any) -> None:  # before the resolution says what was lost
+        ck = result.checkpoint
+        if old is not None and last_iter is not None:
+            start = ck.iteration if ck is not None and ck.iteration is not None else 0
+            ctx.store.attempts.update(old.id, work_lost_iters=max(0, last_iter - start))
+
+    try:
+        result = submit_and_announce(
+            ctx, recipe, actor=actor, now=now, chain_id=chain_id,
+            charge_retry=chain_id is not None and charges_budget(ctx, approval, "hang"),
+            before_announce=record_work_lost,
+        )  # fmt: skip
+    except (ServiceError, ClusterError) as exc:
+        raise ServiceError(f"cancelled job {job}, but the resubmit failed: {exc}. "
+                           f"`/train resume {recipe}` tries again") from exc
+    ctx.store.approvals.mark_done(approval.token, now=now)
+    ck = result.checkpoint
+    start = (f" from iter {ck.iteration}" if ck is not None and ck.iteration is not None
+             else " from the start")
+    return _Performed(f"cancelled job {job} and resubmitted it as {result.job_id}{start}",
+                      result.job_id, _propose_holds(ctx, approval, result, now))
+
+
+def _propose_holds(ctx: BotContext, approval: Any, result: Any, now: float) -> list[int]:
+    proposals = comp.propose_holds(
+        ctx, recipe=approval.payload["recipe"], chain_id=result.chain_id,
+        job_id=int(result.job_id), allowed=approval.allowed, now=now,
+        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
+    )  # fmt: skip
+    return [p.competitor for p in proposals]
+
+
+def charges_budget(ctx: BotContext, approval: Any, class_id: str | None = None) -> bool:
+    """Does carrying out this approved resubmit spend one of its chain's retries?
+
+    The same rule as the watcher's automatic resubmit (bot.core.policy.decide: `charged` is
+    the diagnosis' `charges_budget`): what the watcher recorded for the target job — its final
+    incident, or for `class_id` (a stall: "hang") that class's warning — else the catalogue's
+    class of the attempt's cause; a failure of unknown class charges (like unknown_failure).
+    """
+    job = str(approval.target_job)
+    recorded = [i for i in ctx.store.incidents.for_chain(approval.chain_id)
+                if i.job_id == job and (i.class_id == class_id if class_id
+                                        else i.diagnosis.get("kind") == "incident")]
+    for incident in reversed(recorded):
+        diagnosis = incident.diagnosis.get("diagnosis") or {}
+        if isinstance(diagnosis.get("charges_budget"), bool):
+            return diagnosis["charges_budget"]
+    if class_id is None:
+        attempt = ctx.store.attempts.get_by_job(job, approval.payload.get("cluster"))
+        class_id = attempt.cause if attempt is not None else None
+    if class_id is None:
+        return True
+    from bot.core.catalogue import Catalogue
+
+    try:
+        return bool(Catalogue.load(ctx.config.catalogue.extra).get(class_id).charges_budget)
+    except KeyError:
+        return True
+
+
+def _stalled_at(ctx: BotContext, approval: Any, attempt: Any) -> int | None:
+    """The stalled job's last iteration: the attempt row (written by the watcher at most every
+    few minutes) or the stall warning's diagnosis, whichever is further."""
+    seen = [attempt.last_iter] if attempt is not None else []
+    for incident in ctx.store.incidents.for_chain(approval.chain_id or -1):
+        if incident.job_id == str(approval.target_job) and incident.class_id == "hang":
+            metrics = (incident.diagnosis.get("diagnosis") or {}).get("metrics") or {}
+            seen.append(metrics.get("last_iter"))
+    known = [int(v) for v in seen if v is not None]
+    return max(known) if known else None
 
 
 def _hold_summary(approval: Any) -> str:

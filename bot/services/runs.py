@@ -255,11 +255,18 @@ def submit_and_announce(
     chain_id: int | None = None,
     extra_overridable: Mapping[str, OverrideType] | None = None,
     channel: str | None = None,
+    charge_retry: bool = False,
+    before_announce: Callable[[SubmitResult], None] | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
     `extra_overridable` widens the recipe's overridable keys for this one submit: an approver
     approving "Resubmit with --mem=…" may change what a plain submitter may not.
+    `charge_retry`: count this resubmit against the chain's retry budget (`chains.
+    charge_retry`), once the job is submitted and before the thread is told, so the root shows
+    it; the caller decides (bot.services.approvals.charges_budget, or the policy's
+    `Decision.charged`). `before_announce(result)` runs at the same point (bookkeeping the
+    thread's messages read, e.g. the work a cancelled attempt lost).
     """
     config = ctx.config
     if extra_overridable:
@@ -276,6 +283,10 @@ def submit_and_announce(
         actor=actor,
         chain_id=chain_id,
     )
+    if charge_retry:
+        ctx.store.chains.charge_retry(result.chain_id, now=now)
+    if before_announce is not None:
+        before_announce(result)
     from bot.slack.render import RenderError
 
     try:
@@ -316,7 +327,7 @@ def _announce(
         key = f"chain:{chain_id}:attempt:{result.attempt_no}:submitted"
         blocks, text = render(ctx, "submitted", recipe, submitted_view(recipe, result, actor))
     else:
-        key = f"resolution:{result.job_id}"  # bot.commands.demo posts under the same key
+        key = f"resolution:{result.job_id}"
         blocks, text = render(ctx, "resolution", recipe,
                               resolution_view(recipe, result, actor, previous))
     post_safely(ctx, "reply", chain_id, key, blocks, text)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.core.actions import ActionId
 from bot.slack.render import blocks_to_text
 
 ROOT_BAR = "━" * 72
@@ -31,11 +32,11 @@ REPLY_BAR = "─" * 68
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)>")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-# Action ids of the approval buttons (bot.services.approvals.ActionId values; kept as strings
-# here so rendering does not import the services layer).
-RESUBMIT_ACTIONS = ("trainbot_resubmit", "trainbot_resubmit_mem")
-DISMISS_ACTION = "trainbot_dismiss"
-CANCEL_ACTIONS = ("trainbot_cancel", "trainbot_cancel_resume")
+# Action ids of the approval buttons (bot.core.actions: pure, so rendering does not import
+# the services layer).
+RESUBMIT_ACTIONS = (ActionId.RESUBMIT.value, ActionId.RESUBMIT_MEM.value)
+DISMISS_ACTION = ActionId.DISMISS.value
+CANCEL_ACTIONS = (ActionId.CANCEL.value, ActionId.CANCEL_RESUME.value)
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,13 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
                               result="FAILED", cause="nccl_timeout", last_iter=3400)
     prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=first.chain_id, job_id="88887",
                                     now=NOW, summary="88887: NCCL", resume_iter=3000,
-                                    mem="1900G", offer_cancel=True)
+                                    mem="1900G")
     labels = [b["text"]["text"] for b in prompt.blocks[1]["elements"]]
-    assert labels == ["재제출 (iter 3000부터 재개)", "--mem=1900G으로 재제출", "88887 취소", "무시"]
+    assert labels == ["재제출 (iter 3000부터 재개)", "--mem=1900G으로 재제출", "무시"]
+    stall = create_resubmit_prompt(ctx, recipe="mix", chain_id=first.chain_id, job_id="88887",
+                                   now=NOW, summary="88887: stalled", offer_cancel=True)
+    assert [b["text"]["text"] for b in stall.blocks[1]["elements"]] == [
+        "88887 취소 후 재개", "88887 취소", "무시"]
     assert {b["value"] for b in prompt.blocks[1]["elements"]} == {prompt.token}
     ctx.sink.post_reply(first.chain_id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
 

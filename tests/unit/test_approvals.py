@@ -54,14 +54,31 @@ def test_prompt_buttons_carry_only_the_opaque_token(ctx: BotContext) -> None:
     _, token = failed_run(ctx)
     prompt_blocks = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=1, job_id="88154", now=NOW, summary="s", resume_iter=3000,
-        mem="1900G", offer_cancel=True,
+        mem="1900G",
     ).blocks  # fmt: skip
     buttons = prompt_blocks[1]["elements"]
     assert [b["action_id"] for b in buttons] == [
-        ActionId.RESUBMIT, ActionId.RESUBMIT_MEM, ActionId.CANCEL, ActionId.DISMISS]
+        ActionId.RESUBMIT, ActionId.RESUBMIT_MEM, ActionId.DISMISS]
     assert buttons[0]["text"]["text"] == "Resubmit (resume from iter 3000)"
     assert buttons[1]["text"]["text"] == "Resubmit with --mem=1900G"
     assert len({b["value"] for b in buttons}) == 1 and "88154" not in buttons[0]["value"]
+
+
+def test_a_running_jobs_prompt_offers_cancel_and_resume_not_a_second_copy(
+    ctx: BotContext,
+) -> None:
+    chain_id, _ = failed_run(ctx)
+    buttons = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain_id, job_id="88154", now=NOW, summary="stalled",
+        offer_cancel=True,
+    ).blocks[1]["elements"]  # fmt: skip
+    assert [b["action_id"] for b in buttons] == [
+        ActionId.CANCEL_RESUME, ActionId.CANCEL, ActionId.DISMISS]
+    assert [b["text"]["text"] for b in buttons] == [
+        "Cancel 88154 and resume", "Cancel 88154", "Dismiss"]
+    with pytest.raises(ValueError, match="cannot offer --mem"):
+        create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88154", now=NOW,
+                               summary="stalled", mem="1900G", offer_cancel=True)
 
 
 def test_authorized_click_resubmits_once_and_updates_the_message(

@@ -88,3 +88,42 @@ def test_attempts_table():
         "246 | 100 → ?  | PENDING | -",
     ]
 
+
+
+def test_the_demo_thread_root_is_the_bots_own_with_the_sites_templates(tmp_path: Path):
+    """The demo rewrites the root through bot.services.runs.refresh_root: the recipe's
+    language and the site's `templates.dir`, exactly as the Slack bot does."""
+    import io
+
+    from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
+
+    from bot.services.runs import BotContext
+    from bot.services.watcher import WatchEvent
+    from bot.slack.console import ConsoleSink
+    from bot.store import Store
+
+    site = tmp_path / "site" / "en"
+    site.mkdir(parents=True)
+    (site / "root.json.j2").write_text(
+        '{"text": {{ ("site root " ~ job_id) | tojson }}, "blocks": [{"type": "header", '
+        '"text": {"type": "plain_text", "text": {{ ("SITE ROOT " ~ job_id ~ " " ~ state) '
+        '| tojson }}}}]}')
+    config = make_config()
+    config.templates.dir = str(tmp_path / "site")
+    out = io.StringIO()
+    with Store.open(f"sqlite:///{tmp_path / 'demo.db'}") as store:
+        sink = ConsoleSink(tmp_path / "charts", out=out, store=store)
+        ctx = BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm()),
+                         sink=sink)
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=0.0)
+        store.attempts.add(chain_id=chain.id, job_id="88154", now=0.0)
+        sink.post_root(chain.id, "C0TRAIN", [], "mix")
+
+        class Inner:
+            def publish(self, event: object) -> None:
+                pass
+
+        thread = demo.DemoThread(ctx, Inner(), read_log=lambda path: b"", catalogue=None)
+        thread.publish(WatchEvent("note", "k1", "dev", "hello", chain_id=chain.id,
+                                  job_id="88154", recipe="mix"))
+    assert "SITE ROOT 88154 PENDING" in out.getvalue()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.actions import ActionId, action_id_for
 from bot.core.incident import (
     AttemptSummary,
     build_incident,
@@ -96,6 +97,8 @@ def test_stall_warning_offers_cancel_and_resume():
                       now=1360.0, stalled_since=1000.0, last_checkpoint_iter=3000)
     assert w.stalled_seconds == 360.0
     assert [a.kind for a in w.actions] == ["cancel_resume", "dismiss"]
+    # the clicks arrive with action ids that handlers.actions listens to
+    assert [a.action_id for a in w.actions] == [ActionId.CANCEL_RESUME, ActionId.DISMISS]
     with pytest.raises(ValueError, match="kind"):
         build_warning(kind="oops", recipe="r", job_id="1", last_iter=None, now=0.0)
 
@@ -111,3 +114,17 @@ def test_callers_memory_estimate_wins():
     inc = build_incident(d, recipe="mix", job_id="87870", last_checkpoint_iter=None, now=0.0,
                          mem_limit_bytes=300 * GIB, suggested_mem="700G")
     assert inc.actions[0].mem == "700G"
+
+
+@pytest.mark.parametrize("d", [
+    diag("hang", Action.ASK, last_iter=10),
+    diag("nccl_timeout", Action.RESUBMIT, retryable=True, last_iter=10),
+    diag("host_oom", Action.ASK, last_iter=10),
+])
+def test_every_proposed_button_is_a_known_action_id(d: Diagnosis):
+    inc = build_incident(d, recipe="mix", job_id="7", last_checkpoint_iter=0, now=0.0,
+                         mem_limit_bytes=100 * GIB)
+    assert inc.actions
+    assert all(a.action_id in set(ActionId) for a in inc.actions)
+    with pytest.raises(ValueError, match="no action id for button kind 'reboot'"):
+        action_id_for("reboot")

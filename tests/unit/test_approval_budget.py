@@ -1,0 +1,233 @@
+"""Approved resubmits spend the chain's retry budget like automatic ones, once; a stalled job's
+"Cancel and resume" cancels it and resumes the chain, only after an authorized yes.
+
+The 88154 story (hang -> NCCL watchdog) through the real watcher, ThreadEvents and approvals,
+with in-memory Slurm/SFTP and a real SQLite store.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fixtures.watcher.fakes import T0, FakeSFTP
+
+from bot.core.actions import ActionId
+from bot.core.catalogue import Catalogue
+from bot.services import ServiceError
+from bot.services.approvals import charges_budget, create_resubmit_prompt, handle_click
+from bot.services.runs import BotContext, render, root_view
+from bot.services.watch_events import ThreadEvents
+from bot.services.watcher import Watcher
+from bot.store import Store
+
+STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+LOG = "/scratch/mix/logs/mix-88154.out"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+class Story:
+    """Job 88154 of chain `chain_id` running under a watcher; `posted` keeps (key, blocks)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.slurm = FakeSlurm()
+        self.ctx: BotContext = make_context(store, self.slurm)
+        self.ctx.clock = lambda: T0 + 1900
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        self.chain_id = chain.id
+        store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+        store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
+        self.ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        self.slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
+        self.lines = STORY.read_bytes().splitlines(keepends=True)
+        self.stall = next(i for i, x in enumerate(self.lines) if b"iter: 3470/" in x)
+        self.sftp = FakeSFTP()
+        self.sftp.append(LOG, b"".join(self.lines[: self.stall + 1]))
+        self.posted: list[tuple[str, list]] = []
+        real_reply = self.ctx.sink.post_reply
+
+        def capture(chain_id: int, key: str, blocks: list, text: str) -> str:
+            self.posted.append((key, blocks))
+            return real_reply(chain_id, key, blocks, text)
+
+        self.ctx.sink.post_reply = capture
+        self.watcher = Watcher("dev", slurm=self.slurm, sftp=lambda: self.sftp, store=store,
+                               catalogue=Catalogue.load(), sink=ThreadEvents(self.ctx),
+                               config=self.ctx.config, checkpoint_iter=lambda r: 3000)
+
+    def stalled(self) -> dict:
+        """Tick into the stall; returns the warning's Cancel-and-resume button."""
+        self.watcher.tick(T0)
+        self.watcher.tick(T0 + 360)
+        key, blocks = self.posted[-1]
+        assert ":hang:" in key
+        return button(blocks, ActionId.CANCEL_RESUME)
+
+    def died(self) -> dict:
+        """The watchdog fires, the job ends FAILED; returns the incident's Resubmit button."""
+        self.sftp.clock = T0 + 1805
+        self.sftp.append(LOG, b"".join(self.lines[self.stall + 1:]))
+        self.slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
+        self.watcher.tick(T0 + 1830)
+        key, blocks = self.posted[-1]
+        assert key == "dev:88154:final"
+        return button(blocks, ActionId.RESUBMIT)
+
+    def retries(self) -> int:
+        return self.store.chains.get(self.chain_id).retries_used
+
+
+def button(blocks: list, action_id: str) -> dict:
+    found = [e for b in blocks if b.get("type") == "actions" for e in b["elements"]
+             if e["action_id"] == action_id]
+    assert found, f"no {action_id} button in {blocks}"
+    return found[0]
+
+
+# ------------------------------------------------------------------------------ the budget
+
+
+def test_approved_resubmit_charges_the_chain_once_and_the_root_shows_it(store: Store) -> None:
+    s = Story(store)
+    s.stalled()
+    resubmit = s.died()
+    incident = store.incidents.get("dev:88154:final")
+    assert "charged: 1 of 3" in incident.diagnosis["text"]
+    assert s.retries() == 0  # proposing is not spending
+    result = handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1900)
+    assert result.status == "done", result
+    assert s.retries() == 1
+    blocks, _ = render(s.ctx, "root", "mix", root_view(s.ctx, s.chain_id))
+    assert "retries 1 of 3" in str(blocks)
+    # a double click, a Slack retry and the next ticks charge nothing more
+    assert handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1901,
+                        retry_num=1).status == "duplicate"
+    assert handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "U0APPR",
+                        T0 + 1902).status == "duplicate"
+    s.watcher.tick(T0 + 1930)
+    assert s.retries() == 1 and len(s.slurm.submits()) == 1
+
+
+def test_a_failed_resubmit_charges_nothing(store: Store) -> None:
+    s = Story(store)
+    s.stalled()
+    resubmit = s.died()
+
+    def refuse(**kwargs: object) -> int:
+        raise ServiceError("sbatch: no")
+
+    s.slurm.submit = refuse  # type: ignore[method-assign]
+    result = handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1900)
+    assert result.status == "failed"
+    assert s.retries() == 0
+
+
+@pytest.mark.parametrize("class_id", ["preempted", "node_failure"])
+def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
+                                                              class_id: str) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    # as the watcher records a finished job (bot.services.watcher._finished)
+    store.incidents.record("dev:88154:final", class_id=class_id, now=T0, chain_id=chain.id,
+                           job_id="88154", state="posted",
+                           diagnosis={"kind": "incident", "diagnosis": {
+                               "class": class_id, "charges_budget": False}})
+    token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                   now=T0, summary="preempted").token
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", T0 + 1).status == "done"
+    assert store.chains.get(chain.id).retries_used == 0
+
+
+def test_without_a_recorded_incident_the_catalogue_class_of_the_cause_decides(
+    store: Store,
+) -> None:
+    ctx = make_context(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    attempt = store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+
+    def approval_for(cause: str | None):  # noqa: ANN202
+        store.attempts.update(attempt.id, cause=cause)
+        token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                       now=T0, summary="s").token
+        return store.approvals.get(token)
+
+    assert charges_budget(ctx, approval_for("node_failure")) is False
+    assert charges_budget(ctx, approval_for("time_limit")) is True
+    assert charges_budget(ctx, approval_for(None)) is True  # unknown: as unknown_failure
+
+
+# ------------------------------------------------------------------------ cancel and resume
+
+
+def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -> None:
+    s = Story(store)
+    cancel_resume = s.stalled()
+    assert cancel_resume["text"]["text"] == "Cancel 88154 and resume"
+    token = cancel_resume["value"]
+
+    refused = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "U0ALICE", T0 + 400)
+    assert refused.status == "unauthorized"
+    assert s.slurm.acted("cancel") == [] and s.slurm.submits() == []
+
+    result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
+    assert result.status == "done", result
+    assert result.update_text == ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted "
+                                  "it as 88887 from the start")
+    assert s.slurm.acted("cancel") == [88154]
+    assert len(s.slurm.submits()) == 1 and s.slurm.submits()[0]["job_name"] == "mix"
+    old, new = store.attempts.for_chain(s.chain_id)
+    assert (old.job_id, old.result, old.cause, old.last_iter) == ("88154", "CANCELLED", "hang",
+                                                                  3470)
+    assert old.work_lost_iters == 3470  # no checkpoint in this recipe: resumed from the start
+    assert new.job_id == "88887"
+    assert store.watched_jobs.get("dev", "88154") is None
+    assert store.watched_jobs.get("dev", "88887") is not None
+    assert store.approvals.get(token).state == "done"
+    assert s.retries() == 1  # a hang charges the budget, as its NCCL abort would have
+    assert ("reply", s.chain_id, "resolution:88887",
+            "mix: resumed as 88887 from the start") in s.ctx.sink.posts
+
+    # the click again, a Slack retry, another approver: nothing more is cancelled or submitted
+    for actor, retry in (("W0LEAD", 0), ("W0LEAD", 1), ("U0APPR", 0)):
+        again = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, actor, T0 + 402, retry)
+        assert again.status == "duplicate"
+    assert s.slurm.acted("cancel") == [88154] and len(s.slurm.submits()) == 1
+    assert s.retries() == 1
+
+    # the watcher no longer judges the cancelled job: no incident, the chain stays active
+    s.slurm.set(88154, state="CANCELLED", end_time=T0 + 402)
+    s.watcher.tick(T0 + 420)
+    assert store.incidents.get("dev:88154:final") is None
+    assert store.chains.get(s.chain_id).status == "active"
+
+
+def test_cancel_and_resume_of_a_job_that_already_ended_does_nothing(store: Store) -> None:
+    s = Story(store)
+    token = s.stalled()["value"]
+    s.died()  # the watchdog fired before anyone clicked
+    result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 1900)
+    assert result.status == "failed"
+    assert "job 88154 is no longer running (FAILED); nothing was cancelled" in \
+        result.update_text
+    assert s.slurm.acted("cancel") == [] and s.slurm.submits() == []
+    assert s.retries() == 0
+
+
+def test_cancel_and_resume_is_not_a_choice_of_a_finished_jobs_prompt(store: Store) -> None:
+    s = Story(store)
+    s.stalled()
+    resubmit = s.died()
+    result = handle_click(s.ctx, resubmit["value"], ActionId.CANCEL_RESUME, "W0LEAD", T0 + 1900)
+    assert result.status == "unknown"
+    assert s.slurm.acted("cancel") == [] and s.slurm.submits() == []
