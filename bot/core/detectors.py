@@ -111,7 +111,7 @@ def detect_stall(
     )
 
 
-def theil_sen(x: np.ndarray, y: np.ndarray, max_points: int = 600) -> tuple[float, float, float]:
+def theil_sen(x: np.ndarray, y: np.ndarray, max_points: int = 300) -> tuple[float, float, float]:
     """Theil–Sen line through (x, y): (slope, intercept, share of pairwise slopes > 0).
 
     The median of pairwise slopes ignores up to ~29 % outliers (one spike, a save peak).
