@@ -1,4 +1,5 @@
-"""`trainbot run [--config PATH]`: start the Slack app and the scheduler; runs until stopped."""
+"""`trainbot run [--config PATH]`: start the Slack app and the scheduler (hold releases and one
+watcher tick per configured cluster); runs until stopped."""
 
 from __future__ import annotations
 
@@ -33,11 +34,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build_scheduler(services: Any, *, tick: Tick | None = None,
-                    clock: Callable[[], float] = time.time) -> Any:
+                    clock: Callable[[], float] = time.time, watch: bool = False,
+                    catalogue: Any = None) -> Any:
     """A UTC BackgroundScheduler (coalesce, max_instances=1) with trainbot's periodic jobs.
 
-    `holds` releases held competitors once their resumed job runs. `watch` is the watcher tick
-    and is registered only when a tick function is given.
+    `holds` releases held competitors once their resumed job runs. `watch` is a custom tick
+    function's job, registered only when `tick` is given. With `watch=True` every configured
+    cluster gets its production watcher (`add_watchers`), `watch:<cluster>`.
     """
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -62,11 +65,42 @@ def build_scheduler(services: Any, *, tick: Tick | None = None,
     if tick is not None:
         scheduler.add_job(guarded("watch", tick), "interval", seconds=every, id="watch",
                           replace_existing=True)
+    if watch:
+        add_watchers(scheduler, services, catalogue=catalogue, clock=clock)
     return scheduler
+
+
+def tick_interval(config: Any, cluster: str) -> float:
+    """Seconds between a cluster's watcher ticks: the policy's `tick_s`, or the shortest a
+    recipe on that cluster asks for (a recipe with short thresholds needs ticks as short)."""
+    seconds = [config.policy_for(name).tick_s for name, recipe in config.recipes.items()
+               if recipe.cluster == cluster]
+    return min([config.policy.tick_s, *seconds])
+
+
+def add_watchers(scheduler: Any, services: Any, *, catalogue: Any = None,
+                 clock: Callable[[], float] | None = None) -> list[Any]:
+    """One watcher job (`watch:<cluster>`, coalesced, one instance at a time) per configured
+    cluster, every `tick_interval`. The catalogue defaults to the packaged one extended by
+    the config's `catalogue.extra` site files (a bad file raises CatalogueError at startup,
+    not on the first tick)."""
+    from bot.core.catalogue import Catalogue
+    from bot.services.watch_events import build_watcher
+    from bot.services.watcher import schedule_ticks
+
+    config = services.config
+    if catalogue is None:
+        catalogue = Catalogue.load(config.catalogue.extra)
+    return [
+        schedule_ticks(scheduler, build_watcher(services, name, catalogue),
+                       seconds=tick_interval(config, name), clock=clock)
+        for name in config.clusters
+    ]
 
 
 def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
     from bot.app import build_app, build_context, start
+    from bot.core.catalogue import Catalogue, CatalogueError
     from bot.store import StoreError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
@@ -77,12 +111,13 @@ def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
         if missing:
             raise ConfigError(f"slack.mode={config.slack.mode} needs ${', $'.join(missing)} "
                               "set in the environment (never in the config file)")
+        catalogue = Catalogue.load(config.catalogue.extra)
         services = build_context(config)
-    except (ConfigError, StoreError) as exc:
+    except (ConfigError, StoreError, CatalogueError) as exc:
         print(f"trainbot run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     app = build_app(config, services)
-    scheduler = build_scheduler(services, tick=tick)
+    scheduler = build_scheduler(services, tick=tick, watch=True, catalogue=catalogue)
     scheduler.start()
     try:
         start(app, config, http_port=args.http_port)

@@ -1,0 +1,167 @@
+"""`trainbot run`'s scheduler: one production watcher job per configured cluster, on real
+APScheduler objects (never started: jobs are inspected and their functions called directly)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from apscheduler.triggers.interval import IntervalTrigger
+
+import bot.services.watch_events as watch_events
+from bot.cli import EXIT_USAGE
+from bot.commands import run as run_cmd
+from bot.commands.run import add_watchers, build_scheduler, tick_interval
+from bot.config import Config
+from bot.core.catalogue import Catalogue, CatalogueError
+from bot.services.runs import BotContext
+from bot.store import Store
+
+SITE_CATALOGUE = """\
+schema: 1
+classes:
+  site_fs_quota:
+    title: Lustre quota exceeded
+    explanation: The job's project ran out of its Lustre quota.
+    action: stop
+    retryable: false
+    charges_budget: false
+    priority: 95
+    hint: Free space or ask for more quota.
+    patterns:
+      primary:
+        - 'Disk quota exceeded'
+"""
+
+
+def config_data(extra: list[str] | None = None) -> dict[str, Any]:
+    cluster = {"host": "127.0.0.1", "port": 2222, "user": "slurmci", "key_file": "/nonexistent"}
+    recipe = {"sbatch_script": "/home/slurmci/train.sbatch", "owners": ["U0OWNER"]}
+    return {
+        "clusters": {"alpha": cluster, "beta": cluster},
+        "recipes": {
+            "slow": {**recipe, "cluster": "alpha"},
+            "fast": {**recipe, "cluster": "beta", "policy": {"tick_s": 5}},
+        },
+        "policy": {"tick_s": 30},
+        "catalogue": {"extra": extra or []},
+    }
+
+
+class RecordingSlurm:
+    def __init__(self) -> None:
+        self.calls: list[list[int]] = []
+
+    def jobs(self, ids: Any) -> dict[int, Any]:
+        self.calls.append(list(ids))
+        return {}  # not known yet: nothing to judge
+
+
+class Clusters:
+    def __init__(self) -> None:
+        self.by_name = {"alpha": RecordingSlurm(), "beta": RecordingSlurm()}
+
+    def slurm(self, name: str) -> RecordingSlurm:
+        return self.by_name[name]
+
+    def sftp(self, name: str) -> Any:
+        raise AssertionError("nothing to read: no job is running")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+def context(store: Store, extra: list[str] | None = None) -> BotContext:
+    return BotContext(config=Config.model_validate(config_data(extra)), store=store,
+                      clusters=Clusters())
+
+
+def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store) -> None:
+    ctx = context(store)
+    scheduler = build_scheduler(ctx, watch=True)
+    jobs = {job.id: job for job in scheduler.get_jobs()}
+    assert sorted(jobs) == ["holds", "watch:alpha", "watch:beta"]
+    assert str(scheduler.timezone) == "UTC"
+    for name, seconds in (("watch:alpha", 30), ("watch:beta", 5)):
+        job = jobs[name]
+        assert isinstance(job.trigger, IntervalTrigger)
+        assert job.trigger.interval.total_seconds() == seconds, name
+        assert str(job.trigger.timezone) == "UTC"
+        assert job.coalesce is True
+        assert job.max_instances == 1
+
+
+def test_without_watch_the_scheduler_keeps_only_its_own_jobs(store) -> None:
+    assert [j.id for j in build_scheduler(context(store)).get_jobs()] == ["holds"]
+
+
+def test_the_shortest_tick_a_recipe_on_the_cluster_asks_for_wins() -> None:
+    config = Config.model_validate(config_data())
+    assert tick_interval(config, "alpha") == 30  # `slow` keeps the default
+    assert tick_interval(config, "beta") == 5  # `fast` asks for 5 s
+
+
+def test_each_job_ticks_its_own_clusters_watcher_only(store) -> None:
+    ctx = context(store)
+    chain = store.chains.create(recipe="fast", cluster="beta", job_name="fast", now=1.0)
+    store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
+    store.watched_jobs.add("beta", "4242", now=1.0, chain_id=chain.id)
+    scheduler = build_scheduler(ctx, watch=True, clock=lambda: 100.0)
+    jobs = {job.id: job for job in scheduler.get_jobs()}
+    jobs["watch:beta"].func()
+    jobs["watch:alpha"].func()
+    assert ctx.clusters.slurm("beta").calls == [[4242]]
+    assert ctx.clusters.slurm("alpha").calls == []  # nothing watched there: no Slurm call
+
+
+def test_watchers_use_the_catalogue_with_the_sites_extra_files(store, tmp_path, monkeypatch
+                                                                ) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE_CATALOGUE)
+    ctx = context(store, extra=[str(site)])
+    seen: dict[str, Catalogue] = {}
+    real = watch_events.build_watcher
+
+    def spy(services: Any, cluster: str, catalogue: Any, **kw: Any) -> Any:
+        seen[cluster] = catalogue
+        return real(services, cluster, catalogue, **kw)
+
+    monkeypatch.setattr(watch_events, "build_watcher", spy)
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    added = add_watchers(BackgroundScheduler(timezone="UTC"), ctx)
+    assert sorted(j.id for j in added) == ["watch:alpha", "watch:beta"]
+    assert set(seen) == {"alpha", "beta"}
+    for catalogue in seen.values():
+        assert "site_fs_quota" in catalogue.classes
+
+
+def test_a_missing_site_catalogue_fails_at_startup(store, tmp_path) -> None:
+    ctx = context(store, extra=[str(tmp_path / "nope.yaml")])
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    with pytest.raises(CatalogueError, match="nope.yaml"):
+        add_watchers(BackgroundScheduler(timezone="UTC"), ctx)
+
+
+def test_trainbot_run_exits_2_naming_a_bad_site_catalogue(tmp_path, monkeypatch, capsys
+                                                         ) -> None:
+    data = config_data(extra=[str(tmp_path / "missing-site.yaml")])
+    data["store"] = {"url": f"sqlite:///{tmp_path / 'state.db'}"}
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
+    args = argparse.Namespace(config=str(path), http_port=3000)
+    assert run_cmd.run(args) == EXIT_USAGE
+    assert "missing-site.yaml" in capsys.readouterr().err
