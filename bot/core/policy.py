@@ -28,6 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.models import Accounting, Action, Diagnosis
+from bot.core.units import format_size
 
 #: Never resubmitted, whatever the catalogue or a site file says (FAILURES.md).
 STOP_CLASSES = frozenset({"cuda_oom", "compiler_missing", "nan_loss", "silent_exit"})
@@ -302,8 +303,8 @@ def _host_oom(
     if mem_bytes <= current:
         return Decision(
             DecisionKind.ASK_HUMAN,
-            f"host memory exhausted{saving} at {_gib(current)}, already at the site's cap "
-            f"({_gib(p.mem_cap_bytes or current)}): cut host memory instead. "
+            f"host memory exhausted{saving} at {_size(current)}, already at the site's cap "
+            f"({_size(p.mem_cap_bytes or current)}): cut host memory instead. "
             f"{diagnosis.hint}".strip(),
             charged=charged,
             offers=(OFFER_DISMISS,),
@@ -311,7 +312,7 @@ def _host_oom(
         )
     return Decision(
         DecisionKind.PROPOSE_MEM_RESUBMIT,
-        f"host memory exhausted{saving} (limit {_gib(limit)}, MaxRSS {_gib(max_rss)}): "
+        f"host memory exhausted{saving} (limit {_size(limit)}, MaxRSS {_size(max_rss)}): "
         f"proposing to resubmit {where} with --mem={mem_text}",
         charged=charged,
         not_before=not_before,
@@ -397,8 +398,8 @@ def _resume_text(checkpoint_iter: int | None, lost: int | None) -> str:
     return text
 
 
-def _gib(n: int | None) -> str:
-    return "unknown" if n is None else f"{n / GIB:.0f} GiB"
+def _size(n: int | None) -> str:
+    return "unknown" if n is None else format_size(n)
 
 
 # --------------------------------------------------------------------------- early warnings

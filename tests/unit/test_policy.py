@@ -296,6 +296,13 @@ def test_host_oom_at_cap_asks_to_cut_memory():
     assert dec.mem is None and "cap" in dec.reason
 
 
+def test_host_oom_of_a_small_job_states_its_sizes_in_mib():
+    acct = Accounting(state="FAILED", signal=9, mem_limit_bytes=150 * 1024**2,
+                      max_rss_bytes=230 * 1024**2)
+    dec = decide(diag("host_oom"), chain(1000), MANUAL, NOW, accounting=acct)
+    assert "limit 150.0 MiB" in dec.reason and "MaxRSS 230.0 MiB" in dec.reason
+
+
 def test_host_oom_without_limit_asks():
     acct = Accounting(state="OUT_OF_MEMORY")
     dec = decide(diag("host_oom"), chain(1000), MANUAL, NOW, accounting=acct)
