@@ -17,6 +17,7 @@ from typing import Any
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.units import parse_size
+from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
 from bot.store import Store
 
@@ -234,6 +235,7 @@ def submit_recipe(
         checkpoint = find_resume_checkpoint(effective, sftp)
         env = submit_env(recipe_name, effective, checkpoint)
         job_id = _submit(slurm, effective, job_name, env)
+        crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
     except Exception as exc:
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name, result="failed",
@@ -313,3 +315,59 @@ def parse_job_id(stdout: str, command: str) -> str:
             f"or a bare number): {stdout.strip()[-200:]!r}"
         )
     return match[1]
+
+
+def find_unrecorded_submit(
+    slurm: Any, *, job_name: str, user: str | None, after_job: str, known: set[str]
+) -> str | None:
+    """A job named `job_name` with an id above `after_job` that no attempt records: what a
+    resubmit left behind when the bot died between `sbatch` and recording the attempt.
+
+    One squeue (queued/running) and, if nothing is there, one sacct (finished since); job ids
+    only grow, so "above the failed attempt's id" means "submitted after it"."""
+    user_args = [f"--user={user}"] if user else []
+    queries = (
+        ["squeue", "-h", f"--name={job_name}", *user_args, "-o", "%i"],
+        ["sacct", "-X", "-n", "-P", f"--name={job_name}", *user_args, "-S", "now-7days",
+         "-o", "JobID"],
+    )
+    for argv in queries:
+        out = slurm.runner.run(argv, check=True).stdout
+        ids = {line.split("_")[0].strip() for line in out.splitlines() if line.strip()}
+        found = sorted((i for i in ids if i.isdigit() and int(i) > int(after_job)
+                        and i not in known), key=int)
+        if found:
+            return found[0]
+    return None
+
+
+def adopt_unrecorded_submit(
+    config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Any,
+    sftp: Any, store: Store, now: float,
+) -> SubmitResult | None:
+    """Record (as the chain's next attempt, watched) a job a crashed resubmit left on the
+    cluster; None when there is none (then submitting is safe)."""
+    recipe = config.recipe(recipe_name)
+    chain = store.chains.get(chain_id)
+    if chain is None:
+        raise UsageProblem(f"no run chain {chain_id}")
+    known = {a.job_id for a in store.attempts.for_chain(chain_id)}
+    user = getattr(config.clusters.get(recipe.cluster), "user", None)
+    job_id = find_unrecorded_submit(slurm, job_name=chain.job_name, user=user,
+                                    after_job=after_job, known=known)
+    if job_id is None:
+        return None
+    checkpoint = find_resume_checkpoint(recipe, sftp)  # what the lost submit resumed from
+    attempt = store.attempts.add(
+        chain_id=chain_id, job_id=job_id, now=now,
+        start_iter=checkpoint.iteration if checkpoint else None,
+        checkpoint_path=checkpoint.path if checkpoint else None,
+    )
+    store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
+    store.audit.record(
+        actor="trainbot", action="submit", now=now, recipe=recipe_name, job_id=job_id,
+        result="ok", detail={"chain_id": chain_id, "attempt_no": attempt.attempt_no,
+                             "adopted_after_crash": True},
+    )  # fmt: skip
+    return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt.attempt_no,
+                        job_name=chain.job_name, checkpoint=checkpoint)

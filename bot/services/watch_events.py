@@ -171,8 +171,34 @@ def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
                                      chain_id=chain_id)
         return str(result.job_id)
 
+    def recover(recipe: str, chain_id: int, old_job: str) -> str | None:
+        # A resubmit the bot died in: the job it left (recorded or not) is kept and announced
+        # (posts are idempotent by key) instead of submitting a second one.
+        from bot.core.checkpoints import Checkpoint
+        from bot.services.runs import LazySFTP, _announce
+        from bot.services.submit import SubmitResult, adopt_unrecorded_submit
+
+        now = ctx.clock()
+        latest = ctx.store.attempts.latest(chain_id)
+        chain = ctx.store.chains.get(chain_id)
+        if latest is not None and chain is not None and latest.job_id != old_job:
+            if latest.result is None:
+                ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
+            ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
+                  if latest.checkpoint_path else None)
+            result = SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck)
+        else:
+            result = adopt_unrecorded_submit(
+                ctx.config, recipe, chain_id=chain_id, after_job=old_job,
+                slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
+                store=ctx.store, now=now)
+            if result is None:
+                return None
+        _announce(ctx, recipe, result, actor, None)
+        return str(result.job_id)
+
     return Watcher(
         cluster, slurm=_LazySlurm(ctx, cluster), sftp=lambda: ctx.clusters.sftp(cluster),
         store=ctx.store, catalogue=catalogue, sink=ThreadEvents(ctx), config=ctx.config,
-        checkpoint_iter=checkpoint_iter, resubmit=resubmit,
+        checkpoint_iter=checkpoint_iter, resubmit=resubmit, recover=recover,
     )

@@ -20,8 +20,11 @@ Crash safety: every event is first recorded in the store's incidents table under
 key with state `pending`, then published, then marked `posted`. A key already `posted` is
 never published again; one left `pending` (a crash between the two) is published again when
 the condition is seen on a later tick — the finished job stays watched until its event is
-posted, so that is guaranteed for incidents. Publishing must be idempotent by key (the Slack
-poster is).
+posted, so that is guaranteed for incidents; a warning still `pending` when its job ends is
+published (as a note) before the incident. Publishing must be idempotent by key (the Slack
+poster is). Automatic resubmits go `due` -> `submitting` -> `submitted` -> `done`; a crash
+inside the submit is reconciled with Slurm before anything is submitted again (see
+`_due_resubmits`). tests/integration/test_crash_safety.py kills the bot at these points.
 
 Restart: the in-memory analysis is rebuilt from the persisted offset after re-reading a
 bounded window (`warmup_bytes`) before it, so a job that is silent right now (a hang) is still
@@ -61,11 +64,12 @@ from bot.core.policy import (
 )
 from bot.core.sampler_series import SamplerSeries, cpu_around, role_growth, sampler_leak
 from bot.core.slurm_records import JobRecord, expand_output_pattern
+from bot.crashpoint import crashpoint
 
 log = logging.getLogger(__name__)
 
 WARNING_CLASSES = ("memory_leak", "hang", "low_gpu_util")
-RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit: due -> done
+RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit (due ... done)
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,9 @@ class Watcher:
       none); default: no checkpoint knowledge (resubmits say "from scratch");
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
-      decisions once `not_before` has passed (None: they are only published).
+      decisions once `not_before` has passed (None: they are only published);
+    - `recover`: (recipe, chain_id, old job id) -> the job a resubmit interrupted by a crash
+      left (recorded and announced), or None (see `_due_resubmits`).
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -160,6 +166,7 @@ class Watcher:
         policy: Any = None,
         checkpoint_iter: Callable[[str], int | None] | None = None,
         resubmit: Callable[[str, int, Decision], Any] | None = None,
+        recover: Callable[[str, int, str], Any] | None = None,
         unreachable_ticks: int | None = None,
         max_bytes_per_job: int = 16 << 20,
         warmup_bytes: int = 8 << 20,
@@ -177,6 +184,7 @@ class Watcher:
         self._policy = policy
         self._checkpoint_iter = checkpoint_iter or (lambda recipe: None)
         self._resubmit = resubmit
+        self._recover = recover
         default_n = getattr(getattr(config, "policy", None), "unreachable_ticks", 3)
         self.unreachable_ticks = unreachable_ticks or default_n
         self.max_bytes_per_job = max_bytes_per_job
@@ -401,6 +409,7 @@ class Watcher:
                                 current_last_iter=diag.metrics.last_iter)
         checkpoint = self._checkpoint(jw.recipe)
         decision = decide(diag, history, p, now, checkpoint_iter=checkpoint, accounting=acct)
+        self._flush_warnings(jw, now, report)  # one that fails never holds the incident back
         key = f"{self.cluster}:{jw.job_id}:final"
         text = f"job {jw.job_id} {record.state}: {diag.class_id} — {decision.reason}"
         posted = self._emit(
@@ -431,6 +440,24 @@ class Watcher:
         self.store.watched_jobs.remove(self.cluster, str(jw.job_id))
         self.store.tail_offsets.delete_job(str(jw.job_id))
         self._jobs.pop(jw.job_id, None)
+
+    def _flush_warnings(self, jw: _JobWatch, now: float, report: TickReport) -> bool:
+        """Publish the job's warnings still `pending` (the bot died between intent and post
+        and the condition was not seen again) before its incident, as plain notes: the job
+        has ended, so their buttons would act on nothing. Slack's copy, if the post went
+        through, is found by key (no duplicate). False if one could not be published."""
+        if jw.chain_id is None:
+            return True
+        ok = True
+        for inc in self.store.incidents.for_chain(jw.chain_id):
+            if inc.job_id != str(jw.job_id) or inc.state != "pending" or \
+                    inc.class_id not in WARNING_CLASSES:
+                continue
+            text = str(inc.diagnosis.get("text") or inc.class_id)
+            ok = self._emit(WatchEvent("note", inc.key, self.cluster, text, jw.chain_id,
+                                       str(jw.job_id), jw.recipe), inc.class_id, now,
+                            report) and ok
+        return ok
 
     # ------------------------------------------------------------------ reading
 
@@ -546,6 +573,7 @@ class Watcher:
         )
         if incident.state != "pending":
             return True  # published before (this key is done)
+        crashpoint("intent_recorded", event.key)  # crash-safety test hook (no-op in production)
         try:
             self.sink.publish(event)
         except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick
@@ -562,45 +590,73 @@ class Watcher:
     # ------------------------------------------------------------------ automatic resubmits
 
     def _due_resubmits(self, now: float, report: TickReport) -> None:
-        """Carry out `resubmit_now` decisions whose backoff has passed (intent row first:
-        `due` -> `submitting` -> `done`; a `submitting` row found later whose chain already
-        has a newer attempt is marked done instead of submitted twice)."""
+        """Carry out `resubmit_now` decisions whose backoff has passed, through an intent row:
+        `due` -> `submitting` (sbatch) -> `submitted` (retry charged) -> `done` (thread told).
+
+        A row found `submitting` is a crash or an error after the intent: the submit may have
+        gone through. `recover(recipe, chain_id, old_job)` (when given) finds and records the
+        job it left (an unrecorded sbatch, or a recorded attempt whose thread was not told)
+        and returns its id, or None when there is none (then it is submitted); without
+        `recover`, a chain with a newer attempt counts as done. A `submitted` row is only
+        told (posts are idempotent by key)."""
         if self._resubmit is None:
             return
         for chain in self.store.chains.with_status("active"):
             if chain.cluster != self.cluster:
                 continue
             for inc in self.store.incidents.for_chain(chain.id):
-                if inc.class_id != RESUBMIT_CLASS or inc.state not in ("due", "submitting"):
+                if inc.class_id != RESUBMIT_CLASS or \
+                        inc.state not in ("due", "submitting", "submitted"):
                     continue
                 data = inc.diagnosis
                 dec = data.get("decision", {})
                 if dec.get("not_before") is not None and now < float(dec["not_before"]):
                     continue
-                latest = self.store.attempts.latest(chain.id)
-                if inc.state == "submitting" and latest is not None and \
-                        latest.job_id != inc.job_id:
-                    self.store.incidents.set_state(inc.key, "done")  # it went through
-                    continue
-                self.store.incidents.set_state(inc.key, "submitting")
                 decision = _decision_from_json(dec)
-                try:
-                    new_job = self._resubmit(data["recipe"], chain.id, decision)
-                except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
-                    log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
-                                self.cluster, inc.job_id, chain.id, exc)
-                    self.store.incidents.set_state(inc.key, "due")
+                latest = self.store.attempts.latest(chain.id)
+                if inc.state == "submitted":
+                    new_job = latest.job_id if latest is not None else "?"
+                    self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
                     continue
+                new_job = None
+                if inc.state == "submitting":
+                    if self._recover is not None:
+                        try:
+                            new_job = self._recover(data["recipe"], chain.id, str(inc.job_id))
+                        except Exception as exc:  # noqa: BLE001 - never guess: retry later
+                            log.warning("%s: cannot tell whether the resubmit of %s went "
+                                        "through (%s); asking again next tick",
+                                        self.cluster, inc.job_id, exc)
+                            continue
+                    elif latest is not None and latest.job_id != inc.job_id:
+                        self.store.incidents.set_state(inc.key, "done")  # it went through
+                        continue
+                if new_job is None:
+                    self.store.incidents.set_state(inc.key, "submitting")
+                    crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
+                    try:
+                        new_job = self._resubmit(data["recipe"], chain.id, decision)
+                    except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
+                        log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
+                                    self.cluster, inc.job_id, chain.id, exc)
+                        self.store.incidents.set_state(inc.key, "due")
+                        continue
                 if decision.charged:
                     self.store.chains.charge_retry(chain.id, now=now)
-                self.store.incidents.set_state(inc.key, "done")
-                text = (f"job {inc.job_id} resubmitted automatically as {new_job}"
-                        + (f", resuming from iteration {decision.resume_from}"
-                           if decision.resume_from is not None else ", from scratch"))
-                self._emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
-                                      self.cluster, text, chain.id, str(inc.job_id),
-                                      data["recipe"], decision=decision),
-                           "resubmitted", now, report)
+                self.store.incidents.set_state(inc.key, "submitted")
+                self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
+
+    def _tell_resubmitted(self, inc: Any, chain_id: int, data: dict[str, Any],
+                          decision: Decision, new_job: Any, now: float,
+                          report: TickReport) -> None:
+        text = (f"job {inc.job_id} resubmitted automatically as {new_job}"
+                + (f", resuming from iteration {decision.resume_from}"
+                   if decision.resume_from is not None else ", from scratch"))
+        if self._emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
+                                 self.cluster, text, chain_id, str(inc.job_id),
+                                 data["recipe"], decision=decision),
+                      "resubmitted", now, report):
+            self.store.incidents.set_state(inc.key, "done")
 
     # ------------------------------------------------------------------ store views
 

@@ -30,6 +30,7 @@ from urllib.error import HTTPError, URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
+from bot.crashpoint import crashpoint
 from bot.slack.retry import Sleep, backoff_delay
 
 log = logging.getLogger(__name__)
@@ -224,6 +225,7 @@ class SlackPoster:
                 if thread_ts is not None:
                     kwargs["thread_ts"] = thread_ts
                 resp = self.client.chat_postMessage(**kwargs)
+                crashpoint("slack_accepted", key)  # crash-safety test hook (no-op in production)
                 return self._record_posted(key, resp["ts"], thread_ts)
             except (SlackApiError, SlackRequestError, URLError, OSError) as exc:
                 if not _transient(exc) or attempt == self.max_attempts - 1:

@@ -1,0 +1,70 @@
+"""The bot's watcher as a separate process, for tests/integration/test_crash_safety.py (which
+SIGKILLs it at chosen points and starts it again) and bench/incident_latency.py.
+
+    python -m tests.crash_driver --config CONFIG.yaml --slack-url URL --token TOKEN
+        [--cluster dev] [--tick 0.5] [--until-idle]
+
+Builds the production BotContext (config file, its SQLite store, ClusterSessions, a
+SlackPoster on the given Slack Web API URL) and the production watcher
+(bot.services.watch_events.build_watcher), then ticks it every `--tick` seconds. With
+`--until-idle` it exits 0 once the cluster has no active chain and no watched job.
+TRAINBOT_CRASH_AT (bot.crashpoint) makes it SIGKILL itself at a named step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="crash_driver")
+    p.add_argument("--config", required=True)
+    p.add_argument("--slack-url", required=True, help="Slack Web API base URL (…/api/)")
+    p.add_argument("--token", default="xoxb-standin-token")
+    p.add_argument("--cluster", default="dev")
+    p.add_argument("--tick", type=float, default=0.5)
+    p.add_argument("--until-idle", action="store_true")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    from bot.config import load_config
+    from bot.core.catalogue import Catalogue
+    from bot.services.clusters import ClusterSessions
+    from bot.services.runs import BotContext
+    from bot.services.watch_events import build_watcher
+    from bot.slack.poster import SlackPoster
+    from bot.slack.retry import make_client
+    from bot.store import Store
+
+    config = load_config(args.config)
+    store = Store.open(config.store.url)
+    clusters = ClusterSessions(config)
+    poster = SlackPoster(make_client(args.token, base_url=args.slack_url), store)
+    ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster)
+    watcher = build_watcher(ctx, args.cluster, Catalogue.load(config.catalogue.extra))
+    print("driver: ticking", flush=True)
+    try:
+        while True:
+            started = time.monotonic()
+            try:
+                report = watcher.tick(time.time())
+                for event in report.events:
+                    print(f"driver: event {event.kind} {event.key}", flush=True)
+            except Exception:  # noqa: BLE001 - as schedule_ticks: logged, next tick retries
+                logging.exception("tick failed")
+            if args.until_idle and not store.watched_jobs.list(args.cluster) and not [
+                    c for c in store.chains.with_status("active") if c.cluster == args.cluster]:
+                print("driver: idle", flush=True)
+                return 0
+            time.sleep(max(0.0, args.tick - (time.monotonic() - started)))
+    finally:
+        clusters.close()
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

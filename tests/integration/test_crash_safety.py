@@ -1,0 +1,216 @@
+"""kill -9 of the bot at many points through a run chain: no lost post, no duplicate post, no
+duplicate submit (issue 7, part 5).
+
+The bot runs as a SUBPROCESS (tests/crash_driver.py: the production BotContext, watcher and
+SlackPoster, ticking every 0.5 s) against the real dev cluster and a Slack stand-in in this
+process. The chain: a job that stalls, then dies with an NCCL watchdog abort, on an
+`auto_resubmit` recipe (so the resubmit needs no click), then the resumed job completes.
+
+The driver is killed with SIGKILL again and again, each time restarted on the same store:
+- by hooks (bot.crashpoint, TRAINBOT_CRASH_AT): right after an event's intent was recorded,
+  right after Slack accepted a post but before its ts was stored, right after the resubmit's
+  intent, right after sbatch returned but before the attempt was recorded;
+- every other run also at a time drawn from a seeded RNG (CRASH_SEED, default 7): anywhere
+  in startup, a tick, a post or a submit.
+At the end: one root message, every keyed post exactly once, the incident and the resolution
+once each, exactly one resubmitted job in sacct, the chain completed.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from slack_standin import SlackStandIn
+
+from bot.cluster.ssh import SSHRunner
+from bot.config import Config, dev_cluster_config_data
+from bot.services.clusters import ClusterSessions
+from bot.services.runs import BotContext, submit_and_announce
+from bot.slack.poster import METADATA_EVENT, SlackPoster
+from bot.slack.retry import make_client
+from bot.store import Store
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = REPO / "tests" / "crash_driver.py"
+RECIPE = "crashy"
+CHANNEL = "CCRASH01"
+OWNER = "UOWNER01"
+SEED = int(os.environ.get("CRASH_SEED", "7"))
+TARGET = 50
+
+# The hooks, in the order the chain reaches them. Every run of the driver carries the next
+# hook not reached yet, so each one is reached (and the driver SIGKILLs itself there); every
+# other run is also killed by the test at a seeded random time, if it gets there first.
+HOOKS = [
+    "intent_recorded",             # the first event's intent (the stall warning)
+    "slack_accepted",              # its re-publish: Slack has it, the ts is lost
+    "intent_recorded::final",      # the NCCL incident's intent
+    "slack_accepted::final",       # the incident posted, its ts lost
+    "resubmit_intent",             # `submitting` recorded, nothing submitted
+    "sbatch_returned",             # the job exists, no attempt records it
+    "slack_accepted:resolution:",  # the resolution posted, its ts lost
+]
+
+
+def _recipe(home: str, tag: str) -> dict:
+    base = posixpath.join(home, f"crash-{tag}")
+    return {
+        "sbatch_script": posixpath.join(base, "launch.sbatch"),
+        "args": ["--scenario", "stall-then-nccl", "--target-iter", str(TARGET),
+                 "--sec-per-iter", "0.3", "--save-every", "10", "--save-seconds", "0.5",
+                 "--stall-at", "30", "--stall-seconds", "10", "--log-every", "1"],
+        "mem": "512M",
+        "time": "10",
+        "job_name": f"crash-{tag}",
+        "workdir": base,
+        "log_path": posixpath.join(base, "logs", "%x-%j.out"),
+        "env": {"TRAINBOT_DEMO_DIR": base, "TRAINBOT_CKPT_DIR": posixpath.join(base, "ckpt")},
+        "checkpoint": {"dir": posixpath.join(base, "ckpt"), "complete_rule": "dcp"},
+        "target_iter": TARGET,
+        "owners": [OWNER],
+        "channel": "crash",
+        "policy": {"auto_resubmit": True, "backoff_s": 0, "tick_s": 0.5, "stall_min_s": 4,
+                   "save_time_s": 2},
+    }
+
+
+def _start(config_path: Path, slack: SlackStandIn, log: Path, crash_at: str | None
+           ) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "TRAINBOT_CRASH_AT"}
+    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    if crash_at:
+        env["TRAINBOT_CRASH_AT"] = crash_at
+    with log.open("a") as out:
+        out.write(f"\n===== start (TRAINBOT_CRASH_AT={crash_at}) =====\n")
+        out.flush()
+        return subprocess.Popen(
+            [sys.executable, str(DRIVER), "--config", str(config_path), "--slack-url",
+             slack.api_url, "--token", slack.token, "--tick", "0.5", "--until-idle"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _keys(slack: SlackStandIn) -> list[str]:
+    out = []
+    for m in slack.all_messages():
+        meta = m.get("metadata") or {}
+        if meta.get("event_type") == METADATA_EVENT:
+            out.append(meta["event_payload"]["key"])
+    return out
+
+
+@pytest.mark.timeout(300)
+def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_path):
+    tag = uuid.uuid4().hex[:8]
+    rng = random.Random(SEED)
+    connection = {"host": dev_cluster.host, "port": dev_cluster.port,
+                  "user": dev_cluster.user, "key_file": dev_cluster.key_file,
+                  "known_hosts": dev_cluster.known_hosts, "partition": dev_cluster.partition}
+    data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+                                   recipes={RECIPE: _recipe(dev_cluster.home, tag)})
+    data["slack"] = {"channels": {"crash": CHANNEL}, "default_channel": "crash"}
+    config = Config.model_validate(data)
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    log = tmp_path / "driver.log"
+    base = posixpath.join(dev_cluster.home, f"crash-{tag}")
+    job_name = f"crash-{tag}"
+    kills: list[str] = []
+    with SlackStandIn() as slack, SSHRunner(dev_cluster.ssh_settings()) as ssh:
+        try:
+            ssh.run(["mkdir", "-p", posixpath.join(base, "logs"), posixpath.join(base, "ckpt")])
+            sftp = ssh.sftp()
+            for name in ("fake_train.py", "launch.sbatch"):
+                sftp.put(str(REPO / "deploy" / "demo" / name), posixpath.join(base, name))
+                sftp.chmod(posixpath.join(base, name), 0o755)
+
+            # The first submit (as `/train submit` would): chain, root message, first note.
+            store = Store.open(config.store.url)
+            clusters = ClusterSessions(config)
+            poster = SlackPoster(make_client(slack.token, base_url=slack.api_url), store)
+            ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster)
+            first = submit_and_announce(ctx, RECIPE, actor=OWNER, now=time.time())
+            clusters.close()
+            store.close()
+
+            deadline = time.monotonic() + 230
+            pending = list(HOOKS)
+            run_no = 0
+            tail_kills = 2  # random kills once every hook was reached (the resumed job runs)
+            while True:
+                run_no += 1
+                crash_at = pending[0] if pending else None
+                timer = None
+                if (pending and run_no % 2 == 0) or (not pending and tail_kills):
+                    timer = rng.uniform(0.5, 5.0)
+                    tail_kills -= 0 if pending else 1
+                proc = _start(config_path, slack, log, crash_at)
+                try:
+                    rc = proc.wait(timeout=timer or max(5.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait(timeout=10)
+                    if timer is None:
+                        pytest.fail(f"driver run {run_no} ({crash_at}): no end in time\n"
+                                    + log.read_text()[-4000:])
+                    kills.append(f"random@{timer:.1f}s")
+                    continue
+                if crash_at is None:
+                    assert rc == 0, f"final driver run ended with {rc}\n" + log.read_text()[-4000:]
+                    break
+                assert rc == -signal.SIGKILL, (
+                    f"the driver should have killed itself at {crash_at} (rc {rc})\n"
+                    + log.read_text()[-4000:])
+                kills.append(pending.pop(0))
+
+            store = Store.open(config.store.url)
+            chain = store.chains.get(first.chain_id)
+            attempts = store.attempts.for_chain(first.chain_id)
+            incidents = store.incidents.for_chain(first.chain_id)
+            store.close()
+            history = f"kills: {kills}\nattempts: {attempts}\n" + log.read_text()[-3000:]
+
+            # Slack: one root, every keyed post once, incident + resolution once each.
+            roots = slack.root_messages(CHANNEL)
+            assert len(roots) == 1, history
+            keys = _keys(slack)
+            assert len(keys) == len(slack.all_messages()), "a post without its key"
+            dupes = {k: n for k, n in Counter(keys).items() if n > 1}
+            assert not dupes, f"posted more than once: {dupes}\n{history}"
+            finals = [k for k in keys if k.endswith(":final")]
+            assert finals == [f"dev:{first.job_id}:final", f"dev:{attempts[-1].job_id}:final"] \
+                or finals == [f"dev:{first.job_id}:final"], (finals, history)
+            assert f"dev:{first.job_id}:final" in keys, history
+            assert keys.count(f"resolution:{attempts[-1].job_id}") == 1, (keys, history)
+            assert f"dev:{first.job_id}:resubmitted" in keys, (keys, history)
+            assert any(i.class_id == "nccl_timeout" for i in incidents), history
+            # Every incident row the bot decided to post was posted (no loss).
+            unposted = [i.key for i in incidents if i.class_id != "resubmit"
+                        and i.state != "posted"]
+            assert not unposted, (unposted, history)
+
+            # Slurm: the failed job plus exactly ONE resubmit.
+            out = ssh.run(["sacct", "-X", "-n", "-P", f"--name={job_name}", "-S", "now-1days",
+                           "-o", "JobID,State"]).stdout
+            jobs = [line.split("|") for line in out.splitlines() if line.strip()]
+            assert len(jobs) == 2, f"sacct: {jobs}\n{history}"
+            assert len(attempts) == 2, history
+            assert {a.job_id for a in attempts} == {j[0] for j in jobs}, (jobs, history)
+            assert chain is not None and chain.status == "completed", history
+            assert attempts[-1].cause == "completed", history
+            assert len(kills) >= len(HOOKS) + 2, kills
+        finally:
+            ssh.run(["scancel", f"--name={job_name}"], check=False)
+            ssh.run(["rm", "-rf", base], check=False)

@@ -1,0 +1,161 @@
+"""Resubmits interrupted by a crash (issue 7, part 5): a `submitting` row is reconciled with
+what the cluster and the store hold, never blindly submitted again. The same cases run for
+real (kill -9 of a bot process) in tests/integration/test_crash_safety.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from test_watcher import (
+    CLUSTER,
+    T0,
+    FakeSFTP,
+    FakeSlurm,
+    Resubmitter,
+    Sink,
+    _timed_out,
+    make_watcher,
+)
+
+from bot.core.policy import PolicyParams
+from bot.services.submit import find_unrecorded_submit
+from bot.store import Store
+
+KEY = f"{CLUSTER}:88300:resubmit"
+
+
+@pytest.fixture
+def env(tmp_path):
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield store, FakeSlurm(), FakeSFTP(), Sink()
+    store.close()
+
+
+def _crashed_in_resubmit(env, resub):
+    store, slurm, sftp, sink = env
+    w, chain = _timed_out(env, resub)
+    w.tick(T0 + 1310)  # the incident; the resubmit row is `due`
+    store.incidents.set_state(KEY, "submitting")  # ... then the bot died mid-submit
+    return chain
+
+
+def _restarted(env, resub, recover):
+    store, slurm, sftp, _ = env
+    sink = Sink()
+    return sink, make_watcher(store, slurm, sftp, sink, resubmit=resub, recover=recover,
+                              checkpoint_iter=lambda recipe: 1200,
+                              policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+
+
+def test_job_left_by_a_crashed_sbatch_is_adopted_not_submitted_again(env):
+    store = env[0]
+    resub = Resubmitter(store)
+    chain = _crashed_in_resubmit(env, resub)
+    asked = []
+
+    def recover(recipe, chain_id, old_job):
+        asked.append((recipe, chain_id, old_job))
+        store.attempts.add(chain_id=chain_id, job_id="90500", now=T0)
+        return "90500"
+
+    sink, w = _restarted(env, resub, recover)
+    w.tick(T0 + 1400)
+    assert asked == [("auto", chain.id, "88300")]
+    assert resub.calls == []
+    assert sink.kinds() == ["resubmitted"] and "90500" in sink.events[0].text
+    assert store.incidents.get(KEY).state == "done"
+    assert store.chains.get(chain.id).retries_used == 1
+    w.tick(T0 + 1460)
+    assert resub.calls == [] and len(sink.events) == 1
+
+
+def test_nothing_left_on_the_cluster_means_submit_once(env):
+    store = env[0]
+    resub = Resubmitter(store)
+    chain = _crashed_in_resubmit(env, resub)
+    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job: None)
+    w.tick(T0 + 1400)
+    w.tick(T0 + 1460)
+    assert resub.calls == [("auto", chain.id, 1200)]
+    assert store.chains.get(chain.id).retries_used == 1
+
+
+def test_cluster_not_answering_the_lookup_submits_nothing_until_it_does(env):
+    store = env[0]
+    resub = Resubmitter(store)
+    _crashed_in_resubmit(env, resub)
+    answers = [RuntimeError("ssh: connect to host: Connection refused"), None]
+
+    def recover(recipe, chain_id, old_job):
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    sink, w = _restarted(env, resub, recover)
+    w.tick(T0 + 1400)
+    assert resub.calls == [] and store.incidents.get(KEY).state == "submitting"
+    w.tick(T0 + 1460)
+    assert len(resub.calls) == 1
+
+
+def test_submitted_but_not_told_is_told_once_and_not_charged_again(env):
+    store = env[0]
+    resub = Resubmitter(store)
+    w, chain = _timed_out(env, resub)
+    sink = env[3]
+    sink.fail_next = 0
+    w.tick(T0 + 1310)
+    sink.fail_next = 1  # Slack down when the resubmit is told
+    w.tick(T0 + 1380)
+    assert len(resub.calls) == 1 and store.incidents.get(KEY).state == "submitted"
+    w.tick(T0 + 1440)
+    assert sink.kinds() == ["incident", "resubmitted"]
+    assert store.incidents.get(KEY).state == "done"
+    assert len(resub.calls) == 1 and store.chains.get(chain.id).retries_used == 1
+
+
+class _Runner:
+    def __init__(self, squeue: str, sacct: str) -> None:
+        self.out = {"squeue": squeue, "sacct": sacct}
+        self.argvs: list[list[str]] = []
+
+    def run(self, argv, check=True):
+        self.argvs.append(list(argv))
+        return SimpleNamespace(stdout=self.out[argv[0]])
+
+
+def test_unrecorded_job_is_the_first_newer_unknown_one_by_name():
+    runner = _Runner(squeue="88290\n88300\n88310\n88305\n", sacct="")
+    found = find_unrecorded_submit(SimpleNamespace(runner=runner), job_name="mix; rm -rf ~",
+                                   user="alice", after_job="88300", known={"88310"})
+    assert found == "88305"
+    assert runner.argvs == [["squeue", "-h", "--name=mix; rm -rf ~", "--user=alice", "-o",
+                             "%i"]]  # one argv word: never a shell string
+
+
+def test_finished_unrecorded_job_is_found_in_sacct():
+    runner = _Runner(squeue="", sacct="88301\n")
+    found = find_unrecorded_submit(SimpleNamespace(runner=runner), job_name="mix", user=None,
+                                   after_job="88300", known=set())
+    assert found == "88301" and [a[0] for a in runner.argvs] == ["squeue", "sacct"]
+    none = find_unrecorded_submit(SimpleNamespace(runner=_Runner("", "")), job_name="mix",
+                                  user=None, after_job="88300", known=set())
+    assert none is None
+
+
+def test_warning_left_pending_by_a_crash_is_told_before_the_incident(env):
+    store, _, _, sink = env
+    resub = Resubmitter(store)
+    w, chain = _timed_out(env, resub)
+    # The bot recorded a stall warning's intent and died; the job then ended.
+    store.incidents.record(f"{CLUSTER}:88300:hang:line250", class_id="hang",
+                           diagnosis={"kind": "warning", "text": "no progress for 12 min"},
+                           now=T0, chain_id=chain.id, job_id="88300", state="pending")
+    w.tick(T0 + 1310)
+    assert sink.kinds() == ["note", "incident"]
+    assert sink.events[0].text == "no progress for 12 min" and sink.events[0].decision is None
+    assert store.incidents.get(f"{CLUSTER}:88300:hang:line250").state == "posted"
+    w.tick(T0 + 1320)
+    assert sink.kinds().count("note") == 1
