@@ -1,9 +1,10 @@
 """Benchmark the watcher tick: (a) Slurm commands per tick for 1, 20 and 200 watched jobs;
 (b) log bytes read per tick on a 2 GiB log with 1 MiB appended between ticks.
 
-(a) runs the real `SlurmClient` over a runner that counts the commands it is asked to run
-    (and answers like a Slurm that knows none of the jobs): the watcher's one `jobs()` call
-    must stay at one squeue + one sacct whatever the number of jobs.
+(a) runs the real `SlurmClient` over a runner that counts the commands it is asked to run,
+    twice: answering like a Slurm that knows none of the jobs (one squeue + one sacct), and
+    with every job RUNNING and a log that prints no RSS, so the watcher also asks sstat for
+    memory (one sstat for all of them): at most 3 commands whatever the number of jobs.
 (b) runs the real tail + LogAnalysis on a local 2 GiB *sparse* file (no disk used) through a
     local SFTP stand-in that counts the bytes read; a restart (new Watcher over the same store)
     is measured too: it re-reads only the warm-up window before the persisted offset.
@@ -26,7 +27,7 @@ from bot.cluster.slurm import SlurmClient  # noqa: E402
 from bot.cluster.ssh import CommandResult  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.policy import PolicyParams  # noqa: E402
-from bot.core.slurm_records import JobRecord  # noqa: E402
+from bot.core.slurm_records import SQUEUE_FIELDS, JobRecord  # noqa: E402
 from bot.services.watcher import Watcher  # noqa: E402
 from bot.store import Store  # noqa: E402
 
@@ -34,13 +35,42 @@ GIB, MIB = 1 << 30, 1 << 20
 
 
 class CountingRunner:
-    def __init__(self) -> None:
+    """Counts commands; with `running`, squeue says every asked job is RUNNING and sstat
+    gives each a batch step's MaxRSS (the real 22.05 row shape)."""
+
+    def __init__(self, running: bool = False) -> None:
         self.commands: list[str] = []
+        self.running = running
 
     def run(self, argv, *, stdin=None, timeout=None, check=True, env=None):  # noqa: ANN001
         prog = next(a for a in argv if a != "env" and "=" not in a)
         self.commands.append(prog)
-        return CommandResult(tuple(argv), 0, "", "")
+        out = ""
+        ids = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--jobs=")), [])
+        if self.running and prog == "squeue":
+            out = "".join(_squeue_row(int(i)) for i in ids)
+        elif self.running and prog == "sstat":
+            out = "".join(f"{i}.batch|326992K|326992K|vm|0|1\n" for i in ids)
+        return CommandResult(tuple(argv), 0, out, "")
+
+
+def _squeue_row(job_id: int) -> str:
+    values = {"JobID": str(job_id), "ArrayJobID": str(job_id), "ArrayTaskID": "N/A",
+              "State": "RUNNING", "Reason": "None", "UserName": "u", "Account": "a",
+              "Partition": "debug", "QOS": "normal", "StartTime": "1700000000",
+              "NodeList": "vm", "WorkDir": "/nonexistent", "STDOUT": "/nonexistent/%j.out",
+              "Name": "bench"}
+    return "|".join(values.get(f, "") for f in SQUEUE_FIELDS) + "\n"
+
+
+class NoFilesSFTP:
+    """An SFTP where no log exists yet (the tail waits for it)."""
+
+    def stat(self, path):  # noqa: ANN001
+        raise FileNotFoundError(path)
+
+    def open(self, path, mode="rb", bufsize=-1):  # noqa: ANN001
+        raise FileNotFoundError(path)
 
 
 class CountingLocalSFTP:
@@ -88,14 +118,15 @@ def _progress(n: int, start_iter: int, t0: float) -> bytes:
     return "".join(lines).encode()
 
 
-def bench_commands(tmp: str) -> dict[int, list[str]]:
+def bench_commands(tmp: str, running: bool) -> dict[int, list[str]]:
     out = {}
+    sftp = NoFilesSFTP()
     for n in (1, 20, 200):
-        store = Store.open(f"sqlite:///{tmp}/cmds{n}.db")
+        store = Store.open(f"sqlite:///{tmp}/cmds{n}{running}.db")
         for i in range(n):
             store.watched_jobs.add("dev", str(5000 + i), now=0)
-        runner = CountingRunner()
-        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), sftp=lambda: None,
+        runner = CountingRunner(running)
+        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), sftp=lambda: sftp,
                     store=store, catalogue=Catalogue.load(), sink=Sink(),
                     policy=PolicyParams())
         w.tick(1000.0)
@@ -145,9 +176,11 @@ def bench_bytes(tmp: str) -> dict[str, float]:
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        cmds = bench_commands(tmp)
-        for n, c in cmds.items():
-            print(f"(a) {n:>3} watched jobs: {len(c)} Slurm commands per tick ({', '.join(c)})")
+        for running, label in ((False, "unknown to Slurm"), (True, "running, RSS from sstat")):
+            for n, c in bench_commands(tmp, running).items():
+                print(f"(a) {n:>3} watched jobs ({label}): {len(c)} Slurm commands per tick "
+                      f"({', '.join(c)})")
+                assert len(c) <= 3, c
         b = bench_bytes(tmp)
     print(f"(b) log of {b['log_bytes'] / GIB:.2f} GiB; restart warm-up read "
           f"{b['warmup_read'] / MIB:.2f} MiB once")

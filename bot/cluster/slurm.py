@@ -4,7 +4,8 @@ Thin on purpose: argv comes from the pure builders in `bot.core.slurm_records`, 
 back to its pure parsers; this class only runs commands and turns failures into errors.
 
 Rules it keeps:
-- `jobs(ids)` makes exactly one squeue and one sacct call for any number of jobs.
+- `jobs(ids)` makes exactly one squeue and one sacct call for any number of jobs;
+  `memory(ids)` exactly one sstat call.
 - A controller or database that does not answer raises `ClusterUnavailable`, never an empty
   result: an empty dict would read as "job not found" and could make the bot resubmit.
 - `squeue --json` is used where the probe finds it works (22.05+), `-O …` otherwise. sacct is
@@ -27,6 +28,7 @@ from bot.core.slurm_records import (
     SlurmInfo,
     SlurmParseError,
     SlurmReportedError,
+    StepMemory,
     filter_competitors,
     merge_records,
     parse_sacct_json,
@@ -34,12 +36,15 @@ from bot.core.slurm_records import (
     parse_sbatch_output,
     parse_squeue_json,
     parse_squeue_parsable,
+    parse_sstat,
     sacct_argv,
     sbatch_argv,
     scancel_argv,
     scontrol_argv,
     sinfo_version_argv,
     squeue_argv,
+    sstat_argv,
+    sstat_missing,
 )
 
 if TYPE_CHECKING:
@@ -60,6 +65,9 @@ UNAVAILABLE_RE = re.compile(
 # squeue given a single id the controller no longer (or never) knew: the job is simply absent.
 _INVALID_JOB_RE = re.compile(r"Invalid job id specified", re.IGNORECASE)
 # The probe's `squeue --json` failing for lack of the openapi plugin (no JSON support).
+# sstat's per-job complaints: an answer about that job, not a failure of the call.
+_SSTAT_PER_JOB_RE = re.compile(
+    r"No steps running for job|couldn't get steps for job", re.IGNORECASE)
 _NO_JSON_RE = re.compile(r"unrecognized option|invalid option|plugin|not supported", re.I)
 
 
@@ -194,6 +202,35 @@ class SlurmClient:
             ) from exc
         except SlurmParseError as exc:
             raise SlurmParseError(f"{exc} (while reading {parser.__name__})") from exc
+
+    def memory(self, job_ids: Iterable[int]) -> dict[int, StepMemory]:
+        """Host memory (MaxRSS/AveRSS of the largest running step) per running job.
+
+        Exactly one `sstat --allsteps` call, however many ids. A job with no running step
+        (pending, finished, unknown) is simply absent. Raises ClusterUnavailable when Slurm
+        does not answer, including the 22.05 case where sstat exits 0 and says only
+        "couldn't get steps for job N" for EVERY id (what a dead slurmctld looks like; callers
+        pass ids squeue has just reported running, so a whole batch of unknown ids is not an
+        answer). Raises CommandFailed for anything else sstat refuses.
+        """
+        wanted = sorted(set(job_ids))
+        if not wanted:
+            return {}
+        argv = sstat_argv(wanted)
+        result = self._run(argv, allow=_SSTAT_PER_JOB_RE)
+        try:
+            found = parse_sstat(result.stdout)
+        except SlurmParseError as exc:
+            raise SlurmParseError(f"{exc} (while reading parse_sstat)") from exc
+        no_steps, unknown = sstat_missing(result.stderr)
+        if not found and (UNAVAILABLE_RE.search(result.stderr)
+                          or (not no_steps and set(wanted) <= unknown)):
+            raise ClusterUnavailable(
+                f"Slurm did not answer `{argv_text(argv)}`: sstat could not get the steps of "
+                f"any of {len(wanted)} running job(s) ({_tail(result.stderr)}). Check "
+                "slurmctld on the cluster; nothing was concluded about the jobs."
+            )
+        return {job_id: found[job_id] for job_id in wanted if job_id in found}
 
     def pending_competitors(
         self,

@@ -153,6 +153,11 @@ class LogAnalysis:
     def feed_text(self, text: str) -> None:
         self.feed(text.encode("utf-8", "replace"))
 
+    def add_rss(self, rss_bytes: int, *, source: str, time: float | None = None) -> bool:
+        """A host RSS measured outside the log (sstat) at the current line and iteration;
+        False when there is no progress line yet to place it at (see MetricSeries.add_rss)."""
+        return self.series.add_rss(rss_bytes, source=source, time=time) is not None
+
     def _split(self, data: bytes) -> list[_Block]:
         """Blocks of complete lines in `data` (plus the carried partial line), no big copies."""
         if not data:

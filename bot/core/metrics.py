@@ -471,6 +471,9 @@ class MetricSeries:
         self._reported_spi: deque[float] = deque(maxlen=256)
         self._prev_progress: Sample | None = None
         self._next_line = 1  # sparse mode: next line number to look at
+        self.log_rss_seen = False  # has the log itself printed a host RSS?
+        self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
+        self._last_external: Sample | None = None
 
     # feeding ---------------------------------------------------------------------------
 
@@ -593,6 +596,8 @@ class MetricSeries:
     def _add(self, s: Sample) -> None:
         if self.samples and self.samples[-1].line_no >= s.line_no:
             return
+        if s.host_rss_bytes is not None:
+            self.log_rss_seen = True
         if s.iteration is None and s.host_rss_bytes is not None:
             s.iteration = self.last_iteration  # a memory-only line: at the current iteration
         elif s.iteration is not None:
@@ -617,6 +622,37 @@ class MetricSeries:
         self.samples.append(s)
         if len(self.samples) > self.max_samples:
             self._compact()
+
+    def add_rss(self, rss_bytes: int, *, source: str, time: float | None = None
+                ) -> Sample | None:
+        """A host RSS measured outside the log (e.g. `sstat`'s MaxRSS) as a sample at the
+        last line read and the current iteration, so the leak fit and the RSS chart use it
+        like a printed one (and leave it out when it falls inside a checkpoint save).
+
+        Samples are ordered by log line: a second one before the log moved on replaces the
+        first instead of piling up at one point. Nothing is added (None) before the first
+        progress line: without an iteration it has no place on the leak fit's axis.
+        `time` is on the log's clock when given.
+        """
+        if self.last_iteration is None or rss_bytes is None or rss_bytes <= 0:
+            return None
+        self.external_rss_source = source
+        line_no = self.lines_seen
+        last = self._last_external
+        if last is not None and self.samples and self.samples[-1] is last \
+                and last.line_no == line_no:
+            last.host_rss_bytes = int(rss_bytes)
+            last.time = time
+            last.text = f"host RSS {int(rss_bytes) / 1024**3:.2f} GiB ({source})"
+            return last
+        s = Sample(line_no=line_no, time=time, iteration=self.last_iteration,
+                   host_rss_bytes=int(rss_bytes),
+                   text=f"host RSS {int(rss_bytes) / 1024**3:.2f} GiB ({source})")
+        self.samples.append(s)  # not _add: it may share the last log sample's line number
+        self._last_external = s
+        if len(self.samples) > self.max_samples:
+            self._compact()
+        return s
 
     def _compact(self) -> None:
         keep = {0, len(self.samples) - 1}

@@ -9,6 +9,10 @@ Per tick:
 - `ClusterUnavailable` -> the tick is logged and counted, the last known state is kept and no
   job is judged; after `unreachable_ticks` failures in a row ONE "cluster unreachable" event,
   and ONE "back" event when a tick succeeds again (never per-job alarms);
+- ONE `slurm.memory(ids)` call (one sstat) for the running jobs whose host RSS has no better
+  source (the log prints none and the sampler has written nothing): each job's MaxRSS is fed to
+  its analysis as a sample at its current iteration (leak fit, RSS chart), and a leak warning
+  built on it says "RSS from sstat"; a failed sstat costs only this tick's samples;
 - running job: new log bytes by offset (`bot.cluster.tail.read_new_lines`, offsets persisted
   in the store), fed to the job's `LogAnalysis`; sampler JSON lines likewise; early warnings
   through `bot.core.policy.early_warnings`;
@@ -63,7 +67,7 @@ from bot.core.policy import (
     params_from,
 )
 from bot.core.sampler_series import SamplerSeries, cpu_around, role_growth, sampler_leak
-from bot.core.slurm_records import JobRecord, expand_output_pattern
+from bot.core.slurm_records import JobRecord, SlurmParseError, StepMemory, expand_output_pattern
 from bot.crashpoint import crashpoint
 
 log = logging.getLogger(__name__)
@@ -128,12 +132,14 @@ class _JobWatch:
     diagnosis: Diagnosis | None = None  # the last full diagnosis of the running job
     judged_at: float = 0.0
     attempt_written_at: float | None = None
+    rss_step: str | None = None  # the sstat step whose MaxRSS was last fed to the analysis
 
 
 class Watcher:
     """The tick of one cluster (see module doc). Adapters are injected:
 
-    - `slurm`: has `jobs(ids) -> {id: JobRecord}` (bot.cluster.slurm.SlurmClient);
+    - `slurm`: has `jobs(ids) -> {id: JobRecord}` and, optionally, `memory(ids) -> {id:
+      StepMemory}` (bot.cluster.slurm.SlurmClient; without `memory` no sstat is made);
     - `sftp`: a zero-argument callable returning an SFTP client (stat/open) — called lazily,
       so an unreachable cluster is only contacted by the one Slurm call;
     - `store`: bot.store.Store; `catalogue`: bot.core.catalogue.Catalogue; `config`:
@@ -217,13 +223,14 @@ class Watcher:
             return self._failed_tick(now, exc, report)
         self._cluster_ok(now, report)
         self._records.update(records)
+        memory = self._memory(records, report)
         for w in watched:
             job_id = int(w.job_id)
             record = records.get(job_id)
             if record is None:
                 continue  # not known to squeue/sacct (yet): nothing to judge
             try:
-                self._job(w, record, now, report)
+                self._job(w, record, now, report, memory.get(job_id))
             except ClusterError as exc:  # SSH dropped mid-tick: try again next tick
                 log.warning("%s: job %s: %s; will retry next tick", self.cluster, job_id, exc)
             except OSError as exc:  # SFTP read failed
@@ -277,7 +284,8 @@ class Watcher:
 
     # ------------------------------------------------------------------ jobs
 
-    def _job(self, w: Any, record: JobRecord, now: float, report: TickReport) -> None:
+    def _job(self, w: Any, record: JobRecord, now: float, report: TickReport,
+             memory: StepMemory | None = None) -> None:
         jw = self._watch_for(w, record)
         jw.record = record
         if record.is_pending:
@@ -286,11 +294,56 @@ class Watcher:
         jw.held_since = None
         if record.is_running:
             self._read(jw, record, now, report)
+            self._sstat_sample(jw, memory)
             self._running(jw, record, now, report)
         elif record.is_finished:
             if self._read(jw, record, now, report, drain=True):
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)
+
+    # ------------------------------------------------------------------ memory from sstat
+
+    @staticmethod
+    def _needs_sstat(jw: _JobWatch | None) -> bool:
+        """Host RSS has no better source: the log printed none, the sampler wrote nothing
+        (a job not seen before may turn out to print RSS: the sample is then dropped)."""
+        return jw is None or not (jw.analysis.series.log_rss_seen or jw.sampler.points)
+
+    def _memory(self, records: dict[int, JobRecord], report: TickReport
+                ) -> dict[int, StepMemory]:
+        """ONE `slurm.memory` (sstat) call for every running job that needs it. A failure
+        (controller gone between squeue and sstat, an odd answer) is logged and costs only
+        this tick's RSS samples: the jobs are still judged from their logs."""
+        memory = getattr(self.slurm, "memory", None)
+        if memory is None:
+            return {}
+        ids = sorted(job_id for job_id, record in records.items()
+                     if record.is_running and self._needs_sstat(self._jobs.get(job_id)))
+        if not ids:
+            return {}
+        report.slurm_calls += 1
+        try:
+            return memory(ids)
+        except (ClusterError, SlurmParseError) as exc:
+            log.warning("%s: sstat for %d running job(s) failed, no RSS samples this tick: %s",
+                        self.cluster, len(ids), exc)
+            return {}
+
+    def _sstat_sample(self, jw: _JobWatch, memory: StepMemory | None) -> None:
+        """The job's sstat MaxRSS as a sample at its current iteration. No time: progress
+        charts and timings read (time, iteration) from samples, and this one is no progress."""
+        if memory is None or memory.max_rss_bytes is None or not self._needs_sstat(jw):
+            return
+        if jw.analysis.add_rss(memory.max_rss_bytes, source="sstat"):
+            jw.rss_step = memory.step
+
+    def _rss_note(self, jw: _JobWatch) -> str:
+        """Where a leak warning's RSS came from, when it is not the log itself."""
+        series = jw.analysis.series
+        if series.external_rss_source == "sstat" and self._needs_sstat(jw):
+            step = f" (MaxRSS of step {jw.rss_step})" if jw.rss_step else ""
+            return f"; RSS from sstat{step}"
+        return ""
 
     def _watch_for(self, w: Any, record: JobRecord) -> _JobWatch:
         job_id = int(w.job_id)
@@ -340,6 +393,8 @@ class Watcher:
                                   stall_started_at=stall_started, job_id=str(jw.job_id),
                                   worker_rss=role_growth(jw.sampler, "worker"))
         for dec in warnings:
+            if dec.class_id == "memory_leak" and (note := self._rss_note(jw)):
+                dec = replace(dec, reason=dec.reason + note)
             key = self._warning_key(jw, dec, diag)
             kind = "note" if dec.kind == DecisionKind.NOTE else "warning"
             self._emit(WatchEvent(kind, key, self.cluster, dec.reason, jw.chain_id,
@@ -377,7 +432,7 @@ class Watcher:
         """A log that prints no RSS: look for the leak in the sampler's RSS instead."""
         if diag.class_id == "memory_leak" or "memory_leak" in diag.secondary:
             return diag
-        if jw.analysis.series.rss_points() or not jw.sampler.points or jw.skew is None:
+        if jw.analysis.series.log_rss_seen or not jw.sampler.points or jw.skew is None:
             return diag
         progress = [(s.time - jw.skew, s.iteration) for s in jw.analysis.series.samples
                     if s.time is not None and s.iteration is not None]

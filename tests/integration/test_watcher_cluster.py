@@ -105,7 +105,9 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
                 f"jobs still watched after {ticks} ticks: {watcher.last_known}")
             counts = Counter(runner.programs)
             assert counts["squeue"] == ticks and counts["sacct"] == ticks, counts
-            assert set(counts) == {"squeue", "sacct"}, counts
+            # Plus at most one sstat per tick: the NCCL job's log prints no RSS (issue 7).
+            assert counts["sstat"] <= ticks, counts
+            assert set(counts) <= {"squeue", "sacct", "sstat"}, counts
 
             by_job = {e.job_id: e for e in sink.events}
             assert [e.kind for e in sink.events] == ["incident", "incident"]

@@ -30,8 +30,11 @@ from bot.core.slurm_records import (
     parse_sacct_parsable,
     parse_squeue_json,
     parse_squeue_parsable,
+    parse_sstat,
     parse_time,
     parse_version,
+    sstat_argv,
+    sstat_missing,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
@@ -549,3 +552,81 @@ def test_format_duration_round_trips_through_parse_duration():
     assert format_duration(93784) == "1-02:03:04"
     assert format_duration(59) == "00:00:59"
     assert parse_duration(format_duration(200000)) == 200000
+
+
+# --------------------------------------------------------------------------------------------
+# sstat: memory of running steps (fixtures sstat.*.txt / *.stderr, see README.txt)
+# --------------------------------------------------------------------------------------------
+
+KiB = 1024
+
+
+def test_sstat_argv_is_one_call_for_all_jobs_with_every_step() -> None:
+    argv = sstat_argv([361, 360, 361])
+    assert argv == ["sstat", "--noheader", "--parsable2", "--allsteps", "--jobs=360,361",
+                    "--format=JobID,MaxRSS,AveRSS,MaxRSSNode,MaxRSSTask,NTasks"]
+    with pytest.raises(ValueError, match="no job ids"):
+        sstat_argv([])
+    with pytest.raises(ValueError, match="positive integer"):
+        sstat_argv(["360;rm -rf /"])  # type: ignore[list-item]
+
+
+def test_parse_sstat_real_output_batch_and_srun_step() -> None:
+    """Job 360: batch script holding 300 MiB + an srun step holding 200 MiB; 361: 150 MiB."""
+    memory = parse_sstat((FIXTURES / "sstat.running.txt").read_text())
+    assert set(memory) == {360, 361}
+    a = memory[360]
+    assert a.step == "batch" and a.steps == 2
+    assert a.max_rss_bytes == 326992 * KiB
+    assert 300 * MiB < a.max_rss_bytes < 340 * MiB
+    assert a.ave_rss_bytes == 326992 * KiB
+    assert (a.max_rss_node, a.max_rss_task, a.ntasks) == ("vm", 0, 1)
+    assert a.total_max_rss_bytes == (326992 + 212944) * KiB
+    b = memory[361]
+    assert (b.step, b.steps) == ("batch", 1)
+    assert 150 * MiB < b.max_rss_bytes < 170 * MiB
+
+
+def test_parse_sstat_real_output_with_finished_and_unknown_ids() -> None:
+    """sstat 22.05 exits 0; jobs without running steps have no row, only a stderr line."""
+    memory = parse_sstat((FIXTURES / "sstat.mixed.txt").read_text())
+    assert set(memory) == {360, 361}
+    assert parse_sstat((FIXTURES / "sstat.none.txt").read_text()) == {}
+    no_steps, unknown = sstat_missing((FIXTURES / "sstat.mixed.stderr").read_text())
+    assert (no_steps, unknown) == ({358}, {99999})
+
+
+def test_parse_sstat_units_and_largest_step_wins() -> None:
+    text = (
+        "7.batch|512K|100K|n1|0|1\n"
+        "7.0|1.50G|1.20G|n3|5|8\n"
+        "7.1|900M|800M|n2|2|4\n"
+        "7.extern|0|0|n1|0|1\n"
+    )
+    got = parse_sstat(text)[7]
+    assert got.step == "0"
+    assert got.max_rss_bytes == int(1.5 * 1024**3)
+    assert got.ave_rss_bytes == int(1.2 * 1024**3)
+    assert (got.max_rss_node, got.max_rss_task, got.ntasks, got.steps) == ("n3", 5, 8, 4)
+    assert got.total_max_rss_bytes == 512 * KiB + int(1.5 * 1024**3) + 900 * MiB
+
+
+def test_parse_sstat_empty_fields_and_trailing_separator() -> None:
+    """A step not measured yet has empty fields; it never beats a measured one."""
+    text = "9.batch||||| \n9.0|2048K|1024K|vm|0|1|\n10.batch||||\n"
+    with pytest.raises(SlurmParseError, match="expected 6"):
+        parse_sstat(text)  # 10.batch has 5 fields
+    got = parse_sstat("9.batch|||||\n9.0|2048K|1024K|vm|0|1|\n11.batch|||||\n")
+    assert got[9].step == "0" and got[9].max_rss_bytes == 2 * MiB and got[9].steps == 2
+    assert got[11].max_rss_bytes is None and got[11].max_rss_node is None
+    assert got[11].total_max_rss_bytes is None
+    assert 12 not in got  # a job sstat printed nothing about is absent
+
+
+def test_parse_sstat_rejects_what_it_cannot_read() -> None:
+    with pytest.raises(SlurmParseError, match="unreadable JobID 'abc'"):
+        parse_sstat("abc|1K|1K|vm|0|1\n")
+    with pytest.raises(SlurmParseError, match="JobID"):
+        parse_sstat("123|1K|1K|vm|0|1\n")  # a job row without a step: not sstat output
+    with pytest.raises(SlurmParseError, match="sacct size"):
+        parse_sstat("5.batch|lots|1K|vm|0|1\n")

@@ -12,7 +12,7 @@ from fixtures.watcher.fakes import T0, FakeSFTP
 from bot.cluster.errors import ClusterUnavailable
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
-from bot.core.slurm_records import JobRecord
+from bot.core.slurm_records import JobRecord, StepMemory
 from bot.services.watcher import Watcher
 from bot.store import Store
 
@@ -557,3 +557,142 @@ def test_one_broken_job_does_not_starve_the_others(env, monkeypatch):
     # The finished job's state is dropped from memory once it has left the watch list.
     w.tick(T0 + 90)
     assert set(w._jobs) == {1} and set(w.last_known) == {1}
+
+
+# ------------------------------------------------------------------ memory from sstat
+
+
+class SstatSlurm(FakeSlurm):
+    """FakeSlurm plus `memory(ids)`: one StepMemory per id in `rss`, recording each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rss: dict[int, int] = {}
+        self.memory_calls: list[list[int]] = []
+        self.memory_error: Exception | None = None
+
+    def memory(self, ids):
+        self.memory_calls.append(list(ids))
+        if self.memory_error is not None:
+            raise self.memory_error
+        return {i: StepMemory(i, "batch", self.rss[i], self.rss[i], "vm", 0, 1)
+                for i in ids if i in self.rss}
+
+
+def _progress_lines(first_iter: int, n: int, t0: float, rss: bool = False) -> bytes:
+    import time as _time
+
+    out = []
+    for k in range(n):
+        stamp = _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(t0 + 4.5 * k))
+        extra = " | rss: 40.0 GiB" if rss else ""
+        out.append(f"{stamp}.000 | INFO | iter: {first_iter + k}/8000 | loss: 0.9 | "
+                   f"4.50 s/iter{extra}\n")
+    return "".join(out).encode()
+
+
+@pytest.fixture
+def sstat_env(tmp_path):
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    slurm, sftp, sink = SstatSlurm(), FakeSFTP(), Sink()
+    yield store, slurm, sftp, sink
+    store.close()
+
+
+def test_leak_warned_from_sstat_rss_when_the_log_prints_none(sstat_env):
+    """No RSS in the log, no sampler: sstat's MaxRSS (growing 0.5 GiB per 20 iterations)
+    becomes the series the leak detector fits, and the warning says where it came from."""
+    store, slurm, sftp, sink = sstat_env
+    add_job(store, 88016)
+    slurm.records[88016] = JobRecord(job_id=88016, state="RUNNING", stdout_path=LOG,
+                                     start_time=T0, mem_limit_bytes=100 << 30)
+    w = make_watcher(store, slurm, sftp, sink, config=_Config(), policy=None, judge_every_s=0)
+    for tick in range(10):
+        sftp.clock = T0 + 90 * tick
+        sftp.append(LOG, _progress_lines(100 + 20 * tick, 20, T0 + 90 * tick - 90))
+        slurm.rss[88016] = (40 << 30) + tick * (1 << 29)
+        report = w.tick(T0 + 90 * tick + 1)
+        assert report.slurm_calls == 2  # one jobs() (squeue + sacct), one memory() (sstat)
+    assert slurm.memory_calls == [[88016]] * 10
+    series = w._jobs[88016].analysis.series
+    points = series.rss_points()
+    assert [p.iteration for p in points] == [119 + 20 * k for k in range(10)]
+    assert points[-1].host_rss_bytes == (40 << 30) + 9 * (1 << 29)
+    assert all(p.time is None for p in points)  # no fake progress on the time axis
+    assert not series.log_rss_seen
+    [warn] = sink.events
+    assert warn.decision.class_id == "memory_leak"
+    assert warn.decision.projected_oom_iter is not None
+    assert "RSS from sstat (MaxRSS of step batch)" in warn.text
+
+
+def test_no_sstat_once_the_log_prints_rss(sstat_env):
+    store, slurm, sftp, sink = sstat_env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    slurm.rss[7] = 99 << 30
+    sftp.append(LOG, _progress_lines(100, 20, T0 - 90, rss=True))
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0)  # a job seen for the first time: asked, but the log's own RSS wins
+    series = w._jobs[7].analysis.series
+    assert series.log_rss_seen and series.external_rss_source is None
+    assert {p.host_rss_bytes for p in series.rss_points()} == {40 << 30}
+    sftp.append(LOG, _progress_lines(120, 20, T0))
+    report = w.tick(T0 + 90)
+    assert slurm.memory_calls == [[7]]  # not asked again
+    assert report.slurm_calls == 1
+
+
+def test_no_sstat_when_the_sampler_writes(sstat_env):
+    import json as _json
+
+    store, slurm, sftp, sink = sstat_env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154, name="mix", workdir="/scratch/mix")
+    slurm.rss[88154] = 50 << 30
+    sftp.append(LOG, _progress_lines(100, 20, T0 - 90))
+    sftp.append("/scratch/mix/logs/rss-88154.jsonl", (_json.dumps(
+        {"v": 1, "t": T0 - 10, "rss": {"trainer": 40 << 30, "worker": 8 << 30, "other": 0},
+         "cpu": {"trainer": 90, "worker": 10, "other": 0},
+         "n": {"trainer": 4, "worker": 40, "other": 2}}) + "\n").encode())
+    w = make_watcher(store, slurm, sftp, sink,
+                     config=_Config(sampler_path="/scratch/mix/logs/rss-%j.jsonl"), policy=None)
+    w.tick(T0)
+    assert w._jobs[88154].analysis.series.rss_points() == []  # the sampler is the source
+    w.tick(T0 + 90)
+    assert slurm.memory_calls == [[88154]]
+
+
+def test_one_sstat_call_for_all_running_jobs_and_none_for_pending(sstat_env):
+    store, slurm, sftp, sink = sstat_env
+    for i in range(20):
+        add_job(store, 3000 + i)
+        slurm.records[3000 + i] = running(3000 + i)
+        slurm.rss[3000 + i] = 10 << 30
+    for i in range(5):
+        add_job(store, 4000 + i)
+        slurm.records[4000 + i] = JobRecord(job_id=4000 + i, state="PENDING", reason="Priority")
+    sftp.append(LOG, _progress_lines(100, 5, T0 - 30))
+    w = make_watcher(store, slurm, sftp, sink)
+    report = w.tick(T0)
+    assert report.slurm_calls == 2 and slurm.calls == 1
+    assert slurm.memory_calls == [list(range(3000, 3020))]
+    for i in range(5):
+        slurm.records[3000 + i] = JobRecord(job_id=3000 + i, state="PENDING", reason="Priority")
+    w.tick(T0 + 60)
+    assert slurm.memory_calls[-1] == list(range(3005, 3020))
+
+
+def test_failed_sstat_costs_only_the_samples(sstat_env):
+    store, slurm, sftp, sink = sstat_env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    slurm.memory_error = ClusterUnavailable("sstat: couldn't get steps for job 7")
+    sftp.append(LOG, _progress_lines(100, 20, T0 - 90))
+    w = make_watcher(store, slurm, sftp, sink)
+    for i in range(4):  # more than unreachable_ticks: still no "cluster unreachable"
+        report = w.tick(T0 + 60 * i)
+        assert report.ok
+    assert sink.events == []
+    assert w._jobs[7].analysis.series.last_iteration == 119  # the log was still read
+    assert w._jobs[7].analysis.series.rss_points() == []
