@@ -290,7 +290,7 @@ def submit_and_announce(
     from bot.slack.render import RenderError
 
     try:
-        _announce(ctx, recipe, result, actor, channel)
+        announce_submit(ctx, recipe, result, actor, channel)
     except RenderError as exc:  # a template bug must not hide a job that was submitted
         log.error("chain %s: job %s submitted but not announced: %s", result.chain_id,
                   result.job_id, exc)
@@ -304,7 +304,7 @@ def _widen(config: Config, recipe: str, extra: Mapping[str, OverrideType]) -> Co
     return widened
 
 
-def _announce(
+def announce_submit(
     ctx: BotContext, recipe: str, result: SubmitResult, actor: str, channel: str | None
 ) -> None:
     """Open or continue the run's thread: the root (posted, or rewritten for the new job),

@@ -5,11 +5,14 @@
   bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
   resubmit — an approval prompt (bot.services.approvals.create_resubmit_prompt) whose
   buttons carry one opaque token; the proposed --mem is the policy's;
-- `warning` for a stall: the warning text with Cancel / Resubmit / Dismiss buttons (approval
-  prompt with `offer_cancel`); other warnings, notes, held jobs and automatic resubmits: a
-  plain note in the thread;
+- `warning` for a stall: the warning text with "Cancel and resume" / "Cancel" / "Dismiss"
+  buttons (approval prompt with `offer_cancel`); other warnings, notes, held jobs and
+  automatic resubmits: a plain note in the thread;
 - `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
   that cluster (keyed per chain).
+After each event, and when a finished attempt's result is stored (`chain_changed`), the
+thread's root message is rewritten from the store (state, attempts, retries), so the top of
+the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
 """
@@ -20,7 +23,7 @@ import logging
 from typing import Any
 
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, Decision
-from bot.services.runs import BotContext, context, section, thread_note
+from bot.services.runs import BotContext, context, refresh_root, section, thread_note
 from bot.services.watcher import Watcher, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -42,13 +45,19 @@ class ThreadEvents:
             self._prompt(event, event.text, offer_cancel=True)
         else:
             self._note(event, event.text)
+        if event.chain_id is not None:
+            refresh_root(self.ctx, event.chain_id)
+
+    def chain_changed(self, chain_id: int) -> None:
+        """A finished attempt's result is in the store: show it at the top of the thread."""
+        refresh_root(self.ctx, chain_id)
 
     # ------------------------------------------------------------------ kinds
 
     def _incident(self, event: WatchEvent) -> None:
         d, dec = event.diagnosis, event.decision
         assert d is not None and dec is not None
-        head = f"{self._mentions(event.recipe)}job {event.job_id}: {event.text}".strip()
+        head = f"{self._mentions(event.recipe)}{event.text}".strip()  # text names the job
         blocks = [section(head), *(self._incident_blocks(event) or [])]
         offers_resubmit = bool({OFFER_RESUBMIT, OFFER_RESUBMIT_MEM} & set(dec.offers))
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
@@ -175,7 +184,7 @@ def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
         # A resubmit the bot died in: the job it left (recorded or not) is kept and announced
         # (posts are idempotent by key) instead of submitting a second one.
         from bot.core.checkpoints import Checkpoint
-        from bot.services.runs import LazySFTP, _announce
+        from bot.services.runs import LazySFTP, announce_submit
         from bot.services.submit import SubmitResult, adopt_unrecorded_submit
 
         now = ctx.clock()
@@ -194,7 +203,7 @@ def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
                 store=ctx.store, now=now)
             if result is None:
                 return None
-        _announce(ctx, recipe, result, actor, None)
+        announce_submit(ctx, recipe, result, actor, None)
         return str(result.job_id)
 
     return Watcher(

@@ -98,7 +98,11 @@ class WatchEvent:
 
 
 class EventSink(Protocol):
-    """Where events go (the Slack layer renders them; tests record them). Idempotent by key."""
+    """Where events go (the Slack layer renders them; tests record them). Idempotent by key.
+
+    A sink may also define `chain_changed(chain_id)`: called once the store holds a finished
+    attempt's result and the chain's status, so the thread's root can be rewritten from it.
+    """
 
     def publish(self, event: WatchEvent) -> None: ...
 
@@ -492,6 +496,12 @@ class Watcher:
                 self.store.chains.set_status(jw.chain_id, "completed", now=now)
             elif decision.stop_chain:
                 self.store.chains.set_status(jw.chain_id, "stopped", now=now)
+            chain_changed = getattr(self.sink, "chain_changed", None)
+            if chain_changed is not None:
+                try:
+                    chain_changed(jw.chain_id)
+                except Exception:  # noqa: BLE001 - a stale root never stops the watch
+                    log.exception("chain %s: updating the thread's root failed", jw.chain_id)
         self.store.watched_jobs.remove(self.cluster, str(jw.job_id))
         self.store.tail_offsets.delete_job(str(jw.job_id))
         self._jobs.pop(jw.job_id, None)

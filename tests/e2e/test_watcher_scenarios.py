@@ -262,6 +262,20 @@ def test_one_root_per_chain_and_every_story_resolved(story: Story) -> None:
         _assert_no_duplicates(story, recipe)
 
 
+def test_each_root_message_tells_where_its_run_ended(story: Story) -> None:
+    """The top of a thread is rewritten as the run goes: no root is left saying PENDING."""
+    roots = {r["ts"]: _message_text(r) for r in story.slack.root_messages(CHANNEL)}
+    for recipe, chain_id in story.chains.items():
+        if recipe == "timelimit":
+            continue  # the test stops following its resumed job (still PENDING) on purpose
+        root = roots[story.store.chains.get(chain_id).thread_ts]
+        last = story.attempts(recipe)[-1]
+        assert "PENDING" not in root, f"{recipe}: {root[:300]}"
+        assert last.job_id in root, f"{recipe}: {root[:300]}"
+    saveoom = roots[story.store.chains.get(story.chains["saveoom"]).thread_ts]
+    assert "host_oom" in saveoom, saveoom[:300]
+
+
 def test_a_mem_kill_during_a_save_is_one_host_oom_incident_proposing_more_mem(story: Story
                                                                             ) -> None:
     why = story.describe("saveoom")
