@@ -112,9 +112,9 @@ def test_unreachable_cluster_and_bad_usage_exit_2(dev_cluster, tmp_path, capsys)
 def test_param_count_read_from_the_recipes_latest_dcp_checkpoint(
     dev_cluster, remote_launchers, tmp_path, capsys
 ):
-    torch = pytest.importorskip("torch")
     import warnings
 
+    import torch
     import torch.distributed.checkpoint as dcp
 
     local = tmp_path / "iter_000001000"

@@ -4,7 +4,6 @@ the fast block scanner against the reference scanner, site files, and grep compa
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -592,7 +591,6 @@ def test_grep_patterns_are_valid_python_and_in_the_dialect(cat: Catalogue) -> No
         assert check_dialect(p) is None, p
 
 
-@pytest.mark.skipif(shutil.which("grep") is None, reason="needs GNU grep")
 def test_grep_agrees_with_scan_on_matching_lines(cat: Catalogue, tmp_path: Path) -> None:
     # Plain fixtures only: grep sees raw lines, so ANSI codes and \r segments would differ.
     lines: list[str] = list(PROGRESS)

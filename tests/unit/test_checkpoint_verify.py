@@ -10,9 +10,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-
-torch = pytest.importorskip("torch")  # the `test` extra pins torch; CI always has it
-import torch.distributed.checkpoint as dcp  # noqa: E402
+import torch
+import torch.distributed.checkpoint as dcp
 
 from bot.checkpoint_verify import (  # noqa: E402
     CheckpointUnreadable,

@@ -15,8 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "demo"
 FAST = ["--sec-per-iter", "0.001", "--save-seconds", "0"]
 
@@ -81,7 +79,6 @@ def test_unknown_scenario_is_a_usage_error(tmp_path):
     assert "unknown scenario oops" in proc.stderr and "stall-then-nccl" in proc.stderr
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_launchers_with_no_checkpoint_yet(tmp_path):
     demo = tmp_path / "demo"
     demo.mkdir()

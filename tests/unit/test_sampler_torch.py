@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sampler" / "leaky_loader.py"
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1024 * 1024
