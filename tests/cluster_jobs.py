@@ -16,13 +16,14 @@ from __future__ import annotations
 import posixpath
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import SSHRunner
+from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.models import Accounting
 from bot.core.slurm_records import JobRecord
 
@@ -249,3 +250,28 @@ class DemoJobs:
 
 
 __all__ = ["DEMO_FILES", "DEMO_SRC", "DemoJob", "DemoJobs", "FinishedJob"]
+
+
+SLURM_PROGRAMS = frozenset({"squeue", "sacct", "sstat", "sbatch", "scontrol", "scancel", "sinfo"})
+
+
+class CountingRunner:
+    """The real SSH runner, recording every argv it ran (to count Slurm calls per poll)."""
+
+    def __init__(self, inner: SSHRunner):
+        self.inner = inner
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], **kwargs) -> CommandResult:
+        self.calls.append(list(argv))
+        return self.inner.run(argv, **kwargs)
+
+    def sftp(self):
+        return self.inner.sftp()
+
+    def programs(self) -> list[str]:
+        """The Slurm program of each call, in order (`env … sbatch` counts as sbatch)."""
+        return [next((a for a in argv if a in SLURM_PROGRAMS), argv[0]) for argv in self.calls]
+
+    def counts(self) -> Counter[str]:
+        return Counter(self.programs())

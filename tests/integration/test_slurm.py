@@ -13,34 +13,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
+from cluster_jobs import CountingRunner
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import CommandResult, SSHRunner
+from bot.cluster.ssh import SSHRunner
 from bot.core.slurm_records import JobRecord
 
 pytestmark = pytest.mark.integration
 
 PATHS = ["json", "parsable"]
-
-
-class CountingRunner:
-    """The real runner, counting which Slurm command each call ran."""
-
-    def __init__(self, inner: SSHRunner):
-        self.inner = inner
-        self.calls: list[list[str]] = []
-
-    def run(self, argv: Sequence[str], **kwargs) -> CommandResult:
-        self.calls.append(list(argv))
-        return self.inner.run(argv, **kwargs)
-
-    def sftp(self):
-        return self.inner.sftp()
-
-    def counts(self) -> Counter[str]:
-        programs = {"squeue", "sacct", "sbatch", "scontrol", "scancel", "sinfo"}
-        return Counter(next((a for a in argv if a in programs), argv[0]) for argv in self.calls)
 
 
 @pytest.fixture(scope="module")

@@ -12,34 +12,16 @@ import uuid
 from collections.abc import Iterator, Sequence
 
 import pytest
+from cluster_jobs import CountingRunner
 
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import CommandResult, SSHRunner
+from bot.cluster.ssh import SSHRunner
 from bot.core.slurm_records import StepMemory
 
 pytestmark = pytest.mark.integration
 
 MiB = 1024**2
 HOLD = "python3 -c 'b=bytearray({mib}*2**20); import time; time.sleep(120)'"
-
-
-class CountingRunner:
-    """The real runner, recording every argv it ran."""
-
-    def __init__(self, inner: SSHRunner):
-        self.inner = inner
-        self.calls: list[list[str]] = []
-
-    def run(self, argv: Sequence[str], **kwargs) -> CommandResult:
-        self.calls.append(list(argv))
-        return self.inner.run(argv, **kwargs)
-
-    def sftp(self):
-        return self.inner.sftp()
-
-    def programs(self) -> list[str]:
-        known = {"squeue", "sacct", "sstat", "sbatch", "scancel", "sinfo"}
-        return [next((a for a in argv if a in known), argv[0]) for argv in self.calls]
 
 
 @pytest.fixture(scope="module")
