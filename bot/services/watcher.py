@@ -301,6 +301,12 @@ class Watcher:
             self._sstat_sample(jw, memory)
             self._running(jw, record, now, report)
         elif record.is_finished:
+            if self.store.watched_jobs.get(self.cluster, str(w.job_id)) is None:
+                # Unwatched while this tick ran (a "Cancel and resume" click scancels only
+                # after removing the job from the list, and records its attempt itself):
+                # its end is that decision's, not a failure to report.
+                self._jobs.pop(jw.job_id, None)
+                return
             if self._read(jw, record, now, report, drain=True):
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)

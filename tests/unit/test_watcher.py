@@ -238,6 +238,34 @@ def test_story_88154_hang_warned_early_once_then_incident_resumes_from_3000(env)
     assert sink.kinds() == ["warning", "incident"]
 
 
+def test_cancel_and_resume_clicked_during_a_tick_is_not_reported_as_a_failure(env):
+    """The tick lists the stalled job; meanwhile "Cancel and resume" unwatches it, records
+    its attempt (CANCELLED / hang) and scancels it; the tick's Slurm answer then says
+    CANCELLED. That end is the person's decision: no incident, the attempt row kept."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    before, _ = _split_at_stall()
+    sftp.append(LOG, b"".join(before))
+    slurm.records[88154] = running(88154)
+    w = make_watcher(store, slurm, sftp, sink, checkpoint_iter=lambda recipe: 3000)
+    w.tick(T0 + 360)
+    assert sink.kinds() == ["warning"]
+    attempt = store.attempts.get_by_job("88154")
+
+    def click_then_answer(ids):  # the click lands between the tick's list and its squeue
+        store.watched_jobs.remove(CLUSTER, "88154")
+        store.attempts.update(attempt.id, state="CANCELLED", result="CANCELLED", cause="hang",
+                              last_iter=3470)
+        return {88154: JobRecord(job_id=88154, state="CANCELLED", exit_code=0, signal=15,
+                                 stdout_path=LOG, start_time=T0, end_time=T0 + 400)}
+
+    slurm.jobs = click_then_answer
+    w.tick(T0 + 420)
+    assert sink.kinds() == ["warning"]
+    row = store.attempts.get_by_job("88154")
+    assert (row.result, row.cause, row.last_iter) == ("CANCELLED", "hang", 3470)
+
+
 def test_restart_resumes_from_offset_without_duplicates_and_still_sees_the_stall(env):
     store, slurm, sftp, sink = env
     add_job(store, 88154)
