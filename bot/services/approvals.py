@@ -12,8 +12,10 @@ Retry budget: an approved resubmit (plain, --mem, or cancel and resume) is charg
 chain's retry ledger (`chains.charge_retry`) exactly when the watcher's automatic resubmit of
 the same failure would be: when the failure's class charges the budget
 (`Diagnosis.charges_budget`, the catalogue's `charges_budget`; `preempted` and `node_failure`
-do not). It is charged once, after the job was submitted, inside the claimed click (a double
-click or a Slack retry never reaches it). Proposals themselves are never charged.
+do not), and while the chain has budget left (past it, a person's approval is what lets the
+run go on). It is charged once, with the attempt's record after the job was submitted, inside
+the claimed click (a double click or a Slack retry never reaches it). Proposals themselves are
+never charged. An approved resubmit re-opens a chain the policy had stopped.
 """
 
 from __future__ import annotations
@@ -335,7 +337,15 @@ def charges_budget(ctx: BotContext, approval: Any, class_id: str | None = None) 
     the diagnosis' `charges_budget`): what the watcher recorded for the target job — its final
     incident, or for `class_id` (a stall: "hang") that class's warning — else the catalogue's
     class of the attempt's cause; a failure of unknown class charges (like unknown_failure).
+    A chain whose budget is spent is not charged further: the policy stopped it and only a
+    person's approval lets it go on, so the ledger stays at its budget ("3 of 3"), never
+    "4 of 3"; the audit log records every approved resubmit.
     """
+    chain = ctx.store.chains.get(approval.chain_id)
+    recipe = approval.payload.get("recipe")
+    if chain is not None and recipe in ctx.config.recipes and \
+            chain.retries_used >= ctx.config.policy_for(recipe).retry_budget:
+        return False
     job = str(approval.target_job)
     recorded = [i for i in ctx.store.incidents.for_chain(approval.chain_id)
                 if i.job_id == job and (i.class_id == class_id if class_id

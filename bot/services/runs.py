@@ -262,11 +262,11 @@ def submit_and_announce(
 
     `extra_overridable` widens the recipe's overridable keys for this one submit: an approver
     approving "Resubmit with --mem=…" may change what a plain submitter may not.
-    `charge_retry`: count this resubmit against the chain's retry budget (`chains.
-    charge_retry`), once the job is submitted and before the thread is told, so the root shows
-    it; the caller decides (bot.services.approvals.charges_budget, or the policy's
-    `Decision.charged`). `before_announce(result)` runs at the same point (bookkeeping the
-    thread's messages read, e.g. the work a cancelled attempt lost).
+    `charge_retry`: count this resubmit against the chain's retry budget, recorded with the
+    attempt (submit_recipe), so the root the thread is told with already shows it; the caller
+    decides (bot.services.approvals.charges_budget, or the policy's `Decision.charged`).
+    `before_announce(result)` runs after the submit is recorded and before the thread is
+    told (bookkeeping the thread's messages read, e.g. the work a cancelled attempt lost).
     """
     config = ctx.config
     if extra_overridable:
@@ -282,9 +282,8 @@ def submit_and_announce(
         now=now,
         actor=actor,
         chain_id=chain_id,
+        charge_retry=charge_retry,
     )
-    if charge_retry:
-        ctx.store.chains.charge_retry(result.chain_id, now=now)
     if before_announce is not None:
         before_announce(result)
     from bot.slack.render import RenderError

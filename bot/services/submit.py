@@ -207,12 +207,18 @@ def submit_recipe(
     now: float,
     actor: str,
     chain_id: int | None = None,
+    charge_retry: bool = False,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
     With `chain_id` the job is the next attempt of that chain (a resubmit); otherwise a new
-    chain is started. Every outcome, including a refused submit, goes to the audit log.
+    chain is started. `charge_retry` counts the resubmit against the chain's retry budget in
+    the transaction that records the attempt. A resubmit into a chain the policy stopped
+    (budget spent, no progress) re-opens it: someone chose to go on with this run. Every
+    outcome, including a refused submit, goes to the audit log.
     """
+    if charge_retry and chain_id is None:
+        raise ValueError("only a resubmit into an existing chain can be charged")
     try:
         recipe = config.recipe(recipe_name)
     except KeyError as exc:
@@ -257,7 +263,10 @@ def submit_recipe(
         now=now,
         start_iter=checkpoint.iteration if checkpoint else None,
         checkpoint_path=checkpoint.path if checkpoint else None,
+        charge_retry=charge_retry,
     )
+    if chain.status == "stopped":
+        store.chains.set_status(chain.id, "active", now=now)
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
     store.audit.record(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
@@ -343,10 +352,11 @@ def find_unrecorded_submit(
 
 def adopt_unrecorded_submit(
     config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Any,
-    sftp: Any, store: Store, now: float,
+    sftp: Any, store: Store, now: float, charge_retry: bool = False,
 ) -> SubmitResult | None:
-    """Record (as the chain's next attempt, watched) a job a crashed resubmit left on the
-    cluster; None when there is none (then submitting is safe)."""
+    """Record (as the chain's next attempt, watched, charged as the lost submit would have
+    been) a job a crashed resubmit left on the cluster; None when there is none (then
+    submitting is safe)."""
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
@@ -362,6 +372,7 @@ def adopt_unrecorded_submit(
         chain_id=chain_id, job_id=job_id, now=now,
         start_iter=checkpoint.iteration if checkpoint else None,
         checkpoint_path=checkpoint.path if checkpoint else None,
+        charge_retry=charge_retry,
     )
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
     store.audit.record(

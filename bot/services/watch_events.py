@@ -177,10 +177,10 @@ def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
 
     def resubmit(recipe: str, chain_id: int, decision: Decision) -> str:
         result = submit_and_announce(ctx, recipe, actor=actor, now=ctx.clock(),
-                                     chain_id=chain_id)
+                                     chain_id=chain_id, charge_retry=decision.charged)
         return str(result.job_id)
 
-    def recover(recipe: str, chain_id: int, old_job: str) -> str | None:
+    def recover(recipe: str, chain_id: int, old_job: str, decision: Decision) -> str | None:
         # A resubmit the bot died in: the job it left (recorded or not) is kept and announced
         # (posts are idempotent by key) instead of submitting a second one.
         from bot.core.checkpoints import Checkpoint
@@ -200,7 +200,7 @@ def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
             result = adopt_unrecorded_submit(
                 ctx.config, recipe, chain_id=chain_id, after_job=old_job,
                 slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
-                store=ctx.store, now=now)
+                store=ctx.store, now=now, charge_retry=decision.charged)
             if result is None:
                 return None
         announce_submit(ctx, recipe, result, actor, None)

@@ -152,9 +152,12 @@ class Watcher:
       none); default: no checkpoint knowledge (resubmits say "from scratch");
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
-      decisions once `not_before` has passed (None: they are only published);
-    - `recover`: (recipe, chain_id, old job id) -> the job a resubmit interrupted by a crash
-      left (recorded and announced), or None (see `_due_resubmits`).
+      decisions once `not_before` has passed (None: they are only published). It records
+      the new attempt and, when `decision.charged`, its retry charge in one store
+      transaction (`attempts.add(charge_retry=…)`): the charge is never lost or doubled;
+    - `recover`: (recipe, chain_id, old job id, decision) -> the job a resubmit interrupted
+      by a crash left (recorded, charged like `resubmit`, and announced), or None (see
+      `_due_resubmits`).
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -176,7 +179,7 @@ class Watcher:
         policy: Any = None,
         checkpoint_iter: Callable[[str], int | None] | None = None,
         resubmit: Callable[[str, int, Decision], Any] | None = None,
-        recover: Callable[[str, int, str], Any] | None = None,
+        recover: Callable[[str, int, str, Decision], Any] | None = None,
         unreachable_ticks: int | None = None,
         max_bytes_per_job: int = 16 << 20,
         warmup_bytes: int = 8 << 20,
@@ -662,12 +665,13 @@ class Watcher:
 
     def _due_resubmits(self, now: float, report: TickReport) -> None:
         """Carry out `resubmit_now` decisions whose backoff has passed, through an intent row:
-        `due` -> `submitting` (sbatch) -> `submitted` (retry charged) -> `done` (thread told).
+        `due` -> `submitting` (sbatch; the attempt and its charge recorded together) ->
+        `submitted` -> `done` (thread told).
 
         A row found `submitting` is a crash or an error after the intent: the submit may have
-        gone through. `recover(recipe, chain_id, old_job)` (when given) finds and records the
-        job it left (an unrecorded sbatch, or a recorded attempt whose thread was not told)
-        and returns its id, or None when there is none (then it is submitted); without
+        gone through. `recover(recipe, chain_id, old_job, decision)` (when given) finds and
+        records the job it left (an unrecorded sbatch, or a recorded attempt whose thread was
+        not told) and returns its id, or None when there is none (then it is submitted); without
         `recover`, a chain with a newer attempt counts as done. A `submitted` row is only
         told (posts are idempotent by key)."""
         if self._resubmit is None:
@@ -693,7 +697,8 @@ class Watcher:
                 if inc.state == "submitting":
                     if self._recover is not None:
                         try:
-                            new_job = self._recover(data["recipe"], chain.id, str(inc.job_id))
+                            new_job = self._recover(data["recipe"], chain.id,
+                                                    str(inc.job_id), decision)
                         except Exception as exc:  # noqa: BLE001 - never guess: retry later
                             log.warning("%s: cannot tell whether the resubmit of %s went "
                                         "through (%s); asking again next tick",
@@ -712,8 +717,6 @@ class Watcher:
                                     self.cluster, inc.job_id, chain.id, exc)
                         self.store.incidents.set_state(inc.key, "due")
                         continue
-                if decision.charged:
-                    self.store.chains.charge_retry(chain.id, now=now)
                 self.store.incidents.set_state(inc.key, "submitted")
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
 

@@ -267,21 +267,6 @@ class ChainsRepo(_Repo):
     def set_status(self, chain_id: int, status: str, *, now: float) -> None:
         self._update(chain_id, now, status=status)
 
-    def charge_retry(self, chain_id: int, *, now: float) -> int:
-        """Count one resubmit against the chain's budget; returns retries used so far."""
-        with self._engine.begin() as conn:
-            conn.execute(
-                update(t.chains)
-                .where(t.chains.c.id == chain_id)
-                .values(retries_used=t.chains.c.retries_used + 1, updated_at=now)
-            )
-            used = conn.execute(
-                select(t.chains.c.retries_used).where(t.chains.c.id == chain_id)
-            ).scalar()
-        if used is None:
-            raise KeyError(f"no chain {chain_id}")
-        return int(used)
-
     def _update(self, chain_id: int, now: float, **values: Any) -> None:
         with self._engine.begin() as conn:
             result = conn.execute(
@@ -317,9 +302,21 @@ class AttemptsRepo(_Repo):
         state: str = "PENDING",
         start_iter: int | None = None,
         checkpoint_path: str | None = None,
+        charge_retry: bool = False,
     ) -> Attempt:
-        """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …)."""
+        """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …).
+
+        `charge_retry`: the same transaction counts it against the chain's retry budget
+        (`chains.retries_used`), so a crash can never leave an attempt without its charge
+        or a charge without its attempt."""
         with self._engine.begin() as conn:
+            if charge_retry:
+                charged = conn.execute(
+                    update(t.chains).where(t.chains.c.id == chain_id)
+                    .values(retries_used=t.chains.c.retries_used + 1, updated_at=now)
+                )
+                if charged.rowcount != 1:
+                    raise KeyError(f"no chain {chain_id}")
             last = conn.execute(
                 select(func.max(t.attempts.c.attempt_no)).where(t.attempts.c.chain_id == chain_id)
             ).scalar()

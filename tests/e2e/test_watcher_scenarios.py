@@ -327,6 +327,12 @@ def test_a_time_limit_is_resumed_automatically_from_the_last_complete_checkpoint
                   f"{second.start_iter}" in t and first.job_id in t]
     assert resolution, f"no resolution naming both jobs and iteration {second.start_iter}\n{why}"
     assert any(f"resubmitted automatically as {second.job_id}" in t for t in texts), why
+    # The thread's root, from the first rewrite that lists the resumed job, counts its retry.
+    thread_ts = story.store.chains.get(story.chains["timelimit"]).thread_ts
+    roots = [_message_text(r.json or r.params) for r in story.slack.ok_calls("chat.update")
+             if (r.json or r.params).get("ts") == thread_ts]
+    listing = [t for t in roots if second.job_id in t]
+    assert listing and all("retries 1 of 3" in t for t in listing), (roots, why)
 
 
 def test_an_exhausted_budget_stops_the_chain_and_asks_a_person(story: Story) -> None:

@@ -36,13 +36,16 @@ def store(tmp_path: Path):
 class Story:
     """Job 88154 of chain `chain_id` running under a watcher; `posted` keeps (key, blocks)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, charged_before: int = 0) -> None:
         self.store = store
         self.slurm = FakeSlurm()
         self.ctx: BotContext = make_context(store, self.slurm)
         self.ctx.clock = lambda: T0 + 1900
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
         self.chain_id = chain.id
+        for k in range(charged_before):  # earlier attempts: the chain spent this many retries
+            store.attempts.add(chain_id=chain.id, job_id=str(88000 + k), now=T0,
+                               charge_retry=True)
         store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
         store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
         self.ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
@@ -114,6 +117,23 @@ def test_approved_resubmit_charges_the_chain_once_and_the_root_shows_it(store: S
                         T0 + 1902).status == "duplicate"
     s.watcher.tick(T0 + 1930)
     assert s.retries() == 1 and len(s.slurm.submits()) == 1
+
+
+def test_approving_past_a_spent_budget_reopens_the_chain_without_overcharging(
+        store: Store) -> None:
+    s = Story(store, charged_before=3)
+    s.stalled()
+    resubmit = s.died()
+    incident = store.incidents.get("dev:88154:final")
+    assert "budget exhausted: 3 of 3" in incident.diagnosis["text"]
+    assert store.chains.get(s.chain_id).status == "stopped"
+    result = handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1900)
+    assert result.status == "done", result
+    assert len(s.slurm.submits()) == 1
+    chain = store.chains.get(s.chain_id)
+    assert (chain.status, chain.retries_used) == ("active", 3)  # watched again, not "4 of 3"
+    blocks, _ = render(s.ctx, "root", "mix", root_view(s.ctx, s.chain_id))
+    assert "retries 3 of 3" in str(blocks)
 
 
 def test_a_failed_resubmit_charges_nothing(store: Store) -> None:

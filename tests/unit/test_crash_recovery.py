@@ -54,9 +54,10 @@ def test_job_left_by_a_crashed_sbatch_is_adopted_not_submitted_again(env):
     chain = _crashed_in_resubmit(env, resub)
     asked = []
 
-    def recover(recipe, chain_id, old_job):
+    def recover(recipe, chain_id, old_job, decision):
         asked.append((recipe, chain_id, old_job))
-        store.attempts.add(chain_id=chain_id, job_id="90500", now=T0)
+        store.attempts.add(chain_id=chain_id, job_id="90500", now=T0,
+                           charge_retry=decision.charged)
         return "90500"
 
     sink, w = _restarted(env, resub, recover)
@@ -74,7 +75,7 @@ def test_nothing_left_on_the_cluster_means_submit_once(env):
     store = env[0]
     resub = Resubmitter(store)
     chain = _crashed_in_resubmit(env, resub)
-    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job: None)
+    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job, decision: None)
     w.tick(T0 + 1400)
     w.tick(T0 + 1460)
     assert resub.calls == [("auto", chain.id, 1200)]
@@ -87,7 +88,7 @@ def test_cluster_not_answering_the_lookup_submits_nothing_until_it_does(env):
     _crashed_in_resubmit(env, resub)
     answers = [RuntimeError("ssh: connect to host: Connection refused"), None]
 
-    def recover(recipe, chain_id, old_job):
+    def recover(recipe, chain_id, old_job, decision):
         answer = answers.pop(0)
         if isinstance(answer, Exception):
             raise answer

@@ -56,12 +56,23 @@ def test_foreign_keys_are_enforced(store):
         store.attempts.add(chain_id=999, job_id="1", now=1.0)
 
 
+def test_a_charged_attempt_and_its_charge_are_one_transaction(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+    with pytest.raises(Exception, match="NOT NULL"):  # the attempt row cannot be written
+        store.attempts.add(chain_id=chain.id, job_id="1", now=2.0, state=None,
+                           charge_retry=True)
+    assert store.chains.get(chain.id).retries_used == 0  # the charge was rolled back with it
+    with pytest.raises(KeyError, match="no chain 999"):
+        store.attempts.add(chain_id=999, job_id="2", now=2.0, charge_retry=True)
+
+
 def test_chains_create_get_thread_status_and_retry_ledger(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=100.0)
     assert store.chains.get(chain.id) == chain
     store.chains.set_thread(chain.id, channel="C1", thread_ts="111.222", now=101.0)
-    assert store.chains.charge_retry(chain.id, now=102.0) == 1
-    assert store.chains.charge_retry(chain.id, now=103.0) == 2
+    store.attempts.add(chain_id=chain.id, job_id="1", now=102.0)
+    store.attempts.add(chain_id=chain.id, job_id="2", now=102.5, charge_retry=True)
+    store.attempts.add(chain_id=chain.id, job_id="3", now=103.0, charge_retry=True)
     store.chains.set_status(chain.id, "stopped", now=104.0)
     got = store.chains.get(chain.id)
     assert (got.thread_ts, got.channel, got.retries_used, got.status, got.updated_at) == (
@@ -277,7 +288,8 @@ def test_v1_file_is_upgraded_in_place_keeping_data(tmp_path):
         attempt = new.attempts.get_by_job("88016")
         assert (attempt.state, attempt.work_lost_s) == ("FAILED", None)
         new.slack_posts.record_intent("k", channel="C1", kind="root", chain_id=1)
-        assert new.chains.charge_retry(1, now=3.0) == 1
+        new.attempts.add(chain_id=1, job_id="88017", now=3.0, charge_retry=True)
+        assert new.chains.get(1).retries_used == 1
 
 
 def test_newer_store_is_refused(tmp_path):

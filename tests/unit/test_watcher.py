@@ -361,7 +361,8 @@ class Resubmitter:
             self.fail_first -= 1
             raise RuntimeError("sbatch: error: Slurm temporarily unable to accept job")
         new_id = 90000 + len(self.calls)
-        self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0)
+        self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0,
+                                charge_retry=decision.charged)  # as submit_recipe does
         self.store.watched_jobs.add(CLUSTER, str(new_id), now=T0, chain_id=chain_id)
         return new_id
 
