@@ -1,5 +1,7 @@
 """`trainbot run [--config PATH]`: start the Slack app and the scheduler (hold releases and one
-watcher tick per configured cluster); runs until stopped."""
+watcher tick per configured cluster); runs until stopped. Several replicas may run on one
+database: each scheduled job runs in the one replica holding its lease (bot.services.leases).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.cli import EXIT_OK, EXIT_USAGE
 from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+
+if TYPE_CHECKING:
+    from bot.services.leases import LeaseKeeper
 
 NAME = "run"
 HELP = "Run the bot: the Slack app (Socket Mode by default) and the scheduler."
@@ -35,26 +40,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def build_scheduler(services: Any, *, tick: Tick | None = None,
                     clock: Callable[[], float] = time.time, watch: bool = False,
-                    catalogue: Any = None) -> Any:
+                    catalogue: Any = None, leases: LeaseKeeper | None = None) -> Any:
     """A UTC BackgroundScheduler (coalesce, max_instances=1) with trainbot's periodic jobs.
 
     `holds` releases held competitors once their resumed job runs. `watch` is a custom tick
     function's job, registered only when `tick` is given. With `watch=True` every configured
-    cluster gets its production watcher (`add_watchers`), `watch:<cluster>`.
+    cluster gets its production watcher (`add_watchers`), `watch:<cluster>`. Each job runs
+    only while `leases` (default: this process's) holds the lease named after its id.
     """
     from apscheduler.schedulers.background import BackgroundScheduler
 
     from bot.services.competitors import release_started
+    from bot.services.leases import LeaseKeeper
 
     scheduler = BackgroundScheduler(
         timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1}
     )
     every = services.config.policy.tick_s
+    leases = leases or LeaseKeeper(services.store.leases)
 
     def guarded(name: str, fn: Callable[[Any, float], Any]) -> Callable[[], None]:
         def run() -> None:
             try:
-                fn(services, clock())
+                now = clock()
+                if leases.holds(name, now, every):
+                    fn(services, now)
             except Exception:  # a failed tick is reported, and the next one still runs
                 log.exception("scheduled job %s failed", name)
 
@@ -66,7 +76,7 @@ def build_scheduler(services: Any, *, tick: Tick | None = None,
         scheduler.add_job(guarded("watch", tick), "interval", seconds=every, id="watch",
                           replace_existing=True)
     if watch:
-        add_watchers(scheduler, services, catalogue=catalogue, clock=clock)
+        add_watchers(scheduler, services, catalogue=catalogue, clock=clock, leases=leases)
     return scheduler
 
 
@@ -79,21 +89,25 @@ def tick_interval(config: Any, cluster: str) -> float:
 
 
 def add_watchers(scheduler: Any, services: Any, *, catalogue: Any = None,
-                 clock: Callable[[], float] | None = None) -> list[Any]:
+                 clock: Callable[[], float] | None = None,
+                 leases: LeaseKeeper | None = None) -> list[Any]:
     """One watcher job (`watch:<cluster>`, coalesced, one instance at a time) per configured
-    cluster, every `tick_interval`. The catalogue defaults to the packaged one extended by
+    cluster, every `tick_interval`, ticking only while `leases` (default: this process's)
+    holds the job's lease. The catalogue defaults to the packaged one extended by
     the config's `catalogue.extra` site files (a bad file raises CatalogueError at startup,
     not on the first tick)."""
     from bot.core.catalogue import Catalogue
+    from bot.services.leases import LeaseKeeper
     from bot.services.watch_events import build_watcher
     from bot.services.watcher import schedule_ticks
 
     config = services.config
     if catalogue is None:
         catalogue = Catalogue.load(config.catalogue.extra)
+    leases = leases or LeaseKeeper(services.store.leases)
     return [
         schedule_ticks(scheduler, build_watcher(services, name, catalogue),
-                       seconds=tick_interval(config, name), clock=clock)
+                       seconds=tick_interval(config, name), clock=clock, leases=leases)
         for name in config.clusters
     ]
 
@@ -101,6 +115,7 @@ def add_watchers(scheduler: Any, services: Any, *, catalogue: Any = None,
 def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
     from bot.app import build_app, build_context, start
     from bot.core.catalogue import Catalogue, CatalogueError
+    from bot.services.leases import LeaseKeeper
     from bot.store import StoreError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
@@ -117,7 +132,9 @@ def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
         print(f"trainbot run: {exc}", file=sys.stderr)
         return EXIT_USAGE
     app = build_app(config, services)
-    scheduler = build_scheduler(services, tick=tick, watch=True, catalogue=catalogue)
+    leases = LeaseKeeper(services.store.leases)
+    scheduler = build_scheduler(services, tick=tick, watch=True, catalogue=catalogue,
+                                leases=leases)
     scheduler.start()
     try:
         start(app, config, http_port=args.http_port)
@@ -125,6 +142,7 @@ def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
         pass
     finally:
         scheduler.shutdown(wait=False)
+        leases.release_all()  # the other replicas take the jobs over on their next tick
         services.clusters.close()
         services.store.close()
     return EXIT_OK

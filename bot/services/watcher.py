@@ -253,6 +253,17 @@ class Watcher:
         self._due_resubmits(now, report)
         return report
 
+    def forget(self) -> None:
+        """Drop what this watcher holds in memory (job series, tail positions, last records,
+        outage counters): the next tick rebuilds it from the store, as after a restart. For a
+        replica taking a cluster back after another one watched it meanwhile."""
+        self._warnings.clear()
+        self._jobs.clear()
+        self._records.clear()
+        self._failed = 0
+        self._down_since = None
+        self._down_notified = False
+
     @property
     def last_known(self) -> dict[int, JobRecord]:
         """The latest record of every job seen (unchanged by failed ticks)."""
@@ -852,22 +863,36 @@ class Watcher:
 
 
 def schedule_ticks(scheduler: Any, watcher: Watcher, *, seconds: float,
-                   clock: Callable[[], float] | None = None) -> Any:
+                   clock: Callable[[], float] | None = None, leases: Any = None) -> Any:
     """Add `watcher.tick(clock())` to an APScheduler 3 scheduler (UTC): every `seconds`,
     coalesced, one instance at a time, one job id per cluster. A tick that raises is logged
-    and the next one runs as usual (the failure is never silent, never fatal)."""
+    and the next one runs as usual (the failure is never silent, never fatal).
+
+    With `leases` (a bot.services.leases.LeaseKeeper) a tick runs only while this replica
+    holds the lease named after the job, so of several replicas one watches the cluster; a
+    replica that gets the lease back first forgets what it held in memory (`forget`)."""
     import time as _time
 
     now = clock or _time.time
+    job_id = f"watch:{watcher.cluster}"
+    held_last: list[bool] = []  # whether the previous run held the lease
 
     def run() -> None:
         try:
-            watcher.tick(now())
+            at = now()
+            if leases is not None:
+                held = leases.holds(job_id, at, seconds)
+                if held and held_last == [False]:
+                    watcher.forget()  # another replica watched meanwhile: start from the store
+                held_last[:] = [held]
+                if not held:
+                    return
+            watcher.tick(at)
         except Exception:  # noqa: BLE001 - logged; the next tick retries
             log.exception("%s: watcher tick failed", watcher.cluster)
 
     return scheduler.add_job(
-        run, "interval", seconds=seconds, id=f"watch:{watcher.cluster}",
+        run, "interval", seconds=seconds, id=job_id,
         coalesce=True, max_instances=1, replace_existing=True,
         misfire_grace_time=max(1, int(seconds)),
     )

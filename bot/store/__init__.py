@@ -1,9 +1,11 @@
 """trainbot's persistent state: run chains, attempts, tail offsets, incidents, approvals,
-Slack post refs, the audit log and watched jobs, so a restart loses and duplicates nothing.
+Slack post refs, the audit log and watched jobs, so a restart loses and duplicates nothing;
+and the leases by which several replicas on one database share the scheduled jobs.
 
 `Store.open(url)` opens (and upgrades in place) a SQLite file by default; any SQLAlchemy URL
 works (PostgreSQL for several replicas). Use the repositories: `store.chains.create(...)`,
-`store.approvals.claim(token, actor, now)`, `store.slack_posts.record_intent(key, ...)`, …
+`store.approvals.claim(token, actor, now)`, `store.slack_posts.record_intent(key, ...)`,
+`store.leases.acquire(name, holder, now, ttl_s)`, …
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from bot.store.repos import (
     ClaimResult,
     Incident,
     IncidentsRepo,
+    LeasesRepo,
     SlackPost,
     SlackPostsRepo,
     TailOffset,
@@ -108,6 +111,7 @@ class Store:
         self.slack_posts = SlackPostsRepo(engine)
         self.audit = AuditRepo(engine)
         self.watched_jobs = WatchedJobsRepo(engine)
+        self.leases = LeasesRepo(engine)
 
     @classmethod
     def open(cls, url: str, *, target_version: int | None = None) -> Store:

@@ -166,10 +166,26 @@ def _v3_approvals_by_state(conn: Connection) -> None:
     )
 
 
+def _v4_leases(conn: Connection) -> None:
+    """Version 4: leases, so of several replicas on one database exactly one runs each
+    scheduled job (`watch:<cluster>`, `holds`) at a time (`LeasesRepo`)."""
+    md = MetaData()
+    Table(
+        "leases",
+        md,
+        Column("name", Text, primary_key=True),
+        Column("holder", Text, nullable=False),
+        Column("acquired_at", Float, nullable=False),
+        Column("expires_at", Float, nullable=False),
+    )
+    md.create_all(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
     _v3_approvals_by_state,
+    _v4_leases,
 ]
 
 

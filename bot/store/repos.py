@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy import Engine, and_, case, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store import schema as t
@@ -822,3 +822,61 @@ class WatchedJobsRepo(_Repo):
                 )
             ).first()
         return _row(WatchedJob, row)
+
+
+class LeasesRepo(_Repo):
+    """Named leases with an expiry, so that of several replicas on one database exactly one
+    runs each scheduled job (`watch:<cluster>`, `holds`). Taking a lease is one conditional
+    UPDATE (or one INSERT for a name never taken), atomic on SQLite and PostgreSQL alike.
+    Expiry compares the callers' clocks: replicas need clocks in sync to well under a TTL."""
+
+    def acquire(self, name: str, holder: str, now: float, ttl_s: float) -> bool:
+        """Take or renew `name` for `holder` until `now + ttl_s`. True when it was free,
+        expired or already `holder`'s; False while another holder's lease runs."""
+        if self._take(name, holder, now, ttl_s):
+            return True
+        if self.holder(name) is not None:  # another holder's lease runs
+            return False
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    insert(t.leases).values(
+                        name=name, holder=holder, acquired_at=now, expires_at=now + ttl_s
+                    )
+                )
+        except IntegrityError:  # another replica inserted it first: re-check, theirs stands
+            return self._take(name, holder, now, ttl_s)
+        return True
+
+    def _take(self, name: str, holder: str, now: float, ttl_s: float) -> bool:
+        """The conditional UPDATE: renew our lease or take a lapsed one; True if it did.
+        A missing row is not taken (`acquire` inserts it)."""
+        lease = t.leases
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(lease)
+                .where(lease.c.name == name,
+                       or_(lease.c.holder == holder, lease.c.expires_at < now))
+                .values(
+                    holder=holder,
+                    acquired_at=case((lease.c.holder == holder, lease.c.acquired_at),
+                                     else_=now),
+                    expires_at=now + ttl_s,
+                )
+            )
+        return result.rowcount == 1
+
+    def release(self, name: str, holder: str) -> bool:
+        """Give `name` up at once (clean shutdown); False if `holder` did not hold it."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                t.leases.delete().where(t.leases.c.name == name, t.leases.c.holder == holder)
+            )
+        return result.rowcount == 1
+
+    def holder(self, name: str) -> str | None:
+        """Who last took `name` (its lease may have lapsed since); None if nobody holds it."""
+        with self._engine.begin() as conn:
+            return conn.execute(
+                select(t.leases.c.holder).where(t.leases.c.name == name)
+            ).scalar()

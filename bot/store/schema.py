@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -142,4 +142,13 @@ watched_jobs = Table(
     Column("chain_id", Integer, ForeignKey("chains.id")),
     Column("adopted", Boolean, nullable=False),
     Column("added_at", Float, nullable=False),
+)
+
+leases = Table(  # version 4
+    "leases",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("holder", Text, nullable=False),
+    Column("acquired_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
 )

@@ -311,8 +311,23 @@ def test_v2_file_gets_the_approvals_index_keeping_its_holds(tmp_path):
                                      target_job="88017")
         assert old.approvals.claim(token, "U1", now=2.0).claimed
     with Store.open(url) as new:
-        assert new.schema_version == 3
+        assert new.schema_version == new.latest_version
         names = {i["name"] for i in inspect(new.engine).get_indexes("approvals")}
         assert "ix_approvals_action_state" in names
         held = new.approvals.with_state("hold_competitor", "approved")
         assert [(a.token, a.target_job) for a in held] == [(token, "88017")]
+
+
+def test_v3_file_gets_the_leases_table_keeping_its_data(tmp_path):
+    url = f"sqlite:///{tmp_path}/v3.db"
+    with Store.open(url, target_version=3) as old:
+        assert old.schema_version == 3
+        assert not inspect(old.engine).has_table("leases")
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        old.watched_jobs.add("dev", "88016", now=1.0, chain_id=chain.id)
+    with Store.open(url) as new:
+        assert new.schema_version == new.latest_version == 4
+        assert [w.job_id for w in new.watched_jobs.list("dev")] == ["88016"]
+        assert new.leases.holder("watch:dev") is None
+        assert new.leases.acquire("watch:dev", "host:1:aa", now=2.0, ttl_s=30.0)
+        assert new.leases.holder("watch:dev") == "host:1:aa"

@@ -1,0 +1,339 @@
+"""Leases for several replicas on one database: each scheduled job (`watch:<cluster>`,
+`holds`) runs in exactly one replica, and another takes it over when the holder stops.
+
+Each replica is its own `Store.open` handle (its own engine and connections) on one SQLite
+file; clocks are injected, nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import bot.app
+import bot.services.competitors as competitors
+from bot.cli import EXIT_OK
+from bot.commands import run as run_cmd
+from bot.commands.run import build_scheduler
+from bot.config import Config
+from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
+from bot.services.runs import BotContext
+from bot.store import Store
+
+LEASE = "watch:alpha"
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'state.db'}"
+
+
+@pytest.fixture
+def replicas(db_url: str) -> Any:
+    a, b = Store.open(db_url), Store.open(db_url)
+    yield a, b
+    a.close()
+    b.close()
+
+
+# ------------------------------------------------------------------------------ the repository
+
+
+def test_a_lease_is_renewed_by_its_holder_and_refused_to_another_until_it_lapses(replicas
+                                                                                ) -> None:
+    a, b = replicas
+    assert a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)  # free: taken
+    assert b.leases.holder(LEASE) == "A"
+    assert not b.leases.acquire(LEASE, "B", now=110.0, ttl_s=30.0)
+    assert a.leases.acquire(LEASE, "A", now=120.0, ttl_s=30.0)  # renewed: until 150
+    assert not b.leases.acquire(LEASE, "B", now=140.0, ttl_s=30.0)  # unrenewed, it lapsed at 130
+    assert not b.leases.acquire(LEASE, "B", now=150.0, ttl_s=30.0)  # still A's at its expiry
+    assert b.leases.acquire(LEASE, "B", now=150.5, ttl_s=30.0)  # lapsed: taken over
+    assert a.leases.holder(LEASE) == "B"
+    assert not a.leases.acquire(LEASE, "A", now=151.0, ttl_s=30.0)  # A lost it
+
+
+def test_a_renewal_keeps_when_the_lease_was_taken_and_a_takeover_restarts_it(replicas) -> None:
+    a, b = replicas
+
+    def times() -> tuple[float, float]:
+        with a.engine.begin() as conn:
+            row = conn.exec_driver_sql("SELECT acquired_at, expires_at FROM leases").one()
+        return row.acquired_at, row.expires_at
+
+    a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)
+    a.leases.acquire(LEASE, "A", now=120.0, ttl_s=30.0)
+    assert times() == (100.0, 150.0)
+    b.leases.acquire(LEASE, "B", now=200.0, ttl_s=60.0)
+    assert times() == (200.0, 260.0)
+
+
+def test_a_released_lease_is_free_at_once_and_only_its_holder_can_release_it(replicas
+                                                                            ) -> None:
+    a, b = replicas
+    assert a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)
+    assert not b.leases.release(LEASE, "B")  # not B's to give up
+    assert not b.leases.acquire(LEASE, "B", now=101.0, ttl_s=30.0)
+    assert a.leases.release(LEASE, "A")  # clean shutdown
+    assert a.leases.holder(LEASE) is None
+    assert b.leases.acquire(LEASE, "B", now=101.0, ttl_s=30.0)  # long before the TTL
+    assert not a.leases.release(LEASE, "A")
+
+
+def test_leases_are_independent_by_name(replicas) -> None:
+    a, b = replicas
+    assert a.leases.acquire("watch:alpha", "A", now=100.0, ttl_s=30.0)
+    assert b.leases.acquire("watch:beta", "B", now=100.0, ttl_s=30.0)
+    assert (a.leases.holder("watch:beta"), b.leases.holder("watch:alpha")) == ("B", "A")
+
+
+@pytest.mark.parametrize("before", ["never taken", "lapsed"])
+def test_replicas_racing_for_a_lease_at_the_same_instant_get_exactly_one_winner(
+        db_url, before) -> None:
+    n = 8
+    stores = [Store.open(db_url) for _ in range(n)]
+    if before == "lapsed":  # the race is on the conditional UPDATE, not the INSERT
+        stores[0].leases.acquire(LEASE, "dead", now=0.0, ttl_s=30.0)
+    barrier = threading.Barrier(n)
+    won: dict[str, bool] = {}
+    errors: list[Exception] = []
+
+    def race(i: int) -> None:
+        try:
+            barrier.wait()
+            won[f"R{i}"] = stores[i].leases.acquire(LEASE, f"R{i}", now=100.0, ttl_s=30.0)
+        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(n)]
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        winners = [name for name, ok in won.items() if ok]
+        assert len(won) == n and len(winners) == 1
+        assert stores[0].leases.holder(LEASE) == winners[0]
+    finally:
+        for s in stores:
+            s.close()
+
+
+# ------------------------------------------------------------------------------ the keeper
+
+
+def test_the_holder_name_is_host_pid_random_and_made_once_per_process() -> None:
+    import os
+    import socket
+
+    host, pid, rand = process_holder().rsplit(":", 2)
+    assert (host, pid) == (socket.gethostname(), str(os.getpid())) and len(rand) == 8
+    assert process_holder() == process_holder()
+
+
+def test_a_lease_lasts_three_runs_and_at_least_30_s() -> None:
+    assert lease_ttl(60.0) == 180.0
+    assert lease_ttl(5.0) == 30.0
+
+
+def test_the_keeper_logs_once_when_ownership_changes_and_quietly_skips(replicas, caplog
+                                                                      ) -> None:
+    a, b = replicas
+    keeper_a, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
+    caplog.set_level(logging.DEBUG, logger="bot.services.leases")
+    assert keeper_a.holds(LEASE, 100.0, every_s=30.0)
+    assert not keeper_b.holds(LEASE, 100.0, every_s=30.0)
+    assert keeper_a.holds(LEASE, 130.0, every_s=30.0)
+    assert not keeper_b.holds(LEASE, 130.0, every_s=30.0)
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert info == [f"{LEASE}: this replica (A) runs it now",
+                    f"{LEASE}: run by replica A; this one (B) stands by"]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert debug == [f"{LEASE}: skipped, another replica holds the lease"]
+    keeper_a.release_all()
+    assert a.leases.holder(LEASE) is None
+    assert keeper_b.holds(LEASE, 131.0, every_s=30.0)
+    assert caplog.records[-1].getMessage() == f"{LEASE}: this replica (B) runs it now"
+
+
+# ------------------------------------------------------------------------------ two schedulers
+
+
+def config_data() -> dict[str, Any]:
+    cluster = {"host": "127.0.0.1", "port": 2222, "user": "slurmci", "key_file": "/nonexistent"}
+    recipe = {"sbatch_script": "/home/slurmci/train.sbatch", "owners": ["U0OWNER"]}
+    return {
+        "clusters": {"alpha": cluster},
+        "recipes": {"slow": {**recipe, "cluster": "alpha"}},
+        "policy": {"tick_s": 30},
+    }
+
+
+class RecordingSlurm:
+    def __init__(self) -> None:
+        self.calls: list[list[int]] = []
+
+    def jobs(self, ids: Any) -> dict[int, Any]:
+        self.calls.append(list(ids))
+        return {}  # not known yet: nothing to judge
+
+
+class Clusters:
+    def __init__(self) -> None:
+        self.alpha = RecordingSlurm()
+
+    def slurm(self, name: str) -> RecordingSlurm:
+        assert name == "alpha"
+        return self.alpha
+
+    def sftp(self, name: str) -> Any:
+        raise AssertionError("nothing to read: no job is running")
+
+    def close(self) -> None:
+        pass
+
+
+class Replica:
+    """One `trainbot run` replica's scheduler on its own store handle, run by hand."""
+
+    def __init__(self, url: str, holder: str, clock: Any) -> None:
+        self.store = Store.open(url)
+        self.ctx = BotContext(config=Config.model_validate(config_data()), store=self.store,
+                              clusters=Clusters())
+        self.leases = LeaseKeeper(self.store.leases, holder=holder)
+        scheduler = build_scheduler(self.ctx, watch=True, clock=clock, leases=self.leases)
+        self.jobs = {job.id: job for job in scheduler.get_jobs()}
+
+    def tick(self) -> None:
+        for job in self.jobs.values():
+            job.func()
+
+    @property
+    def slurm_calls(self) -> int:
+        return len(self.ctx.clusters.alpha.calls)
+
+
+def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_the_ttl(
+        db_url, monkeypatch) -> None:
+    released: list[Store] = []  # which replica ran the `holds` job
+    monkeypatch.setattr(competitors, "release_started",
+                        lambda services, now: released.append(services.store))
+    now = [1000.0]
+    a, b = Replica(db_url, "A", lambda: now[0]), Replica(db_url, "B", lambda: now[0])
+    chain = a.store.chains.create(recipe="slow", cluster="alpha", job_name="slow", now=1.0)
+    a.store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
+    a.store.watched_jobs.add("alpha", "4242", now=1.0, chain_id=chain.id)
+    try:
+        for k in range(4):  # both replicas tick every 30 s, in either order
+            now[0] = 1000.0 + 30 * k
+            first, second = (a, b) if k % 2 == 0 else (b, a)
+            first.tick()
+            second.tick()
+        assert (a.slurm_calls, b.slurm_calls) == (4, 0)
+        assert len(released) == 4 and all(r is a.store for r in released)
+
+        # A dies after its tick at 1090: its leases (TTL 90 s) lapse at 1180.
+        for t in (1120.0, 1150.0, 1180.0):
+            now[0] = t
+            b.tick()
+        assert b.slurm_calls == 0
+        now[0] = 1210.0
+        b.tick()
+        assert b.slurm_calls == 1 and len(released) == 5 and released[-1] is b.store
+        assert {b.store.leases.holder(n) for n in ("watch:alpha", "holds")} == {"B"}
+    finally:
+        a.store.close()
+        b.store.close()
+
+
+def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(db_url) -> None:
+    now = [1000.0]
+    a, b = Replica(db_url, "A", lambda: now[0]), Replica(db_url, "B", lambda: now[0])
+    a.store.watched_jobs.add("alpha", "4242", now=1.0)
+    try:
+        a.tick()
+        b.tick()
+        a.leases.release_all()
+        now[0] = 1030.0
+        b.tick()
+        assert (a.slurm_calls, b.slurm_calls) == (1, 1)
+    finally:
+        a.store.close()
+        b.store.close()
+
+
+def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(tmp_path, monkeypatch
+                                                                     ) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(yaml.safe_dump({**config_data(), "store": {"url": url}}))
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
+    schedulers: list[Any] = []
+    real_build = run_cmd.build_scheduler
+
+    def spy_build(*args: Any, **kw: Any) -> Any:
+        schedulers.append(real_build(*args, **kw))
+        return schedulers[-1]
+
+    held: dict[str, str | None] = {}
+
+    def serve_then_stop(app: Any, config: Any, http_port: int) -> None:
+        for job in schedulers[0].get_jobs():  # each job runs once, as the scheduler would
+            job.func()
+        with Store.open(url) as other:
+            held.update({n: other.leases.holder(n) for n in ("holds", "watch:alpha")})
+        raise KeyboardInterrupt  # Ctrl-C
+
+    monkeypatch.setattr(run_cmd, "build_scheduler", spy_build)
+    monkeypatch.setattr(bot.app, "build_app", lambda config, services: object())
+    monkeypatch.setattr(bot.app, "start", serve_then_stop)
+    assert run_cmd.run(argparse.Namespace(config=str(path), http_port=3000)) == EXIT_OK
+    assert held == {"holds": process_holder(), "watch:alpha": process_holder()}
+    with Store.open(url) as other:
+        assert other.leases.holder("holds") is None
+        assert other.leases.holder("watch:alpha") is None
+
+
+def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
+        replicas) -> None:
+    """Replica A watched, lost the lease to B, and gets it back: what A kept in memory (tail
+    positions, series) is as old as its last tick, so it is dropped before A ticks again."""
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from bot.services.watcher import schedule_ticks
+
+    class Watcher:
+        cluster = "alpha"
+
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def tick(self, now: float) -> None:
+            self.calls.append(f"tick@{now:.0f}")
+
+        def forget(self) -> None:
+            self.calls.append("forget")
+
+    now = [1000.0]
+    a_store, b_store = replicas
+    a, b = LeaseKeeper(a_store.leases, holder="A"), LeaseKeeper(b_store.leases, holder="B")
+    watcher = Watcher()
+    job = schedule_ticks(BackgroundScheduler(timezone="UTC"), watcher, seconds=30,
+                         clock=lambda: now[0], leases=a)
+    job.func()  # A watches
+    now[0] = 1200.0  # A stalled past its TTL: B takes the cluster over
+    assert b.holds(LEASE, now[0], every_s=30)
+    now[0] = 1210.0
+    job.func()  # A stands by
+    b.release_all()  # B stops cleanly
+    now[0] = 1240.0
+    job.func()
+    assert watcher.calls == ["tick@1000", "forget", "tick@1240"]
