@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.core.actions import action_id_for
 from bot.core.models import Action, Diagnosis
+from bot.core.policy import suggest_mem
 
 GIB = 1024**3
 PROGRESS_BAR_CELLS = 20
@@ -196,18 +197,13 @@ def build_root(
     )
 
 
-def suggest_mem(limit_bytes: int | None, max_rss_bytes: int | None = None, *,
-                during_save: bool = False) -> str | None:
-    """A `--mem` value to propose after a host OOM: 1.5 × the larger of limit and peak (2 ×
-    when it died in a checkpoint save, whose CPU gather can double the footprint, as in
-    87870), rounded up to 50 GiB, in Slurm's `G` (GiB) unit. A heuristic: callers with a
-    real estimate (bot.core.memory_budget) pass `suggested_mem` to `build_incident`."""
-    base = max(limit_bytes or 0, max_rss_bytes or 0)
-    if base <= 0:
-        return None
-    factor = 2.0 if during_save else 1.5
-    gib = math.ceil(base * factor / GIB / 50) * 50
-    return f"{gib}G"
+def _default_mem(diagnosis: Diagnosis, limit_bytes: int | None,
+                 max_rss_bytes: int | None) -> str | None:
+    """The `--mem` to propose when the caller has none: the policy's rule with its default
+    parameters (bot.core.policy.suggest_mem; the watcher passes the recipe's own value)."""
+    size = suggest_mem(limit_bytes, max_rss_bytes,
+                       during_save=diagnosis.during_checkpoint_save)
+    return size[1] if size is not None else None
 
 
 def _fmt_gib(n_bytes: float) -> str:
@@ -277,9 +273,8 @@ def build_incident(
         lost_iters, lost_seconds = None, None
 
     actions = _propose(diagnosis, job_id=job_id, from_iter=last_checkpoint_iter,
-                       mem=suggested_mem or suggest_mem(
-                           mem_limit_bytes, max_rss_bytes,
-                           during_save=diagnosis.during_checkpoint_save),
+                       mem=suggested_mem or _default_mem(diagnosis, mem_limit_bytes,
+                                                         max_rss_bytes),
                        value_for=value_for)
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
     if max_evidence is not None:

@@ -11,7 +11,6 @@ from bot.core.incident import (
     build_root,
     build_warning,
     progress_bar,
-    suggest_mem,
 )
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics
 
@@ -103,10 +102,20 @@ def test_stall_warning_offers_cancel_and_resume():
         build_warning(kind="oops", recipe="r", job_id="1", last_iter=None, now=0.0)
 
 
-def test_suggest_mem_rounds_up_and_needs_a_number():
-    assert suggest_mem(950 * GIB) == "1450G"
-    assert suggest_mem(300 * GIB, during_save=True) == "600G"  # 87870's peak was > 550 GB
-    assert suggest_mem(None) is None
+def test_without_an_estimate_the_policy_rule_proposes_the_mem():
+    """The same --mem as bot.core.policy.suggest_mem with default parameters: 1.5 × the
+    limit, 2 × when the job died in a checkpoint save (87870's peak was > 550 GB)."""
+    def proposed(during_save: bool, limit: int | None) -> str | None:
+        d = Diagnosis(class_id="host_oom", action=Action.ASK, retryable=False,
+                      charges_budget=True, hint="", during_checkpoint_save=during_save,
+                      metrics=DiagnosisMetrics(last_iter=999))
+        inc = build_incident(d, recipe="mix", job_id="87870", last_checkpoint_iter=None,
+                             now=0.0, mem_limit_bytes=limit)
+        return next((a.mem for a in inc.actions if a.kind == "resubmit_mem"), None)
+
+    assert proposed(False, 950 * GIB) == "1430G"
+    assert proposed(True, 300 * GIB) == "600G"
+    assert proposed(False, None) is None  # no number, no --mem button
 
 
 def test_callers_memory_estimate_wins():
