@@ -82,8 +82,8 @@ def rss_chart(
     """Host RSS vs iteration with the memory limit, the fitted trend and the projected OOM.
 
     `points` are (iteration, rss_bytes); `trend` is (slope_bytes_per_iter, intercept_bytes),
-    the line rss = intercept + slope·iteration; `worker_series` (iteration, bytes) is one
-    DataLoader worker's RSS when known.
+    the line rss = intercept + slope·iteration; `worker_series` (iteration, bytes) is the
+    DataLoader workers' RSS (summed over them) when known.
     """
     with _LOCK, matplotlib.rc_context(_RC):
         fig, ax = _figure()
@@ -102,7 +102,7 @@ def rss_chart(
         if worker_series:
             w = sorted((float(i), float(b)) for i, b in worker_series)
             ax.plot([p[0] for p in w], [p[1] / GIB for p in w], color=GREEN, lw=1.8,
-                    label="one DataLoader worker", zorder=3)
+                    label="DataLoader workers", zorder=3)
         if trend is not None:
             slope, intercept = trend
             x0 = min(xs)

@@ -1,18 +1,21 @@
 """Charts straight from a log's `MetricSeries` and its `Diagnosis` (for reports and the
-watcher): picks the data, the stall window, saves and the failure mark, then draws."""
+watcher's run threads): picks the data, the stall window, saves and the failure mark, and the
+sampler's per-role RSS when there is one, then draws."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from bot.charts.figures import GIB, loss_chart, progress_chart, rss_chart
 from bot.core.detectors import leak_trend
 from bot.core.models import Diagnosis
+from bot.core.sampler_series import rss_by_iteration, rss_metric_series
 
 QUIET_CLASSES = frozenset({"completed", "none", "memory_leak"})  # no failure mark
 MIN_TREND_GIB_PER_100 = 0.5  # flatter than this, a trend line only adds noise
+CHART_NAMES = ("rss.png", "progress.png", "loss.png")
 
 
 def charts_for(
@@ -22,47 +25,87 @@ def charts_for(
     job_id: str,
     mem_limit_bytes: int | None,
     earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]] = (),
+    sampler: Any = None,
+    skew: float | None = None,
+    names: Collection[str] = CHART_NAMES,
 ) -> dict[str, bytes]:
-    """{"rss.png", "progress.png", "loss.png"}: those the series has data for (2+ RSS
-    samples, 2+ timed iterations, 2+ loss values). `earlier_attempts` (job id, [(time,
-    iteration)]) are drawn before this job on the progress chart's shared time axis."""
+    """Those of `names` ("rss.png", "progress.png", "loss.png") the series has data for (2+
+    RSS samples, 2+ timed iterations, 2+ loss values). `earlier_attempts` (job id, [(time,
+    iteration)]) are drawn before this job on the progress chart's shared time axis.
+
+    `sampler` (a bot.core.sampler_series.SamplerSeries, wall-clock times; `skew` = log clock
+    minus wall clock, None: the same clock) adds the DataLoader workers' RSS to the RSS chart,
+    and is the host RSS there when the log prints none (then any sstat samples in the series
+    are not drawn: one source per line)."""
     out: dict[str, bytes] = {}
-    rss = [(s.iteration, s.host_rss_bytes) for s in series.rss_points()
-           if s.iteration is not None]
-    if len(rss) >= 2:
-        line = projected = None
-        trend = leak_trend(series, mem_limit_bytes)
-        if trend is not None and abs(trend.slope_gib_per_100_iter) >= MIN_TREND_GIB_PER_100:
-            f = trend.finding
-            slope = f.slope_gib_per_100_iter / 100 * GIB
-            line = (slope, f.rss_now_bytes - slope * f.last.iteration)
-            projected = f.projected_oom_iter
-        out["rss.png"] = rss_chart(rss, mem_limit_bytes=mem_limit_bytes, trend=line,
-                                   projected_oom_iter=projected,
-                                   title=f"Host RSS · job {job_id}")
-    timed = [(s.time, s.iteration) for s in series.samples
-             if s.time is not None and s.iteration is not None]
-    if len(timed) >= 2:
-        stalls = []
-        up = diagnosis.upstream
-        end = series.last_time
-        if up is not None and up.started_at is not None and up.seconds_before_failure:
-            stalls.append((up.started_at, up.started_at + up.seconds_before_failure))
-        elif diagnosis.metrics.stall_seconds and end is not None:
-            stalls.append((end - diagnosis.metrics.stall_seconds, end))
-        windows = series.save_windows()
-        saves = [w.end_time for w in windows if w.end_time is not None]
-        unfinished = [w.start_time for w in windows
-                      if w.end_line is None and w.start_time is not None]
-        failures = []
-        if diagnosis.class_id not in QUIET_CLASSES and end:
-            failures.append((end, diagnosis.class_id))
-        out["progress.png"] = progress_chart(
-            [*earlier_attempts, (job_id, timed)], stalls=stalls, saves=saves,
-            failures=failures, unfinished_saves=unfinished,
-            target_iter=diagnosis.metrics.target_iter, title=f"Progress · job {job_id}")
+    if "rss.png" in names:
+        rss = _rss_png(series, job_id, mem_limit_bytes, sampler, skew)
+        if rss is not None:
+            out["rss.png"] = rss
+    if "progress.png" in names:
+        progress = _progress_png(series, diagnosis, job_id, earlier_attempts)
+        if progress is not None:
+            out["progress.png"] = progress
     losses = [(s.iteration, s.loss) for s in series.samples
               if s.iteration is not None and s.loss is not None]
-    if len(losses) >= 2 or any(not math.isfinite(v) for _, v in losses):
+    if "loss.png" in names and (
+            len(losses) >= 2 or any(not math.isfinite(v) for _, v in losses)):
         out["loss.png"] = loss_chart(losses, title=f"Loss · job {job_id}")
     return out
+
+
+def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any,
+             skew: float | None) -> bytes | None:
+    host, source, workers = series, "", None
+    if sampler is not None and sampler.points:
+        # The log's progress on the sampler's (wall) clock places its points at iterations.
+        progress = [(s.time - (skew or 0.0), s.iteration) for s in series.samples
+                    if s.time is not None and s.iteration is not None]
+        if any(p.rss["worker"] for p in sampler.points):
+            workers = rss_by_iteration(sampler, progress, role="worker")
+            workers = workers if len(workers) >= 2 else None
+        if not series.log_rss_seen:
+            mapped = rss_metric_series(sampler, progress)
+            if len(mapped.samples) >= 2:
+                host, source = mapped, " (sampler)"
+    rss = [(s.iteration, s.host_rss_bytes) for s in host.rss_points()
+           if s.iteration is not None]
+    if len(rss) < 2:
+        return None
+    line = projected = None
+    trend = leak_trend(host, mem_limit_bytes)
+    if trend is not None and abs(trend.slope_gib_per_100_iter) >= MIN_TREND_GIB_PER_100:
+        f = trend.finding
+        slope = f.slope_gib_per_100_iter / 100 * GIB
+        line = (slope, f.rss_now_bytes - slope * f.last.iteration)
+        projected = f.projected_oom_iter
+    return rss_chart(rss, mem_limit_bytes=mem_limit_bytes, trend=line,
+                     projected_oom_iter=projected, worker_series=workers,
+                     title=f"Host RSS{source} · job {job_id}")
+
+
+def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
+                  earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]]
+                  ) -> bytes | None:
+    timed = [(s.time, s.iteration) for s in series.samples
+             if s.time is not None and s.iteration is not None]
+    if len(timed) < 2:
+        return None
+    stalls = []
+    up = diagnosis.upstream
+    end = series.last_time
+    if up is not None and up.started_at is not None and up.seconds_before_failure:
+        stalls.append((up.started_at, up.started_at + up.seconds_before_failure))
+    elif diagnosis.metrics.stall_seconds and end is not None:
+        stalls.append((end - diagnosis.metrics.stall_seconds, end))
+    windows = series.save_windows()
+    saves = [w.end_time for w in windows if w.end_time is not None]
+    unfinished = [w.start_time for w in windows
+                  if w.end_line is None and w.start_time is not None]
+    failures = []
+    if diagnosis.class_id not in QUIET_CLASSES and end:
+        failures.append((end, diagnosis.class_id))
+    return progress_chart(
+        [*earlier_attempts, (job_id, timed)], stalls=stalls, saves=saves,
+        failures=failures, unfinished_saves=unfinished,
+        target_iter=diagnosis.metrics.target_iter, title=f"Progress · job {job_id}")

@@ -24,7 +24,6 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -184,65 +183,6 @@ def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
 
 
 # --------------------------------------------------------------------------------------------
-# the thread: watcher events + root updates + charts
-
-
-@dataclass
-class DemoThread:
-    """Wraps the bot's EventSink (bot.services.watch_events.ThreadEvents) for the demo:
-    after each event it draws charts for leak warnings and incidents (from the job's log,
-    re-read once) and rewrites the thread root (bot.services.runs.refresh_root)."""
-
-    ctx: Any
-    inner: Any
-    read_log: Callable[[str], bytes]
-    catalogue: Any
-    progress: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    events: list[Any] = field(default_factory=list)
-
-    def publish(self, event: Any) -> None:
-        from bot.services.runs import refresh_root
-
-        self.inner.publish(event)
-        self.events.append(event)
-        try:
-            if event.chain_id is not None and (event.kind == "incident" or (
-                    event.kind == "warning" and event.decision is not None
-                    and event.decision.class_id == "memory_leak")):
-                self._charts(event)
-        except Exception as exc:  # noqa: BLE001 - a chart never stops the story
-            self.ctx.sink.say(f"  │ (chart for {event.job_id} not drawn: {exc})")
-        if event.chain_id is not None:
-            refresh_root(self.ctx, event.chain_id)
-
-    def _charts(self, event: Any) -> None:
-        from bot.charts.series import charts_for
-        from bot.core.diagnose import LogAnalysis
-
-        rec = event.record
-        if rec is None or not rec.stdout_path or event.diagnosis is None:
-            return
-        analysis = LogAnalysis(self.catalogue)
-        analysis.feed(self.read_log(rec.stdout_path))
-        analysis.finish()
-        series = analysis.series
-        earlier = [(job, pts) for job, pts in self.progress.items() if job != event.job_id]
-        charts = charts_for(series, event.diagnosis, job_id=str(event.job_id),
-                            mem_limit_bytes=rec.mem_limit_bytes, earlier_attempts=earlier)
-        self.progress[str(event.job_id)] = [(s.time, s.iteration) for s in series.samples
-                                            if s.time is not None and s.iteration is not None]
-        wanted = ["rss.png"] if event.kind == "warning" else ["rss.png", "progress.png",
-                                                               "loss.png"]
-        stage = "leak" if event.kind == "warning" else "final"
-        titles = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "Loss"}
-        for name in wanted:
-            if name in charts:
-                self.ctx.sink.upload_chart(
-                    event.chain_id, f"chart:{event.job_id}:{stage}:{name}", charts[name],
-                    name, f"{titles[name]} · job {event.job_id} ({stage})")
-
-
-# --------------------------------------------------------------------------------------------
 # the cluster
 
 
@@ -386,17 +326,9 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
         watched_chain = result.chain_id
         recipe_cfg = config.recipe(RECIPE)
 
-        def read_log(path: str) -> bytes:
-            with clusters.sftp(CLUSTER).open(path, "rb") as f:
-                return f.read()
-
         # The production watcher (bot.services.watch_events.build_watcher: Slurm, SFTP,
-        # checkpoints, events to the run thread), its sink wrapped to add charts and root
-        # updates, which ThreadEvents does not post (yet).
-        catalogue = Catalogue.load(config.catalogue.extra)
-        watcher = build_watcher(ctx, CLUSTER, catalogue)
-        thread = DemoThread(ctx, watcher.sink, read_log, catalogue)
-        watcher.sink = thread
+        # checkpoints; events, charts and root updates to the run thread, here the console's).
+        watcher = build_watcher(ctx, CLUSTER, Catalogue.load(config.catalogue.extra))
         # The full diagnosis (leak fit) every tick, not every 5 minutes: the story's leak
         # must be warned about well before its stall, within seconds.
         watcher.judge_every_s = policy.tick_s

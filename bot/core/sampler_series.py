@@ -339,15 +339,24 @@ def sampler_leak(
     """The leak detector (bot.core.detectors.detect_leak) run on the sampler's total RSS
     mapped to iterations — for logs that print no RSS. A LeakFinding or None."""
     from bot.core.detectors import detect_leak
+
+    fake = rss_metric_series(series, progress)
+    if len(fake.samples) < 3:
+        return None
+    return detect_leak(fake, mem_limit_bytes, target_iter=target_iter)
+
+
+def rss_metric_series(series: SamplerSeries, progress: Sequence[tuple[float, int]]) -> Any:
+    """The sampler's total RSS mapped to iterations (`rss_by_iteration`) as a MetricSeries of
+    memory-only samples: what the leak fit and the RSS chart read for logs that print no
+    RSS."""
     from bot.core.metrics import MetricSeries, Sample
 
     points = rss_by_iteration(series, progress)
-    if len(points) < 3:
-        return None
     fake = MetricSeries(max_samples=max(16, len(points) + 1))
     fake.samples = [Sample(line_no=i + 1, iteration=it, host_rss_bytes=rss)
                     for i, (it, rss) in enumerate(points)]
-    return detect_leak(fake, mem_limit_bytes, target_iter=target_iter)
+    return fake
 
 
 def role_growth(series: SamplerSeries, role: str, *, n: int = 3) -> tuple[int, int] | None:
@@ -369,6 +378,7 @@ __all__ = [
     "parse_line",
     "role_growth",
     "rss_by_iteration",
+    "rss_metric_series",
     "sample_record",
     "sampler_leak",
 ]

@@ -15,18 +15,34 @@ thread's root message is rewritten from the store (state, attempts, retries), so
 the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
+
+Charts (bot.charts.series.charts_for, from the event's in-memory series and sampler): after
+an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
+memory_leak warning its RSS PNG (`chart:<job>:leak:rss.png`), uploaded into the thread through
+`ctx.sink.upload_chart`. A chart that fails to draw or upload is logged and dropped, never
+retried: `publish` returns normally once the event's text is posted, so the watcher marks the
+event posted and a chart can never make it post the incident (or its approval prompt) again.
+The progress chart overlays the chain's earlier attempts (at most `KEEP_ATTEMPTS` lines, this
+one included), their (time, iteration) points kept from their own incidents in memory only
+(at most `KEEP_POINTS` each, forgotten when the chain ends): after a restart it shows only the
+attempts that ended since.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any
 
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, Decision
-from bot.services.runs import BotContext, context, refresh_root, section, thread_note
+from bot.services.runs import BotContext, context, has_thread, refresh_root, section, thread_note
 from bot.services.watcher import Watcher, WatchEvent
 
 log = logging.getLogger(__name__)
+
+KEEP_ATTEMPTS = 5  # attempts per chain on the progress chart (one colour each)
+KEEP_POINTS = 2000  # (time, iteration) points remembered per attempt
+CHART_TITLES = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "Loss"}
 
 
 class ThreadEvents:
@@ -34,6 +50,8 @@ class ThreadEvents:
 
     def __init__(self, ctx: BotContext) -> None:
         self.ctx = ctx
+        # chain id -> job id -> (time, iteration) of its attempts that ended, oldest first
+        self._progress: dict[int, OrderedDict[str, list[tuple[float, float]]]] = {}
 
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
@@ -45,11 +63,20 @@ class ThreadEvents:
             self._prompt(event, event.text, offer_cancel=True)
         else:
             self._note(event, event.text)
+        if event.kind == "incident":
+            self._charts(event, "final", tuple(CHART_TITLES))
+        elif event.kind == "warning" and event.decision is not None and \
+                event.decision.class_id == "memory_leak":
+            self._charts(event, "leak", ("rss.png",))
         if event.chain_id is not None:
             refresh_root(self.ctx, event.chain_id)
 
     def chain_changed(self, chain_id: int) -> None:
-        """A finished attempt's result is in the store: show it at the top of the thread."""
+        """A finished attempt's result is in the store: show it at the top of the thread (and
+        forget the progress of a chain that has ended)."""
+        chain = self.ctx.store.chains.get(chain_id)
+        if chain is None or chain.status != "active":
+            self._progress.pop(chain_id, None)
         refresh_root(self.ctx, chain_id)
 
     # ------------------------------------------------------------------ kinds
@@ -84,6 +111,45 @@ class ThreadEvents:
             thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}", event.text)
         if not chains:
             log.warning("%s", event.text)
+
+    def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
+        """Draw and upload the event's charts (see module doc); a failure is logged only."""
+        upload = getattr(self.ctx.sink, "upload_chart", None)
+        chain_id = event.chain_id
+        if upload is None or event.series is None or event.diagnosis is None or \
+                chain_id is None or not has_thread(self.ctx, chain_id):
+            return  # a sink that cannot upload (test recorders), or nowhere to put them
+        job = str(event.job_id)
+        series = event.series
+        earlier = self._progress.setdefault(chain_id, OrderedDict())
+        if stage == "final":  # this attempt's line, for the next attempts' progress charts
+            earlier.pop(job, None)
+            earlier[job] = _thin([(s.time, s.iteration) for s in series.samples
+                                  if s.time is not None and s.iteration is not None])
+            while len(earlier) > KEEP_ATTEMPTS:
+                earlier.popitem(last=False)
+        try:
+            from bot.charts.series import charts_for  # matplotlib: imported only to draw
+
+            rec = event.record
+            charts = charts_for(
+                series, event.diagnosis, job_id=job,
+                mem_limit_bytes=rec.mem_limit_bytes if rec else None,
+                earlier_attempts=[(j, pts) for j, pts in earlier.items() if j != job],
+                sampler=event.sampler, skew=event.skew, names=names)
+        except Exception:  # noqa: BLE001 - the event's text is what matters
+            log.exception("%s: drawing the %s charts of job %s failed; posted without them",
+                          event.key, stage, job)
+            return
+        for name in names:
+            if name not in charts:
+                continue  # no data for it (e.g. a log without loss values)
+            try:
+                upload(chain_id, f"chart:{job}:{stage}:{name}", charts[name], name,
+                       f"{CHART_TITLES[name]} · job {job} ({stage})")
+            except Exception as exc:  # noqa: BLE001 - never re-posts the event (module doc)
+                log.warning("%s: uploading %s of job %s failed, not retried: %s",
+                            event.key, name, job, exc)
 
     # ------------------------------------------------------------------ helpers
 
@@ -147,6 +213,15 @@ class ThreadEvents:
                         event.key, text)
             return
         self.ctx.sink.post_reply(event.chain_id, event.key, blocks, text)
+
+
+def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """At most KEEP_POINTS of `points`, evenly spread, the first and the last kept."""
+    if len(points) <= KEEP_POINTS:
+        return points
+    step = -(-len(points) // (KEEP_POINTS - 1))  # ceil
+    kept = points[::step]
+    return kept if kept[-1] == points[-1] else [*kept, points[-1]]
 
 
 class _LazySlurm:

@@ -53,6 +53,7 @@ from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.cluster.tail import TailState, read_new_lines
 from bot.core.detectors import detect_stall
 from bot.core.diagnose import LogAnalysis
+from bot.core.metrics import MetricSeries
 from bot.core.models import Diagnosis
 from bot.core.policy import (
     AttemptFacts,
@@ -83,6 +84,11 @@ class WatchEvent:
     kind: `incident` (a finished job, with `diagnosis` + `decision`), `warning` / `note`
     (early warnings on a running job), `held` (JobHeldAdmin), `cluster_unreachable`,
     `cluster_back`.
+
+    Incidents and early warnings also carry what their charts are drawn from, in memory only
+    (never stored): `series`, the job's bounded MetricSeries; `sampler`, its SamplerSeries
+    (None when the sampler wrote nothing); `skew`, log clock minus wall clock (see the module
+    doc), which maps the sampler's wall times onto the log's.
     """
 
     kind: str
@@ -95,6 +101,9 @@ class WatchEvent:
     diagnosis: Diagnosis | None = None
     decision: Decision | None = None
     record: JobRecord | None = None
+    series: MetricSeries | None = field(default=None, repr=False, compare=False)
+    sampler: SamplerSeries | None = field(default=None, repr=False, compare=False)
+    skew: float | None = None
 
 
 class EventSink(Protocol):
@@ -423,7 +432,9 @@ class Watcher:
             kind = "note" if dec.kind == DecisionKind.NOTE else "warning"
             self._emit(WatchEvent(kind, key, self.cluster, dec.reason, jw.chain_id,
                                   str(jw.job_id), jw.recipe, diagnosis=diag, decision=dec,
-                                  record=record),
+                                  record=record, series=jw.analysis.series,
+                                  sampler=jw.sampler if jw.sampler.points else None,
+                                  skew=jw.skew),
                        dec.class_id, now, report,
                        extra={"projected_oom_iter": dec.projected_oom_iter,
                               "stall_started_at": stall_started})
@@ -493,7 +504,9 @@ class Watcher:
         text = f"job {jw.job_id} {record.state}: {diag.class_id} — {decision.reason}"
         posted = self._emit(
             WatchEvent("incident", key, self.cluster, text, jw.chain_id, str(jw.job_id),
-                       jw.recipe, diagnosis=diag, decision=decision, record=record),
+                       jw.recipe, diagnosis=diag, decision=decision, record=record,
+                       series=jw.analysis.series,
+                       sampler=jw.sampler if jw.sampler.points else None, skew=jw.skew),
             diag.class_id, now, report,
             extra={"decision": _decision_json(decision)},
         )

@@ -1,7 +1,10 @@
 """A run chain's whole thread through the real templates, charts and poster, against the
-Slack stand-in: one root, the right replies and uploads, under faults and at Slack's limits."""
+Slack stand-in: one root, the right replies and uploads, under faults and at Slack's limits;
+the watcher's incidents and leak warnings (ThreadEvents) with their charts."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from conftest import CHANNEL
@@ -152,3 +155,89 @@ def test_two_chains_get_two_threads(slack, poster, store):
     assert len(roots) == 2
     assert slack.replies(CHANNEL, roots[0]["ts"]) == []
     assert [m["text"] for m in slack.replies(CHANNEL, roots[1]["ts"])] == ["succ"]
+
+
+# ------------------------------------------------------------------ the watcher's charts
+
+
+STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+LOG = "/scratch/mix/logs/mix.out"
+
+
+def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record):
+    """The production sink (ThreadEvents) on the poster, the watcher on fake Slurm and SFTP,
+    one chain with its root posted; returns (watcher, the root's ts)."""
+    from fixtures.train_commands.fakes import FakeSlurm, make_context
+    from fixtures.watcher.fakes import FakeSFTP
+
+    from bot.core.catalogue import Catalogue
+    from bot.services.watch_events import ThreadEvents
+    from bot.services.watcher import Watcher
+
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, target_iter=8000)
+    ctx.sink = poster
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
+    store.attempts.add(chain_id=chain, job_id=str(job_id), now=T0)
+    store.watched_jobs.add("dev", str(job_id), now=T0, chain_id=chain)
+    root = build_root(recipe="mix", target_iter=8000,
+                      attempts=[AttemptSummary(str(job_id), "RUNNING", None)])
+    root_ts = poster.post_root(chain, CHANNEL, *render_blocks("root", "en", root))
+    sftp = FakeSFTP()
+    sftp.clock = T0 + 1800
+    sftp.append(LOG, log)
+    slurm.add(job_id, stdout_path=LOG, start_time=T0, name="mix", **record)
+    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+    return w, root_ts
+
+
+def thread_files(slack: SlackStandIn, root_ts: str) -> list[str]:
+    return [f["title"] for m in slack.replies(CHANNEL, root_ts) for f in m.get("files", [])]
+
+
+def thread_texts(slack: SlackStandIn, root_ts: str) -> list[str]:
+    return [m["text"] for m in slack.replies(CHANNEL, root_ts) if not m.get("files")]
+
+
+def test_the_watchers_incident_arrives_with_its_charts(slack, poster, store):
+    w, root_ts = watch_one_job(poster, store, 88154, STORY.read_bytes(), state="FAILED",
+                               exit_code=1, signal=0, end_time=T0 + 1805,
+                               mem_limit_bytes=950 * GIB)
+    w.tick(T0 + 1830)
+    [incident] = thread_texts(slack, root_ts)
+    assert "job 88154 FAILED: nccl_timeout" in incident
+    assert thread_files(slack, root_ts) == ["Host RSS · job 88154 (final)",
+                                            "Progress · job 88154 (final)",
+                                            "Loss · job 88154 (final)"]
+    uploads = slack.ok_calls("upload")
+    assert len(uploads) == 3 and all(u.body.startswith(b"\x89PNG") for u in uploads)
+
+
+def test_a_refused_chart_upload_never_reposts_the_incident(slack, poster, store):
+    slack.fail_next("files.getUploadURLExternal", status=400)  # the first chart: refused
+    w, root_ts = watch_one_job(poster, store, 88154, STORY.read_bytes(), state="FAILED",
+                               exit_code=1, signal=0, end_time=T0 + 1805,
+                               mem_limit_bytes=950 * GIB)
+    w.tick(T0 + 1830)
+    w.tick(T0 + 1890)
+    assert len(thread_texts(slack, root_ts)) == 1  # the incident, once
+    assert thread_files(slack, root_ts) == ["Progress · job 88154 (final)",
+                                            "Loss · job 88154 (final)"]
+    assert store.incidents.get("dev:88154:final").state == "posted"
+
+
+def test_a_leak_warning_arrives_with_its_rss_chart(slack, poster, store):
+    import time
+
+    lines = []
+    for k in range(161):  # RSS +0.2 GiB per iteration against a 100 GiB limit
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0 + 1080 + 4.5 * k))
+        lines.append(f"{stamp}.000 | INFO | iter: {64 + k}/8000 | loss: 0.9 | 4.50 s/iter | "
+                     f"rss: {60 + 0.2 * k:.1f} GiB\n")
+    w, root_ts = watch_one_job(poster, store, 88016, "".join(lines).encode(), state="RUNNING",
+                               mem_limit_bytes=100 * GIB)
+    w.tick(T0 + 1805)
+    [warning] = thread_texts(slack, root_ts)
+    assert "host memory is growing" in warning
+    assert thread_files(slack, root_ts) == ["Host RSS · job 88016 (leak)"]

@@ -97,8 +97,9 @@ class Story:
 
 
 def _message_text(msg: dict[str, Any]) -> str:
-    """Everything a user reads in a message: its text and its blocks' texts and buttons."""
-    parts = [msg.get("text") or ""]
+    """Everything a user reads in a message: its text, its blocks' texts and buttons, and the
+    titles of its files (the charts)."""
+    parts = [msg.get("text") or ""] + [f.get("title") or "" for f in msg.get("files") or []]
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -302,8 +303,12 @@ def test_a_mem_kill_during_a_save_is_one_host_oom_incident_proposing_more_mem(st
     assert any(f"--mem={mem}" in b for b in buttons), buttons
     [approval] = story.store.approvals.for_chain(story.chains["saveoom"])
     assert (approval.payload["resume_iter"], approval.payload["mem"]) == (20, mem), why
-    # the thread: the submit note and the incident, nothing else (no warnings)
-    assert len(thread) == 2, why
+    # the thread: the submit note and the incident, nothing else (no warnings), and the
+    # incident's charts
+    assert len([m for m in thread if not m.get("files")]) == 2, why
+    charts = [f["title"] for m in thread for f in m.get("files") or []]
+    assert f"Progress · job {attempt.job_id} (final)" in charts, (charts, why)
+    assert all(t.endswith(f"job {attempt.job_id} (final)") for t in charts), (charts, why)
     # and on the cluster the iter-40 directory really is partial
     assert ".metadata" not in story.jobs.listdir(story.jobs.path("ckpt", "saveoom",
                                                                  "iter_000000040"))

@@ -108,6 +108,8 @@ def _keys(slack: SlackStandIn) -> list[str]:
         meta = m.get("metadata") or {}
         if meta.get("event_type") == METADATA_EVENT:
             out.append(meta["event_payload"]["key"])
+        # Charts carry no metadata: the poster keys them by title within the thread.
+        out += [f"file:{f['title']}" for f in m.get("files") or []]
     return out
 
 

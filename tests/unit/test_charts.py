@@ -84,3 +84,96 @@ def test_charts_render_from_several_threads_at_once():
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda f: f(), jobs))
     assert all(png_size(r) == (800, 450) for r in results)
+
+
+# ------------------------------------------------------------------ charts_for with the sampler
+
+T0 = 1_800_000_000.0
+
+
+def _log_analysis(*, with_rss: bool):
+    """160 iterations, 4.5 s each, from T0 (log clock = wall clock); RSS printed or not."""
+    import time
+
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+
+    analysis = LogAnalysis(Catalogue.load())
+    lines = []
+    for k in range(161):
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0 + 4.5 * k))
+        rss = f" | rss: {70 + k * 0.01:.2f} GiB" if with_rss else ""
+        lines.append(f"{stamp}.000 | INFO | iter: {64 + k}/8000 | loss: 0.9 | 4.50 s/iter{rss}\n")
+    analysis.feed("".join(lines).encode())
+    return analysis
+
+
+def _sampler(*, workers: bool, skew: float = 0.0):
+    """Sampler lines every 8 iterations, on the wall clock (log time - skew): the trainer at
+    60 GiB, DataLoader workers growing 1.9 -> 9.2 GiB (or none)."""
+    import json
+
+    from bot.core.sampler_series import SamplerSeries
+
+    s = SamplerSeries()
+    s.feed_lines(json.dumps({
+        "v": 1, "t": T0 - skew + 4.5 * k,
+        "rss": {"trainer": 60 * GIB, "other": 0,
+                "worker": int((1.9 + 7.3 * k / 160) * GIB) if workers else 0},
+        "n": {"trainer": 1, "worker": 8 if workers else 0, "other": 0}})
+        for k in range(0, 161, 8))
+    return s
+
+
+def _drawn_rss(monkeypatch, analysis, **kwargs):
+    """charts_for's RSS chart: (points, rss_chart keyword arguments, png) or None."""
+    import bot.charts.series
+
+    drawn = []
+    real = bot.charts.series.rss_chart
+    monkeypatch.setattr(bot.charts.series, "rss_chart",
+                        lambda points, **kw: drawn.append((points, kw)) or real(points, **kw))
+    charts = bot.charts.series.charts_for(analysis.series, analysis.diagnose(), job_id="88016",
+                                          mem_limit_bytes=100 * GIB, names=("rss.png",),
+                                          **kwargs)
+    assert set(charts) <= {"rss.png"}
+    return (*drawn[0], charts["rss.png"]) if drawn else None
+
+
+def test_charts_for_draws_the_dataloader_workers_from_the_sampler(monkeypatch):
+    analysis = _log_analysis(with_rss=True)
+    host, kw, png = _drawn_rss(monkeypatch, analysis, sampler=_sampler(workers=True))
+    assert len(host) == 161 and kw["title"] == "Host RSS · job 88016"  # the log's own RSS
+    workers = sorted(kw["worker_series"])
+    assert (workers[0][0], workers[-1][0]) == (64, 224)
+    assert (round(workers[0][1] / GIB, 1), round(workers[-1][1] / GIB, 1)) == (1.9, 9.2)
+    _, plain_kw, plain = _drawn_rss(monkeypatch, analysis)
+    assert plain_kw["worker_series"] is None and plain != png
+    _, idle_kw, _ = _drawn_rss(monkeypatch, analysis, sampler=_sampler(workers=False))
+    assert idle_kw["worker_series"] is None  # no workers, no line
+
+
+def test_charts_for_maps_sampler_times_through_the_clock_skew(monkeypatch):
+    """Sampler times are wall times; the log's clock runs 3 h ahead (skew = +3 h): with the
+    skew they land on the same iterations, without it outside the log's time range."""
+    analysis = _log_analysis(with_rss=True)
+    skewed = _sampler(workers=True, skew=3 * 3600)
+    _, kw, _ = _drawn_rss(monkeypatch, analysis, sampler=skewed, skew=3 * 3600)
+    assert (min(kw["worker_series"])[0], max(kw["worker_series"])[0]) == (64, 224)
+    _, unmapped, _ = _drawn_rss(monkeypatch, analysis, sampler=skewed)
+    assert unmapped["worker_series"] is None
+
+
+def test_without_rss_in_the_log_the_host_line_is_the_samplers_total_not_sstat(monkeypatch):
+    analysis = _log_analysis(with_rss=False)
+    assert _drawn_rss(monkeypatch, analysis) is None  # nothing to draw from the log alone
+    analysis.add_rss(50 * GIB, source="sstat")  # sstat samples before the sampler wrote
+    analysis.feed(b"2027-01-15 08:12:00.000 | INFO | heartbeat\n")  # a later log line
+    analysis.add_rss(51 * GIB, source="sstat")
+    only_sstat, kw, _ = _drawn_rss(monkeypatch, analysis)
+    assert sorted(b for _, b in only_sstat) == [50 * GIB, 51 * GIB]
+    host, kw, _ = _drawn_rss(monkeypatch, analysis, sampler=_sampler(workers=True))
+    assert kw["title"] == "Host RSS (sampler) · job 88016"
+    assert len(host) == 21 and not {50 * GIB, 51 * GIB} & {b for _, b in host}
+    assert min(b for _, b in host) == 60 * GIB + int(1.9 * GIB)  # trainer + workers
+    assert kw["worker_series"] and kw["projected_oom_iter"] is not None

@@ -89,15 +89,20 @@ def test_attempts_table():
     ]
 
 
-
-def test_the_demo_thread_root_is_the_bots_own_with_the_sites_templates(tmp_path: Path):
-    """The demo rewrites the root through bot.services.runs.refresh_root: the recipe's
-    language and the site's `templates.dir`, exactly as the Slack bot does."""
+def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(tmp_path: Path):
+    """The demo's thread is ThreadEvents on the console: the root rewritten through
+    bot.services.runs.refresh_root (the recipe's language and the site's `templates.dir`,
+    exactly as the Slack bot does), an incident's charts written to the charts folder."""
     import io
+    import time
 
     from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
 
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+    from bot.core.policy import Decision, DecisionKind
     from bot.services.runs import BotContext
+    from bot.services.watch_events import ThreadEvents
     from bot.services.watcher import WatchEvent
     from bot.slack.console import ConsoleSink
     from bot.store import Store
@@ -110,6 +115,13 @@ def test_the_demo_thread_root_is_the_bots_own_with_the_sites_templates(tmp_path:
         '| tojson }}}}]}')
     config = make_config()
     config.templates.dir = str(tmp_path / "site")
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed("".join(
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(1_800_000_000 + 4.5 * k))}.000 | "
+        f"INFO | iter: {k}/240 | loss: {1 - k / 100:.2f} | rss: {1 + k / 50:.2f} GiB\n"
+        for k in range(1, 40)).encode())
+    analysis.finish()
+    diag = analysis.diagnose()
     out = io.StringIO()
     with Store.open(f"sqlite:///{tmp_path / 'demo.db'}") as store:
         sink = ConsoleSink(tmp_path / "charts", out=out, store=store)
@@ -118,12 +130,16 @@ def test_the_demo_thread_root_is_the_bots_own_with_the_sites_templates(tmp_path:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=0.0)
         store.attempts.add(chain_id=chain.id, job_id="88154", now=0.0)
         sink.post_root(chain.id, "C0TRAIN", [], "mix")
-
-        class Inner:
-            def publish(self, event: object) -> None:
-                pass
-
-        thread = demo.DemoThread(ctx, Inner(), read_log=lambda path: b"", catalogue=None)
+        thread = ThreadEvents(ctx)
         thread.publish(WatchEvent("note", "k1", "dev", "hello", chain_id=chain.id,
                                   job_id="88154", recipe="mix"))
-    assert "SITE ROOT 88154 PENDING" in out.getvalue()
+        assert "SITE ROOT 88154 PENDING" in out.getvalue()
+        thread.publish(WatchEvent(
+            "incident", "dev:88154:final", "dev", "job 88154 FAILED", chain.id, "88154",
+            "mix", diagnosis=diag, decision=Decision(DecisionKind.STOP, "stop", "none"),
+            series=analysis.series))
+    charts = sorted(p.name for p in (tmp_path / "charts").glob("*.png"))
+    assert charts == ["chart-88154-final-loss.png", "chart-88154-final-progress.png",
+                      "chart-88154-final-rss.png"]
+    for name in charts:
+        assert f"{tmp_path / 'charts' / name}" in out.getvalue()  # the console says where

@@ -1,12 +1,13 @@
 """The watcher's events in the run thread (bot.services.watch_events.ThreadEvents), through the
-real approvals service: the 88154 story from stall warning to an approved resubmit."""
+real approvals service: the 88154 story from stall warning to an approved resubmit; the
+charts that come with incidents and leak warnings."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fixtures.train_commands.fakes import FakeSlurm, RecordingSink, make_context
 from fixtures.watcher.fakes import T0, FakeSFTP
 
 from bot.core.catalogue import Catalogue
@@ -134,3 +135,188 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     assert len(slurm.submits()) == 1
     keys = [p[2] for p in ctx.sink.posts if p[0] == "reply"]
     assert "dev:88300:final" in keys and "dev:88300:resubmitted" in keys
+
+
+# ------------------------------------------------------------------ charts in the thread
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FINAL_CHARTS = ["chart:88154:final:rss.png", "chart:88154:final:progress.png",
+                "chart:88154:final:loss.png"]
+
+
+class ChartSink(RecordingSink):
+    """The recording sink with chart uploads; `refuse` names files whose upload fails."""
+
+    def __init__(self, store: Store, refuse: tuple[str, ...] = ()) -> None:
+        super().__init__(store)
+        self.charts: list[tuple[str, str, bytes]] = []  # (key, title, png)
+        self.refuse = refuse
+
+    def upload_chart(self, chain_id, key, png_bytes, filename, title):
+        if filename in self.refuse:
+            raise RuntimeError(f"files_upload_v2 failed for {filename}: 500")
+        self.charts.append((key, title, png_bytes))
+        return f"F{len(self.charts)}"
+
+    def replies(self) -> list[str]:
+        return [p[2] for p in self.posts if p[0] == "reply"]
+
+
+def _chart_thread(store: Store, sink: ChartSink, **recipe):
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, **recipe)
+    ctx.sink = sink
+    ctx.clock = lambda: T0 + 1900
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx, slurm, chain
+
+
+def _failed_88154(store: Store, sink: ChartSink) -> Watcher:
+    """The 88154 story's whole log, the job FAILED: one tick gives its incident."""
+    ctx, slurm, chain = _chart_thread(store, sink)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
+    sftp = FakeSFTP()
+    sftp.append(LOG, STORY.read_bytes())
+    slurm.add(88154, state="FAILED", exit_code=1, signal=0, stdout_path=LOG, start_time=T0,
+              end_time=T0 + 1805, name="mix", mem_limit_bytes=950 << 30)
+    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+    w.tick(T0 + 1830)
+    return w
+
+
+def test_an_incident_brings_its_rss_progress_and_loss_charts_into_the_thread(store):
+    sink = ChartSink(store)
+    _failed_88154(store, sink)
+    assert sink.replies() == ["dev:88154:final"]
+    assert [key for key, _, _ in sink.charts] == FINAL_CHARTS
+    assert [title for _, title, _ in sink.charts] == [
+        "Host RSS · job 88154 (final)", "Progress · job 88154 (final)",
+        "Loss · job 88154 (final)"]
+    assert all(png[:8] == PNG_MAGIC for _, _, png in sink.charts)
+
+
+@pytest.mark.parametrize("failure", ["draw", "upload"])
+def test_a_chart_that_fails_leaves_the_incident_posted_exactly_once(store, monkeypatch,
+                                                                    failure):
+    """Drawing fails (no chart at all) or one upload fails (the others still arrive): the
+    incident is posted once, recorded as posted, and later ticks post nothing again."""
+    if failure == "draw":
+        import bot.charts.series
+
+        def broken(*args, **kwargs):
+            raise ValueError("cannot draw")
+
+        monkeypatch.setattr(bot.charts.series, "charts_for", broken)
+    sink = ChartSink(store, refuse=("rss.png",) if failure == "upload" else ())
+    w = _failed_88154(store, sink)
+    w.tick(T0 + 1890)
+    w.tick(T0 + 1950)
+    assert sink.replies() == ["dev:88154:final"]
+    assert store.incidents.get("dev:88154:final").state == "posted"
+    assert store.watched_jobs.get("dev", "88154") is None
+    expected = [] if failure == "draw" else FINAL_CHARTS[1:]
+    assert [key for key, _, _ in sink.charts] == expected
+
+
+def test_a_leak_seen_by_the_sampler_posts_its_rss_chart_with_the_workers_line(store,
+                                                                             monkeypatch):
+    """The reports' decoder-cache leak: the log prints no RSS, the sampler does; DataLoader
+    workers grow 1.9 -> 9.2 GiB. The warning's RSS chart takes the host RSS from the sampler
+    and draws the workers' line, both at the log's iterations."""
+    import json
+    import time
+
+    import bot.charts.series
+
+    drawn = []
+    real_rss_chart = bot.charts.series.rss_chart
+
+    def spy(points, **kwargs):
+        drawn.append((points, kwargs))
+        return real_rss_chart(points, **kwargs)
+
+    monkeypatch.setattr(bot.charts.series, "rss_chart", spy)
+    sink = ChartSink(store)
+    ctx, slurm, chain = _chart_thread(store, sink, sampler_path="/scratch/mix/logs/rss-%j.jsonl",
+                                      target_iter=8000)
+    store.attempts.add(chain_id=chain.id, job_id="88016", now=T0)
+    store.watched_jobs.add("dev", "88016", now=T0, chain_id=chain.id)
+    slurm.add(88016, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix",
+              mem_limit_bytes=100 << 30, workdir="/scratch/mix")
+    sftp = FakeSFTP()
+    log_lines = []
+    for k in range(161):  # iterations 64..224, no RSS on these lines
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(T0 - 720 + 4.5 * k))
+        log_lines.append(f"{stamp}.000 | INFO | iter: {64 + k}/8000 | loss: 0.9 | 4.50 s/iter\n")
+    sftp.append(LOG, "".join(log_lines).encode())
+    gib = 1 << 30
+    samples = "".join(json.dumps({"v": 1, "t": T0 - 720 + 4.5 * k,
+                                  "rss": {"trainer": 60 * gib,
+                                          "worker": int((1.9 + 7.3 * k / 160) * gib),
+                                          "other": 0},
+                                  "cpu": {"trainer": 90, "worker": 40, "other": 0},
+                                  "n": {"trainer": 4, "worker": 40, "other": 2}}) + "\n"
+                      for k in range(0, 161, 8))
+    sftp.append("/scratch/mix/logs/rss-88016.jsonl", samples.encode())
+    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+                sink=ThreadEvents(ctx), config=ctx.config)
+    w.tick(T0 + 5)
+    [reply] = sink.replies()
+    assert ":memory_leak:" in reply
+    [(key, title, png)] = sink.charts
+    assert (key, title) == ("chart:88016:leak:rss.png", "Host RSS · job 88016 (leak)")
+    assert png[:8] == PNG_MAGIC
+    [(host, kwargs)] = drawn
+    workers = sorted(kwargs["worker_series"])
+    assert (workers[0][0], workers[-1][0]) == (64, 224)  # sampler times -> log iterations
+    assert (round(workers[0][1] / gib, 1), round(workers[-1][1] / gib, 1)) == (1.9, 9.2)
+    assert len(host) == 21 and min(b for _, b in host) == 60 * gib + workers[0][1]
+    assert kwargs["title"] == "Host RSS (sampler) · job 88016"
+    assert kwargs["projected_oom_iter"] is not None  # the fitted trend, as in the warning
+
+
+def test_the_progress_chart_overlays_the_chains_last_attempts_until_the_chain_ends(
+        store, monkeypatch):
+    import time
+
+    import bot.charts.series
+    from bot.core.diagnose import LogAnalysis
+    from bot.core.policy import Decision, DecisionKind
+
+    lines_drawn = []
+    real_progress_chart = bot.charts.series.progress_chart
+
+    def spy(attempts, **kwargs):
+        lines_drawn.append([job for job, _ in attempts])
+        return real_progress_chart(attempts, **kwargs)
+
+    monkeypatch.setattr(bot.charts.series, "progress_chart", spy)
+    sink = ChartSink(store)
+    ctx, _, chain = _chart_thread(store, sink)
+    events = ThreadEvents(ctx)
+
+    def incident(n: int) -> WatchEvent:
+        analysis = LogAnalysis(Catalogue.load())
+        start = T0 + 600 * n
+        analysis.feed("".join(
+            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(start + 4.5 * k))}.000 | INFO | "
+            f"iter: {100 * n + k}/8000 | loss: 0.9 | 4.50 s/iter\n" for k in range(20)).encode())
+        analysis.finish()
+        diag = analysis.diagnose()
+        job = str(9000 + n)
+        return WatchEvent("incident", f"dev:{job}:final", "dev", f"job {job} FAILED", chain.id,
+                          job, "mix", diagnosis=diag,
+                          decision=Decision(DecisionKind.STOP, "stopped", diag.class_id),
+                          series=analysis.series)
+
+    for n in range(1, 8):
+        events.publish(incident(n))
+    assert lines_drawn[0] == ["9001"]
+    assert lines_drawn[-1] == ["9003", "9004", "9005", "9006", "9007"]  # the last five
+    store.chains.set_status(chain.id, "completed", now=T0)
+    events.chain_changed(chain.id)  # the chain ended: its attempts are forgotten
+    events.publish(incident(8))
+    assert lines_drawn[-1] == ["9008"]
