@@ -82,8 +82,8 @@ class WatchEvent:
     """Something the thread (or the ops channel) should say. `key` is stable and unique.
 
     kind: `incident` (a finished job, with `diagnosis` + `decision`), `warning` / `note`
-    (early warnings on a running job), `held` (JobHeldAdmin), `cluster_unreachable`,
-    `cluster_back`.
+    (early warnings on a running job), `held` (JobHeldAdmin), `unknown` (a watched job Slurm
+    does not know, no longer watched), `cluster_unreachable`, `cluster_back`.
 
     Incidents and early warnings also carry what their charts are drawn from, in memory only
     (never stored): `series`, the job's bounded MetricSeries; `sampler`, its SamplerSeries
@@ -168,6 +168,11 @@ class Watcher:
       by a crash left (recorded, charged like `resubmit`, and announced), or None (see
       `_due_resubmits`).
 
+    A watched job that neither squeue nor sacct knows `unknown_after_s` after it was added
+    (purged from accounting, a mistyped `/train watch`, submitted to another cluster) is
+    reported once in its thread and no longer watched; before that it is just not judged
+    (a job just submitted may take a moment to appear).
+
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
     progress (tail offset, attempt last_iter) happen at most every `persist_every_s`: after a
@@ -195,6 +200,7 @@ class Watcher:
         persist_every_s: float = 300.0,
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
+        unknown_after_s: float = 900.0,
     ) -> None:
         self.cluster = cluster
         self.slurm = slurm
@@ -214,6 +220,7 @@ class Watcher:
         self.persist_every_s = persist_every_s
         self.max_samples_per_job = max_samples_per_job
         self.judge_every_s = judge_every_s
+        self.unknown_after_s = unknown_after_s
         self._warnings: dict[int, list[PastWarning]] = {}  # per chain, loaded once
         self._jobs: dict[int, _JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
@@ -243,8 +250,9 @@ class Watcher:
         for w in watched:
             job_id = int(w.job_id)
             record = records.get(job_id)
-            if record is None:
-                continue  # not known to squeue/sacct (yet): nothing to judge
+            if record is None:  # not known to squeue/sacct (yet): nothing to judge
+                self._unknown(w, now, report)
+                continue
             try:
                 self._job(w, record, now, report, memory.get(job_id))
             except ClusterError as exc:  # SSH dropped mid-tick: try again next tick
@@ -333,6 +341,29 @@ class Watcher:
             if self._read(jw, record, now, report, drain=True):
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)
+
+    def _unknown(self, w: Any, now: float, report: TickReport) -> None:
+        """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""
+        if now - w.added_at < self.unknown_after_s:
+            return
+        job = str(w.job_id)
+        recipe = self._recipe_of(w.chain_id)
+        minutes = (now - w.added_at) / 60
+        text = (f"job {job} is known to neither squeue nor sacct {minutes:.0f} min after it "
+                f"was watched (purged from accounting, or not a job of cluster "
+                f"{self.cluster}); trainbot stopped watching it. `/train watch {job}` "
+                "watches it again.")
+        if not self._emit(WatchEvent("unknown", f"{self.cluster}:{job}:unknown", self.cluster,
+                                     text, w.chain_id, job, recipe), "unknown", now, report):
+            return  # not told yet: keep it, the next tick tries again
+        attempt = self.store.attempts.get_by_job(job, self.cluster)
+        if attempt is not None and attempt.result is None:
+            self.store.attempts.update(attempt.id, state="UNKNOWN", result="UNKNOWN")
+        self.store.watched_jobs.remove(self.cluster, job)
+        self.store.tail_offsets.delete_job(job)
+        self._jobs.pop(int(job), None)
+        if w.chain_id is not None:
+            self._chain_changed(w.chain_id)
 
     # ------------------------------------------------------------------ memory from sstat
 
@@ -529,15 +560,18 @@ class Watcher:
                 self.store.chains.set_status(jw.chain_id, "completed", now=now)
             elif decision.stop_chain:
                 self.store.chains.set_status(jw.chain_id, "stopped", now=now)
-            chain_changed = getattr(self.sink, "chain_changed", None)
-            if chain_changed is not None:
-                try:
-                    chain_changed(jw.chain_id)
-                except Exception:  # noqa: BLE001 - a stale root never stops the watch
-                    log.exception("chain %s: updating the thread's root failed", jw.chain_id)
+            self._chain_changed(jw.chain_id)
         self.store.watched_jobs.remove(self.cluster, str(jw.job_id))
         self.store.tail_offsets.delete_job(str(jw.job_id))
         self._jobs.pop(jw.job_id, None)
+
+    def _chain_changed(self, chain_id: int) -> None:
+        chain_changed = getattr(self.sink, "chain_changed", None)
+        if chain_changed is not None:
+            try:
+                chain_changed(chain_id)
+            except Exception:  # noqa: BLE001 - a stale root never stops the watch
+                log.exception("chain %s: updating the thread's root failed", chain_id)
 
     def _flush_warnings(self, jw: _JobWatch, now: float, report: TickReport) -> bool:
         """Publish the job's warnings still `pending` (the bot died between intent and post

@@ -90,6 +90,27 @@ def story_lines():
 # ------------------------------------------------------------------ cluster health
 
 
+def test_a_job_slurm_never_knows_is_reported_once_then_no_longer_watched(env):
+    store, slurm, sftp, sink = env
+    chain = add_job(store, 4242)  # watched at T0; neither squeue nor sacct lists it
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 60)  # just submitted: it may take a moment to appear
+    w.tick(T0 + 600)
+    assert sink.events == []
+    sink.fail_next = 1  # Slack down at the moment it would be told
+    w.tick(T0 + 900)
+    assert sink.events == [] and store.watched_jobs.get(CLUSTER, "4242") is not None
+    w.tick(T0 + 960)
+    assert sink.kinds() == ["unknown"]
+    assert "4242" in sink.events[0].text and "/train watch 4242" in sink.events[0].text
+    assert sink.events[0].chain_id == chain.id
+    assert store.watched_jobs.get(CLUSTER, "4242") is None
+    attempt = store.attempts.get_by_job("4242")
+    assert (attempt.state, attempt.result) == ("UNKNOWN", "UNKNOWN")
+    w.tick(T0 + 1020)
+    assert sink.kinds() == ["unknown"] and slurm.calls == 4  # no longer asked about
+
+
 def test_unreachable_cluster_one_notice_then_one_back_and_no_job_alarms(env):
     store, slurm, sftp, sink = env
     add_job(store, 88154)
@@ -363,7 +384,8 @@ class Resubmitter:
         new_id = 90000 + len(self.calls)
         self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0,
                                 charge_retry=decision.charged)  # as submit_recipe does
-        self.store.watched_jobs.add(CLUSTER, str(new_id), now=T0, chain_id=chain_id)
+        self.store.watched_jobs.add(CLUSTER, str(new_id), now=T0 + 1300,  # after the failure
+                                    chain_id=chain_id)
         return new_id
 
 
