@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the project's virtualenv in .venv and installs trainbot into it, editable,
-# with the test dependencies (torch pinned to the 2.13.0 CPU build). Prints nothing on success.
+# with the test dependencies (torch pinned to the 2.13.0 CPU build) and the PostgreSQL driver
+# (the store's tests run on PostgreSQL too). Prints nothing on success.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -8,4 +9,4 @@ if [ ! -x .venv/bin/python ]; then
     "${PYTHON:-python3}" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install --quiet -e '.[test,postgres]'

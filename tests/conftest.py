@@ -1,4 +1,5 @@
-"""Shared fixtures: `dev_cluster`, the real Slurm + sshd brought up by deploy/dev-cluster/up.sh.
+"""Shared fixtures: `dev_cluster`, the real Slurm + sshd brought up by deploy/dev-cluster/up.sh;
+`store_url`, an empty store database on SQLite and on that script's PostgreSQL.
 
 Integration tests fail (never skip) when the dev cluster is not up: a skipped integration test
 looks green in CI while proving nothing.
@@ -11,12 +12,15 @@ import os
 import shlex
 import socket
 import subprocess
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from sqlalchemy import create_engine, make_url
+from sqlalchemy.exc import OperationalError
 
 if TYPE_CHECKING:
     from bot.cluster.ssh import SSHSettings
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 DEV_CLUSTER_SCRIPTS = REPO / "deploy" / "dev-cluster"
 NOT_UP = "dev cluster is not up: run deploy/dev-cluster/up.sh"
+PG_NOT_UP = "the dev cluster's PostgreSQL is not up: run deploy/dev-cluster/up.sh"
 
 
 def dev_cluster_dir() -> Path:
@@ -162,3 +167,53 @@ def dev_cluster() -> DevCluster:
     if not sshd_answers(cluster.host, cluster.port):
         pytest.fail(f"{NOT_UP} (no sshd answers on {cluster.host}:{cluster.port})", pytrace=False)
     return cluster
+
+
+@pytest.fixture(scope="session")
+def dev_postgres_url() -> str:
+    """URL of the dev cluster's PostgreSQL (role `trainbot`, which may create databases), from
+    connection.json; fails (never skips) the test when it is not up or psycopg is missing."""
+    path = dev_cluster_dir() / "connection.json"
+    try:
+        url = json.loads(path.read_text())["postgres_url"]
+    except FileNotFoundError:
+        pytest.fail(f"{PG_NOT_UP} ({path} does not exist)", pytrace=False)
+    except (ValueError, KeyError, TypeError) as exc:
+        pytest.fail(f"{PG_NOT_UP} ({path} has no postgres_url: {exc!r})", pytrace=False)
+    try:
+        engine = create_engine(url)
+    except ImportError as exc:
+        pytest.fail(f"no PostgreSQL driver ({exc}): run deploy/venv.sh, which installs "
+                    "trainbot's `postgres` extra", pytrace=False)
+    refused = None
+    try:
+        with engine.connect():
+            pass
+    except OperationalError as exc:
+        refused = exc.orig
+    finally:
+        engine.dispose()
+    if refused is not None:  # failed outside the except: no chained tracebacks in the report
+        pytest.fail(f"{PG_NOT_UP} (cannot connect to {url}: {refused})", pytrace=False)
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A `Store.open` URL on an empty database, once per backend: a SQLite file in tmp_path,
+    and a new database on the dev cluster's PostgreSQL, dropped (with any connection a test
+    left open) after the test, so tests share nothing."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'state.db'}"
+        return
+    server = make_url(request.getfixturevalue("dev_postgres_url"))
+    name = f"trainbot_test_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        yield server.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()

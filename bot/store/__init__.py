@@ -117,13 +117,25 @@ class Store:
     def open(cls, url: str, *, target_version: int | None = None) -> Store:
         """Open the store at `url`, creating it or upgrading an older schema in place.
 
-        `target_version` stops the upgrade early (tests build older files with it).
+        `target_version` stops the upgrade early (tests build older files with it). Errors
+        show the URL with its password masked.
         """
         try:
-            backend = make_url(url).get_backend_name()
+            parsed = make_url(url)
         except Exception as exc:  # noqa: BLE001 - sqlalchemy raises ArgumentError or ValueError
             raise StoreError(f"store.url {url!r} is not a database URL: {exc}") from None
-        engine = _sqlite_engine(url) if backend == "sqlite" else create_engine(url)
+        shown = parsed.render_as_string(hide_password=True)
+        if parsed.get_backend_name() == "sqlite":
+            engine = _sqlite_engine(url)
+        else:
+            try:
+                engine = create_engine(url)
+            except ImportError as exc:
+                raise StoreError(
+                    f"store.url {shown}: its database driver is not installed ({exc}); for "
+                    "PostgreSQL use postgresql+psycopg://… and install trainbot's `postgres` "
+                    "extra (pip install 'trainbot[postgres]')"
+                ) from None
         try:
             upgrade(engine, target_version)
         except StoreVersionError:
@@ -131,7 +143,7 @@ class Store:
             raise
         except Exception as exc:
             engine.dispose()
-            raise StoreError(f"cannot open the store at {url}: {exc}") from exc
+            raise StoreError(f"cannot open the store at {shown}: {exc}") from exc
         return cls(engine, url)
 
     @property

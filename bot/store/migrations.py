@@ -3,7 +3,9 @@
 Each migration is self-contained (its own table definitions or DDL as of that version), so
 later edits to `schema.py` never change what an old migration does. `upgrade` runs the
 missing ones, each in its own transaction together with the version bump, so an interrupted
-upgrade leaves a database at a consistent version.
+upgrade leaves a database at a consistent version. Replicas starting at once upgrade one at a
+time: SQLite's `BEGIN IMMEDIATE` already serialises them; on PostgreSQL each transaction first
+takes an advisory lock (`_UPGRADE_LOCK`), then reads the version.
 """
 
 from __future__ import annotations
@@ -189,6 +191,10 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
 ]
 
 
+# PostgreSQL advisory lock key held by each upgrade transaction ("trainbot" in ASCII, as int).
+_UPGRADE_LOCK = 0x747261696E626F74
+
+
 def current_version(conn: Connection) -> int:
     """Schema version of the database (0 for an empty one)."""
     if not inspect(conn).has_table("meta"):
@@ -202,6 +208,8 @@ def upgrade(engine: Engine, target: int | None = None) -> int:
     target = len(MIGRATIONS) if target is None else target
     while True:
         with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":  # released when this transaction ends
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _UPGRADE_LOCK})
             version = current_version(conn)
             if version > len(MIGRATIONS):
                 raise StoreVersionError(

@@ -308,8 +308,11 @@ class AttemptsRepo(_Repo):
 
         `charge_retry`: the same transaction counts it against the chain's retry budget
         (`chains.retries_used`), so a crash can never leave an attempt without its charge
-        or a charge without its attempt."""
+        or a charge without its attempt. Concurrent adds to one chain (several replicas) get
+        consecutive numbers: the chain's row is locked first (`FOR UPDATE` on PostgreSQL;
+        SQLite's `BEGIN IMMEDIATE` already serialises writers)."""
         with self._engine.begin() as conn:
+            conn.execute(select(t.chains.c.id).where(t.chains.c.id == chain_id).with_for_update())
             if charge_retry:
                 charged = conn.execute(
                     update(t.chains).where(t.chains.c.id == chain_id)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stops trainbot's dev cluster. With no argument: cancels every job, kills job processes left
-# behind (they outlive slurmd), then stops sshd, slurmd, slurmctld, slurmdbd, mariadbd, munged.
+# behind (they outlive slurmd), then stops postgres, sshd, slurmd, slurmctld, slurmdbd, mariadbd,
+# munged.
 # With arguments (e.g. `down.sh slurmctld`) stops only those daemons; `up.sh` brings them back.
 # Daemons are stopped by their pid files, never by name. Idempotent.
 set -euo pipefail
@@ -46,7 +47,7 @@ if (($# == 0)); then
             log "killed leftover job processes: $left"
         fi
     fi
-    set -- sshd slurmd slurmctld slurmdbd mariadbd munged
+    set -- postgres sshd slurmd slurmctld slurmdbd mariadbd munged
 fi
 
 for ((k = ${#DAEMONS[@]} - 1; k >= 0; k--)); do # always reverse start order

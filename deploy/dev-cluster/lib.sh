@@ -15,9 +15,11 @@ fi
 TEST_USER=slurmci
 SSH_PORT=2222
 CLUSTER_NAME=devcluster
+PG_VERSION=15 # Debian 12's; the cluster is Debian's default "$PG_VERSION/main"
+PG_PORT=5432
 
 # Start order; down.sh stops them in reverse.
-DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd sshd)
+DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd sshd postgres)
 
 declare -A PIDFILE=(
     [munged]=/run/munge/munged.pid
@@ -26,6 +28,7 @@ declare -A PIDFILE=(
     [slurmctld]=/run/slurm/slurmctld.pid
     [slurmd]=/run/slurm/slurmd.pid
     [sshd]=$DIR/run/sshd.pid
+    [postgres]=/run/postgresql/$PG_VERSION-main.pid
 )
 declare -A LOGFILE=(
     [munged]=/var/log/munge/munged.log
@@ -34,7 +37,11 @@ declare -A LOGFILE=(
     [slurmctld]=/var/log/slurm/slurmctld.log
     [slurmd]=/var/log/slurm/slurmd.log
     [sshd]=$DIR/log/sshd.log
+    [postgres]=/var/log/postgresql/postgresql-$PG_VERSION-main.log
 )
+# How each daemon is asked to stop (default TERM). PostgreSQL's TERM waits for every client to
+# disconnect; INT is its "fast" shutdown: it ends the sessions and checkpoints.
+declare -A STOP_SIGNAL=([postgres]=INT)
 
 T0=${EPOCHREALTIME/./}
 
@@ -70,19 +77,20 @@ live_pid() {
     echo "$pid"
 }
 
-# stop_daemon NAME: SIGTERM by pid file, wait until gone or a zombie (SIGKILL after 30 s).
+# stop_daemon NAME: its STOP_SIGNAL (TERM) by pid file, wait until gone or a zombie (SIGKILL
+# after 30 s).
 stop_daemon() {
-    local name=$1 pid i
+    local name=$1 sig=${STOP_SIGNAL[$1]:-TERM} pid i
     if ! pid=$(live_pid "$name"); then
         log "$name: not running"
         return 0
     fi
-    kill -TERM "$pid" 2>/dev/null || true
+    kill -"$sig" "$pid" 2>/dev/null || true
     for ((i = 0; i < 300; i++)); do
         pid_alive "$pid" "$name" || { log "$name: stopped (pid $pid)"; return 0; }
         sleep 0.1
     done
-    log "$name: still alive 30 s after SIGTERM, sending SIGKILL to pid $pid"
+    log "$name: still alive 30 s after SIG$sig, sending SIGKILL to pid $pid"
     kill -KILL "$pid" 2>/dev/null || true
     for ((i = 0; i < 50; i++)); do
         pid_alive "$pid" "$name" || return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up trainbot's dev cluster on this machine (Debian 12, as root, no systemd needed):
-# munge, MariaDB + slurmdbd, slurmctld + one slurmd (cgroup-free), and an sshd on
-# 127.0.0.1:2222 with key-only auth for the unprivileged user slurmci. Installs the Debian
+# munge, MariaDB + slurmdbd, slurmctld + one slurmd (cgroup-free), an sshd on
+# 127.0.0.1:2222 with key-only auth for the unprivileged user slurmci, and a PostgreSQL on
+# 127.0.0.1:5432 for the store's tests (role and database `trainbot`). Installs the Debian
 # packages if missing. Writes $DEV_CLUSTER_DIR/connection.json (default /tmp/dev-cluster).
 # Idempotent: re-running starts only the daemons that are not running (or whose config changed).
 set -euo pipefail
@@ -10,9 +11,11 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$HERE/lib.sh"
 
+# python3-psutil: for `python -m bot.sampler` inside jobs (slurmci cannot run the root-owned venv).
 PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server openssh-server
-    openssh-client shellcheck gcc)
+    openssh-client shellcheck gcc python3-psutil postgresql)
 DB_PASS=slurmdevpw
+PG_PASS=trainbotdevpw
 SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
 
 [[ $EUID -eq 0 ]] || { echo "dev-cluster: up.sh must run as root" >&2; exit 2; }
@@ -44,7 +47,8 @@ if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     guard_created=0
     if [[ ! -e /usr/sbin/policy-rc.d ]]; then
-        # Keep package scripts from starting sshd on :22, MariaDB and munge through init.d.
+        # Keep package scripts from starting sshd on :22, MariaDB, PostgreSQL and munge
+        # through init.d.
         printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
         chmod 755 /usr/sbin/policy-rc.d
         guard_created=1
@@ -162,6 +166,19 @@ render /etc/mysql/mariadb.conf.d/99-slurm-dev.cnf root:root 644 mariadbd <<EOF
 skip-networking
 innodb_buffer_pool_size=256M
 innodb_lock_wait_timeout=900
+EOF
+
+# Debian's postgresql package creates the cluster $PG_VERSION/main (up.sh creates it if gone).
+[[ -f /etc/postgresql/$PG_VERSION/main/postgresql.conf ]] ||
+    pg_createcluster "$PG_VERSION" main >"$DIR/log/postgres.create.log" 2>&1
+render "/etc/postgresql/$PG_VERSION/main/conf.d/99-trainbot-dev.conf" postgres:postgres 644 \
+    postgres <<EOF
+# Rendered by trainbot deploy/dev-cluster/up.sh: loopback only, for the store's tests.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+ssl = off
+# A test database is thrown away after the test: no need to wait for each commit's flush.
+synchronous_commit = off
 EOF
 
 # ---------------------------------------------------------------- keys and sshd config
@@ -326,6 +343,21 @@ if ! live_pid sshd >/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev
         "(pid file ${PIDFILE[sshd]}); free the port or stop that process"
 fi
 start sshd /usr/sbin/sshd -f "$ssh_dir/sshd_config" -E "${LOGFILE[sshd]}" || true
+
+# PostgreSQL, then the tests' role (it may create databases: one per test) and its database
+install -d -o postgres -g postgres -m 2775 /run/postgresql
+start postgres pg_ctlcluster "$PG_VERSION" main start || true
+CURRENT=postgres
+psql_admin() { runuser -u postgres -- psql -X -q -t -A -v ON_ERROR_STOP=1 -p "$PG_PORT" "$@"; }
+wait_for "postgres accepting connections" 30 pg_isready -q -h 127.0.0.1 -p "$PG_PORT"
+if [[ $(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'trainbot'") != 1 ]]; then
+    psql_admin -c "CREATE ROLE trainbot LOGIN CREATEDB PASSWORD '$PG_PASS'"
+    log "postgres: created role trainbot"
+fi
+if [[ $(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = 'trainbot'") != 1 ]]; then
+    psql_admin -c "CREATE DATABASE trainbot OWNER trainbot"
+    log "postgres: created database trainbot"
+fi
 log "all daemons up (node $NODE, RealMemory=${REAL_MEM}M, CPUs=4)"
 
 # ---------------------------------------------------------------- connection settings
@@ -340,7 +372,8 @@ render "$DIR/connection.json" root:root 644 <<EOF
   "cluster_name": "$CLUSTER_NAME",
   "home": "$TEST_HOME",
   "state_dir": "$DIR",
-  "accounts": ["root", "team-b"]
+  "accounts": ["root", "team-b"],
+  "postgres_url": "postgresql+psycopg://trainbot:$PG_PASS@127.0.0.1:$PG_PORT/trainbot"
 }
 EOF
 

@@ -1,9 +1,9 @@
-"""Approval clicks are accepted once (real SQLite store); competitors held only after a yes."""
+"""Approval clicks are accepted once (real store, on SQLite and on PostgreSQL: `store_url`);
+competitors held only after a yes."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 from fixtures.train_commands.fakes import FakeSlurm, make_context
@@ -17,8 +17,8 @@ NOW = 1_000_000.0
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+def store(store_url: str):
+    s = Store.open(store_url)
     yield s
     s.close()
 

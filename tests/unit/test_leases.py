@@ -1,8 +1,9 @@
 """Leases for several replicas on one database: each scheduled job (`watch:<cluster>`,
 `holds`) runs in exactly one replica, and another takes it over when the holder stops.
 
-Each replica is its own `Store.open` handle (its own engine and connections) on one SQLite
-file; clocks are injected, nothing sleeps.
+Each replica is its own `Store.open` handle (its own engine and connections) on one database,
+a SQLite file and a PostgreSQL database (`store_url`, tests/conftest.py); clocks are injected,
+nothing sleeps.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,13 +30,8 @@ LEASE = "watch:alpha"
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'state.db'}"
-
-
-@pytest.fixture
-def replicas(db_url: str) -> Any:
-    a, b = Store.open(db_url), Store.open(db_url)
+def replicas(store_url: str) -> Any:
+    a, b = Store.open(store_url), Store.open(store_url)
     yield a, b
     a.close()
     b.close()
@@ -95,9 +90,9 @@ def test_leases_are_independent_by_name(replicas) -> None:
 
 @pytest.mark.parametrize("before", ["never taken", "lapsed"])
 def test_replicas_racing_for_a_lease_at_the_same_instant_get_exactly_one_winner(
-        db_url, before) -> None:
+        store_url, before) -> None:
     n = 8
-    stores = [Store.open(db_url) for _ in range(n)]
+    stores = [Store.open(store_url) for _ in range(n)]
     if before == "lapsed":  # the race is on the conditional UPDATE, not the INSERT
         stores[0].leases.acquire(LEASE, "dead", now=0.0, ttl_s=30.0)
     barrier = threading.Barrier(n)
@@ -221,12 +216,12 @@ class Replica:
 
 
 def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_the_ttl(
-        db_url, monkeypatch) -> None:
+        store_url, monkeypatch) -> None:
     released: list[Store] = []  # which replica ran the `holds` job
     monkeypatch.setattr(competitors, "release_started",
                         lambda services, now: released.append(services.store))
     now = [1000.0]
-    a, b = Replica(db_url, "A", lambda: now[0]), Replica(db_url, "B", lambda: now[0])
+    a, b = Replica(store_url, "A", lambda: now[0]), Replica(store_url, "B", lambda: now[0])
     chain = a.store.chains.create(recipe="slow", cluster="alpha", job_name="slow", now=1.0)
     a.store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
     a.store.watched_jobs.add("alpha", "4242", now=1000.0, chain_id=chain.id)
@@ -253,9 +248,9 @@ def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_th
         b.store.close()
 
 
-def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(db_url) -> None:
+def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(store_url) -> None:
     now = [1000.0]
-    a, b = Replica(db_url, "A", lambda: now[0]), Replica(db_url, "B", lambda: now[0])
+    a, b = Replica(store_url, "A", lambda: now[0]), Replica(store_url, "B", lambda: now[0])
     a.store.watched_jobs.add("alpha", "4242", now=1000.0)
     try:
         a.tick()
@@ -269,11 +264,10 @@ def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(db_url) -> 
         b.store.close()
 
 
-def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(tmp_path, monkeypatch
-                                                                     ) -> None:
-    url = f"sqlite:///{tmp_path / 'state.db'}"
+def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
+        tmp_path, store_url, monkeypatch) -> None:
     path = tmp_path / "trainbot.yaml"
-    path.write_text(yaml.safe_dump({**config_data(), "store": {"url": url}}))
+    path.write_text(yaml.safe_dump({**config_data(), "store": {"url": store_url}}))
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
     schedulers: list[Any] = []
@@ -288,7 +282,7 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(tmp_path, 
     def serve_then_stop(app: Any, config: Any, http_port: int) -> None:
         for job in schedulers[0].get_jobs():  # each job runs once, as the scheduler would
             job.func()
-        with Store.open(url) as other:
+        with Store.open(store_url) as other:
             held.update({n: other.leases.holder(n) for n in ("holds", "watch:alpha")})
         raise KeyboardInterrupt  # Ctrl-C
 
@@ -297,7 +291,7 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(tmp_path, 
     monkeypatch.setattr(bot.app, "start", serve_then_stop)
     assert run_cmd.run(argparse.Namespace(config=str(path), http_port=3000)) == EXIT_OK
     assert held == {"holds": process_holder(), "watch:alpha": process_holder()}
-    with Store.open(url) as other:
+    with Store.open(store_url) as other:
         assert other.leases.holder("holds") is None
         assert other.leases.holder("watch:alpha") is None
 

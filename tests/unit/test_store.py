@@ -1,4 +1,8 @@
-"""The state store: each repository verb, exactly-once approval claims, in-place upgrades."""
+"""The state store: each repository verb, exactly-once approval claims, in-place upgrades.
+
+Every test taking `store` or `store_url` runs on SQLite and on PostgreSQL (the dev cluster's,
+see tests/conftest.py); the rest are about SQLite files themselves (folder, WAL, `~`).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,13 @@ import threading
 import pytest
 from sqlalchemy import inspect
 
-from bot.store import Store, StoreVersionError
+from bot.store import Store, StoreError, StoreVersionError
 from bot.store import schema as current_schema
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path}/state/trainbot.db")
+def store(store_url):
+    s = Store.open(store_url)
     yield s
     s.close()
 
@@ -36,6 +40,19 @@ def test_tilde_in_sqlite_url_is_expanded(tmp_path, monkeypatch):
     assert (tmp_path / ".local/state/trainbot/trainbot.db").exists()
 
 
+def test_an_unreachable_postgresql_is_named_without_its_password():
+    with pytest.raises(StoreError, match=r"at postgresql\+psycopg://trainbot:\*\*\*@127.0.0.1:1/"
+                       ) as info:
+        Store.open("postgresql+psycopg://trainbot:s3cret@127.0.0.1:1/trainbot")
+    assert "s3cret" not in str(info.value)
+
+
+def test_a_missing_database_driver_names_the_extra_to_install():
+    with pytest.raises(StoreError, match=r"psycopg2.*pip install 'trainbot\[postgres\]'") as info:
+        Store.open("postgresql+psycopg2://trainbot:s3cret@127.0.0.1/trainbot")
+    assert "s3cret" not in str(info.value)
+
+
 def test_migrated_schema_matches_the_tables_the_code_queries(store):
     insp = inspect(store.engine)
     for table in current_schema.metadata.sorted_tables:
@@ -46,19 +63,20 @@ def test_migrated_schema_matches_the_tables_the_code_queries(store):
 def test_migrated_indexes_match_the_schema(store):
     insp = inspect(store.engine)
     for table in current_schema.metadata.sorted_tables:
-        got = {(i["name"], tuple(i["column_names"])) for i in insp.get_indexes(table.name)}
+        got = {(i["name"], tuple(i["column_names"])) for i in insp.get_indexes(table.name)
+               if not i.get("duplicates_constraint")}  # PostgreSQL lists UNIQUE's index too
         want = {(i.name, tuple(c.name for c in i.columns)) for i in table.indexes}
         assert got == want, table.name
 
 
 def test_foreign_keys_are_enforced(store):
-    with pytest.raises(Exception, match="FOREIGN KEY"):
+    with pytest.raises(Exception, match="(?i)foreign key"):
         store.attempts.add(chain_id=999, job_id="1", now=1.0)
 
 
 def test_a_charged_attempt_and_its_charge_are_one_transaction(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
-    with pytest.raises(Exception, match="NOT NULL"):  # the attempt row cannot be written
+    with pytest.raises(Exception, match="(?i)not[ -]null"):  # the attempt cannot be written
         store.attempts.add(chain_id=chain.id, job_id="1", now=2.0, state=None,
                            charge_retry=True)
     assert store.chains.get(chain.id).retries_used == 0  # the charge was rolled back with it
@@ -113,6 +131,35 @@ def test_attempts_are_numbered_per_chain_and_updated(store):
     assert store.attempts.get_by_job("88154", cluster="other") is None
     with pytest.raises(ValueError, match="job_id"):
         store.attempts.update(a1.id, job_id="x")
+
+
+def at_once(n: int, fn):
+    """Run fn(0) … fn(n - 1) in n threads released together; returns results, errors."""
+    barrier = threading.Barrier(n)
+    results, errors = [], []
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            results.append(fn(i))
+        except Exception as exc:  # noqa: BLE001 - surfaced by the caller's assert
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return results, errors
+
+
+def test_attempts_added_at_once_to_one_chain_are_numbered_one_after_another(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
+    _, errors = at_once(6, lambda i: store.attempts.add(chain_id=chain.id, job_id=str(88000 + i),
+                                                        now=2.0, charge_retry=i % 2 == 0))
+    assert errors == []
+    assert [a.attempt_no for a in store.attempts.for_chain(chain.id)] == [1, 2, 3, 4, 5, 6]
+    assert store.chains.get(chain.id).retries_used == 3
 
 
 def test_tail_offsets_put_get_replace(store):
@@ -267,9 +314,8 @@ def test_watched_jobs(store):
     ]
 
 
-def test_v1_file_is_upgraded_in_place_keeping_data(tmp_path):
-    url = f"sqlite:///{tmp_path}/old.db"
-    with Store.open(url, target_version=1) as old:
+def test_v1_store_is_upgraded_in_place_keeping_data(store_url):
+    with Store.open(store_url, target_version=1) as old:
         assert old.schema_version == 1
         assert not inspect(old.engine).has_table("slack_posts")
         with old.engine.begin() as conn:  # what a v1 trainbot wrote
@@ -281,7 +327,7 @@ def test_v1_file_is_upgraded_in_place_keeping_data(tmp_path):
                 "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
                 " VALUES (1, '88016', 1, 'FAILED', 2.0)"
             )
-    with Store.open(url) as new:
+    with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         chain = new.chains.get(1)
         assert (chain.recipe, chain.job_name, chain.retries_used) == ("mix", "wm-mix", 0)
@@ -292,17 +338,27 @@ def test_v1_file_is_upgraded_in_place_keeping_data(tmp_path):
         assert new.chains.get(1).retries_used == 1
 
 
-def test_newer_store_is_refused(tmp_path):
-    url = f"sqlite:///{tmp_path}/new.db"
-    with Store.open(url) as s, s.engine.begin() as conn:
+def test_replicas_starting_at_once_on_an_empty_database_all_open_it(store_url):
+    stores, errors = at_once(4, lambda i: Store.open(store_url))
+    try:
+        assert errors == []
+        assert [s.schema_version for s in stores] == [current_schema.SCHEMA_VERSION] * 4
+        with stores[0].engine.begin() as conn:  # migrated once: one version row
+            assert conn.exec_driver_sql("SELECT count(*) FROM meta").scalar() == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_newer_store_is_refused(store_url):
+    with Store.open(store_url) as s, s.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
     with pytest.raises(StoreVersionError, match="upgrade trainbot"):
-        Store.open(url)
+        Store.open(store_url)
 
 
-def test_v2_file_gets_the_approvals_index_keeping_its_holds(tmp_path):
-    url = f"sqlite:///{tmp_path}/v2.db"
-    with Store.open(url, target_version=2) as old:
+def test_v2_store_gets_the_approvals_index_keeping_its_holds(store_url):
+    with Store.open(store_url, target_version=2) as old:
         assert old.schema_version == 2
         names = {i["name"] for i in inspect(old.engine).get_indexes("approvals")}
         assert "ix_approvals_action_state" not in names
@@ -310,7 +366,7 @@ def test_v2_file_gets_the_approvals_index_keeping_its_holds(tmp_path):
                                      allowed=["U1"], expires_at=1e12, now=1.0,
                                      target_job="88017")
         assert old.approvals.claim(token, "U1", now=2.0).claimed
-    with Store.open(url) as new:
+    with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version
         names = {i["name"] for i in inspect(new.engine).get_indexes("approvals")}
         assert "ix_approvals_action_state" in names
@@ -318,14 +374,13 @@ def test_v2_file_gets_the_approvals_index_keeping_its_holds(tmp_path):
         assert [(a.token, a.target_job) for a in held] == [(token, "88017")]
 
 
-def test_v3_file_gets_the_leases_table_keeping_its_data(tmp_path):
-    url = f"sqlite:///{tmp_path}/v3.db"
-    with Store.open(url, target_version=3) as old:
+def test_v3_store_gets_the_leases_table_keeping_its_data(store_url):
+    with Store.open(store_url, target_version=3) as old:
         assert old.schema_version == 3
         assert not inspect(old.engine).has_table("leases")
         chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
         old.watched_jobs.add("dev", "88016", now=1.0, chain_id=chain.id)
-    with Store.open(url) as new:
+    with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == 4
         assert [w.job_id for w in new.watched_jobs.list("dev")] == ["88016"]
         assert new.leases.holder("watch:dev") is None
