@@ -15,7 +15,7 @@ from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
 from bot.core.actions import ActionId
-from bot.services.approvals import ClickResult, handle_click
+from bot.services.approvals import ClickResult, click_reply, handle_click
 from bot.services.runs import BotContext
 
 __all__ = ["ActionId", "register"]
@@ -44,8 +44,8 @@ def make_run_click(services: BotContext):  # noqa: ANN201 - a Bolt listener
         except Exception:  # lazy listeners' errors never reach @app.error: report them here
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))
-            respond(text=":warning: trainbot hit an internal error handling this click; "
-                         "see its log.", response_type="ephemeral", replace_original=False)
+            respond(text=click_reply(services, None, "internal_error"),
+                    response_type="ephemeral", replace_original=False)
             return
         show(result, body, client, respond)
 

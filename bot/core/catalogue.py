@@ -23,6 +23,11 @@ text, provided one of its triggers is intact on one of the two lines (two disjoi
 variant where possible, so a single break leaves one). Lines shorter than MIN_WRAP_WIDTH are
 never joined.
 
+Texts: `explanation` and `hint` are English and required; `explanation_ko` / `hint_ko` are
+optional translations (`FailureClass.explanation_in(lang)` / `.hint_in(lang)` fall back to the
+English). A site file that replaces an English text without its translation drops ours, so a
+Korean message never shows a translation of a text the site replaced.
+
 Public API: `Catalogue.load(extra_paths)`, `.classes`, `.get(id)`, `.scan(lines, first_line_no)`,
 `.scan_block(block, first_line_no)`, `.match_line(line)`, `.classify_state(state, exit_code,
 signal)`, `.accounting_matches(...)`, `.rank(ids)`, `.grep_patterns()`, `.triggers()`;
@@ -50,6 +55,10 @@ MIN_WRAP_WIDTH = 40
 
 _SENTINEL_CHUNK = 1 << 20
 
+#: Languages the English `explanation` / `hint` may be translated to (`hint_ko`, …): the
+#: message languages other than English (bot.slack.render.LANGS).
+TRANSLATED_LANGS = ("ko",)
+_TRANSLATED_FIELDS = ("explanation", "hint")
 _CLASS_FIELDS = {
     "title": str,
     "explanation": str,
@@ -60,6 +69,7 @@ _CLASS_FIELDS = {
     "hint": str,
     "patterns": dict,
     "accounting": dict,
+    **{f"{f}_{lang}": str for f in _TRANSLATED_FIELDS for lang in TRANSLATED_LANGS},
 }
 _REQUIRED_FIELDS = ("title", "explanation", "action", "retryable", "charges_budget", "priority",
                     "hint")
@@ -89,6 +99,15 @@ class FailureClass:
     states: tuple[str, ...]
     exit_codes: tuple[int, ...] = ()
     signals: tuple[int, ...] = ()
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # lang -> texts
+
+    def explanation_in(self, lang: str) -> str:
+        """The explanation in `lang` (the English one when it has no translation)."""
+        return self.translations.get(lang, {}).get("explanation", self.explanation)
+
+    def hint_in(self, lang: str) -> str:
+        """The hint in `lang` (the English one when it has no translation)."""
+        return self.translations.get(lang, {}).get("hint", self.hint)
 
 
 @dataclass(frozen=True)
@@ -688,6 +707,7 @@ class Catalogue:
                 states=tuple(dict.fromkeys(raw.states)),
                 exit_codes=tuple(dict.fromkeys(raw.exit_codes)),
                 signals=tuple(dict.fromkeys(raw.signals)),
+                translations=_translations(f),
             )
             for kind, pats in (("primary", raw.primary), ("hints", raw.hints)):
                 for p in dict.fromkeys(pats):
@@ -995,6 +1015,22 @@ def _merge_file(raws: dict[str, _Raw], name: str, text: str) -> None:
             else:
                 raw.fields[key] = value
                 raw.field_source[key] = name
+        for key in _TRANSLATED_FIELDS:  # a new English text outdates the translations before it
+            if key in body:
+                for lang in TRANSLATED_LANGS:
+                    if f"{key}_{lang}" not in body:
+                        raw.fields.pop(f"{key}_{lang}", None)
+
+
+def _translations(fields: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """lang -> {"explanation"/"hint": text} from the merged `<field>_<lang>` fields."""
+    out: dict[str, dict[str, str]] = {}
+    for lang in TRANSLATED_LANGS:
+        texts = {f: " ".join(fields[f"{f}_{lang}"].split()) for f in _TRANSLATED_FIELDS
+                 if f"{f}_{lang}" in fields}
+        if texts:
+            out[lang] = texts
+    return out
 
 
 def _merge_patterns(raw: _Raw, where: str, value: dict[str, Any]) -> None:
@@ -1043,6 +1079,7 @@ def _merge_accounting(raw: _Raw, where: str, value: dict[str, Any]) -> None:
 
 __all__ = [
     "STOP_CLASSES",
+    "TRANSLATED_LANGS",
     "AccountingMatch",
     "Catalogue",
     "CatalogueError",

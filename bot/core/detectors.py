@@ -56,9 +56,38 @@ class CheckpointOomFinding:
 
 @dataclass(frozen=True)
 class SilentExitFinding:
-    """COMPLETED 0:0 while the log says the work did not happen; `reasons` say why."""
+    """COMPLETED 0:0 while the log says the work did not happen, and why (each fact that is
+    set is one reason); `reasons` says them in English, `reasons_in(lang)` in a message
+    language (en, ko)."""
 
-    reasons: tuple[str, ...]
+    failure_line: int | None = None  # the first failure the log shows, and its text
+    failure_text: str = ""
+    short_elapsed_s: float | None = None  # ran this briefly without showing its work done
+    no_iteration: bool = False
+    stopped_at: tuple[int, int] | None = None  # (last iteration, target)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.reasons_in("en")
+
+    def reasons_in(self, lang: str) -> tuple[str, ...]:
+        ko = lang == "ko"
+        out: list[str] = []
+        if self.failure_line is not None:
+            out.append(f"로그 {self.failure_line}번째 줄의 실패 \"{self.failure_text}\""
+                       if ko else f"the log shows a failure at line {self.failure_line}: "
+                       f"{self.failure_text}")
+        if self.short_elapsed_s is not None:
+            out.append(f"실행 시간 {self.short_elapsed_s:.0f}초" if ko
+                       else f"it ran for only {self.short_elapsed_s:.0f} s")
+        if self.no_iteration:
+            out.append("기록된 학습 iter 없음" if ko
+                       else "no training iteration was logged")
+        if self.stopped_at is not None:
+            last, target = self.stopped_at
+            out.append(f"iter {last} / {target}에서 멈춤" if ko
+                       else f"it stopped at iteration {last} of {target}")
+        return tuple(out)
 
 
 def detect_stall(
@@ -290,23 +319,19 @@ def detect_silent_exit(
     matches = list(matches)
     marker = any(getattr(m, "class_id", None) == "completed" for m in matches)
     found = [m for m in matches if getattr(m, "class_id", None) not in _NOT_FAILURES]
-    reasons: list[str] = []
-    if found:
-        first = found[0]
-        reasons.append(f"the log shows a failure at line {first.line_no}: {first.text.strip()}")
+    first = found[0] if found else None
     last_iter = series.last_iteration
     work_done = marker or (
         target_iter is not None and last_iter is not None and last_iter >= target_iter
     )
-    if (
-        not work_done
-        and accounting.elapsed_s is not None
-        and accounting.elapsed_s < min_elapsed_s
-    ):
-        reasons.append(f"it ran for only {accounting.elapsed_s:.0f} s")
-    if last_iter is None:
-        if not marker:
-            reasons.append("no training iteration was logged")
-    elif target_iter is not None and last_iter < target_iter:
-        reasons.append(f"it stopped at iteration {last_iter} of {target_iter}")
-    return SilentExitFinding(tuple(reasons)) if reasons else None
+    short = (not work_done and accounting.elapsed_s is not None
+             and accounting.elapsed_s < min_elapsed_s)
+    finding = SilentExitFinding(
+        failure_line=first.line_no if first is not None else None,
+        failure_text=first.text.strip() if first is not None else "",
+        short_elapsed_s=accounting.elapsed_s if short else None,
+        no_iteration=last_iter is None and not marker,
+        stopped_at=((last_iter, target_iter) if last_iter is not None and target_iter is not None
+                    and last_iter < target_iter else None),
+    )
+    return finding if finding.reasons else None

@@ -35,6 +35,7 @@ import numpy as np
 
 from bot.core.detectors import (
     LeakFinding,
+    SilentExitFinding,
     StallFinding,
     detect_checkpoint_oom,
     detect_leak,
@@ -417,7 +418,7 @@ def diagnose(
     stall: StallFinding | None = None
     during_save = False
     evidence: list[Evidence] = []
-    silent_reasons: tuple[str, ...] = ()
+    silent: SilentExitFinding | None = None
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     running = acct.is_running or acct.state in _NOT_STARTED or (
@@ -443,7 +444,7 @@ def diagnose(
         else:
             chosen = NONE_CLASS
     elif chosen is None:
-        chosen, silent_reasons = _settle_finished(
+        chosen, silent = _settle_finished(
             catalogue, acct, series, matches, target, min_elapsed_s
         )
 
@@ -507,15 +508,17 @@ def diagnose(
         stall_seconds=_round(stall_seconds, 1),
     )
     action, retryable, charges, hint = _class_info(catalogue, chosen)
-    hint = _specific_hint(chosen, hint, series, leak, stall, upstream, during_save, acct)
-    if silent_reasons:
-        hint = "COMPLETED 0:0, but " + "; ".join(silent_reasons) + ". " + hint
+    hints = {lang: _specific_hint(chosen, text, series, leak, stall, upstream, during_save,
+                                  silent, lang)
+             for lang, text in {"en": hint, **_translated_hints(catalogue, chosen)}.items()}
+    hint = hints.pop("en")
     return Diagnosis(
         class_id=chosen,
         action=action,
         retryable=retryable,
         charges_budget=charges,
         hint=hint,
+        translated_hints=hints,
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
         metrics=metrics,
@@ -567,17 +570,17 @@ def _settle_finished(
     matches: Sequence[Any],
     target: int | None,
     min_elapsed_s: float,
-) -> tuple[str, tuple[str, ...]]:
+) -> tuple[str, SilentExitFinding | None]:
     """A finished job with no primary failure signature: completed, silent_exit (with its
-    reasons) or unknown_failure."""
+    finding) or unknown_failure."""
     if acct.state == "COMPLETED" and acct.exit_code in (0, None) and acct.signal in (0, None):
         finding = detect_silent_exit(
             acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s
         )
         if finding is not None:
-            return "silent_exit", finding.reasons
-        return "completed", ()
-    return "unknown_failure", ()
+            return "silent_exit", finding
+        return "completed", None
+    return "unknown_failure", None
 
 
 def _ends_in_error(matches: Sequence[Any], tail: Sequence[tuple[int, str]]) -> bool:
@@ -613,6 +616,13 @@ def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]
     return Action(cls.action), bool(cls.retryable), bool(cls.charges_budget), cls.hint.strip()
 
 
+def _translated_hints(catalogue: Any, class_id: str) -> dict[str, str]:
+    """lang -> the class's hint in that language, for the languages the catalogue has it in."""
+    cls = catalogue.classes.get(class_id)
+    translations = getattr(cls, "translations", None) or {}
+    return {lang: texts["hint"] for lang, texts in translations.items() if "hint" in texts}
+
+
 def _specific_hint(
     class_id: str,
     hint: str,
@@ -621,35 +631,47 @@ def _specific_hint(
     stall: StallFinding | None,
     upstream: UpstreamCause | None,
     during_save: bool,
-    acct: Accounting,
+    silent: SilentExitFinding | None,
+    lang: str = "en",
 ) -> str:
-    """The catalogue's hint, prefixed with the numbers of this case."""
+    """The catalogue's hint (in `lang`: en or ko), prefixed with the numbers of this case."""
+    ko = lang == "ko"
     facts = ""
     if class_id == "memory_leak" and leak is not None:
-        facts = (
-            f"Host RSS grows {leak.slope_gib_per_100_iter:.1f} GiB per 100 iterations "
-            f"(now ~{leak.rss_now_bytes / GIB:.0f} GiB"
-        )
-        if leak.limit_bytes:
-            facts += f", limit {leak.limit_bytes / GIB:.0f} GiB"
-        facts += ")"
-        if leak.projected_oom_iter:
-            facts += f"; at this rate it reaches the limit near iteration {leak.projected_oom_iter}"
-        facts += "."
+        limit = leak.limit_bytes / GIB if leak.limit_bytes else None
+        if ko:
+            facts = (f"호스트 RSS가 100 iter마다 {leak.slope_gib_per_100_iter:.1f} GiB씩 늘고 "
+                     f"있습니다 (현재 약 {leak.rss_now_bytes / GIB:.0f} GiB"
+                     + (f", 한도 {limit:.0f} GiB" if limit else "") + ").")
+            if leak.projected_oom_iter:
+                facts += f" 이 속도면 iter {leak.projected_oom_iter} 근처에서 한도에 도달합니다."
+        else:
+            facts = (f"Host RSS grows {leak.slope_gib_per_100_iter:.1f} GiB per 100 iterations "
+                     f"(now ~{leak.rss_now_bytes / GIB:.0f} GiB"
+                     + (f", limit {limit:.0f} GiB" if limit else "") + ")")
+            if leak.projected_oom_iter:
+                facts += ("; at this rate it reaches the limit near iteration "
+                          f"{leak.projected_oom_iter}")
+            facts += "."
     elif class_id == "hang" and stall is not None:
-        facts = (
-            f"No progress since iteration {stall.last_iter} for {stall.stalled_s:.0f} s "
-            f"(threshold {stall.threshold_s:.0f} s)."
-        )
+        facts = (f"iter {stall.last_iter} 이후 {stall.stalled_s:.0f}초 동안 진행이 없습니다 "
+                 f"(기준 {stall.threshold_s:.0f}초)." if ko else
+                 f"No progress since iteration {stall.last_iter} for {stall.stalled_s:.0f} s "
+                 f"(threshold {stall.threshold_s:.0f} s).")
         if stall.open_save is not None:
-            facts += (
-                f" A checkpoint save (line {stall.open_save.start_line}) has not finished: "
-                "the save itself may hang; that checkpoint is incomplete."
-            )
+            line = stall.open_save.start_line
+            facts += (f" {line}번째 줄에서 시작한 체크포인트 저장이 끝나지 않았습니다: 저장 자체가 "
+                      "멈췄을 수 있고, 그 체크포인트는 불완전합니다." if ko else
+                      f" A checkpoint save (line {line}) has not finished: "
+                      "the save itself may hang; that checkpoint is incomplete.")
     elif upstream is not None:
-        facts = f"Upstream: {upstream.note}."
+        facts = (f"선행 원인: watchdog이 발동하기 전 iter {upstream.last_iter} 이후 "
+                 f"{upstream.seconds_before_failure:.0f}초 동안 진행이 없었습니다." if ko
+                 else f"Upstream: {upstream.note}.")
     elif class_id == "host_oom" and during_save:
-        facts = "It died while saving a checkpoint: that checkpoint is partial, never resume it."
+        facts = ("체크포인트 저장 중에 죽었습니다: 그 체크포인트는 불완전하니 절대 거기서 재개하지 "
+                 "마세요." if ko else
+                 "It died while saving a checkpoint: that checkpoint is partial, never resume it.")
     elif class_id == NONE_CLASS:
         spi = series.sec_per_iter()
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
@@ -664,6 +686,10 @@ def _specific_hint(
                 "DataLoader workers or a larger batch may speed it up."
             )
         return facts
+    if silent is not None:
+        reasons = "; ".join(silent.reasons_in(lang))
+        facts = (f"Slurm은 COMPLETED 0:0으로 보고했지만 실제로 학습하지 않았습니다: {reasons}."
+                 if ko else f"COMPLETED 0:0, but {reasons}.")
     return f"{facts} {hint}".strip()
 
 

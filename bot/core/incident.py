@@ -70,7 +70,7 @@ class Incident:
     job_id: str
     class_id: str
     title: str  # the catalogue's English headline (templates may translate by class_id)
-    explanation: str
+    explanation: str  # the diagnosis' hint with this case's numbers, in English
     action: str
     retryable: bool
     evidence: tuple[tuple[int, str], ...]
@@ -88,6 +88,9 @@ class Incident:
     actions: tuple[ProposedAction, ...]
     state: str | None = None
     exit_code: str | None = None
+    # lang -> `explanation` in that language (a template without its language shows English)
+    translated_explanations: dict[str, str] = field(default_factory=dict)
+    upstream_last_iter: int | None = None  # the iteration progress stopped at, before it
 
     def to_view(self) -> dict[str, Any]:
         return asdict(self)
@@ -303,6 +306,8 @@ def build_incident(
         actions=tuple(actions),
         state=state,
         exit_code=exit_code,
+        translated_explanations=dict(diagnosis.translated_hints),
+        upstream_last_iter=up.last_iter if up else None,
     )
 
 

@@ -72,7 +72,10 @@ class UpstreamCause:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """trainbot's conclusion about one job: a class id from FAILURES.md and its support."""
+    """trainbot's conclusion about one job: a class id from FAILURES.md and its support.
+
+    `hint` is English; `translated_hints` maps a message language (ko) to the same hint where
+    the catalogue has the class's hint in that language (else messages show the English)."""
 
     class_id: str
     action: Action
@@ -84,6 +87,7 @@ class Diagnosis:
     metrics: DiagnosisMetrics = field(default_factory=DiagnosisMetrics)
     upstream: UpstreamCause | None = None
     during_checkpoint_save: bool = False
+    translated_hints: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""

@@ -8,6 +8,10 @@ says which choice. `handle_click` accepts one click per prompt: a double click, 
 a replay after expiry changes nothing, an unauthorized click is refused (and told so). Every
 click is audited, whatever its outcome.
 
+What a click did is data (`Outcome`: kind, actor, job ids, iteration, --mem, a verbatim error);
+the `decided` template says it in the recipe's language, and the `click_reply` template says
+the replies only the clicker sees (unknown button, refused, already decided, expired).
+
 Retry budget: an approved resubmit (plain, --mem, or cancel and resume) is charged to the
 chain's retry ledger (`chains.charge_retry`) exactly when the watcher's automatic resubmit of
 the same failure would be: when the failure's class charges the budget
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
@@ -81,12 +85,43 @@ class ClickResult:
     holds: list[int] = field(default_factory=list)
 
 
-def mention_list(users: Iterable[str]) -> str:
-    users = sorted(users)
-    if not users:
-        return "nobody (set slack.approvers)"
-    parts = [f"<@{u}>" for u in users]
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a decided prompt, as data for the `decided` template.
+
+    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | held | hold_skipped |
+    hold_failed; failed: `did` is error | not_current | not_running | resubmit_failed (the job
+    was cancelled, its resubmit failed). `job_id` is the prompt's target job (the competitor of
+    a hold prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits
+    for, `current_job` the chain's current job, `state` a Slurm state (None: unknown to Slurm),
+    `error` a Slurm, ssh or service message, shown verbatim."""
+
+    kind: OutcomeKind
+    actor: str | None = None
+    did: str | None = None
+    recipe: str | None = None
+    job_id: str | None = None
+    new_job_id: str | None = None
+    for_job: str | None = None
+    current_job: str | None = None
+    from_iter: int | None = None
+    mem: str | None = None
+    state: str | None = None
+    error: str | None = None
+
+    def to_view(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _NotPerformed(ServiceError):
+    """An approved choice that was not (fully) carried out; `outcome` says why, as data."""
+
+    def __init__(self, outcome: Outcome, message: str) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 def approvers_of(ctx: BotContext, recipe: str) -> set[str]:
@@ -153,11 +188,21 @@ def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | N
     return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}
 
 
-def _decided(ctx: BotContext, recipe: str | None, summary: str,
-             outcome: str) -> tuple[str, list[dict[str, Any]]]:
-    """The prompt after its decision (the `decided` template): (text, blocks)."""
-    blocks, text = render(ctx, "decided", recipe, {"summary": summary, "outcome": outcome})
+def _decided(ctx: BotContext, recipe: str | None, summary: str | None,
+             outcome: Outcome) -> tuple[str, list[dict[str, Any]]]:
+    """The prompt after its decision (the `decided` template): (text, blocks). A hold prompt
+    has no stored summary: the template asks its question again from the outcome's job ids."""
+    blocks, text = render(ctx, "decided", recipe,
+                          {"summary": summary, "outcome": outcome.to_view()})
     return text, blocks
+
+
+def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) -> str:
+    """A reply only the clicker sees (the `click_reply` template), in the recipe's language
+    (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
+    internal_error; `facts` are approvers (user ids) or decided_by."""
+    view = {"kind": kind, "approvers": [], "decided_by": None, **facts}
+    return render(ctx, "click_reply", recipe, view)[1]
 
 
 def handle_click(
@@ -183,54 +228,49 @@ def handle_click(
         choice = None
     if approval is None or choice is None or choice not in approval.payload.get("choices", []):
         audit("unknown")
-        return ClickResult("unknown", ephemeral="This button is not (or no longer) known to "
-                                                "trainbot; nothing was done.")
+        recipe = approval.payload.get("recipe") if approval is not None else None
+        return ClickResult("unknown", ephemeral=click_reply(ctx, recipe, "unknown"))
     payload = approval.payload
     recipe, target = payload.get("recipe"), approval.target_job
-    summary = payload.get("summary") or _hold_summary(approval)
+    summary = payload.get("summary")
+    for_job = payload.get("for_job")
     if actor not in approval.allowed:
         audit("unauthorized", target, recipe)
-        return ClickResult(
-            "unauthorized",
-            ephemeral=f"Refused: only {mention_list(approval.allowed)} can approve this. "
-            "Nothing was done.",
-        )
+        return ClickResult("unauthorized", ephemeral=click_reply(
+            ctx, recipe, "unauthorized", approvers=sorted(approval.allowed)))
     decide = store.approvals.refuse if choice in _NEGATIVE else store.approvals.claim
     claim = decide(token, actor, now)
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
-            outcome = "This request expired; nothing was done."
-            return ClickResult("expired", *_decided(ctx, recipe, summary, outcome),
-                               ephemeral=outcome)
+            text, blocks = _decided(ctx, recipe, summary, Outcome(
+                "expired", recipe=recipe, job_id=target, for_job=for_job))
+            return ClickResult("expired", text, blocks, ephemeral=text)
         done = claim.approval
-        by = f" by <@{done.decided_by}>" if done and done.decided_by else ""
         audit("duplicate", target, recipe, state=done.state if done else None)
-        return ClickResult("duplicate", ephemeral=f"Already decided{by}; nothing was done again.")
+        return ClickResult("duplicate", ephemeral=click_reply(
+            ctx, recipe, "duplicate", decided_by=done.decided_by if done else None))
 
-    if choice == "dismiss":
-        audit("dismissed", target, recipe)
-        outcome = f"Dismissed by <@{actor}>; nothing was done."
-        return ClickResult("declined", *_decided(ctx, recipe, summary, outcome))
-    if choice == "keep":
-        audit("declined", target, recipe)
-        outcome = f"<@{actor}> chose not to hold {target}; nothing was held."
+    if choice in _NEGATIVE:
+        audit("dismissed" if choice == "dismiss" else "declined", target, recipe)
+        outcome = Outcome("dismissed" if choice == "dismiss" else "kept", actor, recipe=recipe,
+                          job_id=target, for_job=for_job)
         return ClickResult("declined", *_decided(ctx, recipe, summary, outcome))
     try:
         result = _perform(ctx, approval, choice, actor, now)
     except (ServiceError, ClusterError) as exc:
         audit("failed", target, recipe, choice=choice, error=str(exc))
-        outcome = f"Approved by <@{actor}>, but it failed: {exc}"
+        outcome = exc.outcome if isinstance(exc, _NotPerformed) else Outcome(
+            "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=str(exc))
         return ClickResult("failed", *_decided(ctx, recipe, summary, outcome))
     audit("ok", result.job_id or target, recipe, choice=choice)
-    outcome = f"Approved by <@{actor}>: {result.text}"
-    return ClickResult("done", *_decided(ctx, recipe, summary, outcome),
+    return ClickResult("done", *_decided(ctx, recipe, summary, result.outcome),
                        job_id=result.job_id, holds=result.holds)
 
 
 @dataclass
 class _Performed:
-    text: str
+    outcome: Outcome
     job_id: str | None = None
     holds: list[int] = field(default_factory=list)
 
@@ -238,12 +278,16 @@ class _Performed:
 def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float) -> _Performed:
     """Carry out a claimed choice (only ever reached once per approval)."""
     payload = approval.payload
+    recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
-        return _Performed(comp.apply_hold(ctx, approval, actor, now), approval.target_job)
+        hold = comp.apply_hold(ctx, approval, actor, now)
+        return _Performed(Outcome("approved", actor, hold.did, recipe, job_id=target,
+                                  for_job=payload.get("for_job"), state=hold.state,
+                                  error=hold.error), target)
     if choice == "cancel":
-        ctx.clusters.slurm(payload["cluster"]).cancel(int(approval.target_job))
+        ctx.clusters.slurm(payload["cluster"]).cancel(int(target))
         ctx.store.approvals.mark_done(approval.token, now=now)
-        return _Performed(f"cancelled job {approval.target_job}", approval.target_job)
+        return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=target), target)
     if choice == "cancel_resume":
         return _cancel_and_resume(ctx, approval, actor, now)
     overrides: dict[str, str] = {}
@@ -257,10 +301,11 @@ def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float
     )  # fmt: skip
     ctx.store.approvals.mark_done(approval.token, now=now)
     ck = result.checkpoint
-    start = f" from iter {ck.iteration}" if ck is not None and ck.iteration is not None else ""
-    mem = f" with --mem={overrides['mem']}" if overrides else ""
-    return _Performed(f"resubmitted as {result.job_id}{start}{mem}", result.job_id,
-                      _propose_holds(ctx, approval, result, now))
+    outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
+                      new_job_id=str(result.job_id),
+                      from_iter=ck.iteration if ck is not None else None,
+                      mem=overrides.get("mem"))
+    return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
 def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -> _Performed:
@@ -273,14 +318,17 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
     chain_id = approval.chain_id
     latest = ctx.store.attempts.latest(chain_id) if chain_id is not None else None
     if latest is not None and latest.job_id != job:
-        raise ServiceError(f"job {job} is no longer the run's current attempt (job "
-                           f"{latest.job_id} is); nothing was cancelled or resubmitted")
+        raise _NotPerformed(
+            Outcome("failed", actor, "not_current", recipe, job_id=job,
+                    current_job=str(latest.job_id)),
+            f"job {job} is no longer the run's current attempt (job {latest.job_id} is)")
     slurm = ctx.clusters.slurm(cluster)
     record = slurm.job(int(job))
     if record is None or not (record.is_running or record.is_pending):
-        state = record.state if record is not None else "unknown to Slurm"
-        raise ServiceError(f"job {job} is no longer running ({state}); nothing was cancelled "
-                           "or resubmitted (its incident in the thread offers the resubmit)")
+        state = record.state if record is not None else None
+        raise _NotPerformed(
+            Outcome("failed", actor, "not_running", recipe, job_id=job, state=state),
+            f"job {job} is no longer running ({state or 'unknown to Slurm'})")
     watched = ctx.store.watched_jobs.get(cluster, job)
     ctx.store.watched_jobs.remove(cluster, job)
     try:
@@ -311,14 +359,15 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
             before_announce=record_work_lost,
         )  # fmt: skip
     except (ServiceError, ClusterError) as exc:
-        raise ServiceError(f"cancelled job {job}, but the resubmit failed: {exc}. "
-                           f"`/train resume {recipe}` tries again") from exc
+        raise _NotPerformed(
+            Outcome("failed", actor, "resubmit_failed", recipe, job_id=job, error=str(exc)),
+            f"cancelled job {job}, but the resubmit failed: {exc}") from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
     ck = result.checkpoint
-    start = (f" from iter {ck.iteration}" if ck is not None and ck.iteration is not None
-             else " from the start")
-    return _Performed(f"cancelled job {job} and resubmitted it as {result.job_id}{start}",
-                      result.job_id, _propose_holds(ctx, approval, result, now))
+    outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
+                      new_job_id=str(result.job_id),
+                      from_iter=ck.iteration if ck is not None else None)
+    return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
 def _propose_holds(ctx: BotContext, approval: Any, result: Any, now: float) -> list[int]:
@@ -378,7 +427,3 @@ def _stalled_at(ctx: BotContext, approval: Any, attempt: Any) -> int | None:
     known = [int(v) for v in seen if v is not None]
     return max(known) if known else None
 
-
-def _hold_summary(approval: Any) -> str:
-    p = approval.payload
-    return f"Hold {approval.target_job} until {p.get('for_job')} starts?"

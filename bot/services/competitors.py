@@ -35,6 +35,16 @@ class HoldProposal:
     for_job: int
 
 
+@dataclass(frozen=True)
+class HoldResult:
+    """What an approved hold did: `did` is held | hold_skipped (the resumed job is no longer
+    pending: `state`, None when Slurm no longer knows it) | hold_failed (`error` from Slurm)."""
+
+    did: str
+    state: str | None = None
+    error: str | None = None
+
+
 def ahead_of(mine: JobRecord | None, competitors: Iterable[JobRecord]) -> list[JobRecord]:
     """Competitors Slurm would start before `mine`: higher priority, or equal and older.
 
@@ -124,7 +134,7 @@ def propose_holds(
     return proposals
 
 
-def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> str:
+def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> HoldResult:
     """Carry out an approved hold; returns what happened (for the message update)."""
     payload = approval.payload
     slurm = ctx.clusters.slurm(payload["cluster"])
@@ -132,13 +142,13 @@ def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> str:
     mine = slurm.job(for_job)
     if mine is None or not mine.is_pending:
         ctx.store.approvals.mark_done(approval.token, now=now)
-        state = mine.state if mine is not None else "gone"
-        result = f"job {for_job} is already {state}; {comp} was not held"
+        state = mine.state if mine is not None else None
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
-            job_id=str(comp), result="skipped", detail=result,
+            job_id=str(comp), result="skipped",
+            detail=f"job {for_job} is already {state or 'gone'}; {comp} was not held",
         )  # fmt: skip
-        return result
+        return HoldResult("hold_skipped", state=state)
     try:
         slurm.hold(comp)
     except ClusterError as exc:
@@ -147,12 +157,12 @@ def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> str:
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
             job_id=str(comp), result="failed", detail=str(exc),
         )  # fmt: skip
-        return f"holding {comp} failed: {exc}"
+        return HoldResult("hold_failed", error=str(exc))
     ctx.store.audit.record(
         actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
         job_id=str(comp), result="ok", detail={"for_job": for_job},
     )  # fmt: skip
-    return f"held {comp} until {for_job} starts"
+    return HoldResult("held")
 
 
 def held_for(ctx: BotContext, chain_id: int) -> list[Any]:

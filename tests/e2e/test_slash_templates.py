@@ -54,7 +54,12 @@ VIEWS: dict[str, dict] = {
         "no_action": "trainbot_keep_competitor",
     },
     "decided": {"summary": "job 88154 died: NCCL watchdog timeout",
-                "outcome": "Approved by <@W0LEAD>: resubmitted as 88887 from iter 3000"},
+                "outcome": {"kind": "approved", "actor": "W0LEAD", "did": "resubmitted",
+                            "recipe": "mix", "job_id": "88154", "new_job_id": "88887",
+                            "for_job": None, "current_job": None, "from_iter": 3000,
+                            "mem": "1900G", "state": None, "error": None}},
+    "click_reply": {"kind": "unauthorized", "approvers": ["U0APPR", "W0LEAD", "W0OPS"],
+                    "decided_by": None},
     "note": {"text": "Released 88017: 88887 is running."},
 }
 CASES = [(name, lang) for name in VIEWS for lang in ("en", "ko")]
@@ -133,6 +138,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
 
     result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 5)
     assert result.status == "done" and len(slurm.submits()) == 2
+    assert result.update_text == "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다"
     thread = slack.replies(CH, root["ts"])
     assert thread[-1]["text"] == "mix: 88888(으)로 처음부터 재개"
     assert "승인: <@W0LEAD>." in json.dumps(thread[-1]["blocks"], ensure_ascii=False)

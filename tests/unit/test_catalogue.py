@@ -84,6 +84,21 @@ def test_every_class_has_text_for_the_incident_message(cat: Catalogue) -> None:
     assert "gcc_linux-64" in cat.get("compiler_missing").hint
 
 
+def test_every_class_has_its_texts_in_english_and_korean(cat: Catalogue) -> None:
+    hangul = re.compile("[\uac00-\ud7a3]")
+    for fc in cat.classes.values():
+        ko_explanation, ko_hint = fc.explanation_in("ko"), fc.hint_in("ko")
+        assert hangul.search(ko_explanation) and hangul.search(ko_hint), fc.id
+        assert not hangul.search(fc.explanation + fc.hint), fc.id
+        assert fc.explanation_in("en") == fc.explanation and fc.hint_in("en") == fc.hint
+        assert "\n" not in ko_explanation and "\n" not in ko_hint
+    # technical tokens stay as they are in the Korean text
+    assert "--mem" in cat.get("host_oom").hint_in("ko")
+    assert "NCCL watchdog" in cat.get("nccl_timeout").explanation_in("ko")
+    assert "gcc_linux-64" in cat.get("compiler_missing").hint_in("ko")
+    assert "DataLoader" in cat.get("dataloader_timeout").explanation_in("ko")
+
+
 def test_classes_without_primary_patterns_are_the_detector_ones(cat: Catalogue) -> None:
     assert {c.id for c in cat.classes.values() if not c.primary} == NO_PRIMARY_PATTERNS
 
@@ -524,10 +539,60 @@ def test_site_file_can_override_a_scalar(tmp_path: Path) -> None:
     assert cat.get("host_oom").primary == Catalogue.load().get("host_oom").primary
 
 
+def test_a_site_class_in_english_only_loads_and_falls_back_to_english(tmp_path: Path) -> None:
+    site = write(tmp_path, "site.yaml", """
+        classes:
+          disk_full:
+            title: Scratch filesystem full
+            explanation: The job could not write its checkpoint because scratch is full.
+            action: ask
+            retryable: false
+            charges_budget: true
+            priority: 65
+            hint: Clean old checkpoints under /scratch or ask for quota.
+            patterns:
+              primary: ['OSError: \\[Errno 28\\] No space left on device']
+        """)
+    disk = Catalogue.load([site]).get("disk_full")
+    assert disk.hint_in("ko") == "Clean old checkpoints under /scratch or ask for quota."
+    assert disk.explanation_in("ko") == disk.explanation
+
+
+def test_a_site_hint_replaces_our_korean_one_unless_it_brings_its_own(tmp_path: Path) -> None:
+    english_only = write(tmp_path, "en.yaml", """
+        classes:
+          host_oom:
+            hint: "Ask #hpc-help for a bigger --mem on the a100 partition."
+        """)
+    cat = Catalogue.load([english_only])
+    # a Korean message shows the site's advice, not our translation of the replaced hint
+    assert cat.get("host_oom").hint_in("ko").startswith("Ask #hpc-help")
+    assert cat.get("host_oom").explanation_in("ko") == \
+        Catalogue.load().get("host_oom").explanation_in("ko")  # explanation untouched
+    both = write(tmp_path, "both.yaml", """
+        classes:
+          host_oom:
+            hint: "Ask #hpc-help for a bigger --mem on the a100 partition."
+            hint_ko: "a100 파티션에서 더 큰 --mem이 필요하면 #hpc-help에 요청하세요."
+        """)
+    assert Catalogue.load([both]).get("host_oom").hint_in("ko").startswith("a100 파티션")
+    korean_only = write(tmp_path, "ko.yaml", """
+        classes:
+          host_oom:
+            hint_ko: "#hpc-help에 --mem 증설을 요청하세요."
+        """)
+    fc = Catalogue.load([korean_only]).get("host_oom")
+    assert fc.hint_in("ko") == "#hpc-help에 --mem 증설을 요청하세요."
+    assert fc.hint == Catalogue.load().get("host_oom").hint
+
+
 @pytest.mark.parametrize(
     ("body", "key", "why"),
     [
         ("classes:\n  host_oom:\n    colour: red\n", "classes.host_oom.colour", "unknown field"),
+        ("classes:\n  host_oom:\n    hint_ja: x\n", "classes.host_oom.hint_ja", "unknown field"),
+        ("classes:\n  host_oom:\n    hint_ko: [x]\n", "classes.host_oom.hint_ko",
+         "expected str"),
         ("classes:\n  host_oom:\n    patterns:\n      primary: ['oom(']\n",
          "classes.host_oom.patterns.primary[0]", "invalid regex"),
         ("classes:\n  host_oom:\n    action: retry\n", "classes.host_oom.action", "unknown action"),

@@ -183,3 +183,36 @@ def test_extreme_messages_still_fit(make):
     assert validate_blocks(out) == []
     assert len(json.dumps(out, ensure_ascii=False)) <= MAX_BLOCKS_JSON_CHARS
     assert out[0]["type"] == "header"
+
+
+def _explanation(blocks: list[dict]) -> str:
+    return next(b for b in blocks if b.get("block_id") == "explanation")["text"]["text"]
+
+
+def test_a_korean_incident_explains_in_korean_unless_the_site_text_is_english_only(
+    tmp_path: Path,
+) -> None:
+    import io
+
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import analyze_file
+    from bot.core.models import Accounting
+
+    log = (Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "108903.log")
+    site = tmp_path / "site.yaml"
+    site.write_text('classes:\n  compiler_missing:\n    hint: "Use module load gcc/12 in the '
+                    'launcher; ask #hpc-help."\n', encoding="utf-8")
+    acct = Accounting(state="FAILED", exit_code=1, signal=0)
+    views = {}
+    for name, extra in (("shipped", []), ("site", [str(site)])):
+        analysis = analyze_file(io.BytesIO(log.read_bytes()), Catalogue.load(extra))
+        views[name] = build_incident(analysis.diagnose(acct), recipe="mix", job_id="108903",
+                                     last_checkpoint_iter=None, now=0.0)
+    korean = _explanation(render_blocks("incident", "ko", views["shipped"])[0])
+    assert "워커에서 CC/CXX를 설정하세요" in korean and "gcc_linux-64" in korean
+    english = _explanation(render_blocks("incident", "en", views["shipped"])[0])
+    assert "Set CC/CXX on the worker" in english and "설정" not in english
+    # the site replaced the English hint and gave no Korean one: its English text, not ours
+    site_ko = _explanation(render_blocks("incident", "ko", views["site"])[0])
+    assert "Use module load gcc/12 in the launcher; ask #hpc-help." in site_ko
+    assert "CC/CXX" not in site_ko

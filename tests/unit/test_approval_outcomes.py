@@ -1,0 +1,187 @@
+"""What a click did reads in the recipe's language: the decided prompt (approve, dismiss, a
+declined hold, a failure, cancel and resume) and the replies only the clicker sees. Slurm's own
+error text is shown verbatim; job ids and the actor's mention are there in both languages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.train_commands.fakes import FakeSlurm, make_context
+
+from bot.cluster.errors import ClusterError
+from bot.services import competitors
+from bot.services.approvals import ActionId, ClickResult, create_resubmit_prompt, handle_click
+from bot.services.runs import BotContext
+from bot.store import Store
+
+NOW = 1_000_000.0
+SBATCH_ERROR = "sbatch: error: Batch job submission failed: Invalid account <root>"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+class RefusingSlurm(FakeSlurm):
+    def submit(self, **kwargs: object) -> int:
+        raise ClusterError(SBATCH_ERROR)
+
+
+def prompt(ctx: BotContext, *, offer_cancel: bool = False) -> str:
+    """Job 88154 of a fresh chain, with its thread and a resubmit (or cancel) prompt."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    return create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, summary="88154: NCCL",
+        mem=None if offer_cancel else "1900G", offer_cancel=offer_cancel,
+    ).token  # fmt: skip
+
+
+def outcome(result: ClickResult) -> str:
+    """The decided prompt's outcome line (also its notification text)."""
+    assert result.update_blocks is not None
+    [line] = [b for b in result.update_blocks if b.get("block_id") == "outcome"]
+    assert line["elements"][0]["text"] == result.update_text
+    return str(result.update_text)
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88887(으)로 재제출했습니다 (--mem=1900G)"),
+    ("en", "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G"),
+])
+def test_an_approved_resubmit_says_who_and_the_new_job(store: Store, lang: str,
+                                                       want: str) -> None:
+    ctx = make_context(store, lang=lang)
+    result = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
+    assert result.status == "done"
+    assert outcome(result) == want
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 무시했습니다. 아무것도 하지 않았습니다."),
+    ("en", "Dismissed by <@W0LEAD>; nothing was done."),
+])
+def test_a_dismiss_says_who_and_that_nothing_was_done(store: Store, lang: str,
+                                                      want: str) -> None:
+    ctx = make_context(store, lang=lang)
+    result = handle_click(ctx, prompt(ctx), ActionId.DISMISS, "W0LEAD", NOW + 1)
+    assert (result.status, outcome(result)) == ("declined", want)
+
+
+def hold_prompt(ctx: BotContext, slurm: FakeSlurm) -> str:
+    """The resumed job 88887 waits behind the team's 88017: the "Hold 88017?" prompt."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    slurm.add(88887, name="mix", partition="debug", account="root", priority=50,
+              submit_time=3000.0)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=100,
+              submit_time=1000.0)
+    [hold] = competitors.propose_holds(
+        ctx, recipe="mix", chain_id=chain.id, job_id=88887, allowed={"U0APPR"}, now=NOW,
+        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR))  # fmt: skip
+    return hold.token
+
+
+@pytest.mark.parametrize(("lang", "question", "want"), [
+    ("ko", "작업 88887이(가) 시작될 때까지 작업 88017을(를) 보류할까요?",
+     "<@U0APPR>님이 작업 88017을(를) 보류하지 않기로 했습니다. 보류한 작업은 없습니다."),
+    ("en", "Hold 88017 until 88887 starts?",
+     "<@U0APPR> chose not to hold 88017; nothing was held."),
+])
+def test_a_declined_hold_asks_its_question_again_and_holds_nothing(
+    store: Store, lang: str, question: str, want: str
+) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    result = handle_click(ctx, hold_prompt(ctx, slurm), ActionId.KEEP_COMPETITOR, "U0APPR",
+                          NOW + 1)
+    assert result.update_blocks is not None
+    assert result.update_blocks[0]["text"]["text"] == question
+    assert outcome(result) == want
+    assert slurm.acted("hold") == []
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@U0APPR>님이 승인했습니다: 작업 88887이(가) 시작될 때까지 작업 88017을(를) "
+           "보류했습니다"),
+    ("en", "Approved by <@U0APPR>: held 88017 until 88887 starts"),
+])
+def test_an_approved_hold_names_both_jobs(store: Store, lang: str, want: str) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    result = handle_click(ctx, hold_prompt(ctx, slurm), ActionId.HOLD_COMPETITOR, "U0APPR",
+                          NOW + 1)
+    assert (result.status, outcome(result)) == ("done", want)
+    assert slurm.acted("hold") == [88017]
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: sbatch: error: Batch job submission failed: "
+           "Invalid account &lt;root&gt;"),
+    ("en", "Approved by <@W0LEAD>, but it failed: sbatch: error: Batch job submission failed: "
+           "Invalid account &lt;root&gt;"),
+])
+def test_a_failed_resubmit_shows_slurms_error_verbatim(store: Store, lang: str,
+                                                        want: str) -> None:
+    ctx = make_context(store, RefusingSlurm(), lang=lang)
+    result = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert (result.status, outcome(result)) == ("failed", want)
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88154을(를) 취소하고 작업 88887(으)로 다시 "
+           "제출했습니다 (처음부터 시작)"),
+    ("en", "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from the "
+           "start"),
+])
+def test_cancel_and_resume_names_the_cancelled_and_the_new_job(store: Store, lang: str,
+                                                               want: str) -> None:
+    slurm = FakeSlurm()
+    slurm.add(88154, state="RUNNING", name="mix")
+    ctx = make_context(store, slurm, lang=lang)
+    result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL_RESUME, "W0LEAD",
+                          NOW + 1)
+    assert (result.status, outcome(result)) == ("done", want)
+    assert slurm.acted("cancel") == [88154]
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: 작업 88154은(는) 취소했지만 재제출에 "
+           f"실패했습니다: {SBATCH_ERROR.replace('<', '&lt;').replace('>', '&gt;')}. "
+           "`/train resume mix`로 다시 시도하세요."),
+    ("en", "Approved by <@W0LEAD>, but it failed: cancelled job 88154, but the resubmit failed: "
+           f"{SBATCH_ERROR.replace('<', '&lt;').replace('>', '&gt;')}. `/train resume mix` "
+           "tries again"),
+])
+def test_cancel_and_resume_whose_resubmit_fails_says_the_job_was_cancelled(
+    store: Store, lang: str, want: str
+) -> None:
+    slurm = RefusingSlurm()
+    slurm.add(88154, state="RUNNING", name="mix")
+    ctx = make_context(store, slurm, lang=lang)
+    result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL_RESUME, "W0LEAD",
+                          NOW + 1)
+    assert (result.status, outcome(result)) == ("failed", want)
+
+
+def test_a_korean_recipes_clicker_is_answered_in_korean(store: Store) -> None:
+    ctx = make_context(store, lang="ko")
+    token = prompt(ctx)
+    refused = handle_click(ctx, token, ActionId.RESUBMIT, "U0ALICE", NOW + 1)
+    assert refused.ephemeral == ("거부됨: <@U0APPR> 또는 <@W0LEAD>님만 승인할 수 있습니다. "
+                                 "아무것도 하지 않았습니다.")
+    assert handle_click(ctx, token, ActionId.DISMISS, "W0LEAD", NOW + 2).status == "declined"
+    again = handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 3)
+    assert again.ephemeral == ("이미 <@W0LEAD>님이 결정한 요청입니다. 다시 실행하지 "
+                               "않았습니다.")
+    late = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT, "W0LEAD", NOW + 10 ** 7)
+    assert late.status == "expired"
+    assert late.ephemeral == late.update_text == ("이 요청은 만료되었습니다. 아무것도 하지 "
+                                                  "않았습니다.")
+    unknown = handle_click(ctx, "no-such-token", ActionId.RESUBMIT, "W0LEAD", NOW)
+    assert unknown.ephemeral == ("This button is not (or no longer) known to trainbot; nothing "
+                                 "was done.")  # no recipe to go by: slack.lang (en)
