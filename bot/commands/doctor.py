@@ -184,11 +184,11 @@ def _recipe_check(recipe_name: str, recipe: Any, runner: Any) -> Check:
 
 
 def _store_check(config: Config) -> Check:
-    from bot.store import Store
+    from bot.store import Store, display_url
 
-    url = config.store.url
+    url = display_url(config.store.url)
     try:
-        with Store.open(url) as store:
+        with Store.open(config.store.url) as store:
             store.check_writable()
             version = store.schema_version
     except Exception as exc:  # noqa: BLE001 - report any failure with the URL

@@ -52,7 +52,16 @@ __all__ = [
     "StoreVersionError",
     "TailOffset",
     "WatchedJob",
+    "display_url",
 ]
+
+
+def display_url(url: str) -> str:
+    """`url` as it may be shown (logs, errors, `trainbot doctor`): its password masked."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a URL: nothing in it parses as a password
+        return url
 
 
 class StoreError(Exception):
@@ -124,7 +133,7 @@ class Store:
             parsed = make_url(url)
         except Exception as exc:  # noqa: BLE001 - sqlalchemy raises ArgumentError or ValueError
             raise StoreError(f"store.url {url!r} is not a database URL: {exc}") from None
-        shown = parsed.render_as_string(hide_password=True)
+        shown = display_url(url)
         if parsed.get_backend_name() == "sqlite":
             engine = _sqlite_engine(url)
         else:

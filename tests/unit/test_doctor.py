@@ -50,3 +50,13 @@ def test_missing_config_is_one_failed_check(tmp_path):
     checks = list(run_checks(tmp_path / "none.yaml", {}))
     assert [(c.name, c.ok) for c in checks] == [("config", False)]
     assert "not found" in checks[0].detail
+
+
+def test_the_store_check_never_prints_the_database_password(tmp_path):
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(CONFIG.replace("sqlite:///STORE",
+                                   "postgresql+psycopg://trainbot:s3cret@127.0.0.1:1/trainbot"))
+    store = {c.name: c for c in run_checks(path, {}, runner_factory=lambda _c: DownRunner())
+             }["store"]
+    assert not store.ok and "127.0.0.1:1" in store.detail  # it names where it tried
+    assert "s3cret" not in store.detail + store.fix
