@@ -55,15 +55,22 @@ def load_config_arg(args: argparse.Namespace, recipe: str | None = None) -> Conf
     return config
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    """The subcommands: one module of `bot.commands` each, named as the command."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of `only` that one: a command imports only its own
+    module (and what it needs), so `trainbot sampler` in a batch script starts fast."""
     parser = argparse.ArgumentParser(
         prog="trainbot",
         description="Watch, diagnose and resume ML training jobs on Slurm, from Slack.",
     )
     parser.add_argument("--version", action="version", version=f"trainbot {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    for name in command_names() if only is None else [only]:
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.configure(sub)
         sub.set_defaults(run=module.run)
@@ -71,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else None
+    parser = build_parser(only=first if first in command_names() else None)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))

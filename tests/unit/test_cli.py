@@ -1,0 +1,39 @@
+"""The `trainbot` command line: subcommand discovery and what a command imports."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from bot.cli import build_parser, command_names, main
+
+
+def test_every_command_module_is_named_as_its_command() -> None:
+    names = command_names()
+    assert {"diagnose", "run", "sampler", "status", "submit"} <= set(names)
+    for name in names:
+        assert importlib.import_module(f"bot.commands.{name}").NAME == name
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """`trainbot sampler` runs in batch scripts: it must not pay for pydantic or numpy, which
+    other commands' modules import (checked in a fresh interpreter)."""
+    code = ("import sys\nfrom bot.cli import main\ntry:\n    main(['sampler', '--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'pydantic', 'bot.config', 'bot.commands.run')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_the_full_listing_and_unknown_commands_still_work(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["nosuchcommand"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'nosuchcommand'" in capsys.readouterr().err
+    helptext = build_parser().format_help()
+    assert all(name in helptext for name in command_names())
