@@ -326,7 +326,7 @@ class Watcher:
         if record.is_pending:
             self._pending(jw, record, now, report)
             return
-        jw.held_since = None
+        self._set_held_since(jw, None)
         if record.is_running:
             self._read(jw, record, now, report)
             self._sstat_sample(jw, memory)
@@ -414,7 +414,8 @@ class Watcher:
         jw = self._jobs.get(job_id)
         if jw is None:
             recipe = self._recipe_of(w.chain_id)
-            jw = _JobWatch(job_id, w.chain_id, recipe, self._new_analysis(recipe))
+            jw = _JobWatch(job_id, w.chain_id, recipe, self._new_analysis(recipe),
+                           held_since=getattr(w, "held_since", None))
             self._jobs[job_id] = jw
         return jw
 
@@ -428,16 +429,23 @@ class Watcher:
 
     def _pending(self, jw: _JobWatch, record: JobRecord, now: float, report: TickReport) -> None:
         if not record.is_held:
-            jw.held_since = None
+            self._set_held_since(jw, None)
             return
         if jw.held_since is None:
-            jw.held_since = now
+            self._set_held_since(jw, now)
         rep = held_report(record, jw.held_since, now, policy=self._params(jw.recipe))
         if rep is not None:
             key = f"{self.cluster}:{record.job_id}:held:{record.restart_count}"
             self._emit(WatchEvent("held", key, self.cluster, rep.text, jw.chain_id,
                                   str(record.job_id), jw.recipe, record=record),
                        "held", now, report)
+
+    def _set_held_since(self, jw: _JobWatch, held_since: float | None) -> None:
+        """When the job was first seen held, kept in the store: a restart of the bot does not
+        start the `held_report_s` wait over."""
+        if jw.held_since != held_since:
+            jw.held_since = held_since
+            self.store.watched_jobs.set_held_since(self.cluster, str(jw.job_id), held_since)
 
     def _running(self, jw: _JobWatch, record: JobRecord, now: float, report: TickReport) -> None:
         p = self._raw_policy(jw.recipe)

@@ -183,11 +183,18 @@ def _v4_leases(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _v5_held_since(conn: Connection) -> None:
+    """Version 5: watched_jobs.held_since, so how long a job has been held (JobHeldAdmin)
+    survives a restart of the bot instead of counting again from zero."""
+    conn.execute(text("ALTER TABLE watched_jobs ADD COLUMN held_since FLOAT"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
     _v3_approvals_by_state,
     _v4_leases,
+    _v5_held_since,
 ]
 
 

@@ -183,6 +183,7 @@ class WatchedJob:
     chain_id: int | None
     adopted: bool
     added_at: float
+    held_since: float | None = None  # when the watcher first saw it held (JobHeldAdmin)
 
 
 def _row(cls: type, row: Any) -> Any:
@@ -793,6 +794,16 @@ class WatchedJobsRepo(_Repo):
         except IntegrityError:
             return False
         return True
+
+    def set_held_since(self, cluster: str, job_id: str, held_since: float | None) -> None:
+        """Record when the job was first seen held (None: it is not held any more)."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                update(t.watched_jobs)
+                .where(t.watched_jobs.c.cluster == cluster,
+                       t.watched_jobs.c.job_id == str(job_id))
+                .values(held_since=held_since)
+            )
 
     def remove(self, cluster: str, job_id: str) -> bool:
         with self._engine.begin() as conn:

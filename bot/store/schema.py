@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -142,6 +142,7 @@ watched_jobs = Table(
     Column("chain_id", Integer, ForeignKey("chains.id")),
     Column("adopted", Boolean, nullable=False),
     Column("added_at", Float, nullable=False),
+    Column("held_since", Float),  # version 5: when the watcher first saw it held (JobHeldAdmin)
 )
 
 leases = Table(  # version 4

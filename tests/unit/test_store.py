@@ -381,8 +381,22 @@ def test_v3_store_gets_the_leases_table_keeping_its_data(store_url):
         chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
         old.watched_jobs.add("dev", "88016", now=1.0, chain_id=chain.id)
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == 4
+        assert new.schema_version == new.latest_version
         assert [w.job_id for w in new.watched_jobs.list("dev")] == ["88016"]
         assert new.leases.holder("watch:dev") is None
         assert new.leases.acquire("watch:dev", "host:1:aa", now=2.0, ttl_s=30.0)
         assert new.leases.holder("watch:dev") == "host:1:aa"
+
+
+def test_v4_store_gets_held_since_keeping_its_watched_jobs(store_url):
+    with Store.open(store_url, target_version=4) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        old.watched_jobs.add("dev", "88016", now=1.0, chain_id=chain.id)
+        assert "held_since" not in {c["name"] for c in
+                                    inspect(old.engine).get_columns("watched_jobs")}
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == 5
+        [job] = new.watched_jobs.list("dev")
+        assert (job.job_id, job.chain_id, job.held_since) == ("88016", chain.id, None)
+        new.watched_jobs.set_held_since("dev", "88016", 7.5)
+        assert new.watched_jobs.get("dev", "88016").held_since == 7.5

@@ -367,6 +367,29 @@ def test_job_held_admin_reported_once_after_threshold(env):
     assert "JobHeldAdmin" in sink.events[0].text
 
 
+def test_a_restart_does_not_start_the_held_wait_over(env):
+    store, slurm, sftp, sink = env
+    add_job(store, 87870)
+    slurm.records[87870] = JobRecord(job_id=87870, state="PENDING", reason="JobHeldAdmin",
+                                     restart_count=1)
+    policy = PolicyParams(held_report_s=600)
+    make_watcher(store, slurm, sftp, sink, policy=policy).tick(T0)  # first seen held
+    w = make_watcher(store, slurm, sftp, sink, policy=policy)  # the bot restarted
+    w.tick(T0 + 300)
+    assert sink.events == []
+    w.tick(T0 + 660)  # 11 min held in all, though only 6 since the restart
+    assert sink.kinds() == ["held"]
+    # Released and held again later: the wait counts from the new hold.
+    slurm.records[87870] = JobRecord(job_id=87870, state="RUNNING", stdout_path=LOG,
+                                     start_time=T0 + 700, restart_count=1)
+    w.tick(T0 + 720)
+    assert store.watched_jobs.get(CLUSTER, "87870").held_since is None
+    slurm.records[87870] = JobRecord(job_id=87870, state="PENDING", reason="JobHeldAdmin",
+                                     restart_count=2)
+    w.tick(T0 + 780)
+    assert store.watched_jobs.get(CLUSTER, "87870").held_since == T0 + 780
+
+
 # ------------------------------------------------------------------ automatic resubmits
 
 
