@@ -13,7 +13,7 @@ the `decided` template says it in the recipe's language, and the `click_reply` t
 the replies only the clicker sees (unknown button, refused, already decided, expired).
 
 Retry budget: an approved resubmit (plain, --mem, or cancel and resume) is charged to the
-chain's retry ledger (`chains.charge_retry`) exactly when the watcher's automatic resubmit of
+chain's retry ledger (`chains.retries_used`) exactly when the watcher's automatic resubmit of
 the same failure would be: when the failure's class charges the budget
 (`Diagnosis.charges_budget`, the catalogue's `charges_budget`; `preempted` and `node_failure`
 do not), and while the chain has budget left (past it, a person's approval is what lets the
