@@ -156,16 +156,17 @@ def create_resubmit_prompt(
         choices = ["cancel_resume", "cancel", "dismiss"]
     else:
         choices = ["resubmit", "resubmit_mem", "dismiss"] if mem else ["resubmit", "dismiss"]
-    token = ctx.store.approvals.create(
+    payload = {
+        "choices": choices,
+        "recipe": recipe,
+        "cluster": ctx.config.recipe(recipe).cluster,
+        "mem": mem,
+        "resume_iter": resume_iter,
+        "summary": summary,
+    }
+    token = _open_prompt(ctx, chain_id, str(job_id), payload, now) or ctx.store.approvals.create(
         action=RESUBMIT_ACTION,
-        payload={
-            "choices": choices,
-            "recipe": recipe,
-            "cluster": ctx.config.recipe(recipe).cluster,
-            "mem": mem,
-            "resume_iter": resume_iter,
-            "summary": summary,
-        },
+        payload=payload,
         allowed=approvers_of(ctx, recipe),
         expires_at=now + ctx.config.policy_for(recipe).approval_expiry_s,
         now=now,
@@ -175,6 +176,18 @@ def create_resubmit_prompt(
     blocks, text = render(ctx, "approval", recipe, approval_view(
         token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, choices=choices))
     return Prompt(token, text, blocks)
+
+
+def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str, Any],
+                 now: float) -> str | None:
+    """The token of the same question still open for this job, if any: a prompt published
+    again (after a crash between its intent and its post) asks it once, under one token, so
+    any copy of it in Slack decides it."""
+    for approval in ctx.store.approvals.for_chain(chain_id, "pending"):
+        if (approval.action == RESUBMIT_ACTION and approval.target_job == job_id
+                and approval.expires_at > now and approval.payload == payload):
+            return approval.token
+    return None
 
 
 def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,

@@ -64,6 +64,28 @@ def test_prompt_buttons_carry_only_the_opaque_token(ctx: BotContext) -> None:
     assert len({b["value"] for b in buttons}) == 1 and "88154" not in buttons[0]["value"]
 
 
+def test_the_same_prompt_published_again_reuses_its_open_token(ctx: BotContext,
+                                                              slurm: FakeSlurm) -> None:
+    """A crash between a prompt's intent and its post publishes it again: one question, one
+    token, so whichever copy Slack shows decides it, once."""
+    chain_id, token = failed_run(ctx)
+    again = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain_id, job_id="88154", now=NOW + 5,
+        summary="88154 died: NCCL watchdog timeout", resume_iter=3000, mem="1900G",
+    ).token  # fmt: skip
+    assert again == token
+    assert len(ctx.store.approvals.for_chain(chain_id, "pending")) == 1
+    other = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88155",
+                                   now=NOW + 5, summary="88155 died", resume_iter=3000)
+    assert other.token != token  # another job: another question
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 10).status == "done"
+    after = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain_id, job_id="88154", now=NOW + 20,
+        summary="88154 died: NCCL watchdog timeout", resume_iter=3000, mem="1900G",
+    ).token  # fmt: skip
+    assert after != token  # a decided question is not reopened under its old token
+
+
 def test_a_running_jobs_prompt_offers_cancel_and_resume_not_a_second_copy(
     ctx: BotContext,
 ) -> None:
