@@ -8,9 +8,11 @@ Rules it keeps:
   `memory(ids)` exactly one sstat call.
 - A controller or database that does not answer raises `ClusterUnavailable`, never an empty
   result: an empty dict would read as "job not found" and could make the bot resubmit.
-- `squeue --json` is used where the probe finds it works (22.05+), `-O …` otherwise. sacct is
-  read with `--parsable2` unless `sacct_json=True`, because 22.05's `sacct --json` reports
-  `exit 3` as return code 0 (real output in tests/fixtures/slurm/sacct.json).
+- squeue is read with `--Format=…` and its filters (`--jobs=…`) unless `use_json=True`:
+  `squeue --json` ignores every filter and dumps every job of the cluster, which on a busy
+  cluster is megabytes per watcher tick and load on slurmctld. sacct is read with
+  `--parsable2` unless `sacct_json=True`, because 22.05's `sacct --json` reports `exit 3` as
+  return code 0 (real output in tests/fixtures/slurm/sacct.json).
 """
 
 from __future__ import annotations
@@ -74,8 +76,9 @@ _NO_JSON_RE = re.compile(r"unrecognized option|invalid option|plugin|not support
 class SlurmClient:
     """One cluster's Slurm, reached through a `Runner` (bot.cluster.ssh).
 
-    `use_json`: None probes once (`sinfo --version`, then whether `squeue --json` works);
-    True/False force the squeue path (tests run both against the real cluster).
+    `use_json`: read squeue's JSON (True) or its filtered `--Format` columns (False, None:
+    the default; see the module doc). Tests run both paths against the real cluster.
+    `probe()` still says whether `squeue --json` works (`trainbot doctor` reports it).
     `sacct_json`: read sacct's JSON instead of `--parsable2` (see the module docstring).
     """
 
@@ -147,9 +150,7 @@ class SlurmClient:
         return True
 
     def _json(self) -> bool:
-        if self.use_json is not None:
-            return self.use_json
-        return self.probe().has_json
+        return bool(self.use_json)
 
     # ---- reading ----------------------------------------------------------------------------
 
