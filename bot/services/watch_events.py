@@ -24,8 +24,9 @@ retried: `publish` returns normally once the event's text is posted, so the watc
 event posted and a chart can never make it post the incident (or its approval prompt) again.
 The progress chart overlays the chain's earlier attempts (at most `KEEP_ATTEMPTS` lines, this
 one included), their (time, iteration) points kept from their own incidents in memory only
-(at most `KEEP_POINTS` each, forgotten when the chain ends): after a restart it shows only the
-attempts that ended since.
+(at most `KEEP_POINTS` each, forgotten when the chain ends, and for at most `KEEP_CHAINS`
+chains, so chains left waiting for a person do not pile up): after a restart it shows only
+the attempts that ended since.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from bot.services.watcher import Watcher, WatchEvent
 log = logging.getLogger(__name__)
 
 KEEP_ATTEMPTS = 5  # attempts per chain on the progress chart (one colour each)
-KEEP_POINTS = 2000  # (time, iteration) points remembered per attempt
+KEEP_POINTS = 200  # (time, iteration) points remembered per attempt: enough for a line
+KEEP_CHAINS = 64  # chains remembered, least recently charted dropped first (≈ 7 MiB at most)
 CHART_TITLES = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "Loss"}
 
 
@@ -121,7 +123,10 @@ class ThreadEvents:
             return  # a sink that cannot upload (test recorders), or nowhere to put them
         job = str(event.job_id)
         series = event.series
-        earlier = self._progress.setdefault(chain_id, OrderedDict())
+        earlier = self._progress.pop(chain_id, None) or OrderedDict()
+        self._progress[chain_id] = earlier  # most recently charted last
+        while len(self._progress) > KEEP_CHAINS:
+            self._progress.pop(next(iter(self._progress)))
         if stage == "final":  # this attempt's line, for the next attempts' progress charts
             earlier.pop(job, None)
             earlier[job] = _thin([(s.time, s.iteration) for s in series.samples

@@ -298,7 +298,7 @@ def test_the_progress_chart_overlays_the_chains_last_attempts_until_the_chain_en
     ctx, _, chain = _chart_thread(store, sink)
     events = ThreadEvents(ctx)
 
-    def incident(n: int) -> WatchEvent:
+    def incident(n: int, chain_id: int = chain.id) -> WatchEvent:
         analysis = LogAnalysis(Catalogue.load())
         start = T0 + 600 * n
         analysis.feed("".join(
@@ -307,7 +307,7 @@ def test_the_progress_chart_overlays_the_chains_last_attempts_until_the_chain_en
         analysis.finish()
         diag = analysis.diagnose()
         job = str(9000 + n)
-        return WatchEvent("incident", f"dev:{job}:final", "dev", f"job {job} FAILED", chain.id,
+        return WatchEvent("incident", f"dev:{job}:final", "dev", f"job {job} FAILED", chain_id,
                           job, "mix", diagnosis=diag,
                           decision=Decision(DecisionKind.STOP, "stopped", diag.class_id),
                           series=analysis.series)
@@ -320,3 +320,10 @@ def test_the_progress_chart_overlays_the_chains_last_attempts_until_the_chain_en
     events.chain_changed(chain.id)  # the chain ended: its attempts are forgotten
     events.publish(incident(8))
     assert lines_drawn[-1] == ["9008"]
+    # Chains waiting for a person stay active: at most KEEP_CHAINS are remembered.
+    monkeypatch.setattr("bot.services.watch_events.KEEP_CHAINS", 1)
+    other = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    sink.post_root(other.id, "C0TRAIN", [], "mix")
+    events.publish(incident(20, other.id))  # the other chain is charted: ours is dropped
+    events.publish(incident(9))
+    assert lines_drawn[-1] == ["9009"]
