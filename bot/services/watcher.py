@@ -262,11 +262,14 @@ class Watcher:
             except Exception:  # noqa: BLE001 - one bad job must not starve the others
                 log.exception("%s: job %s: watching it failed; the other jobs go on",
                               self.cluster, job_id)
-        # Jobs no longer watched (unwatched, finished elsewhere): forget their state.
+        # Jobs no longer watched (unwatched, finished elsewhere): forget their state, and the
+        # warnings of chains with no job left here (read again from the store if they return).
         for gone in set(self._jobs) - set(ids):
             del self._jobs[gone]
         for gone in set(self._records) - set(ids):
             del self._records[gone]
+        for gone in set(self._warnings) - {w.chain_id for w in watched}:
+            del self._warnings[gone]
         self._due_resubmits(now, report)
         return report
 
