@@ -493,8 +493,8 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
-    site = write(tmp_path, "site.yaml", """
+# A site class in English only (what a site file usually brings).
+DISK_FULL_SITE = """
         classes:
           disk_full:
             title: Scratch filesystem full
@@ -505,7 +505,11 @@ def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
             priority: 65
             hint: Clean old checkpoints under /scratch or ask for quota.
             patterns:
-              primary: ['OSError: \\[Errno 28\\] No space left on device']
+              primary: ['OSError: \\[Errno 28\\] No space left on device']"""
+
+
+def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
+    site = write(tmp_path, "site.yaml", DISK_FULL_SITE + """
           host_oom:
             patterns:
               primary: ['SITE-MEMGUARD: killed job [0-9]+']
@@ -540,19 +544,7 @@ def test_site_file_can_override_a_scalar(tmp_path: Path) -> None:
 
 
 def test_a_site_class_in_english_only_loads_and_falls_back_to_english(tmp_path: Path) -> None:
-    site = write(tmp_path, "site.yaml", """
-        classes:
-          disk_full:
-            title: Scratch filesystem full
-            explanation: The job could not write its checkpoint because scratch is full.
-            action: ask
-            retryable: false
-            charges_budget: true
-            priority: 65
-            hint: Clean old checkpoints under /scratch or ask for quota.
-            patterns:
-              primary: ['OSError: \\[Errno 28\\] No space left on device']
-        """)
+    site = write(tmp_path, "site.yaml", DISK_FULL_SITE)
     disk = Catalogue.load([site]).get("disk_full")
     assert disk.hint_in("ko") == "Clean old checkpoints under /scratch or ask for quota."
     assert disk.explanation_in("ko") == disk.explanation

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_run_scheduler import RecordingSlurm
 
 import bot.app
 import bot.services.competitors as competitors
@@ -169,15 +170,6 @@ def config_data() -> dict[str, Any]:
         "recipes": {"slow": {**recipe, "cluster": "alpha"}},
         "policy": {"tick_s": 30},
     }
-
-
-class RecordingSlurm:
-    def __init__(self) -> None:
-        self.calls: list[list[int]] = []
-
-    def jobs(self, ids: Any) -> dict[int, Any]:
-        self.calls.append(list(ids))
-        return {}  # not known yet: nothing to judge
 
 
 class Clusters:
