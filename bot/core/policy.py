@@ -17,12 +17,18 @@ Rules (FAILURES.md, issue 7):
 - Running jobs: early warnings (`early_warnings`): leak projection once per chain unless it
   worsens by a margin, stall with CPU corroboration and an offer to cancel and resume, low
   GPU utilisation as a note. `held_report` flags a requeued job stuck in JobHeldAdmin.
+
+`Decision.reason` is the English sentence (logged, stored, posted in English threads);
+`Decision.facts` says the same as data for messages in other languages: `why` names the
+sentence, the other keys are its figures not already on the Decision (see `decide` and
+`early_warnings`). An early warning's facts are complete on their own, so a warning
+re-posted from the store renders from them alone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -62,7 +68,8 @@ OFFER_DISMISS = "dismiss"
 @dataclass(frozen=True)
 class Decision:
     """Plain data: what to do and why. `charged` says whether carrying out the resubmit
-    spends one unit of the chain's retry budget; `key` deduplicates warnings per chain."""
+    spends one unit of the chain's retry budget; `key` deduplicates warnings per chain;
+    `facts` is `reason` as data (module doc)."""
 
     kind: DecisionKind
     reason: str
@@ -77,6 +84,7 @@ class Decision:
     stop_chain: bool = False
     key: str | None = None
     projected_oom_iter: int | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def resubmits(self) -> bool:
@@ -192,13 +200,14 @@ def decide(
         found = early_warnings(diagnosis, chain_history, p, now)
         return found[0] if found else Decision(DecisionKind.NONE, "running normally", cid)
     if cid == "completed":
-        return Decision(DecisionKind.NONE, "the run completed", cid)
+        return Decision(DecisionKind.NONE, "the run completed", cid, facts={"why": "completed"})
     if cid == "memory_leak":
         return Decision(
             DecisionKind.WARN,
             "the job ended while host memory was still growing; no resubmit proposed",
             cid,
             projected_oom_iter=diagnosis.metrics.projected_oom_iter,
+            facts={"why": "leak_ended"},
         )
     if cid in STOP_CLASSES or diagnosis.action == Action.STOP:
         return Decision(
@@ -207,10 +216,12 @@ def decide(
             f"{diagnosis.hint}".strip(),
             stop_chain=True,
             offers=(OFFER_DISMISS,),
+            facts={"why": "not_retryable"},
             **base,
         )
     if diagnosis.action == Action.NONE:
-        return Decision(DecisionKind.NONE, f"{cid}: nothing to do", cid)
+        return Decision(DecisionKind.NONE, f"{cid}: nothing to do", cid,
+                        facts={"why": "nothing_to_do"})
 
     charged = bool(diagnosis.charges_budget)
     if charged and chain_history.retries_used >= p.retry_budget:
@@ -220,16 +231,19 @@ def decide(
             f"resubmits used in this chain; a person must decide ({cid})",
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "budget_exhausted", "used": chain_history.retries_used,
+                   "budget": p.retry_budget},
             **base,
         )
     stalled = _no_progress(chain_history, last_iter) if charged else None
     if stalled is not None:
         return Decision(
             DecisionKind.ASK_HUMAN,
-            f"no progress since the previous attempt ({stalled}); stopping the chain "
-            f"instead of retrying {cid} again",
+            f"no progress since the previous attempt ({_no_progress_text(stalled)}); "
+            f"stopping the chain instead of retrying {cid} again",
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "no_progress", **stalled},
             **base,
         )
 
@@ -240,6 +254,8 @@ def decide(
         if charged
         else "not charged to the retry budget"
     )
+    retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
+                   "budget": p.retry_budget}
     if diagnosis.action == Action.RESUBMIT:
         if p.auto_resubmit and diagnosis.retryable:
             return Decision(
@@ -247,6 +263,7 @@ def decide(
                 f"{cid} is retryable: resubmitting {where} ({budget_text})",
                 charged=charged,
                 not_before=not_before,
+                facts=retry_facts,
                 **base,
             )
         return Decision(
@@ -255,6 +272,7 @@ def decide(
             charged=charged,
             not_before=not_before,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts=retry_facts,
             **base,
         )
     # Action.ASK
@@ -266,6 +284,7 @@ def decide(
         charged=charged,
         not_before=not_before,
         offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+        facts={"why": "ask"},
         **base,
     )
 
@@ -289,6 +308,8 @@ def _host_oom(
     limit = accounting.mem_limit_bytes if accounting else None
     max_rss = accounting.max_rss_bytes if accounting else None
     size = suggest_mem(limit, max_rss, during_save=diagnosis.during_checkpoint_save, policy=p)
+    facts = {"during_save": diagnosis.during_checkpoint_save,
+             "limit": _size_or_none(limit), "max_rss": _size_or_none(max_rss)}
     if size is None:
         return Decision(
             DecisionKind.ASK_HUMAN,
@@ -296,6 +317,7 @@ def _host_oom(
             f"suggested. {diagnosis.hint}".strip(),
             charged=charged,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "mem_unknown", **facts},
             **base,
         )
     mem_bytes, mem_text = size
@@ -308,6 +330,8 @@ def _host_oom(
             f"{diagnosis.hint}".strip(),
             charged=charged,
             offers=(OFFER_DISMISS,),
+            facts={"why": "mem_at_cap", "current": _size(current),
+                   "cap": _size(p.mem_cap_bytes or current), **facts},
             **base,
         )
     return Decision(
@@ -319,6 +343,7 @@ def _host_oom(
         mem=mem_text,
         mem_bytes=mem_bytes,
         offers=(OFFER_RESUBMIT_MEM, OFFER_RESUBMIT, OFFER_DISMISS),
+        facts={"why": "mem_propose", **facts},
         **base,
     )
 
@@ -368,19 +393,23 @@ def _current_last_iter(diagnosis: Diagnosis, history: ChainHistory) -> int | Non
     return max(values) if values else None
 
 
-def _no_progress(history: ChainHistory, last_iter: int | None) -> str | None:
-    """Why the attempt made no progress over the previous one, or None if it did / is first."""
+def _no_progress(history: ChainHistory, last_iter: int | None) -> dict[str, Any] | None:
+    """Why the attempt made no progress over the previous one (`job`, `last_iter`,
+    `prev_job`, `prev_iter`; `last_iter` None: it logged none), or None if it did / is first."""
     if len(history.attempts) < 2:
         return None
     prev = history.attempts[-2].last_iter
-    if last_iter is None:
-        return "this attempt logged no iteration"
-    if prev is not None and last_iter <= prev:
-        return (
-            f"job {history.attempts[-1].job_id} stopped at iteration {last_iter}, "
-            f"previous attempt {history.attempts[-2].job_id} reached {prev}"
-        )
+    if last_iter is None or (prev is not None and last_iter <= prev):
+        return {"job": history.attempts[-1].job_id, "last_iter": last_iter,
+                "prev_job": history.attempts[-2].job_id, "prev_iter": prev}
     return None
+
+
+def _no_progress_text(facts: Mapping[str, Any]) -> str:
+    if facts["last_iter"] is None:
+        return "this attempt logged no iteration"
+    return (f"job {facts['job']} stopped at iteration {facts['last_iter']}, "
+            f"previous attempt {facts['prev_job']} reached {facts['prev_iter']}")
 
 
 def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None:
@@ -400,6 +429,10 @@ def _resume_text(checkpoint_iter: int | None, lost: int | None) -> str:
 
 def _size(n: int | None) -> str:
     return "unknown" if n is None else format_size(n)
+
+
+def _size_or_none(n: int | None) -> str | None:
+    return None if n is None else format_size(n)
 
 
 # --------------------------------------------------------------------------- early warnings
@@ -449,13 +482,15 @@ def early_warnings(
             for w in chain_history.warnings
         )
         if not seen:
+            stall = _stall_facts(m.last_iter, m.stall_seconds, cpu, p)
             out.append(
                 Decision(
                     DecisionKind.WARN,
-                    _stall_text(m.last_iter, m.stall_seconds, cpu, p),
+                    _stall_text(stall),
                     "hang",
                     offers=(OFFER_CANCEL_RESUME, OFFER_DISMISS),
                     key=key,
+                    facts=stall,
                 )
             )
     if cid == "memory_leak" or "memory_leak" in diagnosis.secondary:
@@ -475,6 +510,7 @@ def early_warnings(
                          f"{worker_rss[1] / GIB:.1f} GiB (look for a per-sample cache)")
             if previous:
                 text += " — earlier than last projected"
+            grew = worker_rss is not None and worker_rss[1] > worker_rss[0] * 1.25
             out.append(
                 Decision(
                     DecisionKind.WARN,
@@ -482,6 +518,11 @@ def early_warnings(
                     "memory_leak",
                     projected_oom_iter=proj,
                     key=f"memory_leak:{proj}",
+                    facts={"why": "leak", "slope": slope, "projected_oom_iter": proj,
+                           "target": m.target_iter or None,
+                           "workers_gib": ([worker_rss[0] / GIB, worker_rss[1] / GIB]
+                                           if grew and worker_rss is not None else None),
+                           "earlier": bool(previous)},
                 )
             )
     if gpu_util_pct is not None and gpu_util_pct < p.gpu_util_warn_pct:
@@ -493,6 +534,8 @@ def early_warnings(
                     " the job is healthy but may be input- or CPU-bound",
                     "low_gpu_util",
                     key="low_gpu_util",
+                    facts={"why": "low_gpu", "pct": gpu_util_pct,
+                           "threshold": p.gpu_util_warn_pct},
                 )
             )
     return out
@@ -513,20 +556,32 @@ def leak_warning_due(
     return projected_oom_iter < last * (1.0 - margin)
 
 
-def _stall_text(
+def _stall_facts(
     last_iter: int | None, stalled_s: float | None, cpu: CpuEvidence | None, p: PolicyParams
-) -> str:
+) -> dict[str, Any]:
+    """A stall warning as data: `cpu_hung` says the CPU fell (None: no CPU evidence)."""
+    return {
+        "why": "stall", "last_iter": last_iter, "stalled_s": stalled_s,
+        "cpu_before": cpu.before_pct if cpu else None,
+        "cpu_after": cpu.after_pct if cpu else None,
+        "cpu_hung": (cpu.before_pct > 0 and cpu.after_pct <= cpu.before_pct * p.cpu_drop_ratio)
+        if cpu else None,
+    }
+
+
+def _stall_text(f: Mapping[str, Any]) -> str:
     text = "no training progress"
-    if last_iter is not None:
-        text += f" since iteration {last_iter}"
-    if stalled_s is not None:
-        text += f" for {stalled_s / 60:.0f} min"
-    if cpu is not None:
-        if cpu.before_pct > 0 and cpu.after_pct <= cpu.before_pct * p.cpu_drop_ratio:
-            text += f"; CPU fell {cpu.before_pct:.0f} % → {cpu.after_pct:.0f} % (likely hung)"
+    if f["last_iter"] is not None:
+        text += f" since iteration {f['last_iter']}"
+    if f["stalled_s"] is not None:
+        text += f" for {f['stalled_s'] / 60:.0f} min"
+    if f["cpu_hung"] is not None:
+        before, after = f["cpu_before"], f["cpu_after"]
+        if f["cpu_hung"]:
+            text += f"; CPU fell {before:.0f} % → {after:.0f} % (likely hung)"
         else:
             text += (
-                f"; CPU still busy ({cpu.before_pct:.0f} % → {cpu.after_pct:.0f} %): "
+                f"; CPU still busy ({before:.0f} % → {after:.0f} %): "
                 "it may be in a long save or evaluation"
             )
     return text + ". Cancel and resume from the last complete checkpoint?"

@@ -6,7 +6,8 @@ Thread messages are rendered from templates (`render`: templates/<lang>/<name>.j
 recipe's language, the site's `templates.dir` first) and posted through the `MessageSink`
 (`ctx.sink`: bot.slack.poster.SlackPoster, or the console): the root (`root`, rewritten in
 place as attempts change), the first job's `submitted` note, a resumed job's `resolution`,
-and plain `note`s. Approval prompts use `approval` / `hold_prompt` / `decided`.
+and plain `note`s. Approval prompts use `approval` / `hold_prompt` / `decided`; the watcher's
+own sentences, `event` (bot.services.watch_events).
 """
 
 from __future__ import annotations

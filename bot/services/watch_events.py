@@ -10,6 +10,13 @@
   automatic resubmits: a plain note in the thread;
 - `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
   that cluster (keyed per chain).
+The watcher's own words (the head line of an incident or a stall prompt, and every note) are
+in the recipe's language (templates/<lang>/event.json.j2, `_say`; a cluster notice in each
+chain's): the watcher writes one English sentence (`event.text`, also stored and logged) plus
+the same facts as data (the Decision and its `facts`, the JobRecord, the Diagnosis' translated
+hint, `event.facts`). The English template shows `event.text` unchanged, so English has one
+source and cannot drift from what is stored; the Korean one builds its sentence from the facts
+and falls back to the English text for an event it has no facts for.
 After each event, and when a finished attempt's result is stored (`chain_changed`), the
 thread's root message is rewritten from the store (state, attempts, retries), so the top of
 the thread always tells where the run stands.
@@ -36,7 +43,16 @@ from collections import OrderedDict
 from typing import Any
 
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, Decision
-from bot.services.runs import BotContext, context, has_thread, refresh_root, section, thread_note
+from bot.services.runs import (
+    BotContext,
+    context,
+    has_thread,
+    lang_of,
+    refresh_root,
+    render,
+    section,
+    thread_note,
+)
 from bot.services.watcher import Watcher, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -62,9 +78,9 @@ class ThreadEvents:
             self._incident(event)
         elif event.kind == "warning" and event.decision is not None and \
                 OFFER_CANCEL_RESUME in event.decision.offers:
-            self._prompt(event, event.text, offer_cancel=True)
+            self._prompt(event, offer_cancel=True)
         else:
-            self._note(event, event.text)
+            self._note(event, self._say(event))
         if event.kind == "incident":
             self._charts(event, "final", tuple(CHART_TITLES))
         elif event.kind == "warning" and event.decision is not None and \
@@ -86,7 +102,7 @@ class ThreadEvents:
     def _incident(self, event: WatchEvent) -> None:
         d, dec = event.diagnosis, event.decision
         assert d is not None and dec is not None
-        head = f"{self._mentions(event.recipe)}{event.text}".strip()  # text names the job
+        head = f"{self._mentions(event.recipe)}{self._say(event)}".strip()  # names the job
         blocks = [section(head), *(self._incident_blocks(event) or [])]
         offers_resubmit = bool({OFFER_RESUBMIT, OFFER_RESUBMIT_MEM} & set(dec.offers))
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
@@ -94,11 +110,11 @@ class ThreadEvents:
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
         self._post(event, blocks, head)
 
-    def _prompt(self, event: WatchEvent, text: str, *, offer_cancel: bool) -> None:
+    def _prompt(self, event: WatchEvent, *, offer_cancel: bool) -> None:
         if event.chain_id is None or event.recipe is None:
-            self._note(event, text)
+            self._note(event, self._say(event))
             return
-        head = f"{self._mentions(event.recipe)}job {event.job_id}: {text}".strip()
+        head = f"{self._mentions(event.recipe)}{self._say(event, prompt=True)}".strip()
         prompt = self._create_prompt(event, head, offer_cancel=offer_cancel)
         self._post(event, prompt.blocks, head)
 
@@ -110,7 +126,8 @@ class ThreadEvents:
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
         for chain in chains:
-            thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}", event.text)
+            thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}",
+                        self._say(event, recipe=chain.recipe))
         if not chains:
             log.warning("%s", event.text)
 
@@ -157,6 +174,32 @@ class ThreadEvents:
                             event.key, name, job, exc)
 
     # ------------------------------------------------------------------ helpers
+
+    def _say(self, event: WatchEvent, *, recipe: str | None = None,
+             prompt: bool = False) -> str:
+        """The event's sentence in `recipe`'s language (default: the event's recipe); a stall
+        prompt's (`prompt`) names its job first. The English text if the template fails."""
+        english = f"job {event.job_id}: {event.text}" if prompt else event.text
+        recipe = recipe if recipe is not None else event.recipe
+        d, dec, rec = event.diagnosis, event.decision, event.record
+        hint = d.translated_hints.get(lang_of(self.ctx.config, recipe), d.hint) if d else None
+        reason = dict(event.facts)
+        if dec is not None:
+            reason.update({"kind": str(dec.kind), "class_id": dec.class_id,
+                           "charged": dec.charged, "resume_from": dec.resume_from,
+                           "work_lost_iters": dec.work_lost_iters, "mem": dec.mem,
+                           "projected_oom_iter": dec.projected_oom_iter})
+            reason.update(dec.facts)
+        view = {"kind": event.kind, "prompt": prompt, "text": english, "job_id": event.job_id,
+                "cluster": event.cluster, "state": rec.state if rec else None,
+                "class_id": d.class_id if d else (dec.class_id if dec else None),
+                "reason": reason, "facts": dict(event.facts), "hint": hint}
+        try:
+            return render(self.ctx, "event", recipe, view)[1]
+        except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
+            log.warning("event template for %s failed (%s); posting the English text",
+                        event.key, exc)
+            return english
 
     def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Any:
         from bot.services.approvals import create_resubmit_prompt

@@ -89,6 +89,12 @@ class WatchEvent:
     (never stored): `series`, the job's bounded MetricSeries; `sampler`, its SamplerSeries
     (None when the sampler wrote nothing); `skew`, log clock minus wall clock (see the module
     doc), which maps the sampler's wall times onto the log's.
+
+    `text` is the English message (stored with the event, logged); `facts` says it as data
+    for messages in other languages where `decision` / `record` do not: held (`reason`,
+    `held_s`), unknown (`minutes`), resubmitted (`new_job`), cluster_unreachable (`ticks`,
+    `since`, `error`), cluster_back (`since`), a warning re-posted as a note (its decision's
+    facts, from the store).
     """
 
     kind: str
@@ -104,6 +110,7 @@ class WatchEvent:
     series: MetricSeries | None = field(default=None, repr=False, compare=False)
     sampler: SamplerSeries | None = field(default=None, repr=False, compare=False)
     skew: float | None = None
+    facts: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 class EventSink(Protocol):
@@ -305,7 +312,10 @@ class Watcher:
                     "nothing is concluded about them until it answers again.")
             self._emit(WatchEvent("cluster_unreachable",
                                   f"cluster:{self.cluster}:down:{int(self._down_since)}",
-                                  self.cluster, text), "cluster_unreachable", now, report)
+                                  self.cluster, text,
+                                  facts={"ticks": self._failed, "error": str(exc),
+                                         "since": _utc(self._down_since)}),
+                       "cluster_unreachable", now, report)
             self._down_notified = True
         return report
 
@@ -315,7 +325,8 @@ class Watcher:
                     f"{_utc(self._down_since)}); watching resumes.")
             self._emit(WatchEvent("cluster_back",
                                   f"cluster:{self.cluster}:back:{int(self._down_since)}",
-                                  self.cluster, text), "cluster_back", now, report)
+                                  self.cluster, text, facts={"since": _utc(self._down_since)}),
+                       "cluster_back", now, report)
         self._failed = 0
         self._down_since = None
         self._down_notified = False
@@ -357,7 +368,8 @@ class Watcher:
                 f"{self.cluster}); trainbot stopped watching it. `/train watch {job}` "
                 "watches it again.")
         if not self._emit(WatchEvent("unknown", f"{self.cluster}:{job}:unknown", self.cluster,
-                                     text, w.chain_id, job, recipe), "unknown", now, report):
+                                     text, w.chain_id, job, recipe,
+                                     facts={"minutes": minutes}), "unknown", now, report):
             return  # not told yet: keep it, the next tick tries again
         attempt = self.store.attempts.get_by_job(job, self.cluster)
         if attempt is not None and attempt.result is None:
@@ -440,7 +452,8 @@ class Watcher:
         if rep is not None:
             key = f"{self.cluster}:{record.job_id}:held:{record.restart_count}"
             self._emit(WatchEvent("held", key, self.cluster, rep.text, jw.chain_id,
-                                  str(record.job_id), jw.recipe, record=record),
+                                  str(record.job_id), jw.recipe, record=record,
+                                  facts={"reason": rep.reason, "held_s": rep.held_s}),
                        "held", now, report)
 
     def _set_held_since(self, jw: _JobWatch, held_since: float | None) -> None:
@@ -469,7 +482,8 @@ class Watcher:
                                   worker_rss=role_growth(jw.sampler, "worker"))
         for dec in warnings:
             if dec.class_id == "memory_leak" and (note := self._rss_note(jw)):
-                dec = replace(dec, reason=dec.reason + note)
+                dec = replace(dec, reason=dec.reason + note,
+                              facts={**dec.facts, "sstat_step": jw.rss_step or ""})
             key = self._warning_key(jw, dec, diag)
             kind = "note" if dec.kind == DecisionKind.NOTE else "warning"
             self._emit(WatchEvent(kind, key, self.cluster, dec.reason, jw.chain_id,
@@ -479,7 +493,7 @@ class Watcher:
                                   skew=jw.skew),
                        dec.class_id, now, report,
                        extra={"projected_oom_iter": dec.projected_oom_iter,
-                              "stall_started_at": stall_started})
+                              "stall_started_at": stall_started, "facts": dict(dec.facts)})
         self._update_attempt(jw, now, state=record.state,
                              last_iter=jw.analysis.series.last_iteration,
                              started_at=record.start_time)
@@ -598,8 +612,9 @@ class Watcher:
                 continue
             text = str(inc.diagnosis.get("text") or inc.class_id)
             ok = self._emit(WatchEvent("note", inc.key, self.cluster, text, jw.chain_id,
-                                       str(jw.job_id), jw.recipe), inc.class_id, now,
-                            report) and ok
+                                       str(jw.job_id), jw.recipe,
+                                       facts=dict(inc.diagnosis.get("facts") or {})),
+                            inc.class_id, now, report) and ok
         return ok
 
     # ------------------------------------------------------------------ reading
@@ -797,7 +812,8 @@ class Watcher:
                    if decision.resume_from is not None else ", from scratch"))
         if self._emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
                                  self.cluster, text, chain_id, str(inc.job_id),
-                                 data["recipe"], decision=decision),
+                                 data["recipe"], decision=decision,
+                                 facts={"new_job": str(new_job)}),
                       "resubmitted", now, report):
             self.store.incidents.set_state(inc.key, "done")
 

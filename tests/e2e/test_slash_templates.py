@@ -1,8 +1,8 @@
 """The Slack side's thread messages come from templates (en/ko): the first job's note, approval
-prompts, competitor holds, decided prompts and plain notes. Golden files per template ×
-language (tests/fixtures/golden/slash/, `UPDATE_GOLDEN=1` to regenerate, review the diff),
-each also checked by the Slack stand-in's validator; then the services post them, in the
-recipe's language, through the poster.
+prompts, competitor holds, decided prompts, plain notes and the watcher's own sentences
+(`event`). Golden files per template × language (tests/fixtures/golden/slash/,
+`UPDATE_GOLDEN=1` to regenerate, review the diff), each also checked by the Slack stand-in's
+validator; then the services post them, in the recipe's language, through the poster.
 """
 
 from __future__ import annotations
@@ -61,6 +61,14 @@ VIEWS: dict[str, dict] = {
     "click_reply": {"kind": "unauthorized", "approvers": ["U0APPR", "W0LEAD", "W0OPS"],
                     "decided_by": None},
     "note": {"text": "Released 88017: 88887 is running."},
+    "event": {"kind": "incident", "prompt": False, "job_id": "88154", "cluster": "dev",
+              "state": "FAILED", "class_id": "nccl_timeout", "hint": None, "facts": {},
+              "text": "job 88154 FAILED: nccl_timeout — retry budget exhausted: 3 of 3 "
+                      "resubmits used in this chain; a person must decide (nccl_timeout)",
+              "reason": {"why": "budget_exhausted", "used": 3, "budget": 3,
+                         "kind": "stop", "class_id": "nccl_timeout", "charged": True,
+                         "resume_from": 3000, "work_lost_iters": 470, "mem": None,
+                         "projected_oom_iter": None}},
 }
 CASES = [(name, lang) for name in VIEWS for lang in ("en", "ko")]
 

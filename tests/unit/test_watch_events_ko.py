@@ -1,0 +1,373 @@
+"""The watcher's own words in a Korean recipe's thread (templates/ko/event.json.j2 through
+ThreadEvents): incident and stall-prompt head lines, notes for held / unknown / resubmitted /
+cluster outages and early warnings, with the right numbers; an English recipe's thread keeps
+the watcher's English sentence unchanged."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+import pytest
+from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fixtures.watcher.fakes import T0, FakeSFTP
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
+from bot.core.policy import (
+    GIB,
+    AttemptFacts,
+    ChainHistory,
+    CpuEvidence,
+    PastWarning,
+    PolicyParams,
+    decide,
+    early_warnings,
+)
+from bot.core.slurm_records import JobRecord, StepMemory
+from bot.services.watch_events import ThreadEvents
+from bot.services.watcher import Watcher, WatchEvent
+from bot.store import Store
+
+STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+LOG = "/scratch/mix/logs/mix-88154.out"
+FAILED = Accounting(state="FAILED", exit_code=1, signal=0, mem_limit_bytes=950 * GIB,
+                    max_rss_bytes=940 * GIB)
+MANUAL = PolicyParams(backoff_s=60)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+@cache
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def diag(class_id: str, *, last_iter: int | None = 3400, **kw) -> Diagnosis:
+    """A Diagnosis with the real catalogue's flags and hints (English and Korean)."""
+    cls = catalogue().classes[class_id]
+    metrics = kw.pop("metrics", None) or DiagnosisMetrics(last_iter=last_iter, target_iter=8000)
+    return Diagnosis(class_id=class_id, action=cls.action, retryable=cls.retryable,
+                     charges_budget=cls.charges_budget, hint=cls.hint, metrics=metrics,
+                     translated_hints={"ko": cls.hint_in("ko")}, **kw)
+
+
+def history(*last_iters: int | None, retries_used: int = 0) -> ChainHistory:
+    return ChainHistory(attempts=tuple(AttemptFacts(str(88154 + i), i + 1, last_iter=it)
+                                       for i, it in enumerate(last_iters)),
+                        retries_used=retries_used)
+
+
+def thread(store: Store, lang: str, **recipe):
+    ctx = make_context(store, lang=lang, **recipe)
+    ctx.clock = lambda: T0
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx, chain
+
+
+def replies(ctx) -> list[str]:
+    return [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+
+
+def incident(chain_id: int, d: Diagnosis, dec, state: str = "FAILED") -> WatchEvent:
+    """The incident event exactly as the watcher builds it (`Watcher._finished`)."""
+    text = f"job 88154 {state}: {d.class_id} — {dec.reason}"
+    return WatchEvent("incident", "dev:88154:final", "dev", text, chain_id, "88154", "mix",
+                      diagnosis=d, decision=dec, record=JobRecord(job_id=88154, state=state))
+
+
+def heads(store: Store, lang: str, d: Diagnosis, dec, state: str = "FAILED") -> str:
+    """The head line the thread shows for this incident (first reply, owners mentioned)."""
+    ctx, chain = thread(store, lang)
+    ThreadEvents(ctx).publish(incident(chain.id, d, dec, state))
+    return replies(ctx)[0]
+
+
+# ------------------------------------------------------------------ incident head lines
+
+
+def test_budget_exhausted_head_is_korean_with_the_budget_and_english_is_unchanged(store):
+    d = diag("nccl_timeout")
+    dec = decide(d, history(3000, 3400, retries_used=3), MANUAL, T0, checkpoint_iter=3000,
+                 accounting=FAILED)
+    assert heads(store, "ko", d, dec) == (
+        "<@U0OWNER> 작업 88154 FAILED: nccl_timeout — 재시도 한도 소진: 이 체인에서 재제출 3회 중 "
+        "3회를 모두 썼습니다. 사람이 결정해야 합니다 (nccl_timeout)")
+    assert heads(store, "en", d, dec) == (
+        "<@U0OWNER> job 88154 FAILED: nccl_timeout — retry budget exhausted: 3 of 3 resubmits "
+        "used in this chain; a person must decide (nccl_timeout)")
+
+
+def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
+    d = diag("nccl_timeout")
+    dec = decide(d, history(3400, retries_used=1), MANUAL, T0, checkpoint_iter=3000,
+                 accounting=FAILED)
+    assert heads(store, "ko", d, dec) == (
+        "<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) 재시도할 수 있는 "
+        "실패입니다: iter 3000부터 재개해 재제출을 제안합니다 (잃은 작업 400 iter, 재시도 한도 "
+        "3회 중 2회째)")
+    assert heads(store, "en", d, dec) == (
+        "<@U0OWNER> job 88154 FAILED: nccl_timeout — nccl_timeout is retryable: proposing to "
+        "resubmit resuming from iteration 3000 (400 iterations lost) (charged: 2 of 3 retries)")
+
+
+@pytest.mark.parametrize(("class_id", "state", "setup", "korean"), [
+    ("time_limit", "TIMEOUT", {"policy": PolicyParams(auto_resubmit=True), "ck": None},
+     "time_limit은(는) 재시도할 수 있는 실패입니다: 완전한 체크포인트가 없어 처음부터 자동으로 "
+     "재제출합니다 (재시도 한도 3회 중 1회째)"),
+    ("node_failure", "NODE_FAIL", {"ck": 3000},
+     "node_failure은(는) 재시도할 수 있는 실패입니다: iter 3000부터 재개해 재제출을 제안합니다 "
+     "(잃은 작업 400 iter, 재시도 한도에 포함되지 않음)"),
+    ("nccl_timeout", "FAILED", {"attempts": (3400, 3400)},
+     "이전 시도 이후 진행이 없습니다 (작업 88155은(는) iter 3400에서 멈췄고, 이전 시도 88154은(는) "
+     "iter 3400까지 갔습니다). nccl_timeout을(를) 다시 재시도하지 않고 체인을 멈춥니다"),
+    ("host_oom", "OUT_OF_MEMORY", {"ck": 3000},
+     "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iter 3000부터 재개해 "
+     "--mem=1430G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
+    ("dataloader_worker_killed", "FAILED", {"ck": 3000, "during": True},
+     "호스트 메모리 부족 (DataLoader 워커가 종료됨, 체크포인트 저장 중, 한도 950.0 GiB, MaxRSS "
+     "940.0 GiB): iter 3000부터 재개해 --mem=1900G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
+    ("host_oom", "OUT_OF_MEMORY", {"ck": 3000, "policy": PolicyParams(mem_cap_bytes=950 * GIB)},
+     "호스트 메모리 부족: 950.0 GiB(으)로 이미 사이트 상한(950.0 GiB)이므로 --mem 대신 호스트 "
+     "메모리 사용량을 줄여야 합니다. --mem을 늘려 재제출하거나(사이트의 GPU당 상한 확인) 호스트 "
+     "메모리 사용을 줄이세요: DataLoader 워커 수와 prefetch를 줄이고, 체크포인트는 CPU로 "
+     "gather하지 않고 저장하세요."),
+    ("unknown_failure", "FAILED", {"ck": 3000},
+     "unknown_failure: 사람이 결정해야 합니다. iter 3000부터 재개해 재제출할 수 있습니다 "
+     "(잃은 작업 400 iter). 첨부된 마지막 줄들을 읽어 보세요. 같은 실패가 반복되면 사이트 "
+     "카탈로그에 시그니처를 추가하세요."),
+])
+def test_other_decisions_read_in_korean_with_their_figures(store, class_id, state, setup, korean):
+    d = diag(class_id, during_checkpoint_save=setup.get("during", False))
+    dec = decide(d, history(*setup.get("attempts", (3400,))), setup.get("policy", MANUAL), T0,
+                 checkpoint_iter=setup.get("ck"), accounting=replace(FAILED, state=state))
+    assert heads(store, "ko", d, dec, state) == \
+        f"<@U0OWNER> 작업 88154 {state}: {class_id} — {korean}"
+
+
+def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
+    d = diag("cuda_oom")
+    dec = decide(d, history(3400), MANUAL, T0, checkpoint_iter=3000, accounting=FAILED)
+    head = heads(store, "ko", d, dec)
+    assert head.startswith("<@U0OWNER> 작업 88154 FAILED: cuda_oom — cuda_oom은(는) 재시도할 수 "
+                           "없는 실패입니다: 그대로 재제출하면 같은 이유로 다시 실패합니다. GPU당 "
+                           "배치 크기나")
+    assert "Lower the per-GPU" not in head
+
+
+def test_a_completed_run_reads_completed(store):
+    d = diag("completed", last_iter=8000)
+    dec = decide(d, history(8000), MANUAL, T0, accounting=replace(FAILED, state="COMPLETED"))
+    assert heads(store, "ko", d, dec, "COMPLETED") == (
+        "<@U0OWNER> 작업 88154 COMPLETED: completed — 학습이 완료되었습니다")
+
+
+# ------------------------------------------------------------------ early warnings
+
+
+def warn(store: Store, lang: str, dec, d: Diagnosis) -> str:
+    ctx, chain = thread(store, lang)
+    kind = "note" if dec.kind == "note" else "warning"
+    ThreadEvents(ctx).publish(WatchEvent(kind, f"dev:88154:{dec.class_id}", "dev", dec.reason,
+                                         chain.id, "88154", "mix", diagnosis=d, decision=dec))
+    return replies(ctx)[0]
+
+
+def test_stall_prompt_is_korean_with_iteration_minutes_and_cpu(store):
+    d = diag("hang", metrics=DiagnosisMetrics(last_iter=3470, stall_seconds=720))
+    [dec] = early_warnings(d, ChainHistory(), MANUAL, T0, job_id="88154",
+                           cpu=CpuEvidence(before_pct=95.0, after_pct=3.0))
+    assert warn(store, "ko", dec, d) == (
+        "<@U0OWNER> 작업 88154: iter 3470 이후 12분째 학습 진행이 없습니다; CPU가 95 % → 3 %로 "
+        "떨어졌습니다 (멈춘 것으로 보입니다). 취소하고 마지막 완전한 체크포인트에서 재개할까요?")
+    assert warn(store, "en", dec, d) == (
+        "<@U0OWNER> job 88154: no training progress since iteration 3470 for 12 min; CPU fell "
+        "95 % → 3 % (likely hung). Cancel and resume from the last complete checkpoint?")
+
+
+def test_leak_warning_and_low_gpu_note_are_korean(store):
+    m = DiagnosisMetrics(last_iter=2000, target_iter=8000, projected_oom_iter=6100,
+                         rss_gib_per_100_iter=2.14)
+    d = diag("memory_leak", metrics=m)
+    past = ChainHistory(warnings=(PastWarning("memory_leak", T0 - 600, projected_oom_iter=9000),))
+    [leak, gpu] = early_warnings(d, past, MANUAL, T0, gpu_util_pct=41.6,
+                                 worker_rss=(1 * GIB, 3 * GIB))
+    assert warn(store, "ko", leak, d) == (
+        "호스트 메모리가 100 iter마다 2.1 GiB씩 늘고 있습니다; 이 속도면 iter 6100 부근에서 메모리 "
+        "한도에 도달합니다 (목표 8000); DataLoader 워커가 1.0 → 3.0 GiB로 늘었습니다 (샘플별 "
+        "캐시를 확인하세요) — 지난번 예상보다 빨라졌습니다")
+    assert warn(store, "ko", gpu, d) == (
+        "GPU 사용률이 42 %입니다 (기준 60 % 미만): 작업은 정상이지만 입력 파이프라인이나 CPU가 "
+        "병목일 수 있습니다")
+    assert warn(store, "en", gpu, d) == gpu.reason
+
+
+# ------------------------------------------------------------------ through the watcher
+
+
+class DownSlurm(FakeSlurm):
+    down = False
+
+    def jobs(self, ids):
+        if self.down:
+            raise ClusterUnavailable("Unable to contact slurm controller (connect failure)")
+        return super().jobs(ids)
+
+
+def watcher(ctx, slurm, sftp=None, **kw) -> Watcher:
+    sftp = sftp or FakeSFTP()
+    return Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=ctx.store,
+                   catalogue=catalogue(), sink=ThreadEvents(ctx), config=ctx.config,
+                   unreachable_ticks=3, **kw)
+
+
+def test_held_and_unknown_jobs_are_reported_in_korean(store):
+    ctx, chain = thread(store, "ko")
+    slurm = DownSlurm()
+    slurm.add(87870, state="PENDING", reason="JobHeldAdmin", restart_count=1)
+    store.watched_jobs.add("dev", "87870", now=T0, chain_id=chain.id)
+    store.watched_jobs.add("dev", "4242", now=T0, chain_id=chain.id)  # Slurm never knows it
+    w = watcher(ctx, slurm, policy=PolicyParams(held_report_s=600))
+    w.tick(T0)
+    w.tick(T0 + 660)
+    w.tick(T0 + 960)
+    assert replies(ctx) == [
+        "작업 87870이(가) 11분째 보류 상태(JobHeldAdmin)입니다. 보통 requeue 뒤에 생기며 저절로 "
+        "시작되지 않습니다. 관리자에게 해제를 요청하거나, 취소하고 마지막 완전한 체크포인트에서 "
+        "재제출하세요.",
+        "작업 4242은(는) 감시를 시작하고 16분이 지나도록 squeue와 sacct 어디에도 없습니다 "
+        "(accounting에서 지워졌거나 클러스터 dev의 작업이 아닙니다). trainbot은 이 작업의 감시를 "
+        "멈췄습니다. `/train watch 4242`로 다시 감시할 수 있습니다.",
+    ]
+
+
+def test_cluster_outage_notes_follow_each_chains_recipe_language(store):
+    ctx, ko_chain = thread(store, "ko")
+    # A chain whose recipe is gone from the config: the site's language (English).
+    en_chain = store.chains.create(recipe="old", cluster="dev", job_name="old", now=T0)
+    ctx.sink.post_root(en_chain.id, "C0TRAIN", [], "old")
+    slurm = DownSlurm()
+    slurm.add(88887)  # pending: the ticks ask Slurm about it
+    store.watched_jobs.add("dev", "88887", now=T0, chain_id=ko_chain.id)
+    w = watcher(ctx, slurm)
+    slurm.down = True
+    for i in range(3):
+        w.tick(T0 + 60 * i)
+    slurm.down = False
+    w.tick(T0 + 600)
+    by_chain = {(p[1], p[2].split(":")[2]): p[3] for p in ctx.sink.posts if p[0] == "reply"}
+    assert by_chain[(ko_chain.id, "down")] == (
+        "클러스터 dev에 3번 연속 연결하지 못했습니다 (2027-01-15 08:00:00 UTC부터): Unable to "
+        "contact slurm controller (connect failure). 다시 응답할 때까지 작업을 판단하지 않으며, "
+        "작업에 대해 어떤 결론도 내리지 않습니다.")
+    assert by_chain[(ko_chain.id, "back")] == (
+        "클러스터 dev이(가) 다시 응답합니다 (2027-01-15 08:00:00 UTC부터 연결 불가). 감시를 "
+        "재개합니다.")
+    assert by_chain[(en_chain.id, "back")] == (
+        "cluster dev answers again (unreachable since 2027-01-15 08:00:00 UTC); watching "
+        "resumes.")
+
+
+def story_job(store: Store, ctx, chain, slurm: FakeSlurm, upto: bytes) -> tuple[FakeSFTP, list]:
+    """Job 88154 of the chain running the 88154 story up to the line containing `upto`."""
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
+    slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix",
+              mem_limit_bytes=950 * GIB)
+    lines = STORY.read_bytes().splitlines(keepends=True)
+    cut = next(i for i, x in enumerate(lines) if upto in x) + 1
+    sftp = FakeSFTP()
+    sftp.append(LOG, b"".join(lines[:cut]))
+    return sftp, lines[cut:]
+
+
+def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteration(store):
+    ctx, chain = thread(store, "ko", policy={"auto_resubmit": True, "backoff_s": 60})
+    slurm = FakeSlurm()
+    sftp, _ = story_job(store, ctx, chain, slurm, b"iter: 3470/")
+    slurm.set(88154, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 1300)
+
+    def resubmit(recipe, chain_id, decision):
+        store.attempts.add(chain_id=chain_id, job_id="90001", now=T0,
+                           charge_retry=decision.charged)
+        return "90001"
+
+    w = watcher(ctx, slurm, sftp, checkpoint_iter=lambda recipe: 3000, resubmit=resubmit)
+    w.tick(T0 + 1310)
+    w.tick(T0 + 1380)
+    said = replies(ctx)
+    assert said[0].startswith("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — time_limit은(는) "
+                              "재시도할 수 있는 실패입니다: iter 3000부터 재개해 자동으로 "
+                              "재제출합니다")
+    assert said[-1] == "작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 (iter 3000부터 재개)"
+
+
+def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store):
+    ctx, chain = thread(store, "ko")
+    slurm = FakeSlurm()
+    sftp, rest = story_job(store, ctx, chain, slurm, b"iter: 3470/")
+    real_reply = ctx.sink.post_reply
+    down = [True]
+
+    def flaky(chain_id, key, blocks, text):
+        if down[0]:
+            raise RuntimeError("slack is down")
+        return real_reply(chain_id, key, blocks, text)
+
+    ctx.sink.post_reply = flaky
+    w = watcher(ctx, slurm, sftp, checkpoint_iter=lambda recipe: 3000)
+    w.tick(T0)
+    w.tick(T0 + 360)  # the stall: its post fails, the warning stays pending in the store
+    assert replies(ctx) == []
+    down[0] = False
+    sftp.clock = T0 + 1805
+    sftp.append(LOG, b"".join(rest))
+    slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
+    w.tick(T0 + 1830)
+    note, head = replies(ctx)[:2]
+    assert note.startswith("iter 3470 이후 ") and "분째 학습 진행이 없습니다" in note
+    assert note.endswith("취소하고 마지막 완전한 체크포인트에서 재개할까요?")
+    assert head.startswith("<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) "
+                           "재시도할 수 있는 실패입니다: iter 3000부터 재개해 재제출을 제안합니다 "
+                           "(잃은 작업 ")
+
+
+class SstatSlurm(FakeSlurm):
+    """FakeSlurm plus sstat: `rss` gives each job's MaxRSS of step `batch`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rss: dict[int, int] = {}
+
+    def memory(self, ids):
+        return {i: StepMemory(i, "batch", self.rss[i], self.rss[i], "vm", 0, 1)
+                for i in ids if i in self.rss}
+
+
+def test_a_leak_seen_through_sstat_says_so_in_korean(store):
+    ctx, chain = thread(store, "ko")
+    slurm = SstatSlurm()
+    store.watched_jobs.add("dev", "88016", now=T0, chain_id=chain.id)
+    slurm.add(88016, state="RUNNING", stdout_path=LOG, start_time=T0, mem_limit_bytes=100 * GIB)
+    sftp = FakeSFTP()
+    w = watcher(ctx, slurm, sftp, judge_every_s=0)
+    for tick in range(10):  # no RSS in the log: sstat's MaxRSS grows 0.5 GiB per 20 iterations
+        sftp.clock = T0 + 90 * tick
+        sftp.append(LOG, "".join(
+            f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(T0 + 90 * tick - 90 + 4.5 * k))}"
+            f".000 | INFO | iter: {100 + 20 * tick + k}/8000 | loss: 0.9 | 4.50 s/iter\n"
+            for k in range(20)).encode())
+        slurm.rss[88016] = 40 * GIB + tick * GIB // 2
+        w.tick(T0 + 90 * tick + 1)
+    [leak] = replies(ctx)
+    assert leak.startswith("호스트 메모리가 100 iter마다 2.5 GiB씩 늘고 있습니다; 이 속도면 iter ")
+    assert leak.endswith("; RSS는 sstat 값입니다 (step batch의 MaxRSS)")
