@@ -11,6 +11,8 @@ works (PostgreSQL for several replicas). Use the repositories: `store.chains.cre
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,23 @@ class StoreError(Exception):
     """The store cannot be opened or written; the message names the URL/path and the fix."""
 
 
+def _use_wal(cursor: Any, *, attempts: int = 100) -> None:
+    """Put the SQLite file in WAL mode (persistent: once set, every later connection finds it
+    set). Switching needs the file to itself, and SQLite answers "database is locked" at once,
+    without its busy timeout, while another connection switches too (replicas or threads
+    opening a new store together): so wait and ask again, up to `attempts` × 50 ms."""
+    for attempt in range(attempts):
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
 def _sqlite_engine(url: str) -> Engine:
     parsed = make_url(url)
     database = parsed.database or ""
@@ -94,7 +113,7 @@ def _sqlite_engine(url: str) -> Engine:
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
         if not memory:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _use_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()

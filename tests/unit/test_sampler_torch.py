@@ -70,7 +70,9 @@ def test_sampler_reports_leaking_dataloader_workers_separately(tmp_path):
         assert growth > 20 * MIB, f"worker RSS grew only {growth / MIB:.1f} MiB"
         trainer_growth = last["rss"]["trainer"] - first["rss"]["trainer"]
         assert trainer_growth < growth / 2
-        assert last["cpu"]["trainer"] > 0  # measured between samples (objects reused)
+        # CPU is measured between samples (process objects reused); one 0.5 s interval can
+        # read 0 on a loaded machine (clock-tick granularity), the run as a whole cannot.
+        assert any(line["cpu"]["trainer"] > 0 for line in lines[1:])
         # The sampler exits quietly on its own once the job's tree is gone.
         trainer.terminate()
         trainer.wait(timeout=20)
