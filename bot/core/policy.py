@@ -505,12 +505,12 @@ def early_warnings(
                 text += f"; at this rate the job reaches its memory limit near iteration {proj}"
                 if m.target_iter:
                     text += f" (target {m.target_iter})"
-            if worker_rss is not None and worker_rss[1] > worker_rss[0] * 1.25:
+            grew = worker_rss is not None and worker_rss[1] > worker_rss[0] * 1.25
+            if grew:
                 text += (f"; DataLoader workers grew {worker_rss[0] / GIB:.1f} → "
                          f"{worker_rss[1] / GIB:.1f} GiB (look for a per-sample cache)")
             if previous:
                 text += " — earlier than last projected"
-            grew = worker_rss is not None and worker_rss[1] > worker_rss[0] * 1.25
             out.append(
                 Decision(
                     DecisionKind.WARN,
@@ -521,7 +521,7 @@ def early_warnings(
                     facts={"why": "leak", "slope": slope, "projected_oom_iter": proj,
                            "target": m.target_iter or None,
                            "workers_gib": ([worker_rss[0] / GIB, worker_rss[1] / GIB]
-                                           if grew and worker_rss is not None else None),
+                                           if grew else None),
                            "earlier": bool(previous)},
                 )
             )

@@ -374,9 +374,7 @@ class Watcher:
         attempt = self.store.attempts.get_by_job(job, self.cluster)
         if attempt is not None and attempt.result is None:
             self.store.attempts.update(attempt.id, state="UNKNOWN", result="UNKNOWN")
-        self.store.watched_jobs.remove(self.cluster, job)
-        self.store.tail_offsets.delete_job(job)
-        self._jobs.pop(int(job), None)
+        self._unwatch(job)
         if w.chain_id is not None:
             self._chain_changed(w.chain_id)
 
@@ -586,9 +584,13 @@ class Watcher:
             elif decision.stop_chain:
                 self.store.chains.set_status(jw.chain_id, "stopped", now=now)
             self._chain_changed(jw.chain_id)
-        self.store.watched_jobs.remove(self.cluster, str(jw.job_id))
-        self.store.tail_offsets.delete_job(str(jw.job_id))
-        self._jobs.pop(jw.job_id, None)
+        self._unwatch(str(jw.job_id))
+
+    def _unwatch(self, job: str) -> None:
+        """Done with a job: off the watch list, its tail offsets and in-memory state gone."""
+        self.store.watched_jobs.remove(self.cluster, job)
+        self.store.tail_offsets.delete_job(job)
+        self._jobs.pop(int(job), None)
 
     def _chain_changed(self, chain_id: int) -> None:
         chain_changed = getattr(self.sink, "chain_changed", None)
