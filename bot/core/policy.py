@@ -95,6 +95,31 @@ class Decision:
             DecisionKind.PROPOSE_MEM_RESUBMIT,
         )
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields a stored decision keeps (the incidents table's JSON)."""
+        return {
+            "kind": str(self.kind), "reason": self.reason, "class_id": self.class_id,
+            "charged": self.charged, "not_before": self.not_before,
+            "resume_from": self.resume_from, "work_lost_iters": self.work_lost_iters,
+            "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        """A stored decision read back. Fails closed: a missing or unknown `kind` (a row
+        written by another version, a damaged one) is `ask_human`, never an action."""
+        try:
+            kind = DecisionKind(data.get("kind"))
+        except ValueError:
+            kind = DecisionKind.ASK_HUMAN
+        return cls(
+            kind=kind, reason=str(data.get("reason") or ""),
+            class_id=str(data.get("class_id") or ""), charged=bool(data.get("charged")),
+            not_before=data.get("not_before"), resume_from=data.get("resume_from"),
+            work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
+            offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
+        )
+
 
 @dataclass(frozen=True)
 class AttemptFacts:

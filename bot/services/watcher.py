@@ -562,7 +562,7 @@ class Watcher:
                        series=jw.analysis.series,
                        sampler=jw.sampler if jw.sampler.points else None, skew=jw.skew),
             diag.class_id, now, report,
-            extra={"decision": _decision_json(decision)},
+            extra={"decision": decision.to_json()},
         )
         if not posted:
             return  # publishing failed: keep watching, the next tick retries
@@ -571,7 +571,7 @@ class Watcher:
             self.store.incidents.record(
                 f"{self.cluster}:{jw.job_id}:resubmit", class_id=RESUBMIT_CLASS, now=now,
                 chain_id=jw.chain_id, job_id=str(jw.job_id), state="due",
-                diagnosis={"recipe": jw.recipe, "decision": _decision_json(decision)},
+                diagnosis={"recipe": jw.recipe, "decision": decision.to_json()},
             )
         self._update_attempt(
             jw, now, force=True, state=record.state, last_iter=diag.metrics.last_iter,
@@ -770,10 +770,12 @@ class Watcher:
                         inc.state not in ("due", "submitting", "submitted"):
                     continue
                 data = inc.diagnosis
-                dec = data.get("decision", {})
-                if dec.get("not_before") is not None and now < float(dec["not_before"]):
+                decision = Decision.from_json(data.get("decision") or {})
+                if decision.kind != DecisionKind.RESUBMIT_NOW:
+                    self._ask_instead(inc, chain.id, data, decision, now, report)
                     continue
-                decision = _decision_from_json(dec)
+                if decision.not_before is not None and now < float(decision.not_before):
+                    continue
                 latest = self.store.attempts.latest(chain.id)
                 if inc.state == "submitted":
                     new_job = latest.job_id if latest is not None else "?"
@@ -805,6 +807,21 @@ class Watcher:
                         continue
                 self.store.incidents.set_state(inc.key, "submitted")
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
+
+    def _ask_instead(self, inc: Any, chain_id: int, data: dict[str, Any], decision: Decision,
+                     now: float, report: TickReport) -> None:
+        """A resubmit row whose stored decision does not say `resubmit_now` (unreadable,
+        written by another version): nothing is submitted, a person is asked in the thread."""
+        recipe = data.get("recipe")
+        resume = f"`/train resume {recipe}`" if recipe else "`/train resume RECIPE`"
+        text = (f"job {inc.job_id}: trainbot could not read back its decision to resubmit "
+                f"(stored kind {(data.get('decision') or {}).get('kind')!r}), so it did not "
+                f"resubmit; a person decides: {resume} resumes the run.")
+        if self._emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
+                                 self.cluster, text, chain_id, str(inc.job_id), recipe,
+                                 decision=decision),
+                      "resubmit_ask", now, report):
+            self.store.incidents.set_state(inc.key, "asked")
 
     def _tell_resubmitted(self, inc: Any, chain_id: int, data: dict[str, Any],
                           decision: Decision, new_job: Any, now: float,
@@ -988,25 +1005,6 @@ def _detector_options(policy: Any) -> dict[str, float]:
 def _recent_gpu_util(analysis: LogAnalysis, n: int = 20) -> float | None:
     values = [s.gpu_util for s in analysis.series.samples[-200:] if s.gpu_util is not None]
     return statistics.median(values[-n:]) if len(values) >= 3 else None
-
-
-def _decision_json(d: Decision) -> dict[str, Any]:
-    return {
-        "kind": str(d.kind), "reason": d.reason, "class_id": d.class_id, "charged": d.charged,
-        "not_before": d.not_before, "resume_from": d.resume_from,
-        "work_lost_iters": d.work_lost_iters, "mem": d.mem, "offers": list(d.offers),
-        "stop_chain": d.stop_chain,
-    }
-
-
-def _decision_from_json(d: dict[str, Any]) -> Decision:
-    return Decision(
-        kind=DecisionKind(d.get("kind", "resubmit_now")), reason=d.get("reason", ""),
-        class_id=d.get("class_id", ""), charged=bool(d.get("charged")),
-        not_before=d.get("not_before"), resume_from=d.get("resume_from"),
-        work_lost_iters=d.get("work_lost_iters"), mem=d.get("mem"),
-        offers=tuple(d.get("offers", ())), stop_chain=bool(d.get("stop_chain")),
-    )
 
 
 def _utc(t: float) -> str:

@@ -14,9 +14,11 @@ from bot.core.diagnose import analyze_file
 from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import (
     GIB,
+    OFFER_RESUBMIT,
     AttemptFacts,
     ChainHistory,
     CpuEvidence,
+    Decision,
     DecisionKind,
     PastWarning,
     PolicyParams,
@@ -425,3 +427,20 @@ def test_requeue_hold_reported_user_hold_not():
     assert held_report(user, NOW - 10_000, NOW, policy=p) is None
     running = JobRecord(job_id=3, state="RUNNING")
     assert held_report(running, NOW - 10_000, NOW, policy=p) is None
+
+
+# ------------------------------------------------------------------------------ stored decisions
+
+
+def test_a_decision_reads_back_as_it_was_stored():
+    d = Decision(DecisionKind.RESUBMIT_NOW, "time limit", "time_limit", charged=True,
+                 not_before=NOW + 60, resume_from=1200, work_lost_iters=35, mem="600G",
+                 offers=(OFFER_RESUBMIT,), stop_chain=False)
+    back = Decision.from_json(json.loads(json.dumps(d.to_json())))
+    assert back == d
+
+
+@pytest.mark.parametrize("stored", [{}, {"kind": None}, {"kind": "resubmit_later"},
+                                    {"kind": 3, "charged": True}])
+def test_a_stored_decision_of_missing_or_unknown_kind_asks_a_person(stored):
+    assert Decision.from_json(stored).kind is DecisionKind.ASK_HUMAN

@@ -770,3 +770,32 @@ def test_failed_sstat_costs_only_the_samples(sstat_env):
     assert sink.events == []
     assert w._jobs[7].analysis.series.last_iteration == 119  # the log was still read
     assert w._jobs[7].analysis.series.rss_points() == []
+
+
+@pytest.mark.parametrize("kind", [None, "resubmit_later"])
+def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, kind):
+    """Fail closed: a resubmit row whose decision has no kind, or one this version does not
+    know, is never carried out; the thread says so and the row is not looked at again."""
+    store, slurm, sftp, sink = env
+    resub = Resubmitter(store)
+    w, chain = _timed_out(env, resub)
+    w.tick(T0 + 1310)
+    key = f"{CLUSTER}:88300:resubmit"
+    row = store.incidents.get(key)
+    stored = dict(row.diagnosis)
+    decision = {k: v for k, v in stored["decision"].items() if k != "kind"}
+    if kind is not None:
+        decision["kind"] = kind
+    with store.engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM incidents WHERE key = ?", (key,))
+    store.incidents.record(key, class_id=row.class_id, now=T0 + 1310, chain_id=chain.id,
+                           job_id="88300", state="due",
+                           diagnosis={**stored, "decision": decision})
+    w.tick(T0 + 1380)
+    w.tick(T0 + 1440)
+    assert resub.calls == []
+    assert store.chains.get(chain.id).retries_used == 0
+    assert sink.kinds() == ["incident", "note"]
+    assert sink.events[1].decision.kind is DecisionKind.ASK_HUMAN
+    assert "did not resubmit" in sink.events[1].text and "/train resume auto" in sink.events[1].text
+    assert store.incidents.get(key).state == "asked"
