@@ -39,8 +39,8 @@ from bot.config import Config, dev_cluster_config_data  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.services.clusters import ClusterSessions  # noqa: E402
 from bot.services.runs import BotContext  # noqa: E402
+from bot.services.watch.tick import schedule_ticks  # noqa: E402
 from bot.services.watch_events import build_watcher  # noqa: E402
-from bot.services.watcher import schedule_ticks  # noqa: E402
 from bot.slack.poster import METADATA_EVENT, SlackPoster  # noqa: E402
 from bot.slack.retry import make_client  # noqa: E402
 from bot.store import Store  # noqa: E402

@@ -28,7 +28,7 @@ from bot.cluster.ssh import CommandResult  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.policy import PolicyParams  # noqa: E402
 from bot.core.slurm_records import SQUEUE_FIELDS, JobRecord  # noqa: E402
-from bot.services.watcher import Watcher  # noqa: E402
+from bot.services.watch.tick import Watcher  # noqa: E402
 from bot.store import Store  # noqa: E402
 
 GIB, MIB = 1 << 30, 1 << 20

@@ -98,8 +98,8 @@ def add_watchers(scheduler: Any, services: Any, *, catalogue: Any = None,
     not on the first tick)."""
     from bot.core.catalogue import Catalogue
     from bot.services.leases import LeaseKeeper
+    from bot.services.watch.tick import schedule_ticks
     from bot.services.watch_events import build_watcher
-    from bot.services.watcher import schedule_ticks
 
     config = services.config
     if catalogue is None:

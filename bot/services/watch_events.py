@@ -1,6 +1,6 @@
 """The watcher's events in the run threads: incidents with approval buttons, warnings, notes.
 
-`ThreadEvents(ctx).publish(event)` is the `EventSink` of bot.services.watcher for a real bot:
+`ThreadEvents(ctx).publish(event)` is the `EventSink` of bot.services.watch.tick for a real bot:
 - `incident`: the incident message (templates/<lang>/incident.json.j2 via
   bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
   resubmit — an approval prompt (bot.services.approvals.create_resubmit_prompt) whose
@@ -53,7 +53,8 @@ from bot.services.runs import (
     section,
     thread_note,
 )
-from bot.services.watcher import Watcher, WatchEvent
+from bot.services.watch.events import WatchEvent
+from bot.services.watch.tick import Watcher
 
 log = logging.getLogger(__name__)
 

@@ -171,8 +171,8 @@ def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record)
     from fixtures.watcher.fakes import FakeSFTP
 
     from bot.core.catalogue import Catalogue
+    from bot.services.watch.tick import Watcher
     from bot.services.watch_events import ThreadEvents
-    from bot.services.watcher import Watcher
 
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, target_iter=8000)

@@ -28,7 +28,8 @@ from bot.config import Config, dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.core.sampler_series import SamplerSeries, parse_line, role_growth
 from bot.sampler import DEFAULT_INTERVAL_S
-from bot.services.watcher import Watcher, WatchEvent
+from bot.services.watch.events import WatchEvent
+from bot.services.watch.tick import Watcher
 from bot.store import Store
 
 pytestmark = pytest.mark.integration

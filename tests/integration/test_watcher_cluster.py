@@ -19,7 +19,7 @@ from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
-from bot.services.watcher import Watcher
+from bot.services.watch.tick import Watcher
 from bot.store import Store
 
 pytestmark = pytest.mark.integration

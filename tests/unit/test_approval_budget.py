@@ -18,8 +18,8 @@ from bot.core.catalogue import Catalogue
 from bot.services import ServiceError
 from bot.services.approvals import charges_budget, create_resubmit_prompt, handle_click
 from bot.services.runs import BotContext, render, root_view
+from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.services.watcher import Watcher
 from bot.store import Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
@@ -158,7 +158,7 @@ def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    # as the watcher records a finished job (bot.services.watcher._finished)
+    # as the watcher records a finished job (bot.services.watch.tick.Watcher._finished)
     store.incidents.record("dev:88154:final", class_id=class_id, now=T0, chain_id=chain.id,
                            job_id="88154", state="posted",
                            diagnosis={"kind": "incident", "diagnosis": {

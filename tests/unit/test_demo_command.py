@@ -102,8 +102,8 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
     from bot.core.diagnose import LogAnalysis
     from bot.core.policy import Decision, DecisionKind
     from bot.services.runs import BotContext
+    from bot.services.watch.events import WatchEvent
     from bot.services.watch_events import ThreadEvents
-    from bot.services.watcher import WatchEvent
     from bot.slack.console import ConsoleSink
     from bot.store import Store
 

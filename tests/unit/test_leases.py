@@ -294,7 +294,7 @@ def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
     positions, series) is as old as its last tick, so it is dropped before A ticks again."""
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from bot.services.watcher import schedule_ticks
+    from bot.services.watch.tick import schedule_ticks
 
     class Watcher:
         cluster = "alpha"

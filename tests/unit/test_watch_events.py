@@ -12,8 +12,9 @@ from fixtures.watcher.fakes import T0, FakeSFTP
 
 from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId, handle_click
+from bot.services.watch.events import WatchEvent
+from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.services.watcher import Watcher, WatchEvent
 from bot.store import Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"

@@ -28,8 +28,9 @@ from bot.core.policy import (
     early_warnings,
 )
 from bot.core.slurm_records import JobRecord, StepMemory
+from bot.services.watch.events import WatchEvent
+from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.services.watcher import Watcher, WatchEvent
 from bot.store import Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"

@@ -1,4 +1,4 @@
-"""The watcher tick (bot.services.watcher) driven deterministically: fake Slurm and SFTP, a real
+"""The watcher tick (bot.services.watch.tick) driven deterministically: fake Slurm and SFTP, a real
 SQLite store, the real catalogue, a recording sink, and a fake clock."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from bot.cluster.errors import ClusterUnavailable
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm_records import JobRecord, StepMemory
-from bot.services.watcher import Watcher
+from bot.services.watch.tick import Watcher
 from bot.store import Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
@@ -499,7 +499,7 @@ def test_live_job_with_a_growing_log_raises_nothing(env):
 def test_schedule_ticks_with_a_real_apscheduler(env):
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from bot.services.watcher import schedule_ticks
+    from bot.services.watch.tick import schedule_ticks
 
     store, slurm, sftp, sink = env
     w = make_watcher(store, slurm, sftp, sink)

@@ -1,0 +1,71 @@
+"""What a watcher tick tells: events for the threads, the sink they go to, the tick's report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.core.metrics import MetricSeries
+from bot.core.models import Diagnosis
+from bot.core.policy import Decision
+from bot.core.sampler_series import SamplerSeries
+from bot.core.slurm_records import JobRecord
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """Something the thread (or the ops channel) should say. `key` is stable and unique.
+
+    kind: `incident` (a finished job, with `diagnosis` + `decision`), `warning` / `note`
+    (early warnings on a running job), `held` (JobHeldAdmin), `unknown` (a watched job Slurm
+    does not know, no longer watched), `resubmitted` (an automatic resubmit),
+    `cluster_unreachable`, `cluster_back`.
+
+    Incidents and early warnings also carry what their charts are drawn from, in memory only
+    (never stored): `series`, the job's bounded MetricSeries; `sampler`, its SamplerSeries
+    (None when the sampler wrote nothing); `skew`, log clock minus wall clock (see
+    bot.services.watch.logs), which maps the sampler's wall times onto the log's.
+
+    `text` is the English message (stored with the event, logged); `facts` says it as data
+    for messages in other languages where `decision` / `record` do not: held (`reason`,
+    `held_s`), unknown (`minutes`), resubmitted (`new_job`), cluster_unreachable (`ticks`,
+    `since`, `error`), cluster_back (`since`), a warning re-posted as a note (its decision's
+    facts, from the store).
+    """
+
+    kind: str
+    key: str
+    cluster: str
+    text: str
+    chain_id: int | None = None
+    job_id: str | None = None
+    recipe: str | None = None
+    diagnosis: Diagnosis | None = None
+    decision: Decision | None = None
+    record: JobRecord | None = None
+    series: MetricSeries | None = field(default=None, repr=False, compare=False)
+    sampler: SamplerSeries | None = field(default=None, repr=False, compare=False)
+    skew: float | None = None
+    facts: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+class EventSink(Protocol):
+    """Where events go (the Slack layer renders them; tests record them). Idempotent by key.
+
+    A sink may also define `chain_changed(chain_id)`: called once the store holds a finished
+    attempt's result and the chain's status, so the thread's root can be rewritten from it.
+    """
+
+    def publish(self, event: WatchEvent) -> None: ...
+
+
+@dataclass
+class TickReport:
+    """What one tick did (for logs, tests and the benchmarks)."""
+
+    ok: bool
+    slurm_calls: int = 0
+    jobs: int = 0
+    bytes_read: int = 0
+    events: list[WatchEvent] = field(default_factory=list)
+    error: str | None = None

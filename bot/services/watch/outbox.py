@@ -1,0 +1,116 @@
+"""The watcher's outbox: every event is recorded before it is published, and published once.
+
+Crash safety: an event is first recorded in the store's incidents table under its stable key
+with state `pending`, then published, then marked `posted`. A key already `posted` is never
+published again; one left `pending` (a crash between the two) is published again when the
+condition is seen on a later tick — the finished job stays watched until its event is
+posted, so that is guaranteed for incidents; a warning still `pending` when its job ends is
+published (as a note) before the incident (`flush_warnings`). Publishing must be idempotent by
+key (the Slack poster is). tests/integration/test_crash_safety.py kills the bot at these points.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.core.policy import PastWarning
+from bot.crashpoint import crashpoint
+from bot.services.watch.events import EventSink, TickReport, WatchEvent
+
+log = logging.getLogger(__name__)
+
+WARNING_CLASSES = ("memory_leak", "hang", "low_gpu_util")
+
+
+class Outbox:
+    """Publishes one cluster's events to `sink` through the store (module doc), and keeps the
+    warnings each chain was given (the policy does not repeat them)."""
+
+    def __init__(self, cluster: str, *, store: Any, sink: EventSink) -> None:
+        self.cluster = cluster
+        self.store = store
+        self.sink = sink
+        self._warnings: dict[int, list[PastWarning]] = {}  # per chain, loaded once
+
+    def emit(self, event: WatchEvent, class_id: str, now: float, report: TickReport,
+             extra: dict[str, Any] | None = None) -> bool:
+        """Intent (store, `pending`) -> publish -> `posted`. False if publishing failed."""
+        payload: dict[str, Any] = {"kind": event.kind, "text": event.text,
+                                   "job_id": event.job_id, "cluster": self.cluster}
+        if event.diagnosis is not None:
+            payload["diagnosis"] = event.diagnosis.to_json()
+        payload.update(extra or {})
+        incident, _created = self.store.incidents.record(
+            event.key, class_id=class_id, diagnosis=payload, now=now,
+            chain_id=event.chain_id, job_id=event.job_id, state="pending",
+        )
+        if incident.state != "pending":
+            return True  # published before (this key is done)
+        crashpoint("intent_recorded", event.key)  # crash-safety test hook (no-op in production)
+        try:
+            self.sink.publish(event)
+        except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick
+            log.warning("%s: publishing %s failed, will retry: %s", self.cluster, event.key, exc)
+            return False
+        self.store.incidents.set_state(event.key, "posted")
+        if class_id in WARNING_CLASSES and event.chain_id is not None:
+            self.past_warnings(event.chain_id).append(PastWarning(
+                class_id, now, projected_oom_iter=payload.get("projected_oom_iter"),
+                stall_started_at=payload.get("stall_started_at"), job_id=event.job_id))
+        report.events.append(event)
+        return True
+
+    def flush_warnings(self, chain_id: int | None, job_id: str, recipe: str | None,
+                       now: float, report: TickReport) -> bool:
+        """Publish the job's warnings still `pending` (the bot died between intent and post
+        and the condition was not seen again) before its incident, as plain notes: the job
+        has ended, so their buttons would act on nothing. Slack's copy, if the post went
+        through, is found by key (no duplicate). False if one could not be published."""
+        if chain_id is None:
+            return True
+        ok = True
+        for inc in self.store.incidents.for_chain(chain_id):
+            if inc.job_id != job_id or inc.state != "pending" or \
+                    inc.class_id not in WARNING_CLASSES:
+                continue
+            text = str(inc.diagnosis.get("text") or inc.class_id)
+            ok = self.emit(WatchEvent("note", inc.key, self.cluster, text, chain_id, job_id,
+                                      recipe, facts=dict(inc.diagnosis.get("facts") or {})),
+                           inc.class_id, now, report) and ok
+        return ok
+
+    def chain_changed(self, chain_id: int) -> None:
+        """Tell the sink (when it listens) that a chain's attempts or status changed."""
+        chain_changed = getattr(self.sink, "chain_changed", None)
+        if chain_changed is not None:
+            try:
+                chain_changed(chain_id)
+            except Exception:  # noqa: BLE001 - a stale root never stops the watch
+                log.exception("chain %s: updating the thread's root failed", chain_id)
+
+    def past_warnings(self, chain_id: int | None) -> list[PastWarning]:
+        """Warnings posted in the chain: read from the store once, then kept up to date."""
+        if chain_id is None:
+            return []
+        cached = self._warnings.get(chain_id)
+        if cached is None:
+            cached = []
+            for inc in self.store.incidents.for_chain(chain_id):
+                if inc.class_id not in WARNING_CLASSES or inc.state != "posted":
+                    continue
+                data = inc.diagnosis
+                cached.append(PastWarning(inc.class_id, inc.created_at,
+                                          projected_oom_iter=data.get("projected_oom_iter"),
+                                          stall_started_at=data.get("stall_started_at"),
+                                          job_id=inc.job_id))
+            self._warnings[chain_id] = cached
+        return cached
+
+    def keep_warnings_of(self, chain_ids: set[int | None]) -> None:
+        """Forget the cached warnings of every other chain (read again if they return)."""
+        for gone in set(self._warnings) - chain_ids:
+            del self._warnings[gone]
+
+    def forget(self) -> None:
+        self._warnings.clear()

@@ -1,0 +1,138 @@
+"""Automatic resubmits: the state machine behind a `resubmit_now` decision.
+
+A finished job whose decision is `resubmit_now` gets an intent row in the incidents table
+(class `resubmit`, `record_due`); once its backoff has passed it goes `due` -> `submitting`
+(sbatch; the attempt and its retry charge recorded in one transaction) -> `submitted` ->
+`done` (thread told). A crash inside the submit is reconciled with Slurm before anything is
+submitted again (`run_due`). A row whose stored decision does not read back as
+`resubmit_now` is never carried out: a person is asked instead (`asked`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from bot.core.policy import Decision, DecisionKind
+from bot.crashpoint import crashpoint
+from bot.services.watch.events import TickReport, WatchEvent
+from bot.services.watch.outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit (due ... done)
+
+#: (recipe, chain_id, decision) -> the new job id.
+Resubmit = Callable[[str, int, Decision], Any]
+#: (recipe, chain_id, old job id, decision) -> the job a crashed resubmit left, or None.
+Recover = Callable[[str, int, str, Decision], Any]
+
+
+class AutoResubmits:
+    """One cluster's automatic resubmits (module doc). `resubmit` carries a decision out and
+    records the new attempt (and, when `decision.charged`, its retry charge, in one store
+    transaction); `recover` finds the job a resubmit interrupted by a crash left (recorded,
+    charged like `resubmit`, and announced), or None."""
+
+    def __init__(self, cluster: str, *, store: Any, outbox: Outbox, resubmit: Resubmit,
+                 recover: Recover | None = None) -> None:
+        self.cluster = cluster
+        self.store = store
+        self.outbox = outbox
+        self._resubmit = resubmit
+        self._recover = recover
+
+    def record_due(self, chain_id: int, job_id: str, recipe: str, decision: Decision,
+                   now: float) -> None:
+        """The intent to carry out `decision` (a `resubmit_now`) once its backoff passed."""
+        self.store.incidents.record(
+            f"{self.cluster}:{job_id}:resubmit", class_id=RESUBMIT_CLASS, now=now,
+            chain_id=chain_id, job_id=job_id, state="due",
+            diagnosis={"recipe": recipe, "decision": decision.to_json()},
+        )
+
+    def run_due(self, now: float, report: TickReport) -> None:
+        """Carry out `resubmit_now` decisions whose backoff has passed, through an intent row:
+        `due` -> `submitting` (sbatch; the attempt and its charge recorded together) ->
+        `submitted` -> `done` (thread told).
+
+        A row found `submitting` is a crash or an error after the intent: the submit may have
+        gone through. `recover(recipe, chain_id, old_job, decision)` (when given) finds and
+        records the job it left (an unrecorded sbatch, or a recorded attempt whose thread was
+        not told) and returns its id, or None when there is none (then it is submitted); without
+        `recover`, a chain with a newer attempt counts as done. A `submitted` row is only
+        told (posts are idempotent by key)."""
+        for chain in self.store.chains.with_status("active"):
+            if chain.cluster != self.cluster:
+                continue
+            for inc in self.store.incidents.for_chain(chain.id):
+                if inc.class_id != RESUBMIT_CLASS or \
+                        inc.state not in ("due", "submitting", "submitted"):
+                    continue
+                data = inc.diagnosis
+                decision = Decision.from_json(data.get("decision") or {})
+                if decision.kind != DecisionKind.RESUBMIT_NOW:
+                    self._ask_instead(inc, chain.id, data, decision, now, report)
+                    continue
+                if decision.not_before is not None and now < float(decision.not_before):
+                    continue
+                latest = self.store.attempts.latest(chain.id)
+                if inc.state == "submitted":
+                    new_job = latest.job_id if latest is not None else "?"
+                    self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
+                    continue
+                new_job = None
+                if inc.state == "submitting":
+                    if self._recover is not None:
+                        try:
+                            new_job = self._recover(data["recipe"], chain.id,
+                                                    str(inc.job_id), decision)
+                        except Exception as exc:  # noqa: BLE001 - never guess: retry later
+                            log.warning("%s: cannot tell whether the resubmit of %s went "
+                                        "through (%s); asking again next tick",
+                                        self.cluster, inc.job_id, exc)
+                            continue
+                    elif latest is not None and latest.job_id != inc.job_id:
+                        self.store.incidents.set_state(inc.key, "done")  # it went through
+                        continue
+                if new_job is None:
+                    self.store.incidents.set_state(inc.key, "submitting")
+                    crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
+                    try:
+                        new_job = self._resubmit(data["recipe"], chain.id, decision)
+                    except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
+                        log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
+                                    self.cluster, inc.job_id, chain.id, exc)
+                        self.store.incidents.set_state(inc.key, "due")
+                        continue
+                self.store.incidents.set_state(inc.key, "submitted")
+                self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
+
+    def _ask_instead(self, inc: Any, chain_id: int, data: dict[str, Any], decision: Decision,
+                     now: float, report: TickReport) -> None:
+        """A resubmit row whose stored decision does not say `resubmit_now` (unreadable,
+        written by another version): nothing is submitted, a person is asked in the thread."""
+        recipe = data.get("recipe")
+        resume = f"`/train resume {recipe}`" if recipe else "`/train resume RECIPE`"
+        text = (f"job {inc.job_id}: trainbot could not read back its decision to resubmit "
+                f"(stored kind {(data.get('decision') or {}).get('kind')!r}), so it did not "
+                f"resubmit; a person decides: {resume} resumes the run.")
+        if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
+                                 self.cluster, text, chain_id, str(inc.job_id), recipe,
+                                 decision=decision),
+                      "resubmit_ask", now, report):
+            self.store.incidents.set_state(inc.key, "asked")
+
+    def _tell_resubmitted(self, inc: Any, chain_id: int, data: dict[str, Any],
+                          decision: Decision, new_job: Any, now: float,
+                          report: TickReport) -> None:
+        text = (f"job {inc.job_id} resubmitted automatically as {new_job}"
+                + (f", resuming from iteration {decision.resume_from}"
+                   if decision.resume_from is not None else ", from scratch"))
+        if self.outbox.emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
+                                 self.cluster, text, chain_id, str(inc.job_id),
+                                 data["recipe"], decision=decision,
+                                 facts={"new_job": str(new_job)}),
+                      "resubmitted", now, report):
+            self.store.incidents.set_state(inc.key, "done")
