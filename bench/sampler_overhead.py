@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.sampler import DEFAULT_INTERVAL_S, TreeSampler  # noqa: E402
+from bot.probes.sampler import DEFAULT_INTERVAL_S, TreeSampler  # noqa: E402
 
 RANKS, WORKERS = 4, 9
 

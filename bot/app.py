@@ -58,7 +58,7 @@ def build_app(
     `app.dispatch`.
     """
     import handlers.actions
-    import handlers.commands
+    import handlers.slash_commands
 
     if client is None:
         client = getattr(services.sink, "client", None) or slack_client(config)
@@ -83,7 +83,7 @@ def build_app(
         user = (body.get("user") or {}).get("id") or body.get("user_id")
         logger.error("unhandled %s from %s: %s", kind, user, error, exc_info=error)
 
-    handlers.commands.register(app, services)
+    handlers.slash_commands.register(app, services)
     handlers.actions.register(app, services)
     return app
 

@@ -1,6 +1,6 @@
 """Who may do what (pure): submit/resume a recipe, approve its actions, control its jobs.
 
-Rules (the config describes the people; `access_for` in bot.services.commands builds these):
+Rules (the config describes the people; `access_for` in bot.services.train builds these):
 - submit / resume / preflight a recipe: in the recipe's channel when it has one; by its
   submitters (anyone in the channel when the list is empty), its owners and its approvers.
 - approve a button: the recipe's approvers (else slack.approvers).

@@ -17,38 +17,15 @@ Checks (ids are an interface: preflight JSON and tests key on them):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-Level = Literal["pass", "warn", "fail"]
+from bot.core.findings import Finding
 
 CHECK_STRICT_MODE = "strict_mode"
 CHECK_EMPTY_MATCH = "empty_match_under_errexit"
 CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One lint result; `line` is 1-based in the script, None when it is about the whole file."""
-
-    check: str
-    level: Level
-    line: int | None
-    message: str
-    fix: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def worst_level(findings: Iterable[Finding]) -> Level:
-    """`fail` if any finding fails, else `warn` if any warns, else `pass`."""
-    levels = {f.level for f in findings}
-    if "fail" in levels:
-        return "fail"
-    return "warn" if "warn" in levels else "pass"
 
 
 # --------------------------------------------------------------------------- shell scanning
@@ -739,9 +716,6 @@ __all__ = [
     "CHECK_JIT_CC",
     "CHECK_POINTER",
     "CHECK_STRICT_MODE",
-    "Finding",
-    "Level",
     "lint_launcher",
     "python_scripts_in",
-    "worst_level",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from bot.core.launcher_lint import Finding, Level
+from bot.core.findings import Finding, Level
 from bot.core.units import format_size
 
 GIB = 1024**3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.core.launcher_lint import Finding
+from bot.core.findings import Finding
 
 _MARK = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 

@@ -10,7 +10,7 @@ import json
 import shutil
 import subprocess
 
-from bot.core.launcher_lint import Finding, Level
+from bot.core.findings import Finding, Level
 
 # shellcheck severity -> finding level; `info` and `style` are left out by default (noise in a
 # preflight report), `error` means the script does not parse or is clearly broken.

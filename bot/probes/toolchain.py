@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bot.core.launcher_lint import Finding
+from bot.core.findings import Finding
 
 if TYPE_CHECKING:
     from bot.cluster.ssh import Runner

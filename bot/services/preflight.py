@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.core.launcher_lint import Finding, Level, lint_launcher, python_scripts_in, worst_level
+from bot.core.findings import Finding, Level, worst_level
+from bot.core.launcher_lint import lint_launcher, python_scripts_in
 from bot.core.memory_budget import (
     GIB,
     MemoryBudget,
@@ -226,12 +227,12 @@ def _params_from_cluster(recipe: RecipeConfig, runner: Runner | None) -> tuple[i
     """Parameter count from the recipe's latest complete DCP checkpoint, read over SFTP."""
     if recipe.checkpoint is None or runner is None:
         return None, "the recipe has no checkpoint dir"
-    from bot.checkpoint_verify import (
+    from bot.cluster.checkpoints import probe_recipe_checkpoints
+    from bot.probes.checkpoint_verify import (
         CheckpointUnreadable,
         param_count_from_metadata,
         parse_metadata_bytes,
     )
-    from bot.cluster.checkpoints import probe_recipe_checkpoints
 
     sftp = runner.sftp()
     try:

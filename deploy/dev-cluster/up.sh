@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$HERE/lib.sh"
 
-# python3-psutil: for `python -m bot.sampler` inside jobs (slurmci cannot run the root-owned venv).
+# python3-psutil: for `python -m bot.probes.sampler` inside jobs (slurmci cannot run the root-owned venv).
 PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server openssh-server
     openssh-client shellcheck gcc python3-psutil postgresql)
 DB_PASS=slurmdevpw

@@ -17,7 +17,7 @@ from fixtures.train_commands.harness import (
 )
 
 from bot.app import build_app
-from bot.commands.run import build_scheduler
+from bot.cli.run import build_scheduler
 from bot.services.approvals import ActionId
 from bot.services.runs import BotContext
 

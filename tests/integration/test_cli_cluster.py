@@ -30,7 +30,7 @@ def trainbot(*args: str, env_extra: dict[str, str] | None = None, timeout: float
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "TRAINBOT_"))}
     env.update(env_extra or {})
     return subprocess.run(
-        # Not `-m bot.cli`: that runs cli.py as __main__, a second copy of its UsageError.
+        # As the installed `trainbot` script runs: import `bot.cli` and call its main.
         [sys.executable, "-c", "import sys; from bot.cli import main; sys.exit(main())", *args],
         cwd=REPO,
         env=env,

@@ -1,4 +1,4 @@
-"""`python -m bot.sampler` inside real Slurm jobs on the dev cluster, as a recipe runs it.
+"""`python -m bot.probes.sampler` inside real Slurm jobs on the dev cluster, as a recipe runs it.
 
 The batch script (tests/fixtures/sampler/sampled_job.sbatch) starts the sampler in the
 background, then a trainer that forks two DataLoader-like workers named `pt_data_worker` whose
@@ -27,7 +27,7 @@ from cluster_jobs import DemoJobs, FinishedJob
 from bot.config import Config, dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.core.sampler_series import SamplerSeries, parse_line, role_growth
-from bot.sampler import DEFAULT_INTERVAL_S
+from bot.probes.sampler import DEFAULT_INTERVAL_S
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
 from bot.store import Store
@@ -36,9 +36,9 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "sampler"
-# Everything `python -m bot.sampler` imports from the project: the job gets these and no more.
-SAMPLER_MODULES = ("bot/__init__.py", "bot/sampler.py", "bot/core/__init__.py",
-                   "bot/core/sampler_series.py")
+# Everything `python -m bot.probes.sampler` imports from the project: the job gets these, no more.
+SAMPLER_MODULES = ("bot/__init__.py", "bot/probes/__init__.py", "bot/probes/sampler.py",
+                   "bot/core/__init__.py", "bot/core/sampler_series.py")
 MIB = 1024 * 1024
 WORKERS = 2
 ITERS = 100
@@ -70,7 +70,8 @@ def _install(jobs: DemoJobs) -> None:
     for name in ("sampled_job.sbatch", "named_workers.py"):
         sftp.put(str(FIXTURES / name), jobs.path(name))
         sftp.chmod(jobs.path(name), 0o755)
-    jobs.runner.run(["mkdir", "-p", jobs.path("pkg", "bot", "core")])
+    jobs.runner.run(["mkdir", "-p", jobs.path("pkg", "bot", "core"),
+                     jobs.path("pkg", "bot", "probes")])
     for rel in SAMPLER_MODULES:
         sftp.put(str(REPO / rel), jobs.path("pkg", rel))
     sftp.mkdir(jobs.path("readonly"))
@@ -151,7 +152,7 @@ def test_a_sampler_that_cannot_write_does_not_fail_the_job(runs):
     job = runs.readonly
     assert (job.record.state, job.record.exit_code, job.record.signal) == ("COMPLETED", 0, 0), \
         job.describe()
-    assert "bot.sampler: cannot write" in job.log, job.describe()  # it did try, and gave up
+    assert "bot.probes.sampler: cannot write" in job.log, job.describe()  # it did try, and gave up
     assert "iter: 8/8" in job.log and "[trainer] done" in job.log, job.describe()
     assert runs.readonly_files == []
 

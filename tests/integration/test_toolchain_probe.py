@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from bot.cluster.ssh import SSHRunner
-from bot.core.launcher_lint import worst_level
+from bot.core.findings import worst_level
 from bot.probes.toolchain import run_toolchain_probe
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

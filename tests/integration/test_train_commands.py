@@ -33,7 +33,7 @@ from slack_standin import SlackStandIn
 
 from bot.app import build_app
 from bot.config import Config, dev_cluster_config_data
-from bot.core.commands import CommandError, Submit, parse_command
+from bot.core.train_grammar import CommandError, Submit, parse_command
 from bot.services.approvals import ActionId, create_resubmit_prompt
 from bot.services.clusters import ClusterSessions
 from bot.services.competitors import release_started

@@ -315,8 +315,8 @@ def test_ahead_of_ignores_held_and_lower_priority_jobs() -> None:
 def test_cancelling_the_resumed_job_releases_its_held_competitor(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
-    from bot.core.commands import parse_command
-    from bot.services.commands import execute
+    from bot.core.train_grammar import parse_command
+    from bot.services.train import execute
 
     _, hold_token = competitor_setup(ctx, slurm)
     handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)

@@ -13,13 +13,13 @@ import pytest
 import torch
 import torch.distributed.checkpoint as dcp
 
-from bot.checkpoint_verify import (  # noqa: E402
+from bot.cli import main  # noqa: E402
+from bot.probes.checkpoint_verify import (  # noqa: E402
     CheckpointUnreadable,
     load_metadata,
     read_param_count,
     verify_checkpoint,
 )
-from bot.cli import main  # noqa: E402
 
 # 64*64 + 64 + 64*8 + 8
 MODEL_PARAMS = 4680

@@ -15,7 +15,7 @@ def test_every_command_module_is_named_as_its_command() -> None:
     names = command_names()
     assert {"diagnose", "run", "sampler", "status", "submit"} <= set(names)
     for name in names:
-        assert importlib.import_module(f"bot.commands.{name}").NAME == name
+        assert importlib.import_module(f"bot.cli.{name}").NAME == name
 
 
 def test_a_command_imports_only_its_own_module() -> None:
@@ -23,7 +23,7 @@ def test_a_command_imports_only_its_own_module() -> None:
     other commands' modules import (checked in a fresh interpreter)."""
     code = ("import sys\nfrom bot.cli import main\ntry:\n    main(['sampler', '--help'])\n"
             "except SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('numpy', 'pydantic', 'bot.config', 'bot.commands.run')"
+            "print(sorted(m for m in ('numpy', 'pydantic', 'bot.config', 'bot.cli.run')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.commands.diagnose import format_log_time
-from bot.log_input import parse_elapsed
+from bot.cli.diagnose import format_log_time
+from bot.cli.log_input import parse_elapsed
 
 STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
 METRIC_KEYS = {"last_iter", "target_iter", "sec_per_iter", "last_loss", "rss_gib_per_100_iter",

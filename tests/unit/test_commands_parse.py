@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.core.commands import (
+from bot.core.train_grammar import (
     MAX_LOG_LINES,
     USAGE,
     CommandError,

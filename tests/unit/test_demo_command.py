@@ -7,7 +7,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.commands import demo
+from bot.cli import demo
 from bot.config import Config
 from bot.core.units import parse_size
 
@@ -20,7 +20,7 @@ MIB = 1024**2
 
 def test_the_checkout_is_found_from_the_source_tree_only(tmp_path: Path):
     assert demo.find_checkout() == Path(__file__).resolve().parents[2]
-    wheel = tmp_path / "site-packages" / "bot" / "commands" / "demo.py"
+    wheel = tmp_path / "site-packages" / "bot" / "cli" / "demo.py"
     wheel.parent.mkdir(parents=True)
     wheel.write_text("")
     assert demo.find_checkout(wheel) is None

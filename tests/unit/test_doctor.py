@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.cli.doctor import format_check, run_checks
 from bot.cluster.errors import ClusterUnavailable
-from bot.commands.doctor import format_check, run_checks
 
 CONFIG = """\
 clusters:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.findings import worst_level
 from bot.core.launcher_lint import (
     CHECK_EMPTY_MATCH,
     CHECK_JIT_CC,
     CHECK_POINTER,
     lint_launcher,
     python_scripts_in,
-    worst_level,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "launchers"

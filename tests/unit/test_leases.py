@@ -20,8 +20,8 @@ from test_run_scheduler import RecordingSlurm
 import bot.app
 import bot.services.competitors as competitors
 from bot.cli import EXIT_OK
-from bot.commands import run as run_cmd
-from bot.commands.run import build_scheduler
+from bot.cli import run as run_cmd
+from bot.cli.run import build_scheduler
 from bot.config import Config
 from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
 from bot.services.runs import BotContext

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
 
-from bot.commands.report import build_report
+from bot.cli.log_input import read_log
+from bot.cli.report import build_report
 from bot.core.incident import (
     AttemptSummary,
     build_incident,
@@ -25,7 +26,6 @@ from bot.core.incident import (
     build_root,
     build_warning,
 )
-from bot.log_input import read_log
 from bot.slack.render import render_blocks
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -13,8 +13,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 import bot.services.watch_events as watch_events
 from bot.cli import EXIT_USAGE
-from bot.commands import run as run_cmd
-from bot.commands.run import add_watchers, build_scheduler, tick_interval
+from bot.cli import run as run_cmd
+from bot.cli.run import add_watchers, build_scheduler, tick_interval
 from bot.config import Config
 from bot.core.catalogue import Catalogue, CatalogueError
 from bot.services.runs import BotContext

@@ -1,4 +1,4 @@
-"""bot.sampler.run_sampler on this test process: lines are complete JSON, a failing sample is
+"""bot.probes.sampler.run_sampler on this test process: lines are complete JSON, a failing sample is
 counted and never raised, and the loop ends when the root process is gone."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import subprocess
 import sys
 import threading
 
-from bot import sampler as sampler_mod
-from bot.sampler import TreeSampler, run_sampler
+from bot.probes import sampler as sampler_mod
+from bot.probes.sampler import TreeSampler, run_sampler
 
 
 def test_a_failing_sample_is_counted_not_raised(monkeypatch):

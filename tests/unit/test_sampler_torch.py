@@ -86,14 +86,14 @@ def test_sampler_reports_leaking_dataloader_workers_separately(tmp_path):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("launch", ["trainbot sampler", "python -m bot.sampler"])
+@pytest.mark.parametrize("launch", ["trainbot sampler", "python -m bot.probes.sampler"])
 def test_sampler_stops_on_sigterm_and_survives_root_of_shell(tmp_path, launch):
     """Started as a batch script would start it (`trainbot sampler --out F &` with the script
     as parent), SIGTERM ends it with exit 0 and every line it wrote is complete JSON."""
     out = tmp_path / "rss.jsonl"
     script = tmp_path / "job.sh"
     cmd = ([*TRAINBOT, "sampler"] if launch == "trainbot sampler"
-           else [sys.executable, "-m", "bot.sampler"])
+           else [sys.executable, "-m", "bot.probes.sampler"])
     script.write_text(
         "#!/bin/bash\n"
         f"{shlex.join(cmd)} --out {out} --interval 0.2 &\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.cli.status import format_report
 from bot.cluster.errors import ClusterUnavailable
-from bot.commands.status import format_report
 from bot.config import parse_config
 from bot.core.slurm_records import JobRecord
 from bot.services import UsageProblem

@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.checkpoint_verify import verify_checkpoint
+    from bot.probes.checkpoint_verify import verify_checkpoint
 
     try:
         report = verify_checkpoint(args.directory, pointer=args.pointer)

@@ -236,12 +236,12 @@ def be_nice(increment: int = 10) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m bot.sampler --out FILE [--interval S] [--pid PID] [--count N]`: the same
+    """`python -m bot.probes.sampler --out FILE [--interval S] [--pid PID] [--count N]`: the same
     sidecar as `trainbot sampler`, for a job whose PATH lacks the `trainbot` script; both
     start in ~0.1 s of CPU and ~18 MB (it lives inside the job's memory)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m bot.sampler", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bot.probes.sampler", description=__doc__)
     parser.add_argument("--out", required=True)
     parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S)
     parser.add_argument("--pid", type=int, default=None)
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         return main_loop(args.out, interval_s=args.interval, root_pid=args.pid,
                          max_samples=args.count)
     except OSError as exc:
-        print(f"bot.sampler: cannot write {args.out}: {exc}", file=sys.stderr)
+        print(f"bot.probes.sampler: cannot write {args.out}: {exc}", file=sys.stderr)
         return 2
 
 

@@ -19,10 +19,10 @@ import json
 from datetime import UTC, datetime
 
 from bot.cli import EXIT_FAILED, EXIT_OK
+from bot.cli.log_input import add_log_arguments, read_log
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import NONE_CLASS
 from bot.core.models import Diagnosis
-from bot.log_input import add_log_arguments, read_log
 
 NAME = "diagnose"
 HELP = "Diagnose a training log with its sacct state: failure class, evidence, metrics."

@@ -1,7 +1,10 @@
-"""The `trainbot` command line: discovers the subcommands in `bot.commands` and runs one.
+"""The `trainbot` command line: discovers the subcommands (one module of this package each) and
+runs one.
 
-Exit codes shared by every subcommand: 0 success / all checks pass, 1 a check failed or a
-failure was found, 2 bad usage, unreadable input or an unreachable cluster.
+Every subcommand module defines ``NAME`` (the subcommand), ``HELP`` (one line),
+``configure(parser)`` (adds its arguments) and ``run(args) -> int`` (the exit code); adding a
+command is adding a module. Exit codes shared by every subcommand: 0 success / all checks pass,
+1 a check failed or a failure was found, 2 bad usage, unreadable input or an unreachable cluster.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bot import __version__, commands
+from bot import __version__
 
 if TYPE_CHECKING:
     from bot.config import Config
@@ -21,6 +24,9 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+
+# Modules of this package that are shared helpers, not subcommands.
+HELPER_MODULES = frozenset({"log_input"})
 
 
 class UsageError(Exception):
@@ -56,8 +62,8 @@ def load_config_arg(args: argparse.Namespace, recipe: str | None = None) -> Conf
 
 
 def command_names() -> list[str]:
-    """The subcommands: one module of `bot.commands` each, named as the command."""
-    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    """The subcommands: one module of this package each, named as the command."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in HELPER_MODULES)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -70,7 +76,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"trainbot {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in command_names() if only is None else [only]:
-        module = importlib.import_module(f"{commands.__name__}.{name}")
+        module = importlib.import_module(f"{__name__}.{name}")
         sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.configure(sub)
         sub.set_defaults(run=module.run)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.core.launcher_lint import Finding, Level, worst_level
+from bot.core.findings import Finding, Level, worst_level
 
 METADATA_FILE = ".metadata"
 

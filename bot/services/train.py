@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
-from bot.core import commands as c
+from bot.core import train_grammar as c
 from bot.core.authz import Decision, can_control_job, can_submit
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli import EXIT_OK, UsageError
+from bot.cli.log_input import LogInput, add_log_arguments, read_log
 from bot.core.detectors import leak_trend
 from bot.core.diagnose import NONE_CLASS
 from bot.core.incident import (
@@ -23,7 +24,6 @@ from bot.core.incident import (
     build_warning,
 )
 from bot.core.models import Diagnosis
-from bot.log_input import LogInput, add_log_arguments, read_log
 
 NAME = "report"
 HELP = "Render what trainbot would post about a log (Block Kit JSON, text, charts) to a folder."

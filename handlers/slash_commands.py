@@ -1,7 +1,7 @@
 """`/train …`: ack at once (parse errors and help answered in the ack), do the work after.
 
 The ack never touches SSH or the store, so it is always inside Slack's 3 s; the lazy listener
-parses again (cheap, pure), runs the command through `bot.services.commands.execute` and answers
+parses again (cheap, pure), runs the command through `bot.services.train.execute` and answers
 with `respond` (the response_url: works in DMs and channels the bot is not in).
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 
-from bot.core.commands import CommandError, Help, parse_command, verb_of
-from bot.services.commands import Reply, execute
+from bot.core.train_grammar import CommandError, Help, parse_command, verb_of
 from bot.services.runs import BotContext
+from bot.services.train import Reply, execute
 
 COMMAND = "/train"
 
@@ -29,7 +29,7 @@ def ack_train(ack: Ack, command: dict[str, Any]) -> None:
         ack(text=f":x: {exc}")
         return
     if isinstance(cmd, Help):
-        from bot.core.commands import HELP_LINES, USAGE, usage_text
+        from bot.core.train_grammar import HELP_LINES, USAGE, usage_text
 
         ack(text=f"`{USAGE[cmd.topic]}` — {HELP_LINES[cmd.topic]}" if cmd.topic
             else usage_text())

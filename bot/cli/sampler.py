@@ -3,7 +3,7 @@
 Start it in the background from a batch script: `trainbot sampler --out $LOGDIR/rss.jsonl &`.
 It samples its parent's tree (the batch script and everything below it) unless --pid names
 another root, appends one JSON line per sample, and exits by itself when the root is gone.
-`python -m bot.sampler` takes the same options and starts lighter (it skips the CLI's other
+`python -m bot.probes.sampler` takes the same options and starts lighter (it skips the CLI's other
 commands): prefer it inside jobs.
 """
 
@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.sampler import main_loop
+    from bot.probes.sampler import main_loop
 
     if args.interval < 0.1:
         raise UsageError(f"--interval {args.interval}: use at least 0.1 seconds")
