@@ -1,6 +1,6 @@
 """Button clicks on approval prompts: ack at once, then accept the click (once) and act.
 
-Action ids are `ActionId` members (bot.core.actions, the one list every button is built
+Action ids are `ActionId` members (bot.slack.views, the one list every button is built
 from: one listener each here, so no button goes unheard); the button value is the prompt's
 opaque token. A Slack redelivery carries `X-Slack-Retry-Num` (Bolt maps Socket Mode's
 `retry_attempt` to it); the claim in the store makes any repeat a no-op either way.
@@ -14,9 +14,9 @@ from typing import Any
 from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
-from bot.core.actions import ActionId
 from bot.services.approvals import ClickResult, click_reply, handle_click
 from bot.services.runs import BotContext
+from bot.slack.views import ActionId
 
 __all__ = ["ActionId", "register"]
 

@@ -31,15 +31,17 @@ HELP = "Render what trainbot would post about a log (Block Kit JSON, text, chart
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from bot.slack.render import languages
+
     add_log_arguments(parser)
-    parser.add_argument("--lang", choices=("en", "ko"), default="en",
+    parser.add_argument("--lang", choices=languages(), default="en",
                         help="message language (default en)")
     parser.add_argument("--out", metavar="DIR", required=True,
                         help="folder to write message.json, message.txt and the PNGs into")
     parser.add_argument("--job-id", help="job id to show (default: the log's file name)")
     parser.add_argument("--recipe", default="offline", help="recipe name to show")
     parser.add_argument("--templates", metavar="DIR",
-                        help="a site template folder (DIR/<lang>/<name>.json.j2 wins per file)")
+                        help="a site template folder (DIR/<name>.json.j2 wins per file)")
 
 
 @dataclass
@@ -70,8 +72,6 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
     diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
     series = analysis.series
     now = inp.now if inp.now is not None else (series.last_time or 0.0)
-    cls = inp.catalogue.classes.get(diagnosis.class_id)
-    title = cls.title if cls is not None else None
     failed_line = diagnosis.evidence[-1].line if diagnosis.evidence else None
     ckpt_iter, ckpt_time = _last_checkpoint(series, failed_line)
     exit_code = (f"{acct.exit_code}:{acct.signal or 0}" if acct.exit_code is not None else None)
@@ -96,7 +96,7 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
     else:
         view = build_incident(
             diagnosis, recipe=recipe, job_id=job_id, last_checkpoint_iter=ckpt_iter, now=now,
-            title=title, last_checkpoint_time=ckpt_time, failed_at=series.last_time,
+            last_checkpoint_time=ckpt_time, failed_at=series.last_time,
             state=acct.state, exit_code=exit_code, mem_limit_bytes=acct.mem_limit_bytes,
             max_rss_bytes=acct.max_rss_bytes,
         )

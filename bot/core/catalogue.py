@@ -23,10 +23,10 @@ text, provided one of its triggers is intact on one of the two lines (two disjoi
 variant where possible, so a single break leaves one). Lines shorter than MIN_WRAP_WIDTH are
 never joined.
 
-Texts: `explanation` and `hint` are English and required; `explanation_ko` / `hint_ko` are
-optional translations (`FailureClass.explanation_in(lang)` / `.hint_in(lang)` fall back to the
-English). A site file that replaces an English text without its translation drops ours, so a
-Korean message never shows a translation of a text the site replaced.
+Texts: `title`, `explanation` and `hint` are English message ids, required; messages show
+them translated through the templates' message catalogues (templates/locale). A site file may
+give its own translations as `<field>_<lang>` (`hint_ko`); a site file that replaces an English
+text without its translation drops the translations before it.
 
 Public API: `Catalogue.load(extra_paths)`, `.classes`, `.get(id)`, `.scan(lines, first_line_no)`,
 `.scan_block(block, first_line_no)`, `.match_line(line)`, `.classify_state(state, exit_code,
@@ -55,10 +55,9 @@ MIN_WRAP_WIDTH = 40
 
 _SENTINEL_CHUNK = 1 << 20
 
-#: Languages the English `explanation` / `hint` may be translated to (`hint_ko`, …): the
-#: message languages other than English (bot.slack.render.LANGS).
-TRANSLATED_LANGS = ("ko",)
-_TRANSLATED_FIELDS = ("explanation", "hint")
+#: The texts a site file may translate itself, as `<field>_<lang>` (`hint_ko`, `title_fr`).
+_TRANSLATED_FIELDS = ("title", "explanation", "hint")
+_TRANSLATION_KEY = re.compile(r"^(title|explanation|hint)_([a-z]{2,3}(?:_[A-Z]{2})?)$")
 _CLASS_FIELDS = {
     "title": str,
     "explanation": str,
@@ -69,7 +68,6 @@ _CLASS_FIELDS = {
     "hint": str,
     "patterns": dict,
     "accounting": dict,
-    **{f"{f}_{lang}": str for f in _TRANSLATED_FIELDS for lang in TRANSLATED_LANGS},
 }
 _REQUIRED_FIELDS = ("title", "explanation", "action", "retryable", "charges_budget", "priority",
                     "hint")
@@ -99,15 +97,8 @@ class FailureClass:
     states: tuple[str, ...]
     exit_codes: tuple[int, ...] = ()
     signals: tuple[int, ...] = ()
-    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # lang -> texts
-
-    def explanation_in(self, lang: str) -> str:
-        """The explanation in `lang` (the English one when it has no translation)."""
-        return self.translations.get(lang, {}).get("explanation", self.explanation)
-
-    def hint_in(self, lang: str) -> str:
-        """The hint in `lang` (the English one when it has no translation)."""
-        return self.translations.get(lang, {}).get("hint", self.hint)
+    # lang -> {"title"/"explanation"/"hint": text}: the site files' own translations
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -994,10 +985,11 @@ def _merge_file(raws: dict[str, _Raw], name: str, text: str) -> None:
             raw = raws[cid] = _Raw(source=name)
         for key, value in body.items():
             kwhere = f"{where}.{key}"
-            if key not in _CLASS_FIELDS:
+            if key not in _CLASS_FIELDS and not _TRANSLATION_KEY.match(key):
                 raise CatalogueError(f"{kwhere}: unknown field; known: "
-                                     f"{', '.join(_CLASS_FIELDS)}")
-            want = _CLASS_FIELDS[key]
+                                     f"{', '.join(_CLASS_FIELDS)}, and <title|explanation|"
+                                     "hint>_<lang> (a translation, e.g. hint_ko)")
+            want = _CLASS_FIELDS.get(key, str)
             if value is None and want is dict:
                 continue
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
@@ -1017,19 +1009,17 @@ def _merge_file(raws: dict[str, _Raw], name: str, text: str) -> None:
                 raw.field_source[key] = name
         for key in _TRANSLATED_FIELDS:  # a new English text outdates the translations before it
             if key in body:
-                for lang in TRANSLATED_LANGS:
-                    if f"{key}_{lang}" not in body:
-                        raw.fields.pop(f"{key}_{lang}", None)
+                for old in [k for k in raw.fields if k.startswith(f"{key}_") and k not in body]:
+                    raw.fields.pop(old)
 
 
 def _translations(fields: Mapping[str, Any]) -> dict[str, dict[str, str]]:
-    """lang -> {"explanation"/"hint": text} from the merged `<field>_<lang>` fields."""
+    """lang -> {"title"/"explanation"/"hint": text} from the merged `<field>_<lang>` fields."""
     out: dict[str, dict[str, str]] = {}
-    for lang in TRANSLATED_LANGS:
-        texts = {f: " ".join(fields[f"{f}_{lang}"].split()) for f in _TRANSLATED_FIELDS
-                 if f"{f}_{lang}" in fields}
-        if texts:
-            out[lang] = texts
+    for key, text in fields.items():
+        m = _TRANSLATION_KEY.match(key)
+        if m:
+            out.setdefault(m.group(2), {})[m.group(1)] = " ".join(text.split())
     return out
 
 
@@ -1079,7 +1069,6 @@ def _merge_accounting(raw: _Raw, where: str, value: dict[str, Any]) -> None:
 
 __all__ = [
     "STOP_CLASSES",
-    "TRANSLATED_LANGS",
     "AccountingMatch",
     "Catalogue",
     "CatalogueError",

@@ -10,6 +10,7 @@ import bisect
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,9 +57,8 @@ class CheckpointOomFinding:
 
 @dataclass(frozen=True)
 class SilentExitFinding:
-    """COMPLETED 0:0 while the log says the work did not happen, and why (each fact that is
-    set is one reason); `reasons` says them in English, `reasons_in(lang)` in a message
-    language (en, ko)."""
+    """COMPLETED 0:0 while the log says the work did not happen, and why: each fact that is
+    set is one reason (`reasons()`: as data, worded by the templates)."""
 
     failure_line: int | None = None  # the first failure the log shows, and its text
     failure_text: str = ""
@@ -66,28 +66,20 @@ class SilentExitFinding:
     no_iteration: bool = False
     stopped_at: tuple[int, int] | None = None  # (last iteration, target)
 
-    @property
-    def reasons(self) -> tuple[str, ...]:
-        return self.reasons_in("en")
-
-    def reasons_in(self, lang: str) -> tuple[str, ...]:
-        ko = lang == "ko"
-        out: list[str] = []
+    def reasons(self) -> list[dict[str, Any]]:
+        """One fact per reason, `kind`: failure_line | short_run | no_iteration | stopped."""
+        out: list[dict[str, Any]] = []
         if self.failure_line is not None:
-            out.append(f"로그 {self.failure_line}번째 줄의 실패 \"{self.failure_text}\""
-                       if ko else f"the log shows a failure at line {self.failure_line}: "
-                       f"{self.failure_text}")
+            out.append({"kind": "failure_line", "line": self.failure_line,
+                        "text": self.failure_text})
         if self.short_elapsed_s is not None:
-            out.append(f"실행 시간 {self.short_elapsed_s:.0f}초" if ko
-                       else f"it ran for only {self.short_elapsed_s:.0f} s")
+            out.append({"kind": "short_run", "elapsed_s": self.short_elapsed_s})
         if self.no_iteration:
-            out.append("기록된 학습 iter 없음" if ko
-                       else "no training iteration was logged")
+            out.append({"kind": "no_iteration"})
         if self.stopped_at is not None:
             last, target = self.stopped_at
-            out.append(f"iter {last} / {target}에서 멈춤" if ko
-                       else f"it stopped at iteration {last} of {target}")
-        return tuple(out)
+            out.append({"kind": "stopped", "last_iter": last, "target_iter": target})
+        return out
 
 
 def detect_stall(
@@ -334,4 +326,4 @@ def detect_silent_exit(
         stopped_at=((last_iter, target_iter) if last_iter is not None and target_iter is not None
                     and last_iter < target_iter else None),
     )
-    return finding if finding.reasons else None
+    return finding if finding.reasons() else None

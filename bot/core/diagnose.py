@@ -75,10 +75,12 @@ _WRAPPER = re.compile(
 )
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
-# Used when a class id is missing from the catalogue (e.g. `none`).
+# Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
+# runs, with no hint after it).
 _DEFAULTS: dict[str, tuple[Action, bool, bool, str]] = {
-    NONE_CLASS: (Action.NONE, False, False, "Running normally; nothing to do."),
+    NONE_CLASS: (Action.NONE, False, False, ""),
 }
+_LOW_GPU_UTIL_PCT = 70  # a running job's detail mentions a GPU utilisation below this
 
 
 class _Block(NamedTuple):
@@ -460,8 +462,6 @@ def diagnose(
                 started_at=stall.started_at,
                 last_iter=stall.last_iter,
                 seconds_before_failure=stall.stalled_s,
-                note=f"no progress after iteration {stall.last_iter} for "
-                f"{stall.stalled_s:.0f} s before the watchdog fired",
             )
             secondary.append("hang")
             evidence.append(Evidence(stall.last_line, stall.last_text))
@@ -508,17 +508,16 @@ def diagnose(
         stall_seconds=_round(stall_seconds, 1),
     )
     action, retryable, charges, hint = _class_info(catalogue, chosen)
-    hints = {lang: _specific_hint(chosen, text, series, leak, stall, upstream, during_save,
-                                  silent, lang)
-             for lang, text in {"en": hint, **_translated_hints(catalogue, chosen)}.items()}
-    hint = hints.pop("en")
+    cls = catalogue.classes.get(chosen)
     return Diagnosis(
         class_id=chosen,
         action=action,
         retryable=retryable,
         charges_budget=charges,
         hint=hint,
-        translated_hints=hints,
+        title=cls.title if cls is not None else "",
+        detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent),
+        translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
         metrics=metrics,
@@ -616,81 +615,41 @@ def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]
     return Action(cls.action), bool(cls.retryable), bool(cls.charges_budget), cls.hint.strip()
 
 
-def _translated_hints(catalogue: Any, class_id: str) -> dict[str, str]:
-    """lang -> the class's hint in that language, for the languages the catalogue has it in."""
-    cls = catalogue.classes.get(class_id)
-    translations = getattr(cls, "translations", None) or {}
-    return {lang: texts["hint"] for lang, texts in translations.items() if "hint" in texts}
-
-
-def _specific_hint(
+def case_detail(
     class_id: str,
-    hint: str,
     series: MetricSeries,
     leak: LeakFinding | None,
     stall: StallFinding | None,
     upstream: UpstreamCause | None,
     during_save: bool,
     silent: SilentExitFinding | None,
-    lang: str = "en",
-) -> str:
-    """The catalogue's hint (in `lang`: en or ko), prefixed with the numbers of this case."""
-    ko = lang == "ko"
-    facts = ""
-    if class_id == "memory_leak" and leak is not None:
-        limit = leak.limit_bytes / GIB if leak.limit_bytes else None
-        if ko:
-            facts = (f"호스트 RSS가 100 iter마다 {leak.slope_gib_per_100_iter:.1f} GiB씩 늘고 "
-                     f"있습니다 (현재 약 {leak.rss_now_bytes / GIB:.0f} GiB"
-                     + (f", 한도 {limit:.0f} GiB" if limit else "") + ").")
-            if leak.projected_oom_iter:
-                facts += f" 이 속도면 iter {leak.projected_oom_iter} 근처에서 한도에 도달합니다."
-        else:
-            facts = (f"Host RSS grows {leak.slope_gib_per_100_iter:.1f} GiB per 100 iterations "
-                     f"(now ~{leak.rss_now_bytes / GIB:.0f} GiB"
-                     + (f", limit {limit:.0f} GiB" if limit else "") + ")")
-            if leak.projected_oom_iter:
-                facts += ("; at this rate it reaches the limit near iteration "
-                          f"{leak.projected_oom_iter}")
-            facts += "."
-    elif class_id == "hang" and stall is not None:
-        facts = (f"iter {stall.last_iter} 이후 {stall.stalled_s:.0f}초 동안 진행이 없습니다 "
-                 f"(기준 {stall.threshold_s:.0f}초)." if ko else
-                 f"No progress since iteration {stall.last_iter} for {stall.stalled_s:.0f} s "
-                 f"(threshold {stall.threshold_s:.0f} s).")
-        if stall.open_save is not None:
-            line = stall.open_save.start_line
-            facts += (f" {line}번째 줄에서 시작한 체크포인트 저장이 끝나지 않았습니다: 저장 자체가 "
-                      "멈췄을 수 있고, 그 체크포인트는 불완전합니다." if ko else
-                      f" A checkpoint save (line {line}) has not finished: "
-                      "the save itself may hang; that checkpoint is incomplete.")
-    elif upstream is not None:
-        facts = (f"선행 원인: watchdog이 발동하기 전 iter {upstream.last_iter} 이후 "
-                 f"{upstream.seconds_before_failure:.0f}초 동안 진행이 없었습니다." if ko
-                 else f"Upstream: {upstream.note}.")
-    elif class_id == "host_oom" and during_save:
-        facts = ("체크포인트 저장 중에 죽었습니다: 그 체크포인트는 불완전하니 절대 거기서 재개하지 "
-                 "마세요." if ko else
-                 "It died while saving a checkpoint: that checkpoint is partial, never resume it.")
-    elif class_id == NONE_CLASS:
-        spi = series.sec_per_iter()
-        utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
-        parts = [f"iteration {series.last_iteration}" if series.last_iteration else ""]
-        if spi:
-            parts.append(f"{spi:.1f} s/iter")
-        shown = ", ".join(p for p in parts if p)
-        facts = f"Running normally ({shown})." if shown else "Running; no progress lines yet."
-        if utils and sum(utils) / len(utils) < 70:
-            facts += (
-                f" GPU util is only ~{sum(utils) / len(utils):.0f} %: input-bound? More "
-                "DataLoader workers or a larger batch may speed it up."
-            )
-        return facts
+) -> dict[str, Any] | None:
+    """This case's figures that the explanation states before the catalogue's hint (the
+    templates word them: templates/_common.j2 `detail_text`); None when there are none."""
     if silent is not None:
-        reasons = "; ".join(silent.reasons_in(lang))
-        facts = (f"Slurm은 COMPLETED 0:0으로 보고했지만 실제로 학습하지 않았습니다: {reasons}."
-                 if ko else f"COMPLETED 0:0, but {reasons}.")
-    return f"{facts} {hint}".strip()
+        return {"kind": "silent_exit", "reasons": silent.reasons()}
+    if class_id == "memory_leak" and leak is not None:
+        return {"kind": "leak", "slope_gib_per_100_iter": leak.slope_gib_per_100_iter,
+                "rss_now_gib": leak.rss_now_bytes / GIB,
+                "limit_gib": leak.limit_bytes / GIB if leak.limit_bytes else None,
+                "projected_oom_iter": leak.projected_oom_iter}
+    if class_id == "hang" and stall is not None:
+        return {"kind": "stall", "last_iter": stall.last_iter, "stalled_s": stall.stalled_s,
+                "threshold_s": stall.threshold_s,
+                "open_save_line": stall.open_save.start_line if stall.open_save else None}
+    if upstream is not None:
+        return {"kind": "upstream", "last_iter": upstream.last_iter,
+                "seconds_before_failure": upstream.seconds_before_failure}
+    if class_id == "host_oom" and during_save:
+        return {"kind": "saving"}
+    if class_id == NONE_CLASS:
+        utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
+        util = sum(utils) / len(utils) if utils else None
+        return {"kind": "running", "last_iter": series.last_iteration,
+                "sec_per_iter": series.sec_per_iter(),
+                "low_gpu_util_pct": util if util is not None and util < _LOW_GPU_UTIL_PCT
+                else None}
+    return None
 
 
 def _dedupe(evidence: list[Evidence]) -> tuple[Evidence, ...]:

@@ -1,36 +1,23 @@
-"""View models of a run thread: root message, incident, early warning, resolution.
+"""The facts of a run thread's messages: root, incident, early warning, resolution.
 
-Pure: plain data in, plain data out; no clock reads (callers pass `now`). Templates
-(templates/<lang>/*.json.j2) turn these into Block Kit; the words live there, the facts
-(numbers, ids, what to propose) live here. `to_view()` gives the dict a template sees.
+Pure: plain data in, plain data out; no clock reads (callers pass `now`). The facts (numbers,
+ids, what to propose) live here; bot.slack.views adds their buttons and progress bar, and the
+templates (templates/*.json.j2) their words.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from bot.core.actions import action_id_for
 from bot.core.models import Action, Diagnosis
 from bot.core.policy import suggest_mem
 
 GIB = 1024**3
-PROGRESS_BAR_CELLS = 20
 
 # Classes whose usual fix is more host memory: propose "Resubmit with --mem=…".
 MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
-
-# `value_for(kind, params) -> str`: the opaque button value (an approval token). The default
-# encodes the params as JSON; the approvals layer passes its own.
-ValueFactory = Callable[[str, dict[str, Any]], str]
-
-
-def default_value(kind: str, params: dict[str, Any]) -> str:
-    return json.dumps({"kind": kind, **params}, sort_keys=True, separators=(",", ":"))
-
 
 @dataclass(frozen=True)
 class AttemptSummary:
@@ -44,15 +31,11 @@ class AttemptSummary:
 
 
 @dataclass(frozen=True)
-class ProposedAction:
-    """A button: `kind` picks the words (in the template), `value` is opaque, `action_id`
-    is the kind's bot.core.actions.ActionId (a listener exists for it)."""
+class Proposal:
+    """What trainbot proposes a person do (a button on the Slack side, bot.slack.views)."""
 
     kind: str  # resubmit | resubmit_mem | cancel_resume | dismiss
-    action_id: str
-    value: str
-    style: str | None = None  # primary | danger | None
-    from_iter: int | None = None
+    from_iter: int | None = None  # where a resubmit resumes (None: from the start)
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
 
 
@@ -69,8 +52,9 @@ class Incident:
     recipe: str
     job_id: str
     class_id: str
-    title: str  # the catalogue's English headline (templates may translate by class_id)
-    explanation: str  # the diagnosis' hint with this case's numbers, in English
+    title: str  # the catalogue's headline (an English message id)
+    hint: str  # the catalogue's advice (an English message id)
+    detail: Mapping[str, Any] | None  # this case's figures for the explanation (Diagnosis)
     action: str
     retryable: bool
     evidence: tuple[tuple[int, str], ...]
@@ -83,17 +67,13 @@ class Incident:
     during_checkpoint_save: bool
     upstream_class: str | None
     upstream_seconds_before: float | None
-    upstream_note: str
     secondary: tuple[str, ...]
-    actions: tuple[ProposedAction, ...]
+    proposals: tuple[Proposal, ...]
     state: str | None = None
     exit_code: str | None = None
-    # lang -> `explanation` in that language (a template without its language shows English)
-    translated_explanations: dict[str, str] = field(default_factory=dict)
+    # lang -> {"title"/"hint": text} a site catalogue gives itself (else the .po translates)
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     upstream_last_iter: int | None = None  # the iteration progress stopped at, before it
-
-    def to_view(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -105,14 +85,10 @@ class RootView:
     state: str
     last_iter: int | None
     target_iter: int | None
-    progress_bar: str
     attempts: tuple[AttemptSummary, ...]
     retries_used: int = 0
     retry_budget: int | None = None
     cluster: str | None = None
-
-    def to_view(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -132,10 +108,7 @@ class WarningView:
     stalled_seconds: float | None = None
     stalled_since: float | None = None  # log time of the last progress line
     sec_per_iter: float | None = None
-    actions: tuple[ProposedAction, ...] = ()
-
-    def to_view(self) -> dict[str, Any]:
-        return asdict(self)
+    proposals: tuple[Proposal, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,24 +125,8 @@ class ResolutionView:
     held_jobs: tuple[str, ...] = field(default_factory=tuple)
     mem: str | None = None
 
-    def to_view(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 # --- builders ----------------------------------------------------------------------------
-
-
-def progress_bar(last_iter: int | None, target_iter: int | None,
-                 cells: int = PROGRESS_BAR_CELLS) -> str:
-    """`▓▓▓▓▓▓▓▓░░░░░░░░░░░░ 43% · 3,470 / 8,000` (or just the iteration without a target)."""
-    if last_iter is None:
-        return "—"
-    if not target_iter:
-        return f"iter {last_iter:,}"
-    frac = max(0.0, min(1.0, last_iter / target_iter))
-    full = int(math.floor(frac * cells))
-    bar = "▓" * full + "░" * (cells - full)
-    return f"{bar} {int(frac * 100)}% · {last_iter:,} / {target_iter:,}"
 
 
 def build_root(
@@ -192,7 +149,6 @@ def build_root(
         state=current.state,
         last_iter=last_iter,
         target_iter=target_iter,
-        progress_bar=progress_bar(last_iter, target_iter),
         attempts=tuple(attempts),
         retries_used=retries_used,
         retry_budget=retry_budget,
@@ -243,14 +199,12 @@ def build_incident(
     job_id: str,
     last_checkpoint_iter: int | None,
     now: float,
-    title: str | None = None,
     last_checkpoint_time: float | None = None,
     failed_at: float | None = None,
     state: str | None = None,
     exit_code: str | None = None,
     mem_limit_bytes: int | None = None,
     max_rss_bytes: int | None = None,
-    value_for: ValueFactory = default_value,
     max_evidence: int | None = None,
     suggested_mem: str | None = None,
 ) -> Incident:
@@ -275,10 +229,9 @@ def build_incident(
     if diagnosis.class_id == "completed" or diagnosis.action == Action.NONE:
         lost_iters, lost_seconds = None, None
 
-    actions = _propose(diagnosis, job_id=job_id, from_iter=last_checkpoint_iter,
-                       mem=suggested_mem or _default_mem(diagnosis, mem_limit_bytes,
-                                                         max_rss_bytes),
-                       value_for=value_for)
+    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter,
+                         mem=suggested_mem or _default_mem(diagnosis, mem_limit_bytes,
+                                                           max_rss_bytes))
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
     if max_evidence is not None:
         evidence = evidence[-max_evidence:]
@@ -287,8 +240,9 @@ def build_incident(
         recipe=recipe,
         job_id=job_id,
         class_id=diagnosis.class_id,
-        title=title or diagnosis.class_id.replace("_", " "),
-        explanation=diagnosis.hint,
+        title=diagnosis.title or diagnosis.class_id.replace("_", " "),
+        hint=diagnosis.hint,
+        detail=diagnosis.detail,
         action=str(diagnosis.action),
         retryable=diagnosis.retryable,
         evidence=evidence,
@@ -301,39 +255,28 @@ def build_incident(
         during_checkpoint_save=diagnosis.during_checkpoint_save,
         upstream_class=up.class_id if up else None,
         upstream_seconds_before=up.seconds_before_failure if up else None,
-        upstream_note=up.note if up else "",
         secondary=tuple(c for c in diagnosis.secondary if not up or c != up.class_id),
-        actions=tuple(actions),
+        proposals=tuple(proposals),
         state=state,
         exit_code=exit_code,
-        translated_explanations=dict(diagnosis.translated_hints),
+        translations=diagnosis.translations,
         upstream_last_iter=up.last_iter if up else None,
     )
 
 
-def _button(kind: str, job_id: str, value_for: ValueFactory, style: str | None = None,
-            **params: Any) -> ProposedAction:
-    value = value_for(kind, {"job": job_id, **{k: v for k, v in params.items() if v is not None}})
-    return ProposedAction(kind=kind, action_id=action_id_for(kind).value, value=value, style=style,
-                          from_iter=params.get("from_iter"), mem=params.get("mem"))
-
-
-def _propose(d: Diagnosis, *, job_id: str, from_iter: int | None, mem: str | None,
-             value_for: ValueFactory) -> list[ProposedAction]:
+def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None) -> list[Proposal]:
     if d.action == Action.NONE or d.class_id == "completed":
         return []
-    out: list[ProposedAction] = []
+    out: list[Proposal] = []
     if d.class_id == "hang":
-        out.append(_button("cancel_resume", job_id, value_for, "danger", from_iter=from_iter))
+        out.append(Proposal("cancel_resume", from_iter=from_iter))
     elif d.action == Action.RESUBMIT:
-        out.append(_button("resubmit", job_id, value_for, "primary", from_iter=from_iter))
+        out.append(Proposal("resubmit", from_iter=from_iter))
     elif d.action == Action.ASK:
         if d.class_id in MEMORY_CLASSES and mem:
-            out.append(_button("resubmit_mem", job_id, value_for, "primary",
-                               from_iter=from_iter, mem=mem))
-        out.append(_button("resubmit", job_id, value_for,
-                           None if out else "primary", from_iter=from_iter))
-    out.append(_button("dismiss", job_id, value_for))
+            out.append(Proposal("resubmit_mem", from_iter=from_iter, mem=mem))
+        out.append(Proposal("resubmit", from_iter=from_iter))
+    out.append(Proposal("dismiss"))
     return out
 
 
@@ -351,7 +294,6 @@ def build_warning(
     sec_per_iter: float | None = None,
     stalled_since: float | None = None,
     last_checkpoint_iter: int | None = None,
-    value_for: ValueFactory = default_value,
 ) -> WarningView:
     """An early warning: `leak` (projection to the memory limit) or `stall` (no progress)."""
     if kind not in ("leak", "stall", "slow"):
@@ -362,12 +304,10 @@ def build_warning(
         if sec_per_iter:
             seconds_to_oom = iters_to_oom * sec_per_iter
     stalled_seconds = now - stalled_since if stalled_since is not None else None
-    actions: tuple[ProposedAction, ...] = ()
+    proposals: tuple[Proposal, ...] = ()
     if kind == "stall":
-        actions = (
-            _button("cancel_resume", job_id, value_for, "danger", from_iter=last_checkpoint_iter),
-            _button("dismiss", job_id, value_for),
-        )
+        proposals = (Proposal("cancel_resume", from_iter=last_checkpoint_iter),
+                     Proposal("dismiss"))
     return WarningView(
         kind=kind,
         recipe=recipe,
@@ -383,7 +323,7 @@ def build_warning(
         stalled_seconds=stalled_seconds,
         stalled_since=stalled_since,
         sec_per_iter=sec_per_iter,
-        actions=actions,
+        proposals=proposals,
     )
 
 

@@ -5,6 +5,7 @@ Pure: no I/O. Times are float seconds on the caller's clock (epoch seconds for r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -67,15 +68,17 @@ class UpstreamCause:
     started_at: float | None = None  # log time the cause began (stall: last progress)
     last_iter: int | None = None
     seconds_before_failure: float | None = None
-    note: str = ""
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     """trainbot's conclusion about one job: a class id from FAILURES.md and its support.
 
-    `hint` is English; `translated_hints` maps a message language (ko) to the same hint where
-    the catalogue has the class's hint in that language (else messages show the English)."""
+    Facts, no sentences: `title` and `hint` are the catalogue's texts (English message ids,
+    translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
+    {"title"/"hint": text}); `detail` is this case's figures that the explanation states
+    before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit
+    (bot.core.diagnose.case_detail), or None."""
 
     class_id: str
     action: Action
@@ -87,7 +90,9 @@ class Diagnosis:
     metrics: DiagnosisMetrics = field(default_factory=DiagnosisMetrics)
     upstream: UpstreamCause | None = None
     during_checkpoint_save: bool = False
-    translated_hints: dict[str, str] = field(default_factory=dict)
+    title: str = ""
+    detail: Mapping[str, Any] | None = None
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""
@@ -98,6 +103,7 @@ class Diagnosis:
             "charges_budget": self.charges_budget,
             "evidence": [asdict(e) for e in self.evidence],
             "hint": self.hint,
+            "detail": dict(self.detail) if self.detail is not None else None,
             "secondary": list(self.secondary),
             "metrics": asdict(self.metrics),
             "upstream": asdict(self.upstream) if self.upstream else None,

@@ -3,7 +3,7 @@
 A prompt (an incident's "Resubmit / Resubmit with --mem / Dismiss", a stalled job's "Cancel
 and resume / Cancel / Dismiss", or a competitor's "Hold / No") is one approval row: its action,
 target job, allowed approvers (bound when the prompt is made) and expiry. Every button of the
-prompt carries the same token as its value; the button's action id (bot.core.actions.ActionId)
+prompt carries the same token as its value; the button's action id (bot.slack.views.ActionId)
 says which choice. `handle_click` accepts one click per prompt: a double click, a Slack retry or
 a replay after expiry changes nothing, an unauthorized click is refused (and told so). Every
 click is audited, whatever its outcome.
@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
-from bot.core.actions import ActionId, action_id_for
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.runs import (
@@ -40,6 +39,7 @@ from bot.services.runs import (
     render,
     submit_and_announce,
 )
+from bot.slack.views import ActionId, action_id_for
 
 log = logging.getLogger(__name__)
 

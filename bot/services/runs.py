@@ -2,7 +2,7 @@
 "submit a recipe's run and say so in its thread" (used by `/train submit|resume`, by an
 approved Resubmit button and by the watcher's automatic retries alike).
 
-Thread messages are rendered from templates (`render`: templates/<lang>/<name>.json.j2 in the
+Thread messages are rendered from templates (`render`: templates/<name>.json.j2 in the
 recipe's language, the site's `templates.dir` first) and posted through the `MessageSink`
 (`ctx.sink`: bot.slack.poster.SlackPoster, or the console): the root (`root`, rewritten in
 place as attempts change), the first job's `submitted` note, a resumed job's `resolution`,
@@ -98,8 +98,8 @@ def render(ctx: BotContext, name: str, recipe: str | None,
     return render_blocks(name, lang, view)
 
 
-# Small text helpers for callers that still compose a block themselves (watch_events) and for
-# ephemeral replies (commands); thread messages use `render`.
+# Small text helpers: `section` wraps an already rendered sentence (the head line watch_events
+# puts above an incident's blocks); `code` / `cut` shape ephemeral replies (commands).
 
 
 def cut(text: str, limit: int) -> str:
@@ -108,10 +108,6 @@ def cut(text: str, limit: int) -> str:
 
 def section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": cut(text, MAX_SECTION)}}
-
-
-def context(text: str) -> dict[str, Any]:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": cut(text, 2000)}]}
 
 
 def code(text: str, limit: int = MAX_SECTION - 8) -> str:

@@ -1,7 +1,9 @@
 """The watcher's events in the run threads: incidents with approval buttons, warnings, notes.
 
-`ThreadEvents(ctx).publish(event)` is the `EventSink` of bot.services.watch.tick for a real bot:
-- `incident`: the incident message (templates/<lang>/incident.json.j2 via
+`ThreadEvents(ctx).publish(event)` is the `EventSink` of bot.services.watch.tick for a real bot.
+Every text goes through the one renderer (`bot.services.runs.render`: the recipe's language,
+the site's template folder first), like `report` and `/train`:
+- `incident`: the incident message (templates/incident.json.j2 via
   bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
   resubmit — an approval prompt (bot.services.approvals.create_resubmit_prompt) whose
   buttons carry one opaque token; the proposed --mem is the policy's;
@@ -11,12 +13,10 @@
 - `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
   that cluster (keyed per chain).
 The watcher's own words (the head line of an incident or a stall prompt, and every note) are
-in the recipe's language (templates/<lang>/event.json.j2, `_say`; a cluster notice in each
-chain's): the watcher writes one English sentence (`event.text`, also stored and logged) plus
-the same facts as data (the Decision and its `facts`, the JobRecord, the Diagnosis' translated
-hint, `event.facts`). The English template shows `event.text` unchanged, so English has one
-source and cannot drift from what is stored; the Korean one builds its sentence from the facts
-and falls back to the English text for an event it has no facts for.
+in the recipe's language (templates/event.json.j2, `_say`; a cluster notice in each chain's):
+the template words the facts (the Decision and its `facts`, the JobRecord, the Diagnosis'
+detail and hint, `event.facts`); the watcher's English `event.text` (stored and logged) is
+shown only for an event without the facts for a sentence.
 After each event, and when a finished attempt's result is stored (`chain_changed`), the
 thread's root message is rewritten from the store (state, attempts, retries), so the top of
 the thread always tells where the run stands.
@@ -45,9 +45,7 @@ from typing import Any
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, Decision
 from bot.services.runs import (
     BotContext,
-    context,
     has_thread,
-    lang_of,
     refresh_root,
     render,
     section,
@@ -183,7 +181,6 @@ class ThreadEvents:
         english = f"job {event.job_id}: {event.text}" if prompt else event.text
         recipe = recipe if recipe is not None else event.recipe
         d, dec, rec = event.diagnosis, event.decision, event.record
-        hint = d.translated_hints.get(lang_of(self.ctx.config, recipe), d.hint) if d else None
         reason = dict(event.facts)
         if dec is not None:
             reason.update({"kind": str(dec.kind), "class_id": dec.class_id,
@@ -194,7 +191,9 @@ class ThreadEvents:
         view = {"kind": event.kind, "prompt": prompt, "text": english, "job_id": event.job_id,
                 "cluster": event.cluster, "state": rec.state if rec else None,
                 "class_id": d.class_id if d else (dec.class_id if dec else None),
-                "reason": reason, "facts": dict(event.facts), "hint": hint}
+                "reason": reason, "facts": dict(event.facts),
+                "detail": d.detail if d else None, "hint": d.hint if d else None,
+                "translations": d.translations if d else {}}
         try:
             return render(self.ctx, "event", recipe, view)[1]
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
@@ -219,7 +218,6 @@ class ThreadEvents:
         carry the token); None when the view or template cannot be built."""
         try:
             from bot.core.incident import build_incident
-            from bot.slack.render import render_blocks
 
             rec, dec = event.record, event.decision
             view = build_incident(
@@ -232,14 +230,12 @@ class ThreadEvents:
                 max_rss_bytes=rec.max_rss_bytes if rec else None,
                 suggested_mem=dec.mem if dec else None,
             )
-            lang = self.ctx.config.lang_for(event.recipe) if event.recipe else "en"
-            blocks, _ = render_blocks("incident", lang, view.to_view())
+            blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
             log.warning("incident template for %s failed (%s); posting plain text",
                         event.key, exc)
             return None
-        return [b for b in blocks if b.get("type") != "actions"] + [
-            context(f"decision: {event.decision.kind if event.decision else 'none'}")]
+        return [b for b in blocks if b.get("type") != "actions"]
 
     def _mentions(self, recipe: str | None) -> str:
         if recipe is None:

@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from bot.core.actions import ActionId
 from bot.slack.render import blocks_to_text
+from bot.slack.views import ActionId
 
 ROOT_BAR = "━" * 72
 REPLY_BAR = "─" * 68
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)>")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
-# Action ids of the approval buttons (bot.core.actions: pure, so rendering does not import
+# Action ids of the approval buttons (bot.slack.views, so rendering does not import
 # the services layer).
 RESUBMIT_ACTIONS = (ActionId.RESUBMIT.value, ActionId.RESUBMIT_MEM.value)
 DISMISS_ACTION = ActionId.DISMISS.value

@@ -1,7 +1,10 @@
 """Templates → Block Kit: `render_blocks(name, lang, view)` returns (blocks, fallback text).
 
-Templates live in templates/<lang>/<name>.json.j2 (shipped inside the wheel through the
-bot/templates symlink); a site folder `override_dir/<lang>/<name>.json.j2` wins per file.
+The ONE renderer of every message trainbot writes (threads, prompts, replies, `report`, the
+console). One template set, templates/<name>.json.j2 (shipped inside the wheel through the
+bot/templates symlink), words as English message ids translated by gettext catalogues
+(bot.slack.translations: templates/locale/<lang>/LC_MESSAGES/messages.po); a site folder
+`override_dir/<name>.json.j2` wins per file, and its `locale/` may reword or add a language.
 Every interpolated value goes through `tojson`, undefined names fail (`StrictUndefined`), the
 output is parsed with `json.loads`, then trimmed to Slack's limits with a visible note of what
 was cut: a long evidence block never gets the message rejected.
@@ -13,6 +16,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.resources import files
@@ -21,7 +25,8 @@ from typing import Any
 
 import jinja2
 
-LANGS = ("en", "ko")
+from bot.slack.translations import PoTranslations, languages_in, translations_for
+from bot.slack.views import template_context
 
 # Slack limits (see /work/shared/reference/slack-slurm-facts.md).
 MAX_BLOCKS = 50
@@ -38,28 +43,20 @@ MAX_FALLBACK_TEXT = 3000  # notifications show far less; Slack's own cap is 40,0
 # margin under it.
 MAX_BLOCKS_JSON = 12000
 
-_NOTES = {
-    "en": {
-        "prefix": "✂️ Trimmed to fit Slack:",
-        "lines": "{n:,} evidence lines cut",
-        "chars": "{n:,} characters cut",
-        "blocks": "{n:,} blocks dropped",
-        "fields": "{n:,} fields dropped",
-        "buttons": "{n:,} buttons dropped",
-        "suffix": "Full text: `trainbot report LOG`.",
-        "cut_marker": "… {n:,} lines cut …",
-    },
-    "ko": {
-        "prefix": "✂️ Slack 제한에 맞춰 줄였습니다:",
-        "lines": "증거 {n:,}줄 생략",
-        "chars": "{n:,}자 생략",
-        "blocks": "블록 {n:,}개 제외",
-        "fields": "필드 {n:,}개 제외",
-        "buttons": "버튼 {n:,}개 제외",
-        "suffix": "전체 내용: `trainbot report LOG`.",
-        "cut_marker": "… {n:,}줄 생략 …",
-    },
-}
+
+def _trim_notes(t: PoTranslations) -> dict[str, str]:
+    """What the trim note says, in `t`'s language (`%(n)s`: a count with thousands commas)."""
+    _ = t.gettext
+    return {
+        "prefix": _("✂️ Trimmed to fit Slack:"),
+        "lines": _("%(n)s evidence lines cut"),
+        "chars": _("%(n)s characters cut"),
+        "blocks": _("%(n)s blocks dropped"),
+        "fields": _("%(n)s fields dropped"),
+        "buttons": _("%(n)s buttons dropped"),
+        "suffix": _("Full text: `trainbot report LOG`."),
+        "cut_marker": _("… %(n)s lines cut …"),
+    }
 
 
 class RenderError(Exception):
@@ -71,6 +68,22 @@ def templates_root() -> Path:
     return Path(str(files("bot") / "templates"))
 
 
+def _locale_dirs(override_dir: str | None) -> tuple[Path, ...]:
+    shipped = templates_root() / "locale"
+    return (shipped, Path(override_dir) / "locale") if override_dir else (shipped,)
+
+
+def languages(override_dir: str | Path | None = None) -> tuple[str, ...]:
+    """The message languages: English and every language with a messages.po (shipped, or in
+    the site's `override_dir/locale`)."""
+    return languages_in(*_locale_dirs(str(override_dir) if override_dir else None))
+
+
+def translator(lang: str, override_dir: str | Path | None = None) -> PoTranslations:
+    """The gettext translations of `lang` (the site's entries over the shipped ones)."""
+    return translations_for(lang, _locale_dirs(str(override_dir) if override_dir else None))
+
+
 # --- filters -------------------------------------------------------------------------------
 
 
@@ -80,24 +93,20 @@ def _defined(value: Any) -> None:
         value._fail_with_undefined_error()
 
 
-def _duration(seconds: float | None, lang: str) -> str:
+def _duration(seconds: float | None, t: PoTranslations) -> str:
     _defined(seconds)
     if seconds is None:
         return "?"
-    total_min = int(round(seconds / 60.0))
+    _ = t.gettext
     if seconds < 90:
-        return f"{int(round(seconds))} s" if lang == "en" else f"{int(round(seconds))}초"
-    hours, minutes = divmod(total_min, 60)
+        return _("%(seconds)d s") % {"seconds": int(round(seconds))}
+    hours, minutes = divmod(int(round(seconds / 60.0)), 60)
     days, hours = divmod(hours, 24)
-    if lang == "ko":
-        parts = [f"{days}일" if days else "", f"{hours}시간" if hours else "",
-                 f"{minutes}분" if minutes or not (days or hours) else ""]
-        return " ".join(p for p in parts if p)
     if days:
-        return f"{days} d {hours} h"
+        return _("%(days)d d %(hours)d h") % {"days": days, "hours": hours}
     if hours:
-        return f"{hours} h {minutes:02d} min"
-    return f"{minutes} min"
+        return _("%(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": minutes}
+    return _("%(minutes)d min") % {"minutes": minutes}
 
 
 def _num(value: float | int | None, digits: int = 0) -> str:
@@ -136,10 +145,8 @@ def _utc_hm(epoch: float | None) -> str:
 
 @lru_cache(maxsize=32)
 def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
-    search = []
-    if override_dir:
-        search.append(str(Path(override_dir) / lang))
-    search.append(str(templates_root() / lang))
+    search = [override_dir] if override_dir else []
+    search.append(str(templates_root()))
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,
@@ -147,9 +154,16 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
+        extensions=["jinja2.ext.i18n"],
     )
+    t = translator(lang, override_dir)
+    env.install_gettext_translations(t, newstyle=True)  # type: ignore[attr-defined]
     env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
-    env.filters["duration"] = lambda s: _duration(s, lang)
+    env.globals["lang"] = lang
+
+    env.globals["tr"] = lambda text, translations=None, field=None: catalogue_text(
+        text, lang, translations, field, override_dir)
+    env.filters["duration"] = lambda s: _duration(s, t)
     env.filters["num"] = _num
     env.filters["esc"] = mrkdwn_escape
     env.filters["code_block"] = code_block
@@ -157,34 +171,53 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     return env
 
 
+def catalogue_text(text: str, lang: str,
+                   translations: Mapping[str, Mapping[str, str]] | None = None,
+                   field: str | None = None, override_dir: str | Path | None = None) -> str:
+    """A failure-catalogue text (a class's title, explanation or hint) in `lang`: the site
+    catalogue's own `<field>_<lang>` translation (`translations`), else the message
+    catalogue's; the English text when neither has it. Never %-formatted (it is data)."""
+    own = (translations or {}).get(lang, {}).get(field) if field else None
+    return own or translator(lang, override_dir).gettext(text)
+
+
 def render_template(name: str, lang: str, view: Any, *, override_dir: str | Path | None = None
                     ) -> dict[str, Any]:
     """The template's raw output, parsed: {"text": …, "blocks": […]} (untrimmed)."""
-    if lang not in LANGS:
-        raise RenderError(f"language {lang!r} is not supported: use one of {', '.join(LANGS)}")
-    context = view.to_view() if hasattr(view, "to_view") else dict(view)
+    known = languages(override_dir)
+    if lang not in known:
+        raise RenderError(f"language {lang!r} is not supported: use one of {', '.join(known)}")
+    context = template_context(view)
     env = _environment(lang, str(override_dir) if override_dir else None)
     filename = f"{name}.json.j2"
     try:
         template = env.get_template(filename)
         raw = template.render(**context)
     except jinja2.TemplateNotFound:
-        raise RenderError(f"no template {lang}/{filename} in {templates_root()}"
+        raise RenderError(f"no template {filename} in {templates_root()}"
                           + (f" or {override_dir}" if override_dir else "")) from None
     except jinja2.UndefinedError as exc:
-        raise RenderError(f"template {lang}/{filename}: {exc.message}") from None
+        raise RenderError(f"template {filename} ({lang}): {exc.message}") from None
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(f"template {exc.filename or filename} line {exc.lineno}: "
                           f"{exc.message}") from None
     try:
         data = json.loads(raw)
     except ValueError as exc:
-        raise RenderError(f"template {lang}/{filename} did not produce JSON: {exc}") from None
+        raise RenderError(f"template {filename} ({lang}) did not produce JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("blocks"), list) \
             or not isinstance(data.get("text"), str):
-        raise RenderError(f"template {lang}/{filename} must produce "
+        raise RenderError(f"template {filename} ({lang}) must produce "
                           '{"text": "...", "blocks": [...]}')
     return data
+
+
+def explain(diagnosis: Any, lang: str = "en", *, override_dir: str | Path | None = None
+            ) -> str:
+    """A diagnosis' explanation as one sentence in `lang` (its figures, then the hint)."""
+    view = {"detail": diagnosis.detail, "hint": diagnosis.hint,
+            "translations": diagnosis.translations}
+    return str(render_template("explanation", lang, view, override_dir=override_dir)["text"])
 
 
 def render_blocks(
@@ -197,7 +230,8 @@ def render_blocks(
 ) -> tuple[list[dict[str, Any]], str]:
     """Render, parse and trim a message: returns (blocks, fallback_text)."""
     data = render_template(template_name, lang, view, override_dir=override_dir)
-    blocks = trim_blocks(data["blocks"], lang=lang, max_json=max_blocks_json)
+    blocks = trim_blocks(data["blocks"], lang=lang, max_json=max_blocks_json,
+                         override_dir=override_dir)
     text = data["text"]
     if len(text) > MAX_FALLBACK_TEXT:
         text = text[: MAX_FALLBACK_TEXT - 1] + "…"
@@ -232,7 +266,7 @@ def _cut_code(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
     n = len(body)
     head: list[str] = []
     tail: list[str] = []
-    budget = limit - 3 - 3 - 2 - len(marker.format(n=n)) - 2
+    budget = limit - 3 - 3 - 2 - len(marker % {"n": f"{n:,}"}) - 2
     i, j = 0, n - 1
     used = 0
     turn = 0
@@ -254,7 +288,7 @@ def _cut_code(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
     if dropped <= 0 and used <= budget:
         return text
     cuts.lines += dropped
-    middle = [marker.format(n=dropped)] if dropped > 0 else []
+    middle = [marker % {"n": f"{dropped:,}"}] if dropped > 0 else []
     return "```\n" + "\n".join(head + middle + tail) + "\n```"
 
 
@@ -303,20 +337,18 @@ def _size(blocks: list[dict[str, Any]]) -> int:
     return len(json.dumps(blocks, ensure_ascii=False))
 
 
-def _note_block(cuts: _Cuts, lang: str) -> dict[str, Any]:
-    notes = _NOTES.get(lang, _NOTES["en"])
-    parts = [notes[k].format(n=getattr(cuts, k))
+def _note_block(cuts: _Cuts, notes: Mapping[str, str]) -> dict[str, Any]:
+    parts = [notes[k] % {"n": f"{getattr(cuts, k):,}"}
              for k in ("lines", "chars", "blocks", "fields", "buttons") if getattr(cuts, k)]
     text = f"{notes['prefix']} {', '.join(parts)}. {notes['suffix']}"
     return {"type": "context", "block_id": "trainbot_trimmed",
             "elements": [{"type": "mrkdwn", "text": text}]}
 
 
-def _fit(original: list[dict[str, Any]], lang: str, section_limit: int, max_json: int
+def _fit(original: list[dict[str, Any]], marker: str, section_limit: int, max_json: int
          ) -> tuple[list[dict[str, Any]], _Cuts]:
     blocks = [b for b in copy.deepcopy(original) if isinstance(b, dict)]
     cuts = _Cuts()
-    marker = _NOTES.get(lang, _NOTES["en"])["cut_marker"]
     for b in blocks:
         _trim_block(b, cuts, marker, section_limit)
     blocks = [b for b in blocks if not (b.get("type") == "actions" and not b.get("elements"))]
@@ -349,19 +381,21 @@ _NOTE_ROOM = 400
 
 
 def trim_blocks(blocks: list[dict[str, Any]], *, lang: str = "en",
-                max_json: int = MAX_BLOCKS_JSON) -> list[dict[str, Any]]:
+                max_json: int = MAX_BLOCKS_JSON, override_dir: str | Path | None = None
+                ) -> list[dict[str, Any]]:
     """Fit `blocks` into Slack's limits; adds a context note saying what was cut.
 
     Long section texts (evidence code blocks keep their first and last lines) are cut to
     3000 characters, then shorter until the payload fits `max_json`; as a last resort body
     blocks are dropped. Buttons (actions blocks), the header and the first block stay.
     """
+    notes = _trim_notes(translator(lang, override_dir))
     for limit in _SECTION_STEPS:
-        fitted, cuts = _fit(blocks, lang, limit, max_json)
+        fitted, cuts = _fit(blocks, notes["cut_marker"], limit, max_json)
         if _size(fitted) + _NOTE_ROOM <= max_json:
             break
     if cuts.any():
-        note = _note_block(cuts, lang)
+        note = _note_block(cuts, notes)
         actions_at = next((i for i, b in enumerate(fitted) if b.get("type") == "actions"), None)
         if actions_at is None:
             fitted.append(note)

@@ -19,10 +19,10 @@ from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, RecordingSink
 from fixtures.train_commands.harness import ResponseUrls, SyncExecutor, click_body, dispatch
 
 from bot.app import build_app
-from bot.core.actions import ActionId
 from bot.services.approvals import create_resubmit_prompt, handle_click
 from bot.services.runs import BotContext
 from bot.slack.render import render_blocks
+from bot.slack.views import ActionId
 from bot.store import Store
 
 GOLDEN_TESTS = Path(__file__).resolve().parents[1] / "unit" / "test_render_golden.py"

@@ -29,7 +29,7 @@ T0 = 1_747_239_000.0
 def nccl_diagnosis(evidence_lines: int = 3) -> Diagnosis:
     return Diagnosis(
         class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True, charges_budget=True,
-        hint="Resume from the last complete checkpoint.",
+        hint="Resume from the last complete checkpoint.", title="NCCL timeout",
         evidence=tuple(Evidence(2400 + i, f"[rank3]: Watchdog caught collective operation "
                                           f"timeout: WorkNCCL(SeqNum={i}, OpType=ALLGATHER)")
                        for i in range(evidence_lines)),
@@ -51,7 +51,7 @@ def run_chain(poster: SlackPoster, store, lang: str = "en", evidence_lines: int 
                          last_checkpoint_iter=3000)
     poster.post_reply(chain, "warning:88154:stall", *render_blocks("warning", lang, warn))
     inc = build_incident(nccl_diagnosis(evidence_lines), recipe="mix", job_id="88154",
-                         last_checkpoint_iter=3000, now=T0 + 1800, title="NCCL timeout")
+                         last_checkpoint_iter=3000, now=T0 + 1800)
     poster.post_reply(chain, "incident:88154", *render_blocks("incident", lang, inc))
     progress = progress_chart([("88154", [(T0 - 4.5 * k, 3470 - k) for k in range(0, 2470, 10)])],
                               stalls=[(T0, T0 + 1800)], failures=[(T0 + 1800, "NCCL")])

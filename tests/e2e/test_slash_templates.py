@@ -161,9 +161,9 @@ def test_a_broken_site_template_falls_back_to_the_shipped_one(
     store, slack_client, fake_sleep, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     site = tmp_path / "site"
-    (site / "en").mkdir(parents=True)
-    (site / "en" / "approval.json.j2").write_text('{"text": {{ nope }}, "blocks": []}')
-    (site / "en" / "note.json.j2").write_text(
+    site.mkdir()
+    (site / "approval.json.j2").write_text('{"text": {{ nope }}, "blocks": []}')
+    (site / "note.json.j2").write_text(
         '{"text": {{ text | tojson }}, "blocks": [{"type": "section", "text": '
         '{"type": "mrkdwn", "text": {{ ("📣 " ~ text) | tojson }}}}]}')
     config = make_config()

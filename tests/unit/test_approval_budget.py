@@ -13,13 +13,13 @@ import pytest
 from fixtures.train_commands.fakes import FakeSlurm, make_context
 from fixtures.watcher.fakes import T0, FakeSFTP
 
-from bot.core.actions import ActionId
 from bot.core.catalogue import Catalogue
 from bot.services import ServiceError
 from bot.services.approvals import charges_budget, create_resubmit_prompt, handle_click
 from bot.services.runs import BotContext, render, root_view
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
+from bot.slack.views import ActionId
 from bot.store import Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"

@@ -16,10 +16,12 @@ from bot.core.catalogue import (
     STOP_CLASSES,
     Catalogue,
     CatalogueError,
+    FailureClass,
     check_dialect,
     normalize_line,
 )
 from bot.core.models import Action
+from bot.slack.render import catalogue_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
@@ -84,19 +86,26 @@ def test_every_class_has_text_for_the_incident_message(cat: Catalogue) -> None:
     assert "gcc_linux-64" in cat.get("compiler_missing").hint
 
 
+def shown(fc: FailureClass, field: str, lang: str) -> str:
+    """The class's `field` as a message in `lang` shows it: the site file's own translation,
+    else the message catalogue's (templates/locale), else the English."""
+    return catalogue_text(getattr(fc, field), lang, fc.translations, field)
+
+
 def test_every_class_has_its_texts_in_english_and_korean(cat: Catalogue) -> None:
     hangul = re.compile("[\uac00-\ud7a3]")
     for fc in cat.classes.values():
-        ko_explanation, ko_hint = fc.explanation_in("ko"), fc.hint_in("ko")
+        ko_explanation, ko_hint = shown(fc, "explanation", "ko"), shown(fc, "hint", "ko")
         assert hangul.search(ko_explanation) and hangul.search(ko_hint), fc.id
         assert not hangul.search(fc.explanation + fc.hint), fc.id
-        assert fc.explanation_in("en") == fc.explanation and fc.hint_in("en") == fc.hint
+        assert shown(fc, "explanation", "en") == fc.explanation
+        assert shown(fc, "hint", "en") == fc.hint
         assert "\n" not in ko_explanation and "\n" not in ko_hint
     # technical tokens stay as they are in the Korean text
-    assert "--mem" in cat.get("host_oom").hint_in("ko")
-    assert "NCCL watchdog" in cat.get("nccl_timeout").explanation_in("ko")
-    assert "gcc_linux-64" in cat.get("compiler_missing").hint_in("ko")
-    assert "DataLoader" in cat.get("dataloader_timeout").explanation_in("ko")
+    assert "--mem" in shown(cat.get("host_oom"), "hint", "ko")
+    assert "NCCL watchdog" in shown(cat.get("nccl_timeout"), "explanation", "ko")
+    assert "gcc_linux-64" in shown(cat.get("compiler_missing"), "hint", "ko")
+    assert "DataLoader" in shown(cat.get("dataloader_timeout"), "explanation", "ko")
 
 
 def test_classes_without_primary_patterns_are_the_detector_ones(cat: Catalogue) -> None:
@@ -543,11 +552,26 @@ def test_site_file_can_override_a_scalar(tmp_path: Path) -> None:
     assert cat.get("host_oom").primary == Catalogue.load().get("host_oom").primary
 
 
+def test_a_site_file_may_translate_into_any_language_code(tmp_path: Path) -> None:
+    """A language is added by a .po file, not by code: a site's `hint_ja` is kept for it."""
+    site = write(tmp_path, "site.yaml", """
+        classes:
+          host_oom:
+            title_ja: ホストメモリ不足
+            hint_ja: "--mem を増やしてください。"
+        """)
+    fc = Catalogue.load([site]).get("host_oom")
+    assert fc.translations == {"ja": {"title": "ホストメモリ不足",
+                                      "hint": "--mem を増やしてください。"}}
+    assert shown(fc, "hint", "ja") == "--mem を増やしてください。"
+    assert shown(fc, "explanation", "ja") == fc.explanation  # no ja catalogue: English
+
+
 def test_a_site_class_in_english_only_loads_and_falls_back_to_english(tmp_path: Path) -> None:
     site = write(tmp_path, "site.yaml", DISK_FULL_SITE)
     disk = Catalogue.load([site]).get("disk_full")
-    assert disk.hint_in("ko") == "Clean old checkpoints under /scratch or ask for quota."
-    assert disk.explanation_in("ko") == disk.explanation
+    assert shown(disk, "hint", "ko") == "Clean old checkpoints under /scratch or ask for quota."
+    assert shown(disk, "explanation", "ko") == disk.explanation
 
 
 def test_a_site_hint_replaces_our_korean_one_unless_it_brings_its_own(tmp_path: Path) -> None:
@@ -558,23 +582,23 @@ def test_a_site_hint_replaces_our_korean_one_unless_it_brings_its_own(tmp_path: 
         """)
     cat = Catalogue.load([english_only])
     # a Korean message shows the site's advice, not our translation of the replaced hint
-    assert cat.get("host_oom").hint_in("ko").startswith("Ask #hpc-help")
-    assert cat.get("host_oom").explanation_in("ko") == \
-        Catalogue.load().get("host_oom").explanation_in("ko")  # explanation untouched
+    assert shown(cat.get("host_oom"), "hint", "ko").startswith("Ask #hpc-help")
+    assert shown(cat.get("host_oom"), "explanation", "ko") == \
+        shown(Catalogue.load().get("host_oom"), "explanation", "ko")  # explanation untouched
     both = write(tmp_path, "both.yaml", """
         classes:
           host_oom:
             hint: "Ask #hpc-help for a bigger --mem on the a100 partition."
             hint_ko: "a100 파티션에서 더 큰 --mem이 필요하면 #hpc-help에 요청하세요."
         """)
-    assert Catalogue.load([both]).get("host_oom").hint_in("ko").startswith("a100 파티션")
+    assert shown(Catalogue.load([both]).get("host_oom"), "hint", "ko").startswith("a100 파티션")
     korean_only = write(tmp_path, "ko.yaml", """
         classes:
           host_oom:
             hint_ko: "#hpc-help에 --mem 증설을 요청하세요."
         """)
     fc = Catalogue.load([korean_only]).get("host_oom")
-    assert fc.hint_in("ko") == "#hpc-help에 --mem 증설을 요청하세요."
+    assert shown(fc, "hint", "ko") == "#hpc-help에 --mem 증설을 요청하세요."
     assert fc.hint == Catalogue.load().get("host_oom").hint
 
 
@@ -582,7 +606,8 @@ def test_a_site_hint_replaces_our_korean_one_unless_it_brings_its_own(tmp_path: 
     ("body", "key", "why"),
     [
         ("classes:\n  host_oom:\n    colour: red\n", "classes.host_oom.colour", "unknown field"),
-        ("classes:\n  host_oom:\n    hint_ja: x\n", "classes.host_oom.hint_ja", "unknown field"),
+        ("classes:\n  host_oom:\n    hint_japanese: x\n", "classes.host_oom.hint_japanese",
+         "unknown field"),
         ("classes:\n  host_oom:\n    hint_ko: [x]\n", "classes.host_oom.hint_ko",
          "expected str"),
         ("classes:\n  host_oom:\n    patterns:\n      primary: ['oom(']\n",

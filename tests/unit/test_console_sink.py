@@ -57,7 +57,7 @@ def chain(store: Store) -> int:
 def root_blocks(state: str, last_iter: int) -> tuple[list[dict], str]:
     view = build_root(recipe="mix", attempts=[AttemptSummary("88154", state, last_iter, 1000)],
                       target_iter=8000)
-    return render_blocks("root", "en", view.to_view())
+    return render_blocks("root", "en", view)
 
 
 def test_thread_is_printed_with_indented_replies_once_per_key(sink: ConsoleSink, store: Store):

@@ -107,7 +107,7 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
     from bot.slack.console import ConsoleSink
     from bot.store import Store
 
-    site = tmp_path / "site" / "en"
+    site = tmp_path / "site"
     site.mkdir(parents=True)
     (site / "root.json.j2").write_text(
         '{"text": {{ ("site root " ~ job_id) | tojson }}, "blocks": [{"type": "header", '

@@ -207,8 +207,9 @@ def test_completed_in_ten_seconds_with_no_iteration_and_an_ls_error_is_silent():
                False)
     finding = detect_silent_exit(acct, MetricSeries(), [ls], target_iter=5000)
     assert finding is not None
-    text = " ".join(finding.reasons)
-    assert "line 4" in text and "10 s" in text and "no training iteration" in text
+    assert finding.reasons() == [
+        {"kind": "failure_line", "line": 4, "text": ls.text},
+        {"kind": "short_run", "elapsed_s": 10}, {"kind": "no_iteration"}]
 
 
 def test_a_short_resume_that_reaches_its_target_is_not_silent():
@@ -225,13 +226,15 @@ def test_a_short_run_below_its_target_names_both_reasons():
     short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
     finding = detect_silent_exit(short, series, [], target_iter=8000)
     assert finding is not None
-    assert "20 s" in " ".join(finding.reasons) and "100 of 8000" in " ".join(finding.reasons)
+    assert finding.reasons() == [{"kind": "short_run", "elapsed_s": 20},
+                                 {"kind": "stopped", "last_iter": 100, "target_iter": 8000}]
 
 
 def test_completed_below_target_is_silent():
     series, _ = run(100)
     finding = detect_silent_exit(COMPLETED, series, [], target_iter=8000)
-    assert finding is not None and "100 of 8000" in finding.reasons[0]
+    assert finding is not None
+    assert finding.reasons()[0] == {"kind": "stopped", "last_iter": 100, "target_iter": 8000}
 
 
 def test_only_completed_zero_zero_can_be_a_silent_exit():

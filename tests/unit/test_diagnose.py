@@ -15,6 +15,7 @@ from bot.core.catalogue import STOP_CLASSES, Catalogue
 from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.models import Accounting, Action
 from bot.core.units import parse_size
+from bot.slack.render import explain
 
 STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
 
@@ -58,7 +59,7 @@ def test_87870_checkpoint_save_oom(catalogue):
     assert any(line(lines, n).endswith("Saving checkpoint at iteration 1000 to "
                                        "/scratch/wm/mix/checkpoints/iter_000001000")
                for n in texts)
-    assert "partial" in d.hint
+    assert "partial" in explain(d)
 
 
 def test_88016_leak_warns_while_running(catalogue):
@@ -69,7 +70,7 @@ def test_88016_leak_warns_while_running(catalogue):
     assert 15 <= d.metrics.rss_gib_per_100_iter <= 22
     assert d.metrics.last_iter == 170
     assert all("host RSS" in line(lines, e.line) for e in d.evidence)
-    assert str(d.metrics.projected_oom_iter) in d.hint
+    assert str(d.metrics.projected_oom_iter) in explain(d)
 
 
 def test_88154_hang_then_nccl_watchdog(catalogue):
@@ -107,7 +108,7 @@ def test_108687_completed_in_ten_seconds_is_a_silent_exit(catalogue):
     assert d.class_id == "silent_exit"
     assert d.action is Action.STOP and not d.retryable
     assert any(line(lines, e.line).startswith("ls: cannot access") for e in d.evidence)
-    assert "only 10 s" in d.hint and "no training iteration" in d.hint
+    assert "only 10 s" in explain(d) and "no training iteration" in explain(d)
 
 
 def test_108903_missing_compiler(catalogue):
@@ -115,7 +116,7 @@ def test_108903_missing_compiler(catalogue):
     assert d.class_id == "compiler_missing"
     assert d.action is Action.STOP and not d.retryable
     assert any("Failed to find C compiler" in line(lines, e.line) for e in d.evidence)
-    assert "CC" in d.hint
+    assert "CC" in explain(d)
 
 
 def test_108915_healthy_slow_run_is_no_incident(catalogue):
@@ -126,7 +127,7 @@ def test_108915_healthy_slow_run_is_no_incident(catalogue):
     assert d.metrics.sec_per_iter == pytest.approx(13.3)
     assert d.metrics.last_iter == 1234
     assert d.metrics.projected_oom_iter is None
-    assert "GPU util" in d.hint
+    assert "GPU util" in explain(d)
 
 
 @pytest.mark.parametrize("job", ["87870", "88016", "88154", "108687", "108903", "108915"])
@@ -378,4 +379,4 @@ def test_running_job_stuck_in_a_save_is_a_hang_naming_the_save(catalogue):
     assert analysis.diagnose(running, now=analysis.log_now(500)).class_id == "none"
     d = analysis.diagnose(running, now=analysis.log_now(700))
     assert d.class_id == "hang"
-    assert "line 40" in d.hint
+    assert "line 40" in explain(d)

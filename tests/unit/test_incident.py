@@ -1,18 +1,13 @@
-"""Incident view models: work lost, proposed actions, root progress and warnings."""
+"""Incident view models (core facts) and their Slack buttons and progress bar (bot.slack.views):
+work lost, proposed actions, root progress and warnings."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.core.actions import ActionId, action_id_for
-from bot.core.incident import (
-    AttemptSummary,
-    build_incident,
-    build_root,
-    build_warning,
-    progress_bar,
-)
+from bot.core.incident import AttemptSummary, build_incident, build_root, build_warning
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics
+from bot.slack.views import ActionId, action_id_for, buttons, default_value, progress_bar
 
 GIB = 1024**3
 
@@ -22,6 +17,11 @@ def diag(class_id: str, action: Action, *, retryable: bool = False, **metrics) -
                      hint="hint", metrics=DiagnosisMetrics(**metrics))
 
 
+def btns(view, value_for=default_value):
+    """The view's proposals as the Slack buttons its message shows."""
+    return buttons(view.proposals, view.job_id, value_for)
+
+
 def test_work_lost_uses_checkpoint_save_time_to_failure():
     # 88154: checkpoint 3000, died at 3470; the stall makes wall time larger than iters × s/iter.
     d = diag("nccl_timeout", Action.RESUBMIT, retryable=True, last_iter=3470, sec_per_iter=4.5)
@@ -29,8 +29,8 @@ def test_work_lost_uses_checkpoint_save_time_to_failure():
                          last_checkpoint_time=1000.0, failed_at=1000.0 + 3915, now=99999.0)
     assert inc.lost_iters == 470
     assert inc.lost_seconds == 3915
-    assert [a.kind for a in inc.actions] == ["resubmit", "dismiss"]
-    assert inc.actions[0].from_iter == 3000 and inc.actions[0].style == "primary"
+    assert [a.kind for a in btns(inc)] == ["resubmit", "dismiss"]
+    assert btns(inc)[0].from_iter == 3000 and btns(inc)[0].style == "primary"
 
 
 def test_work_lost_falls_back_to_iterations_times_speed():
@@ -44,18 +44,18 @@ def test_no_checkpoint_means_everything_is_lost_and_resume_from_start():
     inc = build_incident(d, recipe="mix", job_id="87870", last_checkpoint_iter=None, now=0.0,
                          mem_limit_bytes=300 * GIB)
     assert inc.lost_iters == 999
-    kinds = [a.kind for a in inc.actions]
+    kinds = [a.kind for a in btns(inc)]
     assert kinds == ["resubmit_mem", "resubmit", "dismiss"]
-    assert inc.actions[0].mem == "450G" and inc.actions[1].from_iter is None
+    assert btns(inc)[0].mem == "450G" and btns(inc)[1].from_iter is None
 
 
 def test_stop_classes_offer_only_dismiss_and_completed_offers_nothing():
     stop = build_incident(diag("compiler_missing", Action.STOP), recipe="r", job_id="1",
                           last_checkpoint_iter=None, now=0.0)
-    assert [a.kind for a in stop.actions] == ["dismiss"]
+    assert [a.kind for a in btns(stop)] == ["dismiss"]
     done = build_incident(diag("completed", Action.NONE, last_iter=8000), recipe="r",
                           job_id="1", last_checkpoint_iter=8000, now=0.0)
-    assert done.actions == () and done.lost_iters is None
+    assert done.proposals == () and done.lost_iters is None
 
 
 def test_button_values_come_from_the_callers_factory():
@@ -66,8 +66,8 @@ def test_button_values_come_from_the_callers_factory():
         return f"tok-{len(calls)}"
 
     inc = build_incident(diag("hang", Action.ASK, last_iter=10), recipe="r", job_id="7",
-                         last_checkpoint_iter=0, now=0.0, value_for=token)
-    assert [a.value for a in inc.actions] == ["tok-1", "tok-2"]
+                         last_checkpoint_iter=0, now=0.0)
+    assert [a.value for a in btns(inc, token)] == ["tok-1", "tok-2"]
     assert calls[0] == ("cancel_resume", {"job": "7", "from_iter": 0})
 
 
@@ -88,16 +88,16 @@ def test_leak_warning_projects_time_to_oom():
                       rss_now_bytes=90 * GIB, limit_bytes=950 * GIB,
                       slope_gib_per_100_iter=17.4, projected_oom_iter=5000, sec_per_iter=4.5)
     assert w.iters_to_oom == 4839 and w.seconds_to_oom == pytest.approx(4839 * 4.5)
-    assert w.actions == ()
+    assert w.proposals == ()
 
 
 def test_stall_warning_offers_cancel_and_resume():
     w = build_warning(kind="stall", recipe="mix", job_id="88154", last_iter=3470,
                       now=1360.0, stalled_since=1000.0, last_checkpoint_iter=3000)
     assert w.stalled_seconds == 360.0
-    assert [a.kind for a in w.actions] == ["cancel_resume", "dismiss"]
+    assert [a.kind for a in btns(w)] == ["cancel_resume", "dismiss"]
     # the clicks arrive with action ids that handlers.actions listens to
-    assert [a.action_id for a in w.actions] == [ActionId.CANCEL_RESUME, ActionId.DISMISS]
+    assert [a.action_id for a in btns(w)] == [ActionId.CANCEL_RESUME, ActionId.DISMISS]
     with pytest.raises(ValueError, match="kind"):
         build_warning(kind="oops", recipe="r", job_id="1", last_iter=None, now=0.0)
 
@@ -111,7 +111,7 @@ def test_without_an_estimate_the_policy_rule_proposes_the_mem():
                       metrics=DiagnosisMetrics(last_iter=999))
         inc = build_incident(d, recipe="mix", job_id="87870", last_checkpoint_iter=None,
                              now=0.0, mem_limit_bytes=limit)
-        return next((a.mem for a in inc.actions if a.kind == "resubmit_mem"), None)
+        return next((a.mem for a in btns(inc) if a.kind == "resubmit_mem"), None)
 
     assert proposed(False, 950 * GIB) == "1430G"
     assert proposed(True, 300 * GIB) == "600G"
@@ -122,7 +122,7 @@ def test_callers_memory_estimate_wins():
     d = diag("host_oom", Action.ASK, last_iter=999)
     inc = build_incident(d, recipe="mix", job_id="87870", last_checkpoint_iter=None, now=0.0,
                          mem_limit_bytes=300 * GIB, suggested_mem="700G")
-    assert inc.actions[0].mem == "700G"
+    assert btns(inc)[0].mem == "700G"
 
 
 @pytest.mark.parametrize("d", [
@@ -133,7 +133,7 @@ def test_callers_memory_estimate_wins():
 def test_every_proposed_button_is_a_known_action_id(d: Diagnosis):
     inc = build_incident(d, recipe="mix", job_id="7", last_checkpoint_iter=0, now=0.0,
                          mem_limit_bytes=100 * GIB)
-    assert inc.actions
-    assert all(a.action_id in set(ActionId) for a in inc.actions)
+    assert btns(inc)
+    assert all(a.action_id in set(ActionId) for a in btns(inc))
     with pytest.raises(ValueError, match="no action id for button kind 'reboot'"):
         action_id_for("reboot")

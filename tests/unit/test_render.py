@@ -16,6 +16,7 @@ from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence
 from bot.slack.render import (
     RenderError,
     blocks_to_text,
+    languages,
     render_blocks,
     templates_root,
     trim_blocks,
@@ -25,19 +26,20 @@ from bot.slack.render import (
 def incident(evidence_lines: int = 2, text: str = "boom", **kw):
     d = Diagnosis(
         class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True, charges_budget=True,
-        hint=kw.pop("hint", "Resume from the last complete checkpoint."),
+        hint=kw.pop("hint", "Resume from the last complete checkpoint."), title="NCCL timeout",
         evidence=tuple(Evidence(i + 1, f"{text} {i}") for i in range(evidence_lines)),
         metrics=DiagnosisMetrics(last_iter=3470, target_iter=8000, sec_per_iter=4.5),
     )
     return build_incident(d, recipe=kw.pop("recipe", "mix"), job_id="88154",
-                          last_checkpoint_iter=3000, now=0.0, title="NCCL timeout", **kw)
+                          last_checkpoint_iter=3000, now=0.0, **kw)
 
 
-def test_packaged_templates_exist_for_both_languages():
-    for lang in ("en", "ko"):
-        names = {p.name for p in (templates_root() / lang).glob("*.json.j2")}
-        assert {"root.json.j2", "incident.json.j2", "warning.json.j2",
-                "resolution.json.j2"} <= names
+def test_one_packaged_template_set_for_every_language():
+    names = {p.name for p in templates_root().glob("*.json.j2")}
+    assert {"root.json.j2", "incident.json.j2", "warning.json.j2",
+            "resolution.json.j2"} <= names
+    assert not [p for p in templates_root().iterdir() if p.is_dir() and p.name != "locale"]
+    assert languages() == ("en", "ko")
 
 
 def test_hostile_values_are_escaped_not_interpreted():
@@ -62,13 +64,12 @@ def test_strict_undefined_names_the_missing_value():
 def test_unknown_language_and_template_are_clear_errors():
     with pytest.raises(RenderError, match="language 'fr'"):
         render_blocks("root", "fr", {})
-    with pytest.raises(RenderError, match="no template en/nope.json.j2"):
+    with pytest.raises(RenderError, match="no template nope.json.j2"):
         render_blocks("nope", "en", {})
 
 
 def test_site_override_wins_per_file(tmp_path: Path):
-    (tmp_path / "en").mkdir()
-    (tmp_path / "en" / "resolution.json.j2").write_text(
+    (tmp_path / "resolution.json.j2").write_text(
         '{"text": {{ ("back: " ~ new_job_id) | tojson }}, "blocks": []}')
     view = build_resolution(recipe="mix", old_job_id="1", new_job_id="2", from_iter=3000)
     assert render_blocks("resolution", "en", view, override_dir=tmp_path) == ([], "back: 2")
@@ -78,8 +79,7 @@ def test_site_override_wins_per_file(tmp_path: Path):
 
 
 def test_override_that_is_not_json_is_refused(tmp_path: Path):
-    (tmp_path / "en").mkdir()
-    (tmp_path / "en" / "root.json.j2").write_text("{not json")
+    (tmp_path / "root.json.j2").write_text("{not json")
     with pytest.raises(RenderError, match="did not produce JSON"):
         render_blocks("root", "en", {}, override_dir=tmp_path)
 

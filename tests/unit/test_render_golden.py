@@ -73,7 +73,7 @@ def story_views(story: str) -> dict[str, object]:
         views["warning"] = build_warning(kind="slow", recipe="mix", job_id=story,
                                          last_iter=m.last_iter, now=0.0,
                                          sec_per_iter=m.sec_per_iter)
-    actions = report.view.actions if report.template == "incident" else ()
+    actions = report.view.proposals if report.template == "incident" else ()
     if actions and actions[0].kind.startswith("resubmit"):
         first = actions[0]
         views["resolution"] = build_resolution(

@@ -41,7 +41,7 @@ def test_report_in_korean_without_metrics_writes_no_charts(tmp_path: Path):
 
 
 def test_report_uses_a_site_template_folder(tmp_path: Path):
-    site = tmp_path / "site" / "en"
+    site = tmp_path / "site"
     site.mkdir(parents=True)
     (site / "incident.json.j2").write_text(
         '{"text": {{ ("site: " ~ class_id) | tojson }}, "blocks": []}')

@@ -1,7 +1,7 @@
-"""The watcher's own words in a Korean recipe's thread (templates/ko/event.json.j2 through
-ThreadEvents): incident and stall-prompt head lines, notes for held / unknown / resubmitted /
-cluster outages and early warnings, with the right numbers; an English recipe's thread keeps
-the watcher's English sentence unchanged."""
+"""The watcher's own words in a Korean recipe's thread (templates/event.json.j2 with the
+Korean message catalogue, through ThreadEvents): incident and stall-prompt head lines, notes
+for held / unknown / resubmitted / cluster outages and early warnings, with the right numbers;
+an English recipe's thread reads exactly the watcher's English sentence."""
 
 from __future__ import annotations
 
@@ -53,12 +53,12 @@ def catalogue() -> Catalogue:
 
 
 def diag(class_id: str, *, last_iter: int | None = 3400, **kw) -> Diagnosis:
-    """A Diagnosis with the real catalogue's flags and hints (English and Korean)."""
+    """A Diagnosis with the real catalogue's flags, title and hint (translated when shown)."""
     cls = catalogue().classes[class_id]
     metrics = kw.pop("metrics", None) or DiagnosisMetrics(last_iter=last_iter, target_iter=8000)
     return Diagnosis(class_id=class_id, action=cls.action, retryable=cls.retryable,
-                     charges_budget=cls.charges_budget, hint=cls.hint, metrics=metrics,
-                     translated_hints={"ko": cls.hint_in("ko")}, **kw)
+                     charges_budget=cls.charges_budget, hint=cls.hint, title=cls.title,
+                     metrics=metrics, **kw)
 
 
 def history(*last_iters: int | None, retries_used: int = 0) -> ChainHistory:
