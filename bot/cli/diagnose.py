@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     log = read_log(args)
     diagnosis = log.analysis.diagnose(log.accounting, now=log.now, target_iter=log.target_iter)
     if args.json:
-        print(json.dumps(diagnosis.to_json(), indent=2))
+        from bot.slack.render import explain
+
+        # "hint": the explanation as a person reads it (this case's figures, then the hint)
+        print(json.dumps({**diagnosis.to_json(), "hint": explain(diagnosis)}, indent=2))
     else:
         print(render_summary(diagnosis, log.catalogue, log_name=args.log))
     return EXIT_OK if diagnosis.class_id in ("completed", NONE_CLASS) else EXIT_FAILED
@@ -93,7 +96,9 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") ->
     if d.evidence:
         lines.append("evidence:")
         lines += [f"  {e.line}: {e.text[:200]}" for e in d.evidence]
-    lines.append(f"hint: {d.hint}")
+    from bot.slack.render import explain
+
+    lines.append(f"hint: {explain(d)}")
     return "\n".join(lines)
 
 
