@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.policy import PolicyParams  # noqa: E402
-from bot.core.slurm_records import JobRecord  # noqa: E402
+from bot.core.slurm.records import JobRecord  # noqa: E402
 from bot.services.watch.tick import Watcher  # noqa: E402
 from bot.store import Store  # noqa: E402
 

@@ -27,7 +27,8 @@ from bot.cluster.slurm import SlurmClient  # noqa: E402
 from bot.cluster.ssh import CommandResult  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.policy import PolicyParams  # noqa: E402
-from bot.core.slurm_records import SQUEUE_FIELDS, JobRecord  # noqa: E402
+from bot.core.slurm.records import JobRecord  # noqa: E402
+from bot.core.slurm.squeue import SQUEUE_FIELDS  # noqa: E402
 from bot.services.watch.tick import Watcher  # noqa: E402
 from bot.store import Store  # noqa: E402
 

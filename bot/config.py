@@ -32,6 +32,7 @@ from pydantic import (
 
 from bot.core.checkpoints import CompletenessRule
 from bot.core.memory_budget import parse_count
+from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
 from bot.core.units import parse_size
 
 if TYPE_CHECKING:
@@ -43,15 +44,11 @@ EXAMPLE_CONFIG = "deploy/trainbot.example.yaml"
 
 OverrideType = Literal["int", "float", "str", "size", "bool"]
 
-# Recipe fields a `key=value` override may replace (with the type the override must declare);
-# any other overridable key is passed to the job as a literal `key=value` argument.
+# Recipe fields a `key=value` override may replace (with the type the override must declare):
+# the sbatch options of `SubmitSpec` a recipe sets by name, and target_iter. Any other
+# overridable key is passed to the job as a literal `key=value` argument.
 SLURM_OVERRIDE_FIELDS: dict[str, OverrideType] = {
-    "partition": "str",
-    "account": "str",
-    "qos": "str",
-    "gres": "str",
-    "mem": "size",
-    "time": "str",
+    **RECIPE_OVERRIDABLE_OPTIONS,  # type: ignore[dict-item]
     "target_iter": "int",
 }
 
@@ -463,6 +460,12 @@ class RecipeConfig(_Model):
     def compiled_metric_regexes(self) -> list[re.Pattern[str]]:
         """The recipe's metric regexes, compiled (they were checked at load)."""
         return [re.compile(p) for p in self.metric_regexes]
+
+    def submit_spec(self, *, job_name: str, env: Mapping[str, str]) -> SubmitSpec:
+        """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env`."""
+        options = {name: getattr(self, name) for name in RECIPE_OVERRIDABLE_OPTIONS}
+        return SubmitSpec(job_name=job_name, script_path=self.sbatch_script, args=tuple(self.args),
+                          output=self.log_path, workdir=self.workdir, env=env, **options)
 
 
 # --------------------------------------------------------------------------------------------

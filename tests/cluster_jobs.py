@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.models import Accounting
-from bot.core.slurm_records import JobRecord
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sbatch import SubmitSpec
 
 if TYPE_CHECKING:
     from conftest import DevCluster
@@ -172,16 +173,18 @@ class DemoJobs:
         log_path = self.path("logs", f"{name}.out")
         job_env = {"TRAINBOT_DEMO_DIR": self.root, "TRAINBOT_CKPT_DIR": ckpt, **(env or {})}
         job_id = self.slurm.submit(
-            script_path=self.path(launcher),
-            args=list(args),
-            job_name=name,
-            partition=self.partition,
-            mem=mem,
-            time=time_limit,
-            output=log_path,
-            workdir=self.root,
-            env=job_env,
-            extra=["--cpus-per-task=1"],
+            SubmitSpec(
+                script_path=self.path(launcher),
+                args=list(args),
+                job_name=name,
+                partition=self.partition,
+                mem=mem,
+                time=time_limit,
+                output=log_path,
+                workdir=self.root,
+                env=job_env,
+                extra=["--cpus-per-task=1"],
+            )
         )
         job = DemoJob(job_id, label, name, log_path, ckpt, mem, time.monotonic())
         self.submitted.append(job)

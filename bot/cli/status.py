@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 def format_report(report: object) -> str:
     """The report as a plain-text table (the Slack side renders its own blocks)."""
-    from bot.core.slurm_records import format_duration
+    from bot.core.slurm.values import format_duration
 
     lines = [f"{report.title}:"]  # type: ignore[attr-defined]
     for cluster, error in report.unreachable.items():  # type: ignore[attr-defined]

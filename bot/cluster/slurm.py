@@ -1,7 +1,7 @@
 """Slurm through the SSH runner: submit, read job state, hold / release / requeue / cancel.
 
-Thin on purpose: argv comes from the pure builders in `bot.core.slurm_records`, text goes
-back to its pure parsers; this class only runs commands and turns failures into errors.
+Thin on purpose: argv comes from the pure builders in `bot.core.slurm`, text goes back to
+its pure parsers; this class only runs commands and turns failures into errors.
 
 Rules it keeps:
 - `jobs(ids)` makes exactly one squeue and one sacct call for any number of jobs;
@@ -21,33 +21,20 @@ import json
 import logging
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
-from bot.core.slurm_records import (
-    JobRecord,
-    SlurmInfo,
-    SlurmParseError,
-    SlurmReportedError,
-    StepMemory,
-    filter_competitors,
-    merge_records,
-    parse_sacct_json,
-    parse_sacct_parsable,
-    parse_sbatch_output,
-    parse_squeue_json,
-    parse_squeue_parsable,
-    parse_sstat,
-    sacct_argv,
-    sbatch_argv,
-    scancel_argv,
-    scontrol_argv,
-    sinfo_version_argv,
-    squeue_argv,
-    sstat_argv,
-    sstat_missing,
-)
+from bot.core.slurm.competitors import filter_competitors
+from bot.core.slurm.errors import SlurmParseError, SlurmReportedError
+from bot.core.slurm.records import JobRecord, merge_records
+from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable, sacct_argv
+from bot.core.slurm.sbatch import SubmitSpec, parse_sbatch_output, sbatch_argv
+from bot.core.slurm.scancel import scancel_argv
+from bot.core.slurm.scontrol import scontrol_argv
+from bot.core.slurm.squeue import parse_squeue_json, parse_squeue_parsable, squeue_argv
+from bot.core.slurm.sstat import StepMemory, parse_sstat, sstat_argv, sstat_missing
+from bot.core.slurm.version import SlurmInfo, sinfo_version_argv
 
 if TYPE_CHECKING:
     from bot.cluster.ssh import CommandResult, Runner
@@ -258,45 +245,21 @@ class SlurmClient:
 
     # ---- acting -----------------------------------------------------------------------------
 
-    def submit(
-        self,
-        *,
-        script: str | None = None,
-        script_path: str | None = None,
-        args: Sequence[str] = (),
-        job_name: str,
-        partition: str | None = None,
-        account: str | None = None,
-        qos: str | None = None,
-        gres: str | None = None,
-        mem: str | None = None,
-        time: str | None = None,
-        output: str | None = None,
-        workdir: str | None = None,
-        env: Mapping[str, str] | None = None,
-        hold: bool = False,
-        extra: Sequence[str] = (),
-    ) -> int:
+    def submit(self, spec: SubmitSpec, *, script: str | None = None) -> int:
         """Submit with `sbatch --parsable` and return the job id.
 
-        Exactly one of `script` (text, sent on stdin) or `script_path` (a file on the
-        cluster). `env` is added to the login environment the job inherits; values may hold
-        any character (see `bot.core.slurm_records.check_env`). Every value travels as one
-        argv word: nothing is ever interpreted by a shell.
+        Exactly one of `script` (text, sent on stdin) or `spec.script_path` (a file on the
+        cluster). Every value travels as one argv word: nothing is ever interpreted by a
+        shell (see `bot.core.slurm.sbatch.check_env` for the environment).
         """
-        if (script is None) == (script_path is None):
+        if (script is None) == (spec.script_path is None):
             raise ValueError("submit needs exactly one of script (text) or script_path")
-        argv = sbatch_argv(
-            job_name=job_name, script_path=script_path, args=args, partition=partition,
-            account=account, qos=qos, gres=gres, mem=mem, time=time, output=output,
-            workdir=workdir, env=env, hold=hold, extra=extra,
-        )
         try:
-            result = self._run(argv, stdin=script)
+            result = self._run(sbatch_argv(spec), stdin=script)
         except ClusterUnavailable as exc:
             raise ClusterUnavailable(
-                f"{exc} The job {job_name!r} may or may not have been submitted: look for "
-                "that name in squeue before submitting again."
+                f"{exc} The job {spec.job_name!r} may or may not have been submitted: look "
+                "for that name in squeue before submitting again."
             ) from exc
         return parse_sbatch_output(result.stdout)
 

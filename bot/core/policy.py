@@ -638,7 +638,7 @@ class HeldReport:
 
 def held_report(record: Any, held_since: float | None, now: float, *, policy: Any = None
                 ) -> HeldReport | None:
-    """Report `record` (a bot.core.slurm_records.JobRecord) when it has been held by an admin
+    """Report `record` (a bot.core.slurm.records.JobRecord) when it has been held by an admin
     (`JobHeldAdmin`, or `REQUEUE_HOLD` from a requeue) for `held_report_s` or longer.
 
     A user hold (`JobHeldUser`) is not reported: trainbot places those itself on competing

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.cluster.errors import ClusterError
-from bot.core.slurm_records import JobRecord
+from bot.core.slurm.records import JobRecord
 from bot.services.runs import BotContext, post_safely, render, thread_note
 
 log = logging.getLogger(__name__)

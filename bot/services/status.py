@@ -28,7 +28,7 @@ class JobStatus:
     recipe: str | None = None
     chain_id: int | None = None
     attempt: Attempt | None = None
-    record: Any = None  # bot.core.slurm_records.JobRecord; None when Slurm no longer knows it
+    record: Any = None  # bot.core.slurm.records.JobRecord; None when Slurm no longer knows it
 
     @property
     def state(self) -> str:

@@ -16,6 +16,9 @@ from typing import Any
 
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
+from bot.core.slurm.parsable import parse_job_id_list
+from bot.core.slurm.sacct import sacct_ids_by_name_argv
+from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
@@ -288,20 +291,7 @@ def submit_recipe(
 def _submit(slurm: Any, recipe: RecipeConfig, job_name: str, env: dict[str, str]) -> str:
     """sbatch the recipe's script, or run its site wrapper; returns the job id as text."""
     if recipe.sbatch_script is not None:
-        job_id = slurm.submit(
-            script_path=recipe.sbatch_script,
-            args=recipe.args,
-            job_name=job_name,
-            partition=recipe.partition,
-            account=recipe.account,
-            qos=recipe.qos,
-            gres=recipe.gres,
-            mem=recipe.mem,
-            time=recipe.time,
-            output=recipe.log_path,
-            workdir=recipe.workdir,
-            env=env,
-        )
+        job_id = slurm.submit(recipe.submit_spec(job_name=job_name, env=env))
         return str(job_id)
     # A site wrapper decides the Slurm options itself; it gets the args and the environment
     # (job name and resume point included) and must print the job id.
@@ -334,19 +324,12 @@ def find_unrecorded_submit(
 
     One squeue (queued/running) and, if nothing is there, one sacct (finished since); job ids
     only grow, so "above the failed attempt's id" means "submitted after it"."""
-    user_args = [f"--user={user}"] if user else []
-    queries = (
-        ["squeue", "-h", f"--name={job_name}", *user_args, "-o", "%i"],
-        ["sacct", "-X", "-n", "-P", f"--name={job_name}", *user_args, "-S", "now-7days",
-         "-o", "JobID"],
-    )
-    for argv in queries:
-        out = slurm.runner.run(argv, check=True).stdout
-        ids = {line.split("_")[0].strip() for line in out.splitlines() if line.strip()}
-        found = sorted((i for i in ids if i.isdigit() and int(i) > int(after_job)
-                        and i not in known), key=int)
+    for argv in (squeue_ids_by_name_argv(job_name, user=user),
+                 sacct_ids_by_name_argv(job_name, user=user)):
+        ids = parse_job_id_list(slurm.runner.run(argv, check=True).stdout)
+        found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
         if found:
-            return found[0]
+            return str(found[0])
     return None
 
 

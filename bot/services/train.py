@@ -227,7 +227,7 @@ def _log_path(ctx: BotContext, recipe: str | None, job_id: int, rec: Any) -> str
         return str(rec.stdout_path)
     if recipe is None or ctx.config.recipe(recipe).log_path is None:
         return None
-    from bot.core.slurm_records import expand_output_pattern
+    from bot.core.slurm.values import expand_output_pattern
 
     cfg = ctx.config.recipe(recipe)
     return expand_output_pattern(cfg.log_path or "", job_id=job_id,

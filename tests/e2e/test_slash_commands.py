@@ -114,7 +114,7 @@ def test_submit_passes_typed_override_literally(app, urls, fake_slurm) -> None:
     _, replies = train(app, urls, "submit mix lr=3e-4 target_iter=9000")
     assert "submitted job 88887" in replies[0]["text"]
     submitted = fake_slurm.submits()[0]
-    assert submitted["args"] == ["lr=0.0003"]
+    assert submitted.args == ("lr=0.0003",)
 
 
 def test_outsider_and_wrong_channel_are_refused_saying_who_can(app, urls, services,

@@ -18,7 +18,8 @@ from cluster_jobs import CountingRunner
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
-from bot.core.slurm_records import JobRecord
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sbatch import SubmitSpec
 
 pytestmark = pytest.mark.integration
 
@@ -95,13 +96,19 @@ def test_submit_running_then_completed_with_one_squeue_and_one_sacct_per_read(
     client, counting = make_client(ssh_runner, path)
     name = unique("ok")
     job_id = client.submit(
+        SubmitSpec(
+            job_name=name,
+            partition=dev_cluster.partition,
+            output=f"{dev_cluster.home}/%x-%j.out",
+            time="5",
+            mem="64M",
+        ),
         script="#!/bin/bash\necho started\nsleep 8\necho finished\n",
-        job_name=name, partition=dev_cluster.partition,
-        output=f"{dev_cluster.home}/%x-%j.out", time="5", mem="64M",
     )
     submitted.append(job_id)
-    other = client.submit(script="#!/bin/bash\nsleep 1\n", job_name=unique("other"),
-                          output="/dev/null")
+    other = client.submit(
+        SubmitSpec(job_name=unique("other"), output="/dev/null"), script="#!/bin/bash\nsleep 1\n"
+    )
     submitted.append(other)
     unknown = 987654321
     ids = [job_id, other, unknown]
@@ -147,8 +154,13 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(dev_cluster, ssh_ru
     for case, (opts, body) in scripts.items():
         mem = "100M" if opts == ["--mem=100M"] else "64M"
         ids[case] = client.submit(
-            script="#!/bin/bash\n" + body, job_name=unique(case), mem=mem,
-            time="1" if case == "timeout" else "5", output=f"{home}/%x-%j.out",
+            SubmitSpec(
+                job_name=unique(case),
+                mem=mem,
+                time="1" if case == "timeout" else "5",
+                output=f"{home}/%x-%j.out",
+            ),
+            script="#!/bin/bash\n" + body,
         )
         submitted.append(ids[case])
     finals = {"exit3": "FAILED", "kill9": "FAILED", "mem": "FAILED", "timeout": "TIMEOUT"}
@@ -184,8 +196,10 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(dev_cluster, ssh_ru
 def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
         dev_cluster, ssh_runner, submitted, path):
     client, _ = make_client(ssh_runner, path)
-    job_id = client.submit(script="#!/bin/bash\nsleep 5\n", job_name=unique("hold"),
-                           output="/dev/null", extra=["--begin=now+1hour"])
+    job_id = client.submit(
+        SubmitSpec(job_name=unique("hold"), output="/dev/null", extra=["--begin=now+1hour"]),
+        script="#!/bin/bash\nsleep 5\n",
+    )
     submitted.append(job_id)
     rec = wait_for(client, [job_id], lambda r: r.get(job_id) and r[job_id].reason == "BeginTime",
                    timeout=30, what="pending with BeginTime")[job_id]
@@ -207,8 +221,10 @@ def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
 
 def test_submit_held_shows_job_held_user(dev_cluster, ssh_runner, submitted):
     client, _ = make_client(ssh_runner, "parsable")
-    job_id = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("sbatch-hold"),
-                           output="/dev/null", hold=True)
+    job_id = client.submit(
+        SubmitSpec(job_name=unique("sbatch-hold"), output="/dev/null", hold=True),
+        script="#!/bin/bash\ntrue\n",
+    )
     submitted.append(job_id)
     assert client.jobs([job_id])[job_id].reason == "JobHeldUser"
 
@@ -221,10 +237,14 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
     name = f"a'; touch {canary} #$(touch {canary})`touch {canary}`\nline2"
     args = [f"a'; touch {canary} #", f"$(touch {canary})", "x\ny", "--wrap=id"]
     job_id = client.submit(
+        SubmitSpec(
+            args=args,
+            job_name=name,
+            output=f"{dev_cluster.home}/it-hostile-%j.out",
+            env={"HOSTILE": f"a,b'c\"d\ne $(touch {canary})"},
+        ),
         script='#!/bin/bash\nfor a in "$@"; do printf "ARG[%s]\\n" "$a"; done\n'
-               'printf "ENV[%s]\\n" "$HOSTILE"\nprintf "NAME[%s]\\n" "$SLURM_JOB_NAME"\n',
-        args=args, job_name=name, output=f"{dev_cluster.home}/it-hostile-%j.out",
-        env={"HOSTILE": f"a,b'c\"d\ne $(touch {canary})"},
+        'printf "ENV[%s]\\n" "$HOSTILE"\nprintf "NAME[%s]\\n" "$SLURM_JOB_NAME"\n',
     )
     submitted.append(job_id)
     rec = wait_for(client, [job_id], settled(job_id, "COMPLETED"), timeout=90,
@@ -241,8 +261,10 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
 
 def test_requeue_restarts_the_job(dev_cluster, ssh_runner, submitted):
     client, _ = make_client(ssh_runner, "json")
-    job_id = client.submit(script="#!/bin/bash\nsleep 120\n", job_name=unique("requeue"),
-                           output="/dev/null")
+    job_id = client.submit(
+        SubmitSpec(job_name=unique("requeue"), output="/dev/null"),
+        script="#!/bin/bash\nsleep 120\n",
+    )
     submitted.append(job_id)
     wait_for(client, [job_id], lambda r: r.get(job_id) and r[job_id].is_running, timeout=60,
              what="RUNNING before requeue")
@@ -259,15 +281,36 @@ def test_pending_competitors_same_user_and_partition_not_another_account(
     if "team-b" not in dev_cluster.accounts:
         pytest.fail("the dev cluster has no second account 'team-b' (connection.json accounts)")
     client, _ = make_client(ssh_runner, path)
-    mine = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("mine"),
-                         output="/dev/null", hold=True, account="root",
-                         partition=dev_cluster.partition)
-    rival = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("rival"),
-                          output="/dev/null", extra=["--begin=now+1hour"], account="root",
-                          partition=dev_cluster.partition)
-    other_account = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("teamb"),
-                                  output="/dev/null", hold=True, account="team-b",
-                                  partition=dev_cluster.partition)
+    mine = client.submit(
+        SubmitSpec(
+            job_name=unique("mine"),
+            output="/dev/null",
+            hold=True,
+            account="root",
+            partition=dev_cluster.partition,
+        ),
+        script="#!/bin/bash\ntrue\n",
+    )
+    rival = client.submit(
+        SubmitSpec(
+            job_name=unique("rival"),
+            output="/dev/null",
+            extra=["--begin=now+1hour"],
+            account="root",
+            partition=dev_cluster.partition,
+        ),
+        script="#!/bin/bash\ntrue\n",
+    )
+    other_account = client.submit(
+        SubmitSpec(
+            job_name=unique("teamb"),
+            output="/dev/null",
+            hold=True,
+            account="team-b",
+            partition=dev_cluster.partition,
+        ),
+        script="#!/bin/bash\ntrue\n",
+    )
     submitted.extend([mine, rival, other_account])
     found = client.pending_competitors(user=dev_cluster.user, account="root",
                                        partition=dev_cluster.partition, exclude=[mine])
@@ -283,8 +326,9 @@ def test_stopped_controller_raises_cluster_unavailable_then_recovers(
         dev_cluster, ssh_runner, submitted):
     json_client, _ = make_client(ssh_runner, "json")
     parsable_client, _ = make_client(ssh_runner, "parsable")
-    job_id = json_client.submit(script="#!/bin/bash\nsleep 1\n", job_name=unique("ctld"),
-                                output="/dev/null")
+    job_id = json_client.submit(
+        SubmitSpec(job_name=unique("ctld"), output="/dev/null"), script="#!/bin/bash\nsleep 1\n"
+    )
     submitted.append(job_id)
     try:
         dev_cluster.stop_daemon("slurmctld")
@@ -292,8 +336,10 @@ def test_stopped_controller_raises_cluster_unavailable_then_recovers(
             with pytest.raises(ClusterUnavailable, match="did not answer"):
                 client.jobs([job_id])
         with pytest.raises(ClusterUnavailable, match="may or may not have been submitted"):
-            json_client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("down"),
-                               output="/dev/null")
+            json_client.submit(
+                SubmitSpec(job_name=unique("down"), output="/dev/null"),
+                script="#!/bin/bash\ntrue\n",
+            )
     finally:
         dev_cluster.start_daemons()
     for client in (json_client, parsable_client):

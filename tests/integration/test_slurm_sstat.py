@@ -16,7 +16,8 @@ from cluster_jobs import CountingRunner
 
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
-from bot.core.slurm_records import StepMemory
+from bot.core.slurm.sbatch import SubmitSpec
+from bot.core.slurm.sstat import StepMemory
 
 pytestmark = pytest.mark.integration
 
@@ -62,12 +63,27 @@ def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
     # Job a: the batch script holds 300 MiB and an srun step holds 200 MiB at the same time.
     script_a = (f"#!/bin/bash\n{HOLD.format(mib=300)} &\n"
                 f"srun --mem=300M -n1 {HOLD.format(mib=200)} &\nwait\n")
-    job_a = client.submit(script=script_a, job_name=unique("a"), mem="900M", time="5",
-                          partition=dev_cluster.partition, output="/dev/null")
+    job_a = client.submit(
+        SubmitSpec(
+            job_name=unique("a"),
+            mem="900M",
+            time="5",
+            partition=dev_cluster.partition,
+            output="/dev/null",
+        ),
+        script=script_a,
+    )
     submitted.append(job_a)
-    job_b = client.submit(script=f"#!/bin/bash\n{HOLD.format(mib=150)}\n", job_name=unique("b"),
-                          mem="400M", time="5", partition=dev_cluster.partition,
-                          output="/dev/null")
+    job_b = client.submit(
+        SubmitSpec(
+            job_name=unique("b"),
+            mem="400M",
+            time="5",
+            partition=dev_cluster.partition,
+            output="/dev/null",
+        ),
+        script=f"#!/bin/bash\n{HOLD.format(mib=150)}\n",
+    )
     submitted.append(job_b)
     unknown = 987654321
     ids = [job_a, job_b, unknown]
@@ -90,16 +106,39 @@ def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
 
 def test_finished_and_pending_jobs_are_absent_not_errors(dev_cluster, ssh_runner, submitted):
     client = SlurmClient(ssh_runner, use_json=True, timeout=60)
-    running = client.submit(script=f"#!/bin/bash\n{HOLD.format(mib=100)}\n",
-                            job_name=unique("run"), mem="300M", time="5", output="/dev/null",
-                            partition=dev_cluster.partition)
+    running = client.submit(
+        SubmitSpec(
+            job_name=unique("run"),
+            mem="300M",
+            time="5",
+            output="/dev/null",
+            partition=dev_cluster.partition,
+        ),
+        script=f"#!/bin/bash\n{HOLD.format(mib=100)}\n",
+    )
     submitted.append(running)
-    pending = client.submit(script="#!/bin/bash\nsleep 5\n", job_name=unique("pend"),
-                            mem="64M", time="5", output="/dev/null", hold=True,
-                            partition=dev_cluster.partition)
+    pending = client.submit(
+        SubmitSpec(
+            job_name=unique("pend"),
+            mem="64M",
+            time="5",
+            output="/dev/null",
+            hold=True,
+            partition=dev_cluster.partition,
+        ),
+        script="#!/bin/bash\nsleep 5\n",
+    )
     submitted.append(pending)
-    finished = client.submit(script="#!/bin/bash\ntrue\n", job_name=unique("done"), mem="64M",
-                             time="5", output="/dev/null", partition=dev_cluster.partition)
+    finished = client.submit(
+        SubmitSpec(
+            job_name=unique("done"),
+            mem="64M",
+            time="5",
+            output="/dev/null",
+            partition=dev_cluster.partition,
+        ),
+        script="#!/bin/bash\ntrue\n",
+    )
     submitted.append(finished)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

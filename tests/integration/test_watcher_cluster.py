@@ -19,6 +19,7 @@ from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
+from bot.core.slurm.sbatch import SubmitSpec
 from bot.services.watch.tick import Watcher
 from bot.store import Store
 
@@ -80,9 +81,9 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
         try:
             for kind, script in (("nccl", NCCL_JOB), ("silent", SILENT_JOB)):
                 name = f"watch-{kind}-{tag}"
-                job_id = slurm.submit(script=script, job_name=name,
-                                      partition=dev_cluster.partition,
-                                      output=f"{logdir}/%x-%j.out", time="5")
+                spec = SubmitSpec(job_name=name, partition=dev_cluster.partition,
+                                  output=f"{logdir}/%x-%j.out", time="5")
+                job_id = slurm.submit(spec, script=script)
                 ids[kind] = job_id
                 chain = store.chains.create(recipe=kind, cluster="dev", job_name=name,
                                             now=time.time())

@@ -141,7 +141,7 @@ def test_a_failed_resubmit_charges_nothing(store: Store) -> None:
     s.stalled()
     resubmit = s.died()
 
-    def refuse(**kwargs: object) -> int:
+    def refuse(spec: object, *, script: str | None = None) -> int:
         raise ServiceError("sbatch: no")
 
     s.slurm.submit = refuse  # type: ignore[method-assign]
@@ -205,7 +205,7 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     assert result.update_text == ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted "
                                   "it as 88887 from the start")
     assert s.slurm.acted("cancel") == [88154]
-    assert len(s.slurm.submits()) == 1 and s.slurm.submits()[0]["job_name"] == "mix"
+    assert len(s.slurm.submits()) == 1 and s.slurm.submits()[0].job_name == "mix"
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.job_id, old.result, old.cause, old.last_iter) == ("88154", "CANCELLED", "hang",
                                                                   3470)

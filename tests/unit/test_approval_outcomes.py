@@ -27,7 +27,7 @@ def store(tmp_path: Path):
 
 
 class RefusingSlurm(FakeSlurm):
-    def submit(self, **kwargs: object) -> int:
+    def submit(self, spec: object, *, script: str | None = None) -> int:
         raise ClusterError(SBATCH_ERROR)
 
 

@@ -196,7 +196,7 @@ def test_resubmit_with_more_memory_even_if_users_may_not_override_mem(
     result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
     assert result.status == "done", result
     assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G"
-    assert slurm.submits()[0]["mem"] == "1900G"
+    assert slurm.submits()[0].mem == "1900G"
     assert "mem" not in ctx.config.recipe("mix").overridable  # not widened for later
 
 

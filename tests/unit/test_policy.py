@@ -30,7 +30,8 @@ from bot.core.policy import (
     params_from,
     suggest_mem,
 )
-from bot.core.slurm_records import JobRecord, parse_exit_code
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.values import parse_exit_code
 from bot.core.units import parse_size
 
 STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"

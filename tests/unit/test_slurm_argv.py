@@ -16,18 +16,12 @@ import pytest
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult
-from bot.core.slurm_records import (
-    SACCT_FIELDS,
-    SQUEUE_FIELDS,
-    SlurmParseError,
-    check_env,
-    parse_sbatch_output,
-    sacct_argv,
-    sbatch_argv,
-    scancel_argv,
-    scontrol_argv,
-    squeue_argv,
-)
+from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.sacct import SACCT_FIELDS, sacct_argv
+from bot.core.slurm.sbatch import SubmitSpec, check_env, parse_sbatch_output, sbatch_argv
+from bot.core.slurm.scancel import scancel_argv
+from bot.core.slurm.scontrol import scontrol_argv
+from bot.core.slurm.squeue import SQUEUE_FIELDS, squeue_argv
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 HOSTILE = ["a'; touch /tmp/pwned #", "$(id)", "x\ny", "--wrap=rm -rf ~", "`id`", "a b|c;d"]
@@ -38,7 +32,7 @@ HOSTILE = ["a'; touch /tmp/pwned #", "$(id)", "x\ny", "--wrap=rm -rf ~", "`id`",
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_sbatch_keeps_each_hostile_value_in_one_argv_word(value):
-    argv = sbatch_argv(job_name=value, script_path="train.sh", args=[value, "plain"])
+    argv = sbatch_argv(SubmitSpec(job_name=value, script_path="train.sh", args=[value, "plain"]))
     assert f"--job-name={value}" in argv
     # the script's arguments follow the script path, verbatim and in order
     assert argv[-3:] == ["train.sh", value, "plain"]
@@ -47,23 +41,47 @@ def test_sbatch_keeps_each_hostile_value_in_one_argv_word(value):
 
 
 def test_sbatch_options_are_glued_so_a_value_cannot_become_an_option():
-    argv = sbatch_argv(job_name="j", script_path="s.sh", partition="--wrap=id", mem="100M",
-                       time="1", gres="gpu:4", account="team-b", qos="high", output="%x-%j.out",
-                       workdir="/scratch/run")
+    argv = sbatch_argv(
+        SubmitSpec(
+            job_name="j",
+            script_path="s.sh",
+            partition="--wrap=id",
+            mem="100M",
+            time="1",
+            gres="gpu:4",
+            account="team-b",
+            qos="high",
+            output="%x-%j.out",
+            workdir="/scratch/run",
+        )
+    )
     assert "--partition=--wrap=id" in argv
     assert {"--mem=100M", "--time=1", "--gres=gpu:4", "--account=team-b", "--qos=high",
             "--output=%x-%j.out", "--chdir=/scratch/run"} <= set(argv)
     assert argv[:3] == ["sbatch", "--parsable", "--job-name=j"]
 
 
+def test_sbatch_writes_every_option_of_the_spec_in_one_fixed_order():
+    spec = SubmitSpec(job_name="j", script_path="s.sh", args=["a"], partition="p", account="acc",
+                      qos="q", gres="gpu:4", mem="100M", time="1", output="o", error="e",
+                      workdir="/w", begin="now", env={"K": "v"}, hold=True, extra=["--requeue"])
+    assert sbatch_argv(spec) == [
+        "env", "K=v", "sbatch", "--parsable", "--job-name=j", "--partition=p", "--account=acc",
+        "--qos=q", "--gres=gpu:4", "--mem=100M", "--time=1", "--output=o", "--error=e",
+        "--chdir=/w", "--begin=now", "--export=ALL", "--hold", "--requeue", "s.sh", "a",
+    ]
+
+
 def test_sbatch_with_inline_script_and_args_reads_the_script_from_stdin():
-    assert sbatch_argv(job_name="j")[-1] == "--job-name=j"  # no script path: stdin
-    argv = sbatch_argv(job_name="j", args=["--lr", "3e-4"])
+    assert sbatch_argv(SubmitSpec(job_name="j"))[-1] == "--job-name=j"  # no script path: stdin
+    argv = sbatch_argv(SubmitSpec(job_name="j", args=["--lr", "3e-4"]))
     assert argv[-3:] == ["/dev/stdin", "--lr", "3e-4"]
 
 
 def test_sbatch_hold_and_extra_options():
-    argv = sbatch_argv(job_name="j", hold=True, extra=["--begin=now+1hour", "--requeue"])
+    argv = sbatch_argv(
+        SubmitSpec(job_name="j", hold=True, extra=["--begin=now+1hour", "--requeue"])
+    )
     assert "--hold" in argv and "--begin=now+1hour" in argv and "--requeue" in argv
 
 
@@ -79,12 +97,12 @@ def test_sbatch_hold_and_extra_options():
 def test_sbatch_rejects_unsafe_shapes_with_a_clear_message(kwargs, message):
     kwargs = {"job_name": "j", **kwargs}
     with pytest.raises(ValueError, match=message):
-        sbatch_argv(**kwargs)
+        sbatch_argv(SubmitSpec(**kwargs))
 
 
 def test_env_goes_through_env1_not_export_so_commas_and_newlines_survive():
-    argv = sbatch_argv(job_name="j", script_path="s.sh",
-                       env={"CC": "gcc", "WEIRD": "a,b'c\nd $(id)"})
+    argv = sbatch_argv(SubmitSpec(job_name="j", script_path="s.sh",
+                       env={"CC": "gcc", "WEIRD": "a,b'c\nd $(id)"}))
     assert argv[:3] == ["env", "CC=gcc", "WEIRD=a,b'c\nd $(id)"]
     assert argv[3] == "sbatch" and "--export=ALL" in argv
 
@@ -274,8 +292,9 @@ def test_other_failures_are_command_failed_with_stderr():
 
 def test_submit_sends_script_on_stdin_and_returns_the_id():
     runner = FakeRunner({"sbatch": (0, "4242\n", "")})
-    job_id = SlurmClient(runner, use_json=False).submit(script="#!/bin/bash\necho hi\n",
-                                                        job_name="mix")
+    job_id = SlurmClient(runner, use_json=False).submit(
+        SubmitSpec(job_name="mix"), script="#!/bin/bash\necho hi\n"
+    )
     assert job_id == 4242
     argv, stdin = runner.calls[0]
     assert stdin == "#!/bin/bash\necho hi\n" and "--job-name=mix" in argv
@@ -284,16 +303,16 @@ def test_submit_sends_script_on_stdin_and_returns_the_id():
 def test_submit_needs_exactly_one_script_source():
     client = SlurmClient(FakeRunner({}), use_json=False)
     with pytest.raises(ValueError, match="exactly one"):
-        client.submit(job_name="j")
+        client.submit(SubmitSpec(job_name="j"))
     with pytest.raises(ValueError, match="exactly one"):
-        client.submit(job_name="j", script="x", script_path="y")
+        client.submit(SubmitSpec(job_name="j", script_path="y"), script="x")
 
 
 def test_submit_when_controller_is_down_says_the_job_may_exist():
     runner = FakeRunner({"sbatch": (1, "", "sbatch: error: Batch job submission failed: "
                                            "Unable to contact slurm controller (connect failure)")})
     with pytest.raises(ClusterUnavailable, match="may or may not have been submitted"):
-        SlurmClient(runner, use_json=False).submit(script="x", job_name="mix")
+        SlurmClient(runner, use_json=False).submit(SubmitSpec(job_name="mix"), script="x")
 
 
 def test_probe_runs_once_and_detects_json():

@@ -13,29 +13,23 @@ from pathlib import Path
 import pytest
 
 from bot.core.models import Accounting
-from bot.core.slurm_records import (
-    JobRecord,
-    SlurmParseError,
+from bot.core.slurm.competitors import filter_competitors
+from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.records import JobRecord, merge_records
+from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
+from bot.core.slurm.squeue import parse_squeue_json, parse_squeue_parsable
+from bot.core.slurm.sstat import parse_sstat, sstat_argv, sstat_missing
+from bot.core.slurm.states import normalize_reason, normalize_state
+from bot.core.slurm.values import (
     decode_wait_status,
     expand_output_pattern,
-    filter_competitors,
-    merge_records,
-    normalize_reason,
-    normalize_state,
     parse_duration,
     parse_exit_code,
     parse_req_mem,
     parse_rss,
-    parse_sacct_json,
-    parse_sacct_parsable,
-    parse_squeue_json,
-    parse_squeue_parsable,
-    parse_sstat,
     parse_time,
-    parse_version,
-    sstat_argv,
-    sstat_missing,
 )
+from bot.core.slurm.version import parse_version
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 CASES: dict[str, int] = json.loads((FIXTURES / "cases.json").read_text())["cases"]
@@ -547,7 +541,7 @@ def test_accounting_carries_the_diagnosis_fields():
 
 
 def test_format_duration_round_trips_through_parse_duration():
-    from bot.core.slurm_records import format_duration
+    from bot.core.slurm.values import format_duration
 
     assert format_duration(93784) == "1-02:03:04"
     assert format_duration(59) == "00:00:59"

@@ -7,7 +7,7 @@ import pytest
 from bot.cli.status import format_report
 from bot.cluster.errors import ClusterUnavailable
 from bot.config import parse_config
-from bot.core.slurm_records import JobRecord
+from bot.core.slurm.records import JobRecord
 from bot.services import UsageProblem
 from bot.services.status import job_status
 from bot.store import Store

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config import parse_config
+from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
+from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
 from bot.services.submit import (
     RESUME_ENV,
     OverrideError,
@@ -108,6 +109,16 @@ def test_apply_overrides_replaces_slurm_fields_and_revalidates(config):
         apply_overrides(recipe, {"time": "2 days"})
 
 
+def test_recipe_and_its_overrides_produce_the_submit_spec(config):
+    # the sbatch options a recipe sets by name are recipe fields, replaced by an override
+    for name, kind in RECIPE_OVERRIDABLE_OPTIONS.items():
+        assert name in RecipeConfig.model_fields and SLURM_OVERRIDE_FIELDS[name] == kind
+    recipe = apply_overrides(config.recipe("mix"), {"mem": "950G", "lr": 0.5})
+    assert recipe.submit_spec(job_name="wm-mix", env={"A": "1"}) == SubmitSpec(
+        job_name="wm-mix", script_path="/home/u/train.sbatch",
+        args=("--config", "mix.yaml", "lr=0.5"), mem="950G", time="04:00:00", env={"A": "1"})
+
+
 def test_resume_env_name_is_stable():
     assert RESUME_ENV == "TRAINBOT_RESUME_FROM"
 
@@ -118,12 +129,12 @@ def test_resume_env_name_is_stable():
 
 class FakeSlurm:
     def __init__(self, fail: Exception | None = None):
-        self.calls: list[dict] = []
+        self.calls: list[SubmitSpec] = []
         self.fail = fail
         self.runner = FakeRunner()
 
-    def submit(self, **kwargs):
-        self.calls.append(kwargs)
+    def submit(self, spec, *, script=None):
+        self.calls.append(spec)
         if self.fail:
             raise self.fail
         return 4000 + len(self.calls)
@@ -189,11 +200,11 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
     assert lookups == [("SFTP", "/ck/mix", "marker:DONE", "latest_checkpoint.txt",
                         ("iter_*", "step_*"))]  # fmt: skip
     call = slurm.calls[0]
-    assert call["script_path"] == "/home/u/train.sbatch"
-    assert call["args"] == ["--config", "mix.yaml", "lr=0.5"]
-    assert (call["mem"], call["time"], call["job_name"]) == ("950G", "04:00:00", "wm-mix")
-    assert call["output"] == "/logs/%x-%j.out"
-    assert call["env"] == {
+    assert call.script_path == "/home/u/train.sbatch"
+    assert call.args == ("--config", "mix.yaml", "lr=0.5")
+    assert (call.mem, call.time, call.job_name) == ("950G", "04:00:00", "wm-mix")
+    assert call.output == "/logs/%x-%j.out"
+    assert call.env == {
         "OMP_NUM_THREADS": "8",
         "TRAINBOT_RECIPE": "mix",
         "TRAINBOT_RESUME_FROM": "/ck/mix/iter_000001000",

@@ -128,7 +128,7 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     assert slurm.submits() == []  # backoff: not before T0 + 1340
     w.tick(T0 + 1350)
     [submitted] = slurm.submits()
-    assert submitted["job_name"] == "mix"  # same name, same chain
+    assert submitted.job_name == "mix"  # same name, same chain
     assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88300", "88887"]
     assert store.chains.get(chain.id).retries_used == 1
     assert store.watched_jobs.get("dev", "88887") is not None

@@ -27,7 +27,8 @@ from bot.core.policy import (
     decide,
     early_warnings,
 )
-from bot.core.slurm_records import JobRecord, StepMemory
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sstat import StepMemory
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents

@@ -12,7 +12,8 @@ from fixtures.watcher.fakes import T0, FakeSFTP
 from bot.cluster.errors import ClusterUnavailable
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
-from bot.core.slurm_records import JobRecord, StepMemory
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sstat import StepMemory
 from bot.services.watch.tick import Watcher
 from bot.store import Store
 

@@ -9,7 +9,7 @@ from bot.core.metrics import MetricSeries
 from bot.core.models import Diagnosis
 from bot.core.policy import Decision
 from bot.core.sampler_series import SamplerSeries
-from bot.core.slurm_records import JobRecord
+from bot.core.slurm.records import JobRecord
 
 
 @dataclass(frozen=True)

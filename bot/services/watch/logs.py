@@ -25,7 +25,8 @@ from bot.cluster.tail import TailState, read_new_lines
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Diagnosis
 from bot.core.sampler_series import SamplerSeries
-from bot.core.slurm_records import JobRecord, expand_output_pattern
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.values import expand_output_pattern
 from bot.services.watch.events import TickReport
 
 

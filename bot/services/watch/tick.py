@@ -49,7 +49,9 @@ from bot.core.policy import (
     params_from,
 )
 from bot.core.sampler_series import cpu_around, role_growth, sampler_leak
-from bot.core.slurm_records import JobRecord, SlurmParseError, StepMemory
+from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sstat import StepMemory
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.logs import JobWatch, LogFollower
 from bot.services.watch.outbox import Outbox

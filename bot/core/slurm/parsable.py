@@ -1,0 +1,39 @@
+"""Rows of Slurm's `|`-separated output (squeue -O, sacct/sstat --parsable2)."""
+
+from __future__ import annotations
+
+import re
+
+from bot.core.slurm.errors import SlurmParseError
+
+
+def split_rows(text: str, n_fields: int, sep: str) -> list[list[str]]:
+    """Rows of `sep`-separated output whose last field (a job name) may hold `sep` or newlines.
+
+    A physical line that does not start like a row (`<digits>` then a separator) continues the
+    previous row's last field, so a name with a newline stays one row.
+    """
+    rows: list[list[str]] = []
+    row_start = re.compile(r"^\d+(?:_\d+|_\[[^\]]*\])?(?:\+\d+)?(?:\.[\w-]+)?" + re.escape(sep))
+    for line in text.splitlines():
+        if not line.strip() and not rows:
+            continue
+        if rows and not row_start.match(line):
+            rows[-1][-1] += "\n" + line
+            continue
+        parts = line.split(sep)
+        if len(parts) > n_fields:  # separator inside the last (name) field
+            parts = [*parts[: n_fields - 1], sep.join(parts[n_fields - 1 :])]
+        rows.append(parts)
+    for row in rows:
+        if len(row) < n_fields:
+            raise SlurmParseError(
+                f"expected {n_fields} '{sep}'-separated fields, got {len(row)}: {sep.join(row)!r}"
+            )
+    return rows
+
+
+def parse_job_id_list(text: str) -> set[int]:
+    """The job ids in a one-id-per-line listing (`-o %i`, `-o JobID`); `123_4` counts as 123."""
+    ids = {line.split("_")[0].strip() for line in text.splitlines() if line.strip()}
+    return {int(i) for i in ids if i.isdigit()}

@@ -1,0 +1,116 @@
+"""`JobRecord`, what trainbot knows about one job, and how squeue's and sacct's records merge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.core.models import Accounting
+from bot.core.slurm.states import FINISHED_STATES, HELD_REASONS, PENDING_STATES, RUNNING_STATES
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """Everything trainbot knows about one Slurm job after one squeue + one sacct call.
+
+    `state` is the first word (`CANCELLED by 0` -> `CANCELLED`, uid in `cancelled_by`);
+    `exit_code`/`signal` come from sacct's `code:signal`, corrected from the steps where the
+    job row hides the cause (see `parse_sacct_parsable`). Times are epoch seconds. `source`
+    says which command(s) knew the job: `squeue`, `sacct` or `squeue+sacct`.
+    """
+
+    job_id: int
+    name: str | None = None
+    user: str | None = None
+    account: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    state: str | None = None
+    reason: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    elapsed_s: float | None = None
+    node: str | None = None
+    max_rss_bytes: int | None = None
+    mem_limit_bytes: int | None = None
+    stdout_path: str | None = None
+    submit_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    restart_count: int = 0
+    time_limit_s: float | None = None
+    priority: int | None = None
+    workdir: str | None = None
+    cancelled_by: int | None = None
+    step_states: tuple[tuple[str, str], ...] = ()  # (step, state), e.g. ("batch", "CANCELLED")
+    source: str = ""
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state in PENDING_STATES
+
+    @property
+    def is_running(self) -> bool:
+        return self.state in RUNNING_STATES
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @property
+    def is_held(self) -> bool:
+        """Held by a user or an admin: it will not start until someone releases it."""
+        return self.state == "REQUEUE_HOLD" or (self.is_pending and self.reason in HELD_REASONS)
+
+    def accounting(self) -> Accounting:
+        """The subset diagnosis needs (bot.core.models.Accounting)."""
+        return Accounting(
+            state=self.state,
+            exit_code=self.exit_code,
+            signal=self.signal,
+            elapsed_s=self.elapsed_s,
+            mem_limit_bytes=self.mem_limit_bytes,
+            max_rss_bytes=self.max_rss_bytes,
+        )
+
+
+def merge_records(
+    squeue_records: Mapping[int, JobRecord], sacct_records: Mapping[int, JobRecord]
+) -> dict[int, JobRecord]:
+    """One record per job known to either side.
+
+    squeue (the controller) is authoritative for what it knows live: name, user, account,
+    partition, QOS, state and reason, node, stdout path (sacct lags: for a moment a finished
+    job reads `JobName=allocation`, `QOS=Unknown`). Once both sides say the job is finished,
+    sacct is authoritative for the outcome, because it has the steps: state, exit code,
+    signal, elapsed, start/end. MaxRSS and step states only sacct has. A job only one side
+    knows is reported as that side has it.
+    """
+    merged: dict[int, JobRecord] = {}
+    for job_id in sorted(set(squeue_records) | set(sacct_records)):
+        live = squeue_records.get(job_id)
+        acct = sacct_records.get(job_id)
+        if live is None or acct is None:
+            merged[job_id] = live or acct  # type: ignore[assignment]
+            continue
+        values = {}
+        for name in JobRecord.__dataclass_fields__:
+            mine = getattr(live, name)
+            values[name] = mine if mine not in (None, "", ()) else getattr(acct, name)
+        if live.is_finished and acct.is_finished:
+            for name in ("state", "exit_code", "signal", "elapsed_s", "start_time", "end_time"):
+                theirs = getattr(acct, name)
+                values[name] = theirs if theirs is not None else getattr(live, name)
+        elif not live.is_finished:
+            # Alive (or back to pending after a requeue): an earlier attempt's outcome is void.
+            values["exit_code"] = live.exit_code
+            values["signal"] = live.signal
+            values["end_time"] = live.end_time
+            values["elapsed_s"] = acct.elapsed_s if live.is_running else live.elapsed_s
+        values["max_rss_bytes"] = acct.max_rss_bytes
+        values["restart_count"] = max(live.restart_count, acct.restart_count)
+        values["cancelled_by"] = acct.cancelled_by
+        values["step_states"] = acct.step_states
+        values["source"] = "squeue+sacct"
+        merged[job_id] = JobRecord(**values)
+    return merged

@@ -1,0 +1,339 @@
+"""sacct: the argv of one call for all jobs, and its `--parsable2` and JSON output as records.
+
+sacct's job row and its step rows disagree (`TIMEOUT 0:0` with `.batch CANCELLED 0:15`,
+`OUT_OF_MEMORY 0:125`); `CANCELLED by 1000` is `CANCELLED`; cut columns end in `+`.
+`sacct --json` in 22.05 reports `exit 3` as return_code 0; the parsable path is the one
+that gets exit codes right there (see `parse_sacct_json`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from bot.core.slurm.argv import TIME_FORMAT_ENV, job_ids_arg
+from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.json_fields import json_epoch, json_number, json_text, load_json
+from bot.core.slurm.parsable import split_rows
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.states import (
+    FINISHED_STATES,
+    RUNNING_STATES,
+    cancelled_by,
+    normalize_reason,
+    normalize_state,
+)
+from bot.core.slurm.values import (
+    MAX_REAL_SIGNAL,
+    parse_count,
+    parse_duration,
+    parse_exit_code,
+    parse_req_mem,
+    parse_rss,
+    parse_time,
+    parse_tres_mem,
+)
+
+SACCT_FIELDS: tuple[str, ...] = (
+    "JobIDRaw", "JobID", "State", "ExitCode", "Reason", "User", "Account", "Partition", "QOS",
+    "ElapsedRaw", "NodeList", "MaxRSS", "ReqTRES", "AllocTRES", "AllocCPUS", "Submit", "Start",
+    "End", "TimelimitRaw", "WorkDir", "JobName",
+)
+
+
+def sacct_argv(job_ids: Iterable[int], *, json: bool = False,
+               fields: Sequence[str] = SACCT_FIELDS) -> list[str]:
+    """argv of one sacct call for all `job_ids`, with `-D` so requeued attempts show."""
+    ids = job_ids_arg(job_ids)
+    if json:
+        return ["sacct", "--json", "--duplicates", f"--jobs={ids}"]
+    if fields[-1] != "JobName" and "JobName" in fields:
+        raise ValueError("JobName must be the last sacct field (names may contain '|')")
+    return [*TIME_FORMAT_ENV, "sacct", "--parsable2", "--duplicates", f"--jobs={ids}",
+            "--format=" + ",".join(fields)]
+
+
+@dataclass(frozen=True)
+class _SacctRow:
+    """One sacct line: the job (step == None) or one of its steps (`batch`, `extern`, `0`)."""
+
+    job_id: int
+    step: str | None
+    state_text: str | None
+    exit_code: int | None
+    signal: int | None
+    max_rss: int | None
+    fields: Mapping[str, Any]
+
+
+def parse_sacct_parsable(text: str, fields: Sequence[str] | None = None) -> dict[int, JobRecord]:
+    """Jobs in `sacct --parsable2 -D` output (job, `.batch`, `.extern` and step rows).
+
+    With a header line (what `sacct_argv` asks for) fields are found by name; without one
+    pass `fields`. A job that was requeued has one job row per attempt (`-D`); the last is
+    current and the others count as restarts.
+    """
+    lines = text.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if fields is None:
+        if not lines:
+            return {}
+        fields = tuple(lines[0].split("|"))
+        lines = lines[1:]
+        if "JobName" in fields[:-1]:
+            raise SlurmParseError("sacct output must list JobName last (names may hold '|')")
+    if not lines:
+        return {}
+    rows = []
+    for parts in split_rows("\n".join(lines), len(fields), "|"):
+        raw = dict(zip(fields, parts, strict=True))
+        rows.append(_sacct_parsable_row(raw))
+    return _assemble_sacct(rows)
+
+
+def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
+    id_text = (raw.get("JobIDRaw") or raw.get("JobID") or "").strip()
+    match = re.fullmatch(r"(\d+)(?:_[^.]*)?(?:\+\d+)?(?:\.(.+))?\+?", id_text)
+    if match is None:
+        raise SlurmParseError(f"sacct row has an unreadable JobID {id_text!r}")
+    code, signal = parse_exit_code(raw.get("ExitCode"))
+    cpus = parse_count(raw.get("AllocCPUS"))
+    elapsed = raw.get("ElapsedRaw")
+    fields: dict[str, Any] = {
+        "name": raw.get("JobName"),
+        "user": raw.get("User") or None,
+        "account": raw.get("Account") or None,
+        "partition": raw.get("Partition") or None,
+        "qos": raw.get("QOS") or None,
+        "reason": normalize_reason(raw.get("Reason")),
+        "elapsed_s": float(elapsed) if elapsed and elapsed.strip().isdigit()
+        else parse_duration(raw.get("Elapsed")),
+        "node": raw.get("NodeList") or None,
+        "mem_limit_bytes": (
+            parse_tres_mem(raw.get("AllocTRES"))
+            or parse_tres_mem(raw.get("ReqTRES"))
+            or _lenient_req_mem(raw.get("ReqMem"), cpus)
+        ),
+        "submit_time": parse_time(raw.get("Submit")),
+        "start_time": parse_time(raw.get("Start")),
+        "end_time": parse_time(raw.get("End")),
+        "time_limit_s": (float(t) * 60 if (t := parse_count(raw.get("TimelimitRaw"))) is not None
+                         else parse_duration(raw.get("Timelimit"))),
+        "workdir": raw.get("WorkDir") or None,
+    }
+    return _SacctRow(
+        job_id=int(match[1]),
+        step=match[2],
+        state_text=raw.get("State"),
+        exit_code=code,
+        signal=signal,
+        max_rss=parse_rss(raw.get("MaxRSS")),
+        fields=fields,
+    )
+
+
+def _lenient_req_mem(text: str | None, cpus: int | None) -> int | None:
+    """ReqMem, or None when sacct prints something odd there (seen: `16?` while a job starts)."""
+    try:
+        return parse_req_mem(text, cpus=cpus)
+    except SlurmParseError:
+        return None
+
+
+def _assemble_sacct(rows: Iterable[_SacctRow]) -> dict[int, JobRecord]:
+    """Group rows into attempts (one per job row), keep the last attempt, fold its steps in."""
+    attempts: dict[int, list[tuple[_SacctRow, list[_SacctRow]]]] = {}
+    for row in rows:
+        if row.step is None:
+            attempts.setdefault(row.job_id, []).append((row, []))
+        elif row.job_id in attempts:
+            attempts[row.job_id][-1][1].append(row)
+        # a step whose job row is missing (sacct lag) is dropped: nothing to attach it to
+    # The current attempt is the latest submitted (requeue resubmits); ties keep output order.
+    return {
+        job_id: _sacct_record(sorted(history, key=lambda a: a[0].fields.get("submit_time") or 0))
+        for job_id, history in attempts.items()
+    }
+
+
+def _step_exit(state: str | None, job: _SacctRow, steps: Sequence[_SacctRow]) -> tuple[
+        int | None, int | None]:
+    """The job row's code:signal, unless it hides the cause and a step has a real one.
+
+    `TIMEOUT 0:0` with `.batch CANCELLED 0:15` -> signal 15; `OUT_OF_MEMORY 0:125` (125 is
+    Slurm's SIG_OOM, not a signal) with a step `0:9` -> 9. A clean COMPLETED 0:0 is trusted.
+    """
+    code, signal = job.exit_code, job.signal
+    hides = (code == 0 and signal == 0) or (signal is not None and signal > MAX_REAL_SIGNAL)
+    if state == "COMPLETED" or not hides:
+        return code, signal
+    ordered = sorted(
+        (s for s in steps if s.step != "extern"),
+        key=lambda s: (s.step != "batch", s.step or ""),
+    )
+    for step in ordered:
+        real_signal = step.signal is not None and 0 < step.signal <= MAX_REAL_SIGNAL
+        if step.exit_code or real_signal:
+            return step.exit_code, step.signal
+    return code, signal
+
+
+def _sacct_record(history: Sequence[tuple[_SacctRow, list[_SacctRow]]]) -> JobRecord:
+    job, steps = history[-1]
+    state = normalize_state(job.state_text)
+    code, signal = _step_exit(state, job, steps)
+    rss_values = [s.max_rss for s in steps if s.max_rss is not None]
+    if job.max_rss is not None:
+        rss_values.append(job.max_rss)
+    f = job.fields
+    mem_limit = f["mem_limit_bytes"]
+    if mem_limit is None:
+        mem_limit = next((s.fields["mem_limit_bytes"] for s in steps
+                          if s.fields["mem_limit_bytes"] is not None), None)
+    finished = state in FINISHED_STATES
+    started = finished or state in RUNNING_STATES
+    requeues = len(history) - 1  # every earlier job row is an attempt that was requeued
+    return JobRecord(
+        job_id=job.job_id,
+        name=f["name"],
+        user=f["user"],
+        account=f["account"],
+        partition=f["partition"],
+        qos=f["qos"],
+        state=state,
+        reason=f["reason"],
+        exit_code=code if finished else None,
+        signal=signal if finished else None,
+        elapsed_s=f["elapsed_s"] if started else None,
+        node=f["node"] if started and f["node"] != "None assigned" else None,
+        max_rss_bytes=max(rss_values) if rss_values else None,
+        mem_limit_bytes=mem_limit,
+        submit_time=f["submit_time"],
+        start_time=f["start_time"] if started else None,
+        end_time=f["end_time"] if finished else None,
+        restart_count=requeues,
+        time_limit_s=f["time_limit_s"],
+        workdir=f["workdir"],
+        cancelled_by=cancelled_by(job.state_text),
+        step_states=tuple((s.step or "", normalize_state(s.state_text) or "") for s in steps),
+        source="sacct",
+    )
+
+
+def parse_sacct_json(text: str) -> dict[int, JobRecord]:
+    """Jobs in `sacct --json` output (dbv0.0.38 of 22.05; v0.0.39+ shapes as well).
+
+    Caveat (22.05.8): a non-zero exit shows `exit_code.return_code = 0` with state FAILED.
+    When the job is FAILED but every exit code reads 0:0 the exit code is reported as None
+    (unknown) rather than a misleading 0; the parsable path has the right number.
+    """
+    data = load_json(text, "sacct")
+    rows: list[_SacctRow] = []
+    for job in data["jobs"]:
+        rows.extend(_sacct_json_rows(job))
+    records = _assemble_sacct(rows)
+    fixed = {}
+    for job_id, record in records.items():
+        if record.state == "FAILED" and record.exit_code == 0 and not record.signal:
+            record = replace(record, exit_code=None, signal=None)
+        fixed[job_id] = record
+    return fixed
+
+
+def _json_sacct_exit(value: Any) -> tuple[int | None, int | None]:
+    if not isinstance(value, dict):
+        return None, None
+    code = json_number(value.get("return_code"))
+    signal_obj = value.get("signal") or {}
+    raw_signal = signal_obj.get("signal_id", signal_obj.get("id"))
+    signal = json_number(raw_signal)
+    return (int(code) if code is not None else 0, int(signal) if signal else 0)
+
+
+def _tres_mem(tres_list: Any) -> int | None:
+    """Bytes of the `mem` entry in a TRES list (`[{"type": "mem", "count": 123}]`)."""
+    if not isinstance(tres_list, list):
+        return None
+    for item in tres_list:
+        if isinstance(item, dict) and item.get("type") == "mem":
+            count = json_number(item.get("count"))
+            return int(count) if count is not None else None
+    return None
+
+
+def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
+    job_id = json_number(job.get("job_id"))
+    if job_id is None:
+        return []
+    state_obj = job.get("state") or {}
+    current = state_obj.get("current") if isinstance(state_obj, dict) else state_obj
+    state_text = current[0] if isinstance(current, list) and current else current
+    times = job.get("time") or {}
+    required = job.get("required") or {}
+    mem_per_node = json_number(required.get("memory_per_node", required.get("memory")))
+    mem_per_cpu = json_number(required.get("memory_per_cpu"))
+    cpus = json_number(required.get("CPUs", required.get("cpus")))
+    mem_limit = None
+    if mem_per_node:
+        mem_limit = int(mem_per_node) * 1024**2
+    elif mem_per_cpu and cpus:
+        mem_limit = int(mem_per_cpu) * int(cpus) * 1024**2
+    if mem_limit is None:
+        mem_limit = _tres_mem((job.get("tres") or {}).get("allocated"))
+    limit = json_number(times.get("limit"))
+    elapsed = json_number(times.get("elapsed"))
+    code, signal = _json_sacct_exit(job.get("exit_code"))
+    association = job.get("association") or {}
+    fields = {
+        "name": json_text(job.get("name")),
+        "user": json_text(job.get("user")) or json_text(association.get("user")),
+        "account": json_text(job.get("account")) or json_text(association.get("account")),
+        "partition": json_text(job.get("partition")),
+        "qos": json_text(job.get("qos")),
+        "reason": normalize_reason(json_text(state_obj.get("reason")) if isinstance(state_obj, dict)
+                                   else None),
+        "elapsed_s": float(elapsed) if elapsed is not None else None,
+        "node": json_text(job.get("nodes")),
+        "mem_limit_bytes": mem_limit,
+        "submit_time": json_epoch(times.get("submission")),
+        "start_time": json_epoch(times.get("start")),
+        "end_time": json_epoch(times.get("end")),
+        "time_limit_s": float(limit) * 60 if limit is not None else None,
+        "workdir": json_text(job.get("working_directory")),
+    }
+    rows = [_SacctRow(int(job_id), None, json_text(state_text), code, signal, None, fields)]
+    for step in job.get("steps") or []:
+        rows.append(_sacct_json_step(int(job_id), step))
+    return rows
+
+
+def _sacct_json_step(job_id: int, step: Mapping[str, Any]) -> _SacctRow:
+    ident = step.get("step") or {}
+    name = None
+    if isinstance(ident, dict):
+        raw_id = ident.get("id")
+        if isinstance(raw_id, str | int) and str(raw_id):
+            # v0.0.38: "batch" / "0"; v0.0.39+: "123.batch". `name` is the command, not the id.
+            name = str(raw_id).split(".", 1)[-1]
+        elif isinstance(raw_id, dict):
+            name = json_text(raw_id.get("step_id"))
+        name = name or json_text(ident.get("name"))
+    state_val = step.get("state")
+    state_text = state_val[0] if isinstance(state_val, list) and state_val else state_val
+    code, signal = _json_sacct_exit(step.get("exit_code"))
+    tres = step.get("tres") or {}
+    requested = tres.get("requested") or {}
+    rss = _tres_mem(requested.get("max"))
+    return _SacctRow(job_id, name or "?", json_text(state_text), code, signal, rss,
+                     {"mem_limit_bytes": None})
+
+
+def sacct_ids_by_name_argv(job_name: str, *, user: str | None = None,
+                           since: str = "now-7days") -> list[str]:
+    """argv of `sacct` listing only the ids of the jobs named `job_name` submitted `since`."""
+    user_args = [f"--user={user}"] if user else []
+    return ["sacct", "-X", "-n", "-P", f"--name={job_name}", *user_args, "-S", since,
+            "-o", "JobID"]

@@ -1,0 +1,151 @@
+"""sbatch: `SubmitSpec`, the one list of sbatch keywords trainbot uses, its argv, and the job id
+that `sbatch --parsable` prints."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from bot.core.slurm.argv import check_option_value
+from bot.core.slurm.errors import SlurmParseError
+
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Variables that would change how `sbatch` itself runs on the login node, not just the job.
+_ENV_KEYS_FORBIDDEN = re.compile(r"^(SBATCH_|SLURM_|PATH$|LD_|SALLOC_|SRUN_)")
+
+
+def _option(flag: str, *, override: str | None = None) -> Any:
+    """A field passed as `flag=value`; `override` is the type a recipe's `key=value` override
+    of it declares (`str`, `size`), None when a recipe override cannot replace it."""
+    return field(default=None, metadata={"sbatch": flag, "override": override})
+
+
+@dataclass(frozen=True)
+class SubmitSpec:
+    """One `sbatch` call: the job name, the script and its arguments, and every option.
+
+    The recipe (`RecipeConfig.submit_spec`) and its overrides produce it, `sbatch_argv`
+    consumes it; a new sbatch keyword is one `_option` field here (plus, when a recipe sets
+    it, the recipe field of the same name). `script_path` None means the script comes on
+    stdin. `env` joins the login environment the job inherits (see `check_env`). Checked
+    on construction: a ValueError names the value that cannot be passed safely.
+    """
+
+    job_name: str
+    script_path: str | None = None
+    args: tuple[str, ...] = ()
+    partition: str | None = _option("--partition", override="str")
+    account: str | None = _option("--account", override="str")
+    qos: str | None = _option("--qos", override="str")
+    gres: str | None = _option("--gres", override="str")
+    mem: str | None = _option("--mem", override="size")
+    time: str | None = _option("--time", override="str")
+    output: str | None = _option("--output")
+    error: str | None = _option("--error")
+    workdir: str | None = _option("--chdir")
+    begin: str | None = _option("--begin")
+    env: Mapping[str, str] = field(default_factory=dict)
+    hold: bool = False
+    extra: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.job_name or "\x00" in self.job_name:
+            raise ValueError("job_name must be a non-empty string")
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "extra", tuple(str(e) for e in self.extra))
+        object.__setattr__(self, "env", dict(self.env))
+        check_env(self.env)
+        for name, flag in SBATCH_OPTIONS.items():
+            value = getattr(self, name)
+            if value is not None:
+                check_option_value(flag, value)
+        for item in self.extra:
+            if not item.startswith("-"):
+                raise ValueError(
+                    f"extra sbatch option {item!r} must start with '-' (write --opt=value)"
+                )
+        if self.script_path is not None and (
+            not self.script_path or self.script_path.startswith("-")
+        ):
+            raise ValueError(
+                f"script path {self.script_path!r} must not be empty or start with '-' (use ./)"
+            )
+
+
+# field name -> sbatch option, in the order they are written.
+SBATCH_OPTIONS: dict[str, str] = {
+    f.name: f.metadata["sbatch"] for f in fields(SubmitSpec) if "sbatch" in f.metadata
+}
+# Options a recipe sets under the same name and a `key=value` override may replace, with the
+# type the override declares.
+RECIPE_OVERRIDABLE_OPTIONS: dict[str, str] = {
+    f.name: f.metadata["override"] for f in fields(SubmitSpec) if f.metadata.get("override")
+}
+
+
+def check_env(env: Mapping[str, str]) -> list[str]:
+    """`K=V` strings for the job's environment, validated; raises ValueError naming the key.
+
+    Keys must be shell identifiers; values may hold anything but NUL (commas, quotes and
+    newlines included: they travel as separate argv words to `env`, never through
+    `--export`, whose comma-separated syntax cannot quote them). Keys that would steer
+    sbatch itself (SBATCH_*, SLURM_*, PATH, LD_*) are refused: put those in the script.
+    """
+    items = []
+    for key, value in env.items():
+        if not _ENV_KEY_RE.match(key):
+            raise ValueError(
+                f"environment variable name {key!r} is not valid: use letters, digits and _ "
+                "and do not start with a digit"
+            )
+        if _ENV_KEYS_FORBIDDEN.match(key):
+            raise ValueError(
+                f"environment variable {key!r} would change how sbatch runs on the login node; "
+                "set it inside the job script instead"
+            )
+        text = str(value)
+        if "\x00" in text:
+            raise ValueError(f"environment variable {key!r} holds a NUL byte")
+        items.append(f"{key}={text}")
+    return items
+
+
+def sbatch_argv(spec: SubmitSpec) -> list[str]:
+    """argv of `sbatch --parsable …`: options as `--opt=value` (a value can never become an
+    option), the script path (or the script on stdin when None) and its arguments after it.
+
+    The job environment is the login shell's plus `env`, passed as `env K=V sbatch
+    --export=ALL` (see `check_env` for why not `--export=ALL,K=V`).
+    """
+    argv: list[str] = []
+    if spec.env:
+        argv += ["env", *check_env(spec.env)]
+    argv += ["sbatch", "--parsable", f"--job-name={spec.job_name}"]
+    for name, flag in SBATCH_OPTIONS.items():
+        value = getattr(spec, name)
+        if value is not None:
+            argv.append(f"{flag}={value}")
+    if spec.env:
+        argv.append("--export=ALL")
+    if spec.hold:
+        argv.append("--hold")
+    argv += spec.extra
+    if spec.script_path is not None:
+        argv.append(spec.script_path)
+        argv += spec.args
+    elif spec.args:
+        # sbatch takes script arguments only after a script file; stdin is that file.
+        argv.append("/dev/stdin")
+        argv += spec.args
+    return argv
+
+
+def parse_sbatch_output(text: str) -> int:
+    """The job id from `sbatch --parsable` (`123` or `123;cluster`)."""
+    for line in text.splitlines():
+        match = re.fullmatch(r"\s*(\d+)(?:;\S+)?\s*", line)
+        if match:
+            return int(match[1])
+    raise SlurmParseError(f"sbatch --parsable printed no job id: {text.strip()[:200]!r}")

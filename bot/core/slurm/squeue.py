@@ -1,0 +1,229 @@
+"""squeue: the argv of one call, and its JSON and `-O` (parsable) output as `JobRecord`s.
+
+`squeue --json` ignores every filter and dumps all jobs; callers filter the dict returned.
+In openapi v0.0.38 `job_state` is a string, `exit_code` the raw wait status and
+`standard_output` the unexpanded pattern; v0.0.40+ use lists and `{set, number}` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from bot.core.slurm.argv import TIME_FORMAT_ENV, check_option_value, job_ids_arg
+from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.json_fields import json_epoch, json_number, json_state, json_text, load_json
+from bot.core.slurm.parsable import split_rows
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.states import FINISHED_STATES, RUNNING_STATES, normalize_reason, normalize_state
+from bot.core.slurm.values import (
+    decode_wait_status,
+    default_stdout,
+    expand_output_pattern,
+    parse_count,
+    parse_duration,
+    parse_req_mem,
+    parse_time,
+)
+
+# squeue -O (long format) fields, each written `Field:0|` by the argv builder: width 0 means
+# "never cut" and `|` is printed after the field. Name is last so a `|` inside a name lands
+# in the name and nowhere else.
+SQUEUE_FIELDS: tuple[str, ...] = (
+    "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "UserName", "Account", "Partition",
+    "QOS", "PriorityLong", "SubmitTime", "StartTime", "EndTime", "TimeLimit", "TimeUsed",
+    "NodeList", "MinMemory", "NumCPUs", "RestartCnt", "exit_code", "WorkDir", "STDOUT", "Name",
+)
+SQUEUE_SEPARATOR = "|"
+
+
+def squeue_argv(
+    *,
+    json: bool,
+    job_ids: Iterable[int] = (),
+    user: str | None = None,
+    account: str | None = None,
+    partition: str | None = None,
+    qos: str | None = None,
+    states: str = "all",
+    fields: Sequence[str] = SQUEUE_FIELDS,
+) -> list[str]:
+    """argv of one squeue call. With `json` filters are pointless (squeue ignores them) and
+    the caller filters; otherwise `--noheader -O Field:0|,…` (width 0: never cut)."""
+    if json:
+        return ["squeue", "--all", "--json"]
+    argv = [*TIME_FORMAT_ENV, "squeue", "--all", "--noheader", f"--states={states}"]
+    ids = list(job_ids)
+    if ids:
+        argv.append(f"--jobs={job_ids_arg(ids)}")
+    for option, value in (("--user", user), ("--account", account),
+                          ("--partition", partition), ("--qos", qos)):
+        if value is not None:
+            argv.append(f"{option}={check_option_value(option, value)}")
+    argv.append("--Format=" + ",".join(f"{f}:0{SQUEUE_SEPARATOR}" for f in fields))
+    return argv
+
+
+def parse_squeue_json(text: str, version: str | None = None) -> dict[int, JobRecord]:
+    """All jobs in `squeue --json` output (v0.0.38 of 22.05, v0.0.39-v0.0.42 of later Slurm).
+
+    squeue --json ignores filters, so this returns every job; the caller picks its ids.
+    `version` (Slurm's) only sharpens error messages: the shape is recognised per field.
+    """
+    data = load_json(text, f"squeue (Slurm {version})" if version else "squeue")
+    records: dict[int, JobRecord] = {}
+    for job in data["jobs"]:
+        record = _squeue_json_job(job)
+        if record is not None:
+            records[record.job_id] = record
+    return records
+
+
+def _json_exit(value: Any) -> tuple[int | None, int | None]:
+    """Exit code and signal from squeue's `exit_code`: raw wait status or a v0.0.39+ object."""
+    if isinstance(value, dict):
+        code = json_number(value.get("return_code"))
+        signal_obj = value.get("signal") or {}
+        raw_signal = signal_obj.get("id") if "id" in signal_obj else signal_obj.get("signal_id")
+        signal = json_number(raw_signal)
+        return (int(code) if code is not None else None, int(signal) if signal else 0)
+    number = json_number(value)
+    if number is None:
+        return None, None
+    return decode_wait_status(int(number))
+
+
+def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
+    job_id = json_number(job.get("job_id"))
+    if job_id is None:
+        return None
+    job_id = int(job_id)
+    state = json_state(job.get("job_state"))
+    name = json_text(job.get("name"))
+    user = json_text(job.get("user_name"))
+    node = json_text(job.get("nodes")) or json_text(job.get("batch_host"))
+    array_job = json_number(job.get("array_job_id"))
+    array_task = json_number(job.get("array_task_id"))
+    workdir = json_text(job.get("current_working_directory"))
+    pattern = json_text(job.get("standard_output"))
+    if pattern:
+        stdout = expand_output_pattern(
+            pattern, job_id=job_id, name=name, user=user, node=node,
+            array_job_id=int(array_job) if array_job else None,
+            array_task_id=int(array_task) if array_task is not None else None, workdir=workdir)
+    else:
+        stdout = default_stdout(job_id, workdir)
+    exit_code, signal = _json_exit(job.get("exit_code"))
+    finished = state in FINISHED_STATES
+    started = state in RUNNING_STATES or finished
+    start = json_epoch(job.get("start_time")) if started else None
+    end = json_epoch(job.get("end_time")) if finished else None
+    limit_min = json_number(job.get("time_limit"))
+    cpus = json_number(job.get("cpus"))
+    mem_node = json_number(job.get("memory_per_node"))
+    mem_cpu = json_number(job.get("memory_per_cpu"))
+    mem_limit = None
+    if mem_node:
+        mem_limit = int(mem_node) * 1024**2
+    elif mem_cpu and cpus:
+        mem_limit = int(mem_cpu) * int(cpus) * 1024**2
+    return JobRecord(
+        job_id=job_id,
+        name=name,
+        user=user,
+        account=json_text(job.get("account")),
+        partition=json_text(job.get("partition")),
+        qos=json_text(job.get("qos")),
+        state=state,
+        reason=normalize_reason(json_text(job.get("state_reason"))),
+        exit_code=exit_code if finished else None,
+        signal=signal if finished else None,
+        elapsed_s=(end or 0) - start if start and end else None,
+        node=node if started else None,
+        mem_limit_bytes=mem_limit,
+        stdout_path=stdout,
+        submit_time=json_epoch(job.get("submit_time")),
+        start_time=start,
+        end_time=end,
+        restart_count=int(json_number(job.get("restart_cnt")) or 0),
+        time_limit_s=float(limit_min) * 60 if limit_min is not None else None,
+        priority=int(p) if (p := json_number(job.get("priority"))) is not None else None,
+        workdir=workdir,
+        source="squeue",
+    )
+
+
+def parse_squeue_parsable(text: str, fields: Sequence[str] = SQUEUE_FIELDS) -> dict[int, JobRecord]:
+    """Jobs in `squeue --noheader -O <fields>` output built by `squeue_argv(json=False)`.
+
+    A trailing separator (the suffix of the last field) is tolerated.
+    """
+    out: dict[int, JobRecord] = {}
+    n = len(fields)
+    cleaned = "\n".join(
+        line[:-1] if line.endswith(SQUEUE_SEPARATOR) else line for line in text.splitlines()
+    )
+    for parts in split_rows(cleaned, n, SQUEUE_SEPARATOR):
+        row = {f: v.strip() if f != "Name" else v for f, v in zip(fields, parts, strict=True)}
+        record = _squeue_row(row)
+        out[record.job_id] = record
+    return out
+
+
+def _squeue_row(row: Mapping[str, str]) -> JobRecord:
+    job_id = parse_count(row.get("JobID", "").split("_")[0])
+    if job_id is None:
+        raise SlurmParseError(f"squeue row has no numeric JobID: {dict(row)!r}")
+    # JobID prints `123_4` for array elements; the raw id of the element is not in -O, but
+    # ArrayJobID/ArrayTaskID are. Outside arrays ArrayJobID == JobID and ArrayTaskID is N/A.
+    array_task = parse_count(row.get("ArrayTaskID"))
+    array_job = parse_count(row.get("ArrayJobID"))
+    state = normalize_state(row.get("State"))
+    finished = state in FINISHED_STATES
+    started = finished or state in RUNNING_STATES
+    name = row.get("Name")
+    user = row.get("UserName") or None
+    node = (row.get("NodeList") or None) if started else None
+    workdir = row.get("WorkDir") or None
+    pattern = row.get("STDOUT") or None
+    stdout = (
+        expand_output_pattern(pattern, job_id=job_id, name=name, user=user, node=node,
+                              array_job_id=array_job, array_task_id=array_task, workdir=workdir)
+        if pattern else default_stdout(job_id, workdir)
+    )
+    start = parse_time(row.get("StartTime")) if started else None
+    end = parse_time(row.get("EndTime")) if finished else None
+    cpus = parse_count(row.get("NumCPUs"))
+    status = parse_count(row.get("exit_code"))  # raw wait status, as in squeue --json v0.0.38
+    exit_code, signal = decode_wait_status(status) if status is not None and finished else (
+        None, None)
+    return JobRecord(
+        job_id=job_id,
+        name=name,
+        user=user,
+        account=row.get("Account") or None,
+        partition=row.get("Partition") or None,
+        qos=row.get("QOS") or None,
+        state=state,
+        reason=normalize_reason(row.get("Reason")),
+        exit_code=exit_code,
+        signal=signal,
+        elapsed_s=parse_duration(row.get("TimeUsed")) if started else None,
+        node=node,
+        mem_limit_bytes=parse_req_mem(row.get("MinMemory"), cpus=cpus),
+        stdout_path=stdout,
+        submit_time=parse_time(row.get("SubmitTime")),
+        start_time=start,
+        end_time=end,
+        restart_count=parse_count(row.get("RestartCnt")) or 0,
+        time_limit_s=parse_duration(row.get("TimeLimit")),
+        priority=parse_count(row.get("PriorityLong")),
+        workdir=workdir,
+        source="squeue",
+    )
+
+
+def squeue_ids_by_name_argv(job_name: str, *, user: str | None = None) -> list[str]:
+    """argv of `squeue` listing only the ids of the queued/running jobs named `job_name`."""
+    user_args = [f"--user={user}"] if user else []
+    return ["squeue", "-h", f"--name={job_name}", *user_args, "-o", "%i"]

@@ -1,0 +1,69 @@
+"""Slurm job states and pending reasons, as squeue and sacct print them (cut columns too)."""
+
+from __future__ import annotations
+
+import re
+
+PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"})
+RUNNING_STATES = frozenset(
+    {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT",
+     "RESIZING", "POWER_UP_NODE", "UPDATE_DB"}
+)
+FINISHED_STATES = frozenset(
+    {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
+     "PREEMPTED", "TIMEOUT", "REVOKED", "SPECIAL_EXIT"}
+)
+KNOWN_STATES = PENDING_STATES | RUNNING_STATES | FINISHED_STATES
+HELD_REASONS = frozenset({"JobHeldAdmin", "JobHeldUser"})
+# Reasons worth recognising when a narrow column cut them (`JobHeldA+`).
+KNOWN_REASONS = HELD_REASONS | frozenset(
+    {"Resources", "Priority", "BeginTime", "Dependency", "DependencyNeverSatisfied", "None",
+     "NonZeroExitCode", "TimeLimit", "ReqNodeNotAvail", "PartitionTimeLimit",
+     "QOSMaxJobsPerUserLimit", "AssocGrpCpuLimit", "InvalidAccount", "InvalidQOS",
+     "launch failed requeued held", "Prolog", "JobLaunchFailure", "OutOfMemory",
+     "SystemFailure", "Reservation"}
+)
+
+
+def normalize_state(text: str | None) -> str | None:
+    """First word of a Slurm state, upper-cased, with a cut column (`OUT_OF_ME+`) completed.
+
+    `CANCELLED by 1000` -> `CANCELLED`; `["PENDING", "REQUEUED"]` is handled by callers.
+    """
+    if text is None:
+        return None
+    word = text.strip().split(" ", 1)[0].upper() if text.strip() else ""
+    if not word:
+        return None
+    if word.endswith("+"):
+        stem = word.rstrip("+")
+        matches = sorted(s for s in KNOWN_STATES if s.startswith(stem))
+        return matches[0] if len(matches) == 1 else stem
+    return word
+
+
+def cancelled_by(text: str | None) -> int | None:
+    """The uid in `CANCELLED by 1000` (None when absent or cut)."""
+    if not text:
+        return None
+    match = re.match(r"\s*CANCELLED\s+by\s+(\d+)\s*$", text, re.IGNORECASE)
+    return int(match[1]) if match else None
+
+
+def normalize_reason(text: str | None) -> str | None:
+    """Pending reason as Slurm names it; a cut `JobHeldA+` is completed, `(null)`/empty -> None.
+
+    Keeps `None` (the string) because Slurm uses it for "no reason" on running jobs.
+    """
+    if text is None:
+        return None
+    value = text.strip()
+    if value.startswith("(") and value.endswith(")") and value != "(null)":
+        value = value[1:-1]  # squeue's default format wraps the reason in parentheses
+    if not value or value in {"(null)", "n/a"}:
+        return None
+    if value.endswith("+"):
+        stem = value.rstrip("+")
+        matches = sorted(r for r in KNOWN_REASONS if r.startswith(stem))
+        return matches[0] if len(matches) == 1 else stem
+    return value
