@@ -348,8 +348,9 @@ class RecipeConfig(_Model):
     owners: list[str] = Field(
         default_factory=list, description="Slack user ids (U…/W…) paged on incidents."
     )
-    lang: Literal["en", "ko"] | None = Field(
-        None, description="Language of this recipe's messages; default slack.lang."
+    lang: str | None = Field(
+        None, description="Language of this recipe's messages (en, or one with a message "
+        "catalogue: templates/locale/<lang>/LC_MESSAGES/messages.po); default slack.lang."
     )
     channel: str | None = Field(
         None, description="Channel name (under slack.channels) for this recipe's threads."
@@ -484,7 +485,8 @@ class SlackConfig(_Model):
     default_channel: str | None = Field(
         None, description="Channel name for recipes that do not name one."
     )
-    lang: Literal["en", "ko"] = Field("en", description="Default language of messages.")
+    lang: str = Field("en", description="Default language of messages (en, or one with a "
+                      "message catalogue: templates/locale/<lang>/LC_MESSAGES/messages.po).")
     approvers: list[str] = Field(
         default_factory=list, description="Default approvers: Slack user ids or group names."
     )
@@ -652,6 +654,16 @@ class Config(_Model):
                 )
             )
         check_people("slack.approvers", self.slack.approvers)
+        from bot.slack.render import languages  # a language is a message catalogue
+
+        known = languages(self.templates.dir)
+        langs = [("slack.lang", self.slack.lang)] + [
+            (f"recipes.{name}.lang", r.lang) for name, r in self.recipes.items() if r.lang]
+        for path, lang in langs:
+            if lang not in known:
+                problems.append(_Problem(path, f"language {lang!r} has no message catalogue "
+                                               f"(templates/locale/{lang}/LC_MESSAGES/"
+                                               f"messages.po); use one of {', '.join(known)}"))
         for name, recipe in self.recipes.items():
             if recipe.cluster not in self.clusters:
                 problems.append(

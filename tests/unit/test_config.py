@@ -135,6 +135,21 @@ def test_bad_time_limit(tmp_path):
     assert "recipes.mix.time" in message and "D-HH:MM:SS" in message
 
 
+def test_a_language_needs_its_message_catalogue(tmp_path):
+    ko = parse_config(MINIMAL.replace("    cluster: gpu", "    cluster: gpu\n    lang: ko"),
+                      source="x", env={})
+    assert ko.lang_for("mix") == "ko"
+    french = MINIMAL.replace("    cluster: gpu", "    cluster: gpu\n    lang: fr")
+    message = error_of(tmp_path, french)
+    assert "recipes.mix.lang" in message and "'fr' has no message catalogue" in message
+    assert "use one of en, ko" in message
+    site = tmp_path / "site" / "locale" / "fr" / "LC_MESSAGES"
+    site.mkdir(parents=True)
+    (site / "messages.po").write_text('msgid ""\nmsgstr ""\n', encoding="utf-8")
+    fr = parse_config(french + f"templates:\n  dir: {tmp_path / 'site'}\n", source="x", env={})
+    assert fr.lang_for("mix") == "fr"  # a site's .po adds the language
+
+
 @pytest.mark.parametrize("owner", ["alice", "@alice", "C0123", "u0123abcd"])
 def test_bad_owner_id(tmp_path, owner):
     message = error_of(tmp_path, MINIMAL.replace("[U0123ABCD]", f"['{owner}']"))

@@ -1,0 +1,103 @@
+"""A watcher incident goes through the one renderer, like `report` and `/train`: the site's
+template folder, the recipe's language and the catalogue's title (the 88154 story run through
+the real Watcher and ThreadEvents)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fixtures.watcher.fakes import T0, FakeSFTP
+
+from bot.cli.log_input import read_log
+from bot.cli.report import build_report
+from bot.core.catalogue import Catalogue
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
+from bot.slack.render import render_blocks
+from bot.store import Store
+
+STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+LOG = "/scratch/mix/logs/mix-88154.out"
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+def watched_incident(store: Store, templates_dir: Path | None = None, **recipe) -> list[dict]:
+    """The blocks of the incident the watcher posts when job 88154 dies of the NCCL watchdog
+    after its stall (its owners' head line, the incident template, the approval buttons)."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, **recipe)
+    ctx.config.templates.dir = str(templates_dir) if templates_dir else None
+    ctx.clock = lambda: T0 + 1900
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    posted: dict[str, list[dict]] = {}
+    real_reply = ctx.sink.post_reply
+
+    def capture(chain_id, key, blocks, text):
+        posted[key] = blocks
+        return real_reply(chain_id, key, blocks, text)
+
+    ctx.sink.post_reply = capture
+    slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
+    sftp = FakeSFTP()
+    sftp.append(LOG, (STORIES / "88154.log").read_bytes())
+    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+    w.tick(T0)
+    slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
+    w.tick(T0 + 1830)
+    return posted["dev:88154:final"]
+
+
+def _texts(blocks: list[dict]) -> str:
+    return json.dumps(blocks, ensure_ascii=False)
+
+
+def test_a_watcher_incident_uses_the_sites_template(store, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "incident.json.j2").write_text(
+        '{"text": {{ ("site: " ~ class_id) | tojson }}, "blocks": [{"type": "section", '
+        '"block_id": "site", "text": {"type": "mrkdwn", "text": {{ ("SITE " ~ title) '
+        '| tojson }}}}]}')
+    blocks = watched_incident(store, site)
+    assert [b["text"]["text"] for b in blocks if b.get("block_id") == "site"] == [
+        "SITE NCCL collective timed out (watchdog)"]
+
+
+def test_a_korean_recipe_gets_a_korean_incident_without_an_english_decision_line(
+        store) -> None:
+    blocks = watched_incident(store, lang="ko")
+    header = next(b for b in blocks if b["type"] == "header")["text"]["text"]
+    assert header == "🔴 NCCL 집합 통신 시간 초과 (watchdog) · 작업 88154"
+    assert "decision:" not in _texts(blocks)
+    for b in blocks:  # every sentence the thread shows is Korean (buttons included)
+        for text in re.findall(r'"text": "([^"]*)"', json.dumps(b, ensure_ascii=False)):
+            if re.search("[A-Za-z]{4,} [a-z]{3,} [a-z]{3,}", text) and "```" not in text:
+                assert HANGUL.search(text), text
+
+
+def test_the_watchers_incident_title_is_the_one_report_shows(store) -> None:
+    blocks = watched_incident(store)
+    header = next(b for b in blocks if b["type"] == "header")["text"]["text"]
+    args = type("Args", (), {"log": str(STORIES / "88154.log"), "state": "FAILED",
+                             "exit_code": "1:0", "elapsed": None, "mem_limit": None,
+                             "target_iter": None, "now": None, "catalogue": [],
+                             "metric_regex": []})()
+    report = build_report(read_log(args), job_id="88154", recipe="mix", charts=False)
+    report_blocks, _ = render_blocks("incident", "en", report.view)
+    assert header == report_blocks[0]["text"]["text"]
+    assert header == "🔴 NCCL collective timed out (watchdog) · job 88154"
