@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.core.models import Action, Diagnosis
+from bot.core.models import Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import suggest_mem
 
 GIB = 1024**3
@@ -40,12 +40,6 @@ class Proposal:
 
 
 @dataclass(frozen=True)
-class Metric:
-    key: str  # last_iter, sec_per_iter, last_loss, rss_trend, projected_oom, stall, max_rss…
-    value: str
-
-
-@dataclass(frozen=True)
 class Incident:
     """What happened to one job and what trainbot proposes."""
 
@@ -58,7 +52,9 @@ class Incident:
     action: str
     retryable: bool
     evidence: tuple[tuple[int, str], ...]
-    metrics: tuple[Metric, ...]
+    metrics: DiagnosisMetrics  # progress and memory figures (bot.slack.views formats them)
+    max_rss_bytes: int | None
+    mem_limit_bytes: int | None
     last_iter: int | None
     target_iter: int | None
     last_checkpoint_iter: int | None
@@ -165,33 +161,6 @@ def _default_mem(diagnosis: Diagnosis, limit_bytes: int | None,
     return size[1] if size is not None else None
 
 
-def _fmt_gib(n_bytes: float) -> str:
-    return f"{n_bytes / GIB:,.0f} GiB" if n_bytes >= 10 * GIB else f"{n_bytes / GIB:,.1f} GiB"
-
-
-def _metrics(d: Diagnosis, max_rss_bytes: int | None, limit_bytes: int | None) -> list[Metric]:
-    m = d.metrics
-    out: list[Metric] = []
-    if m.last_iter is not None:
-        target = f" / {m.target_iter:,}" if m.target_iter else ""
-        out.append(Metric("last_iter", f"{m.last_iter:,}{target}"))
-    if m.sec_per_iter is not None:
-        out.append(Metric("sec_per_iter", f"{m.sec_per_iter:.2f} s/iter"))
-    if m.last_loss is not None:
-        out.append(Metric("last_loss", f"{m.last_loss:.4g}"))
-    if max_rss_bytes:
-        out.append(Metric("max_rss", _fmt_gib(max_rss_bytes)))
-    if limit_bytes:
-        out.append(Metric("mem_limit", _fmt_gib(limit_bytes)))
-    if m.rss_gib_per_100_iter is not None and abs(m.rss_gib_per_100_iter) >= 0.5:
-        out.append(Metric("rss_trend", f"{m.rss_gib_per_100_iter:+.1f} GiB / 100 iter"))
-    if m.projected_oom_iter is not None:
-        out.append(Metric("projected_oom", f"iter {m.projected_oom_iter:,}"))
-    if m.stall_seconds is not None:
-        out.append(Metric("stall", f"{m.stall_seconds / 60:,.0f} min"))
-    return out
-
-
 def build_incident(
     diagnosis: Diagnosis,
     *,
@@ -246,7 +215,9 @@ def build_incident(
         action=str(diagnosis.action),
         retryable=diagnosis.retryable,
         evidence=evidence,
-        metrics=tuple(_metrics(diagnosis, max_rss_bytes, mem_limit_bytes)),
+        metrics=m,
+        max_rss_bytes=max_rss_bytes,
+        mem_limit_bytes=mem_limit_bytes,
         last_iter=last_iter,
         target_iter=m.target_iter,
         last_checkpoint_iter=last_checkpoint_iter,

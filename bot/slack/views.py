@@ -1,5 +1,5 @@
 """What a template sees: core view models (bot.core.incident) plus their Slack presentation —
-buttons with action ids and values, and the root's progress bar.
+buttons with action ids and values, the root's progress bar, an incident's metric cells.
 
 `ActionId` is the one list of trainbot's button action ids: the view models' proposals, the
 approval prompts, the console and the listeners (handlers.actions registers one per member)
@@ -19,6 +19,7 @@ from typing import Any
 from bot.core.incident import Incident, Proposal, RootView, WarningView
 
 PROGRESS_BAR_CELLS = 20
+GIB = 1024**3
 
 
 class ActionId(StrEnum):
@@ -108,18 +109,49 @@ def progress_bar(last_iter: int | None, target_iter: int | None,
     return f"{bar} {int(frac * 100)}% · {last_iter:,} / {target_iter:,}"
 
 
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / GIB:,.0f} GiB" if n_bytes >= 10 * GIB else f"{n_bytes / GIB:,.1f} GiB"
+
+
+def metric_cells(inc: Incident) -> list[dict[str, str]]:
+    """The incident's figures as the cells of its metrics block: `key` names the label (the
+    template words it), `value` is the figure with its unit."""
+    m = inc.metrics
+    cells: list[tuple[str, str]] = []
+    if m.last_iter is not None:
+        target = f" / {m.target_iter:,}" if m.target_iter else ""
+        cells.append(("last_iter", f"{m.last_iter:,}{target}"))
+    if m.sec_per_iter is not None:
+        cells.append(("sec_per_iter", f"{m.sec_per_iter:.2f} s/iter"))
+    if m.last_loss is not None:
+        cells.append(("last_loss", f"{m.last_loss:.4g}"))
+    if inc.max_rss_bytes:
+        cells.append(("max_rss", _gib(inc.max_rss_bytes)))
+    if inc.mem_limit_bytes:
+        cells.append(("mem_limit", _gib(inc.mem_limit_bytes)))
+    if m.rss_gib_per_100_iter is not None and abs(m.rss_gib_per_100_iter) >= 0.5:
+        cells.append(("rss_trend", f"{m.rss_gib_per_100_iter:+.1f} GiB / 100 iter"))
+    if m.projected_oom_iter is not None:
+        cells.append(("projected_oom", f"iter {m.projected_oom_iter:,}"))
+    if m.stall_seconds is not None:
+        cells.append(("stall", f"{m.stall_seconds / 60:,.0f} min"))
+    return [{"key": k, "value": value} for k, value in cells]
+
+
 def template_context(view: Any) -> dict[str, Any]:
     """The names a template sees: a plain mapping as it is; a core view model's fields plus
-    its buttons (`actions`) or its `progress_bar`."""
+    its buttons (`actions`), its metric cells (`metrics`) or its `progress_bar`."""
     if isinstance(view, Mapping):
         return dict(view)
     context = asdict(view)
     if isinstance(view, Incident | WarningView):
         context["actions"] = [asdict(b) for b in buttons(view.proposals, view.job_id)]
+    if isinstance(view, Incident):
+        context["metrics"] = metric_cells(view)
     if isinstance(view, RootView):
         context["progress_bar"] = progress_bar(view.last_iter, view.target_iter)
     return context
 
 
 __all__ = ["KIND_ACTIONS", "ActionId", "Button", "action_id_for", "buttons", "default_value",
-           "progress_bar", "template_context"]
+           "metric_cells", "progress_bar", "template_context"]
