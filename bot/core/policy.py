@@ -18,11 +18,11 @@ Rules (FAILURES.md, issue 7):
   worsens by a margin, stall with CPU corroboration and an offer to cancel and resume, low
   GPU utilisation as a note. `held_report` flags a requeued job stuck in JobHeldAdmin.
 
-`Decision.reason` is the English sentence (logged, stored, posted in English threads);
-`Decision.facts` says the same as data for messages in other languages: `why` names the
-sentence, the other keys are its figures not already on the Decision (see `decide` and
-`early_warnings`). An early warning's facts are complete on their own, so a warning
-re-posted from the store renders from them alone.
+`Decision.facts` is what threads show, as data: `why` names the sentence (worded by
+templates/event.json.j2 in the thread's language), the other keys are its figures not already
+on the Decision (see `decide` and `early_warnings`). An early warning's facts are complete on
+their own, so a warning re-posted from the store renders from them alone. `Decision.reason`
+says the same in English for the log and the store.
 """
 
 from __future__ import annotations
