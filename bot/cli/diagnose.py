@@ -19,7 +19,7 @@ import json
 from datetime import UTC, datetime
 
 from bot.cli import EXIT_FAILED, EXIT_OK
-from bot.cli.log_input import add_log_arguments, read_log
+from bot.cli.log_input import add_log_arguments, read_log_arguments
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import NONE_CLASS
 from bot.core.models import Diagnosis
@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    log = read_log(args)
+    log = read_log_arguments(args)
     diagnosis = log.analysis.diagnose(log.accounting, now=log.now, target_iter=log.target_iter)
     if args.json:
         from bot.slack.render import explain

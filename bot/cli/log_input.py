@@ -1,14 +1,16 @@
-"""The LOG + sacct-facts arguments shared by `trainbot diagnose` and `trainbot report`, their
-parsers (each error names the flag and the right form), and reading the log into a
-`LogAnalysis` (streamed, bounded memory).
+"""The LOG + sacct-facts arguments shared by `trainbot diagnose` and `trainbot report`: each
+flag read with the Slurm parsers of `bot.core.slurm` (a bad one is a UsageError naming the flag
+and the right form), then the log streamed through analysis (bounded memory).
 """
 
 from __future__ import annotations
 
 import argparse
 import calendar
+import math
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.cli import UsageError
@@ -16,20 +18,12 @@ from bot.core.catalogue import Catalogue, CatalogueError
 from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.metrics import MetricSeries
 from bot.core.models import Accounting
+from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.states import KNOWN_STATES, normalize_state
+from bot.core.slurm.values import parse_duration, parse_exit_code
 from bot.core.units import parse_size
 
-# sacct job states (Slurm 20-25), as printed in the State column.
-SACCT_STATES = frozenset({
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "COMPLETING", "CONFIGURING", "DEADLINE", "FAILED",
-    "NODE_FAIL", "OUT_OF_MEMORY", "PENDING", "PREEMPTED", "REQUEUED", "REQUEUE_FED",
-    "REQUEUE_HOLD", "RESIZING", "REVOKED", "RUNNING", "SIGNALING", "SPECIAL_EXIT",
-    "STAGE_OUT", "STOPPED", "SUSPENDED", "TIMEOUT",
-})
-_EXIT_RE = re.compile(r"^(\d+):(\d+)$")
-_ELAPSED_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
 _ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z?$")
-
-
 
 
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,51 +59,57 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def parse_state(text: str | None) -> str | None:
-    """sacct's State: first word (`CANCELLED by 0` -> CANCELLED), `+` truncation dropped."""
+def state_flag(text: str | None) -> str | None:
+    """`--state` as sacct prints State: `CANCELLED by 0` -> CANCELLED, a cut `OUT_OF_ME+`
+    completed."""
     if text is None:
         return None
-    words = text.strip().split()
-    state = words[0].rstrip("+").upper() if words else ""
-    if state not in SACCT_STATES:
+    state = normalize_state(text)
+    if state not in KNOWN_STATES:
         raise UsageError(
-            f"--state {text!r} is not a sacct state; use one of {', '.join(sorted(SACCT_STATES))}"
+            f"--state {text!r} is not a sacct state; use one of {', '.join(sorted(KNOWN_STATES))}"
         )
     return state
 
 
-def parse_exit_code(text: str | None) -> tuple[int | None, int | None]:
-    """sacct's ExitCode `CODE:SIGNAL` (e.g. `0:0`, `1:0`, `0:125`)."""
+def exit_code_flag(text: str | None) -> tuple[int | None, int | None]:
+    """`--exit-code` as sacct prints ExitCode, `CODE:SIGNAL` (e.g. `0:0`, `1:0`, `0:125`)."""
     if text is None:
         return None, None
-    m = _EXIT_RE.match(text.strip())
-    if m is None:
+    try:
+        code, signal = parse_exit_code(text)
+    except SlurmParseError:
+        code = signal = None
+    if code is None:
         raise UsageError(f"--exit-code {text!r} must be CODE:SIGNAL as sacct prints it, e.g. 1:0")
-    return int(m.group(1)), int(m.group(2))
+    return code, signal
 
 
-def parse_elapsed(text: str | None) -> float | None:
-    """Seconds, or sacct's Elapsed `[D-][HH:]MM:SS`."""
+def elapsed_flag(text: str | None) -> float | None:
+    """`--elapsed`: seconds, or a Slurm duration as sacct prints Elapsed (`[D-]HH:MM:SS`)."""
     if text is None:
         return None
-    text = text.strip()
     try:
-        value = float(text)
-    except ValueError:
-        m = _ELAPSED_RE.match(text)
-        if m is None:
-            raise UsageError(
-                f"--elapsed {text!r} must be seconds (e.g. 10) or [D-]HH:MM:SS"
-            ) from None
-        days, hours, minutes, seconds = m.groups()
-        value = int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60
-        value += float(seconds)
-    if value < 0:
-        raise UsageError(f"--elapsed {text!r} cannot be negative")
-    return value
+        seconds = parse_duration(text)
+    except SlurmParseError:
+        seconds = None
+    if seconds is None or not math.isfinite(seconds):
+        raise UsageError(f"--elapsed {text!r} must be seconds (e.g. 10) or [D-]HH:MM:SS")
+    return seconds
 
 
-def parse_now(text: str | None) -> float | None:
+def mem_limit_flag(text: str | None) -> int | None:
+    """`--mem-limit`: bytes of a Slurm size (`400G`, `563200M`)."""
+    if text is None:
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"--mem-limit: {exc}") from None
+
+
+def now_flag(text: str | None) -> float | None:
+    """`--now`: epoch seconds, or an ISO time in UTC."""
     if text is None:
         return None
     try:
@@ -125,6 +125,29 @@ def parse_now(text: str | None) -> float | None:
     return calendar.timegm((y, mo, d, hh, mm, ss)) + frac
 
 
+def catalogue_flag(paths: Sequence[str]) -> Catalogue:
+    """The packaged catalogue with the `--catalogue` files merged over it."""
+    try:
+        return Catalogue.load(extra_paths=list(paths))
+    except CatalogueError as exc:
+        raise UsageError(f"--catalogue: {exc}") from None
+
+
+def metric_regex_flag(patterns: Sequence[str]) -> list[re.Pattern[str]]:
+    """The `--metric-regex` patterns, compiled and checked to name metric groups."""
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as exc:
+            raise UsageError(f"--metric-regex {pattern!r}: {exc}") from None
+    try:
+        MetricSeries(extra_patterns=compiled)
+    except ValueError as exc:
+        raise UsageError(f"--metric-regex: {exc}") from None
+    return compiled
+
+
 @dataclass
 class LogInput:
     """What the LOG arguments resolve to."""
@@ -136,40 +159,36 @@ class LogInput:
     target_iter: int | None
 
 
-def read_log(args: argparse.Namespace) -> LogInput:
-    """Parse the flags (UsageError naming the bad one) and stream the log through analysis."""
-    state = parse_state(args.state)
-    exit_code, signal = parse_exit_code(args.exit_code)
-    elapsed = parse_elapsed(args.elapsed)
-    now = parse_now(args.now)
-    mem_limit = None
-    if args.mem_limit is not None:
-        try:
-            mem_limit = parse_size(args.mem_limit)
-        except ValueError as exc:
-            raise UsageError(f"--mem-limit: {exc}") from None
+def read_log_arguments(args: argparse.Namespace) -> LogInput:
+    """The arguments of `add_log_arguments` as values (UsageError naming a bad flag), then
+    `read_log`."""
+    state = state_flag(args.state)
+    exit_code, signal = exit_code_flag(args.exit_code)
+    elapsed = elapsed_flag(args.elapsed)
+    now = now_flag(args.now)
+    accounting = Accounting(state=state, exit_code=exit_code, signal=signal, elapsed_s=elapsed,
+                            mem_limit_bytes=mem_limit_flag(args.mem_limit))
+    return read_log(args.log, accounting, catalogue=catalogue_flag(args.catalogue),
+                    metric_patterns=metric_regex_flag(args.metric_regex), now=now,
+                    target_iter=args.target_iter)
+
+
+def read_log(
+    log: str,
+    accounting: Accounting,
+    *,
+    catalogue: Catalogue,
+    metric_patterns: Sequence[re.Pattern[str]] = (),
+    now: float | None = None,
+    target_iter: int | None = None,
+) -> LogInput:
+    """Stream `log` (a path, or `-` for stdin) through analysis; UsageError when unreadable."""
     try:
-        catalogue = Catalogue.load(extra_paths=args.catalogue)
-    except CatalogueError as exc:
-        raise UsageError(f"--catalogue: {exc}") from None
-    extra = []
-    for pattern in args.metric_regex:
-        try:
-            extra.append(re.compile(pattern))
-        except re.error as exc:
-            raise UsageError(f"--metric-regex {pattern!r}: {exc}") from None
-    try:
-        MetricSeries(extra_patterns=extra)
-    except ValueError as exc:
-        raise UsageError(f"--metric-regex: {exc}") from None
-    accounting = Accounting(state=state, exit_code=exit_code, signal=signal,
-                            elapsed_s=elapsed, mem_limit_bytes=mem_limit)
-    try:
-        if args.log == "-":
-            analysis = analyze_file(sys.stdin.buffer, catalogue, extra_patterns=extra)
+        if log == "-":
+            analysis = analyze_file(sys.stdin.buffer, catalogue, extra_patterns=metric_patterns)
         else:
-            with open(args.log, "rb") as stream:
-                analysis = analyze_file(stream, catalogue, extra_patterns=extra)
+            with open(log, "rb") as stream:
+                analysis = analyze_file(stream, catalogue, extra_patterns=metric_patterns)
     except OSError as exc:
-        raise UsageError(f"cannot read log {args.log!r}: {exc.strerror or exc}") from None
-    return LogInput(analysis, accounting, catalogue, now, args.target_iter)
+        raise UsageError(f"cannot read log {log!r}: {exc.strerror or exc}") from None
+    return LogInput(analysis, accounting, catalogue, now, target_iter)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli import EXIT_OK, UsageError
-from bot.cli.log_input import LogInput, add_log_arguments, read_log
+from bot.cli.log_input import LogInput, add_log_arguments, read_log_arguments
 from bot.core.detectors import leak_trend
 from bot.core.diagnose import NONE_CLASS
 from bot.core.incident import (
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {str(out)!r}: cannot create it: {exc.strerror or exc}") from None
     if args.templates and not Path(args.templates).is_dir():
         raise UsageError(f"--templates {args.templates!r} is not a folder")
-    inp = read_log(args)
+    inp = read_log_arguments(args)
     job_id = args.job_id or (Path(args.log).name.split(".")[0] if args.log != "-" else "stdin")
     report = build_report(inp, job_id=job_id, recipe=args.recipe)
     try:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli import UsageError, main
 from bot.cli.diagnose import format_log_time
-from bot.cli.log_input import parse_elapsed
+from bot.cli.log_input import elapsed_flag, exit_code_flag, read_log, state_flag
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting
 
 STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
 METRIC_KEYS = {"last_iter", "target_iter", "sec_per_iter", "last_loss", "rss_gib_per_100_iter",
@@ -132,9 +134,9 @@ def test_state_as_sacct_prints_it(capsys):
 
 
 def test_elapsed_and_time_formats():
-    assert parse_elapsed("10") == 10
-    assert parse_elapsed("1-02:03:04") == 93784
-    assert parse_elapsed("03:04") == 184
+    assert elapsed_flag("10") == 10
+    assert elapsed_flag("1-02:03:04") == 93784
+    assert elapsed_flag("03:04") == 184
     assert format_log_time(3600 * 19 + 8 * 60 + 57) == "19:08:57"
     assert format_log_time(None) == "?"
 
@@ -149,3 +151,51 @@ def test_recipe_metric_regex(capsys, tmp_path):
     assert code == 2 and "unknown group" in err
     code, _, err = cli(capsys, str(log), "--metric-regex", "(unclosed")
     assert code == 2 and "--metric-regex" in err
+
+
+_EXIT_FORM = "must be CODE:SIGNAL as sacct prints it, e.g. 1:0"
+_ELAPSED_FORM = "must be seconds (e.g. 10) or [D-]HH:MM:SS"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--exit-code", "1", f"--exit-code '1' {_EXIT_FORM}"),
+        ("--exit-code", "", f"--exit-code '' {_EXIT_FORM}"),
+        ("--exit-code", "1:x", f"--exit-code '1:x' {_EXIT_FORM}"),
+        ("--elapsed", "ten", f"--elapsed 'ten' {_ELAPSED_FORM}"),
+        ("--elapsed", "-5", f"--elapsed '-5' {_ELAPSED_FORM}"),
+        ("--elapsed", "UNLIMITED", f"--elapsed 'UNLIMITED' {_ELAPSED_FORM}"),
+        ("--elapsed", "inf", f"--elapsed 'inf' {_ELAPSED_FORM}"),
+        ("--elapsed", "1:2:3:4", f"--elapsed '1:2:3:4' {_ELAPSED_FORM}"),
+        ("--state", "EXPLODED", "--state 'EXPLODED' is not a sacct state; use one of BOOT_FAIL, "
+                                "CANCELLED, COMPLETED,"),
+        ("--state", "", "--state '' is not a sacct state; use one of"),
+    ],
+)
+def test_bad_sacct_fact_names_the_flag_and_the_form_it_takes(capsys, flag, value, message):
+    code, out, err = cli(capsys, str(STORIES / "108903.log"), flag, value)
+    assert (code, out) == (2, "")
+    assert message in err
+
+
+def test_sacct_facts_are_read_as_sacct_prints_them():
+    assert state_flag("CANCELLED by 0") == "CANCELLED"
+    assert state_flag("OUT_OF_ME+") == "OUT_OF_MEMORY"  # a cut column, as the sacct parser reads
+    assert state_flag(None) is None
+    assert exit_code_flag(" 0:125 ") == (0, 125)
+    assert exit_code_flag(None) == (None, None)
+    assert elapsed_flag("2-03") == 2 * 86400 + 3 * 3600  # sacct's D-HH
+    assert elapsed_flag("00:01.5") == 1.5
+    assert elapsed_flag(None) is None
+
+
+def test_read_log_takes_plain_values(tmp_path):
+    log = tmp_path / "done.log"
+    log.write_text("".join(f"iter={i}/100 loss=0.5\n" for i in range(1, 101)))
+    inp = read_log(str(log), Accounting(state="COMPLETED", exit_code=0, signal=0),
+                   catalogue=Catalogue.load(), target_iter=100)
+    diagnosis = inp.analysis.diagnose(inp.accounting, now=inp.now, target_iter=inp.target_iter)
+    assert diagnosis.class_id == "completed" and inp.target_iter == 100
+    with pytest.raises(UsageError, match="cannot read log"):
+        read_log(str(tmp_path / "missing.log"), Accounting(), catalogue=Catalogue.load())

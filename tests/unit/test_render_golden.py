@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
 
-from bot.cli.log_input import read_log
+from bot.cli.log_input import read_log_arguments
 from bot.cli.report import build_report
 from bot.core.incident import (
     AttemptSummary,
@@ -49,7 +49,7 @@ def _args(story: str) -> argparse.Namespace:
 @cache
 def story_views(story: str) -> dict[str, object]:
     """The views trainbot builds for a story log: its message plus root/warning/resolution."""
-    inp = read_log(_args(story))
+    inp = read_log_arguments(_args(story))
     report = build_report(inp, job_id=story, recipe="mix", charts=False)
     d = report.diagnosis
     m = d.metrics
