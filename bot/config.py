@@ -48,7 +48,7 @@ OverrideType = Literal["int", "float", "str", "size", "bool"]
 # the sbatch options of `SubmitSpec` a recipe sets by name, and target_iter. Any other
 # overridable key is passed to the job as a literal `key=value` argument.
 SLURM_OVERRIDE_FIELDS: dict[str, OverrideType] = {
-    **RECIPE_OVERRIDABLE_OPTIONS,  # type: ignore[dict-item]
+    **RECIPE_OVERRIDABLE_OPTIONS,
     "target_iter": "int",
 }
 

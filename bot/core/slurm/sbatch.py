@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from bot.core.slurm.argv import check_option_value
 from bot.core.slurm.errors import SlurmParseError
@@ -16,7 +16,7 @@ _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ENV_KEYS_FORBIDDEN = re.compile(r"^(SBATCH_|SLURM_|PATH$|LD_|SALLOC_|SRUN_)")
 
 
-def _option(flag: str, *, override: str | None = None) -> Any:
+def _option(flag: str, *, override: Literal["str", "size"] | None = None) -> Any:
     """A field passed as `flag=value`; `override` is the type a recipe's `key=value` override
     of it declares (`str`, `size`), None when a recipe override cannot replace it."""
     return field(default=None, metadata={"sbatch": flag, "override": override})
@@ -80,7 +80,7 @@ SBATCH_OPTIONS: dict[str, str] = {
 }
 # Options a recipe sets under the same name and a `key=value` override may replace, with the
 # type the override declares.
-RECIPE_OVERRIDABLE_OPTIONS: dict[str, str] = {
+RECIPE_OVERRIDABLE_OPTIONS: dict[str, Literal["str", "size"]] = {
     f.name: f.metadata["override"] for f in fields(SubmitSpec) if f.metadata.get("override")
 }
 
