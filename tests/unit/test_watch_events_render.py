@@ -15,6 +15,7 @@ from fixtures.watcher.fakes import T0, FakeSFTP
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
 from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.slack.render import render_blocks
@@ -93,11 +94,9 @@ def test_a_korean_recipe_gets_a_korean_incident_without_an_english_decision_line
 def test_the_watchers_incident_title_is_the_one_report_shows(store) -> None:
     blocks = watched_incident(store)
     header = next(b for b in blocks if b["type"] == "header")["text"]["text"]
-    args = type("Args", (), {"log": str(STORIES / "88154.log"), "state": "FAILED",
-                             "exit_code": "1:0", "elapsed": None, "mem_limit": None,
-                             "target_iter": None, "now": None, "catalogue": [],
-                             "metric_regex": []})()
-    report = build_report(read_log(args), job_id="88154", recipe="mix", charts=False)
+    log = read_log(str(STORIES / "88154.log"), Accounting(state="FAILED", exit_code=1, signal=0),
+                   catalogue=Catalogue.load())
+    report = build_report(log, job_id="88154", recipe="mix", charts=False)
     report_blocks, _ = render_blocks("incident", "en", report.view)
     assert header == report_blocks[0]["text"]["text"]
     assert header == "🔴 NCCL collective timed out (watchdog) · job 88154"
