@@ -16,7 +16,9 @@ It must never take the job down and must stay cheap:
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -235,26 +237,80 @@ def be_nice(increment: int = 10) -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m bot.probes.sampler --out FILE [--interval S] [--pid PID] [--count N]`: the same
-    sidecar as `trainbot sampler`, for a job whose PATH lacks the `trainbot` script; both
-    start in ~0.1 s of CPU and ~18 MB (it lives inside the job's memory)."""
-    import argparse
+MIN_INTERVAL_S = 0.1
+HELP = ("Record a job's process-tree RSS and CPU by role (trainer / DataLoader worker / other) "
+        "as JSON lines; run it in the background from the batch script.")
 
-    parser = argparse.ArgumentParser(prog="python -m bot.probes.sampler", description=__doc__)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S)
-    parser.add_argument("--pid", type=int, default=None)
-    parser.add_argument("--count", type=int, default=None)
-    args = parser.parse_args(argv)
-    if args.interval < 0.1 or (args.count is not None and args.count < 1):
-        parser.error("--interval must be at least 0.1 and --count positive")
+
+def _parsed(text: str, kind: type[float] | type[int], what: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: not {what}") from None
+
+
+def _interval(text: str) -> float:
+    value = _parsed(text, float, "a number of seconds")
+    if not (MIN_INTERVAL_S <= value < math.inf):  # refuses nan and inf too
+        raise argparse.ArgumentTypeError(f"{text}: use at least {MIN_INTERVAL_S} seconds")
+    return float(value)
+
+
+def _count(text: str) -> int:
+    value = _parsed(text, int, "a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: use a positive number of samples")
+    return int(value)
+
+
+def _pid(text: str) -> int:
+    value = _parsed(text, int, "a process id")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: not a process id")
+    return int(value)
+
+
+def _out(text: str) -> str:
+    parent = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(parent):
+        raise argparse.ArgumentTypeError(f"{text}: directory {parent} does not exist")
+    return text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sampler's options, for `trainbot sampler` and `python -m bot.probes.sampler` alike."""
+    parser.add_argument("--out", required=True, type=_out, metavar="FILE",
+                        help="JSON-lines file to append to (created if missing)")
+    parser.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL_S, metavar="S",
+                        help=f"seconds between samples (default {DEFAULT_INTERVAL_S:g}; "
+                             f"at least {MIN_INTERVAL_S})")
+    parser.add_argument("--pid", type=_pid, default=None, metavar="PID",
+                        help="root of the tree to sample (default: the sampler's parent)")
+    parser.add_argument("--count", type=_count, default=None, metavar="N",
+                        help="stop after N samples (default: until the root exits)")
+
+
+def run_command(args: argparse.Namespace, prog: str) -> int:
+    """Sample as the parsed options say; 2 if the output cannot be opened."""
     try:
         return main_loop(args.out, interval_s=args.interval, root_pid=args.pid,
                          max_samples=args.count)
     except OSError as exc:
-        print(f"bot.probes.sampler: cannot write {args.out}: {exc}", file=sys.stderr)
+        print(f"{prog}: cannot write {args.out}: {exc}", file=sys.stderr)
         return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """`python -m bot.probes.sampler`: the same options as `trainbot sampler`, for a job whose
+    PATH lacks the `trainbot` script; it imports only this module and core's sampler_series."""
+    parser = argparse.ArgumentParser(prog="python -m bot.probes.sampler", description=HELP)
+    add_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    return run_command(parser.parse_args(argv), parser.prog)
 
 
 def main_loop(out_path: str, *, interval_s: float, root_pid: int | None,
