@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, RecordingSink, make_config
-from fixtures.train_commands.harness import ResponseUrls, SyncExecutor, click_body, dispatch
+from fakes import FakeClusters, FakeSlurm, RecordingMessageSink, make_config
+from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch
 
 from bot.app import build_app
 from bot.services.approvals import create_resubmit_prompt, handle_click
@@ -59,7 +59,7 @@ def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
     """(action id, where) of every prompt the approvals service posts, in `lang`."""
     slurm = FakeSlurm()
     ctx = BotContext(config=make_config(lang=lang), store=store, clusters=FakeClusters(slurm),
-                     sink=RecordingSink(store))
+                     sink=RecordingMessageSink(store))
     shown: list[tuple[str, list]] = []
     real_reply = ctx.sink.post_reply
 

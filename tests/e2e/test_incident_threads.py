@@ -167,8 +167,7 @@ LOG = "/scratch/mix/logs/mix.out"
 def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record):
     """The production sink (ThreadEvents) on the poster, the watcher on fake Slurm and SFTP,
     one chain with its root posted; returns (watcher, the root's ts)."""
-    from fixtures.train_commands.fakes import FakeSlurm, make_context
-    from fixtures.watcher.fakes import FakeSFTP
+    from fakes import FakeSFTP, FakeSlurm, make_context
 
     from bot.core.catalogue import Catalogue
     from bot.services.watch.tick import Watcher

@@ -6,8 +6,8 @@ import threading
 from pathlib import Path
 
 import yaml
-from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
-from fixtures.train_commands.harness import (
+from fakes import FakeClusters, FakeSlurm, make_config
+from support.bolt_driver import (
     ResponseUrls,
     SyncExecutor,
     ack_text,

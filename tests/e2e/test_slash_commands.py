@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
-from fixtures.train_commands.harness import (
+from fakes import FakeClusters, FakeSlurm, make_config
+from slack_bolt import App
+from slack_standin import SlackStandIn
+from support.bolt_driver import (
     ResponseUrls,
     SyncExecutor,
     ack_text,
@@ -19,8 +21,6 @@ from fixtures.train_commands.harness import (
     dispatch,
     slash_body,
 )
-from slack_bolt import App
-from slack_standin import SlackStandIn
 
 from bot.app import build_app
 from bot.services.approvals import ActionId, create_resubmit_prompt

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeClusters, FakeSlurm, make_config
 from slack_standin import SlackStandIn, validate_blocks
 
 from bot.services.approvals import ActionId, create_resubmit_prompt, handle_click

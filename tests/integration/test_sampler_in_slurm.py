@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from cluster_jobs import DemoJobs, FinishedJob
+from fakes import RecordingEventSink
 
 from bot.config import Config, dev_cluster_config_data
 from bot.core.catalogue import Catalogue
@@ -56,14 +57,6 @@ class SampledRuns:
     events: list[WatchEvent]
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[WatchEvent] = []
-
-    def publish(self, event: WatchEvent) -> None:
-        self.events.append(event)
-
-
 def _install(jobs: DemoJobs) -> None:
     """The batch script, the trainer and the sampler's modules into the job's workspace."""
     sftp = jobs.runner.sftp()
@@ -78,7 +71,7 @@ def _install(jobs: DemoJobs) -> None:
     sftp.chmod(jobs.path("readonly"), 0o555)
 
 
-def _watcher(jobs: DemoJobs, dev_cluster: Any, store: Store, sink: Sink) -> Watcher:
+def _watcher(jobs: DemoJobs, dev_cluster: Any, store: Store, sink: RecordingEventSink) -> Watcher:
     connection = {k: getattr(dev_cluster, k) for k in
                   ("host", "port", "user", "key_file", "known_hosts", "partition")}
     data = dev_cluster_config_data(
@@ -110,7 +103,7 @@ def runs(dev_cluster, tmp_path_factory) -> SampledRuns:
                                         now=now)
             store.attempts.add(chain_id=chain.id, job_id=str(sampled.job_id), now=now)
             store.watched_jobs.add("dev", str(sampled.job_id), now=now, chain_id=chain.id)
-            sink = Sink()
+            sink = RecordingEventSink()
             watcher = _watcher(jobs, dev_cluster, store, sink)
             deadline = time.monotonic() + 150
             while store.watched_jobs.list("dev") and time.monotonic() < deadline:

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.train_commands.harness import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_standin import SlackStandIn
+from support.bolt_driver import (
     ResponseUrls,
     SyncExecutor,
     ack_text,
@@ -25,11 +30,6 @@ from fixtures.train_commands.harness import (
     dispatch,
     slash_body,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from slack_bolt import App
-from slack_sdk import WebClient
-from slack_standin import SlackStandIn
 
 from bot.app import build_app
 from bot.config import Config, dev_cluster_config_data

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections import Counter
 
 import pytest
+from cluster_jobs import CountingRunner
+from fakes import RecordingEventSink
 
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
@@ -44,28 +45,6 @@ exit 0
 """
 
 
-class CountingRunner:
-    def __init__(self, inner: SSHRunner) -> None:
-        self.inner = inner
-        self.programs: list[str] = []
-
-    def run(self, argv, **kwargs):  # noqa: ANN001
-        self.programs.append(next((a for a in argv if a in ("squeue", "sacct", "sbatch")),
-                                  argv[0]))
-        return self.inner.run(argv, **kwargs)
-
-    def sftp(self):
-        return self.inner.sftp()
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events = []
-
-    def publish(self, event) -> None:  # noqa: ANN001
-        self.events.append(event)
-
-
 @pytest.mark.timeout(240)
 def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
     dev_cluster, tmp_path
@@ -89,13 +68,13 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
                                             now=time.time())
                 store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
                 store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
-            sink = Sink()
+            sink = RecordingEventSink()
             watcher = Watcher("dev", slurm=slurm, sftp=ssh.sftp, store=store,
                               catalogue=Catalogue.load(), sink=sink,
                               policy=PolicyParams(backoff_s=0, stall_min_s=60),
                               checkpoint_iter=lambda recipe: None)
             slurm.probe()  # once per client: sinfo --version + whether squeue --json works
-            runner.programs.clear()
+            runner.calls.clear()
             ticks = 0
             deadline = time.monotonic() + 180
             while store.watched_jobs.list("dev") and time.monotonic() < deadline:
@@ -104,7 +83,7 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
                 time.sleep(2)
             assert not store.watched_jobs.list("dev"), (
                 f"jobs still watched after {ticks} ticks: {watcher.last_known}")
-            counts = Counter(runner.programs)
+            counts = runner.counts()
             assert counts["squeue"] == ticks and counts["sacct"] == ticks, counts
             # Plus at most one sstat per tick: the NCCL job's log prints no RSS (issue 7).
             assert counts["sstat"] <= ticks, counts

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
-from fixtures.watcher.fakes import T0, FakeSFTP
+from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.core.catalogue import Catalogue
 from bot.services import ServiceError

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context
 
 from bot.cluster.errors import ClusterError
 from bot.services import competitors
@@ -24,11 +24,6 @@ def store(tmp_path: Path):
     s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     yield s
     s.close()
-
-
-class RefusingSlurm(FakeSlurm):
-    def submit(self, spec: object, *, script: str | None = None) -> int:
-        raise ClusterError(SBATCH_ERROR)
 
 
 def prompt(ctx: BotContext, *, offer_cancel: bool = False) -> str:
@@ -127,7 +122,7 @@ def test_an_approved_hold_names_both_jobs(store: Store, lang: str, want: str) ->
 ])
 def test_a_failed_resubmit_shows_slurms_error_verbatim(store: Store, lang: str,
                                                         want: str) -> None:
-    ctx = make_context(store, RefusingSlurm(), lang=lang)
+    ctx = make_context(store, FakeSlurm(submit_error=ClusterError(SBATCH_ERROR)), lang=lang)
     result = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert (result.status, outcome(result)) == ("failed", want)
 
@@ -160,7 +155,7 @@ def test_cancel_and_resume_names_the_cancelled_and_the_new_job(store: Store, lan
 def test_cancel_and_resume_whose_resubmit_fails_says_the_job_was_cancelled(
     store: Store, lang: str, want: str
 ) -> None:
-    slurm = RefusingSlurm()
+    slurm = FakeSlurm(submit_error=ClusterError(SBATCH_ERROR))
     slurm.add(88154, state="RUNNING", name="mix")
     ctx = make_context(store, slurm, lang=lang)
     result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL_RESUME, "W0LEAD",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context
 
 from bot.services import competitors
 from bot.services.approvals import ActionId, create_resubmit_prompt, handle_click

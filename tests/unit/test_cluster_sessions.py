@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from fixtures.train_commands.fakes import make_config
+from fakes import make_config
 
 from bot.services.clusters import ClusterSessions
 

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context
 
 from bot.core.incident import AttemptSummary, build_root
 from bot.services.approvals import create_resubmit_prompt

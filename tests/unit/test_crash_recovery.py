@@ -4,19 +4,9 @@ real (kill -9 of a bot process) in tests/integration/test_crash_safety.py."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-from test_watcher import (
-    CLUSTER,
-    T0,
-    FakeSFTP,
-    FakeSlurm,
-    Resubmitter,
-    Sink,
-    _timed_out,
-    make_watcher,
-)
+from fakes import T0, FakeResubmit, FakeRunner, FakeSFTP, FakeSlurm, RecordingEventSink
+from support.watcher import CLUSTER, make_watcher, timed_out
 
 from bot.core.policy import PolicyParams
 from bot.services.submit import find_unrecorded_submit
@@ -28,13 +18,13 @@ KEY = f"{CLUSTER}:88300:resubmit"
 @pytest.fixture
 def env(tmp_path):
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield store, FakeSlurm(), FakeSFTP(), Sink()
+    yield store, FakeSlurm(), FakeSFTP(), RecordingEventSink()
     store.close()
 
 
 def _crashed_in_resubmit(env, resub):
     store, slurm, sftp, sink = env
-    w, chain = _timed_out(env, resub)
+    w, chain = timed_out(env, resub)
     w.tick(T0 + 1310)  # the incident; the resubmit row is `due`
     store.incidents.set_state(KEY, "submitting")  # ... then the bot died mid-submit
     return chain
@@ -42,7 +32,7 @@ def _crashed_in_resubmit(env, resub):
 
 def _restarted(env, resub, recover):
     store, slurm, sftp, _ = env
-    sink = Sink()
+    sink = RecordingEventSink()
     return sink, make_watcher(store, slurm, sftp, sink, resubmit=resub, recover=recover,
                               checkpoint_iter=lambda recipe: 1200,
                               policy=PolicyParams(auto_resubmit=True, backoff_s=60))
@@ -50,7 +40,7 @@ def _restarted(env, resub, recover):
 
 def test_job_left_by_a_crashed_sbatch_is_adopted_not_submitted_again(env):
     store = env[0]
-    resub = Resubmitter(store)
+    resub = FakeResubmit(store)
     chain = _crashed_in_resubmit(env, resub)
     asked = []
 
@@ -73,7 +63,7 @@ def test_job_left_by_a_crashed_sbatch_is_adopted_not_submitted_again(env):
 
 def test_nothing_left_on_the_cluster_means_submit_once(env):
     store = env[0]
-    resub = Resubmitter(store)
+    resub = FakeResubmit(store)
     chain = _crashed_in_resubmit(env, resub)
     sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job, decision: None)
     w.tick(T0 + 1400)
@@ -84,7 +74,7 @@ def test_nothing_left_on_the_cluster_means_submit_once(env):
 
 def test_cluster_not_answering_the_lookup_submits_nothing_until_it_does(env):
     store = env[0]
-    resub = Resubmitter(store)
+    resub = FakeResubmit(store)
     _crashed_in_resubmit(env, resub)
     answers = [RuntimeError("ssh: connect to host: Connection refused"), None]
 
@@ -103,8 +93,8 @@ def test_cluster_not_answering_the_lookup_submits_nothing_until_it_does(env):
 
 def test_submitted_but_not_told_is_told_once_and_not_charged_again(env):
     store = env[0]
-    resub = Resubmitter(store)
-    w, chain = _timed_out(env, resub)
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
     sink = env[3]
     sink.fail_next = 0
     w.tick(T0 + 1310)
@@ -117,39 +107,34 @@ def test_submitted_but_not_told_is_told_once_and_not_charged_again(env):
     assert len(resub.calls) == 1 and store.chains.get(chain.id).retries_used == 1
 
 
-class _Runner:
-    def __init__(self, squeue: str, sacct: str) -> None:
-        self.out = {"squeue": squeue, "sacct": sacct}
-        self.argvs: list[list[str]] = []
-
-    def run(self, argv, check=True):
-        self.argvs.append(list(argv))
-        return SimpleNamespace(stdout=self.out[argv[0]])
+def _slurm(squeue: str, sacct: str) -> FakeSlurm:
+    """A Slurm whose runner answers squeue and sacct with these job-id lists."""
+    return FakeSlurm(runner=FakeRunner({"squeue": (0, squeue, ""), "sacct": (0, sacct, "")}))
 
 
 def test_unrecorded_job_is_the_first_newer_unknown_one_by_name():
-    runner = _Runner(squeue="88290\n88300\n88310\n88305\n", sacct="")
-    found = find_unrecorded_submit(SimpleNamespace(runner=runner), job_name="mix; rm -rf ~",
-                                   user="alice", after_job="88300", known={"88310"})
+    slurm = _slurm(squeue="88290\n88300\n88310\n88305\n", sacct="")
+    found = find_unrecorded_submit(slurm, job_name="mix; rm -rf ~", user="alice",
+                                   after_job="88300", known={"88310"})
     assert found == "88305"
-    assert runner.argvs == [["squeue", "-h", "--name=mix; rm -rf ~", "--user=alice", "-o",
-                             "%i"]]  # one argv word: never a shell string
+    assert slurm.runner.argvs() == [["squeue", "-h", "--name=mix; rm -rf ~", "--user=alice",
+                                     "-o", "%i"]]  # one argv word: never a shell string
 
 
 def test_finished_unrecorded_job_is_found_in_sacct():
-    runner = _Runner(squeue="", sacct="88301\n")
-    found = find_unrecorded_submit(SimpleNamespace(runner=runner), job_name="mix", user=None,
-                                   after_job="88300", known=set())
-    assert found == "88301" and [a[0] for a in runner.argvs] == ["squeue", "sacct"]
-    none = find_unrecorded_submit(SimpleNamespace(runner=_Runner("", "")), job_name="mix",
-                                  user=None, after_job="88300", known=set())
+    slurm = _slurm(squeue="", sacct="88301\n")
+    found = find_unrecorded_submit(slurm, job_name="mix", user=None, after_job="88300",
+                                   known=set())
+    assert found == "88301" and [a[0] for a in slurm.runner.argvs()] == ["squeue", "sacct"]
+    none = find_unrecorded_submit(_slurm("", ""), job_name="mix", user=None,
+                                  after_job="88300", known=set())
     assert none is None
 
 
 def test_warning_left_pending_by_a_crash_is_told_before_the_incident(env):
     store, _, _, sink = env
-    resub = Resubmitter(store)
-    w, chain = _timed_out(env, resub)
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
     # The bot recorded a stall warning's intent and died; the job then ended.
     store.incidents.record(f"{CLUSTER}:88300:hang:line250", class_id="hang",
                            diagnosis={"kind": "warning", "text": "no progress for 12 min"},

@@ -96,7 +96,7 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
     import io
     import time
 
-    from fixtures.train_commands.fakes import FakeClusters, FakeSlurm, make_config
+    from fakes import FakeClusters, FakeSlurm, make_config
 
     from bot.core.catalogue import Catalogue
     from bot.core.diagnose import LogAnalysis

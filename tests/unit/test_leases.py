@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_run_scheduler import RecordingSlurm
+from fakes import FakeClusters, FakeSlurm
 
 import bot.app
 import bot.services.competitors as competitors
@@ -172,28 +172,13 @@ def config_data() -> dict[str, Any]:
     }
 
 
-class Clusters:
-    def __init__(self) -> None:
-        self.alpha = RecordingSlurm()
-
-    def slurm(self, name: str) -> RecordingSlurm:
-        assert name == "alpha"
-        return self.alpha
-
-    def sftp(self, name: str) -> Any:
-        raise AssertionError("nothing to read: no job is running")
-
-    def close(self) -> None:
-        pass
-
-
 class Replica:
     """One `trainbot run` replica's scheduler on its own store handle, run by hand."""
 
     def __init__(self, url: str, holder: str, clock: Any) -> None:
         self.store = Store.open(url)
         self.ctx = BotContext(config=Config.model_validate(config_data()), store=self.store,
-                              clusters=Clusters())
+                              clusters=FakeClusters({"alpha": FakeSlurm()}))
         self.leases = LeaseKeeper(self.store.leases, holder=holder)
         scheduler = build_scheduler(self.ctx, watch=True, clock=clock, leases=self.leases)
         self.jobs = {job.id: job for job in scheduler.get_jobs()}
@@ -204,7 +189,7 @@ class Replica:
 
     @property
     def slurm_calls(self) -> int:
-        return len(self.ctx.clusters.alpha.calls)
+        return len(self.ctx.clusters.slurm("alpha").acted("jobs"))
 
 
 def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_the_ttl(

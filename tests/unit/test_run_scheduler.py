@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from apscheduler.triggers.interval import IntervalTrigger
+from fakes import FakeClusters, FakeSlurm
 
 import bot.services.watch_events as watch_events
 from bot.cli import EXIT_USAGE
@@ -51,29 +52,6 @@ def config_data(extra: list[str] | None = None) -> dict[str, Any]:
     }
 
 
-class RecordingSlurm:
-    def __init__(self) -> None:
-        self.calls: list[list[int]] = []
-
-    def jobs(self, ids: Any) -> dict[int, Any]:
-        self.calls.append(list(ids))
-        return {}  # not known yet: nothing to judge
-
-
-class Clusters:
-    def __init__(self) -> None:
-        self.by_name = {"alpha": RecordingSlurm(), "beta": RecordingSlurm()}
-
-    def slurm(self, name: str) -> RecordingSlurm:
-        return self.by_name[name]
-
-    def sftp(self, name: str) -> Any:
-        raise AssertionError("nothing to read: no job is running")
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Any:
     s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
@@ -83,7 +61,7 @@ def store(tmp_path: Path) -> Any:
 
 def context(store: Store, extra: list[str] | None = None) -> BotContext:
     return BotContext(config=Config.model_validate(config_data(extra)), store=store,
-                      clusters=Clusters())
+                      clusters=FakeClusters({"alpha": FakeSlurm(), "beta": FakeSlurm()}))
 
 
 def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store) -> None:
@@ -120,7 +98,7 @@ def test_each_job_ticks_its_own_clusters_watcher_only(store) -> None:
     jobs = {job.id: job for job in scheduler.get_jobs()}
     jobs["watch:beta"].func()
     jobs["watch:alpha"].func()
-    assert ctx.clusters.slurm("beta").calls == [[4242]]
+    assert ctx.clusters.slurm("beta").calls == [("jobs", [4242])]
     assert ctx.clusters.slurm("alpha").calls == []  # nothing watched there: no Slurm call
 
 

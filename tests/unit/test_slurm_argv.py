@@ -12,10 +12,10 @@ import shlex
 from pathlib import Path
 
 import pytest
+from fakes import FakeRunner
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import CommandResult
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.sacct import SACCT_FIELDS, sacct_argv
 from bot.core.slurm.sbatch import SubmitSpec, check_env, parse_sbatch_output, sbatch_argv
@@ -193,39 +193,6 @@ def test_scontrol_and_scancel():
 # ---- SlurmClient over a fake runner --------------------------------------------------------
 
 
-def _command(argv) -> str:
-    """The program an argv runs, skipping an `env K=V …` prefix."""
-    words = list(argv)
-    if words and words[0] == "env":
-        words = words[1:]
-        while words and "=" in words[0]:
-            words.pop(0)
-    return words[0]
-
-
-class FakeRunner:
-    """Answers by program name with (exit, stdout, stderr) or raises; records every call."""
-
-    def __init__(self, answers):
-        self.answers = answers
-        self.calls: list[tuple[list[str], object]] = []
-
-    def run(self, argv, *, stdin=None, timeout=None, check=True, env=None):
-        argv = list(argv)
-        self.calls.append((argv, stdin))
-        answer = self.answers[_command(argv)]
-        if isinstance(answer, Exception):
-            raise answer
-        code, out, err = answer
-        return CommandResult(tuple(argv), code, out, err)
-
-    def sftp(self):  # pragma: no cover - not used by the Slurm client
-        raise NotImplementedError
-
-    def commands(self) -> list[str]:
-        return [_command(argv) for argv, _ in self.calls]
-
-
 def _fixture(name: str) -> str:
     return (FIXTURES / name).read_text()
 
@@ -296,7 +263,7 @@ def test_submit_sends_script_on_stdin_and_returns_the_id():
         SubmitSpec(job_name="mix"), script="#!/bin/bash\necho hi\n"
     )
     assert job_id == 4242
-    argv, stdin = runner.calls[0]
+    argv, stdin = runner.calls[0].argv, runner.calls[0].stdin
     assert stdin == "#!/bin/bash\necho hi\n" and "--job-name=mix" in argv
 
 
@@ -348,7 +315,7 @@ def test_pending_competitors_parsable_filters_and_orders():
     found = SlurmClient(runner, use_json=False).pending_competitors(
         user="bob", partition="gpu", exclude=[11])
     assert [r.job_id for r in found] == [13, 12]
-    argv = runner.calls[0][0]
+    argv = runner.calls[0].argv
     assert "--states=PENDING" in argv and "--user=bob" in argv and "--partition=gpu" in argv
 
 

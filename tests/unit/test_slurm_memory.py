@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes import FakeRunner
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import CommandResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 MiB = 1024**2
@@ -21,74 +21,56 @@ def fixture(name: str) -> str:
     return (FIXTURES / name).read_text()
 
 
-class FakeRunner:
-    """Answers every call with one (exit, stdout, stderr) or raises; records the argv."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.calls: list[list[str]] = []
-
-    def run(self, argv, *, stdin=None, timeout=None, check=True, env=None):
-        self.calls.append(list(argv))
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        code, out, err = self.answer
-        return CommandResult(tuple(argv), code, out, err)
-
-    def sftp(self):  # pragma: no cover - not used
-        raise NotImplementedError
-
-
 def test_memory_one_call_for_all_jobs() -> None:
-    runner = FakeRunner((0, fixture("sstat.running.txt"), ""))
+    runner = FakeRunner(default=(0, fixture("sstat.running.txt"), ""))
     memory = SlurmClient(runner).memory([361, 360])
-    assert len(runner.calls) == 1 and runner.calls[0][0] == "sstat"
-    assert "--jobs=360,361" in runner.calls[0]
+    assert len(runner.calls) == 1 and runner.argvs()[0][0] == "sstat"
+    assert "--jobs=360,361" in runner.argvs()[0]
     assert set(memory) == {360, 361}
     assert memory[360].step == "batch" and 300 * MiB < memory[360].max_rss_bytes < 340 * MiB
 
 
 def test_memory_jobs_without_running_steps_are_absent() -> None:
-    runner = FakeRunner((0, fixture("sstat.mixed.txt"), fixture("sstat.mixed.stderr")))
+    runner = FakeRunner(default=(0, fixture("sstat.mixed.txt"), fixture("sstat.mixed.stderr")))
     memory = SlurmClient(runner).memory([358, 360, 361, 99999])
     assert set(memory) == {360, 361}
 
 
 def test_memory_nonzero_exit_for_some_ids_is_not_an_error() -> None:
     """Newer sstat may exit non-zero when some ids have no steps: still an answer."""
-    runner = FakeRunner((1, fixture("sstat.mixed.txt"), fixture("sstat.mixed.stderr")))
+    runner = FakeRunner(default=(1, fixture("sstat.mixed.txt"), fixture("sstat.mixed.stderr")))
     assert set(SlurmClient(runner).memory([358, 360, 361, 99999])) == {360, 361}
 
 
 def test_memory_no_running_step_anywhere_is_empty_not_an_error() -> None:
-    runner = FakeRunner((0, "", "sstat: error: No steps running for job 358\n"))
+    runner = FakeRunner(default=(0, "", "sstat: error: No steps running for job 358\n"))
     assert SlurmClient(runner).memory([358]) == {}
 
 
 def test_memory_empty_ids_makes_no_call() -> None:
-    runner = FakeRunner((0, "", ""))
+    runner = FakeRunner(default=(0, "", ""))
     assert SlurmClient(runner).memory([]) == {}
     assert runner.calls == []
 
 
 def test_memory_controller_down_is_cluster_unavailable() -> None:
     """22.05 with slurmctld gone: exit 0, no rows, "couldn't get steps" for every id."""
-    runner = FakeRunner((0, "", fixture("sstat.controller_down.stderr")))
+    runner = FakeRunner(default=(0, "", fixture("sstat.controller_down.stderr")))
     with pytest.raises(ClusterUnavailable, match="slurmctld"):
         SlurmClient(runner).memory([360, 361])
 
 
 def test_memory_unreachable_message_and_timeout_are_cluster_unavailable() -> None:
-    runner = FakeRunner((1, "", "sstat: error: Unable to contact slurm controller (connect "
+    runner = FakeRunner(default=(1, "", "sstat: error: Unable to contact slurm controller (connect "
                               "failure)\n"))
     with pytest.raises(ClusterUnavailable):
         SlurmClient(runner).memory([360])
-    runner = FakeRunner(CommandTimedOut(["sstat"], 30))
+    runner = FakeRunner(default=CommandTimedOut(["sstat"], 30))
     with pytest.raises(ClusterUnavailable, match="did not answer within 30 s"):
         SlurmClient(runner, timeout=30).memory([360])
 
 
 def test_memory_other_failures_are_command_failed() -> None:
-    runner = FakeRunner((1, "", "sstat: error: Invalid field requested: \"MaxRSSS\"\n"))
+    runner = FakeRunner(default=(1, "", "sstat: error: Invalid field requested: \"MaxRSSS\"\n"))
     with pytest.raises(CommandFailed, match="MaxRSSS"):
         SlurmClient(runner).memory([360])

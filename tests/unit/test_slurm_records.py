@@ -2,7 +2,7 @@
 rows for shapes this cluster cannot produce (newer JSON, OOM with cgroups, preemption, cuts).
 
 Fixtures: tests/fixtures/slurm/{squeue,sacct}.{json,txt}, one snapshot of 11 jobs; which job
-is which case is in cases.json (recapture with tests/fixtures/slurm/capture.py).
+is which case is in cases.json (recapture with tests/support/capture_slurm.py).
 """
 
 from __future__ import annotations

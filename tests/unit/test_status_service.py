@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeSlurm
 
 from bot.cli.status import format_report
-from bot.cluster.errors import ClusterUnavailable
 from bot.config import parse_config
 from bot.core.slurm.records import JobRecord
 from bot.services import UsageProblem
@@ -20,19 +20,6 @@ recipes:
   mix: {cluster: a, sbatch_script: /s}
   other: {cluster: b, sbatch_script: /s}
 """
-
-
-class FakeSlurm:
-    def __init__(self, records=None, down=False):
-        self.records = records or {}
-        self.down = down
-        self.calls: list[list[int]] = []
-
-    def jobs(self, ids):
-        self.calls.append(sorted(ids))
-        if self.down:
-            raise ClusterUnavailable("Unable to contact slurm controller")
-        return {i: self.records[i] for i in ids if i in self.records}
 
 
 @pytest.fixture
@@ -55,7 +42,7 @@ def test_watched_jobs_one_slurm_call_per_cluster(setup):
         "b": FakeSlurm({21: JobRecord(21, state="PENDING", reason="JobHeldUser")}),
     }  # fmt: skip
     report = job_status(config, None, store=store, slurm_for=slurms.__getitem__)
-    assert slurms["a"].calls == [[11, 12]] and slurms["b"].calls == [[21]]
+    assert slurms["a"].calls == [("jobs", [11, 12])] and slurms["b"].calls == [("jobs", [21])]
     assert [(r.job_id, r.recipe, r.state) for r in report.rows] == [
         ("11", "mix", "FAILED"), ("12", "mix", "RUNNING"), ("21", "other", "PENDING"),
     ]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeRunner, FakeSlurm
 
 from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
@@ -127,26 +128,10 @@ def test_resume_env_name_is_stable():
 # submit_recipe with Slurm and the checkpoint lookup faked
 
 
-class FakeSlurm:
-    def __init__(self, fail: Exception | None = None):
-        self.calls: list[SubmitSpec] = []
-        self.fail = fail
-        self.runner = FakeRunner()
-
-    def submit(self, spec, *, script=None):
-        self.calls.append(spec)
-        if self.fail:
-            raise self.fail
-        return 4000 + len(self.calls)
-
-
-class FakeRunner:
-    def __init__(self):
-        self.calls: list[tuple[list[str], dict]] = []
-
-    def run(self, argv, *, env=None, check=True, **_):
-        self.calls.append((list(argv), dict(env or {})))
-        return type("R", (), {"stdout": "site says: Submitted batch job 777\n"})()
+def fake_slurm(submit_error: Exception | None = None) -> FakeSlurm:
+    """Job ids from 4001; a site wrapper's output names job 777."""
+    wrapper = FakeRunner(default=(0, "site says: Submitted batch job 777\n", ""))
+    return FakeSlurm(first_id=4001, submit_error=submit_error, runner=wrapper)
 
 
 CKPT_CONFIG = CONFIG.replace(
@@ -192,14 +177,14 @@ def lookups(monkeypatch):
 def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, store, lookups):
     from bot.services.submit import submit_recipe
 
-    slurm = FakeSlurm()
+    slurm = fake_slurm()
     result = submit_recipe(
         ck_config, "mix", overrides=["mem=950G", "lr=0.5"], slurm=slurm, sftp="SFTP",
         store=store, now=100.0, actor="U1",
     )  # fmt: skip
     assert lookups == [("SFTP", "/ck/mix", "marker:DONE", "latest_checkpoint.txt",
                         ("iter_*", "step_*"))]  # fmt: skip
-    call = slurm.calls[0]
+    call = slurm.submits()[0]
     assert call.script_path == "/home/u/train.sbatch"
     assert call.args == ("--config", "mix.yaml", "lr=0.5")
     assert (call.mem, call.time, call.job_name) == ("950G", "04:00:00", "wm-mix")
@@ -227,7 +212,7 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
 def test_refused_override_is_audited_and_nothing_submitted(ck_config, store, lookups):
     from bot.services.submit import submit_recipe
 
-    slurm = FakeSlurm()
+    slurm = fake_slurm()
     with pytest.raises(OverrideError):
         submit_recipe(ck_config, "mix", overrides=["partition=big"], slurm=slurm, sftp=None,
                       store=store, now=1.0, actor="U2")  # fmt: skip
@@ -240,7 +225,7 @@ def test_failed_sbatch_is_audited_and_records_no_chain(ck_config, store, lookups
     from bot.cluster.errors import CommandFailed
     from bot.services.submit import submit_recipe
 
-    slurm = FakeSlurm(fail=CommandFailed(["sbatch"], 1, "sbatch: error: invalid partition"))
+    slurm = fake_slurm(CommandFailed(["sbatch"], 1, "sbatch: error: invalid partition"))
     with pytest.raises(CommandFailed):
         submit_recipe(ck_config, "mix", slurm=slurm, sftp=None, store=store, now=1.0, actor="U")
     assert store.chains.latest_for_recipe("mix") is None
@@ -259,10 +244,10 @@ def test_unknown_recipe_is_a_usage_problem(ck_config, store):
 def test_site_wrapper_gets_argv_and_env_and_its_job_id_is_read(ck_config, store):
     from bot.services.submit import submit_recipe
 
-    slurm = FakeSlurm()
+    slurm = fake_slurm()
     result = submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=None, store=store, now=1.0,
                            actor="U")  # fmt: skip
-    argv, env = slurm.runner.calls[0]
+    argv, env = slurm.runner.calls[0].argv, slurm.runner.calls[0].env
     assert argv == ["/opt/site/submit", "--team", "a", "x"]
     assert env["TRAINBOT_JOB_NAME"] == "wrapped" and "TRAINBOT_RESUME_FROM" not in env
     assert result.job_id == "777" and slurm.calls == []

@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, RecordingSink, make_context
-from fixtures.watcher.fakes import T0, FakeSFTP
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingMessageSink, make_context
 
 from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId, handle_click
@@ -102,19 +101,14 @@ def test_cluster_notice_goes_once_to_each_active_thread_of_that_cluster(store):
 
 
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
-    from fixtures.train_commands.fakes import FakeClusters
+    from fakes import FakeClusters
 
     from bot.services.watch_events import build_watcher
 
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, policy={"auto_resubmit": True, "backoff_s": 30})
     sftp = FakeSFTP()
-
-    class Clusters(FakeClusters):
-        def sftp(self, name):
-            return sftp
-
-    ctx.clusters = Clusters(slurm)
+    ctx.clusters = FakeClusters(slurm, sftp=sftp)
     ctx.clock = lambda: T0 + 2000
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88300", now=T0)
@@ -145,7 +139,7 @@ FINAL_CHARTS = ["chart:88154:final:rss.png", "chart:88154:final:progress.png",
                 "chart:88154:final:loss.png"]
 
 
-class ChartSink(RecordingSink):
+class ChartSink(RecordingMessageSink):
     """The recording sink with chart uploads; `refuse` names files whose upload fails."""
 
     def __init__(self, store: Store, refuse: tuple[str, ...] = ()) -> None:

@@ -11,10 +11,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
-from fixtures.watcher.fakes import T0, FakeSFTP
+from fakes import T0, FakeSFTP, FakeSlurm, SstatSlurm, make_context
 
-from bot.cluster.errors import ClusterUnavailable
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
 from bot.core.policy import (
@@ -28,7 +26,6 @@ from bot.core.policy import (
     early_warnings,
 )
 from bot.core.slurm.records import JobRecord
-from bot.core.slurm.sstat import StepMemory
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -216,15 +213,6 @@ def test_leak_warning_and_low_gpu_note_are_korean(store):
 # ------------------------------------------------------------------ through the watcher
 
 
-class DownSlurm(FakeSlurm):
-    down = False
-
-    def jobs(self, ids):
-        if self.down:
-            raise ClusterUnavailable("Unable to contact slurm controller (connect failure)")
-        return super().jobs(ids)
-
-
 def watcher(ctx, slurm, sftp=None, **kw) -> Watcher:
     sftp = sftp or FakeSFTP()
     return Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=ctx.store,
@@ -234,7 +222,7 @@ def watcher(ctx, slurm, sftp=None, **kw) -> Watcher:
 
 def test_held_and_unknown_jobs_are_reported_in_korean(store):
     ctx, chain = thread(store, "ko")
-    slurm = DownSlurm()
+    slurm = FakeSlurm()
     slurm.add(87870, state="PENDING", reason="JobHeldAdmin", restart_count=1)
     store.watched_jobs.add("dev", "87870", now=T0, chain_id=chain.id)
     store.watched_jobs.add("dev", "4242", now=T0, chain_id=chain.id)  # Slurm never knows it
@@ -257,7 +245,7 @@ def test_cluster_outage_notes_follow_each_chains_recipe_language(store):
     # A chain whose recipe is gone from the config: the site's language (English).
     en_chain = store.chains.create(recipe="old", cluster="dev", job_name="old", now=T0)
     ctx.sink.post_root(en_chain.id, "C0TRAIN", [], "old")
-    slurm = DownSlurm()
+    slurm = FakeSlurm()
     slurm.add(88887)  # pending: the ticks ask Slurm about it
     store.watched_jobs.add("dev", "88887", now=T0, chain_id=ko_chain.id)
     w = watcher(ctx, slurm)
@@ -341,18 +329,6 @@ def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store)
     assert head.startswith("<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) "
                            "재시도할 수 있는 실패입니다: iter 3000부터 재개해 재제출을 제안합니다 "
                            "(잃은 작업 ")
-
-
-class SstatSlurm(FakeSlurm):
-    """FakeSlurm plus sstat: `rss` gives each job's MaxRSS of step `batch`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rss: dict[int, int] = {}
-
-    def memory(self, ids):
-        return {i: StepMemory(i, "batch", self.rss[i], self.rss[i], "vm", 0, 1)
-                for i in ids if i in self.rss}
 
 
 def test_a_leak_seen_through_sstat_says_so_in_korean(store):

@@ -3,89 +3,31 @@ SQLite store, the real catalogue, a recording sink, and a fake clock."""
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-
 import pytest
-from fixtures.watcher.fakes import T0, FakeSFTP
+from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink, SstatSlurm
+from support.watcher import (
+    CLUSTER,
+    LOG,
+    STORY,
+    add_job,
+    make_watcher,
+    running,
+    story_lines,
+    timed_out,
+)
 
 from bot.cluster.errors import ClusterUnavailable
-from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
-from bot.core.slurm.sstat import StepMemory
-from bot.services.watch.tick import Watcher
 from bot.store import Store
-
-STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
-CLUSTER = "dev"
-LOG = "/scratch/mix/logs/mix-88154.out"
-
-
-@cache
-def catalogue() -> Catalogue:
-    return Catalogue.load()
-
-
-class FakeSlurm:
-    def __init__(self) -> None:
-        self.records: dict[int, JobRecord] = {}
-        self.calls = 0
-        self.down = False
-
-    def jobs(self, ids):
-        self.calls += 1
-        if self.down:
-            raise ClusterUnavailable("Unable to contact slurm controller (connect failure)")
-        return {i: self.records[i] for i in ids if i in self.records}
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events = []
-        self.fail_next = 0
-
-    def publish(self, event):
-        if self.fail_next:
-            self.fail_next -= 1
-            raise RuntimeError("slack is down")
-        self.events.append(event)
-
-    def kinds(self):
-        return [e.kind for e in self.events]
 
 
 @pytest.fixture
 def env(tmp_path):
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), Sink()
+    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
     yield store, slurm, sftp, sink
     store.close()
-
-
-def make_watcher(store, slurm, sftp, sink, **kw):
-    kw.setdefault("policy", PolicyParams(backoff_s=60))
-    return Watcher(CLUSTER, slurm=slurm, sftp=lambda: sftp, store=store, catalogue=catalogue(),
-                   sink=sink, unreachable_ticks=3, **kw)
-
-
-def add_job(store, job_id: int, *, recipe="mix", attempts_before=()):
-    chain = store.chains.create(recipe=recipe, cluster=CLUSTER, job_name=recipe, now=T0)
-    for jid, last in attempts_before:
-        a = store.attempts.add(chain_id=chain.id, job_id=str(jid), now=T0)
-        store.attempts.update(a.id, last_iter=last, state="FAILED")
-    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=T0)
-    store.watched_jobs.add(CLUSTER, str(job_id), now=T0, chain_id=chain.id)
-    return chain
-
-
-def running(job_id, **kw):
-    return JobRecord(job_id=job_id, state="RUNNING", stdout_path=LOG, start_time=T0,
-                     mem_limit_bytes=950 << 30, **kw)
-
-
-def story_lines():
-    return STORY.read_bytes().splitlines(keepends=True)
 
 
 # ------------------------------------------------------------------ cluster health
@@ -109,7 +51,7 @@ def test_a_job_slurm_never_knows_is_reported_once_then_no_longer_watched(env):
     attempt = store.attempts.get_by_job("4242")
     assert (attempt.state, attempt.result) == ("UNKNOWN", "UNKNOWN")
     w.tick(T0 + 1020)
-    assert sink.kinds() == ["unknown"] and slurm.calls == 4  # no longer asked about
+    assert sink.kinds() == ["unknown"] and len(slurm.acted("jobs")) == 4  # no longer asked about
 
 
 def test_unreachable_cluster_one_notice_then_one_back_and_no_job_alarms(env):
@@ -155,7 +97,7 @@ def test_one_slurm_call_per_tick_for_any_number_of_jobs(env, n_jobs):
         slurm.records[1000 + i] = JobRecord(job_id=1000 + i, state="PENDING", reason="Priority")
     w = make_watcher(store, slurm, sftp, sink)
     report = w.tick(T0)
-    assert report.slurm_calls == 1 and slurm.calls == 1 and report.jobs == n_jobs
+    assert report.slurm_calls == 1 and len(slurm.acted("jobs")) == 1 and report.jobs == n_jobs
 
 
 # ------------------------------------------------------------------ reading logs
@@ -299,7 +241,7 @@ def test_restart_resumes_from_offset_without_duplicates_and_still_sees_the_stall
     w1.tick(T0 + 360)
     assert sink.kinds() == ["warning"]
     # The bot restarts: a new Watcher over the same store.
-    sink2 = Sink()
+    sink2 = RecordingEventSink()
     w2 = make_watcher(store, slurm, sftp, sink2, warmup_bytes=16 << 10)
     out_before = sftp.bytes_out
     w2.tick(T0 + 420)
@@ -317,7 +259,7 @@ def test_restart_silent_job_first_seen_after_restart_is_judged(env):
     slurm.records[88154] = running(88154)
     before, _ = _split_at_stall()
     sftp.append(LOG, b"".join(before))
-    make_watcher(store, slurm, sftp, Sink()).tick(T0)
+    make_watcher(store, slurm, sftp, RecordingEventSink()).tick(T0)
     w2 = make_watcher(store, slurm, sftp, sink)
     w2.tick(T0 + 60)
     assert sink.events == []
@@ -394,41 +336,10 @@ def test_a_restart_does_not_start_the_held_wait_over(env):
 # ------------------------------------------------------------------ automatic resubmits
 
 
-class Resubmitter:
-    def __init__(self, store, fail_first: int = 0) -> None:
-        self.store = store
-        self.calls = []
-        self.fail_first = fail_first
-
-    def __call__(self, recipe, chain_id, decision):
-        self.calls.append((recipe, chain_id, decision.resume_from))
-        if self.fail_first:
-            self.fail_first -= 1
-            raise RuntimeError("sbatch: error: Slurm temporarily unable to accept job")
-        new_id = 90000 + len(self.calls)
-        self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0,
-                                charge_retry=decision.charged)  # as submit_recipe does
-        self.store.watched_jobs.add(CLUSTER, str(new_id), now=T0 + 1300,  # after the failure
-                                    chain_id=chain_id)
-        return new_id
-
-
-def _timed_out(env, resubmitter, **policy):
-    store, slurm, sftp, sink = env
-    chain = add_job(store, 88300, recipe="auto")
-    sftp.append(LOG, b"".join(story_lines()[:300]))
-    slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
-                                     stdout_path=LOG, start_time=T0, end_time=T0 + 1300)
-    w = make_watcher(store, slurm, sftp, sink, resubmit=resubmitter,
-                     checkpoint_iter=lambda recipe: 1200,
-                     policy=PolicyParams(auto_resubmit=True, backoff_s=60, **policy))
-    return w, chain
-
-
 def test_time_limit_on_auto_recipe_resubmits_after_backoff_and_charges(env):
     store, slurm, sftp, sink = env
-    resub = Resubmitter(store)
-    w, chain = _timed_out(env, resub)
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
     w.tick(T0 + 1310)
     assert sink.kinds() == ["incident"]
     assert sink.events[0].decision.kind == DecisionKind.RESUBMIT_NOW
@@ -445,8 +356,8 @@ def test_time_limit_on_auto_recipe_resubmits_after_backoff_and_charges(env):
 
 def test_failed_resubmit_is_retried_not_lost(env):
     store, slurm, sftp, sink = env
-    resub = Resubmitter(store, fail_first=1)
-    w, chain = _timed_out(env, resub)
+    resub = FakeResubmit(store, fail_first=1)
+    w, chain = timed_out(env, resub)
     w.tick(T0 + 1310)
     w.tick(T0 + 1380)
     assert len(resub.calls) == 1 and store.chains.get(chain.id).retries_used == 0
@@ -458,14 +369,14 @@ def test_failed_resubmit_is_retried_not_lost(env):
 
 def test_crash_after_submit_before_done_does_not_submit_twice(env):
     store, slurm, sftp, sink = env
-    resub = Resubmitter(store)
-    w, chain = _timed_out(env, resub)
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
     w.tick(T0 + 1310)
     # The bot died inside the resubmit: the row says `submitting`, the attempt exists.
     key = f"{CLUSTER}:88300:resubmit"
     store.incidents.set_state(key, "submitting")
     store.attempts.add(chain_id=chain.id, job_id="90077", now=T0)
-    w2 = make_watcher(store, slurm, sftp, Sink(), resubmit=resub,
+    w2 = make_watcher(store, slurm, sftp, RecordingEventSink(), resubmit=resub,
                       policy=PolicyParams(auto_resubmit=True, backoff_s=60))
     w2.tick(T0 + 1400)
     assert resub.calls == []
@@ -474,8 +385,8 @@ def test_crash_after_submit_before_done_does_not_submit_twice(env):
 
 def test_budget_exhausted_on_auto_recipe_stops_the_chain(env):
     store, slurm, sftp, sink = env
-    resub = Resubmitter(store)
-    w, chain = _timed_out(env, resub, retry_budget=0)
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub, retry_budget=0)
     w.tick(T0 + 1310)
     w.tick(T0 + 1400)
     assert resub.calls == []
@@ -637,23 +548,6 @@ def test_one_broken_job_does_not_starve_the_others(env, monkeypatch):
 # ------------------------------------------------------------------ memory from sstat
 
 
-class SstatSlurm(FakeSlurm):
-    """FakeSlurm plus `memory(ids)`: one StepMemory per id in `rss`, recording each call."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rss: dict[int, int] = {}
-        self.memory_calls: list[list[int]] = []
-        self.memory_error: Exception | None = None
-
-    def memory(self, ids):
-        self.memory_calls.append(list(ids))
-        if self.memory_error is not None:
-            raise self.memory_error
-        return {i: StepMemory(i, "batch", self.rss[i], self.rss[i], "vm", 0, 1)
-                for i in ids if i in self.rss}
-
-
 def _progress_lines(first_iter: int, n: int, t0: float, rss: bool = False) -> bytes:
     import time as _time
 
@@ -669,7 +563,7 @@ def _progress_lines(first_iter: int, n: int, t0: float, rss: bool = False) -> by
 @pytest.fixture
 def sstat_env(tmp_path):
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    slurm, sftp, sink = SstatSlurm(), FakeSFTP(), Sink()
+    slurm, sftp, sink = SstatSlurm(), FakeSFTP(), RecordingEventSink()
     yield store, slurm, sftp, sink
     store.close()
 
@@ -688,7 +582,7 @@ def test_leak_warned_from_sstat_rss_when_the_log_prints_none(sstat_env):
         slurm.rss[88016] = (40 << 30) + tick * (1 << 29)
         report = w.tick(T0 + 90 * tick + 1)
         assert report.slurm_calls == 2  # one jobs() (squeue + sacct), one memory() (sstat)
-    assert slurm.memory_calls == [[88016]] * 10
+    assert slurm.acted("memory") == [[88016]] * 10
     series = w._jobs[88016].analysis.series
     points = series.rss_points()
     assert [p.iteration for p in points] == [119 + 20 * k for k in range(10)]
@@ -714,7 +608,7 @@ def test_no_sstat_once_the_log_prints_rss(sstat_env):
     assert {p.host_rss_bytes for p in series.rss_points()} == {40 << 30}
     sftp.append(LOG, _progress_lines(120, 20, T0))
     report = w.tick(T0 + 90)
-    assert slurm.memory_calls == [[7]]  # not asked again
+    assert slurm.acted("memory") == [[7]]  # not asked again
     assert report.slurm_calls == 1
 
 
@@ -735,7 +629,7 @@ def test_no_sstat_when_the_sampler_writes(sstat_env):
     w.tick(T0)
     assert w._jobs[88154].analysis.series.rss_points() == []  # the sampler is the source
     w.tick(T0 + 90)
-    assert slurm.memory_calls == [[88154]]
+    assert slurm.acted("memory") == [[88154]]
 
 
 def test_one_sstat_call_for_all_running_jobs_and_none_for_pending(sstat_env):
@@ -750,12 +644,12 @@ def test_one_sstat_call_for_all_running_jobs_and_none_for_pending(sstat_env):
     sftp.append(LOG, _progress_lines(100, 5, T0 - 30))
     w = make_watcher(store, slurm, sftp, sink)
     report = w.tick(T0)
-    assert report.slurm_calls == 2 and slurm.calls == 1
-    assert slurm.memory_calls == [list(range(3000, 3020))]
+    assert report.slurm_calls == 2 and len(slurm.acted("jobs")) == 1
+    assert slurm.acted("memory") == [list(range(3000, 3020))]
     for i in range(5):
         slurm.records[3000 + i] = JobRecord(job_id=3000 + i, state="PENDING", reason="Priority")
     w.tick(T0 + 60)
-    assert slurm.memory_calls[-1] == list(range(3005, 3020))
+    assert slurm.acted("memory")[-1] == list(range(3005, 3020))
 
 
 def test_failed_sstat_costs_only_the_samples(sstat_env):
@@ -778,8 +672,8 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     """Fail closed: a resubmit row whose decision has no kind, or one this version does not
     know, is never carried out; the thread says so and the row is not looked at again."""
     store, slurm, sftp, sink = env
-    resub = Resubmitter(store)
-    w, chain = _timed_out(env, resub)
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
     w.tick(T0 + 1310)
     key = f"{CLUSTER}:88300:resubmit"
     row = store.incidents.get(key)

@@ -1,0 +1,358 @@
+"""In-memory stand-ins for the bot's adapters, shared by every test: Slurm, the cluster
+sessions, the SSH runner, SFTP, the thread writer (message sink), the watcher's event sink and
+its resubmit step. Each records what it was asked, so tests assert on calls, not on mocks.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.ssh import CommandResult
+from bot.config import Config
+from bot.core.slurm.competitors import filter_competitors
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sbatch import SubmitSpec
+from bot.core.slurm.sstat import StepMemory
+from bot.services.runs import BotContext
+from bot.store import Store
+
+T0 = 1_800_000_000.0  # the cluster's wall clock at the start of a test
+CONTROLLER_DOWN = "Unable to contact slurm controller (connect failure)"
+
+# --------------------------------------------------------------------------- SSH runner
+
+# How a FakeRunner answers a program: (exit code, stdout, stderr), or an exception to raise.
+Answer = tuple[int, str, str] | Exception
+
+
+class RunCall(NamedTuple):
+    argv: list[str]
+    stdin: bytes | str | None
+    env: dict[str, str]
+
+
+def program_of(argv: Sequence[str]) -> str:
+    """The program an argv runs: its first word after `env VAR=value …`."""
+    words = list(argv)
+    if words and words[0] == "env":
+        words = words[1:]
+        while words and "=" in words[0]:
+            words.pop(0)
+    return words[0]
+
+
+class FakeRunner:
+    """The SSH runner: answers each program from `answers` (or `default`), never raising on a
+    non-zero exit (callers check `exit_code`), and records every call."""
+
+    def __init__(self, answers: Mapping[str, Answer] | None = None, *,
+                 default: Answer | None = None) -> None:
+        self.answers = dict(answers or {})
+        self.default = default
+        self.calls: list[RunCall] = []
+
+    def run(self, argv: Sequence[str], *, stdin: bytes | str | None = None,
+            timeout: float | None = None, check: bool = True,
+            env: Mapping[str, str] | None = None) -> CommandResult:
+        argv = list(argv)
+        self.calls.append(RunCall(argv, stdin, dict(env or {})))
+        answer = self.answers.get(program_of(argv), self.default)
+        if answer is None:
+            raise AssertionError(f"FakeRunner has no answer for {argv}")
+        if isinstance(answer, Exception):
+            raise answer
+        code, out, err = answer
+        return CommandResult(tuple(argv), code, out, err)
+
+    def sftp(self) -> Any:
+        raise AssertionError("FakeRunner has no SFTP: give the code under test a FakeSFTP")
+
+    def argvs(self) -> list[list[str]]:
+        return [call.argv for call in self.calls]
+
+    def commands(self) -> list[str]:
+        """The program of each call, in order."""
+        return [program_of(call.argv) for call in self.calls]
+
+
+# --------------------------------------------------------------------------- Slurm
+
+
+class FakeSlurm:
+    """Slurm in memory: a job table, every call logged as (verb, argument), faults on demand.
+
+    `down`: every call fails as when the controller cannot be reached. `submit_error`: submit
+    raises it (after logging the call). Submitted jobs get ids from `first_id` on and join the
+    table as PENDING. `runner` answers what a site submit wrapper runs.
+    """
+
+    def __init__(self, records: Mapping[int, JobRecord] | None = None, *,
+                 first_id: int = 88887, down: bool = False,
+                 submit_error: Exception | None = None, runner: FakeRunner | None = None) -> None:
+        self.records: dict[int, JobRecord] = dict(records or {})
+        self.calls: list[tuple[str, Any]] = []
+        self.down = down
+        self.submit_error = submit_error
+        self.runner = runner or FakeRunner()
+        self._ids = itertools.count(first_id)
+
+    # ---- the test's side
+
+    def add(self, job_id: int, **fields: Any) -> JobRecord:
+        rec = JobRecord(job_id=job_id, **{"state": "PENDING", "user": "slurmci", **fields})
+        self.records[job_id] = rec
+        return rec
+
+    def set(self, job_id: int, **fields: Any) -> None:
+        self.records[job_id] = replace(self.records[job_id], **fields)
+
+    def acted(self, verb: str) -> list[Any]:
+        """The argument of every `verb` call, in order (ids for hold / release / cancel / job,
+        id lists for jobs, filters for pending_competitors, the SubmitSpec for submit)."""
+        return [arg for name, arg in self.calls if name == verb]
+
+    def submits(self) -> list[SubmitSpec]:
+        return self.acted("submit")
+
+    def _call(self, verb: str, arg: Any) -> None:
+        self.calls.append((verb, arg))
+        if self.down:
+            raise ClusterUnavailable(CONTROLLER_DOWN)
+
+    # ---- what the services call (bot.cluster.slurm.SlurmClient)
+
+    def jobs(self, ids: Any) -> dict[int, JobRecord]:
+        ids = list(ids)
+        self._call("jobs", ids)
+        return {i: self.records[i] for i in ids if i in self.records}
+
+    def job(self, job_id: int) -> JobRecord | None:
+        self._call("job", job_id)
+        return self.records.get(job_id)
+
+    def pending_competitors(self, **filters: Any) -> list[JobRecord]:
+        self._call("pending_competitors", filters)
+        return filter_competitors(self.records.values(), **filters)
+
+    def submit(self, spec: SubmitSpec, *, script: str | None = None) -> int:
+        self._call("submit", spec)
+        if self.submit_error is not None:
+            raise self.submit_error
+        job_id = next(self._ids)
+        self.add(job_id, name=spec.job_name, partition=spec.partition, account=spec.account,
+                 qos=spec.qos, priority=100, submit_time=2000.0)
+        return job_id
+
+    def hold(self, job_id: int) -> None:
+        self._call("hold", job_id)
+        self.set(job_id, reason="JobHeldUser", priority=0)
+
+    def release(self, job_id: int) -> None:
+        self._call("release", job_id)
+        self.set(job_id, reason="Priority", priority=1)
+
+    def cancel(self, job_id: int) -> None:
+        self._call("cancel", job_id)
+        if job_id in self.records:
+            self.set(job_id, state="CANCELLED")
+
+
+class SstatSlurm(FakeSlurm):
+    """FakeSlurm with sstat: `memory(ids)` gives each id in `rss` a StepMemory of step `batch`
+    with that MaxRSS; `memory_error` makes it raise. (The watcher asks for memory only of a
+    Slurm that has `memory`, so plain FakeSlurm stands for a site without sstat.)"""
+
+    def __init__(self, records: Mapping[int, JobRecord] | None = None, **kw: Any) -> None:
+        super().__init__(records, **kw)
+        self.rss: dict[int, int] = {}
+        self.memory_error: Exception | None = None
+
+    def memory(self, ids: Any) -> dict[int, StepMemory]:
+        ids = list(ids)
+        self._call("memory", ids)
+        if self.memory_error is not None:
+            raise self.memory_error
+        return {i: StepMemory(i, "batch", self.rss[i], self.rss[i], "vm", 0, 1)
+                for i in ids if i in self.rss}
+
+
+# --------------------------------------------------------------------------- SFTP
+
+
+@dataclass
+class _Stat:
+    st_size: int
+    st_mtime: int
+
+
+class FakeSFTP:
+    """stat + open('rb') over in-memory files, mtimes from a settable clock; counts the bytes
+    handed out."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytearray] = {}
+        self.mtime: dict[str, int] = {}
+        self.bytes_out = 0
+        self.clock = T0  # the cluster's wall clock: a write sets the file's mtime to it
+
+    def append(self, path: str, data: bytes) -> None:
+        self.files.setdefault(path, bytearray()).extend(data)
+        self.mtime[path] = int(self.clock)
+
+    def stat(self, path: str) -> _Stat:
+        if path not in self.files:
+            raise FileNotFoundError(path)
+        return _Stat(len(self.files[path]), self.mtime[path])
+
+    def open(self, path: str, mode: str = "r", bufsize: int = -1) -> io.BytesIO:
+        if path not in self.files:
+            raise FileNotFoundError(path)
+        sftp = self
+
+        class _File(io.BytesIO):
+            def read(self, n: int | None = -1) -> bytes:
+                data = super().read(n)
+                sftp.bytes_out += len(data)
+                return data
+
+        return _File(bytes(self.files[path]))
+
+
+# --------------------------------------------------------------------------- cluster sessions
+
+
+class FakeClusters:
+    """ClusterSessions in memory: the same FakeSlurm for every cluster, or one per name; SFTP
+    only when given one; no SSH runner."""
+
+    def __init__(self, slurm: FakeSlurm | Mapping[str, FakeSlurm],
+                 sftp: FakeSFTP | None = None) -> None:
+        self._slurm = slurm
+        self._sftp = sftp
+
+    def slurm(self, name: str) -> FakeSlurm:
+        if isinstance(self._slurm, FakeSlurm):
+            return self._slurm
+        return self._slurm[name]
+
+    def runner(self, name: str) -> Any:
+        raise AssertionError("no SSH in this test")
+
+    def sftp(self, name: str) -> FakeSFTP:
+        if self._sftp is None:
+            raise AssertionError("no SFTP in this test")
+        return self._sftp
+
+    def close(self) -> None:
+        pass
+
+
+# --------------------------------------------------------------------------- sinks
+
+
+class RecordingMessageSink:
+    """The thread writer (MessageSink) remembering posts; post_root marks the root posted in
+    the store, as the Slack poster does."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.posts: list[tuple[str, int, str, str]] = []  # (kind, chain, key, text)
+
+    def post_root(self, chain_id: int, channel: str, blocks: list, text: str) -> str:
+        key = f"chain:{chain_id}:root"
+        self.store.slack_posts.record_intent(key, channel=channel, kind="root",
+                                             chain_id=chain_id, now=0)
+        self.store.slack_posts.record_posted(key, ts=f"{chain_id}.0001", now=0)
+        self.posts.append(("root", chain_id, key, text))
+        return f"{chain_id}.0001"
+
+    def post_reply(self, chain_id: int, key: str, blocks: list, text: str) -> str:
+        self.posts.append(("reply", chain_id, key, text))
+        return f"{chain_id}.{len(self.posts):04d}"
+
+    def texts(self) -> list[str]:
+        return [p[3] for p in self.posts]
+
+
+class RecordingEventSink:
+    """The watcher's EventSink remembering events; `fail_next` publishes fail (Slack down)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.fail_next = 0
+
+    def publish(self, event: Any) -> None:
+        if self.fail_next:
+            self.fail_next -= 1
+            raise RuntimeError("slack is down")
+        self.events.append(event)
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+
+# --------------------------------------------------------------------------- resubmit step
+
+
+@dataclass
+class FakeResubmit:
+    """The watcher's resubmit step: records (recipe, chain, resume_from); the first
+    `fail_first` calls fail as sbatch would, the others add the new job (90001, …) as
+    submit_recipe does: an attempt of the chain and a watched job of `cluster`."""
+
+    store: Store
+    fail_first: int = 0
+    cluster: str = "dev"
+    calls: list[tuple[str, int, int | None]] = field(default_factory=list)
+
+    def __call__(self, recipe: str, chain_id: int, decision: Any) -> int:
+        self.calls.append((recipe, chain_id, decision.resume_from))
+        if self.fail_first:
+            self.fail_first -= 1
+            raise RuntimeError("sbatch: error: Slurm temporarily unable to accept job")
+        new_id = 90000 + len(self.calls)
+        self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0,
+                                charge_retry=decision.charged)
+        self.store.watched_jobs.add(self.cluster, str(new_id), now=T0 + 1300,  # after the failure
+                                    chain_id=chain_id)
+        return new_id
+
+
+# --------------------------------------------------------------------------- a context of fakes
+
+
+def make_config(**recipe_over: Any) -> Config:
+    """One cluster `dev`, one recipe `mix` (with `recipe_over` on top), a Slack channel and the
+    groups `robots` (submitters) and `leads` (approvers)."""
+    recipe = {
+        "cluster": "dev",
+        "sbatch_script": "/home/slurmci/train.sbatch",
+        "partition": "debug",
+        "account": "root",
+        "owners": ["U0OWNER"],
+        "submitters": ["robots"],
+        "approvers": ["leads"],
+        "channel": "training",
+        "overridable": {"lr": "float", "target_iter": "int"},
+        **recipe_over,
+    }
+    return Config.model_validate({
+        "clusters": {"dev": {"host": "127.0.0.1", "port": 2222, "user": "slurmci",
+                             "key_file": "/nonexistent"}},
+        "recipes": {"mix": recipe},
+        "slack": {"channels": {"training": "C0TRAIN"}, "default_channel": "training",
+                  "approvers": ["leads"],
+                  "groups": {"robots": ["U0ALICE"], "leads": ["W0LEAD", "U0APPR"]}},
+    })
+
+
+def make_context(store: Store, slurm: FakeSlurm | None = None, **recipe_over: Any) -> BotContext:
+    """A BotContext of make_config(), the store, FakeClusters and a RecordingMessageSink."""
+    slurm = slurm or FakeSlurm()
+    return BotContext(config=make_config(**recipe_over), store=store,
+                      clusters=FakeClusters(slurm), sink=RecordingMessageSink(store))

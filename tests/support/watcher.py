@@ -1,0 +1,73 @@
+"""The watcher tick driven by hand: a Watcher over the fakes, a real store and catalogue, and
+story 88154's log (tests/fixtures/stories) as what the job prints."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
+
+from bot.core.catalogue import Catalogue
+from bot.core.policy import PolicyParams
+from bot.core.slurm.records import JobRecord
+from bot.services.watch.tick import Watcher
+from bot.store import Store
+from bot.store.repos import Chain
+
+STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+CLUSTER = "dev"
+LOG = "/scratch/mix/logs/mix-88154.out"
+
+WatchEnv = tuple[Store, FakeSlurm, FakeSFTP, RecordingEventSink]
+
+
+@cache
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def make_watcher(store: Store, slurm: FakeSlurm, sftp: FakeSFTP, sink: RecordingEventSink,
+                 **kw: Any) -> Watcher:
+    """A Watcher of cluster `dev` (3 unreachable ticks; backoff 60 s unless `policy` says)."""
+    kw.setdefault("policy", PolicyParams(backoff_s=60))
+    return Watcher(CLUSTER, slurm=slurm, sftp=lambda: sftp, store=store, catalogue=catalogue(),
+                   sink=sink, unreachable_ticks=3, **kw)
+
+
+def add_job(store: Store, job_id: int, *, recipe: str = "mix",
+            attempts_before: tuple[tuple[int, int], ...] = ()) -> Chain:
+    """A chain whose last attempt is `job_id`, watched since T0; `attempts_before` are
+    (job id, last iteration) of earlier FAILED attempts."""
+    chain = store.chains.create(recipe=recipe, cluster=CLUSTER, job_name=recipe, now=T0)
+    for jid, last in attempts_before:
+        a = store.attempts.add(chain_id=chain.id, job_id=str(jid), now=T0)
+        store.attempts.update(a.id, last_iter=last, state="FAILED")
+    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=T0)
+    store.watched_jobs.add(CLUSTER, str(job_id), now=T0, chain_id=chain.id)
+    return chain
+
+
+def running(job_id: int, **kw: Any) -> JobRecord:
+    """A RUNNING job started at T0 writing LOG, with a 950 GiB memory limit."""
+    return JobRecord(job_id=job_id, state="RUNNING", stdout_path=LOG, start_time=T0,
+                     mem_limit_bytes=950 << 30, **kw)
+
+
+def story_lines() -> list[bytes]:
+    return STORY.read_bytes().splitlines(keepends=True)
+
+
+def timed_out(env: WatchEnv, resubmit: FakeResubmit, **policy: Any) -> tuple[Watcher, Chain]:
+    """Job 88300 of an `auto` recipe hit its time limit at T0 + 1300 after 300 log lines; a
+    watcher that may resubmit it (from iteration 1200) through `resubmit`."""
+    store, slurm, sftp, sink = env
+    chain = add_job(store, 88300, recipe="auto")
+    sftp.append(LOG, b"".join(story_lines()[:300]))
+    slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
+                                     stdout_path=LOG, start_time=T0, end_time=T0 + 1300)
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resubmit,
+                     checkpoint_iter=lambda recipe: 1200,
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60, **policy))
+    return w, chain
