@@ -9,8 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures.train_commands.fakes import FakeSlurm, make_context
-from fixtures.watcher.fakes import T0, FakeSFTP
+from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
