@@ -352,7 +352,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
                                        chain_id=watched.chain_id, adopted=watched.adopted)
         raise
     ctx.store.tail_offsets.delete_job(job)
-    comp.release_held_for(ctx, job, now, "was cancelled", cluster)
+    comp.release_held_for(ctx, job, now, "cancelled", cluster)
     old = ctx.store.attempts.get_by_job(job, cluster)
     last_iter = _stalled_at(ctx, approval, old)
     if old is not None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.cluster.errors import ClusterError
 from bot.core.slurm.records import JobRecord
-from bot.services.runs import BotContext, post_safely, render, thread_note
+from bot.services.runs import BotContext, post_safely, render, thread_message
 
 log = logging.getLogger(__name__)
 
@@ -176,9 +176,10 @@ def held_now(ctx: BotContext) -> list[Any]:
 
 
 def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
-                     cluster: str | None = None) -> list[int]:
+                     cluster: str | None = None, state: str | None = None) -> list[int]:
     """Release every competitor held for `job_id` (on `cluster`, when given: job ids repeat
-    across clusters), once each; notes it in the thread."""
+    across clusters), once each; notes it in the thread (templates/hold_released.json.j2).
+    `why` the job no longer needs the hold: running | ended (its `state`) | gone | cancelled."""
     released = []
     for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
@@ -197,17 +198,18 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
                 actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
                 recipe=approval.payload.get("recipe"), result="failed", detail=problem,
             )  # fmt: skip
-            thread_note(ctx, approval.chain_id, f"hold-release:{approval.token}",
-                        f"Could not release {comp} ({problem}); release it with "
-                        f"`/train release {comp}`.")
+            thread_message(ctx, approval.chain_id, f"hold-release:{approval.token}",
+                           "hold_released", {"competitor": str(comp), "for_job": str(job_id),
+                                             "why": why, "state": state, "problem": problem})
             continue
         ctx.store.audit.record(
             actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
             recipe=approval.payload.get("recipe"), result="ok",
-            detail={"for_job": str(job_id), "why": why},
+            detail={"for_job": str(job_id), "why": why, "state": state},
         )  # fmt: skip
-        thread_note(ctx, approval.chain_id, f"hold-release:{approval.token}",
-                    f"Released {comp}: {job_id} {why}.")
+        thread_message(ctx, approval.chain_id, f"hold-release:{approval.token}",
+                       "hold_released", {"competitor": str(comp), "for_job": str(job_id),
+                                         "why": why, "state": state, "problem": None})
         released.append(comp)
     return released
 
@@ -237,13 +239,9 @@ def release_started(ctx: BotContext, now: float) -> list[int]:
             continue
         for job_id in sorted(ids):
             rec = records.get(job_id)
-            if rec is None:
-                why = "is no longer known to Slurm"
-            elif rec.is_pending:
+            if rec is not None and rec.is_pending:
                 continue
-            elif rec.is_running:
-                why = "is running"
-            else:
-                why = f"ended ({rec.state}) without needing the slot"
-            released += release_held_for(ctx, job_id, now, why, cluster)
+            why = "gone" if rec is None else "running" if rec.is_running else "ended"
+            released += release_held_for(ctx, job_id, now, why, cluster,
+                                         rec.state if rec is not None else None)
     return released

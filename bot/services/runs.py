@@ -137,14 +137,21 @@ def has_thread(ctx: BotContext, chain_id: int | None) -> bool:
     return root is not None and root.posted
 
 
-def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
-    """Post `text` (trainbot's mrkdwn) once (by key) in the chain's thread, through the note
-    template; False when there is no thread."""
+def thread_message(ctx: BotContext, chain_id: int | None, key: str, template: str,
+                   view: Any) -> bool:
+    """Post `template` rendered with `view` once (by key) in the chain's thread, in its
+    recipe's language; False when there is no thread."""
     if not has_thread(ctx, chain_id):
         return False
     assert chain_id is not None
-    blocks, fallback = render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
+    blocks, fallback = render(ctx, template, _chain_recipe(ctx, chain_id), view)
     return post_safely(ctx, "reply", chain_id, key, blocks, fallback) is not None
+
+
+def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
+    """Post `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
+    chain's thread, through the note template; False when there is no thread."""
+    return thread_message(ctx, chain_id, key, "note", {"text": text})
 
 
 def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,

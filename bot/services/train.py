@@ -203,7 +203,7 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     slurm = ctx.clusters.slurm(cluster)
     getattr(slurm, cmd.verb)(cmd.job_id)
     if cmd.verb == "cancel":
-        comp.release_held_for(ctx, cmd.job_id, now, "was cancelled", cluster)
+        comp.release_held_for(ctx, cmd.job_id, now, "cancelled", cluster)
     _audit(ctx, actor, cmd.verb, now, "ok", str(cmd.job_id), recipe)
     past = {"cancel": "cancelled", "hold": "held", "release": "released"}[cmd.verb]
     return Reply(f"Job {cmd.job_id} {past} by <@{actor}>.", ephemeral=False,

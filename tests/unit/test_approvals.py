@@ -300,6 +300,21 @@ def test_held_competitor_released_when_resumed_job_fails_before_running(
     assert "Released 88017: 88887 ended (FAILED) without needing the slot." in ctx.sink.texts()
 
 
+def test_a_korean_recipes_release_note_is_korean(store: Store, slurm: FakeSlurm) -> None:
+    ctx = make_context(store, slurm, lang="ko")
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    token = ctx.store.approvals.create(
+        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job="88017",
+        payload={"cluster": "dev", "for_job": "88887", "recipe": "mix"}, allowed=["U0APPR"],
+        now=NOW, expires_at=NOW + 3600)
+    assert ctx.store.approvals.claim(token, "U0APPR", now=NOW).claimed
+    slurm.add(88017, reason="JobHeldUser", priority=0)
+    slurm.add(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 1) == [88017]
+    assert "작업 88017의 보류를 해제했습니다: 작업 88887이(가) 실행 중입니다." in ctx.sink.texts()
+
+
 def test_ahead_of_ignores_held_and_lower_priority_jobs() -> None:
     slurm = FakeSlurm()
     mine = slurm.add(1, priority=100, submit_time=50.0)
