@@ -11,13 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.core.models import Action, Diagnosis, DiagnosisMetrics
+from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import suggest_mem
 
 GIB = 1024**3
 
-# Classes whose usual fix is more host memory: propose "Resubmit with --mem=…".
-MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
 
 @dataclass(frozen=True)
 class AttemptSummary:

@@ -10,9 +10,14 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+#: Classes whose action is STOP: never resubmitted, whatever a site's catalogue file says.
+STOP_CLASSES = frozenset({"cuda_oom", "compiler_missing", "nan_loss", "silent_exit"})
+#: `ask` classes whose usual fix is more host memory: propose "Resubmit with --mem=…".
+MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
+
 
 class Action(StrEnum):
-    """What trainbot proposes for a failure class (FAILURES.md, "default action")."""
+    """What trainbot proposes for a failure class (docs/failures.md, "default action")."""
 
     RESUBMIT = "resubmit"  # resume from the last complete checkpoint; may be automatic
     ASK = "ask"  # propose a fix and wait for a person

@@ -33,13 +33,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from bot.core.models import Accounting, Action, Diagnosis
+from bot.core.models import MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
 from bot.core.units import format_size
 
-#: Never resubmitted, whatever the catalogue or a site file says (FAILURES.md).
-STOP_CLASSES = frozenset({"cuda_oom", "compiler_missing", "nan_loss", "silent_exit"})
-#: `ask` classes whose usual fix is more host memory: propose "Resubmit with --mem=…".
-MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
 #: Classes that describe a job still running (early warnings, not end-of-job decisions).
 RUNNING_CLASSES = frozenset({"none", "hang", "memory_leak"})
 GIB = 1024**3

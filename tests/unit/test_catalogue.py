@@ -12,15 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.core.catalogue import (
-    STOP_CLASSES,
-    Catalogue,
-    CatalogueError,
-    FailureClass,
-    check_dialect,
-    normalize_line,
-)
-from bot.core.models import Action
+from bot.core.catalogue import Catalogue, CatalogueError, FailureClass
+from bot.core.catalogue.dialect import check_dialect
+from bot.core.catalogue.scanner import normalize_line
+from bot.core.models import STOP_CLASSES, Action
 from bot.slack.render import catalogue_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
@@ -467,9 +462,9 @@ def test_fast_scanners_find_every_string_a_pattern_matches(cat: Catalogue, data)
 def test_sentinel_chunks_do_not_lose_a_trigger_at_a_boundary(
     cat: Catalogue, monkeypatch: pytest.MonkeyPatch, chunk: int
 ) -> None:
-    import bot.core.catalogue as catalogue_module
+    import bot.core.catalogue.scanner as scanner_module
 
-    monkeypatch.setattr(catalogue_module, "_SENTINEL_CHUNK", chunk)
+    monkeypatch.setattr(scanner_module, "_SENTINEL_CHUNK", chunk)
     text = "\n".join(PROGRESS[i % 4] if i % 3 else SIGNATURES[i % len(SIGNATURES)]
                      for i in range(60))
     for shift in range(0, 2 * chunk, 5):  # move every trigger across the chunk edges

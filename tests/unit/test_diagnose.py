@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.catalogue import STOP_CLASSES, Catalogue
+from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis, analyze_file
-from bot.core.models import Accounting, Action
+from bot.core.models import STOP_CLASSES, Accounting, Action
 from bot.core.units import parse_size
 from bot.slack.render import explain
 

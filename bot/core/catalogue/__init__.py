@@ -1,0 +1,114 @@
+"""The failure signature catalogue: which log lines and Slurm states mean which failure class.
+
+The data lives in `catalogue.yaml` in this package (its header documents the shape and the
+regex dialect; docs/failures.md lists the classes); a site may extend it with its own files.
+`loading` validates and merges the files, `dialect` and `triggers` prepare the patterns,
+`scanner` runs them over logs. Pure: the only I/O is reading the YAML text in `Catalogue.load`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from bot.core.catalogue.loading import compile_catalogue, read_catalogue_texts
+from bot.core.catalogue.model import AccountingMatch, CatalogueError, FailureClass, Match
+from bot.core.catalogue.scanner import Scanner, Signature
+
+
+class Catalogue:
+    """The merged, compiled catalogue. Build it with `Catalogue.load()` or `from_texts()`."""
+
+    def __init__(self, classes: Mapping[str, FailureClass], sigs: Sequence[Signature]) -> None:
+        self.classes: dict[str, FailureClass] = dict(classes)
+        self._order = {cid: (-fc.priority, cid) for cid, fc in self.classes.items()}
+        self._scanner = Scanner(sigs, self._order)
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def load(cls, extra_paths: Sequence[str | Path] = ()) -> Catalogue:
+        """The packaged catalogue, extended by a site's own files in order."""
+        return cls.from_texts(read_catalogue_texts(extra_paths))
+
+    @classmethod
+    def from_texts(cls, texts: Sequence[tuple[str, str]]) -> Catalogue:
+        """Merge YAML documents given as (name, text); the first is the base catalogue."""
+        return cls(*compile_catalogue(texts))
+
+    # ------------------------------------------------------------------ queries
+
+    def get(self, class_id: str) -> FailureClass:
+        """The class with this id; KeyError names the known ids."""
+        try:
+            return self.classes[class_id]
+        except KeyError:
+            raise KeyError(
+                f"unknown failure class {class_id!r}; known: {', '.join(sorted(self.classes))}"
+            ) from None
+
+    def grep_patterns(self) -> list[str]:
+        """Every primary and hint pattern, as `grep -E -e P ...` takes them (the YAML patterns
+        are written in the dialect both understand)."""
+        return list(dict.fromkeys(sig.regex.pattern for sig in self._scanner.signatures))
+
+    def triggers(self) -> tuple[str, ...]:
+        """The literal strings the block scanner searches for (for benchmarks and debugging):
+        those starting with a rare character in one sentinel pass, the others one by one."""
+        return self._scanner.triggers
+
+    def classify_state(
+        self, state: str | None, exit_code: int | None = None, signal: int | None = None
+    ) -> list[str]:
+        """Class ids implied by sacct: deciding states first (e.g. OUT_OF_MEMORY -> host_oom),
+        then exit-code / signal hints (137 or signal 9 -> host_oom)."""
+        return list(dict.fromkeys(m.class_id
+                                  for m in self.accounting_matches(state, exit_code, signal)))
+
+    def accounting_matches(
+        self, state: str | None, exit_code: int | None = None, signal: int | None = None
+    ) -> list[AccountingMatch]:
+        """Like `classify_state`, saying which of them decide (State) and which only hint."""
+        first = (state or "").split()[0].upper() if (state or "").strip() else ""
+        out: list[AccountingMatch] = []
+        for fc in sorted(self.classes.values(), key=lambda c: self._order[c.id]):
+            if first and first in fc.states:
+                out.append(AccountingMatch(fc.id, True, f"sacct State {first}"))
+        for fc in sorted(self.classes.values(), key=lambda c: self._order[c.id]):
+            if exit_code is not None and exit_code in fc.exit_codes:
+                out.append(AccountingMatch(fc.id, False, f"exit code {exit_code}"))
+            elif signal is not None and signal in fc.signals:
+                out.append(AccountingMatch(fc.id, False, f"signal {signal}"))
+        return out
+
+    def rank(self, class_ids: Iterable[str]) -> list[str]:
+        """Class ids, most decisive first (priority, then id)."""
+        return sorted(dict.fromkeys(class_ids), key=lambda c: self._order[c])
+
+    # ------------------------------------------------------------------ scanning
+    # (bot.core.catalogue.scanner says how the two scanners work and why they agree)
+
+    def match_line(self, line: str, line_no: int = 1) -> list[Match]:
+        """Signatures on one line on its own (no wrap joining)."""
+        return self._scanner.match_line(line, line_no)
+
+    def scan(
+        self, lines: Iterable[str], first_line_no: int = 1, *, exhaustive: bool = False
+    ) -> list[Match]:
+        """Line by line, every pair of consecutive lines also tried as a hard wrap;
+        `exhaustive=True` runs every pattern on every line (the reference for the tests)."""
+        return self._scanner.scan(lines, first_line_no, exhaustive=exhaustive)
+
+    def scan_block(self, block: str | bytes, first_line_no: int = 1) -> list[Match]:
+        """The same result as `scan(block.split("\\n"))`, fast: for big logs (bytes straight
+        from the file are read as UTF-8)."""
+        return self._scanner.scan_block(block, first_line_no)
+
+
+__all__ = [
+    "AccountingMatch",
+    "Catalogue",
+    "CatalogueError",
+    "FailureClass",
+    "Match",
+]
