@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from apscheduler.schedulers.background import BackgroundScheduler  # noqa: E402
 from slack_standin import SlackStandIn  # noqa: E402
 
-from bot.config import Config, dev_cluster_config_data  # noqa: E402
+from bot.config import Config  # noqa: E402
+from bot.config.dev_cluster import dev_cluster_config_data  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.services.clusters import ClusterSessions  # noqa: E402
 from bot.services.runs import BotContext  # noqa: E402

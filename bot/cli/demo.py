@@ -113,7 +113,7 @@ def demo_recipe(home: str, tag: str) -> dict[str, Any]:
 
 def demo_config_data(connection: dict[str, Any], *, store_url: str, tag: str) -> dict[str, Any]:
     """The demo's whole config (dev cluster + recipe + a console "channel")."""
-    from bot.config import dev_cluster_config_data
+    from bot.config.dev_cluster import dev_cluster_config_data
 
     data = dev_cluster_config_data(connection, store_url=store_url,
                                    recipes={RECIPE: demo_recipe(connection["home"], tag)},

@@ -38,7 +38,8 @@ import pytest
 from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
-from bot.config import Config, dev_cluster_config_data
+from bot.config import Config
+from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.services.clusters import ClusterSessions
 from bot.services.runs import BotContext, submit_and_announce

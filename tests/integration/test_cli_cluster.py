@@ -18,7 +18,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from bot.config import write_dev_cluster_config
+from bot.config.dev_cluster import write_dev_cluster_config
 
 pytestmark = pytest.mark.integration
 

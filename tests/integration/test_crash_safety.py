@@ -34,7 +34,8 @@ import yaml
 from slack_standin import SlackStandIn
 
 from bot.cluster.ssh import SSHRunner
-from bot.config import Config, dev_cluster_config_data
+from bot.config import Config
+from bot.config.dev_cluster import dev_cluster_config_data
 from bot.services.clusters import ClusterSessions
 from bot.services.runs import BotContext, submit_and_announce
 from bot.slack.poster import METADATA_EVENT, SlackPoster

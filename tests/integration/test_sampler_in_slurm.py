@@ -25,7 +25,8 @@ import pytest
 from cluster_jobs import DemoJobs, FinishedJob
 from fakes import RecordingEventSink
 
-from bot.config import Config, dev_cluster_config_data
+from bot.config import Config
+from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.core.sampler_series import SamplerSeries, parse_line, role_growth
 from bot.probes.sampler import DEFAULT_INTERVAL_S

@@ -32,7 +32,8 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
-from bot.config import Config, dev_cluster_config_data
+from bot.config import Config
+from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.train_grammar import CommandError, Submit, parse_command
 from bot.services.approvals import ActionId, create_resubmit_prompt
 from bot.services.clusters import ClusterSessions

@@ -10,12 +10,11 @@ import yaml
 from bot.config import (
     Config,
     ConfigError,
-    dev_cluster_config_data,
     load_config,
     parse_config,
     resolve_config_path,
-    write_dev_cluster_config,
 )
+from bot.config.dev_cluster import dev_cluster_config_data, write_dev_cluster_config
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "deploy" / "trainbot.example.yaml"
@@ -273,7 +272,7 @@ def test_dev_cluster_config_round_trips(tmp_path):
 def test_every_config_field_is_described():
     from pydantic import BaseModel
 
-    import bot.config as cfg
+    import bot.config.models as cfg
 
     models = [v for v in vars(cfg).values() if isinstance(v, type) and issubclass(v, BaseModel)]
     assert len(models) >= 10

@@ -1,0 +1,243 @@
+"""Reading the config file: YAML with duplicate keys refused, validation, and errors that name
+the file, the key path (`recipes.mix.partiton`), its line, what is wrong and the fix."""
+
+from __future__ import annotations
+
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from bot.config.models import (
+    Config,
+    CrossFieldProblems,
+    Problem,
+    did_you_mean,
+    read_slack_secrets,
+)
+
+CONFIG_ENV_VAR = "TRAINBOT_CONFIG"
+DEFAULT_CONFIG_PATH = "trainbot.yaml"
+EXAMPLE_CONFIG = "deploy/trainbot.example.yaml"
+
+_TOKEN_LIKE_RE = re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}|\bxapp-[A-Za-z0-9-]{8,}")
+
+
+class ConfigError(Exception):
+    """The config file is missing or invalid; the message names the file, key path and fix."""
+
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1}); "
+                "remove one of them",
+                key_node.start_mark,
+            )
+        seen[key] = key_node
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def resolve_config_path(cli_path: str | None, env: Mapping[str, str] = os.environ) -> Path:
+    """--config, else $TRAINBOT_CONFIG, else ./trainbot.yaml."""
+    return Path(cli_path or env.get(CONFIG_ENV_VAR) or DEFAULT_CONFIG_PATH)
+
+
+def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.environ) -> Config:
+    """Read and validate the config at `path`; secrets come from `env`. Raises ConfigError."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{file}: config file not found; pass --config PATH, set ${CONFIG_ENV_VAR}, or "
+            f"copy {EXAMPLE_CONFIG} to ./{DEFAULT_CONFIG_PATH}"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the config file: {exc.strerror or exc}") from None
+    return parse_config(text, source=str(file), env=env)
+
+
+def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ) -> Config:
+    """Validate config YAML `text`; `source` names it in errors (a file path)."""
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        fix = (
+            ""
+            if "duplicate key" in what
+            else "; fix the indentation or quoting there (values containing ': ' or ' #' "
+            "need quotes)"
+        )
+        raise ConfigError(f"{source}: YAML error{where}: {what}{fix}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: YAML error: {exc}") from None
+    if data is None:
+        raise ConfigError(f"{source}: the config file is empty; start from {EXAMPLE_CONFIG}")
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source}: the top level must be a mapping (clusters:, recipes:, …), "
+            f"not a {type(data).__name__}"
+        )
+    token_problem = _find_token_in_file(data)
+    if token_problem:
+        raise ConfigError(f"{source}: {token_problem}")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        lines = _key_lines(text)
+        problems = _problems_from(exc, data)
+        body = "\n".join(f"  {p.path}{_at_line(lines, p.path)}: {p.message}" for p in problems)
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        raise ConfigError(f"{source}: invalid config ({count}):\n{body}") from None
+    config._secrets = read_slack_secrets(config.slack, env)
+    config._source = source
+    return config
+
+
+def _problems_from(exc: ValidationError, data: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, CrossFieldProblems):
+            problems.extend(inner.problems)
+            continue
+        path = ".".join(str(p) for p in loc) or "(top level)"
+        problems.append(Problem(path, _explain(err, loc)))
+    return problems
+
+
+def _explain(err: Any, loc: tuple[Any, ...]) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        if re.search(r"token|secret|password", key, re.IGNORECASE):
+            return (
+                f"unknown key {key!r}: secrets are never read from the file; export them in "
+                "the environment (slack.bot_token_env / app_token_env / signing_secret_env "
+                "name the variables)"
+            )
+        allowed = _allowed_keys(loc[:-1])
+        hint = did_you_mean(key, allowed)
+        if hint:
+            return f"unknown key {key!r}{hint}"
+        listing = f"; allowed here: {', '.join(sorted(allowed))}" if allowed else ""
+        return f"unknown key {key!r}; remove or rename it{listing}"
+    if kind == "missing":
+        return "required key is missing; add it (see deploy/trainbot.example.yaml)"
+    msg = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix) :]
+    if kind.endswith("_type") or kind.endswith("_parsing") or kind == "literal_error":
+        msg = f"{msg} (got {err.get('input')!r})"
+    return msg
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Optional/Union-with-None from an annotation."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Field names of the model found at `loc` (walking dict values and list items)."""
+    current: Any = Config
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+            continue
+        origin = typing.get_origin(current)
+        if origin in (dict, list):
+            current = typing.get_args(current)[-1]
+            continue
+        return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """1-based line of each key path in the YAML text (best effort, for error messages)."""
+    out: dict[str, int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return out
+
+    def walk(node: yaml.Node, prefix: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+                out[path] = key_node.start_mark.line + 1
+                walk(value_node, path)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                path = f"{prefix}.{i}"
+                out[path] = item.start_mark.line + 1
+                walk(item, path)
+
+    if root is not None:
+        walk(root, "")
+    return out
+
+
+def _at_line(lines: dict[str, int], path: str) -> str:
+    while path:
+        if path in lines:
+            return f" (line {lines[path]})"
+        path = path.rpartition(".")[0]
+    return ""
+
+
+def _find_token_in_file(data: Any, path: str = "") -> str | None:
+    """A message if a Slack token was pasted into the file (it must live in the environment)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found = _find_token_in_file(value, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found = _find_token_in_file(value, f"{path}.{i}")
+            if found:
+                return found
+    elif isinstance(data, str) and _TOKEN_LIKE_RE.search(data):
+        return (
+            f"{path}: looks like a Slack token; secrets are never read from the file — remove "
+            "it, revoke it if the file was shared, and export it as SLACK_BOT_TOKEN / "
+            "SLACK_APP_TOKEN instead"
+        )
+    return None
