@@ -26,6 +26,7 @@ from pydantic import (
 
 from bot.core.checkpoints import CompletenessRule
 from bot.core.memory_budget import parse_count
+from bot.core.policy import PolicyParams
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
 from bot.core.units import parse_size
 
@@ -139,43 +140,59 @@ def _expand(path: str | None) -> str | None:
 # policy
 
 
+_POLICY = PolicyParams()  # the policy's defaults live in core, once
+
+
 class PolicyConfig(_Model):
     """Watcher and retry policy; the defaults for every recipe (a recipe may override any)."""
 
     retry_budget: int = Field(
-        3, ge=0, description="Resubmits charged to one run chain before a human must decide."
+        _POLICY.retry_budget,
+        ge=0,
+        description="Resubmits charged to one run chain before a human must decide.",
     )
     auto_resubmit: bool = Field(
-        False,
+        _POLICY.auto_resubmit,
         description="Resubmit retryable failures at once (true) or propose with a button.",
     )
     backoff_s: float = Field(
-        60.0, ge=0, description="Seconds to wait between a failure and its automatic resubmit."
+        _POLICY.backoff_s,
+        ge=0,
+        description="Seconds to wait between a failure and its automatic resubmit.",
     )
     stall_min_s: float = Field(
-        300.0, gt=0, description="Never call a job stalled before this many seconds w/o progress."
+        _POLICY.stall_min_s,
+        gt=0,
+        description="Never call a job stalled before this many seconds w/o progress.",
     )
     stall_factor: float = Field(
-        10.0, gt=1, description="Stalled when no progress for this many times the step time."
+        _POLICY.stall_factor,
+        gt=1,
+        description="Stalled when no progress for this many times the step time.",
     )
     save_time_s: float = Field(
-        600.0,
+        _POLICY.save_time_s,
         ge=0,
         description="Seconds a checkpoint save may take; silence this long after a save "
         "started is not a stall.",
     )
     leak_warn_margin: float = Field(
-        0.1,
+        _POLICY.leak_warn_margin,
         ge=0,
         lt=1,
         description="Headroom fraction: warn when RSS is projected to reach "
         "limit x (1 - margin) before the target iteration.",
     )
     leak_min_samples: int = Field(
-        5, ge=2, description="RSS samples needed before a leak projection is made."
+        _POLICY.leak_min_samples,
+        ge=3,
+        description="RSS samples needed before a leak is reported.",
     )
     gpu_util_warn_pct: float = Field(
-        60.0, ge=0, le=100, description="Note (not an incident) when GPU util stays below this."
+        _POLICY.gpu_util_warn_pct,
+        ge=0,
+        le=100,
+        description="Note (not an incident) when GPU util stays below this.",
     )
     tick_s: float = Field(60.0, gt=0, description="Seconds between watcher ticks.")
     unreachable_ticks: int = Field(
@@ -648,9 +665,9 @@ class Config(_Model):
             (f"recipes.{name}.lang", r.lang) for name, r in self.recipes.items() if r.lang]
         for path, lang in langs:
             if lang not in known:
-                problems.append(_Problem(path, f"language {lang!r} has no message catalogue "
-                                               f"(templates/locale/{lang}/LC_MESSAGES/"
-                                               f"messages.po); use one of {', '.join(known)}"))
+                problems.append(Problem(path, f"language {lang!r} has no message catalogue "
+                                              f"(templates/locale/{lang}/LC_MESSAGES/"
+                                              f"messages.po); use one of {', '.join(known)}"))
         for name, recipe in self.recipes.items():
             if recipe.cluster not in self.clusters:
                 problems.append(

@@ -9,13 +9,17 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from bot.core.metrics import GIB, MetricSeries, Sample, SaveWindow
 from bot.core.models import Accounting
+from bot.core.policy import PolicyParams
+
+# The thresholds a policy sets (stall time, leak samples and headroom) default to its defaults.
+_POLICY = PolicyParams()
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -86,9 +90,9 @@ def detect_stall(
     series: MetricSeries,
     now: float | None,
     *,
-    min_s: float = 300.0,
-    factor: float = 10.0,
-    save_time_s: float = 600.0,
+    min_s: float = _POLICY.stall_min_s,
+    factor: float = _POLICY.stall_factor,
+    save_time_s: float = _POLICY.save_time_s,
 ) -> StallFinding | None:
     """Progress stopped for longer than max(min_s, factor x the usual progress interval).
 
@@ -158,24 +162,26 @@ def detect_leak(
     *,
     target_iter: int | None = None,
     horizon_iters: int = 100_000,
-    min_points: int = 6,
+    min_samples: int = _POLICY.leak_min_samples,
+    warn_margin: float = _POLICY.leak_warn_margin,
     min_growth_gib: float = 2.0,
     min_positive_share: float = 0.6,
     trend: LeakTrend | None = None,
 ) -> LeakFinding | None:
-    """Host RSS grows with the iteration count and will pass `mem_limit_bytes` in time.
+    """Host RSS grows with the iteration count and will come near `mem_limit_bytes` in time.
 
     Robust slope (Theil–Sen) of RSS over iteration, samples inside checkpoint saves left out.
-    A finding needs: `min_points` samples, a positive trend in most pairs, a fitted growth
+    A finding needs: `min_samples` samples, a positive trend in most pairs, a fitted growth
     of at least `min_growth_gib` over the observed iterations, and — when the limit is
-    known — a projected crossing before the target iteration (or within `horizon_iters`
-    of the last one when there is no target). Without a limit, a clear trend is reported
-    with no projection. `trend` reuses an already computed `leak_trend`.
+    known — a projected crossing of limit x (1 - `warn_margin`) before the target iteration
+    (or within `horizon_iters` of the last one when there is no target); its
+    `projected_oom_iter` is where it crosses the limit itself. Without a limit, a clear trend
+    is reported with no projection. `trend` reuses an already computed `leak_trend`.
     """
     fit = trend if trend is not None else leak_trend(series, mem_limit_bytes)
     if fit is None:
         return None
-    if fit.n_points < min_points or fit.slope_gib_per_100_iter <= 0:
+    if fit.n_points < min_samples or fit.slope_gib_per_100_iter <= 0:
         return None
     span = (fit.last.iteration or 0) - (fit.first.iteration or 0)
     if fit.slope_gib_per_100_iter * span / 100 < min_growth_gib:
@@ -183,19 +189,34 @@ def detect_leak(
     if fit.positive_share < min_positive_share:
         return None
     if mem_limit_bytes is not None:
-        if fit.finding.projected_oom_iter is None:
+        warn_iter = fit.iteration_reaching(mem_limit_bytes * (1.0 - warn_margin))
+        if warn_iter is None:
             return None
         last_iter = fit.last.iteration or 0
         limit_iter = target_iter if target_iter else last_iter + horizon_iters
-        if fit.finding.projected_oom_iter > limit_iter:
+        if warn_iter > limit_iter:
             return None
     return fit.finding
 
 
 @dataclass(frozen=True)
 class LeakTrend:
+    """The fitted RSS line (GiB = intercept + slope x iteration) and the finding it gives."""
+
     finding: LeakFinding
     positive_share: float
+    slope_gib_per_iter: float
+    intercept_gib: float
+
+    def iteration_reaching(self, rss_bytes: float) -> int | None:
+        """The iteration at which the fitted RSS reaches `rss_bytes` (the last one seen when
+        it already has); None when RSS does not grow."""
+        if self.slope_gib_per_iter <= 0:
+            return None
+        crossing = (rss_bytes / GIB - self.intercept_gib) / self.slope_gib_per_iter
+        if not math.isfinite(crossing):
+            return None
+        return int(round(max(crossing, float(self.last.iteration or 0))))
 
     @property
     def n_points(self) -> int:
@@ -226,23 +247,21 @@ def leak_trend(series: MetricSeries, mem_limit_bytes: int | None) -> LeakTrend |
     x = np.array([float(s.iteration) for s in points])
     y = np.array([s.host_rss_bytes / GIB for s in points])
     slope, intercept, share = theil_sen(x, y)
-    last_iter = float(points[-1].iteration)
-    rss_now = intercept + slope * last_iter
-    projected = None
-    if mem_limit_bytes is not None and slope > 0:
-        crossing = (mem_limit_bytes / GIB - intercept) / slope
-        if math.isfinite(crossing):
-            projected = int(round(max(crossing, last_iter)))
+    rss_now = intercept + slope * float(points[-1].iteration)
     finding = LeakFinding(
         slope_gib_per_100_iter=slope * 100,
-        projected_oom_iter=projected,
+        projected_oom_iter=None,
         limit_bytes=mem_limit_bytes,
         rss_now_bytes=int(max(rss_now, 0) * GIB),
         first=points[0],
         last=points[-1],
         n_points=len(points),
     )
-    return LeakTrend(finding, share)
+    trend = LeakTrend(finding, share, slope, intercept)
+    if mem_limit_bytes is None:
+        return trend
+    projected = trend.iteration_reaching(mem_limit_bytes)
+    return replace(trend, finding=replace(finding, projected_oom_iter=projected))
 
 
 def _window_bounds(windows: list[SaveWindow]) -> tuple[list[int], list[float]]:

@@ -58,7 +58,9 @@ from bot.core.models import (
     Evidence,
     UpstreamCause,
 )
+from bot.core.policy import PolicyParams
 
+_POLICY = PolicyParams()  # diagnose()'s thresholds default to the policy's defaults
 CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
 MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
 _FIRST_KEEP = 5  # matches kept per class: the first few ...
@@ -395,15 +397,18 @@ def diagnose(
     accounting: Accounting | None = None,
     now: float | None = None,
     target_iter: int | None = None,
-    stall_min_s: float = 300.0,
-    stall_factor: float = 10.0,
-    save_time_s: float = 600.0,
+    stall_min_s: float = _POLICY.stall_min_s,
+    stall_factor: float = _POLICY.stall_factor,
+    save_time_s: float = _POLICY.save_time_s,
+    leak_min_samples: int = _POLICY.leak_min_samples,
+    leak_warn_margin: float = _POLICY.leak_warn_margin,
     min_elapsed_s: float = 60.0,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
     `now` is the time on the log's clock at which a running job is judged (default: the
     last timestamp in the log). `target_iter` defaults to what the log printed (`/8000`).
+    The thresholds are a policy's (bot.core.policy.PolicyParams, same names).
     """
     acct = accounting or Accounting()
     matches = sorted(matches, key=lambda m: m.line_no)
@@ -414,7 +419,8 @@ def diagnose(
     state_classes = _deciding_accounting(catalogue, acct, matches)
 
     trend = leak_trend(series, acct.mem_limit_bytes)
-    leak = detect_leak(series, acct.mem_limit_bytes, target_iter=target, trend=trend)
+    leak = detect_leak(series, acct.mem_limit_bytes, target_iter=target, trend=trend,
+                       min_samples=leak_min_samples, warn_margin=leak_warn_margin)
     secondary: list[str] = []
     upstream: UpstreamCause | None = None
     stall: StallFinding | None = None

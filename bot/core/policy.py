@@ -158,8 +158,9 @@ class ChainHistory:
 
 @dataclass(frozen=True)
 class PolicyParams:
-    """The policy settings decide() reads; built from bot.config.PolicyConfig (or anything
-    with the same attribute names) by `params_from`; missing names take these defaults."""
+    """The policy settings decide() and the detectors read; built from bot.config.PolicyConfig
+    (or anything with the same attribute names) by `params_from`; missing names take these
+    defaults, which are also the config's defaults."""
 
     retry_budget: int = 3
     auto_resubmit: bool = False
@@ -176,6 +177,8 @@ class PolicyParams:
     stall_min_s: float = 300.0
     stall_factor: float = 10.0
     save_time_s: float = 600.0
+    leak_min_samples: int = 6  # RSS samples a leak finding needs
+    leak_warn_margin: float = 0.1  # warn when RSS will reach limit x (1 - this) before target
 
 
 def params_from(policy: Any) -> PolicyParams:

@@ -335,15 +335,18 @@ def sampler_leak(
     mem_limit_bytes: int | None,
     *,
     target_iter: int | None = None,
+    **thresholds: Any,
 ) -> Any:
-    """The leak detector (bot.core.detectors.detect_leak) run on the sampler's total RSS
-    mapped to iterations — for logs that print no RSS. A LeakFinding or None."""
+    """The leak detector (bot.core.detectors.detect_leak, given the policy's `thresholds`:
+    min_samples, warn_margin) run on the sampler's total RSS mapped to iterations — for logs
+    that print no RSS. A LeakFinding or None. (Imported here only when called: the job runs
+    this module with no other module of the project.)"""
     from bot.core.detectors import detect_leak
 
     fake = rss_metric_series(series, progress)
     if len(fake.samples) < 3:
         return None
-    return detect_leak(fake, mem_limit_bytes, target_iter=target_iter)
+    return detect_leak(fake, mem_limit_bytes, target_iter=target_iter, **thresholds)
 
 
 def rss_metric_series(series: SamplerSeries, progress: Sequence[tuple[float, int]]) -> Any:

@@ -133,6 +133,26 @@ def test_slow_growth_that_crosses_the_limit_after_the_target_is_not_reported():
     assert detect_leak(series, 100 * GIB, target_iter=8000) is not None
 
 
+def test_leak_warns_with_headroom_before_the_limit_itself_is_reached():
+    """leak_warn_margin: RSS growing 0.05 GiB per iteration crosses the limit after the target
+    but 90 % of it before: warned with the 10 % headroom, not without; the projection is
+    still where the limit itself is crossed."""
+    series, _ = run(500, rss=lambda it: 45 + it * 0.05)
+    limit = 440 * GIB  # crossed at iter 7900; 90 % of it (396 GiB) at iter 7020
+    assert detect_leak(series, limit, target_iter=7500, warn_margin=0.0) is None
+    finding = detect_leak(series, limit, target_iter=7500, warn_margin=0.1)
+    assert finding is not None
+    assert finding.projected_oom_iter == pytest.approx(7900, abs=5)  # the limit, not 90 % of it
+    assert detect_leak(series, limit, target_iter=7500) == finding  # 0.1 is the default
+
+
+def test_leak_needs_leak_min_samples_rss_points():
+    series, _ = run(5, rss=lambda it: 45 + it * 10)  # 5 samples, +10 GiB per iteration
+    assert detect_leak(series, 950 * GIB, target_iter=8000) is None  # default: 6 samples
+    finding = detect_leak(series, 950 * GIB, target_iter=8000, min_samples=5)
+    assert finding is not None and finding.n_points == 5
+
+
 def test_leak_without_limit_has_no_projection():
     series, _ = run(170, rss=leak_rss)
     finding = detect_leak(series, None)

@@ -345,6 +345,14 @@ def test_params_from_config_object():
     assert p.gpu_util_warn_pct == cfg.gpu_util_warn_pct
 
 
+def test_the_config_defaults_are_the_policy_defaults():
+    from bot.config import PolicyConfig
+
+    assert params_from(PolicyConfig()) == PolicyParams()
+    assert {"leak_warn_margin", "leak_min_samples"} <= set(PolicyConfig.model_fields) \
+        & set(PolicyParams.__dataclass_fields__)  # what the config sets, the policy reads
+
+
 # ------------------------------------------------------------------ early warnings
 
 

@@ -694,3 +694,30 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     assert sink.events[1].decision.kind is DecisionKind.ASK_HUMAN
     assert "did not resubmit" in sink.events[1].text and "/train resume auto" in sink.events[1].text
     assert store.incidents.get(key).state == "asked"
+
+
+@pytest.mark.parametrize(("policy", "warned"), [
+    ({}, True),  # default headroom 10 %: 216 GiB is reached before iteration 8000
+    ({"leak_warn_margin": 0.0}, False),  # the 240 GiB limit itself only after it (~8119)
+    ({"leak_min_samples": 11}, False),  # ten sstat samples are not enough
+])
+def test_the_recipe_policy_sets_the_leak_headroom_and_samples(sstat_env, policy, warned):
+    """policy.leak_warn_margin and policy.leak_min_samples reach the leak detector."""
+    from bot.config import PolicyConfig
+
+    store, slurm, sftp, sink = sstat_env
+    add_job(store, 88016)
+    slurm.records[88016] = JobRecord(job_id=88016, state="RUNNING", stdout_path=LOG,
+                                     start_time=T0, mem_limit_bytes=240 << 30)
+    config = _Config()
+    config.policy = PolicyConfig(**policy)
+    w = make_watcher(store, slurm, sftp, sink, config=config, policy=None, judge_every_s=0)
+    for tick in range(10):  # RSS 40 GiB + 0.5 GiB per 20 iterations
+        sftp.clock = T0 + 90 * tick
+        sftp.append(LOG, _progress_lines(100 + 20 * tick, 20, T0 + 90 * tick - 90))
+        slurm.rss[88016] = (40 << 30) + tick * (1 << 29)
+        w.tick(T0 + 90 * tick + 1)
+    leaks = [e for e in sink.events if e.decision and e.decision.class_id == "memory_leak"]
+    assert len(leaks) == (1 if warned else 0)
+    if warned:
+        assert leaks[0].decision.projected_oom_iter > 8000  # where the limit itself is crossed

@@ -381,7 +381,7 @@ class Watcher:
             around = cpu_around(jw.sampler, stall_started, now=now)
             if around is not None:
                 cpu = CpuEvidence(*around)
-        diag = self._with_sampler_leak(jw, diag, record)
+        diag = self._with_sampler_leak(jw, diag, record, p)
         history = ChainHistory(warnings=tuple(self.outbox.past_warnings(jw.chain_id)))
         warnings = early_warnings(diag, history, p, now, cpu=cpu,
                                   gpu_util_pct=_recent_gpu_util(jw.analysis),
@@ -415,9 +415,8 @@ class Watcher:
         if last is not None and now - jw.judged_at < self.judge_every_s \
                 and last.class_id != "hang":
             stall = detect_stall(jw.analysis.series, judge_at,
-                                 min_s=opts.get("stall_min_s", 300.0),
-                                 factor=opts.get("stall_factor", 10.0),
-                                 save_time_s=opts.get("save_time_s", 600.0))
+                                 min_s=opts["stall_min_s"], factor=opts["stall_factor"],
+                                 save_time_s=opts["save_time_s"])
             if stall is None:
                 return last
         diag = jw.analysis.diagnose(record.accounting(), now=judge_at,
@@ -425,8 +424,8 @@ class Watcher:
         jw.diagnosis, jw.judged_at = diag, now
         return diag
 
-    def _with_sampler_leak(self, jw: JobWatch, diag: Diagnosis, record: JobRecord
-                           ) -> Diagnosis:
+    def _with_sampler_leak(self, jw: JobWatch, diag: Diagnosis, record: JobRecord,
+                           policy: Any) -> Diagnosis:
         """A log that prints no RSS: look for the leak in the sampler's RSS instead."""
         if diag.class_id == "memory_leak" or "memory_leak" in diag.secondary:
             return diag
@@ -434,8 +433,11 @@ class Watcher:
             return diag
         progress = [(s.time - jw.skew, s.iteration) for s in jw.analysis.series.samples
                     if s.time is not None and s.iteration is not None]
+        params = params_from(policy)
         finding = sampler_leak(jw.sampler, progress, record.mem_limit_bytes,
-                               target_iter=self._target(jw.recipe))
+                               target_iter=self._target(jw.recipe),
+                               min_samples=params.leak_min_samples,
+                               warn_margin=params.leak_warn_margin)
         if finding is None:
             return diag
         metrics = replace(diag.metrics, projected_oom_iter=finding.projected_oom_iter,
@@ -617,14 +619,12 @@ def schedule_ticks(scheduler: Any, watcher: Watcher, *, seconds: float,
 
 
 def _detector_options(policy: Any) -> dict[str, float]:
-    """The diagnose() thresholds a recipe's policy sets (stall time, factor, save time)."""
-    out = {}
-    for name, key in (("stall_min_s", "stall_min_s"), ("stall_factor", "stall_factor"),
-                      ("save_time_s", "save_time_s")):
-        value = getattr(policy, name, None) if not isinstance(policy, dict) else policy.get(name)
-        if value is not None:
-            out[key] = float(value)
-    return out
+    """The diagnose() thresholds of a recipe's policy: stall time and factor, save time, leak
+    samples and headroom (the policy's defaults where it sets none)."""
+    p = params_from(policy)
+    return {"stall_min_s": p.stall_min_s, "stall_factor": p.stall_factor,
+            "save_time_s": p.save_time_s, "leak_min_samples": p.leak_min_samples,
+            "leak_warn_margin": p.leak_warn_margin}
 
 
 def _recent_gpu_util(analysis: LogAnalysis, n: int = 20) -> float | None:
