@@ -12,5 +12,5 @@ deploy/venv.sh
 
 deploy/dev-cluster/up.sh
 
-.venv/bin/ruff check bot handlers tests bench
+.venv/bin/ruff check bot handlers tests bench docs
 exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

@@ -1,7 +1,7 @@
 """`trainbot diagnose LOG|-`: why did this job die (or what is about to go wrong)?
 
 Reads the log as a stream (large chunks, bounded memory), adds the sacct facts given as
-flags, and prints ONE diagnosis: a class id from FAILURES.md, the action, evidence lines,
+flags, and prints ONE diagnosis: a class id of docs/failures.md, the action, evidence lines,
 the secondary classes and progress/memory metrics. Exit 0 when the class is `completed` or
 `none` (running fine), 1 when it found a failure or a warning, 2 on bad flags or an
 unreadable log.

@@ -1,6 +1,6 @@
 """Which checkpoint may a run resume from? Pure rules over a directory listing.
 
-A job killed while saving leaves a partial directory (FAILURES.md story 1: 76 GB of
+A job killed while saving leaves a partial directory (docs/incidents.md story 1: 76 GB of
 `iter_000001000/model` with no `.metadata` and no pointer file). Resuming from it corrupts the
 run, so only a *complete* checkpoint is ever chosen:
 

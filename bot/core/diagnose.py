@@ -3,8 +3,8 @@
 Pure: no file or clock access. `LogAnalysis` is fed bytes (a watcher feeds each tick's new
 bytes; `analyze_file` feeds a stream in large chunks cut at newlines) and keeps bounded
 state: a `MetricSeries`, the catalogue matches (first and last few per class) and the last
-lines of the log. `diagnose` turns that plus `Accounting` into ONE class id from
-FAILURES.md, with evidence lines, secondary classes and the causal chain:
+lines of the log. `diagnose` turns that plus `Accounting` into ONE class id of
+docs/failures.md, with evidence lines, secondary classes and the causal chain:
 
 - a stall followed by an NCCL watchdog abort is `nccl_timeout` with the stall as its
   `UpstreamCause("hang", ...)` and `hang` in `secondary`;

@@ -77,7 +77,7 @@ class UpstreamCause:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """trainbot's conclusion about one job: a class id from FAILURES.md and its support.
+    """trainbot's conclusion about one job: a class id of docs/failures.md and its support.
 
     Facts, no sentences: `title` and `hint` are the catalogue's texts (English message ids,
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->

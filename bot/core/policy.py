@@ -3,7 +3,7 @@
 Pure: no I/O, no clock reads (callers pass `now`). Inputs are plain data; the output is a
 `Decision` the watcher carries out (store intent first, then post / submit).
 
-Rules (FAILURES.md, issue 7):
+Rules (docs/failures.md, docs/incidents.md):
 - `resubmit` classes (nccl_timeout, dataloader_timeout, time_limit, preempted, node_failure)
   are proposed with a button, or resubmitted at once when the recipe says `auto_resubmit`
   and the class is retryable; both wait for the backoff (`not_before`).

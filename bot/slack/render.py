@@ -28,7 +28,7 @@ import jinja2
 from bot.slack.translations import PoTranslations, languages_in, translations_for
 from bot.slack.views import template_context
 
-# Slack limits (see /work/shared/reference/slack-slurm-facts.md).
+# Slack limits (Block Kit reference: https://api.slack.com/reference/block-kit/blocks).
 MAX_BLOCKS = 50
 MAX_SECTION_TEXT = 3000
 MAX_HEADER_TEXT = 150

@@ -7,7 +7,7 @@ s/iter=4.50 host_rss=72.1GiB` lines, occasional Megatron-style lines), saves "ch
 the shape of torch.distributed.checkpoint (`<ckpt_dir>/iter_000001000/__0_0.distcp ...`, then
 `.metadata` LAST, then `latest_checkpoint.txt` replaced atomically), resumes from
 `$TRAINBOT_RESUME_FROM` or the pointer file, and fails the way the incident reports did
-(/work/shared/FAILURES.md):
+(docs/incidents.md in the trainbot repository):
 
   healthy           reaches --target-iter and prints `Training complete: ...`
   leak              really grows its RSS (a bytearray kept per iteration) and prints it
@@ -449,7 +449,7 @@ def _build(kernel: str) -> None:
     """What triton/runtime/build.py does on a worker without a compiler.
 
     The scenario plays a worker image without gcc, so only an explicit, existing `$CC` (the
-    fix from FAILURES.md story 5) gets past it.
+    fix of story 5 in docs/incidents.md) gets past it.
     """
     cc = os.environ.get("CC", "")
     if cc and os.path.isfile(cc) and os.access(cc, os.X_OK):

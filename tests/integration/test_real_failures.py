@@ -1,4 +1,5 @@
-"""The FAILURES.md stories, reproduced on the real dev cluster and diagnosed from REAL output.
+"""The stories of docs/incidents.md, reproduced on the real dev cluster and diagnosed from REAL
+output.
 
 Each scenario of deploy/demo/fake_train.py runs as a real Slurm job (sbatch through trainbot's
 SSH runner and SlurmClient); the test then reads the log Slurm wrote and the sacct record,

@@ -20,7 +20,7 @@ from bot.slack.render import catalogue_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
-# The class ids of FAILURES.md: an interface (diagnose --json prints them).
+# The class ids of docs/failures.md: an interface (diagnose --json prints them).
 CLASS_IDS = {
     "host_oom", "memory_leak", "cuda_oom", "nccl_timeout", "hang", "dataloader_timeout",
     "dataloader_worker_killed", "compiler_missing", "nan_loss", "time_limit", "preempted",

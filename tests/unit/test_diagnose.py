@@ -1,4 +1,4 @@
-"""diagnose(): the stories of FAILURES.md, the causal chain, wrappers, accounting-only
+"""diagnose(): the stories of docs/incidents.md, the causal chain, wrappers, accounting-only
 classes, running-job warnings, and the incremental/streaming analysis."""
 
 from __future__ import annotations

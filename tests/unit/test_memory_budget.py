@@ -1,4 +1,4 @@
-"""Checkpoint-save memory budget, against the numbers of jobs 87870 / 88016 (FAILURES.md 1, 2).
+"""Checkpoint-save memory budget, against the numbers of jobs 87870 / 88016 (docs/incidents.md).
 
 The reports do not give the parameter count. 1.4 B params is assumed: with 10 workers per rank
 at the fixed worker RSS (2.3 GiB, 88016 after the fix) it reproduces the measured 186 GiB save

@@ -1,4 +1,4 @@
-"""The resubmit policy (bot.core.policy): rules over plain data, and the FAILURES.md stories
+"""The resubmit policy (bot.core.policy): rules over plain data, and the docs/incidents.md stories
 diagnosed from their fixture logs by the real diagnose pipeline and then decided."""
 
 from __future__ import annotations

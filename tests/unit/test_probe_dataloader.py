@@ -66,7 +66,7 @@ def _series(pid: int, slope_mb: float, n: int = 60, start_mb: float = 100) -> Wo
 
 
 def test_analyze_reports_the_88016_repro_and_projects_the_run():
-    # 2 workers × 160 samples at ~20 MB per sample (FAILURES.md story 2)
+    # 2 workers × 160 samples at ~20 MB per sample (docs/incidents.md story 2)
     verdict = analyze([_series(1, 20, n=160), _series(2, 20, n=160)],
                       run_workers=40, run_samples=40 * 1000)
     assert verdict.leaking and verdict.slope_mb_per_sample == pytest.approx(20)
