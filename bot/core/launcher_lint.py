@@ -1,6 +1,7 @@
 """Lint a Slurm batch script for the launcher bugs that cost the team GPU hours.
 
 Pure: takes the script text (and optionally the text of Python files it runs), returns findings.
+The shell text is read with bot.core.shell_lexer.
 
 Checks (ids are an interface: preflight JSON and tests key on them):
 - `empty_match_under_errexit`: under `set -e` (+ `pipefail`), a command that fails when nothing
@@ -21,6 +22,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.core.findings import Finding
+from bot.core.shell_lexer import (
+    blank_heredocs,
+    has_glob,
+    shell_words,
+    skip_balanced,
+    split_top_level,
+    strip_comments,
+    substitutions,
+    word_offsets,
+)
 
 CHECK_STRICT_MODE = "strict_mode"
 CHECK_EMPTY_MATCH = "empty_match_under_errexit"
@@ -28,9 +39,7 @@ CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
 
 
-# --------------------------------------------------------------------------- shell scanning
-
-_OPS = ("&&", "||", ";;", "|", ";", "&", "\n")
+# --------------------------------------------------------------------------- errexit analysis
 
 
 @dataclass
@@ -51,248 +60,6 @@ class _Hit:
     in_substitution: bool
 
 
-def _skip_quoted(text: str, i: int) -> int:
-    """Index just past the quoted string / substitution / backtick that starts at text[i]."""
-    c = text[i]
-    n = len(text)
-    if c == "'":
-        j = text.find("'", i + 1)
-        return n if j < 0 else j + 1
-    if c == '"':
-        j = i + 1
-        while j < n:
-            if text[j] == "\\":
-                j += 2
-                continue
-            if text[j] == '"':
-                return j + 1
-            if text[j] == "$" and j + 1 < n and text[j + 1] in "({":
-                j = _skip_quoted(text, j)
-                continue
-            if text[j] == "`":
-                j = _skip_quoted(text, j)
-                continue
-            j += 1
-        return n
-    if c == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        return min(n, j + 1)
-    if c == "$" and i + 1 < n and text[i + 1] in "({":
-        close = ")" if text[i + 1] == "(" else "}"
-        return _skip_balanced(text, i + 2, "(" if close == ")" else "{", close)
-    if c == "(":
-        return _skip_balanced(text, i + 1, "(", ")")
-    raise AssertionError(c)
-
-
-def _skip_balanced(text: str, j: int, open_: str, close: str) -> int:
-    depth = 1
-    n = len(text)
-    while j < n:
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "'\"`" or (c == "$" and j + 1 < n and text[j + 1] in "({"):
-            j = _skip_quoted(text, j)
-            continue
-        if c == "#" and (j == 0 or text[j - 1] in " \t\n;"):
-            nl = text.find("\n", j)
-            j = n if nl < 0 else nl
-            continue
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return n
-
-
-def _word_start(text: str, i: int) -> bool:
-    return i == 0 or text[i - 1] in " \t\n;|&({"
-
-
-def _strip_comments(text: str) -> str:
-    """Blank out comments (keeping offsets and newlines) so later scans ignore them."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"`" or (c == "$" and i + 1 < n and text[i + 1] in "({"):
-            i = _skip_quoted(text, i)
-            continue
-        if c == "#" and _word_start(text, i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-            continue
-        i += 1
-    return "".join(out)
-
-
-_HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
-
-
-def _blank_heredocs(text: str) -> str:
-    """Blank heredoc bodies (keeping newlines): their lines are data, not commands."""
-    lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        out.append(line)
-        i += 1
-        for m in _HEREDOC_RE.finditer(line):
-            strip_tabs, delim = m.group(1) == "-", m.group(3)
-            while i < len(lines):
-                body = lines[i].lstrip("\t") if strip_tabs else lines[i]
-                out.append("" if body != delim else lines[i])
-                i += 1
-                if body == delim:
-                    break
-    return "\n".join(out)
-
-
-def _split(text: str, base: int, ops: tuple[str, ...]) -> list[tuple[str, int, str]]:
-    """Split at top-level operators in `ops`: [(piece, absolute offset, operator after it)]."""
-    pieces: list[tuple[str, int, str]] = []
-    start = 0
-    i, n = 0, len(text)
-    brace_depth = 0
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"`" or (c == "$" and i + 1 < n and text[i + 1] in "({"):
-            i = _skip_quoted(text, i)
-            continue
-        if c == "(":
-            i = _skip_quoted(text, i)
-            continue
-        if c == "{" and _word_start(text, i) and i + 1 < n and text[i + 1] in " \t\n":
-            brace_depth += 1
-            i += 1
-            continue
-        if c == "}" and brace_depth and _word_start(text, i):
-            brace_depth -= 1
-            i += 1
-            continue
-        if brace_depth == 0:
-            matched = next((op for op in _OPS if text.startswith(op, i)), None)
-            redirect = c == "&" and (
-                (i > 0 and text[i - 1] in "<>") or (i + 1 < n and text[i + 1] == ">")
-            )
-            redirect = redirect or (c == "|" and i > 0 and text[i - 1] == ">")
-            if matched and not redirect:
-                end = i + len(matched)
-                if matched in ("&&", "||", "|"):  # a line break after these continues the list
-                    while end < n and text[end] in " \t\n":
-                        end += 1
-                if matched in ops:
-                    pieces.append((text[start:i], base + start, matched))
-                    start = end
-                i = end
-                continue
-        i += 1
-    pieces.append((text[start:], base + start, ""))
-    return pieces
-
-
-def _words(cmd: str) -> list[str]:
-    """Shell words of a simple command, quotes kept (so globs inside quotes stay visible)."""
-    words: list[str] = []
-    i, n = 0, len(cmd)
-    cur_start: int | None = None
-    while i < n:
-        c = cmd[i]
-        if c in " \t\n":
-            if cur_start is not None:
-                words.append(cmd[cur_start:i])
-                cur_start = None
-            i += 1
-            continue
-        if cur_start is None:
-            cur_start = i
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"`" or (c == "$" and i + 1 < n and _opens_subst(cmd, i)):
-            i = _skip_quoted(cmd, i)
-            continue
-        i += 1
-    if cur_start is not None:
-        words.append(cmd[cur_start:])
-    return words
-
-
-def _opens_subst(text: str, i: int) -> bool:
-    return i + 1 < len(text) and text[i + 1] in "({"
-
-
-def _has_glob(word: str) -> bool:
-    """True if the word has an unquoted `*`, `?` or `[…]` outside substitutions."""
-    i, n = 0, len(word)
-    while i < n:
-        c = word[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"`" or (c == "$" and _opens_subst(word, i)):
-            i = _skip_quoted(word, i)
-            continue
-        if c in "*?" or (c == "[" and "]" in word[i + 1 :]):
-            return True
-        i += 1
-    return False
-
-
-def _substitutions(word: str) -> list[tuple[str, int]]:
-    """Top-level `$(…)` / backtick bodies in a word (also inside double quotes): (body, offset)."""
-    subs: list[tuple[str, int]] = []
-    i, n = 0, len(word)
-    in_dq = False
-    while i < n:
-        c = word[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'" and not in_dq:
-            i = _skip_quoted(word, i)
-            continue
-        if c == '"':
-            in_dq = not in_dq
-            i += 1
-            continue
-        if c == "$" and word.startswith("$((", i):
-            i = _skip_quoted(word, i)
-            continue
-        if c == "$" and i + 1 < n and word[i + 1] == "(":
-            end = _skip_quoted(word, i)
-            subs.append((word[i + 2 : end - 1], i + 2))
-            i = end
-            continue
-        if c == "`":
-            end = _skip_quoted(word, i)
-            subs.append((word[i + 1 : end - 1], i + 1))
-            i = end
-            continue
-        if c == "$" and i + 1 < n and word[i + 1] == "{":
-            i = _skip_quoted(word, i)
-            continue
-        i += 1
-    return subs
-
-
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _PREFIX_WORDS = {"time", "command", "builtin", "exec", "nohup", "nice", "env", "stdbuf"}
 _MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
@@ -311,6 +78,9 @@ def _short(cmd: str, limit: int = 70) -> str:
 
 
 class _Analyzer:
+    """Follows the script list by list with the options `set` / `shopt` turn on and off, and
+    collects the commands whose failure on an empty match decides a statement's status."""
+
     def __init__(self, text: str) -> None:
         self.text = text
         self.opts = _Opts()
@@ -330,7 +100,7 @@ class _Analyzer:
     # -- top level: every and-or list in order, tracking `set` / `shopt`
     def script(self, text: str, base: int, status_only: bool = False) -> list[_Hit]:
         hits: list[_Hit] = []
-        lists = _split(text, base, ("\n", ";", "&", ";;"))
+        lists = split_top_level(text, base, ("\n", ";", "&", ";;"))
         lists = [(t, o, op) for t, o, op in lists if t.strip()]
         for idx, (lst, off, _op) in enumerate(lists):
             is_last = idx == len(lists) - 1
@@ -338,7 +108,7 @@ class _Analyzer:
             lst = lst.strip()
             if not status_only:
                 self._track_options(lst, lst_off)
-            words = _words(lst)
+            words = shell_words(lst)
             if not words:
                 continue
             if words[0] in _CONDITION_KEYWORDS:
@@ -363,7 +133,7 @@ class _Analyzer:
         m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
         if m:
             brace = m.start(1)
-            end = _skip_balanced(lst, brace + 1, "{", "}")
+            end = skip_balanced(lst, brace + 1, "{", "}")
             saved = self.opts.errexit
             # the body runs when called, usually after `set -e` further down
             self.opts.errexit = saved or self._later_errexit
@@ -375,7 +145,7 @@ class _Analyzer:
         return bool(re.search(r"^\s*set\s+(-\w*e|-o\s+errexit)", self.text, re.M))
 
     def _track_options(self, lst: str, off: int) -> None:
-        words = _words(lst)
+        words = shell_words(lst)
         if not words:
             return
         if words[0] == "set":
@@ -418,7 +188,7 @@ class _Analyzer:
     # -- an and-or list: `a && b || c`
     def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[_Hit]:
         hits: list[_Hit] = []
-        elements = _split(lst, off, ("&&", "||"))
+        elements = split_top_level(lst, off, ("&&", "||"))
         for i, (pipeline, p_off, op) in enumerate(elements):
             if op == "||":
                 continue  # `a || b`: a failing a is handled
@@ -430,7 +200,7 @@ class _Analyzer:
         return hits
 
     def _pipeline(self, pipeline: str, off: int, errexit_mode: bool) -> list[_Hit]:
-        cmds = _split(pipeline, off, ("|",))
+        cmds = split_top_level(pipeline, off, ("|",))
         hits: list[_Hit] = []
         last = len(cmds) - 1
         for i, (cmd, c_off, _op) in enumerate(cmds):
@@ -449,25 +219,25 @@ class _Analyzer:
             return []
         if cmd.startswith("{") or cmd.startswith("("):
             open_, close = ("{", "}") if cmd[0] == "{" else ("(", ")")
-            end = _skip_balanced(cmd, 1, open_, close)
+            end = skip_balanced(cmd, 1, open_, close)
             return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
         m = _FUNC_RE.match(cmd) or _FUNC_RE2.match(cmd)
         if m:
             hits: list[_Hit] = []
             self._function_body(cmd, off, hits)
             return hits
-        words = _words(cmd)
+        words = shell_words(cmd)
         if not words or words[0].startswith("[") or words[0] == "test":
             return []
         if words[0] in _MASKING_WORDS:
             return []  # `local X=$(…)` returns local's status, not the substitution's
-        positions = _word_offsets(cmd, words)
+        positions = word_offsets(cmd, words)
         k = 0
         while k < len(words) and _ASSIGN_RE.match(words[k]):
             k += 1
         if k == len(words):  # bare assignment: its status is the last substitution's
             for w, pos in zip(reversed(words), reversed(positions), strict=True):
-                subs = _substitutions(w)
+                subs = substitutions(w)
                 if subs:
                     body, s_off = subs[-1]
                     inner = self.script(
@@ -484,7 +254,7 @@ class _Analyzer:
         name = words[k].rsplit("/", 1)[-1]
         args = words[k + 1 :]
         file_args = [a for a in args if not a.startswith("-")]
-        globbed = [a for a in file_args if _has_glob(a)]
+        globbed = [a for a in file_args if has_glob(a)]
         short = _short(cmd)
         if name in _GREP_WORDS:
             return [_Hit(off, short, f"`{name}` exits 1 when nothing matches",
@@ -508,16 +278,6 @@ class _Analyzer:
 
 def _is_trivial(pipeline: str) -> bool:
     return pipeline.strip() in {"true", ":", "exit 0", "return 0"}
-
-
-def _word_offsets(cmd: str, words: list[str]) -> list[int]:
-    positions: list[int] = []
-    pos = 0
-    for w in words:
-        pos = cmd.find(w, pos)
-        positions.append(pos)
-        pos += len(w)
-    return positions
 
 
 # --------------------------------------------------------------------------- the checks
@@ -571,7 +331,7 @@ _PY_ARG_RE = re.compile(r"(?:^|\s)(?:\S*/)?python[\d.]*\s+(?:-\S+\s+)*([\w./${}-
 
 def python_scripts_in(script_text: str) -> list[str]:
     """The `.py` files the launcher runs (`python train.py`, `torchrun … train.py`), in order."""
-    code = _strip_comments(script_text)
+    code = strip_comments(script_text)
     found = _PY_ARG_RE.findall(code)
     found += re.findall(r"(?:torchrun|accelerate launch|srun)\s[^\n]*?\s([\w./${}-]+\.py)\b", code)
     out: list[str] = []
@@ -698,8 +458,8 @@ def lint_launcher(
     Every check reports at least one finding (a `pass` when it found nothing), so a report
     shows what was checked.
     """
-    code = _strip_comments(script_text)
-    empty, opts = _check_empty_match(script_text, _blank_heredocs(code))
+    code = strip_comments(script_text)
+    empty, opts = _check_empty_match(script_text, blank_heredocs(code))
     if opts.errexit_line:
         mode = "set -e" + (" + pipefail" if opts.pipefail else "")
         strict = Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,

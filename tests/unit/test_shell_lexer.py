@@ -1,0 +1,74 @@
+"""The shell lexer the launcher lint reads batch scripts with (bot.core.shell_lexer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.shell_lexer import (
+    blank_heredocs,
+    has_glob,
+    shell_words,
+    skip_quoted,
+    split_top_level,
+    strip_comments,
+    substitutions,
+    word_offsets,
+)
+
+
+@pytest.mark.parametrize(("text", "end"), [
+    ("'a b' x", 5),
+    ('"a \\" $(echo ")") b" x', 20),
+    ("`ls \\` x` y", 9),
+    ("$(a $(b) 'c)' \"d)\") e", 19),
+    ("${X:-}} x", 6),
+    ("'never closed", 13),
+])
+def test_skip_quoted_ends_just_past_the_quote_or_substitution(text, end):
+    assert skip_quoted(text, 0) == end
+
+
+def test_comments_are_blanked_but_not_inside_quotes_or_words():
+    text = "echo a#b '# no' # yes\nx=1 # two"
+    out = strip_comments(text)
+    assert out == "echo a#b '# no'      \nx=1      "
+    assert len(out) == len(text)
+
+
+def test_heredoc_bodies_are_blanked_with_their_lines_kept():
+    text = "cat <<-'EOF' > f\n\tgrep x *.log\n\tEOF\nls *.ckpt\n"
+    assert blank_heredocs(text) == "cat <<-'EOF' > f\n\n\tEOF\nls *.ckpt\n"
+
+
+def test_split_top_level_keeps_offsets_and_skips_nested_operators():
+    text = 'a && b | c; d "x;y" $(e; f) || { g; h; }\nk'
+    pieces = split_top_level(text, 100, ("\n", ";"))
+    assert [(p.strip(), off, op) for p, off, op in pieces] == [
+        ("a && b | c", 100, ";"),
+        ('d "x;y" $(e; f) || { g; h; }', 111, "\n"),
+        ("k", 141, ""),
+    ]
+    assert split_top_level("a 2>&1 | b >| c", 0, ("|",))[0][0] == "a 2>&1 "
+
+
+def test_words_keep_quotes_and_substitutions_whole():
+    cmd = 'LATEST=$(ls -d "$D"/ckpt_* | tail -1) cat  "a b"/*.txt'
+    words = shell_words(cmd)
+    assert words == ['LATEST=$(ls -d "$D"/ckpt_* | tail -1)', "cat", '"a b"/*.txt']
+    assert word_offsets(cmd, words) == [0, 38, 43]
+
+
+@pytest.mark.parametrize(("word", "globbed"), [
+    ("ckpt_*", True),
+    ("iter_[0-9]", True),
+    ('"ckpt_*"', False),
+    ("$(ls *)", False),
+    ("\\*", False),
+])
+def test_has_glob_only_counts_unquoted_patterns(word, globbed):
+    assert has_glob(word) is globbed
+
+
+def test_substitutions_are_found_also_inside_double_quotes_but_not_arithmetic():
+    word = '"$(ls -d a*)"`date`$((1+2))\'$(no)\''
+    assert substitutions(word) == [("ls -d a*", 3), ("date", 14)]
