@@ -18,7 +18,8 @@ from matplotlib.dates import DateFormatter, HourLocator, MinuteLocator, date2num
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-GIB = 1024**3
+from bot.core.units import GIB  # noqa: E402
+
 _LOCK = threading.Lock()
 WIDTH_IN, HEIGHT_IN, DPI = 8.0, 4.5, 100  # 800×450 px: Slack's thread preview size
 

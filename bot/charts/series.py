@@ -8,10 +8,11 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from bot.charts.figures import GIB, loss_chart, progress_chart, rss_chart
+from bot.charts.figures import loss_chart, progress_chart, rss_chart
 from bot.core.detectors import leak_trend
 from bot.core.models import Diagnosis
 from bot.core.sampler_series import rss_by_iteration, rss_metric_series
+from bot.core.units import GIB
 
 QUIET_CLASSES = frozenset({"completed", "none", "memory_leak"})  # no failure mark
 MIN_TREND_GIB_PER_100 = 0.5  # flatter than this, a trend line only adds noise

@@ -26,7 +26,7 @@ from pydantic import (
 
 from bot.core.checkpoints import CompletenessRule
 from bot.core.memory_budget import parse_count
-from bot.core.policy import PolicyParams
+from bot.core.policy import DEFAULT_POLICY
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
 from bot.core.units import parse_size
 
@@ -140,56 +140,54 @@ def _expand(path: str | None) -> str | None:
 # policy
 
 
-_POLICY = PolicyParams()  # the policy's defaults live in core, once
-
-
 class PolicyConfig(_Model):
-    """Watcher and retry policy; the defaults for every recipe (a recipe may override any)."""
+    """Watcher and retry policy; the defaults for every recipe (a recipe may override any).
+    The defaults of the fields the core policy reads are its defaults (DEFAULT_POLICY)."""
 
     retry_budget: int = Field(
-        _POLICY.retry_budget,
+        DEFAULT_POLICY.retry_budget,
         ge=0,
         description="Resubmits charged to one run chain before a human must decide.",
     )
     auto_resubmit: bool = Field(
-        _POLICY.auto_resubmit,
+        DEFAULT_POLICY.auto_resubmit,
         description="Resubmit retryable failures at once (true) or propose with a button.",
     )
     backoff_s: float = Field(
-        _POLICY.backoff_s,
+        DEFAULT_POLICY.backoff_s,
         ge=0,
         description="Seconds to wait between a failure and its automatic resubmit.",
     )
     stall_min_s: float = Field(
-        _POLICY.stall_min_s,
+        DEFAULT_POLICY.stall_min_s,
         gt=0,
         description="Never call a job stalled before this many seconds w/o progress.",
     )
     stall_factor: float = Field(
-        _POLICY.stall_factor,
+        DEFAULT_POLICY.stall_factor,
         gt=1,
         description="Stalled when no progress for this many times the step time.",
     )
     save_time_s: float = Field(
-        _POLICY.save_time_s,
+        DEFAULT_POLICY.save_time_s,
         ge=0,
         description="Seconds a checkpoint save may take; silence this long after a save "
         "started is not a stall.",
     )
     leak_warn_margin: float = Field(
-        _POLICY.leak_warn_margin,
+        DEFAULT_POLICY.leak_warn_margin,
         ge=0,
         lt=1,
         description="Headroom fraction: warn when RSS is projected to reach "
         "limit x (1 - margin) before the target iteration.",
     )
     leak_min_samples: int = Field(
-        _POLICY.leak_min_samples,
+        DEFAULT_POLICY.leak_min_samples,
         ge=3,
         description="RSS samples needed before a leak is reported.",
     )
     gpu_util_warn_pct: float = Field(
-        _POLICY.gpu_util_warn_pct,
+        DEFAULT_POLICY.gpu_util_warn_pct,
         ge=0,
         le=100,
         description="Note (not an incident) when GPU util stays below this.",

@@ -14,12 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from bot.core.metrics import GIB, MetricSeries, Sample, SaveWindow
+from bot.core.metrics import MetricSeries, Sample, SaveWindow
 from bot.core.models import Accounting
-from bot.core.policy import PolicyParams
-
-# The thresholds a policy sets (stall time, leak samples and headroom) default to its defaults.
-_POLICY = PolicyParams()
+from bot.core.policy import DEFAULT_POLICY
+from bot.core.units import GIB
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -90,9 +88,9 @@ def detect_stall(
     series: MetricSeries,
     now: float | None,
     *,
-    min_s: float = _POLICY.stall_min_s,
-    factor: float = _POLICY.stall_factor,
-    save_time_s: float = _POLICY.save_time_s,
+    min_s: float = DEFAULT_POLICY.stall_min_s,
+    factor: float = DEFAULT_POLICY.stall_factor,
+    save_time_s: float = DEFAULT_POLICY.save_time_s,
 ) -> StallFinding | None:
     """Progress stopped for longer than max(min_s, factor x the usual progress interval).
 
@@ -162,8 +160,8 @@ def detect_leak(
     *,
     target_iter: int | None = None,
     horizon_iters: int = 100_000,
-    min_samples: int = _POLICY.leak_min_samples,
-    warn_margin: float = _POLICY.leak_warn_margin,
+    min_samples: int = DEFAULT_POLICY.leak_min_samples,
+    warn_margin: float = DEFAULT_POLICY.leak_warn_margin,
     min_growth_gib: float = 2.0,
     min_positive_share: float = 0.6,
     trend: LeakTrend | None = None,

@@ -44,7 +44,6 @@ from bot.core.detectors import (
     leak_trend,
 )
 from bot.core.metrics import (
-    GIB,
     MetricSeries,
     clean_line,
     compile_bytes_scanner,
@@ -58,9 +57,9 @@ from bot.core.models import (
     Evidence,
     UpstreamCause,
 )
-from bot.core.policy import PolicyParams
+from bot.core.policy import DEFAULT_POLICY
+from bot.core.units import GIB
 
-_POLICY = PolicyParams()  # diagnose()'s thresholds default to the policy's defaults
 CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
 MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
 _FIRST_KEEP = 5  # matches kept per class: the first few ...
@@ -397,18 +396,18 @@ def diagnose(
     accounting: Accounting | None = None,
     now: float | None = None,
     target_iter: int | None = None,
-    stall_min_s: float = _POLICY.stall_min_s,
-    stall_factor: float = _POLICY.stall_factor,
-    save_time_s: float = _POLICY.save_time_s,
-    leak_min_samples: int = _POLICY.leak_min_samples,
-    leak_warn_margin: float = _POLICY.leak_warn_margin,
+    stall_min_s: float = DEFAULT_POLICY.stall_min_s,
+    stall_factor: float = DEFAULT_POLICY.stall_factor,
+    save_time_s: float = DEFAULT_POLICY.save_time_s,
+    leak_min_samples: int = DEFAULT_POLICY.leak_min_samples,
+    leak_warn_margin: float = DEFAULT_POLICY.leak_warn_margin,
     min_elapsed_s: float = 60.0,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
     `now` is the time on the log's clock at which a running job is judged (default: the
     last timestamp in the log). `target_iter` defaults to what the log printed (`/8000`).
-    The thresholds are a policy's (bot.core.policy.PolicyParams, same names).
+    The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     """
     acct = accounting or Accounting()
     matches = sorted(matches, key=lambda m: m.line_no)

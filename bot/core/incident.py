@@ -13,8 +13,7 @@ from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import suggest_mem
-
-GIB = 1024**3
+from bot.core.units import GIB
 
 
 @dataclass(frozen=True)

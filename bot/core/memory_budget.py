@@ -15,9 +15,8 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.findings import Finding, Level
-from bot.core.units import format_size
+from bot.core.units import GIB, format_size
 
-GIB = 1024**3
 CHECK_MEMORY_BUDGET = "memory_budget"
 
 

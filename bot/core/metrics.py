@@ -49,12 +49,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bot.core.units import GIB
+
 try:  # RE2 scans a block with one DFA pass; optional, `re` gives the same answers slower.
     import re2 as _re2
 except ImportError:  # pragma: no cover - depends on the environment
     _re2 = None
 
-GIB = 1024**3
 _UNITS = {
     "": GIB,  # bare number: GiB (see module docstring)
     "b": 1,
@@ -643,11 +644,11 @@ class MetricSeries:
                 and last.line_no == line_no:
             last.host_rss_bytes = int(rss_bytes)
             last.time = time
-            last.text = f"host RSS {int(rss_bytes) / 1024**3:.2f} GiB ({source})"
+            last.text = f"host RSS {int(rss_bytes) / GIB:.2f} GiB ({source})"
             return last
         s = Sample(line_no=line_no, time=time, iteration=self.last_iteration,
                    host_rss_bytes=int(rss_bytes),
-                   text=f"host RSS {int(rss_bytes) / 1024**3:.2f} GiB ({source})")
+                   text=f"host RSS {int(rss_bytes) / GIB:.2f} GiB ({source})")
         self.samples.append(s)  # not _add: it may share the last log sample's line number
         self._last_external = s
         if len(self.samples) > self.max_samples:

@@ -34,11 +34,10 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
-from bot.core.units import format_size
+from bot.core.units import GIB, format_size
 
 #: Classes that describe a job still running (early warnings, not end-of-job decisions).
 RUNNING_CLASSES = frozenset({"none", "hang", "memory_leak"})
-GIB = 1024**3
 
 
 class DecisionKind(StrEnum):
@@ -179,6 +178,10 @@ class PolicyParams:
     save_time_s: float = 600.0
     leak_min_samples: int = 6  # RSS samples a leak finding needs
     leak_warn_margin: float = 0.1  # warn when RSS will reach limit x (1 - this) before target
+
+
+#: The defaults of every policy setting: of the config, of diagnose() and of the detectors.
+DEFAULT_POLICY = PolicyParams()
 
 
 def params_from(policy: Any) -> PolicyParams:
@@ -668,6 +671,7 @@ def held_report(record: Any, held_since: float | None, now: float, *, policy: An
 
 
 __all__ = [
+    "DEFAULT_POLICY",
     "AttemptFacts",
     "ChainHistory",
     "CpuEvidence",

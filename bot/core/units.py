@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+GIB = 1024**3
+
 _MULTIPLIERS = {
     "": 1,
     "B": 1,
@@ -44,7 +46,7 @@ def parse_size(text: str, default_unit: str = "M") -> int:
 
 def gib(n_bytes: float) -> float:
     """Bytes as GiB (the unit every trainbot message and chart uses for host memory)."""
-    return n_bytes / 1024**3
+    return n_bytes / GIB
 
 
 def format_size(n_bytes: float) -> str:

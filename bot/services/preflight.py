@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from bot.core.findings import Finding, Level, worst_level
 from bot.core.launcher_lint import lint_launcher, python_scripts_in
 from bot.core.memory_budget import (
-    GIB,
     MemoryBudget,
     SaveMemoryInputs,
     SaveMode,
@@ -29,7 +28,7 @@ from bot.core.memory_budget import (
     format_params,
     parse_count,
 )
-from bot.core.units import parse_size
+from bot.core.units import GIB, parse_size
 
 if TYPE_CHECKING:
     from bot.cluster.ssh import Runner

@@ -17,9 +17,9 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.incident import Incident, Proposal, RootView, WarningView
+from bot.core.units import GIB
 
 PROGRESS_BAR_CELLS = 20
-GIB = 1024**3
 
 
 class ActionId(StrEnum):

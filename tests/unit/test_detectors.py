@@ -14,8 +14,9 @@ from bot.core.detectors import (
     detect_stall,
     theil_sen,
 )
-from bot.core.metrics import GIB, MetricSeries
+from bot.core.metrics import MetricSeries
 from bot.core.models import Accounting
+from bot.core.units import GIB
 
 T0 = float(calendar.timegm((2025, 5, 14, 16, 0, 0)))
 

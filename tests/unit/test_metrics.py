@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from bot.core.metrics import GIB, LineParser, LogClock, MetricSeries, parse_mem
+from bot.core.metrics import LineParser, LogClock, MetricSeries, parse_mem
+from bot.core.units import GIB
 
 
 def epoch(y, mo, d, hh, mm, ss):

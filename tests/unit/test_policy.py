@@ -13,7 +13,6 @@ from bot.core.catalogue import Catalogue
 from bot.core.diagnose import analyze_file
 from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import (
-    GIB,
     OFFER_RESUBMIT,
     AttemptFacts,
     ChainHistory,
@@ -32,7 +31,7 @@ from bot.core.policy import (
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import parse_exit_code
-from bot.core.units import parse_size
+from bot.core.units import GIB, parse_size
 
 STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
 NOW = 1_747_000_000.0

@@ -16,7 +16,6 @@ from fakes import T0, FakeSFTP, FakeSlurm, SstatSlurm, make_context
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
 from bot.core.policy import (
-    GIB,
     AttemptFacts,
     ChainHistory,
     CpuEvidence,
@@ -26,6 +25,7 @@ from bot.core.policy import (
     early_warnings,
 )
 from bot.core.slurm.records import JobRecord
+from bot.core.units import GIB
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
