@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from bot.core.findings import Finding, Level
-from bot.core.units import GIB, format_size
+from bot.core.units import GIB, format_size, quote_number_text
 
 CHECK_MEMORY_BUDGET = "memory_budget"
 
@@ -103,9 +104,16 @@ def parse_count(text: str) -> int:
     """A parameter count: `1400000000`, `1.4e9`, `1.4B`, `350M`, `7b`."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMbBtT]?)\s*", text)
     if not m:
-        raise ValueError(f"{text!r} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M")
-    mult = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
+        raise ValueError(
+            f"{quote_number_text(text)} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M"
+        )
+    number = Decimal(m.group(1))
+    exponent = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}[m.group(2).lower()]
+    if number.adjusted() + exponent >= 15:  # compared before multiplying: 1e99999999 fits
+        raise ValueError(
+            f"{quote_number_text(text)} is too large for a parameter count; at most 999T"
+        )
+    return int(number.scaleb(exponent))
 
 
 def format_params(n: float) -> str:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.core.units import GIB
+from bot.core.units import GIB, MAX_SIZE
 
 try:  # RE2 scans a block with one DFA pass; optional, `re` gives the same answers slower.
     import re2 as _re2
@@ -310,17 +310,23 @@ class LineParser:
             return None, None
         t = self.clock.parse(line)
         s = Sample(line_no=line_no, time=t)
-        self._metrics(line, s)
         event = None
         low = line.lower()
-        if (
-            ("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
-            and _CKPT_WORD.search(line)
-            and not _CKPT_NOT_SAVE.search(line)
-        ):
-            event = self._checkpoint(line, line_no, t)
-            if event is not None:
-                s.iteration = s.target_iter = None  # "saving at iteration N" is not progress
+        try:
+            self._metrics(line, s)
+            if (
+                ("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
+                and _CKPT_WORD.search(line)
+                and not _CKPT_NOT_SAVE.search(line)
+            ):
+                event = self._checkpoint(line, line_no, t)
+                if event is not None:
+                    s.iteration = s.target_iter = None  # "saving at iteration N" is not progress
+        except _ABSURD_NUMBER:
+            return None, None
+        _drop_implausible(s)
+        if event is not None and not _plausible_iter(event.iteration):
+            event = None
         if not s.is_metric:
             return None, event
         s.text = line[:300]
@@ -333,7 +339,11 @@ class LineParser:
         if not (("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
                 and _CKPT_WORD.search(line) and not _CKPT_NOT_SAVE.search(line)):
             return None
-        return self._checkpoint(line, line_no, self.clock.parse(line))
+        try:
+            event = self._checkpoint(line, line_no, self.clock.parse(line))
+        except _ABSURD_NUMBER:
+            return None
+        return event if event is None or _plausible_iter(event.iteration) else None
 
     def _metrics(self, line: str, s: Sample) -> None:
         for pattern in self.extra:
@@ -388,6 +398,33 @@ class LineParser:
         if d:
             duration = float(d.group(1)) / (1000 if d.group(2).lower() == "ms" else 1)
         return CheckpointEvent(kind, line_no, t, iteration, duration, line[:300])
+
+
+# int() refuses more than 4300 digits (ValueError) and int(float("9" * 400)) is int(inf)
+# (OverflowError): a line with such a number is garbage, not a metric line.
+_ABSURD_NUMBER = (ValueError, OverflowError)
+_MAX_ITERATION = 10**15
+
+
+def _plausible_iter(value: int | None) -> bool:
+    return value is None or 0 <= value < _MAX_ITERATION
+
+
+def _drop_implausible(s: Sample) -> None:
+    """Forget values no training prints (hundreds of digits, inf): they would overflow the
+    projections and charts made from them."""
+    if not _plausible_iter(s.iteration):
+        s.iteration = None
+    if not _plausible_iter(s.target_iter):
+        s.target_iter = None
+    for attr in ("sec_per_iter", "gpu_util"):
+        value = getattr(s, attr)
+        if value is not None and not (math.isfinite(value) and abs(value) < 1e15):
+            setattr(s, attr, None)
+    for attr in ("host_rss_bytes", "gpu_mem_bytes"):
+        value = getattr(s, attr)
+        if value is not None and not 0 <= value <= MAX_SIZE:
+            setattr(s, attr, None)
 
 
 def _apply_kv(m: re.Match[str], s: Sample) -> None:

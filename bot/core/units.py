@@ -9,6 +9,7 @@ only accepted where the caller names the default unit.
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 GIB = 1024**3
 
@@ -22,6 +23,8 @@ _MULTIPLIERS = {
     "P": 1024**5,
 }
 
+MAX_SIZE = 1024**6  # 1 EiB: far above any node's memory, far below what overflows a float
+
 _SIZE_RE = re.compile(
     r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[KMGTP]?)(?:I?B)?\s*$", re.IGNORECASE
 )
@@ -30,18 +33,29 @@ _SIZE_RE = re.compile(
 def parse_size(text: str, default_unit: str = "M") -> int:
     """Bytes in a Slurm-style size: `400G`, `950GB`, `563200M`, `1T`, `1.5GiB`, `512` (MiB).
 
-    Raises ValueError naming the accepted forms when `text` is not a size.
+    Raises ValueError naming the accepted forms when `text` is not a size, and the limit
+    when it is larger than MAX_SIZE (a size with hundreds of digits is a mistake).
     """
     match = _SIZE_RE.match(text)
     if match is None:
         raise ValueError(
-            f"{text!r} is not a memory size; use a number with K, M, G or T "
+            f"{quote_number_text(text)} is not a memory size; use a number with K, M, G or T "
             "(e.g. 400G, 950GB, 563200M, 1T)"
         )
     unit = match["unit"].upper()
     if not unit and not re.search(r"[bB]\s*$", text):
         unit = default_unit.upper()
-    return int(float(match["num"]) * _MULTIPLIERS[unit])
+    n_bytes = Decimal(match["num"]) * _MULTIPLIERS[unit]  # exact: no float overflow
+    if n_bytes > MAX_SIZE:
+        raise ValueError(
+            f"{quote_number_text(text)} is too large for a memory size; at most 1024P (1 EiB)"
+        )
+    return int(n_bytes)
+
+
+def quote_number_text(text: str) -> str:
+    """A number as typed, quoted for an error message; cut short when it is long."""
+    return repr(text) if len(text) <= 24 else f"{text[:12]!r}… ({len(text)} characters)"
 
 
 def gib(n_bytes: float) -> float:

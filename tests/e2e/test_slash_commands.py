@@ -110,6 +110,19 @@ def test_bad_override_value_is_a_clean_ephemeral_error(app, urls, services, fake
     assert ("U0ALICE", "command.submit", None, "refused") in audit(services)
 
 
+def test_a_size_with_hundreds_of_digits_is_a_clear_refusal_and_audited(
+        services, slack_client, urls, fake_slurm) -> None:
+    services.config = make_config(overridable={"mem": "size"})
+    app = build_app(services.config, services, client=slack_client,
+                    listener_executor=SyncExecutor(), token_verification_enabled=False)
+    _, replies = train(app, urls, "submit mix mem=" + "9" * 400 + "G")
+    assert replies[0]["text"].startswith(
+        "mem: '999999999999'… (401 characters) is too large for a memory size; at most 1024P")
+    assert "internal error" not in replies[0]["text"]
+    assert fake_slurm.submits() == []
+    assert ("U0ALICE", "command.submit", None, "refused") in audit(services)
+
+
 def test_submit_passes_typed_override_literally(app, urls, fake_slurm) -> None:
     _, replies = train(app, urls, "submit mix lr=3e-4 target_iter=9000")
     assert "submitted job 88887" in replies[0]["text"]

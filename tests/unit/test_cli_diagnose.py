@@ -110,6 +110,8 @@ def test_unreadable_file_is_exit_2_with_a_clear_message(capsys, tmp_path):
         ("--exit-code", "x:y", "CODE:SIGNAL"),
         ("--state", "EXPLODED", "not a sacct state"),
         ("--mem-limit", "lots", "--mem-limit"),
+        ("--mem-limit", "9" * 400 + "G", "--mem-limit: '999999999999'… (401 characters) is too "
+         "large for a memory size; at most 1024P"),
         ("--elapsed", "ten", "--elapsed"),
         ("--now", "yesterday", "--now"),
     ],
@@ -118,6 +120,7 @@ def test_bad_flag_values_are_exit_2(capsys, flag, value, message):
     code, _, err = cli(capsys, str(STORIES / "108903.log"), flag, value)
     assert code == 2
     assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_bad_target_iter_is_an_argparse_error(capsys):

@@ -125,6 +125,8 @@ def test_recipe_naming_an_undefined_cluster(tmp_path):
 def test_bad_mem_is_rejected_but_good_mem_kept_as_text(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("mem: 400G", "mem: lots"))
     assert "recipes.mix.mem" in message and "not a memory size" in message
+    message = error_of(tmp_path, MINIMAL.replace("mem: 400G", "mem: " + "9" * 400 + "G"))
+    assert "recipes.mix.mem" in message and "too large for a memory size" in message
     config = parse_config(MINIMAL.replace("mem: 400G", "mem: 950GB"), source="x", env={})
     assert config.recipe("mix").mem == "950GB"
 

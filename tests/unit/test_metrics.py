@@ -299,3 +299,41 @@ def test_sparse_block_keeps_exact_latest_iteration_time_and_every_checkpoint_eve
     assert series.last_progress.line_no == 20000
     assert [(e.kind, e.line_no) for e in series.events] == [("start", 9001), ("end", 9002)]
     assert series.last_time == series.samples[-1].time
+
+
+# --- numbers no machine prints ---------------------------------------------------------------
+
+HUGE = "9" * 400
+
+
+@pytest.mark.parametrize("line", [
+    f"2025-05-20 19:08:57 INFO iter: 1004/8000 | loss: 0.6 | 4.50 s/iter | rss: {HUGE} GiB",
+    f"2025-05-20 19:08:57 INFO iter: {'9' * 5000}/8000 | loss: 0.6 | rss: 4 GiB",
+    f"2025-05-20 19:08:57 INFO iter: 1004/8000 | loss: 0.6 | {HUGE} s/iter | rss: 4 GiB",
+    f"2025-05-20 19:08:57 INFO iteration {'9' * 5000}/ 8000 | lm loss: 0.6 |",
+    f"2025-05-20 19:08:57 INFO saved checkpoint at iteration {'9' * 5000}",
+    f"2025-05-20 19:08:57 INFO saved checkpoint at iteration {HUGE}",
+    f"2025-05-20 19:08:57 INFO iter: {HUGE}/{HUGE} | loss: 0.6",
+])
+def test_a_number_with_hundreds_of_digits_is_not_a_metric(line):
+    parser = LineParser()
+    s, event = parser.parse(line, 7)  # no OverflowError / ValueError
+    for value in (s.host_rss_bytes, s.gpu_mem_bytes, s.sec_per_iter) if s else ():
+        assert value is None or math.isfinite(value) and value < 2**64
+    if s is not None and s.iteration is not None:
+        assert s.iteration < 10**18
+    parser.parse_event(line, 7)
+    assert parse_mem("4", "GiB") == 4 * GIB
+
+
+def test_a_log_with_absurd_numbers_still_diagnoses():
+    series = MetricSeries()
+    for i, line in enumerate([
+        "2025-05-20 19:08:57 INFO iter: 1000/8000 | loss: 0.6 | 4.50 s/iter | rss: 40 GiB",
+        f"2025-05-20 19:09:01 INFO iter: 1001/8000 | loss: 0.6 | 4.50 s/iter | rss: {HUGE} GiB",
+        f"2025-05-20 19:09:05 INFO iter: 1002/8000 | loss: 0.6 | {HUGE} s/iter | rss: 41 GiB",
+    ], start=1):
+        series.feed_line(line, i)
+    assert series.last_iteration == 1002
+    assert series.sec_per_iter() == pytest.approx(4.5)
+    assert [x.host_rss_bytes for x in series.rss_points()] == [40 * GIB, 41 * GIB]

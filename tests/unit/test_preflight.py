@@ -64,6 +64,10 @@ def test_workers_without_measured_rss_are_assumed_and_said_so(config, capsys):
 def test_bad_flags_are_usage_errors(config, capsys):
     assert main(["preflight", "mix", "--config", config, "--mem", "lots"]) == 2
     assert "--mem" in capsys.readouterr().err
+    assert main(["preflight", "mix", "--config", config, "--mem", "9" * 400 + "G"]) == 2
+    assert "--mem: '999999999999'… (401 characters) is too large" in capsys.readouterr().err
+    assert main(["preflight", "mix", "--config", config, "--params", "9" * 400]) == 2
+    assert "--params: '999999999999'… (400 characters) is too large" in capsys.readouterr().err
     assert main(["preflight", "mix", "--config", config, "--no-toolchain", "--script",
                  "/nonexistent/launch.sbatch"]) == 2
     assert "cannot read --script" in capsys.readouterr().err
@@ -74,6 +78,12 @@ def test_bad_flags_are_usage_errors(config, capsys):
                                          ("7b", 7_000_000_000)])
 def test_parse_count(text, n):
     assert parse_count(text) == n
+
+
+@pytest.mark.parametrize("text", ["9" * 400, "1e999", "9" * 5000 + "B", "2000000T"])
+def test_parse_count_refuses_absurd_counts(text):
+    with pytest.raises(ValueError, match="too large for a parameter count"):
+        parse_count(text)
 
 
 def test_gres_parsing():
