@@ -1,7 +1,7 @@
 """`trainbot checkpoint verify DIR [--pointer FILE] [--json]`: is a DCP checkpoint safe to resume?
 
 Exit 0 valid, 1 invalid (missing/truncated shard, unreadable metadata, missing pointer),
-2 bad usage (DIR is not a directory).
+2 bad usage (DIR is not a directory, the pointer is not a text file, torch is not installed).
 """
 
 from __future__ import annotations
@@ -33,12 +33,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.probes.checkpoint_verify import verify_checkpoint
+    from bot.probes.checkpoint_verify import PointerNotText, TorchMissing, verify_checkpoint
 
     try:
         report = verify_checkpoint(args.directory, pointer=args.pointer)
     except FileNotFoundError as exc:
         raise UsageError(f"{exc}; give the checkpoint directory (DIR)") from exc
+    except PointerNotText as exc:
+        raise UsageError(f"--pointer {exc}") from None
+    except TorchMissing as exc:
+        raise UsageError(f"checkpoint verify needs torch: {exc}") from None
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

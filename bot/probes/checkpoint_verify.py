@@ -26,8 +26,30 @@ from bot.core.findings import Finding, Level, worst_level
 METADATA_FILE = ".metadata"
 
 
+POINTER_MAX_BYTES = 64 * 1024  # a pointer names one directory: a bigger file is something else
+
+
 class CheckpointUnreadable(Exception):
     """The checkpoint's metadata cannot be read; the message says why."""
+
+
+class TorchMissing(CheckpointUnreadable):
+    """torch is not importable here, so no DCP metadata can be read (the checkpoint may be fine)."""
+
+
+class PointerNotText(ValueError):
+    """The pointer file is binary, not UTF-8 or too big: not a pointer file at all."""
+
+
+def require_torch() -> None:
+    """Raise TorchMissing, saying how to fix it, when torch's DCP classes cannot be imported."""
+    try:
+        import torch.distributed.checkpoint.metadata  # noqa: F401
+    except ImportError as exc:
+        raise TorchMissing(
+            f"DCP .metadata can only be read with torch, and this Python cannot import it "
+            f"({exc}); pip install torch here, or run the check where the training runs"
+        ) from None
 
 
 # ---------------------------------------------------------------------------- safe metadata
@@ -83,6 +105,7 @@ def load_metadata(ckpt_dir: str | os.PathLike[str]) -> Any:
 
 def parse_metadata_bytes(data: bytes, source: str) -> Any:
     """Unpickle `.metadata` bytes (read locally or over SFTP) with the restricted unpickler."""
+    require_torch()
     try:
         metadata = _CheckpointUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # truncated pickle raises EOFError, garbage many other things
@@ -215,14 +238,16 @@ def _check_part(part: Path, root: Path, report: CheckpointReport) -> Any:
 def resolve_pointer(pointer: Path) -> tuple[Path | None, str]:
     """The directory a pointer file names (absolute, relative to the pointer, or a step number).
 
-    Returns (directory or None, explanation).
+    Returns (directory or None, explanation). Raises PointerNotText for a binary file.
     """
     try:
-        text = pointer.read_text().strip()
+        with pointer.open("rb") as fh:
+            data = fh.read(POINTER_MAX_BYTES + 1)
     except FileNotFoundError:
         return None, f"pointer file {pointer} does not exist"
     except OSError as exc:
         return None, f"cannot read pointer file {pointer}: {exc.strerror}"
+    text = _pointer_text(pointer, data).strip()
     if not text:
         return None, f"pointer file {pointer} is empty"
     first = text.splitlines()[0].strip()
@@ -240,15 +265,34 @@ def resolve_pointer(pointer: Path) -> tuple[Path | None, str]:
     return None, f"pointer {pointer} names {first!r}, which is not an existing directory"
 
 
+def _pointer_text(pointer: Path, data: bytes) -> str:
+    why = None
+    if len(data) > POINTER_MAX_BYTES:
+        why = f"it is over {POINTER_MAX_BYTES // 1024} KiB"
+    elif b"\0" in data:
+        why = f"it holds a NUL byte at offset {data.index(0)}"
+    else:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            why = f"byte {exc.start} is not UTF-8"
+    raise PointerNotText(
+        f"{pointer} is not a text file ({why}); give the pointer file the training writes, "
+        "which names the checkpoint directory (e.g. latest_checkpoint.txt)"
+    )
+
+
 def verify_checkpoint(
     ckpt_dir: str | os.PathLike[str], pointer: str | os.PathLike[str] | None = None
 ) -> CheckpointReport:
     """Check a DCP checkpoint directory (and optionally its pointer file); never raises for a
     broken checkpoint — every problem is a `fail` finding. Raises FileNotFoundError when
-    `ckpt_dir` is not a directory at all."""
+    `ckpt_dir` is not a directory at all, PointerNotText when `pointer` is not a pointer file,
+    TorchMissing when torch is not installed (nothing can be judged then)."""
     root = Path(ckpt_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"{root} is not a directory")
+    require_torch()
     report = CheckpointReport(directory=str(root))
     parts = _dcp_parts(root)
     if not parts:
@@ -315,6 +359,7 @@ def read_param_count(ckpt_dir: str | os.PathLike[str]) -> int:
     root = Path(ckpt_dir)
     if not root.is_dir():
         raise CheckpointUnreadable(f"{root} is not a directory")
+    require_torch()
     total = 0
     found = False
     for part in _dcp_parts(root):

@@ -6,6 +6,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -20,6 +22,8 @@ from bot.probes.checkpoint_verify import (  # noqa: E402
     read_param_count,
     verify_checkpoint,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 # 64*64 + 64 + 64*8 + 8
 MODEL_PARAMS = 4680
@@ -196,3 +200,31 @@ def test_readable_report_lists_every_check(ckpts, capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "VALID" in out and "[PASS] storage[.]" in out
+
+
+# --- bad input: one clear line and exit 2 ----------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"\x80\x02}q\x00.\xff\xfe", b"iter_000001000\x00\x00\x00",
+                                     b"\x00" * 4096])
+def test_a_binary_pointer_file_is_a_usage_error_naming_the_flag(ckpts, capsys, content):
+    pointer = ckpts / "pointer.bin"
+    pointer.write_bytes(content)
+    code = main(["checkpoint", "verify", str(ckpts / "iter_000001000"), "--pointer", str(pointer)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"--pointer {pointer}" in err and "not a text file" in err
+    assert "latest_checkpoint.txt" in err  # the fix: the pointer the training writes
+
+
+def test_without_torch_verify_says_torch_is_needed_and_exits_2(ckpts):
+    """Without torch every checkpoint used to be INVALID, "do not resume": a false alarm."""
+    code = ("import sys\nsys.modules['torch'] = None\nfrom bot.cli import main\n"
+            f"sys.exit(main(['checkpoint', 'verify', {str(ckpts / 'iter_000001000')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == "" and "INVALID" not in proc.stderr and "resume" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "needs torch" in proc.stderr
+    assert "pip install torch" in proc.stderr
