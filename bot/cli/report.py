@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,12 +115,12 @@ def run(args: argparse.Namespace) -> int:
     from bot.slack.render import RenderError, blocks_to_text, render_blocks
 
     out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {str(out)!r}: cannot create it: {exc.strerror or exc}") from None
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is a file; give a folder (it is created if missing)")
     if args.templates and not Path(args.templates).is_dir():
         raise UsageError(f"--templates {args.templates!r} is not a folder")
+    # Everything that can fail on the input runs before --out is touched: a failed report
+    # leaves no folder behind.
     inp = read_log_arguments(args)
     job_id = args.job_id or (Path(args.log).name.split(".")[0] if args.log != "-" else "stdin")
     report = build_report(inp, job_id=job_id, recipe=args.recipe)
@@ -128,15 +129,34 @@ def run(args: argparse.Namespace) -> int:
                                      override_dir=args.templates)
     except RenderError as exc:
         raise UsageError(str(exc)) from None
-    (out / "message.json").write_text(
-        json.dumps({"blocks": blocks, "text": text}, indent=2, ensure_ascii=False) + "\n",
-        encoding="utf-8")
     body = blocks_to_text(blocks, text)
     if report.charts:
         body += "\ncharts: " + ", ".join(sorted(report.charts)) + "\n"
-    (out / "message.txt").write_text(body, encoding="utf-8")
-    for name, png in report.charts.items():
-        (out / name).write_bytes(png)
+    files = {
+        "message.json": (json.dumps({"blocks": blocks, "text": text}, indent=2,
+                                    ensure_ascii=False) + "\n").encode("utf-8"),
+        "message.txt": body.encode("utf-8"),
+        **report.charts,
+    }
+    _write_folder(out, files)
     written = ["message.json", "message.txt", *sorted(report.charts)]
     print(f"{report.diagnosis.class_id}: wrote {', '.join(written)} to {out}")
     return EXIT_OK
+
+
+def _write_folder(out: Path, files: dict[str, bytes]) -> None:
+    """Write `files` into `out`, creating it; a folder this call created is removed again if
+    a write fails."""
+    missing = [p for p in (out, *out.parents) if not p.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {str(out)!r}: cannot create it: {exc.strerror or exc}") from None
+    try:
+        for name, data in files.items():
+            (out / name).write_bytes(data)
+    except OSError as exc:
+        if missing:
+            shutil.rmtree(missing[-1], ignore_errors=True)
+        raise UsageError(f"--out {str(out)!r}: cannot write {name}: {exc.strerror or exc}"
+                         ) from None

@@ -61,3 +61,30 @@ def test_report_bad_input_exits_2_with_the_reason(tmp_path: Path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["report", str(STORIES / "108687.log"), "--lang", "fr", "--out", str(tmp_path)])
     assert exc.value.code == 2
+
+
+def test_a_failed_report_creates_no_out_folder(tmp_path: Path, capsys):
+    out = tmp_path / "deep" / "out"
+    assert main(["report", str(tmp_path / "missing.log"), "--out", str(out)]) == 2
+    assert "cannot read log" in capsys.readouterr().err
+    assert main(["report", str(tmp_path), "--out", str(out)]) == 2  # a folder, not a log
+    assert "cannot read log" in capsys.readouterr().err
+    assert main(["report", str(STORIES / "108687.log"), "--templates", str(tmp_path / "none"),
+                 "--out", str(out)]) == 2
+    assert not (tmp_path / "deep").exists()
+
+
+def test_a_write_that_fails_half_way_removes_the_folder_it_created(tmp_path: Path, capsys,
+                                                                   monkeypatch):
+    real_write = Path.write_bytes
+
+    def write_bytes(self: Path, data: bytes) -> int:
+        if self.name == "message.txt":
+            raise OSError(28, "No space left on device")
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    out = tmp_path / "new" / "out"
+    assert main(["report", str(STORIES / "108687.log"), "--out", str(out)]) == 2
+    assert "cannot write message.txt: No space left on device" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
