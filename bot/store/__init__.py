@@ -11,6 +11,7 @@ works (PostgreSQL for several replicas). Use the repositories: `store.chains.cre
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -58,12 +59,42 @@ __all__ = [
 ]
 
 
+_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&]*)", re.IGNORECASE)
+
+
 def display_url(url: str) -> str:
-    """`url` as it may be shown (logs, errors, `trainbot doctor`): its password masked."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - not a URL: nothing in it parses as a password
-        return url
+    """`url` as it may be shown (logs, errors, `trainbot doctor`): its password masked.
+
+    Read from the text, not from SQLAlchemy's parse, so a URL that does not parse (a port
+    `abc`, no scheme) or that parses wrongly (an unescaped `@` in the password) is masked too:
+    everything between `user:` and the netloc's last `@`, and a `password=` parameter.
+    """
+    head, password, tail = _userinfo_password(url)
+    shown = f"{head}***{tail}" if password else url
+    return _QUERY_PASSWORD.sub(r"\1***", shown)
+
+
+def _userinfo_password(url: str) -> tuple[str, str, str]:
+    """(text before the password, the password, text after it); ("", "", url) without one."""
+    _scheme, sep, rest = url.partition("://")
+    netloc_start = len(url) - len(rest) if sep else 0
+    rest = url[netloc_start:]
+    if rest.startswith("/") or "@" not in rest:  # sqlite:////path has no userinfo
+        return "", "", url
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if not colon:
+        return "", "", url
+    return f"{url[:netloc_start]}{user}:", password, f"@{host}"
+
+
+def _scrub(text: str, url: str) -> str:
+    """`text` (an error message about `url`) with the url's passwords replaced by ***."""
+    secrets = [_userinfo_password(url)[1], *(m[2] for m in _QUERY_PASSWORD.finditer(url))]
+    text = text.replace(url, display_url(url))
+    for secret in filter(None, secrets):
+        text = text.replace(secret, "***")
+    return text
 
 
 class StoreError(Exception):
@@ -151,7 +182,14 @@ class Store:
         try:
             parsed = make_url(url)
         except Exception as exc:  # noqa: BLE001 - sqlalchemy raises ArgumentError or ValueError
-            raise StoreError(f"store.url {url!r} is not a database URL: {exc}") from None
+            why = ("its port is not a number" if isinstance(exc, ValueError)
+                   else "it does not parse")
+            raise StoreError(
+                f"store.url {display_url(url)} is not a database URL ({why}); "
+                "write it as dialect+driver://user:password@host:port/database (e.g. "
+                "postgresql+psycopg://trainbot:…@db.example.org:5432/trainbot, or "
+                "sqlite:///path/to/trainbot.db)"
+            ) from None
         shown = display_url(url)
         if parsed.get_backend_name() == "sqlite":
             engine = _sqlite_engine(url)
@@ -171,7 +209,8 @@ class Store:
             raise
         except Exception as exc:
             engine.dispose()
-            raise StoreError(f"cannot open the store at {shown}: {exc}") from exc
+            raise StoreError(f"cannot open the store at {shown}: {_scrub(str(exc), url)}"
+                             ) from exc
         return cls(engine, url)
 
     @property

@@ -60,3 +60,12 @@ def test_the_store_check_never_prints_the_database_password(tmp_path):
              }["store"]
     assert not store.ok and "127.0.0.1:1" in store.detail  # it names where it tried
     assert "s3cret" not in store.detail + store.fix
+
+
+def test_a_store_url_that_does_not_parse_is_shown_without_its_password(tmp_path):
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(CONFIG.replace("sqlite:///STORE", "postgresql://trainbot:s3cret@db:abc/x"))
+    store = {c.name: c for c in run_checks(path, {}, runner_factory=lambda _c: DownRunner())
+             }["store"]
+    assert not store.ok and "postgresql://trainbot:***@db:abc/x" in store.detail
+    assert "s3cret" not in store.detail + store.fix

@@ -12,7 +12,7 @@ import threading
 import pytest
 from sqlalchemy import inspect
 
-from bot.store import Store, StoreError, StoreVersionError
+from bot.store import Store, StoreError, StoreVersionError, display_url
 from bot.store import schema as current_schema
 
 
@@ -45,6 +45,38 @@ def test_an_unreachable_postgresql_is_named_without_its_password():
                        ) as info:
         Store.open("postgresql+psycopg://trainbot:s3cret@127.0.0.1:1/trainbot")
     assert "s3cret" not in str(info.value)
+
+
+# URLs that SQLAlchemy cannot parse (bad port, no scheme, a space) or parses wrongly (an
+# unescaped @ in the password): the password must never be shown.
+BAD_URLS = [
+    ("postgresql://bob:s3cret@db:abc/trainbot", "postgresql://bob:***@db:abc/trainbot"),
+    ("bob:s3cret@db/trainbot", "bob:***@db/trainbot"),
+    ("post gres://bob:s3cret@db/trainbot", "post gres://bob:***@db/trainbot"),
+    ("postgresql://bob:s3cr@t@db/trainbot", "postgresql://bob:***@db/trainbot"),
+    ("postgresql://bob:s3/cr?et@db/trainbot", "postgresql://bob:***@db/trainbot"),
+    ("postgresql://db/trainbot?user=bob&password=s3cret",
+     "postgresql://db/trainbot?user=bob&password=***"),
+]
+
+
+@pytest.mark.parametrize(("url", "shown"), BAD_URLS)
+def test_display_url_masks_the_password_even_when_the_url_does_not_parse(url, shown):
+    assert display_url(url) == shown
+
+
+@pytest.mark.parametrize(("url", "shown"), BAD_URLS[:3])
+def test_a_url_that_does_not_parse_is_refused_without_its_password(url, shown):
+    with pytest.raises(StoreError) as info:
+        Store.open(url)
+    assert "s3" not in str(info.value) and "cret" not in str(info.value)
+    assert f"store.url {shown} is not a database URL" in str(info.value)
+
+
+def test_urls_without_a_password_are_shown_as_written():
+    for url in ("sqlite:////home/a@b/x.db", "sqlite:///~/.local/state/trainbot/trainbot.db",
+                "postgresql+psycopg://bob@db:5432/trainbot"):
+        assert display_url(url) == url
 
 
 def test_a_missing_database_driver_names_the_extra_to_install():
