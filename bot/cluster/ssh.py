@@ -34,6 +34,7 @@ from bot.cluster.errors import (
     CommandTimedOut,
     HostKeyRejected,
 )
+from bot.core.units import quote_value
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +134,22 @@ def host_key_name(host: str, port: int) -> str:
 
 
 def parse_proxy_jump(spec: str, default_user: str) -> tuple[str, int, str]:
-    """Split "user@host:port" (user and port optional) into (host, port, user)."""
+    """Split "user@host:port" (user and port optional) into (host, port, user).
+
+    Raises ClusterError naming the spec, what is wrong and the form to use.
+    """
+    try:
+        return _split_jump(spec, default_user)
+    except ValueError as exc:
+        raise ClusterError(f"proxy_jump {quote_value(spec)}: {exc}") from None
+
+
+_JUMP_FORM = "write it as [user@]host[:port], e.g. ops@bastion.example.org:22"
+
+
+def _split_jump(spec: str, default_user: str) -> tuple[str, int, str]:
     if "," in spec:
-        raise ClusterError(f"proxy_jump {spec!r} has several hops; only one jump host is supported")
+        raise ValueError(f"it has several hops; only one jump host is supported ({_JUMP_FORM})")
     user = default_user
     rest = spec.strip()
     if "@" in rest:
@@ -143,16 +157,30 @@ def parse_proxy_jump(spec: str, default_user: str) -> tuple[str, int, str]:
     port = 22
     if rest.startswith("["):  # [ipv6]:port
         host, _, tail = rest[1:].partition("]")
-        if tail.startswith(":"):
-            port = int(tail[1:])
+        if tail:
+            if not tail.startswith(":"):
+                raise ValueError(f"unexpected {quote_value(tail)} after ']' ({_JUMP_FORM})")
+            port = _port_number(tail[1:], "port", _JUMP_FORM)
     elif rest.count(":") == 1:
         host, port_s = rest.split(":")
-        port = int(port_s)
+        port = _port_number(port_s, "port", _JUMP_FORM)
     else:
         host = rest
     if not host:
-        raise ClusterError(f"proxy_jump {spec!r} names no host; expected user@host:port")
+        raise ValueError(f"it names no host ({_JUMP_FORM})")
     return host, port, user
+
+
+def _port_number(text: str, name: str, fix: str) -> int:
+    """A TCP port; ValueError saying `name` (port, Port) and `fix` for anything not 1-65535."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{name} {quote_value(text)} is not a number (1-65535); {fix}")
+    if len(text) > 5:  # before int(): thousands of digits exceed int()'s limit
+        raise ValueError(f"{name} {quote_value(text)} is out of range 1-65535; {fix}")
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{name} {port} is out of range 1-65535; {fix}")
+    return port
 
 
 class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
@@ -540,27 +568,46 @@ def _send_signal(chan: paramiko.Channel, name: str) -> None:
 
 
 def resolve_endpoint(s: SSHSettings) -> Endpoint:
-    """Where and as whom to connect: the settings, filled in from the ssh config file."""
+    """Where and as whom to connect: the settings, filled in from the ssh config file.
+
+    Raises ClusterError for a value that cannot be used (a port that is not 1-65535, a bad
+    ProxyJump, a ProxyCommand: trainbot runs no local command to connect), naming the file
+    and the host.
+    """
     host, port, user = s.host, s.port, s.user
     key_files: list[str] = [s.key_file] if s.key_file else []
     known_hosts = s.known_hosts
     proxy_jump = s.proxy_jump
     if s.ssh_config:
         path = os.path.expanduser(s.ssh_config)
-        try:
-            cfg = paramiko.SSHConfig.from_path(path).lookup(s.host)
-        except OSError as exc:
-            raise ClusterError(f"cannot read ssh_config {path}: {exc}") from exc
+        cfg = _ssh_config_lookup(path, s.host)
+        where = f"ssh_config {path}: host {s.host}"
         host = cfg.get("hostname", host)
         if port == 22 and "port" in cfg:
-            port = int(cfg["port"])
+            try:
+                port = _port_number(cfg["port"], "Port", f"fix that line in {path}")
+            except ValueError as exc:
+                raise ClusterError(f"{where}: {exc}") from None
         user = user or cfg.get("user")
         if not key_files and cfg.get("identityfile"):
             key_files = list(cfg["identityfile"])
+        if proxy_jump is None and cfg.get("proxycommand"):
+            raise ClusterError(
+                f"{where} uses ProxyCommand ({quote_value(cfg['proxycommand'])}), which trainbot "
+                "does not run; replace it with ProxyJump [user@]host[:port] in that file (what "
+                "`ProxyCommand ssh -W %h:%p bastion` does), or set the cluster's proxy_jump"
+            )
         if proxy_jump is None and cfg.get("proxyjump") and cfg["proxyjump"].lower() != "none":
             proxy_jump = cfg["proxyjump"]
+            try:
+                _split_jump(proxy_jump, user or "")
+            except ValueError as exc:
+                raise ClusterError(f"{where}: ProxyJump {quote_value(proxy_jump)}: {exc}"
+                                   ) from None
         if known_hosts is None and cfg.get("userknownhostsfile"):
             known_hosts = cfg["userknownhostsfile"].split()[0]
+    if proxy_jump is not None:
+        parse_proxy_jump(proxy_jump, user or "")  # a bad setting fails here, not mid-connect
     return Endpoint(
         host=host,
         port=port,
@@ -569,6 +616,22 @@ def resolve_endpoint(s: SSHSettings) -> Endpoint:
         known_hosts=os.path.expanduser(known_hosts or "~/.ssh/known_hosts"),
         proxy_jump=proxy_jump,
     )
+
+
+def _ssh_config_lookup(path: str, alias: str) -> dict[str, Any]:
+    """paramiko's settings for `alias` in the ssh config file at `path`; ClusterError naming
+    the file when it cannot be read or parsed."""
+    try:
+        return dict(paramiko.SSHConfig.from_path(path).lookup(alias))
+    except UnicodeDecodeError as exc:
+        raise ClusterError(
+            f"ssh_config {path} is not a text file (byte {exc.start} is not UTF-8); point "
+            "ssh_config at an OpenSSH client config file"
+        ) from None
+    except paramiko.ConfigParseError as exc:
+        raise ClusterError(f"ssh_config {path}: host {alias}: {exc}; fix that line") from None
+    except OSError as exc:
+        raise ClusterError(f"cannot read ssh_config {path}: {exc}") from exc
 
 
 def _local_user() -> str:

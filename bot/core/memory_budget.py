@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.findings import Finding, Level
-from bot.core.units import GIB, format_size, quote_number_text
+from bot.core.units import GIB, format_size, quote_value
 
 CHECK_MEMORY_BUDGET = "memory_budget"
 
@@ -105,13 +105,13 @@ def parse_count(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMbBtT]?)\s*", text)
     if not m:
         raise ValueError(
-            f"{quote_number_text(text)} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M"
+            f"{quote_value(text)} is not a parameter count; use e.g. 1.4e9, 1.4B or 350M"
         )
     number = Decimal(m.group(1))
     exponent = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}[m.group(2).lower()]
     if number.adjusted() + exponent >= 15:  # compared before multiplying: 1e99999999 fits
         raise ValueError(
-            f"{quote_number_text(text)} is too large for a parameter count; at most 999T"
+            f"{quote_value(text)} is too large for a parameter count; at most 999T"
         )
     return int(number.scaleb(exponent))
 

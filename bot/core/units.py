@@ -39,7 +39,7 @@ def parse_size(text: str, default_unit: str = "M") -> int:
     match = _SIZE_RE.match(text)
     if match is None:
         raise ValueError(
-            f"{quote_number_text(text)} is not a memory size; use a number with K, M, G or T "
+            f"{quote_value(text)} is not a memory size; use a number with K, M, G or T "
             "(e.g. 400G, 950GB, 563200M, 1T)"
         )
     unit = match["unit"].upper()
@@ -48,13 +48,14 @@ def parse_size(text: str, default_unit: str = "M") -> int:
     n_bytes = Decimal(match["num"]) * _MULTIPLIERS[unit]  # exact: no float overflow
     if n_bytes > MAX_SIZE:
         raise ValueError(
-            f"{quote_number_text(text)} is too large for a memory size; at most 1024P (1 EiB)"
+            f"{quote_value(text)} is too large for a memory size; at most 1024P (1 EiB)"
         )
     return int(n_bytes)
 
 
-def quote_number_text(text: str) -> str:
-    """A number as typed, quoted for an error message; cut short when it is long."""
+def quote_value(text: str) -> str:
+    """A value as typed (a size, a count, a port), quoted for an error message; cut short
+    when it is long."""
     return repr(text) if len(text) <= 24 else f"{text[:12]!r}… ({len(text)} characters)"
 
 
