@@ -8,6 +8,14 @@ says which choice. `handle_click` accepts one click per prompt: a double click, 
 a replay after expiry changes nothing, an unauthorized click is refused (and told so). Every
 click is audited, whatever its outcome.
 
+A prompt is about one job of a run chain (a hold prompt: about the resumed job it waits for).
+The claim of any of its buttons checks, in the same transaction, that this job is still the
+chain's latest attempt and that no other prompt of the chain is acting on it: a prompt the run
+moved past (resumed by `/train resume` or another approval) is `stale` for good, and its click
+submits, cancels and holds nothing, says "out of date: job N is now the latest (STATE)" and
+rewrites the prompt to say so. A hold is also refused when its competitor already started or
+left the queue (asked from Slurm just before holding).
+
 What a click did is data (`Outcome`: kind, actor, job ids, iteration, --mem, a verbatim error);
 the `decided` template says it in the recipe's language, and the `click_reply` template says
 the replies only the clicker sees (unknown button, refused, already decided, expired).
@@ -59,7 +67,8 @@ CHOICES: dict[ActionId, str] = {
 _NEGATIVE = {"dismiss", "keep"}
 
 ClickStatus = Literal[
-    "done", "failed", "declined", "unauthorized", "expired", "duplicate", "unknown"
+    "done", "failed", "declined", "unauthorized", "expired", "stale", "busy", "duplicate",
+    "unknown"
 ]
 
 
@@ -85,7 +94,7 @@ class ClickResult:
     holds: list[int] = field(default_factory=list)
 
 
-OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired"]
+OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "stale"]
 
 
 @dataclass(frozen=True)
@@ -93,11 +102,13 @@ class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
     `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | held | hold_skipped |
-    hold_failed; failed: `did` is error | not_current | not_running | resubmit_failed (the job
-    was cancelled, its resubmit failed). `job_id` is the prompt's target job (the competitor of
-    a hold prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits
-    for, `current_job` the chain's current job, `state` a Slurm state (None: unknown to Slurm),
-    `error` a Slurm, ssh or service message, shown verbatim."""
+    hold_failed; failed: `did` is error | not_running | resubmit_failed (the job was
+    cancelled, its resubmit failed); stale (nothing was done, the prompt no longer applies):
+    `did` is moved_on (the chain's latest attempt is `current_job` now, in `state`) |
+    competitor_started | competitor_left (a hold prompt's competitor, in `state`). `job_id` is
+    the prompt's target job (the competitor of a hold prompt), `new_job_id` the resubmitted
+    one, `for_job` the resumed job a hold waits for, `state` a Slurm state (None: unknown to
+    Slurm), `error` a Slurm, ssh or service message, shown verbatim."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -213,8 +224,8 @@ def _decided(ctx: BotContext, recipe: str | None, summary: str | None,
 def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) -> str:
     """A reply only the clicker sees (the `click_reply` template), in the recipe's language
     (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
-    internal_error; `facts` are approvers (user ids) or decided_by."""
-    view = {"kind": kind, "approvers": [], "decided_by": None, **facts}
+    busy | internal_error; `facts` are approvers (user ids), decided_by, job (busy)."""
+    view = {"kind": kind, "approvers": [], "decided_by": None, "job": None, **facts}
     return render(ctx, "click_reply", recipe, view)[1]
 
 
@@ -226,7 +237,11 @@ def handle_click(
     now: float,
     retry_num: int = 0,
 ) -> ClickResult:
-    """Accept one click (once per prompt), carry out the choice, say what happened."""
+    """Accept one click (once per prompt), carry out the choice, say what happened.
+
+    The claim checks, in its transaction, that the prompt still applies (`latest_job`): a
+    click on a prompt whose run moved on does nothing and says so ("out of date"), in the
+    prompt and to the clicker, whichever button it was."""
     store = ctx.store
     detail: dict[str, Any] = {"token": token, "action_id": action_id, "retry_num": retry_num}
 
@@ -252,13 +267,26 @@ def handle_click(
         return ClickResult("unauthorized", ephemeral=click_reply(
             ctx, recipe, "unauthorized", approvers=sorted(approval.allowed)))
     decide = store.approvals.refuse if choice in _NEGATIVE else store.approvals.claim
-    claim = decide(token, actor, now)
+    claim = decide(token, actor, now, latest_job=latest_job_of(approval))
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
             text, blocks = _decided(ctx, recipe, summary, Outcome(
                 "expired", recipe=recipe, job_id=target, for_job=for_job))
             return ClickResult("expired", text, blocks, ephemeral=text)
+        if claim.reason == "stale" and claim.latest is not None:
+            latest = claim.latest
+            audit("stale", target, recipe, choice=choice, latest_job=latest.job_id,
+                  latest_state=latest.state)
+            text, blocks = _decided(ctx, recipe, summary, Outcome(
+                "stale", actor, "moved_on", recipe, job_id=target, for_job=for_job,
+                current_job=latest.job_id, state=latest.state))
+            return ClickResult("stale", text, blocks, ephemeral=text)
+        if claim.reason == "busy" and claim.other is not None:
+            audit("busy", target, recipe, choice=choice, other_token=claim.other.token)
+            return ClickResult("busy", ephemeral=click_reply(
+                ctx, recipe, "busy", decided_by=claim.other.decided_by,
+                job=latest_job_of(approval)))
         done = claim.approval
         audit("duplicate", target, recipe, state=done.state if done else None)
         return ClickResult("duplicate", ephemeral=click_reply(
@@ -272,13 +300,28 @@ def handle_click(
     try:
         result = _perform(ctx, approval, choice, actor, now)
     except (ServiceError, ClusterError) as exc:
+        # decided, and nothing is under way any more: the chain's other prompts may act
+        store.approvals.mark_done(token, now=now)
         audit("failed", target, recipe, choice=choice, error=str(exc))
         outcome = exc.outcome if isinstance(exc, _NotPerformed) else Outcome(
             "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=str(exc))
         return ClickResult("failed", *_decided(ctx, recipe, summary, outcome))
+    if result.outcome.kind == "stale":
+        audit("stale", target, recipe, choice=choice, state=result.outcome.state)
+        text, blocks = _decided(ctx, recipe, summary, result.outcome)
+        return ClickResult("stale", text, blocks, ephemeral=text)
     audit("ok", result.job_id or target, recipe, choice=choice)
     return ClickResult("done", *_decided(ctx, recipe, summary, result.outcome),
                        job_id=result.job_id, holds=result.holds)
+
+
+def latest_job_of(approval: Any) -> str | None:
+    """The job that must still be its chain's latest attempt for the prompt to apply: a
+    resubmit or cancel prompt's own job; for a hold prompt, the resumed job it waits for."""
+    if approval.action == comp.HOLD_ACTION:
+        for_job = approval.payload.get("for_job")
+        return None if for_job is None else str(for_job)
+    return approval.target_job
 
 
 @dataclass
@@ -294,11 +337,14 @@ def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float
     recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
         hold = comp.apply_hold(ctx, approval, actor, now)
-        return _Performed(Outcome("approved", actor, hold.did, recipe, job_id=target,
+        kind = "stale" if hold.did in ("competitor_started", "competitor_left") else "approved"
+        return _Performed(Outcome(kind, actor, hold.did, recipe, job_id=target,
                                   for_job=payload.get("for_job"), state=hold.state,
                                   error=hold.error), target)
     if choice == "cancel":
-        ctx.clusters.slurm(payload["cluster"]).cancel(int(target))
+        slurm = ctx.clusters.slurm(payload["cluster"])
+        _require_running(slurm, target, actor, recipe)
+        slurm.cancel(int(target))
         ctx.store.approvals.mark_done(approval.token, now=now)
         return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=target), target)
     if choice == "cancel_resume":
@@ -329,19 +375,8 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     chain_id = approval.chain_id
-    latest = ctx.store.attempts.latest(chain_id) if chain_id is not None else None
-    if latest is not None and latest.job_id != job:
-        raise _NotPerformed(
-            Outcome("failed", actor, "not_current", recipe, job_id=job,
-                    current_job=str(latest.job_id)),
-            f"job {job} is no longer the run's current attempt (job {latest.job_id} is)")
     slurm = ctx.clusters.slurm(cluster)
-    record = slurm.job(int(job))
-    if record is None or not (record.is_running or record.is_pending):
-        state = record.state if record is not None else None
-        raise _NotPerformed(
-            Outcome("failed", actor, "not_running", recipe, job_id=job, state=state),
-            f"job {job} is no longer running ({state or 'unknown to Slurm'})")
+    _require_running(slurm, job, actor, recipe)
     watched = ctx.store.watched_jobs.get(cluster, job)
     ctx.store.watched_jobs.remove(cluster, job)
     try:
@@ -381,6 +416,16 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
                       new_job_id=str(result.job_id),
                       from_iter=ck.iteration if ck is not None else None)
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
+
+
+def _require_running(slurm: Any, job: str, actor: str, recipe: str | None) -> None:
+    """Refuse (`not_running`) to cancel a job Slurm no longer runs or queues."""
+    record = slurm.job(int(job))
+    if record is None or not (record.is_running or record.is_pending):
+        state = record.state if record is not None else None
+        raise _NotPerformed(
+            Outcome("failed", actor, "not_running", recipe, job_id=job, state=state),
+            f"job {job} is no longer running ({state or 'unknown to Slurm'})")
 
 
 def _propose_holds(ctx: BotContext, approval: Any, result: Any, now: float) -> list[int]:

@@ -38,7 +38,9 @@ class HoldProposal:
 @dataclass(frozen=True)
 class HoldResult:
     """What an approved hold did: `did` is held | hold_skipped (the resumed job is no longer
-    pending: `state`, None when Slurm no longer knows it) | hold_failed (`error` from Slurm)."""
+    pending: `state`, None when Slurm no longer knows it) | competitor_started (running now:
+    `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
+    | hold_failed (`error` from Slurm)."""
 
     did: str
     state: str | None = None
@@ -135,20 +137,33 @@ def propose_holds(
 
 
 def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> HoldResult:
-    """Carry out an approved hold; returns what happened (for the message update)."""
+    """Carry out an approved hold; returns what happened (for the message update).
+
+    Slurm is asked first (one call for both jobs): nothing is held when the resumed job no
+    longer waits, or when the competitor already started or left the queue."""
     payload = approval.payload
     slurm = ctx.clusters.slurm(payload["cluster"])
     comp, for_job = int(approval.target_job), int(payload["for_job"])
-    mine = slurm.job(for_job)
+    records = slurm.jobs([for_job, comp])
+    mine, theirs = records.get(for_job), records.get(comp)
+    skipped: HoldResult | None = None
     if mine is None or not mine.is_pending:
-        ctx.store.approvals.mark_done(approval.token, now=now)
         state = mine.state if mine is not None else None
+        skipped = HoldResult("hold_skipped", state=state)
+        why = f"job {for_job} is already {state or 'gone'}; {comp} was not held"
+    elif theirs is None or not theirs.is_pending:
+        state = theirs.state if theirs is not None else None
+        started = theirs is not None and theirs.is_running
+        skipped = HoldResult("competitor_started" if started else "competitor_left", state=state)
+        why = (f"{comp} already started ({state}); not held" if started
+               else f"{comp} is no longer queued ({state or 'unknown to Slurm'}); not held")
+    if skipped is not None:
+        ctx.store.approvals.mark_done(approval.token, now=now)
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
-            job_id=str(comp), result="skipped",
-            detail=f"job {for_job} is already {state or 'gone'}; {comp} was not held",
+            job_id=str(comp), result="skipped", detail=why,
         )  # fmt: skip
-        return HoldResult("hold_skipped", state=state)
+        return skipped
     try:
         slurm.hold(comp)
     except ClusterError as exc:

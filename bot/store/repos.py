@@ -96,7 +96,7 @@ class Incident:
         return json.loads(self.diagnosis_json)
 
 
-ApprovalState = Literal["pending", "approved", "refused", "expired", "done"]
+ApprovalState = Literal["pending", "approved", "refused", "expired", "stale", "done"]
 
 
 @dataclass(frozen=True)
@@ -132,13 +132,17 @@ class Approval:
 class ClaimResult:
     """Outcome of one click: `claimed` is True for exactly one caller per approval.
 
-    `reason`: 'claimed', 'unknown' (no such token), 'expired', or 'decided' (already
-    approved/refused/done by someone: see `approval.decided_by`).
+    `reason`: 'claimed', 'unknown' (no such token), 'expired', 'decided' (already
+    approved/refused/done by someone: see `approval.decided_by`), 'stale' (the chain moved
+    on: `latest` is its latest attempt now) or 'busy' (`other`, another approval of the
+    chain, is acting on the same job right now).
     """
 
     claimed: bool
-    reason: Literal["claimed", "unknown", "expired", "decided"]
+    reason: Literal["claimed", "unknown", "expired", "decided", "stale", "busy"]
     approval: Approval | None
+    latest: Attempt | None = None
+    other: Approval | None = None
 
 
 @dataclass(frozen=True)
@@ -525,16 +529,38 @@ class ApprovalsRepo(_Repo):
             row = conn.execute(select(t.approvals).where(t.approvals.c.id == token)).first()
         return _row(Approval, row)
 
-    def claim(self, token: str, actor: str, now: float) -> ClaimResult:
-        """pending → approved, for exactly one caller, only before expiry."""
-        return self._decide(token, actor, now, "approved")
+    def claim(self, token: str, actor: str, now: float, *,
+              latest_job: str | None = None) -> ClaimResult:
+        """pending → approved, for exactly one caller, only before expiry; with `latest_job`
+        only while the chain is where the prompt left it (see `_decide`)."""
+        return self._decide(token, actor, now, "approved", latest_job)
 
-    def refuse(self, token: str, actor: str, now: float) -> ClaimResult:
-        """pending → refused (a 'no' or 'Dismiss'), for exactly one caller, before expiry."""
-        return self._decide(token, actor, now, "refused")
+    def refuse(self, token: str, actor: str, now: float, *,
+               latest_job: str | None = None) -> ClaimResult:
+        """pending → refused (a 'no' or 'Dismiss'), for exactly one caller, before expiry;
+        `latest_job` as for `claim`."""
+        return self._decide(token, actor, now, "refused", latest_job)
 
-    def _decide(self, token: str, actor: str, now: float, new_state: str) -> ClaimResult:
+    def _decide(self, token: str, actor: str, now: float, new_state: str,
+                latest_job: str | None) -> ClaimResult:
+        """One transaction: the chain check, then the state change.
+
+        With `latest_job` (the job the prompt is about: a failed job's resubmit, the resumed
+        job a hold waits for) and a chain, the approval is decided only while `latest_job` is
+        still the chain's latest attempt — else it becomes `stale`, for good: the run moved
+        on — and while no other approval of the chain is approved and acting on that job
+        (approved, not yet done: its sbatch or scancel is under way; `busy`, the approval
+        stays pending). The chain's row is locked first, as `AttemptsRepo.add` does, so a
+        resubmit recording its attempt and this check take turns."""
         with self._engine.begin() as conn:
+            found = _row(Approval, conn.execute(
+                select(t.approvals).where(t.approvals.c.id == token)).first())
+            if found is not None and latest_job is not None and found.chain_id is not None and (
+                    found.state == "stale"
+                    or (found.state == "pending" and found.expires_at > now)):
+                moved = self._chain_moved(conn, found, str(latest_job), actor, now)
+                if moved is not None:
+                    return moved
             result = conn.execute(
                 update(t.approvals)
                 .where(
@@ -568,6 +594,39 @@ class ApprovalsRepo(_Repo):
         if approval.state == "expired":
             return ClaimResult(False, "expired", approval)
         return ClaimResult(False, "decided", approval)
+
+    @staticmethod
+    def _chain_moved(conn: Any, approval: Approval, latest_job: str, actor: str,
+                     now: float) -> ClaimResult | None:
+        """The stale or busy answer of `_decide`, None when the chain is where the prompt
+        left it. Runs inside `_decide`'s transaction."""
+        chain_id = approval.chain_id
+        conn.execute(select(t.chains.c.id).where(t.chains.c.id == chain_id).with_for_update())
+        latest = _row(Attempt, conn.execute(
+            select(t.attempts).where(t.attempts.c.chain_id == chain_id)
+            .order_by(t.attempts.c.attempt_no.desc()).limit(1)).first())
+        if latest is not None and latest.job_id != latest_job:
+            if approval.state == "pending":
+                conn.execute(
+                    update(t.approvals)
+                    .where(and_(t.approvals.c.id == approval.id,
+                                t.approvals.c.state == "pending"))
+                    .values(state="stale", decided_by=actor, decided_at=now)
+                )
+            row = conn.execute(select(t.approvals).where(t.approvals.c.id == approval.id)).first()
+            return ClaimResult(False, "stale", _row(Approval, row), latest=latest)
+        if approval.state == "stale":  # cannot happen: a chain's latest attempt only moves on
+            return ClaimResult(False, "decided", approval)
+        other = _row(Approval, conn.execute(
+            select(t.approvals).where(and_(
+                t.approvals.c.chain_id == chain_id,
+                t.approvals.c.target_job == latest_job,
+                t.approvals.c.state == "approved",
+                t.approvals.c.id != approval.id,
+            )).limit(1)).first())
+        if other is not None:
+            return ClaimResult(False, "busy", approval, latest=latest, other=other)
+        return None
 
     def mark_done(self, token: str, *, now: float) -> bool:
         """approved → done once the approved action was carried out; False if not approved."""

@@ -302,6 +302,64 @@ def test_approval_claimed_exactly_once_under_concurrent_clicks(store):
     assert store.approvals.get(token).decided_by == winners[0].approval.decided_by
 
 
+def _prompt_about(store, chain_id: int, job: str) -> str:
+    return store.approvals.create(action="resubmit", payload={}, allowed=["U1"],
+                                  expires_at=1e12, now=0.0, target_job=job, chain_id=chain_id)
+
+
+def test_a_claim_about_a_job_that_is_no_longer_the_chains_latest_is_stale(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    old, dismissed = _prompt_about(store, chain.id, "88154"), _prompt_about(store, chain.id,
+                                                                             "88154")
+    store.attempts.add(chain_id=chain.id, job_id="88887", now=2.0, state="RUNNING")
+    for decide, token in ((store.approvals.claim, old), (store.approvals.refuse, dismissed)):
+        result = decide(token, "U1", now=3.0, latest_job="88154")
+        assert (result.claimed, result.reason) == (False, "stale")
+        assert (result.latest.job_id, result.latest.state) == ("88887", "RUNNING")
+        assert (result.approval.state, result.approval.decided_by) == ("stale", "U1")
+    # stale for good: a later click is told the chain's latest job again
+    store.attempts.add(chain_id=chain.id, job_id="88888", now=4.0)
+    again = store.approvals.claim(old, "U2", now=5.0, latest_job="88154")
+    assert (again.reason, again.latest.job_id) == ("stale", "88888")
+    # without the chain check (a caller that does not ask for it) nothing changes
+    fresh = _prompt_about(store, chain.id, "88154")
+    assert store.approvals.claim(fresh, "U1", now=6.0).claimed
+
+
+def test_a_claim_while_another_approval_acts_on_the_same_job_is_busy(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    first, second = _prompt_about(store, chain.id, "88154"), _prompt_about(store, chain.id,
+                                                                           "88154")
+    assert store.approvals.claim(first, "U1", now=2.0, latest_job="88154").claimed
+    busy = store.approvals.claim(second, "U2", now=3.0, latest_job="88154")
+    assert (busy.claimed, busy.reason, busy.other.token) == (False, "busy", first)
+    assert store.approvals.get(second).state == "pending"  # still a live question
+    assert store.approvals.mark_done(first, now=4.0)  # the first one's action ended
+    assert store.approvals.claim(second, "U2", now=5.0, latest_job="88154").claimed
+
+
+def test_two_prompts_about_one_job_clicked_at_once_are_claimed_once(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    n = 8
+    tokens = [_prompt_about(store, chain.id, "88154") for _ in range(n)]
+    barrier = threading.Barrier(n)
+    results = []
+
+    def click(i: int) -> None:
+        barrier.wait()
+        results.append(store.approvals.claim(tokens[i], f"U{i}", now=2.0, latest_job="88154"))
+
+    threads = [threading.Thread(target=click, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert sorted(r.reason for r in results) == ["busy"] * (n - 1) + ["claimed"]
+
+
 def test_slack_posts_intent_then_posted(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
     post = store.slack_posts.record_intent("chain1:root", channel="C1", kind="root",
