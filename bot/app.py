@@ -21,15 +21,17 @@ log = logging.getLogger(__name__)
 
 
 def build_context(config: Config, client: WebClient | None = None) -> BotContext:
-    """The services of a running bot: store, cluster sessions and the thread poster."""
+    """The services of a running bot: store, cluster sessions and the thread poster (these
+    two redact the config's secrets from what they write: `Config.redactor()`)."""
     from bot.services.clusters import ClusterSessions
     from bot.slack.poster import SlackPoster
     from bot.store import Store
 
-    store = Store.open(config.store.url)
+    redactor = config.redactor()
+    store = Store.open(config.store.url, redactor=redactor)
     client = client or slack_client(config)
     return BotContext(config=config, store=store, clusters=ClusterSessions(config),
-                      sink=SlackPoster(client, store))
+                      sink=SlackPoster(client, store, redactor=redactor))
 
 
 def slack_client(config: Config) -> WebClient:

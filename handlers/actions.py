@@ -14,6 +14,7 @@ from typing import Any
 from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
+from bot.core.redact import Redactor
 from bot.services.approvals import ClickResult, click_reply, handle_click
 from bot.services.runs import BotContext
 from bot.slack.views import ActionId
@@ -47,21 +48,24 @@ def make_run_click(services: BotContext):  # noqa: ANN201 - a Bolt listener
             respond(text=click_reply(services, None, "internal_error"),
                     response_type="ephemeral", replace_original=False)
             return
-        show(result, body, client, respond)
+        show(result, body, client, respond, services.config.redactor())
 
     return run_click
 
 
-def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: Respond) -> None:
-    """Update the prompt message and/or tell the clicker."""
+def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: Respond,
+         redactor: Redactor) -> None:
+    """Update the prompt message and/or tell the clicker, the texts redacted (a failure's
+    outcome quotes the cluster's error, which may quote a secret)."""
     if result.update_text is not None:
         container = body.get("container") or {}
         channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
         ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
-        client.chat_update(channel=channel, ts=ts, text=result.update_text,
-                           blocks=result.update_blocks)
+        client.chat_update(channel=channel, ts=ts, text=redactor.redact(result.update_text),
+                           blocks=redactor.redact_data(result.update_blocks))
     if result.ephemeral:
-        respond(text=result.ephemeral, response_type="ephemeral", replace_original=False)
+        respond(text=redactor.redact(result.ephemeral), response_type="ephemeral",
+                replace_original=False)
 
 
 def register(app: App, services: BotContext) -> None:

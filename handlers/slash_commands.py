@@ -14,6 +14,7 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 
+from bot.core.redact import Redactor
 from bot.core.train_grammar import CommandError, Help, parse_command, verb_of
 from bot.services.runs import BotContext
 from bot.services.train import Reply, execute
@@ -80,15 +81,16 @@ def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
                              command.get("user_id"))
             reply = Reply(":warning: trainbot hit an internal error; the details are in its "
                           "log. Nothing more was done.")
-        send(respond, reply)
+        send(respond, reply, services.config.redactor())
 
     return run_train
 
 
-def send(respond: Respond, reply: Reply) -> None:
+def send(respond: Respond, reply: Reply, redactor: Redactor) -> None:
+    """The reply through the response_url, its texts redacted (an error may quote a secret)."""
     respond(
-        text=reply.text,
-        blocks=reply.blocks,
+        text=redactor.redact(reply.text),
+        blocks=redactor.redact_data(reply.blocks),
         response_type="ephemeral" if reply.ephemeral else "in_channel",
         replace_original=False,
     )

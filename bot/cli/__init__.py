@@ -46,13 +46,16 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 def load_config_arg(args: argparse.Namespace, recipe: str | None = None) -> Config:
     """The config named by `--config` (or its defaults), and `recipe` checked to be in it;
-    a bad file or an unknown recipe is a UsageError that names the file, the key and the fix."""
+    a bad file or an unknown recipe is a UsageError that names the file, the key and the fix.
+    From here on the process's logs are redacted with the config's secrets."""
     from bot.config import ConfigError, load_config, resolve_config_path
+    from bot.log_redaction import install_log_redaction
 
     try:
         config = load_config(resolve_config_path(args.config))
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    install_log_redaction(config.redactor())
     if recipe is not None:
         try:
             config.recipe(recipe)
@@ -84,6 +87,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from bot.core.redact import Redactor
+    from bot.log_redaction import install_log_redaction
+
+    install_log_redaction(Redactor())  # token shapes; a command's config adds its secrets
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
     parser = build_parser(only=first if first in command_names() else None)

@@ -115,13 +115,17 @@ def add_watchers(scheduler: Any, services: Any, *, catalogue: Any = None,
 def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
     from bot.app import build_app, build_context, start
     from bot.core.catalogue import Catalogue, CatalogueError
+    from bot.core.redact import Redactor
+    from bot.log_redaction import install_log_redaction
     from bot.services.leases import LeaseKeeper
     from bot.store import StoreError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
+    install_log_redaction(Redactor())
     try:
         config = load_config(resolve_config_path(args.config))
+        install_log_redaction(config.redactor())
         missing = config.slack_secrets.missing(config.slack)
         if missing:
             raise ConfigError(f"slack.mode={config.slack.mode} needs ${', $'.join(missing)} "

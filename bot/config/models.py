@@ -27,6 +27,7 @@ from pydantic import (
 from bot.core.checkpoints import CompletenessRule
 from bot.core.memory_budget import parse_count
 from bot.core.policy import DEFAULT_POLICY
+from bot.core.redact import Redactor, url_secrets
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
 from bot.core.units import parse_size
 
@@ -698,6 +699,18 @@ class Config(_Model):
     def slack_secrets(self) -> SlackSecrets:
         """Secrets read from the environment by load_config (empty for a bare Config)."""
         return self._secrets
+
+    def secret_values(self) -> list[str]:
+        """Every secret value the bot knows: the recipes' `env` values (all of them: a token is
+        passed to jobs that way), the Slack secrets and the store URL's password."""
+        values = [value for recipe in self.recipes.values() for value in recipe.env.values()]
+        values += [s.get_secret_value() for s in (self._secrets.bot_token,
+                   self._secrets.app_token, self._secrets.signing_secret) if s is not None]
+        return values + url_secrets(self.store.url)
+
+    def redactor(self) -> Redactor:
+        """Masks `secret_values()` and token-shaped strings in error texts (bot.core.redact)."""
+        return Redactor(self.secret_values())
 
     @property
     def source(self) -> str | None:

@@ -30,6 +30,7 @@ from urllib.error import HTTPError, URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
+from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
 from bot.slack.retry import Sleep, backoff_delay
 
@@ -101,7 +102,8 @@ def _transient(exc: Exception) -> bool:
 
 
 class SlackPoster:
-    """Posts a run chain's thread through `client`, keyed in `store.slack_posts`."""
+    """Posts a run chain's thread through `client`, keyed in `store.slack_posts`; every text
+    redacted by `redactor` first (the bot's: `Config.redactor()`; default: token shapes)."""
 
     def __init__(
         self,
@@ -112,8 +114,10 @@ class SlackPoster:
         clock: Callable[[], float] = time.time,
         max_attempts: int = 4,
         backoff_s: float = 0.5,
+        redactor: Redactor | None = None,
     ):
         self.client = client
+        self.redactor = redactor or Redactor()
         self.store = store
         self.sleep = sleep
         self.clock = clock
@@ -125,6 +129,7 @@ class SlackPoster:
     def post_root(self, chain_id: int, channel: str, blocks: list[dict], text: str) -> str:
         """Open the chain's thread (once); returns the root ts (the thread_ts of replies)."""
         key = root_key(chain_id)
+        blocks, text = self._redacted(blocks, text)
         ts = self._post(key, kind="root", chain_id=chain_id, channel=channel, thread_ts=None,
                         blocks=blocks, text=text)
         self._set_chain_thread(chain_id, channel, ts)
@@ -133,6 +138,7 @@ class SlackPoster:
     def update_root(self, chain_id: int, blocks: list[dict], text: str) -> None:
         """Rewrite the root message in place (chat.update); skipped if nothing changed."""
         root = self._root(chain_id)
+        blocks, text = self._redacted(blocks, text)
         digest = payload_hash(blocks, text)
         if root.payload_hash == digest:
             return
@@ -144,6 +150,7 @@ class SlackPoster:
     def post_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> str:
         """Post `key` (once) as a reply in the chain's thread; returns its ts."""
         root = self._root(chain_id)
+        blocks, text = self._redacted(blocks, text)
         return self._post(key, kind="reply", chain_id=chain_id, channel=root.channel,
                           thread_ts=root.ts, blocks=blocks, text=text)
 
@@ -182,6 +189,9 @@ class SlackPoster:
         raise AssertionError("unreachable")  # pragma: no cover
 
     # --- internals --------------------------------------------------------------------------
+
+    def _redacted(self, blocks: list[dict], text: str) -> tuple[list[dict], str]:
+        return self.redactor.redact_data(blocks), self.redactor.redact(text)
 
     def _root(self, chain_id: int) -> Any:
         root = self.store.slack_posts.get(root_key(chain_id))

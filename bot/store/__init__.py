@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.pool import StaticPool
 
+from bot.core.redact import Redactor, url_secrets
 from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
 from bot.store.repos import (
     Approval,
@@ -159,25 +160,29 @@ def _sqlite_engine(url: str) -> Engine:
 class Store:
     """The state store: one engine and a repository per table."""
 
-    def __init__(self, engine: Engine, url: str):
+    def __init__(self, engine: Engine, url: str, redactor: Redactor | None = None):
         self.engine = engine
         self.url = url
+        redactor = redactor or Redactor(url_secrets(url))
         self.chains = ChainsRepo(engine)
         self.attempts = AttemptsRepo(engine)
         self.tail_offsets = TailOffsetsRepo(engine)
-        self.incidents = IncidentsRepo(engine)
+        self.incidents = IncidentsRepo(engine, redactor)
         self.approvals = ApprovalsRepo(engine)
         self.slack_posts = SlackPostsRepo(engine)
-        self.audit = AuditRepo(engine)
+        self.audit = AuditRepo(engine, redactor)
         self.watched_jobs = WatchedJobsRepo(engine)
         self.leases = LeasesRepo(engine)
 
     @classmethod
-    def open(cls, url: str, *, target_version: int | None = None) -> Store:
+    def open(cls, url: str, *, target_version: int | None = None,
+             redactor: Redactor | None = None) -> Store:
         """Open the store at `url`, creating it or upgrading an older schema in place.
 
         `target_version` stops the upgrade early (tests build older files with it). Errors
-        show the URL with its password masked.
+        show the URL with its password masked. Error texts written to the audit log and the
+        incidents are redacted by `redactor` (default: token shapes and the URL's password;
+        the bot passes its config's, `Config.redactor()`).
         """
         try:
             parsed = make_url(url)
@@ -211,7 +216,7 @@ class Store:
             engine.dispose()
             raise StoreError(f"cannot open the store at {shown}: {_scrub(str(exc), url)}"
                              ) from exc
-        return cls(engine, url)
+        return cls(engine, url, redactor)
 
     @property
     def schema_version(self) -> int:

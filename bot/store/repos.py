@@ -17,6 +17,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine, and_, case, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.core.redact import Redactor
 from bot.store import schema as t
 
 
@@ -199,8 +200,9 @@ def _row(cls: type, row: Any) -> Any:
 
 
 class _Repo:
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, redactor: Redactor | None = None):
         self._engine = engine
+        self._redactor = redactor or Redactor()
 
 
 class ChainsRepo(_Repo):
@@ -441,13 +443,14 @@ class IncidentsRepo(_Repo):
         job_id: str | None = None,
         state: str = "open",
     ) -> tuple[Incident, bool]:
-        """Record an incident unless one with `key` exists; returns (incident, created)."""
+        """Record an incident unless one with `key` exists; returns (incident, created). The
+        diagnosis's texts are stored redacted (bot.core.redact: no secret reaches the store)."""
         values = dict(
             key=key,
             chain_id=chain_id,
             job_id=None if job_id is None else str(job_id),
             class_id=class_id,
-            diagnosis_json=json.dumps(diagnosis, sort_keys=True),
+            diagnosis_json=json.dumps(self._redactor.redact_data(diagnosis), sort_keys=True),
             created_at=now,
             state=state,
         )
@@ -783,7 +786,8 @@ class SlackPostsRepo(_Repo):
 
 
 class AuditRepo(_Repo):
-    """The audit log: every action, who asked, which job, when, and the result."""
+    """The audit log: every action, who asked, which job, when, and the result; the detail
+    (an error text, a mapping of facts) is stored redacted."""
 
     def record(
         self,
@@ -796,8 +800,10 @@ class AuditRepo(_Repo):
         recipe: str | None = None,
         detail: str | Mapping[str, Any] | None = None,
     ) -> int:
-        if detail is not None and not isinstance(detail, str):
-            detail = json.dumps(detail, sort_keys=True)
+        if isinstance(detail, str):
+            detail = self._redactor.redact(detail)
+        elif detail is not None:
+            detail = json.dumps(self._redactor.redact_data(detail), sort_keys=True)
         with self._engine.begin() as conn:
             entry_id = conn.execute(
                 insert(t.audit_log).values(

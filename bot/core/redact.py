@@ -1,0 +1,153 @@
+"""Secrets out of every text a person or a file will see: error messages on their way to
+Slack, the logs and the store.
+
+`Redactor(secrets).redact(text)` replaces each configured secret value (recipe `env` values,
+the Slack tokens, the store URL's password), in the forms an error shows it in (as is,
+shell-quoted, repr/JSON-escaped), and every token-shaped string (Slack `xox?-`/`xapp-`,
+GitHub `ghp_`/`github_pat_`, Hugging Face `hf_`, AWS `AKIA…`, bearer tokens, URL passwords,
+`password=`/`…_TOKEN=` assignments) with `[redacted]`.
+
+Values shorter than MIN_SECRET_LENGTH characters are not redacted: masking every "1" or
+"on" would destroy ordinary text, and no real token is that short.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MIN_SECRET_LENGTH = 4
+MARKER = "[redacted]"
+
+# Token shapes. A pattern with a `secret` group masks only that group (the URL's scheme, user
+# and host, the variable's name stay readable); without one, the whole match.
+TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    r"\bxox[a-z]-[A-Za-z0-9-]{8,}",                    # Slack bot/user/legacy tokens
+    r"\bxapp-[A-Za-z0-9-]{8,}",                        # Slack app-level token
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",                   # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",                 # GitHub fine-grained token
+    r"\bhf_[A-Za-z0-9]{20,}",                          # Hugging Face token
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",                  # AWS access key id
+    r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
+    r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
+    # scheme://user:PASSWORD@host — the password up to the last @ before the host
+    r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<secret>\S+?)@(?=[^\s@/]*(?:[/\s?#'\"]|$))",
+    # password=…, api_key: …, HF_TOKEN=… (in URLs' queries, env listings, reprs of dicts)
+    r"(?i)\b(?:[a-z0-9]+[_.-])*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
+    r"['\"]?\s*[=:]\s*['\"]?(?P<secret>[^\s'\"&,;)\]}]{4,})",
+))
+
+# Keys whose values are identifiers the bot reads back, never prose: left as they are (a
+# Slack payload's ids and button values, a stored incident's recipe, job and kind).
+IDENTIFIER_KEYS = frozenset({"action_id", "block_id", "value", "type", "ts", "thread_ts",
+                             "channel", "event_type", "recipe", "cluster", "job_id", "kind",
+                             "class_id"})
+
+
+def secret_forms(value: str) -> set[str]:
+    """The ways an error text may show `value`: as is, shell-quoted, repr- and JSON-escaped
+    (the forms shorter than MIN_SECRET_LENGTH dropped)."""
+    forms = {value, shlex.quote(value), repr(value)[1:-1], json.dumps(value)[1:-1]}
+    return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+
+
+class Redactor:
+    """Masks `secrets` (their values; shorter than MIN_SECRET_LENGTH ignored) and token
+    shapes in text. Pure and thread-safe: build one per configuration, use it anywhere."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
+        forms = set().union(*(secret_forms(v) for v in values)) if values else set()
+        # longest first: a value that contains another is masked whole
+        ordered = sorted(forms, key=lambda f: (-len(f), f))
+        self._values = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self.secret_count = len(values)
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret and token-shaped string replaced by MARKER.
+
+        Masking works on character positions, and is repeated until no secret can be read in
+        the result (a marker next to the rest of a text can spell a secret again): no
+        configured value survives anywhere in `text`, except as a part of MARKER itself.
+        """
+        if not text:
+            return text
+        masked = bytearray(len(text))
+        for start, end in self._spans(text):
+            masked[start:end] = b"\x01" * (end - start)
+        if not any(masked):
+            return text
+        while True:
+            out, origin = _render(text, masked)
+            grew = False
+            for start, end in self._spans(out):
+                for i in range(start, end):
+                    j = origin[i]
+                    if j >= 0 and not masked[j]:
+                        masked[j] = 1
+                        grew = True
+            if not grew:
+                return out
+
+    def redact_data(self, data: Any) -> Any:
+        """A copy of JSON-like `data` (a Slack payload, an audit detail, facts) with every
+        string redacted, except under IDENTIFIER_KEYS (button values, ids)."""
+        if isinstance(data, str):
+            return self.redact(data)
+        if isinstance(data, Mapping):
+            return {key: value if key in IDENTIFIER_KEYS else self.redact_data(value)
+                    for key, value in data.items()}
+        if isinstance(data, list | tuple):
+            return type(data)(self.redact_data(item) for item in data)
+        return data
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        spans: list[tuple[int, int]] = []
+        if self._values is not None:
+            spans.extend(m.span() for m in self._values.finditer(text))
+        for pattern in TOKEN_PATTERNS:
+            for m in pattern.finditer(text):
+                spans.append(m.span("secret") if "secret" in pattern.groupindex else m.span())
+        return spans
+
+
+def _render(text: str, masked: bytearray) -> tuple[str, list[int]]:
+    """`text` with each run of masked characters replaced by MARKER, and for each character of
+    the result the index in `text` it came from (-1 for a marker's)."""
+    parts: list[str] = []
+    origin: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        if masked[i]:
+            while i < n and masked[i]:
+                i += 1
+            parts.append(MARKER)
+            origin.extend([-1] * len(MARKER))
+        else:
+            start = i
+            while i < n and not masked[i]:
+                i += 1
+            parts.append(text[start:i])
+            origin.extend(range(start, i))
+    return "".join(parts), origin
+
+
+def url_secrets(url: str) -> list[str]:
+    """The passwords in a database URL: its userinfo's (`scheme://user:PASSWORD@host…`, up to
+    the last `@`) and a `password=` parameter's. Read from the text, so a URL that does not
+    parse is covered too."""
+    found = [m[1] for m in _QUERY_PASSWORD.finditer(url) if m[1]]
+    _scheme, sep, rest = url.partition("://")
+    rest = rest if sep else url
+    if rest.startswith("/"):  # sqlite:////path has no userinfo
+        return found
+    netloc = rest.split("/", 1)[0]
+    userinfo = (netloc if "@" in netloc else rest).rpartition("@")[0]
+    _user, colon, password = userinfo.partition(":")
+    return [password, *found] if colon and password else found
+
+
+_QUERY_PASSWORD = re.compile(r"[?&]password=([^&#\s]*)", re.IGNORECASE)

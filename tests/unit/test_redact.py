@@ -1,0 +1,132 @@
+"""bot.core.redact: configured secrets and token-shaped strings never survive redaction."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.redact import MARKER, MIN_SECRET_LENGTH, Redactor, url_secrets
+
+# Secrets of any characters (newlines, quotes, regex metacharacters, non-ASCII), long enough
+# to be redacted; the texts around them of any characters too, often made of the secret's own
+# characters and of the marker's, where a wrong replacement would let a secret reappear.
+secrets = st.one_of(st.text(min_size=MIN_SECRET_LENGTH, max_size=24),
+                    st.text(alphabet="[redacted]Q'\"\\ ", min_size=MIN_SECRET_LENGTH, max_size=8))
+pieces = st.one_of(st.text(max_size=12), st.sampled_from([MARKER, "[", "]", "ed]", "[re", "@"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), secret_list=st.lists(secrets, min_size=1, max_size=4))
+def test_a_secret_embedded_anywhere_never_survives(data, secret_list):
+    chosen = data.draw(st.sampled_from(secret_list))
+    cut = data.draw(st.integers(0, len(chosen)))
+    # the text: the secret among other secrets, pieces of the marker and of the secret itself
+    # (a prefix or suffix of it next to a masked copy may spell it again)
+    parts = data.draw(st.lists(st.one_of(pieces, st.sampled_from(secret_list),
+                                         st.just(chosen[:cut]), st.just(chosen[cut:])),
+                               max_size=8))
+    position = data.draw(st.integers(0, len(parts)))
+    text = "".join([*parts[:position], chosen, *parts[position:]])
+    out = Redactor(secret_list).redact(text)
+    for secret in secret_list:
+        if secret not in MARKER:  # the marker's own letters are no leak
+            assert secret not in out, (secret, text, out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(secret=secrets, before=st.text(max_size=20), after=st.text(max_size=20))
+def test_the_quoted_and_escaped_forms_of_a_secret_are_masked_too(secret, before, after):
+    redactor = Redactor([secret])
+    for shown in (shlex.quote(secret), repr(secret), json.dumps(secret)):
+        assert shown not in redactor.redact(f"{before}env K={shown} sbatch{after}") or \
+            shown in MARKER
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=60), short=st.lists(st.text(max_size=MIN_SECRET_LENGTH - 1)))
+def test_short_or_empty_values_leave_text_alone(text, short):
+    # "1", "on", "" as recipe env values: masking them would destroy ordinary text
+    assert Redactor(short).redact(text) == Redactor().redact(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(codec="ascii"), max_size=60))
+def test_text_without_secrets_or_tokens_is_unchanged(text):
+    if any(word in text.lower() for word in ("://", "bearer", "basic", "pass", "secret",
+                                             "token", "key", "xox", "xapp", "gh", "hf_",
+                                             "akia", "asia")):
+        return
+    assert Redactor(["correct horse battery"]).redact(text) == text
+
+
+def test_the_longest_value_is_masked_whole():
+    # "abcd" inside "abcdefgh": masking the short one first would leave "efgh" readable
+    assert Redactor(["abcd", "abcdefgh"]).redact("x abcdefgh y") == f"x {MARKER} y"
+
+
+def test_a_marker_next_to_the_rest_of_the_text_cannot_spell_the_secret():
+    # masking "ed]Q" in "ed]QQ" once gives "[redacted]Q", which contains "ed]Q" again
+    assert Redactor(["ed]Q"]).redact("ed]QQ") == MARKER
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("env HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123 sbatch a.sh",
+     f"env HF_TOKEN={MARKER} sbatch a.sh"),
+    ("token xoxb-1234567890-0987654321-AbCdEfGhIjKl leaked", f"token {MARKER} leaked"),
+    ("xoxp-1-2-3-abcdefgh, xoxa-2-abcdefgh and xapp-1-A012-3456-abcdef",
+     f"{MARKER}, {MARKER} and {MARKER}"),
+    ("push with ghp_abcdefghijklmnopqrstuvwxyz0123456789", f"push with {MARKER}"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnop", MARKER),
+    ("aws AKIAIOSFODNN7EXAMPLE denied", f"aws {MARKER} denied"),
+    ("Authorization: Bearer eyJhbGciOi.eyJzdWIi.SflKxwRJ", f"Authorization: Bearer {MARKER}"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", f"Authorization: Basic {MARKER}"),
+    ("cannot connect to postgresql+psycopg://bot:s3cr@t@db:5432/trainbot: refused",
+     f"cannot connect to postgresql+psycopg://bot:{MARKER}@db:5432/trainbot: refused"),
+    ("https://db/x?user=bot&password=hunter22&ssl=1",
+     f"https://db/x?user=bot&password={MARKER}&ssl=1"),
+    ("{'WANDB_API_KEY': 'abcdef0123456789'}", f"{{'WANDB_API_KEY': '{MARKER}'}}"),
+])
+def test_token_shaped_strings_are_masked_without_a_configured_value(text, shown):
+    assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "export the xoxb- bot token (it is never read from the config file)",
+    "sbatch: error: invalid partition specified: gpu-big",
+    "sqlite:////home/a@b/trainbot.db",
+    "postgresql+psycopg://trainbot@db:5432/trainbot",
+    "password authentication failed for user \"trainbot\"",
+    "set slack.bot_token_env to the variable's name",
+])
+def test_ordinary_text_is_left_as_it_is(text):
+    assert Redactor(["s3cret-value"]).redact(text) == text
+
+
+def test_payloads_are_redacted_except_their_identifiers():
+    redactor = Redactor(["s3cret-value"])
+    blocks = [{"type": "section", "block_id": "s3cret-value",
+               "text": {"type": "mrkdwn", "text": "failed: env K=s3cret-value"}},
+              {"type": "actions", "elements": [{"type": "button", "action_id": "resubmit",
+                                                "value": "s3cret-value-token"}]}]
+    out = redactor.redact_data(blocks)
+    assert out[0]["text"]["text"] == f"failed: env K={MARKER}"
+    assert out[0]["block_id"] == "s3cret-value" and out[1]["elements"][0]["value"] == \
+        "s3cret-value-token"
+    assert blocks[0]["text"]["text"] == "failed: env K=s3cret-value"  # a copy: input untouched
+
+
+@pytest.mark.parametrize(("url", "found"), [
+    ("postgresql://bob:s3cret@db:abc/trainbot", ["s3cret"]),
+    ("bob:s3cret@db/trainbot", ["s3cret"]),
+    ("postgresql://bob:s3cr@t@db/trainbot", ["s3cr@t"]),
+    ("postgresql://bob:s3/cr?et@db/trainbot", ["s3/cr?et"]),
+    ("postgresql://db/trainbot?user=bob&password=s3cret", ["s3cret"]),
+    ("sqlite:////home/a@b/x.db", []),
+    ("postgresql+psycopg://bob@db:5432/trainbot", []),
+])
+def test_url_secrets_are_read_from_the_text_even_when_it_does_not_parse(url, found):
+    assert url_secrets(url) == found
