@@ -34,7 +34,8 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-_FILTER = RedactingFilter(Redactor())  # one per process: installing again swaps its redactor
+# The one filter of the process: installing again swaps its redactor.
+REDACTING_FILTER = RedactingFilter(Redactor())
 
 
 def install_log_redaction(redactor: Redactor,
@@ -43,8 +44,8 @@ def install_log_redaction(redactor: Redactor,
     logging's last-resort handler (used when none is configured). Installing again replaces
     the redactor everywhere; call it again after adding handlers (`logging.basicConfig`)."""
     logger = logger or logging.getLogger()
-    _FILTER.redactor = redactor
+    REDACTING_FILTER.redactor = redactor
     for handler in [*logger.handlers, *([logging.lastResort] if logging.lastResort else [])]:
-        if _FILTER not in handler.filters:
-            handler.addFilter(_FILTER)
-    return _FILTER
+        if REDACTING_FILTER not in handler.filters:
+            handler.addFilter(REDACTING_FILTER)
+    return REDACTING_FILTER

@@ -217,3 +217,19 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _no_log_redaction_left_behind() -> Iterator[None]:
+    """`trainbot run` and the CLI install a redacting filter on the root logger's handlers
+    (bot.log_redaction); tests that call them must not leave it (or its secrets) to the next."""
+    yield
+    import logging
+
+    from bot.core.redact import Redactor
+    from bot.log_redaction import REDACTING_FILTER
+
+    REDACTING_FILTER.redactor = Redactor()
+    for handler in [*logging.getLogger().handlers, logging.lastResort]:
+        if handler is not None:
+            handler.removeFilter(REDACTING_FILTER)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 MIN_SECRET_LENGTH = 4
@@ -72,24 +72,18 @@ class Redactor:
         Masking works on character positions, and is repeated until no secret can be read in
         the result (a marker next to the rest of a text can spell a secret again): no
         configured value survives anywhere in `text`, except as a part of MARKER itself.
+        Markers already in `text` count as masked, so redacting twice changes nothing.
         """
         if not text:
             return text
         masked = bytearray(len(text))
-        for start, end in self._spans(text):
-            masked[start:end] = b"\x01" * (end - start)
-        if not any(masked):
+        for m in _MARKER_RE.finditer(text):
+            masked[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+        if not _mask(masked, self._spans(text), range(len(text))):
             return text
         while True:
             out, origin = _render(text, masked)
-            grew = False
-            for start, end in self._spans(out):
-                for i in range(start, end):
-                    j = origin[i]
-                    if j >= 0 and not masked[j]:
-                        masked[j] = 1
-                        grew = True
-            if not grew:
+            if not _mask(masked, self._spans(out), origin):
                 return out
 
     def redact_data(self, data: Any) -> Any:
@@ -112,6 +106,23 @@ class Redactor:
             for m in pattern.finditer(text):
                 spans.append(m.span("secret") if "secret" in pattern.groupindex else m.span())
         return spans
+
+
+_MARKER_RE = re.compile(re.escape(MARKER))
+
+
+def _mask(masked: bytearray, spans: Iterable[tuple[int, int]],
+          origin: Sequence[int]) -> bool:
+    """Mark the characters of `text` that `spans` (in a text whose characters came from
+    `origin`, -1 for a marker's) cover; True if one was not masked before."""
+    grew = False
+    for start, end in spans:
+        for i in range(start, end):
+            j = origin[i]
+            if j >= 0 and not masked[j]:
+                masked[j] = 1
+                grew = True
+    return grew
 
 
 def _render(text: str, masked: bytearray) -> tuple[str, list[int]]:

@@ -297,3 +297,14 @@ def test_default_channel_and_slack_approvers_are_checked(tmp_path):
     message = error_of(tmp_path, MINIMAL + "  default_channel: trainin\n  approvers: [bob]\n")
     assert "slack.default_channel" in message and "did you mean 'training'?" in message
     assert "slack.approvers" in message and "'bob'" in message
+
+
+def test_the_secrets_to_redact_are_env_values_slack_secrets_and_the_store_password(tmp_path):
+    text = MINIMAL.replace("    mem: 400G", "    env: {HF_TOKEN: hf_abcdefgh, OMP: '8'}")
+    text += "store:\n  url: postgresql+psycopg://bot:s3cr@t@db/trainbot\n"
+    config = load_config(write(tmp_path, text), env={"SLACK_BOT_TOKEN": "xoxb-abc-def",
+                                                     "SLACK_APP_TOKEN": "xapp-ghi"})
+    assert sorted(config.secret_values()) == sorted(["hf_abcdefgh", "8", "xoxb-abc-def",
+                                                     "xapp-ghi", "s3cr@t"])
+    shown = config.redactor().redact("env HF_TOKEN=hf_abcdefgh OMP=8 s3cr@t xapp-ghi")
+    assert shown == "env HF_TOKEN=[redacted] OMP=8 [redacted] [redacted]"  # "8": too short

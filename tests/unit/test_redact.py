@@ -37,6 +37,18 @@ def test_a_secret_embedded_anywhere_never_survives(data, secret_list):
             assert secret not in out, (secret, text, out)
 
 
+@settings(max_examples=300, deadline=None)
+@given(secret_list=st.lists(secrets, max_size=3),
+       parts=st.lists(st.one_of(pieces, secrets, st.sampled_from(["HF_TOKEN=", "password: ",
+                                                                  "Bearer ", "xoxb-"])),
+                      max_size=8))
+def test_redacting_twice_changes_nothing(secret_list, parts):
+    # several log handlers see one record: each redacts what the one before already did
+    redactor = Redactor(secret_list)
+    once = redactor.redact("".join(parts + secret_list))
+    assert redactor.redact(once) == once
+
+
 @settings(max_examples=200, deadline=None)
 @given(secret=secrets, before=st.text(max_size=20), after=st.text(max_size=20))
 def test_the_quoted_and_escaped_forms_of_a_secret_are_masked_too(secret, before, after):

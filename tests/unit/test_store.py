@@ -6,12 +6,14 @@ see tests/conftest.py); the rest are about SQLite files themselves (folder, WAL,
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 
 import pytest
 from sqlalchemy import inspect
 
+from bot.core.redact import Redactor
 from bot.store import Store, StoreError, StoreVersionError, display_url
 from bot.store import schema as current_schema
 
@@ -490,3 +492,28 @@ def test_v4_store_gets_held_since_keeping_its_watched_jobs(store_url):
         assert (job.job_id, job.chain_id, job.held_since) == ("88016", chain.id, None)
         new.watched_jobs.set_held_since("dev", "88016", 7.5)
         assert new.watched_jobs.get("dev", "88016").held_since == 7.5
+
+
+def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    error = "`env K=plain-secret sbatch` exited 1: postgresql://bot:pw1234@db/x, xoxb-1-2-abcdefgh"
+    with Store.open(url, redactor=Redactor(["plain-secret"])) as s:
+        s.audit.record(actor="U1", action="submit", now=1.0, result="failed", detail=error)
+        s.audit.record(actor="U1", action="approval.click", now=2.0, result="failed",
+                       detail={"token": "tok", "error": error, "retry_num": 0})
+        incident, _ = s.incidents.record("k", class_id="cluster_unreachable", now=3.0,
+                                         diagnosis={"text": error, "recipe": "mix", "ticks": 3})
+        details = [e.detail for e in s.audit.recent()]
+    assert details[1] == ("`env K=[redacted] sbatch` exited 1: postgresql://bot:[redacted]@db/x,"
+                          " [redacted]")
+    assert json.loads(details[0]) == {"token": "tok", "error": details[1], "retry_num": 0}
+    assert incident.diagnosis == {"text": details[1], "recipe": "mix", "ticks": 3}
+
+
+def test_a_store_redacts_token_shapes_and_its_own_password_without_being_told(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as opened:
+        # the handle of a database whose URL has a password (the engine is the file's)
+        s = Store(opened.engine, "postgresql://bot:hunter2-pw@db/trainbot")
+        s.audit.record(actor="U1", action="x", now=1.0,
+                       detail="auth hunter2-pw refused; token xoxb-1-2-abcdefgh")
+        assert s.audit.recent()[0].detail == "auth [redacted] refused; token [redacted]"
