@@ -146,19 +146,27 @@ def _render(text: str, masked: bytearray) -> tuple[str, list[int]]:
     return "".join(parts), origin
 
 
-def url_secrets(url: str) -> list[str]:
-    """The passwords in a database URL: its userinfo's (`scheme://user:PASSWORD@host…`, up to
-    the last `@`) and a `password=` parameter's. Read from the text, so a URL that does not
-    parse is covered too."""
-    found = [m[1] for m in _QUERY_PASSWORD.finditer(url) if m[1]]
+def url_secret_spans(url: str) -> list[tuple[int, int]]:
+    """Where a database URL holds passwords, as (start, end) offsets: its userinfo's
+    (`scheme://user:PASSWORD@host…`: everything between `user:` and the last `@`, so an
+    unescaped `@` or `/` in it is covered) and each `password=` parameter's. Read from the
+    text, so a URL that does not parse (a port `abc`, no scheme) is covered too."""
+    spans = [m.span(1) for m in _QUERY_PASSWORD.finditer(url) if m.group(1)]
     _scheme, sep, rest = url.partition("://")
-    rest = rest if sep else url
-    if rest.startswith("/"):  # sqlite:////path has no userinfo
-        return found
-    netloc = rest.split("/", 1)[0]
-    userinfo = (netloc if "@" in netloc else rest).rpartition("@")[0]
-    _user, colon, password = userinfo.partition(":")
-    return [password, *found] if colon and password else found
+    start = len(url) - len(rest) if sep else 0
+    rest = url[start:]
+    if rest.startswith("/") or "@" not in rest:  # sqlite:////path has no userinfo
+        return spans
+    userinfo = rest.rpartition("@")[0]
+    user, colon, password = userinfo.partition(":")
+    if colon and password:
+        spans.insert(0, (start + len(user) + 1, start + len(userinfo)))
+    return spans
 
 
-_QUERY_PASSWORD = re.compile(r"[?&]password=([^&#\s]*)", re.IGNORECASE)
+def url_secrets(url: str) -> list[str]:
+    """The passwords of a database URL (`url_secret_spans`), e.g. to give to a Redactor."""
+    return [url[start:end] for start, end in url_secret_spans(url)]
+
+
+_QUERY_PASSWORD = re.compile(r"[?&]password=([^&]*)", re.IGNORECASE)

@@ -11,7 +11,6 @@ works (PostgreSQL for several replicas). Use the repositories: `store.chains.cre
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.pool import StaticPool
 
-from bot.core.redact import Redactor, url_secrets
+from bot.core.redact import Redactor, url_secret_spans, url_secrets
 from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
 from bot.store.repos import (
     Approval,
@@ -60,40 +59,25 @@ __all__ = [
 ]
 
 
-_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&]*)", re.IGNORECASE)
-
-
 def display_url(url: str) -> str:
-    """`url` as it may be shown (logs, errors, `trainbot doctor`): its password masked.
+    """`url` as it may be shown (logs, errors, `trainbot doctor`): its passwords masked.
 
     Read from the text, not from SQLAlchemy's parse, so a URL that does not parse (a port
     `abc`, no scheme) or that parses wrongly (an unescaped `@` in the password) is masked too:
-    everything between `user:` and the netloc's last `@`, and a `password=` parameter.
+    everything between `user:` and the netloc's last `@`, and a `password=` parameter
+    (bot.core.redact.url_secret_spans).
     """
-    head, password, tail = _userinfo_password(url)
-    shown = f"{head}***{tail}" if password else url
-    return _QUERY_PASSWORD.sub(r"\1***", shown)
-
-
-def _userinfo_password(url: str) -> tuple[str, str, str]:
-    """(text before the password, the password, text after it); ("", "", url) without one."""
-    _scheme, sep, rest = url.partition("://")
-    netloc_start = len(url) - len(rest) if sep else 0
-    rest = url[netloc_start:]
-    if rest.startswith("/") or "@" not in rest:  # sqlite:////path has no userinfo
-        return "", "", url
-    userinfo, _, host = rest.rpartition("@")
-    user, colon, password = userinfo.partition(":")
-    if not colon:
-        return "", "", url
-    return f"{url[:netloc_start]}{user}:", password, f"@{host}"
+    shown, last = [], 0
+    for start, end in url_secret_spans(url):
+        shown += [url[last:start], "***"]
+        last = end
+    return "".join([*shown, url[last:]])
 
 
 def _scrub(text: str, url: str) -> str:
     """`text` (an error message about `url`) with the url's passwords replaced by ***."""
-    secrets = [_userinfo_password(url)[1], *(m[2] for m in _QUERY_PASSWORD.finditer(url))]
     text = text.replace(url, display_url(url))
-    for secret in filter(None, secrets):
+    for secret in url_secrets(url):
         text = text.replace(secret, "***")
     return text
 
