@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterError, ClusterUnavailable, HostKeyRejected
     from bot.services import UsageProblem
     from bot.services.clusters import ClusterSessions
-    from bot.services.submit import submit_recipe
+    from bot.services.submit import describe_not_applied, submit_recipe
     from bot.store import Store, StoreError
 
     config = load_config_arg(args, recipe=args.recipe)
@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         f"submitted {args.recipe} as job {result.job_id} (name {result.job_name}, chain "
         f"{result.chain_id}, attempt {result.attempt_no}); {start}"
     )
+    missed = describe_not_applied(result.not_applied)
+    if missed:
+        print(f"warning: {missed}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -307,7 +307,10 @@ class RecipeConfig(_Model):
     submit_command: list[str] | None = Field(
         None,
         description="Site submit wrapper as an argv list (never a shell string); it must "
-        "print the Slurm job id.",
+        "print the Slurm job id. It gets `args`, and the recipe's partition, account, qos, "
+        "gres, mem and time (overrides applied) as sbatch's input variables SBATCH_PARTITION, "
+        "SBATCH_ACCOUNT, SBATCH_QOS, SBATCH_GRES, SBATCH_MEM_PER_NODE, SBATCH_TIMELIMIT; an "
+        "overridden option its job did not get is reported as not applied.",
     )
     args: list[str] = Field(default_factory=list, description="Arguments for the script.")
     partition: str | None = Field(None, description="Slurm partition (--partition).")

@@ -108,7 +108,8 @@ class Outcome:
     competitor_started | competitor_left (a hold prompt's competitor, in `state`). `job_id` is
     the prompt's target job (the competitor of a hold prompt), `new_job_id` the resubmitted
     one, `for_job` the resumed job a hold waits for, `state` a Slurm state (None: unknown to
-    Slurm), `error` a Slurm, ssh or service message, shown verbatim."""
+    Slurm), `error` a Slurm, ssh or service message, shown verbatim; `not_applied` the
+    overrides a site submit wrapper's job did not get ([key, requested, the job's value])."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -122,6 +123,7 @@ class Outcome:
     mem: str | None = None
     state: str | None = None
     error: str | None = None
+    not_applied: list[list[str]] | None = None
 
     def to_view(self) -> dict[str, Any]:
         return asdict(self)
@@ -363,7 +365,8 @@ def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float
     outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
                       new_job_id=str(result.job_id),
                       from_iter=ck.iteration if ck is not None else None,
-                      mem=overrides.get("mem"))
+                      mem=result.overrides.get("mem"),
+                      not_applied=[[n.key, n.requested, n.actual] for n in result.not_applied])
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 

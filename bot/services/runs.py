@@ -340,7 +340,8 @@ AUTOMATIC_ACTOR = "trainbot"
 
 
 def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, Any]:
-    """What the `submitted` template shows: who, which attempt, where it resumes from."""
+    """What the `submitted` template shows: who, which attempt, where it resumes from, the
+    overrides the job got and those a site submit wrapper did not apply."""
     ck = result.checkpoint
     return {
         "recipe": recipe,
@@ -352,6 +353,7 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, A
         "checkpoint_path": ck.path if ck is not None else None,
         "checkpoint_iter": ck.iteration if ck is not None else None,
         "overrides": [[str(k), _literal(v)] for k, v in result.overrides.items()],
+        "not_applied": [[n.key, n.requested, n.actual] for n in result.not_applied],
     }
 
 

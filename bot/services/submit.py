@@ -3,26 +3,44 @@
 Used by `trainbot submit`, `/train submit` and `/train resume`, and by resubmits of a chain.
 The job learns where to resume through the environment: `TRAINBOT_RESUME_FROM` (checkpoint
 path, absent when starting fresh) and `TRAINBOT_RESUME_ITER` (its iteration, when known).
+
+A recipe with a site submit wrapper (`submit_command`) gets its Slurm options (partition,
+account, qos, gres, mem, time, overrides applied) as sbatch's input environment variables
+(`SBATCH_PARTITION`, …, `SBATCH_MEM_PER_NODE`, `SBATCH_TIMELIMIT`), which the sbatch it runs
+reads unless the wrapper sets the same option on its command line. Overridden options are
+then checked against the submitted job: one the job did not get is never reported as
+applied (`SubmitResult.not_applied`).
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.cluster.errors import ClusterError
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
+from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.parsable import parse_job_id_list
 from bot.core.slurm.sacct import sacct_ids_by_name_argv
+from bot.core.slurm.sbatch import (
+    RECIPE_OVERRIDABLE_OPTIONS,
+    SBATCH_INPUT_ENV,
+    options_not_applied,
+    sbatch_input_env,
+)
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
 from bot.store import Store
+
+log = logging.getLogger(__name__)
 
 RESUME_ENV = "TRAINBOT_RESUME_FROM"
 RESUME_ITER_ENV = "TRAINBOT_RESUME_ITER"
@@ -39,8 +57,20 @@ class OverrideError(UsageProblem):
 
 
 @dataclass(frozen=True)
+class NotApplied:
+    """An override the submitted job did not get (a site wrapper set its own): what was
+    asked and what the job has, as Slurm writes it."""
+
+    key: str
+    requested: str
+    actual: str
+
+
+@dataclass(frozen=True)
 class SubmitResult:
-    """What was submitted: the Slurm job, its chain and the checkpoint it resumes from."""
+    """What was submitted: the Slurm job, its chain and the checkpoint it resumes from.
+
+    `overrides` are the ones the job got (as typed); `not_applied` the ones it did not."""
 
     job_id: str
     chain_id: int
@@ -48,6 +78,16 @@ class SubmitResult:
     job_name: str
     checkpoint: Checkpoint | None
     overrides: dict[str, Any] = field(default_factory=dict)
+    not_applied: tuple[NotApplied, ...] = ()
+
+
+def describe_not_applied(items: Sequence[NotApplied]) -> str:
+    """The plain-text sentence for overrides a wrapper's job did not get ('' when none):
+    `trainbot submit` and `/train submit` replies."""
+    if not items:
+        return ""
+    pairs = ", ".join(f"{n.key}={n.requested} (the job has {n.actual})" for n in items)
+    return f"The site's submit command did not apply {pairs}."
 
 
 # --------------------------------------------------------------------------------------------
@@ -251,6 +291,7 @@ def submit_recipe(
             detail=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
         raise
+    not_applied = _wrapper_not_applied(slurm, effective, job_id, typed)
 
     if chain is None:
         chain = store.chains.create(
@@ -274,8 +315,11 @@ def submit_recipe(
     store.audit.record(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
         detail={
-            "chain_id": chain.id, "attempt_no": attempt.attempt_no, "overrides": typed,
+            "chain_id": chain.id, "attempt_no": attempt.attempt_no,
+            "overrides": {k: v for k, v in typed.items() if k not in not_applied},
             "resume_from": checkpoint.path if checkpoint else None,
+            **({"not_applied": {k: {"requested": str(typed[k]), "job_has": v}
+                                for k, v in not_applied.items()}} if not_applied else {}),
         },
     )  # fmt: skip
     return SubmitResult(
@@ -284,7 +328,8 @@ def submit_recipe(
         attempt_no=attempt.attempt_no,
         job_name=job_name,
         checkpoint=checkpoint,
-        overrides=typed,
+        overrides={k: v for k, v in typed.items() if k not in not_applied},
+        not_applied=tuple(NotApplied(k, str(typed[k]), v) for k, v in not_applied.items()),
     )
 
 
@@ -293,12 +338,32 @@ def _submit(slurm: Any, recipe: RecipeConfig, job_name: str, env: dict[str, str]
     if recipe.sbatch_script is not None:
         job_id = slurm.submit(recipe.submit_spec(job_name=job_name, env=env))
         return str(job_id)
-    # A site wrapper decides the Slurm options itself; it gets the args and the environment
-    # (job name and resume point included) and must print the job id.
+    # A site wrapper gets the args and the environment (job name, resume point and the
+    # recipe's Slurm options as sbatch's input variables) and must print the job id.
     assert recipe.submit_command is not None
-    env = {**env, "TRAINBOT_JOB_NAME": job_name}
+    options = {name: getattr(recipe, name) for name in SBATCH_INPUT_ENV}
+    env = {**env, **sbatch_input_env(options), "TRAINBOT_JOB_NAME": job_name}
     result = slurm.runner.run([*recipe.submit_command, *recipe.args], env=env, check=True)
     return parse_job_id(result.stdout, recipe.submit_command[0])
+
+
+def _wrapper_not_applied(slurm: Any, recipe: RecipeConfig, job_id: str,
+                         typed: Mapping[str, Any]) -> dict[str, str]:
+    """Overridden Slurm options a site wrapper's job did not get: key -> the job's value.
+
+    Asked only when a wrapper submitted with such overrides (sbatch itself always applies
+    its options). A job Slurm cannot show yet, or a Slurm that does not answer, leaves them
+    unchecked: the submit stands either way."""
+    requested = {k: v for k, v in typed.items() if k in RECIPE_OVERRIDABLE_OPTIONS}
+    if recipe.submit_command is None or not requested:
+        return {}
+    try:
+        job = slurm.job(int(job_id))
+    except (ClusterError, SlurmParseError) as exc:
+        log.warning("job %s: cannot check the overrides the submit command applied: %s",
+                    job_id, exc)
+        return {}
+    return options_not_applied(requested, job) if job is not None else {}
 
 
 _SUBMITTED_RE = re.compile(r"Submitted batch job (\d+)")

@@ -26,6 +26,7 @@ from bot.services.runs import (
     submit_and_announce,
 )
 from bot.services.status import StatusReport, job_status
+from bot.services.submit import describe_not_applied
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +146,10 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
            {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
     asked = ", ".join(str(p.competitor) for p in proposals)
     held = f" Asked in the thread whether to hold {asked}." if proposals else ""
+    missed = describe_not_applied(result.not_applied)
     return Reply(
         f"{cmd.recipe}: submitted job {result.job_id} (attempt {result.attempt_no}), "
-        f"{describe_start(result)}.{held}",
+        f"{describe_start(result)}.{held}" + (f" :warning: {missed}" if missed else ""),
         job_id=result.job_id,
         chain_id=result.chain_id,
     )

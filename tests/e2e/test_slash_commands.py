@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeClusters, FakeRunner, FakeSlurm, make_config
 from slack_bolt import App
 from slack_standin import SlackStandIn
 from support.bolt_driver import (
@@ -321,3 +321,31 @@ def test_slack_refusing_the_thread_post_does_not_undo_or_hide_the_submit(
     _, replies = train(app, urls, "resume mix")
     assert replies[0]["text"].startswith("mix: submitted job 88888 (attempt 2)")
     assert len(slack.root_messages(CH)) == 1
+
+
+def test_overrides_a_site_wrapper_did_not_apply_are_said_in_the_reply_and_thread(
+    store, slack_client, fake_sleep, urls, slack: SlackStandIn
+) -> None:
+    """`/train submit` of a recipe with a site submit wrapper: the overrides reach it as
+    sbatch's input variables; the one its job did not get is named, never shown applied."""
+    wrapper = FakeRunner(default=(0, "Submitted batch job 777\n", ""))
+    slurm = FakeSlurm(runner=wrapper)
+    slurm.add(777, name="mix", partition="debug", account="root",
+              mem_limit_bytes=950 * 1024**3)  # the wrapper forces --mem=950G
+    services = BotContext(
+        config=make_config(sbatch_script=None, submit_command=["/opt/site/submit"],
+                           overridable={"mem": "size", "partition": "str", "lr": "float"}),
+        store=store, clusters=FakeClusters(slurm), clock=lambda: NOW,
+        sink=SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW))
+    app = build_app(services.config, services, client=slack_client,
+                    listener_executor=SyncExecutor(), token_verification_enabled=False)
+    _, replies = train(app, urls, "submit mix partition=debug mem=400G lr=0.5")
+    assert replies[0]["text"].endswith(
+        ":warning: The site's submit command did not apply mem=400G (the job has 950G).")
+    env = wrapper.calls[0].env
+    assert (env["SBATCH_PARTITION"], env["SBATCH_MEM_PER_NODE"]) == ("debug", "400G")
+    [root] = slack.root_messages(CH)
+    [note] = slack.replies(CH, root["ts"])
+    assert note["text"].endswith(
+        "; overrides: partition=debug, lr=0.5 :warning: the site's submit command did not "
+        "apply mem=400G (the job has 950G)")

@@ -32,7 +32,7 @@ VIEWS: dict[str, dict] = {
         "recipe": "mix", "job_id": "88887", "attempt_no": 1, "job_name": "wm-mix",
         "actor": "U0ALICE", "automatic": False,
         "checkpoint_path": "/ckpt/mix/iter_000003000", "checkpoint_iter": 3000,
-        "overrides": [["lr", "0.0003"], ["tag", "  a <b> & c "]],
+        "overrides": [["lr", "0.0003"], ["tag", "  a <b> & c "]], "not_applied": [],
     },
     "approval": {
         "summary": "<@U0OWNER> job 88154: NCCL watchdog timeout after a hang",
@@ -57,7 +57,8 @@ VIEWS: dict[str, dict] = {
                 "outcome": {"kind": "approved", "actor": "W0LEAD", "did": "resubmitted",
                             "recipe": "mix", "job_id": "88154", "new_job_id": "88887",
                             "for_job": None, "current_job": None, "from_iter": 3000,
-                            "mem": "1900G", "state": None, "error": None}},
+                            "mem": "1900G", "state": None, "error": None,
+                            "not_applied": None}},
     "click_reply": {"kind": "unauthorized", "approvers": ["U0APPR", "W0LEAD", "W0OPS"],
                     "decided_by": None},
     "note": {"text": "Released 88017: 88887 is running."},

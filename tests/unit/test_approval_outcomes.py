@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import FakeSlurm, make_context
+from fakes import FakeRunner, FakeSlurm, make_context
 
 from bot.cluster.errors import ClusterError
 from bot.services import competitors
@@ -180,3 +180,20 @@ def test_a_korean_recipes_clicker_is_answered_in_korean(store: Store) -> None:
     unknown = handle_click(ctx, "no-such-token", ActionId.RESUBMIT, "W0LEAD", NOW)
     assert unknown.ephemeral == ("This button is not (or no longer) known to trainbot; nothing "
                                  "was done.")  # no recipe to go by: slack.lang (en)
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 777(으)로 재제출했습니다; 사이트 제출 명령이 다음을 "
+           "적용하지 않았습니다: mem=1900G (작업의 실제 값: 950G)"),
+    ("en", "Approved by <@W0LEAD>: resubmitted as 777; the site's submit command did not apply "
+           "mem=1900G (the job has 950G)"),
+])
+def test_a_resubmit_with_mem_a_site_wrapper_ignored_says_so(store: Store, lang: str,
+                                                            want: str) -> None:
+    slurm = FakeSlurm(runner=FakeRunner(default=(0, "Submitted batch job 777\n", "")))
+    slurm.add(777, name="mix", mem_limit_bytes=950 * 1024**3)
+    ctx = make_context(store, slurm, lang=lang, sbatch_script=None,
+                       submit_command=["/opt/site/submit"])
+    result = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
+    assert (result.status, outcome(result)) == ("done", want)
+    assert slurm.runner.calls[0].env["SBATCH_MEM_PER_NODE"] == "1900G"

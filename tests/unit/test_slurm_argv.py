@@ -17,8 +17,16 @@ from fakes import FakeRunner
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
 from bot.cluster.slurm import SlurmClient
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sacct import SACCT_FIELDS, sacct_argv
-from bot.core.slurm.sbatch import SubmitSpec, check_env, parse_sbatch_output, sbatch_argv
+from bot.core.slurm.sbatch import (
+    SubmitSpec,
+    check_env,
+    options_not_applied,
+    parse_sbatch_output,
+    sbatch_argv,
+    sbatch_input_env,
+)
 from bot.core.slurm.scancel import scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
 from bot.core.slurm.squeue import SQUEUE_FIELDS, squeue_argv
@@ -28,6 +36,37 @@ HOSTILE = ["a'; touch /tmp/pwned #", "$(id)", "x\ny", "--wrap=rm -rf ~", "`id`",
 
 
 # ---- sbatch --------------------------------------------------------------------------------
+
+
+GIB = 1024**3
+
+
+def test_sbatch_input_env_names_each_option_and_refuses_a_second_line() -> None:
+    assert sbatch_input_env({"partition": "debug", "mem": "400G", "time": "90",
+                             "qos": None}) == {
+        "SBATCH_PARTITION": "debug", "SBATCH_MEM_PER_NODE": "400G", "SBATCH_TIMELIMIT": "90"}
+    with pytest.raises(ValueError, match="SBATCH_ACCOUNT"):
+        sbatch_input_env({"account": "a\nb"})
+
+
+@pytest.mark.parametrize(("requested", "job", "differ"), [
+    ({"partition": "debug"}, {"partition": "debug"}, {}),
+    ({"partition": "debug,gpu"}, {"partition": "gpu"}, {}),  # Slurm picked one of the list
+    ({"partition": "debug"}, {"partition": "gpu"}, {"partition": "gpu"}),
+    ({"account": "Team-B", "qos": "high"}, {"account": "team-b", "qos": "high"}, {}),
+    ({"qos": "high"}, {"qos": "normal"}, {"qos": "normal"}),
+    ({"mem": "400G"}, {"mem_limit_bytes": 400 * GIB}, {}),
+    ({"mem": "409600M"}, {"mem_limit_bytes": 400 * GIB}, {}),
+    ({"mem": "400G"}, {"mem_limit_bytes": 950 * GIB}, {"mem": "950G"}),
+    ({"time": "90"}, {"time_limit_s": 5400.0}, {}),  # a bare number is minutes
+    ({"time": "1:30"}, {"time_limit_s": 120.0}, {}),  # M:S, rounded up to minutes
+    ({"time": "2-00:00:00"}, {"time_limit_s": 3600.0}, {"time": "01:00:00"}),
+    ({"time": "UNLIMITED"}, {"time_limit_s": 3600.0}, {}),
+    ({"gres": "gpu:2"}, {}, {}),  # not in the job's record: cannot be compared
+    ({"mem": "400G", "partition": "debug"}, {}, {}),  # the record lacks them
+])
+def test_options_not_applied_compares_what_the_job_shows(requested, job, differ) -> None:
+    assert options_not_applied(requested, JobRecord(job_id=777, **job)) == differ
 
 
 @pytest.mark.parametrize("value", HOSTILE)

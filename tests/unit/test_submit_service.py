@@ -6,7 +6,7 @@ import pytest
 from fakes import FakeRunner, FakeSlurm
 
 from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
-from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
+from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SBATCH_INPUT_ENV, SubmitSpec
 from bot.services.submit import (
     RESUME_ENV,
     OverrideError,
@@ -251,3 +251,90 @@ def test_site_wrapper_gets_argv_and_env_and_its_job_id_is_read(ck_config, store)
     assert argv == ["/opt/site/submit", "--team", "a", "x"]
     assert env["TRAINBOT_JOB_NAME"] == "wrapped" and "TRAINBOT_RESUME_FROM" not in env
     assert result.job_id == "777" and slurm.calls == []
+
+
+# --------------------------------------------------------------------------------------------
+# a site submit wrapper's Slurm options: passed as sbatch's input variables, then checked
+
+WRAPPER_CONFIG = """\
+clusters:
+  dev: {host: 127.0.0.1, user: u, key_file: /k}
+recipes:
+  wrap:
+    cluster: dev
+    submit_command: [/opt/site/submit, --team, a]
+    partition: gpu
+    account: robots
+    mem: 950G
+    overridable: {partition: str, account: str, qos: str, gres: str, mem: size, time: str,
+                  lr: float}
+"""
+
+
+@pytest.fixture
+def wrap_config():
+    return parse_config(WRAPPER_CONFIG, source="test.yaml", env={})
+
+
+def wrapped_job(slurm: FakeSlurm, **fields) -> None:
+    """What Slurm shows of the wrapper's job 777."""
+    slurm.add(777, **{"name": "wrap", "partition": "gpu", "account": "robots",
+                      "mem_limit_bytes": 950 * 1024**3, "time_limit_s": 86400.0, **fields})
+
+
+def test_every_overridable_sbatch_option_reaches_a_wrapper_as_an_input_variable():
+    assert set(SBATCH_INPUT_ENV) == set(RECIPE_OVERRIDABLE_OPTIONS)
+    assert all(v.startswith("SBATCH_") for v in SBATCH_INPUT_ENV.values())
+
+
+def test_a_wrapper_gets_the_recipes_slurm_options_with_the_overrides(wrap_config, store):
+    from bot.services.submit import submit_recipe
+
+    slurm = fake_slurm()
+    wrapped_job(slurm, partition="debug", mem_limit_bytes=400 * 1024**3, time_limit_s=5400.0,
+                qos="high")
+    result = submit_recipe(
+        wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=1.0, actor="U",
+        overrides=["partition=debug", "mem=400G", "time=90", "qos=high", "gres=gpu:2",
+                   "lr=0.5"],
+    )  # fmt: skip
+    call = slurm.runner.calls[0]
+    assert call.argv == ["/opt/site/submit", "--team", "a", "lr=0.5"]
+    assert {k: v for k, v in call.env.items() if k.startswith("SBATCH_")} == {
+        "SBATCH_PARTITION": "debug", "SBATCH_ACCOUNT": "robots", "SBATCH_QOS": "high",
+        "SBATCH_GRES": "gpu:2", "SBATCH_MEM_PER_NODE": "400G", "SBATCH_TIMELIMIT": "90"}
+    assert result.not_applied == ()
+    assert result.overrides == {"partition": "debug", "mem": "400G", "time": "90",
+                                "qos": "high", "gres": "gpu:2", "lr": 0.5}
+    assert slurm.acted("job") == [777]  # the job was asked what it got
+
+
+def test_overrides_a_wrapper_did_not_apply_are_never_reported_as_applied(wrap_config, store):
+    from bot.services.submit import NotApplied, describe_not_applied, submit_recipe
+
+    slurm = fake_slurm()
+    wrapped_job(slurm)  # the wrapper forces its own partition and mem on sbatch's command line
+    result = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=1.0,
+                           actor="U", overrides=["partition=debug", "mem=400G", "lr=0.5"])
+    assert result.not_applied == (NotApplied("partition", "debug", "gpu"),
+                                  NotApplied("mem", "400G", "950G"))
+    assert result.overrides == {"lr": 0.5}
+    [entry] = [e for e in store.audit.recent(10) if e.action == "submit"]
+    assert '"overrides": {"lr": 0.5}' in entry.detail
+    assert '"not_applied": {"mem": {"job_has": "950G", "requested": "400G"}' in entry.detail
+    assert describe_not_applied(result.not_applied) == (
+        "The site's submit command did not apply partition=debug (the job has gpu), "
+        "mem=400G (the job has 950G).")
+
+
+def test_a_wrapper_job_slurm_cannot_show_leaves_the_overrides_unchecked(wrap_config, store):
+    from bot.services.submit import submit_recipe
+
+    slurm = fake_slurm()  # job 777 unknown to Slurm (yet)
+    result = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=1.0,
+                           actor="U", overrides=["mem=400G"])
+    assert (result.job_id, result.not_applied, result.overrides) == ("777", (), {"mem": "400G"})
+    slurm.down = True  # nor when Slurm does not answer: the submit stands
+    again = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=2.0,
+                          actor="U", overrides=["mem=400G"])
+    assert again.job_id == "777" and again.not_applied == ()

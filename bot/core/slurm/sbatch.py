@@ -1,5 +1,6 @@
 """sbatch: `SubmitSpec`, the one list of sbatch keywords trainbot uses, its argv, and the job id
-that `sbatch --parsable` prints."""
+that `sbatch --parsable` prints; for a site submit wrapper, the same options as sbatch's input
+environment variables, and which of them the submitted job did not get."""
 
 from __future__ import annotations
 
@@ -10,16 +11,23 @@ from typing import Any, Literal
 
 from bot.core.slurm.argv import check_option_value
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.values import format_duration, format_slurm_size, parse_sbatch_time
+from bot.core.units import parse_size
 
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Variables that would change how `sbatch` itself runs on the login node, not just the job.
 _ENV_KEYS_FORBIDDEN = re.compile(r"^(SBATCH_|SLURM_|PATH$|LD_|SALLOC_|SRUN_)")
 
 
-def _option(flag: str, *, override: Literal["str", "size"] | None = None) -> Any:
+def _option(flag: str, *, override: Literal["str", "size"] | None = None,
+            input_env: str | None = None) -> Any:
     """A field passed as `flag=value`; `override` is the type a recipe's `key=value` override
-    of it declares (`str`, `size`), None when a recipe override cannot replace it."""
-    return field(default=None, metadata={"sbatch": flag, "override": override})
+    of it declares (`str`, `size`), None when a recipe override cannot replace it;
+    `input_env` is the sbatch input environment variable that sets the same option (every
+    overridable option has one: that is how a site submit wrapper receives it)."""
+    return field(default=None,
+                 metadata={"sbatch": flag, "override": override, "input_env": input_env})
 
 
 @dataclass(frozen=True)
@@ -36,12 +44,12 @@ class SubmitSpec:
     job_name: str
     script_path: str | None = None
     args: tuple[str, ...] = ()
-    partition: str | None = _option("--partition", override="str")
-    account: str | None = _option("--account", override="str")
-    qos: str | None = _option("--qos", override="str")
-    gres: str | None = _option("--gres", override="str")
-    mem: str | None = _option("--mem", override="size")
-    time: str | None = _option("--time", override="str")
+    partition: str | None = _option("--partition", override="str", input_env="SBATCH_PARTITION")
+    account: str | None = _option("--account", override="str", input_env="SBATCH_ACCOUNT")
+    qos: str | None = _option("--qos", override="str", input_env="SBATCH_QOS")
+    gres: str | None = _option("--gres", override="str", input_env="SBATCH_GRES")
+    mem: str | None = _option("--mem", override="size", input_env="SBATCH_MEM_PER_NODE")
+    time: str | None = _option("--time", override="str", input_env="SBATCH_TIMELIMIT")
     output: str | None = _option("--output")
     error: str | None = _option("--error")
     workdir: str | None = _option("--chdir")
@@ -82,6 +90,11 @@ SBATCH_OPTIONS: dict[str, str] = {
 # type the override declares.
 RECIPE_OVERRIDABLE_OPTIONS: dict[str, Literal["str", "size"]] = {
     f.name: f.metadata["override"] for f in fields(SubmitSpec) if f.metadata.get("override")
+}
+# field name -> sbatch's input environment variable for it (`man sbatch`, INPUT ENVIRONMENT
+# VARIABLES; all present in Slurm 22.05).
+SBATCH_INPUT_ENV: dict[str, str] = {
+    f.name: f.metadata["input_env"] for f in fields(SubmitSpec) if f.metadata.get("input_env")
 }
 
 
@@ -149,3 +162,44 @@ def parse_sbatch_output(text: str) -> int:
         if match:
             return int(match[1])
     raise SlurmParseError(f"sbatch --parsable printed no job id: {text.strip()[:200]!r}")
+
+
+def sbatch_input_env(options: Mapping[str, Any]) -> dict[str, str]:
+    """sbatch's input environment variables for `options` (field name -> value; None: unset):
+    how a site submit wrapper that runs sbatch gets a recipe's Slurm options without knowing
+    about them. sbatch reads them as its own options, below its command line (a wrapper's
+    own `--mem` wins) and above the script's `#SBATCH` lines. KeyError for an option that has
+    no input variable."""
+    env = {}
+    for name, value in options.items():
+        if value is not None:
+            variable = SBATCH_INPUT_ENV[name]
+            env[variable] = check_option_value(variable, value)
+    return env
+
+
+def options_not_applied(requested: Mapping[str, Any], job: JobRecord) -> dict[str, str]:
+    """Requested sbatch options (field name -> value as given) the submitted job does not
+    have: name -> the job's own value, as Slurm writes it.
+
+    Compared where the job's record shows the option: partition (one of a list), account
+    and QOS (Slurm lower-cases them), mem (bytes per node), time (whole minutes, as Slurm
+    rounds). gres, and an option whose value the record lacks, cannot be compared and are
+    not reported."""
+    differ: dict[str, str] = {}
+    for name, value in requested.items():
+        text = str(value)
+        if name == "partition" and job.partition:
+            if job.partition not in text.split(",") and job.partition != text:
+                differ[name] = job.partition
+        elif name in ("account", "qos") and getattr(job, name):
+            if getattr(job, name).casefold() != text.casefold():
+                differ[name] = getattr(job, name)
+        elif name == "mem" and job.mem_limit_bytes is not None:
+            if parse_size(text) != job.mem_limit_bytes:
+                differ[name] = format_slurm_size(job.mem_limit_bytes)
+        elif name == "time" and job.time_limit_s is not None:
+            want = parse_sbatch_time(text)
+            if want is not None and want != job.time_limit_s:
+                differ[name] = format_duration(job.time_limit_s)
+    return differ

@@ -56,6 +56,19 @@ def parse_duration(text: str | None) -> float | None:
     return days * 86400 + seconds
 
 
+def parse_sbatch_time(text: str) -> float | None:
+    """Seconds of an sbatch `--time` value, rounded up to whole minutes as Slurm keeps it:
+    a bare number is minutes (`90`), `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S`;
+    `UNLIMITED` / `INFINITE` give None."""
+    value = text.strip()
+    if value.upper() in {"UNLIMITED", "INFINITE"}:
+        return None
+    seconds = float(value) * 60 if value.isdigit() else parse_duration(value)
+    if seconds is None:
+        return None
+    return float(-(-int(seconds) // 60) * 60)
+
+
 def format_duration(seconds: float) -> str:
     """Seconds as Slurm's `[D-]HH:MM:SS` (what `--time` accepts)."""
     total = int(round(seconds))
@@ -64,6 +77,15 @@ def format_duration(seconds: float) -> str:
     minutes, secs = divmod(rest, 60)
     clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
     return f"{days}-{clock}" if days else clock
+
+
+def format_slurm_size(n_bytes: int) -> str:
+    """Bytes as Slurm writes a size, in the largest binary unit that is exact: `950G`,
+    `1536M`; a size below 1 KiB in bytes (`512`)."""
+    for unit, power in (("T", 4), ("G", 3), ("M", 2), ("K", 1)):
+        if n_bytes and n_bytes % 1024**power == 0:
+            return f"{n_bytes // 1024**power}{unit}"
+    return str(n_bytes)
 
 
 def parse_rss(text: str | None) -> int | None:

@@ -1,0 +1,117 @@
+"""A recipe with a site submit wrapper (`submit_command`) on the real dev cluster: its Slurm
+options and `/train submit` overrides reach the sbatch the wrapper runs as sbatch's input
+environment variables, and an override the wrapper overrules itself is reported as not
+applied, with what the job got.
+
+Each test works in its own directory under the test user's home with a unique job name; every
+job it starts is cancelled afterwards.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.config import Config
+from bot.config.dev_cluster import dev_cluster_config_data
+from bot.services.clusters import ClusterSessions
+from bot.services.submit import NotApplied, submit_recipe
+from bot.store import Store
+
+pytestmark = pytest.mark.integration
+
+ACCOUNT = "team-b"  # not the test user's default account (root)
+
+JOB_SCRIPT = """#!/bin/sh
+sleep 120
+"""
+
+# Site wrappers: one submits the job script as it is (the options come from sbatch's
+# environment), one also forces its own --mem on sbatch's command line.
+PLAIN_WRAPPER = """#!/bin/sh
+exec sbatch --parsable --job-name="$TRAINBOT_JOB_NAME" --output=/dev/null "{script}"
+"""
+FORCING_WRAPPER = """#!/bin/sh
+exec sbatch --parsable --job-name="$TRAINBOT_JOB_NAME" --output=/dev/null --mem=200M "{script}"
+"""
+
+
+@dataclass
+class Env:
+    cluster: Any
+    config: Config
+    sessions: ClusterSessions
+    store: Store
+    tag: str
+
+    def scontrol(self, job_id: str) -> dict[str, str]:
+        """`scontrol show job` as key=value pairs (independent of trainbot's parsers)."""
+        proc = self.cluster.ssh(["scontrol", "show", "job", "--oneliner", job_id])
+        assert proc.returncode == 0, proc.stderr
+        return dict(word.split("=", 1) for word in proc.stdout.split() if "=" in word)
+
+
+def write(cluster: Any, path: str, text: str, mode: str) -> None:
+    proc = cluster.ssh(["sh", "-c", 'cat > "$1" && chmod "$2" "$1"', "sh", path, mode],
+                       input=text)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.fixture
+def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
+    tag = uuid.uuid4().hex[:10]
+    work = posixpath.join(dev_cluster.home, f"wrapper-{tag}")
+    assert dev_cluster.ssh(["mkdir", "-p", work]).returncode == 0
+    write(dev_cluster, f"{work}/job.sh", JOB_SCRIPT, "755")
+    for name, text in (("plain", PLAIN_WRAPPER), ("forcing", FORCING_WRAPPER)):
+        write(dev_cluster, f"{work}/{name}.sh", text.format(script=f"{work}/job.sh"), "755")
+    connection = {k: getattr(dev_cluster, k) for k in
+                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
+    overridable = {"account": "str", "mem": "size", "time": "str"}
+    recipes = {
+        name: {"submit_command": [f"{work}/{name}.sh"], "job_name": f"{name}-{tag}",
+               "workdir": work, "time": "10", "overridable": overridable}
+        for name in ("plain", "forcing")
+    }  # fmt: skip
+    config = Config.model_validate(dev_cluster_config_data(
+        connection, store_url=f"sqlite:///{tmp_path / 'state.db'}", recipes=recipes))
+    store = Store.open(config.store.url)
+    sessions = ClusterSessions(config)
+    try:
+        yield Env(dev_cluster, config, sessions, store, tag)
+    finally:
+        for name in ("plain", "forcing"):
+            dev_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
+        sessions.close()
+        store.close()
+        dev_cluster.ssh(["rm", "-rf", work])
+
+
+def submit(env: Env, recipe: str, overrides: list[str]) -> Any:
+    return submit_recipe(env.config, recipe, overrides=overrides,
+                         slurm=env.sessions.slurm("dev"), sftp=None, store=env.store,
+                         now=1.0, actor="U0ALICE")
+
+
+def test_overrides_reach_the_sbatch_a_wrapper_runs(env: Env) -> None:
+    result = submit(env, "plain", [f"account={ACCOUNT}", "mem=100M", "time=5"])
+    job = env.scontrol(result.job_id)
+    assert (job["Account"], job["MinMemoryNode"], job["TimeLimit"]) == (ACCOUNT, "100M",
+                                                                         "00:05:00")
+    assert job["Partition"] == env.config.recipe("plain").partition  # the recipe's own option
+    assert result.not_applied == ()
+    assert result.overrides == {"account": ACCOUNT, "mem": "100M", "time": "5"}
+
+
+def test_an_override_the_wrapper_overrules_is_reported_not_applied(env: Env) -> None:
+    result = submit(env, "forcing", [f"account={ACCOUNT}", "mem=100M"])
+    job = env.scontrol(result.job_id)
+    assert (job["Account"], job["MinMemoryNode"]) == (ACCOUNT, "200M")
+    assert result.not_applied == (NotApplied("mem", "100M", "200M"),)
+    assert result.overrides == {"account": ACCOUNT}
