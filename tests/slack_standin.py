@@ -3,7 +3,8 @@
 Modelled on bolt-python's tests/mock_web_api_server, but it *validates* like Slack: bad token,
 Block Kit limits, unknown thread_ts / message ts, the three-step files_upload_v2 flow (the
 upload URL it hands out points at itself). It records every request for assertions and can be
-told to answer 429 (with Retry-After) or 5xx for the next K calls of a method.
+told to answer 429 (with Retry-After) or 5xx for the next K calls of a method, or to read a
+call and close the connection without answering (`drop_next`: the fate a client cannot know).
 
     with SlackStandIn() as slack:
         client = WebClient(token=slack.token, base_url=slack.api_url)
@@ -46,7 +47,8 @@ _CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 
 @dataclass
 class Recorded:
-    """One request the stand-in received and what it answered."""
+    """One request the stand-in received and what it answered (`status` 0: no answer, the
+    connection was closed; `response` then holds what it would have answered)."""
 
     method: str
     params: dict[str, Any]  # query string + form body (+ JSON body keys), merged
@@ -63,6 +65,7 @@ class _Fault:
     remaining: int
     retry_after: int | None
     after_processing: bool
+    drop: bool = False  # close the connection instead of answering
 
 
 def validate_blocks(blocks: Any) -> list[str]:
@@ -268,6 +271,17 @@ class SlackStandIn:
         with self._lock:
             self._faults.setdefault(method, []).append(
                 _Fault(status, count, retry_after, after_processing)
+            )
+
+    def drop_next(self, method: str, *, count: int = 1, processed: bool = True) -> None:
+        """Read the next `count` calls of `method` whole, then close the connection without
+        answering. `processed=True` performs the call first (the message IS posted, the file
+        IS shared): a request that reached Slack but whose answer was lost. `processed=False`
+        drops it unperformed. `method` "upload" is the upload URL of step 2 of a file upload.
+        """
+        with self._lock:
+            self._faults.setdefault(method, []).append(
+                _Fault(0, count, None, processed, drop=True)
             )
 
     def calls(self, method: str) -> list[Recorded]:
@@ -548,6 +562,9 @@ class _Handler(BaseHTTPRequestHandler):
                         status, text = fault.status, "injected failure after upload"
                 s.requests.append(Recorded("upload", {"file_id": file_id}, None, status,
                                            {"ok": status == 200, "text": text}, headers, body))
+            if status == 0:  # read whole, maybe stored, never answered
+                self.close_connection = True
+                return
             self._send(status, text.encode(), "text/plain", {})
             return
         if not parsed.path.startswith("/api/"):
@@ -577,6 +594,10 @@ class _Handler(BaseHTTPRequestHandler):
                 response: dict[str, Any] = {"ok": False, "error": "not_authed"}
             elif token != s.token:
                 response = {"ok": False, "error": "invalid_auth"}
+            elif fault is not None and fault.drop:
+                status = 0
+                response = (s.handle(method, params) if fault.after_processing
+                            else {"ok": False, "error": "dropped"})
             elif fault is not None and not fault.after_processing:
                 status, response = fault.status, {"ok": False, "error": "injected"}
             else:
@@ -587,5 +608,8 @@ class _Handler(BaseHTTPRequestHandler):
                 response = {"ok": False, "error": "ratelimited"}
                 extra["Retry-After"] = str(fault.retry_after)
             s.requests.append(Recorded(method, params, json_body, status, response, headers, body))
+        if status == 0:  # read whole, maybe performed, never answered
+            self.close_connection = True
+            return
         self._send(status, json.dumps(response).encode(), "application/json; charset=utf-8",
                    extra)
