@@ -1,20 +1,27 @@
 """Outbound Slack: one thread per run chain, root updated in place, replies and charts in it.
 
-Idempotency (a retry or a restart never posts twice and never loses a post):
+Posts at most once, and none is lost while Slack can be asked:
 - every post has a key; the store gets an *intent* row before Slack is called and the ts
   after. A key already `posted` is never sent again.
 - every `chat.postMessage` carries the key in message `metadata`
-  (`event_type="trainbot_post"`). Before re-sending a key that has an intent but no ts (a
-  restart after a crash, or a 5xx/connection error where Slack may have posted anyway), the
-  poster *reconciles*: it looks the key up in the thread (`conversations.replies`) or the
-  channel's latest 100 messages (`conversations.history`) and records the ts it finds.
-- Charts are reconciled by file title within the thread (files carry no metadata).
-- Accepted residual risk (at-least-once): if the lookup itself is refused (no
-  `channels:history`/`groups:history` scope) or the lost root message is older than the
-  channel's latest 100, the post is sent again and a warning is logged.
+  (`event_type="trainbot_post"`). A post whose fate is unknown (an intent left by a crash, a
+  5xx, a connection dropped after the request was sent) is *reconciled* before anything is
+  sent: the poster looks the key up in the thread (`conversations.replies`) or the channel's
+  latest 100 messages (`conversations.history`), records the ts it finds, and sends again only
+  when Slack does not have it. While the lookup fails, nothing is sent (`SlackPostError`; the
+  intent stays, and the next call looks it up first).
+- A chart is a three-step upload (`files.getUploadURLExternal`, the bytes to the upload URL,
+  `files.completeUploadExternal`); only the completion makes it appear. Steps 1-2 are re-done
+  freely; the file id is stored on the intent *before* the completion, which is reconciled
+  by that file id in the thread and re-sent, if Slack does not have it, for the same file id:
+  never a second upload of the same chart. (Intents stored before file ids were recorded are
+  looked up by the file's title.)
+- `chat.update` (the root, same content) is idempotent: the client re-sends it by itself.
+- Residual risk: a lost root post older than the channel's latest 100 messages is not found
+  by the lookup and is posted again.
 
-429s are waited out by the client's `RetryAfterHandler`; 5xx of idempotent methods are retried
-with backoff by `ServerErrorBackoffHandler` (see bot/slack/retry.py, `make_client`).
+What the client re-sends by itself (429s, 5xx and dropped connections of idempotent methods)
+is decided in bot/slack/retry.py (`make_client`).
 """
 
 from __future__ import annotations
@@ -24,15 +31,17 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from http.client import HTTPException
+from typing import Any, Literal, Protocol
 from urllib.error import HTTPError, URLError
+from urllib.request import Request, urlopen
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
-from bot.slack.retry import Sleep, backoff_delay
+from bot.slack.retry import Sleep, backoff_delay, request_not_sent
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +92,10 @@ def payload_hash(blocks: list[dict], text: str) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-def _describe(exc: SlackApiError) -> tuple[str, str]:
+def _explain(exc: Exception) -> tuple[str, str]:
+    """(error code, what went wrong and the fix) of a failed call."""
+    if not isinstance(exc, SlackApiError):
+        return type(exc).__name__, str(exc)
     resp = exc.response
     data = resp.data if isinstance(resp.data, dict) else {}
     error = str(data.get("error") or f"HTTP {resp.status_code}")
@@ -93,12 +105,34 @@ def _describe(exc: SlackApiError) -> tuple[str, str]:
     return error, text
 
 
-def _transient(exc: Exception) -> bool:
+# What a failed Slack call can raise: the API's answer, or the connection's failure.
+CALL_ERRORS = (SlackApiError, SlackRequestError, URLError, OSError, HTTPException)
+# completeUploadExternal errors that mean the uploaded file is gone: upload it again.
+_FILE_GONE = frozenset({"file_not_found", "file_upload_not_complete"})
+
+Fate = Literal["refused", "not_sent", "unknown"]
+
+
+def call_fate(exc: Exception) -> Fate:
+    """What a failed call did: `refused` (Slack answered no; sending again is pointless),
+    `not_sent` (Slack did not act: a 429, a connection never made) or `unknown` (a 5xx, or
+    the connection dropped once the request was out: Slack may have performed it)."""
     if isinstance(exc, SlackApiError):
-        return exc.response.status_code >= 500
-    if isinstance(exc, HTTPError):  # the upload POST of files_upload_v2 (no SDK retry)
-        return exc.code >= 500 or exc.code == 429
-    return isinstance(exc, URLError | ConnectionError | TimeoutError | SlackRequestError)
+        status = exc.response.status_code
+        if status == 429:
+            return "not_sent"
+        return "unknown" if status >= 500 else "refused"
+    if isinstance(exc, HTTPError):  # the upload URL of step 2
+        return "unknown" if exc.code >= 500 or exc.code == 429 else "refused"
+    if isinstance(exc, SlackRequestError):  # the SDK refused the arguments
+        return "refused"
+    return "not_sent" if request_not_sent(exc) else "unknown"
+
+
+def _api_error(exc: Exception) -> str | None:
+    if isinstance(exc, SlackApiError) and isinstance(exc.response.data, dict):
+        return exc.response.data.get("error")
+    return None
 
 
 class SlackPoster:
@@ -157,36 +191,62 @@ class SlackPoster:
     def upload_chart(
         self, chain_id: int, key: str, png_bytes: bytes, filename: str, title: str
     ) -> str:
-        """Upload a PNG (once) into the chain's thread with files_upload_v2; returns file id."""
+        """Share a PNG (once) in the chain's thread; returns the file id."""
         root = self._root(chain_id)
+        channel, thread_ts = root.channel, root.ts
         existing = self.store.slack_posts.get(key)
         if existing is not None and existing.posted:
             return existing.ts
-        if existing is not None:
-            found = self._find_file(root.channel, root.ts, title)
-            if found:
-                return self._record_posted(key, found, root.ts)
-        else:
-            self.store.slack_posts.record_intent(key, channel=root.channel, kind="chart",
-                                                 chain_id=chain_id, thread_ts=root.ts,
+        if existing is None:
+            self.store.slack_posts.record_intent(key, channel=channel, kind="chart",
+                                                 chain_id=chain_id, thread_ts=thread_ts,
                                                  now=self.clock())
+        file_id = existing.ts if existing is not None else None  # completion asked for it
+        unknown = existing is not None
+        last: Exception | None = None
         for attempt in range(self.max_attempts):
-            try:
-                resp = self.client.files_upload_v2(
-                    channel=root.channel, thread_ts=root.ts, content=png_bytes,
-                    filename=filename, title=title,
-                )
-                file_id = resp["file"]["id"]
-                return self._record_posted(key, file_id, root.ts)
-            except (SlackApiError, SlackRequestError, URLError, OSError) as exc:
-                if not _transient(exc) or attempt == self.max_attempts - 1:
-                    raise self._error("files_upload_v2", key, root.channel, exc) from exc
-                log.warning("chart upload %s failed (%s); retrying", key, exc)
-                self.sleep(backoff_delay(attempt, self.backoff_s))
-                found = self._find_file(root.channel, root.ts, title)
+            if attempt:
+                self.sleep(backoff_delay(attempt - 1, self.backoff_s))
+            if unknown:
+                try:
+                    found = self._find_file(channel, thread_ts, file_id, title)
+                except CALL_ERRORS as exc:
+                    last = self._lookup_failed("files.completeUploadExternal", key, channel,
+                                               exc)
+                    continue
                 if found:
-                    return self._record_posted(key, found, root.ts)
-        raise AssertionError("unreachable")  # pragma: no cover
+                    return self._record_posted(key, found, thread_ts)
+                unknown = False
+            if file_id is None:
+                try:
+                    file_id = self._upload_bytes(png_bytes, filename)
+                except CALL_ERRORS as exc:  # nothing is visible before the completion
+                    if call_fate(exc) == "refused" or attempt == self.max_attempts - 1:
+                        raise self._error("files upload", key, channel, exc) from exc
+                    log.warning("chart upload %s failed (%s); uploading again", key, exc)
+                    last = exc
+                    continue
+                self.store.slack_posts.record_file(key, file_id, now=self.clock())
+            try:
+                self.client.files_completeUploadExternal(
+                    files=[{"id": file_id, "title": title}], channel_id=channel,
+                    thread_ts=thread_ts)
+            except CALL_ERRORS as exc:
+                fate = call_fate(exc)
+                if _api_error(exc) in _FILE_GONE:
+                    file_id = None
+                    self.store.slack_posts.record_file(key, None, now=self.clock())
+                elif fate == "refused":
+                    raise self._error("files.completeUploadExternal", key, channel,
+                                      exc) from exc
+                unknown = fate == "unknown"
+                log.warning("chart %s: completion failed (%s)%s", key, exc,
+                            "; looking it up before completing again" if unknown else "")
+                last = exc
+                continue
+            return self._record_posted(key, file_id, thread_ts)
+        assert last is not None
+        raise self._gave_up("files.completeUploadExternal", key, channel, last, unknown=unknown)
 
     # --- internals --------------------------------------------------------------------------
 
@@ -218,74 +278,111 @@ class SlackPoster:
         existing = self.store.slack_posts.get(key)
         if existing is not None and existing.posted:
             return existing.ts
-        if existing is not None:  # intent without ts: a crash or an error after sending
-            found = self._find_message(channel, thread_ts, key)
-            if found:
-                return self._record_posted(key, found, thread_ts)
-        else:
+        if existing is None:
             self.store.slack_posts.record_intent(
                 key, channel=channel, kind=kind, chain_id=chain_id, thread_ts=thread_ts,
                 payload_hash=payload_hash(blocks, text), now=self.clock(),
             )
-        metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": key}}
+        kwargs: dict[str, Any] = {
+            "channel": channel, "text": text, "blocks": blocks,
+            "metadata": {"event_type": METADATA_EVENT, "event_payload": {"key": key}},
+        }
+        if thread_ts is not None:
+            kwargs["thread_ts"] = thread_ts
+        unknown = existing is not None  # an intent left over: maybe posted already
+        last: Exception | None = None
         for attempt in range(self.max_attempts):
-            try:
-                kwargs: dict[str, Any] = {"channel": channel, "text": text, "blocks": blocks,
-                                          "metadata": metadata}
-                if thread_ts is not None:
-                    kwargs["thread_ts"] = thread_ts
-                resp = self.client.chat_postMessage(**kwargs)
-                crashpoint("slack_accepted", key)  # crash-safety test hook (no-op in production)
-                return self._record_posted(key, resp["ts"], thread_ts)
-            except (SlackApiError, SlackRequestError, URLError, OSError) as exc:
-                if not _transient(exc) or attempt == self.max_attempts - 1:
-                    raise self._error("chat.postMessage", key, channel, exc) from exc
-                log.warning("post %s failed (%s); reconciling before retry", key, exc)
-                self.sleep(backoff_delay(attempt, self.backoff_s))
-                found = self._find_message(channel, thread_ts, key)
+            if attempt:
+                self.sleep(backoff_delay(attempt - 1, self.backoff_s))
+            if unknown:
+                try:
+                    found = self._find_message(channel, thread_ts, key)
+                except CALL_ERRORS as exc:
+                    last = self._lookup_failed("chat.postMessage", key, channel, exc)
+                    continue
                 if found:
                     return self._record_posted(key, found, thread_ts)
-        raise AssertionError("unreachable")  # pragma: no cover
+                unknown = False
+            try:
+                resp = self.client.chat_postMessage(**kwargs)
+            except CALL_ERRORS as exc:
+                fate = call_fate(exc)
+                if fate == "refused":
+                    raise self._error("chat.postMessage", key, channel, exc) from exc
+                unknown = fate == "unknown"
+                log.warning("post %s failed (%s)%s", key, exc,
+                            "; looking it up before sending again" if unknown else "")
+                last = exc
+                continue
+            crashpoint("slack_accepted", key)  # crash-safety test hook (no-op in production)
+            return self._record_posted(key, resp["ts"], thread_ts)
+        assert last is not None
+        raise self._gave_up("chat.postMessage", key, channel, last, unknown=unknown)
 
-    def _history(self, channel: str, thread_ts: str | None) -> list[dict] | None:
-        try:
-            if thread_ts is not None:
-                resp = self.client.conversations_replies(
-                    channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
-            else:
-                resp = self.client.conversations_history(
-                    channel=channel, include_all_metadata=True, limit=100)
-        except (SlackApiError, SlackRequestError, URLError, OSError) as exc:
-            log.warning("cannot look up earlier posts in %s (%s): a retry may duplicate a "
-                        "message", channel, exc)
-            return None
+    def _upload_bytes(self, png_bytes: bytes, filename: str) -> str:
+        """Steps 1-2 of a file upload (invisible until completed); returns the file id."""
+        step1 = self.client.files_getUploadURLExternal(filename=filename,
+                                                       length=len(png_bytes))
+        request = Request(step1["upload_url"], data=png_bytes, method="POST")
+        with urlopen(request, timeout=self.client.timeout,  # noqa: S310 - Slack's upload URL
+                     context=self.client.ssl) as resp:
+            resp.read()
+        return str(step1["file_id"])
+
+    def _history(self, channel: str, thread_ts: str | None) -> list[dict]:
+        """The thread's messages, or the channel's latest 100 (raises CALL_ERRORS)."""
+        if thread_ts is not None:
+            resp = self.client.conversations_replies(
+                channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
+        else:
+            resp = self.client.conversations_history(
+                channel=channel, include_all_metadata=True, limit=100)
         return list(resp.get("messages") or [])
 
     def _find_message(self, channel: str, thread_ts: str | None, key: str) -> str | None:
-        for msg in self._history(channel, thread_ts) or []:
+        for msg in self._history(channel, thread_ts):
             meta = msg.get("metadata") or {}
             if meta.get("event_type") == METADATA_EVENT and \
                     (meta.get("event_payload") or {}).get("key") == key:
                 return msg["ts"]
         return None
 
-    def _find_file(self, channel: str, thread_ts: str, title: str) -> str | None:
-        for msg in self._history(channel, thread_ts) or []:
+    def _find_file(self, channel: str, thread_ts: str, file_id: str | None,
+                   title: str) -> str | None:
+        """The file shared in the thread: by its id, or by title when no id was recorded."""
+        for msg in self._history(channel, thread_ts):
             for f in msg.get("files") or []:
-                if f.get("title") == title:
+                if (f.get("id") == file_id) if file_id else (f.get("title") == title):
                     return f["id"]
         return None
+
+    def _lookup_failed(self, method: str, key: str, channel: str, exc: Exception) -> Exception:
+        """A reconciling lookup failed: raise if Slack refused it, else return it to retry."""
+        if call_fate(exc) == "refused":
+            raise self._gave_up(method, key, channel, exc, unknown=True) from exc
+        log.warning("cannot look up %s in %s yet (%s); not sending it again meanwhile",
+                    key, channel, exc)
+        return exc
 
     def _call(self, method: str, key: str, channel: str, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
-        except (SlackApiError, SlackRequestError, URLError, OSError) as exc:
+        except CALL_ERRORS as exc:
             raise self._error(method, key, channel, exc) from exc
 
+    def _gave_up(self, method: str, key: str, channel: str, exc: Exception, *,
+                 unknown: bool) -> SlackPostError:
+        """The error after the last attempt; `unknown`: Slack may have performed the call."""
+        if not unknown:
+            return self._error(method, key, channel, exc)
+        error, text = _explain(exc)
+        return SlackPostError(
+            f"Slack {method} for {key!r} in {channel}: Slack may have it already and it cannot "
+            f"be looked up ({text}), so it is not sent again; the next attempt looks it up "
+            "first (the lookup needs the channels:history and groups:history scopes)",
+            error=error)
+
     def _error(self, method: str, key: str, channel: str, exc: Exception) -> SlackPostError:
-        if isinstance(exc, SlackApiError):
-            error, text = _describe(exc)
-        else:
-            error, text = type(exc).__name__, str(exc)
+        error, text = _explain(exc)
         return SlackPostError(f"Slack {method} failed for {key!r} in {channel}: {text}",
                               error=error)

@@ -1,16 +1,25 @@
-"""Retry handlers for slack_sdk's WebClient: wait `Retry-After` on 429, back off on 5xx.
+"""Retry handlers for slack_sdk's WebClient: which failed calls the client may send again.
 
-python-slack-sdk retries only connection errors by default. These subclass its
-`slack_sdk.http_retry` handlers so the wait is injectable (tests count waits instead of
-sleeping) and so `chat.postMessage` is never re-sent blindly after a 5xx: Slack may have
-posted it already, so `SlackPoster` reconciles (looks the message up by its key) first.
+A call is re-sent by the client only when that cannot perform it twice:
+- 429: Slack did not process the request: every method is re-sent after `Retry-After`.
+- 5xx or a dropped connection (the request may have reached Slack, the answer did not come
+  back): re-sent with backoff only for idempotent methods. `chat.update` with the same
+  content, reads and `files.getUploadURLExternal` (an upload nobody can see yet) are.
+  The methods in `NON_IDEMPOTENT`, which make a message or a file appear, are not: their fate
+  is unknown, and `SlackPoster` reconciles them by their key (looks the post up in Slack)
+  and sends again only what Slack does not have (see bot/slack/poster.py).
+- A connection that was never made (refused, host not found) carried no request: every
+  method is re-sent (`request_not_sent`).
+Waits go through an injectable `sleep` (tests count waits instead of sleeping).
 """
 
 from __future__ import annotations
 
 import random
+import socket
 import time
 from collections.abc import Callable, Iterable
+from urllib.error import URLError
 
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import (
@@ -24,12 +33,69 @@ from slack_sdk.http_retry.state import RetryState
 
 Sleep = Callable[[float], None]
 
-# Methods whose 5xx the SDK must not retry by itself (not idempotent: the poster reconciles).
-NON_IDEMPOTENT = frozenset({"chat.postMessage"})
+# Methods the client never re-sends after a 5xx or a dropped connection: each sending may
+# make one more message or file appear. The poster reconciles them instead.
+NON_IDEMPOTENT = frozenset({"chat.postMessage", "files.completeUploadExternal"})
 
 
 def _method_of(request: HttpRequest) -> str:
     return request.url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+
+
+def request_not_sent(error: BaseException) -> bool:
+    """True when `error` proves no byte of the request reached Slack: the connection was
+    refused or the host name did not resolve. Anything else (reset, closed without an
+    answer, timeout) may have happened after Slack received the whole request."""
+    reason = error.reason if isinstance(error, URLError) else error
+    return isinstance(reason, ConnectionRefusedError | socket.gaierror)
+
+
+class _Backoff:
+    """Waits `backoff_delay` before the next attempt (the handlers below share it)."""
+
+    sleep: Sleep
+    backoff_s: float
+    waits: list[float]
+
+    def prepare_for_next_attempt(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
+        state.next_attempt_requested = True
+        wait = backoff_delay(state.current_attempt, self.backoff_s)
+        self.waits.append(wait)
+        self.sleep(wait)
+        state.increment_current_attempt()
+
+
+class ConnectionDropHandler(_Backoff, ConnectionErrorRetryHandler):
+    """A connection error: re-send idempotent methods with backoff; a method in
+    `skip_methods` only when the request was never sent (`request_not_sent`)."""
+
+    def __init__(self, max_retry_count: int = 2, *, sleep: Sleep = time.sleep,
+                 backoff_s: float = 0.5, skip_methods: Iterable[str] = NON_IDEMPOTENT):
+        super().__init__(max_retry_count=max_retry_count)
+        self.sleep = sleep
+        self.backoff_s = backoff_s
+        self.skip_methods = frozenset(skip_methods)
+        self.waits: list[float] = []
+
+    def _can_retry(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        if not super()._can_retry(state=state, request=request, response=response, error=error):
+            return False
+        return _method_of(request) not in self.skip_methods or (
+            error is not None and request_not_sent(error))
 
 
 class RetryAfterHandler(RateLimitErrorRetryHandler):
@@ -71,9 +137,9 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
         state.increment_current_attempt()
 
 
-class ServerErrorBackoffHandler(ServerErrorRetryHandler):
-    """5xx: exponential backoff with jitter (0.5 s, 1 s, 2 s …), except for non-idempotent
-    methods, which are left to the caller's reconcile-then-retry."""
+class ServerErrorBackoffHandler(_Backoff, ServerErrorRetryHandler):
+    """5xx: exponential backoff with jitter (0.5 s, 1 s, 2 s …), except for the methods in
+    `skip_methods`: Slack may have performed them, the caller reconciles."""
 
     def __init__(self, max_retry_count: int = 3, *, sleep: Sleep = time.sleep,
                  backoff_s: float = 0.5, skip_methods: Iterable[str] = NON_IDEMPOTENT):
@@ -95,20 +161,6 @@ class ServerErrorBackoffHandler(ServerErrorRetryHandler):
             return False
         return _method_of(request) not in self.skip_methods
 
-    def prepare_for_next_attempt(
-        self,
-        *,
-        state: RetryState,
-        request: HttpRequest,
-        response: HttpResponse | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        state.next_attempt_requested = True
-        wait = backoff_delay(state.current_attempt, self.backoff_s)
-        self.waits.append(wait)
-        self.sleep(wait)
-        state.increment_current_attempt()
-
 
 def backoff_delay(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
     """Exponential backoff with up to 25 % jitter: base·2^attempt, capped."""
@@ -126,9 +178,10 @@ def make_client(
     backoff_s: float = 0.5,
     timeout: int = 30,
 ) -> WebClient:
-    """A WebClient that waits out 429s and backs off on 5xx (see module docstring)."""
+    """A WebClient that waits out 429s and re-sends after 5xx or a dropped connection only
+    what cannot be performed twice (see the module docstring)."""
     handlers = [
-        ConnectionErrorRetryHandler(max_retry_count=2),
+        ConnectionDropHandler(2, sleep=sleep, backoff_s=backoff_s),
         RetryAfterHandler(rate_limit_retries, sleep=sleep),
         ServerErrorBackoffHandler(server_error_retries, sleep=sleep, backoff_s=backoff_s),
     ]

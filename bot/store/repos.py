@@ -148,7 +148,9 @@ class ClaimResult:
 
 @dataclass(frozen=True)
 class SlackPost:
-    """A Slack message trainbot intends to post or has posted, by idempotency key."""
+    """A Slack message trainbot intends to post or has posted, by idempotency key. `ts` is
+    Slack's ts (a chart's file id); on a chart's intent, the uploaded file whose completion
+    was asked for (`SlackPostsRepo.record_file`)."""
 
     key: str
     chain_id: int | None
@@ -753,6 +755,18 @@ class SlackPostsRepo(_Repo):
         post = self.get(key)
         assert post is not None
         return post
+
+    def record_file(self, key: str, file_id: str | None, *, now: float | None = None) -> None:
+        """Remember, before completing it, which uploaded file the chart intent `key` shares
+        (None: that upload is gone, start a new one)."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.slack_posts)
+                .where(t.slack_posts.c.key == key, t.slack_posts.c.state == "intent")
+                .values(ts=file_id, updated_at=_wall(now))
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no Slack post intent {key!r}; call record_intent first")
 
     def record_updated(self, key: str, *, payload_hash: str, now: float | None = None) -> None:
         """Remember the hash of the content last sent with chat.update."""

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import socket
+from http.client import RemoteDisconnected
+from urllib.error import HTTPError, URLError
+
 import pytest
 from conftest import CHANNEL
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web import SlackResponse
 from slack_standin import SlackStandIn
 
-from bot.slack.poster import SlackPoster, SlackPostError
+from bot.slack.poster import SlackPoster, SlackPostError, call_fate, root_key
 from bot.slack.retry import make_client
 
 
@@ -133,3 +139,151 @@ def test_rejected_blocks_surface_slack_error(slack, poster, store):
 def test_reply_before_root_is_refused(poster, store):
     with pytest.raises(SlackPostError, match="post_root first"):
         poster.post_reply(open_chain(store), "k", section("x"), "x")
+
+
+# --- dropped connections: the request reached Slack, the answer did not come back ------------
+
+def thread_messages(slack: SlackStandIn, root_ts: str) -> list[dict]:
+    return [r for r in slack.replies(CHANNEL, root_ts) if "files" not in r]
+
+
+def thread_files(slack: SlackStandIn, root_ts: str) -> list[str]:
+    return [f["id"] for r in slack.replies(CHANNEL, root_ts) for f in r.get("files", [])]
+
+
+def test_a_post_whose_answer_is_lost_is_posted_once(slack, poster, store):
+    chain = open_chain(store)
+    slack.drop_next("chat.postMessage")  # Slack posts the root; the answer is lost
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("chat.postMessage", count=3)  # as many as the client could send
+    ts = poster.post_reply(chain, "incident:88154", section("NCCL timeout"), "NCCL timeout")
+
+    assert [m["ts"] for m in slack.root_messages(CHANNEL)] == [root_ts]
+    assert [m["ts"] for m in thread_messages(slack, root_ts)] == [ts]
+    assert len(slack.calls("chat.postMessage")) == 2  # never re-sent: reconciled by its key
+    assert store.slack_posts.get("incident:88154").ts == ts
+    assert store.chains.get(chain).thread_ts == root_ts
+
+
+def test_a_post_lost_before_slack_performed_it_is_sent_again(slack, poster, store):
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("chat.postMessage", processed=False)
+    ts = poster.post_reply(chain, "incident:1", section("incident"), "incident")
+    assert [m["ts"] for m in thread_messages(slack, root_ts)] == [ts]
+    assert [c.status for c in slack.calls("chat.postMessage")] == [200, 0, 200]
+    assert len(slack.calls("conversations.replies")) == 1  # looked it up before re-sending
+
+
+def test_a_post_of_unknown_fate_is_not_resent_while_it_cannot_be_looked_up(slack, poster, store):
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("chat.postMessage")
+    slack.fail_next("conversations.replies", status=403)  # e.g. the history scope is missing
+    with pytest.raises(SlackPostError, match="not sent again"):
+        poster.post_reply(chain, "incident:1", section("incident"), "incident")
+    assert len(thread_messages(slack, root_ts)) == 1
+    assert store.slack_posts.get("incident:1").state == "intent"
+    # The next attempt (a later tick, a restart) reconciles first and finds it.
+    ts = poster.post_reply(chain, "incident:1", section("incident"), "incident")
+    assert [m["ts"] for m in thread_messages(slack, root_ts)] == [ts]
+    assert len(slack.calls("chat.postMessage")) == 2
+
+
+def test_a_chart_whose_completion_answer_is_lost_is_shared_once(slack, poster, store):
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("files.completeUploadExternal", count=3)
+    file_id = poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    assert thread_files(slack, root_ts) == [file_id]
+    assert len(slack.calls("files.completeUploadExternal")) == 1
+    assert len(slack.calls("files.getUploadURLExternal")) == 1
+    assert store.slack_posts.get("chart:rss").ts == file_id
+
+
+def test_a_chart_completion_lost_unperformed_completes_the_same_file(slack, poster, store):
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("files.completeUploadExternal", processed=False)
+    file_id = poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    assert thread_files(slack, root_ts) == [file_id]
+    # Looked up, then completed again with the same file id: never a second upload.
+    assert [c.status for c in slack.calls("files.completeUploadExternal")] == [0, 200]
+    assert len(slack.calls("files.getUploadURLExternal")) == 1
+    assert len(slack.calls("upload")) == 1
+
+
+def test_a_lost_upload_of_the_bytes_starts_a_new_upload(slack, poster, store):
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("upload", processed=False)  # nothing is visible before the completion
+    file_id = poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    assert thread_files(slack, root_ts) == [file_id]
+    assert len(slack.ok_calls("files.completeUploadExternal")) == 1
+
+
+def test_restart_after_a_completion_whose_fate_was_never_recorded(
+    slack, slack_client, store, fake_sleep, monkeypatch
+):
+    chain = open_chain(store)
+    first = SlackPoster(slack_client, store, sleep=fake_sleep)
+    root_ts = first.post_root(chain, CHANNEL, section("root"), "root")
+    with monkeypatch.context() as m:
+        m.setattr(store.slack_posts, "record_posted",
+                  lambda *a, **k: (_ for _ in ()).throw(RuntimeError("process killed")))
+        with pytest.raises(RuntimeError):
+            first.upload_chart(chain, "chart:rss", b"png", "rss.png", "RSS")
+    [file_id] = thread_files(slack, root_ts)
+    assert store.slack_posts.get("chart:rss").state == "intent"
+
+    restarted = SlackPoster(slack_client, store, sleep=fake_sleep)
+    assert restarted.upload_chart(chain, "chart:rss", b"png", "rss.png", "RSS") == file_id
+    assert thread_files(slack, root_ts) == [file_id]
+    assert len(slack.calls("files.getUploadURLExternal")) == 1
+
+
+def test_an_update_whose_answer_is_lost_is_sent_again(slack, poster, store, fake_sleep):
+    chain = open_chain(store)
+    poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.drop_next("chat.update")  # chat.update with the same content is idempotent
+    poster.update_root(chain, section("root v2"), "root v2")
+    assert slack.root_messages(CHANNEL)[0]["text"] == "root v2"
+    assert [c.status for c in slack.calls("chat.update")] == [0, 200]
+    assert fake_sleep.waits  # the wait went through the injected sleep
+
+
+def api_error(status: int, error: str) -> SlackApiError:
+    resp = SlackResponse(client=None, http_verb="POST", api_url="chat.postMessage", req_args={},
+                         data={"ok": False, "error": error}, headers={}, status_code=status)
+    return SlackApiError(error, resp)
+
+
+@pytest.mark.parametrize(("exc", "fate"), [
+    (RemoteDisconnected("Remote end closed connection without response"), "unknown"),
+    (ConnectionResetError(104, "reset"), "unknown"),
+    (TimeoutError("timed out"), "unknown"),
+    (URLError(TimeoutError("timed out")), "unknown"),
+    (api_error(503, "service_unavailable"), "unknown"),
+    (URLError(ConnectionRefusedError(111, "refused")), "not_sent"),
+    (URLError(socket.gaierror(-2, "Name or service not known")), "not_sent"),
+    (api_error(429, "ratelimited"), "not_sent"),
+    (api_error(200, "channel_not_found"), "refused"),
+    (HTTPError("https://files.slack.com/upload/v1/x", 400, "bad", None, None), "refused"),
+], ids=lambda v: type(v).__name__ if isinstance(v, Exception) else v)
+def test_what_a_failed_call_may_have_done(exc, fate):
+    assert call_fate(exc) == fate
+
+
+def test_a_connection_never_made_is_sent_again_without_a_lookup(store, fake_sleep):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = make_client("xoxb-t", base_url=f"http://127.0.0.1:{port}/api/", sleep=fake_sleep)
+    poster = SlackPoster(client, store, sleep=fake_sleep)
+    chain = open_chain(store)
+    with pytest.raises(SlackPostError, match="chat.postMessage failed") as err:
+        poster.post_root(chain, CHANNEL, section("root"), "root")
+    assert err.value.error == "URLError" and "not sent again" not in str(err.value)
+    # The client re-sent each attempt twice itself: the request provably never left.
+    assert len(client.retry_handlers[0].waits) == 2 * poster.max_attempts
+    assert store.slack_posts.get(root_key(chain)).state == "intent"
