@@ -7,8 +7,6 @@ with `respond` (the response_url: works in DMs and channels the bot is not in).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from logging import Logger
 from typing import Any
 
@@ -17,7 +15,7 @@ from slack_bolt import Ack, App, Respond
 from bot.core.redact import Redactor
 from bot.core.train_grammar import CommandError, Help, parse_command, verb_of
 from bot.services.runs import BotContext
-from bot.services.train import Reply, execute
+from bot.services.train import Reply, execute, first_delivery
 
 COMMAND = "/train"
 
@@ -38,30 +36,10 @@ def ack_train(ack: Ack, command: dict[str, Any]) -> None:
     ack(text=f":hourglass_flowing_sand: `/train {verb_of(cmd)}` …")
 
 
-class FirstDelivery:
-    """Remembers recent trigger ids, so a redelivered command (Socket Mode `retry_attempt`,
-    `X-Slack-Retry-Num`) is acked again but not carried out twice by this process."""
-
-    def __init__(self, size: int = 2048):
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def __call__(self, key: str | None) -> bool:
-        if not key:
-            return True
-        with self._lock:
-            if key in self._seen:
-                return False
-            self._seen[key] = None
-            if len(self._seen) > self._size:
-                self._seen.popitem(last=False)
-            return True
-
-
 def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
-    """The lazy listener, bound to the bot's services."""
-    first_delivery = FirstDelivery()
+    """The lazy listener, bound to the bot's services. A redelivered command (Socket Mode
+    `retry_attempt`, `X-Slack-Retry-Num`) is acked again but carried out by one replica only,
+    and only it answers."""
 
     def run_train(command: dict[str, Any], respond: Respond, logger: Logger) -> None:
         try:
@@ -70,12 +48,14 @@ def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
             return  # already answered in the ack
         if isinstance(cmd, Help):
             return
-        if not first_delivery(command.get("trigger_id")):
-            logger.info("ignoring a redelivery of /train %r", command.get("text"))
-            return
         try:
+            now = services.clock()
+            if not first_delivery(services, command.get("trigger_id"), now):
+                logger.info("ignoring a redelivery of /train %r: already being handled",
+                            command.get("text"))
+                return
             reply = execute(services, cmd, actor=command["user_id"],
-                            channel=command.get("channel_id"), now=services.clock())
+                            channel=command.get("channel_id"), now=now)
         except Exception:  # lazy listeners' errors never reach @app.error: report them here
             logger.exception("/train %r from %s failed", command.get("text"),
                              command.get("user_id"))

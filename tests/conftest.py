@@ -199,14 +199,20 @@ def dev_postgres_url() -> str:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A `Store.open` URL on an empty database, once per backend: a SQLite file in tmp_path,
-    and a new database on the dev cluster's PostgreSQL, dropped (with any connection a test
-    left open) after the test, so tests share nothing."""
+    and a new database on the dev cluster's PostgreSQL (`postgres_store_url`), so tests share
+    nothing."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'state.db'}"
-        return
-    server = make_url(request.getfixturevalue("dev_postgres_url"))
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    return request.getfixturevalue("postgres_store_url")
+
+
+@pytest.fixture
+def postgres_store_url(dev_postgres_url: str) -> Iterator[str]:
+    """A new, empty database on the dev cluster's PostgreSQL, dropped (with any connection a
+    test left open) after the test."""
+    server = make_url(dev_postgres_url)
     name = f"trainbot_test_{uuid.uuid4().hex[:16]}"
     admin = create_engine(server, isolation_level="AUTOCOMMIT")
     try:

@@ -1,7 +1,8 @@
 """Carry out a parsed `/train` command: authorize, act through the adapters, audit, answer.
 
-Handlers call `execute(ctx, command, actor=…, channel=…, now=…)` after their ack and show the
-returned `Reply` (ephemeral unless it says otherwise). Every command that touches a job or a
+Handlers call `first_delivery(ctx, trigger_id, now)`, then `execute(ctx, command, actor=…,
+channel=…, now=…)` after their ack and show the returned `Reply` (ephemeral unless it says
+otherwise). Every command that touches a job or a
 recipe leaves one audit entry (who, what, which job, when, result), refusals included.
 """
 
@@ -16,6 +17,7 @@ from bot.core import train_grammar as c
 from bot.core.authz import Decision, can_control_job, can_submit
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
+from bot.services.leases import process_holder
 from bot.services.runs import (
     BotContext,
     access_for,
@@ -31,6 +33,8 @@ from bot.services.submit import describe_not_applied
 log = logging.getLogger(__name__)
 
 LOG_TAIL_BYTES = 256 * 1024
+# How long a command's claim is kept: Slack redelivers an unacked command within minutes.
+COMMAND_CLAIM_TTL_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,16 @@ class Reply:
     ephemeral: bool = True
     job_id: str | None = None
     chain_id: int | None = None
+
+
+def first_delivery(ctx: BotContext, trigger_id: str | None, now: float) -> bool:
+    """True for the one delivery of a command invocation (its Slack `trigger_id`) that is
+    carried out, claimed in the store shared by the replicas; False for Slack's redelivery of
+    it (a late ack), whichever replica it reaches. No trigger id: nothing to match, True."""
+    if not trigger_id:
+        return True
+    return ctx.store.command_claims.claim(trigger_id, process_holder(), now,
+                                          COMMAND_CLAIM_TTL_S)
 
 
 def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,

@@ -1,11 +1,13 @@
 """trainbot's persistent state: run chains, attempts, tail offsets, incidents, approvals,
 Slack post refs, the audit log and watched jobs, so a restart loses and duplicates nothing;
-and the leases by which several replicas on one database share the scheduled jobs.
+the leases by which several replicas on one database share the scheduled jobs, and the
+claims by which they carry out each slash command once.
 
 `Store.open(url)` opens (and upgrades in place) a SQLite file by default; any SQLAlchemy URL
 works (PostgreSQL for several replicas). Use the repositories: `store.chains.create(...)`,
 `store.approvals.claim(token, actor, now)`, `store.slack_posts.record_intent(key, ...)`,
-`store.leases.acquire(name, holder, now, ttl_s)`, …
+`store.leases.acquire(name, holder, now, ttl_s)`,
+`store.command_claims.claim(trigger_id, holder, now, ttl_s)`, …
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from bot.store.repos import (
     Chain,
     ChainsRepo,
     ClaimResult,
+    CommandClaimsRepo,
     Incident,
     IncidentsRepo,
     LeasesRepo,
@@ -157,6 +160,7 @@ class Store:
         self.audit = AuditRepo(engine, redactor)
         self.watched_jobs = WatchedJobsRepo(engine)
         self.leases = LeasesRepo(engine)
+        self.command_claims = CommandClaimsRepo(engine)
 
     @classmethod
     def open(cls, url: str, *, target_version: int | None = None,

@@ -189,12 +189,30 @@ def _v5_held_since(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE watched_jobs ADD COLUMN held_since FLOAT"))
 
 
+def _v6_command_claims(conn: Connection) -> None:
+    """Version 6: command_claims, so a slash command Slack delivers again (a late ack) is
+    carried out by one replica only, whichever replicas on this database it reaches
+    (`CommandClaimsRepo`)."""
+    md = MetaData()
+    Table(
+        "command_claims",
+        md,
+        Column("key", Text, primary_key=True),
+        Column("holder", Text, nullable=False),
+        Column("claimed_at", Float, nullable=False),
+        Column("expires_at", Float, nullable=False),
+        Index("ix_command_claims_expires_at", "expires_at"),
+    )
+    md.create_all(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
     _v3_approvals_by_state,
     _v4_leases,
     _v5_held_since,
+    _v6_command_claims,
 ]
 
 

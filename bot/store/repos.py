@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import Engine, and_, case, func, insert, or_, select, update
+from sqlalchemy import Engine, and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.redact import Redactor
@@ -972,4 +972,31 @@ class LeasesRepo(_Repo):
         with self._engine.begin() as conn:
             return conn.execute(
                 select(t.leases.c.holder).where(t.leases.c.name == name)
+            ).scalar()
+
+
+class CommandClaimsRepo(_Repo):
+    """Slash-command invocations claimed by key (Slack's trigger_id), shared by every replica
+    on the database, so an invocation Slack delivers again (a late ack) is carried out once.
+    A claim is one INSERT on the primary key: on SQLite and PostgreSQL alike exactly one of
+    several concurrent claims of a key commits. Claims lapse after their TTL and are deleted
+    by the next claim, so the table holds only the last TTL's commands."""
+
+    def claim(self, key: str, holder: str, now: float, ttl_s: float) -> bool:
+        """Claim `key` for `holder` until `now + ttl_s`; False if it is claimed already."""
+        claims = t.command_claims
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(delete(claims).where(claims.c.expires_at < now))
+                conn.execute(insert(claims).values(key=key, holder=holder, claimed_at=now,
+                                                   expires_at=now + ttl_s))
+        except IntegrityError:  # claimed by another delivery: theirs stands
+            return False
+        return True
+
+    def holder(self, key: str) -> str | None:
+        """Who claimed `key` (None if nobody has, or the claim was deleted)."""
+        with self._engine.begin() as conn:
+            return conn.execute(
+                select(t.command_claims.c.holder).where(t.command_claims.c.key == key)
             ).scalar()

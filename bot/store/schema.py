@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = MetaData()
 
@@ -152,4 +152,14 @@ leases = Table(  # version 4
     Column("holder", Text, nullable=False),
     Column("acquired_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
+)
+
+command_claims = Table(  # version 6
+    "command_claims",
+    metadata,
+    Column("key", Text, primary_key=True),  # the invocation's Slack trigger_id
+    Column("holder", Text, nullable=False),  # the replica that carries it out
+    Column("claimed_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_command_claims_expires_at", "expires_at"),
 )

@@ -7,6 +7,7 @@ response_url posts, the poster's thread, chat.update of the prompt.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +27,7 @@ from bot.app import build_app
 from bot.services.approvals import ActionId, create_resubmit_prompt
 from bot.services.runs import BotContext
 from bot.slack.poster import SlackPoster
+from bot.store import Store
 
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
@@ -278,6 +280,56 @@ def test_redelivered_command_is_acked_but_carried_out_once(app, urls, fake_slurm
     assert ack_text(dispatch(app, body, retry_num=1)).startswith(":hourglass")
     assert len(fake_slurm.submits()) == 1
     assert len(urls.of(url)) == 1
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def shared_store_url(request: pytest.FixtureRequest, store_url: str) -> str:
+    """One database for several replicas: the SQLite file, or a PostgreSQL database."""
+    return store_url if request.param == "sqlite" else request.getfixturevalue(
+        "postgres_store_url")
+
+
+def test_a_command_redelivered_to_another_replica_runs_once(shared_store_url, slack_client,
+                                                            fake_slurm, fake_sleep,
+                                                            urls) -> None:
+    """Slack redelivers a late-acked /train; the copies reach two replicas sharing one store
+    at once: one sbatch, one answer; the other replica acks and says nothing more."""
+    stores = [Store.open(shared_store_url) for _ in range(2)]
+    apps = []
+    for store in stores:
+        ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(fake_slurm),
+                         sink=SlackPoster(slack_client, store, sleep=fake_sleep,
+                                          clock=lambda: NOW), clock=lambda: NOW)
+        apps.append(build_app(ctx.config, ctx, client=slack_client,
+                              listener_executor=SyncExecutor(), token_verification_enabled=False))
+    url = urls.new()
+    body = slash_body("resume mix", user="U0ALICE", channel=CH, response_url=url)
+    barrier = threading.Barrier(2)
+    acks: list[str] = []
+    errors: list[BaseException] = []
+
+    def deliver(app: App, retry_num: int) -> None:
+        try:
+            barrier.wait()
+            acks.append(ack_text(dispatch(app, body, retry_num=retry_num)))
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=deliver, args=(app, n)) for n, app in enumerate(apps)]
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        assert [a.startswith(":hourglass") for a in acks] == [True, True]
+        assert len(fake_slurm.submits()) == 1
+        [reply] = urls.of(url)
+        assert reply["text"].startswith("mix: submitted job 88887")
+        assert sorted(e.action for e in stores[0].audit.recent(10)) == ["command.resume", "submit"]
+    finally:
+        for store in stores:
+            store.close()
 
 
 def test_hold_release_watch_and_logs_authorization(app, urls, services, fake_slurm) -> None:

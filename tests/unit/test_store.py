@@ -362,6 +362,50 @@ def test_two_prompts_about_one_job_clicked_at_once_are_claimed_once(store):
     assert sorted(r.reason for r in results) == ["busy"] * (n - 1) + ["claimed"]
 
 
+def test_a_command_is_claimed_once_and_its_claim_lapses_after_the_ttl(store):
+    claims = store.command_claims
+    assert claims.claim("trig-1", "host:1:aa", now=100.0, ttl_s=60.0)
+    assert not claims.claim("trig-1", "host:2:bb", now=101.0, ttl_s=60.0)  # the redelivery
+    assert claims.holder("trig-1") == "host:1:aa"
+    assert claims.claim("trig-2", "host:2:bb", now=150.0, ttl_s=60.0)
+    # A later claim deletes the lapsed ones: the table keeps only the last TTL's commands.
+    assert claims.claim("trig-3", "host:1:aa", now=200.0, ttl_s=60.0)
+    assert claims.holder("trig-1") is None
+    assert claims.holder("trig-2") == "host:2:bb"
+
+
+def test_a_command_delivered_to_many_replicas_at_once_is_claimed_by_exactly_one(store_url):
+    n = 8
+    stores = [Store.open(store_url) for _ in range(n)]
+    stores[0].command_claims.claim("old", "gone", now=0.0, ttl_s=1.0)  # lapsed: purged in race
+    barrier = threading.Barrier(n)
+    won: dict[str, bool] = {}
+    errors: list[Exception] = []
+
+    def deliver(i: int) -> None:
+        try:
+            barrier.wait()
+            won[f"R{i}"] = stores[i].command_claims.claim("trig-1", f"R{i}", now=100.0,
+                                                          ttl_s=3600.0)
+        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=deliver, args=(i,)) for i in range(n)]
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        winners = [name for name, ok in won.items() if ok]
+        assert len(won) == n and len(winners) == 1
+        assert stores[0].command_claims.holder("trig-1") == winners[0]
+        assert stores[0].command_claims.holder("old") is None
+    finally:
+        for s in stores:
+            s.close()
+
+
 def test_slack_posts_intent_then_posted(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
     post = store.slack_posts.record_intent("chain1:root", channel="C1", kind="root",
@@ -487,7 +531,7 @@ def test_v4_store_gets_held_since_keeping_its_watched_jobs(store_url):
         assert "held_since" not in {c["name"] for c in
                                     inspect(old.engine).get_columns("watched_jobs")}
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == 5
+        assert new.schema_version == new.latest_version == 6
         [job] = new.watched_jobs.list("dev")
         assert (job.job_id, job.chain_id, job.held_since) == ("88016", chain.id, None)
         new.watched_jobs.set_held_since("dev", "88016", 7.5)
@@ -517,3 +561,13 @@ def test_a_store_redacts_token_shapes_and_its_own_password_without_being_told(tm
         s.audit.record(actor="U1", action="x", now=1.0,
                        detail="auth hunter2-pw refused; token xoxb-1-2-abcdefgh")
         assert s.audit.recent()[0].detail == "auth [redacted] refused; token [redacted]"
+
+
+def test_v5_store_gets_the_command_claims_table_keeping_its_data(store_url):
+    with Store.open(store_url, target_version=5) as old:
+        assert not inspect(old.engine).has_table("command_claims")
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == 6
+        assert new.chains.get(chain.id).recipe == "mix"
+        assert new.command_claims.claim("trig-1", "host:1:aa", now=2.0, ttl_s=60.0)
