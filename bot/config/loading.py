@@ -7,7 +7,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,13 @@ from bot.config.models import (
     Problem,
     did_you_mean,
     read_slack_secrets,
+)
+from bot.core.yaml_input import (
+    MAX_FILE_BYTES,
+    BoundedLoader,
+    decode_text,
+    describe_yaml_error,
+    load_yaml,
 )
 
 CONFIG_ENV_VAR = "TRAINBOT_CONFIG"
@@ -34,14 +41,21 @@ class ConfigError(Exception):
 
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
+class _UniqueKeyLoader(BoundedLoader):
+    """The bounded SafeLoader, also refusing duplicate keys (PyYAML keeps the last one); keys
+    merged in with `<<: *anchor` may be overridden, as YAML means."""
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: dict[Any, yaml.Node] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # construct_mapping flattens it, explicit keys first
         key = loader.construct_object(key_node)
+        if not isinstance(key, Hashable):
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping", node.start_mark,
+                "found a list or mapping as a key; keys are names", key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None,
@@ -66,7 +80,8 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.enviro
     """Read and validate the config at `path`; secrets come from `env`. Raises ConfigError."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with file.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ConfigError(
             f"{file}: config file not found; pass --config PATH, set ${CONFIG_ENV_VAR}, or "
@@ -74,26 +89,24 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.enviro
         ) from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the config file: {exc.strerror or exc}") from None
+    try:
+        text = decode_text(data)
+    except ValueError as exc:
+        raise ConfigError(f"{file}: not a config file: {exc}") from None
     return parse_config(text, source=str(file), env=env)
 
 
 def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ) -> Config:
     """Validate config YAML `text`; `source` names it in errors (a file path)."""
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        what = " ".join(x for x in (exc.context, exc.problem) if x)
-        fix = (
-            ""
-            if "duplicate key" in what
-            else "; fix the indentation or quoting there (values containing ': ' or ' #' "
-            "need quotes)"
-        )
-        raise ConfigError(f"{source}: YAML error{where}: {what}{fix}") from None
+        data = load_yaml(text, _UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: YAML error: {exc}") from None
+        what = describe_yaml_error(exc)
+        # Scanner and parser errors are mostly indentation or quoting; the others say their fix.
+        syntax = isinstance(exc, yaml.scanner.ScannerError | yaml.parser.ParserError)
+        fix = ("; fix the indentation or quoting there (values containing ': ' or ' #' "
+               "need quotes)") if syntax else ""
+        raise ConfigError(f"{source}: YAML error {what}{fix}") from None
     if data is None:
         raise ConfigError(f"{source}: the config file is empty; start from {EXAMPLE_CONFIG}")
     if not isinstance(data, dict):
@@ -192,10 +205,13 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
 def _key_lines(text: str) -> dict[str, int]:
     """1-based line of each key path in the YAML text (best effort, for error messages)."""
     out: dict[str, int] = {}
+    loader = BoundedLoader(text)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = loader.get_single_node()
     except yaml.YAMLError:
         return out
+    finally:
+        loader.dispose()
 
     def walk(node: yaml.Node, prefix: str) -> None:
         if isinstance(node, yaml.MappingNode):

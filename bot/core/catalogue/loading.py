@@ -23,6 +23,7 @@ from bot.core.catalogue.model import CatalogueError, FailureClass
 from bot.core.catalogue.scanner import Signature
 from bot.core.catalogue.triggers import assign_triggers
 from bot.core.models import STOP_CLASSES, Action
+from bot.core.yaml_input import MAX_FILE_BYTES, decode_text, describe_yaml_error, load_yaml
 
 #: The texts a site file may translate itself, as `<field>_<lang>` (`hint_ko`, `title_fr`).
 _TRANSLATED_FIELDS = ("title", "explanation", "hint")
@@ -73,9 +74,14 @@ def read_catalogue_texts(extra_paths: Sequence[str | Path] = ()) -> list[tuple[s
     texts = [(PACKAGED_NAME, text)]
     for path in extra_paths:
         try:
-            texts.append((str(path), Path(path).read_text(encoding="utf-8")))
+            with Path(path).open("rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise CatalogueError(f"{path}: cannot read site catalogue: {exc}") from exc
+        try:
+            texts.append((str(path), decode_text(data)))
+        except ValueError as exc:
+            raise CatalogueError(f"{path}: not a site catalogue: {exc}") from None
     return texts
 
 
@@ -140,9 +146,9 @@ def compile_catalogue(
 
 def _merge_file(raws: dict[str, _Raw], name: str, text: str) -> None:
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as exc:
-        raise CatalogueError(f"{name}: not valid YAML: {exc}") from exc
+        raise CatalogueError(f"{name}: not valid YAML {describe_yaml_error(exc)}") from None
     if not isinstance(doc, dict):
         raise CatalogueError(f"{name}: expected a mapping with 'classes:' at the top")
     unknown = set(doc) - {"schema", "classes"}
