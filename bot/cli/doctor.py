@@ -87,10 +87,53 @@ def run_checks(
         True,
         f"valid ({len(config.clusters)} cluster(s), {len(config.recipes)} recipe(s))",
     )
+    yield catalogue_check(config)
     for name, cluster in config.clusters.items():
         yield from _cluster_checks(config, name, cluster, runner_factory)
     yield _store_check(config)
     yield _slack_check(config)
+
+
+def startup_checks(config: Config) -> list[Check]:
+    """What `trainbot run` checks before it starts, without the network: the failure
+    catalogue and each cluster's SSH settings. `run` refuses with the first failure's words,
+    the same words `doctor` prints for it."""
+    checks = [catalogue_check(config)]
+    for name, cluster in config.clusters.items():
+        settings = ssh_settings_check(name, cluster)
+        if settings is not None:
+            checks.append(settings)
+    return checks
+
+
+def catalogue_check(config: Config) -> Check:
+    """The packaged failure catalogue merged with the site's `catalogue.extra` files."""
+    from bot.core.catalogue import Catalogue, CatalogueError
+
+    try:
+        catalogue = Catalogue.load(config.catalogue.extra)
+    except CatalogueError as exc:
+        return Check("catalogue", False, str(exc),
+                     "fix or remove that file in catalogue.extra (the packaged "
+                     "bot/core/catalogue/catalogue.yaml shows the shape)")
+    sites = len(config.catalogue.extra)
+    return Check("catalogue", True,
+                 f"{len(catalogue.classes)} failure classes ({sites} site file(s))")
+
+
+def ssh_settings_check(name: str, cluster: ClusterConfig) -> Check | None:
+    """A failed check when the cluster's SSH settings cannot be used (its ssh_config file, a
+    port, the jump host); None when they can. Reads the ssh_config file, connects nowhere."""
+    from bot.cluster.errors import ClusterError
+    from bot.cluster.ssh import resolve_endpoint
+
+    try:
+        resolve_endpoint(cluster.ssh_settings())
+    except ClusterError as exc:
+        return Check(f"ssh settings {name}", False, str(exc),
+                     f"fix clusters.{name}.ssh_config's file or clusters.{name}.proxy_jump "
+                     "as the message says")
+    return None
 
 
 def _default_runner(cluster: ClusterConfig) -> Any:
@@ -107,6 +150,10 @@ def _cluster_checks(
 ) -> Iterator[Check]:
     from bot.cluster.errors import ClusterError, HostKeyRejected
 
+    settings = ssh_settings_check(name, cluster)
+    if settings is not None:
+        yield settings
+        return
     runner = (runner_factory or _default_runner)(cluster)
     where = f"{cluster.user + '@' if cluster.user else ''}{cluster.host}:{cluster.port}"
     try:

@@ -114,6 +114,7 @@ def add_watchers(scheduler: Any, services: Any, *, catalogue: Any = None,
 
 def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
     from bot.app import build_app, build_context, start
+    from bot.cli.doctor import startup_checks
     from bot.core.catalogue import Catalogue, CatalogueError
     from bot.core.redact import Redactor
     from bot.log_redaction import install_log_redaction
@@ -130,6 +131,9 @@ def run(args: argparse.Namespace, tick: Tick | None = None) -> int:
         if missing:
             raise ConfigError(f"slack.mode={config.slack.mode} needs ${', $'.join(missing)} "
                               "set in the environment (never in the config file)")
+        failed = next((c for c in startup_checks(config) if not c.ok), None)
+        if failed is not None:
+            raise ConfigError(failed.detail)  # in doctor's words
         catalogue = Catalogue.load(config.catalogue.extra)
         services = build_context(config)
     except (ConfigError, StoreError, CatalogueError) as exc:

@@ -53,7 +53,8 @@ _SLURM_TIME_RE = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|UN
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # .inf and .nan are never meant: an infinite timeout or threshold is a typo, not a setting
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,7 +84,8 @@ class ClusterConfig(_Model):
     ssh_config: str | None = Field(
         None,
         description="OpenSSH client config file (e.g. ~/.ssh/config) in which `host` is a "
-        "Host alias; its HostName/User/Port/IdentityFile/ProxyJump are used.",
+        "Host alias; its HostName/User/Port/IdentityFile/ProxyJump are used. A ProxyCommand "
+        "is refused (trainbot runs no local command to connect): use ProxyJump.",
     )
     connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for SSH connect.")
     command_timeout: float = Field(
@@ -104,6 +106,19 @@ class ClusterConfig(_Model):
     def _sizes(cls, value: str | None) -> str | None:
         if value is not None:
             parse_size(value)
+        return value
+
+    @field_validator("proxy_jump")
+    @classmethod
+    def _proxy_jump(cls, value: str | None) -> str | None:
+        if value is not None:
+            from bot.cluster.errors import ClusterError
+            from bot.cluster.ssh import parse_proxy_jump
+
+            try:
+                parse_proxy_jump(value, "")
+            except ClusterError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")
