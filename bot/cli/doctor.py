@@ -233,7 +233,10 @@ def _recipe_check(recipe_name: str, recipe: Any, runner: Any) -> Check:
 def _store_check(config: Config) -> Check:
     from bot.store import Store, display_url
 
+    origin = config.store_url_origin
     url = display_url(config.store.url)
+    if origin != "store.url":
+        url += f" (from {origin})"
     try:
         with Store.open(config.store.url) as store:
             store.check_writable()
@@ -243,7 +246,7 @@ def _store_check(config: Config) -> Check:
             "store",
             False,
             f"{url}: {exc}",
-            "set store.url to a writable location (the folder is created if missing)",
+            f"set {origin} to a writable location (the folder is created if missing)",
         )
     return Check("store", True, f"{url} writable (schema v{version})")
 

@@ -21,6 +21,7 @@ from bot.config.models import (
     did_you_mean,
     read_slack_secrets,
 )
+from bot.core.redact import SLACK_TOKEN
 from bot.core.yaml_input import (
     MAX_FILE_BYTES,
     BoundedLoader,
@@ -30,10 +31,12 @@ from bot.core.yaml_input import (
 )
 
 CONFIG_ENV_VAR = "TRAINBOT_CONFIG"
+# The store URL from the environment wins over the file's `store.url`, so a database password
+# need not sit in the YAML.
+STORE_URL_ENV_VAR = "TRAINBOT_STORE_URL"
 DEFAULT_CONFIG_PATH = "trainbot.yaml"
 EXAMPLE_CONFIG = "deploy/trainbot.example.yaml"
 
-_TOKEN_LIKE_RE = re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}|\bxapp-[A-Za-z0-9-]{8,}")
 
 
 class ConfigError(Exception):
@@ -77,7 +80,8 @@ def resolve_config_path(cli_path: str | None, env: Mapping[str, str] = os.enviro
 
 
 def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.environ) -> Config:
-    """Read and validate the config at `path`; secrets come from `env`. Raises ConfigError."""
+    """Read and validate the config at `path`; secrets (and $TRAINBOT_STORE_URL) come from
+    `env`. Raises ConfigError."""
     file = Path(path)
     try:
         with file.open("rb") as fh:
@@ -97,7 +101,8 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.enviro
 
 
 def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ) -> Config:
-    """Validate config YAML `text`; `source` names it in errors (a file path)."""
+    """Validate config YAML `text`; `source` names it in errors (a file path). A non-empty
+    $TRAINBOT_STORE_URL in `env` replaces the file's `store.url`."""
     try:
         data = load_yaml(text, _UniqueKeyLoader)
     except yaml.YAMLError as exc:
@@ -127,6 +132,10 @@ def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ)
         raise ConfigError(f"{source}: invalid config ({count}):\n{body}") from None
     config._secrets = read_slack_secrets(config.slack, env)
     config._source = source
+    store_url = env.get(STORE_URL_ENV_VAR, "").strip()
+    if store_url:
+        config.store.url = store_url
+        config._store_url_env = STORE_URL_ENV_VAR
     return config
 
 
@@ -250,7 +259,7 @@ def _find_token_in_file(data: Any, path: str = "") -> str | None:
             found = _find_token_in_file(value, f"{path}.{i}")
             if found:
                 return found
-    elif isinstance(data, str) and _TOKEN_LIKE_RE.search(data):
+    elif isinstance(data, str) and SLACK_TOKEN.search(data):
         return (
             f"{path}: looks like a Slack token; secrets are never read from the file — remove "
             "it, revoke it if the file was shared, and export it as SLACK_BOT_TOKEN / "

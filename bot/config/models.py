@@ -344,7 +344,9 @@ class RecipeConfig(_Model):
         "~/venv/bin/activate`); preflight runs its worker probe after it, as the job would.",
     )
     env: dict[str, str] = Field(
-        default_factory=dict, description="Environment variables exported to the job."
+        default_factory=dict,
+        description="Environment variables exported to the job. Their values count as secrets: "
+        "redacted from every error text (those shorter than 4 characters excepted).",
     )
     log_path: str | None = Field(
         None, description="Job stdout path on the cluster; %x = job name, %j = job id."
@@ -583,7 +585,8 @@ class StoreConfig(_Model):
 
     url: str = Field(
         "sqlite:///~/.local/state/trainbot/trainbot.db",
-        description="SQLAlchemy URL; SQLite file by default (~ expanded), PostgreSQL for HA.",
+        description="SQLAlchemy URL; SQLite file by default (~ expanded), PostgreSQL for HA. "
+        "$TRAINBOT_STORE_URL, when set, is used instead (keeps a password out of this file).",
     )
 
 
@@ -644,6 +647,7 @@ class Config(_Model):
 
     _secrets: SlackSecrets = PrivateAttr(default_factory=SlackSecrets)
     _source: str | None = PrivateAttr(default=None)
+    _store_url_env: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:
@@ -729,6 +733,12 @@ class Config(_Model):
     def redactor(self) -> Redactor:
         """Masks `secret_values()` and token-shaped strings in error texts (bot.core.redact)."""
         return Redactor(self.secret_values())
+
+    @property
+    def store_url_origin(self) -> str:
+        """Where `store.url` came from: `$TRAINBOT_STORE_URL` or `store.url` (the file's, or
+        the default)."""
+        return f"${self._store_url_env}" if self._store_url_env else "store.url"
 
     @property
     def source(self) -> str | None:

@@ -24,9 +24,8 @@ MARKER = "[redacted]"
 
 # Token shapes. A pattern with a `secret` group masks only that group (the URL's scheme, user
 # and host, the variable's name stay readable); without one, the whole match.
-TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
-    r"\bxox[a-z]-[A-Za-z0-9-]{8,}",                    # Slack bot/user/legacy tokens
-    r"\bxapp-[A-Za-z0-9-]{8,}",                        # Slack app-level token
+SLACK_TOKEN = re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{8,}|\bxapp-[A-Za-z0-9-]{8,}")  # bot, user, app
+TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for p in (
     r"\bgh[pousr]_[A-Za-z0-9]{20,}",                   # GitHub tokens
     r"\bgithub_pat_[A-Za-z0-9_]{20,}",                 # GitHub fine-grained token
     r"\bhf_[A-Za-z0-9]{20,}",                          # Hugging Face token
@@ -38,7 +37,7 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # password=…, api_key: …, HF_TOKEN=… (in URLs' queries, env listings, reprs of dicts)
     r"(?i)\b(?:[a-z0-9]+[_.-])*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
     r"['\"]?\s*[=:]\s*['\"]?(?P<secret>[^\s'\"&,;)\]}]{4,})",
-))
+)))
 
 # Keys whose values are identifiers the bot reads back, never prose: left as they are (a
 # Slack payload's ids and button values, a stored incident's recipe, job and kind).

@@ -308,3 +308,15 @@ def test_the_secrets_to_redact_are_env_values_slack_secrets_and_the_store_passwo
                                                      "xapp-ghi", "s3cr@t"])
     shown = config.redactor().redact("env HF_TOKEN=hf_abcdefgh OMP=8 s3cr@t xapp-ghi")
     assert shown == "env HF_TOKEN=[redacted] OMP=8 [redacted] [redacted]"  # "8": too short
+
+
+def test_the_store_url_from_the_environment_wins_over_the_files(tmp_path):
+    path = write(tmp_path, MINIMAL + "store:\n  url: sqlite:////tmp/from-file.db\n")
+    from_env = "postgresql+psycopg://bot:pw-from-env@db/trainbot"
+    config = load_config(path, env={"TRAINBOT_STORE_URL": f" {from_env}\n"})
+    assert config.store.url == from_env and config.store_url_origin == "$TRAINBOT_STORE_URL"
+    assert "pw-from-env" in config.secret_values()
+    for env in ({}, {"TRAINBOT_STORE_URL": "  "}):  # unset or blank: the file's
+        config = load_config(path, env=env)
+        assert config.store.url == "sqlite:////tmp/from-file.db"
+        assert config.store_url_origin == "store.url"

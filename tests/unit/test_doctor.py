@@ -69,3 +69,20 @@ def test_a_store_url_that_does_not_parse_is_shown_without_its_password(tmp_path)
              }["store"]
     assert not store.ok and "postgresql://trainbot:***@db:abc/x" in store.detail
     assert "s3cret" not in store.detail + store.fix
+
+
+def test_a_store_url_from_the_environment_is_named_and_masked(tmp_path):
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(CONFIG.replace("STORE", str(tmp_path / "from-file.db")))
+    env = {"TRAINBOT_STORE_URL": "postgresql+psycopg://trainbot:s3cret@127.0.0.1:1/trainbot"}
+    store = {c.name: c for c in run_checks(path, env, runner_factory=lambda _c: DownRunner())
+             }["store"]
+    assert not store.ok
+    assert store.detail.startswith("postgresql+psycopg://trainbot:***@127.0.0.1:1/trainbot "
+                                   "(from $TRAINBOT_STORE_URL): ")
+    assert "$TRAINBOT_STORE_URL" in store.fix and "s3cret" not in store.detail + store.fix
+    env["TRAINBOT_STORE_URL"] = f"sqlite:///{tmp_path / 'from-env.db'}"
+    store = {c.name: c for c in run_checks(path, env, runner_factory=lambda _c: DownRunner())
+             }["store"]
+    assert store.ok and "from-env.db (from $TRAINBOT_STORE_URL) writable" in store.detail
+    assert not (tmp_path / "from-file.db").exists()
