@@ -64,6 +64,16 @@ printf '%s\\0' "$@" > "{out}"
 echo "Submitted batch job 999999999"
 """
 
+# A site submit wrapper that fails the way some do: dumping its environment (the recipe's
+# secrets) into stderr, which the bot quotes in its error.
+LEAKING_WRAPPER = """#!/bin/sh
+echo "wrapper: environment HF_TOKEN=$HF_TOKEN WANDB_API=$WANDB_API" >&2
+echo "sbatch: error: invalid partition specified: nope" >&2
+exit 1
+"""
+HF_TOKEN = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"  # a token shape
+WANDB_KEY = "7c1f0e9a-plain-looking-9b2d"  # no token shape: redacted because it is configured
+
 
 @dataclass
 class Env:
@@ -148,6 +158,7 @@ def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     write(dev_cluster, f"{work}/train.sbatch", TRAIN_SCRIPT.format(begin=0, sleep=1), "755")
     write(dev_cluster, f"{work}/slow.sbatch", TRAIN_SCRIPT.format(begin=8, sleep=5), "755")
     write(dev_cluster, f"{work}/record.sh", RECORD_WRAPPER.format(out=f"{work}/argv"), "755")
+    write(dev_cluster, f"{work}/leak.sh", LEAKING_WRAPPER, "755")
     common = {"workdir": work, "log_path": f"{work}/%x-%j.out", "account": "root",
               "owners": ["U0OWNER"], "submitters": ["robots"], "approvers": ["leads"],
               "channel": "training", "checkpoint": {"dir": ckpt, "complete_rule": "dcp"}}
@@ -163,18 +174,25 @@ def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
             "fuzz": {"workdir": work, "submit_command": [f"{work}/record.sh"],
                      "job_name": f"fuzz-{tag}", "account": "root",
                      "overridable": {"note": "str", "lr": "float"}},
+            # secrets in env; sbatch refuses the partition / the wrapper fails quoting them
+            "secret": {**common, "sbatch_script": f"{work}/train.sbatch",
+                       "job_name": f"secret-{tag}", "partition": f"nope-{tag}",
+                       "env": {"HF_TOKEN": HF_TOKEN, "WANDB_API": WANDB_KEY}},
+            "secretwrap": {**common, "submit_command": [f"{work}/leak.sh"],
+                           "job_name": f"secretwrap-{tag}",
+                           "env": {"HF_TOKEN": HF_TOKEN, "WANDB_API": WANDB_KEY}},
         },
     )  # fmt: skip
     data["slack"] = {"channels": {"training": CH}, "default_channel": "training",
                      "approvers": ["leads"],
                      "groups": {"robots": ["U0ALICE"], "leads": ["W0LEAD", "U0APPR"]}}
     config = Config.model_validate(data)
-    store = Store.open(config.store.url)
+    store = Store.open(config.store.url, redactor=config.redactor())  # as bot.app wires them
     urls = ResponseUrls()
     with SlackStandIn() as slack:
         client = WebClient(token=slack.token, base_url=slack.api_url)
         services = BotContext(config=config, store=store, clusters=ClusterSessions(config),
-                              sink=SlackPoster(client, store))
+                              sink=SlackPoster(client, store, redactor=config.redactor()))
         app = build_app(config, services, client=client, listener_executor=SyncExecutor(),
                         token_verification_enabled=False)
         try:
@@ -215,6 +233,20 @@ def test_resume_mix_end_to_end(env: Env) -> None:
     # the run's log, through /train logs (reads the file over SFTP)
     _, replies = env.train(f"logs {job_id} 2", user="U0OWNER")
     assert "iter 2 loss 0.7\niter 3 loss 0.7" in replies[0]["text"]
+
+
+def test_a_failed_submit_shows_no_secret_of_the_recipe(env: Env) -> None:
+    """Real sbatch refusing a partition, a real wrapper dumping its environment: the reply
+    and the audit log say what failed, never the recipe's env values."""
+    for recipe in ("secret", "secretwrap"):
+        _, replies = env.train(f"submit {recipe}")
+        text = replies[0]["text"]
+        assert text.startswith("`submit` failed:") and "invalid partition specified" in text
+        assert HF_TOKEN not in text and WANDB_KEY not in text
+    assert env.squeue(f"secret-{env.tag}") == []
+    details = " ".join(str(e.detail) for e in env.services.store.audit.recent(20))
+    assert "invalid partition specified" in details
+    assert HF_TOKEN not in details and WANDB_KEY not in details
 
 
 HOSTILE_PARTS = [
