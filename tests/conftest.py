@@ -37,8 +37,28 @@ def dev_cluster_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class DevUser:
+    """A further account on the dev cluster's sshd, with its own key (connection.json)."""
+
+    user: str
+    key_file: str
+    known_hosts: str
+    home: str
+    shell: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DevUser:
+        return cls(data["user"], data["key_file"], data["known_hosts"], data["home"],
+                   data["shell"])
+
+
+@dataclass(frozen=True)
 class DevCluster:
-    """Connection settings of the dev cluster, as written by up.sh to connection.json."""
+    """Connection settings of the dev cluster, as written by up.sh to connection.json.
+
+    `tcsh_user` is the account whose login shell is tcsh (None in a connection.json written
+    before up.sh made it; the tests that need it then fail, saying to run up.sh).
+    """
 
     host: str
     port: int
@@ -50,6 +70,7 @@ class DevCluster:
     home: str
     state_dir: str
     accounts: tuple[str, ...]
+    tcsh_user: DevUser | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DevCluster:
@@ -65,18 +86,20 @@ class DevCluster:
             home=data["home"],
             state_dir=data["state_dir"],
             accounts=tuple(data.get("accounts", ["root"])),
+            tcsh_user=DevUser.from_json(data["tcsh_user"]) if "tcsh_user" in data else None,
         )
 
-    def ssh_settings(self) -> SSHSettings:
-        """The settings trainbot's own SSH runner needs to reach this cluster."""
+    def ssh_settings(self, as_user: DevUser | None = None) -> SSHSettings:
+        """The settings trainbot's own SSH runner needs to reach this cluster (as the test
+        user, or as `as_user`)."""
         from bot.cluster.ssh import SSHSettings
 
         return SSHSettings(
             host=self.host,
             port=self.port,
-            user=self.user,
-            key_file=self.key_file,
-            known_hosts=self.known_hosts,
+            user=as_user.user if as_user else self.user,
+            key_file=as_user.key_file if as_user else self.key_file,
+            known_hosts=as_user.known_hosts if as_user else self.known_hosts,
         )
 
     def ssh_argv(self, *, known_hosts: str | None = None, key_file: str | None = None) -> list[str]:

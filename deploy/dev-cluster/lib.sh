@@ -13,6 +13,10 @@ if [[ $DIR == *[\"\\[:space:]]* ]]; then
 fi
 
 TEST_USER=slurmci
+# A second user whose login shell is tcsh (many HPC sites' default): sshd runs every command
+# through it, so the tests can prove the command transport survives csh quoting.
+TCSH_USER=slurmtcsh
+TCSH_SHELL=/usr/bin/tcsh
 SSH_PORT=2222
 CLUSTER_NAME=devcluster
 PG_VERSION=15 # Debian 12's; the cluster is Debian's default "$PG_VERSION/main"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings up trainbot's dev cluster on this machine (Debian 12, as root, no systemd needed):
 # munge, MariaDB + slurmdbd, slurmctld + one slurmd (cgroup-free), an sshd on
-# 127.0.0.1:2222 with key-only auth for the unprivileged user slurmci, and a PostgreSQL on
+# 127.0.0.1:2222 with key-only auth for the unprivileged users slurmci (login shell bash) and
+# slurmtcsh (login shell tcsh), and a PostgreSQL on
 # 127.0.0.1:5432 for the store's tests (role and database `trainbot`). Installs the Debian
 # packages if missing. Writes $DEV_CLUSTER_DIR/connection.json (default /tmp/dev-cluster).
 # Idempotent: re-running starts only the daemons that are not running (or whose config changed).
@@ -12,8 +13,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/lib.sh"
 
 # python3-psutil: for `python -m bot.probes.sampler` inside jobs (slurmci cannot run the root-owned venv).
+# tcsh csh zsh: login shells the command transport is tested under (tests/integration/test_shells.py).
 PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server openssh-server
-    openssh-client shellcheck gcc python3-psutil postgresql)
+    openssh-client shellcheck gcc python3-psutil postgresql tcsh csh zsh)
 DB_PASS=slurmdevpw
 PG_PASS=trainbotdevpw
 SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
@@ -187,20 +189,26 @@ ssh_dir=$DIR/ssh
     ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-host" -f "$ssh_dir/ssh_host_ed25519_key"
 [[ -s $ssh_dir/id_ed25519 ]] ||
     ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-client" -f "$ssh_dir/id_ed25519"
-chown root:root "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519"
-chmod 600 "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519" # tests run as root
+# The tcsh user has a key of its own: each key opens exactly one account.
+tcsh_key=$ssh_dir/id_ed25519_$TCSH_USER
+[[ -s $tcsh_key ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-client-$TCSH_USER" -f "$tcsh_key"
+chown root:root "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519" "$tcsh_key"
+chmod 600 "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519" "$tcsh_key" # tests run as root
 render "$ssh_dir/authorized_keys" root:root 644 <"$ssh_dir/id_ed25519.pub"
+render "$ssh_dir/authorized_keys.$TCSH_USER" root:root 644 <"$tcsh_key.pub"
 render "$ssh_dir/known_hosts" root:root 644 <<EOF
 [127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$ssh_dir/ssh_host_ed25519_key.pub")
 EOF
 render "$ssh_dir/sshd_config" root:root 644 sshd <<EOF
-# Rendered by trainbot deploy/dev-cluster/up.sh: key-only auth for $TEST_USER on loopback.
+# Rendered by trainbot deploy/dev-cluster/up.sh: key-only auth for $TEST_USER and $TCSH_USER
+# on loopback, each with its own authorized key.
 Port $SSH_PORT
 ListenAddress 127.0.0.1
 HostKey $ssh_dir/ssh_host_ed25519_key
 PidFile ${PIDFILE[sshd]}
 AuthorizedKeysFile $ssh_dir/authorized_keys
-AllowUsers $TEST_USER
+AllowUsers $TEST_USER $TCSH_USER
 PermitRootLogin no
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -216,16 +224,27 @@ PrintMotd no
 UseDNS no
 MaxStartups 100:30:200
 MaxSessions 64
+Match User $TCSH_USER
+    AuthorizedKeysFile $ssh_dir/authorized_keys.$TCSH_USER
 EOF
 
-# ---------------------------------------------------------------- test user
-if ! id -u "$TEST_USER" >/dev/null 2>&1; then
-    useradd -m -s /bin/bash "$TEST_USER"
-    log "created user $TEST_USER"
-fi
-# useradd leaves '!' (locked): with UsePAM no, sshd then refuses even key auth.
-[[ $(getent shadow "$TEST_USER" | cut -d: -f2) == '*' ]] || usermod -p '*' "$TEST_USER"
+# ---------------------------------------------------------------- test users
+# ensure_user NAME SHELL: the account exists, with that login shell, unlocked for key auth.
+ensure_user() {
+    local name=$1 shell=$2
+    if ! id -u "$name" >/dev/null 2>&1; then
+        useradd -m -s "$shell" "$name"
+        log "created user $name (login shell $shell)"
+    fi
+    # A test may switch the login shell for a while (tests/integration/test_shells.py).
+    [[ $(getent passwd "$name" | cut -d: -f7) == "$shell" ]] || usermod -s "$shell" "$name"
+    # useradd leaves '!' (locked): with UsePAM no, sshd then refuses even key auth.
+    [[ $(getent shadow "$name" | cut -d: -f2) == '*' ]] || usermod -p '*' "$name"
+}
+ensure_user "$TEST_USER" /bin/bash
+ensure_user "$TCSH_USER" "$TCSH_SHELL"
 TEST_HOME=$(getent passwd "$TEST_USER" | cut -d: -f6)
+TCSH_HOME=$(getent passwd "$TCSH_USER" | cut -d: -f6)
 
 # ---------------------------------------------------------------- daemons
 # wait_for NAME SECONDS CMD...: polls CMD every 0.1 s.
@@ -316,6 +335,11 @@ if ! grep -qx team-b <<<"$assocs"; then
     sacctmgr -i add user "$TEST_USER" account=team-b >/dev/null
     log "slurmdbd: added $TEST_USER to account team-b"
 fi
+if ! sacctmgr -n -P list assoc where user="$TCSH_USER" cluster="$CLUSTER_NAME" format=account |
+    grep -qx root; then
+    sacctmgr -i add user "$TCSH_USER" account=root defaultaccount=root >/dev/null
+    log "slurmdbd: added $TCSH_USER to account root"
+fi
 
 # controller and node
 start slurmctld /usr/sbin/slurmctld || true
@@ -373,6 +397,13 @@ render "$DIR/connection.json" root:root 644 <<EOF
   "home": "$TEST_HOME",
   "state_dir": "$DIR",
   "accounts": ["root", "team-b"],
+  "tcsh_user": {
+    "user": "$TCSH_USER",
+    "key_file": "$tcsh_key",
+    "known_hosts": "$ssh_dir/known_hosts",
+    "home": "$TCSH_HOME",
+    "shell": "$TCSH_SHELL"
+  },
   "postgres_url": "postgresql+psycopg://trainbot:$PG_PASS@127.0.0.1:$PG_PORT/trainbot"
 }
 EOF
@@ -399,4 +430,14 @@ else
     }
     log "already up; ssh + squeue ok ($((out)) jobs in the queue)"
 fi
+# The tcsh user: logs in with its own key, and its commands really run through tcsh.
+tcsh_ssh=(ssh -F /dev/null -p "$SSH_PORT" -i "$tcsh_key" -o IdentitiesOnly=yes
+    -o BatchMode=yes -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$ssh_dir/known_hosts"
+    -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 "$TCSH_USER@127.0.0.1")
+# shellcheck disable=SC2016 # $0 is for the remote login shell
+if ! out=$("${tcsh_ssh[@]}" 'echo $0' 2>&1) || [[ $out != *tcsh ]]; then
+    echo "$out" >&2
+    die "ssh $TCSH_USER@127.0.0.1 did not run its command through tcsh"
+fi
+log "ssh as $TCSH_USER ok (login shell $out)"
 log "ready: $DIR/connection.json"
