@@ -13,6 +13,7 @@ and prints one JSON line after a marker, so env-setup noise around it is ignored
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import uuid
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
     from bot.cluster.ssh import Runner
 
 MARKER = "TRAINBOT_TOOLCHAIN_JSON "
+# The recipe's env reaches the node under these names (the runner sends values on stdin, srun
+# passes its environment on); the node sets the real names after the env setup ran.
+ENV_CARRIER_PREFIX = "TRAINBOT_PROBE_ENV_"
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Runs on the worker. Stdlib only, Python >= 3.6. Never raises: every failure is data.
 NODE_SCRIPT = r'''
@@ -130,7 +135,7 @@ def build_probe_argv(
     *,
     env_setup: str | None = None,
     python: str = "python3",
-    env: Mapping[str, str] | None = None,
+    env_names: Sequence[str] = (),
     srun_args: Sequence[str] = (),
     job_name: str | None = None,
     time_limit: str = "10",
@@ -139,18 +144,24 @@ def build_probe_argv(
 
     `env_setup` is the recipe's activation snippet (config text, run by bash on the node, the
     same trust as the recipe's batch script); everything else travels as separate argv words,
-    which the SSH runner quotes, and is never parsed by a shell. `env` overrides variables on
-    the node after the setup (e.g. a stripped PATH).
+    which the SSH runner quotes, and is never parsed by a shell. `env_names` are set on the
+    node after the setup (e.g. a stripped PATH) from `ENV_CARRIER_PREFIX`+name, which the
+    caller passes as environment (`probe_env`): values never appear in this argv.
     """
     name = job_name or f"trainbot-preflight-{uuid.uuid4().hex[:8]}"
     argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1", f"--time={time_limit}",
             "--quiet", *srun_args]
     if partition:  # else the cluster's default partition
         argv.insert(1, f"--partition={partition}")
-    cmd: list[str] = []
-    if env:
-        cmd += ["/usr/bin/env", *(f"{k}={v}" for k, v in env.items())]
-    cmd += [python, "-c", NODE_SCRIPT]
+    cmd: list[str] = [python, "-c", NODE_SCRIPT]
+    if env_names:
+        sets = []
+        for name in env_names:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"environment variable name {name!r} is not a valid shell name")
+            carrier = ENV_CARRIER_PREFIX + name
+            sets.append(f'{name}="${carrier}"; export {name}; unset {carrier}; ')
+        cmd = ["/bin/sh", "-c", "".join(sets) + 'exec "$@"', "trainbot-env", *cmd]
     if env_setup:
         # "$@" is the command above, passed as bash's positional arguments: no re-quoting.
         return [*argv, "bash", "-c", env_setup + '\nexec "$@"', "trainbot-probe", *cmd]
@@ -169,6 +180,11 @@ class ToolchainReport:
     def to_json(self) -> dict[str, Any]:
         return {"checks": [f.to_json() for f in self.findings], "node": self.node,
                 "stderr_tail": self.stderr_tail}
+
+
+def probe_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The environment to run `build_probe_argv(env_names=list(env))` with."""
+    return {ENV_CARRIER_PREFIX + k: v for k, v in env.items()} if env else None
 
 
 def parse_node_output(stdout: str) -> dict[str, Any] | None:
@@ -245,9 +261,9 @@ def run_toolchain_probe(
 
     Raises the runner's ClusterUnavailable / CommandTimedOut: the caller decides (exit 2).
     """
-    argv = build_probe_argv(partition, env_setup=env_setup, python=python, env=env,
-                            srun_args=srun_args)
-    result = runner.run(argv, timeout=timeout, check=False)
+    argv = build_probe_argv(partition, env_setup=env_setup, python=python,
+                            env_names=list(env or {}), srun_args=srun_args)
+    result = runner.run(argv, timeout=timeout, check=False, env=probe_env(env))
     node = parse_node_output(result.stdout)
     stderr_tail = "\n".join(result.stderr.strip().splitlines()[-8:])
     shown = shlex.join("<probe script>" if a == NODE_SCRIPT else a for a in argv)
