@@ -39,3 +39,38 @@ class CommandTimedOut(ClusterError):
         self.argv = list(argv)
         self.timeout = timeout
         super().__init__(f"`{shlex.join(self.argv)}` did not finish within {timeout:g} s")
+
+
+class SFTPTimedOut(ClusterUnavailable):
+    """An SFTP request got no answer in time (most often a hung NFS/Lustre path on the login
+    node), or was not sent because an earlier one on the same path still waits. Other paths'
+    requests go on; the path is tried again once the late answer has come."""
+
+    def __init__(
+        self,
+        op: str,
+        path: str,
+        timeout: float,
+        where: str,
+        *,
+        waiting: tuple[str, float] | None = None,
+        stuck: Sequence[tuple[str, str]] = (),
+        busy: int = 0,
+    ):
+        self.op = op
+        self.path = path
+        self.timeout = timeout
+        what = f"SFTP {op} of {path} on {where}"
+        if waiting is not None:
+            message = (f"{what} not sent: an earlier {waiting[0]} of that path has waited "
+                       f"{waiting[1]:.0f} s for an answer (a hung filesystem?)")
+        elif stuck:
+            hung = ", ".join(f"{o} {p}" for o, p in stuck)
+            message = (f"{what} not sent: all {len(stuck)} SFTP channels wait on paths that "
+                       f"do not answer ({hung}; a hung filesystem?)")
+        elif busy:
+            message = f"{what}: no SFTP channel came free within {timeout:g} s (all {busy} busy)"
+        else:
+            message = (f"{what} got no answer within {timeout:g} s (a hung filesystem?); gave "
+                       "up on it, other requests go on")
+        super().__init__(message)

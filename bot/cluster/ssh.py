@@ -13,6 +13,9 @@ Why this shape:
 - One transport per runner (per cluster) is reused for every command and for SFTP; it is opened
   lazily and reopened once, transparently, when it was dropped *before* a command started.
   A command that may already have run is never re-run.
+- Every wait is bounded: connecting (connect_timeout), starting a command and its run
+  (command_timeout), each SFTP reply (sftp_timeout, on a pool of channels so that one hung
+  path blocks no other read: bot.cluster.sftp).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import select
 import shlex
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,6 +43,7 @@ from bot.cluster.errors import (
     CommandTimedOut,
     HostKeyRejected,
 )
+from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
 from bot.core.units import quote_value
 
 log = logging.getLogger(__name__)
@@ -61,7 +65,9 @@ class SSHSettings:
     `known_hosts=None` means ~/.ssh/known_hosts. `proxy_jump` is "user@host:port" (user and port
     optional). With `ssh_config`, `host` may be an alias of that file: HostName, User, Port,
     IdentityFile, ProxyJump and UserKnownHostsFile are read from it where the settings leave
-    them unset (port: where it is the default 22).
+    them unset (port: where it is the default 22). `sftp_timeout` bounds each SFTP reply;
+    `sftp_channels` is how many SFTP channels may be open at once (sshd's MaxSessions, 10 by
+    default, counts them with the command sessions).
     """
 
     host: str
@@ -74,6 +80,8 @@ class SSHSettings:
     ssh_config: str | None = None
     connect_timeout: float = 15.0
     command_timeout: float = 120.0
+    sftp_timeout: float = 15.0
+    sftp_channels: int = 4
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ class Runner(Protocol):
         env: Mapping[str, str] | None = None,
     ) -> CommandResult: ...
 
-    def sftp(self) -> paramiko.SFTPClient: ...
+    def sftp(self) -> SFTPPool: ...
 
 
 @dataclass(frozen=True)
@@ -250,27 +258,6 @@ class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
         )
 
 
-class _SerializedSFTPClient(paramiko.SFTPClient):
-    """An SFTPClient that threads can share.
-
-    paramiko's client is not safe for concurrent use: a thread waiting for its reply can read
-    and drop another thread's reply, and both then hang. Holding one lock from sending a
-    request to reading its reply (and around every reply read) makes concurrent calls queue.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        self._reply_lock = threading.RLock()
-        super().__init__(*args, **kwargs)
-
-    def _request(self, t: int, *args: Any) -> Any:
-        with self._reply_lock:
-            return super()._request(t, *args)
-
-    def _read_response(self, waitfor: int | None = None) -> Any:
-        with self._reply_lock:
-            return super()._read_response(waitfor)
-
-
 class SSHRunner:
     """Runs argv lists on one cluster over a single lazily opened, reused SSH transport.
 
@@ -283,7 +270,7 @@ class SSHRunner:
         self._lock = threading.RLock()
         self._client: paramiko.SSHClient | None = None
         self._jump: paramiko.SSHClient | None = None
-        self._sftp: paramiko.SFTPClient | None = None
+        self._sftp: SFTPPool | None = None  # kept across reconnects: it asks for channels
         self._endpoint: Endpoint | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -311,16 +298,18 @@ class SSHRunner:
     def close(self) -> None:
         """Close SFTP, the transport and any jump host connection; safe to call twice."""
         with self._lock:
+            if self._sftp is not None:
+                self._sftp.close()
             self._drop()
 
     def _drop(self) -> None:
-        for obj in (self._sftp, self._client, self._jump):
+        for obj in (self._client, self._jump):
             if obj is not None:
                 try:
                     obj.close()
                 except Exception:  # noqa: BLE001 - closing a dead connection may raise anything
                     log.debug("ignored error while closing %r", obj, exc_info=True)
-        self._sftp = self._client = self._jump = None
+        self._client = self._jump = None
 
     # ---- connecting ------------------------------------------------------------------------
 
@@ -476,7 +465,10 @@ class SSHRunner:
         chan = self._open_session()
         try:
             try:
-                chan.exec_command(command)
+                # paramiko waits for sshd's answer to "exec" without a timeout.
+                within(limit, chan, lambda: chan.exec_command(command))
+            except TimeoutError as exc:
+                raise CommandTimedOut(args, limit) from exc  # it may or may not have started
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 # The request may have reached sshd: never retried, the command may have run.
                 self._forget_if_dead()
@@ -576,30 +568,69 @@ class SSHRunner:
 
     # ---- sftp ------------------------------------------------------------------------------
 
-    def sftp(self) -> paramiko.SFTPClient:
-        """The cached SFTP client on the shared transport (reopened after a reconnect).
-
-        Shared by all threads: its requests are serialized, so keep each use short.
-        """
+    def sftp(self) -> SFTPPool:
+        """The cluster's SFTP: one object for the runner's life, on channels of the current
+        transport; every reply waits at most settings.sftp_timeout (see bot.cluster.sftp)."""
         with self._lock:
-            for attempt in (1, 2):
-                t = self._ensure_transport()
-                s = self._sftp
-                if s is not None and s.get_channel() is not None:
-                    ch = s.get_channel()
-                    if ch is not None and not ch.closed and ch.get_transport() is t:
-                        return s
-                try:
-                    self._sftp = _SerializedSFTPClient.from_transport(t)
-                    assert self._sftp is not None
-                    return self._sftp
-                except (paramiko.SSHException, OSError, EOFError) as exc:
-                    self._drop()
-                    if attempt == 2:
-                        raise ClusterUnavailable(
-                            f"cannot open SFTP on {self.settings.host}: {exc or type(exc).__name__}"
-                        ) from exc
-            raise AssertionError("unreachable")
+            if self._sftp is None:
+                self._sftp = SFTPPool(
+                    self._open_sftp_client,
+                    where=self.settings.host,
+                    timeout=self.settings.sftp_timeout,
+                    max_channels=self.settings.sftp_channels,
+                )
+            return self._sftp
+
+    def _open_sftp_client(self, timeout: float) -> DeadlineSFTPClient:
+        """A new SFTP channel on the live transport, ready within `timeout` or refused."""
+        chan = self._open_session()
+        try:
+            within(timeout, chan, lambda: chan.invoke_subsystem("sftp"))
+            return DeadlineSFTPClient(chan, timeout)
+        except TimeoutError as exc:
+            chan.close()
+            raise ClusterUnavailable(
+                f"the SFTP server on {self.settings.host} did not start within {timeout:g} s"
+            ) from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            chan.close()
+            self._forget_if_dead()
+            raise ClusterUnavailable(
+                f"cannot open SFTP on {self.settings.host}: {exc or type(exc).__name__}"
+            ) from exc
+        except BaseException:
+            chan.close()
+            raise
+
+
+def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]) -> None:
+    """Run a channel request that paramiko waits on without a timeout (exec, subsystem);
+    after `timeout` seconds close the channel, which ends paramiko's wait, and raise
+    TimeoutError."""
+    state = {"done": False, "fired": False}
+    lock = threading.Lock()
+
+    def expire() -> None:
+        with lock:
+            if state["done"]:
+                return
+            state["fired"] = True
+        chan.close()
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        request()
+    except (paramiko.SSHException, EOFError, OSError):
+        if not state["fired"]:
+            raise
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+    if state["fired"]:
+        raise TimeoutError(f"no answer within {timeout:g} s")
 
 
 def _send_signal(chan: paramiko.Channel, name: str) -> None:

@@ -20,7 +20,7 @@ DEFAULT_MAX_BYTES = 1 << 20
 
 
 class SFTPLike(Protocol):
-    """The part of paramiko.SFTPClient the tail uses (stat + open for reading)."""
+    """What the tail needs of an SFTP client (bot.cluster.sftp.SFTPPool): stat, open to read."""
 
     def stat(self, path: str) -> Any: ...
 

@@ -91,6 +91,11 @@ class ClusterConfig(_Model):
     command_timeout: float = Field(
         60.0, gt=0, description="Default seconds one remote command may run before abandoned."
     )
+    sftp_timeout: float = Field(
+        15.0, gt=0, description="Seconds one SFTP request (stat, read of a log) may wait for "
+        "its answer; a path that does not answer (a hung filesystem) is given up on while the "
+        "other reads go on.",
+    )
     per_gpu_mem_cap: str | None = Field(
         None,
         description="The site's admission cap on --mem per GPU (e.g. 244000M); preflight's "
@@ -145,6 +150,7 @@ class ClusterConfig(_Model):
             ssh_config=_expand(self.ssh_config),
             connect_timeout=self.connect_timeout,
             command_timeout=self.command_timeout,
+            sftp_timeout=self.sftp_timeout,
         )
 
 

@@ -47,7 +47,8 @@ def test_many_commands_and_sftp_share_one_lazily_opened_transport(runner: SSHRun
         assert runner.run(["echo", str(i)]).stdout == f"{i}\n"
     assert runner.transport is transport
     sftp = runner.sftp()
-    assert sftp.get_channel().get_transport() is transport
+    assert sftp.stat(".profile").st_size > 0
+    assert [channel.get_transport() for channel in sftp.channels] == [transport]
     assert runner.sftp() is sftp
     runner.close()
     runner.close()  # idempotent
@@ -74,9 +75,9 @@ def test_concurrent_commands_from_several_threads(runner: SSHRunner) -> None:
 
 
 def test_shared_sftp_client_is_safe_across_threads(runner: SSHRunner) -> None:
-    # paramiko's own SFTPClient loses replies when threads share it; ours must not.
+    # paramiko's own SFTPClient loses replies when threads share it; ours must not (and a
+    # lost reply fails the test with SFTPTimedOut instead of hanging it).
     sftp = runner.sftp()
-    sftp.get_channel().settimeout(20)  # a lost reply fails the test instead of hanging it
     errors: list[BaseException] = []
 
     def work() -> None:
@@ -95,6 +96,8 @@ def test_shared_sftp_client_is_safe_across_threads(runner: SSHRunner) -> None:
     for t in threads:
         t.join()
     assert errors == []
+    # Threads borrowed channels of their own, never more than the pool's cap.
+    assert 1 <= len(sftp.channels) <= runner.settings.sftp_channels
 
 
 def test_stdin_bytes_and_str_reach_the_command(runner: SSHRunner) -> None:
@@ -249,7 +252,8 @@ def test_reconnects_after_the_server_kills_the_session(runner: SSHRunner) -> Non
     _wait_gone(pid)
     assert runner.run(["echo", "again"]).stdout == "again\n"
     assert runner.transport is not old
-    assert runner.sftp().get_channel().get_transport() is runner.transport
+    assert runner.sftp().stat(".profile").st_size > 0
+    assert [channel.get_transport() for channel in runner.sftp().channels] == [runner.transport]
 
 
 def test_a_command_that_may_have_run_is_never_rerun(runner: SSHRunner, tmp_path: Path) -> None:

@@ -255,6 +255,14 @@ def test_ssh_settings_expand_paths(tmp_path, monkeypatch):
     assert settings.key_file == "/home/alice/.ssh/id_ed25519"
 
 
+def test_timeouts_reach_the_ssh_settings():
+    text = MINIMAL.replace("    user: alice\n", "    user: alice\n    sftp_timeout: 4.5\n", 1)
+    settings = parse_config(text, source="x", env={}).clusters["gpu"].ssh_settings()
+    assert settings.sftp_timeout == 4.5
+    assert parse_config(MINIMAL, source="x", env={}).clusters["gpu"].ssh_settings().sftp_timeout \
+        == 15.0
+
+
 def test_dev_cluster_config_round_trips(tmp_path):
     connection = {
         "host": "127.0.0.1", "port": 2222, "user": "slurmci", "key_file": "/k",

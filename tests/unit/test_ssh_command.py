@@ -62,10 +62,8 @@ def test_sh_and_bash_receive_the_exact_argv_env_and_stdin(argv, env) -> None:
 def test_the_command_is_plain_ascii_without_a_value(argv, env) -> None:
     command = build_command(argv, env)
     assert SAFE_COMMAND.match(command), command
-    for value in env.values():
-        if len(value) >= 3:
-            assert value not in command and value.encode("utf-8", "surrogateescape").hex() \
-                not in command
+    # Values play no part in it: only the names do.
+    assert command == build_command(argv, dict.fromkeys(env, "other"))
     assert env_stdin(env).count(b"\n") == len(env)
 
 

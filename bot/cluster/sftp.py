@@ -1,0 +1,363 @@
+"""SFTP with a deadline on every request, on a few channels so a stuck one blocks nobody else.
+
+OpenSSH's sftp-server answers the requests of one channel one at a time, in order: a `stat` on
+a hung NFS or Lustre path blocks its channel until the filesystem comes back, maybe for hours.
+So:
+- every reply must arrive within `timeout` seconds, else the call raises `SFTPTimedOut` naming
+  the operation and the path (the client stops waiting; nothing else is sent on that channel);
+- each call borrows a channel of its own from a pool (at most `max_channels`, opened on
+  demand over the runner's one transport), so other jobs' reads and `/train logs` go on;
+- a channel left waiting is kept aside, not closed (the server would keep its session slot
+  anyway until the filesystem answers): once the late reply has come it is read, dropped and
+  the channel serves again. Until then a new request for the same path fails at once, so a
+  hung path costs one timeout, not one per tick; when every channel waits on a hung path,
+  every call fails at once, naming them.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import paramiko
+
+from bot.cluster.errors import SFTPTimedOut
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _NoReply(Exception):
+    """No reply within the deadline; nothing of it was read, so the channel is still in sync."""
+
+
+def wait_readable(chan: paramiko.Channel, timeout: float) -> bool:
+    """True once `chan` has stdout data, EOF or is closed; False after `timeout` seconds.
+
+    Stderr data (sftp-server's log lines, if any) is read and dropped on the way.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if chan.recv_ready() or chan.eof_received or chan.closed:
+            return True
+        while chan.recv_stderr_ready():
+            chan.recv_stderr(65536)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        select.select([chan], [], [], remaining)
+
+
+class DeadlineSFTPClient(paramiko.SFTPClient):
+    """An SFTPClient (one thread at a time) whose every reply must come within `timeout`.
+
+    The wait happens before a reply's first byte is read; a reply that starts but stalls
+    half-way trips the channel's own timeout (socket.timeout) and the channel is discarded.
+    """
+
+    def __init__(self, chan: paramiko.Channel, timeout: float):
+        self.timeout = timeout
+        chan.settimeout(timeout)
+        super().__init__(chan)
+
+    def _read_packet(self) -> tuple[int, bytes]:
+        if not wait_readable(self.sock, self.timeout):
+            raise _NoReply
+        return super()._read_packet()
+
+    def outstanding(self) -> int:
+        """How many requests still wait for their reply."""
+        return len(self._expecting)
+
+    def read_late_replies(self) -> bool:
+        """Read (and drop) the replies that have arrived to abandoned requests, without
+        waiting; True when none is outstanding any more."""
+        while self._expecting and wait_readable(self.sock, 0):
+            self._read_response()
+        return not self._expecting
+
+
+@dataclass
+class _Stuck:
+    client: DeadlineSFTPClient
+    op: str
+    path: str
+    since: float
+    file: paramiko.SFTPFile | None = None  # closed once the channel is usable again
+
+
+class SFTPPool:
+    """The SFTP of one cluster: the methods trainbot uses, each with a deadline per reply.
+
+    `open_client(timeout)` opens a new SFTP channel (the runner's job: a session on its live
+    transport, the "sftp" subsystem, the version exchange, all within `timeout`). Safe for
+    any number of threads.
+    """
+
+    def __init__(
+        self,
+        open_client: Callable[[float], DeadlineSFTPClient],
+        *,
+        where: str,
+        timeout: float = 15.0,
+        max_channels: int = 4,
+    ):
+        if max_channels < 1:
+            raise ValueError("max_channels must be at least 1")
+        self._open_client = open_client
+        self.where = where
+        self.timeout = timeout
+        self.max_channels = max_channels
+        self._cond = threading.Condition()
+        self._idle: list[DeadlineSFTPClient] = []
+        self._busy = 0
+        self._stuck: list[_Stuck] = []
+
+    # ---- what callers use (paramiko.SFTPClient's names and results) -----------------------
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes:
+        return self._call("stat", path, lambda c: c.stat(path))
+
+    def lstat(self, path: str) -> paramiko.SFTPAttributes:
+        return self._call("lstat", path, lambda c: c.lstat(path))
+
+    def listdir(self, path: str = ".") -> list[str]:
+        return self._call("listdir", path, lambda c: c.listdir(path))
+
+    def listdir_attr(self, path: str = ".") -> list[paramiko.SFTPAttributes]:
+        return self._call("listdir", path, lambda c: c.listdir_attr(path))
+
+    def normalize(self, path: str) -> str:
+        return self._call("normalize", path, lambda c: c.normalize(path))
+
+    def chmod(self, path: str, mode: int) -> None:
+        self._call("chmod", path, lambda c: c.chmod(path, mode))
+
+    def put(self, localpath: str, remotepath: str) -> paramiko.SFTPAttributes:
+        return self._call("put", remotepath, lambda c: c.put(localpath, remotepath))
+
+    def open(self, path: str, mode: str = "r", bufsize: int = -1) -> RemoteFile:
+        """A file that keeps one channel until it is closed (use it in a `with` block)."""
+        client, f = self._call("open", path, lambda c: (c, c.open(path, mode, bufsize)),
+                               keep=True)
+        return RemoteFile(self, client, f, path)
+
+    def close(self) -> None:
+        """Close every channel (idle, stuck); a channel in use is closed when returned."""
+        with self._cond:
+            clients = self._idle + [s.client for s in self._stuck]
+            self._idle, self._stuck = [], []
+        for c in clients:
+            _close_quietly(c)
+
+    @property
+    def channels(self) -> list[paramiko.Channel]:
+        """The channels open now, idle or waiting on a stuck request (for tests, doctor)."""
+        with self._cond:
+            return [c.get_channel() for c in self._idle] + [
+                s.client.get_channel() for s in self._stuck
+            ]
+
+    # ---- the pool --------------------------------------------------------------------------
+
+    def _call(self, op: str, path: str, fn: Callable[[DeadlineSFTPClient], T], *,
+              keep: bool = False) -> T:
+        """fn(a channel of its own); with `keep` the caller keeps the channel on success."""
+        client = self._checkout(op, path)
+        try:
+            result = fn(client)
+        except BaseException as exc:
+            error, _lost = self._after_error(client, op, path, exc)
+            if error is exc:
+                raise
+            raise error from None
+        if not keep:
+            self._checkin(client)
+        return result
+
+    def _after_error(
+        self, client: DeadlineSFTPClient, op: str, path: str, exc: BaseException, *,
+        file: paramiko.SFTPFile | None = None, held: bool = False,
+    ) -> tuple[BaseException, bool]:
+        """What to raise after `exc` on `client`, and whether the caller lost the channel.
+
+        No reply: the channel is set aside until the late reply comes (SFTPTimedOut). A reply
+        that stalled half-way or a dead channel: dropped. An answer (no such file, permission
+        denied): the channel is fine; it is given back unless the caller `held` it (a file).
+        """
+        if isinstance(exc, _NoReply):
+            with self._cond:
+                self._busy -= 1
+                self._stuck.append(_Stuck(client, op, path, time.monotonic(), file))
+                self._cond.notify_all()
+            log.warning("%s: SFTP %s %s got no answer within %g s; its channel is set aside",
+                        self.where, op, path, self.timeout)
+            return SFTPTimedOut(op, path, self.timeout, self.where), True
+        if isinstance(exc, TimeoutError):
+            self._discard(client)
+            return SFTPTimedOut(op, path, self.timeout, self.where), True
+        if not _alive(client):
+            self._discard(client)
+            return exc, True
+        if not held:
+            self._checkin(client)
+        return exc, not held
+
+    def _checkout(self, op: str, path: str) -> DeadlineSFTPClient:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            self._recover()
+            with self._cond:
+                for s in self._stuck:
+                    if s.path == path:
+                        raise SFTPTimedOut(op, path, self.timeout, self.where,
+                                           waiting=(s.op, time.monotonic() - s.since))
+                while self._idle:
+                    client = self._idle.pop()
+                    if _alive(client):
+                        self._busy += 1
+                        return client
+                    _close_quietly(client)
+                if self._busy + len(self._stuck) < self.max_channels:
+                    self._busy += 1
+                    break
+                if self._busy == 0:  # every channel waits on a hung path: fail at once
+                    raise SFTPTimedOut(op, path, self.timeout, self.where,
+                                       stuck=[(s.op, s.path) for s in self._stuck])
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise SFTPTimedOut(op, path, self.timeout, self.where,
+                                       busy=self.max_channels)
+                self._cond.wait(min(remaining, 0.5))  # wake up to look at stuck channels
+        try:
+            return self._open_client(self.timeout)
+        except BaseException:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+            raise
+
+    def _checkin(self, client: DeadlineSFTPClient) -> None:
+        if client.outstanding():  # a swallowed half-read reply: out of sync, not reusable
+            self._discard(client)
+            return
+        with self._cond:
+            self._busy -= 1
+            self._idle.append(client)
+            self._cond.notify_all()
+
+    def _discard(self, client: DeadlineSFTPClient) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._cond.notify_all()
+        _close_quietly(client)
+
+    def _recover(self) -> None:
+        """Give back the stuck channels whose late replies have all arrived; drop dead ones."""
+        with self._cond:
+            ready = [s for s in self._stuck if wait_readable(s.client.get_channel(), 0)]
+            for s in ready:
+                self._stuck.remove(s)
+            self._busy += len(ready)
+        for s in ready:
+            try:
+                done = _alive(s.client) and s.client.read_late_replies()
+                if done and s.file is not None:
+                    s.file.close()
+            except Exception:  # noqa: BLE001 - a channel that fails here is simply dropped
+                log.debug("dropping the SFTP channel stuck on %s", s.path, exc_info=True)
+                self._discard(s.client)
+                continue
+            if done:
+                log.info("%s: SFTP %s %s answered after %.0f s; its channel is back in use",
+                         self.where, s.op, s.path, time.monotonic() - s.since)
+                self._checkin(s.client)
+            elif _alive(s.client):
+                with self._cond:  # more replies still outstanding
+                    self._busy -= 1
+                    self._stuck.append(s)
+            else:
+                self._discard(s.client)
+
+
+class RemoteFile:
+    """An open remote file on a channel of its own; each reply waits at most the pool's
+    timeout. Close it (or use `with`) to give the channel back."""
+
+    def __init__(self, pool: SFTPPool, client: DeadlineSFTPClient, f: paramiko.SFTPFile,
+                 path: str):
+        self._pool = pool
+        self._client: DeadlineSFTPClient | None = client
+        self._f = f
+        self.path = path
+
+    def read(self, size: int | None = None) -> bytes:
+        return self._do("read", lambda: self._f.read(size))
+
+    def write(self, data: bytes) -> None:
+        self._do("write", lambda: self._f.write(data))
+
+    def seek(self, offset: int, whence: int = 0) -> None:
+        self._f.seek(offset, whence)  # local: paramiko sends the offset with the next read
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def stat(self) -> paramiko.SFTPAttributes:
+        return self._do("stat", self._f.stat)
+
+    def close(self) -> None:
+        """Close the file and give its channel back; a second call does nothing."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            self._f.close()
+        except BaseException as exc:
+            error, _lost = self._pool._after_error(client, "close", self.path, exc)  # noqa: SLF001
+            if error is exc:
+                raise
+            raise error from None
+        self._pool._checkin(client)  # noqa: SLF001
+
+    def _do(self, op: str, fn: Callable[[], T]) -> T:
+        client = self._client
+        if client is None:
+            raise ValueError(f"{self.path}: the file is closed, or its channel was given up")
+        try:
+            return fn()
+        except BaseException as exc:
+            error, lost = self._pool._after_error(  # noqa: SLF001
+                client, op, self.path, exc, file=self._f, held=True)
+            if lost:
+                self._client = None
+            if error is exc:
+                raise
+            raise error from None
+
+    def __enter__(self) -> RemoteFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _alive(client: DeadlineSFTPClient) -> bool:
+    chan = client.get_channel()
+    return chan is not None and not chan.closed and chan.get_transport().is_active()
+
+
+def _close_quietly(client: DeadlineSFTPClient) -> None:
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - closing a dead channel may raise anything
+        log.debug("ignored error while closing an SFTP channel", exc_info=True)
+
+
+__all__ = ["DeadlineSFTPClient", "RemoteFile", "SFTPPool", "wait_readable"]

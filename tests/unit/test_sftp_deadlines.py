@@ -1,0 +1,283 @@
+"""Bounded waits: an SFTP peer that never answers one path must not stall the others.
+
+The peer is a real SSH server (paramiko's server side, in this process, on loopback) whose SFTP
+subsystem serves a temporary directory, one thread per channel and one request at a time like
+OpenSSH's sftp-server, and blocks, without answering, on any path containing "hung" until the
+test lets it go: a hung NFS/Lustre mount as the bot sees it. The client is trainbot's own
+SSHRunner, unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from bot.cluster.errors import CommandTimedOut, SFTPTimedOut
+from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.tail import TailState, read_new_lines
+
+TIMEOUT = 1.0
+
+
+@dataclass
+class Peer:
+    """The fake login node: its files, its port, and the switch that unblocks hung paths."""
+
+    root: Path
+    port: int
+    settings: SSHSettings
+    release: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    exec_requests: int = 0
+
+    def runner(self, **changes: object) -> SSHRunner:
+        import dataclasses
+
+        return SSHRunner(dataclasses.replace(self.settings, **changes))
+
+
+class _Handle(paramiko.SFTPHandle):
+    def __init__(self, peer: Peer, path: str, f) -> None:  # noqa: ANN001
+        super().__init__()
+        self.peer, self.path, self.readfile = peer, path, f
+
+    def read(self, offset: int, length: int) -> bytes | int:
+        _maybe_hang(self.peer, self.path, "read")
+        return super().read(offset, length)
+
+    def stat(self) -> paramiko.SFTPAttributes:
+        return paramiko.SFTPAttributes.from_stat(os.fstat(self.readfile.fileno()))
+
+
+class _Files(paramiko.SFTPServerInterface):
+    """Serves peer.root; hung paths (see _maybe_hang) answer only once peer.release is set."""
+
+    def __init__(self, server: object, peer: Peer) -> None:
+        super().__init__(server)
+        self.peer = peer
+
+    def _real(self, path: str) -> str:
+        return str(self.peer.root / path.lstrip("/"))
+
+    def stat(self, path: str) -> paramiko.SFTPAttributes | int:
+        _maybe_hang(self.peer, path, "stat")
+        try:
+            return paramiko.SFTPAttributes.from_stat(os.stat(self._real(path)))
+        except OSError as exc:
+            return paramiko.SFTPServer.convert_errno(exc.errno)
+
+    lstat = stat
+
+    def open(self, path: str, flags: int, attr: paramiko.SFTPAttributes) -> _Handle | int:
+        _maybe_hang(self.peer, path, "open")
+        try:
+            f = open(self._real(path), "rb")  # noqa: SIM115 - closed by paramiko's handle
+        except OSError as exc:
+            return paramiko.SFTPServer.convert_errno(exc.errno)
+        return _Handle(self.peer, path, f)
+
+    def canonicalize(self, path: str) -> str:
+        return "/" + path.lstrip("/") if path not in (".", "") else "/"
+
+
+def _maybe_hang(peer: Peer, path: str, op: str) -> None:
+    """Block (answer nothing) until released: reads of a "hung-read" file, any other request
+    on a path containing "hung"."""
+    hangs = "hung-read" in path if op == "read" else "hung" in path and "hung-read" not in path
+    if hangs:
+        peer.entered.release()
+        peer.release.wait()
+
+
+class _Server(paramiko.ServerInterface):
+    def __init__(self, peer: Peer, client_key: paramiko.PKey) -> None:
+        self.peer, self.client_key = peer, client_key
+
+    def get_allowed_auths(self, username: str) -> str:
+        return "publickey"
+
+    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        ok = key == self.client_key
+        return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
+
+    def check_channel_request(self, kind: str, chanid: int) -> int:
+        if kind == "session":
+            return paramiko.OPEN_SUCCEEDED
+        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
+        self.peer.exec_requests += 1
+        self.peer.release.wait()  # sshd waiting on something (a hung home directory) forever
+        return False
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[Peer]:
+    root = tmp_path / "files"
+    root.mkdir()
+    host_key = paramiko.ECDSAKey.generate()
+    client_key = paramiko.ECDSAKey.generate()
+    key_file = tmp_path / "id_ecdsa"
+    client_key.write_private_key_file(str(key_file))
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {host_key.get_name()} {host_key.get_base64()}\n")
+    settings = SSHSettings(host="127.0.0.1", port=port, user="tester", key_file=str(key_file),
+                           known_hosts=str(known_hosts), connect_timeout=5,
+                           sftp_timeout=TIMEOUT, sftp_channels=4)
+    p = Peer(root, port, settings)
+    transports: list[paramiko.Transport] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                return
+            t = paramiko.Transport(sock)
+            t.add_server_key(host_key)
+            t.set_subsystem_handler("sftp", paramiko.SFTPServer, _Files, p)
+            t.start_server(server=_Server(p, client_key))
+            transports.append(t)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield p
+    finally:
+        p.release.set()
+        listener.close()
+        for t in transports:
+            t.close()
+
+
+def _write_logs(peer: Peer, n: int) -> list[str]:
+    names = []
+    for i in range(n):
+        (peer.root / f"job{i}.log").write_text(f"iter {i}\n" * 3)
+        names.append(f"job{i}.log")
+    return names
+
+
+def test_a_hung_stat_times_out_naming_the_path_while_other_reads_go_on(peer: Peer) -> None:
+    logs = _write_logs(peer, 5)
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        failure: list[BaseException] = []
+
+        def stat_hung() -> None:
+            try:
+                sftp.stat("/lustre/hung/job9.log")
+            except BaseException as exc:  # noqa: BLE001 - checked below
+                failure.append(exc)
+
+        started = time.monotonic()
+        stuck = threading.Thread(target=stat_hung)
+        stuck.start()
+        assert peer.entered.acquire(timeout=5)  # the server is now blocked on that path
+        # Meanwhile every other job's log is read in full, without waiting for the hung stat.
+        for name in logs:
+            chunk = read_new_lines(sftp, TailState(path=name))
+            assert chunk.lines == [f"iter {name[3:-4]}"] * 3
+        assert time.monotonic() - started < TIMEOUT * 0.8
+        stuck.join(timeout=5)
+        elapsed = time.monotonic() - started
+    (exc,) = failure
+    assert isinstance(exc, SFTPTimedOut)
+    assert "/lustre/hung/job9.log" in str(exc) and "stat" in str(exc)
+    assert f"within {TIMEOUT:g} s" in str(exc)
+    assert TIMEOUT <= elapsed < TIMEOUT + 1.5
+
+
+def test_the_hung_path_then_fails_at_once_and_comes_back_when_the_filesystem_answers(
+    peer: Peer,
+) -> None:
+    (peer.root / "lustre-hung.log").write_text("late line\n")
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        with pytest.raises(SFTPTimedOut):
+            sftp.stat("lustre-hung.log")
+        start = time.monotonic()
+        with pytest.raises(SFTPTimedOut, match="an earlier stat of that path has waited"):
+            sftp.stat("lustre-hung.log")  # not sent again: the first one still waits
+        assert time.monotonic() - start < 0.2
+        assert len(sftp.channels) == 1  # the waiting channel is kept aside, not leaked
+        peer.release.set()  # the filesystem comes back: the late reply arrives
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert sftp.stat("lustre-hung.log").st_size == len("late line\n")
+                break
+            except SFTPTimedOut:
+                assert time.monotonic() < deadline, "the channel never came back"
+                time.sleep(0.05)
+        assert len(sftp.channels) == 1  # the same channel serves again
+
+
+def test_when_every_channel_waits_on_a_hung_path_calls_fail_at_once(peer: Peer) -> None:
+    _write_logs(peer, 1)
+    with peer.runner(sftp_channels=2) as runner:
+        sftp = runner.sftp()
+        for path in ("a/hung-1.log", "b/hung-2.log"):
+            with pytest.raises(SFTPTimedOut, match=path):
+                sftp.stat(path)
+        start = time.monotonic()
+        with pytest.raises(SFTPTimedOut, match="all 2 SFTP channels wait") as info:
+            sftp.stat("job0.log")
+        assert time.monotonic() - start < 0.2
+        assert "a/hung-1.log" in str(info.value) and "b/hung-2.log" in str(info.value)
+
+
+def test_a_read_that_hangs_inside_an_open_file_times_out_naming_it(peer: Peer) -> None:
+    logs = _write_logs(peer, 2)
+    (peer.root / "hung-read.log").write_text("x\n")
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        with sftp.open("hung-read.log", "rb") as f:
+            start = time.monotonic()
+            with pytest.raises(SFTPTimedOut, match="read of hung-read.log"):
+                f.read(10)
+            assert time.monotonic() - start < TIMEOUT + 1
+        assert read_new_lines(sftp, TailState(path=logs[1])).lines == ["iter 1"] * 3
+
+
+def test_a_tick_over_many_logs_with_one_hung_costs_one_timeout_then_none(peer: Peer) -> None:
+    """What the watcher does each tick (one read_new_lines per followed file): a hung log
+    delays the first tick by one timeout, not once per file or per tick, and never stops
+    the other files being read."""
+    logs = _write_logs(peer, 20)
+    paths = [*logs[:10], "scratch/hung/job.log", *logs[10:]]
+    states = {p: TailState(path=p) for p in paths}
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        for tick in (1, 2, 3):
+            start, read, failed = time.monotonic(), 0, []
+            for p in paths:
+                try:
+                    chunk = read_new_lines(sftp, states[p])
+                except SFTPTimedOut as exc:
+                    failed.append(exc.path)
+                    continue
+                states[p] = chunk.state
+                read += len(chunk.lines)
+            elapsed = time.monotonic() - start
+            assert failed == ["scratch/hung/job.log"]
+            assert read == (60 if tick == 1 else 0)
+            assert elapsed < (TIMEOUT + 1.0 if tick == 1 else 0.5), (tick, elapsed)
+
+
+def test_starting_a_command_the_server_never_answers_times_out(peer: Peer) -> None:
+    with peer.runner() as runner:
+        start = time.monotonic()
+        with pytest.raises(CommandTimedOut, match="did not finish within 1 s"):
+            runner.run(["true"], timeout=1)
+        assert time.monotonic() - start < 3
+        assert peer.exec_requests == 1
