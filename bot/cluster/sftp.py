@@ -139,6 +139,12 @@ class SFTPPool:
     def chmod(self, path: str, mode: int) -> None:
         self._call("chmod", path, lambda c: c.chmod(path, mode))
 
+    def mkdir(self, path: str, mode: int = 0o777) -> None:
+        self._call("mkdir", path, lambda c: c.mkdir(path, mode))
+
+    def remove(self, path: str) -> None:
+        self._call("remove", path, lambda c: c.remove(path))
+
     def put(self, localpath: str, remotepath: str) -> paramiko.SFTPAttributes:
         return self._call("put", remotepath, lambda c: c.put(localpath, remotepath))
 
@@ -300,7 +306,7 @@ class RemoteFile:
     def read(self, size: int | None = None) -> bytes:
         return self._do("read", lambda: self._f.read(size))
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | str) -> None:
         self._do("write", lambda: self._f.write(data))
 
     def seek(self, offset: int, whence: int = 0) -> None:
