@@ -14,6 +14,7 @@ fetch each job's log, its accounting record and its checkpoint directory.
 from __future__ import annotations
 
 import posixpath
+import threading
 import time
 import uuid
 from collections import Counter
@@ -256,6 +257,37 @@ __all__ = ["DEMO_FILES", "DEMO_SRC", "DemoJob", "DemoJobs", "FinishedJob"]
 
 
 SLURM_PROGRAMS = frozenset({"squeue", "sacct", "sstat", "sbatch", "scontrol", "scancel", "sinfo"})
+
+
+class CommandLineWatch:
+    """Every process's command line (what `ps` shows: /proc/PID/cmdline), read every 20 ms
+    while the `with` block runs; the dev cluster's login node is this machine."""
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._scan, daemon=True)
+
+    def __enter__(self) -> CommandLineWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _scan(self) -> None:
+        while not self._stop.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                try:
+                    self.seen.add(cmdline.read_bytes())
+                except OSError:
+                    continue
+            self._stop.wait(0.02)
+
+    def containing(self, text: str) -> list[bytes]:
+        """The command lines seen that hold `text`."""
+        return [c for c in self.seen if text.encode() in c]
 
 
 class CountingRunner:

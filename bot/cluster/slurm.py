@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
@@ -86,13 +86,16 @@ class SlurmClient:
     # ---- plumbing ---------------------------------------------------------------------------
 
     def _run(self, argv: Sequence[str], *, stdin: str | None = None,
-             allow: re.Pattern[str] | None = None) -> CommandResult:
+             allow: re.Pattern[str] | None = None,
+             env: Mapping[str, str] | None = None) -> CommandResult:
         """Run argv; controller silence -> ClusterUnavailable, other failures -> CommandFailed.
 
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
+        `env` values reach the command's environment only (never its argv, so never an error).
         """
         try:
-            result = self.runner.run(argv, stdin=stdin, timeout=self.timeout, check=False)
+            result = self.runner.run(argv, stdin=stdin, timeout=self.timeout, check=False,
+                                     env=env or None)
         except CommandTimedOut as exc:
             raise ClusterUnavailable(
                 f"`{argv_text(argv)}` did not answer within {exc.timeout:g} s: the Slurm "
@@ -250,12 +253,13 @@ class SlurmClient:
 
         Exactly one of `script` (text, sent on stdin) or `spec.script_path` (a file on the
         cluster). Every value travels as one argv word: nothing is ever interpreted by a
-        shell (see `bot.core.slurm.sbatch.check_env` for the environment).
+        shell. `spec.env` goes as the command's environment, so its values (tokens) are in
+        no argv, no process list and no CommandFailed.
         """
         if (script is None) == (spec.script_path is None):
             raise ValueError("submit needs exactly one of script (text) or script_path")
         try:
-            result = self._run(sbatch_argv(spec), stdin=script)
+            result = self._run(sbatch_argv(spec), stdin=script, env=spec.env)
         except ClusterUnavailable as exc:
             raise ClusterUnavailable(
                 f"{exc} The job {spec.job_name!r} may or may not have been submitted: look "

@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import threading
-import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from cluster_jobs import CommandLineWatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -139,25 +137,8 @@ def test_env_values_never_appear_in_a_process_list(shell_runner) -> None:
     _shell, runner = shell_runner
     marker = f"trainbot-ps-{uuid.uuid4().hex[:8]}"
     env = {"TRAINBOT_TOKEN": f"xoxb-{uuid.uuid4().hex}"}
-    seen: list[bytes] = []
-    stop = threading.Event()
-
-    def scan() -> None:
-        while not stop.is_set():
-            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-                try:
-                    seen.append(cmdline.read_bytes())
-                except OSError:
-                    continue
-            time.sleep(0.05)
-
-    scanner = threading.Thread(target=scan)
-    scanner.start()
-    try:
-        out = runner.run(["sh", "-c", 'sleep 1.5; printf %s "$TRAINBOT_TOKEN"', marker], env=env)
-    finally:
-        stop.set()
-        scanner.join()
+    with CommandLineWatch() as ps:
+        out = runner.run(["sh", "-c", 'sleep 1; printf %s "$TRAINBOT_TOKEN"', marker], env=env)
     assert out.stdout == env["TRAINBOT_TOKEN"]
-    assert any(marker.encode() in c for c in seen), "the scan never saw the command"
-    assert not [c for c in seen if env["TRAINBOT_TOKEN"].encode() in c]
+    assert ps.containing(marker), "the scan never saw the command"
+    assert ps.containing(env["TRAINBOT_TOKEN"]) == []

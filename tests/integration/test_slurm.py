@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
-from cluster_jobs import CountingRunner
+from cluster_jobs import CommandLineWatch, CountingRunner
 
-from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.errors import ClusterUnavailable, CommandFailed
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
 from bot.core.slurm.records import JobRecord
@@ -257,6 +257,28 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
     assert f"NAME[{name}]\n" in out
     probe = ssh_runner.run(["test", "-e", canary], check=False)
     assert probe.exit_code == 1, f"canary {canary} exists: something ran a shell on input"
+
+
+def test_an_env_secret_reaches_the_job_but_no_process_list_and_no_error(
+        dev_cluster, ssh_runner, submitted):
+    client, _ = make_client(ssh_runner, "parsable")
+    secret = f"hf_{uuid.uuid4().hex}"
+    out_path = f"{dev_cluster.home}/it-secret-%j.out"
+    script = '#!/bin/bash\nprintf "TOKEN[%s]\\n" "$TRAINBOT_TOKEN"\n'
+    with CommandLineWatch() as ps:
+        job_id = client.submit(SubmitSpec(job_name=unique("secret"), output=out_path,
+                                          env={"TRAINBOT_TOKEN": secret}), script=script)
+        submitted.append(job_id)
+        wait_for(client, [job_id], settled(job_id, "COMPLETED"), timeout=90,
+                 what="secret job COMPLETED")
+        with pytest.raises(CommandFailed) as failed:  # sbatch refuses: the error shows no value
+            client.submit(SubmitSpec(job_name=unique("secret"), partition="no-such-partition",
+                                     env={"TRAINBOT_TOKEN": secret}), script=script)
+    assert read_remote(ssh_runner, out_path.replace("%j", str(job_id))) == f"TOKEN[{secret}]\n"
+    assert "sbatch" in str(failed.value) and "partition" in str(failed.value).lower()
+    assert secret not in f"{failed.value} {failed.value.argv} {failed.value.stderr}"
+    assert ps.containing("sbatch") or ps.containing("slurmstepd"), "the scan saw nothing"
+    assert ps.containing(secret) == []
 
 
 def test_requeue_restarts_the_job(dev_cluster, ssh_runner, submitted):

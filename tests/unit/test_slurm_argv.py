@@ -105,7 +105,7 @@ def test_sbatch_writes_every_option_of_the_spec_in_one_fixed_order():
                       qos="q", gres="gpu:4", mem="100M", time="1", output="o", error="e",
                       workdir="/w", begin="now", env={"K": "v"}, hold=True, extra=["--requeue"])
     assert sbatch_argv(spec) == [
-        "env", "K=v", "sbatch", "--parsable", "--job-name=j", "--partition=p", "--account=acc",
+        "sbatch", "--parsable", "--job-name=j", "--partition=p", "--account=acc",
         "--qos=q", "--gres=gpu:4", "--mem=100M", "--time=1", "--output=o", "--error=e",
         "--chdir=/w", "--begin=now", "--export=ALL", "--hold", "--requeue", "s.sh", "a",
     ]
@@ -139,11 +139,11 @@ def test_sbatch_rejects_unsafe_shapes_with_a_clear_message(kwargs, message):
         sbatch_argv(SubmitSpec(**kwargs))
 
 
-def test_env_goes_through_env1_not_export_so_commas_and_newlines_survive():
+def test_env_values_stay_off_the_argv_and_the_job_inherits_them():
     argv = sbatch_argv(SubmitSpec(job_name="j", script_path="s.sh",
-                       env={"CC": "gcc", "WEIRD": "a,b'c\nd $(id)"}))
-    assert argv[:3] == ["env", "CC=gcc", "WEIRD=a,b'c\nd $(id)"]
-    assert argv[3] == "sbatch" and "--export=ALL" in argv
+                       env={"CC": "gcc", "HF_TOKEN": "hf_secret,b'c\nd $(id)"}))
+    assert argv[0] == "sbatch" and "--export=ALL" in argv
+    assert not [word for word in argv if "gcc" in word or "hf_secret" in word]
 
 
 @pytest.mark.parametrize(
@@ -304,6 +304,18 @@ def test_submit_sends_script_on_stdin_and_returns_the_id():
     assert job_id == 4242
     argv, stdin = runner.calls[0].argv, runner.calls[0].stdin
     assert stdin == "#!/bin/bash\necho hi\n" and "--job-name=mix" in argv
+
+
+def test_submit_hands_the_env_to_the_runner_and_a_failure_names_no_value():
+    secret = "hf_tok3n-value"
+    runner = FakeRunner({"sbatch": (1, "", "sbatch: error: invalid partition specified: nope")})
+    with pytest.raises(CommandFailed) as info:
+        SlurmClient(runner, use_json=False).submit(
+            SubmitSpec(job_name="mix", script_path="/s.sh", partition="nope",
+                       env={"HF_TOKEN": secret}))
+    assert [call.env for call in runner.calls] == [{"HF_TOKEN": secret}]
+    assert secret not in str(info.value) and secret not in " ".join(info.value.argv)
+    assert "invalid partition" in str(info.value)
 
 
 def test_submit_needs_exactly_one_script_source():

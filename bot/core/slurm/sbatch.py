@@ -98,15 +98,15 @@ SBATCH_INPUT_ENV: dict[str, str] = {
 }
 
 
-def check_env(env: Mapping[str, str]) -> list[str]:
-    """`K=V` strings for the job's environment, validated; raises ValueError naming the key.
+def check_env(env: Mapping[str, str]) -> None:
+    """Check the job's extra environment; raises ValueError naming the key (never the value).
 
     Keys must be shell identifiers; values may hold anything but NUL (commas, quotes and
-    newlines included: they travel as separate argv words to `env`, never through
-    `--export`, whose comma-separated syntax cannot quote them). Keys that would steer
-    sbatch itself (SBATCH_*, SLURM_*, PATH, LD_*) are refused: put those in the script.
+    newlines included: the SSH runner exports them on the login node from its stdin, never
+    through `--export`, whose comma-separated syntax cannot quote them, nor on a command
+    line, where `ps` would show them). Keys that would steer sbatch itself (SBATCH_*,
+    SLURM_*, PATH, LD_*) are refused: put those in the script.
     """
-    items = []
     for key, value in env.items():
         if not _ENV_KEY_RE.match(key):
             raise ValueError(
@@ -118,24 +118,19 @@ def check_env(env: Mapping[str, str]) -> list[str]:
                 f"environment variable {key!r} would change how sbatch runs on the login node; "
                 "set it inside the job script instead"
             )
-        text = str(value)
-        if "\x00" in text:
+        if "\x00" in str(value):
             raise ValueError(f"environment variable {key!r} holds a NUL byte")
-        items.append(f"{key}={text}")
-    return items
 
 
 def sbatch_argv(spec: SubmitSpec) -> list[str]:
     """argv of `sbatch --parsable …`: options as `--opt=value` (a value can never become an
     option), the script path (or the script on stdin when None) and its arguments after it.
 
-    The job environment is the login shell's plus `env`, passed as `env K=V sbatch
-    --export=ALL` (see `check_env` for why not `--export=ALL,K=V`).
+    The job environment is the login shell's plus `spec.env`, which is not in this argv: the
+    caller runs it with `spec.env` as the runner's environment (exported on the login node,
+    see `check_env`), and `--export=ALL` hands it to the job.
     """
-    argv: list[str] = []
-    if spec.env:
-        argv += ["env", *check_env(spec.env)]
-    argv += ["sbatch", "--parsable", f"--job-name={spec.job_name}"]
+    argv = ["sbatch", "--parsable", f"--job-name={spec.job_name}"]
     for name, flag in SBATCH_OPTIONS.items():
         value = getattr(spec, name)
         if value is not None:
