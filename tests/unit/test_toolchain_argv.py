@@ -4,28 +4,17 @@ from __future__ import annotations
 
 import subprocess
 
-from bot.cluster.ssh import CommandResult
+from fakes import FakeRunner
+
 from bot.probes.toolchain import build_probe_argv, probe_env, run_toolchain_probe
 
 SECRET = "xoxb-probe-secret $(id) 'q'\n"
 
 
-class RecordingRunner:
-    def __init__(self) -> None:
-        self.calls: list[tuple[list[str], dict[str, str] | None]] = []
-
-    def run(self, argv, *, stdin=None, timeout=None, check=True, env=None) -> CommandResult:
-        self.calls.append((list(argv), env))
-        return CommandResult(tuple(argv), 1, "", "srun: error: invalid partition")
-
-    def sftp(self):  # pragma: no cover - the probe reads no files
-        raise AssertionError
-
-
 def test_values_travel_as_environment_and_the_failure_message_shows_none() -> None:
-    runner = RecordingRunner()
+    runner = FakeRunner({"srun": (1, "", "srun: error: invalid partition")})
     report = run_toolchain_probe(runner, "gpu", env={"HF_TOKEN": SECRET, "CC": "/x/cc"})
-    ((argv, env),) = runner.calls
+    ((argv, _stdin, env),) = runner.calls
     assert not any(SECRET in word or "/x/cc" in word for word in argv)
     assert env == {"TRAINBOT_PROBE_ENV_HF_TOKEN": SECRET, "TRAINBOT_PROBE_ENV_CC": "/x/cc"}
     (finding,) = report.findings
