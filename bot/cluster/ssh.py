@@ -615,7 +615,10 @@ def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]
             if state["done"]:
                 return
             state["fired"] = True
-        chan.close()
+        try:
+            chan.close()
+        except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
+            log.debug("closing a channel past its deadline failed", exc_info=True)
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
