@@ -4,8 +4,8 @@ the Slack stand-in, p50/p95 over N runs (default 20), on the dev cluster.
 Real jobs (a few at a time, 1 CPU / 64M each) print progress lines and wait for a trigger file;
 the bench touches the trigger over SSH at a random phase of the tick, the job writes its
 `date +%s.%N` to a side file, prints an NCCL watchdog abort and exits 134. The production
-watcher (bot.services.watch_events.build_watcher: one squeue + one sacct per tick, SFTP tail,
-diagnose, ThreadEvents -> SlackPoster) runs under APScheduler (`schedule_ticks`, coalesced)
+watcher (bot.app.build_watcher: one squeue + one sacct per tick, SFTP tail, diagnose,
+ThreadEvents -> SlackPoster) runs under the bot's scheduler (bot.services.scheduler, coalesced)
 every `--tick` seconds against a Slack stand-in in this process; a poller notes (every 5 ms)
 when the job's `…:final` incident message arrives. The dev cluster runs on this host, so the
 job's clock and ours are the same clock (the offset is measured and printed).
@@ -32,17 +32,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from apscheduler.schedulers.background import BackgroundScheduler  # noqa: E402
 from slack_standin import SlackStandIn  # noqa: E402
 
+from bot.app import build_watcher  # noqa: E402
+from bot.charts.series import SeriesCharts  # noqa: E402
+from bot.cluster.sessions import ClusterSessions  # noqa: E402
 from bot.config import Config  # noqa: E402
 from bot.config.dev_cluster import dev_cluster_config_data  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
-from bot.services.clusters import ClusterSessions  # noqa: E402
-from bot.services.runs import BotContext  # noqa: E402
-from bot.services.watch.tick import schedule_ticks  # noqa: E402
-from bot.services.watch_events import build_watcher  # noqa: E402
+from bot.services.leases import LeaseKeeper  # noqa: E402
+from bot.services.ports import BotContext  # noqa: E402
+from bot.services.scheduler import JobScheduler  # noqa: E402
 from bot.slack.poster import METADATA_EVENT, SlackPoster  # noqa: E402
+from bot.slack.render import TemplateRenderer  # noqa: E402
 from bot.slack.retry import make_client  # noqa: E402
 from bot.store import Store  # noqa: E402
 
@@ -125,12 +127,15 @@ def main() -> int:
     offset = float(runner.run(["date", "+%s.%N"]).stdout) - time.time()
     latencies: list[float] = []
     submitted: list[int] = []
-    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler = JobScheduler(LeaseKeeper(store.leases))
     with SlackStandIn() as slack, Arrivals(slack) as arrivals:
         poster = SlackPoster(make_client(slack.token, base_url=slack.api_url), store)
-        ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster)
-        watcher = build_watcher(ctx, "dev", Catalogue.load())
-        schedule_ticks(scheduler, watcher, seconds=args.tick)
+        ctx = BotContext(config=config, store=store, clusters=clusters,
+                         renderer=TemplateRenderer(), catalogue=Catalogue.load(), sink=poster,
+                         charts=SeriesCharts())
+        watcher = build_watcher(ctx, "dev")
+        scheduler.run_repeating("watch:dev", watcher.tick, every_s=args.tick,
+                                on_regained=watcher.forget)
         scheduler.start()
         try:
             while len(latencies) < args.runs:
@@ -173,7 +178,7 @@ def main() -> int:
                     latencies.append(arrivals.seen[key] - written)
                     print(f"job {job_id}: {latencies[-1]:.2f} s", flush=True)
         finally:
-            scheduler.shutdown(wait=True)
+            scheduler.stop()
             for job_id in submitted:
                 runner.run(["scancel", str(job_id)], check=False)
             runner.run(["rm", "-rf", base], check=False)

@@ -1,13 +1,17 @@
-"""Compose the running bot: config → store → clusters → Slack app (+ the scheduler in run.py).
+"""The composition root: config → catalogue → store → clusters → Slack client, thread poster,
+renderer, charts → services (`BotContext`) → scheduler (hold releases, one watcher per
+cluster) and the Bolt app. `trainbot run` only calls `run`.
 
-`build_app` only wires: listeners live in `handlers/` (each `register(app, services)`), logic
-in `bot/services/`. Socket Mode is the default (an outbound WebSocket: no public URL behind a
-cluster firewall); HTTP mode needs the signing secret and a public HTTPS endpoint.
+Listeners live in `handlers/` (each `register(app, services)`), logic in `bot/services/`.
+Socket Mode is the default (an outbound WebSocket: no public URL behind a cluster firewall);
+HTTP mode needs the signing secret and a public HTTPS endpoint.
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any
 
@@ -15,23 +19,35 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.config import Config, ConfigError
-from bot.services.runs import BotContext
+from bot.core.slurm.records import JobRecord
+from bot.services.leases import LeaseKeeper
+from bot.services.ports import BotContext
+from bot.services.scheduler import JobScheduler
+from bot.services.watch.tick import Watcher
 
 log = logging.getLogger(__name__)
 
 
-def build_context(config: Config, client: WebClient | None = None) -> BotContext:
-    """The services of a running bot: store, cluster sessions and the thread poster (these
-    two redact the config's secrets from what they write: `Config.redactor()`)."""
-    from bot.services.clusters import ClusterSessions
+def build_context(config: Config, *, client: WebClient | None = None) -> BotContext:
+    """The services of a running bot: the catalogue (the packaged one and the site's
+    `catalogue.extra` files, loaded once: a bad file raises CatalogueError here, at start),
+    the store, cluster sessions, the Slack thread poster, the renderer and the charts. The
+    store and the poster redact the config's secrets from what they write
+    (`Config.redactor()`)."""
+    from bot.charts.series import SeriesCharts
+    from bot.cluster.sessions import ClusterSessions
+    from bot.core.catalogue import Catalogue
     from bot.slack.poster import SlackPoster
+    from bot.slack.render import TemplateRenderer
     from bot.store import Store
 
+    catalogue = Catalogue.load(config.catalogue.extra)
     redactor = config.redactor()
-    store = Store.open(config.store.url, redactor=redactor)
     client = client or slack_client(config)
+    store = Store.open(config.store.url, redactor=redactor)
     return BotContext(config=config, store=store, clusters=ClusterSessions(config),
-                      sink=SlackPoster(client, store, redactor=redactor))
+                      renderer=TemplateRenderer(), catalogue=catalogue,
+                      sink=SlackPoster(client, store, redactor=redactor), charts=SeriesCharts())
 
 
 def slack_client(config: Config) -> WebClient:
@@ -43,6 +59,58 @@ def slack_client(config: Config) -> WebClient:
         raise ConfigError(f"${config.slack.bot_token_env} is not set: export the xoxb- bot "
                           "token (it is never read from the config file)")
     return make_client(token.get_secret_value())
+
+
+def build_watcher(ctx: BotContext, cluster: str) -> Watcher:
+    """The production watcher of one cluster: Slurm and SFTP from `ctx.clusters` (asked per
+    use: building it never connects, a reconnect gets fresh clients), the context's
+    catalogue, events to the run threads, automatic resubmits through the same submit
+    service as `/train resume`."""
+    from bot.services.runs import AutoResubmitter
+    from bot.services.watch_events import ThreadEvents
+
+    auto = AutoResubmitter(ctx, cluster)
+    return Watcher(
+        cluster, slurm=_ClusterSlurm(ctx, cluster), sftp=lambda: ctx.clusters.sftp(cluster),
+        store=ctx.store, catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config,
+        checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit, recover=auto.recover,
+    )
+
+
+class _ClusterSlurm:
+    """`jobs` on the cluster's Slurm client, fetched per call (see build_watcher)."""
+
+    def __init__(self, ctx: BotContext, cluster: str) -> None:
+        self._ctx, self._cluster = ctx, cluster
+
+    def jobs(self, ids: Iterable[int]) -> dict[int, JobRecord]:
+        return self._ctx.clusters.slurm(self._cluster).jobs(ids)
+
+
+def tick_interval(config: Config, cluster: str) -> float:
+    """Seconds between a cluster's watcher ticks: the policy's `tick_s`, or the shortest a
+    recipe on that cluster asks for (a recipe with short thresholds needs ticks as short)."""
+    seconds = [config.policy_for(name).tick_s for name, recipe in config.recipes.items()
+               if recipe.cluster == cluster]
+    return min([config.policy.tick_s, *seconds])
+
+
+def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
+                    clock: Callable[[], float] = time.time) -> JobScheduler:
+    """The bot's jobs: `holds` (release held competitors once their resumed job runs) every
+    policy tick, and `watch:<cluster>` for each configured cluster every `tick_interval`;
+    each runs only while `leases` (default: this process's) holds the lease named after it."""
+    from bot.services.competitors import release_started
+
+    scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
+    scheduler.run_repeating("holds", lambda now: release_started(ctx, now),
+                            every_s=ctx.config.policy.tick_s)
+    for name in ctx.config.clusters:
+        watcher = build_watcher(ctx, name)
+        scheduler.run_repeating(f"watch:{name}", watcher.tick,
+                                every_s=tick_interval(ctx.config, name),
+                                on_regained=watcher.forget)
+    return scheduler
 
 
 def build_app(
@@ -104,3 +172,27 @@ def start(app: App, config: Config, *, http_port: int = 3000) -> None:
         SocketModeHandler(app, app_token.get_secret_value()).start()
     else:
         app.start(port=http_port)
+
+
+def run(config: Config, *, http_port: int = 3000) -> None:
+    """The bot, built from `config` and served until stopped (Ctrl-C); then the scheduler
+    stops, this replica's leases are released (another replica takes the jobs over at once),
+    SSH connections and the store are closed. Raises StoreError or CatalogueError (with what
+    is wrong) before anything starts."""
+    services = build_context(config)
+    try:
+        app = build_app(config, services)
+        scheduler = build_scheduler(services)
+    except BaseException:
+        services.clusters.close()
+        services.store.close()
+        raise
+    scheduler.start()
+    try:
+        start(app, config, http_port=http_port)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        scheduler.stop()
+        services.clusters.close()
+        services.store.close()

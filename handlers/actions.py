@@ -16,7 +16,7 @@ from slack_sdk import WebClient
 
 from bot.core.redact import Redactor
 from bot.services.approvals import ClickResult, click_reply, handle_click
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
 from bot.slack.views import ActionId
 
 __all__ = ["ActionId", "register"]

@@ -14,7 +14,7 @@ from slack_bolt import Ack, App, Respond
 
 from bot.core.redact import Redactor
 from bot.core.train_grammar import CommandError, Help, parse_command, verb_of
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
 from bot.services.train import Reply, execute, first_delivery
 
 COMMAND = "/train"

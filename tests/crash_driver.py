@@ -6,7 +6,7 @@ SIGKILLs it at chosen points and starts it again) and bench/incident_latency.py.
 
 Builds the production BotContext (config file, its SQLite store, ClusterSessions, a
 SlackPoster on the given Slack Web API URL) and the production watcher
-(bot.services.watch_events.build_watcher), then ticks it every `--tick` seconds. With
+(bot.app.build_watcher), then ticks it every `--tick` seconds. With
 `--until-idle` it exits 0 once the cluster has no active chain and no watched job.
 TRAINBOT_CRASH_AT (bot.crashpoint) makes it SIGKILL itself at a named step.
 """
@@ -31,12 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    from bot.app import build_watcher
+    from bot.charts.series import SeriesCharts
+    from bot.cluster.sessions import ClusterSessions
     from bot.config import load_config
     from bot.core.catalogue import Catalogue
-    from bot.services.clusters import ClusterSessions
-    from bot.services.runs import BotContext
-    from bot.services.watch_events import build_watcher
+    from bot.services.ports import BotContext
     from bot.slack.poster import SlackPoster
+    from bot.slack.render import TemplateRenderer
     from bot.slack.retry import make_client
     from bot.store import Store
 
@@ -44,8 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     store = Store.open(config.store.url)
     clusters = ClusterSessions(config)
     poster = SlackPoster(make_client(args.token, base_url=args.slack_url), store)
-    ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster)
-    watcher = build_watcher(ctx, args.cluster, Catalogue.load(config.catalogue.extra))
+    ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster,
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load(config.catalogue.extra),
+                     charts=SeriesCharts())
+    watcher = build_watcher(ctx, args.cluster)
     print("driver: ticking", flush=True)
     try:
         while True:
@@ -54,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 report = watcher.tick(time.time())
                 for event in report.events:
                     print(f"driver: event {event.kind} {event.key}", flush=True)
-            except Exception:  # noqa: BLE001 - as schedule_ticks: logged, next tick retries
+            except Exception:  # noqa: BLE001 - as the scheduler: logged, next tick retries
                 logging.exception("tick failed")
             if args.until_idle and not store.watched_jobs.list(args.cluster) and not [
                     c for c in store.chains.with_status("active") if c.cluster == args.cluster]:

@@ -11,14 +11,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import CommandResult
 from bot.config import Config
+from bot.core.catalogue import Catalogue
 from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.slurm.sstat import StepMemory
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
+from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 T0 = 1_800_000_000.0  # the cluster's wall clock at the start of a test
@@ -256,8 +259,8 @@ class FakeClusters:
 
 
 class RecordingMessageSink:
-    """The thread writer (MessageSink) remembering posts; post_root marks the root posted in
-    the store, as the Slack poster does."""
+    """A thread writer (bot.services.ports.ThreadWriter) remembering posts; post_root marks
+    the root posted in the store, as the Slack poster does."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -355,4 +358,6 @@ def make_context(store: Store, slurm: FakeSlurm | None = None, **recipe_over: An
     """A BotContext of make_config(), the store, FakeClusters and a RecordingMessageSink."""
     slurm = slurm or FakeSlurm()
     return BotContext(config=make_config(**recipe_over), store=store,
-                      clusters=FakeClusters(slurm), sink=RecordingMessageSink(store))
+                      clusters=FakeClusters(slurm), sink=RecordingMessageSink(store),
+                      renderer=TemplateRenderer(),
+                      catalogue=Catalogue.load(), charts=SeriesCharts())

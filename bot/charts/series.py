@@ -110,3 +110,16 @@ def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
         [*earlier_attempts, (job_id, timed)], stalls=stalls, saves=saves,
         failures=failures, unfinished_saves=unfinished,
         target_iter=diagnosis.metrics.target_iter, title=f"Progress · job {job_id}")
+
+
+class SeriesCharts:
+    """The chart port (bot.services.ports.ChartMaker): `charts_for` on matplotlib."""
+
+    def charts_for(self, series: Any, diagnosis: Diagnosis, *, job_id: str,
+                   mem_limit_bytes: int | None,
+                   earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]] = (),
+                   sampler: Any = None, skew: float | None = None,
+                   names: Collection[str] = CHART_NAMES) -> dict[str, bytes]:
+        return charts_for(series, diagnosis, job_id=job_id, mem_limit_bytes=mem_limit_bytes,
+                          earlier_attempts=earlier_attempts, sampler=sampler, skew=skew,
+                          names=names)

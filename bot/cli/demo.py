@@ -289,14 +289,19 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None,
 def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
            connection: dict[str, Any], out: TextIO, read: Callable[[], str] | None,
            started: float) -> int:
+    from bot.app import build_watcher
+    from bot.charts.series import SeriesCharts
     from bot.cluster.errors import ClusterError
+    from bot.cluster.sessions import ClusterSessions
     from bot.config import Config
     from bot.core.catalogue import Catalogue
-    from bot.services.clusters import ClusterSessions
-    from bot.services.runs import BotContext, refresh_root, submit_and_announce
-    from bot.services.watch_events import build_watcher
-    from bot.slack.console import ConsoleApprovals, ConsoleSink
+    from bot.services.ports import BotContext
+    from bot.services.runs import submit_and_announce
+    from bot.services.threads import refresh_root
+    from bot.slack.console import ConsoleSink
+    from bot.slack.render import TemplateRenderer
     from bot.store import Store
+    from handlers.console import ConsoleApprovals
 
     tag = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:4]
     db = out_dir / "demo.db"
@@ -311,7 +316,9 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
     clusters = ClusterSessions(config)
     sink = ConsoleSink(charts_dir, out=out, store=store,
                        names={ACTOR: "you", CHANNEL_ID: CHANNEL_NAME})
-    ctx = BotContext(config=config, store=store, clusters=clusters, sink=sink)
+    ctx = BotContext(config=config, store=store, clusters=clusters, renderer=TemplateRenderer(),
+                     catalogue=Catalogue.load(config.catalogue.extra), sink=sink,
+                     charts=SeriesCharts())
     policy = config.policy_for(RECIPE)
     watched_chain: int | None = None
     try:
@@ -326,9 +333,9 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
         watched_chain = result.chain_id
         recipe_cfg = config.recipe(RECIPE)
 
-        # The production watcher (bot.services.watch_events.build_watcher: Slurm, SFTP,
-        # checkpoints; events, charts and root updates to the run thread, here the console's).
-        watcher = build_watcher(ctx, CLUSTER, Catalogue.load(config.catalogue.extra))
+        # The production watcher (bot.app.build_watcher: Slurm, SFTP, checkpoints; events,
+        # charts and root updates to the run thread, here the console's).
+        watcher = build_watcher(ctx, CLUSTER)
         # The full diagnosis (leak fit) every tick, not every 5 minutes: the story's leak
         # must be warned about well before its stall, within seconds.
         watcher.judge_every_s = policy.tick_s
@@ -340,7 +347,7 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
         while time.monotonic() < deadline:
             try:
                 watcher.tick(time.time())
-            except Exception as exc:  # noqa: BLE001 - as schedule_ticks: said, then retried
+            except Exception as exc:  # noqa: BLE001 - as the scheduler: said, then retried
                 sink.say(f"▶ watcher tick failed (retrying next tick): {exc!r}")
             approvals.answer_pending(time.time())
             refresh_root(ctx, result.chain_id)

@@ -91,8 +91,8 @@ def _options(args: argparse.Namespace):  # -> PreflightOptions
 
 def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterUnavailable, CommandTimedOut, HostKeyRejected
+    from bot.cluster.sessions import ClusterSessions
     from bot.probes.report import print_findings
-    from bot.services.clusters import ClusterSessions
     from bot.services.preflight import PreflightUsageError, run_preflight
 
     options = _options(args)

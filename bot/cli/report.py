@@ -112,7 +112,8 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
 
 
 def run(args: argparse.Namespace) -> int:
-    from bot.slack.render import RenderError, blocks_to_text, render_blocks
+    from bot.services.ports import RenderError
+    from bot.slack.render import blocks_to_text, render_blocks
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -26,8 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bot.cluster.sessions import ClusterSessions
     from bot.services import UsageProblem
-    from bot.services.clusters import ClusterSessions
     from bot.services.status import job_status
     from bot.store import Store, StoreError
 

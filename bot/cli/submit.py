@@ -33,8 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterError, ClusterUnavailable, HostKeyRejected
+    from bot.cluster.sessions import ClusterSessions
     from bot.services import UsageProblem
-    from bot.services.clusters import ClusterSessions
     from bot.services.submit import describe_not_applied, submit_recipe
     from bot.store import Store, StoreError
 

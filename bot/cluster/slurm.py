@@ -37,7 +37,8 @@ from bot.core.slurm.sstat import StepMemory, parse_sstat, sstat_argv, sstat_miss
 from bot.core.slurm.version import SlurmInfo, sinfo_version_argv
 
 if TYPE_CHECKING:
-    from bot.cluster.ssh import CommandResult, Runner
+    from bot.cluster.ssh import CommandResult
+    from bot.services.ports import Runner
 
 log = logging.getLogger(__name__)
 

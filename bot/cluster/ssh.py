@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
@@ -96,23 +96,6 @@ class CommandResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
-
-
-@runtime_checkable
-class Runner(Protocol):
-    """What the Slurm client, tail, checkpoint probe and preflight need from a cluster."""
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        stdin: bytes | str | None = None,
-        timeout: float | None = None,
-        check: bool = True,
-        env: Mapping[str, str] | None = None,
-    ) -> CommandResult: ...
-
-    def sftp(self) -> SFTPPool: ...
 
 
 @dataclass(frozen=True)
@@ -727,7 +710,6 @@ def _local_user() -> str:
 __all__ = [
     "CommandResult",
     "Endpoint",
-    "Runner",
     "SSHRunner",
     "SSHSettings",
     "build_command",

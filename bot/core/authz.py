@@ -1,6 +1,6 @@
 """Who may do what (pure): submit/resume a recipe, approve its actions, control its jobs.
 
-Rules (the config describes the people; `access_for` in bot.services.train builds these):
+Rules (the config describes the people; `access_for` in bot.services.access builds these):
 - submit / resume / preflight a recipe: in the recipe's channel when it has one; by its
   submitters (anyone in the channel when the list is empty), its owners and its approvers.
 - approve a button: the recipe's approvers (else slack.approvers).
@@ -95,9 +95,15 @@ def can_submit(access: RecipeAccess, user: str, channel: str | None, verb: str) 
     )
 
 
+def approvers_for(access: RecipeAccess | None, fallback: People) -> People:
+    """Who approves actions on the recipe's jobs: its approvers, else `fallback`
+    (slack.approvers)."""
+    return access.approvers if access is not None and access.approvers else fallback
+
+
 def can_approve(access: RecipeAccess | None, user: str, fallback: People) -> Decision:
     """May `user` approve an action on the recipe's jobs (`fallback`: slack.approvers)?"""
-    approvers = access.approvers if access is not None and access.approvers else fallback
+    approvers = approvers_for(access, fallback)
     if not approvers:
         where = f"recipes.{access.recipe}.approvers or " if access is not None else ""
         return Decision(False, f"nobody may approve this: set {where}slack.approvers")

@@ -31,10 +31,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.core.models import MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
 from bot.core.units import GIB, format_size
+
+if TYPE_CHECKING:
+    from bot.core.catalogue import Catalogue
 
 #: Classes that describe a job still running (early warnings, not end-of-job decisions).
 RUNNING_CLASSES = frozenset({"none", "hang", "memory_leak"})
@@ -200,6 +203,26 @@ def params_from(policy: Any) -> PolicyParams:
 
 
 # --------------------------------------------------------------------------- decide
+
+
+def approval_charged(*, budget_spent: bool, recorded: bool | None, class_id: str | None,
+                     catalogue: Catalogue) -> bool:
+    """Does a resubmit a person approved spend one of its chain's retries? Exactly when the
+    automatic resubmit of the same failure would (`decide`: the diagnosis' `charges_budget`):
+    what the watcher `recorded` for it, else the catalogue's class `class_id`; a failure of
+    unknown class charges (like unknown_failure). A chain whose budget is spent is not
+    charged further: only a person's approval lets it go on, and the ledger stays at its
+    budget ("3 of 3"), never "4 of 3"."""
+    if budget_spent:
+        return False
+    if recorded is not None:
+        return recorded
+    if class_id is None:
+        return True
+    try:
+        return bool(catalogue.get(class_id).charges_budget)
+    except KeyError:
+        return True
 
 
 def decide(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from bot.core.findings import Finding
 
 if TYPE_CHECKING:
-    from bot.cluster.ssh import Runner
+    from bot.services.ports import Runner
 
 MARKER = "TRAINBOT_TOOLCHAIN_JSON "
 # The recipe's env reaches the node under these names (the runner sends values on stdin, srun

@@ -1,12 +1,10 @@
-"""Approval buttons: an opaque token in the store behind each prompt, accepted exactly once.
+"""Approval clicks: the opaque token behind each prompt is accepted exactly once.
 
-A prompt (an incident's "Resubmit / Resubmit with --mem / Dismiss", a stalled job's "Cancel
-and resume / Cancel / Dismiss", or a competitor's "Hold / No") is one approval row: its action,
-target job, allowed approvers (bound when the prompt is made) and expiry. Every button of the
-prompt carries the same token as its value; the button's action id (bot.slack.views.ActionId)
-says which choice. `handle_click` accepts one click per prompt: a double click, a Slack retry or
-a replay after expiry changes nothing, an unauthorized click is refused (and told so). Every
-click is audited, whatever its outcome.
+A prompt (bot.services.prompts, or a competitor's "Hold / No" from bot.services.competitors)
+is one approval row; every button of it carries the same token, its action id
+(bot.slack.views.ActionId) says which choice. `handle_click` accepts one click per prompt:
+a double click, a Slack retry or a replay after expiry changes nothing, an unauthorized click
+is refused (and told so). Every click is audited, whatever its outcome.
 
 A prompt is about one job of a run chain (a hold prompt: about the resumed job it waits for).
 The claim of any of its buttons checks, in the same transaction, that this job is still the
@@ -33,25 +31,21 @@ never charged. An approved resubmit re-opens a chain the policy had stopped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
+from bot.core.policy import approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
-from bot.services.runs import (
-    BotContext,
-    access_for,
-    default_approvers,
-    render,
-    submit_and_announce,
-)
-from bot.slack.views import ActionId, action_id_for
+from bot.services.ports import Blocks, BotContext, Slurm
+from bot.services.runs import submit_and_announce
+from bot.services.submit import SubmitResult
+from bot.services.threads import render
+from bot.slack.views import ActionId
+from bot.store import Approval, Attempt
 
 log = logging.getLogger(__name__)
-
-RESUBMIT_ACTION = "resubmit"
 
 
 # choice name stored in the approval's payload <-> the button's action id
@@ -73,22 +67,13 @@ ClickStatus = Literal[
 
 
 @dataclass(frozen=True)
-class Prompt:
-    """A posted-or-to-post approval prompt."""
-
-    token: str
-    text: str
-    blocks: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
 class ClickResult:
     """What a click did. `update_*` replace the prompt message (None: leave it as is);
     `ephemeral` is shown to the clicker only."""
 
     status: ClickStatus
     update_text: str | None = None
-    update_blocks: list[dict[str, Any]] | None = None
+    update_blocks: Blocks | None = None
     ephemeral: str | None = None
     job_id: str | None = None
     holds: list[int] = field(default_factory=list)
@@ -137,85 +122,8 @@ class _NotPerformed(ServiceError):
         self.outcome = outcome
 
 
-def approvers_of(ctx: BotContext, recipe: str) -> set[str]:
-    """User ids allowed to approve the recipe's prompts (recipe approvers, else slack's)."""
-    access = access_for(ctx.config, recipe)
-    return set(access.approvers.users) or set(default_approvers(ctx.config).users)
-
-
-def create_resubmit_prompt(
-    ctx: BotContext,
-    *,
-    recipe: str,
-    chain_id: int,
-    job_id: str,
-    now: float,
-    summary: str,
-    resume_iter: int | None = None,
-    mem: str | None = None,
-    offer_cancel: bool = False,
-) -> Prompt:
-    """Store an approval and build its buttons; the caller posts the blocks.
-
-    A finished job's prompt: Resubmit (from iter N), Resubmit with --mem=… (when `mem`),
-    Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
-    complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
-    beside the running one.
-    """
-    if offer_cancel and mem:
-        raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem: "
-                         "--mem is proposed for a finished job's resubmit")
-    if offer_cancel:
-        choices = ["cancel_resume", "cancel", "dismiss"]
-    else:
-        choices = ["resubmit", "resubmit_mem", "dismiss"] if mem else ["resubmit", "dismiss"]
-    payload = {
-        "choices": choices,
-        "recipe": recipe,
-        "cluster": ctx.config.recipe(recipe).cluster,
-        "mem": mem,
-        "resume_iter": resume_iter,
-        "summary": summary,
-    }
-    token = _open_prompt(ctx, chain_id, str(job_id), payload, now) or ctx.store.approvals.create(
-        action=RESUBMIT_ACTION,
-        payload=payload,
-        allowed=approvers_of(ctx, recipe),
-        expires_at=now + ctx.config.policy_for(recipe).approval_expiry_s,
-        now=now,
-        target_job=str(job_id),
-        chain_id=chain_id,
-    )
-    blocks, text = render(ctx, "approval", recipe, approval_view(
-        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, choices=choices))
-    return Prompt(token, text, blocks)
-
-
-def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str, Any],
-                 now: float) -> str | None:
-    """The token of the same question still open for this job, if any: a prompt published
-    again (after a crash between its intent and its post) asks it once, under one token, so
-    any copy of it in Slack decides it."""
-    for approval in ctx.store.approvals.for_chain(chain_id, "pending"):
-        if (approval.action == RESUBMIT_ACTION and approval.target_job == job_id
-                and approval.expires_at > now and approval.payload == payload):
-            return approval.token
-    return None
-
-
-def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,
-                  mem: str | None, choices: Iterable[str]) -> dict[str, Any]:
-    """The approval template's view: the question and one button per choice, each with the
-    same opaque token (the action id says which choice; the words are the template's)."""
-    styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
-    buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
-                "style": styles.get(kind), "from_iter": resume_iter, "mem": mem,
-                "job_id": job_id} for kind in choices]
-    return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}
-
-
 def _decided(ctx: BotContext, recipe: str | None, summary: str | None,
-             outcome: Outcome) -> tuple[str, list[dict[str, Any]]]:
+             outcome: Outcome) -> tuple[str, Blocks]:
     """The prompt after its decision (the `decided` template): (text, blocks). A hold prompt
     has no stored summary: the template asks its question again from the outcome's job ids."""
     blocks, text = render(ctx, "decided", recipe,
@@ -317,7 +225,7 @@ def handle_click(
                        job_id=result.job_id, holds=result.holds)
 
 
-def latest_job_of(approval: Any) -> str | None:
+def latest_job_of(approval: Approval) -> str | None:
     """The job that must still be its chain's latest attempt for the prompt to apply: a
     resubmit or cancel prompt's own job; for a hold prompt, the resumed job it waits for."""
     if approval.action == comp.HOLD_ACTION:
@@ -333,7 +241,8 @@ class _Performed:
     holds: list[int] = field(default_factory=list)
 
 
-def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float) -> _Performed:
+def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
+             now: float) -> _Performed:
     """Carry out a claimed choice (only ever reached once per approval)."""
     payload = approval.payload
     recipe, target = payload.get("recipe"), str(approval.target_job)
@@ -370,7 +279,8 @@ def _perform(ctx: BotContext, approval: Any, choice: str, actor: str, now: float
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
-def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -> _Performed:
+def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
+                      now: float) -> _Performed:
     """A stalled job, approved: scancel it, then resubmit the chain from its latest complete
     checkpoint (the same submit as a Resubmit button). The cancelled job leaves the watch list
     first, so the watcher does not judge it as one more failure of the chain; its attempt row
@@ -397,7 +307,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
         ctx.store.attempts.update(old.id, state="CANCELLED", result="CANCELLED", cause="hang",
                                   ended_at=now, last_iter=last_iter)
 
-    def record_work_lost(result: Any) -> None:  # before the resolution says what was lost
+    def record_work_lost(result: SubmitResult) -> None:  # before the resolution says what was lost
         ck = result.checkpoint
         if old is not None and last_iter is not None:
             start = ck.iteration if ck is not None and ck.iteration is not None else 0
@@ -421,7 +331,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Any, actor: str, now: float) -
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
-def _require_running(slurm: Any, job: str, actor: str, recipe: str | None) -> None:
+def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> None:
     """Refuse (`not_running`) to cancel a job Slurm no longer runs or queues."""
     record = slurm.job(int(job))
     if record is None or not (record.is_running or record.is_pending):
@@ -431,7 +341,8 @@ def _require_running(slurm: Any, job: str, actor: str, recipe: str | None) -> No
             f"job {job} is no longer running ({state or 'unknown to Slurm'})")
 
 
-def _propose_holds(ctx: BotContext, approval: Any, result: Any, now: float) -> list[int]:
+def _propose_holds(ctx: BotContext, approval: Approval, result: SubmitResult,
+                   now: float) -> list[int]:
     proposals = comp.propose_holds(
         ctx, recipe=approval.payload["recipe"], chain_id=result.chain_id,
         job_id=int(result.job_id), allowed=approval.allowed, now=now,
@@ -440,44 +351,32 @@ def _propose_holds(ctx: BotContext, approval: Any, result: Any, now: float) -> l
     return [p.competitor for p in proposals]
 
 
-def charges_budget(ctx: BotContext, approval: Any, class_id: str | None = None) -> bool:
-    """Does carrying out this approved resubmit spend one of its chain's retries?
-
-    The same rule as the watcher's automatic resubmit (bot.core.policy.decide: `charged` is
-    the diagnosis' `charges_budget`): what the watcher recorded for the target job — its final
-    incident, or for `class_id` (a stall: "hang") that class's warning — else the catalogue's
-    class of the attempt's cause; a failure of unknown class charges (like unknown_failure).
-    A chain whose budget is spent is not charged further: the policy stopped it and only a
-    person's approval lets it go on, so the ledger stays at its budget ("3 of 3"), never
-    "4 of 3"; the audit log records every approved resubmit.
-    """
-    chain = ctx.store.chains.get(approval.chain_id)
+def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = None) -> bool:
+    """Does carrying out this approved resubmit spend one of its chain's retries? The facts
+    for bot.core.policy.approval_charged: is the chain's budget spent, what the watcher
+    recorded for the target job (its final incident, or for `class_id` — a stall: "hang" —
+    that class's warning), else the class of the attempt's cause."""
+    chain = ctx.store.chains.get(approval.chain_id) if approval.chain_id is not None else None
     recipe = approval.payload.get("recipe")
-    if chain is not None and recipe in ctx.config.recipes and \
-            chain.retries_used >= ctx.config.policy_for(recipe).retry_budget:
-        return False
+    spent = (chain is not None and recipe in ctx.config.recipes
+             and chain.retries_used >= ctx.config.policy_for(recipe).retry_budget)
     job = str(approval.target_job)
-    recorded = [i for i in ctx.store.incidents.for_chain(approval.chain_id)
-                if i.job_id == job and (i.class_id == class_id if class_id
-                                        else i.diagnosis.get("kind") == "incident")]
-    for incident in reversed(recorded):
-        diagnosis = incident.diagnosis.get("diagnosis") or {}
-        if isinstance(diagnosis.get("charges_budget"), bool):
-            return diagnosis["charges_budget"]
+    recorded: bool | None = None
+    for incident in ctx.store.incidents.for_chain(approval.chain_id or -1):
+        if incident.job_id != job or not (incident.class_id == class_id if class_id
+                                          else incident.diagnosis.get("kind") == "incident"):
+            continue
+        flag = (incident.diagnosis.get("diagnosis") or {}).get("charges_budget")
+        if isinstance(flag, bool):
+            recorded = flag  # the latest recorded one wins
     if class_id is None:
         attempt = ctx.store.attempts.get_by_job(job, approval.payload.get("cluster"))
         class_id = attempt.cause if attempt is not None else None
-    if class_id is None:
-        return True
-    from bot.core.catalogue import Catalogue
-
-    try:
-        return bool(Catalogue.load(ctx.config.catalogue.extra).get(class_id).charges_budget)
-    except KeyError:
-        return True
+    return approval_charged(budget_spent=spent, recorded=recorded, class_id=class_id,
+                            catalogue=ctx.catalogue)
 
 
-def _stalled_at(ctx: BotContext, approval: Any, attempt: Any) -> int | None:
+def _stalled_at(ctx: BotContext, approval: Approval, attempt: Attempt | None) -> int | None:
     """The stalled job's last iteration: the attempt row (written by the watcher at most every
     few minutes) or the stall warning's diagnosis, whichever is further."""
     seen = [attempt.last_iter] if attempt is not None else []

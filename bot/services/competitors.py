@@ -16,11 +16,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from bot.cluster.errors import ClusterError
 from bot.core.slurm.records import JobRecord
-from bot.services.runs import BotContext, post_safely, render, thread_message
+from bot.services.ports import BotContext
+from bot.services.threads import post_safely, render, thread_message
+from bot.store import Approval
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def propose_holds(
     return proposals
 
 
-def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> HoldResult:
+def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> HoldResult:
     """Carry out an approved hold; returns what happened (for the message update).
 
     Slurm is asked first (one call for both jobs): nothing is held when the resumed job no
@@ -180,12 +181,12 @@ def apply_hold(ctx: BotContext, approval: Any, actor: str, now: float) -> HoldRe
     return HoldResult("held")
 
 
-def held_for(ctx: BotContext, chain_id: int) -> list[Any]:
+def held_for(ctx: BotContext, chain_id: int) -> list[Approval]:
     """Approvals of the chain whose competitor trainbot currently holds."""
     return [a for a in held_now(ctx) if a.chain_id == chain_id]
 
 
-def held_now(ctx: BotContext) -> list[Any]:
+def held_now(ctx: BotContext) -> list[Approval]:
     """Every hold trainbot has out right now, across all chains (the hold ledger)."""
     return ctx.store.approvals.with_state(HOLD_ACTION, "approved")
 

@@ -29,9 +29,9 @@ from bot.core.memory_budget import (
     parse_count,
 )
 from bot.core.units import GIB, parse_size
+from bot.services.ports import SFTP, Runner
 
 if TYPE_CHECKING:
-    from bot.cluster.ssh import Runner
     from bot.config import ClusterConfig, Config, RecipeConfig
 
 MAX_SCRIPT_BYTES = 1024 * 1024
@@ -123,7 +123,7 @@ def _one_gpu(gres: str | None) -> str | None:
 # ---------------------------------------------------------------------------- launcher
 
 
-def _read_remote(sftp: Any, path: str, limit: int = MAX_SCRIPT_BYTES) -> str:
+def _read_remote(sftp: SFTP, path: str, limit: int = MAX_SCRIPT_BYTES) -> str:
     with sftp.open(path, "rb") as fh:
         return fh.read(limit).decode("utf-8", errors="replace")
 

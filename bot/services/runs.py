@@ -1,239 +1,37 @@
-"""What the Slack-facing services share: their adapters, who-may-what per recipe, and
-"submit a recipe's run and say so in its thread" (used by `/train submit|resume`, by an
-approved Resubmit button and by the watcher's automatic retries alike).
-
-Thread messages are rendered from templates (`render`: templates/<name>.json.j2 in the
-recipe's language, the site's `templates.dir` first) and posted through the `MessageSink`
-(`ctx.sink`: bot.slack.poster.SlackPoster, or the console): the root (`root`, rewritten in
-place as attempts change), the first job's `submitted` note, a resumed job's `resolution`,
-and plain `note`s. Approval prompts use `approval` / `hold_prompt` / `decided`; the watcher's
-own sentences, `event` (bot.services.watch_events).
+"""Start a run and say so in its thread: submit a recipe (or resubmit into its chain) and
+open / continue the run's thread. Used by `/train submit|resume`, an approved Resubmit
+button and the watcher's automatic retries alike (`AutoResubmitter`).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from bot.config import Config, OverrideType
-from bot.core.authz import People, RecipeAccess
-from bot.services import UsageProblem
-from bot.services.submit import SubmitResult, submit_recipe
-from bot.store import Store
+from bot.core.checkpoints import Checkpoint
+from bot.core.incident import ResolutionView, build_resolution
+from bot.core.policy import Decision
+from bot.services.ports import SFTP, BotContext, ClusterSessions, RenderError
+from bot.services.submit import (
+    SubmitResult,
+    adopt_unrecorded_submit,
+    find_resume_checkpoint,
+    submit_recipe,
+)
+from bot.services.threads import has_thread, open_thread, post_safely, refresh_root, render
+from bot.store import Attempt
 
 log = logging.getLogger(__name__)
-
-MAX_SECTION = 3000
-
-
-@dataclass
-class BotContext:
-    """The adapters every Slack-facing service uses.
-
-    `clusters` has `slurm(name)`, `runner(name)` and `sftp(name)` (bot.services.clusters.
-    ClusterSessions); `sink` posts run threads (bot.slack.poster.SlackPoster) and may be None
-    (then nothing is posted to threads, e.g. from the CLI). Handlers read `clock()` once per
-    request and pass it down as `now`.
-    """
-
-    config: Config
-    store: Store
-    clusters: Any
-    sink: Any = None
-    clock: Callable[[], float] = time.time
-
-
-# --------------------------------------------------------------------------------------------
-# people
-
-
-def default_approvers(config: Config) -> People:
-    """slack.approvers, expanded through slack.groups."""
-    return People.of(config.slack.approvers, config.slack.groups)
-
-
-def access_for(config: Config, recipe: str) -> RecipeAccess:
-    """The authz view of one recipe (its people and its channel id)."""
-    cfg = config.recipe(recipe)
-    groups = config.slack.groups
-    return RecipeAccess(
-        recipe=recipe,
-        submitters=People.of(cfg.submitters, groups),
-        owners=People.of(cfg.owners, groups),
-        approvers=People.of(cfg.approvers or config.slack.approvers, groups),
-        channel=config.channel_id_for(recipe) if cfg.channel else None,
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# messages: every Block Kit message of a run thread comes from a template
-
-
-def lang_of(config: Config, recipe: str | None) -> str:
-    """The recipe's message language (slack.lang for a recipe no longer configured)."""
-    if recipe is not None and recipe in config.recipes:
-        return config.lang_for(recipe)
-    return config.slack.lang
-
-
-def render(ctx: BotContext, name: str, recipe: str | None,
-           view: Any) -> tuple[list[dict[str, Any]], str]:
-    """`render_blocks(name, …)` in the recipe's language, with the site's template folder.
-
-    A site template that fails (a typo in `templates.dir`) is logged and the shipped one is
-    used, so a broken override never loses a message or blocks an approval.
-    """
-    from bot.slack.render import RenderError, render_blocks
-
-    lang = lang_of(ctx.config, recipe)
-    override = ctx.config.templates.dir
-    if override:
-        try:
-            return render_blocks(name, lang, view, override_dir=override)
-        except RenderError as exc:
-            log.warning("site template %s/%s failed (%s); using the shipped one", lang, name, exc)
-    return render_blocks(name, lang, view)
-
-
-# Small text helpers: `section` wraps an already rendered sentence (the head line watch_events
-# puts above an incident's blocks); `code` / `cut` shape ephemeral replies (commands).
-
-
-def cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def section(text: str) -> dict[str, Any]:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": cut(text, MAX_SECTION)}}
-
-
-def code(text: str, limit: int = MAX_SECTION - 8) -> str:
-    """Text in a code block; the *end* is kept when cut (the last log lines matter)."""
-    text = text.replace("```", "ˋˋˋ")
-    if len(text) > limit:
-        text = "…" + text[-(limit - 1):]
-    return f"```{text}```"
-
-
-# --------------------------------------------------------------------------------------------
-# threads and submits
-
-
-def _chain_recipe(ctx: BotContext, chain_id: int) -> str | None:
-    chain = ctx.store.chains.get(chain_id)
-    return chain.recipe if chain is not None else None
-
-
-def has_thread(ctx: BotContext, chain_id: int | None) -> bool:
-    """Is the chain's root message posted (so replies can go under it)?"""
-    if ctx.sink is None or chain_id is None:
-        return False
-    from bot.slack.poster import root_key
-
-    root = ctx.store.slack_posts.get(root_key(chain_id))
-    return root is not None and root.posted
-
-
-def thread_message(ctx: BotContext, chain_id: int | None, key: str, template: str,
-                   view: Any) -> bool:
-    """Post `template` rendered with `view` once (by key) in the chain's thread, in its
-    recipe's language; False when there is no thread."""
-    if not has_thread(ctx, chain_id):
-        return False
-    assert chain_id is not None
-    blocks, fallback = render(ctx, template, _chain_recipe(ctx, chain_id), view)
-    return post_safely(ctx, "reply", chain_id, key, blocks, fallback) is not None
-
-
-def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
-    """Post `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
-    chain's thread, through the note template; False when there is no thread."""
-    return thread_message(ctx, chain_id, key, "note", {"text": text})
-
-
-def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
-                blocks: list[dict[str, Any]], text: str) -> str | None:
-    """Post a thread root or reply; a Slack failure is logged, never undoes the action that
-    was already taken on the cluster (the post is retried by its key next time)."""
-    from bot.slack.poster import SlackPostError
-
-    try:
-        if kind == "root":
-            return ctx.sink.post_root(chain_id, key_or_channel, blocks, text)
-        return ctx.sink.post_reply(chain_id, key_or_channel, blocks, text)
-    except SlackPostError as exc:
-        log.warning("chain %s: could not post %s %s: %s", chain_id, kind, key_or_channel, exc)
-        return None
-
-
-def root_view(ctx: BotContext, chain_id: int) -> Any:
-    """The root message's view (bot.core.incident.RootView) from the chain's attempts in the
-    store; None for an unknown chain or one without attempts."""
-    from bot.core.incident import AttemptSummary, build_root
-
-    chain = ctx.store.chains.get(chain_id)
-    attempts = ctx.store.attempts.for_chain(chain_id) if chain is not None else []
-    if chain is None or not attempts:
-        return None
-    configured = chain.recipe in ctx.config.recipes
-    return build_root(
-        recipe=chain.recipe,
-        attempts=[AttemptSummary(a.job_id, a.result or a.state, a.last_iter, a.start_iter,
-                                 a.cause if a.result else None) for a in attempts],
-        target_iter=ctx.config.recipe(chain.recipe).target_iter if configured else None,
-        retries_used=chain.retries_used,
-        retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
-        cluster=chain.cluster,
-    )
-
-
-def open_thread(ctx: BotContext, chain_id: int, channel: str | None) -> bool:
-    """Post the chain's root message (the root template) into `channel` unless it is
-    already there; True when the thread exists afterwards."""
-    if ctx.sink is None:
-        return False
-    if has_thread(ctx, chain_id):
-        return True
-    view = root_view(ctx, chain_id)
-    if view is None or channel is None:
-        return False
-    blocks, text = render(ctx, "root", view.recipe, view)
-    return post_safely(ctx, "root", chain_id, channel, blocks, text) is not None
-
-
-def refresh_root(ctx: BotContext, chain_id: int) -> bool:
-    """Rewrite the root in place (chat.update) from the store: new job, state, attempts.
-
-    The sink skips an unchanged root. Sinks that can only post (test recorders) are left
-    alone. False when there is no thread or Slack refused the update (retried next time).
-    """
-    update = getattr(ctx.sink, "update_root", None)
-    if update is None or not has_thread(ctx, chain_id):
-        return False
-    view = root_view(ctx, chain_id)
-    if view is None:
-        return False
-    from bot.slack.poster import SlackPostError
-
-    blocks, text = render(ctx, "root", view.recipe, view)
-    try:
-        update(chain_id, blocks, text)
-    except SlackPostError as exc:
-        log.warning("chain %s: could not update the root message: %s", chain_id, exc)
-        return False
-    return True
-
 
 class LazySFTP:
     """Opens the cluster's SFTP channel only when the checkpoint lookup needs it."""
 
-    def __init__(self, clusters: Any, cluster: str):
+    def __init__(self, clusters: ClusterSessions, cluster: str):
         self._clusters = clusters
         self._cluster = cluster
-        self._sftp: Any = None
+        self._sftp: SFTP | None = None
 
     def __getattr__(self, name: str) -> Any:
         if self._sftp is None:
@@ -290,8 +88,6 @@ def submit_and_announce(
     )
     if before_announce is not None:
         before_announce(result)
-    from bot.slack.render import RenderError
-
     try:
         announce_submit(ctx, recipe, result, actor, channel)
     except RenderError as exc:  # a template bug must not hide a job that was submitted
@@ -357,10 +153,9 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, A
     }
 
 
-def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Any) -> Any:
+def resolution_view(recipe: str, result: SubmitResult, actor: str,
+                    previous: Attempt) -> ResolutionView:
     """"Resumed as N from iter K (was M)": the resolution template's view."""
-    from bot.core.incident import build_resolution
-
     ck = result.checkpoint
     mem = result.overrides.get("mem")
     return build_resolution(
@@ -379,9 +174,48 @@ def _literal(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def require_recipe(config: Config, recipe: str) -> None:
-    """UsageProblem naming the known recipes when `recipe` is not configured."""
-    try:
-        config.recipe(recipe)
-    except KeyError as exc:
-        raise UsageProblem(str(exc.args[0])) from None
+class AutoResubmitter:
+    """The watcher's automatic resubmits of one cluster's chains, through the same submit as
+    `/train resume` (same job name, same chain): `resubmit` and `recover` are the callbacks
+    of bot.services.watch.resubmit.AutoResubmits."""
+
+    def __init__(self, ctx: BotContext, cluster: str, *, actor: str = AUTOMATIC_ACTOR) -> None:
+        self.ctx, self.cluster, self.actor = ctx, cluster, actor
+
+    def resubmit(self, recipe: str, chain_id: int, decision: Decision) -> str:
+        result = submit_and_announce(self.ctx, recipe, actor=self.actor, now=self.ctx.clock(),
+                                     chain_id=chain_id, charge_retry=decision.charged)
+        return str(result.job_id)
+
+    def recover(self, recipe: str, chain_id: int, old_job: str,
+                decision: Decision) -> str | None:
+        """A resubmit the bot died in: the job it left (recorded or not) is kept and announced
+        (posts are idempotent by key) instead of submitting a second one."""
+        ctx, cluster = self.ctx, self.cluster
+        now = ctx.clock()
+        latest = ctx.store.attempts.latest(chain_id)
+        chain = ctx.store.chains.get(chain_id)
+        if latest is not None and chain is not None and latest.job_id != old_job:
+            if latest.result is None:
+                ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
+            ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
+                  if latest.checkpoint_path else None)
+            result = SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck)
+        else:
+            found = adopt_unrecorded_submit(
+                ctx.config, recipe, chain_id=chain_id, after_job=old_job,
+                slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
+                store=ctx.store, now=now, charge_retry=decision.charged)
+            if found is None:
+                return None
+            result = found
+        announce_submit(ctx, recipe, result, self.actor, None)
+        return str(result.job_id)
+
+    def checkpoint_iter(self, recipe: str) -> int | None:
+        """The iteration of the recipe's latest complete checkpoint (None: none)."""
+        cfg = self.ctx.config.recipe(recipe)
+        if cfg.checkpoint is None:
+            return None
+        ck = find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster))
+        return ck.iteration if ck is not None else None

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from bot.cluster.errors import ClusterError
 from bot.config import Config
+from bot.core.slurm.records import JobRecord
 from bot.services import UsageProblem
+from bot.services.ports import Slurm
 from bot.store import Attempt, Chain, Store
 
 _JOB_ID_RE = re.compile(r"^\d{1,12}$")
@@ -28,7 +30,7 @@ class JobStatus:
     recipe: str | None = None
     chain_id: int | None = None
     attempt: Attempt | None = None
-    record: Any = None  # bot.core.slurm.records.JobRecord; None when Slurm no longer knows it
+    record: JobRecord | None = None  # None when Slurm no longer knows it
 
     @property
     def state(self) -> str:
@@ -54,11 +56,9 @@ def job_status(
     target: str | None,
     *,
     store: Store,
-    slurm_for: Callable[[str], Any],
+    slurm_for: Callable[[str], Slurm],
 ) -> StatusReport:
     """Status of every watched job (no target), a recipe's latest chain, or one job id."""
-    from bot.cluster.errors import ClusterError
-
     if target is None:
         title, rows, note = _watched(store)
     elif target in config.recipes:
@@ -74,7 +74,7 @@ def job_status(
     by_cluster: dict[str, list[int]] = {}
     for row in rows:
         by_cluster.setdefault(row.cluster, []).append(int(row.job_id))
-    records: dict[tuple[str, int], Any] = {}
+    records: dict[tuple[str, int], JobRecord] = {}
     unreachable: dict[str, str] = {}
     for cluster, ids in by_cluster.items():
         try:

@@ -38,6 +38,7 @@ from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
+from bot.services.ports import SFTP, Slurm
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,7 @@ def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | 
     return env
 
 
-def find_resume_checkpoint(recipe: RecipeConfig, sftp: Any) -> Checkpoint | None:
+def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP) -> Checkpoint | None:
     """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet)."""
     if recipe.checkpoint is None:
         return None
@@ -244,8 +245,8 @@ def submit_recipe(
     recipe_name: str,
     *,
     overrides: Sequence[str] | Mapping[str, str] = (),
-    slurm: Any,
-    sftp: Any,
+    slurm: Slurm,
+    sftp: SFTP,
     store: Store,
     now: float,
     actor: str,
@@ -333,7 +334,7 @@ def submit_recipe(
     )
 
 
-def _submit(slurm: Any, recipe: RecipeConfig, job_name: str, env: dict[str, str]) -> str:
+def _submit(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, str]) -> str:
     """sbatch the recipe's script, or run its site wrapper; returns the job id as text."""
     if recipe.sbatch_script is not None:
         job_id = slurm.submit(recipe.submit_spec(job_name=job_name, env=env))
@@ -382,7 +383,7 @@ def parse_job_id(stdout: str, command: str) -> str:
 
 
 def find_unrecorded_submit(
-    slurm: Any, *, job_name: str, user: str | None, after_job: str, known: set[str]
+    slurm: Slurm, *, job_name: str, user: str | None, after_job: str, known: set[str]
 ) -> str | None:
     """A job named `job_name` with an id above `after_job` that no attempt records: what a
     resubmit left behind when the bot died between `sbatch` and recording the attempt.
@@ -399,8 +400,8 @@ def find_unrecorded_submit(
 
 
 def adopt_unrecorded_submit(
-    config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Any,
-    sftp: Any, store: Store, now: float, charge_retry: bool = False,
+    config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Slurm,
+    sftp: SFTP, store: Store, now: float, charge_retry: bool = False,
 ) -> SubmitResult | None:
     """Record (as the chain's next attempt, watched, charged as the lost submit would have
     been) a job a crashed resubmit left on the cluster; None when there is none (then

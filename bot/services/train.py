@@ -9,26 +9,28 @@ recipe leaves one audit entry (who, what, which job, when, result), refusals inc
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
+from bot.config import Config
 from bot.core import train_grammar as c
 from bot.core.authz import Decision, can_control_job, can_submit
+from bot.core.slurm.records import JobRecord
+from bot.core.slurm.values import expand_output_pattern
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
+from bot.services.access import access_for, approvers_of, default_approvers
 from bot.services.leases import process_holder
-from bot.services.runs import (
-    BotContext,
-    access_for,
-    code,
-    default_approvers,
-    describe_start,
-    require_recipe,
-    submit_and_announce,
-)
+from bot.services.ports import SFTP, Blocks, BotContext
+from bot.services.preflight import PreflightUsageError, run_preflight
+from bot.services.runs import describe_start, submit_and_announce
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_not_applied
+from bot.services.threads import code
+from bot.slack.views import ActionId
+from bot.store import Attempt
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ class Reply:
     """What the user sees: `text` (and optional blocks), to them only unless `ephemeral=False`."""
 
     text: str
-    blocks: list[dict[str, Any]] | None = None
+    blocks: Blocks | None = None
     ephemeral: bool = True
     job_id: str | None = None
     chain_id: int | None = None
@@ -149,11 +151,9 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
         overrides = dict(cmd.overrides)
     result = submit_and_announce(ctx, cmd.recipe, actor=actor, now=now, overrides=overrides,
                                  chain_id=chain_id, channel=channel)
-    from bot.services.approvals import ActionId, approvers_of
-
     proposals = comp.propose_holds(
         ctx, recipe=cmd.recipe, chain_id=result.chain_id, job_id=int(result.job_id),
-        allowed=approvers_of(ctx, cmd.recipe), now=now,
+        allowed=approvers_of(ctx.config, cmd.recipe), now=now,
         action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
     )  # fmt: skip
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
@@ -185,7 +185,7 @@ def _resumable_chain(ctx: BotContext, recipe: str) -> int | None:
     return chain.id
 
 
-def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Any]:
+def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | None]:
     """(cluster, recipe or None, attempt or None) of a job id."""
     attempt = ctx.store.attempts.get_by_job(str(job_id))
     if attempt is not None:
@@ -238,19 +238,18 @@ def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: fl
     return Reply(f"Last {cmd.lines} lines of `{path}`:\n" + code(text or "(empty)"))
 
 
-def _log_path(ctx: BotContext, recipe: str | None, job_id: int, rec: Any) -> str | None:
+def _log_path(ctx: BotContext, recipe: str | None, job_id: int,
+              rec: JobRecord | None) -> str | None:
     if rec is not None and rec.stdout_path:
         return str(rec.stdout_path)
     if recipe is None or ctx.config.recipe(recipe).log_path is None:
         return None
-    from bot.core.slurm.values import expand_output_pattern
-
     cfg = ctx.config.recipe(recipe)
     return expand_output_pattern(cfg.log_path or "", job_id=job_id,
                                  name=cfg.job_name or recipe, workdir=cfg.workdir)
 
 
-def read_tail(sftp: Any, path: str, lines: int) -> str:
+def read_tail(sftp: SFTP, path: str, lines: int) -> str:
     """The last `lines` lines of a remote file (reads at most LOG_TAIL_BYTES)."""
     try:
         size = sftp.stat(path).st_size or 0
@@ -303,8 +302,6 @@ def _n(value: int | None) -> str:
 
 def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | None,
                now: float) -> Reply:
-    from bot.services.preflight import PreflightUsageError, run_preflight
-
     require_recipe(ctx.config, cmd.recipe)
     decision = can_submit(access_for(ctx.config, cmd.recipe), actor, channel, "preflight")
     if not decision:
@@ -322,7 +319,17 @@ def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | Non
     return Reply("\n".join(lines)[:2900])
 
 
-_HANDLERS: dict[type, Any] = {
+def require_recipe(config: Config, recipe: str) -> None:
+    """UsageProblem naming the known recipes when `recipe` is not configured."""
+    try:
+        config.recipe(recipe)
+    except KeyError as exc:
+        raise UsageProblem(str(exc.args[0])) from None
+
+
+_Handler = Callable[[BotContext, Any, str, str | None, float], Reply]
+
+_HANDLERS: dict[type, _Handler] = {
     c.Help: _help,
     c.Status: _status,
     c.Submit: _submit,

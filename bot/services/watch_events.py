@@ -1,11 +1,11 @@
 """The watcher's events in the run threads: incidents with approval buttons, warnings, notes.
 
-`ThreadEvents(ctx).publish(event)` is the `EventSink` of bot.services.watch.tick for a real bot.
-Every text goes through the one renderer (`bot.services.runs.render`: the recipe's language,
+`ThreadEvents(ctx).publish(event)` is the watcher's `EventSink` for a real bot.
+Every text goes through the one renderer (`bot.services.threads.render`: the recipe's language,
 the site's template folder first), like `report` and `/train`:
 - `incident`: the incident message (templates/incident.json.j2 via
   bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
-  resubmit — an approval prompt (bot.services.approvals.create_resubmit_prompt) whose
+  resubmit — an approval prompt (bot.services.prompts.create_resubmit_prompt) whose
   buttons carry one opaque token; the proposed --mem is the policy's;
 - `warning` for a stall: the warning text with "Cancel and resume" / "Cancel" / "Dismiss"
   buttons (approval prompt with `offer_cancel`); other warnings, notes, held jobs and
@@ -23,7 +23,7 @@ the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
 
-Charts (bot.charts.series.charts_for, from the event's in-memory series and sampler): after
+Charts (`ctx.charts`, from the event's in-memory series and sampler): after
 an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
 memory_leak warning its RSS PNG (`chart:<job>:leak:rss.png`), uploaded into the thread through
 `ctx.sink.upload_chart`. A chart that fails to draw or upload is logged and dropped, never
@@ -40,19 +40,13 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import Any
 
-from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, Decision
-from bot.services.runs import (
-    BotContext,
-    has_thread,
-    refresh_root,
-    render,
-    section,
-    thread_note,
-)
+from bot.core.incident import build_incident
+from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
+from bot.services.ports import Blocks, BotContext, root_key
+from bot.services.prompts import Prompt, create_resubmit_prompt
+from bot.services.threads import has_thread, refresh_root, render, section, thread_note
 from bot.services.watch.events import WatchEvent
-from bot.services.watch.tick import Watcher
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +127,9 @@ class ThreadEvents:
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""
         upload = getattr(self.ctx.sink, "upload_chart", None)
+        drawer = self.ctx.charts
         chain_id = event.chain_id
-        if upload is None or event.series is None or event.diagnosis is None or \
+        if upload is None or drawer is None or event.series is None or event.diagnosis is None or \
                 chain_id is None or not has_thread(self.ctx, chain_id):
             return  # a sink that cannot upload (test recorders), or nowhere to put them
         job = str(event.job_id)
@@ -150,10 +145,8 @@ class ThreadEvents:
             while len(earlier) > KEEP_ATTEMPTS:
                 earlier.popitem(last=False)
         try:
-            from bot.charts.series import charts_for  # matplotlib: imported only to draw
-
             rec = event.record
-            charts = charts_for(
+            charts = drawer.charts_for(
                 series, event.diagnosis, job_id=job,
                 mem_limit_bytes=rec.mem_limit_bytes if rec else None,
                 earlier_attempts=[(j, pts) for j, pts in earlier.items() if j != job],
@@ -201,9 +194,7 @@ class ThreadEvents:
                         event.key, exc)
             return english
 
-    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Any:
-        from bot.services.approvals import create_resubmit_prompt
-
+    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Prompt:
         dec = event.decision
         return create_resubmit_prompt(
             self.ctx, recipe=event.recipe or "", chain_id=event.chain_id or 0,
@@ -213,12 +204,10 @@ class ThreadEvents:
             offer_cancel=offer_cancel,
         )
 
-    def _incident_blocks(self, event: WatchEvent) -> list[dict[str, Any]] | None:
+    def _incident_blocks(self, event: WatchEvent) -> Blocks | None:
         """The incident template's blocks without its own buttons (the approval prompt's
         carry the token); None when the view or template cannot be built."""
         try:
-            from bot.core.incident import build_incident
-
             rec, dec = event.record, event.decision
             view = build_incident(
                 event.diagnosis, recipe=event.recipe or "", job_id=event.job_id or "",
@@ -246,12 +235,10 @@ class ThreadEvents:
             return ""
         return "".join(f"<@{u}> " for u in owners)
 
-    def _post(self, event: WatchEvent, blocks: list[dict[str, Any]], text: str) -> None:
+    def _post(self, event: WatchEvent, blocks: Blocks, text: str) -> None:
         if self.ctx.sink is None or event.chain_id is None:
             log.info("%s: %s", event.key, text)
             return
-        from bot.slack.poster import root_key
-
         root = self.ctx.store.slack_posts.get(root_key(event.chain_id))
         if root is None or not root.posted:
             log.warning("chain %s has no thread yet; %s not posted: %s", event.chain_id,
@@ -267,67 +254,3 @@ def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     step = -(-len(points) // (KEEP_POINTS - 1))  # ceil
     kept = points[::step]
     return kept if kept[-1] == points[-1] else [*kept, points[-1]]
-
-
-class _LazySlurm:
-    """`jobs(ids)` on the cluster's Slurm client, fetched per call: building the watcher
-    never connects, and a reconnect after an outage gets a fresh client."""
-
-    def __init__(self, ctx: BotContext, cluster: str) -> None:
-        self._ctx, self._cluster = ctx, cluster
-
-    def jobs(self, ids: Any) -> Any:
-        return self._ctx.clusters.slurm(self._cluster).jobs(ids)
-
-
-def build_watcher(ctx: BotContext, cluster: str, catalogue: Any, *,
-                  actor: str = "trainbot") -> Watcher:
-    """The production watcher of one cluster: Slurm and SFTP from `ctx.clusters`, events to
-    the run threads, checkpoints from the recipe's checkpoint dir, automatic resubmits through
-    the same submit service as `/train resume` (same job name, same chain)."""
-    from bot.services.runs import submit_and_announce
-    from bot.services.submit import find_resume_checkpoint
-
-    def checkpoint_iter(recipe: str) -> int | None:
-        cfg = ctx.config.recipe(recipe)
-        if cfg.checkpoint is None:
-            return None
-        ck = find_resume_checkpoint(cfg, ctx.clusters.sftp(cluster))
-        return ck.iteration if ck is not None else None
-
-    def resubmit(recipe: str, chain_id: int, decision: Decision) -> str:
-        result = submit_and_announce(ctx, recipe, actor=actor, now=ctx.clock(),
-                                     chain_id=chain_id, charge_retry=decision.charged)
-        return str(result.job_id)
-
-    def recover(recipe: str, chain_id: int, old_job: str, decision: Decision) -> str | None:
-        # A resubmit the bot died in: the job it left (recorded or not) is kept and announced
-        # (posts are idempotent by key) instead of submitting a second one.
-        from bot.core.checkpoints import Checkpoint
-        from bot.services.runs import LazySFTP, announce_submit
-        from bot.services.submit import SubmitResult, adopt_unrecorded_submit
-
-        now = ctx.clock()
-        latest = ctx.store.attempts.latest(chain_id)
-        chain = ctx.store.chains.get(chain_id)
-        if latest is not None and chain is not None and latest.job_id != old_job:
-            if latest.result is None:
-                ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
-            ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
-                  if latest.checkpoint_path else None)
-            result = SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck)
-        else:
-            result = adopt_unrecorded_submit(
-                ctx.config, recipe, chain_id=chain_id, after_job=old_job,
-                slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
-                store=ctx.store, now=now, charge_retry=decision.charged)
-            if result is None:
-                return None
-        announce_submit(ctx, recipe, result, actor, None)
-        return str(result.job_id)
-
-    return Watcher(
-        cluster, slurm=_LazySlurm(ctx, cluster), sftp=lambda: ctx.clusters.sftp(cluster),
-        store=ctx.store, catalogue=catalogue, sink=ThreadEvents(ctx), config=ctx.config,
-        checkpoint_iter=checkpoint_iter, resubmit=resubmit, recover=recover,
-    )

@@ -1,15 +1,13 @@
-"""The terminal as Slack: `ConsoleSink` renders run threads as text, writes charts to a folder,
-and `ConsoleApprovals` answers approval prompts at a `[y/N]` prompt (or with `--yes`).
+"""The terminal as Slack: `ConsoleSink` renders run threads as text and writes charts to a
+folder (its prompts are answered by handlers.console).
 
 Used by `trainbot demo` so a newcomer sees the whole story without a Slack workspace. The
-sink implements `bot.slack.poster.MessageSink` with the poster's semantics that the services
-rely on: every post has a key and is shown once; with a store, the root and replies are
-recorded in `store.slack_posts` (ts `console.N`) and the chain's thread is set, so
-`thread_note` / `submit_and_announce` find the thread exactly as they would in Slack.
+sink implements the thread writer port (bot.services.ports.ThreadWriter) with the poster's
+semantics that the services rely on: every post has a key and is shown once; with a store,
+the root and replies are recorded in `store.slack_posts` (ts `console.N`) and the chain's
+thread is set, so `thread_note` / `submit_and_announce` find the thread as in Slack.
 
-Buttons are shown as numbered choices. A prompt is answered through the same approval service
-the Slack buttons use (`bot.services.approvals.handle_click`): the button's value is the
-approval token, its action id the choice.
+Buttons are shown as numbered choices (`take_prompts` hands them to whoever answers).
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.services.ports import root_key
 from bot.slack.render import blocks_to_text
 from bot.slack.views import ActionId
 
@@ -66,7 +65,7 @@ class ConsolePrompt:
 
 @dataclass
 class ConsoleSink:
-    """A `MessageSink` that prints threads to `out` and writes charts under `charts_dir`.
+    """A thread writer that prints threads to `out` and writes charts under `charts_dir`.
 
     `store` (bot.store.Store, optional) records posts like the Slack poster does; `names`
     maps Slack user ids to what the terminal shows for `<@U…>` mentions.
@@ -85,11 +84,11 @@ class ConsoleSink:
     _prompts: list[ConsolePrompt] = field(default_factory=list)
     _seq: int = 0
 
-    # --- MessageSink ------------------------------------------------------------------------
+    # --- ThreadWriter -------------------------------------------------------------------------
 
     def post_root(self, chain_id: int, channel: str, blocks: list[dict], text: str) -> str:
         """Open the chain's thread (once): the root framed by heavy rules."""
-        key = _root_key(chain_id)
+        key = root_key(chain_id)
         known = self._known(key)
         if known is not None:
             return known
@@ -117,7 +116,7 @@ class ConsoleSink:
             return
         self._root_digest[chain_id] = digest
         if self.store is not None:
-            self.store.slack_posts.record_updated(_root_key(chain_id), payload_hash=digest,
+            self.store.slack_posts.record_updated(root_key(chain_id), payload_hash=digest,
                                                   now=self.clock())
         headline, summary = _headline(blocks, text)
         now = self.clock()
@@ -128,7 +127,7 @@ class ConsoleSink:
                 self._print(f"  ┃ ⟳ {self._names(summary)}")
             return
         self._root_shown[chain_id] = (headline, now)
-        body = self._render(chain_id, _root_key(chain_id), blocks, text, indent="  ┃ ")
+        body = self._render(chain_id, root_key(chain_id), blocks, text, indent="  ┃ ")
         lines = [line for line in body.splitlines() if line.strip(" ┃`")]
         self._print(f"  ┏ thread root updated (chain {chain_id}, {root})")
         self._print("\n".join(lines))
@@ -256,23 +255,17 @@ class ConsoleSink:
         self.store.slack_posts.record_posted(key, ts=ts, thread_ts=thread_ts, now=now)
 
     def _root_ts(self, chain_id: int) -> str:
-        ts = self._known(_root_key(chain_id))
+        ts = self._known(root_key(chain_id))
         if ts is None:
             raise LookupError(f"chain {chain_id} has no root message: call post_root first")
         return ts
 
     def _channel(self, chain_id: int) -> str:
         if self.store is not None:
-            row = self.store.slack_posts.get(_root_key(chain_id))
+            row = self.store.slack_posts.get(root_key(chain_id))
             if row is not None:
                 return row.channel
         return "console"
-
-
-def _root_key(chain_id: int) -> str:
-    from bot.slack.poster import root_key
-
-    return root_key(chain_id)
 
 
 def _headline(blocks: list[dict], text: str) -> tuple[str, str]:
@@ -294,86 +287,14 @@ def _digest(blocks: list[dict], text: str) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-# --------------------------------------------------------------------------------------------
-# approvals at the prompt
-
-
-def ask_yes_no(question: str, *, assume_yes: bool, out: TextIO,
-               read: Callable[[], str] | None = None) -> bool:
-    """`question [y/N] `: True only for y/yes. `assume_yes` answers yes without reading;
-    end of input (no terminal) counts as no."""
-    print(f"  │ ❓ {question} [y/N] ", end="", file=out, flush=True)
-    if assume_yes:
-        print("y (--yes)", file=out, flush=True)
-        return True
-    try:
-        answer = (read or sys.stdin.readline)()
-    except (EOFError, KeyboardInterrupt):
-        answer = ""
-    if not answer:
-        print("(no input: no)", file=out, flush=True)
-        return False
-    if read is not None or not sys.stdin.isatty():  # a terminal echoes it; a pipe does not
-        print(answer.strip(), file=out, flush=True)
-    return answer.strip().lower() in ("y", "yes")
-
-
-@dataclass
-class ConsoleApprovals:
-    """Answers resubmit prompts shown by a `ConsoleSink` through `handle_click`.
-
-    Only a finished job's resubmit prompt is asked (`[y/N]`; yes clicks Resubmit, no clicks
-    Dismiss). Prompts about a RUNNING job (they offer Cancel: a stall) and competitor holds
-    ("Hold <job>") are shown but left unanswered with a note: the console never cancels or
-    holds a job by itself, so a stall plays out to the watchdog abort.
-    `on_done(prompt, result)` is called after an accepted Resubmit.
-    """
-
-    ctx: Any
-    sink: ConsoleSink
-    actor: str
-    assume_yes: bool = False
-    read: Callable[[], str] | None = None
-    on_done: Callable[[ConsolePrompt, Any], None] | None = None
-    answered: list[tuple[ConsolePrompt, Any]] = field(default_factory=list)
-
-    def answer_pending(self, now: float) -> list[Any]:
-        """Ask about every prompt shown since the last call; returns the click results."""
-        from bot.services.approvals import handle_click
-
-        results = []
-        for prompt in self.sink.take_prompts():
-            resubmit = prompt.button(*RESUBMIT_ACTIONS)
-            if resubmit is None or prompt.button(*CANCEL_ACTIONS) is not None:
-                labels = ", ".join(b.label for b in prompt.buttons)
-                self.sink.say(f"  │ (console: left unanswered — it never cancels or holds a "
-                              f"job by itself; in Slack a person may click {labels})")
-                continue
-            yes = ask_yes_no(f"{resubmit.label}?", assume_yes=self.assume_yes,
-                             out=self.sink.out, read=self.read)
-            action = resubmit.action_id if yes else DISMISS_ACTION
-            result = handle_click(self.ctx, resubmit.value, action, self.actor, now)
-            self.sink.update_message(prompt.key, result.update_blocks,
-                                     result.update_text or result.ephemeral)
-            if result.ephemeral and result.status not in ("done", "declined"):
-                self.sink.say(f"  │ ({self.sink._names(result.ephemeral)})")
-            self.answered.append((prompt, result))
-            results.append(result)
-            if result.status == "done" and self.on_done is not None:
-                self.on_done(prompt, result)
-        return results
-
-
 def chart_paths(paths: Iterable[Path]) -> list[str]:
     """Chart files as strings, oldest first (for the demo's summary)."""
     return [str(p) for p in paths]
 
 
 __all__ = [
-    "ConsoleApprovals",
     "ConsoleButton",
     "ConsolePrompt",
     "ConsoleSink",
-    "ask_yes_no",
     "chart_paths",
 ]

@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 from http.client import HTTPException
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 from urllib.error import HTTPError, URLError
 from urllib.request import Request, urlopen
 
@@ -41,6 +41,7 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
+from bot.services.ports import PostError, root_key
 from bot.slack.retry import Sleep, backoff_delay, request_not_sent
 
 log = logging.getLogger(__name__)
@@ -60,31 +61,12 @@ _HINTS = {
 }
 
 
-class SlackPostError(Exception):
+class SlackPostError(PostError):
     """Slack refused a post; the message names the method, channel, key, error and the fix."""
 
     def __init__(self, message: str, *, error: str | None = None):
         super().__init__(message)
         self.error = error
-
-
-class MessageSink(Protocol):
-    """Where run threads go: Slack (`SlackPoster`) or, for the console demo, a terminal."""
-
-    def post_root(self, chain_id: int, channel: str, blocks: list[dict], text: str) -> str: ...
-
-    def update_root(self, chain_id: int, blocks: list[dict], text: str) -> None: ...
-
-    def post_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> str: ...
-
-    def upload_chart(
-        self, chain_id: int, key: str, png_bytes: bytes, filename: str, title: str
-    ) -> str: ...
-
-
-def root_key(chain_id: int) -> str:
-    """The store key of a chain's root message."""
-    return f"chain:{chain_id}:root"
 
 
 def payload_hash(blocks: list[dict], text: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 import jinja2
 
+from bot.services.ports import RenderError
 from bot.slack.translations import PoTranslations, languages_in, translations_for
 from bot.slack.views import template_context
 
@@ -57,10 +58,6 @@ def _trim_notes(t: PoTranslations) -> dict[str, str]:
         "suffix": _("Full text: `trainbot report LOG`."),
         "cut_marker": _("… %(n)s lines cut …"),
     }
-
-
-class RenderError(Exception):
-    """A template is missing or produced something that is not Block Kit JSON."""
 
 
 def templates_root() -> Path:
@@ -236,6 +233,15 @@ def render_blocks(
     if len(text) > MAX_FALLBACK_TEXT:
         text = text[: MAX_FALLBACK_TEXT - 1] + "…"
     return blocks, text
+
+
+class TemplateRenderer:
+    """The renderer port (bot.services.ports.Renderer): the packaged templates, a site's
+    folder first."""
+
+    def render_blocks(self, name: str, lang: str, view: Any, *,
+                      override_dir: str | None = None) -> tuple[list[dict[str, Any]], str]:
+        return render_blocks(name, lang, view, override_dir=override_dir)
 
 
 # --- trimming ------------------------------------------------------------------------------

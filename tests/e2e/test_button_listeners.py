@@ -19,9 +19,12 @@ from fakes import FakeClusters, FakeSlurm, RecordingMessageSink, make_config
 from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch
 
 from bot.app import build_app
-from bot.services.approvals import create_resubmit_prompt, handle_click
-from bot.services.runs import BotContext
-from bot.slack.render import render_blocks
+from bot.charts.series import SeriesCharts
+from bot.core.catalogue import Catalogue
+from bot.services.approvals import handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.slack.render import TemplateRenderer, render_blocks
 from bot.slack.views import ActionId
 from bot.store import Store
 
@@ -59,7 +62,8 @@ def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
     """(action id, where) of every prompt the approvals service posts, in `lang`."""
     slurm = FakeSlurm()
     ctx = BotContext(config=make_config(lang=lang), store=store, clusters=FakeClusters(slurm),
-                     sink=RecordingMessageSink(store))
+                     sink=RecordingMessageSink(store),
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load(), charts=SeriesCharts())
     shown: list[tuple[str, list]] = []
     real_reply = ctx.sink.post_reply
 
@@ -93,7 +97,8 @@ def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def app(store: Store, slack_client) -> Any:  # noqa: ANN001
-    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(FakeSlurm()))
+    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(FakeSlurm()),
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
     return build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
                      token_verification_enabled=False)
 

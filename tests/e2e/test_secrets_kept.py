@@ -16,15 +16,14 @@ import pytest
 from fakes import FakeClusters, FakeSlurm, make_config
 from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch, slash_body
 
-from bot.app import build_app, build_context
+from bot.app import build_app, build_context, build_watcher
 from bot.cluster.errors import ClusterUnavailable, CommandFailed
 from bot.config import Config, StoreConfig
-from bot.core.catalogue import Catalogue
 from bot.core.redact import MARKER
 from bot.log_redaction import install_log_redaction
-from bot.services.approvals import create_resubmit_prompt
-from bot.services.runs import BotContext, thread_note
-from bot.services.watch_events import build_watcher
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.services.threads import thread_note
 from bot.slack.views import ActionId
 
 HF_TOKEN = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"  # a token shape
@@ -110,7 +109,7 @@ def test_a_failed_submit_quoting_the_recipes_secrets_shows_them_nowhere(
     finally:
         urls.close()
     # 5. the watcher: the cluster fails the same way tick after tick (logged, then an incident)
-    watcher = build_watcher(services, "dev", Catalogue.load([]))
+    watcher = build_watcher(services, "dev")
     slurm = services.clusters.slurm("dev")
 
     def unreachable(ids):  # noqa: ANN001, ANN202

@@ -16,40 +16,40 @@ from support.bolt_driver import (
     slash_body,
 )
 
-from bot.app import build_app
-from bot.cli.run import build_scheduler
+from bot.app import build_app, build_scheduler
+from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
+from bot.slack.render import TemplateRenderer
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def services(store) -> BotContext:  # noqa: ANN001
-    return BotContext(config=make_config(), store=store, clusters=FakeClusters(FakeSlurm()))
+    return BotContext(config=make_config(), store=store, clusters=FakeClusters(FakeSlurm()),
+                      renderer=TemplateRenderer(), catalogue=Catalogue.load())
 
 
-def test_scheduler_is_utc_coalescing_and_registers_the_tick_only_when_given(store) -> None:
+def test_scheduler_is_utc_coalescing_and_runs_a_job_with_the_clock(store) -> None:
     ctx = services(store)
-    plain = build_scheduler(ctx)
-    assert [j.id for j in plain.get_jobs()] == ["holds"]
-    assert str(plain.timezone) == "UTC"
-    assert plain._job_defaults["coalesce"] is True
-    assert plain._job_defaults["max_instances"] == 1
+    scheduler = build_scheduler(ctx, clock=lambda: 42.0)
+    assert sorted(j.id for j in scheduler.jobs()) == ["holds", "watch:dev"]
+    assert str(scheduler.timezone) == "UTC"
+    assert all(j.coalesce is True and j.max_instances == 1 for j in scheduler.jobs())
 
     ticks = []
-    with_tick = build_scheduler(ctx, tick=lambda svc, now: ticks.append(now), clock=lambda: 42.0)
-    assert sorted(j.id for j in with_tick.get_jobs()) == ["holds", "watch"]
-    watch = next(j for j in with_tick.get_jobs() if j.id == "watch")
+    watch = scheduler.run_repeating("watch", ticks.append, every_s=30)
+    assert str(watch.trigger.timezone) == "UTC"
     watch.func()
     assert ticks == [42.0]
 
 
 def test_a_failing_scheduled_job_is_logged_not_fatal(store, caplog) -> None:  # noqa: ANN001
-    def broken(svc, now):  # noqa: ANN001, ANN202
+    def broken(now):  # noqa: ANN001, ANN202
         raise RuntimeError("sacct exploded")
 
-    sched = build_scheduler(services(store), tick=broken)
-    next(j for j in sched.get_jobs() if j.id == "watch").func()
+    sched = build_scheduler(services(store))
+    sched.run_repeating("watch", broken, every_s=30).func()
     assert "scheduled job watch failed" in caplog.text
 
 
@@ -98,7 +98,8 @@ def test_with_the_default_thread_pool_the_work_runs_after_the_ack(store, slack_c
         return original(ids)
 
     slurm.jobs = slow_jobs  # type: ignore[method-assign]
-    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm))
+    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm),
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
     app = build_app(ctx.config, ctx, client=slack_client, token_verification_enabled=False)
     urls = ResponseUrls()
     try:

@@ -24,9 +24,13 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
-from bot.services.approvals import ActionId, create_resubmit_prompt
-from bot.services.runs import BotContext
+from bot.charts.series import SeriesCharts
+from bot.core.catalogue import Catalogue
+from bot.services.approvals import ActionId
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 CH = "C0TRAIN"
@@ -49,7 +53,9 @@ def fake_slurm() -> FakeSlurm:
 def services(store, slack_client, fake_slurm: FakeSlurm, fake_sleep) -> BotContext:
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     return BotContext(config=make_config(), store=store, clusters=FakeClusters(fake_slurm),
-                      sink=poster, clock=lambda: NOW)
+                      sink=poster, clock=lambda: NOW,
+                      renderer=TemplateRenderer(),
+                      catalogue=Catalogue.load(), charts=SeriesCharts())
 
 
 @pytest.fixture
@@ -299,7 +305,9 @@ def test_a_command_redelivered_to_another_replica_runs_once(shared_store_url, sl
     for store in stores:
         ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(fake_slurm),
                          sink=SlackPoster(slack_client, store, sleep=fake_sleep,
-                                          clock=lambda: NOW), clock=lambda: NOW)
+                                          clock=lambda: NOW), clock=lambda: NOW,
+                         renderer=TemplateRenderer(),
+                         catalogue=Catalogue.load(), charts=SeriesCharts())
         apps.append(build_app(ctx.config, ctx, client=slack_client,
                               listener_executor=SyncExecutor(), token_verification_enabled=False))
     url = urls.new()
@@ -388,7 +396,9 @@ def test_overrides_a_site_wrapper_did_not_apply_are_said_in_the_reply_and_thread
         config=make_config(sbatch_script=None, submit_command=["/opt/site/submit"],
                            overridable={"mem": "size", "partition": "str", "lr": "float"}),
         store=store, clusters=FakeClusters(slurm), clock=lambda: NOW,
-        sink=SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW))
+        sink=SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW),
+                          renderer=TemplateRenderer(),
+                          catalogue=Catalogue.load(), charts=SeriesCharts())
     app = build_app(services.config, services, client=slack_client,
                     listener_executor=SyncExecutor(), token_verification_enabled=False)
     _, replies = train(app, urls, "submit mix partition=debug mem=400G lr=0.5")

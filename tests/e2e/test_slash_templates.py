@@ -17,10 +17,15 @@ import pytest
 from fakes import FakeClusters, FakeSlurm, make_config
 from slack_standin import SlackStandIn, validate_blocks
 
-from bot.services.approvals import ActionId, create_resubmit_prompt, handle_click
-from bot.services.runs import BotContext, render, submit_and_announce
+from bot.charts.series import SeriesCharts
+from bot.core.catalogue import Catalogue
+from bot.services.approvals import ActionId, handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.services.runs import submit_and_announce
+from bot.services.threads import render
 from bot.slack.poster import SlackPoster
-from bot.slack.render import render_blocks
+from bot.slack.render import TemplateRenderer, render_blocks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "slash"
 NOW = 1_732_871_000.0
@@ -116,7 +121,9 @@ def korean_context(store, slack_client, fake_sleep) -> tuple[BotContext, FakeSlu
     slurm = FakeSlurm()
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     return BotContext(config=make_config(lang="ko"), store=store, clusters=FakeClusters(slurm),
-                      sink=poster, clock=lambda: NOW), slurm
+                      sink=poster, clock=lambda: NOW,
+                      renderer=TemplateRenderer(),
+                      catalogue=Catalogue.load(), charts=SeriesCharts()), slurm
 
 
 def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
@@ -169,7 +176,8 @@ def test_a_broken_site_template_falls_back_to_the_shipped_one(
         '{"type": "mrkdwn", "text": {{ ("📣 " ~ text) | tojson }}}}]}')
     config = make_config()
     config.templates.dir = str(site)
-    ctx = BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm()))
+    ctx = BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm()),
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
     blocks, _ = render(ctx, "note", "mix", {"text": "hello"})
     assert blocks[0]["text"]["text"] == "📣 hello"  # the site's template wins
     with caplog.at_level(logging.WARNING):

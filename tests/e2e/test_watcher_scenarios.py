@@ -38,13 +38,16 @@ import pytest
 from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
+from bot.app import build_watcher
+from bot.charts.series import SeriesCharts
+from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
-from bot.services.clusters import ClusterSessions
-from bot.services.runs import BotContext, submit_and_announce
-from bot.services.watch_events import build_watcher
+from bot.services.ports import BotContext
+from bot.services.runs import submit_and_announce
 from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
 from bot.slack.retry import make_client
 from bot.store import Store
 
@@ -192,9 +195,12 @@ def story(dev_cluster, tmp_path_factory) -> Any:
         clusters = ClusterSessions(config)
         client = make_client(slack.token, base_url=slack.api_url, timeout=10)
         ctx = BotContext(config=config, store=store, clusters=clusters,
-                         sink=SlackPoster(client, store))
+                         sink=SlackPoster(client, store),
+                         renderer=TemplateRenderer(),
+                         catalogue=Catalogue.load(config.catalogue.extra),
+                         charts=SeriesCharts())
         try:
-            watcher = build_watcher(ctx, CLUSTER, Catalogue.load(config.catalogue.extra))
+            watcher = build_watcher(ctx, CLUSTER)
             chains = {}
             for recipe in config.recipes:
                 result = submit_and_announce(ctx, recipe, actor=OWNER, now=time.time())

@@ -33,12 +33,16 @@ import pytest
 import yaml
 from slack_standin import SlackStandIn
 
+from bot.charts.series import SeriesCharts
+from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
-from bot.services.clusters import ClusterSessions
-from bot.services.runs import BotContext, submit_and_announce
+from bot.core.catalogue import Catalogue
+from bot.services.ports import BotContext
+from bot.services.runs import submit_and_announce
 from bot.slack.poster import METADATA_EVENT, SlackPoster
+from bot.slack.render import TemplateRenderer
 from bot.slack.retry import make_client
 from bot.store import Store
 
@@ -143,7 +147,9 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_pat
             store = Store.open(config.store.url)
             clusters = ClusterSessions(config)
             poster = SlackPoster(make_client(slack.token, base_url=slack.api_url), store)
-            ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster)
+            ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster,
+                             renderer=TemplateRenderer(),
+                             catalogue=Catalogue.load(), charts=SeriesCharts())
             first = submit_and_announce(ctx, RECIPE, actor=OWNER, now=time.time())
             clusters.close()
             store.close()

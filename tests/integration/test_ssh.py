@@ -16,7 +16,8 @@ import paramiko
 import pytest
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut, HostKeyRejected
-from bot.cluster.ssh import Runner, SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.services.ports import Runner
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
-from bot.services.clusters import ClusterSessions
 from bot.services.submit import NotApplied, submit_recipe
 from bot.store import Store
 

@@ -32,15 +32,19 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
+from bot.charts.series import SeriesCharts
+from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
+from bot.core.catalogue import Catalogue
 from bot.core.train_grammar import CommandError, Submit, parse_command
-from bot.services.approvals import ActionId, create_resubmit_prompt
-from bot.services.clusters import ClusterSessions
+from bot.services.approvals import ActionId
 from bot.services.competitors import release_started
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.services.submit import parse_overrides
 from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 pytestmark = pytest.mark.integration
@@ -192,7 +196,9 @@ def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     with SlackStandIn() as slack:
         client = WebClient(token=slack.token, base_url=slack.api_url)
         services = BotContext(config=config, store=store, clusters=ClusterSessions(config),
-                              sink=SlackPoster(client, store, redactor=config.redactor()))
+                              sink=SlackPoster(client, store, redactor=config.redactor()),
+                              renderer=TemplateRenderer(),
+                              catalogue=Catalogue.load(), charts=SeriesCharts())
         app = build_app(config, services, client=client, listener_executor=SyncExecutor(),
                         token_verification_enabled=False)
         try:

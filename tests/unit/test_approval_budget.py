@@ -14,8 +14,10 @@ from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.core.catalogue import Catalogue
 from bot.services import ServiceError
-from bot.services.approvals import charges_budget, create_resubmit_prompt, handle_click
-from bot.services.runs import BotContext, render, root_view
+from bot.services.approvals import charges_budget, handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.services.threads import render, root_view
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.slack.views import ActionId
@@ -184,6 +186,23 @@ def test_without_a_recorded_incident_the_catalogue_class_of_the_cause_decides(
     assert charges_budget(ctx, approval_for("node_failure")) is False
     assert charges_budget(ctx, approval_for("time_limit")) is True
     assert charges_budget(ctx, approval_for(None)) is True  # unknown: as unknown_failure
+
+
+def test_a_click_reads_the_catalogue_the_bot_loaded_at_start_never_the_files(
+    store: Store, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = make_context(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.update(store.attempts.latest(chain.id).id, cause="node_failure")
+    token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                   now=T0, summary="s").token
+
+    def no_load(*args: object) -> None:
+        raise AssertionError("the catalogue is loaded once, at start")
+
+    monkeypatch.setattr(Catalogue, "load", no_load)
+    assert charges_budget(ctx, store.approvals.get(token)) is False
 
 
 # ------------------------------------------------------------------------ cancel and resume

@@ -11,8 +11,9 @@ from fakes import FakeRunner, FakeSlurm, make_context
 
 from bot.cluster.errors import ClusterError
 from bot.services import competitors
-from bot.services.approvals import ActionId, ClickResult, create_resubmit_prompt, handle_click
-from bot.services.runs import BotContext
+from bot.services.approvals import ActionId, ClickResult, handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.store import Store
 
 NOW = 1_000_000.0

@@ -9,8 +9,9 @@ import pytest
 from fakes import FakeSlurm, make_context
 
 from bot.services import competitors
-from bot.services.approvals import ActionId, create_resubmit_prompt, handle_click
-from bot.services.runs import BotContext
+from bot.services.approvals import ActionId, handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.store import Store
 
 NOW = 1_000_000.0

@@ -74,3 +74,15 @@ def test_foreign_job_only_by_default_approvers() -> None:
     assert decision.reason == "job 5 was not submitted by trainbot; only group leads can hold it"
     nobody = can_control_job(None, "U0ALICE", 5, "hold", People())
     assert "nobody (set slack.approvers)" in nobody.reason
+
+
+def test_approvers_are_the_recipes_else_the_fallback_the_same_for_prompts_and_clicks():
+    from bot.core.authz import approvers_for
+
+    leads = People.of(["leads"], {"leads": ["W0LEAD"]})
+    fallback = People.of(["U0OPS"], {})
+    own = RecipeAccess("mix", approvers=leads)
+    assert approvers_for(own, fallback) is leads
+    assert approvers_for(RecipeAccess("mix"), fallback) is fallback
+    assert approvers_for(None, fallback) is fallback
+    assert can_approve(own, "W0LEAD", fallback) and not can_approve(own, "U0OPS", fallback)

@@ -9,7 +9,7 @@ from typing import Any
 
 from fakes import make_config
 
-from bot.services.clusters import ClusterSessions
+from bot.cluster.sessions import ClusterSessions
 
 THREADS = 8
 

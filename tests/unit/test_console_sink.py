@@ -11,11 +11,12 @@ import pytest
 from fakes import FakeSlurm, make_context
 
 from bot.core.incident import AttemptSummary, build_root
-from bot.services.approvals import create_resubmit_prompt
-from bot.services.runs import BotContext
-from bot.slack.console import ConsoleApprovals, ConsoleSink, ask_yes_no
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.slack.console import ConsoleSink
 from bot.slack.render import render_blocks
 from bot.store import Store
+from handlers.console import ConsoleApprovals, ask_yes_no
 
 NOW = 1_000_000.0
 

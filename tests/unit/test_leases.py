@@ -19,12 +19,15 @@ from fakes import FakeClusters, FakeSlurm
 
 import bot.app
 import bot.services.competitors as competitors
+from bot.app import build_scheduler
 from bot.cli import EXIT_OK
 from bot.cli import run as run_cmd
-from bot.cli.run import build_scheduler
 from bot.config import Config
+from bot.core.catalogue import Catalogue
 from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
+from bot.services.scheduler import JobScheduler
+from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 LEASE = "watch:alpha"
@@ -178,10 +181,11 @@ class Replica:
     def __init__(self, url: str, holder: str, clock: Any) -> None:
         self.store = Store.open(url)
         self.ctx = BotContext(config=Config.model_validate(config_data()), store=self.store,
-                              clusters=FakeClusters({"alpha": FakeSlurm()}))
+                              clusters=FakeClusters({"alpha": FakeSlurm()}),
+                              renderer=TemplateRenderer(), catalogue=Catalogue.load())
         self.leases = LeaseKeeper(self.store.leases, holder=holder)
-        scheduler = build_scheduler(self.ctx, watch=True, clock=clock, leases=self.leases)
-        self.jobs = {job.id: job for job in scheduler.get_jobs()}
+        scheduler = build_scheduler(self.ctx, clock=clock, leases=self.leases)
+        self.jobs = {job.id: job for job in scheduler.jobs()}
 
     def tick(self) -> None:
         for job in self.jobs.values():
@@ -248,7 +252,7 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
     schedulers: list[Any] = []
-    real_build = run_cmd.build_scheduler
+    real_build = bot.app.build_scheduler
 
     def spy_build(*args: Any, **kw: Any) -> Any:
         schedulers.append(real_build(*args, **kw))
@@ -257,13 +261,13 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
     held: dict[str, str | None] = {}
 
     def serve_then_stop(app: Any, config: Any, http_port: int) -> None:
-        for job in schedulers[0].get_jobs():  # each job runs once, as the scheduler would
+        for job in schedulers[0].jobs():  # each job runs once, as the scheduler would
             job.func()
         with Store.open(store_url) as other:
             held.update({n: other.leases.holder(n) for n in ("holds", "watch:alpha")})
         raise KeyboardInterrupt  # Ctrl-C
 
-    monkeypatch.setattr(run_cmd, "build_scheduler", spy_build)
+    monkeypatch.setattr(bot.app, "build_scheduler", spy_build)
     monkeypatch.setattr(bot.app, "build_app", lambda config, services: object())
     monkeypatch.setattr(bot.app, "start", serve_then_stop)
     assert run_cmd.run(argparse.Namespace(config=str(path), http_port=3000)) == EXIT_OK
@@ -277,10 +281,6 @@ def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
         replicas) -> None:
     """Replica A watched, lost the lease to B, and gets it back: what A kept in memory (tail
     positions, series) is as old as its last tick, so it is dropped before A ticks again."""
-    from apscheduler.schedulers.background import BackgroundScheduler
-
-    from bot.services.watch.tick import schedule_ticks
-
     class Watcher:
         cluster = "alpha"
 
@@ -297,8 +297,8 @@ def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
     a_store, b_store = replicas
     a, b = LeaseKeeper(a_store.leases, holder="A"), LeaseKeeper(b_store.leases, holder="B")
     watcher = Watcher()
-    job = schedule_ticks(BackgroundScheduler(timezone="UTC"), watcher, seconds=30,
-                         clock=lambda: now[0], leases=a)
+    job = JobScheduler(a, clock=lambda: now[0]).run_repeating(
+        LEASE, watcher.tick, every_s=30, on_regained=watcher.forget)
     job.func()  # A watches
     now[0] = 1200.0  # A stalled past its TTL: B takes the cluster over
     assert b.holds(LEASE, now[0], every_s=30)

@@ -13,8 +13,8 @@ from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
 
 from bot.core.incident import build_incident, build_resolution
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence
+from bot.services.ports import RenderError
 from bot.slack.render import (
-    RenderError,
     blocks_to_text,
     languages,
     render_blocks,

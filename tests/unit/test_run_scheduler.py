@@ -1,5 +1,6 @@
-"""`trainbot run`'s scheduler: one production watcher job per configured cluster, on real
-APScheduler objects (never started: jobs are inspected and their functions called directly)."""
+"""`trainbot run`'s composition (bot.app): one production watcher job per configured cluster,
+on real APScheduler objects (never started: jobs are inspected and their functions called
+directly), and the catalogue loaded once."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ import pytest
 import yaml
 from apscheduler.triggers.interval import IntervalTrigger
 from fakes import FakeClusters, FakeSlurm
+from slack_sdk import WebClient
 
-import bot.services.watch_events as watch_events
+import bot.app
+from bot.app import build_context, build_scheduler, tick_interval
 from bot.cli import EXIT_USAGE
 from bot.cli import run as run_cmd
-from bot.cli.run import add_watchers, build_scheduler, tick_interval
 from bot.config import Config
 from bot.core.catalogue import Catalogue, CatalogueError
-from bot.services.runs import BotContext
+from bot.services.ports import BotContext
+from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 SITE_CATALOGUE = """\
@@ -61,13 +64,14 @@ def store(tmp_path: Path) -> Any:
 
 def context(store: Store, extra: list[str] | None = None) -> BotContext:
     return BotContext(config=Config.model_validate(config_data(extra)), store=store,
-                      clusters=FakeClusters({"alpha": FakeSlurm(), "beta": FakeSlurm()}))
+                      clusters=FakeClusters({"alpha": FakeSlurm(), "beta": FakeSlurm()}),
+                      renderer=TemplateRenderer(), catalogue=Catalogue.load(extra or []))
 
 
 def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store) -> None:
     ctx = context(store)
-    scheduler = build_scheduler(ctx, watch=True)
-    jobs = {job.id: job for job in scheduler.get_jobs()}
+    scheduler = build_scheduler(ctx)
+    jobs = {job.id: job for job in scheduler.jobs()}
     assert sorted(jobs) == ["holds", "watch:alpha", "watch:beta"]
     assert str(scheduler.timezone) == "UTC"
     for name, seconds in (("watch:alpha", 30), ("watch:beta", 5)):
@@ -79,8 +83,10 @@ def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store)
         assert job.max_instances == 1
 
 
-def test_without_watch_the_scheduler_keeps_only_its_own_jobs(store) -> None:
-    assert [j.id for j in build_scheduler(context(store)).get_jobs()] == ["holds"]
+def test_the_holds_job_runs_every_policy_tick(store) -> None:
+    jobs = {job.id: job for job in build_scheduler(context(store)).jobs()}
+    assert jobs["holds"].trigger.interval.total_seconds() == 30
+    assert jobs["holds"].coalesce is True and jobs["holds"].max_instances == 1
 
 
 def test_the_shortest_tick_a_recipe_on_the_cluster_asks_for_wins() -> None:
@@ -94,42 +100,53 @@ def test_each_job_ticks_its_own_clusters_watcher_only(store) -> None:
     chain = store.chains.create(recipe="fast", cluster="beta", job_name="fast", now=1.0)
     store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
     store.watched_jobs.add("beta", "4242", now=1.0, chain_id=chain.id)
-    scheduler = build_scheduler(ctx, watch=True, clock=lambda: 100.0)
-    jobs = {job.id: job for job in scheduler.get_jobs()}
+    scheduler = build_scheduler(ctx, clock=lambda: 100.0)
+    jobs = {job.id: job for job in scheduler.jobs()}
     jobs["watch:beta"].func()
     jobs["watch:alpha"].func()
     assert ctx.clusters.slurm("beta").calls == [("jobs", [4242])]
     assert ctx.clusters.slurm("alpha").calls == []  # nothing watched there: no Slurm call
 
 
-def test_watchers_use_the_catalogue_with_the_sites_extra_files(store, tmp_path, monkeypatch
-                                                                ) -> None:
+def test_the_catalogue_is_loaded_once_with_the_sites_files_and_shared_by_the_watchers(
+        tmp_path, monkeypatch) -> None:
     site = tmp_path / "site.yaml"
     site.write_text(SITE_CATALOGUE)
-    ctx = context(store, extra=[str(site)])
-    seen: dict[str, Catalogue] = {}
-    real = watch_events.build_watcher
+    data = config_data(extra=[str(site)])
+    data["store"] = {"url": f"sqlite:///{tmp_path / 'state.db'}"}
+    loads: list[Any] = []
+    real_load = Catalogue.load
 
-    def spy(services: Any, cluster: str, catalogue: Any, **kw: Any) -> Any:
-        seen[cluster] = catalogue
-        return real(services, cluster, catalogue, **kw)
+    def counting_load(extra_paths: Any = ()) -> Catalogue:
+        loads.append(list(extra_paths))
+        return real_load(extra_paths)
 
-    monkeypatch.setattr(watch_events, "build_watcher", spy)
-    from apscheduler.schedulers.background import BackgroundScheduler
+    monkeypatch.setattr(Catalogue, "load", counting_load)
+    watchers: dict[str, Any] = {}
+    real_build = bot.app.build_watcher
 
-    added = add_watchers(BackgroundScheduler(timezone="UTC"), ctx)
-    assert sorted(j.id for j in added) == ["watch:alpha", "watch:beta"]
-    assert set(seen) == {"alpha", "beta"}
-    for catalogue in seen.values():
-        assert "site_fs_quota" in catalogue.classes
+    def spy(ctx: BotContext, cluster: str) -> Any:
+        watchers[cluster] = real_build(ctx, cluster)
+        return watchers[cluster]
+
+    monkeypatch.setattr(bot.app, "build_watcher", spy)
+    ctx = build_context(Config.model_validate(data), client=WebClient(token="xoxb-test"))
+    try:
+        build_scheduler(ctx)
+        assert "site_fs_quota" in ctx.catalogue.classes
+        assert set(watchers) == {"alpha", "beta"}
+        assert all(w.catalogue is ctx.catalogue for w in watchers.values())
+        assert loads == [[str(site)]]
+    finally:
+        ctx.clusters.close()
+        ctx.store.close()
 
 
-def test_a_missing_site_catalogue_fails_at_startup(store, tmp_path) -> None:
-    ctx = context(store, extra=[str(tmp_path / "nope.yaml")])
-    from apscheduler.schedulers.background import BackgroundScheduler
-
+def test_a_missing_site_catalogue_fails_at_startup(tmp_path) -> None:
+    data = config_data(extra=[str(tmp_path / "nope.yaml")])
+    data["store"] = {"url": f"sqlite:///{tmp_path / 'state.db'}"}
     with pytest.raises(CatalogueError, match="nope.yaml"):
-        add_watchers(BackgroundScheduler(timezone="UTC"), ctx)
+        build_context(Config.model_validate(data), client=WebClient(token="xoxb-test"))
 
 
 def test_trainbot_run_exits_2_naming_a_bad_site_catalogue(tmp_path, monkeypatch, capsys

@@ -103,7 +103,7 @@ def test_cluster_notice_goes_once_to_each_active_thread_of_that_cluster(store):
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
     from fakes import FakeClusters
 
-    from bot.services.watch_events import build_watcher
+    from bot.app import build_watcher
 
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, policy={"auto_resubmit": True, "backoff_s": 30})
@@ -117,7 +117,7 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     sftp.append(LOG, b"".join(STORY.read_bytes().splitlines(keepends=True)[:300]))
     slurm.add(88300, state="TIMEOUT", exit_code=0, signal=0, stdout_path=LOG, name="mix",
               start_time=T0, end_time=T0 + 1300)
-    w = build_watcher(ctx, "dev", Catalogue.load())
+    w = build_watcher(ctx, "dev")
     w.tick(T0 + 1310)
     assert slurm.submits() == []  # backoff: not before T0 + 1340
     w.tick(T0 + 1350)

@@ -408,15 +408,14 @@ def test_live_job_with_a_growing_log_raises_nothing(env):
     assert sink.events == []
 
 
-def test_schedule_ticks_with_a_real_apscheduler(env):
-    from apscheduler.schedulers.background import BackgroundScheduler
-
-    from bot.services.watch.tick import schedule_ticks
+def test_the_watcher_ticks_under_a_real_apscheduler(env):
+    from bot.services.leases import LeaseKeeper
+    from bot.services.scheduler import JobScheduler
 
     store, slurm, sftp, sink = env
     w = make_watcher(store, slurm, sftp, sink)
-    sched = BackgroundScheduler(timezone="UTC")
-    job = schedule_ticks(sched, w, seconds=30, clock=lambda: T0)
+    sched = JobScheduler(LeaseKeeper(store.leases), clock=lambda: T0)
+    job = sched.run_repeating(f"watch:{CLUSTER}", w.tick, every_s=30)
     assert job.id == f"watch:{CLUSTER}" and job.coalesce and job.max_instances == 1
     w.tick = lambda now: (_ for _ in ()).throw(RuntimeError("boom"))  # a broken tick ...
     job.func()  # ... is logged, not raised

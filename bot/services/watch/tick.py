@@ -2,7 +2,7 @@
 diagnose finished jobs, and decide what to do (bot.core.policy).
 
 `Watcher.tick(now)` is deterministic given its adapters, so tests drive it with fakes and a
-fake clock; APScheduler (coalesce, max_instances=1, UTC) only calls it.
+fake clock; the scheduler (bot.services.scheduler) only calls it.
 
 Per tick:
 - ONE `slurm.jobs(ids)` call (one squeue + one sacct) for all watched jobs of the cluster;
@@ -582,42 +582,6 @@ class Watcher:
             log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)
             return None
 
-def schedule_ticks(scheduler: Any, watcher: Watcher, *, seconds: float,
-                   clock: Callable[[], float] | None = None, leases: Any = None) -> Any:
-    """Add `watcher.tick(clock())` to an APScheduler 3 scheduler (UTC): every `seconds`,
-    coalesced, one instance at a time, one job id per cluster. A tick that raises is logged
-    and the next one runs as usual (the failure is never silent, never fatal).
-
-    With `leases` (a bot.services.leases.LeaseKeeper) a tick runs only while this replica
-    holds the lease named after the job, so of several replicas one watches the cluster; a
-    replica that gets the lease back first forgets what it held in memory (`forget`)."""
-    import time as _time
-
-    now = clock or _time.time
-    job_id = f"watch:{watcher.cluster}"
-    held_last: list[bool] = []  # whether the previous run held the lease
-
-    def run() -> None:
-        try:
-            at = now()
-            if leases is not None:
-                held = leases.holds(job_id, at, seconds)
-                if held and held_last == [False]:
-                    watcher.forget()  # another replica watched meanwhile: start from the store
-                held_last[:] = [held]
-                if not held:
-                    return
-            watcher.tick(at)
-        except Exception:  # noqa: BLE001 - logged; the next tick retries
-            log.exception("%s: watcher tick failed", watcher.cluster)
-
-    return scheduler.add_job(
-        run, "interval", seconds=seconds, id=job_id,
-        coalesce=True, max_instances=1, replace_existing=True,
-        misfire_grace_time=max(1, int(seconds)),
-    )
-
-
 def _detector_options(policy: Any) -> dict[str, float]:
     """The diagnose() thresholds of a recipe's policy: stall time and factor, save time, leak
     samples and headroom (the policy's defaults where it sets none)."""
@@ -638,4 +602,4 @@ def _utc(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-__all__ = ["EventSink", "TickReport", "WatchEvent", "Watcher", "schedule_ticks"]
+__all__ = ["Watcher"]

@@ -27,10 +27,14 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
+from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ClusterError
-from bot.services.approvals import create_resubmit_prompt, handle_click
-from bot.services.runs import BotContext
+from bot.core.catalogue import Catalogue
+from bot.services.approvals import handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
 from bot.slack.views import ActionId
 
 CH = "C0TRAIN"
@@ -54,7 +58,9 @@ def slurm() -> FakeSlurm:
 def services(store, slack_client, slurm: FakeSlurm, fake_sleep) -> BotContext:
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     return BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm),
-                      sink=poster, clock=lambda: NOW)
+                      sink=poster, clock=lambda: NOW,
+                      renderer=TemplateRenderer(),
+                      catalogue=Catalogue.load(), charts=SeriesCharts())
 
 
 @pytest.fixture

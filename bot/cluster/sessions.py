@@ -1,4 +1,5 @@
-"""Per-cluster adapters opened on demand: one SSH runner and one Slurm client per cluster.
+"""Per-cluster adapters opened on demand (bot.services.ports.ClusterSessions): one SSH runner
+and one Slurm client per cluster.
 
 The CLI builds one `ClusterSessions` per command; the bot keeps one for its lifetime, so each
 cluster has exactly one reused SSH transport. Bolt runs lazy listeners on a thread pool, so the
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from bot.config import ClusterConfig, Config
+from bot.services.ports import SFTP, Runner, Slurm
 
 
-def _ssh_runner(cluster: ClusterConfig) -> Any:
+def _ssh_runner(cluster: ClusterConfig) -> Runner:
     from bot.cluster.ssh import SSHRunner
 
     return SSHRunner(cluster.ssh_settings())
@@ -31,35 +32,35 @@ class ClusterSessions:
     def __init__(
         self,
         config: Config,
-        runner_factory: Callable[[ClusterConfig], Any] | None = None,
-        slurm_factory: Callable[[Any], Any] | None = None,
+        runner_factory: Callable[[ClusterConfig], Runner] | None = None,
+        slurm_factory: Callable[[Runner], Slurm] | None = None,
     ):
         self._config = config
         self._runner_factory = runner_factory or _ssh_runner
         self._slurm_factory = slurm_factory
-        self._runners: dict[str, Any] = {}
-        self._slurms: dict[str, Any] = {}
+        self._runners: dict[str, Runner] = {}
+        self._slurms: dict[str, Slurm] = {}
         # Re-entrant: slurm() creates the runner it needs while holding the lock.
         self._lock = threading.RLock()
 
-    def runner(self, cluster: str) -> Any:
+    def runner(self, cluster: str) -> Runner:
         with self._lock:
             if cluster not in self._runners:
                 self._runners[cluster] = self._runner_factory(self._config.clusters[cluster])
             return self._runners[cluster]
 
-    def slurm(self, cluster: str) -> Any:
+    def slurm(self, cluster: str) -> Slurm:
         with self._lock:
             if cluster not in self._slurms:
-                factory = self._slurm_factory
-                if factory is None:
+                if self._slurm_factory is not None:
+                    self._slurms[cluster] = self._slurm_factory(self.runner(cluster))
+                else:
                     from bot.cluster.slurm import SlurmClient
 
-                    factory = SlurmClient
-                self._slurms[cluster] = factory(self.runner(cluster))
+                    self._slurms[cluster] = SlurmClient(self.runner(cluster))
             return self._slurms[cluster]
 
-    def sftp(self, cluster: str) -> Any:
+    def sftp(self, cluster: str) -> SFTP:
         return self.runner(cluster).sftp()
 
     def close(self) -> None:

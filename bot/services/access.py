@@ -1,0 +1,29 @@
+"""Who may do what per recipe, as bot.core.authz sees it: the config's people, expanded."""
+
+from __future__ import annotations
+
+from bot.config import Config
+from bot.core.authz import People, RecipeAccess, approvers_for
+
+
+def default_approvers(config: Config) -> People:
+    """slack.approvers, expanded through slack.groups."""
+    return People.of(config.slack.approvers, config.slack.groups)
+
+
+def access_for(config: Config, recipe: str) -> RecipeAccess:
+    """The authz view of one recipe (its people and its channel id)."""
+    cfg = config.recipe(recipe)
+    groups = config.slack.groups
+    return RecipeAccess(
+        recipe=recipe,
+        submitters=People.of(cfg.submitters, groups),
+        owners=People.of(cfg.owners, groups),
+        approvers=People.of(cfg.approvers or config.slack.approvers, groups),
+        channel=config.channel_id_for(recipe) if cfg.channel else None,
+    )
+
+
+def approvers_of(config: Config, recipe: str) -> frozenset[str]:
+    """User ids allowed to approve the recipe's prompts (bot.core.authz.approvers_for)."""
+    return approvers_for(access_for(config, recipe), default_approvers(config)).users

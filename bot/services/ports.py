@@ -1,0 +1,183 @@
+"""The ports: what the services need from the world outside, as Protocols, in one place.
+
+Adapters implement them: `Slurm` (bot.cluster.slurm.SlurmClient), `Runner` and `SFTP`
+(bot.cluster.ssh.SSHRunner and its paramiko SFTP client), `ClusterSessions`
+(bot.cluster.sessions), `ThreadWriter` (bot.slack.poster.SlackPoster,
+bot.slack.console.ConsoleSink), `Renderer` (bot.slack.render.TemplateRenderer) and
+`ChartMaker` (bot.charts.series.SeriesCharts). `BotContext` carries them into every service;
+bot.app builds it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from bot.config import Config
+from bot.core.catalogue import Catalogue
+from bot.store import Store
+
+if TYPE_CHECKING:
+    from bot.core.metrics import MetricSeries
+    from bot.core.models import Diagnosis
+    from bot.core.sampler_series import SamplerSeries
+    from bot.core.slurm.records import JobRecord
+    from bot.core.slurm.sbatch import SubmitSpec
+    from bot.core.slurm.sstat import StepMemory
+
+Blocks = list[dict[str, Any]]
+
+
+# ------------------------------------------------------------------------------ the cluster
+
+
+class CommandOutput(Protocol):
+    """What a finished remote command produced."""
+
+    @property
+    def exit_code(self) -> int: ...
+
+    @property
+    def stdout(self) -> str: ...
+
+    @property
+    def stderr(self) -> str: ...
+
+
+class SFTP(Protocol):
+    """The SFTP calls trainbot makes (paramiko's SFTPClient has them)."""
+
+    def stat(self, path: str) -> Any: ...
+
+    def open(self, filename: str, mode: str = "r", bufsize: int = -1) -> Any: ...
+
+    def listdir_attr(self, path: str = ".") -> list[Any]: ...
+
+    def normalize(self, path: str) -> str: ...
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """One cluster's login node: run an argv (never a shell string), open SFTP."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> CommandOutput: ...
+
+    def sftp(self) -> SFTP: ...
+
+    def close(self) -> None: ...
+
+
+class Slurm(Protocol):
+    """The Slurm client's methods the services call. Failures raise bot.cluster.errors
+    (ClusterUnavailable when the controller does not answer, never an empty answer)."""
+
+    runner: Runner
+
+    def jobs(self, ids: Iterable[int]) -> dict[int, JobRecord]: ...
+
+    def job(self, job_id: int) -> JobRecord | None: ...
+
+    def memory(self, job_ids: Iterable[int]) -> dict[int, StepMemory]: ...
+
+    def pending_competitors(self, *, user: str | None, account: str | None,
+                            partition: str | None, qos: str | None,
+                            exclude: Iterable[int] = ()) -> list[JobRecord]: ...
+
+    def submit(self, spec: SubmitSpec, *, script: str | None = None) -> int: ...
+
+    def hold(self, job_id: int) -> None: ...
+
+    def release(self, job_id: int) -> None: ...
+
+    def cancel(self, job_id: int) -> None: ...
+
+
+class ClusterSessions(Protocol):
+    """Per-cluster adapters by cluster name, opened on first use; `close()` closes them."""
+
+    def slurm(self, cluster: str) -> Slurm: ...
+
+    def runner(self, cluster: str) -> Runner: ...
+
+    def sftp(self, cluster: str) -> SFTP: ...
+
+    def close(self) -> None: ...
+
+
+# ------------------------------------------------------------------------------ the threads
+
+
+def root_key(chain_id: int) -> str:
+    """The key under which a thread writer records a chain's root message in the store."""
+    return f"chain:{chain_id}:root"
+
+
+class PostError(Exception):
+    """The chat refused a post; the message says what and how to fix it. A service logs it
+    and goes on: the post is retried by its key."""
+
+
+class ThreadWriter(Protocol):
+    """Where run threads go (Slack, or the terminal in `trainbot demo`). Every post has a
+    key and is made once; the root is recorded under `root_key(chain_id)` in the store."""
+
+    def post_root(self, chain_id: int, channel: str, blocks: Blocks, text: str) -> str: ...
+
+    def update_root(self, chain_id: int, blocks: Blocks, text: str) -> None: ...
+
+    def post_reply(self, chain_id: int, key: str, blocks: Blocks, text: str) -> str: ...
+
+    def upload_chart(self, chain_id: int, key: str, png_bytes: bytes, filename: str,
+                     title: str) -> str: ...
+
+
+class RenderError(Exception):
+    """A template is missing, broken, or produced something that is not Block Kit."""
+
+
+class Renderer(Protocol):
+    """Turns a message's view into Block Kit blocks and its fallback text, in a language;
+    a site's template folder (`override_dir`) goes first."""
+
+    def render_blocks(self, name: str, lang: str, view: Any, *,
+                      override_dir: str | None = None) -> tuple[Blocks, str]: ...
+
+
+class ChartMaker(Protocol):
+    """Draws a job's charts (PNG bytes by file name) from its series."""
+
+    def charts_for(self, series: MetricSeries, diagnosis: Diagnosis, *, job_id: str,
+                   mem_limit_bytes: int | None,
+                   earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]] = (),
+                   sampler: SamplerSeries | None = None, skew: float | None = None,
+                   names: Collection[str] = ...) -> dict[str, bytes]: ...
+
+
+# ------------------------------------------------------------------------------ the context
+
+
+@dataclass
+class BotContext:
+    """The adapters every service uses, and the catalogue loaded once at the composition root.
+    `sink` (the thread writer) is None where nothing is posted to threads (the CLI); `charts`
+    None where no chart is drawn. Handlers read `clock()` once per request and pass it down
+    as `now`."""
+
+    config: Config
+    store: Store
+    clusters: ClusterSessions
+    renderer: Renderer
+    catalogue: Catalogue
+    sink: ThreadWriter | None = None
+    charts: ChartMaker | None = None
+    clock: Callable[[], float] = time.time

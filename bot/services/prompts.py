@@ -1,0 +1,101 @@
+"""Approval prompts: the question a person is asked, stored behind one opaque token.
+
+A prompt (an incident's "Resubmit / Resubmit with --mem / Dismiss", a stalled job's "Cancel
+and resume / Cancel / Dismiss") is one approval row: its action, target job, allowed approvers
+(bound when the prompt is made) and expiry. Every button of the prompt carries the same token
+as its value; the button's action id (bot.slack.views.ActionId) says which choice. Clicks
+are answered by bot.services.approvals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.services.access import approvers_of
+from bot.services.ports import Blocks, BotContext
+from bot.services.threads import render
+from bot.slack.views import action_id_for
+
+RESUBMIT_ACTION = "resubmit"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A posted-or-to-post approval prompt."""
+
+    token: str
+    text: str
+    blocks: Blocks
+
+
+def create_resubmit_prompt(
+    ctx: BotContext,
+    *,
+    recipe: str,
+    chain_id: int,
+    job_id: str,
+    now: float,
+    summary: str,
+    resume_iter: int | None = None,
+    mem: str | None = None,
+    offer_cancel: bool = False,
+) -> Prompt:
+    """Store an approval and build its buttons; the caller posts the blocks.
+
+    A finished job's prompt: Resubmit (from iter N), Resubmit with --mem=… (when `mem`),
+    Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
+    complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
+    beside the running one.
+    """
+    if offer_cancel and mem:
+        raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem: "
+                         "--mem is proposed for a finished job's resubmit")
+    if offer_cancel:
+        choices = ["cancel_resume", "cancel", "dismiss"]
+    else:
+        choices = ["resubmit", "resubmit_mem", "dismiss"] if mem else ["resubmit", "dismiss"]
+    payload = {
+        "choices": choices,
+        "recipe": recipe,
+        "cluster": ctx.config.recipe(recipe).cluster,
+        "mem": mem,
+        "resume_iter": resume_iter,
+        "summary": summary,
+    }
+    token = _open_prompt(ctx, chain_id, str(job_id), payload, now) or ctx.store.approvals.create(
+        action=RESUBMIT_ACTION,
+        payload=payload,
+        allowed=approvers_of(ctx.config, recipe),
+        expires_at=now + ctx.config.policy_for(recipe).approval_expiry_s,
+        now=now,
+        target_job=str(job_id),
+        chain_id=chain_id,
+    )
+    blocks, text = render(ctx, "approval", recipe, approval_view(
+        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, choices=choices))
+    return Prompt(token, text, blocks)
+
+
+def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str, Any],
+                 now: float) -> str | None:
+    """The token of the same question still open for this job, if any: a prompt published
+    again (after a crash between its intent and its post) asks it once, under one token, so
+    any copy of it in Slack decides it."""
+    for approval in ctx.store.approvals.for_chain(chain_id, "pending"):
+        if (approval.action == RESUBMIT_ACTION and approval.target_job == job_id
+                and approval.expires_at > now and approval.payload == payload):
+            return approval.token
+    return None
+
+
+def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,
+                  mem: str | None, choices: Iterable[str]) -> dict[str, Any]:
+    """The approval template's view: the question and one button per choice, each with the
+    same opaque token (the action id says which choice; the words are the template's)."""
+    styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
+    buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
+                "style": styles.get(kind), "from_iter": resume_iter, "mem": mem,
+                "job_id": job_id} for kind in choices]
+    return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}

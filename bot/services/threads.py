@@ -1,0 +1,161 @@
+"""Run threads: every Block Kit message of a run's thread comes from a template, rendered in
+the recipe's language (`render`: templates/<name>.json.j2, the site's `templates.dir` first)
+and posted through the thread writer (`ctx.sink`, bot.services.ports.ThreadWriter): the
+root (`open_thread`, rewritten in place as attempts change by `refresh_root`) and replies
+(`thread_message`, `thread_note`, `post_safely`), each once by its key.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.config import Config
+from bot.core.incident import AttemptSummary, RootView, build_root
+from bot.services.ports import Blocks, BotContext, PostError, RenderError, root_key
+
+log = logging.getLogger(__name__)
+
+MAX_SECTION = 3000
+
+
+def lang_of(config: Config, recipe: str | None) -> str:
+    """The recipe's message language (slack.lang for a recipe no longer configured)."""
+    if recipe is not None and recipe in config.recipes:
+        return config.lang_for(recipe)
+    return config.slack.lang
+
+
+def render(ctx: BotContext, name: str, recipe: str | None, view: Any) -> tuple[Blocks, str]:
+    """The `name` template in the recipe's language, with the site's template folder.
+
+    A site template that fails (a typo in `templates.dir`) is logged and the shipped one is
+    used, so a broken override never loses a message or blocks an approval.
+    """
+    lang = lang_of(ctx.config, recipe)
+    override = ctx.config.templates.dir
+    if override:
+        try:
+            return ctx.renderer.render_blocks(name, lang, view, override_dir=override)
+        except RenderError as exc:
+            log.warning("site template %s/%s failed (%s); using the shipped one", lang, name, exc)
+    return ctx.renderer.render_blocks(name, lang, view)
+
+
+# Small text helpers: `section` wraps an already rendered sentence (the head line watch_events
+# puts above an incident's blocks); `code` / `cut` shape ephemeral replies (train).
+
+
+def cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": cut(text, MAX_SECTION)}}
+
+
+def code(text: str, limit: int = MAX_SECTION - 8) -> str:
+    """Text in a code block; the *end* is kept when cut (the last log lines matter)."""
+    text = text.replace("```", "ˋˋˋ")
+    if len(text) > limit:
+        text = "…" + text[-(limit - 1):]
+    return f"```{text}```"
+
+
+def _chain_recipe(ctx: BotContext, chain_id: int) -> str | None:
+    chain = ctx.store.chains.get(chain_id)
+    return chain.recipe if chain is not None else None
+
+
+def has_thread(ctx: BotContext, chain_id: int | None) -> bool:
+    """Is the chain's root message posted (so replies can go under it)?"""
+    if ctx.sink is None or chain_id is None:
+        return False
+    root = ctx.store.slack_posts.get(root_key(chain_id))
+    return root is not None and root.posted
+
+
+def thread_message(ctx: BotContext, chain_id: int | None, key: str, template: str,
+                   view: Any) -> bool:
+    """Post `template` rendered with `view` once (by key) in the chain's thread, in its
+    recipe's language; False when there is no thread."""
+    if not has_thread(ctx, chain_id):
+        return False
+    assert chain_id is not None
+    blocks, fallback = render(ctx, template, _chain_recipe(ctx, chain_id), view)
+    return post_safely(ctx, "reply", chain_id, key, blocks, fallback) is not None
+
+
+def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
+    """Post `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
+    chain's thread, through the note template; False when there is no thread."""
+    return thread_message(ctx, chain_id, key, "note", {"text": text})
+
+
+def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
+                blocks: Blocks, text: str) -> str | None:
+    """Post a thread root or reply; a Slack failure is logged, never undoes the action that
+    was already taken on the cluster (the post is retried by its key next time)."""
+    if ctx.sink is None:
+        return None
+    try:
+        if kind == "root":
+            return ctx.sink.post_root(chain_id, key_or_channel, blocks, text)
+        return ctx.sink.post_reply(chain_id, key_or_channel, blocks, text)
+    except PostError as exc:
+        log.warning("chain %s: could not post %s %s: %s", chain_id, kind, key_or_channel, exc)
+        return None
+
+
+def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
+    """The root message's view from the chain's attempts in the store; None for an unknown
+    chain or one without attempts."""
+    chain = ctx.store.chains.get(chain_id)
+    attempts = ctx.store.attempts.for_chain(chain_id) if chain is not None else []
+    if chain is None or not attempts:
+        return None
+    configured = chain.recipe in ctx.config.recipes
+    return build_root(
+        recipe=chain.recipe,
+        attempts=[AttemptSummary(a.job_id, a.result or a.state, a.last_iter, a.start_iter,
+                                 a.cause if a.result else None) for a in attempts],
+        target_iter=ctx.config.recipe(chain.recipe).target_iter if configured else None,
+        retries_used=chain.retries_used,
+        retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
+        cluster=chain.cluster,
+    )
+
+
+def open_thread(ctx: BotContext, chain_id: int, channel: str | None) -> bool:
+    """Post the chain's root message (the root template) into `channel` unless it is
+    already there; True when the thread exists afterwards."""
+    if ctx.sink is None:
+        return False
+    if has_thread(ctx, chain_id):
+        return True
+    view = root_view(ctx, chain_id)
+    if view is None or channel is None:
+        return False
+    blocks, text = render(ctx, "root", view.recipe, view)
+    return post_safely(ctx, "root", chain_id, channel, blocks, text) is not None
+
+
+def refresh_root(ctx: BotContext, chain_id: int) -> bool:
+    """Rewrite the root in place (chat.update) from the store: new job, state, attempts.
+
+    The sink skips an unchanged root. Sinks that can only post (test recorders) are left
+    alone. False when there is no thread or Slack refused the update (retried next time).
+    """
+    update = getattr(ctx.sink, "update_root", None)
+    if update is None or not has_thread(ctx, chain_id):
+        return False
+    view = root_view(ctx, chain_id)
+    if view is None:
+        return False
+    blocks, text = render(ctx, "root", view.recipe, view)
+    try:
+        update(chain_id, blocks, text)
+    except PostError as exc:
+        log.warning("chain %s: could not update the root message: %s", chain_id, exc)
+        return False
+    return True
