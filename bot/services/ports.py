@@ -77,13 +77,19 @@ class Runner(Protocol):
     def close(self) -> None: ...
 
 
-class Slurm(Protocol):
+class SlurmJobs(Protocol):
+    """What the watcher asks Slurm each tick: the records of the watched jobs (one squeue and
+    one sacct). A client that also has `memory(ids)` (one sstat) is asked for the RSS of
+    running jobs."""
+
+    def jobs(self, ids: Iterable[int]) -> dict[int, JobRecord]: ...
+
+
+class Slurm(SlurmJobs, Protocol):
     """The Slurm client's methods the services call. Failures raise bot.cluster.errors
     (ClusterUnavailable when the controller does not answer, never an empty answer)."""
 
     runner: Runner
-
-    def jobs(self, ids: Iterable[int]) -> dict[int, JobRecord]: ...
 
     def job(self, job_id: int) -> JobRecord | None: ...
 

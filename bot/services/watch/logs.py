@@ -19,15 +19,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from bot.cluster.tail import TailState, read_new_lines
+from bot.config import RecipeConfig
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Diagnosis
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
+from bot.services.ports import SFTP
 from bot.services.watch.events import TickReport
+from bot.store import Attempt, Store
 
 
 @dataclass
@@ -45,7 +47,7 @@ class JobWatch:
     held_since: float | None = None
     record: JobRecord | None = None
     persisted_at: dict[str, float] = field(default_factory=dict)  # tail offsets, by path
-    attempt: Any = None  # the store's attempt row as last read / written
+    attempt: Attempt | None = None  # the store's attempt row as last read / written
     diagnosis: Diagnosis | None = None  # the last full diagnosis of the running job
     judged_at: float = 0.0
     attempt_written_at: float | None = None
@@ -60,8 +62,8 @@ class LogFollower:
     a recipe (a log that restarted, after a requeue or rotation, is analysed anew).
     """
 
-    def __init__(self, *, sftp: Callable[[], Any], store: Any,
-                 recipe_cfg: Callable[[str | None], Any],
+    def __init__(self, *, sftp: Callable[[], SFTP], store: Store,
+                 recipe_cfg: Callable[[str | None], RecipeConfig | None],
                  new_analysis: Callable[[str | None], LogAnalysis],
                  max_bytes_per_job: int, warmup_bytes: int, persist_every_s: float) -> None:
         self._sftp = sftp
@@ -92,7 +94,8 @@ class LogFollower:
                                             report, drain, now)
         return more
 
-    def _tail(self, jw: JobWatch, path: str, state: TailState | None, target: Any,
+    def _tail(self, jw: JobWatch, path: str, state: TailState | None,
+              target: LogAnalysis | SamplerSeries,
               report: TickReport, drain: bool, now: float) -> tuple[TailState, bool]:
         """Read up to `max_bytes_per_job` new bytes of `path` into `target`; persist the
         offset. Returns the new state and whether unread bytes remain."""
@@ -136,7 +139,8 @@ class LogFollower:
             )
         return state, more
 
-    def _restore(self, jw: JobWatch, sftp: Any, path: str, target: Any) -> TailState:
+    def _restore(self, jw: JobWatch, sftp: SFTP, path: str,
+                 target: LogAnalysis | SamplerSeries) -> TailState:
         """The persisted tail state, with the analysis warmed up on the bytes before it."""
         saved = self.store.tail_offsets.get(str(jw.job_id), path)
         if saved is None or saved.offset <= 0:

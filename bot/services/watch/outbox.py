@@ -17,6 +17,7 @@ from typing import Any
 from bot.core.policy import PastWarning
 from bot.crashpoint import crashpoint
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
+from bot.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ class Outbox:
     """Publishes one cluster's events to `sink` through the store (module doc), and keeps the
     warnings each chain was given (the policy does not repeat them)."""
 
-    def __init__(self, cluster: str, *, store: Any, sink: EventSink) -> None:
+    def __init__(self, cluster: str, *, store: Store, sink: EventSink) -> None:
         self.cluster = cluster
         self.store = store
         self.sink = sink

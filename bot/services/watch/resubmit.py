@@ -18,15 +18,16 @@ from bot.core.policy import Decision, DecisionKind
 from bot.crashpoint import crashpoint
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
+from bot.store import Incident, Store
 
 log = logging.getLogger(__name__)
 
 RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit (due ... done)
 
 #: (recipe, chain_id, decision) -> the new job id.
-Resubmit = Callable[[str, int, Decision], Any]
+Resubmit = Callable[[str, int, Decision], str | int]
 #: (recipe, chain_id, old job id, decision) -> the job a crashed resubmit left, or None.
-Recover = Callable[[str, int, str, Decision], Any]
+Recover = Callable[[str, int, str, Decision], str | int | None]
 
 
 class AutoResubmits:
@@ -35,7 +36,7 @@ class AutoResubmits:
     transaction); `recover` finds the job a resubmit interrupted by a crash left (recorded,
     charged like `resubmit`, and announced), or None."""
 
-    def __init__(self, cluster: str, *, store: Any, outbox: Outbox, resubmit: Resubmit,
+    def __init__(self, cluster: str, *, store: Store, outbox: Outbox, resubmit: Resubmit,
                  recover: Recover | None = None) -> None:
         self.cluster = cluster
         self.store = store
@@ -109,7 +110,7 @@ class AutoResubmits:
                 self.store.incidents.set_state(inc.key, "submitted")
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
 
-    def _ask_instead(self, inc: Any, chain_id: int, data: dict[str, Any], decision: Decision,
+    def _ask_instead(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                      now: float, report: TickReport) -> None:
         """A resubmit row whose stored decision does not say `resubmit_now` (unreadable,
         written by another version): nothing is submitted, a person is asked in the thread."""
@@ -124,8 +125,8 @@ class AutoResubmits:
                       "resubmit_ask", now, report):
             self.store.incidents.set_state(inc.key, "asked")
 
-    def _tell_resubmitted(self, inc: Any, chain_id: int, data: dict[str, Any],
-                          decision: Decision, new_job: Any, now: float,
+    def _tell_resubmitted(self, inc: Incident, chain_id: int, data: dict[str, Any],
+                          decision: Decision, new_job: str | int, now: float,
                           report: TickReport) -> None:
         text = (f"job {inc.job_id} resubmitted automatically as {new_job}"
                 + (f", resuming from iteration {decision.resume_from}"

@@ -34,6 +34,8 @@ from dataclasses import replace
 from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
+from bot.config import Config, PolicyConfig, RecipeConfig
+from bot.core.catalogue import Catalogue
 from bot.core.detectors import detect_stall
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Diagnosis
@@ -43,6 +45,7 @@ from bot.core.policy import (
     CpuEvidence,
     Decision,
     DecisionKind,
+    PolicyParams,
     decide,
     early_warnings,
     held_report,
@@ -52,10 +55,12 @@ from bot.core.sampler_series import cpu_around, role_growth, sampler_leak
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
+from bot.services.ports import SFTP, SlurmJobs
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.logs import JobWatch, LogFollower
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
+from bot.store import Store, WatchedJob
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +101,13 @@ class Watcher:
         self,
         cluster: str,
         *,
-        slurm: Any,
-        sftp: Callable[[], Any],
-        store: Any,
-        catalogue: Any,
+        slurm: SlurmJobs,
+        sftp: Callable[[], SFTP],
+        store: Store,
+        catalogue: Catalogue,
         sink: EventSink,
-        config: Any = None,
-        policy: Any = None,
+        config: Config | None = None,
+        policy: PolicyConfig | PolicyParams | None = None,
         checkpoint_iter: Callable[[str], int | None] | None = None,
         resubmit: Resubmit | None = None,
         recover: Recover | None = None,
@@ -242,7 +247,7 @@ class Watcher:
 
     # ------------------------------------------------------------------ jobs
 
-    def _job(self, w: Any, record: JobRecord, now: float, report: TickReport,
+    def _job(self, w: WatchedJob, record: JobRecord, now: float, report: TickReport,
              memory: StepMemory | None = None) -> None:
         jw = self._watch_for(w, record)
         jw.record = record
@@ -265,7 +270,7 @@ class Watcher:
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)
 
-    def _unknown(self, w: Any, now: float, report: TickReport) -> None:
+    def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""
         if now - w.added_at < self.unknown_after_s:
             return
@@ -331,7 +336,7 @@ class Watcher:
             return f"; RSS from sstat{step}"
         return ""
 
-    def _watch_for(self, w: Any, record: JobRecord) -> JobWatch:
+    def _watch_for(self, w: WatchedJob, record: JobRecord) -> JobWatch:
         job_id = int(w.job_id)
         jw = self._jobs.get(job_id)
         if jw is None:
@@ -405,7 +410,8 @@ class Watcher:
                              last_iter=jw.analysis.series.last_iteration,
                              started_at=record.start_time)
 
-    def _judge_running(self, jw: JobWatch, record: JobRecord, policy: Any,
+    def _judge_running(self, jw: JobWatch, record: JobRecord,
+                       policy: PolicyConfig | PolicyParams | None,
                        judge_at: float | None, now: float) -> Diagnosis:
         """The running job's diagnosis. The full `diagnose` (whose leak fit costs ~10 ms a
         job) runs every `judge_every_s`; in between only the cheap stall detector runs each
@@ -453,7 +459,7 @@ class Watcher:
             return f"{base}:{dec.projected_oom_iter}"
         return base
 
-    def _finished(self, w: Any, jw: JobWatch, record: JobRecord, now: float,
+    def _finished(self, w: WatchedJob, jw: JobWatch, record: JobRecord, now: float,
                   report: TickReport) -> None:
         jw.analysis.finish()
         acct = record.accounting()
@@ -551,7 +557,7 @@ class Watcher:
         chain = self.store.chains.get(chain_id)
         return chain.recipe if chain else None
 
-    def _recipe_cfg(self, recipe: str | None) -> Any:
+    def _recipe_cfg(self, recipe: str | None) -> RecipeConfig | None:
         if self.config is None or recipe is None:
             return None
         try:
@@ -559,14 +565,14 @@ class Watcher:
         except Exception:  # noqa: BLE001 - a recipe removed from the config
             return None
 
-    def _raw_policy(self, recipe: str | None) -> Any:
+    def _raw_policy(self, recipe: str | None) -> PolicyConfig | PolicyParams | None:
         if self._policy is not None:
             return self._policy
         if self.config is not None and recipe is not None and self._recipe_cfg(recipe):
             return self.config.policy_for(recipe)
         return getattr(self.config, "policy", None)
 
-    def _params(self, recipe: str | None) -> Any:
+    def _params(self, recipe: str | None) -> PolicyParams:
         return params_from(self._raw_policy(recipe))
 
     def _target(self, recipe: str | None) -> int | None:
@@ -582,7 +588,7 @@ class Watcher:
             log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)
             return None
 
-def _detector_options(policy: Any) -> dict[str, float]:
+def _detector_options(policy: PolicyConfig | PolicyParams | None) -> dict[str, float]:
     """The diagnose() thresholds of a recipe's policy: stall time and factor, save time, leak
     samples and headroom (the policy's defaults where it sets none)."""
     p = params_from(policy)
