@@ -485,6 +485,16 @@ class IncidentsRepo(_Repo):
             ).all()
         return [_row(Incident, r) for r in rows]
 
+    def of_class(self, class_id: str, states: Iterable[str]) -> list[Incident]:
+        """The incidents of `class_id` in one of `states`, oldest first (any chain)."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.incidents)
+                .where(t.incidents.c.class_id == class_id, t.incidents.c.state.in_(list(states)))
+                .order_by(t.incidents.c.id)
+            ).all()
+        return [_row(Incident, r) for r in rows]
+
     def set_state(self, key: str, state: str) -> None:
         with self._engine.begin() as conn:
             result = conn.execute(

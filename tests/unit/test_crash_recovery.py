@@ -107,6 +107,33 @@ def test_submitted_but_not_told_is_told_once_and_not_charged_again(env):
     assert len(resub.calls) == 1 and store.chains.get(chain.id).retries_used == 1
 
 
+def test_submitted_but_not_told_is_told_after_the_chain_ended(env):
+    """A restart after the resumed job already finished: the chain is no longer active, but
+    the resubmit it carried out is still told in the thread, once."""
+    store = env[0]
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
+    sink = env[3]
+    w.tick(T0 + 1310)
+    sink.fail_next = 1  # Slack down when the resubmit is told
+    w.tick(T0 + 1380)
+    assert store.incidents.get(KEY).state == "submitted"
+    store.chains.set_status(chain.id, "completed", now=T0 + 1400)
+    w.tick(T0 + 1440)
+    assert sink.kinds() == ["incident", "resubmitted"]
+    assert store.incidents.get(KEY).state == "done" and len(resub.calls) == 1
+
+
+def test_due_resubmit_of_an_ended_chain_submits_nothing(env):
+    store = env[0]
+    resub = FakeResubmit(store)
+    w, chain = timed_out(env, resub)
+    w.tick(T0 + 1310)  # the incident; the resubmit row is `due`
+    store.chains.set_status(chain.id, "stopped", now=T0 + 1320)
+    w.tick(T0 + 1400)
+    assert resub.calls == [] and store.incidents.get(KEY).state == "due"
+
+
 def _slurm(squeue: str, sacct: str) -> FakeSlurm:
     """A Slurm whose runner answers squeue and sacct with these job-id lists."""
     return FakeSlurm(runner=FakeRunner({"squeue": (0, squeue, ""), "sacct": (0, sacct, "")}))

@@ -18,7 +18,7 @@ from bot.core.policy import Decision, DecisionKind
 from bot.crashpoint import crashpoint
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
-from bot.store import Incident, Store
+from bot.store import Chain, Incident, Store
 
 log = logging.getLogger(__name__)
 
@@ -64,51 +64,58 @@ class AutoResubmits:
         not told) and returns its id, or None when there is none (then it is submitted); without
         `recover`, a chain with a newer attempt counts as done. A `submitted` row is only
         told (posts are idempotent by key)."""
-        for chain in self.store.chains.with_status("active"):
-            if chain.cluster != self.cluster:
+        chains: dict[int, Chain | None] = {}
+        for inc in self.store.incidents.of_class(RESUBMIT_CLASS,
+                                                 ("due", "submitting", "submitted")):
+            if inc.chain_id is None:
                 continue
-            for inc in self.store.incidents.for_chain(chain.id):
-                if inc.class_id != RESUBMIT_CLASS or \
-                        inc.state not in ("due", "submitting", "submitted"):
-                    continue
-                data = inc.diagnosis
-                decision = Decision.from_json(data.get("decision") or {})
-                if decision.kind != DecisionKind.RESUBMIT_NOW:
-                    self._ask_instead(inc, chain.id, data, decision, now, report)
-                    continue
-                if decision.not_before is not None and now < float(decision.not_before):
-                    continue
-                latest = self.store.attempts.latest(chain.id)
-                if inc.state == "submitted":
-                    new_job = latest.job_id if latest is not None else "?"
-                    self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
-                    continue
-                new_job = None
-                if inc.state == "submitting":
-                    if self._recover is not None:
-                        try:
-                            new_job = self._recover(data["recipe"], chain.id,
-                                                    str(inc.job_id), decision)
-                        except Exception as exc:  # noqa: BLE001 - never guess: retry later
-                            log.warning("%s: cannot tell whether the resubmit of %s went "
-                                        "through (%s); asking again next tick",
-                                        self.cluster, inc.job_id, exc)
-                            continue
-                    elif latest is not None and latest.job_id != inc.job_id:
-                        self.store.incidents.set_state(inc.key, "done")  # it went through
-                        continue
-                if new_job is None:
-                    self.store.incidents.set_state(inc.key, "submitting")
-                    crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
-                    try:
-                        new_job = self._resubmit(data["recipe"], chain.id, decision)
-                    except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
-                        log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
-                                    self.cluster, inc.job_id, chain.id, exc)
-                        self.store.incidents.set_state(inc.key, "due")
-                        continue
-                self.store.incidents.set_state(inc.key, "submitted")
+            if inc.chain_id not in chains:
+                chains[inc.chain_id] = self.store.chains.get(inc.chain_id)
+            chain = chains[inc.chain_id]
+            if chain is None or chain.cluster != self.cluster:
+                continue
+            # A submitted resubmit is told even when its chain has ended since (a restart
+            # after the resumed job finished); nothing new is submitted for an ended chain.
+            if chain.status != "active" and inc.state != "submitted":
+                continue
+            data = inc.diagnosis
+            decision = Decision.from_json(data.get("decision") or {})
+            if decision.kind != DecisionKind.RESUBMIT_NOW:
+                self._ask_instead(inc, chain.id, data, decision, now, report)
+                continue
+            if decision.not_before is not None and now < float(decision.not_before):
+                continue
+            latest = self.store.attempts.latest(chain.id)
+            if inc.state == "submitted":
+                new_job = latest.job_id if latest is not None else "?"
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
+                continue
+            new_job = None
+            if inc.state == "submitting":
+                if self._recover is not None:
+                    try:
+                        new_job = self._recover(data["recipe"], chain.id,
+                                                str(inc.job_id), decision)
+                    except Exception as exc:  # noqa: BLE001 - never guess: retry later
+                        log.warning("%s: cannot tell whether the resubmit of %s went "
+                                    "through (%s); asking again next tick",
+                                    self.cluster, inc.job_id, exc)
+                        continue
+                elif latest is not None and latest.job_id != inc.job_id:
+                    self.store.incidents.set_state(inc.key, "done")  # it went through
+                    continue
+            if new_job is None:
+                self.store.incidents.set_state(inc.key, "submitting")
+                crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
+                try:
+                    new_job = self._resubmit(data["recipe"], chain.id, decision)
+                except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
+                    log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
+                                self.cluster, inc.job_id, chain.id, exc)
+                    self.store.incidents.set_state(inc.key, "due")
+                    continue
+            self.store.incidents.set_state(inc.key, "submitted")
+            self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
 
     def _ask_instead(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                      now: float, report: TickReport) -> None:
