@@ -1,9 +1,5 @@
 """Secrets out of the logs: a filter on the process's log handlers that redacts every record
-(its message with the arguments filled in, and its traceback) before it is written.
-
-Installed by `trainbot run` (with the config's secrets) and by the CLI (token shapes at
-start, the config's secrets once a command has read it).
-"""
+(its message with the arguments filled in, and its traceback) before it is written."""
 
 from __future__ import annotations
 

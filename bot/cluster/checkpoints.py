@@ -1,9 +1,4 @@
-"""Find the latest complete checkpoint of a recipe on the cluster (SFTP listing + pure rules).
-
-The decision lives in bot.core.checkpoints; this module only lists directories, lazily: it
-looks inside the pointer target and then the newest candidates until one is complete, so a
-root with many multi-thousand-file checkpoints costs a handful of SFTP round trips.
-"""
+"""Find the latest complete checkpoint of a recipe on the cluster (SFTP listing + pure rules)."""
 
 from __future__ import annotations
 

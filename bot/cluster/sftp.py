@@ -1,18 +1,4 @@
-"""SFTP with a deadline on every request, on a few channels so a stuck one blocks nobody else.
-
-OpenSSH's sftp-server answers the requests of one channel one at a time, in order: a `stat` on
-a hung NFS or Lustre path blocks its channel until the filesystem comes back, maybe for hours.
-So:
-- every reply must arrive within `timeout` seconds, else the call raises `SFTPTimedOut` naming
-  the operation and the path (the client stops waiting; nothing else is sent on that channel);
-- each call borrows a channel of its own from a pool (at most `max_channels`, opened on
-  demand over the runner's one transport), so other jobs' reads and `/train logs` go on;
-- a channel left waiting is kept aside, not closed (the server would keep its session slot
-  anyway until the filesystem answers): once the late reply has come it is read, dropped and
-  the channel serves again. Until then a new request for the same path fails at once, so a
-  hung path costs one timeout, not one per tick; when every channel waits on a hung path,
-  every call fails at once, naming them.
-"""
+"""SFTP with a deadline on every request, on a few channels so a stuck one blocks nobody else."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""Incremental tail of a remote log over SFTP: only new bytes, complete lines, restart-aware.
-
-Replacement detection: SFTP v3 (what OpenSSH serves) reports no inode, so `TailState.inode`
-stays None over SFTP. Instead the state keeps an *anchor*: the last (up to 64) bytes before the
-offset. Each read re-reads those bytes together with the new ones (one request) and compares;
-if they differ, the file was rewritten or replaced (rm + new file, a requeued job starting a new
-log) and the tail restarts from 0. A file that shrank below the offset is a truncation. A
-replacement whose bytes around the old offset are byte-identical to the old file cannot be told
-apart from an append; for logs this needs the same bytes at the same position, so it is rare.
-If the file object does expose `st_ino` (e.g. a local stat), an inode change is also a restart.
-"""
+"""Incremental tail of a remote log over SFTP: only new bytes, complete lines, restart-aware."""
 
 from __future__ import annotations
 
@@ -33,7 +23,7 @@ class TailState:
 
     - `offset`: just after the last newline consumed; `line_no`: lines before it.
     - `size`: end of the bytes examined at the last read (offset + a pending partial line).
-    - `anchor`: hex of the bytes just before `offset` (replacement check, see module doc).
+    - `anchor`: hex of the bytes just before `offset` (replacement check, docs/architecture.md).
     - `inode`: None over SFTP; `mtime` (whole seconds) with `size` lets an untouched file be
       skipped without opening it.
     """

@@ -1,10 +1,4 @@
-"""trainbot's configuration: one YAML file, validated by pydantic at start.
-
-The public surface is here: the schema (`bot.config.models`) and `load_config` with its
-`ConfigError` (`bot.config.loading`). A bad file fails with a `ConfigError` naming the file,
-the key path, what is wrong and the fix. Secrets come only from the environment.
-Config files for the dev cluster: `bot.config.dev_cluster`.
-"""
+"""trainbot's configuration: one YAML file, validated by pydantic at start."""
 
 from bot.config.loading import (
     CONFIG_ENV_VAR,

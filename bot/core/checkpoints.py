@@ -1,17 +1,5 @@
-"""Which checkpoint may a run resume from? Pure rules over a directory listing.
-
-A job killed while saving leaves a partial directory (docs/incidents.md story 1: 76 GB of
-`iter_000001000/model` with no `.metadata` and no pointer file). Resuming from it corrupts the
-run, so only a *complete* checkpoint is ever chosen:
-
-1. the pointer file (e.g. `latest_checkpoint.txt`), when present and naming a complete
-   checkpoint (content: a directory name, a path relative to the checkpoint root, an absolute
-   path, or a bare iteration number as Megatron's `latest_checkpointed_iteration.txt` has);
-2. otherwise the newest directory matching the globs, by the iteration number in its name,
-   that is complete by the recipe's rule; incomplete ones are skipped with a reason.
-
-No checkpoint root or no checkpoint yet is a normal answer (`None`), not an error.
-"""
+"""Which checkpoint may a run resume from? Pure rules over a directory listing: only a
+complete one."""
 
 from __future__ import annotations
 

@@ -1,26 +1,4 @@
-"""One diagnosis per job: catalogue matches + Slurm accounting + detectors -> `Diagnosis`.
-
-Pure: no file or clock access. `LogAnalysis` is fed bytes (a watcher feeds each tick's new
-bytes; `analyze_file` feeds a stream in large chunks cut at newlines) and keeps bounded
-state: a `MetricSeries`, the catalogue matches (first and last few per class) and the last
-lines of the log. `diagnose` turns that plus `Accounting` into ONE class id of
-docs/failures.md, with evidence lines, secondary classes and the causal chain:
-
-- a stall followed by an NCCL watchdog abort is `nccl_timeout` with the stall as its
-  `UpstreamCause("hang", ...)` and `hang` in `secondary`;
-- wrappers (`ChildFailedError`, `exitcode: -6`, SIGABRT lines) are hints, never the answer:
-  the class is what they wrap (a primary match elsewhere), else `unknown_failure`;
-- `host_oom` inside a checkpoint save sets `during_checkpoint_save`;
-- accounting decides TIMEOUT/PREEMPTED/NODE_FAIL/OUT_OF_MEMORY even with a silent log;
-- a running job gets `hang` / `memory_leak` warnings, else class `none` (action none);
-- COMPLETED 0:0 is `completed` only when the log agrees, else `silent_exit`;
-- a failure with no signature is `unknown_failure` with the last lines as evidence.
-
-Speed (bench/README.md): blocks stay bytes; one RE2 pass over each block finds the lines
-that may hold a signature or a checkpoint save (only those are decoded and given to
-`Catalogue.scan`); numpy finds the newlines; `analyze_file` scans block k+1 in a worker
-thread while block k's metrics are parsed. Without RE2, `Catalogue.scan_block` is used.
-"""
+"""One diagnosis per job: catalogue matches + Slurm accounting + detectors -> `Diagnosis`."""
 
 from __future__ import annotations
 

@@ -1,19 +1,4 @@
-"""Lint a Slurm batch script for the launcher bugs that cost the team GPU hours.
-
-Pure: takes the script text (and optionally the text of Python files it runs), returns findings.
-The shell text is read with bot.core.shell_lexer.
-
-Checks (ids are an interface: preflight JSON and tests key on them):
-- `empty_match_under_errexit`: under `set -e` (+ `pipefail`), a command that fails when nothing
-  matches (`ls` of a glob, `grep`, `find … | head`, `cat` of a glob) decides the exit status of
-  a statement with no guard, so the launcher stops before training starts (job 108687:
-  `LATEST=$(ls -d …/checkpoint_step_* | sed … | sort | tail)` with no checkpoint yet).
-- `jit_without_cc`: `torch.compile` / FlexAttention / Triton in use but `CC` never set, so a
-  worker without a default compiler dies at start (job 108903).
-- `pointer_without_check`: resume logic reads a pointer file (`cat …/latest_checkpoint.txt`,
-  `$(< file)`) with no existence test before it; the first run, or a run after a partial
-  checkpoint (job 87870), has no pointer file.
-"""
+"""Lint a Slurm batch script for the launcher bugs that cost the team GPU hours (pure)."""
 
 from __future__ import annotations
 

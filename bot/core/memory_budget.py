@@ -1,10 +1,4 @@
-"""Estimate the host-memory peak of a checkpoint save on one node, before the job runs.
-
-Pure. Job 87870 was OOM-killed at its first DCP save: every rank gathered bf16 weights, fp32
-master weights, Adam moments and EMA on the CPU while 40 DataLoader workers held their own
-memory, far above `--mem 300GB`. This module adds those parts up per node and compares the
-sum to `--mem` and to the site's admission cap (per-GPU cap × GPUs).
-"""
+"""Estimate the host-memory peak of a checkpoint save on one node, before the job runs (pure)."""
 
 from __future__ import annotations
 

@@ -1,41 +1,4 @@
-"""Progress and memory metrics extracted from training logs, incrementally and fast.
-
-Pure: no I/O, no clock reads. The caller feeds blocks of complete lines (bytes or str) with
-the 1-based number of their first line; `MetricSeries` keeps a bounded series of `Sample`s
-(iteration, loss, s/iter, host RSS, GPU memory/util, log time) and checkpoint-save events.
-
-Formats understood (all of them, on any line):
-- `key=value` / `key: value` / `key value` tokens: iter/iteration/step (optionally `/target`),
-  loss, s/iter, sec_per_iter, s/it, it/s, step_time (s or ms), rss/host_rss/mem/maxrss with
-  GiB/GB/MiB/MB/KiB/KB/TiB/TB (GB is read as GiB, like Slurm; a bare number is GiB unless it
-  is >= 2**20, then bytes), gpu_mem/cuda_mem/mem_allocated, gpu_util/util (%);
-  `4.5 s/iter` (value before the unit);
-- Megatron `iteration      100/    8000 | ... lm loss: 1.23E+00 | ... (ms): 4512.3 |`;
-- Hugging Face Trainer dicts `{'loss': 0.52, 'learning_rate': ..., 'epoch': 0.1, 'step': 10}`;
-- tqdm bars `123/8000 [01:02<40:00, 1.2s/it]` (on carriage-return lines the last is taken);
-- leading timestamps: ISO (`2025-05-20T19:08:57`, `2025-05-20 19:08:57,123`,
-  `[2025-05-20 19:08:57]`), glog (`[E520 19:38:57.123]`, as torch's C++ logs print) and
-  bare `HH:MM:SS`, after an optional `[rankN]:` / `N:` prefix and ANSI colour codes. Times
-  are float seconds: epoch seconds (UTC) when a date is known, else seconds since the first
-  day's midnight; going back by more than 12 h is read as a midnight rollover, so log time
-  is monotonic;
-- checkpoint saves: `Saving checkpoint at iteration 1000`, `saving checkpoint to ...`,
-  `[DCP] saving state dict`, `dcp.save started` (start); `Saved checkpoint ...`,
-  `successfully saved checkpoint from iteration 1000`, `checkpoint saved in 47.2s`,
-  `dcp.save finished` (end);
-- a recipe's own regexes with named groups `iteration`, `target_iter`, `loss`, `rss`,
-  `gpu_mem`, `gpu_util`, `sec_per_iter`, `time`.
-
-Bounded memory (the sampling rule): every metric line is parsed and kept until the series
-holds `max_samples` samples. Then it keeps every other sample (always keeping the first,
-the latest, the highest-RSS and the lowest/highest-loss ones) and doubles its *stride*:
-from then on one line in `stride` is parsed (the next metric line within 16 lines if that
-one is not), plus the last metric line of every block, so a 1 GiB log costs a few thousand
-parsed lines. Checkpoint events are found on every line (the last `max_events` are kept).
-Timestamps, the latest iteration and the latest progress line are therefore always exact;
-a one-line RSS spike between sampled lines of a huge block can be missed (detectors are
-built not to depend on one line).
-"""
+"""Progress and memory metrics parsed from training log lines, incrementally, in bounded memory."""
 
 from __future__ import annotations
 
@@ -57,7 +20,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     _re2 = None
 
 _UNITS = {
-    "": GIB,  # bare number: GiB (see module docstring)
+    "": GIB,  # bare number: GiB (see docs/architecture.md)
     "b": 1,
     "k": 1024,
     "kb": 1024,
@@ -213,7 +176,7 @@ def _float(value: str) -> float:
 
 
 class LogClock:
-    """Turns leading timestamps into monotonic float seconds (see module docstring)."""
+    """Turns leading timestamps into monotonic float seconds (see docs/architecture.md)."""
 
     def __init__(self) -> None:
         self.last: float | None = None

@@ -1,15 +1,5 @@
 """Secrets out of every text a person or a file will see: error messages on their way to
-Slack, the logs and the store.
-
-`Redactor(secrets).redact(text)` replaces each configured secret value (recipe `env` values,
-the Slack tokens, the store URL's password), in the forms an error shows it in (as is,
-shell-quoted, repr/JSON-escaped), and every token-shaped string (Slack `xox?-`/`xapp-`,
-GitHub `ghp_`/`github_pat_`, Hugging Face `hf_`, AWS `AKIA…`, bearer tokens, URL passwords,
-`password=`/`…_TOKEN=` assignments) with `[redacted]`.
-
-Values shorter than MIN_SECRET_LENGTH characters are not redacted: masking every "1" or
-"on" would destroy ordinary text, and no real token is that short.
-"""
+Slack, the logs and the store."""
 
 from __future__ import annotations
 

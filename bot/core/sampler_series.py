@@ -1,32 +1,5 @@
-"""`trainbot sampler` data, pure: which role a process plays, and its JSON lines as series.
-
-Roles (`classify_roles`) — the rule, in order, for each process of the job's tree:
-
-1. the sampler itself -> `other`;
-2. process name starting with `pt_data_worker` -> `worker`. PyTorch (>= 2.1) names every
-   DataLoader worker's main thread so, whatever the start method, and `/proc/PID/stat`'s
-   comm (psutil's name()) is that name. This is the authoritative signal;
-3. not a Python process (bash batch script, srun, nvidia-smi, ...), or a launcher / helper
-   (torchrun and torch.distributed.run/launch, name `pt_elastic`, accelerate, deepspeed,
-   mpirun, multiprocessing resource_tracker / forkserver, inductor compile workers) -> `other`;
-4. the parent of a process named as in 2 -> `trainer` (it owns DataLoader workers);
-5. a Python process started by multiprocessing *spawn* (`spawn_main` / `--multiprocessing-fork`
-   in its command line) that is not named as in 2 -> `trainer` (a rank of
-   `torch.multiprocessing.spawn`), and its parent, unless already classified, becomes
-   `other` (the spawning launcher);
-6. a Python process whose parent is a trainer-like Python process (not `other`) with the
-   identical command line (a *fork* child: DataLoader workers on a torch too old to name
-   them) -> `worker`;
-7. any other Python process -> `trainer`.
-
-Known limits: a `multiprocessing.Pool` forked by a trainer counts as workers (rule 6), a spawn
-Pool as trainers (rule 5); RSS double-counts pages shared copy-on-write between a trainer and
-its forked workers (the sum can exceed the cgroup's usage). That is what `ps` shows too; the
-incident reports' worker-RSS figures are RSS.
-
-Series (`SamplerSeries`): the JSON lines parsed incrementally, bounded (downsampled like the
-log's metric series), with `cpu_around` for the stall detector's corroboration.
-"""
+"""`trainbot sampler` data, pure: the role each process of a job plays, and the sampler's
+JSON lines as series."""
 
 from __future__ import annotations
 
@@ -117,7 +90,8 @@ def _is_spawned(p: ProcFacts) -> bool:
 
 
 def classify_roles(procs: Iterable[ProcFacts], *, self_pid: int | None = None) -> dict[int, str]:
-    """pid -> `trainer` | `worker` | `other` for the processes of one job tree (module doc)."""
+    """pid -> `trainer` | `worker` | `other` for the processes of one job tree (the rules, in
+    order: docs/architecture.md)."""
     by_pid = {p.pid: p for p in procs}
     roles: dict[int, str] = {}
     for p in by_pid.values():

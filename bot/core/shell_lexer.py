@@ -1,10 +1,5 @@
-"""A small shell lexer for batch scripts: skipping quotes, escapes and substitutions,
-blanking comments and heredoc bodies (offsets and newlines kept), splitting at top-level
-operators, and the words, globs and command substitutions of a simple command.
-
-It is not a shell parser: it finds what the launcher checks need, with offsets into the
-original text so that findings can name the line.
-"""
+"""A small shell lexer for batch scripts: what the launcher checks need, with offsets into the
+original text so that findings can name the line."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""Parse the text of `/train …` into typed commands (pure; no I/O).
-
-Strict on purpose: an unknown verb, a missing or extra argument, a job id that is not digits or
-a malformed `key=value` raises `CommandError`, whose message says what was wrong and gives the
-usage line. Values stay literal strings: the submit service checks them against the recipe's
-`overridable` types, and the SSH runner quotes every argv word, so nothing typed in Slack is
-ever interpreted by a shell.
-"""
+"""Parse the text of `/train …` into typed commands (pure; no I/O)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Memory sizes as Slurm and training logs print them, converted to and from bytes.
-
-Slurm's `--mem` suffixes (K, M, G, T; default M) are binary multiples: `400G` is 400 GiB.
-`GB`/`MB` in a user's `--mem 950GB` are read the same way, as Slurm itself does.
-Logs that print `GiB`/`MiB` are binary too; a bare number with no unit is ambiguous and is
-only accepted where the caller names the default unit.
-"""
+"""Memory sizes as Slurm and training logs print them, converted to and from bytes."""
 
 from __future__ import annotations
 

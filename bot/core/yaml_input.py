@@ -1,13 +1,4 @@
-"""YAML that people write (the config, site catalogues), read within fixed bounds.
-
-PyYAML composes a document recursively, so a file nested 20,000 deep exhausts Python's stack;
-and it shares aliased nodes, so a few hundred bytes of nested aliases ("billion laughs") stand
-for billions of nodes the moment anything walks the result (validation, a search for pasted
-tokens). `BoundedLoader` counts while it composes: a document nested deeper than MAX_DEPTH, an
-alias to the node that contains it, or aliases expanding it to more than MAX_NODES nodes is a
-YAML error at its line before anything walks it. A scalar no constructor can build (an int of
-5,000 digits, the date 2024-13-45) is a YAML error at its line too, never a ValueError.
-"""
+"""YAML that people write (the config, site catalogues), read within fixed bounds."""
 
 from __future__ import annotations
 

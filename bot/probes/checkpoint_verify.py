@@ -1,14 +1,4 @@
-"""Verify a `torch.distributed.checkpoint` (DCP) checkpoint before anyone resumes from it.
-
-Job 87870 died mid-save and left `iter_000001000/model` on disk with no pointer file: a
-partial checkpoint that must never be resumed from. A checkpoint is complete when its
-`.metadata` (written last by DCP) reads back, every storage file it names is present and at
-least as long as the byte ranges it records, and the pointer file names an existing directory.
-
-`.metadata` is a pickle. torch's FileSystemReader unpickles it with plain `pickle.load`, which
-runs arbitrary code from a crafted file, so this module reads it with an unpickler that only
-resolves torch's checkpoint classes, dtypes and sizes, then uses the same torch classes.
-"""
+"""Verify a `torch.distributed.checkpoint` (DCP) checkpoint before anyone resumes from it."""
 
 from __future__ import annotations
 

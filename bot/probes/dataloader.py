@@ -1,17 +1,4 @@
-"""Find a DataLoader worker memory leak in minutes, on the login node, before a run needs hours.
-
-Job 88016 leaked through an unbounded per-file video decoder cache in every persistent worker:
-2 workers × 160 samples took worker RSS from 1.9 to 9.2 GiB (~20 MB per sample). This probe
-builds the user's Dataset from a factory, iterates a real `torch.utils.data.DataLoader` with
-persistent workers, measures a worker's memory with psutil as each of its samples arrives, fits a
-robust slope (MB per sample per worker) and projects it over the run.
-
-Which memory: workers are forked, so their RSS includes pages still shared copy-on-write with
-the parent (torch's libraries, the dataset's index). Those are counted once by the kernel but
-in every worker's RSS. The slope is fitted on USS (pages private to the worker), which is where
-a leak lands and which adds up honestly across workers; RSS is reported too, since Slurm's
-`jobacct_gather/linux` sums per-process RSS against `--mem`.
-"""
+"""Find a DataLoader worker memory leak in minutes, on the login node, before a run needs hours."""
 
 from __future__ import annotations
 

@@ -1,18 +1,4 @@
-"""`trainbot sampler`: a psutil sidecar that records a job's process-tree RSS and CPU by role.
-
-A batch script starts it in the background (`trainbot sampler --out $LOGDIR/rss.jsonl &`).
-Every `interval` seconds it walks the tree under the root (default: its parent, i.e. the
-batch script), classifies each process as trainer / worker / other
-(`bot.core.sampler_series.classify_roles`) and appends one JSON line, flushed.
-
-It must never take the job down and must stay cheap:
-- nice +10; one pass per interval; psutil.Process objects are kept across samples (so
-  `cpu_percent()` measures since the last sample, and name/cmdline are read once per process
-  unless its name changes); `oneshot()` reads /proc/PID/stat once per process;
-- every exception inside a sample is caught and counted (`errors` in the next line); write
-  errors (disk full) are swallowed; it exits 0 when the root process is gone, on SIGTERM /
-  SIGINT / SIGHUP, and never raises out of `run_sampler`.
-"""
+"""`trainbot sampler`: a psutil sidecar that records a job's process-tree RSS and CPU by role."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Retry handlers for slack_sdk's WebClient: which failed calls the client may send again.
-
-A call is re-sent by the client only when that cannot perform it twice:
-- 429: Slack did not process the request: every method is re-sent after `Retry-After`.
-- 5xx or a dropped connection (the request may have reached Slack, the answer did not come
-  back): re-sent with backoff only for idempotent methods. `chat.update` with the same
-  content, reads and `files.getUploadURLExternal` (an upload nobody can see yet) are.
-  The methods in `NON_IDEMPOTENT`, which make a message or a file appear, are not: their fate
-  is unknown, and `SlackPoster` reconciles them by their key (looks the post up in Slack)
-  and sends again only what Slack does not have (see bot/slack/poster.py).
-- A connection that was never made (refused, host not found) carried no request: every
-  method is re-sent (`request_not_sent`).
-Waits go through an injectable `sleep` (tests count waits instead of sleeping).
-"""
+"""Retry handlers for slack_sdk's WebClient: which failed calls the client may send again."""
 
 from __future__ import annotations
 
@@ -179,7 +166,7 @@ def make_client(
     timeout: int = 30,
 ) -> WebClient:
     """A WebClient that waits out 429s and re-sends after 5xx or a dropped connection only
-    what cannot be performed twice (see the module docstring)."""
+    what cannot be performed twice (see docs/architecture.md, bot/slack/retry.py)."""
     handlers = [
         ConnectionDropHandler(2, sleep=sleep, backoff_s=backoff_s),
         RetryAfterHandler(rate_limit_retries, sleep=sleep),

@@ -1,11 +1,4 @@
-"""Message catalogues: English source text, one `.po` per other language, read at start.
-
-`templates/locale/<lang>/LC_MESSAGES/messages.po` (Babel's reader) translates the English
-message ids of the templates, of the `_()` calls in bot/slack and of the failure catalogue's
-titles, explanations and hints. Adding a language is adding its `.po` file; a site's
-`templates.dir` may bring `locale/<lang>/LC_MESSAGES/messages.po` too (its entries win over
-ours, and it may add a language). An untranslated or fuzzy entry shows the English text.
-"""
+"""Message catalogues: English source text, one `.po` per other language, read at start."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""What a template sees: core view models (bot.core.incident) plus their Slack presentation —
-buttons with action ids and values, the root's progress bar, an incident's metric cells.
-
-`ActionId` is the one list of trainbot's button action ids: the view models' proposals, the
-approval prompts, the console and the listeners (handlers.actions registers one per member)
-all use it. A proposal's `kind` (what the template words it as) maps to its action id through
-`action_id_for`; a kind without an action id is a bug, not a button nobody listens to.
-"""
+"""What a template sees: core view models (bot.core.incident) plus their Slack presentation:
+buttons with action ids and values, the root's progress bar, an incident's metric cells."""
 
 from __future__ import annotations
 
@@ -23,7 +17,8 @@ PROGRESS_BAR_CELLS = 20
 
 
 class ActionId(StrEnum):
-    """Slack action ids of trainbot's buttons (handlers.actions registers one listener each)."""
+    """The one list of trainbot's button action ids: proposals, approval prompts, the console
+    and the listeners (handlers.actions registers one listener each) all use it."""
 
     RESUBMIT = "trainbot_resubmit"
     RESUBMIT_MEM = "trainbot_resubmit_mem"
@@ -48,7 +43,8 @@ KIND_ACTIONS: dict[str, ActionId] = {
 
 
 def action_id_for(kind: str) -> ActionId:
-    """The action id of a button kind; ValueError names the known kinds."""
+    """The action id of a button kind (what the template words it as); a kind without one is a
+    bug, not a button nobody listens to: ValueError names the known kinds."""
     try:
         return KIND_ACTIONS[kind]
     except KeyError:

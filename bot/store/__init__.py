@@ -1,14 +1,5 @@
-"""trainbot's persistent state: run chains, attempts, tail offsets, incidents, approvals,
-Slack post refs, the audit log and watched jobs, so a restart loses and duplicates nothing;
-the leases by which several replicas on one database share the scheduled jobs, and the
-claims by which they carry out each slash command once.
-
-`Store.open(url)` opens (and upgrades in place) a SQLite file by default; any SQLAlchemy URL
-works (PostgreSQL for several replicas). Use the repositories: `store.chains.create(...)`,
-`store.approvals.claim(token, actor, now)`, `store.slack_posts.record_intent(key, ...)`,
-`store.leases.acquire(name, holder, now, ttl_s)`,
-`store.command_claims.claim(trigger_id, holder, now, ttl_s)`, …
-"""
+"""trainbot's persistent state (chains, attempts, offsets, incidents, approvals, Slack posts,
+audit, watched jobs, leases, command claims) behind one repository per kind."""
 
 from __future__ import annotations
 

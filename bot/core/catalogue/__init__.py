@@ -1,10 +1,4 @@
-"""The failure signature catalogue: which log lines and Slurm states mean which failure class.
-
-The data lives in `catalogue.yaml` in this package (its header documents the shape and the
-regex dialect; docs/failures.md lists the classes); a site may extend it with its own files.
-`loading` validates and merges the files, `dialect` and `triggers` prepare the patterns,
-`scanner` runs them over logs. Pure: the only I/O is reading the YAML text in `Catalogue.load`.
-"""
+"""The failure signature catalogue: which log lines and Slurm states mean which failure class."""
 
 from __future__ import annotations
 

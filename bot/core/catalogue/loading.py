@@ -1,11 +1,5 @@
-"""Reading catalogue YAML files: validation with the file and key at fault, and the merge of
-a site's files over the packaged one, compiled into classes and signatures.
-
-Texts: `title`, `explanation` and `hint` are English message ids, required; messages show
-them translated through the templates' message catalogues (templates/locale). A site file may
-give its own translations as `<field>_<lang>` (`hint_ko`); a site file that replaces an English
-text without its translation drops the translations before it.
-"""
+"""Reading catalogue YAML files: validation naming the file and key at fault, and the merge of
+a site's files over the packaged one, compiled into classes and signatures."""
 
 from __future__ import annotations
 

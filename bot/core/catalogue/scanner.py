@@ -1,25 +1,5 @@
-"""The scanners: the catalogue's compiled patterns run over log lines or whole blocks.
-
-Two scanners that must agree (a property test holds them to it):
-- `scan(lines)`: the reference, line by line, every pattern on every line: easy to read;
-- `scan_block(block)`: the fast path for big logs. It never runs the patterns over the block.
-  Every pattern variant has literal text that each of its matches contains; from it the
-  catalogue picks "triggers" (bot.core.catalogue.triggers): pieces starting at a character
-  that is rare in progress output (`CCL's watc`, `ProcessGro`). The block is translated so
-  those lead characters become one sentinel byte, and ONE regex with a literal prefix finds
-  every trigger at C speed. The few patterns without such a character get one `bytes.find`
-  pass per shared piece (`not found`), and patterns whose literals all occur in progress
-  output (`loss: nan`) are searched with their own tail (`oss... *(nan|inf)`). Only lines
-  holding a hit are decoded, normalized and matched, so the result equals `scan` while
-  Python touches almost no progress line.
-
-Hard-wrapped signatures (a long NCCL line folded at 80/120 columns, or a word-wrapped one) are
-found by joining a line with the next one ("" for a fold, " " for a word wrap): a pattern that
-matches the joined text but neither line alone is reported on the first line, with the joined
-text, provided one of its triggers is intact on one of the two lines (two disjoint triggers per
-variant where possible, so a single break leaves one). Lines shorter than MIN_WRAP_WIDTH are
-never joined.
-"""
+"""The scanners: the catalogue's compiled patterns run over log lines (`scan`) or whole blocks
+(`scan_block`), with the same result."""
 
 from __future__ import annotations
 

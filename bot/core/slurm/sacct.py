@@ -1,10 +1,4 @@
-"""sacct: the argv of one call for all jobs, and its `--parsable2` and JSON output as records.
-
-sacct's job row and its step rows disagree (`TIMEOUT 0:0` with `.batch CANCELLED 0:15`,
-`OUT_OF_MEMORY 0:125`); `CANCELLED by 1000` is `CANCELLED`; cut columns end in `+`.
-`sacct --json` in 22.05 reports `exit 3` as return_code 0; the parsable path is the one
-that gets exit codes right there (see `parse_sacct_json`).
-"""
+"""sacct: the argv of one call for all jobs, and its `--parsable2` and JSON output as records."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""squeue: the argv of one call, and its JSON and `-O` (parsable) output as `JobRecord`s.
-
-`squeue --json` ignores every filter and dumps all jobs; callers filter the dict returned.
-In openapi v0.0.38 `job_state` is a string, `exit_code` the raw wait status and
-`standard_output` the unexpanded pattern; v0.0.40+ use lists and `{set, number}` objects.
-"""
+"""squeue: the argv of one call, and its JSON and `-O` (parsable) output as `JobRecord`s."""
 
 from __future__ import annotations
 
