@@ -1,7 +1,7 @@
 """Every button trainbot can render has a listener: no click goes unhandled.
 
 Buttons are collected from what the templates actually render — every story × message × language
-of the golden tests (tests/unit/test_render_golden.py: incidents, the stall warning, …) and the
+of the golden tests (tests/unit/slack/test_render_golden.py: incidents, the stall warning…) and the
 prompts the services post (resubmit, --mem, a stalled job's cancel-and-resume, competitor holds)
 — and each action id found is clicked through the real Bolt app: a 404 would mean Slack's click
 reaches no listener.

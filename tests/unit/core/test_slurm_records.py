@@ -31,7 +31,7 @@ from bot.core.slurm.values import (
 )
 from bot.core.slurm.version import parse_version
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 CASES: dict[str, int] = json.loads((FIXTURES / "cases.json").read_text())["cases"]
 MiB = 1024**2
 

@@ -17,7 +17,7 @@ from bot.core.models import STOP_CLASSES, Accounting, Action
 from bot.core.units import parse_size
 from bot.slack.render import explain
 
-STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import parse_exit_code
 from bot.core.units import GIB, parse_size
 
-STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 NOW = 1_747_000_000.0
 
 

@@ -23,7 +23,7 @@ from bot.probes.checkpoint_verify import (  # noqa: E402
     verify_checkpoint,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # 64*64 + 64 + 64*8 + 8
 MODEL_PARAMS = 4680

@@ -31,7 +31,7 @@ from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
 
-STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.log"
 LOG = "/scratch/mix/logs/mix-88154.out"
 FAILED = Accounting(state="FAILED", exit_code=1, signal=0, mem_limit_bytes=950 * GIB,
                     max_rss_bytes=940 * GIB)

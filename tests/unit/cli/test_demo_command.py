@@ -21,7 +21,7 @@ MIB = 1024**2
 
 
 def test_the_checkout_is_found_from_the_source_tree_only(tmp_path: Path):
-    assert demo.find_checkout() == Path(__file__).resolve().parents[2]
+    assert demo.find_checkout() == Path(__file__).resolve().parents[3]
     wheel = tmp_path / "site-packages" / "bot" / "cli" / "demo.py"
     wheel.parent.mkdir(parents=True)
     wheel.write_text("")

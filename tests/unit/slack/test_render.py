@@ -198,7 +198,7 @@ def test_a_korean_incident_explains_in_korean_unless_the_site_text_is_english_on
     from bot.core.diagnose import analyze_file
     from bot.core.models import Accounting
 
-    log = (Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "108903.log")
+    log = (Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "108903.log")
     site = tmp_path / "site.yaml"
     site.write_text('classes:\n  compiler_missing:\n    hint: "Use module load gcc/12 in the '
                     'launcher; ask #hpc-help."\n', encoding="utf-8")

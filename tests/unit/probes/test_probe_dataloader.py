@@ -11,7 +11,7 @@ import pytest
 from bot.cli import main
 from bot.probes.dataloader import MB, WorkerSeries, analyze, theil_sen_slope
 
-PROBES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
+PROBES = Path(__file__).resolve().parents[2] / "fixtures" / "probes"
 
 
 def _probe(factory: str, capsys, *extra: str) -> tuple[int, dict]:

@@ -31,7 +31,7 @@ from bot.core.slurm.scancel import scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
 from bot.core.slurm.squeue import SQUEUE_FIELDS, squeue_argv
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 HOSTILE = ["a'; touch /tmp/pwned #", "$(id)", "x\ny", "--wrap=rm -rf ~", "`id`", "a b|c;d"]
 
 

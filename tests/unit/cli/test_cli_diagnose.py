@@ -15,7 +15,7 @@ from bot.cli.log_input import elapsed_flag, exit_code_flag, read_log, state_flag
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting
 
-STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 METRIC_KEYS = {"last_iter", "target_iter", "sec_per_iter", "last_loss", "rss_gib_per_100_iter",
                "projected_oom_iter", "stall_seconds"}
 

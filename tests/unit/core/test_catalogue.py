@@ -18,7 +18,7 @@ from bot.core.catalogue.scanner import normalize_line
 from bot.core.models import STOP_CLASSES, Action
 from bot.slack.render import catalogue_text
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 
 # The class ids of docs/failures.md: an interface (diagnose --json prints them).
 CLASS_IDS = {

@@ -13,7 +13,7 @@ from bot.core.incident import AttemptSummary, build_root
 from bot.slack.render import languages, render_blocks, templates_root, translator
 from bot.slack.translations import extract
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PLACEHOLDER = re.compile(r"%\((\w+)\)")
 HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
 

@@ -10,7 +10,7 @@ from slack_standin import validate_blocks
 
 from bot.cli import main
 
-STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 
 
 def test_report_on_the_88154_story_writes_payload_text_and_charts(tmp_path: Path, capsys):

@@ -23,7 +23,7 @@ from bot.services.watch_events import ThreadEvents
 from bot.slack.views import ActionId
 from bot.store import Store
 
-STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
+STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.log"
 LOG = "/scratch/mix/logs/mix-88154.out"
 
 

@@ -19,7 +19,7 @@ from bot.core.launcher_lint import (
     python_scripts_in,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "launchers"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "launchers"
 
 
 def _levels(script: str, check: str) -> list[str]:

@@ -28,7 +28,7 @@ from bot.core.incident import (
 )
 from bot.slack.render import render_blocks
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 STORIES = FIXTURES / "stories"
 GOLDEN = FIXTURES / "golden"
 STORY_IDS = ("87870", "88016", "88154", "108687", "108903", "108915")

@@ -13,7 +13,7 @@ from fakes import FakeRunner
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
 from bot.cluster.slurm import SlurmClient
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 MiB = 1024**2
 
 

@@ -88,6 +88,6 @@ def test_the_module_entry_point_imports_only_the_sampler_and_its_core_series():
     code = ("import sys, bot.probes.sampler\n"
             "print(sorted(m for m in sys.modules if m == 'bot' or m.startswith('bot.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).resolve().parents[2]).stdout
+                         check=True, cwd=Path(__file__).resolve().parents[3]).stdout
     assert out.strip() == str(["bot", "bot.core", "bot.core.sampler_series", "bot.probes",
                                "bot.probes.sampler"])

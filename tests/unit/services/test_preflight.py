@@ -12,7 +12,7 @@ from bot.cli import main
 from bot.core.memory_budget import parse_count
 from bot.services.preflight import _one_gpu, gpus_in_gres
 
-LAUNCHERS = Path(__file__).resolve().parents[1] / "fixtures" / "launchers"
+LAUNCHERS = Path(__file__).resolve().parents[2] / "fixtures" / "launchers"
 
 
 @pytest.fixture()

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEMO = Path(__file__).resolve().parents[2] / "deploy" / "demo"
+DEMO = Path(__file__).resolve().parents[3] / "deploy" / "demo"
 FAST = ["--sec-per-iter", "0.001", "--save-seconds", "0"]
 
 

@@ -20,7 +20,7 @@ from bot.services.watch_events import ThreadEvents
 from bot.slack.render import render_blocks
 from bot.store import Store
 
-STORIES = Path(__file__).resolve().parents[1] / "fixtures" / "stories"
+STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 LOG = "/scratch/mix/logs/mix-88154.out"
 HANGUL = re.compile("[\uac00-\ud7a3]")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sampler" / "leaky_loader.py"
-ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sampler" / "leaky_loader.py"
+ROOT = Path(__file__).resolve().parents[3]
 MIB = 1024 * 1024
 # `trainbot …` without relying on the console script being installed.
 TRAINBOT = [sys.executable, "-c",

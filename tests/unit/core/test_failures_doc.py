@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.core.catalogue import Catalogue
 from bot.core.catalogue.docs import failures_markdown
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FAILURES_MD = REPO / "docs" / "failures.md"
 
 
