@@ -13,28 +13,30 @@ from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.pool import StaticPool
 
 from bot.core.redact import Redactor, url_secret_spans, url_secrets
+from bot.store.audit import AuditRepo
 from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
 from bot.store.repos import (
-    Approval,
     ApprovalsRepo,
-    Attempt,
     AttemptsRepo,
-    AuditEntry,
-    AuditRepo,
-    Chain,
     ChainsRepo,
-    ClaimResult,
     CommandClaimsRepo,
-    Incident,
     IncidentsRepo,
     LeasesRepo,
-    SlackPost,
-    SlackPostsRepo,
-    TailOffset,
     TailOffsetsRepo,
-    WatchedJob,
     WatchedJobsRepo,
 )
+from bot.store.rows import (
+    Approval,
+    Attempt,
+    AuditEntry,
+    Chain,
+    ClaimResult,
+    Incident,
+    SlackPost,
+    TailOffset,
+    WatchedJob,
+)
+from bot.store.slack_posts import SlackPostsRepo
 
 __all__ = [
     "Approval",

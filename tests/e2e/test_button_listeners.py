@@ -28,7 +28,7 @@ from bot.slack.render import TemplateRenderer, render_blocks
 from bot.slack.views import ActionId
 from bot.store import Store
 
-GOLDEN_TESTS = Path(__file__).resolve().parents[1] / "unit" / "test_render_golden.py"
+GOLDEN_TESTS = Path(__file__).resolve().parents[1] / "unit" / "slack" / "test_render_golden.py"
 LANGS = ("en", "ko")
 NOW = 1_732_871_000.0
 

@@ -13,8 +13,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.policy import PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.services.watch.tick import Watcher
-from bot.store import Store
-from bot.store.repos import Chain
+from bot.store import Chain, Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
 CLUSTER = "dev"

@@ -1,0 +1,171 @@
+"""The store's rows as frozen dataclasses, one per table the repositories read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A recipe run: attempts (job ids) sharing one Slack thread and one retry ledger."""
+
+    id: int
+    recipe: str
+    cluster: str
+    job_name: str
+    channel: str | None
+    thread_ts: str | None
+    status: str
+    created_at: float
+    updated_at: float
+    retries_used: int
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One Slurm job of a chain, with its progress, result and the work it lost."""
+
+    id: int
+    chain_id: int
+    job_id: str
+    attempt_no: int
+    state: str
+    submitted_at: float
+    started_at: float | None
+    ended_at: float | None
+    start_iter: int | None
+    last_iter: int | None
+    result: str | None
+    cause: str | None
+    work_lost_iters: int | None
+    work_lost_s: float | None
+    checkpoint_path: str | None
+
+
+@dataclass(frozen=True)
+class TailOffset:
+    """Where the log tail of a job's file stopped, and how to recognise the same file."""
+
+    job_id: str
+    path: str
+    offset: int
+    inode_or_signature: str | None
+    size: int
+    line_no: int
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A diagnosed failure or warning; `key` makes recording it idempotent."""
+
+    id: int
+    key: str
+    chain_id: int | None
+    job_id: str | None
+    class_id: str
+    diagnosis_json: str
+    created_at: float
+    state: str
+
+    @property
+    def diagnosis(self) -> dict[str, Any]:
+        return json.loads(self.diagnosis_json)
+
+
+ApprovalState = Literal["pending", "approved", "refused", "expired", "stale", "done"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A proposed action waiting for (or given) a human yes, bound to its target and expiry."""
+
+    id: str
+    action: str
+    payload_json: str
+    target_job: str | None
+    chain_id: int | None
+    allowed_json: str
+    expires_at: float
+    state: str
+    decided_by: str | None
+    decided_at: float | None
+    created_at: float
+
+    @property
+    def token(self) -> str:
+        return self.id
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return json.loads(self.payload_json)
+
+    @property
+    def allowed(self) -> list[str]:
+        return json.loads(self.allowed_json)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """Outcome of one click: `claimed` is True for exactly one caller per approval.
+
+    `reason`: 'claimed', 'unknown' (no such token), 'expired', 'decided' (already
+    approved/refused/done by someone: see `approval.decided_by`), 'stale' (the chain moved
+    on: `latest` is its latest attempt now) or 'busy' (`other`, another approval of the
+    chain, is acting on the same job right now).
+    """
+
+    claimed: bool
+    reason: Literal["claimed", "unknown", "expired", "decided", "stale", "busy"]
+    approval: Approval | None
+    latest: Attempt | None = None
+    other: Approval | None = None
+
+
+@dataclass(frozen=True)
+class SlackPost:
+    """A Slack message trainbot intends to post or has posted, by idempotency key. `ts` is
+    Slack's ts (a chart's file id); on a chart's intent, the uploaded file whose completion
+    was asked for (`SlackPostsRepo.record_file`)."""
+
+    key: str
+    chain_id: int | None
+    channel: str
+    kind: str
+    ts: str | None
+    thread_ts: str | None
+    state: str
+    payload_hash: str | None
+    updated_at: float
+
+    @property
+    def posted(self) -> bool:
+        return self.state == "posted"
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """Who did what to which job, when, and how it ended."""
+
+    id: int
+    at: float
+    actor: str
+    action: str
+    job_id: str | None
+    recipe: str | None
+    result: str
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    """A job the watcher polls; `adopted` when it was submitted outside trainbot."""
+
+    cluster: str
+    job_id: str
+    chain_id: int | None
+    adopted: bool
+    added_at: float
+    held_since: float | None = None  # when the watcher first saw it held (JobHeldAdmin)

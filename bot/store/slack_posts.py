@@ -1,0 +1,125 @@
+"""Slack post references: each message the bot posts, keyed, so it is posted at most once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bot.store import schema as t
+from bot.store.repos import _Repo, _row, _wall
+from bot.store.rows import SlackPost
+
+
+class SlackPostsRepo(_Repo):
+    """Slack message refs: an intent is stored before posting, the ts after, so a restart
+    neither loses nor duplicates a post."""
+
+    def get(self, key: str) -> SlackPost | None:
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.slack_posts).where(t.slack_posts.c.key == key)).first()
+        return _row(SlackPost, row)
+
+    def record_intent(
+        self,
+        key: str,
+        *,
+        channel: str,
+        kind: str,
+        chain_id: int | None = None,
+        thread_ts: str | None = None,
+        payload_hash: str | None = None,
+        now: float | None = None,
+    ) -> SlackPost:
+        """Store the intent to post `key` unless it exists; returns the (existing) row."""
+        existing = self.get(key)
+        if existing is not None:
+            return existing
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    insert(t.slack_posts).values(
+                        key=key,
+                        chain_id=chain_id,
+                        channel=channel,
+                        kind=kind,
+                        ts=None,
+                        thread_ts=thread_ts,
+                        state="intent",
+                        payload_hash=payload_hash,
+                        updated_at=_wall(now),
+                    )
+                )
+        except IntegrityError:  # concurrent intent for the same key: theirs stands
+            pass
+        post = self.get(key)
+        assert post is not None
+        return post
+
+    def record_posted(
+        self,
+        key: str,
+        *,
+        ts: str,
+        thread_ts: str | None = None,
+        payload_hash: str | None = None,
+        now: float | None = None,
+    ) -> SlackPost:
+        """Mark `key` posted with Slack's ts (and thread_ts for a reply)."""
+        values: dict[str, Any] = dict(ts=ts, state="posted", updated_at=_wall(now))
+        if thread_ts is not None:
+            values["thread_ts"] = thread_ts
+        if payload_hash is not None:
+            values["payload_hash"] = payload_hash
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.slack_posts).where(t.slack_posts.c.key == key).values(**values)
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no Slack post intent {key!r}; call record_intent first")
+        post = self.get(key)
+        assert post is not None
+        return post
+
+    def record_file(self, key: str, file_id: str | None, *, now: float | None = None) -> None:
+        """Remember, before completing it, which uploaded file the chart intent `key` shares
+        (None: that upload is gone, start a new one)."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.slack_posts)
+                .where(t.slack_posts.c.key == key, t.slack_posts.c.state == "intent")
+                .values(ts=file_id, updated_at=_wall(now))
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no Slack post intent {key!r}; call record_intent first")
+
+    def record_updated(self, key: str, *, payload_hash: str, now: float | None = None) -> None:
+        """Remember the hash of the content last sent with chat.update."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.slack_posts)
+                .where(t.slack_posts.c.key == key)
+                .values(payload_hash=payload_hash, updated_at=_wall(now))
+            )
+        if result.rowcount != 1:
+            raise KeyError(f"no Slack post {key!r}")
+
+    def unposted(self) -> list[SlackPost]:
+        """Intents never confirmed posted (to finish after a restart)."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.slack_posts)
+                .where(t.slack_posts.c.state == "intent")
+                .order_by(t.slack_posts.c.updated_at)
+            ).all()
+        return [_row(SlackPost, r) for r in rows]
+
+    def for_chain(self, chain_id: int) -> list[SlackPost]:
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.slack_posts)
+                .where(t.slack_posts.c.chain_id == chain_id)
+                .order_by(t.slack_posts.c.updated_at)
+            ).all()
+        return [_row(SlackPost, r) for r in rows]
