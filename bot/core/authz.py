@@ -96,8 +96,8 @@ def can_submit(access: RecipeAccess, user: str, channel: str | None, verb: str) 
 
 
 def approvers_for(access: RecipeAccess | None, fallback: People) -> People:
-    """Who approves actions on the recipe's jobs: its approvers, else `fallback`
-    (slack.approvers)."""
+    """Who approves the recipe's actions: its approvers, else `fallback` (slack.approvers);
+    `access` None (a recipe no longer configured): `fallback`."""
     return access.approvers if access is not None and access.approvers else fallback
 
 

@@ -24,6 +24,9 @@ def access_for(config: Config, recipe: str) -> RecipeAccess:
     )
 
 
-def approvers_of(config: Config, recipe: str) -> frozenset[str]:
-    """User ids allowed to approve the recipe's prompts (bot.core.authz.approvers_for)."""
-    return approvers_for(access_for(config, recipe), default_approvers(config)).users
+def approvers_now(config: Config, recipe: str | None) -> People:
+    """Who may decide a prompt of `recipe` by `config` (the one running now, read at each
+    click): its approvers, else slack.approvers, which also decide for a recipe no longer
+    configured."""
+    access = access_for(config, recipe) if recipe in config.recipes else None
+    return approvers_for(access, default_approvers(config))

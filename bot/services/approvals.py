@@ -3,8 +3,11 @@
 A prompt (bot.services.prompts, or a competitor's "Hold / No" from bot.services.competitors)
 is one approval row; every button of it carries the same token, its action id
 (bot.slack.views.ActionId) says which choice. `handle_click` accepts one click per prompt:
-a double click, a Slack retry or a replay after expiry changes nothing, an unauthorized click
-is refused (and told so). Every click is audited, whatever its outcome.
+a double click, a Slack retry or a replay after expiry changes nothing. Who may click is
+decided at the click, by the running config (bot.services.access.approvers_now), not by the
+approvers stored with the prompt (a record of who could when it was posted): someone removed
+from a recipe's approvers is refused, and told who can, however old the prompt. Every click
+is audited, whatever its outcome.
 
 A prompt is about one job of a run chain (a hold prompt: about the resumed job it waits for).
 The claim of any of its buttons checks, in the same transaction, that this job is still the
@@ -38,6 +41,7 @@ from bot.cluster.errors import ClusterError
 from bot.core.policy import approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
+from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext, Slurm
 from bot.services.runs import submit_and_announce
 from bot.services.submit import SubmitResult
@@ -172,10 +176,11 @@ def handle_click(
     recipe, target = payload.get("recipe"), approval.target_job
     summary = payload.get("summary")
     for_job = payload.get("for_job")
-    if actor not in approval.allowed:
+    approvers = approvers_now(ctx.config, recipe)
+    if actor not in approvers:
         audit("unauthorized", target, recipe)
         return ClickResult("unauthorized", ephemeral=click_reply(
-            ctx, recipe, "unauthorized", approvers=sorted(approval.allowed)))
+            ctx, recipe, "unauthorized", approvers=sorted(approvers.users)))
     decide = store.approvals.refuse if choice in _NEGATIVE else store.approvals.claim
     claim = decide(token, actor, now, latest_job=latest_job_of(approval))
     if not claim.claimed:
@@ -343,9 +348,10 @@ def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> 
 
 def _propose_holds(ctx: BotContext, approval: Approval, result: SubmitResult,
                    now: float) -> list[int]:
+    recipe = approval.payload["recipe"]
     proposals = comp.propose_holds(
-        ctx, recipe=approval.payload["recipe"], chain_id=result.chain_id,
-        job_id=int(result.job_id), allowed=approval.allowed, now=now,
+        ctx, recipe=recipe, chain_id=result.chain_id, job_id=int(result.job_id),
+        allowed=approvers_now(ctx.config, recipe).users, now=now,
         action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
     )  # fmt: skip
     return [p.competitor for p in proposals]

@@ -1,8 +1,9 @@
 """Approval prompts: the question a person is asked, stored behind one opaque token.
 
 A prompt (an incident's "Resubmit / Resubmit with --mem / Dismiss", a stalled job's "Cancel
-and resume / Cancel / Dismiss") is one approval row: its action, target job, allowed approvers
-(bound when the prompt is made) and expiry. Every button of the prompt carries the same token
+and resume / Cancel / Dismiss") is one approval row: its action, target job, expiry and who
+could approve it when it was made (a record: a click is authorized by the config running
+then, bot.services.approvals). Every button of the prompt carries the same token
 as its value; the button's action id (bot.slack.views.ActionId) says which choice. Clicks
 are answered by bot.services.approvals.
 """
@@ -13,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.services.access import approvers_of
+from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext
 from bot.services.threads import render
 from bot.slack.views import action_id_for
@@ -67,7 +68,7 @@ def create_resubmit_prompt(
     token = _open_prompt(ctx, chain_id, str(job_id), payload, now) or ctx.store.approvals.create(
         action=RESUBMIT_ACTION,
         payload=payload,
-        allowed=approvers_of(ctx.config, recipe),
+        allowed=approvers_now(ctx.config, recipe).users,
         expires_at=now + ctx.config.policy_for(recipe).approval_expiry_s,
         now=now,
         target_job=str(job_id),

@@ -21,7 +21,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
-from bot.services.access import access_for, approvers_of, default_approvers
+from bot.services.access import access_for, approvers_now, default_approvers
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightUsageError, run_preflight
@@ -153,7 +153,7 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
                                  chain_id=chain_id, channel=channel)
     proposals = comp.propose_holds(
         ctx, recipe=cmd.recipe, chain_id=result.chain_id, job_id=int(result.job_id),
-        allowed=approvers_of(ctx.config, cmd.recipe), now=now,
+        allowed=approvers_now(ctx.config, cmd.recipe).users, now=now,
         action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
     )  # fmt: skip
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,

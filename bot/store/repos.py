@@ -347,7 +347,8 @@ class IncidentsRepo(_Repo):
 class ApprovalsRepo(_Repo):
     """Approval tokens behind buttons: each is accepted at most once, before it expires.
 
-    Authorization (is the clicker in `allowed`?) is the caller's job, before `claim`.
+    Authorization (may the clicker approve, by the config running now?) is the caller's job,
+    before `claim`; `allowed` records who could approve when the prompt was posted.
     """
 
     def create(

@@ -238,6 +238,16 @@ def test_unauthorized_click_is_refused_and_shown_refused(app, urls, services, sl
     assert ("U0ALICE", "approval.click", "88154", "unauthorized") in audit(services)
 
 
+def test_an_approver_removed_after_the_prompt_was_posted_is_refused(app, urls, services, slack,
+                                                                   fake_slurm) -> None:
+    token, ts = prompt_in_thread(services, slack)
+    services.config = make_config(approvers=["W0LEAD"])  # restarted without U0APPR
+    answer = click(app, urls, ActionId.RESUBMIT, token, ts, "U0APPR")
+    assert answer[0]["text"] == "Refused: only <@W0LEAD> can approve this. Nothing was done."
+    assert fake_slurm.submits() == [] and slack.ok_calls("chat.update") == []
+    assert ("U0APPR", "approval.click", "88154", "unauthorized") in audit(services)
+
+
 def test_expired_click_is_refused(app, urls, services, slack, fake_slurm) -> None:
     token, ts = prompt_in_thread(services, slack)
     services.clock = lambda: NOW + 48 * 3600

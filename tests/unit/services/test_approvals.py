@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_config, make_context
 
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
@@ -175,6 +175,62 @@ def test_unauthorized_click_is_refused_and_leaves_the_prompt_open(
     assert ctx.store.approvals.get(token).state == "pending"
     assert handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 2).status == "done"
     assert audit_results(ctx) == ["unauthorized", "ok"]
+
+
+@pytest.mark.parametrize("action", [ActionId.RESUBMIT, ActionId.RESUBMIT_MEM, ActionId.DISMISS])
+def test_someone_removed_from_the_approvers_after_the_prompt_is_refused(
+    ctx: BotContext, slurm: FakeSlurm, action: ActionId
+) -> None:
+    """Who may approve is decided at the click, by the config running now (here: restarted
+    with U0APPR taken off the recipe's approvers), not by the list when it was posted."""
+    _, token = failed_run(ctx)
+    assert "U0APPR" in ctx.store.approvals.get(token).allowed  # could approve when posted
+    ctx.config = make_config(approvers=["W0LEAD"])
+    result = handle_click(ctx, token, action, "U0APPR", NOW + 1)
+    assert (result.status, result.update_text) == ("unauthorized", None)
+    assert result.ephemeral == "Refused: only <@W0LEAD> can approve this. Nothing was done."
+    assert slurm.calls == [] and ctx.store.approvals.get(token).state == "pending"
+    assert audit_results(ctx) == ["unauthorized"]
+    assert handle_click(ctx, token, action, "W0LEAD", NOW + 2).status in ("done", "declined")
+
+
+def test_someone_added_to_the_approvers_after_the_prompt_may_approve(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, token = failed_run(ctx)
+    assert "U0NEW" not in ctx.store.approvals.get(token).allowed
+    ctx.config = make_config(approvers=["leads", "U0NEW"])
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "U0NEW", NOW + 1).status == "done"
+    assert len(slurm.submits()) == 1
+
+
+def test_a_hold_prompt_is_authorized_by_the_current_approvers(ctx: BotContext,
+                                                              slurm: FakeSlurm) -> None:
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    slurm.add(88887, name="mix", partition="debug", account="root", priority=50)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=100)
+    [hold] = competitors.propose_holds(
+        ctx, recipe="mix", chain_id=chain.id, job_id=88887, allowed={"U0APPR"}, now=NOW,
+        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR))  # fmt: skip
+    ctx.config = make_config(approvers=["W0LEAD"])
+    refused = handle_click(ctx, hold.token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert refused.status == "unauthorized" and slurm.acted("hold") == []
+    assert handle_click(ctx, hold.token, ActionId.HOLD_COMPETITOR, "W0LEAD",
+                        NOW + 2).status == "done"
+    assert slurm.acted("hold") == [88017]
+
+
+def test_a_prompt_of_a_recipe_no_longer_configured_is_for_slack_approvers(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, token = failed_run(ctx)
+    config = make_config(approvers=["U0ALICE"])
+    config.slack.approvers = ["W0LEAD"]
+    del config.recipes["mix"]
+    ctx.config = config
+    result = handle_click(ctx, token, ActionId.DISMISS, "U0ALICE", NOW + 1)
+    assert result.ephemeral == "Refused: only <@W0LEAD> can approve this. Nothing was done."
+    assert handle_click(ctx, token, ActionId.DISMISS, "W0LEAD", NOW + 2).status == "declined"
 
 
 def test_expired_click_does_nothing_and_says_so(ctx: BotContext, slurm: FakeSlurm) -> None:
