@@ -1,8 +1,16 @@
 """Which replica runs which scheduled job: several `trainbot run` replicas on one database
 each schedule every job, and a job runs only in the replica holding its lease (named after
-the job id: `watch:<cluster>`, `holds`). The holder renews the lease at the start of each
-run; when it dies the lease lapses after `lease_ttl` and another replica takes the job over,
-so no watch is lost. A clean shutdown releases the leases at once.
+the job id: `watch:<cluster>`, `holds`). The holder takes or renews the lease at the start of
+each run and renews it during the run (`LeaseFence`); when it dies the lease lapses after
+`lease_ttl` and another replica takes the job over, so no watch is lost. A clean shutdown
+releases the leases at once.
+
+A run that stalls past its TTL (Slack 429s, SSH timeouts, a frozen process) may find another
+replica has taken over meanwhile. So every side effect of a run (sbatch, scancel, hold,
+release, a Slack post or update) is fenced: first `LeaseFence.confirm` renews the lease in the
+database under the epoch this replica took it with, and when the lease has moved the side
+effect is refused (`LeaseLost`) and the run stops. A confirmed lease is ours for a full TTL
+more, so the side effect is never made by two replicas unless it alone outlasts a TTL.
 """
 
 from __future__ import annotations
@@ -12,12 +20,21 @@ import logging
 import os
 import secrets
 import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from bot.store.repos import LeasesRepo
 
 log = logging.getLogger(__name__)
 
 MIN_LEASE_TTL_S = 30.0
+
+
+class LeaseLost(Exception):
+    """This replica no longer holds the lease its job runs under (another replica took it
+    over, or it was released at shutdown): the side effect was not made, and the run stops."""
 
 
 @functools.cache
@@ -34,38 +51,162 @@ def lease_ttl(every_s: float) -> float:
     return max(3 * every_s, MIN_LEASE_TTL_S)
 
 
+@dataclass
+class _Held:
+    """A lease this replica holds: the epoch it took it under, its TTL, its last renewal and
+    how many side effects under it are under way."""
+
+    epoch: int
+    ttl_s: float
+    renewed_at: float
+    in_flight: int = 0
+
+
 class LeaseKeeper:
     """One replica's leases on its scheduled jobs: the single place that decides whether a
-    job runs here. Logs at info when this replica gains or loses a job (or first sees another
-    replica running it), at debug on each skipped run."""
+    job runs here, and under which epoch. Logs at info when this replica gains or loses a job
+    (or first sees another replica running it), at debug on each skipped run."""
 
     def __init__(self, repo: LeasesRepo, holder: str | None = None):
         self.repo = repo
         self.holder = holder or process_holder()
-        self._held: dict[str, bool] = {}  # lease name -> held at its last check
+        self._seen: dict[str, bool] = {}  # lease name -> held at its last check
+        self._held: dict[str, _Held] = {}  # the leases held now
+        self._stopping = False
+        self._lock = threading.Lock()  # jobs run on a thread pool; shutdown on the main thread
 
     def holds(self, name: str, now: float, every_s: float) -> bool:
         """Take or renew lease `name` at `now` for a job run every `every_s` seconds; True
         when this replica holds it (run the job), False while another replica does (skip)."""
-        held = self.repo.acquire(name, self.holder, now, lease_ttl(every_s))
-        if self._held.get(name) != held:
-            if held:
-                log.info("%s: this replica (%s) runs it now", name, self.holder)
+        if self._stopping:
+            return False
+        ttl = lease_ttl(every_s)
+        epoch = self.repo.acquire(name, self.holder, now, ttl)
+        held = epoch is not None
+        with self._lock:
+            if self._seen.get(name) != held:
+                if held:
+                    log.info("%s: this replica (%s) runs it now", name, self.holder)
+                else:
+                    log.info("%s: run by replica %s; this one (%s) stands by", name,
+                             self.repo.holder(name), self.holder)
+            elif not held:
+                log.debug("%s: skipped, another replica holds the lease", name)
+            self._seen[name] = held
+            if epoch is None:
+                self._held.pop(name, None)
             else:
-                log.info("%s: run by replica %s; this one (%s) stands by", name,
-                         self.repo.holder(name), self.holder)
-        elif not held:
-            log.debug("%s: skipped, another replica holds the lease", name)
-        self._held[name] = held
+                self._held[name] = _Held(epoch, ttl, now)
         return held
+
+    def renew(self, name: str, now: float, *, acting: bool = False) -> bool:
+        """Extend lease `name` in the database under the epoch this replica took it with: True
+        while it is still ours; False once another replica took it over or it was released,
+        and from then on without asking the database. With `acting`, a side effect starts
+        under it (end it with `done_acting`); none starts once the keeper is stopping."""
+        with self._lock:
+            held = self._held.get(name)
+            if held is None or (acting and self._stopping):
+                return False
+            if acting:
+                held.in_flight += 1
+        if self.repo.renew(name, self.holder, held.epoch, now, held.ttl_s):
+            held.renewed_at = now
+            return True
+        with self._lock:
+            if acting:
+                held.in_flight -= 1
+            if self._held.get(name) is held:
+                del self._held[name]
+                self._seen[name] = False
+        log.warning("%s: this replica (%s) lost the lease (epoch %d) during a run; holder "
+                    "now: %s", name, self.holder, held.epoch,
+                    self.repo.holder(name) or "none (released)")
+        return False
+
+    def done_acting(self, name: str) -> None:
+        """A side effect started by `renew(name, …, acting=True)` has ended."""
+        with self._lock:
+            held = self._held.get(name)
+            if held is not None:
+                held.in_flight -= 1
+
+    def renew_due(self, name: str, now: float) -> bool:
+        """`renew` if a tenth of the TTL passed since the last renewal (cheap to call often);
+        False once the lease is known lost, or the keeper is stopping (the run should end)."""
+        with self._lock:
+            held = self._held.get(name)
+        if held is None or self._stopping:
+            return False
+        return now - held.renewed_at < held.ttl_s / 10 or self.renew(name, now)
+
+    def fence(self, name: str, clock: Callable[[], float]) -> LeaseFence:
+        """The fence of the job run under lease `name`, reading time from `clock`."""
+        return LeaseFence(self, name, clock)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def stop(self) -> None:
+        """Shutting down: no job is taken and no side effect starts from now on (fences raise
+        LeaseLost); `release_all` then gives the leases up."""
+        with self._lock:
+            self._stopping = True
 
     def release_all(self) -> None:
         """Release every lease this replica holds (clean shutdown), so another replica takes
-        the jobs over on its next run instead of after the TTL. A failure is logged: the
-        leases then lapse on their own."""
-        for name in [n for n, held in self._held.items() if held]:
+        the jobs over on its next run instead of after the TTL; a run still going is refused
+        its next side effect. A lease with a side effect still under way is not released (it
+        lapses after its TTL: the other replica must not act before it has ended). A failure
+        is logged: the leases then lapse on their own."""
+        with self._lock:
+            names = [n for n, seen in self._seen.items() if seen]
+            busy = {n: h.in_flight for n, h in self._held.items() if h.in_flight > 0}
+            for name in names:
+                self._seen[name] = False
+            self._held.clear()  # refused from now on, even before the database says so
+        for name in names:
+            if name in busy:
+                log.warning("%s: not released, %d side effect(s) still under way: another "
+                            "replica takes it over when it lapses", name, busy[name])
+                continue
             try:
                 self.repo.release(name, self.holder)
             except Exception:  # noqa: BLE001 - shutting down; the lease lapses after its TTL
                 log.exception("%s: could not release the lease", name)
-            self._held[name] = False
+
+
+class LeaseFence:
+    """The lease a scheduled job runs under, as seen from inside the run. Each side effect
+    runs inside `acting(what)`, which first renews the lease in the database under this
+    replica's epoch, or raises `LeaseLost`; `heartbeat()` between steps renews it at most
+    every tenth of the TTL, so a run that makes progress keeps its job however long it takes."""
+
+    def __init__(self, keeper: LeaseKeeper, name: str, clock: Callable[[], float]) -> None:
+        self.keeper = keeper
+        self.name = name
+        self.clock = clock
+
+    @contextmanager
+    def acting(self, what: str) -> Iterator[None]:
+        """Around side effect `what` (e.g. "sbatch"): LeaseLost, and the side effect is not
+        made, when another replica took the lease over, it was released or this replica is
+        stopping."""
+        if not self.keeper.renew(self.name, self.clock(), acting=True):
+            self._lost(what)
+        try:
+            yield
+        finally:
+            self.keeper.done_acting(self.name)
+
+    def heartbeat(self, what: str = "the next step") -> None:
+        """Renew the lease if it is due (see class doc); LeaseLost when it moved."""
+        if not self.keeper.renew_due(self.name, self.clock()):
+            self._lost(what)
+
+    def _lost(self, what: str) -> None:
+        why = ("this replica is stopping" if self.keeper.stopping else
+               "this replica no longer holds the lease (another replica runs the job now)")
+        log.warning("%s: %s refused: %s", self.name, what, why)
+        raise LeaseLost(f"{self.name}: {what} refused: {why}")

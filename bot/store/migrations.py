@@ -206,6 +206,12 @@ def _v6_command_claims(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _v7_lease_epochs(conn: Connection) -> None:
+    """Version 7: leases.epoch, a counter raised each time a lease changes holder, so a side
+    effect of a replica that lost its lease is refused by the database (`LeasesRepo.renew`)."""
+    conn.execute(text("ALTER TABLE leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -213,6 +219,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v4_leases,
     _v5_held_since,
     _v6_command_claims,
+    _v7_lease_epochs,
 ]
 
 

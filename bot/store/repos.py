@@ -608,62 +608,104 @@ class WatchedJobsRepo(_Repo):
         return _row(WatchedJob, row)
 
 
+_RELEASED = ""  # the holder of a released lease
+
+
 class LeasesRepo(_Repo):
     """Named leases with an expiry, so that of several replicas on one database exactly one
     runs each scheduled job (`watch:<cluster>`, `holds`). Taking a lease is one conditional
     UPDATE (or one INSERT for a name never taken), atomic on SQLite and PostgreSQL alike.
-    Expiry compares the callers' clocks: replicas need clocks in sync to well under a TTL."""
+    Expiry compares the callers' clocks: replicas need clocks in sync to well under a TTL.
 
-    def acquire(self, name: str, holder: str, now: float, ttl_s: float) -> bool:
-        """Take or renew `name` for `holder` until `now + ttl_s`. True when it was free,
-        expired or already `holder`'s; False while another holder's lease runs."""
-        if self._take(name, holder, now, ttl_s):
-            return True
+    Each lease has an epoch, raised each time it changes holder (a takeover, or a take after a
+    release). A holder fences its side effects with the epoch it took the lease under:
+    `renew(name, holder, epoch, …)` succeeds only while the row still names both, so a replica
+    that stalled past its TTL while another took over is refused by the database.
+    A released lease keeps its row (holder `""`), so epochs never repeat."""
+
+    def acquire(self, name: str, holder: str, now: float, ttl_s: float) -> int | None:
+        """Take or renew `name` for `holder` until `now + ttl_s`: the epoch it is held under
+        when it was free, expired, released or already `holder`'s; None while another
+        holder's lease runs."""
+        epoch = self._take(name, holder, now, ttl_s)
+        if epoch is not None:
+            return epoch
         if self.holder(name) is not None:  # another holder's lease runs
-            return False
+            return None
         try:
             with self._engine.begin() as conn:
                 conn.execute(
                     insert(t.leases).values(
-                        name=name, holder=holder, acquired_at=now, expires_at=now + ttl_s
+                        name=name, holder=holder, acquired_at=now, expires_at=now + ttl_s,
+                        epoch=1,
                     )
                 )
         except IntegrityError:  # another replica inserted it first: re-check, theirs stands
             return self._take(name, holder, now, ttl_s)
-        return True
+        return 1
 
-    def _take(self, name: str, holder: str, now: float, ttl_s: float) -> bool:
-        """The conditional UPDATE: renew our lease or take a lapsed one; True if it did.
-        A missing row is not taken (`acquire` inserts it)."""
+    def _take(self, name: str, holder: str, now: float, ttl_s: float) -> int | None:
+        """The conditional UPDATE: renew our lease or take a lapsed or released one (a new
+        holder: epoch + 1); the epoch if it did. A missing row is not taken (`acquire`
+        inserts it)."""
         lease = t.leases
+        ours = lease.c.holder == holder
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(lease)
                 .where(lease.c.name == name,
-                       or_(lease.c.holder == holder, lease.c.expires_at < now))
+                       or_(ours, lease.c.holder == _RELEASED, lease.c.expires_at < now))
                 .values(
                     holder=holder,
-                    acquired_at=case((lease.c.holder == holder, lease.c.acquired_at),
-                                     else_=now),
+                    acquired_at=case((ours, lease.c.acquired_at), else_=now),
+                    epoch=case((ours, lease.c.epoch), else_=lease.c.epoch + 1),
                     expires_at=now + ttl_s,
                 )
+            )
+            if result.rowcount != 1:
+                return None
+            # Read in the transaction that took it: no other replica can move it meanwhile.
+            return conn.execute(select(lease.c.epoch).where(lease.c.name == name)).scalar_one()
+
+    def renew(self, name: str, holder: str, epoch: int, now: float, ttl_s: float) -> bool:
+        """The fence: extend `name` to `now + ttl_s` only if `holder` still holds it under
+        `epoch` (one conditional UPDATE). False once another replica took it over or it was
+        released: the caller must not act. A lapsed lease nobody took is renewed (nobody
+        acted meanwhile)."""
+        lease = t.leases
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(lease)
+                .where(lease.c.name == name, lease.c.holder == holder, lease.c.epoch == epoch)
+                .values(expires_at=now + ttl_s)
             )
         return result.rowcount == 1
 
     def release(self, name: str, holder: str) -> bool:
-        """Give `name` up at once (clean shutdown); False if `holder` did not hold it."""
+        """Give `name` up at once (clean shutdown): any replica may take it, and `holder`'s
+        epoch is void; False if `holder` did not hold it."""
+        lease = t.leases
         with self._engine.begin() as conn:
             result = conn.execute(
-                t.leases.delete().where(t.leases.c.name == name, t.leases.c.holder == holder)
+                update(lease)
+                .where(lease.c.name == name, lease.c.holder == holder)
+                .values(holder=_RELEASED)
             )
         return result.rowcount == 1
 
     def holder(self, name: str) -> str | None:
-        """Who last took `name` (its lease may have lapsed since); None if nobody holds it."""
+        """Who last took `name` (its lease may have lapsed since); None if nobody holds it
+        (never taken, or released)."""
         with self._engine.begin() as conn:
-            return conn.execute(
+            holder = conn.execute(
                 select(t.leases.c.holder).where(t.leases.c.name == name)
             ).scalar()
+        return holder or None
+
+    def epoch(self, name: str) -> int | None:
+        """The epoch of `name` (raised on each change of holder); None if never taken."""
+        with self._engine.begin() as conn:
+            return conn.execute(select(t.leases.c.epoch).where(t.leases.c.name == name)).scalar()
 
 
 class CommandClaimsRepo(_Repo):

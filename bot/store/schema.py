@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 metadata = MetaData()
 
@@ -152,6 +152,8 @@ leases = Table(  # version 4
     Column("holder", Text, nullable=False),
     Column("acquired_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
+    # version 7: +1 on each change of holder; side effects are fenced with it (LeasesRepo)
+    Column("epoch", Integer, nullable=False, server_default="0"),
 )
 
 command_claims = Table(  # version 6

@@ -92,6 +92,35 @@ def test_leases_are_independent_by_name(replicas) -> None:
     assert (a.leases.holder("watch:beta"), b.leases.holder("watch:alpha")) == ("B", "A")
 
 
+def test_the_epoch_rises_with_each_new_holder_and_never_repeats(replicas) -> None:
+    a, b = replicas
+    assert a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0) == 1
+    assert a.leases.acquire(LEASE, "A", now=120.0, ttl_s=30.0) == 1  # renewed
+    assert a.leases.acquire(LEASE, "A", now=200.0, ttl_s=30.0) == 1  # lapsed, nobody took it
+    assert b.leases.acquire(LEASE, "B", now=300.0, ttl_s=30.0) == 2  # taken over
+    assert b.leases.release(LEASE, "B")
+    assert b.leases.epoch(LEASE) == 2
+    assert b.leases.acquire(LEASE, "B", now=301.0, ttl_s=30.0) == 3  # released: a new take
+    assert a.leases.acquire(LEASE, "A", now=302.0, ttl_s=30.0) is None
+
+
+def test_a_renewal_under_a_stale_epoch_or_after_a_release_is_refused(replicas) -> None:
+    """The fence: only the holder, under the epoch it took the lease with, may renew it."""
+    a, b = replicas
+    epoch_a = a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)
+    assert a.leases.renew(LEASE, "A", epoch_a, now=125.0, ttl_s=30.0)  # until 155
+    assert not b.leases.acquire(LEASE, "B", now=150.0, ttl_s=30.0)
+    assert a.leases.renew(LEASE, "A", epoch_a, now=190.0, ttl_s=30.0)  # lapsed, not taken
+    assert not b.leases.renew(LEASE, "B", epoch_a, now=190.0, ttl_s=30.0)  # not B's
+    epoch_b = b.leases.acquire(LEASE, "B", now=300.0, ttl_s=30.0)
+    assert epoch_b == epoch_a + 1
+    assert not a.leases.renew(LEASE, "A", epoch_a, now=301.0, ttl_s=30.0)  # A stalled: refused
+    assert b.leases.holder(LEASE) == "B"
+    assert b.leases.release(LEASE, "B")
+    assert not b.leases.renew(LEASE, "B", epoch_b, now=302.0, ttl_s=30.0)
+    assert b.leases.holder(LEASE) is None
+
+
 @pytest.mark.parametrize("before", ["never taken", "lapsed"])
 def test_replicas_racing_for_a_lease_at_the_same_instant_get_exactly_one_winner(
         store_url, before) -> None:
