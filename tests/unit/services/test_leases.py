@@ -24,7 +24,7 @@ from bot.cli import EXIT_OK
 from bot.cli import run as run_cmd
 from bot.config import Config
 from bot.core.catalogue import Catalogue
-from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
+from bot.services.leases import LeaseKeeper, LeaseLost, lease_ttl, process_holder
 from bot.services.ports import BotContext
 from bot.services.scheduler import JobScheduler
 from bot.slack.render import TemplateRenderer
@@ -189,6 +189,61 @@ def test_the_keeper_logs_once_when_ownership_changes_and_quietly_skips(replicas,
     assert a.leases.holder(LEASE) is None
     assert keeper_b.holds(LEASE, 131.0, every_s=30.0)
     assert caplog.records[-1].getMessage() == f"{LEASE}: this replica (B) runs it now"
+
+
+def test_a_fence_refuses_the_side_effects_of_a_replica_whose_lease_was_taken_over(
+        replicas, caplog) -> None:
+    a, b = replicas
+    now = [100.0]
+    keeper_a, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
+    fence = keeper_a.fence(LEASE, lambda: now[0])
+    assert keeper_a.holds(LEASE, now[0], every_s=10.0)  # TTL 30 s
+    done: list[str] = []
+    with fence.acting("sbatch"):
+        done.append("sbatch@100")
+    now[0] = 200.0  # A stalled in a slow call: B takes the job over
+    assert keeper_b.holds(LEASE, 200.0, every_s=10.0)
+    with pytest.raises(LeaseLost, match="sbatch refused"), fence.acting("sbatch"):
+        done.append("sbatch@200")
+    with pytest.raises(LeaseLost):
+        fence.heartbeat()
+    assert done == ["sbatch@100"]
+    assert b.leases.holder(LEASE) == "B"
+    assert any("lost the lease (epoch 1)" in r.getMessage() for r in caplog.records)
+
+
+def test_heartbeats_keep_a_long_run_its_lease(replicas) -> None:
+    a, b = replicas
+    now = [100.0]
+    keeper_a, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
+    fence = keeper_a.fence(LEASE, lambda: now[0])
+    assert keeper_a.holds(LEASE, now[0], every_s=10.0)  # until 130
+    for t in range(110, 400, 10):  # a run of 5 minutes, a step every 10 s
+        now[0] = float(t)
+        fence.heartbeat()
+        assert not keeper_b.holds(LEASE, now[0] + 1, every_s=10.0)
+    with fence.acting("Slack post"):
+        pass
+
+
+def test_a_stopping_keeper_starts_no_side_effect_and_keeps_a_lease_whose_side_effect_runs(
+        replicas) -> None:
+    a, b = replicas
+    now = [100.0]
+    keeper = LeaseKeeper(a.leases, holder="A")
+    watch, holds = keeper.fence(LEASE, lambda: now[0]), keeper.fence("holds", lambda: now[0])
+    assert keeper.holds(LEASE, now[0], every_s=10.0) and keeper.holds("holds", 100.0, 10.0)
+    with watch.acting("sbatch"):  # under way while the replica stops
+        keeper.stop()
+        with pytest.raises(LeaseLost, match="stopping"), holds.acting("scontrol release 7"):
+            pass
+        with pytest.raises(LeaseLost, match="stopping"):
+            holds.heartbeat()
+        keeper.release_all()
+    assert not keeper.holds("holds", 101.0, every_s=10.0)
+    assert b.leases.holder("holds") is None  # released: taken over at once
+    assert b.leases.holder(LEASE) == "A"  # lapses after its TTL, the sbatch may have gone out
+    assert not LeaseKeeper(b.leases, holder="B").holds(LEASE, 101.0, every_s=10.0)
 
 
 # ------------------------------------------------------------------------------ two schedulers
