@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -531,6 +532,22 @@ class SlackConfig(_Model):
         "SLACK_SIGNING_SECRET",
         description="Environment variable holding the signing secret (HTTP mode).",
     )
+    api_url: str = Field(
+        "https://slack.com/api/",
+        description="Slack Web API base URL: https://slack-gov.com/api/ for GovSlack; plain "
+                    "http only to this machine (a stand-in in tests).",
+    )
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        url = urlsplit(value)
+        local = url.hostname in ("localhost", "127.0.0.1", "::1")
+        if not url.hostname or not (url.scheme == "https" or (url.scheme == "http" and local)):
+            raise ValueError(f"api_url: {value!r} must be an https:// URL (the bot token is "
+                             "sent to it; plain http only to localhost), e.g. "
+                             "https://slack.com/api/")
+        return value if value.endswith("/") else value + "/"
 
     @field_validator("channels")
     @classmethod

@@ -220,6 +220,19 @@ def test_secrets_come_only_from_the_env_mapping(tmp_path):
     assert config.slack_secrets.missing(config.slack) == ["SLACK_SIGNING_SECRET"]
 
 
+def test_the_slack_api_url_is_https_or_local_http(tmp_path):
+    assert load_config(write(tmp_path, MINIMAL), env={}).slack.api_url == \
+        "https://slack.com/api/"
+    gov = load_config(write(tmp_path, MINIMAL + "  api_url: https://slack-gov.com/api\n"), env={})
+    assert gov.slack.api_url == "https://slack-gov.com/api/"
+    local = MINIMAL + "  api_url: http://127.0.0.1:8123/api/\n"
+    assert load_config(write(tmp_path, local), env={}).slack.api_url == \
+        "http://127.0.0.1:8123/api/"
+    for bad in ("http://slack.example.org/api/", "slack.com/api", "ftp://localhost/"):
+        message = error_of(tmp_path, MINIMAL + f"  api_url: {bad}\n")
+        assert "slack.api_url" in message and "https://" in message
+
+
 def test_secret_written_in_the_file_is_refused(tmp_path):
     message = error_of(tmp_path, MINIMAL + "  bot_token: abc\n")
     assert "slack.bot_token" in message and "environment" in message
