@@ -10,6 +10,8 @@ HTTP mode needs the signing secret and a public HTTPS endpoint.
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
@@ -22,10 +24,12 @@ from bot.config import Config, ConfigError
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
 from bot.services.ports import BotContext
-from bot.services.scheduler import JobScheduler
+from bot.services.scheduler import STOP_GRACE_S, DaemonThreadExecutor, JobScheduler
 from bot.services.watch.tick import Watcher
 
 log = logging.getLogger(__name__)
+
+CLOSE_WAIT_S = 2.0  # at most this long for closing the SSH connections at a stop
 
 
 def build_context(config: Config, *, client: WebClient | None = None) -> BotContext:
@@ -51,14 +55,15 @@ def build_context(config: Config, *, client: WebClient | None = None) -> BotCont
 
 
 def slack_client(config: Config) -> WebClient:
-    """The bot's WebClient (429/5xx retries), from the token in the environment."""
+    """The bot's WebClient (429/5xx retries) on `slack.api_url`, from the token in the
+    environment."""
     from bot.slack.retry import make_client
 
     token = config.slack_secrets.bot_token
     if token is None:
         raise ConfigError(f"${config.slack.bot_token_env} is not set: export the xoxb- bot "
                           "token (it is never read from the config file)")
-    return make_client(token.get_secret_value())
+    return make_client(token.get_secret_value(), base_url=config.slack.api_url)
 
 
 def build_watcher(ctx: BotContext, cluster: str) -> Watcher:
@@ -99,15 +104,19 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                     clock: Callable[[], float] = time.time) -> JobScheduler:
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) every
     policy tick, and `watch:<cluster>` for each configured cluster every `tick_interval`;
-    each runs only while `leases` (default: this process's) holds the lease named after it."""
+    each runs only while `leases` (default: this process's) holds the lease named after it,
+    with its side effects fenced by that lease (bot.services.fencing)."""
     from bot.services.competitors import release_started
+    from bot.services.fencing import fenced_context
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
-    scheduler.run_repeating("holds", lambda now: release_started(ctx, now),
+    holds = fenced_context(ctx, scheduler.fence("holds"))
+    scheduler.run_repeating("holds", lambda now: release_started(holds, now),
                             every_s=ctx.config.policy.tick_s)
     for name in ctx.config.clusters:
-        watcher = build_watcher(ctx, name)
-        scheduler.run_repeating(f"watch:{name}", watcher.tick,
+        job_id = f"watch:{name}"
+        watcher = build_watcher(fenced_context(ctx, scheduler.fence(job_id)), name)
+        scheduler.run_repeating(job_id, watcher.tick,
                                 every_s=tick_interval(ctx.config, name),
                                 on_regained=watcher.forget)
     return scheduler
@@ -169,30 +178,83 @@ def start(app: App, config: Config, *, http_port: int = 3000) -> None:
 
         app_token = config.slack_secrets.app_token
         assert app_token is not None
-        SocketModeHandler(app, app_token.get_secret_value()).start()
+        handler = SocketModeHandler(app, app_token.get_secret_value())
+        try:
+            handler.start()
+        finally:
+            handler.close()
     else:
-        app.start(port=http_port)
+        app.start(port=http_port)  # its server closes its socket on the way out
+
+
+class StopRequested(BaseException):
+    """SIGTERM or SIGINT, raised in the main thread to end serving (a BaseException, like
+    KeyboardInterrupt: no `except Exception` on the way swallows it)."""
+
+
+class _StopSignals:
+    """While in effect, SIGTERM (systemd, containers) and SIGINT (Ctrl-C) raise StopRequested
+    in the main thread, once: after the first, or once `shutting_down` is set, a signal is
+    only logged, so the shutdown itself is never interrupted (it is bounded anyway)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.shutting_down = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.shutting_down:
+            log.info("%s received; already stopping", name)
+            return
+        self.shutting_down = True
+        log.info("%s received: stopping", name)
+        raise StopRequested(name)
+
+
+def _bounded(what: str, call: Callable[[], None], timeout_s: float) -> None:
+    """`call()` in a daemon thread, waited for at most `timeout_s` (then logged and left)."""
+    thread = threading.Thread(target=call, name=f"trainbot {what}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        log.warning("%s did not finish within %g s; exiting without it", what, timeout_s)
 
 
 def run(config: Config, *, http_port: int = 3000) -> None:
-    """The bot, built from `config` and served until stopped (Ctrl-C); then the scheduler
-    stops, this replica's leases are released (another replica takes the jobs over at once),
-    SSH connections and the store are closed. Raises StoreError or CatalogueError (with what
-    is wrong) before anything starts."""
+    """The bot, built from `config` and served until stopped by SIGTERM or SIGINT (Ctrl-C).
+    Then, within STOP_GRACE_S + CLOSE_WAIT_S: no new Slack request or scheduled run is taken
+    and no side effect started, the runs under way end at their next step, this replica's
+    leases are released (another replica takes the jobs over at once), SSH connections and
+    the store are closed. Raises StoreError or CatalogueError (with what is wrong) before
+    anything starts."""
     services = build_context(config)
     try:
-        app = build_app(config, services)
+        app = build_app(config, services, listener_executor=DaemonThreadExecutor())
         scheduler = build_scheduler(services)
     except BaseException:
         services.clusters.close()
         services.store.close()
         raise
-    scheduler.start()
-    try:
-        start(app, config, http_port=http_port)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        scheduler.stop()
-        services.clusters.close()
-        services.store.close()
+    with _StopSignals() as signals:
+        scheduler.start()
+        try:
+            start(app, config, http_port=http_port)
+        except (StopRequested, KeyboardInterrupt):
+            pass
+        finally:
+            signals.shutting_down = True
+            scheduler.stop(grace_s=STOP_GRACE_S)
+            _bounded("closing the SSH connections", services.clusters.close, CLOSE_WAIT_S)
+            services.store.close()
+            log.info("stopped")

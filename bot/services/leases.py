@@ -5,12 +5,14 @@ each run and renews it during the run (`LeaseFence`); when it dies the lease lap
 `lease_ttl` and another replica takes the job over, so no watch is lost. A clean shutdown
 releases the leases at once.
 
-A run that stalls past its TTL (Slack 429s, SSH timeouts, a frozen process) may find another
-replica has taken over meanwhile. So every side effect of a run (sbatch, scancel, hold,
-release, a Slack post or update) is fenced: first `LeaseFence.confirm` renews the lease in the
-database under the epoch this replica took it with, and when the lease has moved the side
-effect is refused (`LeaseLost`) and the run stops. A confirmed lease is ours for a full TTL
-more, so the side effect is never made by two replicas unless it alone outlasts a TTL.
+A run that stalls past its TTL (a hung SSH read, a frozen process) may find another replica
+has taken over meanwhile. So every side effect of a run (sbatch, scancel, hold, release, a
+Slack post or update) is fenced (`LeaseFence.acting`): first the lease is renewed in the
+database under the epoch this replica took it with (one conditional UPDATE), and when the
+lease has moved the side effect is refused (`LeaseLost`) and the run stops. While the side
+effect is under way (Slack 429 waits, a slow sbatch) the lease is renewed in the background,
+so no other replica can take the job over before it has ended; a frozen process stops
+renewing like any other, and its next side effect is refused.
 """
 
 from __future__ import annotations
@@ -25,16 +27,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from bot.services.ports import LeaseLost
 from bot.store.repos import LeasesRepo
 
 log = logging.getLogger(__name__)
 
 MIN_LEASE_TTL_S = 30.0
-
-
-class LeaseLost(Exception):
-    """This replica no longer holds the lease its job runs under (another replica took it
-    over, or it was released at shutdown): the side effect was not made, and the run stops."""
 
 
 @functools.cache
@@ -67,9 +65,11 @@ class LeaseKeeper:
     job runs here, and under which epoch. Logs at info when this replica gains or loses a job
     (or first sees another replica running it), at debug on each skipped run."""
 
-    def __init__(self, repo: LeasesRepo, holder: str | None = None):
+    def __init__(self, repo: LeasesRepo, holder: str | None = None, *,
+                 renew_every_s: float | None = None):
         self.repo = repo
         self.holder = holder or process_holder()
+        self.renew_every_s = renew_every_s  # during a side effect; default: a third of the TTL
         self._seen: dict[str, bool] = {}  # lease name -> held at its last check
         self._held: dict[str, _Held] = {}  # the leases held now
         self._stopping = False
@@ -123,6 +123,14 @@ class LeaseKeeper:
                     "now: %s", name, self.holder, held.epoch,
                     self.repo.holder(name) or "none (released)")
         return False
+
+    def renew_interval(self, name: str) -> float:
+        """Seconds between the background renewals of lease `name` during a side effect."""
+        if self.renew_every_s is not None:
+            return self.renew_every_s
+        with self._lock:
+            held = self._held.get(name)
+        return (held.ttl_s if held is not None else MIN_LEASE_TTL_S) / 3
 
     def done_acting(self, name: str) -> None:
         """A side effect started by `renew(name, …, acting=True)` has ended."""
@@ -180,8 +188,9 @@ class LeaseKeeper:
 class LeaseFence:
     """The lease a scheduled job runs under, as seen from inside the run. Each side effect
     runs inside `acting(what)`, which first renews the lease in the database under this
-    replica's epoch, or raises `LeaseLost`; `heartbeat()` between steps renews it at most
-    every tenth of the TTL, so a run that makes progress keeps its job however long it takes."""
+    replica's epoch, or raises `LeaseLost`, and keeps renewing it while the side effect is
+    under way; `heartbeat()` around reads renews it at most every tenth of the TTL, so a run
+    that makes progress keeps its job however long it takes."""
 
     def __init__(self, keeper: LeaseKeeper, name: str, clock: Callable[[], float]) -> None:
         self.keeper = keeper
@@ -195,10 +204,23 @@ class LeaseFence:
         stopping."""
         if not self.keeper.renew(self.name, self.clock(), acting=True):
             self._lost(what)
+        done = threading.Event()
+        threading.Thread(target=self._keep_renewed, args=(done, what), daemon=True,
+                         name=f"trainbot lease {self.name}").start()
         try:
             yield
         finally:
+            done.set()
             self.keeper.done_acting(self.name)
+
+    def _keep_renewed(self, done: threading.Event, what: str) -> None:
+        """Renew the lease every `renew_interval` until the side effect is `done`."""
+        while not done.wait(self.keeper.renew_interval(self.name)):
+            try:
+                if not self.keeper.renew(self.name, self.clock()):
+                    return
+            except Exception:  # noqa: BLE001 - the database may be back on the next try
+                log.exception("%s: renewing the lease during %s failed", self.name, what)
 
     def heartbeat(self, what: str = "the next step") -> None:
         """Renew the lease if it is due (see class doc); LeaseLost when it moved."""

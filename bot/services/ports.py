@@ -108,6 +108,13 @@ class Slurm(SlurmJobs, Protocol):
     def cancel(self, job_id: int) -> None: ...
 
 
+class LeaseLost(Exception):
+    """A scheduled job's side effect refused: this replica no longer holds the job's lease
+    (another replica took it over, or this one is stopping). Raised by the fenced ports
+    (bot.services.fencing) before anything is done; the run ends there (never caught as a
+    failed post or command: what it would have done is now another replica's to do)."""
+
+
 class ClusterSessions(Protocol):
     """Per-cluster adapters by cluster name, opened on first use; `close()` closes them."""
 

@@ -4,38 +4,87 @@
 seconds (UTC, coalesced, one instance at a time, explicit job ids), and only while this
 replica holds the lease named after the job (bot.services.leases): of several replicas on one
 database, one runs each job. This is the single place where "run this job only while this
-replica holds its lease" lives. A job that raises is logged and the next run goes on.
+replica holds its lease" lives. A job gives its side effects to the job's fence
+(`fence(job_id)`, see bot.services.fencing): a run whose lease moved meanwhile ends at its
+next side effect or read (LeaseLost, logged). A job that raises is logged and the next run
+goes on.
+
+`stop()` is a graceful stop: no run starts and no side effect is made any more, the runs
+under way get a grace period to end at their next step, then the leases are released. Each
+run has its own daemon thread, so a run stuck in a remote call never keeps the process alive.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from typing import Any
 
+from apscheduler.executors.pool import BasePoolExecutor
 from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from bot.services.leases import LeaseKeeper
+from bot.services.leases import LeaseFence, LeaseKeeper
+from bot.services.ports import LeaseLost
 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[float], Any]  # (now) -> anything
+
+STOP_GRACE_S = 5.0
+
+
+class DaemonThreadExecutor(Executor):
+    """A `concurrent.futures` executor running each call in a new daemon thread. Unlike a
+    thread pool's workers, which the interpreter joins at exit, a call stuck in a remote
+    operation does not keep a stopped bot from exiting. The bot's runs and its Slack
+    listeners use it."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def target() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - handed to the future's owner
+                future.set_exception(exc)
+
+        threading.Thread(target=target, name=f"trainbot {getattr(fn, '__name__', 'call')}",
+                         daemon=True).start()
+        return future
+
+
+class _DaemonRuns(BasePoolExecutor):
+    """APScheduler's pool executor on daemon threads (max_instances still holds)."""
+
+    def __init__(self) -> None:
+        super().__init__(DaemonThreadExecutor())
 
 
 class JobScheduler:
     """Lease-guarded repeating jobs on a UTC BackgroundScheduler (coalesce, max_instances=1).
 
     `on_regained` (per job) runs before the first run after another replica held the job's
-    lease, e.g. a watcher dropping what it kept in memory meanwhile.
+    lease (or a run lost it), e.g. a watcher dropping what it kept in memory meanwhile.
     """
 
     def __init__(self, leases: LeaseKeeper, *, clock: Callable[[], float] = time.time) -> None:
         self.leases = leases
         self.clock = clock
         self._scheduler = BackgroundScheduler(
-            timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
+            timezone="UTC", executors={"default": _DaemonRuns()},
+            job_defaults={"coalesce": True, "max_instances": 1})
+        self._running = 0  # runs under way
+        self._idle = threading.Condition()
+
+    def fence(self, job_id: str) -> LeaseFence:
+        """The fence of job `job_id`'s lease, for its side effects (bot.services.fencing)."""
+        return self.leases.fence(job_id, self.clock)
 
     def run_repeating(self, job_id: str, callback: Callback, *, every_s: float,
                       on_regained: Callable[[], None] | None = None) -> Job:
@@ -49,9 +98,11 @@ class JobScheduler:
 
     def _guarded(self, job_id: str, callback: Callback, every_s: float,
                  on_regained: Callable[[], None] | None) -> Callable[[], None]:
-        held_last: list[bool] = []  # whether the previous run held the lease
+        held_last: list[bool] = []  # whether the previous run held the lease to its end
 
         def run() -> None:
+            with self._idle:
+                self._running += 1
             try:
                 now = self.clock()
                 held = self.leases.holds(job_id, now, every_s)
@@ -60,8 +111,15 @@ class JobScheduler:
                 held_last[:] = [held]
                 if held:
                     callback(now)
+            except LeaseLost as exc:  # another replica runs the job now, or we are stopping
+                held_last[:] = [False]
+                log.warning("scheduled job %s stopped: %s", job_id, exc)
             except Exception:  # a failed run is reported, and the next one still runs
                 log.exception("scheduled job %s failed", job_id)
+            finally:
+                with self._idle:
+                    self._running -= 1
+                    self._idle.notify_all()
 
         return run
 
@@ -75,9 +133,18 @@ class JobScheduler:
     def start(self) -> None:
         self._scheduler.start()
 
-    def stop(self) -> None:
-        """Stop scheduling and release this replica's leases, so another replica takes the
-        jobs over on its next run instead of after the lease's TTL."""
+    def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
+        """Stop (see module doc): no new run, no new side effect; wait up to `grace_s` for
+        the runs under way to end; then release this replica's leases, so another replica
+        takes the jobs over on its next run instead of after the TTL (a lease whose side
+        effect is still under way lapses instead). True if every run had ended."""
+        self.leases.stop()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
+        with self._idle:
+            ended = self._idle.wait_for(lambda: self._running == 0, timeout=grace_s)
+        if not ended:
+            log.warning("%d scheduled run(s) still under way after %g s; stopping without "
+                        "them (they make no further side effect)", self._running, grace_s)
         self.leases.release_all()
+        return ended

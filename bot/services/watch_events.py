@@ -43,7 +43,7 @@ from collections import OrderedDict
 
 from bot.core.incident import build_incident
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
-from bot.services.ports import Blocks, BotContext, root_key
+from bot.services.ports import Blocks, BotContext, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.threads import has_thread, refresh_root, render, section, thread_note
 from bot.services.watch.events import WatchEvent
@@ -161,6 +161,8 @@ class ThreadEvents:
             try:
                 upload(chain_id, f"chart:{job}:{stage}:{name}", charts[name], name,
                        f"{CHART_TITLES[name]} · job {job} ({stage})")
+            except LeaseLost:
+                raise  # nor is the event posted: the replica holding the lease posts it
             except Exception as exc:  # noqa: BLE001 - never re-posts the event (module doc)
                 log.warning("%s: uploading %s of job %s failed, not retried: %s",
                             event.key, name, job, exc)

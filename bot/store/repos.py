@@ -343,6 +343,17 @@ class IncidentsRepo(_Repo):
         if result.rowcount != 1:
             raise KeyError(f"no incident {key!r}")
 
+    def set_state_from(self, key: str, expected: str, state: str) -> bool:
+        """Set `state` only while the incident is still `expected` (one conditional UPDATE):
+        of replicas acting on one row, one wins; False when another moved it meanwhile."""
+        incidents = t.incidents
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(incidents).where(incidents.c.key == key, incidents.c.state == expected)
+                .values(state=state)
+            )
+        return result.rowcount == 1
+
 
 class ApprovalsRepo(_Repo):
     """Approval tokens behind buttons: each is accepted at most once, before it expires.

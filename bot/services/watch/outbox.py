@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.core.policy import PastWarning
 from bot.crashpoint import crashpoint
+from bot.services.ports import LeaseLost
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.store import Store
 
@@ -51,6 +52,8 @@ class Outbox:
         crashpoint("intent_recorded", event.key)  # crash-safety test hook (no-op in production)
         try:
             self.sink.publish(event)
+        except LeaseLost:
+            raise  # not published: the key stays `pending` for the replica holding the lease
         except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick
             log.warning("%s: publishing %s failed, will retry: %s", self.cluster, event.key, exc)
             return False
@@ -87,6 +90,8 @@ class Outbox:
         if chain_changed is not None:
             try:
                 chain_changed(chain_id)
+            except LeaseLost:
+                raise
             except Exception:  # noqa: BLE001 - a stale root never stops the watch
                 log.exception("chain %s: updating the thread's root failed", chain_id)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.core.policy import Decision, DecisionKind
 from bot.crashpoint import crashpoint
+from bot.services.ports import LeaseLost
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 from bot.store import Chain, Incident, Store
@@ -96,6 +97,8 @@ class AutoResubmits:
                     try:
                         new_job = self._recover(data["recipe"], chain.id,
                                                 str(inc.job_id), decision)
+                    except LeaseLost:
+                        raise
                     except Exception as exc:  # noqa: BLE001 - never guess: retry later
                         log.warning("%s: cannot tell whether the resubmit of %s went "
                                     "through (%s); asking again next tick",
@@ -105,10 +108,13 @@ class AutoResubmits:
                     self.store.incidents.set_state(inc.key, "done")  # it went through
                     continue
             if new_job is None:
-                self.store.incidents.set_state(inc.key, "submitting")
+                if not self.store.incidents.set_state_from(inc.key, inc.state, "submitting"):
+                    continue  # another replica took this resubmit on meanwhile
                 crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
                 try:
                     new_job = self._resubmit(data["recipe"], chain.id, decision)
+                except LeaseLost:
+                    raise  # no sbatch was made; the state is the new holder's to change
                 except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
                     log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
                                 self.cluster, inc.job_id, chain.id, exc)

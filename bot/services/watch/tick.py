@@ -55,7 +55,7 @@ from bot.core.sampler_series import cpu_around, role_growth, sampler_leak
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
-from bot.services.ports import SFTP, SlurmJobs
+from bot.services.ports import SFTP, LeaseLost, SlurmJobs
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.logs import JobWatch, LogFollower
 from bot.services.watch.outbox import Outbox
@@ -173,6 +173,8 @@ class Watcher:
                 continue
             try:
                 self._job(w, record, now, report, memory.get(job_id))
+            except LeaseLost:
+                raise  # another replica watches now: this tick ends here
             except ClusterError as exc:  # SSH dropped mid-tick: try again next tick
                 log.warning("%s: job %s: %s; will retry next tick", self.cluster, job_id, exc)
             except OSError as exc:  # SFTP read failed

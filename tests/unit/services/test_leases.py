@@ -24,8 +24,8 @@ from bot.cli import EXIT_OK
 from bot.cli import run as run_cmd
 from bot.config import Config
 from bot.core.catalogue import Catalogue
-from bot.services.leases import LeaseKeeper, LeaseLost, lease_ttl, process_holder
-from bot.services.ports import BotContext
+from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
+from bot.services.ports import BotContext, LeaseLost
 from bot.services.scheduler import JobScheduler
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
@@ -352,7 +352,7 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
         raise KeyboardInterrupt  # Ctrl-C
 
     monkeypatch.setattr(bot.app, "build_scheduler", spy_build)
-    monkeypatch.setattr(bot.app, "build_app", lambda config, services: object())
+    monkeypatch.setattr(bot.app, "build_app", lambda config, services, **kw: object())
     monkeypatch.setattr(bot.app, "start", serve_then_stop)
     assert run_cmd.run(argparse.Namespace(config=str(path), http_port=3000)) == EXIT_OK
     assert held == {"holds": process_holder(), "watch:alpha": process_holder()}

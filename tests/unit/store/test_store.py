@@ -220,6 +220,16 @@ def test_incident_recorded_once_per_key(store):
     assert store.incidents.get("88154:nccl_timeout").state == "resolved"
 
 
+def test_an_incident_state_moved_meanwhile_is_not_overwritten(store):
+    store.incidents.record("88300:resubmit", class_id="resubmit", diagnosis={}, now=5.0,
+                           state="due")
+    assert store.incidents.set_state_from("88300:resubmit", "due", "submitting")
+    assert not store.incidents.set_state_from("88300:resubmit", "due", "submitting")
+    store.incidents.set_state("88300:resubmit", "done")
+    assert not store.incidents.set_state_from("88300:resubmit", "due", "submitting")
+    assert store.incidents.get("88300:resubmit").state == "done"
+
+
 def test_approval_claimed_once_and_not_after_expiry(store):
     token = store.approvals.create(
         action="resubmit", payload={"from_iter": 1000}, allowed=["U1", "U2"],

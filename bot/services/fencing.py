@@ -1,0 +1,154 @@
+"""The ports of a scheduled job, fenced with its lease (bot.services.leases.LeaseFence).
+
+A job runs with `fenced_context(ctx, fence)`: the same services, but the cluster sessions and
+the thread writer reach the world through wrappers that run each side effect (a remote
+command: sbatch, scontrol hold/release, scancel, a site's submit wrapper; a Slack post,
+update or upload) inside `fence.acting(…)`, and renew the lease around each read (Slurm
+queries, SFTP). So a replica that lost the job's lease — it stalled past the TTL and another
+took over, or it is stopping — makes no side effect: `LeaseLost` is raised instead, and the
+run ends there without writing what it would have done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from bot.services.leases import LeaseFence
+from bot.services.ports import (
+    SFTP,
+    BotContext,
+    ClusterSessions,
+    CommandOutput,
+    Runner,
+    Slurm,
+    ThreadWriter,
+)
+
+T = TypeVar("T")
+
+
+def fenced_context(ctx: BotContext, fence: LeaseFence) -> BotContext:
+    """`ctx` whose cluster sessions and thread writer are fenced with `fence`."""
+    return replace(ctx, clusters=FencedClusters(ctx.clusters, fence),
+                   sink=FencedThreadWriter(ctx.sink, fence) if ctx.sink is not None else None)
+
+
+def _read(fence: LeaseFence, call: Callable[[], T]) -> T:
+    """A read: the lease is renewed (when due) before it, and checked after it: a read that
+    outlasted the lease ends the run before anything is done with what it returned."""
+    fence.heartbeat()
+    result = call()
+    fence.heartbeat()
+    return result
+
+
+class FencedRunner:
+    """A `Runner` whose every command is a side effect (an argv may submit, hold or cancel)."""
+
+    def __init__(self, inner: Runner, fence: LeaseFence) -> None:
+        self.inner, self.fence = inner, fence
+
+    def run(self, argv: Sequence[str], *, stdin: bytes | str | None = None,
+            timeout: float | None = None, check: bool = True,
+            env: Mapping[str, str] | None = None) -> CommandOutput:
+        with self.fence.acting(" ".join(argv[:1]) or "a remote command"):
+            return self.inner.run(argv, stdin=stdin, timeout=timeout, check=check, env=env)
+
+    def sftp(self) -> SFTP:
+        return _read(self.fence, self.inner.sftp)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class FencedSlurm:
+    """A `Slurm` client: queries renew the lease, sbatch/hold/release/cancel are fenced."""
+
+    def __init__(self, inner: Slurm, fence: LeaseFence) -> None:
+        self.inner, self.fence = inner, fence
+
+    @property
+    def runner(self) -> Runner:
+        return FencedRunner(self.inner.runner, self.fence)
+
+    def jobs(self, ids: Iterable[int]) -> Any:
+        return _read(self.fence, lambda: self.inner.jobs(ids))
+
+    def job(self, job_id: int) -> Any:
+        return _read(self.fence, lambda: self.inner.job(job_id))
+
+    def memory(self, job_ids: Iterable[int]) -> Any:
+        return _read(self.fence, lambda: self.inner.memory(job_ids))
+
+    def pending_competitors(self, **filters: Any) -> Any:
+        return _read(self.fence, lambda: self.inner.pending_competitors(**filters))
+
+    def submit(self, *args: Any, **options: Any) -> int:
+        with self.fence.acting("sbatch"):
+            return self.inner.submit(*args, **options)
+
+    def hold(self, job_id: int) -> None:
+        with self.fence.acting(f"scontrol hold {job_id}"):
+            self.inner.hold(job_id)
+
+    def release(self, job_id: int) -> None:
+        with self.fence.acting(f"scontrol release {job_id}"):
+            self.inner.release(job_id)
+
+    def cancel(self, job_id: int) -> None:
+        with self.fence.acting(f"scancel {job_id}"):
+            self.inner.cancel(job_id)
+
+
+class FencedClusters:
+    """`ClusterSessions` handing out fenced Slurm clients and runners."""
+
+    def __init__(self, inner: ClusterSessions, fence: LeaseFence) -> None:
+        self.inner, self.fence = inner, fence
+
+    def slurm(self, cluster: str) -> Slurm:
+        return FencedSlurm(self.inner.slurm(cluster), self.fence)
+
+    def runner(self, cluster: str) -> Runner:
+        return FencedRunner(self.inner.runner(cluster), self.fence)
+
+    def sftp(self, cluster: str) -> SFTP:
+        return _read(self.fence, lambda: self.inner.sftp(cluster))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class FencedThreadWriter:
+    """A `ThreadWriter` whose posts, updates and uploads are fenced. A method the wrapped
+    writer lacks is lacking here too (`getattr(sink, "update_root", None)` stays None)."""
+
+    def __init__(self, inner: ThreadWriter, fence: LeaseFence) -> None:
+        self.inner, self.fence = inner, fence
+
+    def _fenced(self, name: str, what: str) -> Callable[..., Any]:
+        call = getattr(self.inner, name)  # AttributeError when the writer has no such method
+
+        def fenced(*args: Any, **kwargs: Any) -> Any:
+            with self.fence.acting(what):
+                return call(*args, **kwargs)
+
+        return fenced
+
+    @property
+    def post_root(self) -> Callable[..., str]:
+        return self._fenced("post_root", "Slack post (thread root)")
+
+    @property
+    def update_root(self) -> Callable[..., None]:
+        return self._fenced("update_root", "Slack update (thread root)")
+
+    @property
+    def post_reply(self) -> Callable[..., str]:
+        return self._fenced("post_reply", "Slack post")
+
+    @property
+    def upload_chart(self) -> Callable[..., str]:
+        return self._fenced("upload_chart", "Slack chart upload")
