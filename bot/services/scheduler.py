@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 Callback = Callable[[float], Any]  # (now) -> anything
 
-STOP_GRACE_S = 5.0
+STOP_GRACE_S = 4.0  # how long a stop waits for the runs under way to end
 
 
 class DaemonThreadExecutor(Executor):
@@ -92,7 +92,8 @@ class JobScheduler:
         `job_id`; returns the APScheduler job (its `func` runs one guarded run)."""
         return self._scheduler.add_job(
             self._guarded(job_id, callback, every_s, on_regained), "interval",
-            seconds=every_s, id=job_id, replace_existing=True, coalesce=True, max_instances=1,
+            seconds=every_s, id=job_id, name=job_id, replace_existing=True, coalesce=True,
+            max_instances=1,
             misfire_grace_time=max(1, int(every_s)),
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -244,6 +245,54 @@ def test_a_stopping_keeper_starts_no_side_effect_and_keeps_a_lease_whose_side_ef
     assert b.leases.holder("holds") is None  # released: taken over at once
     assert b.leases.holder(LEASE) == "A"  # lapses after its TTL, the sbatch may have gone out
     assert not LeaseKeeper(b.leases, holder="B").holds(LEASE, 101.0, every_s=10.0)
+
+
+def test_a_stop_ends_a_long_run_at_its_next_step_then_releases_the_lease(replicas,
+                                                                        caplog) -> None:
+    a, b = replicas
+    scheduler = JobScheduler(LeaseKeeper(a.leases, holder="A"), clock=lambda: 1000.0)
+    fence = scheduler.fence(LEASE)
+    steps: list[int] = []
+
+    def long_tick(now: float) -> None:
+        while len(steps) < 100_000:
+            fence.heartbeat()  # between steps
+            steps.append(1)
+            time.sleep(0.005)
+
+    run = threading.Thread(target=scheduler.run_repeating(LEASE, long_tick, every_s=30).func,
+                           daemon=True)
+    run.start()
+    while not steps:
+        time.sleep(0.005)
+    started = time.monotonic()
+    assert scheduler.stop(grace_s=5.0)  # the run ended in time
+    assert time.monotonic() - started < 1.0
+    run.join(5)
+    assert not run.is_alive() and b.leases.holder(LEASE) is None
+    assert any("stopped: watch:alpha: the next step refused: this replica is stopping"
+               in r.getMessage() for r in caplog.records)
+
+
+def test_a_stop_waits_for_a_stuck_run_no_longer_than_its_grace(replicas) -> None:
+    a, b = replicas
+    scheduler = JobScheduler(LeaseKeeper(a.leases, holder="A"), clock=lambda: 1000.0)
+    entered, unstuck = threading.Event(), threading.Event()
+
+    def stuck_tick(now: float) -> None:  # e.g. waiting on a hung SSH read
+        entered.set()
+        unstuck.wait(10)
+
+    run = threading.Thread(target=scheduler.run_repeating(LEASE, stuck_tick, every_s=30).func,
+                           daemon=True)
+    run.start()
+    assert entered.wait(5)
+    started = time.monotonic()
+    assert not scheduler.stop(grace_s=0.3)
+    assert 0.3 <= time.monotonic() - started < 2.0
+    assert b.leases.holder(LEASE) is None  # no side effect under way: released
+    unstuck.set()
+    run.join(5)
 
 
 # ------------------------------------------------------------------------------ two schedulers

@@ -1,0 +1,140 @@
+"""`trainbot run` stops gracefully on SIGTERM (systemd, containers) and SIGINT (Ctrl-C)
+(issue 12, item 8): the real command as a subprocess, in HTTP mode on a local port with the
+Slack stand-in as its Web API (`slack.api_url`), a SQLite store, and a cluster whose SSH
+server accepts the connection and never answers, so the watcher's tick hangs in a remote call.
+The signal during that tick ends the process with exit code 0 within 10 s, its leases
+released in the store (another replica takes the jobs over at once, not after the TTL).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from slack_standin import SlackStandIn
+
+from bot.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+STOP_WITHIN_S = 10.0
+
+
+class SilentSSHPeer:
+    """A TCP server on 127.0.0.1 that accepts connections and never says a word (a login node
+    hung on a dead filesystem): an SSH client waits for its banner. `connected` is set on the
+    first connection."""
+
+    def __init__(self) -> None:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self.connected = threading.Event()
+        self._conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True, name="silent ssh peer").start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            self.connected.set()
+
+    def close(self) -> None:
+        self._server.close()
+        for conn in self._conns:
+            conn.close()
+
+
+@pytest.fixture
+def silent_peer() -> Iterator[SilentSSHPeer]:
+    peer = SilentSSHPeer()
+    yield peer
+    peer.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(tmp_path: Path, slack: SlackStandIn, peer: SilentSSHPeer, store_url: str
+                 ) -> Path:
+    key = tmp_path / "id_ed25519"
+    key.write_text("never read: the peer never gets as far as authentication\n")
+    config = {
+        "clusters": {"alpha": {"host": "127.0.0.1", "port": peer.port, "user": "slurmci",
+                               "key_file": str(key),
+                               "known_hosts": str(tmp_path / "known_hosts"),
+                               "connect_timeout": 120}},
+        "recipes": {"mix": {"cluster": "alpha", "sbatch_script": "/home/slurmci/train.sbatch",
+                            "owners": ["U0OWNER"], "channel": "training"}},
+        "slack": {"mode": "http", "api_url": slack.api_url,
+                  "channels": {"training": "C0TRAINRUNS"}},
+        "policy": {"tick_s": 1},
+        "store": {"url": store_url},
+    }
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def wait_for(condition: object, timeout_s: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{what} within {timeout_s:g} s; trainbot run's log:\n{log.read_text()}")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_a_hung_tick_stops_trainbot_run_within_10_s_releasing_its_leases(
+        tmp_path, silent_peer, signum) -> None:
+    store_url = f"sqlite:///{tmp_path / 'state.db'}"
+    with Store.open(store_url) as store:  # a job to watch: the tick asks Slurm about it
+        chain = store.chains.create(recipe="mix", cluster="alpha", job_name="mix", now=1.0)
+        store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
+        store.watched_jobs.add("alpha", "4242", now=1.0, chain_id=chain.id)
+    log = tmp_path / "run.log"
+    with SlackStandIn() as slack, log.open("w") as out:
+        config = write_config(tmp_path, slack, silent_peer, store_url)
+        env = {**os.environ, "PYTHONPATH": str(REPO), "SLACK_BOT_TOKEN": slack.token,
+               "SLACK_SIGNING_SECRET": "standin-signing-secret"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bot", "run", "--config", str(config),
+             "--http-port", str(free_port())],
+            cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for(silent_peer.connected.is_set, 60, "the watcher's tick did not reach SSH",
+                     log)
+            with Store.open(store_url) as store:
+                holders = {n: store.leases.holder(n) for n in ("watch:alpha", "holds")}
+            assert all(holders.values()), holders
+            time.sleep(0.5)  # the tick is now waiting for the peer's SSH banner
+            sent = time.monotonic()
+            proc.send_signal(signum)
+            code = proc.wait(timeout=STOP_WITHIN_S + 5)
+            took = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = log.read_text()
+    assert code == 0, text
+    assert took < STOP_WITHIN_S, f"stopped after {took:.1f} s\n{text}"
+    assert f"{signal.Signals(signum).name} received: stopping" in text
+    with Store.open(store_url) as store:
+        assert store.leases.holder("watch:alpha") is None, text
+        assert store.leases.holder("holds") is None, text
+    assert "Traceback" not in text, text
