@@ -40,6 +40,7 @@ from bot.cluster.sessions import ClusterSessions  # noqa: E402
 from bot.config import Config  # noqa: E402
 from bot.config.dev_cluster import dev_cluster_config_data  # noqa: E402
 from bot.core.catalogue import Catalogue  # noqa: E402
+from bot.services.fencing import fenced_context  # noqa: E402
 from bot.services.leases import LeaseKeeper  # noqa: E402
 from bot.services.ports import BotContext  # noqa: E402
 from bot.services.scheduler import JobScheduler  # noqa: E402
@@ -133,7 +134,8 @@ def main() -> int:
         ctx = BotContext(config=config, store=store, clusters=clusters,
                          renderer=TemplateRenderer(), catalogue=Catalogue.load(), sink=poster,
                          charts=SeriesCharts())
-        watcher = build_watcher(ctx, "dev")
+        # as `trainbot run` wires it: the watcher's side effects fenced by its lease
+        watcher = build_watcher(fenced_context(ctx, scheduler.fence("watch:dev")), "dev")
         scheduler.run_repeating("watch:dev", watcher.tick, every_s=args.tick,
                                 on_regained=watcher.forget)
         scheduler.start()
