@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,8 +33,10 @@ import bot.services.watch.resubmit as resubmit_module
 from bot.app import build_scheduler, tick_interval
 from bot.core.catalogue import Catalogue
 from bot.core.slurm.records import JobRecord
+from bot.core.slurm.sbatch import SubmitSpec
+from bot.services.fencing import FencedThreadWriter, fenced_context
 from bot.services.leases import LeaseKeeper, lease_ttl
-from bot.services.ports import BotContext
+from bot.services.ports import BotContext, LeaseLost
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
@@ -220,3 +223,67 @@ def test_a_slow_post_keeps_its_lease_so_no_other_replica_acts_meanwhile(replicas
     assert b.slurm.calls == [] and b.sink.posts == []
     assert len(a.slurm.submits()) == 1
     assert a.sink.replies() == [f"dev:{JOB}:final", "resolution:88887", f"dev:{JOB}:resubmitted"]
+
+
+class AllWriter(RecordingMessageSink):
+    """A thread writer with every ThreadWriter method."""
+
+    def update_root(self, chain_id: int, blocks: list, text: str) -> None:
+        self.posts.append(("update", chain_id, "root", text))
+
+    def upload_chart(self, chain_id: int, key: str, png: bytes, filename: str, title: str
+                     ) -> str:
+        self.posts.append(("chart", chain_id, key, title))
+        return "F1"
+
+
+SIDE_EFFECTS: dict[str, Callable[[BotContext], object]] = {
+    "sbatch": lambda ctx: ctx.clusters.slurm("dev").submit(SubmitSpec(job_name="mix")),
+    "scontrol hold": lambda ctx: ctx.clusters.slurm("dev").hold(4242),
+    "scontrol release": lambda ctx: ctx.clusters.slurm("dev").release(4242),
+    "scancel": lambda ctx: ctx.clusters.slurm("dev").cancel(4242),
+    "a site's submit wrapper": lambda ctx: ctx.clusters.slurm("dev").runner.run(["submit.sh"]),
+    "a remote command": lambda ctx: ctx.clusters.runner("dev").run(["scontrol", "hold", "1"]),
+    "Slack post (root)": lambda ctx: ctx.sink.post_root(1, "C0TRAIN", [], "mix"),
+    "Slack post (reply)": lambda ctx: ctx.sink.post_reply(1, "k", [], "text"),
+    "Slack update": lambda ctx: ctx.sink.update_root(1, [], "text"),
+    "Slack upload": lambda ctx: ctx.sink.upload_chart(1, "k", b"png", "rss.png", "RSS"),
+}
+
+
+@pytest.mark.parametrize("what", list(SIDE_EFFECTS))
+def test_every_side_effect_of_a_scheduled_job_is_refused_once_its_lease_moved(
+        tmp_path, what) -> None:
+    """The fenced ports (bot.services.fencing) in front of each side effect: made while the
+    replica holds the lease; refused, and never reaching the cluster or Slack, after another
+    replica took it over."""
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        slurm = FakeSlurm({4242: JobRecord(job_id=4242, state="PENDING")},
+                          runner=FakeRunner(default=(0, "", "")))
+        clusters = FakeClusters(slurm)
+        clusters.runner = lambda name: slurm.runner  # type: ignore[method-assign]
+        sink = AllWriter(store)
+        store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)  # chain 1
+        ctx = BotContext(config=CONFIG, store=store, clusters=clusters, sink=sink,
+                         renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        now = [1000.0]
+        keeper = LeaseKeeper(store.leases, holder="A")
+        fenced = fenced_context(ctx, keeper.fence(WATCH, lambda: now[0]))
+        assert keeper.holds(WATCH, now[0], every_s=60)
+        SIDE_EFFECTS[what](fenced)  # held: made
+        made = (len(slurm.calls), len(slurm.runner.calls), len(sink.posts))
+        assert made != (0, 0, 0)
+        now[0] += TTL + 1
+        assert LeaseKeeper(store.leases, holder="B").holds(WATCH, now[0], every_s=60)
+        with pytest.raises(LeaseLost, match="refused"):
+            SIDE_EFFECTS[what](fenced)
+        assert (len(slurm.calls), len(slurm.runner.calls), len(sink.posts)) == made
+
+
+def test_a_fenced_thread_writer_lacks_what_the_writer_lacks(tmp_path) -> None:
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        keeper = LeaseKeeper(store.leases, holder="A")
+        writer = FencedThreadWriter(RecordingMessageSink(store), keeper.fence(WATCH, time.time))
+        assert getattr(writer, "update_root", None) is None
+        assert getattr(writer, "upload_chart", None) is None
+        assert callable(writer.post_reply)
