@@ -1,13 +1,5 @@
-"""The ports of a scheduled job, fenced with its lease (bot.services.leases.LeaseFence).
-
-A job runs with `fenced_context(ctx, fence)`: the same services, but the cluster sessions and
-the thread writer reach the world through wrappers that run each side effect (a remote
-command: sbatch, scontrol hold/release, scancel, a site's submit wrapper; a Slack post,
-update or upload) inside `fence.acting(…)`, and renew the lease around each read (Slurm
-queries, SFTP). So a replica that lost the job's lease — it stalled past the TTL and another
-took over, or it is stopping — makes no side effect: `LeaseLost` is raised instead, and the
-run ends there without writing what it would have done.
-"""
+"""The ports of a scheduled job fenced with its lease: each side effect made only while the
+replica still holds it (`fenced_context`)."""
 
 from __future__ import annotations
 

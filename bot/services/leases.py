@@ -1,19 +1,5 @@
-"""Which replica runs which scheduled job: several `trainbot run` replicas on one database
-each schedule every job, and a job runs only in the replica holding its lease (named after
-the job id: `watch:<cluster>`, `holds`). The holder takes or renews the lease at the start of
-each run and renews it during the run (`LeaseFence`); when it dies the lease lapses after
-`lease_ttl` and another replica takes the job over, so no watch is lost. A clean shutdown
-releases the leases at once.
-
-A run that stalls past its TTL (a hung SSH read, a frozen process) may find another replica
-has taken over meanwhile. So every side effect of a run (sbatch, scancel, hold, release, a
-Slack post or update) is fenced (`LeaseFence.acting`): first the lease is renewed in the
-database under the epoch this replica took it with (one conditional UPDATE), and when the
-lease has moved the side effect is refused (`LeaseLost`) and the run stops. While the side
-effect is under way (Slack 429 waits, a slow sbatch) the lease is renewed in the background,
-so no other replica can take the job over before it has ended; a frozen process stops
-renewing like any other, and its next side effect is refused.
-"""
+"""Which replica runs which scheduled job (a lease per job in the database), and the fence
+that refuses a run's side effects once its lease has moved."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""The bot's periodic jobs: APScheduler 3 behind domain verbs, and the one lease guard.
-
-`JobScheduler.run_repeating(job_id, callback, every_s=…)` runs `callback(now)` every `every_s`
-seconds (UTC, coalesced, one instance at a time, explicit job ids), and only while this
-replica holds the lease named after the job (bot.services.leases): of several replicas on one
-database, one runs each job. This is the single place where "run this job only while this
-replica holds its lease" lives. A job gives its side effects to the job's fence
-(`fence(job_id)`, see bot.services.fencing): a run whose lease moved meanwhile ends at its
-next side effect or read (LeaseLost, logged). A job that raises is logged and the next run
-goes on.
-
-`stop()` is a graceful stop: no run starts and no side effect is made any more, the runs
-under way get a grace period to end at their next step, then the leases are released. Each
-run has its own daemon thread, so a run stuck in a remote call never keeps the process alive.
-"""
+"""The bot's periodic jobs: APScheduler 3 behind domain verbs, each run only in the replica
+holding its lease, and the graceful stop."""
 
 from __future__ import annotations
 
