@@ -61,11 +61,23 @@ class EventSink(Protocol):
 
 @dataclass
 class TickReport:
-    """What one tick did (for logs, tests and the benchmarks)."""
+    """What one tick of one cluster did (for logs, metrics, tests and the benchmarks).
+
+    `slurm_calls`: Slurm client calls (`jobs`: one squeue + one sacct; `memory`: one sstat);
+    `round_trips`: the remote requests the tick waited on, one by one: every Slurm command
+    plus `read_round_trips`, the requests that read the logs and sampler files; `bytes_moved`:
+    what those reads sent and received (requests, new bytes, anchors, framing); `bytes_read`:
+    the new log bytes consumed; `wall_s`: the tick's wall time in seconds.
+    """
 
     ok: bool
+    cluster: str = ""
     slurm_calls: int = 0
     jobs: int = 0
     bytes_read: int = 0
+    round_trips: int = 0
+    read_round_trips: int = 0
+    bytes_moved: int = 0
+    wall_s: float = 0.0
     events: list[WatchEvent] = field(default_factory=list)
     error: str | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from bot.cluster.tail import TailState, read_new_lines
 from bot.config import RecipeConfig
@@ -101,7 +102,7 @@ class LogFollower:
         offset. Returns the new state and whether unread bytes remain."""
         # Asked for each time: the factory (ClusterSessions) caches the channel and
         # reopens it after a reconnect; a copy kept here would go stale.
-        sftp = self._sftp()
+        sftp = _CountingSFTP(self._sftp(), report)
         restored = state is None or state.path != path
         if restored:
             state = self._restore(jw, sftp, path, target)
@@ -186,3 +187,47 @@ class LogFollower:
         return expand_output_pattern(cfg.sampler_path, job_id=record.job_id,
                                      name=record.name or cfg.job_name or jw.recipe,
                                      user=record.user, workdir=record.workdir or cfg.workdir)
+
+
+class _CountingSFTP:
+    """An SFTP client counting its requests (stat, open, each read, close) and the bytes read
+    into the tick's report: each is one round trip to the login node."""
+
+    def __init__(self, inner: SFTP, report: TickReport) -> None:
+        self._inner, self._report = inner, report
+
+    def _count(self, n_bytes: int = 0) -> None:
+        self._report.round_trips += 1
+        self._report.read_round_trips += 1
+        self._report.bytes_moved += n_bytes
+
+    def stat(self, path: str) -> Any:
+        self._count()
+        return self._inner.stat(path)
+
+    def open(self, filename: str, mode: str = "r", bufsize: int = -1) -> Any:
+        self._count()
+        return _CountingFile(self._inner.open(filename, mode, bufsize), self._count)
+
+
+class _CountingFile:
+    def __init__(self, inner: Any, count: Callable[..., None]) -> None:
+        self._inner, self._count = inner, count
+
+    def __enter__(self) -> _CountingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def seek(self, offset: int, whence: int = 0) -> Any:
+        return self._inner.seek(offset, whence)
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._inner.read(n)
+        self._count(len(data))
+        return data
+
+    def close(self) -> None:
+        self._count()
+        self._inner.close()

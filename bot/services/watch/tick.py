@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -118,8 +119,10 @@ class Watcher:
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
         unknown_after_s: float = 900.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cluster = cluster
+        self._clock = clock
         self.slurm = slurm
         self.store = store
         self.catalogue = catalogue
@@ -149,16 +152,30 @@ class Watcher:
     # ------------------------------------------------------------------ tick
 
     def tick(self, now: float) -> TickReport:
-        """One poll of the cluster at wall time `now` (epoch seconds)."""
+        """One poll of the cluster at wall time `now` (epoch seconds). The report says what it
+        cost (wall time, round trips, bytes) and is logged."""
+        report = TickReport(ok=True, cluster=self.cluster)
+        started = self._clock()
+        try:
+            return self._tick(now, report)
+        finally:
+            report.wall_s = self._clock() - started
+            log.info("%s: tick %.3f s, %d jobs, %d round trips (%d reading files), "
+                     "%d bytes moved, %d new log bytes%s", self.cluster, report.wall_s,
+                     report.jobs, report.round_trips, report.read_round_trips,
+                     report.bytes_moved, report.bytes_read, "" if report.ok else ", failed")
+
+    def _tick(self, now: float, report: TickReport) -> TickReport:
         watched = self.store.watched_jobs.list(self.cluster)
         ids = sorted({int(w.job_id) for w in watched})
-        report = TickReport(ok=True, jobs=len(ids))
+        report.jobs = len(ids)
         if not ids:
             self._cluster_ok(now, report)
             self._run_due_resubmits(now, report)
             return report
         try:
             report.slurm_calls = 1
+            report.round_trips += 2  # squeue + sacct
             records = self.slurm.jobs(ids)
         except ClusterUnavailable as exc:
             return self._failed_tick(now, exc, report)
@@ -315,6 +332,7 @@ class Watcher:
         if not ids:
             return {}
         report.slurm_calls += 1
+        report.round_trips += 1  # sstat
         try:
             return memory(ids)
         except (ClusterError, SlurmParseError) as exc:

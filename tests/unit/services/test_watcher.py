@@ -720,3 +720,22 @@ def test_the_recipe_policy_sets_the_leak_headroom_and_samples(sstat_env, policy,
     assert len(leaks) == (1 if warned else 0)
     if warned:
         assert leaks[0].decision.projected_oom_iter > 8000  # where the limit itself is crossed
+
+
+def test_tick_report_says_what_the_tick_cost_and_is_logged(env, caplog):
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    sftp.append(LOG, b"".join(story_lines()[:50]))
+    ticks = iter([100.0, 100.25, 200.0, 200.5])
+    w = make_watcher(store, slurm, sftp, sink, clock=lambda: next(ticks))
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        report = w.tick(T0)
+    assert (report.cluster, report.wall_s) == (CLUSTER, 0.25)
+    assert report.round_trips == 2 + report.read_round_trips  # squeue + sacct, then the reads
+    assert report.read_round_trips >= 1 and report.bytes_moved >= report.bytes_read > 0
+    assert any("dev: tick 0.250 s" in r.getMessage() and "round trips" in r.getMessage()
+               for r in caplog.records)
+    slurm.down = True
+    failed = w.tick(T0 + 60)
+    assert (failed.ok, failed.wall_s, failed.read_round_trips) == (False, 0.5, 0)
