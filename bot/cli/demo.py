@@ -138,6 +138,8 @@ def attempts_table(attempts: list[Any]) -> str:
 
 def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
     """The demo's story checked against the store: (happened?, what) per step."""
+    from bot.slack.render import format_duration
+
     incidents = store.incidents.for_chain(chain_id)
     attempts = store.attempts.for_chain(chain_id)
     out: list[tuple[bool, str]] = []
@@ -163,7 +165,7 @@ def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
         out.append((up.get("class_id") == "hang",
                     f"incident: nccl_timeout of job {nccl.job_id}, upstream cause "
                     f"{up.get('class_id') or 'none'}"
-                    + (f" ({up['seconds_before_failure']:.0f} s before the abort)"
+                    + (f" ({format_duration(up['seconds_before_failure'])} before the abort)"
                        if up.get("seconds_before_failure") is not None else "")))
     else:
         out.append((False, "no nccl_timeout incident"))
@@ -376,9 +378,11 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
 
 def _summary(sink: Any, store: Any, chain_id: int, charts_dir: Path, recipe: Any,
              outcome: str, started: float) -> None:
+    from bot.slack.render import format_duration
+
     attempts = store.attempts.for_chain(chain_id)
     sink.say(f"\n{'━' * 72}\nrun chain {chain_id} of `{RECIPE}`: {outcome} after "
-             f"{time.monotonic() - started:.0f} s\n")
+             f"{format_duration(time.monotonic() - started)}\n")
     sink.say(attempts_table(attempts))
     sink.say("\nwhat the bot did:")
     for ok, line in story_recap(store, chain_id):

@@ -58,6 +58,8 @@ def format_log_time(t: float | None) -> str:
 
 def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") -> str:
     """The short human summary printed without --json."""
+    from bot.slack.render import format_duration
+
     cls = catalogue.classes.get(d.class_id)
     title = cls.title if cls is not None else "running, nothing to report"
     lines = [f"{log_name}: {d.class_id} - {title}" if log_name else f"{d.class_id} - {title}"]
@@ -68,7 +70,8 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") ->
         u = d.upstream
         lines.append(
             f"upstream cause: {u.class_id} - no progress after iteration {u.last_iter} from "
-            f"{format_log_time(u.started_at)}, {u.seconds_before_failure or 0:.0f} s before "
+            f"{format_log_time(u.started_at)}, {format_duration(u.seconds_before_failure or 0)} "
+            "before "
             "the failure"
         )
     if d.during_checkpoint_save:
@@ -83,7 +86,7 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") ->
     if m.last_loss is not None:
         progress.append(f"loss {m.last_loss:.4g}")
     if m.stall_seconds is not None:
-        progress.append(f"stalled {m.stall_seconds:.0f} s")
+        progress.append(f"stalled {format_duration(m.stall_seconds)}")
     if progress:
         lines.append("progress: " + ", ".join(progress))
     if m.rss_gib_per_100_iter is not None:

@@ -1,4 +1,4 @@
-"""The facts of a run thread's messages: root, incident, early warning, resolution.
+"""The facts of a run thread's messages: root, incident, early warning, resolution, completion.
 
 Pure: plain data in, plain data out; no clock reads (callers pass `now`). The facts (numbers,
 ids, what to propose) live here; bot.slack.views adds their buttons and progress bar, and the
@@ -117,6 +117,20 @@ class ResolutionView:
     actor: str | None = None  # who approved ("auto" for an automatic retry)
     held_jobs: tuple[str, ...] = field(default_factory=tuple)
     mem: str | None = None
+
+
+@dataclass(frozen=True)
+class CompletionView:
+    """The run finished: one line, the iteration it reached, how long it took, in how many
+    attempts (a COMPLETED job is a resolution, never an incident)."""
+
+    recipe: str
+    job_id: str
+    last_iter: int | None
+    target_iter: int | None
+    elapsed_s: float | None  # from the chain's first submit to the end of this job
+    attempts: int
+    retries_used: int = 0
 
 
 # --- builders ----------------------------------------------------------------------------
@@ -311,3 +325,14 @@ def build_resolution(
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,
                           actor=actor, held_jobs=tuple(held_jobs), mem=mem)
+
+
+def build_completion(*, recipe: str, job_id: str, last_iter: int | None,
+                     target_iter: int | None, started_at: float | None, ended_at: float,
+                     attempts: int, retries_used: int = 0) -> CompletionView:
+    """"reached iteration 8,000 / 8,000 in 18 h 30 min, in 3 attempts"."""
+    elapsed = ended_at - started_at if started_at is not None and ended_at >= started_at \
+        else None
+    return CompletionView(recipe=recipe, job_id=job_id, last_iter=last_iter,
+                          target_iter=target_iter, elapsed_s=elapsed,
+                          attempts=max(1, attempts), retries_used=retries_used)

@@ -3,6 +3,8 @@
 `ThreadEvents(ctx).publish(event)` is the watcher's `EventSink` for a real bot.
 Every text goes through the one renderer (`bot.services.threads.render`: the recipe's language,
 the site's template folder first), like `report` and `/train`:
+- `incident` of a COMPLETED run (class `completed`): one ✅ line (templates/completed.json.j2:
+  the iteration reached, the time since the first submit, the attempts), no charts;
 - `incident`: the incident message (templates/incident.json.j2 via
   bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
   resubmit — an approval prompt (bot.services.prompts.create_resubmit_prompt) whose
@@ -41,7 +43,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 
-from bot.core.incident import build_incident
+from bot.core.incident import build_completion, build_incident
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
 from bot.services.ports import Blocks, BotContext, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
@@ -67,6 +69,8 @@ class ThreadEvents:
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
             self._cluster_notice(event)
+        elif event.kind == "incident" and _completed(event):
+            self._completed(event)
         elif event.kind == "incident":
             self._incident(event)
         elif event.kind == "warning" and event.decision is not None and \
@@ -74,7 +78,7 @@ class ThreadEvents:
             self._prompt(event, offer_cancel=True)
         else:
             self._note(event, self._say(event))
-        if event.kind == "incident":
+        if event.kind == "incident" and not _completed(event):
             self._charts(event, "final", tuple(CHART_TITLES))
         elif event.kind == "warning" and event.decision is not None and \
                 event.decision.class_id == "memory_leak":
@@ -102,6 +106,27 @@ class ThreadEvents:
             prompt = self._create_prompt(event, head, offer_cancel=False)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
         self._post(event, blocks, head)
+
+    def _completed(self, event: WatchEvent) -> None:
+        """One ✅ line: the iteration reached, the time since the chain's first submit and the
+        attempts it took (the root already says COMPLETED)."""
+        attempts = self.ctx.store.attempts.for_chain(event.chain_id) \
+            if event.chain_id is not None else []
+        chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None else None
+        d, rec = event.diagnosis, event.record
+        assert d is not None
+        view = build_completion(
+            recipe=event.recipe or "", job_id=event.job_id or "",
+            last_iter=d.metrics.last_iter, target_iter=d.metrics.target_iter,
+            started_at=min((a.submitted_at for a in attempts), default=None),
+            ended_at=(rec.end_time if rec and rec.end_time else self.ctx.clock()),
+            attempts=len(attempts), retries_used=chain.retries_used if chain else 0)
+        try:
+            blocks, text = render(self.ctx, "completed", event.recipe, view)
+        except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
+            log.warning("completed template for %s failed (%s)", event.key, exc)
+            blocks, text = [section(event.text)], event.text
+        self._post(event, blocks, text)
 
     def _prompt(self, event: WatchEvent, *, offer_cancel: bool) -> None:
         if event.chain_id is None or event.recipe is None:
@@ -247,6 +272,11 @@ class ThreadEvents:
                         event.key, text)
             return
         self.ctx.sink.post_reply(event.chain_id, event.key, blocks, text)
+
+
+def _completed(event: WatchEvent) -> bool:
+    """A finished run: told as a ✅ resolution line, without charts or mentions."""
+    return event.diagnosis is not None and event.diagnosis.class_id == "completed"
 
 
 def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -90,13 +90,20 @@ def _defined(value: Any) -> None:
         value._fail_with_undefined_error()
 
 
-def _duration(seconds: float | None, t: PoTranslations) -> str:
+# Below this a duration reads in seconds ("95 s", never "2 min" for an 8 s stall).
+SECONDS_BELOW = 120
+
+
+def format_duration(seconds: float | None, t: PoTranslations | None = None) -> str:
+    """THE duration wording of every text trainbot writes (the templates' `duration` filter,
+    the metric cells, the CLI): seconds below two minutes, then minutes, hours, days; in
+    `t`'s language (English without one)."""
     _defined(seconds)
     if seconds is None:
         return "?"
-    _ = t.gettext
-    if seconds < 90:
-        return _("%(seconds)d s") % {"seconds": int(round(seconds))}
+    _ = t.gettext if t is not None else (lambda message: message)
+    if seconds < SECONDS_BELOW - 0.5:
+        return _("%(seconds)d s") % {"seconds": int(round(max(0.0, seconds)))}
     hours, minutes = divmod(int(round(seconds / 60.0)), 60)
     days, hours = divmod(hours, 24)
     if days:
@@ -160,7 +167,7 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
 
     env.globals["tr"] = lambda text, translations=None, field=None: catalogue_text(
         text, lang, translations, field, override_dir)
-    env.filters["duration"] = lambda s: _duration(s, t)
+    env.filters["duration"] = lambda s: format_duration(s, t)
     env.filters["num"] = _num
     env.filters["esc"] = mrkdwn_escape
     env.filters["code_block"] = code_block

@@ -109,11 +109,12 @@ def _gib(n_bytes: float) -> str:
     return f"{n_bytes / GIB:,.0f} GiB" if n_bytes >= 10 * GIB else f"{n_bytes / GIB:,.1f} GiB"
 
 
-def metric_cells(inc: Incident) -> list[dict[str, str]]:
+def metric_cells(inc: Incident) -> list[dict[str, Any]]:
     """The incident's figures as the cells of its metrics block: `key` names the label (the
-    template words it), `value` is the figure with its unit."""
+    template words it), `value` is the figure with its unit (a duration in seconds: the
+    template's `duration` words it)."""
     m = inc.metrics
-    cells: list[tuple[str, str]] = []
+    cells: list[tuple[str, Any]] = []
     if m.last_iter is not None:
         target = f" / {m.target_iter:,}" if m.target_iter else ""
         cells.append(("last_iter", f"{m.last_iter:,}{target}"))
@@ -130,7 +131,7 @@ def metric_cells(inc: Incident) -> list[dict[str, str]]:
     if m.projected_oom_iter is not None:
         cells.append(("projected_oom", f"iter {m.projected_oom_iter:,}"))
     if m.stall_seconds is not None:
-        cells.append(("stall", f"{m.stall_seconds / 60:,.0f} min"))
+        cells.append(("stall", m.stall_seconds))  # worded by the template's `duration`
     return [{"key": k, "value": value} for k, value in cells]
 
 

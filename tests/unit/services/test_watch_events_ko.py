@@ -163,11 +163,33 @@ def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
     assert "Lower the per-GPU" not in head
 
 
-def test_a_completed_run_reads_completed(store):
+@pytest.mark.parametrize(("lang", "line"), [
+    ("en", "✅ Completed · job 88155: reached iteration 8,000 / 8,000 in 2 h 05 min, in 2 "
+           "attempts (retries used: 1)."),
+    ("ko", "✅ 완료 · 작업 88155: iter 8,000 / 8,000 도달, 소요 2시간 5분, 시도 2회 (사용한 재시도 "
+           "1회)."),
+])
+def test_a_completed_run_is_one_resolution_line_not_an_incident(store, lang, line):
+    ctx, chain = thread(store, lang)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0 - 7500)
+    store.attempts.add(chain_id=chain.id, job_id="88155", now=T0 - 3000, charge_retry=True)
     d = diag("completed", last_iter=8000)
-    dec = decide(d, history(8000), MANUAL, T0, accounting=replace(FAILED, state="COMPLETED"))
-    assert heads(store, "ko", d, dec, "COMPLETED") == (
-        "<@U0OWNER> 작업 88154 COMPLETED: completed — 학습이 완료되었습니다")
+    dec = decide(d, history(3400, 8000), MANUAL, T0,
+                 accounting=replace(FAILED, state="COMPLETED"))
+    event = replace(incident(chain.id, d, dec, "COMPLETED"), job_id="88155")
+    ThreadEvents(ctx).publish(event)
+    posts = [p for p in ctx.sink.posts if p[0] == "reply"]
+    assert [p[3] for p in posts] == [line]  # no owner mention, no evidence, no charts
+
+
+def test_a_first_attempt_completion_says_so(store):
+    ctx, chain = thread(store, "en")
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0 - 95)
+    d = diag("completed", last_iter=240, metrics=DiagnosisMetrics(last_iter=240, target_iter=240))
+    dec = decide(d, history(240), MANUAL, T0, accounting=replace(FAILED, state="COMPLETED"))
+    ThreadEvents(ctx).publish(incident(chain.id, d, dec, "COMPLETED"))
+    assert replies(ctx) == ["✅ Completed · job 88154: reached iteration 240 / 240 in 95 s, "
+                            "first attempt."]
 
 
 # ------------------------------------------------------------------ early warnings
@@ -234,7 +256,7 @@ def test_held_and_unknown_jobs_are_reported_in_korean(store):
         "작업 87870이(가) 11분째 보류 상태(JobHeldAdmin)입니다. 보통 requeue 뒤에 생기며 저절로 "
         "시작되지 않습니다. 관리자에게 해제를 요청하거나, 취소하고 마지막 완전한 체크포인트에서 "
         "재제출하세요.",
-        "작업 4242은(는) 감시를 시작하고 16분이 지나도록 squeue와 sacct 어디에도 없습니다 "
+        "작업 4242은(는) 감시를 시작한 지 16분 후에도 squeue와 sacct 어디에도 없습니다 "
         "(accounting에서 지워졌거나 클러스터 dev의 작업이 아닙니다). trainbot은 이 작업의 감시를 "
         "멈췄습니다. `/train watch 4242`로 다시 감시할 수 있습니다.",
     ]
@@ -349,3 +371,13 @@ def test_a_leak_seen_through_sstat_says_so_in_korean(store):
     [leak] = replies(ctx)
     assert leak.startswith("호스트 메모리가 100 iter마다 2.5 GiB씩 늘고 있습니다; 이 속도면 iter ")
     assert leak.endswith("; RSS는 sstat 값입니다 (step batch의 MaxRSS)")
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "<@U0OWNER> job 88154: no training progress since iteration 130 for 8 s"),
+    ("ko", "<@U0OWNER> 작업 88154: iter 130 이후 8초째 학습 진행이 없습니다"),
+])
+def test_a_short_stall_prompt_reads_in_seconds(store, lang, said):
+    d = diag("hang", metrics=DiagnosisMetrics(last_iter=130, stall_seconds=8))
+    [dec] = early_warnings(d, ChainHistory(), MANUAL, T0, job_id="88154")
+    assert warn(store, lang, dec, d).startswith(said)

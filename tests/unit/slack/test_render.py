@@ -216,3 +216,28 @@ def test_a_korean_incident_explains_in_korean_unless_the_site_text_is_english_on
     site_ko = _explanation(render_blocks("incident", "ko", views["site"])[0])
     assert "Use module load gcc/12 in the launcher; ask #hpc-help." in site_ko
     assert "CC/CXX" not in site_ko
+
+
+@pytest.mark.parametrize(("seconds", "en", "ko"), [
+    (8.0, "8 s", "8초"), (95.0, "95 s", "95초"), (119.4, "119 s", "119초"),
+    (120.0, "2 min", "2분"), (1800.0, "30 min", "30분"), (7500.0, "2 h 05 min", "2시간 5분"),
+    (200_000.0, "2 d 7 h", "2일 7시간"),
+])
+def test_durations_read_in_seconds_below_two_minutes(seconds, en, ko):
+    from bot.slack.render import format_duration, translator
+    assert format_duration(seconds) == en
+    assert format_duration(seconds, translator("en")) == en
+    assert format_duration(seconds, translator("ko")) == ko
+
+
+def test_a_short_stall_reads_in_seconds_in_every_text():
+    d = Diagnosis(class_id="hang", action=Action.ASK, retryable=True, charges_budget=True,
+                  hint="", title="Hang", metrics=DiagnosisMetrics(last_iter=130, stall_seconds=8),
+                  detail={"kind": "stall", "last_iter": 130, "stalled_s": 8.0,
+                          "threshold_s": 8.0, "open_save_line": None})
+    view = build_incident(d, recipe="mix", job_id="73", last_checkpoint_iter=100, now=0.0)
+    blocks, _ = render_blocks("incident", "en", view)
+    text = json.dumps(blocks)
+    assert "for 8 s (threshold 8 s)" in text
+    assert "No progress for*\\n8 s" in text
+    assert "0 min" not in text

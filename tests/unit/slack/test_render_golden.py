@@ -21,6 +21,7 @@ from bot.cli.log_input import read_log_arguments
 from bot.cli.report import build_report
 from bot.core.incident import (
     AttemptSummary,
+    build_completion,
     build_incident,
     build_resolution,
     build_root,
@@ -80,6 +81,10 @@ def story_views(story: str) -> dict[str, object]:
             recipe="mix", old_job_id=story, new_job_id=str(int(story) + 733),
             from_iter=first.from_iter, lost_iters=report.view.lost_iters,
             lost_seconds=report.view.lost_seconds, actor="U0ONCALL", mem=first.mem)
+    if story == "88154":  # the resumed attempt reached the target: the thread's last line
+        views["completed"] = build_completion(
+            recipe="mix", job_id="88887", last_iter=8000, target_iter=8000, started_at=0.0,
+            ended_at=66_600.0, attempts=2, retries_used=1)
     return views
 
 
@@ -87,7 +92,7 @@ def story_views(story: str) -> dict[str, object]:
 STORY_TEMPLATES = {
     "87870": ("root", "incident", "resolution"),  # host OOM in a checkpoint save
     "88016": ("root", "warning", "incident"),  # leak warning while running
-    "88154": ("root", "incident", "warning", "resolution"),  # hang → NCCL watchdog
+    "88154": ("root", "incident", "warning", "resolution", "completed"),  # hang → NCCL watchdog
     "108687": ("root", "incident"),  # silent exit 0
     "108903": ("root", "incident"),  # no C compiler
     "108915": ("root", "warning"),  # healthy but slow
