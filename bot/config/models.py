@@ -46,6 +46,7 @@ SLURM_OVERRIDE_FIELDS: dict[str, OverrideType] = {
 }
 
 _SLACK_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_SLACK_USERGROUP_RE = re.compile(r"^S[A-Z0-9]{2,}$")
 _SLACK_CHANNEL_ID_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 _OVERRIDE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -222,6 +223,15 @@ class PolicyConfig(_Model):
     approval_expiry_s: float = Field(
         24 * 3600.0, gt=0, description="Seconds an approval button stays valid."
     )
+    remind_after_s: float | None = Field(
+        2 * 3600.0, gt=0, description="Seconds an unanswered prompt waits before one reminder "
+        "in its thread (mentioning whom the prompt mentioned); null: no reminder."
+    )
+    escalate_after_s: float | None = Field(
+        6 * 3600.0, gt=0, description="Seconds an unanswered prompt waits before it is "
+        "escalated once to the recipe's `mentions.escalate_to` (default: its approvers); "
+        "null: no escalation. Both come before approval_expiry_s, or not at all."
+    )
 
 
 # Same fields, all optional: what a recipe may override. Built from PolicyConfig so the two
@@ -319,6 +329,34 @@ class CheckpointConfig(_Model):
         return (self.glob,) if isinstance(self.glob, str) else tuple(self.glob)
 
 
+class MentionsConfig(_Model):
+    """Whom a run's thread @-mentions, and when: few enough mentions that people read them."""
+
+    incidents: Literal["first", "every", "never"] = Field(
+        "first", description="Mention the owners on an incident: on the thread's first one "
+        "only (first), on every one (every), or never."
+    )
+    prompts: Literal["owners", "approvers", "none"] = Field(
+        "owners", description="Whom a prompt that waits for a decision (resubmit, cancel, "
+        "hold) mentions: the recipe's owners, its approvers, or nobody."
+    )
+    escalate_to: list[str] = Field(
+        default_factory=list,
+        description="Who an unanswered prompt is escalated to after policy.escalate_after_s: "
+        "Slack user ids, slack.groups names or Slack user-group ids (S…, mentioned as "
+        "@group); empty = the recipe's approvers.",
+    )
+
+    @field_validator("escalate_to")
+    @classmethod
+    def _escalate_to(cls, value: list[str]) -> list[str]:
+        for i, who in enumerate(value):
+            if not who or any(ch in who for ch in "<>@!| "):
+                raise ValueError(f"escalate_to[{i}] {who!r}: give a user id (U…), a "
+                                 "slack.groups name or a user-group id (S…), not a mention")
+        return value
+
+
 class RecipeConfig(_Model):
     """One named training run that can be submitted, watched and resumed."""
 
@@ -375,6 +413,11 @@ class RecipeConfig(_Model):
     )
     owners: list[str] = Field(
         default_factory=list, description="Slack user ids (U…/W…) paged on incidents."
+    )
+    mentions: MentionsConfig = Field(
+        default_factory=MentionsConfig,
+        description="When the thread mentions the owners, and whom prompts mention and "
+        "escalate to.",
     )
     lang: str | None = Field(
         None, description="Language of this recipe's messages (en, or one with a message "
@@ -649,6 +692,16 @@ class CrossFieldProblems(ValueError):
         super().__init__("; ".join(f"{p.path}: {p.message}" for p in problems))
 
 
+def _prompt_timing_problems(path: str, policy: PolicyConfig) -> list[Problem]:
+    """A prompt reminds, then escalates, then expires: in that order, or not at all."""
+    steps = [(name, getattr(policy, name)) for name in
+             ("remind_after_s", "escalate_after_s", "approval_expiry_s")]
+    steps = [(name, value) for name, value in steps if value is not None]
+    return [Problem(f"{path}.{later}", f"{later} ({b:g} s) must be longer than {earlier} "
+                    f"({a:g} s): a prompt reminds, then escalates, then expires")
+            for (earlier, a), (later, b) in zip(steps, steps[1:], strict=False) if b <= a]
+
+
 class Config(_Model):
     """The whole trainbot configuration."""
 
@@ -732,8 +785,15 @@ class Config(_Model):
                 )
             check_people(f"recipes.{name}.submitters", recipe.submitters)
             check_people(f"recipes.{name}.approvers", recipe.approvers)
+            check_people(f"recipes.{name}.mentions.escalate_to",
+                         [p for p in recipe.mentions.escalate_to
+                          if not _SLACK_USERGROUP_RE.match(p)])
+            problems += _prompt_timing_problems(
+                f"recipes.{name}.policy",
+                self.policy.model_copy(update=recipe.policy.model_dump(exclude_none=True)))
             if recipe.job_name is None:
                 recipe.job_name = name
+        problems += _prompt_timing_problems("policy", self.policy)
         if problems:
             raise CrossFieldProblems(problems)
         return self

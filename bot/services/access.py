@@ -30,3 +30,54 @@ def approvers_now(config: Config, recipe: str | None) -> People:
     configured."""
     access = access_for(config, recipe) if recipe in config.recipes else None
     return approvers_for(access, default_approvers(config))
+
+
+# --- mentions: whom a thread @-mentions (recipes.<name>.mentions) ----------------------------
+
+
+def mention(who: str) -> str:
+    """A Slack mention of a user id (`<@U…>`) or a user-group id (`<!subteam^S…>`)."""
+    return f"<!subteam^{who}>" if who.startswith("S") else f"<@{who}>"
+
+
+def mention_text(people: tuple[str, ...]) -> str:
+    """`<@U1> <@U2> ` (with the trailing space) for a head line, "" for nobody."""
+    return "".join(f"{mention(who)} " for who in people)
+
+
+def _ordered(config: Config, names: list[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for name in names:
+        for who in config.slack.groups.get(name, [name]):
+            if who not in out:
+                out.append(who)
+    return tuple(out)
+
+
+def owners_to_mention(config: Config, recipe: str | None) -> tuple[str, ...]:
+    """The recipe's owners, in config order (nobody for a recipe no longer configured)."""
+    if recipe is None or recipe not in config.recipes:
+        return ()
+    return _ordered(config, config.recipe(recipe).owners)
+
+
+def prompt_people(config: Config, recipe: str | None) -> tuple[str, ...]:
+    """Whom a prompt waiting for a decision mentions (and its reminder): `mentions.prompts`
+    of the recipe: its owners, its approvers, or nobody."""
+    if recipe is None or recipe not in config.recipes:
+        return ()
+    cfg = config.recipe(recipe)
+    if cfg.mentions.prompts == "owners":
+        return _ordered(config, cfg.owners)
+    if cfg.mentions.prompts == "approvers":
+        return _ordered(config, cfg.approvers or config.slack.approvers)
+    return ()
+
+
+def escalation_people(config: Config, recipe: str | None) -> tuple[str, ...]:
+    """Whom an unanswered prompt is escalated to: `mentions.escalate_to` (user ids, groups,
+    user-group ids), else the recipe's approvers (else slack.approvers)."""
+    if recipe is None or recipe not in config.recipes:
+        return _ordered(config, config.slack.approvers)
+    cfg = config.recipe(recipe)
+    return _ordered(config, cfg.mentions.escalate_to or cfg.approvers or config.slack.approvers)

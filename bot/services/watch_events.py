@@ -6,7 +6,8 @@ the site's template folder first), like `report` and `/train`:
 - `incident` of a COMPLETED run (class `completed`): one ✅ line (templates/completed.json.j2:
   the iteration reached, the time since the first submit, the attempts), no charts;
 - `incident`: the incident message (templates/incident.json.j2 via
-  bot.core.incident.build_incident), owners mentioned, and — when the policy decision offers a
+  bot.core.incident.build_incident), the owners mentioned on the thread's first one (the
+  recipe's `mentions`), and — when the policy decision offers a
   resubmit — an approval prompt (bot.services.prompts.create_resubmit_prompt) whose
   buttons carry one opaque token; the proposed --mem is the policy's;
 - `warning` for a stall: the warning text with "Cancel and resume" / "Cancel" / "Dismiss"
@@ -45,6 +46,7 @@ from collections import OrderedDict
 
 from bot.core.incident import build_completion, build_incident
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
+from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.ports import Blocks, BotContext, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.threads import has_thread, refresh_root, render, section, thread_note
@@ -99,9 +101,12 @@ class ThreadEvents:
     def _incident(self, event: WatchEvent) -> None:
         d, dec = event.diagnosis, event.decision
         assert d is not None and dec is not None
-        head = f"{self._mentions(event.recipe)}{self._say(event)}".strip()  # names the job
-        blocks = [section(head), *(self._incident_blocks(event) or [])]
         offers_resubmit = bool({OFFER_RESUBMIT, OFFER_RESUBMIT_MEM} & set(dec.offers))
+        people = self._incident_people(event)
+        if offers_resubmit:
+            people += prompt_people(self.ctx.config, event.recipe)
+        head = f"{mention_text(tuple(dict.fromkeys(people)))}{self._say(event)}".strip()
+        blocks = [section(head), *(self._incident_blocks(event) or [])]
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
             prompt = self._create_prompt(event, head, offer_cancel=False)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
@@ -132,7 +137,8 @@ class ThreadEvents:
         if event.chain_id is None or event.recipe is None:
             self._note(event, self._say(event))
             return
-        head = f"{self._mentions(event.recipe)}{self._say(event, prompt=True)}".strip()
+        people = prompt_people(self.ctx.config, event.recipe)
+        head = f"{mention_text(people)}{self._say(event, prompt=True)}".strip()
         prompt = self._create_prompt(event, head, offer_cancel=offer_cancel)
         self._post(event, prompt.blocks, head)
 
@@ -253,14 +259,23 @@ class ThreadEvents:
             return None
         return [b for b in blocks if b.get("type") != "actions"]
 
-    def _mentions(self, recipe: str | None) -> str:
-        if recipe is None:
-            return ""
-        try:
-            owners = self.ctx.config.recipe(recipe).owners
-        except Exception:  # noqa: BLE001 - a recipe gone from the config
-            return ""
-        return "".join(f"<@{u}> " for u in owners)
+    def _incident_people(self, event: WatchEvent) -> tuple[str, ...]:
+        """The owners, when the recipe's `mentions.incidents` says this incident mentions
+        them: every one, or the thread's first (no earlier final incident stored for the
+        chain: a re-publish of the same incident decides the same)."""
+        config = self.ctx.config
+        if event.recipe is None or event.recipe not in config.recipes:
+            return ()
+        rule = config.recipe(event.recipe).mentions.incidents
+        if rule == "never":
+            return ()
+        if rule == "first" and event.chain_id is not None:
+            for inc in self.ctx.store.incidents.for_chain(event.chain_id):  # oldest first
+                if inc.key == event.key:
+                    break
+                if inc.key.endswith(":final") and inc.class_id != "completed":
+                    return ()
+        return owners_to_mention(config, event.recipe)
 
     def _post(self, event: WatchEvent, blocks: Blocks, text: str) -> None:
         if self.ctx.sink is None or event.chain_id is None:
