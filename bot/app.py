@@ -102,16 +102,21 @@ def tick_interval(config: Config, cluster: str) -> float:
 
 def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                     clock: Callable[[], float] = time.time) -> JobScheduler:
-    """The bot's jobs: `holds` (release held competitors once their resumed job runs) every
-    policy tick, and `watch:<cluster>` for each configured cluster every `tick_interval`;
+    """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
+    `prompts` (remind, escalate, expire unanswered prompts) every policy tick, and
+    `watch:<cluster>` for each configured cluster every `tick_interval`;
     each runs only while `leases` (default: this process's) holds the lease named after it,
     with its side effects fenced by that lease (bot.services.fencing)."""
+    from bot.services.approvals import follow_up_prompts
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
     holds = fenced_context(ctx, scheduler.fence("holds"))
     scheduler.run_repeating("holds", lambda now: release_started(holds, now),
+                            every_s=ctx.config.policy.tick_s)
+    prompts = fenced_context(ctx, scheduler.fence("prompts"))
+    scheduler.run_repeating("prompts", lambda now: follow_up_prompts(prompts, now),
                             every_s=ctx.config.policy.tick_s)
     for name in ctx.config.clusters:
         job_id = f"watch:{name}"

@@ -265,6 +265,7 @@ class RecordingMessageSink:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.posts: list[tuple[str, int, str, str]] = []  # (kind, chain, key, text)
+        self.blocks: dict[str, list] = {}  # key -> the blocks last posted or updated
 
     def post_root(self, chain_id: int, channel: str, blocks: list, text: str) -> str:
         key = f"chain:{chain_id}:root"
@@ -276,7 +277,13 @@ class RecordingMessageSink:
 
     def post_reply(self, chain_id: int, key: str, blocks: list, text: str) -> str:
         self.posts.append(("reply", chain_id, key, text))
+        self.blocks[key] = blocks
         return f"{chain_id}.{len(self.posts):04d}"
+
+    def update_reply(self, chain_id: int, key: str, blocks: list, text: str) -> None:
+        if any(p[0] == "reply" and p[2] == key for p in self.posts):
+            self.posts.append(("update", chain_id, key, text))
+            self.blocks[key] = blocks
 
     def texts(self) -> list[str]:
         return [p[3] for p in self.posts]

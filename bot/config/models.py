@@ -223,14 +223,14 @@ class PolicyConfig(_Model):
     approval_expiry_s: float = Field(
         24 * 3600.0, gt=0, description="Seconds an approval button stays valid."
     )
-    remind_after_s: float | None = Field(
-        2 * 3600.0, gt=0, description="Seconds an unanswered prompt waits before one reminder "
-        "in its thread (mentioning whom the prompt mentioned); null: no reminder."
+    remind_after_s: float = Field(
+        2 * 3600.0, ge=0, description="Seconds an unanswered prompt waits before one reminder "
+        "in its thread (mentioning whom the prompt mentioned); 0: no reminder."
     )
-    escalate_after_s: float | None = Field(
-        6 * 3600.0, gt=0, description="Seconds an unanswered prompt waits before it is "
+    escalate_after_s: float = Field(
+        6 * 3600.0, ge=0, description="Seconds an unanswered prompt waits before it is "
         "escalated once to the recipe's `mentions.escalate_to` (default: its approvers); "
-        "null: no escalation. Both come before approval_expiry_s, or not at all."
+        "0: no escalation. Both come before approval_expiry_s."
     )
 
 
@@ -696,7 +696,7 @@ def _prompt_timing_problems(path: str, policy: PolicyConfig) -> list[Problem]:
     """A prompt reminds, then escalates, then expires: in that order, or not at all."""
     steps = [(name, getattr(policy, name)) for name in
              ("remind_after_s", "escalate_after_s", "approval_expiry_s")]
-    steps = [(name, value) for name, value in steps if value is not None]
+    steps = [(name, value) for name, value in steps if value]  # 0: that step is off
     return [Problem(f"{path}.{later}", f"{later} ({b:g} s) must be longer than {earlier} "
                     f"({a:g} s): a prompt reminds, then escalates, then expires")
             for (earlier, a), (later, b) in zip(steps, steps[1:], strict=False) if b <= a]

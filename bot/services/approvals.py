@@ -34,6 +34,7 @@ never charged. An approved resubmit re-opens a chain the policy had stopped.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -41,11 +42,11 @@ from bot.cluster.errors import ClusterError
 from bot.core.policy import approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
-from bot.services.access import approvers_now
-from bot.services.ports import Blocks, BotContext, Slurm
+from bot.services.access import approvers_now, escalation_people, mention, prompt_people
+from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.runs import submit_and_announce
 from bot.services.submit import SubmitResult
-from bot.services.threads import render
+from bot.services.threads import post_safely, render
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
 
@@ -186,8 +187,7 @@ def handle_click(
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
-            text, blocks = _decided(ctx, recipe, summary, Outcome(
-                "expired", recipe=recipe, job_id=target, for_job=for_job))
+            text, blocks = _decided(ctx, recipe, summary, expired_outcome(approval))
             return ClickResult("expired", text, blocks, ephemeral=text)
         if claim.reason == "stale" and claim.latest is not None:
             latest = claim.latest
@@ -393,3 +393,91 @@ def _stalled_at(ctx: BotContext, approval: Approval, attempt: Attempt | None) ->
     known = [int(v) for v in seen if v is not None]
     return max(known) if known else None
 
+
+
+# --- unanswered prompts: remind, escalate, expire ------------------------------------------
+
+_MENTION = re.compile(r"^(?:<[@!][^>]*>\s*)+")
+
+
+def follow_up_prompts(ctx: BotContext, now: float) -> None:
+    """Every pending prompt of a run chain, once `now` passes its times (the recipe's policy):
+    `remind_after_s` → one reminder in its thread mentioning the prompt's people (the recipe's
+    `mentions.prompts`); `escalate_after_s` → one escalation mentioning `mentions.escalate_to`
+    (default: the approvers); `expires_at` → the prompt rewritten to say it expired and what
+    happens now. Each step is recorded in the approval's row (`mark_step`, `expire`: true for
+    one caller), so a replica taking the job over repeats none; the posts are keyed, so a
+    crash between a post and its record posts nothing twice. Run by the scheduler's `prompts`
+    job (bot.app.build_scheduler) under its lease."""
+    for approval in ctx.store.approvals.pending():
+        if approval.chain_id is None:
+            continue
+        try:
+            _follow_up(ctx, approval, now)
+        except LeaseLost:
+            raise  # another replica runs the job now
+        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
+            log.exception("following up prompt %s failed", approval.token)
+
+
+def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
+    recipe = approval.payload.get("recipe")
+    chain_id = approval.chain_id
+    assert chain_id is not None
+    policy = ctx.config.policy_for(recipe) if recipe in ctx.config.recipes else ctx.config.policy
+    if approval.expires_at <= now:
+        if ctx.store.approvals.expire(approval.token, now=now):
+            _show_expired(ctx, approval, recipe)
+        return
+    age = now - approval.created_at
+    step: str | None = None
+    if policy.escalate_after_s and age >= policy.escalate_after_s:
+        step = "escalated"
+    elif policy.remind_after_s and age >= policy.remind_after_s:
+        step = "reminded"
+    if step is None or step in ctx.store.approvals.steps(approval.token):
+        return
+    people = (escalation_people if step == "escalated" else prompt_people)(ctx.config, recipe)
+    view = {"kind": step, "mentions": [mention(p) for p in people],
+            "question": _question(approval), "age_s": age, "expires_at": approval.expires_at}
+    blocks, text = render(ctx, "prompt_follow_up", recipe, view)
+    key = f"prompt-{step}:{approval.token}"
+    if post_safely(ctx, "reply", chain_id, key, blocks, text) is not None:
+        ctx.store.approvals.mark_step(approval.token, step, now=now)
+        ctx.store.audit.record(actor="trainbot", action=f"approval.{step}", now=now,
+                               recipe=recipe, job_id=approval.target_job, result="posted",
+                               detail={"token": approval.token, "mentioned": list(people)})
+
+
+def _question(approval: Approval) -> str:
+    """What the prompt asks, without its mentions (a reminder mentions whom it chooses)."""
+    summary = approval.payload.get("summary")
+    if summary:
+        return _MENTION.sub("", str(summary))
+    return ""
+
+
+def expired_outcome(approval: Approval) -> Outcome:
+    """What an expired prompt leaves as it is: `did` resubmit (a finished job's resubmit
+    prompt), cancel (a running job's stall prompt) or hold (a competitor's hold prompt)."""
+    payload = approval.payload
+    choices = payload.get("choices", [])
+    did = "hold" if "hold" in choices else ("cancel" if "cancel_resume" in choices
+                                            else "resubmit")
+    return Outcome("expired", did=did, recipe=payload.get("recipe"),
+                   job_id=approval.target_job, for_job=payload.get("for_job"))
+
+
+def _show_expired(ctx: BotContext, approval: Approval, recipe: str | None) -> None:
+    """Rewrite the expired prompt: its question, then that it expired and what happens now."""
+    key = (comp.hold_prompt_key(approval.token) if approval.action == comp.HOLD_ACTION
+           else approval.payload.get("post_key"))
+    update = getattr(ctx.sink, "update_reply", None)
+    if key is None or update is None or approval.chain_id is None:
+        return
+    text, blocks = _decided(ctx, recipe, approval.payload.get("summary"),
+                            expired_outcome(approval))
+    try:
+        update(approval.chain_id, key, blocks, text)
+    except PostError as exc:
+        log.warning("could not rewrite expired prompt %s: %s", approval.token, exc)

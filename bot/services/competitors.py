@@ -83,6 +83,11 @@ def find_competitors(ctx: BotContext, recipe: str, job_id: int, chain_id: int) -
     return ahead_of(slurm.job(int(job_id)), pending)
 
 
+def hold_prompt_key(token: str) -> str:
+    """The thread post of the hold prompt behind `token`."""
+    return f"hold-prompt:{token}"
+
+
 def propose_holds(
     ctx: BotContext,
     *,
@@ -128,7 +133,7 @@ def propose_holds(
             "yes_action": str(action_ids[0]), "no_action": str(action_ids[1]),
         })
         if ctx.sink is not None:
-            post_safely(ctx, "reply", chain_id, f"hold-prompt:{token}", blocks, text)
+            post_safely(ctx, "reply", chain_id, hold_prompt_key(token), blocks, text)
         ctx.store.audit.record(
             actor="trainbot", action="competitor.propose_hold", now=now, recipe=recipe,
             job_id=str(comp.job_id), result="asked", detail={"for_job": job_id, "token": token},

@@ -142,5 +142,9 @@ class FencedThreadWriter:
         return self._fenced("post_reply", "Slack post")
 
     @property
+    def update_reply(self) -> Callable[..., None]:
+        return self._fenced("update_reply", "Slack update")
+
+    @property
     def upload_chart(self) -> Callable[..., str]:
         return self._fenced("upload_chart", "Slack chart upload")

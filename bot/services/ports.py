@@ -150,6 +150,11 @@ class ThreadWriter(Protocol):
 
     def post_reply(self, chain_id: int, key: str, blocks: Blocks, text: str) -> str: ...
 
+    def update_reply(self, chain_id: int, key: str, blocks: Blocks, text: str) -> None:
+        """Rewrite the reply posted under `key` in place (a prompt that expired); nothing
+        when it was never posted."""
+        ...
+
     def upload_chart(self, chain_id: int, key: str, png_bytes: bytes, filename: str,
                      title: str) -> str: ...
 

@@ -42,13 +42,15 @@ def create_resubmit_prompt(
     resume_iter: int | None = None,
     mem: str | None = None,
     offer_cancel: bool = False,
+    post_key: str | None = None,
 ) -> Prompt:
     """Store an approval and build its buttons; the caller posts the blocks.
 
     A finished job's prompt: Resubmit (from iter N), Resubmit with --mem=… (when `mem`),
     Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
     complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
-    beside the running one.
+    beside the running one. `post_key`: the thread post that will carry it (stored, so its
+    expiry can rewrite it: bot.services.approvals.follow_up_prompts).
     """
     if offer_cancel and mem:
         raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem: "
@@ -64,6 +66,7 @@ def create_resubmit_prompt(
         "mem": mem,
         "resume_iter": resume_iter,
         "summary": summary,
+        **({"post_key": post_key} if post_key else {}),
     }
     token = _open_prompt(ctx, chain_id, str(job_id), payload, now) or ctx.store.approvals.create(
         action=RESUBMIT_ACTION,

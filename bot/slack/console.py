@@ -145,6 +145,11 @@ class ConsoleSink:
                      thread_ts=root)
         return ts
 
+    def update_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> None:
+        """A prompt rewritten in place (it expired): printed as a follow-up line."""
+        if self._known(key) is not None:
+            self.update_message(key, blocks, text)
+
     def upload_chart(
         self, chain_id: int, key: str, png_bytes: bytes, filename: str, title: str
     ) -> str:

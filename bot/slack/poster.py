@@ -170,6 +170,21 @@ class SlackPoster:
         return self._post(key, kind="reply", chain_id=chain_id, channel=root.channel,
                           thread_ts=root.ts, blocks=blocks, text=text)
 
+    def update_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> None:
+        """Rewrite the reply posted under `key` (chat.update); nothing when it was never
+        posted, or when its content is already this."""
+        post = self.store.slack_posts.get(key)
+        if post is None or not post.posted or post.ts is None:
+            return
+        blocks, text = self._redacted(blocks, text)
+        digest = payload_hash(blocks, text)
+        if post.payload_hash == digest:
+            return
+        self._call("chat.update", key, post.channel,
+                   lambda: self.client.chat_update(channel=post.channel, ts=post.ts,
+                                                   blocks=blocks, text=text))
+        self.store.slack_posts.record_updated(key, payload_hash=digest, now=self.clock())
+
     def upload_chart(
         self, chain_id: int, key: str, png_bytes: bytes, filename: str, title: str
     ) -> str:

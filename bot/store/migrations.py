@@ -212,6 +212,20 @@ def _v7_lease_epochs(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0"))
 
 
+def _v8_prompt_steps(conn: Connection) -> None:
+    """Version 8: prompt_steps, one row per follow-up step (reminded, escalated) of a prompt,
+    so it happens once, whichever replica runs the follow-up (`ApprovalsRepo.mark_step`)."""
+    md = MetaData()
+    Table(
+        "prompt_steps",
+        md,
+        Column("token", Text, primary_key=True),
+        Column("step", Text, primary_key=True),
+        Column("at", Float, nullable=False),
+    )
+    md.create_all(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -220,6 +234,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v5_held_since,
     _v6_command_claims,
     _v7_lease_epochs,
+    _v8_prompt_steps,
 ]
 
 

@@ -505,6 +505,44 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
+    def mark_step(self, token: str, step: str, *, now: float) -> bool:
+        """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"):
+        True for exactly one caller, so no replica follows a prompt up twice."""
+        if step not in ("reminded", "escalated"):
+            raise ValueError(f"step must be reminded or escalated, not {step!r}")
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now))
+        except IntegrityError:  # done before, or by another replica just now
+            return False
+        return True
+
+    def steps(self, token: str) -> dict[str, float]:
+        """The follow-up steps `token`'s prompt went through: step -> when."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(select(t.prompt_steps.c.step, t.prompt_steps.c.at)
+                                .where(t.prompt_steps.c.token == token)).all()
+        return {step: at for step, at in rows}
+
+    def expire(self, token: str, *, now: float) -> bool:
+        """pending → expired once its time is up: True for exactly one caller."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "pending",
+                            t.approvals.c.expires_at <= now))
+                .values(state="expired")
+            )
+        return result.rowcount == 1
+
+    def pending(self) -> list[Approval]:
+        """Every pending approval of every action, oldest first (the prompts' follow-up)."""
+        query = (select(t.approvals).where(t.approvals.c.state == "pending")
+                 .order_by(t.approvals.c.created_at, t.approvals.c.id))
+        with self._engine.begin() as conn:
+            rows = conn.execute(query).all()
+        return [_row(Approval, r) for r in rows]
+
     def expire_due(self, now: float) -> list[str]:
         """Mark every pending approval past its expiry expired; returns their tokens."""
         with self._engine.begin() as conn:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = MetaData()
 
@@ -105,6 +105,15 @@ approvals = Table(
     Column("decided_at", Float),
     Column("created_at", Float, nullable=False),
     Index("ix_approvals_action_state", "action", "state"),  # version 3
+)
+
+# version 8: the follow-up steps (reminded, escalated) a pending prompt went through
+prompt_steps = Table(
+    "prompt_steps",
+    metadata,
+    Column("token", Text, primary_key=True),
+    Column("step", Text, primary_key=True),
+    Column("at", Float, nullable=False),
 )
 
 slack_posts = Table(

@@ -287,3 +287,15 @@ def test_a_connection_never_made_is_sent_again_without_a_lookup(store, fake_slee
     # The client re-sent each attempt twice itself: the request provably never left.
     assert len(client.retry_handlers[0].waits) == 2 * poster.max_attempts
     assert store.slack_posts.get(root_key(chain)).state == "intent"
+
+
+def test_a_reply_is_rewritten_in_place_once_and_only_when_posted(slack, poster, store):
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    ts = poster.post_reply(chain, "dev:88154:final", section("Resubmit?"), "resubmit?")
+    poster.update_reply(chain, "dev:88154:final", section("⌛ expired"), "expired")
+    poster.update_reply(chain, "dev:88154:final", section("⌛ expired"), "expired")  # unchanged
+    poster.update_reply(chain, "never-posted", section("x"), "x")
+    [update] = slack.ok_calls("chat.update")
+    assert (update.params["channel"], update.params["ts"]) == (CHANNEL, ts)
+    assert [r.get("text") for r in slack.replies(CHANNEL, root_ts)] == ["expired"]

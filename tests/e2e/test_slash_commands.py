@@ -252,7 +252,9 @@ def test_expired_click_is_refused(app, urls, services, slack, fake_slurm) -> Non
     token, ts = prompt_in_thread(services, slack)
     services.clock = lambda: NOW + 48 * 3600
     answer = click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD")
-    assert answer[0]["text"] == "This request expired; nothing was done."
+    assert answer[0]["text"] == (
+        "⌛ This prompt expired unanswered; nothing was resubmitted: job 88154 stays as it ended. "
+        "`/train resume mix` resumes the run from its last complete checkpoint.")
     assert slack.ok_calls("chat.update")[0].params["text"] == answer[0]["text"]
     assert fake_slurm.submits() == []
 

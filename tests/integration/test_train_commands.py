@@ -8,6 +8,7 @@ engineers sharing the cluster do not collide; every job it starts is cancelled a
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 import time
 import uuid
@@ -358,8 +359,10 @@ def test_approval_submits_once_on_the_real_cluster(env: Env) -> None:
     # an expired prompt does nothing on the cluster either
     old_token, old_ts = prompt_for_failed_run(env)
     env.services.clock = lambda: time.time() + 48 * 3600
-    assert env.click(ActionId.RESUBMIT, old_token, old_ts, "W0LEAD")[0]["text"] == \
-        "This request expired; nothing was done."
+    assert re.fullmatch(
+        r"⌛ This prompt expired unanswered; nothing was resubmitted: job \d+ stays as it ended\. "
+        r"`/train resume mix` resumes the run from its last complete checkpoint\.",
+        env.click(ActionId.RESUBMIT, old_token, old_ts, "W0LEAD")[0]["text"])
     results = [(e.actor, e.result) for e in reversed(env.services.store.audit.recent(50))
                if e.action == "approval.click"]
     assert results == [("U0ALICE", "unauthorized"), ("W0LEAD", "ok"), ("W0LEAD", "duplicate"),

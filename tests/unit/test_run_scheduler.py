@@ -72,7 +72,7 @@ def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store)
     ctx = context(store)
     scheduler = build_scheduler(ctx)
     jobs = {job.id: job for job in scheduler.jobs()}
-    assert sorted(jobs) == ["holds", "watch:alpha", "watch:beta"]
+    assert sorted(jobs) == ["holds", "prompts", "watch:alpha", "watch:beta"]
     assert str(scheduler.timezone) == "UTC"
     for name, seconds in (("watch:alpha", 30), ("watch:beta", 5)):
         job = jobs[name]
@@ -87,6 +87,12 @@ def test_the_holds_job_runs_every_policy_tick(store) -> None:
     jobs = {job.id: job for job in build_scheduler(context(store)).jobs()}
     assert jobs["holds"].trigger.interval.total_seconds() == 30
     assert jobs["holds"].coalesce is True and jobs["holds"].max_instances == 1
+
+
+def test_the_prompts_follow_up_job_runs_every_policy_tick(store) -> None:
+    jobs = {job.id: job for job in build_scheduler(context(store)).jobs()}
+    assert jobs["prompts"].trigger.interval.total_seconds() == 30
+    assert jobs["prompts"].coalesce is True and jobs["prompts"].max_instances == 1
 
 
 def test_the_shortest_tick_a_recipe_on_the_cluster_asks_for_wins() -> None:

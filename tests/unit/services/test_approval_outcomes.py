@@ -176,8 +176,9 @@ def test_a_korean_recipes_clicker_is_answered_in_korean(store: Store) -> None:
                                "않았습니다.")
     late = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT, "W0LEAD", NOW + 10 ** 7)
     assert late.status == "expired"
-    assert late.ephemeral == late.update_text == ("이 요청은 만료되었습니다. 아무것도 하지 "
-                                                  "않았습니다.")
+    assert late.ephemeral == late.update_text == (
+        "⌛ 응답 없이 이 요청이 만료되었습니다. 아무것도 재제출하지 않았고 작업 88154은(는) 끝난 "
+        "상태 그대로입니다. `/train resume mix`로 마지막 완전한 체크포인트에서 재개할 수 있습니다.")
     unknown = handle_click(ctx, "no-such-token", ActionId.RESUBMIT, "W0LEAD", NOW)
     assert unknown.ephemeral == ("This button is not (or no longer) known to trainbot; nothing "
                                  "was done.")  # no recipe to go by: slack.lang (en)

@@ -238,7 +238,9 @@ def test_expired_click_does_nothing_and_says_so(ctx: BotContext, slurm: FakeSlur
     late = NOW + ctx.config.policy.approval_expiry_s + 1
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", late)
     assert result.status == "expired"
-    assert result.update_text == "This request expired; nothing was done."
+    assert result.update_text == (
+        "⌛ This prompt expired unanswered; nothing was resubmitted: job 88154 stays as it ended. "
+        "`/train resume mix` resumes the run from its last complete checkpoint.")
     assert slurm.submits() == []
     assert ctx.store.approvals.get(token).state == "expired"
     assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", late + 1).status == "expired"

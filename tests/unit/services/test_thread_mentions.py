@@ -123,4 +123,4 @@ def test_a_prompt_reminds_then_escalates_then_expires():
         make_config(policy={"remind_after_s": 7200, "escalate_after_s": 3600})
     with pytest.raises(ValueError, match="approval_expiry_s"):
         make_config(policy={"escalate_after_s": 90000})
-    assert make_config(policy={"remind_after_s": None, "escalate_after_s": None})
+    assert make_config(policy={"remind_after_s": 0, "escalate_after_s": 0})

@@ -541,7 +541,7 @@ def test_v4_store_gets_held_since_keeping_its_watched_jobs(store_url):
         assert "held_since" not in {c["name"] for c in
                                     inspect(old.engine).get_columns("watched_jobs")}
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == 7
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         [job] = new.watched_jobs.list("dev")
         assert (job.job_id, job.chain_id, job.held_since) == ("88016", chain.id, None)
         new.watched_jobs.set_held_since("dev", "88016", 7.5)
@@ -578,7 +578,7 @@ def test_v5_store_gets_the_command_claims_table_keeping_its_data(store_url):
         assert not inspect(old.engine).has_table("command_claims")
         chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == 7
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         assert new.chains.get(chain.id).recipe == "mix"
         assert new.command_claims.claim("trig-1", "host:1:aa", now=2.0, ttl_s=60.0)
 
@@ -590,8 +590,24 @@ def test_v6_store_gets_lease_epochs_keeping_its_leases(store_url):
                                  "VALUES ('watch:dev', 'host:1:aa', 1.0, 31.0)")
         assert "epoch" not in {c["name"] for c in inspect(old.engine).get_columns("leases")}
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == 7
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         assert (new.leases.holder("watch:dev"), new.leases.epoch("watch:dev")) == (
             "host:1:aa", 0)
         assert new.leases.acquire("watch:dev", "host:1:aa", now=2.0, ttl_s=30.0) == 0
         assert new.leases.acquire("watch:dev", "host:2:bb", now=40.0, ttl_s=30.0) == 1
+
+
+def test_v7_store_gets_prompt_steps_keeping_its_approvals(store_url):
+    with Store.open(store_url, target_version=7) as old:
+        token = old.approvals.create(action="resubmit", payload={"recipe": "mix"},
+                                     allowed=["U1"], expires_at=1e12, now=1.0,
+                                     target_job="88154")
+        assert "prompt_steps" not in inspect(old.engine).get_table_names()
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        assert [a.token for a in new.approvals.pending()] == [token]
+        assert new.approvals.steps(token) == {}
+        assert new.approvals.mark_step(token, "reminded", now=5.0)
+        assert not new.approvals.mark_step(token, "reminded", now=6.0)  # once, whoever asks
+        assert new.approvals.mark_step(token, "escalated", now=7.0)
+        assert new.approvals.steps(token) == {"reminded": 5.0, "escalated": 7.0}
