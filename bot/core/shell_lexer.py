@@ -1,5 +1,5 @@
 """A small shell lexer for batch scripts: what the launcher checks need, with offsets into the
-original text so that findings can name the line."""
+original text so that findings can name the line. Iterative: nesting depth costs no stack."""
 
 from __future__ import annotations
 
@@ -8,68 +8,142 @@ import re
 #: Operators that end a command, an and-or element or a pipeline element.
 OPS = ("&&", "||", ";;", "|", ";", "&", "\n")
 
+#: Ends of quoted strings and substitutions already scanned: absolute start -> absolute end.
+#: Callers that lex slices of one text pass one Memo with each slice's base offset, so nested
+#: constructs are scanned once in all, not once per nesting level.
+Memo = dict[int, int]
 
-def skip_quoted(text: str, i: int) -> int:
-    """Index just past the quoted string / substitution / backtick that starts at text[i]."""
+_DQ_STOP = re.compile(r'[\\"$`]')
+_BAL_STOP = re.compile(r"[\\'\"`$#(){}]")
+_DQ = 0
+_BAL = 1
+
+
+def _skip_backtick(text: str, i: int) -> int:
+    """Index just past the backtick that closes the one at text[i] (escaped ones skipped)."""
+    j, n = i + 1, len(text)
+    while j < n:
+        k = text.find("`", j)
+        if k < 0:
+            return n
+        back = k - 1
+        while back > i and text[back] == "\\":
+            back -= 1
+        if (k - 1 - back) % 2 == 0:
+            return k + 1
+        j = k + 1
+    return n
+
+
+def _open(
+    text: str, j: int, width: int, frame: list, stack: list[list], base: int, memo: Memo | None
+) -> int:
+    """Enter the construct whose opener (`width` characters) starts at text[j], or jump past
+    the construct when its end is already known."""
+    if memo is not None:
+        end = memo.get(base + j)
+        if end is not None:
+            return min(end - base, len(text))
+    stack.append(frame)
+    return j + width
+
+
+def _scan(text: str, j: int, stack: list[list], base: int, memo: Memo | None) -> int:
+    """Scan from text[j] until every frame on `stack` is closed; the index just past the last
+    close, or len(text) if one never closes. A frame is [_DQ, start] for a double-quoted
+    string or [_BAL, start, open, close, depth] for `( … )`, `$( … )`, `${ … }`."""
+    n = len(text)
+    while stack:
+        if j >= n:
+            return n
+        frame = stack[-1]
+        if frame[0] == _DQ:
+            m = _DQ_STOP.search(text, j)
+            if m is None:
+                return n
+            j = m.start()
+            c = text[j]
+            if c == "\\":
+                j += 2
+            elif c == '"':
+                stack.pop()
+                j += 1
+                if memo is not None:
+                    memo[base + frame[1]] = base + j
+            elif c == "`":
+                j = _skip_backtick(text, j)
+            elif j + 1 < n and text[j + 1] in "({":
+                close = ")" if text[j + 1] == "(" else "}"
+                j = _open(text, j, 2, [_BAL, j, text[j + 1], close, 1], stack, base, memo)
+            else:
+                j += 1
+            continue
+        m = _BAL_STOP.search(text, j)
+        if m is None:
+            return n
+        j = m.start()
+        c = text[j]
+        if c == "\\":
+            j += 2
+        elif c == "'":
+            k = text.find("'", j + 1)
+            j = n if k < 0 else k + 1
+        elif c == '"':
+            j = _open(text, j, 1, [_DQ, j], stack, base, memo)
+        elif c == "`":
+            j = _skip_backtick(text, j)
+        elif c == "$":
+            if j + 1 < n and text[j + 1] in "({":
+                close = ")" if text[j + 1] == "(" else "}"
+                j = _open(text, j, 2, [_BAL, j, text[j + 1], close, 1], stack, base, memo)
+            else:
+                j += 1
+        elif c == "#" and (j == 0 or text[j - 1] in " \t\n;"):
+            k = text.find("\n", j)
+            j = n if k < 0 else k
+        elif c == "(" and frame[2] == "(":  # its own frame, so that its end is memoised too
+            j = _open(text, j, 1, [_BAL, j, "(", ")", 1], stack, base, memo)
+        elif c == frame[2]:
+            frame[4] += 1
+            j += 1
+        elif c == frame[3]:
+            frame[4] -= 1
+            j += 1
+            if frame[4] == 0:
+                stack.pop()
+                if memo is not None:
+                    memo[base + frame[1]] = base + j
+        else:
+            j += 1
+    return min(j, n)
+
+
+def skip_quoted(text: str, i: int, base: int = 0, memo: Memo | None = None) -> int:
+    """Index just past the quoted string / substitution / backtick / `( … )` that starts at
+    text[i]; `base` is text's offset in the text `memo` was built on."""
     c = text[i]
     n = len(text)
     if c == "'":
         j = text.find("'", i + 1)
         return n if j < 0 else j + 1
-    if c == '"':
-        j = i + 1
-        while j < n:
-            if text[j] == "\\":
-                j += 2
-                continue
-            if text[j] == '"':
-                return j + 1
-            if text[j] == "$" and j + 1 < n and text[j + 1] in "({":
-                j = skip_quoted(text, j)
-                continue
-            if text[j] == "`":
-                j = skip_quoted(text, j)
-                continue
-            j += 1
-        return n
     if c == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        return min(n, j + 1)
+        return _skip_backtick(text, i)
+    if memo is not None and base + i in memo:
+        return min(memo[base + i] - base, n)
+    if c == '"':
+        return _scan(text, i + 1, [[_DQ, i]], base, memo)
     if c == "$" and i + 1 < n and text[i + 1] in "({":
         close = ")" if text[i + 1] == "(" else "}"
-        return skip_balanced(text, i + 2, "(" if close == ")" else "{", close)
+        return _scan(text, i + 2, [[_BAL, i, text[i + 1], close, 1]], base, memo)
     if c == "(":
-        return skip_balanced(text, i + 1, "(", ")")
-    raise AssertionError(c)
+        return _scan(text, i + 1, [[_BAL, i, "(", ")", 1]], base, memo)
+    raise ValueError(f"no quote or substitution starts at {c!r}")
 
 
 def skip_balanced(text: str, j: int, open_: str, close: str) -> int:
     """Index just past the `close` that balances an `open_` before text[j] (quotes, escapes,
     substitutions and comments skipped); len(text) when it never closes."""
-    depth = 1
-    n = len(text)
-    while j < n:
-        c = text[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c in "'\"`" or (c == "$" and j + 1 < n and text[j + 1] in "({"):
-            j = skip_quoted(text, j)
-            continue
-        if c == "#" and (j == 0 or text[j - 1] in " \t\n;"):
-            nl = text.find("\n", j)
-            j = n if nl < 0 else nl
-            continue
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return n
+    return _scan(text, j, [[_BAL, j - 1, open_, close, 1]], 0, None)
 
 
 def word_start(text: str, i: int) -> bool:
@@ -77,27 +151,40 @@ def word_start(text: str, i: int) -> bool:
     return i == 0 or text[i - 1] in " \t\n;|&({"
 
 
+_COMMENT_STOP = re.compile(r"[\\'\"`$#]")
+
+
 def strip_comments(text: str) -> str:
     """Blank out comments (keeping offsets and newlines) so later scans ignore them."""
-    out = list(text)
+    parts: list[str] = []
+    done = 0
     i, n = 0, len(text)
+    memo: Memo = {}
     while i < n:
+        m = _COMMENT_STOP.search(text, i)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c == "\\":
             i += 2
             continue
-        if c in "'\"`" or (c == "$" and i + 1 < n and text[i + 1] in "({"):
-            i = skip_quoted(text, i)
+        if c == "#":
+            if word_start(text, i):
+                j = text.find("\n", i)
+                j = n if j < 0 else j
+                parts.append(text[done:i])
+                parts.append(" " * (j - i))
+                done = i = j
+            else:
+                i += 1
             continue
-        if c == "#" and word_start(text, i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
+        if c == "$" and not (i + 1 < n and text[i + 1] in "({"):
+            i += 1
             continue
-        i += 1
-    return "".join(out)
+        i = skip_quoted(text, i, 0, memo)
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
@@ -112,6 +199,8 @@ def blank_heredocs(text: str) -> str:
         line = lines[i]
         out.append(line)
         i += 1
+        if "<<" not in line:
+            continue
         for m in _HEREDOC_RE.finditer(line):
             strip_tabs, delim = m.group(1) == "-", m.group(3)
             while i < len(lines):
@@ -123,58 +212,83 @@ def blank_heredocs(text: str) -> str:
     return "\n".join(out)
 
 
-def split_top_level(text: str, base: int, ops: tuple[str, ...]) -> list[tuple[str, int, str]]:
+_SPLIT_STOP = re.compile(r"[\\'\"`$(){}&|;\n]")
+
+
+def split_top_level(
+    text: str, base: int, ops: tuple[str, ...], memo: Memo | None = None
+) -> list[tuple[str, int, str]]:
     """Split at top-level operators in `ops`: [(piece, absolute offset, operator after it)]."""
     pieces: list[tuple[str, int, str]] = []
     start = 0
     i, n = 0, len(text)
     brace_depth = 0
     while i < n:
+        m = _SPLIT_STOP.search(text, i)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c == "\\":
             i += 2
             continue
-        if c in "'\"`" or (c == "$" and i + 1 < n and text[i + 1] in "({"):
-            i = skip_quoted(text, i)
+        if c in "'\"`(" or (c == "$" and i + 1 < n and text[i + 1] in "({"):
+            i = skip_quoted(text, i, base, memo)
             continue
-        if c == "(":
-            i = skip_quoted(text, i)
-            continue
-        if c == "{" and word_start(text, i) and i + 1 < n and text[i + 1] in " \t\n":
-            brace_depth += 1
+        if c == "{":
+            if word_start(text, i) and i + 1 < n and text[i + 1] in " \t\n":
+                brace_depth += 1
             i += 1
             continue
-        if c == "}" and brace_depth and word_start(text, i):
-            brace_depth -= 1
+        if c == "}":
+            if brace_depth and word_start(text, i):
+                brace_depth -= 1
             i += 1
             continue
-        if brace_depth == 0:
-            matched = next((op for op in OPS if text.startswith(op, i)), None)
-            redirect = c == "&" and (
-                (i > 0 and text[i - 1] in "<>") or (i + 1 < n and text[i + 1] == ">")
-            )
-            redirect = redirect or (c == "|" and i > 0 and text[i - 1] == ">")
-            if matched and not redirect:
-                end = i + len(matched)
-                if matched in ("&&", "||", "|"):  # a line break after these continues the list
-                    while end < n and text[end] in " \t\n":
-                        end += 1
-                if matched in ops:
-                    pieces.append((text[start:i], base + start, matched))
-                    start = end
-                i = end
-                continue
-        i += 1
+        if c in "$)" or brace_depth:
+            i += 1
+            continue
+        if c == "\n":
+            matched = "\n"
+        else:
+            two = text[i : i + 2]
+            matched = two if two in ("&&", "||", ";;") else c
+        redirect = c == "&" and (
+            (i > 0 and text[i - 1] in "<>") or (i + 1 < n and text[i + 1] == ">")
+        )
+        redirect = redirect or (c == "|" and i > 0 and text[i - 1] == ">")
+        if redirect:
+            i += 1
+            continue
+        end = i + len(matched)
+        if matched in ("&&", "||", "|"):  # a line break after these continues the list
+            while end < n and text[end] in " \t\n":
+                end += 1
+        if matched in ops:
+            pieces.append((text[start:i], base + start, matched))
+            start = end
+        i = end
     pieces.append((text[start:], base + start, ""))
     return pieces
 
 
-def shell_words(cmd: str) -> list[str]:
+_WORD_STOP = re.compile(r"[ \t\n\\'\"`$]")
+
+
+def shell_words(cmd: str, base: int = 0, memo: Memo | None = None) -> list[str]:
     """Shell words of a simple command, quotes kept (so globs inside quotes stay visible)."""
     words: list[str] = []
     i, n = 0, len(cmd)
     cur_start: int | None = None
     while i < n:
+        m = _WORD_STOP.search(cmd, i)
+        if m is None:
+            if cur_start is None:
+                cur_start = i
+            break
+        if cur_start is None and m.start() > i:
+            cur_start = i
+        i = m.start()
         c = cmd[i]
         if c in " \t\n":
             if cur_start is not None:
@@ -187,8 +301,8 @@ def shell_words(cmd: str) -> list[str]:
         if c == "\\":
             i += 2
             continue
-        if c in "'\"`" or (c == "$" and i + 1 < n and opens_subst(cmd, i)):
-            i = skip_quoted(cmd, i)
+        if c in "'\"`" or (c == "$" and opens_subst(cmd, i)):
+            i = skip_quoted(cmd, i, base, memo)
             continue
         i += 1
     if cur_start is not None:
@@ -218,7 +332,7 @@ def has_glob(word: str) -> bool:
     return False
 
 
-def substitutions(word: str) -> list[tuple[str, int]]:
+def substitutions(word: str, base: int = 0, memo: Memo | None = None) -> list[tuple[str, int]]:
     """Top-level `$(…)` / backtick bodies in a word (also inside double quotes): (body, offset)."""
     subs: list[tuple[str, int]] = []
     i, n = 0, len(word)
@@ -236,10 +350,10 @@ def substitutions(word: str) -> list[tuple[str, int]]:
             i += 1
             continue
         if c == "$" and word.startswith("$((", i):
-            i = skip_quoted(word, i)
+            i = skip_quoted(word, i, base, memo)
             continue
         if c == "$" and i + 1 < n and word[i + 1] == "(":
-            end = skip_quoted(word, i)
+            end = skip_quoted(word, i, base, memo)
             subs.append((word[i + 2 : end - 1], i + 2))
             i = end
             continue
@@ -249,7 +363,7 @@ def substitutions(word: str) -> list[tuple[str, int]]:
             i = end
             continue
         if c == "$" and i + 1 < n and word[i + 1] == "{":
-            i = skip_quoted(word, i)
+            i = skip_quoted(word, i, base, memo)
             continue
         i += 1
     return subs
