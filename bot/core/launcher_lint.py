@@ -4,24 +4,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from bot.core.findings import Finding
+from bot.core.findings import Finding, Level
 from bot.core.shell_lexer import (
+    Memo,
     blank_heredocs,
     has_glob,
     shell_words,
     skip_balanced,
+    skip_quoted,
     split_top_level,
     strip_comments,
     substitutions,
     word_offsets,
 )
 
+CHECK_SHEBANG = "shebang"
 CHECK_STRICT_MODE = "strict_mode"
 CHECK_EMPTY_MATCH = "empty_match_under_errexit"
+CHECK_ARITH_ZERO = "arith_zero_under_errexit"
+CHECK_NOUNSET = "unset_variable_under_nounset"
 CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
+
+#: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
+MAX_DEPTH = 40
+#: How far after a statement (characters) its empty-result branch is looked for.
+BRANCH_WINDOW = 8192
+#: At most this many informational (pass) empty-match notes per script.
+MAX_NOTES = 5
 
 
 # --------------------------------------------------------------------------- errexit analysis
@@ -31,6 +43,7 @@ CHECK_POINTER = "pointer_without_check"
 class _Opts:
     errexit: bool = False
     pipefail: bool = False
+    nounset: bool = False
     nullglob: bool = False
     inherit_errexit: bool = False
     errexit_line: int | None = None
@@ -40,9 +53,31 @@ class _Opts:
 class _Hit:
     offset: int
     command: str
+    name: str  # the command that fails (`ls`, `grep`, …)
+    status: int  # its exit status on an empty match
     reason: str
     fix: str
-    in_substitution: bool
+    targets: tuple[str, ...]  # the files / globs it reads ("" for a grep on stdin)
+    upstream: str = ""  # for a command reading a pipe: the pipeline before it
+    in_substitution: bool = False
+    variable: str | None = None  # the variable the statement assigns, if any
+    function: str | None = None  # the function whose body it is in, if any
+    pipe_only: bool = False  # fails only through `pipefail` (not the pipeline's last command)
+
+
+@dataclass
+class _Arith:
+    offset: int
+    command: str
+    variable: str
+
+
+@dataclass
+class _Unset:
+    offset: int
+    variable: str
+    why: str
+    level: Level
 
 
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
@@ -51,10 +86,23 @@ _MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
 _GREP_WORDS = {"grep", "egrep", "fgrep", "zgrep", "rg", "pgrep", "ag"}
 _FILE_WORDS = {"cat", "stat", "readlink", "realpath", "du", "wc", "head", "tail", "sort", "cp",
                "mv", "ls"}
+_STATUS = {"ls": 2, "sort": 2, "find": 1}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 _BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
-_FUNC_RE = re.compile(r"^\s*(?:function\s+)?[A-Za-z_][\w:-]*\s*\(\s*\)\s*(\{)")
-_FUNC_RE2 = re.compile(r"^\s*function\s+[A-Za-z_][\w:-]*\s*(\{)")
+_FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
+_FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
+_ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*\)\)$")
+_LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)(\+\+|--)[\"']?$")
+_ACTIVATE_RE = re.compile(r"^(?:conda|mamba|micromamba)\s+activate\b|^(?:source|\.)\s+activate\b")
+_SLURM_VAR_RE = re.compile(r"\$(?:\{(SLURM_\w+)\}|(SLURM_\w+))")
+_SQ_RE = re.compile(r"'[^']*'")
+
+
+_FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
+
+
+def _first_word(lst: str) -> str:
+    return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]
 
 
 def _short(cmd: str, limit: int = 70) -> str:
@@ -64,13 +112,29 @@ def _short(cmd: str, limit: int = 70) -> str:
 
 class _Analyzer:
     """Follows the script list by list with the options `set` / `shopt` turn on and off, and
-    collects the commands whose failure on an empty match decides a statement's status."""
+    collects the commands whose failure on an empty match decides a statement's status.
 
-    def __init__(self, text: str) -> None:
+    Iterative over lists, recursive only into nested groups, substitutions and function bodies,
+    at most MAX_DEPTH deep; one memo of construct ends, so each character is lexed a bounded
+    number of times."""
+
+    def __init__(self, text: str, sbatch_options: str) -> None:
         self.text = text
         self.opts = _Opts()
-        self.hits: list[_Hit] = []
+        self.memo: Memo = {}
+        self.depth = 0
+        self.too_deep_at: int | None = None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.later_errexit = bool(
+            re.search(r"(?m)^\s*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)", text)
+        )
+        self.function_calls = _function_calls(text)
+        self.function: str | None = None
+        self.guard_greps: set[tuple[str, str]] = set()
+        self.arith: list[_Arith] = []
+        self.unset: list[_Unset] = []
+        self.sbatch_options = sbatch_options
+        self.nounset_line: int | None = None
 
     def line_of(self, offset: int) -> int:
         lo, hi = 0, len(self.line_starts) - 1
@@ -84,77 +148,111 @@ class _Analyzer:
 
     # -- top level: every and-or list in order, tracking `set` / `shopt`
     def script(self, text: str, base: int, status_only: bool = False) -> list[_Hit]:
+        if self.depth >= MAX_DEPTH:
+            if self.too_deep_at is None:
+                self.too_deep_at = base
+            return []
+        self.depth += 1
+        try:
+            return self._script(text, base, status_only)
+        finally:
+            self.depth -= 1
+
+    def _script(self, text: str, base: int, status_only: bool) -> list[_Hit]:
         hits: list[_Hit] = []
-        lists = split_top_level(text, base, ("\n", ";", "&", ";;"))
+        lists = split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo)
         lists = [(t, o, op) for t, o, op in lists if t.strip()]
         for idx, (lst, off, _op) in enumerate(lists):
             is_last = idx == len(lists) - 1
             lst_off = off + (len(lst) - len(lst.lstrip()))
             lst = lst.strip()
-            if not status_only:
-                self._track_options(lst, lst_off)
-            words = shell_words(lst)
-            if not words:
-                continue
-            if words[0] in _CONDITION_KEYWORDS:
+            first = _first_word(lst)
+            if first in _CONDITION_KEYWORDS:
+                if not status_only:
+                    self._note_guards(lst)
                 continue  # an if/while condition never triggers errexit
-            while words and words[0] in _BODY_KEYWORDS:
-                cut = lst.find(words[0]) + len(words[0])
+            while first in _BODY_KEYWORDS:
+                cut = lst.find(first) + len(first)
                 lst_off += cut + (len(lst[cut:]) - len(lst[cut:].lstrip()))
                 lst = lst[cut:].strip()
-                words = words[1:]
-            if not lst or words[0] in _CONDITION_KEYWORDS or words[0] == "for":
+                first = _first_word(lst)
+            if not lst or first in _CONDITION_KEYWORDS or first in ("for", "!"):
+                if first in _CONDITION_KEYWORDS and not status_only:
+                    self._note_guards(lst)
                 continue
+            if not status_only:
+                if first in ("set", "shopt"):
+                    self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
+                elif self.opts.nounset:
+                    self._check_nounset(lst, lst_off)
             if status_only and not is_last:
                 continue
             if not status_only and not self.opts.errexit:
-                # Function bodies may run after `set -e`; look inside them anyway.
-                self._function_body(lst, lst_off, hits)
+                # Function bodies and groups may run with `set -e` on (set there or later).
+                self._outside_errexit(lst, lst_off, hits)
                 continue
             hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
         return hits
 
-    def _function_body(self, lst: str, off: int, hits: list[_Hit]) -> None:
+    def _outside_errexit(self, lst: str, off: int, hits: list[_Hit]) -> None:
         m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
         if m:
-            brace = m.start(1)
-            end = skip_balanced(lst, brace + 1, "{", "}")
-            saved = self.opts.errexit
+            self._function_body(lst, off, m, hits)
+        elif lst.startswith("{") and lst[1:2] in (" ", "\t", "\n"):
+            end = _group_end(lst, 0, "}", off, self.memo)
+            if not lst[end:].strip().startswith(("|", "&&")):
+                hits.extend(self.script(lst[1 : end - 1], off + 1))
+        elif "&&" in lst or "||" in lst:
+            self._note_guards(lst)
+
+    def _note_guards(self, lst: str) -> None:
+        """Remember `grep -q PATTERN FILE` tests: a later grep of the same pattern in the same
+        file runs only where the test matched."""
+        for m in re.finditer(r"\bgrep\s+((?:-\S+\s+)*)(\S+)\s+([^\s;|&)]+)", lst):
+            self.guard_greps.add((_unquote(m.group(2)), _unquote(m.group(3))))
+
+    def _function_body(self, lst: str, off: int, m: re.Match[str], hits: list[_Hit]) -> None:
+        name = m.group(1)
+        brace = m.start(2)
+        close = "}" if m.group(2) == "{" else ")"
+        end = _group_end(lst, brace, close, off, self.memo)
+        calls = self.function_calls.get(name, "")
+        if not calls:
+            return  # never called: its body never runs
+        saved_errexit, saved_function = self.opts.errexit, self.function
+        self.function = name
+        if "direct" in calls:
             # the body runs when called, usually after `set -e` further down
-            self.opts.errexit = saved or self._later_errexit
-            hits.extend(self.script(lst[brace + 1 : end - 1], off + brace + 1))
-            self.opts.errexit = saved
+            self.opts.errexit = saved_errexit or self.later_errexit
+            body_hits = self.script(lst[brace + 1 : end - 1], off + brace + 1)
+        else:
+            # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
+            # the body's last command gives the substitution its status
+            body_hits = self.script(
+                lst[brace + 1 : end - 1], off + brace + 1,
+                status_only=not self.opts.inherit_errexit,
+            )
+            body_hits = [_with(h, in_substitution=True) for h in body_hits]
+        hits.extend(body_hits)
+        self.opts.errexit, self.function = saved_errexit, saved_function
 
-    @property
-    def _later_errexit(self) -> bool:
-        return bool(re.search(r"^\s*set\s+(-\w*e|-o\s+errexit)", self.text, re.M))
-
-    def _track_options(self, lst: str, off: int) -> None:
-        words = shell_words(lst)
-        if not words:
-            return
+    def _track_options(self, words: list[str], off: int) -> None:
         if words[0] == "set":
             i = 1
             while i < len(words):
                 w = words[i]
                 if w in ("-o", "+o") and i + 1 < len(words):
-                    on = w == "-o"
-                    name = words[i + 1]
-                    if name == "errexit":
-                        self._set_errexit(on, off)
-                    elif name == "pipefail":
-                        self.opts.pipefail = on
+                    self._set_option(words[i + 1], w == "-o", off)
                     i += 2
                     continue
                 if re.fullmatch(r"[-+][A-Za-z]+", w):
                     on = w[0] == "-"
                     if "e" in w:
                         self._set_errexit(on, off)
+                    if "u" in w:
+                        self._set_nounset(on, off)
                     if "o" in w and i + 1 < len(words):
-                        if words[i + 1] == "pipefail":
-                            self.opts.pipefail = on
-                        elif words[i + 1] == "errexit":
-                            self._set_errexit(on, off)
+                        self._set_option(words[i + 1], on, off)
                         i += 1
                 i += 1
         elif words[0] == "shopt" and len(words) >= 3 and words[1] in ("-s", "-u"):
@@ -165,19 +263,56 @@ class _Analyzer:
                 elif name == "inherit_errexit":
                     self.opts.inherit_errexit = on
 
+    def _set_option(self, name: str, on: bool, off: int) -> None:
+        if name == "errexit":
+            self._set_errexit(on, off)
+        elif name == "pipefail":
+            self.opts.pipefail = on
+        elif name == "nounset":
+            self._set_nounset(on, off)
+
     def _set_errexit(self, on: bool, off: int) -> None:
         self.opts.errexit = on
         if on and self.opts.errexit_line is None:
             self.opts.errexit_line = self.line_of(off)
 
+    def _set_nounset(self, on: bool, off: int) -> None:
+        self.opts.nounset = on
+        if on and self.nounset_line is None:
+            self.nounset_line = self.line_of(off)
+
+    # -- `set -u`: conda's activate scripts and the Slurm variables a job may not have
+    def _check_nounset(self, lst: str, off: int) -> None:
+        if "activate" in lst:
+            self._check_activate(lst, off)
+        if "$SLURM_" in lst or "${SLURM_" in lst:
+            self._check_slurm_vars(lst, off)
+
+    def _check_activate(self, lst: str, off: int) -> None:
+        for piece, p_off, _op in split_top_level(lst, off, ("&&", "||", "|"), self.memo):
+            piece = piece.strip()
+            if _ACTIVATE_RE.match(piece):
+                self.unset.append(_Unset(
+                    p_off, _short(piece),
+                    "conda's activate scripts (and the activate.d scripts of packages such as "
+                    "the conda compilers) read variables that may be unset", "warn"))
+
+    def _check_slurm_vars(self, lst: str, off: int) -> None:
+        for m in _SLURM_VAR_RE.finditer(_SQ_RE.sub(lambda q: " " * len(q.group()), lst)):
+            var = m.group(1) or m.group(2)
+            why = _unset_slurm_var(var, self.sbatch_options)
+            if why:
+                self.unset.append(_Unset(off + m.start(), var, why, "fail"))
+
     # -- an and-or list: `a && b || c`
     def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[_Hit]:
         hits: list[_Hit] = []
-        elements = split_top_level(lst, off, ("&&", "||"))
+        elements = split_top_level(lst, off, ("&&", "||"), self.memo)
         for i, (pipeline, p_off, op) in enumerate(elements):
             if op == "||":
                 continue  # `a || b`: a failing a is handled
             if errexit_mode and op == "&&":
+                self._note_guards(pipeline)
                 continue  # errexit ignores all but the last command of an && list
             if i > 0 and elements[i - 1][2] == "||" and _is_trivial(pipeline):
                 continue
@@ -185,16 +320,19 @@ class _Analyzer:
         return hits
 
     def _pipeline(self, pipeline: str, off: int, errexit_mode: bool) -> list[_Hit]:
-        cmds = split_top_level(pipeline, off, ("|",))
+        cmds = split_top_level(pipeline, off, ("|",), self.memo)
         hits: list[_Hit] = []
         last = len(cmds) - 1
         for i, (cmd, c_off, _op) in enumerate(cmds):
             if i != last and not self.opts.pipefail:
                 continue  # without pipefail only the last command's status counts
             lead = len(cmd) - len(cmd.lstrip())
-            hits.extend(
-                self._command(cmd.strip(), c_off + lead, i == last, len(cmds) > 1, errexit_mode)
-            )
+            upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
+            for hit in self._command(
+                cmd.strip(), c_off + lead, i == last, len(cmds) > 1, errexit_mode
+            ):
+                hits.append(_with(hit, upstream=hit.upstream or upstream,
+                                  pipe_only=hit.pipe_only or i != last))
         return hits
 
     def _command(
@@ -202,35 +340,49 @@ class _Analyzer:
     ) -> list[_Hit]:
         if not cmd or cmd.startswith("!"):
             return []
+        if cmd.startswith("(("):
+            m = _ARITH_RE.match(cmd)
+            if m and errexit_mode:
+                self.arith.append(_Arith(off, cmd, m.group(1)))
+            return []
         if cmd.startswith("{") or cmd.startswith("("):
-            open_, close = ("{", "}") if cmd[0] == "{" else ("(", ")")
-            end = skip_balanced(cmd, 1, open_, close)
+            close = "}" if cmd[0] == "{" else ")"
+            end = _group_end(cmd, 0, close, off, self.memo)
+            if cmd[0] == "(":
+                saved = _Opts(**vars(self.opts))
+                inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
+                self.opts = saved  # a subshell's `set` does not leak out
+                return inner
             return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
         m = _FUNC_RE.match(cmd) or _FUNC_RE2.match(cmd)
         if m:
             hits: list[_Hit] = []
-            self._function_body(cmd, off, hits)
+            self._function_body(cmd, off, m, hits)
             return hits
-        words = shell_words(cmd)
+        words = shell_words(cmd, off, self.memo)
         if not words or words[0].startswith("[") or words[0] == "test":
             return []
         if words[0] in _MASKING_WORDS:
             return []  # `local X=$(…)` returns local's status, not the substitution's
+        let = _LET_RE.match(cmd)
+        if let and errexit_mode:
+            self.arith.append(_Arith(off, cmd, let.group(1)))
+            return []
         positions = word_offsets(cmd, words)
         k = 0
         while k < len(words) and _ASSIGN_RE.match(words[k]):
             k += 1
         if k == len(words):  # bare assignment: its status is the last substitution's
             for w, pos in zip(reversed(words), reversed(positions), strict=True):
-                subs = substitutions(w)
+                subs = substitutions(w, off + pos, self.memo)
                 if subs:
                     body, s_off = subs[-1]
                     inner = self.script(
                         body, off + pos + s_off, status_only=not self.opts.inherit_errexit
                     )
-                    return [
-                        _Hit(h.offset, h.command, h.reason, h.fix, True) for h in inner
-                    ]
+                    var = w.split("=", 1)[0].split("[", 1)[0].rstrip("+")
+                    return [_with(h, in_substitution=True, variable=h.variable or var)
+                            for h in inner]
             return []
         while k < len(words) and words[k] in _PREFIX_WORDS:
             k += 1
@@ -238,31 +390,267 @@ class _Analyzer:
             return []
         name = words[k].rsplit("/", 1)[-1]
         args = words[k + 1 :]
-        file_args = [a for a in args if not a.startswith("-")]
+        file_args = _file_args(name, args)
         globbed = [a for a in file_args if has_glob(a)]
         short = _short(cmd)
+        hit = None
         if name in _GREP_WORDS:
-            return [_Hit(off, short, f"`{name}` exits 1 when nothing matches",
-                         f"guard it: `{{ {short} || true; }}`", False)]
-        if name == "ls" and globbed and not self.opts.nullglob:
-            return [_Hit(off, short,
-                         f"`ls` exits 2 when `{globbed[0]}` matches nothing (e.g. no checkpoint "
-                         "yet)",
-                         f"guard it: `{{ {short} 2>/dev/null || true; }}`", False)]
-        if name == "find" and in_pipe and not is_last:
-            return [_Hit(off, short,
-                         "`find` exits non-zero when its start directory does not exist yet "
-                         "(and may die of SIGPIPE when `head` stops reading)",
-                         f"guard it: `{{ {short} 2>/dev/null || true; }}`", False)]
-        if name in _FILE_WORDS and globbed and not self.opts.nullglob:
-            return [_Hit(off, short, f"`{name}` fails when `{globbed[0]}` matches nothing",
-                         f"guard it: `{{ {short} 2>/dev/null || true; }}` or test the files "
-                         "exist first", False)]
-        return []
+            pattern, files = _grep_args(args)
+            if any((pattern, f) in self.guard_greps for f in files):
+                return []
+            hit = _Hit(off, short, name, 1, f"`{name}` exits 1 when nothing matches",
+                       f"guard it: `{{ {short} || true; }}`", tuple(files))
+        elif name == "ls" and globbed and not self.opts.nullglob:
+            hit = _Hit(off, short, name, 2,
+                       f"`ls` exits 2 when `{globbed[0]}` matches nothing (e.g. no checkpoint "
+                       "yet)",
+                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(globbed))
+        elif (name == "ls" and in_pipe and not is_last and self.opts.pipefail and file_args
+              and not globbed):
+            hit = _Hit(off, short, name, 2,
+                       f"`ls` exits 2 when `{file_args[0]}` does not exist yet (a first run)",
+                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(file_args))
+        elif name == "find" and in_pipe and not is_last:
+            start = [a for a in args if not a.startswith("-")][:1]
+            hit = _Hit(off, short, name, 1,
+                       "`find` exits non-zero when its start directory does not exist yet "
+                       "(and may die of SIGPIPE when `head` stops reading)",
+                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(start))
+        elif name in _FILE_WORDS and globbed and not self.opts.nullglob:
+            hit = _Hit(off, short, name, _STATUS.get(name, 1),
+                       f"`{name}` fails when `{globbed[0]}` matches nothing",
+                       f"guard it: `{{ {short} 2>/dev/null || true; }}` or test the files "
+                       "exist first", tuple(globbed))
+        if hit is None:
+            return []
+        return [_with(hit, function=self.function)]
+
+
+def _with(hit: _Hit, **changes: object) -> _Hit:
+    values = {**vars(hit), **changes}
+    return _Hit(**values)  # type: ignore[arg-type]
+
+
+def _group_end(text: str, open_at: int, close: str, base: int, memo: Memo) -> int:
+    """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
+    if text[open_at] == "(":
+        return skip_quoted(text, open_at, base, memo)
+    return skip_balanced(text, open_at + 1, "{", close)
+
+
+def _unquote(word: str) -> str:
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'":
+        return word[1:-1]
+    return word
+
+
+_OPTS_WITH_VALUE = {"-e", "-f", "-m", "-A", "-B", "-C", "--regexp", "--file", "--max-count",
+                    "-name", "-iname", "-path", "-type", "-maxdepth", "-mindepth", "-newer",
+                    "-t", "-k", "-n", "-c", "--lines", "--bytes", "-S", "-T"}
+
+
+def _file_args(name: str, args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a.startswith("-"):
+            skip = name in ("head", "tail") and a in ("-n", "-c")
+            continue
+        if a.startswith((">", "<", "2>", "&>", "1>")):
+            continue
+        out.append(a)
+    return out
+
+
+def _grep_args(args: list[str]) -> tuple[str, list[str]]:
+    """(pattern, files) of a grep command line."""
+    pattern: str | None = None
+    files: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-e", "--regexp") and i + 1 < len(args):
+            pattern = _unquote(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("-") and pattern is None or a.startswith(("-", ">", "<", "2>", "&>")):
+            i += 1
+            continue
+        if pattern is None:
+            pattern = _unquote(a)
+        else:
+            files.append(_unquote(a))
+        i += 1
+    return pattern or "", files
+
+
+def _function_calls(text: str) -> dict[str, str]:
+    """For each function defined in the script: "direct" and/or "subst" (called only inside
+    `$( … )` / backticks), as seen at its call sites; one pass over the text."""
+    names: set[str] = set()
+    for m in re.finditer(r"\(\s*\)", text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        d = re.fullmatch(r"\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*", text[line_start: m.start()])
+        if d:
+            names.add(d.group(1))
+    if "function" in text:
+        names |= {m.group(1) for m in re.finditer(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text)}
+    if not names:
+        return {}
+    calls: dict[str, set[str]] = {n: set() for n in names}
+    for m in re.finditer(r"(?<![\w$./:-])([A-Za-z_][\w:-]*)", text):
+        name = m.group(1)
+        if name not in calls:
+            continue
+        after = text[m.end() : m.end() + 8].lstrip(" \t")
+        if after.startswith("()") or after.startswith("( )"):
+            continue  # the definition
+        before = text[max(0, m.start() - 12) : m.start()].rstrip(" \t")
+        if before.endswith("function"):
+            continue
+        if before.endswith("$(") or before.endswith("`"):
+            calls[name].add("subst")
+        elif before == "" or before[-1] in "\n;&|({" or re.search(
+            r"(?:^|\s)(?:then|do|else|time|exec|srun|!)$", before
+        ):
+            calls[name].add("direct")
+        else:
+            calls[name].add("direct")  # an argument (`trap f EXIT`, `xargs f`): counts as run
+    return {n: " ".join(sorted(c)) for n, c in calls.items()}
+
+
+#: Slurm variables that exist only with the sbatch option that requests them (or, for the
+#: restart count, only after a requeue): (pattern over the #SBATCH options, why it is unset).
+_CONDITIONAL_SLURM = {
+    "SLURM_ARRAY_TASK_ID": (r"--array|-a\b", "is set only in array jobs (no `#SBATCH --array`)"),
+    "SLURM_ARRAY_JOB_ID": (r"--array|-a\b", "is set only in array jobs (no `#SBATCH --array`)"),
+    "SLURM_ARRAY_TASK_COUNT": (r"--array|-a\b", "is set only in array jobs"),
+    "SLURM_RESTART_COUNT": (r"(?!)", "is unset on a job's first run (set only after a requeue)"),
+    "SLURM_CPUS_PER_TASK": (r"--cpus-per-task|-c\b",
+                            "is set only with `#SBATCH --cpus-per-task`"),
+    "SLURM_GPUS_PER_NODE": (r"--gpus-per-node", "is set only with `#SBATCH --gpus-per-node`"),
+    "SLURM_GPUS_PER_TASK": (r"--gpus-per-task", "is set only with `#SBATCH --gpus-per-task`"),
+    "SLURM_NTASKS_PER_NODE": (r"--ntasks-per-node",
+                              "is set only with `#SBATCH --ntasks-per-node`"),
+    "SLURM_MEM_PER_GPU": (r"--mem-per-gpu", "is set only with `#SBATCH --mem-per-gpu`"),
+    "SLURM_MEM_PER_CPU": (r"--mem-per-cpu", "is set only with `#SBATCH --mem-per-cpu`"),
+}
+
+
+def _unset_slurm_var(var: str, sbatch_options: str) -> str | None:
+    rule = _CONDITIONAL_SLURM.get(var)
+    if rule is None:
+        return None
+    pattern, why = rule
+    return None if re.search(pattern, sbatch_options) else why
 
 
 def _is_trivial(pipeline: str) -> bool:
     return pipeline.strip() in {"true", ":", "exit 0", "return 0"}
+
+
+# --------------------------------------------------------------------------- what a hit means
+
+_JOB_NAME_RE = re.compile(
+    r"(?i)(ckpt|checkpoint|step_|step-|iter_|iter-|global_step|latest|epoch|\.log\b|\.out\b|"
+    r"\.err\b|(^|/)logs?(/|$)|slurm-|output|results?(/|$)|\.pt\b|\.pth\b|\.safetensors\b)"
+)
+_SYSTEM_PATH_RE = re.compile(r"^/(usr|lib|lib64|etc|opt|proc|sys|bin|sbin|dev)/")
+_WRITE_RE = re.compile(
+    r"(?:>>?|\btee\s+(?:-a\s+)?|\bmkdir\s+(?:-\S+\s+)*|\btouch\s+|--output[= ]|--error[= ]|"
+    r"\s-[oe]\s+|--save[\w-]*[= ]|--output[\w-]*[= ]|--log[\w-]*[= ]|--ckpt[\w-]*[= ]|"
+    r"--checkpoint[\w-]*[= ])\s*(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
+)
+_TRAIN_RE = re.compile(
+    r"(?m)^[^\n#]*?(?:\btorchrun\b|\bdeepspeed\s|\baccelerate\s+launch\b|\bpython[\d.]*\s+"
+    r"(?:-\S+\s+)*(?:-m\s+\S+|\S+\.py)\b|\bmpirun\b|\bsrun\b[^\n]*\.py\b)"
+)
+
+
+@dataclass
+class _Context:
+    """What the whole script says about a hit: which paths the job writes, which variables have
+    an empty-result branch, where training starts."""
+
+    assigns: dict[str, str]
+    written: list[str]
+    train_line: int | None
+    code: str
+    tests: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _context(code: str, sbatch_options: str, analyzer: _Analyzer) -> _Context:
+    assigns = {m.group(1): _norm(m.group(2)) for m in _SIMPLE_ASSIGN_RE.finditer(code)}
+    written = [_resolve(_norm(m.group(1)), assigns) for m in _WRITE_RE.finditer(code)]
+    written += [_resolve(_norm(m.group(1)), assigns)
+                for m in _WRITE_RE.finditer(sbatch_options)]
+    train = _TRAIN_RE.search(code)
+    train_line = analyzer.line_of(train.start()) if train else None
+    return _Context(assigns, [w for w in written if w], train_line, code)
+
+
+def _branch_for(var: str | None, ctx: _Context, after: int) -> str | None:
+    """Does the script test `var` for an empty result after `after`, in a branch that goes on
+    (does not just exit)? Returns the test's text."""
+    if not var:
+        return None
+    v = re.escape(var)
+    rx = re.compile(
+        r"(?:-[zn]\s+\"?\$\{?" + v + r"\b|\"?\$\{?" + v + r"\}?\"?\s*!?==?\s*(?:\"\"|'')"
+        r"|(?:\"\"|'')\s*!?==?\s*\"?\$\{?" + v + r"\b|\[\[?\s+\"?\$\{?" + v + r"\}?\"?\s+\]"
+        r"|\$\{" + v + r":?[-=+]|-[defs]\s+\"?\$\{?" + v + r"\b"
+        r"|\$\{?" + v + r"\}?\"?\s+-(?:eq|ne|gt|lt|ge|le)\s)"
+    )
+    for m in rx.finditer(ctx.code, after, after + BRANCH_WINDOW):
+        line_end = ctx.code.find("\n", m.end())
+        block_end = ctx.code.find("\nfi", m.end(), after + BRANCH_WINDOW)
+        block = ctx.code[m.start(): block_end if block_end >= 0 else line_end]
+        if re.search(r"\bexit\s+(?:[1-9]|\$)|\breturn\s+[1-9]|\bexit\s*$", block, re.M):
+            continue  # the empty side is an error exit: stopping earlier loses nothing
+        return _short(ctx.code[m.start(): line_end if line_end >= 0 else len(ctx.code)], 40)
+    return None
+
+
+def _job_produced(hit: _Hit, ctx: _Context) -> str | None:
+    """Why the target is something the job itself produces (None if it is not / unknown)."""
+    targets = list(hit.targets)
+    if not targets and hit.upstream:
+        m = re.search(r"\b(?:cat|tail|head|ls|find)\s+(?:-\S+\s+)*(\S+)", hit.upstream)
+        if not m:
+            return None  # a grep on another command's output (`scontrol … | grep`)
+        targets = [_unquote(m.group(1))]
+    for raw in targets:
+        target = _resolve(_norm(raw), ctx.assigns)
+        if _SYSTEM_PATH_RE.match(target):
+            continue
+        base = target.split("*", 1)[0].rstrip("/")
+        for w in ctx.written:
+            w = w.rstrip("/")
+            if w and (target == w or base == w or (base.startswith(w + "/"))):
+                return f"`{w}` is written by this script"
+        name_m = _JOB_NAME_RE.search(target)
+        if name_m:
+            return f"`{raw}` names a checkpoint or log the job writes"
+    return None
+
+
+def _when(line: int, ctx: _Context) -> str:
+    if ctx.train_line is None:
+        return "at that point"
+    if line < ctx.train_line:
+        return f"before training starts (training runs on line {ctx.train_line})"
+    if line > ctx.train_line:
+        return (f"after the training command (line {ctx.train_line}) has returned, so the job's "
+                "state, not its work, is what is lost")
+    return "on the training line itself"
+
+
+def _slurm_shows(status: int) -> str:
+    return (f"Slurm shows FAILED {status}:0 (COMPLETED 0:0 only when a wrapper ignores the "
+            "script's status, as for job 108687)")
 
 
 # --------------------------------------------------------------------------- the checks
@@ -273,13 +661,22 @@ def _shebang_errexit(text: str) -> bool:
     return first.startswith("#!") and bool(re.search(r"\s-\w*e", first))
 
 
-def _check_empty_match(text: str, code: str) -> tuple[list[Finding], _Opts]:
-    analyzer = _Analyzer(code)
+def _sbatch_options(text: str) -> str:
+    return "\n".join(m.group(1) for m in re.finditer(r"(?m)^#SBATCH\s+(.*)$", text))
+
+
+def _check_empty_match(
+    text: str, code: str
+) -> tuple[list[Finding], _Analyzer]:
+    sbatch = _sbatch_options(text)
+    analyzer = _Analyzer(code, sbatch)
     if _shebang_errexit(text):
         analyzer.opts.errexit = True
         analyzer.opts.errexit_line = 1
     hits = analyzer.script(code, 0)
+    ctx = _context(code, sbatch, analyzer)
     findings: list[Finding] = []
+    notes: list[Finding] = []
     seen: set[tuple[int, str]] = set()
     mode = "`set -e` + `pipefail`" if analyzer.opts.pipefail else "`set -e`"
     for hit in hits:
@@ -288,12 +685,45 @@ def _check_empty_match(text: str, code: str) -> tuple[list[Finding], _Opts]:
             continue
         seen.add((line, hit.command))
         where = "in a command substitution assigned to a variable, " if hit.in_substitution else ""
+        if hit.function:
+            where += f"in function `{hit.function}`, "
+        produced = _job_produced(hit, ctx)
+        branch = _branch_for(hit.variable, ctx, hit.offset)
+        stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
+                f"{_slurm_shows(hit.status)}")
+        if produced and branch:
+            findings.append(Finding(
+                CHECK_EMPTY_MATCH, "fail", line,
+                f"line {line}: {where}{hit.reason}; {produced}, and the script expects an "
+                f"empty result (`{branch}`) but never gets there: {stop}: `{hit.command}`",
+                hit.fix,
+            ))
+        elif produced:
+            findings.append(Finding(
+                CHECK_EMPTY_MATCH, "warn", line,
+                f"line {line}: {where}{hit.reason}; {produced}, so on a run where it is "
+                f"missing or empty {stop}: `{hit.command}`",
+                hit.fix,
+            ))
+        else:
+            notes.append(Finding(
+                CHECK_EMPTY_MATCH, "pass", line,
+                f"line {line}: note: {where}{hit.reason} and {mode} would stop the launcher; "
+                f"its input does not look like something the job produces: `{hit.command}`",
+                hit.fix,
+            ))
+    if len(notes) > MAX_NOTES:
+        more = len(notes) - MAX_NOTES
+        notes = notes[:MAX_NOTES]
+        notes.append(Finding(CHECK_EMPTY_MATCH, "pass", None,
+                             f"{more} more such notes left out"))
+    findings.extend(notes)
+    if analyzer.too_deep_at is not None:
+        line = analyzer.line_of(analyzer.too_deep_at)
         findings.append(Finding(
-            CHECK_EMPTY_MATCH, "fail", line,
-            f"line {line}: {where}{hit.reason}; under {mode} the launcher exits right here "
-            "before training starts (job 108687 ended COMPLETED 0:0 ten seconds in): "
-            f"`{hit.command}`",
-            hit.fix,
+            CHECK_EMPTY_MATCH, "pass", line,
+            f"line {line}: nesting deeper than {MAX_DEPTH} levels; what is inside was not "
+            "checked",
         ))
     if not findings:
         state = "errexit on" if analyzer.opts.errexit_line else "errexit off"
@@ -301,16 +731,97 @@ def _check_empty_match(text: str, code: str) -> tuple[list[Finding], _Opts]:
             CHECK_EMPTY_MATCH, "pass", None,
             f"no unguarded empty-match command decides a statement's status ({state})",
         ))
-    return findings, analyzer.opts
+    return findings, analyzer
+
+
+def _check_arith(analyzer: _Analyzer, code: str) -> list[Finding]:
+    findings: list[Finding] = []
+    values: dict[str, list[tuple[int, str]]] = {}
+    if analyzer.arith:
+        wanted = {a.variable for a in analyzer.arith}
+        for m in re.finditer(r"(?<![\w$])([A-Za-z_]\w*)=(\S*)", code):
+            if m.group(1) in wanted:
+                values.setdefault(m.group(1), []).append((m.start(), m.group(2).strip("\"'")))
+    for a in analyzer.arith:
+        before = [v for pos, v in values.get(a.variable, []) if pos < a.offset]
+        if not before or before[-1] != "0":
+            continue
+        line = analyzer.line_of(a.offset)
+        findings.append(Finding(
+            CHECK_ARITH_ZERO, "fail", line,
+            f"line {line}: `{_short(a.command)}` with `{a.variable}` at 0 evaluates to 0, so its "
+            "status is 1: under `set -e` the launcher stops right here the first time: "
+            f"{_slurm_shows(1)}",
+            f"use `(( ++{a.variable} ))` or `{a.variable}=$(( {a.variable} + 1 ))`",
+        ))
+    if not findings:
+        findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
+                                "no `((n++))` from 0 under `set -e`"))
+    return findings
+
+
+def _check_nounset(analyzer: _Analyzer) -> list[Finding]:
+    findings: list[Finding] = []
+    seen: set[tuple[int, str]] = set()
+    for u in analyzer.unset:
+        line = analyzer.line_of(u.offset)
+        if (line, u.variable) in seen:
+            continue
+        seen.add((line, u.variable))
+        if u.variable.startswith("SLURM_"):
+            findings.append(Finding(
+                CHECK_NOUNSET, u.level, line,
+                f"line {line}: `${u.variable}` {u.why}; under `set -u` (line "
+                f"{analyzer.nounset_line}) bash stops with `{u.variable}: unbound variable`: "
+                f"{_slurm_shows(1)}",
+                f"use `${{{u.variable}:-0}}` (or the default you mean)",
+            ))
+        else:
+            findings.append(Finding(
+                CHECK_NOUNSET, u.level, line,
+                f"line {line}: `{u.variable}` under `set -u` (line {analyzer.nounset_line}): "
+                f"{u.why}, so bash can stop with `unbound variable` before training starts: "
+                f"{_slurm_shows(1)}",
+                "turn it off around the activation: `set +u; conda activate ENV; set -u`",
+            ))
+    if not findings:
+        findings.append(Finding(CHECK_NOUNSET, "pass", None,
+                                "no conditional variable read under `set -u`"))
+    return findings
+
+
+def _check_shebang(text: str) -> list[Finding]:
+    first = text.split("\n", 1)[0]
+    if first.startswith("#!"):
+        return [Finding(CHECK_SHEBANG, "pass", 1, f"starts with `{_short(first, 40)}`")]
+    return [Finding(
+        CHECK_SHEBANG, "fail", 1,
+        "line 1 does not start with `#!`: sbatch refuses the script (\"This does not look like "
+        "a batch script. The first line must start with #! followed by the path to an "
+        "interpreter.\"), so nothing is submitted",
+        "make line 1 `#!/bin/bash` (no blank line or comment before it)",
+    )]
 
 
 _JIT_RE = re.compile(
-    r"(?i)(torch\.compile|flex_?attention|flex-attention|\btriton\b|--(?:torch[-_])?compile\b"
-    r"|\bcompile=(?:true|1|yes)\b|attn[-_]?impl(?:ementation)?=['\"]?flex)"
+    r"(?i)(torch\.compile|flex_?attention|flex-attention|(?<![\w/.$-])triton(?![\w/.-])"
+    r"|--(?:torch[-_])?compile\b(?![=\s]+[\"']?(?:false|0|no|none|off)\b)"
+    r"|\bcompile=[\"']?(?:true|1|yes)\b|attn[-_]?impl(?:ementation)?=['\"]?flex)"
 )
+_DEEPSPEED_RE = re.compile(r"(?m)(?:^|[\s;&|(/])(deepspeed)(?:\s|$)|(--deepspeed)\b|"
+                           r"(import deepspeed|deepspeed\.initialize)")
+_NO_JIT_RE = re.compile(r"(?i)TORCH_COMPILE_DISABLE=[\"']?1|TORCHDYNAMO_DISABLE=[\"']?1")
+_DS_PREBUILT_RE = re.compile(r"DS_BUILD_\w+=[\"']?1")
 _CC_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CC=|^\s*export\s+(\w+\s+)*CC(\s|$)")
 _CXX_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CXX=|^\s*export\s+(\w+\s+)*CXX(\s|$)")
-_MODULE_GCC_RE = re.compile(r"(?m)^\s*module\s+(load|add)\s+.*\b(gcc|gnu|compiler|llvm|clang)")
+_MODULE_GCC_RE = re.compile(
+    r"(?m)^\s*(?:module|ml)\s+(?:load|add)?\s*.*\b(gcc|gnu|compiler|llvm|clang|intel|nvhpc|"
+    r"foss|gompi|PrgEnv)"
+)
+_CONTAINER_RE = re.compile(
+    r"(?i)(--container-image|\bsingularity\s+(?:exec|run)|\bapptainer\s+(?:exec|run)|"
+    r"\benroot\s+start|\bdocker\s+run|\bpodman\s+run|\bshifter\b|\bcharliecloud\b|\bch-run\b)"
+)
 _PY_ARG_RE = re.compile(r"(?:^|\s)(?:\S*/)?python[\d.]*\s+(?:-\S+\s+)*([\w./${}-]+\.py)\b")
 
 
@@ -326,47 +837,91 @@ def python_scripts_in(script_text: str) -> list[str]:
     return out
 
 
+_JIT_WORDS = ("compile", "flex", "triton", "deepspeed")
+
+
+def _jit_uses(code: str) -> list[tuple[str, int]]:
+    """(what, offset) of each JIT use in launcher code, skipping echo text. Only the lines that
+    contain one of _JIT_WORDS are matched against the patterns."""
+    lowered = code.lower()
+    lines: set[int] = set()
+    for word in _JIT_WORDS:
+        i = lowered.find(word)
+        while i >= 0:
+            start = lowered.rfind("\n", 0, i) + 1
+            lines.add(start)
+            end = lowered.find("\n", i)
+            i = -1 if end < 0 else lowered.find(word, end)
+    out: list[tuple[str, int]] = []
+    for start in sorted(lines):
+        end = code.find("\n", start)
+        line = code[start: len(code) if end < 0 else end]
+        if re.match(r"\s*(?:echo|printf)\b", line):
+            continue
+        for m in _JIT_RE.finditer(line):
+            out.append((m.group(1), start + m.start()))
+        if re.match(r"\s*pip\b", line):
+            continue
+        for m in _DEEPSPEED_RE.finditer(line):
+            out.append(("DeepSpeed", start + m.start()))
+    return out
+
+
 def _check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
     where: str | None = None
     line: int | None = None
-    matches = list(_JIT_RE.finditer(code))
-    if matches:
-        where = f"the launcher uses {_names(matches)}"
-        line = code.count("\n", 0, matches[0].start()) + 1
+    uses = [] if _NO_JIT_RE.search(code) else _jit_uses(code)
+    if uses:
+        uses.sort(key=lambda u: u[1])
+        where = f"the launcher uses {_names([u[0] for u in uses])}"
+        line = code.count("\n", 0, uses[0][1]) + 1
     else:
         for name, src in python_sources.items():
-            py_matches = list(_JIT_RE.finditer(_strip_py_comments(src)))
-            if py_matches:
-                where = f"`{name}` uses {_names(py_matches)}"
+            py_uses = _jit_uses(_strip_py_comments(src))
+            if py_uses:
+                where = f"`{name}` uses {_names([u[0] for u in py_uses])}"
+                uses = py_uses
                 break
     if where is None:
         return [Finding(CHECK_JIT_CC, "pass", None,
-                        "no torch.compile / FlexAttention / Triton use found")]
+                        "no torch.compile / FlexAttention / Triton / DeepSpeed use found")]
+    deepspeed_only = all(u[0] == "DeepSpeed" for u in uses)
+    what = ("builds its fused ops with ninja, a C++ compiler and nvcc the first time they "
+            "are used, at start" if deepspeed_only else "JIT-compiles kernels at run time")
+    if deepspeed_only and _DS_PREBUILT_RE.search(code):
+        return [Finding(CHECK_JIT_CC, "pass", line, f"{where}; its ops are prebuilt (DS_BUILD_*)")]
     fix = ("install conda-forge `gcc_linux-64 gxx_linux-64` in the env and add "
            "`export CC=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-gcc "
            "CXX=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-g++` before the python command")
-    if not _CC_SET_RE.search(code):
-        if _MODULE_GCC_RE.search(code):
+    if _CC_SET_RE.search(code):
+        if not _CXX_SET_RE.search(code):
             return [Finding(CHECK_JIT_CC, "warn", line,
-                            f"{where} (JIT-compiles kernels at run time); a compiler module is "
-                            "loaded but `CC` is never set, so Triton depends on what is on PATH",
-                            fix)]
-        return [Finding(CHECK_JIT_CC, "fail", line,
-                        f"{where} (JIT-compiles kernels at run time) but `CC` is never set: a "
-                        "worker image without gcc dies at start with `Failed to find C "
-                        "compiler` (job 108903)", fix)]
-    if not _CXX_SET_RE.search(code):
-        return [Finding(CHECK_JIT_CC, "warn", line,
-                        f"{where}; `CC` is set but `CXX` is not (Inductor's C++ kernels use it)",
-                        fix)]
-    return [Finding(CHECK_JIT_CC, "pass", line, f"{where} and sets `CC` and `CXX`")]
+                            f"{where}; `CC` is set but `CXX` is not (Inductor's C++ kernels "
+                            "and DeepSpeed's ops use it)", fix)]
+        return [Finding(CHECK_JIT_CC, "pass", line, f"{where} and sets `CC` and `CXX`")]
+    module = _MODULE_GCC_RE.search(code)
+    if module:
+        return [Finding(CHECK_JIT_CC, "pass", line,
+                        f"{where} ({what}); a compiler module is loaded (`{module.group(1)}`), "
+                        "the worker toolchain probe checks it really compiles")]
+    container = _CONTAINER_RE.search(code)
+    if container:
+        return [Finding(CHECK_JIT_CC, "pass", line,
+                        f"{where} ({what}); it runs in a container image "
+                        f"(`{container.group(1)}`) whose compiler the worker toolchain probe "
+                        "cannot see: check the image has gcc")]
+    return [Finding(CHECK_JIT_CC, "warn", line,
+                    f"{where} ({what}) but the launcher sets no `CC`, loads no compiler module "
+                    "and uses no container image: a worker without gcc dies at start with "
+                    "`Failed to find C compiler` (job 108903); the worker toolchain probe "
+                    "gives the verdict", fix)]
 
 
-def _names(matches: list[re.Match[str]]) -> str:
+def _names(found: list[str]) -> str:
     names: list[str] = []
-    for m in matches:
-        if m.group(1) not in names:
-            names.append(m.group(1))
+    for n in found:
+        if n not in names:
+            names.append(n)
     return ", ".join(f"`{n}`" for n in names[:3])
 
 
@@ -390,6 +945,7 @@ def _norm(arg: str) -> str:
     arg = arg.strip()
     if len(arg) >= 2 and arg[0] == arg[-1] and arg[0] in "\"'":
         arg = arg[1:-1]
+    arg = arg.replace('"', "").replace("'", "")
     return re.sub(r"\$\{(\w+)\}", r"$\1", arg)
 
 
@@ -435,32 +991,65 @@ def _check_pointer(code: str) -> list[Finding]:
     return findings
 
 
+def _crashed(check: str, exc: Exception) -> Finding:
+    return Finding(
+        check, "warn", None,
+        f"this check could not read the script ({type(exc).__name__}: {_short(str(exc), 80)}); "
+        "it was skipped, the other checks ran",
+        "report it with the script attached",
+    )
+
+
 def lint_launcher(
     script_text: str, python_sources: Mapping[str, str] | None = None
 ) -> list[Finding]:
     """All findings for a batch script; `python_sources` maps the .py files it runs to their text.
 
     Every check reports at least one finding (a `pass` when it found nothing), so a report
-    shows what was checked.
+    shows what was checked. A check that raises becomes a `warn` finding saying so; the
+    others still run.
     """
+    findings = _check_shebang(script_text)
     code = strip_comments(script_text)
-    empty, opts = _check_empty_match(script_text, blank_heredocs(code))
-    if opts.errexit_line:
+    analyzer: _Analyzer | None = None
+    try:
+        empty, analyzer = _check_empty_match(script_text, blank_heredocs(code))
+    except Exception as exc:  # noqa: BLE001 (any crash is reported as a finding)
+        empty = [_crashed(CHECK_EMPTY_MATCH, exc)]
+    if analyzer is not None and analyzer.opts.errexit_line:
+        opts = analyzer.opts
         mode = "set -e" + (" + pipefail" if opts.pipefail else "")
-        strict = Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,
-                         f"strict mode on ({mode}): unguarded failures stop the launcher")
+        findings.append(Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,
+                                f"strict mode on ({mode}): unguarded failures stop the launcher"))
     else:
-        strict = Finding(CHECK_STRICT_MODE, "pass", None,
-                         "no `set -e`: failing commands do not stop the launcher")
-    findings = [strict, *empty, *_check_jit(code, python_sources or {}), *_check_pointer(code)]
+        findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
+                                "no `set -e`: failing commands do not stop the launcher"))
+    findings.extend(empty)
+    if analyzer is not None:
+        for check, run in ((CHECK_ARITH_ZERO, lambda: _check_arith(analyzer, code)),
+                           (CHECK_NOUNSET, lambda: _check_nounset(analyzer))):
+            try:
+                findings.extend(run())
+            except Exception as exc:  # noqa: BLE001
+                findings.append(_crashed(check, exc))
+    for check, run in ((CHECK_JIT_CC, lambda: _check_jit(code, python_sources or {})),
+                       (CHECK_POINTER, lambda: _check_pointer(code))):
+        try:
+            findings.extend(run())
+        except Exception as exc:  # noqa: BLE001
+            findings.append(_crashed(check, exc))
     return findings
 
 
 __all__ = [
+    "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",
     "CHECK_JIT_CC",
+    "CHECK_NOUNSET",
     "CHECK_POINTER",
+    "CHECK_SHEBANG",
     "CHECK_STRICT_MODE",
+    "MAX_DEPTH",
     "lint_launcher",
     "python_scripts_in",
 ]

@@ -30,6 +30,14 @@ def _fails(script: str, check: str = CHECK_EMPTY_MATCH) -> bool:
     return "fail" in _levels(script, check)
 
 
+def _reports(script: str) -> bool:
+    """Does the empty-match check name a statement (at any level: how sure it is that the stop
+    matters is a separate question, see the severity tests)?"""
+    return any(
+        f.check == CHECK_EMPTY_MATCH and f.line is not None for f in lint_launcher(script)
+    )
+
+
 def test_report_108687_launcher_fails_on_the_ls_line_with_the_guard_as_fix():
     script = (FIXTURES / "report_108687.sbatch").read_text()
     fails = [f for f in lint_launcher(script) if f.level == "fail"]
@@ -45,7 +53,7 @@ def test_report_108687_fixed_launcher_passes():
 
 
 # (snippet, does bash stop before the end?) — run in a dir with an empty `ck/` and a log.txt
-# without "nan". The lint must say `fail` exactly when bash stops.
+# without "nan". The lint must name the statement exactly when bash stops.
 BASH_CASES = [
     ("set -euo pipefail\nLATEST=$(ls -d ck/checkpoint_step_* | sed s/x// | sort | tail -1)", True),
     ("set -euo pipefail\n"
@@ -98,21 +106,23 @@ def test_empty_match_verdict_agrees_with_real_bash(tmp_path, snippet, bash_stops
     proc = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=20)
     stopped = "REACHED_THE_END" not in proc.stdout
     assert stopped == bash_stops, f"bash itself disagrees with the table: {proc.stderr}"
-    assert _fails(snippet) == bash_stops
+    assert _reports(snippet) == bash_stops
 
 
 def test_line_numbers_point_at_the_failing_statement():
     script = "#!/bin/bash\nset -euo pipefail\n\necho start\nN=$(grep -c nan log.txt)\n"
-    (finding,) = [f for f in lint_launcher(script) if f.level == "fail"]
+    (finding,) = [f for f in lint_launcher(script)
+                  if f.check == CHECK_EMPTY_MATCH and f.line is not None]
     assert finding.line == 5
     assert "grep" in finding.message
 
 
-def test_flex_attention_without_cc_fails_and_with_cc_exported_passes():
+def test_flex_attention_without_cc_warns_and_with_cc_exported_passes():
+    # a warning, not a failure: whether the worker has gcc is the toolchain probe's verdict
     bad = (FIXTURES / "flex_no_cc.sbatch").read_text()
     good = (FIXTURES / "flex_with_cc.sbatch").read_text()
     (finding,) = [f for f in lint_launcher(bad) if f.check == CHECK_JIT_CC]
-    assert finding.level == "fail"
+    assert finding.level == "warn" and "toolchain probe" in finding.message
     assert "--compile" in finding.message or "flex" in finding.message
     assert "gcc_linux-64" in finding.fix and "CC=" in finding.fix
     assert _levels(good, CHECK_JIT_CC) == ["pass"]
@@ -125,14 +135,16 @@ def test_jit_use_found_in_the_python_file_the_launcher_runs():
     assert _levels(script, CHECK_JIT_CC) == ["pass"]
     findings = lint_launcher(script, python_sources={"train.py": src})
     (jit,) = [f for f in findings if f.check == CHECK_JIT_CC]
-    assert jit.level == "fail" and "train.py" in jit.message
+    assert jit.level == "warn" and "train.py" in jit.message
 
 
-def test_cc_without_cxx_warns_and_a_compiler_module_warns():
+def test_cc_without_cxx_warns_and_a_compiler_module_or_container_counts_as_a_compiler():
     cc_only = "set -e\nexport CC=/usr/bin/gcc\npython t.py --compile\n"
     assert _levels(cc_only, CHECK_JIT_CC) == ["warn"]
     module = "set -e\nmodule load gcc/12\npython t.py --compile\n"
-    assert _levels(module, CHECK_JIT_CC) == ["warn"]
+    assert _levels(module, CHECK_JIT_CC) == ["pass"]
+    image = "set -e\nsrun --container-image=nvcr.io/nvidia/pytorch:24.01 python t.py --compile\n"
+    assert _levels(image, CHECK_JIT_CC) == ["pass"]
     inline = "set -e\nCC=gcc CXX=g++ python t.py --compile\n"
     assert _levels(inline, CHECK_JIT_CC) == ["pass"]
 
