@@ -12,7 +12,7 @@ from bot.core.shell_lexer import (
     blank_heredocs,
     has_glob,
     shell_words,
-    skip_balanced,
+    skip_group,
     skip_quoted,
     split_top_level,
     strip_comments,
@@ -98,6 +98,12 @@ _SLURM_VAR_RE = re.compile(r"\$(?:\{(SLURM_\w+)\}|(SLURM_\w+))")
 _SQ_RE = re.compile(r"'[^']*'")
 
 
+#: A list can only matter if it names one of these commands or opens a group / function
+#: (`set` and `shopt` are tracked before this filter).
+_CANDIDATE_RE = re.compile(
+    r"\b(?:ls|e?grep|fgrep|zgrep|rg|pgrep|ag|find|cat|stat|readlink|realpath|du|wc|head|tail|"
+    r"sort|cp|mv|let)\b|\(\(|^[{(]|\(\s*\)|\bfunction\b"
+)
 _FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
 
 
@@ -187,6 +193,8 @@ class _Analyzer:
                     self._check_nounset(lst, lst_off)
             if status_only and not is_last:
                 continue
+            if not _CANDIDATE_RE.search(lst):
+                continue  # no command that can fail on an empty match, no group, no function
             if not status_only and not self.opts.errexit:
                 # Function bodies and groups may run with `set -e` on (set there or later).
                 self._outside_errexit(lst, lst_off, hits)
@@ -435,7 +443,7 @@ def _group_end(text: str, open_at: int, close: str, base: int, memo: Memo) -> in
     """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
     if text[open_at] == "(":
         return skip_quoted(text, open_at, base, memo)
-    return skip_balanced(text, open_at + 1, "{", close)
+    return skip_group(text, open_at, base, memo)
 
 
 def _unquote(word: str) -> str:
@@ -559,11 +567,18 @@ _JOB_NAME_RE = re.compile(
     r"\.err\b|(^|/)logs?(/|$)|slurm-|output|results?(/|$)|\.pt\b|\.pth\b|\.safetensors\b)"
 )
 _SYSTEM_PATH_RE = re.compile(r"^/(usr|lib|lib64|etc|opt|proc|sys|bin|sbin|dev)/")
-_WRITE_RE = re.compile(
-    r"(?:>>?|\btee\s+(?:-a\s+)?|\bmkdir\s+(?:-\S+\s+)*|\btouch\s+|--output[= ]|--error[= ]|"
-    r"\s-[oe]\s+|--save[\w-]*[= ]|--output[\w-]*[= ]|--log[\w-]*[= ]|--ckpt[\w-]*[= ]|"
-    r"--checkpoint[\w-]*[= ])\s*(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
-)
+_WRITE_ARG = r"\s*(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
+#: Where a script says it writes a path: redirections, tee, mkdir, touch, `-o`/`-e`, and the
+#: output / save / log / checkpoint options of the programs it runs. One literal-led pattern
+#: each, so that the regex engine can skip ahead.
+_WRITE_RES = [re.compile(p + _WRITE_ARG) for p in (
+    r">>?",
+    r"\btee\s+(?:-a\s+)?",
+    r"\bmkdir\s+(?:-\S+\s+)*",
+    r"\btouch\s+",
+    r"\s-[oe]\s+",
+    r"--(?:output|error|save|log|ckpt|checkpoint)[\w-]*[= ]",
+)]
 _TRAIN_RE = re.compile(
     r"(?m)^[^\n#]*?(?:\btorchrun\b|\bdeepspeed\s|\baccelerate\s+launch\b|\bpython[\d.]*\s+"
     r"(?:-\S+\s+)*(?:-m\s+\S+|\S+\.py)\b|\bmpirun\b|\bsrun\b[^\n]*\.py\b)"
@@ -576,20 +591,24 @@ class _Context:
     an empty-result branch, where training starts."""
 
     assigns: dict[str, str]
-    written: list[str]
+    written: set[str]
     train_line: int | None
     code: str
     tests: dict[str, list[int]] = field(default_factory=dict)
 
 
-def _context(code: str, sbatch_options: str, analyzer: _Analyzer) -> _Context:
-    assigns = {m.group(1): _norm(m.group(2)) for m in _SIMPLE_ASSIGN_RE.finditer(code)}
-    written = [_resolve(_norm(m.group(1)), assigns) for m in _WRITE_RE.finditer(code)]
-    written += [_resolve(_norm(m.group(1)), assigns)
-                for m in _WRITE_RE.finditer(sbatch_options)]
+def _context(code: str, sbatch_options: str, analyzer: _Analyzer,
+             assigns: dict[str, str]) -> _Context:
+    written: set[str] = set()
+    for rx in _WRITE_RES:
+        for text in (code, sbatch_options):
+            for m in rx.finditer(text):
+                path = _resolve(_norm(m.group(1)), assigns).rstrip("/")
+                if path:
+                    written.add(path)
     train = _TRAIN_RE.search(code)
     train_line = analyzer.line_of(train.start()) if train else None
-    return _Context(assigns, [w for w in written if w], train_line, code)
+    return _Context(assigns, written, train_line, code)
 
 
 def _branch_for(var: str | None, ctx: _Context, after: int) -> str | None:
@@ -627,14 +646,25 @@ def _job_produced(hit: _Hit, ctx: _Context) -> str | None:
         if _SYSTEM_PATH_RE.match(target):
             continue
         base = target.split("*", 1)[0].rstrip("/")
-        for w in ctx.written:
-            w = w.rstrip("/")
-            if w and (target == w or base == w or (base.startswith(w + "/"))):
-                return f"`{w}` is written by this script"
+        for path in (target, *_ancestors(base)):
+            if path in ctx.written:
+                return f"`{path}` is written by this script"
         name_m = _JOB_NAME_RE.search(target)
         if name_m:
             return f"`{raw}` names a checkpoint or log the job writes"
     return None
+
+
+def _ancestors(path: str) -> list[str]:
+    """`a/b/c` -> [`a/b/c`, `a/b`, `a`] (the path itself and the directories above it)."""
+    out = []
+    while path:
+        out.append(path)
+        cut = path.rfind("/")
+        if cut <= 0:
+            break
+        path = path[:cut]
+    return out
 
 
 def _when(line: int, ctx: _Context) -> str:
@@ -666,7 +696,7 @@ def _sbatch_options(text: str) -> str:
 
 
 def _check_empty_match(
-    text: str, code: str
+    text: str, code: str, assigns: dict[str, str]
 ) -> tuple[list[Finding], _Analyzer]:
     sbatch = _sbatch_options(text)
     analyzer = _Analyzer(code, sbatch)
@@ -674,7 +704,7 @@ def _check_empty_match(
         analyzer.opts.errexit = True
         analyzer.opts.errexit_line = 1
     hits = analyzer.script(code, 0)
-    ctx = _context(code, sbatch, analyzer)
+    ctx = _context(code, sbatch, analyzer, assigns) if hits else None
     findings: list[Finding] = []
     notes: list[Finding] = []
     seen: set[tuple[int, str]] = set()
@@ -687,6 +717,7 @@ def _check_empty_match(
         where = "in a command substitution assigned to a variable, " if hit.in_substitution else ""
         if hit.function:
             where += f"in function `{hit.function}`, "
+        assert ctx is not None
         produced = _job_produced(hit, ctx)
         branch = _branch_for(hit.variable, ctx, hit.offset)
         stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
@@ -946,10 +977,12 @@ def _norm(arg: str) -> str:
     if len(arg) >= 2 and arg[0] == arg[-1] and arg[0] in "\"'":
         arg = arg[1:-1]
     arg = arg.replace('"', "").replace("'", "")
-    return re.sub(r"\$\{(\w+)\}", r"$\1", arg)
+    return re.sub(r"\$\{(\w+)\}", r"$\1", arg) if "${" in arg else arg
 
 
 def _resolve(arg: str, assigns: Mapping[str, str]) -> str:
+    if "$" not in arg:
+        return arg
     for _ in range(3):
         new = re.sub(r"\$(\w+)", lambda m: assigns.get(m.group(1), m.group(0)), arg)
         if new == arg:
@@ -958,8 +991,12 @@ def _resolve(arg: str, assigns: Mapping[str, str]) -> str:
     return arg
 
 
-def _check_pointer(code: str) -> list[Finding]:
-    assigns = {m.group(1): _norm(m.group(2)) for m in _SIMPLE_ASSIGN_RE.finditer(code)}
+def _assignments(code: str) -> dict[str, str]:
+    """The last plain `NAME=value` of each variable (quotes and `${}` braces dropped)."""
+    return {m.group(1): _norm(m.group(2)) for m in _SIMPLE_ASSIGN_RE.finditer(code)}
+
+
+def _check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
     exist_checks: list[tuple[int, str]] = [
         (m.start(), _resolve(_norm(m.group(1)), assigns)) for m in _EXIST_RE.finditer(code)
     ]
@@ -1012,8 +1049,9 @@ def lint_launcher(
     findings = _check_shebang(script_text)
     code = strip_comments(script_text)
     analyzer: _Analyzer | None = None
+    assigns = _assignments(code)
     try:
-        empty, analyzer = _check_empty_match(script_text, blank_heredocs(code))
+        empty, analyzer = _check_empty_match(script_text, blank_heredocs(code), assigns)
     except Exception as exc:  # noqa: BLE001 (any crash is reported as a finding)
         empty = [_crashed(CHECK_EMPTY_MATCH, exc)]
     if analyzer is not None and analyzer.opts.errexit_line:
@@ -1033,7 +1071,7 @@ def lint_launcher(
             except Exception as exc:  # noqa: BLE001
                 findings.append(_crashed(check, exc))
     for check, run in ((CHECK_JIT_CC, lambda: _check_jit(code, python_sources or {})),
-                       (CHECK_POINTER, lambda: _check_pointer(code))):
+                       (CHECK_POINTER, lambda: _check_pointer(code, assigns))):
         try:
             findings.extend(run())
         except Exception as exc:  # noqa: BLE001

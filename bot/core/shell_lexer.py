@@ -101,8 +101,8 @@ def _scan(text: str, j: int, stack: list[list], base: int, memo: Memo | None) ->
         elif c == "#" and (j == 0 or text[j - 1] in " \t\n;"):
             k = text.find("\n", j)
             j = n if k < 0 else k
-        elif c == "(" and frame[2] == "(":  # its own frame, so that its end is memoised too
-            j = _open(text, j, 1, [_BAL, j, "(", ")", 1], stack, base, memo)
+        elif c == frame[2] and c in "({":  # its own frame, so that its end is memoised too
+            j = _open(text, j, 1, [_BAL, j, c, frame[3], 1], stack, base, memo)
         elif c == frame[2]:
             frame[4] += 1
             j += 1
@@ -146,12 +146,20 @@ def skip_balanced(text: str, j: int, open_: str, close: str) -> int:
     return _scan(text, j, [[_BAL, j - 1, open_, close, 1]], 0, None)
 
 
+def skip_group(text: str, i: int, base: int = 0, memo: Memo | None = None) -> int:
+    """Index just past the `}` that closes the brace group / function body opening at
+    text[i] == "{"; len(text) when it never closes."""
+    if memo is not None and base + i in memo:
+        return min(memo[base + i] - base, len(text))
+    return _scan(text, i + 1, [[_BAL, i, "{", "}", 1]], base, memo)
+
+
 def word_start(text: str, i: int) -> bool:
     """Does a shell word start at text[i] (a comment `#` or a `{` keyword only count there)?"""
     return i == 0 or text[i - 1] in " \t\n;|&({"
 
 
-_COMMENT_STOP = re.compile(r"[\\'\"`$#]")
+_COMMENT_STOP = re.compile(r"[\\'\"`#]|\$[({]")
 
 
 def strip_comments(text: str) -> str:
@@ -212,7 +220,7 @@ def blank_heredocs(text: str) -> str:
     return "\n".join(out)
 
 
-_SPLIT_STOP = re.compile(r"[\\'\"`$(){}&|;\n]")
+_SPLIT_STOP = re.compile(r"[\\'\"`(){}&|;\n]|\$[({]")
 
 
 def split_top_level(
@@ -224,7 +232,6 @@ def split_top_level(
     pieces: list[tuple[str, int, str]] = []
     start = 0
     i, n = 0, len(text)
-    brace_depth = 0
     while i < n:
         m = _SPLIT_STOP.search(text, i)
         if m is None:
@@ -239,15 +246,11 @@ def split_top_level(
             continue
         if c == "{":
             if word_start(text, i) and i + 1 < n and text[i + 1] in " \t\n":
-                brace_depth += 1
-            i += 1
+                i = skip_group(text, i, base, memo)
+            else:
+                i += 1
             continue
-        if c == "}":
-            if brace_depth and word_start(text, i):
-                brace_depth -= 1
-            i += 1
-            continue
-        if c in "$)" or brace_depth:
+        if c in "$)}":
             i += 1
             continue
         if c == "\n":
@@ -274,7 +277,7 @@ def split_top_level(
     return pieces
 
 
-_WORD_STOP = re.compile(r"[ \t\n\\'\"`$]")
+_WORD_STOP = re.compile(r"[ \t\n\\'\"`]|\$[({]")
 
 
 def shell_words(cmd: str, base: int = 0, memo: Memo | None = None) -> list[str]:
