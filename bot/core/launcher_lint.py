@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -207,7 +208,7 @@ class _Analyzer:
         if m:
             self._function_body(lst, off, m, hits)
         elif lst.startswith("{") and lst[1:2] in (" ", "\t", "\n"):
-            end = _group_end(lst, 0, "}", off, self.memo)
+            end = _group_end(lst, 0, off, self.memo)
             if not lst[end:].strip().startswith(("|", "&&")):
                 hits.extend(self.script(lst[1 : end - 1], off + 1))
         elif "&&" in lst or "||" in lst:
@@ -222,8 +223,7 @@ class _Analyzer:
     def _function_body(self, lst: str, off: int, m: re.Match[str], hits: list[_Hit]) -> None:
         name = m.group(1)
         brace = m.start(2)
-        close = "}" if m.group(2) == "{" else ")"
-        end = _group_end(lst, brace, close, off, self.memo)
+        end = _group_end(lst, brace, off, self.memo)
         calls = self.function_calls.get(name, "")
         if not calls:
             return  # never called: its body never runs
@@ -354,8 +354,7 @@ class _Analyzer:
                 self.arith.append(_Arith(off, cmd, m.group(1)))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
-            close = "}" if cmd[0] == "{" else ")"
-            end = _group_end(cmd, 0, close, off, self.memo)
+            end = _group_end(cmd, 0, off, self.memo)
             if cmd[0] == "(":
                 saved = _Opts(**vars(self.opts))
                 inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
@@ -439,7 +438,7 @@ def _with(hit: _Hit, **changes: object) -> _Hit:
     return _Hit(**values)  # type: ignore[arg-type]
 
 
-def _group_end(text: str, open_at: int, close: str, base: int, memo: Memo) -> int:
+def _group_end(text: str, open_at: int, base: int, memo: Memo) -> int:
     """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
     if text[open_at] == "(":
         return skip_quoted(text, open_at, base, memo)
@@ -505,28 +504,20 @@ def _function_calls(text: str) -> dict[str, str]:
         if d:
             names.add(d.group(1))
     if "function" in text:
-        names |= {m.group(1) for m in re.finditer(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text)}
+        names |= set(re.findall(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text))
     if not names:
         return {}
-    calls: dict[str, set[str]] = {n: set() for n in names}
-    for m in re.finditer(r"(?<![\w$./:-])([A-Za-z_][\w:-]*)", text):
-        name = m.group(1)
-        if name not in calls:
-            continue
-        after = text[m.end() : m.end() + 8].lstrip(" \t")
-        if after.startswith("()") or after.startswith("( )"):
-            continue  # the definition
-        before = text[max(0, m.start() - 12) : m.start()].rstrip(" \t")
-        if before.endswith("function"):
-            continue
-        if before.endswith("$(") or before.endswith("`"):
+    words = Counter(re.findall(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:-])", text))
+    in_subst = Counter(re.findall(r"(?:\$\(|`)\s*([A-Za-z_][\w:-]*)(?![\w:-])", text))
+    defined = Counter(re.findall(
+        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
+        text))
+    calls: dict[str, set[str]] = {}
+    for name in names:
+        direct = words[name] - in_subst[name] - max(1, defined[name])
+        calls[name] = {"direct"} if direct > 0 else set()
+        if in_subst[name]:
             calls[name].add("subst")
-        elif before == "" or before[-1] in "\n;&|({" or re.search(
-            r"(?:^|\s)(?:then|do|else|time|exec|srun|!)$", before
-        ):
-            calls[name].add("direct")
-        else:
-            calls[name].add("direct")  # an argument (`trap f EXIT`, `xargs f`): counts as run
     return {n: " ".join(sorted(c)) for n, c in calls.items()}
 
 
@@ -868,6 +859,7 @@ def python_scripts_in(script_text: str) -> list[str]:
     return out
 
 
+NO_COMPILER = "the launcher sets no `CC`, loads no compiler module and uses no container image"
 _JIT_WORDS = ("compile", "flex", "triton", "deepspeed")
 
 
@@ -942,10 +934,22 @@ def _check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
                         f"(`{container.group(1)}`) whose compiler the worker toolchain probe "
                         "cannot see: check the image has gcc")]
     return [Finding(CHECK_JIT_CC, "warn", line,
-                    f"{where} ({what}) but the launcher sets no `CC`, loads no compiler module "
-                    "and uses no container image: a worker without gcc dies at start with "
-                    "`Failed to find C compiler` (job 108903); the worker toolchain probe "
+                    f"{where} ({what}) but {NO_COMPILER}: a worker without gcc dies at start "
+                    "with `Failed to find C compiler` (job 108903); the worker toolchain probe "
                     "gives the verdict", fix)]
+
+
+def without_toolchain_probe(findings: list[Finding]) -> list[Finding]:
+    """The lint's findings when no worker toolchain probe runs: a JIT use with no compiler
+    in sight fails, since nothing else will check the worker."""
+    out: list[Finding] = []
+    for f in findings:
+        if f.check == CHECK_JIT_CC and f.level == "warn" and NO_COMPILER in f.message:
+            f = Finding(f.check, "fail", f.line,
+                        f.message.replace("the worker toolchain probe gives the verdict",
+                                          "and the worker toolchain probe was skipped"), f.fix)
+        out.append(f)
+    return out
 
 
 def _names(found: list[str]) -> str:
@@ -1088,6 +1092,8 @@ __all__ = [
     "CHECK_SHEBANG",
     "CHECK_STRICT_MODE",
     "MAX_DEPTH",
+    "NO_COMPILER",
     "lint_launcher",
     "python_scripts_in",
+    "without_toolchain_probe",
 ]

@@ -227,7 +227,10 @@ def split_top_level(
     text: str, base: int, ops: tuple[str, ...], memo: Memo | None = None
 ) -> list[tuple[str, int, str]]:
     """Split at top-level operators in `ops`: [(piece, absolute offset, operator after it)]."""
-    if not any(op in text for op in ops):
+    for op in ops:
+        if op in text:
+            break
+    else:
         return [(text, base, "")]
     pieces: list[tuple[str, int, str]] = []
     start = 0

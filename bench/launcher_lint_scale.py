@@ -1,0 +1,89 @@
+"""Benchmark: the launcher lint on 1 MiB batch scripts, against the same script at 1/8 of the
+size (linear time gives a ratio near 8, quadratic near 64) and against `bash -n` (bash's own
+parser) on the same file, in the same run.
+
+    .venv/bin/python bench/launcher_lint_scale.py [--size-kib 1024] [--repeat 3]
+
+Shapes: the incident's launcher repeated; 32k-style one-line functions; a long real-looking
+launcher body of many statements; 1 MiB of nested `( … )` and of nested `$( … )`. Each time
+is the best of `--repeat` runs. Prints one table row per shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bot.core.launcher_lint import lint_launcher  # noqa: E402
+
+INCIDENT = (ROOT / "tests" / "fixtures" / "launchers" / "report_108687.sbatch").read_text()
+BODY = """\
+export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+LOG_DIR=logs/$SLURM_JOB_ID
+mkdir -p "$LOG_DIR"
+if grep -q "resume" config.yaml; then RESUME=1; fi
+for f in data/*.json; do echo "$f" >> "$LOG_DIR/files.txt"; done
+N=$(wc -l < "$LOG_DIR/files.txt")
+srun --ntasks-per-node=4 python train.py --log-dir "$LOG_DIR" --n "$N" 2>&1 | tee "$LOG_DIR/out.log"
+"""
+
+
+def _shapes(size: int) -> dict[str, str]:
+    head = "#!/bin/bash\nset -euo pipefail\n"
+    funcs = "".join(f"f{i}() {{ ls ck/*; }}\n" for i in range(size // 20 + 1))
+    half = (size - len(head)) // 2
+    third = (size - len(head)) // 3
+    return {
+        "incident launcher, repeated": (INCIDENT * (size // len(INCIDENT) + 1))[:size],
+        "one-line functions": (head + funcs)[:size],
+        "long launcher body": (head + BODY * (size // len(BODY) + 1))[:size],
+        "nested ( … )": head + "( " * (half // 2) + ")" * (half // 2),
+        "nested $( … )": head + "X=" + "$(" * third + ")" * third,
+    }
+
+
+def _best(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-kib", type=int, default=1024)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    size = args.size_kib * 1024
+    bash = shutil.which("bash")
+    big, small = _shapes(size), _shapes(size // 8)
+    print(f"| shape | lint {args.size_kib} KiB | lint / lint at 1/8 size | bash -n "
+          "| lint / bash -n |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in big.items():
+            t_big = _best(lambda t=text: lint_launcher(t), args.repeat)
+            t_small = _best(lambda t=small[name]: lint_launcher(t), args.repeat)
+            t_bash = float("nan")
+            if bash:
+                path = Path(tmp) / "s.sh"
+                path.write_text(text)
+                t_bash = _best(lambda p=path: subprocess.run(
+                    [bash, "-n", str(p)], capture_output=True, check=False), args.repeat)
+            print(f"| {name} | {t_big:.3f} s | {t_big / t_small:.1f} | {t_bash:.3f} s | "
+                  f"{t_big / t_bash:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
