@@ -136,6 +136,11 @@ class _Analyzer:
             re.search(r"(?m)^\s*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)", text)
         )
         self.function_calls = _function_calls(text)
+        self.function_vars = (
+            {name: var for var, name in re.findall(
+                r"([A-Za-z_]\w*)=[\"']?\$\(\s*([A-Za-z_][\w:-]*)", text)}
+            if self.function_calls else {}
+        )
         self.function: str | None = None
         self.guard_greps: set[tuple[str, str]] = set()
         self.arith: list[_Arith] = []
@@ -240,7 +245,9 @@ class _Analyzer:
                 lst[brace + 1 : end - 1], off + brace + 1,
                 status_only=not self.opts.inherit_errexit,
             )
-            body_hits = [_with(h, in_substitution=True) for h in body_hits]
+            var = self.function_vars.get(name)
+            body_hits = [_with(h, in_substitution=True, variable=h.variable or var)
+                         for h in body_hits]
         hits.extend(body_hits)
         self.opts.errexit, self.function = saved_errexit, saved_function
 
@@ -602,9 +609,9 @@ def _context(code: str, sbatch_options: str, analyzer: _Analyzer,
     return _Context(assigns, written, train_line, code)
 
 
-def _branch_for(var: str | None, ctx: _Context, after: int) -> str | None:
-    """Does the script test `var` for an empty result after `after`, in a branch that goes on
-    (does not just exit)? Returns the test's text."""
+def _branch_for(var: str | None, ctx: _Context, after: int) -> tuple[str, bool] | None:
+    """The first test of `var` for an empty result after `after`: (its text, does the branch
+    go on rather than just exit?); None when there is no such test."""
     if not var:
         return None
     v = re.escape(var)
@@ -618,9 +625,10 @@ def _branch_for(var: str | None, ctx: _Context, after: int) -> str | None:
         line_end = ctx.code.find("\n", m.end())
         block_end = ctx.code.find("\nfi", m.end(), after + BRANCH_WINDOW)
         block = ctx.code[m.start(): block_end if block_end >= 0 else line_end]
-        if re.search(r"\bexit\s+(?:[1-9]|\$)|\breturn\s+[1-9]|\bexit\s*$", block, re.M):
-            continue  # the empty side is an error exit: stopping earlier loses nothing
-        return _short(ctx.code[m.start(): line_end if line_end >= 0 else len(ctx.code)], 40)
+        text = _short(ctx.code[m.start(): line_end if line_end >= 0 else len(ctx.code)], 40)
+        # an empty side that is an error exit: stopping earlier loses nothing
+        exits = re.search(r"\bexit\s+(?:[1-9]|\$)|\breturn\s+[1-9]|\bexit\s*$", block, re.M)
+        return text, not exits
     return None
 
 
@@ -710,7 +718,10 @@ def _check_empty_match(
             where += f"in function `{hit.function}`, "
         assert ctx is not None
         produced = _job_produced(hit, ctx)
-        branch = _branch_for(hit.variable, ctx, hit.offset)
+        branch_test = _branch_for(hit.variable, ctx, hit.offset)
+        branch = branch_test[0] if branch_test and branch_test[1] else None
+        if branch_test and not branch_test[1]:
+            produced = None  # the script stops on an empty result anyway
         stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
                 f"{_slurm_shows(hit.status)}")
         if produced and branch:
@@ -731,7 +742,10 @@ def _check_empty_match(
             notes.append(Finding(
                 CHECK_EMPTY_MATCH, "pass", line,
                 f"line {line}: note: {where}{hit.reason} and {mode} would stop the launcher; "
-                f"its input does not look like something the job produces: `{hit.command}`",
+                + (f"the script exits on an empty result anyway (`{branch_test[0]}`)"
+                   if branch_test else
+                   "its input does not look like something the job produces")
+                + f": `{hit.command}`",
                 hit.fix,
             ))
     if len(notes) > MAX_NOTES:

@@ -1,0 +1,177 @@
+"""Launcher lint severity: FAIL only where the job's own output can be missing and the script
+expects that, the guards it understands, the misses it now catches, and messages that say
+what Slurm will show and when. Stops are checked against real bash where bash can show them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from bot.core.launcher_lint import (
+    CHECK_ARITH_ZERO,
+    CHECK_EMPTY_MATCH,
+    CHECK_JIT_CC,
+    CHECK_NOUNSET,
+    CHECK_SHEBANG,
+    lint_launcher,
+    without_toolchain_probe,
+)
+
+HEAD = "#!/bin/bash\nset -euo pipefail\n"
+
+
+def _levels(script: str, check: str = CHECK_EMPTY_MATCH) -> list[str]:
+    return [f.level for f in lint_launcher(script) if f.check == check and f.line is not None
+            or f.check == check and f.level != "pass"]
+
+
+def _worst(script: str, check: str = CHECK_EMPTY_MATCH) -> str:
+    levels = {f.level for f in lint_launcher(script) if f.check == check}
+    return "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
+
+
+# ---------------------------------------------------------------- empty match: how sure
+
+@pytest.mark.parametrize(("body", "level"), [
+    # the incident: the job's checkpoints, an empty-result branch the author meant to reach
+    ('CK=/scratch/ck\nmkdir -p "$CK"\nL=$(ls -d "$CK"/step_* | sort | tail -1)\n'
+     'if [ -z "$L" ]; then echo fresh; fi\n', "fail"),
+    ("L=$(grep 'Node failure' logs/latest.err | tail -1)\n"
+     'if [ -n "$L" ]; then echo requeue; fi\n', "fail"),
+    # the job's own output but no branch: a warning
+    ("L=$(ls -d ckpt/step_* | tail -1)\npython train.py --resume $L\n", "warn"),
+    # the empty side is an error exit anyway: stopping earlier loses nothing
+    ('L=$(ls -d ckpt/step_* | tail -1)\nif [ -z "$L" ]; then echo none; exit 1; fi\n', "pass"),
+    # not the job's output: input data, system files, other commands' output
+    ("FILES=$(ls /data/imagenet/train/*.tar | wc -l)\n", "pass"),
+    ("cp /usr/lib64/libnccl*.so* $TMPDIR/\n", "pass"),
+    ('NAME=$(scontrol show job "$SLURM_JOB_ID" | grep JobName= | cut -d= -f2)\n', "pass"),
+    ('if grep -q "loss" run.log; then L=$(grep "loss" run.log | tail -1); fi\n', "pass"),
+    # guards
+    ("L=$(ls -d ckpt/step_* 2>/dev/null | tail -1 || true)\n", "pass"),
+    ("latest() { ls -d ckpt/step_* | tail -1; }\n", "pass"),  # never called
+])
+def test_empty_match_severity(body, level):
+    assert _worst(HEAD + body) == level
+
+
+def test_a_function_only_called_in_a_substitution_counts_its_last_command_only():
+    script = HEAD + ("latest() {\n  ls -d ckpt/step_* | tail -1\n  echo done\n}\n"
+                     'L=$(latest)\nif [ -z "$L" ]; then echo fresh; fi\n')
+    assert _worst(script) == "pass"
+    last = HEAD + ("latest() {\n  echo looking\n  ls -d ckpt/step_* | tail -1\n}\n"
+                   'L=$(latest)\nif [ -z "$L" ]; then echo fresh; fi\n')
+    assert _worst(last) == "fail"
+
+
+def test_message_says_what_slurm_shows_and_when():
+    script = HEAD + ('mkdir -p ckpt\nL=$(ls -d ckpt/step_* | tail -1)\n'
+                     'if [ -z "$L" ]; then echo fresh; fi\nsrun python train.py\n'
+                     "grep -c 'loss: nan' logs/train.log\n")
+    findings = [f for f in lint_launcher(script) if f.check == CHECK_EMPTY_MATCH]
+    before = next(f for f in findings if f.line == 4)
+    assert before.level == "fail"
+    assert "FAILED 2:0" in before.message and "before training starts" in before.message
+    assert "training runs on line 6" in before.message
+    after = next(f for f in findings if f.line == 7)
+    assert "FAILED 1:0" in after.message and "after the training command" in after.message
+
+
+# ---------------------------------------------------------------- misses now caught (real bash)
+
+BASH_STOPS = [
+    # (snippet, check, does bash stop?)
+    ("mkdir -p runs\nset -euo pipefail\nL=$(ls ck/missing | head -1)", CHECK_EMPTY_MATCH, True),
+    ("set -e\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\n((++n))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=1\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\n((n++)) || true", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nlet n++", CHECK_ARITH_ZERO, True),
+    ("set -u\necho task $SLURM_ARRAY_TASK_ID", CHECK_NOUNSET, True),
+    ("set -u\necho task ${SLURM_ARRAY_TASK_ID:-0}", CHECK_NOUNSET, False),
+    ("set -u\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, True),
+    ("set -u\necho '$SLURM_ARRAY_TASK_ID'", CHECK_NOUNSET, False),
+    ("if true; then\n  set -euo pipefail\nfi\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
+    ("{ set -e; }\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
+    ("( set -e )\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, False),
+]
+
+
+@pytest.mark.parametrize(("snippet", "check", "bash_stops"), BASH_STOPS)
+def test_new_checks_agree_with_real_bash(tmp_path, snippet, check, bash_stops):
+    bash = shutil.which("bash")
+    assert bash, "bash is needed to check the lint against the real shell"
+    (tmp_path / "ck").mkdir()
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END\n")
+    env = {"PATH": "/usr/bin:/bin"}  # no SLURM_* variables: a plain, non-array first run
+    proc = subprocess.run([bash, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=20, env=env)
+    stopped = "REACHED_THE_END" not in proc.stdout
+    assert stopped == bash_stops, f"bash itself disagrees with the table: {proc.stderr}"
+    flagged = any(f.check == check and f.line is not None and f.level != "pass"
+                  or f.check == check and f.line is not None and check == CHECK_EMPTY_MATCH
+                  for f in lint_launcher("#!/bin/bash\n" + snippet))
+    assert flagged == bash_stops
+
+
+def test_arith_finding_names_the_fix():
+    (f,) = [f for f in lint_launcher(HEAD + "n=0\n((n++))\n") if f.check == CHECK_ARITH_ZERO]
+    assert f.level == "fail" and f.line == 4 and "(( ++n ))" in f.fix and "FAILED 1:0" in f.message
+
+
+def test_array_variable_is_fine_in_an_array_job():
+    script = "#!/bin/bash\n#SBATCH --array=0-3\nset -u\necho $SLURM_ARRAY_TASK_ID\n"
+    assert _worst(script, CHECK_NOUNSET) == "pass"
+
+
+def test_conda_activate_under_nounset_warns():
+    script = HEAD + "source ~/miniconda3/etc/profile.d/conda.sh\nconda activate train\n"
+    (f,) = [f for f in lint_launcher(script) if f.check == CHECK_NOUNSET]
+    assert f.level == "warn" and f.line == 4 and "set +u" in f.fix
+    unguarded = "#!/bin/bash\nset -eo pipefail\nconda activate train\n"
+    assert _worst(unguarded, CHECK_NOUNSET) == "pass"
+    guarded = HEAD + "set +u\nconda activate train\nset -u\n"
+    assert _worst(guarded, CHECK_NOUNSET) == "pass"
+
+
+@pytest.mark.parametrize(("script", "level"), [
+    ("#!/bin/bash\n#SBATCH -N 1\necho hi\n", "pass"),
+    ("#SBATCH -N 1\necho hi\n", "fail"),
+    ("\n#!/bin/bash\necho hi\n", "fail"),
+    ("# launcher\n#!/bin/bash\necho hi\n", "fail"),
+])
+def test_sbatch_needs_a_shebang_on_line_one(script, level):
+    assert _worst(script, CHECK_SHEBANG) == level
+
+
+# ---------------------------------------------------------------- JIT
+
+@pytest.mark.parametrize(("line", "level"), [
+    ("python train.py --compile=False", "pass"),
+    ("python train.py --compile 0", "pass"),
+    ("python train.py --compile", "warn"),
+    ("export TRITON_HOME=/tmp/triton_home\npython train.py", "pass"),
+    ("export TRITON_CACHE_DIR=$HOME/.triton/cache\npython train.py", "pass"),
+    ('echo "torch.compile is off"\npython train.py', "pass"),
+    ("export TORCH_COMPILE_DISABLE=1\npython train.py --compile", "pass"),
+    ("deepspeed train.py --deepspeed ds.json", "warn"),
+    ("DS_BUILD_OPS=1 deepspeed train.py --deepspeed ds.json", "pass"),
+    ("module load gcc/12\npython train.py --compile", "pass"),
+    ("ml GCCcore/12.3.0\npython train.py --compile", "warn"),
+    ("srun --container-image=nvcr.io/nvidia/pytorch:24.01 python train.py --compile", "pass"),
+    ("singularity exec --nv img.sif python train.py --compile", "pass"),
+])
+def test_jit_detection(line, level):
+    assert _worst(HEAD + line + "\n", CHECK_JIT_CC) == level
+
+
+def test_without_the_toolchain_probe_a_jit_with_no_compiler_fails():
+    findings = lint_launcher(HEAD + "python train.py --compile\n")
+    (jit,) = [f for f in without_toolchain_probe(findings) if f.check == CHECK_JIT_CC]
+    assert jit.level == "fail" and "probe was skipped" in jit.message
+    module = lint_launcher(HEAD + "module load gcc\npython train.py --compile\n")
+    assert [f.level for f in without_toolchain_probe(module) if f.check == CHECK_JIT_CC] == [
+        "pass"]
