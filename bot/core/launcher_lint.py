@@ -125,7 +125,7 @@ class _Analyzer:
     at most MAX_DEPTH deep; one memo of construct ends, so each character is lexed a bounded
     number of times."""
 
-    def __init__(self, text: str, sbatch_options: str) -> None:
+    def __init__(self, text: str, script_text: str) -> None:
         self.text = text
         self.opts = _Opts()
         self.memo: Memo = {}
@@ -145,7 +145,7 @@ class _Analyzer:
         self.guard_greps: set[tuple[str, str]] = set()
         self.arith: list[_Arith] = []
         self.unset: list[_Unset] = []
-        self.sbatch_options = sbatch_options
+        self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
 
     def line_of(self, offset: int) -> int:
@@ -315,9 +315,9 @@ class _Analyzer:
     def _check_slurm_vars(self, lst: str, off: int) -> None:
         for m in _SLURM_VAR_RE.finditer(_SQ_RE.sub(lambda q: " " * len(q.group()), lst)):
             var = m.group(1) or m.group(2)
-            why = _unset_slurm_var(var, self.sbatch_options)
-            if why:
-                self.unset.append(_Unset(off + m.start(), var, why, "fail"))
+            rule = _unset_slurm_var(var, self.script_text)
+            if rule:
+                self.unset.append(_Unset(off + m.start(), var, rule[0], rule[1]))
 
     # -- an and-or list: `a && b || c`
     def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[_Hit]:
@@ -529,29 +529,36 @@ def _function_calls(text: str) -> dict[str, str]:
 
 
 #: Slurm variables that exist only with the sbatch option that requests them (or, for the
-#: restart count, only after a requeue): (pattern over the #SBATCH options, why it is unset).
-_CONDITIONAL_SLURM = {
-    "SLURM_ARRAY_TASK_ID": (r"--array|-a\b", "is set only in array jobs (no `#SBATCH --array`)"),
-    "SLURM_ARRAY_JOB_ID": (r"--array|-a\b", "is set only in array jobs (no `#SBATCH --array`)"),
-    "SLURM_ARRAY_TASK_COUNT": (r"--array|-a\b", "is set only in array jobs"),
-    "SLURM_RESTART_COUNT": (r"(?!)", "is unset on a job's first run (set only after a requeue)"),
-    "SLURM_CPUS_PER_TASK": (r"--cpus-per-task|-c\b",
-                            "is set only with `#SBATCH --cpus-per-task`"),
-    "SLURM_GPUS_PER_NODE": (r"--gpus-per-node", "is set only with `#SBATCH --gpus-per-node`"),
-    "SLURM_GPUS_PER_TASK": (r"--gpus-per-task", "is set only with `#SBATCH --gpus-per-task`"),
+#: restart count, only after a requeue): the option's pattern, why the variable may be unset,
+#: and the level. The option is looked for anywhere in the script's text, comments included,
+#: since it may be given on the sbatch command line (`# Usage: sbatch --array=1-4 run.sh`).
+_CONDITIONAL_SLURM: dict[str, tuple[str, str, Level]] = {
+    "SLURM_RESTART_COUNT": (r"(?!)", "is unset on a job's first run (set only after a requeue)",
+                            "fail"),
+    "SLURM_ARRAY_TASK_ID": (r"--array\b|\s-a\s*\d", "is set only in array jobs", "warn"),
+    "SLURM_ARRAY_JOB_ID": (r"--array\b|\s-a\s*\d", "is set only in array jobs", "warn"),
+    "SLURM_ARRAY_TASK_COUNT": (r"--array\b|\s-a\s*\d", "is set only in array jobs", "warn"),
+    "SLURM_CPUS_PER_TASK": (r"--cpus-per-task|\s-c\s*\d",
+                            "is set only when `--cpus-per-task` is requested", "warn"),
+    "SLURM_GPUS_PER_NODE": (r"--gpus-per-node",
+                            "is set only when `--gpus-per-node` is requested", "warn"),
+    "SLURM_GPUS_PER_TASK": (r"--gpus-per-task",
+                            "is set only when `--gpus-per-task` is requested", "warn"),
     "SLURM_NTASKS_PER_NODE": (r"--ntasks-per-node",
-                              "is set only with `#SBATCH --ntasks-per-node`"),
-    "SLURM_MEM_PER_GPU": (r"--mem-per-gpu", "is set only with `#SBATCH --mem-per-gpu`"),
-    "SLURM_MEM_PER_CPU": (r"--mem-per-cpu", "is set only with `#SBATCH --mem-per-cpu`"),
+                              "is set only when `--ntasks-per-node` is requested", "warn"),
+    "SLURM_MEM_PER_GPU": (r"--mem-per-gpu", "is set only when `--mem-per-gpu` is requested",
+                          "warn"),
+    "SLURM_MEM_PER_CPU": (r"--mem-per-cpu", "is set only when `--mem-per-cpu` is requested",
+                          "warn"),
 }
 
 
-def _unset_slurm_var(var: str, sbatch_options: str) -> str | None:
+def _unset_slurm_var(var: str, script_text: str) -> tuple[str, Level] | None:
     rule = _CONDITIONAL_SLURM.get(var)
     if rule is None:
         return None
-    pattern, why = rule
-    return None if re.search(pattern, sbatch_options) else why
+    pattern, why, level = rule
+    return None if re.search(pattern, script_text) else (why, level)
 
 
 def _is_trivial(pipeline: str) -> bool:
@@ -698,7 +705,7 @@ def _check_empty_match(
     text: str, code: str, assigns: dict[str, str]
 ) -> tuple[list[Finding], _Analyzer]:
     sbatch = _sbatch_options(text)
-    analyzer = _Analyzer(code, sbatch)
+    analyzer = _Analyzer(code, text)
     if _shebang_errexit(text):
         analyzer.opts.errexit = True
         analyzer.opts.errexit_line = 1
@@ -848,8 +855,12 @@ _DEEPSPEED_RE = re.compile(r"(?m)(?:^|[\s;&|(/])(deepspeed)(?:\s|$)|(--deepspeed
                            r"(import deepspeed|deepspeed\.initialize)")
 _NO_JIT_RE = re.compile(r"(?i)TORCH_COMPILE_DISABLE=[\"']?1|TORCHDYNAMO_DISABLE=[\"']?1")
 _DS_PREBUILT_RE = re.compile(r"DS_BUILD_\w+=[\"']?1")
-_CC_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CC=|^\s*export\s+(\w+\s+)*CC(\s|$)")
-_CXX_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CXX=|^\s*export\s+(\w+\s+)*CXX(\s|$)")
+#: `CC=` / `CXX=` naming a compiler (not a flag such as `CC=true`), or exporting one already set
+_NOT_A_COMPILER = r"(?![\"']?(?:true|false|yes|no|0|1)?[\"']?(?:\s|;|$))"
+_CC_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CC=" + _NOT_A_COMPILER
+                        + r"|^\s*export\s+(\w+\s+)*CC(\s|$)")
+_CXX_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CXX=" + _NOT_A_COMPILER
+                         + r"|^\s*export\s+(\w+\s+)*CXX(\s|$)")
 _MODULE_GCC_RE = re.compile(
     r"(?m)^\s*(?:module|ml)\s+(?:load|add)?\s*.*\b(gcc|gnu|compiler|llvm|clang|intel|nvhpc|"
     r"foss|gompi|PrgEnv)"
