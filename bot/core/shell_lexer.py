@@ -35,30 +35,22 @@ def _skip_backtick(text: str, i: int) -> int:
     return n
 
 
-def _open(
-    text: str, j: int, width: int, frame: list, stack: list[list], base: int, memo: Memo | None
-) -> int:
-    """Enter the construct whose opener (`width` characters) starts at text[j], or jump past
-    the construct when its end is already known."""
-    if memo is not None:
-        end = memo.get(base + j)
-        if end is not None:
-            return min(end - base, len(text))
-    stack.append(frame)
-    return j + width
-
-
-def _scan(text: str, j: int, stack: list[list], base: int, memo: Memo | None) -> int:
+def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
+          memo: Memo | None) -> int:
     """Scan from text[j] until every frame on `stack` is closed; the index just past the last
-    close, or len(text) if one never closes. A frame is [_DQ, start] for a double-quoted
-    string or [_BAL, start, open, close, depth] for `( … )`, `$( … )`, `${ … }`."""
+    close, or len(text) if one never closes. A frame is (kind, start, opener, closer): _DQ for
+    a double-quoted string, _BAL for `( … )`, `$( … )`, `${ … }`, `{ … }`. Each nested opener
+    gets its own frame, so its end is memoised too and a later scan jumps over it."""
     n = len(text)
+    dq_search = _DQ_STOP.search
+    bal_search = _BAL_STOP.search
+    known = memo.get if memo is not None else None
     while stack:
         if j >= n:
             return n
         frame = stack[-1]
         if frame[0] == _DQ:
-            m = _DQ_STOP.search(text, j)
+            m = dq_search(text, j)
             if m is None:
                 return n
             j = m.start()
@@ -73,12 +65,17 @@ def _scan(text: str, j: int, stack: list[list], base: int, memo: Memo | None) ->
             elif c == "`":
                 j = _skip_backtick(text, j)
             elif j + 1 < n and text[j + 1] in "({":
-                close = ")" if text[j + 1] == "(" else "}"
-                j = _open(text, j, 2, [_BAL, j, text[j + 1], close, 1], stack, base, memo)
+                end = known(base + j) if known is not None else None
+                if end is not None:
+                    j = min(end - base, n)
+                else:
+                    o = text[j + 1]
+                    stack.append((_BAL, j, o, ")" if o == "(" else "}"))
+                    j += 2
             else:
                 j += 1
             continue
-        m = _BAL_STOP.search(text, j)
+        m = bal_search(text, j)
         if m is None:
             return n
         j = m.start()
@@ -88,31 +85,32 @@ def _scan(text: str, j: int, stack: list[list], base: int, memo: Memo | None) ->
         elif c == "'":
             k = text.find("'", j + 1)
             j = n if k < 0 else k + 1
-        elif c == '"':
-            j = _open(text, j, 1, [_DQ, j], stack, base, memo)
+        elif c == '"' or (c == "$" and j + 1 < n and text[j + 1] in "({") or (
+            c == frame[2] and c in "({"
+        ):
+            end = known(base + j) if known is not None else None
+            if end is not None:
+                j = min(end - base, n)
+            elif c == '"':
+                stack.append((_DQ, j, '"', '"'))
+                j += 1
+            elif c == "$":
+                o = text[j + 1]
+                stack.append((_BAL, j, o, ")" if o == "(" else "}"))
+                j += 2
+            else:
+                stack.append((_BAL, j, c, frame[3]))
+                j += 1
         elif c == "`":
             j = _skip_backtick(text, j)
-        elif c == "$":
-            if j + 1 < n and text[j + 1] in "({":
-                close = ")" if text[j + 1] == "(" else "}"
-                j = _open(text, j, 2, [_BAL, j, text[j + 1], close, 1], stack, base, memo)
-            else:
-                j += 1
         elif c == "#" and (j == 0 or text[j - 1] in " \t\n;"):
             k = text.find("\n", j)
             j = n if k < 0 else k
-        elif c == frame[2] and c in "({":  # its own frame, so that its end is memoised too
-            j = _open(text, j, 1, [_BAL, j, c, frame[3], 1], stack, base, memo)
-        elif c == frame[2]:
-            frame[4] += 1
-            j += 1
         elif c == frame[3]:
-            frame[4] -= 1
+            stack.pop()
             j += 1
-            if frame[4] == 0:
-                stack.pop()
-                if memo is not None:
-                    memo[base + frame[1]] = base + j
+            if memo is not None:
+                memo[base + frame[1]] = base + j
         else:
             j += 1
     return min(j, n)
@@ -131,19 +129,19 @@ def skip_quoted(text: str, i: int, base: int = 0, memo: Memo | None = None) -> i
     if memo is not None and base + i in memo:
         return min(memo[base + i] - base, n)
     if c == '"':
-        return _scan(text, i + 1, [[_DQ, i]], base, memo)
+        return _scan(text, i + 1, [(_DQ, i, '"', '"')], base, memo)
     if c == "$" and i + 1 < n and text[i + 1] in "({":
         close = ")" if text[i + 1] == "(" else "}"
-        return _scan(text, i + 2, [[_BAL, i, text[i + 1], close, 1]], base, memo)
+        return _scan(text, i + 2, [(_BAL, i, text[i + 1], close)], base, memo)
     if c == "(":
-        return _scan(text, i + 1, [[_BAL, i, "(", ")", 1]], base, memo)
+        return _scan(text, i + 1, [(_BAL, i, "(", ")")], base, memo)
     raise ValueError(f"no quote or substitution starts at {c!r}")
 
 
 def skip_balanced(text: str, j: int, open_: str, close: str) -> int:
     """Index just past the `close` that balances an `open_` before text[j] (quotes, escapes,
     substitutions and comments skipped); len(text) when it never closes."""
-    return _scan(text, j, [[_BAL, j - 1, open_, close, 1]], 0, None)
+    return _scan(text, j, [(_BAL, j - 1, open_, close)], 0, None)
 
 
 def skip_group(text: str, i: int, base: int = 0, memo: Memo | None = None) -> int:
@@ -151,7 +149,7 @@ def skip_group(text: str, i: int, base: int = 0, memo: Memo | None = None) -> in
     text[i] == "{"; len(text) when it never closes."""
     if memo is not None and base + i in memo:
         return min(memo[base + i] - base, len(text))
-    return _scan(text, i + 1, [[_BAL, i, "{", "}", 1]], base, memo)
+    return _scan(text, i + 1, [(_BAL, i, "{", "}")], base, memo)
 
 
 def word_start(text: str, i: int) -> bool:

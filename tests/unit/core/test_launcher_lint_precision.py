@@ -175,3 +175,22 @@ def test_without_the_toolchain_probe_a_jit_with_no_compiler_fails():
     module = lint_launcher(HEAD + "module load gcc\npython train.py --compile\n")
     assert [f.level for f in without_toolchain_probe(module) if f.check == CHECK_JIT_CC] == [
         "pass"]
+
+
+def test_slurm_variables_the_sbatch_command_line_may_set_are_warnings_or_nothing():
+    restart = "#!/bin/bash\nset -u\necho $SLURM_RESTART_COUNT\n"
+    assert _worst(restart, CHECK_NOUNSET) == "fail"  # unset on every first run
+    array = "#!/bin/bash\nset -u\necho $SLURM_ARRAY_TASK_ID\n"
+    assert _worst(array, CHECK_NOUNSET) == "warn"  # unless submitted with --array
+    usage = "#!/bin/bash\n# Usage: sbatch --array=1-4 run.sh\nset -u\necho $SLURM_ARRAY_TASK_ID\n"
+    assert _worst(usage, CHECK_NOUNSET) == "pass"
+    cpus = "#!/bin/bash\n#SBATCH -c 8\nset -u\necho $SLURM_CPUS_PER_TASK\n"
+    assert _worst(cpus, CHECK_NOUNSET) == "pass"
+
+
+def test_a_cc_flag_variable_is_not_a_compiler():
+    (jit,) = [f for f in lint_launcher(HEAD + "CC=true\ndeepspeed train.py\n")
+              if f.check == CHECK_JIT_CC]
+    assert jit.level == "warn" and "sets no `CC`" in jit.message
+    real = HEAD + "export CC=gcc CXX=g++\ndeepspeed train.py\n"
+    assert _worst(real, CHECK_JIT_CC) == "pass"
