@@ -11,6 +11,7 @@ from typing import IO, Any, NamedTuple
 
 import numpy as np
 
+from bot.core.catalogue.scanner import normalize_line
 from bot.core.detectors import (
     LeakFinding,
     SilentExitFinding,
@@ -51,6 +52,12 @@ _ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
 _NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
 _WRAPPER = re.compile(
     r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
+)
+# The last words of a process that died of an unhandled error, where no catalogue hint is:
+# a Python exception line, an ERROR/FATAL line, a failed exec.
+_ERROR_LINE = re.compile(
+    r"^\s*(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt)(?::|$)|(?:ERROR|FATAL|Fatal)\b"
+    r"|.*(?:No such file or directory|Permission denied|command not found|[Kk]illed)\s*$)"
 )
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
@@ -424,7 +431,7 @@ def diagnose(
             _target_reached(series, target) or "completed" in {m.class_id for m in primary}
         ):
             chosen = "completed"
-        elif acct.state is None and _ends_in_error(matches, tail):
+        elif acct.state is None and _ends_in_error(matches, tail, series):
             chosen = "unknown_failure"  # no accounting, but the log ends in a traceback
         else:
             chosen = NONE_CLASS
@@ -565,15 +572,19 @@ def _settle_finished(
     return "unknown_failure", None
 
 
-def _ends_in_error(matches: Sequence[Any], tail: Sequence[tuple[int, str]]) -> bool:
-    """A hint (traceback, wrapper, exit code) among the last lines of the log."""
+def _ends_in_error(
+    matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> bool:
+    """The log ends in an unhandled error: a hint (traceback, native abort, launcher or
+    wrapper exit line) among its last lines and no progress line after it. A log that ends
+    in progress is running (`none`), whatever errors it printed and survived before."""
     if not tail:
         return False
-    first_tail_line = tail[0][0]
-    return any(
-        not m.primary and m.line_no >= first_tail_line and m.class_id != "completed"
-        for m in matches
-    )
+    after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0)
+    if any(not m.primary and m.line_no >= after and m.class_id != "completed"
+           for m in matches):
+        return True
+    return any(n > after and _ERROR_LINE.match(normalize_line(t)) for n, t in tail)
 
 
 def _target_reached(series: MetricSeries, target: int | None) -> bool:

@@ -138,6 +138,14 @@ _TQDM = re.compile(
 )
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
 _CKPT_NOT_SAVE = re.compile(r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b", re.I)
+# Loading or resuming names the iteration of a checkpoint, not progress made by this run
+# (`Loaded checkpoint at iteration 8000`, HF's `Loading checkpoint shards: 4/4 [00:02<00:00]`).
+_LOADING = re.compile(
+    r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b.*"
+    r"\b(?:checkpoints?|ckpt|iteration|iter|step|state[ _]dict|weights|shards?)\b"
+    r"|\b(?:checkpoint|ckpt)\b.*\b(?:load(?:ing|ed)?|restored|resumed)\b",
+    re.IGNORECASE,
+)
 _CKPT_END = re.compile(
     r"\b(?:saved|finished saving|done saving|wrote)\b.*\b(?:checkpoint|ckpt|state[ _]dict|dcp)"
     r"|\b(?:checkpoint|ckpt|dcp(?:\.save)?|state[ _]dict)\b.*"
@@ -277,6 +285,8 @@ class LineParser:
         low = line.lower()
         try:
             self._metrics(line, s)
+            if s.iteration is not None and _LOADING.search(line):
+                s.iteration = s.target_iter = None
             if (
                 ("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
                 and _CKPT_WORD.search(line)

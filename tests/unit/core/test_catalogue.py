@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 CLASS_IDS = {
     "host_oom", "memory_leak", "cuda_oom", "nccl_timeout", "hang", "dataloader_timeout",
     "dataloader_worker_killed", "compiler_missing", "nan_loss", "time_limit", "preempted",
-    "node_failure", "silent_exit", "completed", "unknown_failure",
+    "node_failure", "silent_exit", "completed", "unknown_failure", "gpu_failure",
 }
 # Decided by detectors or by the absence of a signature, never by one log line.
 NO_PRIMARY_PATTERNS = {"memory_leak", "hang", "silent_exit", "unknown_failure"}

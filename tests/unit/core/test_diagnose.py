@@ -380,3 +380,69 @@ def test_running_job_stuck_in_a_save_is_a_hang_naming_the_save(catalogue):
     d = analysis.diagnose(running, now=analysis.log_now(700))
     assert d.class_id == "hang"
     assert "line 40" in explain(d)
+
+
+# --- logs that end in an error, GPU faults, checkpoint loading ------------------------------
+
+
+def _diagnose_text(catalogue, text: str, acct: Accounting | None = None):
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    analysis.finish()
+    return analysis.diagnose(acct)
+
+
+NATIVE_ABORT = (
+    "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    "[2025-03-02 10:00:04] iter 121/8000 loss 1.20\n"
+    "terminate called after throwing an instance of 'std::system_error'\n"
+    "  what():  Operation not permitted\n"
+    "Aborted (core dumped)\n"
+)
+
+
+def test_a_log_that_ends_in_a_native_abort_is_a_failure_without_accounting(catalogue):
+    assert _diagnose_text(catalogue, NATIVE_ABORT).class_id == "unknown_failure"
+
+
+def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(catalogue):
+    survived = NATIVE_ABORT + (
+        "[2025-03-02 10:01:00] iter 122/8000 loss 1.19\n"
+        "[2025-03-02 10:01:04] iter 123/8000 loss 1.18\n"
+    )
+    assert _diagnose_text(catalogue, survived).class_id == "none"
+
+
+@pytest.mark.parametrize("last_line", [
+    "ValueError: could not broadcast input array from shape (3,) into shape (4,)",
+    "slurmstepd: error: execve(): python: No such file or directory",
+    "srun: error: gpu-a07: task 0: Exited with exit code 2",
+    "mpirun detected that one or more processes exited with non-zero status, thus causing",
+])
+def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+
+
+def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalogue):
+    text = (
+        "[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+        "[rank1]:[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with "
+        "exception: CUDA error: uncorrectable ECC error encountered\n"
+    )
+    d = _diagnose_text(catalogue, text)
+    assert d.class_id == "gpu_failure" and "nccl_timeout" in d.secondary
+    assert d.retryable and not d.charges_budget and d.action is Action.RESUBMIT
+
+
+@pytest.mark.parametrize("loading", [
+    "Loading checkpoint shards: 100%|##########| 4/4 [00:02<00:00,  1.52it/s]",
+    "[2025-03-02 10:00:05] successfully loaded checkpoint at iteration 3000",
+    "Resuming training from checkpoint iter_0008000 (iteration 8000/8000)",
+])
+def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
+    """A run that loaded a checkpoint and exited is a silent exit, not `completed`."""
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=300)
+    d = _diagnose_text(catalogue, loading + "\n", done)
+    assert d.class_id == "silent_exit" and d.metrics.last_iter is None
+    assert _diagnose_text(catalogue, loading + "\n").class_id == "none"

@@ -1,0 +1,115 @@
+"""Accuracy of `trainbot diagnose` on the real-log corpus (tests/fixtures/real), per split.
+
+    .venv/bin/python bench/score_real_logs.py [--split tuned|heldout|all] [--misses] [--json]
+
+Each fixture is an excerpt of a public log; its file name starts with the class decided from
+the thread's own conclusion (`gpu_failure__sd-scripts-1434.log`), its first line names the
+source. `tests/fixtures/real/*.log` is the tuned split (the catalogue is tuned on it);
+`tests/fixtures/real/heldout/*.log` is the held-out split (never tuned on: score it, do not
+fit patterns to its misses). A log is diagnosed as `trainbot diagnose LOG --json` does with no
+sacct flags (the log alone). Beside it, a naive first-match grep: the class of the first line
+matching any catalogue primary pattern, `none` when no line does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bot.core.catalogue import Catalogue  # noqa: E402
+from bot.core.catalogue.scanner import normalize_line  # noqa: E402
+from bot.core.diagnose import analyze_file  # noqa: E402
+
+REAL = ROOT / "tests" / "fixtures" / "real"
+SPLITS = {"tuned": REAL, "heldout": REAL / "heldout"}
+#: What the last run of this script measured (the tests hold the tuned split to it).
+RECORDED = ROOT / "bench" / "real_logs_accuracy.json"
+
+
+@dataclass(frozen=True)
+class Scored:
+    name: str
+    label: str
+    diagnosed: str
+    grep: str
+
+    @property
+    def correct(self) -> bool:
+        return self.diagnosed == self.label
+
+
+def fixture_paths(split: str) -> list[Path]:
+    return sorted(SPLITS[split].glob("*.log"))
+
+
+def label_of(path: Path) -> str:
+    return path.name.split("__", 1)[0]
+
+
+def body_of(path: Path) -> bytes:
+    """The log without its `# source:` line."""
+    data = path.read_bytes()
+    return data.split(b"\n", 1)[1] if b"\n" in data else b""
+
+
+def first_match_grep(catalogue: Catalogue, text: str) -> str:
+    regexes = [(cid, rx) for cid, fc in catalogue.classes.items() for rx in fc.primary]
+    for line in text.split("\n"):
+        norm = normalize_line(line)
+        for cid, rx in regexes:
+            if rx.search(norm):
+                return cid
+    return "none"
+
+
+def score(paths: list[Path], catalogue: Catalogue | None = None) -> list[Scored]:
+    cat = catalogue or Catalogue.load()
+    out = []
+    for p in paths:
+        body = body_of(p)
+        analysis = analyze_file(io.BytesIO(body), cat)
+        diagnosis = analysis.diagnose()
+        out.append(Scored(p.name, label_of(p), diagnosis.class_id,
+                          first_match_grep(cat, body.decode("utf-8", "replace"))))
+    return out
+
+
+def accuracy(results: list[Scored]) -> tuple[int, int]:
+    return sum(r.correct for r in results), len(results)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--split", choices=["tuned", "heldout", "all"], default="all")
+    ap.add_argument("--misses", action="store_true", help="list the misclassified logs")
+    ap.add_argument("--record", action="store_true",
+                    help=f"write the figures to {RECORDED.relative_to(ROOT)}")
+    args = ap.parse_args(argv)
+    cat = Catalogue.load()
+    splits = ["tuned", "heldout"] if args.split == "all" else [args.split]
+    recorded: dict[str, dict[str, int]] = {}
+    for split in splits:
+        results = score(fixture_paths(split), cat)
+        ok, n = accuracy(results)
+        grep_ok = sum(r.grep == r.label for r in results)
+        print(f"{split:8s} trainbot diagnose {ok}/{n} = {100 * ok / max(n, 1):.1f} %   "
+              f"first-match grep {grep_ok}/{n} = {100 * grep_ok / max(n, 1):.1f} %")
+        recorded[split] = {"correct": ok, "total": n, "grep_correct": grep_ok}
+        if args.misses:
+            for r in results:
+                if not r.correct:
+                    print(f"    {r.name}: diagnosed {r.diagnosed}")
+    if args.record:
+        RECORDED.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

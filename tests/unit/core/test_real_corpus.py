@@ -1,0 +1,84 @@
+"""The real-log corpus as a whole: its two splits, their sources, and `trainbot diagnose`'s
+accuracy on the tuned split held to the figure bench/score_real_logs.py recorded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.core.catalogue import Catalogue
+
+ROOT = Path(__file__).resolve().parents[3]
+REAL = ROOT / "tests" / "fixtures" / "real"
+_SOURCE = re.compile(r"^# (?:source|derived from):? (\S+) (https?://\S+?):?(?:\s|$)")
+
+
+def _scorer():
+    spec = importlib.util.spec_from_file_location("score_real_logs",
+                                                  ROOT / "bench" / "score_real_logs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return _scorer()
+
+
+def _source(path: Path) -> str:
+    header = path.read_text(encoding="utf-8").partition("\n")[0]
+    m = _SOURCE.match(header)
+    assert m, f"{path.name}: first line must be '# source: owner/repo URL (...)'"
+    return m.group(2)
+
+
+def test_every_fixture_names_its_source_and_a_known_class() -> None:
+    classes = set(Catalogue.load().classes) | {"none"}
+    for path in sorted(REAL.glob("*.log")) + sorted((REAL / "heldout").glob("*.log")):
+        _source(path)
+        assert path.name.split("__")[0] in classes, path.name
+
+
+def test_the_held_out_split_shares_no_source_with_the_tuned_one() -> None:
+    tuned = {_source(p) for p in REAL.glob("*.log")}
+    held = [_source(p) for p in (REAL / "heldout").glob("*.log")]
+    assert len(held) == len(set(held))
+    assert not tuned & set(held)
+
+
+def test_tuned_split_keeps_its_recorded_accuracy(scorer) -> None:
+    recorded = json.loads((ROOT / "bench" / "real_logs_accuracy.json").read_text())["tuned"]
+    results = scorer.score(scorer.fixture_paths("tuned"))
+    correct, total = scorer.accuracy(results)
+    misses = [f"{r.name}: {r.diagnosed}" for r in results if not r.correct]
+    assert total >= recorded["total"]
+    assert correct / total >= recorded["correct"] / recorded["total"], misses
+
+
+def test_recorded_accuracies_are_the_ones_the_docs_state() -> None:
+    recorded = json.loads((ROOT / "bench" / "real_logs_accuracy.json").read_text())
+    for doc in (ROOT / "bench" / "README.md", ROOT / "README.md"):
+        text = doc.read_text(encoding="utf-8")
+        for split in ("tuned", "heldout"):
+            r = recorded[split]
+            figure = f"{r['correct']}/{r['total']}"
+            assert figure in text, (doc.name, split, figure)
+
+
+def test_scorer_reads_the_label_from_the_name_and_drops_the_source_line(scorer,
+                                                                         tmp_path: Path) -> None:
+    log = tmp_path / "gpu_failure__example-1.log"
+    log.write_text("# source: a/b https://example.org/1 (x)\n"
+                   "RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    (result,) = scorer.score([log])
+    assert (result.label, result.diagnosed, result.correct) == ("gpu_failure", "gpu_failure",
+                                                                True)
+    assert scorer.body_of(log).startswith(b"RuntimeError")
