@@ -59,6 +59,9 @@ _ERROR_LINE = re.compile(
     r"^\s*(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt)(?::|$)|(?:ERROR|FATAL|Fatal)\b"
     r"|.*(?:No such file or directory|Permission denied|command not found|[Kk]illed)\s*$)"
 )
+#: A log (no accounting) that ends in an error whose only specific hint is of one of these
+#: classes (a bare `Killed`, `exitcode: -9`) ended of that cause.
+_DECIDED_BY_LAST_HINT = frozenset({"host_oom"})
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -431,8 +434,8 @@ def diagnose(
             _target_reached(series, target) or "completed" in {m.class_id for m in primary}
         ):
             chosen = "completed"
-        elif acct.state is None and _ends_in_error(matches, tail, series):
-            chosen = "unknown_failure"  # no accounting, but the log ends in a traceback
+        elif acct.state is None and (ended := _ends_in_error(matches, tail, series)):
+            chosen = ended  # no accounting, but the log ends in an unhandled error
         else:
             chosen = NONE_CLASS
     elif chosen is None:
@@ -574,17 +577,27 @@ def _settle_finished(
 
 def _ends_in_error(
     matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
-) -> bool:
-    """The log ends in an unhandled error: a hint (traceback, native abort, launcher or
-    wrapper exit line) among its last lines and no progress line after it. A log that ends
-    in progress is running (`none`), whatever errors it printed and survived before."""
+) -> str | None:
+    """The class of the unhandled error a log ends in, None when it does not: a hint
+    (traceback, native abort, launcher or wrapper exit line) or an error line among its last
+    lines and no progress line after it. A log that ends in progress is running (`none`),
+    whatever errors it printed and survived before. The error is `unknown_failure` unless the
+    last hint is one that names its cause when nothing follows it (a bare `Killed`: host OOM)."""
     if not tail:
-        return False
+        return None
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0)
-    if any(not m.primary and m.line_no >= after and m.class_id != "completed"
-           for m in matches):
-        return True
-    return any(n > after and _ERROR_LINE.match(normalize_line(t)) for n, t in tail)
+    hints = [m for m in matches
+             if not m.primary and m.line_no >= after and m.class_id != "completed"]
+    if hints:
+        # The error block names its cause when its only specific hint is one of these (a
+        # rank SIGKILLed, then torchrun's traceback and ChildFailedError around it).
+        specific = {m.class_id for m in hints} - {"unknown_failure"}
+        if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
+            return next(iter(specific))
+        return "unknown_failure"
+    if any(n >= after and _ERROR_LINE.match(normalize_line(t)) for n, t in tail):
+        return "unknown_failure"
+    return None
 
 
 def _target_reached(series: MetricSeries, target: int | None) -> bool:

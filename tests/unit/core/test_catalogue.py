@@ -137,10 +137,10 @@ def test_real_fixture_is_recognised_as_its_class(cat: Catalogue, path: Path) -> 
     body = fixture_body(path)
     matches = cat.scan(body.split("\n"), first_line_no=2, exhaustive=True)
     assert cat.scan(body.split("\n"), first_line_no=2) == matches
-    if expected in NO_PRIMARY_PATTERNS:
-        # Wrappers and tracebacks are evidence, never the answer.
-        assert not primary_classes(matches)
-        assert expected in {m.class_id for m in matches}
+    if not primary_classes(matches):
+        # Decided by how the log ends (a hint, an error line: test_real_corpus.py diagnoses
+        # every fixture); wrappers and tracebacks are evidence, never the answer.
+        assert expected in NO_PRIMARY_PATTERNS | {"host_oom"}
     else:
         assert expected in primary_classes(matches)
         top = cat.rank(primary_classes(matches))[0]

@@ -446,3 +446,19 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     d = _diagnose_text(catalogue, loading + "\n", done)
     assert d.class_id == "silent_exit" and d.metrics.last_iter is None
     assert _diagnose_text(catalogue, loading + "\n").class_id == "none"
+
+
+@pytest.mark.parametrize("ending", [
+    "Killed",
+    "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed    python3 main.py",
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
+    "(pid: 5343) of binary: /usr/bin/python\nTraceback (most recent call last):\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+])
+def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, ending: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert d.class_id == "host_oom"
+    # ... but a SIGKILL beside another cause's hint (a rank's SIGABRT) decides nothing alone
+    mixed = text + "  traceback : Signal 6 (SIGABRT) received by PID 3431\n"
+    assert _diagnose_text(catalogue, mixed).class_id == "unknown_failure"

@@ -82,3 +82,24 @@ def test_scorer_reads_the_label_from_the_name_and_drops_the_source_line(scorer,
     assert (result.label, result.diagnosed, result.correct) == ("gpu_failure", "gpu_failure",
                                                                 True)
     assert scorer.body_of(log).startswith(b"RuntimeError")
+
+
+def test_corpus_size_and_what_it_covers() -> None:
+    tuned = sorted(REAL.glob("*.log"))
+    held = sorted((REAL / "heldout").glob("*.log"))
+    assert len(tuned) + len(held) >= 150 and len(held) >= 40
+    assert len({_source(p) for p in tuned + held}) >= 145  # one source per log (few variants)
+    classes = {p.name.split("__")[0] for p in tuned}
+    assert set(Catalogue.load().classes) - classes <= {"hang", "memory_leak", "silent_exit"}
+    bodies = {p.name: p.read_text(encoding="utf-8").partition("\n")[2] for p in tuned + held}
+    rank_prefix = re.compile(r"^\[rank[0-9]+\]:", re.M)
+    mpi_prefix = re.compile(r"^\[[0-9]+,[0-9]+\]<std(?:out|err)>:", re.M)
+    assert any(rank_prefix.search(b) for b in bodies.values())
+    assert any(mpi_prefix.search(b) for b in bodies.values()) or any(
+        "<stderr>" in b for b in bodies.values())
+    assert any("\x1b[" in b or "[36m" in b for b in bodies.values())  # colours
+    assert any(n.endswith("-wrapped.log") for n in bodies)  # hard-wrapped lines
+    # a decisive line far from the end: progress printed after the time limit
+    assert "DUE TO TIME LIMIT" in bodies["time_limit__lightning-20542.log"].split("\n")[3]
+    # root cause and downstream symptom in one log: the ECC error, then the NCCL watchdog
+    assert "NCCL watchdog" in bodies["gpu_failure__sd-scripts-1434.log"]
