@@ -62,6 +62,8 @@ _ERROR_LINE = re.compile(
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
 #: classes (a bare `Killed`, `exitcode: -9`) ended of that cause.
 _DECIDED_BY_LAST_HINT = frozenset({"host_oom"})
+# A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
+_SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)")
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -588,14 +590,15 @@ def _ends_in_error(
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0)
     hints = [m for m in matches
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
-    if hints:
-        # The error block names its cause when its only specific hint is one of these (a
-        # rank SIGKILLed, then torchrun's traceback and ChildFailedError around it).
-        specific = {m.class_id for m in hints} - {"unknown_failure"}
-        if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
-            return next(iter(specific))
-        return "unknown_failure"
-    if any(n >= after and _ERROR_LINE.match(normalize_line(t)) for n, t in tail):
+    errors = [normalize_line(t) for n, t in tail if n >= after]
+    # The error block names its cause when its only specific hint is one of these (a bare
+    # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
+    specific = {m.class_id for m in hints} - {"unknown_failure"}
+    if not specific and any(_SIGKILLED.search(t) for t in errors):
+        return "host_oom"
+    if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
+        return next(iter(specific))
+    if hints or any(_ERROR_LINE.match(t) for t in errors):
         return "unknown_failure"
     return None
 
