@@ -121,10 +121,22 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     for name in ctx.config.clusters:
         job_id = f"watch:{name}"
         watcher = build_watcher(fenced_context(ctx, scheduler.fence(job_id)), name)
-        scheduler.run_repeating(job_id, watcher.tick,
+        scheduler.run_repeating(job_id, _logged_as(watcher.tick, cluster=name),
                                 every_s=tick_interval(ctx.config, name),
                                 on_regained=watcher.forget)
     return scheduler
+
+
+def _logged_as(callback: Callable[[float], Any], **fields: object
+               ) -> Callable[[float], Any]:
+    """`callback`, its log lines carrying `fields` (bot.log_format.log_fields)."""
+    from bot.log_format import log_fields
+
+    def run(now: float) -> Any:
+        with log_fields(**fields):
+            return callback(now)
+
+    return run
 
 
 def build_app(

@@ -6,11 +6,11 @@ may run on one database: each scheduled job runs in the one replica holding its 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from bot.cli import EXIT_OK, EXIT_USAGE
 from bot.config import CONFIG_ENV_VAR, ConfigError, load_config, resolve_config_path
+from bot.log_format import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 NAME = "run"
 HELP = "Run the bot: the Slack app (Socket Mode by default) and the scheduler."
@@ -26,6 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--http-port", type=int, default=3000, metavar="PORT",
         help="port for slack.mode=http (ignored in Socket Mode)",
     )  # fmt: skip
+    parser.add_argument("--log-level", choices=LOG_LEVELS,
+                        help="least severe level logged (default: service.log_level, info)")
+    parser.add_argument("--log-format", choices=LOG_FORMATS,
+                        help="text, or one JSON object a line with cluster, chain, job and "
+                             "event_key fields (default: service.log_format, text)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,11 +41,13 @@ def run(args: argparse.Namespace) -> int:
     from bot.log_redaction import install_log_redaction
     from bot.store import StoreError
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: "
-                        "%(message)s")
+    configure_logging(args.log_level or "info", args.log_format or "text")
     install_log_redaction(Redactor())  # token shapes, until the config names its secrets
     try:
         config = load_config(resolve_config_path(args.config))
+        service = config.service
+        configure_logging(args.log_level or service.log_level,
+                          args.log_format or service.log_format)
         install_log_redaction(config.redactor())
         missing = config.slack_secrets.missing(config.slack)
         if missing:

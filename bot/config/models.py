@@ -672,6 +672,23 @@ class TemplatesConfig(_Model):
     )
 
 
+class ServiceConfig(_Model):
+    """How `trainbot run` reports on itself (its command-line options override these)."""
+
+    metrics_port: int | None = Field(
+        None, ge=1, le=65535, description="Port of /healthz, /readyz and /metrics; none: "
+        "not served.")
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address the metrics port listens on (0.0.0.0 in a container "
+        "whose orchestrator probes it).")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Least severe log level written.")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Log lines as text or one JSON object each (for a log pipeline).")
+    webhook_url: str | None = Field(
+        None, description="With `run --no-slack`: each watcher event is POSTed as JSON here.")
+
+
 # --------------------------------------------------------------------------------------------
 # root
 
@@ -719,6 +736,9 @@ class Config(_Model):
     )
     templates: TemplatesConfig = Field(
         default_factory=TemplatesConfig, description="Message templates."
+    )
+    service: ServiceConfig = Field(
+        default_factory=ServiceConfig, description="Health, metrics, logs and webhook."
     )
 
     _secrets: SlackSecrets = PrivateAttr(default_factory=SlackSecrets)

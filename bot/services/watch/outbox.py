@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.core.policy import PastWarning
 from bot.crashpoint import crashpoint
+from bot.log_format import log_fields
 from bot.services.ports import LeaseLost
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.store import Store
@@ -51,7 +52,8 @@ class Outbox:
             return True  # published before (this key is done)
         crashpoint("intent_recorded", event.key)  # crash-safety test hook (no-op in production)
         try:
-            self.sink.publish(event)
+            with log_fields(event_key=event.key, chain=event.chain_id, job=event.job_id):
+                self.sink.publish(event)
         except LeaseLost:
             raise  # not published: the key stays `pending` for the replica holding the lease
         except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick

@@ -56,6 +56,7 @@ from bot.core.sampler_series import cpu_around, role_growth, sampler_leak
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
+from bot.log_format import log_fields
 from bot.services.ports import SFTP, LeaseLost, SlurmJobs
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.logs import JobWatch, LogFollower
@@ -188,17 +189,8 @@ class Watcher:
             if record is None:  # not known to squeue/sacct (yet): nothing to judge
                 self._unknown(w, now, report)
                 continue
-            try:
-                self._job(w, record, now, report, memory.get(job_id))
-            except LeaseLost:
-                raise  # another replica watches now: this tick ends here
-            except ClusterError as exc:  # SSH dropped mid-tick: try again next tick
-                log.warning("%s: job %s: %s; will retry next tick", self.cluster, job_id, exc)
-            except OSError as exc:  # SFTP read failed
-                log.warning("%s: job %s: cannot read its files: %s", self.cluster, job_id, exc)
-            except Exception:  # noqa: BLE001 - one bad job must not starve the others
-                log.exception("%s: job %s: watching it failed; the other jobs go on",
-                              self.cluster, job_id)
+            with log_fields(job=w.job_id, chain=w.chain_id):
+                self._judge(w, record, now, report, memory.get(job_id))
         # Jobs no longer watched (unwatched, finished elsewhere): forget their state, and the
         # warnings of chains with no job left here (read again from the store if they return).
         for gone in set(self._jobs) - set(ids):
@@ -208,6 +200,22 @@ class Watcher:
         self.outbox.keep_warnings_of({w.chain_id for w in watched})
         self._run_due_resubmits(now, report)
         return report
+
+    def _judge(self, w: WatchedJob, record: JobRecord, now: float, report: TickReport,
+               memory: StepMemory | None) -> None:
+        """`_job`, a failure logged and left for the next tick (a lost lease ends the tick)."""
+        job_id = w.job_id
+        try:
+            self._job(w, record, now, report, memory)
+        except LeaseLost:
+            raise  # another replica watches now: this tick ends here
+        except ClusterError as exc:  # SSH dropped mid-tick: try again next tick
+            log.warning("%s: job %s: %s; will retry next tick", self.cluster, job_id, exc)
+        except OSError as exc:  # SFTP read failed
+            log.warning("%s: job %s: cannot read its files: %s", self.cluster, job_id, exc)
+        except Exception:  # noqa: BLE001 - one bad job must not starve the others
+            log.exception("%s: job %s: watching it failed; the other jobs go on",
+                          self.cluster, job_id)
 
     def _run_due_resubmits(self, now: float, report: TickReport) -> None:
         if self.resubmits is not None:
