@@ -35,7 +35,8 @@ CONFIG_ENV_VAR = "TRAINBOT_CONFIG"
 # need not sit in the YAML.
 STORE_URL_ENV_VAR = "TRAINBOT_STORE_URL"
 DEFAULT_CONFIG_PATH = "trainbot.yaml"
-EXAMPLE_CONFIG = "deploy/trainbot.example.yaml"
+# The starter config (bot/starter/trainbot.yaml, shipped in the wheel), written by `trainbot init`.
+EXAMPLE_CONFIG = "the starter config of `trainbot init`"
 
 
 
@@ -89,7 +90,7 @@ def load_config(path: str | os.PathLike[str], env: Mapping[str, str] = os.enviro
     except FileNotFoundError:
         raise ConfigError(
             f"{file}: config file not found; pass --config PATH, set ${CONFIG_ENV_VAR}, or "
-            f"copy {EXAMPLE_CONFIG} to ./{DEFAULT_CONFIG_PATH}"
+            f"run `trainbot init` for a starter ./{DEFAULT_CONFIG_PATH}"
         ) from None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the config file: {exc.strerror or exc}") from None
@@ -169,7 +170,7 @@ def _explain(err: Any, loc: tuple[Any, ...]) -> str:
         listing = f"; allowed here: {', '.join(sorted(allowed))}" if allowed else ""
         return f"unknown key {key!r}; remove or rename it{listing}"
     if kind == "missing":
-        return "required key is missing; add it (see deploy/trainbot.example.yaml)"
+        return f"required key is missing; add it (see {EXAMPLE_CONFIG})"
     msg = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):

@@ -14,7 +14,7 @@ import numpy as np
 
 from bot.core.units import GIB, MAX_SIZE
 
-try:  # RE2 scans a block with one DFA pass; optional, `re` gives the same answers slower.
+try:  # RE2: one DFA pass a block; optional (extra `re2`), `re` gives the same answers slower.
     import re2 as _re2
 except ImportError:  # pragma: no cover - depends on the environment
     _re2 = None

@@ -76,7 +76,7 @@ def test_app_handles_every_action_id_and_nothing_else(store, slack_client) -> No
 
 
 def test_manifest_declares_command_scopes_interactivity_and_socket_mode() -> None:
-    manifest = yaml.safe_load((REPO / "deploy" / "slack-manifest.yaml").read_text())
+    manifest = yaml.safe_load((REPO / "bot" / "starter" / "slack-manifest.yaml").read_text())
     commands = manifest["features"]["slash_commands"]
     assert [c["command"] for c in commands] == ["/train"]
     scopes = set(manifest["oauth_config"]["scopes"]["bot"])

@@ -17,7 +17,7 @@ from bot.config import (
 from bot.config.dev_cluster import dev_cluster_config_data, write_dev_cluster_config
 
 REPO = Path(__file__).resolve().parents[3]
-EXAMPLE = REPO / "deploy" / "trainbot.example.yaml"
+EXAMPLE = REPO / "bot" / "starter" / "trainbot.yaml"
 
 MINIMAL = """\
 clusters:

@@ -141,6 +141,23 @@ def test_stories_fast_scan_equals_the_catalogue_block_scanner(catalogue, job):
     assert fast.diagnose(acct, target_iter=target) == slow.diagnose(acct, target_iter=target)
 
 
+@pytest.mark.parametrize("job", ["87870", "88154", "108903"])
+def test_without_google_re2_the_same_matches_and_diagnosis(catalogue, job, monkeypatch):
+    """google-re2 is an optional extra (`trainbot[re2]`): without it the same answers."""
+    import bot.core.metrics
+
+    data, acct, target = story(job)
+    fast = analyze_file(io.BytesIO(data), catalogue)
+    assert fast._prefilter is not None  # RE2 is installed with the test extra
+    monkeypatch.setattr(bot.core.metrics, "_re2", None)
+    plain = analyze_file(io.BytesIO(data), catalogue)
+    assert plain._prefilter is None
+    assert [(m.class_id, m.line_no) for m in plain.matches] == [
+        (m.class_id, m.line_no) for m in fast.matches
+    ]
+    assert plain.diagnose(acct, target_iter=target) == fast.diagnose(acct, target_iter=target)
+
+
 @pytest.mark.parametrize("job", ["87870", "88154"])
 def test_feeding_random_pieces_gives_the_same_diagnosis(catalogue, job):
     data, acct, target = story(job)
