@@ -18,6 +18,7 @@ from bot.log_redaction import REDACTING_FILTER
 FIELDS = ("cluster", "chain", "job", "event_key")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+_OURS = "_trainbot_handler"  # marks the handler configure_logging installed
 
 _CONTEXT: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
     "trainbot_log_fields", default=())
@@ -95,8 +96,8 @@ def _with_traceback(formatter: logging.Formatter, record: logging.LogRecord, lin
 def configure_logging(level: str = "info", fmt: str = "text",
                       stream: IO[str] | None = None) -> logging.Handler:
     """Send the process's logs to `stream` (default stderr) at `level` in format `fmt`,
-    replacing the root logger's handlers; every line redacted (bot.log_redaction) and
-    carrying its `log_fields`. Returns the handler."""
+    replacing the handler an earlier call installed; every line redacted
+    (bot.log_redaction) and carrying its `log_fields`. Returns the handler."""
     if level not in LOG_LEVELS:
         raise ValueError(f"log level {level!r}: one of {', '.join(LOG_LEVELS)}")
     if fmt not in LOG_FORMATS:
@@ -106,8 +107,9 @@ def configure_logging(level: str = "info", fmt: str = "text",
     handler.addFilter(ContextFieldsFilter())
     handler.addFilter(REDACTING_FILTER)
     root = logging.getLogger()
-    for old in list(root.handlers):
+    for old in [h for h in root.handlers if getattr(h, _OURS, False)]:
         root.removeHandler(old)
+    setattr(handler, _OURS, True)
     root.addHandler(handler)
     root.setLevel(level.upper())
     return handler

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.cli import EXIT_USAGE, load_config_arg
+from bot.cli import EXIT_USAGE, build_parser, load_config_arg
 from bot.cli import run as run_cmd
 from bot.core.redact import MARKER, Redactor
 from bot.log_redaction import REDACTING_FILTER, install_log_redaction
@@ -68,7 +68,7 @@ def config_file(tmp_path: Path) -> Path:
 
 def test_trainbot_run_redacts_its_logs_with_the_configs_secrets(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
-    args = argparse.Namespace(config=str(config_file(tmp_path)), http_port=3000)
+    args = build_parser(only="run").parse_args(["run", "--config", str(config_file(tmp_path))])
     assert run_cmd.run(args) == EXIT_USAGE  # no Slack tokens: it stops after reading the config
     assert all(REDACTING_FILTER in h.filters for h in logging.getLogger().handlers)
     assert REDACTING_FILTER.redactor.redact(f"K={PLAIN}") == f"K={MARKER}"

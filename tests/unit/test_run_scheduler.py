@@ -4,7 +4,6 @@ directly), and the catalogue loaded once."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from slack_sdk import WebClient
 
 import bot.app
 from bot.app import build_context, build_scheduler, tick_interval
-from bot.cli import EXIT_USAGE
+from bot.cli import EXIT_USAGE, build_parser
 from bot.cli import run as run_cmd
 from bot.config import Config
 from bot.core.catalogue import Catalogue, CatalogueError
@@ -163,6 +162,6 @@ def test_trainbot_run_exits_2_naming_a_bad_site_catalogue(tmp_path, monkeypatch,
     path.write_text(yaml.safe_dump(data))
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
-    args = argparse.Namespace(config=str(path), http_port=3000)
+    args = build_parser(only="run").parse_args(["run", "--config", str(path)])
     assert run_cmd.run(args) == EXIT_USAGE
     assert "missing-site.yaml" in capsys.readouterr().err

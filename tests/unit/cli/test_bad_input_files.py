@@ -5,13 +5,12 @@ never a traceback, never minutes of CPU or gigabytes of memory."""
 
 from __future__ import annotations
 
-import argparse
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from bot.cli import EXIT_USAGE
+from bot.cli import EXIT_USAGE, build_parser
 from bot.cli import run as run_cmd
 from bot.cli.doctor import run_checks
 from bot.config import ConfigError, load_config
@@ -167,7 +166,7 @@ def test_a_site_catalogue_that_is_not_utf8_text_names_the_file(tmp_path, data, p
 def run_bot(path: Path, monkeypatch, capsys) -> tuple[int, str]:
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
-    code = run_cmd.run(argparse.Namespace(config=str(path), http_port=3000))
+    code = run_cmd.run(build_parser(only="run").parse_args(["run", "--config", str(path)]))
     return code, capsys.readouterr().err
 
 

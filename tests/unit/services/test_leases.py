@@ -8,7 +8,6 @@ nothing sleeps.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import threading
 import time
@@ -21,7 +20,7 @@ from fakes import FakeClusters, FakeSlurm
 import bot.app
 import bot.services.competitors as competitors
 from bot.app import build_scheduler
-from bot.cli import EXIT_OK
+from bot.cli import EXIT_OK, build_parser
 from bot.cli import run as run_cmd
 from bot.config import Config
 from bot.core.catalogue import Catalogue
@@ -403,7 +402,8 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
     monkeypatch.setattr(bot.app, "build_scheduler", spy_build)
     monkeypatch.setattr(bot.app, "build_app", lambda config, services, **kw: object())
     monkeypatch.setattr(bot.app, "start", serve_then_stop)
-    assert run_cmd.run(argparse.Namespace(config=str(path), http_port=3000)) == EXIT_OK
+    args = build_parser(only="run").parse_args(["run", "--config", str(path)])
+    assert run_cmd.run(args) == EXIT_OK
     assert held == {"holds": process_holder(), "watch:alpha": process_holder()}
     with Store.open(store_url) as other:
         assert other.leases.holder("holds") is None
