@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -23,21 +23,28 @@ from slack_sdk import WebClient
 from bot.config import Config, ConfigError
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
-from bot.services.ports import BotContext
+from bot.services.ports import BotContext, JsonPoster
 from bot.services.scheduler import STOP_GRACE_S, DaemonThreadExecutor, JobScheduler
+from bot.services.watch.events import TickReport
 from bot.services.watch.tick import Watcher
+
+if TYPE_CHECKING:
+    from bot.ops.health import HealthServer
+    from bot.ops.metrics import ServiceMetrics
 
 log = logging.getLogger(__name__)
 
 CLOSE_WAIT_S = 2.0  # at most this long for closing the SSH connections at a stop
 
 
-def build_context(config: Config, *, client: WebClient | None = None) -> BotContext:
+def build_context(config: Config, *, client: WebClient | None = None, slack: bool = True,
+                  metrics: ServiceMetrics | None = None) -> BotContext:
     """The services of a running bot: the catalogue (the packaged one and the site's
     `catalogue.extra` files, loaded once: a bad file raises CatalogueError here, at start),
-    the store, cluster sessions, the Slack thread poster, the renderer and the charts. The
-    store and the poster redact the config's secrets from what they write
-    (`Config.redactor()`)."""
+    the store, cluster sessions, the Slack thread poster (none without `slack`: what would
+    be posted is logged), the renderer and the charts. The store and the poster redact the
+    config's secrets from what they write (`Config.redactor()`). With `metrics`, Slurm
+    commands and Slack calls are counted."""
     from bot.charts.series import SeriesCharts
     from bot.cluster.sessions import ClusterSessions
     from bot.core.catalogue import Catalogue
@@ -47,37 +54,52 @@ def build_context(config: Config, *, client: WebClient | None = None) -> BotCont
 
     catalogue = Catalogue.load(config.catalogue.extra)
     redactor = config.redactor()
-    client = client or slack_client(config)
+    if slack:
+        client = client or slack_client(config, metrics=metrics)
     store = Store.open(config.store.url, redactor=redactor)
-    return BotContext(config=config, store=store, clusters=ClusterSessions(config),
-                      renderer=TemplateRenderer(), catalogue=catalogue,
-                      sink=SlackPoster(client, store, redactor=redactor), charts=SeriesCharts())
+    clusters: Any = ClusterSessions(config)
+    if metrics is not None:
+        from bot.ops.metrics import CountingSessions
+
+        clusters = CountingSessions(clusters, metrics)
+    sink = SlackPoster(client, store, redactor=redactor) if client is not None else None
+    return BotContext(config=config, store=store, clusters=clusters,
+                      renderer=TemplateRenderer(), catalogue=catalogue, sink=sink,
+                      charts=SeriesCharts() if sink is not None else None)
 
 
-def slack_client(config: Config) -> WebClient:
+def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> WebClient:
     """The bot's WebClient (429/5xx retries) on `slack.api_url`, from the token in the
-    environment."""
+    environment; with `metrics`, its calls and 429 waits are counted."""
     from bot.slack.retry import make_client
 
     token = config.slack_secrets.bot_token
     if token is None:
         raise ConfigError(f"${config.slack.bot_token_env} is not set: export the xoxb- bot "
                           "token (it is never read from the config file)")
-    return make_client(token.get_secret_value(), base_url=config.slack.api_url)
+    if metrics is None:
+        return make_client(token.get_secret_value(), base_url=config.slack.api_url)
+    return make_client(token.get_secret_value(), base_url=config.slack.api_url,
+                       on_call=lambda method: metrics.slack_calls.labels(method).inc(),
+                       on_rate_limit_wait=metrics.rate_limit_waited)
 
 
-def build_watcher(ctx: BotContext, cluster: str) -> Watcher:
+def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None = None
+                  ) -> Watcher:
     """The production watcher of one cluster: Slurm and SFTP from `ctx.clusters` (asked per
     use: building it never connects, a reconnect gets fresh clients), the context's
-    catalogue, events to the run threads, automatic resubmits through the same submit
-    service as `/train resume`."""
+    catalogue, events to the run threads (logged when `ctx.sink` is None) and to `webhook`,
+    automatic resubmits through the same submit service as `/train resume`."""
     from bot.services.runs import AutoResubmitter
-    from bot.services.watch_events import ThreadEvents
+    from bot.services.watch_events import ThreadEvents, WebhookEvents
 
     auto = AutoResubmitter(ctx, cluster)
+    events: Any = ThreadEvents(ctx)
+    if webhook is not None:
+        events = WebhookEvents(events, webhook)
     return Watcher(
         cluster, slurm=_ClusterSlurm(ctx, cluster), sftp=lambda: ctx.clusters.sftp(cluster),
-        store=ctx.store, catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config,
+        store=ctx.store, catalogue=ctx.catalogue, sink=events, config=ctx.config,
         checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit, recover=auto.recover,
     )
 
@@ -101,12 +123,15 @@ def tick_interval(config: Config, cluster: str) -> float:
 
 
 def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
-                    clock: Callable[[], float] = time.time) -> JobScheduler:
+                    clock: Callable[[], float] = time.time,
+                    ticks: TickHealth | None = None,
+                    webhook: JsonPoster | None = None) -> JobScheduler:
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
     `prompts` (remind, escalate, expire unanswered prompts) every policy tick, and
     `watch:<cluster>` for each configured cluster every `tick_interval`;
     each runs only while `leases` (default: this process's) holds the lease named after it,
-    with its side effects fenced by that lease (bot.services.fencing)."""
+    with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
+    tick and keeps each cluster's last success (/metrics, /readyz)."""
     from bot.services.approvals import follow_up_prompts
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
@@ -120,8 +145,10 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                             every_s=ctx.config.policy.tick_s)
     for name in ctx.config.clusters:
         job_id = f"watch:{name}"
-        watcher = build_watcher(fenced_context(ctx, scheduler.fence(job_id)), name)
-        scheduler.run_repeating(job_id, _logged_as(watcher.tick, cluster=name),
+        watcher = build_watcher(fenced_context(ctx, scheduler.fence(job_id)), name,
+                                webhook=webhook)
+        tick = watcher.tick if ticks is None else ticks.observed(name, watcher.tick)
+        scheduler.run_repeating(job_id, _logged_as(tick, cluster=name),
                                 every_s=tick_interval(ctx.config, name),
                                 on_regained=watcher.forget)
     return scheduler
@@ -137,6 +164,44 @@ def _logged_as(callback: Callable[[float], Any], **fields: object
             return callback(now)
 
     return run
+
+
+class TickHealth:
+    """Times each watcher tick and counts what it did (bot.ops.metrics), and keeps each
+    cluster's last successful tick for /readyz (bot.core.readiness)."""
+
+    def __init__(self, metrics: ServiceMetrics, *, clock: Callable[[], float] = time.time
+                 ) -> None:
+        self.metrics, self.clock = metrics, clock
+        self.started_at = clock()
+        self.last_ok: dict[str, float] = {}
+
+    def observed(self, cluster: str, tick: Callable[[float], TickReport]
+                 ) -> Callable[[float], TickReport]:
+        m = self.metrics
+
+        def run(now: float) -> TickReport:
+            started = time.monotonic()
+            try:
+                report = tick(now)
+            except BaseException:
+                m.ticks.labels(cluster, "failed").inc()
+                raise
+            finally:
+                m.tick_seconds.labels(cluster).observe(time.monotonic() - started)
+            m.ticks.labels(cluster, "ok" if report.ok else "failed").inc()
+            if report.ok:
+                self.last_ok[cluster] = now
+                m.last_ok_tick.labels(cluster).set(now)
+            m.log_bytes.labels(cluster).inc(report.bytes_read)
+            for event in report.events:
+                if event.kind == "incident" and event.diagnosis is not None:
+                    m.incidents.labels(cluster, event.diagnosis.class_id).inc()
+                elif event.kind == "resubmitted":
+                    m.resubmits.labels(cluster, "submitted").inc()
+            return report
+
+        return run
 
 
 def build_app(
@@ -248,30 +313,95 @@ def _bounded(what: str, call: Callable[[], None], timeout_s: float) -> None:
         log.warning("%s did not finish within %g s; exiting without it", what, timeout_s)
 
 
-def run(config: Config, *, http_port: int = 3000) -> None:
-    """The bot, built from `config` and served until stopped by SIGTERM or SIGINT (Ctrl-C).
-    Then, within STOP_GRACE_S + CLOSE_WAIT_S: no new Slack request or scheduled run is taken
-    and no side effect started, the runs under way end at their next step, this replica's
-    leases are released (another replica takes the jobs over at once), SSH connections and
-    the store are closed. Raises StoreError or CatalogueError (with what is wrong) before
-    anything starts."""
-    services = build_context(config)
+def _health_server(services: BotContext, scheduler: JobScheduler, ticks: TickHealth,
+                   host: str, port: int) -> HealthServer:
+    """/healthz: the scheduler runs; /readyz: the store answers and every cluster watched
+    here ticked successfully within its last 3 ticks (bot.core.readiness); /metrics."""
+    from bot.core.readiness import STALE_TICKS, stale_clusters
+    from bot.ops.health import HealthServer
+
+    config, store = services.config, services.store
+
+    def alive() -> tuple[bool, str]:
+        return (True, "ok") if scheduler.running else (False, "the scheduler is not running")
+
+    def ready() -> tuple[bool, str]:
+        try:
+            store.schema_version  # noqa: B018 - a read: is the store reachable?
+        except Exception as exc:  # noqa: BLE001 - any failure: not ready
+            return False, f"store unreachable: {exc}"
+        every = {name: tick_interval(config, name) for name in config.clusters}
+        elsewhere = frozenset(n for n in config.clusters
+                              if scheduler.leases.held_elsewhere(f"watch:{n}"))
+        stale = stale_clusters(now=ticks.clock(), started_at=ticks.started_at, every_s=every,
+                               last_ok=ticks.last_ok, held_elsewhere=elsewhere)
+        if stale:
+            return False, "; ".join(f"cluster {c}: no successful tick for {age:.0f} s (>= "
+                                    f"{STALE_TICKS} ticks)" for c, age in sorted(stale.items()))
+        return True, "ok"
+
+    ticks.metrics.watch_store(
+        pending_approvals=lambda: store.approvals.pending_count(ticks.clock()),
+        lease_holders=lambda: [(job.id, holder) for job in scheduler.jobs()
+                               if (holder := store.leases.holder(job.id)) is not None])
     try:
-        app = build_app(config, services, listener_executor=DaemonThreadExecutor())
-        scheduler = build_scheduler(services)
+        return HealthServer(host, port, ticks.metrics.registry, alive=alive, ready=ready)
+    except OSError as exc:  # taken, or not ours to bind
+        raise ConfigError(f"metrics port: cannot listen on {host}:{port}: {exc.strerror or exc}"
+                          ) from None
+
+
+def _wait_for_stop() -> None:
+    """Without Slack the main thread only waits for SIGTERM / SIGINT (StopRequested)."""
+    while True:
+        time.sleep(1.0)  # a signal interrupts it
+
+
+def run(config: Config, *, http_port: int = 3000, slack: bool = True,
+        metrics_port: int | None = None, webhook: JsonPoster | None = None) -> None:
+    """The bot, built from `config` and served until stopped by SIGTERM or SIGINT (Ctrl-C).
+    Without `slack`, the watchers run alone and what they would post is logged; `webhook`
+    gets each watcher event as JSON; `metrics_port` (on `service.metrics_host`) serves
+    /healthz, /readyz and /metrics. At a stop, within STOP_GRACE_S + CLOSE_WAIT_S: no new
+    Slack request or scheduled run is taken and no side effect started, the runs under way
+    end at their next step, this replica's leases are released (another replica takes the
+    jobs over at once), the health server, SSH connections and the store are closed.
+    Raises StoreError or CatalogueError (with what is wrong) before anything starts."""
+    from bot.ops.metrics import ServiceMetrics
+
+    metrics = ServiceMetrics()
+    services = build_context(config, slack=slack, metrics=metrics)
+    ticks = TickHealth(metrics)
+    health = None
+    try:
+        app = build_app(config, services, listener_executor=DaemonThreadExecutor()) \
+            if slack else None
+        scheduler = build_scheduler(services, ticks=ticks, webhook=webhook)
+        if metrics_port is not None:
+            health = _health_server(services, scheduler, ticks, config.service.metrics_host,
+                                    metrics_port)
     except BaseException:
         services.clusters.close()
         services.store.close()
         raise
     with _StopSignals() as signals:
         scheduler.start()
+        if health is not None:
+            health.start()
         try:
-            start(app, config, http_port=http_port)
+            if app is not None:
+                start(app, config, http_port=http_port)
+            else:
+                log.info("running without Slack: events go to the log%s",
+                         " and the webhook" if webhook is not None else "")
+                _wait_for_stop()
         except (StopRequested, KeyboardInterrupt):
             pass
         finally:
             signals.shutting_down = True
             scheduler.stop(grace_s=STOP_GRACE_S)
+            if health is not None:
+                _bounded("stopping the health server", health.stop, CLOSE_WAIT_S)
             _bounded("closing the SSH connections", services.clusters.close, CLOSE_WAIT_S)
             services.store.close()
             log.info("stopped")

@@ -85,6 +85,10 @@ class LeaseKeeper:
                 self._held[name] = _Held(epoch, ttl, now)
         return held
 
+    def held_elsewhere(self, name: str) -> bool:
+        """Another replica held lease `name` at its last check here."""
+        return self._seen.get(name) is False
+
     def renew(self, name: str, now: float, *, acting: bool = False) -> bool:
         """Extend lease `name` in the database under the epoch this replica took it with: True
         while it is still ours; False once another replica took it over or it was released,

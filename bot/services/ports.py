@@ -159,6 +159,12 @@ class ThreadWriter(Protocol):
                      title: str) -> str: ...
 
 
+class JsonPoster(Protocol):
+    """Where JSON events go besides the threads (a generic webhook); raises PostError."""
+
+    def post_json(self, payload: dict[str, Any]) -> None: ...
+
+
 class RenderError(Exception):
     """A template is missing, broken, or produced something that is not Block Kit."""
 

@@ -121,6 +121,11 @@ class JobScheduler:
     def start(self) -> None:
         self._scheduler.start()
 
+    @property
+    def running(self) -> bool:
+        """Started, and not stopping (the liveness of `trainbot run`)."""
+        return bool(self._scheduler.running) and not self.leases.stopping
+
     def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
         """Stop (see module doc): no new run, no new side effect; wait up to `grace_s` for
         the runs under way to end; then release this replica's leases, so another replica

@@ -47,7 +47,7 @@ from collections import OrderedDict
 from bot.core.incident import build_completion, build_incident
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
 from bot.services.access import mention_text, owners_to_mention, prompt_people
-from bot.services.ports import Blocks, BotContext, LeaseLost, root_key
+from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.threads import has_thread, refresh_root, render, section, thread_note
 from bot.services.watch.events import WatchEvent
@@ -292,6 +292,22 @@ class ThreadEvents:
 def _completed(event: WatchEvent) -> bool:
     """A finished run: told as a ✅ resolution line, without charts or mentions."""
     return event.diagnosis is not None and event.diagnosis.class_id == "completed"
+
+
+class WebhookEvents:
+    """EventSink: each event published by `inner` (the threads), then POSTed as JSON
+    (`WatchEvent.to_json`) to `webhook`; a failed POST raises, so the outbox publishes the
+    event again next tick (the threads post nothing twice; the receiver dedupes by key)."""
+
+    def __init__(self, inner: ThreadEvents, webhook: JsonPoster) -> None:
+        self.inner, self.webhook = inner, webhook
+
+    def publish(self, event: WatchEvent) -> None:
+        self.inner.publish(event)
+        self.webhook.post_json(event.to_json())
+
+    def chain_changed(self, chain_id: int) -> None:
+        self.inner.chain_changed(chain_id)
 
 
 def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -6,6 +6,7 @@ import random
 import socket
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.error import URLError
 
 from slack_sdk import WebClient
@@ -55,6 +56,8 @@ class _Backoff:
         state.next_attempt_requested = True
         wait = backoff_delay(state.current_attempt, self.backoff_s)
         self.waits.append(wait)
+        if self.on_wait is not None:
+            self.on_wait(wait)
         self.sleep(wait)
         state.increment_current_attempt()
 
@@ -92,10 +95,11 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
     """
 
     def __init__(self, max_retry_count: int = 5, *, sleep: Sleep = time.sleep,
-                 max_wait_s: float = 120.0):
+                 max_wait_s: float = 120.0, on_wait: Callable[[float], None] | None = None):
         super().__init__(max_retry_count=max_retry_count)
         self.sleep = sleep
         self.max_wait_s = max_wait_s
+        self.on_wait = on_wait  # told each wait (the 429 metrics)
         self.waits: list[float] = []
 
     def prepare_for_next_attempt(
@@ -120,6 +124,8 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
                 break
         wait = min(max(wait, 0.0), self.max_wait_s)
         self.waits.append(wait)
+        if self.on_wait is not None:
+            self.on_wait(wait)
         self.sleep(wait)
         state.increment_current_attempt()
 
@@ -164,15 +170,32 @@ def make_client(
     server_error_retries: int = 3,
     backoff_s: float = 0.5,
     timeout: int = 30,
+    on_call: Callable[[str], None] | None = None,
+    on_rate_limit_wait: Callable[[float], None] | None = None,
 ) -> WebClient:
     """A WebClient that waits out 429s and re-sends after 5xx or a dropped connection only
-    what cannot be performed twice (see docs/architecture.md, bot/slack/retry.py)."""
+    what cannot be performed twice (see docs/architecture.md, bot/slack/retry.py).
+    `on_call(method)` is told each Web API call, `on_rate_limit_wait(s)` each 429 wait."""
     handlers = [
         ConnectionDropHandler(2, sleep=sleep, backoff_s=backoff_s),
-        RetryAfterHandler(rate_limit_retries, sleep=sleep),
+        RetryAfterHandler(rate_limit_retries, sleep=sleep, on_wait=on_rate_limit_wait),
         ServerErrorBackoffHandler(server_error_retries, sleep=sleep, backoff_s=backoff_s),
     ]
     kwargs: dict = {"token": token, "retry_handlers": handlers, "timeout": timeout}
     if base_url is not None:
         kwargs["base_url"] = base_url
-    return WebClient(**kwargs)
+    if on_call is None:
+        return WebClient(**kwargs)
+    return _CountingClient(on_call, **kwargs)
+
+
+class _CountingClient(WebClient):
+    """A WebClient telling `on_call` the method of each Web API call it makes."""
+
+    def __init__(self, on_call: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._on_call = on_call
+
+    def api_call(self, api_method: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        self._on_call(api_method)
+        return super().api_call(api_method, **kwargs)

@@ -48,6 +48,18 @@ class WatchEvent:
     skew: float | None = None
     facts: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def to_json(self) -> dict[str, Any]:
+        """The event as a JSON object (the webhook's body; `key` is unique: a receiver that
+        gets an event twice, after a retry, drops the second)."""
+        return {
+            "key": self.key, "kind": self.kind, "cluster": self.cluster,
+            "chain_id": self.chain_id, "job_id": self.job_id, "recipe": self.recipe,
+            "text": self.text, "facts": self.facts,
+            "diagnosis": self.diagnosis.to_json() if self.diagnosis is not None else None,
+            "decision": self.decision.to_json() if self.decision is not None else None,
+            "state": self.record.state if self.record is not None else None,
+        }
+
 
 class EventSink(Protocol):
     """Where events go (the Slack layer renders them; tests record them). Idempotent by key.

@@ -1,0 +1,150 @@
+"""`trainbot run --metrics-port`: /healthz, /readyz and /metrics (bot.ops.health), what the
+metrics count (bot.ops.metrics, bot.app.TickHealth), and when a cluster makes the replica not
+ready (bot.core.readiness)."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from prometheus_client import generate_latest
+from slack_standin import SlackStandIn
+from support.watcher import LOG, add_job, make_watcher
+
+from bot.app import TickHealth
+from bot.cluster.errors import ClusterUnavailable
+from bot.core.readiness import stale_clusters
+from bot.core.slurm.records import JobRecord
+from bot.ops.health import HealthServer
+from bot.ops.metrics import CountingSlurm, ServiceMetrics
+from bot.slack.retry import make_client
+from bot.store import Store
+
+
+def get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def sample(metrics: ServiceMetrics, name: str, **labels: str) -> float | None:
+    return metrics.registry.get_sample_value(name, labels)
+
+
+def test_probes_answer_200_or_503_with_what_is_wrong_and_metrics_in_prometheus_text() -> None:
+    metrics = ServiceMetrics()
+    metrics.tick_seconds.labels("alpha").observe(0.3)
+    state = {"ready": (False, "cluster alpha: no successful tick for 90 s")}
+    server = HealthServer("127.0.0.1", 0, metrics.registry, alive=lambda: (True, "ok"),
+                          ready=lambda: state["ready"])
+    server.start()
+    try:
+        assert get(server.port, "/healthz") == (200, "ok\n")
+        assert get(server.port, "/readyz") == (503, "cluster alpha: no successful tick for 90 s\n")
+        state["ready"] = (True, "ok")
+        assert get(server.port, "/readyz") == (200, "ok\n")
+        code, text = get(server.port, "/metrics")
+        assert code == 200
+        assert 'trainbot_tick_duration_seconds_bucket{cluster="alpha",le="0.5"} 1.0' in text
+        assert get(server.port, "/nothing")[0] == 404
+    finally:
+        server.stop()
+
+
+def test_a_probe_that_raises_is_an_unhealthy_answer() -> None:
+    def broken() -> tuple[bool, str]:
+        raise RuntimeError("database gone")
+
+    server = HealthServer("127.0.0.1", 0, ServiceMetrics().registry, alive=broken,
+                          ready=broken)
+    server.start()
+    try:
+        assert get(server.port, "/healthz") == (503, "probe failed: database gone\n")
+    finally:
+        server.stop()
+
+
+def test_a_cluster_is_stale_after_three_ticks_without_success_unless_watched_elsewhere() -> None:
+    every = {"alpha": 60.0, "beta": 10.0}
+    assert stale_clusters(now=100.0, started_at=0.0, every_s=every, last_ok={}) == {
+        "beta": 100.0}  # alpha's first 3 ticks are not over yet
+    assert stale_clusters(now=200.0, started_at=0.0, every_s=every,
+                          last_ok={"alpha": 150.0, "beta": 195.0}) == {}
+    assert stale_clusters(now=400.0, started_at=0.0, every_s=every,
+                          last_ok={"alpha": 220.0, "beta": 395.0}) == {"alpha": 180.0}
+    assert stale_clusters(now=400.0, started_at=0.0, every_s=every, last_ok={},
+                          held_elsewhere=frozenset(every)) == {}
+
+
+def test_tick_health_times_ticks_keeps_the_last_success_and_counts_incidents(tmp_path) -> None:
+    metrics = ServiceMetrics()
+    ticks = TickHealth(metrics, clock=lambda: T0)
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+    add_job(store, 108687, recipe="launcher")
+    sftp.append(LOG, b"[launcher] starting\n")
+    slurm.records[108687] = JobRecord(job_id=108687, state="COMPLETED", exit_code=0, signal=0,
+                                      elapsed_s=10, stdout_path=LOG, start_time=T0,
+                                      end_time=T0 + 10)
+    tick = ticks.observed("dev", make_watcher(store, slurm, sftp, sink).tick)
+    tick(T0 + 30)
+    assert sample(metrics, "trainbot_tick_duration_seconds_count", cluster="dev") == 1
+    assert sample(metrics, "trainbot_ticks_total", cluster="dev", result="ok") == 1
+    assert ticks.last_ok == {"dev": T0 + 30}
+    assert sample(metrics, "trainbot_incidents_total", cluster="dev",
+                  class_id="silent_exit") == 1
+    assert sample(metrics, "trainbot_log_bytes_read_total", cluster="dev") == len(
+        b"[launcher] starting\n")
+    add_job(store, 7)
+    slurm.down = True
+    tick(T0 + 90)
+    store.close()
+    assert sample(metrics, "trainbot_ticks_total", cluster="dev", result="failed") == 1
+    assert ticks.last_ok == {"dev": T0 + 30}  # a failed tick is no success
+    assert sample(metrics, "trainbot_tick_duration_seconds_count", cluster="dev") == 2
+
+
+def test_slurm_commands_are_counted_by_kind_and_result() -> None:
+    metrics = ServiceMetrics()
+    fake = FakeSlurm()
+    slurm = CountingSlurm(fake, "dev", metrics)
+    slurm.jobs([1])
+    fake.down = True
+    with pytest.raises(ClusterUnavailable):
+        slurm.hold(4242)
+    assert sample(metrics, "trainbot_slurm_commands_total", cluster="dev", kind="jobs",
+                  result="ok") == 1
+    assert sample(metrics, "trainbot_slurm_commands_total", cluster="dev", kind="hold",
+                  result="error") == 1
+
+
+def test_store_gauges_are_read_at_each_scrape() -> None:
+    metrics = ServiceMetrics()
+    pending = [2]
+    metrics.watch_store(pending_approvals=lambda: pending[0],
+                        lease_holders=lambda: [("watch:alpha", "host-a:1")])
+    assert sample(metrics, "trainbot_approvals_pending") == 2
+    pending[0] = 0
+    assert sample(metrics, "trainbot_approvals_pending") == 0
+    assert sample(metrics, "trainbot_lease_holder", lease="watch:alpha", holder="host-a:1") == 1
+    text = generate_latest(metrics.registry).decode()
+    assert "trainbot_slack_rate_limit_waits_total 0.0" in text
+
+
+def test_slack_calls_and_429_waits_are_counted() -> None:
+    metrics = ServiceMetrics()
+    waited: list[float] = []
+    with SlackStandIn() as slack:
+        client = make_client(slack.token, base_url=slack.api_url, sleep=waited.append,
+                             on_call=lambda m: metrics.slack_calls.labels(m).inc(),
+                             on_rate_limit_wait=metrics.rate_limit_waited)
+        slack.fail_next("chat.postMessage", status=429, retry_after=3)
+        client.chat_postMessage(channel="C0TRAIN", text="hello")
+    assert waited == [3.0]
+    assert sample(metrics, "trainbot_slack_api_calls_total", method="chat.postMessage") == 1
+    assert sample(metrics, "trainbot_slack_rate_limit_waits_total") == 1
+    assert sample(metrics, "trainbot_slack_rate_limit_wait_seconds_total") == 3

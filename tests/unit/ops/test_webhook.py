@@ -1,0 +1,63 @@
+"""`trainbot run --webhook URL`: each watcher event POSTed as JSON (bot.ops.webhook,
+bot.services.watch_events.WebhookEvents); a receiver that fails gets the event again at the
+next tick, and the threads post nothing twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from support.watcher import LOG, add_job, make_watcher
+from support.webhook_receiver import Receiver
+
+from bot.core.slurm.records import JobRecord
+from bot.ops.webhook import JsonWebhook
+from bot.services.ports import PostError
+from bot.services.watch_events import WebhookEvents
+from bot.store import Store
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def test_an_incident_reaches_the_webhook_as_json_once_even_after_a_failed_post(
+        receiver, tmp_path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    slurm, sftp, threads = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+    chain = add_job(store, 108687, recipe="launcher")
+    sftp.append(LOG, b"[launcher] starting\n")
+    slurm.records[108687] = JobRecord(job_id=108687, state="COMPLETED", exit_code=0, signal=0,
+                                      elapsed_s=10, stdout_path=LOG, start_time=T0,
+                                      end_time=T0 + 10)
+    w = make_watcher(store, slurm, sftp, WebhookEvents(threads, JsonWebhook(receiver.url)))
+    receiver.fail_next = 1
+    w.tick(T0 + 30)
+    assert receiver.bodies == [] and store.watched_jobs.get("dev", "108687") is not None
+    w.tick(T0 + 90)
+    w.tick(T0 + 150)
+    store.close()
+    (body,) = receiver.bodies
+    assert body["kind"] == "incident" and body["job_id"] == "108687"
+    assert body["chain_id"] == chain.id and body["cluster"] == "dev"
+    assert body["diagnosis"]["class"] == "silent_exit" and body["decision"]["kind"]
+    assert body["key"] and body["text"]
+    assert threads.kinds() == ["incident", "incident"]  # the threads' poster dedupes by key
+
+
+def test_an_unreachable_or_refusing_receiver_is_a_post_error(receiver) -> None:
+    receiver.fail_next = 1
+    with pytest.raises(PostError, match="500"):
+        JsonWebhook(receiver.url).post_json({"key": "k"})
+    receiver.close()
+    with pytest.raises(PostError, match="unreachable"):
+        JsonWebhook(receiver.url, timeout_s=2).post_json({"key": "k"})
+
+
+def test_only_http_urls_are_webhooks() -> None:
+    with pytest.raises(ValueError, match="http"):
+        JsonWebhook("file:///etc/passwd")
