@@ -194,6 +194,8 @@ class TickHealth:
                 self.last_ok[cluster] = now
                 m.last_ok_tick.labels(cluster).set(now)
             m.log_bytes.labels(cluster).inc(report.bytes_read)
+            m.round_trips.labels(cluster).inc(report.round_trips)
+            m.bytes_moved.labels(cluster).inc(report.bytes_moved)
             for event in report.events:
                 if event.kind == "incident" and event.diagnosis is not None:
                     m.incidents.labels(cluster, event.diagnosis.class_id).inc()

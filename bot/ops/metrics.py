@@ -1,6 +1,6 @@
 """The Prometheus metrics of `trainbot run` (prometheus_client, one registry a process): ticks,
-Slurm commands, log bytes, incidents, resubmits, Slack calls and 429 waits, and, read from the
-store at each scrape, pending approvals and the holder of each lease."""
+Slurm commands, SSH round trips and bytes, incidents, resubmits, Slack calls and 429 waits,
+and, read from the store at each scrape, pending approvals and the holder of each lease."""
 
 from __future__ import annotations
 
@@ -37,8 +37,13 @@ class ServiceMetrics:
             "trainbot_slurm_commands", "Slurm commands (jobs = one squeue + one sacct, memory "
             "= sstat, submit, hold, release, cancel, …) by result.",
             ["cluster", "kind", "result"], registry=r)
-        self.log_bytes = Counter("trainbot_log_bytes_read", "Log bytes read over SFTP by "
-                                 "the watcher.", ["cluster"], registry=r)
+        self.log_bytes = Counter("trainbot_log_bytes_read", "New log bytes the watcher "
+                                 "consumed.", ["cluster"], registry=r)
+        self.round_trips = Counter("trainbot_ssh_round_trips", "Remote requests the watcher "
+                                   "waited on (Slurm commands and file reads).", ["cluster"],
+                                   registry=r)
+        self.bytes_moved = Counter("trainbot_ssh_bytes_moved", "Bytes the watcher's file "
+                                   "reads sent and received over SSH.", ["cluster"], registry=r)
         self.incidents = Counter("trainbot_incidents", "Incidents posted, by failure class.",
                                  ["cluster", "class_id"], registry=r)
         self.resubmits = Counter("trainbot_resubmits", "Automatic resubmits by outcome.",

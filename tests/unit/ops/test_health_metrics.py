@@ -99,6 +99,8 @@ def test_tick_health_times_ticks_keeps_the_last_success_and_counts_incidents(tmp
                   class_id="silent_exit") == 1
     assert sample(metrics, "trainbot_log_bytes_read_total", cluster="dev") == len(
         b"[launcher] starting\n")
+    assert sample(metrics, "trainbot_ssh_round_trips_total", cluster="dev") >= 2  # jobs, a read
+    assert sample(metrics, "trainbot_ssh_bytes_moved_total", cluster="dev") > 0
     add_job(store, 7)
     slurm.down = True
     tick(T0 + 90)
