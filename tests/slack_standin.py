@@ -191,8 +191,28 @@ def _validate_block(block: dict[str, Any], p: str) -> list[str]:
     return errs
 
 
+# The scopes an app installed from trainbot's manifest is granted (Slack sends the granted
+# scopes in each Web API answer's `x-oauth-scopes` header).
+GRANTED_SCOPES = frozenset({"commands", "chat:write", "chat:write.public", "files:write",
+                            "channels:history", "groups:history"})
+
+# Per Slack's method reference: the scope a bot token needs for each method (conversation
+# methods: the public- or the private-channel scope, by the channel).
+_METHOD_SCOPE = {
+    "chat.postMessage": "chat:write", "chat.update": "chat:write",
+    "chat.postEphemeral": "chat:write", "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
+}
+_HISTORY_METHODS = ("conversations.history", "conversations.replies")
+
+
 class SlackStandIn:
-    """The stand-in server; start with `with SlackStandIn() as s:` or `start()`/`stop()`."""
+    """The stand-in server; start with `with SlackStandIn() as s:` or `start()`/`stop()`.
+
+    `scopes`: what the token was granted (a method needing another answers `missing_scope`);
+    `outside`: channels the bot was not invited to (history answers `not_in_channel`, and so
+    do posts, except in a public channel with `chat:write.public`).
+    """
 
     def __init__(self, token: str = "xoxb-standin-token", *, team_id: str = "T0STANDIN"):
         self.token = token
@@ -201,6 +221,8 @@ class SlackStandIn:
         # channel -> top-level messages in post order; each message dict carries "replies".
         self.messages: dict[str, list[dict[str, Any]]] = {}
         self.files: dict[str, dict[str, Any]] = {}
+        self.scopes: set[str] = set(GRANTED_SCOPES)
+        self.outside: set[str] = set()
         self._faults: dict[str, list[_Fault]] = {}
         self._lock = threading.RLock()
         self._ts_counter = itertools.count(1)
@@ -340,6 +362,16 @@ class SlackStandIn:
         fn = getattr(self, "_m_" + method.replace(".", "_"), None)
         if fn is None:
             return {"ok": False, "error": "unknown_method"}
+        channel = p.get("channel") or p.get("channel_id")
+        needed = _METHOD_SCOPE.get(method)
+        if method in _HISTORY_METHODS:
+            needed = "groups:history" if str(channel).startswith("G") else "channels:history"
+        if needed is not None and needed not in self.scopes:
+            return {"ok": False, "error": "missing_scope", "needed": needed,
+                    "provided": ",".join(sorted(self.scopes))}
+        if channel in self.outside and (method in _HISTORY_METHODS or not (
+                str(channel).startswith("C") and "chat:write.public" in self.scopes)):
+            return {"ok": False, "error": "not_in_channel"}
         return fn(p)
 
     def _m_auth_test(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -604,6 +636,8 @@ class _Handler(BaseHTTPRequestHandler):
                 response = s.handle(method, params)
                 if fault is not None:
                     status, response = fault.status, {"ok": False, "error": "injected"}
+            if token == s.token:
+                extra["x-oauth-scopes"] = ",".join(sorted(s.scopes))
             if fault is not None and fault.status == 429:
                 response = {"ok": False, "error": "ratelimited"}
                 extra["Retry-After"] = str(fault.retry_after)

@@ -1,16 +1,18 @@
-"""`trainbot doctor`: check the config, SSH, Slurm, the store and Slack tokens, with fixes.
+"""`trainbot doctor [--json]`: check the config, SSH, Slurm, the store and Slack (the tokens,
+then the API: auth, scopes, the bot in each recipe's channel), with fixes.
 
-Each check prints PASS or FAIL with what was found; a FAIL also prints the fix. Exit 0 only
-when every check passes, 1 otherwise.
+Each check prints PASS or FAIL with what was found; a FAIL also prints the fix (`--json`: one
+object with every check). Exit 0 only when every check passes, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from bot.cli import EXIT_FAILED, EXIT_OK
@@ -25,7 +27,7 @@ from bot.config import (
 )
 
 NAME = "doctor"
-HELP = "Check the config, SSH to each cluster, Slurm, the state store and Slack tokens."
+HELP = "Check the config, SSH to each cluster, Slurm, the state store and Slack."
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f"config file (default: ${CONFIG_ENV_VAR}, else ./trainbot.yaml)",
     )
+    parser.add_argument("--json", action="store_true",
+                        help="print every check as JSON (name, ok, detail, fix)")
 
 
 def run(args: argparse.Namespace) -> int:
     path = resolve_config_path(args.config)
+    if args.json:
+        checks = list(run_checks(path, os.environ))
+        ok = all(c.ok for c in checks)
+        print(json.dumps({"config": str(path), "ok": ok,
+                          "checks": [asdict(c) for c in checks]}, indent=2))
+        return EXIT_OK if ok else EXIT_FAILED
     print(f"trainbot doctor: {path}")
     ok = True
     for check in run_checks(path, os.environ):
@@ -70,8 +80,10 @@ def run_checks(
     env: Mapping[str, str],
     *,
     runner_factory: Callable[[ClusterConfig], Any] | None = None,
+    slack_client_factory: Callable[[Config], Any] | None = None,
 ) -> Iterator[Check]:
-    """Yield the checks in order; later checks are skipped when the config is unusable."""
+    """Yield the checks in order; later checks are skipped when the config is unusable (and
+    the Slack API ones when the tokens are)."""
     try:
         config = load_config(path, env=env)
     except ConfigError as exc:
@@ -91,7 +103,10 @@ def run_checks(
     for name, cluster in config.clusters.items():
         yield from _cluster_checks(config, name, cluster, runner_factory)
     yield _store_check(config)
-    yield _slack_check(config)
+    tokens = _slack_check(config)
+    yield tokens
+    if tokens.ok:
+        yield from slack_api_checks(config, slack_client_factory or _default_slack_client)
 
 
 def startup_checks(config: Config) -> list[Check]:
@@ -279,3 +294,82 @@ def _slack_check(config: Config) -> Check:
                 f"put the {prefix}… token in {env_name} (tokens are easily swapped)",
             )
     return Check("slack tokens", True, f"present for {slack.mode} mode")
+
+
+def _default_slack_client(config: Config) -> Any:
+    from bot.slack.retry import make_client
+
+    token = config.slack_secrets.bot_token
+    assert token is not None  # the token check passed
+    return make_client(token.get_secret_value(), base_url=config.slack.api_url,
+                       rate_limit_retries=1, server_error_retries=1, timeout=15)
+
+
+def slack_api_checks(config: Config, client_factory: Callable[[Config], Any]
+                     ) -> Iterator[Check]:
+    """Slack for real: `auth.test` (the token works), the scopes it was granted (its
+    `x-oauth-scopes` header) against those the code calls (bot.slack.scopes), and the bot's
+    membership in each recipe's channel (`conversations.history` answers `not_in_channel`)."""
+    from slack_sdk.errors import SlackApiError
+
+    from bot.slack.scopes import missing_scopes
+
+    client = client_factory(config)
+    try:
+        auth = client.auth_test()
+    except SlackApiError as exc:
+        yield Check("slack auth", False, f"auth.test: {exc.response.get('error')}",
+                    f"export the app's current xoxb- token in {config.slack.bot_token_env} "
+                    "(OAuth & Permissions; reinstalling the app issues a new one)")
+        return
+    except Exception as exc:  # noqa: BLE001 - network, TLS, proxy: say what happened
+        yield Check("slack auth", False, f"cannot reach {config.slack.api_url}: {exc}",
+                    "check this machine's outbound HTTPS to Slack (proxy, firewall) and "
+                    "slack.api_url")
+        return
+    yield Check("slack auth", True, f"bot @{auth.get('user')} in workspace {auth.get('team')}")
+    header = next((v for k, v in (auth.headers or {}).items()
+                   if k.lower() == "x-oauth-scopes"), None)
+    if isinstance(header, list):
+        header = ",".join(header)
+    granted = {x.strip() for x in (header or "").split(",") if x.strip()}
+    required, optional = missing_scopes(granted)
+    if required:
+        yield Check("slack scopes", False, f"missing {', '.join(sorted(required))}",
+                    "add them under OAuth & Permissions → Bot Token Scopes (or recreate the "
+                    "app from the manifest `trainbot init` writes) and reinstall the app")
+    else:
+        note = f"; optional not granted: {', '.join(sorted(optional))}" if optional else ""
+        yield Check("slack scopes", True, f"{len(granted)} granted, every one needed{note}")
+    channels: dict[str, list[str]] = {}
+    for recipe in config.recipes:
+        channel = config.channel_id_for(recipe)
+        if channel is not None:
+            channels.setdefault(channel, []).append(recipe)
+    for channel, recipes in sorted(channels.items()):
+        yield _membership_check(client, channel, recipes)
+
+
+def _membership_check(client: Any, channel: str, recipes: list[str]) -> Check:
+    from slack_sdk.errors import SlackApiError
+
+    name = f"slack channel {channel}"
+    used_by = f"recipe(s) {', '.join(recipes)}"
+    try:
+        client.conversations_history(channel=channel, limit=1)
+    except SlackApiError as exc:
+        error = exc.response.get("error")
+        if error == "not_in_channel":
+            return Check(name, False, f"the bot is not a member ({used_by} post there)",
+                         f"invite it: `/invite @{_BOT_NAME}` in that channel")
+        if error == "channel_not_found":
+            return Check(name, False, f"no such channel visible to the bot ({used_by})",
+                         "check the id under slack.channels (the channel's details show it); "
+                         f"a private channel needs the bot invited: `/invite @{_BOT_NAME}`")
+        return Check(name, False, f"conversations.history: {error} ({used_by})")
+    except Exception as exc:  # noqa: BLE001
+        return Check(name, False, f"cannot check: {exc}")
+    return Check(name, True, f"the bot is a member ({used_by})")
+
+
+_BOT_NAME = "trainbot"  # the manifest's bot display name

@@ -148,3 +148,29 @@ def test_metadata_is_returned_only_when_asked(client):
 
 def test_ephemeral_needs_a_user(client):
     assert client.chat_postEphemeral(channel=CHANNEL, user="U1", text="x")["ok"]
+
+
+def test_granted_scopes_are_in_every_answer_and_a_missing_one_is_refused(client, slack):
+    answer = client.auth_test()
+    assert set(answer.headers["x-oauth-scopes"].split(",")) == slack.scopes
+    slack.scopes.discard("chat:write")
+    with pytest.raises(SlackApiError) as err:
+        client.chat_postMessage(channel="C0TRAIN", text="hi")
+    assert err.value.response["error"] == "missing_scope"
+    assert err.value.response["needed"] == "chat:write"
+    slack.scopes.discard("groups:history")
+    assert client.conversations_history(channel="C0TRAIN")["ok"]
+    with pytest.raises(SlackApiError, match="missing_scope"):
+        client.conversations_history(channel="G0PRIVATE")
+
+
+def test_a_channel_the_bot_was_not_invited_to(client, slack):
+    slack.outside |= {"C0PUBLIC", "G0PRIVATE"}
+    with pytest.raises(SlackApiError, match="not_in_channel"):
+        client.conversations_history(channel="C0PUBLIC")
+    assert client.chat_postMessage(channel="C0PUBLIC", text="hi")["ok"]  # chat:write.public
+    with pytest.raises(SlackApiError, match="not_in_channel"):
+        client.chat_postMessage(channel="G0PRIVATE", text="hi")
+    slack.scopes.discard("chat:write.public")
+    with pytest.raises(SlackApiError, match="not_in_channel"):
+        client.chat_postMessage(channel="C0PUBLIC", text="hi")

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import paramiko
 import pytest
+import yaml
+from slack_standin import SlackStandIn
 
 from bot.config.dev_cluster import write_dev_cluster_config
 
@@ -63,18 +65,25 @@ def put(dev_cluster, path: str, text: str) -> None:
 
 
 def test_doctor_passes_every_check_against_the_dev_cluster(dev_cluster, tmp_path, remote_dir):
+    """Against the dev cluster and the Slack stand-in (doctor checks Slack for real)."""
     script = f"{remote_dir}/job.sbatch"
     put(dev_cluster, script, "#!/bin/bash\ntrue\n")
     config = write_dev_cluster_config(
         tmp_path / "trainbot.yaml",
         connection(dev_cluster),
         store_url=f"sqlite:///{tmp_path}/state/trainbot.db",
-        recipes={"hello": {"sbatch_script": script}},
+        recipes={"hello": {"sbatch_script": script, "channel": "training"}},
     )
-    proc = trainbot("doctor", "--config", str(config), env_extra=TOKENS)
+    with SlackStandIn() as slack:
+        data = yaml.safe_load(config.read_text())
+        data["slack"] = {"api_url": slack.api_url, "channels": {"training": "C0TRAINRUNS"}}
+        config.write_text(yaml.safe_dump(data))
+        proc = trainbot("doctor", "--config", str(config),
+                        env_extra={**TOKENS, "SLACK_BOT_TOKEN": slack.token})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    for name in ("config", "ssh dev", "slurm dev", "recipe hello", "store", "slack tokens"):
+    for name in ("config", "ssh dev", "slurm dev", "recipe hello", "store", "slack tokens",
+                 "slack auth", "slack scopes", "slack channel C0TRAINRUNS"):
         assert re.search(rf"^\s+PASS\s+{name}:", out, re.MULTILINE), out
     assert "FAIL" not in out
     assert "22.05" in out and "--json supported" in out

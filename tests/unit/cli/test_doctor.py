@@ -86,3 +86,91 @@ def test_a_store_url_from_the_environment_is_named_and_masked(tmp_path):
              }["store"]
     assert store.ok and "from-env.db (from $TRAINBOT_STORE_URL) writable" in store.detail
     assert not (tmp_path / "from-file.db").exists()
+
+
+# ------------------------------------------------------------------ Slack, for real
+
+
+SLACK_CONFIG = CONFIG + """\
+recipes:
+  mix: {cluster: dev, sbatch_script: /s.sbatch, channel: training}
+  eval: {cluster: dev, sbatch_script: /e.sbatch, channel: evals}
+slack:
+  api_url: API_URL
+  channels: {training: C0TRAINRUNS, evals: C0EVALRUNS}
+"""
+
+
+def slack_checks(tmp_path, slack, *extra: str) -> dict:
+    from bot.slack.retry import make_client
+
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(SLACK_CONFIG.replace("STORE", str(tmp_path / "s.db"))
+                    .replace("API_URL", slack.api_url))
+    env = {"SLACK_BOT_TOKEN": slack.token, "SLACK_APP_TOKEN": "xapp-1"}
+    return {c.name: c for c in run_checks(
+        path, env, runner_factory=lambda _c: DownRunner(),
+        slack_client_factory=lambda config: make_client(slack.token, base_url=slack.api_url))}
+
+
+def test_doctor_checks_the_token_scopes_and_channels_against_slack(tmp_path):
+    from slack_standin import SlackStandIn
+
+    with SlackStandIn() as slack:
+        checks = slack_checks(tmp_path, slack)
+    assert checks["slack auth"].ok and "@trainbot" in checks["slack auth"].detail
+    assert checks["slack scopes"].ok
+    assert checks["slack channel C0TRAINRUNS"].ok and checks["slack channel C0EVALRUNS"].ok
+    assert "recipe(s) mix" in checks["slack channel C0TRAINRUNS"].detail
+
+
+def test_doctor_reports_missing_scopes_and_a_channel_the_bot_is_not_in(tmp_path):
+    from slack_standin import SlackStandIn
+
+    with SlackStandIn() as slack:
+        slack.scopes -= {"files:write", "chat:write.public"}
+        slack.outside.add("C0EVALRUNS")
+        checks = slack_checks(tmp_path, slack)
+    scopes = checks["slack scopes"]
+    assert not scopes.ok and scopes.detail == "missing files:write"
+    assert "reinstall" in scopes.fix
+    assert checks["slack channel C0TRAINRUNS"].ok
+    evals = checks["slack channel C0EVALRUNS"]
+    assert not evals.ok and "not a member" in evals.detail and "recipe(s) eval" in evals.detail
+    assert "/invite @trainbot" in evals.fix
+
+
+def test_doctor_reports_a_token_slack_refuses(tmp_path):
+    from slack_standin import SlackStandIn
+
+    from bot.slack.retry import make_client
+
+    with SlackStandIn() as slack:
+        path = tmp_path / "trainbot.yaml"
+        path.write_text(SLACK_CONFIG.replace("STORE", str(tmp_path / "s.db"))
+                        .replace("API_URL", slack.api_url))
+        env = {"SLACK_BOT_TOKEN": "xoxb-revoked", "SLACK_APP_TOKEN": "xapp-1"}
+        checks = {c.name: c for c in run_checks(
+            path, env, runner_factory=lambda _c: DownRunner(),
+            slack_client_factory=lambda config: make_client("xoxb-revoked",
+                                                            base_url=slack.api_url))}
+    auth = checks["slack auth"]
+    assert not auth.ok and "invalid_auth" in auth.detail and "SLACK_BOT_TOKEN" in auth.fix
+    assert "slack scopes" not in checks
+
+
+def test_doctor_json_lists_every_check(tmp_path, capsys, monkeypatch):
+    import json
+
+    from bot.cli import main
+
+    path = tmp_path / "trainbot.yaml"  # port 1: refused at once, no SSH server is asked
+    path.write_text(CONFIG.replace("STORE", str(tmp_path / "s.db")).replace("2222", "1"))
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    assert main(["doctor", "--json", "--config", str(path)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and doc["config"] == str(path)
+    names = [c["name"] for c in doc["checks"]]
+    assert names[0] == "config" and "slack tokens" in names
+    tokens = next(c for c in doc["checks"] if c["name"] == "slack tokens")
+    assert tokens["ok"] is False and tokens["fix"].startswith("export")
