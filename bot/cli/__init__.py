@@ -26,7 +26,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 # Modules of this package that are shared helpers, not subcommands.
-HELPER_MODULES = frozenset({"log_input"})
+HELPER_MODULES = frozenset({"log_input", "progress"})
 
 
 class UsageError(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from bot.cli import EXIT_FAILED, EXIT_OK, UsageError
+from bot.cli import EXIT_FAILED, EXIT_OK, UsageError, progress
 from bot.probes.report import print_findings
 
 NAME = "checkpoint"
@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from bot.probes.checkpoint_verify import PointerNotText, TorchMissing, verify_checkpoint
 
     try:
-        report = verify_checkpoint(args.directory, pointer=args.pointer)
+        with progress.bar(enabled=progress.wanted(args), desc="storage files",
+                          unit="file") as bar:
+            report = verify_checkpoint(args.directory, pointer=args.pointer,
+                                       on_file=bar.update)
     except FileNotFoundError as exc:
         raise UsageError(f"{exc}; give the checkpoint directory (DIR)") from exc
     except PointerNotText as exc:

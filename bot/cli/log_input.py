@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import calendar
 import math
+import os
 import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.cli import UsageError
+from bot.cli import progress as cli_progress
 from bot.core.catalogue import Catalogue, CatalogueError
 from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.metrics import MetricSeries
@@ -170,7 +172,7 @@ def read_log_arguments(args: argparse.Namespace) -> LogInput:
                             mem_limit_bytes=mem_limit_flag(args.mem_limit))
     return read_log(args.log, accounting, catalogue=catalogue_flag(args.catalogue),
                     metric_patterns=metric_regex_flag(args.metric_regex), now=now,
-                    target_iter=args.target_iter)
+                    target_iter=args.target_iter, progress=cli_progress.wanted(args))
 
 
 def read_log(
@@ -181,14 +183,20 @@ def read_log(
     metric_patterns: Sequence[re.Pattern[str]] = (),
     now: float | None = None,
     target_iter: int | None = None,
+    progress: bool = False,
 ) -> LogInput:
-    """Stream `log` (a path, or `-` for stdin) through analysis; UsageError when unreadable."""
+    """Stream `log` (a path, or `-` for stdin) through analysis; UsageError when unreadable.
+    With `progress`, a file over `progress.BIG_LOG_BYTES` is read under a progress bar."""
     try:
         if log == "-":
             analysis = analyze_file(sys.stdin.buffer, catalogue, extra_patterns=metric_patterns)
         else:
             with open(log, "rb") as stream:
-                analysis = analyze_file(stream, catalogue, extra_patterns=metric_patterns)
+                size = os.fstat(stream.fileno()).st_size
+                with cli_progress.bar(enabled=progress and size > cli_progress.BIG_LOG_BYTES,
+                                      total=size, desc=os.path.basename(log), unit="B") as bar:
+                    analysis = analyze_file(cli_progress.ReadProgress(stream, bar), catalogue,
+                                            extra_patterns=metric_patterns)
     except OSError as exc:
         raise UsageError(f"cannot read log {log!r}: {exc.strerror or exc}") from None
     return LogInput(analysis, accounting, catalogue, now, target_iter)

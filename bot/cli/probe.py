@@ -11,7 +11,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from bot.cli import EXIT_FAILED, EXIT_OK, UsageError
+from bot.cli import EXIT_FAILED, EXIT_OK, UsageError, progress
 
 NAME = "probe"
 HELP = "Probes that catch failures before a run: DataLoader worker memory leaks."
@@ -67,14 +67,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give --run-workers and --run-samples together (or neither)")
     try:
         factory = load_factory(args.factory, args.path)
-        verdict = probe_dataloader(
-            factory,
-            workers=args.workers,
-            samples=args.samples,
-            threshold_mb=args.threshold_mb,
-            run_workers=args.run_workers,
-            run_samples=args.run_samples,
-        )
+        with progress.bar(enabled=progress.wanted(args), total=args.samples, desc="samples",
+                          unit="sample") as bar:
+            verdict = probe_dataloader(
+                factory,
+                workers=args.workers,
+                samples=args.samples,
+                threshold_mb=args.threshold_mb,
+                run_workers=args.run_workers,
+                run_samples=args.run_samples,
+                on_sample=bar.update,
+            )
     except ProbeUsageError as exc:
         raise UsageError(str(exc)) from exc
     if args.json:

@@ -7,6 +7,7 @@ import math
 import os
 import pickle
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,8 @@ def _dcp_parts(root: Path) -> list[Path]:
     return parts
 
 
-def _check_part(part: Path, root: Path, report: CheckpointReport) -> Any:
+def _check_part(part: Path, root: Path, report: CheckpointReport,
+                on_file: Callable[[], None] | None = None) -> Any:
     label = "." if part == root else part.relative_to(root).as_posix()
     report.parts.append(label)
     try:
@@ -194,6 +196,8 @@ def _check_part(part: Path, root: Path, report: CheckpointReport) -> Any:
     missing: list[str] = []
     short: list[str] = []
     for extent in storage_extents(metadata):
+        if on_file is not None:
+            on_file()
         path = part / extent.relative_path
         try:
             size = path.stat().st_size
@@ -273,10 +277,12 @@ def _pointer_text(pointer: Path, data: bytes) -> str:
 
 
 def verify_checkpoint(
-    ckpt_dir: str | os.PathLike[str], pointer: str | os.PathLike[str] | None = None
+    ckpt_dir: str | os.PathLike[str], pointer: str | os.PathLike[str] | None = None, *,
+    on_file: Callable[[], None] | None = None,
 ) -> CheckpointReport:
     """Check a DCP checkpoint directory (and optionally its pointer file); never raises for a
-    broken checkpoint — every problem is a `fail` finding. Raises FileNotFoundError when
+    broken checkpoint — every problem is a `fail` finding; `on_file()` is told each storage
+    file checked (a progress bar). Raises FileNotFoundError when
     `ckpt_dir` is not a directory at all, PointerNotText when `pointer` is not a pointer file,
     TorchMissing when torch is not installed (nothing can be judged then)."""
     root = Path(ckpt_dir)
@@ -293,7 +299,7 @@ def verify_checkpoint(
         ))
     params: int | None = None
     for part in parts:
-        metadata = _check_part(part, root, report)
+        metadata = _check_part(part, root, report, on_file)
         if metadata is not None and part.name not in ("optim", "optimizer"):
             params = (params or 0) + param_count_from_metadata(metadata)
     report.param_count = params

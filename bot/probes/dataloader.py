@@ -215,8 +215,10 @@ def probe_dataloader(
     threshold_mb: float = DEFAULT_THRESHOLD_MB,
     run_workers: int | None = None,
     run_samples: int | None = None,
+    on_sample: Callable[[], None] | None = None,
 ) -> LeakVerdict:
-    """Iterate `samples` items through a real DataLoader and judge the workers' memory slope."""
+    """Iterate `samples` items through a real DataLoader and judge the workers' memory slope;
+    `on_sample()` is told each sample loaded (a progress bar)."""
     from torch.utils.data import DataLoader
 
     if workers < 1:
@@ -242,6 +244,8 @@ def probe_dataloader(
             for pid, count in iterator:
                 recorder.record(pid, count)
                 consumed += 1
+                if on_sample is not None:
+                    on_sample()
                 if consumed >= samples:
                     break
     finally:

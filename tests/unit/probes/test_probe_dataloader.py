@@ -83,3 +83,21 @@ def test_warmup_growth_alone_is_not_a_leak_and_too_few_points_is_inconclusive():
     assert not verdict.leaking and verdict.conclusive
     sparse = analyze([_series(1, 20, n=3)])
     assert not sparse.conclusive and "raise --samples" in sparse.message
+
+
+@pytest.mark.timeout(60)
+def test_the_probe_shows_its_samples_under_a_bar_on_a_terminal(monkeypatch, capsys):
+    import io
+    import sys
+
+    from bot.cli import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(progress, "DELAY_S", 0)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    main(["probe", "dataloader", "decoder_datasets:bounded", "--path", str(PROBES),
+          "--workers", "1", "--samples", "20"])
+    assert "samples:" in sys.stderr.getvalue() and "/20" in sys.stderr.getvalue()
