@@ -56,8 +56,6 @@ class _Backoff:
         state.next_attempt_requested = True
         wait = backoff_delay(state.current_attempt, self.backoff_s)
         self.waits.append(wait)
-        if self.on_wait is not None:
-            self.on_wait(wait)
         self.sleep(wait)
         state.increment_current_attempt()
 

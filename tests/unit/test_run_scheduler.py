@@ -130,8 +130,8 @@ def test_the_catalogue_is_loaded_once_with_the_sites_files_and_shared_by_the_wat
     watchers: dict[str, Any] = {}
     real_build = bot.app.build_watcher
 
-    def spy(ctx: BotContext, cluster: str) -> Any:
-        watchers[cluster] = real_build(ctx, cluster)
+    def spy(ctx: BotContext, cluster: str, **kw: Any) -> Any:
+        watchers[cluster] = real_build(ctx, cluster, **kw)
         return watchers[cluster]
 
     monkeypatch.setattr(bot.app, "build_watcher", spy)
