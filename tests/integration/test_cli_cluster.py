@@ -72,10 +72,11 @@ def test_doctor_passes_every_check_against_the_dev_cluster(dev_cluster, tmp_path
         tmp_path / "trainbot.yaml",
         connection(dev_cluster),
         store_url=f"sqlite:///{tmp_path}/state/trainbot.db",
-        recipes={"hello": {"sbatch_script": script, "channel": "training"}},
+        recipes={"hello": {"sbatch_script": script}},
     )
     with SlackStandIn() as slack:
         data = yaml.safe_load(config.read_text())
+        data["recipes"]["hello"]["channel"] = "training"
         data["slack"] = {"api_url": slack.api_url, "channels": {"training": "C0TRAINRUNS"}}
         config.write_text(yaml.safe_dump(data))
         proc = trainbot("doctor", "--config", str(config),
