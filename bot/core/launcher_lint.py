@@ -64,6 +64,7 @@ class _Hit:
     variable: str | None = None  # the variable the statement assigns, if any
     function: str | None = None  # the function whose body it is in, if any
     pipe_only: bool = False  # fails only through `pipefail` (not the pipeline's last command)
+    missing_dir: bool = False  # fails only when its directory does not exist (`ls DIR | head`)
 
 
 @dataclass
@@ -423,13 +424,15 @@ class _Analyzer:
               and not globbed):
             hit = _Hit(off, short, name, 2,
                        f"`ls` exits 2 when `{file_args[0]}` does not exist yet (a first run)",
-                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(file_args))
+                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(file_args),
+                       missing_dir=True)
         elif name == "find" and in_pipe and not is_last:
             start = [a for a in args if not a.startswith("-")][:1]
             hit = _Hit(off, short, name, 1,
                        "`find` exits non-zero when its start directory does not exist yet "
                        "(and may die of SIGPIPE when `head` stops reading)",
-                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(start))
+                       f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(start),
+                       missing_dir=True)
         elif name in _FILE_WORDS and globbed and not self.opts.nullglob:
             hit = _Hit(off, short, name, _STATUS.get(name, 1),
                        f"`{name}` fails when `{globbed[0]}` matches nothing",
@@ -576,10 +579,10 @@ _WRITE_ARG = r"\s*(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
 #: Where a script says it writes a path: redirections, tee, mkdir, touch, `-o`/`-e`, and the
 #: output / save / log / checkpoint options of the programs it runs. One literal-led pattern
 #: each, so that the regex engine can skip ahead.
-_WRITE_RES = [re.compile(p + _WRITE_ARG) for p in (
+_MKDIR_RE = re.compile(r"\bmkdir\s+(?:-\S+\s+)*" + _WRITE_ARG)
+_WRITE_RES = [_MKDIR_RE] + [re.compile(p + _WRITE_ARG) for p in (
     r">>?",
     r"\btee\s+(?:-a\s+)?",
-    r"\bmkdir\s+(?:-\S+\s+)*",
     r"\btouch\s+",
     r"\s-[oe]\s+",
     r"--(?:output|error|save|log|ckpt|checkpoint)[\w-]*[= ]",
@@ -599,7 +602,7 @@ class _Context:
     written: set[str]
     train_line: int | None
     code: str
-    tests: dict[str, list[int]] = field(default_factory=dict)
+    made_dirs: list[tuple[int, str]] = field(default_factory=list)  # (offset, path) of mkdir
 
 
 def _context(code: str, sbatch_options: str, analyzer: _Analyzer,
@@ -611,9 +614,22 @@ def _context(code: str, sbatch_options: str, analyzer: _Analyzer,
                 path = _resolve(_norm(m.group(1)), assigns).rstrip("/")
                 if path:
                     written.add(path)
+    made_dirs = [(m.start(), _resolve(_norm(m.group(1)), assigns).rstrip("/"))
+                 for m in _MKDIR_RE.finditer(code)]
     train = _TRAIN_RE.search(code)
     train_line = analyzer.line_of(train.start()) if train else None
-    return _Context(assigns, written, train_line, code)
+    return _Context(assigns, written, train_line, code, made_dirs)
+
+
+def _made_before(hit: _Hit, ctx: _Context) -> str | None:
+    """The directory a `missing_dir` hit reads, when `mkdir` created it earlier in the script."""
+    if not hit.missing_dir:
+        return None
+    for raw in hit.targets:
+        target = _resolve(_norm(raw), ctx.assigns).rstrip("/")
+        if any(pos < hit.offset and path == target for pos, path in ctx.made_dirs):
+            return target
+    return None
 
 
 def _branch_for(var: str | None, ctx: _Context, after: int) -> tuple[str, bool] | None:
@@ -729,6 +745,9 @@ def _check_empty_match(
         branch = branch_test[0] if branch_test and branch_test[1] else None
         if branch_test and not branch_test[1]:
             produced = None  # the script stops on an empty result anyway
+        made = _made_before(hit, ctx)
+        if made:
+            produced = None  # the directory exists: nothing to miss
         stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
                 f"{_slurm_shows(hit.status)}")
         if produced and branch:
@@ -749,7 +768,8 @@ def _check_empty_match(
             notes.append(Finding(
                 CHECK_EMPTY_MATCH, "pass", line,
                 f"line {line}: note: {where}{hit.reason} and {mode} would stop the launcher; "
-                + (f"the script exits on an empty result anyway (`{branch_test[0]}`)"
+                + (f"but `{made}` is created earlier in the script, so it exists" if made
+                   else f"the script exits on an empty result anyway (`{branch_test[0]}`)"
                    if branch_test else
                    "its input does not look like something the job produces")
                 + f": `{hit.command}`",

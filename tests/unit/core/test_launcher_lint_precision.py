@@ -52,6 +52,10 @@ def _worst(script: str, check: str = CHECK_EMPTY_MATCH) -> str:
     # guards
     ("L=$(ls -d ckpt/step_* 2>/dev/null | tail -1 || true)\n", "pass"),
     ("latest() { ls -d ckpt/step_* | tail -1; }\n", "pass"),  # never called
+    # `ls DIR | head` / `find DIR | head` of a directory made earlier: it exists
+    ('mkdir -p ckpt\nL=$(ls -t ckpt | head -1)\nif [ -z "$L" ]; then echo fresh; fi\n', "pass"),
+    ('L=$(ls -t ckpt | head -1)\nif [ -z "$L" ]; then echo fresh; fi\n', "fail"),
+    ('mkdir -p ckpt\nL=$(find ckpt -name "*.pt" | head -1)\n', "pass"),
 ])
 def test_empty_match_severity(body, level):
     assert _worst(HEAD + body) == level
