@@ -92,3 +92,17 @@ def test_a_check_that_raises_becomes_a_warning_and_the_others_still_run(monkeypa
         assert by_check[check].level == "warn"
         assert "IndexError: list index out of range" in by_check[check].message
     assert by_check[CHECK_JIT_CC].level == "warn"  # the JIT check still ran
+
+
+def test_a_lexer_failure_is_reported_for_every_check(monkeypatch):
+    def boom(_text):
+        raise ValueError("no quote or substitution starts at 'x'")
+
+    monkeypatch.setattr(lint, "strip_comments", boom)
+    script = "#!/bin/bash\nsrun python train.py\n"
+    findings = lint_launcher(script)
+    crashed = {f.check for f in findings if "could not read the script" in f.message}
+    assert crashed == {CHECK_EMPTY_MATCH, lint.CHECK_ARITH_ZERO, lint.CHECK_NOUNSET,
+                       CHECK_JIT_CC, CHECK_POINTER}
+    assert all(f.level == "warn" for f in findings if f.check in crashed)
+    assert lint.python_scripts_in(script) == ["train.py"]
