@@ -65,6 +65,7 @@ class _Hit:
     function: str | None = None  # the function whose body it is in, if any
     pipe_only: bool = False  # fails only through `pipefail` (not the pipeline's last command)
     missing_dir: bool = False  # fails only when its directory does not exist (`ls DIR | head`)
+    hidden_by: int | None = None  # offset of the `f | tee …` call that hides the stop
 
 
 @dataclass
@@ -136,7 +137,7 @@ class _Analyzer:
         self.later_errexit = bool(
             re.search(r"(?m)^\s*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)", text)
         )
-        self.function_calls = _function_calls(text)
+        self.function_calls, self.piped_calls = _function_calls(text)
         self.function_vars = (
             {name: var for var, name in re.findall(
                 r"([A-Za-z_]\w*)=[\"']?\$\(\s*([A-Za-z_][\w:-]*)", text)}
@@ -228,17 +229,21 @@ class _Analyzer:
 
     def _function_body(self, lst: str, off: int, m: re.Match[str], hits: list[_Hit]) -> None:
         name = m.group(1)
-        calls = self.function_calls.get(name, "")
+        calls = self.function_calls.get(name, set())
         if not calls:
             return  # never called: its body never runs
         brace = m.start(2)
         end = _group_end(lst, brace, off, self.memo)
         saved_errexit, saved_function = self.opts.errexit, self.function
         self.function = name
-        if "direct" in calls:
+        if "direct" in calls or "piped" in calls:
             # the body runs when called, usually after `set -e` further down
             self.opts.errexit = saved_errexit or self.later_errexit
             body_hits = self.script(lst[brace + 1 : end - 1], off + brace + 1)
+            if "direct" not in calls:  # only `name | tee …`: the stop is hidden
+                body_hits = [_with(h, hidden_by=self.piped_calls.get(name)) for h in body_hits]
+        elif "subst" not in calls:
+            body_hits = []  # only called where `set -e` is off: `if name`, `name || …`
         else:
             # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
             # the body's last command gives the substitution its status
@@ -504,27 +509,65 @@ def _grep_args(args: list[str]) -> tuple[str, list[str]]:
     return pattern or "", files
 
 
-def _function_calls(text: str) -> dict[str, str]:
-    """For each function defined in the script: "direct" and/or "subst" (called only inside
-    `$( … )` / backticks), as seen at its call sites; one pass over the text."""
+#: Call sites are classified one by one only up to this many functions (each costs a pass).
+MAX_CLASSIFIED_FUNCTIONS = 200
+
+
+def _function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """How each function defined in the script is called: a set of "direct" (a plain command:
+    `set -e` applies inside), "piped" (a pipeline element before the last: its status is
+    hidden), "guarded" (an `if`/`while` condition or before `&&`/`||`: `set -e` is off inside)
+    and "subst" (inside `$( … )` / backticks); and the offset of each one's first piped call."""
     names = set(re.findall(
         r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\)", text))
     if "function" in text:
         names |= set(re.findall(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text))
     if not names:
-        return {}
+        return {}, {}
     words = Counter(re.findall(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:-])", text))
     in_subst = Counter(re.findall(r"(?:\$\(|`)\s*([A-Za-z_][\w:-]*)(?![\w:-])", text))
     defined = Counter(re.findall(
         r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
         text))
     calls: dict[str, set[str]] = {}
+    piped: dict[str, int] = {}
     for name in names:
         direct = words[name] - in_subst[name] - max(1, defined[name])
         calls[name] = {"direct"} if direct > 0 else set()
         if in_subst[name]:
             calls[name].add("subst")
-    return {n: " ".join(sorted(c)) for n, c in calls.items()}
+    if len(names) <= MAX_CLASSIFIED_FUNCTIONS:
+        for name, kinds in calls.items():
+            if "direct" in kinds:
+                kinds.discard("direct")
+                kinds |= _call_kinds(text, name, piped)
+    return calls, piped
+
+
+def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
+    kinds: set[str] = set()
+    rx = re.compile(r"(?m)^(?P<pre>[^\n]*?)(?<![\w$./:-])" + re.escape(name)
+                    + r"(?![\w:-])(?P<post>[^\n]*)$")
+    for m in rx.finditer(text):
+        pre, post = m.group("pre"), m.group("post")
+        head = pre.strip()
+        if post.lstrip().startswith("(") or head.endswith("function") or head.endswith(
+            ("$(", "`", "=", "echo", "printf")
+        ):
+            continue  # its definition, a substitution, an assignment or text
+        if head and not re.search(
+            r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
+        ):
+            continue  # an argument of another command
+        rest = _SQ_RE.sub("", post)
+        if re.match(r"(?:if|elif|while|until|!)\b", head) or "&&" in rest or "||" in rest:
+            kinds.add("guarded")
+        elif re.search(r"(?<![|>])\|(?!\|)", rest):
+            kinds.add("piped")
+            piped.setdefault(name, m.start("post"))
+        else:
+            kinds.add("direct")
+    return kinds or {"direct"}
 
 
 #: Slurm variables that exist only with the sbatch option that requests them (or, for the
@@ -687,7 +730,7 @@ def _ancestors(path: str) -> list[str]:
 
 def _when(line: int, ctx: _Context) -> str:
     if ctx.train_line is None:
-        return "at that point"
+        return "before anything after it runs"
     if line < ctx.train_line:
         return f"before training starts (training runs on line {ctx.train_line})"
     if line > ctx.train_line:
@@ -744,8 +787,16 @@ def _check_empty_match(
         made = _made_before(hit, ctx)
         if made:
             produced = None  # the directory exists: nothing to miss
-        stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
-                f"{_slurm_shows(hit.status)}")
+        if hit.hidden_by is not None:
+            call_line = analyzer.line_of(hit.hidden_by)
+            stop = (f"under {mode} the function stops right here, {_when(line, ctx)}, but its "
+                    f"call on line {call_line} pipes it into another command, whose status "
+                    "the pipeline returns: the launcher goes on past the skipped work and, "
+                    "unless something later fails, Slurm shows COMPLETED 0:0 (the silent exit "
+                    "of job 108687)")
+        else:
+            stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
+                    f"{_slurm_shows(hit.status)}")
         if produced and branch:
             findings.append(Finding(
                 CHECK_EMPTY_MATCH, "fail", line,

@@ -100,6 +100,10 @@ BASH_STOPS = [
     ("if true; then\n  set -euo pipefail\nfi\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
     ("{ set -e; }\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
     ("( set -e )\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, False),
+    # a function called only where errexit is off: its failing `ls` stops nothing
+    ("set -euo pipefail\nf() { ls ck/*.pt; }\nif f; then :; fi", CHECK_EMPTY_MATCH, False),
+    ("set -euo pipefail\nf() { ls ck/*.pt; }\nf || true", CHECK_EMPTY_MATCH, False),
+    ("set -euo pipefail\nf() { ls ck/*.pt; }\nf", CHECK_EMPTY_MATCH, True),
 ]
 
 
@@ -198,3 +202,18 @@ def test_a_cc_flag_variable_is_not_a_compiler():
     assert jit.level == "warn" and "sets no `CC`" in jit.message
     real = HEAD + "export CC=gcc CXX=g++\ndeepspeed train.py\n"
     assert _worst(real, CHECK_JIT_CC) == "pass"
+
+
+def test_a_function_piped_into_tee_stops_silently_and_the_message_says_completed(tmp_path):
+    # the silent exit: `set -e` ends main's subshell at the `ls`, the pipeline returns tee's 0
+    script = ("#!/bin/bash\nset -eu\nmain() {\n  L=$(ls -d ckpt/step_*)\n"
+              '  if [ -z "$L" ]; then echo fresh; fi\n  echo TRAINING\n}\n'
+              'main "$@" 2>&1 | tee run.log\n')
+    path = tmp_path / "launch.sh"
+    path.write_text(script)
+    proc = subprocess.run([shutil.which("bash") or "bash", str(path)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 0 and "TRAINING" not in proc.stdout
+    (f,) = [f for f in lint_launcher(script) if f.check == CHECK_EMPTY_MATCH]
+    assert f.level == "fail" and f.line == 4
+    assert "COMPLETED 0:0" in f.message and "line 8" in f.message
