@@ -93,6 +93,9 @@ _STATUS = {"ls": 2, "sort": 2, "find": 1}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 _BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
 _FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
+_FUNC_NAME_RE = re.compile(
+    r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
+)
 _FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
 _ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*\)\)$")
 _LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)(\+\+|--)[\"']?$")
@@ -107,6 +110,9 @@ _CANDIDATE_RE = re.compile(
     r"\b(?:ls|e?grep|fgrep|zgrep|rg|pgrep|ag|find|cat|stat|readlink|realpath|du|wc|head|tail|"
     r"sort|cp|mv|let)\b|\(\(|^[{(]|\(\s*\)|\bfunction\b"
 )
+#: What a list must contain to need a closer look: a candidate command, a group or function,
+#: or `set` / `shopt`.
+_QUICK_RE = re.compile(_CANDIDATE_RE.pattern + r"|\bset\b|\bshopt\b|\{")
 _FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
 
 
@@ -176,8 +182,12 @@ class _Analyzer:
         hits: list[_Hit] = []
         lists = split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo)
         lists = [(t, o, op) for t, o, op in lists if t.strip()]
+        last = len(lists) - 1
+        quick = _QUICK_RE.search
         for idx, (lst, off, _op) in enumerate(lists):
-            is_last = idx == len(lists) - 1
+            is_last = idx == last
+            if not self.opts.nounset and not (status_only and is_last) and not quick(lst):
+                continue  # nothing here can fail on an empty match or change an option
             lst_off = off + (len(lst) - len(lst.lstrip()))
             lst = lst.strip()
             first = _first_word(lst)
@@ -194,6 +204,9 @@ class _Analyzer:
                 if first in _CONDITION_KEYWORDS and not status_only:
                     self._note_guards(lst)
                 continue
+            defined = _FUNC_NAME_RE.match(lst)
+            if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
+                continue  # a function nobody calls: its body never runs
             if not status_only:
                 if first in ("set", "shopt"):
                     self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
@@ -408,6 +421,9 @@ class _Analyzer:
             k += 1
         if k >= len(words):
             return []
+        if k and words[k][:1] in "{(":  # `time { … }`: the group decides the status
+            return self._command(cmd[positions[k]:], off + positions[k], is_last, in_pipe,
+                                 errexit_mode)
         name = words[k].rsplit("/", 1)[-1]
         args = words[k + 1 :]
         file_args = _file_args(name, args)
@@ -510,7 +526,7 @@ def _grep_args(args: list[str]) -> tuple[str, list[str]]:
 
 
 #: Call sites are classified one by one only up to this many functions (each costs a pass).
-MAX_CLASSIFIED_FUNCTIONS = 200
+MAX_CLASSIFIED_FUNCTIONS = 50
 
 
 def _function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:

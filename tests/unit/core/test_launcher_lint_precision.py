@@ -217,3 +217,9 @@ def test_a_function_piped_into_tee_stops_silently_and_the_message_says_completed
     (f,) = [f for f in lint_launcher(script) if f.check == CHECK_EMPTY_MATCH]
     assert f.level == "fail" and f.line == 4
     assert "COMPLETED 0:0" in f.message and "line 8" in f.message
+
+
+def test_a_group_after_a_prefix_word_is_still_read():
+    script = HEAD + ("mkdir -p ckpt\ntime { L=$(ls -d ckpt/step_*); }\n"
+                     'if [ -z "$L" ]; then :; fi\n')
+    assert _worst(script) == "fail"
