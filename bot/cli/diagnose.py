@@ -45,6 +45,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if diagnosis.class_id in ("completed", NONE_CLASS) else EXIT_FAILED
 
 
+#: What decided a diagnosis, as the summary says it (bot.core.diagnose).
+DECIDED_BY = {
+    "signature": "a decisive log line",
+    "hint": "only how the log ends (no decisive line): look closer",
+    "accounting": "only Slurm accounting (the log does not say why): look closer",
+    "detector": "the measured progress and memory, not a log line",
+}
+
+
 def format_log_time(t: float | None) -> str:
     """A log time for humans: ISO (UTC) for epoch times, HH:MM:SS for date-less logs."""
     if t is None:
@@ -66,6 +75,8 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") ->
     budget = "counts against" if d.charges_budget else "does not count against"
     retry = "retryable" if d.retryable else "not retried automatically"
     lines.append(f"action: {d.action} ({retry}; {budget} the retry budget)")
+    if d.decided_by in DECIDED_BY:
+        lines.append("decided by: " + DECIDED_BY[d.decided_by])
     if d.upstream is not None:
         u = d.upstream
         lines.append(

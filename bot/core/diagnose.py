@@ -45,6 +45,13 @@ _FIRST_KEEP = 5  # matches kept per class: the first few ...
 _LAST_KEEP = 20  # ... and the latest ones
 _EVIDENCE_MAX = 6
 
+# What decided a diagnosis (Diagnosis.decided_by): how far a person may trust it.
+SIGNATURE = "signature"  # a decisive catalogue line (or a completion marker)
+HINT = "hint"  # only how the log ends: a traceback, a native abort, a launcher's exit line
+ACCOUNTING = "accounting"  # only Slurm's State / exit code: the log does not say why
+DETECTOR = "detector"  # a measured trend: stalled progress, growing memory, too little work
+PROGRESS = "progress"  # the log's progress lines (running, or the target reached)
+
 # Class ids trainbot uses beyond the catalogue's failure classes.
 NONE_CLASS = "none"  # a running job with nothing to report
 _ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
@@ -64,6 +71,8 @@ _ERROR_LINE = re.compile(
 _DECIDED_BY_LAST_HINT = frozenset({"host_oom"})
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)")
+# A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
+_SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -418,6 +427,7 @@ def diagnose(
     silent: SilentExitFinding | None = None
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
+    decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
     running = acct.is_running or acct.state in _NOT_STARTED or (
         acct.state is None and chosen is None
     )
@@ -427,23 +437,26 @@ def diagnose(
             series, judge_at, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
         )
         if stall is not None:
-            chosen = "hang"
+            chosen, decided_by = "hang", DETECTOR
             evidence = [Evidence(stall.last_line, stall.last_text)]
         elif leak is not None:
-            chosen = "memory_leak"
+            chosen, decided_by = "memory_leak", DETECTOR
             evidence = _leak_evidence(leak)
         elif acct.state is None and (
             _target_reached(series, target) or "completed" in {m.class_id for m in primary}
         ):
             chosen = "completed"
+            if "completed" in {m.class_id for m in primary}:
+                decided_by = SIGNATURE
         elif acct.state is None and (ended := _ends_in_error(matches, tail, series)):
-            chosen = ended  # no accounting, but the log ends in an unhandled error
+            chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
         else:
             chosen = NONE_CLASS
     elif chosen is None:
         chosen, silent = _settle_finished(
             catalogue, acct, series, matches, target, min_elapsed_s
         )
+        decided_by = DETECTOR if silent is not None else ACCOUNTING
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:
@@ -511,13 +524,16 @@ def diagnose(
         charges_budget=charges,
         hint=hint,
         title=cls.title if cls is not None else "",
-        detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent),
+        detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
+                           shm=chosen == "dataloader_worker_killed" and any(
+                               _SHM.search(m.text) for m in matches)),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
         metrics=metrics,
         upstream=upstream,
         during_checkpoint_save=during_save,
+        decided_by=decided_by,
     )
 
 
@@ -633,6 +649,8 @@ def case_detail(
     upstream: UpstreamCause | None,
     during_save: bool,
     silent: SilentExitFinding | None,
+    *,
+    shm: bool = False,
 ) -> dict[str, Any] | None:
     """This case's figures that the explanation states before the catalogue's hint (the
     templates word them: templates/_common.j2 `detail_text`); None when there are none."""
@@ -652,6 +670,8 @@ def case_detail(
                 "seconds_before_failure": upstream.seconds_before_failure}
     if class_id == "host_oom" and during_save:
         return {"kind": "saving"}
+    if shm:
+        return {"kind": "shm"}
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
         util = sum(utils) / len(utils) if utils else None

@@ -67,6 +67,7 @@ class Incident:
     # lang -> {"title"/"hint": text} a site catalogue gives itself (else the .po translates)
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     upstream_last_iter: int | None = None  # the iteration progress stopped at, before it
+    decided_by: str = "signature"  # what decided the class (Diagnosis.decided_by)
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ def build_incident(
         exit_code=exit_code,
         translations=diagnosis.translations,
         upstream_last_iter=up.last_iter if up else None,
+        decided_by=diagnosis.decided_by,
     )
 
 

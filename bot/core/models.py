@@ -82,7 +82,7 @@ class Diagnosis:
     Facts, no sentences: `title` and `hint` are the catalogue's texts (English message ids,
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
-    before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit
+    before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit | shm
     (bot.core.diagnose.case_detail), or None."""
 
     class_id: str
@@ -98,6 +98,9 @@ class Diagnosis:
     title: str = ""
     detail: Mapping[str, Any] | None = None
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: what decided it: signature | hint | accounting | detector | progress
+    #: (bot.core.diagnose; the thread says it, so a person knows when to look closer)
+    decided_by: str = "signature"
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""
@@ -113,4 +116,5 @@ class Diagnosis:
             "metrics": asdict(self.metrics),
             "upstream": asdict(self.upstream) if self.upstream else None,
             "during_checkpoint_save": self.during_checkpoint_save,
+            "decided_by": self.decided_by,
         }

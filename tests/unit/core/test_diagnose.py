@@ -479,3 +479,33 @@ def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, e
     # ... but a SIGKILL beside another cause's hint (a rank's SIGABRT) decides nothing alone
     mixed = text + "  traceback : Signal 6 (SIGABRT) received by PID 3431\n"
     assert _diagnose_text(catalogue, mixed).class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize(("text", "acct", "class_id", "decided_by"), [
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered\n", None,
+     "gpu_failure", "signature"),
+    ("iter 10/100 loss 1.0\nAborted (core dumped)\n", None, "unknown_failure", "hint"),
+    ("iter 10/100 loss 1.0\n", Accounting(state="FAILED", exit_code=1, signal=0),
+     "unknown_failure", "accounting"),
+    ("iter 10/100 loss 1.0\n", Accounting(state="TIMEOUT", exit_code=0, signal=15),
+     "time_limit", "accounting"),
+    ("Loaded checkpoint at iteration 3000\n",
+     Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=300),
+     "silent_exit", "detector"),
+    ("iter 10/100 loss 1.0\n", None, "none", "progress"),
+])
+def test_each_diagnosis_says_what_decided_it(catalogue, text, acct, class_id, decided_by):
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == (class_id, decided_by)
+    assert d.to_json()["decided_by"] == decided_by
+
+
+def test_a_worker_killed_by_a_bus_error_is_a_shared_memory_case_with_its_own_fix(catalogue):
+    d = _diagnose_text(catalogue, "ERROR: Unexpected bus error encountered in worker. This "
+                       "might be caused by insufficient shared memory (shm).\n")
+    assert d.class_id == "dataloader_worker_killed" and d.detail == {"kind": "shm"}
+    text = explain(d)
+    assert "/dev/shm" in text and "file_system" in text and "fewer DataLoader workers" in text
+    killed = _diagnose_text(catalogue, "RuntimeError: DataLoader worker (pid 7) is killed by "
+                            "signal: Killed.\n")
+    assert killed.class_id == "dataloader_worker_killed" and killed.detail is None
