@@ -29,6 +29,7 @@ from bot.core.metrics import (
     newline_offsets,
 )
 from bot.core.models import (
+    MEMORY_CLASSES,
     Accounting,
     Action,
     Diagnosis,
@@ -480,6 +481,15 @@ def diagnose(
             during_save = True
             evidence.append(Evidence(finding.save.start_line, finding.save.start_text))
 
+    leak_fit = None
+    if chosen in MEMORY_CLASSES and trend is not None and detect_leak(
+            series, None, trend=trend, min_samples=leak_min_samples) is not None:
+        start_iter = trend.finding.first.iteration or 0
+        leak_fit = {"slope_gib_per_100_iter": round(trend.slope_gib_per_100_iter, 3),
+                    "start_iter": start_iter,
+                    "start_gib": round(trend.intercept_gib
+                                       + trend.slope_gib_per_iter * start_iter, 2)}
+
     if chosen == "silent_exit":
         evidence += [Evidence(m.line_no, m.text) for m in matches
                      if m.class_id not in ("completed",)][:_EVIDENCE_MAX]
@@ -534,6 +544,7 @@ def diagnose(
         upstream=upstream,
         during_checkpoint_save=during_save,
         decided_by=decided_by,
+        leak_fit=leak_fit,
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
-from bot.core.policy import suggest_mem
+from bot.core.policy import leak_remedy, suggest_mem
 from bot.core.units import GIB
 
 
@@ -68,6 +68,8 @@ class Incident:
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     upstream_last_iter: int | None = None  # the iteration progress stopped at, before it
     decided_by: str = "signature"  # what decided the class (Diagnosis.decided_by)
+    # a host OOM after a steady leak: what memory can finish the run (LeakRemedy.facts())
+    leak: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,7 @@ def build_incident(
     max_rss_bytes: int | None = None,
     max_evidence: int | None = None,
     suggested_mem: str | None = None,
+    mem_policy: Any = None,
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
     proposed actions as data.
@@ -210,9 +213,15 @@ def build_incident(
     if diagnosis.class_id == "completed" or diagnosis.action == Action.NONE:
         lost_iters, lost_seconds = None, None
 
-    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter,
-                         mem=suggested_mem or _default_mem(diagnosis, mem_limit_bytes,
-                                                           max_rss_bytes))
+    remedy = (leak_remedy(diagnosis, resume_iter=last_checkpoint_iter,
+                          limit_bytes=mem_limit_bytes, max_rss_bytes=max_rss_bytes,
+                          policy=mem_policy)
+              if diagnosis.class_id in MEMORY_CLASSES else None)
+    mem = suggested_mem or _default_mem(diagnosis, mem_limit_bytes, max_rss_bytes)
+    if remedy is not None:
+        # no --mem can finish a hopeless leak; otherwise the --mem that reaches the target
+        mem = None if remedy.hopeless else (suggested_mem or f"{remedy.need_gib}G")
+    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem)
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
     if max_evidence is not None:
         evidence = evidence[-max_evidence:]
@@ -245,6 +254,7 @@ def build_incident(
         translations=diagnosis.translations,
         upstream_last_iter=up.last_iter if up else None,
         decided_by=diagnosis.decided_by,
+        leak=remedy.facts() if remedy is not None else None,
     )
 
 

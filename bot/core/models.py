@@ -101,6 +101,9 @@ class Diagnosis:
     #: what decided it: signature | hint | accounting | detector | progress
     #: (bot.core.diagnose; the thread says it, so a person knows when to look closer)
     decided_by: str = "signature"
+    #: a host OOM after a steady RSS trend: {slope_gib_per_100_iter, start_iter, start_gib}
+    #: (the fitted RSS line, its value at the run's first measured iteration); else None
+    leak_fit: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""
@@ -117,4 +120,5 @@ class Diagnosis:
             "upstream": asdict(self.upstream) if self.upstream else None,
             "during_checkpoint_save": self.during_checkpoint_save,
             "decided_by": self.decided_by,
+            "leak_fit": dict(self.leak_fit) if self.leak_fit is not None else None,
         }

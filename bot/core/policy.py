@@ -233,11 +233,15 @@ def decide(
     *,
     checkpoint_iter: int | None = None,
     accounting: Accounting | None = None,
+    worker_rss: tuple[int, int] | None = None,
+    trainer_rss: tuple[int, int] | None = None,
 ) -> Decision:
     """The decision for one diagnosed job.
 
     `checkpoint_iter` is the iteration of the latest COMPLETE checkpoint (None: start from
-    scratch); `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal.
+    scratch); `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal;
+    after a steady leak (`leak_remedy`) the --mem is what finishes the run, or none when no
+    memory can (`worker_rss` / `trainer_rss` from the sampler name what grows).
     A running job's diagnosis (none / hang / memory_leak) returns the first early warning.
     """
     p = params_from(policy)
@@ -327,7 +331,8 @@ def decide(
         )
     # Action.ASK
     if cid in MEMORY_CLASSES:
-        return _host_oom(diagnosis, p, accounting, charged, not_before, where, base)
+        return _host_oom(diagnosis, p, accounting, charged, not_before, where, base,
+                         worker_rss=worker_rss, trainer_rss=trainer_rss)
     return Decision(
         DecisionKind.PROPOSE_RESUBMIT,
         f"{cid}: a person should decide; resubmit {where} is offered. {diagnosis.hint}".strip(),
@@ -351,8 +356,29 @@ def _host_oom(
     not_before: float,
     where: str,
     base: dict[str, Any],
+    *,
+    worker_rss: tuple[int, int] | None = None,
+    trainer_rss: tuple[int, int] | None = None,
 ) -> Decision:
     saving = " while saving a checkpoint" if diagnosis.during_checkpoint_save else ""
+    remedy = leak_remedy(diagnosis, resume_iter=base.get("resume_from"),
+                         limit_bytes=accounting.mem_limit_bytes if accounting else None,
+                         max_rss_bytes=accounting.max_rss_bytes if accounting else None,
+                         policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss)
+    if remedy is not None and remedy.hopeless:
+        who = f"; growing: {remedy.role}" if remedy.role else ""
+        return Decision(
+            DecisionKind.ASK_HUMAN,
+            f"host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
+            f"iterations{who}): reaching iteration {remedy.target_iter} needs ~"
+            f"{remedy.need_gib}G, above {remedy.ceiling_gib}G, so no --mem finishes the run "
+            f"(with {remedy.with_gib}G: ~iter {remedy.reach_iter} of {remedy.target_iter}); "
+            "run `trainbot probe dataloader` for the recipe to find what grows",
+            charged=charged,
+            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "leak_hopeless", **remedy.facts()},
+            **base,
+        )
     if diagnosis.class_id == "dataloader_worker_killed":
         saving = " (a DataLoader worker was killed)" + saving
     limit = accounting.mem_limit_bytes if accounting else None
@@ -371,6 +397,9 @@ def _host_oom(
             **base,
         )
     mem_bytes, mem_text = size
+    if remedy is not None and remedy.need_gib * GIB > mem_bytes:
+        mem_bytes, mem_text = remedy.need_gib * GIB, f"{remedy.need_gib}G"  # finishes the run
+        facts["leak"] = remedy.facts()
     current = max(limit or 0, max_rss or 0)
     if mem_bytes <= current:
         return Decision(
@@ -395,6 +424,81 @@ def _host_oom(
         offers=(OFFER_RESUBMIT_MEM, OFFER_RESUBMIT, OFFER_DISMISS),
         facts={"why": "mem_propose", **facts},
         **base,
+    )
+
+
+@dataclass(frozen=True)
+class LeakRemedy:
+    """What more memory can do after a host OOM that followed a steady RSS trend.
+
+    From the last complete checkpoint (`resume_iter`) the process starts again at
+    `start_gib` and grows `slope_gib_per_100_iter`: reaching `target_iter` needs `need_gib`.
+    `hopeless` when that is above the site's cap or twice the current limit: no `--mem`
+    finishes the run; `with_gib` (the `--mem` a plain OOM would get) reaches `reach_iter`.
+    `role` is what grows, from the sampler (DataLoader workers / trainer), else None."""
+
+    slope_gib_per_100_iter: float
+    start_gib: float
+    resume_iter: int
+    target_iter: int
+    need_gib: int
+    ceiling_gib: int | None
+    hopeless: bool
+    with_gib: int
+    reach_iter: int
+    role: str | None = None
+
+    def facts(self) -> dict[str, Any]:
+        return {"slope": self.slope_gib_per_100_iter, "need_gib": self.need_gib,
+                "ceiling_gib": self.ceiling_gib, "with_gib": self.with_gib,
+                "reach_iter": self.reach_iter, "target": self.target_iter,
+                "resume_from": self.resume_iter, "role": self.role,
+                "hopeless": self.hopeless}
+
+
+def leak_remedy(
+    diagnosis: Diagnosis,
+    *,
+    resume_iter: int | None,
+    limit_bytes: int | None,
+    max_rss_bytes: int | None = None,
+    policy: Any = None,
+    worker_rss: tuple[int, int] | None = None,
+    trainer_rss: tuple[int, int] | None = None,
+) -> LeakRemedy | None:
+    """The memory a leaking run needs to finish (see LeakRemedy); None without a steady
+    trend (`Diagnosis.leak_fit`) or a target iteration. `worker_rss` / `trainer_rss` are the
+    sampler's (start, now) RSS of each role: the one that grew most is named."""
+    fit, target = diagnosis.leak_fit, diagnosis.metrics.target_iter
+    if not fit or not target or fit["slope_gib_per_100_iter"] <= 0:
+        return None
+    p = params_from(policy)
+    per_iter = fit["slope_gib_per_100_iter"] / 100
+    resume = resume_iter or 0
+    need = fit["start_gib"] + per_iter * max(0, target - resume)
+    step = 10 if need >= 100 else 1
+    need_gib = int(math.ceil(need / step - 1e-9)) * step
+    ceilings = [int(p.mem_cap_bytes // GIB)] if p.mem_cap_bytes is not None else []
+    if limit_bytes:
+        ceilings.append(int(2 * limit_bytes // GIB))
+    ceiling = min(ceilings) if ceilings else None
+    size = suggest_mem(limit_bytes, max_rss_bytes, policy=p)
+    with_gib = int(size[0] // GIB) if size is not None else (ceiling or need_gib)
+    reach = resume + (with_gib - fit["start_gib"]) / per_iter
+    grew = {name: now / start for name, rss in (("workers", worker_rss),
+                                                ("trainer", trainer_rss))
+            if rss is not None and (start := rss[0]) > 0 and (now := rss[1]) > start * 1.25}
+    return LeakRemedy(
+        slope_gib_per_100_iter=fit["slope_gib_per_100_iter"],
+        start_gib=fit["start_gib"],
+        resume_iter=resume,
+        target_iter=target,
+        need_gib=need_gib,
+        ceiling_gib=ceiling,
+        hopeless=ceiling is not None and need_gib > ceiling,
+        with_gib=with_gib,
+        reach_iter=int(max(resume, min(target, reach))),
+        role=max(grew, key=lambda k: grew[k]) if grew else None,
     )
 
 

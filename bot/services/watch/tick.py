@@ -497,7 +497,9 @@ class Watcher:
         history = self._history(jw.chain_id, current_job=str(jw.job_id),
                                 current_last_iter=diag.metrics.last_iter)
         checkpoint = self._checkpoint(jw.recipe)
-        decision = decide(diag, history, p, now, checkpoint_iter=checkpoint, accounting=acct)
+        decision = decide(diag, history, p, now, checkpoint_iter=checkpoint, accounting=acct,
+                          worker_rss=role_growth(jw.sampler, "worker"),
+                          trainer_rss=role_growth(jw.sampler, "trainer"))
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)
         key = f"{self.cluster}:{jw.job_id}:final"

@@ -88,3 +88,50 @@ def test_a_write_that_fails_half_way_removes_the_folder_it_created(tmp_path: Pat
     assert main(["report", str(STORIES / "108687.log"), "--out", str(out)]) == 2
     assert "cannot write message.txt: No space left on device" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
+
+
+def _leak_log(path: Path) -> Path:
+    """Host RSS 40 GiB + 12 GiB per 100 iterations, a checkpoint at 500, OOM-killed at 670."""
+    lines = []
+    for k, i in enumerate(range(0, 671, 10)):
+        t = 45 * k
+        lines.append(f"2025-05-14 {10 + t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d} | INFO "
+                     f"| iter: {i}/6000 | loss: 0.9 | 4.50 s/iter | rss: {40 + 0.12 * i:.1f} GiB")
+        if i == 500:
+            lines.append("2025-05-14 12:43:00 | INFO | Saving checkpoint at iteration 500")
+            lines.append("2025-05-14 12:43:30 | INFO | Saved checkpoint at iteration 500")
+    lines.append("slurmstepd: error: Detected 1 oom_kill event in StepId=9001.0. Some of the "
+                 "step tasks have been OOM Killed.")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_report_on_a_leak_driven_oom_offers_the_probe_not_a_hopeless_mem(tmp_path: Path,
+                                                                          lang: str):
+    out = tmp_path / "out"
+    code = main(["report", str(_leak_log(tmp_path / "9001.log")), "--state", "OUT_OF_MEMORY",
+                 "--exit-code", "0:9", "--mem-limit", "120G", "--lang", lang,
+                 "--out", str(out)])
+    assert code == 0
+    payload = json.loads((out / "message.json").read_text())
+    assert validate_blocks(payload["blocks"]) == []
+    text = (out / "message.txt").read_text()
+    assert "Resubmit with --mem" not in text
+    buttons = [e for b in payload["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert not any("mem" in e.get("action_id", "") for e in buttons)
+    assert "trainbot probe dataloader" in text
+    # 40 + 0.12 x (6000 - 500) = 700 GiB needed, above 2 x 120; the 180G a plain OOM would
+    # get reaches 500 + (180 - 40) / 0.12 = iter 1,666
+    assert "700G" in text and "240G" in text and "180G" in text and "1,666" in text
+
+
+def test_report_on_a_short_leak_proposes_the_mem_that_finishes_the_run(tmp_path: Path):
+    out = tmp_path / "out"
+    log = _leak_log(tmp_path / "9002.log")
+    code = main(["report", str(log), "--state", "OUT_OF_MEMORY", "--exit-code", "0:9",
+                 "--mem-limit", "120G", "--target-iter", "1200", "--out", str(out)])
+    assert code == 0
+    text = (out / "message.txt").read_text()
+    # 40 + 0.12 x (1200 - 500) = 124 -> 130G (10 GiB steps), below 2 x 120: it finishes
+    assert "--mem=130G finishes it." in text and "Resubmit with --mem=130G" in text

@@ -452,3 +452,42 @@ def test_a_decision_reads_back_as_it_was_stored():
                                     {"kind": 3, "charged": True}])
 def test_a_stored_decision_of_missing_or_unknown_kind_asks_a_person(stored):
     assert Decision.from_json(stored).kind is DecisionKind.ASK_HUMAN
+
+
+# ------------------------------------------------------------------ a leak-driven host OOM
+
+LEAK = {"slope_gib_per_100_iter": 12.0, "start_iter": 0, "start_gib": 40.0}
+OOM_120G = Accounting(state="OUT_OF_MEMORY", exit_code=0, signal=9, mem_limit_bytes=120 * GIB,
+                      max_rss_bytes=118 * GIB)
+
+
+def test_a_leak_no_memory_can_finish_gets_no_mem_button_but_how_far_memory_gets():
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=6000))
+    dec = decide(d, chain(), MANUAL, NOW, checkpoint_iter=500, accounting=OOM_120G,
+                 worker_rss=(2 * GIB, 9 * GIB), trainer_rss=(30 * GIB, 31 * GIB))
+    assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem is None
+    assert "resubmit_mem" not in dec.offers
+    f = dec.facts
+    assert f["why"] == "leak_hopeless" and f["need_gib"] == 700 and f["ceiling_gib"] == 240
+    assert (f["with_gib"], f["reach_iter"], f["target"]) == (180, 1666, 6000)
+    assert f["role"] == "workers" and "trainbot probe dataloader" in dec.reason
+
+
+def test_a_leak_that_more_memory_finishes_proposes_that_memory():
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=1200))
+    dec = decide(d, chain(), MANUAL, NOW, checkpoint_iter=500, accounting=OOM_120G)
+    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT
+    # 40 + 0.12 x (1200 - 500) = 124 GiB, but a plain OOM already gets 180G: the larger one
+    assert dec.mem == "180G" and "leak" not in dec.facts
+    longer = diag("host_oom", last_iter=670, leak_fit=LEAK,
+                  metrics=DiagnosisMetrics(last_iter=670, target_iter=1800))
+    dec = decide(longer, chain(), MANUAL, NOW, checkpoint_iter=500, accounting=OOM_120G)
+    assert dec.mem == "200G" and dec.facts["leak"]["need_gib"] == 200  # 196 -> 200 (10 GiB)
+
+
+def test_a_host_oom_without_a_steady_trend_keeps_the_plain_mem_proposal():
+    dec = decide(diag("host_oom"), chain(), MANUAL, NOW, checkpoint_iter=500,
+                 accounting=OOM_120G)
+    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "180G"
