@@ -343,7 +343,8 @@ def _health_server(services: BotContext, scheduler: JobScheduler, ticks: TickHea
         return True, "ok"
 
     ticks.metrics.watch_store(
-        pending_approvals=lambda: store.approvals.pending_count(ticks.clock()),
+        pending_approvals=lambda: sum(1 for a in store.approvals.pending()
+                                      if a.expires_at > ticks.clock()),
         lease_holders=lambda: [(job.id, holder) for job in scheduler.jobs()
                                if (holder := store.leases.holder(job.id)) is not None])
     try:

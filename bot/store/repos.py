@@ -577,13 +577,6 @@ class ApprovalsRepo(_Repo):
             rows = conn.execute(query).all()
         return [_row(Approval, r) for r in rows]
 
-    def pending_count(self, now: float) -> int:
-        """Approvals still waiting for a person at `now` (pending, not expired)."""
-        query = select(func.count()).select_from(t.approvals).where(
-            and_(t.approvals.c.state == "pending", t.approvals.c.expires_at > now))
-        with self._engine.begin() as conn:
-            return int(conn.execute(query).scalar() or 0)
-
     def for_chain(self, chain_id: int, state: str | None = None) -> list[Approval]:
         query = select(t.approvals).where(t.approvals.c.chain_id == chain_id)
         if state is not None:
