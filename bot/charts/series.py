@@ -8,13 +8,12 @@ import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from bot.charts.figures import loss_chart, progress_chart, rss_chart
+from bot.charts.figures import Gettext, loss_chart, progress_chart, rss_chart
 from bot.core.detectors import leak_trend
-from bot.core.models import Diagnosis
+from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.sampler_series import rss_by_iteration, rss_metric_series
 from bot.core.units import GIB
 
-QUIET_CLASSES = frozenset({"completed", "none", "memory_leak"})  # no failure mark
 MIN_TREND_GIB_PER_100 = 0.5  # flatter than this, a trend line only adds noise
 CHART_NAMES = ("rss.png", "progress.png", "loss.png")
 
@@ -25,39 +24,48 @@ def charts_for(
     *,
     job_id: str,
     mem_limit_bytes: int | None,
-    earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]] = (),
+    earlier_attempts: Sequence[AttemptTrace] = (),
     sampler: Any = None,
     skew: float | None = None,
     names: Collection[str] = CHART_NAMES,
+    gettext: Gettext | None = None,
 ) -> dict[str, bytes]:
     """Those of `names` ("rss.png", "progress.png", "loss.png") the series has data for (2+
-    RSS samples, 2+ timed iterations, 2+ loss values). `earlier_attempts` (job id, [(time,
-    iteration)]) are drawn before this job on the progress chart's shared time axis.
+    RSS samples, 2+ timed iterations, 2+ loss values). `earlier_attempts` are drawn before
+    this job on the progress chart's shared time axis, each with its saves and failure.
+    `gettext` words the titles and labels (the thread's language; default English).
 
     `sampler` (a bot.core.sampler_series.SamplerSeries, wall-clock times; `skew` = log clock
     minus wall clock, None: the same clock) adds the DataLoader workers' RSS to the RSS chart,
     and is the host RSS there when the log prints none (then any sstat samples in the series
     are not drawn: one source per line)."""
+    _ = gettext or _english
     out: dict[str, bytes] = {}
     if "rss.png" in names:
-        rss = _rss_png(series, job_id, mem_limit_bytes, sampler, skew)
+        rss = _rss_png(series, job_id, mem_limit_bytes, sampler, skew, _)
         if rss is not None:
             out["rss.png"] = rss
     if "progress.png" in names:
-        progress = _progress_png(series, diagnosis, job_id, earlier_attempts)
+        progress = _progress_png(series, diagnosis, job_id, earlier_attempts, _)
         if progress is not None:
             out["progress.png"] = progress
     losses = [(s.iteration, s.loss) for s in series.samples
               if s.iteration is not None and s.loss is not None]
     if "loss.png" in names and (
             len(losses) >= 2 or any(not math.isfinite(v) for _, v in losses)):
-        out["loss.png"] = loss_chart(losses, title=f"Loss · job {job_id}")
+        out["loss.png"] = loss_chart(losses, title=_("Loss · job %(job)s") % {"job": job_id},
+                                     gettext=_)
     return out
 
 
+def _english(message: str) -> str:
+    return message
+
+
 def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any,
-             skew: float | None) -> bytes | None:
-    host, source, workers = series, "", None
+             skew: float | None, _: Gettext) -> bytes | None:
+    host, workers = series, None
+    title = _("Host RSS · job %(job)s") % {"job": job_id}
     if sampler is not None and sampler.points:
         # The log's progress on the sampler's (wall) clock places its points at iterations.
         progress = [(s.time - (skew or 0.0), s.iteration) for s in series.samples
@@ -68,7 +76,8 @@ def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any
         if not series.log_rss_seen:
             mapped = rss_metric_series(sampler, progress)
             if len(mapped.samples) >= 2:
-                host, source = mapped, " (sampler)"
+                host = mapped
+                title = _("Host RSS (sampler) · job %(job)s") % {"job": job_id}
     rss = [(s.iteration, s.host_rss_bytes) for s in host.rss_points()
            if s.iteration is not None]
     if len(rss) < 2:
@@ -82,12 +91,11 @@ def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any
         projected = f.projected_oom_iter
     return rss_chart(rss, mem_limit_bytes=mem_limit_bytes, trend=line,
                      projected_oom_iter=projected, worker_series=workers,
-                     title=f"Host RSS{source} · job {job_id}")
+                     title=title, gettext=_)
 
 
 def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
-                  earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]]
-                  ) -> bytes | None:
+                  earlier_attempts: Sequence[AttemptTrace], _: Gettext) -> bytes | None:
     timed = [(s.time, s.iteration) for s in series.samples
              if s.time is not None and s.iteration is not None]
     if len(timed) < 2:
@@ -104,12 +112,19 @@ def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
     unfinished = [w.start_time for w in windows
                   if w.end_line is None and w.start_time is not None]
     failures = []
+    for earlier in earlier_attempts:  # every attempt keeps its saves and its failure mark
+        saves = [*earlier.saves, *saves]
+        if earlier.failure is not None:
+            failures.append((earlier.failure[0], _("%(cause)s (job %(job)s)") % {
+                "cause": earlier.failure[1], "job": earlier.job_id}))
     if diagnosis.class_id not in QUIET_CLASSES and end:
-        failures.append((end, diagnosis.class_id))
+        failures.append((end, _("%(cause)s (job %(job)s)") % {
+            "cause": diagnosis.class_id, "job": job_id}))
     return progress_chart(
-        [*earlier_attempts, (job_id, timed)], stalls=stalls, saves=saves,
-        failures=failures, unfinished_saves=unfinished,
-        target_iter=diagnosis.metrics.target_iter, title=f"Progress · job {job_id}")
+        [*((a.job_id, a.points) for a in earlier_attempts), (job_id, timed)], stalls=stalls,
+        saves=saves, failures=failures, unfinished_saves=unfinished,
+        target_iter=diagnosis.metrics.target_iter,
+        title=_("Progress · job %(job)s") % {"job": job_id}, gettext=_)
 
 
 class SeriesCharts:
@@ -117,9 +132,12 @@ class SeriesCharts:
 
     def charts_for(self, series: Any, diagnosis: Diagnosis, *, job_id: str,
                    mem_limit_bytes: int | None,
-                   earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]] = (),
+                   earlier_attempts: Sequence[AttemptTrace] = (),
                    sampler: Any = None, skew: float | None = None,
-                   names: Collection[str] = CHART_NAMES) -> dict[str, bytes]:
+                   names: Collection[str] = CHART_NAMES, lang: str = "en",
+                   override_dir: str | None = None) -> dict[str, bytes]:
+        from bot.slack.render import translator  # the message catalogue of `lang`
+
         return charts_for(series, diagnosis, job_id=job_id, mem_limit_bytes=mem_limit_bytes,
                           earlier_attempts=earlier_attempts, sampler=sampler, skew=skew,
-                          names=names)
+                          names=names, gettext=translator(lang, override_dir).gettext)

@@ -67,8 +67,10 @@ def _last_checkpoint(series: Any, failed_line: int | None) -> tuple[int | None, 
     return best
 
 
-def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True) -> Report:
-    """Diagnose the analysed log and build the message view and chart data (no I/O)."""
+def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True,
+                 lang: str = "en") -> Report:
+    """Diagnose the analysed log and build the message view and chart data (no I/O); the
+    charts' words in `lang`."""
     analysis, acct = inp.analysis, inp.accounting
     diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
     series = analysis.series
@@ -105,9 +107,11 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
     report = Report(template, view, diagnosis)
     if charts:
         from bot.charts.series import charts_for  # matplotlib: import only when drawing
+        from bot.slack.render import translator
 
         report.charts = charts_for(series, diagnosis, job_id=job_id,
-                                   mem_limit_bytes=acct.mem_limit_bytes)
+                                   mem_limit_bytes=acct.mem_limit_bytes,
+                                   gettext=translator(lang).gettext)
     return report
 
 
@@ -124,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     # leaves no folder behind.
     inp = read_log_arguments(args)
     job_id = args.job_id or (Path(args.log).name.split(".")[0] if args.log != "-" else "stdin")
-    report = build_report(inp, job_id=job_id, recipe=args.recipe)
+    report = build_report(inp, job_id=job_id, recipe=args.recipe, lang=args.lang)
     try:
         blocks, text = render_blocks(report.template, args.lang, report.view,
                                      override_dir=args.templates)

@@ -122,3 +122,18 @@ class Diagnosis:
             "decided_by": self.decided_by,
             "leak_fit": dict(self.leak_fit) if self.leak_fit is not None else None,
         }
+
+
+# Classes that end or mark a run without a failure: no ✕ on a progress chart.
+QUIET_CLASSES = frozenset({"completed", "none", "memory_leak"})
+
+
+@dataclass(frozen=True)
+class AttemptTrace:
+    """An earlier attempt of a chain as its progress chart draws it: (time, iteration) points,
+    the times of its checkpoint saves, and where it failed (time, class id), if it did."""
+
+    job_id: str
+    points: tuple[tuple[float, float], ...]
+    saves: tuple[float, ...] = ()
+    failure: tuple[float, str] | None = None

@@ -21,7 +21,7 @@ from bot.store import Store
 
 if TYPE_CHECKING:
     from bot.core.metrics import MetricSeries
-    from bot.core.models import Diagnosis
+    from bot.core.models import AttemptTrace, Diagnosis
     from bot.core.sampler_series import SamplerSeries
     from bot.core.slurm.records import JobRecord
     from bot.core.slurm.sbatch import SubmitSpec
@@ -182,9 +182,12 @@ class ChartMaker(Protocol):
 
     def charts_for(self, series: MetricSeries, diagnosis: Diagnosis, *, job_id: str,
                    mem_limit_bytes: int | None,
-                   earlier_attempts: Sequence[tuple[str, Sequence[tuple[float, float]]]] = (),
+                   earlier_attempts: Sequence[AttemptTrace] = (),
                    sampler: SamplerSeries | None = None, skew: float | None = None,
-                   names: Collection[str] = ...) -> dict[str, bytes]: ...
+                   names: Collection[str] = ..., lang: str = "en",
+                   override_dir: str | None = None) -> dict[str, bytes]:
+        """`lang`: the titles' and labels' language (`override_dir`: a site's catalogue)."""
+        ...
 
 
 # ------------------------------------------------------------------------------ the context

@@ -45,11 +45,20 @@ import logging
 from collections import OrderedDict
 
 from bot.core.incident import build_completion, build_incident
+from bot.core.metrics import MetricSeries
+from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
-from bot.services.threads import has_thread, refresh_root, render, section, thread_note
+from bot.services.threads import (
+    has_thread,
+    lang_of,
+    refresh_root,
+    render,
+    section,
+    thread_note,
+)
 from bot.services.watch.events import WatchEvent
 
 log = logging.getLogger(__name__)
@@ -65,8 +74,8 @@ class ThreadEvents:
 
     def __init__(self, ctx: BotContext) -> None:
         self.ctx = ctx
-        # chain id -> job id -> (time, iteration) of its attempts that ended, oldest first
-        self._progress: dict[int, OrderedDict[str, list[tuple[float, float]]]] = {}
+        # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
+        self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
 
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
@@ -169,10 +178,9 @@ class ThreadEvents:
         self._progress[chain_id] = earlier  # most recently charted last
         while len(self._progress) > KEEP_CHAINS:
             self._progress.pop(next(iter(self._progress)))
-        if stage == "final":  # this attempt's line, for the next attempts' progress charts
+        if stage == "final":  # this attempt, for the next attempts' progress charts
             earlier.pop(job, None)
-            earlier[job] = _thin([(s.time, s.iteration) for s in series.samples
-                                  if s.time is not None and s.iteration is not None])
+            earlier[job] = _trace(series, event.diagnosis, job)
             while len(earlier) > KEEP_ATTEMPTS:
                 earlier.popitem(last=False)
         try:
@@ -180,8 +188,10 @@ class ThreadEvents:
             charts = drawer.charts_for(
                 series, event.diagnosis, job_id=job,
                 mem_limit_bytes=rec.mem_limit_bytes if rec else None,
-                earlier_attempts=[(j, pts) for j, pts in earlier.items() if j != job],
-                sampler=event.sampler, skew=event.skew, names=names)
+                earlier_attempts=[t for j, t in earlier.items() if j != job],
+                sampler=event.sampler, skew=event.skew, names=names,
+                lang=lang_of(self.ctx.config, event.recipe),
+                override_dir=self.ctx.config.templates.dir)
         except Exception:  # noqa: BLE001 - the event's text is what matters
             log.exception("%s: drawing the %s charts of job %s failed; posted without them",
                           event.key, stage, job)
@@ -308,6 +318,18 @@ class WebhookEvents:
 
     def chain_changed(self, chain_id: int) -> None:
         self.inner.chain_changed(chain_id)
+
+
+def _trace(series: MetricSeries, diagnosis: Diagnosis, job: str) -> AttemptTrace:
+    """An attempt as later progress charts draw it: its points (thinned), its checkpoint
+    saves and its failure mark."""
+    points = _thin([(s.time, float(s.iteration)) for s in series.samples
+                    if s.time is not None and s.iteration is not None])
+    saves = tuple(w.end_time for w in series.save_windows() if w.end_time is not None)
+    end = series.last_time
+    failure = (end, diagnosis.class_id) \
+        if diagnosis.class_id not in QUIET_CLASSES and end is not None else None
+    return AttemptTrace(job, tuple(points), saves[-KEEP_POINTS:], failure)
 
 
 def _thin(points: list[tuple[float, float]]) -> list[tuple[float, float]]:

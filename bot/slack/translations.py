@@ -99,7 +99,8 @@ def main() -> None:
     from bot.slack.render import templates_root
 
     root = templates_root()
-    catalog = extract(root, (Path(__file__).resolve().parent,))
+    bot_dir = Path(__file__).resolve().parents[1]
+    catalog = extract(root, (bot_dir / "slack", bot_dir / "charts"))
     with (root / "locale" / f"{DOMAIN}.pot").open("wb") as f:
         write_po(f, catalog, width=100, omit_header=True, sort_output=True)
 

@@ -322,3 +322,55 @@ def test_the_progress_chart_overlays_the_chains_last_attempts_until_the_chain_en
     events.publish(incident(20, other.id))  # the other chain is charted: ours is dropped
     events.publish(incident(9))
     assert lines_drawn[-1] == ["9009"]
+
+
+def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its_language(
+        store, monkeypatch):
+    import time
+
+    import bot.charts.series
+    from bot.core.diagnose import LogAnalysis
+    from bot.core.models import Accounting
+    from bot.core.policy import Decision, DecisionKind
+
+    drawn = []
+    real_progress_chart = bot.charts.series.progress_chart
+
+    def spy(attempts, **kwargs):
+        drawn.append(kwargs)
+        return real_progress_chart(attempts, **kwargs)
+
+    monkeypatch.setattr(bot.charts.series, "progress_chart", spy)
+    sink = ChartSink(store)
+    ctx, _, chain = _chart_thread(store, sink, lang="ko")
+    events = ThreadEvents(ctx)
+
+    def incident(n: int) -> WatchEvent:
+        analysis = LogAnalysis(Catalogue.load())
+        start = T0 + 600 * n
+        lines = []
+        for k in range(20):
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(start + 4.5 * k))
+            lines.append(f"{stamp}.000 | INFO | iter: {100 * n + k}/8000 | loss: 0.9\n")
+            if k == 10:
+                lines.append(f"{stamp}.500 | INFO | Saving checkpoint at iteration {k}\n"
+                             f"{stamp}.900 | INFO | Saved checkpoint iter_{k}\n")
+        analysis.feed("".join(lines).encode())
+        analysis.finish()
+        diag = analysis.diagnose(Accounting(state="FAILED", exit_code=1, signal=0))
+        job = str(9000 + n)
+        return WatchEvent("incident", f"dev:{job}:final", "dev", f"job {job} FAILED", chain.id,
+                          job, "mix", diagnosis=diag,
+                          decision=Decision(DecisionKind.STOP, "stopped", diag.class_id),
+                          series=analysis.series)
+
+    first, second = incident(1), incident(2)
+    assert first.diagnosis.class_id == "unknown_failure"
+    events.publish(first)
+    events.publish(second)
+    last = drawn[-1]
+    assert len(last["saves"]) == 2  # the first attempt's save is still marked
+    causes = [label for _, label in last["failures"]]
+    cause = first.diagnosis.class_id
+    assert causes == [f"{cause} (작업 9001)", f"{cause} (작업 9002)"]  # both failures
+    assert last["title"] == "진행 · 작업 9002"

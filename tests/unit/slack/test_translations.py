@@ -25,7 +25,7 @@ def placeholders(text: str) -> set[str]:
 @pytest.fixture(scope="module")
 def used():
     """Every message id in use: the templates, `_()` in bot/slack, the failure catalogue."""
-    return extract(templates_root(), (ROOT / "bot" / "slack",))
+    return extract(templates_root(), (ROOT / "bot" / "slack", ROOT / "bot" / "charts"))
 
 
 def test_message_ids_are_found_in_templates_python_and_the_failure_catalogue(used) -> None:
