@@ -65,7 +65,7 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
     sink = SlackPoster(client, store, redactor=redactor) if client is not None else None
     return BotContext(config=config, store=store, clusters=clusters,
                       renderer=TemplateRenderer(), catalogue=catalogue, sink=sink,
-                      charts=SeriesCharts() if sink is not None else None)
+                      charts=SeriesCharts() if sink is not None else None, home=sink)
 
 
 def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> WebClient:
@@ -221,6 +221,7 @@ def build_app(
     `app.dispatch`.
     """
     import handlers.actions
+    import handlers.home
     import handlers.slash_commands
 
     if client is None:
@@ -248,6 +249,7 @@ def build_app(
 
     handlers.slash_commands.register(app, services)
     handlers.actions.register(app, services)
+    handlers.home.register(app, services)
     return app
 
 

@@ -1,4 +1,5 @@
-"""Button clicks on approval prompts: ack at once, then accept the click (once) and act.
+"""Button clicks on approval prompts (in a thread or on the Home tab): ack at once, then accept
+the click (once) and act.
 
 Action ids are `ActionId` members (bot.slack.views, the one list every button is built
 from: one listener each here, so no button goes unheard); the button value is the prompt's
@@ -15,7 +16,8 @@ from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
 from bot.core.redact import Redactor
-from bot.services.approvals import ClickResult, click_reply, handle_click
+from bot.services.approvals import ClickResult, after_click, click_reply, handle_click
+from bot.services.home import publish_home
 from bot.services.ports import BotContext
 from bot.slack.views import ActionId
 
@@ -38,17 +40,27 @@ def retry_num(request: BoltRequest) -> int:
 def make_run_click(services: BotContext):  # noqa: ANN201 - a Bolt listener
     def run_click(body: dict[str, Any], action: dict[str, Any], client: WebClient,
                   respond: Respond, request: BoltRequest, logger: Logger) -> None:
+        token, user = str(action.get("value") or ""), body["user"]["id"]
+        from_home = (body.get("view") or {}).get("type") == "home"
+        now = services.clock()
         try:
-            result = handle_click(services, str(action.get("value") or ""),
-                                  str(action.get("action_id")), body["user"]["id"],
-                                  services.clock(), retry_num(request))
+            result = handle_click(services, token, str(action.get("action_id")), user, now,
+                                  retry_num(request))
         except Exception:  # lazy listeners' errors never reach @app.error: report them here
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))
-            respond(text=click_reply(services, None, "internal_error"),
-                    response_type="ephemeral", replace_original=False)
+            failed = click_reply(services, None, "internal_error")
+            if from_home:
+                publish_home(services, user, now, notice=failed)
+            else:
+                respond(text=failed, response_type="ephemeral", replace_original=False)
             return
-        show(result, body, client, respond, services.config.redactor())
+        if not from_home:  # a Home tab click has no message to update, no response_url
+            show(result, body, client, respond, services.config.redactor())
+        try:
+            after_click(services, token, result, user, now, from_home=from_home)
+        except Exception:  # the click itself is done; a Home tab refresh is best effort
+            logger.exception("refreshing the Home tabs after %s failed", token)
 
     return run_click
 

@@ -24,6 +24,9 @@ from urllib.parse import parse_qs, urlparse
 # Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks) and the ~13k payload cap
 # reported for chat.postMessage (`msg_blocks_too_long`).
 MAX_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100  # a Home tab or modal view (Block Kit: "up to 100 blocks")
+MAX_PRIVATE_METADATA = 3000
+MAX_VIEW_JSON_CHARS = 250_000  # views.publish rejects a larger `view` argument
 MAX_SECTION_TEXT = 3000
 MAX_HEADER_TEXT = 150
 MAX_BUTTON_TEXT = 75
@@ -68,13 +71,14 @@ class _Fault:
     drop: bool = False  # close the connection instead of answering
 
 
-def validate_blocks(blocks: Any) -> list[str]:
-    """Slack-style error messages for a blocks array ([] when valid)."""
+def validate_blocks(blocks: Any, *, max_blocks: int = MAX_BLOCKS) -> list[str]:
+    """Slack-style error messages for a blocks array ([] when valid); `max_blocks`: 50 in a
+    message, 100 in a view."""
     errors: list[str] = []
     if not isinstance(blocks, list):
         return ["[ERROR] must be an array [json-pointer:/blocks]"]
-    if len(blocks) > MAX_BLOCKS:
-        errors.append(f"[ERROR] no more than {MAX_BLOCKS} items allowed [json-pointer:/blocks]")
+    if len(blocks) > max_blocks:
+        errors.append(f"[ERROR] no more than {max_blocks} items allowed [json-pointer:/blocks]")
     block_ids: set[str] = set()
     for i, block in enumerate(blocks):
         p = f"/blocks/{i}"
@@ -223,6 +227,7 @@ class SlackStandIn:
         self.files: dict[str, dict[str, Any]] = {}
         self.scopes: set[str] = set(GRANTED_SCOPES)
         self.outside: set[str] = set()
+        self.home_views: dict[str, dict[str, Any]] = {}  # user id -> the Home tab published
         self._faults: dict[str, list[_Fault]] = {}
         self._lock = threading.RLock()
         self._ts_counter = itertools.count(1)
@@ -459,6 +464,40 @@ class SlackStandIn:
         if not p.get("user"):
             return {"ok": False, "error": "user_not_in_channel"}
         return {"ok": True, "message_ts": self._next_ts()}
+
+    def _m_views_publish(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A user's Home tab (https://api.slack.com/methods/views.publish): `user_id`, `view`
+        (JSON) of type home with at most 100 valid blocks, private_metadata <= 3000 and
+        callback_id / external_id <= 255 characters; `hash` must be the current view's."""
+        user = p.get("user_id")
+        if not isinstance(user, str) or not re.match(r"^[UW][A-Z0-9]{2,}$", user):
+            return {"ok": False, "error": "invalid_arguments"}
+        view = p.get("view")
+        if isinstance(view, str):
+            if len(view) > MAX_VIEW_JSON_CHARS:
+                return {"ok": False, "error": "invalid_arguments"}
+            try:
+                view = json.loads(view)
+            except ValueError:
+                return {"ok": False, "error": "invalid_arguments"}
+        if not isinstance(view, dict) or view.get("type") != "home":
+            return {"ok": False, "error": "invalid_arguments"}
+        if len(json.dumps(view, ensure_ascii=False)) > MAX_VIEW_JSON_CHARS:
+            return {"ok": False, "error": "invalid_arguments"}
+        if len(str(view.get("private_metadata") or "")) > MAX_PRIVATE_METADATA or any(
+                len(str(view.get(k) or "")) > MAX_ID for k in ("callback_id", "external_id")):
+            return {"ok": False, "error": "invalid_arguments"}
+        errors = validate_blocks(view.get("blocks"), max_blocks=MAX_VIEW_BLOCKS)
+        if errors:
+            return {"ok": False, "error": "invalid_blocks", "response_metadata":
+                    {"messages": errors}}
+        current = self.home_views.get(user)
+        if p.get("hash") and current is not None and p["hash"] != current["hash"]:
+            return {"ok": False, "error": "hash_conflict"}
+        published = {**view, "id": (current or {}).get("id") or f"V{next(self._ts_counter):08d}",
+                     "team_id": self.team_id, "hash": f"{next(self._ts_counter)}.standin"}
+        self.home_views[user] = published
+        return {"ok": True, "view": published}
 
     def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
         channel = p.get("channel")

@@ -43,6 +43,7 @@ from bot.core.policy import approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
+from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.runs import submit_and_announce
 from bot.services.submit import SubmitResult
@@ -470,14 +471,36 @@ def expired_outcome(approval: Approval) -> Outcome:
 
 def _show_expired(ctx: BotContext, approval: Approval, recipe: str | None) -> None:
     """Rewrite the expired prompt: its question, then that it expired and what happens now."""
+    text, blocks = _decided(ctx, recipe, approval.payload.get("summary"),
+                            expired_outcome(approval))
+    _rewrite_prompt(ctx, approval, text, blocks)
+    if approval.chain_id is not None:
+        refresh_homes(ctx, approval.chain_id, ctx.clock())
+
+
+def _rewrite_prompt(ctx: BotContext, approval: Approval, text: str, blocks: Blocks) -> None:
+    """Rewrite the thread post that carries `approval`'s buttons (nothing when unknown)."""
     key = (comp.hold_prompt_key(approval.token) if approval.action == comp.HOLD_ACTION
            else approval.payload.get("post_key"))
     update = getattr(ctx.sink, "update_reply", None)
     if key is None or update is None or approval.chain_id is None:
         return
-    text, blocks = _decided(ctx, recipe, approval.payload.get("summary"),
-                            expired_outcome(approval))
     try:
         update(approval.chain_id, key, blocks, text)
     except PostError as exc:
-        log.warning("could not rewrite expired prompt %s: %s", approval.token, exc)
+        log.warning("could not rewrite prompt %s: %s", approval.token, exc)
+
+
+def after_click(ctx: BotContext, token: str, result: ClickResult, user: str, now: float, *,
+                from_home: bool) -> None:
+    """After a click was decided (`handle_click`): every Home tab showing the run is
+    refreshed; a click made on the Home tab also rewrites the prompt in the thread (a thread
+    click rewrites it through Slack's own message update) and tells the clicker on their
+    Home tab what happened (a Home tab has no ephemeral replies)."""
+    approval = ctx.store.approvals.get(token)
+    if from_home:
+        if approval is not None and result.update_text is not None and result.update_blocks:
+            _rewrite_prompt(ctx, approval, result.update_text, result.update_blocks)
+        publish_home(ctx, user, now, notice=result.update_text or result.ephemeral)
+    if approval is not None and approval.chain_id is not None:
+        refresh_homes(ctx, approval.chain_id, now, besides=user if from_home else None)

@@ -165,6 +165,18 @@ class JsonPoster(Protocol):
     def post_json(self, payload: dict[str, Any]) -> None: ...
 
 
+class HomePublisher(Protocol):
+    """Slack's Home tab of each user (views.publish)."""
+
+    def publish_home(self, user_id: str, blocks: Blocks) -> None:
+        """Publish `blocks` as `user_id`'s Home tab (and remember them as a viewer)."""
+        ...
+
+    def home_viewers(self) -> frozenset[str]:
+        """The users whose Home tab this process published: refreshed when a run changes."""
+        ...
+
+
 class RenderError(Exception):
     """A template is missing, broken, or produced something that is not Block Kit."""
 
@@ -207,4 +219,5 @@ class BotContext:
     catalogue: Catalogue
     sink: ThreadWriter | None = None
     charts: ChartMaker | None = None
+    home: HomePublisher | None = None
     clock: Callable[[], float] = time.time

@@ -49,6 +49,7 @@ from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
 from bot.services.access import mention_text, owners_to_mention, prompt_people
+from bot.services.home import refresh_homes
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.threads import (
@@ -96,6 +97,7 @@ class ThreadEvents:
             self._charts(event, "leak", ("rss.png",))
         if event.chain_id is not None:
             refresh_root(self.ctx, event.chain_id)
+            refresh_homes(self.ctx, event.chain_id, self.ctx.clock())
 
     def chain_changed(self, chain_id: int) -> None:
         """A finished attempt's result is in the store: show it at the top of the thread (and
@@ -104,6 +106,7 @@ class ThreadEvents:
         if chain is None or chain.status != "active":
             self._progress.pop(chain_id, None)
         refresh_root(self.ctx, chain_id)
+        refresh_homes(self.ctx, chain_id, self.ctx.clock())
 
     # ------------------------------------------------------------------ kinds
 

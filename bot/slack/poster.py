@@ -139,6 +139,7 @@ class SlackPoster:
         self.clock = clock
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
+        self._home_viewers: set[str] = set()
 
     # --- public API -------------------------------------------------------------------------
 
@@ -169,6 +170,17 @@ class SlackPoster:
         blocks, text = self._redacted(blocks, text)
         return self._post(key, kind="reply", chain_id=chain_id, channel=root.channel,
                           thread_ts=root.ts, blocks=blocks, text=text)
+
+    def publish_home(self, user_id: str, blocks: list[dict]) -> None:
+        """`user_id`'s Home tab (views.publish), redacted; the user is refreshed from now on."""
+        blocks, _ = self._redacted(blocks, "")
+        self._call("views.publish", f"home:{user_id}", user_id,
+                   lambda: self.client.views_publish(user_id=user_id,
+                                                     view={"type": "home", "blocks": blocks}))
+        self._home_viewers.add(user_id)
+
+    def home_viewers(self) -> frozenset[str]:
+        return frozenset(self._home_viewers)
 
     def update_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> None:
         """Rewrite the reply posted under `key` (chat.update); nothing when it was never

@@ -1,0 +1,148 @@
+"""The App Home tab through the real Bolt app and the Slack stand-in (views.publish with
+Slack's limits): opened, it shows the user's and their team's runs with the open prompts'
+buttons; a click there is authorized and decided like one in the thread, rewrites the
+thread's prompt and says what happened on the tab; a run that changes refreshes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakes import FakeClusters, FakeSlurm, make_config
+from slack_bolt import App
+from slack_standin import SlackStandIn
+from support.bolt_driver import TEAM, SyncExecutor, ack_text, dispatch
+
+from bot.app import build_app
+from bot.charts.series import SeriesCharts
+from bot.core.catalogue import Catalogue
+from bot.services.approvals import ActionId
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
+
+CH = "C0TRAIN"
+NOW = 1_732_871_000.0
+
+
+@pytest.fixture
+def fake_slurm() -> FakeSlurm:
+    return FakeSlurm()
+
+
+@pytest.fixture
+def services(store, slack_client, fake_slurm, fake_sleep) -> BotContext:
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    return BotContext(config=make_config(target_iter=8000), store=store,
+                      clusters=FakeClusters(fake_slurm), sink=poster, home=poster,
+                      clock=lambda: NOW, renderer=TemplateRenderer(),
+                      catalogue=Catalogue.load(), charts=SeriesCharts())
+
+
+@pytest.fixture
+def app(services: BotContext, slack_client) -> App:
+    return build_app(services.config, services, client=slack_client,
+                     listener_executor=SyncExecutor(), token_verification_enabled=False)
+
+
+def failed_run(services: BotContext) -> tuple[int, str]:
+    """A run whose job 88154 failed, its resubmit prompt open in its thread: (chain, token)."""
+    chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    services.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    services.store.attempts.update(services.store.attempts.get_by_job("88154").id,
+                                   state="FAILED", result="FAILED", cause="nccl_timeout",
+                                   last_iter=3470)
+    services.store.incidents.record("dev:88154:final", class_id="nccl_timeout", diagnosis={},
+                                    now=NOW, chain_id=chain.id, job_id="88154")
+    services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
+        "type": "mrkdwn", "text": "mix"}}], "mix")
+    prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=NOW, summary="job 88154 FAILED: nccl_timeout",
+                                    resume_iter=3000, post_key="dev:88154:final")
+    services.sink.post_reply(chain.id, "dev:88154:final", prompt.blocks, prompt.text)
+    return chain.id, prompt.token
+
+
+def open_home(app: App, user: str) -> None:
+    body = {"type": "event_callback", "team_id": TEAM, "api_app_id": "A0TRAINBOT",
+            "event": {"type": "app_home_opened", "user": user, "channel": "D0HOME",
+                      "tab": "home", "event_ts": "1732871000.000100"},
+            "event_id": f"Ev{user}", "event_time": 1732871000}
+    assert dispatch(app, body).status == 200
+
+
+def home_click(app: App, action: ActionId, token: str, user: str) -> None:
+    body = {"type": "block_actions", "team": {"id": TEAM, "domain": "standin"},
+            "user": {"id": user, "username": user.lower(), "team_id": TEAM},
+            "api_app_id": "A0TRAINBOT", "token": "legacy-verification-token",
+            "container": {"type": "view", "view_id": "V00000001"},
+            "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+            "view": {"id": "V00000001", "type": "home", "blocks": []},
+            "actions": [{"action_id": action, "block_id": f"home:{token}", "value": token,
+                         "type": "button", "action_ts": "1732871300.000100"}]}
+    assert ack_text(dispatch(app, body)) == ""
+
+
+def texts(view: dict[str, Any]) -> str:
+    out = []
+    for b in view["blocks"]:
+        for t in [b.get("text"), *(b.get("elements") or [])]:
+            if isinstance(t, dict):
+                out.append(str(t.get("text", "")))
+                if isinstance(t.get("text"), dict):
+                    out.append(t["text"]["text"])
+    return "\n".join(out)
+
+
+def buttons(view: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(e["action_id"], e["value"]) for b in view["blocks"] if b["type"] == "actions"
+            for e in b["elements"]]
+
+
+def test_the_home_tab_shows_the_teams_runs_with_the_prompts_buttons(app, services, slack):
+    _, token = failed_run(services)
+    open_home(app, "U0ALICE")  # a submitter of mix: her team's run
+    view = slack.home_views["U0ALICE"]
+    shown = texts(view)
+    assert "*mix* · job 88154 · FAILED" in shown
+    assert "▓" in shown and "Last incident: nccl_timeout (job 88154)" in shown
+    assert "retries 0 of 3" in shown
+    assert buttons(view) == [(ActionId.RESUBMIT, token), (ActionId.DISMISS, token)]
+    open_home(app, "U0NOBODY")  # not in the team: no run of theirs
+    assert "No run of your team is watched right now" in texts(slack.home_views["U0NOBODY"])
+
+
+def test_a_home_click_is_authorized_like_a_thread_click(app, services, slack, fake_slurm):
+    _, token = failed_run(services)
+    open_home(app, "U0ALICE")
+    home_click(app, ActionId.RESUBMIT, token, "U0ALICE")  # a submitter, not an approver
+    assert fake_slurm.submits() == []
+    assert "Refused: only <@U0APPR> or <@W0LEAD> can approve" in texts(
+        slack.home_views["U0ALICE"])
+    open_home(app, "W0LEAD")
+    home_click(app, ActionId.RESUBMIT, token, "W0LEAD")
+    assert len(fake_slurm.submits()) == 1
+    lead = texts(slack.home_views["W0LEAD"])
+    assert "👉 Approved by <@W0LEAD>: resubmitted as 88887" in lead
+    # The thread's prompt says so too, without buttons; Alice's tab was refreshed: no buttons.
+    [root] = slack.root_messages(CH)
+    prompt = slack.replies(CH, root["ts"])[0]
+    assert prompt["text"].startswith("Approved by <@W0LEAD>: resubmitted as 88887")
+    assert not [b for b in prompt["blocks"] if b["type"] == "actions"]
+    assert buttons(slack.home_views["U0ALICE"]) == []
+    home_click(app, ActionId.RESUBMIT, token, "W0LEAD")  # a second click does nothing
+    assert len(fake_slurm.submits()) == 1
+
+
+def test_views_publish_is_held_to_slacks_limits(slack_client, slack: SlackStandIn):
+    from slack_sdk.errors import SlackApiError
+
+    too_many = [{"type": "divider"}] * 101
+    with pytest.raises(SlackApiError, match="invalid_blocks"):
+        slack_client.views_publish(user_id="U0ALICE", view={"type": "home", "blocks": too_many})
+    with pytest.raises(SlackApiError, match="invalid_arguments"):
+        slack_client.views_publish(user_id="U0ALICE", view={"type": "modal", "blocks": []})
+    ok = slack_client.views_publish(user_id="U0ALICE",
+                                    view={"type": "home", "blocks": too_many[:100]})
+    assert ok["view"]["type"] == "home"
