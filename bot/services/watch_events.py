@@ -3,8 +3,9 @@
 `ThreadEvents(ctx).publish(event)` is the watcher's `EventSink` for a real bot.
 Every text goes through the one renderer (`bot.services.threads.render`: the recipe's language,
 the site's template folder first), like `report` and `/train`:
-- `incident` of a COMPLETED run (class `completed`): one ✅ line (templates/completed.json.j2:
-  the iteration reached, the time since the first submit, the attempts), no charts;
+- `incident` of a COMPLETED run (class `completed`): its final charts, then one ✅ line
+  (templates/completed.json.j2: the iteration reached, the time since the first submit, the
+  attempts) that ends the thread: no evidence, no metrics, no mention;
 - `incident`: the incident message (templates/incident.json.j2 via
   bot.core.incident.build_incident), the owners mentioned on the thread's first one (the
   recipe's `mentions`), and — when the policy decision offers a
@@ -82,7 +83,8 @@ class ThreadEvents:
         if event.kind in ("cluster_unreachable", "cluster_back"):
             self._cluster_notice(event)
         elif event.kind == "incident" and _completed(event):
-            self._completed(event)
+            self._charts(event, "final", tuple(CHART_TITLES))  # above its line: the thread
+            self._completed(event)  # ends in the ✅
         elif event.kind == "incident":
             self._incident(event)
         elif event.kind == "warning" and event.decision is not None and \
@@ -303,7 +305,7 @@ class ThreadEvents:
 
 
 def _completed(event: WatchEvent) -> bool:
-    """A finished run: told as a ✅ resolution line, without charts or mentions."""
+    """A finished run: told as a ✅ resolution line, not as an incident."""
     return event.diagnosis is not None and event.diagnosis.class_id == "completed"
 
 

@@ -374,3 +374,40 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
     cause = first.diagnosis.class_id
     assert causes == [f"{cause} (작업 9001)", f"{cause} (작업 9002)"]  # both failures
     assert last["title"] == "진행 · 작업 9002"
+
+
+def test_a_completed_run_ends_its_thread_with_the_check_line_after_its_charts(store):
+    import time
+
+    from bot.core.diagnose import LogAnalysis
+    from bot.core.models import Accounting
+    from bot.core.policy import Decision, DecisionKind
+
+    order: list[str] = []
+
+    class OrderSink(ChartSink):
+        def upload_chart(self, chain_id, key, png_bytes, filename, title):
+            order.append(filename)
+            return super().upload_chart(chain_id, key, png_bytes, filename, title)
+
+        def post_reply(self, chain_id, key, blocks, text):
+            order.append(text)
+            return super().post_reply(chain_id, key, blocks, text)
+
+    sink = OrderSink(store)
+    ctx, _, chain = _chart_thread(store, sink, target_iter=40)
+    store.attempts.add(chain_id=chain.id, job_id="9001", now=T0)
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed("".join(
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(T0 + 4.5 * k))}.000 | INFO | "
+        f"iter: {k}/40 | loss: 0.9 | rss: {10 + k * 0.01:.2f} GiB\n" for k in range(41)).encode())
+    analysis.finish()
+    diag = analysis.diagnose(Accounting(state="COMPLETED", exit_code=0, signal=0,
+                                        elapsed_s=200), target_iter=40)
+    assert diag.class_id == "completed"
+    ThreadEvents(ctx).publish(WatchEvent(
+        "incident", "dev:9001:final", "dev", "job 9001 COMPLETED", chain.id, "9001", "mix",
+        diagnosis=diag, decision=Decision(DecisionKind.NONE, "the run completed", "completed"),
+        series=analysis.series))
+    assert order[:-1] and all(name.endswith(".png") for name in order[:-1])
+    assert order[-1].startswith("✅ Completed · job 9001: reached iteration 40 / 40")
