@@ -61,9 +61,11 @@ def _list(ctx: BotContext, *, as_json: bool) -> int:
         return EXIT_OK
     if not rows:
         print("no approval waiting")
+    from bot.slack.render import format_duration
+
     for row in rows:
         print(f"{row['token']}  {row['action']} {row['recipe'] or ''} job {row['job_id']} "
-              f"(chain {row['chain_id']}), expires in {row['expires_in_s'] // 60} min: "
+              f"(chain {row['chain_id']}), expires in {format_duration(row['expires_in_s'])}: "
               f"{' | '.join(row['choices'])}")
         if row["summary"]:
             print(f"    {row['summary']}")

@@ -22,6 +22,7 @@ from bot.core.slurm.values import expand_output_pattern
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
 from bot.services.access import access_for, approvers_now, default_approvers
+from bot.services.home import refresh_homes
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightUsageError, run_preflight
@@ -158,6 +159,7 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
     )  # fmt: skip
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
            {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
+    refresh_homes(ctx, result.chain_id, now)  # the new attempt, on the team's Home tabs
     asked = ", ".join(str(p.competitor) for p in proposals)
     held = f" Asked in the thread whether to hold {asked}." if proposals else ""
     missed = describe_not_applied(result.not_applied)

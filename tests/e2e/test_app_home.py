@@ -146,3 +146,17 @@ def test_views_publish_is_held_to_slacks_limits(slack_client, slack: SlackStandI
     ok = slack_client.views_publish(user_id="U0ALICE",
                                     view={"type": "home", "blocks": too_many[:100]})
     assert ok["view"]["type"] == "home"
+
+
+def test_a_new_run_appears_on_the_open_home_tabs_of_its_team(app, services, slack):
+    from support.bolt_driver import ResponseUrls, slash_body
+
+    open_home(app, "U0APPR")
+    assert "No run of your team" in texts(slack.home_views["U0APPR"])
+    urls = ResponseUrls()
+    try:
+        dispatch(app, slash_body("resume mix", user="U0ALICE", channel=CH,
+                                 response_url=urls.new()))
+    finally:
+        urls.close()
+    assert "*mix* · job 88887 · PENDING" in texts(slack.home_views["U0APPR"])
