@@ -195,6 +195,7 @@ def _cluster_checks(
             return
         yield Check(f"ssh {name}", True, f"{where} reachable, host key matches known_hosts")
         yield _slurm_check(name, runner)
+        yield slurm_version_check(name, cluster, runner)
         for recipe_name, recipe in config.recipes.items():
             if recipe.cluster == name:
                 yield _recipe_check(recipe_name, recipe, runner)
@@ -220,6 +221,33 @@ def _slurm_check(name: str, runner: Any) -> Check:
     json_ok = bool(getattr(info, "json", False) or getattr(info, "has_json", False))
     detail = f"{version}, " + ("--json supported" if json_ok else "no --json: --parsable2")
     return Check(f"slurm {name}", True, detail)
+
+
+def slurm_version_check(name: str, cluster: ClusterConfig, runner: Any) -> Check:
+    """The cluster's Slurm release and the parsers trainbot reads it with; FAIL when
+    `use_json` is set on a release whose JSON is known wrong, a warning when the release is
+    newer than any tested one."""
+    from bot.cluster.errors import ClusterError
+    from bot.cluster.slurm import SlurmClient
+
+    client = SlurmClient(runner, use_json=cluster.use_json, sacct_json=cluster.use_json)
+    try:
+        info = client.probe()
+    except (ClusterError, ValueError) as exc:
+        return Check(f"slurm version {name}", False, str(exc),
+                     "check that `sinfo --version` works on the login node for this user")
+    parsers = client.parsers
+    assert parsers is not None  # set by probe()
+    detail = (f"Slurm {info.version.split()[-1]}; reads {parsers.squeue}, {parsers.sacct}, "
+              f"{parsers.sstat}")
+    if parsers.warning:
+        detail += f"; warning: {parsers.warning}"
+    if parsers.refusal:
+        return Check(f"slurm version {name}", False,
+                     f"{detail}; use_json refused: {parsers.refusal}",
+                     f"remove clusters.{name}.use_json (the columns are read right on this "
+                     "release)")
+    return Check(f"slurm version {name}", True, detail)
 
 
 def _recipe_check(recipe_name: str, recipe: Any, runner: Any) -> Check:

@@ -57,7 +57,10 @@ class ClusterSessions:
                 else:
                     from bot.cluster.slurm import SlurmClient
 
-                    self._slurms[cluster] = SlurmClient(self.runner(cluster))
+                    use_json = self._config.clusters[cluster].use_json
+                    self._slurms[cluster] = SlurmClient(
+                        self.runner(cluster), use_json=use_json, sacct_json=use_json,
+                        check_json=use_json)
             return self._slurms[cluster]
 
     def sftp(self, cluster: str) -> SFTP:

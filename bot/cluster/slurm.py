@@ -13,6 +13,9 @@ Rules it keeps:
   cluster is megabytes per watcher tick and load on slurmctld. sacct is read with
   `--parsable2` unless `sacct_json=True`, because 22.05's `sacct --json` reports `exit 3` as
   return code 0 (real output in tests/fixtures/slurm/sacct.json).
+- With `check_json` (the config's `use_json`), the Slurm version is asked before the first
+  read and JSON is refused, with the reason logged, on releases whose JSON is known wrong
+  (`bot.core.slurm.version.choose_parsers`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,13 @@ from bot.core.slurm.scancel import scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
 from bot.core.slurm.squeue import parse_squeue_json, parse_squeue_parsable, squeue_argv
 from bot.core.slurm.sstat import StepMemory, parse_sstat, sstat_argv, sstat_missing
-from bot.core.slurm.version import SlurmInfo, sinfo_version_argv
+from bot.core.slurm.version import (
+    ParserChoice,
+    SlurmInfo,
+    choose_parsers,
+    parse_version,
+    sinfo_version_argv,
+)
 
 if TYPE_CHECKING:
     from bot.cluster.ssh import CommandResult
@@ -68,6 +77,8 @@ class SlurmClient:
     the default; see the module doc). Tests run both paths against the real cluster.
     `probe()` still says whether `squeue --json` works (`trainbot doctor` reports it).
     `sacct_json`: read sacct's JSON instead of `--parsable2` (see the module docstring).
+    `check_json`: probe the version before the first read and drop both JSON paths where the
+    release's JSON is known wrong (`parsers.refusal` says why).
     """
 
     def __init__(
@@ -76,13 +87,16 @@ class SlurmClient:
         *,
         use_json: bool | None = None,
         sacct_json: bool = False,
+        check_json: bool = False,
         timeout: float | None = None,
     ):
         self.runner = runner
         self.use_json = use_json
         self.sacct_json = sacct_json
+        self.check_json = check_json
         self.timeout = timeout
         self._info: SlurmInfo | None = None
+        self.parsers: ParserChoice | None = None
 
     # ---- plumbing ---------------------------------------------------------------------------
 
@@ -116,9 +130,21 @@ class SlurmClient:
         raise CommandFailed(list(argv), result.exit_code, result.stderr, result.stdout)
 
     def probe(self) -> SlurmInfo:
-        """Slurm version and JSON support, asked once per client and cached."""
+        """Slurm version and JSON support, asked once per client and cached; sets `parsers`
+        (and turns JSON off where the release's JSON is known wrong)."""
         if self._info is None:
             version = self._run(sinfo_version_argv()).stdout.strip()
+            try:
+                release = parse_version(version)
+            except SlurmParseError as exc:
+                raise SlurmParseError(f"{exc} (while reading `sinfo --version`)") from exc
+            self.parsers = choose_parsers(
+                release, want_json=bool(self.use_json) or self.sacct_json)
+            if self.parsers.refusal:
+                log.warning("not reading --json: %s", self.parsers.refusal)
+                self.use_json, self.sacct_json = False, False
+            if self.parsers.warning:
+                log.warning("%s", self.parsers.warning)
             if self.use_json is not None:
                 has_json = self.use_json
             else:
@@ -126,6 +152,10 @@ class SlurmClient:
             self._info = SlurmInfo(version=version, has_json=has_json)
             log.info("slurm %s, squeue --json %s", version, "works" if has_json else "unused")
         return self._info
+
+    def _check_version(self) -> None:
+        if self.check_json and self._info is None:
+            self.probe()
 
     def _probe_json(self) -> bool:
         try:
@@ -141,6 +171,7 @@ class SlurmClient:
         return True
 
     def _json(self) -> bool:
+        self._check_version()
         return bool(self.use_json)
 
     # ---- reading ----------------------------------------------------------------------------
@@ -175,6 +206,7 @@ class SlurmClient:
         return self._parse(parse_squeue_parsable, result.stdout)
 
     def _sacct(self, ids: Sequence[int]) -> dict[int, JobRecord]:
+        self._check_version()
         if self.sacct_json:
             return self._parse(parse_sacct_json, self._run(sacct_argv(ids, json=True)).stdout)
         return self._parse(parse_sacct_parsable, self._run(sacct_argv(ids)).stdout)

@@ -98,6 +98,12 @@ class ClusterConfig(_Model):
         "its answer; a path that does not answer (a hung filesystem) is given up on while the "
         "other reads go on.",
     )
+    use_json: bool = Field(
+        False,
+        description="Read squeue and sacct as --json instead of their columns. Refused, with "
+        "the reason in the log and in `trainbot doctor`, on Slurm releases whose JSON is known "
+        "wrong (before 23.02: sacct --json reports failed exit codes as 0).",
+    )
     per_gpu_mem_cap: str | None = Field(
         None,
         description="The site's admission cap on --mem per GPU (e.g. 244000M); preflight's "

@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 from bot.core.slurm.errors import SlurmParseError, SlurmReportedError
-from bot.core.slurm.states import normalize_state
-from bot.core.slurm.values import INFINITE, INFINITE64, NO_VAL, NO_VAL64
+from bot.core.slurm.states import HELD_STATES, normalize_state
+from bot.core.slurm.values import INFINITE, INFINITE64, NO_VAL, NO_VAL64, decode_wait_status
 
 
 def json_number(value: Any) -> int | float | None:
@@ -47,13 +47,39 @@ def json_text(value: Any) -> str | None:
 
 
 def json_state(value: Any) -> str | None:
-    """`job_state` is `"PENDING"` in v0.0.38 and `["PENDING", "REQUEUED"]` later."""
+    """`job_state` is `"PENDING"` in v0.0.38 and `["PENDING", "REQUEUED"]` later.
+
+    The first entry is the base state; flags such as REQUEUED/COMPLETING follow and are
+    dropped, except a hold flag (`["PENDING", "REQUEUE_HOLD"]` is REQUEUE_HOLD, as squeue
+    prints it: a held job must not read as merely pending).
+    """
     if isinstance(value, list):
-        base = [normalize_state(v) for v in value if isinstance(v, str)]
-        base = [b for b in base if b]
-        # The first entry is the base state; flags such as REQUEUED/COMPLETING follow.
-        return base[0] if base else None
+        names = [normalize_state(v) for v in value if isinstance(v, str)]
+        names = [n for n in names if n]
+        held = [n for n in names[1:] if n in HELD_STATES]
+        if held:
+            return held[0]
+        return names[0] if names else None
     return normalize_state(value) if isinstance(value, str) else None
+
+
+def json_exit(value: Any) -> tuple[int | None, int | None]:
+    """(exit code, signal) of an `exit_code` field, in each schema: a raw wait status, plain
+    (squeue v0.0.38) or wrapped in `{set, infinite, number}` (v0.0.39); `{status, return_code}`
+    (sacct dbv0.0.38/v0.0.39, signal as `{signal_id}`); v0.0.40+ `{status, return_code:
+    {number}, signal: {id: {number}}}`. An object with no return code set reads code 0."""
+    if isinstance(value, dict) and "number" in value and "return_code" not in value:
+        value = json_number(value)
+    if isinstance(value, dict):
+        code = json_number(value.get("return_code"))
+        signal_obj = value.get("signal") or {}
+        raw_signal = signal_obj.get("id", signal_obj.get("signal_id"))
+        signal = json_number(raw_signal)
+        return (int(code) if code is not None else 0, int(signal) if signal else 0)
+    number = json_number(value)
+    if number is None:
+        return None, None
+    return decode_wait_status(int(number))
 
 
 def load_json(text: str, command: str) -> dict[str, Any]:

@@ -14,7 +14,9 @@ def split_rows(text: str, n_fields: int, sep: str) -> list[list[str]]:
     previous row's last field, so a name with a newline stays one row.
     """
     rows: list[list[str]] = []
-    row_start = re.compile(r"^\d+(?:_\d+|_\[[^\]]*\])?(?:\+\d+)?(?:\.[\w-]+)?" + re.escape(sep))
+    # `123`, `123_4`, `123_[1-4]`, `123+1` (het component), `123.batch`, `123.0+1` (het step)
+    row_start = re.compile(
+        r"^\d+(?:_\d+|_\[[^\]]*\])?(?:\+\d+)?(?:\.[\w-]+(?:\+\d+)?)?" + re.escape(sep))
     for line in text.splitlines():
         if not line.strip() and not rows:
             continue

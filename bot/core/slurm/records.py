@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.core.models import Accounting
-from bot.core.slurm.states import FINISHED_STATES, HELD_REASONS, PENDING_STATES, RUNNING_STATES
+from bot.core.slurm.states import (
+    FINISHED_STATES,
+    HELD_REASONS,
+    HELD_STATES,
+    PENDING_STATES,
+    RUNNING_STATES,
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class JobRecord:
     @property
     def is_held(self) -> bool:
         """Held by a user or an admin: it will not start until someone releases it."""
-        return self.state == "REQUEUE_HOLD" or (self.is_pending and self.reason in HELD_REASONS)
+        return self.state in HELD_STATES or (self.is_pending and self.reason in HELD_REASONS)
 
     def accounting(self) -> Accounting:
         """The subset diagnosis needs (bot.core.models.Accounting)."""

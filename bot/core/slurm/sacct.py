@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.core.slurm.argv import TIME_FORMAT_ENV, job_ids_arg
 from bot.core.slurm.errors import SlurmParseError
-from bot.core.slurm.json_fields import json_epoch, json_number, json_text, load_json
+from bot.core.slurm.json_fields import json_epoch, json_exit, json_number, json_text, load_json
 from bot.core.slurm.parsable import split_rows
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import (
@@ -32,8 +32,8 @@ from bot.core.slurm.values import (
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobIDRaw", "JobID", "State", "ExitCode", "Reason", "User", "Account", "Partition", "QOS",
-    "ElapsedRaw", "NodeList", "MaxRSS", "ReqTRES", "AllocTRES", "AllocCPUS", "Submit", "Start",
-    "End", "TimelimitRaw", "WorkDir", "JobName",
+    "ElapsedRaw", "NodeList", "NNodes", "MaxRSS", "ReqTRES", "AllocTRES", "AllocCPUS", "Submit",
+    "Start", "End", "TimelimitRaw", "WorkDir", "JobName",
 )
 
 
@@ -90,11 +90,13 @@ def parse_sacct_parsable(text: str, fields: Sequence[str] | None = None) -> dict
 
 def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
     id_text = (raw.get("JobIDRaw") or raw.get("JobID") or "").strip()
+    # `123`, `123_4`, `123+1` (het component), `123.batch`, `123.0+1` (het step), `2681683_42+`
     match = re.fullmatch(r"(\d+)(?:_[^.]*)?(?:\+\d+)?(?:\.(.+))?\+?", id_text)
     if match is None:
         raise SlurmParseError(f"sacct row has an unreadable JobID {id_text!r}")
     code, signal = parse_exit_code(raw.get("ExitCode"))
     cpus = parse_count(raw.get("AllocCPUS"))
+    nodes = parse_count(raw.get("NNodes"))
     elapsed = raw.get("ElapsedRaw")
     fields: dict[str, Any] = {
         "name": raw.get("JobName"),
@@ -106,9 +108,10 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
         "elapsed_s": float(elapsed) if elapsed and elapsed.strip().isdigit()
         else parse_duration(raw.get("Elapsed")),
         "node": raw.get("NodeList") or None,
+        # Per node: AllocTRES/ReqTRES `mem=` is the job's total over its nodes.
         "mem_limit_bytes": (
-            parse_tres_mem(raw.get("AllocTRES"))
-            or parse_tres_mem(raw.get("ReqTRES"))
+            parse_tres_mem(raw.get("AllocTRES"), nodes=nodes)
+            or parse_tres_mem(raw.get("ReqTRES"), nodes=nodes)
             or _lenient_req_mem(raw.get("ReqMem"), cpus)
         ),
         "submit_time": parse_time(raw.get("Submit")),
@@ -237,24 +240,46 @@ def parse_sacct_json(text: str) -> dict[int, JobRecord]:
     return fixed
 
 
-def _json_sacct_exit(value: Any) -> tuple[int | None, int | None]:
-    if not isinstance(value, dict):
-        return None, None
-    code = json_number(value.get("return_code"))
-    signal_obj = value.get("signal") or {}
-    raw_signal = signal_obj.get("signal_id", signal_obj.get("id"))
-    signal = json_number(raw_signal)
-    return (int(code) if code is not None else 0, int(signal) if signal else 0)
+def _tres_count(tres_list: Any, kind: str) -> int | None:
+    """The count of the `kind` entry in a TRES list (`[{"type": "mem", "count": 123}]`).
 
-
-def _tres_mem(tres_list: Any) -> int | None:
-    """Bytes of the `mem` entry in a TRES list (`[{"type": "mem", "count": 123}]`)."""
+    Units are Slurm's: an allocation's `mem` is MiB, a usage's (`tres.requested.max`) bytes.
+    """
     if not isinstance(tres_list, list):
         return None
     for item in tres_list:
-        if isinstance(item, dict) and item.get("type") == "mem":
+        if isinstance(item, dict) and item.get("type") == kind:
             count = json_number(item.get("count"))
             return int(count) if count is not None else None
+    return None
+
+
+MEM_PER_CPU_FLAG = 1 << 63  # dbv0.0.38 `required.memory` is per CPU when this bit is set
+
+
+def _json_mem_limit(job: Mapping[str, Any]) -> int | None:
+    """Bytes of the job's memory limit per node from sacct --json: the allocated TRES `mem`
+    (MiB, the total over the job's nodes), else what it required: per node, or per CPU x
+    its CPUs (spread over its nodes)."""
+    allocated = (job.get("tres") or {}).get("allocated")
+    nodes = (_tres_count(allocated, "node") or json_number(job.get("allocation_nodes"))
+             or 1)
+    total_mib = _tres_count(allocated, "mem")
+    if total_mib:
+        return total_mib * 1024**2 // int(nodes)
+    required = job.get("required") or {}
+    cpus = json_number(required.get("CPUs", required.get("cpus")))
+    per_node = json_number(required.get("memory_per_node"))
+    per_cpu = json_number(required.get("memory_per_cpu"))
+    legacy = json_number(required.get("memory"))  # dbv0.0.38
+    if legacy and int(legacy) & MEM_PER_CPU_FLAG:
+        per_cpu = int(legacy) & ~MEM_PER_CPU_FLAG
+    elif legacy and not per_node:
+        per_node = legacy
+    if per_node:
+        return int(per_node) * 1024**2
+    if per_cpu and cpus:
+        return int(per_cpu) * int(cpus) * 1024**2 // int(nodes)
     return None
 
 
@@ -266,20 +291,10 @@ def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
     current = state_obj.get("current") if isinstance(state_obj, dict) else state_obj
     state_text = current[0] if isinstance(current, list) and current else current
     times = job.get("time") or {}
-    required = job.get("required") or {}
-    mem_per_node = json_number(required.get("memory_per_node", required.get("memory")))
-    mem_per_cpu = json_number(required.get("memory_per_cpu"))
-    cpus = json_number(required.get("CPUs", required.get("cpus")))
-    mem_limit = None
-    if mem_per_node:
-        mem_limit = int(mem_per_node) * 1024**2
-    elif mem_per_cpu and cpus:
-        mem_limit = int(mem_per_cpu) * int(cpus) * 1024**2
-    if mem_limit is None:
-        mem_limit = _tres_mem((job.get("tres") or {}).get("allocated"))
+    mem_limit = _json_mem_limit(job)
     limit = json_number(times.get("limit"))
     elapsed = json_number(times.get("elapsed"))
-    code, signal = _json_sacct_exit(job.get("exit_code"))
+    code, signal = json_exit(job.get("exit_code"))
     association = job.get("association") or {}
     fields = {
         "name": json_text(job.get("name")),
@@ -317,10 +332,10 @@ def _sacct_json_step(job_id: int, step: Mapping[str, Any]) -> _SacctRow:
         name = name or json_text(ident.get("name"))
     state_val = step.get("state")
     state_text = state_val[0] if isinstance(state_val, list) and state_val else state_val
-    code, signal = _json_sacct_exit(step.get("exit_code"))
+    code, signal = json_exit(step.get("exit_code"))
     tres = step.get("tres") or {}
     requested = tres.get("requested") or {}
-    rss = _tres_mem(requested.get("max"))
+    rss = _tres_count(requested.get("max"), "mem")  # usage: bytes
     return _SacctRow(job_id, name or "?", json_text(state_text), code, signal, rss,
                      {"mem_limit_bytes": None})
 

@@ -7,18 +7,26 @@ from typing import Any
 
 from bot.core.slurm.argv import TIME_FORMAT_ENV, check_option_value, job_ids_arg
 from bot.core.slurm.errors import SlurmParseError
-from bot.core.slurm.json_fields import json_epoch, json_number, json_state, json_text, load_json
+from bot.core.slurm.json_fields import (
+    json_epoch,
+    json_exit,
+    json_number,
+    json_state,
+    json_text,
+    load_json,
+)
 from bot.core.slurm.parsable import split_rows
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, RUNNING_STATES, normalize_reason, normalize_state
 from bot.core.slurm.values import (
-    decode_wait_status,
     default_stdout,
     expand_output_pattern,
     parse_count,
     parse_duration,
     parse_req_mem,
+    parse_squeue_exit_code,
     parse_time,
+    parse_tres_mem,
 )
 
 # squeue -O (long format) fields, each written `Field:0|` by the argv builder: width 0 means
@@ -27,7 +35,8 @@ from bot.core.slurm.values import (
 SQUEUE_FIELDS: tuple[str, ...] = (
     "JobID", "ArrayJobID", "ArrayTaskID", "State", "Reason", "UserName", "Account", "Partition",
     "QOS", "PriorityLong", "SubmitTime", "StartTime", "EndTime", "TimeLimit", "TimeUsed",
-    "NodeList", "MinMemory", "NumCPUs", "RestartCnt", "exit_code", "WorkDir", "STDOUT", "Name",
+    "NodeList", "MinMemory", "NumCPUs", "NumNodes", "tres-alloc", "RestartCnt", "exit_code",
+    "WorkDir", "STDOUT", "Name",
 )
 SQUEUE_SEPARATOR = "|"
 
@@ -74,20 +83,6 @@ def parse_squeue_json(text: str, version: str | None = None) -> dict[int, JobRec
     return records
 
 
-def _json_exit(value: Any) -> tuple[int | None, int | None]:
-    """Exit code and signal from squeue's `exit_code`: raw wait status or a v0.0.39+ object."""
-    if isinstance(value, dict):
-        code = json_number(value.get("return_code"))
-        signal_obj = value.get("signal") or {}
-        raw_signal = signal_obj.get("id") if "id" in signal_obj else signal_obj.get("signal_id")
-        signal = json_number(raw_signal)
-        return (int(code) if code is not None else None, int(signal) if signal else 0)
-    number = json_number(value)
-    if number is None:
-        return None, None
-    return decode_wait_status(int(number))
-
-
 def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
     job_id = json_number(job.get("job_id"))
     if job_id is None:
@@ -100,28 +95,30 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
     array_job = json_number(job.get("array_job_id"))
     array_task = json_number(job.get("array_task_id"))
     workdir = json_text(job.get("current_working_directory"))
-    pattern = json_text(job.get("standard_output"))
+    array_job_id = int(array_job) if array_job else None
+    array_task_id = int(array_task) if array_task is not None else None
+    # 25.05 (v0.0.43) adds `stdout_expanded` and leaves `standard_output` empty for the default.
+    pattern = json_text(job.get("stdout_expanded")) or json_text(job.get("standard_output"))
     if pattern:
         stdout = expand_output_pattern(
             pattern, job_id=job_id, name=name, user=user, node=node,
-            array_job_id=int(array_job) if array_job else None,
-            array_task_id=int(array_task) if array_task is not None else None, workdir=workdir)
+            array_job_id=array_job_id, array_task_id=array_task_id, workdir=workdir)
     else:
-        stdout = default_stdout(job_id, workdir)
-    exit_code, signal = _json_exit(job.get("exit_code"))
+        stdout = default_stdout(job_id, workdir, array_task_id, array_job_id)
+    exit_code, signal = json_exit(job.get("exit_code"))
     finished = state in FINISHED_STATES
     started = state in RUNNING_STATES or finished
     start = json_epoch(job.get("start_time")) if started else None
     end = json_epoch(job.get("end_time")) if finished else None
     limit_min = json_number(job.get("time_limit"))
-    cpus = json_number(job.get("cpus"))
-    mem_node = json_number(job.get("memory_per_node"))
-    mem_cpu = json_number(job.get("memory_per_cpu"))
-    mem_limit = None
-    if mem_node:
+    node_count = json_number(job.get("node_count"))
+    # The TRES strings hold the job's real total (per-CPU memory x the CPUs it counts, not
+    # `cpus`, which includes hyperthreads); `memory_per_node` is only the fallback.
+    mem_limit = parse_tres_mem(json_text(job.get("tres_alloc_str"))
+                               or json_text(job.get("tres_req_str")),
+                               nodes=int(node_count) if node_count else None)
+    if mem_limit is None and (mem_node := json_number(job.get("memory_per_node"))):
         mem_limit = int(mem_node) * 1024**2
-    elif mem_cpu and cpus:
-        mem_limit = int(mem_cpu) * int(cpus) * 1024**2
     return JobRecord(
         job_id=job_id,
         name=name,
@@ -184,14 +181,17 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
     stdout = (
         expand_output_pattern(pattern, job_id=job_id, name=name, user=user, node=node,
                               array_job_id=array_job, array_task_id=array_task, workdir=workdir)
-        if pattern else default_stdout(job_id, workdir)
+        if pattern else default_stdout(job_id, workdir, array_task, array_job)
     )
     start = parse_time(row.get("StartTime")) if started else None
     end = parse_time(row.get("EndTime")) if finished else None
-    cpus = parse_count(row.get("NumCPUs"))
-    status = parse_count(row.get("exit_code"))  # raw wait status, as in squeue --json v0.0.38
-    exit_code, signal = decode_wait_status(status) if status is not None and finished else (
-        None, None)
+    exit_code, signal = (parse_squeue_exit_code(row.get("exit_code")) if finished
+                         else (None, None))
+    # MinMemory drops the per-CPU marker (`--mem-per-cpu=512M` on 64 CPUs prints 512M): the
+    # TRES string has the job's real total, divided per node; MinMemory is the fallback.
+    mem_limit = parse_tres_mem(row.get("tres-alloc"), nodes=parse_count(row.get("NumNodes")))
+    if mem_limit is None:
+        mem_limit = parse_req_mem(row.get("MinMemory"))
     return JobRecord(
         job_id=job_id,
         name=name,
@@ -205,7 +205,7 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
         signal=signal,
         elapsed_s=parse_duration(row.get("TimeUsed")) if started else None,
         node=node,
-        mem_limit_bytes=parse_req_mem(row.get("MinMemory"), cpus=cpus),
+        mem_limit_bytes=mem_limit,
         stdout_path=stdout,
         submit_time=parse_time(row.get("SubmitTime")),
         start_time=start,

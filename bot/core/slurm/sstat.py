@@ -73,7 +73,8 @@ def parse_sstat(text: str, fields: Sequence[str] = SSTAT_FIELDS) -> dict[int, St
                 f"({','.join(fields)}): {line!r}"
             )
         raw = {f: v.strip() for f, v in zip(fields, parts, strict=True)}
-        match = re.fullmatch(r"(\d+)(?:_\d+)?(?:\+\d+)?\.([\w-]+)", raw["JobID"])
+        # `123.batch`, `123_4.0`, `123+1.0` (het component), `123.0+1` (het step)
+        match = re.fullmatch(r"(\d+)(?:_\d+)?(?:\+\d+)?\.([\w-]+(?:\+\d+)?)", raw["JobID"])
         if match is None:
             raise SlurmParseError(f"sstat row has an unreadable JobID {raw['JobID']!r}: {line!r}")
         job_id = int(match[1])

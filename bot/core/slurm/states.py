@@ -15,6 +15,7 @@ FINISHED_STATES = frozenset(
 )
 KNOWN_STATES = PENDING_STATES | RUNNING_STATES | FINISHED_STATES
 HELD_REASONS = frozenset({"JobHeldAdmin", "JobHeldUser"})
+HELD_STATES = frozenset({"REQUEUE_HOLD", "RESV_DEL_HOLD"})
 # Reasons worth recognising when a narrow column cut them (`JobHeldA+`).
 KNOWN_REASONS = HELD_REASONS | frozenset(
     {"Resources", "Priority", "BeginTime", "Dependency", "DependencyNeverSatisfied", "None",

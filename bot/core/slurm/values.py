@@ -122,15 +122,25 @@ def parse_req_mem(text: str | None, cpus: int | None = None) -> int | None:
     return amount
 
 
-def parse_tres_mem(text: str | None) -> int | None:
-    """Bytes of `mem=` in a TRES string (`billing=1,cpu=1,mem=100M,node=1`)."""
+def parse_tres_mem(text: str | None, nodes: int | None = None) -> int | None:
+    """Bytes of memory PER NODE in a TRES string (`billing=1,cpu=64,mem=32G,node=2`).
+
+    A TRES `mem=` is the job's total over its nodes; trainbot means a memory limit per node,
+    as Slurm's OOM killer applies it, so the total is divided by `nodes` when given (the
+    job's node count: a pending job's requested TRES says `node=1` whatever it asked for),
+    else by the string's own `node=`.
+    """
     match = re.search(r"(?:^|,)mem=([^,]+)", text or "")
     if match is None:
         return None
     try:
-        return parse_size(match[1], default_unit="M")
+        total = parse_size(match[1], default_unit="M")
     except ValueError:
         return None
+    if not nodes:
+        node_match = re.search(r"(?:^|,)node=(\d+)", text or "")
+        nodes = int(node_match[1]) if node_match else 1
+    return total // max(nodes, 1)
 
 
 def parse_time(text: str | None, tz: tzinfo = UTC) -> float | None:
@@ -164,6 +174,18 @@ def parse_exit_code(text: str | None) -> tuple[int | None, int | None]:
     if match is None:
         raise SlurmParseError(f"{text!r} is not an ExitCode (code:signal)")
     return int(match[1]), int(match[2])
+
+
+def parse_squeue_exit_code(text: str | None) -> tuple[int | None, int | None]:
+    """squeue's `exit_code` column: a raw wait status on 22.05 (`768`, `9`), `code:signal`
+    from 23.02 on (`3:0`, `0:15`)."""
+    if text is None or not text.strip():
+        return None, None
+    value = text.strip()
+    if ":" in value:
+        return parse_exit_code(value)
+    status = parse_count(value)
+    return decode_wait_status(status) if status is not None else (None, None)
 
 
 def decode_wait_status(status: int) -> tuple[int, int]:
