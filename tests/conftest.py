@@ -1,5 +1,7 @@
 """Shared fixtures: `dev_cluster`, the real Slurm + sshd brought up by deploy/dev-cluster/up.sh;
-`store_url`, an empty store database on SQLite and on that script's PostgreSQL.
+`slurm_cluster`, each of the two dev clusters in turn (Slurm 22.05 and, from
+deploy/dev-cluster/slurm-24.11/up.sh, Slurm 24.11); `store_url`, an empty store database on
+SQLite and on up.sh's PostgreSQL.
 
 Integration tests fail (never skip) when the dev cluster is not up: a skipped integration test
 looks green in CI while proving nothing.
@@ -14,7 +16,7 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +29,20 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[1]
 DEV_CLUSTER_SCRIPTS = REPO / "deploy" / "dev-cluster"
-NOT_UP = "dev cluster is not up: run deploy/dev-cluster/up.sh"
 PG_NOT_UP = "the dev cluster's PostgreSQL is not up: run deploy/dev-cluster/up.sh"
 
 
 def dev_cluster_dir() -> Path:
     """Where up.sh keeps connection.json, keys and logs ($DEV_CLUSTER_DIR or /tmp/dev-cluster)."""
     return Path(os.environ.get("DEV_CLUSTER_DIR", "/tmp/dev-cluster"))
+
+
+# Slurm release -> (the env var naming its state dir, its default, its scripts under
+# deploy/dev-cluster/). `slurm_cluster` runs a test on each.
+SLURM_CLUSTERS: dict[str, tuple[str, str, str]] = {
+    "22.05": ("DEV_CLUSTER_DIR", "/tmp/dev-cluster", ""),
+    "24.11": ("DEV_CLUSTER_2411_DIR", "/tmp/dev-cluster-2411", "slurm-24.11"),
+}
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,8 @@ class DevCluster:
     state_dir: str
     accounts: tuple[str, ...]
     tcsh_user: DevUser | None = None
+    node: str = "vm"  # the Slurm node's name (the 22.05 cluster's is the host name)
+    release: str = "22.05"  # the Slurm release, as SLURM_CLUSTERS names it
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DevCluster:
@@ -87,6 +98,7 @@ class DevCluster:
             state_dir=data["state_dir"],
             accounts=tuple(data.get("accounts", ["root"])),
             tcsh_user=DevUser.from_json(data["tcsh_user"]) if "tcsh_user" in data else None,
+            node=data.get("node", "vm"),
         )
 
     def ssh_settings(self, as_user: DevUser | None = None) -> SSHSettings:
@@ -140,13 +152,19 @@ class DevCluster:
             check=check,
         )
 
+    @property
+    def release_tuple(self) -> tuple[int, int]:
+        major, minor = self.release.split(".")
+        return int(major), int(minor)
+
     def _script(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        dir_env, _default, scripts = SLURM_CLUSTERS[self.release]
         proc = subprocess.run(
-            [str(DEV_CLUSTER_SCRIPTS / name), *args],
+            [str(DEV_CLUSTER_SCRIPTS / scripts / name), *args],
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, "DEV_CLUSTER_DIR": self.state_dir},
+            env={**os.environ, dir_env: self.state_dir},
         )
         if proc.returncode != 0:
             raise RuntimeError(
@@ -177,19 +195,34 @@ def sshd_answers(host: str, port: int, timeout: float = 5.0) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def dev_cluster() -> DevCluster:
-    """The running dev cluster; fails (never skips) the test when it is not up."""
-    path = dev_cluster_dir() / "connection.json"
+def _running_cluster(release: str) -> DevCluster:
+    """The dev cluster of that Slurm release; fails (never skips) the test when it is not up."""
+    dir_env, default, scripts = SLURM_CLUSTERS[release]
+    up = DEV_CLUSTER_SCRIPTS / scripts / "up.sh"
+    not_up = f"the Slurm {release} dev cluster is not up: run {up.relative_to(REPO)}"
+    path = Path(os.environ.get(dir_env, default)) / "connection.json"
     try:
         cluster = DevCluster.from_json(json.loads(path.read_text()))
     except FileNotFoundError:
-        pytest.fail(f"{NOT_UP} ({path} does not exist)", pytrace=False)
+        pytest.fail(f"{not_up} ({path} does not exist)", pytrace=False)
     except (ValueError, KeyError, TypeError) as exc:
-        pytest.fail(f"{NOT_UP} ({path} is unreadable: {exc!r})", pytrace=False)
+        pytest.fail(f"{not_up} ({path} is unreadable: {exc!r})", pytrace=False)
     if not sshd_answers(cluster.host, cluster.port):
-        pytest.fail(f"{NOT_UP} (no sshd answers on {cluster.host}:{cluster.port})", pytrace=False)
-    return cluster
+        pytest.fail(f"{not_up} (no sshd answers on {cluster.host}:{cluster.port})", pytrace=False)
+    return replace(cluster, release=release)
+
+
+@pytest.fixture(scope="session")
+def dev_cluster() -> DevCluster:
+    """The running Slurm 22.05 dev cluster (the one with the tcsh user and PostgreSQL)."""
+    return _running_cluster("22.05")
+
+
+@pytest.fixture(scope="session", params=sorted(SLURM_CLUSTERS))
+def slurm_cluster(request: pytest.FixtureRequest) -> DevCluster:
+    """Each dev cluster in turn, Slurm 22.05 then 24.11: the test runs on both (select one
+    with `-k 22.05` / `-k 24.11`)."""
+    return _running_cluster(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -91,6 +91,34 @@ def test_doctor_passes_every_check_against_the_dev_cluster(dev_cluster, tmp_path
     assert "all checks passed" in out
 
 
+# What `trainbot doctor` says of each dev cluster's Slurm when the config asks for --json.
+DOCTOR_USE_JSON = {
+    "22.05": ("FAIL", "use_json refused: Slurm 22.05's sacct --json reports"),
+    "24.11": ("PASS", "reads squeue --json (v0.0.42), sacct --json (v0.0.42), sstat --parsable2"),
+}
+
+
+def test_doctor_names_the_slurm_release_and_its_parsers(slurm_cluster, tmp_path):
+    import yaml
+
+    config = write_dev_cluster_config(
+        tmp_path / "trainbot.yaml", connection(slurm_cluster),
+        store_url=f"sqlite:///{tmp_path}/state/trainbot.db")
+    proc = trainbot("doctor", "--config", str(config), env_extra=TOKENS)
+    release = slurm_cluster.release
+    assert re.search(rf"^\s+PASS\s+slurm version dev: Slurm {release}\.\d+; reads squeue "
+                     r"--Format \(columns\), sacct --parsable2, sstat --parsable2$",
+                     proc.stdout, re.MULTILINE), proc.stdout
+    data = yaml.safe_load(config.read_text())
+    data["clusters"]["dev"]["use_json"] = True
+    config.write_text(yaml.safe_dump(data))
+    proc = trainbot("doctor", "--config", str(config), env_extra=TOKENS)
+    verdict, words = DOCTOR_USE_JSON[release]
+    line = next(x for x in proc.stdout.splitlines() if "slurm version dev:" in x)
+    assert line.split()[0] == verdict and words in line, proc.stdout
+    assert (proc.returncode == 1) == (verdict == "FAIL")
+
+
 def test_doctor_reads_config_path_from_env_and_reports_missing_tokens(dev_cluster, tmp_path):
     config = write_dev_cluster_config(
         tmp_path / "x.yaml", connection(dev_cluster), store_url=f"sqlite:///{tmp_path}/s.db"

@@ -1,7 +1,8 @@
 """SlurmClient against the real dev cluster, through trainbot's own SSH runner and the real sshd.
 
-Every test runs the json path (`squeue --json`) and the parsable path (`squeue -O`) where
-it matters; sacct is always `--parsable2` (22.05's `sacct --json` gets exit codes wrong).
+Every test runs on both dev clusters (Slurm 22.05 and 24.11, fixture `slurm_cluster`), on the
+json path (`squeue --json`) and the parsable path (`squeue -O`) where it matters; sacct is
+`--parsable2` unless a test says otherwise (22.05's `sacct --json` gets exit codes wrong).
 Job names are unique per test: the cluster is shared and keeps finished jobs for 300 s.
 """
 
@@ -27,8 +28,8 @@ PATHS = ["json", "parsable"]
 
 
 @pytest.fixture(scope="module")
-def ssh_runner(dev_cluster) -> Iterator[SSHRunner]:
-    with SSHRunner(dev_cluster.ssh_settings()) as runner:
+def ssh_runner(slurm_cluster) -> Iterator[SSHRunner]:
+    with SSHRunner(slurm_cluster.ssh_settings()) as runner:
         yield runner
 
 
@@ -84,22 +85,24 @@ def read_remote(runner: SSHRunner, path: str) -> str:
     return runner.run(["cat", path]).stdout
 
 
-def test_probe_finds_22_05_with_json(dev_cluster, ssh_runner):
-    info = SlurmClient(ssh_runner).probe()
-    assert info.version_tuple[:2] == (22, 5)
+def test_probe_finds_the_release_with_json(slurm_cluster, ssh_runner):
+    client = SlurmClient(ssh_runner)
+    info = client.probe()
+    assert info.version_tuple[:2] == slurm_cluster.release_tuple
     assert info.has_json is True
+    assert client.parsers is not None and client.parsers.warning is None
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_submit_running_then_completed_with_one_squeue_and_one_sacct_per_read(
-        dev_cluster, ssh_runner, submitted, path):
+        slurm_cluster, ssh_runner, submitted, path):
     client, counting = make_client(ssh_runner, path)
     name = unique("ok")
     job_id = client.submit(
         SubmitSpec(
             job_name=name,
-            partition=dev_cluster.partition,
-            output=f"{dev_cluster.home}/%x-%j.out",
+            partition=slurm_cluster.partition,
+            output=f"{slurm_cluster.home}/%x-%j.out",
             time="5",
             mem="64M",
         ),
@@ -120,8 +123,8 @@ def test_submit_running_then_completed_with_one_squeue_and_one_sacct_per_read(
     assert counting.counts() == Counter({"squeue": polls, "sacct": polls})
     rec = running[job_id]
     assert (rec.name, rec.user, rec.partition, rec.node) == (
-        name, dev_cluster.user, dev_cluster.partition, "vm")
-    assert rec.stdout_path == f"{dev_cluster.home}/{name}-{job_id}.out"
+        name, slurm_cluster.user, slurm_cluster.partition, slurm_cluster.node)
+    assert rec.stdout_path == f"{slurm_cluster.home}/{name}-{job_id}.out"
     assert unknown not in running
 
     counting.calls.clear()
@@ -139,10 +142,10 @@ def test_submit_running_then_completed_with_one_squeue_and_one_sacct_per_read(
 
 
 @pytest.mark.slow
-def test_slow_exit3_kill9_memory_and_time_limit_run_together(dev_cluster, ssh_runner, submitted):
+def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_runner, submitted):
     """Takes ~70 s: Slurm's smallest time limit is one minute (it fires at ~64 s)."""
     client, _ = make_client(ssh_runner, "json")
-    home = dev_cluster.home
+    home = slurm_cluster.home
     scripts = {
         "exit3": ([], "echo failing\nexit 3\n"),
         "kill9": ([], "echo killing myself\nkill -9 $$\n"),
@@ -194,7 +197,7 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(dev_cluster, ssh_ru
 
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
-        dev_cluster, ssh_runner, submitted, path):
+        slurm_cluster, ssh_runner, submitted, path):
     client, _ = make_client(ssh_runner, path)
     job_id = client.submit(
         SubmitSpec(job_name=unique("hold"), output="/dev/null", extra=["--begin=now+1hour"]),
@@ -219,7 +222,7 @@ def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
     assert rec.is_finished
 
 
-def test_submit_held_shows_job_held_user(dev_cluster, ssh_runner, submitted):
+def test_submit_held_shows_job_held_user(slurm_cluster, ssh_runner, submitted):
     client, _ = make_client(ssh_runner, "parsable")
     job_id = client.submit(
         SubmitSpec(job_name=unique("sbatch-hold"), output="/dev/null", hold=True),
@@ -231,7 +234,7 @@ def test_submit_held_shows_job_held_user(dev_cluster, ssh_runner, submitted):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_hostile_job_name_arguments_and_env_are_passed_literally(
-        dev_cluster, ssh_runner, submitted, path):
+        slurm_cluster, ssh_runner, submitted, path):
     client, _ = make_client(ssh_runner, path)
     canary = f"/tmp/pwned-{uuid.uuid4().hex[:8]}"
     name = f"a'; touch {canary} #$(touch {canary})`touch {canary}`\nline2"
@@ -240,7 +243,7 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
         SubmitSpec(
             args=args,
             job_name=name,
-            output=f"{dev_cluster.home}/it-hostile-%j.out",
+            output=f"{slurm_cluster.home}/it-hostile-%j.out",
             env={"HOSTILE": f"a,b'c\"d\ne $(touch {canary})"},
         ),
         script='#!/bin/bash\nfor a in "$@"; do printf "ARG[%s]\\n" "$a"; done\n'
@@ -250,7 +253,7 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
     rec = wait_for(client, [job_id], settled(job_id, "COMPLETED"), timeout=90,
                    what="hostile job COMPLETED")[job_id]
     assert rec.name == name
-    out = read_remote(ssh_runner, f"{dev_cluster.home}/it-hostile-{job_id}.out")
+    out = read_remote(ssh_runner, f"{slurm_cluster.home}/it-hostile-{job_id}.out")
     expected_args = "".join(f"ARG[{a}]\n" for a in args)
     assert out.startswith(expected_args)
     assert f"ENV[a,b'c\"d\ne $(touch {canary})]\n" in out
@@ -260,10 +263,10 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
 
 
 def test_an_env_secret_reaches_the_job_but_no_process_list_and_no_error(
-        dev_cluster, ssh_runner, submitted):
+        slurm_cluster, ssh_runner, submitted):
     client, _ = make_client(ssh_runner, "parsable")
     secret = f"hf_{uuid.uuid4().hex}"
-    out_path = f"{dev_cluster.home}/it-secret-%j.out"
+    out_path = f"{slurm_cluster.home}/it-secret-%j.out"
     script = '#!/bin/bash\nprintf "TOKEN[%s]\\n" "$TRAINBOT_TOKEN"\n'
     with CommandLineWatch() as ps:
         job_id = client.submit(SubmitSpec(job_name=unique("secret"), output=out_path,
@@ -281,7 +284,7 @@ def test_an_env_secret_reaches_the_job_but_no_process_list_and_no_error(
     assert ps.containing(secret) == []
 
 
-def test_requeue_restarts_the_job(dev_cluster, ssh_runner, submitted):
+def test_requeue_restarts_the_job(slurm_cluster, ssh_runner, submitted):
     client, _ = make_client(ssh_runner, "json")
     job_id = client.submit(
         SubmitSpec(job_name=unique("requeue"), output="/dev/null"),
@@ -299,8 +302,8 @@ def test_requeue_restarts_the_job(dev_cluster, ssh_runner, submitted):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_pending_competitors_same_user_and_partition_not_another_account(
-        dev_cluster, ssh_runner, submitted, path):
-    if "team-b" not in dev_cluster.accounts:
+        slurm_cluster, ssh_runner, submitted, path):
+    if "team-b" not in slurm_cluster.accounts:
         pytest.fail("the dev cluster has no second account 'team-b' (connection.json accounts)")
     client, _ = make_client(ssh_runner, path)
     mine = client.submit(
@@ -309,7 +312,7 @@ def test_pending_competitors_same_user_and_partition_not_another_account(
             output="/dev/null",
             hold=True,
             account="root",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
         ),
         script="#!/bin/bash\ntrue\n",
     )
@@ -319,7 +322,7 @@ def test_pending_competitors_same_user_and_partition_not_another_account(
             output="/dev/null",
             extra=["--begin=now+1hour"],
             account="root",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
         ),
         script="#!/bin/bash\ntrue\n",
     )
@@ -329,23 +332,23 @@ def test_pending_competitors_same_user_and_partition_not_another_account(
             output="/dev/null",
             hold=True,
             account="team-b",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
         ),
         script="#!/bin/bash\ntrue\n",
     )
     submitted.extend([mine, rival, other_account])
-    found = client.pending_competitors(user=dev_cluster.user, account="root",
-                                       partition=dev_cluster.partition, exclude=[mine])
+    found = client.pending_competitors(user=slurm_cluster.user, account="root",
+                                       partition=slurm_cluster.partition, exclude=[mine])
     ids = [r.job_id for r in found]
     assert rival in ids
     assert mine not in ids and other_account not in ids
     assert all(r.is_pending and r.account == "root" for r in found)
-    by_account = client.pending_competitors(account="team-b", partition=dev_cluster.partition)
+    by_account = client.pending_competitors(account="team-b", partition=slurm_cluster.partition)
     assert other_account in [r.job_id for r in by_account]
 
 
 def test_stopped_controller_raises_cluster_unavailable_then_recovers(
-        dev_cluster, ssh_runner, submitted):
+        slurm_cluster, ssh_runner, submitted):
     json_client, _ = make_client(ssh_runner, "json")
     parsable_client, _ = make_client(ssh_runner, "parsable")
     job_id = json_client.submit(
@@ -353,7 +356,7 @@ def test_stopped_controller_raises_cluster_unavailable_then_recovers(
     )
     submitted.append(job_id)
     try:
-        dev_cluster.stop_daemon("slurmctld")
+        slurm_cluster.stop_daemon("slurmctld")
         for client in (json_client, parsable_client):
             with pytest.raises(ClusterUnavailable, match="did not answer"):
                 client.jobs([job_id])
@@ -363,8 +366,59 @@ def test_stopped_controller_raises_cluster_unavailable_then_recovers(
                 script="#!/bin/bash\ntrue\n",
             )
     finally:
-        dev_cluster.start_daemons()
+        slurm_cluster.start_daemons()
     for client in (json_client, parsable_client):
         records = wait_for(client, [job_id], lambda r: job_id in r, timeout=60,
                            what="jobs() answering after slurmctld restart")
         assert records[job_id].name.startswith("it-ctld-")
+
+
+# ---- what differs between releases, read right on each -------------------------------------
+
+MiB = 1024**2
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_per_cpu_memory_reads_as_the_jobs_limit_while_queued_and_after(
+        slurm_cluster, ssh_runner, submitted, path):
+    # squeue -O MinMemory prints 96M for this job on every release (the per-CPU marker is
+    # dropped); the limit is 2 x 96M, in squeue and in sacct alike.
+    client, _ = make_client(ssh_runner, path)
+    job_id = client.submit(
+        SubmitSpec(job_name=unique("percpu"), output="/dev/null",
+                   extra=("--cpus-per-task=2", "--mem-per-cpu=96M")),
+        script="#!/bin/bash\nsleep 4\n")
+    submitted.append(job_id)
+    running = wait_for(client, [job_id], lambda r: r.get(job_id) and r[job_id].is_running,
+                       timeout=60, what=f"job {job_id} RUNNING")
+    assert running[job_id].mem_limit_bytes == 192 * MiB
+    done = wait_for(client, [job_id], settled(job_id, "COMPLETED"), timeout=90,
+                    what=f"job {job_id} COMPLETED in sacct")
+    assert done[job_id].mem_limit_bytes == 192 * MiB
+
+
+# How each release prints `squeue -O exit_code` for `exit 3`: the raw wait status on 22.05,
+# code:signal from 23.02 on.
+SQUEUE_EXIT_3 = {"22.05": "768", "24.11": "3:0"}
+
+
+def test_exit_code_from_squeue_and_sacct_of_each_release(slurm_cluster, ssh_runner, submitted):
+    # One client asked for JSON the way the config's use_json asks: 22.05 refuses it (its
+    # sacct --json reports exit 3 as 0) and reads the columns; 24.11 reads JSON.
+    counting = CountingRunner(ssh_runner)
+    client = SlurmClient(counting, use_json=True, sacct_json=True, check_json=True, timeout=60)
+    job_id = client.submit(SubmitSpec(job_name=unique("exit3"), output="/dev/null"),
+                           script="#!/bin/bash\nexit 3\n")
+    submitted.append(job_id)
+    done = wait_for(client, [job_id], settled(job_id, "FAILED"), timeout=90,
+                    what=f"job {job_id} FAILED in sacct")
+    assert (done[job_id].exit_code, done[job_id].signal) == (3, 0)
+    json_reads = [argv for argv in counting.calls if "--json" in argv]
+    assert client.parsers is not None
+    if slurm_cluster.release_tuple < (23, 2):
+        assert "exit code" in (client.parsers.refusal or "") and json_reads == []
+    else:
+        assert client.parsers.refusal is None and json_reads
+    column = ssh_runner.run(["squeue", "--noheader", "--states=all", f"--jobs={job_id}",
+                             "--Format=exit_code:0"]).stdout.strip()
+    assert column == SQUEUE_EXIT_3[slurm_cluster.release]

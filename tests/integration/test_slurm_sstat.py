@@ -26,8 +26,8 @@ HOLD = "python3 -c 'b=bytearray({mib}*2**20); import time; time.sleep(120)'"
 
 
 @pytest.fixture(scope="module")
-def ssh_runner(dev_cluster) -> Iterator[SSHRunner]:
-    with SSHRunner(dev_cluster.ssh_settings()) as runner:
+def ssh_runner(slurm_cluster) -> Iterator[SSHRunner]:
+    with SSHRunner(slurm_cluster.ssh_settings()) as runner:
         yield runner
 
 
@@ -57,7 +57,7 @@ def wait_memory(client: SlurmClient, ids: Sequence[int], floor: dict[int, int], 
 
 
 def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
-        dev_cluster, ssh_runner, submitted):
+        slurm_cluster, ssh_runner, submitted):
     counting = CountingRunner(ssh_runner)
     client = SlurmClient(counting, use_json=True, timeout=60)
     # Job a: the batch script holds 300 MiB and an srun step holds 200 MiB at the same time.
@@ -68,7 +68,7 @@ def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
             job_name=unique("a"),
             mem="900M",
             time="5",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
             output="/dev/null",
         ),
         script=script_a,
@@ -79,7 +79,7 @@ def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
             job_name=unique("b"),
             mem="400M",
             time="5",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
             output="/dev/null",
         ),
         script=f"#!/bin/bash\n{HOLD.format(mib=150)}\n",
@@ -99,12 +99,12 @@ def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
     assert a.step == "batch" and a.steps >= 2, a
     assert 300 * MiB <= a.max_rss_bytes < 400 * MiB, a
     assert a.total_max_rss_bytes >= 500 * MiB, a
-    assert (a.max_rss_node, a.max_rss_task) == ("vm", 0)
+    assert (a.max_rss_node, a.max_rss_task) == (slurm_cluster.node, 0)
     assert 150 * MiB <= b.max_rss_bytes < 230 * MiB, b
     assert b.step == "batch" and b.steps == 1
 
 
-def test_finished_and_pending_jobs_are_absent_not_errors(dev_cluster, ssh_runner, submitted):
+def test_finished_and_pending_jobs_are_absent_not_errors(slurm_cluster, ssh_runner, submitted):
     client = SlurmClient(ssh_runner, use_json=True, timeout=60)
     running = client.submit(
         SubmitSpec(
@@ -112,7 +112,7 @@ def test_finished_and_pending_jobs_are_absent_not_errors(dev_cluster, ssh_runner
             mem="300M",
             time="5",
             output="/dev/null",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
         ),
         script=f"#!/bin/bash\n{HOLD.format(mib=100)}\n",
     )
@@ -124,7 +124,7 @@ def test_finished_and_pending_jobs_are_absent_not_errors(dev_cluster, ssh_runner
             time="5",
             output="/dev/null",
             hold=True,
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
         ),
         script="#!/bin/bash\nsleep 5\n",
     )
@@ -135,7 +135,7 @@ def test_finished_and_pending_jobs_are_absent_not_errors(dev_cluster, ssh_runner
             mem="64M",
             time="5",
             output="/dev/null",
-            partition=dev_cluster.partition,
+            partition=slurm_cluster.partition,
         ),
         script="#!/bin/bash\ntrue\n",
     )

@@ -14,14 +14,14 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def runner(dev_cluster):
-    with SSHRunner(dev_cluster.ssh_settings()) as r:
+def runner(slurm_cluster):
+    with SSHRunner(slurm_cluster.ssh_settings()) as r:
         yield r
 
 
 @pytest.fixture
-def log_path(runner: SSHRunner, dev_cluster):
-    d = posixpath.join(dev_cluster.home, f"tail-test-{uuid.uuid4().hex}")
+def log_path(runner: SSHRunner, slurm_cluster):
+    d = posixpath.join(slurm_cluster.home, f"tail-test-{uuid.uuid4().hex}")
     runner.run(["mkdir", "-p", d])
     yield posixpath.join(d, "job-123.out")
     runner.run(["rm", "-rf", d])

@@ -52,10 +52,12 @@ def squeue_argv(
     states: str = "all",
     fields: Sequence[str] = SQUEUE_FIELDS,
 ) -> list[str]:
-    """argv of one squeue call. With `json` filters are pointless (squeue ignores them) and
-    the caller filters; otherwise `--noheader -O Field:0|,…` (width 0: never cut)."""
+    """argv of one squeue call. With `json` the caller filters (22.05's squeue --json ignores
+    every filter and dumps every job, finished ones included); `--states=all` makes 23.02+,
+    which honour the state filter, list finished jobs too. Otherwise `--noheader -O
+    Field:0|,…` (width 0: never cut)."""
     if json:
-        return ["squeue", "--all", "--json"]
+        return ["squeue", "--all", "--states=all", "--json"]
     argv = [*TIME_FORMAT_ENV, "squeue", "--all", "--noheader", f"--states={states}"]
     ids = list(job_ids)
     if ids:

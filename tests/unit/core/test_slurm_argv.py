@@ -176,7 +176,10 @@ def test_parse_sbatch_output():
 
 
 def test_squeue_json_has_no_filters_because_squeue_ignores_them():
-    assert squeue_argv(json=True, job_ids=[5], user="bob") == ["squeue", "--all", "--json"]
+    # 22.05 ignores them all; --states=all because 24.11 honours the default state filter,
+    # which leaves finished jobs out.
+    assert squeue_argv(json=True, job_ids=[5], user="bob") == [
+        "squeue", "--all", "--states=all", "--json"]
 
 
 def test_squeue_parsable_lists_ids_once_and_never_cuts_columns():
@@ -354,13 +357,13 @@ def test_pending_competitors_parsable_filters_and_orders():
     # Real -O rows shape; two pending jobs of bob, one of another account, one running.
     rows = [
         "11|11|N/A|PENDING|Priority|bob|team-a|gpu|normal|100|1700000100|N/A|N/A|1:00:00|0:00|"
-        "|100G|4|0|0|/w|/w/%x.out|succ|",
+        "|100G|4|1|cpu=4,mem=100G,node=1|0|0|/w|/w/%x.out|succ|",
         "12|12|N/A|PENDING|JobHeldUser|bob|team-a|gpu|normal|0|1700000000|N/A|N/A|1:00:00|0:00|"
-        "|100G|4|0|0|/w|/w/%x.out|held|",
+        "|100G|4|1|cpu=4,mem=100G,node=1|0|0|/w|/w/%x.out|held|",
         "13|13|N/A|PENDING|Priority|bob|team-a|gpu|normal|500|1700000200|N/A|N/A|1:00:00|0:00|"
-        "|100G|4|0|0|/w|/w/%x.out|urgent|",
+        "|100G|4|1|cpu=4,mem=100G,node=1|0|0|/w|/w/%x.out|urgent|",
         "14|14|N/A|RUNNING|None|bob|team-a|gpu|normal|100|1700000000|1700000001|N/A|1:00:00|"
-        "0:10|n1|100G|4|0|0|/w|/w/%x.out|busy|",
+        "0:10|n1|100G|4|1|cpu=4,mem=100G,node=1|0|0|/w|/w/%x.out|busy|",
     ]
     runner = FakeRunner({"squeue": (0, "\n".join(rows) + "\n", "")})
     found = SlurmClient(runner, use_json=False).pending_competitors(

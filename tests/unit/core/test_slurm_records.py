@@ -388,9 +388,10 @@ def test_sacct_json_v0040_shapes():
 
 def test_squeue_parsable_name_with_separator_and_newline():
     row = ("5|5|N/A|PENDING|JobHeldUser|bob|root|debug|normal|0|1700000000|N/A|N/A|UNLIMITED|"
-           "0:00||256M|1|0|0|/home/bob|/home/bob/%x.out|a|b'; touch /tmp/pwned #\n$(id)|\n"
+           "0:00||256M|1|1|cpu=1,mem=256M,node=1|0|0|/home/bob|/home/bob/%x.out|"
+           "a|b'; touch /tmp/pwned #\n$(id)|\n"
            "6|6|N/A|RUNNING|None|bob|root|debug|normal|7|1700000000|1700000001|1700003601|1:00:00|"
-           "0:05|vm|256M|1|0|0|/home/bob|/home/bob/o-%j.out|plain|\n")
+           "0:05|vm|256M|1|1|cpu=1,mem=256M,node=1|0|0|/home/bob|/home/bob/o-%j.out|plain|\n")
     records = parse_squeue_parsable(row)
     assert records[5].name == "a|b'; touch /tmp/pwned #\n$(id)"
     assert records[5].is_held and records[5].time_limit_s is None

@@ -1,0 +1,376 @@
+#!/usr/bin/env bash
+# Brings up trainbot's second dev cluster: Slurm 24.11 (Debian 13 trixie's slurm-wlm) in a
+# chroot under $DEV_CLUSTER_2411_DIR/root (default /tmp/dev-cluster-2411), beside the 22.05
+# cluster of ../up.sh and clashing with none of it: its own munge key and socket (inside the
+# chroot), state dirs, ports (slurmctld 6827, slurmd 6828, slurmdbd 6829, sshd
+# 127.0.0.1:2223), node name and cluster name. slurmdbd stores into the host's MariaDB (run
+# ../up.sh first) with a database and a user of its own. Writes $DIR/connection.json.
+# Idempotent: the first run builds the chroot (debootstrap, ~1 min); later runs start only the
+# daemons that are not running (or whose config changed).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$HERE/lib.sh"
+
+PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd openssh-server python3 procps)
+DB_PASS=slurm2411devpw
+SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
+
+[[ $EUID -eq 0 ]] || { echo "dev-cluster-2411: up.sh must run as root" >&2; exit 2; }
+
+CURRENT=""
+on_error() {
+    local rc=$?
+    echo "dev-cluster-2411: FAILED (exit $rc) at line $1${CURRENT:+ while starting $CURRENT}" >&2
+    [[ -n $CURRENT ]] && show_log "$CURRENT"
+    exit "$rc"
+}
+trap 'on_error $LINENO' ERR
+
+die() {
+    echo "dev-cluster-2411: $*" >&2
+    [[ -n $CURRENT ]] && show_log "$CURRENT"
+    exit 1
+}
+
+take_lock
+install -d -m 755 "$DIR/ssh" "$DIR/log"
+
+# ---------------------------------------------------------------- the chroot
+if ! command -v debootstrap >/dev/null; then
+    log "installing debootstrap on the host"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap \
+        >"$DIR/log/apt-host.log" 2>&1 || {
+        tail -n 20 "$DIR/log/apt-host.log" >&2
+        die "apt-get install debootstrap failed"
+    }
+fi
+if [[ ! -x $ROOT/usr/bin/apt-get ]]; then
+    log "debootstrap $SUITE into $ROOT (~30 s)"
+    rm -rf --one-file-system "$ROOT.partial"
+    debootstrap --variant=minbase "$SUITE" "$ROOT.partial" "$MIRROR" \
+        >"$DIR/log/debootstrap.log" 2>&1 || {
+        tail -n 20 "$DIR/log/debootstrap.log" >&2
+        die "debootstrap failed (mirror $MIRROR; set DEV_CLUSTER_2411_MIRROR for another)"
+    }
+    mv "$ROOT.partial" "$ROOT"
+fi
+# Package scripts inside the chroot start no daemon, ever: this script starts them.
+printf '#!/bin/sh\nexit 101\n' >"$ROOT/usr/sbin/policy-rc.d"
+chmod 755 "$ROOT/usr/sbin/policy-rc.d"
+
+[[ -S /run/mysqld/mysqld.sock ]] ||
+    die "the host's MariaDB is not running (/run/mysqld/mysqld.sock): run deploy/dev-cluster/up.sh first"
+declare -A MOUNT_SOURCE=([dev]=/dev [sys]=/sys [run/mysqld]=/run/mysqld)
+for m in "${MOUNTS[@]}"; do
+    install -d -m 755 "$ROOT/$m"
+    mountpoint -q "$ROOT/$m" && continue
+    if [[ $m == proc ]]; then
+        mount -t proc proc "$ROOT/proc"
+    else
+        mount --bind "${MOUNT_SOURCE[$m]}" "$ROOT/$m"
+    fi
+done
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    # shellcheck disable=SC2016  # dpkg-query's own ${...} format
+    [[ $(in_root dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null) == installed ]] ||
+        missing+=("$p")
+done
+if ((${#missing[@]})); then
+    log "installing into the chroot: ${missing[*]}"
+    if ! in_root sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends ${missing[*]}" \
+        >"$DIR/log/apt.log" 2>&1; then
+        tail -n 30 "$DIR/log/apt.log" >&2
+        die "package install in the chroot failed"
+    fi
+    log "packages installed"
+fi
+VERSION=$(in_root sinfo --version 2>/dev/null | awk '{print $2}') || VERSION=""
+
+NODE=$(hostname -s)
+mem_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
+REAL_MEM=$((mem_mib * 9 / 10))
+
+# ---------------------------------------------------------------- config files
+declare -A RESTART=()
+render() {
+    local path=$1 owner=$2 mode=$3 tmp
+    shift 3
+    tmp=$(mktemp "$path.XXXXXX")
+    cat >"$tmp"
+    in_root chown "$owner" "${tmp#"$ROOT"}" 2>/dev/null || chown "$owner" "$tmp"
+    chmod "$mode" "$tmp"
+    if [[ -f $path ]] && cmp -s "$tmp" "$path"; then
+        rm -f "$tmp"
+        return 0
+    fi
+    mv -f "$tmp" "$path"
+    local d
+    for d in "$@"; do RESTART[$d]=1; done
+}
+
+in_root install -d -m 755 /etc/slurm /var/lib/slurm/slurmd
+in_root install -d -o slurm -g slurm -m 755 /run/slurm /var/log/slurm /var/lib/slurm \
+    /var/lib/slurm/slurmctld
+
+render "$ROOT/etc/slurm/slurm.conf" root:root 644 slurmctld slurmd <<EOF
+# Rendered by trainbot deploy/dev-cluster/slurm-24.11/up.sh; edits are overwritten.
+ClusterName=$CLUSTER_NAME
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmUser=slurm
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+AuthType=auth/munge
+AuthInfo=cred_expire=10
+CredType=cred/munge
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=/run/slurm/slurmctld.pid
+SlurmdPidFile=/run/slurm/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2,bf_interval=2
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+MinJobAge=300
+KillWait=5
+OverTimeLimit=0
+Waittime=0
+NodeName=$NODE_NAME NodeHostname=$NODE NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM State=UNKNOWN
+PartitionName=debug Nodes=$NODE_NAME Default=YES MaxTime=INFINITE State=UP
+EOF
+
+# Cgroup-free like the 22.05 cluster: 24.11's slurmd would otherwise look for cgroups in the
+# chroot (and find the host's, which are not its own).
+render "$ROOT/etc/slurm/cgroup.conf" root:root 644 slurmd <<EOF
+# Rendered by trainbot deploy/dev-cluster/slurm-24.11/up.sh; edits are overwritten.
+CgroupPlugin=disabled
+EOF
+
+render "$ROOT/etc/slurm/slurmdbd.conf" slurm:slurm 600 slurmdbd <<EOF
+# Rendered by trainbot deploy/dev-cluster/slurm-24.11/up.sh; edits are overwritten.
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+SlurmUser=slurm
+LogFile=/var/log/slurm/slurmdbd.log
+PidFile=/run/slurm/slurmdbd.pid
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=$DB_USER
+StoragePass=$DB_PASS
+StorageLoc=$DB_NAME
+EOF
+
+# ---------------------------------------------------------------- keys, sshd, the test user
+ssh_dir=$DIR/ssh
+[[ -s $ssh_dir/ssh_host_ed25519_key ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-2411-host" -f "$ssh_dir/ssh_host_ed25519_key"
+[[ -s $ssh_dir/id_ed25519 ]] ||
+    ssh-keygen -q -t ed25519 -N '' -C "dev-cluster-2411-client" -f "$ssh_dir/id_ed25519"
+chmod 600 "$ssh_dir/ssh_host_ed25519_key" "$ssh_dir/id_ed25519"
+render "$ssh_dir/known_hosts" root:root 644 <<EOF
+[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$ssh_dir/ssh_host_ed25519_key.pub")
+EOF
+# sshd runs inside the chroot: its host key and the authorized key are copied in.
+in_root install -d -m 755 /etc/ssh/trainbot /run/sshd
+render "$ROOT/etc/ssh/trainbot/ssh_host_ed25519_key" root:root 600 sshd \
+    <"$ssh_dir/ssh_host_ed25519_key"
+render "$ROOT/etc/ssh/trainbot/authorized_keys" root:root 644 <"$ssh_dir/id_ed25519.pub"
+render "$ROOT/etc/ssh/trainbot/sshd_config" root:root 644 sshd <<EOF
+# Rendered by trainbot deploy/dev-cluster/slurm-24.11/up.sh: key-only auth for $TEST_USER.
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey /etc/ssh/trainbot/ssh_host_ed25519_key
+PidFile /run/sshd-trainbot.pid
+AuthorizedKeysFile /etc/ssh/trainbot/authorized_keys
+AllowUsers $TEST_USER
+PermitRootLogin no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+HostbasedAuthentication no
+UsePAM no
+StrictModes no
+Subsystem sftp internal-sftp
+X11Forwarding no
+AllowTcpForwarding no
+AllowAgentForwarding no
+PrintMotd no
+UseDNS no
+MaxStartups 100:30:200
+MaxSessions 64
+EOF
+if ! in_root id -u "$TEST_USER" >/dev/null 2>&1; then
+    in_root useradd -m -s /bin/bash "$TEST_USER"
+    log "created user $TEST_USER in the chroot"
+fi
+[[ $(in_root getent shadow "$TEST_USER" | cut -d: -f2) == '*' ]] || in_root usermod -p '*' "$TEST_USER"
+TEST_HOME=$(in_root getent passwd "$TEST_USER" | cut -d: -f6)
+
+# ---------------------------------------------------------------- daemons
+wait_for() {
+    local what=$1 secs=$2 i
+    shift 2
+    for ((i = 0; i < secs * 10; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "$what: not ready after $secs s"
+}
+
+STARTED=0
+start() {
+    local name=$1
+    shift
+    CURRENT=$name
+    if live_pid "$name" >/dev/null; then
+        if [[ -z ${RESTART[$name]:-} ]]; then
+            return 1
+        fi
+        log "$name: config changed, restarting"
+        stop_daemon "$name"
+    fi
+    "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 9>&- ||
+        die "$name: '$*' exited $?"
+    wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
+    log "$name: started (pid $(live_pid "$name"))"
+    STARTED=1
+}
+
+# munge: the chroot's own key and socket (/run/munge inside the chroot)
+if [[ ! -s $ROOT/etc/munge/munge.key ]]; then
+    in_root mungekey --create --keyfile=/etc/munge/munge.key
+fi
+in_root chown munge:munge /etc/munge/munge.key
+in_root chmod 400 /etc/munge/munge.key
+in_root install -d -o munge -g munge -m 755 /run/munge
+if start munged in_root runuser -u munge -- /usr/sbin/munged --force; then
+    wait_for "munge credential round trip" 10 in_root sh -c 'munge -n | unmunge'
+fi
+
+# the database user and database of this cluster, in the host's MariaDB
+CURRENT=slurmdbd
+if ! mariadb -N -e "SELECT 1 FROM mysql.user WHERE user='$DB_USER' AND host='localhost'" |
+    grep -q 1; then
+    mariadb -e "CREATE USER IF NOT EXISTS '$DB_USER'@'localhost' IDENTIFIED BY '$DB_PASS';
+                GRANT ALL ON $DB_NAME.* TO '$DB_USER'@'localhost';"
+    log "mariadbd: created database user $DB_USER"
+fi
+
+start slurmdbd in_root /usr/sbin/slurmdbd || true
+CURRENT=slurmdbd
+wait_for "slurmdbd answering sacctmgr" 30 in_root sacctmgr -n list cluster
+if ! in_root sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER_NAME"; then
+    in_root sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
+    log "slurmdbd: registered cluster $CLUSTER_NAME"
+fi
+if ! in_root sacctmgr -n -P list account format=account | grep -qx team-b; then
+    in_root sacctmgr -i add account team-b description="second account for tests" \
+        organization=dev >/dev/null
+    log "slurmdbd: added account team-b"
+fi
+assocs=$(in_root sacctmgr -n -P list assoc where user="$TEST_USER" cluster="$CLUSTER_NAME" \
+    format=account)
+if ! grep -qx root <<<"$assocs"; then
+    in_root sacctmgr -i add user "$TEST_USER" account=root defaultaccount=root >/dev/null
+    log "slurmdbd: added $TEST_USER to account root"
+fi
+if ! grep -qx team-b <<<"$assocs"; then
+    in_root sacctmgr -i add user "$TEST_USER" account=team-b >/dev/null
+    log "slurmdbd: added $TEST_USER to account team-b"
+fi
+
+start slurmctld in_root /usr/sbin/slurmctld || true
+CURRENT=slurmctld
+wait_for "slurmctld answering" 30 in_root scontrol ping
+start slurmd in_root /usr/sbin/slurmd -N "$NODE_NAME" || true
+CURRENT=slurmd
+node_ready() {
+    local state
+    state=$(in_root sinfo -h -N -n "$NODE_NAME" -o %T 2>/dev/null) || return 1
+    case $state in
+        idle | mixed | allocated | completing) return 0 ;;
+        drain* | down*) in_root scontrol update nodename="$NODE_NAME" state=resume \
+            >/dev/null 2>&1 || true ;;
+    esac
+    return 1
+}
+wait_for "node $NODE_NAME idle" 30 node_ready
+
+CURRENT=sshd
+in_root /usr/sbin/sshd -t -f /etc/ssh/trainbot/sshd_config ||
+    die "sshd: $ROOT/etc/ssh/trainbot/sshd_config is invalid"
+if ! live_pid sshd >/dev/null && (exec 3<>"/dev/tcp/127.0.0.1/$SSH_PORT") 2>/dev/null; then
+    die "sshd: 127.0.0.1:$SSH_PORT is already taken by a process that is not our sshd"
+fi
+start sshd in_root /usr/sbin/sshd -f /etc/ssh/trainbot/sshd_config \
+    -E /var/log/sshd-trainbot.log || true
+ln -sf "$ROOT/var/log/sshd-trainbot.log" "${LOGFILE[sshd]}"
+log "all daemons up (Slurm $VERSION, node $NODE_NAME, RealMemory=${REAL_MEM}M, CPUs=4)"
+
+render "$DIR/connection.json" root:root 644 <<EOF
+{
+  "host": "127.0.0.1",
+  "port": $SSH_PORT,
+  "user": "$TEST_USER",
+  "key_file": "$ssh_dir/id_ed25519",
+  "known_hosts": "$ssh_dir/known_hosts",
+  "partition": "debug",
+  "cluster_name": "$CLUSTER_NAME",
+  "home": "$TEST_HOME",
+  "state_dir": "$DIR",
+  "accounts": ["root", "team-b"],
+  "slurm_version": "$VERSION",
+  "node": "$NODE_NAME",
+  "scripts": "slurm-24.11"
+}
+EOF
+
+# ---------------------------------------------------------------- smoke test through sshd
+ssh_cmd=(ssh -F /dev/null -p "$SSH_PORT" -i "$ssh_dir/id_ed25519" -o IdentitiesOnly=yes
+    -o BatchMode=yes -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$ssh_dir/known_hosts"
+    -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 "$TEST_USER@127.0.0.1")
+if ((STARTED)) || ((${#RESTART[@]})); then
+    if ! out=$(timeout "$SMOKE_TIMEOUT" "${ssh_cmd[@]}" \
+        "sbatch --wait --parsable -J dev-cluster-smoke -t 1 -c 1 --mem=32M -o /dev/null \
+        --wrap 'test \$(id -un) = $TEST_USER'" 2>&1); then
+        echo "$out" >&2
+        in_root squeue >&2 || true
+        die "smoke job through ssh failed (or waited more than $SMOKE_TIMEOUT s for a slot)"
+    fi
+    log "smoke job $out ran as $TEST_USER through ssh"
+else
+    out=$("${ssh_cmd[@]}" "squeue -h -o %i | wc -l" 2>&1) || {
+        echo "$out" >&2
+        die "ssh $TEST_USER@127.0.0.1:$SSH_PORT squeue failed"
+    }
+    log "already up; ssh + squeue ok ($((out)) jobs in the queue)"
+fi
+log "ready: $DIR/connection.json (Slurm $VERSION)"
