@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs trainbot's whole test suite on a fresh Debian 12 machine, as root:
 #   1. a virtualenv in .venv with trainbot and its test dependencies (torch pinned, CPU build);
-#   2. the dev cluster (real Slurm + MariaDB + munge + sshd on 127.0.0.1), see deploy/dev-cluster;
+#   2. the dev clusters (real Slurm + MariaDB + munge + sshd on 127.0.0.1), see deploy/dev-cluster:
+#      Slurm 22.05 (Debian 12's) and Slurm 24.11 (Debian 13's, in a chroot beside it);
 #   3. ruff, the import-linter contracts (the layers), then pytest over tests/ (extra
 #      arguments are passed to pytest); tests/unit/deploy lints deploy/Dockerfile (hadolint)
 #      and verifies deploy/trainbot.service (systemd-analyze).
-# Idempotent: a second run reuses the venv and the running cluster.
+# Idempotent: a second run reuses the venv and the running clusters.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -17,6 +18,7 @@ command -v systemd-analyze >/dev/null || {
 }
 
 deploy/dev-cluster/up.sh
+deploy/dev-cluster/slurm-24.11/up.sh # after up.sh: its slurmdbd uses the host's MariaDB
 
 .venv/bin/ruff check bot handlers tests bench docs
 .venv/bin/lint-imports --no-logo  # the layers: pyproject.toml [tool.importlinter]
