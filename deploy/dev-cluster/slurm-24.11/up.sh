@@ -89,7 +89,10 @@ if ((${#missing[@]})); then
     fi
     log "packages installed"
 fi
-VERSION=$(in_root sinfo --version 2>/dev/null | awk '{print $2}') || VERSION=""
+# shellcheck disable=SC2016  # dpkg-query's own ${...} format
+VERSION=$(in_root dpkg-query -W -f='${Version}' slurm-client) # e.g. 24.11.5-1
+VERSION=${VERSION%%-*}
+[[ $VERSION == 24.11.* ]] || die "the chroot's slurm-client is $VERSION, not 24.11"
 
 NODE=$(hostname -s)
 mem_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
@@ -245,6 +248,18 @@ wait_for() {
     die "$what: not ready after $secs s"
 }
 
+# detached CMD...: runs CMD with no inherited descriptor but stdin/out/err, so a daemon holds
+# no lock open: not $DIR/.lock, nor one of a caller's `flock LOCKFILE up.sh`.
+detached() {
+    (
+        for fd in "/proc/$BASHPID/fd/"*; do
+            fd=${fd##*/}
+            ((fd > 2)) && eval "exec $fd>&-"
+        done
+        "$@"
+    )
+}
+
 STARTED=0
 start() {
     local name=$1
@@ -257,7 +272,7 @@ start() {
         log "$name: config changed, restarting"
         stop_daemon "$name"
     fi
-    "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 9>&- ||
+    detached "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 ||
         die "$name: '$*' exited $?"
     wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
     log "$name: started (pid $(live_pid "$name"))"
