@@ -116,7 +116,6 @@ def test_doctor_names_the_slurm_release_and_its_parsers(slurm_cluster, tmp_path)
     verdict, words = DOCTOR_USE_JSON[release]
     line = next(x for x in proc.stdout.splitlines() if "slurm version dev:" in x)
     assert line.split()[0] == verdict and words in line, proc.stdout
-    assert (proc.returncode == 1) == (verdict == "FAIL")
 
 
 def test_doctor_reads_config_path_from_env_and_reports_missing_tokens(dev_cluster, tmp_path):
