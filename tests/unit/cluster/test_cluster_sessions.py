@@ -71,3 +71,17 @@ def test_racing_threads_share_one_runner_and_one_slurm_client() -> None:
     assert runners[0].closed == 1
     fresh = sessions.runner("dev")  # a later use opens a new one
     assert fresh is not runners[0] and len(runners) == 2
+
+
+def test_a_cluster_with_use_json_checks_the_slurm_release_before_reading_json():
+    from fakes import FakeRunner
+
+    config = make_config()
+    config.clusters["dev"] = config.clusters["dev"].model_copy(update={"use_json": True})
+    runner = FakeRunner({"sinfo": (0, "slurm-wlm 22.05.8\n", ""), "squeue": (0, "", ""),
+                         "sacct": (0, "JobIDRaw|State|ExitCode|JobName\n", "")})
+    sessions = ClusterSessions(config, runner_factory=lambda _cluster: runner)
+    sessions.slurm("dev").jobs([5])
+    # 22.05's JSON is known wrong: the columns are read, after one `sinfo --version`
+    assert runner.commands() == ["sinfo", "squeue", "sacct"]
+    assert not any("--json" in argv for argv in runner.argvs())
