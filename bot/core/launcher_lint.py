@@ -1050,15 +1050,23 @@ def _check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
                     "gives the verdict", fix)]
 
 
-def without_toolchain_probe(findings: list[Finding]) -> list[Finding]:
-    """The lint's findings when no worker toolchain probe runs: a JIT use with no compiler
-    in sight fails, since nothing else will check the worker."""
+def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) -> list[Finding]:
+    """The lint's findings once the worker toolchain probe has spoken: a JIT use with no
+    compiler in sight passes when the probe compiled and ran a C program on the worker
+    (`compiler_works`), stays a warning beside the probe's own failure when it did not, and
+    fails when no probe ran (`None`), since nothing else checks the worker."""
     out: list[Finding] = []
     for f in findings:
         if f.check == CHECK_JIT_CC and f.level == "warn" and NO_COMPILER in f.message:
-            f = Finding(f.check, "fail", f.line,
-                        f.message.replace("the worker toolchain probe gives the verdict",
-                                          "and the worker toolchain probe was skipped"), f.fix)
+            if compiler_works is None:
+                f = Finding(f.check, "fail", f.line,
+                            f.message.replace("the worker toolchain probe gives the verdict",
+                                              "and the worker toolchain probe was skipped"),
+                            f.fix)
+            elif compiler_works:
+                f = Finding(f.check, "pass", f.line,
+                            f.message.split(" but ", 1)[0] + "; the worker toolchain probe "
+                            "compiled and ran a C program on the partition's node")
         out.append(f)
     return out
 
@@ -1201,6 +1209,7 @@ def lint_launcher(
 
 
 __all__ = [
+    "after_toolchain_probe",
     "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",
     "CHECK_JIT_CC",
@@ -1212,5 +1221,4 @@ __all__ = [
     "NO_COMPILER",
     "lint_launcher",
     "python_scripts_in",
-    "without_toolchain_probe",
 ]

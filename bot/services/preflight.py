@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.core.findings import Finding, Level, worst_level
-from bot.core.launcher_lint import lint_launcher, python_scripts_in, without_toolchain_probe
+from bot.core.launcher_lint import after_toolchain_probe, lint_launcher, python_scripts_in
 from bot.core.memory_budget import (
     MemoryBudget,
     SaveMemoryInputs,
@@ -401,10 +401,15 @@ def run_preflight(
         )
         report.sections["toolchain"] = tool.findings
         report.toolchain_node = tool.node
+        cc = [f for f in tool.findings if f.check == "toolchain:cc"]
+        if cc:
+            report.sections["launcher"] = after_toolchain_probe(
+                report.sections["launcher"], all(f.level == "pass" for f in cc)
+            )
     else:
         report.sections["toolchain"] = [
             Finding("toolchain", "warn", None, "skipped (--no-toolchain)")
         ]
-        report.sections["launcher"] = without_toolchain_probe(report.sections["launcher"])
+        report.sections["launcher"] = after_toolchain_probe(report.sections["launcher"], None)
     report.sections["memory"], report.budget = memory_section(recipe, options, runner)
     return report

@@ -15,8 +15,8 @@ from bot.core.launcher_lint import (
     CHECK_JIT_CC,
     CHECK_NOUNSET,
     CHECK_SHEBANG,
+    after_toolchain_probe,
     lint_launcher,
-    without_toolchain_probe,
 )
 
 HEAD = "#!/bin/bash\nset -euo pipefail\n"
@@ -176,12 +176,16 @@ def test_jit_detection(line, level):
     assert _worst(HEAD + line + "\n", CHECK_JIT_CC) == level
 
 
-def test_without_the_toolchain_probe_a_jit_with_no_compiler_fails():
+def test_the_toolchain_probe_gives_the_jit_verdict():
     findings = lint_launcher(HEAD + "python train.py --compile\n")
-    (jit,) = [f for f in without_toolchain_probe(findings) if f.check == CHECK_JIT_CC]
-    assert jit.level == "fail" and "probe was skipped" in jit.message
+    (skipped,) = [f for f in after_toolchain_probe(findings, None) if f.check == CHECK_JIT_CC]
+    assert skipped.level == "fail" and "probe was skipped" in skipped.message
+    (works,) = [f for f in after_toolchain_probe(findings, True) if f.check == CHECK_JIT_CC]
+    assert works.level == "pass" and "compiled and ran" in works.message
+    (broken,) = [f for f in after_toolchain_probe(findings, False) if f.check == CHECK_JIT_CC]
+    assert broken.level == "warn"  # beside the probe's own fail
     module = lint_launcher(HEAD + "module load gcc\npython train.py --compile\n")
-    assert [f.level for f in without_toolchain_probe(module) if f.check == CHECK_JIT_CC] == [
+    assert [f.level for f in after_toolchain_probe(module, None) if f.check == CHECK_JIT_CC] == [
         "pass"]
 
 
