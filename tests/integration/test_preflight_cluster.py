@@ -42,12 +42,13 @@ def _config(tmp_path: Path, dev_cluster, script: str, *, port: int | None = None
 
 @pytest.fixture()
 def remote_launchers(dev_cluster):
-    """The reports' launcher and its fixed form, uploaded to the cluster user's home."""
+    """The reports' launchers (108687 and its fixed form, 108903's FlexAttention one), uploaded
+    to the cluster user's home."""
     tag = uuid.uuid4().hex[:8]
     paths = {}
     with SSHRunner(dev_cluster.ssh_settings()) as runner:
         sftp = runner.sftp()
-        for name in ("report_108687", "report_108687_fixed"):
+        for name in ("report_108687", "report_108687_fixed", "flex_no_cc"):
             remote = f"{dev_cluster.home}/preflight-{tag}-{name}.sbatch"
             with sftp.open(remote, "w") as fh:
                 fh.write((LAUNCHERS / f"{name}.sbatch").read_bytes())
@@ -144,3 +145,20 @@ def test_param_count_read_from_the_recipes_latest_dcp_checkpoint(
     assert "parameter count 1,010" in mem["message"] and "read from" in mem["message"]
     state = [p for p in out["memory"]["parts"] if p["name"] == "model+optimizer state"][0]
     assert state["bytes"] == 4 * 18 * 1010
+
+
+def test_the_toolchain_probe_gives_the_jit_verdict(dev_cluster, remote_launchers, tmp_path,
+                                                   capsys):
+    # the lint alone cannot know whether the worker has gcc: the probe runs the real thing
+    cfg = _config(tmp_path, dev_cluster, remote_launchers["flex_no_cc"])
+    _code, out = _preflight(capsys, "--config", cfg, *BUDGET_87870, "--worker-rss", "2.3G")
+    tool = {c["check"]: c for c in out["sections"]["toolchain"]["checks"]}
+    assert tool["toolchain:cc"]["level"] == "pass"
+    launcher = {c["check"]: c for c in out["sections"]["launcher"]["checks"]}
+    assert launcher["jit_without_cc"]["level"] == "pass"
+    assert "compiled and ran a C program" in launcher["jit_without_cc"]["message"]
+    _code, out = _preflight(capsys, "--config", cfg, "--no-toolchain", *BUDGET_87870,
+                            "--worker-rss", "2.3G")
+    launcher = {c["check"]: c for c in out["sections"]["launcher"]["checks"]}
+    assert launcher["jit_without_cc"]["level"] == "fail"
+    assert "probe was skipped" in launcher["jit_without_cc"]["message"]
