@@ -63,12 +63,14 @@ def run(args: argparse.Namespace) -> int:
         service = config.service
         configure_logging(args.log_level or service.log_level,
                           args.log_format or service.log_format)
-        install_log_redaction(config.redactor())
-        if args.metrics_host is not None:
-            config = config.model_copy(update={"service": service.model_copy(
-                update={"metrics_host": args.metrics_host})})
+        overrides = {k: v for k, v in (("metrics_host", args.metrics_host),
+                                         ("webhook_url", args.webhook)) if v is not None}
+        if overrides:
+            service = service.model_copy(update=overrides)
+            config = config.model_copy(update={"service": service})
+        install_log_redaction(config.redactor())  # the webhook URL's secret included
         metrics_port = args.metrics_port or service.metrics_port
-        webhook_url = args.webhook or service.webhook_url
+        webhook_url = service.webhook_url
         try:
             webhook = JsonWebhook(webhook_url) if webhook_url else None
         except ValueError as exc:

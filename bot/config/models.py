@@ -678,6 +678,9 @@ class TemplatesConfig(_Model):
     )
 
 
+WEBHOOK_SECRET_MIN_CHARS = 16  # a webhook URL's path or query this long is taken as a secret
+
+
 class ServiceConfig(_Model):
     """How `trainbot run` reports on itself (its command-line options override these)."""
 
@@ -833,10 +836,16 @@ class Config(_Model):
 
     def secret_values(self) -> list[str]:
         """Every secret value the bot knows: the recipes' `env` values (all of them: a token is
-        passed to jobs that way), the Slack secrets and the store URL's password."""
+        passed to jobs that way), the Slack secrets, the store URL's password and the webhook
+        URL's path and query when long enough to be one (chat webhooks carry their secret
+        there; a short path such as `/events` is not)."""
         values = [value for recipe in self.recipes.values() for value in recipe.env.values()]
         values += [s.get_secret_value() for s in (self._secrets.bot_token,
                    self._secrets.app_token, self._secrets.signing_secret) if s is not None]
+        if self.service.webhook_url:
+            hook = urlsplit(self.service.webhook_url)
+            values += [part for part in (hook.path.strip("/"), hook.query)
+                       if len(part) >= WEBHOOK_SECRET_MIN_CHARS]
         return values + url_secrets(self.store.url)
 
     def redactor(self) -> Redactor:

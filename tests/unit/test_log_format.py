@@ -116,3 +116,17 @@ def test_trainbot_run_log_options_are_offered_and_checked() -> None:
     out = subprocess.run([sys.executable, "-m", "bot", "run", "--log-format", "xml"],
                          capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.returncode == 2 and "--log-format" in out.stderr and "json" in out.stderr
+
+
+def test_a_webhook_urls_secret_path_is_redacted_and_a_short_path_is_not(tmp_path) -> None:
+    from bot.config import parse_config
+
+    text = ("clusters:\n  dev: {host: h, key_file: k}\nservice:\n  webhook_url: "
+            "https://hooks.example.com/services/T0AAA/B0BBB/xyzSECRETxyzSECRET\n")
+    config = parse_config(text, source="t.yaml", env={})
+    redacted = config.redactor().redact(
+        "POST https://hooks.example.com/services/T0AAA/B0BBB/xyzSECRETxyzSECRET failed")
+    assert "SECRET" not in redacted and "hooks.example.com" in redacted
+    short = parse_config(text.replace("services/T0AAA/B0BBB/xyzSECRETxyzSECRET", "events"),
+                         source="t.yaml", env={})
+    assert short.redactor().redact("events go to the log") == "events go to the log"
