@@ -196,6 +196,8 @@ class TickHealth:
             m.log_bytes.labels(cluster).inc(report.bytes_read)
             m.round_trips.labels(cluster).inc(report.round_trips)
             m.bytes_moved.labels(cluster).inc(report.bytes_moved)
+            if report.resubmits_failed:
+                m.resubmits.labels(cluster, "failed").inc(report.resubmits_failed)
             for event in report.events:
                 if event.kind == "incident" and event.diagnosis is not None:
                     m.incidents.labels(cluster, event.diagnosis.class_id).inc()

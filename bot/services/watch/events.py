@@ -79,7 +79,8 @@ class TickReport:
     `round_trips`: the remote requests the tick waited on, one by one: every Slurm command
     plus `read_round_trips`, the requests that read the logs and sampler files; `bytes_moved`:
     what those reads sent and received (requests, new bytes, anchors, framing); `bytes_read`:
-    the new log bytes consumed; `wall_s`: the tick's wall time in seconds.
+    the new log bytes consumed; `wall_s`: the tick's wall time in seconds;
+    `resubmits_failed`: automatic resubmits that failed (retried next tick).
     """
 
     ok: bool
@@ -91,5 +92,6 @@ class TickReport:
     read_round_trips: int = 0
     bytes_moved: int = 0
     wall_s: float = 0.0
+    resubmits_failed: int = 0
     events: list[WatchEvent] = field(default_factory=list)
     error: str | None = None

@@ -118,6 +118,7 @@ class AutoResubmits:
                 except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
                     log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
                                 self.cluster, inc.job_id, chain.id, exc)
+                    report.resubmits_failed += 1
                     self.store.incidents.set_state(inc.key, "due")
                     continue
             self.store.incidents.set_state(inc.key, "submitted")

@@ -150,3 +150,21 @@ def test_slack_calls_and_429_waits_are_counted() -> None:
     assert sample(metrics, "trainbot_slack_api_calls_total", method="chat.postMessage") == 1
     assert sample(metrics, "trainbot_slack_rate_limit_waits_total") == 1
     assert sample(metrics, "trainbot_slack_rate_limit_wait_seconds_total") == 3
+
+
+def test_automatic_resubmits_are_counted_by_outcome(tmp_path) -> None:
+    from fakes import FakeResubmit
+    from support.watcher import timed_out
+
+    metrics = ServiceMetrics()
+    ticks = TickHealth(metrics, clock=lambda: T0)
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    env = (store, FakeSlurm(), FakeSFTP(), RecordingEventSink())
+    resub = FakeResubmit(store, fail_first=1)
+    w, _chain = timed_out(env, resub)
+    tick = ticks.observed("dev", w.tick)
+    for t in (1310, 1380, 1440):
+        tick(T0 + t)
+    store.close()
+    assert sample(metrics, "trainbot_resubmits_total", cluster="dev", outcome="failed") == 1
+    assert sample(metrics, "trainbot_resubmits_total", cluster="dev", outcome="submitted") == 1
