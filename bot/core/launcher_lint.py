@@ -438,8 +438,9 @@ class _Analyzer:
                        f"guard it: `{{ {short} || true; }}`", tuple(files))
         elif name == "ls" and globbed and not self.opts.nullglob:
             hit = _Hit(off, short, name, 2,
-                       f"`ls` exits 2 when `{globbed[0]}` matches nothing (e.g. no checkpoint "
-                       "yet)",
+                       f"`ls` exits 2 when `{globbed[0]}` matches nothing"
+                       + (" (e.g. no checkpoint yet)"
+                          if re.search(r"(?i)ckpt|checkpoint|step|iter", globbed[0]) else ""),
                        f"guard it: `{{ {short} 2>/dev/null || true; }}`", tuple(globbed))
         elif (name == "ls" and in_pipe and not is_last and self.opts.pipefail and file_args
               and not globbed):
