@@ -158,7 +158,7 @@ def main() -> int:
         for j in range(args.jobs):
             start(10_000 + j, T0)
         next_job = 10_000 + args.jobs
-        w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store,
+        w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
                     catalogue=Catalogue.load(), sink=sink, policy=PolicyParams())
         rss = {}
         t_start = time.perf_counter()

@@ -127,7 +127,7 @@ def bench_commands(tmp: str, running: bool) -> dict[int, list[str]]:
         for i in range(n):
             store.watched_jobs.add("dev", str(5000 + i), now=0)
         runner = CountingRunner(running)
-        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), sftp=lambda: sftp,
+        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), reader=lambda: sftp,
                     store=store, catalogue=Catalogue.load(), sink=Sink(),
                     policy=PolicyParams())
         w.tick(1000.0)
@@ -151,7 +151,7 @@ def bench_bytes(tmp: str) -> dict[str, float]:
     # (it reads from 0 in `max_bytes_per_job` steps); here the offset is seeded at the end,
     # as after the job's earlier ticks, to measure the steady state.
     store.tail_offsets.put("7", str(log), offset=size, size=size, line_no=10 ** 6)
-    w = Watcher("dev", slurm=Records(str(log)), sftp=lambda: sftp, store=store,
+    w = Watcher("dev", slurm=Records(str(log)), reader=lambda: sftp, store=store,
                 catalogue=Catalogue.load(), sink=Sink(), policy=PolicyParams(),
                 warmup_bytes=8 * MIB)
     w.tick(time.time())  # restart: warm-up window only

@@ -86,7 +86,7 @@ def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> We
 
 def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None = None
                   ) -> Watcher:
-    """The production watcher of one cluster: Slurm and SFTP from `ctx.clusters` (asked per
+    """The production watcher of one cluster: Slurm and file reads from `ctx.clusters` (asked per
     use: building it never connects, a reconnect gets fresh clients), the context's
     catalogue, events to the run threads (logged when `ctx.sink` is None) and to `webhook`,
     automatic resubmits through the same submit service as `/train resume`."""
@@ -98,7 +98,8 @@ def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None =
     if webhook is not None:
         events = WebhookEvents(events, webhook)
     return Watcher(
-        cluster, slurm=_ClusterSlurm(ctx, cluster), sftp=lambda: ctx.clusters.sftp(cluster),
+        cluster, slurm=_ClusterSlurm(ctx, cluster),
+        reader=lambda: ctx.clusters.tail_reader(cluster),
         store=ctx.store, catalogue=ctx.catalogue, sink=events, config=ctx.config,
         checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit, recover=auto.recover,
     )

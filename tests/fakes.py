@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from support.tail_model import answer_batch
+
 from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import CommandResult
@@ -20,6 +22,7 @@ from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.slurm.sstat import StepMemory
+from bot.core.tail import ReadBatch, ReadRequest
 from bot.services.ports import BotContext
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
@@ -194,16 +197,28 @@ class _Stat:
 
 
 class FakeSFTP:
-    """stat + open('rb') over in-memory files, mtimes from a settable clock; counts the bytes
-    handed out."""
+    """In-memory files, mtimes from a settable clock: stat + open('rb') like SFTP, and `read`
+    like the cluster's TailReader (the read script's rules, tests/support/tail_model.py,
+    through the real framing); counts the bytes handed out and the batches."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytearray] = {}
         self.mtime: dict[str, int] = {}
         self.bytes_out = 0
+        self.batches = 0
+        self.inode: dict[str, int] = {}
         self.clock = T0  # the cluster's wall clock: a write sets the file's mtime to it
 
+    def read(self, requests: Sequence[ReadRequest]) -> ReadBatch:
+        self.batches += 1
+        lookup = {p: (bytes(data), self.mtime[p], self.inode[p])
+                  for p, data in self.files.items()}
+        batch = answer_batch(requests, lookup)
+        self.bytes_out += sum(len(r.data) for r in batch.results)
+        return batch
+
     def append(self, path: str, data: bytes) -> None:
+        self.inode.setdefault(path, len(self.inode) + 1)
         self.files.setdefault(path, bytearray()).extend(data)
         self.mtime[path] = int(self.clock)
 
@@ -250,6 +265,9 @@ class FakeClusters:
         if self._sftp is None:
             raise AssertionError("no SFTP in this test")
         return self._sftp
+
+    def tail_reader(self, name: str) -> FakeSFTP:
+        return self.sftp(name)
 
     def close(self) -> None:
         pass

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 
 from bot.config import ClusterConfig, Config
-from bot.services.ports import SFTP, Runner, Slurm
+from bot.services.ports import SFTP, Runner, Slurm, TailReader
 
 
 def _ssh_runner(cluster: ClusterConfig) -> Runner:
@@ -40,6 +40,7 @@ class ClusterSessions:
         self._slurm_factory = slurm_factory
         self._runners: dict[str, Runner] = {}
         self._slurms: dict[str, Slurm] = {}
+        self._readers: dict[str, TailReader] = {}
         # Re-entrant: slurm() creates the runner it needs while holding the lock.
         self._lock = threading.RLock()
 
@@ -66,11 +67,24 @@ class ClusterSessions:
     def sftp(self, cluster: str) -> SFTP:
         return self.runner(cluster).sftp()
 
+    def tail_reader(self, cluster: str) -> TailReader:
+        """The cluster's batched file reader (one per cluster: it remembers hung paths)."""
+        with self._lock:
+            if cluster not in self._readers:
+                from bot.cluster.tail import ShellTailReader
+
+                runner = self.runner(cluster)
+                timeout = self._config.clusters[cluster].sftp_timeout
+                self._readers[cluster] = ShellTailReader(runner, where=cluster,  # type: ignore[arg-type]
+                                                         timeout=timeout)
+            return self._readers[cluster]
+
     def close(self) -> None:
         with self._lock:
             runners = list(self._runners.values())
             self._runners.clear()
             self._slurms.clear()
+            self._readers.clear()
         for runner in runners:
             runner.close()
 

@@ -99,6 +99,15 @@ class CommandResult:
 
 
 @dataclass(frozen=True)
+class Exchange:
+    """A remote command's raw output; `exit_code` None: it did not end in time."""
+
+    stdout: bytes
+    stderr: bytes
+    exit_code: int | None
+
+
+@dataclass(frozen=True)
 class Endpoint:
     """Connection parameters after ssh_config resolution."""
 
@@ -448,24 +457,53 @@ class SSHRunner:
         chan = self._open_session()
         try:
             try:
-                # paramiko waits for sshd's answer to "exec" without a timeout.
-                within(limit, chan, lambda: chan.exec_command(command))
+                self._start(chan, args, command, limit)
             except TimeoutError as exc:
                 raise CommandTimedOut(args, limit) from exc  # it may or may not have started
-            except (paramiko.SSHException, OSError, EOFError) as exc:
-                # The request may have reached sshd: never retried, the command may have run.
-                self._forget_if_dead()
-                raise ClusterUnavailable(
-                    f"connection to {self.settings.host} lost while starting `{shlex.join(args)}`"
-                    f"; it may or may not have run: {exc or type(exc).__name__}"
-                ) from exc
-            stdout, stderr, exit_code = self._communicate(chan, args, stdin, limit)
+            out, err, code = self._collect(chan, args, stdin, limit)
         finally:
             chan.close()
-        result = CommandResult(args, exit_code, stdout, stderr)
-        if check and exit_code != 0:
-            raise CommandFailed(args, exit_code, stderr, stdout)
+        if code is None:
+            raise CommandTimedOut(args, limit)
+        stdout = out.decode("utf-8", errors="replace")
+        stderr = err.decode("utf-8", errors="replace")
+        result = CommandResult(args, code, stdout, stderr)
+        if check and code != 0:
+            raise CommandFailed(args, code, stderr, stdout)
         return result
+
+    def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange:
+        """Run argv with `stdin` and return its raw output, also when it does not end within
+        `timeout` seconds: then `exit_code` is None, the output is what came until then, and
+        the remote process was asked to stop (for reads whose partial answer is worth
+        keeping: bot.cluster.tail)."""
+        args = tuple(str(a) for a in argv)
+        chan = self._open_session()
+        try:
+            try:
+                self._start(chan, args, build_command(args), timeout)
+            except TimeoutError:
+                return Exchange(b"", b"", None)
+            out, err, code = self._collect(chan, args, stdin, timeout)
+        finally:
+            chan.close()
+        return Exchange(out, err, code)
+
+    def _start(self, chan: paramiko.Channel, args: tuple[str, ...], command: str,
+               limit: float) -> None:
+        """Send "exec"; TimeoutError when sshd does not answer within `limit` seconds."""
+        try:
+            # paramiko waits for sshd's answer to "exec" without a timeout.
+            within(limit, chan, lambda: chan.exec_command(command))
+        except TimeoutError:
+            raise
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            # The request may have reached sshd: never retried, the command may have run.
+            self._forget_if_dead()
+            raise ClusterUnavailable(
+                f"connection to {self.settings.host} lost while starting `{shlex.join(args)}`"
+                f"; it may or may not have run: {exc or type(exc).__name__}"
+            ) from exc
 
     def _open_session(self) -> paramiko.Channel:
         """A fresh session channel; reconnects once if the transport turns out to be dead.
@@ -494,13 +532,15 @@ class SSHRunner:
             if self._client is not None and not self.is_connected:
                 self._drop()
 
-    def _communicate(
+    def _collect(
         self,
         chan: paramiko.Channel,
         args: tuple[str, ...],
         stdin: bytes | str | None,
         limit: float,
-    ) -> tuple[str, str, int]:
+    ) -> tuple[bytes, bytes, int | None]:
+        """Send stdin, read stdout and stderr until the exit status; exit code None when
+        `limit` seconds passed first (the remote process is then sent SIGTERM)."""
         deadline = time.monotonic() + limit
         out: list[bytes] = []
         err: list[bytes] = []
@@ -527,15 +567,15 @@ class SSHRunner:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     _send_signal(chan, "TERM")
-                    raise CommandTimedOut(args, limit)
+                    return b"".join(out), b"".join(err), None
                 if chan.eof_received:
                     # Output is done but the exit status has not arrived yet; the pipe stays
                     # readable after EOF, so wait on the status event instead of spinning.
                     chan.status_event.wait(min(remaining, 0.5))
                 else:
                     select.select([fd], [], [], min(remaining, 1.0))
-        except TimeoutError as exc:  # stdin write blocked past the deadline
-            raise CommandTimedOut(args, limit) from exc
+        except TimeoutError:  # stdin write blocked past the deadline
+            return b"".join(out), b"".join(err), None
         exit_code = chan.recv_exit_status()
         if exit_code == -1 and not self.is_connected:
             self._forget_if_dead()
@@ -543,11 +583,7 @@ class SSHRunner:
                 f"connection to {self.settings.host} lost while `{shlex.join(args)}` was running; "
                 "it may have run"
             )
-        return (
-            b"".join(out).decode("utf-8", errors="replace"),
-            b"".join(err).decode("utf-8", errors="replace"),
-            exit_code,
-        )
+        return b"".join(out), b"".join(err), exit_code
 
     # ---- sftp ------------------------------------------------------------------------------
 
@@ -710,6 +746,7 @@ def _local_user() -> str:
 __all__ = [
     "CommandResult",
     "Endpoint",
+    "Exchange",
     "SSHRunner",
     "SSHSettings",
     "build_command",

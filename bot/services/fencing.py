@@ -15,6 +15,7 @@ from bot.services.ports import (
     CommandOutput,
     Runner,
     Slurm,
+    TailReader,
     ThreadWriter,
 )
 
@@ -94,6 +95,16 @@ class FencedSlurm:
             self.inner.cancel(job_id)
 
 
+class FencedTailReader:
+    """A `TailReader` whose batches are reads (the lease renewed around each)."""
+
+    def __init__(self, inner: TailReader, fence: LeaseFence) -> None:
+        self.inner, self.fence = inner, fence
+
+    def read(self, requests: Sequence[Any]) -> Any:
+        return _read(self.fence, lambda: self.inner.read(requests))
+
+
 class FencedClusters:
     """`ClusterSessions` handing out fenced Slurm clients and runners."""
 
@@ -108,6 +119,9 @@ class FencedClusters:
 
     def sftp(self, cluster: str) -> SFTP:
         return _read(self.fence, lambda: self.inner.sftp(cluster))
+
+    def tail_reader(self, cluster: str) -> TailReader:
+        return FencedTailReader(self.inner.tail_reader(cluster), self.fence)
 
     def close(self) -> None:
         self.inner.close()

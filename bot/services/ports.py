@@ -1,7 +1,8 @@
 """The ports: what the services need from the world outside, as Protocols, in one place.
 
 Adapters implement them: `Slurm` (bot.cluster.slurm.SlurmClient), `Runner` and `SFTP`
-(bot.cluster.ssh.SSHRunner and its paramiko SFTP client), `ClusterSessions`
+(bot.cluster.ssh.SSHRunner and its paramiko SFTP client), `TailReader`
+(bot.cluster.tail.ShellTailReader), `ClusterSessions`
 (bot.cluster.sessions), `ThreadWriter` (bot.slack.poster.SlackPoster,
 bot.slack.console.ConsoleSink), `Renderer` (bot.slack.render.TemplateRenderer) and
 `ChartMaker` (bot.charts.series.SeriesCharts). `BotContext` carries them into every service;
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from bot.core.slurm.records import JobRecord
     from bot.core.slurm.sbatch import SubmitSpec
     from bot.core.slurm.sstat import StepMemory
+    from bot.core.tail import ReadBatch, ReadRequest
 
 Blocks = list[dict[str, Any]]
 
@@ -56,6 +58,14 @@ class SFTP(Protocol):
     def listdir_attr(self, path: str = ".") -> list[Any]: ...
 
     def normalize(self, path: str) -> str: ...
+
+
+class TailReader(Protocol):
+    """Reads the new bytes of many files in one request to the login node
+    (bot.cluster.tail.ShellTailReader): one answer per request, in order, and what it cost.
+    A hung path answers FAILED; a lost connection raises bot.cluster.errors.ClusterError."""
+
+    def read(self, requests: Sequence[ReadRequest]) -> ReadBatch: ...
 
 
 @runtime_checkable
@@ -123,6 +133,8 @@ class ClusterSessions(Protocol):
     def runner(self, cluster: str) -> Runner: ...
 
     def sftp(self, cluster: str) -> SFTP: ...
+
+    def tail_reader(self, cluster: str) -> TailReader: ...
 
     def close(self) -> None: ...
 

@@ -186,7 +186,7 @@ def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record)
     sftp.clock = T0 + 1800
     sftp.append(LOG, log)
     slurm.add(job_id, stdout_path=LOG, start_time=T0, name="mix", **record)
-    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
     return w, root_ts
 

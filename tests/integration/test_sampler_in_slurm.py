@@ -25,6 +25,7 @@ import pytest
 from cluster_jobs import DemoJobs, FinishedJob
 from fakes import RecordingEventSink
 
+from bot.cluster.tail import ShellTailReader
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
@@ -81,7 +82,8 @@ def _watcher(jobs: DemoJobs, dev_cluster: Any, store: Store, sink: RecordingEven
                           "workdir": jobs.root, "target_iter": ITERS,
                           "sampler_path": jobs.path("logs", "rss-%j.jsonl")}},
     )
-    return Watcher("dev", slurm=jobs.slurm, sftp=jobs.runner.sftp, store=store,
+    reader = ShellTailReader(jobs.runner)
+    return Watcher("dev", slurm=jobs.slurm, reader=lambda: reader, store=store,
                    catalogue=Catalogue.load(), sink=sink, config=Config.model_validate(data))
 
 

@@ -1,4 +1,5 @@
-"""Incremental SFTP tail of a file on the dev cluster, written by remote commands."""
+"""Incremental tail of a file on the dev cluster through the batched reader (one remote
+command per read), the file written by remote commands."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import posixpath
 import uuid
 
 import pytest
+from support.local_shell import read_new_lines
 
 from bot.cluster.ssh import SSHRunner
-from bot.cluster.tail import TailState, read_new_lines
+from bot.cluster.tail import ShellTailReader
+from bot.core.tail import TailState
 
 pytestmark = pytest.mark.integration
 
@@ -17,6 +20,11 @@ pytestmark = pytest.mark.integration
 def runner(slurm_cluster):
     with SSHRunner(slurm_cluster.ssh_settings()) as r:
         yield r
+
+
+@pytest.fixture
+def reader(runner: SSHRunner) -> ShellTailReader:
+    return ShellTailReader(runner)
 
 
 @pytest.fixture
@@ -31,13 +39,15 @@ def append(runner: SSHRunner, path: str, data: str) -> None:
     runner.run(["sh", "-c", 'printf %s "$1" >> "$2"', "sh", data, path])
 
 
-def test_missing_file_is_empty_not_an_error(runner: SSHRunner, log_path: str) -> None:
-    chunk = read_new_lines(runner.sftp(), TailState(log_path))
+def test_missing_file_is_empty_not_an_error(
+    runner: SSHRunner, reader: ShellTailReader, log_path: str
+) -> None:
+    chunk = read_new_lines(reader, TailState(log_path))
     assert (chunk.lines, chunk.restarted, chunk.bytes_read) == ([], False, 0)
 
 
 def test_appended_lines_arrive_exactly_once_across_many_reads(
-    runner: SSHRunner, log_path: str
+    runner: SSHRunner, reader: ShellTailReader, log_path: str
 ) -> None:
     writes = [
         "iter 1 loss 2.00\n",
@@ -56,7 +66,7 @@ def test_appended_lines_arrive_exactly_once_across_many_reads(
             append(runner, log_path, data)
         size = runner.sftp().stat(log_path).st_size
         before = state.offset
-        chunk = read_new_lines(runner.sftp(), state)
+        chunk = read_new_lines(reader, state)
         assert not chunk.restarted
         assert chunk.bytes_read == chunk.state.offset - before  # only the new bytes
         assert chunk.state.offset <= size
@@ -65,38 +75,44 @@ def test_appended_lines_arrive_exactly_once_across_many_reads(
     assert [line for _, line in seen] == expected
     assert [n for n, _ in seen] == list(range(1, len(expected) + 1))
     assert state.offset == runner.sftp().stat(log_path).st_size
-    again = read_new_lines(runner.sftp(), state)
+    again = read_new_lines(reader, state)
     assert again.lines == [] and again.bytes_read == 0
 
 
-def test_truncation_is_detected_and_reading_restarts(runner: SSHRunner, log_path: str) -> None:
+def test_truncation_is_detected_and_reading_restarts(
+    runner: SSHRunner, reader: ShellTailReader, log_path: str
+) -> None:
     append(runner, log_path, "a long first attempt line\nanother line\n")
-    state = read_new_lines(runner.sftp(), TailState(log_path)).state
+    state = read_new_lines(reader, TailState(log_path)).state
     runner.run(["sh", "-c", ': > "$1"; printf "short\\n" >> "$1"', "sh", log_path])
-    chunk = read_new_lines(runner.sftp(), state)
+    chunk = read_new_lines(reader, state)
     assert chunk.restarted
     assert (chunk.lines, chunk.first_line_no, chunk.bytes_read) == (["short"], 1, 6)
 
 
-def test_replacement_by_a_new_longer_file_is_detected(runner: SSHRunner, log_path: str) -> None:
+def test_replacement_by_a_new_longer_file_is_detected(
+    runner: SSHRunner, reader: ShellTailReader, log_path: str
+) -> None:
     append(runner, log_path, "attempt 1: iter 1\nattempt 1: iter 2\n")
-    state = read_new_lines(runner.sftp(), TailState(log_path)).state
+    state = read_new_lines(reader, TailState(log_path)).state
     runner.run(["rm", log_path])
     new = "attempt 2: resumed from iter 1000\nattempt 2: iter 1001\nattempt 2: iter 1002\n"
     append(runner, log_path, new)
-    chunk = read_new_lines(runner.sftp(), state)
+    chunk = read_new_lines(reader, state)
     assert chunk.restarted
     assert chunk.lines == new.splitlines()
     assert chunk.first_line_no == 1
     assert chunk.bytes_read == len(new.encode())
 
 
-def test_removed_file_then_recreated(runner: SSHRunner, log_path: str) -> None:
+def test_removed_file_then_recreated(
+    runner: SSHRunner, reader: ShellTailReader, log_path: str
+) -> None:
     append(runner, log_path, "x\n")
-    state = read_new_lines(runner.sftp(), TailState(log_path)).state
+    state = read_new_lines(reader, TailState(log_path)).state
     runner.run(["rm", log_path])
-    gone = read_new_lines(runner.sftp(), state)
+    gone = read_new_lines(reader, state)
     assert gone.restarted and gone.lines == []
     append(runner, log_path, "x\ny\n")
-    chunk = read_new_lines(runner.sftp(), gone.state)
+    chunk = read_new_lines(reader, gone.state)
     assert chunk.lines == ["x", "y"] and not chunk.restarted

@@ -18,6 +18,7 @@ from fakes import RecordingEventSink
 
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
+from bot.cluster.tail import ShellTailReader
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.sbatch import SubmitSpec
@@ -69,7 +70,8 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
                 store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
                 store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
             sink = RecordingEventSink()
-            watcher = Watcher("dev", slurm=slurm, sftp=ssh.sftp, store=store,
+            reader = ShellTailReader(ssh)
+            watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
                               catalogue=Catalogue.load(), sink=sink,
                               policy=PolicyParams(backoff_s=0, stall_min_s=60),
                               checkpoint_iter=lambda recipe: None)

@@ -31,7 +31,7 @@ def make_watcher(store: Store, slurm: FakeSlurm, sftp: FakeSFTP, sink: Recording
                  **kw: Any) -> Watcher:
     """A Watcher of cluster `dev` (3 unreachable ticks; backoff 60 s unless `policy` says)."""
     kw.setdefault("policy", PolicyParams(backoff_s=60))
-    return Watcher(CLUSTER, slurm=slurm, sftp=lambda: sftp, store=store, catalogue=catalogue(),
+    return Watcher(CLUSTER, slurm=slurm, reader=lambda: sftp, store=store, catalogue=catalogue(),
                    sink=sink, unreachable_ticks=3, **kw)
 
 

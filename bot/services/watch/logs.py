@@ -1,4 +1,5 @@
-"""Log following: only the new bytes of each running job's log (and sampler file), by offset.
+"""Log following: only the new bytes of each running job's log (and sampler file), by offset,
+every file of a tick in one batched read.
 
 Offsets live in the store (`tail_offsets`), written at most every `persist_every_s` for a busy
 log: after a crash the watcher re-reads at most that much (event keys make it harmless).
@@ -19,16 +20,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from bot.cluster.tail import TailState, read_new_lines
+from bot.cluster.errors import ClusterError
 from bot.config import RecipeConfig
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Diagnosis
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
-from bot.services.ports import SFTP
+from bot.core.tail import (
+    FileRead,
+    FramingError,
+    ReadRequest,
+    TailItem,
+    TailOutcome,
+    TailState,
+    read_tails,
+)
+from bot.services.ports import TailReader
 from bot.services.watch.events import TickReport
 from bot.store import Attempt, Store
 
@@ -55,19 +64,42 @@ class JobWatch:
     rss_step: str | None = None  # the sstat step whose MaxRSS was last fed to the analysis
 
 
-class LogFollower:
-    """Reads a cluster's job logs through SFTP into each job's analysis and sampler series.
+@dataclass(frozen=True)
+class FollowedFile:
+    """One file of a job read this tick: the log or the sampler file, and the state its read
+    started from (`restored`: from the store, after a restart or a new path)."""
 
-    `sftp` returns the cluster's SFTP client (asked lazily, per read); `recipe_cfg` maps a
+    kind: str  # "log" | "sampler"
+    path: str
+    start: TailState
+    restored: bool
+
+
+@dataclass
+class JobReads:
+    """What a tick read of one job's files, to be applied to the job (`LogFollower.apply`),
+    or the error that kept them from being read."""
+
+    files: list[tuple[FollowedFile, TailOutcome]] = field(default_factory=list)
+    error: Exception | None = None
+
+
+class LogFollower:
+    """Reads a cluster's job logs and sampler files into each job's analysis and sampler
+    series: every file of the tick in one batch (`read`, bot.core.tail.read_tails over the
+    cluster's TailReader: one round trip, two when a file must be read again from 0 or a
+    finished job's log has more), then applied job by job (`apply`).
+
+    `reader` returns the cluster's TailReader (asked lazily, per tick); `recipe_cfg` maps a
     recipe name to its config (None: unknown); `new_analysis` makes a fresh LogAnalysis for
     a recipe (a log that restarted, after a requeue or rotation, is analysed anew).
     """
 
-    def __init__(self, *, sftp: Callable[[], SFTP], store: Store,
+    def __init__(self, *, reader: Callable[[], TailReader], store: Store,
                  recipe_cfg: Callable[[str | None], RecipeConfig | None],
                  new_analysis: Callable[[str | None], LogAnalysis],
                  max_bytes_per_job: int, warmup_bytes: int, persist_every_s: float) -> None:
-        self._sftp = sftp
+        self._reader = reader
         self.store = store
         self._recipe_cfg = recipe_cfg
         self._new_analysis = new_analysis
@@ -75,42 +107,78 @@ class LogFollower:
         self.warmup_bytes = warmup_bytes
         self.persist_every_s = persist_every_s
 
-    def read(self, jw: JobWatch, record: JobRecord, now: float, report: TickReport,
-              drain: bool = False) -> bool:
-        """Read new log (and sampler) lines; True when unread log bytes remain."""
-        path = self.log_path(jw, record)
+    def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
+             report: TickReport) -> dict[int, JobReads]:
+        """Read the new bytes of every (job, record, drain) given, in one batch; nothing is
+        applied yet. A failed batch (connection lost) is every job's error."""
+        planned: list[tuple[int, FollowedFile]] = []
+        items: list[TailItem] = []
+        for jw, record, drain in jobs:
+            for kind, path, state in (("log", self.log_path(jw, record), jw.log),
+                                      ("sampler", self.sampler_path(jw, record),
+                                       jw.sampler_tail)):
+                if path is None:
+                    continue
+                restored = state is None or state.path != path
+                if restored:
+                    state = self._saved(jw, path)
+                assert state is not None
+                window = min(state.offset, self.warmup_bytes) if restored else 0
+                planned.append((jw.job_id, FollowedFile(kind, path, state, restored)))
+                items.append(TailItem(state, self.max_bytes_per_job, drain, window))
+        reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
+        if not items:
+            return reads
+
+        def batch(requests: list[ReadRequest]) -> list[FileRead]:
+            answer = self._reader().read(requests)
+            report.round_trips += answer.round_trips
+            report.read_round_trips += answer.round_trips
+            report.bytes_moved += answer.bytes_moved
+            return answer.results
+
+        try:
+            outcomes = read_tails(items, batch)
+        except (ClusterError, OSError, FramingError) as exc:
+            for r in reads.values():
+                r.error = exc
+            return reads
+        for (job_id, followed), outcome in zip(planned, outcomes, strict=True):
+            reads[job_id].files.append((followed, outcome))
+        return reads
+
+    def apply(self, jw: JobWatch, reads: JobReads, now: float, report: TickReport) -> bool:
+        """Feed what was read of the job into its analysis and sampler series and persist the
+        offsets; True when unread log bytes remain. Raises the error that kept a file from
+        being read (the job is then not judged this tick)."""
+        if reads.error is not None:
+            raise reads.error
         more = False
-        if path is not None:
-            before = jw.log.offset if jw.log is not None else None
-            jw.log, more = self._tail(jw, path, jw.log, jw.analysis, report, drain, now)
-            last = jw.analysis.series.last_time
-            if last is not None and (jw.skew is None or jw.log.offset != before):
-                # The file's mtime is when its last line was written (cluster clock, synced
-                # with ours by NTP); without it, when we read it.
-                written = jw.log.mtime if jw.log.mtime is not None else now
-                jw.skew = last - written
-        sampler_path = self.sampler_path(jw, record)
-        if sampler_path is not None:
-            jw.sampler_tail, _ = self._tail(jw, sampler_path, jw.sampler_tail, jw.sampler,
-                                            report, drain, now)
+        for followed, outcome in reads.files:
+            if outcome.error is not None:
+                raise outcome.error
+            if followed.kind == "log":
+                before = jw.log.offset if jw.log is not None else None
+                jw.log = self._apply(jw, followed, outcome, jw.analysis, report, now)
+                more = outcome.more
+                last = jw.analysis.series.last_time
+                if last is not None and (jw.skew is None or jw.log.offset != before):
+                    # The file's mtime is when its last line was written (cluster clock,
+                    # synced with ours by NTP); without it, when we read it.
+                    written = jw.log.mtime if jw.log.mtime is not None else now
+                    jw.skew = last - written
+            else:
+                jw.sampler_tail = self._apply(jw, followed, outcome, jw.sampler, report, now)
         return more
 
-    def _tail(self, jw: JobWatch, path: str, state: TailState | None,
-              target: LogAnalysis | SamplerSeries,
-              report: TickReport, drain: bool, now: float) -> tuple[TailState, bool]:
-        """Read up to `max_bytes_per_job` new bytes of `path` into `target`; persist the
-        offset. Returns the new state and whether unread bytes remain."""
-        # Asked for each time: the factory (ClusterSessions) caches the channel and
-        # reopens it after a reconnect; a copy kept here would go stale.
-        sftp = _CountingSFTP(self._sftp(), report)
-        restored = state is None or state.path != path
-        if restored:
-            state = self._restore(jw, sftp, path, target)
-        start_state = None if restored else state
-        budget = self.max_bytes_per_job
-        more = False
-        while True:
-            chunk = read_new_lines(sftp, state, max_bytes=budget)
+    def _apply(self, jw: JobWatch, followed: FollowedFile, outcome: TailOutcome,
+               target: LogAnalysis | SamplerSeries, report: TickReport,
+               now: float) -> TailState:
+        """Feed one file's chunks into `target`; persist its offset. The new state."""
+        state = followed.start
+        if followed.restored:
+            target = self._warm_up(jw, state, outcome.window, target)
+        for chunk in outcome.chunks:
             if chunk.restarted and state.offset:  # a new file (requeue, rotation): start over
                 if isinstance(target, LogAnalysis):
                     target = jw.analysis = self._new_analysis(jw.recipe)
@@ -124,25 +192,21 @@ class LogFollower:
                     target.feed_lines(chunk.lines)
             report.bytes_read += chunk.bytes_read
             state = chunk.state
-            budget -= chunk.bytes_read
-            if not (drain and chunk.more and chunk.bytes_read and budget > 0):
-                more = chunk.more
-                break
-        last = jw.persisted_at.get(path)
+        start_state = None if followed.restored else followed.start
+        last = jw.persisted_at.get(followed.path)
         due = last is None or now - last >= self.persist_every_s
         if state != start_state and due:  # an idle log costs no write; a busy one, few
-            jw.persisted_at[path] = now
+            jw.persisted_at[followed.path] = now
             self.store.tail_offsets.put(
-                str(jw.job_id), path, offset=state.offset, size=state.size,
+                str(jw.job_id), followed.path, offset=state.offset, size=state.size,
                 line_no=state.line_no,
                 signature=json.dumps({"anchor": state.anchor, "mtime": state.mtime,
                                       "inode": state.inode}),
             )
-        return state, more
+        return state
 
-    def _restore(self, jw: JobWatch, sftp: SFTP, path: str,
-                 target: LogAnalysis | SamplerSeries) -> TailState:
-        """The persisted tail state, with the analysis warmed up on the bytes before it."""
+    def _saved(self, jw: JobWatch, path: str) -> TailState:
+        """The persisted tail state of `path` (from 0 when none)."""
         saved = self.store.tail_offsets.get(str(jw.job_id), path)
         if saved is None or saved.offset <= 0:
             return TailState(path=path)
@@ -150,25 +214,25 @@ class LogFollower:
             sig = json.loads(saved.inode_or_signature or "{}")
         except ValueError:
             sig = {}
-        state = TailState(path=path, offset=saved.offset, size=saved.size,
-                          line_no=saved.line_no, anchor=sig.get("anchor", ""),
-                          mtime=sig.get("mtime"), inode=sig.get("inode"))
-        start = max(0, saved.offset - self.warmup_bytes)
-        try:
-            with sftp.open(path, "rb") as f:
-                f.seek(start)
-                window = f.read(saved.offset - start)
-        except OSError:
-            return state
-        if start > 0:
+        return TailState(path=path, offset=saved.offset, size=saved.size,
+                         line_no=saved.line_no, anchor=sig.get("anchor", ""),
+                         mtime=sig.get("mtime"), inode=sig.get("inode"))
+
+    def _warm_up(self, jw: JobWatch, state: TailState, window: bytes,
+                 target: LogAnalysis | SamplerSeries) -> LogAnalysis | SamplerSeries:
+        """After a restart: the analysis rebuilt from the bytes just before the persisted
+        offset (a silent job is still judged against its last progress line)."""
+        if not window:
+            return target
+        if len(window) < state.offset:  # the window starts inside a line: skip to the next
             cut = window.find(b"\n") + 1
             window = window[cut:] if cut else b""
         if isinstance(target, LogAnalysis):
-            target.lines = max(0, saved.line_no - window.count(b"\n"))
+            target.lines = max(0, state.line_no - window.count(b"\n"))
             target.feed(window)
         else:
             target.feed_lines(window.decode("utf-8", "replace").splitlines())
-        return state
+        return target
 
     def log_path(self, jw: JobWatch, record: JobRecord) -> str | None:
         if record.stdout_path:
@@ -188,46 +252,3 @@ class LogFollower:
                                      name=record.name or cfg.job_name or jw.recipe,
                                      user=record.user, workdir=record.workdir or cfg.workdir)
 
-
-class _CountingSFTP:
-    """An SFTP client counting its requests (stat, open, each read, close) and the bytes read
-    into the tick's report: each is one round trip to the login node."""
-
-    def __init__(self, inner: SFTP, report: TickReport) -> None:
-        self._inner, self._report = inner, report
-
-    def _count(self, n_bytes: int = 0) -> None:
-        self._report.round_trips += 1
-        self._report.read_round_trips += 1
-        self._report.bytes_moved += n_bytes
-
-    def stat(self, path: str) -> Any:
-        self._count()
-        return self._inner.stat(path)
-
-    def open(self, filename: str, mode: str = "r", bufsize: int = -1) -> Any:
-        self._count()
-        return _CountingFile(self._inner.open(filename, mode, bufsize), self._count)
-
-
-class _CountingFile:
-    def __init__(self, inner: Any, count: Callable[..., None]) -> None:
-        self._inner, self._count = inner, count
-
-    def __enter__(self) -> _CountingFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def seek(self, offset: int, whence: int = 0) -> Any:
-        return self._inner.seek(offset, whence)
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._inner.read(n)
-        self._count(len(data))
-        return data
-
-    def close(self) -> None:
-        self._count()
-        self._inner.close()

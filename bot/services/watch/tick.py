@@ -13,9 +13,11 @@ Per tick:
   source (the log prints none and the sampler has written nothing): each job's MaxRSS is fed to
   its analysis as a sample at its current iteration (leak fit, RSS chart), and a leak warning
   built on it says "RSS from sstat"; a failed sstat costs only this tick's samples;
-- running job: new log bytes by offset (`bot.cluster.tail.read_new_lines`, offsets persisted
-  in the store), fed to the job's `LogAnalysis`; sampler JSON lines likewise; early warnings
-  through `bot.core.policy.early_warnings`;
+- ONE batched read (one round trip; two when a file must be read again from 0 or a finished
+  job's log has more) of every running job's log and sampler file, by offset
+  (bot.services.watch.logs over the cluster's TailReader, offsets persisted in the store),
+  fed to the job's `LogAnalysis`; sampler JSON lines likewise; early warnings through
+  `bot.core.policy.early_warnings`;
 - pending job held by an admin: `held_report` once the hold has lasted long enough;
 - finished job: the rest of the log, `diagnose`, `decide`; the attempt row gets progress,
   result, cause and work lost; the job leaves the watch list.
@@ -57,9 +59,9 @@ from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
 from bot.log_format import log_fields
-from bot.services.ports import SFTP, LeaseLost, SlurmJobs
+from bot.services.ports import LeaseLost, SlurmJobs, TailReader
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
-from bot.services.watch.logs import JobWatch, LogFollower
+from bot.services.watch.logs import JobReads, JobWatch, LogFollower
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
 from bot.store import Store, WatchedJob
@@ -72,8 +74,9 @@ class Watcher:
 
     - `slurm`: has `jobs(ids) -> {id: JobRecord}` and, optionally, `memory(ids) -> {id:
       StepMemory}` (bot.cluster.slurm.SlurmClient; without `memory` no sstat is made);
-    - `sftp`: a zero-argument callable returning an SFTP client (stat/open) — called lazily,
-      so an unreachable cluster is only contacted by the one Slurm call;
+    - `reader`: a zero-argument callable returning the cluster's TailReader (every log and
+      sampler file of a tick in one batch) — called lazily, so an unreachable cluster is only
+      contacted by the one Slurm call;
     - `store`: bot.store.Store; `catalogue`: bot.core.catalogue.Catalogue; `config`:
       bot.config.Config (recipes, policy_for), may be None in tests with `policy`;
     - `checkpoint_iter`: recipe name -> iteration of its latest complete checkpoint (None:
@@ -104,7 +107,7 @@ class Watcher:
         cluster: str,
         *,
         slurm: SlurmJobs,
-        sftp: Callable[[], SFTP],
+        reader: Callable[[], TailReader],
         store: Store,
         catalogue: Catalogue,
         sink: EventSink,
@@ -137,7 +140,7 @@ class Watcher:
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
         self.outbox = Outbox(cluster, store=store, sink=sink)
-        self.logs = LogFollower(sftp=sftp, store=store, recipe_cfg=self._recipe_cfg,
+        self.logs = LogFollower(reader=reader, store=store, recipe_cfg=self._recipe_cfg,
                                 new_analysis=self._new_analysis,
                                 max_bytes_per_job=max_bytes_per_job,
                                 warmup_bytes=warmup_bytes, persist_every_s=persist_every_s)
@@ -183,6 +186,7 @@ class Watcher:
         self._cluster_ok(now, report)
         self._records.update(records)
         memory = self._memory(records, report)
+        reads = self._read_files(watched, records, report)
         for w in watched:
             job_id = int(w.job_id)
             record = records.get(job_id)
@@ -190,7 +194,7 @@ class Watcher:
                 self._unknown(w, now, report)
                 continue
             with log_fields(job=w.job_id, chain=w.chain_id):
-                self._judge(w, record, now, report, memory.get(job_id))
+                self._judge(w, record, now, report, memory.get(job_id), reads.get(job_id))
         # Jobs no longer watched (unwatched, finished elsewhere): forget their state, and the
         # warnings of chains with no job left here (read again from the store if they return).
         for gone in set(self._jobs) - set(ids):
@@ -202,11 +206,11 @@ class Watcher:
         return report
 
     def _judge(self, w: WatchedJob, record: JobRecord, now: float, report: TickReport,
-               memory: StepMemory | None) -> None:
+               memory: StepMemory | None, reads: JobReads | None) -> None:
         """`_job`, a failure logged and left for the next tick (a lost lease ends the tick)."""
         job_id = w.job_id
         try:
-            self._job(w, record, now, report, memory)
+            self._job(w, record, now, report, memory, reads)
         except LeaseLost:
             raise  # another replica watches now: this tick ends here
         except ClusterError as exc:  # SSH dropped mid-tick: try again next tick
@@ -216,6 +220,19 @@ class Watcher:
         except Exception:  # noqa: BLE001 - one bad job must not starve the others
             log.exception("%s: job %s: watching it failed; the other jobs go on",
                           self.cluster, job_id)
+
+    def _read_files(self, watched: list[WatchedJob], records: dict[int, JobRecord],
+                    report: TickReport) -> dict[int, JobReads]:
+        """The new bytes of every running job's files, and the rest of every finished job's
+        log, in one batched read (bot.services.watch.logs)."""
+        jobs = []
+        for w in watched:
+            record = records.get(int(w.job_id))
+            if record is None or not (record.is_running or record.is_finished):
+                continue
+            jw = self._watch_for(w, record)
+            jobs.append((jw, record, record.is_finished))
+        return self.logs.read(jobs, report) if jobs else {}
 
     def _run_due_resubmits(self, now: float, report: TickReport) -> None:
         if self.resubmits is not None:
@@ -275,15 +292,16 @@ class Watcher:
     # ------------------------------------------------------------------ jobs
 
     def _job(self, w: WatchedJob, record: JobRecord, now: float, report: TickReport,
-             memory: StepMemory | None = None) -> None:
+             memory: StepMemory | None = None, reads: JobReads | None = None) -> None:
         jw = self._watch_for(w, record)
         jw.record = record
         if record.is_pending:
             self._pending(jw, record, now, report)
             return
         self._set_held_since(jw, None)
+        reads = reads if reads is not None else JobReads()
         if record.is_running:
-            self.logs.read(jw, record, now, report)
+            self.logs.apply(jw, reads, now, report)
             self._sstat_sample(jw, memory)
             self._running(jw, record, now, report)
         elif record.is_finished:
@@ -293,7 +311,7 @@ class Watcher:
                 # its end is that decision's, not a failure to report.
                 self._jobs.pop(jw.job_id, None)
                 return
-            if self.logs.read(jw, record, now, report, drain=True):
+            if self.logs.apply(jw, reads, now, report):
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)
 

@@ -63,7 +63,7 @@ class Story:
             return real_reply(chain_id, key, blocks, text)
 
         self.ctx.sink.post_reply = capture
-        self.watcher = Watcher("dev", slurm=self.slurm, sftp=lambda: self.sftp, store=store,
+        self.watcher = Watcher("dev", slurm=self.slurm, reader=lambda: self.sftp, store=store,
                                catalogue=Catalogue.load(), sink=ThreadEvents(self.ctx),
                                config=self.ctx.config, checkpoint_iter=lambda r: 3000)
 

@@ -52,7 +52,7 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
         return real_reply(chain_id, key, blocks, text)
 
     ctx.sink.post_reply = capture
-    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
     w.tick(T0)
     w.tick(T0 + 360)
@@ -176,7 +176,7 @@ def _failed_88154(store: Store, sink: ChartSink) -> Watcher:
     sftp.append(LOG, STORY.read_bytes())
     slurm.add(88154, state="FAILED", exit_code=1, signal=0, stdout_path=LOG, start_time=T0,
               end_time=T0 + 1805, name="mix", mem_limit_bytes=950 << 30)
-    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
     w.tick(T0 + 1830)
     return w
@@ -256,7 +256,7 @@ def test_a_leak_seen_by_the_sampler_posts_its_rss_chart_with_the_workers_line(st
                                   "n": {"trainer": 4, "worker": 40, "other": 2}}) + "\n"
                       for k in range(0, 161, 8))
     sftp.append("/scratch/mix/logs/rss-88016.jsonl", samples.encode())
-    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config)
     w.tick(T0 + 5)
     [reply] = sink.replies()

@@ -237,7 +237,7 @@ def test_leak_warning_and_low_gpu_note_are_korean(store):
 
 def watcher(ctx, slurm, sftp=None, **kw) -> Watcher:
     sftp = sftp or FakeSFTP()
-    return Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=ctx.store,
+    return Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
                    catalogue=catalogue(), sink=ThreadEvents(ctx), config=ctx.config,
                    unreachable_ticks=3, **kw)
 

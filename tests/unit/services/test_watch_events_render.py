@@ -54,7 +54,7 @@ def watched_incident(store: Store, templates_dir: Path | None = None, **recipe) 
     slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
     sftp = FakeSFTP()
     sftp.append(LOG, (STORIES / "88154.log").read_bytes())
-    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
     w.tick(T0)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)

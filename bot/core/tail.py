@@ -1,0 +1,418 @@
+"""Following files by offset, pure: the tail state, the batched read protocol (requests out,
+framed chunks back, bot.cluster.tail) and the decisions over what comes back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+ANCHOR_BYTES = 64
+DEFAULT_MAX_BYTES = 1 << 20
+
+# What the login node says of one file (the frame's status word).
+READ = "read"  # bytes from `start`: the window asked for before the offset, then new bytes
+NEW = "new"  # shrank below the offset or another inode: bytes from 0 (a new file)
+SAME = "same"  # size and mtime as last time: nothing read
+MISSING = "missing"  # no such file (or not reachable through the path)
+FAILED = "failed"  # the read itself failed (permission, I/O error, no answer in time)
+
+
+@dataclass(frozen=True)
+class TailState:
+    """Where the tail of one file stands; plain data, saved by the store between ticks.
+
+    - `offset`: just after the last newline consumed; `line_no`: lines before it.
+    - `size`: end of the bytes examined at the last read (offset + a pending partial line).
+    - `anchor`: hex of the bytes just before `offset` (replacement check, docs/architecture.md).
+    - `inode`: the file's inode at the last read (None when unknown); `mtime` (whole seconds)
+      with `size` lets an untouched file be skipped without reading it.
+    """
+
+    path: str
+    offset: int = 0
+    inode: int | None = None
+    size: int = 0
+    line_no: int = 0
+    anchor: str = ""
+    mtime: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TailState:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+@dataclass(frozen=True)
+class TailChunk:
+    """The result of one read: complete new lines and the state to persist.
+
+    `first_line_no` is the 1-based line number of `lines[0]` in the file (so evidence can cite
+    it); `bytes_read` is the number of new bytes consumed (the offset advance); `restarted` says
+    the file was truncated, replaced or removed and reading began again at 0; `more` says bytes
+    beyond the budget are waiting; `reason` says why a restart happened.
+    """
+
+    lines: list[str]
+    state: TailState
+    restarted: bool
+    bytes_read: int
+    first_line_no: int
+    more: bool = False
+    reason: str = ""
+
+
+# ---- the protocol ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """One file of a batch: new bytes from `offset` (at most `budget`), with the `back` bytes
+    before it (the anchor, or a warm-up window). `size`, `mtime` and `inode` are what the last
+    read saw: a file with the same size and mtime is not read (`inode`: another one is a new
+    file); `size=-1` always reads."""
+
+    path: str
+    offset: int = 0
+    back: int = 0
+    budget: int = DEFAULT_MAX_BYTES
+    size: int = -1
+    mtime: int | None = None
+    inode: int | None = None
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """What the login node answered for one request: the file's stat and the bytes read from
+    `start` (see the statuses above); `error` says why a read FAILED."""
+
+    status: str
+    size: int = 0
+    mtime: int | None = None
+    inode: int | None = None
+    start: int = 0
+    data: bytes = b""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ReadBatch:
+    """A batch's answers (one per request, in order) and what it cost."""
+
+    results: list[FileRead]
+    round_trips: int = 1
+    bytes_moved: int = 0
+
+
+class FramingError(ValueError):
+    """The login node's answer is not a sequence of well-formed frames."""
+
+
+class FileReadFailed(OSError):
+    """The login node could not read a followed file this time (FAILED); the next tick tries
+    again."""
+
+
+def _sh_word(raw: bytes) -> bytes:
+    return b"'" + raw.replace(b"'", b"'\\''") + b"'"
+
+
+def encode_requests(requests: Sequence[ReadRequest]) -> bytes:
+    """The batch as the read script's stdin: one `r PATH OFFSET BACK BUDGET SIZE MTIME INODE`
+    line of sh words per request (the path single-quoted byte for byte, a newline in it
+    included; unknown values as '')."""
+    lines = []
+    for req in requests:
+        raw = req.path.encode("utf-8", "surrogateescape")
+        if not raw or b"\0" in raw:
+            raise ValueError(f"cannot read path {req.path!r}: empty or holding a NUL byte")
+        if not 0 <= req.back <= req.offset or req.budget <= 0:
+            raise ValueError(f"bad read request for {req.path!r}: {req}")
+        nums = [req.offset, req.back, req.budget, req.size]
+        words = [b"r", _sh_word(raw), *(str(int(v)).encode() for v in nums),
+                 *(str(int(v)).encode() if v is not None else b"''"
+                   for v in (req.mtime, req.inode))]
+        lines.append(b" ".join(words) + b"\n")
+    return b"".join(lines)
+
+
+_HEADER = re.compile(rb"F(\d+) (read|new|same|missing) (\d+) (-?\d+) (\d+) (\d+) (\d+)\n")
+_TRAILER = re.compile(rb"E(\d+) (\d+) (\d+)\n")
+
+
+def frame(index: int, result: FileRead, *, padded_to: int | None = None, rc: int = 0) -> bytes:
+    """One frame as the read script writes it (for tests and stand-ins): a header line, the
+    data padded with spaces to the length announced, a trailer with the real length."""
+    if result.status == MISSING:
+        return b"F%d missing 0 0 0 0 0\nE%d 0 0\n" % (index, index)
+    length = len(result.data) if padded_to is None else padded_to
+    head = b"F%d %s %d %d %d %d %d\n" % (index, result.status.encode(), result.size,
+                                         result.mtime or 0, result.inode or 0, result.start,
+                                         length)
+    pad = b" " * (length - len(result.data))
+    return head + result.data + pad + b"E%d %d %d\n" % (index, len(result.data), rc)
+
+
+def parse_frames(out: bytes, count: int) -> list[FileRead]:
+    """The answers in the read script's output, in order: as many as it holds complete frames
+    (fewer than `count` when it was cut short: the first missing one is where it stopped).
+
+    Frames are length-framed (the header announces the bytes that follow, the trailer says
+    how many of them are data), so any byte in a file, a frame marker included, is data.
+    Raises FramingError for anything else: a malformed header or trailer, an index out of
+    order, bytes after the last frame.
+    """
+    results: list[FileRead] = []
+    pos = 0
+    while pos < len(out):
+        head = _HEADER.match(out, pos)
+        if head is None:
+            if _cut_short(out[pos:], b"F"):
+                break
+            raise FramingError(f"no frame header at byte {pos}: {out[pos:pos + 40]!r}")
+        index, status = int(head.group(1)), head.group(2).decode()
+        if index != len(results) + 1 or index > count:
+            raise FramingError(f"frame {index} where frame {len(results) + 1} was due")
+        size, mtime, inode, start, length = (int(head.group(i)) for i in range(3, 8))
+        body = head.end()
+        if len(out) < body + length:
+            break  # cut short inside the data
+        tail = _TRAILER.match(out, body + length)
+        if tail is None:
+            if _cut_short(out[body + length:], b"E"):
+                break
+            raise FramingError(f"frame {index}: no trailer after its {length} bytes")
+        got, rc = int(tail.group(2)), int(tail.group(3))
+        if int(tail.group(1)) != index or got > length:
+            raise FramingError(f"frame {index}: trailer {tail.group(0)!r} does not match")
+        pos = tail.end()
+        if status == MISSING:
+            results.append(FileRead(MISSING))
+        elif rc != 0:
+            results.append(FileRead(FAILED, size, mtime, inode, start,
+                                    error=f"reading it failed on the login node (dd exit {rc})"))
+        else:
+            results.append(FileRead(status, size, mtime, inode, start, out[body:body + got]))
+    return results
+
+
+def _cut_short(rest: bytes, marker: bytes) -> bool:
+    """`rest` may be the start of a header or trailer the output was cut inside of."""
+    return len(rest) < 128 and b"\n" not in rest and rest[:1] in (marker, b"")
+
+
+# ---- pure decisions -------------------------------------------------------------------------
+
+
+def restart_reason(state: TailState, size: int, inode: int | None) -> str | None:
+    """Why the file cannot be continued from `state` judging by its stat, or None."""
+    if size < state.offset:
+        return f"{state.path} shrank from {state.offset} to {size} bytes (truncated)"
+    if state.inode is not None and inode is not None and inode != state.inode:
+        return f"{state.path} was replaced (inode {state.inode} -> {inode})"
+    return None
+
+
+def split_complete_lines(data: bytes, *, force: bool = False) -> tuple[list[str], int]:
+    """Complete lines in `data` and how many bytes they span; a partial last line is left.
+
+    With `force` (a single line longer than the read limit) the whole of `data` is returned as
+    one line, so the tail cannot stall on it. Lines lose their "\\n" and a trailing "\\r".
+    """
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        if force and data:
+            return [data.decode("utf-8", errors="replace").rstrip("\r")], len(data)
+        return [], 0
+    text = data[:end].decode("utf-8", errors="replace")
+    return [line.rstrip("\r") for line in text.split("\n")[:-1]], end
+
+
+def advance(
+    state: TailState, consumed: bytes, lines: int, size: int, inode: int | None
+) -> TailState:
+    """The state after consuming `consumed` (whole lines) at `state.offset`."""
+    anchor = (bytes.fromhex(state.anchor) + consumed)[-ANCHOR_BYTES:] if consumed else None
+    return replace(
+        state,
+        offset=state.offset + len(consumed),
+        line_no=state.line_no + lines,
+        size=size,
+        inode=inode,
+        anchor=anchor.hex() if anchor is not None else state.anchor,
+    )
+
+
+def fresh(state: TailState) -> TailState:
+    """A state that reads `state.path` from the beginning."""
+    return TailState(path=state.path)
+
+
+def plan_read(state: TailState, budget: int, window: int = 0) -> ReadRequest:
+    """The request that continues `state`: at most `budget` new bytes, with the anchor (or a
+    `window` of bytes before the offset, for a warm-up: then the file is read even if it looks
+    unchanged)."""
+    if budget <= 0:
+        raise ValueError("budget must be positive")
+    anchor = len(state.anchor) // 2 if state.offset else 0
+    back = min(state.offset, max(window, anchor))
+    size = -1 if window else state.size
+    return ReadRequest(state.path, state.offset, back, budget, size, state.mtime, state.inode)
+
+
+@dataclass(frozen=True)
+class TailStep:
+    """`apply_read`'s answer: the chunk read, or None when the bytes before the offset changed
+    (`reason`): the file must be read again from 0. `window` is the part of the answer before
+    the offset (a warm-up window; empty when it did not match)."""
+
+    chunk: TailChunk | None
+    window: bytes = b""
+    reason: str = ""
+
+
+def apply_read(state: TailState, req: ReadRequest, got: FileRead) -> TailStep:
+    """What one answer means for the tail at `state` (asked with `req`). Raises
+    FileReadFailed for a failed read."""
+    if got.status == FAILED:
+        raise FileReadFailed(f"{state.path}: {got.error}")
+    if got.status == MISSING:
+        # Not created yet (job not started): an empty chunk. If it had been read before, the
+        # next file is a new one: the state starts over.
+        gone = state.offset > 0
+        new_state = fresh(state) if gone else state
+        why = f"{state.path} was removed" if gone else ""
+        return TailStep(TailChunk([], new_state, gone, 0, new_state.line_no + 1, reason=why))
+    if got.status == SAME:
+        # Nothing written since the last read (a same-size rewrite within the same second of
+        # mtime is not detectable here; the next append exposes it through the anchor).
+        return TailStep(TailChunk([], state, False, 0, state.line_no + 1))
+    if got.status == NEW:
+        why = restart_reason(state, got.size, got.inode) or f"{state.path} is a new file"
+        return TailStep(_chunk(fresh(state), got.data, got, req.budget, True, why))
+    if got.start != req.offset - req.back:
+        raise FramingError(f"{state.path}: read from {got.start}, asked from "
+                           f"{req.offset - req.back}")
+    window, data = got.data[:req.back], got.data[req.back:]
+    anchor = bytes.fromhex(state.anchor) if state.offset else b""
+    if len(window) < req.back or window[len(window) - len(anchor):] != anchor:
+        # Rewritten in place or replaced by a file at least as long: start over.
+        return TailStep(None, reason=f"{state.path} was rewritten or replaced "
+                                     "(bytes before offset changed)")
+    return TailStep(_chunk(state, data, got, req.budget, False, ""), window=window)
+
+
+def _chunk(state: TailState, data: bytes, got: FileRead, budget: int, restarted: bool,
+           reason: str) -> TailChunk:
+    lines, used = split_complete_lines(data, force=len(data) >= budget)
+    # `size` records the end of the bytes examined, so a read cut short by the budget goes on
+    # next time while an unchanged file (with or without a pending partial line) is skipped.
+    new_state = replace(advance(state, data[:used], len(lines), state.offset + len(data),
+                                got.inode), mtime=got.mtime)
+    return TailChunk(lines=lines, state=new_state, restarted=restarted, bytes_read=used,
+                     first_line_no=state.line_no + 1, more=state.offset + len(data) < got.size,
+                     reason=reason)
+
+
+# ---- a tick's reads ------------------------------------------------------------------------
+
+
+@dataclass
+class TailItem:
+    """One file to read this tick: from `state`, at most `budget` new bytes; `drain` (a
+    finished job) reads on while bytes are waiting and budget is left; `window` asks for that
+    many bytes before the offset too (warm-up after a restart)."""
+
+    state: TailState
+    budget: int
+    drain: bool = False
+    window: int = 0
+
+
+@dataclass
+class TailOutcome:
+    """What a tick read of one file: its chunks in order, the warm-up window (bytes just
+    before the starting offset, when asked for and the file was still the same), the final
+    state, whether bytes are still waiting, or the error that stopped it."""
+
+    state: TailState
+    chunks: list[TailChunk] = field(default_factory=list)
+    window: bytes = b""
+    more: bool = False
+    error: OSError | None = None
+
+
+def read_tails(items: Sequence[TailItem],
+               read_batch: Callable[[list[ReadRequest]], Sequence[FileRead]],
+               max_rounds: int = 2) -> list[TailOutcome]:
+    """Read every item in at most `max_rounds` batches: the first reads them all; the next
+    ones only files that must be read again from 0 (bytes before the offset changed) and
+    finished jobs' logs with more waiting within their budget. What is still waiting then is
+    read next tick (`more`)."""
+    outcomes = [TailOutcome(item.state) for item in items]
+    budgets = [item.budget for item in items]
+    pending: dict[int, tuple[ReadRequest, str]] = {
+        i: (plan_read(item.state, item.budget, item.window), "") for i, item in enumerate(items)}
+    for _ in range(max_rounds):
+        if not pending:
+            break
+        order = sorted(pending)
+        answers = read_batch([pending[i][0] for i in order])
+        following: dict[int, tuple[ReadRequest, str]] = {}
+        for i, got in zip(order, answers, strict=True):
+            req, restart_why = pending[i]
+            out = outcomes[i]
+            try:
+                step = apply_read(out.state, req, got)
+            except FileReadFailed as exc:
+                out.error = exc
+                continue
+            if step.chunk is None:
+                out.state, out.more = fresh(out.state), True
+                following[i] = (plan_read(out.state, budgets[i]), step.reason)
+                continue
+            chunk = step.chunk
+            if restart_why:
+                chunk = replace(chunk, restarted=True, reason=restart_why)
+            if not out.chunks and not restart_why:
+                out.window = step.window
+            out.chunks.append(chunk)
+            out.state, out.more = chunk.state, chunk.more
+            budgets[i] -= chunk.bytes_read
+            if items[i].drain and chunk.more and chunk.bytes_read and budgets[i] > 0:
+                following[i] = (plan_read(chunk.state, budgets[i]), "")
+        pending = following
+    return outcomes
+
+
+__all__ = [
+    "ANCHOR_BYTES",
+    "FAILED",
+    "MISSING",
+    "NEW",
+    "READ",
+    "SAME",
+    "FileRead",
+    "FileReadFailed",
+    "FramingError",
+    "ReadBatch",
+    "ReadRequest",
+    "TailChunk",
+    "TailItem",
+    "TailOutcome",
+    "TailState",
+    "TailStep",
+    "advance",
+    "apply_read",
+    "encode_requests",
+    "frame",
+    "fresh",
+    "parse_frames",
+    "plan_read",
+    "read_tails",
+    "restart_reason",
+    "split_complete_lines",
+]

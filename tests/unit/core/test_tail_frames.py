@@ -1,0 +1,181 @@
+"""The batched read protocol, pure (bot.core.tail): requests encoded, frames parsed whatever
+bytes the files hold (the frame markers themselves, NULs, invalid UTF-8, lines longer than a
+budget), answers cut short, and the decisions a tick takes over them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.tail_model import answer
+
+from bot.core.tail import (
+    FAILED,
+    MISSING,
+    NEW,
+    READ,
+    SAME,
+    FileRead,
+    FramingError,
+    ReadRequest,
+    TailItem,
+    TailState,
+    encode_requests,
+    frame,
+    parse_frames,
+    read_tails,
+)
+
+MARKERS = [b"F1 read 1 2 3 4 5\n", b"E1 0 0\n", b"\nF2 missing 0 0 0 0 0\n", b"\0", b"\xff\xfe"]
+data = st.one_of(st.binary(max_size=300),
+                 st.lists(st.sampled_from(MARKERS + [b"x\n", b"\r\n"]), max_size=20)
+                 .map(b"".join))
+results = st.one_of(
+    st.builds(lambda d, s, m, i, st_: FileRead(READ, s + len(d), m, i, st_, d), data,
+              st.integers(0, 10**12), st.integers(-10**9, 10**10), st.integers(0, 2**63),
+              st.integers(0, 10**12)),
+    st.builds(lambda d: FileRead(NEW, len(d), 7, 9, 0, d), data),
+    st.builds(lambda s: FileRead(SAME, s, 5, 6), st.integers(0, 10**12)),
+    st.just(FileRead(MISSING)),
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(results, st.integers(0, 40)), max_size=8))
+def test_frames_round_trip_whatever_the_bytes(answers):
+    """Data holding the markers, NULs or invalid UTF-8 comes back byte for byte; so does a
+    frame padded after a file shrank under the read."""
+    out = b"".join(frame(k, r, padded_to=len(r.data) + pad if r.status in (READ, NEW) else None)
+                   for k, (r, pad) in enumerate(answers, 1))
+    assert parse_frames(out, len(answers)) == [r for r, _ in answers]
+
+
+@settings(max_examples=200)
+@given(st.lists(results, min_size=1, max_size=6), st.data())
+def test_output_cut_anywhere_gives_the_frames_before_the_cut(answers, draw):
+    frames = [frame(k, r) for k, r in enumerate(answers, 1)]
+    out = b"".join(frames)
+    cut = draw.draw(st.integers(0, len(out)))
+    got = parse_frames(out[:cut], len(answers))
+    complete = sum(1 for k in range(len(frames)) if len(b"".join(frames[:k + 1])) <= cut)
+    assert got == answers[:complete]
+
+
+def test_malformed_answers_are_framing_errors_not_data():
+    ok = frame(1, FileRead(READ, 3, 1, 1, 0, b"abc"))
+    for bad in (b"garbage\n", ok.replace(b"E1 3 0", b"E1 4 0"), ok + ok,
+                frame(2, FileRead(MISSING)), ok[:-1] + b"x\n" + b"F2 same 0 0 0 0 0\n"):
+        with pytest.raises(FramingError):
+            parse_frames(bad, 2)
+
+
+def test_a_failed_read_says_so():
+    out = frame(1, FileRead(READ, 10, 1, 1, 0, b"ab"), padded_to=5, rc=1)
+    (got,) = parse_frames(out, 1)
+    assert got.status == FAILED and "dd exit 1" in got.error and got.data == b""
+
+
+@given(st.text(min_size=1).filter(lambda p: "\0" not in p))
+def test_requests_quote_any_path(path):
+    line = encode_requests([ReadRequest(path, 10, 4, 100, 12, None, 3)])
+    assert line.startswith(b"r '") and line.endswith(b"' 10 4 100 12 '' 3\n")
+    with pytest.raises(ValueError):
+        encode_requests([ReadRequest(path + "\0", 0)])
+
+
+# ---- a tick's reads, against the read script's rules ------------------------------------------
+
+
+class Files:
+    """Files as the login node holds them, answered by the read script's rules."""
+
+    def __init__(self) -> None:
+        self.content: dict[str, bytes] = {}
+        self.inode: dict[str, int] = {}
+        self.mtime = 100
+        self.batches: list[list[ReadRequest]] = []
+
+    def write(self, path: str, data: bytes, *, new_inode: bool = False) -> None:
+        if new_inode or path not in self.inode:
+            self.inode[path] = len(self.inode) + 1 + (1000 if new_inode else 0)
+        self.content[path] = data
+        self.mtime += 1
+
+    def read(self, requests: list[ReadRequest]) -> list[FileRead]:
+        self.batches.append(requests)
+        return [answer(r, self.content.get(r.path), self.mtime, self.inode.get(r.path, 0))
+                for r in requests]
+
+
+def follow(files: Files, state: TailState, budget: int = 1 << 20, drain: bool = False):
+    (out,) = read_tails([TailItem(state, budget, drain)], files.read)
+    return out
+
+
+@settings(max_examples=150)
+@given(st.lists(data, min_size=1, max_size=12), st.integers(1, 64))
+def test_appends_read_in_any_pieces_give_the_same_lines(pieces, budget):
+    """Whatever the pieces and the budget, the lines read are the file's lines, each once,
+    (a line longer than the budget is cut at it, never stalls) and the offset ends at the
+    last newline."""
+    files, state, got = Files(), TailState("/log"), []
+    whole = b""
+    for piece in pieces:
+        whole += piece
+        files.write("/log", whole)
+        for _ in range(len(whole) + 2):
+            out = follow(files, state, budget)
+            for chunk in out.chunks:
+                got.extend(chunk.lines)
+            state = out.state
+            if not out.more:
+                break
+    complete = whole[:whole.rfind(b"\n") + 1]
+    if all(len(line) < budget for line in whole.split(b"\n")):
+        expect = [ln.decode("utf-8", "replace").rstrip("\r")
+                  for ln in complete.split(b"\n")[:-1]]
+        assert got == expect
+        assert state.offset == len(complete)
+    else:  # a line longer than the budget is cut at it: nothing lost, nothing twice
+        assert state.offset >= len(complete)
+
+
+def test_one_batch_for_many_files_and_a_second_only_for_rewritten_ones():
+    files = Files()
+    for i in range(50):
+        files.write(f"/l{i}", b"a\nb\n")
+    items = [TailItem(TailState(f"/l{i}"), 1 << 20) for i in range(50)]
+    outs = read_tails(items, files.read)
+    assert len(files.batches) == 1 and all(o.chunks[0].lines == ["a", "b"] for o in outs)
+    states = [o.state for o in outs]
+    files.write("/l7", b"X\nY\nZ\n")  # rewritten in place, longer: only the anchor tells
+    files.write("/l8", b"a\nb\nc\n")  # appended
+    outs = read_tails([TailItem(s, 1 << 20) for s in states], files.read)
+    assert [len(b) for b in files.batches] == [50, 50, 1]
+    assert outs[7].chunks[-1].restarted and outs[7].chunks[-1].lines == ["X", "Y", "Z"]
+    assert "rewritten or replaced" in outs[7].chunks[-1].reason
+    assert outs[8].chunks[-1].lines == ["c"] and not outs[8].chunks[-1].restarted
+    assert all(o.chunks[-1].lines == [] for i, o in enumerate(outs) if i not in (7, 8))
+
+
+def test_a_finished_jobs_log_is_drained_in_a_second_batch_within_its_budget():
+    files = Files()
+    files.write("/log", b"".join(b"line %d\n" % i for i in range(100)))
+    out = follow(files, TailState("/log"), budget=400, drain=True)
+    assert len(files.batches) == 2 and len(out.chunks) == 2
+    assert sum(c.bytes_read for c in out.chunks) <= 400 and out.more
+    out = follow(files, TailState("/log"), budget=400, drain=False)
+    assert len(files.batches) == 3 and len(out.chunks) == 1 and out.more
+
+
+def test_a_warm_up_window_comes_with_the_new_bytes_when_the_file_is_the_same():
+    files = Files()
+    files.write("/log", b"old 1\nold 2\nnew\n")
+    saved = TailState("/log", offset=12, size=12, line_no=2, anchor=b"old 1\nold 2\n".hex(),
+                      mtime=1, inode=1)
+    (out,) = read_tails([TailItem(saved, 1 << 20, window=8)], files.read)
+    assert out.window == b"old 1\nold 2\n" and out.chunks[0].lines == ["new"]  # >= anchor
+    files.write("/log", b"other\nfile\nnew\n", new_inode=True)
+    (out,) = read_tails([TailItem(saved, 1 << 20, window=8)], files.read)
+    assert out.window == b"" and out.chunks[0].restarted
+    assert out.chunks[0].lines == ["other", "file", "new"]
