@@ -1,7 +1,7 @@
 """Benchmark (d): the bot's RSS after many watcher ticks over 200 running jobs, vs after 100.
 
-Each tick appends 2 progress lines (with RSS) to each job's log in an in-memory SFTP
-stand-in; Slurm is a stand-in answering RUNNING for all; the store is a real SQLite file.
+Each tick appends 2 progress lines (with RSS) to each job's log in an in-memory stand-in of
+the cluster's files; Slurm is a stand-in answering RUNNING for all; the store is a real SQLite file.
 Per-job state must stay bounded (LogAnalysis downsamples, SamplerSeries too, incident and
 tail rows are per job), so RSS stops growing once every job's series holds its cap of samples
 (1,024 per job: ~500 ticks at 2 lines per tick) and stays there however many ticks follow.
@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import io
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -32,16 +30,11 @@ sys.path.insert(0, str(ROOT))
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.policy import PolicyParams  # noqa: E402
 from bot.core.slurm.records import JobRecord  # noqa: E402
+from bot.core.tail import MISSING, NEW, READ, SAME, FileRead, ReadBatch  # noqa: E402
 from bot.services.watch.tick import Watcher  # noqa: E402
 from bot.store import Store  # noqa: E402
 
 T0 = 1_800_000_000.0
-
-
-@dataclass
-class _Stat:
-    st_size: int
-    st_mtime: int
 
 
 class MemSFTP:
@@ -76,27 +69,31 @@ class MemSFTP:
     def size(self, path: str) -> int:
         return self.base[path] + len(self.files[path])
 
-    def stat(self, path):  # noqa: ANN001
-        return _Stat(self.size(path), self.mtime[path])
+    def read(self, requests):  # noqa: ANN001
+        """The batched reader's answers (bot.core.tail), over the tails kept."""
+        out = []
+        for req in requests:
+            if req.path not in self.files:
+                out.append(FileRead(MISSING))
+                continue
+            size, mtime = self.size(req.path), self.mtime[req.path]
+            if size < req.offset:
+                out.append(FileRead(NEW, size, mtime, 1, 0, self._slice(req.path, 0, min(
+                    size, req.budget))))
+            elif size == req.size and mtime == req.mtime:
+                out.append(FileRead(SAME, size, mtime, 1))
+            else:
+                start = req.offset - req.back
+                end = req.offset + min(size - req.offset, req.budget)
+                out.append(FileRead(READ, size, mtime, 1, start,
+                                    self._slice(req.path, start, end)))
+        return ReadBatch(out)
 
-    def open(self, path, mode="rb", bufsize=-1):  # noqa: ANN001
-        buf, base = self.files[path], self.base[path]
-
-        class _F(io.RawIOBase):
-            pos = 0
-
-            def seek(self, p, whence=0):  # noqa: ANN001
-                if p < base:
-                    raise OSError(f"stand-in keeps only the tail of {path}")
-                self.pos = p
-
-            def read(self, n=-1):  # noqa: ANN001
-                a = self.pos - base
-                data = bytes(buf[a: a + n if n >= 0 else None])
-                self.pos += len(data)
-                return data
-
-        return _F()
+    def _slice(self, path: str, start: int, end: int) -> bytes:
+        base = self.base[path]
+        if start < base:
+            raise OSError(f"stand-in keeps only the tail of {path}")
+        return bytes(self.files[path][start - base:end - base])
 
 
 class Slurm:

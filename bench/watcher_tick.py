@@ -5,16 +5,16 @@
     twice: answering like a Slurm that knows none of the jobs (one squeue + one sacct), and
     with every job RUNNING and a log that prints no RSS, so the watcher also asks sstat for
     memory (one sstat for all of them): at most 3 commands whatever the number of jobs.
-(b) runs the real tail + LogAnalysis on a local 2 GiB *sparse* file (no disk used) through a
-    local SFTP stand-in that counts the bytes read; a restart (new Watcher over the same store)
-    is measured too: it re-reads only the warm-up window before the persisted offset.
+(b) runs the real tail + LogAnalysis on a local 2 GiB *sparse* file (no disk used) through the
+    real batched read script run locally, counting the bytes read; a restart (new Watcher
+    over the same store) is measured too: it re-reads only the warm-up window before the
+    persisted offset.
 
     .venv/bin/python bench/watcher_tick.py
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import time
@@ -22,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.local_shell import local_reader  # noqa: E402
 
 from bot.cluster.slurm import SlurmClient  # noqa: E402
 from bot.cluster.ssh import CommandResult  # noqa: E402
@@ -29,6 +32,7 @@ from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.policy import PolicyParams  # noqa: E402
 from bot.core.slurm.records import JobRecord  # noqa: E402
 from bot.core.slurm.squeue import SQUEUE_FIELDS  # noqa: E402
+from bot.core.tail import MISSING, FileRead, ReadBatch  # noqa: E402
 from bot.services.watch.tick import Watcher  # noqa: E402
 from bot.store import Store  # noqa: E402
 
@@ -64,37 +68,25 @@ def _squeue_row(job_id: int) -> str:
     return "|".join(values.get(f, "") for f in SQUEUE_FIELDS) + "\n"
 
 
-class NoFilesSFTP:
-    """An SFTP where no log exists yet (the tail waits for it)."""
+class NoFiles:
+    """A cluster where no log exists yet (the tail waits for it)."""
 
-    def stat(self, path):  # noqa: ANN001
-        raise FileNotFoundError(path)
-
-    def open(self, path, mode="rb", bufsize=-1):  # noqa: ANN001
-        raise FileNotFoundError(path)
+    def read(self, requests):  # noqa: ANN001
+        return ReadBatch([FileRead(MISSING)] * len(requests))
 
 
-class CountingLocalSFTP:
-    """stat/open of local files, counting bytes handed to the watcher."""
+class CountingReader:
+    """The real batched read script on local files (tests/support/local_shell.py), counting
+    the file bytes handed to the watcher."""
 
     def __init__(self) -> None:
+        self.inner = local_reader()
         self.bytes_read = 0
 
-    def stat(self, path):  # noqa: ANN001
-        return os.stat(path)
-
-    def open(self, path, mode="rb", bufsize=-1):  # noqa: ANN001
-        f = open(path, "rb")  # noqa: SIM115 - returned to the caller's with-block
-        sftp = self
-        real_read = f.read
-
-        def read(n=-1):  # noqa: ANN001
-            data = real_read(n)
-            sftp.bytes_read += len(data)
-            return data
-
-        f.read = read  # type: ignore[method-assign]
-        return f
+    def read(self, requests):  # noqa: ANN001
+        batch = self.inner.read(requests)
+        self.bytes_read += sum(len(r.data) for r in batch.results)
+        return batch
 
 
 class Sink:
@@ -121,13 +113,13 @@ def _progress(n: int, start_iter: int, t0: float) -> bytes:
 
 def bench_commands(tmp: str, running: bool) -> dict[int, list[str]]:
     out = {}
-    sftp = NoFilesSFTP()
+    files = NoFiles()
     for n in (1, 20, 200):
         store = Store.open(f"sqlite:///{tmp}/cmds{n}{running}.db")
         for i in range(n):
             store.watched_jobs.add("dev", str(5000 + i), now=0)
         runner = CountingRunner(running)
-        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), reader=lambda: sftp,
+        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), reader=lambda: files,
                     store=store, catalogue=Catalogue.load(), sink=Sink(),
                     policy=PolicyParams())
         w.tick(1000.0)
@@ -145,17 +137,17 @@ def bench_bytes(tmp: str) -> dict[str, float]:
         f.write(b"\n" + _progress(int(4 * MIB / 100), 1, t0))
     store = Store.open(f"sqlite:///{tmp}/bytes.db")
     store.watched_jobs.add("dev", "7", now=0)
-    sftp = CountingLocalSFTP()
+    reader = CountingReader()
     size = log.stat().st_size
     # First sight of a job already 2 GiB in: start at the end is NOT what the watcher does
     # (it reads from 0 in `max_bytes_per_job` steps); here the offset is seeded at the end,
     # as after the job's earlier ticks, to measure the steady state.
     store.tail_offsets.put("7", str(log), offset=size, size=size, line_no=10 ** 6)
-    w = Watcher("dev", slurm=Records(str(log)), reader=lambda: sftp, store=store,
+    w = Watcher("dev", slurm=Records(str(log)), reader=lambda: reader, store=store,
                 catalogue=Catalogue.load(), sink=Sink(), policy=PolicyParams(),
                 warmup_bytes=8 * MIB)
     w.tick(time.time())  # restart: warm-up window only
-    warm = sftp.bytes_read
+    warm = reader.bytes_read
     per_tick = []
     tick_s = []
     it = 100_000
@@ -165,11 +157,11 @@ def bench_bytes(tmp: str) -> dict[str, float]:
         with open(log, "ab") as f:
             f.write(chunk)
         it += 1
-        before = sftp.bytes_read
+        before = reader.bytes_read
         c0 = time.perf_counter()
         w.tick(time.time())
         tick_s.append(time.perf_counter() - c0)
-        per_tick.append((sftp.bytes_read - before, len(chunk)))
+        per_tick.append((reader.bytes_read - before, len(chunk)))
     store.close()
     return {"log_bytes": size, "warmup_read": warm, "per_tick": per_tick,
             "tick_s": sorted(tick_s)[len(tick_s) // 2]}
