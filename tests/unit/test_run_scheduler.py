@@ -4,6 +4,9 @@ directly), and the catalogue loaded once."""
 
 from __future__ import annotations
 
+import datetime
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ import bot.app
 from bot.app import build_context, build_scheduler, tick_interval
 from bot.cli import EXIT_USAGE, build_parser
 from bot.cli import run as run_cmd
+from bot.cluster.errors import ClusterUnavailable
 from bot.config import Config
 from bot.core.catalogue import Catalogue, CatalogueError
 from bot.services.ports import BotContext
@@ -165,3 +169,44 @@ def test_trainbot_run_exits_2_naming_a_bad_site_catalogue(tmp_path, monkeypatch,
     args = build_parser(only="run").parse_args(["run", "--config", str(path)])
     assert run_cmd.run(args) == EXIT_USAGE
     assert "missing-site.yaml" in capsys.readouterr().err
+
+
+class _UnansweringSlurm(FakeSlurm):
+    """A cluster whose login node does not answer: `jobs` hangs until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def jobs(self, ids: Any) -> dict[int, Any]:
+        self.entered.set()
+        self.release.wait(30)
+        raise ClusterUnavailable("ssh to alpha timed out")
+
+
+def test_a_cluster_that_does_not_answer_never_delays_another_clusters_tick(store) -> None:
+    """Each cluster's tick runs on its own thread: while alpha's hangs in its Slurm call,
+    beta's tick starts and ends (no lock, lease or store transaction is shared)."""
+    alpha, beta = _UnansweringSlurm(), FakeSlurm()
+    ctx = BotContext(config=Config.model_validate(config_data()), store=store,
+                     clusters=FakeClusters({"alpha": alpha, "beta": beta}),
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    for cluster, recipe, job in (("alpha", "slow", "1"), ("beta", "fast", "4242")):
+        chain = store.chains.create(recipe=recipe, cluster=cluster, job_name=recipe, now=1.0)
+        store.attempts.add(chain_id=chain.id, job_id=job, now=1.0)
+        store.watched_jobs.add(cluster, job, now=1.0, chain_id=chain.id)
+    scheduler = build_scheduler(ctx)
+    now = datetime.datetime.now(datetime.UTC)
+    for job in scheduler.jobs():
+        job.modify(next_run_time=now)
+    scheduler.start()
+    try:
+        assert alpha.entered.wait(10), "alpha's tick never started"
+        deadline = time.monotonic() + 10
+        while not beta.calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert beta.calls == [("jobs", [4242])], "beta's tick waited for alpha's"
+        assert not alpha.release.is_set()  # alpha still hangs
+    finally:
+        alpha.release.set()
+        scheduler.stop()
