@@ -1,6 +1,7 @@
 """The watcher across a slow link (a LatencyRelay adding 5 ms each way in front of the dev
 cluster's sshd): a tick reads every log and sampler file in one remote command, so the round
-trips the relay carries per tick are one command's, for 4 jobs as for 60 (counted, not timed)."""
+trips the relay carries per tick are one command's, for 4 jobs as for 60 (counted, not timed).
+"""
 
 from __future__ import annotations
 
@@ -51,5 +52,8 @@ def test_round_trips_per_tick_do_not_grow_with_the_number_of_jobs(dev_cluster, t
                     store.close()
                     jobs.remove()
     # One remote command per tick, whatever the number of jobs: its round trips on the wire
-    # are those of one command.
-    assert per_tick[4] == per_tick[60] == [(one_command, 1)] * 3, (per_tick, one_command)
+    # are those of one command (give or take the turn SSH's channel close may add), where
+    # per-file reads would take at least two per file (120 for 60 jobs).
+    for n, ticks in per_tick.items():
+        assert [rt for _, rt in ticks] == [1, 1, 1], (n, ticks)
+        assert all(turns <= one_command + 1 for turns, _ in ticks), (n, ticks, one_command)
