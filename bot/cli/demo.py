@@ -335,7 +335,7 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
         watched_chain = result.chain_id
         recipe_cfg = config.recipe(RECIPE)
 
-        # The production watcher (bot.app.build_watcher: Slurm, SFTP, checkpoints; events,
+        # The production watcher (bot.app.build_watcher: Slurm, batched reads, checkpoints; events,
         # charts and root updates to the run thread, here the console's).
         watcher = build_watcher(ctx, CLUSTER)
         # The full diagnosis (leak fit) every tick, not every 5 minutes: the story's leak

@@ -85,3 +85,15 @@ def test_a_cluster_with_use_json_checks_the_slurm_release_before_reading_json():
     # 22.05's JSON is known wrong: the columns are read, after one `sinfo --version`
     assert runner.commands() == ["sinfo", "squeue", "sacct"]
     assert not any("--json" in argv for argv in runner.argvs())
+
+
+def test_one_batched_reader_per_cluster_on_its_runner_with_its_sftp_timeout() -> None:
+    runners: list[SlowRunner] = []
+    config = make_config()
+    sessions = ClusterSessions(config, runner_factory=lambda cluster: SlowRunner(runners))
+    readers = race(lambda: sessions.tail_reader("dev"))
+    assert len({id(r) for r in readers}) == 1 and len(runners) == 1
+    assert readers[0].runner is runners[0]
+    assert readers[0].timeout == config.clusters["dev"].sftp_timeout
+    sessions.close()
+    assert sessions.tail_reader("dev") is not readers[0]  # a new one after a close

@@ -34,6 +34,7 @@ from bot.app import build_scheduler, tick_interval
 from bot.core.catalogue import Catalogue
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
+from bot.core.tail import ReadRequest
 from bot.services.fencing import FencedThreadWriter, fenced_context
 from bot.services.leases import LeaseKeeper, lease_ttl
 from bot.services.ports import BotContext, LeaseLost
@@ -287,3 +288,22 @@ def test_a_fenced_thread_writer_lacks_what_the_writer_lacks(tmp_path) -> None:
         assert getattr(writer, "update_root", None) is None
         assert getattr(writer, "upload_chart", None) is None
         assert callable(writer.post_reply)
+
+
+def test_a_batched_file_read_renews_the_lease_and_is_refused_once_it_moved(tmp_path) -> None:
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        files = FakeSFTP()
+        files.append(LOG, b"iter 1\n")
+        ctx = BotContext(config=CONFIG, store=store, clusters=FakeClusters(FakeSlurm(), files),
+                         renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        now = [1000.0]
+        keeper = LeaseKeeper(store.leases, holder="A")
+        fenced = fenced_context(ctx, keeper.fence(WATCH, lambda: now[0]))
+        assert keeper.holds(WATCH, now[0], every_s=60)
+        reader = fenced.clusters.tail_reader("dev")
+        assert reader.read([ReadRequest(LOG)]).results[0].data == b"iter 1\n"
+        now[0] += TTL + 1
+        assert LeaseKeeper(store.leases, holder="B").holds(WATCH, now[0], every_s=60)
+        with pytest.raises(LeaseLost):
+            reader.read([ReadRequest(LOG)])
+        assert files.batches == 1
