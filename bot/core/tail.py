@@ -121,22 +121,21 @@ def _sh_word(raw: bytes) -> bytes:
 
 
 def encode_requests(requests: Sequence[ReadRequest]) -> bytes:
-    """The batch as the read script's stdin: one `r PATH OFFSET BACK BUDGET SIZE MTIME INODE`
-    line of sh words per request (the path single-quoted byte for byte, a newline in it
-    included; unknown values as '')."""
-    lines = []
+    """The batch as the read script's stdin: two lines of sh, `set -- 'PATH' "$t" ...` (every
+    path single-quoted byte for byte, a newline in it included, each followed by the
+    script's separator) and `nums='OFFSET BACK BUDGET SIZE MTIME INODE ...'` (x: unknown)."""
+    paths, nums = [], []
     for req in requests:
         raw = req.path.encode("utf-8", "surrogateescape")
         if not raw or b"\0" in raw:
             raise ValueError(f"cannot read path {req.path!r}: empty or holding a NUL byte")
         if not 0 <= req.back <= req.offset or req.budget <= 0:
             raise ValueError(f"bad read request for {req.path!r}: {req}")
-        nums = [req.offset, req.back, req.budget, req.size]
-        words = [b"r", _sh_word(raw), *(str(int(v)).encode() for v in nums),
-                 *(str(int(v)).encode() if v is not None else b"''"
-                   for v in (req.mtime, req.inode))]
-        lines.append(b" ".join(words) + b"\n")
-    return b"".join(lines)
+        paths.append(_sh_word(raw) + b' "$t"')
+        nums.append(b"%d %d %d %d %s %s" % (
+            req.offset, req.back, req.budget, req.size,
+            *(b"x" if v is None else b"%d" % v for v in (req.mtime, req.inode))))
+    return b"set -- " + b" ".join(paths) + b"\nnums='" + b" ".join(nums) + b"'\n"
 
 
 _HEADER = re.compile(rb"F(\d+) (read|new|same|missing) (\d+) (-?\d+) (\d+) (\d+) (\d+)\n")

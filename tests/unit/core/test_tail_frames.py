@@ -77,8 +77,8 @@ def test_a_failed_read_says_so():
 
 @given(st.text(min_size=1).filter(lambda p: "\0" not in p))
 def test_requests_quote_any_path(path):
-    line = encode_requests([ReadRequest(path, 10, 4, 100, 12, None, 3)])
-    assert line.startswith(b"r '") and line.endswith(b"' 10 4 100 12 '' 3\n")
+    text = encode_requests([ReadRequest(path, 10, 4, 100, 12, None, 3)])
+    assert text.startswith(b"set -- '") and text.endswith(b"' \"$t\"\nnums='10 4 100 12 x 3'\n")
     with pytest.raises(ValueError):
         encode_requests([ReadRequest(path + "\0", 0)])
 
