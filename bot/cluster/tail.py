@@ -39,11 +39,11 @@ class ShellTailReader:
     """bot.services.ports.TailReader: one remote command answers a whole batch.
 
     Every wait is bounded: a batch must answer within `timeout` plus PER_FILE_S per file. The
-    script streams its frames in order, so when it does not end in time the frames already
-    received are kept and the first file without one is the path that hangs (a dead NFS or
-    Lustre server): it gets FAILED, the files after it are asked again at once in a second
-    command, and that path is left out (FAILED at once) for HUNG_RETRY_S, so a hung path
-    costs one timeout, not one per tick.
+    script streams its answers in order, so when it does not end in time the answers already
+    received are kept and the output tells the file it was at, the path that hangs (a dead
+    NFS or Lustre server): it gets FAILED, the files not answered yet are asked again at once
+    in a second command, and that path is left out (FAILED at once) for HUNG_RETRY_S, so a
+    hung path costs one timeout, not one per tick.
     """
 
     def __init__(self, runner: Exchanger, *, where: str = "the login node",
@@ -77,10 +77,11 @@ class ShellTailReader:
             except FramingError as exc:
                 raise ClusterError(f"reading files on {self.where}: {exc}; "
                                    f"{_tail(answer.stderr)}") from exc
-            for i, result in zip(todo, got, strict=False):
-                results[i] = result
-                self._hung.pop(requests[i].path, None)
-            if len(got) == len(todo):
+            for i, result in zip(todo, got.results, strict=True):
+                if result is not None:
+                    results[i] = result
+                    self._hung.pop(requests[i].path, None)
+            if got.stopped_at is None:
                 if answer.exit_code != 0:
                     log.warning("reading files on %s: exit %s after every answer: %s",
                                 self.where, answer.exit_code, _tail(answer.stderr))
@@ -88,16 +89,16 @@ class ShellTailReader:
             if answer.exit_code is not None:
                 raise ClusterError(
                     f"reading files on {self.where}: the read script stopped (exit "
-                    f"{answer.exit_code}) after {len(got)} of {len(todo)} files: "
-                    f"{_tail(answer.stderr)}")
-            hung = todo[len(got)]
+                    f"{answer.exit_code}) before answering for "
+                    f"{requests[todo[got.stopped_at]].path}: {_tail(answer.stderr)}")
+            hung = todo[got.stopped_at]
             path = requests[hung].path
             self._hung[path] = now
             log.warning("reading files on %s: %s did not answer within %.0f s; left out for "
                         "%.0f s", self.where, path, limit, HUNG_RETRY_S)
             results[hung] = FileRead(FAILED, error=f"no answer within {limit:.0f} s "
                                      "(a hung filesystem?)")
-            todo = todo[len(got) + 1:]
+            todo = [i for i in todo if results[i] is None]
         final = [r if r is not None else
                  FileRead(FAILED, error="not read: other paths of the batch hung")
                  for r in results]

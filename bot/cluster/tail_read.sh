@@ -1,13 +1,21 @@
 # trainbot: read many files from their offsets in one command (bot/cluster/tail.py).
 # POSIX sh + coreutils only. stdin (bot.core.tail.encode_requests), two lines of sh:
 #   set -- 'PATH1' "$t" 'PATH2' "$t" ...        every path, single-quoted, each followed by $t
-#   nums='OFFSET BACK BUDGET SIZE MTIME INODE ...'   six numbers per file (x: unknown)
-# stdout: one frame per file, in order (bot.core.tail.parse_frames):
-#   `F<k> <status> <size> <mtime> <inode> <start> <len>`, <len> bytes (data, then space
-#   padding if the file shrank meanwhile), `E<k> <data bytes> <dd exit>`.
-# One stat process for every file; one dd per file that changed; unchanged files cost no
-# process. Paths live in "$@" and numbers in one string: thousands of shell variables would
-# make dash's small variable table quadratic.
+#   nums='OFFSET BACK BUDGET SIZE MTIME INODE EXACT ...'   seven numbers per file (x: unknown)
+# stdout (bot.core.tail.parse_frames), in this order:
+#   per file, in order: `F<k> <status> <size> <mtime> <inode> <start> <len>`, <len> bytes
+#     (data, then space padding if the file shrank meanwhile), `E<k> <data bytes> <dd exit>`;
+#     or, for a file whose bytes to read end at its end, `G<k> ... <len> <bucket>`: its bytes
+#     come in its bucket;
+#   per bucket B (a size): `B<B> <files> <bytes>`, the last B bytes of each of its files in
+#     order (one tail process for all of them), padding, `D<B> <bytes copied> <exit>`;
+#   `S<sep> <len>`, then stat's answers again for the bucketed files (each followed by the
+#     separator's line): a file that changed while it was read is read again exactly.
+# One stat process for every file, one tail per bucket (sizes 128 B x 1.25^n: at most 25 %
+# more bytes than asked), one dd per file that cannot go in a bucket (a small file, more new
+# bytes than its budget, EXACT=1); unchanged files cost no process. Paths stay in "$@" and the
+# numbers in one string: thousands of shell variables would make dash's variable table
+# quadratic.
 LC_ALL=C
 export LC_ALL
 set -f
@@ -28,16 +36,16 @@ sb=
 if command -v stdbuf >/dev/null 2>&1; then sb='stdbuf -oL'; fi
 # Line-buffered, so a path that hangs (a dead NFS server) is the first one not answered.
 $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
-  k=0 i=0
+  k=0 i=0 buckets= all=
   for v in $nums; do
     i=$((i + 1))
     case $i in
       1) o=$v; continue ;; 2) b=$v; continue ;; 3) g=$v; continue ;;
-      4) s=$v; continue ;; 5) m=$v; continue ;; *) q=$v; i=0 ;;
+      4) s=$v; continue ;; 5) m=$v; continue ;; 6) q=$v; continue ;; *) x=$v; i=0 ;;
     esac
     k=$((k + 1))
-    p=$1
-    shift 2
+    pos=$((2 * k - 1))
+    eval "p=\${$pos}"
     IFS=' ' read -r id sz mt || exit 92
     if [ "$id" = "$sid" ]; then
       printf 'F%s missing 0 0 0 0 0\nE%s 0 0\n' "$k" "$k"
@@ -46,16 +54,28 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
     IFS=' ' read -r sep rest || exit 92
     [ "$sep" = "$sid" ] || exit 92
     ino=${id#*:}
+    whole=1
     if { [ "$q" != x ] && [ "$ino" != "$q" ]; } || [ "$sz" -lt "$o" ]; then
       st=new start=0 len=$sz
-      if [ "$len" -gt "$g" ]; then len=$g; fi
+      if [ "$len" -gt "$g" ]; then len=$g whole=0; fi
     elif [ "$sz" = "$s" ] && [ "$mt" = "$m" ]; then
       printf 'F%s same %s %s %s 0 0\nE%s 0 0\n' "$k" "$sz" "$mt" "$ino" "$k"
       continue
     else
       st=read start=$((o - b)) len=$((sz - o))
-      if [ "$len" -gt "$g" ]; then len=$g; fi
+      if [ "$len" -gt "$g" ]; then len=$g whole=0; fi
       len=$((len + b))
+    fi
+    if [ "$x" = 0 ] && [ "$whole" = 1 ] && [ "$len" -gt 0 ]; then
+      kb=128
+      while [ "$kb" -lt "$len" ]; do kb=$((kb * 5 / 4)); done
+      if [ "$sz" -ge "$kb" ]; then
+        printf 'G%s %s %s %s %s %s %s %s\n' "$k" "$st" "$sz" "$mt" "$ino" "$start" "$len" "$kb"
+        case " $buckets " in *" $kb "*) ;; *) buckets="$buckets $kb"; eval "n$kb=0 r$kb=" ;; esac
+        eval "n$kb=\$((n$kb + 1)) r$kb=\"\${r$kb} \\\"\\\${$pos}\\\"\""
+        all="$all \"\${$pos}\" \"\$t\""
+        continue
+      fi
     fi
     printf 'F%s %s %s %s %s %s %s\n' "$k" "$st" "$sz" "$mt" "$ino" "$start" "$len"
     c=0 rc=0
@@ -73,4 +93,22 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
     if [ "$c" -lt "$len" ]; then printf "%$((len - c))s" ''; fi
     printf 'E%s %s %s\n' "$k" "$c" "$rc"
   done
+  for kb in $buckets; do
+    eval "cnt=\$n$kb refs=\$r$kb"
+    total=$((cnt * kb))
+    printf 'B%s %s %s\n' "$kb" "$cnt" "$total"
+    eval "tail -q -c $kb -- $refs" 2>/dev/null | dd bs=65536 2>>"$t"
+    rc=$? c=x
+    while IFS=' ' read -r w1 w2 rest <&5; do
+      case "$w1:$w2" in [0-9]*:byte|[0-9]*:bytes) c=$w1 ;; esac
+    done
+    case "$c" in *[!0-9]*) c=0 rc=93 ;; esac
+    if [ "$c" -gt "$total" ]; then c=0 rc=93; fi
+    if [ "$c" -lt "$total" ]; then printf "%$((total - c))s" ''; fi
+    printf 'D%s %s %s\n' "$kb" "$c" "$rc"
+  done
+  if [ -n "$all" ]; then
+    post=$(eval "stat -L -c '%d:%i %s %Y' -- $all" 2>/dev/null)
+    printf 'S%s %s\n%s\n' "$sid" "${#post}" "$post"
+  fi
 }

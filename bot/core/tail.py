@@ -17,6 +17,7 @@ NEW = "new"  # shrank below the offset or another inode: bytes from 0 (a new fil
 SAME = "same"  # size and mtime as last time: nothing read
 MISSING = "missing"  # no such file (or not reachable through the path)
 FAILED = "failed"  # the read itself failed (permission, I/O error, no answer in time)
+RETRY = "retry"  # changed while it was read in a bucket: read it again, exactly
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class ReadRequest:
     size: int = -1
     mtime: int | None = None
     inode: int | None = None
+    exact: bool = False  # read with its own process, never in a bucket (a retry)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def _sh_word(raw: bytes) -> bytes:
 def encode_requests(requests: Sequence[ReadRequest]) -> bytes:
     """The batch as the read script's stdin: two lines of sh, `set -- 'PATH' "$t" ...` (every
     path single-quoted byte for byte, a newline in it included, each followed by the
-    script's separator) and `nums='OFFSET BACK BUDGET SIZE MTIME INODE ...'` (x: unknown)."""
+    script's separator) and `nums='OFFSET BACK BUDGET SIZE MTIME INODE EXACT ...'` (x:
+    unknown)."""
     paths, nums = [], []
     for req in requests:
         raw = req.path.encode("utf-8", "surrogateescape")
@@ -132,9 +135,9 @@ def encode_requests(requests: Sequence[ReadRequest]) -> bytes:
         if not 0 <= req.back <= req.offset or req.budget <= 0:
             raise ValueError(f"bad read request for {req.path!r}: {req}")
         paths.append(_sh_word(raw) + b' "$t"')
-        nums.append(b"%d %d %d %d %s %s" % (
+        nums.append(b"%d %d %d %d %s %s %d" % (
             req.offset, req.back, req.budget, req.size,
-            *(b"x" if v is None else b"%d" % v for v in (req.mtime, req.inode))))
+            *(b"x" if v is None else b"%d" % v for v in (req.mtime, req.inode)), req.exact))
     return b"set -- " + b" ".join(paths) + b"\nnums='" + b" ".join(nums) + b"'\n"
 
 
@@ -155,51 +158,182 @@ def frame(index: int, result: FileRead, *, padded_to: int | None = None, rc: int
     return head + result.data + pad + b"E%d %d %d\n" % (index, len(result.data), rc)
 
 
-def parse_frames(out: bytes, count: int) -> list[FileRead]:
-    """The answers in the read script's output, in order: as many as it holds complete frames
-    (fewer than `count` when it was cut short: the first missing one is where it stopped).
+@dataclass(frozen=True)
+class Answers:
+    """The read script's output, parsed: one answer per request (None: not answered, the
+    output ended first) and, when it was cut short, the request it was working on then."""
 
-    Frames are length-framed (the header announces the bytes that follow, the trailer says
-    how many of them are data), so any byte in a file, a frame marker included, is data.
-    Raises FramingError for anything else: a malformed header or trailer, an index out of
-    order, bytes after the last frame.
+    results: list[FileRead | None]
+    stopped_at: int | None = None
+
+
+_DEFERRED = re.compile(rb"G(\d+) (read|new) (\d+) (-?\d+) (\d+) (\d+) (\d+) (\d+)\n")
+_BUCKET = re.compile(rb"B(\d+) (\d+) (\d+)\n")
+_BUCKET_END = re.compile(rb"D(\d+) (\d+) (\d+)\n")
+_POST = re.compile(rb"S(\S+) (\d+)\n")
+
+
+def parse_frames(out: bytes, count: int) -> Answers:
+    """The answers in the read script's output (bot/cluster/tail_read.sh describes it).
+
+    Every part is length-framed (a header announces the bytes that follow, a trailer says
+    how many of them are data), so any byte in a file, a frame marker included, is data. A
+    bucketed file's bytes are the last `len` of its share of its bucket, kept only if stat
+    saw it unchanged after the read (else RETRY: read it again exactly). Output cut short
+    (no answer in time) gives the answers before the cut and `stopped_at`. Raises
+    FramingError for anything else: a malformed part, an index out of order, stray bytes.
     """
-    results: list[FileRead] = []
+    results: list[FileRead | None] = [None] * count
+    deferred: dict[int, tuple[str, int, int, int, int, int, int]] = {}
+    members: dict[int, list[int]] = {}
+    shares: dict[int, bytes | None] = {}  # bucket -> its bytes (None: misaligned)
+    post: bytes | None = None
+    post_sep = b""
+    headed = 0  # requests with a header so far
     pos = 0
+    at: int | None = None  # where output cut short stopped (1-based request)
     while pos < len(out):
-        head = _HEADER.match(out, pos)
-        if head is None:
-            if _cut_short(out[pos:], b"F"):
+        kind = out[pos:pos + 1]
+        if out.find(b"\n", pos) < 0:
+            if len(out) - pos < 256 and kind in (b"F", b"G", b"B", b"S"):
+                at = headed + 1 if kind in (b"F", b"G") else _first_unread(deferred, shares,
+                                                                           members)
                 break
             raise FramingError(f"no frame header at byte {pos}: {out[pos:pos + 40]!r}")
-        index, status = int(head.group(1)), head.group(2).decode()
-        if index != len(results) + 1 or index > count:
-            raise FramingError(f"frame {index} where frame {len(results) + 1} was due")
-        size, mtime, inode, start, length = (int(head.group(i)) for i in range(3, 8))
-        body = head.end()
-        if len(out) < body + length:
-            break  # cut short inside the data
-        tail = _TRAILER.match(out, body + length)
-        if tail is None:
-            if _cut_short(out[body + length:], b"E"):
+        if kind == b"F":
+            head = _HEADER.match(out, pos)
+            if head is None:
+                raise FramingError(f"bad frame header at byte {pos}: {out[pos:pos + 60]!r}")
+            index = _next_index(head, headed, count)
+            headed = index
+            status = head.group(2).decode()
+            size, mtime, inode, start, length = (int(head.group(i)) for i in range(3, 8))
+            body = head.end()
+            tail = _TRAILER.match(out, body + length)
+            if tail is None:
+                if _cut_short(out, body + length, b"E"):
+                    at = index
+                    break
+                raise FramingError(f"frame {index}: no trailer after its {length} bytes")
+            got, rc = int(tail.group(2)), int(tail.group(3))
+            if int(tail.group(1)) != index or got > length:
+                raise FramingError(f"frame {index}: trailer {tail.group(0)!r} does not match")
+            pos = tail.end()
+            if status == MISSING:
+                results[index - 1] = FileRead(MISSING)
+            elif rc != 0:
+                results[index - 1] = FileRead(
+                    FAILED, size, mtime, inode, start,
+                    error=f"reading it failed on the login node (dd exit {rc})")
+            else:
+                results[index - 1] = FileRead(status, size, mtime, inode, start,
+                                              out[body:body + got])
+        elif kind == b"G":
+            head = _DEFERRED.match(out, pos)
+            if head is None:
+                raise FramingError(f"bad deferred header at byte {pos}: {out[pos:pos + 60]!r}")
+            index = _next_index(head, headed, count)
+            headed = index
+            size, mtime, inode, start, length, bucket = (int(head.group(i)) for i in range(3, 9))
+            if not 0 < length <= bucket <= size:
+                raise FramingError(f"deferred {index}: {length} bytes in bucket {bucket}")
+            deferred[index] = (head.group(2).decode(), size, mtime, inode, start, length, bucket)
+            members.setdefault(bucket, []).append(index)
+            pos = head.end()
+        elif kind == b"B":
+            head = _BUCKET.match(out, pos)
+            if head is None:
+                raise FramingError(f"bad bucket header at byte {pos}: {out[pos:pos + 60]!r}")
+            bucket, n, total = (int(head.group(i)) for i in range(1, 4))
+            if bucket in shares or len(members.get(bucket, ())) != n or total != n * bucket:
+                raise FramingError(f"bucket {bucket}: {n} files, {total} bytes unexpected")
+            body = head.end()
+            tail = _BUCKET_END.match(out, body + total)
+            if tail is None:
+                if _cut_short(out, body + total, b"D"):
+                    got_bytes = max(0, min(len(out) - body, total - 1))
+                    at = members[bucket][got_bytes // bucket]  # the file it was reading
+                    break
+                raise FramingError(f"bucket {bucket}: no trailer after its {total} bytes")
+            got, rc = int(tail.group(2)), int(tail.group(3))
+            if int(tail.group(1)) != bucket or got > total:
+                raise FramingError(f"bucket {bucket}: trailer {tail.group(0)!r} does not match")
+            shares[bucket] = out[body:body + total] if got == total and rc == 0 else None
+            pos = tail.end()
+        elif kind == b"S":
+            head = _POST.match(out, pos)
+            if head is None or post is not None:
+                raise FramingError(f"bad stat part at byte {pos}: {out[pos:pos + 60]!r}")
+            length = int(head.group(2))
+            if len(out) < head.end() + length + 1:
+                at = min(deferred) if deferred else None
                 break
-            raise FramingError(f"frame {index}: no trailer after its {length} bytes")
-        got, rc = int(tail.group(2)), int(tail.group(3))
-        if int(tail.group(1)) != index or got > length:
-            raise FramingError(f"frame {index}: trailer {tail.group(0)!r} does not match")
-        pos = tail.end()
-        if status == MISSING:
-            results.append(FileRead(MISSING))
-        elif rc != 0:
-            results.append(FileRead(FAILED, size, mtime, inode, start,
-                                    error=f"reading it failed on the login node (dd exit {rc})"))
+            if out[head.end() + length:head.end() + length + 1] != b"\n":
+                raise FramingError("stat part: no newline after its bytes")
+            post, post_sep = out[head.end():head.end() + length], head.group(1)
+            pos = head.end() + length + 1
         else:
-            results.append(FileRead(status, size, mtime, inode, start, out[body:body + got]))
-    return results
+            raise FramingError(f"unexpected byte at {pos}: {out[pos:pos + 40]!r}")
+    if at is None and headed < count:  # ended between two answers
+        at = headed + 1
+    if at is None and deferred and (post is None or set(shares) != set(members)):
+        at = _first_unread(deferred, shares, members)
+    if at is not None:
+        return Answers(results, at - 1)
+    if deferred:
+        _resolve(results, deferred, members, shares, post or b"", post_sep)
+    return Answers(results)
 
 
-def _cut_short(rest: bytes, marker: bytes) -> bool:
-    """`rest` may be the start of a header or trailer the output was cut inside of."""
+def _next_index(head: re.Match[bytes], headed: int, count: int) -> int:
+    index = int(head.group(1))
+    if index != headed + 1 or index > count:
+        raise FramingError(f"frame {index} where frame {headed + 1} was due")
+    return index
+
+
+def _first_unread(deferred: dict[int, Any], shares: dict[int, bytes | None],
+                  members: dict[int, list[int]]) -> int | None:
+    """The first bucketed file whose bucket has not come (1-based), else the first one."""
+    waiting = [i for bucket, ids in members.items() if bucket not in shares for i in ids]
+    return min(waiting) if waiting else (min(deferred) if deferred else None)
+
+
+def _resolve(results: list[FileRead | None],
+             deferred: dict[int, tuple[str, int, int, int, int, int, int]],
+             members: dict[int, list[int]], shares: dict[int, bytes | None], post: bytes,
+             sep: bytes) -> None:
+    """Each bucketed file's answer: the last `len` bytes of its share of its bucket, if stat
+    saw it unchanged after the read (the share then ends at the size it had before)."""
+    lines = post.split(b"\n") if post else []
+    after: dict[int, bytes | None] = {}
+    li = 0
+    for index in sorted(deferred):
+        line = lines[li] if li < len(lines) else b""
+        if line.split(b" ", 1)[0] == sep:  # gone since: no line of its own
+            after[index] = None
+            li += 1
+            continue
+        after[index] = line
+        li += 2  # its line, then the separator's
+    for bucket, indexes in members.items():
+        share = shares[bucket]
+        for n, index in enumerate(indexes):
+            status, size, mtime, inode, start, length, _ = deferred[index]
+            seen = b"%d %d" % (size, mtime)
+            line = after.get(index)
+            if share is None or line is None or line.split(b" ", 1)[1:] != [seen] or \
+                    line.split(b" ", 1)[0].split(b":")[-1] != b"%d" % inode:
+                results[index - 1] = FileRead(RETRY, size, mtime, inode)
+                continue
+            piece = share[n * bucket:(n + 1) * bucket]
+            results[index - 1] = FileRead(status, size, mtime, inode, start,
+                                          piece[bucket - length:])
+
+
+def _cut_short(out: bytes, at: int, marker: bytes) -> bool:
+    """The output ends inside the data before `at`, or inside the trailer starting there."""
+    rest = out[at:]
     return len(rest) < 128 and b"\n" not in rest and rest[:1] in (marker, b"")
 
 
@@ -364,6 +498,10 @@ def read_tails(items: Sequence[TailItem],
         for i, got in zip(order, answers, strict=True):
             req, restart_why = pending[i]
             out = outcomes[i]
+            if got.status == RETRY:  # changed while read in a bucket: read it again, exactly
+                out.more = True
+                following[i] = (replace(req, exact=True), restart_why)
+                continue
             try:
                 step = apply_read(out.state, req, got)
             except FileReadFailed as exc:
@@ -389,10 +527,12 @@ def read_tails(items: Sequence[TailItem],
 
 __all__ = [
     "ANCHOR_BYTES",
+    "Answers",
     "FAILED",
     "MISSING",
     "NEW",
     "READ",
+    "RETRY",
     "SAME",
     "FileRead",
     "FileReadFailed",

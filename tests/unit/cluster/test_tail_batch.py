@@ -16,16 +16,16 @@ from support.local_shell import LocalShell, local_reader
 from support.tail_model import answer
 
 from bot.cluster.tail import ShellTailReader
-from bot.core.tail import FAILED, READ, ReadRequest
+from bot.core.tail import FAILED, READ, ReadRequest, TailItem, TailState, read_tails
 
 SHELLS = [sh for sh in ("dash", "bash") if shutil.which(sh)]
 MARKERS = [b"F1 read 1 2 3 4 5\n", b"E1 0 0\n", b"\0", b"\xff\xfe", b"x\n", b"\r\n", b"'"]
-content = st.one_of(st.binary(max_size=200),
-                    st.lists(st.sampled_from(MARKERS), max_size=30).map(b"".join))
+content = st.one_of(st.binary(max_size=200), st.binary(min_size=100, max_size=3000),
+                    st.lists(st.sampled_from(MARKERS), max_size=300).map(b"".join))
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=st.lists(st.one_of(st.none(), content), min_size=1, max_size=6), data=st.data())
 def test_the_script_answers_as_its_reference(tmp_path: Path, shell: str, files, data) -> None:
@@ -39,15 +39,17 @@ def test_the_script_answers_as_its_reference(tmp_path: Path, shell: str, files, 
             path.write_bytes(body)
         st_ = path.stat() if body is not None else None
         size = len(body) if body is not None else 0
-        offset = data.draw(st.integers(0, size + 3))
-        back = data.draw(st.integers(0, offset))
-        budget = data.draw(st.integers(1, size + 5))
+        offset = data.draw(st.one_of(st.integers(0, size + 3),
+                                     st.integers(max(0, size - 300), size)))
+        back = data.draw(st.one_of(st.integers(0, offset), st.just(min(64, offset))))
+        budget = data.draw(st.one_of(st.integers(1, size + 5), st.just(1 << 20)))
         mtime = int(st_.st_mtime) if st_ else 0
         inode = st_.st_ino if st_ else 0
         req = ReadRequest(str(path), offset, back, budget,
                           data.draw(st.sampled_from([-1, size, size + 1])),
                           data.draw(st.sampled_from([None, mtime, mtime - 1])),
-                          data.draw(st.sampled_from([None, inode, inode + 1])))
+                          data.draw(st.sampled_from([None, inode, inode + 1])),
+                          data.draw(st.booleans()))
         requests.append(req)
         expected.append(answer(req, body, mtime, inode))
     batch = reader.read(requests)
@@ -69,16 +71,28 @@ def test_one_command_for_many_files_and_nothing_read_of_unchanged_ones(tmp_path:
     assert sum(len(r.data) for r in again.results) == 0
 
 
-@pytest.fixture
-def hanging_shell(tmp_path: Path) -> LocalShell:
-    """A login node whose filesystem hangs on any path holding "nfs-down": `stat` answers the
-    paths before it, then blocks (what a dead NFS server does to the one process)."""
+def shell_with(tmp_path: Path, **tools: str) -> LocalShell:
+    """A login node whose `stat`, `tail`... are the given sh scripts (`{real}`: the real
+    tool), first in its PATH."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    real = shutil.which("stat")
-    fake = bin_dir / "stat"
-    fake.write_text(f"""#!/bin/sh
-# fake stat: the options, then each path in turn (line by line, like stdbuf -oL stat)
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in tools.items():
+        fake = bin_dir / name
+        fake.write_text("#!/bin/sh\n" + body.replace("{real}", shutil.which(name) or name))
+        fake.chmod(0o755)
+
+    class Faked(LocalShell):
+        def exchange(self, argv, *, stdin, timeout):  # noqa: ANN001
+            os.environ["PATH"], saved = f"{bin_dir}:{os.environ['PATH']}", os.environ["PATH"]
+            try:
+                return super().exchange(argv, stdin=stdin, timeout=timeout)
+            finally:
+                os.environ["PATH"] = saved
+
+    return Faked()
+
+
+HANGING_STAT = """# blocks on a path holding "nfs-down", after answering the paths before it
 fmt=
 while [ "$#" -gt 0 ]; do
   case "$1" in --) shift; break ;; -c) fmt=$2; shift 2 ;; *) shift ;; esac
@@ -87,18 +101,14 @@ for p do
   case "$p" in *nfs-down*) sleep 60 ;; esac
   {real} -L -c "$fmt" -- "$p" 2>/dev/null
 done
-""")
-    fake.chmod(0o755)
+"""
 
-    class Hanging(LocalShell):
-        def exchange(self, argv, *, stdin, timeout):  # noqa: ANN001
-            os.environ["PATH"], saved = f"{bin_dir}:{os.environ['PATH']}", os.environ["PATH"]
-            try:
-                return super().exchange(argv, stdin=stdin, timeout=timeout)
-            finally:
-                os.environ["PATH"] = saved
 
-    return Hanging()
+@pytest.fixture
+def hanging_shell(tmp_path: Path) -> LocalShell:
+    """A login node whose filesystem hangs on any path holding "nfs-down" (what a dead NFS
+    server does to the one process that touches it)."""
+    return shell_with(tmp_path, stat=HANGING_STAT)
 
 
 def test_a_hung_path_costs_one_timeout_and_the_other_files_are_read(
@@ -122,3 +132,49 @@ def test_a_hung_path_costs_one_timeout_and_the_other_files_are_read(
     assert second.results[10].status == FAILED and "asked again after" in \
         second.results[10].error
     assert [r.data for r in second.results[:10]] == [b"iter %d\n" % i for i in range(10)]
+
+
+def test_a_path_that_hangs_while_its_bucket_is_read_is_found_by_the_bytes_received(
+        tmp_path: Path) -> None:
+    """The metadata answers, the data does not: `tail` blocks on the hung file after the
+    files before it in its bucket; the bytes that came say which file it was at."""
+    shell = shell_with(tmp_path, tail="""for p do :; done
+for p do case "$p" in *nfs-down*) hung=1 ;; esac; done
+if [ -n "$hung" ]; then
+  for p do case "$p" in *nfs-down*) sleep 60 ;; -*) ;; *) {real} -q -c "$3" -- "$p" ;; esac; done
+fi
+exec {real} "$@"
+""")
+    logs = [tmp_path / f"job{i}.log" for i in range(6)]
+    logs.insert(3, tmp_path / "nfs-down.log")
+    for p in logs:
+        p.write_bytes(b"x" * 999 + b"\n")
+    reader = ShellTailReader(shell, timeout=1.0)
+    got = reader.read([ReadRequest(str(p), 900, 64, 1 << 20) for p in logs])
+    assert [r.status for r in got.results] == [READ] * 3 + [FAILED] + [READ] * 3
+    assert got.round_trips == 2
+    assert all((r.start, r.data) == (836, b"x" * 163 + b"\n")
+               for i, r in enumerate(got.results) if i != 3)
+
+
+def test_a_file_that_grows_while_its_bucket_is_read_is_read_again_exactly(
+        tmp_path: Path) -> None:
+    """`tail` reads the end of a file that grew after stat saw it: stat's second look says
+    so, and the file is read again with its own process, from its offset (a tick's second
+    round trip), so no byte is skipped or read twice."""
+    log = tmp_path / "job.log"
+    log.write_bytes(b"".join(b"iter %d\n" % i for i in range(100)))
+    plain = local_reader()
+    state = read_tails([TailItem(TailState(str(log)), 1 << 20)],
+                       lambda reqs: plain.read(reqs).results)[0].state
+    with log.open("ab") as f:
+        f.write(b"".join(b"iter %d\n" % i for i in range(100, 110)))
+    shell = shell_with(tmp_path, tail=f"""echo "iter 110" >> {log}
+exec {{real}} "$@"
+""")
+    reader = ShellTailReader(shell)
+    out = read_tails([TailItem(state, 1 << 20)], lambda reqs: reader.read(reqs).results)[0]
+    assert shell.commands == 2
+    lines = [line for chunk in out.chunks for line in chunk.lines]
+    assert lines == [f"iter {i}" for i in range(100, 111)]
+    assert out.state.offset == log.stat().st_size

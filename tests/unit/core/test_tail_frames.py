@@ -47,7 +47,7 @@ def test_frames_round_trip_whatever_the_bytes(answers):
     frame padded after a file shrank under the read."""
     out = b"".join(frame(k, r, padded_to=len(r.data) + pad if r.status in (READ, NEW) else None)
                    for k, (r, pad) in enumerate(answers, 1))
-    assert parse_frames(out, len(answers)) == [r for r, _ in answers]
+    assert parse_frames(out, len(answers)).results == [r for r, _ in answers]
 
 
 @settings(max_examples=200)
@@ -58,7 +58,8 @@ def test_output_cut_anywhere_gives_the_frames_before_the_cut(answers, draw):
     cut = draw.draw(st.integers(0, len(out)))
     got = parse_frames(out[:cut], len(answers))
     complete = sum(1 for k in range(len(frames)) if len(b"".join(frames[:k + 1])) <= cut)
-    assert got == answers[:complete]
+    assert got.results == answers[:complete] + [None] * (len(answers) - complete)
+    assert got.stopped_at == (complete if complete < len(answers) else None)
 
 
 def test_malformed_answers_are_framing_errors_not_data():
@@ -71,14 +72,14 @@ def test_malformed_answers_are_framing_errors_not_data():
 
 def test_a_failed_read_says_so():
     out = frame(1, FileRead(READ, 10, 1, 1, 0, b"ab"), padded_to=5, rc=1)
-    (got,) = parse_frames(out, 1)
+    (got,) = parse_frames(out, 1).results
     assert got.status == FAILED and "dd exit 1" in got.error and got.data == b""
 
 
 @given(st.text(min_size=1).filter(lambda p: "\0" not in p))
 def test_requests_quote_any_path(path):
     text = encode_requests([ReadRequest(path, 10, 4, 100, 12, None, 3)])
-    assert text.startswith(b"set -- '") and text.endswith(b"' \"$t\"\nnums='10 4 100 12 x 3'\n")
+    assert text.startswith(b"set -- '") and text.endswith(b"' \"$t\"\nnums='10 4 100 12 x 3 0'\n")
     with pytest.raises(ValueError):
         encode_requests([ReadRequest(path + "\0", 0)])
 
