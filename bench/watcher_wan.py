@@ -82,6 +82,7 @@ class PerFileSFTPReader:
 class Measured:
     reports: list[TickReport]
     turns: list[int]  # round trips the relay carried, per tick
+    wire: list[int]  # bytes the relay carried (both ways, SSH's encryption and framing too)
 
     @property
     def median_s(self) -> float:
@@ -90,17 +91,19 @@ class Measured:
 
 def measure(watcher, jobs: WanJobs, relay: LatencyRelay, ticks: int,  # noqa: ANN001
             grow: bool = True) -> Measured:
-    reports, turns = [], []
+    reports, turns, wire = [], [], []
     for _ in range(ticks):
         if grow:
             jobs.grow()
-        before = relay.counts()[0]
+        t0, up0, down0 = relay.counts()
         report = watcher.tick(time.time())
-        turns.append(relay.counts()[0] - before)
+        t1, up1, down1 = relay.counts()
+        turns.append(t1 - t0)
+        wire.append(up1 - up0 + down1 - down0)
         if not report.ok:
             raise SystemExit(f"tick failed: {report.error}")
         reports.append(report)
-    return Measured(reports, turns)
+    return Measured(reports, turns, wire)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -130,6 +133,7 @@ def run(args: argparse.Namespace) -> dict:
                     round_trips=last.read_round_trips,
                     round_trips_on_the_wire=statistics.median(batched.turns),
                     bytes_moved=last.bytes_moved, new_bytes=last.bytes_read,
+                    wire_bytes=statistics.median(batched.wire),
                     files=2 * args.jobs)
                 if args.per_file_ticks:
                     store = Store.open(f"sqlite:///{tmp}/per-file.db")
@@ -143,7 +147,7 @@ def run(args: argparse.Namespace) -> dict:
                         tick_s_per_file=round(per_file.median_s, 4),
                         round_trips_per_file=last.read_round_trips,
                         round_trips_per_file_on_the_wire=statistics.median(per_file.turns),
-                        bytes_moved_per_file=last.bytes_moved,
+                        wire_bytes_per_file=statistics.median(per_file.wire),
                         speedup=round(per_file.median_s / batched.median_s, 1))
             finally:
                 jobs.remove()
@@ -172,12 +176,14 @@ def main() -> int:
     print(f"  batched : {out['tick_s']:.3f} s per tick (median of {args.ticks}), "
           f"{out['round_trips']} read round trip(s) "
           f"({out['round_trips_on_the_wire']:g} on the wire), {out['bytes_moved']} bytes "
-          f"moved for {out['new_bytes']} new bytes; nothing changed: "
+          f"moved ({out['wire_bytes']:g} on the wire) for {out['new_bytes']} new bytes; "
+          f"nothing changed: "
           f"{out['tick_s_nothing_changed']:.3f} s")
     if "tick_s_per_file" in out:
         print(f"  per file: {out['tick_s_per_file']:.3f} s per tick, "
               f"{out['round_trips_per_file']} read round trips "
-              f"({out['round_trips_per_file_on_the_wire']:g} on the wire)")
+              f"({out['round_trips_per_file_on_the_wire']:g} on the wire), "
+              f"{out['wire_bytes_per_file']:g} bytes on the wire")
         print(f"  per file / batched: {out['speedup']:g}x")
     return 0
 
