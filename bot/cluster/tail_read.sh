@@ -8,7 +8,7 @@
 #     or, for a file whose bytes to read end at its end, `G<k> ... <len> <bucket>`: its bytes
 #     come in its bucket;
 #   per bucket B (a size): `B<B> <files> <bytes>`, the last B bytes of each of its files in
-#     order (one tail process for all of them), padding, `D<B> <bytes copied> <exit>`;
+#     order (one tail, head and dd for all of them), padding, `D<B> <bytes copied> <exit>`;
 #   `S<sep> <len>`, then stat's answers again for the bucketed files (each followed by the
 #     separator's line): a file that changed while it was read is read again exactly.
 # One stat process for every file, one tail per bucket (sizes 128 B x 1.25^n: at most 25 %
@@ -32,8 +32,8 @@ set --
 nums=
 eval "$(cat)"
 [ "$#" -gt 0 ] || exit 0
-sb=
-if command -v stdbuf >/dev/null 2>&1; then sb='stdbuf -oL'; fi
+sb= sb0=
+if command -v stdbuf >/dev/null 2>&1; then sb='stdbuf -oL' sb0='stdbuf -o0'; fi
 # Line-buffered, so a path that hangs (a dead NFS server) is the first one not answered.
 $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
   k=0 i=0 buckets= all=
@@ -97,7 +97,11 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
     eval "cnt=\$n$kb refs=\$r$kb"
     total=$((cnt * kb))
     printf 'B%s %s %s\n' "$kb" "$cnt" "$total"
-    eval "tail -q -c $kb -- $refs" 2>/dev/null | dd bs=65536 2>>"$t"
+    # tail gives the last $kb bytes of each file, more of one that grows meanwhile: head
+    # lets no more than the bytes announced through (the check afterwards finds that file and
+    # sets it and the files after it in the bucket aside: see parse_frames), unbuffered so a
+    # file that hangs is found by the bytes that came; dd counts them.
+    eval "tail -q -c $kb -- $refs" 2>/dev/null | $sb0 head -c "$total" | dd bs=65536 2>>"$t"
     rc=$? c=x
     while IFS=' ' read -r w1 w2 rest <&5; do
       case "$w1:$w2" in [0-9]*:byte|[0-9]*:bytes) c=$w1 ;; esac

@@ -179,7 +179,8 @@ def parse_frames(out: bytes, count: int) -> Answers:
     Every part is length-framed (a header announces the bytes that follow, a trailer says
     how many of them are data), so any byte in a file, a frame marker included, is data. A
     bucketed file's bytes are the last `len` of its share of its bucket, kept only if stat
-    saw it unchanged after the read (else RETRY: read it again exactly). Output cut short
+    saw it and every file before it in the bucket unchanged after the read (else RETRY: read
+    it again exactly). Output cut short
     (no answer in time) gives the answers before the cut and `stopped_at`. Raises
     FramingError for anything else: a malformed part, an index out of order, stray bytes.
     """
@@ -324,7 +325,10 @@ def _resolve(results: list[FileRead | None],
             line = after.get(index)
             if share is None or line is None or line.split(b" ", 1)[1:] != [seen] or \
                     line.split(b" ", 1)[0].split(b":")[-1] != b"%d" % inode:
+                # Changed while read: its share may be longer or shorter, so the shares after
+                # it in the bucket may be shifted too.
                 results[index - 1] = FileRead(RETRY, size, mtime, inode)
+                share = None
                 continue
             piece = share[n * bucket:(n + 1) * bucket]
             results[index - 1] = FileRead(status, size, mtime, inode, start,

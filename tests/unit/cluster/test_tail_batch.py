@@ -178,3 +178,33 @@ exec {{real}} "$@"
     lines = [line for chunk in out.chunks for line in chunk.lines]
     assert lines == [f"iter {i}" for i in range(100, 111)]
     assert out.state.offset == log.stat().st_size
+
+
+def test_a_file_growing_during_its_read_sets_aside_the_files_after_it_in_its_bucket(
+        tmp_path: Path) -> None:
+    """`tail` read on past the bytes stat saw of the first file (it grew during the read):
+    the shares after it in the bucket are shifted, so they are read again exactly too, and
+    every file's lines arrive exactly once."""
+    logs = [tmp_path / f"job{i}.log" for i in range(3)]
+    plain = local_reader()
+    states = []
+    for p in logs:
+        p.write_bytes(b"".join(b"%s %d\n" % (p.name.encode(), i) for i in range(100)))
+        states.append(read_tails([TailItem(TailState(str(p)), 1 << 20)],
+                                 lambda reqs: plain.read(reqs).results)[0].state)
+        with p.open("ab") as f:
+            f.write(b"%s 100\n" % p.name.encode())
+    shell = shell_with(tmp_path, tail=f"""k=$3; shift 4
+echo "{logs[0].name} 101" >> "$1"
+{{real}} -q -c "$((k + 12))" -- "$1"
+shift
+exec {{real}} -q -c "$k" -- "$@"
+""")
+    reader = ShellTailReader(shell)
+    outs = read_tails([TailItem(s, 1 << 20) for s in states],
+                      lambda reqs: reader.read(reqs).results)
+    assert shell.commands == 2
+    for p, out in zip(logs, outs, strict=True):
+        lines = [line for chunk in out.chunks for line in chunk.lines]
+        last = 101 if p == logs[0] else 100
+        assert lines == [f"{p.name} {i}" for i in range(100, last + 1)], p.name
