@@ -7,13 +7,14 @@
 #     (data, then space padding if the file shrank meanwhile), `E<k> <data bytes> <dd exit>`;
 #     or, for a file whose bytes to read end at its end, `G<k> ... <len> <bucket>`: its bytes
 #     come in its bucket;
-#   per bucket B (a size): `B<B> <files> <bytes>`, the last B bytes of each of its files in
-#     order (one tail, head and dd for all of them), padding, `D<B> <bytes copied> <exit>`;
+#   per bucket B (a size): `B<B> <files> <bytes>`, the last B bytes of each of its files (the
+#     whole file if shorter) in order (one tail, head and dd for all of them), padding,
+#     `D<B> <bytes copied> <exit>`;
 #   `S<sep> <len>`, then stat's answers again for the bucketed files (each followed by the
 #     separator's line): a file that changed while it was read is read again exactly.
 # One stat process for every file, one tail per bucket (sizes 128 B x 1.25^n: at most 25 %
-# more bytes than asked), one dd per file that cannot go in a bucket (a small file, more new
-# bytes than its budget, EXACT=1); unchanged files cost no process. Paths stay in "$@" and the
+# more bytes than asked), one dd per file that cannot go in a bucket (more new bytes than its
+# budget, EXACT=1); unchanged files cost no process. Paths stay in "$@" and the
 # numbers in one string: thousands of shell variables would make dash's variable table
 # quadratic.
 LC_ALL=C
@@ -69,13 +70,13 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
     if [ "$x" = 0 ] && [ "$whole" = 1 ] && [ "$len" -gt 0 ]; then
       kb=128
       while [ "$kb" -lt "$len" ]; do kb=$((kb * 5 / 4)); done
-      if [ "$sz" -ge "$kb" ]; then
-        printf 'G%s %s %s %s %s %s %s %s\n' "$k" "$st" "$sz" "$mt" "$ino" "$start" "$len" "$kb"
-        case " $buckets " in *" $kb "*) ;; *) buckets="$buckets $kb"; eval "n$kb=0 r$kb=" ;; esac
-        eval "n$kb=\$((n$kb + 1)) r$kb=\"\${r$kb} \\\"\\\${$pos}\\\"\""
-        all="$all \"\${$pos}\" \"\$t\""
-        continue
-      fi
+      share=$kb
+      if [ "$sz" -lt "$kb" ]; then share=$sz; fi
+      printf 'G%s %s %s %s %s %s %s %s\n' "$k" "$st" "$sz" "$mt" "$ino" "$start" "$len" "$kb"
+      case " $buckets " in *" $kb "*) ;; *) buckets="$buckets $kb"; eval "n$kb=0 z$kb=0 r$kb=" ;; esac
+      eval "n$kb=\$((n$kb + 1)) z$kb=\$((z$kb + share)) r$kb=\"\${r$kb} \\\"\\\${$pos}\\\"\""
+      all="$all \"\${$pos}\" \"\$t\""
+      continue
     fi
     printf 'F%s %s %s %s %s %s %s\n' "$k" "$st" "$sz" "$mt" "$ino" "$start" "$len"
     c=0 rc=0
@@ -94,8 +95,7 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
     printf 'E%s %s %s\n' "$k" "$c" "$rc"
   done
   for kb in $buckets; do
-    eval "cnt=\$n$kb refs=\$r$kb"
-    total=$((cnt * kb))
+    eval "cnt=\$n$kb total=\$z$kb refs=\$r$kb"
     printf 'B%s %s %s\n' "$kb" "$cnt" "$total"
     # tail gives the last $kb bytes of each file, more of one that grows meanwhile: head
     # lets no more than the bytes announced through (the check afterwards finds that file and

@@ -3,6 +3,8 @@ framed chunks back, bot.cluster.tail) and the decisions over what comes back."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -178,7 +180,8 @@ def parse_frames(out: bytes, count: int) -> Answers:
 
     Every part is length-framed (a header announces the bytes that follow, a trailer says
     how many of them are data), so any byte in a file, a frame marker included, is data. A
-    bucketed file's bytes are the last `len` of its share of its bucket, kept only if stat
+    bucketed file's bytes are the last `len` of its share of its bucket (its last `bucket`
+    bytes, or the whole file when shorter), kept only if stat
     saw it and every file before it in the bucket unchanged after the read (else RETRY: read
     it again exactly). Output cut short
     (no answer in time) gives the answers before the cut and `stopped_at`. Raises
@@ -236,7 +239,7 @@ def parse_frames(out: bytes, count: int) -> Answers:
             index = _next_index(head, headed, count)
             headed = index
             size, mtime, inode, start, length, bucket = (int(head.group(i)) for i in range(3, 9))
-            if not 0 < length <= bucket <= size:
+            if not 0 < length <= min(bucket, size):
                 raise FramingError(f"deferred {index}: {length} bytes in bucket {bucket}")
             deferred[index] = (head.group(2).decode(), size, mtime, inode, start, length, bucket)
             members.setdefault(bucket, []).append(index)
@@ -246,14 +249,16 @@ def parse_frames(out: bytes, count: int) -> Answers:
             if head is None:
                 raise FramingError(f"bad bucket header at byte {pos}: {out[pos:pos + 60]!r}")
             bucket, n, total = (int(head.group(i)) for i in range(1, 4))
-            if bucket in shares or len(members.get(bucket, ())) != n or total != n * bucket:
+            lengths = [min(bucket, deferred[i][1]) for i in members.get(bucket, ())]
+            if bucket in shares or len(lengths) != n or total != sum(lengths):
                 raise FramingError(f"bucket {bucket}: {n} files, {total} bytes unexpected")
             body = head.end()
             tail = _BUCKET_END.match(out, body + total)
             if tail is None:
                 if _cut_short(out, body + total, b"D"):
                     got_bytes = max(0, min(len(out) - body, total - 1))
-                    at = members[bucket][got_bytes // bucket]  # the file it was reading
+                    ends = list(itertools.accumulate(lengths))
+                    at = members[bucket][bisect.bisect_right(ends, got_bytes)]  # being read
                     break
                 raise FramingError(f"bucket {bucket}: no trailer after its {total} bytes")
             got, rc = int(tail.group(2)), int(tail.group(3))
@@ -319,8 +324,12 @@ def _resolve(results: list[FileRead | None],
         li += 2  # its line, then the separator's
     for bucket, indexes in members.items():
         share = shares[bucket]
-        for n, index in enumerate(indexes):
+        at = 0
+        for index in indexes:
             status, size, mtime, inode, start, length, _ = deferred[index]
+            part = min(bucket, size)
+            piece = share[at:at + part] if share is not None else b""
+            at += part
             seen = b"%d %d" % (size, mtime)
             line = after.get(index)
             if share is None or line is None or line.split(b" ", 1)[1:] != [seen] or \
@@ -330,9 +339,8 @@ def _resolve(results: list[FileRead | None],
                 results[index - 1] = FileRead(RETRY, size, mtime, inode)
                 share = None
                 continue
-            piece = share[n * bucket:(n + 1) * bucket]
             results[index - 1] = FileRead(status, size, mtime, inode, start,
-                                          piece[bucket - length:])
+                                          piece[part - length:])
 
 
 def _cut_short(out: bytes, at: int, marker: bytes) -> bool:
