@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> dict:
                     bytes_moved=last.bytes_moved, new_bytes=last.bytes_read,
                     wire_bytes=statistics.median(batched.wire),
                     files=2 * args.jobs)
+                out["tick_s_per_file"] = None  # not measured (--per-file-ticks 0)
                 if args.per_file_ticks:
                     store = Store.open(f"sqlite:///{tmp}/per-file.db")
                     watcher = wan_watcher(jobs, connection, store,
@@ -179,7 +180,7 @@ def main() -> int:
           f"moved ({out['wire_bytes']:g} on the wire) for {out['new_bytes']} new bytes; "
           f"nothing changed: "
           f"{out['tick_s_nothing_changed']:.3f} s")
-    if "tick_s_per_file" in out:
+    if out["tick_s_per_file"] is not None:
         print(f"  per file: {out['tick_s_per_file']:.3f} s per tick, "
               f"{out['round_trips_per_file']} read round trips "
               f"({out['round_trips_per_file_on_the_wire']:g} on the wire), "
