@@ -64,14 +64,14 @@ def write(cluster: Any, path: str, text: str, mode: str) -> None:
 
 
 @pytest.fixture
-def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
+def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     tag = uuid.uuid4().hex[:10]
-    work = posixpath.join(dev_cluster.home, f"wrapper-{tag}")
-    assert dev_cluster.ssh(["mkdir", "-p", work]).returncode == 0
-    write(dev_cluster, f"{work}/job.sh", JOB_SCRIPT, "755")
+    work = posixpath.join(slurm_cluster.home, f"wrapper-{tag}")
+    assert slurm_cluster.ssh(["mkdir", "-p", work]).returncode == 0
+    write(slurm_cluster, f"{work}/job.sh", JOB_SCRIPT, "755")
     for name, text in (("plain", PLAIN_WRAPPER), ("forcing", FORCING_WRAPPER)):
-        write(dev_cluster, f"{work}/{name}.sh", text.format(script=f"{work}/job.sh"), "755")
-    connection = {k: getattr(dev_cluster, k) for k in
+        write(slurm_cluster, f"{work}/{name}.sh", text.format(script=f"{work}/job.sh"), "755")
+    connection = {k: getattr(slurm_cluster, k) for k in
                   ("host", "port", "user", "key_file", "known_hosts", "partition")}
     overridable = {"account": "str", "mem": "size", "time": "str"}
     recipes = {
@@ -84,13 +84,13 @@ def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     store = Store.open(config.store.url)
     sessions = ClusterSessions(config)
     try:
-        yield Env(dev_cluster, config, sessions, store, tag)
+        yield Env(slurm_cluster, config, sessions, store, tag)
     finally:
         for name in ("plain", "forcing"):
-            dev_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
+            slurm_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
         sessions.close()
         store.close()
-        dev_cluster.ssh(["rm", "-rf", work])
+        slurm_cluster.ssh(["rm", "-rf", work])
 
 
 def submit(env: Env, recipe: str, overrides: list[str]) -> Any:

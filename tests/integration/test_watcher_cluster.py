@@ -48,20 +48,20 @@ exit 0
 
 @pytest.mark.timeout(240)
 def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
-    dev_cluster, tmp_path
+    slurm_cluster, tmp_path
 ):
     tag = uuid.uuid4().hex[:8]
-    with SSHRunner(dev_cluster.ssh_settings()) as ssh:
+    with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
         runner = CountingRunner(ssh)
         slurm = SlurmClient(runner)
-        logdir = f"{dev_cluster.home}/watcher-{tag}"
+        logdir = f"{slurm_cluster.home}/watcher-{tag}"
         ssh.run(["mkdir", "-p", logdir])
         store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
         ids = {}
         try:
             for kind, script in (("nccl", NCCL_JOB), ("silent", SILENT_JOB)):
                 name = f"watch-{kind}-{tag}"
-                spec = SubmitSpec(job_name=name, partition=dev_cluster.partition,
+                spec = SubmitSpec(job_name=name, partition=slurm_cluster.partition,
                                   output=f"{logdir}/%x-%j.out", time="5")
                 job_id = slurm.submit(spec, script=script)
                 ids[kind] = job_id
