@@ -113,6 +113,21 @@ class ClusterConfig(_Model):
         None,
         description="The site's memory accounting floor for a job (e.g. 563200M), if any.",
     )
+    py_spy: str | None = Field(
+        None,
+        description="Path of py-spy on the cluster's nodes, when the site installs it; by "
+        "default trainbot copies the py-spy of its own wheel (hash-checked) under the bot "
+        "user's home (~/.cache/trainbot/), which the nodes must share.",
+    )
+    stacks_timeout: float = Field(
+        25.0, gt=0, le=600,
+        description="Seconds a collection of a job's Python stacks (srun + py-spy on every "
+        "node) may take before it is given up with a `timed out` line.",
+    )
+    stacks_native: bool = Field(
+        False, description="Dump native (C/C++) frames too (py-spy --native): slower, shows "
+        "where NCCL or a C extension waits.",
+    )
 
     @field_validator("per_gpu_mem_cap", "mem_floor")
     @classmethod

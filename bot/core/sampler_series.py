@@ -178,6 +178,7 @@ class SamplerPoint:
     rss: Mapping[str, int]
     cpu: Mapping[str, float]
     n: Mapping[str, int]
+    trainer_pids: tuple[int, ...] = ()  # of the processes the line lists (the top by RSS)
 
     @property
     def rss_total(self) -> int:
@@ -201,9 +202,11 @@ def parse_line(line: str | bytes) -> SamplerPoint | None:
         rss = {r: int(obj["rss"].get(r, 0)) for r in ROLES}
         cpu = {r: float(obj.get("cpu", {}).get(r, 0.0)) for r in ROLES}
         n = {r: int(obj.get("n", {}).get(r, 0)) for r in ROLES}
+        trainers = tuple(int(p["pid"]) for p in obj.get("per_process") or ()
+                         if isinstance(p, dict) and p.get("role") == "trainer")
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return SamplerPoint(t, rss, cpu, n)
+    return SamplerPoint(t, rss, cpu, n, trainers)
 
 
 @dataclass
@@ -236,6 +239,11 @@ class SamplerSeries:
             if len(self.points) > self.max_points:
                 self.points = self.points[::2]
                 self.stride *= 2
+
+    @property
+    def trainer_pids(self) -> tuple[int, ...]:
+        """The trainer PIDs of the latest sample (none without a sample)."""
+        return self.points[-1].trainer_pids if self.points else ()
 
     @property
     def latest(self) -> SamplerPoint | None:

@@ -160,5 +160,5 @@ class FencedThreadWriter:
         return self._fenced("update_reply", "Slack update")
 
     @property
-    def upload_chart(self) -> Callable[..., str]:
-        return self._fenced("upload_chart", "Slack chart upload")
+    def upload_file(self) -> Callable[..., str]:
+        return self._fenced("upload_file", "Slack file upload")

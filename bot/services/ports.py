@@ -167,8 +167,8 @@ class ThreadWriter(Protocol):
         when it was never posted."""
         ...
 
-    def upload_chart(self, chain_id: int, key: str, png_bytes: bytes, filename: str,
-                     title: str) -> str: ...
+    def upload_file(self, chain_id: int, key: str, data: bytes, filename: str,
+                    title: str) -> str: ...
 
 
 class JsonPoster(Protocol):

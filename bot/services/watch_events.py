@@ -30,7 +30,7 @@ re-publish after a crash posts nothing twice.
 Charts (`ctx.charts`, from the event's in-memory series and sampler): after
 an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
 memory_leak warning its RSS PNG (`chart:<job>:leak:rss.png`), uploaded into the thread through
-`ctx.sink.upload_chart`. A chart that fails to draw or upload is logged and dropped, never
+`ctx.sink.upload_file`. A chart that fails to draw or upload is logged and dropped, never
 retried: `publish` returns normally once the event's text is posted, so the watcher marks the
 event posted and a chart can never make it post the incident (or its approval prompt) again.
 The progress chart overlays the chain's earlier attempts (at most `KEEP_ATTEMPTS` lines, this
@@ -171,7 +171,7 @@ class ThreadEvents:
 
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""
-        upload = getattr(self.ctx.sink, "upload_chart", None)
+        upload = getattr(self.ctx.sink, "upload_file", None)
         drawer = self.ctx.charts
         chain_id = event.chain_id
         if upload is None or drawer is None or event.series is None or event.diagnosis is None or \

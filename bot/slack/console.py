@@ -150,10 +150,11 @@ class ConsoleSink:
         if self._known(key) is not None:
             self.update_message(key, blocks, text)
 
-    def upload_chart(
-        self, chain_id: int, key: str, png_bytes: bytes, filename: str, title: str
+    def upload_file(
+        self, chain_id: int, key: str, data: bytes, filename: str, title: str
     ) -> str:
-        """Write the PNG (once per key) under `charts_dir` and print its path."""
+        """Write the file (a chart PNG, a stack dump; once per key) under `charts_dir` and
+        print its path."""
         known = self._known(key)
         if known is not None:
             return known
@@ -162,9 +163,9 @@ class ConsoleSink:
         stem = _SAFE.sub("-", key.replace(":", "-")).strip("-") or "chart"
         suffix = Path(filename).suffix or ".png"
         path = self.charts_dir / f"{stem}{'' if stem.endswith(suffix) else suffix}"
-        path.write_bytes(png_bytes)
+        path.write_bytes(data)
         self.charts.append(path)
-        self._print(f"  │ 📈 {title}: {path}")
+        self._print(f"  │ {'📈' if suffix == '.png' else '📄'} {title}: {path}")
         self._record(key, f"file:{path.name}", chain_id=chain_id,
                      channel=self._channel(chain_id), kind="chart", thread_ts=root)
         return f"file:{path.name}"

@@ -197,10 +197,11 @@ class SlackPoster:
                                                    blocks=blocks, text=text))
         self.store.slack_posts.record_updated(key, payload_hash=digest, now=self.clock())
 
-    def upload_chart(
-        self, chain_id: int, key: str, png_bytes: bytes, filename: str, title: str
+    def upload_file(
+        self, chain_id: int, key: str, data: bytes, filename: str, title: str
     ) -> str:
-        """Share a PNG (once) in the chain's thread; returns the file id."""
+        """Share a file (a chart PNG, a stack dump) once in the chain's thread; returns the
+        file id."""
         root = self._root(chain_id)
         channel, thread_ts = root.channel, root.ts
         existing = self.store.slack_posts.get(key)
@@ -228,7 +229,7 @@ class SlackPoster:
                 unknown = False
             if file_id is None:
                 try:
-                    file_id = self._upload_bytes(png_bytes, filename)
+                    file_id = self._upload_bytes(data, filename)
                 except CALL_ERRORS as exc:  # nothing is visible before the completion
                     if call_fate(exc) == "refused" or attempt == self.max_attempts - 1:
                         raise self._error("files upload", key, channel, exc) from exc
@@ -328,11 +329,11 @@ class SlackPoster:
         assert last is not None
         raise self._gave_up("chat.postMessage", key, channel, last, unknown=unknown)
 
-    def _upload_bytes(self, png_bytes: bytes, filename: str) -> str:
+    def _upload_bytes(self, data: bytes, filename: str) -> str:
         """Steps 1-2 of a file upload (invisible until completed); returns the file id."""
         step1 = self.client.files_getUploadURLExternal(filename=filename,
-                                                       length=len(png_bytes))
-        request = Request(step1["upload_url"], data=png_bytes, method="POST")
+                                                       length=len(data))
+        request = Request(step1["upload_url"], data=data, method="POST")
         with urlopen(request, timeout=self.client.timeout,  # noqa: S310 - Slack's upload URL
                      context=self.client.ssl) as resp:
             resp.read()

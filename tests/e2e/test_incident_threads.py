@@ -55,10 +55,10 @@ def run_chain(poster: SlackPoster, store, lang: str = "en", evidence_lines: int 
     poster.post_reply(chain, "incident:88154", *render_blocks("incident", lang, inc))
     progress = progress_chart([("88154", [(T0 - 4.5 * k, 3470 - k) for k in range(0, 2470, 10)])],
                               stalls=[(T0, T0 + 1800)], failures=[(T0 + 1800, "NCCL")])
-    poster.upload_chart(chain, "chart:88154:progress", progress, "progress.png",
+    poster.upload_file(chain, "chart:88154:progress", progress, "progress.png",
                         "Progress · job 88154")
     rss = rss_chart([(i, 45 * GIB) for i in range(1000, 3471, 50)], mem_limit_bytes=950 * GIB)
-    poster.upload_chart(chain, "chart:88154:rss", rss, "rss.png", "Host RSS · job 88154")
+    poster.upload_file(chain, "chart:88154:rss", rss, "rss.png", "Host RSS · job 88154")
     attempts = [AttemptSummary("88154", "FAILED", 3470, 1000, "nccl_timeout"),
                 AttemptSummary("88887", "RUNNING", 3000, 3000)]
     root = build_root(recipe="mix", attempts=attempts, target_iter=8000, retries_used=1)
@@ -126,7 +126,7 @@ def test_rerunning_the_chain_after_a_restart_posts_nothing_new(slack, slack_clie
     res = build_resolution(recipe="mix", old_job_id="88154", new_job_id="88887",
                            from_iter=3000, lost_iters=470, lost_seconds=3900, actor="U0ONCALL")
     restarted.post_reply(chain, "resolution:88887", *render_blocks("resolution", "en", res))
-    restarted.upload_chart(chain, "chart:88154:rss", b"png", "rss.png", "Host RSS · job 88154")
+    restarted.upload_file(chain, "chart:88154:rss", b"png", "rss.png", "Host RSS · job 88154")
     assert len(slack.requests) == before
 
 

@@ -29,13 +29,13 @@ def test_one_root_replies_and_charts_in_one_thread(slack: SlackStandIn, poster, 
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("mix: job 88016 RUNNING"), "mix running")
     poster.post_reply(chain, "warn:88016:leak", section("RSS is growing"), "leak warning")
-    poster.upload_chart(chain, "chart:88016:rss", b"\x89PNG fake", "rss.png", "Host RSS, 88016")
+    poster.upload_file(chain, "chart:88016:rss", b"\x89PNG fake", "rss.png", "Host RSS, 88016")
     poster.post_reply(chain, "incident:88016", section("host OOM"), "host OOM")
     poster.update_root(chain, section("mix: job 88016 FAILED"), "mix failed")
     # The same calls again (a second watcher tick) send nothing new.
     assert poster.post_root(chain, CHANNEL, section("x"), "x") == root_ts
     poster.post_reply(chain, "warn:88016:leak", section("RSS is growing"), "leak warning")
-    poster.upload_chart(chain, "chart:88016:rss", b"\x89PNG fake", "rss.png", "Host RSS, 88016")
+    poster.upload_file(chain, "chart:88016:rss", b"\x89PNG fake", "rss.png", "Host RSS, 88016")
 
     roots = slack.root_messages(CHANNEL)
     assert [m["ts"] for m in roots] == [root_ts]
@@ -58,7 +58,7 @@ def test_rate_limit_waits_retry_after_and_posts_once(slack, poster, store, fake_
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
     slack.fail_next("files.getUploadURLExternal", status=429, retry_after=3)
     slack.fail_next("chat.update", status=429, retry_after=2)
-    poster.upload_chart(chain, "chart:1", b"png", "p.png", "Progress")
+    poster.upload_file(chain, "chart:1", b"png", "p.png", "Progress")
     poster.update_root(chain, section("root v2"), "root v2")
     assert fake_sleep.waits == [7, 7, 3, 2]
     assert [m["ts"] for m in slack.root_messages(CHANNEL)] == [root_ts]
@@ -75,7 +75,7 @@ def test_server_errors_lose_nothing_and_duplicate_nothing(slack, poster, store):
     poster.post_reply(chain, "incident:1", section("incident"), "incident")
     slack.fail_next("files.completeUploadExternal", status=500)
     slack.fail_next("upload", status=500)
-    poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    poster.upload_file(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
     slack.fail_next("chat.update", status=502)
     poster.update_root(chain, section("root v2"), "root v2")
 
@@ -194,7 +194,7 @@ def test_a_chart_whose_completion_answer_is_lost_is_shared_once(slack, poster, s
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
     slack.drop_next("files.completeUploadExternal", count=3)
-    file_id = poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    file_id = poster.upload_file(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
     assert thread_files(slack, root_ts) == [file_id]
     assert len(slack.calls("files.completeUploadExternal")) == 1
     assert len(slack.calls("files.getUploadURLExternal")) == 1
@@ -205,7 +205,7 @@ def test_a_chart_completion_lost_unperformed_completes_the_same_file(slack, post
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
     slack.drop_next("files.completeUploadExternal", processed=False)
-    file_id = poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    file_id = poster.upload_file(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
     assert thread_files(slack, root_ts) == [file_id]
     # Looked up, then completed again with the same file id: never a second upload.
     assert [c.status for c in slack.calls("files.completeUploadExternal")] == [0, 200]
@@ -217,7 +217,7 @@ def test_a_lost_upload_of_the_bytes_starts_a_new_upload(slack, poster, store):
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
     slack.drop_next("upload", processed=False)  # nothing is visible before the completion
-    file_id = poster.upload_chart(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
+    file_id = poster.upload_file(chain, "chart:rss", b"png-bytes", "rss.png", "RSS")
     assert thread_files(slack, root_ts) == [file_id]
     assert len(slack.ok_calls("files.completeUploadExternal")) == 1
 
@@ -232,12 +232,12 @@ def test_restart_after_a_completion_whose_fate_was_never_recorded(
         m.setattr(store.slack_posts, "record_posted",
                   lambda *a, **k: (_ for _ in ()).throw(RuntimeError("process killed")))
         with pytest.raises(RuntimeError):
-            first.upload_chart(chain, "chart:rss", b"png", "rss.png", "RSS")
+            first.upload_file(chain, "chart:rss", b"png", "rss.png", "RSS")
     [file_id] = thread_files(slack, root_ts)
     assert store.slack_posts.get("chart:rss").state == "intent"
 
     restarted = SlackPoster(slack_client, store, sleep=fake_sleep)
-    assert restarted.upload_chart(chain, "chart:rss", b"png", "rss.png", "RSS") == file_id
+    assert restarted.upload_file(chain, "chart:rss", b"png", "rss.png", "RSS") == file_id
     assert thread_files(slack, root_ts) == [file_id]
     assert len(slack.calls("files.getUploadURLExternal")) == 1
 

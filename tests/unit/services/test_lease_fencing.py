@@ -232,7 +232,7 @@ class AllWriter(RecordingMessageSink):
     def update_root(self, chain_id: int, blocks: list, text: str) -> None:
         self.posts.append(("update", chain_id, "root", text))
 
-    def upload_chart(self, chain_id: int, key: str, png: bytes, filename: str, title: str
+    def upload_file(self, chain_id: int, key: str, png: bytes, filename: str, title: str
                      ) -> str:
         self.posts.append(("chart", chain_id, key, title))
         return "F1"
@@ -248,7 +248,7 @@ SIDE_EFFECTS: dict[str, Callable[[BotContext], object]] = {
     "Slack post (root)": lambda ctx: ctx.sink.post_root(1, "C0TRAIN", [], "mix"),
     "Slack post (reply)": lambda ctx: ctx.sink.post_reply(1, "k", [], "text"),
     "Slack update": lambda ctx: ctx.sink.update_root(1, [], "text"),
-    "Slack upload": lambda ctx: ctx.sink.upload_chart(1, "k", b"png", "rss.png", "RSS"),
+    "Slack upload": lambda ctx: ctx.sink.upload_file(1, "k", b"png", "rss.png", "RSS"),
 }
 
 
@@ -286,7 +286,7 @@ def test_a_fenced_thread_writer_lacks_what_the_writer_lacks(tmp_path) -> None:
         keeper = LeaseKeeper(store.leases, holder="A")
         writer = FencedThreadWriter(RecordingMessageSink(store), keeper.fence(WATCH, time.time))
         assert getattr(writer, "update_root", None) is None
-        assert getattr(writer, "upload_chart", None) is None
+        assert getattr(writer, "upload_file", None) is None
         assert callable(writer.post_reply)
 
 

@@ -105,8 +105,8 @@ def test_buttons_are_numbered_and_remembered_as_a_prompt(sink: ConsoleSink, stor
 def test_charts_are_written_to_the_folder_once(sink: ConsoleSink, store: Store, tmp_path: Path):
     cid = chain(store)
     sink.post_root(cid, "C0TRAIN", [], "mix")
-    sink.upload_chart(cid, "chart:88154:rss.png", b"\x89PNG-1", "rss.png", "Host RSS")
-    sink.upload_chart(cid, "chart:88154:rss.png", b"\x89PNG-2", "rss.png", "Host RSS")
+    sink.upload_file(cid, "chart:88154:rss.png", b"\x89PNG-1", "rss.png", "Host RSS")
+    sink.upload_file(cid, "chart:88154:rss.png", b"\x89PNG-2", "rss.png", "Host RSS")
     files = list((tmp_path / "charts").iterdir())
     assert [f.name for f in files] == ["chart-88154-rss.png"]
     assert files[0].read_bytes() == b"\x89PNG-1"

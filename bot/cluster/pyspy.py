@@ -1,0 +1,114 @@
+"""py-spy on the cluster without a manual install: the static binary of the py-spy wheel
+trainbot depends on, checked against the wheel's RECORD hash, copied by SFTP under the bot
+user's home (`~/.cache/trainbot/py-spy-<version>/py-spy`) when it is absent or differs, and
+checked there by `sha256sum`. A site that installs py-spy itself configures its path instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import posixpath
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.cluster.errors import ClusterError
+
+if TYPE_CHECKING:
+    from bot.services.ports import SFTP, Runner
+
+DIST = "py-spy"
+REMOTE_DIR = ".cache/trainbot"
+
+
+class PySpyUnavailable(ClusterError):
+    """py-spy cannot be placed on the cluster; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class LocalPySpy:
+    """The py-spy binary installed with trainbot, its version and verified sha256 (hex)."""
+
+    path: Path
+    version: str
+    sha256: str
+
+
+def _record_sha256(value: str) -> str:
+    """RECORD's `sha256=<urlsafe base64, unpadded>` as hex."""
+    algo, _, digest = value.partition("=")
+    if algo != "sha256":
+        raise PySpyUnavailable(f"the py-spy wheel records a {algo} hash, not sha256")
+    raw = base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4))
+    return raw.hex()
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def local_pyspy() -> LocalPySpy:
+    """The py-spy binary of the installed wheel, its hash checked against the wheel's RECORD
+    (a binary changed since it was installed is refused)."""
+    try:
+        dist = metadata.distribution(DIST)
+    except metadata.PackageNotFoundError:
+        raise PySpyUnavailable("the py-spy package is not installed with trainbot: "
+                               "pip install 'trainbot' (py-spy is one of its dependencies), "
+                               "or set the cluster's `py_spy` path") from None
+    for f in dist.files or ():
+        if f.name != "py-spy" or f.hash is None:
+            continue
+        path = Path(str(dist.locate_file(f))).resolve()
+        if not path.is_file():
+            continue
+        expected = _record_sha256(f"{f.hash.mode}={f.hash.value}")
+        actual = file_sha256(path)
+        if actual != expected:
+            raise PySpyUnavailable(f"{path}: sha256 {actual} differs from the py-spy "
+                                   f"{dist.version} wheel's {expected}; reinstall py-spy")
+        return LocalPySpy(path, dist.version, expected)
+    raise PySpyUnavailable(f"the py-spy {dist.version} wheel installed no py-spy binary here")
+
+
+def remote_path(home: str, version: str) -> str:
+    return posixpath.join(home, REMOTE_DIR, f"py-spy-{version}", "py-spy")
+
+
+def remote_sha256(runner: Runner, path: str) -> str | None:
+    """`sha256sum PATH` on the login node; None when the file is absent or unreadable."""
+    out = runner.run(["sha256sum", path], check=False, timeout=60)
+    if out.exit_code != 0:
+        return None
+    first = out.stdout.split()
+    return first[0] if first else None
+
+
+def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None) -> str:
+    """The path of a verified py-spy on the cluster, copied there first when absent or
+    different. Nodes see it when the home is shared (as on every Slurm site trainbot knows);
+    a site without a shared home configures `py_spy`."""
+    local = local or local_pyspy()
+    home = sftp.normalize(".")
+    path = remote_path(home, local.version)
+    if remote_sha256(runner, path) == local.sha256:
+        return path
+    tmp = f"{path}.part"
+    runner.run(["mkdir", "-p", posixpath.dirname(path)], timeout=60)
+    with local.path.open("rb") as src, sftp.open(tmp, "wb") as dst:
+        for chunk in iter(lambda: src.read(1 << 20), b""):
+            dst.write(chunk)
+    runner.run(["chmod", "0755", tmp], timeout=60)
+    got = remote_sha256(runner, tmp)
+    if got != local.sha256:
+        runner.run(["rm", "-f", tmp], check=False, timeout=60)
+        raise PySpyUnavailable(f"py-spy copied to {tmp} has sha256 {got}, expected "
+                               f"{local.sha256}: the copy was damaged; nothing was installed")
+    runner.run(["mv", "-f", tmp, path], timeout=60)
+    return path

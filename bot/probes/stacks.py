@@ -1,0 +1,193 @@
+"""The Python stacks of a running job's trainer processes, on every node, with py-spy.
+
+One `srun --overlap --jobid=J --ntasks-per-node=1` step runs a small stdlib script on each
+node of the job: it finds the job's processes there (`scontrol listpids J`, or the trainer
+PIDs the sampler saw on the batch host), keeps the trainers (Python processes with a rank,
+not their DataLoader workers), runs `py-spy dump --json` on each in parallel and prints one
+JSON line after a marker. bot.core.stacks reads it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from bot.core.stacks import MARKER, StackReport, build_report
+
+if TYPE_CHECKING:
+    from bot.services.ports import Runner
+
+# Runs on each node. Stdlib only, Python >= 3.6. Never raises: every failure is data.
+NODE_SCRIPT = r'''
+import json, os, re, socket, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+job, pyspy, timeout, hint = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[5]
+native = sys.argv[4] == "1"
+host = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+out = {"host": host, "procs": []}
+MARK = "__MARKER__"
+
+def done():
+    sys.stdout.write(MARK + json.dumps(out) + "\n")
+    sys.stdout.flush()
+    sys.exit(0)
+
+def read(path, mode="rb"):
+    with open(path, mode) as f:
+        return f.read()
+
+def facts(pid):
+    cmd = read("/proc/%d/cmdline" % pid).split(b"\0")
+    cmd = [c.decode("utf-8", "replace") for c in cmd if c]
+    stat = read("/proc/%d/stat" % pid)
+    ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
+    env = {}
+    try:
+        for kv in read("/proc/%d/environ" % pid).split(b"\0"):
+            k, _, v = kv.partition(b"=")
+            if k in (b"RANK", b"SLURM_PROCID", b"SLURM_STEP_ID", b"LOCAL_RANK"):
+                env[k.decode()] = v.decode("utf-8", "replace")
+    except OSError:
+        env = None
+    try:
+        comm = read("/proc/%d/comm" % pid).decode("utf-8", "replace").strip()
+    except OSError:
+        comm = ""
+    return {"pid": pid, "ppid": ppid, "cmd": cmd, "env": env, "comm": comm}
+
+def is_python(p):
+    names = [p["comm"]] + ([os.path.basename(p["cmd"][0])] if p["cmd"] else [])
+    return any(re.match(r"python[0-9.]*$", n) or n.startswith("pt_") for n in names)
+
+if not (os.path.isfile(pyspy) and os.access(pyspy, os.X_OK)):
+    out["error"] = "pyspy_absent"
+    out["detail"] = "%s: not an executable file on %s" % (pyspy, host)
+    done()
+
+pids = {}
+hinted = dict(h.split("=", 1) for h in hint.split(";") if "=" in h)
+if host in hinted:  # the sampler's trainers, when they still run
+    pids = dict((int(p), None) for p in hinted[host].split(",")
+                if p.isdigit() and os.path.exists("/proc/%s" % p))
+if not pids:
+    try:
+        r = subprocess.run(["scontrol", "listpids", job], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+        if r.returncode != 0:
+            out["error"] = "failed"
+            err = r.stderr.decode("utf-8", "replace").strip()[-300:]
+            out["detail"] = "scontrol listpids %s: %s" % (job, err)
+            done()
+        for line in r.stdout.decode("utf-8", "replace").splitlines()[1:]:
+            cols = line.split()
+            if len(cols) >= 3 and cols[0].isdigit():
+                pids[int(cols[0])] = cols[2]
+    except Exception as exc:
+        out["error"] = "failed"
+        out["detail"] = "scontrol listpids %s: %s" % (job, exc)
+        done()
+me = os.environ.get("SLURM_STEP_ID")
+procs = []
+for pid, step in sorted(pids.items()):
+    if step is not None and (step == me or step == "extern") or pid == os.getpid():
+        continue
+    try:
+        p = facts(pid)
+    except OSError:
+        continue  # ended meanwhile
+    if not is_python(p) or any("bot.probes.sampler" in c for c in p["cmd"]):
+        continue
+    p["step"] = step
+    procs.append(p)
+
+def key(p, name):
+    env = p["env"] or {}
+    return env.get(name)
+
+use = "RANK" if any(key(p, "RANK") is not None for p in procs) else "SLURM_PROCID"
+by_pid = dict((p["pid"], p) for p in procs)
+trainers = []
+for p in procs:
+    rank = key(p, use)
+    if p["env"] is not None and use == "RANK" and rank is None:
+        continue  # a launcher (torchrun) above the ranks
+    parent = by_pid.get(p["ppid"])
+    if parent is not None and key(parent, use) == rank and parent["env"] is not None:
+        continue  # a DataLoader worker of its rank
+    p["rank"] = int(rank) if rank is not None and rank.isdigit() else None
+    trainers.append(p)
+if not trainers:
+    out["error"] = "no_processes"
+    out["detail"] = "no Python process of job %s on %s" % (job, host)
+    done()
+
+def dump(p):
+    argv = [pyspy, "dump", "--pid", str(p["pid"]), "--json"] + (["--native"] if native else [])
+    res = {"pid": p["pid"], "ppid": p["ppid"], "rank": p.get("rank"), "step": p["step"],
+           "cmd": " ".join(p["cmd"])[:200]}
+    try:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        res.update(ok=False, error="py-spy dump timed out after %.0f s" % timeout)
+        return res
+    except OSError as exc:
+        res.update(ok=False, error=str(exc))
+        return res
+    if r.returncode == 0:
+        try:
+            res.update(ok=True, threads=json.loads(r.stdout.decode("utf-8", "replace")))
+            return res
+        except ValueError:
+            pass
+    res.update(ok=False, error=(r.stderr or r.stdout).decode("utf-8", "replace")[-600:],
+               gone=not os.path.exists("/proc/%d" % p["pid"]))
+    return res
+
+with ThreadPoolExecutor(max_workers=min(8, len(trainers))) as pool:
+    out["procs"] = list(pool.map(dump, trainers))
+done()
+'''.replace("__MARKER__", MARKER)
+
+
+def hint_arg(trainer_pids: Mapping[str, Iterable[int]] | None) -> str:
+    """`host=pid,pid;host=…` for the node script: the trainer PIDs the sampler saw, by host."""
+    if not trainer_pids:
+        return ""
+    return ";".join(f"{host}={','.join(str(p) for p in pids)}"
+                    for host, pids in sorted(trainer_pids.items()) if pids)
+
+
+def build_stacks_argv(job_id: str, pyspy: str, *, per_process_timeout_s: float = 10.0,
+                      native: bool = False, python: str = "python3",
+                      trainer_pids: Mapping[str, Iterable[int]] | None = None) -> list[str]:
+    """The `srun` argv that runs the node script once on every node of running job `job_id`,
+    beside its steps (`--overlap`, no memory of its own so a full job still admits it)."""
+    if not job_id.isdigit():
+        raise ValueError(f"job id {job_id!r} is not a number")
+    return ["srun", f"--jobid={job_id}", "--overlap", "--ntasks-per-node=1", "--mem=0",
+            "--quiet", "--kill-on-bad-exit=0", python, "-c", NODE_SCRIPT, job_id, pyspy,
+            f"{per_process_timeout_s:g}", "1" if native else "0", hint_arg(trainer_pids)]
+
+
+def shown(argv: Sequence[str]) -> str:
+    """The argv as a person would type it, the node script elided."""
+    return shlex.join("<stacks script>" if a == NODE_SCRIPT else a for a in argv)
+
+
+def collect_stacks(runner: Runner, job_id: str, pyspy: str, *, timeout_s: float,
+                   collected_at: str, native: bool = False,
+                   trainer_pids: Mapping[str, Iterable[int]] | None = None) -> StackReport:
+    """Run the collection through `runner` within `timeout_s`; every outcome is a report
+    (a timeout is the `timed_out` problem). Raises the runner's ClusterUnavailable."""
+    from bot.cluster.errors import CommandTimedOut
+
+    per_process = max(2.0, min(10.0, timeout_s / 3))
+    argv = build_stacks_argv(job_id, pyspy, per_process_timeout_s=per_process, native=native,
+                             trainer_pids=trainer_pids)
+    try:
+        result = runner.run(argv, timeout=timeout_s, check=False)
+    except CommandTimedOut as exc:
+        return build_report(job_id, None, "", str(exc), collected_at=collected_at)
+    return build_report(job_id, result.exit_code, result.stdout, result.stderr,
+                        collected_at=collected_at)

@@ -1,0 +1,162 @@
+"""Which rank is stuck, and where: a running job's Python stacks on every node, grouped, for
+`trainbot stacks`, `/train stacks` and the thread of a stalled run (beside the watcher's tick,
+with a deadline, never delaying it).
+
+`StackCollector.collect` finds py-spy on the cluster (the site's path, or trainbot's own
+copy placed by bot.cluster.pyspy), runs bot.probes.stacks through srun and returns a
+bot.core.stacks.StackReport; every failure is a report with its cause, never an exception
+(but ClusterUnavailable and LeaseLost). `post_stacks` puts the summary (templates/stacks) and
+the full dump (a file) in a run's thread. `StallStacks` runs collect + post in the background
+when the watcher raises a stall.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
+
+from bot.cluster.errors import ClusterError, ClusterUnavailable
+from bot.cluster.pyspy import PySpyUnavailable, place_pyspy
+from bot.config import Config
+from bot.core.stacks import FAILED, PYSPY_ABSENT, ProcessFailure, StackReport
+from bot.probes.stacks import collect_stacks
+from bot.services.ports import BotContext, ClusterSessions, LeaseLost
+from bot.services.threads import has_thread, post_safely, render
+
+if TYPE_CHECKING:
+    from bot.core.sampler_series import SamplerSeries
+    from bot.core.slurm.records import JobRecord
+
+log = logging.getLogger(__name__)
+
+
+def _utc(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class StackCollector:
+    """Collects stacks on the configured clusters through `clusters`; py-spy is placed once
+    per cluster and process (its path remembered)."""
+
+    def __init__(self, config: Config, clusters: ClusterSessions,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config, self.clusters, self.clock = config, clusters, clock
+        self._paths: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def pyspy_path(self, cluster: str) -> str:
+        """py-spy's path on `cluster`: the configured one, else trainbot's verified copy
+        (raises PySpyUnavailable, ClusterError)."""
+        configured = self.config.clusters[cluster].py_spy
+        if configured:
+            return configured
+        with self._lock:
+            if cluster not in self._paths:
+                self._paths[cluster] = place_pyspy(self.clusters.runner(cluster),
+                                                   self.clusters.sftp(cluster))
+            return self._paths[cluster]
+
+    def collect(self, cluster: str, job_id: str, *,
+                trainer_pids: Mapping[str, Iterable[int]] | None = None) -> StackReport:
+        """The job's stacks now, or why not (see module doc)."""
+        cfg = self.config.clusters[cluster]
+        collected_at = _utc(self.clock())
+        try:
+            pyspy = self.pyspy_path(cluster)
+        except PySpyUnavailable as exc:
+            return StackReport(job_id, None, ProcessFailure("", None, None, PYSPY_ABSENT,
+                                                            str(exc)))
+        except ClusterUnavailable:
+            raise
+        except (ClusterError, OSError) as exc:
+            return StackReport(job_id, None, ProcessFailure(
+                "", None, None, PYSPY_ABSENT, f"could not place py-spy on the cluster: {exc}"))
+        try:
+            return collect_stacks(self.clusters.runner(cluster), job_id, pyspy,
+                                  timeout_s=cfg.stacks_timeout, collected_at=collected_at,
+                                  native=cfg.stacks_native, trainer_pids=trainer_pids)
+        except ClusterUnavailable:
+            raise
+        except ClusterError as exc:
+            return StackReport(job_id, None, ProcessFailure("", None, None, FAILED, str(exc)))
+
+
+def sampler_hint(record: JobRecord | None,
+                 sampler: SamplerSeries | None) -> dict[str, tuple[int, ...]] | None:
+    """The trainer PIDs the sampler saw, by node: only for a one-node job (the sampler runs
+    on the batch host; its lines do not name it)."""
+    if record is None or sampler is None or not record.node or not sampler.trainer_pids:
+        return None
+    if any(c in record.node for c in "[],"):
+        return None
+    return {record.node: sampler.trainer_pids}
+
+
+def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackReport,
+                recipe: str | None = None) -> bool:
+    """The summary (or the one line saying why there is none) under `key` in the chain's
+    thread, and the full dump as a file (`key:dump`); False when there is no thread or the
+    post failed (a failed upload only loses the file)."""
+    if not has_thread(ctx, chain_id):
+        return False
+    assert chain_id is not None and ctx.sink is not None
+    blocks, text = render(ctx, "stacks", recipe, report.to_view())
+    if post_safely(ctx, "reply", chain_id, key, blocks, text) is None:
+        return False
+    if report.dump:
+        try:
+            ctx.sink.upload_file(chain_id, f"{key}:dump", report.dump.encode(),
+                                 f"stacks-{report.job_id}.txt",
+                                 f"Python stacks · job {report.job_id}")
+        except LeaseLost:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the summary is posted; the file is extra
+            log.warning("%s: uploading the stack dump failed: %s", key, exc)
+    return True
+
+
+class StallStacks:
+    """Collect and post a stalled job's stacks in the background (at most `workers` at a
+    time), so the watcher's tick never waits for srun or py-spy. Each collection has the
+    cluster's `stacks_timeout`; a collection that fails posts its one line."""
+
+    def __init__(self, ctx: BotContext, collector: StackCollector | None = None, *,
+                 workers: int = 2) -> None:
+        self.ctx = ctx
+        self.collector = collector or StackCollector(ctx.config, ctx.clusters, ctx.clock)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stacks")
+        self._pending: set[Future[bool]] = set()
+
+    def start(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
+              key: str, *, record: JobRecord | None = None,
+              sampler: SamplerSeries | None = None) -> Future[bool]:
+        """Begin collecting; the future says whether the thread got its post."""
+        hint = sampler_hint(record, sampler)
+        future = self._pool.submit(self._run, cluster, job_id, chain_id, recipe, key, hint)
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        return future
+
+    def _run(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
+             key: str, hint: dict[str, tuple[int, ...]] | None) -> bool:
+        try:
+            report = self.collector.collect(cluster, job_id, trainer_pids=hint)
+            return post_stacks(self.ctx, chain_id, key, report, recipe)
+        except LeaseLost as exc:
+            log.info("%s: not posting stacks: %s", key, exc)
+        except Exception:  # noqa: BLE001 - a background collection must never die silently
+            log.exception("%s: collecting the stacks of job %s failed", key, job_id)
+        return False
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait (at most `timeout_s`) for the collections under way; True when all ended."""
+        _done, not_done = wait(list(self._pending), timeout=timeout_s)
+        return not not_done
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
