@@ -88,13 +88,15 @@ def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None =
                   ) -> Watcher:
     """The production watcher of one cluster: Slurm and file reads from `ctx.clusters` (asked per
     use: building it never connects, a reconnect gets fresh clients), the context's
-    catalogue, events to the run threads (logged when `ctx.sink` is None) and to `webhook`,
-    automatic resubmits through the same submit service as `/train resume`."""
+    catalogue, events to the run threads (logged when `ctx.sink` is None; a stall's Python
+    stacks collected beside the tick) and to `webhook`, automatic resubmits through the same
+    submit service as `/train resume`."""
     from bot.services.runs import AutoResubmitter
+    from bot.services.stacks import StallStacks
     from bot.services.watch_events import ThreadEvents, WebhookEvents
 
     auto = AutoResubmitter(ctx, cluster)
-    events: Any = ThreadEvents(ctx)
+    events: Any = ThreadEvents(ctx, stacks=StallStacks(ctx))
     if webhook is not None:
         events = WebhookEvents(events, webhook)
     return Watcher(

@@ -197,9 +197,10 @@ class _Stat:
 
 
 class FakeSFTP:
-    """In-memory files, mtimes from a settable clock: stat + open('rb') like SFTP, and `read`
-    like the cluster's TailReader (the read script's rules, tests/support/tail_model.py,
-    through the real framing); counts the bytes handed out and the batches."""
+    """In-memory files, mtimes from a settable clock: stat + open('rb') like SFTP (open('wb')
+    writes one on close; the home is /home/slurmci), and `read` like the cluster's TailReader
+    (the read script's rules, tests/support/tail_model.py, through the real framing); counts
+    the bytes handed out and the batches."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytearray] = {}
@@ -227,10 +228,22 @@ class FakeSFTP:
             raise FileNotFoundError(path)
         return _Stat(len(self.files[path]), self.mtime[path])
 
+    def normalize(self, path: str) -> str:
+        return "/home/slurmci" if path == "." else path
+
     def open(self, path: str, mode: str = "r", bufsize: int = -1) -> io.BytesIO:
+        sftp = self
+        if "w" in mode:  # written on close
+
+            class _Written(io.BytesIO):
+                def close(self) -> None:
+                    sftp.files[path] = bytearray(self.getvalue())
+                    sftp.mtime[path] = int(sftp.clock)
+                    super().close()
+
+            return _Written()
         if path not in self.files:
             raise FileNotFoundError(path)
-        sftp = self
 
         class _File(io.BytesIO):
             def read(self, n: int | None = -1) -> bytes:
@@ -246,12 +259,13 @@ class FakeSFTP:
 
 class FakeClusters:
     """ClusterSessions in memory: the same FakeSlurm for every cluster, or one per name; SFTP
-    only when given one; no SSH runner."""
+    and an SSH runner only when given one."""
 
     def __init__(self, slurm: FakeSlurm | Mapping[str, FakeSlurm],
-                 sftp: FakeSFTP | None = None) -> None:
+                 sftp: FakeSFTP | None = None, runner: FakeRunner | None = None) -> None:
         self._slurm = slurm
         self._sftp = sftp
+        self._runner = runner
 
     def slurm(self, name: str) -> FakeSlurm:
         if isinstance(self._slurm, FakeSlurm):
@@ -259,7 +273,9 @@ class FakeClusters:
         return self._slurm[name]
 
     def runner(self, name: str) -> Any:
-        raise AssertionError("no SSH in this test")
+        if self._runner is None:
+            raise AssertionError("no SSH in this test")
+        return self._runner
 
     def sftp(self, name: str) -> FakeSFTP:
         if self._sftp is None:

@@ -58,7 +58,7 @@ def demo_args(target_iter: int = TARGET_ITER) -> list[str]:
     return ["--scenario", "leak,stall-then-nccl", "--target-iter", str(target_iter),
             "--sec-per-iter", "0.45", "--save-every", "50", "--save-seconds", "3",
             "--leak-mib-per-iter", "24",
-            "--stall-at", "130", "--stall-seconds", "20", "--log-every", "2"]
+            "--stall-at", "130", "--stall-seconds", "30", "--log-every", "2", "--rank-procs", "4"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -29,8 +29,10 @@ _PERMISSION = re.compile(r"permission denied|operation not permitted|EPERM|ptrac
 _GONE = re.compile(r"no such process|failed to find process|process \d+ not found"
                    r"|failed to find python version|ESRCH|not running", re.I)
 _JOB_GONE = re.compile(r"invalid job id|already completing or completed|job has (already )?"
-                       r"finished|job \d+ (has )?(already )?(completed|ended|finished)"
-                       r"|step creation disabled|job not found|not found or no longer", re.I)
+                       r"finished|job \d+ (has )?(already )?(completed|ended|finished|expired)"
+                       r"|step creation disabled|job not found|not found or no longer"
+                       r"|\*\*\* (step|job) \S+ on \S+ cancelled|job step aborted"
+                       r"|due to time limit", re.I)
 _SRUN_ABSENT = re.compile(r"srun: (command )?not found|no such file or directory: .?srun", re.I)
 
 
@@ -125,8 +127,8 @@ class StackGroup:
 
     def to_view(self) -> dict[str, Any]:
         return {"count": len(self.members), "where": list(self.where),
-                "ranks": [{"who": m.who, "rank": m.rank, "pid": m.pid, "host": m.host,
-                           "step": m.step} for m in self.members],
+                "ranks": [{"rank": m.rank, "pid": m.pid, "host": m.host, "step": m.step}
+                          for m in self.members],
                 "hosts": self.hosts}
 
 
@@ -149,17 +151,16 @@ class StackSummary:
 
     def to_view(self) -> dict[str, Any]:
         """The template's view (templates/stacks.json.j2)."""
-        causes: dict[str, int] = {}
+        causes: dict[str, list[ProcessFailure]] = {}
         for f in self.failures:
-            causes[f.cause] = causes.get(f.cause, 0) + 1
+            causes.setdefault(f.cause, []).append(f)
         majority = self.majority
         return {"ranks": self.ranks,
                 "groups": [g.to_view() for g in self.groups],
                 "majority": majority.to_view() if majority is not None else None,
                 "odd": [g.to_view() for g in self.odd],
-                "failures": [{"cause": c, "count": n,
-                              "detail": next(f.detail for f in self.failures if f.cause == c)}
-                             for c, n in causes.items()]}
+                "failures": [{"cause": c, "count": len(fs), "detail": fs[0].detail,
+                              "host": fs[0].host} for c, fs in causes.items()]}
 
 
 # --------------------------------------------------------------------------- parsing
@@ -266,6 +267,8 @@ def collection_problem(exit_code: int | None, stderr: str,
             return found[0]
     if _JOB_GONE.search(stderr):
         return ProcessFailure("", None, None, JOB_ENDED, _last_line(stderr))
+    if _PERMISSION.search(stderr):  # srun refused a step in another user's job
+        return ProcessFailure("", None, None, PERMISSION_DENIED, _last_line(stderr))
     if _SRUN_ABSENT.search(stderr):
         return ProcessFailure("", None, None, FAILED, _last_line(stderr))
     if nodes:

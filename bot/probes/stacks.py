@@ -107,13 +107,25 @@ def key(p, name):
 
 use = "RANK" if any(key(p, "RANK") is not None for p in procs) else "SLURM_PROCID"
 by_pid = dict((p["pid"], p) for p in procs)
+
+def same_rank(a, b):
+    """b is a's DataLoader worker: same rank, or (environ unreadable) forked from it."""
+    if a["env"] is not None and b["env"] is not None:
+        return key(a, use) == key(b, use)
+    return a["env"] is None and b["env"] is None and a["cmd"] == b["cmd"]
+
+launchers = set()
+for p in procs:  # a Python parent of processes of other ranks: torchrun and the like
+    parent = by_pid.get(p["ppid"])
+    if parent is not None and not same_rank(parent, p):
+        launchers.add(parent["pid"])
 trainers = []
 for p in procs:
     rank = key(p, use)
-    if p["env"] is not None and use == "RANK" and rank is None:
-        continue  # a launcher (torchrun) above the ranks
+    if p["pid"] in launchers or (p["env"] is not None and use == "RANK" and rank is None):
+        continue  # a launcher above the ranks
     parent = by_pid.get(p["ppid"])
-    if parent is not None and key(parent, use) == rank and parent["env"] is not None:
+    if parent is not None and parent["pid"] not in launchers and same_rank(parent, p):
         continue  # a DataLoader worker of its rank
     p["rank"] = int(rank) if rank is not None and rank.isdigit() else None
     trainers.append(p)
@@ -167,7 +179,7 @@ def build_stacks_argv(job_id: str, pyspy: str, *, per_process_timeout_s: float =
         raise ValueError(f"job id {job_id!r} is not a number")
     return ["srun", f"--jobid={job_id}", "--overlap", "--ntasks-per-node=1", "--mem=0",
             "--quiet", "--kill-on-bad-exit=0", python, "-c", NODE_SCRIPT, job_id, pyspy,
-            f"{per_process_timeout_s:g}", "1" if native else "0", hint_arg(trainer_pids)]
+            f"{per_process_timeout_s:.1f}", "1" if native else "0", hint_arg(trainer_pids)]
 
 
 def shown(argv: Sequence[str]) -> str:

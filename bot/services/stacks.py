@@ -145,7 +145,11 @@ class StallStacks:
     def _run(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
              key: str, hint: dict[str, tuple[int, ...]] | None) -> bool:
         try:
-            report = self.collector.collect(cluster, job_id, trainer_pids=hint)
+            try:
+                report = self.collector.collect(cluster, job_id, trainer_pids=hint)
+            except ClusterError as exc:  # unreachable: said in the thread like any failure
+                report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED,
+                                                                  str(exc)))
             return post_stacks(self.ctx, chain_id, key, report, recipe)
         except LeaseLost as exc:
             log.info("%s: not posting stacks: %s", key, exc)

@@ -27,6 +27,11 @@ the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
 
+A stall warning also starts the collection of the job's Python stacks (`stacks`,
+bot.services.stacks.StallStacks): in the background, so publishing (and the tick) never waits
+for it; the grouped stacks, or the one line saying why there are none, follow in the thread
+(key `stacks:<the warning's key>`), the full dump attached.
+
 Charts (`ctx.charts`, from the event's in-memory series and sampler): after
 an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
 memory_leak warning its RSS PNG (`chart:<job>:leak:rss.png`), uploaded into the thread through
@@ -53,6 +58,7 @@ from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
+from bot.services.stacks import StallStacks
 from bot.services.threads import (
     has_thread,
     lang_of,
@@ -74,8 +80,9 @@ CHART_TITLES = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "
 class ThreadEvents:
     """EventSink posting to run threads through `ctx.sink` (see module doc)."""
 
-    def __init__(self, ctx: BotContext) -> None:
+    def __init__(self, ctx: BotContext, *, stacks: StallStacks | None = None) -> None:
         self.ctx = ctx
+        self.stacks = stacks
         # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
         self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
 
@@ -97,6 +104,11 @@ class ThreadEvents:
         elif event.kind == "warning" and event.decision is not None and \
                 event.decision.class_id == "memory_leak":
             self._charts(event, "leak", ("rss.png",))
+        if self.stacks is not None and event.kind == "warning" and event.job_id and \
+                event.decision is not None and event.decision.class_id == "hang":
+            self.stacks.start(event.cluster, event.job_id, event.chain_id, event.recipe,
+                              f"stacks:{event.key}", record=event.record,
+                              sampler=event.sampler)
         if event.chain_id is not None:
             refresh_root(self.ctx, event.chain_id)
             refresh_homes(self.ctx, event.chain_id, self.ctx.clock())

@@ -13,7 +13,10 @@ the shape of torch.distributed.checkpoint (`<ckpt_dir>/iter_000001000/__0_0.dist
   leak              really grows its RSS (a bytearray kept per iteration) and prints it
   stall-then-nccl   stops at --stall-at, prints nothing for --stall-seconds, then prints the
                     NCCL watchdog abort and dies with SIGABRT (os.abort); once per
-                    checkpoint dir, so the resumed attempt trains on (a transient hang)
+                    checkpoint dir, so the resumed attempt trains on (a transient hang).
+                    With --rank-procs N the trainer is rank 0 of N processes: during the
+                    stall every rank waits in `all_gather` <- `train_step`, except
+                    --nccl-rank, stuck in `DataLoader._get_data` <- `DataLoader.__next__`
   save-oom          at save number --oom-on-save allocates memory beyond the job's --mem
                     (SLURM_MEM_PER_NODE) so Slurm kills it DURING the save: a partial
                     checkpoint dir is left without .metadata and without pointer update
@@ -34,8 +37,10 @@ import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 SCENARIOS = (
@@ -169,6 +174,13 @@ class Trainer:
         self.leaked: list[bytes] = []
         self.saves = 0
         self.gathered: list[bytes] = []
+        self.peers: list[subprocess.Popen] = []
+        self.stall_file: str | None = args.stall_file
+        self.parent = os.getppid()
+
+    def orphaned(self) -> bool:
+        """A peer rank's rank 0 has ended (the peer ends too)."""
+        return os.getppid() != self.parent
 
     # ---- resume ----
 
@@ -283,10 +295,35 @@ class Trainer:
 
     # ---- failures ----
 
+    def start_peer_ranks(self) -> None:
+        """Ranks 1..N-1 as processes of their own (RANK in their environment, as torchrun
+        sets it), waiting with rank 0 until the stall, then where the stall leaves them."""
+        a = self.args
+        if a.rank_procs <= 1:
+            return
+        self.stall_file = os.path.join(a.ckpt_dir, f".fake_train_stall.{os.getpid()}")
+        for rank in range(1, a.rank_procs):
+            env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank),
+                       WORLD_SIZE=str(a.rank_procs))
+            self.peers.append(subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), "--as-rank", str(rank),
+                 "--nccl-rank", str(a.nccl_rank), "--stall-file", self.stall_file], env=env))
+
     def stall_then_abort(self, iteration: int, last_progress: float) -> None:
         """Progress stops (a rank is stuck), nothing is logged, then rank 3's NCCL watchdog."""
         a = self.args
-        time.sleep(a.stall_seconds)
+        if a.as_rank is not None:  # a peer rank: where the stall leaves it, until rank 0 ends
+            if a.as_rank == a.nccl_rank:
+                next(DataLoader(self.orphaned))
+            else:
+                train_step(self.orphaned, None)
+            return
+        if self.stall_file:
+            with open(self.stall_file, "w") as f:
+                f.write(f"{iteration}\n")
+        train_step(lambda: False, a.stall_seconds)  # rank 0 waits for the others' all_gather
+        if self.stall_file:
+            os.unlink(self.stall_file)
         ran_ms = int((time.monotonic() - last_progress) * 1000)
         timeout_ms = a.nccl_timeout_ms or max(1, int(a.stall_seconds * 1000))
         rank = a.nccl_rank
@@ -367,6 +404,12 @@ class Trainer:
 
     def run(self) -> int:
         a = self.args
+        if a.as_rank is not None:  # a peer rank (--rank-procs): steps with rank 0, silently
+            while not self.orphaned() and not os.path.exists(a.stall_file):
+                train_step(self.orphaned, 0.2)
+            if not self.orphaned():
+                self.stall_then_abort(0, 0.0)
+            return 0
         print(
             f"[trainer] pid {os.getpid()} on {os.uname().nodename}, job "
             f"{os.environ.get('SLURM_JOB_ID', '-')}, scenario {','.join(a.scenario)}",
@@ -382,6 +425,7 @@ class Trainer:
             log(f"Training complete: reached iteration {start}/{a.target_iter} (nothing to do)")
             return 0
         todo = a.target_iter - start
+        self.start_peer_ranks()
         stall_at = a.stall_at if a.stall_at is not None else start + max(1, todo // 3)
         nan_at = a.nan_at if a.nan_at is not None else start + max(1, todo // 2)
         oom_at = a.cuda_oom_at if a.cuda_oom_at is not None else start + 3
@@ -523,6 +567,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nccl-timeout-ms", type=int, default=None,
                    help="Timeout(ms) printed by the watchdog (default: the stall)")
     p.add_argument("--nccl-rank", type=int, default=3)
+    p.add_argument("--rank-procs", type=positive(int), default=1,
+                   help="run as N rank processes (rank 0 trains and logs, the others wait "
+                   "with it); in stall-then-nccl, --nccl-rank is stuck in its data loader")
+    p.add_argument("--as-rank", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--stall-file", default=None, help=argparse.SUPPRESS)
     p.add_argument("--stall-every-run", action="store_true",
                    help="stall on every run; default: once per --ckpt-dir (a transient hang)")
     p.add_argument("--oom-on-save", type=positive(int), default=1,
@@ -538,8 +587,42 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# --- the other ranks (--rank-procs) ---------------------------------------------------------
+
+
+def all_gather(done: Callable[[], bool], seconds: float | None) -> None:
+    """Waits as a rank waits for the others in a collective: until `done()` or `seconds`."""
+    end = None if seconds is None else time.monotonic() + seconds
+    while not done() and (end is None or time.monotonic() < end):
+        time.sleep(min(0.2, max(0.0, end - time.monotonic())) if end is not None else 0.2)
+
+
+def train_step(done: Callable[[], bool], seconds: float | None) -> None:
+    all_gather(done, seconds)
+
+
+class DataLoader:
+    """The stuck rank's data loader: its next batch never comes."""
+
+    def __init__(self, done: Callable[[], bool]) -> None:
+        self.done = done
+
+    def __next__(self) -> None:
+        return self._get_data()
+
+    def _get_data(self) -> None:
+        while not self.done():
+            time.sleep(0.2)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(normalize_argv(sys.argv[1:] if argv is None else argv))
+    if args.rank_procs > 1 and "RANK" not in os.environ and argv is None:
+        # Rank 0 too has RANK in its environment (what a stack collector reads), as torchrun
+        # starts it.
+        env = dict(os.environ, RANK="0", LOCAL_RANK="0", WORLD_SIZE=str(args.rank_procs))
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]],
+                  env)
     args.ckpt_dir = os.path.abspath(os.path.expanduser(args.ckpt_dir))
     random.seed(args.seed)
     faulthandler.enable()  # "Fatal Python error: Aborted" + stack on SIGABRT, like torch jobs

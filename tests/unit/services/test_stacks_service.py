@@ -1,0 +1,184 @@
+"""bot.services.stacks: a stall's Python stacks collected beside the tick (never delaying it)
+and posted in the run's thread with the full dump attached; every failure one line; the
+collection's srun argv and the sampler's trainer PIDs."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from fakes import (
+    T0,
+    FakeClusters,
+    FakeRunner,
+    FakeSFTP,
+    FakeSlurm,
+    RecordingMessageSink,
+    make_context,
+)
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.core.catalogue import Catalogue
+from bot.core.sampler_series import SamplerSeries
+from bot.core.slurm.records import JobRecord
+from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
+from bot.services.stacks import StackCollector, StallStacks, post_stacks, sampler_hint
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
+from bot.store import Store
+
+STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.log"
+LOG = "/scratch/mix/logs/mix-88154.out"
+GATHER = [{"name": n, "short_filename": "train.py", "line": 1}
+          for n in ("all_gather", "train_step", "main")]
+DATA = [{"name": n, "short_filename": "loader.py", "line": 1}
+        for n in ("_get_data", "__next__", "train_step", "main")]
+
+
+def proc(pid: int, rank: int, frames: list[dict]) -> dict:
+    return {"pid": pid, "rank": rank, "step": "0", "ok": True, "cmd": "python train.py",
+            "threads": [{"os_thread_id": pid, "thread_name": "MainThread", "frames": frames}]}
+
+
+def node_output(host: str = "gpu-a01") -> str:
+    procs = [proc(10 + r, r, DATA if r == 3 else GATHER) for r in range(4)]
+    return MARKER + json.dumps({"host": host, "procs": procs}) + "\n"
+
+
+STUCK_RANK_3 = build_report("88154", 0, node_output(), "", collected_at="now")
+
+
+class UploadSink(RecordingMessageSink):
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.files: list[tuple[str, str, bytes]] = []  # (key, filename, data)
+
+    def upload_file(self, chain_id: int, key: str, data: bytes, filename: str,
+                    title: str) -> str:
+        self.files.append((key, filename, data))
+        return f"F{len(self.files)}"
+
+
+class GatedCollector:
+    """Answers `report` once `gate` is set: the stacks of a slow srun."""
+
+    def __init__(self, report: StackReport | Exception) -> None:
+        self.report, self.gate, self.calls = report, threading.Event(), []
+
+    def collect(self, cluster, job_id, *, trainer_pids=None):  # noqa: ANN001, ANN201
+        self.calls.append((cluster, job_id, trainer_pids))
+        assert self.gate.wait(10)
+        if isinstance(self.report, Exception):
+            raise self.report
+        return self.report
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+def stalled_watch(store: Store, collector: GatedCollector):
+    """The 88154 story up to its stall, watched with stacks collected by `collector`."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    ctx.sink = UploadSink(store)
+    ctx.clock = lambda: T0 + 1900
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
+    lines = STORY.read_bytes().splitlines(keepends=True)
+    stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
+    sftp = FakeSFTP()
+    sftp.append(LOG, b"".join(lines[: stall + 1]))
+    stacks = StallStacks(ctx, collector)  # type: ignore[arg-type]
+    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+                sink=ThreadEvents(ctx, stacks=stacks), config=ctx.config)
+    return ctx, w, stacks
+
+
+def test_a_stall_posts_the_grouped_stacks_after_the_tick_without_delaying_it(store) -> None:
+    collector = GatedCollector(STUCK_RANK_3)
+    ctx, w, stacks = stalled_watch(store, collector)
+    w.tick(T0)
+    report = w.tick(T0 + 360)  # the stall is raised; the collection still runs
+    [warning] = [e for e in report.events if e.kind == "warning"]
+    sink: UploadSink = ctx.sink  # type: ignore[assignment]
+    assert [p[2] for p in sink.posts if p[0] == "reply"] == [warning.key]
+    assert collector.calls == [("dev", "88154", None)] and sink.files == []
+    collector.gate.set()
+    assert stacks.wait(10)
+    key = f"stacks:{warning.key}"
+    reply = [p for p in sink.posts if p[2] == key]
+    assert len(reply) == 1
+    assert reply[0][3] == ("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather` ← "
+                           "`train_step`; the odd ones out: *rank 3* (gpu-a01) in `_get_data` "
+                           "← `__next__`.\nEvery rank's full stack is in the attached file.")
+    [(file_key, filename, data)] = sink.files
+    assert (file_key, filename) == (f"{key}:dump", "stacks-88154.txt")
+    assert b"=== rank 3 (pid 13) on gpu-a01" in data
+    w.tick(T0 + 370)  # the same stall: no second collection
+    assert len(collector.calls) == 1
+    stacks.close()
+
+
+@pytest.mark.parametrize(("outcome", "line"), [
+    (StackReport("88154", None, ProcessFailure("", None, None, PERMISSION_DENIED, "EPERM")),
+     "No stacks of job 88154: py-spy may not attach to the trainers: run the bot as the "
+     "job's user, and set kernel.yama.ptrace_scope to 0 or 1 on the nodes (`trainbot "
+     "preflight` checks it)."),
+    (ClusterUnavailable("ssh: timed out"),
+     "No stacks of job 88154: collecting them failed: ssh: timed out"),
+])
+def test_a_collection_that_gets_nothing_says_why_in_one_line(store, outcome, line) -> None:
+    collector = GatedCollector(outcome)
+    collector.gate.set()
+    ctx, w, stacks = stalled_watch(store, collector)
+    w.tick(T0)
+    w.tick(T0 + 360)
+    assert stacks.wait(10)
+    sink: UploadSink = ctx.sink  # type: ignore[assignment]
+    [text] = [p[3] for p in sink.posts if p[2].startswith("stacks:")]
+    assert text == f"🔎 Python stacks · job 88154: {line}"
+    assert sink.files == []
+    stacks.close()
+
+
+def test_the_summary_in_the_recipes_language(store) -> None:
+    ctx = make_context(store, lang="ko")
+    ctx.sink = UploadSink(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    assert post_stacks(ctx, chain.id, "stacks:x", STUCK_RANK_3, "mix")
+    text = ctx.sink.posts[-1][3]
+    assert text.startswith("🔎 Python 스택 · 작업 88154: rank 4개 중 3개가 `all_gather` ← "
+                           "`train_step`에 있습니다. 다른 곳에 있는 rank: *rank 3* (gpu-a01)")
+
+
+def test_the_collection_runs_srun_beside_the_job_with_the_sites_py_spy(store) -> None:
+    runner = FakeRunner({"srun": (0, node_output(), "")})
+    ctx = make_context(store)
+    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
+    clusters = FakeClusters(FakeSlurm(), runner=runner)
+    report = StackCollector(ctx.config, clusters, clock=lambda: T0).collect(
+        "dev", "88154", trainer_pids={"gpu-a01": (11, 12)})
+    assert report.summary is not None and report.summary.odd[0].ranks == ["rank 3"]
+    [argv] = runner.argvs()
+    assert argv[:5] == ["srun", "--jobid=88154", "--overlap", "--ntasks-per-node=1", "--mem=0"]
+    assert argv[-5:] == ["88154", "/opt/site/bin/py-spy", "8.3", "0", "gpu-a01=11,12"]
+
+
+def test_the_samplers_trainer_pids_are_a_hint_for_a_one_node_job_only() -> None:
+    sampler = SamplerSeries()
+    sampler.feed_lines([json.dumps({"t": 1, "rss": {"trainer": 1}, "per_process": [
+        {"pid": 7, "role": "trainer"}, {"pid": 8, "role": "worker"},
+        {"pid": 9, "role": "trainer"}]})])
+    assert sampler_hint(JobRecord(1, node="gpu-a01"), sampler) == {"gpu-a01": (7, 9)}
+    assert sampler_hint(JobRecord(1, node="gpu-a[01-02]"), sampler) is None
+    assert sampler_hint(JobRecord(1, node="gpu-a01"), SamplerSeries()) is None
