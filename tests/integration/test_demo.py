@@ -1,8 +1,9 @@
 """`trainbot demo --yes` on the dev cluster, as a newcomer runs it: the story asserted step by
 step from what the terminal showed and what the store recorded.
 
-The demo job (deploy/demo/fake_train.py, leak + stall-then-nccl) leaks 24 MiB per iteration
-under a 4 GiB limit, saves a checkpoint every 50 iterations and stalls after iteration 130,
+The demo job (deploy/demo/fake_train.py, leak + stall-then-nccl, four rank processes) leaks
+24 MiB per iteration under a 4 GiB limit, saves a checkpoint every 50 iterations and stalls
+after iteration 130 (rank 3 stuck in its data loader, the bot names it from the ranks' stacks),
 then dies with the NCCL watchdog abort; the resumed attempt must start from iteration 100 (the
 last COMPLETE checkpoint) and reach the target, 240.
 """
@@ -57,8 +58,12 @@ def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path)
     assert STALL_AT < int(leak[1]) < TARGET
     # 2. the stall is raised, with its offer shown but not taken (the job runs on to the abort)
     assert f"no training progress since iteration {STALL_AT}" in out
+    # 2b. then the ranks' Python stacks, grouped: rank 3 is named, stuck in its data loader
+    stacks = _pos(out, "3 of 4 ranks in `all_gather` ← `train_step`; the odd ones out: *rank 3*")
+    assert "in `DataLoader._get_data` ← `DataLoader.__next__`." in out[stacks:stacks + 300]
     # 3. one incident: nccl_timeout with the hang as its upstream cause
     assert "Upstream cause: hang" in out
+    assert _pos(out, "no training progress") < stacks < _pos(out, "Upstream cause: hang")
     # 4. approved at the prompt (--yes), resumed from the last complete checkpoint
     assert f"Resubmit (resume from iter {LAST_COMPLETE_CHECKPOINT})? [y/N] y (--yes)" in out
     resumed = re.search(rf"Resumed as (\d+) from iter {LAST_COMPLETE_CHECKPOINT} \(was (\d+)\)",
