@@ -23,6 +23,7 @@ USAGE: dict[str, str] = {
     "logs": f"/train logs JOBID [N]   (N lines, default {DEFAULT_LOG_LINES}, at most "
     f"{MAX_LOG_LINES})",
     "watch": "/train watch JOBID",
+    "stacks": "/train stacks JOBID",
     "history": "/train history RECIPE",
     "preflight": "/train preflight RECIPE",
 }
@@ -37,6 +38,7 @@ HELP_LINES: dict[str, str] = {
     "release": "release a held job (its team or an approver)",
     "logs": "the last lines of a job's log",
     "watch": "watch a job submitted outside trainbot",
+    "stacks": "which rank of a running job is stuck, and where: its Python stacks, grouped",
     "history": "a recipe's runs and attempts",
     "preflight": "check a recipe's launcher, toolchain and memory before it queues",
 }
@@ -109,6 +111,11 @@ class Watch:
 
 
 @dataclass(frozen=True)
+class Stacks:
+    job_id: int
+
+
+@dataclass(frozen=True)
 class History:
     recipe: str
 
@@ -118,7 +125,8 @@ class Preflight:
     recipe: str
 
 
-Command = Help | Status | Submit | Resume | JobControl | Logs | Watch | History | Preflight
+Command = (Help | Status | Submit | Resume | JobControl | Logs | Watch | Stacks | History
+           | Preflight)
 
 
 def verb_of(cmd: Command) -> str:
@@ -283,6 +291,11 @@ def _p_watch(verb: str, args: list[str]) -> Command:
     return Watch(_job_id(verb, args[0]))
 
 
+def _p_stacks(verb: str, args: list[str]) -> Command:
+    _arity(verb, args, least=1, most=1)
+    return Stacks(_job_id(verb, args[0]))
+
+
 _PARSERS = {
     "help": _p_help,
     "status": _p_status,
@@ -295,4 +308,5 @@ _PARSERS = {
     "release": _p_job_control,
     "logs": _p_logs,
     "watch": _p_watch,
+    "stacks": _p_stacks,
 }

@@ -27,9 +27,10 @@ from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightUsageError, run_preflight
 from bot.services.runs import describe_start, submit_and_announce
+from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_not_applied
-from bot.services.threads import code
+from bot.services.threads import code, render
 from bot.slack.views import ActionId
 from bot.store import Attempt
 
@@ -280,6 +281,24 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
                  f"{cluster}.", job_id=str(cmd.job_id))
 
 
+def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
+            now: float) -> Reply:
+    """The job's Python stacks, grouped, to the asker; in the run's thread too, with the full
+    dump attached, when the job has one."""
+    cluster, recipe = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of")
+    _, _, attempt = _find_job(ctx, cmd.job_id)
+    report = StackCollector(ctx.config, ctx.clusters, ctx.clock).collect(cluster,
+                                                                         str(cmd.job_id))
+    chain_id = attempt.chain_id if attempt is not None else None
+    in_thread = post_stacks(ctx, chain_id, f"stacks:{cluster}:{cmd.job_id}:{now:.0f}", report,
+                            recipe)
+    _audit(ctx, actor, "stacks", now, "ok" if report.problem is None else "failed",
+           str(cmd.job_id), recipe,
+           {"cause": report.problem.cause} if report.problem is not None else None)
+    blocks, text = render(ctx, "stacks", recipe, report.to_view())
+    return Reply(text, blocks, job_id=str(cmd.job_id), chain_id=chain_id if in_thread else None)
+
+
 def _history(ctx: BotContext, cmd: c.History, actor: str, channel: str | None,
              now: float) -> Reply:
     require_recipe(ctx.config, cmd.recipe)
@@ -339,6 +358,7 @@ _HANDLERS: dict[type, _Handler] = {
     c.JobControl: _control,
     c.Logs: _logs,
     c.Watch: _watch,
+    c.Stacks: _stacks,
     c.History: _history,
     c.Preflight: _preflight,
 }

@@ -16,6 +16,7 @@ from bot.core.train_grammar import (
     Logs,
     Preflight,
     Resume,
+    Stacks,
     Status,
     Submit,
     Watch,
@@ -49,6 +50,7 @@ GOOD = [
     ("logs 88154 200", Logs(88154, 200)),
     (f"logs 1 {MAX_LOG_LINES}", Logs(1, MAX_LOG_LINES)),
     ("watch 108687", Watch(108687)),
+    ("stacks 88154", Stacks(88154)),
     ("history mix", History("mix")),
     ("preflight mix", Preflight("mix")),
 ]

@@ -24,7 +24,9 @@ from bot.core.catalogue import Catalogue
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
 from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
+from bot.core.train_grammar import parse_command
 from bot.services.stacks import StackCollector, StallStacks, post_stacks, sampler_hint
+from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
@@ -182,3 +184,33 @@ def test_the_samplers_trainer_pids_are_a_hint_for_a_one_node_job_only() -> None:
     assert sampler_hint(JobRecord(1, node="gpu-a01"), sampler) == {"gpu-a01": (7, 9)}
     assert sampler_hint(JobRecord(1, node="gpu-a[01-02]"), sampler) is None
     assert sampler_hint(JobRecord(1, node="gpu-a01"), SamplerSeries()) is None
+
+
+def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> None:
+    runner = FakeRunner({"srun": (0, node_output(), "")})
+    ctx = make_context(store)
+    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
+    ctx.clusters = FakeClusters(FakeSlurm(), runner=runner)
+    ctx.sink = UploadSink(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
+                    now=T0 + 60)
+    assert reply.text.startswith("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather`")
+    assert reply.ephemeral and reply.blocks
+    [thread] = [p for p in ctx.sink.posts if p[2].startswith("stacks:dev:88154:")]
+    assert thread[3] == reply.text
+    assert [f[1] for f in ctx.sink.files] == ["stacks-88154.txt"]
+    [entry] = [e for e in store.audit.recent(10) if e.action == "command.stacks"]
+    assert (entry.actor, entry.result, entry.job_id) == ("U0ALICE", "ok", "88154")
+
+
+def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:
+    ctx = make_context(store)
+    ctx.clusters = FakeClusters(FakeSlurm(), runner=FakeRunner())  # any srun would fail
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    reply = execute(ctx, parse_command("stacks 88154"), actor="U0MALLORY", channel="C0TRAIN",
+                    now=T0)
+    assert reply.text.startswith("Refused:")
