@@ -422,6 +422,14 @@ class RecipeConfig(_Model):
         description="JSON-lines file written by `trainbot sampler` in the job (%x/%j "
         "expanded), tailed like the log for per-role RSS.",
     )
+    nccl_flight_recorder: str | None = Field(
+        None,
+        description="A directory the login node can read (a shared filesystem) for PyTorch's "
+        "NCCL flight-recorder dumps: the job gets TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_NCCL_DEBUG_INFO_TEMP_FILE=<dir>/nccl_trace_rank_ "
+        "(the recipe's `env` wins), and after an NCCL timeout the thread says the last "
+        "collective each rank reached and which fell behind.",
+    )
     checkpoint: CheckpointConfig | None = Field(
         None, description="Checkpoint location; without it resubmits start from scratch."
     )

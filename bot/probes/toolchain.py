@@ -29,6 +29,7 @@ MARKER = "TRAINBOT_TOOLCHAIN_JSON "
 # The recipe's env reaches the node under these names (the runner sends values on stdin, srun
 # passes its environment on); the node sets the real names after the env setup ran.
 ENV_CARRIER_PREFIX = "TRAINBOT_PROBE_ENV_"
+PYSPY_ENV = "TRAINBOT_PROBE_PYSPY"  # py-spy's path on the node, for the ptrace check
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Runs on the worker. Stdlib only, Python >= 3.6. Never raises: every failure is data.
@@ -120,6 +121,38 @@ try:
 except Exception as exc:
     out["torch"] = None
     out["torch_error"] = tail("%s: %s" % (type(exc).__name__, exc))
+
+def ptrace_facts(pyspy):
+    """Can py-spy read a Python process here as the bot will (same uid, not its parent)?"""
+    import time
+    res = {"uid": os.getuid(), "ptrace_scope": None, "pyspy": pyspy, "attach": None,
+           "error": None}
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            res["ptrace_scope"] = int(f.read().strip())
+    except Exception:
+        pass
+    if not pyspy:
+        return res
+    if not (os.path.isfile(pyspy) and os.access(pyspy, os.X_OK)):
+        res["attach"], res["error"] = False, "%s is not an executable file here" % pyspy
+        return res
+    target = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"])
+    try:
+        time.sleep(1.0)
+        r = subprocess.run([pyspy, "dump", "--pid", str(target.pid)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=30)
+        res["attach"] = r.returncode == 0
+        if r.returncode != 0:
+            res["error"] = tail(r.stdout.decode(errors="replace"), 300)
+    except Exception as exc:
+        res["attach"], res["error"] = False, "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        target.kill()
+        target.wait()
+    return res
+
+out["ptrace"] = ptrace_facts(os.environ.get("TRAINBOT_PROBE_PYSPY"))
 print("TRAINBOT_TOOLCHAIN_JSON " + json.dumps(out), flush=True)
 '''
 
@@ -256,11 +289,16 @@ def run_toolchain_probe(
     env: Mapping[str, str] | None = None,
     srun_args: Sequence[str] = (),
     timeout: float = 600.0,
+    pyspy: str | None = None,
 ) -> ToolchainReport:
     """Run the probe with `srun` through `runner`; a failing srun becomes a `fail` finding.
+    With `pyspy` (its path on the nodes) the node also tries it on a process of its own
+    (`node["ptrace"]`, see `ptrace_checks`).
 
     Raises the runner's ClusterUnavailable / CommandTimedOut: the caller decides (exit 2).
     """
+    if pyspy:
+        env = {**(env or {}), PYSPY_ENV: pyspy}
     argv = build_probe_argv(partition, env_setup=env_setup, python=python,
                             env_names=list(env or {}), srun_args=srun_args)
     result = runner.run(argv, timeout=timeout, check=False, env=probe_env(env))
@@ -276,3 +314,33 @@ def run_toolchain_probe(
             {}, argv, stderr_tail,
         )
     return ToolchainReport(checks_from_node(node), node, argv, stderr_tail)
+
+
+PTRACE_FIX = ("set `kernel.yama.ptrace_scope = 0` on the nodes (sysctl; at 1 only a process's "
+              "ancestors may attach, and py-spy in its own srun step is none), or give py-spy "
+              "`cap_sys_ptrace` (setcap) and set it as the cluster's `py_spy`")
+
+
+def ptrace_checks(node: Mapping[str, Any]) -> list[Finding]:
+    """Can the bot dump a stalled job's Python stacks on this node (py-spy as the job's uid)?"""
+    facts = node.get("ptrace")
+    if not isinstance(facts, Mapping):
+        return []
+    host = node.get("host") or "the worker"
+    scope = facts.get("ptrace_scope")
+    scope_text = "no Yama ptrace policy" if scope is None else \
+        f"kernel.yama.ptrace_scope={scope}"
+    if facts.get("attach"):
+        return [Finding("forensics:py_spy", "pass", None,
+                        f"py-spy read a Python process's stack on {host} as uid "
+                        f"{facts.get('uid')} ({scope_text}): a stall's stacks can be collected")]
+    if facts.get("pyspy") is None:
+        return [Finding("forensics:py_spy", "warn", None,
+                        f"py-spy was not tried on {host} ({scope_text})",
+                        "see the line about py-spy above")]
+    fix = "ptrace_scope=3 forbids every attach until the node reboots: set it to 0 at boot" \
+        if scope == 3 else PTRACE_FIX
+    return [Finding("forensics:py_spy", "warn", None,
+                    f"py-spy cannot read a Python process on {host} as uid {facts.get('uid')} "
+                    f"({scope_text}): {facts.get('error') or 'refused'}; a stall will be "
+                    "posted without the ranks' stacks", fix)]

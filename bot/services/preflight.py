@@ -1,10 +1,13 @@
 """`preflight RECIPE`: catch the launcher, toolchain and memory failures before a job holds GPUs.
 
-Three sections, each a list of pass / warn / fail findings:
+Four sections, each a list of pass / warn / fail findings:
 - launcher: the recipe's batch script (read over SFTP, or a local file) through the launcher
   lint, plus shellcheck where it is installed;
 - toolchain: a short `srun` on the recipe's partition with the recipe's env (bot.probes.toolchain);
-- memory: the checkpoint-save host-memory estimate against `--mem` and the site cap.
+- memory: the checkpoint-save host-memory estimate against `--mem` and the site cap;
+- forensics: can the bot read a stalled job's stacks (py-spy placed, and tried on a node by the
+  toolchain probe: uid, kernel.yama.ptrace_scope), and will an NCCL timeout leave
+  flight-recorder dumps (a multi-GPU recipe that could and does not is warned about).
 
 Takes its cluster adapter (a `Runner`: `run` + `sftp`) as an argument; ClusterUnavailable and
 HostKeyRejected propagate so the caller can exit 2.
@@ -18,7 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.cluster.errors import ClusterError
 from bot.core.findings import Finding, Level, worst_level
+from bot.core.flight_recorder import DUMP_FILE_ENV, records_on_timeout
 from bot.core.launcher_lint import after_toolchain_probe, lint_launcher, python_scripts_in
 from bot.core.memory_budget import (
     MemoryBudget,
@@ -30,6 +35,7 @@ from bot.core.memory_budget import (
 )
 from bot.core.units import GIB, parse_size
 from bot.services.ports import SFTP, Runner
+from bot.services.submit import submit_env
 
 if TYPE_CHECKING:
     from bot.config import ClusterConfig, Config, RecipeConfig
@@ -379,7 +385,7 @@ def run_preflight(
     if options.toolchain:
         if runner is None:
             raise PreflightUsageError("the toolchain probe needs the cluster")
-        from bot.probes.toolchain import run_toolchain_probe
+        from bot.probes.toolchain import ptrace_checks, run_toolchain_probe
 
         srun_args = list(options.probe_srun_args)
         if recipe.account:
@@ -390,6 +396,7 @@ def run_preflight(
         if one_gpu:
             srun_args.append(f"--gres={one_gpu}")
         env_setup = options.env_setup or recipe.env_setup
+        pyspy, pyspy_finding = _pyspy_on_cluster(config, recipe.cluster, runner)
         tool = run_toolchain_probe(
             runner,
             recipe.partition,
@@ -398,6 +405,7 @@ def run_preflight(
             env=recipe.env or None,
             srun_args=srun_args,
             timeout=options.toolchain_timeout,
+            pyspy=pyspy,
         )
         report.sections["toolchain"] = tool.findings
         report.toolchain_node = tool.node
@@ -406,10 +414,51 @@ def run_preflight(
             report.sections["launcher"] = after_toolchain_probe(
                 report.sections["launcher"], all(f.level == "pass" for f in cc)
             )
+        forensics = [*pyspy_finding, *ptrace_checks(tool.node)]
     else:
         report.sections["toolchain"] = [
             Finding("toolchain", "warn", None, "skipped (--no-toolchain)")
         ]
         report.sections["launcher"] = after_toolchain_probe(report.sections["launcher"], None)
+        forensics = [Finding("forensics:py_spy", "warn", None,
+                             "py-spy not tried on a node (--no-toolchain)")]
     report.sections["memory"], report.budget = memory_section(recipe, options, runner)
+    report.sections["forensics"] = [*forensics, flight_recorder_check(recipe)]
     return report
+
+
+def _pyspy_on_cluster(config: Config, cluster: str,
+                      runner: Runner) -> tuple[str | None, list[Finding]]:
+    """py-spy's path on the nodes (the site's, else the bot's own copy, placed now)."""
+    configured = config.clusters[cluster].py_spy
+    if configured:
+        return configured, []
+    from bot.cluster.pyspy import PySpyUnavailable, place_pyspy
+
+    try:
+        return place_pyspy(runner, runner.sftp()), []
+    except (PySpyUnavailable, ClusterError, OSError) as exc:
+        return None, [Finding("forensics:py_spy", "warn", None,
+                              f"py-spy could not be placed on the cluster: {exc}",
+                              "install py-spy on the nodes and set the cluster's `py_spy` path")]
+
+
+def flight_recorder_check(recipe: RecipeConfig) -> Finding:
+    """Will an NCCL timeout of this recipe leave flight-recorder dumps trainbot can read?"""
+    env = submit_env("", recipe, None)
+    gpus = gpus_in_gres(recipe.gres) or 0
+    distributed = gpus > 1 or any(k.startswith(("NCCL_", "TORCH_NCCL_")) for k in recipe.env)
+    if records_on_timeout(env) and env.get(DUMP_FILE_ENV):
+        where = recipe.nccl_flight_recorder or env[DUMP_FILE_ENV]
+        return Finding("forensics:flight_recorder", "pass", None,
+                       f"an NCCL timeout leaves each rank's flight-recorder dump in {where}: "
+                       "the thread will say which rank fell behind")
+    if not distributed:
+        return Finding("forensics:flight_recorder", "pass", None,
+                       "one GPU and no NCCL settings: no collective to record")
+    return Finding("forensics:flight_recorder", "warn", None,
+                   f"the recipe could record its NCCL collectives ({gpus} GPUs) and does not: "
+                   "after a watchdog timeout nobody will know which rank fell behind",
+                   "set `nccl_flight_recorder: <a shared directory>` in the recipe (trainbot "
+                   "then sets TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT and "
+                   "TORCH_NCCL_DEBUG_INFO_TEMP_FILE for its jobs)")

@@ -25,6 +25,7 @@ from typing import Any
 from bot.cluster.errors import ClusterError
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
+from bot.core.flight_recorder import flight_recorder_env
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.parsable import parse_job_id_list
 from bot.core.slurm.sacct import sacct_ids_by_name_argv
@@ -218,8 +219,11 @@ def apply_overrides(recipe: RecipeConfig, overrides: Mapping[str, Any]) -> Recip
 
 
 def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | None) -> dict:
-    """Environment exported to the job: the recipe's env plus where to resume from."""
-    env = dict(recipe.env)
+    """Environment exported to the job: the flight recorder's when the recipe opts in, the
+    recipe's env, and where to resume from."""
+    env = flight_recorder_env(recipe.nccl_flight_recorder) if recipe.nccl_flight_recorder \
+        else {}
+    env.update(recipe.env)
     env[RECIPE_ENV] = recipe_name
     if checkpoint is not None:
         env[RESUME_ENV] = checkpoint.path

@@ -133,8 +133,8 @@ def test_a_stall_posts_the_grouped_stacks_after_the_tick_without_delaying_it(sto
 @pytest.mark.parametrize(("outcome", "line"), [
     (StackReport("88154", None, ProcessFailure("", None, None, PERMISSION_DENIED, "EPERM")),
      "No stacks of job 88154: py-spy may not attach to the trainers: run the bot as the "
-     "job's user, and set kernel.yama.ptrace_scope to 0 or 1 on the nodes (`trainbot "
-     "preflight` checks it)."),
+     "job's user, and set kernel.yama.ptrace_scope to 0 on the nodes or give py-spy the "
+     "cap_sys_ptrace capability (`trainbot preflight` checks it)."),
     (ClusterUnavailable("ssh: timed out"),
      "No stacks of job 88154: collecting them failed: ssh: timed out"),
 ])

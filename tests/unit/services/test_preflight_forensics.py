@@ -1,0 +1,77 @@
+"""Preflight's forensics section: py-spy tried on a node (uid, ptrace_scope) with the fix when
+it cannot attach, and a multi-GPU recipe that could leave NCCL flight-recorder dumps and does
+not."""
+
+from __future__ import annotations
+
+from fakes import make_config
+
+from bot.probes.toolchain import ptrace_checks, run_toolchain_probe
+from bot.services.preflight import flight_recorder_check
+from bot.services.submit import submit_env
+
+
+def node(**ptrace: object) -> dict:
+    return {"host": "gpu-a07", "ptrace": {"uid": 1001, "ptrace_scope": 1, "pyspy": "/p/py-spy",
+                                          "attach": False, "error": None, **ptrace}}
+
+
+def test_py_spy_that_attached_passes() -> None:
+    [f] = ptrace_checks(node(attach=True, ptrace_scope=0))
+    assert f.level == "pass" and "kernel.yama.ptrace_scope=0" in f.message
+
+
+def test_ptrace_scope_1_refusing_py_spy_says_how_to_fix_it() -> None:
+    [f] = ptrace_checks(node(error="Permission Denied: Try running again with elevated "
+                                   "permissions"))
+    assert f.level == "warn"
+    assert "cannot read a Python process on gpu-a07 as uid 1001 (kernel.yama.ptrace_scope=1)" \
+        in f.message
+    assert "kernel.yama.ptrace_scope = 0" in f.fix and "cap_sys_ptrace" in f.fix
+    [f3] = ptrace_checks(node(ptrace_scope=3, error="EPERM"))
+    assert "until the node reboots" in f3.fix
+
+
+def test_no_ptrace_facts_no_finding() -> None:
+    assert ptrace_checks({"host": "x"}) == []
+
+
+def test_the_probe_carries_py_spys_path_to_the_node_in_its_environment() -> None:
+    class Runner:
+        def run(self, argv, **kw):  # noqa: ANN001, ANN003, ANN201
+            self.argv, self.env = argv, kw.get("env")
+            raise RuntimeError("stop here")
+
+    runner = Runner()
+    try:
+        run_toolchain_probe(runner, "debug", pyspy="/home/u/.cache/trainbot/py-spy")  # type: ignore[arg-type]
+    except RuntimeError:
+        pass
+    assert runner.env == {"TRAINBOT_PROBE_ENV_TRAINBOT_PROBE_PYSPY":
+                          "/home/u/.cache/trainbot/py-spy"}
+    assert "/home/u/.cache/trainbot/py-spy" not in " ".join(runner.argv)
+    assert runner.argv[0] == "srun"
+
+
+def test_a_multi_gpu_recipe_without_the_flight_recorder_is_warned() -> None:
+    recipe = make_config(gres="gpu:4").recipes["mix"]
+    f = flight_recorder_check(recipe)
+    assert f.level == "warn" and "could record its NCCL collectives (4 GPUs) and does not" \
+        in f.message
+    assert "nccl_flight_recorder" in f.fix
+
+
+def test_a_recipe_that_opted_in_passes_and_its_jobs_get_the_variables() -> None:
+    recipe = make_config(gres="gpu:4", nccl_flight_recorder="/shared/fr").recipes["mix"]
+    assert flight_recorder_check(recipe).level == "pass"
+    env = submit_env("mix", recipe, None)
+    assert env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
+    assert env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"] == "/shared/fr/nccl_trace_rank_"
+    assert env["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "2000"
+    own = make_config(gres="gpu:4", nccl_flight_recorder="/shared/fr",
+                      env={"TORCH_NCCL_TRACE_BUFFER_SIZE": "20000"}).recipes["mix"]
+    assert submit_env("mix", own, None)["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "20000"
+
+
+def test_one_gpu_needs_no_flight_recorder() -> None:
+    assert flight_recorder_check(make_config(gres="gpu:1").recipes["mix"]).level == "pass"
