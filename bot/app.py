@@ -92,11 +92,11 @@ def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None =
     stacks collected beside the tick) and to `webhook`, automatic resubmits through the same
     submit service as `/train resume`."""
     from bot.services.runs import AutoResubmitter
-    from bot.services.stacks import StallStacks
+    from bot.services.stacks import Forensics
     from bot.services.watch_events import ThreadEvents, WebhookEvents
 
     auto = AutoResubmitter(ctx, cluster)
-    events: Any = ThreadEvents(ctx, stacks=StallStacks(ctx))
+    events: Any = ThreadEvents(ctx, forensics=Forensics(ctx))
     if webhook is not None:
         events = WebhookEvents(events, webhook)
     return Watcher(

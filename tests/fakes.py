@@ -9,6 +9,7 @@ import io
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 from support.tail_model import answer_batch
@@ -227,6 +228,15 @@ class FakeSFTP:
         if path not in self.files:
             raise FileNotFoundError(path)
         return _Stat(len(self.files[path]), self.mtime[path])
+
+    def listdir_attr(self, path: str = ".") -> list[Any]:
+        """The files directly under `path` (name, size, mtime), as paramiko answers."""
+        prefix = path.rstrip("/") + "/"
+        names = [p for p in self.files if p.startswith(prefix) and "/" not in p[len(prefix):]]
+        if not names:
+            raise FileNotFoundError(path)
+        return [SimpleNamespace(filename=p[len(prefix):], st_size=len(self.files[p]),
+                                st_mtime=self.mtime[p]) for p in sorted(names)]
 
     def normalize(self, path: str) -> str:
         return "/home/slurmci" if path == "." else path

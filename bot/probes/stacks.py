@@ -115,9 +115,9 @@ def same_rank(a, b):
     return a["env"] is None and b["env"] is None and a["cmd"] == b["cmd"]
 
 launchers = set()
-for p in procs:  # a Python parent of processes of other ranks: torchrun and the like
+for p in procs:  # a Python parent, of no rank, of processes of other ranks: torchrun and the like
     parent = by_pid.get(p["ppid"])
-    if parent is not None and not same_rank(parent, p):
+    if parent is not None and key(parent, "RANK") is None and not same_rank(parent, p):
         launchers.add(parent["pid"])
 trainers = []
 for p in procs:

@@ -1,19 +1,22 @@
 """Which rank is stuck, and where: a running job's Python stacks on every node, grouped, for
 `trainbot stacks`, `/train stacks` and the thread of a stalled run (beside the watcher's tick,
-with a deadline, never delaying it).
+with a deadline, never delaying it); after an NCCL timeout, what the ranks' flight-recorder
+dumps say.
 
 `StackCollector.collect` finds py-spy on the cluster (the site's path, or trainbot's own
 copy placed by bot.cluster.pyspy), runs bot.probes.stacks through srun and returns a
 bot.core.stacks.StackReport; every failure is a report with its cause, never an exception
 (but ClusterUnavailable and LeaseLost). `post_stacks` puts the summary (templates/stacks) and
-the full dump (a file) in a run's thread. `StallStacks` runs collect + post in the background
-when the watcher raises a stall.
+the full dump (a file) in a run's thread. `Forensics` runs collect + post in the background
+when the watcher raises a stall, and reads the flight-recorder dumps (`read_flight_recorder`)
+when a job of a recipe with `nccl_flight_recorder` died of an NCCL timeout.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -23,9 +26,18 @@ from typing import TYPE_CHECKING
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.cluster.pyspy import PySpyUnavailable, place_pyspy
 from bot.config import Config
+from bot.core.flight_recorder import (
+    MAX_DUMP_BYTES,
+    DumpRefused,
+    FlightRecorderSummary,
+    load_dump,
+    rank_of_file,
+    rank_trace,
+    summarize_dumps,
+)
 from bot.core.stacks import FAILED, PYSPY_ABSENT, ProcessFailure, StackReport
 from bot.probes.stacks import collect_stacks
-from bot.services.ports import BotContext, ClusterSessions, LeaseLost
+from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
 
 if TYPE_CHECKING:
@@ -120,10 +132,11 @@ def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackRe
     return True
 
 
-class StallStacks:
-    """Collect and post a stalled job's stacks in the background (at most `workers` at a
-    time), so the watcher's tick never waits for srun or py-spy. Each collection has the
-    cluster's `stacks_timeout`; a collection that fails posts its one line."""
+class Forensics:
+    """Collect and post a stalled job's stacks, or a dead job's flight-recorder summary, in
+    the background (at most `workers` at a time), so the watcher's tick never waits for srun,
+    py-spy or SFTP. Each collection has the cluster's `stacks_timeout`; a collection that
+    fails posts its one line."""
 
     def __init__(self, ctx: BotContext, collector: StackCollector | None = None, *,
                  workers: int = 2) -> None:
@@ -132,15 +145,48 @@ class StallStacks:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stacks")
         self._pending: set[Future[bool]] = set()
 
-    def start(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
-              key: str, *, record: JobRecord | None = None,
-              sampler: SamplerSeries | None = None) -> Future[bool]:
-        """Begin collecting; the future says whether the thread got its post."""
+    def stacks(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
+               key: str, *, record: JobRecord | None = None,
+               sampler: SamplerSeries | None = None) -> Future[bool]:
+        """Begin collecting the stacks; the future says whether the thread got its post."""
         hint = sampler_hint(record, sampler)
-        future = self._pool.submit(self._run, cluster, job_id, chain_id, recipe, key, hint)
+        return self._submit(self._run, cluster, job_id, chain_id, recipe, key, hint)
+
+    def flight_recorder(self, cluster: str, job_id: str, chain_id: int | None, recipe: str,
+                        key: str, *, started_at: float | None) -> Future[bool]:
+        """Begin reading the job's flight-recorder dumps (its recipe's directory)."""
+        return self._submit(self._run_flight_recorder, cluster, job_id, chain_id, recipe, key,
+                            started_at)
+
+    def _submit(self, fn: Callable[..., bool], *args: object) -> Future[bool]:
+        future = self._pool.submit(fn, *args)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
         return future
+
+    def _run_flight_recorder(self, cluster: str, job_id: str, chain_id: int | None,
+                             recipe: str, key: str, started_at: float | None) -> bool:
+        directory = self.ctx.config.recipe(recipe).nccl_flight_recorder
+        if directory is None or not has_thread(self.ctx, chain_id):
+            return False
+        assert chain_id is not None
+        try:
+            summary = read_flight_recorder(self.ctx.clusters.sftp(cluster), directory,
+                                           since=started_at)
+            view = {"job_id": job_id, "dir": directory, "error": None,
+                    "summary": summary.to_view() if summary is not None else None}
+        except LeaseLost:
+            raise
+        except (ClusterError, OSError) as exc:
+            view = {"job_id": job_id, "dir": directory, "error": str(exc), "summary": None}
+        try:
+            blocks, text = render(self.ctx, "flight_recorder", recipe, view)
+            return post_safely(self.ctx, "reply", chain_id, key, blocks, text) is not None
+        except LeaseLost as exc:
+            log.info("%s: not posting the flight recorder: %s", key, exc)
+        except Exception:  # noqa: BLE001 - a background reader must never die silently
+            log.exception("%s: posting the flight recorder of job %s failed", key, job_id)
+        return False
 
     def _run(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
              key: str, hint: dict[str, tuple[int, ...]] | None) -> bool:
@@ -164,3 +210,32 @@ class StallStacks:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+MAX_DUMPS = 1024
+
+
+def read_flight_recorder(sftp: SFTP, directory: str, *,
+                         since: float | None) -> FlightRecorderSummary | None:
+    """The ranks' dumps in `directory` written since the job started (older ones are another
+    job's), summarized; None when there is none. A dump that cannot be read is named in the
+    summary (`unread`), never unpickled as anything but plain data."""
+    traces, unread = [], []
+    for attr in sftp.listdir_attr(directory)[:MAX_DUMPS]:
+        rank = rank_of_file(attr.filename)
+        if rank is None:
+            continue
+        if since is not None and (attr.st_mtime or 0) < since - 60:
+            continue
+        if (attr.st_size or 0) > MAX_DUMP_BYTES:
+            unread.append((rank, f"{attr.st_size} bytes, more than {MAX_DUMP_BYTES} read"))
+            continue
+        try:
+            with sftp.open(posixpath.join(directory, attr.filename), "rb") as f:
+                data = f.read(MAX_DUMP_BYTES + 1)
+            traces.append(rank_trace(rank, load_dump(data)))
+        except DumpRefused as exc:
+            unread.append((rank, str(exc)))
+    if not traces and not unread:
+        return None
+    return summarize_dumps(traces, unread)

@@ -27,10 +27,12 @@ the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
 
-A stall warning also starts the collection of the job's Python stacks (`stacks`,
-bot.services.stacks.StallStacks): in the background, so publishing (and the tick) never waits
+A stall warning also starts the collection of the job's Python stacks (`forensics`,
+bot.services.stacks.Forensics): in the background, so publishing (and the tick) never waits
 for it; the grouped stacks, or the one line saying why there are none, follow in the thread
-(key `stacks:<the warning's key>`), the full dump attached.
+(key `stacks:<the warning's key>`), the full dump attached. An `nccl_timeout` incident of a
+recipe with `nccl_flight_recorder` likewise brings the ranks' flight-recorder summary (key
+`flight_recorder:<the incident's key>`).
 
 Charts (`ctx.charts`, from the event's in-memory series and sampler): after
 an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
@@ -58,7 +60,7 @@ from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
 from bot.services.prompts import Prompt, create_resubmit_prompt
-from bot.services.stacks import StallStacks
+from bot.services.stacks import Forensics
 from bot.services.threads import (
     has_thread,
     lang_of,
@@ -80,9 +82,9 @@ CHART_TITLES = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "
 class ThreadEvents:
     """EventSink posting to run threads through `ctx.sink` (see module doc)."""
 
-    def __init__(self, ctx: BotContext, *, stacks: StallStacks | None = None) -> None:
+    def __init__(self, ctx: BotContext, *, forensics: Forensics | None = None) -> None:
         self.ctx = ctx
-        self.stacks = stacks
+        self.forensics = forensics
         # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
         self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
 
@@ -104,11 +106,8 @@ class ThreadEvents:
         elif event.kind == "warning" and event.decision is not None and \
                 event.decision.class_id == "memory_leak":
             self._charts(event, "leak", ("rss.png",))
-        if self.stacks is not None and event.kind == "warning" and event.job_id and \
-                event.decision is not None and event.decision.class_id == "hang":
-            self.stacks.start(event.cluster, event.job_id, event.chain_id, event.recipe,
-                              f"stacks:{event.key}", record=event.record,
-                              sampler=event.sampler)
+        if self.forensics is not None and event.job_id:
+            self._forensics(event, self.forensics)
         if event.chain_id is not None:
             refresh_root(self.ctx, event.chain_id)
             refresh_homes(self.ctx, event.chain_id, self.ctx.clock())
@@ -123,6 +122,22 @@ class ThreadEvents:
         refresh_homes(self.ctx, chain_id, self.ctx.clock())
 
     # ------------------------------------------------------------------ kinds
+
+    def _forensics(self, event: WatchEvent, forensics: Forensics) -> None:
+        """A stall: collect the ranks' stacks; an NCCL timeout of a recipe that records its
+        collectives: read the flight recorder (both in the background, see module doc)."""
+        assert event.job_id is not None
+        dec, d = event.decision, event.diagnosis
+        if event.kind == "warning" and dec is not None and dec.class_id == "hang":
+            forensics.stacks(event.cluster, event.job_id, event.chain_id, event.recipe,
+                             f"stacks:{event.key}", record=event.record, sampler=event.sampler)
+        elif event.kind == "incident" and d is not None and d.class_id == "nccl_timeout" and \
+                event.recipe in self.ctx.config.recipes and \
+                self.ctx.config.recipe(event.recipe).nccl_flight_recorder:
+            rec = event.record
+            forensics.flight_recorder(event.cluster, event.job_id, event.chain_id,
+                                      event.recipe, f"flight_recorder:{event.key}",
+                                      started_at=rec.start_time if rec else None)
 
     def _incident(self, event: WatchEvent) -> None:
         d, dec = event.diagnosis, event.decision

@@ -59,7 +59,7 @@ def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path)
     # 2. the stall is raised, with its offer shown but not taken (the job runs on to the abort)
     assert f"no training progress since iteration {STALL_AT}" in out
     # 2b. then the ranks' Python stacks, grouped: rank 3 is named, stuck in its data loader
-    stacks = _pos(out, "3 of 4 ranks in `all_gather` ← `train_step`; the odd ones out: *rank 3*")
+    stacks = _pos(out, "3 of 4 ranks in `all_gather` ← `train_step`; the odd ones out: rank 3 (")
     assert "in `DataLoader._get_data` ← `DataLoader.__next__`." in out[stacks:stacks + 300]
     # 3. one incident: nccl_timeout with the hang as its upstream cause
     assert "Upstream cause: hang" in out

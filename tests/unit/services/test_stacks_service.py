@@ -25,7 +25,7 @@ from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
 from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
 from bot.core.train_grammar import parse_command
-from bot.services.stacks import StackCollector, StallStacks, post_stacks, sampler_hint
+from bot.services.stacks import Forensics, StackCollector, post_stacks, sampler_hint
 from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -84,10 +84,11 @@ def store(tmp_path):
     s.close()
 
 
-def stalled_watch(store: Store, collector: GatedCollector):
-    """The 88154 story up to its stall, watched with stacks collected by `collector`."""
+def stalled_watch(store: Store, collector: GatedCollector, **recipe: object):
+    """The 88154 story up to its stall, watched with stacks collected by `collector`; the
+    watcher, the forensics, and the rest of the log (to end the job with)."""
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm)
+    ctx = make_context(store, slurm, **recipe)
     ctx.sink = UploadSink(store)
     ctx.clock = lambda: T0 + 1900
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
@@ -99,9 +100,12 @@ def stalled_watch(store: Store, collector: GatedCollector):
     stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
     sftp = FakeSFTP()
     sftp.append(LOG, b"".join(lines[: stall + 1]))
-    stacks = StallStacks(ctx, collector)  # type: ignore[arg-type]
+    stacks = Forensics(ctx, collector)  # type: ignore[arg-type]
+    ctx.clusters = FakeClusters(slurm, sftp=sftp)
     w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
-                sink=ThreadEvents(ctx, stacks=stacks), config=ctx.config)
+                sink=ThreadEvents(ctx, forensics=stacks), config=ctx.config)
+    w.rest = b"".join(lines[stall + 1:])  # type: ignore[attr-defined]
+    w.fake = (slurm, sftp)  # type: ignore[attr-defined]
     return ctx, w, stacks
 
 
@@ -214,3 +218,76 @@ def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0MALLORY", channel="C0TRAIN",
                     now=T0)
     assert reply.text.startswith("Refused:")
+
+
+def fr_dump(*entries: tuple[int, str, str]) -> bytes:
+    import pickle
+
+    return pickle.dumps({"version": "2.10", "pg_config": {}, "pg_status": {}, "entries": [
+        {"collective_seq_id": seq, "p2p_seq_id": 0, "profiling_name": f"nccl:{op}",
+         "state": state, "process_group": ("0", "default_pg"), "is_p2p": False}
+        for seq, op, state in entries]})
+
+
+def test_an_nccl_timeout_brings_the_flight_recorders_ranks_behind(store) -> None:
+    collector = GatedCollector(STUCK_RANK_3)
+    collector.gate.set()
+    ctx, w, forensics = stalled_watch(store, collector, nccl_flight_recorder="/shared/fr")
+    slurm, sftp = w.fake  # type: ignore[attr-defined]
+    w.tick(T0)
+    w.tick(T0 + 360)
+    sftp.clock = T0 + 1800
+    for rank in range(3):
+        sftp.append(f"/shared/fr/nccl_trace_rank_{rank}",
+                    fr_dump((1044, "all_gather", "completed"), (1045, "all_gather", "started")))
+    sftp.append("/shared/fr/nccl_trace_rank_3", fr_dump((1044, "all_gather", "completed")))
+    sftp.append("/shared/fr/nccl_trace_rank_4", b"cos\nsystem\n(S'touch /tmp/x'\ntR.")
+    sftp.clock = T0 - 7200  # a dump of an earlier job: not this one's
+    sftp.append("/shared/fr/nccl_trace_rank_5", fr_dump((1, "all_gather", "started")))
+    sftp.clock = T0 + 1805
+    sftp.append(LOG, w.rest)  # type: ignore[attr-defined]
+    slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
+    w.tick(T0 + 1830)
+    assert forensics.wait(10)
+    [text] = [p[3] for p in ctx.sink.posts if p[2].startswith("flight_recorder:")]
+    assert text == ("🛩️ NCCL flight recorder · job 88154: 3 of 4 ranks wait in collective "
+                    "#1045 `all_gather`; never reached it: *rank 3* (last: #1044 all_gather, "
+                    "completed).\nRank 4's dump not read: it names os.system: not a "
+                    "flight-recorder dump")
+    forensics.close()
+
+
+def test_no_flight_recorder_without_the_recipes_opt_in(store) -> None:
+    collector = GatedCollector(STUCK_RANK_3)
+    collector.gate.set()
+    ctx, w, forensics = stalled_watch(store, collector)
+    slurm, sftp = w.fake  # type: ignore[attr-defined]
+    w.tick(T0)
+    w.tick(T0 + 360)
+    sftp.clock = T0 + 1805
+    sftp.append(LOG, w.rest)  # type: ignore[attr-defined]
+    slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
+    w.tick(T0 + 1830)
+    assert forensics.wait(10)
+    assert not [p for p in ctx.sink.posts if p[2].startswith("flight_recorder:")]
+    forensics.close()
+
+
+def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> None:
+    denied = {"pid": 14, "rank": 4, "ok": False, "error": "Permission Denied"}
+    gone = {"pid": 15, "rank": 5, "ok": False, "error": "No such process", "gone": True}
+    out = node_output().rstrip("\n")[: -len("]}")] + ", " + json.dumps(denied) + ", " + \
+        json.dumps(gone) + "]}\n"
+    report = build_report("88154", 0, out, "", collected_at="now")
+    ctx = make_context(store)
+    ctx.sink = UploadSink(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    assert post_stacks(ctx, chain.id, "stacks:y", report, "mix")
+    lines = ctx.sink.posts[-1][3].splitlines()
+    assert lines[1:] == [
+        "Not read, 1 process(es): py-spy may not attach to the trainers: run the bot as the "
+        "job's user, and set kernel.yama.ptrace_scope to 0 on the nodes or give py-spy the "
+        "cap_sys_ptrace capability (`trainbot preflight` checks it).",
+        "Not read, 1 process(es): the job ended before its stacks could be read.",
+        "Every rank's full stack is in the attached file."]
