@@ -147,10 +147,10 @@ class ChartSink(RecordingMessageSink):
         self.charts: list[tuple[str, str, bytes]] = []  # (key, title, png)
         self.refuse = refuse
 
-    def upload_file(self, chain_id, key, png_bytes, filename, title):
+    def upload_file(self, chain_id, key, data, filename, title):
         if filename in self.refuse:
             raise RuntimeError(f"files_upload_v2 failed for {filename}: 500")
-        self.charts.append((key, title, png_bytes))
+        self.charts.append((key, title, data))
         return f"F{len(self.charts)}"
 
     def replies(self) -> list[str]:
