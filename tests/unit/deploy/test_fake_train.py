@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "demo"
@@ -97,3 +98,60 @@ def test_launchers_with_no_checkpoint_yet(tmp_path):
     assert fixed.returncode == 0, fixed.stderr
     assert "no checkpoint yet: starting from scratch" in fixed.stdout
     assert "Training complete: reached iteration 3/3" in fixed.stdout
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(kv.decode().split("=", 1) for kv in raw if b"=" in kv)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_rank_procs_stall_with_one_rank_in_its_data_loader(tmp_path):
+    """--rank-procs 3: rank 0 (RANK in its own environment) and two peer ranks; in the stall
+    the --nccl-rank peer waits in DataLoader._get_data, the others in all_gather; the peers end
+    with rank 0."""
+    from bot.cluster.pyspy import local_pyspy
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TRAINBOT_",
+                                                                      "RANK"))}
+    proc = subprocess.Popen(
+        [sys.executable, str(DEMO / "fake_train.py"), "--ckpt-dir", str(tmp_path / "ck"),
+         "--scenario", "stall-then-nccl", "--stall-at", "3", "--stall-seconds", "20",
+         "--sec-per-iter", "0.05", "--rank-procs", "3", "--nccl-rank", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean)
+    try:
+        stall_file = tmp_path / "ck" / f".fake_train_stall.{proc.pid}"
+        for _ in range(200):  # until the stall has begun
+            if stall_file.exists():
+                break
+            time.sleep(0.05)
+        assert stall_file.exists()
+        peers = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+                 .read_text().split()]
+        assert _environ(proc.pid)["RANK"] == "0"
+        assert sorted(_environ(p)["RANK"] for p in peers) == ["1", "2"]
+        pyspy = str(local_pyspy().path)
+        for _ in range(20):
+            stacks = {_environ(p)["RANK"]: subprocess.run(
+                [pyspy, "dump", "--pid", str(p)], capture_output=True, text=True).stdout
+                for p in [proc.pid, *peers]}
+            if "DataLoader._get_data" in stacks["2"] and "all_gather" in stacks["1"]:
+                break
+            time.sleep(0.2)
+        assert "DataLoader._get_data" in stacks["2"] and "DataLoader.__next__" in stacks["2"]
+        assert "all_gather" in stacks["0"] and "all_gather" in stacks["1"]
+    finally:
+        proc.kill()
+        proc.wait()
+    for _ in range(50):  # the peers notice rank 0 is gone
+        if not any(_alive(p) for p in peers):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"peer ranks {peers} outlived rank 0")
