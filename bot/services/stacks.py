@@ -20,7 +20,7 @@ import posixpath
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
@@ -142,7 +142,7 @@ class Forensics:
                  workers: int = 2) -> None:
         self.ctx = ctx
         self.collector = collector or StackCollector(ctx.config, ctx.clusters, ctx.clock)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="stacks")
+        self._slots = threading.BoundedSemaphore(workers)
         self._pending: set[Future[bool]] = set()
 
     def stacks(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
@@ -159,9 +159,22 @@ class Forensics:
                             started_at)
 
     def _submit(self, fn: Callable[..., bool], *args: object) -> Future[bool]:
-        future = self._pool.submit(fn, *args)
+        """Run `fn(*args)` on a daemon thread once one of the `workers` slots is free: a
+        collection under way never holds the process when it stops."""
+        future: Future[bool] = Future()
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)
+
+        def run() -> None:
+            with self._slots:
+                if not future.set_running_or_notify_cancel():
+                    return
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # noqa: BLE001 - handed to the future
+                    future.set_exception(exc)
+
+        threading.Thread(target=run, name="forensics", daemon=True).start()
         return future
 
     def _run_flight_recorder(self, cluster: str, job_id: str, chain_id: int | None,
@@ -209,8 +222,9 @@ class Forensics:
         return not not_done
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
+        """Cancel the collections not started yet (those under way end by their deadline)."""
+        for future in list(self._pending):
+            future.cancel()
 
 MAX_DUMPS = 1024
 
