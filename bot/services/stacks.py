@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, wait
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
@@ -35,7 +36,15 @@ from bot.core.flight_recorder import (
     rank_trace,
     summarize_dumps,
 )
-from bot.core.stacks import FAILED, PYSPY_ABSENT, ProcessFailure, StackReport
+from bot.core.stacks import (
+    FAILED,
+    JOB_ENDED,
+    NO_PROCESSES,
+    PYSPY_ABSENT,
+    TIMED_OUT,
+    ProcessFailure,
+    StackReport,
+)
 from bot.probes.stacks import collect_stacks
 from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
@@ -89,13 +98,30 @@ class StackCollector:
             return StackReport(job_id, None, ProcessFailure(
                 "", None, None, PYSPY_ABSENT, f"could not place py-spy on the cluster: {exc}"))
         try:
-            return collect_stacks(self.clusters.runner(cluster), job_id, pyspy,
-                                  timeout_s=cfg.stacks_timeout, collected_at=collected_at,
-                                  native=cfg.stacks_native, trainer_pids=trainer_pids)
+            report = collect_stacks(self.clusters.runner(cluster), job_id, pyspy,
+                                    timeout_s=cfg.stacks_timeout, collected_at=collected_at,
+                                    native=cfg.stacks_native, trainer_pids=trainer_pids)
         except ClusterUnavailable:
             raise
         except ClusterError as exc:
-            return StackReport(job_id, None, ProcessFailure("", None, None, FAILED, str(exc)))
+            report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED, str(exc)))
+        return self._ended_meanwhile(cluster, report)
+
+    def _ended_meanwhile(self, cluster: str, report: StackReport) -> StackReport:
+        """A collection that failed without a clear cause (srun's task terminated, a
+        timeout, no process left) while the job ended: say the job ended, as Slurm says."""
+        problem = report.problem
+        if problem is None or problem.cause not in (FAILED, TIMED_OUT, NO_PROCESSES):
+            return report
+        try:
+            record = self.clusters.slurm(cluster).job(int(report.job_id))
+        except ClusterError:
+            return report
+        if record is not None and record.is_running:
+            return report
+        state = record.state if record is not None else "unknown to Slurm"
+        return replace(report, problem=ProcessFailure(
+            problem.host, None, None, JOB_ENDED, f"job {report.job_id} is {state}"))
 
 
 def sampler_hint(record: JobRecord | None,

@@ -291,3 +291,18 @@ def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> 
         "cap_sys_ptrace capability (`trainbot preflight` checks it).",
         "Not read, 1 process(es): the job ended before its stacks could be read.",
         "Every rank's full stack is in the attached file."]
+
+
+@pytest.mark.parametrize(("state", "cause"), [("CANCELLED", "job_ended"),
+                                               ("RUNNING", "failed")])
+def test_a_step_terminated_while_the_job_ended_is_the_job_ending(store, state, cause) -> None:
+    runner = FakeRunner({"srun": (143, "", "srun: error: vm: task 0: Terminated\n")})
+    slurm = FakeSlurm()
+    slurm.add(88154, state=state, name="mix")
+    ctx = make_context(store)
+    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
+    report = StackCollector(ctx.config, FakeClusters(slurm, runner=runner)).collect(
+        "dev", "88154")
+    assert report.problem is not None and report.problem.cause == cause
+    if cause == "job_ended":
+        assert report.problem.detail == "job 88154 is CANCELLED"
