@@ -386,9 +386,9 @@ def test_a_completed_run_ends_its_thread_with_the_check_line_after_its_charts(st
     order: list[str] = []
 
     class OrderSink(ChartSink):
-        def upload_chart(self, chain_id, key, png_bytes, filename, title):
+        def upload_file(self, chain_id, key, data, filename, title):
             order.append(filename)
-            return super().upload_chart(chain_id, key, png_bytes, filename, title)
+            return super().upload_file(chain_id, key, data, filename, title)
 
         def post_reply(self, chain_id, key, blocks, text):
             order.append(text)
