@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+# Running to Slurm, but on the way out: the job's processes are being killed.
+ENDING_STATES = frozenset({"COMPLETING", "SIGNALING", "STAGE_OUT"})
+
+
 def _utc(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -117,7 +121,7 @@ class StackCollector:
             record = self.clusters.slurm(cluster).job(int(report.job_id))
         except ClusterError:
             return report
-        if record is not None and record.is_running:
+        if record is not None and record.is_running and record.state not in ENDING_STATES:
             return report
         state = record.state if record is not None else "unknown to Slurm"
         return replace(report, problem=ProcessFailure(

@@ -294,6 +294,7 @@ def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> 
 
 
 @pytest.mark.parametrize(("state", "cause"), [("CANCELLED", "job_ended"),
+                                               ("COMPLETING", "job_ended"),
                                                ("RUNNING", "failed")])
 def test_a_step_terminated_while_the_job_ended_is_the_job_ending(store, state, cause) -> None:
     runner = FakeRunner({"srun": (143, "", "srun: error: vm: task 0: Terminated\n")})
@@ -305,4 +306,4 @@ def test_a_step_terminated_while_the_job_ended_is_the_job_ending(store, state, c
         "dev", "88154")
     assert report.problem is not None and report.problem.cause == cause
     if cause == "job_ended":
-        assert report.problem.detail == "job 88154 is CANCELLED"
+        assert report.problem.detail == f"job 88154 is {state}"
