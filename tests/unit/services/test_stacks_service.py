@@ -102,7 +102,7 @@ def stalled_watch(store: Store, collector: GatedCollector, **recipe: object):
     sftp.append(LOG, b"".join(lines[: stall + 1]))
     stacks = Forensics(ctx, collector)  # type: ignore[arg-type]
     ctx.clusters = FakeClusters(slurm, sftp=sftp)
-    w = Watcher("dev", slurm=slurm, sftp=lambda: sftp, store=store, catalogue=Catalogue.load(),
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx, forensics=stacks), config=ctx.config)
     w.rest = b"".join(lines[stall + 1:])  # type: ignore[attr-defined]
     w.fake = (slurm, sftp)  # type: ignore[attr-defined]
