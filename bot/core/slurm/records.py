@@ -23,6 +23,10 @@ class JobRecord:
     `exit_code`/`signal` come from sacct's `code:signal`, corrected from the steps where the
     job row hides the cause (see `parse_sacct_parsable`). Times are epoch seconds. `source`
     says which command(s) knew the job: `squeue`, `sacct` or `squeue+sacct`.
+
+    `job_id` is Slurm's raw id, unique per array task (task 4 of array 123 may be 127);
+    `array_job_id`/`array_task_id` say which array task it is (None outside arrays, and
+    `array_task_id` None for an array's still-pending remainder `123_[5-9]`).
     """
 
     job_id: int
@@ -49,7 +53,16 @@ class JobRecord:
     workdir: str | None = None
     cancelled_by: int | None = None
     step_states: tuple[tuple[str, str], ...] = ()  # (step, state), e.g. ("batch", "CANCELLED")
+    array_job_id: int | None = None
+    array_task_id: int | None = None
     source: str = ""
+
+    @property
+    def display_id(self) -> str:
+        """The id people and Slurm's listings use: `123_4` for an array task, else `job_id`."""
+        if self.array_job_id is not None and self.array_task_id is not None:
+            return f"{self.array_job_id}_{self.array_task_id}"
+        return str(self.job_id)
 
     @property
     def is_pending(self) -> bool:

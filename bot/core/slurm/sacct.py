@@ -120,6 +120,7 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
         "time_limit_s": (float(t) * 60 if (t := parse_count(raw.get("TimelimitRaw"))) is not None
                          else parse_duration(raw.get("Timelimit"))),
         "workdir": raw.get("WorkDir") or None,
+        **_array_fields(raw.get("JobID")),
     }
     return _SacctRow(
         job_id=int(match[1]),
@@ -130,6 +131,16 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
         max_rss=parse_rss(raw.get("MaxRSS")),
         fields=fields,
     )
+
+
+def _array_fields(job_id_text: str | None) -> dict[str, int | None]:
+    """Array job and task of sacct's JobID (`123_4`, `123_[5-9%2]` for a pending remainder);
+    JobIDRaw is the task's own id, so only JobID says which array task a row is."""
+    match = re.match(r"(\d+)_(\d+|\[)", (job_id_text or "").strip())
+    if match is None:
+        return {"array_job_id": None, "array_task_id": None}
+    task = match[2]
+    return {"array_job_id": int(match[1]), "array_task_id": None if task == "[" else int(task)}
 
 
 def _lenient_req_mem(text: str | None, cpus: int | None) -> int | None:
@@ -214,6 +225,8 @@ def _sacct_record(history: Sequence[tuple[_SacctRow, list[_SacctRow]]]) -> JobRe
         restart_count=requeues,
         time_limit_s=f["time_limit_s"],
         workdir=f["workdir"],
+        array_job_id=f.get("array_job_id"),
+        array_task_id=f.get("array_task_id"),
         cancelled_by=cancelled_by(job.state_text),
         step_states=tuple((s.step or "", normalize_state(s.state_text) or "") for s in steps),
         source="sacct",
@@ -283,6 +296,19 @@ def _json_mem_limit(job: Mapping[str, Any]) -> int | None:
     return None
 
 
+def _json_array_fields(array: Any) -> dict[str, int | None]:
+    """Array job and task of a sacct --json job (`array.job_id` 0 outside arrays; no
+    `task_id` for a pending remainder, whose range is in `array.task`)."""
+    if not isinstance(array, dict):
+        return {"array_job_id": None, "array_task_id": None}
+    array_job = json_number(array.get("job_id"))
+    task = json_number(array.get("task_id"))
+    if not array_job or (task is None and not json_text(array.get("task"))):
+        return {"array_job_id": None, "array_task_id": None}
+    return {"array_job_id": int(array_job), "array_task_id": int(task) if task is not None
+            else None}
+
+
 def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
     job_id = json_number(job.get("job_id"))
     if job_id is None:
@@ -312,6 +338,7 @@ def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
         "end_time": json_epoch(times.get("end")),
         "time_limit_s": float(limit) * 60 if limit is not None else None,
         "workdir": json_text(job.get("working_directory")),
+        **_json_array_fields(job.get("array")),
     }
     rows = [_SacctRow(int(job_id), None, json_text(state_text), code, signal, None, fields)]
     for step in job.get("steps") or []:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -143,6 +144,10 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
         time_limit_s=float(limit_min) * 60 if limit_min is not None else None,
         priority=int(p) if (p := json_number(job.get("priority"))) is not None else None,
         workdir=workdir,
+        # an array's pending remainder has no task id, only `array_task_string` (`5-9`)
+        array_job_id=array_job_id if array_task_id is not None
+        or json_text(job.get("array_task_string")) else None,
+        array_task_id=array_task_id,
         source="squeue",
     )
 
@@ -165,13 +170,15 @@ def parse_squeue_parsable(text: str, fields: Sequence[str] = SQUEUE_FIELDS) -> d
 
 
 def _squeue_row(row: Mapping[str, str]) -> JobRecord:
-    job_id = parse_count(row.get("JobID", "").split("_")[0])
+    # -O JobID is the raw id, unique per array task (`JobArrayID` would print `123_4`).
+    # Outside arrays ArrayJobID == JobID and ArrayTaskID is N/A; an array's pending
+    # remainder prints its task range there (`5-9%2`), which is no one task.
+    job_id = parse_count(row.get("JobID"))
     if job_id is None:
         raise SlurmParseError(f"squeue row has no numeric JobID: {dict(row)!r}")
-    # JobID prints `123_4` for array elements; the raw id of the element is not in -O, but
-    # ArrayJobID/ArrayTaskID are. Outside arrays ArrayJobID == JobID and ArrayTaskID is N/A.
     array_task = parse_count(row.get("ArrayTaskID"))
     array_job = parse_count(row.get("ArrayJobID"))
+    is_array = array_task is not None or _is_task_range(row.get("ArrayTaskID"))
     state = normalize_state(row.get("State"))
     finished = state in FINISHED_STATES
     started = finished or state in RUNNING_STATES
@@ -216,8 +223,15 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
         time_limit_s=parse_duration(row.get("TimeLimit")),
         priority=parse_count(row.get("PriorityLong")),
         workdir=workdir,
+        array_job_id=array_job if is_array else None,
+        array_task_id=array_task,
         source="squeue",
     )
+
+
+def _is_task_range(text: str | None) -> bool:
+    """True for squeue's ArrayTaskID of a pending remainder: `5-9`, `1,3,7-9%2`."""
+    return bool(text) and re.fullmatch(r"[0-9][0-9,\-:%]*", text.strip()) is not None
 
 
 def squeue_ids_by_name_argv(job_name: str, *, user: str | None = None) -> list[str]:
