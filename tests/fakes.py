@@ -142,6 +142,10 @@ class FakeSlurm:
         self._call("job", job_id)
         return self.records.get(job_id)
 
+    def array_tasks(self, array_job_id: int) -> dict[int, JobRecord]:
+        self._call("array_tasks", array_job_id)
+        return {i: r for i, r in self.records.items() if r.array_job_id == array_job_id}
+
     def pending_competitors(self, **filters: Any) -> list[JobRecord]:
         self._call("pending_competitors", filters)
         return filter_competitors(self.records.values(), **filters)

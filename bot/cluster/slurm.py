@@ -194,12 +194,20 @@ class SlurmClient:
         """`jobs([job_id])` for one id; None when neither squeue nor sacct knows it."""
         return self.jobs([job_id]).get(job_id)
 
+    def array_tasks(self, array_job_id: int) -> dict[int, JobRecord]:
+        """The tasks of array `array_job_id` by their own ids (the pending remainder too);
+        empty when Slurm knows no such array. squeue and sacct given the array's id list
+        every task of it."""
+        merged = merge_records(self._squeue([array_job_id]), self._sacct([array_job_id]))
+        return {job_id: rec for job_id, rec in merged.items()
+                if rec.array_job_id == array_job_id}
+
     def _squeue(self, ids: Sequence[int]) -> dict[int, JobRecord]:
         if self._json():
             text = self._run(squeue_argv(json=True)).stdout
             records = self._parse(parse_squeue_json, text, self._version_hint())
             wanted = set(ids)
-            return {k: v for k, v in records.items() if k in wanted}
+            return {k: v for k, v in records.items() if k in wanted or v.array_job_id in wanted}
         result = self._run(squeue_argv(json=False, job_ids=ids), allow=_INVALID_JOB_RE)
         if result.exit_code != 0:  # "Invalid job id specified": the controller forgot it
             return {}

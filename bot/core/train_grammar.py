@@ -22,7 +22,7 @@ USAGE: dict[str, str] = {
     "release": "/train release JOBID",
     "logs": f"/train logs JOBID [N]   (N lines, default {DEFAULT_LOG_LINES}, at most "
     f"{MAX_LOG_LINES})",
-    "watch": "/train watch JOBID",
+    "watch": "/train watch JOBID | ARRAYID_TASK",
     "stacks": "/train stacks JOBID",
     "history": "/train history RECIPE",
     "preflight": "/train preflight RECIPE",
@@ -45,6 +45,7 @@ HELP_LINES: dict[str, str] = {
 
 _RECIPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _JOB_ID_RE = re.compile(r"^[0-9]{1,12}$")
+_ARRAY_TASK_RE = re.compile(r"^([0-9]{1,12})_([0-9]{1,7})$")
 _COUNT_RE = re.compile(r"^[0-9]{1,6}$")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 # Slack escapes these three in slash command text (https://api.slack.com/reference/surfaces/formatting)
@@ -107,7 +108,8 @@ class Logs:
 
 @dataclass(frozen=True)
 class Watch:
-    job_id: int
+    job_id: int  # the array's id when `array_task` is set (`/train watch 123_4`)
+    array_task: int | None = None
 
 
 @dataclass(frozen=True)
@@ -288,7 +290,12 @@ def _p_logs(verb: str, args: list[str]) -> Command:
 
 def _p_watch(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=1)
-    return Watch(_job_id(verb, args[0]))
+    if match := _ARRAY_TASK_RE.match(args[0]):
+        return Watch(int(match[1]), int(match[2]))
+    if not _JOB_ID_RE.match(args[0]):
+        raise CommandError(f"{_show(args[0])} is not a job id (digits, e.g. 88154, or an "
+                           "array task, e.g. 88154_3)", verb)
+    return Watch(int(args[0]))
 
 
 def _p_stacks(verb: str, args: list[str]) -> Command:

@@ -9,7 +9,7 @@ recipe leaves one audit entry (who, what, which job, when, result), refusals inc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,17 +268,39 @@ def read_tail(sftp: SFTP, path: str, lines: int) -> str:
 
 def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: float) -> Reply:
     cluster, recipe, attempt = _find_job(ctx, cmd.job_id)
-    rec = ctx.clusters.slurm(cluster).job(cmd.job_id)
-    if rec is None:
-        raise UsageProblem(f"Slurm on {cluster} does not know job {cmd.job_id}")
-    added = ctx.store.watched_jobs.add(cluster, str(cmd.job_id), now=now,
+    slurm = ctx.clusters.slurm(cluster)
+    if cmd.array_task is None:
+        rec = slurm.job(cmd.job_id)
+        if rec is None:
+            raise UsageProblem(f"Slurm on {cluster} does not know job {cmd.job_id}")
+    else:
+        rec = _array_task(slurm.array_tasks(cmd.job_id), cmd.job_id, cmd.array_task, cluster)
+        attempt = None  # an array task is adopted: trainbot submits no arrays
+    job = str(rec.job_id)
+    own_id = "" if rec.display_id == job else f", its own id {job}"
+    added = ctx.store.watched_jobs.add(cluster, job, now=now,
                                        chain_id=attempt.chain_id if attempt else None,
                                        adopted=attempt is None)
-    _audit(ctx, actor, "watch", now, "ok" if added else "unchanged", str(cmd.job_id), recipe)
+    _audit(ctx, actor, "watch", now, "ok" if added else "unchanged", rec.display_id, recipe)
     if not added:
-        return Reply(f"Job {cmd.job_id} is already watched.")
-    return Reply(f"Watching job {cmd.job_id} ({rec.name or 'unnamed'}, {rec.state}) on "
-                 f"{cluster}.", job_id=str(cmd.job_id))
+        return Reply(f"Job {rec.display_id} is already watched.")
+    return Reply(f"Watching job {rec.display_id} ({rec.name or 'unnamed'}, {rec.state}{own_id}) "
+                 f"on {cluster}.", job_id=job)
+
+
+def _array_task(tasks: Mapping[int, JobRecord], array_job_id: int, task: int,
+                cluster: str) -> JobRecord:
+    """Task `task` of array `array_job_id` (its own record, under its own job id), or the
+    UsageProblem that says why it cannot be watched yet."""
+    for rec in tasks.values():
+        if rec.array_task_id == task:
+            return rec
+    if not tasks:
+        raise UsageProblem(f"Slurm on {cluster} does not know job array {array_job_id}")
+    if any(rec.array_task_id is None and not rec.is_finished for rec in tasks.values()):
+        raise UsageProblem(f"task {task} of array {array_job_id} has not started yet "
+                           f"(still pending); watch {array_job_id}_{task} once it runs")
+    raise UsageProblem(f"array {array_job_id} on {cluster} has no task {task}")
 
 
 def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,

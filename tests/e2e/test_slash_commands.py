@@ -352,6 +352,26 @@ def test_a_command_redelivered_to_another_replica_runs_once(shared_store_url, sl
             store.close()
 
 
+def test_watch_an_array_task_watches_its_own_job_id(app, urls, services, fake_slurm) -> None:
+    # array 6100: task 0 finished as 6101, task 2 runs as 6103, tasks 3-5 still pending as 6100
+    fake_slurm.add(6101, name="sweep", state="COMPLETED", array_job_id=6100, array_task_id=0)
+    fake_slurm.add(6103, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=2)
+    fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    _, replies = train(app, urls, "watch 6100_2", user="U0EVE")
+    assert replies[0]["text"] == "Watching job 6100_2 (sweep, RUNNING, its own id 6103) on dev."
+    assert [w.job_id for w in services.store.watched_jobs.list()] == ["6103"]
+    _, replies = train(app, urls, "watch 6100_2", user="U0EVE")
+    assert replies[0]["text"] == "Job 6100_2 is already watched."
+    _, replies = train(app, urls, "watch 6100_4", user="U0EVE")
+    assert replies[0]["text"].startswith("task 4 of array 6100 has not started yet")
+    _, replies = train(app, urls, "watch 7000_1", user="U0EVE")
+    assert replies[0]["text"].startswith("Slurm on dev does not know job array 7000")
+    fake_slurm.set(6100, state="CANCELLED")
+    _, replies = train(app, urls, "watch 6100_9", user="U0EVE")
+    assert replies[0]["text"].startswith("array 6100 on dev has no task 9")
+    assert ("command.watch", "6100_2", "ok") in {(a, j, r) for (_, a, j, r) in audit(services)}
+
+
 def test_hold_release_watch_and_logs_authorization(app, urls, services, fake_slurm) -> None:
     train(app, urls, "resume mix")
     _, replies = train(app, urls, "hold 88887", user="U0ALICE")

@@ -51,6 +51,7 @@ GOOD = [
     (f"logs 1 {MAX_LOG_LINES}", Logs(1, MAX_LOG_LINES)),
     ("watch 108687", Watch(108687)),
     ("stacks 88154", Stacks(88154)),
+    ("watch 108687_4", Watch(108687, 4)),
     ("history mix", History("mix")),
     ("preflight mix", Preflight("mix")),
 ]
@@ -77,6 +78,10 @@ BAD = [
     ("logs 1 ten", ["'ten' is not a line count"]),
     ("logs 1 2 3", ["extra argument(s): '3'"]),
     ("watch abc", ["'abc' is not a job id"]),
+    ("watch 123_", ["'123_' is not a job id", "an array task, e.g. 88154_3",
+                    "/train watch JOBID | ARRAYID_TASK"]),
+    ("watch 123_[1-3]", ["'123_[1-3]' is not a job id"]),
+    ("cancel 123_4", ["'123_4' is not a job id (digits only"]),
     ("status mix;id", ["'mix;id' is not a recipe name", "/train status [RECIPE|JOBID]"]),
     ("status a b", ["extra argument(s): 'b'"]),
     ("submit", ["`submit` needs an argument", "/train submit RECIPE [key=value ...]"]),
