@@ -170,9 +170,12 @@ def test_squeue_json_25_05_default_output_of_array_tasks():
     assert records[4802].stdout_path == "/home/progers/sweep/slurm-4800_2.out"
     assert records[4810].stdout_path == "/home/progers/sweep/slurm-4810.out"
     assert records[4811].stdout_path == "/home/progers/sweep/logs/sweep-4811.out"
+    assert [records[i].display_id for i in (4801, 4802, 4810, 4811)] == [
+        "4800_1", "4800_2", "4810", "4811"]
 
 
 def test_squeue_parsable_default_output_of_an_array_task():
     row = ("4801|4800|1|RUNNING|None|bob|root|debug|normal|1|1750000000|1750000001|1750003601|"
            "1:00:00|0:05|c12|512M|1|1|cpu=1,mem=512M,node=1,billing=1|0|0:0|/home/bob||sweep|\n")
     assert parse_squeue_parsable(row)[4801].stdout_path == "/home/bob/slurm-4800_1.out"
+    assert parse_squeue_parsable(row)[4801].display_id == "4800_1"
