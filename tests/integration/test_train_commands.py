@@ -153,21 +153,21 @@ def make_checkpoints(cluster: Any, root: str) -> None:
 
 
 @pytest.fixture
-def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
+def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     tag = uuid.uuid4().hex[:10]
-    work = posixpath.join(slurm_cluster.home, f"train-cmd-{tag}")
+    work = posixpath.join(dev_cluster.home, f"train-cmd-{tag}")
     canary = posixpath.join(work, "CANARY")
     ckpt = posixpath.join(work, "checkpoints")
-    assert slurm_cluster.ssh(["mkdir", "-p", ckpt]).returncode == 0
-    make_checkpoints(slurm_cluster, ckpt)
-    write(slurm_cluster, f"{work}/train.sbatch", TRAIN_SCRIPT.format(begin=0, sleep=1), "755")
-    write(slurm_cluster, f"{work}/slow.sbatch", TRAIN_SCRIPT.format(begin=8, sleep=5), "755")
-    write(slurm_cluster, f"{work}/record.sh", RECORD_WRAPPER.format(out=f"{work}/argv"), "755")
-    write(slurm_cluster, f"{work}/leak.sh", LEAKING_WRAPPER, "755")
+    assert dev_cluster.ssh(["mkdir", "-p", ckpt]).returncode == 0
+    make_checkpoints(dev_cluster, ckpt)
+    write(dev_cluster, f"{work}/train.sbatch", TRAIN_SCRIPT.format(begin=0, sleep=1), "755")
+    write(dev_cluster, f"{work}/slow.sbatch", TRAIN_SCRIPT.format(begin=8, sleep=5), "755")
+    write(dev_cluster, f"{work}/record.sh", RECORD_WRAPPER.format(out=f"{work}/argv"), "755")
+    write(dev_cluster, f"{work}/leak.sh", LEAKING_WRAPPER, "755")
     common = {"workdir": work, "log_path": f"{work}/%x-%j.out", "account": "root",
               "owners": ["U0OWNER"], "submitters": ["robots"], "approvers": ["leads"],
               "channel": "training", "checkpoint": {"dir": ckpt, "complete_rule": "dcp"}}
-    connection = {k: getattr(slurm_cluster, k) for k in
+    connection = {k: getattr(dev_cluster, k) for k in
                   ("host", "port", "user", "key_file", "known_hosts", "partition")}
     data = dev_cluster_config_data(
         connection, store_url=f"sqlite:///{tmp_path / 'state.db'}",
@@ -203,14 +203,14 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
         app = build_app(config, services, client=client, listener_executor=SyncExecutor(),
                         token_verification_enabled=False)
         try:
-            yield Env(slurm_cluster, work, canary, tag, app, services, slack, urls)
+            yield Env(dev_cluster, work, canary, tag, app, services, slack, urls)
         finally:
             for name in ("mix", "slow", "comp", "comp2"):
-                slurm_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
+                dev_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
             services.clusters.close()
             store.close()
             urls.close()
-            slurm_cluster.ssh(["rm", "-rf", work])
+            dev_cluster.ssh(["rm", "-rf", work])
 
 
 def test_resume_mix_end_to_end(env: Env) -> None:
