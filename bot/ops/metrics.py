@@ -127,5 +127,8 @@ class CountingSessions:
     def sftp(self, cluster: str) -> Any:
         return self._inner.sftp(cluster)
 
+    def tail_reader(self, cluster: str) -> Any:
+        return self._inner.tail_reader(cluster)
+
     def close(self) -> None:
         self._inner.close()

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink
 from prometheus_client import generate_latest
 from slack_standin import SlackStandIn
 from support.watcher import LOG, add_job, make_watcher
@@ -18,7 +18,8 @@ from bot.cluster.errors import ClusterUnavailable
 from bot.core.readiness import stale_clusters
 from bot.core.slurm.records import JobRecord
 from bot.ops.health import HealthServer
-from bot.ops.metrics import CountingSlurm, ServiceMetrics
+from bot.ops.metrics import CountingSessions, CountingSlurm, ServiceMetrics
+from bot.services.ports import ClusterSessions
 from bot.slack.retry import make_client
 from bot.store import Store
 
@@ -122,6 +123,16 @@ def test_slurm_commands_are_counted_by_kind_and_result() -> None:
                   result="ok") == 1
     assert sample(metrics, "trainbot_slurm_commands_total", cluster="dev", kind="hold",
                   result="error") == 1
+
+
+def test_counting_sessions_offer_every_cluster_port_and_read_logs_through_the_inner_one(
+) -> None:
+    sftp = FakeSFTP()
+    sessions = CountingSessions(FakeClusters(FakeSlurm(), sftp=sftp), ServiceMetrics())
+    port = [name for name in vars(ClusterSessions) if not name.startswith("_")]
+    assert "tail_reader" in port
+    assert [name for name in port if not callable(getattr(sessions, name, None))] == []
+    assert sessions.tail_reader("dev") is sftp  # the watcher's batched reads (metrics on)
 
 
 def test_store_gauges_are_read_at_each_scrape() -> None:
