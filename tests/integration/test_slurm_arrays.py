@@ -58,11 +58,12 @@ def _by_task(tasks: Mapping[int, JobRecord]) -> dict[int | None, JobRecord]:
 def test_array_tasks_are_records_of_their_own(slurm_cluster, ssh_runner, array, path):
     array_id, name = array
     client = SlurmClient(ssh_runner, use_json=(path == "json"), timeout=60)
-    running = wait_tasks(
-        client, array_id,
-        lambda t: any(r.is_running and r.array_task_id is not None for r in t.values()),
-        timeout=60, what=f"a task of array {array_id} RUNNING")
-    task = next(r for r in running.values() if r.is_running and r.array_task_id is not None)
+    def seen_running(rec: JobRecord) -> bool:  # in squeue (its log path), not only in sacct
+        return rec.is_running and rec.array_task_id is not None and "squeue" in rec.source
+
+    running = wait_tasks(client, array_id, lambda t: any(map(seen_running, t.values())),
+                         timeout=60, what=f"a task of array {array_id} RUNNING in squeue")
+    task = next(r for r in running.values() if seen_running(r))
     assert task.array_job_id == array_id and task.display_id == f"{array_id}_{task.array_task_id}"
     assert task.stdout_path == f"{slurm_cluster.home}/{name}-{array_id}_{task.array_task_id}.out"
     # the watcher reads a task by its own id, like any job
