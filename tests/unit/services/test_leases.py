@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from fakes import FakeClusters, FakeSlurm
+from support.race import winners_of_race
 
 import bot.app
 import bot.services.competitors as competitors
@@ -128,27 +129,11 @@ def test_replicas_racing_for_a_lease_at_the_same_instant_get_exactly_one_winner(
     stores = [Store.open(store_url) for _ in range(n)]
     if before == "lapsed":  # the race is on the conditional UPDATE, not the INSERT
         stores[0].leases.acquire(LEASE, "dead", now=0.0, ttl_s=30.0)
-    barrier = threading.Barrier(n)
-    won: dict[str, bool] = {}
-    errors: list[Exception] = []
-
-    def race(i: int) -> None:
-        try:
-            barrier.wait()
-            won[f"R{i}"] = stores[i].leases.acquire(LEASE, f"R{i}", now=100.0, ttl_s=30.0)
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(n)]
     try:
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        assert not errors
-        winners = [name for name, ok in won.items() if ok]
-        assert len(won) == n and len(winners) == 1
-        assert stores[0].leases.holder(LEASE) == winners[0]
+        [winner] = winners_of_race([  # exactly one
+            lambda i=i: stores[i].leases.acquire(LEASE, f"R{i}", now=100.0, ttl_s=30.0)
+            for i in range(n)])
+        assert stores[0].leases.holder(LEASE) == f"R{winner}"
     finally:
         for s in stores:
             s.close()

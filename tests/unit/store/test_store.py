@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from sqlalchemy import inspect
+from support.race import winners_of_race
 
 from bot.core.redact import Redactor
 from bot.store import Store, StoreError, StoreVersionError, display_url
@@ -388,28 +389,12 @@ def test_a_command_delivered_to_many_replicas_at_once_is_claimed_by_exactly_one(
     n = 8
     stores = [Store.open(store_url) for _ in range(n)]
     stores[0].command_claims.claim("old", "gone", now=0.0, ttl_s=1.0)  # lapsed: purged in race
-    barrier = threading.Barrier(n)
-    won: dict[str, bool] = {}
-    errors: list[Exception] = []
-
-    def deliver(i: int) -> None:
-        try:
-            barrier.wait()
-            won[f"R{i}"] = stores[i].command_claims.claim("trig-1", f"R{i}", now=100.0,
-                                                          ttl_s=3600.0)
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=deliver, args=(i,)) for i in range(n)]
     try:
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        assert not errors
-        winners = [name for name, ok in won.items() if ok]
-        assert len(won) == n and len(winners) == 1
-        assert stores[0].command_claims.holder("trig-1") == winners[0]
+        [winner] = winners_of_race([  # exactly one
+            lambda i=i: stores[i].command_claims.claim("trig-1", f"R{i}", now=100.0,
+                                                       ttl_s=3600.0)
+            for i in range(n)])
+        assert stores[0].command_claims.holder("trig-1") == f"R{winner}"
         assert stores[0].command_claims.holder("old") is None
     finally:
         for s in stores:
