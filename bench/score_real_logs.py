@@ -1,14 +1,15 @@
 """Accuracy of `trainbot diagnose` on the real-log corpus (tests/fixtures/real), per split.
 
-    .venv/bin/python bench/score_real_logs.py [--split tuned|heldout|all] [--misses] [--json]
+    .venv/bin/python bench/score_real_logs.py [--split tuned|heldout|all] [--misses] [--record]
 
 Each fixture is an excerpt of a public log; its file name starts with the class decided from
 the thread's own conclusion (`gpu_failure__sd-scripts-1434.log`), its first line names the
 source. `tests/fixtures/real/*.log` is the tuned split (the catalogue is tuned on it);
 `tests/fixtures/real/heldout/*.log` is the held-out split (never tuned on: score it, do not
-fit patterns to its misses). A log is diagnosed as `trainbot diagnose LOG --json` does with no
-sacct flags (the log alone). Beside it, a naive first-match grep: the class of the first line
-matching any catalogue primary pattern, `none` when no line does.
+fit patterns to its misses, do not read its logs; it may be empty or absent). A log is
+diagnosed as `trainbot diagnose LOG --json` does with no sacct flags (the log alone). Beside
+it, a naive first-match grep: the class of the first line matching any catalogue primary
+pattern, `none` when no line does.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=["tuned", "heldout", "all"], default="all")
     ap.add_argument("--misses", action="store_true", help="list the misclassified logs")
     ap.add_argument("--record", action="store_true",
-                    help=f"write the figures to {RECORDED.relative_to(ROOT)}")
+                    help="write the figures to bench/real_logs_accuracy.json")
     args = ap.parse_args(argv)
     cat = Catalogue.load()
     splits = ["tuned", "heldout"] if args.split == "all" else [args.split]
@@ -99,15 +100,19 @@ def main(argv: list[str] | None = None) -> int:
         results = score(fixture_paths(split), cat)
         ok, n = accuracy(results)
         grep_ok = sum(r.grep == r.label for r in results)
-        print(f"{split:8s} trainbot diagnose {ok}/{n} = {100 * ok / max(n, 1):.1f} %   "
-              f"first-match grep {grep_ok}/{n} = {100 * grep_ok / max(n, 1):.1f} %")
         recorded[split] = {"correct": ok, "total": n, "grep_correct": grep_ok}
+        if not n:
+            print(f"{split:8s} no logs")
+            continue
+        print(f"{split:8s} trainbot diagnose {ok}/{n} = {100 * ok / n:.1f} %   "
+              f"first-match grep {grep_ok}/{n} = {100 * grep_ok / n:.1f} %")
         if args.misses:
             for r in results:
                 if not r.correct:
                     print(f"    {r.name}: diagnosed {r.diagnosed}")
-    if args.record:
-        RECORDED.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+    if args.record:  # a single split's run keeps the other split's recorded figures
+        before = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+        RECORDED.write_text(json.dumps(before | recorded, indent=2, sort_keys=True) + "\n")
     return 0
 
 
