@@ -1,19 +1,25 @@
-"""Precision and recall of the launcher lint on real Slurm launchers, per check.
+r"""Precision and recall of the launcher lint on real Slurm launchers, per check.
 
-    .venv/bin/python bench/launcher_corpus.py [--dir DIR] [--mirrors /work/.mirror] [--show]
+    .venv/bin/python bench/launcher_corpus.py [--dir DIR] [--mirrors DIR] [--show] [--json OUT]
 
 The labelled corpus is tests/fixtures/launchers/corpus/manifest.json: each launcher's public
 source (repo, commit, path), its sha256, and labels decided by reading the script before any
 lint run. The scripts are third-party code and are not committed: they are read from DIR
 (default $TMPDIR/trainbot-launcher-corpus), filled from git mirrors of the source repositories
-(`--mirrors`, one `<owner>+<name>/repo` git directory each) where a file is missing. A file
-whose sha256 differs from the manifest is skipped and reported.
+(`--mirrors` or $TRAINBOT_MIRRORS, one `<owner>+<name>/repo` git directory each, bare or with a
+work tree) where a file is missing. Without mirrors at hand, make them from GitHub:
+
+    for r in $(.venv/bin/python bench/launcher_corpus.py --repos); do
+      git clone --bare https://github.com/$r "$MIRRORS/${r/\//+}/repo"; done
+
+A file whose sha256 differs from the manifest is skipped and reported.
 
 Scoring: every warn/fail finding of a check is true, false or unclear by the label of its line
 (or the script's `*` label); an unlabelled line is false. Recall is over the labels marked
-true: found when a warn/fail finding of that check names the line (any line for `*`). The
-incident launchers in tests/fixtures/launchers (report_108687*.sbatch, the seed's
-silent-exit pattern) are scored the same way as a second group.
+true: found when a warn/fail finding of that check names the line (any line for `*`); a
+missed one is listed with the level the lint gave it. The incident launchers in
+tests/fixtures/launchers (report_108687*.sbatch, the seed's silent-exit pattern) are scored
+the same way as a second group. `--json` writes both tables and every finding.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ INCIDENT = {
 
 def _from_mirror(mirrors: Path, entry: dict) -> bytes | None:
     git_dir = mirrors / entry["repo"].replace("/", "+") / "repo"
+    if (git_dir / ".git").is_dir():
+        git_dir = git_dir / ".git"  # a clone with a work tree
     if not git_dir.is_dir():
         return None
     proc = subprocess.run(
@@ -86,39 +94,59 @@ def _label(labels: dict, check: str, line: int | None) -> str:
     return by_line.get("*", "false")
 
 
-def score(items: list[tuple[str, dict, str]], show: bool) -> dict[str, dict[str, int]]:
-    """Per check: fired / true / false / unclear counts and recall over true labels."""
-    table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+def score(items: list[tuple[str, dict, str]]) -> tuple[dict[str, dict], list[dict]]:
+    """Per check: fired (warn/fail) / true / false / unclear, precision and recall over the
+    true labels; and every warn/fail finding and every missed true label, one row each."""
+    table: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+    rows: list[dict] = []
     for name, labels, text in items:
-        findings = [f for f in lint_launcher(text) if f.level in ("warn", "fail")]
-        for f in findings:
+        findings = lint_launcher(text)
+        alarms = [f for f in findings if f.level in ("warn", "fail")]
+        for f in alarms:
             verdict = _label(labels, f.check, f.line)
             row = table[f.check]
             row["fired"] += 1
             row[f"fired_{f.level}"] += 1
             row[verdict] += 1
-            if show:
-                print(f"  [{verdict}] {name} L{f.line} {f.check} {f.level}: {f.message[:150]}")
+            rows.append({"launcher": name, "check": f.check, "line": f.line, "level": f.level,
+                         "verdict": verdict, "message": f.message})
         for check, by_line in labels.items():
             for key, verdict in by_line.items():
                 if verdict != "true":
                     continue
                 table[check]["labelled_true"] += 1
-                if any(f.check == check and (key == "*" or str(f.line) == key)
-                       for f in findings):
+                if any(f.check == check and (key == "*" or str(f.line) == key) for f in alarms):
                     table[check]["found"] += 1
-    return table
+                    continue
+                given = [f.level for f in findings
+                         if f.check == check and (key == "*" or str(f.line) == key)]
+                rows.append({"launcher": name, "check": check,
+                             "line": None if key == "*" else int(key),
+                             "level": given[0] if given else "none", "verdict": "missed",
+                             "message": ""})
+    for r in table.values():
+        for key in ("fired", "fired_warn", "fired_fail", "true", "false", "unclear",
+                    "labelled_true", "found"):
+            r[key] += 0
+        judged = r["true"] + r["false"]
+        r["precision"] = round(r["true"] / judged, 3) if judged else None
+        r["recall"] = round(r["found"] / r["labelled_true"], 3) if r["labelled_true"] else None
+    return {c: dict(r) for c, r in sorted(table.items())}, rows
 
 
-def _print(title: str, table: dict[str, dict[str, int]]) -> None:
+def _print(title: str, table: dict[str, dict], rows: list[dict], show: bool) -> None:
+    if show:
+        for r in rows:
+            where = f"L{r['line']}" if r["line"] is not None else "*"
+            print(f"  [{r['verdict']}] {r['launcher']} {where} {r['check']} {r['level']}: "
+                  f"{r['message'][:150]}")
     print(f"\n{title}\n")
     print("| check | fired (warn/fail) | true | false | unclear | precision | recall |")
     print("|---|---|---|---|---|---|---|")
-    for check in sorted(table):
-        r = table[check]
-        judged = r["true"] + r["false"]
-        precision = f"{100 * r['true'] / judged:.0f} %" if judged else "n/a (no true/false)"
-        recall = (f"{r['found']}/{r['labelled_true']}" if r["labelled_true"] else "n/a")
+    for check, r in table.items():
+        precision = (f"{100 * r['precision']:.0f} %" if r["precision"] is not None
+                     else "n/a (no true/false)")
+        recall = f"{r['found']}/{r['labelled_true']}" if r["labelled_true"] else "n/a"
         print(f"| `{check}` | {r['fired']} ({r['fired_warn']}/{r['fired_fail']}) | {r['true']} | "
               f"{r['false']} | {r['unclear']} | {precision} | {recall} |")
 
@@ -129,19 +157,37 @@ def main() -> None:
                         default=Path(tempfile.gettempdir()) / "trainbot-launcher-corpus")
     parser.add_argument("--mirrors", type=Path, default=None,
                         help="directory of <owner>+<name>/repo git mirrors to fill the cache")
-    parser.add_argument("--show", action="store_true", help="print every warn/fail finding")
+    parser.add_argument("--show", action="store_true",
+                        help="print every warn/fail finding and every missed true label")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--repos", action="store_true",
+                        help="list the repositories the corpus comes from, and stop")
     args = parser.parse_args()
+    if args.repos:
+        doc = json.loads(MANIFEST.read_text())
+        print("\n".join(sorted({e["repo"] for e in doc["launchers"]})))
+        return
     mirrors = args.mirrors or (Path(os.environ["TRAINBOT_MIRRORS"])
                                if "TRAINBOT_MIRRORS" in os.environ else None)
     corpus, problems = load_corpus(args.dir, mirrors)
     for p in problems:
         print(p, file=sys.stderr)
     real = [(e["id"], e["labels"], text) for e, text in corpus]
-    _print(f"Real launchers: {len(real)} of {len(corpus) + len(problems)} in the manifest",
-           score(real, args.show))
+    real_table, real_rows = score(real)
+    title = f"Real launchers: {len(real)} of {len(corpus) + len(problems)} in the manifest"
+    _print(title, real_table, real_rows, args.show)
     fixtures = ROOT / "tests" / "fixtures" / "launchers"
     incident = [(n, labels, (fixtures / n).read_text()) for n, labels in INCIDENT.items()]
-    _print("Incident launchers (tests/fixtures/launchers)", score(incident, args.show))
+    incident_table, incident_rows = score(incident)
+    _print("Incident launchers (tests/fixtures/launchers)", incident_table, incident_rows,
+           args.show)
+    if args.json:
+        args.json.write_text(json.dumps({
+            "real": {"launchers": len(real), "missing": problems, "checks": real_table,
+                     "findings": real_rows},
+            "incident": {"launchers": len(incident), "checks": incident_table,
+                         "findings": incident_rows},
+        }, indent=1) + "\n")
 
 
 if __name__ == "__main__":
