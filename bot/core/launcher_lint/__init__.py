@@ -1,0 +1,101 @@
+"""Lint a Slurm batch script for the launcher bugs that cost the team GPU hours (pure).
+
+`engine` walks the script once (`model.Scan`); each check is a module of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.core.findings import Finding
+from bot.core.launcher_lint.arith import check_arith
+from bot.core.launcher_lint.empty_match import check_empty_match
+from bot.core.launcher_lint.engine import scan
+from bot.core.launcher_lint.jit import (
+    NO_COMPILER,
+    after_toolchain_probe,
+    check_jit,
+    python_scripts_in,
+)
+from bot.core.launcher_lint.messages import crashed
+from bot.core.launcher_lint.model import (
+    CHECK_ARITH_ZERO,
+    CHECK_EMPTY_MATCH,
+    CHECK_JIT_CC,
+    CHECK_NOUNSET,
+    CHECK_POINTER,
+    CHECK_SHEBANG,
+    CHECK_STRICT_MODE,
+    MAX_DEPTH,
+    Scan,
+)
+from bot.core.launcher_lint.nounset import check_nounset
+from bot.core.launcher_lint.paths import assignments
+from bot.core.launcher_lint.pointer import check_pointer
+from bot.core.launcher_lint.shebang import check_shebang
+from bot.core.shell_lexer import blank_heredocs, strip_comments
+
+
+def lint_launcher(
+    script_text: str, python_sources: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """All findings for a batch script; `python_sources` maps the .py files it runs to their text.
+
+    Every check reports at least one finding (a `pass` when it found nothing), so a report
+    shows what was checked. A check that raises becomes a `warn` finding saying so; the
+    others still run.
+    """
+    findings = check_shebang(script_text)
+    try:
+        code = strip_comments(script_text)
+        blanked = blank_heredocs(code)
+        assigns = assignments(code)
+    except Exception as exc:  # noqa: BLE001 (the lexer failing is reported, not raised)
+        findings.append(Finding(CHECK_STRICT_MODE, "pass", None, "not checked"))
+        return findings + [crashed(check, exc) for check in (
+            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_JIT_CC, CHECK_POINTER)]
+    walked: Scan | None = None
+    try:
+        walked = scan(script_text, blanked)
+        empty = check_empty_match(script_text, blanked, walked, assigns)
+    except Exception as exc:  # noqa: BLE001 (any crash is reported as a finding)
+        empty = [crashed(CHECK_EMPTY_MATCH, exc)]
+    if walked is not None and walked.opts.errexit_line:
+        opts = walked.opts
+        mode = "set -e" + (" + pipefail" if opts.pipefail else "")
+        findings.append(Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,
+                                f"strict mode on ({mode}): unguarded failures stop the launcher"))
+    else:
+        findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
+                                "no `set -e`: failing commands do not stop the launcher"))
+    findings.extend(empty)
+    if walked is not None:
+        done = walked
+        for check, run in ((CHECK_ARITH_ZERO, lambda: check_arith(done, code)),
+                           (CHECK_NOUNSET, lambda: check_nounset(done))):
+            try:
+                findings.extend(run())
+            except Exception as exc:  # noqa: BLE001
+                findings.append(crashed(check, exc))
+    for check, run in ((CHECK_JIT_CC, lambda: check_jit(code, python_sources or {})),
+                       (CHECK_POINTER, lambda: check_pointer(code, assigns))):
+        try:
+            findings.extend(run())
+        except Exception as exc:  # noqa: BLE001
+            findings.append(crashed(check, exc))
+    return findings
+
+
+__all__ = [
+    "after_toolchain_probe",
+    "CHECK_ARITH_ZERO",
+    "CHECK_EMPTY_MATCH",
+    "CHECK_JIT_CC",
+    "CHECK_NOUNSET",
+    "CHECK_POINTER",
+    "CHECK_SHEBANG",
+    "CHECK_STRICT_MODE",
+    "MAX_DEPTH",
+    "NO_COMPILER",
+    "lint_launcher",
+    "python_scripts_in",
+]

@@ -1,0 +1,39 @@
+"""`arith_zero_under_errexit`: `((n++))` / `let n++` with `n` last set to 0 under `set -e`."""
+
+from __future__ import annotations
+
+import re
+
+from bot.core.findings import Finding
+from bot.core.launcher_lint.messages import short, slurm_shows
+from bot.core.launcher_lint.model import CHECK_ARITH_ZERO, Scan
+
+#: The increments the walk collects where `set -e` is on.
+ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*\)\)$")
+LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)(\+\+|--)[\"']?$")
+
+
+def check_arith(scan: Scan, code: str) -> list[Finding]:
+    findings: list[Finding] = []
+    values: dict[str, list[tuple[int, str]]] = {}
+    if scan.arith:
+        wanted = {a.variable for a in scan.arith}
+        for m in re.finditer(r"(?<![\w$])([A-Za-z_]\w*)=(\S*)", code):
+            if m.group(1) in wanted:
+                values.setdefault(m.group(1), []).append((m.start(), m.group(2).strip("\"'")))
+    for a in scan.arith:
+        before = [v for pos, v in values.get(a.variable, []) if pos < a.offset]
+        if not before or before[-1] != "0":
+            continue
+        line = scan.line_of(a.offset)
+        findings.append(Finding(
+            CHECK_ARITH_ZERO, "fail", line,
+            f"line {line}: `{short(a.command)}` with `{a.variable}` at 0 evaluates to 0, so its "
+            "status is 1: under `set -e` the launcher stops right here the first time: "
+            f"{slurm_shows(1)}",
+            f"use `(( ++{a.variable} ))` or `{a.variable}=$(( {a.variable} + 1 ))`",
+        ))
+    if not findings:
+        findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
+                                "no `((n++))` from 0 under `set -e`"))
+    return findings

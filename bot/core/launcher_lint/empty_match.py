@@ -1,0 +1,323 @@
+"""`empty_match_under_errexit`: under `set -e` (+ `pipefail`), a command that fails when nothing
+matches decides a statement's status. The walk (engine) asks `command_hit` about each simple
+command; `check_empty_match` weighs each hit against the whole script."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.core.findings import Finding
+from bot.core.launcher_lint.messages import short, slurm_shows
+from bot.core.launcher_lint.model import CHECK_EMPTY_MATCH, MAX_DEPTH, Hit, Opts, Scan
+from bot.core.launcher_lint.paths import norm, resolve, unquote
+from bot.core.shell_lexer import has_glob
+
+#: How far after a statement (characters) its empty-result branch is looked for.
+BRANCH_WINDOW = 8192
+#: At most this many informational (pass) empty-match notes per script.
+MAX_NOTES = 5
+
+_GREP_WORDS = {"grep", "egrep", "fgrep", "zgrep", "rg", "pgrep", "ag"}
+_FILE_WORDS = {"cat", "stat", "readlink", "realpath", "du", "wc", "head", "tail", "sort", "cp",
+               "mv", "ls"}
+_STATUS = {"ls": 2, "sort": 2, "find": 1}
+_GUARD_GREP_RE = re.compile(r"\bgrep\s+((?:-\S+\s+)*)(\S+)\s+([^\s;|&)]+)")
+
+
+def guard_greps(lst: str) -> set[tuple[str, str]]:
+    """The (pattern, file) of each `grep -q PATTERN FILE` test in a condition: a later grep of
+    the same pattern in the same file runs only where the test matched."""
+    return {(unquote(m.group(2)), unquote(m.group(3))) for m in _GUARD_GREP_RE.finditer(lst)}
+
+
+def command_hit(name: str, args: list[str], cmd: str, off: int, is_last: bool, in_pipe: bool,
+                opts: Opts, guarded: set[tuple[str, str]]) -> Hit | None:
+    """The hit for simple command `cmd` (program `name`, arguments `args`) at offset `off`
+    when it fails on an empty match and that failure counts; None otherwise."""
+    file_args = _file_args(name, args)
+    globbed = [a for a in file_args if has_glob(a)]
+    cmd_short = short(cmd)
+    if name in _GREP_WORDS:
+        pattern, files = _grep_args(args)
+        if any((pattern, f) in guarded for f in files):
+            return None
+        return Hit(off, cmd_short, name, 1, f"`{name}` exits 1 when nothing matches",
+                   f"guard it: `{{ {cmd_short} || true; }}`", tuple(files))
+    if name == "ls" and globbed and not opts.nullglob:
+        return Hit(off, cmd_short, name, 2,
+                   f"`ls` exits 2 when `{globbed[0]}` matches nothing"
+                   + (" (e.g. no checkpoint yet)"
+                      if re.search(r"(?i)ckpt|checkpoint|step|iter", globbed[0]) else ""),
+                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}`", tuple(globbed))
+    if (name == "ls" and in_pipe and not is_last and opts.pipefail and file_args
+            and not globbed):
+        return Hit(off, cmd_short, name, 2,
+                   f"`ls` exits 2 when `{file_args[0]}` does not exist yet (a first run)",
+                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}`", tuple(file_args),
+                   missing_dir=True)
+    if name == "find" and in_pipe and not is_last:
+        start = [a for a in args if not a.startswith("-")][:1]
+        return Hit(off, cmd_short, name, 1,
+                   "`find` exits non-zero when its start directory does not exist yet "
+                   "(and may die of SIGPIPE when `head` stops reading)",
+                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}`", tuple(start),
+                   missing_dir=True)
+    if name in _FILE_WORDS and globbed and not opts.nullglob:
+        return Hit(off, cmd_short, name, _STATUS.get(name, 1),
+                   f"`{name}` fails when `{globbed[0]}` matches nothing",
+                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}` or test the files "
+                   "exist first", tuple(globbed))
+    return None
+
+
+def _file_args(name: str, args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a.startswith("-"):
+            skip = name in ("head", "tail") and a in ("-n", "-c")
+            continue
+        if a.startswith((">", "<", "2>", "&>", "1>")):
+            continue
+        out.append(a)
+    return out
+
+
+def _grep_args(args: list[str]) -> tuple[str, list[str]]:
+    """(pattern, files) of a grep command line."""
+    pattern: str | None = None
+    files: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-e", "--regexp") and i + 1 < len(args):
+            pattern = unquote(args[i + 1])
+            i += 2
+            continue
+        if a.startswith("-") and pattern is None or a.startswith(("-", ">", "<", "2>", "&>")):
+            i += 1
+            continue
+        if pattern is None:
+            pattern = unquote(a)
+        else:
+            files.append(unquote(a))
+        i += 1
+    return pattern or "", files
+
+
+_JOB_NAME_RE = re.compile(
+    r"(?i)(ckpt|checkpoint|step_|step-|iter_|iter-|global_step|latest|epoch|\.log\b|\.out\b|"
+    r"\.err\b|(^|/)logs?(/|$)|slurm-|output|results?(/|$)|\.pt\b|\.pth\b|\.safetensors\b)"
+)
+_SYSTEM_PATH_RE = re.compile(r"^/(usr|lib|lib64|etc|opt|proc|sys|bin|sbin|dev)/")
+_WRITE_ARG = r"\s*(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
+#: Where a script says it writes a path: redirections, tee, mkdir, touch, `-o`/`-e`, and the
+#: output / save / log / checkpoint options of the programs it runs. One literal-led pattern
+#: each, so that the regex engine can skip ahead.
+_MKDIR_RE = re.compile(r"\bmkdir\s+(?:-\S+\s+)*" + _WRITE_ARG)
+_WRITE_RES = [_MKDIR_RE] + [re.compile(p + _WRITE_ARG) for p in (
+    r">>?",
+    r"\btee\s+(?:-a\s+)?",
+    r"\btouch\s+",
+    r"\s-[oe]\s+",
+    r"--(?:output|error|save|log|ckpt|checkpoint)[\w-]*[= ]",
+)]
+_TRAIN_RE = re.compile(
+    r"(?m)^[^\n#]*?(?:\btorchrun\b|\bdeepspeed\s|\baccelerate\s+launch\b|\bpython[\d.]*\s+"
+    r"(?:-\S+\s+)*(?:-m\s+\S+|\S+\.py)\b|\bmpirun\b|\bsrun\b[^\n]*\.py\b)"
+)
+
+
+@dataclass
+class _Context:
+    """What the whole script says about a hit: which paths the job writes, which variables have
+    an empty-result branch, where training starts."""
+
+    assigns: dict[str, str]
+    written: set[str]
+    train_line: int | None
+    code: str
+    made_dirs: list[tuple[int, str]] = field(default_factory=list)  # (offset, path) of mkdir
+
+
+def _context(code: str, sbatch_options: str, scan: Scan, assigns: dict[str, str]) -> _Context:
+    written: set[str] = set()
+    for rx in _WRITE_RES:
+        for text in (code, sbatch_options):
+            for m in rx.finditer(text):
+                path = resolve(norm(m.group(1)), assigns).rstrip("/")
+                if path:
+                    written.add(path)
+    made_dirs = [(m.start(), resolve(norm(m.group(1)), assigns).rstrip("/"))
+                 for m in _MKDIR_RE.finditer(code)]
+    train = _TRAIN_RE.search(code)
+    train_line = scan.line_of(train.start()) if train else None
+    return _Context(assigns, written, train_line, code, made_dirs)
+
+
+def _made_before(hit: Hit, ctx: _Context) -> str | None:
+    """The directory a `missing_dir` hit reads, when `mkdir` created it earlier in the script."""
+    if not hit.missing_dir:
+        return None
+    for raw in hit.targets:
+        target = resolve(norm(raw), ctx.assigns).rstrip("/")
+        if any(pos < hit.offset and path == target for pos, path in ctx.made_dirs):
+            return target
+    return None
+
+
+def _branch_for(var: str | None, ctx: _Context, after: int) -> tuple[str, bool] | None:
+    """The first test of `var` for an empty result after `after`: (its text, does the branch
+    go on rather than just exit?); None when there is no such test."""
+    if not var:
+        return None
+    v = re.escape(var)
+    rx = re.compile(
+        r"(?:-[zn]\s+\"?\$\{?" + v + r"\b|\"?\$\{?" + v + r"\}?\"?\s*!?==?\s*(?:\"\"|'')"
+        r"|(?:\"\"|'')\s*!?==?\s*\"?\$\{?" + v + r"\b|\[\[?\s+\"?\$\{?" + v + r"\}?\"?\s+\]"
+        r"|\$\{" + v + r":?[-=+]|-[defs]\s+\"?\$\{?" + v + r"\b"
+        r"|\$\{?" + v + r"\}?\"?\s+-(?:eq|ne|gt|lt|ge|le)\s)"
+    )
+    for m in rx.finditer(ctx.code, after, after + BRANCH_WINDOW):
+        line_end = ctx.code.find("\n", m.end())
+        block_end = ctx.code.find("\nfi", m.end(), after + BRANCH_WINDOW)
+        block = ctx.code[m.start(): block_end if block_end >= 0 else line_end]
+        text = short(ctx.code[m.start(): line_end if line_end >= 0 else len(ctx.code)], 40)
+        # an empty side that is an error exit: stopping earlier loses nothing
+        exits = re.search(r"\bexit\s+(?:[1-9]|\$)|\breturn\s+[1-9]|\bexit\s*$", block, re.M)
+        return text, not exits
+    return None
+
+
+def _job_produced(hit: Hit, ctx: _Context) -> str | None:
+    """Why the target is something the job itself produces (None if it is not / unknown)."""
+    targets = list(hit.targets)
+    if not targets and hit.upstream:
+        m = re.search(r"\b(?:cat|tail|head|ls|find)\s+(?:-\S+\s+)*(\S+)", hit.upstream)
+        if not m:
+            return None  # a grep on another command's output (`scontrol … | grep`)
+        targets = [unquote(m.group(1))]
+    for raw in targets:
+        target = resolve(norm(raw), ctx.assigns)
+        if _SYSTEM_PATH_RE.match(target):
+            continue
+        base = target.split("*", 1)[0].rstrip("/")
+        for path in (target, *_ancestors(base)):
+            if path in ctx.written:
+                return f"`{path}` is written by this script"
+        name_m = _JOB_NAME_RE.search(target)
+        if name_m:
+            return f"`{raw}` names a checkpoint or log the job writes"
+    return None
+
+
+def _ancestors(path: str) -> list[str]:
+    """`a/b/c` -> [`a/b/c`, `a/b`, `a`] (the path itself and the directories above it)."""
+    out = []
+    while path:
+        out.append(path)
+        cut = path.rfind("/")
+        if cut <= 0:
+            break
+        path = path[:cut]
+    return out
+
+
+def _when(line: int, ctx: _Context) -> str:
+    if ctx.train_line is None:
+        return "before anything after it runs"
+    if line < ctx.train_line:
+        return f"before training starts (training runs on line {ctx.train_line})"
+    if line > ctx.train_line:
+        return (f"after the training command (line {ctx.train_line}) has returned, so the job's "
+                "state, not its work, is what is lost")
+    return "on the training line itself"
+
+
+def _sbatch_options(text: str) -> str:
+    return "\n".join(m.group(1) for m in re.finditer(r"(?m)^#SBATCH\s+(.*)$", text))
+
+
+def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str]) -> list[Finding]:
+    hits = scan.hits
+    ctx = _context(code, _sbatch_options(text), scan, assigns) if hits else None
+    findings: list[Finding] = []
+    notes: list[Finding] = []
+    seen: set[tuple[int, str]] = set()
+    mode = "`set -e` + `pipefail`" if scan.opts.pipefail else "`set -e`"
+    for hit in hits:
+        line = scan.line_of(hit.offset)
+        if (line, hit.command) in seen:
+            continue
+        seen.add((line, hit.command))
+        where = "in a command substitution assigned to a variable, " if hit.in_substitution else ""
+        if hit.function:
+            where += f"in function `{hit.function}`, "
+        assert ctx is not None
+        produced = _job_produced(hit, ctx)
+        branch_test = _branch_for(hit.variable, ctx, hit.offset)
+        branch = branch_test[0] if branch_test and branch_test[1] else None
+        if branch_test and not branch_test[1]:
+            produced = None  # the script stops on an empty result anyway
+        made = _made_before(hit, ctx)
+        if made:
+            produced = None  # the directory exists: nothing to miss
+        if hit.hidden_by is not None:
+            call_line = scan.line_of(hit.hidden_by)
+            stop = (f"under {mode} the function stops right here, {_when(line, ctx)}, but its "
+                    f"call on line {call_line} pipes it into another command, whose status "
+                    "the pipeline returns: the launcher goes on past the skipped work and, "
+                    "unless something later fails, Slurm shows COMPLETED 0:0 (the silent exit "
+                    "of job 108687)")
+        else:
+            stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
+                    f"{slurm_shows(hit.status)}")
+        if produced and branch:
+            findings.append(Finding(
+                CHECK_EMPTY_MATCH, "fail", line,
+                f"line {line}: {where}{hit.reason}; {produced}, and the script expects an "
+                f"empty result (`{branch}`) but never gets there: {stop}: `{hit.command}`",
+                hit.fix,
+            ))
+        elif produced:
+            findings.append(Finding(
+                CHECK_EMPTY_MATCH, "warn", line,
+                f"line {line}: {where}{hit.reason}; {produced}, so on a run where it is "
+                f"missing or empty {stop}: `{hit.command}`",
+                hit.fix,
+            ))
+        else:
+            notes.append(Finding(
+                CHECK_EMPTY_MATCH, "pass", line,
+                f"line {line}: note: {where}{hit.reason} and {mode} would stop the launcher; "
+                + (f"but `{made}` is created earlier in the script, so it exists" if made
+                   else f"the script exits on an empty result anyway (`{branch_test[0]}`)"
+                   if branch_test else
+                   "its input does not look like something the job produces")
+                + f": `{hit.command}`",
+                hit.fix,
+            ))
+    if len(notes) > MAX_NOTES:
+        more = len(notes) - MAX_NOTES
+        notes = notes[:MAX_NOTES]
+        notes.append(Finding(CHECK_EMPTY_MATCH, "pass", None,
+                             f"{more} more such notes left out"))
+    findings.extend(notes)
+    if scan.too_deep_at is not None:
+        line = scan.line_of(scan.too_deep_at)
+        findings.append(Finding(
+            CHECK_EMPTY_MATCH, "pass", line,
+            f"line {line}: nesting deeper than {MAX_DEPTH} levels; what is inside was not "
+            "checked",
+        ))
+    if not findings:
+        state = "errexit on" if scan.opts.errexit_line else "errexit off"
+        findings.append(Finding(
+            CHECK_EMPTY_MATCH, "pass", None,
+            f"no unguarded empty-match command decides a statement's status ({state})",
+        ))
+    return findings

@@ -1,0 +1,404 @@
+"""The launcher lint's one walk over a script: list by list, with the options `set` / `shopt`
+turn on and off, collecting what the checks judge (bot.core.launcher_lint.model.Scan)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+
+from bot.core.launcher_lint.arith import ARITH_RE, LET_RE
+from bot.core.launcher_lint.empty_match import command_hit, guard_greps
+from bot.core.launcher_lint.model import MAX_DEPTH, Arith, Hit, Opts, Scan, Unset, with_
+from bot.core.launcher_lint.nounset import unset_reads
+from bot.core.launcher_lint.shebang import shebang_errexit
+from bot.core.shell_lexer import (
+    Memo,
+    shell_words,
+    skip_group,
+    skip_quoted,
+    split_top_level,
+    substitutions,
+    word_offsets,
+)
+
+_SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
+_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_PREFIX_WORDS = {"time", "command", "builtin", "exec", "nohup", "nice", "env", "stdbuf"}
+_MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
+_CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
+_BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
+_FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
+_FUNC_NAME_RE = re.compile(
+    r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
+)
+_FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
+#: A list can only matter if it names one of these commands or opens a group / function
+#: (`set` and `shopt` are tracked before this filter).
+_CANDIDATE_RE = re.compile(
+    r"\b(?:ls|e?grep|fgrep|zgrep|rg|pgrep|ag|find|cat|stat|readlink|realpath|du|wc|head|tail|"
+    r"sort|cp|mv|let)\b|\(\(|^[{(]|\(\s*\)|\bfunction\b"
+)
+#: What a list must contain to need a closer look: a candidate command, a group or function,
+#: or `set` / `shopt`.
+_QUICK_RE = re.compile(_CANDIDATE_RE.pattern + r"|\bset\b|\bshopt\b|\{")
+_FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
+
+
+def _first_word(lst: str) -> str:
+    return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]
+
+
+class _Analyzer:
+    """Follows the script list by list with the options `set` / `shopt` turn on and off, and
+    collects the commands whose failure on an empty match decides a statement's status.
+
+    Iterative over lists, recursive only into nested groups, substitutions and function bodies,
+    at most MAX_DEPTH deep; one memo of construct ends, so each character is lexed a bounded
+    number of times."""
+
+    def __init__(self, text: str, script_text: str) -> None:
+        self.text = text
+        self.opts = Opts()
+        self.memo: Memo = {}
+        self.depth = 0
+        self.too_deep_at: int | None = None
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.later_errexit = bool(
+            re.search(r"(?m)^\s*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)", text)
+        )
+        self.function_calls, self.piped_calls = _function_calls(text)
+        self.function_vars = (
+            {name: var for var, name in re.findall(
+                r"([A-Za-z_]\w*)=[\"']?\$\(\s*([A-Za-z_][\w:-]*)", text)}
+            if self.function_calls else {}
+        )
+        self.function: str | None = None
+        self.guard_greps: set[tuple[str, str]] = set()
+        self.arith: list[Arith] = []
+        self.unset: list[Unset] = []
+        self.script_text = script_text  # the original, comments included
+        self.nounset_line: int | None = None
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.line_starts, offset)
+
+    # -- top level: every and-or list in order, tracking `set` / `shopt`
+    def script(self, text: str, base: int, status_only: bool = False) -> list[Hit]:
+        if self.depth >= MAX_DEPTH:
+            if self.too_deep_at is None:
+                self.too_deep_at = base
+            return []
+        self.depth += 1
+        try:
+            return self._script(text, base, status_only)
+        finally:
+            self.depth -= 1
+
+    def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
+        hits: list[Hit] = []
+        lists = split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo)
+        lists = [(t, o, op) for t, o, op in lists if t.strip()]
+        last = len(lists) - 1
+        quick = _QUICK_RE.search
+        for idx, (lst, off, _op) in enumerate(lists):
+            is_last = idx == last
+            if not self.opts.nounset and not (status_only and is_last) and not quick(lst):
+                continue  # nothing here can fail on an empty match or change an option
+            lst_off = off + (len(lst) - len(lst.lstrip()))
+            lst = lst.strip()
+            first = _first_word(lst)
+            if first in _CONDITION_KEYWORDS:
+                if not status_only:
+                    self._note_guards(lst)
+                continue  # an if/while condition never triggers errexit
+            while first in _BODY_KEYWORDS:
+                cut = lst.find(first) + len(first)
+                lst_off += cut + (len(lst[cut:]) - len(lst[cut:].lstrip()))
+                lst = lst[cut:].strip()
+                first = _first_word(lst)
+            if not lst or first in _CONDITION_KEYWORDS or first in ("for", "!"):
+                if first in _CONDITION_KEYWORDS and not status_only:
+                    self._note_guards(lst)
+                continue
+            defined = _FUNC_NAME_RE.match(lst)
+            if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
+                continue  # a function nobody calls: its body never runs
+            if not status_only:
+                if first in ("set", "shopt"):
+                    self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
+                elif self.opts.nounset:
+                    self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
+            if status_only and not is_last:
+                continue
+            if not _CANDIDATE_RE.search(lst):
+                continue  # no command that can fail on an empty match, no group, no function
+            if not status_only and not self.opts.errexit:
+                # Function bodies and groups may run with `set -e` on (set there or later).
+                self._outside_errexit(lst, lst_off, hits)
+                continue
+            hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
+        return hits
+
+    def _outside_errexit(self, lst: str, off: int, hits: list[Hit]) -> None:
+        m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
+        if m:
+            self._function_body(lst, off, m, hits)
+        elif lst.startswith("{") and lst[1:2] in (" ", "\t", "\n"):
+            end = _group_end(lst, 0, off, self.memo)
+            if not lst[end:].strip().startswith(("|", "&&")):
+                hits.extend(self.script(lst[1 : end - 1], off + 1))
+        elif "&&" in lst or "||" in lst:
+            self._note_guards(lst)
+
+    def _note_guards(self, lst: str) -> None:
+        self.guard_greps |= guard_greps(lst)
+
+    def _function_body(self, lst: str, off: int, m: re.Match[str], hits: list[Hit]) -> None:
+        name = m.group(1)
+        calls = self.function_calls.get(name, set())
+        if not calls:
+            return  # never called: its body never runs
+        brace = m.start(2)
+        end = _group_end(lst, brace, off, self.memo)
+        saved_errexit, saved_function = self.opts.errexit, self.function
+        self.function = name
+        if "direct" in calls or "piped" in calls:
+            # the body runs when called, usually after `set -e` further down
+            self.opts.errexit = saved_errexit or self.later_errexit
+            body_hits = self.script(lst[brace + 1 : end - 1], off + brace + 1)
+            if "direct" not in calls:  # only `name | tee …`: the stop is hidden
+                body_hits = [with_(h, hidden_by=self.piped_calls.get(name)) for h in body_hits]
+        elif "subst" not in calls:
+            body_hits = []  # only called where `set -e` is off: `if name`, `name || …`
+        else:
+            # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
+            # the body's last command gives the substitution its status
+            body_hits = self.script(
+                lst[brace + 1 : end - 1], off + brace + 1,
+                status_only=not self.opts.inherit_errexit,
+            )
+            var = self.function_vars.get(name)
+            body_hits = [with_(h, in_substitution=True, variable=h.variable or var)
+                         for h in body_hits]
+        hits.extend(body_hits)
+        self.opts.errexit, self.function = saved_errexit, saved_function
+
+    def _track_options(self, words: list[str], off: int) -> None:
+        if words[0] == "set":
+            i = 1
+            while i < len(words):
+                w = words[i]
+                if w in ("-o", "+o") and i + 1 < len(words):
+                    self._set_option(words[i + 1], w == "-o", off)
+                    i += 2
+                    continue
+                if re.fullmatch(r"[-+][A-Za-z]+", w):
+                    on = w[0] == "-"
+                    if "e" in w:
+                        self._set_errexit(on, off)
+                    if "u" in w:
+                        self._set_nounset(on, off)
+                    if "o" in w and i + 1 < len(words):
+                        self._set_option(words[i + 1], on, off)
+                        i += 1
+                i += 1
+        elif words[0] == "shopt" and len(words) >= 3 and words[1] in ("-s", "-u"):
+            on = words[1] == "-s"
+            for name in words[2:]:
+                if name == "nullglob":
+                    self.opts.nullglob = on
+                elif name == "inherit_errexit":
+                    self.opts.inherit_errexit = on
+
+    def _set_option(self, name: str, on: bool, off: int) -> None:
+        if name == "errexit":
+            self._set_errexit(on, off)
+        elif name == "pipefail":
+            self.opts.pipefail = on
+        elif name == "nounset":
+            self._set_nounset(on, off)
+
+    def _set_errexit(self, on: bool, off: int) -> None:
+        self.opts.errexit = on
+        if on and self.opts.errexit_line is None:
+            self.opts.errexit_line = self.line_of(off)
+
+    def _set_nounset(self, on: bool, off: int) -> None:
+        self.opts.nounset = on
+        if on and self.nounset_line is None:
+            self.nounset_line = self.line_of(off)
+
+    # -- an and-or list: `a && b || c`
+    def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[Hit]:
+        hits: list[Hit] = []
+        elements = split_top_level(lst, off, ("&&", "||"), self.memo)
+        for i, (pipeline, p_off, op) in enumerate(elements):
+            if op == "||":
+                continue  # `a || b`: a failing a is handled
+            if errexit_mode and op == "&&":
+                self._note_guards(pipeline)
+                continue  # errexit ignores all but the last command of an && list
+            if i > 0 and elements[i - 1][2] == "||" and _is_trivial(pipeline):
+                continue
+            hits.extend(self._pipeline(pipeline, p_off, errexit_mode))
+        return hits
+
+    def _pipeline(self, pipeline: str, off: int, errexit_mode: bool) -> list[Hit]:
+        cmds = split_top_level(pipeline, off, ("|",), self.memo)
+        hits: list[Hit] = []
+        last = len(cmds) - 1
+        for i, (cmd, c_off, _op) in enumerate(cmds):
+            if i != last and not self.opts.pipefail:
+                continue  # without pipefail only the last command's status counts
+            lead = len(cmd) - len(cmd.lstrip())
+            upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
+            for hit in self._command(
+                cmd.strip(), c_off + lead, i == last, len(cmds) > 1, errexit_mode
+            ):
+                hits.append(with_(hit, upstream=hit.upstream or upstream,
+                                  pipe_only=hit.pipe_only or i != last))
+        return hits
+
+    def _command(
+        self, cmd: str, off: int, is_last: bool, in_pipe: bool, errexit_mode: bool
+    ) -> list[Hit]:
+        if not cmd or cmd.startswith("!"):
+            return []
+        if cmd.startswith("(("):
+            m = ARITH_RE.match(cmd)
+            if m and errexit_mode:
+                self.arith.append(Arith(off, cmd, m.group(1)))
+            return []
+        if cmd.startswith("{") or cmd.startswith("("):
+            end = _group_end(cmd, 0, off, self.memo)
+            if cmd[0] == "(":
+                saved = Opts(**vars(self.opts))
+                inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
+                self.opts = saved  # a subshell's `set` does not leak out
+                return inner
+            return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
+        m = _FUNC_RE.match(cmd) or _FUNC_RE2.match(cmd)
+        if m:
+            hits: list[Hit] = []
+            self._function_body(cmd, off, m, hits)
+            return hits
+        words = shell_words(cmd, off, self.memo)
+        if not words or words[0].startswith("[") or words[0] == "test":
+            return []
+        if words[0] in _MASKING_WORDS:
+            return []  # `local X=$(…)` returns local's status, not the substitution's
+        let = LET_RE.match(cmd)
+        if let and errexit_mode:
+            self.arith.append(Arith(off, cmd, let.group(1)))
+            return []
+        positions = word_offsets(cmd, words)
+        k = 0
+        while k < len(words) and _ASSIGN_RE.match(words[k]):
+            k += 1
+        if k == len(words):  # bare assignment: its status is the last substitution's
+            for w, pos in zip(reversed(words), reversed(positions), strict=True):
+                subs = substitutions(w, off + pos, self.memo)
+                if subs:
+                    body, s_off = subs[-1]
+                    inner = self.script(
+                        body, off + pos + s_off, status_only=not self.opts.inherit_errexit
+                    )
+                    var = w.split("=", 1)[0].split("[", 1)[0].rstrip("+")
+                    return [with_(h, in_substitution=True, variable=h.variable or var)
+                            for h in inner]
+            return []
+        while k < len(words) and words[k] in _PREFIX_WORDS:
+            k += 1
+        if k >= len(words):
+            return []
+        if k and words[k][:1] in "{(":  # `time { … }`: the group decides the status
+            return self._command(cmd[positions[k]:], off + positions[k], is_last, in_pipe,
+                                 errexit_mode)
+        name = words[k].rsplit("/", 1)[-1]
+        hit = command_hit(name, words[k + 1 :], cmd, off, is_last, in_pipe, self.opts,
+                          self.guard_greps)
+        return [] if hit is None else [with_(hit, function=self.function)]
+
+
+def _group_end(text: str, open_at: int, base: int, memo: Memo) -> int:
+    """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
+    if text[open_at] == "(":
+        return skip_quoted(text, open_at, base, memo)
+    return skip_group(text, open_at, base, memo)
+
+
+#: Call sites are classified one by one only up to this many functions (each costs a pass).
+MAX_CLASSIFIED_FUNCTIONS = 50
+
+
+def _function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """How each function defined in the script is called: a set of "direct" (a plain command:
+    `set -e` applies inside), "piped" (a pipeline element before the last: its status is
+    hidden), "guarded" (an `if`/`while` condition or before `&&`/`||`: `set -e` is off inside)
+    and "subst" (inside `$( … )` / backticks); and the offset of each one's first piped call."""
+    names = set(re.findall(
+        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\)", text))
+    if "function" in text:
+        names |= set(re.findall(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text))
+    if not names:
+        return {}, {}
+    words = Counter(re.findall(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:-])", text))
+    in_subst = Counter(re.findall(r"(?:\$\(|`)\s*([A-Za-z_][\w:-]*)(?![\w:-])", text))
+    defined = Counter(re.findall(
+        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
+        text))
+    calls: dict[str, set[str]] = {}
+    piped: dict[str, int] = {}
+    for name in names:
+        direct = words[name] - in_subst[name] - max(1, defined[name])
+        calls[name] = {"direct"} if direct > 0 else set()
+        if in_subst[name]:
+            calls[name].add("subst")
+    if len(names) <= MAX_CLASSIFIED_FUNCTIONS:
+        for name, kinds in calls.items():
+            if "direct" in kinds:
+                kinds.discard("direct")
+                kinds |= _call_kinds(text, name, piped)
+    return calls, piped
+
+
+def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
+    kinds: set[str] = set()
+    rx = re.compile(r"(?m)^(?P<pre>[^\n]*?)(?<![\w$./:-])" + re.escape(name)
+                    + r"(?![\w:-])(?P<post>[^\n]*)$")
+    for m in rx.finditer(text):
+        pre, post = m.group("pre"), m.group("post")
+        head = pre.strip()
+        if post.lstrip().startswith("(") or head.endswith("function") or head.endswith(
+            ("$(", "`", "=", "echo", "printf")
+        ):
+            continue  # its definition, a substitution, an assignment or text
+        if head and not re.search(
+            r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
+        ):
+            continue  # an argument of another command
+        rest = _SINGLE_QUOTED_RE.sub("", post)
+        if re.match(r"(?:if|elif|while|until|!)\b", head) or "&&" in rest or "||" in rest:
+            kinds.add("guarded")
+        elif re.search(r"(?<![|>])\|(?!\|)", rest):
+            kinds.add("piped")
+            piped.setdefault(name, m.start("post"))
+        else:
+            kinds.add("direct")
+    return kinds or {"direct"}
+
+
+def _is_trivial(pipeline: str) -> bool:
+    return pipeline.strip() in {"true", ":", "exit 0", "return 0"}
+
+
+def scan(script_text: str, code: str) -> Scan:
+    """Walk `code` (the script with comments and heredoc bodies blanked) once."""
+    analyzer = _Analyzer(code, script_text)
+    if shebang_errexit(script_text):
+        analyzer.opts.errexit = True
+        analyzer.opts.errexit_line = 1
+    hits = analyzer.script(code, 0)
+    return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
+                analyzer.too_deep_at, analyzer.line_starts)

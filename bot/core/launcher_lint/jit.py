@@ -1,0 +1,164 @@
+"""`jit_without_cc`: torch.compile / FlexAttention / Triton / DeepSpeed ops compiled at run
+time with no compiler in sight; the worker toolchain probe gives the verdict."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from bot.core.findings import Finding
+from bot.core.launcher_lint.model import CHECK_JIT_CC
+from bot.core.shell_lexer import strip_comments
+
+_JIT_RE = re.compile(
+    r"(?i)(torch\.compile|flex_?attention|flex-attention|(?<![\w/.$-])triton(?![\w/.-])"
+    r"|--(?:torch[-_])?compile\b(?![=\s]+[\"']?(?:false|0|no|none|off)\b)"
+    r"|\bcompile=[\"']?(?:true|1|yes)\b|attn[-_]?impl(?:ementation)?=['\"]?flex)"
+)
+_DEEPSPEED_RE = re.compile(r"(?m)(?:^|[\s;&|(/])(deepspeed)(?:\s|$)|(--deepspeed)\b|"
+                           r"(import deepspeed|deepspeed\.initialize)")
+_NO_JIT_RE = re.compile(r"(?i)TORCH_COMPILE_DISABLE=[\"']?1|TORCHDYNAMO_DISABLE=[\"']?1")
+_DS_PREBUILT_RE = re.compile(r"DS_BUILD_\w+=[\"']?1")
+#: `CC=` / `CXX=` naming a compiler (not a flag such as `CC=true`), or exporting one already set
+_NOT_A_COMPILER = r"(?![\"']?(?:true|false|yes|no|0|1)?[\"']?(?:\s|;|$))"
+_CC_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CC=" + _NOT_A_COMPILER
+                        + r"|^\s*export\s+(\w+\s+)*CC(\s|$)")
+_CXX_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CXX=" + _NOT_A_COMPILER
+                         + r"|^\s*export\s+(\w+\s+)*CXX(\s|$)")
+_MODULE_GCC_RE = re.compile(
+    r"(?m)^\s*(?:module|ml)\s+(?:load|add)?\s*.*\b(gcc|gnu|compiler|llvm|clang|intel|nvhpc|"
+    r"foss|gompi|PrgEnv)"
+)
+_CONTAINER_RE = re.compile(
+    r"(?i)(--container-image|\bsingularity\s+(?:exec|run)|\bapptainer\s+(?:exec|run)|"
+    r"\benroot\s+start|\bdocker\s+run|\bpodman\s+run|\bshifter\b|\bcharliecloud\b|\bch-run\b)"
+)
+_PY_ARG_RE = re.compile(r"(?:^|\s)(?:\S*/)?python[\d.]*\s+(?:-\S+\s+)*([\w./${}-]+\.py)\b")
+
+
+def python_scripts_in(script_text: str) -> list[str]:
+    """The `.py` files the launcher runs (`python train.py`, `torchrun … train.py`), in order."""
+    try:
+        code = strip_comments(script_text)
+    except Exception:  # noqa: BLE001 (lint_launcher reports the lexer failing)
+        code = script_text
+    found = _PY_ARG_RE.findall(code)
+    found += re.findall(r"(?:torchrun|accelerate launch|srun)\s[^\n]*?\s([\w./${}-]+\.py)\b", code)
+    out: list[str] = []
+    for p in found:
+        if p not in out:
+            out.append(p)
+    return out
+
+
+NO_COMPILER = "the launcher sets no `CC`, loads no compiler module and uses no container image"
+_JIT_WORDS = ("compile", "flex", "triton", "deepspeed")
+
+
+def _jit_uses(code: str) -> list[tuple[str, int]]:
+    """(what, offset) of each JIT use in launcher code, skipping echo text. Only the lines that
+    contain one of _JIT_WORDS are matched against the patterns."""
+    lowered = code.lower()
+    lines: set[int] = set()
+    for word in _JIT_WORDS:
+        i = lowered.find(word)
+        while i >= 0:
+            start = lowered.rfind("\n", 0, i) + 1
+            lines.add(start)
+            end = lowered.find("\n", i)
+            i = -1 if end < 0 else lowered.find(word, end)
+    out: list[tuple[str, int]] = []
+    for start in sorted(lines):
+        end = code.find("\n", start)
+        line = code[start: len(code) if end < 0 else end]
+        if re.match(r"\s*(?:echo|printf)\b", line):
+            continue
+        for m in _JIT_RE.finditer(line):
+            out.append((m.group(1), start + m.start()))
+        if re.match(r"\s*pip\b", line):
+            continue
+        for m in _DEEPSPEED_RE.finditer(line):
+            out.append(("DeepSpeed", start + m.start()))
+    return out
+
+
+def check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
+    where: str | None = None
+    line: int | None = None
+    uses = [] if _NO_JIT_RE.search(code) else _jit_uses(code)
+    if uses:
+        uses.sort(key=lambda u: u[1])
+        where = f"the launcher uses {_names([u[0] for u in uses])}"
+        line = code.count("\n", 0, uses[0][1]) + 1
+    else:
+        for name, src in python_sources.items():
+            py_uses = _jit_uses(_strip_py_comments(src))
+            if py_uses:
+                where = f"`{name}` uses {_names([u[0] for u in py_uses])}"
+                uses = py_uses
+                break
+    if where is None:
+        return [Finding(CHECK_JIT_CC, "pass", None,
+                        "no torch.compile / FlexAttention / Triton / DeepSpeed use found")]
+    deepspeed_only = all(u[0] == "DeepSpeed" for u in uses)
+    what = ("builds its fused ops with ninja, a C++ compiler and nvcc the first time they "
+            "are used, at start" if deepspeed_only else "JIT-compiles kernels at run time")
+    if deepspeed_only and _DS_PREBUILT_RE.search(code):
+        return [Finding(CHECK_JIT_CC, "pass", line, f"{where}; its ops are prebuilt (DS_BUILD_*)")]
+    fix = ("install conda-forge `gcc_linux-64 gxx_linux-64` in the env and add "
+           "`export CC=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-gcc "
+           "CXX=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-g++` before the python command")
+    if _CC_SET_RE.search(code):
+        if not _CXX_SET_RE.search(code):
+            return [Finding(CHECK_JIT_CC, "warn", line,
+                            f"{where}; `CC` is set but `CXX` is not (Inductor's C++ kernels "
+                            "and DeepSpeed's ops use it)", fix)]
+        return [Finding(CHECK_JIT_CC, "pass", line, f"{where} and sets `CC` and `CXX`")]
+    module = _MODULE_GCC_RE.search(code)
+    if module:
+        return [Finding(CHECK_JIT_CC, "pass", line,
+                        f"{where} ({what}); a compiler module is loaded (`{module.group(1)}`), "
+                        "the worker toolchain probe checks it really compiles")]
+    container = _CONTAINER_RE.search(code)
+    if container:
+        return [Finding(CHECK_JIT_CC, "pass", line,
+                        f"{where} ({what}); it runs in a container image "
+                        f"(`{container.group(1)}`) whose compiler the worker toolchain probe "
+                        "cannot see: check the image has gcc")]
+    return [Finding(CHECK_JIT_CC, "warn", line,
+                    f"{where} ({what}) but {NO_COMPILER}: a worker without gcc dies at start "
+                    "with `Failed to find C compiler` (job 108903); the worker toolchain probe "
+                    "gives the verdict", fix)]
+
+
+def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) -> list[Finding]:
+    """The lint's findings once the worker toolchain probe has spoken: a JIT use with no
+    compiler in sight passes when the probe compiled and ran a C program on the worker
+    (`compiler_works`), stays a warning beside the probe's own failure when it did not, and
+    fails when no probe ran (`None`), since nothing else checks the worker."""
+    out: list[Finding] = []
+    for f in findings:
+        if f.check == CHECK_JIT_CC and f.level == "warn" and NO_COMPILER in f.message:
+            if compiler_works is None:
+                f = Finding(f.check, "fail", f.line,
+                            f.message.replace("the worker toolchain probe gives the verdict",
+                                              "and the worker toolchain probe was skipped"),
+                            f.fix)
+            elif compiler_works:
+                f = Finding(f.check, "pass", f.line,
+                            f.message.split(" but ", 1)[0] + "; the worker toolchain probe "
+                            "compiled and ran a C program on the partition's node")
+        out.append(f)
+    return out
+
+
+def _names(found: list[str]) -> str:
+    names: list[str] = []
+    for n in found:
+        if n not in names:
+            names.append(n)
+    return ", ".join(f"`{n}`" for n in names[:3])
+
+
+def _strip_py_comments(src: str) -> str:
+    return re.sub(r"(?m)#.*$", "", src)

@@ -1,0 +1,93 @@
+"""What the launcher lint's one walk over a script yields: the check ids, the options in force,
+and the statements each check turns into findings."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from bot.core.findings import Level
+
+CHECK_SHEBANG = "shebang"
+CHECK_STRICT_MODE = "strict_mode"
+CHECK_EMPTY_MATCH = "empty_match_under_errexit"
+CHECK_ARITH_ZERO = "arith_zero_under_errexit"
+CHECK_NOUNSET = "unset_variable_under_nounset"
+CHECK_JIT_CC = "jit_without_cc"
+CHECK_POINTER = "pointer_without_check"
+
+#: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
+MAX_DEPTH = 40
+
+
+@dataclass
+class Opts:
+    errexit: bool = False
+    pipefail: bool = False
+    nounset: bool = False
+    nullglob: bool = False
+    inherit_errexit: bool = False
+    errexit_line: int | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A command whose failure on an empty match decides a statement's status."""
+
+    offset: int
+    command: str
+    name: str  # the command that fails (`ls`, `grep`, …)
+    status: int  # its exit status on an empty match
+    reason: str
+    fix: str
+    targets: tuple[str, ...]  # the files / globs it reads ("" for a grep on stdin)
+    upstream: str = ""  # for a command reading a pipe: the pipeline before it
+    in_substitution: bool = False
+    variable: str | None = None  # the variable the statement assigns, if any
+    function: str | None = None  # the function whose body it is in, if any
+    pipe_only: bool = False  # fails only through `pipefail` (not the pipeline's last command)
+    missing_dir: bool = False  # fails only when its directory does not exist (`ls DIR | head`)
+    hidden_by: int | None = None  # offset of the `f | tee …` call that hides the stop
+
+
+def with_(hit: Hit, **changes: object) -> Hit:
+    """`hit` with some fields changed."""
+    values = {**vars(hit), **changes}
+    return Hit(**values)  # type: ignore[arg-type]
+
+
+@dataclass
+class Arith:
+    """`((n++))` / `let n++` run where `set -e` is on."""
+
+    offset: int
+    command: str
+    variable: str
+
+
+@dataclass
+class Unset:
+    """A variable read under `set -u` that may be unset."""
+
+    offset: int
+    variable: str
+    why: str
+    level: Level
+
+
+@dataclass
+class Scan:
+    """The result of the walk (bot.core.launcher_lint.engine): options as they end, the hits of
+    each check, and where `set -u` was turned on and nesting got too deep."""
+
+    opts: Opts
+    hits: list[Hit]
+    arith: list[Arith]
+    unset: list[Unset]
+    nounset_line: int | None
+    too_deep_at: int | None
+    line_starts: list[int] = field(default_factory=lambda: [0])
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line of a character offset."""
+        return bisect.bisect_right(self.line_starts, offset)

@@ -1,0 +1,51 @@
+"""`pointer_without_check`: resume logic reads a checkpoint pointer file with no existence test
+before it (the first run, or a run after a partial checkpoint, has none)."""
+
+from __future__ import annotations
+
+import re
+
+from bot.core.findings import Finding
+from bot.core.launcher_lint.model import CHECK_POINTER
+from bot.core.launcher_lint.paths import ARG, norm, resolve
+
+_POINTER_NAME_RE = re.compile(r"(?i)(latest|pointer|last[_-]?(ckpt|checkpoint)|"
+                              r"(ckpt|checkpoint)[^/]*\.txt$)")
+_READ_RES = [
+    re.compile(r"(?:^|[\s;(|&`])(?:cat|head|tail)\s+(?:-\S+\s+)*" + ARG),
+    re.compile(r"\$\(\s*<\s*" + ARG + r"\s*\)"),
+    re.compile(r"(?:^|[\s;(|&])(?:read|mapfile|readarray)\b[^\n;|&]*<\s*" + ARG),
+]
+_EXIST_RE = re.compile(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[efsr]\s+" + ARG)
+
+
+def check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
+    exist_checks: list[tuple[int, str]] = [
+        (m.start(), resolve(norm(m.group(1)), assigns)) for m in _EXIST_RE.finditer(code)
+    ]
+    findings: list[Finding] = []
+    for rx in _READ_RES:
+        for m in rx.finditer(code):
+            raw = norm(m.group(1))
+            target = resolve(raw, assigns)
+            if not _POINTER_NAME_RE.search(target.rsplit("/", 1)[-1]):
+                continue
+            checked = any(pos < m.start() and t == target for pos, t in exist_checks)
+            line_end = code.find("\n", m.end())
+            rest = code[m.end(): len(code) if line_end < 0 else line_end]
+            guarded = "||" in rest
+            if checked or guarded:
+                continue
+            line = code.count("\n", 0, m.start()) + 1
+            findings.append(Finding(
+                CHECK_POINTER, "fail", line,
+                f"line {line}: reads the checkpoint pointer `{raw}` without checking it exists; "
+                "on the first run, or after a save that died before writing it (job 87870), "
+                "the launcher fails or resumes from an empty path",
+                f'test it first: `if [ -f "{raw}" ]; then RESUME=$(cat "{raw}"); fi`',
+            ))
+    if not findings:
+        findings.append(Finding(CHECK_POINTER, "pass", None,
+                                "no checkpoint pointer file read without an existence check"))
+    findings.sort(key=lambda f: f.line or 0)
+    return findings
