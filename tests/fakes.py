@@ -337,6 +337,19 @@ class RecordingMessageSink:
         return [p[3] for p in self.posts]
 
 
+class RecordingHomePublisher:
+    """A Home tab publisher (bot.services.ports.HomePublisher) remembering each publish."""
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, list]] = []  # (user, blocks)
+
+    def publish_home(self, user_id: str, blocks: list) -> None:
+        self.published.append((user_id, blocks))
+
+    def users(self) -> list[str]:
+        return [user for user, _ in self.published]
+
+
 class RecordingEventSink:
     """The watcher's EventSink remembering events; `fail_next` publishes fail (Slack down)."""
 

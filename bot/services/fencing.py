@@ -13,6 +13,7 @@ from bot.services.ports import (
     BotContext,
     ClusterSessions,
     CommandOutput,
+    HomePublisher,
     Runner,
     Slurm,
     TailReader,
@@ -23,9 +24,11 @@ T = TypeVar("T")
 
 
 def fenced_context(ctx: BotContext, fence: LeaseFence) -> BotContext:
-    """`ctx` whose cluster sessions and thread writer are fenced with `fence`."""
+    """`ctx` whose cluster sessions, thread writer and Home tab publisher are fenced with
+    `fence`."""
     return replace(ctx, clusters=FencedClusters(ctx.clusters, fence),
-                   sink=FencedThreadWriter(ctx.sink, fence) if ctx.sink is not None else None)
+                   sink=FencedThreadWriter(ctx.sink, fence) if ctx.sink is not None else None,
+                   home=FencedHomePublisher(ctx.home, fence) if ctx.home is not None else None)
 
 
 def _read(fence: LeaseFence, call: Callable[[], T]) -> T:
@@ -162,3 +165,15 @@ class FencedThreadWriter:
     @property
     def upload_file(self) -> Callable[..., str]:
         return self._fenced("upload_file", "Slack file upload")
+
+
+class FencedHomePublisher:
+    """A `HomePublisher` whose views.publish (a run's change refreshing viewers' tabs) is
+    fenced."""
+
+    def __init__(self, inner: HomePublisher, fence: LeaseFence) -> None:
+        self.inner, self.fence = inner, fence
+
+    def publish_home(self, user_id: str, blocks: Any) -> None:
+        with self.fence.acting("Slack Home tab publish"):
+            self.inner.publish_home(user_id, blocks)

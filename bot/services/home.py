@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 
 MAX_RUNS = 15  # 6 blocks each at most: well under a view's 100 blocks
 RECENT_S = 24 * 3600.0  # runs that ended this recently are still shown
+VIEWER_TTL_S = 30 * 24 * 3600.0  # a viewer who has not opened the tab this long: no refresh
 
 
 def team_recipes(config: Config, user: str) -> list[str]:
@@ -72,9 +73,17 @@ def home_view(ctx: BotContext, user: str, now: float, notice: str | None = None
 
 
 def publish_home(ctx: BotContext, user: str, now: float, notice: str | None = None) -> bool:
-    """Render and publish `user`'s Home tab (slack.lang); False when it could not be."""
+    """Render and publish `user`'s Home tab (slack.lang) as they open it or click on it, and
+    keep them (in the store) among the viewers refreshed when a run changes; False when it
+    could not be published."""
     if ctx.home is None:
         return False
+    ctx.store.home_viewers.record(user, now, VIEWER_TTL_S)
+    return _publish(ctx, user, now, notice)
+
+
+def _publish(ctx: BotContext, user: str, now: float, notice: str | None = None) -> bool:
+    assert ctx.home is not None
     blocks, _ = render(ctx, "home", None, home_view(ctx, user, now, notice))
     try:
         ctx.home.publish_home(user, blocks)
@@ -86,16 +95,17 @@ def publish_home(ctx: BotContext, user: str, now: float, notice: str | None = No
 
 def refresh_homes(ctx: BotContext, chain_id: int, now: float, *,
                   besides: str | None = None) -> None:
-    """A run changed: republish the Home tab of every viewer whose team runs it (but
-    `besides`, whose tab was just published)."""
+    """A run changed: republish the Home tab of every viewer (of the last VIEWER_TTL_S, any
+    replica's) whose team runs it (but `besides`, whose tab was just published). From a
+    scheduled run `ctx.home` is fenced: a replica that lost its lease publishes nothing."""
     if ctx.home is None:
         return
     chain = ctx.store.chains.get(chain_id)
     if chain is None:
         return
-    for user in sorted(ctx.home.home_viewers() - {besides}):
-        if chain.recipe in team_recipes(ctx.config, user):
-            publish_home(ctx, user, now)
+    for user in ctx.store.home_viewers.since(now - VIEWER_TTL_S):
+        if user != besides and chain.recipe in team_recipes(ctx.config, user):
+            _publish(ctx, user, now)
 
 
 __all__ = ["home_view", "publish_home", "refresh_homes", "team_recipes"]

@@ -183,11 +183,7 @@ class HomePublisher(Protocol):
     """Slack's Home tab of each user (views.publish)."""
 
     def publish_home(self, user_id: str, blocks: Blocks) -> None:
-        """Publish `blocks` as `user_id`'s Home tab (and remember them as a viewer)."""
-        ...
-
-    def home_viewers(self) -> frozenset[str]:
-        """The users whose Home tab this process published: refreshed when a run changes."""
+        """Publish `blocks` as `user_id`'s Home tab (the viewers are kept in the store)."""
         ...
 
 

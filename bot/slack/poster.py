@@ -139,7 +139,6 @@ class SlackPoster:
         self.clock = clock
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
-        self._home_viewers: set[str] = set()
 
     # --- public API -------------------------------------------------------------------------
 
@@ -172,15 +171,11 @@ class SlackPoster:
                           thread_ts=root.ts, blocks=blocks, text=text)
 
     def publish_home(self, user_id: str, blocks: list[dict]) -> None:
-        """`user_id`'s Home tab (views.publish), redacted; the user is refreshed from now on."""
+        """`user_id`'s Home tab (views.publish), redacted."""
         blocks, _ = self._redacted(blocks, "")
         self._call("views.publish", f"home:{user_id}", user_id,
                    lambda: self.client.views_publish(user_id=user_id,
                                                      view={"type": "home", "blocks": blocks}))
-        self._home_viewers.add(user_id)
-
-    def home_viewers(self) -> frozenset[str]:
-        return frozenset(self._home_viewers)
 
     def update_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> None:
         """Rewrite the reply posted under `key` (chat.update); nothing when it was never

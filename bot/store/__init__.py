@@ -1,5 +1,5 @@
 """trainbot's persistent state (chains, attempts, offsets, incidents, approvals, Slack posts,
-audit, watched jobs, leases, command claims) behind one repository per kind."""
+audit, watched jobs, leases, command claims, Home tab viewers) behind one repository per kind."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from bot.store.repos import (
     AttemptsRepo,
     ChainsRepo,
     CommandClaimsRepo,
+    HomeViewersRepo,
     IncidentsRepo,
     LeasesRepo,
     TailOffsetsRepo,
@@ -154,6 +155,7 @@ class Store:
         self.watched_jobs = WatchedJobsRepo(engine)
         self.leases = LeasesRepo(engine)
         self.command_claims = CommandClaimsRepo(engine)
+        self.home_viewers = HomeViewersRepo(engine)
 
     @classmethod
     def open(cls, url: str, *, target_version: int | None = None,

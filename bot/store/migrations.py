@@ -226,6 +226,20 @@ def _v8_prompt_steps(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _v9_home_viewers(conn: Connection) -> None:
+    """Version 9: home_viewers, the users who opened the App Home tab, so every replica (and
+    one restarted) refreshes their tabs when a run changes (`HomeViewersRepo`)."""
+    md = MetaData()
+    Table(
+        "home_viewers",
+        md,
+        Column("user_id", Text, primary_key=True),
+        Column("opened_at", Float, nullable=False),
+        Index("ix_home_viewers_opened_at", "opened_at"),
+    )
+    md.create_all(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -235,6 +249,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v6_command_claims,
     _v7_lease_epochs,
     _v8_prompt_steps,
+    _v9_home_viewers,
 ]
 
 

@@ -782,3 +782,32 @@ class CommandClaimsRepo(_Repo):
             return conn.execute(
                 select(t.command_claims.c.holder).where(t.command_claims.c.key == key)
             ).scalar()
+
+
+class HomeViewersRepo(_Repo):
+    """The users who opened the bot's App Home tab, shared by every replica on the database,
+    so whichever replica sees a run change refreshes their tabs, also after a restart. A
+    viewer who has not opened it for `ttl_s` is dropped by the next `record` (their tab is
+    published again when they next open it)."""
+
+    def record(self, user_id: str, now: float, ttl_s: float) -> None:
+        """`user_id` opened (or clicked on) their Home tab at `now`."""
+        viewers = t.home_viewers
+        with self._engine.begin() as conn:
+            conn.execute(delete(viewers).where(viewers.c.opened_at < now - ttl_s))
+            if conn.execute(update(viewers).where(viewers.c.user_id == user_id)
+                            .values(opened_at=now)).rowcount == 1:
+                return
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(insert(viewers).values(user_id=user_id, opened_at=now))
+        except IntegrityError:  # another replica recorded the same opening first
+            pass
+
+    def since(self, cutoff: float) -> list[str]:
+        """The users who opened their Home tab at or after `cutoff`, sorted."""
+        viewers = t.home_viewers
+        with self._engine.begin() as conn:
+            return list(conn.execute(select(viewers.c.user_id)
+                                     .where(viewers.c.opened_at >= cutoff)
+                                     .order_by(viewers.c.user_id)).scalars())

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = MetaData()
 
@@ -173,4 +173,12 @@ command_claims = Table(  # version 6
     Column("claimed_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
     Index("ix_command_claims_expires_at", "expires_at"),
+)
+
+home_viewers = Table(  # version 9
+    "home_viewers",
+    metadata,
+    Column("user_id", Text, primary_key=True),  # a Slack user who opened the App Home tab
+    Column("opened_at", Float, nullable=False),  # last opened (or clicked on)
+    Index("ix_home_viewers_opened_at", "opened_at"),
 )

@@ -160,3 +160,27 @@ def test_a_new_run_appears_on_the_open_home_tabs_of_its_team(app, services, slac
     finally:
         urls.close()
     assert "*mix* · job 88887 · PENDING" in texts(slack.home_views["U0APPR"])
+
+
+def test_a_tab_opened_through_one_replica_is_refreshed_by_another(app, services, slack,
+                                                                   slack_client, fake_sleep):
+    """The viewers are kept in the store: a replica that never published U0APPR's tab (or
+    one restarted since) refreshes it when a run changes there."""
+    from support.bolt_driver import ResponseUrls, slash_body
+
+    open_home(app, "U0APPR")
+    assert "No run of your team" in texts(slack.home_views["U0APPR"])
+    other_poster = SlackPoster(slack_client, services.store, sleep=fake_sleep, clock=lambda: NOW)
+    other = BotContext(config=services.config, store=services.store,
+                       clusters=services.clusters, sink=other_poster, home=other_poster,
+                       clock=lambda: NOW, renderer=TemplateRenderer(),
+                       catalogue=Catalogue.load(), charts=SeriesCharts())
+    other_app = build_app(other.config, other, client=slack_client,
+                          listener_executor=SyncExecutor(), token_verification_enabled=False)
+    urls = ResponseUrls()
+    try:
+        dispatch(other_app, slash_body("resume mix", user="U0ALICE", channel=CH,
+                                       response_url=urls.new()))
+    finally:
+        urls.close()
+    assert "*mix* · job 88887 · PENDING" in texts(slack.home_views["U0APPR"])

@@ -24,6 +24,7 @@ from fakes import (
     FakeRunner,
     FakeSFTP,
     FakeSlurm,
+    RecordingHomePublisher,
     RecordingMessageSink,
     make_config,
 )
@@ -105,8 +106,10 @@ class Replica:
         sftp = FakeSFTP()
         sftp.append(LOG, b"".join(story_lines()[:300]))
         self.sink = SlowSink(self.store)
+        self.home = RecordingHomePublisher()
         ctx = BotContext(config=CONFIG, store=self.store, clusters=FakeClusters(self.slurm, sftp),
-                         sink=self.sink, renderer=TemplateRenderer(), catalogue=Catalogue.load())
+                         sink=self.sink, home=self.home, renderer=TemplateRenderer(),
+                         catalogue=Catalogue.load())
         keeper = LeaseKeeper(self.store.leases, holder=name, renew_every_s=0.01)
         scheduler = build_scheduler(ctx, leases=keeper, clock=lambda: self.now)
         self.watch = {job.id: job for job in scheduler.jobs()}[WATCH].func
@@ -131,6 +134,7 @@ def replicas(store_url: str) -> Iterator[tuple[Replica, Replica]]:
     a.store.watched_jobs.add("dev", str(JOB), now=T0, chain_id=chain.id)
     a.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     a.sink.posts.clear()
+    a.store.home_viewers.record("U0ALICE", T0, ttl_s=3600.0)  # her team runs mix (either replica)
     yield a, b
     a.store.close()
     b.store.close()
@@ -160,8 +164,9 @@ def test_a_tick_held_up_in_a_slurm_query_past_the_ttl_acts_no_more_after_the_tak
     a, b = replicas
     caplog.set_level(logging.INFO)
     take_over(a, b, hold_up=lambda gate: setattr(a.slurm, "gate", gate))
-    assert a.slurm.submits() == [] and a.sink.posts == []
+    assert a.slurm.submits() == [] and a.sink.posts == [] and a.home.published == []
     assert len(b.slurm.submits()) == 1
+    assert set(b.home.users()) == {"U0ALICE"}  # the viewer's tab refreshed by B alone
     assert b.sink.replies() == [f"dev:{JOB}:final", "resolution:88887",
                                 f"dev:{JOB}:resubmitted"]
     assert submitted_jobs(a.store) == [str(JOB), "88887"]
@@ -249,6 +254,7 @@ SIDE_EFFECTS: dict[str, Callable[[BotContext], object]] = {
     "Slack post (reply)": lambda ctx: ctx.sink.post_reply(1, "k", [], "text"),
     "Slack update": lambda ctx: ctx.sink.update_root(1, [], "text"),
     "Slack upload": lambda ctx: ctx.sink.upload_file(1, "k", b"png", "rss.png", "RSS"),
+    "Slack Home tab publish": lambda ctx: ctx.home.publish_home("U0ALICE", []),
 }
 
 
@@ -263,22 +269,23 @@ def test_every_side_effect_of_a_scheduled_job_is_refused_once_its_lease_moved(
                           runner=FakeRunner(default=(0, "", "")))
         clusters = FakeClusters(slurm)
         clusters.runner = lambda name: slurm.runner  # type: ignore[method-assign]
-        sink = AllWriter(store)
+        sink, home = AllWriter(store), RecordingHomePublisher()
         store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)  # chain 1
-        ctx = BotContext(config=CONFIG, store=store, clusters=clusters, sink=sink,
+        ctx = BotContext(config=CONFIG, store=store, clusters=clusters, sink=sink, home=home,
                          renderer=TemplateRenderer(), catalogue=Catalogue.load())
         now = [1000.0]
         keeper = LeaseKeeper(store.leases, holder="A")
         fenced = fenced_context(ctx, keeper.fence(WATCH, lambda: now[0]))
         assert keeper.holds(WATCH, now[0], every_s=60)
         SIDE_EFFECTS[what](fenced)  # held: made
-        made = (len(slurm.calls), len(slurm.runner.calls), len(sink.posts))
-        assert made != (0, 0, 0)
+        made = (len(slurm.calls), len(slurm.runner.calls), len(sink.posts), len(home.published))
+        assert made != (0, 0, 0, 0)
         now[0] += TTL + 1
         assert LeaseKeeper(store.leases, holder="B").holds(WATCH, now[0], every_s=60)
         with pytest.raises(LeaseLost, match="refused"):
             SIDE_EFFECTS[what](fenced)
-        assert (len(slurm.calls), len(slurm.runner.calls), len(sink.posts)) == made
+        assert (len(slurm.calls), len(slurm.runner.calls), len(sink.posts),
+                len(home.published)) == made
 
 
 def test_a_fenced_thread_writer_lacks_what_the_writer_lacks(tmp_path) -> None:

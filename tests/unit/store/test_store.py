@@ -596,3 +596,25 @@ def test_v7_store_gets_prompt_steps_keeping_its_approvals(store_url):
         assert not new.approvals.mark_step(token, "reminded", now=6.0)  # once, whoever asks
         assert new.approvals.mark_step(token, "escalated", now=7.0)
         assert new.approvals.steps(token) == {"reminded": 5.0, "escalated": 7.0}
+
+
+def test_home_viewers_are_kept_per_user_and_dropped_after_their_ttl(store):
+    viewers = store.home_viewers
+    viewers.record("U0BOB", now=100.0, ttl_s=50.0)
+    viewers.record("U0ALICE", now=110.0, ttl_s=50.0)
+    viewers.record("U0BOB", now=120.0, ttl_s=50.0)  # opened again: one row, the last time
+    assert viewers.since(0.0) == ["U0ALICE", "U0BOB"]
+    assert viewers.since(115.0) == ["U0BOB"]
+    viewers.record("U0CAROL", now=165.0, ttl_s=50.0)  # Alice opened it 55 s ago: dropped
+    assert viewers.since(0.0) == ["U0BOB", "U0CAROL"]
+
+
+def test_v8_store_gets_home_viewers_keeping_its_data(store_url):
+    with Store.open(store_url, target_version=8) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        assert "home_viewers" not in inspect(old.engine).get_table_names()
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        assert new.chains.get(chain.id).recipe == "mix"
+        new.home_viewers.record("U0ALICE", now=2.0, ttl_s=60.0)
+        assert new.home_viewers.since(0.0) == ["U0ALICE"]
