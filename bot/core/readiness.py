@@ -1,5 +1,5 @@
-"""Whether each cluster is watched: its last successful tick younger than `STALE_TICKS` ticks
-(pure: the caller gives the times)."""
+"""Whether each cluster is watched: its last successful tick younger than `STALE_TICKS` ticks,
+and what /readyz says about it (pure: the caller gives the times and the lease holders)."""
 
 from __future__ import annotations
 
@@ -22,3 +22,26 @@ def stale_clusters(*, now: float, started_at: float, every_s: Mapping[str, float
         if age >= STALE_TICKS * interval:
             stale[cluster] = age
     return stale
+
+
+def readiness(*, now: float, started_at: float, every_s: Mapping[str, float],
+              last_ok: Mapping[str, float], held_elsewhere: Mapping[str, str | None],
+              ) -> tuple[bool, str]:
+    """/readyz's answer: (ready, text). Ready unless a cluster watched here is stale; a
+    replica whose clusters another replica holds (`held_elsewhere`: cluster -> that holder,
+    None if unknown) is ready as a standby. The text's first line is `ok`, `ok (standby)` or
+    what is stale; then which clusters this replica watches and which another replica holds."""
+    stale = stale_clusters(now=now, started_at=started_at, every_s=every_s, last_ok=last_ok,
+                           held_elsewhere=frozenset(held_elsewhere))
+    here = sorted(c for c in every_s if c not in held_elsewhere)
+    elsewhere = sorted(c for c in every_s if c in held_elsewhere)
+    if stale:
+        head = "; ".join(f"cluster {c}: no successful tick for {age:.0f} s (>= {STALE_TICKS} "
+                         "ticks)" for c, age in sorted(stale.items()))
+    else:
+        head = "ok" if here or not elsewhere else "ok (standby)"
+    lines = [head, f"watched here: {', '.join(here) or 'none'}"]
+    if elsewhere:
+        lines.append("watched by another replica: " + ", ".join(
+            f"{c} ({held_elsewhere[c]})" if held_elsewhere[c] else c for c in elsewhere))
+    return not stale, "\n".join(lines)

@@ -88,7 +88,7 @@ def test_run_without_slack_serves_health_and_metrics_sends_events_and_stops_on_s
         wait_for(lambda: get(port, "/healthz")[0] == 200, 30, "/healthz did not answer", log)
         wait_for(lambda: any(b["job_id"] == job_id for b in receiver.bodies), 90,
                  f"job {job_id}'s incident did not reach the webhook", log)
-        assert get(port, "/readyz") == (200, "ok\n")
+        assert get(port, "/readyz") == (200, "ok\nwatched here: dev\n")
         code, metrics = get(port, "/metrics")
         assert code == 200
         assert 'trainbot_tick_duration_seconds_bucket{cluster="dev",le="+Inf"}' in metrics

@@ -15,7 +15,7 @@ from support.watcher import LOG, add_job, make_watcher
 
 from bot.app import TickHealth
 from bot.cluster.errors import ClusterUnavailable
-from bot.core.readiness import stale_clusters
+from bot.core.readiness import readiness, stale_clusters
 from bot.core.slurm.records import JobRecord
 from bot.ops.health import HealthServer
 from bot.ops.metrics import CountingSessions, CountingSlurm, ServiceMetrics
@@ -179,3 +179,56 @@ def test_automatic_resubmits_are_counted_by_outcome(tmp_path) -> None:
     store.close()
     assert sample(metrics, "trainbot_resubmits_total", cluster="dev", outcome="failed") == 1
     assert sample(metrics, "trainbot_resubmits_total", cluster="dev", outcome="submitted") == 1
+
+
+def test_readiness_lists_the_clusters_watched_here_and_those_another_replica_holds() -> None:
+    every = {"alpha": 60.0, "beta": 10.0}
+    assert readiness(now=200.0, started_at=0.0, every_s=every,
+                     last_ok={"alpha": 150.0, "beta": 195.0}, held_elsewhere={}) == (
+        True, "ok\nwatched here: alpha, beta")
+    assert readiness(now=200.0, started_at=0.0, every_s=every, last_ok={"alpha": 150.0},
+                     held_elsewhere={"beta": "host-b:7:cd"}) == (
+        True, "ok\nwatched here: alpha\nwatched by another replica: beta (host-b:7:cd)")
+    # Every cluster held by another replica: ready, as a standby (nothing of its own is stale).
+    assert readiness(now=400.0, started_at=0.0, every_s=every, last_ok={},
+                     held_elsewhere={"alpha": "host-b:7:cd", "beta": None}) == (
+        True, "ok (standby)\nwatched here: none\nwatched by another replica: "
+              "alpha (host-b:7:cd), beta")
+    assert readiness(now=400.0, started_at=0.0, every_s=every, last_ok={"alpha": 220.0},
+                     held_elsewhere={"beta": "host-b:7:cd"}) == (
+        False, "cluster alpha: no successful tick for 180 s (>= 3 ticks)\n"
+               "watched here: alpha\nwatched by another replica: beta (host-b:7:cd)")
+
+
+def test_readyz_of_a_standby_replica_names_the_replica_that_watches_its_cluster(
+        tmp_path) -> None:
+    """Two replicas on one store: A ticks cluster dev, B stands by; both are ready, and each
+    /readyz says who watches dev."""
+    from fakes import make_config
+
+    from bot.app import _health_server, build_scheduler
+    from bot.core.catalogue import Catalogue
+    from bot.services.leases import LeaseKeeper
+    from bot.services.ports import BotContext
+    from bot.slack.render import TemplateRenderer
+
+    url, answers = f"sqlite:///{tmp_path / 'state.db'}", {}
+    for name in ("A", "B"):
+        store = Store.open(url)
+        ctx = BotContext(config=make_config(), store=store,
+                         clusters=FakeClusters(FakeSlurm(), FakeSFTP()),
+                         renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        ticks = TickHealth(ServiceMetrics(), clock=lambda: T0)
+        scheduler = build_scheduler(ctx, leases=LeaseKeeper(store.leases, holder=name),
+                                    clock=lambda: T0, ticks=ticks)
+        {job.id: job for job in scheduler.jobs()}["watch:dev"].func()
+        server = _health_server(ctx, scheduler, ticks, "127.0.0.1", 0)
+        server.start()
+        try:
+            answers[name] = get(server.port, "/readyz")
+        finally:
+            server.stop()
+            store.close()
+    assert answers == {"A": (200, "ok\nwatched here: dev\n"),
+                       "B": (200, "ok (standby)\nwatched here: none\n"
+                                  "watched by another replica: dev (A)\n")}
