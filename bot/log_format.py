@@ -19,6 +19,9 @@ FIELDS = ("cluster", "chain", "job", "event_key")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _OURS = "_trainbot_handler"  # marks the handler configure_logging installed
+# Libraries whose INFO lines repeat on every run ("Running job …", "… executed successfully"):
+# their warnings and errors only (the watcher logs its own line per tick).
+QUIET_LOGGERS = ("apscheduler",)
 
 _CONTEXT: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
     "trainbot_log_fields", default=())
@@ -97,7 +100,8 @@ def configure_logging(level: str = "info", fmt: str = "text",
                       stream: IO[str] | None = None) -> logging.Handler:
     """Send the process's logs to `stream` (default stderr) at `level` in format `fmt`,
     replacing the handler an earlier call installed; every line redacted
-    (bot.log_redaction) and carrying its `log_fields`. Returns the handler."""
+    (bot.log_redaction) and carrying its `log_fields`; QUIET_LOGGERS at WARNING. Returns the
+    handler."""
     if level not in LOG_LEVELS:
         raise ValueError(f"log level {level!r}: one of {', '.join(LOG_LEVELS)}")
     if fmt not in LOG_FORMATS:
@@ -112,4 +116,6 @@ def configure_logging(level: str = "info", fmt: str = "text",
     setattr(handler, _OURS, True)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     return handler

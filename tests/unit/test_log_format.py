@@ -9,16 +9,22 @@ import json
 import logging
 import subprocess
 import sys
+import threading
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink, make_config
 from support.watcher import LOG, add_job, make_watcher, running
 
-from bot.app import _logged_as
+from bot.app import _logged_as, build_scheduler
+from bot.core.catalogue import Catalogue
 from bot.core.redact import Redactor
 from bot.log_format import configure_logging, log_fields
 from bot.log_redaction import install_log_redaction
+from bot.services.ports import BotContext
+from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -130,3 +136,42 @@ def test_a_webhook_urls_secret_path_is_redacted_and_a_short_path_is_not(tmp_path
     short = parse_config(text.replace("services/T0AAA/B0BBB/xyzSECRETxyzSECRET", "events"),
                          source="t.yaml", env={})
     assert short.redactor().redact("events go to the log") == "events go to the log"
+
+
+def test_a_scheduled_tick_logs_the_watchers_line_and_not_apschedulers(logs, tmp_path) -> None:
+    """APScheduler logs every run of every job at INFO ("Running job …", "… executed
+    successfully"); configure_logging keeps its warnings only, and our per-tick line."""
+    quiet = logging.getLogger("apscheduler")
+    quiet.setLevel(logging.NOTSET)  # as a fresh process has it
+    stream = logs("json", "info")
+    ticked = threading.Event()
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+
+    class TickedSlurm(FakeSlurm):
+        def jobs(self, ids):  # noqa: ANN001, ANN202
+            ticked.set()
+            return super().jobs(ids)
+
+    add_job(store, 1)
+    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(TickedSlurm()),
+                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    scheduler = build_scheduler(ctx)
+    for job in scheduler.jobs():
+        if job.id == "watch:dev":
+            job.modify(next_run_time=datetime.now(UTC))
+        else:
+            job.pause()
+    scheduler.start()
+    try:
+        assert ticked.wait(10), "the watcher's tick never ran"
+        deadline = time.monotonic() + 10
+        while not any(": tick " in d["message"] for d in json_lines(stream)) and \
+                time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        scheduler.stop()
+        store.close()
+    lines = json_lines(stream)
+    assert [d["cluster"] for d in lines if d["message"].startswith("dev: tick ")] == ["dev"]
+    assert [d for d in lines if d["logger"].startswith("apscheduler")] == []
+    assert quiet.getEffectiveLevel() == logging.WARNING

@@ -8,18 +8,21 @@ import urllib.error
 import urllib.request
 
 import pytest
-from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink, make_config
 from prometheus_client import generate_latest
 from slack_standin import SlackStandIn
 from support.watcher import LOG, add_job, make_watcher
 
-from bot.app import TickHealth
+from bot.app import TickHealth, _health_server, build_scheduler
 from bot.cluster.errors import ClusterUnavailable
+from bot.core.catalogue import Catalogue
 from bot.core.readiness import readiness, stale_clusters
 from bot.core.slurm.records import JobRecord
 from bot.ops.health import HealthServer
 from bot.ops.metrics import CountingSessions, CountingSlurm, ServiceMetrics
-from bot.services.ports import ClusterSessions
+from bot.services.leases import LeaseKeeper
+from bot.services.ports import BotContext, ClusterSessions
+from bot.slack.render import TemplateRenderer
 from bot.slack.retry import make_client
 from bot.store import Store
 
@@ -204,14 +207,6 @@ def test_readyz_of_a_standby_replica_names_the_replica_that_watches_its_cluster(
         tmp_path) -> None:
     """Two replicas on one store: A ticks cluster dev, B stands by; both are ready, and each
     /readyz says who watches dev."""
-    from fakes import make_config
-
-    from bot.app import _health_server, build_scheduler
-    from bot.core.catalogue import Catalogue
-    from bot.services.leases import LeaseKeeper
-    from bot.services.ports import BotContext
-    from bot.slack.render import TemplateRenderer
-
     url, answers = f"sqlite:///{tmp_path / 'state.db'}", {}
     for name in ("A", "B"):
         store = Store.open(url)
