@@ -18,6 +18,17 @@ MIN_TREND_GIB_PER_100 = 0.5  # flatter than this, a trend line only adds noise
 CHART_NAMES = ("rss.png", "progress.png", "loss.png")
 
 
+def N_(message: str) -> str:  # noqa: N802 - gettext's name: marks a message id to extract
+    return message
+
+
+# The title of each chart's uploaded file, and the stage it was drawn at (message ids).
+FILE_TITLES = {"rss.png": N_("Host RSS · job %(job)s"),
+               "progress.png": N_("Progress · job %(job)s"),
+               "loss.png": N_("Loss · job %(job)s")}
+STAGE_TITLES = {"final": N_("%(chart)s (final)"), "leak": N_("%(chart)s (leak)")}
+
+
 def charts_for(
     series: Any,
     diagnosis: Diagnosis,
@@ -60,6 +71,13 @@ def charts_for(
 
 def _english(message: str) -> str:
     return message
+
+
+def file_title(name: str, *, job_id: str, stage: str, gettext: Gettext | None = None) -> str:
+    """The uploaded file's title of chart `name` of `job_id` drawn at `stage` ("final": with
+    the job's incident or completion, "leak": with a leak warning), worded by `gettext`."""
+    _ = gettext or _english
+    return _(STAGE_TITLES[stage]) % {"chart": _(FILE_TITLES[name]) % {"job": job_id}}
 
 
 def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any,
@@ -141,3 +159,10 @@ class SeriesCharts:
         return charts_for(series, diagnosis, job_id=job_id, mem_limit_bytes=mem_limit_bytes,
                           earlier_attempts=earlier_attempts, sampler=sampler, skew=skew,
                           names=names, gettext=translator(lang, override_dir).gettext)
+
+    def file_title(self, name: str, *, job_id: str, stage: str, lang: str = "en",
+                   override_dir: str | None = None) -> str:
+        from bot.slack.render import translator
+
+        return file_title(name, job_id=job_id, stage=stage,
+                          gettext=translator(lang, override_dir).gettext)

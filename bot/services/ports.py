@@ -211,6 +211,12 @@ class ChartMaker(Protocol):
         """`lang`: the titles' and labels' language (`override_dir`: a site's catalogue)."""
         ...
 
+    def file_title(self, name: str, *, job_id: str, stage: str, lang: str = "en",
+                   override_dir: str | None = None) -> str:
+        """The title of chart `name`'s uploaded file (`stage`: "final" or "leak"), in
+        `lang`."""
+        ...
+
 
 # ------------------------------------------------------------------------------ the context
 

@@ -76,7 +76,7 @@ log = logging.getLogger(__name__)
 KEEP_ATTEMPTS = 5  # attempts per chain on the progress chart (one colour each)
 KEEP_POINTS = 200  # (time, iteration) points remembered per attempt: enough for a line
 KEEP_CHAINS = 64  # chains remembered, least recently charted dropped first (≈ 7 MiB at most)
-CHART_TITLES = {"rss.png": "Host RSS", "progress.png": "Progress", "loss.png": "Loss"}
+CHART_NAMES = ("rss.png", "progress.png", "loss.png")  # an incident's charts, in this order
 
 
 class ThreadEvents:
@@ -92,7 +92,7 @@ class ThreadEvents:
         if event.kind in ("cluster_unreachable", "cluster_back"):
             self._cluster_notice(event)
         elif event.kind == "incident" and _completed(event):
-            self._charts(event, "final", tuple(CHART_TITLES))  # above its line: the thread
+            self._charts(event, "final", CHART_NAMES)  # above its line: the thread
             self._completed(event)  # ends in the ✅
         elif event.kind == "incident":
             self._incident(event)
@@ -102,7 +102,7 @@ class ThreadEvents:
         else:
             self._note(event, self._say(event))
         if event.kind == "incident" and not _completed(event):
-            self._charts(event, "final", tuple(CHART_TITLES))
+            self._charts(event, "final", CHART_NAMES)
         elif event.kind == "warning" and event.decision is not None and \
                 event.decision.class_id == "memory_leak":
             self._charts(event, "leak", ("rss.png",))
@@ -215,15 +215,15 @@ class ThreadEvents:
             earlier[job] = _trace(series, event.diagnosis, job)
             while len(earlier) > KEEP_ATTEMPTS:
                 earlier.popitem(last=False)
+        lang, override_dir = lang_of(self.ctx.config, event.recipe), self.ctx.config.templates.dir
         try:
             rec = event.record
             charts = drawer.charts_for(
                 series, event.diagnosis, job_id=job,
                 mem_limit_bytes=rec.mem_limit_bytes if rec else None,
                 earlier_attempts=[t for j, t in earlier.items() if j != job],
-                sampler=event.sampler, skew=event.skew, names=names,
-                lang=lang_of(self.ctx.config, event.recipe),
-                override_dir=self.ctx.config.templates.dir)
+                sampler=event.sampler, skew=event.skew, names=names, lang=lang,
+                override_dir=override_dir)
         except Exception:  # noqa: BLE001 - the event's text is what matters
             log.exception("%s: drawing the %s charts of job %s failed; posted without them",
                           event.key, stage, job)
@@ -233,7 +233,8 @@ class ThreadEvents:
                 continue  # no data for it (e.g. a log without loss values)
             try:
                 upload(chain_id, f"chart:{job}:{stage}:{name}", charts[name], name,
-                       f"{CHART_TITLES[name]} · job {job} ({stage})")
+                       drawer.file_title(name, job_id=job, stage=stage, lang=lang,
+                                         override_dir=override_dir))
             except LeaseLost:
                 raise  # nor is the event posted: the replica holding the lease posts it
             except Exception as exc:  # noqa: BLE001 - never re-posts the event (module doc)

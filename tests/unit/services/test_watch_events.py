@@ -167,9 +167,9 @@ def _chart_thread(store: Store, sink: ChartSink, **recipe):
     return ctx, slurm, chain
 
 
-def _failed_88154(store: Store, sink: ChartSink) -> Watcher:
+def _failed_88154(store: Store, sink: ChartSink, **recipe) -> Watcher:
     """The 88154 story's whole log, the job FAILED: one tick gives its incident."""
-    ctx, slurm, chain = _chart_thread(store, sink)
+    ctx, slurm, chain = _chart_thread(store, sink, **recipe)
     store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
     store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
     sftp = FakeSFTP()
@@ -191,6 +191,14 @@ def test_an_incident_brings_its_rss_progress_and_loss_charts_into_the_thread(sto
         "Host RSS · job 88154 (final)", "Progress · job 88154 (final)",
         "Loss · job 88154 (final)"]
     assert all(png[:8] == PNG_MAGIC for _, _, png in sink.charts)
+
+
+def test_a_korean_threads_chart_files_have_korean_titles(store):
+    sink = ChartSink(store)
+    _failed_88154(store, sink, lang="ko")
+    assert [key for key, _, _ in sink.charts] == FINAL_CHARTS
+    assert [title for _, title, _ in sink.charts] == [
+        "호스트 RSS · 작업 88154 (최종)", "진행 · 작업 88154 (최종)", "Loss · 작업 88154 (최종)"]
 
 
 @pytest.mark.parametrize("failure", ["draw", "upload"])
