@@ -31,19 +31,31 @@ def fake_slurm() -> FakeSlurm:
     return FakeSlurm()
 
 
-@pytest.fixture
-def services(store, slack_client, fake_slurm, fake_sleep) -> BotContext:
+def replica(store, slack_client, fake_slurm, fake_sleep) -> tuple[BotContext, App]:
+    """One replica's services and Bolt app on `store` and the Slack stand-in."""
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    return BotContext(config=make_config(target_iter=8000), store=store,
-                      clusters=FakeClusters(fake_slurm), sink=poster, home=poster,
-                      clock=lambda: NOW, renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load(), charts=SeriesCharts())
+    services = BotContext(config=make_config(target_iter=8000), store=store,
+                          clusters=FakeClusters(fake_slurm), sink=poster, home=poster,
+                          clock=lambda: NOW, renderer=TemplateRenderer(),
+                          catalogue=Catalogue.load(), charts=SeriesCharts())
+    return services, build_app(services.config, services, client=slack_client,
+                               listener_executor=SyncExecutor(),
+                               token_verification_enabled=False)
 
 
 @pytest.fixture
-def app(services: BotContext, slack_client) -> App:
-    return build_app(services.config, services, client=slack_client,
-                     listener_executor=SyncExecutor(), token_verification_enabled=False)
+def first_replica(store, slack_client, fake_slurm, fake_sleep) -> tuple[BotContext, App]:
+    return replica(store, slack_client, fake_slurm, fake_sleep)
+
+
+@pytest.fixture
+def services(first_replica) -> BotContext:
+    return first_replica[0]
+
+
+@pytest.fixture
+def app(first_replica) -> App:
+    return first_replica[1]
 
 
 def failed_run(services: BotContext) -> tuple[int, str]:
@@ -163,20 +175,15 @@ def test_a_new_run_appears_on_the_open_home_tabs_of_its_team(app, services, slac
 
 
 def test_a_tab_opened_through_one_replica_is_refreshed_by_another(app, services, slack,
-                                                                   slack_client, fake_sleep):
+                                                                   slack_client, fake_slurm,
+                                                                   fake_sleep):
     """The viewers are kept in the store: a replica that never published U0APPR's tab (or
     one restarted since) refreshes it when a run changes there."""
     from support.bolt_driver import ResponseUrls, slash_body
 
     open_home(app, "U0APPR")
     assert "No run of your team" in texts(slack.home_views["U0APPR"])
-    other_poster = SlackPoster(slack_client, services.store, sleep=fake_sleep, clock=lambda: NOW)
-    other = BotContext(config=services.config, store=services.store,
-                       clusters=services.clusters, sink=other_poster, home=other_poster,
-                       clock=lambda: NOW, renderer=TemplateRenderer(),
-                       catalogue=Catalogue.load(), charts=SeriesCharts())
-    other_app = build_app(other.config, other, client=slack_client,
-                          listener_executor=SyncExecutor(), token_verification_enabled=False)
+    _, other_app = replica(services.store, slack_client, fake_slurm, fake_sleep)
     urls = ResponseUrls()
     try:
         dispatch(other_app, slash_body("resume mix", user="U0ALICE", channel=CH,
