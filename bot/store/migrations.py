@@ -29,10 +29,26 @@ from sqlalchemy import (
     inspect,
     text,
 )
+from sqlalchemy.schema import SchemaItem
 
 
 class StoreVersionError(Exception):
     """The database was written by a newer trainbot than this one."""
+
+
+def _create_table(conn: Connection, name: str, *parts: SchemaItem,
+                  references: tuple[str, ...] = ()) -> None:
+    """Create table `name` of `parts` (columns, indexes, constraints) as they are at this
+    version; `references`: the tables its foreign keys point at (by their `id`)."""
+    md = MetaData()
+    for table in references:  # known to this MetaData, so the foreign keys resolve
+        Table(table, md, Column("id", Integer, primary_key=True))
+    Table(name, md, *parts).create(conn, checkfirst=True)
+
+
+def _add_column(conn: Connection, table: str, column: str) -> None:
+    """ALTER TABLE `table` ADD COLUMN `column` (its DDL: name, type, constraints)."""
+    conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column}"))
 
 
 def _v1_initial(conn: Connection) -> None:
@@ -129,12 +145,9 @@ def _v1_initial(conn: Connection) -> None:
 
 def _v2_posts_and_watch(conn: Connection) -> None:
     """Version 2: Slack post refs (intent/posted), watched jobs, retry ledger, wall time lost."""
-    md = MetaData()
-    # Referenced tables must be known to this MetaData for the foreign keys to resolve.
-    Table("chains", md, Column("id", Integer, primary_key=True))
-    Table(
+    _create_table(
+        conn,
         "slack_posts",
-        md,
         Column("key", Text, primary_key=True),
         Column("chain_id", Integer, ForeignKey("chains.id")),
         Column("channel", Text, nullable=False),
@@ -144,20 +157,20 @@ def _v2_posts_and_watch(conn: Connection) -> None:
         Column("state", Text, nullable=False),
         Column("payload_hash", Text),
         Column("updated_at", Float, nullable=False),
+        references=("chains",),
     )
-    Table(
+    _create_table(
+        conn,
         "watched_jobs",
-        md,
         Column("cluster", Text, primary_key=True),
         Column("job_id", Text, primary_key=True),
         Column("chain_id", Integer, ForeignKey("chains.id")),
         Column("adopted", Boolean, nullable=False),
         Column("added_at", Float, nullable=False),
+        references=("chains",),
     )
-    md.tables["slack_posts"].create(conn)
-    md.tables["watched_jobs"].create(conn)
-    conn.execute(text("ALTER TABLE chains ADD COLUMN retries_used INTEGER NOT NULL DEFAULT 0"))
-    conn.execute(text("ALTER TABLE attempts ADD COLUMN work_lost_s FLOAT"))
+    _add_column(conn, "chains", "retries_used INTEGER NOT NULL DEFAULT 0")
+    _add_column(conn, "attempts", "work_lost_s FLOAT")
 
 
 def _v3_approvals_by_state(conn: Connection) -> None:
@@ -171,73 +184,65 @@ def _v3_approvals_by_state(conn: Connection) -> None:
 def _v4_leases(conn: Connection) -> None:
     """Version 4: leases, so of several replicas on one database exactly one runs each
     scheduled job (`watch:<cluster>`, `holds`) at a time (`LeasesRepo`)."""
-    md = MetaData()
-    Table(
+    _create_table(
+        conn,
         "leases",
-        md,
         Column("name", Text, primary_key=True),
         Column("holder", Text, nullable=False),
         Column("acquired_at", Float, nullable=False),
         Column("expires_at", Float, nullable=False),
     )
-    md.create_all(conn)
 
 
 def _v5_held_since(conn: Connection) -> None:
     """Version 5: watched_jobs.held_since, so how long a job has been held (JobHeldAdmin)
     survives a restart of the bot instead of counting again from zero."""
-    conn.execute(text("ALTER TABLE watched_jobs ADD COLUMN held_since FLOAT"))
+    _add_column(conn, "watched_jobs", "held_since FLOAT")
 
 
 def _v6_command_claims(conn: Connection) -> None:
     """Version 6: command_claims, so a slash command Slack delivers again (a late ack) is
     carried out by one replica only, whichever replicas on this database it reaches
     (`CommandClaimsRepo`)."""
-    md = MetaData()
-    Table(
+    _create_table(
+        conn,
         "command_claims",
-        md,
         Column("key", Text, primary_key=True),
         Column("holder", Text, nullable=False),
         Column("claimed_at", Float, nullable=False),
         Column("expires_at", Float, nullable=False),
         Index("ix_command_claims_expires_at", "expires_at"),
     )
-    md.create_all(conn)
 
 
 def _v7_lease_epochs(conn: Connection) -> None:
     """Version 7: leases.epoch, a counter raised each time a lease changes holder, so a side
     effect of a replica that lost its lease is refused by the database (`LeasesRepo.renew`)."""
-    conn.execute(text("ALTER TABLE leases ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0"))
+    _add_column(conn, "leases", "epoch INTEGER NOT NULL DEFAULT 0")
 
 
 def _v8_prompt_steps(conn: Connection) -> None:
     """Version 8: prompt_steps, one row per follow-up step (reminded, escalated) of a prompt,
     so it happens once, whichever replica runs the follow-up (`ApprovalsRepo.mark_step`)."""
-    md = MetaData()
-    Table(
+    _create_table(
+        conn,
         "prompt_steps",
-        md,
         Column("token", Text, primary_key=True),
         Column("step", Text, primary_key=True),
         Column("at", Float, nullable=False),
     )
-    md.create_all(conn)
 
 
 def _v9_home_viewers(conn: Connection) -> None:
     """Version 9: home_viewers, the users who opened the App Home tab, so every replica (and
     one restarted) refreshes their tabs when a run changes (`HomeViewersRepo`)."""
-    md = MetaData()
-    Table(
+    _create_table(
+        conn,
         "home_viewers",
-        md,
         Column("user_id", Text, primary_key=True),
         Column("opened_at", Float, nullable=False),
         Index("ix_home_viewers_opened_at", "opened_at"),
     )
-    md.create_all(conn)
 
 
 MIGRATIONS: list[Callable[[Connection], None]] = [

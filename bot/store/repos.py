@@ -11,9 +11,9 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, and_, case, delete, func, insert, or_, select, update
+from sqlalchemy import Engine, Select, and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.redact import Redactor
@@ -27,6 +27,8 @@ from bot.store.rows import (
     TailOffset,
     WatchedJob,
 )
+
+R = TypeVar("R")  # a row class of bot.store.rows
 
 
 def _wall(now: float | None) -> float:
@@ -45,6 +47,16 @@ class _Repo:
     def __init__(self, engine: Engine, redactor: Redactor | None = None):
         self._engine = engine
         self._redactor = redactor or Redactor()
+
+    def _one(self, cls: type[R], query: Select[Any]) -> R | None:
+        """The first row of `query` as a `cls`, or None (one transaction)."""
+        with self._engine.begin() as conn:
+            return _row(cls, conn.execute(query).first())
+
+    def _all(self, cls: type[R], query: Select[Any]) -> list[R]:
+        """Every row of `query` as a `cls` (one transaction)."""
+        with self._engine.begin() as conn:
+            return [_row(cls, r) for r in conn.execute(query).all()]
 
 
 class ChainsRepo(_Repo):
@@ -77,38 +89,33 @@ class ChainsRepo(_Repo):
         return Chain(id=int(chain_id), **values)
 
     def get(self, chain_id: int) -> Chain | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(select(t.chains).where(t.chains.c.id == chain_id)).first()
-        return _row(Chain, row)
+        return self._one(Chain, select(t.chains).where(t.chains.c.id == chain_id))
 
     def latest_for_recipe(self, recipe: str) -> Chain | None:
         """The most recent chain of a recipe (any status)."""
-        with self._engine.begin() as conn:
-            row = conn.execute(
-                select(t.chains)
-                .where(t.chains.c.recipe == recipe)
-                .order_by(t.chains.c.id.desc())
-                .limit(1)
-            ).first()
-        return _row(Chain, row)
+        return self._one(
+            Chain,
+            select(t.chains)
+            .where(t.chains.c.recipe == recipe)
+            .order_by(t.chains.c.id.desc())
+            .limit(1),
+        )
 
     def for_recipe(self, recipe: str, limit: int = 20) -> list[Chain]:
         """A recipe's chains, newest first."""
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.chains)
-                .where(t.chains.c.recipe == recipe)
-                .order_by(t.chains.c.id.desc())
-                .limit(limit)
-            ).all()
-        return [_row(Chain, r) for r in rows]
+        return self._all(
+            Chain,
+            select(t.chains)
+            .where(t.chains.c.recipe == recipe)
+            .order_by(t.chains.c.id.desc())
+            .limit(limit),
+        )
 
     def with_status(self, status: str = "active") -> list[Chain]:
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.chains).where(t.chains.c.status == status).order_by(t.chains.c.id)
-            ).all()
-        return [_row(Chain, r) for r in rows]
+        return self._all(
+            Chain,
+            select(t.chains).where(t.chains.c.status == status).order_by(t.chains.c.id),
+        )
 
     def set_thread(self, chain_id: int, *, channel: str, thread_ts: str, now: float) -> None:
         self._update(chain_id, now, channel=channel, thread_ts=thread_ts)
@@ -186,9 +193,7 @@ class AttemptsRepo(_Repo):
         return _row(Attempt, row)
 
     def get(self, attempt_id: int) -> Attempt | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
-        return _row(Attempt, row)
+        return self._one(Attempt, select(t.attempts).where(t.attempts.c.id == attempt_id))
 
     def get_by_job(self, job_id: str, cluster: str | None = None) -> Attempt | None:
         """The attempt for a Slurm job id (the newest, if ids repeat across clusters)."""
@@ -197,19 +202,16 @@ class AttemptsRepo(_Repo):
             query = query.join(t.chains, t.chains.c.id == t.attempts.c.chain_id).where(
                 t.chains.c.cluster == cluster
             )
-        with self._engine.begin() as conn:
-            row = conn.execute(query.order_by(t.attempts.c.id.desc()).limit(1)).first()
-        return _row(Attempt, row)
+        return self._one(Attempt, query.order_by(t.attempts.c.id.desc()).limit(1))
 
     def for_chain(self, chain_id: int) -> list[Attempt]:
         """A chain's attempts in order (the thread's attempts table)."""
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.attempts)
-                .where(t.attempts.c.chain_id == chain_id)
-                .order_by(t.attempts.c.attempt_no)
-            ).all()
-        return [_row(Attempt, r) for r in rows]
+        return self._all(
+            Attempt,
+            select(t.attempts)
+            .where(t.attempts.c.chain_id == chain_id)
+            .order_by(t.attempts.c.attempt_no),
+        )
 
     def latest(self, chain_id: int) -> Attempt | None:
         attempts = self.for_chain(chain_id)
@@ -234,13 +236,12 @@ class TailOffsetsRepo(_Repo):
     """Where each job's log tail stopped, so a restart reads only new bytes."""
 
     def get(self, job_id: str, path: str) -> TailOffset | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(
-                select(t.tail_offsets).where(
-                    and_(t.tail_offsets.c.job_id == str(job_id), t.tail_offsets.c.path == path)
-                )
-            ).first()
-        return _row(TailOffset, row)
+        return self._one(
+            TailOffset,
+            select(t.tail_offsets).where(
+                and_(t.tail_offsets.c.job_id == str(job_id), t.tail_offsets.c.path == path)
+            ),
+        )
 
     def put(
         self,
@@ -312,28 +313,24 @@ class IncidentsRepo(_Repo):
         return incident, True
 
     def get(self, key: str) -> Incident | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(select(t.incidents).where(t.incidents.c.key == key)).first()
-        return _row(Incident, row)
+        return self._one(Incident, select(t.incidents).where(t.incidents.c.key == key))
 
     def for_chain(self, chain_id: int) -> list[Incident]:
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.incidents)
-                .where(t.incidents.c.chain_id == chain_id)
-                .order_by(t.incidents.c.id)
-            ).all()
-        return [_row(Incident, r) for r in rows]
+        return self._all(
+            Incident,
+            select(t.incidents)
+            .where(t.incidents.c.chain_id == chain_id)
+            .order_by(t.incidents.c.id),
+        )
 
     def of_class(self, class_id: str, states: Iterable[str]) -> list[Incident]:
         """The incidents of `class_id` in one of `states`, oldest first (any chain)."""
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.incidents)
-                .where(t.incidents.c.class_id == class_id, t.incidents.c.state.in_(list(states)))
-                .order_by(t.incidents.c.id)
-            ).all()
-        return [_row(Incident, r) for r in rows]
+        return self._all(
+            Incident,
+            select(t.incidents)
+            .where(t.incidents.c.class_id == class_id, t.incidents.c.state.in_(list(states)))
+            .order_by(t.incidents.c.id),
+        )
 
     def set_state(self, key: str, state: str) -> None:
         with self._engine.begin() as conn:
@@ -392,9 +389,7 @@ class ApprovalsRepo(_Repo):
         return token
 
     def get(self, token: str) -> Approval | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(select(t.approvals).where(t.approvals.c.id == token)).first()
-        return _row(Approval, row)
+        return self._one(Approval, select(t.approvals).where(t.approvals.c.id == token))
 
     def claim(self, token: str, actor: str, now: float, *,
               latest_job: str | None = None) -> ClaimResult:
@@ -539,9 +534,7 @@ class ApprovalsRepo(_Repo):
         """Every pending approval of every action, oldest first (the prompts' follow-up)."""
         query = (select(t.approvals).where(t.approvals.c.state == "pending")
                  .order_by(t.approvals.c.created_at, t.approvals.c.id))
-        with self._engine.begin() as conn:
-            rows = conn.execute(query).all()
-        return [_row(Approval, r) for r in rows]
+        return self._all(Approval, query)
 
     def expire_due(self, now: float) -> list[str]:
         """Mark every pending approval past its expiry expired; returns their tokens."""
@@ -573,17 +566,13 @@ class ApprovalsRepo(_Repo):
             .where(and_(t.approvals.c.action == action, t.approvals.c.state == state))
             .order_by(t.approvals.c.created_at, t.approvals.c.id)
         )
-        with self._engine.begin() as conn:
-            rows = conn.execute(query).all()
-        return [_row(Approval, r) for r in rows]
+        return self._all(Approval, query)
 
     def for_chain(self, chain_id: int, state: str | None = None) -> list[Approval]:
         query = select(t.approvals).where(t.approvals.c.chain_id == chain_id)
         if state is not None:
             query = query.where(t.approvals.c.state == state)
-        with self._engine.begin() as conn:
-            rows = conn.execute(query.order_by(t.approvals.c.created_at)).all()
-        return [_row(Approval, r) for r in rows]
+        return self._all(Approval, query.order_by(t.approvals.c.created_at))
 
 
 class WatchedJobsRepo(_Repo):
@@ -640,21 +629,18 @@ class WatchedJobsRepo(_Repo):
         query = select(t.watched_jobs)
         if cluster is not None:
             query = query.where(t.watched_jobs.c.cluster == cluster)
-        with self._engine.begin() as conn:
-            rows = conn.execute(query.order_by(t.watched_jobs.c.added_at)).all()
-        return [_row(WatchedJob, r) for r in rows]
+        return self._all(WatchedJob, query.order_by(t.watched_jobs.c.added_at))
 
     def get(self, cluster: str, job_id: str) -> WatchedJob | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(
-                select(t.watched_jobs).where(
-                    and_(
-                        t.watched_jobs.c.cluster == cluster,
-                        t.watched_jobs.c.job_id == str(job_id),
-                    )
+        return self._one(
+            WatchedJob,
+            select(t.watched_jobs).where(
+                and_(
+                    t.watched_jobs.c.cluster == cluster,
+                    t.watched_jobs.c.job_id == str(job_id),
                 )
-            ).first()
-        return _row(WatchedJob, row)
+            ),
+        )
 
 
 _RELEASED = ""  # the holder of a released lease

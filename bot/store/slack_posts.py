@@ -8,7 +8,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store import schema as t
-from bot.store.repos import _Repo, _row, _wall
+from bot.store.repos import _Repo, _wall
 from bot.store.rows import SlackPost
 
 
@@ -17,9 +17,7 @@ class SlackPostsRepo(_Repo):
     neither loses nor duplicates a post."""
 
     def get(self, key: str) -> SlackPost | None:
-        with self._engine.begin() as conn:
-            row = conn.execute(select(t.slack_posts).where(t.slack_posts.c.key == key)).first()
-        return _row(SlackPost, row)
+        return self._one(SlackPost, select(t.slack_posts).where(t.slack_posts.c.key == key))
 
     def record_intent(
         self,
@@ -107,19 +105,17 @@ class SlackPostsRepo(_Repo):
 
     def unposted(self) -> list[SlackPost]:
         """Intents never confirmed posted (to finish after a restart)."""
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.slack_posts)
-                .where(t.slack_posts.c.state == "intent")
-                .order_by(t.slack_posts.c.updated_at)
-            ).all()
-        return [_row(SlackPost, r) for r in rows]
+        return self._all(
+            SlackPost,
+            select(t.slack_posts)
+            .where(t.slack_posts.c.state == "intent")
+            .order_by(t.slack_posts.c.updated_at),
+        )
 
     def for_chain(self, chain_id: int) -> list[SlackPost]:
-        with self._engine.begin() as conn:
-            rows = conn.execute(
-                select(t.slack_posts)
-                .where(t.slack_posts.c.chain_id == chain_id)
-                .order_by(t.slack_posts.c.updated_at)
-            ).all()
-        return [_row(SlackPost, r) for r in rows]
+        return self._all(
+            SlackPost,
+            select(t.slack_posts)
+            .where(t.slack_posts.c.chain_id == chain_id)
+            .order_by(t.slack_posts.c.updated_at),
+        )
