@@ -12,6 +12,7 @@ from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
 from bot.core.catalogue import Catalogue
 from bot.core.policy import PolicyParams
 from bot.core.slurm.records import JobRecord
+from bot.services.ports import BotContext
 from bot.services.watch.tick import Watcher
 from bot.store import Chain, Store
 
@@ -56,6 +57,20 @@ def running(job_id: int, **kw: Any) -> JobRecord:
 
 def story_lines() -> list[bytes]:
     return STORY.read_bytes().splitlines(keepends=True)
+
+
+def stalled_thread(ctx: BotContext, slurm: FakeSlurm) -> tuple[Chain, FakeSFTP, bytes]:
+    """Story 88154 up to its stall, in a run thread of `ctx`: its chain (job 88154 RUNNING on
+    `slurm`, watched, the thread's root posted), an SFTP holding its log up to iter 3470, and
+    the rest of the log (to end the job with)."""
+    chain = add_job(ctx.store, 88154)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
+    lines = story_lines()
+    stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
+    sftp = FakeSFTP()
+    sftp.append(LOG, b"".join(lines[: stall + 1]))
+    return chain, sftp, b"".join(lines[stall + 1:])
 
 
 def timed_out(env: WatchEnv, resubmit: FakeResubmit, **policy: Any) -> tuple[Watcher, Chain]:

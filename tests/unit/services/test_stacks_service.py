@@ -13,11 +13,11 @@ from fakes import (
     T0,
     FakeClusters,
     FakeRunner,
-    FakeSFTP,
     FakeSlurm,
     RecordingMessageSink,
     make_context,
 )
+from support.watcher import stalled_thread
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.core.catalogue import Catalogue
@@ -91,20 +91,12 @@ def stalled_watch(store: Store, collector: GatedCollector, **recipe: object):
     ctx = make_context(store, slurm, **recipe)
     ctx.sink = UploadSink(store)
     ctx.clock = lambda: T0 + 1900
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
-    store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
-    lines = STORY.read_bytes().splitlines(keepends=True)
-    stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
-    sftp = FakeSFTP()
-    sftp.append(LOG, b"".join(lines[: stall + 1]))
+    _, sftp, rest = stalled_thread(ctx, slurm)
     stacks = Forensics(ctx, collector)  # type: ignore[arg-type]
     ctx.clusters = FakeClusters(slurm, sftp=sftp)
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx, forensics=stacks), config=ctx.config)
-    w.rest = b"".join(lines[stall + 1:])  # type: ignore[attr-defined]
+    w.rest = rest  # type: ignore[attr-defined]
     w.fake = (slurm, sftp)  # type: ignore[attr-defined]
     return ctx, w, stacks
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, RecordingMessageSink, make_context
+from support.watcher import stalled_thread
 
 from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId, handle_click
@@ -35,15 +36,7 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     slurm = FakeSlurm()
     ctx = make_context(store, slurm)
     ctx.clock = lambda: T0 + 1900
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
-    store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
-    lines = STORY.read_bytes().splitlines(keepends=True)
-    stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
-    sftp = FakeSFTP()
-    sftp.append(LOG, b"".join(lines[: stall + 1]))
+    chain, sftp, rest = stalled_thread(ctx, slurm)
     posted: list[tuple[str, list]] = []
     real_reply = ctx.sink.post_reply
 
@@ -63,7 +56,7 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     assert ActionId.CANCEL in [b["action_id"] for b in _buttons(blocks)]
     # The watchdog fires; the job ends FAILED: the incident with Resubmit from iter 3000.
     sftp.clock = T0 + 1805
-    sftp.append(LOG, b"".join(lines[stall + 1:]))
+    sftp.append(LOG, rest)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
     key, blocks = posted[-1]
