@@ -6,6 +6,7 @@ never a traceback, never minutes of CPU or gigabytes of memory."""
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -77,30 +78,48 @@ def one_line_error(exc: Exception, name: Path) -> str:
     return message
 
 
-# ------------------------------------------------------------------------------ config files
+# ------------------------------------------------------------------ config and catalogue files
 
 
+# Each kind of file: its name, its top-level key, how trainbot loads it, what it raises.
+KINDS: dict[str, tuple[str, str, Callable[[Path], object], type[Exception]]] = {
+    "config": ("trainbot.yaml", "clusters:", lambda path: load_config(path, env={}),
+               ConfigError),
+    "site catalogue": ("site.yaml", "classes:", lambda path: Catalogue.load([path]),
+                       CatalogueError),
+}
+
+
+def refusal(path: Path, kind: str) -> str:
+    """The one line loading `path` as a `kind` file is refused with (it names the file)."""
+    _, _, load, error = KINDS[kind]
+    with pytest.raises(error) as info:
+        load(path)
+    return one_line_error(info.value, path)
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize(("text", "problem"), BAD_YAML)
-def test_bad_yaml_in_the_config_is_one_line_within_bounds(tmp_path, text, problem):
-    path = config_path(tmp_path, text)
+def test_bad_yaml_is_one_line_within_bounds(tmp_path, kind, text, problem):
+    name, key, _, _ = KINDS[kind]
+    path = tmp_path / name
+    path.write_text(text.replace("clusters:", key), encoding="utf-8")
     tracemalloc.start()
     try:
-        with pytest.raises(ConfigError) as info:
-            load_config(path, env={})
+        message = refusal(path, kind)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert problem in one_line_error(info.value, path)
+    assert problem in message
     assert peak < 100 * 1024**2, f"{peak / 1024**2:.0f} MiB"
 
 
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize(("data", "problem"), NOT_TEXT)
-def test_a_config_that_is_not_utf8_text_names_the_file(tmp_path, data, problem):
-    path = tmp_path / "trainbot.yaml"
+def test_a_file_that_is_not_utf8_text_is_named(tmp_path, kind, data, problem):
+    path = tmp_path / KINDS[kind][0]
     path.write_bytes(data)
-    with pytest.raises(ConfigError) as info:
-        load_config(path, env={})
-    assert problem in one_line_error(info.value, path)
+    assert problem in refusal(path, kind)
 
 
 def test_a_huge_config_file_is_refused_before_it_is_parsed(tmp_path):
@@ -131,33 +150,6 @@ def test_a_bad_proxy_jump_is_a_config_error_at_its_key(tmp_path, jump, problem):
         load_config(path, env={})
     message = str(info.value)
     assert "clusters.dev.proxy_jump (line 2)" in message and problem in message
-
-
-# ------------------------------------------------------------------------------ catalogue files
-
-
-@pytest.mark.parametrize(("text", "problem"), BAD_YAML)
-def test_bad_yaml_in_a_site_catalogue_is_one_line_within_bounds(tmp_path, text, problem):
-    site = tmp_path / "site.yaml"
-    site.write_text(text.replace("clusters:", "classes:"))
-    tracemalloc.start()
-    try:
-        with pytest.raises(CatalogueError) as info:
-            Catalogue.load([site])
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert problem in one_line_error(info.value, site)
-    assert peak < 100 * 1024**2, f"{peak / 1024**2:.0f} MiB"
-
-
-@pytest.mark.parametrize(("data", "problem"), NOT_TEXT)
-def test_a_site_catalogue_that_is_not_utf8_text_names_the_file(tmp_path, data, problem):
-    site = tmp_path / "site.yaml"
-    site.write_bytes(data)
-    with pytest.raises(CatalogueError) as info:
-        Catalogue.load([site])
-    assert problem in one_line_error(info.value, site)
 
 
 # ------------------------------------------------------------------------------ doctor and run

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 from fakes import (
@@ -31,7 +30,6 @@ from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
 
-STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.log"
 LOG = "/scratch/mix/logs/mix-88154.out"
 GATHER = [{"name": n, "short_filename": "train.py", "line": 1}
           for n in ("all_gather", "train_step", "main")]
