@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 
 import pytest
 from sqlalchemy import inspect
-from support.race import winners_of_race
+from support.race import race, winners_of_race
 
 from bot.core.redact import Redactor
 from bot.store import Store, StoreError, StoreVersionError, display_url
@@ -168,31 +167,10 @@ def test_attempts_are_numbered_per_chain_and_updated(store):
         store.attempts.update(a1.id, job_id="x")
 
 
-def at_once(n: int, fn):
-    """Run fn(0) … fn(n - 1) in n threads released together; returns results, errors."""
-    barrier = threading.Barrier(n)
-    results, errors = [], []
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait()
-            results.append(fn(i))
-        except Exception as exc:  # noqa: BLE001 - surfaced by the caller's assert
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return results, errors
-
-
 def test_attempts_added_at_once_to_one_chain_are_numbered_one_after_another(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    _, errors = at_once(6, lambda i: store.attempts.add(chain_id=chain.id, job_id=str(88000 + i),
-                                                        now=2.0, charge_retry=i % 2 == 0))
-    assert errors == []
+    race([lambda i=i: store.attempts.add(chain_id=chain.id, job_id=str(88000 + i), now=2.0,
+                                         charge_retry=i % 2 == 0) for i in range(6)])
     assert [a.attempt_no for a in store.attempts.for_chain(chain.id)] == [1, 2, 3, 4, 5, 6]
     assert store.chains.get(chain.id).retries_used == 3
 
@@ -293,23 +271,8 @@ def test_approval_claimed_exactly_once_under_concurrent_clicks(store):
         action="resubmit", payload={}, allowed=["U1"], expires_at=1e12, now=0.0
     )
     n = 16
-    barrier = threading.Barrier(n)
-    results = []
-    errors = []
-
-    def click(i: int) -> None:
-        try:
-            barrier.wait()
-            results.append(store.approvals.claim(token, f"U{i}", now=1.0))
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=click, args=(i,)) for i in range(n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
+    results = race([lambda i=i: store.approvals.claim(token, f"U{i}", now=1.0)
+                    for i in range(n)])
     winners = [r for r in results if r.claimed]
     assert len(results) == n and len(winners) == 1
     assert store.approvals.get(token).decided_by == winners[0].approval.decided_by
@@ -358,18 +321,8 @@ def test_two_prompts_about_one_job_clicked_at_once_are_claimed_once(store):
     store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
     n = 8
     tokens = [_prompt_about(store, chain.id, "88154") for _ in range(n)]
-    barrier = threading.Barrier(n)
-    results = []
-
-    def click(i: int) -> None:
-        barrier.wait()
-        results.append(store.approvals.claim(tokens[i], f"U{i}", now=2.0, latest_job="88154"))
-
-    threads = [threading.Thread(target=click, args=(i,)) for i in range(n)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    results = race([lambda i=i: store.approvals.claim(tokens[i], f"U{i}", now=2.0,
+                                                      latest_job="88154") for i in range(n)])
     assert sorted(r.reason for r in results) == ["busy"] * (n - 1) + ["claimed"]
 
 
@@ -470,9 +423,8 @@ def test_v1_store_is_upgraded_in_place_keeping_data(store_url):
 
 
 def test_replicas_starting_at_once_on_an_empty_database_all_open_it(store_url):
-    stores, errors = at_once(4, lambda i: Store.open(store_url))
+    stores = race([lambda: Store.open(store_url)] * 4)
     try:
-        assert errors == []
         assert [s.schema_version for s in stores] == [current_schema.SCHEMA_VERSION] * 4
         with stores[0].engine.begin() as conn:  # migrated once: one version row
             assert conn.exec_driver_sql("SELECT count(*) FROM meta").scalar() == 1
