@@ -29,6 +29,18 @@ sid=$(stat -L -c %d:%i -- "$t") || exit 90
 # dd's messages are appended to it and read back through fd 5, which stays where the last
 # read ended (truncating the file for each dd would cost a flush on ext4).
 exec 5<"$t"
+# After a dd whose messages went to "$t": c = the bytes its count line says it copied ($2
+# without one); rc = 93 if that is not a number or is more than the $1 bytes announced;
+# the output padded with spaces to those $1 bytes.
+copied() {
+  c=$2
+  while IFS=' ' read -r w1 w2 rest <&5; do
+    case "$w1:$w2" in [0-9]*:byte|[0-9]*:bytes) c=$w1 ;; esac
+  done
+  case "$c" in *[!0-9]*) c=0 rc=93 ;; esac
+  if [ "$c" -gt "$1" ]; then c=0 rc=93; fi
+  if [ "$c" -lt "$1" ]; then printf "%$(($1 - c))s" ''; fi
+}
 set --
 nums=
 eval "$(cat)"
@@ -85,13 +97,8 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
       # many bytes it wrote (a failed redirection leaves rc != 0: the frame is then FAILED).
       dd bs=65536 iflag=skip_bytes,count_bytes skip="$start" count="$len" 2>>"$t" <"$p"
       rc=$?
-      while IFS=' ' read -r w1 w2 rest <&5; do
-        case "$w1:$w2" in [0-9]*:byte|[0-9]*:bytes) c=$w1 ;; esac
-      done
-      case "$c" in *[!0-9]*) c=0 rc=93 ;; esac
-      if [ "$c" -gt "$len" ]; then c=0 rc=93; fi
+      copied "$len" 0
     fi
-    if [ "$c" -lt "$len" ]; then printf "%$((len - c))s" ''; fi
     printf 'E%s %s %s\n' "$k" "$c" "$rc"
   done
   for kb in $buckets; do
@@ -102,13 +109,8 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
     # sets it and the files after it in the bucket aside: see parse_frames), unbuffered so a
     # file that hangs is found by the bytes that came; dd counts them.
     eval "tail -q -c $kb -- $refs" 2>/dev/null | $sb0 head -c "$total" | dd bs=65536 2>>"$t"
-    rc=$? c=x
-    while IFS=' ' read -r w1 w2 rest <&5; do
-      case "$w1:$w2" in [0-9]*:byte|[0-9]*:bytes) c=$w1 ;; esac
-    done
-    case "$c" in *[!0-9]*) c=0 rc=93 ;; esac
-    if [ "$c" -gt "$total" ]; then c=0 rc=93; fi
-    if [ "$c" -lt "$total" ]; then printf "%$((total - c))s" ''; fi
+    rc=$?
+    copied "$total" x
     printf 'D%s %s %s\n' "$kb" "$c" "$rc"
   done
   if [ -n "$all" ]; then
