@@ -1,0 +1,34 @@
+"""What every section of the config schema shares: the override types, the id patterns, the
+base model (unknown keys are errors)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS
+
+OverrideType = Literal["int", "float", "str", "size", "bool"]
+
+# Recipe fields a `key=value` override may replace (with the type the override must declare):
+# the sbatch options of `SubmitSpec` a recipe sets by name, and target_iter. Any other
+# overridable key is passed to the job as a literal `key=value` argument.
+SLURM_OVERRIDE_FIELDS: dict[str, OverrideType] = {
+    **RECIPE_OVERRIDABLE_OPTIONS,
+    "target_iter": "int",
+}
+
+_SLACK_USER_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_SLACK_USERGROUP_RE = re.compile(r"^S[A-Z0-9]{2,}$")
+_SLACK_CHANNEL_ID_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+_OVERRIDE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Slurm --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (or UNLIMITED/INFINITE).
+_SLURM_TIME_RE = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$")
+
+
+class _Model(BaseModel):
+    # .inf and .nan are never meant: an infinite timeout or threshold is a typo, not a setting
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

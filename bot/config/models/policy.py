@@ -1,0 +1,91 @@
+"""The `policy:` section and a recipe's overrides of it."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from bot.config.models._base import _Model
+from bot.core.policy import DEFAULT_POLICY
+
+
+class PolicyConfig(_Model):
+    """Watcher and retry policy; the defaults for every recipe (a recipe may override any).
+    The defaults of the fields the core policy reads are its defaults (DEFAULT_POLICY)."""
+
+    retry_budget: int = Field(
+        DEFAULT_POLICY.retry_budget,
+        ge=0,
+        description="Resubmits charged to one run chain before a human must decide.",
+    )
+    auto_resubmit: bool = Field(
+        DEFAULT_POLICY.auto_resubmit,
+        description="Resubmit retryable failures at once (true) or propose with a button.",
+    )
+    backoff_s: float = Field(
+        DEFAULT_POLICY.backoff_s,
+        ge=0,
+        description="Seconds to wait between a failure and its automatic resubmit.",
+    )
+    stall_min_s: float = Field(
+        DEFAULT_POLICY.stall_min_s,
+        gt=0,
+        description="Never call a job stalled before this many seconds w/o progress.",
+    )
+    stall_factor: float = Field(
+        DEFAULT_POLICY.stall_factor,
+        gt=1,
+        description="Stalled when no progress for this many times the step time.",
+    )
+    save_time_s: float = Field(
+        DEFAULT_POLICY.save_time_s,
+        ge=0,
+        description="Seconds a checkpoint save may take; silence this long after a save "
+        "started is not a stall.",
+    )
+    leak_warn_margin: float = Field(
+        DEFAULT_POLICY.leak_warn_margin,
+        ge=0,
+        lt=1,
+        description="Headroom fraction: warn when RSS is projected to reach "
+        "limit x (1 - margin) before the target iteration.",
+    )
+    leak_min_samples: int = Field(
+        DEFAULT_POLICY.leak_min_samples,
+        ge=3,
+        description="RSS samples needed before a leak is reported.",
+    )
+    gpu_util_warn_pct: float = Field(
+        DEFAULT_POLICY.gpu_util_warn_pct,
+        ge=0,
+        le=100,
+        description="Note (not an incident) when GPU util stays below this.",
+    )
+    tick_s: float = Field(60.0, gt=0, description="Seconds between watcher ticks.")
+    unreachable_ticks: int = Field(
+        3, ge=1, description="Failed ticks in a row before one 'cluster unreachable' notice."
+    )
+    approval_expiry_s: float = Field(
+        24 * 3600.0, gt=0, description="Seconds an approval button stays valid."
+    )
+    remind_after_s: float = Field(
+        2 * 3600.0, ge=0, description="Seconds an unanswered prompt waits before one reminder "
+        "in its thread (mentioning whom the prompt mentioned); 0: no reminder."
+    )
+    escalate_after_s: float = Field(
+        6 * 3600.0, ge=0, description="Seconds an unanswered prompt waits before it is "
+        "escalated once to the recipe's `mentions.escalate_to` (default: its approvers); "
+        "0: no escalation. Both come before approval_expiry_s."
+    )
+
+
+# Same fields, all optional: what a recipe may override. Built from PolicyConfig so the two
+# never drift apart.
+RecipePolicy: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "RecipePolicy",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="Per-recipe overrides of the policy defaults; unset fields use `policy:`.",
+    **{
+        name: (info.annotation | None, Field(None, description=info.description))
+        for name, info in PolicyConfig.model_fields.items()
+    },
+)
