@@ -19,7 +19,9 @@ Scoring: every warn/fail finding of a check is true, false or unclear by the lab
 true: found when a warn/fail finding of that check names the line (any line for `*`); a
 missed one is listed with the level the lint gave it. The incident launchers in
 tests/fixtures/launchers (report_108687*.sbatch, the seed's silent-exit pattern) are scored
-the same way as a second group. `--json` writes both tables and every finding.
+the same way as a second group, as `trainbot preflight` shows them after a toolchain probe
+that found no compiler on the node (the JIT incident, job 108903: from the script alone a JIT
+use with no compiler in sight is only a note). `--json` writes both tables and every finding.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.core.launcher_lint import lint_launcher  # noqa: E402
+from bot.core.launcher_lint import after_toolchain_probe, lint_launcher  # noqa: E402
 
 MANIFEST = ROOT / "tests" / "fixtures" / "launchers" / "corpus" / "manifest.json"
 INCIDENT = {
@@ -94,14 +96,23 @@ def _label(labels: dict, check: str, line: int | None) -> str:
     return by_line.get("*", "false")
 
 
-def score(items: list[tuple[str, dict, str]]) -> tuple[dict[str, dict], list[dict]]:
+def score(items: list[tuple[str, dict, str]],
+          no_compiler_probe: bool = False) -> tuple[dict[str, dict], list[dict]]:
     """Per check: fired (warn/fail) / true / false / unclear, precision and recall over the
-    true labels; and every warn/fail finding and every missed true label, one row each."""
+    true labels; and every warn/fail finding and every missed true label, one row each.
+    `no_compiler_probe` scores the findings as `trainbot preflight` shows them after a worker
+    toolchain probe that found no compiler; the default is the lint alone. `notes` counts the
+    informational (pass-level) notes a check gave, where a firing the script cannot decide
+    goes."""
     table: dict[str, dict] = defaultdict(lambda: defaultdict(int))
     rows: list[dict] = []
     for name, labels, text in items:
         findings = lint_launcher(text)
+        if no_compiler_probe:
+            findings = after_toolchain_probe(findings, False)
         alarms = [f for f in findings if f.level in ("warn", "fail")]
+        for f in findings:
+            table[f.check]["notes"] += f.level == "pass" and "note: " in f.message
         for f in alarms:
             verdict = _label(labels, f.check, f.line)
             row = table[f.check]
@@ -126,7 +137,7 @@ def score(items: list[tuple[str, dict, str]]) -> tuple[dict[str, dict], list[dic
                              "message": ""})
     for r in table.values():
         for key in ("fired", "fired_warn", "fired_fail", "true", "false", "unclear",
-                    "labelled_true", "found"):
+                    "labelled_true", "found", "notes"):
             r[key] += 0
         judged = r["true"] + r["false"]
         r["precision"] = round(r["true"] / judged, 3) if judged else None
@@ -141,14 +152,14 @@ def _print(title: str, table: dict[str, dict], rows: list[dict], show: bool) -> 
             print(f"  [{r['verdict']}] {r['launcher']} {where} {r['check']} {r['level']}: "
                   f"{r['message'][:150]}")
     print(f"\n{title}\n")
-    print("| check | fired (warn/fail) | true | false | unclear | precision | recall |")
-    print("|---|---|---|---|---|---|---|")
+    print("| check | fired (warn/fail) | true | false | unclear | precision | recall | notes |")
+    print("|---|---|---|---|---|---|---|---|")
     for check, r in table.items():
         precision = (f"{100 * r['precision']:.0f} %" if r["precision"] is not None
                      else "n/a (no true/false)")
         recall = f"{r['found']}/{r['labelled_true']}" if r["labelled_true"] else "n/a"
         print(f"| `{check}` | {r['fired']} ({r['fired_warn']}/{r['fired_fail']}) | {r['true']} | "
-              f"{r['false']} | {r['unclear']} | {precision} | {recall} |")
+              f"{r['false']} | {r['unclear']} | {precision} | {recall} | {r['notes']} |")
 
 
 def main() -> None:
@@ -178,14 +189,16 @@ def main() -> None:
     _print(title, real_table, real_rows, args.show)
     fixtures = ROOT / "tests" / "fixtures" / "launchers"
     incident = [(n, labels, (fixtures / n).read_text()) for n, labels in INCIDENT.items()]
-    incident_table, incident_rows = score(incident)
-    _print("Incident launchers (tests/fixtures/launchers)", incident_table, incident_rows,
-           args.show)
+    incident_table, incident_rows = score(incident, no_compiler_probe=True)
+    _print("Incident launchers (tests/fixtures/launchers), as preflight shows them on a node "
+           "whose toolchain probe found no compiler (job 108903)", incident_table,
+           incident_rows, args.show)
     if args.json:
         args.json.write_text(json.dumps({
             "real": {"launchers": len(real), "missing": problems, "checks": real_table,
                      "findings": real_rows},
-            "incident": {"launchers": len(incident), "checks": incident_table,
+            "incident": {"launchers": len(incident), "toolchain_probe": "no compiler",
+                         "checks": incident_table,
                          "findings": incident_rows},
         }, indent=1) + "\n")
 

@@ -110,7 +110,7 @@ def _grep_args(args: list[str]) -> tuple[str, list[str]]:
 
 
 _JOB_NAME_RE = re.compile(
-    r"(?i)(ckpt|checkpoint|step_|step-|iter_|iter-|global_step|latest|epoch|\.log\b|\.out\b|"
+    r"(?i)(ckpt|checkpoint|step_|step-|step\*|iter_|iter-|global_step|latest|epoch|\.log\b|\.out\b|"
     r"\.err\b|(^|/)logs?(/|$)|slurm-|output|results?(/|$)|\.pt\b|\.pth\b|\.safetensors\b)"
 )
 _SYSTEM_PATH_RE = re.compile(r"^/(usr|lib|lib64|etc|opt|proc|sys|bin|sbin|dev)/")
@@ -119,10 +119,11 @@ _WRITE_ARG = r"\s*(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
 #: output / save / log / checkpoint options of the programs it runs. One literal-led pattern
 #: each, so that the regex engine can skip ahead.
 _MKDIR_RE = re.compile(r"\bmkdir\s+(?:-\S+\s+)*" + _WRITE_ARG)
-_WRITE_RES = [_MKDIR_RE] + [re.compile(p + _WRITE_ARG) for p in (
-    r">>?",
-    r"\btee\s+(?:-a\s+)?",
-    r"\btouch\s+",
+#: The writes that create the file itself (not a directory, not a program's option) where
+#: the script runs them: after one of these ran, the file is there.
+_FILE_WRITE_RES = [re.compile(p + _WRITE_ARG) for p in (
+    r"(?<![<>&\d])>>?", r"\btee\s+(?:-a\s+)?", r"\btouch\s+")]
+_WRITE_RES = [_MKDIR_RE, *_FILE_WRITE_RES] + [re.compile(p + _WRITE_ARG) for p in (
     r"\s-[oe]\s+",
     r"--(?:output|error|save|log|ckpt|checkpoint)[\w-]*[= ]",
 )]
@@ -142,6 +143,7 @@ class _Context:
     train_line: int | None
     code: str
     made_dirs: list[tuple[int, str]] = field(default_factory=list)  # (offset, path) of mkdir
+    made_files: list[tuple[int, str]] = field(default_factory=list)  # (offset, path): > tee touch
 
 
 def _context(code: str, sbatch_options: str, scan: Scan, assigns: dict[str, str]) -> _Context:
@@ -154,9 +156,21 @@ def _context(code: str, sbatch_options: str, scan: Scan, assigns: dict[str, str]
                     written.add(path)
     made_dirs = [(m.start(), resolve(norm(m.group(1)), assigns).rstrip("/"))
                  for m in _MKDIR_RE.finditer(code)]
+    made_files = [(m.start(), resolve(norm(m.group(1)), assigns))
+                  for rx in _FILE_WRITE_RES for m in rx.finditer(code)]
     train = _TRAIN_RE.search(code)
     train_line = scan.line_of(train.start()) if train else None
-    return _Context(assigns, written, train_line, code, made_dirs)
+    return _Context(assigns, written, train_line, code, made_dirs, made_files)
+
+
+def _file_made_before(hit: Hit, ctx: _Context) -> tuple[str, int] | None:
+    """(path, offset) when the hit reads one plain file that the script itself wrote earlier
+    (`> f`, `tee f`, `touch f`): it exists by now, and its content is the script's own."""
+    if len(hit.targets) != 1 or has_glob(hit.targets[0]):
+        return None
+    target = resolve(norm(hit.targets[0]), ctx.assigns)
+    made = [pos for pos, path in ctx.made_files if pos < hit.offset and path == target]
+    return (target, made[-1]) if made else None
 
 
 def _made_before(hit: Hit, ctx: _Context) -> str | None:
@@ -170,9 +184,17 @@ def _made_before(hit: Hit, ctx: _Context) -> str | None:
     return None
 
 
+_IF_WORD_RE = re.compile(r"(?:^|[;&|(]|\s)(if|elif|else|fi)(?=[\s;)]|$)", re.M)
+_EXIT_RE = re.compile(r"\bexit\s+(?:[1-9]|\$)|\breturn\s+[1-9]|\bexit\s*(?:;|$)", re.M)
+#: Tests whose true side is the empty result; for the others (`-n`, `-d $V`, `[ $V ]`) the
+#: empty result takes the else side.
+_EMPTY_IS_TRUE_RE = re.compile(r"^(?:-z|\"?\$\{?\w+\}?\"?\s*==?\s*(?:\"\"|'')|(?:\"\"|'')\s*==?)")
+
+
 def _branch_for(var: str | None, ctx: _Context, after: int) -> tuple[str, bool] | None:
-    """The first test of `var` for an empty result after `after`: (its text, does the branch
-    go on rather than just exit?); None when there is no such test."""
+    """The first test of `var` for an empty result after `after`: (its text, does the empty
+    side go on rather than just exit?); None when there is no such test. A default
+    (`${V:-1}`, `${V:+--flag $V}`) goes on: the script means to run with the empty result."""
     if not var:
         return None
     v = re.escape(var)
@@ -184,13 +206,54 @@ def _branch_for(var: str | None, ctx: _Context, after: int) -> tuple[str, bool] 
     )
     for m in rx.finditer(ctx.code, after, after + BRANCH_WINDOW):
         line_end = ctx.code.find("\n", m.end())
-        block_end = ctx.code.find("\nfi", m.end(), after + BRANCH_WINDOW)
-        block = ctx.code[m.start(): block_end if block_end >= 0 else line_end]
         text = short(ctx.code[m.start(): line_end if line_end >= 0 else len(ctx.code)], 40)
+        if m.group(0).startswith("${"):
+            return text, True
+        side = _empty_side(ctx.code, m.start(), m.end(),
+                           bool(_EMPTY_IS_TRUE_RE.match(m.group(0))) and "!=" not in m.group(0))
         # an empty side that is an error exit: stopping earlier loses nothing
-        exits = re.search(r"\bexit\s+(?:[1-9]|\$)|\breturn\s+[1-9]|\bexit\s*$", block, re.M)
-        return text, not exits
+        return text, not _EXIT_RE.search(side)
     return None
+
+
+def _empty_side(code: str, start: int, end: int, empty_is_true: bool) -> str:
+    """The commands the empty result runs: the then- or else-body of the `if` the test is in,
+    or the rest of the line for `[ … ] && …` / `|| …`."""
+    line_end = code.find("\n", end)
+    line_end = len(code) if line_end < 0 else line_end
+    rest = code[end:line_end]
+    line_start = code.rfind("\n", 0, start) + 1
+    if not re.match(r"\s*(?:if|elif|while|until)\b", code[line_start:start]):
+        m = re.search(r"&&|\|\|", rest)
+        if m is None:
+            return ""
+        goes = (m.group(0) == "&&") == empty_is_true
+        return rest[m.end():] if goes else ""
+    then = re.search(r"\bthen\b", code[end:end + BRANCH_WINDOW])
+    if then is None:
+        return ""
+    body_start = end + then.end()
+    then_end = else_start = else_end = None
+    depth = 0
+    for m in _IF_WORD_RE.finditer(code, body_start, body_start + BRANCH_WINDOW):
+        word = m.group(1)
+        if word == "if":
+            depth += 1
+        elif word == "fi" and depth:
+            depth -= 1
+        elif depth == 0:
+            if then_end is None:
+                then_end = m.start(1)
+            if word == "fi":
+                else_end = m.start(1)
+                break
+            if else_start is None:
+                else_start = m.end(1)
+    if then_end is None:
+        return code[body_start:body_start + BRANCH_WINDOW]
+    if empty_is_true:
+        return code[body_start:then_end]
+    return code[else_start:else_end] if else_start is not None and else_end is not None else ""
 
 
 def _job_produced(hit: Hit, ctx: _Context) -> str | None:
@@ -213,6 +276,14 @@ def _job_produced(hit: Hit, ctx: _Context) -> str | None:
         if name_m:
             return f"`{raw}` names a checkpoint or log the job writes"
     return None
+
+
+def _reads_a_file(hit: Hit) -> bool:
+    """The hit reads files (its own arguments, or a `cat`/`head`/… of one upstream), not the
+    output of another program (`scontrol … | grep`)."""
+    if hit.targets:
+        return True
+    return bool(hit.upstream and re.search(r"\b(?:cat|tail|head|ls|find)\s", hit.upstream))
 
 
 def _ancestors(path: str) -> list[str]:
@@ -266,6 +337,9 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
         made = _made_before(hit, ctx)
         if made:
             produced = None  # the directory exists: nothing to miss
+        own = _file_made_before(hit, ctx) if produced and not branch else None
+        if own:
+            produced = None  # the script's own output, read as it expects it to be
         if hit.hidden_by is not None:
             call_line = scan.line_of(hit.hidden_by)
             stop = (f"under {mode} the function stops right here, {_when(line, ctx)}, but its "
@@ -290,13 +364,24 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
                 f"missing or empty {stop}: `{hit.command}`",
                 hit.fix,
             ))
+        elif branch and not made and _reads_a_file(hit):
+            findings.append(Finding(
+                CHECK_EMPTY_MATCH, "warn", line,
+                f"line {line}: {where}{hit.reason}; the script expects an empty result "
+                f"(`{branch}`) but never gets there: when the input lacks it, {stop}: "
+                f"`{hit.command}`",
+                hit.fix,
+            ))
         else:
             notes.append(Finding(
                 CHECK_EMPTY_MATCH, "pass", line,
                 f"line {line}: note: {where}{hit.reason} and {mode} would stop the launcher; "
                 + (f"but `{made}` is created earlier in the script, so it exists" if made
-                   else f"the script exits on an empty result anyway (`{branch_test[0]}`)"
-                   if branch_test else
+                   else f"but it reads `{own[0]}`, which this script wrote on line "
+                   f"{scan.line_of(own[1])} and reads with no empty-result branch"
+                   if own else
+                   f"the script exits on an empty result anyway (`{branch_test[0]}`)"
+                   if branch_test and not branch_test[1] else
                    "its input does not look like something the job produces")
                 + f": `{hit.command}`",
                 hit.fix,

@@ -52,6 +52,7 @@ def python_scripts_in(script_text: str) -> list[str]:
 
 
 NO_COMPILER = "the launcher sets no `CC`, loads no compiler module and uses no container image"
+PROBE_DECIDES = "the worker toolchain probe gives the verdict"
 _JIT_WORDS = ("compile", "flex", "triton", "deepspeed")
 
 
@@ -125,29 +126,36 @@ def check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
                         f"{where} ({what}); it runs in a container image "
                         f"(`{container.group(1)}`) whose compiler the worker toolchain probe "
                         "cannot see: check the image has gcc")]
-    return [Finding(CHECK_JIT_CC, "warn", line,
-                    f"{where} ({what}) but {NO_COMPILER}: a worker without gcc dies at start "
-                    "with `Failed to find C compiler` (job 108903); the worker toolchain probe "
-                    "gives the verdict", fix)]
+    return [Finding(CHECK_JIT_CC, "pass", line,
+                    f"note: {where} ({what}) but {NO_COMPILER}: a worker without gcc dies at "
+                    "start with `Failed to find C compiler` (job 108903); whether the worker "
+                    f"has one is not in the script: {PROBE_DECIDES}", fix)]
 
 
 def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) -> list[Finding]:
-    """The lint's findings once the worker toolchain probe has spoken: a JIT use with no
-    compiler in sight passes when the probe compiled and ran a C program on the worker
-    (`compiler_works`), stays a warning beside the probe's own failure when it did not, and
-    fails when no probe ran (`None`), since nothing else checks the worker."""
+    """The lint's findings once the worker toolchain probe has spoken. A JIT use with no
+    compiler in sight is only a note from the script alone (it cannot tell whether the worker
+    has gcc); it passes when the probe compiled and ran a C program on the worker
+    (`compiler_works`), is a warning beside the probe's own failure when it did not, and fails
+    when no probe ran (`None`), since nothing else checks the worker."""
     out: list[Finding] = []
     for f in findings:
-        if f.check == CHECK_JIT_CC and f.level == "warn" and NO_COMPILER in f.message:
+        if f.check == CHECK_JIT_CC and f.level != "fail" and NO_COMPILER in f.message:
+            message = f.message.removeprefix("note: ")
             if compiler_works is None:
                 f = Finding(f.check, "fail", f.line,
-                            f.message.replace("the worker toolchain probe gives the verdict",
-                                              "and the worker toolchain probe was skipped"),
+                            message.replace(PROBE_DECIDES,
+                                            "and the worker toolchain probe was skipped"),
                             f.fix)
             elif compiler_works:
                 f = Finding(f.check, "pass", f.line,
-                            f.message.split(" but ", 1)[0] + "; the worker toolchain probe "
+                            message.split(" but ", 1)[0] + "; the worker toolchain probe "
                             "compiled and ran a C program on the partition's node")
+            else:
+                f = Finding(f.check, "warn", f.line,
+                            message.replace(PROBE_DECIDES,
+                                            "the worker toolchain probe found no working one"),
+                            f.fix)
         out.append(f)
     return out
 

@@ -49,7 +49,8 @@ def unset_reads(lst: str, off: int, script_text: str, memo: Memo) -> list[Unset]
                 found.append(Unset(
                     p_off, short(piece),
                     "conda's activate scripts (and the activate.d scripts of packages such as "
-                    "the conda compilers) read variables that may be unset", "warn"))
+                    "the conda compilers) may read variables that are unset; whether this env's "
+                    "do is not in the script", "pass"))
     if "$SLURM_" in lst or "${SLURM_" in lst:
         for m in _SLURM_VAR_RE.finditer(_SQ_RE.sub(lambda q: " " * len(q.group()), lst)):
             var = m.group(1) or m.group(2)
@@ -86,7 +87,7 @@ def check_nounset(scan: Scan) -> list[Finding]:
         else:
             findings.append(Finding(
                 CHECK_NOUNSET, u.level, line,
-                f"line {line}: `{u.variable}` under `set -u` (line {scan.nounset_line}): "
+                f"line {line}: note: `{u.variable}` under `set -u` (line {scan.nounset_line}): "
                 f"{u.why}, so bash can stop with `unbound variable` before training starts: "
                 f"{slurm_shows(1)}",
                 "turn it off around the activation: `set +u; conda activate ENV; set -u`",

@@ -17,6 +17,23 @@ _READ_RES = [
     re.compile(r"(?:^|[\s;(|&])(?:read|mapfile|readarray)\b[^\n;|&]*<\s*" + ARG),
 ]
 _EXIST_RE = re.compile(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[efsr]\s+" + ARG)
+#: An earlier command told to write there: an output / save directory option, a redirect, tee.
+_WRITER_RES = [
+    re.compile(r"--(?:output|out|save|checkpoint|ckpt)(?:[_-]?(?:dir|path|folder))?[= ]\s*" + ARG),
+    re.compile(r"(?<![<>&\d])>>?\s*" + ARG),
+    re.compile(r"\btee\s+(?:-a\s+)?" + ARG),
+]
+
+
+def _written_before(target: str, before: int, code: str,
+                    assigns: dict[str, str]) -> int | None:
+    """The offset of an earlier command that writes `target` or the directory it is in."""
+    for rx in _WRITER_RES:
+        for m in rx.finditer(code, 0, before):
+            out = resolve(norm(m.group(1)), assigns).rstrip("/")
+            if out and (target == out or target.startswith(out + "/")):
+                return m.start()
+    return None
 
 
 def check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
@@ -24,9 +41,10 @@ def check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
         (m.start(), resolve(norm(m.group(1)), assigns)) for m in _EXIST_RE.finditer(code)
     ]
     findings: list[Finding] = []
+    notes: list[Finding] = []
     for rx in _READ_RES:
         for m in rx.finditer(code):
-            raw = norm(m.group(1))
+            raw = norm(m.group(1)).rstrip("`")
             target = resolve(raw, assigns)
             if not _POINTER_NAME_RE.search(target.rsplit("/", 1)[-1]):
                 continue
@@ -37,6 +55,15 @@ def check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
             if checked or guarded:
                 continue
             line = code.count("\n", 0, m.start()) + 1
+            writer = _written_before(target, m.start(), code, assigns)
+            if writer is not None:
+                notes.append(Finding(
+                    CHECK_POINTER, "pass", line,
+                    f"line {line}: note: reads the checkpoint pointer `{raw}` without checking "
+                    f"it exists, but the command on line {code.count(chr(10), 0, writer) + 1} "
+                    "writes it (or its directory) just before",
+                ))
+                continue
             findings.append(Finding(
                 CHECK_POINTER, "fail", line,
                 f"line {line}: reads the checkpoint pointer `{raw}` without checking it exists; "
@@ -44,8 +71,9 @@ def check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
                 "the launcher fails or resumes from an empty path",
                 f'test it first: `if [ -f "{raw}" ]; then RESUME=$(cat "{raw}"); fi`',
             ))
-    if not findings:
+    if not findings and not notes:
         findings.append(Finding(CHECK_POINTER, "pass", None,
                                 "no checkpoint pointer file read without an existence check"))
+    findings.extend(notes)
     findings.sort(key=lambda f: f.line or 0)
     return findings

@@ -71,6 +71,7 @@ def test_scorer_counts_true_false_unclear_and_misses(scorer):
     assert (empty["found"], empty["labelled_true"], empty["recall"]) == (1, 1, 1.0)
     assert table["shebang"]["labelled_true"] == 1 and table["shebang"]["found"] == 0
     assert table["shebang"]["recall"] == 0.0
+    assert table["jit_without_cc"]["fired"] == 0  # every check is in the table
     missed = [r for r in rows if r["verdict"] == "missed"]
     assert missed == [{"launcher": "missed", "check": "shebang", "line": 1, "level": "pass",
                        "verdict": "missed", "message": ""}]

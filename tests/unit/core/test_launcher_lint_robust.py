@@ -92,7 +92,7 @@ def test_a_check_that_raises_becomes_a_warning_and_the_others_still_run(monkeypa
     for check in (CHECK_POINTER, CHECK_EMPTY_MATCH):
         assert by_check[check].level == "warn"
         assert "IndexError: list index out of range" in by_check[check].message
-    assert by_check[CHECK_JIT_CC].level == "warn"  # the JIT check still ran
+    assert "toolchain probe" in by_check[CHECK_JIT_CC].message  # the JIT check still ran
 
 
 def test_a_lexer_failure_is_reported_for_every_check(monkeypatch):
