@@ -52,7 +52,9 @@ def python_scripts_in(script_text: str) -> list[str]:
 
 
 NO_COMPILER = "the launcher sets no `CC`, loads no compiler module and uses no container image"
-PROBE_DECIDES = "the worker toolchain probe gives the verdict"
+#: What a JIT note says the script alone cannot tell; after_toolchain_probe replaces it.
+UNDECIDED = ("whether the worker has one is not in the script: the worker toolchain probe gives "
+             "the verdict")
 _JIT_WORDS = ("compile", "flex", "triton", "deepspeed")
 
 
@@ -128,8 +130,7 @@ def check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
                         "cannot see: check the image has gcc")]
     return [Finding(CHECK_JIT_CC, "pass", line,
                     f"note: {where} ({what}) but {NO_COMPILER}: a worker without gcc dies at "
-                    "start with `Failed to find C compiler` (job 108903); whether the worker "
-                    f"has one is not in the script: {PROBE_DECIDES}", fix)]
+                    f"start with `Failed to find C compiler` (job 108903); {UNDECIDED}", fix)]
 
 
 def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) -> list[Finding]:
@@ -144,8 +145,8 @@ def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) 
             message = f.message.removeprefix("note: ")
             if compiler_works is None:
                 f = Finding(f.check, "fail", f.line,
-                            message.replace(PROBE_DECIDES,
-                                            "and the worker toolchain probe was skipped"),
+                            message.replace(UNDECIDED, "the worker toolchain probe was "
+                                            "skipped, so nothing checked the worker"),
                             f.fix)
             elif compiler_works:
                 f = Finding(f.check, "pass", f.line,
@@ -153,8 +154,8 @@ def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) 
                             "compiled and ran a C program on the partition's node")
             else:
                 f = Finding(f.check, "warn", f.line,
-                            message.replace(PROBE_DECIDES,
-                                            "the worker toolchain probe found no working one"),
+                            message.replace(UNDECIDED, "the worker toolchain probe found no "
+                                            "working one"),
                             f.fix)
         out.append(f)
     return out
