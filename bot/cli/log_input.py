@@ -21,6 +21,7 @@ from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.metrics import MetricSeries
 from bot.core.models import Accounting
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.core.slurm.states import KNOWN_STATES, normalize_state
 from bot.core.slurm.values import parse_duration, parse_exit_code
 from bot.core.units import parse_size
@@ -29,8 +30,8 @@ _ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d+))
 
 
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
-    """LOG|-, --state, --exit-code, --elapsed, --mem-limit, --target-iter, --now, --catalogue,
-    --metric-regex."""
+    """LOG|-, --state, --exit-code, --elapsed, --mem-limit, --sacct, --target-iter, --now,
+    --catalogue, --metric-regex."""
     parser.add_argument("log", metavar="LOG|-", help="the job's log file, or - for stdin")
     parser.add_argument("--state", help="sacct State (RUNNING, COMPLETED, OUT_OF_MEMORY, ...)")
     parser.add_argument("--exit-code", metavar="CODE:SIGNAL",
@@ -39,6 +40,10 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run time in seconds (or sacct's [D-]HH:MM:SS)")
     parser.add_argument("--mem-limit", metavar="SIZE",
                         help="the job's memory limit: 400G, 950GB, 563200M, 1T")
+    parser.add_argument("--sacct", metavar="FILE",
+                        help="the job's saved `sacct --json -j JOB` (or `sacct --parsable2 "
+                        "-j JOB` with its header): state, exit code, elapsed, MaxRSS and the "
+                        "memory limit (AllocTRES / ReqTRES / ReqMem) for what no flag gives")
     parser.add_argument("--target-iter", metavar="N", type=_positive_int,
                         help="the iteration training should reach (default: as the log says)")
     parser.add_argument("--now", metavar="TIME",
@@ -110,6 +115,40 @@ def mem_limit_flag(text: str | None) -> int | None:
         raise UsageError(f"--mem-limit: {exc}") from None
 
 
+def sacct_flag(path: str, log: str) -> Accounting:
+    """`--sacct FILE`: the accounting of the one job in a saved sacct output (JSON or
+    `--parsable2` with its header, any Slurm version bot.core.slurm reads); with several
+    jobs, the one the log's file name starts with (`88016.log`)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as exc:
+        raise UsageError(f"--sacct {path!r}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        records = (parse_sacct_json(text) if text.lstrip().startswith("{")
+                   else parse_sacct_parsable(text))
+    except (SlurmParseError, ValueError) as exc:
+        raise UsageError(f"--sacct {path!r}: not sacct --json or --parsable2 output: {exc}"
+                         ) from None
+    if not records:
+        raise UsageError(f"--sacct {path!r} lists no job")
+    if len(records) == 1:
+        return next(iter(records.values())).accounting()
+    named = re.match(r"\d+", os.path.basename(log)) if log != "-" else None
+    if named is not None and int(named[0]) in records:
+        return records[int(named[0])].accounting()
+    ids = ", ".join(str(i) for i in sorted(records))
+    raise UsageError(f"--sacct {path!r} lists jobs {ids}: save one job (`sacct --json -j JOB`) "
+                     "or name the log after its job id (JOB.log)")
+
+
+def with_sacct(flags: Accounting, sacct: Accounting) -> Accounting:
+    """The flags' accounting, each fact no flag gave taken from sacct."""
+    return Accounting(**{name: getattr(sacct, name) if getattr(flags, name) is None
+                         else getattr(flags, name)
+                         for name in Accounting.__dataclass_fields__})
+
+
 def now_flag(text: str | None) -> float | None:
     """`--now`: epoch seconds, or an ISO time in UTC."""
     if text is None:
@@ -170,6 +209,8 @@ def read_log_arguments(args: argparse.Namespace) -> LogInput:
     now = now_flag(args.now)
     accounting = Accounting(state=state, exit_code=exit_code, signal=signal, elapsed_s=elapsed,
                             mem_limit_bytes=mem_limit_flag(args.mem_limit))
+    if args.sacct is not None:
+        accounting = with_sacct(accounting, sacct_flag(args.sacct, args.log))
     return read_log(args.log, accounting, catalogue=catalogue_flag(args.catalogue),
                     metric_patterns=metric_regex_flag(args.metric_regex), now=now,
                     target_iter=args.target_iter, progress=cli_progress.wanted(args))

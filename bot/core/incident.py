@@ -70,6 +70,8 @@ class Incident:
     decided_by: str = "signature"  # what decided the class (Diagnosis.decided_by)
     # a host OOM after a steady leak: what memory can finish the run (LeakRemedy.facts())
     leak: Mapping[str, Any] | None = None
+    # a memory failure whose job's limit nobody gave: no --mem is proposed, and it says so
+    mem_limit_unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,9 @@ def build_incident(
               if diagnosis.class_id in MEMORY_CLASSES else None)
     mem = suggested_mem or _default_mem(diagnosis, mem_limit_bytes, max_rss_bytes)
     if remedy is not None:
-        # no --mem can finish a hopeless leak; otherwise the --mem that reaches the target
-        mem = None if remedy.hopeless else (suggested_mem or f"{remedy.need_gib}G")
+        # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
+        # otherwise the --mem that reaches the target
+        mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
     proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem)
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
     if max_evidence is not None:
@@ -255,6 +258,9 @@ def build_incident(
         upstream_last_iter=up.last_iter if up else None,
         decided_by=diagnosis.decided_by,
         leak=remedy.facts() if remedy is not None else None,
+        mem_limit_unknown=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
+                           and mem is None and not mem_limit_bytes
+                           and diagnosis.action == Action.ASK),
     )
 
 

@@ -365,18 +365,24 @@ def _host_oom(
                          limit_bytes=accounting.mem_limit_bytes if accounting else None,
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
                          policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss)
-    if remedy is not None and remedy.hopeless:
+    if remedy is not None and not remedy.proposes_mem:
         who = f"; growing: {remedy.role}" if remedy.role else ""
+        head = (f"host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
+                f"iterations{who}): reaching iteration {remedy.target_iter} needs ~"
+                f"{remedy.need_gib}G")
+        if remedy.hopeless:
+            head += (f", above {remedy.ceiling_gib}G, so no --mem finishes the run (with "
+                     f"{remedy.with_gib}G: ~iter {remedy.reach_iter} of {remedy.target_iter})")
+        else:
+            head += ("; the job's memory limit is unknown (and no site cap is set), so no "
+                     "--mem is proposed")
         return Decision(
             DecisionKind.ASK_HUMAN,
-            f"host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
-            f"iterations{who}): reaching iteration {remedy.target_iter} needs ~"
-            f"{remedy.need_gib}G, above {remedy.ceiling_gib}G, so no --mem finishes the run "
-            f"(with {remedy.with_gib}G: ~iter {remedy.reach_iter} of {remedy.target_iter}); "
-            "run `trainbot probe dataloader` for the recipe to find what grows",
+            head + "; run `trainbot probe dataloader` for the recipe to find what grows",
             charged=charged,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-            facts={"why": "leak_hopeless", **remedy.facts()},
+            facts={"why": "leak_hopeless" if remedy.hopeless else "leak_limit_unknown",
+                   **remedy.facts()},
             **base,
         )
     if diagnosis.class_id == "dataloader_worker_killed":
@@ -384,6 +390,8 @@ def _host_oom(
     limit = accounting.mem_limit_bytes if accounting else None
     max_rss = accounting.max_rss_bytes if accounting else None
     size = suggest_mem(limit, max_rss, during_save=diagnosis.during_checkpoint_save, policy=p)
+    if size is None and remedy is not None:  # the limit is unknown, a site cap is not
+        size = remedy.need_gib * GIB, f"{remedy.need_gib}G"
     facts = {"during_save": diagnosis.during_checkpoint_save,
              "limit": _size_or_none(limit), "max_rss": _size_or_none(max_rss)}
     if size is None:
@@ -435,6 +443,8 @@ class LeakRemedy:
     `start_gib` and grows `slope_gib_per_100_iter`: reaching `target_iter` needs `need_gib`.
     `hopeless` when that is above the site's cap or twice the current limit: no `--mem`
     finishes the run; `with_gib` (the `--mem` a plain OOM would get) reaches `reach_iter`.
+    `ceiling_gib` None: neither the job's limit nor a site cap is known, so whether any
+    memory finishes the run cannot be told and no `--mem` is proposed (`proposes_mem`).
     `role` is what grows, from the sampler (DataLoader workers / trainer), else None."""
 
     slope_gib_per_100_iter: float
@@ -448,12 +458,17 @@ class LeakRemedy:
     reach_iter: int
     role: str | None = None
 
+    @property
+    def proposes_mem(self) -> bool:
+        """Is `need_gib` a `--mem` to propose (known to fit under the ceiling)?"""
+        return self.ceiling_gib is not None and not self.hopeless
+
     def facts(self) -> dict[str, Any]:
         return {"slope": self.slope_gib_per_100_iter, "need_gib": self.need_gib,
                 "ceiling_gib": self.ceiling_gib, "with_gib": self.with_gib,
                 "reach_iter": self.reach_iter, "target": self.target_iter,
                 "resume_from": self.resume_iter, "role": self.role,
-                "hopeless": self.hopeless}
+                "hopeless": self.hopeless, "limit_known": self.ceiling_gib is not None}
 
 
 def leak_remedy(
@@ -510,16 +525,17 @@ def suggest_mem(
     policy: Any = None,
 ) -> tuple[int, str] | None:
     """A bigger `--mem` after a host OOM: max(limit, MaxRSS) x growth, rounded UP to whole
-    GiB (10 GiB steps from 100 GiB), capped at the site's cap. None when both are unknown.
+    GiB (10 GiB steps from 100 GiB), capped at the site's cap. None when the job's limit is
+    unknown: a number made up without it would be a guess (the caller says so instead).
 
     sacct's MaxRSS often misses the spike that killed the job, so the limit (which the job
     did reach) is the floor. A death inside a checkpoint save uses the larger growth factor:
     gathering weights + optimizer state on the CPU roughly doubles the peak.
     """
     p = params_from(policy)
-    base = max(limit_bytes or 0, max_rss_bytes or 0)
-    if base <= 0:
+    if not limit_bytes or limit_bytes <= 0:
         return None
+    base = max(limit_bytes, max_rss_bytes or 0)
     growth = p.mem_growth_save if during_save else p.mem_growth
     want_gib = base * growth / GIB
     step = 10 if want_gib >= 100 else 1

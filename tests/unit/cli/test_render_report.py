@@ -135,3 +135,74 @@ def test_report_on_a_short_leak_proposes_the_mem_that_finishes_the_run(tmp_path:
     text = (out / "message.txt").read_text()
     # 40 + 0.12 x (1200 - 500) = 124 -> 130G (10 GiB steps), below 2 x 120: it finishes
     assert "--mem=130G finishes it." in text and "Resubmit with --mem=130G" in text
+
+
+def test_report_on_a_leak_whose_limit_nobody_gave_proposes_no_mem(tmp_path: Path):
+    out = tmp_path / "out"
+    code = main(["report", str(_leak_log(tmp_path / "9003.log")), "--state", "OUT_OF_MEMORY",
+                 "--exit-code", "0:9", "--out", str(out)])
+    assert code == 0
+    payload = json.loads((out / "message.json").read_text())
+    text = (out / "message.txt").read_text()
+    buttons = [e for b in payload["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert not any("mem" in e.get("action_id", "") for e in buttons)
+    assert "--mem=" not in text.replace("no --mem is proposed", "")
+    assert "memory limit is unknown" in text and "700G" in text
+    assert "trainbot probe dataloader" in text
+
+
+def _plain_oom_log(path: Path) -> Path:
+    """A flat 30 GiB host RSS, then an OOM kill: no leak trend, a plain host OOM."""
+    lines = [f"2025-05-14 10:{k:02d}:00 | INFO | iter: {k * 10}/6000 | loss: 0.9 | "
+             f"4.50 s/iter | rss: 30.0 GiB" for k in range(20)]
+    lines.append("slurmstepd: error: Detected 1 oom_kill event in StepId=1.0. Some of the "
+                 "step tasks have been OOM Killed.")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_report_on_a_host_oom_without_a_limit_says_so_and_proposes_no_mem(tmp_path: Path):
+    out = tmp_path / "out"
+    code = main(["report", str(_plain_oom_log(tmp_path / "1.log")), "--state",
+                 "OUT_OF_MEMORY", "--out", str(out)])
+    assert code == 0
+    text = (out / "message.txt").read_text()
+    assert "Resubmit with --mem" not in text
+    assert "memory limit is unknown" in text
+
+
+SLURM_VERSIONS = Path(__file__).resolve().parents[2] / "fixtures" / "slurm" / "versions"
+
+
+@pytest.mark.parametrize(("sacct", "job", "mem"), [
+    ("22.05/sacct.json", "44", "96G"),  # --mem=64G on 4 nodes: TRES mem 262144 MiB over node=4
+    ("24.11/sacct.json", "6362", "24G"),  # allocated TRES mem 16384 MiB
+    ("23.11/sacct.txt", "7818766", "24G"),  # --parsable2: AllocTRES mem=32G,node=2
+])
+def test_report_takes_the_limit_of_the_failed_job_from_its_sacct_output(
+        tmp_path: Path, sacct: str, job: str, mem: str):
+    out = tmp_path / "out"
+    log = _plain_oom_log(tmp_path / f"{job}.log")  # the file lists several jobs: the log's
+    code = main(["report", str(log), "--state", "OUT_OF_MEMORY", "--sacct",
+                 str(SLURM_VERSIONS / sacct), "--out", str(out)])
+    assert code == 0
+    text = (out / "message.txt").read_text()
+    assert f"[ Resubmit with --mem={mem} ]" in text  # limit x 1.5
+    assert "memory limit is unknown" not in text
+
+
+def test_report_flags_win_over_sacct_and_a_file_of_many_jobs_needs_the_job(tmp_path: Path,
+                                                                            capsys):
+    out = tmp_path / "out"
+    log = _plain_oom_log(tmp_path / "6362.log")
+    assert main(["report", str(log), "--state", "OUT_OF_MEMORY", "--mem-limit", "100G",
+                 "--sacct", str(SLURM_VERSIONS / "24.11/sacct.json"), "--out", str(out)]) == 0
+    assert "[ Resubmit with --mem=150G ]" in (out / "message.txt").read_text()
+    unnamed = _plain_oom_log(tmp_path / "oom.log")
+    assert main(["report", str(unnamed), "--sacct", str(SLURM_VERSIONS / "24.11/sacct.json"),
+                 "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert "6362, 6370, 6380" in err and "sacct --json -j JOB" in err
+    assert main(["report", str(unnamed), "--sacct", str(log), "--out",
+                 str(tmp_path / "o3")]) == 2
+    assert "--sacct" in capsys.readouterr().err

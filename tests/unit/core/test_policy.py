@@ -283,6 +283,8 @@ def test_suggest_mem_rounds_up_from_limit_and_maxrss():
     # Small jobs: whole GiB.
     assert suggest_mem(int(3.2 * GIB), None)[1] == "5G"
     assert suggest_mem(None, None) is None
+    # Without the job's limit a MaxRSS alone makes no number: no made-up --mem.
+    assert suggest_mem(None, 290 * GIB) is None
 
 
 def test_suggest_mem_capped_by_site():
@@ -491,3 +493,25 @@ def test_a_host_oom_without_a_steady_trend_keeps_the_plain_mem_proposal():
     dec = decide(diag("host_oom"), chain(), MANUAL, NOW, checkpoint_iter=500,
                  accounting=OOM_120G)
     assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "180G"
+
+
+def test_a_leak_whose_limit_is_unknown_gets_no_mem_but_the_probe():
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=6000))
+    unknown = Accounting(state="OUT_OF_MEMORY", exit_code=0, signal=9)
+    dec = decide(d, chain(), MANUAL, NOW, checkpoint_iter=500, accounting=unknown)
+    assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem is None
+    assert "resubmit_mem" not in dec.offers
+    assert dec.facts["why"] == "leak_limit_unknown" and dec.facts["limit_known"] is False
+    assert dec.facts["need_gib"] == 700 and "trainbot probe dataloader" in dec.reason
+    # a site cap is a ceiling of its own: the memory that finishes the run under it is proposed
+    capped = PolicyParams(mem_cap_bytes=953 * GIB)
+    dec = decide(d, chain(), capped, NOW, checkpoint_iter=500, accounting=unknown)
+    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "700G"
+
+
+def test_a_host_oom_whose_limit_is_unknown_proposes_no_mem():
+    dec = decide(diag("host_oom"), chain(), MANUAL, NOW, checkpoint_iter=500,
+                 accounting=Accounting(state="OUT_OF_MEMORY", max_rss_bytes=118 * GIB))
+    assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem is None
+    assert dec.facts["why"] == "mem_unknown"

@@ -42,8 +42,8 @@ def _args(story: str) -> argparse.Namespace:
         log=str(STORIES / f"{story}.log"), state=facts.get("state"),
         exit_code=facts.get("exit_code"),
         elapsed=str(facts["elapsed_s"]) if facts.get("elapsed_s") is not None else None,
-        mem_limit=facts.get("mem_limit"), target_iter=facts.get("target_iter"), now=None,
-        catalogue=[], metric_regex=[],
+        mem_limit=facts.get("mem_limit"), sacct=None, target_iter=facts.get("target_iter"),
+        now=None, catalogue=[], metric_regex=[],
     )
 
 
