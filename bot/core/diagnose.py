@@ -62,10 +62,15 @@ _WRAPPER = re.compile(
     r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
 )
 # The last words of a process that died of an unhandled error, where no catalogue hint is:
-# a Python exception line, an ERROR/FATAL line, a failed exec.
+# a Python exception line, an ERROR/FATAL line, a failed exec, or any line that reports an
+# error, a failure or an abort (not a warning). Lines pasted into issues and chats keep their
+# quoting (`backticks`, "> ", "* "), so it may come first.
 _ERROR_LINE = re.compile(
-    r"^\s*(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt)(?::|$)|(?:ERROR|FATAL|Fatal)\b"
-    r"|.*(?:No such file or directory|Permission denied|command not found|[Kk]illed)\s*$)"
+    r"^[\s`'\">|*#-]*(?!.*(?:[Ww]arning|WARNING|WARN\b))"
+    r"(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt)(?::|`|$)|(?:ERROR|FATAL|Fatal)\b"
+    r"|.*(?:No such file or directory|Permission denied|command not found|[Kk]illed)\W*$"
+    r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
+    r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b)"
 )
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
 #: classes (a bare `Killed`, `exitcode: -9`) ended of that cause.

@@ -122,9 +122,6 @@ def test_get_unknown_class_names_the_known_ones(cat: Catalogue) -> None:
 # --------------------------------------------------------------------------- real excerpts
 
 FIXTURE_FILES = sorted(FIXTURES.glob("*.log"))
-#: Logs of the former held-out split the catalogue does not yet recognise (issue 14).
-KNOWN_MISSES = {"dataloader_worker_killed__deeplab-pytorch-17.log",
-                "gpu_failure__hubbid-cuda-999.log"}
 
 
 def test_every_class_with_log_evidence_has_a_real_fixture() -> None:
@@ -134,9 +131,7 @@ def test_every_class_with_log_evidence_has_a_real_fixture() -> None:
         assert sum(p.name.startswith(cid + "__") for p in FIXTURE_FILES) >= 3, cid
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="not yet recognised"))
-    if p.name in KNOWN_MISSES else p for p in FIXTURE_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
 def test_real_fixture_is_recognised_as_its_class(cat: Catalogue, path: Path) -> None:
     expected = path.name.split("__")[0]
     body = fixture_body(path)
@@ -203,6 +198,18 @@ WORDINGS = [
      "dataloader_worker_killed"),
     ("RuntimeError: DataLoader worker (pid(s) 4743, 4744) exited unexpectedly",
      "dataloader_worker_killed"),
+    # ... its shared-memory message as people retype it (capitals vary)
+    ("ERROR: Unexpected bus Error encountered in worker. This might be caused by "
+     "insufficient shared memory (shm).", "dataloader_worker_killed"),
+    ("This might be caused by Insufficient Shared Memory (SHM)", "dataloader_worker_killed"),
+    # CUDA's error 999 (cudaErrorUnknown) in the wordings of torch, NCCL, the driver API, JAX
+    ("RuntimeError: CUDA error: unknown error", "gpu_failure"),
+    ("misc/strongstream.cc:53 NCCL WARN Cuda failure 'unknown error'", "gpu_failure"),
+    ("NCCL error: unhandled cuda error, Last error: Cuda failure 999 'unknown error'",
+     "gpu_failure"),
+    ("jaxlib.xla_extension.XlaRuntimeError: INTERNAL: CUDA error: : CUDA_ERROR_UNKNOWN: "
+     "unknown error", "gpu_failure"),
+    ("RuntimeError: CUDA driver error: unknown error", "gpu_failure"),
     # Compilers: Triton old and new, Inductor
     ("RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
      "compiler_missing"),

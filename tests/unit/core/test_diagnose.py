@@ -435,10 +435,26 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     "slurmstepd: error: execve(): python: No such file or directory",
     "srun: error: gpu-a07: task 0: Exited with exit code 2",
     "mpirun detected that one or more processes exited with non-zero status, thus causing",
+    # pasted into an issue or a chat: the quoting stays in front of the exception
+    "`RuntimeError: CUDA error: an illegal instruction was encountered`",
+    "> OSError: [Errno 5] Input/output error",
+    # an error, failure or abort reported anywhere in the line
+    "[E socket.cpp:860] [c10d] The client socket has failed to connect to gpu-a01:29500",
+    "loader: unexpected Bus Error while reading shard 17",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
     assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize("last_line", [
+    "UserWarning: the error handling of this function is deprecated",
+    "[W socket.cpp:464] [c10d] WARNING: connect to [::1]:29500 failed, retrying",
+    "Epoch 3:  40%|####      | 200/500 [00:25<00:37, 8.0it/s, loss=0.213]",
+])
+def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "none"
 
 
 def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalogue):
