@@ -67,14 +67,16 @@ _WRAPPER = re.compile(
 # quoting (`backticks`, "> ", "* "), so it may come first.
 _ERROR_LINE = re.compile(
     r"^[\s`'\">|*#-]*(?!.*(?:[Ww]arning|WARNING|WARN\b))"
-    r"(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt)(?::|`|$)|(?:ERROR|FATAL|Fatal)\b"
+    r"(?:[A-Za-z0-9_.]*(?:Error|Exception|Interrupt)\b|(?:ERROR|FATAL|Fatal)\b"
     r"|.*(?:No such file or directory|Permission denied|command not found|[Kk]illed)\W*$"
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
-    r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b)"
+    r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
-#: classes (a bare `Killed`, `exitcode: -9`) ended of that cause.
-_DECIDED_BY_LAST_HINT = frozenset({"host_oom"})
+#: classes ended of that cause: a bare `Killed` (host OOM); the training framework's own
+#: announcement that it caught the scheduler's signal and requeues (Lightning's `Handling
+#: auto-requeue signal`, submitit's `Bypassing signal SIGTERM` ... `Requeued job`).
+_DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted"})
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)")
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
@@ -616,7 +618,8 @@ def _ends_in_error(
     (traceback, native abort, launcher or wrapper exit line) or an error line among its last
     lines and no progress line after it. A log that ends in progress is running (`none`),
     whatever errors it printed and survived before. The error is `unknown_failure` unless the
-    last hint is one that names its cause when nothing follows it (a bare `Killed`: host OOM)."""
+    last hint is one that names its cause when nothing follows it (a bare `Killed`: host OOM;
+    the framework requeueing the job on the scheduler's signal: time limit or preemption)."""
     if not tail:
         return None
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0)

@@ -184,6 +184,16 @@ WORDINGS = [
      "total capacity of 79.15 GiB", "cuda_oom"),
     ("torch.cuda.OutOfMemoryError: CUDA out of memory.", "cuda_oom"),
     ("RuntimeError: CUDA error: out of memory", "cuda_oom"),
+    # TensorFlow's device allocator
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+     "tensor with shape[64,512,56,56] and type float on /job:localhost/replica:0/task:0/device:"
+     "GPU:0 by allocator GPU_0_bfc", "cuda_oom"),
+    # host memory: PyTorch's CPU allocator, Python's MemoryError
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough "
+     "memory: you tried to allocate 8589934592 bytes.", "host_oom"),
+    ("RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 1048576 "
+     "bytes. Error code 12 (Cannot allocate memory)", "host_oom"),
+    ("MemoryError", "host_oom"),
     # NCCL watchdog family
     (NCCL_LINE, "nccl_timeout"),
     ("[PG ID 0 PG GUID 0(default_pg) Rank 3] ProcessGroupNCCL's watchdog got stuck for 480 "
@@ -227,6 +237,8 @@ WORDINGS = [
     ("Loss is NaN, stopping training", "nan_loss"),
     ("FloatingPointError: Minimum loss scale reached (0.0001).", "nan_loss"),
     ("AssertionError: found NaN in local grad norm in backward pass", "nan_loss"),
+    ("[rank0]: Exception: Current loss scale already at minimum - cannot decrease scale "
+     "anymore. Exiting run.", "nan_loss"),
     # Scheduler
     ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO TIME "
      "LIMIT ***", "time_limit"),

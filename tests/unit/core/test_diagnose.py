@@ -441,6 +441,9 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     # an error, failure or abort reported anywhere in the line
     "[E socket.cpp:860] [c10d] The client socket has failed to connect to gpu-a01:29500",
     "loader: unexpected Bus Error while reading shard 17",
+    # a bare exception class, and an exception name followed by more than a colon
+    "Exception: checkpoint directory is not writable",
+    "OSError (see above for traceback): input/output error on /scratch",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
@@ -483,6 +486,8 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
 
 @pytest.mark.parametrize("ending", [
     "Killed",
+    # the shell's `Killed` after a progress bar that left the cursor mid-line
+    "Loading checkpoint shards:  50%|#####     | 1/2 [00:03<00:03,  3.1s/it]Killed",
     "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed    python3 main.py",
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
     "(pid: 5343) of binary: /usr/bin/python\nTraceback (most recent call last):\n"
@@ -495,6 +500,26 @@ def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, e
     # ... but a SIGKILL beside another cause's hint (a rank's SIGABRT) decides nothing alone
     mixed = text + "  traceback : Signal 6 (SIGABRT) received by PID 3431\n"
     assert _diagnose_text(catalogue, mixed).class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize(("ending", "class_id"), [
+    # Lightning's SLURM plugin caught --signal=USR1@90 before the time limit and requeued
+    ("Handling auto-requeue signal: 10\nrequeing job 88154...\nRequeued SLURM job: 88154",
+     "time_limit"),
+    ("[rank: 0] Received SIGTERM: 15\nBypassing SIGTERM: 15", "time_limit"),
+    # submitit caught the preemption signal and requeued
+    ("submitit WARNING (2024-05-01 19:38:57,101) - Bypassing signal SIGTERM\n"
+     "submitit INFO (2024-05-01 19:38:57,130) - Requeued job 88154 (2 remaining timeouts)",
+     "preempted"),
+])
+def test_a_log_that_ends_in_the_framework_requeueing_names_the_scheduler_verdict(
+        catalogue, ending: str, class_id: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == (class_id, "hint") and d.retryable
+    # ... and nothing of it when training went on afterwards
+    more = text + "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n"
+    assert _diagnose_text(catalogue, more).class_id == "none"
 
 
 @pytest.mark.parametrize(("text", "acct", "class_id", "decided_by"), [
