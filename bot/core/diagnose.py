@@ -450,14 +450,14 @@ def diagnose(
         elif leak is not None:
             chosen, decided_by = "memory_leak", DETECTOR
             evidence = _leak_evidence(leak)
+        elif acct.state is None and (ended := _ends_in_error(matches, tail, series)):
+            chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
         elif acct.state is None and (
             _target_reached(series, target) or "completed" in {m.class_id for m in primary}
         ):
             chosen = "completed"
             if "completed" in {m.class_id for m in primary}:
                 decided_by = SIGNATURE
-        elif acct.state is None and (ended := _ends_in_error(matches, tail, series)):
-            chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
         else:
             chosen = NONE_CLASS
     elif chosen is None:
@@ -622,7 +622,9 @@ def _ends_in_error(
     the framework requeueing the job on the scheduler's signal: time limit or preemption)."""
     if not tail:
         return None
-    after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0)
+    done = [m.line_no for m in matches if m.class_id == "completed"]
+    after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
+                done[-1] if done else 0)
     hints = [m for m in matches
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
     errors = [normalize_line(t) for n, t in tail if n >= after]

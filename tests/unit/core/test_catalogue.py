@@ -248,6 +248,12 @@ WORDINGS = [
      "FAILURE ***", "node_failure"),
     ("Training completed. Do not forget to share your model on huggingface.co/models =)",
      "completed"),
+    # fairseq, YOLOv5/ultralytics, Megatron-LM
+    ("2024-05-01 19:38:57 | INFO | fairseq_cli.train | done training in 8123.4 seconds",
+     "completed"),
+    ("100 epochs completed in 3.215 hours.", "completed"),
+    ("[after training is done] datetime: 2024-05-01 19:38:57", "completed"),
+    ("training finished, saving the final model", "completed"),
 ]
 
 

@@ -460,6 +460,19 @@ def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_lin
     assert _diagnose_text(catalogue, text).class_id == "none"
 
 
+@pytest.mark.parametrize("finish", [
+    "Training completed. Do not forget to share your model on huggingface.co/models =)",
+    "[2025-03-02 10:00:04] iter 8000/8000 loss 0.91",
+])
+def test_an_error_after_the_end_of_training_is_a_failure(catalogue, finish: str):
+    text = "[2025-03-02 10:00:00] iter 7999/8000 loss 0.92\n" + finish + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "completed"
+    crashed = text + ("Traceback (most recent call last):\n"
+                      "OSError: [Errno 122] Disk quota exceeded: 'out/final/model.safetensors'\n")
+    d = _diagnose_text(catalogue, crashed)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
+
+
 def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalogue):
     text = (
         "[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
