@@ -1,8 +1,10 @@
 """`/train` and approval clicks end to end: the real Bolt app (Slack-shaped payloads through
-`app.dispatch`), the Slack stand-in, and the real dev cluster (sshd + Slurm).
+`app.dispatch`), the Slack stand-in, and the real dev clusters (sshd + Slurm 22.05 and 24.11).
 
 Each test works in its own directory under the test user's home and uses unique job names, so
-engineers sharing the cluster do not collide; every job it starts is cancelled afterwards.
+engineers sharing the cluster do not collide; every job it starts (its runs and the competitors
+it queues) is cancelled afterwards, and the next test starts only once squeue no longer lists
+them: a job left pending on the competition account would be the next test's competitor.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ pytestmark = pytest.mark.integration
 
 CH = "C0TRAIN"
 COMPETITION_ACCOUNT = "team-b"
+GONE_WITHIN_S = 60.0  # how long a cancelled job may stay in squeue before the test fails
 
 # The training script: prints where it resumes from and its arguments (one per line, so the
 # test can check they arrived literally), a few iterations, then exits.
@@ -153,21 +156,21 @@ def make_checkpoints(cluster: Any, root: str) -> None:
 
 
 @pytest.fixture
-def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
+def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     tag = uuid.uuid4().hex[:10]
-    work = posixpath.join(dev_cluster.home, f"train-cmd-{tag}")
+    work = posixpath.join(slurm_cluster.home, f"train-cmd-{tag}")
     canary = posixpath.join(work, "CANARY")
     ckpt = posixpath.join(work, "checkpoints")
-    assert dev_cluster.ssh(["mkdir", "-p", ckpt]).returncode == 0
-    make_checkpoints(dev_cluster, ckpt)
-    write(dev_cluster, f"{work}/train.sbatch", TRAIN_SCRIPT.format(begin=0, sleep=1), "755")
-    write(dev_cluster, f"{work}/slow.sbatch", TRAIN_SCRIPT.format(begin=8, sleep=5), "755")
-    write(dev_cluster, f"{work}/record.sh", RECORD_WRAPPER.format(out=f"{work}/argv"), "755")
-    write(dev_cluster, f"{work}/leak.sh", LEAKING_WRAPPER, "755")
+    assert slurm_cluster.ssh(["mkdir", "-p", ckpt]).returncode == 0
+    make_checkpoints(slurm_cluster, ckpt)
+    write(slurm_cluster, f"{work}/train.sbatch", TRAIN_SCRIPT.format(begin=0, sleep=1), "755")
+    write(slurm_cluster, f"{work}/slow.sbatch", TRAIN_SCRIPT.format(begin=8, sleep=5), "755")
+    write(slurm_cluster, f"{work}/record.sh", RECORD_WRAPPER.format(out=f"{work}/argv"), "755")
+    write(slurm_cluster, f"{work}/leak.sh", LEAKING_WRAPPER, "755")
     common = {"workdir": work, "log_path": f"{work}/%x-%j.out", "account": "root",
               "owners": ["U0OWNER"], "submitters": ["robots"], "approvers": ["leads"],
               "channel": "training", "checkpoint": {"dir": ckpt, "complete_rule": "dcp"}}
-    connection = {k: getattr(dev_cluster, k) for k in
+    connection = {k: getattr(slurm_cluster, k) for k in
                   ("host", "port", "user", "key_file", "known_hosts", "partition")}
     data = dev_cluster_config_data(
         connection, store_url=f"sqlite:///{tmp_path / 'state.db'}",
@@ -203,14 +206,32 @@ def env(dev_cluster: Any, tmp_path: Path) -> Iterator[Env]:
         app = build_app(config, services, client=client, listener_executor=SyncExecutor(),
                         token_verification_enabled=False)
         try:
-            yield Env(dev_cluster, work, canary, tag, app, services, slack, urls)
+            yield Env(slurm_cluster, work, canary, tag, app, services, slack, urls)
         finally:
-            for name in ("mix", "slow", "comp", "comp2"):
-                dev_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
-            services.clusters.close()
-            store.close()
-            urls.close()
-            dev_cluster.ssh(["rm", "-rf", work])
+            try:  # its runs and its competitors (submit_competitor) gone before the next test
+                cancel_and_wait(slurm_cluster, [f"{name}-{tag}" for name in
+                                                (*config.recipes, *COMPETITORS)])
+            finally:
+                services.clusters.close()
+                store.close()
+                urls.close()
+                slurm_cluster.ssh(["rm", "-rf", work])
+
+
+def cancel_and_wait(cluster: Any, names: list[str]) -> None:
+    """scancel every job called one of `names` and wait (GONE_WITHIN_S at most) until squeue
+    lists none of them."""
+    deadline = time.monotonic() + GONE_WITHIN_S
+    while True:
+        proc = cluster.ssh(["squeue", "-h", "--name", ",".join(names), "-o", "%i"])
+        assert proc.returncode == 0, proc.stderr
+        ids = proc.stdout.split()
+        if not ids:
+            return
+        if time.monotonic() >= deadline:
+            pytest.fail(f"jobs {', '.join(ids)} still queued {GONE_WITHIN_S:.0f} s after scancel")
+        cluster.ssh(["scancel", *ids])
+        time.sleep(1.0)
 
 
 def test_resume_mix_end_to_end(env: Env) -> None:
@@ -377,7 +398,11 @@ def hold_prompt(env: Env, comp_id: str) -> tuple[str, str]:
     return msgs[0]["blocks"][1]["elements"][0]["value"], msgs[0]["ts"]
 
 
+COMPETITORS = ("comp", "comp2")  # the names submit_competitor may be given
+
+
 def submit_competitor(env: Env, name: str) -> str:
+    assert name in COMPETITORS, "the env fixture cancels only these"
     return env.sh("sbatch", "--parsable", "--job-name", f"{name}-{env.tag}", "--partition",
                   env.cluster.partition, "--account", COMPETITION_ACCOUNT, "--begin", "now+1hour",
                   "--output", "/dev/null", "--wrap", "sleep 1").strip().split(";")[0]
