@@ -115,3 +115,16 @@ def test_corpus_size_and_what_it_covers() -> None:
     assert "DUE TO TIME LIMIT" in bodies["time_limit__lightning-20542.log"].split("\n")[3]
     # root cause and downstream symptom in one log: the ECC error, then the NCCL watchdog
     assert "NCCL watchdog" in bodies["gpu_failure__sd-scripts-1434.log"]
+
+
+def test_the_held_out_manifest_lists_every_log_with_its_label_and_source() -> None:
+    """tests/fixtures/real/heldout/LABELS.md records why each held-out log has its label."""
+    held = sorted((REAL / "heldout").glob("*.log"))
+    manifest = REAL / "heldout" / "LABELS.md"
+    rows = {} if not manifest.exists() else {
+        m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+            r"^\| `([^`]+\.log)` \| `([a-z_]+)` \| (\S+) \| \S", manifest.read_text("utf-8"),
+            re.M)}
+    assert set(rows) == {p.name for p in held}
+    for path in held:
+        assert rows[path.name] == (path.name.split("__")[0], _source(path)), path.name
