@@ -17,8 +17,9 @@ A file whose sha256 differs from the manifest is skipped and reported.
 Scoring: every warn/fail finding of a check is true, false or unclear by the label of its line
 (or the script's `*` label); an unlabelled line is false. Recall is over the labels marked
 true: found when a warn/fail finding of that check names the line (any line for `*`); a
-missed one is listed with the level the lint gave it. Entries whose note starts with "held out" were labelled after the
-checks were last changed and are also scored on their own. The incident launchers in
+missed one is listed with the level the lint gave it. Entries whose note starts with "held
+out" were labelled after the checks were last changed and are also scored on their own. The
+incident launchers in
 tests/fixtures/launchers (report_108687*.sbatch, the seed's silent-exit pattern) are scored
 the same way as a second group, as `trainbot preflight` shows them after a toolchain probe
 that found no compiler on the node (the JIT incident, job 108903: from the script alone a JIT
