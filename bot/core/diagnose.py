@@ -37,6 +37,7 @@ from bot.core.models import (
     Evidence,
     UpstreamCause,
 )
+from bot.core.nodes import node_in
 from bot.core.policy import DEFAULT_POLICY
 from bot.core.units import GIB
 
@@ -52,6 +53,10 @@ HINT = "hint"  # only how the log ends: a traceback, a native abort, a launcher'
 ACCOUNTING = "accounting"  # only Slurm's State / exit code: the log does not say why
 DETECTOR = "detector"  # a measured trend: stalled progress, growing memory, too little work
 PROGRESS = "progress"  # the log's progress lines (running, or the target reached)
+
+#: Faults of a node (its GPU, the node itself, a collective timed out on it): resubmitted
+#: elsewhere, with --exclude=<node> when the log names it.
+NODE_CLASSES = frozenset({"gpu_failure", "node_failure", "nccl_timeout"})
 
 # Class ids trainbot uses beyond the catalogue's failure classes.
 NONE_CLASS = "none"  # a running job with nothing to report
@@ -488,6 +493,12 @@ def diagnose(
             during_save = True
             evidence.append(Evidence(finding.save.start_line, finding.save.start_text))
 
+    # A fault of the node itself: which node, so a resubmit can avoid it (--exclude).
+    # An NCCL timeout only when its own lines trace it to one node.
+    node = None
+    if chosen in NODE_CLASSES:
+        lines = [e.text for e in evidence]
+        node = node_in(lines if chosen == "nccl_timeout" else lines + [t for _, t in tail])
     leak_fit = None
     if chosen in MEMORY_CLASSES and trend is not None and detect_leak(
             series, None, trend=trend, min_samples=leak_min_samples) is not None:
@@ -552,6 +563,7 @@ def diagnose(
         during_checkpoint_save=during_save,
         decided_by=decided_by,
         leak_fit=leak_fit,
+        node=node,
     )
 
 

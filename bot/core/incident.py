@@ -72,6 +72,7 @@ class Incident:
     leak: Mapping[str, Any] | None = None
     # a memory failure whose job's limit nobody gave: no --mem is proposed, and it says so
     mem_limit_unknown: bool = False
+    node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,7 @@ def build_incident(
         mem_limit_unknown=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
                            and mem is None and not mem_limit_bytes
                            and diagnosis.action == Action.ASK),
+        node=diagnosis.node,
     )
 
 

@@ -104,6 +104,8 @@ class Diagnosis:
     #: a host OOM after a steady RSS trend: {slope_gib_per_100_iter, start_iter, start_gib}
     #: (the fitted RSS line, its value at the run's first measured iteration); else None
     leak_fit: Mapping[str, Any] | None = None
+    #: the node a gpu_failure / node_failure / nccl_timeout happened on, when the log names it
+    node: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""
@@ -121,6 +123,7 @@ class Diagnosis:
             "during_checkpoint_save": self.during_checkpoint_save,
             "decided_by": self.decided_by,
             "leak_fit": dict(self.leak_fit) if self.leak_fit is not None else None,
+            "node": self.node,
         }
 
 

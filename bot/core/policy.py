@@ -310,6 +310,9 @@ def decide(
     )
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
                    "budget": p.retry_budget}
+    if diagnosis.node:  # a fault of that node: resume elsewhere
+        retry_facts["exclude"] = diagnosis.node
+        where += f" on another node (--exclude={diagnosis.node})"
     if diagnosis.action == Action.RESUBMIT:
         if p.auto_resubmit and diagnosis.retryable:
             return Decision(

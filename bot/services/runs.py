@@ -170,6 +170,12 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str,
     )
 
 
+def _with_node(excluded: str | None, node: str) -> str:
+    """The recipe's own --exclude list plus `node` (once)."""
+    nodes = [n for n in (excluded or "").split(",") if n]
+    return ",".join(nodes if node in nodes else [*nodes, node])
+
+
 def _literal(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
@@ -183,8 +189,14 @@ class AutoResubmitter:
         self.ctx, self.cluster, self.actor = ctx, cluster, actor
 
     def resubmit(self, recipe: str, chain_id: int, decision: Decision) -> str:
-        result = submit_and_announce(self.ctx, recipe, actor=self.actor, now=self.ctx.clock(),
-                                     chain_id=chain_id, charge_retry=decision.charged)
+        """Resubmit into the chain; after a fault of one node (`facts["exclude"]`) without it."""
+        node = decision.facts.get("exclude")
+        result = submit_and_announce(
+            self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
+            charge_retry=decision.charged,
+            overrides={"exclude": _with_node(self.ctx.config.recipe(recipe).exclude, node)}
+            if node else None,
+            extra_overridable={"exclude": "str"} if node else None)
         return str(result.job_id)
 
     def recover(self, recipe: str, chain_id: int, old_job: str,

@@ -313,6 +313,7 @@ def submit_recipe(
         start_iter=checkpoint.iteration if checkpoint else None,
         checkpoint_path=checkpoint.path if checkpoint else None,
         charge_retry=charge_retry,
+        excluded_nodes=effective.exclude,
     )
     if chain.status == "stopped":
         store.chains.set_status(chain.id, "active", now=now)

@@ -245,6 +245,12 @@ def _v9_home_viewers(conn: Connection) -> None:
     )
 
 
+def _v10_excluded_nodes(conn: Connection) -> None:
+    """Version 10: attempts.excluded_nodes, the nodes a resubmit left out (--exclude) after a
+    fault of that node (gpu_failure, node_failure), so the thread and the ledger show it."""
+    _add_column(conn, "attempts", "excluded_nodes TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -255,6 +261,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v7_lease_epochs,
     _v8_prompt_steps,
     _v9_home_viewers,
+    _v10_excluded_nodes,
 ]
 
 

@@ -159,6 +159,7 @@ class AttemptsRepo(_Repo):
         start_iter: int | None = None,
         checkpoint_path: str | None = None,
         charge_retry: bool = False,
+        excluded_nodes: str | None = None,
     ) -> Attempt:
         """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …).
 
@@ -187,6 +188,7 @@ class AttemptsRepo(_Repo):
                 submitted_at=now,
                 start_iter=start_iter,
                 checkpoint_path=checkpoint_path,
+                excluded_nodes=excluded_nodes,
             )
             attempt_id = conn.execute(insert(t.attempts).values(**values)).inserted_primary_key[0]
             row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()

@@ -42,6 +42,7 @@ class Attempt:
     work_lost_iters: int | None
     work_lost_s: float | None
     checkpoint_path: str | None
+    excluded_nodes: str | None = None  # the --exclude this job was submitted with
 
 
 @dataclass(frozen=True)

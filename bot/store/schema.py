@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 
@@ -61,6 +61,7 @@ attempts = Table(
     Column("work_lost_iters", Integer),
     Column("work_lost_s", Float),
     Column("checkpoint_path", Text),
+    Column("excluded_nodes", Text),  # --exclude of this submit (a faulty node), else NULL
     UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
     Index("ix_attempts_job_id", "job_id"),
 )

@@ -23,6 +23,8 @@ the shape of torch.distributed.checkpoint (`<ckpt_dir>/iter_000001000/__0_0.dist
   nan               the loss becomes nan at --nan-at, then FloatingPointError
   compiler-missing  the Triton "Failed to find C compiler" error at the first compiled step
   cuda-oom          torch.OutOfMemoryError at --cuda-oom-at
+  gpu-ecc           `CUDA error: uncorrectable ECC error encountered` at --gpu-fault-at (a GPU
+                    fault of the node); once per checkpoint dir, so the resumed run trains on
 
 Scenarios combine with commas (`--scenario leak,stall-then-nccl` is the demo's story).
 Arguments may also be given as `key=value` (`target_iter=400`), the form trainbot appends
@@ -51,6 +53,7 @@ SCENARIOS = (
     "nan",
     "compiler-missing",
     "cuda-oom",
+    "gpu-ecc",
 )
 POINTER = "latest_checkpoint.txt"
 MIB = 1024**2
@@ -381,6 +384,15 @@ class Trainer:
             f.write(f"{os.environ.get('SLURM_JOB_ID', os.getpid())}\n")
         return True
 
+    def once(self, what: str) -> bool:
+        """True the first time `what` happens in this checkpoint dir (a marker file)."""
+        marker = os.path.join(self.args.ckpt_dir, f".fake_train_{what}")
+        if os.path.exists(marker):
+            return False
+        with open(marker, "w") as f:
+            f.write(f"{os.environ.get('SLURM_JOB_ID', os.getpid())}\n")
+        return True
+
     def cuda_oom(self) -> None:
         raise OutOfMemoryError(
             "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
@@ -440,6 +452,11 @@ class Trainer:
                 self.compile_kernels()
             if "cuda-oom" in self.scenarios and it == oom_at:
                 self.cuda_oom()
+            if "gpu-ecc" in self.scenarios and it == a.gpu_fault_at and self.once("gpu_fault"):
+                raise RuntimeError(
+                    "CUDA error: uncorrectable ECC error encountered\nCUDA kernel errors might "
+                    "be asynchronously reported at some other API call, so the stacktrace "
+                    "below might be incorrect.")
             next_tick += a.sec_per_iter
             time.sleep(max(0.0, next_tick - time.monotonic()))
             if leak_bytes:
@@ -584,6 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="save-oom: the memory limit when not under sbatch --mem")
     p.add_argument("--nan-at", type=int, default=None)
     p.add_argument("--cuda-oom-at", type=int, default=None)
+    p.add_argument("--gpu-fault-at", type=int, default=None)
     return p
 
 

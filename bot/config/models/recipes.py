@@ -152,6 +152,8 @@ class RecipeConfig(_Model):
     gres: str | None = Field(None, description="Generic resources, e.g. gpu:4 (--gres).")
     mem: str | None = Field(None, description="Memory per node as Slurm writes it (--mem 400G).")
     time: str | None = Field(None, description="Time limit as Slurm writes it (--time 2-00:00:00).")
+    exclude: str | None = Field(None, description="Nodes to leave out (--exclude); a resubmit "
+                                "after a GPU or node fault adds the faulty node itself.")
     job_name: str | None = Field(
         None, description="Slurm job name, kept across resubmits. Default: the recipe name."
     )

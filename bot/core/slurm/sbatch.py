@@ -50,6 +50,7 @@ class SubmitSpec:
     gres: str | None = _option("--gres", override="str", input_env="SBATCH_GRES")
     mem: str | None = _option("--mem", override="size", input_env="SBATCH_MEM_PER_NODE")
     time: str | None = _option("--time", override="str", input_env="SBATCH_TIMELIMIT")
+    exclude: str | None = _option("--exclude", override="str", input_env="SBATCH_EXCLUDE")
     output: str | None = _option("--output")
     error: str | None = _option("--error")
     workdir: str | None = _option("--chdir")

@@ -512,6 +512,9 @@ class Watcher:
         p = self._raw_policy(jw.recipe)
         diag = jw.analysis.diagnose(acct, target_iter=self._target(jw.recipe),
                                     **_detector_options(p))
+        if (diag.class_id in ("gpu_failure", "node_failure") and diag.node is None
+                and record.node and not any(c in record.node for c in ",[")):
+            diag = replace(diag, node=record.node)  # a one-node job: its node is the faulty one
         history = self._history(jw.chain_id, current_job=str(jw.job_id),
                                 current_last_iter=diag.metrics.last_iter)
         checkpoint = self._checkpoint(jw.recipe)

@@ -563,3 +563,22 @@ def test_a_worker_killed_by_a_bus_error_is_a_shared_memory_case_with_its_own_fix
     killed = _diagnose_text(catalogue, "RuntimeError: DataLoader worker (pid 7) is killed by "
                             "signal: Killed.\n")
     assert killed.class_id == "dataloader_worker_killed" and killed.detail is None
+
+
+@pytest.mark.parametrize(("line", "node"), [
+    ("slurmstepd: error: *** JOB 32391783 ON cn119 CANCELLED AT 2021-06-18T13:05:36 DUE TO "
+     "NODE FAILURE ***", "cn119"),
+    ("srun: error: gpu-a07: task 3: Aborted (core dumped)", "gpu-a07"),
+    ("salloc: error: Node failure on worker-1", "worker-1"),
+    ("node17-2:36748:36748 [0] NCCL WARN Cuda failure 'unknown error'", "node17-2"),
+])
+def test_a_gpu_or_node_fault_names_its_node(catalogue, line: str, node: str):
+    text = line + "\nRuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+    d = _diagnose_text(catalogue, text)
+    assert d.class_id in ("gpu_failure", "node_failure") and d.node == node
+    assert d.to_json()["node"] == node
+
+
+def test_only_faults_of_a_node_name_one(catalogue):
+    text = "srun: error: gpu-a07: task 0: Exited with exit code 1\nValueError: bad shape\n"
+    assert _diagnose_text(catalogue, text).node is None

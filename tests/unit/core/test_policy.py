@@ -515,3 +515,11 @@ def test_a_host_oom_whose_limit_is_unknown_proposes_no_mem():
                  accounting=Accounting(state="OUT_OF_MEMORY", max_rss_bytes=118 * GIB))
     assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem is None
     assert dec.facts["why"] == "mem_unknown"
+
+
+def test_a_gpu_fault_resubmits_elsewhere_excluding_its_node_uncharged():
+    d = diag("gpu_failure", node="gpu-b12")
+    dec = decide(d, chain(), AUTO, NOW, checkpoint_iter=500, accounting=FINISHED)
+    assert dec.kind is DecisionKind.RESUBMIT_NOW and not dec.charged
+    assert dec.facts["exclude"] == "gpu-b12" and "--exclude=gpu-b12" in dec.reason
+    assert "exclude" not in decide(diag("nccl_timeout"), chain(), AUTO, NOW).facts

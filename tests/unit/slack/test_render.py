@@ -241,3 +241,18 @@ def test_a_short_stall_reads_in_seconds_in_every_text():
     assert "for 8 s (threshold 8 s)" in text
     assert "No progress for*\\n8 s" in text
     assert "0 min" not in text
+
+
+@pytest.mark.parametrize(("lang", "word"), [("en", "resume elsewhere"), ("ko", "노드")])
+def test_a_gpu_fault_incident_names_the_node_the_resubmit_excludes(lang: str, word: str):
+    d = Diagnosis(class_id="gpu_failure", action=Action.RESUBMIT, retryable=True,
+                  charges_budget=False, hint="Resume elsewhere.", node="gpu-b12",
+                  title="GPU or GPU driver fault on a node",
+                  evidence=(Evidence(7, "RuntimeError: CUDA error: uncorrectable ECC error"),),
+                  metrics=DiagnosisMetrics(last_iter=10, target_iter=100))
+    view = build_incident(d, recipe="mix", job_id="42", last_checkpoint_iter=5, now=0.0)
+    blocks, text = render_blocks("incident", lang, view)
+    assert validate_blocks(blocks) == []
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert "--exclude=gpu-b12" in shown and word in shown
+    assert "🔎" in shown  # and what decided it
