@@ -100,6 +100,7 @@ class Decision:
             "charged": self.charged, "not_before": self.not_before,
             "resume_from": self.resume_from, "work_lost_iters": self.work_lost_iters,
             "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
+            "exclude": self.facts.get("exclude"),  # the faulty node a resubmit leaves out
         }
 
     @classmethod
@@ -116,6 +117,7 @@ class Decision:
             not_before=data.get("not_before"), resume_from=data.get("resume_from"),
             work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
             offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
+            facts={"exclude": data["exclude"]} if data.get("exclude") else {},
         )
 
 

@@ -523,3 +523,9 @@ def test_a_gpu_fault_resubmits_elsewhere_excluding_its_node_uncharged():
     assert dec.kind is DecisionKind.RESUBMIT_NOW and not dec.charged
     assert dec.facts["exclude"] == "gpu-b12" and "--exclude=gpu-b12" in dec.reason
     assert "exclude" not in decide(diag("nccl_timeout"), chain(), AUTO, NOW).facts
+
+
+def test_a_stored_resubmit_decision_keeps_the_node_it_excludes():
+    dec = decide(diag("gpu_failure", node="gpu-b12"), chain(), AUTO, NOW, checkpoint_iter=500)
+    back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
+    assert back.facts == {"exclude": "gpu-b12"} and back.kind is DecisionKind.RESUBMIT_NOW
