@@ -26,3 +26,9 @@ def node_in(lines: Iterable[str]) -> str | None:
             if m:
                 return m.group(1).rstrip(".,:;")
     return None
+
+
+def excluding(excluded: str | None, node: str) -> str:
+    """An --exclude list (`excluded`, e.g. a recipe's own) with `node` added once."""
+    nodes = [n for n in (excluded or "").split(",") if n]
+    return ",".join(nodes if node in nodes else [*nodes, node])

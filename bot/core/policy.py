@@ -280,6 +280,8 @@ def decide(
                         facts={"why": "nothing_to_do"})
 
     charged = bool(diagnosis.charges_budget)
+    # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)
+    node = {"exclude": diagnosis.node} if diagnosis.node else {}
     if charged and chain_history.retries_used >= p.retry_budget:
         return Decision(
             DecisionKind.STOP,
@@ -288,7 +290,7 @@ def decide(
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
             facts={"why": "budget_exhausted", "used": chain_history.retries_used,
-                   "budget": p.retry_budget},
+                   "budget": p.retry_budget, **node},
             **base,
         )
     stalled = _no_progress(chain_history, last_iter) if charged else None
@@ -299,7 +301,7 @@ def decide(
             f"stopping the chain instead of retrying {cid} again",
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-            facts={"why": "no_progress", **stalled},
+            facts={"why": "no_progress", **stalled, **node},
             **base,
         )
 
@@ -311,9 +313,8 @@ def decide(
         else "not charged to the retry budget"
     )
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
-                   "budget": p.retry_budget}
-    if diagnosis.node:  # a fault of that node: resume elsewhere
-        retry_facts["exclude"] = diagnosis.node
+                   "budget": p.retry_budget, **node}
+    if node:
         where += f" on another node (--exclude={diagnosis.node})"
     if diagnosis.action == Action.RESUBMIT:
         if p.auto_resubmit and diagnosis.retryable:
@@ -344,7 +345,7 @@ def decide(
         charged=charged,
         not_before=not_before,
         offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-        facts={"why": "ask"},
+        facts={"why": "ask", **node},
         **base,
     )
 

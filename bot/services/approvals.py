@@ -45,7 +45,7 @@ from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
-from bot.services.runs import submit_and_announce
+from bot.services.runs import exclusion, submit_and_announce
 from bot.services.submit import SubmitResult
 from bot.services.threads import post_safely, render
 from bot.slack.views import ActionId
@@ -100,7 +100,8 @@ class Outcome:
     the prompt's target job (the competitor of a hold prompt), `new_job_id` the resubmitted
     one, `for_job` the resumed job a hold waits for, `state` a Slurm state (None: unknown to
     Slurm), `error` a Slurm, ssh or service message, shown verbatim; `not_applied` the
-    overrides a site submit wrapper's job did not get ([key, requested, the job's value])."""
+    overrides a site submit wrapper's job did not get ([key, requested, the job's value]);
+    `exclude` the faulty node a resubmit left out (--exclude)."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -112,6 +113,7 @@ class Outcome:
     current_job: str | None = None
     from_iter: int | None = None
     mem: str | None = None
+    exclude: str | None = None
     state: str | None = None
     error: str | None = None
     not_applied: list[list[str]] | None = None
@@ -266,10 +268,10 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=target), target)
     if choice == "cancel_resume":
         return _cancel_and_resume(ctx, approval, actor, now)
-    overrides: dict[str, str] = {}
-    extra = None
+    # after a fault of one node (payload "exclude"), every resubmit choice leaves it out
+    overrides, extra = exclusion(ctx.config, payload["recipe"], payload.get("exclude"))
     if choice == "resubmit_mem":
-        overrides, extra = {"mem": str(payload["mem"])}, {"mem": "size"}
+        overrides, extra = {**overrides, "mem": str(payload["mem"])}, {**extra, "mem": "size"}
     result = submit_and_announce(
         ctx, payload["recipe"], actor=actor, now=now, overrides=overrides,
         chain_id=approval.chain_id, extra_overridable=extra,
@@ -281,6 +283,7 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
                       new_job_id=str(result.job_id),
                       from_iter=ck.iteration if ck is not None else None,
                       mem=result.overrides.get("mem"),
+                      exclude=payload.get("exclude") if "exclude" in result.overrides else None,
                       not_applied=[[n.key, n.requested, n.actual] for n in result.not_applied])
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 

@@ -38,7 +38,8 @@ def _buttons(approval: Approval) -> list[dict[str, Any]]:
               "cancel": "danger"}
     return [{"kind": kind, "action_id": action_id_for(kind).value, "value": approval.token,
              "style": styles.get(kind), "from_iter": payload.get("resume_iter"),
-             "mem": payload.get("mem"), "job_id": approval.target_job,
+             "mem": payload.get("mem"), "exclude": payload.get("exclude"),
+             "job_id": approval.target_job,
              "for_job": payload.get("for_job")}
             for kind in payload.get("choices", [])]
 

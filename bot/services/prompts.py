@@ -41,6 +41,7 @@ def create_resubmit_prompt(
     summary: str,
     resume_iter: int | None = None,
     mem: str | None = None,
+    exclude: str | None = None,
     offer_cancel: bool = False,
     post_key: str | None = None,
 ) -> Prompt:
@@ -50,11 +51,12 @@ def create_resubmit_prompt(
     Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
     complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
     beside the running one. `post_key`: the thread post that will carry it (stored, so its
-    expiry can rewrite it: bot.services.approvals.follow_up_prompts).
+    expiry can rewrite it: bot.services.approvals.follow_up_prompts). `exclude`: the node a
+    GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
     """
-    if offer_cancel and mem:
-        raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem: "
-                         "--mem is proposed for a finished job's resubmit")
+    if offer_cancel and (mem or exclude):
+        raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem or "
+                         "--exclude: they are proposed for a finished job's resubmit")
     if offer_cancel:
         choices = ["cancel_resume", "cancel", "dismiss"]
     else:
@@ -64,6 +66,7 @@ def create_resubmit_prompt(
         "recipe": recipe,
         "cluster": ctx.config.recipe(recipe).cluster,
         "mem": mem,
+        **({"exclude": exclude} if exclude else {}),
         "resume_iter": resume_iter,
         "summary": summary,
         **({"post_key": post_key} if post_key else {}),
@@ -78,7 +81,8 @@ def create_resubmit_prompt(
         chain_id=chain_id,
     )
     blocks, text = render(ctx, "approval", recipe, approval_view(
-        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, choices=choices))
+        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, exclude=exclude,
+        choices=choices))
     return Prompt(token, text, blocks)
 
 
@@ -95,11 +99,12 @@ def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str,
 
 
 def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,
-                  mem: str | None, choices: Iterable[str]) -> dict[str, Any]:
+                  mem: str | None, choices: Iterable[str],
+                  exclude: str | None = None) -> dict[str, Any]:
     """The approval template's view: the question and one button per choice, each with the
     same opaque token (the action id says which choice; the words are the template's)."""
     styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
     buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
                 "style": styles.get(kind), "from_iter": resume_iter, "mem": mem,
-                "job_id": job_id} for kind in choices]
+                "exclude": exclude, "job_id": job_id} for kind in choices]
     return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}

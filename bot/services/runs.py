@@ -12,6 +12,7 @@ from typing import Any
 from bot.config import Config, OverrideType
 from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, build_resolution
+from bot.core.nodes import excluding
 from bot.core.policy import Decision
 from bot.services.ports import SFTP, BotContext, ClusterSessions, RenderError
 from bot.services.submit import (
@@ -170,14 +171,17 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str,
     )
 
 
-def _with_node(excluded: str | None, node: str) -> str:
-    """The recipe's own --exclude list plus `node` (once)."""
-    nodes = [n for n in (excluded or "").split(",") if n]
-    return ",".join(nodes if node in nodes else [*nodes, node])
-
-
 def _literal(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def exclusion(config: Config, recipe: str, node: str | None
+              ) -> tuple[dict[str, str], dict[str, OverrideType]]:
+    """A resubmit's overrides that leave out the faulty `node` (the recipe's own --exclude
+    list plus it), and the key they widen; nothing when no node is to be left out."""
+    if not node:
+        return {}, {}
+    return {"exclude": excluding(config.recipe(recipe).exclude, node)}, {"exclude": "str"}
 
 
 class AutoResubmitter:
@@ -190,13 +194,10 @@ class AutoResubmitter:
 
     def resubmit(self, recipe: str, chain_id: int, decision: Decision) -> str:
         """Resubmit into the chain; after a fault of one node (`facts["exclude"]`) without it."""
-        node = decision.facts.get("exclude")
+        overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
         result = submit_and_announce(
             self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
-            charge_retry=decision.charged,
-            overrides={"exclude": _with_node(self.ctx.config.recipe(recipe).exclude, node)}
-            if node else None,
-            extra_overridable={"exclude": "str"} if node else None)
+            charge_retry=decision.charged, overrides=overrides, extra_overridable=extra)
         return str(result.job_id)
 
     def recover(self, recipe: str, chain_id: int, old_job: str,

@@ -277,6 +277,7 @@ class ThreadEvents:
             job_id=event.job_id or "", now=self.ctx.clock(), summary=summary,
             resume_iter=dec.resume_from if dec else None,
             mem=dec.mem if dec and OFFER_RESUBMIT_MEM in dec.offers else None,
+            exclude=dec.facts.get("exclude") if dec and not offer_cancel else None,
             offer_cancel=offer_cancel, post_key=event.key,
         )
 

@@ -570,3 +570,30 @@ def test_v8_store_gets_home_viewers_keeping_its_data(store_url):
         assert new.chains.get(chain.id).recipe == "mix"
         new.home_viewers.record("U0ALICE", now=2.0, ttl_s=60.0)
         assert new.home_viewers.since(0.0) == ["U0ALICE"]
+
+
+def test_v9_store_gets_excluded_nodes_keeping_its_attempts(store_url):
+    with Store.open(store_url, target_version=9) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        with old.engine.begin() as conn:  # what trainbot with schema 9 wrote
+            conn.exec_driver_sql(
+                "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
+                f" VALUES ({chain.id}, '88016', 1, 'FAILED', 2.0)")
+        assert "excluded_nodes" not in {c["name"] for c in
+                                        inspect(old.engine).get_columns("attempts")}
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        assert new.attempts.get_by_job("88016").excluded_nodes is None
+        new.attempts.add(chain_id=chain.id, job_id="88017", now=3.0, excluded_nodes="gpu-b12")
+        assert new.attempts.get_by_job("88017").excluded_nodes == "gpu-b12"
+
+
+@pytest.mark.parametrize("version", range(1, current_schema.SCHEMA_VERSION))
+def test_every_earlier_schema_upgrades_to_the_latest(store_url, version: int):
+    with Store.open(store_url, target_version=version) as old:
+        assert old.schema_version == version
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        chain = new.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        new.attempts.add(chain_id=chain.id, job_id="88016", now=2.0, excluded_nodes="n1")
+        assert new.attempts.get_by_job("88016").excluded_nodes == "n1"
