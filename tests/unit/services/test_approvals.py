@@ -429,3 +429,59 @@ def test_hold_found_through_the_ledger_however_old_its_chain(
     assert competitors.release_started(ctx, NOW + 50) == [88017]
     assert competitors.held_now(ctx) == []
     assert slurm.acted("release") == [88017]
+
+
+def gpu_fault_prompt(ctx: BotContext) -> tuple[int, str, list]:
+    """A chain whose job 88154 died of a GPU fault on gpu-b12: the prompt leaves it out."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, resume_iter=3000,
+        summary="gpu_failure: proposing to resubmit on another node (--exclude=gpu-b12)",
+        mem="1900G", exclude="gpu-b12")
+    return chain.id, prompt.token, prompt.blocks[1]["elements"]
+
+
+def test_a_gpu_fault_prompt_says_which_node_each_resubmit_leaves_out(ctx: BotContext) -> None:
+    _, _, buttons = gpu_fault_prompt(ctx)
+    assert [b["text"]["text"] for b in buttons] == [
+        "Resubmit without gpu-b12 (resume from iter 3000)",
+        "Resubmit with --mem=1900G without gpu-b12", "Dismiss"]
+    assert all(len(b["text"]["text"]) <= 75 for b in buttons)  # Slack's button limit
+    with pytest.raises(ValueError, match="--exclude"):
+        create_resubmit_prompt(ctx, recipe="mix", chain_id=1, job_id="88154", now=NOW,
+                               summary="stalled", exclude="gpu-b12", offer_cancel=True)
+
+
+@pytest.mark.parametrize(("choice", "mem"), [(ActionId.RESUBMIT, None),
+                                             (ActionId.RESUBMIT_MEM, "1900G")])
+def test_an_approved_resubmit_after_a_gpu_fault_excludes_the_node(
+    ctx: BotContext, slurm: FakeSlurm, choice: ActionId, mem: str | None
+) -> None:
+    chain_id, token, _ = gpu_fault_prompt(ctx)
+    result = handle_click(ctx, token, choice, "W0LEAD", NOW + 1)
+    assert result.status == "done", result
+    [spec] = slurm.submits()
+    assert (spec.exclude, spec.mem) == ("gpu-b12", mem)
+    new = ctx.store.attempts.for_chain(chain_id)[-1]
+    assert (new.job_id, new.excluded_nodes) == ("88887", "gpu-b12")  # the attempt row
+    assert "without node gpu-b12 (--exclude)" in result.update_text
+    assert "exclude" not in ctx.config.recipe("mix").overridable  # not widened for later
+
+
+def test_an_approved_resubmit_keeps_the_recipes_own_exclusions(store: Store,
+                                                              slurm: FakeSlurm) -> None:
+    ctx = make_context(store, slurm, exclude="bad-n1")
+    chain_id, token, _ = gpu_fault_prompt(ctx)
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1).status == "done"
+    assert slurm.submits()[0].exclude == "bad-n1,gpu-b12"
+    assert ctx.store.attempts.for_chain(chain_id)[-1].excluded_nodes == "bad-n1,gpu-b12"
+
+
+def test_a_korean_recipes_gpu_fault_prompt_names_the_node_in_korean(store: Store) -> None:
+    ctx = make_context(store, lang="ko")
+    _, token, buttons = gpu_fault_prompt(ctx)
+    assert buttons[0]["text"]["text"] == "gpu-b12 빼고 재제출 (iter 3000부터 재개)"
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert "(노드 gpu-b12 제외, --exclude)" in result.update_text

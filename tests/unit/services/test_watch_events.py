@@ -412,3 +412,80 @@ def test_a_completed_run_ends_its_thread_with_the_check_line_after_its_charts(st
         series=analysis.series))
     assert order[:-1] and all(name.endswith(".png") for name in order[:-1])
     assert order[-1].startswith("✅ Completed · job 9001: reached iteration 40 / 40")
+
+
+# ------------------------------------------------------------------ a GPU fault: another node
+
+GPU_LOG = b"".join([
+    *(f"iter: {i}/100 | loss: 2.{i:02d} | 0.5 s/iter\n".encode() for i in range(1, 13)),
+    b"Traceback (most recent call last):\n",
+    b"RuntimeError: CUDA error: uncorrectable ECC error encountered\n",
+])
+
+
+def gpu_fault_watch(store, lang: str = "en", **policy):
+    """Job 88400 dies of an uncorrectable ECC error on node gpu-b12 (its NodeList)."""
+    from fakes import FakeClusters
+
+    from bot.app import build_watcher
+
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang, policy={"backoff_s": 0, **policy})
+    sftp = FakeSFTP()
+    ctx.clusters = FakeClusters(slurm, sftp=sftp)
+    ctx.clock = lambda: T0 + 2000
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88400", now=T0)
+    store.watched_jobs.add("dev", "88400", now=T0, chain_id=chain.id)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    sftp.append(LOG, GPU_LOG)
+    slurm.add(88400, state="FAILED", exit_code=1, signal=0, stdout_path=LOG, name="mix",
+              node="gpu-b12", start_time=T0, end_time=T0 + 1300)
+    posted: list[tuple[str, list, str]] = []
+    real_reply = ctx.sink.post_reply
+
+    def capture(chain_id, key, blocks, text):
+        posted.append((key, blocks, text))
+        return real_reply(chain_id, key, blocks, text)
+
+    ctx.sink.post_reply = capture
+    w = build_watcher(ctx, "dev")
+    w.tick(T0 + 1310)
+    return ctx, slurm, chain.id, w, posted
+
+
+def test_a_gpu_fault_is_resubmitted_automatically_without_its_node(store):
+    ctx, slurm, chain_id, w, posted = gpu_fault_watch(store, auto_resubmit=True)
+    w.tick(T0 + 1320)
+    [spec] = slurm.submits()
+    assert spec.exclude == "gpu-b12"
+    first, second = store.attempts.for_chain(chain_id)
+    assert (first.cause, first.excluded_nodes) == ("gpu_failure", None)
+    assert (second.job_id, second.excluded_nodes) == ("88887", "gpu-b12")
+    final = next(text for key, _, text in posted if key == "dev:88400:final")
+    assert "gpu_failure is retryable: resubmitting" in final
+    assert "on another node (--exclude=gpu-b12)" in final
+    shown = str(next(blocks for key, blocks, _ in posted if key == "dev:88400:final"))
+    assert "On node *gpu-b12*" in shown  # the incident's own line
+
+
+def test_an_approved_gpu_fault_resubmit_leaves_the_node_out(store):
+    ctx, slurm, chain_id, w, posted = gpu_fault_watch(store)
+    assert slurm.submits() == []  # not automatic: a prompt
+    key, blocks, text = posted[-1]
+    assert key == "dev:88400:final" and "on another node (--exclude=gpu-b12)" in text
+    resubmit = next(b for b in _buttons(blocks) if b["action_id"] == ActionId.RESUBMIT)
+    assert resubmit["text"]["text"].startswith("Resubmit without gpu-b12")
+    result = handle_click(ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1400)
+    assert result.status == "done", result
+    assert [s.exclude for s in slurm.submits()] == ["gpu-b12"]
+    assert store.attempts.for_chain(chain_id)[-1].excluded_nodes == "gpu-b12"
+    assert "without node gpu-b12 (--exclude)" in result.update_text
+
+
+def test_a_korean_gpu_fault_prompt_says_the_node_in_korean(store):
+    ctx, slurm, chain_id, w, posted = gpu_fault_watch(store, lang="ko")
+    key, blocks, text = posted[-1]
+    assert "다른 노드에서 (--exclude=gpu-b12) 재제출을 제안합니다" in text
+    resubmit = next(b for b in _buttons(blocks) if b["action_id"] == ActionId.RESUBMIT)
+    assert resubmit["text"]["text"].startswith("gpu-b12 빼고 재제출")
