@@ -177,6 +177,9 @@ WORDINGS = [
     ("srun: error: gpu-07: task 2: Out Of Memory", "host_oom"),
     ("  Reason:       OOMKilled", "host_oom"),
     ("Memory cgroup out of memory: Killed process 4242 (pt_main_thread)", "host_oom"),
+    # PBS and LSF memory limits
+    ("=>> PBS: job killed: mem 38427376kb exceeded limit 33554432kb", "host_oom"),
+    ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "host_oom"),
     # torch CUDA OOM, old and new
     ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total "
      "capacity; 75.00 GiB already allocated)", "cuda_oom"),
@@ -212,6 +215,7 @@ WORDINGS = [
     ("ERROR: Unexpected bus Error encountered in worker. This might be caused by "
      "insufficient shared memory (shm).", "dataloader_worker_killed"),
     ("This might be caused by Insufficient Shared Memory (SHM)", "dataloader_worker_killed"),
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "dataloader_worker_killed"),
     # CUDA's error 999 (cudaErrorUnknown) in the wordings of torch, NCCL, the driver API, JAX
     ("RuntimeError: CUDA error: unknown error", "gpu_failure"),
     ("misc/strongstream.cc:53 NCCL WARN Cuda failure 'unknown error'", "gpu_failure"),
@@ -244,6 +248,7 @@ WORDINGS = [
      "LIMIT ***", "time_limit"),
     ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO "
      "PREEMPTION ***", "preempted"),
+    ("TERM_PREEMPT: job killed after preemption.", "preempted"),
     ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO NODE "
      "FAILURE ***", "node_failure"),
     ("Training completed. Do not forget to share your model on huggingface.co/models =)",
