@@ -4,6 +4,8 @@ original text so that findings can name the line. Iterative: nesting depth costs
 from __future__ import annotations
 
 import re
+from itertools import repeat
+from operator import itemgetter
 
 #: Operators that end a command, an and-or element or a pipeline element.
 OPS = ("&&", "||", ";;", "|", ";", "&", "\n")
@@ -12,9 +14,10 @@ OPS = ("&&", "||", ";;", "|", ";", "&", "\n")
 #: Callers that lex slices of one text pass one Memo with each slice's base offset, so nested
 #: constructs are scanned once in all, not once per nesting level.
 Memo = dict[int, int]
+#: Only constructs nested at most this deep inside a scan are memoised: the lint's walk never
+#: looks deeper (its own cap is 40 levels), and a construct missing from the memo is rescanned.
+MEMO_DEPTH = 64
 
-_DQ_STOP = re.compile(r'[\\"$`]')
-_BAL_STOP = re.compile(r"[\\'\"`$#(){}]")
 _DQ = 0
 _BAL = 1
 
@@ -35,84 +38,127 @@ def _skip_backtick(text: str, i: int) -> int:
     return n
 
 
+#: The characters a scan stops at: an escape with the character it escapes, `$(` / `${`, and
+#: each quote, comment sign, parenthesis and brace. Which of them matter depends on the frame.
+_TOKEN_RE = re.compile(r"\\.|\$[({]|[\\'\"`#(){}]", re.S)
+#: Text a `( … )` frame passes over, then a run of openers / closers with only such text between
+#: them: deep nesting is read a run at a time, each run's frames made in C, not one per loop.
+_PLAIN = r"[^\\'\"`#(){}$]*+(?:\$(?![({])[^\\'\"`#(){}$]*+)*+"
+_OPEN_RUN_RE = re.compile(r"(?:" + _PLAIN + r"\$?\()*+")
+_OPENER_RE = re.compile(r"\$?\(")
+_CLOSE_RUN_RE = re.compile(r"(?:" + _PLAIN + r"\))*+")
+_CLOSER_RE = re.compile(r"\)")
+_match_start = re.Match.start
+_match_end = re.Match.end
+_frame_start = itemgetter(1)
+
+
+def _run_end(run_re: re.Pattern[str], text: str, j: int) -> int:
+    m = run_re.match(text, j)
+    return m.end() if m else j
+
+
 def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
           memo: Memo | None) -> int:
     """Scan from text[j] until every frame on `stack` is closed; the index just past the last
     close, or len(text) if one never closes. A frame is (kind, start, opener, closer): _DQ for
     a double-quoted string, _BAL for `( … )`, `$( … )`, `${ … }`, `{ … }`. Each nested opener
-    gets its own frame, so its end is memoised too and a later scan jumps over it."""
+    gets its own frame, so its end is memoised too and a later scan jumps over it.
+
+    One regex scanner walks the stop characters; it is restarted only where the scan jumps
+    (a single-quoted string, backticks, a comment, a construct already in the memo)."""
     n = len(text)
-    dq_search = _DQ_STOP.search
-    bal_search = _BAL_STOP.search
     known = memo.get if memo is not None else None
+    search = _TOKEN_RE.scanner(text, j).search
     while stack:
-        if j >= n:
+        m = search()
+        if m is None:
             return n
-        frame = stack[-1]
-        if frame[0] == _DQ:
-            m = dq_search(text, j)
-            if m is None:
+        tok = m[0]
+        j = m.start()
+        kind, start, opener, closer = stack[-1]
+        c = tok[0]
+        if c == "\\":
+            if len(tok) == 1:
                 return n
-            j = m.start()
-            c = text[j]
-            if c == "\\":
-                j += 2
-            elif c == '"':
+            continue
+        if kind == _DQ:
+            if c == '"':
                 stack.pop()
                 j += 1
-                if memo is not None:
-                    memo[base + frame[1]] = base + j
+                if memo is not None and len(stack) < MEMO_DEPTH:
+                    memo[base + start] = base + j
             elif c == "`":
                 j = _skip_backtick(text, j)
-            elif j + 1 < n and text[j + 1] in "({":
+                search = _TOKEN_RE.scanner(text, j).search
+            elif c == "$":
                 end = known(base + j) if known is not None else None
                 if end is not None:
                     j = min(end - base, n)
+                    search = _TOKEN_RE.scanner(text, j).search
                 else:
-                    o = text[j + 1]
+                    o = tok[1]
                     stack.append((_BAL, j, o, ")" if o == "(" else "}"))
-                    j += 2
-            else:
-                j += 1
             continue
-        m = bal_search(text, j)
-        if m is None:
-            return n
-        j = m.start()
-        c = text[j]
-        if c == "\\":
-            j += 2
-        elif c == "'":
+        if c == "'":
             k = text.find("'", j + 1)
-            j = n if k < 0 else k + 1
-        elif c == '"' or (c == "$" and j + 1 < n and text[j + 1] in "({") or (
-            c == frame[2] and c in "({"
-        ):
+            if k < 0:
+                return n
+            j = k + 1
+            search = _TOKEN_RE.scanner(text, j).search
+        elif c == '"' or c == "$" or (tok == opener and c in "({"):
             end = known(base + j) if known is not None else None
             if end is not None:
                 j = min(end - base, n)
+                search = _TOKEN_RE.scanner(text, j).search
             elif c == '"':
                 stack.append((_DQ, j, '"', '"'))
-                j += 1
-            elif c == "$":
-                o = text[j + 1]
-                stack.append((_BAL, j, o, ")" if o == "(" else "}"))
-                j += 2
             else:
-                stack.append((_BAL, j, c, frame[3]))
-                j += 1
+                o = tok[1] if c == "$" else c
+                if c == "$":
+                    closer = ")" if o == "(" else "}"
+                stack.append((_BAL, j, o, closer))
+                if closer == ")":  # deep `( ( (` / `$($(`: push the whole run at once
+                    j = m.end()
+                    run_end = _run_end(_OPEN_RUN_RE, text, j)
+                    if run_end > j:
+                        starts = map(_match_start, _OPENER_RE.finditer(text, j, run_end))
+                        stack.extend(zip(repeat(_BAL), starts, repeat("("), repeat(")")))
+                        j = run_end
+                        search = _TOKEN_RE.scanner(text, j).search
         elif c == "`":
             j = _skip_backtick(text, j)
-        elif c == "#" and (j == 0 or text[j - 1] in " \t\n;"):
-            k = text.find("\n", j)
-            j = n if k < 0 else k
-        elif c == frame[3]:
+            search = _TOKEN_RE.scanner(text, j).search
+        elif c == "#":
+            if j == 0 or text[j - 1] in " \t\n;":
+                k = text.find("\n", j)
+                if k < 0:
+                    return n
+                j = k
+                search = _TOKEN_RE.scanner(text, j).search
+        elif c == closer:
             stack.pop()
             j += 1
-            if memo is not None:
-                memo[base + frame[1]] = base + j
-        else:
-            j += 1
+            if memo is not None and len(stack) < MEMO_DEPTH:
+                memo[base + start] = base + j
+            if c == ")" and stack and stack[-1][3] == ")":  # `) ) )`: the whole run at once
+                run_end = _run_end(_CLOSE_RUN_RE, text, j)
+                if run_end > j:
+                    ends = list(map(_match_end, _CLOSER_RE.finditer(text, j, run_end)))
+                    depth = len(stack)
+                    k, most = 0, min(len(ends), depth)
+                    while k < most and stack[depth - 1 - k][3] == ")":
+                        k += 1
+                    closed = stack[depth - k:]
+                    del stack[depth - k:]
+                    j = ends[k - 1]
+                    kept = MEMO_DEPTH - (depth - k)  # the closed frames shallow enough to memoise
+                    if memo is not None and kept > 0:
+                        closed = closed[:kept]
+                        memo.update(zip(map(base.__add__, map(_frame_start, reversed(closed))),
+                                        map(base.__add__, ends[k - len(closed):k]),
+                                        strict=True))
+                    search = _TOKEN_RE.scanner(text, j).search
     return min(j, n)
 
 
