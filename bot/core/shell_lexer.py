@@ -162,6 +162,19 @@ def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
     return min(j, n)
 
 
+def _body(stops: str) -> str:
+    """Text with none of `stops`, backslashes, quotes, `#` or `$(` / `${` in it."""
+    plain = "[^" + stops + "\\\\'\"`#$]*+"
+    return plain + r"(?:\$(?![({])" + plain + ")*+"
+
+
+#: A construct with nothing inside that a scan would stop at: `"…"`, `( … )`, `$( … )`,
+#: `{ … }`, `${ … }`. Matched in one step; anything else goes through _scan.
+_SIMPLE_RE = re.compile(
+    '"' + _body('"') + '"' + r"|\$?\(" + _body("()") + r"\)" + r"|\$?\{" + _body("{}") + r"\}"
+)
+
+
 def skip_quoted(text: str, i: int, base: int = 0, memo: Memo | None = None) -> int:
     """Index just past the quoted string / substitution / backtick / `( … )` that starts at
     text[i]; `base` is text's offset in the text `memo` was built on."""
@@ -174,6 +187,9 @@ def skip_quoted(text: str, i: int, base: int = 0, memo: Memo | None = None) -> i
         return _skip_backtick(text, i)
     if memo is not None and base + i in memo:
         return min(memo[base + i] - base, n)
+    simple = _SIMPLE_RE.match(text, i) if c != "{" else None
+    if simple:
+        return simple.end()
     if c == '"':
         return _scan(text, i + 1, [(_DQ, i, '"', '"')], base, memo)
     if c == "$" and i + 1 < n and text[i + 1] in "({":
@@ -195,6 +211,9 @@ def skip_group(text: str, i: int, base: int = 0, memo: Memo | None = None) -> in
     text[i] == "{"; len(text) when it never closes."""
     if memo is not None and base + i in memo:
         return min(memo[base + i] - base, len(text))
+    simple = _SIMPLE_RE.match(text, i)
+    if simple:
+        return simple.end()
     return _scan(text, i + 1, [(_BAL, i, "{", "}")], base, memo)
 
 
@@ -203,17 +222,23 @@ def word_start(text: str, i: int) -> bool:
     return i == 0 or text[i - 1] in " \t\n;|&({"
 
 
+_COMMENT_START_RE = re.compile(r"(?<![^ \t\n;|&({])#")
 _COMMENT_STOP = re.compile(r"[\\'\"`#]|\$[({]")
 
 
 def strip_comments(text: str) -> str:
     """Blank out comments (keeping offsets and newlines) so later scans ignore them."""
+    last = -1  # comments can start only where a `#` begins a word; none after the last one
+    for m in _COMMENT_START_RE.finditer(text):
+        last = m.start()
+    if last < 0:
+        return text
     parts: list[str] = []
     done = 0
     i, n = 0, len(text)
     memo: Memo = {}
-    while i < n:
-        m = _COMMENT_STOP.search(text, i)
+    while i <= last:
+        m = _COMMENT_STOP.search(text, i, last + 1)
         if m is None:
             break
         i = m.start()
