@@ -1,21 +1,26 @@
 """Benchmark: the launcher lint on 1 MiB batch scripts, against the same script at 1/8 of the
-size (linear time gives a ratio near 8, quadratic near 64) and against `bash -n` (bash's own
-parser) on the same file, in the same run.
+size (linear time gives a ratio near 8, quadratic near 64), against one regex pass over the same
+text (Python's `re` finding every quote, bracket, operator and line end: the floor for a Python
+lexer) and against `bash -n` (bash's own parser) on the same file, all in the same run.
 
-    .venv/bin/python bench/launcher_lint_scale.py [--size-kib 1024] [--repeat 3]
+    .venv/bin/python bench/launcher_lint_scale.py [--size-kib 1024] [--repeat 5]
 
 Shapes: the incident's launcher repeated; 32k-style one-line functions; a long real-looking
-launcher body of many statements; 1 MiB of nested `( … )` and of nested `$( … )`. Each time
-is the best of `--repeat` runs, in CPU seconds of the process doing the work (the lint here,
-`bash -n` as a child), which other jobs on a shared machine disturb much less than wall time.
-Prints one table row per shape.
+launcher body of many statements; 1 MiB of nested `( … )` and of nested `$( … )`; a launcher
+whose heredocs (a generated config: shell-like text with quotes and brackets) make up most of
+it; the launcher body on one huge `;`-separated line. Each time is the median of `--repeat`
+runs, in CPU seconds of the process doing the work (the lint and the regex pass here, `bash -n`
+as a child), which other jobs on a shared machine disturb much less than wall time. Prints one
+table row per shape.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,65 +43,79 @@ for f in data/*.json; do echo "$f" >> "$LOG_DIR/files.txt"; done
 N=$(wc -l < "$LOG_DIR/files.txt")
 srun --ntasks-per-node=4 python train.py --log-dir "$LOG_DIR" --n "$N" 2>&1 | tee "$LOG_DIR/out.log"
 """
+HEREDOC_LINES = """\
+# generated: don't edit (it's rewritten by each run)
+export LR="${LR:-3e-4}" WARMUP=$(( STEPS / 10 ))
+if [ "$RESUME" = 1 ]; then echo "resuming from '$CKPT'"; fi
+ls ck/* | grep -v tmp | head -1; echo "(unbalanced { and ` here"
+"""
+HEREDOC = 'cat > "$LOG_DIR/config.sh" <<EOF\n' + HEREDOC_LINES * 40 + "EOF\n"
+ONE_LINE = BODY.replace("\n", "; ")
 
 
 def _shapes(size: int) -> dict[str, str]:
     head = "#!/bin/bash\nset -euo pipefail\n"
     funcs = "".join(f"f{i}() {{ ls ck/*; }}\n" for i in range(size // 20 + 1))
-    half = (size - len(head)) // 2
     third = (size - len(head)) // 3
     return {
         "incident launcher, repeated": (INCIDENT * (size // len(INCIDENT) + 1))[:size],
         "one-line functions": (head + funcs)[:size],
         "long launcher body": (head + BODY * (size // len(BODY) + 1))[:size],
-        "nested ( … )": head + "( " * (half // 2) + ")" * (half // 2),
+        "nested ( … )": head + "( " * third + ")" * third,
         "nested $( … )": head + "X=" + "$(" * third + ")" * third,
+        "long heredocs": (head + (BODY + HEREDOC) * (size // len(BODY + HEREDOC) + 1))[:size],
+        "one huge line": head + (ONE_LINE * (size // len(ONE_LINE) + 1))[:size],
     }
 
 
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    """Least CPU time of `repeat` calls (user + system, this process)."""
-    best = float("inf")
+def _median(fn: Callable[[], object], repeat: int) -> float:
+    """Median CPU time of `repeat` calls (user + system, this process)."""
+    times = []
     for _ in range(repeat):
         t0 = time.process_time()
         fn()
-        best = min(best, time.process_time() - t0)
-    return best
+        times.append(time.process_time() - t0)
+    return statistics.median(times)
 
 
-def _best_child(argv: list[str], repeat: int) -> float:
-    """Least CPU time of `repeat` runs of a child process (user + system)."""
-    best = float("inf")
+def _median_child(argv: list[str], repeat: int) -> float:
+    """Median CPU time of `repeat` runs of a child process (user + system)."""
+    times = []
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(argv, capture_output=True, check=False)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        best = min(best, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-    return best
+        times.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return statistics.median(times)
+
+
+#: One regex pass over the text: every character a shell lexer has to look at.
+_REGEX_PASS = re.compile(r"[\\'\"`$#(){}|&;<>\n]")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-kib", type=int, default=1024)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     size = args.size_kib * 1024
     bash = shutil.which("bash")
     big, small = _shapes(size), _shapes(size // 8)
-    print(f"| shape | lint {args.size_kib} KiB (CPU s) | lint / lint at 1/8 size | bash -n (CPU s) "
-          "| lint / bash -n |")
-    print("|---|---|---|---|---|")
+    print(f"| shape | lint {args.size_kib} KiB (CPU s) | lint / lint at 1/8 size "
+          "| regex pass (CPU s) | lint / regex pass | bash -n (CPU s) | lint / bash -n |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in big.items():
-            t_big = _best(lambda t=text: lint_launcher(t), args.repeat)
-            t_small = _best(lambda t=small[name]: lint_launcher(t), args.repeat)
+            t_big = _median(lambda t=text: lint_launcher(t), args.repeat)
+            t_small = _median(lambda t=small[name]: lint_launcher(t), args.repeat)
+            t_re = _median(lambda t=text: sum(1 for _ in _REGEX_PASS.finditer(t)), args.repeat)
             t_bash = float("nan")
             if bash:
                 path = Path(tmp) / "s.sh"
                 path.write_text(text)
-                t_bash = _best_child([bash, "-n", str(path)], args.repeat)
-            print(f"| {name} | {t_big:.3f} s | {t_big / t_small:.1f} | {t_bash:.3f} s | "
-                  f"{t_big / t_bash:.2f} |")
+                t_bash = _median_child([bash, "-n", str(path)], args.repeat)
+            print(f"| {name} | {t_big:.3f} s | {t_big / t_small:.1f} | {t_re:.3f} s | "
+                  f"{t_big / t_re:.1f} | {t_bash:.3f} s | {t_big / t_bash:.1f} |")
 
 
 if __name__ == "__main__":

@@ -289,7 +289,12 @@ def blank_heredocs(text: str) -> str:
     return "\n".join(out)
 
 
-_SPLIT_STOP = re.compile(r"[\\'\"`(){}&|;\n]|\$[({]")
+#: What a split passes over without a decision: plain text, `)` / `}`, a `$` opening nothing,
+#: single-quoted strings and the simple constructs _SIMPLE_RE matches (a `{` is decided by hand).
+_SPLIT_SKIP = re.compile(
+    r"(?:[^\\'\"`(){}&|;\n$]++|[)}]|\$(?![({])|'[^']*+'|" + _SIMPLE_RE.pattern.rsplit("|", 1)[0]
+    + r"|\$\{" + _body("{}") + r"\})*+"
+)
 
 
 def split_top_level(
@@ -304,11 +309,11 @@ def split_top_level(
     pieces: list[tuple[str, int, str]] = []
     start = 0
     i, n = 0, len(text)
+    skip = _SPLIT_SKIP.match
     while i < n:
-        m = _SPLIT_STOP.search(text, i)
-        if m is None:
+        i = skip(text, i).end()  # type: ignore[union-attr]
+        if i >= n:
             break
-        i = m.start()
         c = text[i]
         if c == "\\":
             i += 2
