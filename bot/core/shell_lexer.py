@@ -301,11 +301,12 @@ def split_top_level(
     text: str, base: int, ops: tuple[str, ...], memo: Memo | None = None
 ) -> list[tuple[str, int, str]]:
     """Split at top-level operators in `ops`: [(piece, absolute offset, operator after it)]."""
-    for op in ops:
-        if op in text:
-            break
-    else:
-        return [(text, base, "")]
+    if len(text) < 4096:  # a short text without any of the operators is one piece
+        for op in ops:
+            if op in text:
+                break
+        else:
+            return [(text, base, "")]
     pieces: list[tuple[str, int, str]] = []
     start = 0
     i, n = 0, len(text)

@@ -10,7 +10,7 @@ from collections import Counter
 from bot.core.launcher_lint.arith import ARITH_RE, LET_RE
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
 from bot.core.launcher_lint.model import MAX_DEPTH, Arith, Hit, Opts, Scan, Unset, with_
-from bot.core.launcher_lint.nounset import unset_reads
+from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.shell_lexer import (
     Memo,
@@ -79,6 +79,7 @@ class _Analyzer:
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
+        self.may_read_unset = may_read_unset(text)
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -127,7 +128,7 @@ class _Analyzer:
             if not status_only:
                 if first in ("set", "shopt"):
                     self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
-                elif self.opts.nounset:
+                elif self.opts.nounset and self.may_read_unset:
                     self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
             if status_only and not is_last:
                 continue

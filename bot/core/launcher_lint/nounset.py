@@ -60,6 +60,11 @@ def unset_reads(lst: str, off: int, script_text: str, memo: Memo) -> list[Unset]
     return found
 
 
+def may_read_unset(text: str) -> bool:
+    """False when `unset_reads` finds nothing in any part of `text` (lets the walk skip it)."""
+    return "activate" in text or "SLURM_" in text
+
+
 def _unset_slurm_var(var: str, script_text: str) -> tuple[str, Level] | None:
     rule = _CONDITIONAL_SLURM.get(var)
     if rule is None:
