@@ -351,11 +351,14 @@ def _function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
         text))
     calls: dict[str, set[str]] = {}
     piped: dict[str, int] = {}
+    count, subst_count, defined_count = words.get, in_subst.get, defined.get
     for name in names:
-        direct = words[name] - in_subst[name] - max(1, defined[name])
-        calls[name] = {"direct"} if direct > 0 else set()
-        if in_subst[name]:
-            calls[name].add("subst")
+        subst = subst_count(name, 0)
+        direct = count(name, 0) - subst - max(1, defined_count(name, 0))
+        kinds = {"direct"} if direct > 0 else set()
+        if subst:
+            kinds.add("subst")
+        calls[name] = kinds
     if len(names) <= MAX_CLASSIFIED_FUNCTIONS:
         for name, kinds in calls.items():
             if "direct" in kinds:

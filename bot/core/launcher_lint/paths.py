@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 
 #: One shell word as an argument: a quoted string or a run of non-operator characters.
 ARG = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
+_VAR_RE = re.compile(r"\$(\w+)")
 _SIMPLE_ASSIGN_RE = re.compile(r"(?m)^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=" + ARG)
 
 
@@ -16,6 +18,7 @@ def unquote(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=4096)
 def norm(arg: str) -> str:
     arg = arg.strip()
     if len(arg) >= 2 and arg[0] == arg[-1] and arg[0] in "\"'":
@@ -28,7 +31,7 @@ def resolve(arg: str, assigns: Mapping[str, str]) -> str:
     if "$" not in arg:
         return arg
     for _ in range(3):
-        new = re.sub(r"\$(\w+)", lambda m: assigns.get(m.group(1), m.group(0)), arg)
+        new = _VAR_RE.sub(lambda m: assigns.get(m.group(1), m.group(0)), arg)
         if new == arg:
             break
         arg = new
