@@ -253,12 +253,12 @@ class _Analyzer:
             if i != last and not self.opts.pipefail:
                 continue  # without pipefail only the last command's status counts
             lead = len(cmd) - len(cmd.lstrip())
-            upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
-            for hit in self._command(
-                cmd.strip(), c_off + lead, i == last, len(cmds) > 1, errexit_mode
-            ):
-                hits.append(with_(hit, upstream=hit.upstream or upstream,
-                                  pipe_only=hit.pipe_only or i != last))
+            found = self._command(cmd.strip(), c_off + lead, i == last, len(cmds) > 1,
+                                  errexit_mode)
+            if found:
+                upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
+                hits.extend(with_(hit, upstream=hit.upstream or upstream,
+                                  pipe_only=hit.pipe_only or i != last) for hit in found)
         return hits
 
     def _command(
@@ -266,6 +266,8 @@ class _Analyzer:
     ) -> list[Hit]:
         if not cmd or cmd.startswith("!"):
             return []
+        if not _QUICK_RE.search(cmd) and not (self.opts.nounset and may_read_unset(cmd)):
+            return []  # no candidate command, group, function or option inside
         if cmd.startswith("(("):
             m = ARITH_RE.match(cmd)
             if m and errexit_mode:
