@@ -27,17 +27,32 @@ def norm(arg: str) -> str:
     return re.sub(r"\$\{(\w+)\}", r"$\1", arg) if "${" in arg else arg
 
 
+class Assignments(dict[str, str]):
+    """The plain assignments of a script, with the paths resolved against them remembered
+    (a script names the same few paths thousands of times)."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.resolved: dict[str, str] = {}
+
+
 def resolve(arg: str, assigns: Mapping[str, str]) -> str:
     if "$" not in arg:
         return arg
+    cache = assigns.resolved if isinstance(assigns, Assignments) else None
+    if cache is not None and arg in cache:
+        return cache[arg]
+    out = arg
     for _ in range(3):
-        new = _VAR_RE.sub(lambda m: assigns.get(m.group(1), m.group(0)), arg)
-        if new == arg:
+        new = _VAR_RE.sub(lambda m: assigns.get(m.group(1), m.group(0)), out)
+        if new == out:
             break
-        arg = new
-    return arg
+        out = new
+    if cache is not None:
+        cache[arg] = out
+    return out
 
 
-def assignments(code: str) -> dict[str, str]:
+def assignments(code: str) -> Assignments:
     """The last plain `NAME=value` of each variable (quotes and `${}` braces dropped)."""
-    return {m.group(1): norm(m.group(2)) for m in _SIMPLE_ASSIGN_RE.finditer(code)}
+    return Assignments({m.group(1): norm(m.group(2)) for m in _SIMPLE_ASSIGN_RE.finditer(code)})

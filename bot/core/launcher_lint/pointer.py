@@ -16,12 +16,12 @@ _READ_RES = [
     re.compile(r"\$\(\s*<\s*" + ARG + r"\s*\)"),
     re.compile(r"(?:^|[\s;(|&])(?:read|mapfile|readarray)\b[^\n;|&]*<\s*" + ARG),
 ]
-_EXIST_RE = re.compile(r"(?:\[\[?|\btest)\s+(?:!\s+)?-[efsr]\s+" + ARG)
+_EXIST_RE = re.compile(r"(?:\[\[?|test(?<!\wtest))\s+(?:!\s+)?-[efsr]\s+" + ARG)
 #: An earlier command told to write there: an output / save directory option, a redirect, tee.
 _WRITER_RES = [
     re.compile(r"--(?:output|out|save|checkpoint|ckpt)(?:[_-]?(?:dir|path|folder))?[= ]\s*" + ARG),
-    re.compile(r"(?<![<>&\d])>>?\s*" + ARG),
-    re.compile(r"\btee\s+(?:-a\s+)?" + ARG),
+    re.compile(r">(?<![<>&\d]>)>?\s*" + ARG),  # literal-led: see empty_match._WRITE_RES
+    re.compile(r"tee(?<!\wtee)\s+(?:-a\s+)?" + ARG),
 ]
 
 
