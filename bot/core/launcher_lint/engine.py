@@ -42,6 +42,29 @@ _CANDIDATE_RE = re.compile(
 #: What a list must contain to need a closer look: a candidate command, a group or function,
 #: or `set` / `shopt`.
 _QUICK_RE = re.compile(_CANDIDATE_RE.pattern + r"|\bset\b|\bshopt\b|\{")
+#: Substrings one of which a word of _CANDIDATE_RE / _QUICK_RE contains; `re` tries those
+#: patterns at every position, so a long text without any of these is decided without them.
+_CANDIDATE_WORDS = ("ls", "grep", "rg", "ag", "find", "cat", "stat", "readlink", "realpath",
+                    "du", "wc", "head", "tail", "sort", "cp", "mv", "let", "function")
+_QUICK_WORDS = (*_CANDIDATE_WORDS, "set", "shopt")
+_EMPTY_PARENS_RE = re.compile(r"\((?=\s*\))")
+#: Texts shorter than this go straight to the pattern.
+_LONG = 2048
+
+
+def _has_candidate(text: str, quick: bool = False) -> bool:
+    """Does _QUICK_RE (`quick`) or _CANDIDATE_RE match in `text`? Same answer, faster on long
+    texts: the non-word alternatives are looked for directly, the pattern runs only when one
+    of the words is there."""
+    rx = _QUICK_RE if quick else _CANDIDATE_RE
+    if len(text) < _LONG:
+        return rx.search(text) is not None
+    if text[:1] in ("{", "(") or "((" in text or _EMPTY_PARENS_RE.search(text):
+        return True
+    if quick and "{" in text:
+        return True
+    words = _QUICK_WORDS if quick else _CANDIDATE_WORDS
+    return any(w in text for w in words) and rx.search(text) is not None
 _FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
 
 
@@ -101,10 +124,11 @@ class _Analyzer:
         lists = split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo)
         lists = [(t, o, op) for t, o, op in lists if t.strip()]
         last = len(lists) - 1
-        quick = _QUICK_RE.search
         for idx, (lst, off, _op) in enumerate(lists):
             is_last = idx == last
-            if not self.opts.nounset and not (status_only and is_last) and not quick(lst):
+            if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
+                lst, quick=True
+            ):
                 continue  # nothing here can fail on an empty match or change an option
             lst_off = off + (len(lst) - len(lst.lstrip()))
             lst = lst.strip()
@@ -132,7 +156,7 @@ class _Analyzer:
                     self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
             if status_only and not is_last:
                 continue
-            if not _CANDIDATE_RE.search(lst):
+            if not _has_candidate(lst):
                 continue  # no command that can fail on an empty match, no group, no function
             if not status_only and not self.opts.errexit:
                 # Function bodies and groups may run with `set -e` on (set there or later).
@@ -266,7 +290,7 @@ class _Analyzer:
     ) -> list[Hit]:
         if not cmd or cmd.startswith("!"):
             return []
-        if not _QUICK_RE.search(cmd) and not (self.opts.nounset and may_read_unset(cmd)):
+        if not _has_candidate(cmd, quick=True) and not (self.opts.nounset and may_read_unset(cmd)):
             return []  # no candidate command, group, function or option inside
         if cmd.startswith("(("):
             m = ARITH_RE.match(cmd)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.core import shell_lexer as lex
+from bot.core.launcher_lint import engine
 
 PIECES = ["$(", "${", "$((", "(", ")", "{ ", "{", "}", '"', "'", "`", "\\", "#", " ", "\n",
           ";", "&&", "||", "|", "&", ";;", "a", "ls *", "$", "x=", "<<EOF\n", "EOF\n", "\t",
@@ -52,3 +53,18 @@ def test_splitting_stripping_and_words_match(text, cut):
     assert lex.shell_words(text) == ref.shell_words(text)
     assert lex.substitutions(text) == ref.substitutions(text)
     assert lex.has_glob(text) == ref.has_glob(text)
+
+
+WORDS = ["ls", "xls", "grep", "egrep", "rg", "cat", "concat", "let", "function", "set", "shopt",
+         "reset", "sort_", "(", ")", "{", "}", "$(", " ", "\n", "( )", "((", "a", "-", "_"]
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=40).map("".join),
+       st.integers(min_value=0, max_value=3000))
+def test_the_walks_candidate_check_answers_as_its_patterns_do(text, pad):
+    # the walk's shortcut for long lists (engine._has_candidate) against the patterns it stands
+    # for, on short texts and on texts padded past its length threshold
+    for t in (text, "$(" * pad + text + ")" * pad, text + " " * 2048):
+        assert engine._has_candidate(t) == bool(engine._CANDIDATE_RE.search(t))
+        assert engine._has_candidate(t, quick=True) == bool(engine._QUICK_RE.search(t))
