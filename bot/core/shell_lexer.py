@@ -290,10 +290,14 @@ def blank_heredocs(text: str) -> str:
 
 
 #: What a split passes over without a decision: plain text, `)` / `}`, a `$` opening nothing,
-#: single-quoted strings and the simple constructs _SIMPLE_RE matches (a `{` is decided by hand).
+#: single-quoted strings, the simple constructs _SIMPLE_RE matches, and a `{` that is plain
+#: text or opens a simple group (as split_top_level decides it below).
 _SPLIT_SKIP = re.compile(
     r"(?:[^\\'\"`(){}&|;\n$]++|[)}]|\$(?![({])|'[^']*+'|" + _SIMPLE_RE.pattern.rsplit("|", 1)[0]
-    + r"|\$\{" + _body("{}") + r"\})*+"
+    + r"|\$\{" + _body("{}") + r"\}"
+    # a `{` that opens no group (not a word, or no blank after it), or a simple group
+    + r"|\{(?![ \t\n])|(?<=[^ \t\n;|&({])\{"
+    + r"|(?<![^ \t\n;|&({])\{(?=[ \t\n])" + _body("{}") + r"\})*+"
 )
 
 
