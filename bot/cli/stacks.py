@@ -21,7 +21,8 @@ HELP = "Dump the Python stacks of a running job's ranks on every node, grouped (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", metavar="JOB", help="the Slurm job id of a running job")
+    parser.add_argument("job", metavar="JOB", help="the Slurm job id of a running job, or "
+                        "an array task as 123_4")
     parser.add_argument("--cluster", help="cluster name from the config (default: the one "
                         "watching the job, else the only configured cluster)")
     parser.add_argument("--summary", action="store_true",
@@ -52,19 +53,33 @@ def _cluster(config: object, args: argparse.Namespace) -> str:
     return clusters[0]
 
 
+def _task_id(tasks: dict, task: int, shown: str, cluster: str) -> str:
+    """The raw job id of array task `shown`, which must have started."""
+    for rec in tasks.values():
+        if rec.array_task_id == task:
+            return str(rec.job_id)
+    raise UsageError(f"Slurm on {cluster} knows no started task {shown}")
+
+
 def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
     from bot.cluster.sessions import ClusterSessions
+    from bot.core.slurm.job_ref import JobIdError, parse_job_ref
     from bot.services.stacks import StackCollector
     from bot.slack.render import render_blocks
 
-    if not args.job.isdigit():
-        raise UsageError(f"JOB must be a Slurm job id (a number), not {args.job!r}")
+    try:
+        ref = parse_job_ref(args.job)
+    except JobIdError as exc:
+        raise UsageError(f"JOB: {exc}") from None
     config = load_config_arg(args)
     cluster = _cluster(config, args)
     with ClusterSessions(config) as sessions:
         try:
-            report = StackCollector(config, sessions).collect(cluster, args.job)
+            job = str(ref.job_id) if ref.array_task is None else \
+                _task_id(sessions.slurm(cluster).array_tasks(ref.job_id), ref.array_task,
+                         ref.display, cluster)
+            report = StackCollector(config, sessions).collect(cluster, job)
         except (ClusterUnavailable, HostKeyRejected) as exc:
             print(f"trainbot stacks: cluster {cluster!r} unreachable: {exc}", file=sys.stderr)
             return EXIT_USAGE

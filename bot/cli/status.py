@@ -1,4 +1,4 @@
-"""`trainbot status [RECIPE|JOBID]`: trainbot's jobs as the store and Slurm see them now."""
+"""`trainbot status [RECIPE|JOBID|JOBID_TASK]`: trainbot's jobs as store and Slurm see them."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ HELP = "Show watched jobs, a recipe's latest run chain, or one job (Slurm state 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "target", metavar="RECIPE|JOBID", nargs="?", help="a recipe name or a Slurm job id"
+        "target", metavar="RECIPE|JOBID", nargs="?",
+        help="a recipe name, a Slurm job id, or an array task as 123_4"
     )
     add_config_argument(parser)
 
@@ -74,7 +75,7 @@ def format_report(report: object) -> str:
             iters = f"{attempt.start_iter or 0}→{attempt.last_iter or '?'}"
         table.append(
             (
-                row.job_id,
+                row.label,
                 row.recipe or "-",
                 str(attempt.attempt_no) if attempt else "-",
                 row.state,

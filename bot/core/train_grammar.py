@@ -8,22 +8,24 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
+from bot.core.slurm.job_ref import JobIdError, JobRef, parse_job_ref
+
 MAX_LOG_LINES = 500
 DEFAULT_LOG_LINES = 40
 MAX_TEXT_CHARS = 2000  # longer than any sane command; refuse rather than tokenize megabytes
 
 USAGE: dict[str, str] = {
     "help": "/train help [COMMAND]",
-    "status": "/train status [RECIPE|JOBID]",
+    "status": "/train status [RECIPE|JOBID|JOBID_TASK]",
     "submit": "/train submit RECIPE [key=value ...]",
     "resume": "/train resume RECIPE",
-    "cancel": "/train cancel JOBID",
-    "hold": "/train hold JOBID",
-    "release": "/train release JOBID",
-    "logs": f"/train logs JOBID [N]   (N lines, default {DEFAULT_LOG_LINES}, at most "
-    f"{MAX_LOG_LINES})",
-    "watch": "/train watch JOBID | ARRAYID_TASK",
-    "stacks": "/train stacks JOBID",
+    "cancel": "/train cancel JOBID|JOBID_TASK",
+    "hold": "/train hold JOBID|JOBID_TASK",
+    "release": "/train release JOBID|JOBID_TASK",
+    "logs": f"/train logs JOBID|JOBID_TASK [N]   (N lines, default {DEFAULT_LOG_LINES}, at "
+    f"most {MAX_LOG_LINES})",
+    "watch": "/train watch JOBID|JOBID_TASK",
+    "stacks": "/train stacks JOBID|JOBID_TASK",
     "history": "/train history RECIPE",
     "preflight": "/train preflight RECIPE",
 }
@@ -37,15 +39,15 @@ HELP_LINES: dict[str, str] = {
     "hold": "hold a pending job (its team or an approver)",
     "release": "release a held job (its team or an approver)",
     "logs": "the last lines of a job's log",
-    "watch": "watch a job submitted outside trainbot",
+    "watch": "watch a job submitted outside trainbot in a thread: one job, an array task "
+    "(123_4) or a whole array (123, a row per task)",
     "stacks": "which rank of a running job is stuck, and where: its Python stacks, grouped",
     "history": "a recipe's runs and attempts",
     "preflight": "check a recipe's launcher, toolchain and memory before it queues",
 }
 
 _RECIPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_JOB_ID_RE = re.compile(r"^[0-9]{1,12}$")
-_ARRAY_TASK_RE = re.compile(r"^([0-9]{1,12})_([0-9]{1,7})$")
+_JOB_ID_RE = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,7})?$")  # 123 or an array task 123_4
 _COUNT_RE = re.compile(r"^[0-9]{1,6}$")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 # Slack escapes these three in slash command text (https://api.slack.com/reference/surfaces/formatting)
@@ -73,7 +75,7 @@ class Help:
 
 @dataclass(frozen=True)
 class Status:
-    target: str | None = None  # a recipe name or a job id (digits); None = every watched job
+    target: str | None = None  # a recipe name or a job id (123, 123_4); None = every watched job
 
     @property
     def is_job(self) -> bool:
@@ -97,13 +99,15 @@ class Resume:
 @dataclass(frozen=True)
 class JobControl:
     verb: Literal["cancel", "hold", "release"]
-    job_id: int
+    job_id: int  # the array's id when `array_task` is set (`/train cancel 123_4`)
+    array_task: int | None = None
 
 
 @dataclass(frozen=True)
 class Logs:
-    job_id: int
+    job_id: int  # the array's id when `array_task` is set
     lines: int = DEFAULT_LOG_LINES
+    array_task: int | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,8 @@ class Watch:
 
 @dataclass(frozen=True)
 class Stacks:
-    job_id: int
+    job_id: int  # the array's id when `array_task` is set
+    array_task: int | None = None
 
 
 @dataclass(frozen=True)
@@ -210,10 +215,11 @@ def _recipe(verb: str, word: str) -> str:
     return word
 
 
-def _job_id(verb: str, word: str) -> int:
-    if not _JOB_ID_RE.match(word):
-        raise CommandError(f"{_show(word)} is not a job id (digits only, e.g. 88154)", verb)
-    return int(word)
+def _job_ref(verb: str, word: str) -> JobRef:
+    try:
+        return parse_job_ref(word)
+    except JobIdError as exc:
+        raise CommandError(str(exc), verb) from None
 
 
 def _p_help(verb: str, args: list[str]) -> Command:
@@ -272,35 +278,33 @@ def _p_recipe_only(verb: str, args: list[str]) -> Command:
 
 def _p_job_control(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=1)
-    return JobControl(verb, _job_id(verb, args[0]))  # type: ignore[arg-type]
+    ref = _job_ref(verb, args[0])
+    return JobControl(verb, ref.job_id, ref.array_task)  # type: ignore[arg-type]
 
 
 def _p_logs(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=2)
-    job_id = _job_id(verb, args[0])
+    ref = _job_ref(verb, args[0])
     if len(args) == 1:
-        return Logs(job_id)
+        return Logs(ref.job_id, array_task=ref.array_task)
     if not _COUNT_RE.match(args[1]):
         raise CommandError(f"{_show(args[1])} is not a line count (a whole number)", verb)
     lines = int(args[1])
     if not 1 <= lines <= MAX_LOG_LINES:
         raise CommandError(f"line count {lines} is out of range 1..{MAX_LOG_LINES}", verb)
-    return Logs(job_id, lines)
+    return Logs(ref.job_id, lines, ref.array_task)
 
 
 def _p_watch(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=1)
-    if match := _ARRAY_TASK_RE.match(args[0]):
-        return Watch(int(match[1]), int(match[2]))
-    if not _JOB_ID_RE.match(args[0]):
-        raise CommandError(f"{_show(args[0])} is not a job id (digits, e.g. 88154, or an "
-                           "array task, e.g. 88154_3)", verb)
-    return Watch(int(args[0]))
+    ref = _job_ref(verb, args[0])
+    return Watch(ref.job_id, ref.array_task)
 
 
 def _p_stacks(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=1)
-    return Stacks(_job_id(verb, args[0]))
+    ref = _job_ref(verb, args[0])
+    return Stacks(ref.job_id, ref.array_task)
 
 
 _PARSERS = {

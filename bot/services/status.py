@@ -7,18 +7,16 @@ reported as unreachable and its rows keep the last state stored, never "job not 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.cluster.errors import ClusterError
 from bot.config import Config
+from bot.core.slurm.job_ref import ACCEPTED_FORMS, JobIdError, JobRef, parse_job_ref
 from bot.core.slurm.records import JobRecord
 from bot.services import UsageProblem
 from bot.services.ports import Slurm
 from bot.store import Attempt, Chain, Store
-
-_JOB_ID_RE = re.compile(r"^\d{1,12}$")
 
 
 @dataclass(frozen=True)
@@ -31,6 +29,18 @@ class JobStatus:
     chain_id: int | None = None
     attempt: Attempt | None = None
     record: JobRecord | None = None  # None when Slurm no longer knows it
+
+    @property
+    def display_id(self) -> str:
+        """`123_4` for an array task (Slurm's record says), else the job id."""
+        return self.record.display_id if self.record is not None else self.job_id
+
+    @property
+    def label(self) -> str:
+        """How a listing shows the job: `123_4 (127)` for an array task (its raw id after),
+        else the job id."""
+        shown = self.display_id
+        return shown if shown == self.job_id else f"{shown} ({self.job_id})"
 
     @property
     def state(self) -> str:
@@ -58,18 +68,22 @@ def job_status(
     store: Store,
     slurm_for: Callable[[str], Slurm],
 ) -> StatusReport:
-    """Status of every watched job (no target), a recipe's latest chain, or one job id."""
+    """Status of every watched job (no target), a recipe's latest chain, one job id or one
+    array task (`123_4`: asked of each cluster's Slurm for the task's own id)."""
+    ref = _job_ref(target)
     if target is None:
         title, rows, note = _watched(store)
     elif target in config.recipes:
         title, rows, note = _recipe(store, target)
-    elif _JOB_ID_RE.match(target):
+    elif ref is not None and ref.array_task is not None:
+        title, rows, note = _array_task(config, store, ref, slurm_for)
+    elif ref is not None:
         title, rows, note = _job(config, store, target)
     else:
         known = ", ".join(sorted(config.recipes)) or "none configured"
         raise UsageProblem(
             f"{target!r} is neither a recipe nor a job id; use `status`, `status RECIPE` "
-            f"(recipes: {known}) or `status JOBID` (digits)"
+            f"(recipes: {known}) or `status JOBID` ({ACCEPTED_FORMS})"
         )
     by_cluster: dict[str, list[int]] = {}
     for row in rows:
@@ -94,11 +108,41 @@ def job_status(
         )
         for r in rows
     ]
-    if target is not None and _JOB_ID_RE.match(target) and not unreachable:
+    if ref is not None and not unreachable:
         merged = [r for r in merged if r.record is not None or r.attempt is not None]
         if not merged:
             note = f"job {target} is unknown to trainbot and to Slurm on every cluster"
     return StatusReport(title=title, rows=merged, unreachable=unreachable, note=note)
+
+
+def _job_ref(target: str | None) -> JobRef | None:
+    if target is None:
+        return None
+    try:
+        return parse_job_ref(target)
+    except JobIdError:
+        return None
+
+
+def _array_task(config: Config, store: Store, ref: JobRef,
+                slurm_for: Callable[[str], Slurm]) -> tuple[str, list[JobStatus], str]:
+    """The rows of task `ref` on every cluster whose Slurm knows it (by its own raw id)."""
+    rows: list[JobStatus] = []
+    for name in config.clusters:
+        try:
+            tasks = slurm_for(name).array_tasks(ref.job_id)
+        except ClusterError:
+            rows.append(JobStatus(job_id=str(ref.job_id), cluster=name))  # unreachable
+            continue
+        for rec in tasks.values():
+            if rec.array_task_id == ref.array_task:
+                rows.append(JobStatus(job_id=str(rec.job_id), cluster=name))
+    for i, row in enumerate(rows):
+        attempt = store.attempts.get_by_job(row.job_id, cluster=row.cluster)
+        chain = store.chains.get(attempt.chain_id) if attempt is not None else None
+        if chain is not None and attempt is not None:
+            rows[i] = _row(chain, attempt)
+    return f"job {ref.display}", rows, ""
 
 
 def _row(chain: Chain, attempt: Attempt) -> JobStatus:

@@ -27,7 +27,7 @@ from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.flight_recorder import flight_recorder_env
 from bot.core.slurm.errors import SlurmParseError
-from bot.core.slurm.parsable import parse_job_id_list
+from bot.core.slurm.job_ref import parse_raw_job_ids
 from bot.core.slurm.sacct import sacct_ids_by_name_argv
 from bot.core.slurm.sbatch import (
     RECIPE_OVERRIDABLE_OPTIONS,
@@ -397,7 +397,7 @@ def find_unrecorded_submit(
     only grow, so "above the failed attempt's id" means "submitted after it"."""
     for argv in (squeue_ids_by_name_argv(job_name, user=user),
                  sacct_ids_by_name_argv(job_name, user=user)):
-        ids = parse_job_id_list(slurm.runner.run(argv, check=True).stdout)
+        ids = parse_raw_job_ids(slurm.runner.run(argv, check=True).stdout)
         found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
         if found:
             return str(found[0])

@@ -68,7 +68,8 @@ def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
     verb = c.verb_of(cmd)
     recipe = getattr(cmd, "recipe", None)
     job = getattr(cmd, "job_id", None)
-    job = str(job) if job is not None else None
+    task = getattr(cmd, "array_task", None)
+    job = None if job is None else str(job) if task is None else f"{job}_{task}"
     try:
         return _HANDLERS[type(cmd)](ctx, cmd, actor, channel, now)
     except _Refused as exc:
@@ -128,7 +129,7 @@ def format_status(report: StatusReport) -> str:
             attempt = str(row.attempt.attempt_no) if row.attempt is not None else "-"
             reason = f" ({row.record.reason})" if row.record is not None and \
                 row.record.reason and row.record.is_pending else ""
-            table.append(f"{row.job_id:>10}  {(row.recipe or '-'):<16} "
+            table.append(f"{row.label:>10}  {(row.recipe or '-'):<16} "
                          f"{(row.state + reason):<20} {attempt}")
         lines.append(code("\n".join(table)))
     for cluster, why in report.unreachable.items():
@@ -207,37 +208,72 @@ def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | 
     )
 
 
-def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str) -> tuple[str, str | None]:
+@dataclass(frozen=True)
+class _Target:
+    """The job a command names, found: its cluster, recipe, attempt, Slurm's raw id (an array
+    task's own id) and the id people read (`123_4`)."""
+
+    cluster: str
+    recipe: str | None
+    attempt: Attempt | None
+    job_id: int
+    display: str
+
+
+def _target(ctx: BotContext, job_id: int, array_task: int | None) -> _Target:
+    """The job `job_id`, or task `array_task` of array `job_id` (found through squeue/sacct of
+    the array: its own raw id, under which trainbot acts on and records it)."""
+    if array_task is None:
+        cluster, recipe, attempt = _find_job(ctx, job_id)
+        return _Target(cluster, recipe, attempt, job_id, str(job_id))
     cluster, recipe, _ = _find_job(ctx, job_id)
+    rec = _array_task(ctx.clusters.slurm(cluster).array_tasks(job_id), job_id, array_task,
+                      cluster)
+    cluster, recipe, attempt = _find_job(ctx, rec.job_id)
+    return _Target(cluster, recipe, attempt, rec.job_id, rec.display_id)
+
+
+def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str,
+                   array_task: int | None = None) -> _Target:
+    target = _target(ctx, job_id, array_task)
+    recipe = target.recipe
     access = access_for(ctx.config, recipe) if recipe in ctx.config.recipes else None
-    decision = can_control_job(access, actor, job_id, verb, default_approvers(ctx.config))
+    decision = can_control_job(access, actor, target.job_id, verb,
+                               default_approvers(ctx.config))
     if not decision:
         raise _Refused(decision)
-    return cluster, recipe
+    return target
 
 
 def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None,
              now: float) -> Reply:
-    cluster, recipe = _authorize_job(ctx, cmd.job_id, actor, cmd.verb)
+    target = _authorize_job(ctx, cmd.job_id, actor, cmd.verb, cmd.array_task)
+    cluster, recipe, job_id = target.cluster, target.recipe, target.job_id
     slurm = ctx.clusters.slurm(cluster)
-    getattr(slurm, cmd.verb)(cmd.job_id)
+    getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
-        comp.release_held_for(ctx, cmd.job_id, now, "cancelled", cluster)
-    _audit(ctx, actor, cmd.verb, now, "ok", str(cmd.job_id), recipe)
+        comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
+    _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe)
     past = {"cancel": "cancelled", "hold": "held", "release": "released"}[cmd.verb]
-    return Reply(f"Job {cmd.job_id} {past} by <@{actor}>.", ephemeral=False,
-                 job_id=str(cmd.job_id))
+    return Reply(f"Job {target.display}{_own_id(target)} {past} by <@{actor}>.",
+                 ephemeral=False, job_id=str(job_id))
+
+
+def _own_id(target: _Target) -> str:
+    """An array task's raw id, as secondary detail after its `123_4`."""
+    return "" if target.display == str(target.job_id) else f" (job {target.job_id})"
 
 
 def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: float) -> Reply:
-    cluster, recipe = _authorize_job(ctx, cmd.job_id, actor, "read the log of")
-    rec = ctx.clusters.slurm(cluster).job(cmd.job_id)
-    path = _log_path(ctx, recipe, cmd.job_id, rec)
+    target = _authorize_job(ctx, cmd.job_id, actor, "read the log of", cmd.array_task)
+    cluster, recipe = target.cluster, target.recipe
+    rec = ctx.clusters.slurm(cluster).job(target.job_id)
+    path = _log_path(ctx, recipe, target.job_id, rec)
     if path is None:
-        raise UsageProblem(f"no log path known for job {cmd.job_id} (Slurm no longer knows it "
-                           "and its recipe has no log_path)")
+        raise UsageProblem(f"no log path known for job {target.display} (Slurm no longer "
+                           "knows it and its recipe has no log_path)")
     text = read_tail(ctx.clusters.sftp(cluster), path, cmd.lines)
-    _audit(ctx, actor, "logs", now, "ok", str(cmd.job_id), recipe, {"path": path})
+    _audit(ctx, actor, "logs", now, "ok", target.display, recipe, {"path": path})
     return Reply(f"Last {cmd.lines} lines of `{path}`:\n" + code(text or "(empty)"))
 
 
@@ -307,18 +343,17 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
             now: float) -> Reply:
     """The job's Python stacks, grouped, to the asker; in the run's thread too, with the full
     dump attached, when the job has one."""
-    cluster, recipe = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of")
-    _, _, attempt = _find_job(ctx, cmd.job_id)
-    report = StackCollector(ctx.config, ctx.clusters, ctx.clock).collect(cluster,
-                                                                         str(cmd.job_id))
+    target = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of", cmd.array_task)
+    cluster, recipe, attempt, job = target.cluster, target.recipe, target.attempt, target.job_id
+    report = StackCollector(ctx.config, ctx.clusters, ctx.clock).collect(cluster, str(job))
     chain_id = attempt.chain_id if attempt is not None else None
-    in_thread = post_stacks(ctx, chain_id, f"stacks:{cluster}:{cmd.job_id}:{now:.0f}", report,
+    in_thread = post_stacks(ctx, chain_id, f"stacks:{cluster}:{job}:{now:.0f}", report,
                             recipe)
     _audit(ctx, actor, "stacks", now, "ok" if report.problem is None else "failed",
-           str(cmd.job_id), recipe,
+           target.display, recipe,
            {"cause": report.problem.cause} if report.problem is not None else None)
     blocks, text = render(ctx, "stacks", recipe, report.to_view())
-    return Reply(text, blocks, job_id=str(cmd.job_id), chain_id=chain_id if in_thread else None)
+    return Reply(text, blocks, job_id=str(job), chain_id=chain_id if in_thread else None)
 
 
 def _history(ctx: BotContext, cmd: c.History, actor: str, channel: str | None,

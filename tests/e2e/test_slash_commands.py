@@ -104,7 +104,7 @@ def test_parse_errors_are_answered_in_the_ack_and_do_nothing(app, urls, fake_slu
 
 def test_help_is_answered_in_the_ack(app, urls) -> None:
     ack, replies = train(app, urls, "")
-    assert "`/train resume RECIPE`" in ack and "`/train logs JOBID [N]" in ack
+    assert "`/train resume RECIPE`" in ack and "`/train logs JOBID|JOBID_TASK [N]" in ack
     assert replies == []
 
 
@@ -370,6 +370,24 @@ def test_watch_an_array_task_watches_its_own_job_id(app, urls, services, fake_sl
     _, replies = train(app, urls, "watch 6100_9", user="U0EVE")
     assert replies[0]["text"].startswith("array 6100 on dev has no task 9")
     assert ("command.watch", "6100_2", "ok") in {(a, j, r) for (_, a, j, r) in audit(services)}
+
+
+def test_job_commands_take_an_array_task_and_act_on_its_own_id(app, urls, services,
+                                                               fake_slurm) -> None:
+    fake_slurm.add(6103, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=2)
+    fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    _, replies = train(app, urls, "cancel 6100_2", user="W0LEAD")
+    assert replies[0]["text"] == "Job 6100_2 (job 6103) cancelled by <@W0LEAD>."
+    assert fake_slurm.acted("cancel") == [6103]  # the task, not the whole array 6100
+    _, replies = train(app, urls, "hold 6100_4", user="W0LEAD")
+    assert replies[0]["text"].startswith("task 4 of array 6100 has not started yet")
+    _, replies = train(app, urls, "status 6100_2", user="W0LEAD")
+    assert "6100_2 (6103)" in replies[0]["text"] and "*job 6100_2*" in replies[0]["text"]
+    ack, _ = train(app, urls, "logs 6100_x", user="W0LEAD")
+    assert "'6100_x' is not a job id: give 123 (a job or a whole array) or 123_4 (task 4 of " \
+        "array 123)" in ack
+    acts = {(a, j, r) for (_, a, j, r) in audit(services)}
+    assert {("command.cancel", "6100_2", "ok"), ("command.hold", "6100_4", "refused")} <= acts
 
 
 def test_hold_release_watch_and_logs_authorization(app, urls, services, fake_slurm) -> None:

@@ -33,9 +33,3 @@ def split_rows(text: str, n_fields: int, sep: str) -> list[list[str]]:
                 f"expected {n_fields} '{sep}'-separated fields, got {len(row)}: {sep.join(row)!r}"
             )
     return rows
-
-
-def parse_job_id_list(text: str) -> set[int]:
-    """The job ids in a one-id-per-line listing (`-o %i`, `-o JobID`); `123_4` counts as 123."""
-    ids = {line.split("_")[0].strip() for line in text.splitlines() if line.strip()}
-    return {int(i) for i in ids if i.isdigit()}

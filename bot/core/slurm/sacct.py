@@ -369,7 +369,8 @@ def _sacct_json_step(job_id: int, step: Mapping[str, Any]) -> _SacctRow:
 
 def sacct_ids_by_name_argv(job_name: str, *, user: str | None = None,
                            since: str = "now-7days") -> list[str]:
-    """argv of `sacct` listing only the ids of the jobs named `job_name` submitted `since`."""
+    """argv of `sacct` listing only the raw ids of the jobs named `job_name` submitted `since`
+    (`JobIDRaw`: one per array task; `JobID` would print `123_4`)."""
     user_args = [f"--user={user}"] if user else []
     return ["sacct", "-X", "-n", "-P", f"--name={job_name}", *user_args, "-S", since,
-            "-o", "JobID"]
+            "-o", "JobIDRaw"]

@@ -235,6 +235,7 @@ def _is_task_range(text: str | None) -> bool:
 
 
 def squeue_ids_by_name_argv(job_name: str, *, user: str | None = None) -> list[str]:
-    """argv of `squeue` listing only the ids of the queued/running jobs named `job_name`."""
+    """argv of `squeue` listing only the raw ids of the queued/running jobs named `job_name`
+    (`%A`: one per array task; `%i` would print `123_4`)."""
     user_args = [f"--user={user}"] if user else []
-    return ["squeue", "-h", f"--name={job_name}", *user_args, "-o", "%i"]
+    return ["squeue", "-h", f"--name={job_name}", *user_args, "-o", "%A"]

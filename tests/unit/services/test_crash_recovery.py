@@ -145,7 +145,7 @@ def test_unrecorded_job_is_the_first_newer_unknown_one_by_name():
                                    after_job="88300", known={"88310"})
     assert found == "88305"
     assert slurm.runner.argvs() == [["squeue", "-h", "--name=mix; rm -rf ~", "--user=alice",
-                                     "-o", "%i"]]  # one argv word: never a shell string
+                                     "-o", "%A"]]  # one argv word: never a shell string
 
 
 def test_finished_unrecorded_job_is_found_in_sacct():

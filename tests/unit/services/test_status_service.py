@@ -80,3 +80,24 @@ def test_bad_target_is_a_usage_problem(setup):
     config, store = setup
     with pytest.raises(UsageProblem, match="neither a recipe nor a job id"):
         job_status(config, "mx; rm -rf", store=store, slurm_for=lambda _c: FakeSlurm())
+
+
+def test_an_array_task_is_found_by_its_own_id_and_shown_as_array_task(setup):
+    config, store = setup
+    task = JobRecord(6103, state="FAILED", exit_code=1, signal=0, array_job_id=6100,
+                     array_task_id=2)
+    remainder = JobRecord(6100, state="PENDING", array_job_id=6100)
+    slurms = {"a": FakeSlurm({6103: task, 6100: remainder}), "b": FakeSlurm({})}
+    report = job_status(config, "6100_2", store=store, slurm_for=slurms.__getitem__)
+    assert report.title == "job 6100_2"
+    assert [(r.cluster, r.job_id, r.label, r.state) for r in report.rows] == [
+        ("a", "6103", "6100_2 (6103)", "FAILED")]
+    assert "6100_2 (6103)" in format_report(report)
+    missing = job_status(config, "6100_7", store=store, slurm_for=slurms.__getitem__)
+    assert missing.rows == [] and missing.note.startswith("job 6100_7 is unknown")
+
+
+def test_a_bad_job_id_names_the_accepted_forms(setup):
+    config, store = setup
+    with pytest.raises(UsageProblem, match=r"123_4 \(task 4 of array 123\)"):
+        job_status(config, "6100_x", store=store, slurm_for=lambda c: FakeSlurm({}))

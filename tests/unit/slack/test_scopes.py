@@ -34,8 +34,12 @@ def test_the_manifest_asks_for_exactly_the_scopes_the_code_needs() -> None:
 
 def test_the_usage_hint_lists_every_verb() -> None:
     (command,) = yaml.safe_load(MANIFEST.read_text())["features"]["slash_commands"]
-    verbs = [part.split()[0] for part in command["usage_hint"].split(" | ")]
+    parts = command["usage_hint"].split(" | ")
+    verbs = [part.split()[0] for part in parts]
     assert verbs == list(USAGE)
+    for part in parts:  # every verb that takes a job takes an array task too
+        if "JOBID" in part:
+            assert "JOBID|JOBID_TASK" in part, part
 
 
 def test_missing_scopes_splits_required_from_optional() -> None:

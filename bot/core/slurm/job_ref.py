@@ -1,0 +1,59 @@
+"""Job ids as people and Slurm's listings write them: `123` (a job, or a whole array) and
+`123_4` (task 4 of array 123, whose own raw id Slurm gives it when it starts)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.core.slurm.errors import SlurmParseError
+
+_JOB_RE = re.compile(r"^([0-9]{1,12})(?:_([0-9]{1,7}))?$")
+
+#: How an error names the forms a job id may take.
+ACCEPTED_FORMS = "123 (a job or a whole array) or 123_4 (task 4 of array 123)"
+
+
+class JobIdError(ValueError):
+    """A word that is not a job id; `str()` names it and the accepted forms."""
+
+    def __init__(self, word: str):
+        self.word = word
+        shown = word if len(word) <= 40 else word[:39] + "…"
+        super().__init__(f"{shown!r} is not a job id: give {ACCEPTED_FORMS}")
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """A job as given: `job_id` alone, or task `array_task` of array `job_id`."""
+
+    job_id: int
+    array_task: int | None = None
+
+    @property
+    def display(self) -> str:
+        """`123` or `123_4`, as it was written."""
+        return str(self.job_id) if self.array_task is None else f"{self.job_id}_{self.array_task}"
+
+
+def parse_job_ref(word: str) -> JobRef:
+    """`123` -> JobRef(123), `123_4` -> JobRef(123, 4); anything else raises JobIdError."""
+    match = _JOB_RE.match(word.strip())
+    if match is None:
+        raise JobIdError(word)
+    return JobRef(int(match[1]), int(match[2]) if match[2] is not None else None)
+
+
+def parse_raw_job_ids(text: str) -> set[int]:
+    """The raw job ids of a one-id-per-line listing (squeue `-o %A`, sacct `-o JobIDRaw`):
+    each array task has its own. A line that is not a raw id (`123_4`, `123_[5-9]`: the
+    listing printed the wrong field) raises SlurmParseError naming it, never counts as 123."""
+    ids: set[int] = set()
+    for line in text.splitlines():
+        word = line.strip()
+        if not word:
+            continue
+        if not word.isdigit() or len(word) > 12:
+            raise SlurmParseError(f"expected one raw job id per line, got {word[:40]!r}")
+        ids.add(int(word))
+    return ids
