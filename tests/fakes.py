@@ -136,7 +136,9 @@ class FakeSlurm:
     def jobs(self, ids: Any) -> dict[int, JobRecord]:
         ids = list(ids)
         self._call("jobs", ids)
-        return {i: self.records[i] for i in ids if i in self.records}
+        wanted = set(ids)  # as Slurm does: an array's id lists every task of the array too
+        return {i: r for i, r in self.records.items()
+                if i in wanted or r.array_job_id in wanted}
 
     def job(self, job_id: int) -> JobRecord | None:
         self._call("job", job_id)
@@ -355,6 +357,7 @@ class RecordingEventSink:
 
     def __init__(self) -> None:
         self.events: list[Any] = []
+        self.changed: list[int] = []  # chain_changed calls (root rewrites), in order
         self.fail_next = 0
 
     def publish(self, event: Any) -> None:
@@ -362,6 +365,9 @@ class RecordingEventSink:
             self.fail_next -= 1
             raise RuntimeError("slack is down")
         self.events.append(event)
+
+    def chain_changed(self, chain_id: int) -> None:
+        self.changed.append(chain_id)
 
     def kinds(self) -> list[str]:
         return [e.kind for e in self.events]

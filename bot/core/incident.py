@@ -88,6 +88,7 @@ class RootView:
     retries_used: int = 0
     retry_budget: int | None = None
     cluster: str | None = None
+    adopted: bool = False  # submitted outside trainbot: `recipe` is then the job's name
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,7 @@ def build_root(
     retries_used: int = 0,
     retry_budget: int | None = None,
     cluster: str | None = None,
+    adopted: bool = False,
 ) -> RootView:
     """The root view from the chain's attempts (oldest first; the last is the current job)."""
     if not attempts:
@@ -166,6 +168,7 @@ def build_root(
         retries_used=retries_used,
         retry_budget=retry_budget,
         cluster=cluster,
+        adopted=adopted,
     )
 
 

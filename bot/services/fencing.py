@@ -75,6 +75,9 @@ class FencedSlurm:
     def job(self, job_id: int) -> Any:
         return _read(self.fence, lambda: self.inner.job(job_id))
 
+    def array_tasks(self, array_job_id: int) -> Any:
+        return _read(self.fence, lambda: self.inner.array_tasks(array_job_id))
+
     def memory(self, job_ids: Iterable[int]) -> Any:
         return _read(self.fence, lambda: self.inner.memory(job_ids))
 

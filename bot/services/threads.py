@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from bot.config import Config
+from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
 from bot.core.incident import AttemptSummary, RootView, build_root
 from bot.services.ports import Blocks, BotContext, PostError, RenderError, root_key
 
@@ -63,8 +64,9 @@ def code(text: str, limit: int = MAX_SECTION - 8) -> str:
 
 
 def _chain_recipe(ctx: BotContext, chain_id: int) -> str | None:
+    """The chain's recipe; None for a chain trainbot did not submit (no recipe)."""
     chain = ctx.store.chains.get(chain_id)
-    return chain.recipe if chain is not None else None
+    return chain.recipe if chain is not None and not chain.adopted else None
 
 
 def has_thread(ctx: BotContext, chain_id: int | None) -> bool:
@@ -114,16 +116,44 @@ def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
     attempts = ctx.store.attempts.for_chain(chain_id) if chain is not None else []
     if chain is None or not attempts:
         return None
-    configured = chain.recipe in ctx.config.recipes
+    configured = not chain.adopted and chain.recipe in ctx.config.recipes
     return build_root(
-        recipe=chain.recipe,
-        attempts=[AttemptSummary(a.job_id, a.result or a.state, a.last_iter, a.start_iter,
+        recipe=chain.job_name if chain.adopted else chain.recipe,
+        attempts=[AttemptSummary(a.shown_id, a.result or a.state, a.last_iter, a.start_iter,
                                  a.cause if a.result else None) for a in attempts],
         target_iter=ctx.config.recipe(chain.recipe).target_iter if configured else None,
         retries_used=chain.retries_used,
         retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
         cluster=chain.cluster,
+        adopted=chain.adopted,
     )
+
+
+def array_root_view(ctx: BotContext, chain_id: int) -> ArrayRootView | None:
+    """The root view of an "array" chain: its tasks' rows from the store; tasks are still
+    waiting to start while the array's own id is watched and is no task yet."""
+    chain = ctx.store.chains.get(chain_id)
+    if chain is None or chain.kind != "array" or chain.array_job_id is None:
+        return None
+    attempts = ctx.store.attempts.for_chain(chain_id)
+    array = str(chain.array_job_id)
+    waiting = ctx.store.watched_jobs.get(chain.cluster, array) is not None and \
+        all(a.job_id != array for a in attempts)
+    tasks = [ArrayTask(a.shown_id, a.job_id, a.result or a.state, a.last_iter,
+                       a.cause if a.result else None) for a in attempts]
+    return build_array_root(array_job_id=chain.array_job_id, name=chain.job_name,
+                            tasks=tasks, waiting=waiting, cluster=chain.cluster)
+
+
+def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:
+    """The chain's root message rendered: an array's (a row per task) or a run's."""
+    array = array_root_view(ctx, chain_id)
+    if array is not None:
+        return render(ctx, "array_root", None, array)
+    view = root_view(ctx, chain_id)
+    if view is None:
+        return None
+    return render(ctx, "root", None if view.adopted else view.recipe, view)
 
 
 def open_thread(ctx: BotContext, chain_id: int, channel: str | None) -> bool:
@@ -133,10 +163,10 @@ def open_thread(ctx: BotContext, chain_id: int, channel: str | None) -> bool:
         return False
     if has_thread(ctx, chain_id):
         return True
-    view = root_view(ctx, chain_id)
-    if view is None or channel is None:
+    message = _root_message(ctx, chain_id) if channel is not None else None
+    if message is None or channel is None:
         return False
-    blocks, text = render(ctx, "root", view.recipe, view)
+    blocks, text = message
     return post_safely(ctx, "root", chain_id, channel, blocks, text) is not None
 
 
@@ -149,10 +179,10 @@ def refresh_root(ctx: BotContext, chain_id: int) -> bool:
     update = getattr(ctx.sink, "update_root", None)
     if update is None or not has_thread(ctx, chain_id):
         return False
-    view = root_view(ctx, chain_id)
-    if view is None:
+    message = _root_message(ctx, chain_id)
+    if message is None:
         return False
-    blocks, text = render(ctx, "root", view.recipe, view)
+    blocks, text = message
     try:
         update(chain_id, blocks, text)
     except PostError as exc:

@@ -30,7 +30,7 @@ from bot.services.runs import describe_start, submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_not_applied
-from bot.services.threads import code, render
+from bot.services.threads import code, open_thread, render
 from bot.slack.views import ActionId
 from bot.store import Attempt
 
@@ -303,25 +303,72 @@ def read_tail(sftp: SFTP, path: str, lines: int) -> str:
 
 
 def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: float) -> Reply:
+    """Watch a job, an array task (`123_4`, under its own raw id) or a whole array (`123`:
+    one thread, a row per task; the watcher's tick adds the tasks that start later). A job
+    trainbot did not submit is adopted: a chain of its own (no recipe), its thread opened in
+    this channel."""
     cluster, recipe, attempt = _find_job(ctx, cmd.job_id)
     slurm = ctx.clusters.slurm(cluster)
     if cmd.array_task is None:
         rec = slurm.job(cmd.job_id)
         if rec is None:
             raise UsageProblem(f"Slurm on {cluster} does not know job {cmd.job_id}")
+        if attempt is None and rec.array_job_id == rec.job_id:
+            return _watch_array(ctx, cluster, slurm.array_tasks(rec.job_id), rec, actor,
+                                channel, now)
     else:
         rec = _array_task(slurm.array_tasks(cmd.job_id), cmd.job_id, cmd.array_task, cluster)
-        attempt = None  # an array task is adopted: trainbot submits no arrays
+        _, recipe, attempt = _find_job(ctx, rec.job_id)
     job = str(rec.job_id)
     own_id = "" if rec.display_id == job else f", its own id {job}"
-    added = ctx.store.watched_jobs.add(cluster, job, now=now,
-                                       chain_id=attempt.chain_id if attempt else None,
-                                       adopted=attempt is None)
-    _audit(ctx, actor, "watch", now, "ok" if added else "unchanged", rec.display_id, recipe)
-    if not added:
+    chain_id = attempt.chain_id if attempt else None
+    if ctx.store.watched_jobs.get(cluster, job) is not None:
+        _audit(ctx, actor, "watch", now, "unchanged", rec.display_id, recipe)
         return Reply(f"Job {rec.display_id} is already watched.")
+    if chain_id is None:  # adopted: a chain (and a thread) of its own
+        chain_id = ctx.store.chains.create(recipe="", cluster=cluster, job_name=rec.name or "",
+                                           now=now, channel=channel, kind="adopted").id
+        ctx.store.attempts.add(chain_id=chain_id, job_id=job, now=now, state=rec.state or "",
+                               display_id=None if rec.display_id == job else rec.display_id)
+    ctx.store.watched_jobs.add(cluster, job, now=now, chain_id=chain_id,
+                               adopted=attempt is None)
+    open_thread(ctx, chain_id, channel)
+    _audit(ctx, actor, "watch", now, "ok", rec.display_id, recipe)
     return Reply(f"Watching job {rec.display_id} ({rec.name or 'unnamed'}, {rec.state}{own_id}) "
-                 f"on {cluster}.", job_id=job)
+                 f"on {cluster}.", job_id=job, chain_id=chain_id)
+
+
+def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
+                 array: JobRecord, actor: str, channel: str | None, now: float) -> Reply:
+    """Adopt the whole array `array.job_id`: one "array" chain, an attempt row and a watched
+    row per started task, the array's own id watched for the tasks still to start."""
+    array_id = array.job_id
+    shown = str(array_id)
+    for watched in ctx.store.watched_jobs.list(cluster):
+        chain = ctx.store.chains.get(watched.chain_id) if watched.chain_id else None
+        if chain is not None and chain.kind == "array" and chain.array_job_id == array_id \
+                and chain.status == "active":
+            _audit(ctx, actor, "watch", now, "unchanged", shown)
+            return Reply(f"Array {shown} is already watched.")
+    chain = ctx.store.chains.create(recipe="", cluster=cluster, job_name=array.name or "",
+                                    now=now, channel=channel, kind="array",
+                                    array_job_id=array_id)
+    started = sorted((r for r in tasks.values() if r.array_task_id is not None),
+                     key=lambda r: r.array_task_id or 0)
+    for rec in started:
+        ctx.store.attempts.add(chain_id=chain.id, job_id=str(rec.job_id), now=now,
+                               state=rec.state or "", display_id=rec.display_id)
+        ctx.store.watched_jobs.add(cluster, str(rec.job_id), now=now, chain_id=chain.id,
+                                   adopted=True)
+    if all(r.job_id != array_id for r in started):  # the tasks still to start
+        ctx.store.watched_jobs.add(cluster, shown, now=now, chain_id=chain.id, adopted=True)
+    open_thread(ctx, chain.id, channel)
+    _audit(ctx, actor, "watch", now, "ok", shown, None, {"tasks": len(started)})
+    waiting = any(r.array_task_id is None and not r.is_finished for r in tasks.values())
+    more = ", more waiting to start" if waiting else ""
+    return Reply(f"Watching array {shown} ({array.name or 'unnamed'}: {len(started)} "
+                 f"task(s) started{more}) on {cluster}, one thread with a row per task.",
+                 job_id=shown, chain_id=chain.id)
 
 
 def _array_task(tasks: Mapping[int, JobRecord], array_job_id: int, task: int,

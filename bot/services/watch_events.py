@@ -161,8 +161,10 @@ class ThreadEvents:
         chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None else None
         d, rec = event.diagnosis, event.record
         assert d is not None
+        if chain is not None and chain.kind == "array":
+            attempts = [a for a in attempts if a.job_id == event.job_id]  # tasks run side by side
         view = build_completion(
-            recipe=event.recipe or "", job_id=event.job_id or "",
+            recipe=event.recipe or "", job_id=_shown(event),
             last_iter=d.metrics.last_iter, target_iter=d.metrics.target_iter,
             started_at=min((a.submitted_at for a in attempts), default=None),
             ended_at=(rec.end_time if rec and rec.end_time else self.ctx.clock()),
@@ -206,7 +208,11 @@ class ThreadEvents:
             return  # a sink that cannot upload (test recorders), or nowhere to put them
         job = str(event.job_id)
         series = event.series
-        earlier = self._progress.pop(chain_id, None) or OrderedDict()
+        chain = self.ctx.store.chains.get(chain_id)
+        if chain is not None and chain.kind == "array":
+            earlier = OrderedDict()  # an array's tasks run side by side: no earlier attempts
+        else:
+            earlier = self._progress.pop(chain_id, None) or OrderedDict()
         self._progress[chain_id] = earlier  # most recently charted last
         while len(self._progress) > KEEP_CHAINS:
             self._progress.pop(next(iter(self._progress)))
@@ -233,7 +239,7 @@ class ThreadEvents:
                 continue  # no data for it (e.g. a log without loss values)
             try:
                 upload(chain_id, f"chart:{job}:{stage}:{name}", charts[name], name,
-                       drawer.file_title(name, job_id=job, stage=stage, lang=lang,
+                       drawer.file_title(name, job_id=_shown(event), stage=stage, lang=lang,
                                          override_dir=override_dir))
             except LeaseLost:
                 raise  # nor is the event posted: the replica holding the lease posts it
@@ -257,7 +263,7 @@ class ThreadEvents:
                            "work_lost_iters": dec.work_lost_iters, "mem": dec.mem,
                            "projected_oom_iter": dec.projected_oom_iter})
             reason.update(dec.facts)
-        view = {"kind": event.kind, "prompt": prompt, "text": english, "job_id": event.job_id,
+        view = {"kind": event.kind, "prompt": prompt, "text": english, "job_id": _shown(event),
                 "cluster": event.cluster, "state": rec.state if rec else None,
                 "class_id": d.class_id if d else (dec.class_id if dec else None),
                 "reason": reason, "facts": dict(event.facts),
@@ -287,7 +293,7 @@ class ThreadEvents:
         try:
             rec, dec = event.record, event.decision
             view = build_incident(
-                event.diagnosis, recipe=event.recipe or "", job_id=event.job_id or "",
+                event.diagnosis, recipe=event.recipe or "", job_id=_shown(event),
                 last_checkpoint_iter=dec.resume_from if dec else None, now=self.ctx.clock(),
                 state=rec.state if rec else None,
                 exit_code=(f"{rec.exit_code}:{rec.signal}"
@@ -331,6 +337,13 @@ class ThreadEvents:
                         event.key, text)
             return
         self.ctx.sink.post_reply(event.chain_id, event.key, blocks, text)
+
+
+def _shown(event: WatchEvent) -> str:
+    """The event's job as people read it: `123_4` for an array task (its record says)."""
+    if event.record is not None and event.job_id == str(event.record.job_id):
+        return event.record.display_id
+    return event.job_id or ""
 
 
 def _completed(event: WatchEvent) -> bool:

@@ -251,6 +251,15 @@ def _v10_excluded_nodes(conn: Connection) -> None:
     _add_column(conn, "attempts", "excluded_nodes TEXT")
 
 
+def _v11_adopted_chains(conn: Connection) -> None:
+    """Version 11: chains.kind and chains.array_job_id, so a job or a whole job array watched
+    without trainbot submitting it gets a thread of its own; attempts.display_id, the `123_4`
+    of an array task whose job_id is its raw id."""
+    _add_column(conn, "chains", "kind TEXT NOT NULL DEFAULT 'run'")
+    _add_column(conn, "chains", "array_job_id INTEGER")
+    _add_column(conn, "attempts", "display_id TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -262,6 +271,9 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v8_prompt_steps,
     _v9_home_viewers,
     _v10_excluded_nodes,
+
+
+    _v11_adopted_chains,
 ]
 
 

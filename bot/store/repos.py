@@ -72,6 +72,8 @@ class ChainsRepo(_Repo):
         channel: str | None = None,
         thread_ts: str | None = None,
         status: str = "active",
+        kind: str = "run",
+        array_job_id: int | None = None,
     ) -> Chain:
         values = dict(
             recipe=recipe,
@@ -84,6 +86,8 @@ class ChainsRepo(_Repo):
             updated_at=now,
             retries_used=0,
         )
+        if kind != "run":  # a run's chain is what every schema version can hold
+            values.update(kind=kind, array_job_id=array_job_id)
         with self._engine.begin() as conn:
             chain_id = conn.execute(insert(t.chains).values(**values)).inserted_primary_key[0]
         return Chain(id=int(chain_id), **values)
@@ -160,6 +164,7 @@ class AttemptsRepo(_Repo):
         checkpoint_path: str | None = None,
         charge_retry: bool = False,
         excluded_nodes: str | None = None,
+        display_id: str | None = None,
     ) -> Attempt:
         """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …).
 
@@ -190,6 +195,8 @@ class AttemptsRepo(_Repo):
                 checkpoint_path=checkpoint_path,
                 excluded_nodes=excluded_nodes,
             )
+            if display_id is not None:  # an array task's (schema 11)
+                values["display_id"] = display_id
             attempt_id = conn.execute(insert(t.attempts).values(**values)).inserted_primary_key[0]
             row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
         return _row(Attempt, row)
@@ -268,6 +275,16 @@ class TailOffsetsRepo(_Repo):
         with self._engine.begin() as conn:
             if conn.execute(update(t.tail_offsets).where(where).values(**values)).rowcount == 0:
                 conn.execute(insert(t.tail_offsets).values(job_id=str(job_id), path=path, **values))
+
+    def paths(self, job_id: str) -> list[str]:
+        """The files of a job whose offsets are kept (its log first seen first): where its
+        log was read while Slurm still said, for when squeue has forgotten the job."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(t.tail_offsets.c.path).where(t.tail_offsets.c.job_id == str(job_id))
+                .order_by(t.tail_offsets.c.updated_at)
+            ).all()
+        return [r[0] for r in rows]
 
     def delete_job(self, job_id: str) -> None:
         with self._engine.begin() as conn:

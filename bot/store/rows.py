@@ -9,7 +9,11 @@ from typing import Any, Literal
 
 @dataclass(frozen=True)
 class Chain:
-    """A recipe run: attempts (job ids) sharing one Slack thread and one retry ledger."""
+    """A recipe run: attempts (job ids) sharing one Slack thread and one retry ledger.
+
+    `kind` "run" is a recipe's run; "adopted" a job watched without trainbot submitting it
+    (`recipe` is "" then: no recipe resubmits it), "array" a whole job array so watched
+    (`array_job_id`; one attempt row per task, in parallel rather than one after another)."""
 
     id: int
     recipe: str
@@ -21,6 +25,13 @@ class Chain:
     created_at: float
     updated_at: float
     retries_used: int
+    kind: str = "run"
+    array_job_id: int | None = None
+
+    @property
+    def adopted(self) -> bool:
+        """Watched without trainbot submitting it: no recipe, nothing resubmitted."""
+        return self.kind != "run"
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,12 @@ class Attempt:
     work_lost_s: float | None
     checkpoint_path: str | None
     excluded_nodes: str | None = None  # the --exclude this job was submitted with
+    display_id: str | None = None  # `123_4` of an array task (job_id is its raw id)
+
+    @property
+    def shown_id(self) -> str:
+        """The id people read: `123_4` for an array task, else the job id."""
+        return self.display_id or self.job_id
 
 
 @dataclass(frozen=True)

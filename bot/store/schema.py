@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = MetaData()
 
@@ -40,6 +40,10 @@ chains = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Column("retries_used", Integer, nullable=False, server_default="0"),
+    # version 11: "run" (a recipe's), "adopted" (one job watched, submitted outside trainbot),
+    # "array" (a whole job array watched: one attempt row per task)
+    Column("kind", Text, nullable=False, server_default="run"),
+    Column("array_job_id", Integer),  # version 11: the array of an "array" chain
     Index("ix_chains_recipe", "recipe"),
 )
 
@@ -62,6 +66,7 @@ attempts = Table(
     Column("work_lost_s", Float),
     Column("checkpoint_path", Text),
     Column("excluded_nodes", Text),  # --exclude of this submit (a faulty node), else NULL
+    Column("display_id", Text),  # version 11: `123_4` for an array task (job_id is its raw id)
     UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
     Index("ix_attempts_job_id", "job_id"),
 )

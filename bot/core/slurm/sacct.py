@@ -21,6 +21,7 @@ from bot.core.slurm.states import (
 )
 from bot.core.slurm.values import (
     MAX_REAL_SIGNAL,
+    expand_output_pattern,
     parse_count,
     parse_duration,
     parse_exit_code,
@@ -227,6 +228,7 @@ def _sacct_record(history: Sequence[tuple[_SacctRow, list[_SacctRow]]]) -> JobRe
         workdir=f["workdir"],
         array_job_id=f.get("array_job_id"),
         array_task_id=f.get("array_task_id"),
+        stdout_path=f.get("stdout_path"),
         cancelled_by=cancelled_by(job.state_text),
         step_states=tuple((s.step or "", normalize_state(s.state_text) or "") for s in steps),
         source="sacct",
@@ -340,10 +342,27 @@ def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
         "workdir": json_text(job.get("working_directory")),
         **_json_array_fields(job.get("array")),
     }
+    fields["stdout_path"] = _json_stdout(job, int(job_id), fields)
     rows = [_SacctRow(int(job_id), None, json_text(state_text), code, signal, None, fields)]
     for step in job.get("steps") or []:
         rows.append(_sacct_json_step(int(job_id), step))
     return rows
+
+
+def _json_stdout(job: Mapping[str, Any], job_id: int, fields: Mapping[str, Any]) -> str | None:
+    """The job's output file as sacct's JSON gives it from 23.02 on (`stdout_expanded`, else
+    the `stdout` pattern expanded like slurmstepd); None where it gives none (22.05): then
+    the watcher uses the path it followed the job's log at while squeue knew it."""
+    expanded = json_text(job.get("stdout_expanded"))
+    if expanded:
+        return expanded
+    pattern = json_text(job.get("stdout"))
+    if not pattern:
+        return None
+    return expand_output_pattern(pattern, job_id=job_id, name=fields["name"],
+                                 user=fields["user"], array_job_id=fields["array_job_id"],
+                                 array_task_id=fields["array_task_id"],
+                                 workdir=fields["workdir"])
 
 
 def _sacct_json_step(job_id: int, step: Mapping[str, Any]) -> _SacctRow:

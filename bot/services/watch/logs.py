@@ -235,14 +235,26 @@ class LogFollower:
         return target
 
     def log_path(self, jw: JobWatch, record: JobRecord) -> str | None:
+        """Where the job's log is: as Slurm says (squeue; sacct's JSON from 23.02 on); once
+        squeue forgot a finished job (MinJobAge) and sacct does not say (22.05), the path it
+        was followed at (in memory, else its stored offset: after a restart); else the
+        recipe's `log_path` pattern (`%A_%a` of an array task too)."""
         if record.stdout_path:
             return record.stdout_path
+        if jw.log is not None:
+            return jw.log.path
+        sampler = self.sampler_path(jw, record)
+        followed = [p for p in self.store.tail_offsets.paths(str(jw.job_id)) if p != sampler]
+        if followed:
+            return followed[0]
         cfg = self._recipe_cfg(jw.recipe)
         if cfg is None or not cfg.log_path:
             return None
         return expand_output_pattern(cfg.log_path, job_id=record.job_id,
                                      name=record.name or cfg.job_name or jw.recipe,
-                                     user=record.user, workdir=record.workdir or cfg.workdir)
+                                     user=record.user, array_job_id=record.array_job_id,
+                                     array_task_id=record.array_task_id,
+                                     workdir=record.workdir or cfg.workdir)
 
     def sampler_path(self, jw: JobWatch, record: JobRecord) -> str | None:
         cfg = self._recipe_cfg(jw.recipe)

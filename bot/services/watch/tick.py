@@ -22,6 +22,13 @@ Per tick:
 - finished job: the rest of the log, `diagnose`, `decide`; the attempt row gets progress,
   result, cause and work lost; the job leaves the watch list.
 
+Adopted jobs (watched without trainbot submitting them: chains of kind "adopted" or "array")
+are judged alike, with no recipe (nothing is resubmitted). A whole array is watched as its own
+id (its tasks still waiting to start) plus each started task under its raw id: the tasks that
+started since the last tick are in the tick's squeue/sacct answer already (asking for an
+array's id lists its tasks), and are added to its chain and watch list there, with no extra
+round trip. The chain ends once none of its jobs is watched any more.
+
 Events go out through the outbox (bot.services.watch.outbox: recorded, then published
 once), logs are read by bot.services.watch.logs, and `resubmit_now` decisions are carried out
 by bot.services.watch.resubmit.
@@ -64,7 +71,7 @@ from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.logs import JobReads, JobWatch, LogFollower
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
-from bot.store import Store, WatchedJob
+from bot.store import Chain, Store, WatchedJob
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +156,8 @@ class Watcher:
                           if resubmit is not None else None)
         self._jobs: dict[int, JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
+        self._chains: dict[int, Chain] = {}  # by id, for their kind (which never changes)
+        self._changed_chains: set[int] = set()  # adopted chains whose rows changed this tick
         self._failed = 0
         self._down_since: float | None = None
         self._down_notified = False
@@ -185,6 +194,7 @@ class Watcher:
             return self._failed_tick(now, exc, report)
         self._cluster_ok(now, report)
         self._records.update(records)
+        watched = self._started_array_tasks(watched, records, now)
         memory = self._memory(records, report)
         reads = self._read_files(watched, records, report)
         for w in watched:
@@ -202,8 +212,53 @@ class Watcher:
         for gone in set(self._records) - set(ids):
             del self._records[gone]
         self.outbox.keep_warnings_of({w.chain_id for w in watched})
+        for chain_id in sorted(self._changed_chains):  # one root update per chain and tick
+            self.outbox.chain_changed(chain_id)
+        self._changed_chains.clear()
         self._run_due_resubmits(now, report)
         return report
+
+    def _chain(self, chain_id: int | None) -> Chain | None:
+        if chain_id is None:
+            return None
+        chain = self._chains.get(chain_id)
+        if chain is None:
+            chain = self.store.chains.get(chain_id)
+            if chain is not None:
+                self._chains[chain_id] = chain
+        return chain
+
+    def _started_array_tasks(self, watched: list[WatchedJob], records: dict[int, JobRecord],
+                             now: float) -> list[WatchedJob]:
+        """Tasks of the watched arrays that started since the last tick (in `records`
+        already): each becomes an attempt row of its array's chain and a watched job."""
+        arrays = {}
+        for w in watched:
+            chain = self._chain(w.chain_id)
+            if chain is not None and chain.kind == "array" and chain.array_job_id is not None:
+                arrays[chain.array_job_id] = chain
+        if not arrays:
+            return watched
+        added = False
+        for chain in arrays.values():
+            tasks = [r for r in records.values()
+                     if r.array_job_id == chain.array_job_id and r.array_task_id is not None]
+            if not tasks:
+                continue
+            known = {a.job_id for a in self.store.attempts.for_chain(chain.id)}
+            for rec in sorted(tasks, key=lambda r: r.array_task_id or 0):
+                job = str(rec.job_id)
+                if job in known:
+                    continue
+                self.store.attempts.add(chain_id=chain.id, job_id=job, now=now,
+                                        state=rec.state or "", display_id=rec.display_id)
+                self.store.watched_jobs.add(self.cluster, job, now=now, chain_id=chain.id,
+                                            adopted=True)
+                log.info("%s: array %s: task %s started as job %s", self.cluster,
+                         chain.array_job_id, rec.display_id, job)
+                self._changed_chains.add(chain.id)
+                added = True
+        return self.store.watched_jobs.list(self.cluster) if added else watched
 
     def _judge(self, w: WatchedJob, record: JobRecord, now: float, report: TickReport,
                memory: StepMemory | None, reads: JobReads | None) -> None:
@@ -295,6 +350,13 @@ class Watcher:
              memory: StepMemory | None = None, reads: JobReads | None = None) -> None:
         jw = self._watch_for(w, record)
         jw.record = record
+        if record.array_job_id is not None and record.array_task_id is None \
+                and record.is_finished:
+            # An array's tasks that never started (cancelled while waiting): nothing ran,
+            # nothing to diagnose; its chain's root counts the tasks that did.
+            self._unwatch(w.job_id)
+            self._end_adopted_chain(w.chain_id, now)
+            return
         if record.is_pending:
             self._pending(jw, record, now, report)
             return
@@ -315,6 +377,20 @@ class Watcher:
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)
 
+    def _end_adopted_chain(self, chain_id: int | None, now: float) -> None:
+        """An adopted job's or array's chain ends once none of its jobs is watched: completed
+        when every attempt completed, else stopped; its root is rewritten either way."""
+        chain = self._chain(chain_id)
+        if chain is None or not chain.adopted:
+            return
+        self._changed_chains.add(chain.id)
+        if any(w.chain_id == chain.id for w in self.store.watched_jobs.list(self.cluster)):
+            return
+        attempts = self.store.attempts.for_chain(chain.id)
+        done = attempts and all(a.result == "COMPLETED" and a.cause in (None, "completed")
+                                for a in attempts)
+        self.store.chains.set_status(chain.id, "completed" if done else "stopped", now=now)
+
     def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""
         if now - w.added_at < self.unknown_after_s:
@@ -334,6 +410,7 @@ class Watcher:
         if attempt is not None and attempt.result is None:
             self.store.attempts.update(attempt.id, state="UNKNOWN", result="UNKNOWN")
         self._unwatch(job)
+        self._end_adopted_chain(w.chain_id, now)
         if w.chain_id is not None:
             self.outbox.chain_changed(w.chain_id)
 
@@ -524,7 +601,7 @@ class Watcher:
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)
         key = f"{self.cluster}:{jw.job_id}:final"
-        text = f"job {jw.job_id} {record.state}: {diag.class_id} — {decision.reason}"
+        text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
         posted = self.outbox.emit(
             WatchEvent("incident", key, self.cluster, text, jw.chain_id, str(jw.job_id),
                        jw.recipe, diagnosis=diag, decision=decision, record=record,
@@ -543,13 +620,16 @@ class Watcher:
             ended_at=record.end_time or now, result=record.state, cause=diag.class_id,
             work_lost_iters=decision.work_lost_iters,
         )
-        if jw.chain_id is not None:
+        chain = self._chain(jw.chain_id)
+        if chain is not None and not chain.adopted:
             if diag.class_id == "completed":
-                self.store.chains.set_status(jw.chain_id, "completed", now=now)
+                self.store.chains.set_status(chain.id, "completed", now=now)
             elif decision.stop_chain:
-                self.store.chains.set_status(jw.chain_id, "stopped", now=now)
-            self.outbox.chain_changed(jw.chain_id)
+                self.store.chains.set_status(chain.id, "stopped", now=now)
+            self.outbox.chain_changed(chain.id)
         self._unwatch(str(jw.job_id))
+        if chain is not None and chain.adopted:
+            self._end_adopted_chain(chain.id, now)  # an array goes on while tasks remain
 
     def _unwatch(self, job: str) -> None:
         """Done with a job: off the watch list, its tail offsets and in-memory state gone."""
@@ -561,7 +641,10 @@ class Watcher:
 
     def _history(self, chain_id: int | None, *, current_job: str | None = None,
                  current_last_iter: int | None = None) -> ChainHistory:
-        if chain_id is None:
+        chain = self._chain(chain_id)
+        if chain_id is None or (chain is not None and chain.adopted):
+            # no chain, or one trainbot did not submit (an array's tasks run side by side,
+            # not one after another): the job is its own history
             attempts = ()
             if current_job is not None:
                 attempts = (AttemptFacts(current_job, 1, last_iter=current_last_iter),)
@@ -601,12 +684,13 @@ class Watcher:
             return
         jw.attempt = self.store.attempts.update(attempt.id, **changed)
         jw.attempt_written_at = now
+        chain = self._chain(jw.chain_id)
+        if chain is not None and chain.adopted and "state" in changed:
+            self._changed_chains.add(chain.id)  # its row in the root changes
 
     def _recipe_of(self, chain_id: int | None) -> str | None:
-        if chain_id is None:
-            return None
-        chain = self.store.chains.get(chain_id)
-        return chain.recipe if chain else None
+        chain = self._chain(chain_id)
+        return chain.recipe if chain is not None and not chain.adopted else None
 
     def _recipe_cfg(self, recipe: str | None) -> RecipeConfig | None:
         if self.config is None or recipe is None:

@@ -597,3 +597,22 @@ def test_every_earlier_schema_upgrades_to_the_latest(store_url, version: int):
         chain = new.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
         new.attempts.add(chain_id=chain.id, job_id="88016", now=2.0, excluded_nodes="n1")
         assert new.attempts.get_by_job("88016").excluded_nodes == "n1"
+
+
+def test_v10_store_gets_adopted_chains_keeping_its_runs(store_url):
+    with Store.open(store_url, target_version=10) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        assert "kind" not in {c["name"] for c in inspect(old.engine).get_columns("chains")}
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        run = new.chains.get(chain.id)
+        assert (run.kind, run.array_job_id, run.adopted) == ("run", None, False)
+        new.attempts.add(chain_id=chain.id, job_id="88016", now=1.0)
+        [attempt] = new.attempts.for_chain(chain.id)
+        assert (attempt.display_id, attempt.shown_id) == (None, "88016")
+        array = new.chains.create(recipe="", cluster="dev", job_name="sweep", now=2.0,
+                                  kind="array", array_job_id=6100)
+        new.attempts.add(chain_id=array.id, job_id="6103", now=2.0, display_id="6100_2")
+        again = new.chains.get(array.id)
+        assert (again.kind, again.array_job_id, again.adopted) == ("array", 6100, True)
+        assert [a.shown_id for a in new.attempts.for_chain(array.id)] == ["6100_2"]

@@ -1,0 +1,91 @@
+"""A whole job array's thread root: one row per task (state, progress, outcome), within
+Slack's limits however many tasks the array has (pure)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
+
+#: Rows shown at most; the other tasks are counted by state in one line. 40 rows of about
+#: 60 characters stay well inside a section's 3,000 characters.
+MAX_TASK_ROWS = 40
+
+_TASK_RE = re.compile(r"_(\d+)$")
+
+
+@dataclass(frozen=True)
+class ArrayTask:
+    """One started task as the store has it: `display_id` `123_4`, its raw `job_id`."""
+
+    display_id: str
+    job_id: str
+    state: str
+    last_iter: int | None = None
+    cause: str | None = None
+
+    @property
+    def task(self) -> int:
+        match = _TASK_RE.search(self.display_id)
+        return int(match[1]) if match else -1
+
+
+@dataclass(frozen=True)
+class ArrayRootView:
+    """The array thread's first message: counts by state, the rows shown, the rest counted."""
+
+    array_job_id: int
+    name: str
+    cluster: str | None
+    state: str  # the array's overall state (see `array_state`)
+    counts: tuple[tuple[str, int], ...]  # (state, tasks), most frequent first
+    rows: tuple[ArrayTask, ...]
+    hidden: tuple[tuple[str, int], ...]  # (state, tasks) of the tasks without a row
+    started: int
+    waiting: bool  # tasks that have not started yet remain (the array's pending remainder)
+
+
+def _rank(task: ArrayTask) -> int:
+    """Which tasks keep a row when there are too many: failures, then running, pending,
+    completed last (the ones nobody needs to look at)."""
+    if task.state == "COMPLETED" and task.cause in (None, "completed"):
+        return 3
+    if task.state in FINISHED_STATES:
+        return 0
+    if task.state in RUNNING_STATES:
+        return 1
+    return 2
+
+
+def array_state(tasks: Sequence[ArrayTask], waiting: bool) -> str:
+    """RUNNING while a task runs, PENDING while only waiting ones remain, and once every task
+    ended: COMPLETED when all completed, else FAILED."""
+    if any(t.state in RUNNING_STATES for t in tasks):
+        return "RUNNING"
+    if waiting or any(t.state in PENDING_STATES for t in tasks):
+        return "PENDING"
+    if tasks and all(t.state == "COMPLETED" and t.cause in (None, "completed") for t in tasks):
+        return "COMPLETED"
+    return "FAILED" if tasks else "PENDING"
+
+
+def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask],
+                     waiting: bool, cluster: str | None = None,
+                     max_rows: int = MAX_TASK_ROWS) -> ArrayRootView:
+    """The root view of array `array_job_id` from its started tasks (any order). Up to
+    `max_rows` rows, in task order; beyond that the tasks that failed, run or wait keep
+    their rows before completed ones, and the rest are counted by state."""
+    ordered = sorted(tasks, key=lambda t: t.task)
+    kept = set(sorted(range(len(ordered)), key=lambda i: (_rank(ordered[i]), i))[:max_rows])
+    rows = tuple(t for i, t in enumerate(ordered) if i in kept)
+    hidden = Counter(t.state for i, t in enumerate(ordered) if i not in kept)
+    counts = Counter(t.state for t in ordered)
+    return ArrayRootView(
+        array_job_id=array_job_id, name=name, cluster=cluster,
+        state=array_state(ordered, waiting),
+        counts=tuple(counts.most_common()), rows=rows,
+        hidden=tuple(hidden.most_common()), started=len(ordered), waiting=waiting,
+    )

@@ -1,0 +1,163 @@
+"""A whole job array watched from Slack (`/train watch 6100`): one thread whose root has a
+row per task, rewritten in place (chat.update) as the watcher's ticks see tasks start and end;
+a failing task's incident in the same thread, named `6100_2`. The real Bolt app, poster and
+templates against the Slack stand-in; Slurm and the cluster's files are fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config
+from slack_bolt import App
+from slack_standin import SlackStandIn
+from support.bolt_driver import ResponseUrls, SyncExecutor, ack_text, dispatch, slash_body
+
+from bot.app import build_app
+from bot.core.arrays import MAX_TASK_ROWS
+from bot.core.catalogue import Catalogue
+from bot.services.ports import BotContext
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
+from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
+
+CH = "C0TRAIN"
+NOW = 1_732_871_000.0
+LOGS = "/home/slurmci/logs"
+
+
+@pytest.fixture
+def urls() -> Iterator[ResponseUrls]:
+    r = ResponseUrls()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def cluster() -> tuple[FakeSlurm, FakeSFTP]:
+    return FakeSlurm(), FakeSFTP()
+
+
+@pytest.fixture
+def services(store, slack_client, cluster, fake_sleep) -> BotContext:
+    slurm, sftp = cluster
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    return BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm, sftp),
+                      sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
+                      catalogue=Catalogue.load())
+
+
+@pytest.fixture
+def app(services: BotContext, slack_client) -> App:
+    return build_app(services.config, services, client=slack_client,
+                     listener_executor=SyncExecutor(), token_verification_enabled=False)
+
+
+def train(app: App, urls: ResponseUrls, text: str, user: str = "W0LEAD") -> list[dict]:
+    url = urls.new()
+    ack_text(dispatch(app, slash_body(text, user=user, channel=CH, response_url=url)))
+    return urls.of(url)
+
+
+def watcher(services: BotContext, cluster: tuple[FakeSlurm, FakeSFTP]) -> Watcher:
+    slurm, sftp = cluster
+    return Watcher("dev", slurm=slurm, reader=lambda: sftp, store=services.store,
+                   catalogue=services.catalogue, sink=ThreadEvents(services),
+                   config=services.config)
+
+
+def task(slurm: FakeSlurm, sftp: FakeSFTP, job_id: int, n: int, state: str, **kw) -> None:
+    path = f"{LOGS}/sweep-6100_{n}.out"
+    slurm.add(job_id, name="sweep", state=state, array_job_id=6100, array_task_id=n,
+              stdout_path=path, start_time=NOW, **kw)
+    sftp.append(path, b"".join(f"iter: {i}/100 | loss: 0.5\n".encode() for i in range(1, 30)))
+
+
+def root_text(slack: SlackStandIn) -> str:
+    [root] = slack.root_messages(CH)
+    return "\n".join(b.get("text", {}).get("text", "") for b in root["blocks"]
+                     if isinstance(b.get("text"), dict))
+
+
+def test_a_whole_array_is_one_thread_with_a_row_per_task(app, urls, services, cluster,
+                                                         slack: SlackStandIn) -> None:
+    slurm, sftp = cluster
+    task(slurm, sftp, 6101, 0, "RUNNING")
+    slurm.add(6100, name="sweep", state="PENDING", reason="JobArrayTaskLimit",
+              array_job_id=6100)  # tasks 1-2 wait
+    [reply] = train(app, urls, "watch 6100")
+    assert reply["text"] == ("Watching array 6100 (sweep: 1 task(s) started, more waiting to "
+                             "start) on dev, one thread with a row per task.")
+    text = root_text(slack)
+    assert "sweep · array 6100 · RUNNING" in text and "6100_0" in text
+    assert "more tasks wait to start" in text
+    [again] = train(app, urls, "watch 6100")
+    assert again["text"] == "Array 6100 is already watched."
+
+    w = watcher(services, cluster)
+    w.tick(NOW + 60)
+    updates = len(slack.ok_calls("chat.update"))
+    # task 1 starts (its own id 6102) and fails; task 2, the last, takes the array's id
+    task(slurm, sftp, 6102, 1, "RUNNING")
+    slurm.records.pop(6100)
+    task(slurm, sftp, 6100, 2, "RUNNING")
+    report = w.tick(NOW + 120)
+    assert report.slurm_calls == 1 and len(slurm.acted("jobs")) == 2  # no call per task
+    text = root_text(slack)
+    assert all(f"6100_{n}" in text for n in range(3)) and "wait to start" not in text
+    assert len(slack.ok_calls("chat.update")) > updates  # the root rewritten in place
+    assert sorted(w.job_id for w in services.store.watched_jobs.list()) == \
+        ["6100", "6101", "6102"]
+
+    slurm.set(6102, state="FAILED", exit_code=1, signal=0, end_time=NOW + 150)
+    sftp.append(f"{LOGS}/sweep-6100_1.out", b"Traceback (most recent call last):\n"
+                b"RuntimeError: boom\n")
+    w.tick(NOW + 180)
+    [root] = slack.root_messages(CH)
+    [incident] = [m for m in slack.replies(CH, root["ts"]) if not m.get("files")]
+    assert "6100_1" in incident["text"] and "6102" not in incident["text"]
+    assert "6100_1" in root_text(slack) and "FAILED" in root_text(slack)
+    assert not any(b.get("type") == "actions" for b in incident["blocks"])  # nothing to resubmit
+
+    for job in (6101, 6100):
+        slurm.set(job, state="COMPLETED", exit_code=0, signal=0, end_time=NOW + 200)
+    w.tick(NOW + 240)
+    assert services.store.watched_jobs.list() == []
+    [chain] = services.store.chains.for_recipe("")
+    assert (chain.kind, chain.array_job_id, chain.status) == ("array", 6100, "stopped")
+    assert "sweep · array 6100 · FAILED" in root_text(slack)  # one task failed
+    assert len(slack.root_messages(CH)) == 1
+
+
+def test_a_large_array_stays_within_slacks_limits(app, urls, services, cluster,
+                                                  slack: SlackStandIn) -> None:
+    slurm, sftp = cluster
+    for n in range(500):
+        state = "FAILED" if n in (7, 321) else "COMPLETED" if n < 400 else "RUNNING"
+        slurm.add(7000 + n + 1, name="big", state=state, array_job_id=7000, array_task_id=n,
+                  exit_code=1 if state == "FAILED" else 0, signal=0)
+    slurm.add(7000, name="big", state="PENDING", array_job_id=7000)
+    [reply] = train(app, urls, "watch 7000")
+    assert "500 task(s) started" in reply["text"]
+    text = root_text(slack)  # the stand-in refused nothing: the root was posted
+    assert "7000_7" in text and "7000_321" in text  # failures keep their rows
+    rows = [line for line in text.splitlines() if line.startswith("7000_")]
+    assert len(rows) == MAX_TASK_ROWS
+    assert "… and" in text and "COMPLETED" in text
+
+
+def test_an_adopted_single_job_gets_a_thread_too(app, urls, services, cluster,
+                                                 slack: SlackStandIn) -> None:
+    slurm, sftp = cluster
+    slurm.add(5150, name="someone-else", state="RUNNING", stdout_path="/tmp/x.out")
+    [reply] = train(app, urls, "watch 5150")
+    assert reply["text"] == "Watching job 5150 (someone-else, RUNNING) on dev."
+    text = root_text(slack)
+    assert "someone-else · job 5150 · RUNNING" in text
+    [root] = slack.root_messages(CH)
+    assert "submitted outside trainbot" in str(root["blocks"])
+    slurm.set(5150, state="COMPLETED", exit_code=0, signal=0, end_time=NOW + 100)
+    watcher(services, cluster).tick(NOW + 120)
+    [chain] = services.store.chains.for_recipe("")
+    assert (chain.kind, chain.status) == ("adopted", "stopped")  # completed, no target known

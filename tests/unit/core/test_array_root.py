@@ -1,0 +1,38 @@
+"""A whole array's root: a row per task, within Slack's limits however many tasks there are."""
+
+from __future__ import annotations
+
+from bot.core.arrays import ArrayTask, array_state, build_array_root
+
+
+def tasks(states: dict[int, str], cause: dict[int, str] | None = None) -> list[ArrayTask]:
+    cause = cause or {}
+    return [ArrayTask(f"100_{n}", str(200 + n), s, None, cause.get(n)) for n, s in states.items()]
+
+
+def test_rows_in_task_order_with_counts_by_state() -> None:
+    view = build_array_root(array_job_id=100, name="sweep", waiting=True,
+                            tasks=tasks({10: "RUNNING", 2: "COMPLETED", 3: "FAILED"},
+                                        {3: "host_oom"}))
+    assert [t.display_id for t in view.rows] == ["100_2", "100_3", "100_10"]
+    assert dict(view.counts) == {"RUNNING": 1, "COMPLETED": 1, "FAILED": 1}
+    assert (view.state, view.started, view.waiting, view.hidden) == ("RUNNING", 3, True, ())
+
+
+def test_beyond_the_cap_failures_and_running_tasks_keep_their_rows() -> None:
+    states = {n: "COMPLETED" for n in range(100)}
+    states.update({5: "FAILED", 77: "RUNNING", 99: "OUT_OF_MEMORY"})
+    view = build_array_root(array_job_id=100, name="sweep", tasks=tasks(states),
+                            waiting=False, max_rows=10)
+    shown = [t.display_id for t in view.rows]
+    assert len(shown) == 10 and {"100_5", "100_77", "100_99"} <= set(shown)
+    assert shown == sorted(shown, key=lambda d: int(d.split("_")[1]))  # still in task order
+    assert dict(view.hidden) == {"COMPLETED": 90}
+
+
+def test_the_arrays_state() -> None:
+    assert array_state(tasks({0: "COMPLETED", 1: "COMPLETED"}), waiting=False) == "COMPLETED"
+    assert array_state(tasks({0: "COMPLETED"}), waiting=True) == "PENDING"
+    assert array_state(tasks({0: "COMPLETED", 1: "FAILED"}), waiting=False) == "FAILED"
+    assert array_state(tasks({0: "COMPLETED"}, {0: "silent_exit"}), waiting=False) == "FAILED"
+    assert array_state([], waiting=True) == "PENDING"

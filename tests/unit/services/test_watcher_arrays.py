@@ -1,0 +1,99 @@
+"""The watcher and job arrays: tasks of a watched array picked up from the tick's one Slurm
+call, each judged under its own id and named `A_T`; the array's chain ends with its last
+task; a finished task's log found after squeue forgot it."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from support.watcher import CLUSTER, make_watcher
+
+from bot.store import Store
+
+LOG = "/home/u/logs/sweep-6100_{}.out"
+
+
+@pytest.fixture
+def env(tmp_path):
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield store, FakeSlurm(), FakeSFTP(), RecordingEventSink()
+    store.close()
+
+
+def watch_array(store: Store):
+    chain = store.chains.create(recipe="", cluster=CLUSTER, job_name="sweep", now=T0,
+                                kind="array", array_job_id=6100)
+    store.watched_jobs.add(CLUSTER, "6100", now=T0, chain_id=chain.id, adopted=True)
+    return chain
+
+
+def start(slurm: FakeSlurm, sftp: FakeSFTP, job_id: int, task: int, **kw) -> None:
+    slurm.add(job_id, name="sweep", state=kw.pop("state", "RUNNING"), array_job_id=6100,
+              array_task_id=task, stdout_path=LOG.format(task), start_time=T0, **kw)
+    sftp.append(LOG.format(task), b"iter: 10/100 | loss: 0.5\n")
+
+
+def test_tasks_that_start_later_join_the_arrays_chain_in_the_same_tick(env):
+    store, slurm, sftp, sink = env
+    chain = watch_array(store)
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 60)
+    assert store.attempts.for_chain(chain.id) == []
+    start(slurm, sftp, 6101, 0)
+    start(slurm, sftp, 6102, 1)
+    report = w.tick(T0 + 120)
+    assert report.slurm_calls == 1 and slurm.acted("jobs")[-1] == [6100]  # no call per task
+    assert [(a.job_id, a.shown_id, a.state) for a in store.attempts.for_chain(chain.id)] == [
+        ("6101", "6100_0", "RUNNING"), ("6102", "6100_1", "RUNNING")]
+    assert sorted(j.job_id for j in store.watched_jobs.list(CLUSTER)) == ["6100", "6101", "6102"]
+    assert sink.changed == [chain.id]  # its root rewritten once for the tick
+    w.tick(T0 + 180)
+    assert slurm.acted("jobs")[-1] == [6100, 6101, 6102]
+
+
+def test_a_failed_task_is_named_as_the_arrays_task_and_the_array_goes_on(env):
+    store, slurm, sftp, sink = env
+    chain = watch_array(store)
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    start(slurm, sftp, 6101, 0)
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 60)
+    slurm.set(6101, state="FAILED", exit_code=1, signal=0, end_time=T0 + 90)
+    w.tick(T0 + 120)
+    [incident] = [e for e in sink.events if e.kind == "incident"]
+    assert incident.text.startswith("job 6100_0 FAILED") and incident.job_id == "6101"
+    assert store.chains.get(chain.id).status == "active"  # task 1 has not even started
+    # the tasks that never started are cancelled: nothing to diagnose, the chain ends
+    slurm.set(6100, state="CANCELLED")
+    w.tick(T0 + 180)
+    assert [e.kind for e in sink.events] == ["incident"]
+    assert store.watched_jobs.list(CLUSTER) == []
+    assert store.chains.get(chain.id).status == "stopped"
+
+
+def test_an_array_whose_tasks_all_completed_ends_completed(env):
+    store, slurm, sftp, sink = env
+    chain = watch_array(store)
+    start(slurm, sftp, 6101, 0, state="COMPLETED", exit_code=0, signal=0, end_time=T0 + 30)
+    start(slurm, sftp, 6100, 1, state="COMPLETED", exit_code=0, signal=0, end_time=T0 + 30)
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 60)
+    assert store.watched_jobs.list(CLUSTER) == []
+    assert [a.shown_id for a in store.attempts.for_chain(chain.id)] == ["6100_0", "6100_1"]
+    assert store.chains.get(chain.id).status in ("completed", "stopped")
+
+
+def test_a_finished_tasks_log_is_found_after_squeue_forgot_it(env, tmp_path):
+    store, slurm, sftp, sink = env
+    watch_array(store)
+    start(slurm, sftp, 6101, 0)
+    w = make_watcher(store, slurm, sftp, sink, persist_every_s=0)
+    w.tick(T0 + 60)
+    sftp.append(LOG.format(0), b"Traceback (most recent call last):\nRuntimeError: boom\n")
+    # only sacct knows it now (22.05's gives no output path)
+    slurm.set(6101, state="FAILED", exit_code=1, signal=0, end_time=T0 + 90, stdout_path=None)
+    restarted = make_watcher(store, slurm, sftp, sink)  # nothing in memory: the stored path
+    restarted.tick(T0 + 120)
+    [incident] = [e for e in sink.events if e.kind == "incident"]
+    assert any("RuntimeError: boom" in ev.text for ev in incident.diagnosis.evidence)
