@@ -178,6 +178,8 @@ class SlurmClient:
 
     def jobs(self, ids: Iterable[int]) -> dict[int, JobRecord]:
         """One record per job id that squeue or sacct knows; unknown ids are simply absent.
+        An array's id brings every task of the array too, each under its own raw id (what
+        squeue and sacct list for it): the watcher finds a watched array's new tasks there.
 
         Exactly one squeue and one sacct call, however many ids. Raises ClusterUnavailable
         when either command cannot reach Slurm.
@@ -188,7 +190,9 @@ class SlurmClient:
         live = self._squeue(wanted)
         acct = self._sacct(wanted)
         merged = merge_records(live, acct)
-        return {job_id: merged[job_id] for job_id in wanted if job_id in merged}
+        arrays = set(wanted)
+        return {job_id: rec for job_id, rec in merged.items()
+                if job_id in arrays or rec.array_job_id in arrays}
 
     def job(self, job_id: int) -> JobRecord | None:
         """`jobs([job_id])` for one id; None when neither squeue nor sacct knows it."""

@@ -3,6 +3,7 @@ fields, `%A_%a` log), on the json and the parsable squeue path; `/train watch A_
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -80,3 +81,98 @@ def test_array_tasks_are_records_of_their_own(slurm_cluster, ssh_runner, array, 
         assert rec.display_id == f"{array_id}_{task_id}"
         log = ssh_runner.run(["cat", f"{slurm_cluster.home}/{name}-{array_id}_{task_id}.out"])
         assert log.stdout.splitlines() == [f"task {task_id}"]
+
+
+# A 4-task array, two at a time: tasks print progress; task 2 fails like a crashed trainer.
+ARRAY_JOB = """#!/bin/bash
+for i in 1 2 3; do echo "iter: $i/3 | loss: 0.$i"; sleep 1; done
+if [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then
+  echo "Traceback (most recent call last):"
+  echo "RuntimeError: task $SLURM_ARRAY_TASK_ID crashed"
+  exit 3
+fi
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluster, tmp_path):
+    from slack_sdk import WebClient
+    from slack_standin import SlackStandIn
+
+    from bot.cluster.sessions import ClusterSessions
+    from bot.config import Config
+    from bot.config.dev_cluster import dev_cluster_config_data
+    from bot.core.catalogue import Catalogue
+    from bot.core.train_grammar import Watch
+    from bot.services.ports import BotContext
+    from bot.services.train import execute
+    from bot.services.watch.tick import Watcher
+    from bot.services.watch_events import ThreadEvents
+    from bot.slack.poster import SlackPoster
+    from bot.slack.render import TemplateRenderer
+    from bot.store import Store
+
+    tag = uuid.uuid4().hex[:8]
+    name = f"it-warray-{tag}"
+    work = f"{slurm_cluster.home}/warray-{tag}"
+    connection = {k: getattr(slurm_cluster, k) for k in
+                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
+    config = Config.model_validate(dev_cluster_config_data(
+        connection, store_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    store = Store.open(config.store.url)
+    sessions = ClusterSessions(config)
+    array_id = None
+    with SlackStandIn() as slack:
+        client = WebClient(token=slack.token, base_url=slack.api_url)
+        ctx = BotContext(config=config, store=store, clusters=sessions,
+                         sink=SlackPoster(client, store), renderer=TemplateRenderer(),
+                         catalogue=Catalogue.load(), clock=time.time)
+        try:
+            runner = sessions.runner("dev")
+            runner.run(["mkdir", "-p", work])
+            out = runner.run([  # the script on sbatch's stdin
+                "sbatch", "--parsable", "--array=0-3%2", f"--job-name={name}",
+                f"--partition={slurm_cluster.partition}", "--time=5", "--mem=64M",
+                f"--output={work}/%x-%A_%a.out"], stdin=ARRAY_JOB).stdout
+            array_id = int(out.strip().split(";")[0])
+            reply = execute(ctx, Watch(array_id), actor="W0LEAD", channel="C0TRAIN",
+                            now=time.time())
+            assert reply.text.startswith(f"Watching array {array_id} ({name}: "), reply.text
+            [chain] = store.chains.for_recipe("")
+            assert (chain.kind, chain.array_job_id) == ("array", array_id)
+
+            watcher = Watcher("dev", slurm=sessions.slurm("dev"),
+                              reader=lambda: sessions.tail_reader("dev"), store=store,
+                              catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=config)
+            deadline = time.monotonic() + 180
+            ticks = 0
+            while store.watched_jobs.list("dev") and time.monotonic() < deadline:
+                report = watcher.tick(time.time())
+                # one squeue + one sacct for the array and every task, at most one sstat
+                assert report.ok and report.slurm_calls <= 2, report
+                ticks += 1
+                time.sleep(2)
+            assert not store.watched_jobs.list("dev"), f"still watched after {ticks} ticks"
+
+            attempts = {a.shown_id: a for a in store.attempts.for_chain(chain.id)}
+            assert sorted(attempts) == [f"{array_id}_{n}" for n in range(4)]
+            assert len({a.job_id for a in attempts.values()}) == 4  # each its own raw id
+            assert attempts[f"{array_id}_2"].result == "FAILED"
+            assert all(attempts[f"{array_id}_{n}"].result == "COMPLETED" for n in (0, 1, 3))
+            assert store.chains.get(chain.id).status == "stopped"
+
+            [root] = slack.root_messages("C0TRAIN")
+            shown = json.dumps(root["blocks"], ensure_ascii=False)
+            assert f"array {array_id} · FAILED" in shown
+            assert all(f"{array_id}_{n}" in shown for n in range(4))
+            texts = [m["text"] for m in slack.replies("C0TRAIN", root["ts"])
+                     if not m.get("files")]
+            failed = [t for t in texts if f"{array_id}_2" in t]
+            assert failed and "FAILED" in failed[0], texts
+            assert not any(attempts[f"{array_id}_2"].job_id in t for t in failed)
+        finally:
+            if array_id is not None:
+                sessions.runner("dev").run(["scancel", str(array_id)], check=False)
+            sessions.runner("dev").run(["rm", "-rf", work], check=False)
+            sessions.close()
+            store.close()

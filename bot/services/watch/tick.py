@@ -193,8 +193,11 @@ class Watcher:
         except ClusterUnavailable as exc:
             return self._failed_tick(now, exc, report)
         self._cluster_ok(now, report)
-        self._records.update(records)
         watched = self._started_array_tasks(watched, records, now)
+        ids = sorted({int(w.job_id) for w in watched})
+        report.jobs = len(ids)
+        records = {i: r for i, r in records.items() if i in ids}  # not an array's other tasks
+        self._records.update(records)
         memory = self._memory(records, report)
         reads = self._read_files(watched, records, report)
         for w in watched:
