@@ -74,16 +74,22 @@ def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
         return _HANDLERS[type(cmd)](ctx, cmd, actor, channel, now)
     except _Refused as exc:
         _audit(ctx, actor, verb, now, "refused", job, recipe, exc.reason)
-        return Reply(f"Refused: {exc.reason}.")
+        return Reply(say(ctx, recipe, "refused", reason=exc.reason))
     except UsageProblem as exc:
         _audit(ctx, actor, verb, now, "refused", job, recipe, str(exc))
-        return Reply(f"{exc}\nUsage: `{c.USAGE[verb]}`")
+        return Reply(say(ctx, recipe, "usage", problem=str(exc), usage=c.USAGE[verb]))
     except ClusterUnavailable as exc:
         _audit(ctx, actor, verb, now, "failed", job, recipe, str(exc))
-        return Reply(f"The cluster did not answer: {exc}")
+        return Reply(say(ctx, recipe, "unreachable", error=str(exc)))
     except (ServiceError, ClusterError) as exc:
         _audit(ctx, actor, verb, now, "failed", job, recipe, str(exc))
-        return Reply(f"`{verb}` failed: {exc}")
+        return Reply(say(ctx, recipe, "failed", verb=verb, error=str(exc)))
+
+
+def say(ctx: BotContext, recipe: str | None, kind: str, /, **values: Any) -> str:
+    """A reply's sentence of `kind` (templates/train_reply.json.j2), in the recipe's language
+    (slack.lang without one), through the one renderer."""
+    return render(ctx, "train_reply", recipe, {"kind": kind, **values})[1]
 
 
 class _Refused(Exception):
@@ -162,12 +168,11 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
            {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
     refresh_homes(ctx, result.chain_id, now)  # the new attempt, on the team's Home tabs
-    asked = ", ".join(str(p.competitor) for p in proposals)
-    held = f" Asked in the thread whether to hold {asked}." if proposals else ""
-    missed = describe_not_applied(result.not_applied)
     return Reply(
-        f"{cmd.recipe}: submitted job {result.job_id} (attempt {result.attempt_no}), "
-        f"{describe_start(result)}.{held}" + (f" :warning: {missed}" if missed else ""),
+        say(ctx, cmd.recipe, "submitted", recipe=cmd.recipe, job=result.job_id,
+            attempt=result.attempt_no, start=describe_start(result),
+            asked=", ".join(str(p.competitor) for p in proposals),
+            missed=describe_not_applied(result.not_applied)),
         job_id=result.job_id,
         chain_id=result.chain_id,
     )
@@ -254,14 +259,9 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
     _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe)
-    past = {"cancel": "cancelled", "hold": "held", "release": "released"}[cmd.verb]
-    return Reply(f"Job {target.display}{_own_id(target)} {past} by <@{actor}>.",
-                 ephemeral=False, job_id=str(job_id))
-
-
-def _own_id(target: _Target) -> str:
-    """An array task's raw id, as secondary detail after its `123_4`."""
-    return "" if target.display == str(target.job_id) else f" (job {target.job_id})"
+    raw = None if target.display == str(job_id) else job_id  # an array task's, after it
+    return Reply(say(ctx, recipe, "controlled", verb=cmd.verb, job=target.display, raw=raw,
+                     actor=actor), ephemeral=False, job_id=str(job_id))
 
 
 def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: float) -> Reply:
@@ -274,7 +274,8 @@ def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: fl
                            "knows it and its recipe has no log_path)")
     text = read_tail(ctx.clusters.sftp(cluster), path, cmd.lines)
     _audit(ctx, actor, "logs", now, "ok", target.display, recipe, {"path": path})
-    return Reply(f"Last {cmd.lines} lines of `{path}`:\n" + code(text or "(empty)"))
+    return Reply(say(ctx, recipe, "log_tail", lines=cmd.lines, path=path, text=code(text),
+                     empty=not text))
 
 
 def _log_path(ctx: BotContext, recipe: str | None, job_id: int,
@@ -320,11 +321,10 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
         rec = _array_task(slurm.array_tasks(cmd.job_id), cmd.job_id, cmd.array_task, cluster)
         _, recipe, attempt = _find_job(ctx, rec.job_id)
     job = str(rec.job_id)
-    own_id = "" if rec.display_id == job else f", its own id {job}"
     chain_id = attempt.chain_id if attempt else None
     if ctx.store.watched_jobs.get(cluster, job) is not None:
         _audit(ctx, actor, "watch", now, "unchanged", rec.display_id, recipe)
-        return Reply(f"Job {rec.display_id} is already watched.")
+        return Reply(say(ctx, recipe, "already_watched", job=rec.display_id))
     if chain_id is None:  # adopted: a chain (and a thread) of its own
         chain_id = ctx.store.chains.create(recipe="", cluster=cluster, job_name=rec.name or "",
                                            now=now, channel=channel, kind="adopted").id
@@ -334,8 +334,9 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
                                adopted=attempt is None)
     open_thread(ctx, chain_id, channel)
     _audit(ctx, actor, "watch", now, "ok", rec.display_id, recipe)
-    return Reply(f"Watching job {rec.display_id} ({rec.name or 'unnamed'}, {rec.state}{own_id}) "
-                 f"on {cluster}.", job_id=job, chain_id=chain_id)
+    return Reply(say(ctx, recipe, "watching", job=rec.display_id, name=rec.name,
+                     state=rec.state, raw=None if rec.display_id == job else job,
+                     cluster=cluster), job_id=job, chain_id=chain_id)
 
 
 def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
@@ -349,7 +350,7 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
         if chain is not None and chain.kind == "array" and chain.array_job_id == array_id \
                 and chain.status == "active":
             _audit(ctx, actor, "watch", now, "unchanged", shown)
-            return Reply(f"Array {shown} is already watched.")
+            return Reply(say(ctx, None, "array_already_watched", job=shown))
     chain = ctx.store.chains.create(recipe="", cluster=cluster, job_name=array.name or "",
                                     now=now, channel=channel, kind="array",
                                     array_job_id=array_id)
@@ -365,9 +366,8 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
     open_thread(ctx, chain.id, channel)
     _audit(ctx, actor, "watch", now, "ok", shown, None, {"tasks": len(started)})
     waiting = any(r.array_task_id is None and not r.is_finished for r in tasks.values())
-    more = ", more waiting to start" if waiting else ""
-    return Reply(f"Watching array {shown} ({array.name or 'unnamed'}: {len(started)} "
-                 f"task(s) started{more}) on {cluster}, one thread with a row per task.",
+    return Reply(say(ctx, None, "watching_array", job=shown, name=array.name,
+                     tasks=len(started), waiting=waiting, cluster=cluster),
                  job_id=shown, chain_id=chain.id)
 
 
@@ -409,7 +409,7 @@ def _history(ctx: BotContext, cmd: c.History, actor: str, channel: str | None,
     chains = ctx.store.chains.for_recipe(cmd.recipe, limit=5)
     _audit(ctx, actor, "history", now, "ok", None, cmd.recipe)
     if not chains:
-        return Reply(f"{cmd.recipe} has not been run by trainbot yet.")
+        return Reply(say(ctx, cmd.recipe, "never_run", recipe=cmd.recipe))
     lines = [f"*{cmd.recipe}* — last {len(chains)} run(s)"]
     for chain in chains:
         table = [f"chain {chain.id} ({chain.status}, retries used {chain.retries_used})",

@@ -1,0 +1,61 @@
+"""`/train` replies come from templates/train_reply.json.j2 through the one renderer: the
+English a person reads, and the recipe's language (Korean) from the Babel catalogue."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import FakeSlurm, make_context
+
+from bot.core.train_grammar import JobControl, Watch
+from bot.services.train import execute, say
+from bot.store import Store
+
+NOW = 1_732_871_000.0
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+@pytest.mark.parametrize(("lang", "kind", "values", "text"), [
+    ("en", "controlled", {"verb": "cancel", "job": "6100_2", "raw": 6103, "actor": "U1"},
+     "Job 6100_2 (job 6103) cancelled by <@U1>."),
+    ("ko", "controlled", {"verb": "cancel", "job": "6100_2", "raw": 6103, "actor": "U1"},
+     "<@U1>님이 job 6100_2 (job 6103)을(를) 취소했습니다."),
+    ("en", "watching_array", {"job": "6100", "name": "sweep", "tasks": 2, "waiting": True,
+                              "cluster": "dev"},
+     "Watching array 6100 (sweep: 2 task(s) started, more waiting to start) on dev, one "
+     "thread with a row per task."),
+    ("ko", "watching_array", {"job": "6100", "name": None, "tasks": 0, "waiting": False,
+                              "cluster": "dev"},
+     "dev의 array 6100 (이름 없음: task 0개 시작됨)을(를) 지켜봅니다. "
+     "스레드 하나에 task마다 한 줄씩."),
+    ("ko", "usage", {"problem": "no such job", "usage": "/train logs JOBID|JOBID_TASK"},
+     "no such job\n사용법: `/train logs JOBID|JOBID_TASK`"),
+    ("ko", "refused", {"reason": "only group leads can cancel it"},
+     "거부됨: only group leads can cancel it."),
+    ("en", "submitted", {"recipe": "mix", "job": "88887", "attempt": 2,
+                         "start": "from iteration 3000", "asked": "88017", "missed": ""},
+     "mix: submitted job 88887 (attempt 2), from iteration 3000. Asked in the thread whether "
+     "to hold 88017."),
+    ("ko", "log_tail", {"lines": 5, "path": "/x.out", "text": "", "empty": True},
+     "`/x.out`의 마지막 5줄:\n```(비어 있음)```"),
+    ("ko", "never_run", {"recipe": "mix"}, "mix은(는) 아직 trainbot으로 실행된 적이 없습니다."),
+])
+def test_a_reply_in_the_recipes_language(store, lang, kind, values, text) -> None:
+    ctx = make_context(store, lang=lang)
+    assert say(ctx, "mix", kind, **values) == text
+
+
+def test_commands_answer_through_the_template_in_the_recipes_language(store) -> None:
+    slurm = FakeSlurm()
+    slurm.add(6103, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=2)
+    ctx = make_context(store, slurm)
+    en = execute(ctx, JobControl("hold", 6100, 2), actor="W0LEAD", channel=None, now=NOW)
+    assert en.text == "Job 6100_2 (job 6103) held by <@W0LEAD>."
+    watched = execute(ctx, Watch(6100, 2), actor="W0LEAD", channel=None, now=NOW)
+    assert watched.text == "Watching job 6100_2 (sweep, RUNNING, its own id 6103) on dev."
+    again = execute(ctx, Watch(6100, 2), actor="W0LEAD", channel=None, now=NOW)
+    assert again.text == "Job 6100_2 is already watched."
