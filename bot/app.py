@@ -130,7 +130,8 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                     ticks: TickHealth | None = None,
                     webhook: JsonPoster | None = None) -> JobScheduler:
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
-    `prompts` (remind, escalate, expire unanswered prompts) every policy tick, and
+    `prompts` (remind, escalate, expire unanswered prompts) every policy tick, `probes` (run
+    the DataLoader probes people asked for, bot.services.probes) every few seconds, and
     `watch:<cluster>` for each configured cluster every `tick_interval`;
     each runs only while `leases` (default: this process's) holds the lease named after it,
     with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
@@ -138,6 +139,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     from bot.services.approvals import follow_up_prompts
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
+    from bot.services.probes import PROBES_EVERY_S, run_requested_probes
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
     holds = fenced_context(ctx, scheduler.fence("holds"))
@@ -146,6 +148,9 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     prompts = fenced_context(ctx, scheduler.fence("prompts"))
     scheduler.run_repeating("prompts", lambda now: follow_up_prompts(prompts, now),
                             every_s=ctx.config.policy.tick_s)
+    probes = fenced_context(ctx, scheduler.fence("probes"))
+    scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),
+                            every_s=PROBES_EVERY_S)
     for name in ctx.config.clusters:
         job_id = f"watch:{name}"
         watcher = build_watcher(fenced_context(ctx, scheduler.fence(job_id)), name,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.cli import EXIT_OK, UsageError
+from bot.cli import EXIT_OK, UsageError, load_config_arg
 from bot.cli.log_input import LogInput, add_log_arguments, read_log_arguments
 from bot.core.detectors import leak_trend
 from bot.core.diagnose import NONE_CLASS
@@ -25,6 +25,7 @@ from bot.core.incident import (
     build_warning,
 )
 from bot.core.models import Diagnosis
+from bot.services.probes import probe_offer
 
 NAME = "report"
 HELP = "Render what trainbot would post about a log (Block Kit JSON, text, charts) to a folder."
@@ -40,7 +41,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", required=True,
                         help="folder to write message.json, message.txt and the PNGs into")
     parser.add_argument("--job-id", help="job id to show (default: the log's file name)")
-    parser.add_argument("--recipe", default="offline", help="recipe name to show")
+    parser.add_argument("--recipe", default="offline", help="recipe name to show (with "
+                        "--config: the recipe whose values a leak's DataLoader probe offer uses)")
+    parser.add_argument("--config", metavar="PATH",
+                        help="the bot's config file: a leak's DataLoader probe offer shows "
+                        "--recipe's workdir, env setup and factory (default: none read)")
     parser.add_argument("--templates", metavar="DIR",
                         help="a site template folder (DIR/<name>.json.j2 wins per file)")
 
@@ -68,9 +73,10 @@ def _last_checkpoint(series: Any, failed_line: int | None) -> tuple[int | None, 
 
 
 def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True,
-                 lang: str = "en") -> Report:
+                 lang: str = "en", probe: dict[str, Any] | None = None) -> Report:
     """Diagnose the analysed log and build the message view and chart data (no I/O); the
-    charts' words in `lang`."""
+    charts' words in `lang`; `probe` is the DataLoader probe a leak's remedy offers
+    (bot.services.probes.probe_offer)."""
     analysis, acct = inp.analysis, inp.accounting
     diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
     series = analysis.series
@@ -101,7 +107,7 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
             diagnosis, recipe=recipe, job_id=job_id, last_checkpoint_iter=ckpt_iter, now=now,
             last_checkpoint_time=ckpt_time, failed_at=series.last_time,
             state=acct.state, exit_code=exit_code, mem_limit_bytes=acct.mem_limit_bytes,
-            max_rss_bytes=acct.max_rss_bytes,
+            max_rss_bytes=acct.max_rss_bytes, probe=probe,
         )
         template = "incident"
     report = Report(template, view, diagnosis)
@@ -126,9 +132,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--templates {args.templates!r} is not a folder")
     # Everything that can fail on the input runs before --out is touched: a failed report
     # leaves no folder behind.
+    config = load_config_arg(args, args.recipe) if args.config else None
     inp = read_log_arguments(args)
     job_id = args.job_id or (Path(args.log).name.split(".")[0] if args.log != "-" else "stdin")
-    report = build_report(inp, job_id=job_id, recipe=args.recipe, lang=args.lang)
+    report = build_report(inp, job_id=job_id, recipe=args.recipe, lang=args.lang,
+                          probe=probe_offer(config, args.recipe))
     try:
         blocks, text = render_blocks(report.template, args.lang, report.view,
                                      override_dir=args.templates)

@@ -73,6 +73,8 @@ class Incident:
     # a memory failure whose job's limit nobody gave: no --mem is proposed, and it says so
     mem_limit_unknown: bool = False
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
+    # the DataLoader probe a leak's remedy offers: {button, command, field, recipe}
+    probe: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -197,9 +199,11 @@ def build_incident(
     max_evidence: int | None = None,
     suggested_mem: str | None = None,
     mem_policy: Any = None,
+    probe: Mapping[str, Any] | None = None,
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
-    proposed actions as data.
+    proposed actions as data; `probe` is the DataLoader probe a leak's remedy offers
+    (bot.services.probes.probe_offer).
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
@@ -229,6 +233,8 @@ def build_incident(
         # otherwise the --mem that reaches the target
         mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
     proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem)
+    if remedy is not None and not remedy.proposes_mem and probe and probe.get("button"):
+        proposals.insert(len(proposals) - 1, Proposal("probe"))  # before Dismiss
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
     if max_evidence is not None:
         evidence = evidence[-max_evidence:]
@@ -266,6 +272,7 @@ def build_incident(
                            and mem is None and not mem_limit_bytes
                            and diagnosis.action == Action.ASK),
         node=diagnosis.node,
+        probe=probe,
     )
 
 

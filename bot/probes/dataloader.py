@@ -1,18 +1,30 @@
-"""Find a DataLoader worker memory leak in minutes, on the login node, before a run needs hours."""
+"""Find a DataLoader worker memory leak in minutes, on the login node, before a run needs hours.
+
+Also the node script of the "Run DataLoader probe" button (bot.probes.dataloader_srun): this
+file's source runs as `python -c` in the recipe's env on a node, so it imports nothing of
+trainbot and needs only torch and numpy there (psutil when present, else /proc).
+"""
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import psutil
+
+try:
+    import psutil
+except ImportError:  # a recipe's env without psutil: /proc is read instead (Linux)
+    psutil = None
 
 MB = 1024**2
+#: The line the node script prints its result on (after the env setup's own output).
+MARKER = "TRAINBOT_DATALOADER_PROBE_JSON "
 DEFAULT_THRESHOLD_MB = 1.0  # per sample per worker; the reports' leak was ~20
 
 
@@ -185,6 +197,26 @@ def _first(batch: list[tuple[int, int]]) -> tuple[int, int]:
     return batch[0]
 
 
+def proc_memory(pid: int) -> tuple[int, int] | None:
+    """(USS, RSS) bytes of `pid` from /proc/PID/smaps_rollup (USS: its private pages, as
+    psutil counts them); None when the process is gone or unreadable."""
+    fields: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                parts = rest.split()
+                if len(parts) == 2 and parts[1] == "kB":
+                    fields[name] = int(parts[0]) * 1024
+    except (OSError, ValueError):
+        return None
+    if "Rss" not in fields:
+        return None
+    uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0) + \
+        fields.get("Private_Hugetlb", 0)
+    return uss, fields["Rss"]
+
+
 class _MemoryRecorder:
     """Measures a worker's memory each time one of its samples arrives.
 
@@ -193,18 +225,23 @@ class _MemoryRecorder:
     """
 
     def __init__(self) -> None:
-        self.procs: dict[int, psutil.Process] = {}
+        self.procs: dict[int, Any] = {}
         self.points: dict[int, list[tuple[int, int, int]]] = {}
 
     def record(self, pid: int, count: int) -> None:
+        if psutil is None:
+            mem = proc_memory(pid)
+            if mem is not None:
+                self.points.setdefault(pid, []).append((count, *mem))
+            return
         proc = self.procs.get(pid)
         if proc is None:
             proc = self.procs[pid] = psutil.Process(pid)
         try:
-            mem = proc.memory_full_info()
+            full = proc.memory_full_info()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return
-        self.points.setdefault(pid, []).append((count, mem.uss, mem.rss))
+        self.points.setdefault(pid, []).append((count, full.uss, full.rss))
 
 
 def probe_dataloader(
@@ -219,6 +256,20 @@ def probe_dataloader(
 ) -> LeakVerdict:
     """Iterate `samples` items through a real DataLoader and judge the workers' memory slope;
     `on_sample()` is told each sample loaded (a progress bar)."""
+    series = load_series(factory, workers=workers, samples=samples, on_sample=on_sample)
+    return analyze(series, threshold_mb=threshold_mb, run_workers=run_workers,
+                   run_samples=run_samples)
+
+
+def load_series(
+    factory: Callable[[], Any],
+    *,
+    workers: int = 2,
+    samples: int = 160,
+    on_sample: Callable[[], None] | None = None,
+) -> list[WorkerSeries]:
+    """Each worker's memory after each sample it produced, over `samples` items loaded
+    through a real DataLoader with persistent workers."""
     from torch.utils.data import DataLoader
 
     if workers < 1:
@@ -251,10 +302,41 @@ def probe_dataloader(
     finally:
         if iterator is not None and hasattr(iterator, "_shutdown_workers"):
             iterator._shutdown_workers()
-    series = [
+    return [
         WorkerSeries(pid, tuple(p[0] for p in pts), tuple(p[1] for p in pts),
                      tuple(p[2] for p in pts))
         for pid, pts in sorted(recorder.points.items())
     ]
-    return analyze(series, threshold_mb=threshold_mb, run_workers=run_workers,
-                   run_samples=run_samples)
+
+
+# ---------------------------------------------------------------------------- on a node
+
+
+def node_main(argv: Sequence[str]) -> int:
+    """`python -c <this file> FACTORY WORKERS SAMPLES [PATH…]` on a node: one MARKER line with
+    the verdict and each worker's RSS (start, end) or the error; exit 0 whatever it found."""
+    factory_spec, workers, samples, *paths = argv
+    out: dict[str, Any] = {"host": os.uname().nodename, "factory": factory_spec,
+                           "workers": int(workers), "samples": int(samples), "error": None}
+    try:
+        series = load_series(load_factory(factory_spec, paths), workers=int(workers),
+                             samples=int(samples))
+        verdict = analyze(series)
+        out["verdict"] = {**asdict(verdict), "worker_slopes_mb": {
+            str(k): v for k, v in verdict.worker_slopes_mb.items()}}
+        out["per_worker"] = [
+            {"pid": s.pid, "samples": max(s.samples), "rss_start_mb": s.rss[0] / MB,
+             "rss_end_mb": s.rss[-1] / MB, "uss_start_mb": s.uss[0] / MB,
+             "uss_end_mb": s.uss[-1] / MB,
+             "slope_mb": verdict.worker_slopes_mb.get(s.pid)}
+            for s in series if s.samples]
+    except ProbeUsageError as exc:
+        out["error"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - reported in the thread, never a traceback
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    print(MARKER + json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(node_main(sys.argv[1:]))

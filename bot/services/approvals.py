@@ -45,6 +45,7 @@ from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
+from bot.services.probes import PROBE_ACTION
 from bot.services.runs import exclusion, submit_and_announce
 from bot.services.submit import SubmitResult
 from bot.services.threads import post_safely, render
@@ -63,6 +64,7 @@ CHOICES: dict[ActionId, str] = {
     ActionId.KEEP_COMPETITOR: "keep",
     ActionId.CANCEL: "cancel",
     ActionId.DISMISS: "dismiss",
+    ActionId.RUN_PROBE: "probe",
 }
 _NEGATIVE = {"dismiss", "keep"}
 
@@ -185,6 +187,8 @@ def handle_click(
         audit("unauthorized", target, recipe)
         return ClickResult("unauthorized", ephemeral=click_reply(
             ctx, recipe, "unauthorized", approvers=sorted(approvers.users)))
+    if choice == "probe":
+        return _probe_click(ctx, approval, actor, now, audit)
     decide = store.approvals.refuse if choice in _NEGATIVE else store.approvals.claim
     claim = decide(token, actor, now, latest_job=latest_job_of(approval))
     if not claim.claimed:
@@ -231,6 +235,35 @@ def handle_click(
     audit("ok", result.job_id or target, recipe, choice=choice)
     return ClickResult("done", *_decided(ctx, recipe, summary, result.outcome),
                        job_id=result.job_id, holds=result.holds)
+
+
+def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
+                 audit: Any) -> ClickResult:
+    """A "Run DataLoader probe" click (bot.services.probes), already authorized: claimed once,
+    then run by the scheduler's `probes` job. Every answer is the clicker's alone: the
+    message it sits in is the incident, which stays as it is."""
+    recipe, target = approval.payload.get("recipe"), approval.target_job
+    claim = ctx.store.approvals.claim(approval.token, actor, now,
+                                      latest_job=latest_job_of(approval))
+    if claim.claimed:
+        audit("ok", target, recipe, choice="probe")
+        return ClickResult("done", ephemeral=click_reply(ctx, recipe, "probe_queued",
+                                                         name=recipe, job=target))
+    if claim.reason == "stale" and claim.latest is not None:
+        audit("stale", target, recipe, choice="probe", latest_job=claim.latest.job_id)
+        return ClickResult("stale", ephemeral=click_reply(
+            ctx, recipe, "probe_stale", job=target, latest=claim.latest.job_id))
+    if claim.reason == "expired":
+        audit("expired", target, recipe, choice="probe")
+        return ClickResult("expired", ephemeral=click_reply(ctx, recipe, "probe_expired"))
+    if claim.reason == "busy" and claim.other is not None:
+        audit("busy", target, recipe, choice="probe", other_token=claim.other.token)
+        return ClickResult("busy", ephemeral=click_reply(
+            ctx, recipe, "busy", decided_by=claim.other.decided_by, job=target))
+    done = claim.approval
+    audit("duplicate", target, recipe, state=done.state if done else None)
+    return ClickResult("duplicate", ephemeral=click_reply(
+        ctx, recipe, "duplicate", decided_by=done.decided_by if done else None))
 
 
 def latest_job_of(approval: Approval) -> str | None:
@@ -425,6 +458,10 @@ def follow_up_prompts(ctx: BotContext, now: float) -> None:
 
 
 def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
+    if approval.action == PROBE_ACTION:  # an offer, not a question: expires unannounced
+        if approval.expires_at <= now:
+            ctx.store.approvals.expire(approval.token, now=now)
+        return
     recipe = approval.payload.get("recipe")
     chain_id = approval.chain_id
     assert chain_id is not None

@@ -59,6 +59,7 @@ from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
+from bot.services.probes import create_probe_offer, offers_probe, probe_offer
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
 from bot.services.threads import (
@@ -151,6 +152,12 @@ class ThreadEvents:
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
             prompt = self._create_prompt(event, head, offer_cancel=False)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
+        probe = (create_probe_offer(self.ctx, recipe=event.recipe, chain_id=event.chain_id,
+                                    job_id=event.job_id or "", now=self.ctx.clock())
+                 if offers_probe(dec.facts) and event.chain_id is not None
+                 and event.recipe is not None else None)
+        if probe is not None:
+            blocks = _with_button(blocks, probe)
         self._post(event, blocks, head)
 
     def _completed(self, event: WatchEvent) -> None:
@@ -301,6 +308,7 @@ class ThreadEvents:
                 mem_limit_bytes=rec.mem_limit_bytes if rec else None,
                 max_rss_bytes=rec.max_rss_bytes if rec else None,
                 suggested_mem=dec.mem if dec else None,
+                probe=probe_offer(self.ctx.config, event.recipe or ""),
             )
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
@@ -344,6 +352,16 @@ def _shown(event: WatchEvent) -> str:
     if event.record is not None and event.job_id == str(event.record.job_id):
         return event.record.display_id
     return event.job_id or ""
+
+
+def _with_button(blocks: Blocks, element: dict) -> Blocks:
+    """`blocks` with the button `element` in their last actions block (a new one if none)."""
+    for block in reversed(blocks):
+        if block.get("type") == "actions":
+            block["elements"] = [*block["elements"], element]
+            return blocks
+    return [*blocks, {"type": "actions", "block_id": f"probe:{element['value']}",
+                      "elements": [element]}]
 
 
 def _completed(event: WatchEvent) -> bool:

@@ -27,6 +27,7 @@ class ActionId(StrEnum):
     KEEP_COMPETITOR = "trainbot_keep_competitor"
     CANCEL = "trainbot_cancel"
     DISMISS = "trainbot_dismiss"
+    RUN_PROBE = "trainbot_run_probe"
 
 
 #: The button kind a view proposes (bot.core.incident.Proposal.kind, the approval template's
@@ -39,6 +40,7 @@ KIND_ACTIONS: dict[str, ActionId] = {
     "hold": ActionId.HOLD_COMPETITOR,
     "keep": ActionId.KEEP_COMPETITOR,
     "dismiss": ActionId.DISMISS,
+    "probe": ActionId.RUN_PROBE,
 }
 
 

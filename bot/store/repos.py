@@ -376,7 +376,11 @@ class ApprovalsRepo(_Repo):
 
     Authorization (may the clicker approve, by the config running now?) is the caller's job,
     before `claim`; `allowed` records who could approve when the prompt was posted.
+    Approvals of a `PASSIVE_ACTIONS` action (a probe) do nothing to their chain's job: one
+    approved and under way never makes the chain's other prompts `busy`.
     """
+
+    PASSIVE_ACTIONS = ("probe",)
 
     def create(
         self,
@@ -504,6 +508,7 @@ class ApprovalsRepo(_Repo):
                 t.approvals.c.target_job == latest_job,
                 t.approvals.c.state == "approved",
                 t.approvals.c.id != approval.id,
+                t.approvals.c.action.not_in(ApprovalsRepo.PASSIVE_ACTIONS),
             )).limit(1)).first())
         if other is not None:
             return ClaimResult(False, "busy", approval, latest=latest, other=other)
@@ -548,6 +553,14 @@ class ApprovalsRepo(_Repo):
                 .values(state="expired")
             )
         return result.rowcount == 1
+
+    def approved(self, action: str) -> list[Approval]:
+        """The approvals of `action` approved and not yet done, oldest first (probes a
+        person asked for, waiting for their run)."""
+        query = (select(t.approvals).where(t.approvals.c.state == "approved",
+                                           t.approvals.c.action == action)
+                 .order_by(t.approvals.c.decided_at, t.approvals.c.id))
+        return self._all(Approval, query)
 
     def pending(self) -> list[Approval]:
         """Every pending approval of every action, oldest first (the prompts' follow-up)."""

@@ -33,7 +33,7 @@ def services(store) -> BotContext:  # noqa: ANN001
 def test_scheduler_is_utc_coalescing_and_runs_a_job_with_the_clock(store) -> None:
     ctx = services(store)
     scheduler = build_scheduler(ctx, clock=lambda: 42.0)
-    assert sorted(j.id for j in scheduler.jobs()) == ["holds", "prompts", "watch:dev"]
+    assert sorted(j.id for j in scheduler.jobs()) == ["holds", "probes", "prompts", "watch:dev"]
     assert str(scheduler.timezone) == "UTC"
     assert all(j.coalesce is True and j.max_instances == 1 for j in scheduler.jobs())
 

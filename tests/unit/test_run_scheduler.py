@@ -75,7 +75,7 @@ def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store)
     ctx = context(store)
     scheduler = build_scheduler(ctx)
     jobs = {job.id: job for job in scheduler.jobs()}
-    assert sorted(jobs) == ["holds", "prompts", "watch:alpha", "watch:beta"]
+    assert sorted(jobs) == ["holds", "probes", "prompts", "watch:alpha", "watch:beta"]
     assert str(scheduler.timezone) == "UTC"
     for name, seconds in (("watch:alpha", 30), ("watch:beta", 5)):
         job = jobs[name]

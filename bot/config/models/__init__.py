@@ -9,6 +9,7 @@ from bot.config.models.clusters import ClusterConfig
 from bot.config.models.policy import PolicyConfig, RecipePolicy
 from bot.config.models.recipes import (
     CheckpointConfig,
+    DataLoaderProbeConfig,
     MentionsConfig,
     PreflightConfig,
     RecipeConfig,
@@ -33,6 +34,7 @@ __all__ = [
     "ClusterConfig",
     "Config",
     "CrossFieldProblems",
+    "DataLoaderProbeConfig",
     "MentionsConfig",
     "OverrideType",
     "PolicyConfig",

@@ -65,6 +65,36 @@ class PreflightConfig(_Model):
         return value
 
 
+class DataLoaderProbeConfig(_Model):
+    """How `trainbot probe dataloader` runs for a recipe on its cluster (the "Run DataLoader
+    probe" button of a leak incident): one srun task in the recipe's workdir after its
+    env_setup, with its env."""
+
+    factory: str = Field(
+        description="MODULE:FACTORY of a function returning the run's map-style Dataset, "
+        "importable from the recipe's workdir (or `path`), e.g. mydata.datasets:build_train."
+    )
+    path: list[str] = Field(
+        default_factory=list, description="Extra directories on the cluster to import from."
+    )
+    workers: int = Field(2, ge=1, le=64, description="DataLoader workers the probe starts.")
+    samples: int = Field(160, ge=8, le=100_000, description="Samples the probe loads in all.")
+    python: str = Field("python3", description="Python of the recipe's env on the node.")
+    timeout_s: float = Field(
+        900.0, gt=0, le=6 * 3600, description="Deadline of the whole probe (srun included)."
+    )
+
+    @field_validator("factory")
+    @classmethod
+    def _factory(cls, value: str) -> str:
+        module, sep, attr = value.partition(":")
+        if not sep or not re.fullmatch(r"[A-Za-z_][\w.]*", module) or \
+                not re.fullmatch(r"[A-Za-z_][\w.]*", attr):
+            raise ValueError(f"{value!r} is not MODULE:FACTORY (e.g. "
+                             "mydata.datasets:build_train_dataset)")
+        return value
+
+
 class CheckpointConfig(_Model):
     """Where a recipe's checkpoints live and how a complete one is recognised."""
 
@@ -186,6 +216,11 @@ class RecipeConfig(_Model):
     )
     checkpoint: CheckpointConfig | None = Field(
         None, description="Checkpoint location; without it resubmits start from scratch."
+    )
+    dataloader_probe: DataLoaderProbeConfig | None = Field(
+        None,
+        description="The run's DataLoader factory: a leak incident then offers a \"Run "
+        "DataLoader probe\" button that measures worker memory per sample on the cluster.",
     )
     target_iter: int | None = Field(
         None, ge=1, description="Iteration at which the run is finished."

@@ -206,3 +206,43 @@ def test_report_flags_win_over_sacct_and_a_file_of_many_jobs_needs_the_job(tmp_p
     assert main(["report", str(unnamed), "--sacct", str(log), "--out",
                  str(tmp_path / "o3")]) == 2
     assert "--sacct" in capsys.readouterr().err
+
+
+def _config(tmp_path: Path, probe: str) -> Path:
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(
+        "clusters: {dev: {host: h, user: u, key_file: /k}}\n"
+        "recipes:\n"
+        "  mix:\n"
+        "    cluster: dev\n"
+        "    sbatch_script: /s.sbatch\n"
+        "    partition: debug\n"
+        "    workdir: /scratch/wm/mix\n"
+        "    env_setup: source ~/venv/bin/activate\n" + probe)
+    return path
+
+
+def test_report_with_the_recipes_config_offers_its_probe_button(tmp_path: Path):
+    config = _config(tmp_path, "    dataloader_probe: {factory: 'mydata.datasets:build'}\n")
+    out = tmp_path / "out"
+    assert main(["report", str(_leak_log(tmp_path / "9001.log")), "--state", "OUT_OF_MEMORY",
+                 "--mem-limit", "120G", "--recipe", "mix", "--config", str(config),
+                 "--out", str(out)]) == 0
+    payload = json.loads((out / "message.json").read_text())
+    assert validate_blocks(payload["blocks"]) == []
+    text = (out / "message.txt").read_text()
+    assert "[ Run DataLoader probe ]" in text and "Resubmit with --mem" not in text
+    assert ("cd /scratch/wm/mix && source ~/venv/bin/activate && srun --nodes=1 --ntasks=1 "
+            "--partition=debug trainbot probe dataloader mydata.datasets:build") in text
+
+
+def test_report_of_a_recipe_without_a_factory_names_the_field_that_enables_the_button(
+        tmp_path: Path):
+    out = tmp_path / "out"
+    assert main(["report", str(_leak_log(tmp_path / "9001.log")), "--state", "OUT_OF_MEMORY",
+                 "--mem-limit", "120G", "--recipe", "mix", "--config",
+                 str(_config(tmp_path, "")), "--out", str(out)]) == 0
+    text = (out / "message.txt").read_text()
+    assert "Run DataLoader probe ]" not in text
+    assert "set `dataloader_probe.factory` in recipe mix's config" in text
+    assert "trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160" in text

@@ -1,0 +1,117 @@
+"""The DataLoader probe of a recipe, run on its cluster: one `srun` task in the recipe's
+workdir, after its env_setup, with its env; the node runs bot/probes/dataloader.py's source
+(`python -c`, nothing of trainbot installed there) and prints one JSON line after a marker.
+
+Every word of the argv travels as its own argv word (the SSH runner quotes it, through
+bot.cluster.ssh.build_command); the recipe's env values reach the node as environment
+(bot.probes.toolchain's carriers), never in the argv. `probe_result` turns the node's output
+into the view the thread's template shows (templates/probe_result.json.j2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.probes.dataloader import MARKER
+from bot.probes.toolchain import ENV_CARRIER_PREFIX, probe_env
+
+if TYPE_CHECKING:
+    from bot.config import DataLoaderProbeConfig, RecipeConfig
+    from bot.services.ports import Runner
+
+NODE_SOURCE = (Path(__file__).with_name("dataloader.py")).read_text(encoding="utf-8")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def srun_minutes(timeout_s: float) -> int:
+    """srun's --time for a probe of deadline `timeout_s` (whole minutes, at least 1)."""
+    return max(1, int(-(-timeout_s // 60)))
+
+
+def build_probe_argv(recipe: RecipeConfig, probe: DataLoaderProbeConfig, *,
+                     job_name: str | None = None) -> list[str]:
+    """The `srun` argv of `probe` for `recipe` (see module doc)."""
+    name = job_name or f"trainbot-dataloader-probe-{uuid.uuid4().hex[:8]}"
+    argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1",
+            f"--time={srun_minutes(probe.timeout_s)}", "--quiet"]
+    for flag, value in (("--partition", recipe.partition), ("--account", recipe.account),
+                        ("--qos", recipe.qos), ("--chdir", recipe.workdir)):
+        if value:
+            argv.append(f"{flag}={value}")
+    cmd: list[str] = [probe.python, "-c", NODE_SOURCE, probe.factory, str(probe.workers),
+                      str(probe.samples), *probe.path]
+    if recipe.env:
+        sets = []
+        for var in recipe.env:
+            if not ENV_NAME_RE.match(var):
+                raise ValueError(f"environment variable name {var!r} is not a valid shell name")
+            carrier = ENV_CARRIER_PREFIX + var
+            sets.append(f'{var}="${carrier}"; export {var}; unset {carrier}; ')
+        cmd = ["/bin/sh", "-c", "".join(sets) + 'exec "$@"', "trainbot-env", *cmd]
+    if recipe.env_setup:
+        # "$@" is the command above, bash's positional arguments: never re-parsed by a shell
+        return [*argv, "bash", "-c", recipe.env_setup + '\nexec "$@"', "trainbot-probe", *cmd]
+    return [*argv, *cmd]
+
+
+def shown_argv(argv: Sequence[str]) -> str:
+    """The argv as a person reads it: the node script's source shown as `<dataloader probe>`."""
+    return shlex.join("<dataloader probe>" if a == NODE_SOURCE else a for a in argv)
+
+
+def parse_node_output(stdout: str) -> dict[str, Any] | None:
+    """The JSON object the node printed after its marker, or None."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                found = json.loads(line[len(MARKER):])
+            except json.JSONDecodeError:
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def probe_result(node: Mapping[str, Any] | None, *, recipe: str, job_id: str | None,
+                 exit_code: int | None = None, stderr: str = "") -> dict[str, Any]:
+    """The thread's view of a probe: per-worker RSS growth and what grows, or why it has no
+    result (`error`: the node's, or srun's exit and stderr tail)."""
+    view: dict[str, Any] = {"recipe": recipe, "job_id": job_id, "error": None, "host": None,
+                            "factory": None, "workers": [], "leaking": None,
+                            "conclusive": None, "slope_mb": None, "grows": None}
+    if node is None:
+        tail = "\n".join(stderr.strip().splitlines()[-6:])
+        view["error"] = f"srun exit {exit_code}: {tail or 'no output'}"
+        return view
+    view.update(host=node.get("host"), factory=node.get("factory"))
+    if node.get("error"):
+        view["error"] = str(node["error"])
+        return view
+    verdict = node.get("verdict") or {}
+    workers = [{"pid": w.get("pid"), "samples": w.get("samples"),
+                "rss_start_mb": round(float(w.get("rss_start_mb") or 0.0)),
+                "rss_end_mb": round(float(w.get("rss_end_mb") or 0.0)),
+                "slope_mb": w.get("slope_mb")}
+               for w in node.get("per_worker") or []]
+    leaking, conclusive = bool(verdict.get("leaking")), bool(verdict.get("conclusive"))
+    view.update(workers=workers, leaking=leaking, conclusive=conclusive,
+                slope_mb=verdict.get("slope_mb_per_sample"),
+                grows=("workers" if leaking else "trainer") if conclusive else None)
+    return view
+
+
+def run_dataloader_probe(runner: Runner, recipe_name: str, recipe: RecipeConfig,
+                         probe: DataLoaderProbeConfig, *,
+                         job_id: str | None = None) -> dict[str, Any]:
+    """Run the probe through `runner` within `probe.timeout_s`; the thread's view of what it
+    found (`probe_result`). Raises the runner's ClusterError (unreachable, timed out)."""
+    argv = build_probe_argv(recipe, probe)
+    result = runner.run(argv, timeout=probe.timeout_s, check=False,
+                        env=probe_env(recipe.env) if recipe.env else None)
+    return probe_result(parse_node_output(result.stdout), recipe=recipe_name, job_id=job_id,
+                        exit_code=result.exit_code, stderr=result.stderr)

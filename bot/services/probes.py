@@ -1,0 +1,140 @@
+"""The DataLoader probe a leak incident offers: a "Run DataLoader probe" button when the recipe
+names its factory (`dataloader_probe` in its config), else the command line to run by hand.
+
+The button is an approval of its own (action `probe`, one choice), authorized, audited and
+claimed once like every prompt (bot.services.approvals); approving it changes nothing in the
+run. `run_requested_probes` — the scheduler's `probes` job, its side effects fenced with that
+job's lease — runs each approved probe on the recipe's cluster (bot.probes.dataloader_srun:
+one srun task, with the probe's deadline), posts what it found in the run's thread
+(templates/probe_result.json.j2, key `probe:<token>`) and marks the approval done; a replica
+that dies meanwhile leaves it approved, and the next holder of the lease runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from typing import Any
+
+from bot.cluster.errors import ClusterError
+from bot.config import Config
+from bot.services.access import approvers_now
+from bot.services.ports import BotContext, LeaseLost
+from bot.services.threads import has_thread, post_safely, render
+from bot.slack.views import action_id_for
+
+log = logging.getLogger(__name__)
+
+PROBE_ACTION = "probe"
+FACTORY_FIELD = "dataloader_probe.factory"
+DEFAULT_WORKERS, DEFAULT_SAMPLES = 2, 160
+PROBES_EVERY_S = 10.0  # how soon after a click its probe starts (the scheduler's `probes` job)
+
+
+def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
+    """What a leak incident of `recipe` offers: `button` (its config names the factory), the
+    `command` to run it by hand with the recipe's values (workdir, env_setup, partition; the
+    factory, else MODULE:FACTORY), and the config `field` that enables the button."""
+    cfg = config.recipes.get(recipe) if config is not None else None
+    probe = cfg.dataloader_probe if cfg is not None else None
+    argv = ["trainbot", "probe", "dataloader", probe.factory if probe else "MODULE:FACTORY",
+            "--workers", str(probe.workers if probe else DEFAULT_WORKERS),
+            "--samples", str(probe.samples if probe else DEFAULT_SAMPLES)]
+    for directory in probe.path if probe else ():
+        argv += ["--path", directory]
+    steps = []
+    if cfg is not None:
+        if cfg.workdir:
+            steps.append(f"cd {shlex.quote(cfg.workdir)}")
+        if cfg.env_setup:
+            steps.append(" ".join(cfg.env_setup.split()))
+        srun = ["srun", "--nodes=1", "--ntasks=1"]
+        if cfg.partition:
+            srun.append(f"--partition={cfg.partition}")
+        argv = srun + argv
+    steps.append(shlex.join(argv))
+    return {"button": probe is not None, "command": " && ".join(steps),
+            "field": FACTORY_FIELD, "recipe": recipe}
+
+
+def offers_probe(facts: dict[str, Any] | Any) -> bool:
+    """Does a decision's facts call for the probe (a leak no proposed --mem finishes)?"""
+    return (facts or {}).get("why") in ("leak_hopeless", "leak_limit_unknown")
+
+
+def create_probe_offer(ctx: BotContext, *, recipe: str, chain_id: int, job_id: str,
+                       now: float) -> dict[str, Any] | None:
+    """Store the probe's approval and return its button (a Block Kit element, worded by the
+    templates), or None when the recipe names no factory. One open offer per job: a
+    re-publish reuses it."""
+    cfg = ctx.config.recipes.get(recipe)
+    if cfg is None or cfg.dataloader_probe is None:
+        return None
+    payload = {"choices": ["probe"], "recipe": recipe, "cluster": cfg.cluster,
+               "summary": None, "job_id": str(job_id)}
+    token = next((a.token for a in ctx.store.approvals.for_chain(chain_id, "pending")
+                  if a.action == PROBE_ACTION and a.target_job == str(job_id)
+                  and a.expires_at > now), None)
+    if token is None:
+        token = ctx.store.approvals.create(
+            action=PROBE_ACTION, payload=payload,
+            allowed=approvers_now(ctx.config, recipe).users,
+            expires_at=now + ctx.config.policy_for(recipe).approval_expiry_s, now=now,
+            target_job=str(job_id), chain_id=chain_id)
+    button = {"kind": "probe", "action_id": action_id_for("probe").value, "value": token,
+              "style": None, "from_iter": None, "mem": None, "job_id": str(job_id)}
+    blocks, _ = render(ctx, "approval", recipe, {"summary": recipe, "block_id": "probe",
+                                                 "buttons": [button]})
+    return blocks[-1]["elements"][0]
+
+
+def run_requested_probes(ctx: BotContext, now: float) -> int:
+    """Run every approved probe (module doc); how many were run."""
+    ran = 0
+    for approval in ctx.store.approvals.approved(PROBE_ACTION):
+        try:
+            _run_one(ctx, approval, now)
+            ran += 1
+        except LeaseLost:
+            raise  # another replica runs the job now
+        except Exception:  # noqa: BLE001 - one probe's failure never stops the others
+            log.exception("DataLoader probe %s failed", approval.token)
+            ctx.store.approvals.mark_done(approval.token, now=now)
+    return ran
+
+
+def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
+    payload = approval.payload
+    recipe_name = payload.get("recipe")
+    cfg = ctx.config.recipes.get(recipe_name)
+    if cfg is None or cfg.dataloader_probe is None:
+        view = {"recipe": recipe_name, "job_id": approval.target_job, "workers": [],
+                "error": f"recipe {recipe_name!r} names no {FACTORY_FIELD} any more",
+                "host": None, "factory": None, "leaking": None, "conclusive": None,
+                "slope_mb": None, "grows": None}
+    else:
+        from bot.probes.dataloader_srun import run_dataloader_probe
+
+        try:
+            view = run_dataloader_probe(ctx.clusters.runner(cfg.cluster), recipe_name, cfg,
+                                        cfg.dataloader_probe, job_id=approval.target_job)
+        except LeaseLost:
+            raise
+        except ClusterError as exc:
+            view = {"recipe": recipe_name, "job_id": approval.target_job, "workers": [],
+                    "error": str(exc), "host": None, "factory": cfg.dataloader_probe.factory,
+                    "leaking": None, "conclusive": None, "slope_mb": None, "grows": None}
+    view["actor"] = approval.decided_by
+    key = f"probe:{approval.token}"
+    posted = None
+    if has_thread(ctx, approval.chain_id):
+        blocks, text = render(ctx, "probe_result", recipe_name, view)
+        posted = post_safely(ctx, "reply", approval.chain_id, key, blocks, text)
+    if posted is None:
+        log.warning("%s: DataLoader probe of %s not posted: %s", key, recipe_name, view)
+    ctx.store.approvals.mark_done(approval.token, now=now)
+    ctx.store.audit.record(actor="trainbot", action="probe.dataloader", now=now,
+                           recipe=recipe_name, job_id=approval.target_job,
+                           result="failed" if view.get("error") else "ok",
+                           detail={"token": approval.token, "leaking": view.get("leaking"),
+                                   "error": view.get("error")})
