@@ -41,7 +41,8 @@ def build_probe_argv(recipe: RecipeConfig, probe: DataLoaderProbeConfig, *,
     argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1",
             f"--time={srun_minutes(probe.timeout_s)}", "--quiet"]
     for flag, value in (("--partition", recipe.partition), ("--account", recipe.account),
-                        ("--qos", recipe.qos), ("--chdir", recipe.workdir)):
+                        ("--qos", recipe.qos), ("--chdir", recipe.workdir),
+                        ("--mem", probe.mem)):
         if value:
             argv.append(f"{flag}={value}")
     cmd: list[str] = [probe.python, "-c", NODE_SOURCE, probe.factory, str(probe.workers),

@@ -80,9 +80,20 @@ class DataLoaderProbeConfig(_Model):
     workers: int = Field(2, ge=1, le=64, description="DataLoader workers the probe starts.")
     samples: int = Field(160, ge=8, le=100_000, description="Samples the probe loads in all.")
     python: str = Field("python3", description="Python of the recipe's env on the node.")
+    mem: str | None = Field(
+        None, description="Memory of the probe's srun task (--mem, e.g. 8G); default: the "
+        "partition's default."
+    )
     timeout_s: float = Field(
         900.0, gt=0, le=6 * 3600, description="Deadline of the whole probe (srun included)."
     )
+
+    @field_validator("mem")
+    @classmethod
+    def _probe_mem(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value)
+        return value
 
     @field_validator("factory")
     @classmethod
