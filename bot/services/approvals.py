@@ -240,8 +240,9 @@ def handle_click(
 def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
                  audit: Any) -> ClickResult:
     """A "Run DataLoader probe" click (bot.services.probes), already authorized: claimed once,
-    then run by the scheduler's `probes` job. Every answer is the clicker's alone: the
-    message it sits in is the incident, which stays as it is."""
+    then run by the scheduler's `probes` job. Its answers are the clicker's alone (the
+    message it sits in is the incident, which stays as it is), but for a run that moved on:
+    then, as for every button, the message says it is out of date."""
     recipe, target = approval.payload.get("recipe"), approval.target_job
     claim = ctx.store.approvals.claim(approval.token, actor, now,
                                       latest_job=latest_job_of(approval))
@@ -249,10 +250,14 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
         audit("ok", target, recipe, choice="probe")
         return ClickResult("done", ephemeral=click_reply(ctx, recipe, "probe_queued",
                                                          name=recipe, job=target))
-    if claim.reason == "stale" and claim.latest is not None:
-        audit("stale", target, recipe, choice="probe", latest_job=claim.latest.job_id)
-        return ClickResult("stale", ephemeral=click_reply(
-            ctx, recipe, "probe_stale", job=target, latest=claim.latest.job_id))
+    if claim.reason == "stale" and claim.latest is not None:  # as any prompt's (above)
+        latest = claim.latest
+        audit("stale", target, recipe, choice="probe", latest_job=latest.job_id,
+              latest_state=latest.state)
+        text, blocks = _decided(ctx, recipe, approval.payload.get("summary"), Outcome(
+            "stale", actor, "moved_on", recipe, job_id=target, current_job=latest.job_id,
+            state=latest.state))
+        return ClickResult("stale", text, blocks, ephemeral=text)
     if claim.reason == "expired":
         audit("expired", target, recipe, choice="probe")
         return ClickResult("expired", ephemeral=click_reply(ctx, recipe, "probe_expired"))

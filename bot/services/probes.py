@@ -63,15 +63,16 @@ def offers_probe(facts: dict[str, Any] | Any) -> bool:
 
 
 def create_probe_offer(ctx: BotContext, *, recipe: str, chain_id: int, job_id: str,
-                       now: float) -> dict[str, Any] | None:
+                       now: float, summary: str | None = None) -> dict[str, Any] | None:
     """Store the probe's approval and return its button (a Block Kit element, worded by the
     templates), or None when the recipe names no factory. One open offer per job: a
-    re-publish reuses it."""
+    re-publish reuses it. `summary`: the message it sits in (shown again if a click finds
+    the run moved on)."""
     cfg = ctx.config.recipes.get(recipe)
     if cfg is None or cfg.dataloader_probe is None:
         return None
     payload = {"choices": ["probe"], "recipe": recipe, "cluster": cfg.cluster,
-               "summary": None, "job_id": str(job_id)}
+               "summary": summary, "job_id": str(job_id)}
     token = next((a.token for a in ctx.store.approvals.for_chain(chain_id, "pending")
                   if a.action == PROBE_ACTION and a.target_job == str(job_id)
                   and a.expires_at > now), None)

@@ -153,7 +153,8 @@ class ThreadEvents:
             prompt = self._create_prompt(event, head, offer_cancel=False)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
         probe = (create_probe_offer(self.ctx, recipe=event.recipe, chain_id=event.chain_id,
-                                    job_id=event.job_id or "", now=self.ctx.clock())
+                                    job_id=event.job_id or "", now=self.ctx.clock(),
+                                    summary=head)
                  if offers_probe(dec.facts) and event.chain_id is not None
                  and event.recipe is not None else None)
         if probe is not None:

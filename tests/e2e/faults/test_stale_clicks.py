@@ -32,6 +32,7 @@ from bot.cluster.errors import ClusterError
 from bot.core.catalogue import Catalogue
 from bot.services.approvals import handle_click
 from bot.services.ports import BotContext
+from bot.services.probes import create_probe_offer
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.poster import SlackPoster
 from bot.slack.render import TemplateRenderer
@@ -57,7 +58,8 @@ def slurm() -> FakeSlurm:
 @pytest.fixture
 def services(store, slack_client, slurm: FakeSlurm, fake_sleep) -> BotContext:
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    return BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm),
+    config = make_config(dataloader_probe={"factory": "mydata.datasets:build_train"})
+    return BotContext(config=config, store=store, clusters=FakeClusters(slurm),
                       sink=poster, clock=lambda: NOW,
                       renderer=TemplateRenderer(),
                       catalogue=Catalogue.load(), charts=SeriesCharts())
@@ -163,6 +165,19 @@ def hold_prompt_then_resume(world: World) -> tuple[str, str, str, str]:
     return token, ts, "88888", "PENDING"
 
 
+def probe_offer_then_resume(world: World) -> tuple[str, str, str, str]:
+    """88154 died of a leak; its "Run DataLoader probe" offer is up; someone runs
+    `/train resume mix` (88887)."""
+    chain_id = world.failed_run()
+    button = create_probe_offer(world.services, recipe="mix", chain_id=chain_id,
+                                job_id="88154", now=NOW, summary="88154: host_oom")
+    assert button is not None
+    ts = world.services.sink.post_reply(chain_id, "probe-offer", [{
+        "type": "actions", "block_id": "probe", "elements": [button]}], "88154: host_oom")
+    assert world.train("resume mix").startswith("mix: submitted job 88887 (attempt 2)")
+    return button["value"], ts, "88887", "PENDING"
+
+
 SCENARIOS: dict[ActionId, Scenario] = {
     ActionId.RESUBMIT: incident_prompt_then_resume,
     ActionId.RESUBMIT_MEM: incident_prompt_then_resume,
@@ -171,6 +186,7 @@ SCENARIOS: dict[ActionId, Scenario] = {
     ActionId.CANCEL: stall_prompt_then_cancel_and_resume,
     ActionId.HOLD_COMPETITOR: hold_prompt_then_resume,
     ActionId.KEEP_COMPETITOR: hold_prompt_then_resume,
+    ActionId.RUN_PROBE: probe_offer_then_resume,
 }
 
 
