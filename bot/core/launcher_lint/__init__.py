@@ -10,6 +10,7 @@ from bot.core.findings import Finding
 from bot.core.launcher_lint.arith import check_arith
 from bot.core.launcher_lint.empty_match import check_empty_match
 from bot.core.launcher_lint.engine import scan
+from bot.core.launcher_lint.interactive import check_interactive
 from bot.core.launcher_lint.jit import (
     NO_COMPILER,
     after_toolchain_probe,
@@ -20,6 +21,7 @@ from bot.core.launcher_lint.messages import crashed
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
+    CHECK_INTERACTIVE,
     CHECK_JIT_CC,
     CHECK_NOUNSET,
     CHECK_POINTER,
@@ -52,7 +54,8 @@ def lint_launcher(
     except Exception as exc:  # noqa: BLE001 (the lexer failing is reported, not raised)
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, "not checked"))
         return findings + [crashed(check, exc) for check in (
-            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_JIT_CC, CHECK_POINTER)]
+            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
+            CHECK_POINTER)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -71,7 +74,8 @@ def lint_launcher(
     if walked is not None:
         done = walked
         for check, run in ((CHECK_ARITH_ZERO, lambda: check_arith(done, code)),
-                           (CHECK_NOUNSET, lambda: check_nounset(done))):
+                           (CHECK_NOUNSET, lambda: check_nounset(done)),
+                           (CHECK_INTERACTIVE, lambda: check_interactive(done))):
             try:
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
@@ -89,6 +93,7 @@ __all__ = [
     "after_toolchain_probe",
     "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",
+    "CHECK_INTERACTIVE",
     "CHECK_JIT_CC",
     "CHECK_NOUNSET",
     "CHECK_POINTER",

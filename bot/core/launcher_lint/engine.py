@@ -9,7 +9,17 @@ from collections import Counter
 
 from bot.core.launcher_lint.arith import ARITH_RE, LET_RE
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
-from bot.core.launcher_lint.model import MAX_DEPTH, Arith, Hit, Opts, Scan, Unset, with_
+from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
+from bot.core.launcher_lint.model import (
+    MAX_DEPTH,
+    Arith,
+    Hit,
+    Interactive,
+    Opts,
+    Scan,
+    Unset,
+    with_,
+)
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.shell_lexer import (
@@ -37,7 +47,7 @@ _FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
 #: (`set` and `shopt` are tracked before this filter).
 _CANDIDATE_RE = re.compile(
     r"\b(?:ls|e?grep|fgrep|zgrep|rg|pgrep|ag|find|cat|stat|readlink|realpath|du|wc|head|tail|"
-    r"sort|cp|mv|let)\b|\(\(|^[{(]|\(\s*\)|\bfunction\b"
+    r"sort|cp|mv|let|clear)\b|\(\(|^[{(]|\(\s*\)|\bfunction\b"
 )
 #: What a list must contain to need a closer look: a candidate command, a group or function,
 #: or `set` / `shopt`.
@@ -45,7 +55,7 @@ _QUICK_RE = re.compile(_CANDIDATE_RE.pattern + r"|\bset\b|\bshopt\b|\{")
 #: Substrings one of which a word of _CANDIDATE_RE / _QUICK_RE contains; `re` tries those
 #: patterns at every position, so a long text without any of these is decided without them.
 _CANDIDATE_WORDS = ("ls", "grep", "rg", "ag", "find", "cat", "stat", "readlink", "realpath",
-                    "du", "wc", "head", "tail", "sort", "cp", "mv", "let", "function")
+                    "du", "wc", "head", "tail", "sort", "cp", "mv", "let", "function", "clear")
 _QUICK_WORDS = (*_CANDIDATE_WORDS, "set", "shopt")
 _EMPTY_PARENS_RE = re.compile(r"\((?=\s*\))")
 #: Texts shorter than this go straight to the pattern.
@@ -103,6 +113,8 @@ class _Analyzer:
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
         self.may_read_unset = may_read_unset(text)
+        self.may_source_startup = may_source_startup(text)
+        self.interactive: list[Interactive] = []
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -152,8 +164,11 @@ class _Analyzer:
             if not status_only:
                 if first in ("set", "shopt"):
                     self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
-                elif self.opts.nounset and self.may_read_unset:
-                    self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
+                elif self.opts.nounset:
+                    if self.may_read_unset:
+                        self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
+                    if self.may_source_startup:
+                        self.interactive.extend(startup_sources(lst, lst_off))
             if status_only and not is_last:
                 continue
             if not _has_candidate(lst):
@@ -343,6 +358,9 @@ class _Analyzer:
             return self._command(cmd[positions[k]:], off + positions[k], is_last, in_pipe,
                                  errexit_mode)
         name = words[k].rsplit("/", 1)[-1]
+        if name == "clear" and errexit_mode:
+            self.interactive.append(Interactive(off, cmd, "clear"))
+            return []
         hit = command_hit(name, words[k + 1 :], cmd, off, is_last, in_pipe, self.opts,
                           self.guard_greps)
         return [] if hit is None else [with_(hit, function=self.function)]
@@ -431,4 +449,4 @@ def scan(script_text: str, code: str) -> Scan:
         analyzer.opts.errexit_line = 1
     hits = analyzer.script(code, 0)
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
-                analyzer.too_deep_at, analyzer.line_starts)
+                analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive)

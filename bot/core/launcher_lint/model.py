@@ -15,6 +15,7 @@ CHECK_ARITH_ZERO = "arith_zero_under_errexit"
 CHECK_NOUNSET = "unset_variable_under_nounset"
 CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
+CHECK_INTERACTIVE = "interactive_shell_in_batch"
 
 #: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
 MAX_DEPTH = 40
@@ -76,6 +77,16 @@ class Unset:
 
 
 @dataclass
+class Interactive:
+    """A command meant for an interactive shell, run where strict mode makes it stop the job:
+    `clear` under `set -e` ("clear"), a shell startup file sourced under `set -u` ("startup")."""
+
+    offset: int
+    command: str
+    kind: str
+
+
+@dataclass
 class Scan:
     """The result of the walk (bot.core.launcher_lint.engine): options as they end, the hits of
     each check, and where `set -u` was turned on and nesting got too deep."""
@@ -87,6 +98,7 @@ class Scan:
     nounset_line: int | None
     too_deep_at: int | None
     line_starts: list[int] = field(default_factory=lambda: [0])
+    interactive: list[Interactive] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""
