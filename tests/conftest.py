@@ -67,6 +67,8 @@ class DevCluster:
 
     `tcsh_user` is the account whose login shell is tcsh (None in a connection.json written
     before up.sh made it; the tests that need it then fail, saying to run up.sh).
+    `pair_partition` / `second_node`: the extra partition holding `node` and a second node (the
+    22.05 cluster's; None where there is none).
     """
 
     host: str
@@ -82,6 +84,8 @@ class DevCluster:
     tcsh_user: DevUser | None = None
     node: str = "vm"  # the Slurm node's name (the 22.05 cluster's is the host name)
     release: str = "22.05"  # the Slurm release, as SLURM_CLUSTERS names it
+    pair_partition: str | None = None
+    second_node: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DevCluster:
@@ -99,6 +103,8 @@ class DevCluster:
             accounts=tuple(data.get("accounts", ["root"])),
             tcsh_user=DevUser.from_json(data["tcsh_user"]) if "tcsh_user" in data else None,
             node=data.get("node", "vm"),
+            pair_partition=data.get("pair_partition"),
+            second_node=data.get("second_node"),
         )
 
     def ssh_settings(self, as_user: DevUser | None = None) -> SSHSettings:

@@ -22,8 +22,21 @@ CLUSTER_NAME=devcluster
 PG_VERSION=15 # Debian 12's; the cluster is Debian's default "$PG_VERSION/main"
 PG_PORT=5432
 
+# The second node: a slurmd of its own in a network, UTS and mount namespace (its own address,
+# host name, pid file, spool and log), in the extra partition $PAIR_PARTITION only. Its name is
+# the host's short name plus $NODE2_SUFFIX (up.sh); the default partition keeps one node.
+NODE2_SUFFIX=-n2
+PAIR_PARTITION=pair
+NETNS=trainbot-dev-n2
+VETH_HOST=tbdev-n2-host # the host's end of the veth pair (interface names: <= 15 chars)
+VETH_NODE=tbdev-n2-node # its end in $NETNS
+NET_HOST_ADDR=10.213.7.1 # slurmctld's address for both nodes (SlurmctldHost)
+NET_NODE_ADDR=10.213.7.2 # the second node's NodeAddr
+NODE2_DIR=$DIR/node2 # run/ log/ spool/, bind-mounted over /run/slurm, /var/log/slurm and
+# /var/lib/slurm/slurmd in the second slurmd's mount namespace
+
 # Start order; down.sh stops them in reverse.
-DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd sshd postgres)
+DAEMONS=(munged mariadbd slurmdbd slurmctld slurmd slurmd2 sshd postgres)
 
 declare -A PIDFILE=(
     [munged]=/run/munge/munged.pid
@@ -31,6 +44,7 @@ declare -A PIDFILE=(
     [slurmdbd]=/run/slurm/slurmdbd.pid
     [slurmctld]=/run/slurm/slurmctld.pid
     [slurmd]=/run/slurm/slurmd.pid
+    [slurmd2]=$NODE2_DIR/run/slurmd.pid
     [sshd]=$DIR/run/sshd.pid
     [postgres]=/run/postgresql/$PG_VERSION-main.pid
 )
@@ -40,12 +54,15 @@ declare -A LOGFILE=(
     [slurmdbd]=/var/log/slurm/slurmdbd.log
     [slurmctld]=/var/log/slurm/slurmctld.log
     [slurmd]=/var/log/slurm/slurmd.log
+    [slurmd2]=$NODE2_DIR/log/slurmd.log
     [sshd]=$DIR/log/sshd.log
     [postgres]=/var/log/postgresql/postgresql-$PG_VERSION-main.log
 )
 # How each daemon is asked to stop (default TERM). PostgreSQL's TERM waits for every client to
 # disconnect; INT is its "fast" shutdown: it ends the sessions and checkpoints.
 declare -A STOP_SIGNAL=([postgres]=INT)
+# The process name of a daemon whose key in DAEMONS is not its name.
+declare -A COMM=([slurmd2]=slurmd)
 
 T0=${EPOCHREALTIME/./}
 
@@ -77,27 +94,27 @@ live_pid() {
     local f=${PIDFILE[$1]} pid
     [[ -r $f ]] || return 1
     read -r pid <"$f" 2>/dev/null || [[ -n ${pid:-} ]] || return 1
-    pid_alive "$pid" "$1" || return 1
+    pid_alive "$pid" "${COMM[$1]:-$1}" || return 1
     echo "$pid"
 }
 
 # stop_daemon NAME: its STOP_SIGNAL (TERM) by pid file, wait until gone or a zombie (SIGKILL
 # after 30 s).
 stop_daemon() {
-    local name=$1 sig=${STOP_SIGNAL[$1]:-TERM} pid i
+    local name=$1 sig=${STOP_SIGNAL[$1]:-TERM} comm=${COMM[$1]:-$1} pid i
     if ! pid=$(live_pid "$name"); then
         log "$name: not running"
         return 0
     fi
     kill -"$sig" "$pid" 2>/dev/null || true
     for ((i = 0; i < 300; i++)); do
-        pid_alive "$pid" "$name" || { log "$name: stopped (pid $pid)"; return 0; }
+        pid_alive "$pid" "$comm" || { log "$name: stopped (pid $pid)"; return 0; }
         sleep 0.1
     done
     log "$name: still alive 30 s after SIG$sig, sending SIGKILL to pid $pid"
     kill -KILL "$pid" 2>/dev/null || true
     for ((i = 0; i < 50; i++)); do
-        pid_alive "$pid" "$name" || return 0
+        pid_alive "$pid" "$comm" || return 0
         sleep 0.1
     done
     log "$name: pid $pid would not die"
@@ -113,6 +130,20 @@ show_log() {
             tail -n 25 "$f" >&2
         fi
     done
+}
+
+# detached CMD...: runs CMD (a command or a function) in a subshell with no inherited
+# descriptor but stdin/out/err, so a daemon it starts holds no lock open for its whole life:
+# neither $DIR/.lock nor the one a caller took (`flock /tmp/trainbot-cluster.lock up.sh`, or a
+# test restarting a daemon under that lock, hands its lock fd down).
+detached() {
+    (
+        for fd in "/proc/$BASHPID/fd/"*; do
+            fd=${fd##*/}
+            if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+        done
+        "$@"
+    )
 }
 
 # take_lock: one up.sh/down.sh at a time (tests and engineers share one cluster).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings up trainbot's dev cluster on this machine (Debian 12, as root, no systemd needed):
-# munge, MariaDB + slurmdbd, slurmctld + one slurmd (cgroup-free), an sshd on
+# munge, MariaDB + slurmdbd, slurmctld + one slurmd (cgroup-free) in the default partition and
+# a second one in its own network/UTS/mount namespace (partition `pair` only), an sshd on
 # 127.0.0.1:2222 with key-only auth for the unprivileged users slurmci (login shell bash) and
 # slurmtcsh (login shell tcsh), and a PostgreSQL on
 # 127.0.0.1:5432 for the store's tests (role and database `trainbot`). Installs the Debian
@@ -14,8 +15,9 @@ source "$HERE/lib.sh"
 
 # python3-psutil: for `python -m bot.probes.sampler` inside jobs (slurmci cannot run the root-owned venv).
 # tcsh csh zsh: login shells the command transport is tested under (tests/integration/test_shells.py).
+# iproute2: the second node's network namespace and veth pair.
 PACKAGES=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server openssh-server
-    openssh-client shellcheck gcc python3-psutil postgresql tcsh csh zsh)
+    openssh-client shellcheck gcc python3-psutil postgresql tcsh csh zsh iproute2)
 DB_PASS=slurmdevpw
 PG_PASS=trainbotdevpw
 SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
@@ -69,8 +71,25 @@ if ((${#missing[@]})); then
 fi
 
 NODE=$(hostname -s)
+NODE2=$NODE$NODE2_SUFFIX
 mem_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 REAL_MEM=$((mem_mib * 9 / 10)) # what slurmd sees is slightly below MemTotal; never above it
+REAL_MEM2=$((REAL_MEM / 4))     # the second node: a smaller share of the same memory
+
+# ---------------------------------------------------------------- the second node's network
+# A network namespace joined to the host by a veth pair: the node at $NET_NODE_ADDR, the host
+# (slurmctld, for both nodes) at $NET_HOST_ADDR. Idempotent: a missing piece is (re)made.
+[[ -e /run/netns/$NETNS ]] || ip netns add "$NETNS"
+if ! ip link show "$VETH_HOST" >/dev/null 2>&1; then
+    ip -n "$NETNS" link delete "$VETH_NODE" >/dev/null 2>&1 || true
+    ip link add "$VETH_HOST" type veth peer name "$VETH_NODE" netns "$NETNS"
+    log "network: veth $VETH_HOST <-> $NETNS/$VETH_NODE"
+fi
+ip addr replace "$NET_HOST_ADDR/30" dev "$VETH_HOST"
+ip link set "$VETH_HOST" up
+ip -n "$NETNS" addr replace "$NET_NODE_ADDR/30" dev "$VETH_NODE"
+ip -n "$NETNS" link set "$VETH_NODE" up
+ip -n "$NETNS" link set lo up
 
 # ---------------------------------------------------------------- config files
 declare -A RESTART=()
@@ -98,10 +117,10 @@ install -d -o slurm -g slurm -m 755 /run/slurm /var/log/slurm /var/lib/slurm \
     /var/lib/slurm/slurmctld
 install -d -m 755 /var/lib/slurm/slurmd
 
-render /etc/slurm/slurm.conf root:root 644 slurmctld slurmd <<EOF
+render /etc/slurm/slurm.conf root:root 644 slurmctld slurmd slurmd2 <<EOF
 # Rendered by trainbot deploy/dev-cluster/up.sh; edits are overwritten.
 ClusterName=$CLUSTER_NAME
-SlurmctldHost=$NODE(127.0.0.1)
+SlurmctldHost=$NODE($NET_HOST_ADDR)
 SlurmUser=slurm
 SlurmctldPort=6817
 SlurmdPort=6818
@@ -142,7 +161,9 @@ KillWait=5
 OverTimeLimit=0
 Waittime=0
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM State=UNKNOWN
+NodeName=$NODE2 NodeHostname=$NODE2 NodeAddr=$NET_NODE_ADDR CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM2 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+PartitionName=$PAIR_PARTITION Nodes=$NODE,$NODE2 MaxTime=INFINITE State=UP
 EOF
 
 render /etc/slurm/slurmdbd.conf slurm:slurm 600 slurmdbd <<EOF
@@ -272,8 +293,7 @@ start() {
         log "$name: config changed, restarting"
         stop_daemon "$name"
     fi
-    # 9>&-: the daemon must not inherit (and so hold forever) the lock on $DIR/.lock.
-    "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 9>&- ||
+    detached "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 ||
         die "$name: '$*' exited $?"
     wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
     log "$name: started (pid $(live_pid "$name"))"
@@ -287,7 +307,7 @@ start_mariadbd() {
         mariadb-install-db --user=mysql --datadir=/var/lib/mysql >>"$DIR/log/mariadbd.start.log" 2>&1
     fi
     setsid /usr/sbin/mariadbd --user=mysql --pid-file="${PIDFILE[mariadbd]}" \
-        --log-error="${LOGFILE[mariadbd]}" </dev/null >/dev/null 2>&1 9>&- &
+        --log-error="${LOGFILE[mariadbd]}" </dev/null >/dev/null 2>&1 &
 }
 
 # munge
@@ -346,17 +366,37 @@ start slurmctld /usr/sbin/slurmctld || true
 CURRENT=slurmctld
 wait_for "slurmctld answering" 30 scontrol ping
 start slurmd /usr/sbin/slurmd -N "$NODE" || true
+# The second node: the same slurmd binary and slurm.conf, in the namespace made above, with its
+# own host name and, bind-mounted over the paths slurm.conf names, its own pid file, spool
+# and log; the filesystem and the munge socket are the host's.
+start_slurmd2() {
+    install -d -m 755 "$NODE2_DIR/run" "$NODE2_DIR/log" "$NODE2_DIR/spool"
+    # nsenter, not `ip netns exec`: that mounts a sysfs of the namespace over /sys, hiding
+    # /sys/fs/cgroup, and slurmd will not start without its cgroup plugin.
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    nsenter --net="/run/netns/$NETNS" unshare --uts --mount --propagation private sh -euc '
+        hostname "$1"
+        mount --bind "$2/run" /run/slurm
+        mount --bind "$2/spool" /var/lib/slurm/slurmd
+        mount --bind "$2/log" /var/log/slurm
+        exec /usr/sbin/slurmd -N "$1"' sh "$NODE2" "$NODE2_DIR"
+}
+start slurmd2 start_slurmd2 || true
 CURRENT=slurmd
+# node_ready NODE: the node answers (idle or busy); a down/drained one is resumed. (sinfo -N
+# prints a node once per partition: the first node is in two.)
 node_ready() {
     local state
-    state=$(sinfo -h -N -n "$NODE" -o %T 2>/dev/null) || return 1
+    state=$(sinfo -h -N -n "$1" -o %T 2>/dev/null | head -n 1) || return 1
     case $state in
         idle | mixed | allocated | completing) return 0 ;;
-        drain* | down*) scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true ;;
+        drain* | down*) scontrol update nodename="$1" state=resume >/dev/null 2>&1 || true ;;
     esac
     return 1
 }
-wait_for "node $NODE idle" 30 node_ready
+wait_for "node $NODE idle" 30 node_ready "$NODE"
+CURRENT=slurmd2
+wait_for "node $NODE2 idle" 30 node_ready "$NODE2"
 
 # sshd
 CURRENT=sshd
@@ -382,7 +422,8 @@ if [[ $(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = 'trainbot'") !=
     psql_admin -c "CREATE DATABASE trainbot OWNER trainbot"
     log "postgres: created database trainbot"
 fi
-log "all daemons up (node $NODE, RealMemory=${REAL_MEM}M, CPUs=4)"
+log "all daemons up (node $NODE, RealMemory=${REAL_MEM}M, CPUs=4; node $NODE2 in partition" \
+    "$PAIR_PARTITION at $NET_NODE_ADDR, RealMemory=${REAL_MEM2}M)"
 
 # ---------------------------------------------------------------- connection settings
 render "$DIR/connection.json" root:root 644 <<EOF
@@ -393,6 +434,9 @@ render "$DIR/connection.json" root:root 644 <<EOF
   "key_file": "$ssh_dir/id_ed25519",
   "known_hosts": "$ssh_dir/known_hosts",
   "partition": "debug",
+  "node": "$NODE",
+  "pair_partition": "$PAIR_PARTITION",
+  "second_node": "$NODE2",
   "cluster_name": "$CLUSTER_NAME",
   "home": "$TEST_HOME",
   "state_dir": "$DIR",
@@ -423,6 +467,15 @@ if ((STARTED)) || ((${#RESTART[@]})); then
         die "smoke job through ssh failed (or waited more than $SMOKE_TIMEOUT s for a slot)"
     fi
     log "smoke job $out ran as $TEST_USER through ssh"
+    CURRENT=slurmd2
+    if ! out=$(timeout "$SMOKE_TIMEOUT" "${ssh_cmd[@]}" \
+        "sbatch --wait --parsable -J dev-cluster-smoke-n2 -p $PAIR_PARTITION -w $NODE2 -t 1 \
+        -c 1 --mem=32M -o /dev/null --wrap 'test \$(hostname) = $NODE2'" 2>&1); then
+        echo "$out" >&2
+        squeue >&2 || true
+        die "smoke job on $NODE2 (partition $PAIR_PARTITION) failed"
+    fi
+    log "smoke job $out ran on $NODE2 (host name $NODE2)"
 else
     out=$("${ssh_cmd[@]}" "squeue -h -o %i | wc -l" 2>&1) || {
         echo "$out" >&2

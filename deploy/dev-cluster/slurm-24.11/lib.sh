@@ -38,6 +38,7 @@ declare -A LOGFILE=(
     [sshd]=$DIR/log/sshd.log
 )
 declare -A STOP_SIGNAL=()
+declare -A COMM=()
 
 # The chroot's mounts, in mount order: /proc, /dev and /sys for the daemons, and the host's
 # MariaDB socket directory for slurmdbd.

@@ -248,18 +248,6 @@ wait_for() {
     die "$what: not ready after $secs s"
 }
 
-# detached CMD...: runs CMD with no inherited descriptor but stdin/out/err, so a daemon holds
-# no lock open: not $DIR/.lock, nor one of a caller's `flock LOCKFILE up.sh`.
-detached() {
-    (
-        for fd in "/proc/$BASHPID/fd/"*; do
-            fd=${fd##*/}
-            ((fd > 2)) && eval "exec $fd>&-"
-        done
-        "$@"
-    )
-}
-
 STARTED=0
 start() {
     local name=$1
