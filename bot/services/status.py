@@ -97,6 +97,11 @@ def job_status(
             unreachable[cluster] = str(exc)
             continue
         records.update({(cluster, job_id): rec for job_id, rec in found.items()})
+        if ref is not None and ref.array_task is None:  # `status 123` of an array: its tasks
+            shown = {int(r.job_id) for r in rows if r.cluster == cluster}
+            rows += [_task_row(store, cluster, rec) for job_id, rec in sorted(found.items())
+                     if rec.array_job_id == ref.job_id and rec.array_task_id is not None
+                     and job_id not in shown]
     merged = [
         JobStatus(
             job_id=r.job_id,
@@ -113,6 +118,15 @@ def job_status(
         if not merged:
             note = f"job {target} is unknown to trainbot and to Slurm on every cluster"
     return StatusReport(title=title, rows=merged, unreachable=unreachable, note=note)
+
+
+def _task_row(store: Store, cluster: str, rec: JobRecord) -> JobStatus:
+    """A row for an array's task (its attempt, when trainbot watches the array)."""
+    attempt = store.attempts.get_by_job(str(rec.job_id), cluster=cluster)
+    chain = store.chains.get(attempt.chain_id) if attempt is not None else None
+    if chain is not None and attempt is not None:
+        return _row(chain, attempt)
+    return JobStatus(job_id=str(rec.job_id), cluster=cluster)
 
 
 def _job_ref(target: str | None) -> JobRef | None:

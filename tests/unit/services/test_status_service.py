@@ -101,3 +101,15 @@ def test_a_bad_job_id_names_the_accepted_forms(setup):
     config, store = setup
     with pytest.raises(UsageProblem, match=r"123_4 \(task 4 of array 123\)"):
         job_status(config, "6100_x", store=store, slurm_for=lambda c: FakeSlurm({}))
+
+
+def test_status_of_an_arrays_id_lists_its_tasks(setup):
+    config, store = setup
+    records = {6101: JobRecord(6101, state="COMPLETED", exit_code=0, signal=0,
+                               array_job_id=6100, array_task_id=0),
+               6102: JobRecord(6102, state="RUNNING", array_job_id=6100, array_task_id=1),
+               6100: JobRecord(6100, state="PENDING", array_job_id=6100)}
+    slurms = {"a": FakeSlurm(records), "b": FakeSlurm({})}
+    report = job_status(config, "6100", store=store, slurm_for=slurms.__getitem__)
+    assert [(r.label, r.state) for r in report.rows] == [
+        ("6100", "PENDING"), ("6100_0 (6101)", "COMPLETED"), ("6100_1 (6102)", "RUNNING")]
