@@ -191,6 +191,12 @@ WORDINGS = [
     ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
      "tensor with shape[64,512,56,56] and type float on /job:localhost/replica:0/task:0/device:"
      "GPU:0 by allocator GPU_0_bfc", "cuda_oom"),
+    # PaddlePaddle, MXNet and the CUDA runtime's own name
+    ("Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available "
+     "memory is only 416.625000MB.", "cuda_oom"),
+    ("mxnet.base.MXNetError: [11:41:11] src/storage/./pooled_storage_manager.h:108: cudaMalloc "
+     "retry failed: out of memory", "cuda_oom"),
+    ("CUDA error (cudaErrorMemoryAllocation): out of memory", "cuda_oom"),
     # host memory: PyTorch's CPU allocator, Python's MemoryError
     ("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough "
      "memory: you tried to allocate 8589934592 bytes.", "host_oom"),
@@ -207,6 +213,9 @@ WORDINGS = [
      "[Rank 3] Watchdog caught collective operation timeout", "nccl_timeout"),
     # DataLoader
     ("RuntimeError: DataLoader timed out after 900 seconds", "dataloader_timeout"),
+    # MXNet gluon's and DGL's loaders
+    ("Worker timed out after 120 seconds. This might be caused by ", "dataloader_timeout"),
+    ("RuntimeError: Prefetcher thread timed out at 30 seconds.", "dataloader_timeout"),
     ("RuntimeError: DataLoader worker (pid 123) is killed by signal: Killed.",
      "dataloader_worker_killed"),
     ("RuntimeError: DataLoader worker (pid(s) 4743, 4744) exited unexpectedly",

@@ -444,6 +444,8 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     # a bare exception class, and an exception name followed by more than a colon
     "Exception: checkpoint directory is not writable",
     "OSError (see above for traceback): input/output error on /scratch",
+    # an IDE's last line for a crashed run
+    "Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)",
     # torchrun's failure summary of a rank that died of a signal, without the traceback
     "  exitcode  : -11 (pid: 6421)\n  error_file: <N/A>\n"
     "  traceback : Signal 11 (SIGSEGV) received by PID 6421\n"
@@ -506,6 +508,9 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     # the shell's `Killed` after a progress bar that left the cursor mid-line
     "Loading checkpoint shards:  50%|#####     | 1/2 [00:03<00:03,  3.1s/it]Killed",
     "**Killed**",  # pasted into an issue in markdown bold
+    # DeepSpeed's launcher reports its SIGKILLed ranks
+    "[2023-03-05 06:40:35,705] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python', "
+    "'-u', 'train.py', '--local_rank=7'] exits with return code = -9",
     "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed    python3 main.py",
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
     "(pid: 5343) of binary: /usr/bin/python\nTraceback (most recent call last):\n"
