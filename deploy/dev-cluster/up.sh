@@ -418,6 +418,9 @@ if [[ $(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'trainbot'") != 1 
     psql_admin -c "CREATE ROLE trainbot LOGIN CREATEDB PASSWORD '$PG_PASS'"
     log "postgres: created role trainbot"
 fi
+# a test's database is dropped WITH (FORCE): that ends an autovacuum worker in it too, which
+# only a member of pg_signal_backend may do (idempotent)
+psql_admin -c "GRANT pg_signal_backend TO trainbot" 2>/dev/null
 if [[ $(psql_admin -c "SELECT 1 FROM pg_database WHERE datname = 'trainbot'") != 1 ]]; then
     psql_admin -c "CREATE DATABASE trainbot OWNER trainbot"
     log "postgres: created database trainbot"
