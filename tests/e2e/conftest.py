@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
+from support.bolt_driver import ResponseUrls
 
 from bot.slack.poster import SlackPoster
 from bot.slack.retry import make_client
@@ -57,3 +58,11 @@ def store(store_url: str) -> Iterator[Store]:
 @pytest.fixture
 def poster(slack_client: WebClient, store: Store, fake_sleep: FakeSleep) -> SlackPoster:
     return SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: 1_732_871_000.0)
+
+
+@pytest.fixture
+def urls() -> Iterator[ResponseUrls]:
+    """The response_url endpoints a slash command or click answers to (closed after the test)."""
+    r = ResponseUrls()
+    yield r
+    r.close()

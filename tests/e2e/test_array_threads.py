@@ -5,8 +5,6 @@ templates against the Slack stand-in; Slurm and the cluster's files are fakes.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config
 from slack_bolt import App
@@ -25,13 +23,6 @@ from bot.slack.render import TemplateRenderer
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
 LOGS = "/home/slurmci/logs"
-
-
-@pytest.fixture
-def urls() -> Iterator[ResponseUrls]:
-    r = ResponseUrls()
-    yield r
-    r.close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ each worker's RSS growth, what grows — follows in the run's thread; the incide
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -46,13 +45,6 @@ NODE_SAYS = {
         {"pid": 102, "samples": 80, "rss_start_mb": 1950.0, "rss_end_mb": 3570.0,
          "slope_mb": 20.2}],
 }
-
-
-@pytest.fixture
-def urls() -> Iterator[ResponseUrls]:
-    r = ResponseUrls()
-    yield r
-    r.close()
 
 
 @pytest.fixture

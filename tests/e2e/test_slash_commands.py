@@ -8,7 +8,6 @@ response_url posts, the poster's thread, chat.update of the prompt.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from fakes import FakeClusters, FakeRunner, FakeSlurm, make_config
@@ -35,13 +34,6 @@ from bot.store import Store
 
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
-
-
-@pytest.fixture
-def urls() -> Iterator[ResponseUrls]:
-    r = ResponseUrls()
-    yield r
-    r.close()
 
 
 @pytest.fixture

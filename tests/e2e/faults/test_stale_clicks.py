@@ -10,7 +10,7 @@ of the same run is submitting.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -41,13 +41,6 @@ from bot.slack.views import ActionId
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
 APPROVER = "W0LEAD"
-
-
-@pytest.fixture
-def urls() -> Iterator[ResponseUrls]:
-    r = ResponseUrls()
-    yield r
-    r.close()
 
 
 @pytest.fixture
