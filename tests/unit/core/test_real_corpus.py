@@ -117,14 +117,28 @@ def test_corpus_size_and_what_it_covers() -> None:
     assert "NCCL watchdog" in bodies["gpu_failure__sd-scripts-1434.log"]
 
 
-def test_the_held_out_manifest_lists_every_log_with_its_label_and_source() -> None:
-    """tests/fixtures/real/heldout/LABELS.md records why each held-out log has its label."""
-    held = sorted((REAL / "heldout").glob("*.log"))
-    manifest = REAL / "heldout" / "LABELS.md"
-    rows = {} if not manifest.exists() else {
+def _manifest_rows(manifest: Path) -> dict[str, tuple[str, str]]:
+    return {} if not manifest.exists() else {
         m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
             r"^\| `([^`]+\.log)` \| `([a-z_]+)` \| (\S+) \| \S", manifest.read_text("utf-8"),
             re.M)}
+
+
+def test_the_held_out_manifest_lists_every_log_with_its_label_and_source() -> None:
+    """tests/fixtures/real/heldout/LABELS.md records why each held-out log has its label."""
+    held = sorted((REAL / "heldout").glob("*.log"))
+    rows = _manifest_rows(REAL / "heldout" / "LABELS.md")
     assert set(rows) == {p.name for p in held}
     for path in held:
         assert rows[path.name] == (path.name.split("__")[0], _source(path)), path.name
+
+
+def test_the_tuned_manifest_rows_name_tuned_logs_with_their_label_and_source() -> None:
+    """tests/fixtures/real/LABELS.md keeps the label reasons of the logs that came from a
+    held-out split (and of later ones); every row names a tuned log, its label and source."""
+    rows = _manifest_rows(REAL / "LABELS.md")
+    assert len(rows) >= 53
+    for name, row in rows.items():
+        path = REAL / name
+        assert path.exists(), name
+        assert row == (name.split("__")[0], _source(path)), name
