@@ -1,0 +1,73 @@
+"""The resubmit policy: what trainbot does about a diagnosis, given the run chain's history.
+
+Pure: no I/O, no clock reads (callers pass `now`). Inputs are plain data; the output is a
+`Decision` the watcher carries out (store intent first, then post / submit).
+
+Rules (docs/failures.md, docs/incidents.md):
+- `resubmit` classes (nccl_timeout, dataloader_timeout, time_limit, preempted, node_failure)
+  are proposed with a button, or resubmitted at once when the recipe says `auto_resubmit`
+  and the class is retryable; both wait for the backoff (`not_before`).
+- `ask` classes are proposed, never automatic; host_oom and dataloader_worker_killed propose
+  `--mem` sized from the limit and MaxRSS; a finished job whose class is memory_leak only warns.
+- STOP classes (cuda_oom, compiler_missing, nan_loss, silent_exit) never resubmit.
+- Budget (default 3 charged resubmits per chain); `preempted` / `node_failure` carry
+  `charges_budget: false` in the catalogue and are not charged. Exhausted -> stop, ask a human.
+- No progress: a retry whose last iteration is not above the previous attempt's stops the
+  chain and asks a human (only for charged classes: a preemption is not the job's fault).
+- Running jobs: early warnings (`early_warnings`): leak projection once per chain unless it
+  worsens by a margin, stall with CPU corroboration and an offer to cancel and resume, low
+  GPU utilisation as a note. `held_report` flags a requeued job stuck in JobHeldAdmin.
+
+`Decision.facts` is what threads show, as data: `why` names the sentence (worded by
+templates/event.json.j2 in the thread's language), the other keys are its figures not already
+on the Decision (see `decide` and `early_warnings`). An early warning's facts are complete on
+their own, so a warning re-posted from the store renders from them alone. `Decision.reason`
+says the same in English for the log and the store.
+
+Modules: `decision` (Decision, its kinds and offers), `chain` (the chain history read),
+`params` (PolicyParams and their defaults), `retry` (`decide`, the budget, the backoff),
+`memory` (the --mem arithmetic after a host OOM and a leak), `early` (early warnings for a
+running job), `held` (admin-held jobs). Callers import the names below from this package.
+"""
+
+from bot.core.policy.chain import AttemptFacts, ChainHistory, PastWarning
+from bot.core.policy.decision import (
+    OFFER_CANCEL_RESUME,
+    OFFER_DISMISS,
+    OFFER_RESUBMIT,
+    OFFER_RESUBMIT_MEM,
+    Decision,
+    DecisionKind,
+)
+from bot.core.policy.early import CpuEvidence, early_warnings, leak_warning_due
+from bot.core.policy.held import HeldReport, held_report
+from bot.core.policy.memory import LeakRemedy, leak_remedy, suggest_mem
+from bot.core.policy.params import DEFAULT_POLICY, PolicyParams, params_from
+from bot.core.policy.retry import RUNNING_CLASSES, approval_charged, backoff_delay, decide
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "OFFER_CANCEL_RESUME",
+    "OFFER_DISMISS",
+    "OFFER_RESUBMIT",
+    "OFFER_RESUBMIT_MEM",
+    "RUNNING_CLASSES",
+    "AttemptFacts",
+    "ChainHistory",
+    "CpuEvidence",
+    "Decision",
+    "DecisionKind",
+    "HeldReport",
+    "LeakRemedy",
+    "PastWarning",
+    "PolicyParams",
+    "approval_charged",
+    "backoff_delay",
+    "decide",
+    "early_warnings",
+    "held_report",
+    "leak_remedy",
+    "leak_warning_due",
+    "params_from",
+    "suggest_mem",
+]

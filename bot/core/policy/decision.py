@@ -1,0 +1,87 @@
+"""What the policy decides: `Decision` (plain data the watcher carries out), its kinds and the
+buttons it may offer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class DecisionKind(StrEnum):
+    """What the watcher does with a decision."""
+
+    RESUBMIT_NOW = "resubmit_now"  # submit (after not_before) without asking
+    PROPOSE_RESUBMIT = "propose_resubmit"  # incident with a Resubmit button
+    PROPOSE_MEM_RESUBMIT = "propose_mem_resubmit"  # incident with "Resubmit with --mem=…"
+    ASK_HUMAN = "ask_human"  # the chain stops here until a person decides
+    STOP = "stop"  # explain; never resubmitted
+    WARN = "warn"  # early warning in the thread (may offer cancel + resume)
+    NOTE = "note"  # gentle note, not an incident
+    NONE = "none"  # nothing to do
+
+
+#: Button ids a decision may offer (the Slack layer maps them to action ids).
+OFFER_RESUBMIT = "resubmit"
+OFFER_RESUBMIT_MEM = "resubmit_mem"
+OFFER_CANCEL_RESUME = "cancel_resume"
+OFFER_DISMISS = "dismiss"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Plain data: what to do and why. `charged` says whether carrying out the resubmit
+    spends one unit of the chain's retry budget; `key` deduplicates warnings per chain;
+    `facts` is `reason` as data (module doc)."""
+
+    kind: DecisionKind
+    reason: str
+    class_id: str
+    charged: bool = False
+    not_before: float | None = None
+    resume_from: int | None = None
+    work_lost_iters: int | None = None
+    mem: str | None = None  # suggested --mem as Slurm writes it ("600G")
+    mem_bytes: int | None = None
+    offers: tuple[str, ...] = ()
+    stop_chain: bool = False
+    key: str | None = None
+    projected_oom_iter: int | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def resubmits(self) -> bool:
+        """Does this decision resubmit (now or on approval)?"""
+        return self.kind in (
+            DecisionKind.RESUBMIT_NOW,
+            DecisionKind.PROPOSE_RESUBMIT,
+            DecisionKind.PROPOSE_MEM_RESUBMIT,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields a stored decision keeps (the incidents table's JSON)."""
+        return {
+            "kind": str(self.kind), "reason": self.reason, "class_id": self.class_id,
+            "charged": self.charged, "not_before": self.not_before,
+            "resume_from": self.resume_from, "work_lost_iters": self.work_lost_iters,
+            "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
+            "exclude": self.facts.get("exclude"),  # the faulty node a resubmit leaves out
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        """A stored decision read back. Fails closed: a missing or unknown `kind` (a row
+        written by another version, a damaged one) is `ask_human`, never an action."""
+        try:
+            kind = DecisionKind(data.get("kind"))
+        except ValueError:
+            kind = DecisionKind.ASK_HUMAN
+        return cls(
+            kind=kind, reason=str(data.get("reason") or ""),
+            class_id=str(data.get("class_id") or ""), charged=bool(data.get("charged")),
+            not_before=data.get("not_before"), resume_from=data.get("resume_from"),
+            work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
+            offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
+            facts={"exclude": data["exclude"]} if data.get("exclude") else {},
+        )

@@ -1,0 +1,226 @@
+"""Memory arithmetic after a host OOM: the `--mem` to suggest (`suggest_mem`), what a steady
+leak needs to finish the run (`leak_remedy`), and the decision that offers it
+(`host_oom_decision`, called by `decide`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.models import Accounting, Diagnosis
+from bot.core.policy.decision import (
+    OFFER_DISMISS,
+    OFFER_RESUBMIT,
+    OFFER_RESUBMIT_MEM,
+    Decision,
+    DecisionKind,
+)
+from bot.core.policy.params import PolicyParams, params_from
+from bot.core.units import GIB, format_size
+
+
+def host_oom_decision(
+    diagnosis: Diagnosis,
+    p: PolicyParams,
+    accounting: Accounting | None,
+    charged: bool,
+    not_before: float,
+    where: str,
+    base: dict[str, Any],
+    *,
+    worker_rss: tuple[int, int] | None = None,
+    trainer_rss: tuple[int, int] | None = None,
+) -> Decision:
+    saving = " while saving a checkpoint" if diagnosis.during_checkpoint_save else ""
+    remedy = leak_remedy(diagnosis, resume_iter=base.get("resume_from"),
+                         limit_bytes=accounting.mem_limit_bytes if accounting else None,
+                         max_rss_bytes=accounting.max_rss_bytes if accounting else None,
+                         policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss)
+    if remedy is not None and not remedy.proposes_mem:
+        who = f"; growing: {remedy.role}" if remedy.role else ""
+        head = (f"host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
+                f"iterations{who}): reaching iteration {remedy.target_iter} needs ~"
+                f"{remedy.need_gib}G")
+        if remedy.hopeless:
+            head += (f", above {remedy.ceiling_gib}G, so no --mem finishes the run (with "
+                     f"{remedy.with_gib}G: ~iter {remedy.reach_iter} of {remedy.target_iter})")
+        else:
+            head += ("; the job's memory limit is unknown (and no site cap is set), so no "
+                     "--mem is proposed")
+        return Decision(
+            DecisionKind.ASK_HUMAN,
+            head + "; run `trainbot probe dataloader` for the recipe to find what grows",
+            charged=charged,
+            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "leak_hopeless" if remedy.hopeless else "leak_limit_unknown",
+                   **remedy.facts()},
+            **base,
+        )
+    if diagnosis.class_id == "dataloader_worker_killed":
+        saving = " (a DataLoader worker was killed)" + saving
+    limit = accounting.mem_limit_bytes if accounting else None
+    max_rss = accounting.max_rss_bytes if accounting else None
+    size = suggest_mem(limit, max_rss, during_save=diagnosis.during_checkpoint_save, policy=p)
+    if size is None and remedy is not None:  # the limit is unknown, a site cap is not
+        size = remedy.need_gib * GIB, f"{remedy.need_gib}G"
+    facts = {"during_save": diagnosis.during_checkpoint_save,
+             "limit": _size_or_none(limit), "max_rss": _size_or_none(max_rss)}
+    if size is None:
+        return Decision(
+            DecisionKind.ASK_HUMAN,
+            f"host memory exhausted{saving}; the memory limit is unknown, so no --mem can be "
+            f"suggested. {diagnosis.hint}".strip(),
+            charged=charged,
+            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "mem_unknown", **facts},
+            **base,
+        )
+    mem_bytes, mem_text = size
+    if remedy is not None and remedy.need_gib * GIB > mem_bytes:
+        mem_bytes, mem_text = remedy.need_gib * GIB, f"{remedy.need_gib}G"  # finishes the run
+        facts["leak"] = remedy.facts()
+    current = max(limit or 0, max_rss or 0)
+    if mem_bytes <= current:
+        return Decision(
+            DecisionKind.ASK_HUMAN,
+            f"host memory exhausted{saving} at {_size(current)}, already at the site's cap "
+            f"({_size(p.mem_cap_bytes or current)}): cut host memory instead. "
+            f"{diagnosis.hint}".strip(),
+            charged=charged,
+            offers=(OFFER_DISMISS,),
+            facts={"why": "mem_at_cap", "current": _size(current),
+                   "cap": _size(p.mem_cap_bytes or current), **facts},
+            **base,
+        )
+    return Decision(
+        DecisionKind.PROPOSE_MEM_RESUBMIT,
+        f"host memory exhausted{saving} (limit {_size(limit)}, MaxRSS {_size(max_rss)}): "
+        f"proposing to resubmit {where} with --mem={mem_text}",
+        charged=charged,
+        not_before=not_before,
+        mem=mem_text,
+        mem_bytes=mem_bytes,
+        offers=(OFFER_RESUBMIT_MEM, OFFER_RESUBMIT, OFFER_DISMISS),
+        facts={"why": "mem_propose", **facts},
+        **base,
+    )
+
+
+@dataclass(frozen=True)
+class LeakRemedy:
+    """What more memory can do after a host OOM that followed a steady RSS trend.
+
+    From the last complete checkpoint (`resume_iter`) the process starts again at
+    `start_gib` and grows `slope_gib_per_100_iter`: reaching `target_iter` needs `need_gib`.
+    `hopeless` when that is above the site's cap or twice the current limit: no `--mem`
+    finishes the run; `with_gib` (the `--mem` a plain OOM would get) reaches `reach_iter`.
+    `ceiling_gib` None: neither the job's limit nor a site cap is known, so whether any
+    memory finishes the run cannot be told and no `--mem` is proposed (`proposes_mem`).
+    `role` is what grows, from the sampler (DataLoader workers / trainer), else None."""
+
+    slope_gib_per_100_iter: float
+    start_gib: float
+    resume_iter: int
+    target_iter: int
+    need_gib: int
+    ceiling_gib: int | None
+    hopeless: bool
+    with_gib: int
+    reach_iter: int
+    role: str | None = None
+
+    @property
+    def proposes_mem(self) -> bool:
+        """Is `need_gib` a `--mem` to propose (known to fit under the ceiling)?"""
+        return self.ceiling_gib is not None and not self.hopeless
+
+    def facts(self) -> dict[str, Any]:
+        return {"slope": self.slope_gib_per_100_iter, "need_gib": self.need_gib,
+                "ceiling_gib": self.ceiling_gib, "with_gib": self.with_gib,
+                "reach_iter": self.reach_iter, "target": self.target_iter,
+                "resume_from": self.resume_iter, "role": self.role,
+                "hopeless": self.hopeless, "limit_known": self.ceiling_gib is not None}
+
+
+def leak_remedy(
+    diagnosis: Diagnosis,
+    *,
+    resume_iter: int | None,
+    limit_bytes: int | None,
+    max_rss_bytes: int | None = None,
+    policy: Any = None,
+    worker_rss: tuple[int, int] | None = None,
+    trainer_rss: tuple[int, int] | None = None,
+) -> LeakRemedy | None:
+    """The memory a leaking run needs to finish (see LeakRemedy); None without a steady
+    trend (`Diagnosis.leak_fit`) or a target iteration. `worker_rss` / `trainer_rss` are the
+    sampler's (start, now) RSS of each role: the one that grew most is named."""
+    fit, target = diagnosis.leak_fit, diagnosis.metrics.target_iter
+    if not fit or not target or fit["slope_gib_per_100_iter"] <= 0:
+        return None
+    p = params_from(policy)
+    per_iter = fit["slope_gib_per_100_iter"] / 100
+    resume = resume_iter or 0
+    need = fit["start_gib"] + per_iter * max(0, target - resume)
+    step = 10 if need >= 100 else 1
+    need_gib = int(math.ceil(need / step - 1e-9)) * step
+    ceilings = [int(p.mem_cap_bytes // GIB)] if p.mem_cap_bytes is not None else []
+    if limit_bytes:
+        ceilings.append(int(2 * limit_bytes // GIB))
+    ceiling = min(ceilings) if ceilings else None
+    size = suggest_mem(limit_bytes, max_rss_bytes, policy=p)
+    with_gib = int(size[0] // GIB) if size is not None else (ceiling or need_gib)
+    reach = resume + (with_gib - fit["start_gib"]) / per_iter
+    grew = {name: now / start for name, rss in (("workers", worker_rss),
+                                                ("trainer", trainer_rss))
+            if rss is not None and (start := rss[0]) > 0 and (now := rss[1]) > start * 1.25}
+    return LeakRemedy(
+        slope_gib_per_100_iter=fit["slope_gib_per_100_iter"],
+        start_gib=fit["start_gib"],
+        resume_iter=resume,
+        target_iter=target,
+        need_gib=need_gib,
+        ceiling_gib=ceiling,
+        hopeless=ceiling is not None and need_gib > ceiling,
+        with_gib=with_gib,
+        reach_iter=int(max(resume, min(target, reach))),
+        role=max(grew, key=lambda k: grew[k]) if grew else None,
+    )
+
+
+def suggest_mem(
+    limit_bytes: int | None,
+    max_rss_bytes: int | None,
+    *,
+    during_save: bool = False,
+    policy: Any = None,
+) -> tuple[int, str] | None:
+    """A bigger `--mem` after a host OOM: max(limit, MaxRSS) x growth, rounded UP to whole
+    GiB (10 GiB steps from 100 GiB), capped at the site's cap. None when the job's limit is
+    unknown: a number made up without it would be a guess (the caller says so instead).
+
+    sacct's MaxRSS often misses the spike that killed the job, so the limit (which the job
+    did reach) is the floor. A death inside a checkpoint save uses the larger growth factor:
+    gathering weights + optimizer state on the CPU roughly doubles the peak.
+    """
+    p = params_from(policy)
+    if not limit_bytes or limit_bytes <= 0:
+        return None
+    base = max(limit_bytes, max_rss_bytes or 0)
+    growth = p.mem_growth_save if during_save else p.mem_growth
+    want_gib = base * growth / GIB
+    step = 10 if want_gib >= 100 else 1
+    gib_rounded = int(math.ceil(want_gib / step - 1e-9)) * step
+    if p.mem_cap_bytes is not None:
+        cap_gib = int(p.mem_cap_bytes // GIB)
+        gib_rounded = min(gib_rounded, cap_gib)
+    return gib_rounded * GIB, f"{gib_rounded}G"
+
+
+def _size(n: int | None) -> str:
+    return "unknown" if n is None else format_size(n)
+
+
+def _size_or_none(n: int | None) -> str | None:
+    return None if n is None else format_size(n)

@@ -1,0 +1,219 @@
+"""The decision for a finished job (`decide`): stop, ask a person or resubmit (now or with a
+button), within the chain's retry budget, after a backoff, leaving a faulty node out; and
+whether a person's approved resubmit is charged (`approval_charged`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.core.models import MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
+from bot.core.policy.chain import ChainHistory
+from bot.core.policy.decision import OFFER_DISMISS, OFFER_RESUBMIT, Decision, DecisionKind
+from bot.core.policy.early import early_warnings
+from bot.core.policy.memory import host_oom_decision
+from bot.core.policy.params import params_from
+
+if TYPE_CHECKING:
+    from bot.core.catalogue import Catalogue
+
+#: Classes that describe a job still running (early warnings, not end-of-job decisions).
+RUNNING_CLASSES = frozenset({"none", "hang", "memory_leak"})
+
+
+def approval_charged(*, budget_spent: bool, recorded: bool | None, class_id: str | None,
+                     catalogue: Catalogue) -> bool:
+    """Does a resubmit a person approved spend one of its chain's retries? Exactly when the
+    automatic resubmit of the same failure would (`decide`: the diagnosis' `charges_budget`):
+    what the watcher `recorded` for it, else the catalogue's class `class_id`; a failure of
+    unknown class charges (like unknown_failure). A chain whose budget is spent is not
+    charged further: only a person's approval lets it go on, and the ledger stays at its
+    budget ("3 of 3"), never "4 of 3"."""
+    if budget_spent:
+        return False
+    if recorded is not None:
+        return recorded
+    if class_id is None:
+        return True
+    try:
+        return bool(catalogue.get(class_id).charges_budget)
+    except KeyError:
+        return True
+
+
+def decide(
+    diagnosis: Diagnosis,
+    chain_history: ChainHistory,
+    policy: Any,
+    now: float,
+    *,
+    checkpoint_iter: int | None = None,
+    accounting: Accounting | None = None,
+    worker_rss: tuple[int, int] | None = None,
+    trainer_rss: tuple[int, int] | None = None,
+) -> Decision:
+    """The decision for one diagnosed job.
+
+    `checkpoint_iter` is the iteration of the latest COMPLETE checkpoint (None: start from
+    scratch); `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal;
+    after a steady leak (`leak_remedy`) the --mem is what finishes the run, or none when no
+    memory can (`worker_rss` / `trainer_rss` from the sampler name what grows).
+    A running job's diagnosis (none / hang / memory_leak) returns the first early warning.
+    """
+    p = params_from(policy)
+    cid = diagnosis.class_id
+    last_iter = _current_last_iter(diagnosis, chain_history)
+    lost = _work_lost(last_iter, checkpoint_iter)
+    base = {"class_id": cid, "resume_from": checkpoint_iter, "work_lost_iters": lost}
+
+    if cid in RUNNING_CLASSES and not _finished(accounting):
+        found = early_warnings(diagnosis, chain_history, p, now)
+        return found[0] if found else Decision(DecisionKind.NONE, "running normally", cid)
+    if cid == "completed":
+        return Decision(DecisionKind.NONE, "the run completed", cid, facts={"why": "completed"})
+    if cid == "memory_leak":
+        return Decision(
+            DecisionKind.WARN,
+            "the job ended while host memory was still growing; no resubmit proposed",
+            cid,
+            projected_oom_iter=diagnosis.metrics.projected_oom_iter,
+            facts={"why": "leak_ended"},
+        )
+    if cid in STOP_CLASSES or diagnosis.action == Action.STOP:
+        return Decision(
+            DecisionKind.STOP,
+            f"{cid} is not retryable: resubmitting unchanged would fail the same way. "
+            f"{diagnosis.hint}".strip(),
+            stop_chain=True,
+            offers=(OFFER_DISMISS,),
+            facts={"why": "not_retryable"},
+            **base,
+        )
+    if diagnosis.action == Action.NONE:
+        return Decision(DecisionKind.NONE, f"{cid}: nothing to do", cid,
+                        facts={"why": "nothing_to_do"})
+
+    charged = bool(diagnosis.charges_budget)
+    # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)
+    node = {"exclude": diagnosis.node} if diagnosis.node else {}
+    if charged and chain_history.retries_used >= p.retry_budget:
+        return Decision(
+            DecisionKind.STOP,
+            f"retry budget exhausted: {chain_history.retries_used} of {p.retry_budget} "
+            f"resubmits used in this chain; a person must decide ({cid})",
+            stop_chain=True,
+            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "budget_exhausted", "used": chain_history.retries_used,
+                   "budget": p.retry_budget, **node},
+            **base,
+        )
+    stalled = _no_progress(chain_history, last_iter) if charged else None
+    if stalled is not None:
+        return Decision(
+            DecisionKind.ASK_HUMAN,
+            f"no progress since the previous attempt ({_no_progress_text(stalled)}); "
+            f"stopping the chain instead of retrying {cid} again",
+            stop_chain=True,
+            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts={"why": "no_progress", **stalled, **node},
+            **base,
+        )
+
+    not_before = now + backoff_delay(p, chain_history.resubmits_so_far)
+    where = _resume_text(checkpoint_iter, lost)
+    budget_text = (
+        f"charged: {chain_history.retries_used + 1} of {p.retry_budget} retries"
+        if charged
+        else "not charged to the retry budget"
+    )
+    retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
+                   "budget": p.retry_budget, **node}
+    if node:
+        where += f" on another node (--exclude={diagnosis.node})"
+    if diagnosis.action == Action.RESUBMIT:
+        if p.auto_resubmit and diagnosis.retryable:
+            return Decision(
+                DecisionKind.RESUBMIT_NOW,
+                f"{cid} is retryable: resubmitting {where} ({budget_text})",
+                charged=charged,
+                not_before=not_before,
+                facts=retry_facts,
+                **base,
+            )
+        return Decision(
+            DecisionKind.PROPOSE_RESUBMIT,
+            f"{cid} is retryable: proposing to resubmit {where} ({budget_text})",
+            charged=charged,
+            not_before=not_before,
+            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            facts=retry_facts,
+            **base,
+        )
+    # Action.ASK
+    if cid in MEMORY_CLASSES:
+        return host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
+                                 worker_rss=worker_rss, trainer_rss=trainer_rss)
+    return Decision(
+        DecisionKind.PROPOSE_RESUBMIT,
+        f"{cid}: a person should decide; resubmit {where} is offered. {diagnosis.hint}".strip(),
+        charged=charged,
+        not_before=not_before,
+        offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+        facts={"why": "ask", **node},
+        **base,
+    )
+
+
+def _finished(accounting: Accounting | None) -> bool:
+    return accounting is not None and accounting.state is not None and not accounting.is_running
+
+
+def backoff_delay(policy: Any, resubmits_so_far: int) -> float:
+    """Seconds to wait before the next resubmit: backoff_s x 2^(resubmits so far), capped."""
+    p = params_from(policy)
+    if p.backoff_s <= 0:
+        return 0.0
+    return float(min(p.backoff_s * (2 ** max(0, resubmits_so_far)), p.backoff_max_s))
+
+
+def _current_last_iter(diagnosis: Diagnosis, history: ChainHistory) -> int | None:
+    """Highest iteration the attempt being decided reached (diagnosis, else the store)."""
+    known = [diagnosis.metrics.last_iter]
+    if history.attempts:
+        known.append(history.attempts[-1].last_iter)
+    values = [v for v in known if v is not None]
+    return max(values) if values else None
+
+
+def _no_progress(history: ChainHistory, last_iter: int | None) -> dict[str, Any] | None:
+    """Why the attempt made no progress over the previous one (`job`, `last_iter`,
+    `prev_job`, `prev_iter`; `last_iter` None: it logged none), or None if it did / is first."""
+    if len(history.attempts) < 2:
+        return None
+    prev = history.attempts[-2].last_iter
+    if last_iter is None or (prev is not None and last_iter <= prev):
+        return {"job": history.attempts[-1].job_id, "last_iter": last_iter,
+                "prev_job": history.attempts[-2].job_id, "prev_iter": prev}
+    return None
+
+
+def _no_progress_text(facts: Mapping[str, Any]) -> str:
+    if facts["last_iter"] is None:
+        return "this attempt logged no iteration"
+    return (f"job {facts['job']} stopped at iteration {facts['last_iter']}, "
+            f"previous attempt {facts['prev_job']} reached {facts['prev_iter']}")
+
+
+def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None:
+    if last_iter is None:
+        return None
+    return max(0, last_iter - (checkpoint_iter or 0))
+
+
+def _resume_text(checkpoint_iter: int | None, lost: int | None) -> str:
+    if checkpoint_iter is None:
+        return "from scratch (no complete checkpoint)"
+    text = f"resuming from iteration {checkpoint_iter}"
+    if lost:
+        text += f" ({lost} iterations lost)"
+    return text
