@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bot.services.ports import LeaseLost
-from bot.store.repos import LeasesRepo
+from bot.store.repos.replicas import LeasesRepo
 
 log = logging.getLogger(__name__)
 

@@ -15,17 +15,11 @@ from sqlalchemy.pool import StaticPool
 from bot.core.redact import Redactor, url_secret_spans, url_secrets
 from bot.store.audit import AuditRepo
 from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
-from bot.store.repos import (
-    ApprovalsRepo,
-    AttemptsRepo,
-    ChainsRepo,
-    CommandClaimsRepo,
-    HomeViewersRepo,
-    IncidentsRepo,
-    LeasesRepo,
-    TailOffsetsRepo,
-    WatchedJobsRepo,
-)
+from bot.store.repos.approvals import ApprovalsRepo
+from bot.store.repos.incidents import IncidentsRepo
+from bot.store.repos.replicas import CommandClaimsRepo, HomeViewersRepo, LeasesRepo
+from bot.store.repos.runs import AttemptsRepo, ChainsRepo, TailOffsetsRepo
+from bot.store.repos.watched import WatchedJobsRepo
 from bot.store.rows import (
     Approval,
     Attempt,

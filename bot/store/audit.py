@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from bot.store import schema as t
-from bot.store.repos import _Repo, _row
+from bot.store.repos.base import _Repo, _row
 from bot.store.rows import AuditEntry
 
 

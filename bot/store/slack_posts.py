@@ -8,7 +8,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store import schema as t
-from bot.store.repos import _Repo, _wall
+from bot.store.repos.base import _Repo, _wall
 from bot.store.rows import SlackPost
 
 

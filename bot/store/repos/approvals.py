@@ -1,0 +1,255 @@
+"""Approval tokens behind buttons, accepted at most once before they expire."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import and_, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bot.store import schema as t
+from bot.store.repos.base import _Repo, _row
+from bot.store.rows import (
+    Approval,
+    Attempt,
+    ClaimResult,
+)
+
+
+class ApprovalsRepo(_Repo):
+    """Approval tokens behind buttons: each is accepted at most once, before it expires.
+
+    Authorization (may the clicker approve, by the config running now?) is the caller's job,
+    before `claim`; `allowed` records who could approve when the prompt was posted.
+    Approvals of a `PASSIVE_ACTIONS` action (a probe) do nothing to their chain's job: one
+    approved and under way never makes the chain's other prompts `busy`.
+    """
+
+    PASSIVE_ACTIONS = ("probe",)
+
+    def create(
+        self,
+        *,
+        action: str,
+        payload: Mapping[str, Any],
+        allowed: Iterable[str],
+        expires_at: float,
+        now: float,
+        target_job: str | None = None,
+        chain_id: int | None = None,
+    ) -> str:
+        """Store a pending approval; returns its opaque random token (the button value)."""
+        token = secrets.token_urlsafe(16)
+        with self._engine.begin() as conn:
+            conn.execute(
+                insert(t.approvals).values(
+                    id=token,
+                    action=action,
+                    payload_json=json.dumps(payload, sort_keys=True),
+                    target_job=None if target_job is None else str(target_job),
+                    chain_id=chain_id,
+                    allowed_json=json.dumps(sorted(set(allowed))),
+                    expires_at=expires_at,
+                    state="pending",
+                    created_at=now,
+                )
+            )
+        return token
+
+    def get(self, token: str) -> Approval | None:
+        return self._one(Approval, select(t.approvals).where(t.approvals.c.id == token))
+
+    def claim(self, token: str, actor: str, now: float, *,
+              latest_job: str | None = None) -> ClaimResult:
+        """pending → approved, for exactly one caller, only before expiry; with `latest_job`
+        only while the chain is where the prompt left it (see `_decide`)."""
+        return self._decide(token, actor, now, "approved", latest_job)
+
+    def refuse(self, token: str, actor: str, now: float, *,
+               latest_job: str | None = None) -> ClaimResult:
+        """pending → refused (a 'no' or 'Dismiss'), for exactly one caller, before expiry;
+        `latest_job` as for `claim`."""
+        return self._decide(token, actor, now, "refused", latest_job)
+
+    def _decide(self, token: str, actor: str, now: float, new_state: str,
+                latest_job: str | None) -> ClaimResult:
+        """One transaction: the chain check, then the state change.
+
+        With `latest_job` (the job the prompt is about: a failed job's resubmit, the resumed
+        job a hold waits for) and a chain, the approval is decided only while `latest_job` is
+        still the chain's latest attempt — else it becomes `stale`, for good: the run moved
+        on — and while no other approval of the chain is approved and acting on that job
+        (approved, not yet done: its sbatch or scancel is under way; `busy`, the approval
+        stays pending). The chain's row is locked first, as `AttemptsRepo.add` does, so a
+        resubmit recording its attempt and this check take turns."""
+        with self._engine.begin() as conn:
+            found = _row(Approval, conn.execute(
+                select(t.approvals).where(t.approvals.c.id == token)).first())
+            if found is not None and latest_job is not None and found.chain_id is not None and (
+                    found.state == "stale"
+                    or (found.state == "pending" and found.expires_at > now)):
+                moved = self._chain_moved(conn, found, str(latest_job), actor, now)
+                if moved is not None:
+                    return moved
+            result = conn.execute(
+                update(t.approvals)
+                .where(
+                    and_(
+                        t.approvals.c.id == token,
+                        t.approvals.c.state == "pending",
+                        t.approvals.c.expires_at > now,
+                    )
+                )
+                .values(state=new_state, decided_by=actor, decided_at=now)
+            )
+            claimed = result.rowcount == 1
+            if not claimed:  # mark a stale pending one expired, for the record
+                conn.execute(
+                    update(t.approvals)
+                    .where(
+                        and_(
+                            t.approvals.c.id == token,
+                            t.approvals.c.state == "pending",
+                            t.approvals.c.expires_at <= now,
+                        )
+                    )
+                    .values(state="expired")
+                )
+            row = conn.execute(select(t.approvals).where(t.approvals.c.id == token)).first()
+        approval = _row(Approval, row)
+        if claimed:
+            return ClaimResult(True, "claimed", approval)
+        if approval is None:
+            return ClaimResult(False, "unknown", None)
+        if approval.state == "expired":
+            return ClaimResult(False, "expired", approval)
+        return ClaimResult(False, "decided", approval)
+
+    @staticmethod
+    def _chain_moved(conn: Any, approval: Approval, latest_job: str, actor: str,
+                     now: float) -> ClaimResult | None:
+        """The stale or busy answer of `_decide`, None when the chain is where the prompt
+        left it. Runs inside `_decide`'s transaction."""
+        chain_id = approval.chain_id
+        conn.execute(select(t.chains.c.id).where(t.chains.c.id == chain_id).with_for_update())
+        latest = _row(Attempt, conn.execute(
+            select(t.attempts).where(t.attempts.c.chain_id == chain_id)
+            .order_by(t.attempts.c.attempt_no.desc()).limit(1)).first())
+        if latest is not None and latest.job_id != latest_job:
+            if approval.state == "pending":
+                conn.execute(
+                    update(t.approvals)
+                    .where(and_(t.approvals.c.id == approval.id,
+                                t.approvals.c.state == "pending"))
+                    .values(state="stale", decided_by=actor, decided_at=now)
+                )
+            row = conn.execute(select(t.approvals).where(t.approvals.c.id == approval.id)).first()
+            return ClaimResult(False, "stale", _row(Approval, row), latest=latest)
+        if approval.state == "stale":  # cannot happen: a chain's latest attempt only moves on
+            return ClaimResult(False, "decided", approval)
+        other = _row(Approval, conn.execute(
+            select(t.approvals).where(and_(
+                t.approvals.c.chain_id == chain_id,
+                t.approvals.c.target_job == latest_job,
+                t.approvals.c.state == "approved",
+                t.approvals.c.id != approval.id,
+                t.approvals.c.action.not_in(ApprovalsRepo.PASSIVE_ACTIONS),
+            )).limit(1)).first())
+        if other is not None:
+            return ClaimResult(False, "busy", approval, latest=latest, other=other)
+        return None
+
+    def mark_done(self, token: str, *, now: float) -> bool:
+        """approved → done once the approved action was carried out; False if not approved."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                .values(state="done", decided_at=now)
+            )
+        return result.rowcount == 1
+
+    def mark_step(self, token: str, step: str, *, now: float) -> bool:
+        """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"):
+        True for exactly one caller, so no replica follows a prompt up twice."""
+        if step not in ("reminded", "escalated"):
+            raise ValueError(f"step must be reminded or escalated, not {step!r}")
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now))
+        except IntegrityError:  # done before, or by another replica just now
+            return False
+        return True
+
+    def steps(self, token: str) -> dict[str, float]:
+        """The follow-up steps `token`'s prompt went through: step -> when."""
+        with self._engine.begin() as conn:
+            rows = conn.execute(select(t.prompt_steps.c.step, t.prompt_steps.c.at)
+                                .where(t.prompt_steps.c.token == token)).all()
+        return {step: at for step, at in rows}
+
+    def expire(self, token: str, *, now: float) -> bool:
+        """pending → expired once its time is up: True for exactly one caller."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "pending",
+                            t.approvals.c.expires_at <= now))
+                .values(state="expired")
+            )
+        return result.rowcount == 1
+
+    def approved(self, action: str) -> list[Approval]:
+        """The approvals of `action` approved and not yet done, oldest first (probes a
+        person asked for, waiting for their run)."""
+        query = (select(t.approvals).where(t.approvals.c.state == "approved",
+                                           t.approvals.c.action == action)
+                 .order_by(t.approvals.c.decided_at, t.approvals.c.id))
+        return self._all(Approval, query)
+
+    def pending(self) -> list[Approval]:
+        """Every pending approval of every action, oldest first (the prompts' follow-up)."""
+        query = (select(t.approvals).where(t.approvals.c.state == "pending")
+                 .order_by(t.approvals.c.created_at, t.approvals.c.id))
+        return self._all(Approval, query)
+
+    def expire_due(self, now: float) -> list[str]:
+        """Mark every pending approval past its expiry expired; returns their tokens."""
+        with self._engine.begin() as conn:
+            due = [
+                r[0]
+                for r in conn.execute(
+                    select(t.approvals.c.id).where(
+                        and_(t.approvals.c.state == "pending", t.approvals.c.expires_at <= now)
+                    )
+                ).all()
+            ]
+            if due:
+                conn.execute(
+                    update(t.approvals)
+                    .where(and_(t.approvals.c.id.in_(due), t.approvals.c.state == "pending"))
+                    .values(state="expired")
+                )
+        return due
+
+    def with_state(self, action: str, state: str) -> list[Approval]:
+        """Every approval of `action` in `state`, oldest first, across all chains.
+
+        E.g. `with_state("hold_competitor", "approved")`: exactly the jobs trainbot holds now
+        (served by the `ix_approvals_action_state` index, schema version 3).
+        """
+        query = (
+            select(t.approvals)
+            .where(and_(t.approvals.c.action == action, t.approvals.c.state == state))
+            .order_by(t.approvals.c.created_at, t.approvals.c.id)
+        )
+        return self._all(Approval, query)
+
+    def for_chain(self, chain_id: int, state: str | None = None) -> list[Approval]:
+        query = select(t.approvals).where(t.approvals.c.chain_id == chain_id)
+        if state is not None:
+            query = query.where(t.approvals.c.state == state)
+        return self._all(Approval, query.order_by(t.approvals.c.created_at))

@@ -1,0 +1,165 @@
+"""What the replicas on one database share: leases (one replica runs each scheduled job),
+slash-command claims (an invocation delivered again runs once) and Home tab viewers."""
+
+from __future__ import annotations
+
+from sqlalchemy import case, delete, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from bot.store import schema as t
+from bot.store.repos.base import _Repo
+
+_RELEASED = ""  # the holder of a released lease
+
+
+class LeasesRepo(_Repo):
+    """Named leases with an expiry, so that of several replicas on one database exactly one
+    runs each scheduled job (`watch:<cluster>`, `holds`). Taking a lease is one conditional
+    UPDATE (or one INSERT for a name never taken), atomic on SQLite and PostgreSQL alike.
+    Expiry compares the callers' clocks: replicas need clocks in sync to well under a TTL.
+
+    Each lease has an epoch, raised each time it changes holder (a takeover, or a take after a
+    release). A holder fences its side effects with the epoch it took the lease under:
+    `renew(name, holder, epoch, …)` succeeds only while the row still names both, so a replica
+    that stalled past its TTL while another took over is refused by the database.
+    A released lease keeps its row (holder `""`), so epochs never repeat."""
+
+    def acquire(self, name: str, holder: str, now: float, ttl_s: float) -> int | None:
+        """Take or renew `name` for `holder` until `now + ttl_s`: the epoch it is held under
+        when it was free, expired, released or already `holder`'s; None while another
+        holder's lease runs."""
+        epoch = self._take(name, holder, now, ttl_s)
+        if epoch is not None:
+            return epoch
+        if self.holder(name) is not None:  # another holder's lease runs
+            return None
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(
+                    insert(t.leases).values(
+                        name=name, holder=holder, acquired_at=now, expires_at=now + ttl_s,
+                        epoch=1,
+                    )
+                )
+        except IntegrityError:  # another replica inserted it first: re-check, theirs stands
+            return self._take(name, holder, now, ttl_s)
+        return 1
+
+    def _take(self, name: str, holder: str, now: float, ttl_s: float) -> int | None:
+        """The conditional UPDATE: renew our lease or take a lapsed or released one (a new
+        holder: epoch + 1); the epoch if it did. A missing row is not taken (`acquire`
+        inserts it)."""
+        lease = t.leases
+        ours = lease.c.holder == holder
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(lease)
+                .where(lease.c.name == name,
+                       or_(ours, lease.c.holder == _RELEASED, lease.c.expires_at < now))
+                .values(
+                    holder=holder,
+                    acquired_at=case((ours, lease.c.acquired_at), else_=now),
+                    epoch=case((ours, lease.c.epoch), else_=lease.c.epoch + 1),
+                    expires_at=now + ttl_s,
+                )
+            )
+            if result.rowcount != 1:
+                return None
+            # Read in the transaction that took it: no other replica can move it meanwhile.
+            return conn.execute(select(lease.c.epoch).where(lease.c.name == name)).scalar_one()
+
+    def renew(self, name: str, holder: str, epoch: int, now: float, ttl_s: float) -> bool:
+        """The fence: extend `name` to `now + ttl_s` only if `holder` still holds it under
+        `epoch` (one conditional UPDATE). False once another replica took it over or it was
+        released: the caller must not act. A lapsed lease nobody took is renewed (nobody
+        acted meanwhile)."""
+        lease = t.leases
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(lease)
+                .where(lease.c.name == name, lease.c.holder == holder, lease.c.epoch == epoch)
+                .values(expires_at=now + ttl_s)
+            )
+        return result.rowcount == 1
+
+    def release(self, name: str, holder: str) -> bool:
+        """Give `name` up at once (clean shutdown): any replica may take it, and `holder`'s
+        epoch is void; False if `holder` did not hold it."""
+        lease = t.leases
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(lease)
+                .where(lease.c.name == name, lease.c.holder == holder)
+                .values(holder=_RELEASED)
+            )
+        return result.rowcount == 1
+
+    def holder(self, name: str) -> str | None:
+        """Who last took `name` (its lease may have lapsed since); None if nobody holds it
+        (never taken, or released)."""
+        with self._engine.begin() as conn:
+            holder = conn.execute(
+                select(t.leases.c.holder).where(t.leases.c.name == name)
+            ).scalar()
+        return holder or None
+
+    def epoch(self, name: str) -> int | None:
+        """The epoch of `name` (raised on each change of holder); None if never taken."""
+        with self._engine.begin() as conn:
+            return conn.execute(select(t.leases.c.epoch).where(t.leases.c.name == name)).scalar()
+
+
+class CommandClaimsRepo(_Repo):
+    """Slash-command invocations claimed by key (Slack's trigger_id), shared by every replica
+    on the database, so an invocation Slack delivers again (a late ack) is carried out once.
+    A claim is one INSERT on the primary key: on SQLite and PostgreSQL alike exactly one of
+    several concurrent claims of a key commits. Claims lapse after their TTL and are deleted
+    by the next claim, so the table holds only the last TTL's commands."""
+
+    def claim(self, key: str, holder: str, now: float, ttl_s: float) -> bool:
+        """Claim `key` for `holder` until `now + ttl_s`; False if it is claimed already."""
+        claims = t.command_claims
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(delete(claims).where(claims.c.expires_at < now))
+                conn.execute(insert(claims).values(key=key, holder=holder, claimed_at=now,
+                                                   expires_at=now + ttl_s))
+        except IntegrityError:  # claimed by another delivery: theirs stands
+            return False
+        return True
+
+    def holder(self, key: str) -> str | None:
+        """Who claimed `key` (None if nobody has, or the claim was deleted)."""
+        with self._engine.begin() as conn:
+            return conn.execute(
+                select(t.command_claims.c.holder).where(t.command_claims.c.key == key)
+            ).scalar()
+
+
+class HomeViewersRepo(_Repo):
+    """The users who opened the bot's App Home tab, shared by every replica on the database,
+    so whichever replica sees a run change refreshes their tabs, also after a restart. A
+    viewer who has not opened it for `ttl_s` is dropped by the next `record` (their tab is
+    published again when they next open it)."""
+
+    def record(self, user_id: str, now: float, ttl_s: float) -> None:
+        """`user_id` opened (or clicked on) their Home tab at `now`."""
+        viewers = t.home_viewers
+        with self._engine.begin() as conn:
+            conn.execute(delete(viewers).where(viewers.c.opened_at < now - ttl_s))
+            if conn.execute(update(viewers).where(viewers.c.user_id == user_id)
+                            .values(opened_at=now)).rowcount == 1:
+                return
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(insert(viewers).values(user_id=user_id, opened_at=now))
+        except IntegrityError:  # another replica recorded the same opening first
+            pass
+
+    def since(self, cutoff: float) -> list[str]:
+        """The users who opened their Home tab at or after `cutoff`, sorted."""
+        viewers = t.home_viewers
+        with self._engine.begin() as conn:
+            return list(conn.execute(select(viewers.c.user_id)
+                                     .where(viewers.c.opened_at >= cutoff)
+                                     .order_by(viewers.c.user_id)).scalars())
