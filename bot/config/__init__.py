@@ -10,18 +10,18 @@ from bot.config.loading import (
     parse_config,
     resolve_config_path,
 )
-from bot.config.models import (
-    SLURM_OVERRIDE_FIELDS,
-    CatalogueConfig,
+from bot.config.models._base import SLURM_OVERRIDE_FIELDS, OverrideType
+from bot.config.models.clusters import ClusterConfig
+from bot.config.models.policy import PolicyConfig, RecipePolicy
+from bot.config.models.recipes import (
     CheckpointConfig,
-    ClusterConfig,
-    Config,
     DataLoaderProbeConfig,
-    OverrideType,
-    PolicyConfig,
     PreflightConfig,
     RecipeConfig,
-    RecipePolicy,
+)
+from bot.config.models.root import Config
+from bot.config.models.service import (
+    CatalogueConfig,
     ServiceConfig,
     SlackConfig,
     SlackSecrets,

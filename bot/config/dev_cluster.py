@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from bot.config.models import Config
+from bot.config.models.root import Config
 
 DEV_CLUSTER_CONNECTION = "/tmp/dev-cluster/connection.json"
 

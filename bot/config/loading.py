@@ -14,13 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from bot.config.models import (
-    Config,
-    CrossFieldProblems,
-    Problem,
-    did_you_mean,
-    read_slack_secrets,
-)
+from bot.config.models.root import Config, CrossFieldProblems, Problem, did_you_mean
+from bot.config.models.service import read_slack_secrets
 from bot.core.redact import SLACK_TOKEN
 from bot.core.yaml_input import (
     MAX_FILE_BYTES,
