@@ -12,7 +12,9 @@ Rules it keeps:
   `squeue --json` ignores every filter and dumps every job of the cluster, which on a busy
   cluster is megabytes per watcher tick and load on slurmctld. sacct is read with
   `--parsable2` unless `sacct_json=True`, because 22.05's `sacct --json` reports `exit 3` as
-  return code 0 (real output in tests/fixtures/slurm/sacct.json).
+  return code 0 (real output in tests/fixtures/slurm/sacct.json); from 23.02 on its StdOut
+  and StdErr too (the release asked once per client, `slurm_release()`), so a finished job's log
+  is found after squeue forgot it.
 - With `check_json` (the config's `use_json`), the Slurm version is asked before the first
   read and JSON is refused, with the reason logged, on releases whose JSON is known wrong
   (`bot.core.slurm.version.choose_parsers`).
@@ -31,7 +33,12 @@ from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOu
 from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.errors import SlurmParseError, SlurmReportedError
 from bot.core.slurm.records import JobRecord, merge_records
-from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable, sacct_argv
+from bot.core.slurm.sacct import (
+    parse_sacct_json,
+    parse_sacct_parsable,
+    sacct_argv,
+    sacct_fields,
+)
 from bot.core.slurm.sbatch import SubmitSpec, parse_sbatch_output, sbatch_argv
 from bot.core.slurm.scancel import scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
@@ -96,6 +103,8 @@ class SlurmClient:
         self.check_json = check_json
         self.timeout = timeout
         self._info: SlurmInfo | None = None
+        self._release: tuple[int, ...] | None = None
+        self._release_asked = False
         self.parsers: ParserChoice | None = None
 
     # ---- plumbing ---------------------------------------------------------------------------
@@ -138,6 +147,7 @@ class SlurmClient:
                 release = parse_version(version)
             except SlurmParseError as exc:
                 raise SlurmParseError(f"{exc} (while reading `sinfo --version`)") from exc
+            self._release, self._release_asked = release, True
             self.parsers = choose_parsers(
                 release, want_json=bool(self.use_json) or self.sacct_json)
             if self.parsers.refusal:
@@ -152,6 +162,19 @@ class SlurmClient:
             self._info = SlurmInfo(version=version, has_json=has_json)
             log.info("slurm %s, squeue --json %s", version, "works" if has_json else "unused")
         return self._info
+
+    def slurm_release(self) -> tuple[int, ...] | None:
+        """The cluster's Slurm release, (24, 11, 5): `sinfo --version` asked once per client
+        (cached; `probe` asks it too). None when it cannot be read: then only what every
+        release has is asked for (a wrong guess would fail every sacct call on 22.05)."""
+        if not self._release_asked:
+            try:  # ClusterUnavailable goes up (asked again next time); the rest is an answer
+                self._release = parse_version(self._run(sinfo_version_argv()).stdout)
+            except (CommandFailed, SlurmParseError) as exc:
+                log.warning("cannot tell the Slurm release (%s); sacct is not asked for "
+                            "StdOut/StdErr", exc)
+            self._release_asked = True
+        return self._release
 
     def _check_version(self) -> None:
         if self.check_json and self._info is None:
@@ -221,7 +244,8 @@ class SlurmClient:
         self._check_version()
         if self.sacct_json:
             return self._parse(parse_sacct_json, self._run(sacct_argv(ids, json=True)).stdout)
-        return self._parse(parse_sacct_parsable, self._run(sacct_argv(ids)).stdout)
+        argv = sacct_argv(ids, fields=sacct_fields(self.slurm_release()))
+        return self._parse(parse_sacct_parsable, self._run(argv).stdout)
 
     def _version_hint(self) -> str | None:
         return self._info.version if self._info is not None else None

@@ -18,7 +18,7 @@ from cluster_jobs import CommandLineWatch, CountingRunner
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import SSHRunner
+from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 
@@ -116,6 +116,7 @@ def test_submit_running_then_completed_with_one_squeue_and_one_sacct_per_read(
     unknown = 987654321
     ids = [job_id, other, unknown]
 
+    client.slurm_release()  # once per client (it decides sacct's fields): not per read
     counting.calls.clear()
     running = wait_for(client, ids, lambda r: r.get(job_id) and r[job_id].is_running,
                        timeout=60, what=f"job {job_id} RUNNING")
@@ -422,3 +423,51 @@ def test_exit_code_from_squeue_and_sacct_of_each_release(slurm_cluster, ssh_runn
     column = ssh_runner.run(["squeue", "--noheader", "--states=all", f"--jobs={job_id}",
                              "--Format=exit_code:0"]).stdout.strip()
     assert column == SQUEUE_EXIT_3[slurm_cluster.release]
+
+
+class ForgetfulSqueue(CountingRunner):
+    """The real runner, but squeue is asked for a job id nobody has: it answers as it does
+    once MinJobAge has passed (`Invalid job id specified`), so only sacct knows the job."""
+
+    def run(self, argv: Sequence[str], **kwargs) -> CommandResult:
+        if "squeue" in argv:
+            argv = [a if not a.startswith("--jobs=") else "--jobs=987654321" for a in argv]
+        return super().run(argv, **kwargs)
+
+
+def test_a_finished_jobs_log_is_found_by_sacct_alone_where_it_has_stdout(
+        slurm_cluster, ssh_runner, submitted):
+    """24.11's sacct gives the output patterns (StdOut/StdErr, `%x-%j-%u` as submitted) and
+    they are expanded like the JSON path does; 22.05's has no such field and is not asked
+    for it (asking fails the whole call)."""
+    client, _ = make_client(ssh_runner, "parsable")
+    name = unique("acctlog")
+    home = slurm_cluster.home
+    job_id = client.submit(
+        SubmitSpec(job_name=name, partition=slurm_cluster.partition, time="5", mem="64M",
+                   output=f"{home}/%x-%j-%u-%A-%a.out", error="%x-%j.err", workdir=home),
+        script="#!/bin/bash\necho from-the-log\necho to-stderr >&2\n",
+    )
+    submitted.append(job_id)
+    wait_for(client, [job_id], settled(job_id, "COMPLETED"), timeout=90,
+             what=f"job {job_id} COMPLETED in sacct")
+
+    out = f"{home}/{name}-{job_id}-{slurm_cluster.user}-{job_id}-4294967294.out"
+    # (no %N here: slurmstepd writes the host's short name, and on the 24.11 dev cluster
+    # the node `dev2411node` runs on host `vm`, so NodeList cannot tell it)
+    err = f"{home}/{name}-{job_id}.err"
+    try:
+        forgetful = ForgetfulSqueue(ssh_runner)
+        record = SlurmClient(forgetful, timeout=60).jobs([job_id])[job_id]
+        assert record.source == "sacct" and record.state == "COMPLETED"
+        sacct = next(argv for argv in forgetful.calls if "sacct" in argv)
+        has_fields = slurm_cluster.release_tuple >= (23, 2)
+        assert ("StdOut" in " ".join(sacct)) is has_fields
+        if not has_fields:  # 22.05: the watcher falls back to the path it followed the log at
+            assert record.stdout_path is None and record.stderr_path is None
+            return
+        assert (record.stdout_path, record.stderr_path) == (out, err)
+        assert read_remote(ssh_runner, record.stdout_path).splitlines() == ["from-the-log"]
+        assert read_remote(ssh_runner, record.stderr_path).splitlines() == ["to-stderr"]
+    finally:
+        ssh_runner.run(["rm", "-f", out, err], check=False)

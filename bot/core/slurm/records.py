@@ -44,6 +44,7 @@ class JobRecord:
     max_rss_bytes: int | None = None
     mem_limit_bytes: int | None = None
     stdout_path: str | None = None
+    stderr_path: str | None = None  # sacct from 23.02 on; None when it goes to stdout_path
     submit_time: float | None = None
     start_time: float | None = None
     end_time: float | None = None

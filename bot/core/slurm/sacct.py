@@ -30,12 +30,24 @@ from bot.core.slurm.values import (
     parse_time,
     parse_tres_mem,
 )
+from bot.core.slurm.version import FIRST_SACCT_OUTPUT_FIELDS
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobIDRaw", "JobID", "State", "ExitCode", "Reason", "User", "Account", "Partition", "QOS",
     "ElapsedRaw", "NodeList", "NNodes", "MaxRSS", "ReqTRES", "AllocTRES", "AllocCPUS", "Submit",
     "Start", "End", "TimelimitRaw", "WorkDir", "JobName",
 )
+# The output file patterns (as sbatch got them, `%j` unexpanded): sacct has these fields from
+# 23.02 on; 22.05 refuses the whole call (`Invalid field requested: "StdOut"`).
+SACCT_OUTPUT_FIELDS: tuple[str, ...] = ("StdOut", "StdErr")
+
+
+def sacct_fields(release: tuple[int, ...] | None) -> tuple[str, ...]:
+    """The `--format` fields for this Slurm release: the output patterns too where sacct has
+    them (23.02+); an unknown release gets none (asking would fail the call on 22.05)."""
+    if release is None or release[:2] < FIRST_SACCT_OUTPUT_FIELDS:
+        return SACCT_FIELDS
+    return (*SACCT_FIELDS[:-1], *SACCT_OUTPUT_FIELDS, SACCT_FIELDS[-1])
 
 
 def sacct_argv(job_ids: Iterable[int], *, json: bool = False,
@@ -96,6 +108,7 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
     if match is None:
         raise SlurmParseError(f"sacct row has an unreadable JobID {id_text!r}")
     code, signal = parse_exit_code(raw.get("ExitCode"))
+    job_id = int(match[1])
     cpus = parse_count(raw.get("AllocCPUS"))
     nodes = parse_count(raw.get("NNodes"))
     elapsed = raw.get("ElapsedRaw")
@@ -123,8 +136,10 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
         "workdir": raw.get("WorkDir") or None,
         **_array_fields(raw.get("JobID")),
     }
+    fields["stdout_path"] = _output_path(raw.get("StdOut"), job_id, fields)
+    fields["stderr_path"] = _output_path(raw.get("StdErr"), job_id, fields)
     return _SacctRow(
-        job_id=int(match[1]),
+        job_id=job_id,
         step=match[2],
         state_text=raw.get("State"),
         exit_code=code,
@@ -229,6 +244,7 @@ def _sacct_record(history: Sequence[tuple[_SacctRow, list[_SacctRow]]]) -> JobRe
         array_job_id=f.get("array_job_id"),
         array_task_id=f.get("array_task_id"),
         stdout_path=f.get("stdout_path"),
+        stderr_path=f.get("stderr_path"),
         cancelled_by=cancelled_by(job.state_text),
         step_states=tuple((s.step or "", normalize_state(s.state_text) or "") for s in steps),
         source="sacct",
@@ -342,25 +358,35 @@ def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
         "workdir": json_text(job.get("working_directory")),
         **_json_array_fields(job.get("array")),
     }
-    fields["stdout_path"] = _json_stdout(job, int(job_id), fields)
+    fields["stdout_path"] = _json_output(job, "stdout", int(job_id), fields)
+    fields["stderr_path"] = _json_output(job, "stderr", int(job_id), fields)
     rows = [_SacctRow(int(job_id), None, json_text(state_text), code, signal, None, fields)]
     for step in job.get("steps") or []:
         rows.append(_sacct_json_step(int(job_id), step))
     return rows
 
 
-def _json_stdout(job: Mapping[str, Any], job_id: int, fields: Mapping[str, Any]) -> str | None:
-    """The job's output file as sacct's JSON gives it from 23.02 on (`stdout_expanded`, else
-    the `stdout` pattern expanded like slurmstepd); None where it gives none (22.05): then
-    the watcher uses the path it followed the job's log at while squeue knew it."""
-    expanded = json_text(job.get("stdout_expanded"))
+def _json_output(job: Mapping[str, Any], key: str, job_id: int,
+                 fields: Mapping[str, Any]) -> str | None:
+    """The job's output (`key` "stdout") or error file as sacct's JSON gives it from 23.02 on
+    (`stdout_expanded`, else the `stdout` pattern expanded like slurmstepd); None where it
+    gives none (22.05): then the watcher uses the path it followed the job's log at while
+    squeue knew it."""
+    expanded = json_text(job.get(f"{key}_expanded"))
     if expanded:
         return expanded
-    pattern = json_text(job.get("stdout"))
-    if not pattern:
+    return _output_path(json_text(job.get(key)), job_id, fields)
+
+
+def _output_path(pattern: str | None, job_id: int, fields: Mapping[str, Any]) -> str | None:
+    """An output pattern sacct printed (`/home/u/%x-%j.out`: StdOut, StdErr, the JSON's
+    `stdout`) expanded like slurmstepd does for the batch step, with the job's row; None for
+    none (a step's row, 22.05)."""
+    if not pattern or not pattern.strip():
         return None
-    return expand_output_pattern(pattern, job_id=job_id, name=fields["name"],
-                                 user=fields["user"], array_job_id=fields["array_job_id"],
+    return expand_output_pattern(pattern.strip(), job_id=job_id, name=fields["name"],
+                                 user=fields["user"], node=fields["node"],
+                                 array_job_id=fields["array_job_id"],
                                  array_task_id=fields["array_task_id"],
                                  workdir=fields["workdir"])
 

@@ -226,7 +226,8 @@ def expand_output_pattern(
     """Expand sbatch's `-o` filename pattern the way slurmstepd does for the batch step.
 
     `%x` name, `%j`/`%J` job id, `%u` user, `%A` array master id (the job id outside arrays),
-    `%a` array index (4294967294 outside arrays, as Slurm writes it), `%N` first node,
+    `%a` array index (4294967294 outside arrays, as Slurm writes it), `%N` first node (the
+    node's name: slurmstepd writes its host's short name, the same unless NodeHostname differs),
     `%n`/`%t` 0, `%s` `batch`, `%%` a percent; `%5j` zero-pads. A field whose value is not
     known yet (`%N` while pending) stays as written. A pattern with a backslash is literal
     (Slurm's rule). Relative paths are joined to `workdir`.
@@ -240,7 +241,7 @@ def expand_output_pattern(
             "a": str(array_task_id if array_task_id is not None else NO_VAL),
             "J": str(job_id),
             "j": str(job_id),
-            "N": node.split(",")[0] if node else None,
+            "N": first_node(node),
             "n": "0",
             "s": "batch",
             "t": "0",
@@ -261,6 +262,17 @@ def expand_output_pattern(
     if workdir and not path.startswith("/"):
         path = workdir.rstrip("/") + "/" + path
     return path
+
+
+def first_node(nodelist: str | None) -> str | None:
+    """The first host of a Slurm hostlist (`vm`, `gpu[03-05,9],cpu1` -> `gpu03`); None for
+    none (`None assigned` while pending)."""
+    text = (nodelist or "").strip()
+    if not text or text.startswith("None") or text == "(null)":
+        return None
+    match = re.match(r"([^,\[]*)(?:\[(\d+))?", text)
+    assert match is not None  # the pattern matches any text
+    return match[1] + (match[2] or "")
 
 
 def default_stdout(job_id: int, workdir: str | None, array_task_id: int | None = None,

@@ -17,6 +17,9 @@ DATA_PARSERS = {(21, 8): "v0.0.37", (22, 5): "v0.0.38", (23, 2): "v0.0.39", (23,
 # From this release on `sacct --json` reports exit codes right (22.05.8 reports `exit 3` as
 # return code 0 with state FAILED; verified on the dev cluster).
 FIRST_RIGHT_JSON = (23, 2)
+# From this release on `sacct --format` has StdOut/StdErr (the patterns as submitted); 22.05
+# refuses a call that asks for them (verified on both dev clusters).
+FIRST_SACCT_OUTPUT_FIELDS = (23, 2)
 
 
 @dataclass(frozen=True)

@@ -235,7 +235,7 @@ class LogFollower:
         return target
 
     def log_path(self, jw: JobWatch, record: JobRecord) -> str | None:
-        """Where the job's log is: as Slurm says (squeue; sacct's JSON from 23.02 on); once
+        """Where the job's log is: as Slurm says (squeue; sacct from 23.02 on); once
         squeue forgot a finished job (MinJobAge) and sacct does not say (22.05), the path it
         was followed at (in memory, else its stored offset: after a restart); else the
         recipe's `log_path` pattern (`%A_%a` of an array task too)."""

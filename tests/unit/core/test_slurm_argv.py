@@ -246,11 +246,14 @@ def _case_ids() -> dict[str, int]:
 @pytest.mark.parametrize("use_json", [True, False])
 def test_jobs_makes_one_squeue_and_one_sacct_call_for_many_ids(use_json):
     squeue_out = _fixture("squeue.json" if use_json else "squeue.txt")
-    runner = FakeRunner({"squeue": (0, squeue_out, ""), "sacct": (0, _fixture("sacct.txt"), "")})
+    runner = FakeRunner({"squeue": (0, squeue_out, ""), "sacct": (0, _fixture("sacct.txt"), ""),
+                         "sinfo": (0, "slurm-wlm 22.05.8\n", "")})
     client = SlurmClient(runner, use_json=use_json)
     ids = list(_case_ids().values())
     records = client.jobs([*ids, 999999])
-    assert runner.commands() == ["squeue", "sacct"]
+    client.jobs(ids[:1])
+    # the release once per client (it decides sacct's fields), then one squeue + one sacct
+    assert runner.commands() == ["squeue", "sinfo", "sacct", "squeue", "sacct"]
     assert set(records) == set(ids)  # the unknown id is absent, not an error
     assert records[_case_ids()["exit3"]].exit_code == 3
 
@@ -271,7 +274,7 @@ def test_a_silent_controller_raises_cluster_unavailable_not_an_empty_answer(stde
 
 def test_sacct_down_while_squeue_answers_still_raises():
     runner = FakeRunner({
-        "squeue": (0, "", ""),
+        "squeue": (0, "", ""), "sinfo": (0, "slurm 24.11.5\n", ""),
         "sacct": (1, "", "sacct: error: slurm_persist_conn_open_without_init: failed to open "
                          "persistent connection to host:localhost:6819: Connection refused"),
     })
@@ -288,7 +291,7 @@ def test_a_timed_out_command_means_unavailable():
 def test_squeue_invalid_job_id_means_absent_not_failure():
     runner = FakeRunner({
         "squeue": (1, "", "slurm_load_jobs error: Invalid job id specified"),
-        "sacct": (0, "JobIDRaw|State|ExitCode|JobName\n", ""),
+        "sacct": (0, "JobIDRaw|State|ExitCode|JobName\n", ""), "sinfo": (0, "slurm 24.11.5\n", ""),
     })
     assert SlurmClient(runner, use_json=False).jobs([424242]) == {}
 

@@ -62,3 +62,35 @@ def test_client_asked_for_json_on_24_11_reads_json_once_checked():
     client.jobs([6])
     assert runner.commands() == ["sinfo", "squeue", "sacct", "squeue", "sacct"]
     assert all("--json" in argv for argv in runner.argvs()[1:])
+
+
+SACCT_2411 = (
+    "JobIDRaw|JobID|State|ExitCode|User|NodeList|WorkDir|StdOut|StdErr|JobName\n"
+    "41|40_1|FAILED|3:0|ana|gpu[03-05]|/home/ana|/home/ana/%x-%A_%a-%u.out|e-%j-%N.txt|sw|eep\n"
+    "41.batch|40_1.batch|FAILED|3:0||gpu03||||batch\n"
+    "50|50|COMPLETED|0:0|ana|vm|/home/ana|/home/ana/slurm-%j.out|/home/ana/slurm-%j.out|plain\n"
+)
+
+
+@pytest.mark.parametrize("version, asks", [("slurm-wlm 22.05.8", False),
+                                           ("slurm 23.02.7", True), ("slurm 24.11.5", True),
+                                           ("no version here", False)])
+def test_sacct_asks_for_the_output_patterns_only_where_the_release_has_them(version, asks):
+    runner = FakeRunner({"sinfo": (0, version + "\n", ""), "squeue": (0, "", ""),
+                         "sacct": (0, "JobIDRaw|State|ExitCode|JobName\n", "")})
+    SlurmClient(runner).jobs([5])
+    sacct = next(a for a in runner.argvs() if "sacct" in a)
+    fmt = next(a for a in sacct if a.startswith("--format="))
+    assert ("StdOut" in fmt and "StdErr" in fmt) is asks
+    assert fmt.endswith(",JobName")  # names may hold '|': still last
+
+
+def test_sacct_output_patterns_are_expanded_like_the_json_path():
+    runner = FakeRunner({"sinfo": (0, "slurm 24.11.5\n", ""),
+                         "squeue": (1, "", "slurm_load_jobs error: Invalid job id specified"),
+                         "sacct": (0, SACCT_2411, "")})
+    records = SlurmClient(runner).jobs([41, 50])  # squeue forgot both: sacct alone
+    task, plain = records[41], records[50]
+    assert task.stdout_path == "/home/ana/sw|eep-40_1-ana.out"
+    assert task.stderr_path == "/home/ana/e-41-gpu03.txt"  # relative: joined to WorkDir
+    assert plain.stdout_path == plain.stderr_path == "/home/ana/slurm-50.out"
