@@ -73,7 +73,10 @@ _WRAPPER = re.compile(
 _ERROR_LINE = re.compile(
     r"^[\s`'\">|*#-]*(?!.*(?:[Ww]arning|WARNING|WARN\b))"
     r"(?:[A-Za-z0-9_.]*(?:Error|Exception|Interrupt)\b|(?:ERROR|FATAL|Fatal)\b"
-    r"|.*(?:No such file or directory|Permission denied|command not found|[Kk]illed)\W*$"
+    r"|.*(?:No such file or directory|Permission denied|[Kk]illed)\W*$"
+    # a shell that cannot run the command: `bash: torchrun: command not found`, `command
+    # torchrun not found`, dash's `sh: 1: torchrun: not found`
+    r"|.*(?:command (?:[^\s:]+ )?not found|[^\s:]+: not found\W*$)"
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
     r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
@@ -86,6 +89,7 @@ _DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted"})
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)")
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
+_FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -459,6 +463,7 @@ def diagnose(
             chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
         elif acct.state is None and (
             _target_reached(series, target) or "completed" in {m.class_id for m in primary}
+            or _ends_in_final_save(series, tail)
         ):
             chosen = "completed"
             if "completed" in {m.class_id for m in primary}:
@@ -650,6 +655,20 @@ def _ends_in_error(
     if hints or any(_ERROR_LINE.match(t) for t in errors):
         return "unknown_failure"
     return None
+
+
+def _ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
+    """The log ends with the checkpoint a TensorFlow Estimator (or Keras/Slim's
+    `Saving checkpoints for N into`) writes when training stops: its step is past the last
+    progress line and off the progress lines' step grid (a periodic save of a running job
+    lands on the grid or is followed by more progress)."""
+    lines = [t for _, t in tail if t.strip()]
+    m = _FINAL_SAVE.search(lines[-1]) if lines else None
+    every, last = series.log_every(), series.last_iteration
+    if m is None or last is None or every <= 1:
+        return False
+    step = int(m.group(1))
+    return step > last and step % every != 0
 
 
 def _target_reached(series: MetricSeries, target: int | None) -> bool:

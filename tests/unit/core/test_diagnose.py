@@ -446,6 +446,11 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     "OSError (see above for traceback): input/output error on /scratch",
     # an IDE's last line for a crashed run
     "Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)",
+    # a shell that cannot run the launcher's command, in each shell's wording
+    "bash: torchrun: command not found",
+    "command torchrun not found",
+    "/var/spool/slurmd/job0042/slurm_script: line 12: deepspeed: command not found",
+    "sh: 1: accelerate: not found",
     # torchrun's failure summary of a rank that died of a signal, without the traceback
     "  exitcode  : -11 (pid: 6421)\n  error_file: <N/A>\n"
     "  traceback : Signal 11 (SIGSEGV) received by PID 6421\n"
@@ -477,6 +482,80 @@ def test_an_error_after_the_end_of_training_is_a_failure(catalogue, finish: str)
                       "OSError: [Errno 122] Disk quota exceeded: 'out/final/model.safetensors'\n")
     d = _diagnose_text(catalogue, crashed)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
+
+
+TF_PROGRESS = "".join(
+    f"I0814 17:34:0{i}.763399 139699710150400 tf_logging.py:115] loss = 0.9, step = {step} "
+    "(2.289 sec)\n" for i, step in enumerate((31000, 31100, 31200)))
+
+
+def test_a_log_that_ends_in_the_final_off_grid_checkpoint_save_is_completed(catalogue):
+    """TensorFlow's Estimator writes a checkpoint at the step training stops at: past the last
+    progress line and off its step grid (progress every 100 steps, the end at 31250)."""
+    final = ("I0814 17:34:05.256262 139699710150400 tf_logging.py:115] Saving checkpoints for "
+             "31250 into /scratch/resnet/model.ckpt.\n")
+    assert _diagnose_text(catalogue, TF_PROGRESS + final).class_id == "completed"
+    # a periodic save on the grid, or any save followed by more progress, is a running job
+    periodic = final.replace("31250", "31300")
+    assert _diagnose_text(catalogue, TF_PROGRESS + periodic).class_id == "none"
+    assert _diagnose_text(catalogue, TF_PROGRESS + final + TF_PROGRESS.replace(
+        "step = 31", "step = 32")).class_id == "none"
+
+
+@pytest.mark.parametrize("line", [
+    # Lightning's progress-bar postfix and logger keys
+    "Epoch 0:  71%|#######   | 5880/8295 [04:01<01:39, 24.37it/s, v_num=0, "
+    "train_loss_step=nan.0",
+    "Epoch 3: 100%|##########| 500/500 [01:02<00:00, 8.0it/s, loss=nan, v_num=1]",
+    "Epoch 3: 100%|##########| 500/500 [01:02<00:00, val_loss_epoch=inf, v_num=1]",
+    # a DETR-family matcher's assert on the predicted boxes: only NaN breaks x1 >= x0
+    "    assert (boxes1[:, 2:] >= boxes1[:, :2]).all()",
+])
+def test_nan_in_a_progress_bar_postfix_or_predicted_boxes_is_a_nan_loss(catalogue, line: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "nan_loss"
+
+
+@pytest.mark.parametrize("line", [
+    "Epoch 3: 100%|##########| 500/500 [01:02<00:00, loss_scale=inf, v_num=1]",
+    "    assert (boxes2[:, 2:] >= boxes2[:, :2]).all()",  # the labels: a data problem
+])
+def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
+    assert _diagnose_text(catalogue, text).class_id != "nan_loss"
+
+
+@pytest.mark.parametrize("empty", [
+    "No data found. Please verify arguments (train_data_dir must be the parent of folders)",
+    "WARNING: the training dataset is empty, nothing to do",
+    "No training images found in /data/train",
+])
+def test_an_empty_data_set_is_a_silent_exit_even_when_the_script_says_it_finished(
+        catalogue, empty: str):
+    text = "0 train images with repeating.\n" + empty + "\nTraining finished\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "signature") and not d.retryable
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=30)
+    assert _diagnose_text(catalogue, text, done).class_id == "silent_exit"
+
+
+@pytest.mark.parametrize(("line", "class_id"), [
+    # NVIDIA's Xid catalogue: the GPU's or driver's own faults
+    ("NVRM: Xid (PCI:0000:db:00): 79, pid=3643, GPU has fallen off the bus.", "gpu_failure"),
+    ("NVRM: Xid (PCI:0000:db:00): 46, pid=3643, GPU stopped processing", "gpu_failure"),
+    ("NVRM: Xid (PCI:0000:db:00): 48, pid=3643, An uncorrectable double bit error",
+     "gpu_failure"),
+    # ... and the application's (RESTART_APP there): an illegal access, not the node's fault
+    ("NVRM: Xid (PCI:0000:db:00): 13, pid=3643, Graphics SM Warp Exception on (GPC 2, TPC 5, "
+     "SM 0): Out Of Range Address", "unknown_failure"),
+    ("NVRM: Xid (PCI:0000:db:00): 31, pid=3643, Ch 0000003b, intr 10000000. MMU Fault",
+     "unknown_failure"),
+    ("NVRM: Xid (PCI:0000:db:00): 43, pid=3643, Ch 00000010", "unknown_failure"),
+])
+def test_only_the_xid_codes_of_a_gpu_or_driver_fault_are_a_gpu_failure(
+        catalogue, line: str, class_id: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
+    assert _diagnose_text(catalogue, text).class_id == class_id
 
 
 def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalogue):
