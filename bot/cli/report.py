@@ -45,7 +45,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "--config: the recipe whose values a leak's DataLoader probe offer uses)")
     parser.add_argument("--config", metavar="PATH",
                         help="the bot's config file: a leak's DataLoader probe offer shows "
-                        "--recipe's workdir, env setup and factory (default: none read)")
+                        "--recipe's workdir, env setup and factory, and a --mem proposal "
+                        "keeps under its policy.max_mem (default: none read)")
     parser.add_argument("--templates", metavar="DIR",
                         help="a site template folder (DIR/<name>.json.j2 wins per file)")
 
@@ -73,10 +74,11 @@ def _last_checkpoint(series: Any, failed_line: int | None) -> tuple[int | None, 
 
 
 def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True,
-                 lang: str = "en", probe: dict[str, Any] | None = None) -> Report:
+                 lang: str = "en", probe: dict[str, Any] | None = None,
+                 policy: Any = None) -> Report:
     """Diagnose the analysed log and build the message view and chart data (no I/O); the
     charts' words in `lang`; `probe` is the DataLoader probe a leak's remedy offers
-    (bot.services.probes.probe_offer)."""
+    (bot.services.probes.probe_offer); `policy` the recipe's (its site cap on --mem)."""
     analysis, acct = inp.analysis, inp.accounting
     diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
     series = analysis.series
@@ -107,7 +109,7 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
             diagnosis, recipe=recipe, job_id=job_id, last_checkpoint_iter=ckpt_iter, now=now,
             last_checkpoint_time=ckpt_time, failed_at=series.last_time,
             state=acct.state, exit_code=exit_code, mem_limit_bytes=acct.mem_limit_bytes,
-            max_rss_bytes=acct.max_rss_bytes, probe=probe,
+            max_rss_bytes=acct.max_rss_bytes, mem_policy=policy, probe=probe,
         )
         template = "incident"
     report = Report(template, view, diagnosis)
@@ -136,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     inp = read_log_arguments(args)
     job_id = args.job_id or (Path(args.log).name.split(".")[0] if args.log != "-" else "stdin")
     report = build_report(inp, job_id=job_id, recipe=args.recipe, lang=args.lang,
-                          probe=probe_offer(config, args.recipe))
+                          probe=probe_offer(config, args.recipe),
+                          policy=config.policy_for(args.recipe) if config else None)
     try:
         blocks, text = render_blocks(report.template, args.lang, report.view,
                                      override_dir=args.templates)

@@ -175,12 +175,15 @@ def build_root(
 
 
 def _default_mem(diagnosis: Diagnosis, limit_bytes: int | None,
-                 max_rss_bytes: int | None) -> str | None:
-    """The `--mem` to propose when the caller has none: the policy's rule with its default
-    parameters (bot.core.policy.suggest_mem; the watcher passes the recipe's own value)."""
+                 max_rss_bytes: int | None, policy: Any = None) -> str | None:
+    """The `--mem` to propose when the caller has none: the policy's rule
+    (bot.core.policy.suggest_mem; the watcher passes the recipe's own value). None when the
+    site's cap leaves no more than the job had (the policy's `mem_at_cap`)."""
     size = suggest_mem(limit_bytes, max_rss_bytes,
-                       during_save=diagnosis.during_checkpoint_save)
-    return size[1] if size is not None else None
+                       during_save=diagnosis.during_checkpoint_save, policy=policy)
+    if size is None or size[0] <= max(limit_bytes or 0, max_rss_bytes or 0):
+        return None
+    return size[1]
 
 
 def build_incident(
@@ -203,7 +206,8 @@ def build_incident(
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
     proposed actions as data; `probe` is the DataLoader probe a leak's remedy offers
-    (bot.services.probes.probe_offer).
+    (bot.services.probes.probe_offer); `mem_policy` the recipe's policy (its site cap on
+    `--mem`, `max_mem`; None: the defaults, no cap).
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
@@ -227,7 +231,7 @@ def build_incident(
                           limit_bytes=mem_limit_bytes, max_rss_bytes=max_rss_bytes,
                           policy=mem_policy)
               if diagnosis.class_id in MEMORY_CLASSES else None)
-    mem = suggested_mem or _default_mem(diagnosis, mem_limit_bytes, max_rss_bytes)
+    mem = suggested_mem or _default_mem(diagnosis, mem_limit_bytes, max_rss_bytes, mem_policy)
     if remedy is not None:
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target

@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 
+from bot.config import PolicyConfig
 from bot.core.incident import build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -309,6 +310,7 @@ class ThreadEvents:
                 mem_limit_bytes=rec.mem_limit_bytes if rec else None,
                 max_rss_bytes=rec.max_rss_bytes if rec else None,
                 suggested_mem=dec.mem if dec else None,
+                mem_policy=self._policy(event.recipe),
                 probe=probe_offer(self.ctx.config, event.recipe or ""),
             )
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
@@ -317,6 +319,11 @@ class ThreadEvents:
                         event.key, exc)
             return None
         return [b for b in blocks if b.get("type") != "actions"]
+
+    def _policy(self, recipe: str | None) -> PolicyConfig:
+        """The policy the watcher decided `recipe`'s jobs by (its site cap on --mem)."""
+        config = self.ctx.config
+        return config.policy_for(recipe) if recipe in config.recipes else config.policy
 
     def _incident_people(self, event: WatchEvent) -> tuple[str, ...]:
         """The owners, when the recipe's `mentions.incidents` says this incident mentions

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from bot.config.models._base import _Model
 from bot.core.policy import DEFAULT_POLICY
+from bot.core.units import parse_size
+
+
+def _check_max_mem(cls: type, value: str | None) -> str | None:
+    """`max_mem` (of `policy:` or a recipe's) is a Slurm size above zero; ValueError naming
+    the accepted forms otherwise."""
+    if value is not None and parse_size(value) <= 0:
+        raise ValueError(f"{value!r} is no memory; give the site's cap, e.g. 512G")
+    return value
 
 
 class PolicyConfig(_Model):
@@ -60,6 +69,14 @@ class PolicyConfig(_Model):
         le=100,
         description="Note (not an incident) when GPU util stays below this.",
     )
+    max_mem: str | None = Field(
+        None,
+        description="The largest --mem the site admits, a Slurm size (512G, 2T; a bare "
+        "number is MiB). After a host OOM a `Resubmit with --mem=` button is offered only "
+        "when the memory needed is at most this and at most twice the job's current limit; "
+        "above it the incident names the cap and how far the largest allowed --mem gets. "
+        "Unset: only the twice-the-limit bound.",
+    )
     tick_s: float = Field(60.0, gt=0, description="Seconds between watcher ticks.")
     unreachable_ticks: int = Field(
         3, ge=1, description="Failed ticks in a row before one 'cluster unreachable' notice."
@@ -76,6 +93,12 @@ class PolicyConfig(_Model):
         "escalated once to the recipe's `mentions.escalate_to` (default: its approvers); "
         "0: no escalation. Both come before approval_expiry_s."
     )
+    _max_mem = field_validator("max_mem")(classmethod(_check_max_mem))
+
+    @property
+    def mem_cap_bytes(self) -> int | None:
+        """`max_mem` in bytes, as the core policy reads it (PolicyParams.mem_cap_bytes)."""
+        return parse_size(self.max_mem) if self.max_mem is not None else None
 
 
 # Same fields, all optional: what a recipe may override. Built from PolicyConfig so the two
@@ -84,6 +107,7 @@ RecipePolicy: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "RecipePolicy",
     __config__=ConfigDict(extra="forbid"),
     __doc__="Per-recipe overrides of the policy defaults; unset fields use `policy:`.",
+    __validators__={"_max_mem": field_validator("max_mem")(classmethod(_check_max_mem))},
     **{
         name: (info.annotation | None, Field(None, description=info.description))
         for name, info in PolicyConfig.model_fields.items()

@@ -43,8 +43,11 @@ def host_oom_decision(
                 f"iterations{who}): reaching iteration {remedy.target_iter} needs ~"
                 f"{remedy.need_gib}G")
         if remedy.hopeless:
-            head += (f", above {remedy.ceiling_gib}G, so no --mem finishes the run (with "
-                     f"{remedy.with_gib}G: ~iter {remedy.reach_iter} of {remedy.target_iter})")
+            bound = ("the site's cap, policy.max_mem" if remedy.ceiling_is_cap
+                     else "twice the current limit")
+            head += (f", above {remedy.ceiling_gib}G ({bound}), so no --mem finishes the run "
+                     f"(with {remedy.with_gib}G: ~iter {remedy.reach_iter} of "
+                     f"{remedy.target_iter})")
         else:
             head += ("; the job's memory limit is unknown (and no site cap is set), so no "
                      "--mem is proposed")
@@ -113,8 +116,10 @@ class LeakRemedy:
 
     From the last complete checkpoint (`resume_iter`) the process starts again at
     `start_gib` and grows `slope_gib_per_100_iter`: reaching `target_iter` needs `need_gib`.
-    `hopeless` when that is above the site's cap or twice the current limit: no `--mem`
-    finishes the run; `with_gib` (the `--mem` a plain OOM would get) reaches `reach_iter`.
+    `hopeless` when that is above `ceiling_gib`, the lower of the site's cap
+    (`mem_cap_bytes`, the config's `policy.max_mem`) and twice the current limit
+    (`ceiling_is_cap` says which): no `--mem` finishes the run; `with_gib` (the `--mem` a
+    plain OOM would get) reaches `reach_iter`.
     `ceiling_gib` None: neither the job's limit nor a site cap is known, so whether any
     memory finishes the run cannot be told and no `--mem` is proposed (`proposes_mem`).
     `role` is what grows, from the sampler (DataLoader workers / trainer), else None."""
@@ -129,6 +134,7 @@ class LeakRemedy:
     with_gib: int
     reach_iter: int
     role: str | None = None
+    ceiling_is_cap: bool = False
 
     @property
     def proposes_mem(self) -> bool:
@@ -140,7 +146,8 @@ class LeakRemedy:
                 "ceiling_gib": self.ceiling_gib, "with_gib": self.with_gib,
                 "reach_iter": self.reach_iter, "target": self.target_iter,
                 "resume_from": self.resume_iter, "role": self.role,
-                "hopeless": self.hopeless, "limit_known": self.ceiling_gib is not None}
+                "hopeless": self.hopeless, "limit_known": self.ceiling_gib is not None,
+                "ceiling_is_cap": self.ceiling_is_cap}
 
 
 def leak_remedy(
@@ -165,10 +172,9 @@ def leak_remedy(
     need = fit["start_gib"] + per_iter * max(0, target - resume)
     step = 10 if need >= 100 else 1
     need_gib = int(math.ceil(need / step - 1e-9)) * step
-    ceilings = [int(p.mem_cap_bytes // GIB)] if p.mem_cap_bytes is not None else []
-    if limit_bytes:
-        ceilings.append(int(2 * limit_bytes // GIB))
-    ceiling = min(ceilings) if ceilings else None
+    cap = int(p.mem_cap_bytes // GIB) if p.mem_cap_bytes is not None else None
+    twice = int(2 * limit_bytes // GIB) if limit_bytes else None
+    ceiling = min((c for c in (cap, twice) if c is not None), default=None)
     size = suggest_mem(limit_bytes, max_rss_bytes, policy=p)
     with_gib = int(size[0] // GIB) if size is not None else (ceiling or need_gib)
     reach = resume + (with_gib - fit["start_gib"]) / per_iter
@@ -186,6 +192,7 @@ def leak_remedy(
         with_gib=with_gib,
         reach_iter=int(max(resume, min(target, reach))),
         role=max(grew, key=lambda k: grew[k]) if grew else None,
+        ceiling_is_cap=cap is not None and cap == ceiling,
     )
 
 

@@ -137,6 +137,30 @@ def test_report_on_a_short_leak_proposes_the_mem_that_finishes_the_run(tmp_path:
     assert "--mem=130G finishes it." in text and "Resubmit with --mem=130G" in text
 
 
+@pytest.mark.parametrize(("lang", "cap_text"), [
+    ("en", "That is above the site's cap of 122G (policy.max_mem)"),
+    ("ko", "사이트 상한 122G(policy.max_mem)"),
+])
+def test_report_on_a_short_leak_under_a_lower_site_cap_offers_no_mem(tmp_path: Path, lang: str,
+                                                                     cap_text: str):
+    # the short leak above needs 130G, under 2 x 120G; the config's site cap is 122G
+    config = _config(tmp_path, "", policy="policy: {max_mem: 122G}\n")
+    out = tmp_path / "out"
+    code = main(["report", str(_leak_log(tmp_path / "9002.log")), "--state", "OUT_OF_MEMORY",
+                 "--exit-code", "0:9", "--mem-limit", "120G", "--target-iter", "1200",
+                 "--recipe", "mix", "--config", str(config), "--lang", lang,
+                 "--out", str(out)])
+    assert code == 0
+    payload = json.loads((out / "message.json").read_text())
+    assert validate_blocks(payload["blocks"]) == []
+    buttons = [e for b in payload["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert buttons and not any("mem" in e.get("action_id", "") for e in buttons)
+    text = (out / "message.txt").read_text()
+    assert "--mem=130G" not in text and "130G" in text
+    # how far the largest --mem the site admits gets: 500 + (122 - 40) / 0.12 = iter 1,183
+    assert cap_text in text and "1,183" in text and "1,200" in text
+
+
 def test_report_on_a_leak_whose_limit_nobody_gave_proposes_no_mem(tmp_path: Path):
     out = tmp_path / "out"
     code = main(["report", str(_leak_log(tmp_path / "9003.log")), "--state", "OUT_OF_MEMORY",
@@ -208,10 +232,10 @@ def test_report_flags_win_over_sacct_and_a_file_of_many_jobs_needs_the_job(tmp_p
     assert "--sacct" in capsys.readouterr().err
 
 
-def _config(tmp_path: Path, probe: str) -> Path:
+def _config(tmp_path: Path, probe: str, policy: str = "") -> Path:
     path = tmp_path / "trainbot.yaml"
     path.write_text(
-        "clusters: {dev: {host: h, user: u, key_file: /k}}\n"
+        policy + "clusters: {dev: {host: h, user: u, key_file: /k}}\n"
         "recipes:\n"
         "  mix:\n"
         "    cluster: dev\n"

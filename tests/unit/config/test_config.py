@@ -131,6 +131,24 @@ def test_bad_mem_is_rejected_but_good_mem_kept_as_text(tmp_path):
     assert config.recipe("mix").mem == "950GB"
 
 
+def test_the_site_memory_cap_is_a_slurm_size_in_bytes_for_the_policy(tmp_path):
+    from bot.core.policy import params_from
+    from bot.core.units import GIB
+
+    message = error_of(tmp_path, "policy: {max_mem: lots}\n" + MINIMAL)
+    assert "policy.max_mem" in message and "not a memory size" in message
+    message = error_of(tmp_path, "policy: {max_mem: 0G}\n" + MINIMAL)
+    assert "policy.max_mem" in message and "give the site's cap, e.g. 512G" in message
+    recipe_cap = MINIMAL.replace("    mem: 400G\n", "    mem: 400G\n    policy: {max_mem: 2X}\n")
+    message = error_of(tmp_path, recipe_cap)
+    assert "recipes.mix.policy.max_mem" in message and "not a memory size" in message
+    config = parse_config("policy: {max_mem: 512G}\n" + recipe_cap.replace("2X", "1T"),
+                          source="x", env={})
+    assert params_from(config.policy).mem_cap_bytes == 512 * GIB
+    assert params_from(config.policy_for("mix")).mem_cap_bytes == 1024 * GIB
+    assert params_from(parse_config(MINIMAL, source="x", env={}).policy).mem_cap_bytes is None
+
+
 def test_bad_time_limit(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("mem: 400G", "time: 2 days"))
     assert "recipes.mix.time" in message and "D-HH:MM:SS" in message

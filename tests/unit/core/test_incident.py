@@ -7,6 +7,7 @@ import pytest
 
 from bot.core.incident import AttemptSummary, build_incident, build_root, build_warning
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics
+from bot.core.policy import PolicyParams
 from bot.slack.views import ActionId, action_id_for, buttons, default_value, progress_bar
 
 GIB = 1024**3
@@ -105,17 +106,20 @@ def test_stall_warning_offers_cancel_and_resume():
 def test_without_an_estimate_the_policy_rule_proposes_the_mem():
     """The same --mem as bot.core.policy.suggest_mem with default parameters: 1.5 × the
     limit, 2 × when the job died in a checkpoint save (87870's peak was > 550 GB)."""
-    def proposed(during_save: bool, limit: int | None) -> str | None:
+    def proposed(during_save: bool, limit: int | None, policy: object = None) -> str | None:
         d = Diagnosis(class_id="host_oom", action=Action.ASK, retryable=False,
                       charges_budget=True, hint="", during_checkpoint_save=during_save,
                       metrics=DiagnosisMetrics(last_iter=999))
         inc = build_incident(d, recipe="mix", job_id="87870", last_checkpoint_iter=None,
-                             now=0.0, mem_limit_bytes=limit)
+                             now=0.0, mem_limit_bytes=limit, mem_policy=policy)
         return next((a.mem for a in btns(inc) if a.kind == "resubmit_mem"), None)
 
     assert proposed(False, 950 * GIB) == "1430G"
     assert proposed(True, 300 * GIB) == "600G"
     assert proposed(False, None) is None  # no number, no --mem button
+    # the recipe's site cap: the --mem is cut to it, and none is offered at or below the limit
+    assert proposed(False, 950 * GIB, PolicyParams(mem_cap_bytes=1000 * GIB)) == "1000G"
+    assert proposed(False, 950 * GIB, PolicyParams(mem_cap_bytes=950 * GIB)) is None
 
 
 def test_callers_memory_estimate_wins():

@@ -489,6 +489,36 @@ def test_a_leak_that_more_memory_finishes_proposes_that_memory():
     assert dec.mem == "200G" and dec.facts["leak"]["need_gib"] == 200  # 196 -> 200 (10 GiB)
 
 
+def test_a_site_cap_below_what_finishes_the_run_removes_the_mem_button_and_is_named():
+    from bot.config import PolicyConfig
+
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=1200))
+    # 40 + 0.12 x (1200 - 500) = 124 -> 130G needed: under 2 x 120G, above a 122G site cap
+    for policy in (PolicyParams(auto_resubmit=False, mem_cap_bytes=122 * GIB),
+                   PolicyConfig(max_mem="122G")):
+        dec = decide(d, chain(), policy, NOW, checkpoint_iter=500, accounting=OOM_120G)
+        assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem is None
+        assert "resubmit_mem" not in dec.offers
+        f = dec.facts
+        assert f["why"] == "leak_hopeless" and f["need_gib"] == 130
+        assert f["ceiling_gib"] == 122 and f["ceiling_is_cap"] is True
+        assert "above 122G (the site's cap, policy.max_mem)" in dec.reason
+        # the plain 180G, cut to the cap, gets to 500 + (122 - 40) / 0.12
+        assert (f["with_gib"], f["reach_iter"]) == (122, 1183)
+    # at the cap exactly: the memory that finishes the run is proposed
+    dec = decide(d, chain(), PolicyConfig(max_mem="130G"), NOW, checkpoint_iter=500,
+                 accounting=OOM_120G)
+    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "130G"
+    # a cap above twice the limit: twice the limit is the ceiling, and the reason says so
+    long = diag("host_oom", last_iter=670, leak_fit=LEAK,
+                metrics=DiagnosisMetrics(last_iter=670, target_iter=6000))
+    dec = decide(long, chain(), PolicyConfig(max_mem="300G"), NOW, checkpoint_iter=500,
+                 accounting=OOM_120G)
+    assert dec.facts["ceiling_gib"] == 240 and dec.facts["ceiling_is_cap"] is False
+    assert "above 240G (twice the current limit)" in dec.reason
+
+
 def test_a_host_oom_without_a_steady_trend_keeps_the_plain_mem_proposal():
     dec = decide(diag("host_oom"), chain(), MANUAL, NOW, checkpoint_iter=500,
                  accounting=OOM_120G)
