@@ -1,6 +1,8 @@
 # shellcheck shell=bash disable=SC2034  # variables here are used by the scripts sourcing it
-# Shared by up.sh and down.sh: where the dev cluster keeps things, and how a daemon is found and
-# stopped. Daemons are always found through their pid file (checked against /proc), never by name.
+# Shared by up.sh and down.sh (of both clusters: slurm-24.11/lib.sh sources it): where the dev
+# cluster keeps things, how a daemon is found and stopped, and how up.sh renders a config file
+# and starts a daemon. Daemons are always found through their pid file (checked against /proc),
+# never by name.
 
 DIR=${DEV_CLUSTER_DIR:-/tmp/dev-cluster}
 case $DIR in
@@ -12,6 +14,7 @@ if [[ $DIR == *[\"\\[:space:]]* ]]; then
     exit 2
 fi
 
+TAG=dev-cluster # what up.sh's errors start with
 TEST_USER=slurmci
 # A second user whose login shell is tcsh (many HPC sites' default): sshd runs every command
 # through it, so the tests can prove the command transport survives csh quoting.
@@ -154,4 +157,76 @@ take_lock() {
         echo "dev-cluster: another up.sh/down.sh held $DIR/.lock for 300 s" >&2
         exit 1
     fi
+}
+
+# ---------------------------------------------------------------- for up.sh
+CURRENT="" # the daemon being brought up; its log is shown if anything fails
+declare -A RESTART=() # daemons whose config `render` changed
+STARTED=0             # set by `start` when it started a daemon
+
+# on_error LINE (up.sh's ERR trap) / die MESSAGE: say what failed, with $CURRENT's log; exit.
+on_error() {
+    local rc=$?
+    echo "$TAG: FAILED (exit $rc) at line $1${CURRENT:+ while starting $CURRENT}" >&2
+    [[ -n $CURRENT ]] && show_log "$CURRENT"
+    exit "$rc"
+}
+
+die() {
+    echo "$TAG: $*" >&2
+    [[ -n $CURRENT ]] && show_log "$CURRENT"
+    exit 1
+}
+
+# own OWNER PATH: chown (slurm-24.11/lib.sh resolves the owner inside its chroot).
+own() { chown "$1" "$2"; }
+
+# render PATH OWNER MODE DAEMON...: writes stdin to PATH if it differs; marks DAEMONs to restart.
+render() {
+    local path=$1 owner=$2 mode=$3 tmp
+    shift 3
+    tmp=$(mktemp "$path.XXXXXX")
+    cat >"$tmp"
+    own "$owner" "$tmp"
+    chmod "$mode" "$tmp"
+    if [[ -f $path ]] && cmp -s "$tmp" "$path"; then
+        rm -f "$tmp"
+        own "$owner" "$path"
+        chmod "$mode" "$path"
+        return 0
+    fi
+    mv -f "$tmp" "$path"
+    local d
+    for d in "$@"; do RESTART[$d]=1; done
+}
+
+# wait_for NAME SECONDS CMD...: polls CMD every 0.1 s.
+wait_for() {
+    local what=$1 secs=$2 i
+    shift 2
+    for ((i = 0; i < secs * 10; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "$what: not ready after $secs s"
+}
+
+# start NAME CMD...: runs CMD unless NAME is live (restarting it if its config changed), then
+# waits for the pid file (daemons write it a moment after forking). Returns 1 if already up.
+start() {
+    local name=$1
+    shift
+    CURRENT=$name
+    if live_pid "$name" >/dev/null; then
+        if [[ -z ${RESTART[$name]:-} ]]; then
+            return 1
+        fi
+        log "$name: config changed, restarting"
+        stop_daemon "$name"
+    fi
+    detached "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 ||
+        die "$name: '$*' exited $?"
+    wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
+    log "$name: started (pid $(live_pid "$name"))"
+    STARTED=1
 }

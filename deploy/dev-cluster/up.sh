@@ -24,20 +24,7 @@ SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
 
 [[ $EUID -eq 0 ]] || { echo "dev-cluster: up.sh must run as root" >&2; exit 2; }
 
-CURRENT=""   # the daemon being brought up; its log is shown if anything fails
-on_error() {
-    local rc=$?
-    echo "dev-cluster: FAILED (exit $rc) at line $1${CURRENT:+ while starting $CURRENT}" >&2
-    [[ -n $CURRENT ]] && show_log "$CURRENT"
-    exit "$rc"
-}
 trap 'on_error $LINENO' ERR
-
-die() {
-    echo "dev-cluster: $*" >&2
-    [[ -n $CURRENT ]] && show_log "$CURRENT"
-    exit 1
-}
 
 take_lock
 install -d -m 755 "$DIR/ssh" "$DIR/run" "$DIR/log"
@@ -92,26 +79,6 @@ ip -n "$NETNS" link set "$VETH_NODE" up
 ip -n "$NETNS" link set lo up
 
 # ---------------------------------------------------------------- config files
-declare -A RESTART=()
-# render PATH OWNER MODE DAEMON...: writes stdin to PATH if it differs; marks DAEMONs to restart.
-render() {
-    local path=$1 owner=$2 mode=$3 tmp
-    shift 3
-    tmp=$(mktemp "$path.XXXXXX")
-    cat >"$tmp"
-    chown "$owner" "$tmp"
-    chmod "$mode" "$tmp"
-    if [[ -f $path ]] && cmp -s "$tmp" "$path"; then
-        rm -f "$tmp"
-        chown "$owner" "$path"
-        chmod "$mode" "$path"
-        return 0
-    fi
-    mv -f "$tmp" "$path"
-    local d
-    for d in "$@"; do RESTART[$d]=1; done
-}
-
 install -d -m 755 /etc/slurm
 install -d -o slurm -g slurm -m 755 /run/slurm /var/log/slurm /var/lib/slurm \
     /var/lib/slurm/slurmctld
@@ -268,38 +235,6 @@ TEST_HOME=$(getent passwd "$TEST_USER" | cut -d: -f6)
 TCSH_HOME=$(getent passwd "$TCSH_USER" | cut -d: -f6)
 
 # ---------------------------------------------------------------- daemons
-# wait_for NAME SECONDS CMD...: polls CMD every 0.1 s.
-wait_for() {
-    local what=$1 secs=$2 i
-    shift 2
-    for ((i = 0; i < secs * 10; i++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    die "$what: not ready after $secs s"
-}
-
-# start NAME CMD...: runs CMD unless NAME is live (restarting it if its config changed), then
-# waits for the pid file (daemons write it a moment after forking). Returns 1 if already up.
-STARTED=0
-start() {
-    local name=$1
-    shift
-    CURRENT=$name
-    if live_pid "$name" >/dev/null; then
-        if [[ -z ${RESTART[$name]:-} ]]; then
-            return 1
-        fi
-        log "$name: config changed, restarting"
-        stop_daemon "$name"
-    fi
-    detached "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 ||
-        die "$name: '$*' exited $?"
-    wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
-    log "$name: started (pid $(live_pid "$name"))"
-    STARTED=1
-}
-
 start_mariadbd() {
     install -d -o mysql -g mysql -m 755 /run/mysqld
     install -d -o mysql -g adm -m 2750 /var/log/mysql

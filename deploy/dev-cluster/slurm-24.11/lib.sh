@@ -7,6 +7,7 @@ DEV_CLUSTER_DIR=${DEV_CLUSTER_2411_DIR:-/tmp/dev-cluster-2411}
 # shellcheck source-path=SCRIPTDIR source=../lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
+TAG=dev-cluster-2411
 ROOT=$DIR/root # the trixie chroot
 SUITE=trixie
 MIRROR=${DEV_CLUSTER_2411_MIRROR:-http://deb.debian.org/debian}
@@ -45,3 +46,5 @@ declare -A COMM=()
 MOUNTS=(proc dev sys run/mysqld)
 
 in_root() { chroot "$ROOT" "$@"; }
+# A file in the chroot is chowned by the chroot's users (slurm, munge); any other by the host's.
+own() { in_root chown "$1" "${2#"$ROOT"}" 2>/dev/null || chown "$1" "$2"; }

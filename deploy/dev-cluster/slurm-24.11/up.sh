@@ -19,20 +19,7 @@ SMOKE_TIMEOUT=${DEV_CLUSTER_SMOKE_TIMEOUT:-180}
 
 [[ $EUID -eq 0 ]] || { echo "dev-cluster-2411: up.sh must run as root" >&2; exit 2; }
 
-CURRENT=""
-on_error() {
-    local rc=$?
-    echo "dev-cluster-2411: FAILED (exit $rc) at line $1${CURRENT:+ while starting $CURRENT}" >&2
-    [[ -n $CURRENT ]] && show_log "$CURRENT"
-    exit "$rc"
-}
 trap 'on_error $LINENO' ERR
-
-die() {
-    echo "dev-cluster-2411: $*" >&2
-    [[ -n $CURRENT ]] && show_log "$CURRENT"
-    exit 1
-}
 
 take_lock
 install -d -m 755 "$DIR/ssh" "$DIR/log"
@@ -99,23 +86,6 @@ mem_mib=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 REAL_MEM=$((mem_mib * 9 / 10))
 
 # ---------------------------------------------------------------- config files
-declare -A RESTART=()
-render() {
-    local path=$1 owner=$2 mode=$3 tmp
-    shift 3
-    tmp=$(mktemp "$path.XXXXXX")
-    cat >"$tmp"
-    in_root chown "$owner" "${tmp#"$ROOT"}" 2>/dev/null || chown "$owner" "$tmp"
-    chmod "$mode" "$tmp"
-    if [[ -f $path ]] && cmp -s "$tmp" "$path"; then
-        rm -f "$tmp"
-        return 0
-    fi
-    mv -f "$tmp" "$path"
-    local d
-    for d in "$@"; do RESTART[$d]=1; done
-}
-
 in_root install -d -m 755 /etc/slurm /var/lib/slurm/slurmd
 in_root install -d -o slurm -g slurm -m 755 /run/slurm /var/log/slurm /var/lib/slurm \
     /var/lib/slurm/slurmctld
@@ -238,35 +208,6 @@ fi
 TEST_HOME=$(in_root getent passwd "$TEST_USER" | cut -d: -f6)
 
 # ---------------------------------------------------------------- daemons
-wait_for() {
-    local what=$1 secs=$2 i
-    shift 2
-    for ((i = 0; i < secs * 10; i++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    die "$what: not ready after $secs s"
-}
-
-STARTED=0
-start() {
-    local name=$1
-    shift
-    CURRENT=$name
-    if live_pid "$name" >/dev/null; then
-        if [[ -z ${RESTART[$name]:-} ]]; then
-            return 1
-        fi
-        log "$name: config changed, restarting"
-        stop_daemon "$name"
-    fi
-    detached "$@" </dev/null >"$DIR/log/$name.start.log" 2>&1 ||
-        die "$name: '$*' exited $?"
-    wait_for "$name pid file ${PIDFILE[$name]}" 20 live_pid "$name"
-    log "$name: started (pid $(live_pid "$name"))"
-    STARTED=1
-}
-
 # munge: the chroot's own key and socket (/run/munge inside the chroot)
 if [[ ! -s $ROOT/etc/munge/munge.key ]]; then
     in_root mungekey --create --keyfile=/etc/munge/munge.key
