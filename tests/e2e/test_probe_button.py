@@ -18,7 +18,7 @@ from support.bolt_driver import ResponseUrls, SyncExecutor, ack_text, click_body
 from bot.app import build_app
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics
-from bot.core.policy import AttemptFacts, ChainHistory, PolicyParams, decide
+from bot.core.policy import AttemptFacts, ChainHistory, decide, params_from
 from bot.core.slurm.records import JobRecord
 from bot.core.units import GIB
 from bot.probes.dataloader import MARKER
@@ -52,15 +52,19 @@ def runner() -> FakeRunner:
     return FakeRunner({"srun": (0, "loading env\n" + MARKER + json.dumps(NODE_SAYS) + "\n", "")})
 
 
-@pytest.fixture
-def services(store, slack_client, fake_sleep, runner: FakeRunner) -> BotContext:
+def _services(store, slack_client, fake_sleep, runner: FakeRunner, **recipe: Any) -> BotContext:
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     config = make_config(workdir="/scratch/wm/mix",
-                         dataloader_probe={"factory": "mydata.datasets:build_train"})
+                         dataloader_probe={"factory": "mydata.datasets:build_train"}, **recipe)
     return BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm(),
                                                                         runner=runner),
                       sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
                       catalogue=Catalogue.load())
+
+
+@pytest.fixture
+def services(store, slack_client, fake_sleep, runner: FakeRunner) -> BotContext:
+    return _services(store, slack_client, fake_sleep, runner)
 
 
 @pytest.fixture
@@ -69,9 +73,11 @@ def app(services: BotContext, slack_client) -> App:
                      listener_executor=SyncExecutor(), token_verification_enabled=False)
 
 
-def _leak_incident(services: BotContext, slack: Any) -> tuple[int, dict[str, Any]]:
+def _leak_incident(services: BotContext, slack: Any, *, target_iter: int = 6000,
+                   why: str = "leak_hopeless") -> tuple[int, dict[str, Any]]:
     """Job 9001 of `mix` OOM-killed after a steady leak no memory can finish, published as the
-    watcher does; (chain id, the incident message)."""
+    watcher does, decided by the recipe's policy (its `max_mem`); (chain id, the incident
+    message)."""
     store = services.store
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
     store.attempts.add(chain_id=chain.id, job_id="9001", now=NOW, state="OUT_OF_MEMORY")
@@ -81,11 +87,12 @@ def _leak_incident(services: BotContext, slack: Any) -> tuple[int, dict[str, Any
     diagnosis = Diagnosis(class_id="host_oom", action=Action.ASK, retryable=False,
                           charges_budget=catalogue.charges_budget, hint=catalogue.hint,
                           leak_fit=LEAK, metrics=DiagnosisMetrics(last_iter=670,
-                                                                  target_iter=6000))
+                                                                  target_iter=target_iter))
     acct = Accounting(state="OUT_OF_MEMORY", mem_limit_bytes=120 * GIB)
     decision = decide(diagnosis, ChainHistory(attempts=(AttemptFacts("9001", 1, 670),)),
-                      PolicyParams(), NOW, checkpoint_iter=500, accounting=acct)
-    assert decision.facts["why"] == "leak_hopeless"
+                      params_from(services.config.policy_for("mix")), NOW,
+                      checkpoint_iter=500, accounting=acct)
+    assert decision.facts["why"] == why
     record = JobRecord(job_id=9001, state="OUT_OF_MEMORY", mem_limit_bytes=120 * GIB)
     ThreadEvents(services).publish(WatchEvent(
         kind="incident", key="dev:9001:host_oom", cluster="dev", text=decision.reason,
@@ -170,3 +177,16 @@ def test_without_a_factory_the_incident_shows_the_command_and_the_field(
     assert ("cd /scratch/wm/mix && srun --nodes=1 --ntasks=1 --partition=debug trainbot probe "
             "dataloader MODULE:FACTORY --workers 2 --samples 160") in text
     assert "dataloader_probe.factory" in text
+
+
+def test_a_site_cap_below_what_finishes_the_run_posts_no_mem_button_and_names_the_cap(
+        store, slack_client, fake_sleep, runner: FakeRunner, slack) -> None:
+    # a target of 1,200 needs 40 + 0.12 x (1200 - 500) = 124 -> 130G: under twice the 120G
+    # limit (without a cap: a --mem=130G button), above the recipe's site cap of 122G
+    capped = _services(store, slack_client, fake_sleep, runner, policy={"max_mem": "122G"})
+    _, message = _leak_incident(capped, slack, target_iter=1200)
+    buttons = _buttons(message)
+    assert ActionId.RESUBMIT_MEM not in buttons and ActionId.RUN_PROBE in buttons
+    text = json.dumps(message["blocks"], ensure_ascii=False)
+    assert "That is above the site's cap of 122G (policy.max_mem)" in text
+    assert "with 122G: ≈ iter 1,183 of 1,200" in text
