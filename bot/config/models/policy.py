@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from bot.config.models._base import _Model
 from bot.core.policy import DEFAULT_POLICY
@@ -101,15 +103,21 @@ class PolicyConfig(_Model):
         return parse_size(self.max_mem) if self.max_mem is not None else None
 
 
-# Same fields, all optional: what a recipe may override. Built from PolicyConfig so the two
-# never drift apart.
+def _bounded(annotation: Any, bounds: list[Any]) -> Any:
+    """A field's type with its bounds (ge=0, lt=1, ...) attached."""
+    return Annotated[(annotation, *bounds)] if bounds else annotation
+
+
+# Same fields, all optional: what a recipe may override. Built from PolicyConfig, bounds and
+# checks included, so the two never drift apart.
 RecipePolicy: type[BaseModel] = create_model(  # type: ignore[call-overload]
     "RecipePolicy",
-    __config__=ConfigDict(extra="forbid"),
+    __base__=_Model,
     __doc__="Per-recipe overrides of the policy defaults; unset fields use `policy:`.",
     __validators__={"_max_mem": field_validator("max_mem")(classmethod(_check_max_mem))},
     **{
-        name: (info.annotation | None, Field(None, description=info.description))
+        name: (_bounded(info.annotation, info.metadata) | None,
+               Field(None, description=info.description))
         for name, info in PolicyConfig.model_fields.items()
     },
 )

@@ -149,6 +149,20 @@ def test_the_site_memory_cap_is_a_slurm_size_in_bytes_for_the_policy(tmp_path):
     assert params_from(parse_config(MINIMAL, source="x", env={}).policy).mem_cap_bytes is None
 
 
+@pytest.mark.parametrize(("override", "problem"), [
+    ("retry_budget: -1", "greater than or equal to 0"),
+    ("stall_factor: 0.5", "greater than 1"),
+    ("leak_warn_margin: 3", "less than 1"),
+    ("stall_min_s: .inf", "finite number"),
+])
+def test_a_recipes_policy_overrides_keep_the_policys_bounds(tmp_path, override, problem):
+    recipe = MINIMAL.replace("    mem: 400G\n", f"    mem: 400G\n    policy: {{{override}}}\n")
+    message = error_of(tmp_path, recipe)
+    name = override.split(":")[0]
+    assert f"recipes.mix.policy.{name}" in message and problem in message
+    assert error_of(tmp_path, f"policy: {{{override}}}\n" + MINIMAL).count(problem) == 1
+
+
 def test_bad_time_limit(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("mem: 400G", "time: 2 days"))
     assert "recipes.mix.time" in message and "D-HH:MM:SS" in message
