@@ -1,15 +1,20 @@
 """The App Home tab: published for a user when they open it (`app_home_opened`); clicks on its
-buttons arrive at handlers.actions like the thread's."""
+prompts' buttons arrive at handlers.actions like the thread's. An adopted job's "Cancel"
+(HOME_CANCEL_JOB, the job's raw id as its value) runs `/train cancel JOBID` as the clicker,
+authorized and audited like the command, and the tab says what it did."""
 
 from __future__ import annotations
 
 from logging import Logger
 from typing import Any
 
-from slack_bolt import App
+from slack_bolt import Ack, App
 
+from bot.core.train_grammar import JobControl
 from bot.services.home import publish_home
 from bot.services.ports import BotContext
+from bot.services.train import execute
+from bot.slack.views import HOME_CANCEL_JOB
 
 
 def make_home_opened(services: BotContext):  # noqa: ANN201 - a Bolt listener
@@ -24,5 +29,27 @@ def make_home_opened(services: BotContext):  # noqa: ANN201 - a Bolt listener
     return home_opened
 
 
+def make_cancel_job(services: BotContext):  # noqa: ANN201 - a Bolt listener
+    def cancel_job(body: dict[str, Any], action: dict[str, Any], logger: Logger) -> None:
+        user, value = body["user"]["id"], str(action.get("value") or "")
+        now = services.clock()
+        if not value.isdigit():
+            logger.warning("Home tab cancel by %s with a forged value %r", user, value)
+            return
+        try:
+            reply = execute(services, JobControl("cancel", int(value)), actor=user,
+                            channel=None, now=now)
+            publish_home(services, user, now, notice=reply.text)
+        except Exception:  # lazy listeners' errors never reach @app.error: log them here
+            logger.exception("Home tab cancel of job %s by %s failed", value, user)
+
+    return cancel_job
+
+
+def _ack(ack: Ack) -> None:
+    ack()
+
+
 def register(app: App, services: BotContext) -> None:
     app.event("app_home_opened")(make_home_opened(services))
+    app.action(HOME_CANCEL_JOB)(ack=_ack, lazy=[make_cancel_job(services)])

@@ -1,6 +1,10 @@
 """The App Home tab (views.publish): each user's and their team's runs, their state, progress,
 last incident and retries, with the open prompts' buttons (the same tokens, so a click is
-authorized and decided exactly like one in the thread)."""
+authorized and decided exactly like one in the thread); and the jobs and arrays trainbot
+adopted (`/train watch`) that the user adopted or may act on (bot.core.home): state,
+progress (an array: its tasks counted by state), last incident, never a resubmit button, and
+"Cancel job" only for who may cancel it (the same check as `/train cancel`, which its click
+runs). Rows that do not fit in one view (100 blocks) are counted in an "and N more" line."""
 
 from __future__ import annotations
 
@@ -8,14 +12,17 @@ import logging
 from typing import Any
 
 from bot.config import Config
+from bot.core.authz import can_control_job
+from bot.core.home import adopted_buttons, fit_rows, sees_adopted
+from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
-from bot.services.threads import render, root_view
-from bot.slack.views import action_id_for, progress_bar
-from bot.store import Approval
+from bot.services.threads import array_root_view, render, root_view
+from bot.slack.views import HOME_CANCEL_JOB, action_id_for, progress_bar
+from bot.store import Approval, Chain
 
 log = logging.getLogger(__name__)
 
-MAX_RUNS = 15  # 6 blocks each at most: well under a view's 100 blocks
+MAX_RUNS = 15  # rows shown at most (fewer when their blocks would pass a view's 100)
 RECENT_S = 24 * 3600.0  # runs that ended this recently are still shown
 VIEWER_TTL_S = 30 * 24 * 3600.0  # a viewer who has not opened the tab this long: no refresh
 
@@ -32,8 +39,26 @@ def team_recipes(config: Config, user: str) -> list[str]:
     return out
 
 
-def _buttons(approval: Approval) -> list[dict[str, Any]]:
+def may_control(ctx: BotContext, user: str, job_id: str) -> bool:
+    """May `user` cancel a job trainbot adopted (`/train cancel`'s check: access None)?"""
+    return bool(can_control_job(None, user, job_id, "cancel", default_approvers(ctx.config)))
+
+
+def sees_chain(ctx: BotContext, chain: Chain, user: str) -> bool:
+    """Does `user`'s Home tab list the chain: their team's run, or an adopted job they
+    adopted or may act on?"""
+    if not chain.adopted:
+        return chain.recipe in team_recipes(ctx.config, user)
+    job = str(chain.array_job_id) if chain.array_job_id is not None else ""
+    return sees_adopted(user, chain.watched_by, may_control(ctx, user, job))
+
+
+def _buttons(approval: Approval, adopted: bool = False,
+             control: bool = False) -> list[dict[str, Any]]:
     payload = approval.payload
+    kinds = payload.get("choices", [])
+    if adopted:
+        kinds = adopted_buttons(kinds, may_control=control)
     styles = {"resubmit": "primary", "hold": "primary", "cancel_resume": "danger",
               "cancel": "danger"}
     return [{"kind": kind, "action_id": action_id_for(kind).value, "value": approval.token,
@@ -41,36 +66,96 @@ def _buttons(approval: Approval) -> list[dict[str, Any]]:
              "mem": payload.get("mem"), "exclude": payload.get("exclude"),
              "job_id": approval.target_job,
              "for_job": payload.get("for_job")}
-            for kind in payload.get("choices", [])]
+            for kind in kinds]
+
+
+def _prompts(ctx: BotContext, chain_id: int, now: float, adopted: bool = False,
+             control: bool = False) -> list[dict[str, Any]]:
+    """The chain's open prompts with their buttons (an adopted job's: no resubmit)."""
+    prompts = []
+    for a in ctx.store.approvals.for_chain(chain_id, "pending"):
+        buttons = _buttons(a, adopted, control) if a.expires_at > now else []
+        if buttons:
+            prompts.append({"summary": a.payload.get("summary"), "token": a.token,
+                            "buttons": buttons})
+    return prompts
+
+
+def _last_incident(ctx: BotContext, chain_id: int) -> dict[str, Any] | None:
+    finals = [i for i in ctx.store.incidents.for_chain(chain_id) if i.key.endswith(":final")]
+    last = finals[-1] if finals else None
+    return {"class_id": last.class_id, "job_id": last.job_id} if last else None
+
+
+def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None:
+    root = root_view(ctx, chain.id)
+    if root is None:
+        return None
+    return {"chain_id": chain.id, "recipe": chain.recipe, "job_id": root.job_id,
+            "state": root.state, "cluster": chain.cluster, "adopted": False, "array": False,
+            "tasks": [],
+            "progress_bar": progress_bar(root.last_iter, root.target_iter),
+            "retries_used": chain.retries_used, "retry_budget": root.retry_budget,
+            "last_incident": _last_incident(ctx, chain.id),
+            "prompts": _prompts(ctx, chain.id, now), "buttons": []}
+
+
+def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[str, Any] | None:
+    """An adopted job's row (an array's: its tasks counted by state), or None when the user
+    does not see it. "Cancel job" (the whole array for an array) while it is watched, for a
+    viewer who may cancel it."""
+    tasks: list[dict[str, Any]] = []
+    if chain.kind == "array":
+        array = array_root_view(ctx, chain.id)
+        if array is None:
+            return None
+        tasks = [{"state": state, "n": n} for state, n in array.counts]
+        job_id = shown = str(chain.array_job_id)
+        state, bar = array.state, "—"
+    else:
+        root = root_view(ctx, chain.id)
+        attempt = ctx.store.attempts.latest(chain.id)
+        if root is None or attempt is None:
+            return None
+        job_id, shown = attempt.job_id, root.job_id  # raw id; `123_4` of an array task
+        state, bar = root.state, progress_bar(root.last_iter, None)
+    control = may_control(ctx, user, shown)
+    if not sees_adopted(user, chain.watched_by, control):
+        return None
+    kinds = adopted_buttons(["cancel"], may_control=control) \
+        if chain.status == "active" else []
+    return {"chain_id": chain.id, "recipe": chain.job_name or shown, "job_id": shown,
+            "state": state, "cluster": chain.cluster, "adopted": True,
+            "array": chain.kind == "array", "tasks": tasks, "progress_bar": bar,
+            "retries_used": None, "retry_budget": None,
+            "last_incident": _last_incident(ctx, chain.id),
+            "prompts": _prompts(ctx, chain.id, now, adopted=True, control=control),
+            "buttons": [{"kind": k, "action_id": HOME_CANCEL_JOB, "value": job_id,
+                         "style": "danger", "job_id": shown} for k in kinds]}
+
+
+def _recent(chain: Chain, now: float) -> bool:
+    return chain.status == "active" or now - chain.updated_at <= RECENT_S
 
 
 def home_view(ctx: BotContext, user: str, now: float, notice: str | None = None
               ) -> dict[str, Any]:
-    """The home template's view: the runs of `user`'s team, newest first (active ones and
-    those that ended within RECENT_S), each with its open prompts' buttons."""
+    """The home template's view: the runs of `user`'s team and the adopted jobs they see,
+    newest first (active ones and those that ended within RECENT_S), each with its open
+    prompts' buttons; as many as fit in one view, the rest counted in `more`."""
     recipes = set(team_recipes(ctx.config, user))
-    chains = [c for r in recipes for c in ctx.store.chains.for_recipe(r, limit=MAX_RUNS)
-              if c.status == "active" or now - c.updated_at <= RECENT_S]
-    chains.sort(key=lambda c: c.updated_at, reverse=True)
+    chains = [c for r in recipes for c in ctx.store.chains.for_recipe(r, limit=MAX_RUNS * 4)
+              if not c.adopted and _recent(c, now)]
+    chains += [c for c in ctx.store.chains.adopted(limit=MAX_RUNS * 4) if _recent(c, now)]
+    chains.sort(key=lambda c: (c.updated_at, c.id), reverse=True)
     runs = []
-    for chain in chains[:MAX_RUNS]:
-        root = root_view(ctx, chain.id)
-        if root is None:
-            continue
-        finals = [i for i in ctx.store.incidents.for_chain(chain.id) if i.key.endswith(":final")]
-        last = finals[-1] if finals else None
-        prompts = [{"summary": a.payload.get("summary"), "token": a.token,
-                    "buttons": _buttons(a)}
-                   for a in ctx.store.approvals.for_chain(chain.id, "pending")
-                   if a.expires_at > now]
-        runs.append({"chain_id": chain.id, "recipe": chain.recipe, "job_id": root.job_id,
-                     "state": root.state, "cluster": chain.cluster,
-                     "progress_bar": progress_bar(root.last_iter, root.target_iter),
-                     "retries_used": chain.retries_used, "retry_budget": root.retry_budget,
-                     "last_incident": ({"class_id": last.class_id, "job_id": last.job_id}
-                                       if last else None),
-                     "prompts": prompts})
-    return {"user": user, "runs": runs, "notice": notice}
+    for chain in chains:
+        row = _adopted_row(ctx, chain, user, now) if chain.adopted else \
+            _run_row(ctx, chain, now)
+        if row is not None:
+            runs.append(row)
+    shown = fit_rows(runs, MAX_RUNS)
+    return {"user": user, "runs": runs[:shown], "more": len(runs) - shown, "notice": notice}
 
 
 def publish_home(ctx: BotContext, user: str, now: float, notice: str | None = None) -> bool:
@@ -105,8 +190,9 @@ def refresh_homes(ctx: BotContext, chain_id: int, now: float, *,
     if chain is None:
         return
     for user in ctx.store.home_viewers.since(now - VIEWER_TTL_S):
-        if user != besides and chain.recipe in team_recipes(ctx.config, user):
+        if user != besides and sees_chain(ctx, chain, user):
             _publish(ctx, user, now)
 
 
-__all__ = ["home_view", "publish_home", "refresh_homes", "team_recipes"]
+__all__ = ["home_view", "may_control", "publish_home", "refresh_homes", "sees_chain",
+           "team_recipes"]

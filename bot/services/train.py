@@ -327,12 +327,14 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
         return Reply(say(ctx, recipe, "already_watched", job=rec.display_id))
     if chain_id is None:  # adopted: a chain (and a thread) of its own
         chain_id = ctx.store.chains.create(recipe="", cluster=cluster, job_name=rec.name or "",
-                                           now=now, channel=channel, kind="adopted").id
+                                           now=now, channel=channel, kind="adopted",
+                                           watched_by=actor).id
         ctx.store.attempts.add(chain_id=chain_id, job_id=job, now=now, state=rec.state or "",
                                display_id=None if rec.display_id == job else rec.display_id)
     ctx.store.watched_jobs.add(cluster, job, now=now, chain_id=chain_id,
                                adopted=attempt is None)
     open_thread(ctx, chain_id, channel)
+    refresh_homes(ctx, chain_id, now)  # on the adopter's (and its controllers') Home tabs
     _audit(ctx, actor, "watch", now, "ok", rec.display_id, recipe)
     return Reply(say(ctx, recipe, "watching", job=rec.display_id, name=rec.name,
                      state=rec.state, raw=None if rec.display_id == job else job,
@@ -353,7 +355,7 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
             return Reply(say(ctx, None, "array_already_watched", job=shown))
     chain = ctx.store.chains.create(recipe="", cluster=cluster, job_name=array.name or "",
                                     now=now, channel=channel, kind="array",
-                                    array_job_id=array_id)
+                                    array_job_id=array_id, watched_by=actor)
     started = sorted((r for r in tasks.values() if r.array_task_id is not None),
                      key=lambda r: r.array_task_id or 0)
     for rec in started:
@@ -364,6 +366,7 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
     if all(r.job_id != array_id for r in started):  # the tasks still to start
         ctx.store.watched_jobs.add(cluster, shown, now=now, chain_id=chain.id, adopted=True)
     open_thread(ctx, chain.id, channel)
+    refresh_homes(ctx, chain.id, now)
     _audit(ctx, actor, "watch", now, "ok", shown, None, {"tasks": len(started)})
     waiting = any(r.array_task_id is None and not r.is_finished for r in tasks.values())
     return Reply(say(ctx, None, "watching_array", job=shown, name=array.name,

@@ -30,6 +30,12 @@ class ActionId(StrEnum):
     RUN_PROBE = "trainbot_run_probe"
 
 
+#: The App Home's "Cancel job" on a job trainbot adopted (`/train watch`): its value is the
+#: job's raw id (an array's own id), not a prompt's token, so it is not an ActionId; its
+#: click runs `/train cancel` (handlers.home).
+HOME_CANCEL_JOB = "trainbot_home_cancel_job"
+
+
 #: The button kind a view proposes (bot.core.incident.Proposal.kind, the approval template's
 #: `buttons[].kind`) -> the action id its click arrives with.
 KIND_ACTIONS: dict[str, ActionId] = {
@@ -152,5 +158,5 @@ def template_context(view: Any) -> dict[str, Any]:
     return context
 
 
-__all__ = ["KIND_ACTIONS", "ActionId", "Button", "action_id_for", "buttons", "default_value",
-           "metric_cells", "progress_bar", "template_context"]
+__all__ = ["HOME_CANCEL_JOB", "KIND_ACTIONS", "ActionId", "Button", "action_id_for", "buttons",
+           "default_value", "metric_cells", "progress_bar", "template_context"]

@@ -260,6 +260,12 @@ def _v11_adopted_chains(conn: Connection) -> None:
     _add_column(conn, "attempts", "display_id TEXT")
 
 
+def _v12_watched_by(conn: Connection) -> None:
+    """Version 12: chains.watched_by, the Slack user who adopted a job or an array with
+    `/train watch`, so it shows on their App Home tab (a run's team comes from its recipe)."""
+    _add_column(conn, "chains", "watched_by TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -271,9 +277,8 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v8_prompt_steps,
     _v9_home_viewers,
     _v10_excluded_nodes,
-
-
     _v11_adopted_chains,
+    _v12_watched_by,
 ]
 
 

@@ -27,6 +27,7 @@ class Chain:
     retries_used: int
     kind: str = "run"
     array_job_id: int | None = None
+    watched_by: str | None = None  # the Slack user who adopted it (`/train watch`)
 
     @property
     def adopted(self) -> bool:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 metadata = MetaData()
 
@@ -44,6 +44,8 @@ chains = Table(
     # "array" (a whole job array watched: one attempt row per task)
     Column("kind", Text, nullable=False, server_default="run"),
     Column("array_job_id", Integer),  # version 11: the array of an "array" chain
+    # version 12: who adopted an "adopted"/"array" chain (`/train watch`): its App Home owner
+    Column("watched_by", Text),
     Index("ix_chains_recipe", "recipe"),
 )
 

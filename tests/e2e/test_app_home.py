@@ -21,6 +21,7 @@ from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.poster import SlackPoster
 from bot.slack.render import TemplateRenderer
+from bot.slack.views import HOME_CANCEL_JOB
 
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
@@ -191,3 +192,70 @@ def test_a_tab_opened_through_one_replica_is_refreshed_by_another(app, services,
     finally:
         urls.close()
     assert "*mix* · job 88887 · PENDING" in texts(slack.home_views["U0APPR"])
+
+
+def watch(app: App, job: str, user: str) -> None:
+    from support.bolt_driver import ResponseUrls, slash_body
+
+    urls = ResponseUrls()
+    try:
+        dispatch(app, slash_body(f"watch {job}", user=user, channel=CH,
+                                 response_url=urls.new()))
+    finally:
+        urls.close()
+
+
+def cancel_click(app: App, job: str, user: str) -> None:
+    body = {"type": "block_actions", "team": {"id": TEAM, "domain": "standin"},
+            "user": {"id": user, "username": user.lower(), "team_id": TEAM},
+            "api_app_id": "A0TRAINBOT", "token": "legacy-verification-token",
+            "container": {"type": "view", "view_id": "V00000001"},
+            "trigger_id": "13345224609.738474920.8088930838d88f008e1",
+            "view": {"id": "V00000001", "type": "home", "blocks": []},
+            "actions": [{"action_id": HOME_CANCEL_JOB, "block_id": "job:1", "value": job,
+                         "type": "button", "action_ts": "1732871300.000200"}]}
+    assert ack_text(dispatch(app, body)) == ""
+
+
+def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services, slack,
+                                                                  fake_slurm):
+    """`/train watch` adopts a job and an array: both show on the adopter's tab (no buttons:
+    he may not cancel them) and on an approver's (Cancel, which runs /train cancel); a
+    forged click by the adopter is refused like the command."""
+    fake_slurm.add(4242, name="eval-run", state="RUNNING")
+    fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)
+    fake_slurm.add(6102, name="sweep", state="FAILED", array_job_id=6100, array_task_id=2)
+    open_home(app, "U0BOB")
+    open_home(app, "U0APPR")
+    watch(app, "4242", "U0BOB")
+    watch(app, "6100", "U0BOB")
+    bob = slack.home_views["U0BOB"]  # refreshed by the watch: he keeps his tab open
+    shown = texts(bob)
+    assert "*eval-run* · job 4242 · RUNNING" in shown
+    assert "*sweep* · array 6100 · RUNNING" in shown and "1 FAILED" in shown
+    assert shown.count("adopted: not resubmitted by trainbot") == 2
+    assert buttons(bob) == []
+    assert buttons(slack.home_views["U0APPR"]) == [(HOME_CANCEL_JOB, "6100"),
+                                                   (HOME_CANCEL_JOB, "4242")]
+    open_home(app, "U0ALICE")  # a submitter of mix: not hers to see
+    assert "eval-run" not in texts(slack.home_views["U0ALICE"])
+
+    cancel_click(app, "4242", "U0BOB")  # forged: Bob has no such button
+    assert fake_slurm.acted("cancel") == []
+    assert "job 4242 was not submitted by trainbot" in texts(slack.home_views["U0BOB"])
+    cancel_click(app, "4242", "U0APPR")
+    assert fake_slurm.acted("cancel") == [4242]
+    assert "cancelled by <@U0APPR>" in texts(slack.home_views["U0APPR"])
+
+
+def test_a_home_tab_with_more_adopted_jobs_than_fit_says_how_many_more(app, services, slack,
+                                                                        fake_slurm):
+    for n in range(40):
+        fake_slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
+        watch(app, str(5000 + n), "U0APPR")
+    open_home(app, "U0APPR")
+    view = slack.home_views["U0APPR"]  # published: the stand-in checks Slack's limits
+    assert len(view["blocks"]) <= 100
+    assert len(buttons(view)) == 15 and "…and 25 more" in texts(view)
+    assert "*job39* · job 5039" in texts(view)  # newest first

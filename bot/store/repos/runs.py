@@ -30,6 +30,7 @@ class ChainsRepo(_Repo):
         status: str = "active",
         kind: str = "run",
         array_job_id: int | None = None,
+        watched_by: str | None = None,
     ) -> Chain:
         values = dict(
             recipe=recipe,
@@ -44,6 +45,8 @@ class ChainsRepo(_Repo):
         )
         if kind != "run":  # a run's chain is what every schema version can hold
             values.update(kind=kind, array_job_id=array_job_id)
+        if watched_by is not None:
+            values.update(watched_by=watched_by)
         with self._engine.begin() as conn:
             chain_id = conn.execute(insert(t.chains).values(**values)).inserted_primary_key[0]
         return Chain(id=int(chain_id), **values)
@@ -67,6 +70,17 @@ class ChainsRepo(_Repo):
             Chain,
             select(t.chains)
             .where(t.chains.c.recipe == recipe)
+            .order_by(t.chains.c.id.desc())
+            .limit(limit),
+        )
+
+    def adopted(self, limit: int = 100) -> list[Chain]:
+        """Chains of jobs and arrays watched without trainbot submitting them ("adopted",
+        "array"), newest first."""
+        return self._all(
+            Chain,
+            select(t.chains)
+            .where(t.chains.c.kind != "run")
             .order_by(t.chains.c.id.desc())
             .limit(limit),
         )

@@ -616,3 +616,18 @@ def test_v10_store_gets_adopted_chains_keeping_its_runs(store_url):
         again = new.chains.get(array.id)
         assert (again.kind, again.array_job_id, again.adopted) == ("array", 6100, True)
         assert [a.shown_id for a in new.attempts.for_chain(array.id)] == ["6100_2"]
+
+
+def test_v11_store_gets_watched_by_keeping_its_adopted_chains(store_url):
+    with Store.open(store_url, target_version=11) as old:
+        array = old.chains.create(recipe="", cluster="dev", job_name="sweep", now=1.0,
+                                  kind="array", array_job_id=6100)
+        assert "watched_by" not in {c["name"] for c in inspect(old.engine).get_columns("chains")}
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        assert new.chains.get(array.id).watched_by is None  # adopted before: nobody known
+        job = new.chains.create(recipe="", cluster="dev", job_name="eval", now=2.0,
+                                kind="adopted", watched_by="U0BOB")
+        new.chains.create(recipe="mix", cluster="dev", job_name="mix", now=3.0)  # a run
+        assert new.chains.get(job.id).watched_by == "U0BOB"
+        assert [c.id for c in new.chains.adopted()] == [job.id, array.id]

@@ -1,0 +1,62 @@
+"""The App Home tab's rows (pure): who sees a job trainbot adopted (`/train watch`), the
+buttons its row may carry, and how many rows fit in one view (Slack: 100 blocks) before an
+"and N more" line. (An array's row counts its tasks by state as its thread's root does:
+bot.core.arrays.build_array_root.)
+
+A run of a recipe belongs to the recipe's team (bot.services.home.team_recipes). An adopted
+job has no recipe: it shows on the Home tab of the person who adopted it and of the people
+who may act on it (bot.core.authz.can_control_job: a job trainbot did not submit is the
+default approvers'). The config has no Slurm-user -> Slack-user mapping, so the job's Slurm
+user makes nobody an owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+# A view holds at most 100 blocks; the header, the notice, the intro and the "and N more" line
+# take the first FIXED_BLOCKS of them.
+MAX_VIEW_BLOCKS = 100
+FIXED_BLOCKS = 4
+
+# Button kinds that submit a job again: never offered for a job trainbot did not submit.
+RESUBMIT_KINDS = frozenset({"resubmit", "resubmit_mem", "cancel_resume"})
+# The kinds that act on the job itself: only for a viewer who may control it.
+CONTROL_KINDS = frozenset({"cancel"})
+
+def sees_adopted(user: str, watched_by: str | None, may_control: bool) -> bool:
+    """Does `user`'s Home tab list an adopted job: they adopted it, or may act on it?"""
+    return user == watched_by or may_control
+
+
+def adopted_buttons(kinds: Iterable[str], *, may_control: bool) -> list[str]:
+    """The button kinds an adopted job's row may show: never a resubmit (trainbot does not
+    resubmit what it did not submit); acting on the job only for who may control it."""
+    return [k for k in kinds
+            if k not in RESUBMIT_KINDS and (k not in CONTROL_KINDS or may_control)]
+
+
+def row_blocks(row: Mapping[str, Any]) -> int:
+    """Blocks one row takes in the home template: a divider and its section, per open prompt
+    its summary (when it has one) and its buttons, and the row's own buttons."""
+    prompts = row.get("prompts") or ()
+    return (2 + sum(1 + (1 if p.get("summary") else 0) for p in prompts)
+            + (1 if row.get("buttons") else 0))
+
+
+def fit_rows(rows: Sequence[Mapping[str, Any]], max_rows: int,
+             budget: int = MAX_VIEW_BLOCKS - FIXED_BLOCKS) -> int:
+    """How many of `rows` (newest first) the view shows: at most `max_rows`, and no more
+    than fit in `budget` blocks; the rest are counted in the "and N more" line."""
+    used = shown = 0
+    for row in rows[:max_rows]:
+        used += row_blocks(row)
+        if used > budget:
+            break
+        shown += 1
+    return shown
+
+
+__all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "RESUBMIT_KINDS",
+           "adopted_buttons", "fit_rows", "row_blocks", "sees_adopted"]

@@ -1,0 +1,144 @@
+"""Jobs and arrays adopted with `/train watch` on the App Home tab (bot.services.home, with
+the fakes): shown to who adopted them and to who may act on them, a row each (an array's
+tasks counted by state), no resubmit, "Cancel" only for who may cancel, refreshed when
+they change, and capped with an "and N more" line within a view's 100 blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakes import FakeSlurm, RecordingHomePublisher, make_context
+
+from bot.core.train_grammar import Watch
+from bot.services.home import MAX_RUNS, home_view, publish_home, refresh_homes
+from bot.services.ports import BotContext
+from bot.services.threads import render
+from bot.services.train import execute
+from bot.slack.views import HOME_CANCEL_JOB
+from bot.store import Store
+
+NOW = 1_732_871_000.0
+BOB = "U0BOB"  # adopts jobs; neither in a recipe's team nor an approver
+APPROVER = "U0APPR"  # slack.approvers (group leads): may cancel a job trainbot did not submit
+ALICE = "U0ALICE"  # a submitter of mix: her team's runs only
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+@pytest.fixture
+def slurm() -> FakeSlurm:
+    slurm = FakeSlurm()
+    slurm.add(4242, name="eval-run", state="RUNNING", user="bob")
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)  # tasks still to start
+    for task, state in ((1, "RUNNING"), (2, "RUNNING"), (3, "FAILED")):
+        slurm.add(6100 + task, name="sweep", state=state, array_job_id=6100,
+                  array_task_id=task)
+    return slurm
+
+
+@pytest.fixture
+def ctx(store, slurm) -> BotContext:
+    ctx = make_context(store, slurm)
+    ctx.home = RecordingHomePublisher()
+    ctx.clock = lambda: NOW
+    return ctx
+
+
+def adopt(ctx: BotContext, job_id: int, user: str = BOB) -> int:
+    reply = execute(ctx, Watch(job_id), actor=user, channel="C0TRAIN", now=NOW)
+    assert reply.chain_id is not None, reply.text
+    return reply.chain_id
+
+
+def rows(ctx: BotContext, user: str) -> list[dict[str, Any]]:
+    return home_view(ctx, user, NOW)["runs"]
+
+
+def test_an_adopted_job_shows_to_its_adopter_and_the_approvers_only(ctx):
+    chain_id = adopt(ctx, 4242)
+    assert ctx.store.chains.get(chain_id).watched_by == BOB
+    [row] = rows(ctx, BOB)
+    assert (row["recipe"], row["job_id"], row["state"], row["adopted"]) == (
+        "eval-run", "4242", "RUNNING", True)
+    assert row["buttons"] == []  # Bob may not cancel it (/train cancel would refuse him)
+    [theirs] = rows(ctx, APPROVER)
+    assert [(b["kind"], b["action_id"], b["value"]) for b in theirs["buttons"]] == [
+        ("cancel", HOME_CANCEL_JOB, "4242")]
+    assert rows(ctx, ALICE) == []
+
+
+def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
+    adopt(ctx, 6100)
+    [row] = rows(ctx, BOB)
+    assert (row["job_id"], row["array"], row["state"]) == ("6100", True, "RUNNING")
+    assert row["tasks"] == [{"state": "RUNNING", "n": 2}, {"state": "FAILED", "n": 1}]
+    assert row["buttons"] == []  # Bob may not cancel the array
+    blocks, _ = render(ctx, "home", None, home_view(ctx, BOB, NOW))
+    text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
+    assert "*sweep* · array 6100 · RUNNING" in text
+    assert "2 RUNNING · " in text and "1 FAILED" in text
+    assert "adopted: not resubmitted by trainbot" in text
+    assert "retries" not in text  # an adopted job has no retry ledger
+
+
+def test_an_adopted_jobs_prompt_never_offers_a_resubmit(ctx):
+    chain_id = adopt(ctx, 4242)
+    ctx.store.approvals.create(chain_id=chain_id, target_job="4242", action="resubmit",
+                               allowed=[APPROVER], now=NOW, expires_at=NOW + 3600,
+                               payload={"choices": ["resubmit", "cancel_resume", "cancel",
+                                                    "dismiss"], "summary": "stalled"})
+    [row] = rows(ctx, APPROVER)
+    assert [[b["kind"] for b in p["buttons"]] for p in row["prompts"]] == [["cancel", "dismiss"]]
+    [row] = rows(ctx, BOB)
+    assert [[b["kind"] for b in p["buttons"]] for p in row["prompts"]] == [["dismiss"]]
+
+
+def test_watching_and_a_change_refresh_the_tabs_of_who_sees_it(ctx):
+    for user in (BOB, APPROVER, ALICE):
+        publish_home(ctx, user, NOW - 10)
+    ctx.home.published.clear()
+    chain_id = adopt(ctx, 4242)
+    assert sorted(ctx.home.users()) == [APPROVER, BOB]  # not Alice: not hers to see
+    ctx.home.published.clear()
+    refresh_homes(ctx, chain_id, NOW + 5)  # what the watcher calls when its row changes
+    assert sorted(ctx.home.users()) == [APPROVER, BOB]
+
+
+def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm):
+    for n in range(MAX_RUNS + 7):
+        slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
+        adopt(ctx, 5000 + n, user=APPROVER)
+    view = home_view(ctx, APPROVER, NOW)
+    assert (len(view["runs"]), view["more"]) == (MAX_RUNS, 7)
+    assert view["runs"][0]["job_id"] == str(5000 + MAX_RUNS + 6)  # newest first
+    blocks, _ = render(ctx, "home", None, view)
+    assert len(blocks) <= 100
+    assert "…and 7 more" in blocks[-1]["elements"][0]["text"]
+
+
+@pytest.mark.parametrize(("lang", "words"), [
+    ("en", ["*sweep* · array 6100 · RUNNING", "Tasks: ", "adopted: not resubmitted by trainbot",
+            "…and 1 more"]),
+    ("ko", ["*sweep* · array 6100 · RUNNING", "task: ",
+            "가져온 작업: trainbot이 다시 제출하지 않음", "…외 1개"]),
+])
+def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
+    ctx.config = ctx.config.model_copy(
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    for n in range(MAX_RUNS):
+        slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
+        adopt(ctx, 5000 + n)
+    adopt(ctx, 6100)  # the newest: first; the oldest job is the one left out
+    view = home_view(ctx, BOB, NOW)
+    assert view["more"] == 1 and view["runs"][0]["job_id"] == "6100"
+    assert "5000" not in [r["job_id"] for r in view["runs"]]
+    blocks, _ = render(ctx, "home", None, view)
+    text = "\n".join([str(b.get("text", {}).get("text", "")) for b in blocks] + [
+        str(e.get("text", "")) for b in blocks for e in b.get("elements") or []])
+    for word in words:
+        assert word in text, (word, text)
