@@ -175,6 +175,8 @@ def leak_remedy(
     cap = int(p.mem_cap_bytes // GIB) if p.mem_cap_bytes is not None else None
     twice = int(2 * limit_bytes // GIB) if limit_bytes else None
     ceiling = min((c for c in (cap, twice) if c is not None), default=None)
+    if ceiling is not None and need <= ceiling < need_gib:
+        need_gib = ceiling  # the need fits: rounding it up must not push it past the ceiling
     size = suggest_mem(limit_bytes, max_rss_bytes, policy=p)
     with_gib = int(size[0] // GIB) if size is not None else (ceiling or need_gib)
     reach = resume + (with_gib - fit["start_gib"]) / per_iter

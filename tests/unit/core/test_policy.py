@@ -510,6 +510,10 @@ def test_a_site_cap_below_what_finishes_the_run_removes_the_mem_button_and_is_na
     dec = decide(d, chain(), PolicyConfig(max_mem="130G"), NOW, checkpoint_iter=500,
                  accounting=OOM_120G)
     assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "130G"
+    # under the cap before rounding up (124 <= 128 < 130): the cap is the --mem that finishes
+    dec = decide(d, chain(), PolicyConfig(max_mem="128G"), NOW, checkpoint_iter=500,
+                 accounting=OOM_120G)
+    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "128G"
     # a cap above twice the limit: twice the limit is the ceiling, and the reason says so
     long = diag("host_oom", last_iter=670, leak_fit=LEAK,
                 metrics=DiagnosisMetrics(last_iter=670, target_iter=6000))
