@@ -1,7 +1,8 @@
 """The App Home tab: published for a user when they open it (`app_home_opened`); clicks on its
 prompts' buttons arrive at handlers.actions like the thread's. An adopted job's "Cancel"
 (HOME_CANCEL_JOB, the job's raw id as its value) runs `/train cancel JOBID` as the clicker,
-authorized and audited like the command, and the tab says what it did."""
+authorized and audited like the command; its "Stop watching" (HOME_STOP_WATCHING, the chain
+id) is `bot.services.home.stop_watching`; the tab says what either did."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any
 from slack_bolt import Ack, App
 
 from bot.core.train_grammar import JobControl
-from bot.services.home import publish_home
+from bot.services.home import publish_home, stop_watching
 from bot.services.ports import BotContext
 from bot.services.train import execute
-from bot.slack.views import HOME_CANCEL_JOB
+from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 
 
 def make_home_opened(services: BotContext):  # noqa: ANN201 - a Bolt listener
@@ -46,6 +47,22 @@ def make_cancel_job(services: BotContext):  # noqa: ANN201 - a Bolt listener
     return cancel_job
 
 
+def make_stop_watching(services: BotContext):  # noqa: ANN201 - a Bolt listener
+    def stop(body: dict[str, Any], action: dict[str, Any], logger: Logger) -> None:
+        user, value = body["user"]["id"], str(action.get("value") or "")
+        now = services.clock()
+        if not value.isdigit():
+            logger.warning("Home tab stop-watching by %s with a forged value %r", user, value)
+            return
+        try:
+            publish_home(services, user, now,
+                         notice=stop_watching(services, int(value), user, now))
+        except Exception:  # lazy listeners' errors never reach @app.error: log them here
+            logger.exception("Home tab stop-watching of chain %s by %s failed", value, user)
+
+    return stop
+
+
 def _ack(ack: Ack) -> None:
     ack()
 
@@ -53,3 +70,4 @@ def _ack(ack: Ack) -> None:
 def register(app: App, services: BotContext) -> None:
     app.event("app_home_opened")(make_home_opened(services))
     app.action(HOME_CANCEL_JOB)(ack=_ack, lazy=[make_cancel_job(services)])
+    app.action(HOME_STOP_WATCHING)(ack=_ack, lazy=[make_stop_watching(services)])

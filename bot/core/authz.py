@@ -6,6 +6,7 @@ Rules (the config describes the people; `access_for` in bot.services.access buil
 - approve a button: the recipe's approvers (else slack.approvers).
 - cancel / hold / release / logs of a job: the team of the run chain that owns the job (recipe
   owners and submitters) or an approver. A job trainbot did not submit: approvers only.
+- stop watching a job trainbot adopted (`/train watch`): who adopted it, or an approver.
 Every refusal says who can, as Slack mentions and group names.
 """
 
@@ -130,3 +131,14 @@ def can_control_job(
     return Decision(
         False, f"job {job_id} belongs to {access.recipe}; only {team.describe()} can {verb} it"
     )
+
+
+def can_unwatch(watched_by: str | None, user: str, job_id: int | str,
+                fallback: People) -> Decision:
+    """May `user` stop trainbot watching job `job_id`, which it adopted for `watched_by`
+    (None: adopted before trainbot recorded who)? That person, or the default approvers."""
+    if user == watched_by or user in fallback:
+        return ALLOWED
+    who = People.of([watched_by], {}) | fallback if watched_by else fallback
+    return Decision(False, f"job {job_id} is watched for {who.describe()}; only they can "
+                           "stop watching it")

@@ -24,6 +24,9 @@ FIXED_BLOCKS = 4
 RESUBMIT_KINDS = frozenset({"resubmit", "resubmit_mem", "cancel_resume"})
 # The kinds that act on the job itself: only for a viewer who may control it.
 CONTROL_KINDS = frozenset({"cancel"})
+# Stop watching an adopted job: for who may (bot.core.authz.can_unwatch: every viewer of its
+# row, as who adopted it or may act on it sees it).
+UNWATCH = "unwatch"
 
 def sees_adopted(user: str, watched_by: str | None, may_control: bool) -> bool:
     """Does `user`'s Home tab list an adopted job: they adopted it, or may act on it?"""
@@ -58,5 +61,5 @@ def fit_rows(rows: Sequence[Mapping[str, Any]], max_rows: int,
     return shown
 
 
-__all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "RESUBMIT_KINDS",
+__all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "RESUBMIT_KINDS", "UNWATCH",
            "adopted_buttons", "fit_rows", "row_blocks", "sees_adopted"]

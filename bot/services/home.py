@@ -12,12 +12,12 @@ import logging
 from typing import Any
 
 from bot.config import Config
-from bot.core.authz import can_control_job
-from bot.core.home import adopted_buttons, fit_rows, sees_adopted
+from bot.core.authz import can_control_job, can_unwatch
+from bot.core.home import UNWATCH, adopted_buttons, fit_rows, sees_adopted
 from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
-from bot.services.threads import array_root_view, render, root_view
-from bot.slack.views import HOME_CANCEL_JOB, action_id_for, progress_bar
+from bot.services.threads import array_root_view, refresh_root, render, root_view, thread_note
+from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING, action_id_for, progress_bar
 from bot.store import Approval, Chain
 
 log = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
     control = may_control(ctx, user, shown)
     if not sees_adopted(user, chain.watched_by, control):
         return None
-    kinds = adopted_buttons(["cancel"], may_control=control) \
+    kinds = [UNWATCH, *adopted_buttons(["cancel"], may_control=control)] \
         if chain.status == "active" else []
     return {"chain_id": chain.id, "recipe": chain.job_name or shown, "job_id": shown,
             "state": state, "cluster": chain.cluster, "adopted": True,
@@ -130,8 +130,53 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
             "retries_used": None, "retry_budget": None,
             "last_incident": _last_incident(ctx, chain.id),
             "prompts": _prompts(ctx, chain.id, now, adopted=True, control=control),
-            "buttons": [{"kind": k, "action_id": HOME_CANCEL_JOB, "value": job_id,
-                         "style": "danger", "job_id": shown} for k in kinds]}
+            "buttons": [{"kind": k, "job_id": shown,
+                         **({"action_id": HOME_STOP_WATCHING, "value": str(chain.id),
+                             "style": None} if k == UNWATCH else
+                            {"action_id": HOME_CANCEL_JOB, "value": job_id,
+                             "style": "danger"})} for k in kinds]}
+
+
+def stop_watching(ctx: BotContext, chain_id: int, user: str, now: float) -> str:
+    """Stop watching the adopted job or array of chain `chain_id` for `user` (who adopted it,
+    or an approver: bot.core.authz.can_unwatch): its jobs leave the watch list (Slurm is not
+    touched), the chain is stopped, its thread says who stopped it; audited either way.
+    Returns what to tell the user."""
+    chain = ctx.store.chains.get(chain_id)
+    if chain is None or not chain.adopted:
+        return _say(ctx, "not_watched", job=str(chain_id))
+    shown = _shown(ctx, chain)
+    if chain.status != "active":
+        return _say(ctx, "not_watched", job=shown)
+    decision = can_unwatch(chain.watched_by, user, shown, default_approvers(ctx.config))
+    if not decision:
+        ctx.store.audit.record(actor=user, action="unwatch", now=now, result="refused",
+                               job_id=shown, detail=decision.reason)
+        return _say(ctx, "refused", reason=decision.reason)
+    for watched in ctx.store.watched_jobs.list(chain.cluster):
+        if watched.chain_id == chain.id:
+            ctx.store.watched_jobs.remove(chain.cluster, watched.job_id)
+            ctx.store.tail_offsets.delete_job(watched.job_id)
+    ctx.store.chains.set_status(chain.id, "stopped", now=now)
+    ctx.store.audit.record(actor=user, action="unwatch", now=now, job_id=shown)
+    text = _say(ctx, "unwatched", job=shown, actor=user)
+    thread_note(ctx, chain.id, f"chain:{chain.id}:unwatched", text)
+    refresh_root(ctx, chain.id)
+    refresh_homes(ctx, chain.id, now, besides=user)
+    return text
+
+
+def _shown(ctx: BotContext, chain: Chain) -> str:
+    """The id people read for an adopted chain: its array's id, else its job's (`123_4`)."""
+    if chain.array_job_id is not None:
+        return str(chain.array_job_id)
+    attempt = ctx.store.attempts.latest(chain.id)
+    return attempt.shown_id if attempt is not None else str(chain.id)
+
+
+def _say(ctx: BotContext, kind: str, **values: Any) -> str:
+    """A one-line answer (templates/train_reply.json.j2) in slack.lang."""
+    return render(ctx, "train_reply", None, {"kind": kind, **values})[1]
 
 
 def _recent(chain: Chain, now: float) -> bool:
@@ -195,4 +240,4 @@ def refresh_homes(ctx: BotContext, chain_id: int, now: float, *,
 
 
 __all__ = ["home_view", "may_control", "publish_home", "refresh_homes", "sees_chain",
-           "team_recipes"]
+           "stop_watching", "team_recipes"]

@@ -34,6 +34,8 @@ class ActionId(StrEnum):
 #: job's raw id (an array's own id), not a prompt's token, so it is not an ActionId; its
 #: click runs `/train cancel` (handlers.home).
 HOME_CANCEL_JOB = "trainbot_home_cancel_job"
+#: The App Home's "Stop watching" on a job or array trainbot adopted; its value is the chain id.
+HOME_STOP_WATCHING = "trainbot_home_stop_watching"
 
 
 #: The button kind a view proposes (bot.core.incident.Proposal.kind, the approval template's
@@ -158,5 +160,6 @@ def template_context(view: Any) -> dict[str, Any]:
     return context
 
 
-__all__ = ["HOME_CANCEL_JOB", "KIND_ACTIONS", "ActionId", "Button", "action_id_for", "buttons",
-           "default_value", "metric_cells", "progress_bar", "template_context"]
+__all__ = ["HOME_CANCEL_JOB", "HOME_STOP_WATCHING", "KIND_ACTIONS", "ActionId", "Button",
+           "action_id_for", "buttons", "default_value", "metric_cells", "progress_bar",
+           "template_context"]

@@ -21,7 +21,7 @@ from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.poster import SlackPoster
 from bot.slack.render import TemplateRenderer
-from bot.slack.views import HOME_CANCEL_JOB
+from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
@@ -205,23 +205,24 @@ def watch(app: App, job: str, user: str) -> None:
         urls.close()
 
 
-def cancel_click(app: App, job: str, user: str) -> None:
+def cancel_click(app: App, job: str, user: str, action: str = HOME_CANCEL_JOB) -> None:
     body = {"type": "block_actions", "team": {"id": TEAM, "domain": "standin"},
             "user": {"id": user, "username": user.lower(), "team_id": TEAM},
             "api_app_id": "A0TRAINBOT", "token": "legacy-verification-token",
             "container": {"type": "view", "view_id": "V00000001"},
             "trigger_id": "13345224609.738474920.8088930838d88f008e1",
             "view": {"id": "V00000001", "type": "home", "blocks": []},
-            "actions": [{"action_id": HOME_CANCEL_JOB, "block_id": "job:1", "value": job,
+            "actions": [{"action_id": action, "block_id": "job:1", "value": job,
                          "type": "button", "action_ts": "1732871300.000200"}]}
     assert ack_text(dispatch(app, body)) == ""
 
 
 def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services, slack,
                                                                   fake_slurm):
-    """`/train watch` adopts a job and an array: both show on the adopter's tab (no buttons:
-    he may not cancel them) and on an approver's (Cancel, which runs /train cancel); a
-    forged click by the adopter is refused like the command."""
+    """`/train watch` adopts a job and an array: both show on the adopter's tab (Stop
+    watching only: he may not cancel them) and on an approver's (Cancel too, which runs
+    /train cancel); a forged Cancel by the adopter is refused like the command; his Stop
+    watching ends the array's watch and leaves the job to Slurm."""
     fake_slurm.add(4242, name="eval-run", state="RUNNING")
     fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
     fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)
@@ -235,9 +236,12 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert "*eval-run* · job 4242 · RUNNING" in shown
     assert "*sweep* · array 6100 · RUNNING" in shown and "1 FAILED" in shown
     assert shown.count("adopted: not resubmitted by trainbot") == 2
-    assert buttons(bob) == []
-    assert buttons(slack.home_views["U0APPR"]) == [(HOME_CANCEL_JOB, "6100"),
-                                                   (HOME_CANCEL_JOB, "4242")]
+    job_chain, array_chain = (str(services.store.attempts.get_by_job(j).chain_id)
+                              for j in ("4242", "6101"))
+    assert buttons(bob) == [(HOME_STOP_WATCHING, array_chain), (HOME_STOP_WATCHING, job_chain)]
+    assert buttons(slack.home_views["U0APPR"]) == [
+        (HOME_STOP_WATCHING, array_chain), (HOME_CANCEL_JOB, "6100"),
+        (HOME_STOP_WATCHING, job_chain), (HOME_CANCEL_JOB, "4242")]
     open_home(app, "U0ALICE")  # a submitter of mix: not hers to see
     assert "eval-run" not in texts(slack.home_views["U0ALICE"])
 
@@ -248,6 +252,13 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert fake_slurm.acted("cancel") == [4242]
     assert "cancelled by <@U0APPR>" in texts(slack.home_views["U0APPR"])
 
+    cancel_click(app, array_chain, "U0BOB", action=HOME_STOP_WATCHING)
+    assert "<@U0BOB> stopped watching 6100" in texts(slack.home_views["U0BOB"])
+    assert services.store.chains.get(int(array_chain)).status == "stopped"
+    assert [w.job_id for w in services.store.watched_jobs.list("dev")] == ["4242"]
+    assert fake_slurm.acted("cancel") == [4242]  # the array itself is left alone
+    assert (HOME_STOP_WATCHING, array_chain) not in buttons(slack.home_views["U0APPR"])
+
 
 def test_a_home_tab_with_more_adopted_jobs_than_fit_says_how_many_more(app, services, slack,
                                                                         fake_slurm):
@@ -257,5 +268,5 @@ def test_a_home_tab_with_more_adopted_jobs_than_fit_says_how_many_more(app, serv
     open_home(app, "U0APPR")
     view = slack.home_views["U0APPR"]  # published: the stand-in checks Slack's limits
     assert len(view["blocks"]) <= 100
-    assert len(buttons(view)) == 15 and "…and 25 more" in texts(view)
+    assert len(buttons(view)) == 30 and "…and 25 more" in texts(view)
     assert "*job39* · job 5039" in texts(view)  # newest first

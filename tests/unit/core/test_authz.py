@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from bot.core.authz import People, RecipeAccess, can_approve, can_control_job, can_submit
+from bot.core.authz import (
+    People,
+    RecipeAccess,
+    can_approve,
+    can_control_job,
+    can_submit,
+    can_unwatch,
+)
 
 GROUPS = {"robots": ["U0ALICE", "U0BOB"], "leads": ["W0LEAD"]}
 MIX = RecipeAccess(
@@ -86,3 +93,15 @@ def test_approvers_are_the_recipes_else_the_fallback_the_same_for_prompts_and_cl
     assert approvers_for(RecipeAccess("mix"), fallback) is fallback
     assert approvers_for(None, fallback) is fallback
     assert can_approve(own, "W0LEAD", fallback) and not can_approve(own, "U0OPS", fallback)
+
+
+def test_who_adopted_a_job_or_an_approver_may_stop_watching_it():
+    approvers = People.of(["leads"], {"leads": ["U0APPR"]})
+    assert can_unwatch("U0BOB", "U0BOB", 6100, approvers)
+    assert can_unwatch("U0BOB", "U0APPR", 6100, approvers)
+    refused = can_unwatch("U0BOB", "U0ALICE", 6100, approvers)
+    assert not refused
+    assert refused.reason == ("job 6100 is watched for <@U0BOB> or group leads; only they can "
+                              "stop watching it")
+    assert not can_unwatch(None, "U0ALICE", 6100, approvers)  # adopted before v12: approvers
+    assert can_unwatch(None, "U0APPR", 6100, approvers)

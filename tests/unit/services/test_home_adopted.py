@@ -11,11 +11,17 @@ import pytest
 from fakes import FakeSlurm, RecordingHomePublisher, make_context
 
 from bot.core.train_grammar import Watch
-from bot.services.home import MAX_RUNS, home_view, publish_home, refresh_homes
+from bot.services.home import (
+    MAX_RUNS,
+    home_view,
+    publish_home,
+    refresh_homes,
+    stop_watching,
+)
 from bot.services.ports import BotContext
 from bot.services.threads import render
 from bot.services.train import execute
-from bot.slack.views import HOME_CANCEL_JOB
+from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 from bot.store import Store
 
 NOW = 1_732_871_000.0
@@ -65,10 +71,12 @@ def test_an_adopted_job_shows_to_its_adopter_and_the_approvers_only(ctx):
     [row] = rows(ctx, BOB)
     assert (row["recipe"], row["job_id"], row["state"], row["adopted"]) == (
         "eval-run", "4242", "RUNNING", True)
-    assert row["buttons"] == []  # Bob may not cancel it (/train cancel would refuse him)
+    # Bob may stop watching it, not cancel it (/train cancel would refuse him)
+    assert [(b["kind"], b["action_id"], b["value"]) for b in row["buttons"]] == [
+        ("unwatch", HOME_STOP_WATCHING, str(chain_id))]
     [theirs] = rows(ctx, APPROVER)
     assert [(b["kind"], b["action_id"], b["value"]) for b in theirs["buttons"]] == [
-        ("cancel", HOME_CANCEL_JOB, "4242")]
+        ("unwatch", HOME_STOP_WATCHING, str(chain_id)), ("cancel", HOME_CANCEL_JOB, "4242")]
     assert rows(ctx, ALICE) == []
 
 
@@ -77,7 +85,7 @@ def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
     [row] = rows(ctx, BOB)
     assert (row["job_id"], row["array"], row["state"]) == ("6100", True, "RUNNING")
     assert row["tasks"] == [{"state": "RUNNING", "n": 2}, {"state": "FAILED", "n": 1}]
-    assert row["buttons"] == []  # Bob may not cancel the array
+    assert [b["kind"] for b in row["buttons"]] == ["unwatch"]  # Bob may not cancel the array
     blocks, _ = render(ctx, "home", None, home_view(ctx, BOB, NOW))
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert "*sweep* · array 6100 · RUNNING" in text
@@ -142,3 +150,25 @@ def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
         str(e.get("text", "")) for b in blocks for e in b.get("elements") or []])
     for word in words:
         assert word in text, (word, text)
+
+
+def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(ctx, slurm):
+    chain_id = adopt(ctx, 6100)
+    publish_home(ctx, APPROVER, NOW)
+    ctx.home.published.clear()
+    refused = stop_watching(ctx, chain_id, ALICE, NOW + 1)
+    assert refused.startswith("Refused: job 6100 is watched for <@U0BOB>")
+    assert ctx.store.chains.get(chain_id).status == "active"
+    assert {w.chain_id for w in ctx.store.watched_jobs.list("dev")} == {chain_id}
+    done = stop_watching(ctx, chain_id, BOB, NOW + 2)
+    assert done.startswith("<@U0BOB> stopped watching 6100")
+    assert ctx.store.watched_jobs.list("dev") == []  # the array's id and its started tasks
+    assert ctx.store.chains.get(chain_id).status == "stopped"
+    assert slurm.acted("cancel") == []  # Slurm is not touched
+    assert ctx.sink.texts()[-1] == done  # the thread says who stopped it
+    assert ctx.home.users() == [APPROVER]  # his tab no longer offers buttons for it
+    [row] = rows(ctx, APPROVER)
+    assert row["buttons"] == []
+    assert stop_watching(ctx, chain_id, APPROVER, NOW + 3) == "6100 is not watched any more."
+    audit = [(e.actor, e.result) for e in ctx.store.audit.recent(10) if e.action == "unwatch"]
+    assert audit == [(BOB, "ok"), (ALICE, "refused")]
