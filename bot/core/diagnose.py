@@ -87,6 +87,11 @@ _ERROR_LINE = re.compile(
 _DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted"})
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)")
+# A rank killed by SIGBUS as launchers report it: in a training process that is a write to a
+# full /dev/shm (DataLoader batches, NCCL's shared-memory transport), whose fix is the shared
+# memory one (the DataLoader worker class's).
+_SIGBUSED = re.compile(
+    r"\(exitcode\s*:\s*-7\)|exitcode\s*:\s*-7 |Signal 7 \(SIGBUS\)|exits with return code = -7\b")
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
@@ -335,6 +340,32 @@ class LogAnalysis:
         )
 
 
+def _unanchored(pattern: str) -> str:
+    """The pattern for a scan of whole blocks of raw lines: `^` dropped (a raw line keeps its
+    prefixes; dropping an anchor only widens a prefilter) and `$` also matching before the
+    newline (in RE2 it matches only at the end of the block), outside character classes."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]" or out[-1] == "[" or out[-2:] == ["[", "^"]
+        elif ch == "[":
+            in_class = True
+        elif ch == "^":
+            i += 1
+            continue
+        elif ch == "$":
+            ch = r"(?:\n|$)"
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def _build_prefilter(catalogue: Any) -> tuple[Any, Any] | None:
     """One RE2 pattern for every catalogue pattern (anchors dropped: lines are raw, with
     prefixes), the catalogue's long triggers and ANSI escapes (lines that need normalizing)
@@ -346,13 +377,7 @@ def _build_prefilter(catalogue: Any) -> tuple[Any, Any] | None:
         patterns = list(catalogue.grep_patterns())
     except AttributeError:
         return None
-    parts = []
-    for p in patterns:
-        if p.startswith("^"):
-            p = p[1:]
-        if p.endswith("$") and not p.endswith("\\$"):
-            p = p[:-1]
-        parts.append(f"(?:{p})")
+    parts = [f"(?:{_unanchored(p)})" for p in patterns]
     # The catalogue's literal triggers of 5+ characters: the halves of a hard-wrapped
     # signature (scan() joins the line with its neighbours).
     triggers = getattr(catalogue, "triggers", lambda: ())()
@@ -636,7 +661,9 @@ def _ends_in_error(
     lines and no progress line after it. A log that ends in progress is running (`none`),
     whatever errors it printed and survived before. The error is `unknown_failure` unless the
     last hint is one that names its cause when nothing follows it (a bare `Killed`: host OOM;
-    the framework requeueing the job on the scheduler's signal: time limit or preemption)."""
+    the framework requeueing the job on the scheduler's signal: time limit or preemption), or
+    the launcher reports ranks killed by a signal and nothing else (SIGBUS: /dev/shm exhausted,
+    the DataLoader worker class; SIGKILL: host OOM)."""
     if not tail:
         return None
     done = [m.line_no for m in matches if m.class_id == "completed"]
@@ -648,6 +675,8 @@ def _ends_in_error(
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}
+    if not specific and any(_SIGBUSED.search(t) for t in errors):
+        return "dataloader_worker_killed"
     if not specific and any(_SIGKILLED.search(t) for t in errors):
         return "host_oom"
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:

@@ -591,6 +591,9 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     "[2023-03-05 06:40:35,705] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python', "
     "'-u', 'train.py', '--local_rank=7'] exits with return code = -9",
     "/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed    python3 main.py",
+    # a shell's job-control notice of the kill (zsh, bash)
+    "[1]    2843557 killed",
+    "[1]+  Killed                  python train.py --epochs 40",
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
     "(pid: 5343) of binary: /usr/bin/python\nTraceback (most recent call last):\n"
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
@@ -602,6 +605,71 @@ def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, e
     # ... but a SIGKILL beside another cause's hint (a rank's SIGABRT) decides nothing alone
     mixed = text + "  traceback : Signal 6 (SIGABRT) received by PID 3431\n"
     assert _diagnose_text(catalogue, mixed).class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize(("line", "class_id"), [
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor"
+     " with shape[8,509,3072] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by"
+     " allocator GPU_0_bfc", "cuda_oom"),
+    ("ResourceExhaustedError (see above for traceback): OOM when allocating tensor with "
+     "shape[90,17,17,32]", "cuda_oom"),  # no device named: TensorFlow's GPU wording
+    # the host's CPU allocator: host memory
+    ("ResourceExhaustedError (see above for traceback): OOM when allocating tensor with "
+     "shape[32,52,52,256] and type float on /job:localhost/replica:0/task:0/device:CPU:0 by "
+     "allocator cpu", "host_oom"),
+])
+def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: str,
+                                                               class_id: str):
+    assert _diagnose_text(catalogue, line + "\n").class_id == class_id
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: MPS backend out of memory (MPS allocated: 9.48 GiB, other allocations: "
+    "480.00 KiB, max allowed: 9.47 GiB).",
+    "RuntimeError: XPU out of memory. Tried to allocate 1.71 GiB (GPU 0; 15.56 GiB total "
+    "capacity; 0 bytes already allocated; 0 bytes reserved in total by PyTorch)",
+    "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total "
+    "capacity; 58.10 GiB already allocated)",
+])
+def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert d.class_id == "cuda_oom" and not d.retryable
+
+
+def test_enomem_is_a_host_oom(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
+            "OSError: [Errno 12] Cannot allocate memory\n")
+    assert _diagnose_text(catalogue, text).class_id == "host_oom"
+
+
+def test_the_fast_scan_finds_a_signature_that_ends_its_line_mid_block(catalogue):
+    """A pattern ending in `( |$)` matches at the end of any line, not only of the block."""
+    data = b"Training model...\n[1]    2843557 killed\nlater line\n"
+    fast = analyze_file(io.BytesIO(data), catalogue).matches
+    assert fast == analyze_file(io.BytesIO(data), catalogue, fast_scan=False).matches
+    assert [m.class_id for m in fast] == ["host_oom"]
+
+
+@pytest.mark.parametrize("ending", [
+    # torchrun's summary of ranks killed by SIGBUS (a write to a full /dev/shm)
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+    "  exitcode  : -7 (pid: 3111)\n  error_file: <N/A>\n"
+    "  traceback : Signal 7 (SIGBUS) received by PID 3111",
+    # DeepSpeed's launcher
+    "[2023-10-29 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', "
+    "'-u', 'train.py', '--local_rank=0'] exits with return code = -7",
+])
+def test_ranks_killed_by_sigbus_are_a_shared_memory_case_without_accounting(catalogue,
+                                                                            ending: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
+    assert not d.retryable
+    # ... and a SIGBUS is no decision when the log names another cause
+    oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + text
+    assert _diagnose_text(catalogue, oom).class_id == "cuda_oom"
 
 
 @pytest.mark.parametrize(("ending", "class_id"), [
