@@ -15,25 +15,36 @@ from slack_bolt import Ack, App, Respond
 from bot.core.redact import Redactor
 from bot.core.train_grammar import CommandError, Help, parse_command, verb_of
 from bot.services.ports import BotContext
-from bot.services.train import Reply, execute, first_delivery
+from bot.services.train import (
+    Reply,
+    command_error_text,
+    execute,
+    first_delivery,
+    help_text,
+    say,
+)
 
 COMMAND = "/train"
 
 
-def ack_train(ack: Ack, command: dict[str, Any]) -> None:
-    """Answer within 3 s: the error or the help text right away, else a short 'working'."""
-    try:
-        cmd = parse_command(command.get("text") or "")
-    except CommandError as exc:
-        ack(text=f":x: {exc}")
-        return
-    if isinstance(cmd, Help):
-        from bot.core.train_grammar import HELP_LINES, USAGE, usage_text
+def make_ack_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
+    """The ack listener, bound to the bot's services (their config and renderer: the error or
+    the help text is in the channel's language)."""
 
-        ack(text=f"`{USAGE[cmd.topic]}` — {HELP_LINES[cmd.topic]}" if cmd.topic
-            else usage_text())
-        return
-    ack(text=f":hourglass_flowing_sand: `/train {verb_of(cmd)}` …")
+    def ack_train(ack: Ack, command: dict[str, Any]) -> None:
+        """Answer within 3 s: the error or the help text right away, else a short 'working'."""
+        channel = command.get("channel_id")
+        try:
+            cmd = parse_command(command.get("text") or "")
+        except CommandError as exc:
+            ack(text=command_error_text(services, exc, channel))
+            return
+        if isinstance(cmd, Help):
+            ack(text=help_text(services, cmd, channel))
+            return
+        ack(text=f":hourglass_flowing_sand: `/train {verb_of(cmd)}` …")
+
+    return ack_train
 
 
 def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
@@ -59,8 +70,8 @@ def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
         except Exception:  # lazy listeners' errors never reach @app.error: report them here
             logger.exception("/train %r from %s failed", command.get("text"),
                              command.get("user_id"))
-            reply = Reply(":warning: trainbot hit an internal error; the details are in its "
-                          "log. Nothing more was done.")
+            reply = Reply(say(services, None, "internal_error",
+                              channel=command.get("channel_id")))
         send(respond, reply, services.config.redactor())
 
     return run_train
@@ -78,4 +89,4 @@ def send(respond: Respond, reply: Reply, redactor: Redactor) -> None:
 
 def register(app: App, services: BotContext) -> None:
     """Register `/train` on the app."""
-    app.command(COMMAND)(ack=ack_train, lazy=[make_run_train(services)])
+    app.command(COMMAND)(ack=make_ack_train(services), lazy=[make_run_train(services)])

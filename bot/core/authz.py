@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from bot.core.text import N_, Text
+
 
 @dataclass(frozen=True)
 class People:
@@ -42,12 +44,15 @@ class People:
         names = tuple(dict.fromkeys(self.names + other.names))
         return People(names, self.users | other.users)
 
-    def describe(self) -> str:
-        """`<@U1>, <@U2> or group leads`."""
-        parts = [f"group {n}" if not _is_user_id(n) else f"<@{n}>" for n in self.names]
+    def describe(self) -> Text | str:
+        """`<@U1>, <@U2> or group leads` (a sentence part the renderer translates)."""
+        parts: list[Text | str] = [N_("group %(name)s", name=n) if not _is_user_id(n)
+                                   else f"<@{n}>" for n in self.names]
         if not parts:
-            return "nobody"
-        return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+            return N_("nobody")
+        if len(parts) == 1:
+            return parts[0]
+        return N_("%(names)s or %(last)s", names=parts[:-1], last=parts[-1])
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,24 @@ class RecipeAccess:
 @dataclass(frozen=True)
 class Decision:
     allowed: bool
-    reason: str = ""
+    reason: Text | str = ""  # why not: a sentence naming who can
 
     def __bool__(self) -> bool:
         return self.allowed
 
 
 ALLOWED = Decision(True)
+
+# What a refusal says the person may not do, by the verb asked for (a noun in some languages).
+_ACTIONS: dict[str, Text] = {
+    "submit": N_("submit"), "resume": N_("resume"), "preflight": N_("preflight"),
+    "cancel": N_("cancel"), "hold": N_("hold"), "release": N_("release"),
+    "read the log of": N_("read the log of"), "read the stacks of": N_("read the stacks of"),
+}
+
+
+def _action(verb: str) -> Text | str:
+    return _ACTIONS.get(verb, verb)
 
 
 _USER_ID_RE = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -83,17 +99,15 @@ def _is_user_id(name: str) -> bool:
 def can_submit(access: RecipeAccess, user: str, channel: str | None, verb: str) -> Decision:
     """May `user` submit/resume/preflight the recipe from `channel`?"""
     if access.channel is not None and channel != access.channel:
-        return Decision(
-            False, f"`{verb} {access.recipe}` is only accepted in <#{access.channel}>"
-        )
+        return Decision(False, N_("`%(verb)s %(recipe)s` is only accepted in <#%(channel)s>",
+                                  verb=verb, recipe=access.recipe, channel=access.channel))
     if not access.submitters:
         return ALLOWED
     team = access.submitters | access.owners | access.approvers
     if user in team:
         return ALLOWED
-    return Decision(
-        False, f"you may not {verb} {access.recipe}; ask {team.describe()}"
-    )
+    return Decision(False, N_("you may not %(action)s %(recipe)s; ask %(who)s",
+                              action=_action(verb), recipe=access.recipe, who=team.describe()))
 
 
 def approvers_for(access: RecipeAccess | None, fallback: People) -> People:
@@ -106,11 +120,13 @@ def can_approve(access: RecipeAccess | None, user: str, fallback: People) -> Dec
     """May `user` approve an action on the recipe's jobs (`fallback`: slack.approvers)?"""
     approvers = approvers_for(access, fallback)
     if not approvers:
-        where = f"recipes.{access.recipe}.approvers or " if access is not None else ""
-        return Decision(False, f"nobody may approve this: set {where}slack.approvers")
+        if access is None:
+            return Decision(False, N_("nobody may approve this: set slack.approvers"))
+        return Decision(False, N_("nobody may approve this: set recipes.%(recipe)s.approvers "
+                                  "or slack.approvers", recipe=access.recipe))
     if user in approvers:
         return ALLOWED
-    return Decision(False, f"only {approvers.describe()} can approve this")
+    return Decision(False, N_("only %(who)s can approve this", who=approvers.describe()))
 
 
 def can_control_job(
@@ -121,16 +137,19 @@ def can_control_job(
     if access is None:
         if user in fallback:
             return ALLOWED
-        who = fallback.describe() if fallback else "nobody (set slack.approvers)"
-        return Decision(
-            False, f"job {job_id} was not submitted by trainbot; only {who} can {verb} it"
-        )
+        if not fallback:
+            return Decision(False, N_("job %(job)s was not submitted by trainbot; only nobody "
+                                      "(set slack.approvers) can %(action)s it", job=job_id,
+                                      action=_action(verb)))
+        return Decision(False, N_("job %(job)s was not submitted by trainbot; only %(who)s can "
+                                  "%(action)s it", job=job_id, who=fallback.describe(),
+                                  action=_action(verb)))
     team = access.owners | access.submitters | (access.approvers or fallback)
     if user in team:
         return ALLOWED
-    return Decision(
-        False, f"job {job_id} belongs to {access.recipe}; only {team.describe()} can {verb} it"
-    )
+    return Decision(False, N_("job %(job)s belongs to %(recipe)s; only %(who)s can %(action)s it",
+                              job=job_id, recipe=access.recipe, who=team.describe(),
+                              action=_action(verb)))
 
 
 def can_unwatch(watched_by: str | None, user: str, job_id: int | str,
@@ -140,5 +159,5 @@ def can_unwatch(watched_by: str | None, user: str, job_id: int | str,
     if user == watched_by or user in fallback:
         return ALLOWED
     who = People.of([watched_by], {}) | fallback if watched_by else fallback
-    return Decision(False, f"job {job_id} is watched for {who.describe()}; only they can "
-                           "stop watching it")
+    return Decision(False, N_("job %(job)s is watched for %(who)s; only they can stop watching "
+                              "it", job=job_id, who=who.describe()))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.core.slurm.job_ref import JobIdError, JobRef, parse_job_ref
+from bot.core.text import N_, Text
 
 MAX_LOG_LINES = 500
 DEFAULT_LOG_LINES = 40
@@ -30,39 +31,45 @@ USAGE: dict[str, str] = {
     "preflight": "/train preflight RECIPE",
 }
 
-HELP_LINES: dict[str, str] = {
-    "help": "this list, or the usage of one command",
-    "status": "watched jobs, a recipe's latest run, or one job",
-    "submit": "submit a recipe (resuming from its latest complete checkpoint) as a new run",
-    "resume": "resubmit a recipe's run from its latest complete checkpoint, in its thread",
-    "cancel": "cancel a job (its team or an approver)",
-    "hold": "hold a pending job (its team or an approver)",
-    "release": "release a held job (its team or an approver)",
-    "logs": "the last lines of a job's log",
-    "watch": "watch a job submitted outside trainbot in a thread: one job, an array task "
-    "(123_4) or a whole array (123, a row per task)",
-    "stacks": "which rank of a running job is stuck, and where: its Python stacks, grouped",
-    "history": "a recipe's runs and attempts",
-    "preflight": "check a recipe's launcher, toolchain and memory before it queues",
+# What each command is for (`/train help`), translated by the renderer.
+HELP_LINES: dict[str, Text] = {
+    "help": N_("this list, or the usage of one command"),
+    "status": N_("watched jobs, a recipe's latest run, or one job"),
+    "submit": N_("submit a recipe (resuming from its latest complete checkpoint) as a new run"),
+    "resume": N_("resubmit a recipe's run from its latest complete checkpoint, in its thread"),
+    "cancel": N_("cancel a job (its team or an approver)"),
+    "hold": N_("hold a pending job (its team or an approver)"),
+    "release": N_("release a held job (its team or an approver)"),
+    "logs": N_("the last lines of a job's log"),
+    "watch": N_("watch a job submitted outside trainbot in a thread: one job, an array task "
+                "(123_4) or a whole array (123, a row per task)"),
+    "stacks": N_("which rank of a running job is stuck, and where: its Python stacks, grouped"),
+    "history": N_("a recipe's runs and attempts"),
+    "preflight": N_("check a recipe's launcher, toolchain and memory before it queues"),
 }
 
 _RECIPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _JOB_ID_RE = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,7})?$")  # 123 or an array task 123_4
 _COUNT_RE = re.compile(r"^[0-9]{1,6}$")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+# shlex's complaints, as sentences the renderer translates
+_SHLEX_ERRORS = {"no closing quotation": N_("no closing quotation"),
+                 "no escaped character": N_("no escaped character")}
 # Slack escapes these three in slash command text (https://api.slack.com/reference/surfaces/formatting)
 _SLACK_ESCAPES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
 
 class CommandError(ValueError):
-    """The command text is wrong; `str()` says what and shows the right form."""
+    """The command text is wrong: `problem` says what (a sentence the renderer translates),
+    `usage` the right form of `verb` (empty: the verb itself is unknown); `str()` is both, in
+    English."""
 
-    def __init__(self, problem: str, verb: str | None = None):
+    def __init__(self, problem: Text, verb: str | None = None):
         self.problem = problem
         self.verb = verb
-        usage = USAGE.get(verb or "", "")
-        if usage:
-            message = f"{problem}. Usage: `{usage}`"
+        self.usage = USAGE.get(verb or "", "")
+        if self.usage:
+            message = f"{problem}. Usage: `{self.usage}`"
         else:
             message = f"{problem}. Commands: {', '.join(USAGE)} (try `/train help`)"
         super().__init__(message)
@@ -153,15 +160,17 @@ def unescape_slack(text: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Split like a POSIX shell would (quotes group words); never expands anything."""
     if len(text) > MAX_TEXT_CHARS:
-        raise CommandError(f"the command is {len(text)} characters long; at most "
-                           f"{MAX_TEXT_CHARS} are accepted")
+        raise CommandError(N_("the command is %(n)s characters long; at most %(most)s are "
+                              "accepted", n=len(text), most=MAX_TEXT_CHARS))
     if "\x00" in text:
-        raise CommandError("the command contains a NUL character")
+        raise CommandError(N_("the command contains a NUL character"))
     try:
         return shlex.split(text, comments=False, posix=True)
     except ValueError as exc:  # "No closing quotation", "No escaped character"
         reason = str(exc).lower().rstrip(".")
-        raise CommandError(f"cannot read the command: {reason} (close every quote)") from None
+        said = _SHLEX_ERRORS.get(reason, reason)
+        raise CommandError(N_("cannot read the command: %(reason)s (close every quote)",
+                              reason=said)) from None
 
 
 def parse_command(text: str) -> Command:
@@ -175,13 +184,16 @@ def parse_command(text: str) -> Command:
     parser = _PARSERS.get(verb)
     if parser is None:
         close = difflib.get_close_matches(verb, list(USAGE), n=1, cutoff=0.6)
-        hint = f" — did you mean `{close[0]}`?" if close else ""
-        raise CommandError(f"unknown command {_show(words[0])}{hint}")
+        if close:
+            raise CommandError(N_("unknown command %(word)s — did you mean `%(close)s`?",
+                                  word=_show(words[0]), close=close[0]))
+        raise CommandError(N_("unknown command %(word)s", word=_show(words[0])))
     return parser(verb, args)
 
 
 def usage_text() -> str:
-    """The help message: every command's usage and what it does."""
+    """The help message in English (the CLI's; Slack's comes from train_reply's `help`):
+    every command's usage and what it does."""
     lines = ["*trainbot* — `/train` commands:"]
     for verb, usage in USAGE.items():
         lines.append(f"• `{usage}` — {HELP_LINES[verb]}")
@@ -200,18 +212,19 @@ def _show(word: str, limit: int = 40) -> str:
 
 def _arity(verb: str, args: list[str], *, least: int, most: int) -> None:
     if len(args) < least:
-        need = "an argument" if least - len(args) == 1 else f"{least} arguments"
-        raise CommandError(f"`{verb}` needs {need}", verb)
+        if least - len(args) == 1:
+            raise CommandError(N_("`%(verb)s` needs an argument", verb=verb), verb)
+        raise CommandError(N_("`%(verb)s` needs %(n)s arguments", verb=verb, n=least), verb)
     if len(args) > most:
         extra = " ".join(_show(a) for a in args[most:])
-        raise CommandError(f"`{verb}` got unexpected extra argument(s): {extra}", verb)
+        raise CommandError(N_("`%(verb)s` got unexpected extra argument(s): %(extra)s",
+                              verb=verb, extra=extra), verb)
 
 
 def _recipe(verb: str, word: str) -> str:
     if not _RECIPE_RE.match(word):
-        raise CommandError(
-            f"{_show(word)} is not a recipe name (letters, digits, '_', '.', '-')", verb
-        )
+        raise CommandError(N_("%(word)s is not a recipe name (letters, digits, '_', '.', '-')",
+                              word=_show(word)), verb)
     return word
 
 
@@ -219,7 +232,7 @@ def _job_ref(verb: str, word: str) -> JobRef:
     try:
         return parse_job_ref(word)
     except JobIdError as exc:
-        raise CommandError(str(exc), verb) from None
+        raise CommandError(exc.text, verb) from None
 
 
 def _p_help(verb: str, args: list[str]) -> Command:
@@ -228,7 +241,7 @@ def _p_help(verb: str, args: list[str]) -> Command:
         return Help()
     topic = args[0].lower()
     if topic not in USAGE:
-        raise CommandError(f"no command {_show(args[0])} to explain", "help")
+        raise CommandError(N_("no command %(word)s to explain", word=_show(args[0])), "help")
     return Help(topic)
 
 
@@ -250,17 +263,16 @@ def _p_submit(verb: str, args: list[str]) -> Command:
     for word in args[1:]:
         key, sep, value = word.partition("=")
         if not sep:
-            raise CommandError(f"{_show(word)} is not a key=value override", verb)
+            raise CommandError(N_("%(word)s is not a key=value override", word=_show(word)), verb)
         if not _KEY_RE.match(key):
-            raise CommandError(
-                f"{_show(key)} is not an override key (letters, digits, '_', '.', '-', "
-                "starting with a letter or '_')",
-                verb,
-            )
+            raise CommandError(N_("%(key)s is not an override key (letters, digits, '_', '.', "
+                                  "'-', starting with a letter or '_')", key=_show(key)), verb)
         if value == "":
-            raise CommandError(f"override {key!r} has no value; write {key}=VALUE", verb)
+            raise CommandError(N_("override %(key)r has no value; write %(key)s=VALUE",
+                                  key=key), verb)
         if key in seen:
-            raise CommandError(f"override {key!r} is given twice; give each key once", verb)
+            raise CommandError(N_("override %(key)r is given twice; give each key once",
+                                  key=key), verb)
         seen.add(key)
         pairs.append((key, value))
     return Submit(recipe, tuple(pairs))
@@ -288,10 +300,12 @@ def _p_logs(verb: str, args: list[str]) -> Command:
     if len(args) == 1:
         return Logs(ref.job_id, array_task=ref.array_task)
     if not _COUNT_RE.match(args[1]):
-        raise CommandError(f"{_show(args[1])} is not a line count (a whole number)", verb)
+        raise CommandError(N_("%(word)s is not a line count (a whole number)",
+                              word=_show(args[1])), verb)
     lines = int(args[1])
     if not 1 <= lines <= MAX_LOG_LINES:
-        raise CommandError(f"line count {lines} is out of range 1..{MAX_LOG_LINES}", verb)
+        raise CommandError(N_("line count %(n)s is out of range 1..%(most)s", n=lines,
+                              most=MAX_LOG_LINES), verb)
     return Logs(ref.job_id, lines, ref.array_task)
 
 

@@ -151,7 +151,7 @@ def stop_watching(ctx: BotContext, chain_id: int, user: str, now: float) -> str:
     decision = can_unwatch(chain.watched_by, user, shown, default_approvers(ctx.config))
     if not decision:
         ctx.store.audit.record(actor=user, action="unwatch", now=now, result="refused",
-                               job_id=shown, detail=decision.reason)
+                               job_id=shown, detail=str(decision.reason))
         return _say(ctx, "refused", reason=decision.reason)
     for watched in ctx.store.watched_jobs.list(chain.cluster):
         if watched.chain_id == chain.id:

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from bot.cluster.errors import ClusterError
 from bot.config import Config
-from bot.core.slurm.job_ref import ACCEPTED_FORMS, JobIdError, JobRef, parse_job_ref
+from bot.core.slurm.job_ref import JobIdError, JobRef, parse_job_ref
 from bot.core.slurm.records import JobRecord
+from bot.core.text import N_, Text
 from bot.services import UsageProblem
 from bot.services.ports import Slurm
 from bot.store import Attempt, Chain, Store
@@ -44,10 +45,15 @@ class JobStatus:
 
     @property
     def state(self) -> str:
+        return str(self.state_text)
+
+    @property
+    def state_text(self) -> Text | str:
+        """Slurm's state now, else the one stored (so marked, for the renderer)."""
         if self.record is not None and self.record.state:
             return str(self.record.state)
         if self.attempt is not None:
-            return f"{self.attempt.state} (stored)"
+            return N_("%(state)s (stored)", state=self.attempt.state)
         return "UNKNOWN"
 
 
@@ -55,10 +61,10 @@ class JobStatus:
 class StatusReport:
     """What `status` shows: a title, one row per job, and clusters that did not answer."""
 
-    title: str
+    title: Text | str
     rows: list[JobStatus]
     unreachable: dict[str, str] = field(default_factory=dict)
-    note: str = ""
+    note: Text | str = ""
 
 
 def job_status(
@@ -80,11 +86,11 @@ def job_status(
     elif ref is not None:
         title, rows, note = _job(config, store, target)
     else:
-        known = ", ".join(sorted(config.recipes)) or "none configured"
-        raise UsageProblem(
-            f"{target!r} is neither a recipe nor a job id; use `status`, `status RECIPE` "
-            f"(recipes: {known}) or `status JOBID` ({ACCEPTED_FORMS})"
-        )
+        known = ", ".join(sorted(config.recipes)) or N_("none configured")
+        raise UsageProblem(N_(
+            "%(target)r is neither a recipe nor a job id; use `status`, `status RECIPE` "
+            "(recipes: %(known)s) or `status JOBID` (123 (a job or a whole array) or 123_4 "
+            "(task 4 of array 123))", target=target, known=known))
     by_cluster: dict[str, list[int]] = {}
     for row in rows:
         by_cluster.setdefault(row.cluster, []).append(int(row.job_id))
@@ -116,7 +122,8 @@ def job_status(
     if ref is not None and not unreachable:
         merged = [r for r in merged if r.record is not None or r.attempt is not None]
         if not merged:
-            note = f"job {target} is unknown to trainbot and to Slurm on every cluster"
+            note = N_("job %(job)s is unknown to trainbot and to Slurm on every cluster",
+                      job=target)
     return StatusReport(title=title, rows=merged, unreachable=unreachable, note=note)
 
 
@@ -156,7 +163,7 @@ def _array_task(config: Config, store: Store, ref: JobRef,
         chain = store.chains.get(attempt.chain_id) if attempt is not None else None
         if chain is not None and attempt is not None:
             rows[i] = _row(chain, attempt)
-    return f"job {ref.display}", rows, ""
+    return N_("job %(job)s", job=ref.display), rows, ""
 
 
 def _row(chain: Chain, attempt: Attempt) -> JobStatus:
@@ -178,16 +185,17 @@ def _watched(store: Store) -> tuple[str, list[JobStatus], str]:
             rows.append(_row(chain, attempt))
         else:
             rows.append(JobStatus(job_id=watched.job_id, cluster=watched.cluster))
-    note = "" if rows else "no watched jobs; submit one with `submit RECIPE`"
-    return "watched jobs", rows, note
+    note = "" if rows else N_("no watched jobs; submit one with `submit RECIPE`")
+    return N_("watched jobs"), rows, note
 
 
 def _recipe(store: Store, recipe: str) -> tuple[str, list[JobStatus], str]:
     chain = store.chains.latest_for_recipe(recipe)
     if chain is None:
-        return recipe, [], f"{recipe} has not been submitted by trainbot yet"
+        return recipe, [], N_("%(recipe)s has not been submitted by trainbot yet", recipe=recipe)
     rows = [_row(chain, a) for a in store.attempts.for_chain(chain.id)]
-    title = f"{recipe} (chain {chain.id}, {chain.status}, retries used {chain.retries_used})"
+    title = N_("%(recipe)s (chain %(chain)s, %(status)s, retries used %(retries)s)",
+               recipe=recipe, chain=chain.id, status=chain.status, retries=chain.retries_used)
     return title, rows, ""
 
 
@@ -195,7 +203,7 @@ def _job(config: Config, store: Store, job_id: str) -> tuple[str, list[JobStatus
     attempt = store.attempts.get_by_job(job_id)
     chain = store.chains.get(attempt.chain_id) if attempt is not None else None
     if chain is not None and attempt is not None:
-        return f"job {job_id}", [_row(chain, attempt)], ""
+        return N_("job %(job)s", job=job_id), [_row(chain, attempt)], ""
     # Not submitted by trainbot: ask every cluster (one call each) about it.
     rows = [JobStatus(job_id=job_id, cluster=name) for name in config.clusters]
-    return f"job {job_id}", rows, ""
+    return N_("job %(job)s", job=job_id), rows, ""

@@ -20,20 +20,28 @@ log = logging.getLogger(__name__)
 MAX_SECTION = 3000
 
 
-def lang_of(config: Config, recipe: str | None) -> str:
-    """The recipe's message language (slack.lang for a recipe no longer configured)."""
+def lang_of(config: Config, recipe: str | None, channel: str | None = None) -> str:
+    """The recipe's message language; without a configured recipe, the language of the
+    recipes whose threads go to `channel` (a channel id) when they agree, else slack.lang."""
     if recipe is not None and recipe in config.recipes:
         return config.lang_for(recipe)
+    if channel is not None:
+        langs = {config.lang_for(r) for r in config.recipes
+                 if config.channel_id_for(r) == channel}
+        if len(langs) == 1:
+            return langs.pop()
     return config.slack.lang
 
 
-def render(ctx: BotContext, name: str, recipe: str | None, view: Any) -> tuple[Blocks, str]:
-    """The `name` template in the recipe's language, with the site's template folder.
+def render(ctx: BotContext, name: str, recipe: str | None, view: Any, *,
+           channel: str | None = None) -> tuple[Blocks, str]:
+    """The `name` template in the recipe's language (`lang_of`, `channel` for a message
+    without a recipe), with the site's template folder.
 
     A site template that fails (a typo in `templates.dir`) is logged and the shipped one is
     used, so a broken override never loses a message or blocks an approval.
     """
-    lang = lang_of(ctx.config, recipe)
+    lang = lang_of(ctx.config, recipe, channel)
     override = ctx.config.templates.dir
     if override:
         try:

@@ -8,6 +8,7 @@ recipe leaves one audit entry (who, what, which job, when, result), refusals inc
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from bot.core import train_grammar as c
 from bot.core.authz import Decision, can_control_job, can_submit
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
+from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
 from bot.services.access import access_for, approvers_now, default_approvers
@@ -73,28 +75,37 @@ def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
     try:
         return _HANDLERS[type(cmd)](ctx, cmd, actor, channel, now)
     except _Refused as exc:
-        _audit(ctx, actor, verb, now, "refused", job, recipe, exc.reason)
-        return Reply(say(ctx, recipe, "refused", reason=exc.reason))
+        _audit(ctx, actor, verb, now, "refused", job, recipe, str(exc.reason))
+        return Reply(say(ctx, recipe, "refused", channel=channel, reason=exc.reason))
     except UsageProblem as exc:
         _audit(ctx, actor, verb, now, "refused", job, recipe, str(exc))
-        return Reply(say(ctx, recipe, "usage", problem=str(exc), usage=c.USAGE[verb]))
+        return Reply(say(ctx, recipe, "usage", channel=channel, problem=_said(exc),
+                         usage=c.USAGE[verb]))
     except ClusterUnavailable as exc:
         _audit(ctx, actor, verb, now, "failed", job, recipe, str(exc))
-        return Reply(say(ctx, recipe, "unreachable", error=str(exc)))
+        return Reply(say(ctx, recipe, "unreachable", channel=channel, error=_said(exc)))
     except (ServiceError, ClusterError) as exc:
         _audit(ctx, actor, verb, now, "failed", job, recipe, str(exc))
-        return Reply(say(ctx, recipe, "failed", verb=verb, error=str(exc)))
+        return Reply(say(ctx, recipe, "failed", channel=channel, verb=verb, error=_said(exc)))
 
 
-def say(ctx: BotContext, recipe: str | None, kind: str, /, **values: Any) -> str:
+def _said(exc: Exception) -> Any:
+    """What an error says: its sentence (a bot.core.text.Text the renderer translates) when
+    it was raised with one, else its English text."""
+    return exc.args[0] if len(exc.args) == 1 and not isinstance(exc.args[0], str) else str(exc)
+
+
+def say(ctx: BotContext, recipe: str | None, kind: str, /, *, channel: str | None = None,
+        **values: Any) -> str:
     """A reply's sentence of `kind` (templates/train_reply.json.j2), in the recipe's language
-    (slack.lang without one), through the one renderer."""
-    return render(ctx, "train_reply", recipe, {"kind": kind, **values})[1]
+    (without one: the language of the recipes posting to `channel`, else slack.lang), through
+    the one renderer."""
+    return render(ctx, "train_reply", recipe, {"kind": kind, **values}, channel=channel)[1]
 
 
 class _Refused(Exception):
     def __init__(self, decision: Decision):
-        super().__init__(decision.reason)
+        super().__init__(str(decision.reason))
         self.reason = decision.reason
 
 
@@ -109,10 +120,25 @@ def _audit(ctx: BotContext, actor: str, verb: str, now: float, result: str,
 
 
 def _help(ctx: BotContext, cmd: c.Help, actor: str, channel: str | None, now: float) -> Reply:
+    return Reply(help_text(ctx, cmd, channel))
+
+
+def help_text(ctx: BotContext, cmd: c.Help, channel: str | None) -> str:
+    """`/train help [COMMAND]`: every command's usage and what it is for (or one command's),
+    and the configured recipes, in the channel's language."""
     if cmd.topic:
-        return Reply(f"`{c.USAGE[cmd.topic]}` — {c.HELP_LINES[cmd.topic]}")
-    recipes = ", ".join(sorted(ctx.config.recipes)) or "none configured"
-    return Reply(c.usage_text() + f"\nRecipes: {recipes}")
+        return say(ctx, None, "help_topic", channel=channel, usage=c.USAGE[cmd.topic],
+                   what=c.HELP_LINES[cmd.topic])
+    return say(ctx, None, "help", channel=channel,
+               commands=[(c.USAGE[v], c.HELP_LINES[v]) for v in c.USAGE],
+               recipes=", ".join(sorted(ctx.config.recipes)))
+
+
+def command_error_text(ctx: BotContext, exc: c.CommandError, channel: str | None) -> str:
+    """A `/train` text that does not parse: what is wrong and the right form (or the
+    commands), in the channel's language."""
+    return say(ctx, None, "bad_command", channel=channel, problem=exc.problem,
+               usage=exc.usage, commands=", ".join(c.USAGE))
 
 
 def _status(ctx: BotContext, cmd: c.Status, actor: str, channel: str | None,
@@ -124,25 +150,21 @@ def _status(ctx: BotContext, cmd: c.Status, actor: str, channel: str | None,
         raise UsageProblem(str(exc)) from None
     _audit(ctx, actor, "status", now, "ok", cmd.target if cmd.is_job else None,
            None if cmd.is_job else cmd.target)
-    return Reply(format_status(report))
+    recipe = None if cmd.is_job else cmd.target
+    return Reply(say(ctx, recipe, "status", channel=channel, **status_view(report)))
 
 
-def format_status(report: StatusReport) -> str:
-    lines = [f"*{report.title}*"]
-    if report.rows:
-        table = [f"{'job':>10}  {'recipe':<16} {'state':<20} attempt"]
-        for row in report.rows:
-            attempt = str(row.attempt.attempt_no) if row.attempt is not None else "-"
-            reason = f" ({row.record.reason})" if row.record is not None and \
-                row.record.reason and row.record.is_pending else ""
-            table.append(f"{row.label:>10}  {(row.recipe or '-'):<16} "
-                         f"{(row.state + reason):<20} {attempt}")
-        lines.append(code("\n".join(table)))
-    for cluster, why in report.unreachable.items():
-        lines.append(f":warning: cluster {cluster} did not answer ({why}); showing stored states")
-    if report.note:
-        lines.append(report.note)
-    return "\n".join(lines)
+def status_view(report: StatusReport) -> dict[str, Any]:
+    """The values train_reply's `status` shows: title, table rows (job, recipe, state with a
+    pending job's reason, attempt), the clusters that did not answer, the note."""
+    rows = []
+    for row in report.rows:
+        attempt = str(row.attempt.attempt_no) if row.attempt is not None else "-"
+        reason = f" ({row.record.reason})" if row.record is not None and \
+            row.record.reason and row.record.is_pending else ""
+        rows.append([row.label, row.recipe or "-", row.state_text, reason, attempt])
+    return {"title": report.title, "rows": rows, "unreachable": dict(report.unreachable),
+            "note": report.note}
 
 
 def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str | None,
@@ -187,10 +209,10 @@ def _resumable_chain(ctx: BotContext, recipe: str) -> int | None:
     if last is not None:
         rec = ctx.clusters.slurm(chain.cluster).job(int(last.job_id))
         if rec is not None and (rec.is_pending or rec.is_running):
-            raise UsageProblem(
-                f"{recipe} is still {rec.state} as job {last.job_id}; cancel it first "
-                f"(`/train cancel {last.job_id}`) or check `/train status {recipe}`"
-            )
+            raise UsageProblem(N_(
+                "%(recipe)s is still %(state)s as job %(job)s; cancel it first "
+                "(`/train cancel %(job)s`) or check `/train status %(recipe)s`",
+                recipe=recipe, state=rec.state, job=last.job_id))
     return chain.id
 
 
@@ -207,10 +229,10 @@ def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | 
     clusters = sorted(ctx.config.clusters)
     if len(clusters) == 1:
         return clusters[0], None, None
-    raise UsageProblem(
-        f"job {job_id} was not submitted or watched by trainbot, and there are several "
-        f"clusters ({', '.join(clusters)}); `/train watch {job_id}` it first"
-    )
+    raise UsageProblem(N_(
+        "job %(job)s was not submitted or watched by trainbot, and there are several "
+        "clusters (%(clusters)s); `/train watch %(job)s` it first",
+        job=job_id, clusters=", ".join(clusters)))
 
 
 @dataclass(frozen=True)
@@ -270,8 +292,8 @@ def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: fl
     rec = ctx.clusters.slurm(cluster).job(target.job_id)
     path = _log_path(ctx, recipe, target.job_id, rec)
     if path is None:
-        raise UsageProblem(f"no log path known for job {target.display} (Slurm no longer "
-                           "knows it and its recipe has no log_path)")
+        raise UsageProblem(N_("no log path known for job %(job)s (Slurm no longer knows it "
+                              "and its recipe has no log_path)", job=target.display))
     text = read_tail(ctx.clusters.sftp(cluster), path, cmd.lines)
     _audit(ctx, actor, "logs", now, "ok", target.display, recipe, {"path": path})
     return Reply(say(ctx, recipe, "log_tail", lines=cmd.lines, path=path, text=code(text),
@@ -297,9 +319,10 @@ def read_tail(sftp: SFTP, path: str, lines: int) -> str:
             f.seek(max(0, size - LOG_TAIL_BYTES))
             data = f.read(LOG_TAIL_BYTES)
     except FileNotFoundError:
-        raise UsageProblem(f"the log `{path}` does not exist (yet)") from None
+        raise UsageProblem(N_("the log `%(path)s` does not exist (yet)", path=path)) from None
     except OSError as exc:
-        raise ServiceError(f"cannot read `{path}`: {exc}") from None
+        raise ServiceError(N_("cannot read `%(path)s`: %(error)s", path=path,
+                              error=str(exc))) from None
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
@@ -313,7 +336,8 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
     if cmd.array_task is None:
         rec = slurm.job(cmd.job_id)
         if rec is None:
-            raise UsageProblem(f"Slurm on {cluster} does not know job {cmd.job_id}")
+            raise UsageProblem(N_("Slurm on %(cluster)s does not know job %(job)s",
+                                  cluster=cluster, job=cmd.job_id))
         if attempt is None and rec.array_job_id == rec.job_id:
             return _watch_array(ctx, cluster, slurm.array_tasks(rec.job_id), rec, actor,
                                 channel, now)
@@ -382,11 +406,14 @@ def _array_task(tasks: Mapping[int, JobRecord], array_job_id: int, task: int,
         if rec.array_task_id == task:
             return rec
     if not tasks:
-        raise UsageProblem(f"Slurm on {cluster} does not know job array {array_job_id}")
+        raise UsageProblem(N_("Slurm on %(cluster)s does not know job array %(job)s",
+                              cluster=cluster, job=array_job_id))
     if any(rec.array_task_id is None and not rec.is_finished for rec in tasks.values()):
-        raise UsageProblem(f"task {task} of array {array_job_id} has not started yet "
-                           f"(still pending); watch {array_job_id}_{task} once it runs")
-    raise UsageProblem(f"array {array_job_id} on {cluster} has no task {task}")
+        raise UsageProblem(N_("task %(task)s of array %(job)s has not started yet (still "
+                              "pending); watch %(job)s_%(task)s once it runs",
+                              task=task, job=array_job_id))
+    raise UsageProblem(N_("array %(job)s on %(cluster)s has no task %(task)s",
+                          job=array_job_id, cluster=cluster, task=task))
 
 
 def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
@@ -413,15 +440,11 @@ def _history(ctx: BotContext, cmd: c.History, actor: str, channel: str | None,
     _audit(ctx, actor, "history", now, "ok", None, cmd.recipe)
     if not chains:
         return Reply(say(ctx, cmd.recipe, "never_run", recipe=cmd.recipe))
-    lines = [f"*{cmd.recipe}* — last {len(chains)} run(s)"]
-    for chain in chains:
-        table = [f"chain {chain.id} ({chain.status}, retries used {chain.retries_used})",
-                 f"{'job':>10} | {'from':>6} | {'to':>6} | {'result':<12} | cause"]
-        for a in ctx.store.attempts.for_chain(chain.id):
-            table.append(f"{a.job_id:>10} | {_n(a.start_iter):>6} | {_n(a.last_iter):>6} | "
-                         f"{(a.result or a.state):<12} | {a.cause or ''}")
-        lines.append(code("\n".join(table), limit=900))
-    return Reply("\n".join(lines))
+    runs = [{"chain": chain.id, "status": chain.status, "retries": chain.retries_used,
+             "rows": [[a.job_id, _n(a.start_iter), _n(a.last_iter), a.result or a.state,
+                       a.cause or ""] for a in ctx.store.attempts.for_chain(chain.id)]}
+            for chain in chains]
+    return Reply(say(ctx, cmd.recipe, "history", recipe=cmd.recipe, runs=runs))
 
 
 def _n(value: int | None) -> str:
@@ -440,19 +463,23 @@ def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | Non
     except PreflightUsageError as exc:
         raise UsageProblem(str(exc)) from None
     _audit(ctx, actor, "preflight", now, str(report.level), None, cmd.recipe)
-    lines = [f"*preflight {cmd.recipe}*: {report.level}"]
-    for name, findings in report.sections.items():
-        for f in findings:
-            lines.append(f"• {name}: {getattr(f, 'level', '')} {getattr(f, 'message', f)}")
-    return Reply("\n".join(lines)[:2900])
+    findings = [[name, str(getattr(f, "level", "")), getattr(f, "message", f)]
+                for name, found in report.sections.items() for f in found]
+    return Reply(say(ctx, cmd.recipe, "preflight", recipe=cmd.recipe,
+                     level=str(report.level), findings=findings))
 
 
 def require_recipe(config: Config, recipe: str) -> None:
     """UsageProblem naming the known recipes when `recipe` is not configured."""
-    try:
-        config.recipe(recipe)
-    except KeyError as exc:
-        raise UsageProblem(str(exc.args[0])) from None
+    if recipe in config.recipes:
+        return
+    known = ", ".join(sorted(config.recipes)) or N_("none configured")
+    close = difflib.get_close_matches(recipe, list(config.recipes), n=1, cutoff=0.6)
+    if close:
+        raise UsageProblem(N_("no recipe %(recipe)r (known: %(known)s) — did you mean "
+                              "%(close)r?", recipe=recipe, known=known, close=close[0]))
+    raise UsageProblem(N_("no recipe %(recipe)r (known: %(known)s)", recipe=recipe,
+                          known=known))
 
 
 _Handler = Callable[[BotContext, Any, str, str | None, float], Reply]

@@ -25,6 +25,7 @@ from typing import Any
 
 import jinja2
 
+from bot.core.text import align_table, render_text
 from bot.services.ports import RenderError
 from bot.slack.translations import PoTranslations, languages_in, translations_for
 from bot.slack.views import template_context
@@ -172,6 +173,9 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     env.filters["esc"] = mrkdwn_escape
     env.filters["code_block"] = code_block
     env.filters["utc_hm"] = _utc_hm
+    # a sentence made in pure code (bot.core.text.Text), in this language
+    env.filters["msg"] = lambda value: render_text(value, t.gettext)
+    env.filters["table"] = lambda rows, align="": align_table(rows, align)
     return env
 
 

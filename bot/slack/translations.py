@@ -11,6 +11,9 @@ from babel.messages.pofile import read_po
 
 SOURCE_LANG = "en"
 DOMAIN = "messages"
+# The packages whose Python holds message ids: `_()` in bot/slack and bot/charts, `N_()`
+# (bot.core.text) in bot/core and bot/services.
+PYTHON_DIRS = ("slack", "charts", "core", "services")
 
 
 def _catalogue_path(locale_dir: Path, lang: str) -> Path:
@@ -68,7 +71,7 @@ def translations_for(lang: str, locale_dirs: tuple[Path, ...]) -> PoTranslations
 
 def extract(templates_dir: Path, python_dirs: tuple[Path, ...] = ()) -> Any:
     """A Babel catalogue of every message id trainbot shows: the templates' `_()` /
-    `pgettext()` calls, `_()` calls in `python_dirs` and the failure catalogue's titles,
+    `pgettext()` calls, `_()` / `N_()` calls in `python_dirs` and the failure catalogue's titles,
     explanations and hints."""
     from babel.messages.catalog import Catalog
     from babel.messages.extract import extract_from_dir
@@ -79,7 +82,7 @@ def extract(templates_dir: Path, python_dirs: tuple[Path, ...] = ()) -> Any:
     sources = [(templates_dir, [("*.j2", "jinja2.ext:babel_extract")],
                 {"*.j2": {"extensions": "jinja2.ext.i18n", "trim_blocks": "true",
                           "lstrip_blocks": "true"}})]
-    sources += [(d, [("*.py", "python")], {}) for d in python_dirs]
+    sources += [(d, [("**.py", "python")], {}) for d in python_dirs]
     for directory, method_map, options in sources:
         for filename, lineno, message, comments, context in extract_from_dir(
                 str(directory), method_map, options_map=options):
@@ -100,7 +103,7 @@ def main() -> None:
 
     root = templates_root()
     bot_dir = Path(__file__).resolve().parents[1]
-    catalog = extract(root, (bot_dir / "slack", bot_dir / "charts"))
+    catalog = extract(root, tuple(bot_dir / d for d in PYTHON_DIRS))
     with (root / "locale" / f"{DOMAIN}.pot").open("wb") as f:
         write_po(f, catalog, width=100, omit_header=True, sort_output=True)
 

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.text import N_
 
 _JOB_RE = re.compile(r"^([0-9]{1,12})(?:_([0-9]{1,7}))?$")
 
@@ -15,12 +16,15 @@ ACCEPTED_FORMS = "123 (a job or a whole array) or 123_4 (task 4 of array 123)"
 
 
 class JobIdError(ValueError):
-    """A word that is not a job id; `str()` names it and the accepted forms."""
+    """A word that is not a job id; `str()` (and `text`, for the renderer) names it and the
+    accepted forms."""
 
     def __init__(self, word: str):
         self.word = word
         shown = word if len(word) <= 40 else word[:39] + "…"
-        super().__init__(f"{shown!r} is not a job id: give {ACCEPTED_FORMS}")
+        self.text = N_("%(word)r is not a job id: give 123 (a job or a whole array) or 123_4 "
+                       "(task 4 of array 123)", word=shown)
+        super().__init__(str(self.text))
 
 
 @dataclass(frozen=True)

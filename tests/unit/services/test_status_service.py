@@ -63,7 +63,7 @@ def test_recipe_and_job_targets(setup):
     config, store = setup
     slurm = FakeSlurm({12: JobRecord(12, state="COMPLETED", exit_code=0, signal=0)})
     report = job_status(config, "mix", store=store, slurm_for=lambda _c: slurm)
-    assert [r.job_id for r in report.rows] == ["11", "12"] and "chain" in report.title
+    assert [r.job_id for r in report.rows] == ["11", "12"] and "chain" in str(report.title)
     report = job_status(config, "12", store=store, slurm_for=lambda _c: slurm)
     assert [(r.job_id, r.state) for r in report.rows] == [("12", "COMPLETED")]
     # A job trainbot never submitted: every cluster is asked; Slurm's answer is shown.
@@ -73,7 +73,7 @@ def test_recipe_and_job_targets(setup):
         ("99", "b", None, "RUNNING")
     ]
     report = job_status(config, "98", store=store, slurm_for=foreign.__getitem__)
-    assert report.rows == [] and "unknown" in report.note
+    assert report.rows == [] and "unknown" in str(report.note)
 
 
 def test_bad_target_is_a_usage_problem(setup):
@@ -89,12 +89,12 @@ def test_an_array_task_is_found_by_its_own_id_and_shown_as_array_task(setup):
     remainder = JobRecord(6100, state="PENDING", array_job_id=6100)
     slurms = {"a": FakeSlurm({6103: task, 6100: remainder}), "b": FakeSlurm({})}
     report = job_status(config, "6100_2", store=store, slurm_for=slurms.__getitem__)
-    assert report.title == "job 6100_2"
+    assert str(report.title) == "job 6100_2"
     assert [(r.cluster, r.job_id, r.label, r.state) for r in report.rows] == [
         ("a", "6103", "6100_2 (6103)", "FAILED")]
     assert "6100_2 (6103)" in format_report(report)
     missing = job_status(config, "6100_7", store=store, slurm_for=slurms.__getitem__)
-    assert missing.rows == [] and missing.note.startswith("job 6100_7 is unknown")
+    assert missing.rows == [] and str(missing.note).startswith("job 6100_7 is unknown")
 
 
 def test_a_bad_job_id_names_the_accepted_forms(setup):

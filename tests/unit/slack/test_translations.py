@@ -11,7 +11,7 @@ from babel.messages.pofile import read_po
 
 from bot.core.incident import AttemptSummary, build_root
 from bot.slack.render import languages, render_blocks, templates_root, translator
-from bot.slack.translations import extract
+from bot.slack.translations import PYTHON_DIRS, extract
 
 ROOT = Path(__file__).resolve().parents[3]
 PLACEHOLDER = re.compile(r"%\((\w+)\)")
@@ -24,8 +24,8 @@ def placeholders(text: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def used():
-    """Every message id in use: the templates, `_()` in bot/slack, the failure catalogue."""
-    return extract(templates_root(), (ROOT / "bot" / "slack", ROOT / "bot" / "charts"))
+    """Every message id in use: the templates, `_()` / `N_()` in bot, the failure catalogue."""
+    return extract(templates_root(), tuple(ROOT / "bot" / d for d in PYTHON_DIRS))
 
 
 def test_message_ids_are_found_in_templates_python_and_the_failure_catalogue(used) -> None:
