@@ -86,12 +86,14 @@ _ERROR_LINE = re.compile(
 #: auto-requeue signal`, submitit's `Bypassing signal SIGTERM` ... `Requeued job`).
 _DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted"})
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
-_SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)")
+_SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
+                        r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>")
 # A rank killed by SIGBUS as launchers report it: in a training process that is a write to a
 # full /dev/shm (DataLoader batches, NCCL's shared-memory transport), whose fix is the shared
 # memory one (the DataLoader worker class's).
 _SIGBUSED = re.compile(
-    r"\(exitcode\s*:\s*-7\)|exitcode\s*:\s*-7 |Signal 7 \(SIGBUS\)|exits with return code = -7\b")
+    r"\(exitcode\s*:\s*-7\)|exitcode\s*:\s*-7 |Signal 7 \(SIGBUS\)|exits with return code = -7\b"
+    r"|terminated with signal SIGBUS|died with <Signals\.SIGBUS: 7>")
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")

@@ -594,6 +594,10 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     # a shell's job-control notice of the kill (zsh, bash)
     "[1]    2843557 killed",
     "[1]+  Killed                  python train.py --epochs 40",
+    # torch.multiprocessing.spawn's and accelerate launch's (subprocess) report of a SIGKILL
+    "Exception: process 0 terminated with signal SIGKILL",
+    "subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train_network.py']' died "
+    "with <Signals.SIGKILL: 9>.",
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
     "(pid: 5343) of binary: /usr/bin/python\nTraceback (most recent call last):\n"
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
@@ -630,10 +634,45 @@ def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: 
     "capacity; 0 bytes already allocated; 0 bytes reserved in total by PyTorch)",
     "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total "
     "capacity; 58.10 GiB already allocated)",
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
+    "20029400304 bytes.",
 ])
 def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert d.class_id == "cuda_oom" and not d.retryable
+
+
+@pytest.mark.parametrize("line", [
+    "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss "
+    "during training.",
+    "InvalidArgumentError: Tensor had NaN values",  # tf.debugging.check_numerics
+    "InvalidArgumentError: Nan in summary histogram for: conv1/weights_0",
+    "Batch 1234: Invalid loss, terminating training",  # Keras's TerminateOnNaN
+])
+def test_the_frameworks_own_nan_guards_are_a_nan_loss(catalogue, line: str):
+    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "nan_loss"
+
+
+@pytest.mark.parametrize("finish", [
+    "{'train_runtime': 1234.56, 'train_samples_per_second': 12.3, 'train_steps_per_second': "
+    "0.4, 'train_loss': 1.23, 'epoch': 3.0}",  # Hugging Face's Trainer when train() returns
+    "  train_runtime            = 0:12:34.56",  # its `***** train metrics *****` table
+    "[2023-01-01 10:00:00,000] [INFO] [launch.py:351:main] Process 1234 exits successfully.",
+])
+def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: str):
+    text = "step 10 loss 1.2\n" + finish + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "completed"
+    crashed = text + "Traceback (most recent call last):\nOSError: [Errno 28] No space left\n"
+    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize("line", [
+    "Your TPU node has been preempted. Restart training from the latest checkpoint.",
+    "W0101 10:00:00.000 worker.py:88] Instance was preempted by the cloud provider",
+])
+def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert d.class_id == "preempted" and d.retryable and not d.charges_budget
 
 
 def test_enomem_is_a_host_oom(catalogue):
@@ -660,6 +699,9 @@ def test_the_fast_scan_finds_a_signature_that_ends_its_line_mid_block(catalogue)
     # DeepSpeed's launcher
     "[2023-10-29 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', "
     "'-u', 'train.py', '--local_rank=0'] exits with return code = -7",
+    "Exception: process 1 terminated with signal SIGBUS",
+    "subprocess.CalledProcessError: Command '['python', 'train.py']' died with "
+    "<Signals.SIGBUS: 7>.",
 ])
 def test_ranks_killed_by_sigbus_are_a_shared_memory_case_without_accounting(catalogue,
                                                                             ending: str):
