@@ -60,14 +60,15 @@ def display_width(text: str) -> int:
     return width
 
 
-def align_table(rows: Sequence[Sequence[Any]], align: str = "", sep: str = "  ") -> str:
+def align_table(rows: Sequence[Sequence[Any]], align: str = "", sep: str = "  ",
+                min_widths: Sequence[int] = ()) -> str:
     """Rows of cells as lines of aligned columns (for a code block), padded by display width
-    so Korean headers line up; `align` has one letter per column, `r` right, else left. The
-    last column is not padded."""
+    so Korean headers line up: `align` has one letter per column, `r` right, else left; a
+    column is at least as wide as `min_widths` says. The last column is not padded."""
     cells = [[str(c) for c in row] for row in rows]
     count = max((len(r) for r in cells), default=0)
-    widths = [max((display_width(r[i]) for r in cells if i < len(r)), default=0)
-              for i in range(count)]
+    widths = [max([display_width(r[i]) for r in cells if i < len(r)]
+                  + [min_widths[i] if i < len(min_widths) else 0]) for i in range(count)]
     lines = []
     for row in cells:
         out = []
@@ -75,5 +76,5 @@ def align_table(rows: Sequence[Sequence[Any]], align: str = "", sep: str = "  ")
             pad = " " * (widths[i] - display_width(cell))
             right = i < len(align) and align[i] == "r"
             out.append(pad + cell if right else cell if i == len(row) - 1 else cell + pad)
-        lines.append(sep.join(out).rstrip())
+        lines.append(sep.join(out))
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision
+from bot.core.text import N_, Text
 from bot.services.ports import SFTP, BotContext, ClusterSessions, RenderError
 from bot.services.submit import (
     SubmitResult,
@@ -40,12 +41,14 @@ class LazySFTP:
         return getattr(self._sftp, name)
 
 
-def describe_start(result: SubmitResult) -> str:
+def describe_start(result: SubmitResult) -> Text:
+    """Where a submitted job starts (a sentence part the renderer translates)."""
     ck = result.checkpoint
     if ck is None:
-        return "starting fresh (no complete checkpoint)"
-    it = f" (iter {ck.iteration})" if ck.iteration is not None else ""
-    return f"resuming from `{ck.path}`{it}"
+        return N_("starting fresh (no complete checkpoint)")
+    if ck.iteration is None:
+        return N_("resuming from `%(path)s`", path=ck.path)
+    return N_("resuming from `%(path)s` (iter %(iter)s)", path=ck.path, iter=ck.iteration)
 
 
 def submit_and_announce(

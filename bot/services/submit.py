@@ -36,6 +36,7 @@ from bot.core.slurm.sbatch import (
     sbatch_input_env,
 )
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
+from bot.core.text import N_, Text
 from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
@@ -83,13 +84,14 @@ class SubmitResult:
     not_applied: tuple[NotApplied, ...] = ()
 
 
-def describe_not_applied(items: Sequence[NotApplied]) -> str:
-    """The plain-text sentence for overrides a wrapper's job did not get ('' when none):
-    `trainbot submit` and `/train submit` replies."""
+def describe_not_applied(items: Sequence[NotApplied]) -> Text | str:
+    """The sentence for overrides a wrapper's job did not get ('' when none): `trainbot
+    submit` (its `str()`) and `/train submit` replies (translated by the renderer)."""
     if not items:
         return ""
-    pairs = ", ".join(f"{n.key}={n.requested} (the job has {n.actual})" for n in items)
-    return f"The site's submit command did not apply {pairs}."
+    pairs = [N_("%(key)s=%(requested)s (the job has %(actual)s)", key=n.key,
+                requested=n.requested, actual=n.actual) for n in items]
+    return N_("The site's submit command did not apply %(pairs)s.", pairs=pairs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,10 +113,9 @@ def parse_overrides(
         for item in overrides:
             key, sep, value = item.partition("=")
             if not sep or not key:
-                raise OverrideError(
-                    f"{item!r} is not an override; use key=value (e.g. "
-                    f"{_example(recipe_name, recipe)})"
-                )
+                raise OverrideError(N_("%(item)r is not an override; use key=value (e.g. "
+                                       "%(example)s)", item=item,
+                                       example=_example(recipe_name, recipe)))
             pairs.append((key.strip(), value))
     allowed = recipe.overridable
     out: dict[str, Any] = {}
@@ -122,18 +123,20 @@ def parse_overrides(
         if key not in allowed:
             if allowed:
                 close = difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)
-                hint = f" — did you mean {close[0]!r}?" if close else ""
                 listing = ", ".join(f"{k} ({t})" for k, t in sorted(allowed.items()))
-                raise OverrideError(
-                    f"recipe {recipe_name!r} does not allow overriding {key!r}{hint}; "
-                    f"allowed: {listing}"
-                )
-            raise OverrideError(
-                f"recipe {recipe_name!r} allows no overrides; ask its owners to list keys "
-                "under `overridable:` in the config"
-            )
+                if close:
+                    raise OverrideError(N_(
+                        "recipe %(recipe)r does not allow overriding %(key)r — did you mean "
+                        "%(close)r?; allowed: %(allowed)s", recipe=recipe_name, key=key,
+                        close=close[0], allowed=listing))
+                raise OverrideError(N_("recipe %(recipe)r does not allow overriding %(key)r; "
+                                       "allowed: %(allowed)s", recipe=recipe_name, key=key,
+                                       allowed=listing))
+            raise OverrideError(N_("recipe %(recipe)r allows no overrides; ask its owners to "
+                                   "list keys under `overridable:` in the config",
+                                   recipe=recipe_name))
         if key in out:
-            raise OverrideError(f"{key!r} is given twice; give each override once")
+            raise OverrideError(N_("%(key)r is given twice; give each override once", key=key))
         out[key] = _convert(key, raw, allowed[key])
     return out
 
@@ -142,36 +145,40 @@ def _convert(key: str, raw: str, kind: str) -> Any:
     """The typed value of one override. Strings (and sizes) are passed on exactly as typed:
     validated, never trimmed or otherwise altered."""
     if _CONTROL.search(raw):
-        raise OverrideError(f"{key}: the value contains a control character (newline, tab, …)")
+        raise OverrideError(N_("%(key)s: the value contains a control character (newline, tab, "
+                               "…)", key=key))
     if kind == "int":
         try:
             return int(raw)
         except ValueError:
-            raise OverrideError(f"{key} must be a whole number, e.g. {key}=8000") from None
+            raise OverrideError(N_("%(key)s must be a whole number, e.g. %(key)s=8000",
+                                   key=key)) from None
     if kind == "float":
         try:
             number = float(raw)
         except ValueError:
-            raise OverrideError(f"{key} must be a number, e.g. {key}=0.0003") from None
+            raise OverrideError(N_("%(key)s must be a number, e.g. %(key)s=0.0003",
+                                   key=key)) from None
         if not math.isfinite(number):
-            raise OverrideError(f"{key} must be a finite number")
+            raise OverrideError(N_("%(key)s must be a finite number", key=key))
         return number
     if kind == "bool":
         if raw.strip().lower() in _TRUE:
             return True
         if raw.strip().lower() in _FALSE:
             return False
-        raise OverrideError(f"{key} must be true or false")
+        raise OverrideError(N_("%(key)s must be true or false", key=key))
     if kind == "size":
         if raw != raw.strip() or " " in raw:
-            raise OverrideError(f"{key}: write the size without spaces, e.g. {key}=400G")
+            raise OverrideError(N_("%(key)s: write the size without spaces, e.g. %(key)s=400G",
+                                   key=key))
         try:
             parse_size(raw)
         except ValueError as exc:
-            raise OverrideError(f"{key}: {exc}") from None
+            raise OverrideError(N_("%(key)s: %(error)s", key=key, error=str(exc))) from None
         return raw
     if not raw.strip():
-        raise OverrideError(f"{key} needs a value, e.g. {key}=something")
+        raise OverrideError(N_("%(key)s needs a value, e.g. %(key)s=something", key=key))
     return raw
 
 
@@ -211,7 +218,7 @@ def apply_overrides(recipe: RecipeConfig, overrides: Mapping[str, Any]) -> Recip
             if errors
             else str(exc)
         )
-        raise OverrideError(f"override rejected: {detail}") from None
+        raise OverrideError(N_("override rejected: %(detail)s", detail=detail)) from None
 
 
 # --------------------------------------------------------------------------------------------

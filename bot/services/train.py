@@ -138,7 +138,7 @@ def command_error_text(ctx: BotContext, exc: c.CommandError, channel: str | None
     """A `/train` text that does not parse: what is wrong and the right form (or the
     commands), in the channel's language."""
     return say(ctx, None, "bad_command", channel=channel, problem=exc.problem,
-               usage=exc.usage, commands=", ".join(c.USAGE))
+               usage=exc.usage, commands=", ".join(f"`{v}`" for v in c.USAGE))
 
 
 def _status(ctx: BotContext, cmd: c.Status, actor: str, channel: str | None,
@@ -282,7 +282,8 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
     _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe)
     raw = None if target.display == str(job_id) else job_id  # an array task's, after it
-    return Reply(say(ctx, recipe, "controlled", verb=cmd.verb, job=target.display, raw=raw,
+    return Reply(say(ctx, recipe, "controlled", channel=channel, verb=cmd.verb,
+                     job=target.display, raw=raw,
                      actor=actor), ephemeral=False, job_id=str(job_id))
 
 
@@ -296,7 +297,8 @@ def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: fl
                               "and its recipe has no log_path)", job=target.display))
     text = read_tail(ctx.clusters.sftp(cluster), path, cmd.lines)
     _audit(ctx, actor, "logs", now, "ok", target.display, recipe, {"path": path})
-    return Reply(say(ctx, recipe, "log_tail", lines=cmd.lines, path=path, text=code(text),
+    return Reply(say(ctx, recipe, "log_tail", channel=channel, lines=cmd.lines, path=path,
+                     text=code(text),
                      empty=not text))
 
 
@@ -348,7 +350,7 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
     chain_id = attempt.chain_id if attempt else None
     if ctx.store.watched_jobs.get(cluster, job) is not None:
         _audit(ctx, actor, "watch", now, "unchanged", rec.display_id, recipe)
-        return Reply(say(ctx, recipe, "already_watched", job=rec.display_id))
+        return Reply(say(ctx, recipe, "already_watched", channel=channel, job=rec.display_id))
     if chain_id is None:  # adopted: a chain (and a thread) of its own
         chain_id = ctx.store.chains.create(recipe="", cluster=cluster, job_name=rec.name or "",
                                            now=now, channel=channel, kind="adopted",
@@ -360,7 +362,8 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
     open_thread(ctx, chain_id, channel)
     refresh_homes(ctx, chain_id, now)  # on the adopter's (and its controllers') Home tabs
     _audit(ctx, actor, "watch", now, "ok", rec.display_id, recipe)
-    return Reply(say(ctx, recipe, "watching", job=rec.display_id, name=rec.name,
+    return Reply(say(ctx, recipe, "watching", channel=channel, job=rec.display_id,
+                     name=rec.name,
                      state=rec.state, raw=None if rec.display_id == job else job,
                      cluster=cluster), job_id=job, chain_id=chain_id)
 
@@ -376,7 +379,7 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
         if chain is not None and chain.kind == "array" and chain.array_job_id == array_id \
                 and chain.status == "active":
             _audit(ctx, actor, "watch", now, "unchanged", shown)
-            return Reply(say(ctx, None, "array_already_watched", job=shown))
+            return Reply(say(ctx, None, "array_already_watched", channel=channel, job=shown))
     chain = ctx.store.chains.create(recipe="", cluster=cluster, job_name=array.name or "",
                                     now=now, channel=channel, kind="array",
                                     array_job_id=array_id, watched_by=actor)
@@ -393,7 +396,8 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
     refresh_homes(ctx, chain.id, now)
     _audit(ctx, actor, "watch", now, "ok", shown, None, {"tasks": len(started)})
     waiting = any(r.array_task_id is None and not r.is_finished for r in tasks.values())
-    return Reply(say(ctx, None, "watching_array", job=shown, name=array.name,
+    return Reply(say(ctx, None, "watching_array", channel=channel, job=shown,
+                     name=array.name,
                      tasks=len(started), waiting=waiting, cluster=cluster),
                  job_id=shown, chain_id=chain.id)
 
@@ -429,7 +433,7 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
     _audit(ctx, actor, "stacks", now, "ok" if report.problem is None else "failed",
            target.display, recipe,
            {"cause": report.problem.cause} if report.problem is not None else None)
-    blocks, text = render(ctx, "stacks", recipe, report.to_view())
+    blocks, text = render(ctx, "stacks", recipe, report.to_view(), channel=channel)
     return Reply(text, blocks, job_id=str(job), chain_id=chain_id if in_thread else None)
 
 

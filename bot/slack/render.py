@@ -175,7 +175,8 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     env.filters["utc_hm"] = _utc_hm
     # a sentence made in pure code (bot.core.text.Text), in this language
     env.filters["msg"] = lambda value: render_text(value, t.gettext)
-    env.filters["table"] = lambda rows, align="": align_table(rows, align)
+    env.filters["table"] = lambda rows, align="", sep="  ", min_widths=(): align_table(
+        rows, align, sep, min_widths)
     return env
 
 

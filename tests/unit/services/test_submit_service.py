@@ -322,7 +322,7 @@ def test_overrides_a_wrapper_did_not_apply_are_never_reported_as_applied(wrap_co
     [entry] = [e for e in store.audit.recent(10) if e.action == "submit"]
     assert '"overrides": {"lr": 0.5}' in entry.detail
     assert '"not_applied": {"mem": {"job_has": "950G", "requested": "400G"}' in entry.detail
-    assert describe_not_applied(result.not_applied) == (
+    assert str(describe_not_applied(result.not_applied)) == (
         "The site's submit command did not apply partition=debug (the job has gpu), "
         "mem=400G (the job has 950G).")
 

@@ -23,14 +23,14 @@ def store(tmp_path):
     ("en", "controlled", {"verb": "cancel", "job": "6100_2", "raw": 6103, "actor": "U1"},
      "Job 6100_2 (job 6103) cancelled by <@U1>."),
     ("ko", "controlled", {"verb": "cancel", "job": "6100_2", "raw": 6103, "actor": "U1"},
-     "<@U1>님이 job 6100_2 (job 6103)을(를) 취소했습니다."),
+     "<@U1>님이 작업 6100_2 (작업 6103)을(를) 취소했습니다."),
     ("en", "watching_array", {"job": "6100", "name": "sweep", "tasks": 2, "waiting": True,
                               "cluster": "dev"},
      "Watching array 6100 (sweep: 2 task(s) started, more waiting to start) on dev, one "
      "thread with a row per task."),
     ("ko", "watching_array", {"job": "6100", "name": None, "tasks": 0, "waiting": False,
                               "cluster": "dev"},
-     "dev의 array 6100 (이름 없음: task 0개 시작됨)을(를) 지켜봅니다. "
+     "dev의 array 6100 (이름 없음: task 0개 시작됨)을(를) 감시합니다. "
      "스레드 하나에 task마다 한 줄씩."),
     ("ko", "usage", {"problem": "no such job", "usage": "/train logs JOBID|JOBID_TASK"},
      "no such job\n사용법: `/train logs JOBID|JOBID_TASK`"),

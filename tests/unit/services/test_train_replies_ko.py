@@ -22,8 +22,8 @@ CHANNEL = "C0TRAIN"  # recipe mix's channel: its language, Korean here
 # Words a Korean sentence keeps in Latin letters: names and values, not sentences.
 ALLOWED = {
     # product, tools, terms the catalogue keeps in English
-    "trainbot", "slurm", "python", "id", "array", "task", "hold", "release", "preflight",
-    "override", "key", "value", "nul", "rank", "job", "jobid", "jobid_task",
+    "trainbot", "slurm", "python", "id", "array", "task", "preflight", "override", "key",
+    "value", "nul", "rank", "jobid", "jobid_task", "true", "false", "g", "int", "float",
     # Slurm states and stored statuses
     "running", "pending", "failed", "completed", "unknown", "active",
     # names from the fixtures and config keys
@@ -31,6 +31,7 @@ ALLOWED = {
     "approvers", "recipes", "recipe", "lr", "u0owner", "u0appr", "leads", "robots", "x",
     "status", "watch", "command", "submit", "resume", "cancel", "logs", "stacks", "history",
     "help", "train", "n", "lines", "default", "at", "most", "c0train", "c0other", "abc",
+    "target_iter", "memory", "sweep", "other", "owner", "overridable",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z_]*")
 HANGUL = re.compile("[\uac00-\ud7a3]")
@@ -54,6 +55,8 @@ def ctx(store):
     slurm = FakeSlurm()
     slurm.add(88017, name="mix", state="RUNNING")
     slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    slurm.add(6203, name="sweep", state="RUNNING", array_job_id=6200, array_task_id=2)
+    slurm.add(5000, name="other", state="RUNNING")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
     store.attempts.add(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
     return make_context(store, slurm, lang="ko")
@@ -82,6 +85,15 @@ COMMANDS = [  # (command, actor, channel)
     (c.Watch(12345), "W0LEAD", CHANNEL),
     (c.Watch(6100, 7), "W0LEAD", CHANNEL),
     (c.Preflight("mix"), "U0NOBODY", CHANNEL),
+    (c.Submit("mix", (("lr", "x"),)), "U0ALICE", CHANNEL),
+    (c.Submit("mix", (("target_iter", "8k"),)), "U0ALICE", CHANNEL),
+    (c.Submit("mix", (("memory", "1"),)), "U0ALICE", CHANNEL),
+    (c.Submit("mix"), "U0ALICE", CHANNEL),  # submitted, from scratch
+    (c.JobControl("release", 6200, 2), "W0LEAD", CHANNEL),  # a job of no recipe: the channel's
+    (c.JobControl("hold", 5000), "W0LEAD", CHANNEL),
+    (c.Watch(6200, 2), "W0LEAD", CHANNEL),
+    (c.Watch(6200, 2), "W0LEAD", CHANNEL),  # already watched
+    (c.Watch(5000), "W0LEAD", CHANNEL),
 ]
 
 
