@@ -66,16 +66,21 @@ def run(args: argparse.Namespace) -> int:
         except ClusterError as exc:
             print(f"trainbot submit: {args.recipe}: submit failed: {exc}", file=sys.stderr)
             return EXIT_FAILED
-    if result.checkpoint is not None:
+    if result.array is not None and result.attempt_no == 0:
+        start = (f"a job array (--array={result.array}): each task finds its own checkpoint; "
+                 f"`trainbot status {result.job_id}` lists the tasks")
+    elif result.checkpoint is not None:
         it = result.checkpoint.iteration
         start = f"resuming from {result.checkpoint.path}" + (f" (iter {it})" if it else "")
     elif config.recipes[args.recipe].checkpoint is not None:
         start = "starting fresh: no complete checkpoint yet"
     else:
         start = "starting fresh (the recipe has no checkpoint dir)"
+    what = "job array" if result.attempt_no == 0 else "job"
+    attempt = "" if result.attempt_no == 0 else f", attempt {result.attempt_no}"
     print(
-        f"submitted {args.recipe} as job {result.job_id} (name {result.job_name}, chain "
-        f"{result.chain_id}, attempt {result.attempt_no}); {start}"
+        f"submitted {args.recipe} as {what} {result.job_id} (name {result.job_name}, chain "
+        f"{result.chain_id}{attempt}); {start}"
     )
     missed = describe_not_applied(result.not_applied)
     if missed:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
@@ -26,6 +27,7 @@ class ArrayTask:
     state: str
     last_iter: int | None = None
     cause: str | None = None
+    attempt: int = 1  # 2 once the task was resubmitted (`140_4` for `123_4`), …
 
     @property
     def task(self) -> int:
@@ -46,6 +48,7 @@ class ArrayRootView:
     hidden: tuple[tuple[str, int], ...]  # (state, tasks) of the tasks without a row
     started: int
     waiting: bool  # tasks that have not started yet remain (the array's pending remainder)
+    recipe: str | None = None  # the array recipe trainbot submitted it from; None: adopted
 
 
 def _rank(task: ArrayTask) -> int:
@@ -72,13 +75,26 @@ def array_state(tasks: Sequence[ArrayTask], waiting: bool) -> str:
     return "FAILED" if tasks else "PENDING"
 
 
+def latest_per_task(tasks: Sequence[ArrayTask]) -> list[ArrayTask]:
+    """One entry per task: its latest attempt (the last given), numbered by how many it had;
+    a task resubmitted as `140_4` is the row of `123_4`."""
+    latest: dict[int | str, ArrayTask] = {}
+    count: Counter[int | str] = Counter()
+    for t in tasks:
+        key: int | str = t.task if t.task >= 0 else t.display_id
+        count[key] += 1
+        latest[key] = t
+    return [replace(t, attempt=count[k]) for k, t in latest.items()]
+
+
 def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask],
-                     waiting: bool, cluster: str | None = None,
+                     waiting: bool, cluster: str | None = None, recipe: str | None = None,
                      max_rows: int = MAX_TASK_ROWS) -> ArrayRootView:
-    """The root view of array `array_job_id` from its started tasks (any order). Up to
-    `max_rows` rows, in task order; beyond that the tasks that failed, run or wait keep
-    their rows before completed ones, and the rest are counted by state."""
-    ordered = sorted(tasks, key=lambda t: t.task)
+    """The root view of array `array_job_id` from its started tasks' attempts, oldest first
+    (a resubmitted task's latest attempt is its row). Up to `max_rows` rows, in task order;
+    beyond that the tasks that failed, run or wait keep their rows before completed ones,
+    and the rest are counted by state."""
+    ordered = sorted(latest_per_task(tasks), key=lambda t: t.task)
     kept = set(sorted(range(len(ordered)), key=lambda i: (_rank(ordered[i]), i))[:max_rows])
     rows = tuple(t for i, t in enumerate(ordered) if i in kept)
     hidden = Counter(t.state for i, t in enumerate(ordered) if i not in kept)
@@ -88,4 +104,20 @@ def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask]
         state=array_state(ordered, waiting),
         counts=tuple(counts.most_common()), rows=rows,
         hidden=tuple(hidden.most_common()), started=len(ordered), waiting=waiting,
+        recipe=recipe or None,
     )
+
+
+def task_retries_used(earlier_causes: Sequence[str | None], catalogue: Any) -> int:
+    """The retries a task of an array trainbot submitted has spent: its earlier attempts
+    (each was resubmitted) whose cause charges the budget (the catalogue's `charges_budget`;
+    an unknown or missing cause charges). Each task has its own budget."""
+    def charges(cause: str | None) -> bool:
+        if cause is None:
+            return True
+        try:
+            return bool(catalogue.get(cause).charges_budget)
+        except KeyError:
+            return True
+
+    return sum(1 for cause in earlier_causes if charges(cause))

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
+from bot.core.arrays import task_retries_used
 from bot.core.policy import approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
@@ -46,7 +47,7 @@ from bot.services.access import approvers_now, escalation_people, mention, promp
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
-from bot.services.runs import exclusion, submit_and_announce
+from bot.services.runs import array_task_of, exclusion, submit_and_announce
 from bot.services.submit import SubmitResult
 from bot.services.threads import post_safely, render
 from bot.slack.views import ActionId
@@ -314,6 +315,7 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         ctx, payload["recipe"], actor=actor, now=now, overrides=overrides,
         chain_id=approval.chain_id, extra_overridable=extra,
         charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
+        array_task=array_task_of(ctx, approval.chain_id, target),
     )  # fmt: skip
     ctx.store.approvals.mark_done(approval.token, now=now)
     ck = result.checkpoint
@@ -364,7 +366,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
         result = submit_and_announce(
             ctx, recipe, actor=actor, now=now, chain_id=chain_id,
             charge_retry=chain_id is not None and charges_budget(ctx, approval, "hang"),
-            before_announce=record_work_lost,
+            before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
         )  # fmt: skip
     except (ServiceError, ClusterError) as exc:
         raise _NotPerformed(
@@ -406,8 +408,15 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
     that class's warning), else the class of the attempt's cause."""
     chain = ctx.store.chains.get(approval.chain_id) if approval.chain_id is not None else None
     recipe = approval.payload.get("recipe")
+    used = chain.retries_used if chain is not None else 0
+    task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
+    if chain is not None and task is not None:  # an array's task: its own budget
+        used = task_retries_used(
+            [a.cause for a in ctx.store.attempts.for_chain(chain.id)
+             if a.array_task == task and a.job_id != str(approval.target_job)],
+            ctx.catalogue)
     spent = (chain is not None and recipe in ctx.config.recipes
-             and chain.retries_used >= ctx.config.policy_for(recipe).retry_budget)
+             and used >= ctx.config.policy_for(recipe).retry_budget)
     job = str(approval.target_job)
     recorded: bool | None = None
     for incident in ctx.store.incidents.for_chain(approval.chain_id or -1):

@@ -63,6 +63,7 @@ def submit_and_announce(
     channel: str | None = None,
     charge_retry: bool = False,
     before_announce: Callable[[SubmitResult], None] | None = None,
+    array_task: int | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -73,6 +74,7 @@ def submit_and_announce(
     decides (bot.services.approvals.charges_budget, or the policy's `Decision.charged`).
     `before_announce(result)` runs after the submit is recorded and before the thread is
     told (bookkeeping the thread's messages read, e.g. the work a cancelled attempt lost).
+    `array_task`: resubmit only that task of the chain's array (bot.services.submit).
     """
     config = ctx.config
     if extra_overridable:
@@ -89,6 +91,7 @@ def submit_and_announce(
         actor=actor,
         chain_id=chain_id,
         charge_retry=charge_retry,
+        array_task=array_task,
     )
     if before_announce is not None:
         before_announce(result)
@@ -126,6 +129,10 @@ def announce_submit(
             return
     attempts = ctx.store.attempts.for_chain(chain_id)
     previous = next((a for a in reversed(attempts) if a.attempt_no < result.attempt_no), None)
+    task = _task_of(result)
+    if task is not None:  # a task's resubmit resolves that task's previous attempt
+        previous = next((a for a in reversed(attempts) if a.attempt_no < result.attempt_no
+                         and a.array_task == task), None)
     if previous is None:
         key = f"chain:{chain_id}:attempt:{result.attempt_no}:submitted"
         blocks, text = render(ctx, "submitted", recipe, submitted_view(recipe, result, actor))
@@ -134,6 +141,12 @@ def announce_submit(
         blocks, text = render(ctx, "resolution", recipe,
                               resolution_view(recipe, result, actor, previous))
     post_safely(ctx, "reply", chain_id, key, blocks, text)
+
+
+def _task_of(result: SubmitResult) -> int | None:
+    """The array task a submit reran (`140_4` → 4), None for any other submit."""
+    _, sep, task = (result.display_id or "").rpartition("_")
+    return int(task) if sep and task.isdigit() else None
 
 
 AUTOMATIC_ACTOR = "trainbot"
@@ -154,6 +167,7 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, A
         "checkpoint_iter": ck.iteration if ck is not None else None,
         "overrides": [[str(k), _literal(v)] for k, v in result.overrides.items()],
         "not_applied": [[n.key, n.requested, n.actual] for n in result.not_applied],
+        "array": result.array if result.attempt_no == 0 else None,  # a whole array's submit
     }
 
 
@@ -164,8 +178,8 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str,
     mem = result.overrides.get("mem")
     return build_resolution(
         recipe=recipe,
-        old_job_id=str(previous.job_id),
-        new_job_id=str(result.job_id),
+        old_job_id=previous.shown_id,
+        new_job_id=result.display_id or str(result.job_id),
         from_iter=ck.iteration if ck is not None else None,
         lost_iters=previous.work_lost_iters,
         lost_seconds=previous.work_lost_s,
@@ -176,6 +190,17 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str,
 
 def _literal(value: Any) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def array_task_of(ctx: BotContext, chain_id: int | None, job_id: str) -> int | None:
+    """The task of job `job_id` when it ran in an array trainbot submitted (its chain's
+    attempt row says, `123_4` → 4): what a resubmit of it reruns alone; else None."""
+    chain = ctx.store.chains.get(chain_id) if chain_id is not None else None
+    if chain is None or not chain.is_array or chain.adopted:
+        return None
+    attempt = next((a for a in ctx.store.attempts.for_chain(chain.id) if a.job_id == job_id),
+                   None)
+    return attempt.array_task if attempt is not None else None
 
 
 def exclusion(config: Config, recipe: str, node: str | None
@@ -200,7 +225,8 @@ class AutoResubmitter:
         overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
         result = submit_and_announce(
             self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
-            charge_retry=decision.charged, overrides=overrides, extra_overridable=extra)
+            charge_retry=decision.charged, overrides=overrides, extra_overridable=extra,
+            array_task=decision.facts.get("array_task"))
         return str(result.job_id)
 
     def recover(self, recipe: str, chain_id: int, old_job: str,
@@ -221,17 +247,19 @@ class AutoResubmitter:
             found = adopt_unrecorded_submit(
                 ctx.config, recipe, chain_id=chain_id, after_job=old_job,
                 slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
-                store=ctx.store, now=now, charge_retry=decision.charged)
+                store=ctx.store, now=now, charge_retry=decision.charged,
+                array_task=decision.facts.get("array_task"))
             if found is None:
                 return None
             result = found
         announce_submit(ctx, recipe, result, self.actor, None)
         return str(result.job_id)
 
-    def checkpoint_iter(self, recipe: str) -> int | None:
-        """The iteration of the recipe's latest complete checkpoint (None: none)."""
+    def checkpoint_iter(self, recipe: str, task: int | None = None) -> int | None:
+        """The iteration of the recipe's latest complete checkpoint (of an array recipe's
+        task `task`: its own), None: none."""
         cfg = self.ctx.config.recipe(recipe)
         if cfg.checkpoint is None:
             return None
-        ck = find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster))
+        ck = find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster), task)
         return ck.iteration if ck is not None else None

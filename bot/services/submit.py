@@ -26,6 +26,7 @@ from bot.cluster.errors import ClusterError
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.flight_recorder import flight_recorder_env
+from bot.core.slurm.array_spec import expand_task_path, task_resubmit_spec
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.job_ref import parse_raw_job_ids
 from bot.core.slurm.sacct import sacct_ids_by_name_argv
@@ -82,6 +83,8 @@ class SubmitResult:
     checkpoint: Checkpoint | None
     overrides: dict[str, Any] = field(default_factory=dict)
     not_applied: tuple[NotApplied, ...] = ()
+    display_id: str | None = None  # `140_4`: task 4 resubmitted as the one-task array 140
+    array: str | None = None  # the --array spec it was submitted with
 
 
 def describe_not_applied(items: Sequence[NotApplied]) -> Text | str:
@@ -239,15 +242,23 @@ def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | 
     return env
 
 
-def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP) -> Checkpoint | None:
-    """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet)."""
+def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP,
+                           task: int | None = None) -> Checkpoint | None:
+    """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet).
+
+    An array recipe's checkpoints are per task (`%a` in its dir): task `task`'s, and none
+    for a whole array's submit (each task starts as its script decides)."""
     if recipe.checkpoint is None:
+        return None
+    if recipe.array is not None and task is None:
         return None
     from bot.cluster.checkpoints import find_latest_checkpoint
 
     ck = recipe.checkpoint
+    directory = expand_task_path(ck.dir, task) if task is not None else ck.dir
     return find_latest_checkpoint(
-        sftp, ck.dir, ck.complete_rule, pointer_name=ck.pointer_file or None, globs=ck.globs()
+        sftp, directory, ck.complete_rule, pointer_name=ck.pointer_file or None,
+        globs=ck.globs()
     )
 
 
@@ -263,6 +274,7 @@ def submit_recipe(
     actor: str,
     chain_id: int | None = None,
     charge_retry: bool = False,
+    array_task: int | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -271,6 +283,11 @@ def submit_recipe(
     the transaction that records the attempt. A resubmit into a chain the policy stopped
     (budget spent, no progress) re-opens it: someone chose to go on with this run. Every
     outcome, including a refused submit, goes to the audit log.
+
+    An array recipe (`array:`) starts an "array" chain: the whole array is watched under its
+    id, each task becoming an attempt row as it starts (bot.services.watch.tick). With
+    `array_task` (and the array's `chain_id`) only that task is resubmitted, as a new
+    one-task array (`--array=N`) from the task's own checkpoint; its attempt row is `NEW_N`.
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -291,9 +308,11 @@ def submit_recipe(
     chain = store.chains.get(chain_id) if chain_id is not None else None
     if chain_id is not None and chain is None:
         raise UsageProblem(f"no run chain {chain_id}")
+    effective = _array_of_submit(recipe_name, effective, chain, array_task)
+    whole_array = effective.array is not None and array_task is None
 
     try:
-        checkpoint = find_resume_checkpoint(effective, sftp)
+        checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
         job_id = _submit(slurm, effective, job_name, env)
         crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
@@ -312,23 +331,28 @@ def submit_recipe(
             job_name=job_name,
             channel=config.channel_id_for(recipe_name),
             now=now,
+            **({"kind": "array", "array_job_id": int(job_id)} if whole_array else {}),
         )
-    attempt = store.attempts.add(
-        chain_id=chain.id,
-        job_id=job_id,
-        now=now,
-        start_iter=checkpoint.iteration if checkpoint else None,
-        checkpoint_path=checkpoint.path if checkpoint else None,
-        charge_retry=charge_retry,
-        excluded_nodes=effective.exclude,
-    )
+    attempt_no = 0  # a whole array: its tasks become attempt rows as they start
+    if not whole_array:
+        attempt_no = store.attempts.add(
+            chain_id=chain.id,
+            job_id=job_id,
+            now=now,
+            start_iter=checkpoint.iteration if checkpoint else None,
+            checkpoint_path=checkpoint.path if checkpoint else None,
+            charge_retry=charge_retry,
+            excluded_nodes=effective.exclude,
+            display_id=f"{job_id}_{array_task}" if array_task is not None else None,
+        ).attempt_no
     if chain.status == "stopped":
         store.chains.set_status(chain.id, "active", now=now)
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
     store.audit.record(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
         detail={
-            "chain_id": chain.id, "attempt_no": attempt.attempt_no,
+            "chain_id": chain.id, "attempt_no": attempt_no,
+            **({"array": effective.array} if effective.array is not None else {}),
             "overrides": {k: v for k, v in typed.items() if k not in not_applied},
             "resume_from": checkpoint.path if checkpoint else None,
             **({"not_applied": {k: {"requested": str(typed[k]), "job_has": v}
@@ -338,12 +362,34 @@ def submit_recipe(
     return SubmitResult(
         job_id=job_id,
         chain_id=chain.id,
-        attempt_no=attempt.attempt_no,
+        attempt_no=attempt_no,
         job_name=job_name,
         checkpoint=checkpoint,
         overrides={k: v for k, v in typed.items() if k not in not_applied},
         not_applied=tuple(NotApplied(k, str(typed[k]), v) for k, v in not_applied.items()),
+        display_id=f"{job_id}_{array_task}" if array_task is not None else None,
+        array=effective.array,
     )
+
+
+def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
+                     array_task: int | None) -> RecipeConfig:
+    """The recipe as this submit runs it: a task's resubmit is the one-task array
+    `--array=N` of the array's chain; a whole array is submitted into a new chain only."""
+    if array_task is None:
+        if recipe.array is not None and chain is not None:
+            raise UsageProblem(
+                f"recipe {recipe_name!r} submits a job array ({recipe.array}): "
+                f"`/train submit {recipe_name}` submits the whole array again, and a failed "
+                "task is resubmitted alone from its incident (Resubmit) or automatically")
+        return recipe
+    if recipe.array is None:
+        raise UsageProblem(f"recipe {recipe_name!r} submits no job array (no `array:`); "
+                           f"task {array_task} cannot be resubmitted alone")
+    if chain is None or chain.kind != "array":
+        raise UsageProblem(f"task {array_task} of {recipe_name!r}: resubmit it into the "
+                           "array's own chain")
+    return recipe.model_copy(update={"array": task_resubmit_spec(array_task)})
 
 
 def _submit(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, str]) -> str:
@@ -414,10 +460,11 @@ def find_unrecorded_submit(
 def adopt_unrecorded_submit(
     config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Slurm,
     sftp: SFTP, store: Store, now: float, charge_retry: bool = False,
+    array_task: int | None = None,
 ) -> SubmitResult | None:
     """Record (as the chain's next attempt, watched, charged as the lost submit would have
     been) a job a crashed resubmit left on the cluster; None when there is none (then
-    submitting is safe)."""
+    submitting is safe). `array_task`: the lost submit resubmitted that task of an array."""
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
@@ -428,12 +475,14 @@ def adopt_unrecorded_submit(
                                     after_job=after_job, known=known)
     if job_id is None:
         return None
-    checkpoint = find_resume_checkpoint(recipe, sftp)  # what the lost submit resumed from
+    # what the lost submit resumed from
+    checkpoint = find_resume_checkpoint(recipe, sftp, array_task)
     attempt = store.attempts.add(
         chain_id=chain_id, job_id=job_id, now=now,
         start_iter=checkpoint.iteration if checkpoint else None,
         checkpoint_path=checkpoint.path if checkpoint else None,
         charge_retry=charge_retry,
+        display_id=f"{job_id}_{array_task}" if array_task is not None else None,
     )
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
     store.audit.record(
@@ -442,4 +491,5 @@ def adopt_unrecorded_submit(
                              "adopted_after_crash": True},
     )  # fmt: skip
     return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt.attempt_no,
-                        job_name=chain.job_name, checkpoint=checkpoint)
+                        job_name=chain.job_name, checkpoint=checkpoint,
+                        display_id=attempt.display_id)

@@ -150,7 +150,8 @@ def array_root_view(ctx: BotContext, chain_id: int) -> ArrayRootView | None:
     tasks = [ArrayTask(a.shown_id, a.job_id, a.result or a.state, a.last_iter,
                        a.cause if a.result else None) for a in attempts]
     return build_array_root(array_job_id=chain.array_job_id, name=chain.job_name,
-                            tasks=tasks, waiting=waiting, cluster=chain.cluster)
+                            tasks=tasks, waiting=waiting, cluster=chain.cluster,
+                            recipe=chain.recipe)
 
 
 def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:

@@ -193,6 +193,7 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
     return Reply(
         say(ctx, cmd.recipe, "submitted", recipe=cmd.recipe, job=result.job_id,
             attempt=result.attempt_no, start=describe_start(result),
+            array=result.array if result.attempt_no == 0 else None,
             asked=", ".join(str(p.competitor) for p in proposals),
             missed=describe_not_applied(result.not_applied)),
         job_id=result.job_id,

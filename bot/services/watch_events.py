@@ -170,14 +170,19 @@ class ThreadEvents:
         chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None else None
         d, rec = event.diagnosis, event.record
         assert d is not None
-        if chain is not None and chain.kind == "array":
-            attempts = [a for a in attempts if a.job_id == event.job_id]  # tasks run side by side
+        retries = chain.retries_used if chain else 0
+        if chain is not None and chain.kind == "array":  # tasks run side by side: this task's
+            mine = next((a for a in attempts if a.job_id == event.job_id), None)
+            task = mine.array_task if mine is not None else None
+            attempts = [a for a in attempts if a.job_id == event.job_id
+                        or (task is not None and a.array_task == task)]
+            retries = max(0, len(attempts) - 1)
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),
             last_iter=d.metrics.last_iter, target_iter=d.metrics.target_iter,
             started_at=min((a.submitted_at for a in attempts), default=None),
             ended_at=(rec.end_time if rec and rec.end_time else self.ctx.clock()),
-            attempts=len(attempts), retries_used=chain.retries_used if chain else 0)
+            attempts=len(attempts), retries_used=retries)
         try:
             blocks, text = render(self.ctx, "completed", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost

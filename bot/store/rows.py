@@ -13,7 +13,9 @@ class Chain:
 
     `kind` "run" is a recipe's run; "adopted" a job watched without trainbot submitting it
     (`recipe` is "" then: no recipe resubmits it), "array" a whole job array so watched
-    (`array_job_id`; one attempt row per task, in parallel rather than one after another)."""
+    (`array_job_id`; one attempt row per task, in parallel rather than one after another):
+    adopted when `recipe` is "", else submitted from an array recipe, whose failed tasks
+    are resubmitted one at a time (each its own one-task array)."""
 
     id: int
     recipe: str
@@ -32,6 +34,17 @@ class Chain:
     @property
     def adopted(self) -> bool:
         """Watched without trainbot submitting it: no recipe, nothing resubmitted."""
+        return self.kind == "adopted" or (self.kind == "array" and not self.recipe)
+
+    @property
+    def is_array(self) -> bool:
+        """A whole job array's chain: its attempts are tasks run side by side."""
+        return self.kind == "array"
+
+    @property
+    def parallel(self) -> bool:
+        """Its attempts do not follow one another (an adopted job or an array's tasks): each
+        is its own history, and the chain ends once none of its jobs is watched."""
         return self.kind != "run"
 
 
@@ -61,6 +74,12 @@ class Attempt:
     def shown_id(self) -> str:
         """The id people read: `123_4` for an array task, else the job id."""
         return self.display_id or self.job_id
+
+    @property
+    def array_task(self) -> int | None:
+        """The array task this attempt ran (4 of `123_4`, and of its resubmit `140_4`)."""
+        _, sep, task = (self.display_id or "").rpartition("_")
+        return int(task) if sep and task.isdigit() else None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from bot.config.models._base import (
 from bot.config.models.policy import RecipePolicy
 from bot.core.checkpoints import CompletenessRule
 from bot.core.memory_budget import parse_count
+from bot.core.slurm.array_spec import parse_array_spec
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
 from bot.core.units import parse_size
 
@@ -195,6 +196,15 @@ class RecipeConfig(_Model):
     time: str | None = Field(None, description="Time limit as Slurm writes it (--time 2-00:00:00).")
     exclude: str | None = Field(None, description="Nodes to leave out (--exclude); a resubmit "
                                 "after a GPU or node fault adds the faulty node itself.")
+    array: str | None = Field(
+        None,
+        description="Submit a job array (sbatch --array), in Slurm's grammar: 0-15, 0-15:2, "
+        "1,3,5-7, with %N to run at most N tasks at once (0-15%4). The thread is the whole "
+        "array's, a row per task; a task that fails with a resumable cause is resubmitted "
+        "alone (--array=N, same job name) from its own checkpoint, so `checkpoint.dir` must "
+        "hold %a (the task id, e.g. /ckpt/sweep/task_%a) — the job writes there with "
+        "$SLURM_ARRAY_TASK_ID. Its log_path takes %A (array id) and %a.",
+    )
     job_name: str | None = Field(
         None, description="Slurm job name, kept across resubmits. Default: the recipe name."
     )
@@ -289,7 +299,21 @@ class RecipeConfig(_Model):
             )
         if self.submit_command is not None and not self.submit_command:
             raise ValueError("submit_command is empty; give the wrapper as an argv list")
+        if self.array is not None and self.checkpoint is not None \
+                and "%a" not in self.checkpoint.dir:
+            raise ValueError(
+                f"array: the tasks of an array each resume from their own checkpoints, but "
+                f"checkpoint.dir {self.checkpoint.dir!r} has no %a (the task id); write e.g. "
+                f"{self.checkpoint.dir.rstrip('/')}/task_%a and save there with "
+                "$SLURM_ARRAY_TASK_ID")
         return self
+
+    @field_validator("array")
+    @classmethod
+    def _array(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_array_spec(value)
+        return value
 
     @field_validator("mem")
     @classmethod
@@ -366,4 +390,5 @@ class RecipeConfig(_Model):
         """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env`."""
         options = {name: getattr(self, name) for name in RECIPE_OVERRIDABLE_OPTIONS}
         return SubmitSpec(job_name=job_name, script_path=self.sbatch_script, args=tuple(self.args),
-                          output=self.log_path, workdir=self.workdir, env=env, **options)
+                          output=self.log_path, workdir=self.workdir, env=env, array=self.array,
+                          **options)

@@ -67,6 +67,7 @@ class Decision:
             "resume_from": self.resume_from, "work_lost_iters": self.work_lost_iters,
             "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
             "exclude": self.facts.get("exclude"),  # the faulty node a resubmit leaves out
+            "array_task": self.facts.get("array_task"),  # the one task a resubmit reruns
         }
 
     @classmethod
@@ -83,5 +84,7 @@ class Decision:
             not_before=data.get("not_before"), resume_from=data.get("resume_from"),
             work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
             offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
-            facts={"exclude": data["exclude"]} if data.get("exclude") else {},
+            facts={**({"exclude": data["exclude"]} if data.get("exclude") else {}),
+                   **({"array_task": data["array_task"]}
+                      if isinstance(data.get("array_task"), int) else {})},
         )

@@ -51,6 +51,7 @@ class SubmitSpec:
     mem: str | None = _option("--mem", override="size", input_env="SBATCH_MEM_PER_NODE")
     time: str | None = _option("--time", override="str", input_env="SBATCH_TIMELIMIT")
     exclude: str | None = _option("--exclude", override="str", input_env="SBATCH_EXCLUDE")
+    array: str | None = _option("--array", input_env="SBATCH_ARRAY_INX")  # see array_spec
     output: str | None = _option("--output")
     error: str | None = _option("--error")
     workdir: str | None = _option("--chdir")

@@ -22,12 +22,17 @@ Per tick:
 - finished job: the rest of the log, `diagnose`, `decide`; the attempt row gets progress,
   result, cause and work lost; the job leaves the watch list.
 
-Adopted jobs (watched without trainbot submitting them: chains of kind "adopted" or "array")
-are judged alike, with no recipe (nothing is resubmitted). A whole array is watched as its own
-id (its tasks still waiting to start) plus each started task under its raw id: the tasks that
-started since the last tick are in the tick's squeue/sacct answer already (asking for an
-array's id lists its tasks), and are added to its chain and watch list there, with no extra
-round trip. The chain ends once none of its jobs is watched any more.
+Adopted jobs (watched without trainbot submitting them: chains of kind "adopted" or "array"
+with no recipe) are judged alike, with no recipe (nothing is resubmitted). A whole array is
+watched as its own id (its tasks still waiting to start) plus each started task under its raw
+id: the tasks that started since the last tick are in the tick's squeue/sacct answer already
+(asking for an array's id lists its tasks), and are added to its chain and watch list there,
+with no extra round trip. The chain ends once none of its jobs is watched any more (and no
+resubmit of one of its tasks is due). An array trainbot submitted (an array recipe) has its
+recipe: a failed task is judged against its own attempts and retry budget (its earlier
+attempts whose cause charges the budget: bot.core.arrays.task_retries_used), and its
+`resubmit_now` decision names the task (`array_task`), which is resubmitted alone as a
+one-task array whose id the chain watches too, so the resubmit's task joins the same row.
 
 Events go out through the outbox (bot.services.watch.outbox: recorded, then published
 once), logs are read by bot.services.watch.logs, and `resubmit_now` decisions are carried out
@@ -45,6 +50,7 @@ from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config, PolicyConfig, RecipeConfig
+from bot.core.arrays import task_retries_used
 from bot.core.catalogue import Catalogue
 from bot.core.detectors import detect_stall
 from bot.core.diagnose import LogAnalysis
@@ -87,7 +93,8 @@ class Watcher:
     - `store`: bot.store.Store; `catalogue`: bot.core.catalogue.Catalogue; `config`:
       bot.config.Config (recipes, policy_for), may be None in tests with `policy`;
     - `checkpoint_iter`: recipe name -> iteration of its latest complete checkpoint (None:
-      none); default: no checkpoint knowledge (resubmits say "from scratch");
+      none), called with `task=N` for task N of an array recipe (its own checkpoints);
+      default: no checkpoint knowledge (resubmits say "from scratch");
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
       decisions once `not_before` has passed (None: they are only published). It records
@@ -120,7 +127,7 @@ class Watcher:
         sink: EventSink,
         config: Config | None = None,
         policy: PolicyConfig | PolicyParams | None = None,
-        checkpoint_iter: Callable[[str], int | None] | None = None,
+        checkpoint_iter: Callable[..., int | None] | None = None,
         resubmit: Resubmit | None = None,
         recover: Recover | None = None,
         unreachable_ticks: int | None = None,
@@ -139,7 +146,7 @@ class Watcher:
         self.catalogue = catalogue
         self.config = config
         self._policy = policy
-        self._checkpoint_iter = checkpoint_iter or (lambda recipe: None)
+        self._checkpoint_iter = checkpoint_iter or (lambda recipe, task=None: None)
         default_n = getattr(getattr(config, "policy", None), "unreachable_ticks", 3)
         self.unreachable_ticks = unreachable_ticks or default_n
         self.persist_every_s = persist_every_s
@@ -235,17 +242,18 @@ class Watcher:
                              now: float) -> list[WatchedJob]:
         """Tasks of the watched arrays that started since the last tick (in `records`
         already): each becomes an attempt row of its array's chain and a watched job."""
-        arrays = {}
+        arrays: dict[int, tuple[Chain, set[int]]] = {}
         for w in watched:
             chain = self._chain(w.chain_id)
-            if chain is not None and chain.kind == "array" and chain.array_job_id is not None:
-                arrays[chain.array_job_id] = chain
+            if chain is not None and chain.is_array and chain.array_job_id is not None:
+                # the array's id, and the ids of its tasks' one-task resubmits
+                arrays.setdefault(chain.id, (chain, {chain.array_job_id}))[1].add(int(w.job_id))
         if not arrays:
             return watched
         added = False
-        for chain in arrays.values():
+        for chain, array_ids in arrays.values():
             tasks = [r for r in records.values()
-                     if r.array_job_id == chain.array_job_id and r.array_task_id is not None]
+                     if r.array_job_id in array_ids and r.array_task_id is not None]
             if not tasks:
                 continue
             known = {a.job_id for a in self.store.attempts.for_chain(chain.id)}
@@ -256,7 +264,7 @@ class Watcher:
                 self.store.attempts.add(chain_id=chain.id, job_id=job, now=now,
                                         state=rec.state or "", display_id=rec.display_id)
                 self.store.watched_jobs.add(self.cluster, job, now=now, chain_id=chain.id,
-                                            adopted=True)
+                                            adopted=chain.adopted)
                 log.info("%s: array %s: task %s started as job %s", self.cluster,
                          chain.array_job_id, rec.display_id, job)
                 self._changed_chains.add(chain.id)
@@ -382,14 +390,18 @@ class Watcher:
 
     def _end_adopted_chain(self, chain_id: int | None, now: float) -> None:
         """An adopted job's or array's chain ends once none of its jobs is watched: completed
-        when every attempt completed, else stopped; its root is rewritten either way."""
+        when every attempt (of an array: each task's latest) completed, else stopped; its root
+        is rewritten either way."""
         chain = self._chain(chain_id)
-        if chain is None or not chain.adopted:
+        if chain is None or not chain.parallel:
             return
         self._changed_chains.add(chain.id)
         if any(w.chain_id == chain.id for w in self.store.watched_jobs.list(self.cluster)):
             return
-        attempts = self.store.attempts.for_chain(chain.id)
+        latest: dict[object, Any] = {}
+        for a in self.store.attempts.for_chain(chain.id):
+            latest[a.array_task if a.array_task is not None else a.job_id] = a
+        attempts = list(latest.values())
         done = attempts and all(a.result == "COMPLETED" and a.cause in (None, "completed")
                                 for a in attempts)
         self.store.chains.set_status(chain.id, "completed" if done else "stopped", now=now)
@@ -597,10 +609,15 @@ class Watcher:
             diag = replace(diag, node=record.node)  # a one-node job: its node is the faulty one
         history = self._history(jw.chain_id, current_job=str(jw.job_id),
                                 current_last_iter=diag.metrics.last_iter)
-        checkpoint = self._checkpoint(jw.recipe)
+        chain = self._chain(jw.chain_id)
+        task = record.array_task_id if chain is not None and chain.is_array \
+            and not chain.adopted else None
+        checkpoint = self._checkpoint(jw.recipe, task)
         decision = decide(diag, history, p, now, checkpoint_iter=checkpoint, accounting=acct,
                           worker_rss=role_growth(jw.sampler, "worker"),
                           trainer_rss=role_growth(jw.sampler, "trainer"))
+        if task is not None:  # a resubmit reruns this task alone
+            decision = replace(decision, facts={**decision.facts, "array_task": task})
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)
         key = f"{self.cluster}:{jw.job_id}:final"
@@ -615,23 +632,24 @@ class Watcher:
         )
         if not posted:
             return  # publishing failed: keep watching, the next tick retries
-        if (decision.kind == DecisionKind.RESUBMIT_NOW and self.resubmits is not None
-                and jw.chain_id is not None and jw.recipe is not None):
+        resubmitting = (decision.kind == DecisionKind.RESUBMIT_NOW and self.resubmits is not None
+                        and jw.chain_id is not None and jw.recipe is not None)
+        if resubmitting:
+            assert self.resubmits is not None and jw.chain_id is not None and jw.recipe
             self.resubmits.record_due(jw.chain_id, str(jw.job_id), jw.recipe, decision, now)
         self._update_attempt(
             jw, now, force=True, state=record.state, last_iter=diag.metrics.last_iter,
             ended_at=record.end_time or now, result=record.state, cause=diag.class_id,
             work_lost_iters=decision.work_lost_iters,
         )
-        chain = self._chain(jw.chain_id)
-        if chain is not None and not chain.adopted:
+        if chain is not None and not chain.parallel:
             if diag.class_id == "completed":
                 self.store.chains.set_status(chain.id, "completed", now=now)
             elif decision.stop_chain:
                 self.store.chains.set_status(chain.id, "stopped", now=now)
             self.outbox.chain_changed(chain.id)
         self._unwatch(str(jw.job_id))
-        if chain is not None and chain.adopted:
+        if chain is not None and chain.parallel and not resubmitting:
             self._end_adopted_chain(chain.id, now)  # an array goes on while tasks remain
 
     def _unwatch(self, job: str) -> None:
@@ -645,7 +663,9 @@ class Watcher:
     def _history(self, chain_id: int | None, *, current_job: str | None = None,
                  current_last_iter: int | None = None) -> ChainHistory:
         chain = self._chain(chain_id)
-        if chain_id is None or (chain is not None and chain.adopted):
+        if chain is not None and chain.is_array and not chain.adopted and current_job:
+            return self._task_history(chain, current_job, current_last_iter)
+        if chain_id is None or (chain is not None and chain.parallel):
             # no chain, or one trainbot did not submit (an array's tasks run side by side,
             # not one after another): the job is its own history
             attempts = ()
@@ -665,6 +685,29 @@ class Watcher:
         return ChainHistory(attempts=tuple(facts),
                             retries_used=chain.retries_used if chain else 0,
                             warnings=tuple(self.outbox.past_warnings(chain_id)))
+
+    def _task_history(self, chain: Chain, current_job: str,
+                      current_last_iter: int | None) -> ChainHistory:
+        """A submitted array's task judged on its own: its earlier attempts (the task's
+        resubmits) and the retries of its own budget they spent."""
+        rows = self.store.attempts.for_chain(chain.id)
+        current = next((a for a in rows if a.job_id == current_job), None)
+        task = current.array_task if current is not None else None
+        mine = [a for a in rows if a.array_task == task] if task is not None else \
+            [a for a in rows if a.job_id == current_job]
+        facts = []
+        for n, a in enumerate(mine, start=1):
+            last = a.last_iter
+            if a.job_id == current_job and current_last_iter is not None:
+                last = current_last_iter
+            facts.append(AttemptFacts(a.job_id, n, last_iter=last, start_iter=a.start_iter,
+                                      class_id=a.cause, ended_at=a.ended_at))
+        if not facts:
+            facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter)]
+        used = task_retries_used([a.cause for a in mine if a.job_id != current_job],
+                                 self.catalogue)
+        return ChainHistory(attempts=tuple(facts), retries_used=used,
+                            warnings=tuple(self.outbox.past_warnings(chain.id)))
 
     def _update_attempt(self, jw: JobWatch, now: float, *, force: bool = False,
                         **fields: Any) -> None:
@@ -688,7 +731,7 @@ class Watcher:
         jw.attempt = self.store.attempts.update(attempt.id, **changed)
         jw.attempt_written_at = now
         chain = self._chain(jw.chain_id)
-        if chain is not None and chain.adopted and "state" in changed:
+        if chain is not None and chain.parallel and "state" in changed:
             self._changed_chains.add(chain.id)  # its row in the root changes
 
     def _recipe_of(self, chain_id: int | None) -> str | None:
@@ -717,10 +760,14 @@ class Watcher:
         cfg = self._recipe_cfg(recipe)
         return getattr(cfg, "target_iter", None)
 
-    def _checkpoint(self, recipe: str | None) -> int | None:
+    def _checkpoint(self, recipe: str | None, task: int | None = None) -> int | None:
+        """The iteration of the recipe's latest complete checkpoint (of an array's task
+        `task`: its own, `%a` in the recipe's checkpoint dir)."""
         if recipe is None:
             return None
         try:
+            if task is not None:
+                return self._checkpoint_iter(recipe, task=task)
             return self._checkpoint_iter(recipe)
         except (ClusterError, OSError) as exc:
             log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)

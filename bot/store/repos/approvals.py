@@ -138,6 +138,14 @@ class ApprovalsRepo(_Repo):
         latest = _row(Attempt, conn.execute(
             select(t.attempts).where(t.attempts.c.chain_id == chain_id)
             .order_by(t.attempts.c.attempt_no.desc()).limit(1)).first())
+        if latest is not None and latest.array_task is not None:
+            # an array's tasks run side by side: the prompt's task's latest attempt counts
+            rows = conn.execute(select(t.attempts).where(t.attempts.c.chain_id == chain_id)
+                                .order_by(t.attempts.c.attempt_no)).all()
+            attempts = [_row(Attempt, r) for r in rows]
+            target = next((a for a in attempts if a.job_id == latest_job), None)
+            if target is not None and target.array_task is not None:
+                latest = [a for a in attempts if a.array_task == target.array_task][-1]
         if latest is not None and latest.job_id != latest_job:
             if approval.state == "pending":
                 conn.execute(

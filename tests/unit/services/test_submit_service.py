@@ -283,7 +283,7 @@ def wrapped_job(slurm: FakeSlurm, **fields) -> None:
 
 
 def test_every_overridable_sbatch_option_reaches_a_wrapper_as_an_input_variable():
-    assert set(SBATCH_INPUT_ENV) == set(RECIPE_OVERRIDABLE_OPTIONS)
+    assert set(SBATCH_INPUT_ENV) == {*RECIPE_OVERRIDABLE_OPTIONS, "array"}
     assert all(v.startswith("SBATCH_") for v in SBATCH_INPUT_ENV.values())
 
 

@@ -1,0 +1,185 @@
+"""An array recipe end to end over the fakes: `array:` submits `sbatch --array=…` into one
+whole-array thread; a task that fails with a resumable cause is resubmitted alone
+(`--array=N`, same job name, its own `%a` checkpoint), its row showing the new attempt; the
+retry budget counts each task's own resubmits."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, make_context
+
+import bot.cluster.checkpoints as ck
+from bot.core.catalogue import Catalogue
+from bot.core.checkpoints import Checkpoint
+from bot.core.slurm.sbatch import sbatch_argv
+from bot.services.approvals import ActionId, handle_click
+from bot.services.runs import AutoResubmitter, submit_and_announce
+from bot.services.threads import array_root_view
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
+from bot.store import Store
+
+LOG = "/logs/sweep-{}_{}.out"
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """Each task's checkpoint dir has iteration 100 * (task + 1); the dirs looked in."""
+    seen: list[str] = []
+
+    def fake_find(sftp, root, rule, *, pointer_name=None, globs=("iter_*",)):
+        seen.append(root)
+        task = int(root.rsplit("_", 1)[1])
+        return Checkpoint(f"{root}/iter_{100 * (task + 1):06d}", 100 * (task + 1), "pointer")
+
+    monkeypatch.setattr(ck, "find_latest_checkpoint", fake_find)
+    return seen
+
+
+def setup(store: Store, *, auto: bool = True, budget: int = 3):
+    slurm, sftp = FakeSlurm(), FakeSFTP()
+    ctx = make_context(store, slurm, array="0-2%2", job_name="sweep",
+                       log_path="/logs/%x-%A_%a.out", checkpoint={"dir": "/ck/sweep/task_%a"},
+                       policy={"auto_resubmit": auto, "backoff_s": 60, "retry_budget": budget})
+    ctx.clusters = FakeClusters(slurm, sftp)
+    ctx.clock = lambda: T0
+    return ctx, slurm, sftp
+
+
+def watcher(ctx, slurm, sftp) -> Watcher:
+    auto = AutoResubmitter(ctx, "dev")
+    return Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
+                   catalogue=Catalogue.load(), sink=ThreadEvents(ctx), config=ctx.config,
+                   checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit,
+                   recover=auto.recover)
+
+
+def run_task(slurm: FakeSlurm, sftp: FakeSFTP, job_id: int, array: int, task: int) -> None:
+    """Task `task` of array `array` running as raw job `job_id`, its log written."""
+    path = LOG.format(array, task)
+    if job_id in slurm.records:
+        slurm.set(job_id, state="RUNNING", array_job_id=array, array_task_id=task,
+                  stdout_path=path, start_time=T0)
+    else:
+        slurm.add(job_id, name="sweep", state="RUNNING", array_job_id=array,
+                  array_task_id=task, stdout_path=path, start_time=T0)
+    sftp.append(path, b"iter: 10/100 | loss: 0.5\n")
+
+
+def rows(ctx, chain_id: int) -> list[tuple[str, str, int]]:
+    view = array_root_view(ctx, chain_id)
+    assert view is not None
+    return [(t.display_id, t.state, t.attempt) for t in view.rows]
+
+
+def started_array(store: Store, lookups, **kw):
+    """The sweep submitted (array 88887) and its three tasks running: 0 and 1 as raw jobs
+    88900 and 88901, task 2 under the array's own id."""
+    ctx, slurm, sftp = setup(store, **kw)
+    result = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0)
+    array = int(result.job_id)
+    w = watcher(ctx, slurm, sftp)
+    run_task(slurm, sftp, 88900, array, 0)
+    run_task(slurm, sftp, 88901, array, 1)
+    run_task(slurm, sftp, array, array, 2)
+    w.tick(T0 + 60)
+    return ctx, slurm, sftp, w, result
+
+
+def test_an_array_recipe_submits_the_whole_array_into_one_array_thread(store, lookups):
+    ctx, slurm, _ = setup(store)
+    result = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0)
+    [spec] = slurm.submits()
+    assert spec.array == "0-2%2" and "--array=0-2%2" in sbatch_argv(spec)
+    assert spec.job_name == "sweep" and spec.output == "/logs/%x-%A_%a.out"
+    assert "TRAINBOT_RESUME_FROM" not in spec.env and lookups == []  # each task its own
+    chain = store.chains.get(result.chain_id)
+    assert (chain.kind, chain.array_job_id, chain.recipe) == ("array", int(result.job_id), "mix")
+    assert not chain.adopted and store.attempts.for_chain(chain.id) == []
+    assert [w.job_id for w in store.watched_jobs.list("dev")] == [result.job_id]
+    [root, note] = ctx.sink.posts
+    assert root[0] == "root" and root[3].startswith(f"array {result.job_id} (sweep): PENDING")
+    assert note[3] == (f"*mix*: job array {result.job_id} (tasks 0-2%2) submitted by "
+                       "<@U0ALICE> (name `sweep`); each task's row is in this thread's first "
+                       "message")
+
+
+def test_a_failed_task_is_resubmitted_alone_from_its_own_checkpoint(store, lookups):
+    ctx, slurm, sftp, w, result = started_array(store, lookups)
+    array = int(result.job_id)
+    slurm.set(88901, node="vm7")
+    assert rows(ctx, result.chain_id) == [(f"{array}_0", "RUNNING", 1),
+                                          (f"{array}_1", "RUNNING", 1),
+                                          (f"{array}_2", "RUNNING", 1)]
+    slurm.set(88901, state="NODE_FAIL", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)  # the incident; the resubmit waits out its backoff
+    assert len(slurm.submits()) == 1
+    w.tick(T0 + 200)
+    resubmit = slurm.submits()[1]
+    assert resubmit.array == "1" and "--array=1" in sbatch_argv(resubmit)
+    assert resubmit.job_name == "sweep"
+    assert resubmit.env["TRAINBOT_RESUME_FROM"] == "/ck/sweep/task_1/iter_000200"
+    assert resubmit.env["TRAINBOT_RESUME_ITER"] == "200"
+    new = 88888  # FakeSlurm's next id
+    attempt = store.attempts.get_by_job(str(new))
+    assert (attempt.shown_id, attempt.array_task, attempt.start_iter) == (f"{new}_1", 1, 200)
+    assert store.chains.get(result.chain_id).retries_used == 0  # a node failure is free
+    assert resubmit.exclude == "vm7"  # the faulty node left out, as for any job
+    assert rows(ctx, result.chain_id)[1] == (f"{new}_1", "PENDING", 2)
+    assert any(f"resubmitted automatically as {new}_1" in t or f"{new}_1" in t
+               for t in ctx.sink.texts())
+    # the one-task array runs and completes: the same row, its second attempt
+    run_task(slurm, sftp, new, new, 1)
+    w.tick(T0 + 260)
+    assert rows(ctx, result.chain_id)[1] == (f"{new}_1", "RUNNING", 2)
+    for job, path in ((88900, LOG.format(array, 0)), (new, LOG.format(new, 1)),
+                      (array, LOG.format(array, 2))):
+        sftp.append(path, b"iter: 100/100 | loss: 0.1\n")
+        slurm.set(job, state="COMPLETED", exit_code=0, signal=0, end_time=T0 + 300)
+    w.tick(T0 + 320)
+    assert [r[1] for r in rows(ctx, result.chain_id)] == ["COMPLETED"] * 3
+    assert store.watched_jobs.list("dev") == []
+    causes = {a.shown_id: a.cause for a in store.attempts.for_chain(result.chain_id)}
+    assert store.chains.get(result.chain_id).status == (
+        "completed" if set(causes.values()) == {"node_failure", "completed"} else "stopped")
+    assert causes[f"{array}_1"] == "node_failure"
+    assert len(slurm.submits()) == 2  # nothing else was resubmitted
+
+
+def test_each_task_has_its_own_retry_budget(store, lookups):
+    ctx, slurm, sftp, w, result = started_array(store, lookups, budget=1)
+    slurm.set(88901, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    w.tick(T0 + 200)
+    assert [s.array for s in slurm.submits()] == ["0-2%2", "1"]
+    run_task(slurm, sftp, 88888, 88888, 1)
+    w.tick(T0 + 260)
+    slurm.set(88888, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 300)
+    w.tick(T0 + 320)
+    w.tick(T0 + 400)
+    assert [s.array for s in slurm.submits()] == ["0-2%2", "1"]  # task 1's budget is spent
+    # another task still has its own retry
+    slurm.set(88900, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 410)
+    w.tick(T0 + 420)
+    w.tick(T0 + 500)
+    assert [s.array for s in slurm.submits()] == ["0-2%2", "1", "0"]
+    assert slurm.submits()[2].env["TRAINBOT_RESUME_FROM"] == "/ck/sweep/task_0/iter_000100"
+
+
+def test_an_approved_resubmit_of_a_task_reruns_only_that_task(store, lookups):
+    ctx, slurm, sftp, w, result = started_array(store, lookups, auto=False)
+    slurm.set(88901, state="NODE_FAIL", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    [approval] = store.approvals.for_chain(result.chain_id, "pending")
+    handle_click(ctx, approval.token, ActionId.RESUBMIT, "U0APPR", now=T0 + 130)
+    resubmit = slurm.submits()[-1]
+    assert resubmit.array == "1" and resubmit.job_name == "sweep"
+    assert resubmit.env["TRAINBOT_RESUME_FROM"] == "/ck/sweep/task_1/iter_000200"
+    assert rows(ctx, result.chain_id)[1] == ("88888_1", "PENDING", 2)
