@@ -227,7 +227,7 @@ class AutoResubmitter:
             self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
             charge_retry=decision.charged, overrides=overrides, extra_overridable=extra,
             array_task=decision.facts.get("array_task"))
-        return str(result.job_id)
+        return result.display_id or str(result.job_id)
 
     def recover(self, recipe: str, chain_id: int, old_job: str,
                 decision: Decision) -> str | None:
@@ -235,14 +235,19 @@ class AutoResubmitter:
         (posts are idempotent by key) instead of submitting a second one."""
         ctx, cluster = self.ctx, self.cluster
         now = ctx.clock()
+        task = decision.facts.get("array_task")
         latest = ctx.store.attempts.latest(chain_id)
+        if task is not None:  # an array task's resubmit: that task's latest attempt
+            latest = next((a for a in reversed(ctx.store.attempts.for_chain(chain_id))
+                           if a.array_task == task), None)
         chain = ctx.store.chains.get(chain_id)
         if latest is not None and chain is not None and latest.job_id != old_job:
             if latest.result is None:
                 ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
             ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
                   if latest.checkpoint_path else None)
-            result = SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck)
+            result = SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
+                                  display_id=latest.display_id)
         else:
             found = adopt_unrecorded_submit(
                 ctx.config, recipe, chain_id=chain_id, after_job=old_job,
@@ -253,7 +258,7 @@ class AutoResubmitter:
                 return None
             result = found
         announce_submit(ctx, recipe, result, self.actor, None)
-        return str(result.job_id)
+        return result.display_id or str(result.job_id)
 
     def checkpoint_iter(self, recipe: str, task: int | None = None) -> int | None:
         """The iteration of the recipe's latest complete checkpoint (of an array recipe's

@@ -441,17 +441,25 @@ def parse_job_id(stdout: str, command: str) -> str:
 
 
 def find_unrecorded_submit(
-    slurm: Slurm, *, job_name: str, user: str | None, after_job: str, known: set[str]
+    slurm: Slurm, *, job_name: str, user: str | None, after_job: str, known: set[str],
+    array_task: int | None = None,
 ) -> str | None:
     """A job named `job_name` with an id above `after_job` that no attempt records: what a
     resubmit left behind when the bot died between `sbatch` and recording the attempt.
 
     One squeue (queued/running) and, if nothing is there, one sacct (finished since); job ids
-    only grow, so "above the failed attempt's id" means "submitted after it"."""
+    only grow, so "above the failed attempt's id" means "submitted after it". With
+    `array_task` the resubmit was the one-task array `--array=N`: only a job that is task N
+    of an array of its own id counts (a sibling task of the original array that started
+    since has the same name and a higher id, and is no resubmit)."""
     for argv in (squeue_ids_by_name_argv(job_name, user=user),
                  sacct_ids_by_name_argv(job_name, user=user)):
         ids = parse_raw_job_ids(slurm.runner.run(argv, check=True).stdout)
         found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
+        if array_task is not None and found:
+            records = slurm.jobs(found)
+            found = [i for i in found if (rec := records.get(i)) is not None
+                     and rec.array_job_id == i and rec.array_task_id == array_task]
         if found:
             return str(found[0])
     return None
@@ -472,7 +480,7 @@ def adopt_unrecorded_submit(
     known = {a.job_id for a in store.attempts.for_chain(chain_id)}
     user = getattr(config.clusters.get(recipe.cluster), "user", None)
     job_id = find_unrecorded_submit(slurm, job_name=chain.job_name, user=user,
-                                    after_job=after_job, known=known)
+                                    after_job=after_job, known=known, array_task=array_task)
     if job_id is None:
         return None
     # what the lost submit resumed from

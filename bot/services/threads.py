@@ -158,7 +158,7 @@ def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:
     """The chain's root message rendered: an array's (a row per task) or a run's."""
     array = array_root_view(ctx, chain_id)
     if array is not None:
-        return render(ctx, "array_root", None, array)
+        return render(ctx, "array_root", array.recipe, array)  # an array recipe's language
     view = root_view(ctx, chain_id)
     if view is None:
         return None

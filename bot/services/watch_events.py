@@ -361,7 +361,10 @@ class ThreadEvents:
 
 
 def _shown(event: WatchEvent) -> str:
-    """The event's job as people read it: `123_4` for an array task (its record says)."""
+    """The event's job as people read it: `123_4` for an array task (its record says, or,
+    without a record, the event's `shown_id` fact)."""
+    if event.facts.get("shown_id"):
+        return str(event.facts["shown_id"])
     if event.record is not None and event.job_id == str(event.record.job_id):
         return event.record.display_id
     return event.job_id or ""

@@ -152,3 +152,32 @@ def test_an_adopted_single_job_gets_a_thread_too(app, urls, services, cluster,
     watcher(services, cluster).tick(NOW + 120)
     [chain] = services.store.chains.for_recipe("")
     assert (chain.kind, chain.status) == ("adopted", "stopped")  # completed, no target known
+
+
+@pytest.mark.parametrize(("lang", "reply_text", "context"), [
+    ("en", "mix: submitted job array 88887 (tasks 0-3%2), one thread with a row per task.",
+     "job array of recipe `mix`, submitted by trainbot"),
+    ("ko", "mix: job array 88887 (task 0-3%2)을(를) 제출했습니다. 스레드 하나에 task마다 행이 "
+           "있습니다.", "recipe `mix`의 job array, trainbot이 제출"),
+])
+def test_submitting_an_array_recipe_opens_the_whole_arrays_thread(
+        store, slack_client, cluster, fake_sleep, urls, slack: SlackStandIn, lang, reply_text,
+        context) -> None:
+    slurm, sftp = cluster
+    config = make_config(array="0-3%2", job_name="sweep", lang=lang,
+                         log_path=f"{LOGS}/%x-%A_%a.out",
+                         checkpoint={"dir": "/home/slurmci/ck/sweep/task_%a"})
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
+                     sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
+                     catalogue=Catalogue.load())
+    bolt = build_app(config, ctx, client=slack_client, listener_executor=SyncExecutor(),
+                     token_verification_enabled=False)
+    [reply] = train(bolt, urls, "submit mix", user="U0ALICE")
+    assert reply["text"] == reply_text
+    assert [s.array for s in slurm.submits()] == ["0-3%2"]
+    [root] = slack.root_messages(CH)
+    shown = str(root["blocks"])
+    assert "sweep · array 88887 · PENDING" in shown and context in shown
+    [note] = slack.replies(CH, root["ts"])
+    assert "88887" in note["text"] and "0-3%2" in note["text"]

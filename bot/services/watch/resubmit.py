@@ -86,9 +86,9 @@ class AutoResubmits:
                 continue
             if decision.not_before is not None and now < float(decision.not_before):
                 continue
-            latest = self.store.attempts.latest(chain.id)
+            latest = self._latest(chain.id, decision)
             if inc.state == "submitted":
-                new_job = latest.job_id if latest is not None else "?"
+                new_job = latest.shown_id if latest is not None else "?"
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
                 continue
             new_job = None
@@ -124,6 +124,15 @@ class AutoResubmits:
             self.store.incidents.set_state(inc.key, "submitted")
             self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
 
+    def _latest(self, chain_id: int, decision: Decision) -> Any:
+        """The chain's latest attempt; of a resubmitted array task (`array_task`), that
+        task's: its siblings run side by side and are no resubmit of it."""
+        task = decision.facts.get("array_task")
+        if task is None:
+            return self.store.attempts.latest(chain_id)
+        mine = [a for a in self.store.attempts.for_chain(chain_id) if a.array_task == task]
+        return mine[-1] if mine else None
+
     def _ask_instead(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                      now: float, report: TickReport) -> None:
         """A resubmit row whose stored decision does not say `resubmit_now` (unreadable,
@@ -142,12 +151,16 @@ class AutoResubmits:
     def _tell_resubmitted(self, inc: Incident, chain_id: int, data: dict[str, Any],
                           decision: Decision, new_job: str | int, now: float,
                           report: TickReport) -> None:
-        text = (f"job {inc.job_id} resubmitted automatically as {new_job}"
+        old = self.store.attempts.get_by_job(str(inc.job_id), self.cluster)
+        shown = old.shown_id if old is not None else str(inc.job_id)  # `123_4` of a task
+        text = (f"job {shown} resubmitted automatically as {new_job}"
                 + (f", resuming from iteration {decision.resume_from}"
                    if decision.resume_from is not None else ", from scratch"))
         if self.outbox.emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
                                  self.cluster, text, chain_id, str(inc.job_id),
                                  data["recipe"], decision=decision,
-                                 facts={"new_job": str(new_job)}),
+                                 facts={"new_job": str(new_job),
+                                        **({"shown_id": shown} if shown != str(inc.job_id)
+                                           else {})}),
                       "resubmitted", now, report):
             self.store.incidents.set_state(inc.key, "done")

@@ -36,3 +36,26 @@ def test_the_arrays_state() -> None:
     assert array_state(tasks({0: "COMPLETED", 1: "FAILED"}), waiting=False) == "FAILED"
     assert array_state(tasks({0: "COMPLETED"}, {0: "silent_exit"}), waiting=False) == "FAILED"
     assert array_state([], waiting=True) == "PENDING"
+
+
+def test_a_resubmitted_task_is_one_row_its_latest_attempt_numbered() -> None:
+    attempts = [*tasks({0: "COMPLETED", 1: "NODE_FAIL", 2: "RUNNING"}, {1: "node_failure"}),
+                ArrayTask("140_1", "140", "RUNNING"),
+                ArrayTask("151_1", "151", "COMPLETED", 90, "completed")]
+    view = build_array_root(array_job_id=100, name="sweep", tasks=attempts, waiting=False,
+                            recipe="sweep")
+    assert [(t.display_id, t.state, t.attempt) for t in view.rows] == [
+        ("100_0", "COMPLETED", 1), ("151_1", "COMPLETED", 3), ("100_2", "RUNNING", 1)]
+    assert view.started == 3 and dict(view.counts) == {"COMPLETED": 2, "RUNNING": 1}
+    assert view.recipe == "sweep" and view.state == "RUNNING"
+
+
+def test_a_tasks_retries_are_its_earlier_attempts_whose_cause_charges_the_budget() -> None:
+    from bot.core.arrays import task_retries_used
+    from bot.core.catalogue import Catalogue
+
+    catalogue = Catalogue.load()
+    assert task_retries_used([], catalogue) == 0
+    assert task_retries_used(["node_failure", "preempted"], catalogue) == 0  # not charged
+    assert task_retries_used(["nccl_timeout", "time_limit", None], catalogue) == 3
+    assert task_retries_used(["no_such_class"], catalogue) == 1  # unknown charges

@@ -133,8 +133,8 @@ def test_a_failed_task_is_resubmitted_alone_from_its_own_checkpoint(store, looku
     assert store.chains.get(result.chain_id).retries_used == 0  # a node failure is free
     assert resubmit.exclude == "vm7"  # the faulty node left out, as for any job
     assert rows(ctx, result.chain_id)[1] == (f"{new}_1", "PENDING", 2)
-    assert any(f"resubmitted automatically as {new}_1" in t or f"{new}_1" in t
-               for t in ctx.sink.texts())
+    said = [t for t in ctx.sink.texts() if f"{new}_1" in t]
+    assert said and f"{array}_1" in said[-1], ctx.sink.texts()
     # the one-task array runs and completes: the same row, its second attempt
     run_task(slurm, sftp, new, new, 1)
     w.tick(T0 + 260)
@@ -183,3 +183,21 @@ def test_an_approved_resubmit_of_a_task_reruns_only_that_task(store, lookups):
     assert resubmit.array == "1" and resubmit.job_name == "sweep"
     assert resubmit.env["TRAINBOT_RESUME_FROM"] == "/ck/sweep/task_1/iter_000200"
     assert rows(ctx, result.chain_id)[1] == ("88888_1", "PENDING", 2)
+
+
+def test_a_whole_array_is_never_resubmitted_into_its_chain_nor_a_task_of_a_plain_recipe(
+        store, lookups):
+    from bot.services import UsageProblem
+    from bot.services.submit import submit_recipe
+
+    ctx, slurm, sftp = setup(store)
+    first = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0)
+    with pytest.raises(UsageProblem, match="submits the whole array again"):
+        submit_recipe(ctx.config, "mix", slurm=slurm, sftp=sftp, store=store, now=T0,
+                      actor="U0ALICE", chain_id=first.chain_id)
+    plain = make_context(store, slurm)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    with pytest.raises(UsageProblem, match="submits no job array"):
+        submit_recipe(plain.config, "mix", slurm=slurm, sftp=sftp, store=store, now=T0,
+                      actor="U0ALICE", chain_id=chain.id, array_task=1)
+    assert len(slurm.submits()) == 1

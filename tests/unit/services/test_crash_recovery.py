@@ -158,6 +158,19 @@ def test_finished_unrecorded_job_is_found_in_sacct():
     assert none is None
 
 
+def test_a_tasks_lost_resubmit_is_its_one_task_array_never_a_sibling_task():
+    """Task 1 of array 88280 (raw 88300) was resubmitted as `--array=1`: a sibling task of
+    the original array that started since (raw 88305, same name) is not that resubmit."""
+    slurm = _slurm(squeue="88305\n88306\n", sacct="")
+    slurm.add(88305, name="sweep", state="RUNNING", array_job_id=88280, array_task_id=2)
+    slurm.add(88306, name="sweep", state="PENDING", array_job_id=88306, array_task_id=1)
+    found = find_unrecorded_submit(slurm, job_name="sweep", user=None, after_job="88300",
+                                   known=set(), array_task=1)
+    assert found == "88306"
+    assert find_unrecorded_submit(slurm, job_name="sweep", user=None, after_job="88300",
+                                  known=set(), array_task=0) is None
+
+
 def test_warning_left_pending_by_a_crash_is_told_before_the_incident(env):
     store, _, _, sink = env
     resub = FakeResubmit(store)
