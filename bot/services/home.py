@@ -88,6 +88,16 @@ def _last_incident(ctx: BotContext, chain_id: int) -> dict[str, Any] | None:
 
 
 def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None:
+    if chain.is_array:  # an array recipe's: its tasks by state; each task has its own budget
+        array = array_root_view(ctx, chain.id)
+        if array is None:
+            return None
+        return {"chain_id": chain.id, "recipe": chain.recipe, "job_id": str(chain.array_job_id),
+                "state": array.state, "cluster": chain.cluster, "adopted": False,
+                "array": True, "tasks": [{"state": st, "n": n} for st, n in array.counts],
+                "progress_bar": "—", "retries_used": chain.retries_used, "retry_budget": None,
+                "last_incident": _last_incident(ctx, chain.id),
+                "prompts": _prompts(ctx, chain.id, now), "buttons": []}
     root = root_view(ctx, chain.id)
     if root is None:
         return None

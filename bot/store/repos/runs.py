@@ -76,11 +76,11 @@ class ChainsRepo(_Repo):
 
     def adopted(self, limit: int = 100) -> list[Chain]:
         """Chains of jobs and arrays watched without trainbot submitting them ("adopted",
-        "array"), newest first."""
+        "array" with no recipe: not an array recipe's), newest first."""
         return self._all(
             Chain,
             select(t.chains)
-            .where(t.chains.c.kind != "run")
+            .where(and_(t.chains.c.kind != "run", t.chains.c.recipe == ""))
             .order_by(t.chains.c.id.desc())
             .limit(limit),
         )

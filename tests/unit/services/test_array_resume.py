@@ -201,3 +201,22 @@ def test_a_whole_array_is_never_resubmitted_into_its_chain_nor_a_task_of_a_plain
         submit_recipe(plain.config, "mix", slurm=slurm, sftp=sftp, store=store, now=T0,
                       actor="U0ALICE", chain_id=chain.id, array_task=1)
     assert len(slurm.submits()) == 1
+
+
+def test_an_array_recipes_run_is_one_home_row_of_its_team_with_its_tasks(store, lookups):
+    from bot.services.home import home_view
+    from bot.services.threads import render
+
+    ctx, slurm, sftp, w, result = started_array(store, lookups, auto=False)
+    slurm.set(88901, state="NODE_FAIL", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    assert store.chains.adopted() == []  # trainbot submitted it
+    [row] = home_view(ctx, "U0ALICE", T0 + 130)["runs"]
+    assert (row["job_id"], row["array"], row["adopted"], row["state"]) == (
+        result.job_id, True, False, "RUNNING")
+    assert sorted((t["state"], t["n"]) for t in row["tasks"]) == [("NODE_FAIL", 1),
+                                                                  ("RUNNING", 2)]
+    [prompt] = row["prompts"]  # the failed task's Resubmit, as for any run
+    assert "resubmit" in [b["kind"] for b in prompt["buttons"]]
+    _, text = render(ctx, "home", None, home_view(ctx, "U0ALICE", T0 + 130))
+    assert text
