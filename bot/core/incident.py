@@ -140,6 +140,7 @@ class CompletionView:
     elapsed_s: float | None  # from the chain's first submit to the end of this job
     attempts: int
     retries_used: int = 0
+    replaced: tuple[str, ...] = ()  # a resubmitted array task: the task's earlier ids (123_4)
 
 
 # --- builders ----------------------------------------------------------------------------
@@ -363,10 +364,13 @@ def build_resolution(
 
 def build_completion(*, recipe: str, job_id: str, last_iter: int | None,
                      target_iter: int | None, started_at: float | None, ended_at: float,
-                     attempts: int, retries_used: int = 0) -> CompletionView:
-    """"reached iteration 8,000 / 8,000 in 18 h 30 min, in 3 attempts"."""
+                     attempts: int, retries_used: int = 0,
+                     replaced: tuple[str, ...] = ()) -> CompletionView:
+    """"reached iteration 8,000 / 8,000 in 18 h 30 min, in 3 attempts"; a resubmitted array
+    task's job is told with the ids it replaced, oldest first ("140_4 (was 123_4)")."""
     elapsed = ended_at - started_at if started_at is not None and ended_at >= started_at \
         else None
     return CompletionView(recipe=recipe, job_id=job_id, last_iter=last_iter,
                           target_iter=target_iter, elapsed_s=elapsed,
-                          attempts=max(1, attempts), retries_used=retries_used)
+                          attempts=max(1, attempts), retries_used=retries_used,
+                          replaced=tuple(replaced))

@@ -53,6 +53,7 @@ import logging
 from collections import OrderedDict
 
 from bot.config import PolicyConfig
+from bot.core.arrays import task_retries_used
 from bot.core.incident import build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -171,18 +172,22 @@ class ThreadEvents:
         d, rec = event.diagnosis, event.record
         assert d is not None
         retries = chain.retries_used if chain else 0
+        replaced: tuple[str, ...] = ()
         if chain is not None and chain.kind == "array":  # tasks run side by side: this task's
             mine = next((a for a in attempts if a.job_id == event.job_id), None)
             task = mine.array_task if mine is not None else None
             attempts = [a for a in attempts if a.job_id == event.job_id
                         or (task is not None and a.array_task == task)]
-            retries = max(0, len(attempts) - 1)
+            earlier = [a for a in attempts if a.job_id != event.job_id and mine is not None
+                       and a.attempt_no < mine.attempt_no]
+            retries = task_retries_used([a.cause for a in earlier], self.ctx.catalogue)
+            replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),
             last_iter=d.metrics.last_iter, target_iter=d.metrics.target_iter,
             started_at=min((a.submitted_at for a in attempts), default=None),
             ended_at=(rec.end_time if rec and rec.end_time else self.ctx.clock()),
-            attempts=len(attempts), retries_used=retries)
+            attempts=len(attempts), retries_used=retries, replaced=replaced)
         try:
             blocks, text = render(self.ctx, "completed", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost

@@ -181,3 +181,64 @@ def test_submitting_an_array_recipe_opens_the_whole_arrays_thread(
     assert "sweep · array 88887 · PENDING" in shown and context in shown
     [note] = slack.replies(CH, root["ts"])
     assert "88887" in note["text"] and "0-3%2" in note["text"]
+
+
+@pytest.mark.parametrize(("lang", "done"), [
+    ("en", "✅ Completed · job 88888_1 (was 88887_1): "),
+    ("ko", "✅ 완료 · 작업 88888_1 (이전 88887_1): "),
+])
+def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
+        store, slack_client, cluster, fake_sleep, slack: SlackStandIn, lang, done) -> None:
+    """Array 88887's task 1 dies on a failed node, comes back alone as 88888_1 and
+    completes: its ✅ line in the array's thread says which task it replaced; the tasks that
+    ran once say nothing of the kind."""
+    from bot.services.runs import AutoResubmitter, submit_and_announce
+
+    slurm, sftp = cluster
+    config = make_config(array="0-1", job_name="sweep", lang=lang,
+                         log_path=f"{LOGS}/%x-%A_%a.out",
+                         checkpoint={"dir": "/home/slurmci/ck/sweep/task_%a"},
+                         policy={"auto_resubmit": True, "backoff_s": 0})
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
+                     sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
+                     catalogue=Catalogue.load())
+    array = int(submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW).job_id)
+    auto = AutoResubmitter(ctx, "dev")
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
+                catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=config,
+                checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit,
+                recover=auto.recover)
+
+    def runs(job: int, of: int, n: int) -> str:
+        path = f"{LOGS}/sweep-{of}_{n}.out"
+        if job in slurm.records:
+            slurm.set(job, state="RUNNING", array_job_id=of, array_task_id=n,
+                      stdout_path=path, start_time=NOW)
+        else:
+            slurm.add(job, name="sweep", state="RUNNING", array_job_id=of, array_task_id=n,
+                      stdout_path=path, start_time=NOW)
+        sftp.append(path, b"iter: 10/100 | loss: 0.5\n")
+        return path
+
+    first = runs(88900, array, 0)
+    runs(array, array, 1)
+    w.tick(NOW + 60)
+    slurm.set(array, state="NODE_FAIL", exit_code=0, signal=0, end_time=NOW + 100)
+    w.tick(NOW + 120)
+    w.tick(NOW + 180)
+    [_, resubmit] = slurm.submits()
+    assert resubmit.array == "1"
+    again = runs(88888, 88888, 1)
+    w.tick(NOW + 240)
+    for job, path in ((88900, first), (88888, again)):
+        sftp.append(path, b"iter: 100/100 | loss: 0.1\n")
+        slurm.set(job, state="COMPLETED", exit_code=0, signal=0, end_time=NOW + 300)
+    w.tick(NOW + 320)
+    [root] = slack.root_messages(CH)
+    lines = [m["text"] for m in slack.replies(CH, root["ts"]) if m["text"].startswith("✅")]
+    assert len(lines) == 2, lines
+    [mine] = [t for t in lines if "88888_1" in t]
+    assert mine.startswith(done), mine
+    [other] = [t for t in lines if t is not mine]
+    assert "88887_0" in other and "88887_1" not in other and "(" not in other.split(":")[0]

@@ -116,6 +116,9 @@ def test_a_failed_task_of_an_array_recipe_is_resubmitted_alone(slurm_cluster, tm
             texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
             assert any(f"job array {array} (tasks 0-2)" in t for t in texts), texts
             assert any(f"{array}_1" in t and "nccl_timeout" in t for t in texts), texts
+            # the resubmit's ✅ line says which task it replaced
+            assert any(t.startswith(f"✅ Completed · job {again.job_id}_1 (was {array}_1):")
+                       for t in texts), texts
         finally:
             runner.run(["scancel", f"--name={name}"], check=False)
             clusters.close()

@@ -151,6 +151,12 @@ def test_a_failed_task_is_resubmitted_alone_from_its_own_checkpoint(store, looku
         "completed" if set(causes.values()) == {"node_failure", "completed"} else "stopped")
     assert causes[f"{array}_1"] == "node_failure"
     assert len(slurm.submits()) == 2  # nothing else was resubmitted
+    done = sorted(t for t in ctx.sink.texts() if "Completed · job" in t)
+    assert [t.split(":")[0] for t in done] == [
+        f"✅ Completed · job {array}_0", f"✅ Completed · job {array}_2",
+        f"✅ Completed · job {new}_1 (was {array}_1)"], done  # the task it replaced
+    assert "in 2 attempts (retries used: 0)" in done[2]  # a node failure is free
+    assert "first attempt" in done[0]
 
 
 def test_each_task_has_its_own_retry_budget(store, lookups):
