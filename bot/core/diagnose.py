@@ -83,11 +83,13 @@ _ERROR_LINE = re.compile(
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
 #: classes ended of that cause: a bare `Killed` (host OOM); the training framework's own
 #: announcement that it caught the scheduler's signal and requeues (Lightning's `Handling
-#: auto-requeue signal`, submitit's `Bypassing signal SIGTERM` ... `Requeued job`).
-_DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted"})
+#: auto-requeue signal`, submitit's `Bypassing signal SIGTERM` ... `Requeued job`); an
+#: exhausted allocator whose message is cut off (TensorFlow's `ResourceExhaustedError`).
+_DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted", "cuda_oom"})
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
-                        r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>")
+                        r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"
+                        r"|\b(?:error|exit|return) code\s*[=:]?\s*-9\b")
 # A rank killed by SIGBUS as launchers report it: in a training process that is a write to a
 # full /dev/shm (DataLoader batches, NCCL's shared-memory transport), whose fix is the shared
 # memory one (the DataLoader worker class's).
@@ -663,7 +665,8 @@ def _ends_in_error(
     lines and no progress line after it. A log that ends in progress is running (`none`),
     whatever errors it printed and survived before. The error is `unknown_failure` unless the
     last hint is one that names its cause when nothing follows it (a bare `Killed`: host OOM;
-    the framework requeueing the job on the scheduler's signal: time limit or preemption), or
+    the framework requeueing the job on the scheduler's signal: time limit or preemption;
+    TensorFlow's `ResourceExhaustedError` without its message: a device OOM), or
     the launcher reports ranks killed by a signal and nothing else (SIGBUS: /dev/shm exhausted,
     the DataLoader worker class; SIGKILL: host OOM)."""
     if not tail:

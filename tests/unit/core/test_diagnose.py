@@ -529,6 +529,12 @@ def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: s
     "No data found. Please verify arguments (train_data_dir must be the parent of folders)",
     "WARNING: the training dataset is empty, nothing to do",
     "No training images found in /data/train",
+    # a zero-length loader or data set as scripts print it, HF Trainer's count
+    "len(training_loader)=0",
+    "  Num examples = 0",
+    # the framework itself saying it did not train (ms-swift)
+    "[WARNING:swift] No training was carried out, which may be due to the dataset being too "
+    "small or incorrect usage of resume_from_checkpoint.",
 ])
 def test_an_empty_data_set_is_a_silent_exit_even_when_the_script_says_it_finished(
         catalogue, empty: str):
@@ -601,6 +607,9 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
     "(pid: 5343) of binary: /usr/bin/python\nTraceback (most recent call last):\n"
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    # any launcher's negative exit code of signal 9 (NVIDIA DIGITS, a job runner)
+    "ERROR: error code -9",
+    "Training process failed with exit code -9",
 ])
 def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, ending: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
@@ -636,6 +645,13 @@ def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: 
     "capacity; 58.10 GiB already allocated)",
     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating "
     "20029400304 bytes.",
+    # NCCL's spelling of cudaErrorMemoryAllocation, with its number
+    "node-1:2999605:3004403 [0] include/alloc.h:228 NCCL WARN Cuda failure 2 'out of memory'",
+    # XLA on a TPU: the runtime allocator and the compiler
+    "E tensorflow/compiler/xla/xla_client/xla_util.cc:88] RESOURCE_EXHAUSTED: Attempting to "
+    "reserve 6.48G at the bottom of memory. That was not possible. There are 6.78G free.",
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent "
+    "error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm.",
 ])
 def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
@@ -781,3 +797,51 @@ def test_a_gpu_or_node_fault_names_its_node(catalogue, line: str, node: str):
 def test_only_faults_of_a_node_name_one(catalogue):
     text = "srun: error: gpu-a07: task 0: Exited with exit code 1\nValueError: bad shape\n"
     assert _diagnose_text(catalogue, text).node is None
+
+
+def test_tensorflows_exhausted_allocator_ends_a_log_as_a_device_oom(catalogue):
+    """A Jupyter traceback's header names TensorFlow's exception class without its message:
+    the log ending there is a device OOM; with the host allocator's line it is a host OOM."""
+    text = ("Epoch 1/3\n"
+            "ResourceExhaustedError                    Traceback (most recent call last)\n"
+            "<ipython-input-15-331b28c97632> in <module>()\n"
+            "---> 10 history = model.fit(X_train, y_train, epochs=3, batch_size=4)\n")
+    assert _diagnose_text(catalogue, text).class_id == "cuda_oom"
+    host = ("OOM when allocating tensor with shape[32,52,52,256] and type float on "
+            "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n")
+    assert _diagnose_text(catalogue, host + text).class_id == "host_oom"
+    # training that goes on after it is not ended by it
+    assert _diagnose_text(catalogue, text + "step 11 loss 1.1\n").class_id == "none"
+
+
+@pytest.mark.parametrize("line", [
+    # Ray's memory monitor (verl, OpenRLHF, vLLM on Ray)
+    "(raylet) node_manager.cc:3099: 1 Workers (tasks / actors) killed due to memory pressure "
+    "(OOM), 0 Workers crashed due to other reasons at node (ID: 87d7, IP: 10.22.68.9)",
+    "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+    # a C++ allocation failing on the host heap
+    "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc"
+    "\nAborted (core dumped)",
+])
+def test_ray_memory_monitor_kills_and_cpp_bad_alloc_are_a_host_oom(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert d.class_id == "host_oom" and d.decided_by == "signature"
+
+
+@pytest.mark.parametrize("frames", [
+    "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+    ":565 (most recent call first):",
+    "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono::"
+    "duration<long, std::ratio<1l, 1000l> > >) + 0x282 (0x7f6aaafa5672 in libtorch_cuda.so)",
+    "(RayWorkerWrapper pid=4009) /usr/local/lib/python3.9/site-packages/torch/lib/"
+    "libtorch_cuda.so(+0xe0845a) [0x7f9a817d745a] c10d::ProcessGroupNCCL::ncclCommWatchdog()\n"
+    "(RayWorkerWrapper pid=4009) *** SIGABRT received at time=1720159248 on cpu 5 ***",
+])
+def test_the_nccl_watchdogs_own_frames_are_an_nccl_timeout(catalogue, frames: str):
+    """A stack dump cut before the watchdog's message still shows where the abort came from."""
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + frames + "\n")
+    assert d.class_id == "nccl_timeout" and d.retryable
+    # a GPU fault the watchdog reports is still the cause
+    ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + ecc + frames + "\n").class_id == (
+        "gpu_failure")
