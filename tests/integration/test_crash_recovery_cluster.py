@@ -1,0 +1,315 @@
+"""A resubmit interrupted by a crash, on each real dev cluster (Slurm 22.05 and 24.11): the bot
+dies right after `sbatch` ran and before it recorded the new job, and a fresh bot over the same
+database adopts the job sbatch created instead of submitting again.
+
+The crash is real: the watcher runs as a subprocess (tests/crash_driver.py, the production
+BotContext and watcher) with TRAINBOT_CRASH_AT=sbatch_returned, so it SIGKILLs itself on the
+line after `sbatch` returned the new job id (bot.services.submit.submit_recipe), before any
+store write. The test checks that this is the state left behind (the job in Slurm, no attempt
+recording it, the resubmit row `submitting`), then starts a fresh watcher in this process on
+the same SQLite store and asserts, through the real Slurm and the Slack stand-in:
+
+- a single job: exactly one new job exists under the recipe's job name, it is the chain's next
+  attempt, the thread tells the resubmit once, and the adopted job is watched to completion;
+- an array task (`--array=1`): the adopted job is the one-task array of that task (sacct:
+  `NEW_1`), never a sibling task of the original array, and nothing is submitted twice.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from cluster_jobs import DemoJobs
+from slack_standin import SlackStandIn
+
+from bot.app import build_watcher
+from bot.cluster.sessions import ClusterSessions
+from bot.config import Config
+from bot.config.dev_cluster import dev_cluster_config_data
+from bot.core.catalogue import Catalogue
+from bot.services.ports import BotContext
+from bot.services.runs import submit_and_announce
+from bot.slack.poster import METADATA_EVENT, SlackPoster
+from bot.slack.render import TemplateRenderer
+from bot.slack.retry import make_client
+from bot.store import Store
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+DRIVER = REPO / "tests" / "crash_driver.py"
+CHANNEL = "C0CRASHRC"
+OWNER = "U0OWNER"
+CRASH_WITHIN_S = 150.0
+FINISH_WITHIN_S = 150.0
+
+# The demo trainer stalls at iteration 8 and dies of an NCCL watchdog abort, once per
+# checkpoint dir (a marker file there), so the resumed job trains on to the end.
+TRAIN_ARGS = ["--target-iter", "20", "--sec-per-iter", "0.3", "--save-every", "4",
+              "--save-seconds", "0.3", "--stall-at", "8", "--stall-seconds", "4",
+              "--log-every", "1"]
+POLICY = {"auto_resubmit": True, "backoff_s": 0, "tick_s": 1, "stall_min_s": 3,
+          "save_time_s": 2, "retry_budget": 2}
+
+# Every job these scripts submit is queued held (`#SBATCH --hold`) until the test releases
+# it: the first one at once, the resubmit only after the restarted bot adopted it, so the
+# restart meets it queued on every run (Slurm 24.11 shows a queued one-task array `NEW_[1]`).
+SINGLE_SCRIPT = """#!/bin/bash
+#SBATCH --hold
+exec bash "$TRAINBOT_DEMO_DIR/launch.sbatch" "$@"
+"""
+
+# Task 1 of three dies as above; tasks 0 and 2 are healthy. `%2` keeps task 2 pending until
+# task 1 ends, so it starts (a sibling with the same name and a job id above task 1's) around
+# the time task 1's resubmit is made.
+ARRAY_SCRIPT = """#!/bin/bash
+#SBATCH --cpus-per-task=1
+#SBATCH --hold
+set -euo pipefail
+export TRAINBOT_CKPT_DIR="$ARRAY_CKPT_ROOT/task_${SLURM_ARRAY_TASK_ID}"
+scenario=healthy
+if [[ "$SLURM_ARRAY_TASK_ID" == 1 ]]; then scenario=stall-then-nccl; fi
+exec bash "$TRAINBOT_DEMO_DIR/launch.sbatch" --scenario "$scenario" """ \
+    + " ".join(TRAIN_ARGS) + "\n"
+
+
+def _single_recipe(jobs: DemoJobs, name: str) -> dict:
+    script = jobs.path("held.sbatch")
+    with jobs.runner.sftp().open(script, "w") as f:
+        f.write(SINGLE_SCRIPT)
+    return {
+        "sbatch_script": script,
+        "args": ["--scenario", "stall-then-nccl", *TRAIN_ARGS],
+        "job_name": name, "mem": "256M", "time": "5", "workdir": jobs.root,
+        "log_path": posixpath.join(jobs.root, "logs", "%x-%j.out"),
+        "env": {"TRAINBOT_DEMO_DIR": jobs.root, "TRAINBOT_CKPT_DIR": jobs.path("ckpt", "one")},
+        "checkpoint": {"dir": jobs.path("ckpt", "one"), "complete_rule": "dcp"},
+        "target_iter": 20, "owners": [OWNER], "approvers": [OWNER], "policy": POLICY,
+    }
+
+
+def _array_recipe(jobs: DemoJobs, name: str) -> dict:
+    script = jobs.path("array.sbatch")
+    with jobs.runner.sftp().open(script, "w") as f:
+        f.write(ARRAY_SCRIPT)
+    return {
+        "sbatch_script": script, "array": "0-2%2", "job_name": name,
+        "mem": "256M", "time": "5", "workdir": jobs.root,
+        "log_path": posixpath.join(jobs.root, "logs", "%x-%A_%a.out"),
+        "env": {"TRAINBOT_DEMO_DIR": jobs.root, "ARRAY_CKPT_ROOT": jobs.path("ckpt")},
+        "checkpoint": {"dir": jobs.path("ckpt", "task_%a"), "complete_rule": "dcp"},
+        "target_iter": 20, "owners": [OWNER], "approvers": [OWNER], "policy": POLICY,
+    }
+
+
+class Bot:
+    """The production BotContext over one config and its SQLite store (one bot "process")."""
+
+    def __init__(self, config: Config, slack: SlackStandIn) -> None:
+        self.store = Store.open(config.store.url)
+        self.clusters = ClusterSessions(config)
+        client = make_client(slack.token, base_url=slack.api_url, timeout=10)
+        self.ctx = BotContext(config=config, store=self.store, clusters=self.clusters,
+                              sink=SlackPoster(client, self.store), renderer=TemplateRenderer(),
+                              catalogue=Catalogue.load(), clock=time.time)
+
+    def close(self) -> None:
+        self.clusters.close()
+        self.store.close()
+
+
+def _setup(slurm_cluster, tmp_path: Path, recipe: dict) -> tuple[Config, Path]:
+    connection = {k: getattr(slurm_cluster, k) for k in
+                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
+    data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+                                   recipes={"run": recipe})
+    data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
+                     "approvers": [OWNER]}
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return Config.model_validate(data), config_path
+
+
+def _crash_in_sbatch(config_path: Path, slack: SlackStandIn, log: Path) -> None:
+    """Run the watcher as its own process until it SIGKILLs itself right after sbatch."""
+    env = {k: v for k, v in os.environ.items() if k != "TRAINBOT_CRASH_AT"}
+    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env["TRAINBOT_CRASH_AT"] = "sbatch_returned"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(DRIVER), "--config", str(config_path), "--slack-url",
+             slack.api_url, "--token", slack.token, "--tick", "1"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            rc = proc.wait(timeout=CRASH_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+            pytest.fail("the watcher never reached its resubmit's sbatch\n"
+                        + log.read_text()[-4000:])
+    assert rc == -signal.SIGKILL, f"driver ended with {rc}\n" + log.read_text()[-4000:]
+
+
+def _jobs_named(runner, name: str) -> dict[str, str]:
+    """Slurm's word on every job of that name: sacct's JobID (`123`, `123_4`) -> JobIDRaw,
+    plus squeue's pending ones sacct may not list yet. A pending one-task array, which
+    Slurm 24.11 shows as `123_[4]`, is `123_4`."""
+    out = runner.run(["sacct", "-X", "-n", "-P", f"--name={name}", "-S", "now-1days",
+                      "-o", "JobID,JobIDRaw"]).stdout
+    rows = [line.strip().split("|") for line in out.splitlines() if line.strip()]
+    queued = runner.run(["squeue", "-h", f"--name={name}", "-o", "%i|%A"]).stdout
+    rows += [line.strip().split("|") for line in queued.splitlines() if line.strip()]
+    found: dict[str, str] = {}
+    for shown, raw in rows:
+        found.setdefault(re.sub(r"_\[(\d+)\]$", r"_\1", shown), raw)
+    return found
+
+
+def _queued_held(runner, job_id: str) -> bool:
+    out = runner.run(["squeue", "-h", "-j", job_id, "-o", "%T|%r"]).stdout.split()
+    return out == ["PENDING|JobHeldUser"]
+
+
+def _keys(slack: SlackStandIn) -> list[str]:
+    return [m["metadata"]["event_payload"]["key"] for m in slack.all_messages()
+            if (m.get("metadata") or {}).get("event_type") == METADATA_EVENT]
+
+
+def _tick_until_done(bot: Bot, chain_id: int, watcher) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < FINISH_WITHIN_S:
+        watcher.tick(time.time())
+        if bot.store.chains.get(chain_id).status != "active":
+            return
+        time.sleep(1.0)
+
+
+def test_a_single_jobs_resubmit_lost_in_a_crash_is_adopted_once(slurm_cluster, tmp_path):
+    name = f"tb-crash-{uuid.uuid4().hex[:6]}"
+    with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
+        config, config_path = _setup(slurm_cluster, tmp_path, _single_recipe(jobs, name))
+        runner = jobs.runner
+        try:
+            bot = Bot(config, slack)
+            first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
+            chain_id, old = first.chain_id, first.job_id
+            bot.close()
+            runner.run(["scontrol", "release", old])
+
+            _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
+
+            # What the crash left: the job sbatch made, and nothing in the store about it.
+            slurm_jobs = _jobs_named(runner, name)
+            assert len(slurm_jobs) == 2 and old in slurm_jobs, slurm_jobs
+            [new] = [j for j in slurm_jobs if j != old]
+            bot = Bot(config, slack)
+            assert [a.job_id for a in bot.store.attempts.for_chain(chain_id)] == [old]
+            assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "submitting"
+
+            # A fresh bot on the same store, the job still queued: its first tick adopts it.
+            assert _queued_held(runner, new)
+            watcher = build_watcher(bot.ctx, "dev")
+            watcher.tick(time.time())
+            runner.run(["scontrol", "release", new])
+            attempts = bot.store.attempts.for_chain(chain_id)
+            assert [a.job_id for a in attempts] == [old, new], attempts
+            assert attempts[1].attempt_no == 2 and attempts[1].checkpoint_path is not None
+            assert bot.store.chains.get(chain_id).retries_used == 1
+            assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "done"
+            assert new in {w.job_id for w in bot.store.watched_jobs.list("dev")}
+
+            _tick_until_done(bot, chain_id, watcher)
+            attempts = bot.store.attempts.for_chain(chain_id)
+            seen = [(a.job_id, a.state, a.cause) for a in attempts]
+            assert bot.store.chains.get(chain_id).status == "completed", seen
+            assert [a.job_id for a in attempts] == [old, new], seen
+            assert attempts[1].result == "COMPLETED", seen
+            assert _jobs_named(runner, name).keys() == {old, new}  # never submitted again
+
+            [root] = slack.root_messages(CHANNEL)
+            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
+            told = [t for t in texts if f"resubmitted automatically as {new}" in t]
+            assert len(told) == 1, texts
+            keys = Counter(_keys(slack))
+            assert keys[f"dev:{old}:resubmitted"] == 1 and keys[f"resolution:{new}"] == 1, keys
+            assert not [k for k, n in keys.items() if n > 1], keys
+            bot.close()
+        finally:
+            runner.run(["scancel", f"--name={name}"], check=False)
+
+
+def test_an_array_tasks_resubmit_lost_in_a_crash_is_its_one_task_array(slurm_cluster,
+                                                                       tmp_path):
+    name = f"tb-crash-arr-{uuid.uuid4().hex[:6]}"
+    with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
+        config, config_path = _setup(slurm_cluster, tmp_path, _array_recipe(jobs, name))
+        runner = jobs.runner
+        try:
+            bot = Bot(config, slack)
+            first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
+            chain_id, array = first.chain_id, first.job_id
+            bot.close()
+            runner.run(["scontrol", "release", array])
+
+            _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
+
+            bot = Bot(config, slack)
+            before = {a.shown_id: a.job_id for a in bot.store.attempts.for_chain(chain_id)}
+            failed_raw = before[f"{array}_1"]
+            assert bot.store.incidents.get(f"dev:{failed_raw}:resubmit").state == "submitting"
+            slurm_jobs = _jobs_named(runner, name)
+            resubmits = {shown: raw for shown, raw in slurm_jobs.items()
+                         if not shown.startswith(f"{array}_")}
+            # sbatch --array=1 made one job, a one-task array of task 1, recorded nowhere
+            [(shown, new)] = resubmits.items()
+            assert shown == f"{new}_1", slurm_jobs
+            assert new not in before.values(), before
+
+            # A fresh bot on the same store, the resubmit still queued: its first tick adopts it.
+            assert _queued_held(runner, new)
+            watcher = build_watcher(bot.ctx, "dev")
+            watcher.tick(time.time())
+            runner.run(["scontrol", "release", new])
+            after = {a.shown_id: a for a in bot.store.attempts.for_chain(chain_id)}
+            task1 = [k for k, a in after.items() if a.array_task == 1]
+            assert task1 == [f"{array}_1", f"{new}_1"], list(after)
+            assert after[f"{new}_1"].job_id == new
+            # every other attempt row is a task of the original array, under its own id
+            siblings = {k: a.job_id for k, a in after.items() if a.array_task != 1}
+            assert all(k.startswith(f"{array}_") for k in siblings), siblings
+            assert all(slurm_jobs.get(k) == raw for k, raw in siblings.items()), \
+                (siblings, slurm_jobs)
+            assert bot.store.incidents.get(f"dev:{failed_raw}:resubmit").state == "done"
+
+            _tick_until_done(bot, chain_id, watcher)
+            after = {a.shown_id: a for a in bot.store.attempts.for_chain(chain_id)}
+            seen = [(k, a.state, a.cause) for k, a in after.items()]
+            assert bot.store.chains.get(chain_id).status == "completed", seen
+            assert sorted(after) == sorted([f"{array}_0", f"{array}_1", f"{array}_2",
+                                            f"{new}_1"]), seen
+            assert after[f"{new}_1"].result == "COMPLETED", seen
+            # Slurm: the three tasks and ONE resubmit of task 1, nothing else
+            assert sorted(_jobs_named(runner, name)) == sorted(
+                [f"{array}_0", f"{array}_1", f"{array}_2", f"{new}_1"])
+
+            [root] = slack.root_messages(CHANNEL)
+            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
+            told = [t for t in texts if "resubmitted automatically as" in t]
+            assert len(told) == 1 and f"{array}_1 resubmitted automatically as {new}_1" \
+                in told[0], texts
+            keys = Counter(_keys(slack))
+            assert not [k for k, n in keys.items() if n > 1], keys
+            bot.close()
+        finally:
+            runner.run(["scancel", f"--name={name}"], check=False)
