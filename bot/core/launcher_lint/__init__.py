@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.arith import check_arith
+from bot.core.launcher_lint.directives import check_sbatch_after_command
 from bot.core.launcher_lint.empty_match import check_empty_match
 from bot.core.launcher_lint.engine import scan
 from bot.core.launcher_lint.interactive import check_interactive
@@ -25,6 +26,7 @@ from bot.core.launcher_lint.model import (
     CHECK_JIT_CC,
     CHECK_NOUNSET,
     CHECK_POINTER,
+    CHECK_SBATCH_AFTER_COMMAND,
     CHECK_SHEBANG,
     CHECK_STRICT_MODE,
     MAX_DEPTH,
@@ -55,7 +57,7 @@ def lint_launcher(
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, "not checked"))
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
-            CHECK_POINTER)]
+            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -81,6 +83,8 @@ def lint_launcher(
             except Exception as exc:  # noqa: BLE001
                 findings.append(crashed(check, exc))
     for check, run in ((CHECK_JIT_CC, lambda: check_jit(code, python_sources or {})),
+                       (CHECK_SBATCH_AFTER_COMMAND,
+                        lambda: check_sbatch_after_command(script_text, blanked)),
                        (CHECK_POINTER, lambda: check_pointer(code, assigns))):
         try:
             findings.extend(run())
@@ -97,6 +101,7 @@ __all__ = [
     "CHECK_JIT_CC",
     "CHECK_NOUNSET",
     "CHECK_POINTER",
+    "CHECK_SBATCH_AFTER_COMMAND",
     "CHECK_SHEBANG",
     "CHECK_STRICT_MODE",
     "MAX_DEPTH",

@@ -16,6 +16,7 @@ CHECK_NOUNSET = "unset_variable_under_nounset"
 CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
 CHECK_INTERACTIVE = "interactive_shell_in_batch"
+CHECK_SBATCH_AFTER_COMMAND = "sbatch_after_command"
 
 #: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
 MAX_DEPTH = 40
