@@ -348,6 +348,8 @@ def split_top_level(
             i += 1
             continue
         end = i + len(matched)
+        if matched == "|" and text[end : end + 1] == "&":
+            end += 1  # `|&`: a pipe of stdout and stderr, not a pipe then `&`
         if matched in ("&&", "||", "|"):  # a line break after these continues the list
             while end < n and text[end] in " \t\n":
                 end += 1

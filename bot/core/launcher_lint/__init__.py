@@ -29,6 +29,7 @@ from bot.core.launcher_lint.model import (
     CHECK_SBATCH_AFTER_COMMAND,
     CHECK_SHEBANG,
     CHECK_STRICT_MODE,
+    CHECK_TEE_HIDES_STATUS,
     MAX_DEPTH,
     Scan,
 )
@@ -36,6 +37,7 @@ from bot.core.launcher_lint.nounset import check_nounset
 from bot.core.launcher_lint.paths import assignments
 from bot.core.launcher_lint.pointer import check_pointer
 from bot.core.launcher_lint.shebang import check_shebang
+from bot.core.launcher_lint.tee import check_tee
 from bot.core.shell_lexer import blank_heredocs, strip_comments
 
 
@@ -57,7 +59,7 @@ def lint_launcher(
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, "not checked"))
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
-            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND)]
+            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_TEE_HIDES_STATUS)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -77,7 +79,8 @@ def lint_launcher(
         done = walked
         for check, run in ((CHECK_ARITH_ZERO, lambda: check_arith(done, code)),
                            (CHECK_NOUNSET, lambda: check_nounset(done)),
-                           (CHECK_INTERACTIVE, lambda: check_interactive(done))):
+                           (CHECK_INTERACTIVE, lambda: check_interactive(done)),
+                           (CHECK_TEE_HIDES_STATUS, lambda: check_tee(done))):
             try:
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
@@ -104,6 +107,7 @@ __all__ = [
     "CHECK_SBATCH_AFTER_COMMAND",
     "CHECK_SHEBANG",
     "CHECK_STRICT_MODE",
+    "CHECK_TEE_HIDES_STATUS",
     "MAX_DEPTH",
     "NO_COMPILER",
     "lint_launcher",

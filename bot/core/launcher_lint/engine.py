@@ -17,11 +17,13 @@ from bot.core.launcher_lint.model import (
     Interactive,
     Opts,
     Scan,
+    Tee,
     Unset,
     with_,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
+from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
     Memo,
     shell_words,
@@ -115,6 +117,8 @@ class _Analyzer:
         self.may_read_unset = may_read_unset(text)
         self.may_source_startup = may_source_startup(text)
         self.interactive: list[Interactive] = []
+        self.may_tee = may_tee(text)
+        self.tees: list[Tee] = []
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -140,7 +144,7 @@ class _Analyzer:
             is_last = idx == last
             if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
                 lst, quick=True
-            ):
+            ) and not (self.may_tee and "tee" in lst):
                 continue  # nothing here can fail on an empty match or change an option
             lst_off = off + (len(lst) - len(lst.lstrip()))
             lst = lst.strip()
@@ -169,6 +173,8 @@ class _Analyzer:
                         self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
                     if self.may_source_startup:
                         self.interactive.extend(startup_sources(lst, lst_off))
+                if self.may_tee and "tee" in lst and not self.opts.pipefail:
+                    self._note_tees(lst, lst_off, lists[idx + 1 :])
             if status_only and not is_last:
                 continue
             if not _has_candidate(lst):
@@ -179,6 +185,21 @@ class _Analyzer:
                 continue
             hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
         return hits
+
+    def _note_tees(self, lst: str, off: int, after: list[tuple[str, int, str]]) -> None:
+        """Training piped to `tee` where its status matters: under `set -e`, or followed only
+        by messages at the end of the script (`${PIPESTATUS[0]}` read next keeps it)."""
+        if after and "PIPESTATUS" in after[0][0]:
+            return
+        if self.opts.errexit:
+            errexit = True
+        elif self.depth == 1 and self.function is None and all(
+            TRAILING_RE.match(t.strip()) for t, _o, _p in after
+        ):
+            errexit = False
+        else:
+            return
+        self.tees.extend(Tee(o, cmd, errexit) for o, cmd in tee_pipelines(lst, off, self.memo))
 
     def _outside_errexit(self, lst: str, off: int, hits: list[Hit]) -> None:
         m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
@@ -449,4 +470,4 @@ def scan(script_text: str, code: str) -> Scan:
         analyzer.opts.errexit_line = 1
     hits = analyzer.script(code, 0)
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
-                analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive)
+                analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees)

@@ -17,6 +17,7 @@ CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
 CHECK_INTERACTIVE = "interactive_shell_in_batch"
 CHECK_SBATCH_AFTER_COMMAND = "sbatch_after_command"
+CHECK_TEE_HIDES_STATUS = "tee_hides_status"
 
 #: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
 MAX_DEPTH = 40
@@ -88,6 +89,16 @@ class Interactive:
 
 
 @dataclass
+class Tee:
+    """A training command piped to `tee` without `pipefail`, where its status would matter:
+    under `set -e` (`errexit`), or as the script's last command."""
+
+    offset: int
+    command: str
+    errexit: bool
+
+
+@dataclass
 class Scan:
     """The result of the walk (bot.core.launcher_lint.engine): options as they end, the hits of
     each check, and where `set -u` was turned on and nesting got too deep."""
@@ -100,6 +111,7 @@ class Scan:
     too_deep_at: int | None
     line_starts: list[int] = field(default_factory=lambda: [0])
     interactive: list[Interactive] = field(default_factory=list)
+    tees: list[Tee] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

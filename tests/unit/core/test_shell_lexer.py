@@ -49,6 +49,9 @@ def test_split_top_level_keeps_offsets_and_skips_nested_operators():
         ("k", 141, ""),
     ]
     assert split_top_level("a 2>&1 | b >| c", 0, ("|",))[0][0] == "a 2>&1 "
+    # `|&` pipes stderr too: one pipe, not a pipe and a background `&`
+    assert split_top_level("a |& tee x & b", 0, ("&", "|")) == [
+        ("a ", 0, "|"), ("tee x ", 5, "&"), (" b", 12, "")]
 
 
 def test_words_keep_quotes_and_substitutions_whole():

@@ -1,0 +1,76 @@
+"""Launcher lint: what turns a crashed training run into a job that ends COMPLETED 0:0. Each
+case runs the script under real bash, with a "trainer" that crashes (exit 3), and compares the
+script's exit status (what Slurm shows for a batch job) with the lint's verdict."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.core.launcher_lint import CHECK_TEE_HIDES_STATUS, lint_launcher
+
+#: A trainer that crashes: `python train.py` with this train.py exits 3.
+CRASH = "import sys\nprint('step 1')\nsys.exit(3)\n"
+
+
+def _run(tmp_path: Path, script: str) -> int:
+    """The exit status of `script` under bash (its job's status), train.py crashing."""
+    bash = shutil.which("bash")
+    assert bash, "bash is needed to check the lint against the real shell"
+    (tmp_path / "train.py").write_text(CRASH)
+    (tmp_path / "launch.sh").write_text(script)
+    python_dir = str(Path(sys.executable).parent)  # `python` is this interpreter
+    proc = subprocess.run([bash, "launch.sh"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=30, env={"PATH": f"{python_dir}:/usr/bin:/bin"})
+    return proc.returncode
+
+
+def _level(script: str, check: str) -> str:
+    levels = {f.level for f in lint_launcher(script) if f.check == check}
+    return "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
+
+
+TEE = [
+    # (script body after #!/bin/bash, does the job end 0 after the crash?, the lint's level)
+    ("python train.py 2>&1 | tee log.txt\n", True, "warn"),
+    ("python train.py |& tee log.txt\necho \"END TIME: $(date)\"\n", True, "warn"),
+    ("{ echo start; python train.py; } 2>&1 | tee -a log.txt\n", True, "warn"),
+    ("set -e\nCUDA_VISIBLE_DEVICES=0 python train.py | tee log.txt\npython -c 'pass'\n",
+     True, "warn"),
+    ("set -e\ntrain() {\n  python train.py | tee log.txt\n}\ntrain\n", True, "warn"),
+    ("if true; then\n  python train.py 2>&1 | tee log.txt\nfi\n", True, "warn"),
+    # pipefail in effect: the trainer's status is the pipeline's
+    ("set -o pipefail\npython train.py 2>&1 | tee log.txt\n", False, "pass"),
+    ("set -euo pipefail\npython train.py | tee log.txt\necho done\n", False, "pass"),
+    # the status read right after from PIPESTATUS
+    ('python train.py | tee log.txt\nexit "${PIPESTATUS[0]}"\n', False, "pass"),
+    ("python train.py | tee log.txt\nrc=${PIPESTATUS[0]}\nexit $rc\n", False, "pass"),
+    # no set -e and more work after it: that command's status is the job's, tee or not
+    ("python train.py | tee log.txt\nfalse\n", False, "pass"),
+    # not training piped to tee
+    ("set -e\necho start | tee log.txt\npython train.py\n", False, "pass"),
+    ("{ echo a; date; } | tee log.txt\n", True, "pass"),
+]
+
+
+@pytest.mark.parametrize(("body", "ends_zero", "level"), TEE)
+def test_tee_hides_status_against_real_bash(tmp_path, body, ends_zero, level):
+    script = "#!/bin/bash\n" + body
+    assert (_run(tmp_path, script) == 0) == ends_zero, "bash itself disagrees with the table"
+    assert _level(script, CHECK_TEE_HIDES_STATUS) == level
+
+
+def test_tee_message_names_the_pipeline_and_the_fixes():
+    script = "#!/bin/bash\nset -e\nmodule load cuda\nsrun python train.py 2>&1 | tee log\nls\n"
+    (finding,) = [f for f in lint_launcher(script) if f.check == CHECK_TEE_HIDES_STATUS]
+    assert finding.level == "warn" and finding.line == 4
+    assert "`srun python train.py 2>&1 | tee log`" in finding.message
+    assert "`set -e` (line 2)" in finding.message and "COMPLETED 0:0" in finding.message
+    assert "set -o pipefail" in finding.fix and "PIPESTATUS[0]" in finding.fix
+    last = "#!/bin/bash\ntorchrun train.py | tee log\n"
+    (finding,) = [f for f in lint_launcher(last) if f.check == CHECK_TEE_HIDES_STATUS]
+    assert "last command" in finding.message
