@@ -22,6 +22,7 @@ from bot.core.launcher_lint.messages import crashed
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
+    CHECK_EXIT_TRAP,
     CHECK_INTERACTIVE,
     CHECK_JIT_CC,
     CHECK_NOUNSET,
@@ -38,6 +39,7 @@ from bot.core.launcher_lint.paths import assignments
 from bot.core.launcher_lint.pointer import check_pointer
 from bot.core.launcher_lint.shebang import check_shebang
 from bot.core.launcher_lint.tee import check_tee
+from bot.core.launcher_lint.trap import check_exit_trap
 from bot.core.shell_lexer import blank_heredocs, strip_comments
 
 
@@ -59,7 +61,8 @@ def lint_launcher(
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, "not checked"))
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
-            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_TEE_HIDES_STATUS)]
+            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_TEE_HIDES_STATUS,
+            CHECK_EXIT_TRAP)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -80,7 +83,8 @@ def lint_launcher(
         for check, run in ((CHECK_ARITH_ZERO, lambda: check_arith(done, code)),
                            (CHECK_NOUNSET, lambda: check_nounset(done)),
                            (CHECK_INTERACTIVE, lambda: check_interactive(done)),
-                           (CHECK_TEE_HIDES_STATUS, lambda: check_tee(done))):
+                           (CHECK_TEE_HIDES_STATUS, lambda: check_tee(done)),
+                           (CHECK_EXIT_TRAP, lambda: check_exit_trap(done, blanked, {}))):
             try:
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
@@ -100,6 +104,7 @@ __all__ = [
     "after_toolchain_probe",
     "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",
+    "CHECK_EXIT_TRAP",
     "CHECK_INTERACTIVE",
     "CHECK_JIT_CC",
     "CHECK_NOUNSET",

@@ -18,6 +18,7 @@ CHECK_POINTER = "pointer_without_check"
 CHECK_INTERACTIVE = "interactive_shell_in_batch"
 CHECK_SBATCH_AFTER_COMMAND = "sbatch_after_command"
 CHECK_TEE_HIDES_STATUS = "tee_hides_status"
+CHECK_EXIT_TRAP = "exit_trap_overrides_status"
 
 #: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
 MAX_DEPTH = 40

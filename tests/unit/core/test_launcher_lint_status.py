@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.launcher_lint import CHECK_TEE_HIDES_STATUS, lint_launcher
+from bot.core.launcher_lint import CHECK_EXIT_TRAP, CHECK_TEE_HIDES_STATUS, lint_launcher
 
 #: A trainer that crashes: `python train.py` with this train.py exits 3.
 CRASH = "import sys\nprint('step 1')\nsys.exit(3)\n"
@@ -74,3 +74,46 @@ def test_tee_message_names_the_pipeline_and_the_fixes():
     last = "#!/bin/bash\ntorchrun train.py | tee log\n"
     (finding,) = [f for f in lint_launcher(last) if f.check == CHECK_TEE_HIDES_STATUS]
     assert "last command" in finding.message
+
+
+TRAP = [
+    # (script body after #!/bin/bash, does the job end 0 after the crash?, the lint's level)
+    ("set -e\ntrap 'echo bye; exit 0' EXIT\npython train.py\n", True, "fail"),
+    ("set -e\ncleanup() {\n  rm -f tmp.lock\n  exit 0\n}\ntrap cleanup EXIT\n"
+     "python train.py\n", True, "fail"),
+    ("set -e\nfinish() { exit 0; }\ncleanup() { rm -f tmp.lock; finish; }\n"
+     "trap cleanup EXIT\npython train.py\n", True, "fail"),
+    ("set -e\ntrap 'exit 0' 0\npython train.py\n", True, "fail"),
+    ('set -e\nOK=0\ntrap "exit $OK" EXIT\npython train.py\n', True, "fail"),
+    ("set -e\ntrap 'exit 0' EXIT\npython train.py\ntrap - EXIT\n", True, "fail"),
+    # no set -e: the script's own error exit is turned into 0 as well
+    ("trap 'exit 0' EXIT\npython train.py || exit 1\n", True, "warn"),
+    # the status kept: exit $?, a variable holding it, a bare exit, no exit
+    ("set -e\ntrap 'exit $?' EXIT\npython train.py\n", False, "pass"),
+    ('set -e\ncleanup() {\n  rc=$?\n  rm -f tmp.lock\n  exit "$rc"\n}\ntrap cleanup EXIT\n'
+     "python train.py\n", False, "pass"),
+    ("set -e\ntrap 'rm -f tmp.lock; exit' EXIT\npython train.py\n", False, "pass"),
+    ("set -e\ntrap 'rm -f tmp.lock' EXIT\npython train.py\n", False, "pass"),
+    # reset before training starts; a trap on other signals only
+    ("set -e\ntrap 'exit 0' EXIT\nmkdir -p out\ntrap - EXIT\npython train.py\n", False, "pass"),
+    ("set -e\ntrap 'exit 0' INT TERM\npython train.py\n", False, "pass"),
+    # `exit 0` in a function the trap does not call
+    ("set -e\nusage() { echo usage; exit 0; }\ntrap 'rm -f x' EXIT\npython train.py\n",
+     False, "pass"),
+]
+
+
+@pytest.mark.parametrize(("body", "ends_zero", "level"), TRAP)
+def test_exit_trap_against_real_bash(tmp_path, body, ends_zero, level):
+    script = "#!/bin/bash\n" + body
+    assert (_run(tmp_path, script) == 0) == ends_zero, "bash itself disagrees with the table"
+    assert _level(script, CHECK_EXIT_TRAP) == level
+
+
+def test_exit_trap_message_names_the_trap_the_exit_and_set_e():
+    script = "#!/bin/bash\nset -euo pipefail\ntrap 'rm -rf $TMP; exit 0' EXIT\nsrun python x.py\n"
+    (finding,) = [f for f in lint_launcher(script) if f.check == CHECK_EXIT_TRAP]
+    assert finding.level == "fail" and finding.line == 3
+    assert "`rm -rf $TMP; exit 0`" in finding.message and "`exit 0`" in finding.message
+    assert "`set -e` (line 2)" in finding.message and "COMPLETED 0:0" in finding.message
+    assert "exit $rc" in finding.fix

@@ -1,0 +1,151 @@
+"""`exit_trap_overrides_status`: an EXIT trap whose handler ends with `exit 0` (in the handler or
+in a function it calls). bash runs the trap whenever the script ends, also when `set -e` stops
+it or it calls `exit 1` itself, and the trap's `exit 0` becomes the script's status: a crashed
+run ends COMPLETED 0:0. A trap that does not call `exit`, calls it bare (bash keeps the status
+the script had), or exits with `$?` / a variable holding it keeps the failure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.core.findings import Finding
+from bot.core.launcher_lint.messages import short
+from bot.core.launcher_lint.model import CHECK_EXIT_TRAP, Scan
+from bot.core.launcher_lint.paths import unquote
+from bot.core.shell_lexer import Memo, shell_words, skip_group, split_top_level
+
+_TRAP_AT = re.compile(r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]")
+_EXIT_AT = re.compile(
+    r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))\s*(exit)(?:[ \t]+([^\s;&|)}]+))?"
+)
+_FUNC_DEF = re.compile(
+    r"(?m)^[ \t]*(?:function[ \t]+([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?"
+    r"|([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\))\s*(?=\{)"
+)
+_ZERO_ASSIGN = re.compile(r"(?<![\w$])([A-Za-z_]\w*)=(\S*)")
+#: A command that runs training, between a trap and its reset.
+_TRAINER = re.compile(
+    r"(?<![\w./-])(?:python[\d.]*|torchrun|srun|deepspeed|accelerate|mpirun|mpiexec)(?![\w-])"
+)
+_EXIT_SIGNALS = {"EXIT", "0", "SIGEXIT"}
+_MAX_CALL_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class _Trap:
+    offset: int
+    handler: str | None  # None: the EXIT trap is reset (`trap - EXIT`, `trap '' EXIT`)
+
+
+def _traps(code: str, memo: Memo) -> list[_Trap]:
+    """Every `trap … EXIT` command in `code`, in order."""
+    found: list[_Trap] = []
+    for m in _TRAP_AT.finditer(code):
+        start = m.end() - len("trap ")
+        piece = split_top_level(code[start:], start, ("\n", ";", "&", "&&", "||", "|"),
+                                memo)[0][0]
+        words = shell_words(piece, start, memo)
+        args = words[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        if not args or args[0].startswith("-") and args[0] != "-":
+            continue  # `trap -p`, `trap -l`
+        signals = args[1:] if len(args) > 1 else args
+        if not any(unquote(s).upper() in _EXIT_SIGNALS for s in signals):
+            continue
+        handler = unquote(args[0]) if len(args) > 1 else "-"
+        found.append(_Trap(start, None if handler in ("-", "") else handler))
+    return found
+
+
+def _functions(code: str, memo: Memo) -> dict[str, str]:
+    bodies: dict[str, str] = {}
+    for m in _FUNC_DEF.finditer(code):
+        brace = code.index("{", m.end())
+        end = skip_group(code, brace, 0, memo)
+        bodies[m.group(1) or m.group(2)] = code[brace + 1 : end - 1]
+    return bodies
+
+
+def _zero_variables(code: str) -> set[str]:
+    """Variables whose every assignment in the script is the constant 0."""
+    values: dict[str, set[str]] = {}
+    for m in _ZERO_ASSIGN.finditer(code):
+        values.setdefault(m.group(1), set()).add(m.group(2).strip("\"'"))
+    return {name for name, vals in values.items() if vals == {"0"}}
+
+
+def _is_zero(arg: str | None, zero_vars: set[str]) -> bool:
+    if arg is None:
+        return False  # bare `exit` in a trap keeps the status the script had
+    arg = unquote(arg)
+    if arg == "0":
+        return True
+    m = re.fullmatch(r"\$(?:\{(\w+)\}|(\w+))", arg)
+    return bool(m) and (m.group(1) or m.group(2)) in zero_vars
+
+
+def _zero_exit(handler: str, functions: dict[str, str], zero_vars: set[str]) -> str | None:
+    """The `exit 0` the handler runs (directly or in a function it calls), unless the handler
+    or those functions read `$?` (then the exit is taken to keep the status)."""
+    texts, todo, seen = [handler], [(handler, 0)], set()
+    while todo:
+        text, depth = todo.pop()
+        for name, body in functions.items():
+            if name not in seen and depth < _MAX_CALL_DEPTH and re.search(
+                r"(?<![\w$./-])" + re.escape(name) + r"(?![\w:-])", text
+            ):
+                seen.add(name)
+                texts.append(body)
+                todo.append((body, depth + 1))
+    if any("$?" in t or "${?}" in t for t in texts):
+        return None
+    for text in texts:
+        for m in _EXIT_AT.finditer(text):
+            if _is_zero(m.group(2), zero_vars):
+                return " ".join(m.group().split())
+    return None
+
+
+def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
+    """`code`: the script with comments and heredoc bodies blanked."""
+    findings: list[Finding] = []
+    if "trap" in code:
+        traps = _traps(code, memo)
+        functions = _functions(code, memo) if any(t.handler for t in traps) else {}
+        zero_vars = _zero_variables(code)
+        for i, trap in enumerate(traps):
+            if trap.handler is None:
+                continue
+            exit0 = _zero_exit(trap.handler, functions, zero_vars)
+            if exit0 is None:
+                continue
+            if i + 1 < len(traps) and not _TRAINER.search(code[trap.offset:traps[i + 1].offset]):
+                continue  # reset or replaced before anything that trains
+            findings.append(_finding(scan, trap, exit0))
+    if not findings:
+        findings.append(Finding(CHECK_EXIT_TRAP, "pass", None,
+                                "no EXIT trap that exits 0 whatever happened"))
+    return findings
+
+
+def _finding(scan: Scan, trap: _Trap, exit0: str) -> Finding:
+    line = scan.line_of(trap.offset)
+    handler = short(trap.handler or "", 50)
+    errexit = scan.opts.errexit_line
+    if errexit:
+        level = "fail"
+        when = (f"when `set -e` (line {errexit}) stops the launcher because training failed, "
+                "bash runs the trap and its")
+    else:
+        level = "warn"
+        when = "whatever the last command returns, and after the script's own `exit 1`, its"
+    return Finding(
+        CHECK_EXIT_TRAP, level, line,
+        f"line {line}: the EXIT trap `{handler}` runs `{exit0}`: {when} `{exit0}` becomes the "
+        "script's status, so a crashed run ends COMPLETED 0:0 and trainbot takes it for a "
+        "finished one (no diagnosis, no resubmit)",
+        "keep the status: `trap 'rc=$?; …; exit $rc' EXIT`, or drop the `exit 0` (an EXIT "
+        "trap that does not call exit leaves the status as it was)",
+    )
