@@ -151,7 +151,7 @@ class _Analyzer:
             first = _first_word(lst)
             if first in _CONDITION_KEYWORDS:
                 if not status_only:
-                    self._note_guards(lst)
+                    self._condition(lst, lst_off)
                 continue  # an if/while condition never triggers errexit
             while first in _BODY_KEYWORDS:
                 cut = lst.find(first) + len(first)
@@ -160,7 +160,7 @@ class _Analyzer:
                 first = _first_word(lst)
             if not lst or first in _CONDITION_KEYWORDS or first in ("for", "!"):
                 if first in _CONDITION_KEYWORDS and not status_only:
-                    self._note_guards(lst)
+                    self._condition(lst, lst_off)
                 continue
             defined = _FUNC_NAME_RE.match(lst)
             if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
@@ -211,6 +211,13 @@ class _Analyzer:
                 hits.extend(self.script(lst[1 : end - 1], off + 1))
         elif "&&" in lst or "||" in lst:
             self._note_guards(lst)
+
+    def _condition(self, lst: str, off: int) -> None:
+        """An `if` / `while` condition: errexit is off in it, `set -u` is not (an unbound
+        variable ends a non-interactive shell wherever it is read)."""
+        self._note_guards(lst)
+        if self.opts.nounset and self.may_source_startup:
+            self.interactive.extend(startup_sources(lst, off))
 
     def _note_guards(self, lst: str) -> None:
         self.guard_greps |= guard_greps(lst)

@@ -10,9 +10,10 @@ from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_INTERACTIVE, Interactive, Scan
 
-#: `source ~/.bashrc`, `. $HOME/.profile`, `source /etc/bashrc` at the start of a command.
+#: `source ~/.bashrc`, `. $HOME/.profile`, `source /etc/bashrc` at the start of a command (an
+#: `if` / `while` condition's too).
 _STARTUP_RE = re.compile(
-    r"(?:^|[;&|{(]|\b(?:then|do|else))\s*(?P<cmd>(?:source|\.)\s+"
+    r"(?:^|[;&|{(!]|\b(?:then|do|else|if|elif|while|until))\s*(?P<cmd>(?:source|\.)\s+"
     r"(?:[\"']?(?:~|\$HOME|\$\{HOME\})/\.(?:bashrc|bash_profile|bash_login|profile)\b"
     r"|[\"']?/etc/(?:profile|bashrc|bash\.bashrc)\b)[^\s;&|)]*)"
 )

@@ -31,6 +31,13 @@ CASES = [
     # Ubuntu's default returns at once in a batch shell: bash goes on, the lint still warns,
     # since which of the two a cluster's nodes ship is not in the script
     ("set -euo pipefail\nsource ~/.bashrc", UBUNTU_BASHRC, False, "warn"),
+    # sourced in an `if` / `while` condition: errexit is off there, nounset is not
+    ("set -u\nif source ~/.bashrc; then :; fi", RHEL_BASHRC, True, "warn"),
+    ("set -euo pipefail\nif ! . $HOME/.bashrc; then\n  echo none\nfi", RHEL_BASHRC, True,
+     "warn"),
+    ("set -u\nwhile source ~/.bashrc; do break; done", RHEL_BASHRC, True, "warn"),
+    ("set -u\nif [ -f ~/.bashrc ] && source ~/.bashrc; then :; fi", RHEL_BASHRC, True, "warn"),
+    ("if source ~/.bashrc; then :; fi\nset -u", RHEL_BASHRC, False, "pass"),
 ]
 
 
