@@ -206,7 +206,9 @@ def lint_section(
                     break
                 except OSError:
                     continue
-    findings = lint_launcher(text, python_sources)
+    # sbatch passes the recipe's args to its sbatch_script (a submit wrapper's are its own)
+    script_args = recipe.args if recipe.sbatch_script is not None else None
+    findings = lint_launcher(text, python_sources, script_args)
     if options.shellcheck:
         from bot.probes.shellcheck import run_shellcheck
 

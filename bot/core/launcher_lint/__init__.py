@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.arith import check_arith
@@ -27,6 +27,7 @@ from bot.core.launcher_lint.model import (
     CHECK_JIT_CC,
     CHECK_NOUNSET,
     CHECK_POINTER,
+    CHECK_POSITIONAL,
     CHECK_SBATCH_AFTER_COMMAND,
     CHECK_SHEBANG,
     CHECK_STRICT_MODE,
@@ -37,6 +38,7 @@ from bot.core.launcher_lint.model import (
 from bot.core.launcher_lint.nounset import check_nounset
 from bot.core.launcher_lint.paths import assignments
 from bot.core.launcher_lint.pointer import check_pointer
+from bot.core.launcher_lint.positional import check_positional
 from bot.core.launcher_lint.shebang import check_shebang
 from bot.core.launcher_lint.tee import check_tee
 from bot.core.launcher_lint.trap import check_exit_trap
@@ -44,9 +46,12 @@ from bot.core.shell_lexer import blank_heredocs, strip_comments
 
 
 def lint_launcher(
-    script_text: str, python_sources: Mapping[str, str] | None = None
+    script_text: str,
+    python_sources: Mapping[str, str] | None = None,
+    script_args: Sequence[str] | None = None,
 ) -> list[Finding]:
-    """All findings for a batch script; `python_sources` maps the .py files it runs to their text.
+    """All findings for a batch script; `python_sources` maps the .py files it runs to their text,
+    `script_args` are the arguments the recipe passes it (None: not known).
 
     Every check reports at least one finding (a `pass` when it found nothing), so a report
     shows what was checked. A check that raises becomes a `warn` finding saying so; the
@@ -62,7 +67,7 @@ def lint_launcher(
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
             CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_TEE_HIDES_STATUS,
-            CHECK_EXIT_TRAP)]
+            CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -84,7 +89,8 @@ def lint_launcher(
                            (CHECK_NOUNSET, lambda: check_nounset(done)),
                            (CHECK_INTERACTIVE, lambda: check_interactive(done)),
                            (CHECK_TEE_HIDES_STATUS, lambda: check_tee(done)),
-                           (CHECK_EXIT_TRAP, lambda: check_exit_trap(done, blanked, {}))):
+                           (CHECK_EXIT_TRAP, lambda: check_exit_trap(done, blanked, {})),
+                           (CHECK_POSITIONAL, lambda: check_positional(done, script_args))):
             try:
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
@@ -109,6 +115,7 @@ __all__ = [
     "CHECK_JIT_CC",
     "CHECK_NOUNSET",
     "CHECK_POINTER",
+    "CHECK_POSITIONAL",
     "CHECK_SBATCH_AFTER_COMMAND",
     "CHECK_SHEBANG",
     "CHECK_STRICT_MODE",

@@ -16,12 +16,14 @@ from bot.core.launcher_lint.model import (
     Hit,
     Interactive,
     Opts,
+    Positional,
     Scan,
     Tee,
     Unset,
     with_,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
+from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
@@ -118,6 +120,9 @@ class _Analyzer:
         self.may_source_startup = may_source_startup(text)
         self.interactive: list[Interactive] = []
         self.may_tee = may_tee(text)
+        self.may_read_positional = may_read_positional(text)
+        self.positional: list[Positional] = []
+        self.shifted = 0
         self.tees: list[Tee] = []
 
     def line_of(self, offset: int) -> int:
@@ -168,7 +173,10 @@ class _Analyzer:
             if not status_only:
                 if first in ("set", "shopt"):
                     self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
+                elif first == "shift" and self.function is None:
+                    self._shift(lst)
                 elif self.opts.nounset:
+                    self._positional(lst, lst_off)
                     if self.may_read_unset:
                         self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
                     if self.may_source_startup:
@@ -218,6 +226,21 @@ class _Analyzer:
         self._note_guards(lst)
         if self.opts.nounset and self.may_source_startup:
             self.interactive.extend(startup_sources(lst, off))
+        if self.opts.nounset:
+            self._positional(lst, off)
+
+    def _positional(self, lst: str, off: int) -> None:
+        """`$N` read under `set -u` at the script's level (in a function it is the function's
+        argument)."""
+        if self.may_read_positional and self.function is None and not _FUNC_NAME_RE.match(lst):
+            self.positional.extend(positional_reads(lst, off, self.shifted))
+
+    def _shift(self, lst: str) -> None:
+        m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)
+        if m:
+            self.shifted += int(m.group(1) or 1)
+        else:
+            self.may_read_positional = False  # `shift $n`: the count is not known any more
 
     def _note_guards(self, lst: str) -> None:
         self.guard_greps |= guard_greps(lst)
@@ -477,4 +500,5 @@ def scan(script_text: str, code: str) -> Scan:
         analyzer.opts.errexit_line = 1
     hits = analyzer.script(code, 0)
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
-                analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees)
+                analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
+                analyzer.positional)

@@ -19,6 +19,7 @@ CHECK_INTERACTIVE = "interactive_shell_in_batch"
 CHECK_SBATCH_AFTER_COMMAND = "sbatch_after_command"
 CHECK_TEE_HIDES_STATUS = "tee_hides_status"
 CHECK_EXIT_TRAP = "exit_trap_overrides_status"
+CHECK_POSITIONAL = "positional_under_nounset"
 
 #: Deeper nesting than this is not analysed (reported as such); keeps the walk's stack small.
 MAX_DEPTH = 40
@@ -100,6 +101,15 @@ class Tee:
 
 
 @dataclass
+class Positional:
+    """`$N` read under `set -u` outside functions; `index` counts the `shift`s before it."""
+
+    offset: int
+    text: str
+    index: int
+
+
+@dataclass
 class Scan:
     """The result of the walk (bot.core.launcher_lint.engine): options as they end, the hits of
     each check, and where `set -u` was turned on and nesting got too deep."""
@@ -113,6 +123,7 @@ class Scan:
     line_starts: list[int] = field(default_factory=lambda: [0])
     interactive: list[Interactive] = field(default_factory=list)
     tees: list[Tee] = field(default_factory=list)
+    positional: list[Positional] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

@@ -130,3 +130,20 @@ def test_a_bad_preflight_fact_in_the_config_names_its_key(tmp_path, capsys):
     assert main(["preflight", "mix", "--config", str(cfg), "--no-toolchain"]) == 2
     err = capsys.readouterr().err
     assert "recipes.mix.preflight.params" in err and "1.4B" in err
+
+
+def test_the_launcher_is_linted_with_the_recipes_args(tmp_path, capsys):
+    cfg = tmp_path / "trainbot.yaml"
+    cfg.write_text(
+        "clusters:\n  far:\n    host: 192.0.2.1\n    port: 1\n    user: nobody\n"
+        "    key_file: /nonexistent/key\n    connect_timeout: 1\n"
+        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
+        "    args: [configs/a.yaml]\n"
+    )
+    script = tmp_path / "launch.sbatch"
+    script.write_text("#!/bin/bash\nset -euo pipefail\nsrun python train.py $1 --tag $2\n")
+    code, out = _run(str(cfg), capsys, "--script", str(script), "--params", "1B")
+    checks = [c for c in out["sections"]["launcher"]["checks"]
+              if c["check"] == "positional_under_nounset"]
+    assert [(c["level"], c["line"]) for c in checks] == [("warn", 3)]
+    assert "`$2`" in checks[0]["message"] and "configs/a.yaml" in checks[0]["message"]
