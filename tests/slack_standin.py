@@ -40,6 +40,11 @@ MAX_FIELD_TEXT = 2000
 MAX_MARKDOWN_BLOCK = 12000
 MAX_BLOCKS_JSON_CHARS = 13000
 MAX_TEXT = 40000
+# The confirmation dialog object (composition-objects/confirmation-dialog-object): plain_text
+# title, text and buttons, each required, at most this many characters.
+MAX_CONFIRM_TITLE = 100
+MAX_CONFIRM_TEXT = 300
+MAX_CONFIRM_BUTTON = 30
 
 BLOCK_TYPES = {
     "section", "header", "divider", "context", "actions", "image", "rich_text", "markdown",
@@ -132,6 +137,28 @@ def _validate_element(el: Any, p: str) -> list[str]:
                         f"[json-pointer:{p}/url]")
         if el.get("style") not in (None, "primary", "danger"):
             errs.append(f"[ERROR] must be primary or danger [json-pointer:{p}/style]")
+    if "confirm" in el:
+        errs += _validate_confirm(el["confirm"], f"{p}/confirm")
+    return errs
+
+
+def _validate_confirm(obj: Any, p: str) -> list[str]:
+    """A confirmation dialog object: title, text, confirm and deny (plain_text, required,
+    within their lengths) and an optional style."""
+    if not isinstance(obj, dict):
+        return [f"[ERROR] must be a confirmation dialog object [json-pointer:{p}]"]
+    errs: list[str] = []
+    for key, limit in (("title", MAX_CONFIRM_TITLE), ("text", MAX_CONFIRM_TEXT),
+                       ("confirm", MAX_CONFIRM_BUTTON), ("deny", MAX_CONFIRM_BUTTON)):
+        if key not in obj:
+            errs.append(f"[ERROR] missing required field: {key} [json-pointer:{p}]")
+        else:
+            errs += _text_obj(obj[key], f"{p}/{key}", limit=limit, plain_only=True)
+    if obj.get("style") not in (None, "primary", "danger"):
+        errs.append(f"[ERROR] must be primary or danger [json-pointer:{p}/style]")
+    extra = set(obj) - {"title", "text", "confirm", "deny", "style"}
+    if extra:
+        errs.append(f"[ERROR] unknown field {sorted(extra)[0]} [json-pointer:{p}]")
     return errs
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from bot.core.slurm.states import PENDING_STATES, RUNNING_STATES
+
 # A view holds at most 100 blocks; the header, the notice, the intro and the "and N more" line
 # take the first FIXED_BLOCKS of them.
 MAX_VIEW_BLOCKS = 100
@@ -40,6 +42,12 @@ def adopted_buttons(kinds: Iterable[str], *, may_control: bool) -> list[str]:
             if k not in RESUBMIT_KINDS and (k not in CONTROL_KINDS or may_control)]
 
 
+def unfinished_tasks(counts: Iterable[tuple[str, int]]) -> int:
+    """How many of an array's started tasks (its `(state, n)` counts) still run or wait:
+    what cancelling the whole array stops, besides its tasks not started yet."""
+    return sum(n for state, n in counts if state in RUNNING_STATES or state in PENDING_STATES)
+
+
 def row_blocks(row: Mapping[str, Any]) -> int:
     """Blocks one row takes in the home template: a divider and its section, per open prompt
     its summary (when it has one) and its buttons, and the row's own buttons."""
@@ -62,4 +70,4 @@ def fit_rows(rows: Sequence[Mapping[str, Any]], max_rows: int,
 
 
 __all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "RESUBMIT_KINDS", "UNWATCH",
-           "adopted_buttons", "fit_rows", "row_blocks", "sees_adopted"]
+           "adopted_buttons", "fit_rows", "row_blocks", "sees_adopted", "unfinished_tasks"]

@@ -4,7 +4,9 @@ authorized and decided exactly like one in the thread); and the jobs and arrays 
 adopted (`/train watch`) that the user adopted or may act on (bot.core.home): state,
 progress (an array: its tasks counted by state), last incident, never a resubmit button, and
 "Cancel job" only for who may cancel it (the same check as `/train cancel`, which its click
-runs). Rows that do not fit in one view (100 blocks) are counted in an "and N more" line."""
+runs; an array's asks first in Slack's confirm dialog, naming the array and how many of its
+tasks still run or wait). Rows that do not fit in one view (100 blocks) are counted in an
+"and N more" line."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.core.authz import can_control_job, can_unwatch
-from bot.core.home import UNWATCH, adopted_buttons, fit_rows, sees_adopted
+from bot.core.home import UNWATCH, adopted_buttons, fit_rows, sees_adopted, unfinished_tasks
 from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
 from bot.services.threads import array_root_view, refresh_root, render, root_view, thread_note
@@ -112,9 +114,11 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
 
 def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[str, Any] | None:
     """An adopted job's row (an array's: its tasks counted by state), or None when the user
-    does not see it. "Cancel job" (the whole array for an array) while it is watched, for a
-    viewer who may cancel it."""
+    does not see it. "Cancel job" (the whole array for an array, behind a confirm dialog
+    naming how many of its tasks still run or wait) while it is watched, for a viewer who
+    may cancel it."""
     tasks: list[dict[str, Any]] = []
+    confirm = None  # cancelling a whole array asks first (Slack's confirm dialog)
     if chain.kind == "array":
         array = array_root_view(ctx, chain.id)
         if array is None:
@@ -122,6 +126,8 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
         tasks = [{"state": state, "n": n} for state, n in array.counts]
         job_id = shown = str(chain.array_job_id)
         state, bar = array.state, "—"
+        confirm = {"job_id": shown, "unfinished": unfinished_tasks(array.counts),
+                   "waiting": array.waiting}
     else:
         root = root_view(ctx, chain.id)
         attempt = ctx.store.attempts.latest(chain.id)
@@ -144,7 +150,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
                          **({"action_id": HOME_STOP_WATCHING, "value": str(chain.id),
                              "style": None} if k == UNWATCH else
                             {"action_id": HOME_CANCEL_JOB, "value": job_id,
-                             "style": "danger"})} for k in kinds]}
+                             "style": "danger", "confirm": confirm})} for k in kinds]}
 
 
 def stop_watching(ctx: BotContext, chain_id: int, user: str, now: float) -> str:

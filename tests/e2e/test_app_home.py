@@ -242,6 +242,11 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert buttons(slack.home_views["U0APPR"]) == [
         (HOME_STOP_WATCHING, array_chain), (HOME_CANCEL_JOB, "6100"),
         (HOME_STOP_WATCHING, job_chain), (HOME_CANCEL_JOB, "4242")]
+    [cancel_array] = [e for b in slack.home_views["U0APPR"]["blocks"] if b["type"] == "actions"
+                      for e in b["elements"] if e["value"] == "6100"]
+    assert cancel_array["confirm"]["text"]["text"] == (  # published: the stand-in checked it
+        "scancel 6100 stops the whole array: 1 of its tasks still running or pending, and "
+        "those not started yet. trainbot resubmits none of them.")
     open_home(app, "U0ALICE")  # a submitter of mix: not hers to see
     assert "eval-run" not in texts(slack.home_views["U0ALICE"])
 

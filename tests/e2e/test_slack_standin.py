@@ -29,6 +29,40 @@ def error_of(client: WebClient, **kwargs) -> str:
     return exc.value.response["error"]
 
 
+def confirm(**over) -> dict:
+    """A confirmation dialog object; `over` replaces (None: drops) its fields."""
+    obj = {"title": {"type": "plain_text", "text": "t" * 100},
+           "text": {"type": "plain_text", "text": "x" * 300},
+           "confirm": {"type": "plain_text", "text": "c" * 30},
+           "deny": {"type": "plain_text", "text": "d" * 30}, "style": "danger"}
+    obj.update(over)
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def confirmed(**over) -> list[dict]:
+    return [{"type": "actions", "elements": [button() | {"confirm": confirm(**over)}]}]
+
+
+@pytest.mark.parametrize("blocks", [
+    confirmed(title={"type": "plain_text", "text": "t" * 101}),
+    confirmed(text={"type": "plain_text", "text": "x" * 301}),
+    confirmed(text={"type": "mrkdwn", "text": "x"}),
+    confirmed(confirm={"type": "plain_text", "text": "c" * 31}),
+    confirmed(deny={"type": "plain_text", "text": "d" * 31}),
+    confirmed(deny=None),
+    confirmed(title=None),
+    confirmed(style="warning"),
+    confirmed(color="red"),
+], ids=["title-101", "text-301", "text-mrkdwn", "confirm-31", "deny-31", "no-deny",
+        "no-title", "bad-style", "unknown-field"])
+def test_an_invalid_confirm_dialog_is_rejected(client, blocks):
+    assert error_of(client, blocks=blocks) == "invalid_blocks"
+
+
+def test_a_confirm_dialog_at_slacks_limits_is_accepted(client):
+    assert client.chat_postMessage(channel=CHANNEL, text="t", blocks=confirmed())["ok"]
+
+
 @pytest.mark.parametrize("blocks", [
     [sec("x")] * 51,
     [sec("x" * 3001)],

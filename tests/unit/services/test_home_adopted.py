@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeSlurm, RecordingHomePublisher, make_context
+from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, make_context
+from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
 
 from bot.core.train_grammar import Watch
 from bot.services.home import (
@@ -21,6 +22,8 @@ from bot.services.home import (
 from bot.services.ports import BotContext
 from bot.services.threads import render
 from bot.services.train import execute
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 from bot.store import Store
 
@@ -172,3 +175,39 @@ def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(c
     assert stop_watching(ctx, chain_id, APPROVER, NOW + 3) == "6100 is not watched any more."
     audit = [(e.actor, e.result) for e in ctx.store.audit.recent(10) if e.action == "unwatch"]
     assert audit == [(BOB, "ok"), (ALICE, "refused")]
+
+
+@pytest.mark.parametrize(("lang", "title", "text"), [
+    ("en", "Cancel array 6100?",
+     "scancel 6100 stops the whole array: 2 of its tasks still running or pending, and "
+     "those not started yet. trainbot resubmits none of them."),
+    ("ko", "array 6100을(를) 취소할까요?",
+     "scancel 6100은(는) array 전체를 멈춥니다: 실행 중이거나 대기 중인 task 2개와 아직 "
+     "시작하지 않은 task. trainbot은 어느 것도 다시 제출하지 않습니다."),
+])
+def test_cancelling_a_whole_array_from_home_asks_first(ctx, slurm, lang, title, text):
+    """An adopted array's Cancel carries Slack's confirm dialog naming the array and its
+    tasks still running or pending (6101 and 6102; 6103 failed; more wait to start); a
+    single job's Cancel does not ask."""
+    ctx.config = ctx.config.model_copy(
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    adopt(ctx, 4242)
+    adopt(ctx, 6100)
+    blocks, _ = render(ctx, "home", None, home_view(ctx, APPROVER, NOW))
+    assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
+    cancels = {e["value"]: e for b in blocks if b["type"] == "actions"
+               for e in b["elements"] if e["action_id"] == HOME_CANCEL_JOB}
+    assert set(cancels) == {"4242", "6100"} and "confirm" not in cancels["4242"]
+    dialog = cancels["6100"]["confirm"]
+    assert (dialog["title"]["text"], dialog["text"]["text"], dialog["style"]) == (
+        title, text, "danger")
+    # every task started and one more ends: the count follows, the not-started clause goes
+    slurm.records.pop(6100)
+    slurm.add(6100, name="sweep", state="COMPLETED", array_job_id=6100, array_task_id=0)
+    slurm.set(6102, state="COMPLETED", exit_code=0, signal=0, end_time=NOW + 50)
+    sftp = FakeSFTP()
+    Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
+            catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config).tick(NOW + 60)
+    [row] = [r for r in rows(ctx, APPROVER) if r["job_id"] == "6100"]
+    [cancel] = [b for b in row["buttons"] if b["action_id"] == HOME_CANCEL_JOB]
+    assert cancel["confirm"] == {"job_id": "6100", "unfinished": 1, "waiting": False}
