@@ -2,7 +2,7 @@
 prompts' buttons arrive at handlers.actions like the thread's. An adopted job's "Cancel"
 (HOME_CANCEL_JOB, the job's raw id as its value) runs `/train cancel JOBID` as the clicker,
 authorized and audited like the command; its "Stop watching" (HOME_STOP_WATCHING, the chain
-id) is `bot.services.home.stop_watching`; the tab says what either did."""
+id) is `bot.services.home.stop_watching`, as `/train unwatch` is; the tab says what either did."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def make_stop_watching(services: BotContext):  # noqa: ANN201 - a Bolt listener
             return
         try:
             publish_home(services, user, now,
-                         notice=stop_watching(services, int(value), user, now))
+                         notice=stop_watching(services, int(value), user, now, besides=user))
         except Exception:  # lazy listeners' errors never reach @app.error: log them here
             logger.exception("Home tab stop-watching of chain %s by %s failed", value, user)
 

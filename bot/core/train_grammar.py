@@ -26,6 +26,7 @@ USAGE: dict[str, str] = {
     "logs": f"/train logs JOBID|JOBID_TASK [N]   (N lines, default {DEFAULT_LOG_LINES}, at "
     f"most {MAX_LOG_LINES})",
     "watch": "/train watch JOBID|JOBID_TASK",
+    "unwatch": "/train unwatch JOBID|JOBID_TASK",
     "stacks": "/train stacks JOBID|JOBID_TASK",
     "history": "/train history RECIPE",
     "preflight": "/train preflight RECIPE",
@@ -43,6 +44,9 @@ HELP_LINES: dict[str, Text] = {
     "logs": N_("the last lines of a job's log"),
     "watch": N_("watch a job submitted outside trainbot in a thread: one job, an array task "
                 "(123_4) or a whole array (123, a row per task)"),
+    "unwatch": N_("stop watching a job or array adopted with `/train watch` (who adopted it "
+                  "or an approver, like Stop watching on the Home tab); the job itself is "
+                  "left alone"),
     "stacks": N_("which rank of a running job is stuck, and where: its Python stacks, grouped"),
     "history": N_("a recipe's runs and attempts"),
     "preflight": N_("check a recipe's launcher, toolchain and memory before it queues"),
@@ -124,6 +128,12 @@ class Watch:
 
 
 @dataclass(frozen=True)
+class Unwatch:
+    job_id: int  # the array's id when `array_task` is set (`/train unwatch 123_4`)
+    array_task: int | None = None
+
+
+@dataclass(frozen=True)
 class Stacks:
     job_id: int  # the array's id when `array_task` is set
     array_task: int | None = None
@@ -139,8 +149,8 @@ class Preflight:
     recipe: str
 
 
-Command = (Help | Status | Submit | Resume | JobControl | Logs | Watch | Stacks | History
-           | Preflight)
+Command = (Help | Status | Submit | Resume | JobControl | Logs | Watch | Unwatch | Stacks
+           | History | Preflight)
 
 
 def verb_of(cmd: Command) -> str:
@@ -312,6 +322,8 @@ def _p_logs(verb: str, args: list[str]) -> Command:
 def _p_watch(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=1)
     ref = _job_ref(verb, args[0])
+    if verb == "unwatch":
+        return Unwatch(ref.job_id, ref.array_task)
     return Watch(ref.job_id, ref.array_task)
 
 
@@ -333,5 +345,6 @@ _PARSERS = {
     "release": _p_job_control,
     "logs": _p_logs,
     "watch": _p_watch,
+    "unwatch": _p_watch,
     "stacks": _p_stacks,
 }

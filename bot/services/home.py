@@ -153,33 +153,52 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
                              "style": "danger", "confirm": confirm})} for k in kinds]}
 
 
-def stop_watching(ctx: BotContext, chain_id: int, user: str, now: float) -> str:
+def watched_chain(ctx: BotContext, job_id: int, array_task: int | None = None
+                  ) -> Chain | None:
+    """The active chain that watches job `job_id`: a whole array of that id (with
+    `array_task`, the array the task belongs to), else the chain of an attempt that is job
+    `job_id` (its raw id) or, with `array_task`, task `job_id_array_task` (`123_4`); None
+    when no active chain does."""
+    shown = str(job_id) if array_task is None else f"{job_id}_{array_task}"
+    for chain in ctx.store.chains.with_status("active"):
+        if chain.kind == "array" and chain.array_job_id == job_id:
+            return chain
+        for attempt in ctx.store.attempts.for_chain(chain.id):
+            if attempt.shown_id == shown or (array_task is None and attempt.job_id == shown):
+                return chain
+    return None
+
+
+def stop_watching(ctx: BotContext, chain_id: int, user: str, now: float, *,
+                  channel: str | None = None, besides: str | None = None) -> str:
     """Stop watching the adopted job or array of chain `chain_id` for `user` (who adopted it,
     or an approver: bot.core.authz.can_unwatch): its jobs leave the watch list (Slurm is not
     touched), the chain is stopped, its thread says who stopped it; audited either way.
-    Returns what to tell the user."""
+    Returns what to tell the user (in `channel`'s language; without one slack.lang). The
+    Home tab's Stop watching and `/train unwatch` both come here; the Home tabs that see the
+    chain are refreshed, but `besides`'s (the clicker's, which the caller publishes)."""
     chain = ctx.store.chains.get(chain_id)
     if chain is None or not chain.adopted:
-        return _say(ctx, "not_watched", job=str(chain_id))
+        return _say(ctx, "not_watched", channel, job=str(chain_id))
     shown = _shown(ctx, chain)
     if chain.status != "active":
-        return _say(ctx, "not_watched", job=shown)
+        return _say(ctx, "not_watched", channel, job=shown)
     decision = can_unwatch(chain.watched_by, user, shown, default_approvers(ctx.config))
     if not decision:
         ctx.store.audit.record(actor=user, action="unwatch", now=now, result="refused",
                                job_id=shown, detail=str(decision.reason))
-        return _say(ctx, "refused", reason=decision.reason)
+        return _say(ctx, "refused", channel, reason=decision.reason)
     for watched in ctx.store.watched_jobs.list(chain.cluster):
         if watched.chain_id == chain.id:
             ctx.store.watched_jobs.remove(chain.cluster, watched.job_id)
             ctx.store.tail_offsets.delete_job(watched.job_id)
     ctx.store.chains.set_status(chain.id, "stopped", now=now)
     ctx.store.audit.record(actor=user, action="unwatch", now=now, job_id=shown)
-    text = _say(ctx, "unwatched", job=shown, actor=user)
+    text = _say(ctx, "unwatched", None, job=shown, actor=user)
     thread_note(ctx, chain.id, f"chain:{chain.id}:unwatched", text)
     refresh_root(ctx, chain.id)
-    refresh_homes(ctx, chain.id, now, besides=user)
-    return text
+    refresh_homes(ctx, chain.id, now, besides=besides)
+    return _say(ctx, "unwatched", channel, job=shown, actor=user) if channel else text
 
 
 def _shown(ctx: BotContext, chain: Chain) -> str:
@@ -190,9 +209,10 @@ def _shown(ctx: BotContext, chain: Chain) -> str:
     return attempt.shown_id if attempt is not None else str(chain.id)
 
 
-def _say(ctx: BotContext, kind: str, **values: Any) -> str:
-    """A one-line answer (templates/train_reply.json.j2) in slack.lang."""
-    return render(ctx, "train_reply", None, {"kind": kind, **values})[1]
+def _say(ctx: BotContext, kind: str, channel: str | None = None, /, **values: Any) -> str:
+    """A one-line answer (templates/train_reply.json.j2) in `channel`'s language (the
+    recipes posting there; without one, slack.lang)."""
+    return render(ctx, "train_reply", None, {"kind": kind, **values}, channel=channel)[1]
 
 
 def _recent(chain: Chain, now: float) -> bool:
@@ -256,4 +276,4 @@ def refresh_homes(ctx: BotContext, chain_id: int, now: float, *,
 
 
 __all__ = ["home_view", "may_control", "publish_home", "refresh_homes", "sees_chain",
-           "stop_watching", "team_recipes"]
+           "stop_watching", "team_recipes", "watched_chain"]

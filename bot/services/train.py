@@ -24,7 +24,7 @@ from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
 from bot.services.access import access_for, approvers_now, default_approvers
-from bot.services.home import refresh_homes
+from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightUsageError, run_preflight
@@ -369,6 +369,29 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
                      cluster=cluster), job_id=job, chain_id=chain_id)
 
 
+def _unwatch(ctx: BotContext, cmd: c.Unwatch, actor: str, channel: str | None,
+             now: float) -> Reply:
+    """Stop watching a job or a whole array adopted with `/train watch`: the Home tab's Stop
+    watching (bot.services.home.stop_watching: the same authorization, audit and thread
+    note). A run trainbot submitted, or one task of an array watched as a whole, is not
+    unwatched alone."""
+    shown = str(cmd.job_id) if cmd.array_task is None else f"{cmd.job_id}_{cmd.array_task}"
+    chain = watched_chain(ctx, cmd.job_id, cmd.array_task)
+    if chain is None:
+        raise UsageProblem(N_("trainbot does not watch %(job)s", job=shown))
+    if not chain.adopted:
+        raise UsageProblem(N_("%(job)s is a run of recipe %(recipe)s that trainbot submitted: "
+                              "it is watched until it ends (`/train cancel %(job)s` ends it)",
+                              job=shown, recipe=chain.recipe))
+    if chain.kind == "array" and (cmd.array_task is not None
+                                  or chain.array_job_id != cmd.job_id):
+        raise UsageProblem(N_("%(job)s is a task of array %(array)s, which is watched as a "
+                              "whole: `/train unwatch %(array)s` stops watching the array",
+                              job=shown, array=chain.array_job_id))
+    return Reply(stop_watching(ctx, chain.id, actor, now, channel=channel), job_id=shown,
+                 chain_id=chain.id)
+
+
 def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
                  array: JobRecord, actor: str, channel: str | None, now: float) -> Reply:
     """Adopt the whole array `array.job_id`: one "array" chain, an attempt row and a watched
@@ -497,6 +520,7 @@ _HANDLERS: dict[type, _Handler] = {
     c.JobControl: _control,
     c.Logs: _logs,
     c.Watch: _watch,
+    c.Unwatch: _unwatch,
     c.Stacks: _stacks,
     c.History: _history,
     c.Preflight: _preflight,

@@ -194,15 +194,21 @@ def test_a_tab_opened_through_one_replica_is_refreshed_by_another(app, services,
     assert "*mix* · job 88887 · PENDING" in texts(slack.home_views["U0APPR"])
 
 
-def watch(app: App, job: str, user: str) -> None:
+def train(app: App, text: str, user: str) -> list[dict[str, Any]]:
+    """`/train TEXT` by `user` in the channel: the replies posted to its response_url."""
     from support.bolt_driver import ResponseUrls, slash_body
 
     urls = ResponseUrls()
     try:
-        dispatch(app, slash_body(f"watch {job}", user=user, channel=CH,
-                                 response_url=urls.new()))
+        url = urls.new()
+        dispatch(app, slash_body(text, user=user, channel=CH, response_url=url))
+        return urls.of(url)
     finally:
         urls.close()
+
+
+def watch(app: App, job: str, user: str) -> None:
+    train(app, f"watch {job}", user)
 
 
 def cancel_click(app: App, job: str, user: str, action: str = HOME_CANCEL_JOB) -> None:
@@ -263,6 +269,27 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert [w.job_id for w in services.store.watched_jobs.list("dev")] == ["4242"]
     assert fake_slurm.acted("cancel") == [4242]  # the array itself is left alone
     assert (HOME_STOP_WATCHING, array_chain) not in buttons(slack.home_views["U0APPR"])
+
+
+def test_train_unwatch_stops_watching_like_the_home_button(app, services, slack, fake_slurm):
+    """`/train unwatch 6100` by who adopted the array: the thread says who stopped watching
+    it, his open Home tab loses the row's buttons, Slurm is not touched; another user is
+    refused in the reply and nothing changes."""
+    fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)
+    open_home(app, "U0BOB")
+    watch(app, "6100", "U0BOB")
+    chain = str(services.store.attempts.get_by_job("6101").chain_id)
+    assert buttons(slack.home_views["U0BOB"]) == [(HOME_STOP_WATCHING, chain)]
+    [refused] = train(app, "unwatch 6100", "U0ALICE")
+    assert refused["text"].startswith("Refused: job 6100 is watched for <@U0BOB>")
+    [done] = train(app, "unwatch 6100", "U0BOB")
+    assert done["text"] == ("<@U0BOB> stopped watching 6100: trainbot no longer follows it "
+                            "(the job itself is left alone).")
+    assert buttons(slack.home_views["U0BOB"]) == []  # his tab, refreshed
+    [root] = slack.root_messages(CH)
+    assert done["text"] in [m["text"] for m in slack.replies(CH, root["ts"])]
+    assert services.store.watched_jobs.list("dev") == [] and fake_slurm.acted("cancel") == []
 
 
 def test_a_home_tab_with_more_adopted_jobs_than_fit_says_how_many_more(app, services, slack,

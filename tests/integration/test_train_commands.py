@@ -292,7 +292,7 @@ def hostile(canary: str) -> st.SearchStrategy[str]:
     return st.lists(piece, min_size=1, max_size=6).map("".join)
 
 
-VERBS = ["status", "submit", "resume", "cancel", "hold", "release", "logs", "watch",
+VERBS = ["status", "submit", "resume", "cancel", "hold", "release", "logs", "watch", "unwatch",
          "history", "preflight", "help"]
 
 

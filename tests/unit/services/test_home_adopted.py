@@ -11,7 +11,7 @@ import pytest
 from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, make_context
 from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
 
-from bot.core.train_grammar import Watch
+from bot.core.train_grammar import Unwatch, Watch, parse_command
 from bot.services.home import (
     MAX_RUNS,
     home_view,
@@ -20,6 +20,7 @@ from bot.services.home import (
     stop_watching,
 )
 from bot.services.ports import BotContext
+from bot.services.runs import submit_and_announce
 from bot.services.threads import render
 from bot.services.train import execute
 from bot.services.watch.tick import Watcher
@@ -211,3 +212,51 @@ def test_cancelling_a_whole_array_from_home_asks_first(ctx, slurm, lang, title, 
     [row] = [r for r in rows(ctx, APPROVER) if r["job_id"] == "6100"]
     [cancel] = [b for b in row["buttons"] if b["action_id"] == HOME_CANCEL_JOB]
     assert cancel["confirm"] == {"job_id": "6100", "unfinished": 1, "waiting": False}
+
+
+def test_train_unwatch_is_the_home_tabs_stop_watching(ctx, slurm):
+    """`/train unwatch JOBID` finds the adopted job's or array's chain and stops watching it
+    exactly as the Home tab's button does: the same authorization and audit entries, the
+    thread note, the watch list, the Home tabs refreshed (the caller's too)."""
+    job_chain, array_chain = adopt(ctx, 4242), adopt(ctx, 6100)
+    publish_home(ctx, BOB, NOW)
+    publish_home(ctx, APPROVER, NOW)
+    ctx.home.published.clear()
+
+    def unwatch(text: str, user: str) -> str:
+        return execute(ctx, parse_command(text), actor=user, channel="C0TRAIN",
+                       now=NOW + 1).text
+
+    refused = unwatch("unwatch 4242", ALICE)
+    assert refused.startswith("Refused: job 4242 is watched for <@U0BOB>")
+    assert ctx.store.chains.get(job_chain).status == "active"
+    assert unwatch("unwatch 6102", BOB) == (  # one task's raw id: the array is watched whole
+        "6102 is a task of array 6100, which is watched as a whole: `/train unwatch 6100` "
+        "stops watching the array\nUsage: `/train unwatch JOBID|JOBID_TASK`")
+    assert unwatch("unwatch 6100_9", BOB).startswith("6100_9 is a task of array 6100")
+    assert unwatch("unwatch 777", BOB).startswith("trainbot does not watch 777\nUsage:")
+    assert ctx.store.chains.get(array_chain).status == "active"
+
+    done = unwatch("unwatch 6100", BOB)
+    assert done.startswith("<@U0BOB> stopped watching 6100")
+    assert ctx.store.chains.get(array_chain).status == "stopped"
+    assert {w.chain_id for w in ctx.store.watched_jobs.list("dev")} == {job_chain}
+    assert ctx.sink.texts()[-1] == done  # the thread says who stopped it
+    assert sorted(ctx.home.users()) == [APPROVER, BOB]  # both tabs, his own too
+    assert unwatch("unwatch 4242", APPROVER).startswith("<@U0APPR> stopped watching 4242")
+    assert ctx.store.watched_jobs.list("dev") == [] and slurm.acted("cancel") == []
+    assert unwatch("unwatch 4242", APPROVER) == (
+        "trainbot does not watch 4242\nUsage: `/train unwatch JOBID|JOBID_TASK`")
+    audit = [(e.actor, e.job_id, e.result) for e in ctx.store.audit.recent(20)
+             if e.action == "unwatch"]  # the button's entries
+    assert audit == [(APPROVER, "4242", "ok"), (BOB, "6100", "ok"), (ALICE, "4242", "refused")]
+
+
+def test_train_unwatch_leaves_a_run_trainbot_submitted_alone(ctx, slurm):
+    result = submit_and_announce(ctx, "mix", actor=ALICE, now=NOW)
+    reply = execute(ctx, Unwatch(int(result.job_id)), actor=APPROVER, channel="C0TRAIN",
+                    now=NOW + 1)
+    assert reply.text.startswith(f"{result.job_id} is a run of recipe mix that trainbot "
+                                 "submitted: it is watched until it ends")
+    assert ctx.store.chains.get(result.chain_id).status == "active"
+    assert [w.job_id for w in ctx.store.watched_jobs.list("dev")] == [result.job_id]

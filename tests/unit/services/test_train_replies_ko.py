@@ -94,6 +94,12 @@ COMMANDS = [  # (command, actor, channel)
     (c.Watch(6200, 2), "W0LEAD", CHANNEL),
     (c.Watch(6200, 2), "W0LEAD", CHANNEL),  # already watched
     (c.Watch(5000), "W0LEAD", CHANNEL),
+    (c.Unwatch(88017), "W0LEAD", CHANNEL),  # trainbot's run: not unwatched
+    (c.Unwatch(4), "W0LEAD", CHANNEL),  # not watched
+    (c.Unwatch(5000), "U0NOBODY", CHANNEL),  # refused: watched for W0LEAD
+    (c.Unwatch(5000), "W0LEAD", CHANNEL),  # stopped watching
+    (c.Watch(6100), "W0LEAD", CHANNEL),  # a whole array
+    (c.Unwatch(6100, 3), "W0LEAD", CHANNEL),  # one task of it: unwatch the array
 ]
 
 
