@@ -99,6 +99,10 @@ _SIGBUSED = re.compile(
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
+# An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
+# epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
+_EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
+                       r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -491,7 +495,9 @@ def diagnose(
         elif acct.state is None and (ended := _ends_in_error(matches, tail, series)):
             chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
         elif acct.state is None and (
-            _target_reached(series, target) or "completed" in {m.class_id for m in primary}
+            (_target_reached(series, target)
+             and (target_iter is not None or not _epochs_left(tail)))
+            or "completed" in {m.class_id for m in primary}
             or _ends_in_final_save(series, tail)
         ):
             chosen = "completed"
@@ -703,6 +709,17 @@ def _ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -
         return False
     step = int(m.group(1))
     return step > last and step % every != 0
+
+
+def _epochs_left(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last epoch counter is short of its total (0- or 1-based alike: `3/49`), so a
+    progress bar at 100 % is one epoch's (or a validation pass's), not the run's target."""
+    for _, text in reversed(tail):
+        m = _EPOCH_OF.search(normalize_line(text))
+        if m is not None:
+            done, total = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+            return 0 < total and done < total - 1
+    return False
 
 
 def _target_reached(series: MetricSeries, target: int | None) -> bool:

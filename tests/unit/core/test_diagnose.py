@@ -845,3 +845,17 @@ def test_the_nccl_watchdogs_own_frames_are_an_nccl_timeout(catalogue, frames: st
     ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
     assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + ecc + frames + "\n").class_id == (
         "gpu_failure")
+
+
+@pytest.mark.parametrize(("epoch", "class_id"), [
+    ("Epoch 4/50", "none"),  # one epoch's bar at 100 %, 46 epochs to go
+    ("Epoch [12/300]", "none"),
+    ("      3/49     11.9G   0.02173     0.035   0.00129", "none"),  # YOLO's epoch column
+    ("Epoch 50/50", "completed"),  # the last epoch (1-based) ...
+    ("     49/49     11.9G   0.02173     0.035   0.00129", "completed"),  # ... or 0-based
+])
+def test_a_per_epoch_progress_bar_at_100_percent_is_not_the_end_of_training(
+        catalogue, epoch: str, class_id: str):
+    bar = "100%|##########| 1626/1626 [22:53<00:00,  1.18it/s]"
+    text = "".join(f"Epoch {e}/50\n{bar}\n" for e in (1, 2)) + epoch + "\n" + bar + "\n"
+    assert _diagnose_text(catalogue, text).class_id == class_id
