@@ -15,6 +15,8 @@ MAX_LOG_LINES = 500
 DEFAULT_LOG_LINES = 40
 MAX_TEXT_CHARS = 2000  # longer than any sane command; refuse rather than tokenize megabytes
 
+# Each command's synopsis, shown in a code span: names and placeholders only, so it reads the
+# same in every language (what the placeholders mean is in HELP_LINES, translated).
 USAGE: dict[str, str] = {
     "help": "/train help [COMMAND]",
     "status": "/train status [RECIPE|JOBID|JOBID_TASK]",
@@ -23,8 +25,7 @@ USAGE: dict[str, str] = {
     "cancel": "/train cancel JOBID|JOBID_TASK",
     "hold": "/train hold JOBID|JOBID_TASK",
     "release": "/train release JOBID|JOBID_TASK",
-    "logs": f"/train logs JOBID|JOBID_TASK [N]   (N lines, default {DEFAULT_LOG_LINES}, at "
-    f"most {MAX_LOG_LINES})",
+    "logs": "/train logs JOBID|JOBID_TASK [N]",
     "watch": "/train watch JOBID|JOBID_TASK",
     "unwatch": "/train unwatch JOBID|JOBID_TASK",
     "stacks": "/train stacks JOBID|JOBID_TASK",
@@ -41,7 +42,8 @@ HELP_LINES: dict[str, Text] = {
     "cancel": N_("cancel a job (its team or an approver)"),
     "hold": N_("hold a pending job (its team or an approver)"),
     "release": N_("release a held job (its team or an approver)"),
-    "logs": N_("the last lines of a job's log"),
+    "logs": N_("the last N lines of a job's log (default %(default)s, at most %(most)s)",
+               default=DEFAULT_LOG_LINES, most=MAX_LOG_LINES),
     "watch": N_("watch a job submitted outside trainbot in a thread: one job, an array task "
                 "(123_4) or a whole array (123, a row per task)"),
     "unwatch": N_("stop watching a job or array adopted with `/train watch` (who adopted it "

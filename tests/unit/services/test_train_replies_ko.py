@@ -30,7 +30,7 @@ ALLOWED = {
     "mix", "dev", "nosuch", "mixx", "frob", "submti", "bad", "name", "log_path", "slack",
     "approvers", "recipes", "recipe", "lr", "u0owner", "u0appr", "leads", "robots", "x",
     "status", "watch", "command", "submit", "resume", "cancel", "logs", "stacks", "history",
-    "help", "train", "n", "lines", "default", "at", "most", "c0train", "c0other", "abc",
+    "help", "train", "n", "c0train", "c0other", "abc",
     "target_iter", "memory", "sweep", "other", "owner", "overridable",
 }
 WORD = re.compile(r"[A-Za-z][A-Za-z_]*")
@@ -42,6 +42,14 @@ def english_words(text: str) -> list[str]:
     text = re.sub(r"<[@#!][^>]*>|:[a-z_]+:|'[^']*'", " ", text)  # mentions, emoji, quoted
     text = re.sub(r"`[^`\n]*`", " ", text.replace("```", "\n"))
     return [w for w in WORD.findall(text) if w.lower() not in ALLOWED]
+
+
+def code_span_words(text: str) -> list[str]:
+    """Lower-case Latin words inside inline code spans (a command's synopsis: its words and
+    UPPER-CASE placeholders only; an English explanation there is left untranslated)."""
+    spans = re.findall(r"`([^`\n]*)`", re.sub(r"```.*?```", " ", text, flags=re.S))
+    return [w for span in spans for w in WORD.findall(span)
+            if not w.isupper() and w.lower() not in ALLOWED | set(c.USAGE)]
 
 
 @pytest.fixture
@@ -121,6 +129,8 @@ def test_every_train_reply_in_a_korean_channel_is_korean(ctx) -> None:
     untranslated = {name: (english_words(text), text) for name, text in found
                     if english_words(text) or not HANGUL.search(text)}
     assert not untranslated, untranslated
+    in_code = {name: code_span_words(text) for name, text in found if code_span_words(text)}
+    assert not in_code, in_code
 
 
 def test_the_english_channel_gets_the_english_sentences(store) -> None:

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
+from bot.core.arrays import ArrayTask, build_array_root
 from bot.core.incident import AttemptSummary, build_root
+from bot.core.text import display_width
 from bot.slack.render import languages, render_blocks, templates_root, translator
 from bot.slack.translations import PYTHON_DIRS, extract
 
@@ -62,6 +64,73 @@ def test_every_message_id_has_a_translation_with_the_same_placeholders(used, lan
     assert not wrong, f"{lang}: placeholders differ from the message id: {wrong}"
     stale = set(po) - {(m.context, m.id) for m in used if m.id}
     assert not stale, f"{lang}: translations of message ids no longer used: {stale}"
+
+
+def po_entries(path: Path) -> list[tuple[str | None, str, str]]:
+    """(context, message id, translation) of every entry of a .po as written (Babel's reader
+    merges a repeated id silently, one translation winning)."""
+    entries: list[tuple[str | None, str, str]] = []
+    parts: dict[str, str] = {}
+    key = None
+    for line in [*path.read_text(encoding="utf-8").splitlines(), ""]:
+        m = re.match(r'(msgctxt|msgid|msgstr)\s+"(.*)"$', line)
+        if m:
+            key = m.group(1)
+            parts[key] = m.group(2)
+        elif key and line.startswith('"'):
+            parts[key] += line[1:-1]
+        elif not line.strip() and "msgid" in parts:
+            entries.append((parts.get("msgctxt"), parts["msgid"], parts.get("msgstr", "")))
+            parts, key = {}, None
+    return entries
+
+
+@pytest.mark.parametrize("lang", [lang for lang in languages() if lang != "en"])
+def test_each_message_id_is_defined_once(lang) -> None:
+    """One entry per message id and context; an id under two contexts (a table header
+    `pgettext("column", …)`, a chart's axis label `_()`) only when the translations differ,
+    else it is one message defined twice."""
+    entries = po_entries(templates_root() / "locale" / lang / "LC_MESSAGES" / "messages.po")
+    assert len(entries) > 200
+    keys = [(ctx, mid) for ctx, mid, _ in entries]
+    repeated = sorted({k for k in keys if keys.count(k) > 1}, key=str)
+    assert not repeated, f"{lang}: message ids defined more than once: {repeated}"
+    by_id: dict[str, list[str]] = {}
+    for _ctx, mid, string in entries:
+        by_id.setdefault(mid, []).append(string)
+    same = {mid: strings for mid, strings in by_id.items() if len(set(strings)) < len(strings)}
+    assert not same, f"{lang}: one message under two contexts with one translation: {same}"
+
+
+def _table(blocks: list, block_id: str) -> list[str]:
+    text = next(b for b in blocks if b.get("block_id") == block_id)["text"]["text"]
+    return text.strip("`\n").splitlines()
+
+
+def _column(line: str, cell: str) -> int:
+    """The display column where `cell` starts on `line` (Hangul two wide)."""
+    return display_width(line[:line.index(cell)])
+
+
+def test_thread_root_tables_have_korean_headers_aligned_by_display_width() -> None:
+    """The attempts table of a run's root and the tasks table of an array's root: headers in
+    Korean, each value under its header although Hangul takes two columns."""
+    root = build_root(recipe="mix", target_iter=8000, attempts=[
+        AttemptSummary("88154", "FAILED", 3470, 1000, cause="nccl_timeout"),
+        AttemptSummary("88160", "RUNNING", 5200, 3470)])
+    header, *rows = _table(render_blocks("root", "ko", root)[0], "attempts")
+    assert header.split() == ["작업", "진행", "결과", "원인"]
+    for row, state in zip(rows, ("FAILED", "RUNNING"), strict=True):
+        assert _column(row, state) == _column(header, "결과"), (header, row)
+    assert _column(rows[0], "nccl_timeout") == _column(header, "원인")
+    array = build_array_root(array_job_id=100, name="sweep", waiting=False, tasks=[
+        ArrayTask("100_0", "100", "FAILED", 120, "host_oom"),
+        ArrayTask("140_0", "140", "RUNNING", 300), ArrayTask("100_1", "101", "COMPLETED", 90)])
+    header, *rows = _table(render_blocks("array_root", "ko", array)[0], "tasks")
+    assert header.split() == ["task", "상태", "반복", "원인"]
+    for row, state in zip(rows, ("RUNNING", "COMPLETED"), strict=True):
+        assert _column(row, state) == _column(header, "상태"), (header, row)
+    assert _column(rows[0], "300") == _column(header, "반복"), (header, rows[0])
 
 
 def test_a_language_is_one_po_file_in_the_locale_folder(tmp_path: Path) -> None:
