@@ -121,3 +121,17 @@ def task_retries_used(earlier_causes: Sequence[str | None], catalogue: Any) -> i
             return True
 
     return sum(1 for cause in earlier_causes if charges(cause))
+
+
+def retries_by_task(attempts: Sequence[tuple[int | None, str | None]],
+                    catalogue: Any) -> list[tuple[int, int]]:
+    """(task, retries used) of each task of an array trainbot submitted that spent any, the
+    most spent first (then by task): from its attempts, oldest first, as (task, cause). A
+    task's retries are counted as its budget counts them (task_retries_used of the causes of
+    its attempts before the latest), so a free resubmit (a node failure) is none."""
+    causes: dict[int, list[str | None]] = {}
+    for task, cause in attempts:
+        if task is not None:
+            causes.setdefault(task, []).append(cause)
+    used = [(task, task_retries_used(c[:-1], catalogue)) for task, c in causes.items()]
+    return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))

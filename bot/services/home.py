@@ -1,5 +1,6 @@
 """The App Home tab (views.publish): each user's and their team's runs, their state, progress,
-last incident and retries, with the open prompts' buttons (the same tokens, so a click is
+last incident and retries (an array recipe's: per task, as its budget is, the tasks that
+used any, the most first), with the open prompts' buttons (the same tokens, so a click is
 authorized and decided exactly like one in the thread); and the jobs and arrays trainbot
 adopted (`/train watch`) that the user adopted or may act on (bot.core.home): state,
 progress (an array: its tasks counted by state), last incident, never a resubmit button, and
@@ -14,6 +15,7 @@ import logging
 from typing import Any
 
 from bot.config import Config
+from bot.core.arrays import retries_by_task
 from bot.core.authz import can_control_job, can_unwatch
 from bot.core.home import UNWATCH, adopted_buttons, fit_rows, sees_adopted, unfinished_tasks
 from bot.services.access import default_approvers
@@ -27,6 +29,7 @@ log = logging.getLogger(__name__)
 MAX_RUNS = 15  # rows shown at most (fewer when their blocks would pass a view's 100)
 RECENT_S = 24 * 3600.0  # runs that ended this recently are still shown
 VIEWER_TTL_S = 30 * 24 * 3600.0  # a viewer who has not opened the tab this long: no refresh
+TASK_RETRIES_SHOWN = 4  # an array recipe's row names this many tasks that used retries
 
 
 def team_recipes(config: Config, user: str) -> list[str]:
@@ -94,10 +97,17 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
         array = array_root_view(ctx, chain.id)
         if array is None:
             return None
+        spent = retries_by_task([(a.array_task, a.cause) for a in
+                                 ctx.store.attempts.for_chain(chain.id)], ctx.catalogue)
+        budget = ctx.config.policy_for(chain.recipe).retry_budget \
+            if chain.recipe in ctx.config.recipes else None
         return {"chain_id": chain.id, "recipe": chain.recipe, "job_id": str(chain.array_job_id),
                 "state": array.state, "cluster": chain.cluster, "adopted": False,
                 "array": True, "tasks": [{"state": st, "n": n} for st, n in array.counts],
-                "progress_bar": "—", "retries_used": chain.retries_used, "retry_budget": None,
+                "progress_bar": "—", "retries_used": None, "retry_budget": budget,
+                "task_retries": [{"task": t, "used": n}
+                                 for t, n in spent[:TASK_RETRIES_SHOWN]],
+                "more_task_retries": len(spent[TASK_RETRIES_SHOWN:]),
                 "last_incident": _last_incident(ctx, chain.id),
                 "prompts": _prompts(ctx, chain.id, now), "buttons": []}
     root = root_view(ctx, chain.id)

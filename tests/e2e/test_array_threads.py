@@ -183,15 +183,20 @@ def test_submitting_an_array_recipe_opens_the_whole_arrays_thread(
     assert "88887" in note["text"] and "0-3%2" in note["text"]
 
 
-@pytest.mark.parametrize(("lang", "done"), [
-    ("en", "✅ Completed · job 88888_1 (was 88887_1): "),
-    ("ko", "✅ 완료 · 작업 88888_1 (이전 88887_1): "),
+@pytest.mark.parametrize(("lang", "done", "retries", "home"), [
+    ("en", "✅ Completed · job 88888_1 (was 88887_1): ", "in 2 attempts (retries used: 0)",
+     "no task used a retry (3 per task)"),
+    ("ko", "✅ 완료 · 작업 88888_1 (이전 88887_1): ", "시도 2회 (사용한 재시도 0회)",
+     "no task used a retry (3 per task)"),  # the Home tab speaks slack.lang
 ])
 def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
-        store, slack_client, cluster, fake_sleep, slack: SlackStandIn, lang, done) -> None:
+        store, slack_client, cluster, fake_sleep, slack: SlackStandIn, lang, done, retries,
+        home) -> None:
     """Array 88887's task 1 dies on a failed node, comes back alone as 88888_1 and
     completes: its ✅ line in the array's thread says which task it replaced; the tasks that
-    ran once say nothing of the kind."""
+    ran once say nothing of the kind. The free resubmit is no retry, in the thread as on
+    the Home tab (views.publish through the stand-in)."""
+    from bot.services.home import publish_home
     from bot.services.runs import AutoResubmitter, submit_and_announce
 
     slurm, sftp = cluster
@@ -201,7 +206,7 @@ def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
                          policy={"auto_resubmit": True, "backoff_s": 0})
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
-                     sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
+                     sink=poster, home=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
                      catalogue=Catalogue.load())
     array = int(submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW).job_id)
     auto = AutoResubmitter(ctx, "dev")
@@ -239,6 +244,9 @@ def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
     lines = [m["text"] for m in slack.replies(CH, root["ts"]) if m["text"].startswith("✅")]
     assert len(lines) == 2, lines
     [mine] = [t for t in lines if "88888_1" in t]
-    assert mine.startswith(done), mine
+    assert mine.startswith(done) and retries in mine, mine
     [other] = [t for t in lines if t is not mine]
     assert "88887_0" in other and "88887_1" not in other and "(" not in other.split(":")[0]
+    assert publish_home(ctx, "U0ALICE", NOW + 330)  # the stand-in took the view
+    tab = str(slack.home_views["U0ALICE"]["blocks"])
+    assert "array 88887" in tab and home in tab, tab

@@ -59,3 +59,17 @@ def test_a_tasks_retries_are_its_earlier_attempts_whose_cause_charges_the_budget
     assert task_retries_used(["node_failure", "preempted"], catalogue) == 0  # not charged
     assert task_retries_used(["nccl_timeout", "time_limit", None], catalogue) == 3
     assert task_retries_used(["no_such_class"], catalogue) == 1  # unknown charges
+
+
+def test_the_tasks_that_used_retries_are_named_the_most_spent_first() -> None:
+    from bot.core.arrays import retries_by_task
+    from bot.core.catalogue import Catalogue
+
+    catalogue = Catalogue.load()
+    attempts = [(0, "completed"), (1, "nccl_timeout"), (2, "node_failure"), (3, "time_limit"),
+                (None, None),  # the array's not-yet-started remainder: no task
+                (1, "nccl_timeout"), (2, "completed"), (3, "nccl_timeout"), (1, None)]
+    # task 1: two charged resubmits, its third attempt runs; task 3: one, its second failed
+    # (not resubmitted: not a retry); task 2: a free resubmit after a node failure
+    assert retries_by_task(attempts, catalogue) == [(1, 2), (3, 1)]
+    assert retries_by_task([(0, "nccl_timeout")], catalogue) == []  # failed, never retried

@@ -226,3 +226,53 @@ def test_an_array_recipes_run_is_one_home_row_of_its_team_with_its_tasks(store, 
     assert "resubmit" in [b["kind"] for b in prompt["buttons"]]
     _, text = render(ctx, "home", None, home_view(ctx, "U0ALICE", T0 + 130))
     assert text
+
+
+@pytest.mark.parametrize(("lang", "ledger", "more", "none"), [
+    ("en", "task 1: 2/2 retries, task 0: 1/2 retries", "task 1: 2/2 retries, 1 more task(s) "
+     "retried", "no task used a retry (2 per task)"),
+    ("ko", "task 1: 재시도 2/2, task 0: 재시도 1/2", "task 1: 재시도 2/2, 재시도한 task 1개 더",
+     "재시도한 task 없음 (task마다 2회)"),
+])
+def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
+        store, lookups, monkeypatch, lang, ledger, more, none):
+    """The Home row of an array recipe's run names the tasks that used retries, each against
+    the per-task budget (as the watcher spends it), the most spent first; none used: it says
+    so with the budget."""
+    from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
+
+    from bot.services import home
+    from bot.services.home import home_view
+    from bot.services.threads import render
+
+    ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2)
+    ctx.config = ctx.config.model_copy(
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+
+    def shown() -> str:
+        [row] = home_view(ctx, "U0ALICE", T0)["runs"]
+        blocks, _ = render(ctx, "home", None, home_view(ctx, "U0ALICE", T0))
+        assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
+        [section] = [b for b in blocks if b.get("block_id") == f"run:{row['chain_id']}"]
+        return section["text"]["text"].splitlines()[-1]
+
+    assert shown().endswith(none)
+    # task 1 times out twice (2 charged resubmits), task 0 once; task 2 a free node failure
+    slurm.set(88901, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    w.tick(T0 + 200)  # 88888_1
+    run_task(slurm, sftp, 88888, 88888, 1)
+    slurm.set(88900, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 210)
+    slurm.set(array := int(result.job_id), state="NODE_FAIL", exit_code=0, signal=0,
+              end_time=T0 + 210)
+    w.tick(T0 + 220)
+    w.tick(T0 + 300)  # 88889_0, 88890_2
+    sftp.append(LOG.format(88888, 1), b"iter: 60/100 | loss: 0.3\n")  # progress made
+    slurm.set(88888, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 310)
+    w.tick(T0 + 320)
+    w.tick(T0 + 600)  # 88891_1
+    assert [s.array for s in slurm.submits()][4:] == ["1"]
+    assert sorted(s.array for s in slurm.submits()[2:4]) == ["0", "2"], array
+    assert shown().endswith(ledger)
+    monkeypatch.setattr(home, "TASK_RETRIES_SHOWN", 1)  # the others counted, not named
+    assert shown().endswith(more)
