@@ -255,3 +255,59 @@ def test_submit_of_a_missing_script_fails_with_sbatch_error(dev_cluster, tmp_pat
     proc = trainbot("submit", "mix", "--config", str(config))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "submit failed" in proc.stderr and "sbatch" in proc.stderr
+
+
+def test_submit_of_an_array_recipe_submits_the_whole_array(slurm_cluster, tmp_path, tag):
+    """`trainbot submit` of a recipe with `array:` on each dev cluster (Slurm 22.05, 24.11):
+    one `sbatch --array=0-2` under the recipe's job name, no TRAINBOT_RESUME_FROM (each task
+    finds its own checkpoint), and what it prints holds: the array's id, and `trainbot status
+    ID` lists its tasks."""
+    remote = f"{slurm_cluster.home}/{tag}"
+    slurm_cluster.ssh(["mkdir", "-p", remote], check=True)
+    try:
+        script = f"{remote}/array.sbatch"
+        put(slurm_cluster, script,
+            "#!/bin/bash\n"
+            'echo "task=$SLURM_ARRAY_TASK_ID of=$SLURM_ARRAY_JOB_ID '
+            'resume=${TRAINBOT_RESUME_FROM:-none}"\n'
+            "sleep 1\n")
+        config = write_dev_cluster_config(
+            tmp_path / "trainbot.yaml",
+            connection(slurm_cluster),
+            store_url=f"sqlite:///{tmp_path}/state/trainbot.db",
+            recipes={"sweep": {"sbatch_script": script, "array": "0-2", "job_name": tag,
+                               "time": "3", "mem": "100M",
+                               "log_path": f"{remote}/%x-%A_%a.out",
+                               "checkpoint": {"dir": f"{remote}/ckpt/task_%a"}}},
+        )
+        proc = trainbot("submit", "sweep", "--config", str(config))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        match = re.fullmatch(
+            rf"submitted sweep as job array (\d+) \(name {tag}, chain 1\); a job array "
+            r"\(--array=0-2\): each task finds its own checkpoint; `trainbot status (\d+)` "
+            r"lists the tasks\n", proc.stdout)
+        assert match and match[1] == match[2], proc.stdout
+        assert proc.stderr == "", proc.stderr
+        array = match[1]
+
+        deadline = time.monotonic() + 90
+        while True:
+            acct = slurm_cluster.ssh(["sacct", "-X", "-n", "-P", "-j", array,
+                                      "-o", "JobID,JobName,State"], check=True).stdout.split()
+            if (len(acct) == 3 and all(r.endswith("|COMPLETED") for r in acct)) or \
+                    time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert sorted(acct) == [f"{array}_{n}|{tag}|COMPLETED" for n in range(3)], acct
+        for n in range(3):
+            log = slurm_cluster.ssh(["cat", f"{remote}/{tag}-{array}_{n}.out"],
+                                    check=True).stdout
+            assert f"task={n} of={array} resume=none" in log, log
+
+        status = trainbot("status", array, "--config", str(config))
+        assert status.returncode == 0, status.stdout + status.stderr
+        for n in range(3):
+            assert f"{array}_{n}" in status.stdout, status.stdout
+    finally:
+        slurm_cluster.ssh(["scancel", f"--name={tag}"])
+        slurm_cluster.ssh(["rm", "-rf", remote])
