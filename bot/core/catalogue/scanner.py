@@ -24,6 +24,11 @@ _PREFIX_RE = re.compile(
     r"|\[[0-9]+,[0-9]+\]<std(?:out|err)>:[ \t]?"  # mpirun --tag-output
     r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2}[^\]\n]*\]\[rank[0-9]+\]:?[ \t]?"  # [2024-..][rank1]:
     r"|[ \t]*[0-9]+: "  # srun --label
+    # Ray's per-process prefix (verl, OpenRLHF, vLLM): `(WorkerDict pid=3175143, ip=10.0.0.1) `,
+    # `(raylet) `, its colour codes kept as text when the ESC was lost or escaped (`[36m`,
+    # syslog's `#033[36m`)
+    r"|(?:(?:#033|\^\[)?\[[0-9;]*m)*\((?:raylet|(?:[A-Za-z_][A-Za-z0-9_.-]* )?pid=[0-9]+"
+    r"(?:, ip=[0-9a-fA-F.:]+)?[^)\n]*)\)(?:(?:#033|\^\[)?\[0m)?[ \t]?"
     r")+"
 )
 
@@ -31,13 +36,13 @@ _PREFIX_RE = re.compile(
 def normalize_line(line: str) -> str:
     """The message a human sees: no line end, no ANSI colour codes, only the last tqdm
     carriage-return segment, and no per-rank launcher prefixes (`[rank3]:`, `[default0]:`,
-    `rank3: `, srun's `0: `, `[2024-...][rank1]:`)."""
+    `rank3: `, srun's `0: `, `[2024-...][rank1]:`, Ray's `(WorkerDict pid=12, ip=...)`)."""
     line = line.rstrip("\r\n")
     if "\x1b" in line:
         line = _ANSI_RE.sub("", line)
     if "\r" in line:
         line = line.rsplit("\r", 1)[1]
-    if line[:1] in ("[", "r", " ", "\t") or line[:1].isdigit():
+    if line[:1] in ("[", "r", " ", "\t", "(", "#", "^") or line[:1].isdigit():
         line = _PREFIX_RE.sub("", line, count=1)
     return line
 

@@ -859,3 +859,15 @@ def test_a_per_epoch_progress_bar_at_100_percent_is_not_the_end_of_training(
     bar = "100%|##########| 1626/1626 [22:53<00:00,  1.18it/s]"
     text = "".join(f"Epoch {e}/50\n{bar}\n" for e in (1, 2)) + epoch + "\n" + bar + "\n"
     assert _diagnose_text(catalogue, text).class_id == class_id
+
+
+@pytest.mark.parametrize(("ending", "class_id"), [
+    ("(TaskRunner pid=130397, ip=10.0.0.1) Killed", "host_oom"),  # the shell's kill notice
+    ("\x1b[36m(WorkerDict pid=3175143)\x1b[0m MemoryError", "host_oom"),
+    ("[36m(main_task pid=1748945)[0m ValueError: shape mismatch", "unknown_failure"),
+])
+def test_a_ray_workers_prefix_does_not_hide_how_the_log_ends(catalogue, ending: str,
+                                                             class_id: str):
+    """verl / OpenRLHF / vLLM print every worker line behind Ray's `(Name pid=N, ip=...)`."""
+    text = "(TaskRunner pid=130397) step 10 loss 1.2\n" + ending + "\n"
+    assert _diagnose_text(catalogue, text).class_id == class_id
