@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.findings import Finding, Level
+from bot.core.text import N_, SEMICOLONS_OR, Text, join_text, render_text
 from bot.core.units import GIB, format_size, quote_value
 
 CHECK_MEMORY_BUDGET = "memory_budget"
@@ -54,9 +55,18 @@ class SaveMemoryInputs:
 
 @dataclass(frozen=True)
 class BudgetPart:
-    name: str
+    name: str  # its id, English (`model+optimizer state`); `label` is the sentence to show
     bytes: int
-    why: str
+    why: Text
+
+    @property
+    def label(self) -> Text:
+        return _PART_LABELS[self.name]
+
+
+_PART_LABELS = {"model+optimizer state": N_("model+optimizer state"),
+                "rank processes": N_("rank processes"),
+                "DataLoader workers": N_("DataLoader workers")}
 
 
 @dataclass(frozen=True)
@@ -70,14 +80,22 @@ class MemoryBudget:
     cap_bytes: int | None
     floor_bytes: int | None
     level: Level
-    message: str
+    text: Text  # the verdict, translated where shown; `message` is its English
     suggested_mem: str | None  # an `--mem` value that fits, e.g. "580G"; None if none does
-    fix: str
+    fix_text: Text | str
+
+    @property
+    def message(self) -> str:
+        return str(self.text)
+
+    @property
+    def fix(self) -> str:
+        return render_text(self.fix_text)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "parts": [{"name": p.name, "bytes": p.bytes, "gib": round(p.bytes / GIB, 1),
-                       "why": p.why} for p in self.parts],
+                       "why": str(p.why)} for p in self.parts],
             "subtotal_bytes": self.subtotal_bytes,
             "peak_bytes": self.peak_bytes,
             "peak_gib": round(self.peak_bytes / GIB, 1),
@@ -91,7 +109,7 @@ class MemoryBudget:
         }
 
     def finding(self) -> Finding:
-        return Finding(CHECK_MEMORY_BUDGET, self.level, None, self.message, self.fix)
+        return Finding(CHECK_MEMORY_BUDGET, self.level, None, self.text, self.fix_text)
 
 
 def parse_count(text: str) -> int:
@@ -119,16 +137,18 @@ def format_params(n: float) -> str:
     return f"{n:,.0f}"
 
 
-def _state_bytes_per_rank(inp: SaveMemoryInputs) -> tuple[float, str]:
+def _state_bytes_per_rank(inp: SaveMemoryInputs) -> tuple[float, Text]:
     """Bytes of model + optimizer state one rank holds on the CPU, and the mode's description."""
     per_param = inp.weight_bytes + inp.master_bytes + inp.optimizer_bytes + inp.ema_bytes
     full = per_param * inp.params
     world = inp.ranks_per_node * inp.nodes
     if inp.save_mode is SaveMode.SHARDED:
-        return full / world, f"1/{world} of {per_param:g} B/param (sharded)"
+        return full / world, N_("1/%(world)s of %(bytes)s B/param (sharded)", world=world,
+                                bytes=f"{per_param:g}")
     if inp.save_mode is SaveMode.RANK0:
-        return full / inp.ranks_per_node, f"{per_param:g} B/param on rank 0 only"
-    return full, f"{per_param:g} B/param gathered by every rank"
+        return full / inp.ranks_per_node, N_("%(bytes)s B/param on rank 0 only",
+                                             bytes=f"{per_param:g}")
+    return full, N_("%(bytes)s B/param gathered by every rank", bytes=f"{per_param:g}")
 
 
 def _parts(inp: SaveMemoryInputs) -> list[BudgetPart]:
@@ -138,14 +158,17 @@ def _parts(inp: SaveMemoryInputs) -> list[BudgetPart]:
         BudgetPart(
             "model+optimizer state",
             int(state * ranks),
-            f"{ranks} rank(s) × {format_size(state)} ({how}: weights {inp.weight_bytes:g} + "
-            f"master {inp.master_bytes:g} + Adam {inp.optimizer_bytes:g} + EMA "
-            f"{inp.ema_bytes:g} B × {format_params(inp.params)} params)",
+            N_("%(ranks)s rank(s) × %(size)s (%(how)s: weights %(weights)s + master %(master)s "
+               "+ Adam %(adam)s + EMA %(ema)s B × %(params)s params)", ranks=ranks,
+               size=format_size(state), how=how, weights=f"{inp.weight_bytes:g}",
+               master=f"{inp.master_bytes:g}", adam=f"{inp.optimizer_bytes:g}",
+               ema=f"{inp.ema_bytes:g}", params=format_params(inp.params)),
         ),
         BudgetPart(
             "rank processes",
             inp.rank_base_bytes * ranks,
-            f"{ranks} × {format_size(inp.rank_base_bytes)} Python/torch/CUDA host context",
+            N_("%(ranks)s × %(size)s Python/torch/CUDA host context", ranks=ranks,
+               size=format_size(inp.rank_base_bytes)),
         ),
     ]
     workers = inp.workers_per_rank * ranks
@@ -153,8 +176,8 @@ def _parts(inp: SaveMemoryInputs) -> list[BudgetPart]:
         parts.append(BudgetPart(
             "DataLoader workers",
             workers * inp.worker_rss_bytes,
-            f"{workers} workers ({inp.workers_per_rank}/rank) × "
-            f"{format_size(inp.worker_rss_bytes)} RSS each",
+            N_("%(workers)s workers (%(per_rank)s/rank) × %(size)s RSS each", workers=workers,
+               per_rank=inp.workers_per_rank, size=format_size(inp.worker_rss_bytes)),
         ))
     return parts
 
@@ -183,66 +206,78 @@ def estimate_save_peak(
         # the site charges the floor anyway: asking for it costs nothing extra
         need_bytes, need = _round_up_mem(site_floor_bytes, step_gib=1)
     biggest = max(parts, key=lambda p: p.bytes)
-    breakdown = "; ".join(f"{p.name} {format_size(p.bytes)} = {p.why}" for p in parts)
-    head = (f"estimated host peak during a checkpoint save: {format_size(peak)} per node, "
-            f"mostly {biggest.name}. Breakdown: {breakdown}; × {inp.overhead_factor:g} overhead")
+    breakdown = join_text([N_("%(part)s %(size)s = %(why)s", part=p.label,
+                              size=format_size(p.bytes), why=p.why) for p in parts])
+    said = {"peak": format_size(peak), "biggest": biggest.label, "breakdown": breakdown,
+            "overhead": f"{inp.overhead_factor:g}"}
 
     if cap is not None and peak > cap:
         return MemoryBudget(
             tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "fail",
-            f"{head}. This cannot fit under the site cap of {format_size(cap)} "
-            f"({gpus} GPUs × {format_size(per_gpu_cap_bytes or 0)})",
+            N_("estimated host peak during a checkpoint save: %(peak)s per node, mostly "
+               "%(biggest)s. Breakdown: %(breakdown)s; × %(overhead)s overhead. This cannot fit "
+               "under the site cap of %(cap)s (%(gpus)s GPUs × %(per_gpu)s)", cap=format_size(cap),
+               gpus=gpus, per_gpu=format_size(per_gpu_cap_bytes or 0), **said),
             None,
             _cannot_fit_fix(inp, cap),
         )
     if mem_limit_bytes is None:
         return MemoryBudget(
             tuple(parts), subtotal, peak, None, cap, site_floor_bytes, "warn",
-            f"{head}. The recipe sets no --mem; ask for at least --mem={need}",
-            need, f"set --mem={need} in the recipe",
+            N_("estimated host peak during a checkpoint save: %(peak)s per node, mostly "
+               "%(biggest)s. Breakdown: %(breakdown)s; × %(overhead)s overhead. The recipe sets "
+               "no --mem; ask for at least --mem=%(need)s", need=need, **said),
+            need, N_("set --mem=%(need)s in the recipe", need=need),
         )
     if peak > mem_limit_bytes:
         return MemoryBudget(
             tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "fail",
-            f"{head}. That is above --mem={format_size(mem_limit_bytes)}: the first save will be "
-            "OOM-killed (job 87870)",
-            need, f"submit with --mem={need}"
-            + (f" (site cap {format_size(cap)})" if cap else "")
-            + "; or reduce DataLoader workers / save sharded",
+            N_("estimated host peak during a checkpoint save: %(peak)s per node, mostly "
+               "%(biggest)s. Breakdown: %(breakdown)s; × %(overhead)s overhead. That is above "
+               "--mem=%(mem)s: the first save will be OOM-killed (job 87870)",
+               mem=format_size(mem_limit_bytes), **said),
+            need, N_("submit with --mem=%(need)s (site cap %(cap)s); or reduce DataLoader "
+                     "workers / save sharded", need=need, cap=format_size(cap)) if cap else
+            N_("submit with --mem=%(need)s; or reduce DataLoader workers / save sharded",
+               need=need),
         )
     if peak > 0.9 * mem_limit_bytes:
         return MemoryBudget(
             tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "warn",
-            f"{head}. That is within 10% of --mem={format_size(mem_limit_bytes)}; "
-            "a small leak will tip it over",
-            need, f"consider --mem={need}",
+            N_("estimated host peak during a checkpoint save: %(peak)s per node, mostly "
+               "%(biggest)s. Breakdown: %(breakdown)s; × %(overhead)s overhead. That is within "
+               "10%% of --mem=%(mem)s; a small leak will tip it over",
+               mem=format_size(mem_limit_bytes), **said),
+            need, N_("consider --mem=%(need)s", need=need),
         )
     return MemoryBudget(
         tuple(parts), subtotal, peak, mem_limit_bytes, cap, site_floor_bytes, "pass",
-        f"{head}. Fits under --mem={format_size(mem_limit_bytes)}",
+        N_("estimated host peak during a checkpoint save: %(peak)s per node, mostly "
+           "%(biggest)s. Breakdown: %(breakdown)s; × %(overhead)s overhead. Fits under "
+           "--mem=%(mem)s", mem=format_size(mem_limit_bytes), **said),
         need, "",
     )
 
 
-def _cannot_fit_fix(inp: SaveMemoryInputs, cap: int) -> str:
+def _cannot_fit_fix(inp: SaveMemoryInputs, cap: int) -> Text:
     """Concrete ways down: how many workers would fit, what sharding or rank-0 saving gives."""
-    options: list[str] = []
+    options: list[Text] = []
     no_workers = _parts_total(inp, workers_per_rank=0)
     if inp.worker_rss_bytes and inp.workers_per_rank:
         room = cap / inp.overhead_factor - no_workers
         per_rank = int(room // (inp.worker_rss_bytes * inp.ranks_per_node)) if room > 0 else 0
         if per_rank > 0:
-            options.append(f"reduce DataLoader workers to {per_rank}/rank")
-    for mode, label in ((SaveMode.SHARDED, "save sharded (DCP sharded state dict)"),
-                        (SaveMode.RANK0, "gather the full state on rank 0 only")):
+            options.append(N_("reduce DataLoader workers to %(n)s/rank", n=per_rank))
+    for mode, label in ((SaveMode.SHARDED, N_("save sharded (DCP sharded state dict)")),
+                        (SaveMode.RANK0, N_("gather the full state on rank 0 only"))):
         if mode is inp.save_mode:
             continue
         peak = _parts_total(inp, save_mode=mode) * inp.overhead_factor
         if peak <= cap:
-            options.append(f"{label}: ≈ {format_size(peak)}")
+            options.append(N_("%(way)s: ≈ %(size)s", way=label, size=format_size(peak)))
     if not options:
-        options.append("reduce workers / shard / save from fewer ranks (none fits alone)")
-    return "cannot fit under the cap: " + "; or ".join(options)
+        options.append(N_("reduce workers / shard / save from fewer ranks (none fits alone)"))
+    return N_("cannot fit under the cap: %(ways)s", ways=join_text(options, SEMICOLONS_OR))
 
 
 def _parts_total(inp: SaveMemoryInputs, **changes: Any) -> int:

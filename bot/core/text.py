@@ -78,3 +78,18 @@ def align_table(rows: Sequence[Sequence[Any]], align: str = "", sep: str = "  ",
             out.append(pad + cell if right else cell if i == len(row) - 1 else cell + pad)
         lines.append(sep.join(out))
     return "\n".join(lines)
+
+
+# How join_text joins: "a; b; c" (the default), "a; or b".
+SEMICOLONS = N_("%(first)s; %(rest)s")
+SEMICOLONS_OR = N_("%(first)s; or %(rest)s")
+
+
+def join_text(items: Sequence[Any], sep: Text = SEMICOLONS) -> Any:
+    """`items` (sentences or values) as one: `sep` is a message id with `%(first)s` and
+    `%(rest)s` (SEMICOLONS, SEMICOLONS_OR), applied pairwise; "" for none."""
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return Text(sep.msgid, (("first", items[0]), ("rest", join_text(items[1:], sep))))

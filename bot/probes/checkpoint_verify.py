@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.core.findings import Finding, Level, worst_level
+from bot.core.text import N_
 
 METADATA_FILE = ".metadata"
 
@@ -176,6 +177,8 @@ def _dcp_parts(root: Path) -> list[Path]:
     return parts
 
 
+_DO_NOT_RESUME = N_("do not resume from this checkpoint; use the previous complete one")
+
 def _check_part(part: Path, root: Path, report: CheckpointReport,
                 on_file: Callable[[], None] | None = None) -> Any:
     label = "." if part == root else part.relative_to(root).as_posix()
@@ -184,14 +187,14 @@ def _check_part(part: Path, root: Path, report: CheckpointReport,
         metadata = load_metadata(part)
     except CheckpointUnreadable as exc:
         report.findings.append(Finding(
-            f"metadata[{label}]", "fail", None, str(exc),
-            "do not resume from this checkpoint; use the previous complete one",
+            f"metadata[{label}]", "fail", None, str(exc), _DO_NOT_RESUME,
         ))
         return None
     n_items = len(metadata.state_dict_metadata)
     report.findings.append(Finding(
         f"metadata[{label}]", "pass", None,
-        f"{part / METADATA_FILE} read: {n_items} state-dict entries",
+        N_("%(path)s read: %(n)s state-dict entries", path=str(part / METADATA_FILE),
+           n=n_items),
     ))
     missing: list[str] = []
     short: list[str] = []
@@ -208,23 +211,26 @@ def _check_part(part: Path, root: Path, report: CheckpointReport,
         report.storage_bytes += size
         if size < extent.needed_bytes:
             short.append(f"{extent.relative_path} ({size} of {extent.needed_bytes} bytes)")
-    fix = "do not resume from this checkpoint; use the previous complete one"
+    fix = _DO_NOT_RESUME
     if missing:
         report.findings.append(Finding(
             f"storage[{label}]", "fail", None,
-            f"{len(missing)} storage file(s) named in the metadata are missing: "
-            + ", ".join(missing[:5]) + ("…" if len(missing) > 5 else ""), fix,
+            N_("%(n)s storage file(s) named in the metadata are missing: %(files)s",
+               n=len(missing), files=", ".join(missing[:5]) + ("…" if len(missing) > 5 else "")),
+            fix,
         ))
     if short:
         report.findings.append(Finding(
             f"storage[{label}]", "fail", None,
-            f"{len(short)} storage file(s) are shorter than the metadata records (truncated): "
-            + ", ".join(short[:5]) + ("…" if len(short) > 5 else ""), fix,
+            N_("%(n)s storage file(s) are shorter than the metadata records (truncated): "
+               "%(files)s", n=len(short),
+               files=", ".join(short[:5]) + ("…" if len(short) > 5 else "")), fix,
         ))
     if not missing and not short:
         report.findings.append(Finding(
             f"storage[{label}]", "pass", None,
-            f"all {len(storage_extents(metadata))} storage file(s) present and complete",
+            N_("all %(n)s storage file(s) present and complete",
+               n=len(storage_extents(metadata))),
         ))
     return metadata
 
@@ -294,8 +300,9 @@ def verify_checkpoint(
     if not parts:
         report.findings.append(Finding(
             "metadata", "fail", None,
-            f"{root} holds no DCP checkpoint (no {METADATA_FILE} and no *.distcp files)",
-            "point at the checkpoint directory the training code passed to dcp.save",
+            N_("%(path)s holds no DCP checkpoint (no %(metadata)s and no *.distcp files)",
+               path=str(root), metadata=METADATA_FILE),
+            N_("point at the checkpoint directory the training code passed to dcp.save"),
         ))
     params: int | None = None
     for part in parts:
@@ -308,14 +315,15 @@ def verify_checkpoint(
         if target is None:
             report.findings.append(Finding(
                 "pointer", "fail", None, why,
-                "the save did not finish writing its pointer; resume from the previous "
-                "checkpoint the pointer history names, or rewrite the pointer by hand",
+                N_("the save did not finish writing its pointer; resume from the previous "
+                   "checkpoint the pointer history names, or rewrite the pointer by hand"),
             ))
         elif target.resolve() != root.resolve():
             report.findings.append(Finding(
                 "pointer", "warn", None,
-                f"{why}, not the directory being verified ({root})",
-                f"verify {target} too before resuming from it",
+                N_("%(pointer)s, not the directory being verified (%(path)s)", pointer=why,
+                   path=str(root)),
+                N_("verify %(path)s too before resuming from it", path=str(target)),
             ))
         else:
             report.findings.append(Finding("pointer", "pass", None, why))

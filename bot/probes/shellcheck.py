@@ -11,6 +11,7 @@ import shutil
 import subprocess
 
 from bot.core.findings import Finding, Level
+from bot.core.text import N_
 
 # shellcheck severity -> finding level; `info` and `style` are left out by default (noise in a
 # preflight report), `error` means the script does not parse or is clearly broken.
@@ -32,8 +33,10 @@ def parse_shellcheck_json(output: str, min_severity: str = "warning") -> list[Fi
                 check=f"shellcheck:{code}",
                 level=_LEVELS.get(severity, "warn"),
                 line=item.get("line"),
-                message=f"line {item.get('line')}: {item.get('message', '')} ({code}, {severity})",
-                fix=f"see https://www.shellcheck.net/wiki/{code}",
+                text=N_("line %(line)s: `%(message)s` (%(code)s, %(severity)s)",
+                        line=item.get("line"), message=item.get("message", ""), code=code,
+                        severity=severity),
+                fix_text=N_("see %(url)s", url=f"https://www.shellcheck.net/wiki/{code}"),
             )
         )
     return findings
@@ -62,5 +65,6 @@ def run_shellcheck(
     # exit 1 just means "found something"; anything else is shellcheck itself failing
     if proc.returncode not in (0, 1):
         return [Finding("shellcheck", "warn", None,
-                        f"shellcheck exited {proc.returncode}: {proc.stderr.strip()[:200]}")]
+                        N_("shellcheck exited %(code)s: %(error)s", code=proc.returncode,
+                           error=proc.stderr.strip()[:200]))]
     return parse_shellcheck_json(proc.stdout, min_severity)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bot.core.findings import Finding
+from bot.core.text import N_
 
 if TYPE_CHECKING:
     from bot.services.ports import Runner
@@ -156,11 +157,11 @@ out["ptrace"] = ptrace_facts(os.environ.get("TRAINBOT_PROBE_PYSPY"))
 print("TRAINBOT_TOOLCHAIN_JSON " + json.dumps(out), flush=True)
 '''
 
-COMPILER_FIX = (
+COMPILER_FIX = N_(
     "install a compiler into the env (conda-forge `gcc_linux-64 gxx_linux-64`) and export "
-    "`CC=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-gcc CXX=$CONDA_PREFIX/bin/"
-    "x86_64-conda-linux-gnu-g++` in the launcher (compiler_missing)"
-)
+    "`%(export)s` in the launcher (compiler_missing)",
+    export="CC=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-gcc CXX=$CONDA_PREFIX/bin/"
+    "x86_64-conda-linux-gnu-g++")
 
 
 def build_probe_argv(
@@ -234,49 +235,60 @@ def parse_node_output(stdout: str) -> dict[str, Any] | None:
 def checks_from_node(node: Mapping[str, Any]) -> list[Finding]:
     """pass / warn / fail per toolchain fact the node reported (pure)."""
     out: list[Finding] = []
-    host = node.get("host") or "the worker"
+    host = node.get("host") or N_("the worker")
     cc = node.get("cc") or {}
+    unknown = N_("unknown error")
     if cc.get("works"):
-        how = f"CC={node.get('CC')}" if cc.get("origin") == "env" else "found on PATH, CC unset"
+        how = (f"CC={node.get('CC')}" if cc.get("origin") == "env"
+               else N_("found on PATH, CC unset"))
         out.append(Finding("toolchain:cc", "pass", None,
-                           f"C compiler on {host} compiled and ran a test program: "
-                           f"{cc.get('path')} ({how}; {cc.get('version') or 'version unknown'})"))
+                           N_("C compiler on %(host)s compiled and ran a test program: "
+                              "%(path)s (%(how)s; %(version)s)", host=host, path=cc.get("path"),
+                              how=how, version=cc.get("version") or N_("version unknown"))))
     else:
         out.append(Finding("toolchain:cc", "fail", None,
-                           f"compiler_missing: no working C compiler on {host} "
-                           f"({cc.get('error') or 'unknown error'}); Triton / Inductor will die "
-                           "with `Failed to find C compiler` (job 108903)", COMPILER_FIX))
+                           N_("compiler_missing: no working C compiler on %(host)s (%(error)s); "
+                              "Triton / Inductor will die with `Failed to find C compiler` (job "
+                              "108903)", host=host, error=cc.get("error") or unknown),
+                           COMPILER_FIX))
     cxx = node.get("cxx") or {}
     if cxx.get("works"):
         out.append(Finding("toolchain:cxx", "pass", None,
-                           f"C++ compiler works: {cxx.get('path')}"))
+                           N_("C++ compiler works: %(path)s", path=cxx.get("path"))))
     else:
         out.append(Finding("toolchain:cxx", "warn", None,
-                           f"no working C++ compiler on {host} ({cxx.get('error')}); "
-                           "Inductor's CPU kernels and C++ extensions need one", COMPILER_FIX))
+                           N_("no working C++ compiler on %(host)s (%(error)s); Inductor's CPU "
+                              "kernels and C++ extensions need one", host=host,
+                              error=cxx.get("error")), COMPILER_FIX))
     out.append(Finding("toolchain:python", "pass", None,
-                       f"Python {node.get('python')} ({node.get('python_executable')})"))
+                       N_("Python %(version)s (%(path)s)", version=node.get("python"),
+                          path=node.get("python_executable"))))
     if not node.get("torch"):
         out.append(Finding("toolchain:torch", "warn", None,
-                           "torch not importable: skipped the compile check "
-                           f"({node.get('torch_error') or 'no error text'})",
-                           "activate the training env with the recipe's env_setup"))
+                           N_("torch not importable: skipped the compile check (%(error)s)",
+                              error=node.get("torch_error") or N_("no error text")),
+                           N_("activate the training env with the recipe's env_setup")))
         return out
-    gpu = f", {node.get('gpus')} GPU(s)" if node.get("cuda") else ", no CUDA"
+    torch = f"torch {node.get('torch')}"
     triton = f", triton {node.get('triton')}" if node.get("triton") else ""
-    out.append(Finding("toolchain:torch", "pass", None, f"torch {node.get('torch')}{gpu}{triton}"))
+    out.append(Finding("toolchain:torch", "pass", None,
+                       N_("%(torch)s, %(gpus)s GPU(s)%(triton)s", torch=torch,
+                          gpus=node.get("gpus"), triton=triton) if node.get("cuda") else
+                       N_("%(torch)s, no CUDA%(triton)s", torch=torch, triton=triton)))
     comp = node.get("compile") or {}
     if comp.get("ran"):
         out.append(Finding("toolchain:torch_compile", "pass", None,
-                           f"torch.compile JIT works on {comp.get('device')}"))
+                           N_("torch.compile JIT works on %(device)s", device=comp.get("device"))))
     else:
-        err = comp.get("error") or "unknown error"
-        missing = "C compiler" in err or "CC environment variable" in err
+        err = comp.get("error") or unknown
+        missing = isinstance(err, str) and ("C compiler" in err or "CC environment variable" in err)
         out.append(Finding("toolchain:torch_compile", "fail", None,
-                           ("compiler_missing: " if missing else "")
-                           + f"torch.compile failed on {comp.get('device')}: {err}",
-                           COMPILER_FIX if missing else "run the failing snippet on the node "
-                           "and read the error"))
+                           N_("compiler_missing: torch.compile failed on %(device)s: %(error)s",
+                              device=comp.get("device"), error=err) if missing else
+                           N_("torch.compile failed on %(device)s: %(error)s",
+                              device=comp.get("device"), error=err),
+                           COMPILER_FIX if missing else
+                           N_("run the failing snippet on the node and read the error")))
     return out
 
 
@@ -308,17 +320,19 @@ def run_toolchain_probe(
     if node is None:
         return ToolchainReport(
             [Finding("toolchain:srun", "fail", None,
-                     f"the toolchain probe did not report (exit {result.exit_code}): "
-                     f"{stderr_tail or result.stdout.strip()[-400:] or 'no output'}",
-                     f"check the partition and the env setup; ran `{shown}`")],
+                     N_("the toolchain probe did not report (exit %(code)s): %(output)s",
+                        code=result.exit_code,
+                        output=stderr_tail or result.stdout.strip()[-400:] or N_("no output")),
+                     N_("check the partition and the env setup; ran `%(command)s`",
+                        command=shown))],
             {}, argv, stderr_tail,
         )
     return ToolchainReport(checks_from_node(node), node, argv, stderr_tail)
 
 
-PTRACE_FIX = ("set `kernel.yama.ptrace_scope = 0` on the nodes (sysctl; at 1 only a process's "
-              "ancestors may attach, and py-spy in its own srun step is none), or give py-spy "
-              "`cap_sys_ptrace` (setcap) and set it as the cluster's `py_spy`")
+PTRACE_FIX = N_("set `kernel.yama.ptrace_scope = 0` on the nodes (sysctl; at 1 only a "
+                "process's ancestors may attach, and py-spy in its own srun step is none), or "
+                "give py-spy `cap_sys_ptrace` (setcap) and set it as the cluster's `py_spy`")
 
 
 def ptrace_checks(node: Mapping[str, Any]) -> list[Finding]:
@@ -326,21 +340,24 @@ def ptrace_checks(node: Mapping[str, Any]) -> list[Finding]:
     facts = node.get("ptrace")
     if not isinstance(facts, Mapping):
         return []
-    host = node.get("host") or "the worker"
+    host = node.get("host") or N_("the worker")
     scope = facts.get("ptrace_scope")
-    scope_text = "no Yama ptrace policy" if scope is None else \
+    scope_text = N_("no Yama ptrace policy") if scope is None else \
         f"kernel.yama.ptrace_scope={scope}"
     if facts.get("attach"):
         return [Finding("forensics:py_spy", "pass", None,
-                        f"py-spy read a Python process's stack on {host} as uid "
-                        f"{facts.get('uid')} ({scope_text}): a stall's stacks can be collected")]
+                        N_("py-spy read a Python process's stack on %(host)s as uid %(uid)s "
+                           "(%(scope)s): a stall's stacks can be collected", host=host,
+                           uid=facts.get("uid"), scope=scope_text))]
     if facts.get("pyspy") is None:
         return [Finding("forensics:py_spy", "warn", None,
-                        f"py-spy was not tried on {host} ({scope_text})",
-                        "see the line about py-spy above")]
-    fix = "ptrace_scope=3 forbids every attach until the node reboots: set it to 0 at boot" \
-        if scope == 3 else PTRACE_FIX
+                        N_("py-spy was not tried on %(host)s (%(scope)s)", host=host,
+                           scope=scope_text),
+                        N_("see the line about py-spy above"))]
+    fix = N_("ptrace_scope=3 forbids every attach until the node reboots: set it to 0 at "
+             "boot") if scope == 3 else PTRACE_FIX
     return [Finding("forensics:py_spy", "warn", None,
-                    f"py-spy cannot read a Python process on {host} as uid {facts.get('uid')} "
-                    f"({scope_text}): {facts.get('error') or 'refused'}; a stall will be "
-                    "posted without the ranks' stacks", fix)]
+                    N_("py-spy cannot read a Python process on %(host)s as uid %(uid)s "
+                       "(%(scope)s): %(error)s; a stall will be posted without the ranks' "
+                       "stacks", host=host, uid=facts.get("uid"), scope=scope_text,
+                       error=facts.get("error") or N_("refused")), fix)]

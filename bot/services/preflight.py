@@ -33,6 +33,7 @@ from bot.core.memory_budget import (
     format_params,
     parse_count,
 )
+from bot.core.text import N_, Text, join_text
 from bot.core.units import GIB, parse_size
 from bot.services.ports import SFTP, Runner
 from bot.services.submit import submit_env
@@ -45,7 +46,12 @@ DEFAULT_WORKER_RSS = 2 * GIB
 
 
 class PreflightUsageError(ValueError):
-    """The recipe or the options cannot be preflighted as given; the message says the fix."""
+    """The recipe or the options cannot be preflighted as given: `text` says the fix (a
+    sentence Slack shows translated), `str()` in English."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+        super().__init__(str(text))
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,8 @@ def lint_section(
         try:
             text = read_local(options.script_path)
         except OSError as exc:
-            raise PreflightUsageError(f"cannot read --script {options.script_path}: {exc}") from exc
+            raise PreflightUsageError(N_("cannot read --script %(path)s: %(error)s",
+                                         path=options.script_path, error=str(exc))) from exc
         source = options.script_path
         base = str(Path(options.script_path).parent)
         for name in python_scripts_in(text):
@@ -175,13 +182,13 @@ def lint_section(
                     "launcher",
                     "warn",
                     None,
-                    "the recipe submits through a site wrapper (submit_command): no "
-                    "batch script to lint",
-                    "pass --script PATH to lint the launcher",
+                    N_("the recipe submits through a site wrapper (submit_command): no batch "
+                       "script to lint"),
+                    N_("pass --script PATH to lint the launcher"),
                 )
             ], None
         if runner is None:
-            raise PreflightUsageError("no cluster connection to read the batch script from")
+            raise PreflightUsageError(N_("no cluster connection to read the batch script from"))
         sftp = runner.sftp()
         try:
             text = _read_remote(sftp, path)
@@ -191,8 +198,9 @@ def lint_section(
                     "launcher",
                     "fail",
                     None,
-                    f"cannot read the recipe's batch script {path} on the cluster: {exc}",
-                    "fix recipes.<name>.sbatch_script (absolute, or relative to workdir)",
+                    N_("cannot read the recipe's batch script %(path)s on the cluster: %(error)s",
+                       path=path, error=str(exc)),
+                    N_("fix recipes.<name>.sbatch_script (absolute, or relative to workdir)"),
                 )
             ], path
         source = f"cluster:{path}"
@@ -219,7 +227,7 @@ def lint_section(
                     "shellcheck",
                     "pass",
                     None,
-                    "shellcheck is not installed here: skipped (apt-get install shellcheck)",
+                    N_("shellcheck is not installed here: skipped (apt-get install shellcheck)"),
                 )
             )
         else:
@@ -230,10 +238,11 @@ def lint_section(
 # ---------------------------------------------------------------------------- memory
 
 
-def _params_from_cluster(recipe: RecipeConfig, runner: Runner | None) -> tuple[int | None, str]:
+def _params_from_cluster(recipe: RecipeConfig,
+                         runner: Runner | None) -> tuple[int | None, Text | str]:
     """Parameter count from the recipe's latest complete DCP checkpoint, read over SFTP."""
     if recipe.checkpoint is None or runner is None:
-        return None, "the recipe has no checkpoint dir"
+        return None, N_("the recipe has no checkpoint dir")
     from bot.cluster.checkpoints import probe_recipe_checkpoints
     from bot.probes.checkpoint_verify import (
         CheckpointUnreadable,
@@ -245,10 +254,11 @@ def _params_from_cluster(recipe: RecipeConfig, runner: Runner | None) -> tuple[i
     try:
         decision = probe_recipe_checkpoints(sftp, recipe.checkpoint)
     except OSError as exc:
-        return None, f"cannot list {recipe.checkpoint.dir}: {exc}"
+        return None, N_("cannot list %(path)s: %(error)s", path=recipe.checkpoint.dir,
+                        error=str(exc))
     ckpt = decision.checkpoint
     if ckpt is None:
-        return None, f"no complete checkpoint in {recipe.checkpoint.dir} yet"
+        return None, N_("no complete checkpoint in %(path)s yet", path=recipe.checkpoint.dir)
     for sub in ("", "model"):
         meta = (
             posixpath.join(ckpt.path, sub, ".metadata")
@@ -264,8 +274,9 @@ def _params_from_cluster(recipe: RecipeConfig, runner: Runner | None) -> tuple[i
             count = param_count_from_metadata(parse_metadata_bytes(data, meta))
         except CheckpointUnreadable as exc:
             return None, str(exc)
-        return count, f"read from {meta}"
-    return None, f"{ckpt.path} has no DCP .metadata to read the parameter count from"
+        return count, N_("read from %(path)s", path=meta)
+    return None, N_("%(path)s has no DCP .metadata to read the parameter count from",
+                    path=ckpt.path)
 
 
 def with_config_defaults(
@@ -298,7 +309,7 @@ def memory_section(
     recipe: RecipeConfig, options: PreflightOptions, runner: Runner | None
 ) -> tuple[list[Finding], MemoryBudget | None]:
     params = options.params
-    source = "given"
+    source: Text | str = N_("given")
     if params is None:
         params, source = _params_from_cluster(recipe, runner)
     if not params:
@@ -307,8 +318,9 @@ def memory_section(
                 "memory_budget",
                 "warn",
                 None,
-                f"no parameter count ({source}): skipped the checkpoint memory budget",
-                "pass --params (e.g. --params 1.4B)",
+                N_("no parameter count (%(source)s): skipped the checkpoint memory budget",
+                   source=source),
+                N_("pass --params (e.g. --params 1.4B)"),
             )
         ], None
     gpus = gpus_in_gres(recipe.gres)
@@ -319,16 +331,17 @@ def memory_section(
                 "memory_budget",
                 "warn",
                 None,
-                "ranks per node unknown (no --ranks, no gpu in the recipe's gres): "
-                "skipped the checkpoint memory budget",
-                "pass --ranks N",
+                N_("ranks per node unknown (no --ranks, no gpu in the recipe's gres): skipped "
+                   "the checkpoint memory budget"),
+                N_("pass --ranks N"),
             )
         ], None
-    notes: list[str] = [f"parameter count {format_params(params)} ({source})"]
+    notes: list[Text] = [N_("parameter count %(params)s (%(source)s)",
+                            params=format_params(params), source=source)]
     worker_rss = options.worker_rss_bytes
     if options.workers_per_rank and worker_rss is None:
         worker_rss = DEFAULT_WORKER_RSS
-        notes.append("worker RSS assumed 2 GiB: measure it with `trainbot probe dataloader`")
+        notes.append(N_("worker RSS assumed 2 GiB: measure it with `trainbot probe dataloader`"))
     mem = (
         options.mem_bytes
         if options.mem_bytes is not None
@@ -354,8 +367,9 @@ def memory_section(
         finding.check,
         finding.level,
         None,
-        finding.message + " [" + "; ".join(notes) + "]",
-        finding.fix,
+        N_("%(budget)s [%(notes)s]", budget=finding.text,
+           notes=join_text(notes)),
+        finding.fix_text,
     )
     return [finding], budget
 
@@ -377,7 +391,8 @@ def run_preflight(
     except KeyError:
         known = ", ".join(sorted(config.recipes)) or "none"
         raise PreflightUsageError(
-            f"no recipe {recipe_name!r} in the config (known: {known})"
+            N_("no recipe %(recipe)s in the config (known: %(known)s)",
+               recipe=repr(recipe_name), known=known)
         ) from None
     options = with_config_defaults(options, recipe, config.clusters[recipe.cluster])
     report = PreflightReport(recipe=recipe_name)
@@ -386,7 +401,7 @@ def run_preflight(
     )
     if options.toolchain:
         if runner is None:
-            raise PreflightUsageError("the toolchain probe needs the cluster")
+            raise PreflightUsageError(N_("the toolchain probe needs the cluster"))
         from bot.probes.toolchain import ptrace_checks, run_toolchain_probe
 
         srun_args = list(options.probe_srun_args)
@@ -419,11 +434,11 @@ def run_preflight(
         forensics = [*pyspy_finding, *ptrace_checks(tool.node)]
     else:
         report.sections["toolchain"] = [
-            Finding("toolchain", "warn", None, "skipped (--no-toolchain)")
+            Finding("toolchain", "warn", None, N_("skipped (--no-toolchain)"))
         ]
         report.sections["launcher"] = after_toolchain_probe(report.sections["launcher"], None)
         forensics = [Finding("forensics:py_spy", "warn", None,
-                             "py-spy not tried on a node (--no-toolchain)")]
+                             N_("py-spy not tried on a node (--no-toolchain)"))]
     report.sections["memory"], report.budget = memory_section(recipe, options, runner)
     report.sections["forensics"] = [*forensics, flight_recorder_check(recipe)]
     return report
@@ -441,8 +456,10 @@ def _pyspy_on_cluster(config: Config, cluster: str,
         return place_pyspy(runner, runner.sftp()), []
     except (PySpyUnavailable, ClusterError, OSError) as exc:
         return None, [Finding("forensics:py_spy", "warn", None,
-                              f"py-spy could not be placed on the cluster: {exc}",
-                              "install py-spy on the nodes and set the cluster's `py_spy` path")]
+                              N_("py-spy could not be placed on the cluster: %(error)s",
+                                 error=str(exc)),
+                              N_("install py-spy on the nodes and set the cluster's `py_spy` "
+                                 "path"))]
 
 
 def flight_recorder_check(recipe: RecipeConfig) -> Finding:
@@ -453,14 +470,15 @@ def flight_recorder_check(recipe: RecipeConfig) -> Finding:
     if records_on_timeout(env) and env.get(DUMP_FILE_ENV):
         where = recipe.nccl_flight_recorder or env[DUMP_FILE_ENV]
         return Finding("forensics:flight_recorder", "pass", None,
-                       f"an NCCL timeout leaves each rank's flight-recorder dump in {where}: "
-                       "the thread will say which rank fell behind")
+                       N_("an NCCL timeout leaves each rank's flight-recorder dump in %(path)s: "
+                          "the thread will say which rank fell behind", path=where))
     if not distributed:
         return Finding("forensics:flight_recorder", "pass", None,
-                       "one GPU and no NCCL settings: no collective to record")
+                       N_("one GPU and no NCCL settings: no collective to record"))
     return Finding("forensics:flight_recorder", "warn", None,
-                   f"the recipe could record its NCCL collectives ({gpus} GPUs) and does not: "
-                   "after a watchdog timeout nobody will know which rank fell behind",
-                   "set `nccl_flight_recorder: <a shared directory>` in the recipe (trainbot "
-                   "then sets TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT and "
-                   "TORCH_NCCL_DEBUG_INFO_TEMP_FILE for its jobs)")
+                   N_("the recipe could record its NCCL collectives (%(gpus)s GPUs) and does not: "
+                      "after a watchdog timeout nobody will know which rank fell behind",
+                      gpus=gpus),
+                   N_("set `nccl_flight_recorder: <a shared directory>` in the recipe (trainbot "
+                      "then sets TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT and "
+                      "TORCH_NCCL_DEBUG_INFO_TEMP_FILE for its jobs)"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
 from bot.core.authz import Decision, can_control_job, can_submit
+from bot.core.findings import Finding
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
 from bot.core.text import N_
@@ -489,12 +490,25 @@ def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | Non
     try:
         report = run_preflight(ctx.config, cmd.recipe, ctx.clusters.runner(cluster))
     except PreflightUsageError as exc:
-        raise UsageProblem(str(exc)) from None
+        raise UsageProblem(exc.text) from None
     _audit(ctx, actor, "preflight", now, str(report.level), None, cmd.recipe)
-    findings = [[name, str(getattr(f, "level", "")), getattr(f, "message", f)]
-                for name, found in report.sections.items() for f in found]
     return Reply(say(ctx, cmd.recipe, "preflight", recipe=cmd.recipe,
-                     level=str(report.level), findings=findings))
+                     level=_PREFLIGHT_WORDS[report.level],
+                     findings=preflight_rows(report.sections)))
+
+
+def preflight_rows(sections: Mapping[str, Sequence[Finding]]) -> list[list[Any]]:
+    """A preflight report's findings as the reply lists them: section, level, what was found
+    and (unless it passed) the fix, each a sentence the renderer translates."""
+    return [[_PREFLIGHT_WORDS.get(name, name), _PREFLIGHT_WORDS[f.level], f.text,
+             f.fix_text if f.level != "pass" else ""]
+            for name, found in sections.items() for f in found]
+
+
+# A preflight report's sections and levels, as the reply names them.
+_PREFLIGHT_WORDS = {"launcher": N_("launcher"), "toolchain": N_("toolchain"),
+                    "memory": N_("memory"), "forensics": N_("forensics"),
+                    "pass": N_("pass"), "warn": N_("warn"), "fail": N_("fail")}
 
 
 def require_recipe(config: Config, recipe: str) -> None:

@@ -12,8 +12,8 @@ from babel.messages.pofile import read_po
 SOURCE_LANG = "en"
 DOMAIN = "messages"
 # The packages whose Python holds message ids: `_()` in bot/slack and bot/charts, `N_()`
-# (bot.core.text) in bot/core and bot/services.
-PYTHON_DIRS = ("slack", "charts", "core", "services")
+# (bot.core.text) in bot/core, bot/services and bot/probes (the preflight findings).
+PYTHON_DIRS = ("slack", "charts", "core", "services", "probes")
 
 
 def _catalogue_path(locale_dir: Path, lang: str) -> Path:

@@ -13,7 +13,6 @@ from bot.core.launcher_lint.empty_match import check_empty_match
 from bot.core.launcher_lint.engine import scan
 from bot.core.launcher_lint.interactive import check_interactive
 from bot.core.launcher_lint.jit import (
-    NO_COMPILER,
     after_toolchain_probe,
     check_jit,
     python_scripts_in,
@@ -43,6 +42,7 @@ from bot.core.launcher_lint.shebang import check_shebang
 from bot.core.launcher_lint.tee import check_tee
 from bot.core.launcher_lint.trap import check_exit_trap
 from bot.core.shell_lexer import blank_heredocs, strip_comments
+from bot.core.text import N_
 
 
 def lint_launcher(
@@ -63,7 +63,7 @@ def lint_launcher(
         blanked = blank_heredocs(code)
         assigns = assignments(code)
     except Exception as exc:  # noqa: BLE001 (the lexer failing is reported, not raised)
-        findings.append(Finding(CHECK_STRICT_MODE, "pass", None, "not checked"))
+        findings.append(Finding(CHECK_STRICT_MODE, "pass", None, N_("not checked")))
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
             CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_TEE_HIDES_STATUS,
@@ -78,10 +78,11 @@ def lint_launcher(
         opts = walked.opts
         mode = "set -e" + (" + pipefail" if opts.pipefail else "")
         findings.append(Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,
-                                f"strict mode on ({mode}): unguarded failures stop the launcher"))
+                                N_("strict mode on (%(mode)s): unguarded failures stop the "
+                                   "launcher", mode=mode)))
     else:
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
-                                "no `set -e`: failing commands do not stop the launcher"))
+                                N_("no `set -e`: failing commands do not stop the launcher")))
     findings.extend(empty)
     if walked is not None:
         done = walked
@@ -121,7 +122,6 @@ __all__ = [
     "CHECK_STRICT_MODE",
     "CHECK_TEE_HIDES_STATUS",
     "MAX_DEPTH",
-    "NO_COMPILER",
     "lint_launcher",
     "python_scripts_in",
 ]

@@ -7,6 +7,7 @@ import re
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_ARITH_ZERO, Scan
+from bot.core.text import N_
 
 #: The increments the walk collects where `set -e` is on.
 ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*\)\)$")
@@ -28,12 +29,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         line = scan.line_of(a.offset)
         findings.append(Finding(
             CHECK_ARITH_ZERO, "fail", line,
-            f"line {line}: `{short(a.command)}` with `{a.variable}` at 0 evaluates to 0, so its "
-            "status is 1: under `set -e` the launcher stops right here the first time: "
-            f"{slurm_shows(1)}",
-            f"use `(( ++{a.variable} ))` or `{a.variable}=$(( {a.variable} + 1 ))`",
+            N_("line %(line)s: `%(command)s` with `%(var)s` at 0 evaluates to 0, so its status "
+               "is 1: under `set -e` the launcher stops right here the first time: %(slurm)s",
+               line=line, command=short(a.command), var=a.variable, slurm=slurm_shows(1)),
+            N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable),
         ))
     if not findings:
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
-                                "no `((n++))` from 0 under `set -e`"))
+                                N_("no `((n++))` from 0 under `set -e`")))
     return findings

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_SBATCH_AFTER_COMMAND
+from bot.core.text import N_
 
 
 def _first_command(lines: list[str]) -> int | None:
@@ -39,13 +40,15 @@ def check_sbatch_after_command(script_text: str, blanked: str) -> list[Finding]:
             directive = short(line, 60)
             findings.append(Finding(
                 CHECK_SBATCH_AFTER_COMMAND, "warn", i + 1,
-                f"line {i + 1}: `{directive}` comes after the script's first command (line "
-                f"{first + 1}: `{short(lines[first], 40)}`); sbatch reads `#SBATCH` lines only "
-                "up to the first command, so this one is ignored and the job runs without it "
-                "(the partition's defaults instead)",
-                f"move it up with the other `#SBATCH` lines, above line {first + 1}",
+                N_("line %(line)s: `%(directive)s` comes after the script's first command "
+                   "(line %(first)s: `%(command)s`); sbatch reads `#SBATCH` lines only up to "
+                   "the first command, so this one is ignored and the job runs without it (the "
+                   "partition's defaults instead)", line=i + 1, directive=directive,
+                   first=first + 1, command=short(lines[first], 40)),
+                N_("move it up with the other `#SBATCH` lines, above line %(first)s",
+                   first=first + 1),
             ))
     if not findings:
         findings.append(Finding(CHECK_SBATCH_AFTER_COMMAND, "pass", None,
-                                "every `#SBATCH` line comes before the first command"))
+                                N_("every `#SBATCH` line comes before the first command")))
     return findings

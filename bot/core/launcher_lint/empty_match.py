@@ -12,6 +12,7 @@ from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_EMPTY_MATCH, MAX_DEPTH, Hit, Opts, Scan
 from bot.core.launcher_lint.paths import norm, resolve, unquote
 from bot.core.shell_lexer import has_glob
+from bot.core.text import N_, Text
 
 #: How far after a statement (characters) its empty-result branch is looked for.
 BRANCH_WINDOW = 8192
@@ -42,33 +43,42 @@ def command_hit(name: str, args: list[str], cmd: str, off: int, is_last: bool, i
         pattern, files = _grep_args(args)
         if any((pattern, f) in guarded for f in files):
             return None
-        return Hit(off, cmd_short, name, 1, f"`{name}` exits 1 when nothing matches",
-                   f"guard it: `{{ {cmd_short} || true; }}`", tuple(files))
+        return Hit(off, cmd_short, name, 1, N_("`%(name)s` exits 1 when nothing matches",
+                                               name=name),
+                   N_("guard it: `%(guarded)s`", guarded=f"{{ {cmd_short} || true; }}"),
+                   tuple(files))
     if name == "ls" and globbed and not opts.nullglob:
         return Hit(off, cmd_short, name, 2,
-                   f"`ls` exits 2 when `{globbed[0]}` matches nothing"
-                   + (" (e.g. no checkpoint yet)"
-                      if re.search(r"(?i)ckpt|checkpoint|step|iter", globbed[0]) else ""),
-                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}`", tuple(globbed))
+                   N_("`ls` exits 2 when `%(glob)s` matches nothing (e.g. no checkpoint yet)",
+                      glob=globbed[0])
+                   if re.search(r"(?i)ckpt|checkpoint|step|iter", globbed[0]) else
+                   N_("`ls` exits 2 when `%(glob)s` matches nothing", glob=globbed[0]),
+                   _guard(cmd_short), tuple(globbed))
     if (name == "ls" and in_pipe and not is_last and opts.pipefail and file_args
             and not globbed):
         return Hit(off, cmd_short, name, 2,
-                   f"`ls` exits 2 when `{file_args[0]}` does not exist yet (a first run)",
-                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}`", tuple(file_args),
+                   N_("`ls` exits 2 when `%(path)s` does not exist yet (a first run)",
+                      path=file_args[0]),
+                   _guard(cmd_short), tuple(file_args),
                    missing_dir=True)
     if name == "find" and in_pipe and not is_last:
         start = [a for a in args if not a.startswith("-")][:1]
         return Hit(off, cmd_short, name, 1,
-                   "`find` exits non-zero when its start directory does not exist yet "
-                   "(and may die of SIGPIPE when `head` stops reading)",
-                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}`", tuple(start),
+                   N_("`find` exits non-zero when its start directory does not exist yet "
+                      "(and may die of SIGPIPE when `head` stops reading)"),
+                   _guard(cmd_short), tuple(start),
                    missing_dir=True)
     if name in _FILE_WORDS and globbed and not opts.nullglob:
         return Hit(off, cmd_short, name, _STATUS.get(name, 1),
-                   f"`{name}` fails when `{globbed[0]}` matches nothing",
-                   f"guard it: `{{ {cmd_short} 2>/dev/null || true; }}` or test the files "
-                   "exist first", tuple(globbed))
+                   N_("`%(name)s` fails when `%(glob)s` matches nothing", name=name,
+                      glob=globbed[0]),
+                   N_("guard it: `%(guarded)s` or test the files exist first",
+                      guarded=f"{{ {cmd_short} 2>/dev/null || true; }}"), tuple(globbed))
     return None
+
+
+def _guard(cmd_short: str) -> Text:
+    return N_("guard it: `%(guarded)s`", guarded=f"{{ {cmd_short} 2>/dev/null || true; }}")
 
 
 def _file_args(name: str, args: list[str]) -> list[str]:
@@ -257,7 +267,7 @@ def _empty_side(code: str, start: int, end: int, empty_is_true: bool) -> str:
     return code[else_start:else_end] if else_start is not None and else_end is not None else ""
 
 
-def _job_produced(hit: Hit, ctx: _Context) -> str | None:
+def _job_produced(hit: Hit, ctx: _Context) -> Text | None:
     """Why the target is something the job itself produces (None if it is not / unknown)."""
     targets = list(hit.targets)
     if not targets and hit.upstream:
@@ -272,10 +282,10 @@ def _job_produced(hit: Hit, ctx: _Context) -> str | None:
         base = target.split("*", 1)[0].rstrip("/")
         for path in (target, *_ancestors(base)):
             if path in ctx.written:
-                return f"`{path}` is written by this script"
+                return N_("`%(path)s` is written by this script", path=path)
         name_m = _JOB_NAME_RE.search(target)
         if name_m:
-            return f"`{raw}` names a checkpoint or log the job writes"
+            return N_("`%(path)s` names a checkpoint or log the job writes", path=raw)
     return None
 
 
@@ -299,15 +309,41 @@ def _ancestors(path: str) -> list[str]:
     return out
 
 
-def _when(line: int, ctx: _Context) -> str:
+def _when(line: int, ctx: _Context) -> Text:
     if ctx.train_line is None:
-        return "before anything after it runs"
+        return N_("before anything after it runs")
     if line < ctx.train_line:
-        return f"before training starts (training runs on line {ctx.train_line})"
+        return N_("before training starts (training runs on line %(train)s)",
+                  train=ctx.train_line)
     if line > ctx.train_line:
-        return (f"after the training command (line {ctx.train_line}) has returned, so the job's "
-                "state, not its work, is what is lost")
-    return "on the training line itself"
+        return N_("after the training command (line %(train)s) has returned, so the job's "
+                  "state, not its work, is what is lost", train=ctx.train_line)
+    return N_("on the training line itself")
+
+
+def _where(hit: Hit) -> Text | str:
+    """Where the hit's command runs, as the start of a sentence ("" at top level)."""
+    if hit.in_substitution and hit.function:
+        return N_("in a command substitution assigned to a variable, in function "
+                  "`%(function)s`, ", function=hit.function)
+    if hit.in_substitution:
+        return N_("in a command substitution assigned to a variable, ")
+    if hit.function:
+        return N_("in function `%(function)s`, ", function=hit.function)
+    return ""
+
+
+def _why_not(made: str | None, own: tuple[str, int] | None, scan: Scan,
+             branch_test: tuple[str, bool] | None) -> Text:
+    """Why an empty-match hit is only a note: what makes its stop not happen."""
+    if made:
+        return N_("but `%(path)s` is created earlier in the script, so it exists", path=made)
+    if own:
+        return N_("but it reads `%(path)s`, which this script wrote on line %(written)s and "
+                  "reads with no empty-result branch", path=own[0], written=scan.line_of(own[1]))
+    if branch_test and not branch_test[1]:
+        return N_("the script exits on an empty result anyway (`%(test)s`)", test=branch_test[0])
+    return N_("its input does not look like something the job produces")
 
 
 def _sbatch_options(text: str) -> str:
@@ -326,9 +362,7 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
         if (line, hit.command) in seen:
             continue
         seen.add((line, hit.command))
-        where = "in a command substitution assigned to a variable, " if hit.in_substitution else ""
-        if hit.function:
-            where += f"in function `{hit.function}`, "
+        where = _where(hit)
         assert ctx is not None
         produced = _job_produced(hit, ctx)
         branch_test = _branch_for(hit.variable, ctx, hit.offset)
@@ -343,67 +377,66 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
             produced = None  # the script's own output, read as it expects it to be
         if hit.hidden_by is not None:
             call_line = scan.line_of(hit.hidden_by)
-            stop = (f"under {mode} the function stops right here, {_when(line, ctx)}, but its "
-                    f"call on line {call_line} pipes it into another command, whose status "
-                    "the pipeline returns: the launcher goes on past the skipped work and, "
-                    "unless something later fails, Slurm shows COMPLETED 0:0 (the silent exit "
-                    "of job 108687)")
+            stop = N_("under %(mode)s the function stops right here, %(when)s, but its call on "
+                      "line %(call)s pipes it into another command, whose status the pipeline "
+                      "returns: the launcher goes on past the skipped work and, unless "
+                      "something later fails, Slurm shows COMPLETED 0:0 (the silent exit of "
+                      "job 108687)", mode=mode, when=_when(line, ctx), call=call_line)
         else:
-            stop = (f"under {mode} the launcher stops right here {_when(line, ctx)}: "
-                    f"{slurm_shows(hit.status)}")
+            stop = N_("under %(mode)s the launcher stops right here %(when)s: %(slurm)s",
+                      mode=mode, when=_when(line, ctx), slurm=slurm_shows(hit.status))
+        said = {"line": line, "where": where, "reason": hit.reason, "command": hit.command,
+                "stop": stop}
         if produced and branch:
             findings.append(Finding(
                 CHECK_EMPTY_MATCH, "fail", line,
-                f"line {line}: {where}{hit.reason}; {produced}, and the script expects an "
-                f"empty result (`{branch}`) but never gets there: {stop}: `{hit.command}`",
+                N_("line %(line)s: %(where)s%(reason)s; %(produced)s, and the script expects an "
+                   "empty result (`%(branch)s`) but never gets there: %(stop)s: `%(command)s`",
+                   produced=produced, branch=branch, **said),
                 hit.fix,
             ))
         elif produced:
             findings.append(Finding(
                 CHECK_EMPTY_MATCH, "warn", line,
-                f"line {line}: {where}{hit.reason}; {produced}, so on a run where it is "
-                f"missing or empty {stop}: `{hit.command}`",
+                N_("line %(line)s: %(where)s%(reason)s; %(produced)s, so on a run where it is "
+                   "missing or empty %(stop)s: `%(command)s`", produced=produced, **said),
                 hit.fix,
             ))
         elif branch and not made and _reads_a_file(hit):
             findings.append(Finding(
                 CHECK_EMPTY_MATCH, "warn", line,
-                f"line {line}: {where}{hit.reason}; the script expects an empty result "
-                f"(`{branch}`) but never gets there: when the input lacks it, {stop}: "
-                f"`{hit.command}`",
+                N_("line %(line)s: %(where)s%(reason)s; the script expects an empty result "
+                   "(`%(branch)s`) but never gets there: when the input lacks it, %(stop)s: "
+                   "`%(command)s`", branch=branch, **said),
                 hit.fix,
             ))
         else:
             notes.append(Finding(
                 CHECK_EMPTY_MATCH, "pass", line,
-                f"line {line}: note: {where}{hit.reason} and {mode} would stop the launcher; "
-                + (f"but `{made}` is created earlier in the script, so it exists" if made
-                   else f"but it reads `{own[0]}`, which this script wrote on line "
-                   f"{scan.line_of(own[1])} and reads with no empty-result branch"
-                   if own else
-                   f"the script exits on an empty result anyway (`{branch_test[0]}`)"
-                   if branch_test and not branch_test[1] else
-                   "its input does not look like something the job produces")
-                + f": `{hit.command}`",
+                N_("line %(line)s: note: %(where)s%(reason)s and %(mode)s would stop the "
+                   "launcher; %(but)s: `%(command)s`", mode=mode, but=_why_not(made, own, scan,
+                                                                                 branch_test),
+                   **{k: v for k, v in said.items() if k != "stop"}),
                 hit.fix,
             ))
     if len(notes) > MAX_NOTES:
         more = len(notes) - MAX_NOTES
         notes = notes[:MAX_NOTES]
         notes.append(Finding(CHECK_EMPTY_MATCH, "pass", None,
-                             f"{more} more such notes left out"))
+                             N_("%(more)s more such notes left out", more=more)))
     findings.extend(notes)
     if scan.too_deep_at is not None:
         line = scan.line_of(scan.too_deep_at)
         findings.append(Finding(
             CHECK_EMPTY_MATCH, "pass", line,
-            f"line {line}: nesting deeper than {MAX_DEPTH} levels; what is inside was not "
-            "checked",
+            N_("line %(line)s: nesting deeper than %(depth)s levels; what is inside was not "
+               "checked", line=line, depth=MAX_DEPTH),
         ))
     if not findings:
-        state = "errexit on" if scan.opts.errexit_line else "errexit off"
         findings.append(Finding(
             CHECK_EMPTY_MATCH, "pass", None,
-            f"no unguarded empty-match command decides a statement's status ({state})",
+            N_("no unguarded empty-match command decides a statement's status (errexit on)")
+            if scan.opts.errexit_line else
+            N_("no unguarded empty-match command decides a statement's status (errexit off)"),
         ))
     return findings

@@ -9,6 +9,7 @@ import re
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_INTERACTIVE, Interactive, Scan
+from bot.core.text import N_
 
 #: `source ~/.bashrc`, `. $HOME/.profile`, `source /etc/bashrc` at the start of a command (an
 #: `if` / `while` condition's too).
@@ -41,24 +42,27 @@ def check_interactive(scan: Scan) -> list[Finding]:
         if item.kind == "clear":
             findings.append(Finding(
                 CHECK_INTERACTIVE, "fail", line,
-                f"line {line}: `clear` needs a terminal and a batch job has none (its `TERM` is "
-                "unset, or `dumb` over trainbot's SSH), so it exits 1; under `set -e` (line "
-                f"{scan.opts.errexit_line}) the launcher stops right here: {slurm_shows(1)}",
-                "drop it (nothing is on a screen in a batch job), or write `clear || true`",
+                N_("line %(line)s: `clear` needs a terminal and a batch job has none (its `TERM` "
+                   "is unset, or `dumb` over trainbot's SSH), so it exits 1; under `set -e` "
+                   "(line %(errexit)s) the launcher stops right here: %(slurm)s", line=line,
+                   errexit=scan.opts.errexit_line, slurm=slurm_shows(1)),
+                N_("drop it (nothing is on a screen in a batch job), or write `clear || true`"),
             ))
         else:
             findings.append(Finding(
                 CHECK_INTERACTIVE, "warn", line,
-                f"line {line}: `{item.command}` under `set -u` (line {scan.nounset_line}): "
-                "shell startup files are written for interactive shells and often read "
-                "variables a batch job does not have (RHEL's /etc/bashrc tests "
-                "`$BASHRCSOURCED`, older ones `$PS1`), so bash can stop here with "
-                f"`unbound variable` before training starts: {slurm_shows(1)}",
-                f"turn it off around it: `set +u; {item.command}; set -u`, or load only what "
-                "the job needs (`module load …`, `source ENV/bin/activate`)",
+                N_("line %(line)s: `%(command)s` under `set -u` (line %(nounset)s): shell "
+                   "startup files are written for interactive shells and often read variables a "
+                   "batch job does not have (RHEL's /etc/bashrc tests `$BASHRCSOURCED`, older "
+                   "ones `$PS1`), so bash can stop here with `unbound variable` before training "
+                   "starts: %(slurm)s", line=line, command=item.command,
+                   nounset=scan.nounset_line, slurm=slurm_shows(1)),
+                N_("turn it off around it: `set +u; %(command)s; set -u`, or load only what the "
+                   "job needs (`module load …`, `source ENV/bin/activate`)",
+                   command=item.command),
             ))
     if not findings:
         findings.append(Finding(CHECK_INTERACTIVE, "pass", None,
-                                "no `clear` under `set -e`, no shell startup file sourced under "
-                                "`set -u`"))
+                                N_("no `clear` under `set -e`, no shell startup file sourced "
+                                   "under `set -u`")))
     return findings

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from bot.core.findings import Finding
 from bot.core.launcher_lint.model import CHECK_JIT_CC
 from bot.core.shell_lexer import strip_comments
+from bot.core.text import N_, Text
 
 _JIT_RE = re.compile(
     r"(?i)(torch\.compile|flex_?attention|flex-attention|(?<![\w/.$-])triton(?![\w/.-])"
@@ -51,10 +52,12 @@ def python_scripts_in(script_text: str) -> list[str]:
     return out
 
 
-NO_COMPILER = "the launcher sets no `CC`, loads no compiler module and uses no container image"
-#: What a JIT note says the script alone cannot tell; after_toolchain_probe replaces it.
-UNDECIDED = ("whether the worker has one is not in the script: the worker toolchain probe gives "
-             "the verdict")
+#: A JIT use with no compiler in sight, from the script alone (it cannot tell whether the
+#: worker has gcc); after_toolchain_probe rewords it once the probe has spoken.
+JIT_NOTE = N_("note: %(where)s (%(what)s) but the launcher sets no `CC`, loads no compiler "
+              "module and uses no container image: a worker without gcc dies at start with "
+              "`Failed to find C compiler` (job 108903); whether the worker has one is not in "
+              "the script: the worker toolchain probe gives the verdict")
 _JIT_WORDS = ("compile", "flex", "triton", "deepspeed")
 
 
@@ -86,51 +89,54 @@ def _jit_uses(code: str) -> list[tuple[str, int]]:
 
 
 def check_jit(code: str, python_sources: Mapping[str, str]) -> list[Finding]:
-    where: str | None = None
+    where: Text | None = None
     line: int | None = None
     uses = [] if _NO_JIT_RE.search(code) else _jit_uses(code)
     if uses:
         uses.sort(key=lambda u: u[1])
-        where = f"the launcher uses {_names([u[0] for u in uses])}"
+        where = N_("the launcher uses %(names)s", names=_names([u[0] for u in uses]))
         line = code.count("\n", 0, uses[0][1]) + 1
     else:
         for name, src in python_sources.items():
             py_uses = _jit_uses(_strip_py_comments(src))
             if py_uses:
-                where = f"`{name}` uses {_names([u[0] for u in py_uses])}"
+                where = N_("`%(file)s` uses %(names)s", file=name,
+                           names=_names([u[0] for u in py_uses]))
                 uses = py_uses
                 break
     if where is None:
         return [Finding(CHECK_JIT_CC, "pass", None,
-                        "no torch.compile / FlexAttention / Triton / DeepSpeed use found")]
+                        N_("no torch.compile / FlexAttention / Triton / DeepSpeed use found"))]
     deepspeed_only = all(u[0] == "DeepSpeed" for u in uses)
-    what = ("builds its fused ops with ninja, a C++ compiler and nvcc the first time they "
-            "are used, at start" if deepspeed_only else "JIT-compiles kernels at run time")
+    what = (N_("builds its fused ops with ninja, a C++ compiler and nvcc the first time they "
+               "are used, at start") if deepspeed_only else N_("JIT-compiles kernels at run time"))
     if deepspeed_only and _DS_PREBUILT_RE.search(code):
-        return [Finding(CHECK_JIT_CC, "pass", line, f"{where}; its ops are prebuilt (DS_BUILD_*)")]
-    fix = ("install conda-forge `gcc_linux-64 gxx_linux-64` in the env and add "
-           "`export CC=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-gcc "
-           "CXX=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-g++` before the python command")
+        return [Finding(CHECK_JIT_CC, "pass", line,
+                        N_("%(where)s; its ops are prebuilt (DS_BUILD_*)", where=where))]
+    fix = N_("install conda-forge `gcc_linux-64 gxx_linux-64` in the env and add `%(export)s` "
+             "before the python command", export="export CC=$CONDA_PREFIX/bin/"
+             "x86_64-conda-linux-gnu-gcc CXX=$CONDA_PREFIX/bin/x86_64-conda-linux-gnu-g++")
     if _CC_SET_RE.search(code):
         if not _CXX_SET_RE.search(code):
             return [Finding(CHECK_JIT_CC, "warn", line,
-                            f"{where}; `CC` is set but `CXX` is not (Inductor's C++ kernels "
-                            "and DeepSpeed's ops use it)", fix)]
-        return [Finding(CHECK_JIT_CC, "pass", line, f"{where} and sets `CC` and `CXX`")]
+                            N_("%(where)s; `CC` is set but `CXX` is not (Inductor's C++ "
+                               "kernels and DeepSpeed's ops use it)", where=where), fix)]
+        return [Finding(CHECK_JIT_CC, "pass", line,
+                        N_("%(where)s and sets `CC` and `CXX`", where=where))]
     module = _MODULE_GCC_RE.search(code)
     if module:
         return [Finding(CHECK_JIT_CC, "pass", line,
-                        f"{where} ({what}); a compiler module is loaded (`{module.group(1)}`), "
-                        "the worker toolchain probe checks it really compiles")]
+                        N_("%(where)s (%(what)s); a compiler module is loaded (`%(module)s`), "
+                           "the worker toolchain probe checks it really compiles", where=where,
+                           what=what, module=module.group(1)))]
     container = _CONTAINER_RE.search(code)
     if container:
         return [Finding(CHECK_JIT_CC, "pass", line,
-                        f"{where} ({what}); it runs in a container image "
-                        f"(`{container.group(1)}`) whose compiler the worker toolchain probe "
-                        "cannot see: check the image has gcc")]
+                        N_("%(where)s (%(what)s); it runs in a container image (`%(image)s`) "
+                           "whose compiler the worker toolchain probe cannot see: check the "
+                           "image has gcc", where=where, what=what, image=container.group(1)))]
     return [Finding(CHECK_JIT_CC, "pass", line,
-                    f"note: {where} ({what}) but {NO_COMPILER}: a worker without gcc dies at "
-                    f"start with `Failed to find C compiler` (job 108903); {UNDECIDED}", fix)]
+                    Text(JIT_NOTE.msgid, (("where", where), ("what", what))), fix)]
 
 
 def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) -> list[Finding]:
@@ -141,22 +147,25 @@ def after_toolchain_probe(findings: list[Finding], compiler_works: bool | None) 
     when no probe ran (`None`), since nothing else checks the worker."""
     out: list[Finding] = []
     for f in findings:
-        if f.check == CHECK_JIT_CC and f.level != "fail" and NO_COMPILER in f.message:
-            message = f.message.removeprefix("note: ")
+        if (f.check == CHECK_JIT_CC and f.level != "fail" and isinstance(f.text, Text)
+                and f.text.msgid == JIT_NOTE.msgid):
+            said = dict(f.text.values)
             if compiler_works is None:
-                f = Finding(f.check, "fail", f.line,
-                            message.replace(UNDECIDED, "the worker toolchain probe was "
-                                            "skipped, so nothing checked the worker"),
-                            f.fix)
+                f = Finding(f.check, "fail", f.line, N_(
+                    "%(where)s (%(what)s) but the launcher sets no `CC`, loads no compiler "
+                    "module and uses no container image: a worker without gcc dies at start "
+                    "with `Failed to find C compiler` (job 108903); the worker toolchain probe "
+                    "was skipped, so nothing checked the worker", **said), f.fix_text)
             elif compiler_works:
-                f = Finding(f.check, "pass", f.line,
-                            message.split(" but ", 1)[0] + "; the worker toolchain probe "
-                            "compiled and ran a C program on the partition's node")
+                f = Finding(f.check, "pass", f.line, N_(
+                    "%(where)s (%(what)s); the worker toolchain probe compiled and ran a C "
+                    "program on the partition's node", **said))
             else:
-                f = Finding(f.check, "warn", f.line,
-                            message.replace(UNDECIDED, "the worker toolchain probe found no "
-                                            "working one"),
-                            f.fix)
+                f = Finding(f.check, "warn", f.line, N_(
+                    "%(where)s (%(what)s) but the launcher sets no `CC`, loads no compiler "
+                    "module and uses no container image: a worker without gcc dies at start "
+                    "with `Failed to find C compiler` (job 108903); the worker toolchain probe "
+                    "found no working one", **said), f.fix_text)
         out.append(f)
     return out
 

@@ -7,6 +7,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from bot.core.findings import Level
+from bot.core.text import Text
 
 CHECK_SHEBANG = "shebang"
 CHECK_STRICT_MODE = "strict_mode"
@@ -43,8 +44,8 @@ class Hit:
     command: str
     name: str  # the command that fails (`ls`, `grep`, …)
     status: int  # its exit status on an empty match
-    reason: str
-    fix: str
+    reason: Text
+    fix: Text
     targets: tuple[str, ...]  # the files / globs it reads ("" for a grep on stdin)
     upstream: str = ""  # for a command reading a pipe: the pipeline before it
     in_substitution: bool = False
@@ -76,7 +77,7 @@ class Unset:
 
     offset: int
     variable: str
-    why: str
+    why: Text
     level: Level
 
 

@@ -9,6 +9,7 @@ from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_NOUNSET, Scan, Unset
 from bot.core.shell_lexer import Memo, split_top_level
+from bot.core.text import N_, Text
 
 _ACTIVATE_RE = re.compile(r"^(?:conda|mamba|micromamba)\s+activate\b|^(?:source|\.)\s+activate\b")
 _SLURM_VAR_RE = re.compile(r"\$(?:\{(SLURM_\w+)\}|(SLURM_\w+))")
@@ -18,24 +19,21 @@ _SQ_RE = re.compile(r"'[^']*'")
 #: restart count, only after a requeue): the option's pattern, why the variable may be unset,
 #: and the level. The option is looked for anywhere in the script's text, comments included,
 #: since it may be given on the sbatch command line (`# Usage: sbatch --array=1-4 run.sh`).
-_CONDITIONAL_SLURM: dict[str, tuple[str, str, Level]] = {
-    "SLURM_RESTART_COUNT": (r"(?!)", "is unset on a job's first run (set only after a requeue)",
-                            "fail"),
-    "SLURM_ARRAY_TASK_ID": (r"--array\b|\s-a\s*\d", "is set only in array jobs", "warn"),
-    "SLURM_ARRAY_JOB_ID": (r"--array\b|\s-a\s*\d", "is set only in array jobs", "warn"),
-    "SLURM_ARRAY_TASK_COUNT": (r"--array\b|\s-a\s*\d", "is set only in array jobs", "warn"),
-    "SLURM_CPUS_PER_TASK": (r"--cpus-per-task|\s-c\s*\d",
-                            "is set only when `--cpus-per-task` is requested", "warn"),
-    "SLURM_GPUS_PER_NODE": (r"--gpus-per-node",
-                            "is set only when `--gpus-per-node` is requested", "warn"),
-    "SLURM_GPUS_PER_TASK": (r"--gpus-per-task",
-                            "is set only when `--gpus-per-task` is requested", "warn"),
-    "SLURM_NTASKS_PER_NODE": (r"--ntasks-per-node",
-                              "is set only when `--ntasks-per-node` is requested", "warn"),
-    "SLURM_MEM_PER_GPU": (r"--mem-per-gpu", "is set only when `--mem-per-gpu` is requested",
-                          "warn"),
-    "SLURM_MEM_PER_CPU": (r"--mem-per-cpu", "is set only when `--mem-per-cpu` is requested",
-                          "warn"),
+_IN_ARRAYS = N_("is set only in array jobs")
+_CONDITIONAL_SLURM: dict[str, tuple[str, Text, Level]] = {
+    "SLURM_RESTART_COUNT": (r"(?!)", N_("is unset on a job's first run (set only after a "
+                                        "requeue)"), "fail"),
+    "SLURM_ARRAY_TASK_ID": (r"--array\b|\s-a\s*\d", _IN_ARRAYS, "warn"),
+    "SLURM_ARRAY_JOB_ID": (r"--array\b|\s-a\s*\d", _IN_ARRAYS, "warn"),
+    "SLURM_ARRAY_TASK_COUNT": (r"--array\b|\s-a\s*\d", _IN_ARRAYS, "warn"),
+    **{f"SLURM_{option.upper().replace('-', '_')}": (
+        pattern, N_("is set only when `--%(option)s` is requested", option=option), "warn")
+       for option, pattern in (("cpus-per-task", r"--cpus-per-task|\s-c\s*\d"),
+                               ("gpus-per-node", r"--gpus-per-node"),
+                               ("gpus-per-task", r"--gpus-per-task"),
+                               ("ntasks-per-node", r"--ntasks-per-node"),
+                               ("mem-per-gpu", r"--mem-per-gpu"),
+                               ("mem-per-cpu", r"--mem-per-cpu"))},
 }
 
 
@@ -48,9 +46,9 @@ def unset_reads(lst: str, off: int, script_text: str, memo: Memo) -> list[Unset]
             if _ACTIVATE_RE.match(piece):
                 found.append(Unset(
                     p_off, short(piece),
-                    "conda's activate scripts (and the activate.d scripts of packages such as "
-                    "the conda compilers) may read variables that are unset; whether this env's "
-                    "do is not in the script", "pass"))
+                    N_("conda's activate scripts (and the activate.d scripts of packages such "
+                       "as the conda compilers) may read variables that are unset; whether this "
+                       "env's do is not in the script"), "pass"))
     if "$SLURM_" in lst or "${SLURM_" in lst:
         for m in _SLURM_VAR_RE.finditer(_SQ_RE.sub(lambda q: " " * len(q.group()), lst)):
             var = m.group(1) or m.group(2)
@@ -65,7 +63,7 @@ def may_read_unset(text: str) -> bool:
     return "activate" in text or "SLURM_" in text
 
 
-def _unset_slurm_var(var: str, script_text: str) -> tuple[str, Level] | None:
+def _unset_slurm_var(var: str, script_text: str) -> tuple[Text, Level] | None:
     rule = _CONDITIONAL_SLURM.get(var)
     if rule is None:
         return None
@@ -84,20 +82,21 @@ def check_nounset(scan: Scan) -> list[Finding]:
         if u.variable.startswith("SLURM_"):
             findings.append(Finding(
                 CHECK_NOUNSET, u.level, line,
-                f"line {line}: `${u.variable}` {u.why}; under `set -u` (line "
-                f"{scan.nounset_line}) bash stops with `{u.variable}: unbound variable`: "
-                f"{slurm_shows(1)}",
-                f"use `${{{u.variable}:-0}}` (or the default you mean)",
+                N_("line %(line)s: `$%(var)s` %(why)s; under `set -u` (line %(nounset)s) bash "
+                   "stops with `%(var)s: unbound variable`: %(slurm)s", line=line,
+                   var=u.variable, why=u.why, nounset=scan.nounset_line, slurm=slurm_shows(1)),
+                N_("use `${%(var)s:-0}` (or the default you mean)", var=u.variable),
             ))
         else:
             findings.append(Finding(
                 CHECK_NOUNSET, u.level, line,
-                f"line {line}: note: `{u.variable}` under `set -u` (line {scan.nounset_line}): "
-                f"{u.why}, so bash can stop with `unbound variable` before training starts: "
-                f"{slurm_shows(1)}",
-                "turn it off around the activation: `set +u; conda activate ENV; set -u`",
+                N_("line %(line)s: note: `%(command)s` under `set -u` (line %(nounset)s): "
+                   "%(why)s, so bash can stop with `unbound variable` before training starts: "
+                   "%(slurm)s", line=line, command=u.variable, nounset=scan.nounset_line,
+                   why=u.why, slurm=slurm_shows(1)),
+                N_("turn it off around the activation: `set +u; conda activate ENV; set -u`"),
             ))
     if not findings:
         findings.append(Finding(CHECK_NOUNSET, "pass", None,
-                                "no conditional variable read under `set -u`"))
+                                N_("no conditional variable read under `set -u`")))
     return findings

@@ -8,6 +8,7 @@ import re
 from bot.core.findings import Finding
 from bot.core.launcher_lint.model import CHECK_POINTER
 from bot.core.launcher_lint.paths import ARG, norm, resolve
+from bot.core.text import N_
 
 _POINTER_NAME_RE = re.compile(r"(?i)(latest|pointer|last[_-]?(ckpt|checkpoint)|"
                               r"(ckpt|checkpoint)[^/]*\.txt$)")
@@ -59,21 +60,25 @@ def check_pointer(code: str, assigns: dict[str, str]) -> list[Finding]:
             if writer is not None:
                 notes.append(Finding(
                     CHECK_POINTER, "pass", line,
-                    f"line {line}: note: reads the checkpoint pointer `{raw}` without checking "
-                    f"it exists, but the command on line {code.count(chr(10), 0, writer) + 1} "
-                    "writes it (or its directory) just before",
+                    N_("line %(line)s: note: reads the checkpoint pointer `%(path)s` without "
+                       "checking it exists, but the command on line %(writer)s writes it (or its "
+                       "directory) just before", line=line, path=raw,
+                       writer=code.count(chr(10), 0, writer) + 1),
                 ))
                 continue
             findings.append(Finding(
                 CHECK_POINTER, "fail", line,
-                f"line {line}: reads the checkpoint pointer `{raw}` without checking it exists; "
-                "on the first run, or after a save that died before writing it (job 87870), "
-                "the launcher fails or resumes from an empty path",
-                f'test it first: `if [ -f "{raw}" ]; then RESUME=$(cat "{raw}"); fi`',
+                N_("line %(line)s: reads the checkpoint pointer `%(path)s` without checking it "
+                   "exists; on the first run, or after a save that died before writing it (job "
+                   "87870), the launcher fails or resumes from an empty path", line=line,
+                   path=raw),
+                N_('test it first: `if [ -f "%(path)s" ]; then RESUME=$(cat "%(path)s"); fi`',
+                   path=raw),
             ))
     if not findings and not notes:
         findings.append(Finding(CHECK_POINTER, "pass", None,
-                                "no checkpoint pointer file read without an existence check"))
+                                N_("no checkpoint pointer file read without an existence "
+                                   "check")))
     findings.extend(notes)
     findings.sort(key=lambda f: f.line or 0)
     return findings

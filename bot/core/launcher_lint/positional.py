@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_POSITIONAL, Positional, Scan
+from bot.core.text import N_
 
 #: `$1`…`$9`, `${1}`, `${12}` (not `${1:-x}`, `${1-x}`, `${1:+x}`, `\$1`).
 _POSITIONAL_RE = re.compile(r"(?<!\\)\$(?:([1-9])|\{([1-9][0-9]*)\})")
@@ -46,26 +47,30 @@ def check_positional(scan: Scan, script_args: Sequence[str] | None) -> list[Find
         if script_args is None:
             findings.append(Finding(
                 CHECK_POSITIONAL, "pass", line,
-                f"line {line}: note: `{p.text}` under `set -u` (line {scan.nounset_line}): "
-                "the arguments the job gets are not known here (a submit wrapper passes "
-                f"them), so whether bash stops with `${p.index}: unbound variable` is not "
-                "checked",
+                N_("line %(line)s: note: `%(read)s` under `set -u` (line %(nounset)s): the "
+                   "arguments the job gets are not known here (a submit wrapper passes them), "
+                   "so whether bash stops with `$%(index)s: unbound variable` is not checked",
+                   line=line, read=p.text, nounset=scan.nounset_line, index=p.index),
             ))
             continue
         if p.index <= len(script_args):
             continue
         n = len(script_args)
-        given = (f"passes {n} argument{'s' if n > 1 else ''} (`args`: "
-                 f"{short(' '.join(script_args), 40)})" if n else "passes none (`args` is empty)")
+        args = short(" ".join(script_args), 40)
+        given = (N_("passes 1 argument (`args`: %(args)s)", args=args) if n == 1 else
+                 N_("passes %(n)s arguments (`args`: %(args)s)", n=n, args=args) if n else
+                 N_("passes none (`args` is empty)"))
         findings.append(Finding(
             CHECK_POSITIONAL, "warn", line,
-            f"line {line}: `{p.text}` under `set -u` (line {scan.nounset_line}) needs "
-            f"argument {p.index}, and the recipe {given}: bash stops here with "
-            f"`${p.index}: unbound variable`: {slurm_shows(1)}",
-            f"add it to the recipe's `args`, or give it a default: `${{{p.index}:-VALUE}}`",
+            N_("line %(line)s: `%(read)s` under `set -u` (line %(nounset)s) needs argument "
+               "%(index)s, and the recipe %(given)s: bash stops here with `$%(index)s: unbound "
+               "variable`: %(slurm)s", line=line, read=p.text, nounset=scan.nounset_line,
+               index=p.index, given=given, slurm=slurm_shows(1)),
+            N_("add it to the recipe's `args`, or give it a default: `${%(index)s:-VALUE}`",
+               index=p.index),
         ))
     if not findings:
         findings.append(Finding(CHECK_POSITIONAL, "pass", None,
-                                "no positional parameter past the recipe's args read under "
-                                "`set -u`"))
+                                N_("no positional parameter past the recipe's args read "
+                                   "under `set -u`")))
     return findings

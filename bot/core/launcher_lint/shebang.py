@@ -7,18 +7,20 @@ import re
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_SHEBANG
+from bot.core.text import N_
 
 
 def check_shebang(text: str) -> list[Finding]:
     first = text.split("\n", 1)[0]
     if first.startswith("#!"):
-        return [Finding(CHECK_SHEBANG, "pass", 1, f"starts with `{short(first, 40)}`")]
+        return [Finding(CHECK_SHEBANG, "pass", 1,
+                        N_("starts with `%(line)s`", line=short(first, 40)))]
     return [Finding(
         CHECK_SHEBANG, "fail", 1,
-        "line 1 does not start with `#!`: sbatch refuses the script (\"This does not look like "
-        "a batch script. The first line must start with #! followed by the path to an "
-        "interpreter.\"), so nothing is submitted",
-        "make line 1 `#!/bin/bash` (no blank line or comment before it)",
+        N_("line 1 does not start with `#!`: sbatch refuses the script (`%(sbatch)s`), so "
+           "nothing is submitted", sbatch="This does not look like a batch script. The first "
+           "line must start with #! followed by the path to an interpreter."),
+        N_("make line 1 `#!/bin/bash` (no blank line or comment before it)"),
     )]
 
 

@@ -11,6 +11,7 @@ from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_TEE_HIDES_STATUS, Scan
 from bot.core.shell_lexer import Memo, shell_words, split_top_level
+from bot.core.text import N_
 
 #: Commands that run training (or a rank launcher around it), as a pipeline's first command.
 _TRAINER = re.compile(
@@ -72,23 +73,25 @@ def check_tee(scan: Scan) -> list[Finding]:
         if line in seen:
             continue
         seen.add(line)
-        if t.errexit:
-            what = (f"under `set -e` (line {scan.opts.errexit_line}) the launcher does not stop "
-                    "when training crashes, runs on, and")
-        else:
-            what = "as the script's last command, it is the job's status: the job"
+        said = {"line": line, "command": short(t.command)}
         findings.append(Finding(
             CHECK_TEE_HIDES_STATUS, "warn", line,
-            f"line {line}: `{short(t.command)}` without `set -o pipefail`: the pipeline's "
-            f"status is `tee`'s (0), not the trainer's, so {what} ends COMPLETED 0:0 after "
-            "a crash; trainbot then takes the crash for a finished run and does not "
-            "diagnose or resubmit it",
-            "put `set -o pipefail` before it (`set -euo pipefail` at the top), or follow it "
-            'with `exit "${PIPESTATUS[0]}"`',
+            N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
+               "is `tee`'s (0), not the trainer's, so under `set -e` (line %(errexit)s) the "
+               "launcher does not stop when training crashes, runs on, and ends COMPLETED 0:0 "
+               "after a crash; trainbot then takes the crash for a finished run and does not "
+               "diagnose or resubmit it", errexit=scan.opts.errexit_line, **said)
+            if t.errexit else
+            N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
+               "is `tee`'s (0), not the trainer's, so as the script's last command, it is the "
+               "job's status: the job ends COMPLETED 0:0 after a crash; trainbot then takes "
+               "the crash for a finished run and does not diagnose or resubmit it", **said),
+            N_('put `set -o pipefail` before it (`set -euo pipefail` at the top), or follow it '
+               'with `exit "${PIPESTATUS[0]}"`'),
         ))
     if not findings:
         findings.append(Finding(CHECK_TEE_HIDES_STATUS, "pass", None,
-                                "no training command piped to `tee` without `pipefail`"))
+                                N_("no training command piped to `tee` without `pipefail`")))
     return findings
 
 

@@ -14,6 +14,7 @@ from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_EXIT_TRAP, Scan
 from bot.core.launcher_lint.paths import unquote
 from bot.core.shell_lexer import Memo, shell_words, skip_group, split_top_level
+from bot.core.text import N_
 
 _TRAP_AT = re.compile(r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]")
 _EXIT_AT = re.compile(
@@ -126,7 +127,7 @@ def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
             findings.append(_finding(scan, trap, exit0))
     if not findings:
         findings.append(Finding(CHECK_EXIT_TRAP, "pass", None,
-                                "no EXIT trap that exits 0 whatever happened"))
+                                N_("no EXIT trap that exits 0 whatever happened")))
     return findings
 
 
@@ -134,18 +135,18 @@ def _finding(scan: Scan, trap: _Trap, exit0: str) -> Finding:
     line = scan.line_of(trap.offset)
     handler = short(trap.handler or "", 50)
     errexit = scan.opts.errexit_line
-    if errexit:
-        level = "fail"
-        when = (f"when `set -e` (line {errexit}) stops the launcher because training failed, "
-                "bash runs the trap and its")
-    else:
-        level = "warn"
-        when = "whatever the last command returns, and after the script's own `exit 1`, its"
+    said = {"line": line, "handler": handler, "exit0": exit0}
     return Finding(
-        CHECK_EXIT_TRAP, level, line,
-        f"line {line}: the EXIT trap `{handler}` runs `{exit0}`: {when} `{exit0}` becomes the "
-        "script's status, so a crashed run ends COMPLETED 0:0 and trainbot takes it for a "
-        "finished one (no diagnosis, no resubmit)",
-        "keep the status: `trap 'rc=$?; …; exit $rc' EXIT`, or drop the `exit 0` (an EXIT "
-        "trap that does not call exit leaves the status as it was)",
+        CHECK_EXIT_TRAP, "fail" if errexit else "warn", line,
+        N_("line %(line)s: the EXIT trap `%(handler)s` runs `%(exit0)s`: when `set -e` (line "
+           "%(errexit)s) stops the launcher because training failed, bash runs the trap and its "
+           "`%(exit0)s` becomes the script's status, so a crashed run ends COMPLETED 0:0 and "
+           "trainbot takes it for a finished one (no diagnosis, no resubmit)", errexit=errexit,
+           **said) if errexit else
+        N_("line %(line)s: the EXIT trap `%(handler)s` runs `%(exit0)s`: whatever the last "
+           "command returns, and after the script's own `exit 1`, its `%(exit0)s` becomes the "
+           "script's status, so a crashed run ends COMPLETED 0:0 and trainbot takes it for a "
+           "finished one (no diagnosis, no resubmit)", **said),
+        N_("keep the status: `trap 'rc=$?; …; exit $rc' EXIT`, or drop the `exit 0` (an EXIT "
+           "trap that does not call exit leaves the status as it was)"),
     )

@@ -12,7 +12,7 @@ import pytest
 from fakes import FakeSlurm, make_context
 
 from bot.core import train_grammar as c
-from bot.core.text import display_width
+from bot.core.text import N_, display_width
 from bot.services.train import command_error_text, execute, help_text, say
 from bot.store import Store
 
@@ -39,7 +39,8 @@ HANGUL = re.compile("[\uac00-\ud7a3]")
 
 def english_words(text: str) -> list[str]:
     """Latin words outside code spans, mentions and the allowlist."""
-    text = re.sub(r"<[@#!][^>]*>|:[a-z_]+:|'[^']*'", " ", text)  # mentions, emoji, quoted
+    text = re.sub(r"<[@#!][^>]*>|:[a-z_]+:|'[^']*'|https?://\S+", " ", text)  # mentions, emoji,
+    # quoted, links
     text = re.sub(r"`[^`\n]*`", " ", text.replace("```", "\n"))
     return [w for w in WORD.findall(text) if w.lower() not in ALLOWED]
 
@@ -156,3 +157,154 @@ def test_status_and_history_tables_line_up_in_korean(ctx) -> None:
         starts = {display_width(m.group(1)) for m in
                   (re.match(r"(\s*\S+)", line) for line in table)}
         assert len(starts) == 1, table
+
+
+# --- preflight findings: every check's sentences, as `/train preflight` lists them ---------
+
+# Tools and terms a Korean finding keeps in Latin letters (names, not sentences).
+FINDING_NAMES = {
+    "dataloader", "adam", "ema", "cuda", "gpu", "gpus", "rss", "gib", "b", "py", "spy", "nccl",
+    "triton", "inductor", "deepspeed", "flexattention", "conda", "bash", "sbatch", "rhel",
+    "ninja", "yama", "ptrace", "sysctl", "setcap", "srun", "dcp", "torch", "c", "jit", "uid",
+    "shellcheck", "sc", "error", "warning", "info", "style", "completed", "failed", "compile",
+    "cpu", "sigpipe", "gcc", "nvcc", "tib", "mib", "kib",
+}
+LINT_SCRIPTS = [
+    """#!/bin/bash
+set -euo pipefail
+count=0
+((count++))
+clear
+source ~/.bashrc
+echo $SLURM_RESTART_COUNT $SLURM_ARRAY_TASK_ID $SLURM_CPUS_PER_TASK
+source activate myenv
+LATEST=$(ls -t /ckpt/step_* | head -1)
+RESUME=$(cat /ckpt/latest_checkpointed_iteration.txt)
+ls /scratch/out | head -1
+find /scratch/runs -name '*.pt' | head -1
+grep -c loss /scratch/logs/train.log
+cat /scratch/results/*.json
+stamp() { grep done /scratch/run/out.log; }
+stamp | tee /scratch/run/x.log
+python -c "import torch; m = torch.compile(m)"
+torchrun train.py --save /scratch/ckpt
+mkdir -p /scratch/made
+ls /scratch/made | head -1
+""",
+    "\n#!/bin/bash\necho hi\n",
+    "#!/bin/bash\nexport CC=gcc\npython -c 'torch.compile(m)'\n",
+    "#!/bin/bash\nexport CC=gcc CXX=g++\npython -c 'torch.compile(m)'\n",
+    "#!/bin/bash\nmodule load gcc/12\npython -c 'torch.compile(m)'\n",
+    "#!/bin/bash\nsingularity exec img.sif python -c 'torch.compile(m)'\n",
+    "#!/bin/bash\nexport DS_BUILD_OPS=1\ndeepspeed train.py\n",
+    "#!/bin/bash\necho fine\n",
+    "#!/bin/bash\nset -e\nV=$(grep x /scratch/in.txt)\nif [ -z \"$V\" ]; then echo none; fi\n",
+    "#!/bin/bash\necho start\n#SBATCH --time=1:00:00\nset -eu\necho $1 $3\n"
+    "trap 'echo bye; exit 0' EXIT\npython train.py | tee out.log\n",
+    "#!/bin/bash\ntrap 'exit 0' EXIT\nset -u\necho $2\npython train.py | tee out.log\n",
+]
+
+
+def every_finding(ctx) -> list:
+    """Findings of every kind the checks make, from real inputs (no message written here)."""
+    from bot.core.launcher_lint import after_toolchain_probe, lint_launcher
+    from bot.core.memory_budget import SaveMemoryInputs, SaveMode, estimate_save_peak
+    from bot.probes.shellcheck import parse_shellcheck_json
+    from bot.probes.toolchain import checks_from_node, ptrace_checks
+    from bot.services.preflight import PreflightOptions, flight_recorder_check, memory_section
+
+    gib = 1 << 30
+    found = []
+    for script in LINT_SCRIPTS:
+        lint = lint_launcher(script, {"train.py": "import torch\ntorch.compile(model)\n"})
+        found += lint
+        for works in (None, True, False):
+            found += after_toolchain_probe(lint, works)
+    for args in ((), ("a",), ("a", "b")):  # the recipe's args, short of what $3 needs
+        found += lint_launcher(LINT_SCRIPTS[-2], script_args=args)
+    big = SaveMemoryInputs(params=70_000_000_000, ranks_per_node=8, workers_per_rank=4,
+                           worker_rss_bytes=2 * gib)
+    small = SaveMemoryInputs(params=1_400_000_000, ranks_per_node=8,
+                             save_mode=SaveMode.SHARDED)
+    for inp, mem, cap in ((big, None, 64 * gib), (big, None, 400 * gib), (small, None, None),
+                          (small, 40 * gib, None), (small, 80 * gib, 200 * gib),
+                          (small, 85 * gib, None), (small, 900 * gib, None)):
+        found.append(estimate_save_peak(inp, mem_limit_bytes=mem,
+                                        per_gpu_cap_bytes=cap).finding())
+    recipe = ctx.config.recipes["mix"]
+    found += memory_section(recipe, PreflightOptions(params=1_400_000_000, ranks_per_node=8,
+                                                     workers_per_rank=2), None)[0]
+    found += memory_section(recipe, PreflightOptions(), None)[0]
+    found.append(flight_recorder_check(recipe))
+    found += parse_shellcheck_json('[{"line": 3, "level": "warning", "code": 2086, '
+                                   '"message": "Double quote to prevent globbing."}]')
+    good = {"host": "gpu01", "cc": {"works": True, "path": "/usr/bin/gcc", "origin": "path"},
+            "cxx": {"works": True, "path": "/usr/bin/g++"}, "python": "3.11",
+            "python_executable": "/usr/bin/python3", "torch": "2.4", "cuda": True, "gpus": 1,
+            "triton": "3.0", "compile": {"ran": True, "device": "cuda"},
+            "ptrace": {"attach": True, "uid": 1000, "ptrace_scope": 1}}
+    bad = {"cc": {"works": False}, "cxx": {"works": False, "error": "not found"},
+           "python": "3.11", "python_executable": "python3", "torch": "2.4",
+           "compile": {"ran": False, "device": "cpu", "error": "Failed to find C compiler"},
+           "ptrace": {"attach": False, "pyspy": "/opt/py-spy", "uid": 1000, "ptrace_scope": 3,
+                      "error": "Permission denied"}}
+    found += checks_from_node(good) + ptrace_checks(good)
+    found += checks_from_node(bad) + ptrace_checks(bad)
+    found += checks_from_node({"cxx": {"works": False, "error": "g++: not found"},
+                               "python": "3.11", "python_executable": "python3", "torch": None})
+    found += ptrace_checks({"ptrace": {"pyspy": None}})
+    found += ptrace_checks({"ptrace": {"pyspy": "/x", "uid": 1000, "ptrace_scope": 1}})
+    return found
+
+
+def test_every_preflight_finding_in_a_korean_channel_is_korean(ctx) -> None:
+    from bot.services.train import preflight_rows
+
+    found = every_finding(ctx)
+    kinds = {f.text.msgid for f in found if not isinstance(f.text, str)}
+    assert len(kinds) >= 40, sorted(kinds)
+    untranslated = {}
+    for f in found:
+        text = say(ctx, "mix", "preflight", channel=CHANNEL, recipe="mix", level=N_("warn"),
+                   findings=preflight_rows({"launcher": [f]}))
+        words = [w for w in english_words(text) if w.lower() not in FINDING_NAMES]
+        if words or not HANGUL.search(text.split("\n", 1)[1]):
+            untranslated[f.message] = (words, text)
+    assert not untranslated, untranslated
+
+
+def test_every_finding_sentence_has_korean_words_only_around_its_names() -> None:
+    """The catalogue side of the walk: each message id the checks can say (the lint, the
+    memory budget, the probes, preflight), its Korean with every value filled in, has no
+    English word outside code spans and names: a sentence no fixture above reaches still
+    fails here when it is left in English."""
+    from pathlib import Path
+
+    from bot.slack.render import templates_root, translator
+    from bot.slack.translations import PYTHON_DIRS, extract
+
+    root = Path(__file__).resolve().parents[3]
+    sources = ("launcher_lint/", "memory_budget.py", "probes/", "services/preflight.py")
+    ids = [m.id for m in extract(templates_root(), tuple(root / "bot" / d for d in PYTHON_DIRS))
+           if m.id and any(s in loc for loc, _ in m.locations for s in sources)]
+    assert len(ids) > 150
+    ko = translator("ko")
+    bad = {}
+    for msgid in ids:
+        text = re.sub(r"%\(\w+\)s", "0", ko.gettext(msgid)).replace("%%", "%")
+        words = [w for w in english_words(text) if w.lower() not in FINDING_NAMES]
+        if words:
+            bad[msgid] = (words, text)
+    assert not bad, bad
+
+
+def test_a_preflight_usage_error_is_said_in_korean(ctx) -> None:
+    from bot.services import UsageProblem
+    from bot.services.preflight import PreflightUsageError, run_preflight
+
+    with pytest.raises(PreflightUsageError) as err:
+        run_preflight(ctx.config, "nosuch", None)
+    assert str(err.value).startswith("no recipe 'nosuch' in the config")
+    text = say(ctx, "mix", "usage", channel=CHANNEL, problem=UsageProblem(err.value.text).args[0],
+               usage=c.USAGE["preflight"])
+    assert HANGUL.search(text) and not english_words(text), text
