@@ -28,11 +28,13 @@ def probe_checkpoints(
     *,
     pointer_name: str | None = DEFAULT_POINTER,
     globs: Iterable[str] = DEFAULT_GLOBS,
+    at_most: int | None = None,
 ) -> CheckpointDecision:
     """The decision with all skip reasons; a missing root is "no checkpoint yet".
 
     `root` may be absolute, relative to the login user's home, or start with `~/`.
-    `pointer_name=None` means the recipe has no pointer file.
+    `pointer_name=None` means the recipe has no pointer file. `at_most`: the newest complete
+    one at or below that iteration (bot.core.checkpoints.choose_checkpoint).
     """
     if isinstance(rule, str):
         rule = CompletenessRule.parse(rule)
@@ -62,6 +64,7 @@ def probe_checkpoints(
         pointer=pointer,
         pointer_name=pointer_name or DEFAULT_POINTER,
         globs=globs,
+        at_most=at_most,
     )
 
 
@@ -72,12 +75,15 @@ def find_latest_checkpoint(
     *,
     pointer_name: str | None = DEFAULT_POINTER,
     globs: Iterable[str] = DEFAULT_GLOBS,
+    at_most: int | None = None,
 ) -> Checkpoint | None:
-    """The checkpoint to resume from, or None when there is no complete one (yet).
+    """The checkpoint to resume from (with `at_most`, the newest at or below that iteration),
+    or None when there is no complete one (yet).
 
     The returned `Checkpoint.skipped` lists newer candidates that were refused and why.
     """
-    return probe_checkpoints(sftp, root, rule, pointer_name=pointer_name, globs=globs).checkpoint
+    return probe_checkpoints(sftp, root, rule, pointer_name=pointer_name, globs=globs,
+                             at_most=at_most).checkpoint
 
 
 def probe_recipe_checkpoints(sftp: Any, cfg: Any) -> CheckpointDecision:

@@ -117,6 +117,7 @@ def choose_checkpoint(
     pointer: str | None = None,
     pointer_name: str = DEFAULT_POINTER,
     globs: Iterable[str] = DEFAULT_GLOBS,
+    at_most: int | None = None,
 ) -> CheckpointDecision:
     """Decide the checkpoint to resume from.
 
@@ -124,6 +125,10 @@ def choose_checkpoint(
     A pointer target outside `root` may be given under its normalized absolute path. The
     mapping may load listings lazily: only the pointer target and the candidates down to the
     first complete one are looked up. `pointer` is the pointer file's content (None: absent).
+
+    `at_most`: the newest complete checkpoint at or below that iteration, i.e. the one a
+    submit made when that iteration was the latest resumed from (checkpoints its job saved
+    since are passed over without a skip reason: they are no refused candidates).
     """
     root = posixpath.normpath(root)
     globs = tuple(globs)
@@ -141,13 +146,16 @@ def choose_checkpoint(
             skipped.append(f"{pointer_name}: empty")
         else:
             key, shown = _pointer_key(root, target, candidates, dirs)
-            if key is None:
+            it = target if isinstance(target, int) else \
+                (iteration_of(key) if key is not None else None)
+            if key is not None and at_most is not None and (it is None or it > at_most):
+                pass  # saved after the submit: the scan below finds the one it chose
+            elif key is None:
                 skipped.append(f"{pointer_name} -> {shown}: no such checkpoint directory")
             else:
                 why = incomplete_reason(dirs.get(key), rule)
                 if why is None:
                     path = key if key.startswith("/") else posixpath.join(root, key)
-                    it = target if isinstance(target, int) else iteration_of(key)
                     return CheckpointDecision(
                         Checkpoint(path, it, "pointer", tuple(skipped)), tuple(skipped)
                     )
@@ -156,6 +164,8 @@ def choose_checkpoint(
     for it, name in candidates:
         if it is None:
             skipped.append(f"{name}: no iteration number in the name")
+            continue
+        if at_most is not None and it > at_most:
             continue
         why = incomplete_reason(dirs.get(name), rule)
         if why is None:

@@ -252,7 +252,8 @@ class AutoResubmitter:
             found = adopt_unrecorded_submit(
                 ctx.config, recipe, chain_id=chain_id, after_job=old_job,
                 slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
-                store=ctx.store, now=now, charge_retry=decision.charged,
+                store=ctx.store, now=now, resumed_at=decision.resume_from,
+                charge_retry=decision.charged,
                 array_task=decision.facts.get("array_task"))
             if found is None:
                 return None

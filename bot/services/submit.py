@@ -242,9 +242,10 @@ def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | 
     return env
 
 
-def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP,
-                           task: int | None = None) -> Checkpoint | None:
-    """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet).
+def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP, task: int | None = None,
+                           *, at_most: int | None = None) -> Checkpoint | None:
+    """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet);
+    with `at_most`, the latest at or below that iteration.
 
     An array recipe's checkpoints are per task (`%a` in its dir): task `task`'s, and none
     for a whole array's submit (each task starts as its script decides)."""
@@ -258,7 +259,7 @@ def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP,
     directory = expand_task_path(ck.dir, task) if task is not None else ck.dir
     return find_latest_checkpoint(
         sftp, directory, ck.complete_rule, pointer_name=ck.pointer_file or None,
-        globs=ck.globs()
+        globs=ck.globs(), at_most=at_most,
     )
 
 
@@ -467,12 +468,16 @@ def find_unrecorded_submit(
 
 def adopt_unrecorded_submit(
     config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Slurm,
-    sftp: SFTP, store: Store, now: float, charge_retry: bool = False,
-    array_task: int | None = None,
+    sftp: SFTP, store: Store, now: float, resumed_at: int | None,
+    charge_retry: bool = False, array_task: int | None = None,
 ) -> SubmitResult | None:
     """Record (as the chain's next attempt, watched, charged as the lost submit would have
     been) a job a crashed resubmit left on the cluster; None when there is none (then
-    submitting is safe). `array_task`: the lost submit resubmitted that task of an array."""
+    submitting is safe). `array_task`: the lost submit resubmitted that task of an array.
+
+    `resumed_at` is the iteration the lost submit resumed from (its decision's
+    `resume_from`; None: from scratch): the attempt records the newest checkpoint at or below
+    it, never one the job saved since (the bot may come back long after it ran)."""
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
@@ -484,7 +489,8 @@ def adopt_unrecorded_submit(
     if job_id is None:
         return None
     # what the lost submit resumed from
-    checkpoint = find_resume_checkpoint(recipe, sftp, array_task)
+    checkpoint = (find_resume_checkpoint(recipe, sftp, array_task, at_most=resumed_at)
+                  if resumed_at is not None else None)
     attempt = store.attempts.add(
         chain_id=chain_id, job_id=job_id, now=now,
         start_iter=checkpoint.iteration if checkpoint else None,

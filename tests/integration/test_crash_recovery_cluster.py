@@ -12,7 +12,10 @@ the same SQLite store and asserts, through the real Slurm and the Slack stand-in
 - a single job: exactly one new job exists under the recipe's job name, it is the chain's next
   attempt, the thread tells the resubmit once, and the adopted job is watched to completion;
 - an array task (`--array=1`): the adopted job is the one-task array of that task (sacct:
-  `NEW_1`), never a sibling task of the original array, and nothing is submitted twice.
+  `NEW_1`), never a sibling task of the original array, and nothing is submitted twice, also
+  when the sibling tasks ended while the bot was down (no job of the array left to watch);
+- a resubmit that ran to its end while the bot was down is recorded as resumed from the
+  checkpoint it was given, not from one it saved since.
 """
 
 from __future__ import annotations
@@ -176,6 +179,18 @@ def _jobs_named(runner, name: str) -> dict[str, str]:
     return found
 
 
+def _wait_until_ended(runner, jobs: list[str]) -> None:
+    started = time.monotonic()
+    states: list[str] = []
+    while time.monotonic() - started < FINISH_WITHIN_S:
+        states = runner.run(["sacct", "-X", "-n", "-P", "-j", ",".join(jobs), "-o", "State"]
+                            ).stdout.split()
+        if len(states) == len(jobs) and all(s == "COMPLETED" for s in states):
+            return
+        time.sleep(2.0)
+    pytest.fail(f"{jobs} did not complete: {states}")
+
+
 def _queued_held(runner, job_id: str) -> bool:
     out = runner.run(["squeue", "-h", "-j", job_id, "-o", "%T|%r"]).stdout.split()
     return out == ["PENDING|JobHeldUser"]
@@ -263,6 +278,9 @@ def test_an_array_tasks_resubmit_lost_in_a_crash_is_its_one_task_array(slurm_clu
             runner.run(["scontrol", "release", array])
 
             _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
+            # The bot stays down until the sibling tasks have ended: no job of the array is
+            # left to watch when it comes back, only the lost resubmit to adopt.
+            _wait_until_ended(runner, [f"{array}_0", f"{array}_2"])
 
             bot = Bot(config, slack)
             before = {a.shown_id: a.job_id for a in bot.store.attempts.for_chain(chain_id)}
@@ -310,6 +328,60 @@ def test_an_array_tasks_resubmit_lost_in_a_crash_is_its_one_task_array(slurm_clu
                 in told[0], texts
             keys = Counter(_keys(slack))
             assert not [k for k, n in keys.items() if n > 1], keys
+            bot.close()
+        finally:
+            runner.run(["scancel", f"--name={name}"], check=False)
+
+
+def test_a_resubmit_that_ran_while_the_bot_was_down_is_adopted_from_where_it_resumed(
+        slurm_cluster, tmp_path):
+    """The bot stays down until the job its lost resubmit made has trained to the end (and
+    saved newer checkpoints): the adopted attempt resumed from the checkpoint the decision
+    chose (iteration 8, what the job's log says it was given), not from the newest one."""
+    name = f"tb-crash-late-{uuid.uuid4().hex[:6]}"
+    with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
+        config, config_path = _setup(slurm_cluster, tmp_path, _single_recipe(jobs, name))
+        runner = jobs.runner
+        try:
+            bot = Bot(config, slack)
+            first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
+            chain_id, old = first.chain_id, first.job_id
+            bot.close()
+            runner.run(["scontrol", "release", old])
+
+            _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
+
+            [new] = [j for j in _jobs_named(runner, name) if j != old]
+            runner.run(["scontrol", "release", new])
+            started = time.monotonic()
+            while time.monotonic() - started < FINISH_WITHIN_S:
+                state = runner.run(["sacct", "-X", "-n", "-P", "-j", new, "-o", "State"]
+                                   ).stdout.strip()
+                if state == "COMPLETED":
+                    break
+                time.sleep(2.0)
+            assert state == "COMPLETED", state
+            resumed = [line for line in runner.run(
+                ["cat", jobs.path("logs", f"{name}-{new}.out")]).stdout.splitlines()
+                if "trainbot chose" in line]
+            assert resumed and resumed[0].endswith("iter_000000008"), resumed
+
+            bot = Bot(config, slack)
+            watcher = build_watcher(bot.ctx, "dev")
+            _tick_until_done(bot, chain_id, watcher)
+            attempts = bot.store.attempts.for_chain(chain_id)
+            seen = [(a.job_id, a.result, a.start_iter, a.checkpoint_path) for a in attempts]
+            assert bot.store.chains.get(chain_id).status == "completed", seen
+            assert [a.job_id for a in attempts] == [old, new], seen
+            assert attempts[1].start_iter == 8, seen
+            assert attempts[1].checkpoint_path == jobs.path("ckpt", "one", "iter_000000008"), seen
+            assert _jobs_named(runner, name).keys() == {old, new}
+
+            [root] = slack.root_messages(CHANNEL)
+            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
+            assert len([t for t in texts if f"resubmitted automatically as {new}" in t]) == 1, \
+                texts
+            assert not [k for k, n in Counter(_keys(slack)).items() if n > 1]
             bot.close()
         finally:
             runner.run(["scancel", f"--name={name}"], check=False)

@@ -54,6 +54,13 @@ class AutoResubmits:
             diagnosis={"recipe": recipe, "decision": decision.to_json()},
         )
 
+    def pending(self, chain_id: int) -> bool:
+        """Whether a resubmit of the chain is still to be carried out (`due`: waiting out its
+        backoff) or may have been (`submitting`: a crash or an error after sbatch), so the
+        chain has a job to come even with none watched now."""
+        return any(inc.chain_id == chain_id for inc in
+                   self.store.incidents.of_class(RESUBMIT_CLASS, ("due", "submitting")))
+
     def run_due(self, now: float, report: TickReport) -> None:
         """Carry out `resubmit_now` decisions whose backoff has passed, through an intent row:
         `due` -> `submitting` (sbatch; the attempt and its charge recorded together) ->

@@ -389,14 +389,18 @@ class Watcher:
             self._finished(w, jw, record, now, report)
 
     def _end_adopted_chain(self, chain_id: int | None, now: float) -> None:
-        """An adopted job's or array's chain ends once none of its jobs is watched: completed
-        when every attempt (of an array: each task's latest) completed, else stopped; its root
-        is rewritten either way."""
+        """An adopted job's or array's chain ends once none of its jobs is watched and no
+        resubmit of a task is pending (one waiting out its backoff, or one a crash
+        interrupted after sbatch: its job is adopted first): completed when every attempt (of
+        an array: each task's latest) completed, else stopped; its root is rewritten either
+        way."""
         chain = self._chain(chain_id)
         if chain is None or not chain.parallel:
             return
         self._changed_chains.add(chain.id)
         if any(w.chain_id == chain.id for w in self.store.watched_jobs.list(self.cluster)):
+            return
+        if self.resubmits is not None and self.resubmits.pending(chain.id):
             return
         latest: dict[object, Any] = {}
         for a in self.store.attempts.for_chain(chain.id):

@@ -53,6 +53,23 @@ def test_pointer_wins_over_newer_complete_scan_candidate() -> None:
     assert d.checkpoint.iteration == 1000
 
 
+def test_at_most_is_what_a_submit_made_at_that_iteration_chose() -> None:
+    """A job resumed from iteration 1000 has saved 2000 and 3000 and moved the pointer since:
+    with at_most=1000 the choice is the checkpoint it was given, no newer one, and the
+    newer ones are not reported as refused."""
+    dirs = {"iter_000001000": COMPLETE_DCP, "iter_000002000": COMPLETE_DCP,
+            "iter_000003000": COMPLETE_DCP, "iter_000000500": COMPLETE_DCP}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000003000\n", at_most=1000)
+    assert d.checkpoint is not None
+    assert (d.checkpoint.path, d.checkpoint.iteration) == ("/ckpt/mix/iter_000001000", 1000)
+    assert d.skipped == ()
+    pointed = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000001000", at_most=1000)
+    assert pointed.checkpoint is not None and pointed.checkpoint.source == "pointer"
+    assert choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000003000").checkpoint.iteration \
+        == 3000
+    assert choose_checkpoint(ROOT, dirs, DCP, at_most=499).checkpoint is None
+
+
 @pytest.mark.parametrize(
     "content",
     [

@@ -34,7 +34,7 @@ def lookups(monkeypatch):
     """Each task's checkpoint dir has iteration 100 * (task + 1); the dirs looked in."""
     seen: list[str] = []
 
-    def fake_find(sftp, root, rule, *, pointer_name=None, globs=("iter_*",)):
+    def fake_find(sftp, root, rule, *, pointer_name=None, globs=("iter_*",), at_most=None):
         seen.append(root)
         task = int(root.rsplit("_", 1)[1])
         return Checkpoint(f"{root}/iter_{100 * (task + 1):06d}", 100 * (task + 1), "pointer")
@@ -157,6 +157,34 @@ def test_a_failed_task_is_resubmitted_alone_from_its_own_checkpoint(store, looku
         f"✅ Completed · job {new}_1 (was {array}_1)"], done  # the task it replaced
     assert "in 2 attempts (retries used: 0)" in done[2]  # a node failure is free
     assert "first attempt" in done[0]
+
+
+def test_the_last_sibling_ending_while_a_tasks_resubmit_waits_does_not_end_the_array(
+        store, lookups):
+    """Task 1 failed and its resubmit waits out its backoff when tasks 0 and 2 complete: no
+    job of the array is watched then, but the run is not over (it was ended as `stopped`,
+    and the due resubmit was then never made; the same after a crash between sbatch and
+    recording the one-task array, whose job was then never adopted)."""
+    ctx, slurm, sftp, w, result = started_array(store, lookups)
+    array = int(result.job_id)
+    slurm.set(88901, state="NODE_FAIL", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)  # the incident; the resubmit waits out its backoff
+    for job, task in ((88900, 0), (array, 2)):
+        sftp.append(LOG.format(array, task), b"iter: 100/100 | loss: 0.1\n")
+        slurm.set(job, state="COMPLETED", exit_code=0, signal=0, end_time=T0 + 125)
+    w.tick(T0 + 130)
+    assert store.watched_jobs.list("dev") == []
+    assert store.chains.get(result.chain_id).status == "active"
+    w.tick(T0 + 200)
+    assert [s.array for s in slurm.submits()] == ["0-2%2", "1"]
+    new = 88888  # FakeSlurm's next id
+    run_task(slurm, sftp, new, new, 1)
+    w.tick(T0 + 260)
+    sftp.append(LOG.format(new, 1), b"iter: 100/100 | loss: 0.1\n")
+    slurm.set(new, state="COMPLETED", exit_code=0, signal=0, end_time=T0 + 300)
+    w.tick(T0 + 320)
+    assert store.chains.get(result.chain_id).status == "completed"
+    assert [r[1] for r in rows(ctx, result.chain_id)] == ["COMPLETED"] * 3
 
 
 def test_each_task_has_its_own_retry_budget(store, lookups):

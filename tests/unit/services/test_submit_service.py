@@ -166,7 +166,7 @@ def lookups(monkeypatch):
 
     calls = []
 
-    def fake_find(sftp, root, rule="dcp", *, pointer_name=None, globs=()):
+    def fake_find(sftp, root, rule="dcp", *, pointer_name=None, globs=(), at_most=None):
         calls.append((sftp, root, rule, pointer_name, tuple(globs)))
         return Checkpoint(path=f"{root}/iter_000001000", iteration=1000, source="pointer")
 
