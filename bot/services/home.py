@@ -87,9 +87,16 @@ def _prompts(ctx: BotContext, chain_id: int, now: float, adopted: bool = False,
 
 
 def _last_incident(ctx: BotContext, chain_id: int) -> dict[str, Any] | None:
+    """The chain's last final incident: its class and its job as the thread names it (an
+    array task's `123_4`, its attempt's shown id; the incident keeps the raw Slurm id)."""
     finals = [i for i in ctx.store.incidents.for_chain(chain_id) if i.key.endswith(":final")]
-    last = finals[-1] if finals else None
-    return {"class_id": last.class_id, "job_id": last.job_id} if last else None
+    if not finals:
+        return None
+    last = finals[-1]
+    attempt = next((a for a in ctx.store.attempts.for_chain(chain_id)
+                    if a.job_id == last.job_id), None)
+    return {"class_id": last.class_id,
+            "job_id": attempt.shown_id if attempt is not None else last.job_id}
 
 
 def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None:

@@ -250,3 +250,5 @@ def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
     assert publish_home(ctx, "U0ALICE", NOW + 330)  # the stand-in took the view
     tab = str(slack.home_views["U0ALICE"]["blocks"])
     assert "array 88887" in tab and home in tab, tab
+    # the task's last incident is named as the thread names it, not by its raw Slurm id
+    assert "Last incident: completed (job 88887_0)" in tab and "88900" not in tab, tab

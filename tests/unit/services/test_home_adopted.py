@@ -260,3 +260,27 @@ def test_train_unwatch_leaves_a_run_trainbot_submitted_alone(ctx, slurm):
                                  "submitted: it is watched until it ends")
     assert ctx.store.chains.get(result.chain_id).status == "active"
     assert [w.job_id for w in ctx.store.watched_jobs.list("dev")] == [result.job_id]
+
+
+@pytest.mark.parametrize(("lang", "line"), [
+    ("en", "Last incident: {cls} (job 6100_3)"),
+    ("ko", "마지막 인시던트: {cls} (작업 6100_3)"),
+])
+def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, lang, line):
+    """Task 3 of array 6100 (Slurm job 6103) fails: the array's row names its incident's
+    job `6100_3`, as the array's thread does, not by the raw id 6103."""
+    ctx.config = ctx.config.model_copy(
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    chain_id = adopt(ctx, 6100)
+    slurm.set(6103, exit_code=1, signal=0, end_time=NOW + 50)
+    sftp = FakeSFTP()
+    Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
+            catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config).tick(NOW + 60)
+    [incident] = [i for i in ctx.store.incidents.for_chain(chain_id)
+                  if i.key.endswith(":final")]
+    assert incident.job_id == "6103"
+    [row] = [r for r in rows(ctx, BOB) if r["job_id"] == "6100"]
+    assert row["last_incident"] == {"class_id": incident.class_id, "job_id": "6100_3"}
+    blocks, _ = render(ctx, "home", None, home_view(ctx, BOB, NOW))
+    text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
+    assert line.format(cls=incident.class_id) in text and "6103" not in text, text
