@@ -21,6 +21,9 @@ from bot.core.slurm.states import PENDING_STATES, RUNNING_STATES
 # take the first FIXED_BLOCKS of them.
 MAX_VIEW_BLOCKS = 100
 FIXED_BLOCKS = 4
+# views.publish takes a `view` of up to 250,000 characters (a message's blocks: ~13,000); the
+# tab's blocks are trimmed to this, with a margin.
+MAX_VIEW_JSON = 240_000
 
 # Button kinds that submit a job again: never offered for a job trainbot did not submit.
 RESUBMIT_KINDS = frozenset({"resubmit", "resubmit_mem", "cancel_resume"})
@@ -48,6 +51,20 @@ def unfinished_tasks(counts: Iterable[tuple[str, int]]) -> int:
     return sum(n for state, n in counts if state in RUNNING_STATES or state in PENDING_STATES)
 
 
+def cancel_confirm(job_id: str, state: str, *,
+                   counts: Iterable[tuple[str, int]] | None = None, waiting: bool = False,
+                   resume: bool = False, from_iter: int | None = None) -> dict[str, Any]:
+    """What Slack's confirm dialog before a Cancel on the Home tab names (every Cancel there
+    asks; the home template's `cancel_confirm` words it): the job as people read it (`123_4`
+    of an array task) and its state; for a whole array (`counts`, its tasks by state) how many
+    of its started tasks still run or wait, and `waiting`: tasks not started yet remain; for
+    Cancel and resume (`resume`), that it is resubmitted, from iteration `from_iter` when
+    known."""
+    return {"job_id": job_id, "state": state, "array": counts is not None,
+            "unfinished": unfinished_tasks(counts) if counts is not None else None,
+            "waiting": waiting, "resume": resume, "from_iter": from_iter}
+
+
 def row_blocks(row: Mapping[str, Any]) -> int:
     """Blocks one row takes in the home template: a divider and its section, per open prompt
     its summary (when it has one) and its buttons, and the row's own buttons."""
@@ -69,5 +86,6 @@ def fit_rows(rows: Sequence[Mapping[str, Any]], max_rows: int,
     return shown
 
 
-__all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "RESUBMIT_KINDS", "UNWATCH",
-           "adopted_buttons", "fit_rows", "row_blocks", "sees_adopted", "unfinished_tasks"]
+__all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "MAX_VIEW_JSON", "RESUBMIT_KINDS",
+           "UNWATCH", "adopted_buttons", "cancel_confirm", "fit_rows", "row_blocks", "sees_adopted",
+           "unfinished_tasks"]

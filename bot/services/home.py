@@ -5,9 +5,10 @@ authorized and decided exactly like one in the thread); and the jobs and arrays 
 adopted (`/train watch`) that the user adopted or may act on (bot.core.home): state,
 progress (an array: its tasks counted by state), last incident, never a resubmit button, and
 "Cancel job" only for who may cancel it (the same check as `/train cancel`, which its click
-runs; an array's asks first in Slack's confirm dialog, naming the array and how many of its
-tasks still run or wait). Rows that do not fit in one view (100 blocks) are counted in an
-"and N more" line."""
+runs). Every Cancel on the tab (a row's; a prompt's Cancel and Cancel and resume) asks first in
+Slack's confirm dialog naming the job and its state (an array: how many of its tasks still
+run or wait), from one builder (bot.core.home.cancel_confirm). Rows that do not fit in one
+view (100 blocks) are counted in an "and N more" line."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from typing import Any
 from bot.config import Config
 from bot.core.arrays import retries_by_task
 from bot.core.authz import can_control_job, can_unwatch
-from bot.core.home import UNWATCH, adopted_buttons, fit_rows, sees_adopted, unfinished_tasks
+from bot.core.home import (
+    MAX_VIEW_JSON,
+    UNWATCH,
+    adopted_buttons,
+    cancel_confirm,
+    fit_rows,
+    sees_adopted,
+)
 from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
 from bot.services.threads import array_root_view, refresh_root, render, root_view, thread_note
@@ -58,8 +66,13 @@ def sees_chain(ctx: BotContext, chain: Chain, user: str) -> bool:
     return sees_adopted(user, chain.watched_by, may_control(ctx, user, job))
 
 
-def _buttons(approval: Approval, adopted: bool = False,
+CANCEL_KINDS = ("cancel", "cancel_resume")  # a prompt's buttons that scancel its job
+
+
+def _buttons(approval: Approval, job: tuple[str, str], adopted: bool = False,
              control: bool = False) -> list[dict[str, Any]]:
+    """A prompt's buttons; a Cancel's carries its confirm dialog naming `job` (the shown id
+    and state of the job it cancels)."""
     payload = approval.payload
     kinds = payload.get("choices", [])
     if adopted:
@@ -70,16 +83,26 @@ def _buttons(approval: Approval, adopted: bool = False,
              "style": styles.get(kind), "from_iter": payload.get("resume_iter"),
              "mem": payload.get("mem"), "exclude": payload.get("exclude"),
              "job_id": approval.target_job,
-             "for_job": payload.get("for_job")}
+             "for_job": payload.get("for_job"),
+             **({"confirm": cancel_confirm(*job, resume=kind == "cancel_resume",
+                                           from_iter=payload.get("resume_iter"))}
+                if kind in CANCEL_KINDS else {})}
             for kind in kinds]
 
 
-def _prompts(ctx: BotContext, chain_id: int, now: float, adopted: bool = False,
+def _prompts(ctx: BotContext, chain_id: int, now: float, state: str, adopted: bool = False,
              control: bool = False) -> list[dict[str, Any]]:
-    """The chain's open prompts with their buttons (an adopted job's: no resubmit)."""
+    """The chain's open prompts with their buttons (an adopted job's: no resubmit); a
+    prompt's job is named as its thread does, in its attempt's state (else the row's
+    `state`)."""
+    attempts = {a.job_id: a for a in ctx.store.attempts.for_chain(chain_id)}
     prompts = []
     for a in ctx.store.approvals.for_chain(chain_id, "pending"):
-        buttons = _buttons(a, adopted, control) if a.expires_at > now else []
+        target = str(a.target_job)
+        attempt = attempts.get(target)
+        job = (attempt.shown_id, attempt.result or attempt.state) if attempt is not None \
+            else (target, state)
+        buttons = _buttons(a, job, adopted, control) if a.expires_at > now else []
         if buttons:
             prompts.append({"summary": a.payload.get("summary"), "token": a.token,
                             "buttons": buttons})
@@ -116,7 +139,7 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
                                  for t, n in spent[:TASK_RETRIES_SHOWN]],
                 "more_task_retries": len(spent[TASK_RETRIES_SHOWN:]),
                 "last_incident": _last_incident(ctx, chain.id),
-                "prompts": _prompts(ctx, chain.id, now), "buttons": []}
+                "prompts": _prompts(ctx, chain.id, now, array.state), "buttons": []}
     root = root_view(ctx, chain.id)
     if root is None:
         return None
@@ -126,16 +149,15 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
             "progress_bar": progress_bar(root.last_iter, root.target_iter),
             "retries_used": chain.retries_used, "retry_budget": root.retry_budget,
             "last_incident": _last_incident(ctx, chain.id),
-            "prompts": _prompts(ctx, chain.id, now), "buttons": []}
+            "prompts": _prompts(ctx, chain.id, now, root.state), "buttons": []}
 
 
 def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[str, Any] | None:
     """An adopted job's row (an array's: its tasks counted by state), or None when the user
-    does not see it. "Cancel job" (the whole array for an array, behind a confirm dialog
-    naming how many of its tasks still run or wait) while it is watched, for a viewer who
-    may cancel it."""
+    does not see it. "Cancel job" (the whole array for an array) while it is watched, for a
+    viewer who may cancel it, behind a confirm dialog naming the job and its state (an
+    array: how many of its tasks still run or wait)."""
     tasks: list[dict[str, Any]] = []
-    confirm = None  # cancelling a whole array asks first (Slack's confirm dialog)
     if chain.kind == "array":
         array = array_root_view(ctx, chain.id)
         if array is None:
@@ -143,8 +165,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
         tasks = [{"state": state, "n": n} for state, n in array.counts]
         job_id = shown = str(chain.array_job_id)
         state, bar = array.state, "—"
-        confirm = {"job_id": shown, "unfinished": unfinished_tasks(array.counts),
-                   "waiting": array.waiting}
+        confirm = cancel_confirm(shown, state, counts=array.counts, waiting=array.waiting)
     else:
         root = root_view(ctx, chain.id)
         attempt = ctx.store.attempts.latest(chain.id)
@@ -152,6 +173,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
             return None
         job_id, shown = attempt.job_id, root.job_id  # raw id; `123_4` of an array task
         state, bar = root.state, progress_bar(root.last_iter, None)
+        confirm = cancel_confirm(shown, state)
     control = may_control(ctx, user, shown)
     if not sees_adopted(user, chain.watched_by, control):
         return None
@@ -162,7 +184,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
             "array": chain.kind == "array", "tasks": tasks, "progress_bar": bar,
             "retries_used": None, "retry_budget": None,
             "last_incident": _last_incident(ctx, chain.id),
-            "prompts": _prompts(ctx, chain.id, now, adopted=True, control=control),
+            "prompts": _prompts(ctx, chain.id, now, state, adopted=True, control=control),
             "buttons": [{"kind": k, "job_id": shown,
                          **({"action_id": HOME_STOP_WATCHING, "value": str(chain.id),
                              "style": None} if k == UNWATCH else
@@ -256,6 +278,12 @@ def home_view(ctx: BotContext, user: str, now: float, notice: str | None = None
     return {"user": user, "runs": runs[:shown], "more": len(runs) - shown, "notice": notice}
 
 
+def render_home(ctx: BotContext, view: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Home tab's blocks from its view (`home_view`), in slack.lang, trimmed to what a
+    view holds (MAX_VIEW_JSON), not a message's size."""
+    return render(ctx, "home", None, view, max_json=MAX_VIEW_JSON)[0]
+
+
 def publish_home(ctx: BotContext, user: str, now: float, notice: str | None = None) -> bool:
     """Render and publish `user`'s Home tab (slack.lang) as they open it or click on it, and
     keep them (in the store) among the viewers refreshed when a run changes; False when it
@@ -268,7 +296,7 @@ def publish_home(ctx: BotContext, user: str, now: float, notice: str | None = No
 
 def _publish(ctx: BotContext, user: str, now: float, notice: str | None = None) -> bool:
     assert ctx.home is not None
-    blocks, _ = render(ctx, "home", None, home_view(ctx, user, now, notice))
+    blocks = render_home(ctx, home_view(ctx, user, now, notice))
     try:
         ctx.home.publish_home(user, blocks)
     except PostError as exc:
@@ -292,5 +320,5 @@ def refresh_homes(ctx: BotContext, chain_id: int, now: float, *,
             _publish(ctx, user, now)
 
 
-__all__ = ["home_view", "may_control", "publish_home", "refresh_homes", "sees_chain",
+__all__ = ["home_view", "may_control", "publish_home", "refresh_homes", "render_home", "sees_chain",
            "stop_watching", "team_recipes", "watched_chain"]

@@ -193,10 +193,11 @@ class RenderError(Exception):
 
 class Renderer(Protocol):
     """Turns a message's view into Block Kit blocks and its fallback text, in a language;
-    a site's template folder (`override_dir`) goes first."""
+    a site's template folder (`override_dir`) goes first. `max_json`: the blocks' JSON size
+    to trim to (None: a message's; a view, such as the Home tab, holds more)."""
 
-    def render_blocks(self, name: str, lang: str, view: Any, *,
-                      override_dir: str | None = None) -> tuple[Blocks, str]: ...
+    def render_blocks(self, name: str, lang: str, view: Any, *, override_dir: str | None = None,
+                      max_json: int | None = None) -> tuple[Blocks, str]: ...
 
 
 class ChartMaker(Protocol):

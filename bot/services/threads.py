@@ -34,9 +34,10 @@ def lang_of(config: Config, recipe: str | None, channel: str | None = None) -> s
 
 
 def render(ctx: BotContext, name: str, recipe: str | None, view: Any, *,
-           channel: str | None = None) -> tuple[Blocks, str]:
+           channel: str | None = None, max_json: int | None = None) -> tuple[Blocks, str]:
     """The `name` template in the recipe's language (`lang_of`, `channel` for a message
-    without a recipe), with the site's template folder.
+    without a recipe), with the site's template folder; trimmed to a message's size, or to
+    `max_json` characters of blocks (a view's).
 
     A site template that fails (a typo in `templates.dir`) is logged and the shipped one is
     used, so a broken override never loses a message or blocks an approval.
@@ -45,10 +46,11 @@ def render(ctx: BotContext, name: str, recipe: str | None, view: Any, *,
     override = ctx.config.templates.dir
     if override:
         try:
-            return ctx.renderer.render_blocks(name, lang, view, override_dir=override)
+            return ctx.renderer.render_blocks(name, lang, view, override_dir=override,
+                                              max_json=max_json)
         except RenderError as exc:
             log.warning("site template %s/%s failed (%s); using the shipped one", lang, name, exc)
-    return ctx.renderer.render_blocks(name, lang, view)
+    return ctx.renderer.render_blocks(name, lang, view, max_json=max_json)
 
 
 # Small text helpers: `section` wraps an already rendered sentence (the head line watch_events

@@ -251,9 +251,10 @@ class TemplateRenderer:
     """The renderer port (bot.services.ports.Renderer): the packaged templates, a site's
     folder first."""
 
-    def render_blocks(self, name: str, lang: str, view: Any, *,
-                      override_dir: str | None = None) -> tuple[list[dict[str, Any]], str]:
-        return render_blocks(name, lang, view, override_dir=override_dir)
+    def render_blocks(self, name: str, lang: str, view: Any, *, override_dir: str | None = None,
+                      max_json: int | None = None) -> tuple[list[dict[str, Any]], str]:
+        return render_blocks(name, lang, view, override_dir=override_dir,
+                             max_blocks_json=max_json or MAX_BLOCKS_JSON)
 
 
 # --- trimming ------------------------------------------------------------------------------

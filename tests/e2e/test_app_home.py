@@ -32,10 +32,14 @@ def fake_slurm() -> FakeSlurm:
     return FakeSlurm()
 
 
-def replica(store, slack_client, fake_slurm, fake_sleep) -> tuple[BotContext, App]:
-    """One replica's services and Bolt app on `store` and the Slack stand-in."""
+def replica(store, slack_client, fake_slurm, fake_sleep, lang: str = "en"
+            ) -> tuple[BotContext, App]:
+    """One replica's services and Bolt app on `store` and the Slack stand-in (the Home tab
+    in slack.lang `lang`)."""
     poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    services = BotContext(config=make_config(target_iter=8000), store=store,
+    config = make_config(target_iter=8000)
+    config = config.model_copy(update={"slack": config.slack.model_copy(update={"lang": lang})})
+    services = BotContext(config=config, store=store,
                           clusters=FakeClusters(fake_slurm), sink=poster, home=poster,
                           clock=lambda: NOW, renderer=TemplateRenderer(),
                           catalogue=Catalogue.load(), charts=SeriesCharts())
@@ -253,6 +257,10 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert cancel_array["confirm"]["text"]["text"] == (  # published: the stand-in checked it
         "scancel 6100 stops the whole array: 1 of its tasks still running or pending, and "
         "those not started yet. trainbot resubmits none of them.")
+    [cancel_job] = [e for b in slack.home_views["U0APPR"]["blocks"] if b["type"] == "actions"
+                    for e in b["elements"] if e["value"] == "4242"]
+    assert (cancel_job["confirm"]["title"]["text"], cancel_job["confirm"]["text"]["text"]) == (
+        "Cancel job 4242?", "Job 4242 is RUNNING. scancel stops it.")  # it asks too
     open_home(app, "U0ALICE")  # a submitter of mix: not hers to see
     assert "eval-run" not in texts(slack.home_views["U0ALICE"])
 
@@ -269,6 +277,34 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert [w.job_id for w in services.store.watched_jobs.list("dev")] == ["4242"]
     assert fake_slurm.acted("cancel") == [4242]  # the array itself is left alone
     assert (HOME_STOP_WATCHING, array_chain) not in buttons(slack.home_views["U0APPR"])
+
+
+def test_every_cancel_on_a_korean_home_tab_asks_in_korean(store, slack_client, fake_slurm,
+                                                         fake_sleep, slack: SlackStandIn):
+    """slack.lang ko: an adopted job's and an adopted array's Cancel on an approver's tab
+    ask in Korean, naming the job and its state (views.publish through the stand-in, which
+    checks the confirm dialogs as Slack does); the click after it cancels the job."""
+    _, app = replica(store, slack_client, fake_slurm, fake_sleep, lang="ko")
+    fake_slurm.add(4242, name="eval-run", state="RUNNING")
+    fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)
+    watch(app, "4242", "U0APPR")
+    watch(app, "6100", "U0APPR")
+    open_home(app, "U0APPR")
+    dialogs = {e["value"]: e["confirm"] for b in slack.home_views["U0APPR"]["blocks"]
+               if b["type"] == "actions" for e in b["elements"]
+               if e["action_id"] == HOME_CANCEL_JOB}
+    assert {job: (d["title"]["text"], d["text"]["text"], d["confirm"]["text"],
+                  d["deny"]["text"]) for job, d in dialogs.items()} == {
+        "4242": ("작업 4242을(를) 취소할까요?",
+                 "작업 4242은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다.",
+                 "작업 취소", "그대로 두기"),
+        "6100": ("array 6100을(를) 취소할까요?",
+                 "scancel 6100은(는) array 전체를 멈춥니다: 실행 중이거나 대기 중인 task 1개와 "
+                 "아직 시작하지 않은 task. trainbot은 어느 것도 다시 제출하지 않습니다.",
+                 "array 취소", "그대로 두기")}
+    cancel_click(app, "4242", "U0APPR")  # Slack sends the click once the dialog is confirmed
+    assert fake_slurm.acted("cancel") == [4242]
 
 
 def test_train_unwatch_stops_watching_like_the_home_button(app, services, slack, fake_slurm):

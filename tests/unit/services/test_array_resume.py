@@ -270,8 +270,7 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
     from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
 
     from bot.services import home
-    from bot.services.home import home_view
-    from bot.services.threads import render
+    from bot.services.home import home_view, render_home
 
     ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2)
     ctx.config = ctx.config.model_copy(
@@ -279,7 +278,7 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
 
     def shown() -> str:
         [row] = home_view(ctx, "U0ALICE", T0)["runs"]
-        blocks, _ = render(ctx, "home", None, home_view(ctx, "U0ALICE", T0))
+        blocks = render_home(ctx, home_view(ctx, "U0ALICE", T0))
         assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
         [section] = [b for b in blocks if b.get("block_id") == f"run:{row['chain_id']}"]
         return section["text"]["text"].splitlines()[-1]

@@ -17,11 +17,11 @@ from bot.services.home import (
     home_view,
     publish_home,
     refresh_homes,
+    render_home,
     stop_watching,
 )
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.services.threads import render
 from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -90,7 +90,7 @@ def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
     assert (row["job_id"], row["array"], row["state"]) == ("6100", True, "RUNNING")
     assert row["tasks"] == [{"state": "RUNNING", "n": 2}, {"state": "FAILED", "n": 1}]
     assert [b["kind"] for b in row["buttons"]] == ["unwatch"]  # Bob may not cancel the array
-    blocks, _ = render(ctx, "home", None, home_view(ctx, BOB, NOW))
+    blocks = render_home(ctx, home_view(ctx, BOB, NOW))
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert "*sweep* · array 6100 · RUNNING" in text
     assert "2 RUNNING · " in text and "1 FAILED" in text
@@ -128,7 +128,7 @@ def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm
     view = home_view(ctx, APPROVER, NOW)
     assert (len(view["runs"]), view["more"]) == (MAX_RUNS, 7)
     assert view["runs"][0]["job_id"] == str(5000 + MAX_RUNS + 6)  # newest first
-    blocks, _ = render(ctx, "home", None, view)
+    blocks = render_home(ctx, view)
     assert len(blocks) <= 100
     assert "…and 7 more" in blocks[-1]["elements"][0]["text"]
 
@@ -149,7 +149,7 @@ def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
     view = home_view(ctx, BOB, NOW)
     assert view["more"] == 1 and view["runs"][0]["job_id"] == "6100"
     assert "5000" not in [r["job_id"] for r in view["runs"]]
-    blocks, _ = render(ctx, "home", None, view)
+    blocks = render_home(ctx, view)
     text = "\n".join([str(b.get("text", {}).get("text", "")) for b in blocks] + [
         str(e.get("text", "")) for b in blocks for e in b.get("elements") or []])
     for word in words:
@@ -178,30 +178,37 @@ def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(c
     assert audit == [(BOB, "ok"), (ALICE, "refused")]
 
 
-@pytest.mark.parametrize(("lang", "title", "text"), [
+@pytest.mark.parametrize(("lang", "title", "text", "job"), [
     ("en", "Cancel array 6100?",
      "scancel 6100 stops the whole array: 2 of its tasks still running or pending, and "
-     "those not started yet. trainbot resubmits none of them."),
+     "those not started yet. trainbot resubmits none of them.",
+     ("Cancel job 4242?", "Job 4242 is RUNNING. scancel stops it.", "Cancel the job")),
     ("ko", "array 6100을(를) 취소할까요?",
      "scancel 6100은(는) array 전체를 멈춥니다: 실행 중이거나 대기 중인 task 2개와 아직 "
-     "시작하지 않은 task. trainbot은 어느 것도 다시 제출하지 않습니다."),
+     "시작하지 않은 task. trainbot은 어느 것도 다시 제출하지 않습니다.",
+     ("작업 4242을(를) 취소할까요?", "작업 4242은(는) 지금 RUNNING 상태입니다. scancel로 "
+      "멈춥니다.", "작업 취소")),
 ])
-def test_cancelling_a_whole_array_from_home_asks_first(ctx, slurm, lang, title, text):
+def test_every_cancel_on_home_asks_first(ctx, slurm, lang, title, text, job):
     """An adopted array's Cancel carries Slack's confirm dialog naming the array and its
     tasks still running or pending (6101 and 6102; 6103 failed; more wait to start); a
-    single job's Cancel does not ask."""
+    single job's Cancel asks too, naming the job and its state, from the same builder."""
     ctx.config = ctx.config.model_copy(
         update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
     adopt(ctx, 4242)
     adopt(ctx, 6100)
-    blocks, _ = render(ctx, "home", None, home_view(ctx, APPROVER, NOW))
+    blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
     assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
     cancels = {e["value"]: e for b in blocks if b["type"] == "actions"
                for e in b["elements"] if e["action_id"] == HOME_CANCEL_JOB}
-    assert set(cancels) == {"4242", "6100"} and "confirm" not in cancels["4242"]
+    assert set(cancels) == {"4242", "6100"}
     dialog = cancels["6100"]["confirm"]
     assert (dialog["title"]["text"], dialog["text"]["text"], dialog["style"]) == (
         title, text, "danger")
+    single = cancels["4242"]["confirm"]
+    assert (single["title"]["text"], single["text"]["text"], single["confirm"]["text"],
+            single["style"]) == (*job, "danger")
+    assert single["deny"]["text"] == dialog["deny"]["text"]  # one builder, one wording
     # every task started and one more ends: the count follows, the not-started clause goes
     slurm.records.pop(6100)
     slurm.add(6100, name="sweep", state="COMPLETED", array_job_id=6100, array_task_id=0)
@@ -211,7 +218,8 @@ def test_cancelling_a_whole_array_from_home_asks_first(ctx, slurm, lang, title, 
             catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config).tick(NOW + 60)
     [row] = [r for r in rows(ctx, APPROVER) if r["job_id"] == "6100"]
     [cancel] = [b for b in row["buttons"] if b["action_id"] == HOME_CANCEL_JOB]
-    assert cancel["confirm"] == {"job_id": "6100", "unfinished": 1, "waiting": False}
+    assert {k: cancel["confirm"][k] for k in ("job_id", "array", "unfinished", "waiting")} == {
+        "job_id": "6100", "array": True, "unfinished": 1, "waiting": False}
 
 
 def test_train_unwatch_is_the_home_tabs_stop_watching(ctx, slurm):
@@ -281,6 +289,49 @@ def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, l
     assert incident.job_id == "6103"
     [row] = [r for r in rows(ctx, BOB) if r["job_id"] == "6100"]
     assert row["last_incident"] == {"class_id": incident.class_id, "job_id": "6100_3"}
-    blocks, _ = render(ctx, "home", None, home_view(ctx, BOB, NOW))
+    blocks = render_home(ctx, home_view(ctx, BOB, NOW))
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert line.format(cls=incident.class_id) in text and "6103" not in text, text
+
+
+def _confirms(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+    """The prompts' buttons on the tab by label, with their confirm dialogs (None: none)."""
+    return {e["text"]["text"]: e.get("confirm") for b in blocks
+            if b.get("block_id", "").startswith("home:") for e in b["elements"]}
+
+
+@pytest.mark.parametrize(("lang", "task", "run", "resume"), [
+    ("en", "Job 6100_1 is RUNNING. scancel stops it.",
+     "Job {job} is PENDING. scancel stops it.",
+     "Job {job} is PENDING. scancel stops it, then trainbot resubmits it resuming from iter "
+     "300."),
+    ("ko", "작업 6100_1은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다.",
+     "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춥니다.",
+     "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 300부터 "
+     "재개하도록 다시 제출합니다."),
+])
+def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, task, run,
+                                                                    resume):
+    """A stall prompt's Cancel and Cancel and resume on the Home tab ask in the same confirm
+    dialog, naming the job as its thread does (an adopted array's task 6101 as 6100_1) in
+    that job's state; Dismiss does not ask."""
+    ctx.config = ctx.config.model_copy(
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    stall = {"choices": ["cancel_resume", "cancel", "dismiss"], "summary": "stalled",
+             "resume_iter": 300}
+    array_chain = adopt(ctx, 6100)
+    ctx.store.approvals.create(chain_id=array_chain, target_job="6101", action="resubmit",
+                               allowed=[APPROVER], now=NOW, expires_at=NOW + 3600,
+                               payload=stall)
+    confirms = _confirms(render_home(ctx, home_view(ctx, APPROVER, NOW)))
+    assert [c and c["text"]["text"] for c in confirms.values()] == [task, None]  # no resubmit
+    result = submit_and_announce(ctx, "mix", actor=ALICE, now=NOW)
+    ctx.store.approvals.create(chain_id=result.chain_id, target_job=str(result.job_id),
+                               action="resubmit", allowed=[ALICE], now=NOW,
+                               expires_at=NOW + 3600, payload={**stall, "recipe": "mix"})
+    blocks = render_home(ctx, home_view(ctx, ALICE, NOW))
+    assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
+    confirms = _confirms(blocks)
+    assert [c and (c["text"]["text"], c["style"]) for c in confirms.values()] == [
+        (resume.format(job=result.job_id), "danger"), (run.format(job=result.job_id), "danger"),
+        None]
