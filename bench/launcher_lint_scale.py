@@ -51,6 +51,8 @@ ls ck/* | grep -v tmp | head -1; echo "(unbalanced { and ` here"
 """
 HEREDOC = 'cat > "$LOG_DIR/config.sh" <<EOF\n' + HEREDOC_LINES * 40 + "EOF\n"
 ONE_LINE = BODY.replace("\n", "; ")
+#: A long block of comments and blank lines (each line start once re-scanned every line below it)
+COMMENTS = "#SBATCH --time=1:00:00\n# LR=3e-4 set -e module load gcc\n\n  \n"
 
 
 def _shapes(size: int) -> dict[str, str]:
@@ -65,6 +67,7 @@ def _shapes(size: int) -> dict[str, str]:
         "nested $( … )": head + "X=" + "$(" * third + ")" * third,
         "long heredocs": (head + (BODY + HEREDOC) * (size // len(BODY + HEREDOC) + 1))[:size],
         "one huge line": head + (ONE_LINE * (size // len(ONE_LINE) + 1))[:size],
+        "comment and blank lines": head + (COMMENTS * (size // len(COMMENTS) + 1))[:size],
     }
 
 

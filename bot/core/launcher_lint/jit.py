@@ -27,7 +27,7 @@ _CC_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CC=" + _NOT_A_COMPILER
 _CXX_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CXX=" + _NOT_A_COMPILER
                          + r"|^\s*export\s+(\w+\s+)*CXX(\s|$)")
 _MODULE_GCC_RE = re.compile(
-    r"(?m)^\s*(?:module|ml)\s+(?:load|add)?\s*.*\b(gcc|gnu|compiler|llvm|clang|intel|nvhpc|"
+    r"(?m)^[ \t]*(?:module|ml)\s+(?:load|add)?\s*.*\b(gcc|gnu|compiler|llvm|clang|intel|nvhpc|"
     r"foss|gompi|PrgEnv)"
 )
 _CONTAINER_RE = re.compile(

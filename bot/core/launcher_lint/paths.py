@@ -9,7 +9,9 @@ from functools import lru_cache
 #: One shell word as an argument: a quoted string or a run of non-operator characters.
 ARG = r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s;|&)<>]+)"
 _VAR_RE = re.compile(r"\$(\w+)")
-_SIMPLE_ASSIGN_RE = re.compile(r"(?m)^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=" + ARG)
+_SIMPLE_ASSIGN_RE = re.compile(
+    r"(?m)^[ \t]*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=" + ARG
+)
 
 
 def unquote(word: str) -> str:

@@ -31,6 +31,7 @@ _TRAINER = re.compile(
 )
 _EXIT_SIGNALS = {"EXIT", "0", "SIGEXIT"}
 _MAX_CALL_DEPTH = 4
+_NAME_RE = re.compile(r"(?<![\w$./-])[A-Za-z_][\w:-]*")
 
 
 @dataclass(frozen=True)
@@ -39,14 +40,12 @@ class _Trap:
     handler: str | None  # None: the EXIT trap is reset (`trap - EXIT`, `trap '' EXIT`)
 
 
-def _traps(code: str, memo: Memo) -> list[_Trap]:
+def _traps(code: str) -> list[_Trap]:
     """Every `trap … EXIT` command in `code`, in order."""
     found: list[_Trap] = []
     for m in _TRAP_AT.finditer(code):
         start = m.end() - len("trap ")
-        piece = split_top_level(code[start:], start, ("\n", ";", "&", "&&", "||", "|"),
-                                memo)[0][0]
-        words = shell_words(piece, start, memo)
+        words = shell_words(_command_at(code, start), start)
         args = words[1:]
         if args[:1] == ["--"]:
             args = args[1:]
@@ -58,6 +57,19 @@ def _traps(code: str, memo: Memo) -> list[_Trap]:
         handler = unquote(args[0]) if len(args) > 1 else "-"
         found.append(_Trap(start, None if handler in ("-", "") else handler))
     return found
+
+
+def _command_at(code: str, start: int) -> str:
+    """The simple command that starts at code[start], read from its line, and from twice as
+    much text each time a quote (a handler over several lines) keeps it open."""
+    ops = ("\n", ";", "&", "&&", "||", "|")
+    line_end = code.find("\n", start)
+    size = (line_end - start + 1) if line_end >= 0 else len(code) - start
+    while True:
+        pieces = split_top_level(code[start : start + size], start, ops)
+        if len(pieces) > 1 or start + size >= len(code):
+            return pieces[0][0]
+        size *= 2
 
 
 def _functions(code: str, memo: Memo) -> dict[str, str]:
@@ -93,13 +105,13 @@ def _zero_exit(handler: str, functions: dict[str, str], zero_vars: set[str]) -> 
     texts, todo, seen = [handler], [(handler, 0)], set()
     while todo:
         text, depth = todo.pop()
-        for name, body in functions.items():
-            if name not in seen and depth < _MAX_CALL_DEPTH and re.search(
-                r"(?<![\w$./-])" + re.escape(name) + r"(?![\w:-])", text
-            ):
+        if depth >= _MAX_CALL_DEPTH:
+            continue
+        for name in _NAME_RE.findall(text):
+            if name in functions and name not in seen:
                 seen.add(name)
-                texts.append(body)
-                todo.append((body, depth + 1))
+                texts.append(functions[name])
+                todo.append((functions[name], depth + 1))
     if any("$?" in t or "${?}" in t for t in texts):
         return None
     for text in texts:
@@ -113,13 +125,16 @@ def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
     """`code`: the script with comments and heredoc bodies blanked."""
     findings: list[Finding] = []
     if "trap" in code:
-        traps = _traps(code, memo)
+        traps = _traps(code)
         functions = _functions(code, memo) if any(t.handler for t in traps) else {}
         zero_vars = _zero_variables(code)
+        judged: dict[str, str | None] = {}
         for i, trap in enumerate(traps):
             if trap.handler is None:
                 continue
-            exit0 = _zero_exit(trap.handler, functions, zero_vars)
+            if trap.handler not in judged:
+                judged[trap.handler] = _zero_exit(trap.handler, functions, zero_vars)
+            exit0 = judged[trap.handler]
             if exit0 is None:
                 continue
             if i + 1 < len(traps) and not _TRAINER.search(code[trap.offset:traps[i + 1].offset]):

@@ -84,6 +84,8 @@ TRAP = [
     ("set -e\nfinish() { exit 0; }\ncleanup() { rm -f tmp.lock; finish; }\n"
      "trap cleanup EXIT\npython train.py\n", True, "fail"),
     ("set -e\ntrap 'exit 0' 0\npython train.py\n", True, "fail"),
+    ("set -e\ntrap 'echo cleanup\n  rm -f tmp.lock\n  exit 0' EXIT\npython train.py\n", True,
+     "fail"),
     ('set -e\nOK=0\ntrap "exit $OK" EXIT\npython train.py\n', True, "fail"),
     ("set -e\ntrap 'exit 0' EXIT\npython train.py\ntrap - EXIT\n", True, "fail"),
     # no set -e: the script's own error exit is turned into 0 as well
