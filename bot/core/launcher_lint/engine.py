@@ -182,7 +182,7 @@ class _Analyzer:
                     if self.may_source_startup:
                         self.interactive.extend(startup_sources(lst, lst_off))
                 if self.may_tee and "tee" in lst and not self.opts.pipefail:
-                    self._note_tees(lst, lst_off, lists[idx + 1 :])
+                    self._note_tees(lst, lst_off, lists, idx + 1)
             if status_only and not is_last:
                 continue
             if not _has_candidate(lst):
@@ -194,15 +194,17 @@ class _Analyzer:
             hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
         return hits
 
-    def _note_tees(self, lst: str, off: int, after: list[tuple[str, int, str]]) -> None:
+    def _note_tees(self, lst: str, off: int, lists: list[tuple[str, int, str]],
+                   after: int) -> None:
         """Training piped to `tee` where its status matters: under `set -e`, or followed only
-        by messages at the end of the script (`${PIPESTATUS[0]}` read next keeps it)."""
-        if after and "PIPESTATUS" in after[0][0]:
+        by messages at the end of the script (lists[after:]; `${PIPESTATUS[0]}` read next
+        keeps it)."""
+        if after < len(lists) and "PIPESTATUS" in lists[after][0]:
             return
         if self.opts.errexit:
             errexit = True
         elif self.depth == 1 and self.function is None and all(
-            TRAILING_RE.match(t.strip()) for t, _o, _p in after
+            TRAILING_RE.match(lists[i][0].strip()) for i in range(after, len(lists))
         ):
             errexit = False
         else:
