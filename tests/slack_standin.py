@@ -51,6 +51,28 @@ BLOCK_TYPES = {
     "input", "video", "file",
 }
 _CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+# mrkdwn and a message's `text` (https://docs.slack.dev/messaging/formatting): `<` opens a
+# control sequence (a mention, a channel, a special mention, a link, each with an optional
+# `|label`); any other `<`, `>` and `&` must be sent as &lt; &gt; &amp;. Slack does not refuse
+# the rest: it shows it mangled (a stray `<` eats the text after it), so the stand-in does.
+_CONTROL_RE = re.compile(
+    r"<(?:[@#][A-Z0-9]+|![a-z]+(?:\^[^<>|\s]*)?|(?:https?|mailto|slack):[^<>|\s]+)"
+    r"(?:\|[^<>]*)?>")
+# trainbot never pings a whole channel: one of these in its text is user text left unescaped
+_BROADCAST_RE = re.compile(r"<!(?:channel|here|everyone)(?:\|[^<>]*)?>")
+
+
+def mrkdwn_errors(text: str) -> list[str]:
+    """What Slack would mangle in mrkdwn `text` ([] when none): a `<` or `>` outside a
+    control sequence, and a broadcast mention trainbot never means."""
+    errors = [f"broadcast mention {m.group()!r} (unescaped text?)"
+              for m in _BROADCAST_RE.finditer(text)]
+    rest = _CONTROL_RE.sub("", text)
+    for ch in "<>":
+        at = rest.find(ch)
+        if at >= 0:
+            errors.append(f"unescaped {ch!r} near {rest[max(0, at - 20):at + 20]!r}")
+    return errors
 
 
 @dataclass
@@ -115,6 +137,8 @@ def _text_obj(obj: Any, p: str, *, limit: int, plain_only: bool = False) -> list
     extra = set(obj) - {"type", "text", "emoji", "verbatim"}
     if extra:
         return [f"[ERROR] unknown field {sorted(extra)[0]} [json-pointer:{p}]"]
+    if obj["type"] == "mrkdwn":
+        return [f"[ERROR] {e} [json-pointer:{p}/text]" for e in mrkdwn_errors(text)]
     return []
 
 
@@ -421,6 +445,8 @@ class SlackStandIn:
             return "no_text"
         if isinstance(text, str) and len(text) > MAX_TEXT:
             return "msg_too_long"
+        if isinstance(text, str) and mrkdwn_errors(text):
+            return "invalid_text"  # the stand-in's own: Slack would show it mangled
         if blocks is not None:
             if isinstance(blocks, str):
                 try:

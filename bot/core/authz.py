@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bot.core.text import N_, Text
+from bot.core.text import N_, Mrkdwn, Text
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,10 @@ class People:
         return People(names, self.users | other.users)
 
     def describe(self) -> Text | str:
-        """`<@U1>, <@U2> or group leads` (a sentence part the renderer translates)."""
+        """`<@U1>, <@U2> or group leads` (a sentence part the renderer translates; the
+        mentions are mrkdwn the renderer keeps)."""
         parts: list[Text | str] = [N_("group %(name)s", name=n) if not _is_user_id(n)
-                                   else f"<@{n}>" for n in self.names]
+                                   else Mrkdwn(f"<@{n}>") for n in self.names]
         if not parts:
             return N_("nobody")
         if len(parts) == 1:

@@ -8,8 +8,9 @@ placeholders, never translated fragments glued together.
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,18 +36,63 @@ def N_(msgid: str, /, **values: Any) -> Text:  # noqa: N802 - the gettext marker
     return Text(msgid, tuple(values.items()))
 
 
-def render_text(value: Any, translate: Any = None) -> str:
+def render_text(value: Any, translate: Any = None,
+                escape: Callable[[Any], str] | None = None) -> str:
     """`value` as a sentence: a Text's message id through `translate` (a `gettext`) filled
-    with its values, rendered the same way; a list joined with ", "; anything else `str()`."""
+    with its values, rendered the same way; a list joined with ", "; anything else `str()`.
+    With `escape` (mrkdwn_escape), every value that is not a sentence or a number (a path,
+    a command, a log line, a job name) is passed through it: `translate` then says how the
+    message ids themselves are made safe (mrkdwn_sentence)."""
     if isinstance(value, Text):
         msgid = translate(value.msgid) if translate is not None else value.msgid
         if not value.values:
             return msgid
-        return msgid % {k: render_text(v, translate) if isinstance(v, Text | list | tuple)
-                        else v for k, v in value.values}
+        return msgid % {k: _value(v, translate, escape) for k, v in value.values}
     if isinstance(value, list | tuple):
-        return ", ".join(render_text(v, translate) for v in value)
-    return str(value)
+        return ", ".join(render_text(v, translate, escape) for v in value)
+    return escape(value) if escape is not None else str(value)
+
+
+def _value(value: Any, translate: Any, escape: Callable[[Any], str] | None) -> Any:
+    if isinstance(value, Text | list | tuple):
+        return render_text(value, translate, escape)
+    if escape is None or isinstance(value, int | float):  # `%(n)d` stays a number
+        return value
+    return escape(value)
+
+
+class Mrkdwn(str):
+    """Text already escaped for Slack mrkdwn: mrkdwn_escape leaves it as it is."""
+
+    __slots__ = ()
+
+
+def mrkdwn_escape(text: Any) -> Mrkdwn:
+    """Slack's three control characters as entities (&amp; &lt; &gt;,
+    https://docs.slack.dev/messaging/formatting), so a path, a command, a log line or a job
+    name shows as typed: a `<!channel>` in it pings no one, `a < b` breaks nothing. Text
+    already escaped (a Mrkdwn) is returned unchanged, never escaped twice."""
+    if isinstance(text, Mrkdwn):
+        return text
+    return Mrkdwn(str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+# The control sequences trainbot's own sentences build on purpose: a mention of a person,
+# channel or group (`<@%(user)s>`, `<#%(channel)s>`, `<!subteam^S1>`) and a link
+# (`<https://…|label>`).
+_OWN_CONTROL = re.compile(r"<(?:[@#!][^<>\s|]+|(?:https?|mailto):[^<>\s|]+)(?:\|[^<>]*)?>")
+
+
+def mrkdwn_sentence(sentence: str) -> Mrkdwn:
+    """A message id (or its translation) made safe for mrkdwn: its mentions and links kept,
+    any other `<`, `>` and `&` escaped (`recipes.<name>.sbatch_script`, `2>/dev/null`)."""
+    out: list[str] = []
+    last = 0
+    for m in _OWN_CONTROL.finditer(sentence):
+        out += [mrkdwn_escape(sentence[last:m.start()]), m.group()]
+        last = m.end()
+    out.append(mrkdwn_escape(sentence[last:]))
+    return Mrkdwn("".join(out))
 
 
 def display_width(text: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.config import Config
 from bot.core.authz import People, RecipeAccess, approvers_for
+from bot.core.text import Mrkdwn
 
 
 def default_approvers(config: Config) -> People:
@@ -35,14 +36,15 @@ def approvers_now(config: Config, recipe: str | None) -> People:
 # --- mentions: whom a thread @-mentions (recipes.<name>.mentions) ----------------------------
 
 
-def mention(who: str) -> str:
-    """A Slack mention of a user id (`<@U…>`) or a user-group id (`<!subteam^S…>`)."""
-    return f"<!subteam^{who}>" if who.startswith("S") else f"<@{who}>"
+def mention(who: str) -> Mrkdwn:
+    """A Slack mention of a user id (`<@U…>`) or a user-group id (`<!subteam^S…>`): mrkdwn
+    the renderer keeps as it is."""
+    return Mrkdwn(f"<!subteam^{who}>" if who.startswith("S") else f"<@{who}>")
 
 
-def mention_text(people: tuple[str, ...]) -> str:
+def mention_text(people: tuple[str, ...]) -> Mrkdwn:
     """`<@U1> <@U2> ` (with the trailing space) for a head line, "" for nobody."""
-    return "".join(f"{mention(who)} " for who in people)
+    return Mrkdwn("".join(f"{mention(who)} " for who in people))
 
 
 def _ordered(config: Config, names: list[str]) -> tuple[str, ...]:

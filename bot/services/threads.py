@@ -13,6 +13,7 @@ from typing import Any
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
 from bot.core.incident import AttemptSummary, RootView, build_root
+from bot.core.text import mrkdwn_escape
 from bot.services.ports import Blocks, BotContext, PostError, RenderError, root_key
 
 log = logging.getLogger(__name__)
@@ -66,11 +67,17 @@ def section(text: str) -> dict[str, Any]:
 
 
 def code(text: str, limit: int = MAX_SECTION - 8) -> str:
-    """Text in a code block; the *end* is kept when cut (the last log lines matter)."""
-    text = text.replace("```", "ˋˋˋ")
-    if len(text) > limit:
-        text = "…" + text[-(limit - 1):]
-    return f"```{text}```"
+    """Raw text (log lines) in a mrkdwn code block, escaped (mrkdwn_escape); the *end* is
+    kept when cut (the last log lines matter), never half an entity."""
+    raw = text.replace("```", "ˋˋˋ")
+    shown = mrkdwn_escape(raw)
+    if len(shown) > limit:
+        start, size = len(raw), 0
+        while start > 0 and size + len(mrkdwn_escape(raw[start - 1])) <= limit - 1:
+            start -= 1
+            size += len(mrkdwn_escape(raw[start]))
+        shown = mrkdwn_escape("…" + raw[start:])
+    return f"```{shown}```"
 
 
 def _chain_recipe(ctx: BotContext, chain_id: int) -> str | None:

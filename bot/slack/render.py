@@ -25,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from bot.core.text import align_table, render_text
+from bot.core.text import Mrkdwn, align_table, mrkdwn_escape, mrkdwn_sentence, render_text
 from bot.services.ports import RenderError
 from bot.slack.translations import PoTranslations, languages_in, translations_for
 from bot.slack.views import template_context
@@ -123,19 +123,15 @@ def _num(value: float | int | None, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def mrkdwn_escape(text: str) -> str:
-    """Slack's three control characters (https://docs.slack.dev/messaging/formatting)."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def code_block(lines: Any) -> str:
-    """Evidence lines `(line_no, text)` as a mrkdwn code block, numbered and escaped."""
+def code_block(lines: Any) -> Mrkdwn:
+    """Evidence lines `(line_no, text)` as a mrkdwn code block, numbered and escaped (once:
+    give it the raw text, e.g. a table of `msg(raw=True)` cells)."""
     rows = []
     for item in lines:
         line_no, text = item if isinstance(item, list | tuple) else (None, item)
-        text = mrkdwn_escape(str(text)).replace("```", "ˋˋˋ")
+        text = mrkdwn_escape(text).replace("```", "ˋˋˋ")
         rows.append(f"{line_no:>6} │ {text}" if line_no is not None else text)
-    return "```\n" + ("\n".join(rows) if rows else " ") + "\n```"
+    return Mrkdwn("```\n" + ("\n".join(rows) if rows else " ") + "\n```")
 
 
 def _utc_hm(epoch: float | None) -> str:
@@ -173,8 +169,10 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     env.filters["esc"] = mrkdwn_escape
     env.filters["code_block"] = code_block
     env.filters["utc_hm"] = _utc_hm
-    # a sentence made in pure code (bot.core.text.Text), in this language
-    env.filters["msg"] = lambda value: render_text(value, t.gettext)
+    # a sentence made in pure code (bot.core.text.Text), in this language, escaped for
+    # mrkdwn (its values through `esc`); raw=True: unescaped, for a table in a code_block
+    env.filters["msg"] = lambda value, raw=False: render_text(value, t.gettext) if raw else \
+        Mrkdwn(render_text(value, lambda m: mrkdwn_sentence(t.gettext(m)), mrkdwn_escape))
     env.filters["table"] = lambda rows, align="", sep="  ", min_widths=(): align_table(
         rows, align, sep, min_widths)
     return env

@@ -142,6 +142,35 @@ def test_5000_line_evidence_still_posts(slack, poster, store, lang):
     assert blocks[-1]["type"] == "actions"
 
 
+def test_log_lines_in_an_incident_are_escaped_for_slack(slack, poster, store):
+    """A log line with `<!channel>` and `a < b && c > d` in an incident's evidence, its
+    recipe's name and the diagnosis' hint: Slack (the stand-in) accepts the message, and the
+    text shows as it was written instead of pinging the channel."""
+    chain = store.chains.create(recipe="mix<&>", cluster="dev", job_name="mix", now=T0).id
+    root = build_root(recipe="mix<&>", attempts=[AttemptSummary("88154", "RUNNING", 10)],
+                      target_iter=100)
+    poster.post_root(chain, CHANNEL, *render_blocks("root", "en", root))
+    diagnosis = Diagnosis(
+        class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True, charges_budget=True,
+        hint="Guard with `cmd 2>/dev/null || true` <!here>.", title="NCCL timeout",
+        evidence=(Evidence(7, "[rank0]: <!channel> a < b && c > d"),
+                  Evidence(8, "<http://evil|click> &lt;kept&gt;")),
+        metrics=DiagnosisMetrics(last_iter=10))
+    inc = build_incident(diagnosis, recipe="mix<&>", job_id="88154", last_checkpoint_iter=None,
+                         now=T0 + 60)
+    poster.post_reply(chain, "incident:88154", *render_blocks("incident", "en", inc))
+    [posted] = [c for c in slack.ok_calls("chat.postMessage") if "incident" in
+                str(c.params.get("metadata"))]
+    blocks = posted.params["blocks"]
+    evidence = next(b for b in blocks if b.get("block_id") == "evidence")["text"]["text"]
+    assert "[rank0]: &lt;!channel&gt; a &lt; b &amp;&amp; c &gt; d" in evidence
+    assert "&lt;http://evil|click&gt; &amp;lt;kept&amp;gt;" in evidence
+    explanation = next(b for b in blocks if b.get("block_id") == "explanation")["text"]["text"]
+    assert "`cmd 2&gt;/dev/null || true` &lt;!here&gt;." in explanation
+    assert posted.params["text"].startswith("mix&lt;&amp;&gt;: job 88154")
+    assert not [c for c in slack.calls("chat.postMessage") if c.response.get("ok") is False]
+
+
 def test_two_chains_get_two_threads(slack, poster, store):
     a = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
     b = store.chains.create(recipe="succ", cluster="dev", job_name="succ", now=T0).id

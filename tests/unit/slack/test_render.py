@@ -13,6 +13,7 @@ from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
 
 from bot.core.incident import build_incident, build_resolution
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence
+from bot.core.text import mrkdwn_escape
 from bot.services.ports import RenderError
 from bot.slack.render import (
     blocks_to_text,
@@ -142,14 +143,17 @@ def test_text_rendering_shows_buttons_and_unescapes():
 
 _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
                 min_size=1, max_size=4000)
-_section = st.builds(lambda t: {"type": "section", "text": {"type": "mrkdwn", "text": t}}, _text)
+# mrkdwn as the renderer makes it: any text, escaped (mrkdwn_escape)
+_section = st.builds(lambda t: {"type": "section", "text": {
+    "type": "mrkdwn", "text": mrkdwn_escape(t)}}, _text)
 _code = st.builds(lambda lines: {"type": "section", "text": {
-    "type": "mrkdwn", "text": "*Evidence*\n```\n" + "\n".join(lines) + "\n```"}},
+    "type": "mrkdwn", "text": "*Evidence*\n```\n" + mrkdwn_escape("\n".join(lines)) + "\n```"}},
     st.lists(st.text(min_size=1, max_size=400).filter(lambda s: "`" not in s), max_size=300))
 _header = st.builds(lambda t: {"type": "header", "text": {"type": "plain_text", "text": t}},
                     _text)
 _fields = st.builds(lambda ts: {"type": "section", "fields": [
-    {"type": "mrkdwn", "text": t} for t in ts]}, st.lists(_text, min_size=1, max_size=14))
+    {"type": "mrkdwn", "text": mrkdwn_escape(t)} for t in ts]}, st.lists(_text, min_size=1,
+                                                                       max_size=14))
 _actions = st.builds(lambda n, t: {"type": "actions", "elements": [
     {"type": "button", "action_id": f"a{i}", "value": "v",
      "text": {"type": "plain_text", "text": t}} for i in range(n)]},
