@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.cluster.errors import ClusterError
 from bot.config import Config
+from bot.core.text import mrkdwn_escape
 from bot.services.access import approvers_now
 from bot.services.ports import BotContext, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
@@ -84,7 +85,8 @@ def create_probe_offer(ctx: BotContext, *, recipe: str, chain_id: int, job_id: s
             target_job=str(job_id), chain_id=chain_id)
     button = {"kind": "probe", "action_id": action_id_for("probe").value, "value": token,
               "style": None, "from_iter": None, "mem": None, "job_id": str(job_id)}
-    blocks, _ = render(ctx, "approval", recipe, {"summary": recipe, "block_id": "probe",
+    blocks, _ = render(ctx, "approval", recipe, {"summary": mrkdwn_escape(recipe),
+                                                 "block_id": "probe",
                                                  "buttons": [button]})
     return blocks[-1]["elements"][0]
 

@@ -58,6 +58,7 @@ from bot.core.incident import build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
+from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
@@ -192,7 +193,8 @@ class ThreadEvents:
             blocks, text = render(self.ctx, "completed", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
             log.warning("completed template for %s failed (%s)", event.key, exc)
-            blocks, text = [section(event.text)], event.text
+            shown = mrkdwn_escape(event.text)  # the watcher's words: escaped like any value
+            blocks, text = [section(shown)], shown
         self._post(event, blocks, text)
 
     def _prompt(self, event: WatchEvent, *, offer_cancel: bool) -> None:
@@ -293,7 +295,7 @@ class ThreadEvents:
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
             log.warning("event template for %s failed (%s); posting the English text",
                         event.key, exc)
-            return english
+            return mrkdwn_escape(english)  # mrkdwn, as the template's would be
 
     def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Prompt:
         dec = event.decision

@@ -171,6 +171,46 @@ def test_log_lines_in_an_incident_are_escaped_for_slack(slack, poster, store):
     assert not [c for c in slack.calls("chat.postMessage") if c.response.get("ok") is False]
 
 
+BAD = "<!channel> a < b && c > d"
+BAD_ONCE = "&lt;!channel&gt; a &lt; b &amp;&amp; c &gt; d"
+
+
+def test_slurms_and_the_jobs_words_in_a_thread_are_escaped_for_slack(slack, poster, store):
+    """The thread's other messages with `<!channel>` and `a < b && c > d` in a job id and
+    state from Slurm, ssh's error, a stack frame, a host and a dump's reason: Slack (the
+    stand-in) accepts each, and each shows the text once escaped, the asker's mention live."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
+    root = build_root(recipe="mix", attempts=[AttemptSummary("88154", "RUNNING", 10)],
+                      target_iter=100)
+    poster.post_root(chain, CHANNEL, *render_blocks("root", "en", root))
+    group = {"count": 2, "where": [BAD, BAD], "hosts": [BAD],
+             "ranks": [{"rank": r, "pid": r, "host": BAD, "step": 0} for r in range(2)]}
+    views = {
+        "completed": {"job_id": BAD, "replaced": [BAD], "last_iter": 10, "target_iter": 10,
+                      "elapsed_s": 60, "attempts": 2, "retries_used": 1},
+        "hold_released": {"competitor": BAD, "for_job": "88154", "why": "ended",
+                          "state": BAD, "problem": BAD},
+        "stacks": {"job_id": BAD, "problem": None, "summary": {
+            "ranks": 2, "groups": [group], "majority": None, "odd": [],
+            "failures": [{"cause": "failed", "count": 1, "detail": BAD, "host": BAD}]}},
+        "flight_recorder": {"job_id": BAD, "dir": BAD, "error": None, "summary": {
+            "ranks": [0, 1], "waiting_seq": 9, "waiting_op": BAD,
+            "behind": [{"rank": 1, "seq": 8, "op": BAD, "state": BAD}],
+            "unread": [{"rank": 2, "why": BAD}]}},
+        "probe_result": {"recipe": BAD, "actor": "U0BOB", "error": BAD},
+    }
+    for name, view in views.items():
+        poster.post_reply(chain, f"{name}:88154", *render_blocks(name, "en", view))
+    assert not [c for c in slack.calls("chat.postMessage") if c.response.get("ok") is False]
+    posted = [c for c in slack.ok_calls("chat.postMessage") if "root" not in
+              str(c.params.get("metadata"))]
+    assert len(posted) == len(views)
+    for call in posted:
+        shown = call.params["text"] + str(call.params["blocks"])
+        assert BAD_ONCE in shown and "&amp;lt;" not in shown, shown
+    assert "<@U0BOB>" in posted[-1].params["text"]
+
+
 def test_two_chains_get_two_threads(slack, poster, store):
     a = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
     b = store.chains.create(recipe="succ", cluster="dev", job_name="succ", now=T0).id

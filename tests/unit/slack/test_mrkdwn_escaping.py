@@ -5,15 +5,19 @@ checked with the Slack stand-in's own rule (tests/slack_standin.mrkdwn_errors)."
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from fakes import FakeSlurm, make_context
-from slack_standin import mrkdwn_errors
+from slack_standin import mrkdwn_errors, validate_blocks
 
 from bot.core.authz import Decision, People
 from bot.core.findings import Finding
 from bot.core.text import N_, Mrkdwn, mrkdwn_escape, mrkdwn_sentence, render_text
 from bot.services.threads import code
 from bot.services.train import preflight_rows, say
+from bot.slack.render import render_blocks
 from bot.store import Store
 
 HOSTILE = "<!channel> a < b && c > d <@U0EVE> <http://x|y>"
@@ -88,3 +92,247 @@ def test_a_cut_log_tail_keeps_its_end_and_no_half_entity() -> None:
     assert shown.startswith("```…&lt;") and shown.endswith("end```")
     assert len(shown) - 6 <= 20
     assert mrkdwn_errors(shown) == []
+
+
+# --- every template, value by value ---------------------------------------------------------
+# Each template is rendered with BAD in every value that can carry text from files, tools,
+# Slurm or people; its mrkdwn (every mrkdwn text object and the message `text`) must pass the
+# stand-in's rule and show BAD escaped once. A value that is trainbot's own mrkdwn (a prompt's
+# question, a note) arrives escaped by its maker: the template must not escape it again.
+
+BAD = "<!channel> a < b && c > d"
+BAD_ONCE = "&lt;!channel&gt; a &lt; b &amp;&amp; c &gt; d"
+OWN = f"<@U0BOB> {BAD_ONCE}"  # trainbot's mrkdwn: a live mention and escaped text
+
+
+def _mrkdwn(obj: object) -> list[str]:
+    """The message's `text` and every mrkdwn text object in its blocks."""
+    found: list[str] = []
+    if isinstance(obj, dict):
+        if obj.get("type") == "mrkdwn" and isinstance(obj.get("text"), str):
+            found.append(obj["text"])
+        for value in obj.values():
+            found += _mrkdwn(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            found += _mrkdwn(value)
+    return found
+
+
+def _check(template: str, view: dict, *, shows: int = 1) -> str:
+    blocks, text = render_blocks(template, "en", view)
+    assert validate_blocks(blocks) == []
+    texts = [text, *_mrkdwn(blocks)]
+    for t in texts:
+        assert mrkdwn_errors(t) == [], (template, t)
+        assert "&amp;lt;" not in t and "&amp;amp;" not in t and "&amp;gt;" not in t, t
+    shown = "\n".join(texts)
+    assert shown.count(BAD_ONCE) >= shows, (template, shown)
+    return shown
+
+
+def _outcome(**kw: object) -> dict:
+    base = {"kind": "approved", "did": "resubmitted", "actor": "U0BOB", "job_id": BAD,
+            "new_job_id": BAD, "from_iter": 300, "mem": BAD, "exclude": BAD,
+            "not_applied": [(BAD, BAD, BAD)], "error": BAD, "state": BAD, "recipe": BAD,
+            "for_job": BAD, "current_job": BAD}
+    return {**base, **kw}
+
+
+@pytest.mark.parametrize("outcome", [
+    _outcome(),
+    _outcome(from_iter=None),
+    _outcome(from_iter=None, mem=None),
+    _outcome(did="cancelled"),
+    _outcome(did="cancel_resumed"),
+    _outcome(did="cancel_resumed", from_iter=None),
+    _outcome(did="held"),
+    _outcome(did="hold_skipped"),
+    _outcome(did="hold_skipped", state=None),
+    _outcome(did="hold_failed"),
+    _outcome(kind="failed", did="not_running"),
+    _outcome(kind="failed", did="resubmit_failed"),
+    _outcome(kind="failed", did="other"),
+    _outcome(kind="stale", did="competitor_started"),
+    _outcome(kind="stale", did="competitor_left"),
+    _outcome(kind="stale", did="newer_job"),
+    _outcome(kind="kept"),
+    _outcome(kind="expired", did="resubmit"),
+    _outcome(kind="expired", did="cancel"),
+    _outcome(kind="expired", did="hold"),
+], ids=lambda o: f"{o['kind']}-{o['did']}-{o['from_iter']}-{o['mem'] is None}-{o['state']}")
+@pytest.mark.parametrize("summary", [OWN, None])
+def test_decided_escapes_slurms_and_ssh_words_once(outcome: dict, summary: str | None) -> None:
+    shown = _check("decided", {"summary": summary, "outcome": outcome})
+    if outcome["kind"] in ("approved", "failed", "kept"):
+        assert "<@U0BOB>" in shown  # the decider's mention stays live
+
+
+def test_approval_shows_its_question_as_made() -> None:
+    button = {"kind": "resubmit_mem", "action_id": "approve_resubmit_mem", "value": "tok",
+              "style": "primary", "from_iter": 300, "mem": BAD, "exclude": None, "job_id": BAD}
+    shown = _check("approval", {"summary": OWN, "block_id": "approve:tok", "buttons": [button]})
+    assert "<@U0BOB>" in shown
+
+
+@pytest.mark.parametrize("view", [
+    {"kind": "probe_queued", "name": BAD},
+    {"kind": "unauthorized", "approvers": ["U0BOB", "U0ALICE"]},
+    {"kind": "busy", "decided_by": "U0BOB", "job": BAD},
+], ids=lambda v: v["kind"])
+def test_click_reply_escapes_a_recipe_and_a_job(view: dict) -> None:
+    _check("click_reply", view, shows=0 if view["kind"] == "unauthorized" else 1)
+
+
+def test_hold_prompt_escapes_the_competitors_name_and_ids() -> None:
+    shown = _check("hold_prompt", {"competitor": BAD, "competitor_name": BAD, "for_job": BAD,
+                                   "block_id": "hold:tok", "yes_action": "hold_yes",
+                                   "no_action": "hold_no", "token": "tok"})
+    assert shown.count(BAD_ONCE) >= 3
+
+
+@pytest.mark.parametrize("why", ["running", "ended", "gone", "cancelled", "failed"])
+def test_hold_released_escapes_slurms_words(why: str) -> None:
+    _check("hold_released", {"competitor": BAD, "for_job": BAD, "why": why, "state": BAD,
+                             "problem": BAD if why == "failed" else None})
+
+
+def test_a_note_is_trainbots_mrkdwn_as_made() -> None:
+    assert "<@U0BOB>" in _check("note", {"text": OWN})
+
+
+@pytest.mark.parametrize("kind", ["reminded", "escalated"])
+def test_prompt_follow_up_keeps_the_mentions_and_the_question_as_made(kind: str) -> None:
+    shown = _check("prompt_follow_up", {"kind": kind, "mentions": ["<@U0BOB>", "<!subteam^S0L>"],
+                                        "question": OWN, "age_s": 3600, "expires_at": 1.7e9})
+    assert "<@U0BOB> <!subteam^S0L>" in shown
+
+
+@pytest.mark.parametrize("error", [BAD, None])
+def test_probe_result_escapes_the_recipe_factory_host_and_error(error: str | None) -> None:
+    view = {"recipe": BAD, "actor": "U0BOB", "error": error, "factory": BAD, "host": BAD,
+            "workers": [{"pid": 7, "rss_start_mb": 100, "rss_end_mb": 180, "samples": 40,
+                         "slope_mb": 2.0}], "grows": "workers", "slope_mb": 2.0}
+    shown = _check("probe_result", view)
+    assert shown.count(BAD_ONCE) >= (2 if error else 3)  # head and body: text and block
+
+
+def _group(n: int) -> dict:
+    return {"count": n, "where": [BAD, BAD], "hosts": [BAD],
+            "ranks": [{"rank": r, "pid": 10 + r, "host": BAD, "step": 0} for r in range(n)]}
+
+
+@pytest.mark.parametrize("summary", [
+    None,
+    {"ranks": 3, "groups": [_group(3)], "majority": None, "odd": [], "failures": []},
+    {"ranks": 4, "groups": [_group(3), _group(1)], "majority": _group(3), "odd": [_group(1)],
+     "failures": [{"cause": "pyspy_absent", "count": 1, "detail": BAD, "host": BAD}]},
+    {"ranks": 2, "groups": [_group(1), _group(1)], "majority": None,
+     "odd": [_group(1), _group(1)],
+     "failures": [{"cause": "no_processes", "count": 1, "detail": BAD, "host": BAD}]},
+], ids=["problem", "one", "majority", "split"])
+def test_stacks_escapes_the_job_frames_hosts_and_details(summary: dict | None) -> None:
+    _check("stacks", {"job_id": BAD, "summary": summary,
+                      "problem": {"cause": "failed", "detail": BAD, "host": BAD}},
+           shows=2)
+
+
+@pytest.mark.parametrize("view", [
+    {"error": BAD, "summary": None},
+    {"error": None, "summary": None},
+    {"error": None, "summary": {
+        "ranks": [0, 1, 2], "waiting_seq": 9, "waiting_op": BAD,
+        "behind": [{"rank": 2, "seq": 8, "op": BAD, "state": BAD}],
+        "unread": [{"rank": 3, "why": BAD}]}},
+    {"error": None, "summary": {"ranks": [0, 1], "waiting_seq": 9, "waiting_op": BAD,
+                                "behind": [], "unread": []}},
+], ids=["error", "none", "behind", "all"])
+def test_flight_recorder_escapes_the_job_dir_ops_and_reasons(view: dict) -> None:
+    _check("flight_recorder", {"job_id": BAD, "dir": BAD, **view}, shows=2)
+
+
+def _home_run(**kw: object) -> dict:
+    run = {"chain_id": 1, "recipe": BAD, "job_id": BAD, "state": BAD, "cluster": "dev",
+           "adopted": False, "array": False, "tasks": [], "progress_bar": BAD,
+           "retries_used": 1, "retry_budget": 3, "last_incident": {"class_id": BAD,
+                                                                   "job_id": BAD},
+           "task_retries": [], "more_task_retries": 0,
+           "prompts": [{"summary": OWN, "token": "tok", "buttons": []}], "buttons": []}
+    return {**run, **kw}
+
+
+def test_home_escapes_a_runs_state_progress_and_tasks() -> None:
+    view = {"user": "U0BOB", "more": 0, "notice": OWN,
+            "runs": [_home_run(), _home_run(chain_id=2, array=True,
+                                            tasks=[{"state": BAD, "n": 2}])]}
+    shown = _check("home", view)
+    for piece in (f"*{BAD_ONCE}*", f"`{BAD_ONCE}`", f"2 {BAD_ONCE}", f"· {BAD_ONCE}\n"):
+        assert piece in shown, piece
+
+
+def test_completed_escapes_the_job_and_those_it_replaced() -> None:
+    shown = _check("completed", {"job_id": BAD, "replaced": [BAD, BAD], "last_iter": 10,
+                                 "target_iter": 10, "elapsed_s": 60, "attempts": 2,
+                                 "retries_used": 1})
+    assert f"{BAD_ONCE} (was {BAD_ONCE}, {BAD_ONCE})" in shown
+
+
+# --- a join never escaped twice --------------------------------------------------------------
+# `esc` leaves a Mrkdwn as it is, but Jinja's `~` and a macro's output are plain str: a value
+# made from escaped parts and piped through `esc` again would show &amp;lt;. No template may
+# do that; this reads every template for it (the test after it shows the hazard is real).
+
+TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+_SET = re.compile(r"{%-?\s*set\s+(\w+)\s*=(.*?)-?%}", re.S)
+_MACRO = re.compile(r"{%-?\s*macro\s+(\w+)\(.*?%}(.*?){%-?\s*endmacro", re.S)
+_ESCAPES = re.compile(r"\|\s*(?:esc|msg|code_block)\b")
+
+
+def _escaped_names(source: str) -> tuple[set[str], set[str]]:
+    """The variables and the macros a template makes from escaped parts (transitively)."""
+    sets = [(m.group(1), m.group(2)) for m in _SET.finditer(source)]
+    macros = [(m.group(1), m.group(2)) for m in _MACRO.finditer(source)]
+    names: set[str] = set()
+    calls: set[str] = set()
+    while True:
+        uses = [rf"\b{re.escape(n)}\b(?!\s*=)" for n in names] + \
+               [rf"\b{re.escape(c)}\(" for c in calls]
+        used = re.compile("|".join(uses)) if uses else None
+
+        def escaped(text: str, used: re.Pattern[str] | None = used) -> bool:
+            return bool(_ESCAPES.search(text) or (used and used.search(text)))
+
+        more = {n for n, rhs in sets if escaped(rhs)} - names
+        more_calls = {m for m, body in macros if escaped(body)} - calls
+        if not more and not more_calls:
+            return names, calls
+        names |= more
+        calls |= more_calls
+
+
+def test_no_template_escapes_a_value_made_of_escaped_parts_again() -> None:
+    common = (TEMPLATES / "_common.j2").read_text()
+    _, common_calls = _escaped_names(common)
+    offenders = []
+    for path in sorted(TEMPLATES.glob("*.j2")):
+        source = path.read_text()
+        names, calls = _escaped_names(source)
+        calls |= {f"c.{m}" for m in common_calls}
+        for name in names:
+            offenders += [f"{path.name}: {name}" for _ in
+                          re.finditer(rf"(?<![\w.]){re.escape(name)}\s*\|\s*esc\b", source)]
+        for call in calls:
+            offenders += [f"{path.name}: {call}()" for _ in re.finditer(
+                rf"(?<![\w]){re.escape(call)}\((?:[^()]|\([^()]*\))*\)\s*\|\s*esc\b", source)]
+    assert offenders == []
+
+
+def test_the_reader_would_catch_a_join_escaped_twice(tmp_path) -> None:
+    source = ('{% set name = " (" ~ (x | esc) ~ ")" %}'
+              '{"text": {{ (name | esc) | tojson }}, "blocks": []}')
+    names, _ = _escaped_names(source)
+    assert names == {"name"}
+    (tmp_path / "twice.json.j2").write_text(source)
+    from bot.slack.render import render_template
+    shown = render_template("twice", "en", {"x": "a < b"}, override_dir=tmp_path)["text"]
+    assert shown == " (a &amp;lt; b)"  # what the reader above keeps out of every template
