@@ -54,15 +54,31 @@ def unfinished_tasks(counts: Iterable[tuple[str, int]]) -> int:
 def cancel_confirm(job_id: str, state: str, *,
                    counts: Iterable[tuple[str, int]] | None = None, waiting: bool = False,
                    resume: bool = False, from_iter: int | None = None) -> dict[str, Any]:
-    """What Slack's confirm dialog before a Cancel on the Home tab names (every Cancel there
-    asks; the home template's `cancel_confirm` words it): the job as people read it (`123_4`
-    of an array task) and its state; for a whole array (`counts`, its tasks by state) how many
-    of its started tasks still run or wait, and `waiting`: tasks not started yet remain; for
-    Cancel and resume (`resume`), that it is resubmitted, from iteration `from_iter` when
-    known."""
+    """What Slack's confirm dialog before a Cancel names (every Cancel on the Home tab and in
+    a run's thread asks; the shared template's `cancel_confirm` words it): the job as people
+    read it (`123_4` of an array task) and its state; for a whole array (`counts`, its tasks by
+    state) how many of its started tasks still run or wait, and `waiting`: tasks not started
+    yet remain; for Cancel and resume (`resume`), that it is resubmitted, from iteration
+    `from_iter` when known."""
     return {"job_id": job_id, "state": state, "array": counts is not None,
             "unfinished": unfinished_tasks(counts) if counts is not None else None,
             "waiting": waiting, "resume": resume, "from_iter": from_iter}
+
+
+# A prompt's buttons that scancel its job: each asks first (prompt_confirm).
+CANCEL_KINDS = frozenset({"cancel", "cancel_resume"})
+
+
+def prompt_confirm(kind: str, job_id: str, state: str,
+                   from_iter: int | None = None) -> dict[str, Any]:
+    """A prompt button's confirm dialog (`{"confirm": ...}` to merge into the button; `{}` for
+    a button that cancels nothing): a Cancel's names the job as its thread does (`job_id`,
+    `123_4` of an array task) and its `state`; Cancel and resume's, that it is resubmitted
+    (from iteration `from_iter` when known)."""
+    if kind not in CANCEL_KINDS:
+        return {}
+    return {"confirm": cancel_confirm(job_id, state, resume=kind == "cancel_resume",
+                                      from_iter=from_iter)}
 
 
 def row_blocks(row: Mapping[str, Any]) -> int:
@@ -86,6 +102,6 @@ def fit_rows(rows: Sequence[Mapping[str, Any]], max_rows: int,
     return shown
 
 
-__all__ = ["CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "MAX_VIEW_JSON", "RESUBMIT_KINDS",
-           "UNWATCH", "adopted_buttons", "cancel_confirm", "fit_rows", "row_blocks", "sees_adopted",
-           "unfinished_tasks"]
+__all__ = ["CANCEL_KINDS", "CONTROL_KINDS", "FIXED_BLOCKS", "MAX_VIEW_BLOCKS", "MAX_VIEW_JSON",
+           "RESUBMIT_KINDS", "UNWATCH", "adopted_buttons", "cancel_confirm", "fit_rows",
+           "prompt_confirm", "row_blocks", "sees_adopted", "unfinished_tasks"]

@@ -24,11 +24,19 @@ from bot.core.home import (
     adopted_buttons,
     cancel_confirm,
     fit_rows,
+    prompt_confirm,
     sees_adopted,
 )
 from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
-from bot.services.threads import array_root_view, refresh_root, render, root_view, thread_note
+from bot.services.threads import (
+    array_root_view,
+    prompt_job,
+    refresh_root,
+    render,
+    root_view,
+    thread_note,
+)
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING, action_id_for, progress_bar
 from bot.store import Approval, Chain
 
@@ -66,13 +74,10 @@ def sees_chain(ctx: BotContext, chain: Chain, user: str) -> bool:
     return sees_adopted(user, chain.watched_by, may_control(ctx, user, job))
 
 
-CANCEL_KINDS = ("cancel", "cancel_resume")  # a prompt's buttons that scancel its job
-
-
 def _buttons(approval: Approval, job: tuple[str, str], adopted: bool = False,
              control: bool = False) -> list[dict[str, Any]]:
-    """A prompt's buttons; a Cancel's carries its confirm dialog naming `job` (the shown id
-    and state of the job it cancels)."""
+    """A prompt's buttons, naming `job` (the shown id and state of the prompt's job, as its
+    thread does); a Cancel's carries its confirm dialog (bot.core.home.prompt_confirm)."""
     payload = approval.payload
     kinds = payload.get("choices", [])
     if adopted:
@@ -82,11 +87,9 @@ def _buttons(approval: Approval, job: tuple[str, str], adopted: bool = False,
     return [{"kind": kind, "action_id": action_id_for(kind).value, "value": approval.token,
              "style": styles.get(kind), "from_iter": payload.get("resume_iter"),
              "mem": payload.get("mem"), "exclude": payload.get("exclude"),
-             "job_id": approval.target_job,
+             "job_id": job[0],
              "for_job": payload.get("for_job"),
-             **({"confirm": cancel_confirm(*job, resume=kind == "cancel_resume",
-                                           from_iter=payload.get("resume_iter"))}
-                if kind in CANCEL_KINDS else {})}
+             **prompt_confirm(kind, *job, from_iter=payload.get("resume_iter"))}
             for kind in kinds]
 
 
@@ -94,14 +97,10 @@ def _prompts(ctx: BotContext, chain_id: int, now: float, state: str, adopted: bo
              control: bool = False) -> list[dict[str, Any]]:
     """The chain's open prompts with their buttons (an adopted job's: no resubmit); a
     prompt's job is named as its thread does, in its attempt's state (else the row's
-    `state`)."""
-    attempts = {a.job_id: a for a in ctx.store.attempts.for_chain(chain_id)}
+    `state`: bot.services.threads.prompt_job)."""
     prompts = []
     for a in ctx.store.approvals.for_chain(chain_id, "pending"):
-        target = str(a.target_job)
-        attempt = attempts.get(target)
-        job = (attempt.shown_id, attempt.result or attempt.state) if attempt is not None \
-            else (target, state)
+        job = prompt_job(ctx, chain_id, str(a.target_job), state)
         buttons = _buttons(a, job, adopted, control) if a.expires_at > now else []
         if buttons:
             prompts.append({"summary": a.payload.get("summary"), "token": a.token,

@@ -3,9 +3,10 @@
 A prompt (an incident's "Resubmit / Resubmit with --mem / Dismiss", a stalled job's "Cancel
 and resume / Cancel / Dismiss") is one approval row: its action, target job, expiry and who
 could approve it when it was made (a record: a click is authorized by the config running
-then, bot.services.approvals). Every button of the prompt carries the same token
-as its value; the button's action id (bot.slack.views.ActionId) says which choice. Clicks
-are answered by bot.services.approvals.
+then, bot.services.approvals). Every button of the prompt carries the same token as its
+value; the button's action id (bot.slack.views.ActionId) says which choice; its Cancels ask
+first in Slack's confirm dialog, as the Home tab's do (one builder:
+bot.core.home.cancel_confirm). Clicks are answered by bot.services.approvals.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.home import prompt_confirm
 from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext
-from bot.services.threads import render
+from bot.services.threads import prompt_job, render
 from bot.slack.views import action_id_for
 
 RESUBMIT_ACTION = "resubmit"
@@ -53,6 +55,9 @@ def create_resubmit_prompt(
     beside the running one. `post_key`: the thread post that will carry it (stored, so its
     expiry can rewrite it: bot.services.approvals.follow_up_prompts). `exclude`: the node a
     GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
+    The buttons name the job as the thread does (an array task's `123_4`, its attempt's shown
+    id), and Cancel and Cancel and resume ask first in Slack's confirm dialog naming it and its
+    state (its attempt's; a job offered Cancel still runs).
     """
     if offer_cancel and (mem or exclude):
         raise ValueError("a running job's prompt (offer_cancel) cannot offer --mem or "
@@ -80,9 +85,10 @@ def create_resubmit_prompt(
         target_job=str(job_id),
         chain_id=chain_id,
     )
+    shown, state = prompt_job(ctx, chain_id, str(job_id), "RUNNING")
     blocks, text = render(ctx, "approval", recipe, approval_view(
-        token, summary, job_id=str(job_id), resume_iter=resume_iter, mem=mem, exclude=exclude,
-        choices=choices))
+        token, summary, job_id=shown, state=state, resume_iter=resume_iter, mem=mem,
+        exclude=exclude, choices=choices))
     return Prompt(token, text, blocks)
 
 
@@ -98,13 +104,15 @@ def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str,
     return None
 
 
-def approval_view(token: str, summary: str, *, job_id: str, resume_iter: int | None,
-                  mem: str | None, choices: Iterable[str],
+def approval_view(token: str, summary: str, *, job_id: str, state: str,
+                  resume_iter: int | None, mem: str | None, choices: Iterable[str],
                   exclude: str | None = None) -> dict[str, Any]:
     """The approval template's view: the question and one button per choice, each with the
-    same opaque token (the action id says which choice; the words are the template's)."""
+    same opaque token (the action id says which choice; the words are the template's); a
+    Cancel's confirm dialog names `job_id` (as the thread shows it) and its `state`."""
     styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
     buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
                 "style": styles.get(kind), "from_iter": resume_iter, "mem": mem,
-                "exclude": exclude, "job_id": job_id} for kind in choices]
+                "exclude": exclude, "job_id": job_id,
+                **prompt_confirm(kind, job_id, state, resume_iter)} for kind in choices]
     return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}

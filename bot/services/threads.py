@@ -146,6 +146,17 @@ def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
     )
 
 
+def prompt_job(ctx: BotContext, chain_id: int, job_id: str, state: str) -> tuple[str, str]:
+    """A prompt's job as its thread names it: the attempt's shown id (`123_4` of an array
+    task) and its state (its result once ended); a job that is no attempt of the chain (a
+    hold prompt's competitor): `job_id` itself and `state`."""
+    attempt = next((a for a in ctx.store.attempts.for_chain(chain_id) if a.job_id == job_id),
+                   None)
+    if attempt is None:
+        return job_id, state
+    return attempt.shown_id, attempt.result or attempt.state
+
+
 def array_root_view(ctx: BotContext, chain_id: int) -> ArrayRootView | None:
     """The root view of an "array" chain: its tasks' rows from the store; tasks are still
     waiting to start while the array's own id is watched and is no task yet."""

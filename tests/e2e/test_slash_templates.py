@@ -14,16 +14,19 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config
 from slack_standin import SlackStandIn, validate_blocks
 
 from bot.charts.series import SeriesCharts
 from bot.core.catalogue import Catalogue
+from bot.core.home import prompt_confirm
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import submit_and_announce
 from bot.services.threads import render
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
 from bot.slack.poster import SlackPoster
 from bot.slack.render import TemplateRenderer, render_blocks
 
@@ -44,7 +47,8 @@ VIEWS: dict[str, dict] = {
         "block_id": f"approve:{TOKEN}",
         "buttons": [
             {"kind": kind, "action_id": action, "value": TOKEN, "style": style,
-             "from_iter": 3000, "mem": "1900G", "job_id": "88154"}
+             "from_iter": 3000, "mem": "1900G", "job_id": "88154",
+             **prompt_confirm(kind, "88154", "RUNNING", 3000)}
             for kind, action, style in (
                 ("resubmit", "trainbot_resubmit", "primary"),
                 ("resubmit_mem", "trainbot_resubmit_mem", None),
@@ -163,6 +167,58 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
     update = [c for c in slack.ok_calls("chat.update") if c.params["ts"] == root["ts"]][-1]
     table = update.params["blocks"][2]["text"]["text"]
     assert "88887" in table and "nccl_timeout" in table and "88888" in table
+
+
+@pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
+    ("en", ["Cancel 88887_0 and resume from iter 100", "Cancel 88887_0", "Dismiss"],
+     ("Cancel job 88887_0?", "Cancel the job", "Keep it"),
+     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it resuming from iter "
+     "100.", "Job 88887_0 is RUNNING. scancel stops it."),
+    ("ko", ["88887_0 취소 후 iter 100부터 재개", "88887_0 취소", "무시"],
+     ("작업 88887_0을(를) 취소할까요?", "작업 취소", "그대로 두기"),
+     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 100부터 "
+     "재개하도록 다시 제출합니다.",
+     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다."),
+])
+def test_a_stall_prompt_in_an_array_thread_asks_before_cancelling_the_task(
+    store, slack_client, fake_sleep, slack: SlackStandIn, lang, labels, title, resume, cancel
+) -> None:
+    """An array recipe's thread: task 0 runs as raw job 88900 (the watcher records it as
+    88887_0) and stalls; its prompt, posted through the stand-in (which checks confirm
+    dialogs as Slack does), names the task as the thread does on its buttons, and Cancel and
+    Cancel and resume ask first naming it and its state, in the recipe's language; the click
+    Slack sends once the dialog is confirmed cancels the raw job."""
+    slurm, sftp = FakeSlurm(), FakeSFTP()
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    config = make_config(lang=lang, array="0-2", job_name="sweep",
+                         log_path="/logs/%x-%A_%a.out")
+    ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
+                     sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
+                     catalogue=Catalogue.load(), charts=SeriesCharts())
+    run = submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW)
+    assert run.job_id == "88887"
+    slurm.add(88900, name="sweep", state="RUNNING", array_job_id=88887, array_task_id=0,
+              stdout_path="/logs/sweep-88887_0.out", start_time=NOW)
+    sftp.append("/logs/sweep-88887_0.out", b"iter: 100/1000 | loss: 0.5\n")
+    Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=ctx.catalogue,
+            sink=ThreadEvents(ctx), config=config).tick(NOW + 60)
+    assert store.attempts.get_by_job("88900").shown_id == "88887_0"
+
+    stall = create_resubmit_prompt(ctx, recipe="mix", chain_id=run.chain_id, job_id="88900",
+                                   now=NOW + 60, summary="88887_0: stalled", resume_iter=100,
+                                   offer_cancel=True)
+    ctx.sink.post_reply(run.chain_id, f"prompt:{stall.token}", stall.blocks, stall.text)
+    [root] = slack.root_messages(CH)
+    posted = slack.replies(CH, root["ts"])[-1]  # the stand-in accepted it
+    buttons = posted["blocks"][1]["elements"]
+    assert [b["text"]["text"] for b in buttons] == labels
+    assert [b.get("confirm") and (b["confirm"]["title"]["text"], b["confirm"]["confirm"]["text"],
+                                  b["confirm"]["deny"]["text"], b["confirm"]["text"]["text"],
+                                  b["confirm"]["style"]) for b in buttons] == [
+        (*title, resume, "danger"), (*title, cancel, "danger"), None]
+    result = handle_click(ctx, stall.token, ActionId.CANCEL, "W0LEAD", NOW + 65)
+    assert result.status == "done", result
+    assert slurm.acted("cancel") == [88900]
 
 
 def test_a_broken_site_template_falls_back_to_the_shipped_one(

@@ -43,9 +43,9 @@ def lookups(monkeypatch):
     return seen
 
 
-def setup(store: Store, *, auto: bool = True, budget: int = 3):
+def setup(store: Store, *, auto: bool = True, budget: int = 3, lang: str = "en"):
     slurm, sftp = FakeSlurm(), FakeSFTP()
-    ctx = make_context(store, slurm, array="0-2%2", job_name="sweep",
+    ctx = make_context(store, slurm, array="0-2%2", job_name="sweep", lang=lang,
                        log_path="/logs/%x-%A_%a.out", checkpoint={"dir": "/ck/sweep/task_%a"},
                        policy={"auto_resubmit": auto, "backoff_s": 60, "retry_budget": budget})
     ctx.clusters = FakeClusters(slurm, sftp)
@@ -303,3 +303,46 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
     assert shown().endswith(ledger)
     monkeypatch.setattr(home, "TASK_RETRIES_SHOWN", 1)  # the others counted, not named
     assert shown().endswith(more)
+
+
+@pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
+    ("en", ["Cancel 88887_0 and resume from iter 100", "Cancel 88887_0", "Dismiss"],
+     "Cancel job 88887_0?",
+     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it resuming from iter "
+     "100.", "Job 88887_0 is RUNNING. scancel stops it."),
+    ("ko", ["88887_0 취소 후 iter 100부터 재개", "88887_0 취소", "무시"],
+     "작업 88887_0을(를) 취소할까요?",
+     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 100부터 "
+     "재개하도록 다시 제출합니다.",
+     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다."),
+])
+def test_a_stalled_tasks_prompt_names_the_task_and_asks_before_cancelling(
+        store, lookups, lang, labels, title, resume, cancel):
+    """A stall prompt for task 0 (raw job 88900) in the array's thread: its buttons name the
+    task as the thread does (88887_0), and Cancel and Cancel and resume ask first in Slack's
+    confirm dialog naming it and its state, in the recipe's language; the Home tab shows the
+    same prompt with the same words."""
+    from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
+
+    from bot.services.home import home_view, render_home
+    from bot.services.prompts import create_resubmit_prompt
+
+    ctx, slurm, sftp, w, result = started_array(store, lookups, lang=lang)
+    ctx.config = ctx.config.model_copy(
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=result.chain_id,
+                                    job_id="88900", now=T0 + 60, summary="88887_0 stalled",
+                                    resume_iter=100, offer_cancel=True)
+    assert validate_blocks(prompt.blocks) == []
+    assert ctx.store.approvals.get(prompt.token).target_job == "88900"  # scancel's id
+    thread = prompt.blocks[1]["elements"]
+    assert [b["text"]["text"] for b in thread] == labels
+    assert [b.get("confirm") and (b["confirm"]["title"]["text"], b["confirm"]["text"]["text"],
+                                  b["confirm"]["style"]) for b in thread] == [
+        (title, resume, "danger"), (title, cancel, "danger"), None]
+    blocks = render_home(ctx, home_view(ctx, "U0ALICE", T0 + 60))
+    assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
+    home = [e for b in blocks if b.get("block_id", "").startswith("home:")
+            for e in b["elements"]]
+    assert [(b["text"]["text"], b.get("confirm")) for b in home] == [
+        (b["text"]["text"], b.get("confirm")) for b in thread]

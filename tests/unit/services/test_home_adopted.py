@@ -313,8 +313,8 @@ def _confirms(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
 def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, task, run,
                                                                     resume):
     """A stall prompt's Cancel and Cancel and resume on the Home tab ask in the same confirm
-    dialog, naming the job as its thread does (an adopted array's task 6101 as 6100_1) in
-    that job's state; Dismiss does not ask."""
+    dialog, naming the job as its thread does (an adopted array's task 6101 as 6100_1, on
+    the button too) in that job's state; Dismiss does not ask."""
     ctx.config = ctx.config.model_copy(
         update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
     stall = {"choices": ["cancel_resume", "cancel", "dismiss"], "summary": "stalled",
@@ -325,6 +325,7 @@ def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, t
                                payload=stall)
     confirms = _confirms(render_home(ctx, home_view(ctx, APPROVER, NOW)))
     assert [c and c["text"]["text"] for c in confirms.values()] == [task, None]  # no resubmit
+    assert list(confirms)[0] == {"en": "Cancel 6100_1", "ko": "6100_1 취소"}[lang]  # not 6101
     result = submit_and_announce(ctx, "mix", actor=ALICE, now=NOW)
     ctx.store.approvals.create(chain_id=result.chain_id, target_job=str(result.job_id),
                                action="resubmit", allowed=[ALICE], now=NOW,
