@@ -1,6 +1,7 @@
-"""The real-log corpus as a whole: its two splits, their sources, and `trainbot diagnose`'s
+"""The real-log corpus as a whole: its splits, their sources, and `trainbot diagnose`'s
 accuracy on the tuned split held to the figure bench/score_real_logs.py recorded. The held-out
-split (tests/fixtures/real/heldout) may be empty or absent; its logs are never listed here."""
+splits (tests/fixtures/real/heldout*/, one per blind collection) may be absent; their logs are
+never listed here."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bot.core.catalogue import Catalogue
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL = ROOT / "tests" / "fixtures" / "real"
+HELD_OUT = sorted(d for d in REAL.glob("heldout*") if d.is_dir())
 _SOURCE = re.compile(r"^# (?:source|derived from):? (\S+) (https?://\S+?):?(?:\s|$)")
 
 
@@ -43,14 +45,18 @@ def _source(path: Path) -> str:
 
 def test_every_fixture_names_its_source_and_a_known_class() -> None:
     classes = set(Catalogue.load().classes) | {"none"}
-    for path in sorted(REAL.glob("*.log")) + sorted((REAL / "heldout").glob("*.log")):
+    for path in sorted(REAL.glob("*.log")) + _held_out_logs():
         _source(path)
         assert path.name.split("__")[0] in classes, path.name
 
 
-def test_the_held_out_split_shares_no_source_with_the_tuned_one() -> None:
+def _held_out_logs() -> list[Path]:
+    return [p for d in HELD_OUT for p in sorted(d.glob("*.log"))]
+
+
+def test_the_held_out_splits_share_no_source_with_the_tuned_one_or_each_other() -> None:
     tuned = {_source(p) for p in REAL.glob("*.log")}
-    held = [_source(p) for p in (REAL / "heldout").glob("*.log")]
+    held = [_source(p) for p in _held_out_logs()]
     assert len(held) == len(set(held))
     assert not tuned & set(held)
 
@@ -68,7 +74,7 @@ def test_recorded_accuracies_are_the_ones_the_docs_state() -> None:
     recorded = json.loads((ROOT / "bench" / "real_logs_accuracy.json").read_text())
     for doc in (ROOT / "bench" / "README.md", ROOT / "README.md"):
         text = doc.read_text(encoding="utf-8")
-        for split in ("tuned", "heldout"):
+        for split in recorded:
             r = recorded[split]
             figure = f"{r['correct']}/{r['total']}" if r["total"] else "held-out split: none yet"
             assert figure in text, (doc.name, split, figure)
@@ -124,13 +130,39 @@ def _manifest_rows(manifest: Path) -> dict[str, tuple[str, str]]:
             re.M)}
 
 
-def test_the_held_out_manifest_lists_every_log_with_its_label_and_source() -> None:
-    """tests/fixtures/real/heldout/LABELS.md records why each held-out log has its label."""
-    held = sorted((REAL / "heldout").glob("*.log"))
-    rows = _manifest_rows(REAL / "heldout" / "LABELS.md")
+@pytest.mark.parametrize("split", HELD_OUT, ids=lambda d: d.name)
+def test_each_held_out_manifest_lists_every_log_with_its_label_source_and_rating(
+        split: Path, scorer) -> None:
+    """A held-out split's LABELS.md records why each log has its label, and whether that
+    label is `clear` or `doubtful` (the scorer's second figure is over the clear ones)."""
+    held = sorted(split.glob("*.log"))
+    rows = _manifest_rows(split / "LABELS.md")
     assert set(rows) == {p.name for p in held}
     for path in held:
         assert rows[path.name] == (path.name.split("__")[0], _source(path)), path.name
+    clear = scorer.clear_names(split.name)
+    assert clear is not None and clear <= set(rows)
+    rated = len(re.findall(r"\| (?:clear|doubtful) \|\s*$", (split / "LABELS.md").read_text(
+        "utf-8"), re.M))
+    assert rated == len(held), "every row ends in | clear | or | doubtful |"
+
+
+def test_the_scorer_gives_a_held_out_split_s_clear_figure(scorer, tmp_path: Path,
+                                                            monkeypatch, capsys) -> None:
+    split = tmp_path / "heldout-9"
+    split.mkdir()
+    for name, body in (("cuda_oom__a-b-1.log", "torch.cuda.OutOfMemoryError: CUDA out of memory."),
+                       ("host_oom__a-b-2.log", "Epoch 1 step 5 loss 0.3")):
+        (split / name).write_text(f"# source: a/b https://example.org/{name} (x)\n{body}\n")
+    (split / "LABELS.md").write_text(
+        "| `cuda_oom__a-b-1.log` | `cuda_oom` | https://example.org/1 | why | clear |\n"
+        "| `host_oom__a-b-2.log` | `host_oom` | https://example.org/2 | why | doubtful |\n")
+    monkeypatch.setitem(scorer.SPLITS, "heldout-9", split)
+    monkeypatch.setattr(scorer, "RECORDED", tmp_path / "accuracy.json")
+    assert scorer.main(["--split", "heldout-9", "--record"]) == 0
+    assert "rated clear: 1/1" in capsys.readouterr().out
+    assert json.loads((tmp_path / "accuracy.json").read_text())["heldout-9"] == {
+        "correct": 1, "total": 2, "grep_correct": 1, "clear_correct": 1, "clear_total": 1}
 
 
 def test_the_tuned_manifest_rows_name_tuned_logs_with_their_label_and_source() -> None:
