@@ -1,0 +1,40 @@
+"""Diagnosis of a training job's log: the streaming scan, then one decision.
+
+- bot.core.diagnose.scan: `LogAnalysis` / `analyze_file` read a log's bytes (RE2 prefilter,
+  catalogue matches, metric series, last lines) into bounded state;
+- bot.core.diagnose.decide: `diagnose` turns that state plus Slurm's `Accounting` into ONE
+  `Diagnosis` (class, evidence, causal chain, `decided_by`);
+- bot.core.diagnose.ending: how a log with no accounting ends (an unhandled error, a final
+  save, epochs left), which the decision weighs last.
+
+Import from here; the modules are the package's layout.
+"""
+
+from bot.core.diagnose.decide import (
+    ACCOUNTING,
+    DETECTOR,
+    HINT,
+    NODE_CLASSES,
+    NONE_CLASS,
+    PROGRESS,
+    SIGNATURE,
+    case_detail,
+    diagnose,
+)
+from bot.core.diagnose.scan import CHUNK_BYTES, MAX_LINE_BYTES, LogAnalysis, analyze_file
+
+__all__ = [
+    "ACCOUNTING",
+    "CHUNK_BYTES",
+    "DETECTOR",
+    "HINT",
+    "MAX_LINE_BYTES",
+    "NODE_CLASSES",
+    "NONE_CLASS",
+    "PROGRESS",
+    "SIGNATURE",
+    "LogAnalysis",
+    "analyze_file",
+    "case_detail",
+    "diagnose",
+]

@@ -1,0 +1,380 @@
+"""The decision: ONE diagnosis of a job from what the scan kept and what Slurm says.
+
+`diagnose` turns catalogue matches, the metric series, the log's last lines and `Accounting`
+into one `Diagnosis`: a class id of docs/failures.md, with evidence lines, secondary classes,
+the causal chain (a stall upstream of an NCCL abort), the node to exclude and `decided_by`
+(how far a person may trust it). Decisive evidence first (a primary signature; sacct's State,
+which explains the end even when the log shows collateral errors), then the detectors for a
+running job (stall, leak), then how the log ends when there is no accounting
+(bot.core.diagnose.ending), and for a finished job with no signature `_settle_finished`
+(completed, silent_exit or unknown_failure). Pure: no file or clock access.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bot.core.detectors import (
+    LeakFinding,
+    SilentExitFinding,
+    StallFinding,
+    detect_checkpoint_oom,
+    detect_leak,
+    detect_silent_exit,
+    detect_stall,
+    leak_trend,
+)
+from bot.core.diagnose.ending import ends_in_error, ends_in_final_save, epochs_left
+from bot.core.metrics import MetricSeries, clean_line
+from bot.core.models import (
+    MEMORY_CLASSES,
+    Accounting,
+    Action,
+    Diagnosis,
+    DiagnosisMetrics,
+    Evidence,
+    UpstreamCause,
+)
+from bot.core.nodes import node_in
+from bot.core.policy import DEFAULT_POLICY
+from bot.core.units import GIB
+
+_EVIDENCE_MAX = 6
+
+# What decided a diagnosis (Diagnosis.decided_by): how far a person may trust it.
+SIGNATURE = "signature"  # a decisive catalogue line (or a completion marker)
+HINT = "hint"  # only how the log ends: a traceback, a native abort, a launcher's exit line
+ACCOUNTING = "accounting"  # only Slurm's State / exit code: the log does not say why
+DETECTOR = "detector"  # a measured trend: stalled progress, growing memory, too little work
+PROGRESS = "progress"  # the log's progress lines (running, or the target reached)
+
+#: Faults of a node (its GPU, the node itself, a collective timed out on it): resubmitted
+#: elsewhere, with --exclude=<node> when the log names it.
+NODE_CLASSES = frozenset({"gpu_failure", "node_failure", "nccl_timeout"})
+
+# Class ids trainbot uses beyond the catalogue's failure classes.
+NONE_CLASS = "none"  # a running job with nothing to report
+_ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
+# Not started (or waiting to start again): judged like a running job.
+_NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
+_WRAPPER = re.compile(
+    r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
+)
+_SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
+
+
+# Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
+# runs, with no hint after it).
+_DEFAULTS: dict[str, tuple[Action, bool, bool, str]] = {
+    NONE_CLASS: (Action.NONE, False, False, ""),
+}
+_LOW_GPU_UTIL_PCT = 70  # a running job's detail mentions a GPU utilisation below this
+
+
+def diagnose(
+    catalogue: Any,
+    *,
+    matches: Iterable[Any],
+    series: MetricSeries,
+    tail: Sequence[tuple[int, str]] = (),
+    accounting: Accounting | None = None,
+    now: float | None = None,
+    target_iter: int | None = None,
+    stall_min_s: float = DEFAULT_POLICY.stall_min_s,
+    stall_factor: float = DEFAULT_POLICY.stall_factor,
+    save_time_s: float = DEFAULT_POLICY.save_time_s,
+    leak_min_samples: int = DEFAULT_POLICY.leak_min_samples,
+    leak_warn_margin: float = DEFAULT_POLICY.leak_warn_margin,
+    min_elapsed_s: float = 60.0,
+) -> Diagnosis:
+    """ONE diagnosis from catalogue matches, the metric series and accounting.
+
+    `now` is the time on the log's clock at which a running job is judged (default: the
+    last timestamp in the log). `target_iter` defaults to what the log printed (`/8000`).
+    The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
+    """
+    acct = accounting or Accounting()
+    matches = sorted(matches, key=lambda m: m.line_no)
+    target = target_iter if target_iter is not None else series.target_iter
+    judge_at = now if now is not None else series.last_time
+    primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
+    failed_classes = {m.class_id for m in primary} - {"completed"}
+    state_classes = _deciding_accounting(catalogue, acct, matches)
+
+    trend = leak_trend(series, acct.mem_limit_bytes)
+    leak = detect_leak(series, acct.mem_limit_bytes, target_iter=target, trend=trend,
+                       min_samples=leak_min_samples, warn_margin=leak_warn_margin)
+    secondary: list[str] = []
+    upstream: UpstreamCause | None = None
+    stall: StallFinding | None = None
+    during_save = False
+    evidence: list[Evidence] = []
+    silent: SilentExitFinding | None = None
+
+    chosen = _choose(catalogue, failed_classes, state_classes, acct)
+    decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
+    running = acct.is_running or acct.state in _NOT_STARTED or (
+        acct.state is None and chosen is None
+    )
+
+    if chosen is None and running:
+        stall = detect_stall(
+            series, judge_at, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
+        )
+        if stall is not None:
+            chosen, decided_by = "hang", DETECTOR
+            evidence = [Evidence(stall.last_line, stall.last_text)]
+        elif leak is not None:
+            chosen, decided_by = "memory_leak", DETECTOR
+            evidence = _leak_evidence(leak)
+        elif acct.state is None and (ended := ends_in_error(matches, tail, series)):
+            chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
+        elif acct.state is None and (
+            (_target_reached(series, target)
+             and (target_iter is not None or not epochs_left(tail)))
+            or "completed" in {m.class_id for m in primary}
+            or ends_in_final_save(series, tail)
+        ):
+            chosen = "completed"
+            if "completed" in {m.class_id for m in primary}:
+                decided_by = SIGNATURE
+        else:
+            chosen = NONE_CLASS
+    elif chosen is None:
+        chosen, silent = _settle_finished(
+            catalogue, acct, series, matches, target, min_elapsed_s
+        )
+        decided_by = DETECTOR if silent is not None else ACCOUNTING
+
+    abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
+    if chosen == "nccl_timeout" and abort is not None:
+        abort_time = _line_time(series, abort.text) or judge_at
+        stall = detect_stall(
+            series, abort_time, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
+        )
+        if stall is not None and stall.last_line < abort.line_no:
+            upstream = UpstreamCause(
+                class_id="hang",
+                started_at=stall.started_at,
+                last_iter=stall.last_iter,
+                seconds_before_failure=stall.stalled_s,
+            )
+            secondary.append("hang")
+            evidence.append(Evidence(stall.last_line, stall.last_text))
+    if chosen == "host_oom":
+        oom_lines = [m.line_no for m in primary if m.class_id == "host_oom"]
+        finding = detect_checkpoint_oom(series, oom_lines[0] if oom_lines else None)
+        if finding is not None:
+            during_save = True
+            evidence.append(Evidence(finding.save.start_line, finding.save.start_text))
+
+    # A fault of the node itself: which node, so a resubmit can avoid it (--exclude).
+    # An NCCL timeout only when its own lines trace it to one node.
+    node = None
+    if chosen in NODE_CLASSES:
+        lines = [e.text for e in evidence]
+        node = node_in(lines if chosen == "nccl_timeout" else lines + [t for _, t in tail])
+    leak_fit = None
+    if chosen in MEMORY_CLASSES and trend is not None and detect_leak(
+            series, None, trend=trend, min_samples=leak_min_samples) is not None:
+        start_iter = trend.finding.first.iteration or 0
+        leak_fit = {"slope_gib_per_100_iter": round(trend.slope_gib_per_100_iter, 3),
+                    "start_iter": start_iter,
+                    "start_gib": round(trend.intercept_gib
+                                       + trend.slope_gib_per_iter * start_iter, 2)}
+
+    if chosen == "silent_exit":
+        evidence += [Evidence(m.line_no, m.text) for m in matches
+                     if m.class_id not in ("completed",)][:_EVIDENCE_MAX]
+    evidence += [Evidence(m.line_no, m.text) for m in primary if m.class_id == chosen]
+    evidence += [Evidence(m.line_no, m.text) for m in matches
+                 if not m.primary and m.class_id == chosen]
+    if chosen in ("unknown_failure", "silent_exit") and len(evidence) < _EVIDENCE_MAX:
+        evidence += [Evidence(n, t) for n, t in tail[-10:] if t.strip()]
+
+    for cid in sorted(failed_classes, key=lambda c: -_priority(catalogue, c)):
+        if cid != chosen and cid not in secondary:
+            secondary.append(cid)
+    if leak is not None and chosen != "memory_leak" and "memory_leak" not in secondary:
+        secondary.append("memory_leak")
+    for cid in state_classes:
+        if cid not in (chosen, "completed", "unknown_failure") and cid not in secondary:
+            secondary.append(cid)
+    completed_ok = acct.state == "COMPLETED" and not acct.exit_code and not acct.signal
+    if completed_ok and chosen not in ("completed", "silent_exit", NONE_CLASS):
+        secondary.append("silent_exit")  # Slurm said COMPLETED 0:0 although this failed
+
+    stall_seconds = None
+    if upstream is not None:
+        stall_seconds = upstream.seconds_before_failure
+    elif stall is not None:
+        stall_seconds = stall.stalled_s
+    metrics = DiagnosisMetrics(
+        last_iter=series.last_iteration,
+        target_iter=target,
+        sec_per_iter=_round(series.sec_per_iter(), 3),
+        last_loss=series.last_loss,
+        rss_gib_per_100_iter=_round(trend.slope_gib_per_100_iter, 2) if trend else None,
+        projected_oom_iter=leak.projected_oom_iter if leak else None,
+        stall_seconds=_round(stall_seconds, 1),
+    )
+    action, retryable, charges, hint = _class_info(catalogue, chosen)
+    cls = catalogue.classes.get(chosen)
+    return Diagnosis(
+        class_id=chosen,
+        action=action,
+        retryable=retryable,
+        charges_budget=charges,
+        hint=hint,
+        title=cls.title if cls is not None else "",
+        detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
+                           shm=chosen == "dataloader_worker_killed" and any(
+                               _SHM.search(m.text) for m in matches)),
+        translations=dict(getattr(cls, "translations", None) or {}),
+        evidence=_dedupe(evidence),
+        secondary=tuple(secondary),
+        metrics=metrics,
+        upstream=upstream,
+        during_checkpoint_save=during_save,
+        decided_by=decided_by,
+        leak_fit=leak_fit,
+        node=node,
+    )
+
+
+def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]) -> list[str]:
+    """Classes sacct decides: a State (OUT_OF_MEMORY, TIMEOUT, ...) always; an exit code or
+    signal (137, 9, 6) only when the log has a hint of the same class that is not a mere
+    wrapper line (`ChildFailedError`, `exitcode: -6`, `Signal 6 (SIGABRT)`)."""
+    if acct.state is None and acct.exit_code is None and acct.signal is None:
+        return []
+    logged = {m.class_id for m in matches if not _WRAPPER.search(m.text)}
+    out = []
+    for am in catalogue.accounting_matches(acct.state, acct.exit_code, acct.signal):
+        if am.class_id in catalogue.classes and (am.primary or am.class_id in logged):
+            out.append(am.class_id)
+    return list(dict.fromkeys(out))
+
+
+def _priority(catalogue: Any, class_id: str) -> int:
+    cls = catalogue.classes.get(class_id)
+    return int(getattr(cls, "priority", 0)) if cls is not None else 0
+
+
+def _choose(
+    catalogue: Any, failed: set[str], state_classes: list[str], acct: Accounting
+) -> str | None:
+    """The class from decisive evidence, or None when only detectors can tell."""
+    decisive = set(failed)
+    for cid in state_classes:
+        if cid not in ("completed", "unknown_failure"):
+            decisive.add(cid)
+    # Scheduler verdicts explain the end even when the log shows collateral errors.
+    for cid in _ACCOUNTING_FIRST:
+        if cid in state_classes:
+            return cid
+    if not decisive:
+        return None
+    return max(decisive, key=lambda c: _priority(catalogue, c))
+
+
+def _settle_finished(
+    catalogue: Any,
+    acct: Accounting,
+    series: MetricSeries,
+    matches: Sequence[Any],
+    target: int | None,
+    min_elapsed_s: float,
+) -> tuple[str, SilentExitFinding | None]:
+    """A finished job with no primary failure signature: completed, silent_exit (with its
+    finding) or unknown_failure."""
+    if acct.state == "COMPLETED" and acct.exit_code in (0, None) and acct.signal in (0, None):
+        finding = detect_silent_exit(
+            acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s
+        )
+        if finding is not None:
+            return "silent_exit", finding
+        return "completed", None
+    return "unknown_failure", None
+
+
+def _target_reached(series: MetricSeries, target: int | None) -> bool:
+    return target is not None and series.last_iteration is not None and (
+        series.last_iteration >= target
+    )
+
+
+def _line_time(series: MetricSeries, text: str) -> float | None:
+    return series.parser.clock.parse(clean_line(text))
+
+
+def _leak_evidence(leak: LeakFinding) -> list[Evidence]:
+    return [Evidence(leak.first.line_no, leak.first.text), Evidence(leak.last.line_no,
+                                                                    leak.last.text)]
+
+
+def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]:
+    cls = catalogue.classes.get(class_id)
+    if cls is None:
+        return _DEFAULTS.get(class_id, (Action.ASK, False, True, ""))
+    return Action(cls.action), bool(cls.retryable), bool(cls.charges_budget), cls.hint.strip()
+
+
+def case_detail(
+    class_id: str,
+    series: MetricSeries,
+    leak: LeakFinding | None,
+    stall: StallFinding | None,
+    upstream: UpstreamCause | None,
+    during_save: bool,
+    silent: SilentExitFinding | None,
+    *,
+    shm: bool = False,
+) -> dict[str, Any] | None:
+    """This case's figures that the explanation states before the catalogue's hint (the
+    templates word them: templates/_common.j2 `detail_text`); None when there are none."""
+    if silent is not None:
+        return {"kind": "silent_exit", "reasons": silent.reasons()}
+    if class_id == "memory_leak" and leak is not None:
+        return {"kind": "leak", "slope_gib_per_100_iter": leak.slope_gib_per_100_iter,
+                "rss_now_gib": leak.rss_now_bytes / GIB,
+                "limit_gib": leak.limit_bytes / GIB if leak.limit_bytes else None,
+                "projected_oom_iter": leak.projected_oom_iter}
+    if class_id == "hang" and stall is not None:
+        return {"kind": "stall", "last_iter": stall.last_iter, "stalled_s": stall.stalled_s,
+                "threshold_s": stall.threshold_s,
+                "open_save_line": stall.open_save.start_line if stall.open_save else None}
+    if upstream is not None:
+        return {"kind": "upstream", "last_iter": upstream.last_iter,
+                "seconds_before_failure": upstream.seconds_before_failure}
+    if class_id == "host_oom" and during_save:
+        return {"kind": "saving"}
+    if shm:
+        return {"kind": "shm"}
+    if class_id == NONE_CLASS:
+        utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
+        util = sum(utils) / len(utils) if utils else None
+        return {"kind": "running", "last_iter": series.last_iteration,
+                "sec_per_iter": series.sec_per_iter(),
+                "low_gpu_util_pct": util if util is not None and util < _LOW_GPU_UTIL_PCT
+                else None}
+    return None
+
+
+def _dedupe(evidence: list[Evidence]) -> tuple[Evidence, ...]:
+    seen: set[int] = set()
+    out = []
+    for e in evidence:
+        if e.line in seen:
+            continue
+        seen.add(e.line)
+        out.append(Evidence(e.line, e.text.rstrip()))
+        if len(out) >= _EVIDENCE_MAX * 2:
+            break
+    return tuple(sorted(out, key=lambda e: e.line))
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

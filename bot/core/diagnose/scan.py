@@ -1,0 +1,352 @@
+"""The streaming scan of one log: bytes in, bounded state out.
+
+`LogAnalysis` is fed a log's bytes as they arrive (a watcher feeds each tick's new bytes;
+`analyze_file` streams a whole file in large chunks, the DFA scan of the next block in a worker
+thread). Bytes are cut into blocks of complete lines (`(data, start, end)` offsets, no copies);
+one RE2 prefilter over every catalogue pattern picks the lines that go through the catalogue's
+own scan (with their neighbours, for hard-wrapped signatures); every block feeds the metric
+series (bot.core.metrics). What is kept is bounded: the first and last few matches per class,
+the downsampled series and the last lines as text. `LogAnalysis.diagnose` hands that state to
+the decision (bot.core.diagnose.decide).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import IO, Any, NamedTuple
+
+import numpy as np
+
+from bot.core.diagnose.decide import diagnose
+from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
+from bot.core.models import Accounting, Diagnosis
+
+CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
+MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
+_FIRST_KEEP = 5  # matches kept per class: the first few ...
+_LAST_KEEP = 20  # ... and the latest ones
+_CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
+
+
+class _Block(NamedTuple):
+    """Complete lines `data[start:end]` (offsets avoid copying a 16 MiB chunk)."""
+
+    data: bytes
+    start: int
+    end: int
+
+
+class _Scan(NamedTuple):
+    newlines: np.ndarray
+    candidates: list[tuple[int, bool]] | None  # None: no RE2, use catalogue.scan_block
+
+
+@dataclass
+class _ClassMatches:
+    first: list[Any] = field(default_factory=list)
+    last: deque[Any] = field(default_factory=lambda: deque(maxlen=_LAST_KEEP))
+    count: int = 0
+
+    def add(self, m: Any) -> None:
+        self.count += 1
+        if len(self.first) < _FIRST_KEEP:
+            self.first.append(m)
+        else:
+            self.last.append(m)
+
+    def all(self) -> list[Any]:
+        return self.first + list(self.last)
+
+
+class LogAnalysis:
+    """Incremental analysis of one log: feed bytes as they arrive, diagnose on demand.
+
+    Memory is bounded: the series downsamples (see bot.core.metrics), matches keep the first
+    and last few per class, and only the last `tail_lines` lines are kept as text.
+    """
+
+    def __init__(
+        self,
+        catalogue: Any,
+        *,
+        extra_patterns: Sequence[str] = (),
+        tail_lines: int = 40,
+        max_samples: int = 4096,
+        fast_scan: bool = True,
+    ) -> None:
+        self.catalogue = catalogue
+        self.series = MetricSeries(max_samples=max_samples, extra_patterns=extra_patterns)
+        self.tail: deque[tuple[int, str]] = deque(maxlen=tail_lines)
+        self.lines = 0  # complete lines consumed so far
+        self.bytes = 0
+        self._by_class: dict[str, _ClassMatches] = {}
+        self._carry = b""
+        self._recent: dict[tuple[str, int], None] = {}  # dedupe of overlapping windows
+        self._prefilter = self._signatures = None
+        if fast_scan:
+            self._prefilter, self._signatures = _build_prefilter(catalogue) or (None, None)
+
+    # feeding ---------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Feed the next bytes of the log; a trailing partial line waits for the rest."""
+        for block in self._split(data):
+            self._apply(block, self._prepare(block))
+
+    def finish(self) -> None:
+        """End of input: the partial last line (no final newline) counts as a line."""
+        for block in self._split_final():
+            self._apply(block, self._prepare(block))
+
+    def feed_text(self, text: str) -> None:
+        self.feed(text.encode("utf-8", "replace"))
+
+    def add_rss(self, rss_bytes: int, *, source: str, time: float | None = None) -> bool:
+        """A host RSS measured outside the log (sstat) at the current line and iteration;
+        False when there is no progress line yet to place it at (see MetricSeries.add_rss)."""
+        return self.series.add_rss(rss_bytes, source=source, time=time) is not None
+
+    def _split(self, data: bytes) -> list[_Block]:
+        """Blocks of complete lines in `data` (plus the carried partial line), no big copies."""
+        if not data:
+            return []
+        self.bytes += len(data)
+        blocks: list[_Block] = []
+        start = 0
+        if self._carry:
+            nl = data.find(b"\n")
+            if nl == -1:
+                self._carry += data
+                if len(self._carry) > MAX_LINE_BYTES:  # no newline for too long: cut it
+                    head, self._carry = self._carry + b"\n", b""
+                    blocks.append(_Block(head, 0, len(head)))
+                return blocks
+            head = self._carry + data[: nl + 1]
+            self._carry = b""
+            blocks.append(_Block(head, 0, len(head)))
+            start = nl + 1
+        last_nl = data.rfind(b"\n", start)
+        if last_nl == -1:
+            self._carry = data[start:]
+            return blocks
+        if last_nl + 1 > start:
+            blocks.append(_Block(data, start, last_nl + 1))
+        self._carry = data[last_nl + 1 :]
+        return blocks
+
+    def _split_final(self) -> list[_Block]:
+        if not self._carry:
+            return []
+        carry, self._carry = self._carry, b""
+        return [_Block(carry + b"\n", 0, len(carry) + 1)]
+
+    def _prepare(self, block: _Block) -> _Scan:
+        """The C-speed part of a block (newline offsets, DFA candidates); touches no state,
+        so `analyze_file` runs it for the next block while this one is applied."""
+        data, start, end = block
+        newlines = newline_offsets(data, start, end)
+        candidates: list[tuple[int, bool]] = []  # (line index, may hold a signature)
+        if self._prefilter is None:
+            return _Scan(newlines, None)
+        pos = start
+        search = self._prefilter.search
+        signature_search = self._signatures.search
+        while pos < end:
+            m = search(data, pos, end)
+            if m is None:
+                break
+            idx = int(np.searchsorted(newlines, m.start()))
+            line_end = int(newlines[idx]) if idx < len(newlines) else end
+            # Leftmost hit was a checkpoint word: does the rest of the line hold a signature?
+            signature = m.group(1) is not None or (
+                signature_search(data, m.end(), line_end) is not None
+            )
+            candidates.append((idx, signature))
+            pos = line_end + 1
+        return _Scan(newlines, candidates)
+
+    def _apply(self, block: _Block, scan: _Scan) -> None:
+        """The Python part of a block: signatures of candidate lines, metrics, tail."""
+        data, start, end = block
+        newlines = scan.newlines
+        first = self.lines + 1
+        event_offsets: list[int] | None = None
+        if scan.candidates is not None:
+            event_offsets = self._match_candidates(block, newlines, scan.candidates, first)
+        else:
+            text = data[start:end].decode("utf-8", "replace")
+            for m in self.catalogue.scan_block(text, first):
+                self._add_match(m)
+        self.series.feed_block(
+            data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets
+        )
+        # The last lines, for evidence when nothing else explains a failure.
+        n = len(newlines)
+        k = min(n, self.tail.maxlen or 0)
+        tail_start = start if k >= n else int(newlines[n - k - 1]) + 1
+        for i, line in enumerate(data[tail_start:end].decode("utf-8", "replace").split("\n")[:k]):
+            self.tail.append((first + n - k + i, line.rstrip("\r")))
+        self.lines += n
+
+    def _match_candidates(
+        self,
+        block: _Block,
+        newlines: np.ndarray,
+        candidates: list[tuple[int, bool]],
+        first: int,
+    ) -> list[int]:
+        """Run the catalogue on candidate lines (with neighbours); offsets of save lines."""
+        data, start, end = block
+        event_offsets: list[int] = []
+        n_lines = len(newlines) + (1 if end > start and data[end - 1] != 10 else 0)
+
+        def line_at(i: int) -> tuple[int, str]:
+            a = start if i == 0 else int(newlines[i - 1]) + 1
+            b = int(newlines[i]) if i < len(newlines) else end
+            return a, data[a:b].decode("utf-8", "replace")
+
+        for idx, signature in candidates:
+            a, line = line_at(idx)
+            if _CHECKPOINT_WORDS.search(line):
+                event_offsets.append(a)
+            if not signature:
+                continue
+            # With its neighbours, so that a hard-wrapped signature is joined as in scan().
+            lo, hi = max(0, idx - 1), min(n_lines - 1, idx + 1)
+            window = [line_at(i)[1] if i != idx else line for i in range(lo, hi + 1)]
+            for match in self.catalogue.scan(window, first + lo):
+                self._add_match(match)
+        return event_offsets
+
+    def _add_match(self, m: Any) -> None:
+        key = (m.class_id, m.line_no)
+        if key in self._recent:
+            return
+        self._recent[key] = None
+        if len(self._recent) > 256:
+            del self._recent[next(iter(self._recent))]
+        self._by_class.setdefault(m.class_id, _ClassMatches()).add(m)
+
+    # results ---------------------------------------------------------------------------
+
+    def log_now(self, idle_wall_s: float) -> float | None:
+        """`now` on the log's own clock for a watcher: the last log time plus the wall
+        seconds since the log last grew. Log timestamps may be in any time zone (they are
+        read as UTC), so a watcher must not compare them with its wall clock directly."""
+        last = self.series.last_time
+        return None if last is None else last + max(0.0, idle_wall_s)
+
+    @property
+    def matches(self) -> list[Any]:
+        """Kept catalogue matches in line order."""
+        out = [m for c in self._by_class.values() for m in c.all()]
+        return sorted(out, key=lambda m: m.line_no)
+
+    def diagnose(
+        self,
+        accounting: Accounting | None = None,
+        *,
+        now: float | None = None,
+        target_iter: int | None = None,
+        **options: Any,
+    ) -> Diagnosis:
+        """Diagnose what was fed so far (call `finish()` first at end of input)."""
+        return diagnose(
+            self.catalogue,
+            matches=self.matches,
+            series=self.series,
+            tail=list(self.tail),
+            accounting=accounting or Accounting(),
+            now=now,
+            target_iter=target_iter,
+            **options,
+        )
+
+
+def _unanchored(pattern: str) -> str:
+    """The pattern for a scan of whole blocks of raw lines: `^` dropped (a raw line keeps its
+    prefixes; dropping an anchor only widens a prefilter) and `$` also matching before the
+    newline (in RE2 it matches only at the end of the block), outside character classes."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]" or out[-1] == "[" or out[-2:] == ["[", "^"]
+        elif ch == "[":
+            in_class = True
+        elif ch == "^":
+            i += 1
+            continue
+        elif ch == "$":
+            ch = r"(?:\n|$)"
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _build_prefilter(catalogue: Any) -> tuple[Any, Any] | None:
+    """One RE2 pattern for every catalogue pattern (anchors dropped: lines are raw, with
+    prefixes), the catalogue's long triggers and ANSI escapes (lines that need normalizing)
+    as group 1, then checkpoint words; and the group-1 part alone.
+
+    None when RE2 is missing or rejects a pattern: then the catalogue's own scan_block runs.
+    """
+    try:
+        patterns = list(catalogue.grep_patterns())
+    except AttributeError:
+        return None
+    parts = [f"(?:{_unanchored(p)})" for p in patterns]
+    # The catalogue's literal triggers of 5+ characters: the halves of a hard-wrapped
+    # signature (scan() joins the line with its neighbours).
+    triggers = getattr(catalogue, "triggers", lambda: ())()
+    parts += [re.escape(t) for t in triggers if len(t) >= 5]
+    parts.append("\x1b")
+    signatures = "(" + "|".join(parts) + ")"
+    combined = compile_bytes_scanner(
+        (signatures + "|(?i:checkpoint|ckpt|dcp|state.dict)").encode()
+    )
+    only = compile_bytes_scanner(signatures.encode())
+    if isinstance(combined, re.Pattern) or isinstance(only, re.Pattern):
+        return None  # no RE2: the catalogue's scan_block is the better slow path
+    return combined, only
+
+
+def analyze_file(
+    stream: IO[bytes],
+    catalogue: Any,
+    *,
+    chunk_bytes: int = CHUNK_BYTES,
+    pipeline: bool = True,
+    **options: Any,
+) -> LogAnalysis:
+    """Stream a whole log through a `LogAnalysis` in `chunk_bytes` reads (bounded memory)."""
+    analysis = LogAnalysis(catalogue, **options)
+    if not pipeline:
+        while chunk := stream.read(chunk_bytes):
+            analysis.feed(chunk)
+        analysis.finish()
+        return analysis
+    # Two-stage pipeline: the DFA scan and newline offsets of block k+1 (C code that releases
+    # the GIL) run in one worker thread while block k's metrics are parsed here. Same
+    # results as feeding sequentially; at most three chunks are held at once.
+    pending: deque[tuple[_Block, Future[_Scan]]] = deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainbot-scan") as pool:
+        while True:
+            chunk = stream.read(chunk_bytes)
+            blocks = analysis._split(chunk) if chunk else analysis._split_final()
+            pending.extend((b, pool.submit(analysis._prepare, b)) for b in blocks)
+            while len(pending) > (1 if chunk else 0):
+                block, scan = pending.popleft()
+                analysis._apply(block, scan.result())
+            if not chunk:
+                break
+    return analysis
