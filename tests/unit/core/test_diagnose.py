@@ -669,6 +669,25 @@ def test_the_frameworks_own_nan_guards_are_a_nan_loss(catalogue, line: str):
     assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "nan_loss"
 
 
+@pytest.mark.parametrize("line", [
+    # autograd's anomaly mode names the backward op that produced the NaN, whatever the op
+    "RuntimeError: Function 'PowBackward0' returned nan values in its 0th output.",
+    "RuntimeError: Function 'MulBackward0' returned nan values in its 1th output.",
+    "RuntimeError: Function 'Log1PBackward0' returned inf values in its 0th output.",
+    # a loss printed as the tensor itself
+    "epoch 3 loss: tensor(nan, device='cuda:0', grad_fn=<AddBackward0>)",
+    "loss tensor([inf], device='cuda:1')",
+])
+def test_a_nan_named_by_autograd_or_a_printed_loss_tensor_is_a_nan_loss(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+
+
+def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
+    line = "epoch 3 loss: tensor(0.4312, device='cuda:0', grad_fn=<AddBackward0>)"
+    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "none"
+
+
 @pytest.mark.parametrize("finish", [
     "{'train_runtime': 1234.56, 'train_samples_per_second': 12.3, 'train_steps_per_second': "
     "0.4, 'train_loss': 1.23, 'epoch': 3.0}",  # Hugging Face's Trainer when train() returns
