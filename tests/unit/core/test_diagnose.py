@@ -652,6 +652,12 @@ def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: 
     "reserve 6.48G at the bottom of memory. That was not possible. There are 6.78G free.",
     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent "
     "error. Ran out of memory in memory space hbm. Used 21.90G of 7.48G hbm.",
+    # PyTorch before 1.0 (THC): the check's line and the exception, each alone
+    "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out "
+    "of memory",
+    "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/"
+    "THCTensorRandom.cu:25",
+    "RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED",
 ])
 def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
