@@ -716,6 +716,38 @@ def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
     assert d.class_id == "preempted" and d.retryable and not d.charges_budget
 
 
+@pytest.mark.parametrize("line", [
+    # the kernel's OOM killer, pasted from dmesg / syslog / journalctl -k
+    "Apr 25 06:31:56 gpu-a07 kernel: [594675.027262] python invoked oom-killer: "
+    "gfp_mask=0x14200ca(GFP_HIGHUSER_MOVABLE), nodemask=(null), order=0, oom_score_adj=0",
+    "[Sun Mar 30 08:24:00 2025] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,"
+    "mems_allowed=0,global_oom,task_memcg=/init.scope,task=python,pid=7899,uid=0",
+    "[594677.436088] oom_reaper: reaped process 29918 (python), now anon-rss:0kB, file-rss:0kB",
+    "Aug 18 03:19:11 169 kernel: Killed process 7748 (python) total-vm:12907828kB, "
+    "anon-rss:11500204kB, file-rss:0kB",
+])
+def test_the_kernels_oom_killer_in_a_pasted_kernel_log_is_a_host_oom(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("host_oom", "signature")
+
+
+@pytest.mark.parametrize("ending", [
+    "已杀死",  # a shell in zh_CN: glibc's name of SIGKILL
+    "죽었음",  # ko
+    "Getötet",  # de
+    "./run.sh: 행 66: 777016 죽었음               python train.py",
+    "./train.sh: 行 9: 4727 已杀死     python train.py --config a.yaml",
+])
+def test_a_shells_kill_notice_in_another_language_ends_a_log_as_a_host_oom(catalogue,
+                                                                           ending: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("host_oom", "hint")
+    # a hint only: training that goes on after such a word is running
+    more = text + "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n"
+    assert _diagnose_text(catalogue, more).class_id == "none"
+
+
 def test_enomem_is_a_host_oom(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
             "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
