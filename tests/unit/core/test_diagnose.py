@@ -748,6 +748,22 @@ def test_a_shells_kill_notice_in_another_language_ends_a_log_as_a_host_oom(catal
     assert _diagnose_text(catalogue, more).class_id == "none"
 
 
+@pytest.mark.parametrize("line", [
+    # Windows: Inductor's and torch's C++ extensions' search for MSVC's cl
+    "torch._inductor.exc.InductorError: RuntimeError: Compiler: cl is not found.",
+    "subprocess.CalledProcessError: Command '['where', 'cl']' returned non-zero exit status 1.",
+    "error: Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ Build "
+    "Tools\"",
+    # distutils / setuptools building an extension at start, CMake configuring one
+    "error: command 'gcc' failed: No such file or directory",
+    "unable to execute 'x86_64-linux-gnu-gcc': No such file or directory",
+    "CMake Error at CMakeLists.txt:3 (project): No CMAKE_CUDA_COMPILER could be found.",
+])
+def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.retryable) == ("compiler_missing", False)
+
+
 def test_enomem_is_a_host_oom(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
             "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
