@@ -29,6 +29,9 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,7 @@ from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
 from bot.cluster.sessions import ClusterSessions
+from bot.cluster.ssh import SSHRunner
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
@@ -196,11 +200,6 @@ def _queued_held(runner, job_id: str) -> bool:
     return out == ["PENDING|JobHeldUser"]
 
 
-def _keys(slack: SlackStandIn) -> list[str]:
-    return [m["metadata"]["event_payload"]["key"] for m in slack.all_messages()
-            if (m.get("metadata") or {}).get("event_type") == METADATA_EVENT]
-
-
 def _tick_until_done(bot: Bot, chain_id: int, watcher) -> None:
     started = time.monotonic()
     while time.monotonic() - started < FINISH_WITHIN_S:
@@ -210,178 +209,184 @@ def _tick_until_done(bot: Bot, chain_id: int, watcher) -> None:
         time.sleep(1.0)
 
 
-def test_a_single_jobs_resubmit_lost_in_a_crash_is_adopted_once(slurm_cluster, tmp_path):
-    name = f"tb-crash-{uuid.uuid4().hex[:6]}"
-    with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
-        config, config_path = _setup(slurm_cluster, tmp_path, _single_recipe(jobs, name))
-        runner = jobs.runner
-        try:
+@dataclass
+class LostResubmit:
+    """What a test starts from: the run (chain `chain_id`, its first job `first`: a single
+    job or an array) was submitted and released, its first job failed, and a watcher in its
+    own process died right after the resubmit's `sbatch` returned (`_crash_in_sbatch`).
+    `runner` runs commands on the cluster; `bot()` opens a fresh bot over the same store."""
+
+    name: str
+    slack: SlackStandIn
+    jobs: DemoJobs
+    config: Config
+    chain_id: int
+    first: str
+
+    @property
+    def runner(self) -> SSHRunner:
+        return self.jobs.runner
+
+    def bot(self) -> Bot:
+        return Bot(self.config, self.slack)
+
+    def thread(self) -> list[str]:
+        """The texts of the run's thread (the channel holds only this run's root)."""
+        [root] = self.slack.root_messages(CHANNEL)
+        return [m["text"] for m in self.slack.replies(CHANNEL, root["ts"])]
+
+    def posted(self) -> Counter[str]:
+        """How many times each event key was posted to Slack."""
+        return Counter(m["metadata"]["event_payload"]["key"] for m in self.slack.all_messages()
+                       if (m.get("metadata") or {}).get("event_type") == METADATA_EVENT)
+
+
+@pytest.fixture
+def lost_resubmit(slurm_cluster, tmp_path) -> Iterator[Callable[..., LostResubmit]]:
+    """`lost_resubmit(prefix, recipe)`: a run of `recipe(jobs, name)` (a job name starting
+    with `prefix`) on the cluster under test, brought to the crash (LostResubmit); its jobs
+    are cancelled and its Slack stand-in and demo dir closed at the end of the test."""
+    with ExitStack() as stack:
+        def crash(prefix: str, recipe: Callable[[DemoJobs, str], dict]) -> LostResubmit:
+            name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+            slack = stack.enter_context(SlackStandIn())
+            jobs = stack.enter_context(DemoJobs.open(slurm_cluster))
+            stack.callback(jobs.runner.run, ["scancel", f"--name={name}"], check=False)
+            config, config_path = _setup(slurm_cluster, tmp_path, recipe(jobs, name))
             bot = Bot(config, slack)
             first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
-            chain_id, old = first.chain_id, first.job_id
             bot.close()
-            runner.run(["scontrol", "release", old])
-
+            jobs.runner.run(["scontrol", "release", first.job_id])
             _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
+            return LostResubmit(name, slack, jobs, config, first.chain_id, first.job_id)
 
-            # What the crash left: the job sbatch made, and nothing in the store about it.
-            slurm_jobs = _jobs_named(runner, name)
-            assert len(slurm_jobs) == 2 and old in slurm_jobs, slurm_jobs
-            [new] = [j for j in slurm_jobs if j != old]
-            bot = Bot(config, slack)
-            assert [a.job_id for a in bot.store.attempts.for_chain(chain_id)] == [old]
-            assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "submitting"
-
-            # A fresh bot on the same store, the job still queued: its first tick adopts it.
-            assert _queued_held(runner, new)
-            watcher = build_watcher(bot.ctx, "dev")
-            watcher.tick(time.time())
-            runner.run(["scontrol", "release", new])
-            attempts = bot.store.attempts.for_chain(chain_id)
-            assert [a.job_id for a in attempts] == [old, new], attempts
-            assert attempts[1].attempt_no == 2 and attempts[1].checkpoint_path is not None
-            assert bot.store.chains.get(chain_id).retries_used == 1
-            assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "done"
-            assert new in {w.job_id for w in bot.store.watched_jobs.list("dev")}
-
-            _tick_until_done(bot, chain_id, watcher)
-            attempts = bot.store.attempts.for_chain(chain_id)
-            seen = [(a.job_id, a.state, a.cause) for a in attempts]
-            assert bot.store.chains.get(chain_id).status == "completed", seen
-            assert [a.job_id for a in attempts] == [old, new], seen
-            assert attempts[1].result == "COMPLETED", seen
-            assert _jobs_named(runner, name).keys() == {old, new}  # never submitted again
-
-            [root] = slack.root_messages(CHANNEL)
-            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
-            told = [t for t in texts if f"resubmitted automatically as {new}" in t]
-            assert len(told) == 1, texts
-            keys = Counter(_keys(slack))
-            assert keys[f"dev:{old}:resubmitted"] == 1 and keys[f"resolution:{new}"] == 1, keys
-            assert not [k for k, n in keys.items() if n > 1], keys
-            bot.close()
-        finally:
-            runner.run(["scancel", f"--name={name}"], check=False)
+        yield crash
 
 
-def test_an_array_tasks_resubmit_lost_in_a_crash_is_its_one_task_array(slurm_cluster,
-                                                                       tmp_path):
-    name = f"tb-crash-arr-{uuid.uuid4().hex[:6]}"
-    with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
-        config, config_path = _setup(slurm_cluster, tmp_path, _array_recipe(jobs, name))
-        runner = jobs.runner
-        try:
-            bot = Bot(config, slack)
-            first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
-            chain_id, array = first.chain_id, first.job_id
-            bot.close()
-            runner.run(["scontrol", "release", array])
+def test_a_single_jobs_resubmit_lost_in_a_crash_is_adopted_once(lost_resubmit):
+    run = lost_resubmit("tb-crash", _single_recipe)
+    name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
 
-            _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
-            # The bot stays down until the sibling tasks have ended: no job of the array is
-            # left to watch when it comes back, only the lost resubmit to adopt.
-            _wait_until_ended(runner, [f"{array}_0", f"{array}_2"])
+    # What the crash left: the job sbatch made, and nothing in the store about it.
+    slurm_jobs = _jobs_named(runner, name)
+    assert len(slurm_jobs) == 2 and old in slurm_jobs, slurm_jobs
+    [new] = [j for j in slurm_jobs if j != old]
+    bot = run.bot()
+    assert [a.job_id for a in bot.store.attempts.for_chain(chain_id)] == [old]
+    assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "submitting"
 
-            bot = Bot(config, slack)
-            before = {a.shown_id: a.job_id for a in bot.store.attempts.for_chain(chain_id)}
-            failed_raw = before[f"{array}_1"]
-            assert bot.store.incidents.get(f"dev:{failed_raw}:resubmit").state == "submitting"
-            slurm_jobs = _jobs_named(runner, name)
-            resubmits = {shown: raw for shown, raw in slurm_jobs.items()
-                         if not shown.startswith(f"{array}_")}
-            # sbatch --array=1 made one job, a one-task array of task 1, recorded nowhere
-            [(shown, new)] = resubmits.items()
-            assert shown == f"{new}_1", slurm_jobs
-            assert new not in before.values(), before
+    # A fresh bot on the same store, the job still queued: its first tick adopts it.
+    assert _queued_held(runner, new)
+    watcher = build_watcher(bot.ctx, "dev")
+    watcher.tick(time.time())
+    runner.run(["scontrol", "release", new])
+    attempts = bot.store.attempts.for_chain(chain_id)
+    assert [a.job_id for a in attempts] == [old, new], attempts
+    assert attempts[1].attempt_no == 2 and attempts[1].checkpoint_path is not None
+    assert bot.store.chains.get(chain_id).retries_used == 1
+    assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "done"
+    assert new in {w.job_id for w in bot.store.watched_jobs.list("dev")}
 
-            # A fresh bot on the same store, the resubmit still queued: its first tick adopts it.
-            assert _queued_held(runner, new)
-            watcher = build_watcher(bot.ctx, "dev")
-            watcher.tick(time.time())
-            runner.run(["scontrol", "release", new])
-            after = {a.shown_id: a for a in bot.store.attempts.for_chain(chain_id)}
-            task1 = [k for k, a in after.items() if a.array_task == 1]
-            assert task1 == [f"{array}_1", f"{new}_1"], list(after)
-            assert after[f"{new}_1"].job_id == new
-            # every other attempt row is a task of the original array, under its own id
-            siblings = {k: a.job_id for k, a in after.items() if a.array_task != 1}
-            assert all(k.startswith(f"{array}_") for k in siblings), siblings
-            assert all(slurm_jobs.get(k) == raw for k, raw in siblings.items()), \
-                (siblings, slurm_jobs)
-            assert bot.store.incidents.get(f"dev:{failed_raw}:resubmit").state == "done"
+    _tick_until_done(bot, chain_id, watcher)
+    attempts = bot.store.attempts.for_chain(chain_id)
+    seen = [(a.job_id, a.state, a.cause) for a in attempts]
+    assert bot.store.chains.get(chain_id).status == "completed", seen
+    assert [a.job_id for a in attempts] == [old, new], seen
+    assert attempts[1].result == "COMPLETED", seen
+    assert _jobs_named(runner, name).keys() == {old, new}  # never submitted again
 
-            _tick_until_done(bot, chain_id, watcher)
-            after = {a.shown_id: a for a in bot.store.attempts.for_chain(chain_id)}
-            seen = [(k, a.state, a.cause) for k, a in after.items()]
-            assert bot.store.chains.get(chain_id).status == "completed", seen
-            assert sorted(after) == sorted([f"{array}_0", f"{array}_1", f"{array}_2",
-                                            f"{new}_1"]), seen
-            assert after[f"{new}_1"].result == "COMPLETED", seen
-            # Slurm: the three tasks and ONE resubmit of task 1, nothing else
-            assert sorted(_jobs_named(runner, name)) == sorted(
-                [f"{array}_0", f"{array}_1", f"{array}_2", f"{new}_1"])
+    texts = run.thread()
+    told = [t for t in texts if f"resubmitted automatically as {new}" in t]
+    assert len(told) == 1, texts
+    keys = run.posted()
+    assert keys[f"dev:{old}:resubmitted"] == 1 and keys[f"resolution:{new}"] == 1, keys
+    assert not [k for k, n in keys.items() if n > 1], keys
+    bot.close()
 
-            [root] = slack.root_messages(CHANNEL)
-            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
-            told = [t for t in texts if "resubmitted automatically as" in t]
-            assert len(told) == 1 and f"{array}_1 resubmitted automatically as {new}_1" \
-                in told[0], texts
-            keys = Counter(_keys(slack))
-            assert not [k for k, n in keys.items() if n > 1], keys
-            bot.close()
-        finally:
-            runner.run(["scancel", f"--name={name}"], check=False)
+
+def test_an_array_tasks_resubmit_lost_in_a_crash_is_its_one_task_array(lost_resubmit):
+    run = lost_resubmit("tb-crash-arr", _array_recipe)
+    name, runner, chain_id, array = run.name, run.runner, run.chain_id, run.first
+    # The bot stays down until the sibling tasks have ended: no job of the array is
+    # left to watch when it comes back, only the lost resubmit to adopt.
+    _wait_until_ended(runner, [f"{array}_0", f"{array}_2"])
+
+    bot = run.bot()
+    before = {a.shown_id: a.job_id for a in bot.store.attempts.for_chain(chain_id)}
+    failed_raw = before[f"{array}_1"]
+    assert bot.store.incidents.get(f"dev:{failed_raw}:resubmit").state == "submitting"
+    slurm_jobs = _jobs_named(runner, name)
+    resubmits = {shown: raw for shown, raw in slurm_jobs.items()
+                 if not shown.startswith(f"{array}_")}
+    # sbatch --array=1 made one job, a one-task array of task 1, recorded nowhere
+    [(shown, new)] = resubmits.items()
+    assert shown == f"{new}_1", slurm_jobs
+    assert new not in before.values(), before
+
+    # A fresh bot on the same store, the resubmit still queued: its first tick adopts it.
+    assert _queued_held(runner, new)
+    watcher = build_watcher(bot.ctx, "dev")
+    watcher.tick(time.time())
+    runner.run(["scontrol", "release", new])
+    after = {a.shown_id: a for a in bot.store.attempts.for_chain(chain_id)}
+    task1 = [k for k, a in after.items() if a.array_task == 1]
+    assert task1 == [f"{array}_1", f"{new}_1"], list(after)
+    assert after[f"{new}_1"].job_id == new
+    # every other attempt row is a task of the original array, under its own id
+    siblings = {k: a.job_id for k, a in after.items() if a.array_task != 1}
+    assert all(k.startswith(f"{array}_") for k in siblings), siblings
+    assert all(slurm_jobs.get(k) == raw for k, raw in siblings.items()), \
+        (siblings, slurm_jobs)
+    assert bot.store.incidents.get(f"dev:{failed_raw}:resubmit").state == "done"
+
+    _tick_until_done(bot, chain_id, watcher)
+    after = {a.shown_id: a for a in bot.store.attempts.for_chain(chain_id)}
+    seen = [(k, a.state, a.cause) for k, a in after.items()]
+    assert bot.store.chains.get(chain_id).status == "completed", seen
+    assert sorted(after) == sorted([f"{array}_0", f"{array}_1", f"{array}_2",
+                                    f"{new}_1"]), seen
+    assert after[f"{new}_1"].result == "COMPLETED", seen
+    # Slurm: the three tasks and ONE resubmit of task 1, nothing else
+    assert sorted(_jobs_named(runner, name)) == sorted(
+        [f"{array}_0", f"{array}_1", f"{array}_2", f"{new}_1"])
+
+    texts = run.thread()
+    told = [t for t in texts if "resubmitted automatically as" in t]
+    assert len(told) == 1 and f"{array}_1 resubmitted automatically as {new}_1" \
+        in told[0], texts
+    keys = run.posted()
+    assert not [k for k, n in keys.items() if n > 1], keys
+    bot.close()
 
 
 def test_a_resubmit_that_ran_while_the_bot_was_down_is_adopted_from_where_it_resumed(
-        slurm_cluster, tmp_path):
+        lost_resubmit):
     """The bot stays down until the job its lost resubmit made has trained to the end (and
     saved newer checkpoints): the adopted attempt resumed from the checkpoint the decision
     chose (iteration 8, what the job's log says it was given), not from the newest one."""
-    name = f"tb-crash-late-{uuid.uuid4().hex[:6]}"
-    with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
-        config, config_path = _setup(slurm_cluster, tmp_path, _single_recipe(jobs, name))
-        runner = jobs.runner
-        try:
-            bot = Bot(config, slack)
-            first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
-            chain_id, old = first.chain_id, first.job_id
-            bot.close()
-            runner.run(["scontrol", "release", old])
+    run = lost_resubmit("tb-crash-late", _single_recipe)
+    name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
 
-            _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
+    [new] = [j for j in _jobs_named(runner, name) if j != old]
+    runner.run(["scontrol", "release", new])
+    _wait_until_ended(runner, [new])
+    resumed = [line for line in runner.run(
+        ["cat", run.jobs.path("logs", f"{name}-{new}.out")]).stdout.splitlines()
+        if "trainbot chose" in line]
+    assert resumed and resumed[0].endswith("iter_000000008"), resumed
 
-            [new] = [j for j in _jobs_named(runner, name) if j != old]
-            runner.run(["scontrol", "release", new])
-            started = time.monotonic()
-            while time.monotonic() - started < FINISH_WITHIN_S:
-                state = runner.run(["sacct", "-X", "-n", "-P", "-j", new, "-o", "State"]
-                                   ).stdout.strip()
-                if state == "COMPLETED":
-                    break
-                time.sleep(2.0)
-            assert state == "COMPLETED", state
-            resumed = [line for line in runner.run(
-                ["cat", jobs.path("logs", f"{name}-{new}.out")]).stdout.splitlines()
-                if "trainbot chose" in line]
-            assert resumed and resumed[0].endswith("iter_000000008"), resumed
+    bot = run.bot()
+    watcher = build_watcher(bot.ctx, "dev")
+    _tick_until_done(bot, chain_id, watcher)
+    attempts = bot.store.attempts.for_chain(chain_id)
+    seen = [(a.job_id, a.result, a.start_iter, a.checkpoint_path) for a in attempts]
+    assert bot.store.chains.get(chain_id).status == "completed", seen
+    assert [a.job_id for a in attempts] == [old, new], seen
+    assert attempts[1].start_iter == 8, seen
+    assert attempts[1].checkpoint_path == run.jobs.path("ckpt", "one", "iter_000000008"), seen
+    assert _jobs_named(runner, name).keys() == {old, new}
 
-            bot = Bot(config, slack)
-            watcher = build_watcher(bot.ctx, "dev")
-            _tick_until_done(bot, chain_id, watcher)
-            attempts = bot.store.attempts.for_chain(chain_id)
-            seen = [(a.job_id, a.result, a.start_iter, a.checkpoint_path) for a in attempts]
-            assert bot.store.chains.get(chain_id).status == "completed", seen
-            assert [a.job_id for a in attempts] == [old, new], seen
-            assert attempts[1].start_iter == 8, seen
-            assert attempts[1].checkpoint_path == jobs.path("ckpt", "one", "iter_000000008"), seen
-            assert _jobs_named(runner, name).keys() == {old, new}
-
-            [root] = slack.root_messages(CHANNEL)
-            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
-            assert len([t for t in texts if f"resubmitted automatically as {new}" in t]) == 1, \
-                texts
-            assert not [k for k, n in Counter(_keys(slack)).items() if n > 1]
-            bot.close()
-        finally:
-            runner.run(["scancel", f"--name={name}"], check=False)
+    texts = run.thread()
+    assert len([t for t in texts if f"resubmitted automatically as {new}" in t]) == 1, texts
+    assert not [k for k, n in run.posted().items() if n > 1]
+    bot.close()
