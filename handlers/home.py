@@ -6,6 +6,7 @@ id) is `bot.services.home.stop_watching`, as `/train unwatch` is; the tab says w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from logging import Logger
 from typing import Any
 
@@ -30,37 +31,38 @@ def make_home_opened(services: BotContext):  # noqa: ANN201 - a Bolt listener
     return home_opened
 
 
-def make_cancel_job(services: BotContext):  # noqa: ANN201 - a Bolt listener
-    def cancel_job(body: dict[str, Any], action: dict[str, Any], logger: Logger) -> None:
+def _id_click(services: BotContext, what: str, subject: str,
+              act: Callable[[str, int, float], str]):  # noqa: ANN202 - a Bolt listener
+    """A Home tab button whose value is an id (of a `subject`: a job, a chain): `act(user, id,
+    now)` does `what` the button says and tells what it did, which the republished tab shows.
+    A value that is no id (a forged click) is logged and ignored."""
+    def click(body: dict[str, Any], action: dict[str, Any], logger: Logger) -> None:
         user, value = body["user"]["id"], str(action.get("value") or "")
         now = services.clock()
         if not value.isdigit():
-            logger.warning("Home tab cancel by %s with a forged value %r", user, value)
+            logger.warning("Home tab %s by %s with a forged value %r", what, user, value)
             return
         try:
-            reply = execute(services, JobControl("cancel", int(value)), actor=user,
-                            channel=None, now=now)
-            publish_home(services, user, now, notice=reply.text)
+            publish_home(services, user, now, notice=act(user, int(value), now))
         except Exception:  # lazy listeners' errors never reach @app.error: log them here
-            logger.exception("Home tab cancel of job %s by %s failed", value, user)
+            logger.exception("Home tab %s of %s %s by %s failed", what, subject, value, user)
 
-    return cancel_job
+    return click
+
+
+def make_cancel_job(services: BotContext):  # noqa: ANN201 - a Bolt listener
+    def cancel(user: str, job: int, now: float) -> str:
+        return execute(services, JobControl("cancel", job), actor=user, channel=None,
+                       now=now).text
+
+    return _id_click(services, "cancel", "job", cancel)
 
 
 def make_stop_watching(services: BotContext):  # noqa: ANN201 - a Bolt listener
-    def stop(body: dict[str, Any], action: dict[str, Any], logger: Logger) -> None:
-        user, value = body["user"]["id"], str(action.get("value") or "")
-        now = services.clock()
-        if not value.isdigit():
-            logger.warning("Home tab stop-watching by %s with a forged value %r", user, value)
-            return
-        try:
-            publish_home(services, user, now,
-                         notice=stop_watching(services, int(value), user, now, besides=user))
-        except Exception:  # lazy listeners' errors never reach @app.error: log them here
-            logger.exception("Home tab stop-watching of chain %s by %s failed", value, user)
+    def stop(user: str, chain: int, now: float) -> str:
+        return stop_watching(services, chain, user, now, besides=user)
 
-    return stop
+    return _id_click(services, "stop-watching", "chain", stop)
 
 
 def _ack(ack: Ack) -> None:
