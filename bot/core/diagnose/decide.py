@@ -62,6 +62,7 @@ _NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", 
 _WRAPPER = re.compile(
     r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
 )
+# A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 
 
@@ -130,7 +131,8 @@ def diagnose(
             chosen, decided_by = "memory_leak", DETECTOR
             evidence = _leak_evidence(leak)
         elif acct.state is None and (ended := ends_in_error(matches, tail, series)):
-            chosen, decided_by = ended, HINT  # no accounting; the log ends in an error
+            chosen, decided_by = ended.class_id, HINT  # no accounting; the log ends in an error
+            evidence = [Evidence(n, t) for n, t in ended.lines]
         elif acct.state is None and (
             (_target_reached(series, target)
              and (target_iter is not None or not epochs_left(tail)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.metrics import MetricSeries
@@ -47,7 +47,7 @@ _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
 _SIGBUSED = re.compile(
     r"\(exitcode\s*:\s*-7\)|exitcode\s*:\s*-7 |Signal 7 \(SIGBUS\)|exits with return code = -7\b"
     r"|terminated with signal SIGBUS|died with <Signals\.SIGBUS: 7>")
-# A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
+# TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
 # epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
@@ -55,10 +55,75 @@ _EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
                        r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
 
 
+# When an error block names no cause in the catalogue's words, its own words may: for each
+# class, a subject and what happened to it, on one line (`... NCCL ... timed out`, `GPU ... out
+# of memory`, `loss ... nan`). Traceback frames and the source lines under them are skipped
+# (code mentions anything), and so are warnings.
+_VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("cuda_oom", re.compile(
+        r"(?i)(?=.*\b(?:cuda|gpu|device|vram|hbm|cudnn|cublas)\b).*\b(?:out of memory|oom"
+        r"|not enough memory|insufficient memory|memory (?:is )?exhausted)\b")),
+    ("host_oom", re.compile(
+        r"(?i)\boom[-_ ]?kill|\bmemory cgroup\b|(?=.*\b(?:host|system|cpu|ram|physical)\b)"
+        r"(?!.*\b(?:cuda|gpu|device)\b).*\b(?:out of memory|not enough memory"
+        r"|insufficient memory|memory (?:is )?exhausted)\b")),
+    # a NaN/inf as a value (`loss: nan`, `grad norm is inf`), not Megatron's `nan iterations: 0`
+    ("nan_loss", re.compile(
+        r"(?i)(?=.*\b(?:loss|grad\w*|norm|diverg\w*)\b).*(?:(?:[=:(\[,]\s*|\b(?:is|was|are"
+        r"|became|becomes|become|got|to)\s+)-?(?:nan|inf)\b|non-finite|not finite)")),
+    ("nccl_timeout", re.compile(
+        r"(?i)(?=.*\b(?:nccl|gloo|collective|all_?reduce|all_?gather|reduce_?scatter"
+        r"|broadcast|barrier|process ?group|c10d)\b).*\b(?:timed? ?out|timeout|watchdog)\b")),
+    ("gpu_failure", re.compile(
+        r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
+        r"|\bgpu (?:is |was |has been )?lost\b|\bgpu\b.*\b(?:not responding|reset required"
+        r"|hardware (?:error|fault|failure))\b")),
+    ("preempted", re.compile(r"(?i)\bpreempt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption"
+                             r"|reclaim\w*)")),
+    ("node_failure", re.compile(
+        r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding|dead|died"
+        r"|crashed|rebooted|notready)\b")),
+    ("compiler_missing", re.compile(
+        r"(?i)(?=.*(?:\bcompiler\b|\bgcc\b|\bg\+\+|\bclang\b|\bcl(?:\.exe)?\b|\bnvcc\b))"
+        r".*\b(?:not found|no such file|cannot find|could not find|unable to (?:find|execute)"
+        r"|missing|not installed|is required)\b")),
+)
+_FRAME = re.compile(r"^\s*File \"[^\"]*\", line \d+")
+_WARNING = re.compile(r"[Ww]arning|WARNING|WARN\b")
+
+
+class Ending(NamedTuple):
+    """How a log ends in an error: its class and the lines whose words named it (none when a
+    catalogue hint or a launcher's signal report did)."""
+
+    class_id: str
+    lines: tuple[tuple[int, str], ...] = ()
+
+
+def named_by_vocabulary(block: Sequence[tuple[int, str]]) -> Ending | None:
+    """The one class whose vocabulary the error block's lines (raw, as the log has them) use,
+    with those lines; None when none does or several do."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    in_frame = False
+    for n, raw in block:
+        text = normalize_line(raw)
+        frame, in_frame = in_frame, bool(_FRAME.match(text))
+        if frame or in_frame or _WARNING.search(text):
+            continue  # a traceback frame, the source line under it, a warning
+        for class_id, words in _VOCABULARY:
+            if words.search(text):
+                found.setdefault(class_id, []).append((n, raw))
+    if len(found) != 1:
+        return None
+    ((class_id, lines),) = found.items()
+    return Ending(class_id, tuple(lines))
+
+
 def ends_in_error(
     matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
-) -> str | None:
-    """The class of the unhandled error a log ends in, None when it does not: a hint
+) -> Ending | None:
+    """The class of the unhandled error a log ends in (with the lines that named it when its
+    own words did), None when it does not end in one: a hint
     (traceback, native abort, launcher or wrapper exit line) or an error line among its last
     lines and no progress line after it. A log that ends in progress is running (`none`),
     whatever errors it printed and survived before. The error is `unknown_failure` unless the
@@ -66,7 +131,8 @@ def ends_in_error(
     the framework requeueing the job on the scheduler's signal: time limit or preemption;
     TensorFlow's `ResourceExhaustedError` without its message: a device OOM), or
     the launcher reports ranks killed by a signal and nothing else (SIGBUS: /dev/shm exhausted,
-    the DataLoader worker class; SIGKILL: host OOM)."""
+    the DataLoader worker class; SIGKILL: host OOM), or the error's own words name one cause
+    the catalogue has no line for (`named_by_vocabulary`: a weaker hint, shown as such)."""
     if not tail:
         return None
     done = [m.line_no for m in matches if m.class_id == "completed"]
@@ -74,18 +140,20 @@ def ends_in_error(
                 done[-1] if done else 0)
     hints = [m for m in matches
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
-    errors = [normalize_line(t) for n, t in tail if n >= after]
+    block = [(n, t) for n, t in tail if n >= after]
+    errors = [normalize_line(t) for _, t in block]
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}
     if not specific and any(_SIGBUSED.search(t) for t in errors):
-        return "dataloader_worker_killed"
+        return Ending("dataloader_worker_killed")
     if not specific and any(_SIGKILLED.search(t) for t in errors):
-        return "host_oom"
+        return Ending("host_oom")
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
-        return next(iter(specific))
+        return Ending(next(iter(specific)))
     if hints or any(_ERROR_LINE.match(t) for t in errors):
-        return "unknown_failure"
+        return (named_by_vocabulary(block) if not specific else None) or Ending(
+            "unknown_failure")
     return None
 
 

@@ -764,6 +764,52 @@ def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: 
     assert (d.class_id, d.retryable) == ("compiler_missing", False)
 
 
+@pytest.mark.parametrize(("ending", "class_id"), [
+    # wordings no catalogue line knows, each ending a log in an unhandled error
+    ("RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for "
+     "recv operation to complete", "nccl_timeout"),
+    ("RuntimeError: GPU 3 ran out of memory while packing the batch", "cuda_oom"),
+    ("RuntimeError: the grad norm became inf at step 1200, stopping", "nan_loss"),
+    ("RuntimeError: host ran out of memory while pinning the batch", "host_oom"),
+    ("RuntimeError: GPU 2 reports an uncorrectable hardware error; the GPU needs a reset",
+     "gpu_failure"),
+    ("SystemError: the worker was preempted by a higher-priority workload", "preempted"),
+    ("ConnectionError: node gpu-b12 is unreachable, aborting the run", "node_failure"),
+    ("OSError: the C++ compiler (g++) was not found on PATH", "compiler_missing"),
+])
+def test_an_error_in_words_the_catalogue_lacks_is_named_by_its_vocabulary_as_a_hint(
+        catalogue, ending: str, class_id: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == (class_id, "hint")
+    assert [e.text for e in d.evidence] == [ending]  # the thread shows the words it went by
+    if class_id in STOP_CLASSES:
+        assert not d.retryable
+
+
+def test_an_errors_vocabulary_decides_only_a_log_that_ends_in_it_and_names_one_cause(
+        catalogue):
+    progress = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    # two causes' words: no guess
+    both = progress + "RuntimeError: NCCL barrier timed out after the GPU ran out of memory\n"
+    assert _diagnose_text(catalogue, both).class_id == "unknown_failure"
+    # a traceback's frames and source lines mention anything; a warning decides nothing
+    frames = progress + ("Traceback (most recent call last):\n"
+                         '  File "train.py", line 88, in step\n'
+                         "    dist.barrier(timeout=nccl_timeout)\n"
+                         "UserWarning: the NCCL barrier timed out once, retrying\n"
+                         "KeyError: 'labels'\n")
+    assert _diagnose_text(catalogue, frames).class_id == "unknown_failure"
+    # words before more progress: the job survived them
+    survived = progress + ("RuntimeError: GPU 3 ran out of memory while packing the batch\n"
+                           "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n")
+    assert _diagnose_text(catalogue, survived).class_id == "none"
+    # Megatron's progress counter of skipped NaN steps is not a NaN loss
+    megatron = progress + ("iteration 182/250000 | lm loss: 2.1E+00 | number of nan "
+                           "iterations: 0 |\nRuntimeError: shard 4 is truncated\n")
+    assert _diagnose_text(catalogue, megatron).class_id == "unknown_failure"
+
+
 def test_enomem_is_a_host_oom(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
             "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
