@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from bot.core.catalogue import Catalogue, CatalogueError, FailureClass
 from bot.core.catalogue.dialect import check_dialect
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.diagnose.ending import named_by_vocabulary
 from bot.core.models import STOP_CLASSES, Action
 from bot.slack.render import catalogue_text
 
@@ -154,9 +155,13 @@ def test_real_fixture_is_recognised_as_its_class(cat: Catalogue, path: Path) -> 
         # Decided by how the log ends (a hint, an error line, progress: test_real_corpus.py
         # diagnoses every fixture); wrappers and tracebacks are evidence, never the answer.
         # (a SIGKILLed or SIGBUSed rank: host OOM, a full /dev/shm; TensorFlow's exhausted
-        # allocator with its message cut off: a device OOM)
+        # allocator with its message cut off: a device OOM; an error whose own words name one
+        # cause: bot.core.diagnose.ending.named_by_vocabulary)
+        lines = list(enumerate(body.split("\n"), start=2))
+        named = named_by_vocabulary(lines)
         assert expected in NO_PRIMARY_PATTERNS | {"host_oom", "dataloader_worker_killed", "none",
-                                                  "silent_exit", "completed", "cuda_oom"}
+                                                  "silent_exit", "completed", "cuda_oom"} or (
+            named is not None and named.class_id == expected)
     else:
         assert expected in primary_classes(matches)
         top = cat.rank(primary_classes(matches))[0]
