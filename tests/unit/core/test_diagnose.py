@@ -689,6 +689,23 @@ def test_a_nan_named_by_autograd_or_a_printed_loss_tensor_is_a_nan_loss(catalogu
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
 
 
+@pytest.mark.parametrize("line", [
+    # the loss as a perplexity or a cross-entropy, running on after it went NaN
+    "[2018-11-26 15:06:01,481 INFO] Step 5650/50000; acc:   0.19; ppl:   nan; xent:  nan; "
+    "lr: 0.00070; 1928/2310 tok/s;  21110 sec",
+    "epoch 3 | valid perplexity: inf",
+    # a Chinese log's full-width colon, and the value spelled Nan
+    "训练次数：800, Loss：nan",
+    "Epoch 4 Loss: Nan",
+])
+def test_a_loss_logged_as_nan_in_other_words_is_a_nan_loss_while_training_goes_on(
+        catalogue, line: str):
+    text = "[2018-11-26 15:02:57,162 INFO] Step 5600/50000; ppl:  9.83\n" + line + "\n"
+    text += "[2018-11-26 15:12:08,893 INFO] Step 5750/50000; ppl:   9.1\n"  # more progress
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+
+
 def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
     line = "epoch 3 loss: tensor(0.4312, device='cuda:0', grad_fn=<AddBackward0>)"
     assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "none"
