@@ -4,6 +4,7 @@ and a parser listing the literal text every match of a pattern contains."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _ESCAPABLE = set(".[](){}*+?|^$\\")
 #: Characters that start a quantifier, and an interval `{m}`, `{m,}`, `{m,n}`.
@@ -157,17 +158,25 @@ def _dedupe(variants: list[_Tok]) -> list[_Tok]:
     which keeps the expansion of `[Ll]oss'?"? *[=:]...` small."""
     seen: dict[tuple[tuple[str, ...], str], _Tok] = {}
     for v in variants:
-        runs: list[str] = []
-        run: list[str] = []
-        for t in v:
-            if t is None:
-                if len(run) >= 3:
-                    runs.append("".join(run))
-                run = []
-            else:
-                run.append(t)
-        seen.setdefault((tuple(runs), "".join(run)), v)
+        runs, tail = _literal_runs(v)
+        seen.setdefault((tuple(runs), tail), v)
     return list(seen.values())
+
+
+def _literal_runs(tokens: Iterable[str | None]) -> tuple[list[str], str]:
+    """The runs of 3+ literal characters between the unknown parts (None) of `tokens`, and
+    the literal text after the last one (not counted as a run: end `tokens` with None to
+    count it)."""
+    runs: list[str] = []
+    run: list[str] = []
+    for t in tokens:
+        if t is None:
+            if len(run) >= 3:
+                runs.append("".join(run))
+            run = []
+        else:
+            run.append(t)
+    return runs, "".join(run)
 
 
 def _class_chars(body: str) -> set[str] | None:
@@ -206,15 +215,7 @@ def required_runs(pattern: str) -> list[list[str]]:
     runs of 3+ characters that every match of that variant contains, in order."""
     out: list[list[str]] = []
     for tokens in _Parser(pattern).parse_alt():
-        runs: list[str] = []
-        run: list[str] = []
-        for t in [*tokens, None]:
-            if t is None:
-                if len(run) >= 3:
-                    runs.append("".join(run))
-                run = []
-            else:
-                run.append(t)
+        runs, _ = _literal_runs([*tokens, None])
         if runs not in out:
             out.append(runs)
     return out
