@@ -31,6 +31,17 @@ _ERROR_LINE = re.compile(
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
     r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
+# A shell's notice of a process killed by a signal whose default is to end it, in glibc's
+# names of the signals (strsignal) that no error word covers: bare (`Floating point
+# exception`), in bash's job notice (`line 3:  1098 Terminated  python train.py`) or zsh's
+# (`zsh: floating point exception  python train.py`, `[1]  + 4242 hangup  python ...`).
+_SIGNAL_NAMES = (r"(?:floating[- ]point exception|terminated|hangup|quit|trace/breakpoint trap"
+                 r"|cpu time limit exceeded|file size limit exceeded|bad system call|alarm clock"
+                 r"|user defined signal [12]|profiling timer expired|virtual timer expired)")
+_SIGNAL_NOTICE = re.compile(
+    rf"(?i)^[\s`'\">|*#-]*{_SIGNAL_NAMES}(?:\s*\(core dumped\))?\W*$"
+    rf"|(?:^|:)\s*[0-9]+\s+{_SIGNAL_NAMES}(?:[\s(]|$)"
+    rf"|^(?:zsh: |\[[0-9]+\]\s*[+-]?\s*[0-9]+\s+){_SIGNAL_NAMES}(?:[\s(]|$)")
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
 #: classes ended of that cause: a bare `Killed` (host OOM); the training framework's own
 #: announcement that it caught the scheduler's signal and requeues (Lightning's `Handling
@@ -151,7 +162,7 @@ def ends_in_error(
         return Ending("host_oom")
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
         return Ending(next(iter(specific)))
-    if hints or any(_ERROR_LINE.match(t) for t in errors):
+    if hints or any(_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t) for t in errors):
         return (named_by_vocabulary(block) if not specific else None) or Ending(
             "unknown_failure")
     return None

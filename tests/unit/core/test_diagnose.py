@@ -455,6 +455,11 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     "  exitcode  : -11 (pid: 6421)\n  error_file: <N/A>\n"
     "  traceback : Signal 11 (SIGSEGV) received by PID 6421\n"
     "======================================================",
+    # a shell's notice of a fatal signal that no error word covers: bare, bash's, zsh's
+    "Floating point exception   ",
+    "./train.sh: line 3:  1098 Terminated              python train.py --epochs 90",
+    "zsh: floating point exception  python train.py",
+    "[1]  + 4242 hangup     python train.py",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
@@ -465,6 +470,9 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
     "UserWarning: the error handling of this function is deprecated",
     "[W socket.cpp:464] [c10d] WARNING: connect to [::1]:29500 failed, retrying",
     "Epoch 3:  40%|####      | 200/500 [00:25<00:37, 8.0it/s, loss=0.213]",
+    # a signal's name as a word of an ordinary line
+    "Training terminated early by the scheduler's plan: 0 of 4 workers, quit rate 0.1",
+    "env step: 12 terminated=0 truncated=1",
 ])
 def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
