@@ -835,6 +835,25 @@ def test_an_errors_vocabulary_decides_only_a_log_that_ends_in_it_and_names_one_c
     assert _diagnose_text(catalogue, megatron).class_id == "unknown_failure"
 
 
+@pytest.mark.parametrize("line", [
+    # Ray's GCS giving up on a node (verl / OpenRLHF / vLLM workers on Ray)
+    "2024-04-11 16:38:16,464\tWARNING worker.py:2037 -- The node with node id: 75b2eec8 and "
+    "address: 10.4.4.107 has been marked dead because the detector has missed too many "
+    "heartbeats from it.",
+    "The node with client ID 1eadc9db has been marked dead because the monitor has missed too "
+    "many heartbeats from it.",
+    # torch elastic's rendezvous losing a node
+    "The node 'gpu-b12_4242_0' has failed to send a keep-alive heartbeat to the rendezvous "
+    "'88154' due to an error of type RendezvousConnectionError.",
+    "slurmstepd: error: *** JOB 88154 ON gpu-b12 CANCELLED AT 2025-03-02T10:00:00 *** Reason: "
+    "Node unexpectedly rebooted",
+])
+def test_a_node_lost_by_ray_torch_elastic_or_slurm_is_a_node_failure(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("node_failure", "signature")
+    assert d.retryable and not d.charges_budget
+
+
 def test_enomem_is_a_host_oom(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
             "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
