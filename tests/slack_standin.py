@@ -60,6 +60,9 @@ _CONTROL_RE = re.compile(
     r"(?:\|[^<>]*)?>")
 # trainbot never pings a whole channel: one of these in its text is user text left unescaped
 _BROADCAST_RE = re.compile(r"<!(?:channel|here|everyone)(?:\|[^<>]*)?>")
+# plain_text is shown as sent: an entity in it (`&amp;`) shows literally, text escaped for
+# mrkdwn that reached a header, a button or a dialog (escaped where it must not be)
+_ENTITY_RE = re.compile(r"&(?:amp|lt|gt);")
 
 
 def mrkdwn_errors(text: str) -> list[str]:
@@ -73,6 +76,15 @@ def mrkdwn_errors(text: str) -> list[str]:
         if at >= 0:
             errors.append(f"unescaped {ch!r} near {rest[max(0, at - 20):at + 20]!r}")
     return errors
+
+
+def plain_text_errors(text: str) -> list[str]:
+    """What Slack would show wrongly in plain_text `text` ([] when none): an entity
+    (`&amp;`, `&lt;`, `&gt;`), which plain_text shows literally: mrkdwn escaping where none
+    belongs."""
+    return [f"entity {m.group()!r} in plain_text near "
+            f"{text[max(0, m.start() - 20):m.end() + 20]!r} (escaped for mrkdwn?)"
+            for m in _ENTITY_RE.finditer(text)]
 
 
 @dataclass
@@ -137,9 +149,8 @@ def _text_obj(obj: Any, p: str, *, limit: int, plain_only: bool = False) -> list
     extra = set(obj) - {"type", "text", "emoji", "verbatim"}
     if extra:
         return [f"[ERROR] unknown field {sorted(extra)[0]} [json-pointer:{p}]"]
-    if obj["type"] == "mrkdwn":
-        return [f"[ERROR] {e} [json-pointer:{p}/text]" for e in mrkdwn_errors(text)]
-    return []
+    errors = mrkdwn_errors(text) if obj["type"] == "mrkdwn" else plain_text_errors(text)
+    return [f"[ERROR] {e} [json-pointer:{p}/text]" for e in errors]
 
 
 def _validate_element(el: Any, p: str) -> list[str]:
@@ -161,6 +172,10 @@ def _validate_element(el: Any, p: str) -> list[str]:
                         f"[json-pointer:{p}/url]")
         if el.get("style") not in (None, "primary", "danger"):
             errs.append(f"[ERROR] must be primary or danger [json-pointer:{p}/style]")
+        if el.get("style") == "danger" and "confirm" not in el:
+            # the stand-in's own, as for broadcasts: trainbot's red buttons cancel a job, and
+            # every one asks first
+            errs.append(f"[ERROR] a danger button without a confirm dialog [json-pointer:{p}]")
     if "confirm" in el:
         errs += _validate_confirm(el["confirm"], f"{p}/confirm")
     return errs

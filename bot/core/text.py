@@ -77,6 +77,17 @@ def mrkdwn_escape(text: Any) -> Mrkdwn:
     return Mrkdwn(str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
 
 
+def shorten(text: Any, limit: int) -> str:
+    """`text` in at most `limit` characters, for a plain_text field Slack caps (a header, a
+    button, a confirm dialog's title): a longer one keeps its start and its end, where job
+    names and node lists differ (`sweep-lr0.1-…-seed3`), around one `…`."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 3
+    return text[:limit - 1 - tail] + "…" + (text[-tail:] if tail else "")
+
+
 # The control sequences trainbot's own sentences build on purpose: a mention of a person,
 # channel or group (`<@%(user)s>`, `<#%(channel)s>`, `<!subteam^S1>`) and a link
 # (`<https://…|label>`).

@@ -25,7 +25,14 @@ from typing import Any
 
 import jinja2
 
-from bot.core.text import Mrkdwn, align_table, mrkdwn_escape, mrkdwn_sentence, render_text
+from bot.core.text import (
+    Mrkdwn,
+    align_table,
+    mrkdwn_escape,
+    mrkdwn_sentence,
+    render_text,
+    shorten,
+)
 from bot.services.ports import RenderError
 from bot.slack.translations import PoTranslations, languages_in, translations_for
 from bot.slack.views import template_context
@@ -167,6 +174,7 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     env.filters["duration"] = lambda s: format_duration(s, t)
     env.filters["num"] = _num
     env.filters["esc"] = mrkdwn_escape
+    env.filters["short"] = shorten  # a value in plain_text (a header, a button, a dialog)
     env.filters["code_block"] = code_block
     env.filters["utc_hm"] = _utc_hm
     # a sentence made in pure code (bot.core.text.Text), in this language, escaped for

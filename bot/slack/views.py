@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from bot.core.home import prompt_confirm
 from bot.core.incident import Incident, Proposal, RootView, WarningView
 from bot.core.units import GIB
 
@@ -74,7 +75,8 @@ def default_value(kind: str, params: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class Button:
     """A proposal as a Slack button: `kind` picks the words (in the template), `value` is
-    opaque, `action_id` is the kind's ActionId."""
+    opaque, `action_id` is the kind's ActionId; `confirm`, on a button that cancels the job,
+    what its confirm dialog names (bot.core.home.cancel_confirm)."""
 
     kind: str  # resubmit | resubmit_mem | cancel_resume | dismiss
     action_id: str
@@ -82,11 +84,15 @@ class Button:
     style: str | None = None  # primary | danger | None
     from_iter: int | None = None
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
+    confirm: dict[str, Any] | None = None
 
 
 def buttons(proposals: Iterable[Proposal], job_id: str,
-            value_for: ValueFactory = default_value) -> list[Button]:
-    """One button per proposal: "Cancel and resume" is red, the first resubmit green."""
+            value_for: ValueFactory = default_value, *, state: str = "RUNNING"
+            ) -> list[Button]:
+    """One button per proposal: "Cancel and resume" is red, the first resubmit green; a
+    button that cancels the job asks first, naming it and its `state` (the prompts' one
+    builder, bot.core.home.prompt_confirm)."""
     out: list[Button] = []
     for p in proposals:
         style = None
@@ -98,7 +104,8 @@ def buttons(proposals: Iterable[Proposal], job_id: str,
         params = {"job": job_id, **{k: v for k, v in (("from_iter", p.from_iter),
                                                       ("mem", p.mem)) if v is not None}}
         out.append(Button(p.kind, action_id_for(p.kind).value, value_for(p.kind, params),
-                          style, p.from_iter, p.mem))
+                          style, p.from_iter, p.mem,
+                          prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm")))
     return out
 
 
@@ -152,7 +159,10 @@ def template_context(view: Any) -> dict[str, Any]:
         return dict(view)
     context = asdict(view)
     if isinstance(view, Incident | WarningView):
-        context["actions"] = [asdict(b) for b in buttons(view.proposals, view.job_id)]
+        # a warning's job still runs; an incident's state is Slurm's, when known
+        state = (view.state if isinstance(view, Incident) else None) or "RUNNING"
+        context["actions"] = [asdict(b) for b in buttons(view.proposals, view.job_id,
+                                                         state=state)]
     if isinstance(view, Incident):
         context["metrics"] = metric_cells(view)
     if isinstance(view, RootView):

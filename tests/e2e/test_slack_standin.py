@@ -87,6 +87,29 @@ def test_invalid_blocks_are_rejected(client, blocks):
     assert error_of(client, blocks=blocks) == "invalid_blocks"
 
 
+@pytest.mark.parametrize("blocks", [
+    [{"type": "header", "text": {"type": "plain_text", "text": "sweep a&amp;b · job 1"}}],
+    [{"type": "actions", "elements": [button("Hold &lt;x&gt;")]}],
+    confirmed(title={"type": "plain_text", "text": "Cancel job 1&amp;2?"}),
+], ids=["header", "button", "confirm-title"])
+def test_plain_text_escaped_for_mrkdwn_is_rejected(client, blocks):
+    """plain_text is shown as sent: `&amp;` in a header, a button or a dialog reads
+    literally (a value escaped where it must not be)."""
+    assert error_of(client, blocks=blocks) == "invalid_blocks"
+    as_typed = [{"type": "header", "text": {"type": "plain_text", "text": "<!channel> a&b"}}]
+    assert client.chat_postMessage(channel=CHANNEL, text="t", blocks=as_typed)["ok"]
+
+
+def test_a_red_button_must_ask_first(client):
+    """trainbot's danger buttons cancel a job: one without a confirm dialog is refused."""
+    red = button() | {"style": "danger"}
+    assert error_of(client, blocks=[{"type": "actions", "elements": [red]}]) == \
+        "invalid_blocks"
+    asks = red | {"confirm": confirm()}
+    assert client.chat_postMessage(channel=CHANNEL, text="t", blocks=[
+        {"type": "actions", "elements": [asks]}])["ok"]
+
+
 def test_limits_themselves_are_accepted(client, slack):
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": "h" * 150}},
               sec("x" * 2900),

@@ -336,3 +336,178 @@ def test_the_reader_would_catch_a_join_escaped_twice(tmp_path) -> None:
     from bot.slack.render import render_template
     shown = render_template("twice", "en", {"x": "a < b"}, override_dir=tmp_path)["text"]
     assert shown == " (a &amp;lt; b)"  # what the reader above keeps out of every template
+
+
+# --- every value of every template, one at a time --------------------------------------------
+# A value reaches Slack escaped exactly once wherever it lands: each sample view below is
+# rendered again with ANY_VALUE in place of one of its values (a string or a None: a job id,
+# a Slurm state, a class, an exit code, a job name, a log line), for every value in turn. The
+# stand-in must accept every message: no raw `<!channel>` or stray `<` in mrkdwn (a value not
+# escaped), no entity in plain_text (a header or a button escaped for mrkdwn), no `&amp;amp;`
+# (escaped twice). Values that are trainbot's own mrkdwn or Slack user ids keep what they are
+# (OWN_KEYS); a value a template cannot take as text (a figure it formats) is left as it was.
+
+ANY_VALUE = "<!channel> a&b <x>"
+# trainbot's own mrkdwn (a prompt's question, a note, mentions), Slack user ids and a
+# button's style
+OWN_KEYS = frozenset({"summary", "question", "notice", "mentions", "actor", "approvers",
+                      "decided_by", "user", "text", "style"})
+
+
+def _samples() -> list[tuple[str, object]]:
+    """A view of every template that posts to Slack (each kind of the event template's
+    sentences; the stories' incidents, warnings and roots)."""
+    from test_render_golden import STORY_IDS, story_views
+
+    from bot.core.home import prompt_confirm
+    out: list[tuple[str, object]] = [(t, v) for s in STORY_IDS
+                                     for t, v in story_views(s).items()]
+    button = {"kind": "cancel_resume", "action_id": "trainbot_cancel_resume", "value": "tok",
+              "style": "danger", "from_iter": 300, "mem": "64G", "exclude": "gpu07",
+              "job_id": "6100_1", **prompt_confirm("cancel_resume", "6100_1", "RUNNING", 300)}
+    out += [
+        ("approval", {"summary": OWN, "block_id": "approve:tok", "buttons": [
+            button, {**button, "kind": "resubmit_mem", "action_id": "trainbot_resubmit_mem",
+             "style": None, "confirm": None},
+            {**button, "kind": "cancel", "action_id": "trainbot_cancel",
+             **prompt_confirm("cancel", "6100_1", "RUNNING")}]}),
+        ("array_root", {"array_job_id": 6100, "name": "sweep", "cluster": "dev",
+                        "state": "RUNNING", "counts": [["RUNNING", 2], ["FAILED", 1]],
+                        "rows": [{"display_id": "6100_1", "attempt": 2, "state": "FAILED",
+                                  "last_iter": 40, "cause": "host_oom"}],
+                        "hidden": [["PENDING", 3]], "started": 3, "waiting": True,
+                        "recipe": "mix"}),
+        ("submitted", {"recipe": "mix", "job_id": "88887", "attempt_no": 2, "job_name": "wm",
+                       "actor": "U0ALICE", "automatic": False, "checkpoint_path": "/ck/i3",
+                       "checkpoint_iter": 3000, "overrides": [["lr", "3e-4"]],
+                       "not_applied": [["mem", "64G", "32G"]]}),
+        ("hold_prompt", {"competitor": "88017", "competitor_name": "succ", "for_job": "88887",
+                         "token": "tok", "block_id": "hold:tok", "yes_action": "hold_yes",
+                         "no_action": "hold_no"}),
+        ("hold_released", {"competitor": "88017", "for_job": "88887", "why": "ended",
+                           "state": "FAILED", "problem": None}),
+        ("decided", {"summary": OWN, "outcome": _outcome(job_id="88154", state="RUNNING")}),
+        ("click_reply", {"kind": "busy", "decided_by": "U0BOB", "job": "88154"}),
+        ("completed", {"job_id": "140_4", "replaced": ["123_4"], "last_iter": 10,
+                       "target_iter": 10, "elapsed_s": 60, "attempts": 2, "retries_used": 1}),
+        ("home", {"user": "U0BOB", "more": 0, "notice": OWN, "runs": [
+            _home_run(prompts=[{"summary": OWN, "token": "tok", "buttons": [button]}]),
+            _home_run(chain_id=2, array=True, tasks=[{"state": "RUNNING", "n": 2}])]}),
+        ("train_reply", {"kind": "watching", "job": "5150", "name": "x", "state": "RUNNING",
+                         "raw": "5151", "cluster": "dev"}),
+        ("train_reply", {"kind": "controlled", "verb": "cancel", "job": "5150_1",
+                         "raw": "5151", "actor": "U0BOB"}),
+        ("prompt_follow_up", {"kind": "escalated", "mentions": ["<@U0BOB>"], "question": OWN,
+                              "age_s": 3600, "expires_at": 1.7e9}),
+        ("probe_result", {"recipe": "mix", "actor": "U0BOB", "error": None, "factory": "m:f",
+                          "host": "gpu07", "grows": "workers", "slope_mb": 2.0, "workers": [
+                              {"pid": 7, "rss_start_mb": 100, "rss_end_mb": 180,
+                               "samples": 40, "slope_mb": 2.0}]}),
+        ("stacks", {"job_id": "88154", "problem": None, "summary": {
+            "ranks": 4, "groups": [_group(3), _group(1)], "majority": _group(3),
+            "odd": [_group(1)],
+            "failures": [{"cause": "pyspy_absent", "count": 1, "detail": "x", "host": "h"}]}}),
+        ("flight_recorder", {"job_id": "88154", "dir": "/fr", "error": None, "summary": {
+            "ranks": [0, 1, 2], "waiting_seq": 9, "waiting_op": "allreduce",
+            "behind": [{"rank": 2, "seq": 8, "op": "allgather", "state": "scheduled"}],
+            "unread": [{"rank": 3, "why": "truncated"}]}}),
+    ]
+    event = {"kind": "incident", "prompt": False, "job_id": "88154", "cluster": "dev",
+             "state": "FAILED", "class_id": "host_oom", "hint": "Lower the batch size.",
+             "detail": None, "translations": {}, "facts": {}, "text": "job 88154 FAILED"}
+    reason = {"kind": "ask", "class_id": "host_oom", "charged": True, "resume_from": 3000,
+              "work_lost_iters": 470, "mem": "64G", "projected_oom_iter": 900, "used": 1,
+              "budget": 3, "charge_no": 1, "job": "88154", "last_iter": 40, "prev_job": "88153",
+              "prev_iter": 40, "current": "32G", "cap": "64G", "limit": "32G",
+              "max_rss": "31G", "exclude": "gpu07", "stalled_s": 600, "cpu_hung": True,
+              "cpu_before": 90.0, "cpu_after": 1.0, "slope": 1.5, "target": 1000,
+              "workers_gib": [1.0, 4.0], "earlier": True, "sstat_step": "0",
+              "need_gib": 80, "ceiling_gib": 64, "with_gib": 64, "reach_iter": 800,
+              "pct": 20.0, "threshold": 40.0, "during_save": True}
+    whys = ("completed", "leak_ended", "not_retryable", "nothing_to_do", "budget_exhausted",
+            "no_progress", "retryable", "ask", "leak_hopeless", "leak_limit_unknown",
+            "mem_unknown", "mem_at_cap", "mem_propose", "stall", "leak", "low_gpu")
+    out += [("event", {**event, "reason": {**reason, "why": w}}) for w in whys]
+    out += [("event", {**event, "kind": "warning", "prompt": True,
+                       "reason": {**reason, "why": "stall"}})]
+    out += [("event", {**event, "kind": kind, "reason": {}, "facts": facts})
+            for kind, facts in (
+                ("held", {"held_s": 900, "reason": "JobHeldAdmin"}),
+                ("unknown", {"minutes": 30}),
+                ("resubmitted", {"new_job": "88887"}),
+                ("cluster_unreachable", {"ticks": 3, "since": "05:00", "error": "timeout"}),
+                ("cluster_back", {"since": "05:00"}))]
+    return out
+
+
+def _leaves(value: object, path: tuple = ()) -> list[tuple]:
+    """The paths of a view's values that can be text: strings (not trainbot's own mrkdwn)
+    and Nones, outside OWN_KEYS."""
+    if isinstance(value, Mrkdwn) or (path and path[-1] in OWN_KEYS):
+        return []
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
+    if value is None or isinstance(value, str):
+        return [path]
+    return []
+
+
+def _replaced(value: object, path: tuple, new: object) -> object:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _replaced(value[head], rest, new)}
+    items = list(value)  # type: ignore[call-overload]
+    items[head] = _replaced(items[head], rest, new)
+    return type(value)(items) if isinstance(value, tuple) else items
+
+
+def _hostile_problems(template: str, view: object, override_dir: Path | None = None
+                      ) -> tuple[int, list[str]]:
+    """How many of the view's values took ANY_VALUE, and what the stand-in said of each."""
+    from bot.slack.views import template_context
+    context = template_context(view)
+    rendered, problems = 0, []
+    for path in _leaves(context):
+        try:
+            blocks, text = render_blocks(template, "en", _replaced(context, path, ANY_VALUE),
+                                         override_dir=override_dir)
+        except Exception:  # noqa: BLE001 - a figure the template formats: not text
+            continue
+        rendered += 1
+        found = [*validate_blocks(blocks), *mrkdwn_errors(text)]
+        found += [f"escaped twice: {t!r}" for t in [text, *_mrkdwn(blocks)]
+                  if re.search(r"&amp;(?:amp|lt|gt);", t)]
+        problems += [f"{template} {'.'.join(map(str, path))}: {e}" for e in found]
+    return rendered, problems
+
+
+@pytest.mark.parametrize("sample", range(len(_samples())),
+                         ids=[t for t, _ in _samples()])
+def test_every_value_reaches_slack_escaped_exactly_once(sample: int) -> None:
+    template, view = _samples()[sample]
+    rendered, problems = _hostile_problems(template, view)
+    assert rendered, f"no value of the {template} sample could be replaced"
+    assert problems == []
+
+
+def test_every_template_that_posts_has_a_sample() -> None:
+    posted = {p.name.removesuffix(".json.j2") for p in TEMPLATES.glob("*.json.j2")}
+    # explanation: a sentence for the CLI's terminal, never posted; note: its one value is
+    # trainbot's own mrkdwn (test_a_note_is_trainbots_mrkdwn_as_made)
+    covered = {t for t, _ in _samples()} | {"explanation", "note"}
+    assert posted <= covered, posted - covered
+
+
+def test_the_hostile_walk_would_catch_a_value_left_unescaped(tmp_path) -> None:
+    (tmp_path / "raw.json.j2").write_text(
+        '{"text": "x", "blocks": [{"type": "section", "text": {"type": "mrkdwn", '
+        '"text": {{ ("job " ~ job_id) | tojson }}}}, {"type": "header", "text": '
+        '{"type": "plain_text", "text": {{ ("job " ~ (job_id | esc)) | tojson }}}}]}')
+    rendered, problems = _hostile_problems("raw", {"job_id": "88154"}, tmp_path)
+    assert rendered == 1
+    assert any("broadcast mention" in p for p in problems)
+    assert any("entity '&lt;' in plain_text" in p for p in problems)

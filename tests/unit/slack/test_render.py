@@ -260,3 +260,73 @@ def test_a_gpu_fault_incident_names_the_node_the_resubmit_excludes(lang: str, wo
     shown = json.dumps(blocks, ensure_ascii=False)
     assert "--exclude=gpu-b12" in shown and word in shown
     assert "🔎" in shown  # and what decided it
+
+
+# --- buttons that cancel a job; long values in plain_text ----------------------------------
+
+
+def _hang(**kw):
+    d = Diagnosis(
+        class_id="hang", action=Action.ASK, retryable=True, charges_budget=True,
+        hint="Cancel and resume.", title="Training hung", evidence=(),
+        metrics=DiagnosisMetrics(last_iter=3470, target_iter=8000, sec_per_iter=4.5))
+    return build_incident(d, recipe="mix", job_id="88154", last_checkpoint_iter=3000, now=0.0,
+                          **kw)
+
+
+@pytest.mark.parametrize(("lang", "title", "text"), [
+    ("en", "Cancel job 88154?", "Job 88154 is RUNNING. scancel stops it, then trainbot "
+                                "resubmits it resuming from iter 3000."),
+    ("ko", "작업 88154을(를) 취소할까요?",
+     "작업 88154은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 3000부터 "
+     "재개하도록 다시 제출합니다."),
+])
+@pytest.mark.parametrize("message", ["warning", "incident"])
+def test_cancel_and_resume_on_a_warning_or_incident_asks_first_as_a_prompt_does(
+        message, lang, title, text):
+    """The stall warning's and a hang incident's "Cancel and resume" (what `trainbot report`
+    writes) asks first in the message's language, the dialog a thread prompt's Cancel and
+    resume shows (one builder: bot.core.home.prompt_confirm, the template's cancel_confirm)."""
+    from bot.core.home import prompt_confirm
+    from bot.core.incident import build_warning
+    view = (build_warning(kind="stall", recipe="mix", job_id="88154", last_iter=3470,
+                          now=900.0, stalled_since=0.0, sec_per_iter=4.5,
+                          last_checkpoint_iter=3000)
+            if message == "warning" else _hang())
+    blocks, _ = render_blocks(message, lang, view)
+    assert validate_blocks(blocks) == []  # the stand-in refuses a red button that asks nothing
+    [red] = [b for blk in blocks if blk["type"] == "actions" for b in blk["elements"]
+             if b["action_id"] == "trainbot_cancel_resume"]
+    assert (red["confirm"]["title"]["text"], red["confirm"]["text"]["text"]) == (title, text)
+    prompt, _ = render_blocks("approval", lang, {
+        "summary": "s", "block_id": "approve:t", "buttons": [
+            {"kind": "cancel_resume", "action_id": "trainbot_cancel_resume", "value": "t",
+             "style": "danger", "from_iter": 3000, "mem": None, "job_id": "88154",
+             **prompt_confirm("cancel_resume", "88154", "RUNNING", 3000)}]})
+    assert red["confirm"] == prompt[1]["elements"][0]["confirm"]
+
+
+def test_a_long_job_name_in_a_header_keeps_its_start_end_id_and_state():
+    from bot.core.arrays import ArrayRootView
+    name = "sweep-lr0.1-" + "x" * 200 + "-seed3"
+    view = ArrayRootView(array_job_id=6100, name=name, cluster="dev", state="RUNNING",
+                         counts=(("RUNNING", 2),), rows=(), hidden=(), started=2,
+                         waiting=False)
+    blocks, _ = render_blocks("array_root", "en", view)
+    header = blocks[0]["text"]["text"]
+    assert len(header) <= 150 and validate_blocks(blocks) == []
+    assert header.startswith("🟢 sweep-lr0.1-xxx")
+    assert "…" in header and header.endswith("x-seed3 · array 6100 · RUNNING")
+
+
+def test_a_long_node_list_on_a_button_keeps_what_the_button_does():
+    nodes = "gpu[" + ",".join(f"{i:03d}" for i in range(60)) + "]"
+    blocks, _ = render_blocks("approval", "en", {
+        "summary": "s", "block_id": "approve:t", "buttons": [
+            {"kind": "resubmit", "action_id": "trainbot_resubmit", "value": "t",
+             "style": "primary", "from_iter": 123456, "mem": None, "exclude": nodes,
+             "job_id": "88154"}]})
+    label = blocks[1]["elements"][0]["text"]["text"]
+    assert len(label) <= 75 and validate_blocks(blocks) == []
+    assert label.startswith("Resubmit without gpu[000,")
+    assert label.endswith(",059] (resume from iter 123456)") and "…" in label
