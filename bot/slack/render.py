@@ -43,6 +43,8 @@ MAX_SECTION_TEXT = 3000
 MAX_HEADER_TEXT = 150
 MAX_BUTTON_TEXT = 75
 MAX_BUTTON_VALUE = 2000
+# A button's confirm dialog: its title, text and its two buttons (plain_text each).
+MAX_CONFIRM = {"title": 100, "text": 300, "confirm": 30, "deny": 30}
 MAX_FIELDS = 10
 MAX_FIELD_TEXT = 2000
 MAX_CONTEXT_ELEMENTS = 10
@@ -355,6 +357,11 @@ def _trim_block(block: dict[str, Any], cuts: _Cuts, marker: str, section_limit: 
             t = el.get("text")
             if isinstance(t, dict) and isinstance(t.get("text"), str):
                 t["text"] = _cut_text(t["text"], MAX_BUTTON_TEXT, cuts, marker)
+            dialog = el.get("confirm")
+            for key, limit in MAX_CONFIRM.items() if isinstance(dialog, dict) else ():
+                t = dialog.get(key)
+                if isinstance(t, dict) and isinstance(t.get("text"), str):
+                    t["text"] = _cut_text(t["text"], limit, cuts, marker)
         block["elements"] = keep
 
 

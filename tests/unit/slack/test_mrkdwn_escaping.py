@@ -348,10 +348,10 @@ def test_the_reader_would_catch_a_join_escaped_twice(tmp_path) -> None:
 # (OWN_KEYS); a value a template cannot take as text (a figure it formats) is left as it was.
 
 ANY_VALUE = "<!channel> a&b <x>"
-# trainbot's own mrkdwn (a prompt's question, a note, mentions), Slack user ids and a
+# trainbot's own mrkdwn (a prompt's question, a notice, mentions), Slack user ids and a
 # button's style
 OWN_KEYS = frozenset({"summary", "question", "notice", "mentions", "actor", "approvers",
-                      "decided_by", "user", "text", "style"})
+                      "decided_by", "user", "style"})
 
 
 def _samples() -> list[tuple[str, object]]:

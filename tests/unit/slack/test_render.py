@@ -112,6 +112,9 @@ def test_trim_limits_headers_buttons_fields_and_block_count():
          "value": "v"} for i in range(30)] + [
         {"type": "button", "action_id": "big", "text": {"type": "plain_text", "text": "x"},
          "value": "v" * 2500}]})
+    dialog = {key: {"type": "plain_text", "text": key[0] * 400}
+              for key in ("title", "text", "confirm", "deny")}
+    blocks[-1]["elements"][0]["confirm"] = dialog  # a site template's long dialog
     out = trim_blocks(blocks, lang="en")
     assert validate_blocks(out) == []
     assert len(out) <= 50
@@ -119,6 +122,9 @@ def test_trim_limits_headers_buttons_fields_and_block_count():
     actions = next(b for b in out if b["type"] == "actions")
     assert len(actions["elements"]) == 25
     assert all(len(e["text"]["text"]) <= 75 for e in actions["elements"])
+    asked = actions["elements"][0]["confirm"]
+    assert [len(asked[k]["text"]) for k in ("title", "text", "confirm", "deny")] == \
+        [100, 300, 30, 30]
     note = next(b for b in out if b.get("block_id") == "trainbot_trimmed")["elements"][0]["text"]
     assert "blocks dropped" in note and "buttons dropped" in note and "fields dropped" in note
 
