@@ -543,6 +543,11 @@ def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: s
     # the framework itself saying it did not train (ms-swift)
     "[WARNING:swift] No training was carried out, which may be due to the dataset being too "
     "small or incorrect usage of resume_from_checkpoint.",
+    # Lightning finding no batch, Keras's directory iterator finding no file
+    "INFO:lightning_fabric.utilities.rank_zero:`Trainer.fit` stopped: No training batches.",
+    "UserWarning: Total length of `DataLoader` across ranks is zero. Please make sure this was "
+    "your intention.",
+    "Found 0 images belonging to 2 classes.",
 ])
 def test_an_empty_data_set_is_a_silent_exit_even_when_the_script_says_it_finished(
         catalogue, empty: str):
