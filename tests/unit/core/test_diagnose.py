@@ -577,6 +577,18 @@ def test_only_the_xid_codes_of_a_gpu_or_driver_fault_are_a_gpu_failure(
     assert _diagnose_text(catalogue, text).class_id == class_id
 
 
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+    "  what():  CUDA error: uncorrectable NVLink error detected during the execution",
+    "CUDA_ERROR_CONTAINED: Invalid access of peer GPU memory over nvlink or a hardware error",
+    "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: cudaErrorContained",
+])
+def test_an_nvlink_fabric_fault_is_a_gpu_failure(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("gpu_failure", "signature")
+    assert d.retryable and not d.charges_budget
+
+
 def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalogue):
     text = (
         "[rank1]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
