@@ -752,6 +752,10 @@ def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: 
 @pytest.mark.parametrize("line", [
     "Your TPU node has been preempted. Restart training from the latest checkpoint.",
     "W0101 10:00:00.000 worker.py:88] Instance was preempted by the cloud provider",
+    # Kubernetes' reason for the pod's disruption, Kueue's for evicting the workload
+    "  Type: DisruptionTarget  Status: True  Reason: PreemptionByScheduler",
+    "Warning  Evicted  workload/train-88154  Preempted to accommodate a workload (UID: 42) due "
+    "to prioritization in the ClusterQueue",
 ])
 def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
@@ -869,6 +873,14 @@ def test_a_node_lost_by_ray_torch_elastic_or_slurm_is_a_node_failure(catalogue, 
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by) == ("node_failure", "signature")
     assert d.retryable and not d.charges_budget
+
+
+def test_a_partitions_preemption_banner_decides_nothing(catalogue):
+    banner = "NOTE: jobs in the 'scavenger' partition may be preempted by higher priority jobs\n"
+    running = banner + "step 10 loss 1.2\nstep 20 loss 1.1\n"
+    assert _diagnose_text(catalogue, running).class_id == "none"
+    crashed = running + "KeyError: 'labels'\n"
+    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
 
 
 def test_enomem_is_a_host_oom(catalogue):
