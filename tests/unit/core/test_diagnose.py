@@ -875,6 +875,20 @@ def test_a_node_lost_by_ray_torch_elastic_or_slurm_is_a_node_failure(catalogue, 
     assert d.retryable and not d.charges_budget
 
 
+@pytest.mark.parametrize("line", [
+    # PyTorch 2.4+'s lines around the watchdog's abort, when its first line is cut off
+    "[rank2]:[E723 01:58:45.511299168 ProcessGroupNCCL.cpp:2268] [PG ID 1 PG GUID 1 Rank 2]  "
+    "failure detected by watchdog at work sequence id: 45390 PG status: last enqueued work: "
+    "45403, last completed work: 45389",
+    "[rank2]:[E723 01:58:45.541902539 ProcessGroupNCCL.cpp:1743] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 2] Received a dump signal due to a collective timeout from this local rank and we "
+    "will try our best to dump the debug info.",
+])
+def test_the_watchdogs_newer_lines_are_an_nccl_timeout(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("nccl_timeout", "signature")
+
+
 def test_a_partitions_preemption_banner_decides_nothing(catalogue):
     banner = "NOTE: jobs in the 'scavenger' partition may be preempted by higher priority jobs\n"
     running = banner + "step 10 loss 1.2\nstep 20 loss 1.1\n"
