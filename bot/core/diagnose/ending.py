@@ -1,11 +1,12 @@
 """How a log ends, for a job with no accounting (a pasted log, `trainbot diagnose` of a file).
 
 Without Slurm's State the log's last lines are the only witness: an unhandled error after the
-last progress line is a failure (`ends_in_error`: its class when the last hint names a cause,
-else `unknown_failure`), a TensorFlow Estimator's final save ends a finished run
-(`ends_in_final_save`), and an epoch counter short of its total means a 100 % progress bar was
-one epoch's (`epochs_left`). The decision (bot.core.diagnose.decide) weighs these after the
-decisive evidence (signatures, detectors).
+last progress line (an error line, a catalogue hint, a shell's notice of a fatal signal) is a
+failure (`ends_in_error`: its class when the last hint names a cause, else the one cause the
+error's own words name (`named_by_vocabulary`), else `unknown_failure`), a TensorFlow
+Estimator's final save ends a finished run (`ends_in_final_save`), and an epoch counter short
+of its total means a 100 % progress bar was one epoch's (`epochs_left`). The decision
+(bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
 """
 
 from __future__ import annotations
