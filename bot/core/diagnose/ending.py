@@ -90,7 +90,7 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
         r"|\bgpu (?:is |was |has been )?lost\b|\bgpu\b.*\b(?:not responding|reset required"
         r"|hardware (?:error|fault|failure))\b")),
-    ("preempted", re.compile(r"(?i)\bpreempt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption"
+    ("preempted", re.compile(r"(?i)\bpre-?empt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption"
                              r"|reclaim\w*)")),
     ("node_failure", re.compile(
         r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding|dead|died"

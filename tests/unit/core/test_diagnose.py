@@ -756,6 +756,10 @@ def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: 
     "  Type: DisruptionTarget  Status: True  Reason: PreemptionByScheduler",
     "Warning  Evicted  workload/train-88154  Preempted to accommodate a workload (UID: 42) due "
     "to prioritization in the ClusterQueue",
+    # hyphenated, as Azure ML words a low-priority node's eviction
+    "AzureMLCompute job failed. PreemptionError: Nodes of this job got pre-empted. Check if the "
+    "run has failed or restarted. Reason: Received pre-emption warning signal",
+    "The job was pre-empted by the cluster's fair-share policy",
 ])
 def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
@@ -820,6 +824,7 @@ def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: 
     ("RuntimeError: GPU 2 reports an uncorrectable hardware error; the GPU needs a reset",
      "gpu_failure"),
     ("SystemError: the worker was preempted by a higher-priority workload", "preempted"),
+    ("RuntimeError: the allocation was pre-empted, aborting", "preempted"),
     ("ConnectionError: node gpu-b12 is unreachable, aborting the run", "node_failure"),
     ("OSError: the C++ compiler (g++) was not found on PATH", "compiler_missing"),
 ])
