@@ -18,12 +18,16 @@ from typing import Any, NamedTuple
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.metrics import MetricSeries
 
+# A warning: a line labelled one (`UserWarning: ...`, `warning: ...`, `[Warning]`, a WARN or
+# WARNING level) or the source line Python shows under it (`  warnings.warn(...)`,
+# `rank_zero_warn(`), not a line that only mentions one (`Received pre-emption warning signal`).
+_WARNING = re.compile(r"[A-Za-z]*[Ww]arning\s*[:\]]|\bWARN(?:ING)?\b|[A-Za-z_.]*warn\(")
 # The last words of a process that died of an unhandled error, where no catalogue hint is:
 # a Python exception line, an ERROR/FATAL line, a failed exec, or any line that reports an
 # error, a failure or an abort (not a warning). Lines pasted into issues and chats keep their
 # quoting (`backticks`, "> ", "* "), so it may come first.
 _ERROR_LINE = re.compile(
-    r"^[\s`'\">|*#-]*(?!.*(?:[Ww]arning|WARNING|WARN\b))"
+    r"^[\s`'\">|*#-]*"
     r"(?:[A-Za-z0-9_.]*(?:Error|Exception|Interrupt)\b|(?:ERROR|FATAL|Fatal)\b"
     r"|.*(?:No such file or directory|Permission denied|[Kk]illed)\W*$"
     # a shell that cannot run the command: `bash: torchrun: command not found`, `command
@@ -101,7 +105,6 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|missing|not installed|is required)\b")),
 )
 _FRAME = re.compile(r"^\s*File \"[^\"]*\", line \d+")
-_WARNING = re.compile(r"[Ww]arning|WARNING|WARN\b")
 
 
 class Ending(NamedTuple):
@@ -163,7 +166,8 @@ def ends_in_error(
         return Ending("host_oom")
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
         return Ending(next(iter(specific)))
-    if hints or any(_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t) for t in errors):
+    if hints or any(not _WARNING.search(t) and (_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t))
+                    for t in errors):
         return (named_by_vocabulary(block) if not specific else None) or Ending(
             "unknown_failure")
     return None

@@ -460,6 +460,9 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     "./train.sh: line 3:  1098 Terminated              python train.py --epochs 90",
     "zsh: floating point exception  python train.py",
     "[1]  + 4242 hangup     python train.py",
+    # an error that mentions a warning is still an error
+    "Job failed: the step was cancelled. Reason: received termination warning signal",
+    "RuntimeError: checkpoint shard 3 is corrupt (see the warning above)",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
@@ -473,6 +476,10 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
     # a signal's name as a word of an ordinary line
     "Training terminated early by the scheduler's plan: 0 of 4 workers, quit rate 0.1",
     "env step: 12 terminated=0 truncated=1",
+    # a warning Python shows with its source line, and a compiler's warning label
+    "/opt/lib/torch/utils/cpp_extension.py:346: UserWarning: Error checking compiler version "
+    "for cl\n  warnings.warn(f'Error checking compiler version for {compiler}: {error}')",
+    "cc1plus: warning: command-line option '-Wstrict-prototypes' is not valid: error prone",
 ])
 def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
