@@ -1,6 +1,6 @@
 """Accuracy of `trainbot diagnose` on the real-log corpus (tests/fixtures/real), per split.
 
-    .venv/bin/python bench/score_real_logs.py [--split tuned|heldout|heldout-5|...|all]
+    .venv/bin/python bench/score_real_logs.py [--split tuned|heldout|heldout-6|...|all]
                                               [--misses] [--record]
 
 Each fixture is an excerpt of a public log; its file name starts with the class decided from
@@ -33,7 +33,7 @@ from bot.core.catalogue.scanner import normalize_line  # noqa: E402
 from bot.core.diagnose import analyze_file  # noqa: E402
 
 REAL = ROOT / "tests" / "fixtures" / "real"
-#: The tuned split, then each held-out split by its directory's name (`heldout`, `heldout-5`).
+#: The tuned split, then each held-out split by its directory's name (`heldout`, `heldout-6`).
 SPLITS = {"tuned": REAL} | {d.name: d for d in sorted(REAL.glob("heldout*")) if d.is_dir()}
 _CONFIDENCE = re.compile(r"^\| `([^`]+\.log)` \|.*\| (clear|doubtful) \|\s*$", re.M)
 #: What the last run of this script measured (the tests hold the tuned split to it).
