@@ -25,6 +25,14 @@ class Action(StrEnum):
     NONE = "none"  # nothing to do (completed, running fine, or a warning only)
 
 
+# What decided a diagnosis (Diagnosis.decided_by): how far a person may trust it.
+SIGNATURE = "signature"  # a decisive catalogue line (or a completion marker)
+HINT = "hint"  # only how the log ends: a traceback, a native abort, the error's own words
+ACCOUNTING = "accounting"  # only Slurm's State / exit code: the log does not say why
+DETECTOR = "detector"  # a measured trend: stalled progress, growing memory, too little work
+PROGRESS = "progress"  # the log's progress lines (running, or the target reached)
+
+
 @dataclass(frozen=True)
 class Accounting:
     """The Slurm facts diagnosis needs about one job (from sacct/squeue, or CLI flags).
@@ -100,7 +108,7 @@ class Diagnosis:
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     #: what decided it: signature | hint | accounting | detector | progress
     #: (bot.core.diagnose; the thread says it, so a person knows when to look closer)
-    decided_by: str = "signature"
+    decided_by: str = SIGNATURE
     #: a host OOM after a steady RSS trend: {slope_gib_per_100_iter, start_iter, start_gib}
     #: (the fitted RSS line, its value at the run's first measured iteration); else None
     leak_fit: Mapping[str, Any] | None = None

@@ -24,6 +24,9 @@ normalized line (ANSI colours, `[rank3]:`-style launcher prefixes and all but th
 `\\r` segment removed), case-sensitively, in the regex dialect that Python `re` and `grep -E`
 share. A site extends the catalogue with its own YAML files (`catalogue.extra` in the config),
 in the shape documented at the top of `catalogue.yaml`; STOP classes stay STOP classes.
+A class named only by how a log ends, with no deciding line and no accounting (a
+*hint*: the error's own words, a native abort), is offered with a button, never
+resubmitted automatically.
 """
 
 

@@ -28,8 +28,13 @@ from bot.core.detectors import (
 )
 from bot.core.diagnose.ending import ends_in_error, ends_in_final_save, epochs_left
 from bot.core.metrics import MetricSeries, clean_line
-from bot.core.models import (
+from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
+    ACCOUNTING,
+    DETECTOR,
+    HINT,
     MEMORY_CLASSES,
+    PROGRESS,
+    SIGNATURE,
     Accounting,
     Action,
     Diagnosis,
@@ -43,12 +48,6 @@ from bot.core.units import GIB
 
 _EVIDENCE_MAX = 6
 
-# What decided a diagnosis (Diagnosis.decided_by): how far a person may trust it.
-SIGNATURE = "signature"  # a decisive catalogue line (or a completion marker)
-HINT = "hint"  # only how the log ends: a traceback, a native abort, a launcher's exit line
-ACCOUNTING = "accounting"  # only Slurm's State / exit code: the log does not say why
-DETECTOR = "detector"  # a measured trend: stalled progress, growing memory, too little work
-PROGRESS = "progress"  # the log's progress lines (running, or the target reached)
 
 #: Faults of a node (its GPU, the node itself, a collective timed out on it): resubmitted
 #: elsewhere, with --exclude=<node> when the log names it.

@@ -6,7 +6,8 @@ Pure: no I/O, no clock reads (callers pass `now`). Inputs are plain data; the ou
 Rules (docs/failures.md, docs/incidents.md):
 - `resubmit` classes (nccl_timeout, dataloader_timeout, time_limit, preempted, node_failure)
   are proposed with a button, or resubmitted at once when the recipe says `auto_resubmit`
-  and the class is retryable; both wait for the backoff (`not_before`).
+  and the class is retryable, unless only how the log ended named it (`decided_by` hint: no
+  decisive line, no accounting), which is offered; both wait for the backoff (`not_before`).
 - `ask` classes are proposed, never automatic; host_oom and dataloader_worker_killed propose
   `--mem` sized from the limit and MaxRSS; a finished job whose class is memory_leak only warns.
 - STOP classes (cuda_oom, compiler_missing, nan_loss, silent_exit) never resubmit.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.core.models import MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
+from bot.core.models import HINT, MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
 from bot.core.policy.chain import ChainHistory
 from bot.core.policy.decision import OFFER_DISMISS, OFFER_RESUBMIT, Decision, DecisionKind
 from bot.core.policy.early import early_warnings
@@ -131,7 +131,9 @@ def decide(
     if node:
         where += f" on another node (--exclude={diagnosis.node})"
     if diagnosis.action == Action.RESUBMIT:
-        if p.auto_resubmit and diagnosis.retryable:
+        # a class named only by how the log ends (no decisive line, no accounting) is offered,
+        # never resubmitted by itself: a person looks closer first
+        if p.auto_resubmit and diagnosis.retryable and diagnosis.decided_by != HINT:
             return Decision(
                 DecisionKind.RESUBMIT_NOW,
                 f"{cid} is retryable: resubmitting {where} ({budget_text})",

@@ -563,3 +563,27 @@ def test_a_stored_resubmit_decision_keeps_the_node_it_excludes():
     dec = decide(diag("gpu_failure", node="gpu-b12"), chain(), AUTO, NOW, checkpoint_iter=500)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
     assert back.facts == {"exclude": "gpu-b12"} and back.kind is DecisionKind.RESUBMIT_NOW
+
+
+def _diagnose_log(text: str) -> Diagnosis:
+    import io
+    return analyze_file(io.BytesIO(text.encode()), catalogue()).diagnose()
+
+
+def test_a_retryable_class_named_only_by_how_the_log_ends_is_offered_not_resubmitted():
+    """auto_resubmit acts on a decisive line or on Slurm's verdict, never on the error's own
+    words alone: a person is asked to look closer first (the thread says "hint")."""
+    progress = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    by_words = _diagnose_log(
+        progress + "ConnectionError: node gpu-b12 is unreachable, aborting the run\n")
+    assert (by_words.class_id, by_words.decided_by, by_words.retryable) == (
+        "node_failure", "hint", True)
+    offered = decide(by_words, chain(120), AUTO, NOW, checkpoint_iter=100)
+    assert offered.kind == DecisionKind.PROPOSE_RESUBMIT
+    assert "resubmit" in offered.offers and offered.resume_from == 100
+    # the same class from a decisive line is resubmitted at once
+    decisive = _diagnose_log(progress + "slurmstepd: error: *** JOB 88154 ON gpu-b12 CANCELLED AT "
+                             "2025-03-02T10:05:00 DUE TO NODE FAILURE, SEE SLURMCTLD LOG ***\n")
+    assert (decisive.class_id, decisive.decided_by) == ("node_failure", "signature")
+    assert decide(decisive, chain(120), AUTO, NOW, checkpoint_iter=100).kind == \
+        DecisionKind.RESUBMIT_NOW
