@@ -80,22 +80,17 @@ class MemoryBudget:
     cap_bytes: int | None
     floor_bytes: int | None
     level: Level
-    text: Text  # the verdict, translated where shown; `message` is its English
+    text: Text  # the verdict, translated where shown; its finding's `message` is its English
     suggested_mem: str | None  # an `--mem` value that fits, e.g. "580G"; None if none does
     fix_text: Text | str
 
-    @property
-    def message(self) -> str:
-        return str(self.text)
-
-    @property
-    def fix(self) -> str:
-        return render_text(self.fix_text)
-
     def to_json(self) -> dict[str, Any]:
+        """The budget in the JSON report; its verdict and fix in English, as its finding
+        renders them."""
+        finding = self.finding()
         return {
             "parts": [{"name": p.name, "bytes": p.bytes, "gib": round(p.bytes / GIB, 1),
-                       "why": str(p.why)} for p in self.parts],
+                       "why": render_text(p.why)} for p in self.parts],
             "subtotal_bytes": self.subtotal_bytes,
             "peak_bytes": self.peak_bytes,
             "peak_gib": round(self.peak_bytes / GIB, 1),
@@ -103,9 +98,9 @@ class MemoryBudget:
             "cap_bytes": self.cap_bytes,
             "floor_bytes": self.floor_bytes,
             "level": self.level,
-            "message": self.message,
+            "message": finding.message,
             "suggested_mem": self.suggested_mem,
-            "fix": self.fix,
+            "fix": finding.fix,
         }
 
     def finding(self) -> Finding:

@@ -35,14 +35,14 @@ def test_87870_estimate_exceeds_300gb_and_says_why():
     # every rank gathers 18 B/param: bf16 2 + fp32 master 4 + Adam 8 + EMA 4
     assert parts["model+optimizer state"] == 4 * 18 * PARAMS
     assert parts["DataLoader workers"] == 40 * parse_size("9.2G")
-    assert "40 workers" in budget.message and "OOM-killed" in budget.message
-    assert "gathered by every rank" in budget.message
+    assert "40 workers" in budget.finding().message and "OOM-killed" in budget.finding().message
+    assert "gathered by every rank" in budget.finding().message
     # the --mem that fits, rounded up to 10 GiB, under the 4 × 244,000 MiB cap
     assert budget.suggested_mem is not None
     suggested = parse_size(budget.suggested_mem)
     assert suggested >= budget.peak_bytes and suggested - budget.peak_bytes < 10 * GIB
     assert suggested <= 4 * PER_GPU_CAP
-    assert f"--mem={budget.suggested_mem}" in budget.fix
+    assert f"--mem={budget.suggested_mem}" in budget.finding().fix
 
 
 def test_after_the_leak_fix_the_estimate_covers_the_measured_186_gib_and_fits_300gb():
@@ -65,8 +65,8 @@ def test_cannot_fit_under_the_cap_names_the_ways_down():
                                 per_gpu_cap_bytes=PER_GPU_CAP)
     assert budget.level == "fail"
     assert budget.suggested_mem is None
-    assert budget.fix.startswith("cannot fit under the cap")
-    assert "save sharded" in budget.fix
+    assert budget.finding().fix.startswith("cannot fit under the cap")
+    assert "save sharded" in budget.finding().fix
     sharded = estimate_save_peak(_job_87870(params=12_000_000_000, worker_rss="2.3G",
                                             save_mode=SaveMode.SHARDED),
                                  mem_limit_bytes=parse_size("950GB"),
@@ -78,7 +78,7 @@ def test_fewer_workers_is_offered_when_workers_are_what_breaks_the_cap():
     budget = estimate_save_peak(_job_87870(worker_rss="30G"), mem_limit_bytes=None,
                                 per_gpu_cap_bytes=PER_GPU_CAP)
     assert budget.level == "fail"
-    assert "reduce DataLoader workers to" in budget.fix
+    assert "reduce DataLoader workers to" in budget.finding().fix
 
 
 def test_ema_optional_and_tight_budget_warns():
@@ -95,3 +95,12 @@ def test_bad_inputs_name_the_field():
         SaveMemoryInputs(params=0, ranks_per_node=4)
     with pytest.raises(ValueError, match="ranks_per_node"):
         SaveMemoryInputs(params=10, ranks_per_node=0)
+
+
+def test_the_json_report_says_what_the_finding_says():
+    budget = estimate_save_peak(_job_87870(), mem_limit_bytes=parse_size("300GB"),
+                                per_gpu_cap_bytes=PER_GPU_CAP, site_floor_bytes=SITE_FLOOR)
+    report, finding = budget.to_json(), budget.finding()
+    assert report["message"] == finding.message and "OOM-killed" in report["message"]
+    assert report["fix"] == finding.fix and f"--mem={budget.suggested_mem}" in report["fix"]
+    assert all(isinstance(p["why"], str) and p["why"] for p in report["parts"])
