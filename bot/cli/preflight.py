@@ -26,6 +26,9 @@ HELP = ("Check a recipe before it holds GPUs: launcher lint, worker toolchain (s
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", metavar="RECIPE", help="recipe name from the config")
+    parser.add_argument("overrides", metavar="KEY=VALUE", nargs="*",
+                        help="the overrides the run will get, as for `submit` (e.g. mem=950G "
+                             "steps=500): checked with them applied")
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--script", metavar="PATH",
@@ -85,7 +88,7 @@ def _options(args: argparse.Namespace):  # -> PreflightOptions
         save_mode=SaveMode(args.save_mode) if args.save_mode else None,
         ema=False if args.no_ema else None,
         toolchain=not args.no_toolchain, env_setup=args.env_setup, python=args.python,
-        toolchain_timeout=args.timeout,
+        toolchain_timeout=args.timeout, recipe_overrides=tuple(args.overrides),
     )
 
 

@@ -30,7 +30,7 @@ USAGE: dict[str, str] = {
     "unwatch": "/train unwatch JOBID|JOBID_TASK",
     "stacks": "/train stacks JOBID|JOBID_TASK",
     "history": "/train history RECIPE",
-    "preflight": "/train preflight RECIPE",
+    "preflight": "/train preflight RECIPE [key=value ...]",
 }
 
 # What each command is for (`/train help`), translated by the renderer.
@@ -149,6 +149,10 @@ class History:
 @dataclass(frozen=True)
 class Preflight:
     recipe: str
+    overrides: tuple[tuple[str, str], ...] = ()  # as for Submit: the run's overrides to check
+
+    def override_strings(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.overrides]
 
 
 Command = (Help | Status | Submit | Resume | JobControl | Logs | Watch | Unwatch | Stacks
@@ -267,12 +271,19 @@ def _p_status(verb: str, args: list[str]) -> Command:
     return Status(_recipe(verb, word))
 
 
-def _p_submit(verb: str, args: list[str]) -> Command:
+def _p_recipe_overrides(verb: str, args: list[str]) -> Command:
     _arity(verb, args, least=1, most=1 + 32)
     recipe = _recipe(verb, args[0])
+    if verb == "preflight":
+        return Preflight(recipe, _overrides(verb, args[1:]))
+    return Submit(recipe, _overrides(verb, args[1:]))
+
+
+def _overrides(verb: str, words: list[str]) -> tuple[tuple[str, str], ...]:
+    """`key=value` words, checked: (key, value) pairs in order."""
     pairs: list[tuple[str, str]] = []
     seen: set[str] = set()
-    for word in args[1:]:
+    for word in words:
         key, sep, value = word.partition("=")
         if not sep:
             raise CommandError(N_("%(word)s is not a key=value override", word=_show(word)), verb)
@@ -287,7 +298,7 @@ def _p_submit(verb: str, args: list[str]) -> Command:
                                   key=key), verb)
         seen.add(key)
         pairs.append((key, value))
-    return Submit(recipe, tuple(pairs))
+    return tuple(pairs)
 
 
 def _p_recipe_only(verb: str, args: list[str]) -> Command:
@@ -295,9 +306,7 @@ def _p_recipe_only(verb: str, args: list[str]) -> Command:
     recipe = _recipe(verb, args[0])
     if verb == "resume":
         return Resume(recipe)
-    if verb == "history":
-        return History(recipe)
-    return Preflight(recipe)
+    return History(recipe)
 
 
 def _p_job_control(verb: str, args: list[str]) -> Command:
@@ -338,10 +347,10 @@ def _p_stacks(verb: str, args: list[str]) -> Command:
 _PARSERS = {
     "help": _p_help,
     "status": _p_status,
-    "submit": _p_submit,
+    "submit": _p_recipe_overrides,
     "resume": _p_recipe_only,
     "history": _p_recipe_only,
-    "preflight": _p_recipe_only,
+    "preflight": _p_recipe_overrides,
     "cancel": _p_job_control,
     "hold": _p_job_control,
     "release": _p_job_control,

@@ -36,7 +36,7 @@ from bot.core.memory_budget import (
 from bot.core.text import N_, Text, join_text
 from bot.core.units import GIB, parse_size
 from bot.services.ports import SFTP, Runner
-from bot.services.submit import submit_env
+from bot.services.submit import OverrideError, apply_overrides, parse_overrides, submit_env
 
 if TYPE_CHECKING:
     from bot.config import ClusterConfig, Config, RecipeConfig
@@ -75,6 +75,9 @@ class PreflightOptions:
     probe_srun_args: tuple[str, ...] = ()
     toolchain_timeout: float = 600.0
     shellcheck: bool = True
+    #: The run's `key=value` overrides, as `submit` takes them: Slurm fields replace the
+    #: recipe's, the others reach the script as arguments after the recipe's `args`.
+    recipe_overrides: tuple[str, ...] = ()
 
 
 @dataclass
@@ -394,6 +397,12 @@ def run_preflight(
             N_("no recipe %(recipe)s in the config (known: %(known)s)",
                recipe=repr(recipe_name), known=known)
         ) from None
+    if options.recipe_overrides:
+        try:
+            recipe = apply_overrides(
+                recipe, parse_overrides(recipe_name, recipe, options.recipe_overrides))
+        except OverrideError as exc:
+            raise PreflightUsageError(exc.args[0]) from None
     options = with_config_defaults(options, recipe, config.clusters[recipe.cluster])
     report = PreflightReport(recipe=recipe_name)
     report.sections["launcher"], report.script_source = lint_section(

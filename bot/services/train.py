@@ -28,7 +28,7 @@ from bot.services.access import access_for, approvers_now, default_approvers
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
-from bot.services.preflight import PreflightUsageError, run_preflight
+from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
 from bot.services.runs import describe_start, submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
@@ -488,7 +488,8 @@ def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | Non
         raise _Refused(decision)
     cluster = ctx.config.recipe(cmd.recipe).cluster
     try:
-        report = run_preflight(ctx.config, cmd.recipe, ctx.clusters.runner(cluster))
+        report = run_preflight(ctx.config, cmd.recipe, ctx.clusters.runner(cluster),
+                               PreflightOptions(recipe_overrides=tuple(cmd.override_strings())))
     except PreflightUsageError as exc:
         raise UsageProblem(exc.text) from None
     _audit(ctx, actor, "preflight", now, str(report.level), None, cmd.recipe)

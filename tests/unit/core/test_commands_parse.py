@@ -62,6 +62,7 @@ GOOD = [
     ("status 6100_2", Status("6100_2")),
     ("history mix", History("mix")),
     ("preflight mix", Preflight("mix")),
+    ("preflight mix steps=500 mem=950G", Preflight("mix", (("steps", "500"), ("mem", "950G")))),
 ]
 
 
@@ -109,7 +110,9 @@ BAD = [
                                "close every quote"]),
     ("submit mix note=a\\", ["cannot read the command: no escaped character"]),
     ("history", ["`history` needs an argument", "/train history RECIPE"]),
-    ("preflight mix x", ["extra argument(s): 'x'", "/train preflight RECIPE"]),
+    ("preflight mix x", ["'x' is not a key=value override",
+                         "/train preflight RECIPE [key=value ...]"]),
+    ("preflight mix mem=1G mem=2G", ["override 'mem' is given twice"]),
     ("help nothing", ["no command 'nothing' to explain", "/train help [COMMAND]"]),
     ("x" * 3000, ["3000 characters long"]),
     ("status a\x00b", ["NUL character"]),

@@ -147,3 +147,33 @@ def test_the_launcher_is_linted_with_the_recipes_args(tmp_path, capsys):
               if c["check"] == "positional_under_nounset"]
     assert [(c["level"], c["line"]) for c in checks] == [("warn", 3)]
     assert "`$2`" in checks[0]["message"] and "configs/a.yaml" in checks[0]["message"]
+
+
+def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
+    """`preflight RECIPE steps=500`: an override that is not a Slurm field reaches the script
+    as an argument after the recipe's `args` (as `submit` passes it), so `$2` is given."""
+    cfg = tmp_path / "trainbot.yaml"
+    cfg.write_text(
+        "clusters:\n  far:\n    host: 192.0.2.1\n    port: 1\n    user: nobody\n"
+        "    key_file: /nonexistent/key\n    connect_timeout: 1\n"
+        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
+        "    args: [configs/a.yaml]\n    overridable: {steps: int, mem: size}\n"
+    )
+    script = tmp_path / "launch.sbatch"
+    script.write_text("#!/bin/bash\nset -euo pipefail\nsrun python train.py $1 --set $2\n")
+
+    def preflight(*overrides: str) -> int:
+        return main(["preflight", "mix", *overrides, "--config", str(cfg), "--json",
+                     "--no-toolchain", "--script", str(script), "--params", "1B"])
+
+    def positional(*overrides: str) -> list[tuple[str, int | None]]:
+        preflight(*overrides)
+        out = json.loads(capsys.readouterr().out)
+        return [(c["level"], c["line"]) for c in out["sections"]["launcher"]["checks"]
+                if c["check"] == "positional_under_nounset"]
+
+    assert positional() == [("warn", 3)]
+    assert positional("steps=500") == [("pass", None)]
+    assert positional("mem=600G") == [("warn", 3)]  # a Slurm field: not an argument
+    assert preflight("lr=0.1") == 2
+    assert "does not allow overriding 'lr'" in capsys.readouterr().err
