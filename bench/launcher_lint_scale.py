@@ -8,7 +8,8 @@ lexer) and against `bash -n` (bash's own parser) on the same file, all in the sa
 Shapes: the incident's launcher repeated; 32k-style one-line functions; a long real-looking
 launcher body of many statements; 1 MiB of nested `( … )` and of nested `$( … )`; a launcher
 whose heredocs (a generated config: shell-like text with quotes and brackets) make up most of
-it; the launcher body on one huge `;`-separated line. Each time is the median of `--repeat`
+it; the launcher body on one huge `;`-separated line; messages piped to `tee` without
+`pipefail`. Each time is the median of `--repeat`
 runs, in CPU seconds of the process doing the work (the lint and the regex pass here, `bash -n`
 as a child), which other jobs on a shared machine disturb much less than wall time. Prints one
 table row per shape.
@@ -53,6 +54,9 @@ HEREDOC = 'cat > "$LOG_DIR/config.sh" <<EOF\n' + HEREDOC_LINES * 40 + "EOF\n"
 ONE_LINE = BODY.replace("\n", "; ")
 #: A long block of comments and blank lines (each line start once re-scanned every line below it)
 COMMENTS = "#SBATCH --time=1:00:00\n# LR=3e-4 set -e module load gcc\n\n  \n"
+#: Messages piped to tee, without pipefail (each one's "is the rest of the script only messages?"
+#: once re-read every statement below it)
+TEES = 'echo "step $i" | tee -a "$LOG_DIR/out.log"\n'
 
 
 def _shapes(size: int) -> dict[str, str]:
@@ -68,6 +72,7 @@ def _shapes(size: int) -> dict[str, str]:
         "long heredocs": (head + (BODY + HEREDOC) * (size // len(BODY + HEREDOC) + 1))[:size],
         "one huge line": head + (ONE_LINE * (size // len(ONE_LINE) + 1))[:size],
         "comment and blank lines": head + (COMMENTS * (size // len(COMMENTS) + 1))[:size],
+        "tee pipelines, no pipefail": "#!/bin/bash\n" + (TEES * (size // len(TEES) + 1))[:size],
     }
 
 

@@ -264,6 +264,48 @@ def strip_comments(text: str) -> str:
     return "".join(parts)
 
 
+_PAREN_STOP = re.compile(r"\\.|\$\(|[\\'\"`()]", re.S)
+
+
+def subshell_spans(text: str, memo: Memo | None = None) -> list[tuple[int, int]]:
+    """Where the `( … )` subshells and `$( … )` substitutions of `text` (comments blanked)
+    start and end: (index of `(` / `$`, index just past `)`), in order of their start; one
+    that never closes ends at len(text). A `(` that does not start a word (`arr=(…)`, `f()`)
+    opens no subshell; quoted strings and backticks are passed over whole. One pass, a stack
+    of open parentheses: any depth costs no recursion and no rescan."""
+    spans: list[tuple[int, int]] = []
+    stack: list[tuple[int, bool]] = []  # (start, is a subshell)
+    i, n = 0, len(text)
+    search = _PAREN_STOP.search
+    while True:
+        m = search(text, i)
+        if m is None:
+            break
+        i = m.start()
+        tok = m.group()
+        c = tok[0]
+        if len(tok) == 2:  # an escape, or `$(`
+            if c == "$":
+                stack.append((i, True))
+            i += 2
+        elif c == "(":
+            stack.append((i, word_start(text, i)))
+            i += 1
+        elif c == ")":
+            if stack:  # (a `case` pattern's `)` at the top closes nothing)
+                start, sub = stack.pop()
+                if sub:
+                    spans.append((start, i + 1))
+            i += 1
+        elif c == "\\":
+            i += 1
+        else:  # a quote or a backtick: its text is passed over
+            i = skip_quoted(text, i, 0, memo)
+    spans.extend((start, n) for start, sub in stack if sub)
+    spans.sort()
+    return spans
+
+
 _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
 

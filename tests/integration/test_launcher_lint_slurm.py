@@ -1,7 +1,9 @@
 """The launcher lint's claims about what Slurm shows, checked on the dev clusters (Slurm 22.05
-and 24.11): a training command that exits 3 piped to `tee`, or under an EXIT trap that exits 0,
-ends COMPLETED 0:0; `$2` under `set -u` with one argument ends FAILED 1:0; an `#SBATCH` line
-below the first command is not applied. Each script's fixed form is submitted beside it."""
+and 24.11): a training command that exits 3 piped to `tee` (as a command or an `if` condition),
+or under an EXIT trap that exits 0 (the script's, or a subshell's around it), ends COMPLETED
+0:0; `$2` under `set -u` with one argument ends FAILED 1:0; an `#SBATCH` line below the first
+command or after spaces or a tab is not applied. Each script's fixed form is submitted beside
+it."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from bot.core.launcher_lint import (
     CHECK_EXIT_TRAP,
     CHECK_POSITIONAL,
     CHECK_SBATCH_AFTER_COMMAND,
+    CHECK_SBATCH_INDENTED,
     CHECK_TEE_HIDES_STATUS,
     lint_launcher,
 )
@@ -37,6 +40,17 @@ CASES: dict[str, tuple[str, str, tuple[str, ...], str, tuple[str, int]]] = {
              ("COMPLETED", 0)),
     "trap-keeps": (CHECK_EXIT_TRAP, f"set -e\ntrap 'echo cleanup' EXIT\n{CRASH}\n", (), "pass",
                    ("FAILED", 3)),
+    "tee-if": (CHECK_TEE_HIDES_STATUS,
+               f"if {CRASH} 2>&1 | tee /dev/null; then echo ok; else exit 4; fi\n", (), "warn",
+               ("COMPLETED", 0)),
+    "tee-if-pipefail": (CHECK_TEE_HIDES_STATUS,
+                        f"set -o pipefail\nif {CRASH} 2>&1 | tee /dev/null; then echo ok; "
+                        "else exit 4; fi\n", (), "pass", ("FAILED", 4)),
+    "trap-subshell": (CHECK_EXIT_TRAP, f"set -e\n( trap 'exit 0' EXIT; {CRASH} )\necho done\n",
+                      (), "fail", ("COMPLETED", 0)),
+    "trap-subshell-prep": (CHECK_EXIT_TRAP,
+                           f"set -e\n( trap 'exit 0' EXIT; mkdir -p /tmp/it-lint )\n{CRASH}\n",
+                           (), "pass", ("FAILED", 3)),
     "positional": (CHECK_POSITIONAL, "set -u\necho config $1 tag $2\n", ("a.yaml",), "warn",
                    ("FAILED", 1)),
     "positional-given": (CHECK_POSITIONAL, "set -u\necho config $1 tag $2\n", ("a.yaml", "t"),
@@ -79,9 +93,15 @@ def test_what_the_lint_says_is_what_slurm_shows(slurm_cluster, ssh_runner):
                            output="/dev/null"),
                 script="#!/bin/bash\n" + body,
             )
-        # sbatch reads `#SBATCH --time=3` above the first command, not below it
+        # sbatch reads `#SBATCH --time=3` above the first command, not below it, and only at
+        # the start of its line: after spaces or a tab it is a comment (which does not end
+        # the directives: the flush `--time=3` below an indented one is read)
         for case, body in (("early", "#SBATCH --time=3\necho start\n"),
-                           ("late", "echo start\n#SBATCH --time=3\n")):
+                           ("late", "echo start\n#SBATCH --time=3\n"),
+                           ("indented", "  #SBATCH --time=3\necho start\n"),
+                           ("tab", "\t#SBATCH --time=3\necho start\n"),
+                           ("below-indented", "  #SBATCH --job-name=x\n#SBATCH --time=3\n"
+                                              "echo start\n")):
             ids[case] = client.submit(
                 SubmitSpec(job_name=f"it-lint-{case}-{tag}", mem="64M", output="/dev/null"),
                 script="#!/bin/bash\n" + body,
@@ -99,6 +119,13 @@ def test_what_the_lint_says_is_what_slurm_shows(slurm_cluster, ssh_runner):
     early, late = records[ids["early"]], records[ids["late"]]
     assert early.time_limit_s == 180
     assert late.time_limit_s != 180  # the partition's default: the directive was ignored
+    assert records[ids["indented"]].time_limit_s != 180
+    assert records[ids["tab"]].time_limit_s != 180
+    assert records[ids["below-indented"]].time_limit_s == 180
+    for indented in ("  #SBATCH --time=3\necho start\n", "\t#SBATCH --time=3\necho start\n"):
+        assert _level(CHECK_SBATCH_INDENTED, "#!/bin/bash\n" + indented, ()) == "warn"
+    assert _level(CHECK_SBATCH_INDENTED, "#!/bin/bash\n#SBATCH --time=3\necho start\n",
+                  ()) == "pass"
     assert _level(CHECK_SBATCH_AFTER_COMMAND, "#!/bin/bash\necho start\n#SBATCH --time=3\n",
                   ()) == "warn"
     assert _level(CHECK_SBATCH_AFTER_COMMAND, "#!/bin/bash\n#SBATCH --time=3\necho start\n",

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.arith import check_arith
-from bot.core.launcher_lint.directives import check_sbatch_after_command
+from bot.core.launcher_lint.directives import check_sbatch_directives
 from bot.core.launcher_lint.empty_match import check_empty_match
 from bot.core.launcher_lint.engine import scan
 from bot.core.launcher_lint.interactive import check_interactive
@@ -28,6 +28,7 @@ from bot.core.launcher_lint.model import (
     CHECK_POINTER,
     CHECK_POSITIONAL,
     CHECK_SBATCH_AFTER_COMMAND,
+    CHECK_SBATCH_INDENTED,
     CHECK_SHEBANG,
     CHECK_STRICT_MODE,
     CHECK_TEE_HIDES_STATUS,
@@ -66,8 +67,8 @@ def lint_launcher(
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, N_("not checked")))
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
-            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_TEE_HIDES_STATUS,
-            CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
+            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED,
+            CHECK_TEE_HIDES_STATUS, CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -96,14 +97,14 @@ def lint_launcher(
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
                 findings.append(crashed(check, exc))
-    for check, run in ((CHECK_JIT_CC, lambda: check_jit(code, python_sources or {})),
-                       (CHECK_SBATCH_AFTER_COMMAND,
-                        lambda: check_sbatch_after_command(script_text, blanked)),
-                       (CHECK_POINTER, lambda: check_pointer(code, assigns))):
+    for checks, run in (((CHECK_JIT_CC,), lambda: check_jit(code, python_sources or {})),
+                        ((CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED),
+                         lambda: check_sbatch_directives(script_text, blanked)),
+                        ((CHECK_POINTER,), lambda: check_pointer(code, assigns))):
         try:
             findings.extend(run())
         except Exception as exc:  # noqa: BLE001
-            findings.append(crashed(check, exc))
+            findings.extend(crashed(check, exc) for check in checks)
     return findings
 
 
@@ -118,6 +119,7 @@ __all__ = [
     "CHECK_POINTER",
     "CHECK_POSITIONAL",
     "CHECK_SBATCH_AFTER_COMMAND",
+    "CHECK_SBATCH_INDENTED",
     "CHECK_SHEBANG",
     "CHECK_STRICT_MODE",
     "CHECK_TEE_HIDES_STATUS",

@@ -1,15 +1,23 @@
-"""`sbatch_after_command`: an `#SBATCH` line below the script's first command. sbatch reads
-directives only up to the first line that is neither blank nor a comment ("sbatch will stop
-processing further #SBATCH directives once the first non-comment non-whitespace line has been
-reached in the script", sbatch(1)); the ones after it are comments to everyone, and the job
-runs without what they ask for (the partition's default time, memory, GPUs…)."""
+"""`sbatch_after_command` and `sbatch_indented_directive`: `#SBATCH` lines sbatch never reads.
+
+sbatch reads directives only up to the first line that is neither blank nor a comment ("sbatch
+will stop processing further #SBATCH directives once the first non-comment non-whitespace line
+has been reached in the script", sbatch(1)), and only from lines that begin with `#SBATCH` at
+the first column: one after a space or a tab is a comment to sbatch (it does not end the
+directives either), as submitting both kinds on Slurm 22.05 and 24.11 shows. Either way the
+job runs without what the line asks for (the partition's default time, memory, GPUs…)."""
 
 from __future__ import annotations
 
+import re
+
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
-from bot.core.launcher_lint.model import CHECK_SBATCH_AFTER_COMMAND
+from bot.core.launcher_lint.model import CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED
 from bot.core.text import N_
+
+#: `#SBATCH` after spaces or tabs: a directive as its author meant it, not as sbatch reads it.
+_INDENTED = re.compile(r"[ \t]+#SBATCH")
 
 
 def _first_command(lines: list[str]) -> int | None:
@@ -22,33 +30,50 @@ def _first_command(lines: list[str]) -> int | None:
     return None
 
 
-def check_sbatch_after_command(script_text: str, blanked: str) -> list[Finding]:
+def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
     """`blanked` is the script with comments blanked (offsets kept) and heredoc bodies emptied:
     a directive line is blank there unless it sits in a heredoc body (written to another file,
     emptied) or a multi-line string (kept)."""
     lines = script_text.split("\n")
     first = _first_command(lines)
-    findings: list[Finding] = []
-    if first is not None:
-        kept = blanked.split("\n")
-        for i in range(first + 1, len(lines)):
-            line = lines[i]
-            if not line.startswith("#SBATCH"):
-                continue
-            if i >= len(kept) or kept[i] == "" or kept[i].strip():
-                continue  # a heredoc body or a string: another script's text
-            directive = short(line, 60)
-            findings.append(Finding(
+    kept = blanked.split("\n")
+    late: list[Finding] = []
+    indented: list[Finding] = []
+    for i, line in enumerate(lines):
+        flush = line.startswith("#SBATCH")
+        if not flush and not _INDENTED.match(line):
+            continue
+        if i >= len(kept) or kept[i] == "" or kept[i].strip():
+            continue  # a heredoc body or a string: another script's text
+        directive = short(line, 60)
+        if first is not None and i > first:
+            said = {"line": i + 1, "directive": directive, "first": first + 1}
+            late.append(Finding(
                 CHECK_SBATCH_AFTER_COMMAND, "warn", i + 1,
                 N_("line %(line)s: `%(directive)s` comes after the script's first command "
                    "(line %(first)s: `%(command)s`); sbatch reads `#SBATCH` lines only up to "
                    "the first command, so this one is ignored and the job runs without it (the "
-                   "partition's defaults instead)", line=i + 1, directive=directive,
-                   first=first + 1, command=short(lines[first], 40)),
+                   "partition's defaults instead)", command=short(lines[first], 40), **said),
                 N_("move it up with the other `#SBATCH` lines, above line %(first)s",
+                   first=first + 1) if flush else
+                N_("move it up with the other `#SBATCH` lines, above line %(first)s, with "
+                   "`#SBATCH` at the start of the line (no spaces or tabs before it)",
                    first=first + 1),
             ))
-    if not findings:
-        findings.append(Finding(CHECK_SBATCH_AFTER_COMMAND, "pass", None,
-                                N_("every `#SBATCH` line comes before the first command")))
-    return findings
+        elif not flush:
+            indented.append(Finding(
+                CHECK_SBATCH_INDENTED, "warn", i + 1,
+                N_("line %(line)s: `%(directive)s` has spaces or tabs before `#SBATCH`; sbatch "
+                   "reads only lines that start with `#SBATCH`, so this one is a comment to it "
+                   "and the job runs without it (the partition's defaults instead)",
+                   line=i + 1, directive=directive),
+                N_("start line %(line)s with `#SBATCH` (remove the spaces or tabs before it)",
+                   line=i + 1),
+            ))
+    if not late:
+        late.append(Finding(CHECK_SBATCH_AFTER_COMMAND, "pass", None,
+                            N_("every `#SBATCH` line comes before the first command")))
+    if not indented:
+        indented.append(Finding(CHECK_SBATCH_INDENTED, "pass", None,
+                                N_("every `#SBATCH` line starts at the beginning of its line")))
+    return late + indented

@@ -19,6 +19,7 @@ from bot.core.launcher_lint.model import (
     Positional,
     Scan,
     Tee,
+    TeeContext,
     Unset,
     with_,
 )
@@ -145,6 +146,7 @@ class _Analyzer:
         lists = split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo)
         lists = [(t, o, op) for t, o, op in lists if t.strip()]
         last = len(lists) - 1
+        trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         for idx, (lst, off, _op) in enumerate(lists):
             is_last = idx == last
             if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
@@ -156,7 +158,7 @@ class _Analyzer:
             first = _first_word(lst)
             if first in _CONDITION_KEYWORDS:
                 if not status_only:
-                    self._condition(lst, lst_off)
+                    self._condition(lst, lst_off, _next_text(lists, idx))
                 continue  # an if/while condition never triggers errexit
             while first in _BODY_KEYWORDS:
                 cut = lst.find(first) + len(first)
@@ -165,7 +167,7 @@ class _Analyzer:
                 first = _first_word(lst)
             if not lst or first in _CONDITION_KEYWORDS or first in ("for", "!"):
                 if first in _CONDITION_KEYWORDS and not status_only:
-                    self._condition(lst, lst_off)
+                    self._condition(lst, lst_off, _next_text(lists, idx))
                 continue
             defined = _FUNC_NAME_RE.match(lst)
             if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
@@ -182,7 +184,10 @@ class _Analyzer:
                     if self.may_source_startup:
                         self.interactive.extend(startup_sources(lst, lst_off))
                 if self.may_tee and "tee" in lst and not self.opts.pipefail:
-                    self._note_tees(lst, lst_off, lists, idx + 1)
+                    if trailing_from is None:
+                        trailing_from = _trailing_from(lists)
+                    self._note_tees(lst, lst_off, _next_text(lists, idx),
+                                    ends_script=idx + 1 >= trailing_from)
             if status_only and not is_last:
                 continue
             if not _has_candidate(lst):
@@ -194,22 +199,19 @@ class _Analyzer:
             hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
         return hits
 
-    def _note_tees(self, lst: str, off: int, lists: list[tuple[str, int, str]],
-                   after: int) -> None:
+    def _note_tees(self, lst: str, off: int, after: str, ends_script: bool) -> None:
         """Training piped to `tee` where its status matters: under `set -e`, or followed only
-        by messages at the end of the script (lists[after:]; `${PIPESTATUS[0]}` read next
-        keeps it)."""
-        if after < len(lists) and "PIPESTATUS" in lists[after][0]:
+        by messages at the end of the script (`ends_script`); `${PIPESTATUS[0]}` read in the
+        list `after` it keeps the status."""
+        if "PIPESTATUS" in after:
             return
         if self.opts.errexit:
-            errexit = True
-        elif self.depth == 1 and self.function is None and all(
-            TRAILING_RE.match(lists[i][0].strip()) for i in range(after, len(lists))
-        ):
-            errexit = False
+            why: TeeContext = "errexit"
+        elif self.depth == 1 and self.function is None and ends_script:
+            why = "last"
         else:
             return
-        self.tees.extend(Tee(o, cmd, errexit) for o, cmd in tee_pipelines(lst, off, self.memo))
+        self.tees.extend(Tee(o, cmd, why) for o, cmd in tee_pipelines(lst, off, self.memo))
 
     def _outside_errexit(self, lst: str, off: int, hits: list[Hit]) -> None:
         m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
@@ -222,10 +224,23 @@ class _Analyzer:
         elif "&&" in lst or "||" in lst:
             self._note_guards(lst)
 
-    def _condition(self, lst: str, off: int) -> None:
+    def _condition(self, lst: str, off: int, after: str) -> None:
         """An `if` / `while` condition: errexit is off in it, `set -u` is not (an unbound
-        variable ends a non-interactive shell wherever it is read)."""
+        variable ends a non-interactive shell wherever it is read). Its last list (`after` it
+        comes `then` / `do`) decides the branch: training piped to `tee` there without
+        `pipefail` is tested by tee's status."""
         self._note_guards(lst)
+        if (self.may_tee and "tee" in lst and not self.opts.pipefail
+                and _first_word(after.lstrip()) in ("then", "do")):
+            keyword = _first_word(lst)
+            rest = lst[len(keyword):]
+            rest_off = off + len(keyword)
+            if rest.lstrip().startswith("!"):  # `if ! python … | tee`: tee's status, negated
+                bang = rest.index("!") + 1
+                keyword += " !"
+                rest, rest_off = rest[bang:], rest_off + bang
+            self.tees.extend(Tee(o, cmd, "condition", keyword)
+                             for o, cmd in tee_pipelines(rest, rest_off, self.memo))
         if self.opts.nounset and self.may_source_startup:
             self.interactive.extend(startup_sources(lst, off))
         if self.opts.nounset:
@@ -488,6 +503,20 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
         else:
             kinds.add("direct")
     return kinds or {"direct"}
+
+
+def _next_text(lists: list[tuple[str, int, str]], idx: int) -> str:
+    """The text of the list after lists[idx] ("" at the end)."""
+    return lists[idx + 1][0] if idx + 1 < len(lists) else ""
+
+
+def _trailing_from(lists: list[tuple[str, int, str]]) -> int:
+    """The index from which every list is one TRAILING_RE allows after the script's last
+    command (messages, waits, `exit $?`): read back from the end, once per list of lists."""
+    k = len(lists)
+    while k > 0 and TRAILING_RE.match(lists[k - 1][0].strip()):
+        k -= 1
+    return k
 
 
 def _is_trivial(pipeline: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Literal
 
 from bot.core.findings import Level
 from bot.core.text import Text
@@ -18,6 +19,7 @@ CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
 CHECK_INTERACTIVE = "interactive_shell_in_batch"
 CHECK_SBATCH_AFTER_COMMAND = "sbatch_after_command"
+CHECK_SBATCH_INDENTED = "sbatch_indented_directive"
 CHECK_TEE_HIDES_STATUS = "tee_hides_status"
 CHECK_EXIT_TRAP = "exit_trap_overrides_status"
 CHECK_POSITIONAL = "positional_under_nounset"
@@ -91,14 +93,20 @@ class Interactive:
     kind: str
 
 
+#: Where a `TRAINER | tee` pipeline's status (tee's) is taken for the trainer's.
+TeeContext = Literal["errexit", "last", "condition"]
+
+
 @dataclass
 class Tee:
     """A training command piped to `tee` without `pipefail`, where its status would matter:
-    under `set -e` (`errexit`), or as the script's last command."""
+    under `set -e` ("errexit"), as the script's last command ("last"), or as what an `if` /
+    `elif` / `while` / `until` condition (`keyword`) tests ("condition")."""
 
     offset: int
     command: str
-    errexit: bool
+    why: TeeContext
+    keyword: str = ""
 
 
 @dataclass

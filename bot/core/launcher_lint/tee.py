@@ -9,9 +9,9 @@ import re
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
-from bot.core.launcher_lint.model import CHECK_TEE_HIDES_STATUS, Scan
+from bot.core.launcher_lint.model import CHECK_TEE_HIDES_STATUS, Scan, Tee
 from bot.core.shell_lexer import Memo, shell_words, split_top_level
-from bot.core.text import N_
+from bot.core.text import N_, Text
 
 #: Commands that run training (or a rank launcher around it), as a pipeline's first command.
 _TRAINER = re.compile(
@@ -65,6 +65,26 @@ def tee_pipelines(lst: str, off: int, memo: Memo) -> list[tuple[int, str]]:
     return found
 
 
+def _what_it_hides(t: Tee, scan: Scan, said: dict[str, object]) -> Text:
+    if t.why == "errexit":
+        return N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
+                  "is `tee`'s (0), not the trainer's, so under `set -e` (line %(errexit)s) the "
+                  "launcher does not stop when training crashes, runs on, and ends COMPLETED "
+                  "0:0 after a crash; trainbot then takes the crash for a finished run and does "
+                  "not diagnose or resubmit it", errexit=scan.opts.errexit_line, **said)
+    if t.why == "last":
+        return N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
+                  "is `tee`'s (0), not the trainer's, so as the script's last command, it is "
+                  "the job's status: the job ends COMPLETED 0:0 after a crash; trainbot then "
+                  "takes the crash for a finished run and does not diagnose or resubmit it",
+                  **said)
+    return N_("line %(line)s: `%(keyword)s %(command)s` without `set -o pipefail`: the "
+              "condition tests `tee`'s status (0 whenever it could write the log), not the "
+              "trainer's, so a crashed run passes for a successful one: the branch or retry "
+              "meant for a failure never runs, and the job can end COMPLETED 0:0",
+              keyword=t.keyword, **said)
+
+
 def check_tee(scan: Scan) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[int] = set()
@@ -75,17 +95,10 @@ def check_tee(scan: Scan) -> list[Finding]:
         seen.add(line)
         said = {"line": line, "command": short(t.command)}
         findings.append(Finding(
-            CHECK_TEE_HIDES_STATUS, "warn", line,
-            N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
-               "is `tee`'s (0), not the trainer's, so under `set -e` (line %(errexit)s) the "
-               "launcher does not stop when training crashes, runs on, and ends COMPLETED 0:0 "
-               "after a crash; trainbot then takes the crash for a finished run and does not "
-               "diagnose or resubmit it", errexit=scan.opts.errexit_line, **said)
-            if t.errexit else
-            N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
-               "is `tee`'s (0), not the trainer's, so as the script's last command, it is the "
-               "job's status: the job ends COMPLETED 0:0 after a crash; trainbot then takes "
-               "the crash for a finished run and does not diagnose or resubmit it", **said),
+            CHECK_TEE_HIDES_STATUS, "warn", line, _what_it_hides(t, scan, said),
+            N_('put `set -o pipefail` before it (`set -euo pipefail` at the top), or test the '
+               'trainer\'s own status: `… | tee log; rc=${PIPESTATUS[0]}`, then '
+               '`if [ "$rc" -eq 0 ]`') if t.why == "condition" else
             N_('put `set -o pipefail` before it (`set -euo pipefail` at the top), or follow it '
                'with `exit "${PIPESTATUS[0]}"`'),
         ))

@@ -7,13 +7,19 @@ the script had), or exits with `$?` / a variable holding it keeps the failure.""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_EXIT_TRAP, Scan
 from bot.core.launcher_lint.paths import unquote
-from bot.core.shell_lexer import Memo, shell_words, skip_group, split_top_level
+from bot.core.shell_lexer import (
+    Memo,
+    shell_words,
+    skip_group,
+    split_top_level,
+    subshell_spans,
+)
 from bot.core.text import N_
 
 _TRAP_AT = re.compile(r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]")
@@ -38,6 +44,7 @@ _NAME_RE = re.compile(r"(?<![\w$./-])[A-Za-z_][\w:-]*")
 class _Trap:
     offset: int
     handler: str | None  # None: the EXIT trap is reset (`trap - EXIT`, `trap '' EXIT`)
+    scope: tuple[int, int] | None = None  # the `( … )` / `$( … )` it is set in; None: the script
 
 
 def _traps(code: str) -> list[_Trap]:
@@ -57,6 +64,25 @@ def _traps(code: str) -> list[_Trap]:
         handler = unquote(args[0]) if len(args) > 1 else "-"
         found.append(_Trap(start, None if handler in ("-", "") else handler))
     return found
+
+
+def _in_scopes(traps: list[_Trap], spans: list[tuple[int, int]]) -> list[_Trap]:
+    """Each trap with the innermost subshell it is set in (`spans` as subshell_spans gives
+    them): bash runs a subshell's EXIT trap when that subshell ends, and the script's own
+    trap is not changed by it. One sweep over both, in order."""
+    scoped: list[_Trap] = []
+    open_: list[tuple[int, int]] = []
+    k = 0
+    for trap in traps:
+        while k < len(spans) and spans[k][0] < trap.offset:
+            while open_ and open_[-1][1] <= spans[k][0]:
+                open_.pop()  # (subshells nest: one that ended before this one started is done)
+            open_.append(spans[k])
+            k += 1
+        while open_ and open_[-1][1] <= trap.offset:
+            open_.pop()
+        scoped.append(replace(trap, scope=open_[-1] if open_ else None))
+    return scoped
 
 
 def _command_at(code: str, start: int) -> str:
@@ -126,10 +152,15 @@ def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
     findings: list[Finding] = []
     if "trap" in code:
         traps = _traps(code)
+        if traps and "(" in code:
+            traps = _in_scopes(traps, subshell_spans(code, memo))
         functions = _functions(code, memo) if any(t.handler for t in traps) else {}
         zero_vars = _zero_variables(code)
         judged: dict[str, str | None] = {}
-        for i, trap in enumerate(traps):
+        next_in_scope: dict[tuple[int, int] | None, int] = {}  # scope -> its next trap's offset
+        for trap in reversed(traps):
+            until = next_in_scope.get(trap.scope)
+            next_in_scope[trap.scope] = trap.offset
             if trap.handler is None:
                 continue
             if trap.handler not in judged:
@@ -137,31 +168,43 @@ def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
             exit0 = judged[trap.handler]
             if exit0 is None:
                 continue
-            if i + 1 < len(traps) and not _TRAINER.search(code[trap.offset:traps[i + 1].offset]):
-                continue  # reset or replaced before anything that trains
-            findings.append(_finding(scan, trap, exit0))
+            if until is None and trap.scope is not None:
+                until = trap.scope[1]  # a subshell's trap ends with it
+            if until is not None and not _TRAINER.search(code, trap.offset, until):
+                continue  # reset, replaced or ended before anything that trains
+            findings.append(_finding(scan, trap, exit0, code))
+        findings.reverse()
     if not findings:
         findings.append(Finding(CHECK_EXIT_TRAP, "pass", None,
                                 N_("no EXIT trap that exits 0 whatever happened")))
     return findings
 
 
-def _finding(scan: Scan, trap: _Trap, exit0: str) -> Finding:
+def _finding(scan: Scan, trap: _Trap, exit0: str, code: str) -> Finding:
     line = scan.line_of(trap.offset)
     handler = short(trap.handler or "", 50)
     errexit = scan.opts.errexit_line
     said = {"line": line, "handler": handler, "exit0": exit0}
+    if trap.scope is not None:
+        text = N_("line %(line)s: the EXIT trap `%(handler)s`, set inside the subshell "
+                  "`%(subshell)s`, runs `%(exit0)s` when that subshell ends: training that fails "
+                  "in it, or stops it under `set -e`, leaves the subshell with status 0, so the "
+                  "launcher carries on as if training had succeeded and a crashed run can end "
+                  "COMPLETED 0:0 (trainbot then takes it for a finished one: no diagnosis, no "
+                  "resubmit)", subshell=short(code[trap.scope[0]:trap.scope[1]], 40), **said)
+    elif errexit:
+        text = N_("line %(line)s: the EXIT trap `%(handler)s` runs `%(exit0)s`: when `set -e` "
+                  "(line %(errexit)s) stops the launcher because training failed, bash runs the "
+                  "trap and its `%(exit0)s` becomes the script's status, so a crashed run ends "
+                  "COMPLETED 0:0 and trainbot takes it for a finished one (no diagnosis, no "
+                  "resubmit)", errexit=errexit, **said)
+    else:
+        text = N_("line %(line)s: the EXIT trap `%(handler)s` runs `%(exit0)s`: whatever the "
+                  "last command returns, and after the script's own `exit 1`, its `%(exit0)s` "
+                  "becomes the script's status, so a crashed run ends COMPLETED 0:0 and "
+                  "trainbot takes it for a finished one (no diagnosis, no resubmit)", **said)
     return Finding(
-        CHECK_EXIT_TRAP, "fail" if errexit else "warn", line,
-        N_("line %(line)s: the EXIT trap `%(handler)s` runs `%(exit0)s`: when `set -e` (line "
-           "%(errexit)s) stops the launcher because training failed, bash runs the trap and its "
-           "`%(exit0)s` becomes the script's status, so a crashed run ends COMPLETED 0:0 and "
-           "trainbot takes it for a finished one (no diagnosis, no resubmit)", errexit=errexit,
-           **said) if errexit else
-        N_("line %(line)s: the EXIT trap `%(handler)s` runs `%(exit0)s`: whatever the last "
-           "command returns, and after the script's own `exit 1`, its `%(exit0)s` becomes the "
-           "script's status, so a crashed run ends COMPLETED 0:0 and trainbot takes it for a "
-           "finished one (no diagnosis, no resubmit)", **said),
+        CHECK_EXIT_TRAP, "fail" if errexit else "warn", line, text,
         N_("keep the status: `trap 'rc=$?; …; exit $rc' EXIT`, or drop the `exit 0` (an EXIT "
            "trap that does not call exit leaves the status as it was)"),
     )

@@ -1,16 +1,22 @@
-"""Launcher lint: `#SBATCH` lines below the first command, which sbatch never reads (sbatch(1):
-it stops reading directives at the first line that is neither blank nor a comment)."""
+"""Launcher lint: `#SBATCH` lines sbatch never reads: below the first command (sbatch(1): it
+stops reading directives at the first line that is neither blank nor a comment), and after
+spaces or tabs (sbatch reads only lines starting with `#SBATCH`; Slurm 22.05 and 24.11 ignore
+an indented one, tests/integration/test_launcher_lint_slurm.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.core.launcher_lint import CHECK_SBATCH_AFTER_COMMAND, lint_launcher
+from bot.core.launcher_lint import (
+    CHECK_SBATCH_AFTER_COMMAND,
+    CHECK_SBATCH_INDENTED,
+    lint_launcher,
+)
 
 
-def _flagged(script: str) -> dict[int, str]:
+def _flagged(script: str, check: str = CHECK_SBATCH_AFTER_COMMAND) -> dict[int, str]:
     return {f.line: f.message for f in lint_launcher(script)
-            if f.check == CHECK_SBATCH_AFTER_COMMAND and f.level != "pass"}
+            if f.check == check and f.level != "pass"}
 
 
 def test_a_directive_below_the_first_command_is_named_with_that_command():
@@ -38,9 +44,43 @@ def test_a_directive_below_the_first_command_is_named_with_that_command():
 ])
 def test_what_is_not_an_ignored_directive(script):
     assert _flagged(script) == {}
+    assert _flagged(script, CHECK_SBATCH_INDENTED) == {}
 
 
 def test_a_script_without_commands_or_directives_passes():
     (finding,) = [f for f in lint_launcher("#!/bin/bash\n#SBATCH -N 1\n")
                   if f.check == CHECK_SBATCH_AFTER_COMMAND]
     assert finding.level == "pass"
+
+
+def test_an_indented_directive_is_named_with_the_fix():
+    script = ("#!/bin/bash\n#SBATCH --job-name=pretrain\n  #SBATCH --gres=gpu:8\n"
+              "\t#SBATCH --time=2-00:00:00\n#SBATCH --nodes=2\n\nsrun python train.py\n")
+    found = {f.line: f for f in lint_launcher(script)
+             if f.check == CHECK_SBATCH_INDENTED and f.level == "warn"}
+    assert sorted(found) == [3, 4]
+    assert "`#SBATCH --gres=gpu:8` has spaces or tabs before `#SBATCH`" in found[3].message
+    assert found[4].fix == "start line 4 with `#SBATCH` (remove the spaces or tabs before it)"
+    # an indented line is a comment to sbatch: the flush ones below it are still read
+    assert _flagged(script) == {}
+
+
+def test_an_indented_directive_below_the_first_command_is_one_finding_with_both_fixes():
+    script = ("#!/bin/bash\n#SBATCH --nodes=1\nmodule load cuda\nif [ -n \"$BIG\" ]; then\n"
+              "    #SBATCH --mem=900G\nfi\nsrun python train.py\n")
+    (late,) = [f for f in lint_launcher(script)
+               if f.check == CHECK_SBATCH_AFTER_COMMAND and f.level == "warn"]
+    assert late.line == 5 and "line 3: `module load cuda`" in late.message
+    assert "above line 3" in late.fix and "no spaces or tabs before it" in late.fix
+    assert _flagged(script, CHECK_SBATCH_INDENTED) == {}
+
+
+@pytest.mark.parametrize("script", [
+    # an indented directive in a heredoc or a string writes another script
+    "#!/bin/bash\nsbatch <<EOF\n#!/bin/bash\n  #SBATCH --nodes=2\nsrun x\nEOF\n",
+    '#!/bin/bash\nHEAD="#!/bin/bash\n    #SBATCH --nodes=1\n"\necho "$HEAD" > job.sh\n',
+    # indented comments that only mention sbatch
+    "#!/bin/bash\n#SBATCH -N 1\n  # SBATCH --time=1\n  ## SBATCH x\nsrun x  #SBATCH not\n",
+])
+def test_what_is_not_an_indented_directive(script):
+    assert _flagged(script, CHECK_SBATCH_INDENTED) == {}

@@ -54,6 +54,18 @@ TEE = [
     # not training piped to tee
     ("set -e\necho start | tee log.txt\npython train.py\n", False, "pass"),
     ("{ echo a; date; } | tee log.txt\n", True, "pass"),
+    # an if / until condition tests tee's status: the failure branch, the retry never run
+    ("if python train.py 2>&1 | tee log.txt; then\n  echo 'training finished'\nelse\n"
+     "  echo 'training failed' >&2\n  exit 1\nfi\n", True, "warn"),
+    ("set -e\nif ! srun python train.py | tee -a log.txt\nthen\n  exit 1\nfi\n", True, "warn"),
+    ("n=0\nuntil python train.py | tee -a log.txt; do\n  n=$((n+1))\n"
+     "  if [ $n -ge 3 ]; then exit 1; fi\ndone\n", True, "warn"),
+    # pipefail on, or the condition's last command tests the trainer's own status
+    ("set -o pipefail\nif python train.py 2>&1 | tee log.txt; then\n  echo ok\nelse\n"
+     "  exit 1\nfi\n", False, "pass"),
+    ('if python train.py | tee log.txt; [ "${PIPESTATUS[0]}" -eq 0 ]; then\n  echo ok\n'
+     "else\n  exit 1\nfi\n", False, "pass"),
+    ("if echo start | tee log.txt; then python train.py; fi\n", False, "pass"),
 ]
 
 
@@ -74,6 +86,11 @@ def test_tee_message_names_the_pipeline_and_the_fixes():
     last = "#!/bin/bash\ntorchrun train.py | tee log\n"
     (finding,) = [f for f in lint_launcher(last) if f.check == CHECK_TEE_HIDES_STATUS]
     assert "last command" in finding.message
+    condition = "#!/bin/bash\nmodule load cuda\nif ! torchrun train.py | tee log; then exit 1; fi\n"
+    (finding,) = [f for f in lint_launcher(condition) if f.check == CHECK_TEE_HIDES_STATUS]
+    assert finding.line == 3 and "`if ! torchrun train.py | tee log`" in finding.message
+    assert "the condition tests `tee`'s status" in finding.message
+    assert "PIPESTATUS[0]" in finding.fix and '"$rc" -eq 0' in finding.fix
 
 
 TRAP = [
@@ -99,6 +116,19 @@ TRAP = [
     # reset before training starts; a trap on other signals only
     ("set -e\ntrap 'exit 0' EXIT\nmkdir -p out\ntrap - EXIT\npython train.py\n", False, "pass"),
     ("set -e\ntrap 'exit 0' INT TERM\npython train.py\n", False, "pass"),
+    # a subshell's trap: it ends that subshell with 0, the script's status is left alone
+    ("set -e\n( trap 'rm -rf tmp; exit 0' EXIT; mkdir -p tmp )\npython train.py\n", False,
+     "pass"),
+    ("set -e\nX=$(trap 'exit 0' EXIT; echo hi)\npython train.py\n", False, "pass"),
+    ("set -e\n(\n  trap 'echo bye; exit 0' EXIT\n  mkdir -p out\n  trap - EXIT\n"
+     "  python train.py\n)\n", False, "pass"),
+    # … but training in that subshell ends it with 0, and the launcher goes on
+    ("set -e\n(\n  trap 'echo bye; exit 0' EXIT\n  python train.py\n)\necho done\n", True,
+     "fail"),
+    ("(cd . && trap 'exit 0' EXIT && python train.py)\n", True, "warn"),
+    # a subshell's reset does not reset the script's own trap
+    ("set -e\ntrap 'exit 0' EXIT\n( trap - EXIT; echo prep )\npython train.py\n", True,
+     "fail"),
     # `exit 0` in a function the trap does not call
     ("set -e\nusage() { echo usage; exit 0; }\ntrap 'rm -f x' EXIT\npython train.py\n",
      False, "pass"),
@@ -119,3 +149,12 @@ def test_exit_trap_message_names_the_trap_the_exit_and_set_e():
     assert "`rm -rf $TMP; exit 0`" in finding.message and "`exit 0`" in finding.message
     assert "`set -e` (line 2)" in finding.message and "COMPLETED 0:0" in finding.message
     assert "exit $rc" in finding.fix
+
+
+def test_a_subshells_exit_trap_is_named_with_its_subshell():
+    script = ("#!/bin/bash\nset -e\nmkdir -p out\n( trap 'rm -rf out/tmp; exit 0' EXIT; "
+              "srun python x.py )\n")
+    (finding,) = [f for f in lint_launcher(script) if f.check == CHECK_EXIT_TRAP]
+    assert finding.level == "fail" and finding.line == 4
+    assert "set inside the subshell `( trap 'rm -rf out/tmp; exit 0' EXIT;" in finding.message
+    assert "status 0" in finding.message and "exit $rc" in finding.fix

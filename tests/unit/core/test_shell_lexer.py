@@ -11,6 +11,7 @@ from bot.core.shell_lexer import (
     skip_quoted,
     split_top_level,
     strip_comments,
+    subshell_spans,
     substitutions,
     word_offsets,
 )
@@ -75,3 +76,15 @@ def test_has_glob_only_counts_unquoted_patterns(word, globbed):
 def test_substitutions_are_found_also_inside_double_quotes_but_not_arithmetic():
     word = '"$(ls -d a*)"`date`$((1+2))\'$(no)\''
     assert substitutions(word) == [("ls -d a*", 3), ("date", 14)]
+
+
+def test_subshell_spans_are_the_subshells_and_substitutions_only():
+    text = ('a=(x y); ( trap "exit 0" EXIT; f() ( echo $(date) ); echo "(no) $(no)" ); '
+            "echo \\( '(' `(no)`; g() { :; }")
+    assert [text[a:b] for a, b in subshell_spans(text)] == [
+        '( trap "exit 0" EXIT; f() ( echo $(date) ); echo "(no) $(no)" )',
+        "( echo $(date) )", "$(date)"]
+    assert subshell_spans("( echo open") == [(0, 11)]
+    assert subshell_spans("case $x in a) ( : ) ;; esac") == [(14, 19)]
+    deep = "( " * 100_000 + ")" * 100_000  # no recursion, no rescan
+    assert len(subshell_spans(deep)) == 100_000

@@ -202,6 +202,9 @@ ls /scratch/made | head -1
     "#!/bin/bash\necho start\n#SBATCH --time=1:00:00\nset -eu\necho $1 $3\n"
     "trap 'echo bye; exit 0' EXIT\npython train.py | tee out.log\n",
     "#!/bin/bash\ntrap 'exit 0' EXIT\nset -u\necho $2\npython train.py | tee out.log\n",
+    "#!/bin/bash\n  #SBATCH --mem=1G\necho go\n\t#SBATCH --time=1:00:00\n"
+    "if python train.py | tee out.log; then echo ok; fi\n"
+    "( trap 'exit 0' EXIT; srun python train.py )\n",
 ]
 
 
