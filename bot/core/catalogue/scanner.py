@@ -31,19 +31,34 @@ _PREFIX_RE = re.compile(
     r"(?:, ip=[0-9a-fA-F.:]+)?[^)\n]*)\)(?:(?:#033|\^\[)?\[0m)?[ \t]?"
     r")+"
 )
+# Markdown's quoting of a line pasted into an issue or a chat, and a code block's indentation:
+# at the start, blanks, blockquote markers (`> `) and the opening of inline code or emphasis
+# (`` ` ``, `**`, `__`) before the message; at the end, the closing ones (`MemoryError\``,
+# `**Killed**`); and quotes wrapping the whole message (`"MemoryError"`).
+_QUOTED_START = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:(?:`+|\*\*?|__)(?=[^\s`*_]))?")
+_QUOTED_END = re.compile(r"(?<=[^\s`*_])(?:`+|\*\*?|__)[ \t]*$")
+_WRAPPING_QUOTES = re.compile(r"^([\"'])(?=\S)(.*\S)\1$")
 
 
 def normalize_line(line: str) -> str:
     """The message a human sees: no line end, no ANSI colour codes, only the last tqdm
-    carriage-return segment, and no per-rank launcher prefixes (`[rank3]:`, `[default0]:`,
-    `rank3: `, srun's `0: `, `[2024-...][rank1]:`, Ray's `(WorkerDict pid=12, ip=...)`)."""
+    carriage-return segment, no leading blanks, no per-rank launcher prefixes (`[rank3]:`,
+    `[default0]:`, `rank3: `, srun's `0: `, `[2024-...][rank1]:`, Ray's `(WorkerDict pid=12,
+    ip=...)`) and no markdown quoting around the message (`> `, `` `...` ``, `**...**`,
+    `"..."`)."""
     line = line.rstrip("\r\n")
     if "\x1b" in line:
         line = _ANSI_RE.sub("", line)
     if "\r" in line:
         line = line.rsplit("\r", 1)[1]
+    if line[:1] in (" ", "\t", ">", "`", "*", "_"):
+        line = _QUOTED_START.sub("", line, count=1)
     if line[:1] in ("[", "r", " ", "\t", "(", "#", "^") or line[:1].isdigit():
         line = _PREFIX_RE.sub("", line, count=1)
+    if line[-1:] in ("`", "*", "_", " ", "\t"):
+        line = _QUOTED_END.sub("", line, count=1)
+    if line[:1] in ("\"", "'") and line[-1:] == line[:1]:
+        line = _WRAPPING_QUOTES.sub(r"\2", line, count=1)
     return line
 
 

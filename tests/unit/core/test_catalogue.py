@@ -394,6 +394,14 @@ def test_accounting_hints_are_marked_as_hints(cat: Catalogue) -> None:
         ("[36m(TaskRunner pid=2, ip=10.0.0.1)[0m [rank1]: Killed", "Killed"),
         ("#033[2m#033[33m(raylet)#033[0m node_manager.cc:3007: x", "node_manager.cc:3007: x"),
         ("(a, b) kept", "(a, b) kept"),
+        # markdown's quoting of a pasted line, and a code block's indentation
+        ("      MemoryError`", "MemoryError"),
+        ("**Killed**", "Killed"),
+        ("> RuntimeError: x", "RuntimeError: x"),
+        ("`[rank1]: MemoryError`", "MemoryError"),
+        ('"MemoryError"', "MemoryError"),
+        ("*** Aborted at 1700000000 (unix time) ***", "*** Aborted at 1700000000 (unix time) ***"),
+        ("x = a ** b", "x = a ** b"),
     ],
 )
 def test_normalize_line(raw: str, normalized: str) -> None:

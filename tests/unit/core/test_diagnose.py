@@ -431,6 +431,17 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
 
 
 @pytest.mark.parametrize("last_line", [
+    "MemoryError`", "      MemoryError`", "`MemoryError`", "**MemoryError**", "> MemoryError",
+    '"MemoryError"', "> `MemoryError: Unable to allocate 3.2 GiB for an array`",
+])
+def test_an_error_quoted_in_markdown_keeps_its_class(catalogue, last_line: str):
+    # a line pasted into an issue or a chat keeps its quoting: backticks, emphasis, `> `
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("host_oom", "signature")
+
+
+@pytest.mark.parametrize("last_line", [
     "ValueError: could not broadcast input array from shape (3,) into shape (4,)",
     "slurmstepd: error: execve(): python: No such file or directory",
     "srun: error: gpu-a07: task 0: Exited with exit code 2",
