@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bot.core.catalogue.model import Match
 from bot.core.catalogue.triggers import block_regex_source, is_lead, trie_regex
+from bot.core.metrics import PROCESS_PREFIX
 
 #: A line shorter than this (normalized) is never joined with the next one as a hard wrap.
 MIN_WRAP_WIDTH = 40
@@ -24,11 +25,14 @@ _PREFIX_RE = re.compile(
     r"|\[[0-9]+,[0-9]+\]<std(?:out|err)>:[ \t]?"  # mpirun --tag-output
     r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2}[^\]\n]*\]\[rank[0-9]+\]:?[ \t]?"  # [2024-..][rank1]:
     r"|[ \t]*[0-9]+: "  # srun --label
-    # Ray's per-process prefix (verl, OpenRLHF, vLLM): `(WorkerDict pid=3175143, ip=10.0.0.1) `,
-    # `(raylet) `, its colour codes kept as text when the ESC was lost or escaped (`[36m`,
-    # syslog's `#033[36m`)
-    r"|(?:(?:#033|\^\[)?\[[0-9;]*m)*\((?:raylet|(?:[A-Za-z_][A-Za-z0-9_.-]* )?pid=[0-9]+"
-    r"(?:, ip=[0-9a-fA-F.:]+)?[^)\n]*)\)(?:(?:#033|\^\[)?\[0m)?[ \t]?"
+    # Ray's per-process prefix (verl, OpenRLHF, vLLM: `(WorkerDict pid=3175143, ip=10.0.0.1) `)
+    # and kubectl's (`[pod/trainer-0/pytorch] `)
+    rf"|{PROCESS_PREFIX}"
+    # CI and task runners: taskcluster's `[task 2025-01-21T16:30:37.188Z] ` (any bracketed name
+    # and time), an RFC 3339 time as GitHub Actions and `kubectl logs --timestamps` write it
+    r"|\[[A-Za-z][A-Za-z0-9_.-]* [0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(Z|[+-][0-9:]+)?\][ \t]?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})"
+    r"[ \t]"
     r")+"
 )
 # Markdown's quoting of a line pasted into an issue or a chat, and a code block's indentation:
@@ -44,7 +48,9 @@ def normalize_line(line: str) -> str:
     """The message a human sees: no line end, no ANSI colour codes, only the last tqdm
     carriage-return segment, no leading blanks, no per-rank launcher prefixes (`[rank3]:`,
     `[default0]:`, `rank3: `, srun's `0: `, `[2024-...][rank1]:`, Ray's `(WorkerDict pid=12,
-    ip=...)`) and no markdown quoting around the message (`> `, `` `...` ``, `**...**`,
+    ip=...)`), no CI or task runner's prefix (taskcluster's `[task 2025-01-21T16:30:37.188Z]`,
+    GitHub Actions' or kubectl's `2025-01-21T16:30:37.1234567Z `, kubectl's `[pod/NAME/C]`)
+    and no markdown quoting around the message (`> `, `` `...` ``, `**...**`,
     `"..."`)."""
     line = line.rstrip("\r\n")
     if "\x1b" in line:

@@ -394,6 +394,14 @@ def test_accounting_hints_are_marked_as_hints(cat: Catalogue) -> None:
         ("[36m(TaskRunner pid=2, ip=10.0.0.1)[0m [rank1]: Killed", "Killed"),
         ("#033[2m#033[33m(raylet)#033[0m node_manager.cc:3007: x", "node_manager.cc:3007: x"),
         ("(a, b) kept", "(a, b) kept"),
+        # CI and task runners' prefixes: taskcluster, GitHub Actions / kubectl --timestamps,
+        # kubectl --prefix, srun --label under them
+        ("[task 2025-01-21T16:30:37.188Z] MemoryError", "MemoryError"),
+        ("[taskcluster 2025-01-21T16:29:14.968+00:00] [rank1]: x", "x"),
+        ("2025-01-21T16:30:37.1234567Z ##[error]Process completed", "##[error]Process completed"),
+        ("[pod/trainer-0/pytorch] 11: RuntimeError: x", "RuntimeError: x"),
+        ("(TorchTrainer pid=123) x", "x"),
+        ("2025-01-21 16:30:37 kept: a logger's own time", "2025-01-21 16:30:37 kept: a logger's own time"),
         # markdown's quoting of a pasted line, and a code block's indentation
         ("      MemoryError`", "MemoryError"),
         ("**Killed**", "Killed"),

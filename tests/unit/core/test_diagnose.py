@@ -430,6 +430,17 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     assert _diagnose_text(catalogue, survived).class_id == "none"
 
 
+@pytest.mark.parametrize("prefix", [
+    "[task 2025-03-02T10:00:01.188Z] ", "2025-03-02T10:00:01.1234567Z ", "[pod/trainer-0/pytorch] ",
+    "11: ", "(TorchTrainer pid=123) ", "(RayTrainWorker pid=4567, ip=10.0.0.3) ",
+])
+def test_a_decisive_line_behind_a_runner_prefix_decides(catalogue, prefix: str):
+    text = (prefix + "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            + prefix + "MemoryError\n")
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("host_oom", "signature")
+
+
 @pytest.mark.parametrize("last_line", [
     "MemoryError`", "      MemoryError`", "`MemoryError`", "**MemoryError**", "> MemoryError",
     '"MemoryError"', "> `MemoryError: Unable to allocate 3.2 GiB for an array`",

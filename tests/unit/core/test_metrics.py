@@ -114,6 +114,18 @@ def test_rank_prefix_and_ansi_codes_are_removed():
     assert s.time == epoch(2025, 5, 20, 10, 0, 0)
 
 
+@pytest.mark.parametrize("line", [
+    "(RayTrainWorker pid=4567, ip=10.0.0.3) 2025-05-20 10:00:00 iter=3 loss=1.0",
+    "(TorchTrainer pid=123) [2025-05-20 10:00:00] iter=3 loss=1.0",
+    "[pod/trainer-0/pytorch] 2025-05-20 10:00:00 iter=3 loss=1.0",
+    "[task 2025-05-20T10:00:00.000Z] iter=3 loss=1.0",
+])
+def test_a_runner_prefix_keeps_the_time_and_the_progress(line: str):
+    # Ray's, kubectl's and a task runner's prefixes come before the log's own time
+    s, _ = parse(line)
+    assert (s.iteration, s.time) == (3, epoch(2025, 5, 20, 10, 0, 0))
+
+
 def test_lines_without_metrics_give_no_sample():
     assert parse("Traceback (most recent call last):") == (None, None)
     assert parse("") == (None, None)
