@@ -15,7 +15,7 @@ import shlex
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,6 +119,41 @@ class DevCluster:
             key_file=as_user.key_file if as_user else self.key_file,
             known_hosts=as_user.known_hosts if as_user else self.known_hosts,
         )
+
+    def bot_config_data(
+        self,
+        *,
+        store_url: str,
+        recipes: Mapping[str, Mapping[str, Any]] | None = None,
+        cluster_name: str = "dev",
+        channels: Mapping[str, str] | None = None,
+        approvers: Sequence[str] = (),
+        groups: Mapping[str, Sequence[str]] | None = None,
+    ) -> dict[str, Any]:
+        """Config data (YAML-ready) for a bot on this cluster, built as `trainbot demo` builds
+        its own (bot.config.dev_cluster): the cluster as `cluster_name`, the store at
+        `store_url`, `recipes` defaulting to this cluster and its partition.
+
+        With `channels` (config name -> Slack channel id) it has a `slack` section whose
+        default channel is the first of them, with the default `approvers` and the `groups`
+        (group name -> members) given.
+        """
+        from bot.config.dev_cluster import dev_cluster_config_data
+
+        connection = {"host": self.host, "port": self.port, "user": self.user,
+                      "key_file": self.key_file, "known_hosts": self.known_hosts,
+                      "partition": self.partition}
+        data = dev_cluster_config_data(connection, store_url=store_url, recipes=recipes,
+                                       cluster_name=cluster_name)
+        if channels:
+            slack: dict[str, Any] = {"channels": dict(channels),
+                                     "default_channel": next(iter(channels))}
+            if approvers:
+                slack["approvers"] = list(approvers)
+            if groups:
+                slack["groups"] = {name: list(members) for name, members in groups.items()}
+            data["slack"] = slack
+        return data
 
     def ssh_argv(self, *, known_hosts: str | None = None, key_file: str | None = None) -> list[str]:
         """`ssh` argv up to and including the destination; host key checking is strict."""

@@ -18,7 +18,6 @@ from slack_standin import SlackStandIn
 from bot.app import build_watcher
 from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
@@ -64,13 +63,9 @@ def test_a_failed_task_of_an_array_recipe_is_resubmitted_alone(slurm_cluster, tm
             "policy": {"auto_resubmit": True, "backoff_s": 0, "tick_s": 1, "stall_min_s": 4,
                        "save_time_s": 2, "retry_budget": 2},
         }
-        connection = {k: getattr(slurm_cluster, k) for k in
-                      ("host", "port", "user", "key_file", "known_hosts", "partition")}
-        data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                       recipes={"sweep": recipe})
-        data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
-                         "approvers": [OWNER]}
-        config = Config.model_validate(data)
+        config = Config.model_validate(slurm_cluster.bot_config_data(
+            store_url=f"sqlite:///{tmp_path / 'bot.db'}", recipes={"sweep": recipe},
+            channels={"runs": CHANNEL}, approvers=[OWNER]))
         store = Store.open(config.store.url)
         clusters = ClusterSessions(config)
         client = make_client(slack.token, base_url=slack.api_url, timeout=10)

@@ -43,7 +43,6 @@ from bot.app import build_watcher
 from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
@@ -137,12 +136,9 @@ class Bot:
 
 
 def _setup(slurm_cluster, tmp_path: Path, recipe: dict) -> tuple[Config, Path]:
-    connection = {k: getattr(slurm_cluster, k) for k in
-                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
-    data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                   recipes={"run": recipe})
-    data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
-                     "approvers": [OWNER]}
+    data = slurm_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+                                         recipes={"run": recipe}, channels={"runs": CHANNEL},
+                                         approvers=[OWNER])
     config_path = tmp_path / "config.yaml"
     config_path.write_text(yaml.safe_dump(data, sort_keys=False))
     return Config.model_validate(data), config_path

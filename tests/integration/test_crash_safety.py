@@ -37,7 +37,6 @@ from bot.charts.series import SeriesCharts
 from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
@@ -122,12 +121,9 @@ def _keys(slack: SlackStandIn) -> list[str]:
 def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_path):
     tag = uuid.uuid4().hex[:8]
     rng = random.Random(SEED)
-    connection = {"host": dev_cluster.host, "port": dev_cluster.port,
-                  "user": dev_cluster.user, "key_file": dev_cluster.key_file,
-                  "known_hosts": dev_cluster.known_hosts, "partition": dev_cluster.partition}
-    data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                   recipes={RECIPE: _recipe(dev_cluster.home, tag)})
-    data["slack"] = {"channels": {"crash": CHANNEL}, "default_channel": "crash"}
+    data = dev_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+                                       recipes={RECIPE: _recipe(dev_cluster.home, tag)},
+                                       channels={"crash": CHANNEL})
     config = Config.model_validate(data)
     config_path = tmp_path / "config.yaml"
     config_path.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -25,7 +25,6 @@ from bot.charts.series import SeriesCharts
 from bot.cli import main
 from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
@@ -87,14 +86,9 @@ def gpu_fault_run(dev_cluster, tmp_path, request) -> Iterator[Run]:
             "owners": [OWNER], "approvers": [OWNER],
             "policy": {"backoff_s": 0, "tick_s": 1, "retry_budget": 3, **request.param},
         }
-        connection = {"host": dev_cluster.host, "port": dev_cluster.port,
-                      "user": dev_cluster.user, "key_file": dev_cluster.key_file,
-                      "known_hosts": dev_cluster.known_hosts,
-                      "partition": dev_cluster.partition, "home": dev_cluster.home}
-        data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                       recipes={"gpufault": recipe}, cluster_name=CLUSTER)
-        data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
-                         "approvers": [OWNER]}
+        data = dev_cluster.bot_config_data(
+            store_url=f"sqlite:///{tmp_path / 'bot.db'}", recipes={"gpufault": recipe},
+            cluster_name=CLUSTER, channels={"runs": CHANNEL}, approvers=[OWNER])
         config_path = tmp_path / "trainbot.yaml"
         config_path.write_text(yaml.safe_dump(data))
         config = Config.model_validate(data)

@@ -25,7 +25,6 @@ from fakes import RecordingMessageSink
 from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.services.approvals import handle_click
 from bot.services.fencing import fenced_context
@@ -72,10 +71,8 @@ def test_an_approved_probe_runs_on_the_cluster_and_its_result_reaches_the_thread
         dev_cluster: Any, workdir: tuple[SSHRunner, str], tmp_path: Path) -> None:
     ssh, run_dir = workdir
     packages = sysconfig.get_paths()["purelib"]
-    connection = {k: getattr(dev_cluster, k) for k in
-                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
-    data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                   recipes={"mix": {
+    data = dev_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+                                       recipes={"mix": {
         "sbatch_script": posixpath.join(run_dir, "train.sbatch"),
         "workdir": run_dir,
         "env_setup": f"export PYTHONPATH={packages}",

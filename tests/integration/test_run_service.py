@@ -20,7 +20,6 @@ import yaml
 from support.webhook_receiver import Receiver
 
 from bot.cluster.ssh import SSHRunner
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,9 +68,8 @@ def test_run_without_slack_serves_health_and_metrics_sends_events_and_stops_on_s
         chain = store.chains.create(recipe="mix", cluster="dev", job_name=tag, now=time.time())
         store.attempts.add(chain_id=chain.id, job_id=job_id, now=time.time())
         store.watched_jobs.add("dev", job_id, now=time.time(), chain_id=chain.id)
-    data = dev_cluster_config_data(
-        json.loads(Path("/tmp/dev-cluster/connection.json").read_text()), store_url=store_url,
-        recipes={"mix": {"sbatch_script": f"{dev_cluster.home}/train.sbatch"}})
+    data = dev_cluster.bot_config_data(
+        store_url=store_url, recipes={"mix": {"sbatch_script": f"{dev_cluster.home}/train.sbatch"}})
     data["policy"] = {"tick_s": 1}
     data["service"] = {"log_format": "json"}
     config = tmp_path / "trainbot.yaml"

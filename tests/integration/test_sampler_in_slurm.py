@@ -27,7 +27,6 @@ from fakes import RecordingEventSink
 
 from bot.cluster.tail import ShellTailReader
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.core.sampler_series import SamplerSeries, parse_line, role_growth
 from bot.probes.sampler import DEFAULT_INTERVAL_S
@@ -74,10 +73,8 @@ def _install(jobs: DemoJobs) -> None:
 
 
 def _watcher(jobs: DemoJobs, dev_cluster: Any, store: Store, sink: RecordingEventSink) -> Watcher:
-    connection = {k: getattr(dev_cluster, k) for k in
-                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
-    data = dev_cluster_config_data(
-        connection, store_url="sqlite://",
+    data = dev_cluster.bot_config_data(
+        store_url="sqlite://",
         recipes={RECIPE: {"sbatch_script": jobs.path("sampled_job.sbatch"),
                           "workdir": jobs.root, "target_iter": ITERS,
                           "sampler_path": jobs.path("logs", "rss-%j.jsonl")}},

@@ -101,7 +101,6 @@ def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluste
 
     from bot.cluster.sessions import ClusterSessions
     from bot.config import Config
-    from bot.config.dev_cluster import dev_cluster_config_data
     from bot.core.catalogue import Catalogue
     from bot.core.train_grammar import Watch
     from bot.services.ports import BotContext
@@ -115,10 +114,8 @@ def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluste
     tag = uuid.uuid4().hex[:8]
     name = f"it-warray-{tag}"
     work = f"{slurm_cluster.home}/warray-{tag}"
-    connection = {k: getattr(slurm_cluster, k) for k in
-                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
-    config = Config.model_validate(dev_cluster_config_data(
-        connection, store_url=f"sqlite:///{tmp_path / 'state.db'}"))
+    config = Config.model_validate(slurm_cluster.bot_config_data(
+        store_url=f"sqlite:///{tmp_path / 'state.db'}"))
     store = Store.open(config.store.url)
     sessions = ClusterSessions(config)
     array_id = None

@@ -10,7 +10,6 @@ ptrace), the job ended before, and the job ending during the collection.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 import subprocess
@@ -20,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +27,6 @@ from bot.cluster.pyspy import local_pyspy, remote_path, remote_sha256
 from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.stacks import JOB_ENDED, PERMISSION_DENIED, PYSPY_ABSENT
 from bot.services.stacks import StackCollector
 
@@ -43,7 +42,7 @@ class Cluster:
     ssh: SSHRunner
     dir: str
     tag: str
-    connection: dict
+    dev_cluster: Any  # the DevCluster the jobs run on
 
     def submit(self, *script_args: str, script: str = "ranks.sbatch") -> str:
         out = self.ssh.run(["sbatch", "--parsable", "--ntasks=1", "--mem=200M", "--time=5",
@@ -69,7 +68,7 @@ class Cluster:
         self.ssh.run(["scancel", job], check=False)
 
     def collector(self, **cluster_over: object) -> tuple[StackCollector, ClusterSessions]:
-        data = dev_cluster_config_data(self.connection, store_url="sqlite://")
+        data = self.dev_cluster.bot_config_data(store_url="sqlite://")
         data["clusters"][CLUSTER].update(cluster_over)
         config = Config.model_validate(data)
         sessions = ClusterSessions(config)
@@ -78,7 +77,6 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(dev_cluster) -> Iterator[Cluster]:  # noqa: ANN001
-    connection = json.loads((Path(dev_cluster.state_dir) / "connection.json").read_text())
     with SSHRunner(dev_cluster.ssh_settings()) as ssh:
         tag = uuid.uuid4().hex[:8]
         run_dir = posixpath.join(dev_cluster.home, f"tb-stacks-{tag}")
@@ -91,7 +89,7 @@ def cluster(dev_cluster) -> Iterator[Cluster]:  # noqa: ANN001
         with sftp.open(posixpath.join(run_dir, "ending-py-spy"), "w") as f:
             f.write('#!/bin/sh\nscancel "$SLURM_JOB_ID"\nsleep 5\nexit 1\n')
         ssh.run(["chmod", "+x", posixpath.join(run_dir, "ending-py-spy")])
-        yield Cluster(ssh, run_dir, tag, connection)
+        yield Cluster(ssh, run_dir, tag, dev_cluster)
         ssh.run(["scancel", f"--name=tb-stacks-{tag}"], check=False)
         ssh.run(["rm", "-rf", run_dir], check=False)
 
@@ -131,8 +129,7 @@ def test_trainbot_stacks_prints_the_summary_and_the_dump(cluster: Cluster, stuck
     import yaml
 
     config = tmp_path / "trainbot.yaml"
-    data = dev_cluster_config_data(cluster.connection,
-                                   store_url=f"sqlite:///{tmp_path / 'store.db'}")
+    data = cluster.dev_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'store.db'}")
     config.write_text(yaml.safe_dump(data))
     done = subprocess.run([sys.executable, "-m", "bot", "stacks", stuck_job, "--config",
                            str(config)], cwd=REPO, capture_output=True, text=True, timeout=120)

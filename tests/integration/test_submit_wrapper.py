@@ -20,7 +20,6 @@ import pytest
 
 from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.services.submit import NotApplied, submit_recipe
 from bot.store import Store
 
@@ -71,16 +70,14 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     write(slurm_cluster, f"{work}/job.sh", JOB_SCRIPT, "755")
     for name, text in (("plain", PLAIN_WRAPPER), ("forcing", FORCING_WRAPPER)):
         write(slurm_cluster, f"{work}/{name}.sh", text.format(script=f"{work}/job.sh"), "755")
-    connection = {k: getattr(slurm_cluster, k) for k in
-                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
     overridable = {"account": "str", "mem": "size", "time": "str"}
     recipes = {
         name: {"submit_command": [f"{work}/{name}.sh"], "job_name": f"{name}-{tag}",
                "workdir": work, "time": "10", "overridable": overridable}
         for name in ("plain", "forcing")
     }  # fmt: skip
-    config = Config.model_validate(dev_cluster_config_data(
-        connection, store_url=f"sqlite:///{tmp_path / 'state.db'}", recipes=recipes))
+    config = Config.model_validate(slurm_cluster.bot_config_data(
+        store_url=f"sqlite:///{tmp_path / 'state.db'}", recipes=recipes))
     store = Store.open(config.store.url)
     sessions = ClusterSessions(config)
     try:

@@ -38,7 +38,6 @@ from bot.app import build_app
 from bot.charts.series import SeriesCharts
 from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.core.train_grammar import CommandError, Submit, parse_command
 from bot.services.approvals import ActionId
@@ -170,10 +169,8 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     common = {"workdir": work, "log_path": f"{work}/%x-%j.out", "account": "root",
               "owners": ["U0OWNER"], "submitters": ["robots"], "approvers": ["leads"],
               "channel": "training", "checkpoint": {"dir": ckpt, "complete_rule": "dcp"}}
-    connection = {k: getattr(slurm_cluster, k) for k in
-                  ("host", "port", "user", "key_file", "known_hosts", "partition")}
-    data = dev_cluster_config_data(
-        connection, store_url=f"sqlite:///{tmp_path / 'state.db'}",
+    data = slurm_cluster.bot_config_data(
+        store_url=f"sqlite:///{tmp_path / 'state.db'}",
         recipes={
             "mix": {**common, "sbatch_script": f"{work}/train.sbatch", "job_name": f"mix-{tag}"},
             # its own account, so other engineers' pending jobs on `root` do not compete
@@ -190,10 +187,9 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
                            "job_name": f"secretwrap-{tag}",
                            "env": {"HF_TOKEN": HF_TOKEN, "WANDB_API": WANDB_KEY}},
         },
+        channels={"training": CH}, approvers=["leads"],
+        groups={"robots": ["U0ALICE"], "leads": ["W0LEAD", "U0APPR"]},
     )  # fmt: skip
-    data["slack"] = {"channels": {"training": CH}, "default_channel": "training",
-                     "approvers": ["leads"],
-                     "groups": {"robots": ["U0ALICE"], "leads": ["W0LEAD", "U0APPR"]}}
     config = Config.model_validate(data)
     store = Store.open(config.store.url, redactor=config.redactor())  # as bot.app wires them
     urls = ResponseUrls()
