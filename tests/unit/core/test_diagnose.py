@@ -760,6 +760,35 @@ def test_a_loss_logged_as_nan_in_other_words_is_a_nan_loss_while_training_goes_o
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
 
 
+@pytest.mark.parametrize("line", [
+    # a plural or another loss key, a detector's dict of losses
+    "epoch 3 iter 200 losses : nan",
+    "step 200 total_loss nan lr 0.001",
+    "{'loss_cls': nan, 'loss_bbox': nan, 'loss': nan}",
+    # YOLO's epoch table with its loss columns nan (v5's box obj cls, v8's box_loss ...)
+    "      3/49     11.9G       nan       nan       nan        12       640",
+    "      1/100      2.61G        nan        nan        nan         20        640: 100%|",
+    # the framework's or the script's own words
+    "Loss is diverging, stopping the run",
+    "ValueError: loss diverged at step 300",
+    "Training has diverged; restore the last checkpoint",
+    "NaN loss detected at step 300, skipping the batch",
+    "Detected NaN or Inf values in the gradients of rank 3",
+])
+def test_a_loss_that_diverged_in_other_keys_or_words_is_a_nan_loss(catalogue, line: str):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+
+
+@pytest.mark.parametrize("line", [
+    "      3/49     11.9G    0.0412    0.0213   0.00812        12       640",
+    "{'loss_cls': 0.42, 'loss_scale': inf}",
+    "Training did not diverge; loss 0.3",
+])
+def test_finite_losses_in_those_forms_are_not_a_nan_loss(catalogue, line: str):
+    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id != "nan_loss"
+
+
 def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
     line = "epoch 3 loss: tensor(0.4312, device='cuda:0', grad_fn=<AddBackward0>)"
     assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "none"
