@@ -94,6 +94,12 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
         r"|\bgpu (?:is |was |has been )?lost\b|\bgpu\b.*\b(?:not responding|reset required"
         r"|hardware (?:error|fault|failure))\b")),
+    # a batch system's time limit in any wording (`exceeded wallclock time limit`, `walltime
+    # limit reached`, SGE's `h_rt`)
+    ("time_limit", re.compile(
+        r"(?i)\b(?:wall ?clock|wall ?time|run ?time|cpu ?time) ?limit\b.*\b(?:exceeded|reached)\b"
+        r"|\bexceed\w*\b.*\b(?:wall ?clock|wall ?time|h_rt)\b"
+        r"|(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b")),
     ("preempted", re.compile(r"(?i)\bpre-?empt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption"
                              r"|reclaim\w*)")),
     ("node_failure", re.compile(

@@ -232,6 +232,35 @@ def test_accounting_alone_decides(catalogue, state, exit_code, signal, class_id,
     assert d.charges_budget is charges
 
 
+@pytest.mark.parametrize("line", [
+    # PBS/Torque (walltime or CPU time), Moab, LSF and SGE's words for the time limit
+    "=>> PBS: job killed: walltime 86415 exceeded limit 86400",
+    "=>> PBS: job killed: cput 3601 exceeded limit 3600",
+    "MOAB_INFO:  job exceeded wallclock limit",
+    "job 123 exceeded hard wallclock time - initiate terminate method",
+    "TERM_RUNLIMIT: job killed after reaching LSF run time limit.",
+    'job 7 exceeds job hard limit "h_rt" of queue "all.q@node1" (3600.00000 > limit:3600.00000)',
+])
+def test_other_batch_systems_time_limits_are_a_time_limit(catalogue, line: str):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("time_limit", "signature")
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: walltime limit reached, saving and exiting",
+    "ERROR: job 42 exceeded its time limit and was killed",
+])
+def test_an_error_that_names_a_time_limit_in_its_own_words_ends_a_log_as_one(catalogue, line):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("time_limit", "hint")
+
+
+def test_a_request_that_exceeded_a_time_limit_is_not_the_jobs(catalogue):
+    line = "ERROR: the request exceeded the time limit of the server"
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert d.class_id == "unknown_failure"
+
+
 def test_time_limit_wins_over_collateral_errors_in_the_log(catalogue):
     text = PROGRESS + "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(...)\n"
     d = run_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
