@@ -70,8 +70,10 @@ class AutoResubmits:
         gone through. `recover(recipe, chain_id, old_job, decision)` (when given) finds and
         records the job it left (an unrecorded sbatch, or a recorded attempt whose thread was
         not told) and returns its id, or None when there is none (then it is submitted); without
-        `recover`, a chain with a newer attempt counts as done. A `submitted` row is only
-        told (posts are idempotent by key)."""
+        `recover`, a chain with a newer attempt counts as submitted. A `submitted` row is only
+        told (posts are idempotent by key). A chain that has ended since (the resumed job ran
+        to its end while the bot was down) gets nothing new submitted, but a resubmit that went
+        through is still told, once."""
         chains: dict[int, Chain | None] = {}
         for inc in self.store.incidents.of_class(RESUBMIT_CLASS,
                                                  ("due", "submitting", "submitted")):
@@ -82,9 +84,11 @@ class AutoResubmits:
             chain = chains[inc.chain_id]
             if chain is None or chain.cluster != self.cluster:
                 continue
-            # A submitted resubmit is told even when its chain has ended since (a restart
-            # after the resumed job finished); nothing new is submitted for an ended chain.
-            if chain.status != "active" and inc.state != "submitted":
+            # A resubmit that went through is told even when its chain has ended since (a
+            # restart after the resumed job finished): `submitted`, or `submitting` when the
+            # crash came before that was recorded. Nothing new is submitted for an ended chain.
+            ended = chain.status != "active"
+            if ended and inc.state == "due":
                 continue
             data = inc.diagnosis
             decision = Decision.from_json(data.get("decision") or {})
@@ -112,9 +116,10 @@ class AutoResubmits:
                                     self.cluster, inc.job_id, exc)
                         continue
                 elif latest is not None and latest.job_id != inc.job_id:
-                    self.store.incidents.set_state(inc.key, "done")  # it went through
-                    continue
+                    new_job = latest.shown_id  # it went through: a newer attempt records it
             if new_job is None:
+                if ended:
+                    continue  # nothing went through, and the chain has ended since
                 if not self.store.incidents.set_state_from(inc.key, inc.state, "submitting"):
                     continue  # another replica took this resubmit on meanwhile
                 crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)

@@ -124,6 +124,39 @@ def test_submitted_but_not_told_is_told_after_the_chain_ended(env):
     assert store.incidents.get(KEY).state == "done" and len(resub.calls) == 1
 
 
+def test_crash_mid_resubmit_is_told_after_the_resumed_job_ran_to_its_end(env):
+    """The bot died after sbatch and the attempt's record but before the row said
+    `submitted`, and stayed down while the resumed job ran and finished: on restart the chain
+    has ended, and the resubmit is still told in the thread, once, with nothing submitted."""
+    store = env[0]
+    resub = FakeResubmit(store)
+    chain = _crashed_in_resubmit(env, resub)
+    store.attempts.add(chain_id=chain.id, job_id="90500", now=T0, charge_retry=True)
+    store.chains.set_status(chain.id, "completed", now=T0 + 1390)
+    asked = []
+
+    def recover(recipe, chain_id, old_job, decision):
+        asked.append(old_job)
+        return "90500"  # the recorded attempt its thread was not told of
+
+    sink, w = _restarted(env, resub, recover)
+    w.tick(T0 + 1400)
+    w.tick(T0 + 1460)
+    assert asked == ["88300"] and resub.calls == []
+    assert sink.kinds() == ["resubmitted"] and "90500" in sink.events[0].text
+    assert store.incidents.get(KEY).state == "done"
+
+
+def test_crash_mid_resubmit_with_nothing_submitted_submits_nothing_for_an_ended_chain(env):
+    store = env[0]
+    resub = FakeResubmit(store)
+    chain = _crashed_in_resubmit(env, resub)
+    store.chains.set_status(chain.id, "stopped", now=T0 + 1390)  # a person stopped the run
+    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job, decision: None)
+    w.tick(T0 + 1400)
+    assert resub.calls == [] and sink.kinds() == []
+
+
 def test_due_resubmit_of_an_ended_chain_submits_nothing(env):
     store = env[0]
     resub = FakeResubmit(store)
