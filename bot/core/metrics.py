@@ -122,7 +122,8 @@ PROCESS_PREFIX = (
 )
 _PREFIX = re.compile(rf"^\s*(?:\[(?:rank|RANK)\s*\d+\]:?\s*|\d{{1,5}}:\s+|{PROCESS_PREFIX})+")
 # A time at the start of a line, also in a task runner's bracket (`[task 2025-01-21T16:30:37Z]`)
-_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
+                  r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
 

@@ -401,7 +401,8 @@ def test_accounting_hints_are_marked_as_hints(cat: Catalogue) -> None:
         ("2025-01-21T16:30:37.1234567Z ##[error]Process completed", "##[error]Process completed"),
         ("[pod/trainer-0/pytorch] 11: RuntimeError: x", "RuntimeError: x"),
         ("(TorchTrainer pid=123) x", "x"),
-        ("2025-01-21 16:30:37 kept: a logger's own time", "2025-01-21 16:30:37 kept: a logger's own time"),
+        ("2025-01-21 16:30:37 kept: a logger's own time",
+         "2025-01-21 16:30:37 kept: a logger's own time"),
         # markdown's quoting of a pasted line, and a code block's indentation
         ("      MemoryError`", "MemoryError"),
         ("**Killed**", "Killed"),
