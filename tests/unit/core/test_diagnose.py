@@ -246,6 +246,43 @@ def test_other_batch_systems_time_limits_are_a_time_limit(catalogue, line: str):
     assert (d.class_id, d.decided_by) == ("time_limit", "signature")
 
 
+RAY_SYSTEM_ERROR = (
+    "(raylet) A worker died or was killed while executing a task by an unexpected system error. "
+    "RayTask ID: c3f4 Worker ID: 7e75 Node ID: b5b5 Worker IP address: 10.0.0.1 Worker port: "
+    "10176 Worker PID: 1633485 Worker exit type: SYSTEM_ERROR Worker exit detail: Worker "
+    "unexpectedly exits with a connection error code 2. End of file. There are some potential "
+    "root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage. "
+    "(2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or "
+    "other unexpected errors.")
+
+
+@pytest.mark.parametrize("line", [
+    # Ray's memory monitor reporting the worker it killed, whatever finished before it
+    "Memory on the node (IP: 10.1.180.84, ID: ba65) where the task (task ID: d221, name=head, "
+    "rank=0,, pid=4503, memory used=1900.5GB) was running was 1990.2GB / 2015.4GB (0.98), which "
+    "exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 9a1) because it was "
+    "the most recently scheduled task",
+    "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.",
+    "Worker exit type: SYSTEM_ERROR Worker exit detail: Task was killed due to the node running "
+    "low on memory.",
+])
+def test_a_worker_rays_memory_monitor_killed_is_a_host_oom(catalogue, line: str):
+    text = ("{'train_runtime': 23328.5, 'train_loss': 0.628, 'epoch': 1.0}\n"
+            "(head, rank=0, pid=4503) " + line + "\n")
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("host_oom", "signature")
+
+
+def test_a_ray_worker_dead_of_a_system_error_is_a_host_oom_only_by_hint(catalogue):
+    # Ray names the OOM killer as the first likely cause; a segfault reads the same
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + RAY_SYSTEM_ERROR + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("host_oom", "hint")
+    # and a job that goes on after it is running
+    more = text + "[2025-03-02 10:00:05] iter 121/8000 loss 1.20\n"
+    assert _diagnose_text(catalogue, more).class_id == "none"
+
+
 @pytest.mark.parametrize("line", [
     "RuntimeError: walltime limit reached, saving and exiting",
     "ERROR: job 42 exceeded its time limit and was killed",
