@@ -298,6 +298,28 @@ def test_a_request_that_exceeded_a_time_limit_is_not_the_jobs(catalogue):
     assert d.class_id == "unknown_failure"
 
 
+@pytest.mark.parametrize("line", [
+    # CUDA's unknown error in older frameworks' words: 30 before CUDA 10, 999 after
+    "F0302 10:00:01.123 syncedmem.cpp:56] Check failed: error == cudaSuccess (30 vs. 0)"
+    "  unknown error",
+    "[2025-03-02 10:00:01] Error: CUDA error 999 'unknown error' file 'src/tensors/gpu/device.cu'",
+])
+def test_older_frameworks_unknown_cuda_error_is_a_gpu_failure(catalogue, line: str):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("gpu_failure", "signature")
+
+
+@pytest.mark.parametrize("line", [
+    "CUDA Error: an illegal memory access was encountered",
+    "CUDA Error: an illegal instruction was encountered",
+])
+def test_darknets_illegal_access_alone_is_not_blamed_on_the_gpu(catalogue, line: str):
+    # its threads end in a rebuild for the GPU's architecture or a cfg fix, not a drained node
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert d.class_id == "unknown_failure"
+    assert not d.retryable
+
+
 def test_time_limit_wins_over_collateral_errors_in_the_log(catalogue):
     text = PROGRESS + "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(...)\n"
     d = run_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
