@@ -320,6 +320,27 @@ def test_darknets_illegal_access_alone_is_not_blamed_on_the_gpu(catalogue, line:
     assert not d.retryable
 
 
+HOROVOD_STALL = (
+    "[2025-03-02 10:01:00.123] [1,0]<stderr>:W stall_inspector.cc:107] One or more tensors were"
+    " submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for"
+    " remainder of ranks for more than 60 seconds. This may indicate that different ranks are"
+    " trying to submit different tensors or that only subset of ranks is submitting tensors,"
+    " which will cause deadlock.\n[1,0]<stderr>:Missing ranks:\n"
+    "[1,0]<stderr>:1: [DistributedAdam_Allreduce/cond_1/HorovodAllreduce_grads_1_0]\n"
+)
+
+
+def test_a_log_that_ends_in_horovods_stall_warning_is_a_hang(catalogue):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + HOROVOD_STALL)
+    assert (d.class_id, d.decided_by) == ("hang", "hint")
+
+
+def test_horovods_stall_warning_followed_by_progress_is_survived(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + HOROVOD_STALL
+            + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
 def test_time_limit_wins_over_collateral_errors_in_the_log(catalogue):
     text = PROGRESS + "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(...)\n"
     d = run_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
