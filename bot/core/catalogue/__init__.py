@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from bot.core.catalogue.dialect import literal_variants
 from bot.core.catalogue.loading import compile_catalogue, read_catalogue_texts
 from bot.core.catalogue.model import AccountingMatch, CatalogueError, FailureClass, Match
 from bot.core.catalogue.scanner import Scanner, Signature
+
+#: How much of a deciding text a line cut off at the end of a log must hold to decide.
+CUT_OFF_MIN = 24
+# Where a deciding text goes on after a cut inside its clause: a word, or a space and a word.
+_MID_SENTENCE = re.compile(r" ?[A-Za-z0-9_]")
 
 
 class Catalogue:
@@ -17,6 +24,11 @@ class Catalogue:
         self.classes: dict[str, FailureClass] = dict(classes)
         self._order = {cid: (-fc.priority, cid) for cid, fc in self.classes.items()}
         self._scanner = Scanner(sigs, self._order)
+        # the deciding texts a cut-off line may end with the start of (not a finished run's)
+        self._literals = tuple(
+            (text, fc.id) for fc in self.classes.values() if fc.id != "completed"
+            for p in fc.primary for text in literal_variants(p.pattern)
+            if len(text) > CUT_OFF_MIN)
 
     # ------------------------------------------------------------------ loading
 
@@ -74,6 +86,26 @@ class Catalogue:
             elif signal is not None and signal in fc.signals:
                 out.append(AccountingMatch(fc.id, False, f"signal {signal}"))
         return out
+
+    def cut_off_class(self, line: str) -> str | None:
+        """The class whose deciding text this normalized line ends with the start of, cut off
+        before its end as a pasted excerpt is (`[Rank 6] Watchdog caught collective`): at least
+        CUT_OFF_MIN characters of it, from the start of a word, cut inside a clause (the rest
+        goes on with a word, not a `:` or a quote: `... No such file or directory` is a whole
+        message, not a cut-off `No such file or directory: 'gcc'`), the rest holding no digit
+        (a deciding figure such as `= 0` is never guessed). None when no class's text fits or
+        several classes' do."""
+        found = set()
+        for text, class_id in self._literals:
+            at = line.find(text[:CUT_OFF_MIN])
+            while at >= 0:
+                rest = text[len(line) - at:]
+                if (text.startswith(line[at:]) and _MID_SENTENCE.match(rest)
+                        and not any(c.isdigit() for c in rest)
+                        and (at == 0 or not line[at - 1].isalnum())):
+                    found.add(class_id)
+                at = line.find(text[:CUT_OFF_MIN], at + 1)
+        return next(iter(found)) if len(found) == 1 else None
 
     def rank(self, class_ids: Iterable[str]) -> list[str]:
         """Class ids, most decisive first (priority, then id)."""

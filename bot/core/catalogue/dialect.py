@@ -219,3 +219,13 @@ def required_runs(pattern: str) -> list[list[str]]:
         if runs not in out:
             out.append(runs)
     return out
+
+
+def literal_variants(pattern: str) -> list[str]:
+    """The texts `pattern` matches as they are, one for each of its variants (alternatives and
+    small classes expanded) that is wholly literal: no `.`, large class or repeat left in it."""
+    out: list[str] = []
+    for tokens in _Parser(pattern).parse_alt():
+        if None not in tokens and (text := "".join(t for t in tokens if t)) not in out:
+            out.append(text)
+    return out

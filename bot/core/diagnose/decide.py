@@ -26,7 +26,12 @@ from bot.core.detectors import (
     detect_stall,
     leak_trend,
 )
-from bot.core.diagnose.ending import ends_in_error, ends_in_final_save, epochs_left
+from bot.core.diagnose.ending import (
+    ends_cut_off,
+    ends_in_error,
+    ends_in_final_save,
+    epochs_left,
+)
 from bot.core.metrics import MetricSeries, clean_line
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
     ACCOUNTING,
@@ -129,8 +134,10 @@ def diagnose(
         elif leak is not None:
             chosen, decided_by = "memory_leak", DETECTOR
             evidence = _leak_evidence(leak)
-        elif acct.state is None and (ended := ends_in_error(matches, tail, series)):
-            chosen, decided_by = ended.class_id, HINT  # no accounting; the log ends in an error
+        elif acct.state is None and (
+                ended := ends_cut_off(catalogue, tail) or ends_in_error(matches, tail, series)):
+            # no accounting; the log ends in a deciding line cut off or in an error
+            chosen, decided_by = ended.class_id, HINT
             evidence = [Evidence(n, t) for n, t in ended.lines]
         elif acct.state is None and (
             (_target_reached(series, target)

@@ -3,7 +3,8 @@
 Without Slurm's State the log's last lines are the only witness: an unhandled error after the
 last progress line (an error line, a catalogue hint, a shell's notice of a fatal signal) is a
 failure (`ends_in_error`: its class when the last hint names a cause, else the one cause the
-error's own words name (`named_by_vocabulary`), else `unknown_failure`), a TensorFlow
+error's own words name (`named_by_vocabulary`), else `unknown_failure`), a last line that is
+a deciding text cut off before its end names that text's class (`ends_cut_off`), a TensorFlow
 Estimator's final save ends a finished run (`ends_in_final_save`), and an epoch counter short
 of its total means a 100 % progress bar was one epoch's (`epochs_left`). The decision
 (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
@@ -140,6 +141,15 @@ def named_by_vocabulary(block: Sequence[tuple[int, str]]) -> Ending | None:
         return None
     ((class_id, lines),) = found.items()
     return Ending(class_id, tuple(lines))
+
+
+def ends_cut_off(catalogue: Any, tail: Sequence[tuple[int, str]]) -> Ending | None:
+    """The class a log's last line names in a deciding text cut off before its end (a pasted
+    excerpt truncated mid-sentence: `[Rank 6] Watchdog caught collective` and nothing after
+    it), with that line; None when the last line is no such start of one class's text."""
+    last = next(((n, raw) for n, raw in reversed(tail) if raw.strip()), None)
+    class_id = last and catalogue.cut_off_class(normalize_line(last[1]))
+    return Ending(class_id, (last,)) if last and class_id else None
 
 
 def ends_in_error(

@@ -780,3 +780,33 @@ def test_grep_agrees_with_scan_on_matching_lines(cat: Catalogue, tmp_path: Path)
     }
     assert grep_lines == scan_lines
     assert len(scan_lines) > 40
+
+
+def _two_classes(first: str, second: str) -> Catalogue:
+    fields = ("title: T\n    explanation: E\n    action: ask\n    retryable: false\n"
+              "    charges_budget: true\n    priority: {}\n    hint: H\n")
+    return Catalogue.from_texts([("site.yaml", (
+        "classes:\n"
+        f"  disk_full:\n    {fields.format(65)}    patterns: {{primary: ['{first}']}}\n"
+        f"  quota_hit:\n    {fields.format(64)}    patterns: {{primary: ['{second}']}}\n"))])
+
+
+def test_a_cut_off_line_names_the_one_class_whose_deciding_text_it_starts():
+    cat = _two_classes("Storage backend reported the volume is full", "Storage backend reported"
+                       " the quota is reached")
+    assert cat.cut_off_class("[rank 3] Storage backend reported the vol") == "disk_full"
+    # the start both texts share decides nothing, nor does the start of a word inside a word
+    assert cat.cut_off_class("Storage backend reported the ") is None
+    assert cat.cut_off_class("xStorage backend reported the vol") is None
+
+
+def test_a_whole_message_that_starts_a_longer_deciding_text_is_not_cut_off():
+    cat = _two_classes("No such file or directory: gcc is not installed", "(disk|quota) full")
+    assert cat.cut_off_class("slurmstepd: error: execve(): nil: No such file or directory") is None
+    assert cat.cut_off_class("x: No such file or directory: gcc is not") == "disk_full"
+
+
+def test_a_cut_off_line_never_guesses_a_deciding_figure():
+    cat = _two_classes("Number of training examples seen so far: 0", "(disk|quota) of the volume")
+    assert cat.cut_off_class("Number of training examples seen so far") is None
+    assert cat.cut_off_class("Number of training examples seen so far: 0") is None  # whole

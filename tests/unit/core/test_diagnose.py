@@ -320,6 +320,33 @@ def test_darknets_illegal_access_alone_is_not_blamed_on_the_gpu(catalogue, line:
     assert not d.retryable
 
 
+@pytest.mark.parametrize("line, class_id", [
+    ("[Rank 6] Watchdog caught collective", "nccl_timeout"),
+    ("[2025-03-02 10:00:01] [1,0]<stderr>:  what():  [Rank 0] Watchdog caught collective op",
+     "nccl_timeout"),
+    ("srun: error: Some of the step tasks have been OOM", "host_oom"),
+])
+def test_a_log_cut_off_in_a_deciding_line_is_named_by_its_start(catalogue, line, class_id):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == (class_id, "hint")
+    assert any(line in e.text for e in d.evidence)
+
+
+@pytest.mark.parametrize("line", [
+    "[Rank 6] Watchdog caught collec",  # too little of it to be sure
+    "Number of training examples",  # the deciding figure (`= 0`) was cut off
+])
+def test_too_little_of_a_deciding_line_at_the_end_decides_nothing(catalogue, line):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert d.class_id == "none"
+
+
+def test_a_cut_off_line_before_more_output_decides_nothing(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n[Rank 6] Watchdog caught collective\n"
+            "[2025-03-02 10:00:05] iter 121/8000 loss 1.20\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
 HOROVOD_STALL = (
     "[2025-03-02 10:01:00.123] [1,0]<stderr>:W stall_inspector.cc:107] One or more tensors were"
     " submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for"
