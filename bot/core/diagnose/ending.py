@@ -66,6 +66,12 @@ _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
 _SIGBUSED = re.compile(
     r"\(exitcode\s*:\s*-7\)|exitcode\s*:\s*-7 |Signal 7 \(SIGBUS\)|exits with return code = -7\b"
     r"|terminated with signal SIGBUS|died with <Signals\.SIGBUS: 7>")
+# NCCL's report that a peer went away (ncclRemoteError): a symptom, not a cause. Its threads end
+# in another rank that died first (its own error, elsewhere in the log, is the cause) or in a
+# node's network fault, which NCCL names in its `Last error:` (an InfiniBand completion error).
+_REMOTE_ERROR = re.compile(r"ncclRemoteError|remote process exited or there was a network error")
+_NETWORK_FAULT = re.compile(r"NET/IB ?: Got completion from peer .* with error"
+                            r"|NET/IB ?: .*(?:port|link) (?:is )?down|ibv_poll_cq .*error")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
@@ -165,7 +171,9 @@ def ends_in_error(
     TensorFlow's `ResourceExhaustedError` without its message: a device OOM), or
     the launcher reports ranks killed by a signal and nothing else (SIGBUS: /dev/shm exhausted,
     the DataLoader worker class; SIGKILL: host OOM), or the error's own words name one cause
-    the catalogue has no line for (`named_by_vocabulary`: a weaker hint, shown as such)."""
+    the catalogue has no line for (`named_by_vocabulary`: a weaker hint, shown as such). NCCL's
+    remote error (`ncclRemoteError`) is a symptom: a node's network fault when NCCL's last
+    error is an InfiniBand one, else the cause another rank's error names, else unknown."""
     if not tail:
         return None
     done = [m.line_no for m in matches if m.class_id == "completed"]
@@ -175,6 +183,15 @@ def ends_in_error(
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
     block = [(n, t) for n, t in tail if n >= after]
     errors = [normalize_line(t) for _, t in block]
+    # NCCL's remote error is the symptom: the network fault it names is a node's, else the cause
+    # is another rank's error, named in the block's own words or unknown
+    symptoms = [m for m in hints if _REMOTE_ERROR.search(m.text)]
+    if symptoms:
+        network = [(n, t) for (n, t), e in zip(block, errors, strict=True)
+                   if _NETWORK_FAULT.search(e)]
+        if network:
+            return Ending("node_failure", tuple(network))
+        hints = [m for m in hints if m not in symptoms]
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}

@@ -347,6 +347,39 @@ def test_a_cut_off_line_before_more_output_decides_nothing(catalogue):
     assert _diagnose_text(catalogue, text).class_id == "none"
 
 
+NCCL_REMOTE_ERROR = (
+    "[rank0]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1347,"
+    " remote process exited or there was a network error, NCCL version 2.18.5\n"
+    "[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process"
+    " exiting prematurely.\n[rank0]: Last error:\n"
+)
+
+
+def test_nccl_remote_error_after_an_infiniband_fault_is_the_nodes(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+            + "[rank0]: NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, opcode 0,"
+            " len 0, vendor err 129 (Send)\n")
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("node_failure", "hint")
+    assert any("Got completion from peer" in e.text for e in d.evidence)
+
+
+def test_nccl_remote_error_is_the_symptom_of_another_ranks_error(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "[rank3]: RuntimeError: GPU 3 ran out of memory in the fused attention kernel\n"
+            + NCCL_REMOTE_ERROR)
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
+    assert not d.retryable
+
+
+def test_nccl_remote_error_alone_names_no_cause(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+            + "[rank0]: socketProgressOpt: Call to recv from 10.0.0.2<33759> failed :"
+            " Connection reset by peer\n")
+    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+
+
 HOROVOD_STALL = (
     "[2025-03-02 10:01:00.123] [1,0]<stderr>:W stall_inspector.cc:107] One or more tensors were"
     " submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for"
