@@ -73,7 +73,8 @@ class AutoResubmits:
         `recover`, a chain with a newer attempt counts as submitted. A `submitted` row is only
         told (posts are idempotent by key). A chain that has ended since (the resumed job ran
         to its end while the bot was down) gets nothing new submitted, but a resubmit that went
-        through is still told, once."""
+        through is still told, once; one that did not is `dropped` (nothing to submit or
+        tell, and no lookup on the cluster again)."""
         chains: dict[int, Chain | None] = {}
         for inc in self.store.incidents.of_class(RESUBMIT_CLASS,
                                                  ("due", "submitting", "submitted")):
@@ -118,8 +119,9 @@ class AutoResubmits:
                 elif latest is not None and latest.job_id != inc.job_id:
                     new_job = latest.shown_id  # it went through: a newer attempt records it
             if new_job is None:
-                if ended:
-                    continue  # nothing went through, and the chain has ended since
+                if ended:  # nothing went through, and the chain has ended since: settled, so
+                    self.store.incidents.set_state(inc.key, "dropped")  # no lookup each tick
+                    continue
                 if not self.store.incidents.set_state_from(inc.key, inc.state, "submitting"):
                     continue  # another replica took this resubmit on meanwhile
                 crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)

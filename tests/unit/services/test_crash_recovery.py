@@ -152,9 +152,18 @@ def test_crash_mid_resubmit_with_nothing_submitted_submits_nothing_for_an_ended_
     resub = FakeResubmit(store)
     chain = _crashed_in_resubmit(env, resub)
     store.chains.set_status(chain.id, "stopped", now=T0 + 1390)  # a person stopped the run
-    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job, decision: None)
+    lookups = []
+
+    def recover(recipe, chain_id, old_job, decision):
+        lookups.append(old_job)  # an SSH round trip on a real cluster
+        return None
+
+    sink, w = _restarted(env, resub, recover)
     w.tick(T0 + 1400)
+    w.tick(T0 + 1460)
     assert resub.calls == [] and sink.kinds() == []
+    assert lookups == ["88300"]  # looked up once, not on every tick after
+    assert store.incidents.get(KEY).state == "dropped"
 
 
 def test_due_resubmit_of_an_ended_chain_submits_nothing(env):
