@@ -46,7 +46,7 @@ _SIGNAL_NAMES = (r"(?:floating[- ]point exception|terminated|hangup|quit|trace/b
                  r"|user defined signal [12]|profiling timer expired|virtual timer expired)")
 _SIGNAL_NOTICE = re.compile(
     rf"(?i)^[\s`'\">|*#-]*{_SIGNAL_NAMES}(?:\s*\(core dumped\))?\W*$"
-    rf"|(?:^|:)\s*[0-9]+\s+{_SIGNAL_NAMES}(?:[\s(]|$)"
+    rf"|\bline [0-9]+:\s+[0-9]+\s+{_SIGNAL_NAMES}(?:[\s(]|$)"
     rf"|^(?:zsh: |\[[0-9]+\]\s*[+-]?\s*[0-9]+\s+){_SIGNAL_NAMES}(?:[\s(]|$)")
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
 #: classes ended of that cause: a bare `Killed` (host OOM); the training framework's own

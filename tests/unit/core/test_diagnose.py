@@ -667,6 +667,7 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
     # a signal's name as a word of an ordinary line
     "Training terminated early by the scheduler's plan: 0 of 4 workers, quit rate 0.1",
     "env step: 12 terminated=0 truncated=1",
+    "eval ratio: 3 quit  (of 40 episodes)",
     # a warning Python shows with its source line, and a compiler's warning label
     "/opt/lib/torch/utils/cpp_extension.py:346: UserWarning: Error checking compiler version "
     "for cl\n  warnings.warn(f'Error checking compiler version for {compiler}: {error}')",
