@@ -13,6 +13,12 @@ before the first score), and the score is given over the `clear` rows too. A log
 diagnosed as `trainbot diagnose LOG --json` does with no sacct flags (the log alone). Beside
 it, a naive first-match grep: the class of the first line matching any catalogue primary
 pattern, `none` when no line does.
+
+A held-out split whose LABELS.md gives each row an `ending` column (how the process ended as
+its thread shows or states it, recorded by the collector with the label: `exit 0`, `exit 1`,
+`signal KILL`, `running`, `unknown`) is scored a second way, the log plus that ending passed as
+the sacct facts the watcher would have (`accounting_of`): `exit N` -> COMPLETED/FAILED N:0,
+`signal S` -> FAILED 0:S, `running` -> RUNNING, `unknown` -> none (the log alone).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import argparse
 import io
 import json
 import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +38,15 @@ sys.path.insert(0, str(ROOT))
 from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.core.catalogue.scanner import normalize_line  # noqa: E402
 from bot.core.diagnose import analyze_file  # noqa: E402
+from bot.core.models import Accounting  # noqa: E402
 
 REAL = ROOT / "tests" / "fixtures" / "real"
 #: The tuned split, then each held-out split by its directory's name (`heldout`, `heldout-6`).
 SPLITS = {"tuned": REAL} | {d.name: d for d in sorted(REAL.glob("heldout*")) if d.is_dir()}
 _CONFIDENCE = re.compile(r"^\| `([^`]+\.log)` \|.*\| (clear|doubtful) \|\s*$", re.M)
+_ENDING = re.compile(
+    r"^\| `([^`]+\.log)` \|.*\| `?(exit -?\d+|signal [A-Z]+|running|unknown)`? \| "
+    r"(?:clear|doubtful) \|\s*$", re.M)
 #: What the last run of this script measured (the tests hold the tuned split to it).
 RECORDED = ROOT / "bench" / "real_logs_accuracy.json"
 
@@ -46,6 +57,8 @@ class Scored:
     label: str
     diagnosed: str
     grep: str
+    #: The diagnosis with the thread's ending as accounting (None: the split records none).
+    with_ending: str | None = None
 
     @property
     def correct(self) -> bool:
@@ -61,6 +74,34 @@ def clear_names(split: str) -> set[str] | None:
     manifest = SPLITS[split] / "LABELS.md"
     rated = dict(_CONFIDENCE.findall(manifest.read_text("utf-8"))) if manifest.exists() else {}
     return {name for name, rating in rated.items() if rating == "clear"} if rated else None
+
+
+def endings(split: str) -> dict[str, str]:
+    """Each log's `ending` from a held-out split's LABELS.md (empty when it records none)."""
+    manifest = SPLITS[split] / "LABELS.md"
+    return dict(_ENDING.findall(manifest.read_text("utf-8"))) if manifest.exists() else {}
+
+
+def accounting_of(ending: str) -> Accounting | None:
+    """The sacct facts a thread's stated ending amounts to: `exit 0` -> COMPLETED 0:0,
+    `exit N` -> FAILED N:0, `signal KILL` -> FAILED 0:9, `running` -> RUNNING; `unknown`
+    -> None (the log alone). An unknown signal name is a ValueError naming it."""
+    word, _, rest = ending.partition(" ")
+    if word == "exit":
+        code = int(rest)
+        return Accounting(state="COMPLETED" if code == 0 else "FAILED", exit_code=code, signal=0)
+    if word == "signal":
+        try:
+            number = signal.Signals[f"SIG{rest.removeprefix('SIG')}"].value
+        except KeyError:
+            raise ValueError(f"ending {ending!r}: {rest} is not a signal name (KILL, ABRT, "
+                             "SEGV, TERM, ...)") from None
+        return Accounting(state="FAILED", exit_code=0, signal=number)
+    if word == "running":
+        return Accounting(state="RUNNING")
+    if word == "unknown":
+        return None
+    raise ValueError(f"ending {ending!r} is not exit N, signal NAME, running or unknown")
 
 
 def label_of(path: Path) -> str:
@@ -83,15 +124,19 @@ def first_match_grep(catalogue: Catalogue, text: str) -> str:
     return "none"
 
 
-def score(paths: list[Path], catalogue: Catalogue | None = None) -> list[Scored]:
+def score(paths: list[Path], catalogue: Catalogue | None = None,
+          ending_of: dict[str, str] | None = None) -> list[Scored]:
+    """Each log diagnosed alone and, when `ending_of` names its ending, with that ending too."""
     cat = catalogue or Catalogue.load()
     out = []
     for p in paths:
         body = body_of(p)
         analysis = analyze_file(io.BytesIO(body), cat)
-        diagnosis = analysis.diagnose()
-        out.append(Scored(p.name, label_of(p), diagnosis.class_id,
-                          first_match_grep(cat, body.decode("utf-8", "replace"))))
+        with_ending = None
+        if ending_of is not None and p.name in ending_of:
+            with_ending = analysis.diagnose(accounting_of(ending_of[p.name])).class_id
+        out.append(Scored(p.name, label_of(p), analysis.diagnose().class_id,
+                          first_match_grep(cat, body.decode("utf-8", "replace")), with_ending))
     return out
 
 
@@ -110,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     splits = list(SPLITS) if args.split == "all" else [args.split]
     recorded: dict[str, dict[str, int]] = {}
     for split in splits:
-        results = score(fixture_paths(split), cat)
+        ending_of = endings(split) if split != "tuned" else {}
+        results = score(fixture_paths(split), cat, ending_of or None)
         ok, n = accuracy(results)
         grep_ok = sum(r.grep == r.label for r in results)
         recorded[split] = {"correct": ok, "total": n, "grep_correct": grep_ok}
@@ -124,10 +170,20 @@ def main(argv: list[str] | None = None) -> int:
             c_ok, c_n = accuracy([r for r in results if r.name in clear])
             recorded[split] |= {"clear_correct": c_ok, "clear_total": c_n}
             print(f"{'':8s} rated clear: {c_ok}/{c_n} = {100 * c_ok / max(c_n, 1):.1f} %")
+        if ending_of:
+            e_ok = sum(r.with_ending == r.label for r in results)
+            recorded[split] |= {"ending_correct": e_ok}
+            line = f"{'':8s} with the thread's ending: {e_ok}/{n} = {100 * e_ok / n:.1f} %"
+            if clear is not None:
+                ec_ok = sum(r.with_ending == r.label for r in results if r.name in clear)
+                recorded[split] |= {"ending_clear_correct": ec_ok}
+                line += f" (clear {ec_ok}/{c_n})"
+            print(line)
         if args.misses:
             for r in results:
-                if not r.correct:
-                    print(f"    {r.name}: diagnosed {r.diagnosed}")
+                if not r.correct or r.with_ending not in (None, r.label):
+                    also = f", with its ending {r.with_ending}" if r.with_ending else ""
+                    print(f"    {r.name}: diagnosed {r.diagnosed}{also}")
     if args.record:  # a single split's run keeps the other split's recorded figures
         before = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
         RECORDED.write_text(json.dumps(before | recorded, indent=2, sort_keys=True) + "\n")

@@ -165,6 +165,50 @@ def test_the_scorer_gives_a_held_out_split_s_clear_figure(scorer, tmp_path: Path
         "correct": 1, "total": 2, "grep_correct": 1, "clear_correct": 1, "clear_total": 1}
 
 
+def test_a_held_out_split_with_recorded_endings_is_scored_with_them_too(
+        scorer, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A split whose LABELS.md records how each process ended (from its thread) gets a
+    second figure: the log plus that ending as the sacct facts a watcher would have. A log
+    that ends in progress is `none` alone, and what its ending makes it with the ending."""
+    split = tmp_path / "heldout-9"
+    split.mkdir()
+    rows = (("cuda_oom__a-b-1.log", "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+             "unknown", "clear"),
+            ("completed__a-b-2.log", "Epoch 3 step 90 loss 0.3", "exit 0", "clear"),
+            ("unknown_failure__a-b-3.log", "Epoch 1 step 5 loss 0.3", "exit 2", "doubtful"))
+    for name, body, _, _ in rows:
+        (split / name).write_text(f"# source: a/b https://example.org/{name} (x)\n{body}\n")
+    (split / "LABELS.md").write_text("".join(
+        f"| `{name}` | `{name.split('__')[0]}` | https://example.org/{name} | why | {ending} "
+        f"| {rating} |\n" for name, _, ending, rating in rows))
+    monkeypatch.setitem(scorer.SPLITS, "heldout-9", split)
+    monkeypatch.setattr(scorer, "RECORDED", tmp_path / "accuracy.json")
+    assert scorer.main(["--split", "heldout-9", "--record", "--misses"]) == 0
+    out = capsys.readouterr().out
+    assert "with the thread's ending: 3/3 = 100.0 % (clear 2/2)" in out
+    assert "completed__a-b-2.log: diagnosed none, with its ending completed" in out
+    assert json.loads((tmp_path / "accuracy.json").read_text())["heldout-9"] == {
+        "correct": 1, "total": 3, "grep_correct": 1, "clear_correct": 1, "clear_total": 2,
+        "ending_correct": 3, "ending_clear_correct": 2}
+
+
+@pytest.mark.parametrize(("ending", "facts"), [
+    ("exit 0", ("COMPLETED", 0, 0)), ("exit 1", ("FAILED", 1, 0)),
+    ("signal KILL", ("FAILED", 0, 9)), ("signal SIGABRT", ("FAILED", 0, 6)),
+    ("running", ("RUNNING", None, None))])
+def test_a_thread_s_ending_is_the_sacct_facts_it_amounts_to(scorer, ending, facts) -> None:
+    acct = scorer.accounting_of(ending)
+    assert (acct.state, acct.exit_code, acct.signal) == facts
+
+
+def test_an_unknown_or_malformed_ending_is_no_facts_or_an_error_naming_it(scorer) -> None:
+    assert scorer.accounting_of("unknown") is None
+    with pytest.raises(ValueError, match="FOO is not a signal name"):
+        scorer.accounting_of("signal FOO")
+    with pytest.raises(ValueError, match="'crashed' is not exit N"):
+        scorer.accounting_of("crashed")
+
+
 def test_the_tuned_manifest_rows_name_tuned_logs_with_their_label_and_source() -> None:
     """tests/fixtures/real/LABELS.md keeps the label reasons of the logs that came from a
     held-out split (and of later ones); every row names a tuned log, its label and source."""
