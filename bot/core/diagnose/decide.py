@@ -7,7 +7,11 @@ the causal chain (a stall upstream of an NCCL abort), the node to exclude and `d
 which explains the end even when the log shows collateral errors), then the detectors for a
 running job (stall, leak), then how the log ends when there is no accounting
 (bot.core.diagnose.ending), and for a finished job with no signature `_settle_finished`
-(completed, silent_exit or unknown_failure). Pure: no file or clock access.
+(completed, silent_exit or unknown_failure). A log whose error block holds NCCL's remote
+error (`ncclRemoteError`) is read alike with and without accounting: the remote error is a
+peer's failure, so the cause another rank's error or the fabric names decides (by hint) over
+what the reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
+unknown_failure), which decides only when nothing names a cause. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from bot.core.diagnose.ending import (
     ends_in_error,
     ends_in_final_save,
     epochs_left,
+    remote_error_cause,
 )
 from bot.core.metrics import MetricSeries, clean_line
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
@@ -61,6 +66,9 @@ NODE_CLASSES = frozenset({"gpu_failure", "node_failure", "nccl_timeout"})
 # Class ids trainbot uses beyond the catalogue's failure classes.
 NONE_CLASS = "none"  # a running job with nothing to report
 _ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
+#: What accounting alone reads in a failed job whose ranks saw NCCL's remote error: the
+#: reporting rank's SIGABRT (nccl_timeout) or exit code (unknown_failure), not the peer's cause.
+_REPORTING_RANKS_CLASSES = frozenset({"nccl_timeout", "unknown_failure"})
 # Not started (or waiting to start again): judged like a running job.
 _NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
 _WRAPPER = re.compile(
@@ -155,6 +163,12 @@ def diagnose(
             catalogue, acct, series, matches, target, min_elapsed_s
         )
         decided_by = DETECTOR if silent is not None else ACCOUNTING
+    if decided_by == ACCOUNTING and chosen in _REPORTING_RANKS_CLASSES and acct.state in (
+            None, "FAILED") and (cause := remote_error_cause(matches, tail, series)):
+        # NCCL's remote error: the exit code or signal is the rank's that reported a peer's
+        # failure; the cause the log names (the fabric, another rank's error) decides
+        chosen, decided_by = cause.class_id, HINT
+        evidence = [Evidence(n, t) for n, t in cause.lines]
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:

@@ -8,6 +8,9 @@ a deciding text cut off before its end names that text's class (`ends_cut_off`),
 Estimator's final save ends a finished run (`ends_in_final_save`), and an epoch counter short
 of its total means a 100 % progress bar was one epoch's (`epochs_left`). The decision
 (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
+One of them is weighed with accounting too: an error block that holds NCCL's remote error
+names the cause another rank's failure or the fabric gave it (`remote_error_cause`), which
+Slurm's exit code or signal for the rank that reported it cannot.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ _SIGBUSED = re.compile(
 # in another rank that died first (its own error, elsewhere in the log, is the cause) or in a
 # node's network fault, which NCCL names in its `Last error:` (an InfiniBand completion error).
 _REMOTE_ERROR = re.compile(r"ncclRemoteError|remote process exited or there was a network error")
+# The class whose hints the remote error is among (with NCCL's DistBackendError and the abort).
+_REMOTE_ERROR_CLASS = "nccl_timeout"
 _NETWORK_FAULT = re.compile(r"NET/IB ?: Got completion from peer .* with error"
                             r"|NET/IB ?: .*(?:port|link) (?:is )?down|ibv_poll_cq .*error")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
@@ -176,22 +181,52 @@ def ends_in_error(
     error is an InfiniBand one, else the cause another rank's error names, else unknown."""
     if not tail:
         return None
+    return _ending_of(*_error_block(matches, tail, series))
+
+
+def remote_error_cause(
+    matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> Ending | None:
+    """The cause named in a log whose error block (after its last progress line) holds NCCL's
+    remote error (`ncclRemoteError`: a peer exited or the network failed), as `ends_in_error`
+    reads it: the node's InfiniBand fault, else another rank's error; None when the block holds
+    no remote error or nothing in it names a cause. With accounting this decides before the
+    exit code or signal, which are only the reporting rank's (its SIGABRT, its exit 1)."""
+    if not tail:
+        return None
+    hints, block = _error_block(matches, tail, series)
+    if not any(_REMOTE_ERROR.search(m.text) for m in hints):
+        return None
+    ended = _ending_of(hints, block)
+    return ended if ended is not None and ended.class_id != "unknown_failure" else None
+
+
+def _error_block(
+    matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> tuple[list[Any], list[tuple[int, str]]]:
+    """The catalogue hints and the last lines after the log's last progress or completion
+    line (the block an unhandled error would be in); `tail` is not empty."""
     done = [m.line_no for m in matches if m.class_id == "completed"]
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
                 done[-1] if done else 0)
     hints = [m for m in matches
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
-    block = [(n, t) for n, t in tail if n >= after]
+    return hints, [(n, t) for n, t in tail if n >= after]
+
+
+def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
+    """`ends_in_error`'s reading of an error block's hints and lines."""
     errors = [normalize_line(t) for _, t in block]
     # NCCL's remote error is the symptom: the network fault it names is a node's, else the cause
-    # is another rank's error, named in the block's own words or unknown
-    symptoms = [m for m in hints if _REMOTE_ERROR.search(m.text)]
-    if symptoms:
+    # is another rank's error, named in the block's own words or unknown. NCCL's other hints
+    # there (the DistBackendError it raises, the launcher's SIGABRT after it) are the symptom's.
+    if any(_REMOTE_ERROR.search(m.text) for m in hints):
         network = [(n, t) for (n, t), e in zip(block, errors, strict=True)
                    if _NETWORK_FAULT.search(e)]
         if network:
             return Ending("node_failure", tuple(network))
-        hints = [m for m in hints if m not in symptoms]
+        hints = [m for m in hints
+                 if m.class_id != _REMOTE_ERROR_CLASS and not _REMOTE_ERROR.search(m.text)]
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}

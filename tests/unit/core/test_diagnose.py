@@ -380,6 +380,43 @@ def test_nccl_remote_error_alone_names_no_cause(catalogue):
     assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
 
 
+IB_FAULT = ("[rank0]: NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, opcode 0,"
+            " len 0, vendor err 129 (Send)\n")
+RANK_OOM = "[rank3]: RuntimeError: GPU 3 ran out of memory in the fused attention kernel\n"
+TORCHRUN_ABORT = "  traceback : Signal 6 (SIGABRT) received by PID 2248\n"
+SIGABRT = Accounting(state="FAILED", exit_code=0, signal=6)
+EXIT_1 = Accounting(state="FAILED", exit_code=1, signal=0)
+
+
+@pytest.mark.parametrize("acct", [None, SIGABRT, EXIT_1], ids=["log-only", "0:6", "1:0"])
+@pytest.mark.parametrize(("cause", "class_id", "evidence"), [
+    (NCCL_REMOTE_ERROR + IB_FAULT, "node_failure", "Got completion from peer"),
+    (RANK_OOM + NCCL_REMOTE_ERROR, "cuda_oom", "ran out of memory"),
+], ids=["fabric", "other-rank"])
+def test_nccl_remote_error_names_the_same_cause_with_and_without_accounting(
+        catalogue, acct, cause, class_id, evidence):
+    # the reporting rank's SIGABRT (torchrun's line, sacct's 0:6) or exit 1 is the symptom's
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause + TORCHRUN_ABORT
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == (class_id, "hint")
+    assert any(evidence in e.text for e in d.evidence)
+
+
+@pytest.mark.parametrize(("acct", "class_id"), [(SIGABRT, "nccl_timeout"),
+                                                (EXIT_1, "unknown_failure")])
+def test_nccl_remote_error_naming_no_cause_is_decided_by_accounting(catalogue, acct, class_id):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+            + TORCHRUN_ABORT)
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == (class_id, "accounting")
+
+
+def test_a_scheduler_verdict_still_decides_over_nccl_remote_errors_cause(catalogue):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + RANK_OOM + NCCL_REMOTE_ERROR
+    d = _diagnose_text(catalogue, text, Accounting(state="NODE_FAIL", exit_code=0, signal=0))
+    assert (d.class_id, d.decided_by) == ("node_failure", "accounting")
+
+
 HOROVOD_STALL = (
     "[2025-03-02 10:01:00.123] [1,0]<stderr>:W stall_inspector.cc:107] One or more tensors were"
     " submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for"
