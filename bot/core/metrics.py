@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bot.core.logprefix import PROCESS_PREFIX
 from bot.core.units import GIB, MAX_SIZE
 
 try:  # RE2: one DFA pass a block; optional (extra `re2`), `re` gives the same answers slower.
@@ -111,15 +112,7 @@ class SaveWindow:
 # --- line parsing -----------------------------------------------------------------------
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-#: The prefix a process's lines get from what runs it, for lines of many processes in one
-#: log: Ray's (`(RayTrainWorker pid=4567, ip=10.0.0.3) `, `(raylet) `, its colour codes kept as
-#: text when the ESC was lost or escaped: `[36m`, syslog's `#033[36m`) and `kubectl logs
-#: --prefix`'s (`[pod/trainer-0/pytorch] `). bot.core.catalogue.scanner strips it too.
-PROCESS_PREFIX = (
-    r"(?:(?:#033|\^\[)?\[[0-9;]*m)*\((?:raylet|(?:[A-Za-z_][A-Za-z0-9_.-]* )?pid=[0-9]+"
-    r"(?:, ip=[0-9a-fA-F.:]+)?[^)\n]*)\)(?:(?:#033|\^\[)?\[0m)?[ \t]?"
-    r"|\[pod/[^]/ \t]+(?:/[^] \t]+)?\][ \t]?"
-)
+# A launcher's rank label (`[rank3]:`, srun's `0: `) or a process's prefix (Ray's, kubectl's)
 _PREFIX = re.compile(rf"^\s*(?:\[(?:rank|RANK)\s*\d+\]:?\s*|\d{{1,5}}:\s+|{PROCESS_PREFIX})+")
 # A time at the start of a line, also in a task runner's bracket (`[task 2025-01-21T16:30:37Z]`)
 _ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from bot.core.catalogue.model import Match
 from bot.core.catalogue.triggers import block_regex_source, is_lead, trie_regex
-from bot.core.metrics import PROCESS_PREFIX
+from bot.core.logprefix import PROCESS_PREFIX
 
 #: A line shorter than this (normalized) is never joined with the next one as a hard wrap.
 MIN_WRAP_WIDTH = 40

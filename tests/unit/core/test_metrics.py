@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import calendar
 import math
+import re
 
 import pytest
 
-from bot.core.metrics import LineParser, LogClock, MetricSeries, parse_mem
+from bot.core.catalogue.scanner import normalize_line
+from bot.core.logprefix import PROCESS_PREFIX
+from bot.core.metrics import LineParser, LogClock, MetricSeries, clean_line, parse_mem
 from bot.core.units import GIB
 
 
@@ -124,6 +127,20 @@ def test_a_runner_prefix_keeps_the_time_and_the_progress(line: str):
     # Ray's, kubectl's and a task runner's prefixes come before the log's own time
     s, _ = parse(line)
     assert (s.iteration, s.time) == (3, epoch(2025, 5, 20, 10, 0, 0))
+
+
+@pytest.mark.parametrize("prefix", [
+    "(RayTrainWorker pid=4567, ip=10.0.0.3) ",
+    "#033[36m(WorkerDict pid=3175143, ip=10.49.193.113)#033[0m ",
+    "(raylet) ",
+    "[pod/trainer-0/pytorch] ",
+])
+def test_the_metric_parser_and_the_scanner_strip_the_same_process_prefix(prefix: str):
+    # one definition (bot.core.logprefix) for both readers of a line
+    assert re.fullmatch(PROCESS_PREFIX, prefix)
+    line = prefix + "RuntimeError: CUDA error: an illegal memory access was encountered"
+    message = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert clean_line(line) == normalize_line(line) == message
 
 
 def test_lines_without_metrics_give_no_sample():
