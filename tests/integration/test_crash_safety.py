@@ -12,6 +12,12 @@ The driver is killed with SIGKILL again and again, each time restarted on the sa
   intent, right after sbatch returned but before the attempt was recorded;
 - every other run also at a time drawn from a seeded RNG (CRASH_SEED, default 7): anywhere
   in startup, a tick, a post or a submit.
+Each hook names the first job's own step (its key, or the job name of the one resubmit), so
+it can only fire there, never at the resumed job's like step. A random kill can land inside a
+hook's step (Slack has the post but the driver died before the hook; the job exists but sbatch
+had not returned to the driver): the next run carries that step out without passing the hook
+again, so before every run the hooks whose step is visibly done (in Slack, the store or
+Slurm) are counted as passed and the next one is armed instead.
 At the end: one root message, every keyed post exactly once, the incident and the resolution
 once each, exactly one resubmitted job in sacct, the chain completed.
 """
@@ -27,6 +33,8 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -55,18 +63,53 @@ OWNER = "UOWNER01"
 SEED = int(os.environ.get("CRASH_SEED", "7"))
 TARGET = 50
 
-# The hooks, in the order the chain reaches them. Every run of the driver carries the next
-# hook not reached yet, so each one is reached (and the driver SIGKILLs itself there); every
-# other run is also killed by the test at a seeded random time, if it gets there first.
-HOOKS = [
-    "intent_recorded",             # the first event's intent (the stall warning)
-    "slack_accepted",              # its re-publish: Slack has it, the ts is lost
-    "intent_recorded::final",      # the NCCL incident's intent
-    "slack_accepted::final",       # the incident posted, its ts lost
-    "resubmit_intent",             # `submitting` recorded, nothing submitted
-    "sbatch_returned",             # the job exists, no attempt records it
-    "slack_accepted:resolution:",  # the resolution posted, its ts lost
-]
+
+@dataclass(frozen=True)
+class ChainSeen:
+    """What the chain has done so far, as seen from outside the driver."""
+
+    slack_keys: list[str]        # the keys of every message in the Slack stand-in
+    incidents: dict[str, str]    # outbox key -> state, from the store
+    jobs: set[str]               # the Slurm jobs under the chain's job name
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A crash hook (TRAINBOT_CRASH_AT) and when its step is done for good: a hook whose step
+    is done can never be reached again (the next run finds the post, the intent, the job)."""
+
+    at: str
+    done: Callable[[ChainSeen], bool]
+
+
+def _hooks(first_job: str, job_name: str) -> list[Hook]:
+    """The hooks, in the order the chain reaches them, each naming the first job's step: the
+    resumed job's stall warning, incident and final post never match them."""
+    hang, final = f"dev:{first_job}:hang:", f"dev:{first_job}:final"
+    resubmit = f"dev:{first_job}:resubmit"  # its row; `...:resubmitted` is the announcement
+
+    def posted(text: str) -> Callable[[ChainSeen], bool]:  # text: as the hook matches it
+        return lambda seen: any(text in key for key in seen.slack_keys)
+
+    def recorded_past(text: str, *states: str) -> Callable[[ChainSeen], bool]:
+        return lambda seen: any(text in key and state not in states
+                                for key, state in seen.incidents.items())
+
+    return [
+        # the stall warning's intent, then its post: Slack has it, the ts is lost
+        Hook(f"intent_recorded:{hang}", recorded_past(hang, "pending")),
+        Hook(f"slack_accepted:{hang}", posted(hang)),
+        # the NCCL incident's intent, then its post, its ts lost
+        Hook(f"intent_recorded:{final}", recorded_past(final, "pending")),
+        Hook(f"slack_accepted:{final}", posted(final)),
+        # `submitting` recorded, nothing submitted
+        Hook(f"resubmit_intent:{resubmit}",
+             lambda seen: seen.incidents.get(resubmit) not in (None, "due", "submitting")),
+        # the job exists, no attempt records it
+        Hook(f"sbatch_returned:{job_name}", lambda seen: len(seen.jobs - {first_job}) > 0),
+        # the resolution posted, its ts lost
+        Hook("slack_accepted:resolution:", posted("resolution:")),
+    ]
 
 
 def _recipe(home: str, tag: str) -> dict:
@@ -104,6 +147,21 @@ def _start(config_path: Path, slack: SlackStandIn, log: Path, crash_at: str | No
             [sys.executable, str(DRIVER), "--config", str(config_path), "--slack-url",
              slack.api_url, "--token", slack.token, "--tick", "0.5", "--until-idle"],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _seen(slack: SlackStandIn, store_url: str, chain_id: int, ssh: SSHRunner, job_name: str
+          ) -> ChainSeen:
+    """The chain's steps done so far (read between driver runs, none running)."""
+    store = Store.open(store_url)
+    try:
+        incidents = {i.key: i.state for i in store.incidents.for_chain(chain_id)}
+    finally:
+        store.close()
+    queued = ssh.run(["squeue", "-h", f"--name={job_name}", "-o", "%i"]).stdout
+    accounted = ssh.run(["sacct", "-X", "-n", "-P", f"--name={job_name}", "-S", "now-1days",
+                         "-o", "JobID"]).stdout
+    jobs = {line.strip() for line in (queued + accounted).splitlines() if line.strip()}
+    return ChainSeen(_keys(slack), incidents, jobs)
 
 
 def _keys(slack: SlackStandIn) -> list[str]:
@@ -151,7 +209,8 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_pat
             store.close()
 
             deadline = time.monotonic() + 230
-            pending = list(HOOKS)
+            pending = _hooks(first.job_id, job_name)
+            passed: list[str] = []  # hooks whose step a random kill let the chain finish
             run_no = 0
             # Once every hook was reached, runs are killed at random again until two such
             # kills landed (the chain has little left to do then, so they come early, mostly
@@ -159,7 +218,14 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_pat
             tail_kills, tail_runs = 2, 8
             while True:
                 run_no += 1
-                crash_at = pending[0] if pending else None
+                seen = _seen(slack, config.store.url, first.chain_id, ssh, job_name)
+                while pending and pending[0].done(seen):
+                    # Only a random kill inside the step lets it finish without its hook.
+                    assert kills and kills[-1].startswith("random@"), (
+                        f"the chain went past {pending[0].at} without reaching it\n"
+                        + log.read_text()[-4000:])
+                    passed.append(pending.pop(0).at)
+                crash_at = pending[0].at if pending else None
                 timer = None
                 if pending and run_no % 2 == 0:
                     timer = rng.uniform(0.5, 5.0)
@@ -186,14 +252,15 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_pat
                 assert rc == -signal.SIGKILL, (
                     f"the driver should have killed itself at {crash_at} (rc {rc})\n"
                     + log.read_text()[-4000:])
-                kills.append(pending.pop(0))
+                kills.append(pending.pop(0).at)
 
             store = Store.open(config.store.url)
             chain = store.chains.get(first.chain_id)
             attempts = store.attempts.for_chain(first.chain_id)
             incidents = store.incidents.for_chain(first.chain_id)
             store.close()
-            history = f"kills: {kills}\nattempts: {attempts}\n" + log.read_text()[-3000:]
+            history = (f"kills: {kills}\npassed: {passed}\nattempts: {attempts}\n"
+                       + log.read_text()[-3000:])
 
             # Slack: one root, every keyed post once, incident + resolution once each.
             roots = slack.root_messages(CHANNEL)
@@ -223,7 +290,7 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_pat
             assert {a.job_id for a in attempts} == {j[0] for j in jobs}, (jobs, history)
             assert chain is not None and chain.status == "completed", history
             assert attempts[-1].cause == "completed", history
-            assert len(kills) >= len(HOOKS) + 2, kills
+            assert len(kills) >= len(_hooks(first.job_id, job_name)) - len(passed) + 2, kills
         finally:
             ssh.run(["scancel", f"--name={job_name}"], check=False)
             ssh.run(["rm", "-rf", base], check=False)
