@@ -4,10 +4,13 @@ training log against GNU `grep -E -c` with the same catalogue patterns, in the s
     .venv/bin/python bench/diagnose_vs_grep.py [--size-mib 1024] [--dir DIR] [--repeat 1]
 
 The log (mostly timestamped progress lines with iter/loss/s/iter/RSS/GPU fields, a
-checkpoint save every 1000 iterations, a few warning and signature lines, an NCCL abort at
-the end) is written once to DIR (default: $TMPDIR/trainbot-bench) and reused. Both tools
-read it from the page cache; each is run `--repeat` times and the best time is kept.
-Prints the throughput of each, the ratio diagnose/grep, and diagnose's peak RSS.
+checkpoint save every 1000 iterations, a few warning and signature lines, then a hang: no
+progress until the NCCL watchdog aborts, its timeout after the last progress line) is written
+once to DIR (default: $TMPDIR/trainbot-bench) and reused while `LOG_VERSION` is unchanged.
+Both tools read it from the page cache; each is run `--repeat` times and the best time is
+kept. Prints the throughput of each, the ratio diagnose/grep, and diagnose's peak RSS; fails
+when the diagnosis is not the one the log holds at every size (`nccl_timeout` with an upstream
+`hang`).
 """
 
 from __future__ import annotations
@@ -36,13 +39,25 @@ SIGNATURE_LINES = [  # hints only, so that the NCCL abort at the end decides the
     "[rank1]: [W520 10:00:00 ProcessGroupNCCL.cpp:1168] PYTORCH_CUDA_ALLOC_CONF is set",
     "[rank0]: srun: error: gpu-a07: task 0: Exited with exit code 0",
 ]
-TAIL = [
-    "[rank3]:[E0520 23:59:59.123456 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
-    "collective operation timeout: WorkNCCL(SeqNum=99, OpType=ALLGATHER, NumelIn=1, "
-    "NumelOut=4, Timeout(ms)=1800000) ran for 1800021 milliseconds before timing out.",
-    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-    "  traceback : Signal 6 (SIGABRT) received by PID 2248",
-]
+#: The generator's version, in the written log's name: a log an older one wrote is not reused.
+LOG_VERSION = 2
+#: How long the ranks hang after the last progress line before the watchdog aborts (its
+#: timeout, as the abort line says).
+HANG = timedelta(milliseconds=1_800_021)
+
+
+def tail_lines(last_progress: datetime) -> list[str]:
+    """The log's end: the NCCL watchdog's abort, stamped (glog's month, day and time) one
+    `HANG` after the last progress line, whatever the log's size, and the launcher's exit."""
+    abort = last_progress + HANG
+    return [
+        f"[rank3]:[E{abort:%m%d %H:%M:%S.%f} ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=99, OpType=ALLGATHER, NumelIn=1, "
+        f"NumelOut=4, Timeout(ms)=1800000) ran for {HANG // timedelta(milliseconds=1)} "
+        "milliseconds before timing out.",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "  traceback : Signal 6 (SIGABRT) received by PID 2248",
+    ]
 
 
 def write_log(path: Path, size: int) -> None:
@@ -75,7 +90,7 @@ def write_log(path: Path, size: int) -> None:
             if len(batch) >= 20000:
                 out.write("".join(batch))
                 batch.clear()
-        batch += [line + "\n" for line in TAIL]
+        batch += [line + "\n" for line in tail_lines(t)]
         out.write("".join(batch))
     tmp.rename(path)
 
@@ -107,7 +122,7 @@ def main() -> int:
         raise SystemExit("GNU grep not found")
     workdir = Path(args.dir)
     workdir.mkdir(parents=True, exist_ok=True)
-    log = workdir / f"train-{args.size_mib}mib.log"
+    log = workdir / f"train-{args.size_mib}mib-v{LOG_VERSION}.log"
     size = args.size_mib << 20
     if not log.exists() or log.stat().st_size < size:
         print(f"writing {log} ({args.size_mib} MiB) ...", flush=True)
@@ -132,6 +147,7 @@ def main() -> int:
         best_diag = min(best_diag, t)
         peak = max(peak, rss)
     result = json.loads(diag_out)
+    upstream = result["upstream"]["class_id"] if result["upstream"] else None
     mib = real_size / 2**20
     grep_tp, diag_tp = mib / best_grep, mib / best_diag
     print(f"log: {log} ({mib:.0f} MiB), {len(Catalogue.load().grep_patterns())} patterns")
@@ -139,9 +155,13 @@ def main() -> int:
           f"({grep_count.strip()} matching lines)")
     print(f"trainbot diagnose: {best_diag:7.2f} s  {diag_tp:7.1f} MiB/s  "
           f"(class {result['class']}, last_iter {result['metrics']['last_iter']}, "
-          f"upstream {result['upstream']['class_id'] if result['upstream'] else None})")
+          f"upstream {upstream}, stalled {result['metrics']['stall_seconds']} s)")
     print(f"ratio diagnose/grep throughput: {diag_tp / grep_tp:.2f} (goal >= 0.33)")
     print(f"diagnose peak RSS: {peak / 2**20:.0f} MiB")
+    if (result["class"], upstream) != ("nccl_timeout", "hang"):
+        print("wrong diagnosis: the log ends in a hang and the watchdog's abort "
+              "(nccl_timeout, upstream hang)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -4,16 +4,15 @@ one the scorer reads, and the scorer counts alarms, labels and misses as documen
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bot.core import launcher_lint
+from tests.support.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "tests" / "fixtures" / "launchers" / "corpus" / "manifest.json"
@@ -22,13 +21,7 @@ CHECKS = {getattr(launcher_lint, name) for name in dir(launcher_lint) if name.st
 
 @pytest.fixture(scope="module")
 def scorer():
-    spec = importlib.util.spec_from_file_location("launcher_corpus",
-                                                  ROOT / "bench" / "launcher_corpus.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("launcher_corpus")
 
 
 def test_every_entry_names_its_source_exactly():

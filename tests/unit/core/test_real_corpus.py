@@ -5,15 +5,14 @@ never listed here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from bot.core.catalogue import Catalogue
+from tests.support.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL = ROOT / "tests" / "fixtures" / "real"
@@ -21,19 +20,9 @@ HELD_OUT = sorted(d for d in REAL.glob("heldout*") if d.is_dir())
 _SOURCE = re.compile(r"^# (?:source|derived from):? (\S+) (https?://\S+?):?(?:\s|$)")
 
 
-def _scorer():
-    spec = importlib.util.spec_from_file_location("score_real_logs",
-                                                  ROOT / "bench" / "score_real_logs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def scorer():
-    return _scorer()
+    return load_bench("score_real_logs")
 
 
 def _source(path: Path) -> str:
