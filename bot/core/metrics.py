@@ -215,11 +215,16 @@ class LogClock:
         m = _GLOG.match(line)
         if m and self._year is not None:
             mo, d, hh, mm, ss = (int(x) for x in m.groups()[:5])
+            sod = hh * 3600 + mm * 60 + ss + _frac(m.group(6))
+            # glog prints no year: the year of the dated lines, or the one before or after it
+            # when that is nearer the log's last time (a line past New Year's midnight)
             try:
-                day = float(calendar.timegm((self._year, mo, d, 0, 0, 0)))
+                days = [float(calendar.timegm((year, mo, d, 0, 0, 0)))
+                        for year in (self._year - 1, self._year, self._year + 1)]
             except ValueError:
-                return None
-            t = day + hh * 3600 + mm * 60 + ss + _frac(m.group(6))
+                return None  # not a month
+            near = self.last if self.last is not None else days[1]
+            t = min((day + sod for day in days), key=lambda c: abs(c - near))
             return self._accept(t, rollover=False)
         m = _HMS.match(line) or (_GLOG.match(line) if self._year is None else None)
         if m:

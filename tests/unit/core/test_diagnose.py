@@ -91,6 +91,18 @@ def test_88154_hang_then_nccl_watchdog(catalogue):
     assert any("iter: 3470/8000" in line(lines, n) for n in by_line)
 
 
+def test_a_hang_across_new_years_midnight_is_upstream_of_the_watchdog(catalogue):
+    # glog prints no year: the abort half an hour after the last progress is in the new one
+    text = "".join(f"2025-12-31 23:{m:02d}:00 iter={m} loss=0.5\n" for m in range(30, 51)) + (
+        "[rank3]:[E0101 00:20:00.000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught"
+        " collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 1800000"
+        " milliseconds before timing out.\n")
+    d = run_log(catalogue, text, Accounting(state="FAILED", exit_code=0, signal=6))
+    assert d.class_id == "nccl_timeout"
+    assert d.upstream is not None and d.upstream.class_id == "hang"
+    assert d.upstream.seconds_before_failure == pytest.approx(1800, abs=1)
+
+
 def test_88154_still_running_is_a_hang_long_before_the_watchdog(catalogue):
     data, acct, target = story("88154")
     cut = data.split(b"\n[rank3]")[0] + b"\n"  # the log as it was at 19:14

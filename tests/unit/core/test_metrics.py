@@ -212,6 +212,19 @@ def test_glog_timestamp_uses_the_year_of_the_dated_lines():
     assert t == pytest.approx(epoch(2025, 5, 14, 19, 38, 57) + 0.123456)
 
 
+@pytest.mark.parametrize(("dated", "glog", "after_s"), [
+    # the watchdog's abort half an hour after the last progress line, past New Year's midnight
+    ("2025-12-31 23:50:00 iter=10 loss=1.0", "[E0101 00:20:00.000000 ProcessGroupNCCL.cpp:616]",
+     1800),
+    # a line printed just before midnight, read after the first dated line of the new year
+    ("2026-01-01 00:00:10 iter=10 loss=1.0", "[W1231 23:59:50.000000 socket.cpp:663]", -20),
+])
+def test_glog_timestamp_across_new_year_is_in_the_nearest_year(dated, glog, after_s):
+    clock = LogClock()
+    first = clock.parse(dated)
+    assert clock.parse(glog) - first == pytest.approx(after_s)
+
+
 # --- checkpoint events --------------------------------------------------------------------
 
 
