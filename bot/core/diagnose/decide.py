@@ -11,7 +11,10 @@ running job (stall, leak), then how the log ends when there is no accounting
 error (`ncclRemoteError`) is read alike with and without accounting: the remote error is a
 peer's failure, so the cause another rank's error or the fabric names decides (by hint) over
 what the reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
-unknown_failure), which decides only when nothing names a cause. Pure: no file or clock access.
+unknown_failure), which decides only when nothing names a cause. Likewise a log that ends in a
+run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by hint with and
+without accounting, as the interrupt's SIGINT or exit code names no cause. Pure: no file or
+clock access.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from bot.core.diagnose.ending import (
     ends_in_error,
     ends_in_final_save,
     epochs_left,
+    interrupted_while_waiting,
     remote_error_cause,
 )
 from bot.core.metrics import MetricSeries, clean_line
@@ -169,6 +173,12 @@ def diagnose(
         # failure; the cause the log names (the fabric, another rank's error) decides
         chosen, decided_by = cause.class_id, HINT
         evidence = [Evidence(n, t) for n, t in cause.lines]
+    elif decided_by == ACCOUNTING and chosen == "unknown_failure" and (
+            stuck := interrupted_while_waiting(matches, tail, series)):
+        # interrupted by hand while it waited: the interrupt's SIGINT or exit code names no
+        # cause, the wait it ended does
+        chosen, decided_by = stuck.class_id, HINT
+        evidence = [Evidence(n, t) for n, t in stuck.lines]
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:

@@ -10,7 +10,8 @@ of its total means a 100 % progress bar was one epoch's (`epochs_left`). The dec
 (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
 One of them is weighed with accounting too: an error block that holds NCCL's remote error
 names the cause another rank's failure or the fabric gave it (`remote_error_cause`), which
-Slurm's exit code or signal for the rank that reported it cannot.
+Slurm's exit code or signal for the rank that reported it cannot; so does a run interrupted by
+hand while it waited (`interrupted_while_waiting`: a hang), which SIGINT's cannot.
 """
 
 from __future__ import annotations
@@ -125,6 +126,18 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|missing|not installed|is required)\b")),
 )
 _FRAME = re.compile(r"^\s*File \"[^\"]*\", line \d+")
+# A run someone interrupted (Ctrl-C, KeyboardInterrupt) while it waited: the innermost frame of
+# the main process's traceback is a blocking wait (a condition or lock, a pipe's receive, a
+# poll or select, a thread's or process's join), so the run had stopped making progress. A
+# traceback with a child's frames (a DataLoader worker's loop, multiprocessing's bootstrap) is
+# that child's: idle workers wait whenever the main process is interrupted.
+_INTERRUPTED = re.compile(r"^KeyboardInterrupt\b")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+_WAITING_FRAME = re.compile(
+    r"^\s*File \"[^\"]*\", line \d+, in _?(?:wait(?:_for\w*)?|acquire|join|poll|select"
+    r"|recv(?:_bytes|_into)?|_wait_for_tstate_lock|_try_wait|accept)\s*$")
+_CHILD_FRAME = re.compile(r", in (?:_bootstrap|_worker_loop|_bootstrap_inner)\s*$")
+_EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt|Exit)\b")
 
 
 class Ending(NamedTuple):
@@ -152,6 +165,46 @@ def named_by_vocabulary(block: Sequence[tuple[int, str]]) -> Ending | None:
         return None
     ((class_id, lines),) = found.items()
     return Ending(class_id, tuple(lines))
+
+
+def interrupted_while_waiting(
+    matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> Ending | None:
+    """A hang, when the log's error block (after its last progress line) is only a run
+    interrupted by hand while it waited (`_waiting_when_interrupted`), with the interrupt's
+    lines; None otherwise. With accounting this decides over the exit code or signal the
+    interrupt gave (SIGINT, 130), which name no cause."""
+    if not tail:
+        return None
+    hints, block = _error_block(matches, tail, series)
+    if {m.class_id for m in hints} - {"unknown_failure"}:
+        return None
+    lines = _waiting_when_interrupted(block)
+    return Ending("hang", lines) if lines else None
+
+
+def _waiting_when_interrupted(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
+    """The innermost frame and the `KeyboardInterrupt` of the main process's traceback when it
+    was interrupted in a blocking wait and no other exception ended the block; () otherwise."""
+    frames: list[tuple[int, str]] = []
+    exceptions: list[str] = []
+    found: tuple[tuple[int, str], ...] = ()
+    for n, raw in block:
+        text = normalize_line(raw)
+        if _TRACEBACK.search(text):
+            frames = []
+        elif _FRAME.match(text):
+            frames.append((n, raw))
+        elif _EXCEPTION.match(text):
+            exceptions.append(text)
+            child = any(_CHILD_FRAME.search(normalize_line(f)) for _, f in frames)
+            if _INTERRUPTED.match(text) and frames and not child:
+                waiting = _WAITING_FRAME.match(normalize_line(frames[-1][1]))
+                found = (frames[-1], (n, raw)) if waiting else ()
+            frames = []
+    if not exceptions or not all(_INTERRUPTED.match(e) for e in exceptions):
+        return ()
+    return found
 
 
 def ends_cut_off(catalogue: Any, tail: Sequence[tuple[int, str]]) -> Ending | None:
@@ -230,6 +283,8 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}
+    if not specific and (waited := _waiting_when_interrupted(block)):
+        return Ending("hang", waited)
     if not specific and any(_SIGBUSED.search(t) for t in errors):
         return Ending("dataloader_worker_killed")
     if not specific and any(_SIGKILLED.search(t) for t in errors):

@@ -450,6 +450,70 @@ def test_horovods_stall_warning_followed_by_progress_is_survived(catalogue):
     assert _diagnose_text(catalogue, text).class_id == "none"
 
 
+def _interrupted(*frames: tuple[str, str]) -> str:
+    """A traceback ended by Ctrl-C; each frame is (file, "function:source line"), innermost
+    last."""
+    lines = []
+    for path, where in frames:
+        func, _, source = where.partition(":")
+        lines.append(f'  File "{path}", line 41, in {func}\n    {source}\n')
+    return "Traceback (most recent call last):\n" + "".join(lines) + "KeyboardInterrupt\n"
+
+
+# the main loop waiting on a worker pool's result, then on a pipe
+WAITING_ON_A_LOCK = _interrupted(
+    ("fit.py", "<module>:trainer.run(cfg)"), ("fit.py", "run:batch = pool_result.get()"),
+    ("/usr/lib/python3.10/multiprocessing/pool.py", "get:self.wait(timeout)"),
+    ("/usr/lib/python3.10/threading.py", "wait:signaled = self._cond.wait(timeout)"),
+    ("/usr/lib/python3.10/threading.py", "wait:waiter.acquire()"))
+WAITING_ON_A_PIPE = _interrupted(
+    ("fit.py", "<module>:for batch in loader:"),
+    ("/usr/lib/python3.10/multiprocessing/queues.py", "get:res = self._reader.recv_bytes()"),
+    ("/usr/lib/python3.10/multiprocessing/connection.py", "recv_bytes:buf = self._recv(4)"),
+    ("/usr/lib/python3.10/multiprocessing/connection.py", "_recv:chunk = read(handle, left)"))
+COMPUTING = _interrupted(
+    ("fit.py", "<module>:trainer.run(cfg)"), ("fit.py", "run:loss.backward()"),
+    ("/opt/torch/_tensor.py", "backward:torch.autograd.backward(self)"))
+# an idle DataLoader worker's traceback, printed beside the main process's on Ctrl-C
+IDLE_WORKER = ("Process Process-2:\n" + _interrupted(
+    ("/usr/lib/python3.10/multiprocessing/process.py", "_bootstrap:self.run()"),
+    ("/opt/torch/utils/data/_utils/worker.py", "_worker_loop:r = index_queue.get(timeout=5)"),
+    ("/usr/lib/python3.10/multiprocessing/queues.py", "get:if not self._poll(timeout):"),
+    ("/usr/lib/python3.10/multiprocessing/connection.py", "poll:return self._poll(timeout)"),
+    ("/usr/lib/python3.10/selectors.py", "select:ready = self._selector.poll(timeout)")))
+SIGINT = Accounting(state="FAILED", exit_code=0, signal=2)
+
+
+@pytest.mark.parametrize("acct", [None, SIGINT, Accounting(state="FAILED", exit_code=130,
+                                                           signal=0)],
+                         ids=["log-only", "0:2", "130:0"])
+@pytest.mark.parametrize("interrupt", [WAITING_ON_A_LOCK, WAITING_ON_A_PIPE,
+                                       "^C" + WAITING_ON_A_LOCK + IDLE_WORKER],
+                         ids=["lock", "pipe", "with-idle-worker"])
+def test_a_run_interrupted_by_hand_while_it_waited_had_hung(catalogue, acct, interrupt):
+    text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + interrupt
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == ("hang", "hint")
+    assert any(e.text == "KeyboardInterrupt" for e in d.evidence)
+
+
+@pytest.mark.parametrize("acct", [None, SIGINT], ids=["log-only", "0:2"])
+@pytest.mark.parametrize("interrupt", [
+    COMPUTING,  # interrupted while it computed: it was making progress
+    COMPUTING + IDLE_WORKER,  # only a worker waited, as idle workers do
+    WAITING_ON_A_LOCK + "RuntimeError: DataLoader worker (pid 4242) exited unexpectedly\n",
+], ids=["computing", "idle-worker-only", "another-error"])
+def test_an_interrupt_names_no_hang_unless_the_main_process_waited(catalogue, acct, interrupt):
+    text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + interrupt
+    assert _diagnose_text(catalogue, text, acct).class_id != "hang"
+
+
+def test_a_wait_interrupted_before_more_progress_is_survived(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + WAITING_ON_A_LOCK
+            + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
 def test_time_limit_wins_over_collateral_errors_in_the_log(catalogue):
     text = PROGRESS + "[rank0]: Watchdog caught collective operation timeout: WorkNCCL(...)\n"
     d = run_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
