@@ -1202,6 +1202,25 @@ def test_an_errors_vocabulary_decides_only_a_log_that_ends_in_it_and_names_one_c
     assert _diagnose_text(catalogue, megatron).class_id == "unknown_failure"
 
 
+@pytest.mark.parametrize("notice", [
+    # PBS/Torque's mail: the job was "preempted" because its node failed
+    "PBS Job Id: 7730.headnode\nExec host:  gpu-a07/3\nJob deleted at request of root@headnode\n"
+    "job preempted (node failure)",
+    "MOAB_INFO: job 7730 requeued (node down)",
+    "job 7730 was killed (due to node failure)",
+])
+def test_a_batch_systems_notice_that_names_a_node_fault_is_a_node_failure(catalogue, notice):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + notice + "\n")
+    assert (d.class_id, d.decided_by) == ("node_failure", "signature")
+    assert d.retryable and not d.charges_budget
+
+
+@pytest.mark.parametrize("notice", ["job preempted (higher priority job)",
+                                    "job preempted (node reserved for maintenance)"])
+def test_a_preemption_for_another_reason_stays_a_preemption(catalogue, notice):
+    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + notice + "\n").class_id == "preempted"
+
+
 @pytest.mark.parametrize("line", [
     # Ray's GCS giving up on a node (verl / OpenRLHF / vLLM workers on Ray)
     "2024-04-11 16:38:16,464\tWARNING worker.py:2037 -- The node with node id: 75b2eec8 and "
