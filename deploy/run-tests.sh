@@ -3,7 +3,8 @@
 #   1. a virtualenv in .venv with trainbot and its test dependencies (torch pinned, CPU build);
 #   2. the dev clusters (real Slurm + MariaDB + munge + sshd on 127.0.0.1), see deploy/dev-cluster:
 #      Slurm 22.05 (Debian 12's) and Slurm 24.11 (Debian 13's, in a chroot beside it);
-#   3. ruff, the import-linter contracts (the layers), then pytest over tests/ (extra
+#   3. ruff, the import-linter contracts (the layers), mypy over bot/ and handlers/ (the
+#      types; pyproject.toml [tool.mypy]), then pytest over tests/ (extra
 #      arguments are passed to pytest); tests/unit/deploy lints deploy/Dockerfile (hadolint)
 #      and verifies deploy/trainbot.service (systemd-analyze).
 # Idempotent: a second run reuses the venv and the running clusters.
@@ -22,4 +23,5 @@ deploy/dev-cluster/slurm-24.11/up.sh # after up.sh: its slurmdbd uses the host's
 
 .venv/bin/ruff check bot handlers tests bench docs
 .venv/bin/lint-imports --no-logo  # the layers: pyproject.toml [tool.importlinter]
+.venv/bin/mypy  # the types of bot/ and handlers/: pyproject.toml [tool.mypy]
 exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

@@ -69,10 +69,10 @@ def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: 
          redactor: Redactor) -> None:
     """Update the prompt message and/or tell the clicker, the texts redacted (a failure's
     outcome quotes the cluster's error, which may quote a secret)."""
-    if result.update_text is not None:
-        container = body.get("container") or {}
-        channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
-        ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
+    container = body.get("container") or {}
+    channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
+    ts = container.get("message_ts") or (body.get("message") or {}).get("ts")
+    if result.update_text is not None and channel and ts:  # (a click always names both)
         client.chat_update(channel=channel, ts=ts, text=redactor.redact(result.update_text),
                            blocks=redactor.redact_data(result.update_blocks))
     if result.ephemeral:

@@ -12,17 +12,22 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 from matplotlib import font_manager  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator  # noqa: E402
 
 from bot.core.units import GIB  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 Gettext = Callable[[str], str]
 
@@ -58,7 +63,7 @@ RED = "#D62728"
 ATTEMPT_COLOURS = (BLUE, GREEN, PURPLE, ORANGE, "#56B4E9")
 EPOCH_MIN = 1e9  # times at or above this are epoch seconds (2001+), else seconds from start
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     # DejaVu Sans first (Latin, digits, ✕); glyphs it lacks (Hangul) fall back to NanumGothic
     "font.family": ["DejaVu Sans", *([_HANGUL] if _HANGUL else [])],
     "font.size": 13,
@@ -75,7 +80,7 @@ _RC = {
 }
 
 
-def _figure() -> tuple[Figure, object]:
+def _figure() -> tuple[Figure, Axes]:
     with matplotlib.rc_context(_RC):
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI, layout="constrained")
         FigureCanvasAgg(fig)
@@ -90,7 +95,7 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _legend(fig: Figure, ax: object) -> None:
+def _legend(fig: Figure, ax: Axes) -> None:
     """Every label of the chart in one legend under the plot, clear of the data."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
@@ -103,7 +108,7 @@ def _iter_fmt(x: float, _pos: int) -> str:
     return f"{int(round(x)):,}"
 
 
-def _no_data(ax: object, message: str) -> None:
+def _no_data(ax: Axes, message: str) -> None:
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes,
             fontsize=14, color=GREY)
     ax.set_xticks([])
@@ -193,7 +198,7 @@ def rss_chart(
         return _png(fig)
 
 
-def _zoom_inset(ax: object, xs: list[float], ys: list[float],
+def _zoom_inset(ax: Axes, xs: list[float], ys: list[float],
                 trend: tuple[float, float] | None, _: Gettext) -> None:
     """The measured samples are a sliver of a projection's x range: show them zoomed, in the
     empty upper left (the data sits at the bottom left, the projection at the right)."""

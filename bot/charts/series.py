@@ -105,7 +105,8 @@ def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any
     if trend is not None and abs(trend.slope_gib_per_100_iter) >= MIN_TREND_GIB_PER_100:
         f = trend.finding
         slope = f.slope_gib_per_100_iter / 100 * GIB
-        line = (slope, f.rss_now_bytes - slope * f.last.iteration)
+        last_iter = f.last.iteration or 0  # never None: the trend's points have iterations
+        line = (slope, f.rss_now_bytes - slope * last_iter)
         projected = f.projected_oom_iter
     return rss_chart(rss, mem_limit_bytes=mem_limit_bytes, trend=line,
                      projected_oom_iter=projected, worker_series=workers,

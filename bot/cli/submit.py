@@ -6,6 +6,7 @@ import argparse
 import getpass
 import sys
 import time
+from typing import TYPE_CHECKING, cast
 
 from bot.cli import (
     EXIT_FAILED,
@@ -15,6 +16,9 @@ from bot.cli import (
     add_config_argument,
     load_config_arg,
 )
+
+if TYPE_CHECKING:
+    from bot.services.ports import SFTP
 
 NAME = "submit"
 HELP = "Submit a recipe from the config (resuming from its latest complete checkpoint)."
@@ -53,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 args.recipe,
                 overrides=args.overrides,
                 slurm=sessions.slurm(cluster),
-                sftp=_LazySFTP(sessions, cluster),
+                sftp=cast("SFTP", _LazySFTP(sessions, cluster)),  # SFTP's calls, on first use
                 store=store,
                 now=time.time(),
                 actor=actor,

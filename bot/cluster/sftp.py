@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import paramiko
 
@@ -47,6 +47,11 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
     half-way trips the channel's own timeout (socket.timeout) and the channel is discarded.
     """
 
+    if TYPE_CHECKING:  # paramiko's private members used here (not in its type stubs)
+        _expecting: dict[int, object]
+
+        def _read_response(self, waitfor: int | None = None) -> tuple[int, object]: ...
+
     def __init__(self, chan: paramiko.Channel, timeout: float):
         self.timeout = timeout
         chan.settimeout(timeout)
@@ -55,7 +60,12 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
     def _read_packet(self) -> tuple[int, bytes]:
         if not wait_readable(self.sock, self.timeout):
             raise _NoReply
-        return super()._read_packet()
+        return super()._read_packet()  # type: ignore[misc]  # private, not in the stubs
+
+    @property
+    def channel(self) -> paramiko.Channel:
+        """The channel this client was opened on (`get_channel()` without its None)."""
+        return self.sock
 
     def outstanding(self) -> int:
         """How many requests still wait for their reply."""
@@ -152,8 +162,8 @@ class SFTPPool:
     def channels(self) -> list[paramiko.Channel]:
         """The channels open now, idle or waiting on a stuck request (for tests, doctor)."""
         with self._cond:
-            return [c.get_channel() for c in self._idle] + [
-                s.client.get_channel() for s in self._stuck
+            return [c.channel for c in self._idle] + [
+                s.client.channel for s in self._stuck
             ]
 
     # ---- the pool --------------------------------------------------------------------------
@@ -253,7 +263,7 @@ class SFTPPool:
     def _recover(self) -> None:
         """Give back the stuck channels whose late replies have all arrived; drop dead ones."""
         with self._cond:
-            ready = [s for s in self._stuck if wait_readable(s.client.get_channel(), 0)]
+            ready = [s for s in self._stuck if wait_readable(s.client.channel, 0)]
             for s in ready:
                 self._stuck.remove(s)
             self._busy += len(ready)
@@ -341,8 +351,8 @@ class RemoteFile:
 
 
 def _alive(client: DeadlineSFTPClient) -> bool:
-    chan = client.get_channel()
-    return chan is not None and not chan.closed and chan.get_transport().is_active()
+    chan = client.channel
+    return not chan.closed and chan.get_transport().is_active()
 
 
 def _close_quietly(client: DeadlineSFTPClient) -> None:

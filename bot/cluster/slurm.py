@@ -53,8 +53,7 @@ from bot.core.slurm.version import (
 )
 
 if TYPE_CHECKING:
-    from bot.cluster.ssh import CommandResult
-    from bot.services.ports import Runner
+    from bot.services.ports import CommandOutput, Runner
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +110,7 @@ class SlurmClient:
 
     def _run(self, argv: Sequence[str], *, stdin: str | None = None,
              allow: re.Pattern[str] | None = None,
-             env: Mapping[str, str] | None = None) -> CommandResult:
+             env: Mapping[str, str] | None = None) -> CommandOutput:
         """Run argv; controller silence -> ClusterUnavailable, other failures -> CommandFailed.
 
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).

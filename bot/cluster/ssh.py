@@ -387,7 +387,8 @@ class SSHRunner:
                 host,
                 port=port,
                 username=user,
-                key_filename=list(ep.key_files) or None,
+                # paramiko takes a list of key files too (its docs; the stubs say one)
+                key_filename=list(ep.key_files) or None,  # type: ignore[arg-type]
                 allow_agent=self.settings.use_agent,
                 look_for_keys=False,
                 sock=sock,
@@ -667,7 +668,7 @@ def _send_signal(chan: paramiko.Channel, name: str) -> None:
     m.add_boolean(False)
     m.add_string(name)
     try:
-        chan.transport._send_user_message(m)  # noqa: SLF001
+        chan.transport._send_user_message(m)  # type: ignore[union-attr]  # noqa: SLF001
     except Exception:  # noqa: BLE001 - the command is abandoned either way
         log.debug("could not send SIG%s to the remote command", name, exc_info=True)
 

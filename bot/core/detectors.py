@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from bot.core.catalogue.model import Match
 from bot.core.metrics import MetricSeries, Sample, SaveWindow
 from bot.core.models import Accounting
 from bot.core.policy import DEFAULT_POLICY
@@ -236,16 +237,18 @@ class LeakTrend:
 def leak_trend(series: MetricSeries, mem_limit_bytes: int | None) -> LeakTrend | None:
     """The RSS trend whatever its size (for `rss_gib_per_100_iter`); None under 3 points."""
     starts, ends = _window_bounds(series.save_windows())
-    points = [
-        s for s in series.rss_points()
-        if s.iteration is not None and not _inside(s.line_no, starts, ends)
+    kept = [  # (sample, its iteration, its RSS) outside checkpoint saves
+        (s, s.iteration, s.host_rss_bytes) for s in series.rss_points()
+        if s.iteration is not None and s.host_rss_bytes is not None
+        and not _inside(s.line_no, starts, ends)
     ]
-    if len(points) < 3 or points[-1].iteration == points[0].iteration:
+    if len(kept) < 3 or kept[-1][1] == kept[0][1]:
         return None
-    x = np.array([float(s.iteration) for s in points])
-    y = np.array([s.host_rss_bytes / GIB for s in points])
+    points = [s for s, _, _ in kept]
+    x = np.array([float(iteration) for _, iteration, _ in kept])
+    y = np.array([rss / GIB for _, _, rss in kept])
     slope, intercept, share = theil_sen(x, y)
-    rss_now = intercept + slope * float(points[-1].iteration)
+    rss_now = intercept + slope * float(kept[-1][1])
     finding = LeakFinding(
         slope_gib_per_100_iter=slope * 100,
         projected_oom_iter=None,
@@ -297,6 +300,7 @@ def detect_checkpoint_oom(
             if w.end_line is None or w.end_line >= oom_line:
                 return CheckpointOomFinding(w, open=w.end_line is None)
             return None
+        assert oom_time is not None  # one of the two is given (or oom_line set above)
         if w.start_time is None or w.start_time > oom_time:
             continue
         if w.end_time is None or w.end_time >= oom_time:
@@ -308,7 +312,7 @@ def detect_checkpoint_oom(
 def detect_silent_exit(
     accounting: Accounting,
     series: MetricSeries,
-    matches: Iterable[object],
+    matches: Iterable[Match],
     *,
     target_iter: int | None,
     min_elapsed_s: float = 60.0,
@@ -326,8 +330,8 @@ def detect_silent_exit(
     if accounting.signal not in (0, None):
         return None
     matches = list(matches)
-    marker = any(getattr(m, "class_id", None) == "completed" for m in matches)
-    found = [m for m in matches if getattr(m, "class_id", None) not in _NOT_FAILURES]
+    marker = any(m.class_id == "completed" for m in matches)
+    found = [m for m in matches if m.class_id not in _NOT_FAILURES]
     first = found[0] if found else None
     last_iter = series.last_iteration
     work_done = marker or (

@@ -205,12 +205,13 @@ class LogClock:
         if m:
             g = m.groups()
             date = g[:3]
-            if date != self._date:  # one timegm per day, not per line
+            base_day = self._base_day
+            if date != self._date or base_day is None:  # one timegm per day, not per line
                 self._date = date
-                self._base_day = float(calendar.timegm((int(g[0]), int(g[1]), int(g[2]), 0,
-                                                        0, 0)))
+                base_day = self._base_day = float(calendar.timegm(
+                    (int(g[0]), int(g[1]), int(g[2]), 0, 0, 0)))
                 self._year = int(g[0])
-            t = self._base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
+            t = base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
             return self._accept(t, rollover=False)
         m = _GLOG.match(line)
         if m and self._year is not None:
@@ -344,7 +345,7 @@ class LineParser:
         elif "{'" in line and _HF.search(line):
             pairs = dict(_HF_PAIR.findall(line))
             if "loss" in pairs or "train_loss" in pairs:
-                s.loss = _float(pairs.get("loss", pairs.get("train_loss", "nan")))
+                s.loss = _float(pairs["loss"] if "loss" in pairs else pairs["train_loss"])
             if "step" in pairs:
                 s.iteration = int(float(pairs["step"]))
         if "<" in line and "/" in line:
@@ -748,7 +749,8 @@ class MetricSeries:
 
 
 def _window(start: CheckpointEvent, end: CheckpointEvent | None) -> SaveWindow:
-    iteration = start.iteration if start.iteration is not None else (end and end.iteration)
+    iteration = start.iteration if start.iteration is not None else (
+        end.iteration if end is not None else None)
     return SaveWindow(
         start.line_no,
         start.time,

@@ -4,6 +4,7 @@ original text so that findings can name the line. Iterative: nesting depth costs
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import repeat
 from operator import itemgetter
 
@@ -41,6 +42,14 @@ def _skip_backtick(text: str, i: int) -> int:
 #: The characters a scan stops at: an escape with the character it escapes, `$(` / `${`, and
 #: each quote, comment sign, parenthesis and brace. Which of them matter depends on the frame.
 _TOKEN_RE = re.compile(r"\\.|\$[({]|[\\'\"`#(){}]", re.S)
+
+
+def _token_search(text: str, pos: int) -> Callable[[], re.Match[str] | None]:
+    """The next stop character from `pos` on, one per call: CPython's `Pattern.scanner`
+    (stateful, no new search set up per token; not in the typeshed stubs)."""
+    return _TOKEN_RE.scanner(text, pos).search  # type: ignore[attr-defined]
+
+
 #: Text a `( … )` frame passes over, then a run of openers / closers with only such text between
 #: them: deep nesting is read a run at a time, each run's frames made in C, not one per loop.
 _PLAIN = r"[^\\'\"`#(){}$]*+(?:\$(?![({])[^\\'\"`#(){}$]*+)*+"
@@ -69,7 +78,7 @@ def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
     (a single-quoted string, backticks, a comment, a construct already in the memo)."""
     n = len(text)
     known = memo.get if memo is not None else None
-    search = _TOKEN_RE.scanner(text, j).search
+    search = _token_search(text, j)
     while stack:
         m = search()
         if m is None:
@@ -90,12 +99,12 @@ def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
                     memo[base + start] = base + j
             elif c == "`":
                 j = _skip_backtick(text, j)
-                search = _TOKEN_RE.scanner(text, j).search
+                search = _token_search(text, j)
             elif c == "$":
                 end = known(base + j) if known is not None else None
                 if end is not None:
                     j = min(end - base, n)
-                    search = _TOKEN_RE.scanner(text, j).search
+                    search = _token_search(text, j)
                 else:
                     o = tok[1]
                     stack.append((_BAL, j, o, ")" if o == "(" else "}"))
@@ -105,12 +114,12 @@ def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
             if k < 0:
                 return n
             j = k + 1
-            search = _TOKEN_RE.scanner(text, j).search
+            search = _token_search(text, j)
         elif c == '"' or c == "$" or (tok == opener and c in "({"):
             end = known(base + j) if known is not None else None
             if end is not None:
                 j = min(end - base, n)
-                search = _TOKEN_RE.scanner(text, j).search
+                search = _token_search(text, j)
             elif c == '"':
                 stack.append((_DQ, j, '"', '"'))
             else:
@@ -125,17 +134,17 @@ def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
                         starts = map(_match_start, _OPENER_RE.finditer(text, j, run_end))
                         stack.extend(zip(repeat(_BAL), starts, repeat("("), repeat(")")))
                         j = run_end
-                        search = _TOKEN_RE.scanner(text, j).search
+                        search = _token_search(text, j)
         elif c == "`":
             j = _skip_backtick(text, j)
-            search = _TOKEN_RE.scanner(text, j).search
+            search = _token_search(text, j)
         elif c == "#":
             if j == 0 or text[j - 1] in " \t\n;":
                 k = text.find("\n", j)
                 if k < 0:
                     return n
                 j = k
-                search = _TOKEN_RE.scanner(text, j).search
+                search = _token_search(text, j)
         elif c == closer:
             stack.pop()
             j += 1
@@ -158,7 +167,7 @@ def _scan(text: str, j: int, stack: list[tuple[int, int, str, str]], base: int,
                         memo.update(zip(map(base.__add__, map(_frame_start, reversed(closed))),
                                         map(base.__add__, ends[k - len(closed):k]),
                                         strict=True))
-                    search = _TOKEN_RE.scanner(text, j).search
+                    search = _token_search(text, j)
     return min(j, n)
 
 
@@ -229,8 +238,8 @@ _COMMENT_STOP = re.compile(r"[\\'\"`#]|\$[({]")
 def strip_comments(text: str) -> str:
     """Blank out comments (keeping offsets and newlines) so later scans ignore them."""
     last = -1  # comments can start only where a `#` begins a word; none after the last one
-    for m in _COMMENT_START_RE.finditer(text):
-        last = m.start()
+    for sign in _COMMENT_START_RE.finditer(text):
+        last = sign.start()
     if last < 0:
         return text
     parts: list[str] = []

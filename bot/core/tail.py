@@ -120,6 +120,10 @@ class FileReadFailed(OSError):
     again."""
 
 
+def _num(value: int | None) -> bytes:
+    return b"x" if value is None else b"%d" % value
+
+
 def _sh_word(raw: bytes) -> bytes:
     return b"'" + raw.replace(b"'", b"'\\''") + b"'"
 
@@ -138,8 +142,8 @@ def encode_requests(requests: Sequence[ReadRequest]) -> bytes:
             raise ValueError(f"bad read request for {req.path!r}: {req}")
         paths.append(_sh_word(raw) + b' "$t"')
         nums.append(b"%d %d %d %d %s %s %d" % (
-            req.offset, req.back, req.budget, req.size,
-            *(b"x" if v is None else b"%d" % v for v in (req.mtime, req.inode)), req.exact))
+            req.offset, req.back, req.budget, req.size, _num(req.mtime), _num(req.inode),
+            req.exact))
     return b"set -- " + b" ".join(paths) + b"\nnums='" + b" ".join(nums) + b"'\n"
 
 
@@ -331,9 +335,9 @@ def _resolve(results: list[FileRead | None],
             piece = share[at:at + part] if share is not None else b""
             at += part
             seen = b"%d %d" % (size, mtime)
-            line = after.get(index)
-            if share is None or line is None or line.split(b" ", 1)[1:] != [seen] or \
-                    line.split(b" ", 1)[0].split(b":")[-1] != b"%d" % inode:
+            stat_line = after.get(index)
+            if share is None or stat_line is None or stat_line.split(b" ", 1)[1:] != [seen] or \
+                    stat_line.split(b" ", 1)[0].split(b":")[-1] != b"%d" % inode:
                 # Changed while read: its share may be longer or shorter, so the shares after
                 # it in the bucket may be shifted too.
                 results[index - 1] = FileRead(RETRY, size, mtime, inode)

@@ -59,7 +59,7 @@ class BoundedLoader(yaml.SafeLoader):
         self._expanded: dict[int, int] = {}  # id(node) -> nodes it stands for, once composed
         self._total = 0  # nodes the document stands for so far, aliases expanded
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             node = self.anchors.get(event.anchor)

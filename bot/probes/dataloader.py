@@ -13,9 +13,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
 
 try:
     import psutil
@@ -284,8 +287,11 @@ def load_series(
         raise ProbeUsageError("the factory must return a map-style Dataset (with __len__)") from exc
     if length == 0:
         raise ProbeUsageError("the factory returned an empty Dataset")
-    loader = DataLoader(_Counted(dataset), batch_size=1, num_workers=workers,
-                        persistent_workers=True, shuffle=False, collate_fn=_first)
+    # a map-style dataset is anything with __len__ and __getitem__ (torch's Dataset is a type)
+    counted = cast("Dataset[tuple[int, int]]", _Counted(dataset))
+    loader: DataLoader[tuple[int, int]] = DataLoader(
+        counted, batch_size=1, num_workers=workers, persistent_workers=True, shuffle=False,
+        collate_fn=_first)
     recorder = _MemoryRecorder()
     consumed = 0
     iterator = None

@@ -130,10 +130,10 @@ class TreeSampler:
                     rss = proc.memory_info().rss
                 known = self._tracked.get(proc.pid)
                 fresh = known is None or known.proc is not proc
-                if fresh or known.name != name:
-                    cmdline = tuple(proc.cmdline())  # exec / rename: read it again
-                else:
+                if known is not None and not fresh and known.name == name:
                     cmdline = known.cmdline
+                else:
+                    cmdline = tuple(proc.cmdline())  # new, exec'd or renamed: read it again
             except (psutil.NoSuchProcess, psutil.ZombieProcess):
                 continue  # exited between listing and reading
             except psutil.AccessDenied:

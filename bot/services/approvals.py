@@ -295,7 +295,8 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
         hold = comp.apply_hold(ctx, approval, actor, now)
-        kind = "stale" if hold.did in ("competitor_started", "competitor_left") else "approved"
+        kind: OutcomeKind = ("stale" if hold.did in ("competitor_started", "competitor_left")
+                             else "approved")
         return _Performed(Outcome(kind, actor, hold.did, recipe, job_id=target,
                                   for_job=payload.get("for_job"), state=hold.state,
                                   error=hold.error), target)

@@ -142,6 +142,13 @@ def propose_holds(
     return proposals
 
 
+def _competitor(approval: Approval) -> int:
+    """The competing job a hold approval is about (every one names it when made)."""
+    if approval.target_job is None:
+        raise ValueError(f"hold approval {approval.token} names no competing job")
+    return int(approval.target_job)
+
+
 def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> HoldResult:
     """Carry out an approved hold; returns what happened (for the message update).
 
@@ -149,7 +156,7 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     longer waits, or when the competitor already started or left the queue."""
     payload = approval.payload
     slurm = ctx.clusters.slurm(payload["cluster"])
-    comp, for_job = int(approval.target_job), int(payload["for_job"])
+    comp, for_job = _competitor(approval), int(payload["for_job"])
     records = slurm.jobs([for_job, comp])
     mine, theirs = records.get(for_job), records.get(comp)
     skipped: HoldResult | None = None
@@ -209,7 +216,7 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             continue
         if not ctx.store.approvals.mark_done(approval.token, now=now):
             continue  # another tick or replica released it first
-        comp = int(approval.target_job)
+        comp = _competitor(approval)
         try:
             ctx.clusters.slurm(approval.payload["cluster"]).release(comp)
         except (ClusterError, KeyError) as exc:

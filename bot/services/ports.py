@@ -99,7 +99,8 @@ class Slurm(SlurmJobs, Protocol):
     """The Slurm client's methods the services call. Failures raise bot.cluster.errors
     (ClusterUnavailable when the controller does not answer, never an empty answer)."""
 
-    runner: Runner
+    @property
+    def runner(self) -> Runner: ...
 
     def job(self, job_id: int) -> JobRecord | None: ...
 

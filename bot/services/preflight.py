@@ -355,7 +355,7 @@ def memory_section(
         ranks_per_node=ranks,
         gpus_per_node=gpus or ranks,
         ema_bytes=4.0 if options.ema else 0.0,
-        save_mode=options.save_mode,
+        save_mode=options.save_mode or SaveMode.FULL_PER_RANK,
         workers_per_rank=options.workers_per_rank or 0,
         worker_rss_bytes=worker_rss or 0,
     )

@@ -67,6 +67,10 @@ class StatusReport:
     note: Text | str = ""
 
 
+#: What one kind of status target found: its title, its rows and a note (may be empty).
+_Found = tuple[Text | str, list[JobStatus], Text | str]
+
+
 def job_status(
     config: Config,
     target: str | None,
@@ -146,7 +150,7 @@ def _job_ref(target: str | None) -> JobRef | None:
 
 
 def _array_task(config: Config, store: Store, ref: JobRef,
-                slurm_for: Callable[[str], Slurm]) -> tuple[str, list[JobStatus], str]:
+                slurm_for: Callable[[str], Slurm]) -> _Found:
     """The rows of task `ref` on every cluster whose Slurm knows it (by its own raw id)."""
     rows: list[JobStatus] = []
     for name in config.clusters:
@@ -176,7 +180,7 @@ def _row(chain: Chain, attempt: Attempt) -> JobStatus:
     )
 
 
-def _watched(store: Store) -> tuple[str, list[JobStatus], str]:
+def _watched(store: Store) -> _Found:
     rows: list[JobStatus] = []
     for watched in store.watched_jobs.list():
         attempt = store.attempts.get_by_job(watched.job_id, cluster=watched.cluster)
@@ -189,7 +193,7 @@ def _watched(store: Store) -> tuple[str, list[JobStatus], str]:
     return N_("watched jobs"), rows, note
 
 
-def _recipe(store: Store, recipe: str) -> tuple[str, list[JobStatus], str]:
+def _recipe(store: Store, recipe: str) -> _Found:
     chain = store.chains.latest_for_recipe(recipe)
     if chain is None:
         return recipe, [], N_("%(recipe)s has not been submitted by trainbot yet", recipe=recipe)
@@ -199,7 +203,7 @@ def _recipe(store: Store, recipe: str) -> tuple[str, list[JobStatus], str]:
     return title, rows, ""
 
 
-def _job(config: Config, store: Store, job_id: str) -> tuple[str, list[JobStatus], str]:
+def _job(config: Config, store: Store, job_id: str) -> _Found:
     attempt = store.attempts.get_by_job(job_id)
     chain = store.chains.get(attempt.chain_id) if attempt is not None else None
     if chain is not None and attempt is not None:

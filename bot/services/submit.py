@@ -332,7 +332,8 @@ def submit_recipe(
             job_name=job_name,
             channel=config.channel_id_for(recipe_name),
             now=now,
-            **({"kind": "array", "array_job_id": int(job_id)} if whole_array else {}),
+            kind="array" if whole_array else "run",
+            array_job_id=int(job_id) if whole_array else None,
         )
     attempt_no = 0  # a whole array: its tasks become attempt rows as they start
     if not whole_array:

@@ -151,7 +151,7 @@ class ThreadEvents:
         if offers_resubmit:
             people += prompt_people(self.ctx.config, event.recipe)
         head = f"{mention_text(tuple(dict.fromkeys(people)))}{self._say(event)}".strip()
-        blocks = [section(head), *(self._incident_blocks(event) or [])]
+        blocks = [section(head), *(self._incident_blocks(event, d) or [])]
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
             prompt = self._create_prompt(event, head, offer_cancel=False)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
@@ -231,9 +231,9 @@ class ThreadEvents:
         series = event.series
         chain = self.ctx.store.chains.get(chain_id)
         if chain is not None and chain.kind == "array":
-            earlier = OrderedDict()  # an array's tasks run side by side: no earlier attempts
+            earlier: OrderedDict[str, AttemptTrace] = OrderedDict()  # side by side: none earlier
         else:
-            earlier = self._progress.pop(chain_id, None) or OrderedDict()
+            earlier = self._progress.pop(chain_id, OrderedDict())
         self._progress[chain_id] = earlier  # most recently charted last
         while len(self._progress) > KEEP_CHAINS:
             self._progress.pop(next(iter(self._progress)))
@@ -308,13 +308,13 @@ class ThreadEvents:
             offer_cancel=offer_cancel, post_key=event.key,
         )
 
-    def _incident_blocks(self, event: WatchEvent) -> Blocks | None:
+    def _incident_blocks(self, event: WatchEvent, diagnosis: Diagnosis) -> Blocks | None:
         """The incident template's blocks without its own buttons (the approval prompt's
         carry the token); None when the view or template cannot be built."""
         try:
             rec, dec = event.record, event.decision
             view = build_incident(
-                event.diagnosis, recipe=event.recipe or "", job_id=_shown(event),
+                diagnosis, recipe=event.recipe or "", job_id=_shown(event),
                 last_checkpoint_iter=dec.resume_from if dec else None, now=self.ctx.clock(),
                 state=rec.state if rec else None,
                 exit_code=(f"{rec.exit_code}:{rec.signal}"

@@ -194,6 +194,6 @@ class _CountingClient(WebClient):
         super().__init__(**kwargs)
         self._on_call = on_call
 
-    def api_call(self, api_method: str, **kwargs: Any) -> Any:  # type: ignore[override]
+    def api_call(self, api_method: str, **kwargs: Any) -> Any:
         self._on_call(api_method)
         return super().api_call(api_method, **kwargs)

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from bot.store import schema as t
-from bot.store.repos.base import _Repo, _row
+from bot.store.repos.base import _insert_id, _Repo, _row
 from bot.store.rows import AuditEntry
 
 
@@ -33,18 +33,15 @@ class AuditRepo(_Repo):
         elif detail is not None:
             detail = json.dumps(self._redactor.redact_data(detail), sort_keys=True)
         with self._engine.begin() as conn:
-            entry_id = conn.execute(
-                insert(t.audit_log).values(
-                    at=now,
-                    actor=actor,
-                    action=action,
-                    job_id=None if job_id is None else str(job_id),
-                    recipe=recipe,
-                    result=result,
-                    detail=detail,
-                )
-            ).inserted_primary_key[0]
-        return int(entry_id)
+            return _insert_id(conn, insert(t.audit_log).values(
+                at=now,
+                actor=actor,
+                action=action,
+                job_id=None if job_id is None else str(job_id),
+                recipe=recipe,
+                result=result,
+                detail=detail,
+            ))
 
     def recent(
         self, limit: int = 50, *, recipe: str | None = None, job_id: str | None = None

@@ -95,7 +95,10 @@ class PolicyConfig(_Model):
         "escalated once to the recipe's `mentions.escalate_to` (default: its approvers); "
         "0: no escalation. Both come before approval_expiry_s."
     )
-    _max_mem = field_validator("max_mem")(classmethod(_check_max_mem))
+    @field_validator("max_mem")
+    @classmethod
+    def _max_mem(cls, value: str | None) -> str | None:
+        return _check_max_mem(cls, value)
 
     @property
     def mem_cap_bytes(self) -> int | None:

@@ -281,7 +281,7 @@ class RecipeConfig(_Model):
         description="Slack user ids or group names who may approve actions; empty = "
         "slack.approvers.",
     )
-    policy: RecipePolicy = Field(  # type: ignore[valid-type]
+    policy: RecipePolicy = Field(
         default_factory=RecipePolicy, description="Overrides of the policy defaults."
     )
     metric_regexes: list[str] = Field(

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -176,14 +176,14 @@ def _merge_file(raws: dict[str, _Raw], name: str, text: str) -> None:
                 raise CatalogueError(f"{kwhere}: expected {want.__name__}, got {value!r}")
             if key == "action":
                 try:
-                    Action(value)
+                    Action(str(value))
                 except ValueError:
                     raise CatalogueError(f"{kwhere}: unknown action {value!r}; use one of "
                                          f"{', '.join(a.value for a in Action)}") from None
             if key == "patterns":
-                _merge_patterns(raw, kwhere, value)
+                _merge_patterns(raw, kwhere, cast(dict[str, Any], value))  # checked: a dict
             elif key == "accounting":
-                _merge_accounting(raw, kwhere, value)
+                _merge_accounting(raw, kwhere, cast(dict[str, Any], value))
             else:
                 raw.fields[key] = value
                 raw.field_source[key] = name

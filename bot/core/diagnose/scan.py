@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -86,9 +86,8 @@ class LogAnalysis:
         self._by_class: dict[str, _ClassMatches] = {}
         self._carry = b""
         self._recent: dict[tuple[str, int], None] = {}  # dedupe of overlapping windows
-        self._prefilter = self._signatures = None
-        if fast_scan:
-            self._prefilter, self._signatures = _build_prefilter(catalogue) or (None, None)
+        # (the RE2 prefilter, its signatures-only part); None: the catalogue's own scan
+        self._prefilter = _build_prefilter(catalogue) if fast_scan else None
 
     # feeding ---------------------------------------------------------------------------
 
@@ -153,8 +152,8 @@ class LogAnalysis:
         if self._prefilter is None:
             return _Scan(newlines, None)
         pos = start
-        search = self._prefilter.search
-        signature_search = self._signatures.search
+        search = self._prefilter[0].search
+        signature_search = self._prefilter[1].search
         while pos < end:
             m = search(data, pos, end)
             if m is None:
@@ -320,8 +319,14 @@ def _build_prefilter(catalogue: Any) -> tuple[Any, Any] | None:
     return combined, only
 
 
+class ByteStream(Protocol):
+    """What `analyze_file` reads: a binary file, stdin's buffer, a progress-counting wrapper."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 def analyze_file(
-    stream: IO[bytes],
+    stream: ByteStream,
     catalogue: Any,
     *,
     chunk_bytes: int = CHUNK_BYTES,

@@ -4,8 +4,8 @@ and the statements each check turns into findings."""
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from bot.core.findings import Level
 from bot.core.text import Text
@@ -58,10 +58,9 @@ class Hit:
     hidden_by: int | None = None  # offset of the `f | tee …` call that hides the stop
 
 
-def with_(hit: Hit, **changes: object) -> Hit:
+def with_(hit: Hit, **changes: Any) -> Hit:
     """`hit` with some fields changed."""
-    values = {**vars(hit), **changes}
-    return Hit(**values)  # type: ignore[arg-type]
+    return replace(hit, **changes)
 
 
 @dataclass

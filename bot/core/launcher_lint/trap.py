@@ -122,7 +122,7 @@ def _is_zero(arg: str | None, zero_vars: set[str]) -> bool:
     if arg == "0":
         return True
     m = re.fullmatch(r"\$(?:\{(\w+)\}|(\w+))", arg)
-    return bool(m) and (m.group(1) or m.group(2)) in zero_vars
+    return m is not None and (m.group(1) or m.group(2)) in zero_vars
 
 
 def _zero_exit(handler: str, functions: dict[str, str], zero_vars: set[str]) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 
 class DecisionKind(StrEnum):
@@ -27,6 +27,14 @@ OFFER_RESUBMIT = "resubmit"
 OFFER_RESUBMIT_MEM = "resubmit_mem"
 OFFER_CANCEL_RESUME = "cancel_resume"
 OFFER_DISMISS = "dismiss"
+
+
+class DecisionBase(TypedDict):
+    """The fields every decision about one failed attempt shares (passed as `**base`)."""
+
+    class_id: str
+    resume_from: int | None
+    work_lost_iters: int | None
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,7 @@ class Decision:
         """A stored decision read back. Fails closed: a missing or unknown `kind` (a row
         written by another version, a damaged one) is `ask_human`, never an action."""
         try:
-            kind = DecisionKind(data.get("kind"))
+            kind = DecisionKind(str(data.get("kind") or ""))
         except ValueError:
             kind = DecisionKind.ASK_HUMAN
         return cls(

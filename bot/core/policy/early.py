@@ -81,10 +81,11 @@ def early_warnings(
                 text += f"; at this rate the job reaches its memory limit near iteration {proj}"
                 if m.target_iter:
                     text += f" (target {m.target_iter})"
-            grew = worker_rss is not None and worker_rss[1] > worker_rss[0] * 1.25
+            grew = (worker_rss if worker_rss is not None and worker_rss[1] > worker_rss[0] * 1.25
+                    else None)  # the DataLoader workers' RSS (first, last) when it grew
             if grew:
-                text += (f"; DataLoader workers grew {worker_rss[0] / GIB:.1f} → "
-                         f"{worker_rss[1] / GIB:.1f} GiB (look for a per-sample cache)")
+                text += (f"; DataLoader workers grew {grew[0] / GIB:.1f} → "
+                         f"{grew[1] / GIB:.1f} GiB (look for a per-sample cache)")
             if previous:
                 text += " — earlier than last projected"
             out.append(
@@ -96,8 +97,7 @@ def early_warnings(
                     key=f"memory_leak:{proj}",
                     facts={"why": "leak", "slope": slope, "projected_oom_iter": proj,
                            "target": m.target_iter or None,
-                           "workers_gib": ([worker_rss[0] / GIB, worker_rss[1] / GIB]
-                                           if grew else None),
+                           "workers_gib": [grew[0] / GIB, grew[1] / GIB] if grew else None,
                            "earlier": bool(previous)},
                 )
             )

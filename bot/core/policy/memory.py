@@ -14,6 +14,7 @@ from bot.core.policy.decision import (
     OFFER_RESUBMIT,
     OFFER_RESUBMIT_MEM,
     Decision,
+    DecisionBase,
     DecisionKind,
 )
 from bot.core.policy.params import PolicyParams, params_from
@@ -27,7 +28,7 @@ def host_oom_decision(
     charged: bool,
     not_before: float,
     where: str,
-    base: dict[str, Any],
+    base: DecisionBase,
     *,
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
@@ -67,7 +68,7 @@ def host_oom_decision(
     size = suggest_mem(limit, max_rss, during_save=diagnosis.during_checkpoint_save, policy=p)
     if size is None and remedy is not None:  # the limit is unknown, a site cap is not
         size = remedy.need_gib * GIB, f"{remedy.need_gib}G"
-    facts = {"during_save": diagnosis.during_checkpoint_save,
+    facts: dict[str, Any] = {"during_save": diagnosis.during_checkpoint_save,
              "limit": _size_or_none(limit), "max_rss": _size_or_none(max_rss)}
     if size is None:
         return Decision(

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core.models import HINT, MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
 from bot.core.policy.chain import ChainHistory
-from bot.core.policy.decision import OFFER_DISMISS, OFFER_RESUBMIT, Decision, DecisionKind
+from bot.core.policy.decision import (
+    OFFER_DISMISS,
+    OFFER_RESUBMIT,
+    Decision,
+    DecisionBase,
+    DecisionKind,
+)
 from bot.core.policy.early import early_warnings
 from bot.core.policy.memory import host_oom_decision
 from bot.core.policy.params import params_from
@@ -64,7 +70,7 @@ def decide(
     cid = diagnosis.class_id
     last_iter = _current_last_iter(diagnosis, chain_history)
     lost = _work_lost(last_iter, checkpoint_iter)
-    base = {"class_id": cid, "resume_from": checkpoint_iter, "work_lost_iters": lost}
+    base = DecisionBase(class_id=cid, resume_from=checkpoint_iter, work_lost_iters=lost)
 
     if cid in RUNNING_CLASSES and not _finished(accounting):
         found = early_warnings(diagnosis, chain_history, p, now)

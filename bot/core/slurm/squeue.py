@@ -102,6 +102,7 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
     array_task_id = int(array_task) if array_task is not None else None
     # 25.05 (v0.0.43) adds `stdout_expanded` and leaves `standard_output` empty for the default.
     pattern = json_text(job.get("stdout_expanded")) or json_text(job.get("standard_output"))
+    stdout: str | None
     if pattern:
         stdout = expand_output_pattern(
             pattern, job_id=job_id, name=name, user=user, node=node,
@@ -231,7 +232,7 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
 
 def _is_task_range(text: str | None) -> bool:
     """True for squeue's ArrayTaskID of a pending remainder: `5-9`, `1,3,7-9%2`."""
-    return bool(text) and re.fullmatch(r"[0-9][0-9,\-:%]*", text.strip()) is not None
+    return text is not None and re.fullmatch(r"[0-9][0-9,\-:%]*", text.strip()) is not None
 
 
 def squeue_ids_by_name_argv(job_name: str, *, user: str | None = None) -> list[str]:

@@ -12,8 +12,9 @@ from bot.core.slurm.errors import SlurmParseError
 TESTED_LIVE = ((22, 5), (24, 11))
 NEWEST_TESTED = (25, 5)
 # The --json data_parser version each release prints (21.08: openapi v0.0.37).
-DATA_PARSERS = {(21, 8): "v0.0.37", (22, 5): "v0.0.38", (23, 2): "v0.0.39", (23, 11): "v0.0.40",
-                (24, 5): "v0.0.41", (24, 11): "v0.0.42", (25, 5): "v0.0.43"}
+DATA_PARSERS: dict[tuple[int, ...], str] = {
+    (21, 8): "v0.0.37", (22, 5): "v0.0.38", (23, 2): "v0.0.39", (23, 11): "v0.0.40",
+    (24, 5): "v0.0.41", (24, 11): "v0.0.42", (25, 5): "v0.0.43"}
 # From this release on `sacct --json` reports exit codes right (22.05.8 reports `exit 3` as
 # return code 0 with state FAILED; verified on the dev cluster).
 FIRST_RIGHT_JSON = (23, 2)

@@ -131,7 +131,7 @@ class ChainBook:
         if chain_id is None or (chain is not None and chain.parallel):
             # no chain, or one trainbot did not submit (an array's tasks run side by side,
             # not one after another): the job is its own history
-            attempts = ()
+            attempts: tuple[AttemptFacts, ...] = ()
             if current_job is not None:
                 attempts = (AttemptFacts(current_job, 1, last_iter=current_last_iter),)
             return ChainHistory(attempts=attempts)

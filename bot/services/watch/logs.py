@@ -258,9 +258,10 @@ class LogFollower:
 
     def sampler_path(self, jw: JobWatch, record: JobRecord) -> str | None:
         cfg = self._recipe_cfg(jw.recipe)
-        if cfg is None or not getattr(cfg, "sampler_path", None):
+        pattern = getattr(cfg, "sampler_path", None) if cfg is not None else None
+        if cfg is None or not pattern:
             return None
-        return expand_output_pattern(cfg.sampler_path, job_id=record.job_id,
+        return expand_output_pattern(pattern, job_id=record.job_id,
                                      name=record.name or cfg.job_name or jw.recipe,
                                      user=record.user, workdir=record.workdir or cfg.workdir)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Select
+from sqlalchemy import Connection, Engine, Insert, Select
 
 from bot.core.redact import Redactor
 
@@ -19,6 +19,14 @@ def _wall(now: float | None) -> float:
 
 def _row(cls: type, row: Any) -> Any:
     return cls(**dict(row._mapping)) if row is not None else None
+
+
+def _insert_id(conn: Connection, statement: Insert) -> int:
+    """Run one INSERT; the id of the row it made."""
+    key = conn.execute(statement).inserted_primary_key
+    if key is None:  # only an executemany or a table without a primary key has none
+        raise RuntimeError(f"{statement.table} INSERT returned no primary key")
+    return int(key[0])
 
 class _Repo:
     def __init__(self, engine: Engine, redactor: Redactor | None = None):

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import and_, func, insert, select, update
 
 from bot.store import schema as t
-from bot.store.repos.base import _Repo, _row, _wall
+from bot.store.repos.base import _insert_id, _Repo, _row, _wall
 from bot.store.rows import (
     Attempt,
     Chain,
@@ -32,7 +32,7 @@ class ChainsRepo(_Repo):
         array_job_id: int | None = None,
         watched_by: str | None = None,
     ) -> Chain:
-        values = dict(
+        values: dict[str, Any] = dict(
             recipe=recipe,
             cluster=cluster,
             job_name=job_name,
@@ -48,8 +48,8 @@ class ChainsRepo(_Repo):
         if watched_by is not None:
             values.update(watched_by=watched_by)
         with self._engine.begin() as conn:
-            chain_id = conn.execute(insert(t.chains).values(**values)).inserted_primary_key[0]
-        return Chain(id=int(chain_id), **values)
+            chain_id = _insert_id(conn, insert(t.chains).values(**values))
+        return Chain(id=chain_id, **values)
 
     def get(self, chain_id: int) -> Chain | None:
         return self._one(Chain, select(t.chains).where(t.chains.c.id == chain_id))
@@ -166,7 +166,7 @@ class AttemptsRepo(_Repo):
             )
             if display_id is not None:  # an array task's (schema 11)
                 values["display_id"] = display_id
-            attempt_id = conn.execute(insert(t.attempts).values(**values)).inserted_primary_key[0]
+            attempt_id = _insert_id(conn, insert(t.attempts).values(**values))
             row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
         return _row(Attempt, row)
 
