@@ -22,9 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.cluster.errors import ClusterError
+from bot.config import SLURM_OVERRIDE_FIELDS
 from bot.core.findings import Finding, Level, worst_level
 from bot.core.flight_recorder import DUMP_FILE_ENV, records_on_timeout
-from bot.core.launcher_lint import after_toolchain_probe, lint_launcher, python_scripts_in
+from bot.core.launcher_lint import (
+    ArgOverrides,
+    after_toolchain_probe,
+    lint_launcher,
+    python_scripts_in,
+)
 from bot.core.memory_budget import (
     MemoryBudget,
     SaveMemoryInputs,
@@ -155,6 +161,7 @@ def _script_path(recipe: RecipeConfig) -> str | None:
 
 
 def lint_section(
+    recipe_name: str,
     recipe: RecipeConfig,
     options: PreflightOptions,
     runner: Runner | None,
@@ -217,9 +224,13 @@ def lint_section(
                     break
                 except OSError:
                     continue
-    # sbatch passes the recipe's args to its sbatch_script (a submit wrapper's are its own)
+    # sbatch passes the recipe's args to its sbatch_script (a submit wrapper's are its own),
+    # and after them the run's overrides that are not Slurm fields
     script_args = recipe.args if recipe.sbatch_script is not None else None
-    findings = lint_launcher(text, python_sources, script_args)
+    given = {item.partition("=")[0].strip() for item in options.recipe_overrides}
+    arg_overrides = ArgOverrides(recipe_name, tuple(
+        k for k in recipe.overridable if k not in SLURM_OVERRIDE_FIELDS and k not in given))
+    findings = lint_launcher(text, python_sources, script_args, arg_overrides)
     if options.shellcheck:
         from bot.probes.shellcheck import run_shellcheck
 
@@ -406,7 +417,7 @@ def run_preflight(
     options = with_config_defaults(options, recipe, config.clusters[recipe.cluster])
     report = PreflightReport(recipe=recipe_name)
     report.sections["launcher"], report.script_source = lint_section(
-        recipe, options, runner, read_local
+        recipe_name, recipe, options, runner, read_local
     )
     if options.toolchain:
         if runner is None:

@@ -38,7 +38,7 @@ from bot.core.launcher_lint.model import (
 from bot.core.launcher_lint.nounset import check_nounset
 from bot.core.launcher_lint.paths import assignments
 from bot.core.launcher_lint.pointer import check_pointer
-from bot.core.launcher_lint.positional import check_positional
+from bot.core.launcher_lint.positional import ArgOverrides, check_positional
 from bot.core.launcher_lint.shebang import check_shebang
 from bot.core.launcher_lint.tee import check_tee
 from bot.core.launcher_lint.trap import check_exit_trap
@@ -50,9 +50,11 @@ def lint_launcher(
     script_text: str,
     python_sources: Mapping[str, str] | None = None,
     script_args: Sequence[str] | None = None,
+    arg_overrides: ArgOverrides | None = None,
 ) -> list[Finding]:
     """All findings for a batch script; `python_sources` maps the .py files it runs to their text,
-    `script_args` are the arguments the recipe passes it (None: not known).
+    `script_args` are the arguments the recipe passes it (None: not known), `arg_overrides` the
+    recipe's overrides that a run may append to them.
 
     Every check reports at least one finding (a `pass` when it found nothing), so a report
     shows what was checked. A check that raises becomes a `warn` finding saying so; the
@@ -92,7 +94,8 @@ def lint_launcher(
                            (CHECK_INTERACTIVE, lambda: check_interactive(done)),
                            (CHECK_TEE_HIDES_STATUS, lambda: check_tee(done)),
                            (CHECK_EXIT_TRAP, lambda: check_exit_trap(done, blanked, {})),
-                           (CHECK_POSITIONAL, lambda: check_positional(done, script_args))):
+                           (CHECK_POSITIONAL, lambda: check_positional(done, script_args,
+                                                                    arg_overrides))):
             try:
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
@@ -110,6 +113,7 @@ def lint_launcher(
 
 __all__ = [
     "after_toolchain_probe",
+    "ArgOverrides",
     "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",
     "CHECK_EXIT_TRAP",

@@ -1,21 +1,34 @@
 """`positional_under_nounset`: `$1` / `${2}` read under `set -u` when the recipe passes fewer
 arguments: bash stops with `$2: unbound variable` (a non-interactive shell exits on it wherever
 it is read, in an `if` condition too). The recipe's `args` are what sbatch gives the script;
-where they are not known (a site `submit_command` wrapper) the reads are only noted."""
+where they are not known (a site `submit_command` wrapper) the reads are only noted. A recipe
+override that is not a Slurm field reaches the script as one more argument (`key=value`, after
+the `args`): when such overrides could supply the missing one, the fix names them."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short, slurm_shows
 from bot.core.launcher_lint.model import CHECK_POSITIONAL, Positional, Scan
-from bot.core.text import N_
+from bot.core.text import N_, Text
 
 #: `$1`…`$9`, `${1}`, `${12}` (not `${1:-x}`, `${1-x}`, `${1:+x}`, `\$1`).
 _POSITIONAL_RE = re.compile(r"(?<!\\)\$(?:([1-9])|\{([1-9][0-9]*)\})")
 _SQ_RE = re.compile(r"'[^']*'")
+
+
+@dataclass(frozen=True)
+class ArgOverrides:
+    """The overrides a run of `recipe` may add to the script's arguments: the recipe's
+    `overridable` keys that are not Slurm fields, less those this check's run already has;
+    each one given is appended to the arguments as `key=value`, in the order given."""
+
+    recipe: str
+    keys: tuple[str, ...]
 
 
 def may_read_positional(text: str) -> bool:
@@ -36,7 +49,39 @@ def positional_reads(lst: str, off: int, shifted: int) -> list[Positional]:
             for m in _POSITIONAL_RE.finditer(masked)]
 
 
-def check_positional(scan: Scan, script_args: Sequence[str] | None) -> list[Finding]:
+def _fix(index: int, given: int, overrides: ArgOverrides | None) -> Text:
+    """How argument `index` gets supplied when the run passes `given`: by the overrides that
+    append arguments when there are enough of them, else in the recipe's `args`."""
+    default = N_("add it to the recipe's `args`, or give it a default: `${%(index)s:-VALUE}`",
+                 index=index)
+    keys = overrides.keys if overrides is not None else ()
+    missing = index - given
+    if overrides is None or not keys:
+        return default
+    if missing > len(keys):
+        return N_("the overrides that reach the script as arguments (%(keys)s) add at most "
+                  "%(count)s, up to `$%(last)s`, so none supplies `$%(index)s`: %(default)s",
+                  keys=", ".join(keys), count=len(keys),
+                  last=given + len(keys), index=index, default=default)
+    example = " ".join(f"{k}=VALUE" for k in keys[:missing])
+    if missing == 1:
+        which = (N_("the override `%(key)s`", key=keys[0]) if len(keys) == 1 else
+                 N_("one of the overrides %(keys)s", keys=", ".join(keys)))
+        return N_("a run given %(which)s (e.g. `submit %(recipe)s %(example)s`) gets the word "
+                  "`%(example)s` as `$%(index)s`, and `preflight %(recipe)s %(example)s` checks "
+                  "that run; for a run without it, %(default)s", which=which,
+                  recipe=overrides.recipe, example=example, index=index, default=default)
+    return N_("each override of %(keys)s given to a run is appended to the script's arguments "
+              "as `key=VALUE`, in the order given, so a run given %(missing)s of them (e.g. "
+              "`submit %(recipe)s %(example)s`) gets the last as `$%(index)s`, and `preflight "
+              "%(recipe)s %(example)s` checks that run; for a run given fewer, %(default)s",
+              keys=", ".join(keys), missing=missing, recipe=overrides.recipe, example=example,
+              index=index, default=default)
+
+
+def check_positional(scan: Scan, script_args: Sequence[str] | None,
+                     overrides: ArgOverrides | None = None) -> list[Finding]:
+    """`overrides`: what a run of the recipe may add to `script_args` (None: not known)."""
     findings: list[Finding] = []
     seen: set[tuple[int, str]] = set()
     for p in scan.positional:
@@ -66,8 +111,7 @@ def check_positional(scan: Scan, script_args: Sequence[str] | None) -> list[Find
                "%(index)s, and the recipe %(given)s: bash stops here with `$%(index)s: unbound "
                "variable`: %(slurm)s", line=line, read=p.text, nounset=scan.nounset_line,
                index=p.index, given=given, slurm=slurm_shows(1)),
-            N_("add it to the recipe's `args`, or give it a default: `${%(index)s:-VALUE}`",
-               index=p.index),
+            _fix(p.index, n, overrides),
         ))
     if not findings:
         findings.append(Finding(CHECK_POSITIONAL, "pass", None,

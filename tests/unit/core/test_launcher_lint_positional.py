@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from bot.core.launcher_lint import CHECK_POSITIONAL, lint_launcher
+from bot.core.launcher_lint import CHECK_POSITIONAL, ArgOverrides, lint_launcher
 
 CASES = [
     # (snippet, the recipe's args, does bash stop?, the lint's level)
@@ -61,3 +61,41 @@ def test_unknown_args_are_only_noted():
     findings = [f for f in lint_launcher(script) if f.check == CHECK_POSITIONAL]
     assert [f.level for f in findings] == ["pass"]
     assert "not known here" in findings[0].message
+
+
+def _fix_of(script: str, args: list[str], overrides: ArgOverrides) -> str:
+    (finding,) = [f for f in lint_launcher(script, None, args, overrides)
+                  if f.check == CHECK_POSITIONAL]
+    assert finding.level == "warn"
+    return finding.fix
+
+
+def test_the_fix_names_the_override_that_supplies_the_argument_as_bash_gets_it(tmp_path):
+    """The fix's claim holds in real bash: the run given `steps=VALUE` (appended after the
+    recipe's args, as submit does) reaches the end, and gets the word `steps=VALUE` as `$2`."""
+    script = "#!/bin/bash\nset -euo pipefail\necho \"GOT[$2]\"\n"
+    fix = _fix_of(script, ["a.yaml"], ArgOverrides("mix", ("steps",)))
+    assert "the override `steps`" in fix and "`submit mix steps=VALUE`" in fix
+    assert "gets the word `steps=VALUE` as `$2`" in fix and "`preflight mix steps=VALUE`" in fix
+    assert "`${2:-VALUE}`" in fix  # a run without it still needs the recipe's own fix
+    (tmp_path / "launch.sh").write_text(script)
+    proc = subprocess.run(["bash", "launch.sh", "a.yaml", "steps=VALUE"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 0 and "GOT[steps=VALUE]" in proc.stdout
+
+
+def test_the_fix_counts_how_many_overrides_a_later_argument_needs():
+    script = "#!/bin/bash\nset -u\necho $3\n"
+    fix = _fix_of(script, ["a.yaml"], ArgOverrides("mix", ("steps", "lr", "tag")))
+    assert "a run given 2 of them (e.g. `submit mix steps=VALUE lr=VALUE`)" in fix
+    assert "gets the last as `$3`" in fix and "steps, lr, tag" in fix
+
+
+def test_the_fix_says_when_the_overrides_cannot_reach_the_argument():
+    script = "#!/bin/bash\nset -u\necho $4\n"
+    fix = _fix_of(script, ["a.yaml"], ArgOverrides("mix", ("steps",)))
+    assert "(steps) add at most 1, up to `$2`, so none supplies `$4`" in fix
+    assert fix.endswith("add it to the recipe's `args`, or give it a default: `${4:-VALUE}`")
+    # a recipe with no override that becomes an argument: only the recipe's own fix
+    assert _fix_of(script, ["a.yaml"], ArgOverrides("mix", ())) == (
+        "add it to the recipe's `args`, or give it a default: `${4:-VALUE}`")

@@ -173,6 +173,10 @@ def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
                 if c["check"] == "positional_under_nounset"]
 
     assert positional() == [("warn", 3)]
+    preflight()
+    (finding,) = [c for c in json.loads(capsys.readouterr().out)["sections"]["launcher"]["checks"]
+                  if c["check"] == "positional_under_nounset"]
+    assert "a run given the override `steps` (e.g. `submit mix steps=VALUE`)" in finding["fix"]
     assert positional("steps=500") == [("pass", None)]
     assert positional("mem=600G") == [("warn", 3)]  # a Slurm field: not an argument
     assert preflight("lr=0.1") == 2
