@@ -28,6 +28,11 @@ EXIT_USAGE = 2
 # Modules of this package that are shared helpers, not subcommands.
 HELPER_MODULES = frozenset({"log_input", "progress"})
 
+#: A subcommand whose `nargs="*"` positional words may also come after its flags
+#: (`preflight RECIPE --json steps=500`) names that positional with
+#: `parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})`.
+WORDS_ANYWHERE = "words_anywhere"
+
 
 class UsageError(Exception):
     """Bad input from the user; the message says what was wrong and the right form."""
@@ -94,7 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
     parser = build_parser(only=first if first in command_names() else None)
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    words_field = getattr(args, WORDS_ANYWHERE, None)
+    if words_field is not None:  # argparse leaves the words after a flag unrecognised
+        words = [w for w in rest if not w.startswith("-")]
+        setattr(args, words_field, [*(getattr(args, words_field) or []), *words])
+        rest = [w for w in rest if w.startswith("-")]
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return int(args.run(args))
     except UsageError as exc:

@@ -14,6 +14,7 @@ from bot.cli import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    WORDS_ANYWHERE,
     UsageError,
     add_config_argument,
     load_config_arg,
@@ -28,7 +29,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", metavar="RECIPE", help="recipe name from the config")
     parser.add_argument("overrides", metavar="KEY=VALUE", nargs="*",
                         help="the overrides the run will get, as for `submit` (e.g. mem=950G "
-                             "steps=500): checked with them applied")
+                             "steps=500), anywhere among the flags: checked with them applied")
+    parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--script", metavar="PATH",
@@ -57,6 +59,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     tool.add_argument("--python", default="python3", help="python on the node (default python3)")
     tool.add_argument("--timeout", type=float, default=600.0,
                       help="seconds to wait for the srun probe (queue time included)")
+
+
+def _recipe_and_overrides(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
+    """RECIPE and the KEY=VALUE overrides, in whatever order they came among the flags: the
+    recipe is the one word with no `=`."""
+    words = [args.recipe, *args.overrides]
+    names = [w for w in words if "=" not in w]
+    if not names:
+        raise UsageError("no RECIPE given: every word is a KEY=VALUE override")
+    if len(names) > 1:
+        raise UsageError(f"{names[1]!r} is not an override (write KEY=VALUE, e.g. steps=500); "
+                         f"the recipe is {names[0]!r}")
+    return names[0], tuple(w for w in words if "=" in w)
 
 
 def _options(args: argparse.Namespace):  # -> PreflightOptions
@@ -88,7 +103,7 @@ def _options(args: argparse.Namespace):  # -> PreflightOptions
         save_mode=SaveMode(args.save_mode) if args.save_mode else None,
         ema=False if args.no_ema else None,
         toolchain=not args.no_toolchain, env_setup=args.env_setup, python=args.python,
-        toolchain_timeout=args.timeout, recipe_overrides=tuple(args.overrides),
+        toolchain_timeout=args.timeout, recipe_overrides=args.overrides,
     )
 
 
@@ -98,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.probes.report import print_findings
     from bot.services.preflight import PreflightUsageError, run_preflight
 
+    args.recipe, args.overrides = _recipe_and_overrides(args)
     options = _options(args)
     config = load_config_arg(args, recipe=args.recipe)
     cluster = config.recipes[args.recipe].cluster

@@ -140,6 +140,9 @@ def parse_overrides(
                                    recipe=recipe_name))
         if key in out:
             raise OverrideError(N_("%(key)r is given twice; give each override once", key=key))
+        if raw == "":
+            raise OverrideError(N_("override %(key)r has no value; write %(key)s=VALUE",
+                                   key=key))
         out[key] = _convert(key, raw, allowed[key])
     return out
 

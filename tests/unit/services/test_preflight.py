@@ -181,3 +181,41 @@ def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
     assert positional("mem=600G") == [("warn", 3)]  # a Slurm field: not an argument
     assert preflight("lr=0.1") == 2
     assert "does not allow overriding 'lr'" in capsys.readouterr().err
+
+
+def test_overrides_are_taken_anywhere_among_the_flags(tmp_path, capsys):
+    """`preflight RECIPE --json steps=500 --no-toolchain`: an override after a flag (or before
+    the recipe) counts as one right after RECIPE; a bad one is a usage error naming it."""
+    cfg = tmp_path / "trainbot.yaml"
+    cfg.write_text(
+        "clusters:\n  far:\n    host: 192.0.2.1\n    port: 1\n    user: nobody\n"
+        "    key_file: /nonexistent/key\n    connect_timeout: 1\n"
+        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
+        "    args: [configs/a.yaml]\n    overridable: {steps: int, mem: size}\n"
+    )
+    script = tmp_path / "launch.sbatch"
+    script.write_text("#!/bin/bash\nset -euo pipefail\nsrun python train.py $1 --set $2\n")
+    config, local = ["--config", str(cfg)], ["--script", str(script), "--params", "1B"]
+
+    def levels(*argv: str) -> list[str]:
+        assert main(["preflight", *argv]) == 0
+        out = json.loads(capsys.readouterr().out)
+        return [c["level"] for c in out["sections"]["launcher"]["checks"]
+                if c["check"] == "positional_under_nounset"]
+
+    assert levels("mix", *config, "--json", "steps=500", "--no-toolchain", *local) == ["pass"]
+    assert levels("--json", "steps=500", "mix", *config, "--no-toolchain", *local) == ["pass"]
+    assert levels("mix", "--json", *config, "--no-toolchain", *local) == ["warn"]
+
+    def usage_error(*argv: str) -> str:
+        assert main(["preflight", "mix", *config, "--json", "--no-toolchain", *local,
+                     *argv]) == 2
+        return capsys.readouterr().err
+
+    assert "override 'steps' has no value; write steps=VALUE" in usage_error("steps=")
+    assert ("does not allow overriding 'lr'; allowed: mem (size), steps (int)"
+            in usage_error("mem=600G", "lr=0.1"))
+    assert "'steps' is not an override (write KEY=VALUE" in usage_error("steps")
+    with pytest.raises(SystemExit):  # a flag it does not know is still argparse's error
+        main(["preflight", "mix", *config, "--bogus", "steps=5"])
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

@@ -54,7 +54,8 @@ def test_overrides_are_typed(config):
         ("lr=fast", "lr must be a number"),
         ("lr=nan", "finite"),
         ("compile=maybe", "compile must be true or false"),
-        ("tag=", "tag needs a value"),
+        ("tag=", "override 'tag' has no value; write tag=VALUE"),
+        ("lr=", "override 'lr' has no value; write lr=VALUE"),  # not "must be a number"
         ("tag=a\nb", "control character"),
         ("mem", "is not an override; use key=value"),
         ("=5", "is not an override"),
