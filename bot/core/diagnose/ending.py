@@ -41,6 +41,17 @@ _ERROR_LINE = re.compile(
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
     r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
+# A metric named an error, not a report of one: a training's or evaluation's error (`Test Error:
+# Avg loss: 0.0629`, `val_error=0.12`, `top-1 error: 23.5 %`, `Mean squared error: 0.31`) whose
+# value, or another metric's, follows it.
+_METRIC_VALUE = (r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*%?"
+                 r"(?:\s*(?:$|[,;|(\[/])|\s+[A-Za-z][\w ]{0,20}[:=])")
+_METRIC_ERROR = re.compile(
+    r"(?i)^[\s`'\">|*#-]*(?:[a-z0-9.]+[ _-]+)*?"
+    r"(?:train[a-z]*|test[a-z]*|val[a-z]*|eval[a-z]*|dev|top-?\d+|mean|avg|average|squared"
+    r"|absolute|relative|reconstruction|classification|prediction|rms|word|char[a-z]*|token"
+    r"|frame|pixel)[ _-](?:[a-z]+[ _-])?error(?:[ _-]rate)?\s*[:=]\s*"
+    rf"(?:{_METRIC_VALUE}|[A-Za-z][\w ./-]{{0,30}}[:=]\s*{_METRIC_VALUE})")
 # A shell's notice of a process killed by a signal whose default is to end it, in glibc's
 # names of the signals (strsignal) that no error word covers: bare (`Floating point
 # exception`), in bash's job notice (`line 3:  1098 Terminated  python train.py`) or zsh's
@@ -291,8 +302,8 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
         return Ending("host_oom")
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
         return Ending(next(iter(specific)))
-    if hints or any(not _WARNING.search(t) and (_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t))
-                    for t in errors):
+    if hints or any(not _WARNING.search(t) and not _METRIC_ERROR.match(t)
+                    and (_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t)) for t in errors):
         return (named_by_vocabulary(block) if not specific else None) or Ending(
             "unknown_failure")
     return None

@@ -767,6 +767,9 @@ def test_an_error_quoted_in_markdown_keeps_its_class(catalogue, last_line: str):
     # an error that mentions a warning is still an error
     "Job failed: the step was cancelled. Reason: received termination warning signal",
     "RuntimeError: checkpoint shard 3 is corrupt (see the warning above)",
+    # an error whose subject reads like a metric's name, with no metric's value after it
+    "Validation error: config.yaml has no field `lr`",
+    "Test error: 3 of 8 shards failed to load",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
@@ -788,6 +791,17 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
 ])
 def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
+@pytest.mark.parametrize("metrics", [
+    "Test Error: avg loss: 0.4172",
+    "Epoch 7 train error: 0.1180, val_error=0.1412",
+    "top-5 error: 7.25 %",
+    "Mean squared error: 0.031 (best 0.029)",
+])
+def test_a_metric_named_error_is_not_an_error_report(catalogue, metrics: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + metrics + "\n"
     assert _diagnose_text(catalogue, text).class_id == "none"
 
 
