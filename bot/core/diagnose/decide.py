@@ -35,6 +35,7 @@ from bot.core.detectors import (
 )
 from bot.core.diagnose.ending import (
     ends_cut_off,
+    ends_in_closed_progress_table,
     ends_in_error,
     ends_in_final_save,
     epochs_left,
@@ -156,6 +157,7 @@ def diagnose(
              and (target_iter is not None or not epochs_left(tail)))
             or "completed" in {m.class_id for m in primary}
             or ends_in_final_save(series, tail)
+            or ends_in_closed_progress_table(tail)
         ):
             chosen = "completed"
             if "completed" in {m.class_id for m in primary}:

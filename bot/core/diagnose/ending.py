@@ -5,7 +5,8 @@ last progress line (an error line, a catalogue hint, a shell's notice of a fatal
 failure (`ends_in_error`: its class when the last hint names a cause, else the one cause the
 error's own words name (`named_by_vocabulary`), else `unknown_failure`), a last line that is
 a deciding text cut off before its end names that text's class (`ends_cut_off`), a TensorFlow
-Estimator's final save ends a finished run (`ends_in_final_save`), and an epoch counter short
+Estimator's final save or a progress table's closing border ends a finished run
+(`ends_in_final_save`, `ends_in_closed_progress_table`), and an epoch counter short
 of its total means a 100 % progress bar was one epoch's (`epochs_left`). The decision
 (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
 One of them is weighed with accounting too: an error block that holds NCCL's remote error
@@ -91,6 +92,11 @@ _NETWORK_FAULT = re.compile(r"NET/IB ?: Got completion from peer .* with error"
                             r"|NET/IB ?: .*(?:port|link) (?:is )?down|ibv_poll_cq .*error")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
+# A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
+# Elapsed Time |`, one row per iteration or epoch) and the border that closes it.
+_TABLE_BORDER = re.compile(r"^\+(?:-+\+)+\s*$")
+_PROGRESS_TABLE_HEADER = re.compile(r"(?i)^\|\s*(?:iteration|iter|epoch|step|pass)s?\s*\|")
+_PROGRESS_TABLE_ROW = re.compile(r"^\|\s*\d+\s*\|")
 # An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
 # epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
 _EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
@@ -321,6 +327,21 @@ def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) ->
         return False
     step = int(m.group(1))
     return step > last and step % every != 0
+
+
+def ends_in_closed_progress_table(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log ends with the bottom border a trainer prints under its progress table when its
+    loop ends (Turi Create's `+----+----+` under its `| Iteration | Loss | ... |` rows): the
+    table's header names the iteration, epoch or step and its rows count them. A table of
+    other figures (an evaluation's per-class table) or one still open is not the end."""
+    lines = [normalize_line(t) for _, t in tail if t.strip()]
+    if not lines or not _TABLE_BORDER.match(lines[-1]):
+        return False
+    top = len(lines) - 2
+    while top >= 0 and _PROGRESS_TABLE_ROW.match(lines[top]):
+        top -= 1
+    return (top < len(lines) - 2 and top >= 1 and bool(_TABLE_BORDER.match(lines[top]))
+            and bool(_PROGRESS_TABLE_HEADER.match(lines[top - 1])))
 
 
 def epochs_left(tail: Sequence[tuple[int, str]]) -> bool:

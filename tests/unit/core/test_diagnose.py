@@ -836,6 +836,32 @@ def test_a_log_that_ends_in_the_final_off_grid_checkpoint_save_is_completed(cata
         "step = 31", "step = 32")).class_id == "none"
 
 
+EPOCH_TABLE = (
+    "+-------+------------+----------------+\n"
+    "| Epoch | Train loss | Validation acc |\n"
+    "+-------+------------+----------------+\n"
+    + "".join(f"| {n:<5} | {1.9 - n / 10:<10.3f} | {0.4 + n / 20:<14.3f} |\n" for n in range(1, 9))
+)
+TABLE_BORDER = "+-------+------------+----------------+\n"
+
+
+def test_a_log_that_ends_in_a_closed_progress_table_is_completed(catalogue):
+    """A trainer that prints its progress as a table (Turi Create's toolkits) closes it with a
+    border when its loop ends; the table still open is a running job."""
+    assert _diagnose_text(catalogue, EPOCH_TABLE + TABLE_BORDER).class_id == "completed"
+    assert _diagnose_text(catalogue, EPOCH_TABLE).class_id == "none"
+
+
+def test_a_closed_table_of_other_figures_is_not_the_end(catalogue):
+    per_class = ("[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n"
+                 "+-------+-----+-------+\n| class | gts | ap    |\n+-------+-----+-------+\n"
+                 "| car   | 412 | 0.612 |\n| bike  | 98  | 0.405 |\n+-------+-----+-------+\n")
+    assert _diagnose_text(catalogue, per_class).class_id == "none"
+    # the border followed by more output: the table was one of several
+    assert _diagnose_text(catalogue, EPOCH_TABLE + TABLE_BORDER
+                          + "Resuming with a lower learning rate\n").class_id == "none"
+
+
 @pytest.mark.parametrize("line", [
     # Lightning's progress-bar postfix and logger keys
     "Epoch 0:  71%|#######   | 5880/8295 [04:01<01:39, 24.37it/s, v_num=0, "
