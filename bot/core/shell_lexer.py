@@ -273,17 +273,41 @@ def strip_comments(text: str) -> str:
     return "".join(parts)
 
 
-_PAREN_STOP = re.compile(r"\\.|\$\(|[\\'\"`()]", re.S)
+_PAREN_STOP = re.compile(
+    r"\\.|\$[({]|[\\'\"`()]|;;&?|;&"
+    r"|(?<![^ \t\n;|&(){])(?:case(?=[ \t\n])|esac(?![^ \t\n;|&)]))", re.S)
+#: What a frame of subshell_spans is: a `( … )` / `$( … )` subshell, a `(` that opens none
+#: (`arr=(…)`, `f()`), a double-quoted string, and a `case` before a pattern's `)` / after it.
+_SUB, _PAREN, _DQUOTE, _CASE_PATTERN, _CASE_BODY = range(5)
+#: The words after which a `case` is a command, not an argument.
+_COMMAND_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "time"})
+
+
+def _at_command(text: str, i: int) -> bool:
+    """Does the word at text[i] stand where a command starts (after an operator, an opening
+    parenthesis or brace, a newline, or a keyword such as `then`)?"""
+    j = i
+    while j > 0 and text[j - 1] in " \t":
+        j -= 1
+    if j == 0 or text[j - 1] in "\n;&|({)":
+        return True
+    k = j
+    while k > 0 and not text[k - 1].isspace() and text[k - 1] not in ";&|(){}":
+        k -= 1
+    return text[k:j] in _COMMAND_WORDS
 
 
 def subshell_spans(text: str, memo: Memo | None = None) -> list[tuple[int, int]]:
-    """Where the `( … )` subshells and `$( … )` substitutions of `text` (comments blanked)
-    start and end: (index of `(` / `$`, index just past `)`), in order of their start; one
-    that never closes ends at len(text). A `(` that does not start a word (`arr=(…)`, `f()`)
-    opens no subshell; quoted strings and backticks are passed over whole. One pass, a stack
-    of open parentheses: any depth costs no recursion and no rescan."""
+    """Where the subshells of `text` (comments blanked) start and end: `( … )`, `$( … )` (also
+    inside double quotes) and backticks, as (index of `(` / `$` / the backtick, index just
+    past `)` / the closing backtick), in order of their start; one that never closes ends at
+    len(text). A `(` that does not start a word (`arr=(…)`, `f()`) opens no subshell, nor does
+    a `case` pattern's `(` or `)`; single-quoted strings and `${ … }` are passed over whole. One
+    pass, a stack of open frames (double-quoted strings and `case`s among them): any depth
+    costs no recursion and no rescan (backticks, which do not nest unescaped, are read once
+    more for what they hold)."""
     spans: list[tuple[int, int]] = []
-    stack: list[tuple[int, bool]] = []  # (start, is a subshell)
+    stack: list[list[int]] = []  # [start, kind]
     i, n = 0, len(text)
     search = _PAREN_STOP.search
     while True:
@@ -293,24 +317,55 @@ def subshell_spans(text: str, memo: Memo | None = None) -> list[tuple[int, int]]
         i = m.start()
         tok = m.group()
         c = tok[0]
-        if len(tok) == 2:  # an escape, or `$(`
-            if c == "$":
-                stack.append((i, True))
+        kind = stack[-1][1] if stack else _SUB
+        if c == "\\":
+            i += len(tok)
+        elif c == "`":
+            end = _skip_backtick(text, i)
+            inner_end = end - 1 if end - 1 > i and text[end - 1] == "`" else end
+            spans.append((i, end))
+            spans.extend((i + 1 + a, i + 1 + b)
+                         for a, b in subshell_spans(text[i + 1 : inner_end]))
+            i = end
+        elif tok == "$(":
+            stack.append([i, _SUB])
             i += 2
+        elif tok == "${":
+            i = skip_quoted(text, i, 0, memo)
+        elif kind == _DQUOTE:
+            if c == '"':
+                stack.pop()
+            i += 1
+        elif c == '"':
+            stack.append([i, _DQUOTE])
+            i += 1
+        elif c == "'":
+            i = skip_quoted(text, i, 0, memo)
         elif c == "(":
-            stack.append((i, word_start(text, i)))
+            if kind != _CASE_PATTERN:  # (a pattern's optional `(`)
+                stack.append([i, _SUB if word_start(text, i) else _PAREN])
             i += 1
         elif c == ")":
-            if stack:  # (a `case` pattern's `)` at the top closes nothing)
-                start, sub = stack.pop()
-                if sub:
+            if kind == _CASE_PATTERN:
+                stack[-1][1] = _CASE_BODY
+            elif stack and kind != _CASE_BODY:  # (a stray `)` closes nothing)
+                start, _ = stack.pop()
+                if kind == _SUB:
                     spans.append((start, i + 1))
             i += 1
-        elif c == "\\":
-            i += 1
-        else:  # a quote or a backtick: its text is passed over
-            i = skip_quoted(text, i, 0, memo)
-    spans.extend((start, n) for start, sub in stack if sub)
+        elif c == ";":
+            if kind == _CASE_BODY:
+                stack[-1][1] = _CASE_PATTERN
+            i += len(tok)
+        elif tok == "case":
+            if _at_command(text, i):
+                stack.append([i, _CASE_PATTERN])
+            i += 4
+        else:  # esac
+            if kind in (_CASE_PATTERN, _CASE_BODY):
+                stack.pop()
+            i += 4
+    spans.extend((start, n) for start, kind in stack if kind == _SUB)
     spans.sort()
     return spans
 

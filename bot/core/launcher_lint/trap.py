@@ -22,7 +22,7 @@ from bot.core.shell_lexer import (
 )
 from bot.core.text import N_
 
-_TRAP_AT = re.compile(r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]")
+_TRAP_AT = re.compile(r"(?:^|(?<=[;&|{(`\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]")
 _EXIT_AT = re.compile(
     r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))\s*(exit)(?:[ \t]+([^\s;&|)}]+))?"
 )
@@ -44,7 +44,8 @@ _NAME_RE = re.compile(r"(?<![\w$./-])[A-Za-z_][\w:-]*")
 class _Trap:
     offset: int
     handler: str | None  # None: the EXIT trap is reset (`trap - EXIT`, `trap '' EXIT`)
-    scope: tuple[int, int] | None = None  # the `( … )` / `$( … )` it is set in; None: the script
+    scope: tuple[int, int] | None = None  # the `( … )`, `$( … )`, `` `…` `` it is set in
+    # (None: the script's own)
 
 
 def _traps(code: str) -> list[_Trap]:
@@ -152,7 +153,7 @@ def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
     findings: list[Finding] = []
     if "trap" in code:
         traps = _traps(code)
-        if traps and "(" in code:
+        if traps and ("(" in code or "`" in code):
             traps = _in_scopes(traps, subshell_spans(code, memo))
         functions = _functions(code, memo) if any(t.handler for t in traps) else {}
         zero_vars = _zero_variables(code)

@@ -122,7 +122,13 @@ TRAP = [
     ("set -e\nX=$(trap 'exit 0' EXIT; echo hi)\npython train.py\n", False, "pass"),
     ("set -e\n(\n  trap 'echo bye; exit 0' EXIT\n  mkdir -p out\n  trap - EXIT\n"
      "  python train.py\n)\n", False, "pass"),
+    # … also after a `case` pattern's `)` in it, in `"$( … )"` and in backticks
+    ("set -e\n( case \"$PWD\" in\n    /no) echo no ;;\n  esac\n  trap 'rm -f x; exit 0' EXIT\n"
+     "  mkdir -p out\n)\npython train.py\n", False, "pass"),
+    ("set -e\nX=\"$(trap 'exit 0' EXIT; echo hi)\"\npython train.py\n", False, "pass"),
     # … but training in that subshell ends it with 0, and the launcher goes on
+    ("set -e\nX=`trap 'exit 0' EXIT; python train.py`\necho done\n", True, "fail"),
+    ("set -e\nX=\"$(trap 'exit 0' EXIT; python train.py)\"\necho done\n", True, "fail"),
     ("set -e\n(\n  trap 'echo bye; exit 0' EXIT\n  python train.py\n)\necho done\n", True,
      "fail"),
     ("(cd . && trap 'exit 0' EXIT && python train.py)\n", True, "warn"),
@@ -158,3 +164,17 @@ def test_a_subshells_exit_trap_is_named_with_its_subshell():
     assert finding.level == "fail" and finding.line == 4
     assert "set inside the subshell `( trap 'rm -rf out/tmp; exit 0' EXIT;" in finding.message
     assert "status 0" in finding.message and "exit $rc" in finding.fix
+
+
+@pytest.mark.parametrize(("body", "line", "subshell"), [
+    ("( case $1 in\n  a) echo a ;;\nesac\ntrap 'exit 0' EXIT\nsrun python x.py\n)\n", 6,
+     "`( case $1 in a) echo a ;; esac trap"),
+    ("X=\"$(trap 'exit 0' EXIT; srun python x.py)\"\n", 3,
+     "`$(trap 'exit 0' EXIT; srun python x.py)`"),
+    ("X=`trap 'exit 0' EXIT; srun python x.py`\n", 3, "``trap 'exit 0' EXIT; srun python x.py``"),
+])
+def test_a_trap_in_a_case_subshell_quoted_substitution_or_backticks_names_it(body, line,
+                                                                              subshell):
+    (finding,) = [f for f in lint_launcher("#!/bin/bash\nset -e\n" + body)
+                  if f.check == CHECK_EXIT_TRAP]
+    assert finding.line == line and f"set inside the subshell {subshell}" in finding.message

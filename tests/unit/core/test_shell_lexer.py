@@ -83,8 +83,25 @@ def test_subshell_spans_are_the_subshells_and_substitutions_only():
             "echo \\( '(' `(no)`; g() { :; }")
     assert [text[a:b] for a, b in subshell_spans(text)] == [
         '( trap "exit 0" EXIT; f() ( echo $(date) ); echo "(no) $(no)" )',
-        "( echo $(date) )", "$(date)"]
+        "( echo $(date) )", "$(date)", "$(no)", "`(no)`", "(no)"]
     assert subshell_spans("( echo open") == [(0, 11)]
     assert subshell_spans("case $x in a) ( : ) ;; esac") == [(14, 19)]
+
+
+@pytest.mark.parametrize(("text", "spans"), [
+    # a case pattern's `)` (and its optional `(`) inside a subshell closes nothing
+    ("( case $1 in a) echo a ;; (b|c) echo b ;;& *) : ;; esac; trap 'exit 0' EXIT )",
+     ["( case $1 in a) echo a ;; (b|c) echo b ;;& *) : ;; esac; trap 'exit 0' EXIT )"]),
+    ("( case $1 in\n  a) ( : ) ;;\nesac\n)", ["( case $1 in\n  a) ( : ) ;;\nesac\n)",
+                                              "( : )"]),
+    ("( echo case a) )", ["( echo case a)"]),  # an argument named case opens no case
+    # a substitution inside double quotes, and one in backticks, is a subshell
+    ('X="$(trap \'exit 0\' EXIT; cmd)"', ["$(trap 'exit 0' EXIT; cmd)"]),
+    ('echo "a ${x:-")"} $(y "$(z)")"', ['$(y "$(z)")', "$(z)"]),
+    ("X=`trap 'exit 0' EXIT; cmd`", ["`trap 'exit 0' EXIT; cmd`"]),
+    ('X="`a $(b)`"', ["`a $(b)`", "$(b)"]),
+])
+def test_subshell_spans_see_case_patterns_quoted_substitutions_and_backticks(text, spans):
+    assert [text[a:b] for a, b in subshell_spans(text)] == spans
     deep = "( " * 100_000 + ")" * 100_000  # no recursion, no rescan
     assert len(subshell_spans(deep)) == 100_000
