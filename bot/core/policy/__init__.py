@@ -25,13 +25,23 @@ on the Decision (see `decide` and `early_warnings`). An early warning's facts ar
 their own, so a warning re-posted from the store renders from them alone. `Decision.reason`
 says the same in English for the log and the store.
 
-Modules: `decision` (Decision, its kinds and offers), `chain` (the chain history read),
-`params` (PolicyParams and their defaults), `retry` (`decide`, the budget, the backoff),
-`memory` (the --mem arithmetic after a host OOM and a leak), `early` (early warnings for a
-running job), `held` (admin-held jobs). Callers import the names below from this package.
+Modules: `decision` (Decision, its kinds and offers), `chain` (the chain history read: which
+attempt rows it is, and when a chain of side-by-side jobs has ended), `params` (PolicyParams
+and their defaults), `retry` (`decide`, the budget, the backoff), `memory` (the --mem
+arithmetic after a host OOM and a leak), `early` (early warnings for a running job), `held`
+(admin-held jobs). Callers import the names below from this package.
 """
 
-from bot.core.policy.chain import AttemptFacts, ChainHistory, PastWarning
+from bot.core.policy.chain import (
+    AttemptFacts,
+    AttemptRow,
+    ChainHistory,
+    PastWarning,
+    own_history,
+    parallel_chain_end,
+    run_history,
+    task_history,
+)
 from bot.core.policy.decision import (
     OFFER_CANCEL_RESUME,
     OFFER_DISMISS,
@@ -54,6 +64,7 @@ __all__ = [
     "OFFER_RESUBMIT_MEM",
     "RUNNING_CLASSES",
     "AttemptFacts",
+    "AttemptRow",
     "ChainHistory",
     "CpuEvidence",
     "Decision",
@@ -69,6 +80,10 @@ __all__ = [
     "held_report",
     "leak_remedy",
     "leak_warning_due",
+    "own_history",
+    "parallel_chain_end",
     "params_from",
+    "run_history",
     "suggest_mem",
+    "task_history",
 ]

@@ -1,9 +1,16 @@
 """What the policy reads about a run chain: its attempts and the early warnings already posted
-(from the store)."""
+(from the store), and the rules over a chain's attempt rows: which of them are the history a
+finished job is judged against (`run_history`, `task_history`, `own_history`) and when a
+chain whose jobs run side by side has ended (`parallel_chain_end`). The rows come in as
+`AttemptRow`s (the store's attempts rows are); bot.services.watch.chains reads them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.core.arrays import task_retries_used
 
 
 @dataclass(frozen=True)
@@ -43,3 +50,93 @@ class ChainHistory:
     @property
     def resubmits_so_far(self) -> int:
         return max(0, len(self.attempts) - 1)
+
+
+class AttemptRow(Protocol):
+    """An attempt of a chain as the chain rules below read it (the store's attempts row is
+    one): `array_task` is the array task it ran (None: not an array's task), `result` its
+    final Slurm state and `cause` its diagnosis class (None while it runs)."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def attempt_no(self) -> int: ...
+    @property
+    def last_iter(self) -> int | None: ...
+    @property
+    def start_iter(self) -> int | None: ...
+    @property
+    def ended_at(self) -> float | None: ...
+    @property
+    def result(self) -> str | None: ...
+    @property
+    def cause(self) -> str | None: ...
+    @property
+    def array_task(self) -> int | None: ...
+
+
+def _facts(row: AttemptRow, attempt_no: int, current_job: str | None,
+           current_last_iter: int | None) -> AttemptFacts:
+    """`row` as the policy reads it; the job being judged at `current_last_iter` (when
+    known: its row holds the last iteration persisted, which may lag)."""
+    last = row.last_iter
+    if row.job_id == current_job and current_last_iter is not None:
+        last = current_last_iter
+    return AttemptFacts(row.job_id, attempt_no, last_iter=last, start_iter=row.start_iter,
+                        class_id=row.cause, ended_at=row.ended_at)
+
+
+def own_history(current_job: str | None, current_last_iter: int | None) -> ChainHistory:
+    """The history of a job judged on its own (no chain, or an adopted job's or array's:
+    its jobs run side by side, not one after another): itself, no retries, no warnings."""
+    if current_job is None:
+        return ChainHistory()
+    return ChainHistory(attempts=(AttemptFacts(current_job, 1, last_iter=current_last_iter),))
+
+
+def run_history(rows: Sequence[AttemptRow], *, current_job: str | None,
+                current_last_iter: int | None, retries_used: int,
+                warnings: Sequence[PastWarning] = ()) -> ChainHistory:
+    """The history of a chain trainbot ran one attempt after another: every attempt row
+    (oldest first, each its own `attempt_no`), the current job's at `current_last_iter`, and
+    the chain's retries used."""
+    return ChainHistory(
+        attempts=tuple(_facts(a, a.attempt_no, current_job, current_last_iter) for a in rows),
+        retries_used=retries_used, warnings=tuple(warnings))
+
+
+def task_history(rows: Sequence[AttemptRow], *, current_job: str,
+                 current_last_iter: int | None, catalogue: Any,
+                 warnings: Sequence[PastWarning] = ()) -> ChainHistory:
+    """The history of a task of an array trainbot submitted, judged on its own: the rows of
+    the current job's task (its earlier attempts are that task's one-task resubmits; a row
+    naming no task is only itself), numbered 1.. oldest first, and the retries of the task's
+    own budget its other attempts spent (bot.core.arrays.task_retries_used). A job with no
+    row yet is its own first attempt."""
+    current = next((a for a in rows if a.job_id == current_job), None)
+    task = current.array_task if current is not None else None
+    mine = [a for a in rows if a.array_task == task] if task is not None else \
+        [a for a in rows if a.job_id == current_job]
+    facts = [_facts(a, n, current_job, current_last_iter) for n, a in enumerate(mine, start=1)]
+    if not facts:
+        facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter)]
+    used = task_retries_used([a.cause for a in mine if a.job_id != current_job], catalogue)
+    return ChainHistory(attempts=tuple(facts), retries_used=used, warnings=tuple(warnings))
+
+
+def parallel_chain_end(rows: Sequence[AttemptRow], *, jobs_watched: bool,
+                       resubmit_pending: bool) -> str | None:
+    """How a chain whose jobs run side by side (an adopted job's, an array's) has ended:
+    None while any of its jobs is watched or a resubmit of a task is pending (waiting out
+    its backoff, or left `submitting` by a crash after sbatch: its job is to come);
+    "completed" when the latest attempt of every task (of a job that is no array's task:
+    every attempt) completed and was diagnosed so, else "stopped" (no attempt at all, one
+    that failed, vanished or was cancelled)."""
+    if jobs_watched or resubmit_pending:
+        return None
+    latest: dict[int | str, AttemptRow] = {}
+    for a in rows:
+        latest[a.array_task if a.array_task is not None else a.job_id] = a
+    done = bool(latest) and all(a.result == "COMPLETED" and a.cause in (None, "completed")
+                                for a in latest.values())
+    return "completed" if done else "stopped"

@@ -1,13 +1,14 @@
 """The watcher's bookkeeping of chains and attempt rows in the store: which chain a watched
 job belongs to (cached: a chain's kind never changes), the tasks of a watched array that
 started (each a new attempt row and watched job), the history a finished job is judged
-against (its chain's attempts; a submitted array's task: its own attempts and retry budget,
-bot.core.arrays.task_retries_used), its attempt row's progress, and the end of an adopted
-job's or array's chain.
+against, its attempt row's progress, and the end of an adopted job's or array's chain.
 
-Chains trainbot ran one attempt after another are ended by the finished job's decision
-(bot.services.watch.tick); the chains here whose jobs run side by side (`Chain.parallel`)
-end once none of their jobs is watched any more.
+The rules over the rows are pure (bot.core.policy.chain): which attempts are a finished
+job's history (`run_history`; a submitted array's task: its own attempts and retry budget,
+`task_history`; a job trainbot did not submit: `own_history`) and when a chain whose jobs run
+side by side (`Chain.parallel`) has ended (`parallel_chain_end`); this module reads the store
+for them and writes what they decide. Chains trainbot ran one attempt after another are ended
+by the finished job's decision (bot.services.watch.tick).
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.core.arrays import task_retries_used
 from bot.core.catalogue import Catalogue
-from bot.core.policy import AttemptFacts, ChainHistory
+from bot.core.policy import (
+    ChainHistory,
+    own_history,
+    parallel_chain_end,
+    run_history,
+    task_history,
+)
 from bot.core.slurm.records import JobRecord
 from bot.services.watch.logs import JobWatch
 from bot.services.watch.outbox import Outbox
@@ -100,77 +106,40 @@ class ChainBook:
         return self.store.watched_jobs.list(self.cluster) if added else watched
 
     def end_adopted(self, chain_id: int | None, now: float) -> None:
-        """An adopted job's or array's chain ends once none of its jobs is watched and no
-        resubmit of a task is pending (one waiting out its backoff, or one a crash
-        interrupted after sbatch: its job is adopted first): completed when every attempt (of
-        an array: each task's latest) completed, else stopped; its root is rewritten either
-        way."""
+        """An adopted job's or array's chain ends (completed or stopped) once none of its
+        jobs is watched and no resubmit of a task is pending (bot.core.policy
+        .parallel_chain_end); its root is rewritten either way."""
         chain = self.get(chain_id)
         if chain is None or not chain.parallel:
             return
         self.changed.add(chain.id)
-        if any(w.chain_id == chain.id for w in self.store.watched_jobs.list(self.cluster)):
-            return
-        if self.resubmits is not None and self.resubmits.pending(chain.id):
-            return
-        latest: dict[object, Any] = {}
-        for a in self.store.attempts.for_chain(chain.id):
-            latest[a.array_task if a.array_task is not None else a.job_id] = a
-        attempts = list(latest.values())
-        done = attempts and all(a.result == "COMPLETED" and a.cause in (None, "completed")
-                                for a in attempts)
-        self.store.chains.set_status(chain.id, "completed" if done else "stopped", now=now)
+        status = parallel_chain_end(
+            self.store.attempts.for_chain(chain.id),
+            jobs_watched=any(w.chain_id == chain.id
+                             for w in self.store.watched_jobs.list(self.cluster)),
+            resubmit_pending=self.resubmits is not None and self.resubmits.pending(chain.id))
+        if status is not None:
+            self.store.chains.set_status(chain.id, status, now=now)
 
     def history(self, chain_id: int | None, *, current_job: str | None = None,
                 current_last_iter: int | None = None) -> ChainHistory:
-        """What a finished job is judged against: its chain's attempts (the current one at
-        `current_last_iter`), retries used and past warnings."""
+        """What a finished job is judged against (the current one at `current_last_iter`):
+        a submitted array's task, its task's attempts and budget; a job of no chain or of
+        one trainbot did not submit (an array's tasks run side by side, not one after
+        another), itself; else its chain's attempts, retries used and past warnings."""
         chain = self.get(chain_id)
         if chain is not None and chain.is_array and not chain.adopted and current_job:
-            return self._task_history(chain, current_job, current_last_iter)
+            return task_history(self.store.attempts.for_chain(chain.id),
+                                current_job=current_job, current_last_iter=current_last_iter,
+                                catalogue=self.catalogue,
+                                warnings=self.outbox.past_warnings(chain.id))
         if chain_id is None or (chain is not None and chain.parallel):
-            # no chain, or one trainbot did not submit (an array's tasks run side by side,
-            # not one after another): the job is its own history
-            attempts: tuple[AttemptFacts, ...] = ()
-            if current_job is not None:
-                attempts = (AttemptFacts(current_job, 1, last_iter=current_last_iter),)
-            return ChainHistory(attempts=attempts)
-        chain = self.store.chains.get(chain_id)
-        rows = self.store.attempts.for_chain(chain_id)
-        facts = []
-        for a in rows:
-            last = a.last_iter
-            if current_job is not None and a.job_id == current_job:
-                last = current_last_iter if current_last_iter is not None else last
-            facts.append(AttemptFacts(a.job_id, a.attempt_no, last_iter=last,
-                                      start_iter=a.start_iter, class_id=a.cause,
-                                      ended_at=a.ended_at))
-        return ChainHistory(attempts=tuple(facts),
-                            retries_used=chain.retries_used if chain else 0,
-                            warnings=tuple(self.outbox.past_warnings(chain_id)))
-
-    def _task_history(self, chain: Chain, current_job: str,
-                      current_last_iter: int | None) -> ChainHistory:
-        """A submitted array's task judged on its own: its earlier attempts (the task's
-        resubmits) and the retries of its own budget they spent."""
-        rows = self.store.attempts.for_chain(chain.id)
-        current = next((a for a in rows if a.job_id == current_job), None)
-        task = current.array_task if current is not None else None
-        mine = [a for a in rows if a.array_task == task] if task is not None else \
-            [a for a in rows if a.job_id == current_job]
-        facts = []
-        for n, a in enumerate(mine, start=1):
-            last = a.last_iter
-            if a.job_id == current_job and current_last_iter is not None:
-                last = current_last_iter
-            facts.append(AttemptFacts(a.job_id, n, last_iter=last, start_iter=a.start_iter,
-                                      class_id=a.cause, ended_at=a.ended_at))
-        if not facts:
-            facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter)]
-        used = task_retries_used([a.cause for a in mine if a.job_id != current_job],
-                                 self.catalogue)
-        return ChainHistory(attempts=tuple(facts), retries_used=used,
-                            warnings=tuple(self.outbox.past_warnings(chain.id)))
+            return own_history(current_job, current_last_iter)
+        fresh = self.store.chains.get(chain_id)  # retries_used changes; the cache is for kind
+        return run_history(self.store.attempts.for_chain(chain_id), current_job=current_job,
+                           current_last_iter=current_last_iter,
+                           retries_used=fresh.retries_used if fresh else 0,
+                           warnings=self.outbox.past_warnings(chain_id))
 
     def update_attempt(self, jw: JobWatch, now: float, *, force: bool = False,
                        **fields: Any) -> None:

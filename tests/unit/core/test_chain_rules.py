@@ -1,0 +1,142 @@
+"""The rules over a chain's attempt rows (bot.core.policy.chain), on plain rows: which
+attempts a finished job is judged against, and when a chain of side-by-side jobs (an adopted
+job, an array) has ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.core.catalogue import Catalogue
+from bot.core.policy import (
+    AttemptFacts,
+    PastWarning,
+    own_history,
+    parallel_chain_end,
+    run_history,
+    task_history,
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """An attempt row as the rules read it (bot.core.policy.AttemptRow)."""
+
+    job_id: str
+    attempt_no: int = 1
+    last_iter: int | None = None
+    start_iter: int | None = None
+    ended_at: float | None = None
+    result: str | None = None
+    cause: str | None = None
+    array_task: int | None = None
+
+
+def ended(job: str, result: str, cause: str | None, *, task: int | None = None,
+          no: int = 1) -> Row:
+    return Row(job, no, ended_at=1000.0, result=result, cause=cause, array_task=task)
+
+
+# --------------------------------------------------------------- a run chain's history
+
+def test_a_run_chain_is_judged_on_every_attempt_the_current_one_at_its_logged_iteration() -> None:
+    leak = PastWarning("memory_leak", 50.0, projected_oom_iter=9000, job_id="11")
+    rows = [Row("10", 1, last_iter=400, cause="nccl_timeout", ended_at=100.0),
+            Row("11", 2, last_iter=450, start_iter=400)]  # its row lags the log
+    history = run_history(rows, current_job="11", current_last_iter=800, retries_used=1,
+                          warnings=[leak])
+    assert history.attempts == (
+        AttemptFacts("10", 1, last_iter=400, class_id="nccl_timeout", ended_at=100.0),
+        AttemptFacts("11", 2, last_iter=800, start_iter=400))
+    assert (history.retries_used, history.resubmits_so_far, history.warnings) == (1, 1, (leak,))
+
+
+def test_a_job_whose_log_named_no_iteration_keeps_the_one_its_row_holds() -> None:
+    history = run_history([Row("10", 1, last_iter=300)], current_job="10",
+                          current_last_iter=None, retries_used=0)
+    assert history.attempts[-1].last_iter == 300
+
+
+def test_a_job_trainbot_did_not_submit_is_its_own_history() -> None:
+    history = own_history("77", 120)
+    assert history.attempts == (AttemptFacts("77", 1, last_iter=120),)
+    assert (history.retries_used, history.resubmits_so_far, history.warnings) == (0, 0, ())
+    assert own_history(None, None).attempts == ()
+
+
+# --------------------------------------------------------------- an array task's history
+
+def test_an_array_task_is_judged_on_its_own_attempts_and_budget() -> None:
+    catalogue = Catalogue.load()
+    rows = [ended("201", "FAILED", "nccl_timeout", task=3),  # another task's failure
+            ended("202", "NODE_FAIL", "node_failure", task=4),  # free: not charged
+            ended("210", "TIMEOUT", "time_limit", task=4),  # charged
+            Row("220", array_task=4, start_iter=500)]  # the task's second resubmit, ending now
+    history = task_history(rows, current_job="220", current_last_iter=900,
+                           catalogue=catalogue)
+    assert [(a.job_id, a.attempt_no) for a in history.attempts] == \
+        [("202", 1), ("210", 2), ("220", 3)]
+    assert history.attempts[-1].last_iter == 900
+    assert history.retries_used == 1  # task 3's failure and the node failure spend none of it
+
+
+def test_an_array_task_with_no_row_yet_is_its_first_attempt() -> None:
+    rows = [ended("201", "FAILED", "nccl_timeout", task=3)]
+    history = task_history(rows, current_job="299", current_last_iter=40,
+                           catalogue=Catalogue.load())
+    assert history.attempts == (AttemptFacts("299", 1, last_iter=40),)
+    assert history.retries_used == 0
+
+
+def test_an_array_row_naming_no_task_is_only_itself() -> None:
+    rows = [ended("201", "FAILED", "nccl_timeout"), Row("202", 2)]
+    history = task_history(rows, current_job="202", current_last_iter=None,
+                           catalogue=Catalogue.load())
+    assert [a.job_id for a in history.attempts] == ["202"]
+    assert history.retries_used == 0
+
+
+# --------------------------------------------------------------- a side-by-side chain's end
+
+def test_an_adopted_job_that_vanished_stops_its_chain() -> None:
+    # known to neither squeue nor sacct: its row ends UNKNOWN, undiagnosed
+    rows = [Row("77", result="UNKNOWN")]
+    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "stopped"
+
+
+def test_an_adopted_job_that_completed_completes_its_chain() -> None:
+    for cause in (None, "completed"):
+        rows = [ended("77", "COMPLETED", cause)]
+        assert parallel_chain_end(rows, jobs_watched=False,
+                                  resubmit_pending=False) == "completed"
+    # Slurm said COMPLETED, but the log showed the run did not finish
+    rows = [ended("77", "COMPLETED", "silent_exit")]
+    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "stopped"
+
+
+def test_an_array_goes_on_while_a_task_still_runs() -> None:
+    rows = [ended("201", "COMPLETED", "completed", task=0), Row("202", array_task=1)]
+    assert parallel_chain_end(rows, jobs_watched=True, resubmit_pending=False) is None
+
+
+def test_an_array_goes_on_while_a_resubmit_left_submitting_may_have_gone_through() -> None:
+    # task 1 failed and its resubmit's intent was left `submitting` by a crash after sbatch:
+    # nothing is watched, but the task's job may be on its way
+    rows = [ended("201", "COMPLETED", "completed", task=0),
+            ended("202", "FAILED", "nccl_timeout", task=1)]
+    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=True) is None
+    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "stopped"
+
+
+def test_an_array_completes_when_each_tasks_latest_attempt_completed() -> None:
+    rows = [ended("201", "COMPLETED", "completed", task=0),
+            ended("202", "FAILED", "nccl_timeout", task=1),
+            ended("230", "COMPLETED", "completed", task=1, no=3)]  # task 1's resubmit
+    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "completed"
+    failed_last = [*rows, ended("240", "OUT_OF_MEMORY", "host_oom", task=0, no=4)]
+    assert parallel_chain_end(failed_last, jobs_watched=False,
+                              resubmit_pending=False) == "stopped"
+
+
+def test_a_chain_with_no_attempt_stops() -> None:
+    # an array cancelled before any task started
+    assert parallel_chain_end([], jobs_watched=False, resubmit_pending=False) == "stopped"
