@@ -1,7 +1,8 @@
 """Shared fixtures: `dev_cluster`, the real Slurm + sshd brought up by deploy/dev-cluster/up.sh;
 `slurm_cluster`, each of the two dev clusters in turn (Slurm 22.05 and, from
 deploy/dev-cluster/slurm-24.11/up.sh, Slurm 24.11); `store_url`, an empty store database on
-SQLite and on up.sh's PostgreSQL.
+SQLite and on up.sh's PostgreSQL; `slack_bot`, the bot's services on a config whose threads
+go to the Slack stand-in (tests/slack_standin.py).
 
 Integration tests fail (never skip) when the dev cluster is not up: a skipped integration test
 looks green in CI while proving nothing.
@@ -15,7 +16,8 @@ import shlex
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,12 @@ from sqlalchemy import create_engine, make_url
 from sqlalchemy.exc import OperationalError
 
 if TYPE_CHECKING:
+    from slack_sdk import WebClient
+    from slack_standin import SlackStandIn
+
     from bot.cluster.ssh import SSHSettings
+    from bot.config import Config
+    from bot.services.ports import BotContext
 
 REPO = Path(__file__).resolve().parents[1]
 DEV_CLUSTER_SCRIPTS = REPO / "deploy" / "dev-cluster"
@@ -264,6 +271,33 @@ def slurm_cluster(request: pytest.FixtureRequest) -> DevCluster:
     """Each dev cluster in turn, Slurm 22.05 then 24.11: the test runs on both (select one
     with `-k 22.05` / `-k 24.11`)."""
     return _running_cluster(request.param)
+
+
+@contextmanager
+def _slack_backed_bot(config: Config, slack: SlackStandIn, *, charts: bool = True,
+                      client: WebClient | None = None) -> Iterator[BotContext]:
+    """The services of a bot on `config` as bot.app.build_context wires them (its store, its
+    clusters' sessions, the catalogue, the thread poster), posting to the stand-in `slack`
+    through `client` (by default one retrying as the bot's does); without the Home tab, and
+    without charts unless `charts`. Its store and cluster sessions are closed on leaving."""
+    from bot.app import build_context
+    from bot.slack.retry import make_client
+
+    client = client or make_client(slack.token, base_url=slack.api_url, timeout=10)
+    ctx = build_context(config, client=client)
+    ctx = replace(ctx, home=None, charts=ctx.charts if charts else None)
+    try:
+        yield ctx
+    finally:
+        ctx.clusters.close()
+        ctx.store.close()
+
+
+@pytest.fixture(scope="session")
+def slack_bot() -> Callable[..., AbstractContextManager[BotContext]]:
+    """`with slack_bot(config, slack) as ctx:` a bot's services on `config` whose threads go
+    to the Slack stand-in `slack` (`_slack_backed_bot`), for tests against a dev cluster."""
+    return _slack_backed_bot
 
 
 @pytest.fixture(scope="session")

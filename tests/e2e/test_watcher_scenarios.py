@@ -39,16 +39,10 @@ from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
-from bot.charts.series import SeriesCharts
-from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
-from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.slack.retry import make_client
 from bot.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(330)]
@@ -178,7 +172,7 @@ def _resolved(store: Store, recipe: str, chain_id: int, cluster: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def story(dev_cluster, tmp_path_factory) -> Any:
+def story(dev_cluster, slack_bot, tmp_path_factory) -> Any:
     tag = uuid.uuid4().hex[:6]
     tmp = tmp_path_factory.mktemp("watcher-scenarios")
     with SlackStandIn() as slack, DemoJobs.open(dev_cluster) as jobs:
@@ -191,41 +185,33 @@ def story(dev_cluster, tmp_path_factory) -> Any:
         data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
                          "approvers": [OWNER]}
         config = Config.model_validate(data)
-        store = Store.open(config.store.url)
-        clusters = ClusterSessions(config)
-        client = make_client(slack.token, base_url=slack.api_url, timeout=10)
-        ctx = BotContext(config=config, store=store, clusters=clusters,
-                         sink=SlackPoster(client, store),
-                         renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(config.catalogue.extra),
-                         charts=SeriesCharts())
-        try:
-            watcher = build_watcher(ctx, CLUSTER)
-            chains = {}
-            for recipe in config.recipes:
-                result = submit_and_announce(ctx, recipe, actor=OWNER, now=time.time())
-                chains[recipe] = result.chain_id
-            started = time.monotonic()
-            ticks = 0
-            pending = list(chains)
-            while pending and time.monotonic() - started < STORY_DEADLINE_S:
-                watcher.tick(time.time())
-                ticks += 1
-                pending = [r for r in chains if not _resolved(store, r, chains[r], CLUSTER)]
-                if "timelimit" not in pending:
-                    _stop_following(ctx, store, chains["timelimit"])
-                if pending:
-                    time.sleep(1.0)
-            # A few more ticks: a stopped chain must stay stopped (no late third job).
-            for _ in range(3):
-                watcher.tick(time.time())
-                time.sleep(0.5)
-            yield Story(slack, store, ctx, jobs, chains, ticks, time.monotonic() - started,
-                        pending)
-        finally:
-            _cancel_all(ctx, store, chains if "chains" in locals() else {})
-            clusters.close()
-            store.close()
+        with slack_bot(config, slack) as ctx:
+            store = ctx.store
+            try:
+                watcher = build_watcher(ctx, CLUSTER)
+                chains = {}
+                for recipe in config.recipes:
+                    result = submit_and_announce(ctx, recipe, actor=OWNER, now=time.time())
+                    chains[recipe] = result.chain_id
+                started = time.monotonic()
+                ticks = 0
+                pending = list(chains)
+                while pending and time.monotonic() - started < STORY_DEADLINE_S:
+                    watcher.tick(time.time())
+                    ticks += 1
+                    pending = [r for r in chains if not _resolved(store, r, chains[r], CLUSTER)]
+                    if "timelimit" not in pending:
+                        _stop_following(ctx, store, chains["timelimit"])
+                    if pending:
+                        time.sleep(1.0)
+                # A few more ticks: a stopped chain must stay stopped (no late third job).
+                for _ in range(3):
+                    watcher.tick(time.time())
+                    time.sleep(0.5)
+                yield Story(slack, store, ctx, jobs, chains, ticks, time.monotonic() - started,
+                            pending)
+            finally:
+                _cancel_all(ctx, store, chains if "chains" in locals() else {})
 
 
 def _stop_following(ctx: BotContext, store: Store, chain_id: int) -> None:

@@ -20,17 +20,9 @@ from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
-from bot.charts.series import SeriesCharts
-from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
-from bot.core.catalogue import Catalogue
-from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.slack.retry import make_client
-from bot.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -50,7 +42,8 @@ def _files(messages: list[dict[str, Any]]) -> list[str]:
     return [f.get("name") or "" for m in messages for f in m.get("files") or []]
 
 
-def test_a_stall_brings_the_grouped_stacks_within_30_s(dev_cluster, tmp_path) -> None:
+def test_a_stall_brings_the_grouped_stacks_within_30_s(dev_cluster, slack_bot,
+                                                        tmp_path) -> None:
     tag = uuid.uuid4().hex[:6]
     with SlackStandIn() as slack, DemoJobs.open(dev_cluster) as jobs:
         connection = {"host": dev_cluster.host, "port": dev_cluster.port,
@@ -75,53 +68,47 @@ def test_a_stall_brings_the_grouped_stacks_within_30_s(dev_cluster, tmp_path) ->
         data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
                          "approvers": [OWNER]}
         config = Config.model_validate(data)
-        store = Store.open(config.store.url)
-        clusters = ClusterSessions(config)
-        client = make_client(slack.token, base_url=slack.api_url, timeout=10)
-        ctx = BotContext(config=config, store=store, clusters=clusters,
-                         sink=SlackPoster(client, store), renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(), charts=SeriesCharts())
-        job = None
-        try:
-            watcher = build_watcher(ctx, CLUSTER)
-            result = submit_and_announce(ctx, "stall", actor=OWNER, now=time.time())
-            job = result.job_id
-            chain = store.chains.get(result.chain_id)
-            raised = stacks_at = None
-            longest_tick = 0.0
-            deadline = time.monotonic() + 180
-            while time.monotonic() < deadline and stacks_at is None:
-                t = time.monotonic()
-                report = watcher.tick(time.time())
-                longest_tick = max(longest_tick, time.monotonic() - t)
-                if raised is None and any(e.kind == "warning" and e.decision is not None
-                                          and e.decision.class_id == "hang"
-                                          for e in report.events):
-                    raised = time.monotonic()
-                if raised is not None:
-                    chain = store.chains.get(result.chain_id)
-                    texts = [_text(m) for m in slack.replies(CHANNEL, chain.thread_ts)]
-                    if any("Python stacks · job" in t for t in texts):
-                        stacks_at = time.monotonic()
-                        break
-                time.sleep(max(0.0, TICK_S - (time.monotonic() - t)))
-            assert raised is not None, "the stall was never raised"
-            assert stacks_at is not None, "no stacks posted"
-            waited = stacks_at - raised
-            print(f"grouped stacks posted {waited:.1f} s after the stall was raised; longest "
-                  f"tick {longest_tick:.1f} s")
-            assert waited <= POSTED_WITHIN_S
-            texts = [_text(m) for m in slack.replies(CHANNEL, chain.thread_ts)]
-            [summary] = [t for t in texts if t.startswith("🔎 Python stacks")]
-            assert f"Python stacks · job {job}: 3 of 4 ranks in `all_gather` ← `train_step`; " \
-                   "the odd ones out: *rank 3* (" in summary
-            assert "in `DataLoader._get_data` ← `DataLoader.__next__`." in summary
-            deadline = time.monotonic() + 30  # the dump follows its summary, as a file
-            while f"stacks-{job}.txt" not in _files(slack.replies(CHANNEL, chain.thread_ts)):
-                assert time.monotonic() < deadline, texts
-                time.sleep(0.5)
-        finally:
-            if job is not None:
-                clusters.slurm(CLUSTER).cancel(int(job))
-            clusters.close()
-            store.close()
+        with slack_bot(config, slack) as ctx:
+            store = ctx.store
+            job = None
+            try:
+                watcher = build_watcher(ctx, CLUSTER)
+                result = submit_and_announce(ctx, "stall", actor=OWNER, now=time.time())
+                job = result.job_id
+                chain = store.chains.get(result.chain_id)
+                raised = stacks_at = None
+                longest_tick = 0.0
+                deadline = time.monotonic() + 180
+                while time.monotonic() < deadline and stacks_at is None:
+                    t = time.monotonic()
+                    report = watcher.tick(time.time())
+                    longest_tick = max(longest_tick, time.monotonic() - t)
+                    if raised is None and any(e.kind == "warning" and e.decision is not None
+                                              and e.decision.class_id == "hang"
+                                              for e in report.events):
+                        raised = time.monotonic()
+                    if raised is not None:
+                        chain = store.chains.get(result.chain_id)
+                        texts = [_text(m) for m in slack.replies(CHANNEL, chain.thread_ts)]
+                        if any("Python stacks · job" in t for t in texts):
+                            stacks_at = time.monotonic()
+                            break
+                    time.sleep(max(0.0, TICK_S - (time.monotonic() - t)))
+                assert raised is not None, "the stall was never raised"
+                assert stacks_at is not None, "no stacks posted"
+                waited = stacks_at - raised
+                print(f"grouped stacks posted {waited:.1f} s after the stall was raised; longest "
+                      f"tick {longest_tick:.1f} s")
+                assert waited <= POSTED_WITHIN_S
+                texts = [_text(m) for m in slack.replies(CHANNEL, chain.thread_ts)]
+                [summary] = [t for t in texts if t.startswith("🔎 Python stacks")]
+                assert f"Python stacks · job {job}: 3 of 4 ranks in `all_gather` ← `train_step`; " \
+                       "the odd ones out: *rank 3* (" in summary
+                assert "in `DataLoader._get_data` ← `DataLoader.__next__`." in summary
+                deadline = time.monotonic() + 30  # the dump follows its summary, as a file
+                while f"stacks-{job}.txt" not in _files(slack.replies(CHANNEL, chain.thread_ts)):
+                    assert time.monotonic() < deadline, texts
+                    time.sleep(0.5)
+            finally:
+                if job is not None:
+                    ctx.clusters.slurm(CLUSTER).cancel(int(job))

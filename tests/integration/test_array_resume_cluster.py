@@ -16,15 +16,8 @@ from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
-from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.core.catalogue import Catalogue
-from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.slack.retry import make_client
-from bot.store import Store
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +39,8 @@ exec bash "$TRAINBOT_DEMO_DIR/launch.sbatch" --scenario "$scenario" --target-ite
 """
 
 
-def test_a_failed_task_of_an_array_recipe_is_resubmitted_alone(slurm_cluster, tmp_path):
+def test_a_failed_task_of_an_array_recipe_is_resubmitted_alone(slurm_cluster, slack_bot,
+                                                               tmp_path):
     tag = uuid.uuid4().hex[:6]
     name = f"tb-arr-{tag}"
     with SlackStandIn() as slack, DemoJobs.open(slurm_cluster) as jobs:
@@ -66,55 +60,48 @@ def test_a_failed_task_of_an_array_recipe_is_resubmitted_alone(slurm_cluster, tm
         config = Config.model_validate(slurm_cluster.bot_config_data(
             store_url=f"sqlite:///{tmp_path / 'bot.db'}", recipes={"sweep": recipe},
             channels={"runs": CHANNEL}, approvers=[OWNER]))
-        store = Store.open(config.store.url)
-        clusters = ClusterSessions(config)
-        client = make_client(slack.token, base_url=slack.api_url, timeout=10)
-        ctx = BotContext(config=config, store=store, clusters=clusters,
-                         sink=SlackPoster(client, store), renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(), clock=time.time)
-        runner = clusters.runner("dev")
-        try:
-            result = submit_and_announce(ctx, "sweep", actor=OWNER, now=time.time())
-            array = result.job_id
-            chain_id = result.chain_id
-            watcher = build_watcher(ctx, "dev")
-            started = time.monotonic()
-            while time.monotonic() - started < DEADLINE_S:
-                watcher.tick(time.time())
-                if store.chains.get(chain_id).status != "active":
-                    break
-                time.sleep(1.0)
-            attempts = {a.shown_id: a for a in store.attempts.for_chain(chain_id)}
-            seen = [(k, a.state, a.cause, a.checkpoint_path) for k, a in attempts.items()]
-            assert store.chains.get(chain_id).status == "completed", seen
+        with slack_bot(config, slack, charts=False) as ctx:
+            store, runner = ctx.store, ctx.clusters.runner("dev")
+            try:
+                result = submit_and_announce(ctx, "sweep", actor=OWNER, now=time.time())
+                array = result.job_id
+                chain_id = result.chain_id
+                watcher = build_watcher(ctx, "dev")
+                started = time.monotonic()
+                while time.monotonic() - started < DEADLINE_S:
+                    watcher.tick(time.time())
+                    if store.chains.get(chain_id).status != "active":
+                        break
+                    time.sleep(1.0)
+                attempts = {a.shown_id: a for a in store.attempts.for_chain(chain_id)}
+                seen = [(k, a.state, a.cause, a.checkpoint_path) for k, a in attempts.items()]
+                assert store.chains.get(chain_id).status == "completed", seen
 
-            retried = [a for k, a in attempts.items() if not k.startswith(f"{array}_")]
-            assert sorted(k for k in attempts if k.startswith(f"{array}_")) == [
-                f"{array}_0", f"{array}_1", f"{array}_2"], seen
-            assert attempts[f"{array}_1"].cause == "nccl_timeout", seen
-            [again] = retried  # only task 1 came back
-            assert again.shown_id == f"{again.job_id}_1" and again.result == "COMPLETED", seen
-            assert again.checkpoint_path is not None and \
-                again.checkpoint_path.startswith(jobs.path("ckpt", "task_1", "iter_")), seen
-            assert again.start_iter == 12, seen
-            # Slurm says: a one-task array of task 1 under the same name
-            acct = runner.run(["sacct", "-X", "-n", "-P", "-j", again.job_id,
-                               "-o", "JobID,JobName"]).stdout.split()
-            assert acct == [f"{again.job_id}_1|{name}"], acct
-            log = runner.run(["cat", jobs.path("logs", f"{name}-{again.job_id}_1.out")]).stdout
-            assert f"trainbot chose {again.checkpoint_path}" in log, log[-2000:]
+                retried = [a for k, a in attempts.items() if not k.startswith(f"{array}_")]
+                assert sorted(k for k in attempts if k.startswith(f"{array}_")) == [
+                    f"{array}_0", f"{array}_1", f"{array}_2"], seen
+                assert attempts[f"{array}_1"].cause == "nccl_timeout", seen
+                [again] = retried  # only task 1 came back
+                assert again.shown_id == f"{again.job_id}_1" and again.result == "COMPLETED", seen
+                assert again.checkpoint_path is not None and \
+                    again.checkpoint_path.startswith(jobs.path("ckpt", "task_1", "iter_")), seen
+                assert again.start_iter == 12, seen
+                # Slurm says: a one-task array of task 1 under the same name
+                acct = runner.run(["sacct", "-X", "-n", "-P", "-j", again.job_id,
+                                   "-o", "JobID,JobName"]).stdout.split()
+                assert acct == [f"{again.job_id}_1|{name}"], acct
+                log = runner.run(["cat", jobs.path("logs", f"{name}-{again.job_id}_1.out")]).stdout
+                assert f"trainbot chose {again.checkpoint_path}" in log, log[-2000:]
 
-            [root] = slack.root_messages(CHANNEL)
-            shown = json.dumps(root["blocks"], ensure_ascii=False)
-            assert f"array {array} · COMPLETED" in shown, shown
-            assert f"{again.job_id}_1 #2" in shown and f"{array}_1 " not in shown, shown
-            texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
-            assert any(f"job array {array} (tasks 0-2)" in t for t in texts), texts
-            assert any(f"{array}_1" in t and "nccl_timeout" in t for t in texts), texts
-            # the resubmit's ✅ line says which task it replaced
-            assert any(t.startswith(f"✅ Completed · job {again.job_id}_1 (was {array}_1):")
-                       for t in texts), texts
-        finally:
-            runner.run(["scancel", f"--name={name}"], check=False)
-            clusters.close()
-            store.close()
+                [root] = slack.root_messages(CHANNEL)
+                shown = json.dumps(root["blocks"], ensure_ascii=False)
+                assert f"array {array} · COMPLETED" in shown, shown
+                assert f"{again.job_id}_1 #2" in shown and f"{array}_1 " not in shown, shown
+                texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
+                assert any(f"job array {array} (tasks 0-2)" in t for t in texts), texts
+                assert any(f"{array}_1" in t and "nccl_timeout" in t for t in texts), texts
+                # the resubmit's ✅ line says which task it replaced
+                assert any(t.startswith(f"✅ Completed · job {again.job_id}_1 (was {array}_1):")
+                           for t in texts), texts
+            finally:
+                runner.run(["scancel", f"--name={name}"], check=False)

@@ -30,7 +30,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,16 +40,11 @@ from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
-from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.slack.poster import METADATA_EVENT, SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.slack.retry import make_client
-from bot.store import Store
+from bot.slack.poster import METADATA_EVENT
 
 pytestmark = pytest.mark.integration
 
@@ -120,19 +115,16 @@ def _array_recipe(jobs: DemoJobs, name: str) -> dict:
 
 
 class Bot:
-    """The production BotContext over one config and its SQLite store (one bot "process")."""
+    """One bot "process" over a config and its SQLite store: the services of `slack_bot`
+    (tests/conftest.py), open until close()."""
 
-    def __init__(self, config: Config, slack: SlackStandIn) -> None:
-        self.store = Store.open(config.store.url)
-        self.clusters = ClusterSessions(config)
-        client = make_client(slack.token, base_url=slack.api_url, timeout=10)
-        self.ctx = BotContext(config=config, store=self.store, clusters=self.clusters,
-                              sink=SlackPoster(client, self.store), renderer=TemplateRenderer(),
-                              catalogue=Catalogue.load(), clock=time.time)
+    def __init__(self, services: AbstractContextManager[BotContext]) -> None:
+        self._open = ExitStack()
+        self.ctx = self._open.enter_context(services)
+        self.store = self.ctx.store
 
     def close(self) -> None:
-        self.clusters.close()
-        self.store.close()
+        self._open.close()
 
 
 def _setup(slurm_cluster, tmp_path: Path, recipe: dict) -> tuple[Config, Path]:
@@ -210,7 +202,8 @@ class LostResubmit:
     """What a test starts from: the run (chain `chain_id`, its first job `first`: a single
     job or an array) was submitted and released, its first job failed, and a watcher in its
     own process died right after the resubmit's `sbatch` returned (`_crash_in_sbatch`).
-    `runner` runs commands on the cluster; `bot()` opens a fresh bot over the same store."""
+    `runner` runs commands on the cluster; `bot()` opens a fresh bot over the same store
+    (through `slack_bot`)."""
 
     name: str
     slack: SlackStandIn
@@ -218,13 +211,14 @@ class LostResubmit:
     config: Config
     chain_id: int
     first: str
+    slack_bot: Callable[..., AbstractContextManager[BotContext]]
 
     @property
     def runner(self) -> SSHRunner:
         return self.jobs.runner
 
     def bot(self) -> Bot:
-        return Bot(self.config, self.slack)
+        return Bot(self.slack_bot(self.config, self.slack, charts=False))
 
     def thread(self) -> list[str]:
         """The texts of the run's thread (the channel holds only this run's root)."""
@@ -238,7 +232,7 @@ class LostResubmit:
 
 
 @pytest.fixture
-def lost_resubmit(slurm_cluster, tmp_path) -> Iterator[Callable[..., LostResubmit]]:
+def lost_resubmit(slurm_cluster, slack_bot, tmp_path) -> Iterator[Callable[..., LostResubmit]]:
     """`lost_resubmit(prefix, recipe)`: a run of `recipe(jobs, name)` (a job name starting
     with `prefix`) on the cluster under test, brought to the crash (LostResubmit); its jobs
     are cancelled and its Slack stand-in and demo dir closed at the end of the test."""
@@ -249,12 +243,13 @@ def lost_resubmit(slurm_cluster, tmp_path) -> Iterator[Callable[..., LostResubmi
             jobs = stack.enter_context(DemoJobs.open(slurm_cluster))
             stack.callback(jobs.runner.run, ["scancel", f"--name={name}"], check=False)
             config, config_path = _setup(slurm_cluster, tmp_path, recipe(jobs, name))
-            bot = Bot(config, slack)
+            bot = Bot(slack_bot(config, slack, charts=False))
             first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
             bot.close()
             jobs.runner.run(["scontrol", "release", first.job_id])
             _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
-            return LostResubmit(name, slack, jobs, config, first.chain_id, first.job_id)
+            return LostResubmit(name, slack, jobs, config, first.chain_id, first.job_id,
+                                slack_bot)
 
         yield crash
 

@@ -41,16 +41,10 @@ import pytest
 import yaml
 from slack_standin import SlackStandIn
 
-from bot.charts.series import SeriesCharts
-from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.core.catalogue import Catalogue
-from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.slack.poster import METADATA_EVENT, SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.slack.retry import make_client
+from bot.slack.poster import METADATA_EVENT
 from bot.store import Store
 
 pytestmark = pytest.mark.integration
@@ -176,7 +170,7 @@ def _keys(slack: SlackStandIn) -> list[str]:
 
 
 @pytest.mark.timeout(300)
-def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_path):
+def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_bot, tmp_path):
     tag = uuid.uuid4().hex[:8]
     rng = random.Random(SEED)
     data = dev_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'bot.db'}",
@@ -198,15 +192,8 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, tmp_pat
                 sftp.chmod(posixpath.join(base, name), 0o755)
 
             # The first submit (as `/train submit` would): chain, root message, first note.
-            store = Store.open(config.store.url)
-            clusters = ClusterSessions(config)
-            poster = SlackPoster(make_client(slack.token, base_url=slack.api_url), store)
-            ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster,
-                             renderer=TemplateRenderer(),
-                             catalogue=Catalogue.load(), charts=SeriesCharts())
-            first = submit_and_announce(ctx, RECIPE, actor=OWNER, now=time.time())
-            clusters.close()
-            store.close()
+            with slack_bot(config, slack) as ctx:
+                first = submit_and_announce(ctx, RECIPE, actor=OWNER, now=time.time())
 
             deadline = time.monotonic() + 230
             pending = _hooks(first.job_id, job_name)

@@ -21,17 +21,11 @@ from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
-from bot.charts.series import SeriesCharts
 from bot.cli import main
-from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.slack.retry import make_client
-from bot.store import Attempt, Store
+from bot.store import Attempt
 
 pytestmark = pytest.mark.integration
 
@@ -63,7 +57,7 @@ class Run:
 
 
 @pytest.fixture
-def gpu_fault_run(dev_cluster, tmp_path, request) -> Iterator[Run]:
+def gpu_fault_run(dev_cluster, slack_bot, tmp_path, request) -> Iterator[Run]:
     """A recipe whose job faults its GPU once (`--scenario gpu-ecc`), in the dev cluster's
     two-node partition; `request.param` is its policy. Every job of the chain is cancelled
     afterwards."""
@@ -91,25 +85,16 @@ def gpu_fault_run(dev_cluster, tmp_path, request) -> Iterator[Run]:
             cluster_name=CLUSTER, channels={"runs": CHANNEL}, approvers=[OWNER])
         config_path = tmp_path / "trainbot.yaml"
         config_path.write_text(yaml.safe_dump(data))
-        config = Config.model_validate(data)
-        store = Store.open(config.store.url)
-        clusters = ClusterSessions(config)
-        client = make_client(slack.token, base_url=slack.api_url, timeout=10)
-        ctx = BotContext(config=config, store=store, clusters=clusters,
-                         sink=SlackPoster(client, store), renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(config.catalogue.extra),
-                         charts=SeriesCharts())
-        try:
-            yield Run(ctx, slack, config_path, (dev_cluster.node, dev_cluster.second_node))
-        finally:
-            slurm = clusters.slurm(CLUSTER)
-            for chain in store.chains.for_recipe("gpufault"):
-                for a in store.attempts.for_chain(chain.id):
-                    rec = slurm.jobs([int(a.job_id)]).get(int(a.job_id))
-                    if rec is not None and not rec.is_finished:
-                        slurm.cancel(int(a.job_id))
-            clusters.close()
-            store.close()
+        with slack_bot(Config.model_validate(data), slack) as ctx:
+            try:
+                yield Run(ctx, slack, config_path, (dev_cluster.node, dev_cluster.second_node))
+            finally:
+                slurm = ctx.clusters.slurm(CLUSTER)
+                for chain in ctx.store.chains.for_recipe("gpufault"):
+                    for a in ctx.store.attempts.for_chain(chain.id):
+                        rec = slurm.jobs([int(a.job_id)]).get(int(a.job_id))
+                        if rec is not None and not rec.is_finished:
+                            slurm.cancel(int(a.job_id))
 
 
 def watch_until(run: Run, chain_id: int, done: Any) -> list[Attempt]:

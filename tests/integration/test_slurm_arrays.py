@@ -95,35 +95,24 @@ fi
 
 
 @pytest.mark.timeout(240)
-def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluster, tmp_path):
-    from slack_sdk import WebClient
+def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluster, slack_bot,
+                                                                     tmp_path):
     from slack_standin import SlackStandIn
 
-    from bot.cluster.sessions import ClusterSessions
     from bot.config import Config
-    from bot.core.catalogue import Catalogue
     from bot.core.train_grammar import Watch
-    from bot.services.ports import BotContext
     from bot.services.train import execute
     from bot.services.watch.tick import Watcher
     from bot.services.watch_events import ThreadEvents
-    from bot.slack.poster import SlackPoster
-    from bot.slack.render import TemplateRenderer
-    from bot.store import Store
 
     tag = uuid.uuid4().hex[:8]
     name = f"it-warray-{tag}"
     work = f"{slurm_cluster.home}/warray-{tag}"
     config = Config.model_validate(slurm_cluster.bot_config_data(
         store_url=f"sqlite:///{tmp_path / 'state.db'}"))
-    store = Store.open(config.store.url)
-    sessions = ClusterSessions(config)
     array_id = None
-    with SlackStandIn() as slack:
-        client = WebClient(token=slack.token, base_url=slack.api_url)
-        ctx = BotContext(config=config, store=store, clusters=sessions,
-                         sink=SlackPoster(client, store), renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(), clock=time.time)
+    with SlackStandIn() as slack, slack_bot(config, slack, charts=False) as ctx:
+        store, sessions = ctx.store, ctx.clusters
         try:
             runner = sessions.runner("dev")
             runner.run(["mkdir", "-p", work])
@@ -171,5 +160,3 @@ def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluste
             if array_id is not None:
                 sessions.runner("dev").run(["scancel", str(array_id)], check=False)
             sessions.runner("dev").run(["rm", "-rf", work], check=False)
-            sessions.close()
-            store.close()

@@ -35,19 +35,13 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
-from bot.charts.series import SeriesCharts
-from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.core.catalogue import Catalogue
 from bot.core.train_grammar import CommandError, Submit, parse_command
 from bot.services.approvals import ActionId
 from bot.services.competitors import release_started
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.submit import parse_overrides
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
-from bot.store import Store
 
 pytestmark = pytest.mark.integration
 
@@ -155,7 +149,7 @@ def make_checkpoints(cluster: Any, root: str) -> None:
 
 
 @pytest.fixture
-def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
+def env(slurm_cluster: Any, slack_bot: Any, tmp_path: Path) -> Iterator[Env]:
     tag = uuid.uuid4().hex[:10]
     work = posixpath.join(slurm_cluster.home, f"train-cmd-{tag}")
     canary = posixpath.join(work, "CANARY")
@@ -191,27 +185,21 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
         groups={"robots": ["U0ALICE"], "leads": ["W0LEAD", "U0APPR"]},
     )  # fmt: skip
     config = Config.model_validate(data)
-    store = Store.open(config.store.url, redactor=config.redactor())  # as bot.app wires them
     urls = ResponseUrls()
     with SlackStandIn() as slack:
         client = WebClient(token=slack.token, base_url=slack.api_url)
-        services = BotContext(config=config, store=store, clusters=ClusterSessions(config),
-                              sink=SlackPoster(client, store, redactor=config.redactor()),
-                              renderer=TemplateRenderer(),
-                              catalogue=Catalogue.load(), charts=SeriesCharts())
-        app = build_app(config, services, client=client, listener_executor=SyncExecutor(),
-                        token_verification_enabled=False)
-        try:
-            yield Env(slurm_cluster, work, canary, tag, app, services, slack, urls)
-        finally:
-            try:  # its runs and its competitors (submit_competitor) gone before the next test
-                cancel_and_wait(slurm_cluster, [f"{name}-{tag}" for name in
-                                                (*config.recipes, *COMPETITORS)])
+        with slack_bot(config, slack, client=client) as services:
+            app = build_app(config, services, client=client, listener_executor=SyncExecutor(),
+                            token_verification_enabled=False)
+            try:
+                yield Env(slurm_cluster, work, canary, tag, app, services, slack, urls)
             finally:
-                services.clusters.close()
-                store.close()
-                urls.close()
-                slurm_cluster.ssh(["rm", "-rf", work])
+                try:  # its runs and competitors (submit_competitor) gone before the next test
+                    cancel_and_wait(slurm_cluster, [f"{name}-{tag}" for name in
+                                                    (*config.recipes, *COMPETITORS)])
+                finally:
+                    urls.close()
+                    slurm_cluster.ssh(["rm", "-rf", work])
 
 
 def cancel_and_wait(cluster: Any, names: list[str]) -> None:
