@@ -40,7 +40,6 @@ from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
 from bot.store import Store
@@ -176,15 +175,9 @@ def story(dev_cluster, slack_bot, tmp_path_factory) -> Any:
     tag = uuid.uuid4().hex[:6]
     tmp = tmp_path_factory.mktemp("watcher-scenarios")
     with SlackStandIn() as slack, DemoJobs.open(dev_cluster) as jobs:
-        connection = {"host": dev_cluster.host, "port": dev_cluster.port,
-                      "user": dev_cluster.user, "key_file": dev_cluster.key_file,
-                      "known_hosts": dev_cluster.known_hosts,
-                      "partition": dev_cluster.partition, "home": dev_cluster.home}
-        data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp / 'bot.db'}",
-                                       recipes=_recipes(jobs, tag), cluster_name=CLUSTER)
-        data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
-                         "approvers": [OWNER]}
-        config = Config.model_validate(data)
+        config = Config.model_validate(dev_cluster.bot_config_data(
+            store_url=f"sqlite:///{tmp / 'bot.db'}", recipes=_recipes(jobs, tag),
+            cluster_name=CLUSTER, channels={"runs": CHANNEL}, approvers=[OWNER]))
         with slack_bot(config, slack) as ctx:
             store = ctx.store
             try:

@@ -21,7 +21,6 @@ from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
 from bot.config import Config
-from bot.config.dev_cluster import dev_cluster_config_data
 from bot.services.runs import submit_and_announce
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -46,10 +45,6 @@ def test_a_stall_brings_the_grouped_stacks_within_30_s(dev_cluster, slack_bot,
                                                         tmp_path) -> None:
     tag = uuid.uuid4().hex[:6]
     with SlackStandIn() as slack, DemoJobs.open(dev_cluster) as jobs:
-        connection = {"host": dev_cluster.host, "port": dev_cluster.port,
-                      "user": dev_cluster.user, "key_file": dev_cluster.key_file,
-                      "known_hosts": dev_cluster.known_hosts,
-                      "partition": dev_cluster.partition, "home": dev_cluster.home}
         ckpt = jobs.path("ckpt", "stall")
         recipe = {
             "sbatch_script": jobs.path("launch.sbatch"),
@@ -63,11 +58,9 @@ def test_a_stall_brings_the_grouped_stacks_within_30_s(dev_cluster, slack_bot,
             "owners": [OWNER], "approvers": [OWNER],
             "policy": {"stall_min_s": 10, "save_time_s": 5, "tick_s": TICK_S, "backoff_s": 0},
         }
-        data = dev_cluster_config_data(connection, store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                       recipes={"stall": recipe}, cluster_name=CLUSTER)
-        data["slack"] = {"channels": {"runs": CHANNEL}, "default_channel": "runs",
-                         "approvers": [OWNER]}
-        config = Config.model_validate(data)
+        config = Config.model_validate(dev_cluster.bot_config_data(
+            store_url=f"sqlite:///{tmp_path / 'bot.db'}", recipes={"stall": recipe},
+            cluster_name=CLUSTER, channels={"runs": CHANNEL}, approvers=[OWNER]))
         with slack_bot(config, slack) as ctx:
             store = ctx.store
             job = None
