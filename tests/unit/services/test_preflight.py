@@ -149,9 +149,9 @@ def test_the_launcher_is_linted_with_the_recipes_args(tmp_path, capsys):
     assert "`$2`" in checks[0]["message"] and "configs/a.yaml" in checks[0]["message"]
 
 
-def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
-    """`preflight RECIPE steps=500`: an override that is not a Slurm field reaches the script
-    as an argument after the recipe's `args` (as `submit` passes it), so `$2` is given."""
+def _one_arg_recipe_reading_two(tmp_path: Path) -> tuple[Path, Path]:
+    """A config whose recipe `mix` passes one argument and allows `steps` (an argument) and
+    `mem` (a Slurm field), and a local launcher that reads `$2` under `set -u`."""
     cfg = tmp_path / "trainbot.yaml"
     cfg.write_text(
         "clusters:\n  far:\n    host: 192.0.2.1\n    port: 1\n    user: nobody\n"
@@ -161,6 +161,13 @@ def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
     )
     script = tmp_path / "launch.sbatch"
     script.write_text("#!/bin/bash\nset -euo pipefail\nsrun python train.py $1 --set $2\n")
+    return cfg, script
+
+
+def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
+    """`preflight RECIPE steps=500`: an override that is not a Slurm field reaches the script
+    as an argument after the recipe's `args` (as `submit` passes it), so `$2` is given."""
+    cfg, script = _one_arg_recipe_reading_two(tmp_path)
 
     def preflight(*overrides: str) -> int:
         return main(["preflight", "mix", *overrides, "--config", str(cfg), "--json",
@@ -186,15 +193,7 @@ def test_the_runs_overrides_are_arguments_the_launcher_gets(tmp_path, capsys):
 def test_overrides_are_taken_anywhere_among_the_flags(tmp_path, capsys):
     """`preflight RECIPE --json steps=500 --no-toolchain`: an override after a flag (or before
     the recipe) counts as one right after RECIPE; a bad one is a usage error naming it."""
-    cfg = tmp_path / "trainbot.yaml"
-    cfg.write_text(
-        "clusters:\n  far:\n    host: 192.0.2.1\n    port: 1\n    user: nobody\n"
-        "    key_file: /nonexistent/key\n    connect_timeout: 1\n"
-        "recipes:\n  mix:\n    cluster: far\n    sbatch_script: /x/train.sbatch\n"
-        "    args: [configs/a.yaml]\n    overridable: {steps: int, mem: size}\n"
-    )
-    script = tmp_path / "launch.sbatch"
-    script.write_text("#!/bin/bash\nset -euo pipefail\nsrun python train.py $1 --set $2\n")
+    cfg, script = _one_arg_recipe_reading_two(tmp_path)
     config, local = ["--config", str(cfg)], ["--script", str(script), "--params", "1B"]
 
     def levels(*argv: str) -> list[str]:
