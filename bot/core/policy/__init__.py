@@ -26,10 +26,11 @@ their own, so a warning re-posted from the store renders from them alone. `Decis
 says the same in English for the log and the store.
 
 Modules: `decision` (Decision, its kinds and offers), `chain` (the chain history read: which
-attempt rows it is, and when a chain of side-by-side jobs has ended), `params` (PolicyParams
-and their defaults), `retry` (`decide`, the budget, the backoff), `memory` (the --mem
-arithmetic after a host OOM and a leak), `early` (early warnings for a running job), `held`
-(admin-held jobs). Callers import the names below from this package.
+attempt rows it is, when a chain of side-by-side jobs has ended, what a progress write
+changes in a row), `params` (PolicyParams and their defaults), `retry` (`decide`, the
+budget, the backoff), `memory` (the --mem arithmetic after a host OOM and a leak), `early`
+(early warnings for a running job), `held` (admin-held jobs). Callers import the names
+below from this package.
 """
 
 from bot.core.policy.chain import (
@@ -37,6 +38,7 @@ from bot.core.policy.chain import (
     AttemptRow,
     ChainHistory,
     PastWarning,
+    attempt_progress,
     own_history,
     parallel_chain_end,
     run_history,
@@ -74,6 +76,7 @@ __all__ = [
     "PastWarning",
     "PolicyParams",
     "approval_charged",
+    "attempt_progress",
     "backoff_delay",
     "decide",
     "early_warnings",

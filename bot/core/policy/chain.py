@@ -1,12 +1,13 @@
 """What the policy reads about a run chain: its attempts and the early warnings already posted
 (from the store), and the rules over a chain's attempt rows: which of them are the history a
 finished job is judged against (`run_history`, `task_history`, `own_history`) and when a
-chain whose jobs run side by side has ended (`parallel_chain_end`). The rows come in as
-`AttemptRow`s (the store's attempts rows are); bot.services.watch.chains reads them."""
+chain whose jobs run side by side has ended (`parallel_chain_end`), and what a progress write
+changes in a row (`attempt_progress`). The rows come in as `AttemptRow`s (the store's
+attempts rows are); bot.services.watch.chains reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -140,3 +141,21 @@ def parallel_chain_end(rows: Sequence[AttemptRow], *, jobs_watched: bool,
     done = bool(latest) and all(a.result == "COMPLETED" and a.cause in (None, "completed")
                                 for a in latest.values())
     return "completed" if done else "stopped"
+
+
+def attempt_progress(row: AttemptRow, fields: Mapping[str, Any], *, now: float,
+                     written_at: float | None, persist_every_s: float,
+                     force: bool = False) -> dict[str, Any]:
+    """What a progress write changes in an attempt `row` (written last at `written_at`):
+    the `fields` given (None: not known, left as it is) that differ from the row's, its last
+    iteration never below the row's (a log read again from an earlier offset); nothing when
+    only the last iteration changed less than `persist_every_s` after the last write, unless
+    `force` (the job's end). A change of state is written at once."""
+    values = {k: v for k, v in fields.items() if v is not None}
+    if values.get("last_iter") is not None and row.last_iter is not None:
+        values["last_iter"] = max(values["last_iter"], row.last_iter)
+    changed = {k: v for k, v in values.items() if getattr(row, k) != v}
+    recent = written_at is not None and now - written_at < persist_every_s
+    if set(changed) == {"last_iter"} and recent and not force:
+        return {}
+    return changed

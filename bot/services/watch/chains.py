@@ -6,9 +6,10 @@ against, its attempt row's progress, and the end of an adopted job's or array's 
 The rules over the rows are pure (bot.core.policy.chain): which attempts are a finished
 job's history (`run_history`; a submitted array's task: its own attempts and retry budget,
 `task_history`; a job trainbot did not submit: `own_history`) and when a chain whose jobs run
-side by side (`Chain.parallel`) has ended (`parallel_chain_end`); this module reads the store
-for them and writes what they decide. Chains trainbot ran one attempt after another are ended
-by the finished job's decision (bot.services.watch.tick).
+side by side (`Chain.parallel`) has ended (`parallel_chain_end`), and what a progress write
+changes in an attempt row (`attempt_progress`); this module reads the store for them and
+writes what they decide. Chains trainbot ran one attempt after another are ended by the
+finished job's decision (bot.services.watch.tick).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from bot.core.catalogue import Catalogue
 from bot.core.policy import (
     ChainHistory,
+    attempt_progress,
     own_history,
     parallel_chain_end,
     run_history,
@@ -143,22 +145,17 @@ class ChainBook:
 
     def update_attempt(self, jw: JobWatch, now: float, *, force: bool = False,
                        **fields: Any) -> None:
-        """Progress into the attempt row: state changes at once, last_iter at most every
-        `persist_every_s` (always when `force`, i.e. at the end)."""
+        """Progress into the attempt row (bot.core.policy.attempt_progress): state changes at
+        once, last_iter at most every `persist_every_s` (always when `force`, i.e. at the
+        end)."""
         attempt = jw.attempt
         if attempt is None or force:
             attempt = jw.attempt = self.store.attempts.get_by_job(str(jw.job_id), self.cluster)
         if attempt is None:
             return
-        values = {k: v for k, v in fields.items() if v is not None}
-        if values.get("last_iter") is not None and attempt.last_iter is not None:
-            values["last_iter"] = max(values["last_iter"], attempt.last_iter)
-        changed = {k: v for k, v in values.items() if getattr(attempt, k) != v}
+        changed = attempt_progress(attempt, fields, now=now, written_at=jw.attempt_written_at,
+                                   persist_every_s=self.persist_every_s, force=force)
         if not changed:
-            return
-        recent = jw.attempt_written_at is not None and \
-            now - jw.attempt_written_at < self.persist_every_s
-        if set(changed) == {"last_iter"} and recent and not force:
             return
         jw.attempt = self.store.attempts.update(attempt.id, **changed)
         jw.attempt_written_at = now

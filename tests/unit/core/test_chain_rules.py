@@ -1,6 +1,6 @@
 """The rules over a chain's attempt rows (bot.core.policy.chain), on plain rows: which
-attempts a finished job is judged against, and when a chain of side-by-side jobs (an adopted
-job, an array) has ended."""
+attempts a finished job is judged against, when a chain of side-by-side jobs (an adopted
+job, an array) has ended, and what a progress write changes in a row."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.policy import (
     AttemptFacts,
     PastWarning,
+    attempt_progress,
     own_history,
     parallel_chain_end,
     run_history,
@@ -140,3 +141,41 @@ def test_an_array_completes_when_each_tasks_latest_attempt_completed() -> None:
 def test_a_chain_with_no_attempt_stops() -> None:
     # an array cancelled before any task started
     assert parallel_chain_end([], jobs_watched=False, resubmit_pending=False) == "stopped"
+
+
+# --------------------------------------------------------------- progress into an attempt row
+
+@dataclass(frozen=True)
+class Progress(Row):
+    """A row with the state a progress write also sets."""
+
+    state: str = "RUNNING"
+
+
+def progress(row: Progress, now: float, written_at: float | None = 100.0,
+             force: bool = False, **fields: object) -> dict[str, object]:
+    return attempt_progress(row, fields, now=now, written_at=written_at, persist_every_s=60.0,
+                            force=force)
+
+
+def test_the_last_iteration_is_written_at_most_every_persist_interval() -> None:
+    row = Progress("10", last_iter=100)
+    assert progress(row, 130.0, last_iter=200) == {}  # 30 s after the last write
+    assert progress(row, 170.0, last_iter=200) == {"last_iter": 200}
+    assert progress(row, 105.0, written_at=None, last_iter=200) == {"last_iter": 200}
+
+
+def test_a_change_of_state_or_the_jobs_end_is_written_at_once() -> None:
+    row = Progress("10", last_iter=100)
+    assert progress(row, 101.0, state="COMPLETING", last_iter=200) == \
+        {"state": "COMPLETING", "last_iter": 200}
+    assert progress(row, 101.0, force=True, last_iter=200, result="COMPLETED") == \
+        {"last_iter": 200, "result": "COMPLETED"}
+
+
+def test_the_last_iteration_never_goes_back_and_unknown_fields_stay() -> None:
+    row = Progress("10", last_iter=500, cause="nccl_timeout")
+    # a log read again from an earlier offset; no diagnosis yet
+    assert progress(row, 1000.0, last_iter=300, cause=None) == {}
+    assert progress(row, 1000.0, force=True, last_iter=300, state="FAILED") == \
+        {"state": "FAILED"}
