@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.bolt_driver import ResponseUrls
 
+from bot.charts.series import SeriesCharts
+from bot.config import Config
+from bot.core.catalogue import Catalogue
+from bot.services.ports import BotContext
 from bot.slack.poster import SlackPoster
+from bot.slack.render import TemplateRenderer
 from bot.slack.retry import make_client
 from bot.store import Store
 
 CHANNEL = "C0TRAINRUNS"
+NOW = 1_732_871_000.0  # the bot's clock in these tests
 
 
 class FakeSleep:
@@ -57,7 +64,25 @@ def store(store_url: str) -> Iterator[Store]:
 
 @pytest.fixture
 def poster(slack_client: WebClient, store: Store, fake_sleep: FakeSleep) -> SlackPoster:
-    return SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: 1_732_871_000.0)
+    return SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+
+
+@pytest.fixture
+def slack_context(slack_client: WebClient, fake_sleep: FakeSleep) -> Callable[..., BotContext]:
+    """`slack_context(store, config, clusters)`: the services of a bot of `config` on `store`
+    and `clusters` (tests/fakes.py's FakeClusters) whose threads go to the Slack stand-in
+    through a SlackPoster, the clock (its and the poster's) at NOW; charts drawn unless
+    `charts=False`; with `home`, the poster publishes Home tabs too."""
+
+    def build(store: Store, config: Config, clusters: Any, *, charts: bool = True,
+              home: bool = False) -> BotContext:
+        poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+        return BotContext(config=config, store=store, clusters=clusters, sink=poster,
+                          home=poster if home else None, clock=lambda: NOW,
+                          renderer=TemplateRenderer(), catalogue=Catalogue.load(),
+                          charts=SeriesCharts() if charts else None)
+
+    return build
 
 
 @pytest.fixture

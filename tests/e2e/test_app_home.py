@@ -14,13 +14,9 @@ from slack_standin import SlackStandIn
 from support.bolt_driver import TEAM, SyncExecutor, ack_text, dispatch
 
 from bot.app import build_app
-from bot.charts.series import SeriesCharts
-from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 
 CH = "C0TRAIN"
@@ -32,25 +28,21 @@ def fake_slurm() -> FakeSlurm:
     return FakeSlurm()
 
 
-def replica(store, slack_client, fake_slurm, fake_sleep, lang: str = "en"
+def replica(slack_context, slack_client, store, fake_slurm, lang: str = "en"
             ) -> tuple[BotContext, App]:
     """One replica's services and Bolt app on `store` and the Slack stand-in (the Home tab
     in slack.lang `lang`)."""
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     config = make_config(target_iter=8000)
     config = config.model_copy(update={"slack": config.slack.model_copy(update={"lang": lang})})
-    services = BotContext(config=config, store=store,
-                          clusters=FakeClusters(fake_slurm), sink=poster, home=poster,
-                          clock=lambda: NOW, renderer=TemplateRenderer(),
-                          catalogue=Catalogue.load(), charts=SeriesCharts())
+    services = slack_context(store, config, FakeClusters(fake_slurm), home=True)
     return services, build_app(services.config, services, client=slack_client,
                                listener_executor=SyncExecutor(),
                                token_verification_enabled=False)
 
 
 @pytest.fixture
-def first_replica(store, slack_client, fake_slurm, fake_sleep) -> tuple[BotContext, App]:
-    return replica(store, slack_client, fake_slurm, fake_sleep)
+def first_replica(slack_context, slack_client, store, fake_slurm) -> tuple[BotContext, App]:
+    return replica(slack_context, slack_client, store, fake_slurm)
 
 
 @pytest.fixture
@@ -181,14 +173,14 @@ def test_a_new_run_appears_on_the_open_home_tabs_of_its_team(app, services, slac
 
 def test_a_tab_opened_through_one_replica_is_refreshed_by_another(app, services, slack,
                                                                    slack_client, fake_slurm,
-                                                                   fake_sleep):
+                                                                   slack_context):
     """The viewers are kept in the store: a replica that never published U0APPR's tab (or
     one restarted since) refreshes it when a run changes there."""
     from support.bolt_driver import ResponseUrls, slash_body
 
     open_home(app, "U0APPR")
     assert "No run of your team" in texts(slack.home_views["U0APPR"])
-    _, other_app = replica(services.store, slack_client, fake_slurm, fake_sleep)
+    _, other_app = replica(slack_context, slack_client, services.store, fake_slurm)
     urls = ResponseUrls()
     try:
         dispatch(other_app, slash_body("resume mix", user="U0ALICE", channel=CH,
@@ -280,11 +272,11 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
 
 
 def test_every_cancel_on_a_korean_home_tab_asks_in_korean(store, slack_client, fake_slurm,
-                                                         fake_sleep, slack: SlackStandIn):
+                                                         slack_context, slack: SlackStandIn):
     """slack.lang ko: an adopted job's and an adopted array's Cancel on an approver's tab
     ask in Korean, naming the job and its state (views.publish through the stand-in, which
     checks the confirm dialogs as Slack does); the click after it cancels the job."""
-    _, app = replica(store, slack_client, fake_slurm, fake_sleep, lang="ko")
+    _, app = replica(slack_context, slack_client, store, fake_slurm, lang="ko")
     fake_slurm.add(4242, name="eval-run", state="RUNNING")
     fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
     fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)

@@ -13,12 +13,9 @@ from support.bolt_driver import ResponseUrls, SyncExecutor, ack_text, dispatch, 
 
 from bot.app import build_app
 from bot.core.arrays import MAX_TASK_ROWS
-from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
 
 CH = "C0TRAIN"
 NOW = 1_732_871_000.0
@@ -31,12 +28,8 @@ def cluster() -> tuple[FakeSlurm, FakeSFTP]:
 
 
 @pytest.fixture
-def services(store, slack_client, cluster, fake_sleep) -> BotContext:
-    slurm, sftp = cluster
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    return BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm, sftp),
-                      sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load())
+def services(slack_context, store, cluster) -> BotContext:
+    return slack_context(store, make_config(), FakeClusters(*cluster), charts=False)
 
 
 @pytest.fixture
@@ -161,16 +154,13 @@ def test_an_adopted_single_job_gets_a_thread_too(app, urls, services, cluster,
            "있습니다.", "recipe `mix`의 job array, trainbot이 제출"),
 ])
 def test_submitting_an_array_recipe_opens_the_whole_arrays_thread(
-        store, slack_client, cluster, fake_sleep, urls, slack: SlackStandIn, lang, reply_text,
+        store, slack_client, slack_context, cluster, urls, slack: SlackStandIn, lang, reply_text,
         context) -> None:
     slurm, sftp = cluster
     config = make_config(array="0-3%2", job_name="sweep", lang=lang,
                          log_path=f"{LOGS}/%x-%A_%a.out",
                          checkpoint={"dir": "/home/slurmci/ck/sweep/task_%a"})
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
-                     sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
-                     catalogue=Catalogue.load())
+    ctx = slack_context(store, config, FakeClusters(slurm, sftp), charts=False)
     bolt = build_app(config, ctx, client=slack_client, listener_executor=SyncExecutor(),
                      token_verification_enabled=False)
     [reply] = train(bolt, urls, "submit mix", user="U0ALICE")
@@ -190,7 +180,7 @@ def test_submitting_an_array_recipe_opens_the_whole_arrays_thread(
      "no task used a retry (3 per task)"),  # the Home tab speaks slack.lang
 ])
 def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
-        store, slack_client, cluster, fake_sleep, slack: SlackStandIn, lang, done, retries,
+        store, slack_context, cluster, slack: SlackStandIn, lang, done, retries,
         home) -> None:
     """Array 88887's task 1 dies on a failed node, comes back alone as 88888_1 and
     completes: its ✅ line in the array's thread says which task it replaced; the tasks that
@@ -204,10 +194,7 @@ def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
                          log_path=f"{LOGS}/%x-%A_%a.out",
                          checkpoint={"dir": "/home/slurmci/ck/sweep/task_%a"},
                          policy={"auto_resubmit": True, "backoff_s": 0})
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
-                     sink=poster, home=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
-                     catalogue=Catalogue.load())
+    ctx = slack_context(store, config, FakeClusters(slurm, sftp), charts=False, home=True)
     array = int(submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW).job_id)
     auto = AutoResubmitter(ctx, "dev")
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,

@@ -26,8 +26,6 @@ from bot.services.ports import BotContext
 from bot.services.probes import run_requested_probes
 from bot.services.watch.events import WatchEvent
 from bot.services.watch_events import ThreadEvents
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
 from bot.slack.views import ActionId
 
 CH = "C0TRAIN"
@@ -52,19 +50,15 @@ def runner() -> FakeRunner:
     return FakeRunner({"srun": (0, "loading env\n" + MARKER + json.dumps(NODE_SAYS) + "\n", "")})
 
 
-def _services(store, slack_client, fake_sleep, runner: FakeRunner, **recipe: Any) -> BotContext:
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+def _services(slack_context, store, runner: FakeRunner, **recipe: Any) -> BotContext:
     config = make_config(workdir="/scratch/wm/mix",
                          dataloader_probe={"factory": "mydata.datasets:build_train"}, **recipe)
-    return BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm(),
-                                                                        runner=runner),
-                      sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load())
+    return slack_context(store, config, FakeClusters(FakeSlurm(), runner=runner), charts=False)
 
 
 @pytest.fixture
-def services(store, slack_client, fake_sleep, runner: FakeRunner) -> BotContext:
-    return _services(store, slack_client, fake_sleep, runner)
+def services(slack_context, store, runner: FakeRunner) -> BotContext:
+    return _services(slack_context, store, runner)
 
 
 @pytest.fixture
@@ -180,10 +174,10 @@ def test_without_a_factory_the_incident_shows_the_command_and_the_field(
 
 
 def test_a_site_cap_below_what_finishes_the_run_posts_no_mem_button_and_names_the_cap(
-        store, slack_client, fake_sleep, runner: FakeRunner, slack) -> None:
+        slack_context, store, runner: FakeRunner, slack) -> None:
     # a target of 1,200 needs 40 + 0.12 x (1200 - 500) = 124 -> 130G: under twice the 120G
     # limit (without a cap: a --mem=130G button), above the recipe's site cap of 122G
-    capped = _services(store, slack_client, fake_sleep, runner, policy={"max_mem": "122G"})
+    capped = _services(slack_context, store, runner, policy={"max_mem": "122G"})
     _, message = _leak_incident(capped, slack, target_iter=1200)
     buttons = _buttons(message)
     assert ActionId.RESUBMIT_MEM not in buttons and ActionId.RUN_PROBE in buttons

@@ -23,13 +23,9 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
-from bot.charts.series import SeriesCharts
-from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 CH = "C0TRAIN"
@@ -42,12 +38,8 @@ def fake_slurm() -> FakeSlurm:
 
 
 @pytest.fixture
-def services(store, slack_client, fake_slurm: FakeSlurm, fake_sleep) -> BotContext:
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    return BotContext(config=make_config(), store=store, clusters=FakeClusters(fake_slurm),
-                      sink=poster, clock=lambda: NOW,
-                      renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load(), charts=SeriesCharts())
+def services(slack_context, store, fake_slurm: FakeSlurm) -> BotContext:
+    return slack_context(store, make_config(), FakeClusters(fake_slurm))
 
 
 @pytest.fixture
@@ -300,18 +292,14 @@ def shared_store_url(request: pytest.FixtureRequest, store_url: str) -> str:
 
 
 def test_a_command_redelivered_to_another_replica_runs_once(shared_store_url, slack_client,
-                                                            fake_slurm, fake_sleep,
+                                                            slack_context, fake_slurm,
                                                             urls) -> None:
     """Slack redelivers a late-acked /train; the copies reach two replicas sharing one store
     at once: one sbatch, one answer; the other replica acks and says nothing more."""
     stores = [Store.open(shared_store_url) for _ in range(2)]
     apps = []
     for store in stores:
-        ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(fake_slurm),
-                         sink=SlackPoster(slack_client, store, sleep=fake_sleep,
-                                          clock=lambda: NOW), clock=lambda: NOW,
-                         renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(), charts=SeriesCharts())
+        ctx = slack_context(store, make_config(), FakeClusters(fake_slurm))
         apps.append(build_app(ctx.config, ctx, client=slack_client,
                               listener_executor=SyncExecutor(), token_verification_enabled=False))
     url = urls.new()
@@ -426,7 +414,7 @@ def test_slack_refusing_the_thread_post_does_not_undo_or_hide_the_submit(
 
 
 def test_overrides_a_site_wrapper_did_not_apply_are_said_in_the_reply_and_thread(
-    store, slack_client, fake_sleep, urls, slack: SlackStandIn
+    store, slack_client, slack_context, urls, slack: SlackStandIn
 ) -> None:
     """`/train submit` of a recipe with a site submit wrapper: the overrides reach it as
     sbatch's input variables; the one its job did not get is named, never shown applied."""
@@ -434,13 +422,10 @@ def test_overrides_a_site_wrapper_did_not_apply_are_said_in_the_reply_and_thread
     slurm = FakeSlurm(runner=wrapper)
     slurm.add(777, name="mix", partition="debug", account="root",
               mem_limit_bytes=950 * 1024**3)  # the wrapper forces --mem=950G
-    services = BotContext(
-        config=make_config(sbatch_script=None, submit_command=["/opt/site/submit"],
+    services = slack_context(
+        store, make_config(sbatch_script=None, submit_command=["/opt/site/submit"],
                            overridable={"mem": "size", "partition": "str", "lr": "float"}),
-        store=store, clusters=FakeClusters(slurm), clock=lambda: NOW,
-        sink=SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW),
-                          renderer=TemplateRenderer(),
-                          catalogue=Catalogue.load(), charts=SeriesCharts())
+        FakeClusters(slurm))
     app = build_app(services.config, services, client=slack_client,
                     listener_executor=SyncExecutor(), token_verification_enabled=False)
     _, replies = train(app, urls, "submit mix partition=debug mem=400G lr=0.5")

@@ -17,7 +17,6 @@ import pytest
 from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config
 from slack_standin import SlackStandIn, validate_blocks
 
-from bot.charts.series import SeriesCharts
 from bot.core.catalogue import Catalogue
 from bot.core.home import prompt_confirm
 from bot.services.approvals import ActionId, handle_click
@@ -27,7 +26,6 @@ from bot.services.runs import submit_and_announce
 from bot.services.threads import render
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.slack.poster import SlackPoster
 from bot.slack.render import TemplateRenderer, render_blocks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "slash"
@@ -121,19 +119,11 @@ def test_user_typed_values_are_escaped_and_kept_as_typed() -> None:
 # ---------------------------------------------------------------------------- through services
 
 
-def korean_context(store, slack_client, fake_sleep) -> tuple[BotContext, FakeSlurm]:  # noqa: ANN001
-    slurm = FakeSlurm()
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-    return BotContext(config=make_config(lang="ko"), store=store, clusters=FakeClusters(slurm),
-                      sink=poster, clock=lambda: NOW,
-                      renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load(), charts=SeriesCharts()), slurm
-
-
 def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
-    store, slack_client, fake_sleep, slack: SlackStandIn
+    store, slack_context, slack: SlackStandIn
 ) -> None:
-    ctx, slurm = korean_context(store, slack_client, fake_sleep)
+    slurm = FakeSlurm()
+    ctx = slack_context(store, make_config(lang="ko"), FakeClusters(slurm))
     first = submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW)
     [root] = slack.root_messages(CH)
     assert root["text"] == "mix: 작업 88887 PENDING · —"
@@ -181,7 +171,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
      "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다."),
 ])
 def test_a_stall_prompt_in_an_array_thread_asks_before_cancelling_the_task(
-    store, slack_client, fake_sleep, slack: SlackStandIn, lang, labels, title, resume, cancel
+    store, slack_context, slack: SlackStandIn, lang, labels, title, resume, cancel
 ) -> None:
     """An array recipe's thread: task 0 runs as raw job 88900 (the watcher records it as
     88887_0) and stalls; its prompt, posted through the stand-in (which checks confirm
@@ -189,12 +179,9 @@ def test_a_stall_prompt_in_an_array_thread_asks_before_cancelling_the_task(
     Cancel and resume ask first naming it and its state, in the recipe's language; the click
     Slack sends once the dialog is confirmed cancels the raw job."""
     slurm, sftp = FakeSlurm(), FakeSFTP()
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
     config = make_config(lang=lang, array="0-2", job_name="sweep",
                          log_path="/logs/%x-%A_%a.out")
-    ctx = BotContext(config=config, store=store, clusters=FakeClusters(slurm, sftp),
-                     sink=poster, clock=lambda: NOW, renderer=TemplateRenderer(),
-                     catalogue=Catalogue.load(), charts=SeriesCharts())
+    ctx = slack_context(store, config, FakeClusters(slurm, sftp))
     run = submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW)
     assert run.job_id == "88887"
     slurm.add(88900, name="sweep", state="RUNNING", array_job_id=88887, array_task_id=0,

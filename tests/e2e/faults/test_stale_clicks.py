@@ -27,15 +27,11 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
-from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ClusterError
-from bot.core.catalogue import Catalogue
 from bot.services.approvals import handle_click
 from bot.services.ports import BotContext
 from bot.services.probes import create_probe_offer
 from bot.services.prompts import create_resubmit_prompt
-from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
 from bot.slack.views import ActionId
 
 CH = "C0TRAIN"
@@ -49,13 +45,9 @@ def slurm() -> FakeSlurm:
 
 
 @pytest.fixture
-def services(store, slack_client, slurm: FakeSlurm, fake_sleep) -> BotContext:
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+def services(slack_context, store, slurm: FakeSlurm) -> BotContext:
     config = make_config(dataloader_probe={"factory": "mydata.datasets:build_train"})
-    return BotContext(config=config, store=store, clusters=FakeClusters(slurm),
-                      sink=poster, clock=lambda: NOW,
-                      renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load(), charts=SeriesCharts())
+    return slack_context(store, config, FakeClusters(slurm))
 
 
 @pytest.fixture
