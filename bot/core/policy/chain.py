@@ -7,7 +7,7 @@ attempts rows are); bot.services.watch.chains reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -125,18 +125,19 @@ def task_history(rows: Sequence[AttemptRow], *, current_job: str,
     return ChainHistory(attempts=tuple(facts), retries_used=used, warnings=tuple(warnings))
 
 
-def parallel_chain_end(rows: Sequence[AttemptRow], *, jobs_watched: bool,
+def parallel_chain_end(read_rows: Callable[[], Sequence[AttemptRow]], *, jobs_watched: bool,
                        resubmit_pending: bool) -> str | None:
     """How a chain whose jobs run side by side (an adopted job's, an array's) has ended:
     None while any of its jobs is watched or a resubmit of a task is pending (waiting out
     its backoff, or left `submitting` by a crash after sbatch: its job is to come);
     "completed" when the latest attempt of every task (of a job that is no array's task:
     every attempt) completed and was diagnosed so, else "stopped" (no attempt at all, one
-    that failed, vanished or was cancelled)."""
+    that failed, vanished or was cancelled). The attempt rows are read (`read_rows`) only
+    once the chain may have ended: a large array asks this at each task's end."""
     if jobs_watched or resubmit_pending:
         return None
     latest: dict[int | str, AttemptRow] = {}
-    for a in rows:
+    for a in read_rows():
         latest[a.array_task if a.array_task is not None else a.job_id] = a
     done = bool(latest) and all(a.result == "COMPLETED" and a.cause in (None, "completed")
                                 for a in latest.values())

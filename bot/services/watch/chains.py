@@ -116,7 +116,7 @@ class ChainBook:
             return
         self.changed.add(chain.id)
         status = parallel_chain_end(
-            self.store.attempts.for_chain(chain.id),
+            lambda: self.store.attempts.for_chain(chain.id),
             jobs_watched=any(w.chain_id == chain.id
                              for w in self.store.watched_jobs.list(self.cluster)),
             resubmit_pending=self.resubmits is not None and self.resubmits.pending(chain.id))

@@ -98,25 +98,28 @@ def test_an_array_row_naming_no_task_is_only_itself() -> None:
 
 # --------------------------------------------------------------- a side-by-side chain's end
 
+def chain_end(rows: list[Row], *, watched: bool = False, pending: bool = False) -> str | None:
+    return parallel_chain_end(lambda: rows, jobs_watched=watched, resubmit_pending=pending)
+
+
 def test_an_adopted_job_that_vanished_stops_its_chain() -> None:
     # known to neither squeue nor sacct: its row ends UNKNOWN, undiagnosed
     rows = [Row("77", result="UNKNOWN")]
-    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "stopped"
+    assert chain_end(rows) == "stopped"
 
 
 def test_an_adopted_job_that_completed_completes_its_chain() -> None:
     for cause in (None, "completed"):
         rows = [ended("77", "COMPLETED", cause)]
-        assert parallel_chain_end(rows, jobs_watched=False,
-                                  resubmit_pending=False) == "completed"
+        assert chain_end(rows) == "completed"
     # Slurm said COMPLETED, but the log showed the run did not finish
     rows = [ended("77", "COMPLETED", "silent_exit")]
-    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "stopped"
+    assert chain_end(rows) == "stopped"
 
 
 def test_an_array_goes_on_while_a_task_still_runs() -> None:
     rows = [ended("201", "COMPLETED", "completed", task=0), Row("202", array_task=1)]
-    assert parallel_chain_end(rows, jobs_watched=True, resubmit_pending=False) is None
+    assert chain_end(rows, watched=True) is None
 
 
 def test_an_array_goes_on_while_a_resubmit_left_submitting_may_have_gone_through() -> None:
@@ -124,23 +127,30 @@ def test_an_array_goes_on_while_a_resubmit_left_submitting_may_have_gone_through
     # nothing is watched, but the task's job may be on its way
     rows = [ended("201", "COMPLETED", "completed", task=0),
             ended("202", "FAILED", "nccl_timeout", task=1)]
-    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=True) is None
-    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "stopped"
+    assert chain_end(rows, pending=True) is None
+    assert chain_end(rows) == "stopped"
 
 
 def test_an_array_completes_when_each_tasks_latest_attempt_completed() -> None:
     rows = [ended("201", "COMPLETED", "completed", task=0),
             ended("202", "FAILED", "nccl_timeout", task=1),
             ended("230", "COMPLETED", "completed", task=1, no=3)]  # task 1's resubmit
-    assert parallel_chain_end(rows, jobs_watched=False, resubmit_pending=False) == "completed"
+    assert chain_end(rows) == "completed"
     failed_last = [*rows, ended("240", "OUT_OF_MEMORY", "host_oom", task=0, no=4)]
-    assert parallel_chain_end(failed_last, jobs_watched=False,
-                              resubmit_pending=False) == "stopped"
+    assert chain_end(failed_last) == "stopped"
+
+
+def test_a_chain_still_open_is_judged_without_reading_its_attempts() -> None:
+    # a large array asks at each task's end: its rows are read only once it may have ended
+    def unread() -> list[Row]:
+        raise AssertionError("the attempt rows were read while the chain was still open")
+    assert parallel_chain_end(unread, jobs_watched=True, resubmit_pending=False) is None
+    assert parallel_chain_end(unread, jobs_watched=False, resubmit_pending=True) is None
 
 
 def test_a_chain_with_no_attempt_stops() -> None:
     # an array cancelled before any task started
-    assert parallel_chain_end([], jobs_watched=False, resubmit_pending=False) == "stopped"
+    assert chain_end([]) == "stopped"
 
 
 # --------------------------------------------------------------- progress into an attempt row
