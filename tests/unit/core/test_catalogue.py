@@ -136,6 +136,8 @@ def test_every_class_with_log_evidence_has_a_real_fixture() -> None:
 #: for a reason bench/README.md gives (the log alone cannot decide it). Strict: a log that
 #: starts passing must leave this set.
 KNOWN_MISSES = {
+    "compiler_missing__knn_cuda-14.log",
+    "gpu_failure__caffe-3377.log",
     "gpu_failure__pytorch-51382.log",
     "node_failure__rocm-tensorflow-15.log",
     "preempted__everyvoice-183.log",
