@@ -221,6 +221,9 @@ WORDINGS = [
     ("mxnet.base.MXNetError: [11:41:11] src/storage/./pooled_storage_manager.h:108: cudaMalloc "
      "retry failed: out of memory", "cuda_oom"),
     ("CUDA error (cudaErrorMemoryAllocation): out of memory", "cuda_oom"),
+    # Caffe's CHECK on a CUDA call: 2 is cudaErrorMemoryAllocation
+    ("F0512 08:14:02.554190  3117 syncedmem.hpp:31] Check failed: error == cudaSuccess (2 vs. "
+     "0)  out of memory", "cuda_oom"),
     # host memory: PyTorch's CPU allocator, Python's MemoryError
     ("RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough "
      "memory: you tried to allocate 8589934592 bytes.", "host_oom"),
