@@ -274,6 +274,9 @@ WORDINGS = [
     ("iteration     3470/    8000 | lm loss: nan | loss scale: 1.0 |", "nan_loss"),
     ("{'loss': nan, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.3}", "nan_loss"),
     ("step=3470 loss=inf lr=1e-4", "nan_loss"),
+    # a fetched loss printed as a list (PaddlePaddle)
+    ("[2023-04-02 11:20:15] INFO: epoch: 3, step: 120, loss: [nan], lr: 0.000125",
+     "nan_loss"),
     ("Loss is NaN, stopping training", "nan_loss"),
     ("FloatingPointError: Minimum loss scale reached (0.0001).", "nan_loss"),
     ("AssertionError: found NaN in local grad norm in backward pass", "nan_loss"),
@@ -342,6 +345,8 @@ def test_nan_and_inf_need_to_be_the_value(cat: Catalogue) -> None:
     assert cat.match_line("loss: information") == []
     assert cat.match_line("loss: infinite") == []
     assert primary_classes(cat.match_line("loss: -inf")) == {"nan_loss"}
+    assert cat.match_line("epoch: 3, step: 120, loss: [0.6931], lr: 0.000125") == []
+    assert cat.match_line("loss: [information]") == []
 
 
 # --------------------------------------------------------------------------- accounting
