@@ -136,7 +136,6 @@ def test_every_class_with_log_evidence_has_a_real_fixture() -> None:
 #: for a reason bench/README.md gives (the log alone cannot decide it). Strict: a log that
 #: starts passing must leave this set.
 KNOWN_MISSES = {
-    "compiler_missing__knn_cuda-14.log",
     "gpu_failure__caffe-3377.log",
     "gpu_failure__pytorch-51382.log",
     "node_failure__rocm-tensorflow-15.log",
@@ -270,6 +269,8 @@ WORDINGS = [
      "torch._inductor.config.cpp.cxx: (None, 'g++')", "compiler_missing"),
     ("/bin/sh: 1: gcc: not found", "compiler_missing"),
     ("error: command 'gcc' failed: No such file or directory: 'gcc'", "compiler_missing"),
+    # torch.utils.cpp_extension finding no ninja to build a JIT extension with
+    ("RuntimeError: Ninja is required to load C++ extensions", "compiler_missing"),
     # Divergence
     ("iteration     3470/    8000 | lm loss: nan | loss scale: 1.0 |", "nan_loss"),
     ("{'loss': nan, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.3}", "nan_loss"),
