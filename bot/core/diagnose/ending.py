@@ -70,8 +70,10 @@ _SIGNAL_NOTICE = re.compile(
 #: auto-requeue signal`, submitit's `Bypassing signal SIGTERM` ... `Requeued job`); an
 #: exhausted allocator whose message is cut off (TensorFlow's `ResourceExhaustedError`); a
 #: distributed runtime's stall inspector warning that ranks wait for the rest (Horovod's), with
-#: no progress after it: the job hung there.
-_DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted", "cuda_oom", "hang"})
+#: no progress after it: the job hung there; the shell's notice that the process died of SIGBUS
+#: (`Bus error (core dumped)`: a full /dev/shm, the DataLoader worker class's fix).
+_DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted", "cuda_oom", "hang",
+                                   "dataloader_worker_killed"})
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
                         r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"

@@ -1341,6 +1341,37 @@ def test_ranks_killed_by_sigbus_are_a_shared_memory_case_without_accounting(cata
     assert _diagnose_text(catalogue, oom).class_id == "cuda_oom"
 
 
+@pytest.mark.parametrize("notice", [
+    "Bus error (core dumped)",
+    "Bus error",
+    "/var/spool/slurmd/job4242/slurm_script: line 19: 31337 Bus error               "
+    "(core dumped) python train.py --workers 8",
+    "zsh: bus error  python train.py",
+])
+def test_a_process_the_shell_reports_killed_by_sigbus_is_a_shared_memory_case(catalogue,
+                                                                             notice: str):
+    """The shell's notice of SIGBUS (a write to a full /dev/shm) after the last progress line
+    decides by hint; with sacct's SIGBUS (0:7) or exit 135 it decides as the accounting."""
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + notice + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
+    assert not d.retryable
+    for acct in (Accounting(state="FAILED", exit_code=0, signal=7),
+                 Accounting(state="FAILED", exit_code=135, signal=0)):
+        assert _diagnose_text(catalogue, text, acct).class_id == "dataloader_worker_killed"
+    # ... a SIGBUS is no decision when the log names another cause, nor when training went on
+    oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + text
+    assert _diagnose_text(catalogue, oom).class_id == "cuda_oom"
+    more = text + "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n"
+    assert _diagnose_text(catalogue, more).class_id == "none"
+
+
+def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\nKeyError: 'labels'\n"
+    acct = Accounting(state="FAILED", exit_code=0, signal=7)
+    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+
+
 @pytest.mark.parametrize(("ending", "class_id"), [
     # Lightning's SLURM plugin caught --signal=USR1@90 before the time limit and requeued
     ("Handling auto-requeue signal: 10\nrequeing job 88154...\nRequeued SLURM job: 88154",
