@@ -910,6 +910,31 @@ def test_an_empty_data_set_is_a_silent_exit_even_when_the_script_says_it_finishe
     assert _diagnose_text(catalogue, text, done).class_id == "silent_exit"
 
 
+@pytest.mark.parametrize("warning", [
+    "WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your "
+    "dataset or generator can generate at least `steps_per_epoch * epochs` batches (in this "
+    "case, 250000 batches). You may need to use the repeat() function when building your "
+    "dataset.",
+    "W1105 09:12:44.120331 data_adapter.py:1280] Your dataset iterator ran out of data; "
+    "interrupting training.",
+])
+def test_keras_interrupting_fit_when_its_input_runs_dry_is_a_silent_exit(catalogue,
+                                                                        warning: str):
+    """Keras stops fit() early when the data set yields fewer than steps_per_epoch * epochs
+    batches: the run ends without an error, whatever the epoch's end prints after it."""
+    text = ("Epoch 1/40\n 212/5000 [>.............................] - ETA: 41:07 - loss: 1.9042"
+            + warning + "\n"
+            "Epoch 00001: saving model to ./checkpoints/model_01.h5\n"
+            " 212/5000 [>.............................]\n")
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "signature") and not d.retryable
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=600)
+    assert _diagnose_text(catalogue, text, done).class_id == "silent_exit"
+    # ... and the epochs simply going on are a running job
+    going = "Epoch 1/40\n5000/5000 [==============================] - 610s - loss: 0.41\n"
+    assert _diagnose_text(catalogue, going + "Epoch 2/40\n").class_id == "none"
+
+
 @pytest.mark.parametrize(("line", "class_id"), [
     # NVIDIA's Xid catalogue: the GPU's or driver's own faults
     ("NVRM: Xid (PCI:0000:db:00): 79, pid=3643, GPU has fallen off the bus.", "gpu_failure"),
