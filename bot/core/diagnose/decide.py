@@ -38,6 +38,7 @@ from bot.core.diagnose.ending import (
     ends_in_closed_progress_table,
     ends_in_error,
     ends_in_final_save,
+    ends_in_open_progress_bar,
     epochs_left,
     interrupted_while_waiting,
     remote_error_cause,
@@ -153,7 +154,7 @@ def diagnose(
             chosen, decided_by = ended.class_id, HINT
             evidence = [Evidence(n, t) for n, t in ended.lines]
         elif acct.state is None and (
-            (_target_reached(series, target)
+            (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
              and (target_iter is not None or not epochs_left(tail)))
             or "completed" in {m.class_id for m in primary}
             or ends_in_final_save(series, tail)

@@ -6,8 +6,10 @@ failure (`ends_in_error`: its class when the last hint names a cause, else the o
 error's own words name (`named_by_vocabulary`), else `unknown_failure`), a last line that is
 a deciding text cut off before its end names that text's class (`ends_cut_off`), a TensorFlow
 Estimator's final save or a progress table's closing border ends a finished run
-(`ends_in_final_save`, `ends_in_closed_progress_table`), and an epoch counter short
-of its total means a 100 % progress bar was one epoch's (`epochs_left`). The decision
+(`ends_in_final_save`, `ends_in_closed_progress_table`), an epoch counter short
+of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that
+is a progress bar short of its total is a run mid-pass, whatever earlier bars reached
+(`ends_in_open_progress_bar`). The decision
 (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
 One of them is weighed with accounting too: an error block that holds NCCL's remote error
 names the cause another rank's failure or the fabric gave it (`remote_error_cause`), which
@@ -103,6 +105,10 @@ _PROGRESS_TABLE_ROW = re.compile(r"^\|\s*\d+\s*\|")
 # epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
 _EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
                        r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
+# A progress bar's count: tqdm's percentage before its bar (`34%|###3      |`, `Steps:   0%|`)
+# and its `n/total [elapsed<remaining` (`670/2000 [14:58<29:42`), Keras's `670/2000 [====>...]`.
+_BAR_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})(?:\.\d+)?%\s*\|")
+_BAR_COUNT = re.compile(r"(?<![\d.])(\d+)/(\d+)\s*\[(?:(?:\d+:)?\d+:\d+<|[=>.]*\])")
 
 
 # When an error block names no cause in the catalogue's words, its own words may: for each
@@ -344,6 +350,19 @@ def ends_in_closed_progress_table(tail: Sequence[tuple[int, str]]) -> bool:
         top -= 1
     return (top < len(lines) - 2 and top >= 1 and bool(_TABLE_BORDER.match(lines[top]))
             and bool(_PROGRESS_TABLE_HEADER.match(lines[top - 1])))
+
+
+def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last line is a progress bar short of its total (tqdm's `34%|###3  | 670/2000
+    [14:58<29:42, 1.34s/it]`, a bar just opened: `Steps:   0%|`, Keras's `670/2000 [====>...]`):
+    the run was mid-pass when the log ended, whatever total earlier bars reached (each epoch's
+    bar closes at 100 % and the next one opens)."""
+    last = next((normalize_line(t) for _, t in reversed(tail) if t.strip()), "")
+    count = _BAR_COUNT.search(last)
+    if count is not None:  # tqdm rounds 1999/2000 to 100 %: its count decides
+        return int(count.group(1)) < int(count.group(2))
+    percent = _BAR_PERCENT.search(last)
+    return percent is not None and int(percent.group(1)) < 100
 
 
 def epochs_left(tail: Sequence[tuple[int, str]]) -> bool:

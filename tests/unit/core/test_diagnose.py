@@ -1528,6 +1528,31 @@ def test_a_per_epoch_progress_bar_at_100_percent_is_not_the_end_of_training(
     assert _diagnose_text(catalogue, text).class_id == class_id
 
 
+CLOSED_BARS = ("100%|##########| 1500/1500 [31:07<00:00,  1.24s/it]\n"
+               "100%|##########| 80/80 [01:05<00:00,  1.22it/s]\n") * 2
+
+
+@pytest.mark.parametrize("last", [
+    " 41%|####1     | 615/1500 [12:40<18:14,  1.24s/it]",  # tqdm mid-epoch
+    "Epoch 3:  41%|####1     | 615/1500 [12:40<18:14, loss=0.213]",  # Lightning's bar
+    "1499/1500 [31:05<00:01,  1.24s/it]",  # one batch short (tqdm rounds it to 100 %)
+    "Steps:   0%|",  # the next pass's bar, just opened
+    " 615/1500 [===========>..................] - ETA: 18:14 - loss: 0.2130",  # Keras
+])
+def test_a_log_ending_in_an_open_progress_bar_after_closed_ones_is_still_running(
+        catalogue, last: str):
+    """Each pass's bar closes at 100 % and the next one opens: earlier bars reaching their
+    total is no end of training when the last line is a bar short of its own."""
+    assert _diagnose_text(catalogue, CLOSED_BARS + last + "\n").class_id == "none"
+
+
+def test_a_log_ending_in_a_closed_progress_bar_keeps_its_reading(catalogue):
+    assert _diagnose_text(catalogue, CLOSED_BARS).class_id == "completed"
+    # ... and an open bar before more output is not the log's end
+    bar = " 41%|####1     | 615/1500 [12:40<18:14,  1.24s/it]\n"
+    assert _diagnose_text(catalogue, bar + CLOSED_BARS).class_id == "completed"
+
+
 @pytest.mark.parametrize(("ending", "class_id"), [
     ("(TaskRunner pid=130397, ip=10.0.0.1) Killed", "host_oom"),  # the shell's kill notice
     ("\x1b[36m(WorkerDict pid=3175143)\x1b[0m MemoryError", "host_oom"),
