@@ -299,6 +299,11 @@ WORDINGS = [
     ("100 epochs completed in 3.215 hours.", "completed"),
     ("[after training is done] datetime: 2024-05-01 19:38:57", "completed"),
     ("training finished, saving the final model", "completed"),
+    # Caffe's solver (glog-prefixed), a BasicSR-style trainer's last line
+    ("I0728 00:22:59.593730 24418 solver.cpp:411] Optimization Done.", "completed"),
+    ("I0728 00:22:59.593740 24418 caffe.cpp:187] Optimization Done.", "completed"),
+    ("21-02-14 23:52:56.557 - INFO: End of training.", "completed"),
+    ("End of training", "completed"),
 ]
 
 
@@ -336,6 +341,10 @@ def test_wrappers_and_exit_codes_are_hints_only(cat: Catalogue, line: str, class
         "val_loss: inference took 3.2s",
         "Saving checkpoint to /ckpt/iter_0001000 ... done",
         "Killed processes: 0",
+        # an epoch's or a data set's end, not the run's
+        "21-02-14 23:52:56.557 - INFO: End of training epoch 3, loss 0.213",
+        "Reached the end of training data, rewinding",
+        "I0728 00:22:48.208994 24418 solver.cpp:424] Iteration 30000, Testing net (#0)",
     ],
 )
 def test_progress_lines_match_nothing(cat: Catalogue, line: str) -> None:

@@ -1147,6 +1147,8 @@ def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
     "0.4, 'train_loss': 1.23, 'epoch': 3.0}",  # Hugging Face's Trainer when train() returns
     "  train_runtime            = 0:12:34.56",  # its `***** train metrics *****` table
     "[2023-01-01 10:00:00,000] [INFO] [launch.py:351:main] Process 1234 exits successfully.",
+    "I0728 00:22:59.593730 24418 solver.cpp:411] Optimization Done.",  # Caffe's solver
+    "21-02-14 23:52:56.557 - INFO: End of training.",  # a BasicSR-style trainer
 ])
 def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: str):
     text = "step 10 loss 1.2\n" + finish + "\n"
