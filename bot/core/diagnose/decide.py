@@ -13,7 +13,8 @@ peer's failure, so the cause another rank's error or the fabric names decides (b
 what the reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
 unknown_failure), which decides only when nothing names a cause. Likewise a log that ends in a
 run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by hint with and
-without accounting, as the interrupt's SIGINT or exit code names no cause. Pure: no file or
+without accounting, as the interrupt's SIGINT or exit code names no cause, and so is apex's
+loss scale underflowing into a ZeroDivisionError a divergence. Pure: no file or
 clock access.
 """
 
@@ -40,8 +41,8 @@ from bot.core.diagnose.ending import (
     ends_in_final_save,
     ends_in_open_progress_bar,
     epochs_left,
-    interrupted_while_waiting,
     remote_error_cause,
+    traceback_cause,
 )
 from bot.core.metrics import MetricSeries, clean_line
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
@@ -177,11 +178,11 @@ def diagnose(
         chosen, decided_by = cause.class_id, HINT
         evidence = [Evidence(n, t) for n, t in cause.lines]
     elif decided_by == ACCOUNTING and chosen == "unknown_failure" and (
-            stuck := interrupted_while_waiting(matches, tail, series)):
-        # interrupted by hand while it waited: the interrupt's SIGINT or exit code names no
-        # cause, the wait it ended does
-        chosen, decided_by = stuck.class_id, HINT
-        evidence = [Evidence(n, t) for n, t in stuck.lines]
+            named := traceback_cause(matches, tail, series)):
+        # the traceback names a cause the exit code or signal cannot: a run interrupted by hand
+        # while it waited (a hang), apex's loss scale underflowing (a divergence)
+        chosen, decided_by = named.class_id, HINT
+        evidence = [Evidence(n, t) for n, t in named.lines]
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:

@@ -14,7 +14,8 @@ is a progress bar short of its total is a run mid-pass, whatever earlier bars re
 One of them is weighed with accounting too: an error block that holds NCCL's remote error
 names the cause another rank's failure or the fabric gave it (`remote_error_cause`), which
 Slurm's exit code or signal for the rank that reported it cannot; so does a run interrupted by
-hand while it waited (`interrupted_while_waiting`: a hang), which SIGINT's cannot.
+hand while it waited (a hang), which SIGINT's cannot, and apex's loss scale underflowing
+(a divergence), which exit 1 cannot (`traceback_cause`).
 """
 
 from __future__ import annotations
@@ -162,6 +163,12 @@ _WAITING_FRAME = re.compile(
     r"^\s*File \"[^\"]*\", line \d+, in _?(?:wait(?:_for\w*)?|acquire|join|poll|select"
     r"|recv(?:_bytes|_into)?|_wait_for_tstate_lock|_try_wait|accept)\s*$")
 _CHILD_FRAME = re.compile(r", in (?:_bootstrap|_worker_loop|_bootstrap_inner)\s*$")
+# apex's dynamic loss scaler dividing by a loss scale that overflows drove to zero: a
+# ZeroDivisionError raised in its own unscale (`apex/amp/scaler.py", line 183, in
+# unscale_with_stashed`).
+_APEX_UNSCALE_FRAME = re.compile(
+    r"^\s*File \"[^\"]*apex[/\\]amp[/\\]scaler\.py\", line \d+, in unscale\w*\s*$")
+_ZERO_DIVISION = re.compile(r"^ZeroDivisionError\b")
 _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt|Exit)\b")
 
 
@@ -192,20 +199,50 @@ def named_by_vocabulary(block: Sequence[tuple[int, str]]) -> Ending | None:
     return Ending(class_id, tuple(lines))
 
 
-def interrupted_while_waiting(
+def traceback_cause(
     matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
 ) -> Ending | None:
-    """A hang, when the log's error block (after its last progress line) is only a run
-    interrupted by hand while it waited (`_waiting_when_interrupted`), with the interrupt's
-    lines; None otherwise. With accounting this decides over the exit code or signal the
-    interrupt gave (SIGINT, 130), which name no cause."""
+    """The cause the traceback of the log's error block (after its last progress line) names
+    where no catalogue signature does (`_cause_in_traceback`), with its lines; None otherwise.
+    With accounting this decides over the exit code or signal, which name no cause."""
     if not tail:
         return None
     hints, block = _error_block(matches, tail, series)
     if {m.class_id for m in hints} - {"unknown_failure"}:
         return None
-    lines = _waiting_when_interrupted(block)
-    return Ending("hang", lines) if lines else None
+    return _cause_in_traceback(block)
+
+
+def _cause_in_traceback(block: Sequence[tuple[int, str]]) -> Ending | None:
+    """A hang when the block is only a run interrupted by hand while it waited
+    (`_waiting_when_interrupted`); a divergence (`nan_loss`) when its last exception is a
+    ZeroDivisionError raised in apex's amp scaler unscaling the gradients
+    (`_loss_scale_underflow`); None otherwise."""
+    if waited := _waiting_when_interrupted(block):
+        return Ending("hang", waited)
+    if underflow := _loss_scale_underflow(block):
+        return Ending("nan_loss", underflow)
+    return None
+
+
+def _loss_scale_underflow(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
+    """The innermost frame and the exception of a traceback whose last exception is a
+    ZeroDivisionError raised in apex's amp scaler (`unscale`, `unscale_with_stashed`): its
+    dynamic loss scale, halved at every overflow, reached zero, so the gradients kept
+    overflowing (a divergence); () otherwise (a division by zero in anything else)."""
+    frames: list[tuple[int, str]] = []
+    found: tuple[tuple[int, str], ...] = ()
+    for n, raw in block:
+        text = normalize_line(raw)
+        if _TRACEBACK.search(text):
+            frames = []
+        elif _FRAME.match(text):
+            frames.append((n, raw))
+        elif _EXCEPTION.match(text):
+            apex = bool(frames) and bool(_APEX_UNSCALE_FRAME.match(normalize_line(frames[-1][1])))
+            found = (frames[-1], (n, raw)) if apex and _ZERO_DIVISION.match(text) else ()
+            frames = []
+    return found
 
 
 def _waiting_when_interrupted(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
@@ -308,8 +345,8 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}
-    if not specific and (waited := _waiting_when_interrupted(block)):
-        return Ending("hang", waited)
+    if not specific and (cause := _cause_in_traceback(block)):
+        return cause
     if not specific and any(_SIGBUSED.search(t) for t in errors):
         return Ending("dataloader_worker_killed")
     if not specific and any(_SIGKILLED.search(t) for t in errors):

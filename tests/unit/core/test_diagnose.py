@@ -508,6 +508,53 @@ def test_an_interrupt_names_no_hang_unless_the_main_process_waited(catalogue, ac
     assert _diagnose_text(catalogue, text, acct).class_id != "hang"
 
 
+def _raised(exception: str, *frames: tuple[str, str]) -> str:
+    """A traceback ending in `exception`; each frame is (file, "function:source line"),
+    innermost last."""
+    return _interrupted(*frames).replace("KeyboardInterrupt\n", exception + "\n")
+
+
+AMP = "/opt/conda/lib/python3.8/site-packages/apex/amp"
+TO_APEX_SCALER = (("train.py", "<module>:trainer.fit()"),
+                  ("train.py", "fit:scaled_loss.backward()"),
+                  (f"{AMP}/handle.py", "scale_loss:optimizer._post_amp_backward(loss_scaler)"),
+                  (f"{AMP}/_process_optimizer.py",
+                   "post_backward_models_are_masters:scale_override=(grads_have_scale, 1.))"))
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize("innermost", [
+    (f"{AMP}/scaler.py", "unscale_with_stashed:out_scale/grads_have_scale,"),
+    (f"{AMP}/scaler.py", "unscale:1./scale,"),
+    ("C:\\Anaconda3\\lib\\site-packages\\apex\\amp\\scaler.py",  # on Windows
+     "unscale_with_stashed:out_scale/grads_have_scale,"),
+], ids=["unscale_with_stashed", "unscale", "windows"])
+def test_apex_dividing_by_its_underflowed_loss_scale_is_a_divergence(catalogue, acct, innermost):
+    """apex halves its dynamic loss scale at every overflow; once it reaches zero its unscale
+    divides by it: the gradients kept overflowing, as a diverging run's do."""
+    text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + _raised(
+        "ZeroDivisionError: float division by zero", *TO_APEX_SCALER, innermost)
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "hint", False)
+    assert any("scaler.py" in e.text for e in d.evidence)
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize("traceback", [
+    # the user's own division, with or without apex on the stack
+    _raised("ZeroDivisionError: division by zero", ("train.py", "<module>:main()"),
+            ("train.py", "main:acc = correct / total")),
+    _raised("ZeroDivisionError: float division by zero", *TO_APEX_SCALER,
+            ("train.py", "log_scale:ratio = 1. / scaler.loss_scale()")),
+    # another error in apex's scaler
+    _raised("RuntimeError: expected scalar type Half but found Float", *TO_APEX_SCALER,
+            (f"{AMP}/scaler.py", "unscale:1./scale,")),
+], ids=["user-code", "user-code-under-apex", "other-error-in-apex"])
+def test_other_errors_and_divisions_by_zero_stay_unknown(catalogue, acct, traceback):
+    text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + traceback
+    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+
+
 def test_a_wait_interrupted_before_more_progress_is_survived(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + WAITING_ON_A_LOCK
             + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
