@@ -131,6 +131,13 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nccl_timeout", re.compile(
         r"(?i)(?=.*\b(?:nccl|gloo|collective|all_?reduce|all_?gather|reduce_?scatter"
         r"|broadcast|barrier|process ?group|c10d)\b).*\b(?:timed? ?out|timeout|watchdog)\b")),
+    # a data loader's own wait for a batch (`data loader timed out`, `next batch ... timeout`),
+    # not a bare `batch` (`batch_isend_irecv` is a collective)
+    ("dataloader_timeout", re.compile(
+        r"(?i)(?=.*(?:\bdata ?loader|\bdata ?manager\b|\bbatch data\b|\b(?:next|a|the) batch\b"
+        r"|\bprefetch\w*|\binput pipeline\b|\bdata queue\b))"
+        r"(?!.*\b(?:nccl|gloo|collective|barrier|process ?group|c10d|socket|store)\b)"
+        r".*\b(?:timed? ?out|timeout)\b")),
     ("gpu_failure", re.compile(
         r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
         r"|\bgpu (?:is |was |has been )?lost\b|\bgpu\b.*\b(?:not responding|reset required"

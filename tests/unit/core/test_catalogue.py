@@ -242,6 +242,12 @@ WORDINGS = [
     # MXNet gluon's and DGL's loaders
     ("Worker timed out after 120 seconds. This might be caused by ", "dataloader_timeout"),
     ("RuntimeError: Prefetcher thread timed out at 30 seconds.", "dataloader_timeout"),
+    # a training script's own loader, other frameworks' wordings
+    ("TimeoutError: In TrainDataManager:\t Unable to get batch data in duration: 30(s)",
+     "dataloader_timeout"),
+    ("RuntimeError: Unable to fetch the next batch within 60 seconds", "dataloader_timeout"),
+    ("RuntimeError: timed out waiting for batch", "dataloader_timeout"),
+    ("queue.Empty Exception: Timeout waiting for the next data batch", "dataloader_timeout"),
     ("RuntimeError: DataLoader worker (pid 123) is killed by signal: Killed.",
      "dataloader_worker_killed"),
     ("RuntimeError: DataLoader worker (pid(s) 4743, 4744) exited unexpectedly",
@@ -330,6 +336,21 @@ HINT_ONLY = [
 def test_wrappers_and_exit_codes_are_hints_only(cat: Catalogue, line: str, class_id: str) -> None:
     hits = cat.match_line(line)
     assert [(m.class_id, m.primary) for m in hits] == [(class_id, False)]
+
+
+@pytest.mark.parametrize("line", [
+    # a timeout of something else than the loader's batch
+    "TimeoutError: The client socket has timed out after 1800s while trying to connect to "
+    "(node01, 29500).",
+    "TimeoutError: timed out",
+    # a loader's retry notice and another error about a batch
+    "[W] data loader: timed out waiting for batch, retrying (1/3)",
+    "WARNING: Unable to get batch data in duration: 30(s), retrying",
+    "ValueError: Unable to get batch size from the config",
+])
+def test_other_timeouts_and_loader_retries_are_no_dataloader_timeout(cat: Catalogue,
+                                                                     line: str) -> None:
+    assert "dataloader_timeout" not in primary_classes(cat.match_line(line))
 
 
 @pytest.mark.parametrize(

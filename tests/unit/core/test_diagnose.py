@@ -304,6 +304,34 @@ def test_an_error_that_names_a_time_limit_in_its_own_words_ends_a_log_as_one(cat
     assert (d.class_id, d.decided_by) == ("time_limit", "hint")
 
 
+@pytest.mark.parametrize("line", [
+    "TimeoutError: prefetching the next batch timed out after 120 s",
+    "RuntimeError: input pipeline timeout (60 s) in worker 3",
+    "ERROR data_manager.py:88 data loader timed out: no batch in 300 seconds",
+])
+def test_an_error_that_names_a_loaders_timeout_in_its_own_words_ends_a_log_as_one(catalogue,
+                                                                                   line):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("dataloader_timeout", "hint")
+
+
+@pytest.mark.parametrize("line", [
+    "TimeoutError: timed out",  # a socket's
+    "TimeoutError: The client socket has timed out after 1800s while trying to connect to "
+    "(node01, 29500).",
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: 0, "
+    "for key: store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)",
+    "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 "
+    "clients joined.",
+    "RuntimeError: NCCL timed out in batch_isend_irecv after 600000 ms",
+    "UserWarning: data loader timed out waiting for the next batch, retrying",
+])
+def test_other_timeouts_do_not_end_a_log_as_a_loaders(catalogue, line):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
+    assert _diagnose_text(catalogue, text).class_id != "dataloader_timeout"
+
+
 def test_a_request_that_exceeded_a_time_limit_is_not_the_jobs(catalogue):
     line = "ERROR: the request exceeded the time limit of the server"
     d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
