@@ -21,7 +21,7 @@ hand while it waited (a hang), which SIGINT's cannot, and apex's loss scale unde
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
@@ -237,27 +237,35 @@ def _loss_scale_underflow(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, 
     ZeroDivisionError raised in apex's amp scaler (`unscale`, `unscale_with_stashed`): its
     dynamic loss scale, halved at every overflow, reached zero, so the gradients kept
     overflowing (a divergence); () otherwise (a division by zero in anything else)."""
-    frames: list[tuple[int, str]] = []
     found: tuple[tuple[int, str], ...] = ()
-    for n, raw in block:
-        text = normalize_line(raw)
-        if _TRACEBACK.search(text):
-            frames = []
-        elif _FRAME.match(text):
-            frames.append((n, raw))
-        elif _EXCEPTION.match(text):
-            apex = bool(frames) and bool(_APEX_UNSCALE_FRAME.match(normalize_line(frames[-1][1])))
-            found = (frames[-1], (n, raw)) if apex and _ZERO_DIVISION.match(text) else ()
-            frames = []
+    for frames, raised, text in _exceptions(block):
+        apex = bool(frames) and bool(_APEX_UNSCALE_FRAME.match(normalize_line(frames[-1][1])))
+        found = (frames[-1], raised) if apex and _ZERO_DIVISION.match(text) else ()
     return found
 
 
 def _waiting_when_interrupted(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
     """The innermost frame and the `KeyboardInterrupt` of the main process's traceback when it
     was interrupted in a blocking wait and no other exception ended the block; () otherwise."""
-    frames: list[tuple[int, str]] = []
     exceptions: list[str] = []
     found: tuple[tuple[int, str], ...] = ()
+    for frames, raised, text in _exceptions(block):
+        exceptions.append(text)
+        child = any(_CHILD_FRAME.search(normalize_line(f)) for _, f in frames)
+        if _INTERRUPTED.match(text) and frames and not child:
+            waiting = _WAITING_FRAME.match(normalize_line(frames[-1][1]))
+            found = (frames[-1], raised) if waiting else ()
+    if not exceptions or not all(_INTERRUPTED.match(e) for e in exceptions):
+        return ()
+    return found
+
+
+def _exceptions(block: Sequence[tuple[int, str]]) -> Iterator[
+        tuple[list[tuple[int, str]], tuple[int, str], str]]:
+    """Each exception line of the block's tracebacks, in order: the frames of its traceback
+    (innermost last; none for an exception printed without one), the line as the log has it
+    and its normalized text."""
+    frames: list[tuple[int, str]] = []
     for n, raw in block:
         text = normalize_line(raw)
         if _TRACEBACK.search(text):
@@ -265,15 +273,8 @@ def _waiting_when_interrupted(block: Sequence[tuple[int, str]]) -> tuple[tuple[i
         elif _FRAME.match(text):
             frames.append((n, raw))
         elif _EXCEPTION.match(text):
-            exceptions.append(text)
-            child = any(_CHILD_FRAME.search(normalize_line(f)) for _, f in frames)
-            if _INTERRUPTED.match(text) and frames and not child:
-                waiting = _WAITING_FRAME.match(normalize_line(frames[-1][1]))
-                found = (frames[-1], (n, raw)) if waiting else ()
+            yield frames, (n, raw), text
             frames = []
-    if not exceptions or not all(_INTERRUPTED.match(e) for e in exceptions):
-        return ()
-    return found
 
 
 def ends_cut_off(catalogue: Any, tail: Sequence[tuple[int, str]]) -> Ending | None:
