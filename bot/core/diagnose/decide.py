@@ -13,9 +13,9 @@ peer's failure, so the cause another rank's error or the fabric names decides (b
 what the reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
 unknown_failure), which decides only when nothing names a cause. Likewise a log that ends in a
 run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by hint with and
-without accounting, as the interrupt's SIGINT or exit code names no cause, and so is apex's
-loss scale underflowing into a ZeroDivisionError a divergence. Pure: no file or
-clock access.
+without accounting, as the interrupt's SIGINT or exit code names no cause, and a
+ZeroDivisionError raised in apex's amp scaler (its loss scale underflowed) is a divergence by
+hint, which exit 1 cannot name. Pure: no file or clock access.
 """
 
 from __future__ import annotations
