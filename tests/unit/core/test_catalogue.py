@@ -275,8 +275,6 @@ WORDINGS = [
      "torch._inductor.config.cpp.cxx: (None, 'g++')", "compiler_missing"),
     ("/bin/sh: 1: gcc: not found", "compiler_missing"),
     ("error: command 'gcc' failed: No such file or directory: 'gcc'", "compiler_missing"),
-    # torch.utils.cpp_extension finding no ninja to build a JIT extension with
-    ("RuntimeError: Ninja is required to load C++ extensions", "compiler_missing"),
     # Divergence
     ("iteration     3470/    8000 | lm loss: nan | loss scale: 1.0 |", "nan_loss"),
     ("{'loss': nan, 'grad_norm': nan, 'learning_rate': 5e-05, 'epoch': 0.3}", "nan_loss"),
