@@ -115,11 +115,12 @@ class ChainBook:
         if chain is None or not chain.parallel:
             return
         self.changed.add(chain.id)
+        watched = any(w.chain_id == chain.id for w in self.store.watched_jobs.list(self.cluster))
         status = parallel_chain_end(
             lambda: self.store.attempts.for_chain(chain.id),
-            jobs_watched=any(w.chain_id == chain.id
-                             for w in self.store.watched_jobs.list(self.cluster)),
-            resubmit_pending=self.resubmits is not None and self.resubmits.pending(chain.id))
+            jobs_watched=watched,  # (then the pending resubmits need no store read either)
+            resubmit_pending=not watched and self.resubmits is not None
+            and self.resubmits.pending(chain.id))
         if status is not None:
             self.store.chains.set_status(chain.id, status, now=now)
 
