@@ -18,7 +18,9 @@ A held-out split whose LABELS.md gives each row an `ending` column (how the proc
 its thread shows or states it, recorded by the collector with the label: `exit 0`, `exit 1`,
 `signal KILL`, `running`, `unknown`) is scored a second way, the log plus that ending passed as
 the sacct facts the watcher would have (`accounting_of`): `exit N` -> COMPLETED/FAILED N:0,
-`signal S` -> FAILED 0:S, `running` -> RUNNING, `unknown` -> none (the log alone).
+`signal S` -> FAILED 0:S, `running` -> RUNNING, `unknown` -> none (the log alone). Such a
+split is also scored over its `clear` rows whose run had ended when the log was copied (every
+ending but `running`): what a log can decide, the figure held-out set 10 was registered for.
 """
 
 from __future__ import annotations
@@ -179,6 +181,15 @@ def main(argv: list[str] | None = None) -> int:
                 recorded[split] |= {"ending_clear_correct": ec_ok}
                 line += f" (clear {ec_ok}/{c_n})"
             print(line)
+            if clear is not None:
+                # A run still going or stuck when its log was copied cannot show its end:
+                # the watcher decides it by the clock. The rest is what a log can decide.
+                ended = [r for r in results
+                         if r.name in clear and ending_of.get(r.name) != "running"]
+                ce_ok, ce_n = accuracy(ended)
+                recorded[split] |= {"clear_ended_correct": ce_ok, "clear_ended_total": ce_n}
+                print(f"{'':8s} rated clear, the run ended: {ce_ok}/{ce_n} = "
+                      f"{100 * ce_ok / max(ce_n, 1):.1f} %")
         if args.misses:
             for r in results:
                 if not r.correct or r.with_ending not in (None, r.label):

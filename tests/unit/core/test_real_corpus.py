@@ -164,7 +164,8 @@ def test_a_held_out_split_with_recorded_endings_is_scored_with_them_too(
     rows = (("cuda_oom__a-b-1.log", "torch.cuda.OutOfMemoryError: CUDA out of memory.",
              "unknown", "clear"),
             ("completed__a-b-2.log", "Epoch 3 step 90 loss 0.3", "exit 0", "clear"),
-            ("unknown_failure__a-b-3.log", "Epoch 1 step 5 loss 0.3", "exit 2", "doubtful"))
+            ("unknown_failure__a-b-3.log", "Epoch 1 step 5 loss 0.3", "exit 2", "doubtful"),
+            ("hang__a-b-4.log", "Epoch 2 step 40 loss 0.3", "running", "clear"))
     for name, body, _, _ in rows:
         (split / name).write_text(f"# source: a/b https://example.org/{name} (x)\n{body}\n")
     (split / "LABELS.md").write_text("".join(
@@ -174,11 +175,14 @@ def test_a_held_out_split_with_recorded_endings_is_scored_with_them_too(
     monkeypatch.setattr(scorer, "RECORDED", tmp_path / "accuracy.json")
     assert scorer.main(["--split", "heldout-9", "--record", "--misses"]) == 0
     out = capsys.readouterr().out
-    assert "with the thread's ending: 3/3 = 100.0 % (clear 2/2)" in out
+    assert "with the thread's ending: 3/4 = 75.0 % (clear 2/3)" in out
     assert "completed__a-b-2.log: diagnosed none, with its ending completed" in out
+    # The hang still running when copied is scored apart: a log cannot show its end.
+    assert "rated clear, the run ended: 1/2 = 50.0 %" in out
     assert json.loads((tmp_path / "accuracy.json").read_text())["heldout-9"] == {
-        "correct": 1, "total": 3, "grep_correct": 1, "clear_correct": 1, "clear_total": 2,
-        "ending_correct": 3, "ending_clear_correct": 2}
+        "correct": 1, "total": 4, "grep_correct": 1, "clear_correct": 1, "clear_total": 3,
+        "ending_correct": 3, "ending_clear_correct": 2,
+        "clear_ended_correct": 1, "clear_ended_total": 2}
 
 
 @pytest.mark.parametrize(("ending", "facts"), [
