@@ -35,6 +35,7 @@ from bot.core.detectors import (
     leak_trend,
 )
 from bot.core.diagnose.ending import (
+    ends_at_shell_prompt,
     ends_cut_off,
     ends_in_closed_progress_table,
     ends_in_error,
@@ -164,6 +165,10 @@ def diagnose(
             chosen = "completed"
             if "completed" in {m.class_id for m in primary}:
                 decided_by = SIGNATURE
+        elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
+            # the shell's prompt came back after progress, with no error and no end of training
+            chosen, decided_by = prompt.class_id, HINT
+            evidence = [Evidence(n, t) for n, t in prompt.lines]
         else:
             chosen = NONE_CLASS
     elif chosen is None:

@@ -9,13 +9,14 @@ Estimator's final save or a progress table's closing border ends a finished run
 (`ends_in_final_save`, `ends_in_closed_progress_table`), an epoch counter short
 of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that
 is a progress bar short of its total is a run mid-pass, whatever earlier bars reached
-(`ends_in_open_progress_bar`). The decision
-(bot.core.diagnose.decide) weighs these after the decisive evidence (signatures, detectors).
-One of them is weighed with accounting too: an error block that holds NCCL's remote error
-names the cause another rank's failure or the fabric gave it (`remote_error_cause`), which
-Slurm's exit code or signal for the rank that reported it cannot; so does a run interrupted by
-hand while it waited (a hang), which SIGINT's cannot, and apex's loss scale underflowing
-(a divergence), which exit 1 cannot (`traceback_cause`).
+(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, where
+none of those speak, is a process that ended with nothing said (`ends_at_shell_prompt`).
+The decision (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures,
+detectors). One of them is weighed with accounting too: an error block that holds NCCL's
+remote error names the cause another rank's failure or the fabric gave it
+(`remote_error_cause`), which Slurm's exit code or signal for the rank that reported it cannot;
+so does a run interrupted by hand while it waited (a hang), which SIGINT's cannot, and apex's
+loss scale underflowing (a divergence), which exit 1 cannot (`traceback_cause`).
 """
 
 from __future__ import annotations
@@ -177,6 +178,23 @@ _APEX_UNSCALE_FRAME = re.compile(
     r"^\s*File \"[^\"]*apex[/\\]amp[/\\]scaler\.py\", line \d+, in unscale\w*\s*$")
 _ZERO_DIVISION = re.compile(r"^ZeroDivisionError\b")
 _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt|Exit)\b")
+# An interactive shell's prompt with nothing typed after it: the shell got the terminal back,
+# so the process it ran had ended. Only a whole line in a prompt's form counts: bash's
+# `user@host:~/proj$` (a git branch before the `$` allowed), Red Hat's `[user@host dir]$`,
+# zsh's `user@host ~ %`, `bash-5.1$`, PowerShell's `PS C:\x>`, cmd's `C:\Users\me>`, a bare
+# `$`, each after a virtualenv's or conda env's `(venv) `; root's `#` in place of `$`.
+_SHELL_PROMPT = re.compile(
+    r"^(?:\([\w.+-]+\)\s+)?"
+    r"(?:[\w.-]+@[\w.-]+:[^\s$#]*(?: \([\w./-]+\))?[$#]"
+    r"|\[[\w.-]+@[\w.-]+(?: [^\]\s]+)?\][$#]"
+    r"|[\w.-]+@[\w.-]+ [^\s%#]+ [%#]"
+    r"|(?:ba|z|da)?sh-\d+(?:\.\d+)*[$#]"
+    r"|PS [A-Za-z]:\\[^<>|\"\n]*>"
+    r"|[A-Za-z]:\\[^<>|\"\n]*>"
+    r"|\$)$")
+# What a terminal shows when a run was interrupted or suspended by hand before the prompt came
+# back (`^C`, `^Z`, bash's `[1]+  Stopped  python train.py`): not an end with nothing said.
+_BY_HAND = re.compile(r"^\^[CZ\\]|^\[\d+\][+-]?\s+Stopped\b")
 
 
 class Ending(NamedTuple):
@@ -366,6 +384,27 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
         return (named_by_vocabulary(block) if not specific else None) or Ending(
             "unknown_failure")
     return None
+
+
+def ends_at_shell_prompt(
+    tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> Ending | None:
+    """The log's last line is a shell's prompt with nothing typed after it (`_SHELL_PROMPT`),
+    after training progress: the process ended and printed nothing about why. A silent exit,
+    with the prompt as its line; None when the last line is anything else, when no progress
+    came before it, or when the run was interrupted or suspended by hand just before
+    (`^C`, `^Z`). The decision weighs it after errors and after the signs of a finished run (a
+    completion line, the target reached, a final save), which a prompt after them does not
+    change."""
+    lines = [(n, raw) for n, raw in tail if raw.strip()]
+    if not lines or not series.samples or lines[-1][0] <= series.samples[-1].line_no:
+        return None
+    if not _SHELL_PROMPT.match(normalize_line(lines[-1][1]).rstrip()):
+        return None
+    before = normalize_line(lines[-2][1]) if len(lines) > 1 else ""
+    if _BY_HAND.search(before):
+        return None
+    return Ending("silent_exit", (lines[-1],))
 
 
 def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:

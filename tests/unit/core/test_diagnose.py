@@ -1640,3 +1640,74 @@ def test_a_ray_workers_prefix_does_not_hide_how_the_log_ends(catalogue, ending: 
     """verl / OpenRLHF / vLLM print every worker line behind Ray's `(Name pid=N, ip=...)`."""
     text = "(TaskRunner pid=130397) step 10 loss 1.2\n" + ending + "\n"
     assert _diagnose_text(catalogue, text).class_id == class_id
+
+
+# --- a shell's prompt as the log's last line ----------------------------------------------
+
+SHELL_RUN = "(venv) user@host:~/proj$ python train.py --lr 3e-4\n" + PROGRESS
+
+
+@pytest.mark.parametrize("prompt", [
+    "(venv) user@host:~/proj$ ",
+    "root@abc123:/workspace# ",
+    "$ ",
+    "PS C:\\x>",
+    "C:\\Users\\me\\proj>",
+    "(base) [alice@login01 proj]$ ",
+    "alice@MacBook-Pro ~ % ",
+    "bash-4.2$ ",
+    "user@host:~/proj (main)$ ",
+    "\x1b[01;32muser@host\x1b[00m:\x1b[01;34m~/proj\x1b[00m$ ",
+])
+def test_a_shell_prompt_after_progress_is_a_process_that_ended_with_nothing_said(
+        catalogue, prompt: str):
+    """The shell got the terminal back: the run ended, with no error and no end of training."""
+    for ending in (prompt, prompt + "\n\n"):
+        d = _diagnose_text(catalogue, SHELL_RUN + ending)
+        assert (d.class_id, d.decided_by) == ("silent_exit", "hint"), repr(ending)
+        assert d.evidence[-1].line == SHELL_RUN.count("\n") + 1
+        assert not d.retryable
+
+
+@pytest.mark.parametrize("last", [
+    "loss: 0.3 $",
+    "epoch 3 #",
+    "total cost 12 $",
+    "step 40 >",
+    "#",
+    ">",
+    "%",
+    "Sending the report to alice@example.com",
+    "wrote C:\\runs\\best.pt",
+    "user@host:~/proj$ python eval.py",  # a new command at the prompt: it is running
+])
+def test_lines_that_only_look_like_a_prompt_do_not_end_the_run(catalogue, last: str):
+    assert _diagnose_text(catalogue, SHELL_RUN + last + "\n").class_id == "none"
+
+
+def test_a_prompt_followed_by_a_new_command_and_its_output_is_not_the_end(catalogue):
+    text = SHELL_RUN + "user@host:~/proj$ \nuser@host:~/proj$ python train.py --resume\n" + (
+        "2025-05-20 10:01:00 iter=40 loss=0.4\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
+@pytest.mark.parametrize(("before", "class_id"), [
+    ("Training complete.\n", "completed"),
+    ("Killed\n", "host_oom"),
+    ("RuntimeError: shapes do not match\n", "unknown_failure"),
+    ("^C\n", "none"),  # interrupted by hand: not an end with nothing said
+])
+def test_a_prompt_after_the_end_of_training_or_an_error_keeps_their_reading(
+        catalogue, before: str, class_id: str):
+    assert _diagnose_text(catalogue, SHELL_RUN + before + "user@host:~/proj$ \n").class_id == (
+        class_id)
+
+
+def test_a_prompt_after_the_target_is_reached_is_completed(catalogue):
+    d = run_log(catalogue, SHELL_RUN + "root@abc123:/workspace# \n", Accounting(), target_iter=39)
+    assert d.class_id == "completed"
+
+
+def test_with_accounting_a_prompt_decides_nothing(catalogue):
+    d = run_log(catalogue, SHELL_RUN + "root@abc123:/workspace# \n", FAILED)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
