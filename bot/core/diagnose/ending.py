@@ -34,12 +34,18 @@ from bot.core.metrics import MetricSeries
 _WARNING = re.compile(r"[A-Za-z]*[Ww]arning\s*[:\]]|\bWARN(?:ING)?\b|[A-Za-z_.]*warn\(")
 # The last words of a process that died of an unhandled error, where no catalogue hint is:
 # a Python exception line, an ERROR/FATAL line, a failed exec, or any line that reports an
-# error, a failure or an abort (not a warning). Lines pasted into issues and chats keep their
+# error, a failure or an abort (not a warning), or a file the program could not open or write
+# (darknet's `Couldn't open file: backup//yolo-obj_last.weights`, `cannot open file`, the
+# system's `No such file or directory`, a full disk or quota), not a line that only names a
+# file (`Opening file x`, `saved to file x`). Lines pasted into issues and chats keep their
 # quoting (`backticks`, "> ", "* "), so it may come first.
 _ERROR_LINE = re.compile(
     r"^[\s`'\">|*#-]*"
     r"(?:[A-Za-z0-9_.]*(?:Error|Exception|Interrupt)\b|(?:ERROR|FATAL|Fatal)\b"
-    r"|.*(?:No such file or directory|Permission denied|[Kk]illed)\W*$"
+    r"|.*(?:Permission denied|[Kk]illed)\W*$"
+    r"|.*\b(?:No such file or directory|No space left on device|Disk quota exceeded)\b"
+    r"|.*\b(?:[Cc]ouldn[\u2019']?t|[Cc]ould not|[Cc]an(?:no|[\u2019']?)t|[Cc]an not|[Uu]nable to)"
+    r"\s+(?:open|write|create|save)\b"
     # a shell that cannot run the command: `bash: torchrun: command not found`, `command
     # torchrun not found`, dash's `sh: 1: torchrun: not found`
     r"|.*(?:command (?:[^\s:]+ )?not found|[^\s:]+: not found\W*$)"

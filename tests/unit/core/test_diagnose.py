@@ -845,6 +845,15 @@ def test_an_error_quoted_in_markdown_keeps_its_class(catalogue, last_line: str):
     # an error whose subject reads like a metric's name, with no metric's value after it
     "Validation error: config.yaml has no field `lr`",
     "Test error: 3 of 8 shards failed to load",
+    # a file it could not open or write: darknet's words when its backup directory is missing
+    "Couldn't open file: /home/x/backup//yolo-obj_last.weights",
+    "cannot open file",
+    "Can\u2019t open file /data/voc/train.txt",
+    "Unable to open file (unable to open file: name = 'model.h5', errno = 2, error message = "
+    "'No such file or directory', flags = 0, o_flags = 0)",
+    "Could not write file /scratch/run/model_final.pth",
+    "fopen /data/voc/2007_train.txt: No such file or directory (errno 2)",
+    "write /scratch/run/ckpt/iter_4000.pt: No space left on device, giving up",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
@@ -863,6 +872,12 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
     "/opt/lib/torch/utils/cpp_extension.py:346: UserWarning: Error checking compiler version "
     "for cl\n  warnings.warn(f'Error checking compiler version for {compiler}: {error}')",
     "cc1plus: warning: command-line option '-Wstrict-prototypes' is not valid: error prone",
+    # a line that only names a file, or looks for one
+    "Opening file /data/voc/train.txt",
+    "saved to file /home/x/backup/yolo-obj_last.weights",
+    "Open file: train.txt",
+    "Cannot openly compare these runs yet",
+    "Could not find a checkpoint in /scratch/run, starting from scratch",
 ])
 def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
