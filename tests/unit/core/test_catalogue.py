@@ -378,6 +378,25 @@ def test_nan_and_inf_need_to_be_the_value(cat: Catalogue) -> None:
     assert cat.match_line("loss: [information]") == []
 
 
+
+@pytest.mark.parametrize("line", [
+    "[1/25][400/1000] CTCLoss: nanxxx",  # a trainer's own way of printing NaN
+    "Epoch 3 iter 400 loss: nanxxx lr: 0.001",
+    "loss: -nan", "loss = NaN", "avg loss: -nan(ind)", "Train loss: nan%",
+    # MSVC's C runtime before 2015 (darknet and Caffe built on Windows)
+    "Loss: 1.#QNAN", "1200: avg loss: -1.#IND00, rate: 0.001", "loss=1.#INF00",
+])
+def test_every_printed_spelling_of_a_nan_loss_is_one(cat: Catalogue, line: str) -> None:
+    assert primary_classes(cat.match_line(line)) == {"nan_loss"}
+
+
+@pytest.mark.parametrize("line", [
+    "loss: nanoGPT", "loss: nano-sized batch", "train_loss=nanometer", "Loss: 1.#0 of 4",
+])
+def test_a_word_that_only_starts_with_nan_is_no_nan_loss(cat: Catalogue, line: str) -> None:
+    assert cat.match_line(line) == []
+
+
 # --------------------------------------------------------------------------- accounting
 
 
