@@ -285,6 +285,32 @@ def test_a_worker_rays_memory_monitor_killed_is_a_host_oom(catalogue, line: str)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
 
 
+MXNET_HOST = "src/storage/./cpu_device_storage.h:73: Failed to allocate CPU Memory"
+
+
+@pytest.mark.parametrize(("line", "class_id"), [
+    # MXNet's CPU storage out of host memory, raised or thrown from its native code
+    ("mxnet.base.MXNetError: [10:21:55] " + MXNET_HOST, "host_oom"),
+    ("  what():  [10:21:55] " + MXNET_HOST, "host_oom"),
+    # its GPU storage's counterpart is the device's
+    ("mxnet.base.MXNetError: [10:21:55] src/storage/./pooled_storage_manager.h:157: cudaMalloc "
+     "failed: out of memory", "cuda_oom"),
+])
+def test_mxnets_storage_out_of_memory_names_the_host_or_the_gpu(catalogue, line, class_id):
+    text = "[10:21:50] Epoch[3] Batch [400]\tSpeed: 211.3 samples/sec\tloss=1.21\n" + line + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
+    failed = Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=600)
+    assert _diagnose_text(catalogue, text, failed).class_id == class_id
+
+
+def test_mxnet_failing_to_allocate_another_devices_memory_is_no_host_oom(catalogue):
+    text = ("[10:21:50] Epoch[3] Batch [400]\tloss=1.21\n"
+            "mxnet.base.MXNetError: [10:21:55] src/storage/storage.cc:119: Failed to allocate "
+            "GPU Memory\n")
+    assert _diagnose_text(catalogue, text).class_id != "host_oom"
+
+
 def test_a_ray_worker_dead_of_a_system_error_is_a_host_oom_only_by_hint(catalogue):
     # Ray names the OOM killer as the first likely cause; a segfault reads the same
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + RAY_SYSTEM_ERROR + "\n"
