@@ -1138,6 +1138,51 @@ def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, e
     assert _diagnose_text(catalogue, mixed).class_id == "unknown_failure"
 
 
+RUNNER_FAILED = "run.pl: job failed, log is in exp/train_nodev/train.log\nrun.sh done.\n"
+
+
+@pytest.mark.parametrize("killed", [
+    # bash's notice with the command it ran wrapped to the next line, or left out
+    "bash: line 1:  6508 Killed\n( asr_train.py --config conf/train.yaml --ngpu 0 ) 2>> "
+    "exp/train_nodev/train.log >> exp/train_nodev/train.log\n\n",
+    "./run.sh: line 45: 12345 Killed\n",
+    "bash: line 1: 25413 Killed                  ( python3 -m espnet2.bin.asr_train --ngpu 0 ) "
+    "2>> exp/asr/train.log >> exp/asr/train.log\n",
+    "Killed\n",
+])
+def test_a_kill_is_not_hidden_by_the_recipe_runners_failure_lines_after_it(catalogue, killed):
+    """Kaldi's and ESPnet's run.pl report the job it ran failed, and the recipe ends: that is
+    the kill's aftermath, not another cause."""
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + killed
+    assert _diagnose_text(catalogue, text).class_id == "host_oom"
+    d = _diagnose_text(catalogue, text + RUNNER_FAILED)
+    assert (d.class_id, d.decided_by) == ("host_oom", "hint")
+
+
+@pytest.mark.parametrize("aftermath", [
+    "make: *** [Makefile:3: train] Error 137\n",
+    "make: *** [Makefile:3: train] Killed\n",
+    "make[2]: *** [Makefile:3: train] Error 137\nmake[1]: *** [Makefile:5: all] Error 2\n"
+    "make: *** [all] Error 2\n",
+])
+def test_make_reporting_its_recipe_sigkilled_is_a_host_oom(catalogue, aftermath):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    for ending in (aftermath, "Killed\n" + aftermath):
+        d = _diagnose_text(catalogue, text + ending)
+        assert (d.class_id, d.decided_by) == ("host_oom", "hint")
+
+
+@pytest.mark.parametrize("ending", [
+    RUNNER_FAILED,  # the runner's failure alone names no cause
+    "make: *** [Makefile:3: train] Error 1\n",
+    "make: *** [Makefile:3: train] Error 1370\n",
+    "Workers: 4 alive, 2 Killed\n",  # a count of killed workers, not a shell's notice
+])
+def test_a_runners_failure_without_a_kill_is_an_unknown_failure(catalogue, ending):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending
+    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+
+
 @pytest.mark.parametrize(("line", "class_id"), [
     ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor"
      " with shape[8,509,3072] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by"
