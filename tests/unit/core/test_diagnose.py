@@ -1051,6 +1051,37 @@ def test_keras_interrupting_fit_when_its_input_runs_dry_is_a_silent_exit(catalog
     assert _diagnose_text(catalogue, going + "Epoch 2/40\n").class_id == "none"
 
 
+KERAS_EPOCHS = "".join(
+    f"Epoch {n}/50\n250/250 [==============================] - 12s 48ms/step - loss: "
+    f"{0.3 - n / 100:.4f} - val_loss: {0.29 + abs(n - 6) / 100:.4f}\n" for n in range(1, 9))
+
+
+@pytest.mark.parametrize("stopped", [
+    "Epoch 8: early stopping\n",
+    "Epoch 00008: early stopping\n",  # Keras before 2.9
+    # with restore_best_weights, in either order (Keras 2 restores first, Keras 3 after)
+    "Restoring model weights from the end of the best epoch: 6.\nEpoch 8: early stopping\n",
+    "Epoch 8: early stopping\nRestoring model weights from the end of the best epoch: 6.\n",
+])
+def test_keras_early_stopping_is_the_run_ending_as_configured(catalogue, stopped: str):
+    """Keras's EarlyStopping ends fit() before its last epoch by design: a completion."""
+    d = _diagnose_text(catalogue, KERAS_EPOCHS + stopped)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    # ... but an error after it is still a failure
+    crashed = (KERAS_EPOCHS + stopped + "Traceback (most recent call last):\n"
+               "OSError: Unable to create file (unable to open file: name = 'best.h5')\n")
+    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize("line", [
+    "EarlyStopping counter: 3 out of 10",  # a patience count while training goes on
+    "Epoch 8: val_loss did not improve from 0.29000",
+    "Epoch 8: early stopping is enabled with patience 3",
+])
+def test_a_patience_count_or_an_early_stopping_setting_is_no_completion(catalogue, line: str):
+    assert _diagnose_text(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
+
+
 @pytest.mark.parametrize(("line", "class_id"), [
     # NVIDIA's Xid catalogue: the GPU's or driver's own faults
     ("NVRM: Xid (PCI:0000:db:00): 79, pid=3643, GPU has fallen off the bus.", "gpu_failure"),
