@@ -2,7 +2,8 @@
 # Runs trainbot's whole test suite on a fresh Debian 12 machine, as root:
 #   1. a virtualenv in .venv with trainbot and its test dependencies (torch pinned, CPU build);
 #   2. the dev clusters (real Slurm + MariaDB + munge + sshd on 127.0.0.1), see deploy/dev-cluster:
-#      Slurm 22.05 (Debian 12's) and Slurm 24.11 (Debian 13's, in a chroot beside it);
+#      Slurm 22.05 (Debian 12's) and Slurm 24.11 (Debian 13's, in a chroot beside it), and the
+#      jobs' own torch venv, /opt/trainbot-jobenv (deploy/dev-cluster/job-env.sh);
 #   3. ruff, the import-linter contracts (the layers), mypy over bot/ and handlers/ (the
 #      types; pyproject.toml [tool.mypy]), then pytest over tests/ (extra
 #      arguments are passed to pytest); tests/unit/deploy lints deploy/Dockerfile (hadolint)
@@ -20,6 +21,7 @@ command -v systemd-analyze >/dev/null || {
 
 deploy/dev-cluster/up.sh
 deploy/dev-cluster/slurm-24.11/up.sh # after up.sh: its slurmdbd uses the host's MariaDB
+deploy/dev-cluster/job-env.sh # torch for the jobs of slurmci: /opt/trainbot-jobenv
 
 .venv/bin/ruff check bot handlers tests bench docs
 .venv/bin/lint-imports --no-logo  # the layers: pyproject.toml [tool.importlinter]
