@@ -237,6 +237,13 @@ WORDINGS = [
      "will be terminated after dumping debug info. workMetaList_.size()=1", "nccl_timeout"),
     ("RuntimeError: NCCL communicator was aborted on rank 3. Original reason for failure was: "
      "[Rank 3] Watchdog caught collective operation timeout", "nccl_timeout"),
+    # gloo's own timeout (CPU process groups): the collective's recv or send waited it out,
+    # as torch 2.13 raises it on the waiting rank; a collective timeout like NCCL's watchdog
+    ("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+     "unbound_buffer.cc:78] Timed out waiting 5000ms for recv operation to complete",
+     "nccl_timeout"),
+    ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:136] Timed out "
+     "waiting 1800000ms for send operation to complete", "nccl_timeout"),
     # DataLoader
     ("RuntimeError: DataLoader timed out after 900 seconds", "dataloader_timeout"),
     # MXNet gluon's and DGL's loaders
