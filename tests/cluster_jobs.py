@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[1]
 DEMO_SRC = REPO / "deploy" / "demo"
 DEMO_FILES = ("fake_train.py", "launch.sbatch", "launch_silent_exit.sbatch")
+# Real PyTorch programs failing by real mechanisms (run with the job venv of job-env.sh).
+TORCH_SRC = REPO / "tests" / "fixtures" / "jobs"
+TORCH_FILES = ("torch_fail.py", "torch_job.sbatch")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,10 @@ class DemoJobs:
     removes the workspace, so the shared cluster is left as it was found.
     """
 
+    #: What `_install` copies into the workspace: these files of this directory.
+    source: Path = DEMO_SRC
+    files: tuple[str, ...] = DEMO_FILES
+
     def __init__(self, runner: SSHRunner, home: str, *, partition: str | None = None,
                  keep: bool = False) -> None:
         self.runner = runner
@@ -130,9 +137,9 @@ class DemoJobs:
         sftp = self.runner.sftp()
         for sub in ("", "logs", "ckpt"):
             sftp.mkdir(posixpath.join(self.root, sub) if sub else self.root)
-        for name in DEMO_FILES:
+        for name in self.files:
             target = posixpath.join(self.root, name)
-            sftp.put(str(DEMO_SRC / name), target)
+            sftp.put(str(self.source / name), target)
             sftp.chmod(target, 0o755)
 
     def path(self, *parts: str) -> str:
@@ -252,8 +259,25 @@ class DemoJobs:
         except FileNotFoundError:
             return []
 
+    def mtime(self, path: str) -> float | None:
+        """When the file on the cluster was last written (None if it does not exist); the
+        watcher ages a silent log by it."""
+        try:
+            return self.runner.sftp().stat(path).st_mtime
+        except FileNotFoundError:
+            return None
 
-__all__ = ["DEMO_FILES", "DEMO_SRC", "DemoJob", "DemoJobs", "FinishedJob"]
+
+class TorchJobs(DemoJobs):
+    """DemoJobs for the real PyTorch programs of tests/fixtures/jobs (torch_job.sbatch runs
+    torch_fail.py with the cluster's job venv, /opt/trainbot-jobenv)."""
+
+    source = TORCH_SRC
+    files = TORCH_FILES
+
+
+__all__ = ["DEMO_FILES", "DEMO_SRC", "TORCH_FILES", "TORCH_SRC", "DemoJob", "DemoJobs",
+           "FinishedJob", "TorchJobs"]
 
 
 SLURM_PROGRAMS = frozenset({"squeue", "sacct", "sstat", "sbatch", "scontrol", "scancel", "sinfo"})
