@@ -177,10 +177,15 @@ def _body(stops: str) -> str:
     return plain + r"(?:\$(?![({])" + plain + ")*+"
 
 
+#: A `case` that may be a command (subshell_spans decides): its patterns' `)` are no closers.
+_CASE_WORD = r"(?<![^ \t\n;|&(){])case(?=[ \t\n])"
 #: A construct with nothing inside that a scan would stop at: `"…"`, `( … )`, `$( … )`,
-#: `{ … }`, `${ … }`. Matched in one step; anything else goes through _scan.
+#: `{ … }`, `${ … }`. Matched in one step; anything else goes through _scan. A `( … )` with a
+#: `case` before its first `)` is not simple: that `)` may be a pattern's (the lint's walk has
+#: the subshell's true end in its memo, from subshell_spans).
 _SIMPLE_RE = re.compile(
-    '"' + _body('"') + '"' + r"|\$?\(" + _body("()") + r"\)" + r"|\$?\{" + _body("{}") + r"\}"
+    '"' + _body('"') + '"' + r"|\$?\((?![^()]*?" + _CASE_WORD + ")" + _body("()") + r"\)"
+    + r"|\$?\{" + _body("{}") + r"\}"
 )
 
 
@@ -275,7 +280,7 @@ def strip_comments(text: str) -> str:
 
 _PAREN_STOP = re.compile(
     r"\\.|\$[({]|[\\'\"`()]|;;&?|;&"
-    r"|(?<![^ \t\n;|&(){])(?:case(?=[ \t\n])|esac(?![^ \t\n;|&)]))", re.S)
+    r"|" + _CASE_WORD + r"|(?<![^ \t\n;|&(){])esac(?![^ \t\n;|&)])", re.S)
 #: What a frame of subshell_spans is: a `( … )` / `$( … )` subshell, a `(` that opens none
 #: (`arr=(…)`, `f()`), a double-quoted string, and a `case` before a pattern's `)` / after it.
 _SUB, _PAREN, _DQUOTE, _CASE_PATTERN, _CASE_BODY = range(5)

@@ -33,6 +33,7 @@ from bot.core.shell_lexer import (
     skip_group,
     skip_quoted,
     split_top_level,
+    subshell_spans,
     substitutions,
     word_offsets,
 )
@@ -99,6 +100,7 @@ class _Analyzer:
         self.text = text
         self.opts = Opts()
         self.memo: Memo = {}
+        self.subshells = _seed_subshells(text, self.memo)  # None: no `case` in the script
         self.depth = 0
         self.too_deep_at: int | None = None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
@@ -434,6 +436,19 @@ class _Analyzer:
         return [] if hit is None else [with_(hit, function=self.function)]
 
 
+def _seed_subshells(text: str, memo: Memo) -> list[tuple[int, int]] | None:
+    """The subshells of `text` (subshell_spans), their ends put in `memo`: every split and
+    skip of the walk then takes a `( … )` / `$( … )` to end where subshell_spans says, past a
+    `case` pattern's `)` (which the lexer's plain scan takes for the closer), so a subshell's
+    `set` is scoped to the same span as its `trap`. Only where a `case` is (None elsewhere):
+    without one the plain scan ends every subshell where subshell_spans does."""
+    if "case" not in text:
+        return None
+    spans = subshell_spans(text, memo)
+    memo.update((start, end) for start, end in spans if text[start] != "`")
+    return spans
+
+
 def _group_end(text: str, open_at: int, base: int, memo: Memo) -> int:
     """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
     if text[open_at] == "(":
@@ -532,4 +547,4 @@ def scan(script_text: str, code: str) -> Scan:
     hits = analyzer.script(code, 0)
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
-                analyzer.positional)
+                analyzer.positional, analyzer.subshells)

@@ -120,7 +120,9 @@ class Positional:
 @dataclass
 class Scan:
     """The result of the walk (bot.core.launcher_lint.engine): options as they end, the hits of
-    each check, and where `set -u` was turned on and nesting got too deep."""
+    each check, where `set -u` was turned on and nesting got too deep, and the script's
+    subshells when the walk needed them (shell_lexer.subshell_spans, None when it did not: no
+    `case` in the script), which the trap check scopes EXIT traps to as the walk did `set`."""
 
     opts: Opts
     hits: list[Hit]
@@ -132,6 +134,7 @@ class Scan:
     interactive: list[Interactive] = field(default_factory=list)
     tees: list[Tee] = field(default_factory=list)
     positional: list[Positional] = field(default_factory=list)
+    subshells: list[tuple[int, int]] | None = None
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

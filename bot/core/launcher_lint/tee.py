@@ -37,11 +37,14 @@ def may_tee(text: str) -> bool:
     return "tee" in text
 
 
-def _trainer(cmd: str, memo: Memo) -> bool:
+def _trainer(cmd: str, off: int, memo: Memo) -> bool:
+    """Does the pipeline element `cmd` (at offset `off` of the text `memo` is kept for) run
+    training?"""
+    lead = len(cmd) - len(cmd.lstrip())
     cmd = cmd.strip()
     if cmd[:1] in "{(":
         return bool(_TRAINER_IN_GROUP.search(cmd))
-    words = shell_words(cmd, 0, memo)
+    words = shell_words(cmd, off + lead, memo)
     k = 0
     while k < len(words) and (_ASSIGN.match(words[k]) or words[k] in _PREFIX
                               or (k and words[k - 1] in _PREFIX and words[k].startswith("-"))):
@@ -59,7 +62,7 @@ def tee_pipelines(lst: str, off: int, memo: Memo) -> list[tuple[int, str]]:
         last = cmds[-1][0].strip()
         if not re.match(r"tee(?:\s|$)", last):
             continue
-        if any(_trainer(c, memo) for c, _o, _p in cmds[:-1]):
+        if any(_trainer(c, o, memo) for c, o, _p in cmds[:-1]):
             lead = len(pipeline) - len(pipeline.lstrip())
             found.append((p_off + lead, pipeline.strip()))
     return found

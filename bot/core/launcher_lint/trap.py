@@ -149,12 +149,13 @@ def _zero_exit(handler: str, functions: dict[str, str], zero_vars: set[str]) -> 
 
 
 def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
-    """`code`: the script with comments and heredoc bodies blanked."""
+    """`code`: the text `scan` walked (the script with comments and heredoc bodies blanked)."""
     findings: list[Finding] = []
     if "trap" in code:
         traps = _traps(code)
         if traps and ("(" in code or "`" in code):
-            traps = _in_scopes(traps, subshell_spans(code, memo))
+            spans = scan.subshells
+            traps = _in_scopes(traps, subshell_spans(code, memo) if spans is None else spans)
         functions = _functions(code, memo) if any(t.handler for t in traps) else {}
         zero_vars = _zero_variables(code)
         judged: dict[str, str | None] = {}

@@ -89,6 +89,19 @@ BASH_CASES = [
     ("set -euo pipefail\nif [ -d ck ]\nthen\n  L=$(ls ck/*.pt)\nfi", True),
     ("set -euo pipefail\nfor f in $(ls ck/*.pt); do echo $f; done", False),
     ("set -euo pipefail\nwhile read -r f; do echo $f; done < <(ls ck/*.pt)", False),
+    # a subshell's `set` stays in it, a `case` in the subshell or not: its patterns' `)` end
+    # nothing, whether the `set` is in a case branch or after the `esac`
+    ("set -e\n( case \"$PWD\" in\n    /no) echo no ;;\n  esac\n  set +e\n)\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("set -e\n( case \"$PWD\" in /no) set +e ;; *) set +e ;; esac; echo in )\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("( case \"$PWD\" in\n    /no) echo no ;;\n  esac\n  set -e\n)\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    # … and a case at the script's level opens or closes no subshell
+    ("set -e\ncase \"$PWD\" in\n  /no) echo no ;;\nesac\n( set +e )\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("set -e\ncase \"$PWD\" in /no) echo no ;; esac\nset +e\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
 ]
 
 

@@ -66,6 +66,12 @@ TEE = [
     ('if python train.py | tee log.txt; [ "${PIPESTATUS[0]}" -eq 0 ]; then\n  echo ok\n'
      "else\n  exit 1\nfi\n", False, "pass"),
     ("if echo start | tee log.txt; then python train.py; fi\n", False, "pass"),
+    # pipefail set in a subshell (after a `case` in it) is not the script's
+    ("set -e\n( case \"$PWD\" in\n    /no) echo no ;;\n  esac\n  set -o pipefail\n)\n"
+     "python train.py | tee log.txt\n", True, "warn"),
+    # a quoted assignment before the trainer, whatever stands before it in the script
+    ('START_TS=$(date +%s)\nset -e\ncase "$PWD" in /no) exit 1 ;; esac\n'
+     'CUDA_VISIBLE_DEVICES="0" python train.py | tee log.txt\n', True, "warn"),
 ]
 
 
