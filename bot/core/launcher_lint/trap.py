@@ -22,7 +22,12 @@ from bot.core.shell_lexer import (
 )
 from bot.core.text import N_
 
-_TRAP_AT = re.compile(r"(?:^|(?<=[;&|{(`\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]")
+#: Where a `trap` command may start: the script's start, after an operator, an opening
+#: parenthesis / brace / backtick, a line break, `then` / `do` / `else`, or a `case` pattern's
+#: `)` (`a) trap … ;;`, `*) trap - EXIT; … ;;`).
+_TRAP_AT = re.compile(
+    r"(?:^|(?<=[;&|{()`\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]"
+)
 _EXIT_AT = re.compile(
     r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))\s*(exit)(?:[ \t]+([^\s;&|)}]+))?"
 )
@@ -89,7 +94,7 @@ def _in_scopes(traps: list[_Trap], spans: list[tuple[int, int]]) -> list[_Trap]:
 def _command_at(code: str, start: int) -> str:
     """The simple command that starts at code[start], read from its line, and from twice as
     much text each time a quote (a handler over several lines) keeps it open."""
-    ops = ("\n", ";", "&", "&&", "||", "|")
+    ops = ("\n", ";", ";;", "&", "&&", "||", "|")  # `;;`: the end of a case branch
     line_end = code.find("\n", start)
     size = (line_end - start + 1) if line_end >= 0 else len(code) - start
     while True:

@@ -141,6 +141,17 @@ TRAP = [
     # a subshell's reset does not reset the script's own trap
     ("set -e\ntrap 'exit 0' EXIT\n( trap - EXIT; echo prep )\npython train.py\n", True,
      "fail"),
+    # a trap on a `case` pattern's line, set or reset there (a trap on other signals resets
+    # nothing, nor does a later branch's word)
+    ("set -e\ncase \"${MODE:-train}\" in\n  train) trap 'rm -f tmp.lock; exit 0' EXIT ;;\n"
+     "  *) echo other ;;\nesac\npython train.py\n", True, "fail"),
+    ("set -e\ncase x in (x) trap 'exit 0' EXIT;; esac\npython train.py\n", True, "fail"),
+    ("set -e\ntrap 'exit 0' EXIT\ncase \"${MODE:-train}\" in\n  *) trap - EXIT; echo reset ;;\n"
+     "esac\npython train.py\n", False, "pass"),
+    ("set -e\ntrap 'exit 0' EXIT\ncase x in\n  *) trap - ERR; echo run ;;\nesac\n"
+     "python train.py\n", True, "fail"),
+    ("set -e\ncase x in x) trap 'exit 0' INT ;; y) echo EXIT ;; esac\npython train.py\n",
+     False, "pass"),
     # `exit 0` in a function the trap does not call
     ("set -e\nusage() { echo usage; exit 0; }\ntrap 'rm -f x' EXIT\npython train.py\n",
      False, "pass"),
@@ -152,6 +163,14 @@ def test_exit_trap_against_real_bash(tmp_path, body, ends_zero, level):
     script = "#!/bin/bash\n" + body
     assert (_run(tmp_path, script) == 0) == ends_zero, "bash itself disagrees with the table"
     assert _level(script, CHECK_EXIT_TRAP) == level
+
+
+def test_a_trap_on_a_case_patterns_line_is_named_at_that_line():
+    script = ("#!/bin/bash\nset -e\ncase \"$1\" in\n  debug) set -x ;;\n"
+              "  a) trap 'cleanup; exit 0' EXIT ;;\nesac\nsrun python x.py\n")
+    (finding,) = [f for f in lint_launcher(script) if f.check == CHECK_EXIT_TRAP]
+    assert finding.level == "fail" and finding.line == 5
+    assert "`cleanup; exit 0`" in finding.message
 
 
 def test_exit_trap_message_names_the_trap_the_exit_and_set_e():
