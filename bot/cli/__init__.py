@@ -29,13 +29,28 @@ EXIT_USAGE = 2
 HELPER_MODULES = frozenset({"log_input", "progress"})
 
 #: A subcommand whose `nargs="*"` positional words may also come after its flags
-#: (`preflight RECIPE --json steps=500`) names that positional with
-#: `parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})`.
+#: (`preflight RECIPE --json steps=500`, `submit RECIPE --config F mem=950G`) names that
+#: positional with `parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})`; its `run` sorts
+#: them with recipe_and_overrides.
 WORDS_ANYWHERE = "words_anywhere"
 
 
 class UsageError(Exception):
     """Bad input from the user; the message says what was wrong and the right form."""
+
+
+def recipe_and_overrides(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
+    """RECIPE and the KEY=VALUE overrides of a command that takes them anywhere among its flags
+    (positionals `recipe` and `overrides`, the latter WORDS_ANYWHERE), in whatever order they
+    came: the recipe is the one word with no `=`."""
+    words = [args.recipe, *args.overrides]
+    names = [w for w in words if "=" not in w]
+    if not names:
+        raise UsageError("no RECIPE given: every word is a KEY=VALUE override")
+    if len(names) > 1:
+        raise UsageError(f"{names[1]!r} is not an override (write KEY=VALUE, e.g. steps=500); "
+                         f"the recipe is {names[0]!r}")
+    return names[0], tuple(w for w in words if "=" in w)
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from bot.cli import (
     UsageError,
     add_config_argument,
     load_config_arg,
+    recipe_and_overrides,
 )
 
 NAME = "preflight"
@@ -61,19 +62,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                       help="seconds to wait for the srun probe (queue time included)")
 
 
-def _recipe_and_overrides(args: argparse.Namespace) -> tuple[str, tuple[str, ...]]:
-    """RECIPE and the KEY=VALUE overrides, in whatever order they came among the flags: the
-    recipe is the one word with no `=`."""
-    words = [args.recipe, *args.overrides]
-    names = [w for w in words if "=" not in w]
-    if not names:
-        raise UsageError("no RECIPE given: every word is a KEY=VALUE override")
-    if len(names) > 1:
-        raise UsageError(f"{names[1]!r} is not an override (write KEY=VALUE, e.g. steps=500); "
-                         f"the recipe is {names[0]!r}")
-    return names[0], tuple(w for w in words if "=" in w)
-
-
 def _options(args: argparse.Namespace):  # -> PreflightOptions
     from bot.core.memory_budget import SaveMode, parse_count
     from bot.core.units import parse_size
@@ -113,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.probes.report import print_findings
     from bot.services.preflight import PreflightUsageError, run_preflight
 
-    args.recipe, args.overrides = _recipe_and_overrides(args)
+    args.recipe, args.overrides = recipe_and_overrides(args)
     options = _options(args)
     config = load_config_arg(args, recipe=args.recipe)
     cluster = config.recipes[args.recipe].cluster

@@ -1,4 +1,6 @@
-"""`trainbot submit RECIPE [key=value …]`: submit a recipe, resuming from its last checkpoint."""
+"""`trainbot submit RECIPE [key=value …]`: submit a recipe, resuming from its last checkpoint.
+The overrides may come anywhere among the flags (`submit --config F RECIPE mem=950G --config F
+steps=500`)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ from bot.cli import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
+    WORDS_ANYWHERE,
     UsageError,
     add_config_argument,
     load_config_arg,
+    recipe_and_overrides,
 )
 
 if TYPE_CHECKING:
@@ -30,8 +34,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "overrides",
         metavar="KEY=VALUE",
         nargs="*",
-        help="overrides allowed by the recipe's `overridable:` (e.g. mem=950G)",
+        help="overrides allowed by the recipe's `overridable:` (e.g. mem=950G), anywhere "
+             "among the flags",
     )
+    parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})
     add_config_argument(parser)
 
 
@@ -42,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.services.submit import describe_not_applied, submit_recipe
     from bot.store import Store, StoreError
 
+    args.recipe, args.overrides = recipe_and_overrides(args)
     config = load_config_arg(args, recipe=args.recipe)
     cluster = config.recipes[args.recipe].cluster
     actor = f"cli:{getpass.getuser()}"

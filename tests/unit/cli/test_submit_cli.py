@@ -1,0 +1,79 @@
+"""`trainbot submit RECIPE key=value …`: the overrides may come anywhere among the flags, as
+`preflight` takes them, and each one reaches the job sbatch submits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.cli import main
+
+CONFIG = """\
+clusters:
+  dev: {host: 127.0.0.1, port: 1, user: u, key_file: /k, known_hosts: /kh}
+recipes:
+  mix:
+    cluster: dev
+    sbatch_script: /s.sbatch
+    args: [configs/a.yaml]
+    overridable: {steps: int, mem: size}
+store: {url: "sqlite:///STORE"}
+"""
+
+
+class _Slurm:
+    """sbatch as the submit service calls it: records each job it is given."""
+
+    def __init__(self) -> None:
+        self.specs: list[Any] = []
+
+    def submit(self, spec: Any) -> int:
+        self.specs.append(spec)
+        return 4242
+
+
+@pytest.fixture
+def submit(tmp_path, monkeypatch):
+    """Runs `trainbot submit ARGV` (`--config` is `{cfg}` in ARGV) against a recorded sbatch:
+    (exit code, the jobs submitted)."""
+    config = tmp_path / "trainbot.yaml"
+    config.write_text(CONFIG.replace("STORE", str(tmp_path / "s.db")))
+    slurm = _Slurm()
+    monkeypatch.setattr("bot.cluster.sessions.ClusterSessions.slurm",
+                        lambda self, cluster: slurm)
+
+    def run(*argv: str) -> tuple[int, list[Any]]:
+        slurm.specs.clear()
+        code = main(["submit", *(str(config) if a == "{cfg}" else a for a in argv)])
+        return code, list(slurm.specs)
+
+    return run
+
+
+@pytest.mark.parametrize("argv", [
+    ("--config", "{cfg}", "mix", "steps=500", "--config", "{cfg}", "mem=600G"),
+    ("mix", "steps=500", "--config", "{cfg}", "mem=600G"),
+    ("steps=500", "--config", "{cfg}", "mix", "mem=600G"),
+    ("mix", "steps=500", "mem=600G", "--config", "{cfg}"),
+])
+def test_overrides_after_a_flag_reach_the_job_as_those_right_after_recipe(submit, capsys, argv):
+    code, (spec,) = submit(*argv)
+    assert code == 0
+    assert spec.mem == "600G"  # a Slurm field: sbatch's --mem
+    assert spec.args == ("configs/a.yaml", "steps=500")  # not one: an argument of the script
+    assert "submitted mix as job 4242" in capsys.readouterr().out
+
+
+def test_a_word_that_is_not_an_override_is_a_usage_error_naming_it(submit, capsys):
+    code, specs = submit("--config", "{cfg}", "mix", "steps=500", "--config", "{cfg}", "fast")
+    assert code == 2 and specs == []
+    err = capsys.readouterr().err
+    assert "trainbot submit: 'fast' is not an override (write KEY=VALUE" in err
+    assert "the recipe is 'mix'" in err
+    code, specs = submit("--config", "{cfg}", "steps=500", "mem=600G")
+    assert code == 2 and specs == []
+    assert "no RECIPE given" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a flag it does not know is still argparse's error
+        submit("mix", "--config", "{cfg}", "--bogus", "steps=5")
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err
