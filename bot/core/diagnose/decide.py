@@ -2,15 +2,16 @@
 
 `diagnose` turns catalogue matches, the metric series, the log's last lines and `Accounting`
 into one `Diagnosis`: a class id of docs/failures.md, with evidence lines, secondary classes,
-the causal chain (a stall upstream of an NCCL abort), the node to exclude and `decided_by`
-(how far a person may trust it). Decisive evidence first (a primary signature; sacct's State,
-which explains the end even when the log shows collateral errors), then the detectors for a
-running job (stall, leak), then how the log ends when there is no accounting
-(bot.core.diagnose.ending), and for a finished job with no signature `_settle_finished`
-(completed, silent_exit or unknown_failure). A log whose error block holds NCCL's remote
-error (`ncclRemoteError`) is read alike with and without accounting: the remote error is a
-peer's failure, so the cause another rank's error or the fabric names decides (by hint) over
-what the reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
+the causal chain (a stall upstream of an NCCL abort), the node to exclude and `decided_by` (how
+far a person may trust it). Decisive evidence first (a primary signature; sacct's State, which
+explains the end even when the log shows collateral errors), then the detectors for a running
+job (stall, leak), then how the log ends when there is no accounting (bot.core.diagnose.ending)
+or when the job FAILED with an exit code that names no cause (exit 1: the log's ending read
+alike, by hint), and for a finished job with no signature `_settle_finished` (completed,
+silent_exit or unknown_failure). A log whose error block holds NCCL's remote error
+(`ncclRemoteError`) is read alike with and without accounting: the remote error is a peer's
+failure, so the cause another rank's error or the fabric names decides (by hint) over what the
+reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
 unknown_failure), which decides only when nothing names a cause. Likewise a log that ends in a
 run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by hint with and
 without accounting, as the interrupt's SIGINT or exit code names no cause, and a
@@ -188,6 +189,14 @@ def diagnose(
         # while it waited (a hang), apex's loss scale underflowing (a divergence)
         chosen, decided_by = named.class_id, HINT
         evidence = [Evidence(n, t) for n, t in named.lines]
+    elif decided_by == ACCOUNTING and chosen == "unknown_failure" and _exit_names_nothing(
+            catalogue, acct) and (
+            ended := ends_cut_off(catalogue, tail) or ends_in_error(matches, tail, series)) and (
+            ended.class_id != "unknown_failure"):
+        # an exit code that names no cause (exit 1): how the log ends names it, as it does
+        # without accounting (a bare `Killed`, ranks SIGKILLed, the error's own words)
+        chosen, decided_by = ended.class_id, HINT
+        evidence = [Evidence(n, t) for n, t in ended.lines]
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:
@@ -297,6 +306,14 @@ def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any
         if am.class_id in catalogue.classes and (am.primary or am.class_id in logged):
             out.append(am.class_id)
     return list(dict.fromkeys(out))
+
+
+def _exit_names_nothing(catalogue: Any, acct: Accounting) -> bool:
+    """A FAILED job that exited with a code no class claims (1, 2, 255; not 137, 134, 135,
+    which name a kill, an abort, a bus error) and no signal: the exit status says it failed,
+    not why."""
+    return acct.state == "FAILED" and acct.signal in (0, None) and not any(
+        not am.primary for am in catalogue.accounting_matches(None, acct.exit_code, None))
 
 
 def _priority(catalogue: Any, class_id: str) -> int:

@@ -654,6 +654,40 @@ def test_nonzero_exit_without_signature_is_unknown_failure_with_tail(catalogue):
     assert d.evidence[-1].line == 40
 
 
+@pytest.mark.parametrize(("ending", "class_id"), [
+    ("Killed", "host_oom"),  # the shell's kill notice; exit 1 is the wrapper's around it
+    ("torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0"
+     " (pid: 4242) of binary: /usr/bin/python", "host_oom"),
+    ("Bus error (core dumped)", "dataloader_worker_killed"),
+    # the error's own words
+    ("RuntimeError: the data loader timed out after 600 s waiting for the next batch",
+     "dataloader_timeout"),
+])
+@pytest.mark.parametrize("acct", [FAILED, Accounting(state="FAILED", exit_code=2, signal=0)],
+                         ids=["1:0", "2:0"])
+def test_an_exit_code_that_names_no_cause_lets_the_logs_ending_name_it(catalogue, acct, ending,
+                                                                        class_id):
+    """sacct's exit 1 says the job failed, not why: the log's ending is read as it is without
+    accounting, and decides by hint."""
+    text = PROGRESS + ending + "\n"
+    assert run_log(catalogue, text, Accounting()).class_id == class_id
+    d = run_log(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == (class_id, "hint")
+
+
+@pytest.mark.parametrize(("text", "acct"), [
+    # progress after the kill notice: the run survived it
+    (PROGRESS + "Killed\n2025-05-20 10:01:00 iter=40 loss=0.4\n", FAILED),
+    # an exit code or a signal that names a cause of its own, which the log does not confirm
+    (PROGRESS + "RuntimeError: the data loader timed out after 600 s waiting for the next batch\n",
+     Accounting(state="FAILED", exit_code=137, signal=0)),
+    (PROGRESS + "Bus error (core dumped)\n", Accounting(state="FAILED", exit_code=0, signal=15)),
+])
+def test_the_logs_ending_does_not_override_what_an_exit_or_a_signal_says(catalogue, text, acct):
+    d = run_log(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
+
+
 def test_stop_classes_are_never_retryable(catalogue):
     for cid in STOP_CLASSES:
         cls = catalogue.classes[cid]
