@@ -250,7 +250,8 @@ def diagnose(
     if leak is not None and chosen != "memory_leak" and "memory_leak" not in secondary:
         secondary.append("memory_leak")
     for cid in state_classes:
-        if cid not in (chosen, "completed", "unknown_failure") and cid not in secondary:
+        if cid not in (chosen, "completed", "unknown_failure") and cid not in secondary and not (
+                cid == "nccl_timeout" and _remote_error_symptom(chosen, matches, tail, series)):
             secondary.append(cid)
     completed_ok = acct.state == "COMPLETED" and not acct.exit_code and not acct.signal
     if completed_ok and chosen not in ("completed", "silent_exit", NONE_CLASS):
@@ -306,6 +307,17 @@ def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any
         if am.class_id in catalogue.classes and (am.primary or am.class_id in logged):
             out.append(am.class_id)
     return list(dict.fromkeys(out))
+
+
+def _remote_error_symptom(
+    chosen: str, matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> bool:
+    """The log's NCCL remote error (`ncclRemoteError`) names the cause that was chosen (the
+    fabric's fault, another rank's error): the reporting rank's abort (sacct's SIGABRT, exit
+    134), which accounting reads as an NCCL timeout, is that cause's symptom, not a second
+    class."""
+    cause = remote_error_cause(matches, tail, series)
+    return cause is not None and cause.class_id == chosen
 
 
 def _exit_names_nothing(catalogue: Any, acct: Accounting) -> bool:

@@ -468,6 +468,35 @@ def test_nccl_remote_error_names_the_same_cause_with_and_without_accounting(
     assert any(evidence in e.text for e in d.evidence)
 
 
+@pytest.mark.parametrize("acct", [SIGABRT, Accounting(state="FAILED", exit_code=134, signal=0)],
+                         ids=["0:6", "134:0"])
+@pytest.mark.parametrize(("cause", "class_id"), [
+    (NCCL_REMOTE_ERROR + IB_FAULT, "node_failure"),
+    (RANK_OOM + NCCL_REMOTE_ERROR, "cuda_oom"),
+    ("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+     + NCCL_REMOTE_ERROR, "cuda_oom"),
+], ids=["fabric", "other-rank", "other-rank-signature"])
+def test_the_abort_of_the_rank_that_reported_the_remote_error_is_not_a_second_class(
+        catalogue, acct, cause, class_id):
+    """Its SIGABRT is the named cause's symptom: the incident's "also seen" does not list an
+    NCCL timeout beside it."""
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause + TORCHRUN_ABORT
+    d = _diagnose_text(catalogue, text, acct)
+    assert d.class_id == class_id
+    assert "nccl_timeout" not in d.secondary
+
+
+def test_a_watchdog_timeout_beside_the_remote_error_is_still_listed(catalogue):
+    """A watchdog that fired has its own line: it stays among the classes seen."""
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+            "[rank0]:[E302 10:30:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught"
+            " collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for"
+            " 1800000 milliseconds before timing out.\n" + NCCL_REMOTE_ERROR + TORCHRUN_ABORT)
+    d = _diagnose_text(catalogue, text, SIGABRT)
+    assert d.class_id == "cuda_oom" and "nccl_timeout" in d.secondary
+
+
 @pytest.mark.parametrize(("acct", "class_id"), [(SIGABRT, "nccl_timeout"),
                                                 (EXIT_1, "unknown_failure")])
 def test_nccl_remote_error_naming_no_cause_is_decided_by_accounting(catalogue, acct, class_id):
