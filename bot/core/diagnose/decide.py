@@ -85,6 +85,9 @@ _WRAPPER = re.compile(
 )
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
+# torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
+# class of its own whose fix is known (install ninja in the job's environment).
+_NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
 
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -282,7 +285,9 @@ def diagnose(
         title=cls.title if cls is not None else "",
         detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
                            shm=chosen == "dataloader_worker_killed" and any(
-                               _SHM.search(m.text) for m in matches)),
+                               _SHM.search(m.text) for m in matches),
+                           no_ninja=chosen == "unknown_failure" and any(
+                               _NO_NINJA.search(m.text) for m in matches)),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
@@ -402,6 +407,7 @@ def case_detail(
     silent: SilentExitFinding | None,
     *,
     shm: bool = False,
+    no_ninja: bool = False,
 ) -> dict[str, Any] | None:
     """This case's figures that the explanation states before the catalogue's hint (the
     templates word them: templates/_common.j2 `detail_text`); None when there are none."""
@@ -423,6 +429,8 @@ def case_detail(
         return {"kind": "saving"}
     if shm:
         return {"kind": "shm"}
+    if no_ninja:
+        return {"kind": "no_ninja"}
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
         util = sum(utils) / len(utils) if utils else None

@@ -1704,6 +1704,32 @@ def test_a_worker_killed_by_a_bus_error_is_a_shared_memory_case_with_its_own_fix
     assert killed.class_id == "dataloader_worker_killed" and killed.detail is None
 
 
+CPP_EXTENSION = "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py"
+NO_NINJA = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 12, in <module>\n'
+    '    fused = load(name="fused_adam", sources=["fused_adam.cu"])\n'
+    f'  File "{CPP_EXTENSION}", line 1284, in load\n'
+    "    return _jit_compile(\n"
+    f'  File "{CPP_EXTENSION}", line 1653, in verify_ninja_availability\n'
+    '    raise RuntimeError("Ninja is required to load C++ extensions")\n'
+    "RuntimeError: Ninja is required to load C++ extensions\n")
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+def test_no_ninja_for_a_cpp_extension_is_an_unknown_failure_that_says_to_install_it(catalogue,
+                                                                                    acct):
+    """ninja is a build tool, not a compiler: no class of its own, but the fix is known."""
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NO_NINJA,
+                       acct)
+    assert d.class_id == "unknown_failure" and d.detail == {"kind": "no_ninja"}
+    assert "pip install ninja" in explain(d) and "job's environment" in explain(d)
+    assert "pip install ninja" in explain(d, "ko") and "설치" in explain(d, "ko")
+    other = _diagnose_text(catalogue, "RuntimeError: Error building extension 'fused_adam'\n",
+                           acct)
+    assert other.class_id == "unknown_failure" and other.detail is None
+
+
 @pytest.mark.parametrize(("line", "node"), [
     ("slurmstepd: error: *** JOB 32391783 ON cn119 CANCELLED AT 2021-06-18T13:05:36 DUE TO "
      "NODE FAILURE ***", "cn119"),
