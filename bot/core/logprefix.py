@@ -1,11 +1,28 @@
-"""Prefixes that what runs a process puts before each of its log lines, as regex source.
+"""Prefixes that what runs a process puts before each of its log lines, and ANSI colour codes.
 
 One definition for both readers of a line: the metric parser (bot.core.metrics `clean_line`)
-and the catalogue's scanner (bot.core.catalogue.scanner `normalize_line`) strip them before
-they read the message, so a progress line and a failure line lose the same prefix.
+and the catalogue's scanner (bot.core.catalogue.scanner `normalize_line`) strip them with
+`LINE_PREFIXES` before they read the message, so a progress line and a failure line lose the
+same prefix. Some prefixes carry the line's time (`TIMED_PREFIX`): the metric parser reads it
+from them (bot.core.metrics `LogClock.parse_split`).
 """
 
 from __future__ import annotations
+
+import re
+
+#: ANSI escape sequences (colours, cursor moves, OSC titles): regex source.
+ANSI_ESCAPE = r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+
+#: The label a launcher puts before each line of a rank or task: torchrun's `--tee` and log
+#: prefixes (`[rank3]:`, `[default0]:`, `[rank 3]`), accelerate's and DeepSpeed's `rank3: `,
+#: mpirun --tag-output's `[1,0]<stderr>:`, srun --label's `3: `. Regex source, an alternation.
+RANK_PREFIX = (
+    r"[ \t]*\[(?:rank|default|RANK)[ \t]*[0-9]+\]:?[ \t]?"
+    r"|rank[0-9]+: "
+    r"|\[[0-9]+,[0-9]+\]<std(?:out|err)>:[ \t]?"
+    r"|[ \t]*[0-9]+:[ \t]"
+)
 
 #: The prefix a process's lines get from what runs it, for lines of many processes in one
 #: log: Ray's (`(RayTrainWorker pid=4567, ip=10.0.0.3) `, `(raylet) `, its colour codes kept as
@@ -16,3 +33,22 @@ PROCESS_PREFIX = (
     r"(?:, ip=[0-9a-fA-F.:]+)?[^)\n]*)\)(?:(?:#033|\^\[)?\[0m)?[ \t]?"
     r"|\[pod/[^]/ \t]+(?:/[^] \t]+)?\][ \t]?"
 )
+
+#: A prefix that starts with the line's time: torchrun's `[2024-05-01 19:38:57,123][rank1]:`,
+#: a CI or task runner's (taskcluster's `[task 2025-01-21T16:30:37.188Z] `, any bracketed name
+#: and time) and an RFC 3339 time as GitHub Actions and `kubectl logs --timestamps` write it
+#: (`2025-01-21T16:30:37.1234567Z `). Regex source, an alternation.
+TIMED_PREFIX = (
+    r"\[[0-9]{4}-[0-9]{2}-[0-9]{2}[^\]\n]*\]\[rank[0-9]+\]:?[ \t]?"
+    r"|\[[A-Za-z][A-Za-z0-9_.-]* [0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(?:Z|[+-][0-9:]+)?\]"
+    r"[ \t]?"
+    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:Z|[+-][0-9]{2}:?[0-9]{2})[ \t]"
+)
+
+#: The prefixes at the start of a line, one or more of any kind (match it: `^` is in it).
+LINE_PREFIXES = re.compile(rf"^(?:{RANK_PREFIX}|{PROCESS_PREFIX}|{TIMED_PREFIX})+")
+#: A timed prefix among them (search the matched prefixes: the first is the line's time).
+TIMED_PREFIXES = re.compile(TIMED_PREFIX)
+#: The first character of a line that may start with a prefix (a cheap test before matching).
+PREFIX_STARTS = frozenset("[r \t(#^0123456789")

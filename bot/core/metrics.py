@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.core.logprefix import PROCESS_PREFIX
+from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS, TIMED_PREFIXES
 from bot.core.units import GIB, MAX_SIZE
 
 try:  # RE2: one DFA pass a block; optional (extra `re2`), `re` gives the same answers slower.
@@ -111,9 +111,7 @@ class SaveWindow:
 
 # --- line parsing -----------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# A launcher's rank label (`[rank3]:`, srun's `0: `) or a process's prefix (Ray's, kubectl's)
-_PREFIX = re.compile(rf"^\s*(?:\[(?:rank|RANK)\s*\d+\]:?\s*|\d{{1,5}}:\s+|{PROCESS_PREFIX})+")
+_ANSI = re.compile(ANSI_ESCAPE)
 # A time at the start of a line, also in a task runner's bracket (`[task 2025-01-21T16:30:37Z]`)
 _ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
                   r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
@@ -197,6 +195,16 @@ class LogClock:
         self._bare_day = 0  # day index for bare HH:MM:SS when no date was ever seen
         self._date: tuple[str, ...] = ()  # the last ISO date seen (as printed)
 
+    def parse_line(self, raw: str) -> float | None:
+        """The time of a raw log line (`parse_split` of its `split_line`), or None."""
+        return self.parse_split(*split_line(raw))
+
+    def parse_split(self, prefix: str, message: str) -> float | None:
+        """The time of a line split by `split_line`: its first timed prefix's (a runner's,
+        torchrun's dated one), else the one at the start of its message, or None."""
+        timed = TIMED_PREFIXES.search(prefix) if prefix else None
+        return self.parse(prefix[timed.start():] if timed else message)
+
     def parse(self, line: str) -> float | None:
         """The time at the start of `line` (prefix and ANSI already removed), or None."""
         if not line or not (line[0].isdigit() or line[0] == "["):
@@ -258,17 +266,25 @@ def _frac(text: str | None) -> float:
     return float("0." + text) if text else 0.0
 
 
-def clean_line(line: str) -> str:
-    """The line as a reader sees it: last carriage-return segment, no ANSI, no rank prefix."""
+def split_line(line: str) -> tuple[str, str]:
+    """The prefixes and the message of a line as a reader sees it (last carriage-return
+    segment, no ANSI): the launcher's, process's and runner's prefixes the catalogue's scanner
+    strips too (bot.core.logprefix), then the message, stripped of blanks."""
     if "\r" in line:
         parts = [p for p in line.split("\r") if p.strip()]
         line = parts[-1] if parts else ""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
-    m = _PREFIX.match(line)
+    line = line.lstrip()
+    m = LINE_PREFIXES.match(line) if line[:1] in PREFIX_STARTS else None
     if m:
-        line = line[m.end():]
-    return line.strip()
+        return line[:m.end()], line[m.end():].strip()
+    return "", line.strip()
+
+
+def clean_line(line: str) -> str:
+    """The message of a line as a reader sees it (`split_line`)."""
+    return split_line(line)[1]
 
 
 class LineParser:
@@ -286,10 +302,10 @@ class LineParser:
                 )
 
     def parse(self, raw: str, line_no: int) -> tuple[Sample | None, CheckpointEvent | None]:
-        line = clean_line(raw)
+        prefix, line = split_line(raw)
         if not line:
             return None, None
-        t = self.clock.parse(line)
+        t = self.clock.parse_split(prefix, line)
         s = Sample(line_no=line_no, time=t)
         event = None
         low = line.lower()
@@ -317,13 +333,13 @@ class LineParser:
 
     def parse_event(self, raw: str, line_no: int) -> CheckpointEvent | None:
         """Only the checkpoint event of a line (for lines found by the event locator)."""
-        line = clean_line(raw)
+        prefix, line = split_line(raw)
         low = line.lower()
         if not (("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
                 and _CKPT_WORD.search(line) and not _CKPT_NOT_SAVE.search(line)):
             return None
         try:
-            event = self._checkpoint(line, line_no, self.clock.parse(line))
+            event = self._checkpoint(line, line_no, self.clock.parse_split(prefix, line))
         except _ABSURD_NUMBER:
             return None
         return event if event is None or _plausible_iter(event.iteration) else None
@@ -598,7 +614,7 @@ class MetricSeries:
                 break
         # The latest timestamp of the block (for `now` of offline logs).
         for k in range(n_lines - 1, max(last_sampled, n_lines - 64), -1):
-            if self.parser.clock.parse(clean_line(line_at(k))) is not None:
+            if self.parser.clock.parse_line(line_at(k)) is not None:
                 break
         self._next_line = max(self._next_line, last_line_no + 1, first_line_no + i)
         self.lines_seen = max(self.lines_seen, last_line_no)

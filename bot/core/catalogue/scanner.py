@@ -9,32 +9,15 @@ from dataclasses import dataclass
 
 from bot.core.catalogue.model import Match
 from bot.core.catalogue.triggers import block_regex_source, is_lead, trie_regex
-from bot.core.logprefix import PROCESS_PREFIX
+from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS
 
 #: A line shorter than this (normalized) is never joined with the next one as a hard wrap.
 MIN_WRAP_WIDTH = 40
 
 _SENTINEL_CHUNK = 1 << 20
 
-_ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_ANSI_RE_B = re.compile(_ANSI_RE.pattern.encode("ascii"))
-_PREFIX_RE = re.compile(
-    r"^(?:"
-    r"[ \t]*\[(?:rank|default|RANK)[0-9]+\]:[ \t]?"  # torchrun --tee / log prefixes
-    r"|rank[0-9]+: "  # accelerate / deepspeed style
-    r"|\[[0-9]+,[0-9]+\]<std(?:out|err)>:[ \t]?"  # mpirun --tag-output
-    r"|\[[0-9]{4}-[0-9]{2}-[0-9]{2}[^\]\n]*\]\[rank[0-9]+\]:?[ \t]?"  # [2024-..][rank1]:
-    r"|[ \t]*[0-9]+: "  # srun --label
-    # Ray's per-process prefix (verl, OpenRLHF, vLLM: `(WorkerDict pid=3175143, ip=10.0.0.1) `)
-    # and kubectl's (`[pod/trainer-0/pytorch] `)
-    rf"|{PROCESS_PREFIX}"
-    # CI and task runners: taskcluster's `[task 2025-01-21T16:30:37.188Z] ` (any bracketed name
-    # and time), an RFC 3339 time as GitHub Actions and `kubectl logs --timestamps` write it
-    r"|\[[A-Za-z][A-Za-z0-9_.-]* [0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.,]+(Z|[+-][0-9:]+)?\][ \t]?"
-    r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:?[0-9]{2})"
-    r"[ \t]"
-    r")+"
-)
+_ANSI_RE = re.compile(ANSI_ESCAPE)
+_ANSI_RE_B = re.compile(ANSI_ESCAPE.encode("ascii"))
 # Markdown's quoting of a line pasted into an issue or a chat, and a code block's indentation:
 # at the start, blanks, blockquote markers (`> `) and the opening of inline code or emphasis
 # (`` ` ``, `**`, `__`) before the message; at the end, the closing ones (`MemoryError\``,
@@ -59,8 +42,8 @@ def normalize_line(line: str) -> str:
         line = line.rsplit("\r", 1)[1]
     if line[:1] in (" ", "\t", ">", "`", "*", "_"):
         line = _QUOTED_START.sub("", line, count=1)
-    if line[:1] in ("[", "r", " ", "\t", "(", "#", "^") or line[:1].isdigit():
-        line = _PREFIX_RE.sub("", line, count=1)
+    if line[:1] in PREFIX_STARTS:
+        line = LINE_PREFIXES.sub("", line, count=1)
     if line[-1:] in ("`", "*", "_", " ", "\t"):
         line = _QUOTED_END.sub("", line, count=1)
     if line[:1] in ("\"", "'") and line[-1:] == line[:1]:

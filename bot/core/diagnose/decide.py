@@ -46,7 +46,7 @@ from bot.core.diagnose.ending import (
     remote_error_cause,
     traceback_cause,
 )
-from bot.core.metrics import MetricSeries, clean_line
+from bot.core.metrics import MetricSeries
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
     ACCOUNTING,
     DETECTOR,
@@ -382,7 +382,7 @@ def _target_reached(series: MetricSeries, target: int | None) -> bool:
 
 
 def _line_time(series: MetricSeries, text: str) -> float | None:
-    return series.parser.clock.parse(clean_line(text))
+    return series.parser.clock.parse_line(text)
 
 
 def _leak_evidence(leak: LeakFinding) -> list[Evidence]:

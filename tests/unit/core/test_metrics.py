@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from bot.core.catalogue import Catalogue
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.logprefix import PROCESS_PREFIX
 from bot.core.metrics import LineParser, LogClock, MetricSeries, clean_line, parse_mem
@@ -122,25 +123,62 @@ def test_rank_prefix_and_ansi_codes_are_removed():
     "(TorchTrainer pid=123) [2025-05-20 10:00:00] iter=3 loss=1.0",
     "[pod/trainer-0/pytorch] 2025-05-20 10:00:00 iter=3 loss=1.0",
     "[task 2025-05-20T10:00:00.000Z] iter=3 loss=1.0",
+    "[2025-05-20 10:00:00,000][rank1]: iter=3 loss=1.0",
+    "2025-05-20T10:00:00.1234567Z [rank1]: iter=3 loss=1.0",
+    "0: [task 2025-05-20T10:00:00Z] 2025-05-20 12:00:00 iter=3 loss=1.0",  # the first time
 ])
 def test_a_runner_prefix_keeps_the_time_and_the_progress(line: str):
-    # Ray's, kubectl's and a task runner's prefixes come before the log's own time
+    # Ray's, kubectl's and a task runner's prefixes come before the log's own time; a runner's
+    # and torchrun's dated prefix is the line's time
     s, _ = parse(line)
-    assert (s.iteration, s.time) == (3, epoch(2025, 5, 20, 10, 0, 0))
+    assert s.iteration == 3
+    assert s.time == pytest.approx(epoch(2025, 5, 20, 10, 0, 0), abs=1)
+    assert LogClock().parse_line(line) == pytest.approx(epoch(2025, 5, 20, 10, 0, 0), abs=1)
 
 
-@pytest.mark.parametrize("prefix", [
-    "(RayTrainWorker pid=4567, ip=10.0.0.3) ",
-    "#033[36m(WorkerDict pid=3175143, ip=10.49.193.113)#033[0m ",
-    "(raylet) ",
-    "[pod/trainer-0/pytorch] ",
-])
-def test_the_metric_parser_and_the_scanner_strip_the_same_process_prefix(prefix: str):
-    # one definition (bot.core.logprefix) for both readers of a line
+#: Each kind of prefix a launcher, a process runner, a CI runner or a terminal puts before a
+#: log line (bot.core.logprefix).
+PREFIXES = [
+    "[rank3]:", "[rank3]: ", "[default0]:", "[default0]:[rank0]: ", "[RANK 3] ",  # torchrun
+    "rank3: ",  # accelerate, DeepSpeed
+    "[1,0]<stderr>:", "[1,12]<stdout>: ",  # mpirun --tag-output
+    "3: ", "  12: ",  # srun --label
+    "[2024-05-01 19:38:57,123][rank1]: ",  # torchrun's dated prefix
+    "(RayTrainWorker pid=4567, ip=10.0.0.3) ", "(raylet) ",  # Ray
+    "#033[36m(WorkerDict pid=3175143, ip=10.49.193.113)#033[0m ",  # Ray via syslog
+    "[pod/trainer-0/pytorch] ", "[pod/trainer-0/pytorch] 11: ",  # kubectl --prefix
+    "[task 2025-01-21T16:30:37.188Z] ", "2025-01-21T16:30:37.1234567Z ",  # CI runners
+    "\x1b[32m[rank0]:\x1b[0m ", "\x1b[36m(TaskRunner pid=2)\x1b[0m ",  # ANSI colour
+]
+FAILURES = ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+            "MemoryError"]  # a catalogue pattern anchored at the message (`^MemoryError`)
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_the_metric_parser_and_the_scanner_read_a_line_alike_after_each_prefix(
+        catalogue, prefix: str):
+    """One definition (bot.core.logprefix) for both readers of a line: the same message, the
+    same failure class, the same progress, even for a recipe pattern anchored at the message."""
+    for failure in FAILURES:
+        line = prefix + failure
+        assert clean_line(line) == normalize_line(line) == failure
+        assert [m.class_id for m in catalogue.scan([line])] == [
+            m.class_id for m in catalogue.scan([failure])] != []
+    recipe = LineParser([r"^step (?P<iteration>\d+) L=(?P<loss>[\d.]+)$"])
+    for progress, parser in (("iter=3 loss=1.5", None), ("step 3 L=1.5", recipe)):
+        s, _ = parse(prefix + progress, parser)
+        assert s is not None and (s.iteration, s.loss) == (3, 1.5), progress
+
+
+@pytest.mark.parametrize("prefix", ["(RayTrainWorker pid=4567, ip=10.0.0.3) ", "(raylet) ",
+                                    "[pod/trainer-0/pytorch] "])
+def test_the_process_prefixes_are_logprefix_s(prefix: str):
     assert re.fullmatch(PROCESS_PREFIX, prefix)
-    line = prefix + "RuntimeError: CUDA error: an illegal memory access was encountered"
-    message = "RuntimeError: CUDA error: an illegal memory access was encountered"
-    assert clean_line(line) == normalize_line(line) == message
 
 
 def test_lines_without_metrics_give_no_sample():
