@@ -6,8 +6,8 @@ the causal chain (a stall upstream of an NCCL abort), the node to exclude and `d
 far a person may trust it). Decisive evidence first (a primary signature; sacct's State, which
 explains the end even when the log shows collateral errors), then the detectors for a running
 job (stall, leak), then how the log ends when there is no accounting (bot.core.diagnose.ending)
-or when the job FAILED with an exit code that names no cause (exit 1: the log's ending read
-alike, by hint), and for a finished job with no signature `_settle_finished` (completed,
+or when the job FAILED with an exit status that names no cause (exit 1, an abort: the log's
+ending read alike, by hint), and for a finished job with no signature `_settle_finished` (completed,
 silent_exit or unknown_failure). A log whose error block holds NCCL's remote error
 (`ncclRemoteError`) is read alike with and without accounting: the remote error is a peer's
 failure, so the cause another rank's error or the fabric names decides (by hint) over what the
@@ -22,6 +22,7 @@ hint, which exit 1 cannot name. Pure: no file or clock access.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -192,12 +193,12 @@ def diagnose(
         # while it waited (a hang), apex's loss scale underflowing (a divergence)
         chosen, decided_by = named.class_id, HINT
         evidence = [Evidence(n, t) for n, t in named.lines]
-    elif decided_by == ACCOUNTING and chosen == "unknown_failure" and _exit_names_nothing(
+    elif decided_by == ACCOUNTING and chosen == "unknown_failure" and _exit_names_no_cause(
             catalogue, acct) and (
             ended := ends_cut_off(catalogue, tail) or ends_in_error(matches, tail, series)) and (
             ended.class_id != "unknown_failure"):
-        # an exit code that names no cause (exit 1): how the log ends names it, as it does
-        # without accounting (a bare `Killed`, ranks SIGKILLed, the error's own words)
+        # an exit status that names no cause (exit 1, an abort): how the log ends names it, as
+        # it does without accounting (a bare `Killed`, ranks SIGKILLed, the error's own words)
         chosen, decided_by = ended.class_id, HINT
         evidence = [Evidence(n, t) for n, t in ended.lines]
 
@@ -325,11 +326,17 @@ def _remote_error_symptom(
     return cause is not None and cause.class_id == chosen
 
 
-def _exit_names_nothing(catalogue: Any, acct: Accounting) -> bool:
-    """A FAILED job that exited with a code no class claims (1, 2, 255; not 137, 134, 135,
-    which name a kill, an abort, a bus error) and no signal: the exit status says it failed,
-    not why."""
-    return acct.state == "FAILED" and acct.signal in (0, None) and not any(
+def _exit_names_no_cause(catalogue: Any, acct: Accounting) -> bool:
+    """A FAILED job whose exit status says it failed, not why: an exit code no class claims
+    (1, 2, 255; not 137 or 135, which name a kill and a bus error) and no signal, or an
+    abort (SIGABRT, exit 134). An abort is how any native fatal error ends (a failed CHECK or
+    assert, an uncaught C++ exception, CUDA's out of memory in C code); it reads as an NCCL
+    timeout only with the watchdog's evidence, which a primary signature decides first."""
+    if acct.state != "FAILED":
+        return False
+    if acct.signal == signal.SIGABRT or (acct.signal in (0, None) and acct.exit_code == 134):
+        return True
+    return acct.signal in (0, None) and not any(
         not am.primary for am in catalogue.accounting_matches(None, acct.exit_code, None))
 
 

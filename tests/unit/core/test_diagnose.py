@@ -717,6 +717,26 @@ def test_the_logs_ending_does_not_override_what_an_exit_or_a_signal_says(catalog
     assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
 
 
+@pytest.mark.parametrize(("ending", "class_id"), [
+    # darknet: CUDA's out of memory in C code, then its assert aborts
+    ("CUDA Error: out of memory\ndarknet: ./src/cuda.c:36: check_error: Assertion `0' failed.\n"
+     "Aborted (core dumped)", "cuda_oom"),
+])
+@pytest.mark.parametrize("acct", [SIGABRT, Accounting(state="FAILED", exit_code=134, signal=0)],
+                         ids=["0:6", "134:0"])
+def test_an_abort_lets_the_logs_ending_name_its_cause(catalogue, acct, ending, class_id):
+    """SIGABRT is how any native fatal error ends; with no watchdog evidence it names no cause,
+    so the log's ending decides as it does without accounting (the watcher always has sacct:
+    before this, a darknet CUDA out of memory under SIGABRT read as unknown_failure)."""
+    d = run_log(catalogue, PROGRESS + ending + "\n", acct)
+    assert (d.class_id, d.decided_by) == (class_id, "hint")
+
+
+def test_an_abort_with_nothing_named_stays_unknown_by_accounting(catalogue):
+    d = run_log(catalogue, PROGRESS + "Aborted (core dumped)\n", SIGABRT)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
+
+
 def test_stop_classes_are_never_retryable(catalogue):
     for cid in STOP_CLASSES:
         cls = catalogue.classes[cid]
