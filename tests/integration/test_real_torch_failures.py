@@ -70,7 +70,8 @@ def torch_jobs(dev_cluster):
     with TorchJobs.open(dev_cluster) as jobs:
         python = f"{JOBENV}/bin/python"
         if not jobs.runner.run(["test", "-x", python], check=False, timeout=30).ok:
-            pytest.skip(f"no {python} for the cluster's jobs: run deploy/dev-cluster/job-env.sh")
+            pytest.fail(f"no {python} for the cluster's jobs: run deploy/dev-cluster/job-env.sh "
+                        "(deploy/run-tests.sh does)")
         yield jobs
 
 

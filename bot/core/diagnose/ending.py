@@ -31,7 +31,10 @@ from bot.core.metrics import MetricSeries
 # A warning: a line labelled one (`UserWarning: ...`, `warning: ...`, `[Warning]`, a WARN or
 # WARNING level) or the source line Python shows under it (`  warnings.warn(...)`,
 # `rank_zero_warn(`), not a line that only mentions one (`Received pre-emption warning signal`).
-_WARNING = re.compile(r"[A-Za-z]*[Ww]arning\s*[:\]]|\bWARN(?:ING)?\b|[A-Za-z_.]*warn\(")
+# A warning: Python's and loggers' words for one, and glog's / TensorFlow's `W` severity before
+# the source file (`W0302 10:00:01.123 4242 loader.cc:88]`, `…: W tensorflow/…/dso_loader.cc:64]`).
+_WARNING = re.compile(r"[A-Za-z]*[Ww]arning\s*[:\]]|\bWARN(?:ING)?\b|[A-Za-z_.]*warn\("
+                      r"|(?:^|[\s:])W(?:\d{4} [\d:.]+ +\d+)? [\w/.-]+\.\w+:\d+\]")
 # The last words of a process that died of an unhandled error, where no catalogue hint is:
 # a Python exception line, an ERROR/FATAL line, a failed exec, or any line that reports an
 # error, a failure or an abort (not a warning), or a file the program could not open or write

@@ -987,6 +987,12 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
     "Open file: train.txt",
     "Cannot openly compare these runs yet",
     "Could not find a checkpoint in /scratch/run, starting from scratch",
+    # glog's and TensorFlow's warning severity (`W`), at start-up: not an error report
+    "2021-03-02 10:00:01.123456: W tensorflow/stream_executor/platform/default/dso_loader.cc:64]"
+    " Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open "
+    "shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/cuda/lib64",
+    "W0302 10:00:01.123456 4242 loader.cc:88] cannot open /data/cache.idx: No such file or "
+    "directory, rebuilding it",
 ])
 def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
