@@ -1700,6 +1700,30 @@ def test_a_log_that_ends_in_the_framework_requeueing_names_the_scheduler_verdict
     assert _diagnose_text(catalogue, more).class_id == "none"
 
 
+MEGATRON_ITER = (" iteration    33240/  311541 | consumed samples:     15019344 | elapsed time per "
+                 "iteration (ms): 23491.4 | learning rate: 9.702E-05 | lm loss: 2.722675E+00 |\n")
+
+
+@pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0)])
+def test_megatron_stopping_itself_before_the_allocation_ends_is_a_time_limit(catalogue, acct):
+    # --exit-duration-in-mins: Megatron saves and exits 0 ahead of the wall-clock limit; Slurm
+    # says COMPLETED, but the run is far from its target and resumes from that checkpoint
+    text = (MEGATRON_ITER
+            + "saving checkpoint at iteration   33241 to /scratch/tr1/checkpoints\n"
+            + "  successfully saved checkpoint at iteration   33241 to /scratch/tr1/checkpoints\n"
+            + "[exiting program after 1190.0357275923093 minutes] datetime: 2021-08-08 01:00:51\n")
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
+    assert "training framework stopped it" in catalogue.get("time_limit").explanation
+
+
+def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalogue):
+    # --exit-signal-handler: Slurm's --signal warning before the limit, then a save and exit
+    text = MEGATRON_ITER + "[2021-08-08 01:00:51] exiting program after receiving SIGTERM.\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("time_limit", "hint")
+
+
 @pytest.mark.parametrize(("text", "acct", "class_id", "decided_by"), [
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered\n", None,
      "gpu_failure", "signature"),
