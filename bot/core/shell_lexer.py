@@ -231,6 +231,13 @@ def skip_group(text: str, i: int, base: int = 0, memo: Memo | None = None) -> in
     return _scan(text, i + 1, [(_BAL, i, "{", "}")], base, memo)
 
 
+#: Where a simple command may start in a script's text: its start, after an operator, an
+#: opening parenthesis / brace / backtick, a line break, `then` / `do` / `else`, or a `case`
+#: pattern's `)` (`a) trap … ;;`, `(a|b) set -e ;;`, `0) exit 0 ;;`). A prefix: put the command
+#: word after it.
+COMMAND_AT = r"(?:^|(?<=[;&|{()`\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*"
+
+
 def word_start(text: str, i: int) -> bool:
     """Does a shell word start at text[i] (a comment `#` or a `{` keyword only count there)?"""
     return i == 0 or text[i - 1] in " \t\n;|&({"

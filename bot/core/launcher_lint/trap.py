@@ -14,6 +14,7 @@ from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_EXIT_TRAP, Scan
 from bot.core.launcher_lint.paths import unquote
 from bot.core.shell_lexer import (
+    COMMAND_AT,
     Memo,
     shell_words,
     skip_group,
@@ -22,15 +23,10 @@ from bot.core.shell_lexer import (
 )
 from bot.core.text import N_
 
-#: Where a `trap` command may start: the script's start, after an operator, an opening
-#: parenthesis / brace / backtick, a line break, `then` / `do` / `else`, or a `case` pattern's
-#: `)` (`a) trap … ;;`, `*) trap - EXIT; … ;;`).
-_TRAP_AT = re.compile(
-    r"(?:^|(?<=[;&|{()`\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]"
-)
-_EXIT_AT = re.compile(
-    r"(?:^|(?<=[;&|{(\n])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))\s*(exit)(?:[ \t]+([^\s;&|)}]+))?"
-)
+#: A `trap` command and an `exit` (with its argument), where a command may start: on a `case`
+#: pattern's line too (`a) trap … EXIT ;;`, `*) trap - EXIT; … ;;`, `0) exit 0 ;;`).
+_TRAP_AT = re.compile(COMMAND_AT + r"trap[ \t]")
+_EXIT_AT = re.compile(COMMAND_AT + r"(exit)(?:[ \t]+([^\s;&|)}]+))?")
 _FUNC_DEF = re.compile(
     r"(?m)^[ \t]*(?:function[ \t]+([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?"
     r"|([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\))\s*(?=\{)"

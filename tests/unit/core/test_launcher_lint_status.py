@@ -152,6 +152,15 @@ TRAP = [
      "python train.py\n", True, "fail"),
     ("set -e\ncase x in x) trap 'exit 0' INT ;; y) echo EXIT ;; esac\npython train.py\n",
      False, "pass"),
+    # `exit 0` on a case pattern's line, in the handler or a function it calls
+    ("set -e\nmode=done\ncleanup() { case $mode in done) exit 0 ;; esac; }\n"
+     "trap cleanup EXIT\npython train.py\n", True, "fail"),
+    ("set -e\ncleanup() {\n  rm -f tmp.lock\n  case \"${MODE:-train}\" in\n"
+     "    train) exit 0 ;;\n    *) exit ;;\n  esac\n}\ntrap cleanup EXIT\npython train.py\n",
+     True, "fail"),
+    ("trap 'case x in (x) exit 0 ;; esac' EXIT\npython train.py || exit 1\n", True, "warn"),
+    ("set -e\ncleanup() { case x in *) exit ;; esac; }\ntrap cleanup EXIT\npython train.py\n",
+     False, "pass"),
     # `exit 0` in a function the trap does not call
     ("set -e\nusage() { echo usage; exit 0; }\ntrap 'rm -f x' EXIT\npython train.py\n",
      False, "pass"),
