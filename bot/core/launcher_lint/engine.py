@@ -28,6 +28,7 @@ from bot.core.launcher_lint.positional import may_read_positional, positional_re
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
+    COMMAND_AT,
     Memo,
     shell_words,
     skip_group,
@@ -82,6 +83,12 @@ def _has_candidate(text: str, quick: bool = False) -> bool:
     words = _QUICK_WORDS if quick else _CANDIDATE_WORDS
     return any(w in text for w in words) and rx.search(text) is not None
 _FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
+#: A list that starts a `case` branch: the `case WORD in` header (on the pattern's line), the
+#: patterns and their `)`; the branch's command starts where COMMAND_AT puts one after it, as
+#: the trap check finds `a) trap … EXIT ;;`.
+_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?[^()\n]*?\)" + COMMAND_AT)
+#: A list that ends with a `case` header (`case "$x" in`): a branch's pattern comes next.
+_CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
 
 
 def _first_word(lst: str) -> str:
@@ -145,12 +152,12 @@ class _Analyzer:
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
-        lists = split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo)
-        lists = [(t, o, op) for t, o, op in lists if t.strip()]
+        lists, branches = _lists(split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo))
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         for idx, (lst, off, _op) in enumerate(lists):
             is_last = idx == last
+            at_branch = idx in branches
             if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
                 lst, quick=True
             ) and not (self.may_tee and "tee" in lst):
@@ -162,8 +169,15 @@ class _Analyzer:
                 if not status_only:
                     self._condition(lst, lst_off, _next_text(lists, idx))
                 continue  # an if/while condition never triggers errexit
-            while first in _BODY_KEYWORDS:
-                cut = lst.find(first) + len(first)
+            while True:
+                if first in _BODY_KEYWORDS:
+                    cut = lst.find(first) + len(first)
+                elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(lst)):
+                    # the command on a pattern's line (`a) set -e ;;`) runs in the script's
+                    # shell, as one on a line of its own does
+                    cut, at_branch = branch.end(), False
+                else:
+                    break
                 lst_off += cut + (len(lst[cut:]) - len(lst[cut:].lstrip()))
                 lst = lst[cut:].strip()
                 first = _first_word(lst)
@@ -518,6 +532,26 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
         else:
             kinds.add("direct")
     return kinds or {"direct"}
+
+
+def _lists(
+    pieces: list[tuple[str, int, str]],
+) -> tuple[list[tuple[str, int, str]], set[int]]:
+    """The lists among `pieces` that are not blank, and the indexes of those a `case` branch's
+    pattern starts: the first after a `case … in` header or a branch's `;;`."""
+    lists: list[tuple[str, int, str]] = []
+    branches: set[int] = set()
+    pattern_next = False
+    for piece in pieces:
+        text, _off, op = piece
+        if text.strip():
+            if pattern_next:
+                branches.add(len(lists))
+            lists.append(piece)
+            tail = text.rstrip()
+            pattern_next = tail.endswith("in") and _CASE_HEADER_END_RE.search(tail) is not None
+        pattern_next = pattern_next or op == ";;"
+    return lists, branches
 
 
 def _next_text(lists: list[tuple[str, int, str]], idx: int) -> str:

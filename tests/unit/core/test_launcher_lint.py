@@ -102,6 +102,18 @@ BASH_CASES = [
      "LATEST=$(ls -d ck/checkpoint_step_*)", True),
     ("set -e\ncase \"$PWD\" in /no) echo no ;; esac\nset +e\n"
      "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    # a `set` on a case pattern's line runs in the script's shell: it holds after the `esac`
+    ("set -e\ncase \"$PWD\" in /no) echo no ;; *) set +e ;; esac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    ("case \"$PWD\" in *) set -e ;; esac\nLATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("case \"$PWD\" in (/no|*) set -e ;; esac\nLATEST=$(ls -d ck/checkpoint_step_*)", True),
+    ("set -e\ncase \"$PWD\" in\n  /no)\n    echo no\n    ;;\n  *) set +e\n    echo off ;;\nesac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    # … but not out of a subshell it is in
+    ("set -e\n(\n  case \"$PWD\" in\n    *) set +e ;;\n  esac\n)\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", True),
+    # … and the command on a pattern's line is read as one on a line of its own
+    ("set -e\ncase \"$PWD\" in\n  *) LATEST=$(ls -d ck/checkpoint_step_*) ;;\nesac", True),
 ]
 
 

@@ -69,6 +69,11 @@ TEE = [
     # pipefail set in a subshell (after a `case` in it) is not the script's
     ("set -e\n( case \"$PWD\" in\n    /no) echo no ;;\n  esac\n  set -o pipefail\n)\n"
      "python train.py | tee log.txt\n", True, "warn"),
+    # pipefail set on a case pattern's line holds after the `esac`, unless in a subshell
+    ("set -e\ncase \"$PWD\" in\n  /no) echo no ;;\n  *) set -o pipefail ;;\nesac\n"
+     "python train.py | tee log.txt\n", False, "pass"),
+    ("set -e\n( case \"$PWD\" in *) set -o pipefail ;; esac )\n"
+     "python train.py | tee log.txt\n", True, "warn"),
     # a quoted assignment before the trainer, whatever stands before it in the script
     ('START_TS=$(date +%s)\nset -e\ncase "$PWD" in /no) exit 1 ;; esac\n'
      'CUDA_VISIBLE_DEVICES="0" python train.py | tee log.txt\n', True, "warn"),
