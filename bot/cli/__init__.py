@@ -48,9 +48,22 @@ def recipe_and_overrides(args: argparse.Namespace) -> tuple[str, tuple[str, ...]
     if not names:
         raise UsageError("no RECIPE given: every word is a KEY=VALUE override")
     if len(names) > 1:
-        raise UsageError(f"{names[1]!r} is not an override (write KEY=VALUE, e.g. steps=500); "
-                         f"the recipe is {names[0]!r}")
+        raise UsageError(_not_an_override(args, names[1], names[0]))
     return names[0], tuple(w for w in words if "=" in w)
+
+
+def _not_an_override(args: argparse.Namespace, word: str, recipe: str) -> str:
+    """The usage error for a `word` among the overrides that has no `=`. Its example is an
+    override `recipe` takes (from its `overridable:` in the config); a recipe that takes none,
+    or a config that cannot be read, gets no example."""
+    from bot.services.submit import override_example
+
+    try:
+        example = override_example(load_config_arg(args, recipe=recipe).recipes[recipe])
+    except UsageError:
+        example = None
+    write = f"write KEY=VALUE, e.g. {example}" if example else "write KEY=VALUE"
+    return f"{word!r} is not an override ({write}); the recipe is {recipe!r}"
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:

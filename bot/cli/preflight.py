@@ -29,8 +29,9 @@ HELP = ("Check a recipe before it holds GPUs: launcher lint, worker toolchain (s
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe", metavar="RECIPE", help="recipe name from the config")
     parser.add_argument("overrides", metavar="KEY=VALUE", nargs="*",
-                        help="the overrides the run will get, as for `submit` (e.g. mem=950G "
-                             "steps=500), anywhere among the flags: checked with them applied")
+                        help="the overrides the run will get, as for `submit` (keys the "
+                             "recipe's `overridable:` lists), anywhere among the flags: checked "
+                             "with them applied")
     parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})
     add_config_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")

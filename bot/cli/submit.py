@@ -34,8 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "overrides",
         metavar="KEY=VALUE",
         nargs="*",
-        help="overrides allowed by the recipe's `overridable:` (e.g. mem=950G), anywhere "
-             "among the flags",
+        help="overrides allowed by the recipe's `overridable:`, anywhere among the flags",
     )
     parser.set_defaults(**{WORDS_ANYWHERE: "overrides"})
     add_config_argument(parser)

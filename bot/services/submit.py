@@ -188,12 +188,20 @@ def _convert(key: str, raw: str, kind: str) -> Any:
     return raw
 
 
-def _example(recipe_name: str, recipe: RecipeConfig) -> str:
-    samples = {"int": "8000", "float": "0.5", "str": "x", "size": "400G", "bool": "true"}
+_SAMPLES = {"int": "8000", "float": "0.5", "str": "x", "size": "400G", "bool": "true"}
+
+
+def override_example(recipe: RecipeConfig) -> str | None:
+    """An override the recipe takes, as `key=value` (its first `overridable` key with a value
+    of that key's type); None when it takes none."""
     if not recipe.overridable:
-        return f"trainbot submit {recipe_name}"
+        return None
     key, kind = next(iter(recipe.overridable.items()))
-    return f"{key}={samples[kind]}"
+    return f"{key}={_SAMPLES[kind]}"
+
+
+def _example(recipe_name: str, recipe: RecipeConfig) -> str:
+    return override_example(recipe) or f"trainbot submit {recipe_name}"
 
 
 def apply_overrides(recipe: RecipeConfig, overrides: Mapping[str, Any]) -> RecipeConfig:

@@ -18,6 +18,13 @@ recipes:
     sbatch_script: /s.sbatch
     args: [configs/a.yaml]
     overridable: {steps: int, mem: size}
+  tune:
+    cluster: dev
+    sbatch_script: /s.sbatch
+    overridable: {lr: float}
+  fixed:
+    cluster: dev
+    sbatch_script: /s.sbatch
 store: {url: "sqlite:///STORE"}
 """
 
@@ -69,7 +76,7 @@ def test_a_word_that_is_not_an_override_is_a_usage_error_naming_it(submit, capsy
     code, specs = submit("--config", "{cfg}", "mix", "steps=500", "--config", "{cfg}", "fast")
     assert code == 2 and specs == []
     err = capsys.readouterr().err
-    assert "trainbot submit: 'fast' is not an override (write KEY=VALUE" in err
+    assert "trainbot submit: 'fast' is not an override (write KEY=VALUE, e.g. steps=8000)" in err
     assert "the recipe is 'mix'" in err
     code, specs = submit("--config", "{cfg}", "steps=500", "mem=600G")
     assert code == 2 and specs == []
@@ -77,3 +84,18 @@ def test_a_word_that_is_not_an_override_is_a_usage_error_naming_it(submit, capsy
     with pytest.raises(SystemExit):  # a flag it does not know is still argparse's error
         submit("mix", "--config", "{cfg}", "--bogus", "steps=5")
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_the_example_of_an_override_is_one_the_recipe_takes(submit, capsys):
+    """A recipe without a `steps` key is not told to write steps=500: the example is a key of
+    its own `overridable:`, and a recipe that takes no overrides gets no example."""
+    code, specs = submit("tune", "--config", "{cfg}", "lr", "0.1")
+    assert code == 2 and specs == []
+    err = capsys.readouterr().err
+    assert "'lr' is not an override (write KEY=VALUE, e.g. lr=0.5); the recipe is 'tune'" in err
+    assert "steps" not in err
+    code, specs = submit("fixed", "--config", "{cfg}", "fast")
+    assert code == 2 and specs == []
+    err = capsys.readouterr().err
+    assert "'fast' is not an override (write KEY=VALUE); the recipe is 'fixed'" in err
+    assert "e.g." not in err

@@ -214,7 +214,8 @@ def test_overrides_are_taken_anywhere_among_the_flags(tmp_path, capsys):
     assert "override 'steps' has no value; write steps=VALUE" in usage_error("steps=")
     assert ("does not allow overriding 'lr'; allowed: mem (size), steps (int)"
             in usage_error("mem=600G", "lr=0.1"))
-    assert "'steps' is not an override (write KEY=VALUE" in usage_error("steps")
+    assert ("'steps' is not an override (write KEY=VALUE, e.g. steps=8000)"
+            in usage_error("steps"))
     with pytest.raises(SystemExit):  # a flag it does not know is still argparse's error
         main(["preflight", "mix", *config, "--bogus", "steps=5"])
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
