@@ -158,8 +158,13 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)\b(?:wall ?clock|wall ?time|run ?time|cpu ?time) ?limit\b.*\b(?:exceeded|reached)\b"
         r"|\bexceed\w*\b.*\b(?:wall ?clock|wall ?time|h_rt)\b"
         r"|(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b")),
-    ("preempted", re.compile(r"(?i)\bpre-?empt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption"
-                             r"|reclaim\w*)")),
+    # not a preemption named as one possibility among others (XLA's coordination service:
+    # `... heartbeat timeout. This indicates that the remote task has failed, got preempted, or
+    # crashed unexpectedly`, `scheduler events (e.g. preemption, eviction)`)
+    ("preempted", re.compile(
+        r"(?i)^(?!.*(?:\bpre-?empt\w*,? or\b|\bor (?:got |was |been )?pre-?empt"
+        r"|\be\.g\.,? pre-?empt))"
+        r".*(?:\bpre-?empt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption|reclaim\w*))")),
     ("node_failure", re.compile(
         r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding|dead|died"
         r"|crashed|rebooted|notready)\b")),

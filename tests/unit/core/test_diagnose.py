@@ -533,6 +533,29 @@ def test_horovods_stall_warning_followed_by_progress_is_survived(catalogue):
     assert _diagnose_text(catalogue, text).class_id == "none"
 
 
+JAX_STEP = "I0501 10:00:30.000000 140 train.py:88] step 200, loss 2.1011\n"
+
+
+@pytest.mark.parametrize("ending", [
+    # XLA's coordination service: another task stopped, for one of several reasons it lists
+    "E0501 10:05:00.000000 140 coordination_service.cc:1028] /job:jax_worker/replica:0/task:3 "
+    "has been set to ERROR in coordination service: UNAVAILABLE: Task /job:jax_worker/replica:0"
+    "/task:3 heartbeat timeout. This indicates that the remote task has failed, got preempted, "
+    "or crashed unexpectedly. Check the task logs for an earlier error to debug further.",
+    "F0926 17:26:32.075587  157988 client.h:77] Terminating process because the JAX distributed "
+    "service detected fatal errors. This most likely indicates that another task died; see the "
+    "other task logs for more details. absl::Status: UNAVAILABLE: The following tasks are "
+    "unhealthy (stopped sending heartbeats):\n/job:jax_worker/replica:0/task:3\nThe tasks have "
+    "crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, "
+    "eviction) to debug further.",
+])
+def test_a_task_lost_for_one_of_several_reasons_is_not_named_a_preemption(catalogue, ending):
+    """The coordination service lists preemption among a lost task's possible causes: the words
+    name no one cause, so the log ends in an unknown failure (the cause is in that task's own
+    output)."""
+    assert _diagnose_text(catalogue, JAX_STEP + ending + "\n").class_id == "unknown_failure"
+
+
 def _interrupted(*frames: tuple[str, str]) -> str:
     """A traceback ended by Ctrl-C; each frame is (file, "function:source line"), innermost
     last."""
