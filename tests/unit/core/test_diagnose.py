@@ -534,6 +534,36 @@ def test_horovods_stall_warning_followed_by_progress_is_survived(catalogue):
 
 
 JAX_STEP = "I0501 10:00:30.000000 140 train.py:88] step 200, loss 2.1011\n"
+XLA_STUCK = ("E0501 10:05:00.000000 140 rendezvous.cc:120] This thread has been waiting for "
+             "`all-reduce RendezvousKey{run_id=RunId: 12, global_devices=[0,1]}` for 20 seconds "
+             "and may be stuck. All 2 threads must join the rendezvous, however only 1 of them "
+             "arrived on time.\n")
+
+
+def test_a_log_that_ends_in_xlas_stuck_rendezvous_warning_is_a_hang(catalogue):
+    d = _diagnose_text(catalogue, JAX_STEP + XLA_STUCK)
+    assert (d.class_id, d.decided_by) == ("hang", "hint")
+    unstuck = ("E0501 10:05:10.000000 140 rendezvous.cc:121] Thread is unstuck! Warning above "
+               "was a false-positive. Perhaps the timeout is too short.\n")
+    assert _diagnose_text(catalogue, JAX_STEP + XLA_STUCK + unstuck + JAX_STEP).class_id == "none"
+
+
+@pytest.mark.parametrize("line", [
+    # TensorFlow's collective ops past their timeout
+    "tensorflow.python.framework.errors_impl.DeadlineExceededError: Collective has timed out "
+    "waiting for other workers.",
+    # XLA's rendezvous (JAX) exiting when a participant never arrived, new and old wording
+    "E0501 10:05:30.000000 140 rendezvous.cc:125] Termination timeout for `acquire clique for "
+    "rank 3; clique=devices=[0,1,2,3]; stream=0; run_id=12` of 30 seconds exceeded. Exiting to "
+    "ensure a consistent program state. Expected 4 threads to join the rendezvous, but only 3 "
+    "of them arrived on time.",
+    "E0501 10:05:30.000000 140 rendezvous.h:220] Termination timeout of 40 seconds exceeded. "
+    "Exiting to ensure a consistent program state.",
+])
+def test_tensorflows_and_xlas_collective_timeouts_are_an_nccl_timeout(catalogue, line: str):
+    d = _diagnose_text(catalogue, JAX_STEP + line + "\n")
+    assert (d.class_id, d.decided_by) == ("nccl_timeout", "signature")
+    assert d.retryable
 
 
 @pytest.mark.parametrize("ending", [
@@ -1364,10 +1394,61 @@ def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: 
     "RuntimeError: cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/"
     "THCTensorRandom.cu:25",
     "RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED",
+    # TensorFlow's BFC allocator failing a GPU allocation (TF 2, TF 1.x), and XLA's under JAX
+    "2024-05-01 10:02:11.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:479] "
+    "Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.00GiB (rounded to 2147483648)"
+    "requested by op model/dense/MatMul",
+    "2017-06-20 20:25:42.825757: W tensorflow/core/common_runtime/bfc_allocator.cc:273] "
+    "Allocator (GPU_0_bfc) ran out of memory trying to allocate 286.00MiB.  Current allocation "
+    "summary follows.",
+    "W0501 10:01:00.000000 140 bfc_allocator.cc:512] Allocator (GPU_0_bfc) ran out of memory "
+    "trying to allocate 12.50GiB (rounded to 13421772800)requested by op ",
+    # TensorFlow copying onto the GPU a tensor it found no GPU memory for
+    "tensorflow.python.framework.errors_impl.InternalError: Failed copying input tensor from "
+    "/job:localhost/replica:0/task:0/device:CPU:0 to /job:localhost/replica:0/task:0/device:"
+    "GPU:0 in order to run _EagerConst: Dst tensor is not initialized.",
+    # XLA's device allocator, as JAX raises it
+    "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Failed to allocate request for 32.00MiB "
+    "(33554432B) on device ordinal 0",
+    "numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in "
+    "CUDA_ERROR_OUT_OF_MEMORY",
 ])
 def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert d.class_id == "cuda_oom" and not d.retryable
+    assert d.decided_by == "signature"
+
+
+KERAS_RUNNING = ("Epoch 2/20\n 600/1250 [=============>................] - ETA: 24s - loss: "
+                 "0.5912 - accuracy: 0.6420\n")
+
+
+@pytest.mark.parametrize("line", [
+    # the BFC allocator's note that a caller will cope without the memory
+    "2020-04-29 16:25:36.594950: W tensorflow/core/common_runtime/bfc_allocator.cc:243] "
+    "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.25GiB with freed_by_count=0. "
+    "The caller indicates that this is not a failure, but may mean that there could be "
+    "performance gains if more memory were available.",
+    # TensorFlow reserving less device memory after a refusal
+    "[1,1]<stderr>:2019-08-26 18:41:15.943905: E tensorflow/stream_executor/cuda/"
+    "cuda_driver.cc:828] failed to allocate 2.96G (3173555200 bytes) from device: "
+    "CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+    # the CPU allocator's size warning
+    "2024-05-01 10:01:00.000000: W tensorflow/core/framework/cpu_allocator_impl.cc:83] "
+    "Allocation of 1073741824 exceeds 10% of free system memory.",
+])
+def test_tensorflows_memory_warnings_a_run_goes_on_after_are_no_oom(catalogue, line: str):
+    text = "Epoch 1/20\n" + line + "\n" + KERAS_RUNNING
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
+def test_a_log_that_ends_in_tensorflows_refused_reservations_is_a_device_oom(catalogue):
+    retries = "".join(
+        f"2019-08-26 18:41:15.94{n}905: E tensorflow/stream_executor/cuda/cuda_driver.cc:828] "
+        f"failed to allocate {size} from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
+        for n, size in enumerate(["2.96G (3173555200 bytes)", "2.66G (2856199680 bytes)"]))
+    d = _diagnose_text(catalogue, "Epoch 1/20\n" + retries)
+    assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
 
 
 @pytest.mark.parametrize("line", [
@@ -1376,9 +1457,22 @@ def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
     "InvalidArgumentError: Tensor had NaN values",  # tf.debugging.check_numerics
     "InvalidArgumentError: Nan in summary histogram for: conv1/weights_0",
     "Batch 1234: Invalid loss, terminating training",  # Keras's TerminateOnNaN
+    # tf.debugging.check_numerics finding both, and enable_check_numerics naming the op
+    "tensorflow.python.framework.errors_impl.InvalidArgumentError: loss : Tensor had Inf and "
+    "NaN values",
+    '!!! Detected Infinity or NaN in output 0 of eagerly-executing op "Log" (# of outputs: 1) '
+    "!!!",
+    # Keras 3's TerminateOnNaN(raise_error=True)
+    "RuntimeError: NaN or Inf loss encountered at batch 512. Loss value: nan. Terminating "
+    "training immediately.",
+    # JAX: jax_debug_nans / jax_debug_infs, and checkify
+    "FloatingPointError: invalid value (nan) encountered in jit(train_step)",
+    "FloatingPointError: Invalid value (inf) encountered in sharded computation.",
+    "jax._src.checkify.JaxRuntimeError: nan generated by primitive: log.",
 ])
 def test_the_frameworks_own_nan_guards_are_a_nan_loss(catalogue, line: str):
-    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "nan_loss"
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == ("nan_loss", "signature")
 
 
 @pytest.mark.parametrize("line", [
@@ -1472,6 +1566,11 @@ def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: 
     "AzureMLCompute job failed. PreemptionError: Nodes of this job got pre-empted. Check if the "
     "run has failed or restarted. Reason: Received pre-emption warning signal",
     "The job was pre-empted by the cluster's fair-share policy",
+    # TensorFlow's CloudTPUPreemptedHook polling the TPU's state
+    "WARNING:tensorflow:TPUPollingThread found TPU my-tpu in state PREEMPTED, and health "
+    "UNKNOWN.",
+    "WARNING:tensorflow:TPU node my-tpu reached an unrecoverable state PREEMPTED, terminating "
+    "the session now.",
 ])
 def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
@@ -1520,10 +1619,37 @@ def test_a_shells_kill_notice_in_another_language_ends_a_log_as_a_host_oom(catal
     "error: command 'gcc' failed: No such file or directory",
     "unable to execute 'x86_64-linux-gnu-gcc': No such file or directory",
     "CMake Error at CMakeLists.txt:3 (project): No CMAKE_CUDA_COMPILER could be found.",
+    # XLA (JAX, TensorFlow) with no CUDA toolkit to compile its GPU kernels with, raised
+    "jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable version of ptxas. "
+    "The following locations were considered: /usr/local/cuda/bin/ptxas",
+    "tensorflow.python.framework.errors_impl.InternalError: libdevice not found at "
+    "./libdevice.10.bc [Op:__inference_train_function_1234]",
+    "W0501 10:00:00.000000 140 nvptx_compiler.cc:120] libdevice is required by this HLO module "
+    "but was not found at ./libdevice.10.bc",
 ])
 def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: str):
     d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.retryable) == ("compiler_missing", False)
+    assert d.decided_by == "signature"
+
+
+@pytest.mark.parametrize("warning", [
+    "2020-09-22 11:42:03.984823: W tensorflow/stream_executor/cuda/redzone_allocator.cc:312] "
+    "Internal: Couldn't invoke ptxas --version\nRelying on driver to perform ptx compilation. "
+    "This message will be only logged once.",
+    "2024-05-01 10:00:00.000000: W tensorflow/stream_executor/gpu/redzone_allocator.cc:314] "
+    "NOT_FOUND: Couldn't find a suitable version of ptxas. The following locations were "
+    "considered: /usr/local/cuda/bin/ptxas\nRelying on driver to perform ptx compilation. "
+    "\nModify $PATH to customize ptxas location.\nThis message will be only logged once.",
+    "2024-05-01 10:00:00.000000: W tensorflow/compiler/xla/service/gpu/nvptx_helper.cc:56] "
+    "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice. This may result in compilation "
+    "or runtime failures, if the program we try to run uses routines from libdevice.",
+])
+def test_tensorflows_fallback_to_the_drivers_ptx_compiler_is_no_missing_compiler(catalogue,
+                                                                                  warning):
+    """TensorFlow warns when it finds no ptxas or libdevice directory and compiles through the
+    driver instead: a run that goes on is healthy."""
+    assert _diagnose_text(catalogue, warning + "\n" + KERAS_RUNNING).class_id == "none"
 
 
 @pytest.mark.parametrize(("ending", "class_id"), [
