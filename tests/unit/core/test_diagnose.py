@@ -1137,6 +1137,13 @@ def test_nan_in_a_progress_bar_postfix_or_predicted_boxes_is_a_nan_loss(catalogu
 @pytest.mark.parametrize("line", [
     "Epoch 3: 100%|##########| 500/500 [01:02<00:00, loss_scale=inf, v_num=1]",
     "    assert (boxes2[:, 2:] >= boxes2[:, :2]).all()",  # the labels: a data problem
+    # DeepSpeed's dynamic loss scaler skipping an fp16 step: routine in a healthy run
+    "[2025-03-02 10:01:00,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! "
+    "Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+    "[2025-03-02 10:01:00,000] [INFO] [fused_optimizer.py:171:step] [deepspeed] fp16 dynamic "
+    "loss scale overflow! Skipping step. Attempted loss scale: 4096, reducing to 2048",
+    "[2025-03-02 10:01:00,000] [INFO] [unfused_optimizer.py:406:step] Grad overflow on "
+    "iteration 120",
 ])
 def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
@@ -1158,6 +1165,10 @@ def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: s
     "UserWarning: Total length of `DataLoader` across ranks is zero. Please make sure this was "
     "your intention.",
     "Found 0 images belonging to 2 classes.",
+    # Hugging Face's Trainer finding no batch in an epoch (trainer.py)
+    "There seems not to be a single sample in your epoch_iterator, stopping training at step 0! "
+    "This is expected if you're using an IterableDataset and set num_steps (1000) higher than "
+    "the number of available samples.",
 ])
 def test_an_empty_data_set_is_a_silent_exit_even_when_the_script_says_it_finished(
         catalogue, empty: str):
@@ -1547,10 +1558,18 @@ def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
     "[2023-01-01 10:00:00,000] [INFO] [launch.py:351:main] Process 1234 exits successfully.",
     "I0728 00:22:59.593730 24418 solver.cpp:411] Optimization Done.",  # Caffe's solver
     "21-02-14 23:52:56.557 - INFO: End of training.",  # a BasicSR-style trainer
+    # Lightning's EarlyStopping(verbose=True) ending fit() (callbacks/early_stopping.py)
+    "INFO: Monitored metric val_loss did not improve in the last 3 records. Best score: 0.213. "
+    "Signaling Trainer to stop.",
+    "INFO: Stopping threshold reached: val_acc = 0.9912 > 0.99. Signaling Trainer to stop.",
+    # submitit: the submitted function returned (core/submission.py), its own and Hydra's format
+    "submitit INFO (2024-05-01 20:38:57,100) - Job completed successfully",
+    "[2024-05-01 20:38:57,100][submitit][INFO] - Job completed successfully",
 ])
 def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: str):
     text = "step 10 loss 1.2\n" + finish + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "completed"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
     crashed = text + "Traceback (most recent call last):\nOSError: [Errno 28] No space left\n"
     assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
 
@@ -1834,6 +1853,10 @@ def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
     ("Handling auto-requeue signal: 10\nrequeing job 88154...\nRequeued SLURM job: 88154",
      "time_limit"),
     ("[rank: 0] Received SIGTERM: 15\nBypassing SIGTERM: 15", "time_limit"),
+    # DeepSpeed's launcher passing Slurm's SIGTERM on to its ranks (launcher/launch.py)
+    ("[2025-03-02 10:02:00,000] [INFO] [launch.py:335:sigkill_handler] Killing subprocess 2248\n"
+     "[2025-03-02 10:02:00,000] [INFO] [launch.py:344:sigkill_handler] Main process received "
+     "SIGTERM, exiting", "time_limit"),
     # submitit caught the preemption signal and requeued
     ("submitit WARNING (2024-05-01 19:38:57,101) - Bypassing signal SIGTERM\n"
      "submitit INFO (2024-05-01 19:38:57,130) - Requeued job 88154 (2 remaining timeouts)",
@@ -1871,6 +1894,76 @@ def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalo
     text = MEGATRON_ITER + "[2021-08-08 01:00:51] exiting program after receiving SIGTERM.\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("time_limit", "hint")
+
+
+MEGATRON_NAN = "found NaN in local forward loss calculation"
+
+
+@pytest.mark.parametrize(("line", "class_id"), [
+    # Megatron-LM: the RuntimeError with --rerun-mode disabled, the older asserts, Megatron-FSDP
+    ("RuntimeError: Rank 3, node gpu-a07, device 3, iteration 71: Unexpected result nan "
+     "(message='found NaN in local grad norm for bucket #0 in backward pass before "
+     "data-parallel communication collective')", "nan_loss"),
+    ("RuntimeError: Rank 0, node gpu-a07, device 0, iteration 71: Unexpected result inf "
+     "(message='found Inf in local forward loss calculation')", "nan_loss"),
+    ("AssertionError: Rank 0: found NaN in local forward loss calculation. Device: 0, node: "
+     "gpu-a07", "nan_loss"),
+    ("RuntimeError: [Megatron-FSDP](check_for_nan_in_grad=True) Detected NaN or Inf in wgrad: "
+     "tensor([nan, nan], device='cuda:0')", "nan_loss"),
+    # Lightning: terminate_on_nan (before 1.5), EarlyStopping's check_finite and divergence
+    ("ValueError: The loss returned in `training_step` is nan or inf.", "nan_loss"),
+    ("ValueError: Detected nan and/or inf values in `layer.weight`. Check your forward pass "
+     "for numerically unstable operations.", "nan_loss"),
+    ("INFO: Monitored metric val_loss = nan is not finite. Previous best value was 0.213. "
+     "Signaling Trainer to stop.", "nan_loss"),
+    ("INFO: Divergence threshold reached: val_loss = 12.5 > 10.0. Signaling Trainer to stop.",
+     "nan_loss"),
+    # Lightning's Trainer(max_time=...) and submitit giving up on a timed-out job
+    ("INFO:lightning.pytorch.callbacks.timer:Time limit reached. Elapsed time is "
+     "1 day, 23:59:01. Signaling Trainer to stop.", "time_limit"),
+    ("submitit INFO (2024-05-01 19:38:57,100) - Job not requeued because: timed-out and not "
+     "checkpointable.", "time_limit"),
+    ("submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out too many "
+     "times.", "time_limit"),
+])
+def test_a_training_frameworks_own_stop_names_its_reason(catalogue, line: str, class_id: str):
+    d = _diagnose_text(catalogue, MEGATRON_ITER + line + "\n")
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
+
+
+RERUN_FIRST = ("Unexpected result nan on rank 3 at iteration #71 invocation #1 "
+               f"(message='{MEGATRON_NAN}')\n")
+
+
+@pytest.mark.parametrize(("verdict", "class_id"), [
+    # the step's rerun did not give the NaN again: Megatron blames the GPU
+    ("Rank 3, node gpu-a07, device 3, iteration #71: First rerun: unexpected result is not "
+     "reproducible within the tolerance (2.31 != nan)!\n"
+     "Rank 3, node gpu-a07, device 3, iteration #71: Possible transient error!!\n"
+     "Exiting now. The job can be resumed from a previous checkpoint\n", "gpu_failure"),
+    ("Second rerun: unexpected result is not reproducible on a different GPU, therefore was "
+     "likely incorrect (2.31 != nan)\n"
+     "Rank 3, node gpu-b11, device 3, iteration #71: Possible persistent error!!\n", "gpu_failure"),
+    # ... or did, on another GPU too: the model's own NaN
+    ("Second rerun: unexpected result is reproducible on a different GPU, therefore it was "
+     "likely correct (nan = nan)\n"
+     f"Rank 3, node gpu-b11, device 3, iteration #71: Correct result (but possible Application "
+     f"error) ({MEGATRON_NAN})!\n", "nan_loss"),
+])
+def test_megatrons_rerun_machine_verdict_names_the_gpu_or_the_model(catalogue, verdict,
+                                                                     class_id):
+    acct = Accounting(state="FAILED", exit_code=17, signal=0)
+    d = _diagnose_text(catalogue, MEGATRON_ITER + RERUN_FIRST + verdict, acct)
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
+
+
+def test_megatrons_first_report_of_a_nan_awaiting_its_rerun_decides_nothing(catalogue):
+    # reproduced on the same GPU: Megatron saves and exits 16 to be resumed on another GPU
+    text = (MEGATRON_ITER + RERUN_FIRST
+            + "Saving a checkpoint and exiting now. Please resume the job from the checkpoint "
+              "to rerun the last iteration and establish a diagnostic\n")
+    acct = Accounting(state="FAILED", exit_code=16, signal=0)
+    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize(("text", "acct", "class_id", "decided_by"), [
