@@ -90,8 +90,8 @@ class Diagnosis:
     Facts, no sentences: `title` and `hint` are the catalogue's texts (English message ids,
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
-    before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit | shm
-    | no_ninja (bot.core.diagnose.decide.case_detail), or None."""
+    before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit
+    | returned | shm | no_ninja (bot.core.diagnose.decide.case_detail), or None."""
 
     class_id: str
     action: Action

@@ -37,6 +37,7 @@ from bot.core.detectors import (
     leak_trend,
 )
 from bot.core.diagnose.ending import (
+    PromptEnding,
     ends_at_shell_prompt,
     ends_cut_off,
     ends_in_closed_progress_table,
@@ -138,6 +139,7 @@ def diagnose(
     during_save = False
     evidence: list[Evidence] = []
     silent: SilentExitFinding | None = None
+    prompt_ending: PromptEnding | None = None  # the shell's prompt that decided a silent exit
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
@@ -171,9 +173,11 @@ def diagnose(
             if "completed" in {m.class_id for m in primary}:
                 decided_by = SIGNATURE
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
-            # the shell's prompt came back after progress, with no error and no end of training
+            # the shell's prompt came back after progress or start-up output, with no error and
+            # no end of training
             chosen, decided_by = prompt.class_id, HINT
             evidence = [Evidence(n, t) for n, t in prompt.lines]
+            prompt_ending = prompt
         else:
             chosen = NONE_CLASS
     elif chosen is None:
@@ -288,7 +292,8 @@ def diagnose(
                            shm=chosen == "dataloader_worker_killed" and any(
                                _SHM.search(m.text) for m in matches),
                            no_ninja=chosen == "unknown_failure" and any(
-                               _NO_NINJA.search(m.text) for m in matches)),
+                               _NO_NINJA.search(m.text) for m in matches),
+                           prompt=prompt_ending),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
@@ -415,11 +420,18 @@ def case_detail(
     *,
     shm: bool = False,
     no_ninja: bool = False,
+    prompt: PromptEnding | None = None,
 ) -> dict[str, Any] | None:
     """This case's figures that the explanation states before the catalogue's hint (the
-    templates word them: templates/_common.j2 `detail_text`); None when there are none."""
+    templates word them: templates/_common.j2 `detail_text`); None when there are none.
+    A silent exit says what decided it: Slurm's COMPLETED 0:0 with the log's reasons
+    (`silent`), or, in a log without accounting, the shell's `prompt` after the training's
+    progress (its last iteration when the series counts them) or after start-up output only."""
     if silent is not None:
         return {"kind": "silent_exit", "reasons": silent.reasons()}
+    if prompt is not None:
+        return {"kind": "returned", "line": prompt.lines[0][0], "progress": prompt.after_progress,
+                "last_iter": series.last_iteration}
     if class_id == "memory_leak" and leak is not None:
         return {"kind": "leak", "slope_gib_per_100_iter": leak.slope_gib_per_100_iter,
                 "rss_now_gib": leak.rss_now_bytes / GIB,

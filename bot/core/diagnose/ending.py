@@ -9,8 +9,9 @@ Estimator's final save or a progress table's closing border ends a finished run
 (`ends_in_final_save`, `ends_in_closed_progress_table`), an epoch counter short
 of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that
 is a progress bar short of its total is a run mid-pass, whatever earlier bars reached
-(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, where
-none of those speak, is a process that ended with nothing said (`ends_at_shell_prompt`).
+(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or after
+a command's start-up output when there is no progress, where none of those speak, is a process
+that ended with nothing said (`ends_at_shell_prompt`).
 The decision (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures,
 detectors). One of them is weighed with accounting too: an error block that holds NCCL's
 remote error names the cause another rank's failure or the fabric gave it
@@ -197,7 +198,7 @@ _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt|E
 # `user@host:~/proj$` (a git branch before the `$` allowed), Red Hat's `[user@host dir]$`,
 # zsh's `user@host ~ %`, `bash-5.1$`, PowerShell's `PS C:\x>`, cmd's `C:\Users\me>`, a bare
 # `$`, each after a virtualenv's or conda env's `(venv) `; root's `#` in place of `$`.
-_SHELL_PROMPT = re.compile(
+_PROMPT = (
     r"^(?:\([\w.+-]+\)\s+)?"
     r"(?:[\w.-]+@[\w.-]+:[^\s$#]*(?: \([\w./-]+\))?[$#]"
     r"|\[[\w.-]+@[\w.-]+(?: [^\]\s]+)?\][$#]"
@@ -205,10 +206,30 @@ _SHELL_PROMPT = re.compile(
     r"|(?:ba|z|da)?sh-\d+(?:\.\d+)*[$#]"
     r"|PS [A-Za-z]:\\[^<>|\"\n]*>"
     r"|[A-Za-z]:\\[^<>|\"\n]*>"
-    r"|\$)$")
+    r"|\$)")
+_SHELL_PROMPT = re.compile(_PROMPT + "$")
+# A command typed at such a prompt (`user@host:~/proj$ python train.py`): what follows it is
+# that command's output.
+_COMMAND_LINE = re.compile(_PROMPT + r"\s+\S")
+# Training progress that the metric series may not count: an epoch counter (`Epoch 1/10`,
+# YOLO's `1/49  11.9G ...`), a loss value, or a progress bar that names training or names
+# nothing (Hugging Face Trainer's bare bar), not a start-up bar (`Loading checkpoint shards:
+# 100%|`, `Map: 100%|`).
+_TRAINING_WORDS = re.compile(r"(?i)\b(?:epoch|train\w*|step|iter\w*|batch\w*|loss)\b")
+_LOSS_VALUE = re.compile(r"(?i)\bloss\b\W{0,3}[-+]?(?:\d|\.\d)")
+_BAR_DESCRIPTION = re.compile(r"^(.*?)(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|")
 # What a terminal shows when a run was interrupted or suspended by hand before the prompt came
 # back (`^C`, `^Z`, bash's `[1]+  Stopped  python train.py`): not an end with nothing said.
 _BY_HAND = re.compile(r"^\^[CZ\\]|^\[\d+\][+-]?\s+Stopped\b")
+
+
+class PromptEnding(NamedTuple):
+    """A log that ends at a shell's prompt (`ends_at_shell_prompt`): its class, the prompt's
+    line and whether training progress came before it (else only start-up output did)."""
+
+    class_id: str
+    lines: tuple[tuple[int, str], ...]
+    after_progress: bool
 
 
 class Ending(NamedTuple):
@@ -402,23 +423,55 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
 
 def ends_at_shell_prompt(
     tail: Sequence[tuple[int, str]], series: MetricSeries
-) -> Ending | None:
+) -> PromptEnding | None:
     """The log's last line is a shell's prompt with nothing typed after it (`_SHELL_PROMPT`),
-    after training progress: the process ended and printed nothing about why. A silent exit,
-    with the prompt as its line; None when the last line is anything else, when no progress
-    came before it, or when the run was interrupted or suspended by hand just before
-    (`^C`, `^Z`). The decision weighs it after errors and after the signs of a finished run (a
-    completion line, the target reached, a final save), which a prompt after them does not
-    change."""
-    lines = [(n, raw) for n, raw in tail if raw.strip()]
-    if not lines or not series.samples or lines[-1][0] <= series.samples[-1].line_no:
+    after training progress or, when the metric series counts none, after the output of the
+    command run at it (lines that are not a prompt or a command typed at one; `after_progress`
+    when that output shows progress the series does not count, else it was start-up output
+    only): the process ended and printed nothing about why. A silent exit, with the prompt as
+    its line; None when
+    the last line is anything else, when nothing came before it but prompts and commands typed
+    at them (a command whose run printed nothing), or when the run was interrupted or
+    suspended by hand just before (`^C`, `^Z`). The decision weighs it after errors and after
+    the signs of a finished run (a completion line, the target reached, a final save), which
+    a prompt after them does not change."""
+    lines = [(n, normalize_line(raw).rstrip(), raw) for n, raw in tail if raw.strip()]
+    if not lines or not _SHELL_PROMPT.match(lines[-1][1]):
         return None
-    if not _SHELL_PROMPT.match(normalize_line(lines[-1][1]).rstrip()):
+    if len(lines) > 1 and _BY_HAND.search(lines[-2][1]):
         return None
-    before = normalize_line(lines[-2][1]) if len(lines) > 1 else ""
-    if _BY_HAND.search(before):
+    prompt = ((lines[-1][0], lines[-1][2]),)
+    if series.samples:
+        if lines[-1][0] <= series.samples[-1].line_no:
+            return None
+        return PromptEnding("silent_exit", prompt, after_progress=True)
+    output = [text for _, text, _ in _after_last_command(lines[:-1])
+              if not _SHELL_PROMPT.match(text)]
+    if not output:
         return None
-    return Ending("silent_exit", (lines[-1],))
+    return PromptEnding("silent_exit", prompt,
+                        after_progress=any(_shows_progress(text) for text in output))
+
+
+def _shows_progress(text: str) -> bool:
+    """An output line shows training progress the metric series may not count: an epoch
+    counter, a loss value, a progress bar that names training or nothing (not a start-up
+    bar: `Loading checkpoint shards: 100%|`)."""
+    if _EPOCH_OF.search(text) or _LOSS_VALUE.search(text):
+        return True
+    bar = _BAR_DESCRIPTION.match(text)
+    if bar is None and not _BAR_COUNT.search(text):
+        return False
+    return bar is None or not bar.group(1).strip() or bool(_TRAINING_WORDS.search(bar.group(1)))
+
+
+def _after_last_command(lines: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """The lines after the last command typed at a prompt (`_COMMAND_LINE`), all of them when
+    none is: that command's output."""
+    for i in range(len(lines) - 1, -1, -1):
+        if _COMMAND_LINE.match(lines[i][1]):
+            return lines[i + 1:]
+    return lines
 
 
 def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:

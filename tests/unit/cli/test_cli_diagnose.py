@@ -97,6 +97,46 @@ def test_completed_log_exits_zero(capsys, tmp_path):
     assert code == 0 and json.loads(out)["class"] == "completed"
 
 
+PROMPT_RUN = ("user@host:~/proj$ python train.py\nLoading config base.yaml\n"
+              + "".join(f"iter={i}/1000 loss=0.5\n" for i in range(1, 21)) + "user@host:~/proj$ \n")
+START_UP_RUN = ("user@host:~/proj$ python train.py\nLoading config base.yaml\n"
+                "Building model resnet50\nuser@host:~/proj$ \n")
+
+
+def _hint(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("hint: "))
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (PROMPT_RUN, "hint: The log shows the program returned without finishing training: the "
+                 "shell's prompt came back at line 23 after iteration 20, with no error and no "
+                 "end of training. Read the launcher"),
+    (START_UP_RUN, "hint: The log shows the program returned without training: the shell's "
+                   "prompt came back at line 4 after its start-up output, before any training "
+                   "progress and with no error. Read the launcher"),
+])
+def test_a_silent_exit_read_from_the_log_alone_says_the_prompt_decided_it(capsys, tmp_path,
+                                                                         text, said):
+    """No sacct facts: Slurm reported nothing, so the explanation names what the log shows."""
+    log = tmp_path / "pasted.log"
+    log.write_text(text)
+    code, out, _ = cli(capsys, str(log))
+    assert code == 1 and out.startswith(f"{log}: silent_exit - ")
+    assert "decided by: only how the log ends" in out
+    assert _hint(out).startswith(said) and "COMPLETED" not in _hint(out)
+
+
+def test_a_silent_exit_slurm_reported_keeps_slurms_words(capsys, tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(PROMPT_RUN)
+    code, out, _ = cli(capsys, str(log), "--state", "COMPLETED", "--exit-code", "0:0",
+                       "--elapsed", "20")
+    assert code == 1 and "silent_exit" in out
+    assert _hint(out).startswith("hint: COMPLETED 0:0, but it ran for only 20 s; it stopped at "
+                                 "iteration 20 of 1000.")
+    assert "shell's prompt" not in _hint(out)
+
+
 def test_unreadable_file_is_exit_2_with_a_clear_message(capsys, tmp_path):
     code, out, err = cli(capsys, str(tmp_path / "missing.log"))
     assert code == 2 and out == ""

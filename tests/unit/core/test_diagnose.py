@@ -2209,3 +2209,75 @@ def test_a_prompt_after_the_target_is_reached_is_completed(catalogue):
 def test_with_accounting_a_prompt_decides_nothing(catalogue):
     d = run_log(catalogue, SHELL_RUN + "root@abc123:/workspace# \n", FAILED)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
+
+
+# start-up output, then the prompt: the program returned before it trained at all
+START_UP = ("(venv) user@host:~/proj$ python train.py --cfg configs/base.yaml\n"
+            "Loading config from configs/base.yaml\n"
+            "Building model resnet50 (25.6M parameters)\n"
+            "/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:558: UserWarning:"
+            " This DataLoader will create 16 worker processes in total.\n")
+
+
+@pytest.mark.parametrize("text", [
+    START_UP + "(venv) user@host:~/proj$ \n",
+    START_UP + "(venv) user@host:~/proj$\n\n",
+    # pasted without the command that was run
+    "Loading config from configs/base.yaml\nBuilding model resnet50\nroot@abc123:/workspace# \n",
+    # an earlier command's output, then the training command's own start-up
+    "$ nvidia-smi -L\nGPU 0: NVIDIA A100\n$ python train.py\nLoading data\n$ \n",
+])
+def test_a_prompt_after_start_up_output_is_a_program_that_returned_without_training(
+        catalogue, text: str):
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
+    prompt_line = text.rstrip("\n").count("\n") + 1
+    assert d.evidence[-1].line == prompt_line and not d.retryable
+    assert d.detail == {"kind": "returned", "line": prompt_line, "progress": False,
+                        "last_iter": None}
+
+
+@pytest.mark.parametrize("progress", [
+    "Epoch 1/10\n",  # Keras's epoch header: training had begun
+    "      1/49     11.9G    0.0217    0.0123   0.00512        64       640: 100%|#####|\n",
+    "Train Epoch: 1 [640/60000 (1%)]\tLoss: 2.29\n",
+])
+def test_a_prompt_after_progress_the_series_does_not_count_is_not_called_start_up(
+        catalogue, progress: str):
+    """The explanation must not say training never started when the log shows it had."""
+    d = _diagnose_text(catalogue, START_UP + progress + "(venv) user@host:~/proj$ \n")
+    assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
+    assert d.detail is not None and d.detail["progress"] is True
+
+
+@pytest.mark.parametrize(("error", "class_id"), [
+    ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+     "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'\n",
+     "unknown_failure"),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "cuda_oom"),
+    ("Killed\n", "host_oom"),
+    ("bash: torchrun: command not found\n", "unknown_failure"),
+])
+def test_a_prompt_after_start_up_and_an_error_reads_as_that_error(catalogue, error: str,
+                                                                  class_id: str):
+    d = _diagnose_text(catalogue, START_UP + error + "(venv) user@host:~/proj$ \n")
+    assert d.class_id == class_id and (d.detail or {}).get("kind") != "returned"
+
+
+@pytest.mark.parametrize("text", [
+    "(venv) user@host:~/proj$ python train.py --cfg configs/base.yaml\n(venv) user@host:~/proj$ \n",
+    "$ python train.py\n\n$ \n$ \n",
+    # the earlier command printed something; the training command printed nothing
+    "$ nvidia-smi -L\nGPU 0: NVIDIA A100\n$ python train.py\n$ \n",
+    "user@host:~/proj$ \n",
+    START_UP + "^C\n(venv) user@host:~/proj$ \n",  # stopped by hand
+])
+def test_a_prompt_after_nothing_but_commands_or_an_interrupt_is_not_a_silent_exit(
+        catalogue, text: str):
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
+def test_with_accounting_a_prompt_after_start_up_decides_nothing(catalogue):
+    d = run_log(catalogue, START_UP + "(venv) user@host:~/proj$ \n", FAILED)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
+

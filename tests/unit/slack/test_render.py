@@ -228,6 +228,49 @@ def test_a_korean_incident_explains_in_korean_unless_the_site_text_is_english_on
     assert "CC/CXX" not in site_ko
 
 
+def _silent_exit_incident(catalogue, text: str, acct=None, lang: str = "en") -> str:
+    from bot.core.diagnose import LogAnalysis
+
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    analysis.finish()
+    d = analysis.diagnose(acct, target_iter=1000)
+    assert d.class_id == "silent_exit"
+    view = build_incident(d, recipe="mix", job_id="4242", last_checkpoint_iter=None, now=0.0,
+                          state=acct.state if acct else None,
+                          exit_code="0:0" if acct else None)
+    return _explanation(render_blocks("incident", lang, view)[0])
+
+
+_START_UP = ("user@host:~/proj$ python train.py\nLoading config base.yaml\n"
+             "Building model resnet50\nuser@host:~/proj$ \n")
+_PROMPT_AFTER_PROGRESS = ("user@host:~/proj$ python train.py\n"
+                          + "".join(f"iter={i}/1000 loss=0.5\n" for i in range(1, 21))
+                          + "user@host:~/proj$ \n")
+
+
+def test_a_silent_exit_incident_says_whether_slurm_or_the_shells_prompt_decided_it() -> None:
+    from bot.core.catalogue import Catalogue
+    from bot.core.models import Accounting
+
+    cat = Catalogue.load()
+    alone = _silent_exit_incident(cat, _START_UP)
+    assert ("The log shows the program returned without training: the shell's prompt came back"
+            " at line 4 after its start-up output") in alone
+    assert "COMPLETED 0:0" not in alone and "Slurm" not in alone
+    after = _silent_exit_incident(cat, _PROMPT_AFTER_PROGRESS)
+    assert "returned without finishing training: the shell's prompt came back at line 22 " \
+           "after iteration 20" in after
+    completed = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20.0)
+    slurm = _silent_exit_incident(cat, _PROMPT_AFTER_PROGRESS, completed)
+    assert "COMPLETED 0:0, but it ran for only 20 s" in slurm and "prompt" not in slurm
+    korean = _silent_exit_incident(cat, _START_UP, lang="ko")
+    assert "로그를 보면 프로그램이 학습하지 않고 종료되었습니다" in korean and "4행" in korean
+    assert "COMPLETED" not in korean
+    korean_slurm = _silent_exit_incident(cat, _PROMPT_AFTER_PROGRESS, completed, lang="ko")
+    assert "Slurm은 COMPLETED 0:0으로 보고했지만" in korean_slurm
+
+
 @pytest.mark.parametrize(("seconds", "en", "ko"), [
     (8.0, "8 s", "8초"), (95.0, "95 s", "95초"), (119.4, "119 s", "119초"),
     (120.0, "2 min", "2분"), (1800.0, "30 min", "30분"), (7500.0, "2 h 05 min", "2시간 5분"),
