@@ -1462,6 +1462,48 @@ def test_a_log_that_ends_in_tensorflows_refused_reservations_is_a_device_oom(cat
     assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
 
 
+# PyTorch's own messages, verbatim from its sources (ProcessGroupNCCL.cpp, ProcessGroupGloo.cpp,
+# torch/csrc/DataLoader.cpp, aten MapAllocator.cpp, c10/cuda, torch/utils/cpp_extension.py)
+PYTORCH_MESSAGES = [
+    ("[rank1]:[E1003 18:37:01.833621509 ProcessGroupNCCL.cpp:1709] [PG 0 (default_pg) Rank 1] "
+     "Timeout at NCCL work: 6463, last enqueued NCCL work: 6463, last completed NCCL work: 6462.",
+     "nccl_timeout"),
+    ("[rank2]:[E1003 18:37:01.8 ProcessGroupNCCL.cpp:1405] [PG ID 0 PG GUID 0(default_pg) Rank "
+     "2] Received a global timeout from another rank and will start to dump the debug info. "
+     "Last enqueued NCCL work: 166, last completed NCCL work: 166.", "nccl_timeout"),
+    ("[rank2]:[E1003 18:37:02.1 ProcessGroupNCCL.cpp:1450] [PG ID 0 PG GUID 0(default_pg) Rank "
+     "2] ProcessGroupNCCL's watchdog detected a collective timeout and notified current rank. "
+     "This is most likely caused by incorrect usages of collectives", "nccl_timeout"),
+    ("[rank0]:[F919 07:00:13.418192812 ProcessGroupNCCL.cpp:1653] [PG ID 0 PG GUID "
+     "0(default_pg) Rank 0] Terminating the process after attempting to dump debug info, due to "
+     "ProcessGroupNCCL watchdog hang.", "nccl_timeout"),
+    ("RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 1800000 ms",
+     "nccl_timeout"),
+    ("RuntimeError: [Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 120000 ms",
+     "nccl_timeout"),
+    ("RuntimeError: DataLoader worker (pid 109) exited unexpectedly with exit code 1. Details "
+     "are lost due to multiprocessing. Rerunning with num_workers=0 may give better error "
+     "trace.", "dataloader_worker_killed"),
+    ("RuntimeError: unable to mmap 128 bytes from file </torch_6409_1637078694_63344>: Cannot "
+     "allocate memory (12)", "dataloader_worker_killed"),
+    ("RuntimeError: CUDA driver error: out of memory", "cuda_oom"),
+    ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
+     "run some cuda functions before calling NumCudaDevices() that might have already set an "
+     "error? Error 999: unknown error", "gpu_failure"),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install "
+     "root.", "compiler_missing"),
+    ("subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero exit status "
+     "1.", "compiler_missing"),
+]
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize(("line", "class_id"), PYTORCH_MESSAGES, ids=lambda v: str(v)[:50])
+def test_pytorchs_own_failure_messages_decide_their_class(catalogue, acct, line, class_id):
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n", acct)
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
+
+
 @pytest.mark.parametrize("line", [
     "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss "
     "during training.",
