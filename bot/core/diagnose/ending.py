@@ -88,6 +88,12 @@ _SIGNAL_NOTICE = re.compile(
 #: (`Bus error (core dumped)`: a full /dev/shm, the DataLoader worker class's fix).
 _DECIDED_BY_LAST_HINT = frozenset({"host_oom", "time_limit", "preempted", "cuda_oom", "hang",
                                    "dataloader_worker_killed"})
+#: Of those, the classes a framework announces on the scheduler's signal (which also reaches
+#: ranks that srun or torchrun stop because another rank failed first).
+_SIGNAL_ANNOUNCED = frozenset({"time_limit", "preempted"})
+# The exceptions a signal itself raises in a training process.
+_SIGNALS_OWN = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*(?:KeyboardInterrupt|SystemExit"
+                          r"|SignalException)\b")
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
                         r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"
@@ -139,8 +145,11 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nan_loss", re.compile(
         r"(?i)(?=.*\b(?:loss|grad\w*|norm|diverg\w*)\b).*(?:(?:[=:(\[,]\s*|\b(?:is|was|are"
         r"|became|becomes|become|got|to)\s+)-?(?:nan|inf)\b|non-finite|not finite)")),
+    # not a watchdog that reports a CUDA error (`Process group watchdog thread terminated with
+    # exception: CUDA error: an illegal memory access was encountered`)
     ("nccl_timeout", re.compile(
-        r"(?i)(?=.*\b(?:nccl|gloo|collective|all_?reduce|all_?gather|reduce_?scatter"
+        r"(?i)(?!.*\bCUDA error\b)"
+        r"(?=.*\b(?:nccl|gloo|collective|all_?reduce|all_?gather|reduce_?scatter"
         r"|broadcast|barrier|process ?group|c10d)\b).*\b(?:timed? ?out|timeout|watchdog)\b")),
     # a data loader's own wait for a batch (`data loader timed out`, `next batch ... timeout`),
     # not a bare `batch` (`batch_isend_irecv` is a collective)
@@ -412,13 +421,25 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
         return Ending("dataloader_worker_killed")
     if not specific and any(_SIGKILLED.search(t) for t in errors):
         return Ending("host_oom")
-    if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT:
+    if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT and not (
+            specific <= _SIGNAL_ANNOUNCED and _error_before(block, hints, specific)):
         return Ending(next(iter(specific)))
     if hints or any(not _WARNING.search(t) and not _METRIC_ERROR.match(t)
                     and (_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t)) for t in errors):
         return (named_by_vocabulary(block) if not specific else None) or Ending(
             "unknown_failure")
     return None
+
+
+def _error_before(block: Sequence[tuple[int, str]], hints: Sequence[Any],
+                  classes: set[str]) -> bool:
+    """Whether a traceback's exception other than a signal's own (KeyboardInterrupt,
+    SystemExit, torchrun's SignalException) comes before the first hint of `classes`: that
+    error ended the run, and the scheduler's signal the other ranks announce after it is srun
+    or torchrun stopping them (a multi-node job's ValueError, then `Received SIGTERM`)."""
+    first_hint = min(m.line_no for m in hints if m.class_id in classes)
+    return any(frames and raised[0] < first_hint and not _SIGNALS_OWN.match(text)
+               for frames, raised, text in _exceptions(block))
 
 
 def ends_at_shell_prompt(

@@ -1273,7 +1273,8 @@ def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalog
         "exception: CUDA error: uncorrectable ECC error encountered\n"
     )
     d = _diagnose_text(catalogue, text)
-    assert d.class_id == "gpu_failure" and "nccl_timeout" in d.secondary
+    # the watchdog only reports the CUDA error: no collective timed out
+    assert d.class_id == "gpu_failure" and "nccl_timeout" not in d.secondary
     assert d.retryable and not d.charges_budget and d.action is Action.RESUBMIT
 
 
@@ -1929,6 +1930,42 @@ def test_megatron_stopping_itself_before_the_allocation_ends_is_a_time_limit(cat
     d = _diagnose_text(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
     assert "training framework stopped it" in catalogue.get("time_limit").explanation
+
+
+@pytest.mark.parametrize("acct", [None, Accounting(state="FAILED", exit_code=1, signal=0)])
+def test_a_rank_announcing_sigterm_after_another_error_is_not_a_time_limit(catalogue, acct):
+    # one rank's ValueError ended the job; srun / torchrun then SIGTERMs the others, whose
+    # handlers announce it: resubmitting it as a time limit would only fail again
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 88, in <module>\n'
+            "    main()\n"
+            "ValueError: expected input of shape (8, 512), got (8, 511)\n"
+            "[rank: 1] Received SIGTERM: 15\n"
+            "Bypassing SIGTERM: 15\n")
+    d = _diagnose_text(catalogue, text, acct)
+    assert d.class_id == "unknown_failure" and not d.retryable
+    # the signal's own exception before the announcement is no such error
+    own = text.replace("ValueError: expected input of shape (8, 512), got (8, 511)",
+                       "torch.distributed.elastic.multiprocessing.api.SignalException: "
+                       "Process 4242 got signal: 15")
+    assert _diagnose_text(catalogue, own).class_id == "time_limit"
+
+
+@pytest.mark.parametrize("line", [
+    "[E ProcessGroupNCCL.cpp:414] NCCL watchdog thread terminated with exception: CUDA error: "
+    "an illegal memory access was encountered",
+    "[PG 0 Rank 1] Process group watchdog thread terminated with exception: CUDA error: an "
+    "illegal memory access was encountered",
+])
+def test_a_watchdog_reporting_a_cuda_error_is_not_a_collective_timeout(catalogue, line):
+    # the CUDA error is the cause (often the job's own bug): not retried as a timeout
+    d = _diagnose_text(catalogue, "iter 10/100 loss 1.0\n" + line + "\n")
+    assert d.class_id == "unknown_failure" and not d.retryable
+    timeout = line.split("CUDA error")[0] + ("[Rank 1] Watchdog caught collective operation "
+                                              "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE)")
+    assert _diagnose_text(catalogue, "iter 10/100 loss 1.0\n" + timeout + "\n").class_id == (
+        "nccl_timeout")
 
 
 def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalogue):
