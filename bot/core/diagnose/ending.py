@@ -110,8 +110,18 @@ _SIGBUSED = re.compile(
 _REMOTE_ERROR = re.compile(r"ncclRemoteError|remote process exited or there was a network error")
 # The class whose hints the remote error is among (with NCCL's DistBackendError and the abort).
 _REMOTE_ERROR_CLASS = "nccl_timeout"
-_NETWORK_FAULT = re.compile(r"NET/IB ?: Got completion from peer .* with error"
-                            r"|NET/IB ?: .*(?:port|link) (?:is )?down|ibv_poll_cq .*error")
+# NCCL's InfiniBand transport names a fault of the fabric or the HCA: a work completion with an
+# error status (`with error 12, opcode 0` before 2.19, `with status=12 opcode=0` or
+# `with status=transport retry counter exceeded(12)` since), a port or device event from its
+# async thread (`Got non-fatal async event: port error(10)`, `async fatal event: local
+# catastrophic error`).
+_NETWORK_FAULT = re.compile(
+    r"NET/IB(?:/GIN)? ?: Got completion from peer .* with (?:error|status=)"
+    r"|NET/IB ?: .*(?:port|link) (?:is )?down|ibv_poll_cq .*error"
+    r"|NET/IB ?: .*async (?:fatal )?event ?: (?:port error|local catastrophic)")
+# NCCL before 2.13 returned its InfiniBand completion errors as a system error (`unhandled system
+# error`): with one of the faults above in the error block, the same node network fault.
+_SYSTEM_ERROR = re.compile(r"ncclSystemError|unhandled system error")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
@@ -381,7 +391,7 @@ def remote_error_cause(
         return None
     hints, block = _error_block(matches, tail, series)
     if not any(_REMOTE_ERROR.search(m.text) for m in hints):
-        return None
+        return _network_fault(block, [normalize_line(t) for _, t in block])
     ended = _ending_of(hints, block)
     return ended if ended is not None and ended.class_id != "unknown_failure" else None
 
@@ -405,11 +415,9 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     # NCCL's remote error is the symptom: the network fault it names is a node's, else the cause
     # is another rank's error, named in the block's own words or unknown. NCCL's other hints
     # there (the DistBackendError it raises, the launcher's SIGABRT after it) are the symptom's.
+    if network := _network_fault(block, errors):
+        return network
     if any(_REMOTE_ERROR.search(m.text) for m in hints):
-        network = [(n, t) for (n, t), e in zip(block, errors, strict=True)
-                   if _NETWORK_FAULT.search(e)]
-        if network:
-            return Ending("node_failure", tuple(network))
         hints = [m for m in hints
                  if m.class_id != _REMOTE_ERROR_CLASS and not _REMOTE_ERROR.search(m.text)]
     # The error block names its cause when its only specific hint is one of these (a bare
@@ -440,6 +448,17 @@ def _error_before(block: Sequence[tuple[int, str]], hints: Sequence[Any],
     first_hint = min(m.line_no for m in hints if m.class_id in classes)
     return any(frames and raised[0] < first_hint and not _SIGNALS_OWN.match(text)
                for frames, raised, text in _exceptions(block))
+
+
+def _network_fault(block: list[tuple[int, str]], errors: list[str]) -> Ending | None:
+    """A node's network fault when NCCL names one (`_NETWORK_FAULT`) in an error block that NCCL's
+    error ends (its remote error, or the system error older NCCL gave the same fault); None
+    otherwise."""
+    if not any(_REMOTE_ERROR.search(e) or _SYSTEM_ERROR.search(e) for e in errors):
+        return None
+    network = [(n, t) for (n, t), e in zip(block, errors, strict=True)
+               if _NETWORK_FAULT.search(e)]
+    return Ending("node_failure", tuple(network)) if network else None
 
 
 def ends_at_shell_prompt(

@@ -198,6 +198,9 @@ WORDINGS = [
     ("slurmstepd: error: Step 87870.0 exceeded memory limit (322122547 > 314572800), being "
      "killed", "host_oom"),
     ("srun: error: gpu-07: task 2: Out Of Memory", "host_oom"),
+    ("srun: error: gpu-a017: tasks 0-3: Out Of Memory", "host_oom"),
+    ("slurmstepd: error: StepId=4242.0 exceeded virtual memory limit (41943040 > 40960000), "
+     "being killed", "host_oom"),
     ("  Reason:       OOMKilled", "host_oom"),
     ("Memory cgroup out of memory: Killed process 4242 (pt_main_thread)", "host_oom"),
     # PBS and LSF memory limits
@@ -302,6 +305,13 @@ WORDINGS = [
     ("TERM_PREEMPT: job killed after preemption.", "preempted"),
     ("slurmstepd: error: *** JOB 88154 ON gpu-07 CANCELLED AT 2024-05-01T19:38:57 DUE TO NODE "
      "FAILURE ***", "node_failure"),
+    # NCCL's InfiniBand async thread: the HCA failed (IBV_EVENT_DEVICE_FATAL), new and old
+    ("gpu-a017:12345:12400 [3] NCCL WARN NET/IB : mlx5_0:1 async fatal event: local "
+     "catastrophic error", "node_failure"),
+    ("gpu-a017:12345:12400 [3] NCCL WARN NET/IB : Got async event : local catastrophic error",
+     "node_failure"),
+    # the NVIDIA driver failing to bring up a GPU (dmesg)
+    ("NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x62:0x40:2443)", "gpu_failure"),
     ("Training completed. Do not forget to share your model on huggingface.co/models =)",
      "completed"),
     # fairseq, YOLOv5/ultralytics, Megatron-LM
@@ -331,6 +341,7 @@ HINT_ONLY = [
     ("  traceback : Signal 6 (SIGABRT) received by PID 2385923", "nccl_timeout"),
     ("Traceback (most recent call last):", "unknown_failure"),
     ("  Exit Code:    137", "host_oom"),
+    ("  Exit code:    137", "host_oom"),  # Open MPI's first failed process
     ("/var/spool/slurmd/job191/slurm_script: line 28:  8156 Killed     python3 main.py",
      "host_oom"),
     ("slurmstepd: Exceeded step memory limit at some point.", "host_oom"),

@@ -506,6 +506,46 @@ def test_nccl_remote_error_naming_no_cause_is_decided_by_accounting(catalogue, a
     assert (d.class_id, d.decided_by) == (class_id, "accounting")
 
 
+NCCL_SYSTEM_ERROR = (
+    "[rank0]: RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825,"
+    " unhandled system error, NCCL version 2.10.3\n"
+)
+
+
+@pytest.mark.parametrize("acct", [None, SIGABRT, EXIT_1], ids=["log-only", "0:6", "1:0"])
+@pytest.mark.parametrize(("error", "fault"), [
+    # NCCL's net_ib WARN, as each version prints it (`host:pid:tid [dev] NCCL WARN ...`)
+    (NCCL_REMOTE_ERROR, "NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, "
+     "opcode 0, len 0, vendor err 129 (Send)"),
+    (NCCL_REMOTE_ERROR, "NET/IB : Got completion from peer 10.0.35.1<49189> with status=12 "
+     "opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.0.35.2 remoteGids::ffff:10.0.35.1"),
+    (NCCL_REMOTE_ERROR, "NET/IB: Got completion from peer 10.0.35.1<49189> with status=12 "
+     "opcode=0 len=0 vendor err 129 (Send) hca mlx5_3"),
+    (NCCL_REMOTE_ERROR, "NET/IB: Got completion from peer 10.0.35.1<49189> with "
+     "status=transport retry counter exceeded(12) opcode=Send(0) vendor_err=129  hca mlx5_3"),
+    # its async thread: the port went down
+    (NCCL_REMOTE_ERROR, "NET/IB : mlx5_0:1 Got non-fatal async event: port error(10)"),
+    # NCCL before 2.13 returned the completion error as a system error
+    (NCCL_SYSTEM_ERROR, "NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, "
+     "opcode 0, len 0, vendor err 129"),
+], ids=["2.18", "2.21", "2.23", "2.28", "port-error", "2.10-system-error"])
+def test_an_infiniband_fault_nccl_reports_in_any_version_is_the_nodes(catalogue, acct, error,
+                                                                     fault):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + error
+            + "gpu-a017:12345:12400 [0] NCCL WARN " + fault + "\n" + TORCHRUN_ABORT)
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == ("node_failure", "hint")
+    assert d.retryable and not d.charges_budget
+
+
+def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_SYSTEM_ERROR
+            + "gpu-a017:12345:12400 [0] NCCL WARN Error while creating shared memory segment "
+            "/dev/shm/nccl-Bzp5M1 (size 9637888), error: No space left on device (28)\n")
+    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+    assert _diagnose_text(catalogue, text, EXIT_1).class_id == "unknown_failure"
+
+
 def test_a_scheduler_verdict_still_decides_over_nccl_remote_errors_cause(catalogue):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + RANK_OOM + NCCL_REMOTE_ERROR
     d = _diagnose_text(catalogue, text, Accounting(state="NODE_FAIL", exit_code=0, signal=0))
@@ -1313,6 +1353,22 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     # any launcher's negative exit code of signal 9 (NVIDIA DIGITS, a job runner)
     "ERROR: error code -9",
     "Training process failed with exit code -9",
+    # srun's report of a task SIGKILLed by no Slurm action (src/srun/launch.c)
+    "srun: error: gpu-a017: task 3: Killed\nsrun: Terminating StepId=4242.0",
+    # Open MPI's mpirun (orte help-orterun.txt) and PRRTE's prterun, the signal part wrapped
+    "--------------------------------------------------------------------------\n"
+    "Primary job  terminated normally, but 1 process returned\n"
+    "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+    "--------------------------------------------------------------------------\n"
+    "mpirun noticed that process rank 3 with PID 0 on node gpu-a017 exited on signal 9 "
+    "(Killed).\n"
+    "--------------------------------------------------------------------------",
+    "prterun noticed that process rank 3 with PID 4123 on node gpu-a017 exited on\n"
+    "signal 9 (Killed).",
+    # Open MPI's first failed process, its exit code 128 + SIGKILL
+    "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+    "the job to be terminated. The first process to do so was:\n\n"
+    "  Process name: [[29521,1],3]\n  Exit code:    137",
 ])
 def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, ending: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
@@ -1866,6 +1922,12 @@ def test_ranks_killed_by_sigbus_are_a_shared_memory_case_without_accounting(cata
     "/var/spool/slurmd/job4242/slurm_script: line 19: 31337 Bus error               "
     "(core dumped) python train.py --workers 8",
     "zsh: bus error  python train.py",
+    # srun's and Open MPI's report of a rank killed by SIGBUS
+    "srun: error: gpu-a017: task 3: Bus error",
+    "--------------------------------------------------------------------------\n"
+    "mpirun noticed that process rank 3 with PID 0 on node gpu-a017 exited on signal 7 "
+    "(Bus error).\n"
+    "--------------------------------------------------------------------------",
 ])
 def test_a_process_the_shell_reports_killed_by_sigbus_is_a_shared_memory_case(catalogue,
                                                                              notice: str):
