@@ -2030,6 +2030,17 @@ def test_a_watchdog_reporting_a_cuda_error_is_not_a_collective_timeout(catalogue
         "nccl_timeout")
 
 
+def test_srun_aborting_a_step_names_no_time_limit_by_itself(catalogue):
+    # srun prints it on every step abort (scancel, a failed task, a node failure); only
+    # slurmstepd's `DUE TO TIME LIMIT` says the limit was the reason
+    text = ("iter 10/100 loss 1.0\n"
+            "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+            "slurmstepd: error: *** STEP 4242.0 ON node07 CANCELLED AT 2025-03-02T10:00:00 ***\n")
+    assert _diagnose_text(catalogue, text).class_id != "time_limit"
+    limit = text.replace(" ***", " DUE TO TIME LIMIT ***")
+    assert _diagnose_text(catalogue, limit).class_id == "time_limit"
+
+
 def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalogue):
     # --exit-signal-handler: Slurm's --signal warning before the limit, then a save and exit
     text = MEGATRON_ITER + "[2021-08-08 01:00:51] exiting program after receiving SIGTERM.\n"
