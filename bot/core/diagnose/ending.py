@@ -469,12 +469,11 @@ def ends_at_shell_prompt(
     command run at it (lines that are not a prompt or a command typed at one; `after_progress`
     when that output shows progress the series does not count, else it was start-up output
     only): the process ended and printed nothing about why. A silent exit, with the prompt as
-    its line; None when
-    the last line is anything else, when nothing came before it but prompts and commands typed
-    at them (a command whose run printed nothing), or when the run was interrupted or
-    suspended by hand just before (`^C`, `^Z`). The decision weighs it after errors and after
-    the signs of a finished run (a completion line, the target reached, a final save), which
-    a prompt after them does not change."""
+    its line; None when the last line is anything else, when nothing came before it but
+    prompts and commands typed at them (a command whose run printed nothing), or when the run
+    was interrupted or suspended by hand just before (`^C`, `^Z`). The decision weighs it
+    after errors and after the signs of a finished run (a completion line, the target
+    reached, a final save), which a prompt after them does not change."""
     lines = [(n, normalize_line(raw).rstrip(), raw) for n, raw in tail if raw.strip()]
     if not lines or not _SHELL_PROMPT.match(lines[-1][1]):
         return None
