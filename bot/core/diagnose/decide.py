@@ -90,6 +90,9 @@ _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 # torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
 # class of its own whose fix is known (install ninja in the job's environment).
 _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
+# Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
+# there and exited 0, a planned stop the explanation names with its iteration.
+_EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
 
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -143,6 +146,10 @@ def diagnose(
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
+    if chosen == "time_limit" and acct.state in (None, "COMPLETED") and _stopped_at_target(
+            primary, target):
+        # Megatron's --exit-interval divides the run's length: its last stop is the end
+        chosen, decided_by = "completed", PROGRESS
     running = acct.is_running or acct.state in _NOT_STARTED or (
         acct.state is None and chosen is None
     )
@@ -293,6 +300,7 @@ def diagnose(
                                _SHM.search(m.text) for m in matches),
                            no_ninja=chosen == "unknown_failure" and any(
                                _NO_NINJA.search(m.text) for m in matches),
+                           exit_interval=_exit_interval_iteration(chosen, primary),
                            prompt=prompt_ending),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
@@ -387,6 +395,23 @@ def _settle_finished(
     return "unknown_failure", None
 
 
+def _exit_interval_iteration(chosen: str, primary: Sequence[Any]) -> int | None:
+    """The iteration at which Megatron stopped itself (--exit-interval), when that stop decided
+    a time limit; None otherwise."""
+    if chosen != "time_limit":
+        return None
+    found = (_EXIT_INTERVAL.search(m.text) for m in primary if m.class_id == chosen)
+    return next((int(f.group(1)) for f in found if f), None)
+
+
+def _stopped_at_target(primary: Sequence[Any], target: int | None) -> bool:
+    """Every time-limit signature is Megatron's --exit-interval stop, at the run's target
+    iteration or past it: the run ended there, nothing is left to resume."""
+    stops = [_EXIT_INTERVAL.search(m.text) for m in primary if m.class_id == "time_limit"]
+    return target is not None and bool(stops) and all(
+        s is not None and int(s.group(1)) >= target for s in stops)
+
+
 def _target_reached(series: MetricSeries, target: int | None) -> bool:
     return target is not None and series.last_iteration is not None and (
         series.last_iteration >= target
@@ -421,12 +446,14 @@ def case_detail(
     shm: bool = False,
     no_ninja: bool = False,
     prompt: PromptEnding | None = None,
+    exit_interval: int | None = None,
 ) -> dict[str, Any] | None:
     """This case's figures that the explanation states before the catalogue's hint (the
     templates word them: templates/_common.j2 `detail_text`); None when there are none.
     A silent exit says what decided it: Slurm's COMPLETED 0:0 with the log's reasons
     (`silent`), or, in a log without accounting, the shell's `prompt` after the training's
-    progress (its last iteration when the series counts them) or after start-up output only."""
+    progress (its last iteration when the series counts them) or after start-up output only.
+    A time limit that Megatron's --exit-interval decided names the iteration it stopped at."""
     if silent is not None:
         return {"kind": "silent_exit", "reasons": silent.reasons()}
     if prompt is not None:
@@ -450,6 +477,8 @@ def case_detail(
         return {"kind": "shm"}
     if no_ninja:
         return {"kind": "no_ninja"}
+    if exit_interval is not None:
+        return {"kind": "exit_interval", "iteration": exit_interval}
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
         util = sum(utils) / len(utils) if utils else None

@@ -1994,6 +1994,28 @@ def test_megatron_stopping_itself_before_the_allocation_ends_is_a_time_limit(cat
     assert "training framework stopped it" in catalogue.get("time_limit").explanation
 
 
+@pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0)])
+def test_megatron_stopping_itself_at_its_exit_interval_resumes_from_that_checkpoint(catalogue,
+                                                                                   acct):
+    # --exit-interval: at an iteration the interval divides, Megatron saves and exits 0
+    # (training.py: print_datetime(f'exiting program at iteration {iteration}')); the run is
+    # far from its target and a resume goes on to the next interval
+    text = (MEGATRON_ITER
+            + "saving checkpoint at iteration   33250 to /scratch/tr1/checkpoints\n"
+            + "  successfully saved checkpoint at iteration   33250 to /scratch/tr1/checkpoints\n"
+            + "[exiting program at iteration 33250] datetime: 2024-05-01 10:00:00.123456 \n")
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
+    assert d.detail == {"kind": "exit_interval", "iteration": 33250}
+    assert "stopped itself at iteration 33250, as its --exit-interval asks" in explain(d)
+    assert "iteration 33250에서" in explain(d, "ko")
+    assert "at a planned iteration" in catalogue.get("time_limit").explanation
+    # an interval that divides the run's length stops it at its target: the run is done
+    last = (" iteration   311541/  311541 | consumed samples:     15019344 | lm loss: 2.1 |\n"
+            "[exiting program at iteration 311541] datetime: 2024-05-09 10:00:00.123456 \n")
+    assert _diagnose_text(catalogue, last, acct).class_id == "completed"
+
+
 @pytest.mark.parametrize("acct", [None, Accounting(state="FAILED", exit_code=1, signal=0)])
 def test_a_rank_announcing_sigterm_after_another_error_is_not_a_time_limit(catalogue, acct):
     # one rank's ValueError ended the job; srun / torchrun then SIGTERMs the others, whose
