@@ -44,6 +44,7 @@ from bot.core.diagnose.ending import (
     ends_in_error,
     ends_in_final_save,
     ends_in_open_progress_bar,
+    ends_in_sigterm,
     epochs_left,
     remote_error_cause,
     traceback_cause,
@@ -301,6 +302,8 @@ def diagnose(
                            no_ninja=chosen == "unknown_failure" and any(
                                _NO_NINJA.search(m.text) for m in matches),
                            exit_interval=_exit_interval_iteration(chosen, primary),
+                           sigterm=chosen == "unknown_failure" and acct.state is None
+                           and bool(ends_in_sigterm(matches, tail, series)),
                            prompt=prompt_ending),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
@@ -447,13 +450,16 @@ def case_detail(
     no_ninja: bool = False,
     prompt: PromptEnding | None = None,
     exit_interval: int | None = None,
+    sigterm: bool = False,
 ) -> dict[str, Any] | None:
     """This case's figures that the explanation states before the catalogue's hint (the
     templates word them: templates/_common.j2 `detail_text`); None when there are none.
     A silent exit says what decided it: Slurm's COMPLETED 0:0 with the log's reasons
     (`silent`), or, in a log without accounting, the shell's `prompt` after the training's
     progress (its last iteration when the series counts them) or after start-up output only.
-    A time limit that Megatron's --exit-interval decided names the iteration it stopped at."""
+    A time limit that Megatron's --exit-interval decided names the iteration it stopped at;
+    a failure in a log without accounting that is only torchrun's SIGTERM (`sigterm`) says
+    that the log cannot tell who sent it."""
     if silent is not None:
         return {"kind": "silent_exit", "reasons": silent.reasons()}
     if prompt is not None:
@@ -477,6 +483,8 @@ def case_detail(
         return {"kind": "shm"}
     if no_ninja:
         return {"kind": "no_ninja"}
+    if sigterm:
+        return {"kind": "sigterm"}
     if exit_interval is not None:
         return {"kind": "exit_interval", "iteration": exit_interval}
     if class_id == NONE_CLASS:

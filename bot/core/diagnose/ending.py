@@ -17,7 +17,8 @@ detectors). One of them is weighed with accounting too: an error block that hold
 remote error names the cause another rank's failure or the fabric gave it
 (`remote_error_cause`), which Slurm's exit code or signal for the rank that reported it cannot;
 so does a run interrupted by hand while it waited (a hang), which SIGINT's cannot, and apex's
-loss scale underflowing (a divergence), which exit 1 cannot (`traceback_cause`).
+loss scale underflowing (a divergence), which exit 1 cannot (`traceback_cause`). torchrun's
+SIGTERM with no other error (`ends_in_sigterm`) names no sender: the explanation says so.
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ _SIGNAL_ANNOUNCED = frozenset({"time_limit", "preempted"})
 # The exceptions a signal itself raises in a training process.
 _SIGNALS_OWN = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*(?:KeyboardInterrupt|SystemExit"
                           r"|SignalException)\b")
+# torchrun's agent stopped by SIGTERM (torch/distributed/elastic/multiprocessing/api.py,
+# _terminate_process_handler: `SignalException: Process 1234 got signal: 15`).
+_SIGTERM_EXCEPTION = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*SignalException: Process [0-9]+ "
+                                r"got signal: 15\b")
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
                         r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"
@@ -394,6 +399,25 @@ def remote_error_cause(
         return _network_fault(block, [normalize_line(t) for _, t in block])
     ended = _ending_of(hints, block)
     return ended if ended is not None and ended.class_id != "unknown_failure" else None
+
+
+def ends_in_sigterm(
+    matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> tuple[tuple[int, str], ...]:
+    """torchrun's SignalException for SIGTERM as the only exception of the log's error block
+    (beside a signal's own) and no class's hint in it: the line; () otherwise. Slurm's time
+    limit, a preemption, scancel and srun ending a step all send SIGTERM, so the log alone
+    does not say who stopped the run."""
+    if not tail:
+        return ()
+    hints, block = _error_block(matches, tail, series)
+    if {m.class_id for m in hints} - {"unknown_failure"}:
+        return ()
+    raised = [(line, text) for _, line, text in _exceptions(block)]
+    if any(not _SIGNALS_OWN.match(text) for _, text in raised):
+        return ()
+    return next(((line,) for line, text in reversed(raised) if _SIGTERM_EXCEPTION.match(text)),
+                ())
 
 
 def _error_block(

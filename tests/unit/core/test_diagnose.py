@@ -2036,6 +2036,46 @@ def test_a_rank_announcing_sigterm_after_another_error_is_not_a_time_limit(catal
     assert _diagnose_text(catalogue, own).class_id == "time_limit"
 
 
+TORCHRUN_SIGTERM = (
+    "W0302 10:05:00.123000 1234 torch/distributed/elastic/agent/server/api.py:704] Received 15 "
+    "death signal, shutting down workers\n"
+    "W0302 10:05:00.124000 1234 torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+    "process 1300 closing signal SIGTERM\n"
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/bin/torchrun", line 8, in <module>\n'
+    "    sys.exit(main())\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/'
+    'api.py", line 84, in _terminate_process_handler\n'
+    '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)\n'
+    "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1234 got signal: 15\n")
+
+
+@pytest.mark.parametrize(("acct", "class_id", "retryable"), [
+    # the log alone: a time limit, a preemption, scancel or srun ending the step: a person asks
+    (None, "unknown_failure", False),
+    (Accounting(state="TIMEOUT", exit_code=0, signal=15), "time_limit", True),
+    (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted", True),
+    (Accounting(state="CANCELLED", exit_code=0, signal=15), "unknown_failure", False),
+])
+def test_torchrun_stopped_by_sigterm_follows_sacct_and_alone_asks_a_person(catalogue, acct,
+                                                                           class_id, retryable):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                       + TORCHRUN_SIGTERM, acct)
+    assert (d.class_id, d.retryable) == (class_id, retryable)
+    if acct is None:
+        assert d.detail == {"kind": "sigterm"}
+        assert all(w in explain(d) for w in ("SIGTERM", "time limit", "preemption", "scancel",
+                                             "does not say which", "A person should check"))
+        assert "SIGTERM" in explain(d, "ko") and "sacct" in explain(d, "ko")
+
+
+def test_torchrun_sigterm_after_another_error_does_not_blame_the_signal(catalogue):
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "ValueError: expected input of shape (8, 512), got (8, 511)\n" + TORCHRUN_SIGTERM)
+    d = _diagnose_text(catalogue, text)
+    assert d.class_id == "unknown_failure" and d.detail is None
+
+
 @pytest.mark.parametrize("line", [
     "[E ProcessGroupNCCL.cpp:414] NCCL watchdog thread terminated with exception: CUDA error: "
     "an illegal memory access was encountered",
