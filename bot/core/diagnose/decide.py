@@ -88,6 +88,11 @@ _WRAPPER = re.compile(
 )
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
+# ... or of the process's open-file limit (errno 24, EMFILE), not /dev/shm space: torch opening
+# a batch's shared memory object (`unable to open shared memory object </torch_…> in read-write
+# mode: Too many open files (24)`), or multiprocessing receiving a worker's file descriptors
+# with none left to receive them into (`RuntimeError: received 0 items of ancdata`).
+_FD_LIMIT = re.compile(r"Too many open files|received 0 items of ancdata")
 # torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
 # class of its own whose fix is known (install ninja in the job's environment).
 _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
@@ -297,10 +302,7 @@ def diagnose(
         hint=hint,
         title=cls.title if cls is not None else "",
         detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
-                           shm=chosen == "dataloader_worker_killed" and any(
-                               _SHM.search(m.text) for m in matches),
-                           no_ninja=chosen == "unknown_failure" and any(
-                               _NO_NINJA.search(m.text) for m in matches),
+                           line_cause=_line_cause(chosen, matches),
                            exit_interval=_exit_interval_iteration(chosen, primary),
                            sigterm=chosen == "unknown_failure" and acct.state is None
                            and bool(ends_in_sigterm(matches, tail, series)),
@@ -446,8 +448,7 @@ def case_detail(
     during_save: bool,
     silent: SilentExitFinding | None,
     *,
-    shm: bool = False,
-    no_ninja: bool = False,
+    line_cause: dict[str, Any] | None = None,
     prompt: PromptEnding | None = None,
     exit_interval: int | None = None,
     sigterm: bool = False,
@@ -479,10 +480,8 @@ def case_detail(
                 "seconds_before_failure": upstream.seconds_before_failure}
     if class_id == "host_oom" and during_save:
         return {"kind": "saving"}
-    if shm:
-        return {"kind": "shm"}
-    if no_ninja:
-        return {"kind": "no_ninja"}
+    if line_cause is not None:
+        return line_cause
     if sigterm:
         return {"kind": "sigterm"}
     if exit_interval is not None:
@@ -494,6 +493,21 @@ def case_detail(
                 "sec_per_iter": series.sec_per_iter(),
                 "low_gpu_util_pct": util if util is not None and util < _LOW_GPU_UTIL_PCT
                 else None}
+    return None
+
+
+def _line_cause(class_id: str, matches: Sequence[Any]) -> dict[str, Any] | None:
+    """The cause within the class that the log's lines name, when its fix differs from the
+    class's hint: a DataLoader worker out of open files (`fd_limit`) or of /dev/shm (`shm`),
+    a C++ extension without ninja (`no_ninja`); None otherwise."""
+    texts = [m.text for m in matches]
+    if class_id == "dataloader_worker_killed":
+        if any(_FD_LIMIT.search(t) for t in texts):
+            return {"kind": "fd_limit"}
+        if any(_SHM.search(t) for t in texts):
+            return {"kind": "shm"}
+    if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
+        return {"kind": "no_ninja"}
     return None
 
 

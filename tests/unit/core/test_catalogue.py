@@ -267,6 +267,8 @@ WORDINGS = [
      "insufficient shared memory (shm).", "dataloader_worker_killed"),
     ("This might be caused by Insufficient Shared Memory (SHM)", "dataloader_worker_killed"),
     ("ERROR: Unexpected segmentation fault encountered in worker.", "dataloader_worker_killed"),
+    # ... the batches' file descriptors past the open-file limit (EMFILE)
+    ("RuntimeError: received 0 items of ancdata", "dataloader_worker_killed"),
     # CUDA's error 999 (cudaErrorUnknown) in the wordings of torch, NCCL, the driver API, JAX
     ("RuntimeError: CUDA error: unknown error", "gpu_failure"),
     ("misc/strongstream.cc:53 NCCL WARN Cuda failure 'unknown error'", "gpu_failure"),

@@ -2210,6 +2210,23 @@ def test_a_worker_killed_by_a_bus_error_is_a_shared_memory_case_with_its_own_fix
     assert killed.class_id == "dataloader_worker_killed" and killed.detail is None
 
 
+@pytest.mark.parametrize("line", [
+    "RuntimeError: unable to open shared memory object </torch_12345_678_9> in read-write mode: "
+    "Too many open files (24)",
+    "RuntimeError: received 0 items of ancdata",
+])
+def test_a_worker_out_of_open_files_is_told_to_raise_the_limit_not_dev_shm(catalogue, line):
+    """errno 24 (EMFILE) is the process's open-file limit: a larger /dev/shm does not help."""
+    d = _diagnose_text(catalogue, "iter 10/100 loss 1.0\n" + line + "\n")
+    assert d.class_id == "dataloader_worker_killed" and d.detail == {"kind": "fd_limit"}
+    text = explain(d)
+    assert "open-file limit (errno 24, EMFILE" in text and "`ulimit -n 65536`" in text
+    assert "set_sharing_strategy('file_system')" in text
+    assert "larger /dev/shm" not in text and "--mem" not in text
+    korean = explain(d, "ko")
+    assert "열린 파일 수 한도" in korean and "`ulimit -n 65536`" in korean
+
+
 CPP_EXTENSION = "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py"
 NO_NINJA = (
     "Traceback (most recent call last):\n"
