@@ -93,6 +93,17 @@ _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 # mode: Too many open files (24)`), or multiprocessing receiving a worker's file descriptors
 # with none left to receive them into (`RuntimeError: received 0 items of ancdata`).
 _FD_LIMIT = re.compile(r"Too many open files|received 0 items of ancdata")
+# The tool a compiler_missing line names as missing: XLA's CUDA toolkit binaries and libdevice
+# (`Couldn't find a suitable version of ptxas`, `libdevice not found at ./libdevice.10.bc`), the
+# CUDA compiler (`command 'nvcc' failed`, `CUDA_HOME environment variable is not set`, CMake's
+# `No CMAKE_CUDA_COMPILER`), or a C/C++ compiler, quoted or as a shell reports it (`'gcc'`,
+# `'x86_64-linux-gnu-gcc'`, `(None, 'g++')`, `/bin/sh: 1: gcc: not found`, `Compiler: cl is not
+# found`); a line that names no tool (`Failed to find C compiler`) names none.
+_CUDA_TOOL = re.compile(r"\b(ptxas|nvlink|fatbinary|libdevice|nvcc)\b")
+_NVCC = re.compile(r"CUDA_HOME environment variable is not set|CMAKE_CUDA_COMPILER")
+_C_COMPILER = re.compile(
+    r"(?:'|\b)((?:[\w.]+-)*(?:gcc|g\+\+|clang\+\+|clang|c\+\+|cc|cl))(?:\.exe)?"
+    r"(?:'|: (?:command )?not found| is not found)")
 # torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
 # class of its own whose fix is known (install ninja in the job's environment).
 _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
@@ -497,9 +508,10 @@ def case_detail(
 
 
 def _line_cause(class_id: str, matches: Sequence[Any]) -> dict[str, Any] | None:
-    """The cause within the class that the log's lines name, when its fix differs from the
-    class's hint: a DataLoader worker out of open files (`fd_limit`) or of /dev/shm (`shm`),
-    a C++ extension without ninja (`no_ninja`); None otherwise."""
+    """The cause within the class that the log's lines name, when its fix differs from or
+    narrows the class's hint: a DataLoader worker out of open files (`fd_limit`) or of /dev/shm
+    (`shm`), a C++ extension without ninja (`no_ninja`), the compiler or CUDA tool not found
+    (`missing_tool`); None otherwise."""
     texts = [m.text for m in matches]
     if class_id == "dataloader_worker_killed":
         if any(_FD_LIMIT.search(t) for t in texts):
@@ -508,6 +520,21 @@ def _line_cause(class_id: str, matches: Sequence[Any]) -> dict[str, Any] | None:
             return {"kind": "shm"}
     if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
         return {"kind": "no_ninja"}
+    if class_id == "compiler_missing" and (tool := _missing_tool(
+            [m.text for m in matches if m.primary and m.class_id == class_id])):
+        return {"kind": "missing_tool", "tool": tool}
+    return None
+
+
+def _missing_tool(texts: Sequence[str]) -> str | None:
+    """The tool that compiler_missing's lines name as missing (`ptxas`, `nvcc`, `gcc`), if any."""
+    for text in texts:
+        if cuda := _CUDA_TOOL.search(text):
+            return cuda.group(1)
+        if _NVCC.search(text):
+            return "nvcc"
+        if compiler := _C_COMPILER.search(text):
+            return compiler.group(1)
     return None
 
 

@@ -126,6 +126,19 @@ def test_a_silent_exit_read_from_the_log_alone_says_the_prompt_decided_it(capsys
     assert _hint(out).startswith(said) and "COMPLETED" not in _hint(out)
 
 
+def test_a_missing_ptxas_is_told_the_cuda_toolkits_fix_not_a_c_compilers(capsys, tmp_path):
+    log = tmp_path / "jax.log"
+    log.write_text("jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable "
+                   "version of ptxas. The following locations were considered: "
+                   "/usr/local/cuda/bin/ptxas\n")
+    code, out, _ = cli(capsys, str(log))
+    assert code == 1 and out.startswith(f"{log}: compiler_missing - ")
+    assert _hint(out).startswith("hint: XLA compiles its GPU kernels with the CUDA toolkit's "
+                                 "ptxas, which it did not find on the worker")
+    assert "XLA_FLAGS=--xla_gpu_cuda_data_dir=<CUDA root>" in _hint(out)
+    assert "CC=" not in _hint(out) and "gcc" not in _hint(out)
+
+
 def test_a_silent_exit_slurm_reported_keeps_slurms_words(capsys, tmp_path):
     log = tmp_path / "job.log"
     log.write_text(PROMPT_RUN)

@@ -1751,6 +1751,42 @@ def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: 
     assert d.decided_by == "signature"
 
 
+@pytest.mark.parametrize(("line", "tool", "fix"), [
+    ("jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable version of "
+     "ptxas. The following locations were considered: /usr/local/cuda/bin/ptxas", "ptxas",
+     "XLA_FLAGS=--xla_gpu_cuda_data_dir="),
+    ("tensorflow.python.framework.errors_impl.InternalError: libdevice not found at "
+     "./libdevice.10.bc [Op:__inference_train_function_1234]", "libdevice",
+     "XLA_FLAGS=--xla_gpu_cuda_data_dir="),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install "
+     "root.", "nvcc", "export CUDA_HOME="),
+    ("error: command '/usr/local/cuda/bin/nvcc' failed: No such file or directory", "nvcc",
+     "export CUDA_HOME="),
+    ("/bin/sh: 1: gcc: not found", "gcc", "Set CC/CXX"),
+    ("unable to execute 'x86_64-linux-gnu-gcc': No such file or directory",
+     "x86_64-linux-gnu-gcc", "Set CC/CXX"),
+    ("torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
+     "torch._inductor.config.cpp.cxx: (None, 'g++')", "g++", "Set CC/CXX"),
+])
+def test_a_missing_compiler_names_the_tool_and_its_own_fix(catalogue, line, tool, fix):
+    """A CUDA toolkit's tool is not fixed by CC/CXX; a C compiler is."""
+    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    assert d.class_id == "compiler_missing"
+    assert d.detail == {"kind": "missing_tool", "tool": tool}
+    text = explain(d)
+    assert tool in text and fix in text
+    assert ("gcc_linux-64" in text) == (fix == "Set CC/CXX")
+    korean = explain(d, "ko")
+    assert tool in korean and fix.split("=")[0].split()[-1] in korean
+
+
+def test_a_missing_compiler_line_that_names_no_tool_keeps_the_hint_alone(catalogue):
+    d = _diagnose_text(catalogue, "RuntimeError: Failed to find C compiler. Please specify via "
+                       "CC environment variable.\n")
+    assert d.class_id == "compiler_missing" and d.detail is None
+    assert explain(d).startswith("Set CC/CXX on the worker")
+
+
 @pytest.mark.parametrize("warning", [
     "2020-09-22 11:42:03.984823: W tensorflow/stream_executor/cuda/redzone_allocator.cc:312] "
     "Internal: Couldn't invoke ptxas --version\nRelying on driver to perform ptx compilation. "

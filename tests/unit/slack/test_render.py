@@ -228,6 +228,29 @@ def test_a_korean_incident_explains_in_korean_unless_the_site_text_is_english_on
     assert "CC/CXX" not in site_ko
 
 
+@pytest.mark.parametrize(("line", "en", "ko"), [
+    ("jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable version of "
+     "ptxas. The following locations were considered: /usr/local/cuda/bin/ptxas",
+     "XLA compiles its GPU kernels with the CUDA toolkit's ptxas",
+     "XLA는 GPU 커널을 CUDA 툴킷의 ptxas(으)로 컴파일하는데"),
+    ("/bin/sh: 1: gcc: not found", "The compiler not found is gcc. Set CC/CXX on the worker",
+     "찾지 못한 컴파일러는 gcc입니다. 워커에서 CC/CXX를 설정하세요"),
+])
+def test_a_missing_compiler_incident_names_the_missing_tool(line: str, en: str, ko: str) -> None:
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed_text("step 10 loss 1.2\n" + line + "\n")
+    analysis.finish()
+    view = build_incident(analysis.diagnose(None), recipe="mix", job_id="4243",
+                          last_checkpoint_iter=None, now=0.0)
+    english = _explanation(render_blocks("incident", "en", view)[0])
+    assert en in english
+    assert ("gcc_linux-64" in english) == ("gcc" in line)
+    assert ko in _explanation(render_blocks("incident", "ko", view)[0])
+
+
 def _silent_exit_incident(catalogue, text: str, acct=None, lang: str = "en") -> str:
     from bot.core.diagnose import LogAnalysis
 
