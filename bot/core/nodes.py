@@ -7,6 +7,11 @@ from collections.abc import Iterable
 
 #: Node-naming forms, most specific first; group 1 is the node.
 _NODE_PATTERNS = tuple(re.compile(p) for p in (
+    # Megatron's rerun machine naming the GPU it suspects (the one the rerun must avoid); not
+    # its `Possible persistent error` line, printed on the other, healthy GPU
+    r"node ([A-Za-z0-9][\w.-]*), device [0-9]+, iteration #[0-9]+: (?:Possible transient error"
+    r"|First rerun: unexpected result is reproducible)",
+    r"Got rescheduled on the same GPU\..*\(node: ([A-Za-z0-9][\w.-]*), gpu: [0-9]+\)",
     r"\*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED",  # slurmstepd
     r"Node failure on ([A-Za-z0-9][\w.-]*)",  # srun / salloc
     r"srun: error: ([A-Za-z0-9][\w.-]*): tasks? [0-9]",  # srun: error: gpu-a07: task 0: ...

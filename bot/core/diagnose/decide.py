@@ -110,6 +110,14 @@ _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
 # Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
 # there and exited 0, a planned stop the explanation names with its iteration.
 _EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
+# Megatron's rerun machine exiting 16 (EXIT_CODE_RESUME_TO_DISAMBIGUATE): the step's result
+# came out the same again on the suspected GPU, and only a resume on another GPU gives the
+# verdict (a faulty GPU or the model's own result); the explanation says it is still to come.
+_RERUN_ELSEWHERE = re.compile(r"resume the job from the (?:same )?checkpoint to rerun the last "
+                              r"iteration and establish a diagnostic")
+# Its persistent-error verdict, printed on the GPU that reran the step correctly: the faulty GPU
+# was the previous run's, which this log does not name.
+_PERSISTENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible persistent error!")
 
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -252,12 +260,18 @@ def diagnose(
             during_save = True
             evidence.append(Evidence(finding.save.start_line, finding.save.start_text))
 
-    # A fault of the node itself: which node, so a resubmit can avoid it (--exclude).
-    # An NCCL timeout only when its own lines trace it to one node.
+    # A fault of the node itself: which node its lines, its class's lines or the log's last
+    # lines name, so a resubmit can avoid it (--exclude). An NCCL timeout only when its own lines
+    # trace it to one node; none when Megatron's persistent-error verdict says the faulty GPU was
+    # the previous run's.
     node = None
     if chosen in NODE_CLASSES:
         lines = [e.text for e in evidence]
-        node = node_in(lines if chosen == "nccl_timeout" else lines + [t for _, t in tail])
+        if chosen != "nccl_timeout":
+            lines += [m.text for m in matches if m.class_id == chosen] + [t for _, t in tail]
+        node = node_in(lines)
+        if any(_PERSISTENT_VERDICT.search(t) for t in lines):
+            node = None
     leak_fit = None
     if chosen in MEMORY_CLASSES and trend is not None and detect_leak(
             series, None, trend=trend, min_samples=leak_min_samples) is not None:
@@ -315,6 +329,9 @@ def diagnose(
         detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
                            line_cause=_line_cause(chosen, matches),
                            exit_interval=_exit_interval_iteration(chosen, primary),
+                           rerun_elsewhere=chosen == "gpu_failure" and all(
+                               _RERUN_ELSEWHERE.search(m.text) for m in primary
+                               if m.class_id == chosen),
                            sigterm=chosen == "unknown_failure" and acct.state is None
                            and bool(ends_in_sigterm(matches, tail, series)),
                            prompt=prompt_ending),
@@ -463,6 +480,7 @@ def case_detail(
     prompt: PromptEnding | None = None,
     exit_interval: int | None = None,
     sigterm: bool = False,
+    rerun_elsewhere: bool = False,
 ) -> dict[str, Any] | None:
     """This case's figures that the explanation states before the catalogue's hint (the
     templates word them: templates/_common.j2 `detail_text`); None when there are none.
@@ -471,7 +489,8 @@ def case_detail(
     progress (its last iteration when the series counts them) or after start-up output only.
     A time limit that Megatron's --exit-interval decided names the iteration it stopped at;
     a failure in a log without accounting that is only torchrun's SIGTERM (`sigterm`) says
-    that the log cannot tell who sent it."""
+    that the log cannot tell who sent it; a GPU fault that is only Megatron's request to rerun
+    the step on another GPU (`rerun_elsewhere`) says its verdict is still to come."""
     if silent is not None:
         return {"kind": "silent_exit", "reasons": silent.reasons()}
     if prompt is not None:
@@ -495,6 +514,8 @@ def case_detail(
         return line_cause
     if sigterm:
         return {"kind": "sigterm"}
+    if rerun_elsewhere:
+        return {"kind": "rerun_elsewhere"}
     if exit_interval is not None:
         return {"kind": "exit_interval", "iteration": exit_interval}
     if class_id == NONE_CLASS:

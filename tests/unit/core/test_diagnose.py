@@ -2185,35 +2185,63 @@ RERUN_FIRST = ("Unexpected result nan on rank 3 at iteration #71 invocation #1 "
                f"(message='{MEGATRON_NAN}')\n")
 
 
-@pytest.mark.parametrize(("verdict", "class_id"), [
-    # the step's rerun did not give the NaN again: Megatron blames the GPU
+SRUN_EXIT_17 = "srun: error: gpu-b11: task 3: Exited with exit code 17\n"
+
+
+@pytest.mark.parametrize(("verdict", "class_id", "node"), [
+    # the step's rerun did not give the NaN again: Megatron blames the GPU it ran on
     ("Rank 3, node gpu-a07, device 3, iteration #71: First rerun: unexpected result is not "
      "reproducible within the tolerance (2.31 != nan)!\n"
      "Rank 3, node gpu-a07, device 3, iteration #71: Possible transient error!!\n"
-     "Exiting now. The job can be resumed from a previous checkpoint\n", "gpu_failure"),
+     "Exiting now. The job can be resumed from a previous checkpoint\n", "gpu_failure", "gpu-a07"),
+    # rank 0's exit line alone (the failing rank's lines went to another file)
+    ("Exiting now. The job can be resumed from a previous checkpoint\n", "gpu_failure", None),
+    # the rerun on another GPU did not give it: the previous run's GPU is faulty, not this
+    # run's node (gpu-b11 ran the step correctly), so no node to exclude is read from here
     ("Second rerun: unexpected result is not reproducible on a different GPU, therefore was "
      "likely incorrect (2.31 != nan)\n"
-     "Rank 3, node gpu-b11, device 3, iteration #71: Possible persistent error!!\n", "gpu_failure"),
+     "Rank 3, node gpu-b11, device 3, iteration #71: Possible persistent error!!\n"
+     "Exiting now. A checkpoint at the last iteration already exists if further examination "
+     "is needed\n" + SRUN_EXIT_17, "gpu_failure", None),
     # ... or did, on another GPU too: the model's own NaN
     ("Second rerun: unexpected result is reproducible on a different GPU, therefore it was "
      "likely correct (nan = nan)\n"
      f"Rank 3, node gpu-b11, device 3, iteration #71: Correct result (but possible Application "
-     f"error) ({MEGATRON_NAN})!\n", "nan_loss"),
+     f"error) ({MEGATRON_NAN})!\n", "nan_loss", None),
 ])
 def test_megatrons_rerun_machine_verdict_names_the_gpu_or_the_model(catalogue, verdict,
-                                                                     class_id):
+                                                                     class_id, node):
     acct = Accounting(state="FAILED", exit_code=17, signal=0)
     d = _diagnose_text(catalogue, MEGATRON_ITER + RERUN_FIRST + verdict, acct)
-    assert (d.class_id, d.decided_by) == (class_id, "signature")
+    assert (d.class_id, d.decided_by, d.node) == (class_id, "signature", node)
 
 
-def test_megatrons_first_report_of_a_nan_awaiting_its_rerun_decides_nothing(catalogue):
-    # reproduced on the same GPU: Megatron saves and exits 16 to be resumed on another GPU
-    text = (MEGATRON_ITER + RERUN_FIRST
-            + "Saving a checkpoint and exiting now. Please resume the job from the checkpoint "
-              "to rerun the last iteration and establish a diagnostic\n")
+@pytest.mark.parametrize("exit_lines", [
+    # the step's rerun gave the NaN again on the same GPU: a checkpoint, exit 16
+    "Rank 3, node gpu-a07, device 3, iteration #71: First rerun: unexpected result is "
+    "reproducible within the tolerance (nan = nan). Need to rerun on a different GPU to verify "
+    "correctness.!\n"
+    "Saving a checkpoint and exiting now. Please resume the job from the checkpoint to rerun "
+    "the last iteration and establish a diagnostic\n"
+    "saving checkpoint at iteration      71 to /scratch/tr1/checkpoints\n"
+    "  successfully saved checkpoint at iteration      71 to /scratch/tr1/checkpoints\n",
+    # the resume landed on that GPU again: exit 16 once more
+    "Got rescheduled on the same GPU. Need to resume again from the same checkpoint "
+    "(node: gpu-a07, gpu: 3)\n"
+    "Exiting now. Please resume the job from the same checkpoint to rerun the last iteration "
+    "and establish a diagnostic\n",
+])
+def test_megatrons_rerun_machine_asking_for_another_gpu_resumes_without_the_suspected_node(
+        catalogue, exit_lines):
+    # EXIT_CODE_RESUME_TO_DISAMBIGUATE (16): only a rerun on another GPU gives the verdict, so
+    # the resume goes elsewhere, and the explanation says no verdict is in yet
     acct = Accounting(state="FAILED", exit_code=16, signal=0)
-    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+    d = _diagnose_text(catalogue, MEGATRON_ITER + RERUN_FIRST + exit_lines, acct)
+    assert (d.class_id, d.decided_by, d.retryable, d.node) == (
+        "gpu_failure", "signature", True, "gpu-a07")
+    assert d.detail == {"kind": "rerun_elsewhere"}
+    assert "exited with code 16" in explain(d) and "verdict is still to come" in explain(d)
+    assert "종료 코드 16" in explain(d, "ko")
 
 
 @pytest.mark.parametrize(("text", "acct", "class_id", "decided_by"), [
