@@ -1,14 +1,16 @@
-"""A whole job array's thread root: one row per task (state, progress, outcome), within
-Slack's limits however many tasks the array has (pure)."""
+"""Job arrays (pure): which tasks of a watched array started (`new_array_tasks`), the array's
+thread root with one row per task (state, progress, outcome) within Slack's limits however
+many tasks it has (`build_array_root`), and each task's retry budget (`task_retries_used`)."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
+from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
 #: Rows shown at most; the other tasks are counted by state in one line. 40 rows of about
@@ -16,6 +18,49 @@ from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATE
 MAX_TASK_ROWS = 40
 
 _TASK_RE = re.compile(r"_(\d+)$")
+
+
+class ArrayChain(Protocol):
+    """A watched job's chain as `new_array_tasks` reads it (the store's chains row is one):
+    `array_job_id` is the whole array's id when `is_array`."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def is_array(self) -> bool: ...
+
+    @property
+    def array_job_id(self) -> int | None: ...
+
+
+ChainT = TypeVar("ChainT", bound=ArrayChain)
+
+
+def new_array_tasks(watched: Iterable[tuple[str, ChainT | None]], records: Collection[JobRecord],
+                    attempt_jobs: Callable[[int], Collection[str]]
+                    ) -> list[tuple[ChainT, JobRecord]]:
+    """The tasks of the watched arrays that started and are no attempt of their chain yet, as
+    (chain, record): `watched` is each watched job's id with its chain (None: none),
+    `records` what squeue and sacct said, `attempt_jobs(chain_id)` the job ids of a chain's
+    attempts (asked only of an array with tasks among `records`). A record is a task of an
+    array when its `array_job_id` is the array's or that of a watched job of the array's
+    chain (a task's resubmit is a one-task array of its own). Arrays in the order their jobs
+    are watched, each one's tasks in task order."""
+    arrays: dict[int, tuple[ChainT, set[int]]] = {}
+    for job_id, chain in watched:
+        if chain is not None and chain.is_array and chain.array_job_id is not None:
+            arrays.setdefault(chain.id, (chain, {chain.array_job_id}))[1].add(int(job_id))
+    started: list[tuple[ChainT, JobRecord]] = []
+    for chain, array_ids in arrays.values():
+        tasks = [r for r in records
+                 if r.array_job_id in array_ids and r.array_task_id is not None]
+        if not tasks:
+            continue
+        known = attempt_jobs(chain.id)
+        started.extend((chain, r) for r in sorted(tasks, key=lambda r: r.array_task_id or 0)
+                       if str(r.job_id) not in known)
+    return started
 
 
 @dataclass(frozen=True)

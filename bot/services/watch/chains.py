@@ -3,13 +3,14 @@ job belongs to (cached: a chain's kind never changes), the tasks of a watched ar
 started (each a new attempt row and watched job), the history a finished job is judged
 against, its attempt row's progress, and the end of an adopted job's or array's chain.
 
-The rules over the rows are pure (bot.core.policy.chain): which attempts are a finished
-job's history (`run_history`; a submitted array's task: its own attempts and retry budget,
-`task_history`; a job trainbot did not submit: `own_history`) and when a chain whose jobs run
-side by side (`Chain.parallel`) has ended (`parallel_chain_end`), and what a progress write
-changes in an attempt row (`attempt_progress`); this module reads the store for them and
-writes what they decide. Chains trainbot ran one attempt after another are ended by the
-finished job's decision (bot.services.watch.tick).
+The rules over the rows are pure: which records are tasks of a watched array that are no
+attempt yet (bot.core.arrays.new_array_tasks), and (bot.core.policy.chain) which attempts
+are a finished job's history (`run_history`; a submitted array's task: its own attempts and
+retry budget, `task_history`; a job trainbot did not submit: `own_history`), when a chain
+whose jobs run side by side (`Chain.parallel`) has ended (`parallel_chain_end`), and what a
+progress write changes in an attempt row (`attempt_progress`); this module reads the store
+for them and writes what they decide. Chains trainbot ran one attempt after another are
+ended by the finished job's decision (bot.services.watch.tick).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from bot.core.arrays import new_array_tasks
 from bot.core.catalogue import Catalogue
 from bot.core.policy import (
     ChainHistory,
@@ -77,35 +79,21 @@ class ChainBook:
     def started_array_tasks(self, watched: list[WatchedJob], records: dict[int, JobRecord],
                             now: float) -> list[WatchedJob]:
         """Tasks of the watched arrays that started since the last tick (in `records`
-        already): each becomes an attempt row of its array's chain and a watched job."""
-        arrays: dict[int, tuple[Chain, set[int]]] = {}
-        for w in watched:
-            chain = self.get(w.chain_id)
-            if chain is not None and chain.is_array and chain.array_job_id is not None:
-                # the array's id, and the ids of its tasks' one-task resubmits
-                arrays.setdefault(chain.id, (chain, {chain.array_job_id}))[1].add(int(w.job_id))
-        if not arrays:
-            return watched
-        added = False
-        for chain, array_ids in arrays.values():
-            tasks = [r for r in records.values()
-                     if r.array_job_id in array_ids and r.array_task_id is not None]
-            if not tasks:
-                continue
-            known = {a.job_id for a in self.store.attempts.for_chain(chain.id)}
-            for rec in sorted(tasks, key=lambda r: r.array_task_id or 0):
-                job = str(rec.job_id)
-                if job in known:
-                    continue
-                self.store.attempts.add(chain_id=chain.id, job_id=job, now=now,
-                                        state=rec.state or "", display_id=rec.display_id)
-                self.store.watched_jobs.add(self.cluster, job, now=now, chain_id=chain.id,
-                                            adopted=chain.adopted)
-                log.info("%s: array %s: task %s started as job %s", self.cluster,
-                         chain.array_job_id, rec.display_id, job)
-                self.changed.add(chain.id)
-                added = True
-        return self.store.watched_jobs.list(self.cluster) if added else watched
+        already; bot.core.arrays.new_array_tasks): each becomes an attempt row of its array's
+        chain and a watched job. The watched jobs, listed again when any was added."""
+        started = new_array_tasks(
+            [(w.job_id, self.get(w.chain_id)) for w in watched], records.values(),
+            lambda chain_id: {a.job_id for a in self.store.attempts.for_chain(chain_id)})
+        for chain, rec in started:
+            job = str(rec.job_id)
+            self.store.attempts.add(chain_id=chain.id, job_id=job, now=now,
+                                    state=rec.state or "", display_id=rec.display_id)
+            self.store.watched_jobs.add(self.cluster, job, now=now, chain_id=chain.id,
+                                        adopted=chain.adopted)
+            log.info("%s: array %s: task %s started as job %s", self.cluster,
+                     chain.array_job_id, rec.display_id, job)
+            self.changed.add(chain.id)
+        return self.store.watched_jobs.list(self.cluster) if started else watched
 
     def end_adopted(self, chain_id: int | None, now: float) -> None:
         """An adopted job's or array's chain ends (completed or stopped) once none of its
