@@ -34,20 +34,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from slack_standin import SlackStandIn  # noqa: E402
 
-from bot.app import build_watcher  # noqa: E402
-from bot.charts.series import SeriesCharts  # noqa: E402
-from bot.cluster.sessions import ClusterSessions  # noqa: E402
+from bot.app import build_context, build_watcher  # noqa: E402
 from bot.config import Config  # noqa: E402
 from bot.config.dev_cluster import dev_cluster_config_data  # noqa: E402
-from bot.core.catalogue import Catalogue  # noqa: E402
 from bot.services.fencing import fenced_context  # noqa: E402
 from bot.services.leases import LeaseKeeper  # noqa: E402
-from bot.services.ports import BotContext  # noqa: E402
 from bot.services.scheduler import JobScheduler  # noqa: E402
-from bot.slack.poster import METADATA_EVENT, SlackPoster  # noqa: E402
-from bot.slack.render import TemplateRenderer  # noqa: E402
+from bot.slack.poster import METADATA_EVENT  # noqa: E402
 from bot.slack.retry import make_client  # noqa: E402
-from bot.store import Store  # noqa: E402
 
 CHANNEL = "CBENCH01"
 RECIPE = "latency"
@@ -119,21 +113,19 @@ def main() -> int:
                  "channel": "bench", "policy": {"tick_s": args.tick}}})
     data["slack"] = {"channels": {"bench": CHANNEL}}
     config = Config.model_validate(data)
-    store = Store.open(config.store.url)
-    clusters = ClusterSessions(config)
-    runner = clusters.runner("dev")
-    slurm = clusters.slurm("dev")
-    runner.run(["mkdir", "-p", base])
-    sftp = clusters.sftp("dev")
-    offset = float(runner.run(["date", "+%s.%N"]).stdout) - time.time()
-    latencies: list[float] = []
-    submitted: list[int] = []
-    scheduler = JobScheduler(LeaseKeeper(store.leases))
     with SlackStandIn() as slack, Arrivals(slack) as arrivals:
-        poster = SlackPoster(make_client(slack.token, base_url=slack.api_url), store)
-        ctx = BotContext(config=config, store=store, clusters=clusters,
-                         renderer=TemplateRenderer(), catalogue=Catalogue.load(), sink=poster,
-                         charts=SeriesCharts())
+        # the bot's services as `trainbot run` builds them, posting to the stand-in
+        ctx = build_context(config, client=make_client(slack.token, base_url=slack.api_url))
+        store, clusters, poster = ctx.store, ctx.clusters, ctx.sink
+        assert poster is not None
+        runner = clusters.runner("dev")
+        slurm = clusters.slurm("dev")
+        runner.run(["mkdir", "-p", base])
+        sftp = clusters.sftp("dev")
+        offset = float(runner.run(["date", "+%s.%N"]).stdout) - time.time()
+        latencies: list[float] = []
+        submitted: list[int] = []
+        scheduler = JobScheduler(LeaseKeeper(store.leases))
         # as `trainbot run` wires it: the watcher's side effects fenced by its lease
         watcher = build_watcher(fenced_context(ctx, scheduler.fence("watch:dev")), "dev")
         scheduler.run_repeating("watch:dev", watcher.tick, every_s=args.tick,

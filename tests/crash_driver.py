@@ -1,14 +1,15 @@
-"""The bot's watcher as a separate process, for tests/integration/test_crash_safety.py (which
-SIGKILLs it at chosen points and starts it again) and bench/incident_latency.py.
+"""The bot's watcher as a separate process, for tests/integration/test_crash_safety.py and
+test_crash_recovery_cluster.py (which SIGKILL it at chosen points and start it again).
 
     python -m tests.crash_driver --config CONFIG.yaml --slack-url URL --token TOKEN
         [--cluster dev] [--tick 0.5] [--until-idle]
 
-Builds the production BotContext (config file, its SQLite store, ClusterSessions, a
-SlackPoster on the given Slack Web API URL) and the production watcher
-(bot.app.build_watcher), then ticks it every `--tick` seconds. With
-`--until-idle` it exits 0 once the cluster has no active chain and no watched job.
-TRAINBOT_CRASH_AT (bot.crashpoint) makes it SIGKILL itself at a named step.
+Builds the bot's services as `trainbot run` does (bot.app.build_context: the config file's
+store, cluster sessions, catalogue, a thread poster on a client for the given Slack Web API
+URL, …), so each service the bot has is in what the crash tests kill, and the production
+watcher (bot.app.build_watcher), then ticks it every `--tick` seconds. With `--until-idle`
+it exits 0 once the cluster has no active chain and no watched job. TRAINBOT_CRASH_AT
+(bot.crashpoint) makes it SIGKILL itself at a named step.
 """
 
 from __future__ import annotations
@@ -31,24 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from bot.app import build_watcher
-    from bot.charts.series import SeriesCharts
-    from bot.cluster.sessions import ClusterSessions
+    from bot.app import build_context, build_watcher
     from bot.config import load_config
-    from bot.core.catalogue import Catalogue
-    from bot.services.ports import BotContext
-    from bot.slack.poster import SlackPoster
-    from bot.slack.render import TemplateRenderer
     from bot.slack.retry import make_client
-    from bot.store import Store
 
-    config = load_config(args.config)
-    store = Store.open(config.store.url)
-    clusters = ClusterSessions(config)
-    poster = SlackPoster(make_client(args.token, base_url=args.slack_url), store)
-    ctx = BotContext(config=config, store=store, clusters=clusters, sink=poster,
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load(config.catalogue.extra),
-                     charts=SeriesCharts())
+    ctx = build_context(load_config(args.config),
+                        client=make_client(args.token, base_url=args.slack_url))
+    store = ctx.store
     watcher = build_watcher(ctx, args.cluster)
     print("driver: ticking", flush=True)
     try:
@@ -66,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             time.sleep(max(0.0, args.tick - (time.monotonic() - started)))
     finally:
-        clusters.close()
+        ctx.clusters.close()
         store.close()
 
 

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, RecordingMessageSink, make_config
+from fakes import FakeClusters, FakeSlurm, make_config, make_context
 from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch
 
 from bot.app import build_app
-from bot.charts.series import SeriesCharts
 from bot.core.catalogue import Catalogue
 from bot.services.approvals import handle_click
 from bot.services.ports import BotContext
@@ -61,9 +60,7 @@ def story_buttons() -> list[tuple[str, str]]:
 def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
     """(action id, where) of every prompt the approvals service posts, in `lang`."""
     slurm = FakeSlurm()
-    ctx = BotContext(config=make_config(lang=lang), store=store, clusters=FakeClusters(slurm),
-                     sink=RecordingMessageSink(store),
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load(), charts=SeriesCharts())
+    ctx = make_context(store, slurm, lang=lang)
     shown: list[tuple[str, list]] = []
     real_reply = ctx.sink.post_reply
 
