@@ -291,18 +291,15 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None,
 def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
            connection: dict[str, Any], out: TextIO, read: Callable[[], str] | None,
            started: float) -> int:
-    from bot.app import build_watcher
+    from dataclasses import replace
+
+    from bot.app import build_context, build_watcher
     from bot.charts.series import SeriesCharts
     from bot.cluster.errors import ClusterError
-    from bot.cluster.sessions import ClusterSessions
     from bot.config import Config
-    from bot.core.catalogue import Catalogue
-    from bot.services.ports import BotContext
     from bot.services.runs import submit_and_announce
     from bot.services.threads import refresh_root
     from bot.slack.console import ConsoleSink
-    from bot.slack.render import TemplateRenderer
-    from bot.store import Store
     from handlers.console import ConsoleApprovals
 
     tag = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:4]
@@ -314,13 +311,12 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
     config_path = out_dir / "trainbot-demo.yaml"
     config_path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     charts_dir = out_dir / "charts" / tag
-    store = Store.open(config.store.url)
-    clusters = ClusterSessions(config)
+    # The bot's services as `trainbot run` builds them, its threads on the console.
+    ctx = build_context(config, slack=False)
+    store, clusters = ctx.store, ctx.clusters
     sink = ConsoleSink(charts_dir, out=out, store=store,
                        names={ACTOR: "you", CHANNEL_ID: CHANNEL_NAME})
-    ctx = BotContext(config=config, store=store, clusters=clusters, renderer=TemplateRenderer(),
-                     catalogue=Catalogue.load(config.catalogue.extra), sink=sink,
-                     charts=SeriesCharts())
+    ctx = replace(ctx, sink=sink, charts=SeriesCharts())
     policy = config.policy_for(RECIPE)
     watched_chain: int | None = None
     try:
