@@ -37,6 +37,7 @@ from slack_standin import SlackStandIn  # noqa: E402
 from bot.app import build_context, build_watcher  # noqa: E402
 from bot.config import Config  # noqa: E402
 from bot.config.dev_cluster import dev_cluster_config_data  # noqa: E402
+from bot.core.slurm.sbatch import SubmitSpec  # noqa: E402
 from bot.services.fencing import fenced_context  # noqa: E402
 from bot.services.leases import LeaseKeeper  # noqa: E402
 from bot.services.scheduler import JobScheduler  # noqa: E402
@@ -136,11 +137,10 @@ def main() -> int:
                 n = min(args.batch, args.runs - len(latencies))
                 jobs = []
                 for _ in range(n):
-                    job_id = slurm.submit(script=JOB, job_name=f"lat-{tag}",
-                                          partition=connection.get("partition"),
-                                          output=posixpath.join(base, "%j.out"), mem="64M",
-                                          time="5", env={"DIR": base},
-                                          extra=["--cpus-per-task=1"])
+                    job_id = slurm.submit(SubmitSpec(
+                        job_name=f"lat-{tag}", partition=connection.get("partition"),
+                        output=posixpath.join(base, "%j.out"), mem="64M", time="5",
+                        env={"DIR": base}, extra=("--cpus-per-task=1",)), script=JOB)
                     submitted.append(job_id)
                     chain = store.chains.create(recipe=RECIPE, cluster="dev",
                                                 job_name=f"lat-{tag}", now=time.time())
