@@ -138,6 +138,28 @@ _TQDM = re.compile(
     r"(\d+)/(\d+)\s*\[(?:\d+:)?\d+:\d+<(?:(?:\d+:)?\d+:\d+|\?)"
     r"(?:,\s*([\d.]+)\s*(s/it|it/s))?"
 )
+#: How the labels (tqdm's `desc`, before the percentage) of the progress bars start that a
+#: program prints while it prepares its data or loads before training starts, as regexes
+#: (case ignored): Hugging Face datasets' `Map`, `Filter`, `Generating train split`, `Casting
+#: the dataset`, `Flattening the indices`, `Resolving data files`, `Extracting data files`;
+#: transformers' examples' `Running tokenizer on dataset` and `Grouping texts in chunks of
+#: 1024`, its `Loading checkpoint shards`; the Hub's `Downloading …` and `Fetching 5 files`;
+#: TRL's `Tokenizing train dataset`, `Applying chat template to train dataset`, `Packing train
+#: dataset`, `Truncating train dataset`; YOLO's `Scanning …` and `Caching images` (after the
+#: data split's name: `train: Scanning`); Lightning's `Sanity Checking` pass before its first
+#: epoch. Such a bar is start-up output: it shows no training progress and reaches no target.
+START_UP_BAR_LABELS = (
+    r"map\b", r"filter\b", r"generating \S+ split\b", r"casting\b", r"flattening the indices",
+    r"resolving data files", r"extracting\b", r"running tokenizer\b", r"grouping texts\b",
+    r"tokeniz", r"loading\b", r"download", r"fetching \d+ files\b", r"applying chat template",
+    r"packing\b", r"truncating\b", r"preprocess", r"scanning\b", r"caching\b",
+    r"sanity checking\b",
+)
+_START_UP_BAR = re.compile(
+    r"^(?:[\w-]+:\s+)?(?:" + "|".join(START_UP_BAR_LABELS)
+    + r")[^|%]*?(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|",
+    re.IGNORECASE,
+)
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
 _CKPT_NOT_SAVE = re.compile(r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b", re.I)
 # Loading or resuming names the iteration of a checkpoint, not progress made by this run
@@ -287,6 +309,15 @@ def clean_line(line: str) -> str:
     return split_line(line)[1]
 
 
+def is_start_up_bar(message: str) -> bool:
+    """A progress bar of data preparation or loading before training (its label starts with
+    one of `START_UP_BAR_LABELS`: `Map: 100%|██████████| 1000/1000 [00:01<00:00, …]`): start-up
+    output, which shows no training progress and reaches no target. `message` is a line's
+    message (`clean_line`). Training's own bars (`Epoch 3:  45%|`, `Training:`, Hugging Face
+    Trainer's unlabelled `  5%|▌  | 50/1000`) are not."""
+    return "%" in message and _START_UP_BAR.match(message) is not None
+
+
 class LineParser:
     """Parses one line into a `Sample` and/or a `CheckpointEvent` (stateful for time only)."""
 
@@ -349,6 +380,8 @@ class LineParser:
             m = pattern.search(line)
             if m:
                 _apply_extra(m, s, self.clock)
+        if is_start_up_bar(line):
+            return  # data preparation or loading: no iteration, target or pace of training
         m = _MEGATRON.search(line) if "iteration" in line else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
@@ -501,6 +534,10 @@ class MetricSeries:
         self.lines_seen = 0
         self.last_iteration: int | None = None
         self.last_progress: Sample | None = None  # first sample at the highest iteration
+        # the number of the latest line that printed an iteration: not last_progress's, as
+        # each epoch's bar starts again at 0; exact in sparse mode too (feed_block adds each
+        # block's last such line)
+        self.last_iteration_line: int | None = None
         self.target_iter: int | None = None
         self.last_loss: float | None = None
         self._step_s: deque[float] = deque(maxlen=256)  # recent seconds per iteration
@@ -638,6 +675,7 @@ class MetricSeries:
         if s.iteration is None and s.host_rss_bytes is not None:
             s.iteration = self.last_iteration  # a memory-only line: at the current iteration
         elif s.iteration is not None:
+            self.last_iteration_line = s.line_no
             advanced = self.last_iteration is None or s.iteration > self.last_iteration
             if advanced:
                 prev = self.last_progress

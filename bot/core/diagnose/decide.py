@@ -41,6 +41,7 @@ from bot.core.diagnose.ending import (
     ends_at_shell_prompt,
     ends_cut_off,
     ends_in_closed_progress_table,
+    ends_in_completion,
     ends_in_error,
     ends_in_final_save,
     ends_in_open_progress_bar,
@@ -195,14 +196,16 @@ def diagnose(
             chosen, decided_by = ended.class_id, HINT
             evidence = [Evidence(n, t) for n, t in ended.lines]
         elif acct.state is None and (
-            (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
-             and (target_iter is not None or not epochs_left(tail)))
-            or "completed" in {m.class_id for m in primary}
+            (marker_ends := ends_in_completion(primary, series))
+            or (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
+                and (target_iter is not None or not epochs_left(tail)))
             or ends_in_final_save(series, tail)
             or ends_in_closed_progress_table(tail)
         ):
+            # no accounting: a completion marker with no training progress after it, the
+            # target reached, a final save or a closed progress table ends a finished run
             chosen = "completed"
-            if "completed" in {m.class_id for m in primary}:
+            if marker_ends:
                 decided_by = SIGNATURE
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
             # the shell's prompt came back after progress or start-up output, with no error and

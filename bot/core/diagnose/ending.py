@@ -6,12 +6,13 @@ failure (`ends_in_error`: its class when the last hint names a cause, else the o
 error's own words name (`named_by_vocabulary`), else `unknown_failure`), a last line that is
 a deciding text cut off before its end names that text's class (`ends_cut_off`), a TensorFlow
 Estimator's final save or a progress table's closing border ends a finished run
-(`ends_in_final_save`, `ends_in_closed_progress_table`), an epoch counter short
-of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that
-is a progress bar short of its total is a run mid-pass, whatever earlier bars reached
-(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or after
-a command's start-up output when there is no progress, where none of those speak, is a process
-that ended with nothing said (`ends_at_shell_prompt`).
+(`ends_in_final_save`, `ends_in_closed_progress_table`), and so does a completion marker with
+no training progress after it (`ends_in_completion`: training after one means it was not the
+end), an epoch counter short of its total means a 100 % progress bar was one epoch's
+(`epochs_left`), and a last line that is a progress bar short of its total is a run mid-pass,
+whatever earlier bars reached (`ends_in_open_progress_bar`). A last line that is a shell's
+prompt after progress, or after a command's start-up output when there is no progress, where
+none of those speak, is a process that ended with nothing said (`ends_at_shell_prompt`).
 The decision (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures,
 detectors). One of them is weighed with accounting too: an error block that holds NCCL's
 remote error names the cause another rank's failure or the fabric gave it
@@ -28,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
-from bot.core.metrics import MetricSeries
+from bot.core.metrics import MetricSeries, is_start_up_bar
 
 # A warning: a line labelled one (`UserWarning: ...`, `warning: ...`, `[Warning]`, a WARN or
 # WARNING level) or the source line Python shows under it (`  warnings.warn(...)`,
@@ -237,8 +238,8 @@ _SHELL_PROMPT = re.compile(_PROMPT + "$")
 _COMMAND_LINE = re.compile(_PROMPT + r"\s+\S")
 # Training progress that the metric series may not count: an epoch counter (`Epoch 1/10`,
 # YOLO's `1/49  11.9G ...`), a loss value, or a progress bar that names training or names
-# nothing (Hugging Face Trainer's bare bar), not a start-up bar (`Loading checkpoint shards:
-# 100%|`, `Map: 100%|`).
+# nothing (Hugging Face Trainer's bare bar), not a start-up bar (bot.core.metrics'
+# `is_start_up_bar`: `Loading checkpoint shards: 100%|`, `Generating train split: 100%|`).
 _TRAINING_WORDS = re.compile(r"(?i)\b(?:epoch|train\w*|step|iter\w*|batch\w*|loss)\b")
 _LOSS_VALUE = re.compile(r"(?i)\bloss\b\W{0,3}[-+]?(?:\d|\.\d)")
 _BAR_DESCRIPTION = re.compile(r"^(.*?)(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|")
@@ -519,7 +520,9 @@ def ends_at_shell_prompt(
 def _shows_progress(text: str) -> bool:
     """An output line shows training progress the metric series may not count: an epoch
     counter, a loss value, a progress bar that names training or nothing (not a start-up
-    bar: `Loading checkpoint shards: 100%|`)."""
+    bar: `Loading checkpoint shards: 100%|`, `Generating train split: 100%|`)."""
+    if is_start_up_bar(text):
+        return False
     if _EPOCH_OF.search(text) or _LOSS_VALUE.search(text):
         return True
     bar = _BAR_DESCRIPTION.match(text)
@@ -535,6 +538,17 @@ def _after_last_command(lines: list[tuple[int, str, str]]) -> list[tuple[int, st
         if _COMMAND_LINE.match(lines[i][1]):
             return lines[i + 1:]
     return lines
+
+
+def ends_in_completion(matches: Sequence[Any], series: MetricSeries) -> bool:
+    """The log's last completion marker (a `completed` signature: `Training completed`,
+    Lightning's EarlyStopping `Signaling Trainer to stop`) has no training progress after it
+    (no later line that printed an iteration). Progress after one means the marker was not
+    the end: Lightning keeps training to `min_epochs` after EarlyStopping signals a stop, a
+    per-epoch or per-iteration report reads like a marker; the log's later lines decide."""
+    done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
+    last_progress = series.last_iteration_line
+    return bool(done) and (last_progress is None or done[-1] > last_progress)
 
 
 def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:

@@ -1275,6 +1275,62 @@ def test_a_patience_count_or_an_early_stopping_setting_is_no_completion(catalogu
     assert _diagnose_text(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
 
 
+@pytest.mark.parametrize("finished", [
+    "Finished training.",
+    "Finished Training",  # PyTorch's CIFAR-10 tutorial
+    "finished training",
+    "2025-03-02 10:42:01,123 - INFO - Finished training.",
+    "Finished Training! Final Loss: 0.0123 Accuracy: 0.98",
+    "Finished training. Reached maximum number of epochs.",
+    "Finished training the model.",
+    "Rank 0 finished training.",
+    "Finished training in 812.4 seconds",
+])
+def test_finished_training_is_a_completion(catalogue, finished: str):
+    d = _diagnose_text(catalogue, KERAS_EPOCHS + finished + "\n")
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+@pytest.mark.parametrize("line", [
+    "Finished training epoch 3, stats averaged over workers: {'loss': 0.31}",
+    "Finished Training Epoch: 3 \t Training Time: 0.512",
+    "[main]: Finished training epoch 3",
+])
+def test_finishing_one_epoch_is_no_completion(catalogue, line: str):
+    assert _diagnose_text(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
+
+
+LIGHTNING_EPOCH = ("Epoch {epoch}: {n:>3}%|          | {n}/100 [00:10<00:00,  9.80it/s, "
+                   "loss=0.31]\n")
+
+
+def _lightning_epochs(first: int, last: int, *, last_n: int = 100) -> str:
+    """Lightning's bar of each epoch from `first` to `last`, the last one at `last_n` of 100."""
+    return "".join(LIGHTNING_EPOCH.format(epoch=e, n=100 if e < last else last_n)
+                   for e in range(first, last + 1))
+
+
+@pytest.mark.parametrize("marker", [
+    # Lightning's EarlyStopping signals a stop that waits for min_epochs
+    "Monitored metric val_loss did not improve in the last 3 records. Best score: 0.123. "
+    "Signaling Trainer to stop.",
+    "Training completed",
+    "Finished training.",
+])
+def test_a_completion_marker_followed_by_training_is_not_the_end(catalogue, marker: str):
+    """Training after a completion marker: the marker did not end the run, its later lines
+    decide (here an epoch's bar mid-pass: running)."""
+    text = _lightning_epochs(0, 4) + marker + "\n" + _lightning_epochs(5, 6, last_n=40)
+    d = _diagnose_text(catalogue, text)
+    assert d.class_id == "none"
+    # ... the marker still decides when nothing trains after it
+    d = _diagnose_text(catalogue, _lightning_epochs(0, 6, last_n=40) + marker + "\n")
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    # ... and so does a later one, after the last progress
+    d = _diagnose_text(catalogue, text + "`Trainer.fit` stopped: `max_epochs=7` reached.\n")
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
 @pytest.mark.parametrize(("line", "class_id"), [
     # NVIDIA's Xid catalogue: the GPU's or driver's own faults
     ("NVRM: Xid (PCI:0000:db:00): 79, pid=3643, GPU has fallen off the bus.", "gpu_failure"),
@@ -1329,6 +1385,46 @@ def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     d = _diagnose_text(catalogue, loading + "\n", done)
     assert d.class_id == "silent_exit" and d.metrics.last_iter is None
     assert _diagnose_text(catalogue, loading + "\n").class_id == "none"
+
+
+START_UP_BARS = [
+    "Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.33 examples/s]",
+    "Loading checkpoint shards: 100%|██████████| 4/4 [00:06<00:00,  1.7s/it]",
+    "Tokenizing: 100%|██████████| 500/500 [00:02<00:00, 200.10it/s]",
+    "Downloading data: 100%|██████████| 21.0M/21.0M [00:01<00:00, 14.2MB/s]",
+    "Filter: 100%|██████████| 1000/1000 [00:00<00:00, 20811.27 examples/s]",
+    "Generating train split: 100%|██████████| 36718/36718 [00:00<00:00, 412051.20 examples/s]",
+    "Running tokenizer on dataset: 100%|██████████| 36718/36718 [00:09<00:00, 3851.76 "
+    "examples/s]",
+]
+
+
+@pytest.mark.parametrize("bar", START_UP_BARS)
+def test_a_log_that_ends_after_start_up_bars_ended_before_training(catalogue, bar: str):
+    """Data preparation and loading bars at 100 % are no target reached: the run ended (or
+    runs) before its training began, as after any other start-up output."""
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=300)
+    d = _diagnose_text(catalogue, bar + "\n", done)
+    assert d.class_id == "silent_exit" and d.metrics.last_iter is None
+    assert d.metrics.target_iter is None
+    assert _diagnose_text(catalogue, bar + "\n").class_id == "none"
+    # the shell's prompt after them: a program that returned without training, and says so
+    text = START_UP + bar + "\n(venv) user@host:~/proj$ \n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
+    assert d.detail is not None and d.detail["progress"] is False
+    assert "returned without training" in explain(d)
+
+
+@pytest.mark.parametrize("bar", [
+    "Epoch 3: 100%|██████████| 1000/1000 [02:19<00:00,  7.20it/s, loss=0.31, v_num=1]",
+    "Training: 100%|██████████| 1000/1000 [02:19<00:00,  7.20it/s]",
+    "100%|██████████| 1000/1000 [08:20<00:00,  2.00it/s]",  # Hugging Face Trainer's bare bar
+])
+def test_a_training_bar_after_start_up_bars_still_reaches_the_target(catalogue, bar: str):
+    text = "".join(b + "\n" for b in START_UP_BARS) + bar + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == ("completed", 1000, 1000)
 
 
 @pytest.mark.parametrize("ending", [

@@ -11,7 +11,14 @@ import pytest
 from bot.core.catalogue import Catalogue
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.logprefix import PROCESS_PREFIX
-from bot.core.metrics import LineParser, LogClock, MetricSeries, clean_line, parse_mem
+from bot.core.metrics import (
+    LineParser,
+    LogClock,
+    MetricSeries,
+    clean_line,
+    is_start_up_bar,
+    parse_mem,
+)
 from bot.core.units import GIB
 
 
@@ -105,6 +112,44 @@ def test_tqdm_bar_takes_the_last_carriage_return_segment():
     s, _ = parse(" 50%|█████     | 50/100 [00:25<00:25,  2.00it/s]")
     assert s.iteration == 50
     assert s.sec_per_iter == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("line", [
+    "Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.33 examples/s]",
+    "Map (num_proc=8): 100%|██████████| 1000/1000 [00:01<00:00, 812.33 examples/s]",
+    "Filter: 100%|██████████| 1000/1000 [00:00<00:00, 20811.27 examples/s]",
+    "Generating train split: 100%|██████████| 36718/36718 [00:00<00:00, 412051.20 examples/s]",
+    "Running tokenizer on dataset:   9%|▊         | 280000/2969526 [29:55<4:48:08, 155.57 "
+    "examples/s]",
+    "Grouping texts in chunks of 1024: 100%|██████████| 4358/4358 [00:02<00:00, 1710.11 "
+    "examples/s]",
+    "Tokenizing: 100%|██████████| 500/500 [00:02<00:00, 200.10it/s]",
+    "Tokenizing train dataset: 100%|██████████| 500/500 [00:02<00:00, 200.10 examples/s]",
+    "Downloading (…)lve/main/config.json: 100%|██████████| 665/665 [00:00<00:00, 2.41MB/s]",
+    "Fetching 5 files: 100%|██████████| 5/5 [00:12<00:00,  2.43s/it]",
+    "Loading checkpoint shards: 100%|██████████| 4/4 [00:06<00:00,  1.70s/it]",
+    "Sanity Checking DataLoader 0: 100%|██████████| 2/2 [00:00<00:00,  5.21it/s]",
+    "train: Scanning /data/coco/labels/train2017.cache... 117266 images: 100%|██████████| "
+    "117266/117266 [00:00<?, ?it/s]",
+])
+def test_a_start_up_bar_is_no_training_progress(line: str):
+    """Data preparation and loading before training: no iteration, target or pace."""
+    s, _ = parse(line)
+    assert s is None, s
+    assert is_start_up_bar(clean_line(line))
+
+
+@pytest.mark.parametrize(("line", "iteration", "target"), [
+    ("Epoch 3:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.31, v_num=1]", 450,
+     1000),
+    ("Training:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s]", 450, 1000),
+    ("  5%|▌         | 50/1000 [00:25<07:55,  2.00it/s]", 50, 1000),  # HF Trainer's bare bar
+    ("Steps:  10%|█         | 100/1000 [01:40<15:00,  1.00s/it, lr=1e-05]", 100, 1000),
+])
+def test_a_training_bar_is_progress(line: str, iteration: int, target: int):
+    s, _ = parse(line)
+    assert (s.iteration, s.target_iter) == (iteration, target)
+    assert not is_start_up_bar(clean_line(line))
 
 
 def test_nan_loss_is_kept_as_nan():
