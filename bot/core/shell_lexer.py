@@ -10,6 +10,9 @@ from operator import itemgetter
 
 #: Operators that end a command, an and-or element or a pipeline element.
 OPS = ("&&", "||", ";;", "|", ";", "&", "\n")
+#: The operators that end a `case` branch: `;;`, and bash's `;&` (fall through: the next
+#: branch's commands run too) and `;;&` (test the next patterns too).
+CASE_BRANCH_ENDS = (";;", ";&", ";;&")
 
 #: Ends of quoted strings and substitutions already scanned: absolute start -> absolute end.
 #: Callers that lex slices of one text pass one Memo with each slice's base offset, so nested
@@ -455,9 +458,11 @@ def split_top_level(
             continue
         if c == "\n":
             matched = "\n"
-        else:
+        elif ";;&" in ops and text.startswith(";;&", i):
+            matched = ";;&"
+        else:  # (`;&` / `;;&` where `ops` has no such operator: `;` or `;;`, then `&`)
             two = text[i : i + 2]
-            matched = two if two in ("&&", "||", ";;") else c
+            matched = two if two in ("&&", "||", ";;") or (two == ";&" and two in ops) else c
         redirect = c == "&" and (
             (i > 0 and text[i - 1] in "<>") or (i + 1 < n and text[i + 1] == ">")
         )

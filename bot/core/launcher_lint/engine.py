@@ -28,6 +28,7 @@ from bot.core.launcher_lint.positional import may_read_positional, positional_re
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
+    CASE_BRANCH_ENDS,
     COMMAND_AT,
     Memo,
     shell_words,
@@ -152,7 +153,8 @@ class _Analyzer:
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
-        lists, branches = _lists(split_top_level(text, base, ("\n", ";", "&", ";;"), self.memo))
+        lists, branches = _lists(split_top_level(text, base, ("\n", ";", "&", *CASE_BRANCH_ENDS),
+                                                 self.memo))
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         for idx, (lst, off, _op) in enumerate(lists):
@@ -538,7 +540,9 @@ def _lists(
     pieces: list[tuple[str, int, str]],
 ) -> tuple[list[tuple[str, int, str]], set[int]]:
     """The lists among `pieces` that are not blank, and the indexes of those a `case` branch's
-    pattern starts: the first after a `case … in` header or a branch's `;;`."""
+    pattern starts: the first after a `case … in` header or a branch's `;;` / `;&` / `;;&`.
+    The walk reads the branches in order, options carried from one to the next, as bash runs
+    them when a `;&` falls through."""
     lists: list[tuple[str, int, str]] = []
     branches: set[int] = set()
     pattern_next = False
@@ -550,7 +554,7 @@ def _lists(
             lists.append(piece)
             tail = text.rstrip()
             pattern_next = tail.endswith("in") and _CASE_HEADER_END_RE.search(tail) is not None
-        pattern_next = pattern_next or op == ";;"
+        pattern_next = pattern_next or op in CASE_BRANCH_ENDS
     return lists, branches
 
 

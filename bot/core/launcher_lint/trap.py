@@ -14,6 +14,7 @@ from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_EXIT_TRAP, Scan
 from bot.core.launcher_lint.paths import unquote
 from bot.core.shell_lexer import (
+    CASE_BRANCH_ENDS,
     COMMAND_AT,
     Memo,
     shell_words,
@@ -90,7 +91,7 @@ def _in_scopes(traps: list[_Trap], spans: list[tuple[int, int]]) -> list[_Trap]:
 def _command_at(code: str, start: int) -> str:
     """The simple command that starts at code[start], read from its line, and from twice as
     much text each time a quote (a handler over several lines) keeps it open."""
-    ops = ("\n", ";", ";;", "&", "&&", "||", "|")  # `;;`: the end of a case branch
+    ops = ("\n", ";", "&", "&&", "||", "|", *CASE_BRANCH_ENDS)
     line_end = code.find("\n", start)
     size = (line_end - start + 1) if line_end >= 0 else len(code) - start
     while True:

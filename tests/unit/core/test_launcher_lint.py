@@ -114,6 +114,16 @@ BASH_CASES = [
      "LATEST=$(ls -d ck/checkpoint_step_*)", True),
     # … and the command on a pattern's line is read as one on a line of its own
     ("set -e\ncase \"$PWD\" in\n  *) LATEST=$(ls -d ck/checkpoint_step_*) ;;\nesac", True),
+    # bash's `;&` (fall through) and `;;&` end a branch as `;;` does; after `;&` the next
+    # branch's commands run too
+    ("set -e\ncase \"$PWD\" in\n  /no) echo no ;&\n  *) set +e ;;\nesac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    ("set -e\ncase \"$PWD\" in /no) echo no ;& *) set +e ;; esac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    ("set -e\ncase \"$PWD\" in /no) echo no ;;& *) set +e ;; esac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    ("set -e\ncase \"$PWD\" in\n  *) echo first ;&\n"
+     "  /no) LATEST=$(ls -d ck/checkpoint_step_*) ;;\nesac", True),
 ]
 
 

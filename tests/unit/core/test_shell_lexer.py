@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.shell_lexer import (
+    CASE_BRANCH_ENDS,
     blank_heredocs,
     has_glob,
     shell_words,
@@ -53,6 +54,12 @@ def test_split_top_level_keeps_offsets_and_skips_nested_operators():
     # `|&` pipes stderr too: one pipe, not a pipe and a background `&`
     assert split_top_level("a |& tee x & b", 0, ("&", "|")) == [
         ("a ", 0, "|"), ("tee x ", 5, "&"), (" b", 12, "")]
+    # bash's `;&` and `;;&` end a case branch as `;;` does, when asked for
+    assert split_top_level("a) x ;& b) y ;;& c) z ;; esac", 0, ("\n", ";", "&", *CASE_BRANCH_ENDS)
+                           ) == [("a) x ", 0, ";&"), (" b) y ", 7, ";;&"), (" c) z ", 16, ";;"),
+                                 (" esac", 24, "")]
+    assert split_top_level("a) x ;& b", 0, (";", "&")) == [
+        ("a) x ", 0, ";"), ("", 6, "&"), (" b", 7, "")]
 
 
 def test_words_keep_quotes_and_substitutions_whole():
