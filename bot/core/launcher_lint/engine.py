@@ -84,10 +84,16 @@ def _has_candidate(text: str, quick: bool = False) -> bool:
     words = _QUICK_WORDS if quick else _CANDIDATE_WORDS
     return any(w in text for w in words) and rx.search(text) is not None
 _FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
+#: One piece of a `case` pattern: a quoted string (`"$(hostname)"`), a command substitution
+#: (`$(cmd)`, one level of parentheses inside), an extglob group (`@(a|b)`, `!(*.tmp)`), an
+#: escaped character, or any other character but a parenthesis or a line break (none of them
+#: spans lines).
+_PATTERN_PIECE = (r"""(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\$\((?:[^()\n]|\([^()\n]*\))*\)"""
+                  r"|[?*+@!]\([^()\n]*\)|\\.|[^()\n\"'\\])")
 #: A list that starts a `case` branch: the `case WORD in` header (on the pattern's line), the
 #: patterns and their `)`; the branch's command starts where COMMAND_AT puts one after it, as
 #: the trap check finds `a) trap … EXIT ;;`.
-_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?[^()\n]*?\)" + COMMAND_AT)
+_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?" + _PATTERN_PIECE + r"*?\)" + COMMAND_AT)
 #: A list that ends with a `case` header (`case "$x" in`): a branch's pattern comes next.
 _CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
 

@@ -124,6 +124,13 @@ BASH_CASES = [
      "LATEST=$(ls -d ck/checkpoint_step_*)", False),
     ("set -e\ncase \"$PWD\" in\n  *) echo first ;&\n"
      "  /no) LATEST=$(ls -d ck/checkpoint_step_*) ;;\nesac", True),
+    # a pattern with parentheses: a command substitution, quoted or not, an extglob group
+    ("set -e\ncase \"$PWD\" in\n  \"$(hostname)\"|*) set +e ;;\nesac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
+    ("set -e\ncase \"$PWD\" in\n  $(hostname)|*) LATEST=$(ls -d ck/checkpoint_step_*) ;;\nesac",
+     True),
+    ("set -e\nshopt -s extglob\ncase \"$PWD\" in\n  @(/no|*)) set +e ;;\nesac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", False),
 ]
 
 
