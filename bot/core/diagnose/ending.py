@@ -128,6 +128,13 @@ _NETWORK_FAULT = re.compile(
 # NCCL before 2.13 returned its InfiniBand completion errors as a system error (`unhandled system
 # error`): with one of the faults above in the error block, the same node network fault.
 _SYSTEM_ERROR = re.compile(r"ncclSystemError|unhandled system error")
+# Exceptions a rank raises because a peer or the fabric failed (NCCL's own, a lost connection
+# of the store or of gloo, a timeout) and the launchers' wrappers around a rank's failure: not
+# another rank's own cause, which every other exception in an error block with NCCL's remote
+# error is (a ValueError, an assertion).
+_COLLATERAL_EXCEPTION = re.compile(
+    r"NCCL|[Nn]ccl|Dist[A-Za-z]*Error|ChildFailedError|CalledProcessError|TCPStore|gloo"
+    r"|[Cc]onnection (?:reset|closed|refused|aborted)|[Bb]roken pipe|[Tt]imed? ?out|[Tt]imeout")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
@@ -379,7 +386,9 @@ def ends_in_error(
     the DataLoader worker class; SIGKILL: host OOM), or the error's own words name one cause
     the catalogue has no line for (`named_by_vocabulary`: a weaker hint, shown as such). NCCL's
     remote error (`ncclRemoteError`) is a symptom: a node's network fault when NCCL's last
-    error is an InfiniBand one, else the cause another rank's error names, else unknown."""
+    error is an InfiniBand one and no other rank's own error is in the block (`_peer_errors`:
+    a peer that died of it leaves the survivors' InfiniBand sends failing), else the cause
+    another rank's error names, else unknown."""
     if not tail:
         return None
     return _ending_of(*_error_block(matches, tail, series))
@@ -390,16 +399,23 @@ def remote_error_cause(
 ) -> Ending | None:
     """The cause named in a log whose error block (after its last progress line) holds NCCL's
     remote error (`ncclRemoteError`: a peer exited or the network failed), as `ends_in_error`
-    reads it: the node's InfiniBand fault, else another rank's error; None when the block holds
-    no remote error or nothing in it names a cause. With accounting this decides before the
-    exit code or signal, which are only the reporting rank's (its SIGABRT, its exit 1)."""
+    reads it: the node's InfiniBand fault when no other rank's own error is there, else
+    another rank's error (`unknown_failure` with its lines when no class names it); None when
+    the block holds no remote error or nothing in it names a cause. With accounting this
+    decides before the exit code or signal, which are only the reporting rank's (its SIGABRT,
+    its exit 1)."""
     if not tail:
         return None
     hints, block = _error_block(matches, tail, series)
     if not any(_REMOTE_ERROR.search(m.text) for m in hints):
         return _network_fault(block, [normalize_line(t) for _, t in block])
     ended = _ending_of(hints, block)
-    return ended if ended is not None and ended.class_id != "unknown_failure" else None
+    if ended is not None and ended.class_id != "unknown_failure":
+        return ended
+    # another rank's own error that no class names is still the cause, not the reporting
+    # rank's abort
+    peer = _peer_errors(block)
+    return Ending("unknown_failure", peer) if peer else None
 
 
 def ends_in_sigterm(
@@ -440,7 +456,11 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     # NCCL's remote error is the symptom: the network fault it names is a node's, else the cause
     # is another rank's error, named in the block's own words or unknown. NCCL's other hints
     # there (the DistBackendError it raises, the launcher's SIGABRT after it) are the symptom's.
-    if network := _network_fault(block, errors):
+    # A peer that died of its own error leaves the survivors' InfiniBand sends to it failing
+    # (`status=12`, retry counter exceeded): with another rank's error in the block, that
+    # error is the cause and the fault its symptom.
+    peer = _peer_errors(block)
+    if (network := _network_fault(block, errors)) and not peer:
         return network
     if any(_REMOTE_ERROR.search(m.text) for m in hints):
         hints = [m for m in hints
@@ -459,8 +479,9 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
         return Ending(next(iter(specific)))
     if hints or any(not _WARNING.search(t) and not _METRIC_ERROR.match(t)
                     and (_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t)) for t in errors):
-        return (named_by_vocabulary(block) if not specific else None) or Ending(
-            "unknown_failure")
+        # another rank's own error speaks for itself, not the NCCL lines around it
+        return (named_by_vocabulary(peer or block) if not specific else None) or Ending(
+            "unknown_failure", peer)
     return None
 
 
@@ -473,6 +494,18 @@ def _error_before(block: Sequence[tuple[int, str]], hints: Sequence[Any],
     first_hint = min(m.line_no for m in hints if m.class_id in classes)
     return any(frames and raised[0] < first_hint and not _SIGNALS_OWN.match(text)
                for frames, raised, text in _exceptions(block))
+
+
+def _peer_errors(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
+    """The exception lines of an error block that holds NCCL's remote error (or its older system
+    error) other than a signal's own and the collateral ones (`_COLLATERAL_EXCEPTION`): another
+    rank's own failure, the remote error's cause; () when there is none or no such NCCL
+    error."""
+    texts = [normalize_line(t) for _, t in block]
+    if not any(_REMOTE_ERROR.search(t) or _SYSTEM_ERROR.search(t) for t in texts):
+        return ()
+    return tuple(raised for _, raised, text in _exceptions(block)
+                 if not _SIGNALS_OWN.match(text) and not _COLLATERAL_EXCEPTION.search(text))
 
 
 def _network_fault(block: list[tuple[int, str]], errors: list[str]) -> Ending | None:

@@ -538,6 +538,40 @@ def test_an_infiniband_fault_nccl_reports_in_any_version_is_the_nodes(catalogue,
     assert d.retryable and not d.charges_budget
 
 
+PEER_VALUE_ERROR = (
+    "[rank0]: Traceback (most recent call last):\n"
+    '[rank0]:   File "train.py", line 88, in <module>\n'
+    "[rank0]:     main()\n"
+    "[rank0]: ValueError: expected input of shape (8, 512), got (8, 511)\n")
+# the survivor's sends to the rank that died fail: InfiniBand's retry counter runs out
+IB_AFTER_PEER_DIED = ("gpu-a017:12345:12400 [0] NCCL WARN NET/IB: Got completion from peer "
+                      "10.0.35.1<49189> with status=12 opcode=0 len=0 vendor err 129 (Send) hca "
+                      "mlx5_3\n")
+LAUNCHER_WRAPPER = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+                    "[rank1]: RuntimeError: Connection reset by peer\n")
+
+
+@pytest.mark.parametrize("acct", [None, SIGABRT, EXIT_1], ids=["log-only", "0:6", "1:0"])
+@pytest.mark.parametrize(("peer", "class_id", "evidence"), [
+    (PEER_VALUE_ERROR, "unknown_failure", "ValueError: expected input"),
+    (RANK_OOM, "cuda_oom", "ran out of memory"),
+], ids=["value-error", "oom"])
+def test_an_infiniband_fault_after_another_rank_died_of_its_own_error_is_that_errors_symptom(
+        catalogue, acct, peer, class_id, evidence):
+    # rank 0 died of its own error; rank 1's NCCL reports the remote error and, as its last
+    # error, the failed sends to the dead peer: not the node's fabric, nothing to --exclude
+    for order in (peer + NCCL_REMOTE_ERROR + IB_AFTER_PEER_DIED,
+                  NCCL_REMOTE_ERROR + IB_AFTER_PEER_DIED + peer):
+        d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + order
+                           + LAUNCHER_WRAPPER + TORCHRUN_ABORT, acct)
+        assert (d.class_id, d.decided_by, d.retryable, d.node) == (class_id, "hint", False, None)
+        assert any(evidence in e.text for e in d.evidence)
+    # the same fault with no other rank's error (only collateral ones) is the node's
+    alone = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+             + IB_AFTER_PEER_DIED + LAUNCHER_WRAPPER + TORCHRUN_ABORT)
+    assert _diagnose_text(catalogue, alone, acct).class_id == "node_failure"
+
+
 def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_SYSTEM_ERROR
             + "gpu-a017:12345:12400 [0] NCCL WARN Error while creating shared memory segment "
