@@ -111,6 +111,8 @@ _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
 # Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
 # there and exited 0, a planned stop the explanation names with its iteration.
 _EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
+# Megatron's --exit-signal-handler stop: on a SIGTERM it saves a checkpoint and exits 0.
+_SIGNAL_HANDLER_STOP = re.compile(r"exiting program after receiving SIGTERM")
 # Megatron's rerun machine exiting 16 (EXIT_CODE_RESUME_TO_DISAMBIGUATE): the step's result
 # came out the same again on the suspected GPU, and only a resume on another GPU gives the
 # verdict (a faulty GPU or the model's own result); the explanation says it is still to come.
@@ -169,6 +171,7 @@ def diagnose(
     evidence: list[Evidence] = []
     silent: SilentExitFinding | None = None
     prompt_ending: PromptEnding | None = None  # the shell's prompt that decided a silent exit
+    signal_stop = False  # Megatron's own stop on a SIGTERM decided a COMPLETED 0:0 job
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
@@ -220,6 +223,10 @@ def diagnose(
             catalogue, acct, series, matches, target, min_elapsed_s
         )
         decided_by = DETECTOR if silent is not None else ACCOUNTING
+        if chosen == "silent_exit" and _stopped_on_signal(matches, series):
+            # Megatron's --exit-signal-handler saved and exited 0 on a SIGTERM (Slurm's --signal
+            # warning before the limit, or scancel --signal): read as the log alone reads it
+            chosen, decided_by, silent, signal_stop = "time_limit", HINT, None, True
     if decided_by == ACCOUNTING and chosen in _REPORTING_RANKS_CLASSES and acct.state in (
             None, "FAILED") and (cause := remote_error_cause(matches, tail, series)):
         # NCCL's remote error: the exit code or signal is the rank's that reported a peer's
@@ -303,8 +310,10 @@ def diagnose(
                 cid == "nccl_timeout" and _remote_error_symptom(chosen, matches, tail, series)):
             secondary.append(cid)
     completed_ok = acct.state == "COMPLETED" and not acct.exit_code and not acct.signal
-    if completed_ok and chosen not in ("completed", "silent_exit", NONE_CLASS):
-        secondary.append("silent_exit")  # Slurm said COMPLETED 0:0 although this failed
+    # Slurm said COMPLETED 0:0 although this failed; not a time limit, which with 0:0 is the
+    # training framework's own planned stop (Megatron's, Lightning's Timer), exit 0 by design
+    if completed_ok and chosen not in ("completed", "silent_exit", "time_limit", NONE_CLASS):
+        secondary.append("silent_exit")
 
     stall_seconds = None
     if upstream is not None:
@@ -332,6 +341,7 @@ def diagnose(
         detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
                            line_cause=_line_cause(chosen, matches),
                            exit_interval=_exit_interval_iteration(chosen, primary),
+                           signal_stop=signal_stop,
                            rerun_elsewhere=chosen == "gpu_failure" and all(
                                _RERUN_ELSEWHERE.search(m.text) for m in primary
                                if m.class_id == chosen),
@@ -431,6 +441,13 @@ def _settle_finished(
     return "unknown_failure", None
 
 
+def _stopped_on_signal(matches: Sequence[Any], series: MetricSeries) -> bool:
+    """Megatron's --exit-signal-handler stop (`exiting program after receiving SIGTERM.`, after
+    it saved a checkpoint) after the log's last progress line."""
+    last = series.samples[-1].line_no if series.samples else 0
+    return any(m.line_no >= last and _SIGNAL_HANDLER_STOP.search(m.text) for m in matches)
+
+
 def _exit_interval_iteration(chosen: str, primary: Sequence[Any]) -> int | None:
     """The iteration at which Megatron stopped itself (--exit-interval), when that stop decided
     a time limit; None otherwise."""
@@ -482,6 +499,7 @@ def case_detail(
     line_cause: dict[str, Any] | None = None,
     prompt: PromptEnding | None = None,
     exit_interval: int | None = None,
+    signal_stop: bool = False,
     sigterm: bool = False,
     rerun_elsewhere: bool = False,
 ) -> dict[str, Any] | None:
@@ -490,7 +508,8 @@ def case_detail(
     A silent exit says what decided it: Slurm's COMPLETED 0:0 with the log's reasons
     (`silent`), or, in a log without accounting, the shell's `prompt` after the training's
     progress (its last iteration when the series counts them) or after start-up output only.
-    A time limit that Megatron's --exit-interval decided names the iteration it stopped at;
+    A time limit that Megatron's --exit-interval decided names the iteration it stopped at, one
+    that its stop on a SIGTERM decided in a COMPLETED 0:0 job (`signal_stop`) who may send it;
     a failure in a log without accounting that is only torchrun's SIGTERM (`sigterm`) says
     that the log cannot tell who sent it; a GPU fault that is only Megatron's request to rerun
     the step on another GPU (`rerun_elsewhere`) says its verdict is still to come."""
@@ -521,6 +540,8 @@ def case_detail(
         return {"kind": "rerun_elsewhere"}
     if exit_interval is not None:
         return {"kind": "exit_interval", "iteration": exit_interval}
+    if signal_stop:
+        return {"kind": "signal_stop"}
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
         util = sum(utils) / len(utils) if utils else None

@@ -2173,6 +2173,7 @@ def test_megatron_stopping_itself_at_its_exit_interval_resumes_from_that_checkpo
     d = _diagnose_text(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
     assert d.detail == {"kind": "exit_interval", "iteration": 33250}
+    assert "silent_exit" not in d.secondary  # its exit 0 is by design
     assert "stopped itself at iteration 33250, as its --exit-interval asks" in explain(d)
     assert "iteration 33250에서" in explain(d, "ko")
     assert "at a planned iteration" in catalogue.get("time_limit").explanation
@@ -2274,6 +2275,19 @@ def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalo
     text = MEGATRON_ITER + "[2021-08-08 01:00:51] exiting program after receiving SIGTERM.\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("time_limit", "hint")
+    # it exits 0 after its save (training.py: print_datetime('exiting program after receiving
+    # SIGTERM.')): Slurm's COMPLETED 0:0 is that stop, not a silent exit; offered, not automatic
+    done = MEGATRON_ITER + ("[exiting program after receiving SIGTERM.] datetime: 2024-05-01 "
+                            "10:00:00.123456 \n")
+    d = _diagnose_text(catalogue, done, Accounting(state="COMPLETED", exit_code=0, signal=0))
+    assert (d.class_id, d.decided_by, d.detail) == ("time_limit", "hint", {"kind": "signal_stop"})
+    assert "silent_exit" not in d.secondary
+    assert "caught SIGTERM (--exit-signal-handler)" in explain(d) and "scancel" in explain(d)
+    assert "사람이 확인" in explain(d, "ko")
+    # progress after it: not what ended the run
+    later = done + MEGATRON_ITER.replace("33240", "33300")
+    assert _diagnose_text(catalogue, later, Accounting(state="COMPLETED", exit_code=0,
+                                                       signal=0)).class_id == "silent_exit"
 
 
 MEGATRON_NAN = "found NaN in local forward loss calculation"
