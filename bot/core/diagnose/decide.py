@@ -16,7 +16,8 @@ unknown_failure), which decides only when nothing names a cause. Likewise a log 
 run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by hint with and
 without accounting, as the interrupt's SIGINT or exit code names no cause, and a
 ZeroDivisionError raised in apex's amp scaler (its loss scale underflowed) is a divergence by
-hint, which exit 1 cannot name. Pure: no file or clock access.
+hint, and a pickle that ends early in torch.load a truncated checkpoint, which exit 1 cannot
+name. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ from bot.core.units import GIB
 
 _EVIDENCE_MAX = 6
 
+
+#: Failures that leave the checkpoint being saved when they happen partial: the diagnosis marks
+#: that save (`during_checkpoint_save`, its start line as evidence).
+_SAVE_BREAKING_CLASSES = frozenset({"host_oom", "disk_full"})
 
 #: Faults of a node (its GPU, the node itself, a collective timed out on it): resubmitted
 #: elsewhere, with --exclude=<node> when the log names it.
@@ -263,9 +268,10 @@ def diagnose(
             )
             secondary.append("hang")
             evidence.append(Evidence(stall.last_line, stall.last_text))
-    if chosen == "host_oom":
-        oom_lines = [m.line_no for m in primary if m.class_id == "host_oom"]
-        finding = detect_checkpoint_oom(series, oom_lines[0] if oom_lines else None)
+    if chosen in _SAVE_BREAKING_CLASSES:
+        # a host OOM or a full disk inside a save: the checkpoint it was writing is partial
+        failed_at = [m.line_no for m in primary if m.class_id == chosen]
+        finding = detect_checkpoint_oom(series, failed_at[0] if failed_at else None)
         if finding is not None:
             during_save = True
             evidence.append(Evidence(finding.save.start_line, finding.save.start_text))
@@ -530,7 +536,7 @@ def case_detail(
     if upstream is not None:
         return {"kind": "upstream", "last_iter": upstream.last_iter,
                 "seconds_before_failure": upstream.seconds_before_failure}
-    if class_id == "host_oom" and during_save:
+    if class_id == "host_oom" and during_save:  # disk_full's hint says it of any save
         return {"kind": "saving"}
     if line_cause is not None:
         return line_cause

@@ -17,9 +17,10 @@ The decision (bot.core.diagnose.decide) weighs these after the decisive evidence
 detectors). One of them is weighed with accounting too: an error block that holds NCCL's
 remote error names the cause another rank's failure or the fabric gave it
 (`remote_error_cause`), which Slurm's exit code or signal for the rank that reported it cannot;
-so does a run interrupted by hand while it waited (a hang), which SIGINT's cannot, and apex's
-loss scale underflowing (a divergence), which exit 1 cannot (`traceback_cause`). torchrun's
-SIGTERM with no other error (`ends_in_sigterm`) names no sender: the explanation says so.
+so does a run interrupted by hand while it waited (a hang), which SIGINT's cannot, apex's
+loss scale underflowing (a divergence) and torch.load reading a checkpoint cut short (its
+pickle's `Ran out of input`), which exit 1 cannot (`traceback_cause`). torchrun's SIGTERM with
+no other error (`ends_in_sigterm`) names no sender: the explanation says so.
 """
 
 from __future__ import annotations
@@ -201,6 +202,11 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("node_failure", re.compile(
         r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding|dead|died"
         r"|crashed|rebooted|notready)\b")),
+    # a full filesystem or quota in any tool's words, not a full /dev/shm (a DataLoader
+    # worker's `</torch_...>`, NCCL's shared-memory segment)
+    ("disk_full", re.compile(
+        r"(?i)^(?!.*(?:/dev/shm|shared memory|\bshm\b|fallocate|</torch_))"
+        r".*\b(?:no space left on device|disk quota exceeded)\b")),
     ("compiler_missing", re.compile(
         r"(?i)(?=.*(?:\bcompiler\b|\bgcc\b|\bg\+\+|\bclang\b|\bcl(?:\.exe)?\b|\bnvcc\b))"
         r".*\b(?:not found|no such file|cannot find|could not find|unable to (?:find|execute)"
@@ -224,6 +230,15 @@ _CHILD_FRAME = re.compile(r", in (?:_bootstrap|_worker_loop|_bootstrap_inner)\s*
 _APEX_UNSCALE_FRAME = re.compile(
     r"^\s*File \"[^\"]*apex[/\\]amp[/\\]scaler\.py\", line \d+, in unscale\w*\s*$")
 _ZERO_DIVISION = re.compile(r"^ZeroDivisionError\b")
+# torch.load reading a checkpoint whose pickle ends early (an empty or truncated file: a save
+# that was killed or ran out of space): the exception raised in torch's own load frames
+# (`torch/serialization.py", line 1033, in _legacy_load`), not a DataLoader worker's or a
+# multiprocessing pipe's `EOFError: Ran out of input`.
+_TORCH_LOAD_FRAME = re.compile(
+    r"^\s*File \"[^\"]*torch[/\\]serialization\.py\", line \d+, in _?(?:legacy_)?load\s*$")
+_TRUNCATED_PICKLE = re.compile(
+    r"^(?:EOFError: Ran out of input|(?:_pickle\.|pickle\.)?UnpicklingError: (?:pickle data was"
+    r" truncated|invalid load key, '\\x00'))")
 _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt|Exit)\b")
 # An interactive shell's prompt with nothing typed after it: the shell got the terminal back,
 # so the process it ran had ended. Only a whole line in a prompt's form counts: bash's
@@ -309,12 +324,27 @@ def _cause_in_traceback(block: Sequence[tuple[int, str]]) -> Ending | None:
     """A hang when the block is only a run interrupted by hand while it waited
     (`_waiting_when_interrupted`); a divergence (`nan_loss`) when its last exception is a
     ZeroDivisionError raised in apex's amp scaler unscaling the gradients
-    (`_loss_scale_underflow`); None otherwise."""
+    (`_loss_scale_underflow`); a truncated checkpoint (`checkpoint_corrupt`) when it is a
+    pickle that ended early in torch.load (`_truncated_checkpoint_load`); None otherwise."""
     if waited := _waiting_when_interrupted(block):
         return Ending("hang", waited)
     if underflow := _loss_scale_underflow(block):
         return Ending("nan_loss", underflow)
+    if truncated := _truncated_checkpoint_load(block):
+        return Ending("checkpoint_corrupt", truncated)
     return None
+
+
+def _truncated_checkpoint_load(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:
+    """The innermost frame and the exception of a traceback whose last exception is a pickle
+    that ended early (`EOFError: Ran out of input`, `UnpicklingError: pickle data was
+    truncated`, a load key of zero bytes) raised in torch.load's own frames: the checkpoint
+    file is empty or cut short; () otherwise (the same exception anywhere else)."""
+    found: tuple[tuple[int, str], ...] = ()
+    for frames, raised, text in _exceptions(block):
+        loading = bool(frames) and bool(_TORCH_LOAD_FRAME.match(normalize_line(frames[-1][1])))
+        found = (frames[-1], raised) if loading and _TRUNCATED_PICKLE.match(text) else ()
+    return found
 
 
 def _loss_scale_underflow(block: Sequence[tuple[int, str]]) -> tuple[tuple[int, str], ...]:

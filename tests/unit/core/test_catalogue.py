@@ -26,6 +26,7 @@ CLASS_IDS = {
     "host_oom", "memory_leak", "cuda_oom", "nccl_timeout", "hang", "dataloader_timeout",
     "dataloader_worker_killed", "compiler_missing", "nan_loss", "time_limit", "preempted",
     "node_failure", "silent_exit", "completed", "unknown_failure", "gpu_failure",
+    "disk_full", "checkpoint_corrupt",
 }
 # Decided by detectors or by the absence of a signature, never by one log line.
 NO_PRIMARY_PATTERNS = {"memory_leak", "hang", "unknown_failure"}
@@ -102,6 +103,9 @@ def test_every_class_has_its_texts_in_english_and_korean(cat: Catalogue) -> None
     assert "NCCL watchdog" in shown(cat.get("nccl_timeout"), "explanation", "ko")
     assert "gcc_linux-64" in shown(cat.get("compiler_missing"), "hint", "ko")
     assert "DataLoader" in shown(cat.get("dataloader_timeout"), "explanation", "ko")
+    assert "`df -h`" in shown(cat.get("disk_full"), "hint", "ko")
+    assert "`trainbot checkpoint verify DIR`" in shown(cat.get("checkpoint_corrupt"), "hint",
+                                                      "ko")
 
 
 def test_classes_without_primary_patterns_are_the_detector_ones(cat: Catalogue) -> None:
@@ -117,7 +121,7 @@ def test_specific_causes_outrank_wrappers_and_fallbacks(cat: Catalogue) -> None:
 
 def test_get_unknown_class_names_the_known_ones(cat: Catalogue) -> None:
     with pytest.raises(KeyError, match="host_oom"):
-        cat.get("disk_full")
+        cat.get("disk_quota")
 
 
 # --------------------------------------------------------------------------- real excerpts
@@ -162,7 +166,8 @@ def test_real_fixture_is_recognised_as_its_class(cat: Catalogue, path: Path) -> 
         lines = list(enumerate(body.split("\n"), start=2))
         named = named_by_vocabulary(lines)
         assert expected in NO_PRIMARY_PATTERNS | {"host_oom", "dataloader_worker_killed", "none",
-                                                  "silent_exit", "completed", "cuda_oom"} or (
+                                                  "silent_exit", "completed", "cuda_oom",
+                                                  "checkpoint_corrupt"} or (
             named is not None and named.class_id == expected)
     else:
         assert expected in primary_classes(matches)
@@ -327,7 +332,49 @@ WORDINGS = [
     ("I0728 00:22:59.593740 24418 caffe.cpp:187] Optimization Done.", "completed"),
     ("21-02-14 23:52:56.557 - INFO: End of training.", "completed"),
     ("End of training", "completed"),
+    # a full filesystem or quota: Python's errno, Rust's io::Error (safetensors), PyTorch's zip
+    # writer, a tool's own report (slurmstepd, tee, tar, TensorFlow)
+    ("OSError: [Errno 28] No space left on device", "disk_full"),
+    ("IOError: [Errno 28] No space left on device", "disk_full"),
+    ("OSError: [Errno 122] Disk quota exceeded: '/home/u/ckpt/epoch_14.pth'", "disk_full"),
+    ("safetensors_rust.SafetensorError: Error while serializing: IoError(Os { code: 28, kind: "
+     "StorageFull, message: \"No space left on device\" })", "disk_full"),
+    ("safetensors_rust.SafetensorError: Error while serializing: I/O error: No space left on "
+     "device (os error 28)", "disk_full"),
+    ("RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed "
+     "writing file data/176: file write failed", "disk_full"),
+    ("RuntimeError: [enforce fail at ..\\caffe2\\serialize\\inline_container.cc:300] . "
+     "unexpected pos 190007680 vs 190007572", "disk_full"),
+    ("slurmstepd: error: write error: No space left on device", "disk_full"),
+    ("tee: train_log1129.txt: No space left on device", "disk_full"),
+    ("tar: ckpt/iter_000001000/model.pt: Cannot write: No space left on device", "disk_full"),
+    # a checkpoint cut short, read back: torch.load's zip and legacy readers, safetensors
+    ("RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central "
+     "directory", "checkpoint_corrupt"),
+    ("RuntimeError: [enforce fail at inline_container.cc:144] . PytorchStreamReader failed "
+     "reading zip archive: failed finding central directory", "checkpoint_corrupt"),
+    ("RuntimeError: PytorchStreamReader failed reading file data/3: invalid header or archive "
+     "is corrupted", "checkpoint_corrupt"),
+    ("RuntimeError: unexpected EOF, expected 4859355 more bytes. The file might be corrupted.",
+     "checkpoint_corrupt"),
+    ("RuntimeError: unexpected EOF. The file might be corrupted.", "checkpoint_corrupt"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: "
+     "MetadataIncompleteBuffer", "checkpoint_corrupt"),
 ]
+
+
+@pytest.mark.parametrize(("line", "class_id"), [
+    # a DataLoader worker's or NCCL's full /dev/shm: shared memory, not the disk
+    ("RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on "
+     "device (28)", "dataloader_worker_killed"),
+    ("gpu-a017:1234:1300 [0] misc/shmutils.cc:61 NCCL WARN Call to posix_fallocate failed : "
+     "No space left on device", None),
+    # a file that is no safetensors file at all (a .ckpt, a Git LFS pointer), not one cut short
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", None),
+])
+def test_a_full_dev_shm_or_a_foreign_file_is_no_full_disk_or_broken_checkpoint(
+        cat: Catalogue, line: str, class_id: str | None) -> None:
+    assert primary_classes(cat.match_line(line)) == ({class_id} if class_id else set())
 
 
 @pytest.mark.parametrize(("line", "class_id"), WORDINGS, ids=lambda v: str(v)[:40])
@@ -666,9 +713,9 @@ def write(tmp_path: Path, name: str, text: str) -> str:
 
 
 # A site class in English only (what a site file usually brings).
-DISK_FULL_SITE = """
+SCRATCH_FULL_SITE = """
         classes:
-          disk_full:
+          scratch_full:
             title: Scratch filesystem full
             explanation: The job could not write its checkpoint because scratch is full.
             action: ask
@@ -677,11 +724,11 @@ DISK_FULL_SITE = """
             priority: 65
             hint: Clean old checkpoints under /scratch or ask for quota.
             patterns:
-              primary: ['OSError: \\[Errno 28\\] No space left on device']"""
+              primary: ['SCRATCHGUARD: /scratch/[^ ]+ over quota']"""
 
 
 def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
-    site = write(tmp_path, "site.yaml", DISK_FULL_SITE + """
+    site = write(tmp_path, "site.yaml", SCRATCH_FULL_SITE + """
           host_oom:
             patterns:
               primary: ['SITE-MEMGUARD: killed job [0-9]+']
@@ -689,9 +736,9 @@ def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
               exit_codes: [247]
         """)
     cat = Catalogue.load([site])
-    assert cat.get("disk_full").action is Action.ASK
-    assert primary_classes(cat.match_line("OSError: [Errno 28] No space left on device")) == {
-        "disk_full"
+    assert cat.get("scratch_full").action is Action.ASK
+    assert primary_classes(cat.match_line("SCRATCHGUARD: /scratch/u1 over quota")) == {
+        "scratch_full"
     }
     assert primary_classes(cat.match_line("SITE-MEMGUARD: killed job 88016")) == {"host_oom"}
     # The packaged patterns are still there, and the block scanner knows the new ones.
@@ -701,7 +748,7 @@ def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
     block = "step=1 loss=0.5\nSITE-MEMGUARD: killed job 88016\n"
     assert [m.class_id for m in cat.scan_block(block)] == ["host_oom"]
     assert "host_oom" in cat.classify_state("FAILED", 247, None)
-    assert "OSError: \\[Errno 28\\] No space left on device" in cat.grep_patterns()
+    assert "SCRATCHGUARD: /scratch/[^ ]+ over quota" in cat.grep_patterns()
 
 
 def test_site_file_can_override_a_scalar(tmp_path: Path) -> None:
@@ -731,8 +778,8 @@ def test_a_site_file_may_translate_into_any_language_code(tmp_path: Path) -> Non
 
 
 def test_a_site_class_in_english_only_loads_and_falls_back_to_english(tmp_path: Path) -> None:
-    site = write(tmp_path, "site.yaml", DISK_FULL_SITE)
-    disk = Catalogue.load([site]).get("disk_full")
+    site = write(tmp_path, "site.yaml", SCRATCH_FULL_SITE)
+    disk = Catalogue.load([site]).get("scratch_full")
     assert shown(disk, "hint", "ko") == "Clean old checkpoints under /scratch or ask for quota."
     assert shown(disk, "explanation", "ko") == disk.explanation
 
@@ -784,7 +831,8 @@ def test_a_site_hint_replaces_our_korean_one_unless_it_brings_its_own(tmp_path: 
          "classes.host_oom.patterns.primary[0]", "literal text"),
         ("classes:\n  host_oom:\n    patterns:\n      secondary: ['x']\n",
          "classes.host_oom.patterns.secondary", "unknown pattern kind"),
-        ("classes:\n  disk_full:\n    title: Disk full\n", "classes.disk_full", "needs"),
+        ("classes:\n  scratch_full:\n    title: Scratch full\n", "classes.scratch_full",
+         "needs"),
         ("classes:\n  cuda_oom:\n    retryable: true\n", "classes.cuda_oom", "STOP"),
         ("classes:\n  host_oom:\n    priority: high\n", "classes.host_oom.priority", "int"),
         ("classes:\n  host_oom:\n    accounting:\n      states: OUT_OF_MEMORY\n",

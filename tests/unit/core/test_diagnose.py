@@ -765,6 +765,121 @@ def test_other_errors_and_divisions_by_zero_stay_unknown(catalogue, acct, traceb
     assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
 
 
+TORCH = "/opt/conda/lib/python3.10/site-packages/torch"
+TO_TORCH_LOAD = (("train.py", "<module>:main()"),
+                 ("train.py", "main:state = torch.load(args.resume, map_location='cpu')"),
+                 (f"{TORCH}/serialization.py",
+                  "load:return _legacy_load(opened_file, map_location, pickle_module, "
+                  "**pickle_load_args)"))
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize(("exception", "innermost"), [
+    ("EOFError: Ran out of input",
+     (f"{TORCH}/serialization.py", "_legacy_load:magic_number = pickle_module.load(f, "
+                                   "**pickle_load_args)")),
+    ("_pickle.UnpicklingError: pickle data was truncated",
+     (f"{TORCH}/serialization.py", "_load:result = unpickler.load()")),
+    ("_pickle.UnpicklingError: invalid load key, '\\x00'.",
+     (f"{TORCH}/serialization.py", "_legacy_load:magic_number = pickle_module.load(f, "
+                                   "**pickle_load_args)")),
+    ("EOFError: Ran out of input",  # on Windows
+     ("C:\\Anaconda3\\lib\\site-packages\\torch\\serialization.py",
+      "load:result = unpickler.load()")),
+], ids=["eof", "truncated", "zero-bytes", "windows"])
+def test_a_pickle_that_ends_early_in_torch_load_is_a_truncated_checkpoint(catalogue, acct,
+                                                                        exception, innermost):
+    """torch.load of an empty or cut-short checkpoint fails inside its own frames with
+    pickle's end-of-data errors: the checkpoint the run resumed from is incomplete."""
+    text = "[2025-03-02 10:00:00] Resuming from /ckpt/run/iter_000001000/model.pt\n" + _raised(
+        exception, *TO_TORCH_LOAD, innermost)
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by, d.action) == ("checkpoint_corrupt", "hint", Action.ASK)
+    assert any("serialization.py" in e.text for e in d.evidence)
+    assert "previous complete checkpoint" in explain(d)
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize("traceback", [
+    # a DataLoader worker's pipe on Windows, and a cache file the user's code unpickles
+    _raised("EOFError: Ran out of input", ("train.py", "<module>:for batch in loader:"),
+            ("C:\\Python38\\lib\\multiprocessing\\spawn.py",
+             "_main:self = reduction.pickle.load(from_parent)")),
+    _raised("EOFError: Ran out of input", ("train.py", "<module>:main()"),
+            ("train.py", "main:cache = pickle.load(f)")),
+    # another error in torch.load: a checkpoint of another device, not a broken file
+    _raised("RuntimeError: Attempting to deserialize object on a CUDA device", *TO_TORCH_LOAD,
+            (f"{TORCH}/serialization.py", "_legacy_load:result = unpickler.load()")),
+], ids=["worker-pipe", "user-pickle", "other-error-in-torch-load"])
+def test_other_ends_of_input_and_load_errors_are_no_truncated_checkpoint(catalogue, acct,
+                                                                         traceback):
+    text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + traceback
+    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+
+
+SAVE_INTO_FULL_DISK = (
+    "[2026-11-29 10:00:00] iter 990/8000 loss 0.71 4.5 s/iter\n"
+    "[2026-11-29 10:00:45] iter 1000/8000 loss 0.70 4.5 s/iter\n"
+    "[2026-11-29 10:00:46] Saving checkpoint to /ckpt/run/iter_000001000\n"
+    "[rank1]:[E1129 10:30:46.1 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=48213, OpType=ALLGATHER, NumelIn=1, NumelOut=4, "
+    "Timeout(ms)=1800000) ran for 1800043 milliseconds before timing out.\n"
+    "Traceback (most recent call last):\n"
+    "  File \"train.py\", line 210, in <module>\n"
+    "    torch.save(state, path)\n"
+    "OSError: [Errno 28] No space left on device\n")
+
+
+@pytest.mark.parametrize("acct", [None, FAILED, Accounting(state="FAILED", exit_code=0,
+                                                              signal=6)],
+                         ids=["log-only", "1:0", "SIGABRT"])
+def test_a_full_disk_during_a_save_is_the_cause_and_leaves_that_checkpoint_partial(catalogue,
+                                                                                   acct):
+    """Rank 0 writing the checkpoint fails on the full disk; the other ranks' watchdog fires
+    while they wait for it: the disk is the cause, the save it broke is partial, and no
+    resubmit happens by itself (a resubmit fails again until space is freed)."""
+    d = _diagnose_text(catalogue, SAVE_INTO_FULL_DISK, acct)
+    assert (d.class_id, d.decided_by) == ("disk_full", "signature")
+    assert (d.action, d.retryable) == (Action.ASK, False)
+    assert d.during_checkpoint_save
+    assert "nccl_timeout" in d.secondary
+    texts = [e.text for e in d.evidence]
+    assert "[2026-11-29 10:00:46] Saving checkpoint to /ckpt/run/iter_000001000" in texts
+    assert "OSError: [Errno 28] No space left on device" in texts
+    said = explain(d)
+    assert said.startswith("Free space before you resubmit, which fails again until then")
+    assert "`df -h`" in said and "`quota -s`" in said
+    assert said.endswith("A checkpoint that was being written when the disk filled up is "
+                         "incomplete: never resume from it.")
+
+
+def test_a_full_disk_outside_a_save_says_no_save_was_cut_short(catalogue):
+    text = ("[2026-11-29 10:00:45] iter 1000/8000 loss 0.70 4.5 s/iter\n"
+            "tee: train_log.txt: No space left on device\n")
+    d = _diagnose_text(catalogue, text, FAILED)
+    assert d.class_id == "disk_full" and not d.during_checkpoint_save and d.detail is None
+
+
+@pytest.mark.parametrize("error", [
+    # no catalogue line: the error's own words name a full disk or quota
+    "IOError: No space left on device\n",
+    "ERROR: could not save the model: disk quota exceeded on /home/u\n",
+    "write /scratch/run/ckpt/iter_4000.pt: No space left on device, giving up\n",
+])
+def test_an_error_that_names_a_full_disk_in_its_own_words_is_one(catalogue, error):
+    d = _diagnose_text(catalogue, "[2026-11-29 10:00:45] iter 1000/8000 loss 0.70\n" + error)
+    assert (d.class_id, d.decided_by) == ("disk_full", "hint")
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+def test_a_full_dev_shm_in_the_same_words_is_no_full_disk(catalogue, acct):
+    """NCCL's shared-memory segments live in /dev/shm: no checkpoint to clean up there."""
+    text = ("[2026-11-29 10:00:45] iter 1000/8000 loss 0.70\n"
+            "gpu-a017:1234:1300 [0] NCCL INFO Error: failed to extend /dev/shm/nccl-Xb2 to "
+            "9637892 bytes: No space left on device\n")
+    assert _diagnose_text(catalogue, text, acct).class_id != "disk_full"
+
+
 def test_a_wait_interrupted_before_more_progress_is_survived(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + WAITING_ON_A_LOCK
             + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
@@ -1089,7 +1204,6 @@ def test_an_error_quoted_in_markdown_keeps_its_class(catalogue, last_line: str):
     "'No such file or directory', flags = 0, o_flags = 0)",
     "Could not write file /scratch/run/model_final.pth",
     "fopen /data/voc/2007_train.txt: No such file or directory (errno 2)",
-    "write /scratch/run/ckpt/iter_4000.pt: No space left on device, giving up",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
@@ -1147,7 +1261,7 @@ def test_an_error_after_the_end_of_training_is_a_failure(catalogue, finish: str)
     crashed = text + ("Traceback (most recent call last):\n"
                       "OSError: [Errno 122] Disk quota exceeded: 'out/final/model.safetensors'\n")
     d = _diagnose_text(catalogue, crashed)
-    assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
+    assert (d.class_id, d.decided_by) == ("disk_full", "signature")
 
 
 TF_PROGRESS = "".join(
@@ -1799,8 +1913,12 @@ def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: 
     text = "step 10 loss 1.2\n" + finish + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
+    # an error after it is a failure: a full disk, its message cut off (saving the final model)
     crashed = text + "Traceback (most recent call last):\nOSError: [Errno 28] No space left\n"
-    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+    ended = _diagnose_text(catalogue, crashed)
+    assert (ended.class_id, ended.decided_by) == ("disk_full", "hint")
+    failed = text + "Traceback (most recent call last):\nOSError: [Errno 5] Input/output error\n"
+    assert _diagnose_text(catalogue, failed).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize("line", [

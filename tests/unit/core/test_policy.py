@@ -559,6 +559,22 @@ def test_a_gpu_fault_resubmits_elsewhere_excluding_its_node_uncharged():
     assert "exclude" not in decide(diag("nccl_timeout"), chain(), AUTO, NOW).facts
 
 
+@pytest.mark.parametrize(("class_id", "words"), [
+    ("disk_full", "`df -h`"),
+    ("checkpoint_corrupt", "previous complete checkpoint"),
+])
+def test_a_full_disk_or_a_broken_checkpoint_waits_for_a_person_even_with_auto_resubmit(
+        class_id: str, words: str):
+    """Both fail again unchanged (until space is freed, while the broken file is the newest):
+    a person acts first, then approves the offered resubmit."""
+    dec = decide(diag(class_id), chain(), AUTO, NOW, checkpoint_iter=500, accounting=FINISHED)
+    assert dec.kind is DecisionKind.PROPOSE_RESUBMIT and dec.offers == ("resubmit", "dismiss")
+    assert dec.resume_from == 500 and dec.facts["why"] == "ask"
+    assert dec.reason.startswith(f"{class_id}: a person should decide; resubmit resuming from "
+                                 "iteration 500 (500 iterations lost) is offered.")
+    assert words in dec.reason
+
+
 def test_a_stored_resubmit_decision_keeps_the_node_it_excludes():
     dec = decide(diag("gpu_failure", node="gpu-b12"), chain(), AUTO, NOW, checkpoint_iter=500)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))

@@ -334,6 +334,70 @@ def test_a_gpu_fault_incident_names_the_node_the_resubmit_excludes(lang: str, wo
     assert "🔎" in shown  # and what decided it
 
 
+_SAVE_INTO_FULL_DISK = (
+    "[2026-11-29 10:00:45] iter 1000/8000 loss 0.70 4.5 s/iter\n"
+    "[2026-11-29 10:00:46] Saving checkpoint to /ckpt/run/iter_000001000\n"
+    "OSError: [Errno 28] No space left on device\n")
+_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(("lang", "title", "said", "saving"), [
+    ("en", "*Disk or quota full (no space left on device)* (`disk_full`)",
+     "Free space before you resubmit, which fails again until then: check `df -h` on the "
+     "checkpoint directory and `quota -s` (or the site's quota tool), delete old checkpoints "
+     "or move them to another filesystem. A checkpoint that was being written when the disk "
+     "filled up is incomplete: never resume from it.",
+     "💾 It died *while saving a checkpoint*"),
+    ("ko", "*디스크 또는 쿼터 가득 참(no space left on device)* (`disk_full`)",
+     "다시 제출하기 전에 공간을 비우세요. 그 전에는 또 실패합니다. 체크포인트 디렉터리에서 "
+     "`df -h`를, 그리고 `quota -s`(또는 사이트의 쿼터 도구)를 확인하고, 오래된 체크포인트를 "
+     "지우거나 다른 파일 시스템으로 옮기세요. 디스크가 찼을 때 쓰고 있던 체크포인트는 "
+     "불완전하므로 절대 그 체크포인트에서 재개하지 마세요.",
+     "💾 *체크포인트 저장 중에* 종료되었습니다"),
+])
+def test_a_full_disk_incident_says_to_free_space_and_offers_a_resubmit_only(
+        lang: str, title: str, said: str, saving: str):
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+    from bot.core.models import Accounting
+
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed_text(_SAVE_INTO_FULL_DISK)
+    analysis.finish()
+    d = analysis.diagnose(Accounting(state="FAILED", exit_code=1, signal=0))
+    view = build_incident(d, recipe="mix", job_id="88901", last_checkpoint_iter=None, now=0.0)
+    blocks, _ = render_blocks("incident", lang, view)
+    assert validate_blocks(blocks) == []
+    assert _explanation(blocks) == f"{title}\n{said}"
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert saving in shown
+    buttons = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    assert len(buttons) == 2  # Resubmit (a person's decision) and Dismiss
+
+
+@pytest.mark.parametrize(("lang", "words"), [
+    ("en", "The checkpoint it resumed from is incomplete, often from a save that was killed or "
+           "ran out of space: resume from the previous complete checkpoint."),
+    ("ko", "재개하려던 체크포인트가 불완전합니다. 강제 종료되었거나 공간이 부족했던 저장에서 흔히 "
+           "생깁니다. 이전의 완전한 체크포인트에서 재개하세요."),
+])
+def test_a_broken_checkpoint_incident_says_to_resume_from_the_previous_one(lang: str,
+                                                                          words: str):
+    import io
+
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import analyze_file
+
+    log = _FIXTURES / "checkpoint_corrupt__dddd-trainer-36.log"
+    d = analyze_file(io.BytesIO(log.read_bytes()), Catalogue.load()).diagnose()
+    view = build_incident(d, recipe="ocr", job_id="7", last_checkpoint_iter=20, now=0.0)
+    blocks, _ = render_blocks("incident", lang, view)
+    assert validate_blocks(blocks) == []
+    explanation = _explanation(blocks)
+    assert "(`checkpoint_corrupt`)" in explanation and words in explanation
+    assert "`trainbot checkpoint verify DIR`" in explanation
+
+
 # --- buttons that cancel a job; long values in plain_text ----------------------------------
 
 
