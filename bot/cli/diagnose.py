@@ -67,10 +67,10 @@ def format_log_time(t: float | None) -> str:
 
 def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") -> str:
     """The short human summary printed without --json."""
-    from bot.slack.render import format_duration
+    from bot.slack.render import explain, explain_title, format_duration
 
     cls = catalogue.classes.get(d.class_id)
-    title = cls.title if cls is not None else "running, nothing to report"
+    title = explain_title(d) if cls is not None else "running, nothing to report"
     lines = [f"{log_name}: {d.class_id} - {title}" if log_name else f"{d.class_id} - {title}"]
     budget = "counts against" if d.charges_budget else "does not count against"
     retry = "retryable" if d.retryable else "not retried automatically"
@@ -110,8 +110,6 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") ->
     if d.evidence:
         lines.append("evidence:")
         lines += [f"  {e.line}: {e.text[:200]}" for e in d.evidence]
-    from bot.slack.render import explain
-
     lines.append(f"hint: {explain(d)}")
     return "\n".join(lines)
 

@@ -232,9 +232,22 @@ def render_template(name: str, lang: str, view: Any, *, override_dir: str | Path
 def explain(diagnosis: Any, lang: str = "en", *, override_dir: str | Path | None = None
             ) -> str:
     """A diagnosis' explanation as one sentence in `lang` (its figures, then the hint)."""
-    view = {"detail": diagnosis.detail, "hint": diagnosis.hint,
+    return str(_render_explanation(diagnosis, lang, override_dir)["text"])
+
+
+def explain_title(diagnosis: Any, lang: str = "en", *,
+                  override_dir: str | Path | None = None) -> str:
+    """A diagnosis' title in `lang`, as an incident shows it: its cause's own where the detail
+    names one the catalogue's title does not fit (an open-file limit, a CUDA tool), else the
+    catalogue's. The diagnosis has a class of the catalogue (a non-empty `title`)."""
+    return str(_render_explanation(diagnosis, lang, override_dir)["title"])
+
+
+def _render_explanation(diagnosis: Any, lang: str, override_dir: str | Path | None
+                        ) -> dict[str, Any]:
+    view = {"title": diagnosis.title, "detail": diagnosis.detail, "hint": diagnosis.hint,
             "translations": diagnosis.translations}
-    return str(render_template("explanation", lang, view, override_dir=override_dir)["text"])
+    return render_template("explanation", lang, view, override_dir=override_dir)
 
 
 def render_blocks(

@@ -139,6 +139,27 @@ def test_a_missing_ptxas_is_told_the_cuda_toolkits_fix_not_a_c_compilers(capsys,
     assert "CC=" not in _hint(out) and "gcc" not in _hint(out)
 
 
+@pytest.mark.parametrize(("line", "title"), [
+    ("RuntimeError: unable to open shared memory object </torch_12345_678_9> in read-write "
+     "mode: Too many open files (24)",
+     "dataloader_worker_killed - Open-file limit reached (too many open files, errno 24)"),
+    ("jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable version of "
+     "ptxas. The following locations were considered: /usr/local/cuda/bin/ptxas",
+     "compiler_missing - The CUDA toolkit's ptxas is missing on the worker node"),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install "
+     "root.", "compiler_missing - No CUDA compiler (nvcc) on the worker node"),
+    # a cause the catalogue's title fits keeps it
+    ("/bin/sh: 1: gcc: not found", "compiler_missing - No C/C++ compiler on the worker node"),
+    ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
+     "dataloader_worker_killed - A DataLoader worker process died"),
+])
+def test_the_summarys_title_follows_the_cause_the_log_names(capsys, tmp_path, line, title):
+    log = tmp_path / "job.log"
+    log.write_text("iter 10/100 loss 1.0\n" + line + "\n")
+    code, out, _ = cli(capsys, str(log))
+    assert code == 1 and out.splitlines()[0] == f"{log}: {title}"
+
+
 def test_a_silent_exit_slurm_reported_keeps_slurms_words(capsys, tmp_path):
     log = tmp_path / "job.log"
     log.write_text(PROMPT_RUN)

@@ -251,6 +251,37 @@ def test_a_missing_compiler_incident_names_the_missing_tool(line: str, en: str, 
     assert ko in _explanation(render_blocks("incident", "ko", view)[0])
 
 
+@pytest.mark.parametrize(("line", "en", "ko"), [
+    ("RuntimeError: received 0 items of ancdata",
+     "Open-file limit reached (too many open files, errno 24)",
+     "열린 파일 수 한도 도달(too many open files, errno 24)"),
+    ("tensorflow.python.framework.errors_impl.InternalError: libdevice not found at "
+     "./libdevice.10.bc [Op:__inference_train_function_1234]",
+     "The CUDA toolkit's libdevice is missing on the worker node",
+     "워커 노드에 CUDA 툴킷의 libdevice 없음"),
+    ("error: command '/usr/local/cuda/bin/nvcc' failed: No such file or directory",
+     "No CUDA compiler (nvcc) on the worker node", "워커 노드에 CUDA 컴파일러(nvcc) 없음"),
+    # a cause the catalogue's title fits keeps it
+    ("/bin/sh: 1: gcc: not found", "No C/C++ compiler on the worker node",
+     "워커 노드에 C/C++ 컴파일러 없음"),
+])
+def test_an_incidents_title_follows_the_cause_the_log_names(line: str, en: str, ko: str) -> None:
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed_text("step 10 loss 1.2\n" + line + "\n")
+    analysis.finish()
+    view = build_incident(analysis.diagnose(None), recipe="mix", job_id="4243",
+                          last_checkpoint_iter=None, now=0.0)
+    for lang, title in (("en", en), ("ko", ko)):
+        blocks, text = render_blocks("incident", lang, view)
+        assert blocks[0]["text"]["text"].startswith(f"🔴 {title} · ")
+        assert _explanation(blocks).startswith(f"*{title}* (`")
+        assert text.endswith(f": {title}")
+    assert "DataLoader worker process died" not in str(render_blocks("incident", "en", view))
+
+
 def _silent_exit_incident(catalogue, text: str, acct=None, lang: str = "en") -> str:
     from bot.core.diagnose import LogAnalysis
 
