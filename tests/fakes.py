@@ -428,10 +428,14 @@ def make_config(**recipe_over: Any) -> Config:
     })
 
 
-def make_context(store: Store, slurm: FakeSlurm | None = None, **recipe_over: Any) -> BotContext:
-    """A BotContext of make_config(), the store, FakeClusters and a RecordingMessageSink."""
-    slurm = slurm or FakeSlurm()
+def make_context(store: Store, slurm: FakeSlurm | None = None, *, sftp: FakeSFTP | None = None,
+                 slack: bool = True, **recipe_over: Any) -> BotContext:
+    """A BotContext of make_config() (`recipe_over` on its recipe), the store, FakeClusters of
+    `slurm` (a new FakeSlurm by default) and `sftp`, a RecordingMessageSink and charts.
+    Without `slack`, as bot.app.build_context(config, slack=False) has it: no thread writer
+    and no charts (what would be posted is logged)."""
+    sink = RecordingMessageSink(store) if slack else None
     return BotContext(config=make_config(**recipe_over), store=store,
-                      clusters=FakeClusters(slurm), sink=RecordingMessageSink(store),
-                      renderer=TemplateRenderer(),
-                      catalogue=Catalogue.load(), charts=SeriesCharts())
+                      clusters=FakeClusters(slurm or FakeSlurm(), sftp), sink=sink,
+                      renderer=TemplateRenderer(), catalogue=Catalogue.load(),
+                      charts=SeriesCharts() if sink is not None else None)

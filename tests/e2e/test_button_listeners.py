@@ -15,15 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, make_config, make_context
+from fakes import FakeSlurm, make_context
 from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch
 
 from bot.app import build_app
-from bot.core.catalogue import Catalogue
 from bot.services.approvals import handle_click
-from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
-from bot.slack.render import TemplateRenderer, render_blocks
+from bot.slack.render import render_blocks
 from bot.slack.views import ActionId
 from bot.store import Store
 
@@ -94,8 +92,7 @@ def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def app(store: Store, slack_client) -> Any:  # noqa: ANN001
-    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(FakeSlurm()),
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    ctx = make_context(store, slack=False)
     return build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
                      token_verification_enabled=False)
 

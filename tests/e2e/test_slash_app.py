@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import yaml
-from fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeSlurm, make_config, make_context
 from support.bolt_driver import (
     ResponseUrls,
     SyncExecutor,
@@ -17,21 +17,13 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app, build_scheduler
-from bot.core.catalogue import Catalogue
 from bot.services.approvals import ActionId
-from bot.services.ports import BotContext
-from bot.slack.render import TemplateRenderer
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def services(store) -> BotContext:  # noqa: ANN001
-    return BotContext(config=make_config(), store=store, clusters=FakeClusters(FakeSlurm()),
-                      renderer=TemplateRenderer(), catalogue=Catalogue.load())
-
-
 def test_scheduler_is_utc_coalescing_and_runs_a_job_with_the_clock(store) -> None:
-    ctx = services(store)
+    ctx = make_context(store, slack=False)
     scheduler = build_scheduler(ctx, clock=lambda: 42.0)
     assert sorted(j.id for j in scheduler.jobs()) == ["holds", "probes", "prompts", "watch:dev"]
     assert str(scheduler.timezone) == "UTC"
@@ -48,13 +40,13 @@ def test_a_failing_scheduled_job_is_logged_not_fatal(store, caplog) -> None:  # 
     def broken(now):  # noqa: ANN001, ANN202
         raise RuntimeError("sacct exploded")
 
-    sched = build_scheduler(services(store))
+    sched = build_scheduler(make_context(store, slack=False))
     sched.run_repeating("watch", broken, every_s=30).func()
     assert "scheduled job watch failed" in caplog.text
 
 
 def test_app_handles_every_action_id_and_nothing_else(store, slack_client) -> None:  # noqa: ANN001
-    app = build_app(make_config(), services(store), client=slack_client,
+    app = build_app(make_config(), make_context(store, slack=False), client=slack_client,
                     listener_executor=SyncExecutor(), token_verification_enabled=False)
     urls = ResponseUrls()
     try:
@@ -98,8 +90,7 @@ def test_with_the_default_thread_pool_the_work_runs_after_the_ack(store, slack_c
         return original(ids)
 
     slurm.jobs = slow_jobs  # type: ignore[method-assign]
-    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(slurm),
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    ctx = make_context(store, slurm, slack=False)
     app = build_app(ctx.config, ctx, client=slack_client, token_verification_enabled=False)
     urls = ResponseUrls()
     try:

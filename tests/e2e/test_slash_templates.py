@@ -14,19 +14,17 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config
+from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config, make_context
 from slack_standin import SlackStandIn, validate_blocks
 
-from bot.core.catalogue import Catalogue
 from bot.core.home import prompt_confirm
 from bot.services.approvals import ActionId, handle_click
-from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import submit_and_announce
 from bot.services.threads import render
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.slack.render import TemplateRenderer, render_blocks
+from bot.slack.render import render_blocks
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "slash"
 NOW = 1_732_871_000.0
@@ -217,10 +215,8 @@ def test_a_broken_site_template_falls_back_to_the_shipped_one(
     (site / "note.json.j2").write_text(
         '{"text": {{ text | tojson }}, "blocks": [{"type": "section", "text": '
         '{"type": "mrkdwn", "text": {{ ("📣 " ~ text) | tojson }}}}]}')
-    config = make_config()
-    config.templates.dir = str(site)
-    ctx = BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm()),
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    ctx = make_context(store, slack=False)
+    ctx.config.templates.dir = str(site)
     blocks, _ = render(ctx, "note", "mix", {"text": "hello"})
     assert blocks[0]["text"]["text"] == "📣 hello"  # the site's template wins
     with caplog.at_level(logging.WARNING):

@@ -16,24 +16,21 @@ import sysconfig
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes import RecordingMessageSink
 
-from bot.cluster.sessions import ClusterSessions
+from bot.app import build_context
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
-from bot.core.catalogue import Catalogue
 from bot.services.approvals import handle_click
 from bot.services.fencing import fenced_context
 from bot.services.leases import LeaseKeeper
-from bot.services.ports import BotContext
 from bot.services.probes import create_probe_offer, run_requested_probes
-from bot.slack.render import TemplateRenderer
 from bot.slack.views import ActionId
-from bot.store import Store
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -83,10 +80,11 @@ def test_an_approved_probe_runs_on_the_cluster_and_its_result_reaches_the_thread
     }})
     config = Config.model_validate(data)
     now = time.time()
-    with Store.open(config.store.url) as store, ClusterSessions(config) as sessions:
-        ctx = BotContext(config=config, store=store, clusters=sessions,
-                         sink=RecordingMessageSink(store), renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load())
+    # the bot's services as `trainbot run` builds them, its thread posts recorded
+    ctx = build_context(config, slack=False)
+    store = ctx.store
+    ctx = replace(ctx, sink=RecordingMessageSink(store))
+    with store, ctx.clusters:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now)
         store.attempts.add(chain_id=chain.id, job_id="9001", now=now, state="OUT_OF_MEMORY")
         ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")

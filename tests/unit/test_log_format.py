@@ -15,16 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink, make_config
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink, make_context
 from support.watcher import LOG, add_job, make_watcher, running
 
 from bot.app import _logged_as, build_scheduler
-from bot.core.catalogue import Catalogue
 from bot.core.redact import Redactor
 from bot.log_format import configure_logging, log_fields
 from bot.log_redaction import install_log_redaction
-from bot.services.ports import BotContext
-from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,8 +150,7 @@ def test_a_scheduled_tick_logs_the_watchers_line_and_not_apschedulers(logs, tmp_
             return super().jobs(ids)
 
     add_job(store, 1)
-    ctx = BotContext(config=make_config(), store=store, clusters=FakeClusters(TickedSlurm()),
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    ctx = make_context(store, TickedSlurm(), slack=False)
     scheduler = build_scheduler(ctx)
     for job in scheduler.jobs():
         if job.id == "watch:dev":

@@ -8,21 +8,19 @@ import urllib.error
 import urllib.request
 
 import pytest
-from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink, make_config
+from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, RecordingEventSink, make_context
 from prometheus_client import generate_latest
 from slack_standin import SlackStandIn
 from support.watcher import LOG, add_job, make_watcher
 
 from bot.app import TickHealth, _health_server, build_scheduler
 from bot.cluster.errors import ClusterUnavailable
-from bot.core.catalogue import Catalogue
 from bot.core.readiness import readiness, stale_clusters
 from bot.core.slurm.records import JobRecord
 from bot.ops.health import HealthServer
 from bot.ops.metrics import CountingSessions, CountingSlurm, ServiceMetrics
 from bot.services.leases import LeaseKeeper
-from bot.services.ports import BotContext, ClusterSessions
-from bot.slack.render import TemplateRenderer
+from bot.services.ports import ClusterSessions
 from bot.slack.retry import make_client
 from bot.store import Store
 
@@ -210,9 +208,7 @@ def test_readyz_of_a_standby_replica_names_the_replica_that_watches_its_cluster(
     url, answers = f"sqlite:///{tmp_path / 'state.db'}", {}
     for name in ("A", "B"):
         store = Store.open(url)
-        ctx = BotContext(config=make_config(), store=store,
-                         clusters=FakeClusters(FakeSlurm(), FakeSFTP()),
-                         renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        ctx = make_context(store, sftp=FakeSFTP(), slack=False)
         ticks = TickHealth(ServiceMetrics(), clock=lambda: T0)
         scheduler = build_scheduler(ctx, leases=LeaseKeeper(store.leases, holder=name),
                                     clock=lambda: T0, ticks=ticks)
