@@ -1,5 +1,5 @@
 """Detectors over a log's metric series and Slurm accounting: stall, leak trend,
-checkpoint-phase OOM, silent exit.
+checkpoint-phase OOM, silent exit, and whether a completion marker ends the log.
 
 Pure: callers pass `now` (log time or wall time, on the same clock as the samples).
 """
@@ -309,6 +309,19 @@ def detect_checkpoint_oom(
     return None
 
 
+def ends_in_completion(matches: Iterable[Any], series: MetricSeries) -> bool:
+    """The log's last completion marker (a `completed` signature: `Training completed`,
+    Lightning's EarlyStopping `Signaling Trainer to stop`) has no training progress after it
+    (no later line that printed an iteration). Progress after one means the marker was not
+    the end: Lightning keeps training to `min_epochs` after EarlyStopping signals a stop, a
+    per-epoch or per-iteration report reads like a marker; the log's later lines decide. The
+    log's ending without accounting (bot.core.diagnose.decide) and `detect_silent_exit` with
+    it read a marker alike."""
+    done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
+    last_progress = series.last_iteration_line
+    return bool(done) and (last_progress is None or done[-1] > last_progress)
+
+
 def detect_silent_exit(
     accounting: Accounting,
     series: MetricSeries,
@@ -322,15 +335,17 @@ def detect_silent_exit(
     Reasons (any one is enough): the log shows a failure (a catalogue match of a failure
     class), no iteration was reached, the last iteration is below the target, or the job
     ran for less than `min_elapsed_s` without showing that the work was done. A completion
-    marker (a `completed` match) stands in for iterations the log format did not show; a run
-    that reached its target or printed such a marker may be short (a resume with little left).
-    """
+    marker (a `completed` match) with no training progress after it (`ends_in_completion`)
+    stands in for iterations the log format did not show; a run that reached its target or
+    ended in such a marker may be short (a resume with little left). A marker that training
+    followed is no evidence of the end: the progress after it is judged as if it were not
+    there."""
     if accounting.state != "COMPLETED" or accounting.exit_code not in (0, None):
         return None
     if accounting.signal not in (0, None):
         return None
     matches = list(matches)
-    marker = any(m.class_id == "completed" for m in matches)
+    marker = ends_in_completion(matches, series)
     found = [m for m in matches if m.class_id not in _NOT_FAILURES]
     first = found[0] if found else None
     last_iter = series.last_iteration

@@ -35,6 +35,7 @@ from bot.core.detectors import (
     detect_leak,
     detect_silent_exit,
     detect_stall,
+    ends_in_completion,
     leak_trend,
 )
 from bot.core.diagnose.ending import (
@@ -42,7 +43,6 @@ from bot.core.diagnose.ending import (
     ends_at_shell_prompt,
     ends_cut_off,
     ends_in_closed_progress_table,
-    ends_in_completion,
     ends_in_error,
     ends_in_final_save,
     ends_in_open_progress_bar,

@@ -7,12 +7,13 @@ error's own words name (`named_by_vocabulary`), else `unknown_failure`), a last 
 a deciding text cut off before its end names that text's class (`ends_cut_off`), a TensorFlow
 Estimator's final save or a progress table's closing border ends a finished run
 (`ends_in_final_save`, `ends_in_closed_progress_table`), and so does a completion marker with
-no training progress after it (`ends_in_completion`: training after one means it was not the
-end), an epoch counter short of its total means a 100 % progress bar was one epoch's
-(`epochs_left`), and a last line that is a progress bar short of its total is a run mid-pass,
-whatever earlier bars reached (`ends_in_open_progress_bar`). A last line that is a shell's
-prompt after progress, or after a command's start-up output when there is no progress, where
-none of those speak, is a process that ended with nothing said (`ends_at_shell_prompt`).
+no training progress after it (bot.core.detectors' `ends_in_completion`, which the silent
+exit detector shares: training after one means it was not the end), an epoch counter short of
+its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that is
+a progress bar short of its total is a run mid-pass, whatever earlier bars reached
+(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or after a
+command's start-up output when there is no progress, where none of those speak, is a process
+that ended with nothing said (`ends_at_shell_prompt`).
 The decision (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures,
 detectors). One of them is weighed with accounting too: an error block that holds NCCL's
 remote error names the cause another rank's failure or the fabric gave it
@@ -59,13 +60,14 @@ _ERROR_LINE = re.compile(
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
     r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
-# A metric named an error, not a report of one: a training's or evaluation's error (`Test Error:
-# Avg loss: 0.0629`, `val_error=0.12`, `top-1 error: 23.5 %`, `Mean squared error: 0.31`) whose
-# value, or another metric's, follows it.
+# A metric named an error, not a report of one, anywhere on a line: a training's or evaluation's
+# error (`Test Error: Avg loss: 0.0629`, `val_error=0.12`, `top-1 error: 23.5 %`, `Mean squared
+# error: 0.31`, `Finished training epoch: Avg Loss: 0.31, Avg Error: 0.09`) whose value, or
+# another metric's, follows it. A bare `Error: ...` or `error: ... 0.5` names no metric.
 _METRIC_VALUE = (r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*%?"
                  r"(?:\s*(?:$|[,;|(\[/])|\s+[A-Za-z][\w ]{0,20}[:=])")
 _METRIC_ERROR = re.compile(
-    r"(?i)^[\s`'\">|*#-]*(?:[a-z0-9.]+[ _-]+)*?"
+    r"(?i)(?<![a-z0-9])"
     r"(?:train[a-z]*|test[a-z]*|val[a-z]*|eval[a-z]*|dev|top-?\d+|mean|avg|average|squared"
     r"|absolute|relative|reconstruction|classification|prediction|rms|word|char[a-z]*|token"
     r"|frame|pixel)[ _-](?:[a-z]+[ _-])?error(?:[ _-]rate)?\s*[:=]\s*"
@@ -507,12 +509,21 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT and not (
             specific <= _SIGNAL_ANNOUNCED and _error_before(block, hints, specific)):
         return Ending(next(iter(specific)))
-    if hints or any(not _WARNING.search(t) and not _METRIC_ERROR.match(t)
-                    and (_ERROR_LINE.match(t) or _SIGNAL_NOTICE.search(t)) for t in errors):
+    if hints or any(not _WARNING.search(t) and _reports_error(t) for t in errors):
         # another rank's own error speaks for itself, not the NCCL lines around it
         return (named_by_vocabulary(peer or block) if not specific else None) or Ending(
             "unknown_failure", peer)
     return None
+
+
+def _reports_error(text: str) -> bool:
+    """A line reports an error (`_ERROR_LINE`) or is a shell's notice of a fatal signal
+    (`_SIGNAL_NOTICE`) once the metrics named an error on it are left out, wherever they are
+    (`_METRIC_ERROR`: `Avg Error: 0.09`, `val_error=0.12`): `Finished training epoch: Avg
+    Loss: 0.31, Avg Error: 0.09` reports none; `RuntimeError: ...` and `val_error=0.12, Failed
+    to save checkpoint` report one."""
+    text = _METRIC_ERROR.sub(" ", text)
+    return bool(_ERROR_LINE.match(text) or _SIGNAL_NOTICE.search(text))
 
 
 def _error_before(block: Sequence[tuple[int, str]], hints: Sequence[Any],
@@ -601,17 +612,6 @@ def _after_last_command(lines: list[tuple[int, str, str]]) -> list[tuple[int, st
         if _COMMAND_LINE.match(lines[i][1]):
             return lines[i + 1:]
     return lines
-
-
-def ends_in_completion(matches: Sequence[Any], series: MetricSeries) -> bool:
-    """The log's last completion marker (a `completed` signature: `Training completed`,
-    Lightning's EarlyStopping `Signaling Trainer to stop`) has no training progress after it
-    (no later line that printed an iteration). Progress after one means the marker was not
-    the end: Lightning keeps training to `min_epochs` after EarlyStopping signals a stop, a
-    per-epoch or per-iteration report reads like a marker; the log's later lines decide."""
-    done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
-    last_progress = series.last_iteration_line
-    return bool(done) and (last_progress is None or done[-1] > last_progress)
 
 
 def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:

@@ -242,6 +242,18 @@ def test_a_short_resume_that_reaches_its_target_is_not_silent():
     assert detect_silent_exit(short, MetricSeries(), [done], target_iter=None) is None
 
 
+def test_a_completion_marker_that_training_followed_does_not_excuse_a_short_run():
+    series, _ = run(100)
+    short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
+    followed = Match("completed", 50, "Training completed", True)
+    finding = detect_silent_exit(short, series, [followed], target_iter=None)
+    assert finding is not None
+    assert finding.reasons() == [{"kind": "short_run", "elapsed_s": 20}]
+    # the same marker after the last progress line stands for the work done
+    last = Match("completed", series.last_iteration_line + 1, "Training completed", True)
+    assert detect_silent_exit(short, series, [followed, last], target_iter=None) is None
+
+
 def test_a_short_run_below_its_target_names_both_reasons():
     series, _ = run(100)
     short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)

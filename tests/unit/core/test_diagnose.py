@@ -1251,6 +1251,29 @@ def test_a_metric_named_error_is_not_an_error_report(catalogue, metrics: str):
     assert _diagnose_text(catalogue, text).class_id == "none"
 
 
+@pytest.mark.parametrize("metrics", [
+    "Finished training epoch: Avg Loss: 0.31, Avg Error: 0.09",
+    "Epoch 3 - loss: 0.3100 - val error: 0.1200",
+    "[INFO] eval done: top-1 error: 23.5 %, top-5 error: 7.1 %",
+])
+def test_a_metric_named_error_anywhere_on_a_line_is_not_an_error_report(catalogue, metrics: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + metrics + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
+@pytest.mark.parametrize("error", [
+    "Error: could not read batch 12 of /data/train.bin (0.5 GiB)",
+    "RuntimeError: mean error = 0.5 exceeds the tolerance",
+    "error: learning rate 0.5 is out of range",
+    # a metric first does not hide the error after it
+    "Avg Error: 0.09, Failed to save checkpoint to /ckpt/step_120",
+])
+def test_an_error_with_a_number_or_a_metric_on_its_line_is_still_an_error(catalogue, error: str):
+    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + error + "\n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
+
+
 @pytest.mark.parametrize("finish", [
     "Training completed. Do not forget to share your model on huggingface.co/models =)",
     "[2025-03-02 10:00:04] iter 8000/8000 loss 0.91",
@@ -1477,6 +1500,70 @@ def test_a_completion_marker_followed_by_training_is_not_the_end(catalogue, mark
     # ... and so does a later one, after the last progress
     d = _diagnose_text(catalogue, text + "`Trainer.fit` stopped: `max_epochs=7` reached.\n")
     assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+# Ray Train's report after each iteration (ray/tune/experimental/output.py, `on_trial_result`),
+# the table it prints under it, and the end of its run (`on_trial_complete`)
+RAY_ITERATION = (
+    "Training finished iteration {n} at 2025-08-20 08:4{n}:43. Total running time: {n}min 34s\n"
+    "\u256d\u2500\u2500\u2500\u256e\n"
+    "\u2502 Training result        \u2502\n"
+    "\u2502 training_iteration   {n} \u2502\n"
+    "\u2502 loss           0.52336 \u2502\n"
+    "\u2570\u2500\u2500\u2500\u256f\n")
+RAY_END = ("Training completed after 2 iterations at 2025-08-20 08:45:43. Total running time: "
+           "15min 34s\n")
+
+
+@pytest.mark.parametrize("line", [
+    "Training finished iteration 3 at 2025-08-20 08:40:43. Total running time: 10min 34s",
+    # older Ray's wording
+    "Training finished iteration 3 at 2023-03-22 15:29:25 (running for 00:10:34.21).",
+])
+def test_ray_trains_report_after_each_iteration_is_no_completion(catalogue, line: str):
+    assert "completed" not in {m.class_id for m in catalogue.match_line(line)}
+    # ... while `Training finished.` and Ray's end of the run are
+    for end in ("Training finished.", "Training is finished", "Training finished in 3h 2m",
+                RAY_END.strip()):
+        assert "completed" in {m.class_id for m in catalogue.match_line(end)}
+
+
+def test_a_ray_train_log_that_ends_after_an_iteration_is_not_completed(catalogue):
+    """Ray Train reports every iteration in words that read like an end (`Training finished
+    iteration 2 at ...`): it is progress, not a completion marker that Slurm's COMPLETED 0:0
+    would show as the evidence of the end."""
+    text = "Training started with configuration:\n" + RAY_ITERATION.format(
+        n=1) + RAY_ITERATION.format(n=2)
+    assert _diagnose_text(catalogue, text).class_id == "none"
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
+    d = _diagnose_text(catalogue, text, done)
+    assert (d.class_id, d.decided_by) == ("completed", "accounting")
+    assert not [e for e in d.evidence if "Training finished iteration" in e.text]
+    # Ray's own end of the run is the end, by its signature
+    d = _diagnose_text(catalogue, text + RAY_END)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+def test_a_completion_marker_followed_by_training_is_no_evidence_of_the_end_for_slurm(
+        catalogue):
+    """COMPLETED 0:0 after a completion marker that training followed, short of the target: the
+    marker is not the end (as without accounting), so the run's 20 seconds and its stop short
+    of the target are both why it is a silent exit."""
+    text = ("[2025-03-02 10:00:00] iter 10/8000 loss 1.21\n"
+            "Training completed\n"
+            "[2025-03-02 10:00:04] iter 20/8000 loss 1.20\n")
+    short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
+    d = _diagnose_text(catalogue, text, short)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "detector")
+    assert d.detail == {"kind": "silent_exit", "reasons": [
+        {"kind": "short_run", "elapsed_s": 20},
+        {"kind": "stopped", "last_iter": 20, "target_iter": 8000}]}
+    assert explain(d).startswith(
+        "COMPLETED 0:0, but it ran for only 20 s; it stopped at iteration 20 of 8000.")
+    # ... a marker that ends the log still stands for the work done in a short run
+    ended = _diagnose_text(catalogue, text + "Training completed\n", short)
+    assert ended.detail == {"kind": "silent_exit", "reasons": [
+        {"kind": "stopped", "last_iter": 20, "target_iter": 8000}]}
 
 
 @pytest.mark.parametrize(("line", "class_id"), [
