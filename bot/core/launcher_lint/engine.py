@@ -6,6 +6,8 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
+from copy import copy
+from dataclasses import dataclass, field
 
 from bot.core.launcher_lint.arith import ARITH_RE, LET_RE
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
@@ -21,6 +23,7 @@ from bot.core.launcher_lint.model import (
     Tee,
     TeeContext,
     Unset,
+    either,
     with_,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
@@ -93,13 +96,77 @@ _PATTERN_PIECE = (r"""(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\$\((?:[^()\n]|\([^()\n]*
 #: A list that starts a `case` branch: the `case WORD in` header (on the pattern's line), the
 #: patterns and their `)`; the branch's command starts where COMMAND_AT puts one after it, as
 #: the trap check finds `a) trap … EXIT ;;`.
-_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?" + _PATTERN_PIECE + r"*?\)" + COMMAND_AT)
+_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?(?P<patterns>" + _PATTERN_PIECE + r"*?)\)"
+                        + COMMAND_AT)
 #: A list that ends with a `case` header (`case "$x" in`): a branch's pattern comes next.
 _CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
 
 
 def _first_word(lst: str) -> str:
     return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]
+
+
+def _prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
+    """How far the keywords (`then`, `do`, `esac`, …) and `case` patterns that start `lst` (a
+    stripped list) reach: the command after them starts at `lst[cut:]`, as one on a line of
+    its own; and the steps of a `case` among them, in order: ("case", ""), ("branch", its
+    patterns), ("esac", ""). `at_branch`: a branch's pattern starts `lst`."""
+    cut = 0
+    steps: list[tuple[str, str]] = []
+    rest = lst
+    while True:
+        first = _first_word(rest)
+        if first in _BODY_KEYWORDS:
+            if first == "esac":
+                steps.append(("esac", ""))
+            end = rest.find(first) + len(first)
+        elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(rest)):
+            if first == "case":
+                steps.append(("case", ""))
+            steps.append(("branch", branch.group("patterns")))
+            end, at_branch = branch.end(), False
+        else:
+            if first == "case" and _CASE_HEADER_END_RE.search(rest):
+                steps.append(("case", ""))  # the first pattern is on the next line
+            return cut, steps
+        end += len(rest[end:]) - len(rest[end:].lstrip())
+        cut, rest = cut + end, rest[end:]
+
+
+#: An extglob group (`@(…)`, `*(…)`, `+(…)`, `?(…)`) of `case` patterns.
+_EXTGLOB_GROUP_RE = re.compile(r"[@*+?]\((.*)\)", re.S)
+
+
+def _matches_everything(patterns: str) -> bool:
+    """Does a branch's `patterns` (`a|*`) match every word: an alternative of only `*`, or an
+    extglob group with one (`@(/no|*)`)? Other patterns may match none."""
+    depth, start, alternatives = 0, 0, []
+    for i, c in enumerate(patterns):
+        depth += (c == "(") - (c == ")")
+        if c == "|" and depth == 0:
+            alternatives.append(patterns[start:i])
+            start = i + 1
+    alternatives.append(patterns[start:])
+    for alternative in (a.strip() for a in alternatives):
+        group = _EXTGLOB_GROUP_RE.fullmatch(alternative)
+        if (alternative and not alternative.strip("*")) or (
+                group and _matches_everything(group.group(1))):
+            return True
+    return False
+
+
+@dataclass
+class _Case:
+    """A `case` the walk is in: of its branches bash runs the first whose pattern matches,
+    then the next ones while a branch ends with `;&` (fall through) or `;;&` (test the next
+    patterns too), or none. The options of each way there: `reaching` the next pattern test
+    (at the header; a `;;&` branch's end), `falling` into the next branch (a `;&` branch's
+    end), `exits` past `esac` (a `;;` branch's end)."""
+
+    reaching: list[Opts]
+    falling: Opts | None = None
+    exits: list[Opts] = field(default_factory=list)
+    in_branch: bool = False
 
 
 class _Analyzer:
@@ -163,32 +230,28 @@ class _Analyzer:
                                                  self.memo))
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
-        for idx, (lst, off, _op) in enumerate(lists):
+        cases: list[_Case] = []  # the `case`s this list is in, the innermost last
+        for idx, (raw, off, _op) in enumerate(lists):
             is_last = idx == last
-            at_branch = idx in branches
+            lst = raw.strip()
+            # the command on a pattern's line (`a) set -e ;;`) runs in the script's shell, as
+            # one on a line of its own does
+            cut, steps = _prefix(lst, idx in branches)
+            for step, patterns in steps:
+                self._case_step(cases, step, patterns, branches.get(idx, ""))
             if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
-                lst, quick=True
-            ) and not (self.may_tee and "tee" in lst):
+                raw, quick=True
+            ) and not (self.may_tee and "tee" in raw):
                 continue  # nothing here can fail on an empty match or change an option
-            lst_off = off + (len(lst) - len(lst.lstrip()))
-            lst = lst.strip()
+            lst_off = off + (len(raw) - len(raw.lstrip()))
             first = _first_word(lst)
             if first in _CONDITION_KEYWORDS:
                 if not status_only:
                     self._condition(lst, lst_off, _next_text(lists, idx))
                 continue  # an if/while condition never triggers errexit
-            while True:
-                if first in _BODY_KEYWORDS:
-                    cut = lst.find(first) + len(first)
-                elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(lst)):
-                    # the command on a pattern's line (`a) set -e ;;`) runs in the script's
-                    # shell, as one on a line of its own does
-                    cut, at_branch = branch.end(), False
-                else:
-                    break
-                lst_off += cut + (len(lst[cut:]) - len(lst[cut:].lstrip()))
-                lst = lst[cut:].strip()
-                first = _first_word(lst)
+            lst_off += cut
+            lst = lst[cut:]
+            first = _first_word(lst)
             if not lst or first in _CONDITION_KEYWORDS or first in ("for", "!"):
                 if first in _CONDITION_KEYWORDS and not status_only:
                     self._condition(lst, lst_off, _next_text(lists, idx))
@@ -207,7 +270,7 @@ class _Analyzer:
                         self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
                     if self.may_source_startup:
                         self.interactive.extend(startup_sources(lst, lst_off))
-                if self.may_tee and "tee" in lst and not self.opts.pipefail:
+                if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
                     if trailing_from is None:
                         trailing_from = _trailing_from(lists)
                     self._note_tees(lst, lst_off, _next_text(lists, idx),
@@ -222,6 +285,39 @@ class _Analyzer:
                 continue
             hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
         return hits
+
+    def _case_step(self, cases: list[_Case], step: str, patterns: str, ended_by: str) -> None:
+        """Follow a `case` (_prefix's `step`; `ended_by`: the operator that ended the branch
+        before this one): a branch starts from the options of every way into it (the header's,
+        through the patterns before it; the previous branch's, after `;;&` or `;&`), so its
+        commands are read as bash may run them; past `esac` the options are `either` of every
+        way out, the header's included unless a pattern is `*`. A `set` in a branch bash may
+        not run is thus read as maybe not run: no check misses the branch that kept `set -e`."""
+        if step == "case":
+            cases.append(_Case(reaching=[copy(self.opts)]))
+            return
+        if not cases:
+            return  # an `esac` or a pattern of a case this text does not open
+        case = cases[-1]
+        if step == "branch":
+            if case.in_branch:
+                end = copy(self.opts)
+                if ended_by == ";&":
+                    case.falling = end
+                elif ended_by == ";;&":
+                    case.reaching.append(end)
+                else:
+                    case.exits.append(end)
+            ways_in = case.reaching + ([case.falling] if case.falling else [])
+            # a branch after a `*` that ended with `;;` never runs: read from the last way in
+            self.opts = either(ways_in) if ways_in else copy(self.opts)
+            case.falling, case.in_branch = None, True
+            if _matches_everything(patterns):
+                case.reaching = []  # no pattern test gets past this branch
+            return
+        cases.pop()  # esac
+        ways_out = case.exits + case.reaching + ([copy(self.opts)] if case.in_branch else [])
+        self.opts = either(ways_out)
 
     def _note_tees(self, lst: str, off: int, after: str, ends_script: bool) -> None:
         """Training piped to `tee` where its status matters: under `set -e`, or followed only
@@ -254,7 +350,7 @@ class _Analyzer:
         comes `then` / `do`) decides the branch: training piped to `tee` there without
         `pipefail` is tested by tee's status."""
         self._note_guards(lst)
-        if (self.may_tee and "tee" in lst and not self.opts.pipefail
+        if (self.may_tee and "tee" in lst and not self.opts.pipefail_sure
                 and _first_word(after.lstrip()) in ("then", "do")):
             keyword = _first_word(lst)
             rest = lst[len(keyword):]
@@ -347,7 +443,7 @@ class _Analyzer:
         if name == "errexit":
             self._set_errexit(on, off)
         elif name == "pipefail":
-            self.opts.pipefail = on
+            self.opts.pipefail, self.opts.pipefail_partial = on, False
         elif name == "nounset":
             self._set_nounset(on, off)
 
@@ -544,23 +640,25 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
 
 def _lists(
     pieces: list[tuple[str, int, str]],
-) -> tuple[list[tuple[str, int, str]], set[int]]:
+) -> tuple[list[tuple[str, int, str]], dict[int, str]]:
     """The lists among `pieces` that are not blank, and the indexes of those a `case` branch's
-    pattern starts: the first after a `case … in` header or a branch's `;;` / `;&` / `;;&`.
-    The walk reads the branches in order, options carried from one to the next, as bash runs
-    them when a `;&` falls through."""
+    pattern starts: the first after a `case … in` header (with "") or a branch's `;;` / `;&` /
+    `;;&` (with that operator: the walk's _Case reads what ran before the branch from it)."""
     lists: list[tuple[str, int, str]] = []
-    branches: set[int] = set()
+    branches: dict[int, str] = {}
     pattern_next = False
+    ended_by = ""
     for piece in pieces:
         text, _off, op = piece
         if text.strip():
             if pattern_next:
-                branches.add(len(lists))
+                branches[len(lists)] = ended_by
             lists.append(piece)
             tail = text.rstrip()
             pattern_next = tail.endswith("in") and _CASE_HEADER_END_RE.search(tail) is not None
-        pattern_next = pattern_next or op in CASE_BRANCH_ENDS
+            ended_by = ""
+        if op in CASE_BRANCH_ENDS:
+            pattern_next, ended_by = True, op
     return lists, branches
 
 

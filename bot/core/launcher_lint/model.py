@@ -30,12 +30,43 @@ MAX_DEPTH = 40
 
 @dataclass
 class Opts:
+    """The shell options in force where the walk is (`errexit_line`: where `set -e` first
+    came on). Past a `case`, of whose branches bash runs one or none, a reading that may hold
+    on some paths only (`either`)."""
+
     errexit: bool = False
     pipefail: bool = False
     nounset: bool = False
     nullglob: bool = False
     inherit_errexit: bool = False
     errexit_line: int | None = None
+    # pipefail is on on some of the paths only (`pipefail` says it may be on): a check that
+    # warns where it is off reads it as off
+    pipefail_partial: bool = False
+
+    @property
+    def pipefail_sure(self) -> bool:
+        """pipefail is on on every path that reaches here."""
+        return self.pipefail and not self.pipefail_partial
+
+
+def either(paths: list[Opts]) -> Opts:
+    """The options after one of `paths` ran, bash not saying which (the branches of a `case`),
+    each read the way that finds more, so no check misses a path: errexit, pipefail (for the
+    empty-match check), nounset and inherit_errexit on if on any path; pipefail off for the
+    tee check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the
+    earliest."""
+    lines = [p.errexit_line for p in paths if p.errexit_line is not None]
+    pipefail = any(p.pipefail for p in paths)
+    return Opts(
+        errexit=any(p.errexit for p in paths),
+        pipefail=pipefail,
+        nounset=any(p.nounset for p in paths),
+        nullglob=all(p.nullglob for p in paths),
+        inherit_errexit=any(p.inherit_errexit for p in paths),
+        errexit_line=min(lines) if lines else None,
+        pipefail_partial=pipefail and not all(p.pipefail_sure for p in paths),
+    )
 
 
 @dataclass(frozen=True)

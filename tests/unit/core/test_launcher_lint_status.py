@@ -17,15 +17,17 @@ from bot.core.launcher_lint import CHECK_EXIT_TRAP, CHECK_TEE_HIDES_STATUS, lint
 CRASH = "import sys\nprint('step 1')\nsys.exit(3)\n"
 
 
-def _run(tmp_path: Path, script: str) -> int:
-    """The exit status of `script` under bash (its job's status), train.py crashing."""
+def _run(tmp_path: Path, script: str, branch: str = "") -> int:
+    """The exit status of `script` under bash (its job's status), train.py crashing;
+    `$BRANCH` is `branch`."""
     bash = shutil.which("bash")
     assert bash, "bash is needed to check the lint against the real shell"
     (tmp_path / "train.py").write_text(CRASH)
     (tmp_path / "launch.sh").write_text(script)
     python_dir = str(Path(sys.executable).parent)  # `python` is this interpreter
     proc = subprocess.run([bash, "launch.sh"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=30, env={"PATH": f"{python_dir}:/usr/bin:/bin"})
+                          timeout=30, env={"PATH": f"{python_dir}:/usr/bin:/bin",
+                                           "BRANCH": branch})
     return proc.returncode
 
 
@@ -70,7 +72,7 @@ TEE = [
     ("set -e\n( case \"$PWD\" in\n    /no) echo no ;;\n  esac\n  set -o pipefail\n)\n"
      "python train.py | tee log.txt\n", True, "warn"),
     # pipefail set on a case pattern's line holds after the `esac`, unless in a subshell
-    ("set -e\ncase \"$PWD\" in\n  /no) echo no ;;\n  *) set -o pipefail ;;\nesac\n"
+    ("set -e\ncase \"$PWD\" in\n  /no) set -o pipefail ;;\n  *) set -o pipefail ;;\nesac\n"
      "python train.py | tee log.txt\n", False, "pass"),
     ("set -e\n( case \"$PWD\" in *) set -o pipefail ;; esac )\n"
      "python train.py | tee log.txt\n", True, "warn"),
@@ -84,6 +86,24 @@ TEE = [
 def test_tee_hides_status_against_real_bash(tmp_path, body, ends_zero, level):
     script = "#!/bin/bash\n" + body
     assert (_run(tmp_path, script) == 0) == ends_zero, "bash itself disagrees with the table"
+    assert _level(script, CHECK_TEE_HIDES_STATUS) == level
+
+
+@pytest.mark.parametrize(("body", "branches", "level"), [
+    # pipefail on after one of a case's branches only: bash may have taken another
+    ("set -e\ncase \"$BRANCH\" in\n  /no) echo no ;;\n  *) set -o pipefail ;;\nesac\n"
+     "python train.py | tee log.txt\n", ("/no", "x"), "warn"),
+    ("set -e\ncase \"$BRANCH\" in\n  a) set -o pipefail ;;\nesac\n"
+     "python train.py | tee log.txt\n", ("a", "x"), "warn"),
+    ("set -e\ncase \"$BRANCH\" in\n  a) set -o pipefail ;;\n  *) set -o pipefail ;;\nesac\n"
+     "python train.py | tee log.txt\n", ("a", "x"), "pass"),
+])
+def test_tee_after_a_case_warns_when_any_branch_bash_may_take_hides_the_status(
+    tmp_path, body, branches, level
+):
+    script = "#!/bin/bash\n" + body
+    hidden = [_run(tmp_path, script, b) == 0 for b in branches]
+    assert any(hidden) == (level == "warn"), f"bash itself disagrees with the table: {hidden}"
     assert _level(script, CHECK_TEE_HIDES_STATUS) == level
 
 
