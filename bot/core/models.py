@@ -12,6 +12,10 @@ from typing import Any
 
 #: Classes whose action is STOP: never resubmitted, whatever a site's catalogue file says.
 STOP_CLASSES = frozenset({"cuda_oom", "compiler_missing", "nan_loss", "silent_exit"})
+#: Classes a person must act on before a resubmit can succeed (free the disk, move a broken
+#: checkpoint aside): never resubmitted automatically, whatever a site's catalogue file says;
+#: their action stays `ask` (or `stop`), and they are never retryable.
+ASK_CLASSES = frozenset({"disk_full", "checkpoint_corrupt"})
 #: `ask` classes whose usual fix is more host memory: propose "Resubmit with --mem=…".
 MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
 

@@ -23,7 +23,9 @@ decide. When several classes are found, the highest priority is the cause. Patte
 normalized line (ANSI colours, `[rank3]:`-style launcher prefixes and all but the last tqdm
 `\\r` segment removed), case-sensitively, in the regex dialect that Python `re` and `grep -E`
 share. A site extends the catalogue with its own YAML files (`catalogue.extra` in the config),
-in the shape documented at the top of `catalogue.yaml`; STOP classes stay STOP classes.
+in the shape documented at the top of `catalogue.yaml`; STOP classes stay STOP classes, and
+the classes a person must fix first (`disk_full`, `checkpoint_corrupt`) are never made
+automatic.
 A class named only by how a log ends, with no deciding line and no accounting (a
 *hint*: the error's own words, a native abort), is offered with a button, never
 resubmitted automatically.

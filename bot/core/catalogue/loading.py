@@ -16,7 +16,7 @@ from bot.core.catalogue.dialect import check_dialect, required_runs
 from bot.core.catalogue.model import CatalogueError, FailureClass
 from bot.core.catalogue.scanner import Signature
 from bot.core.catalogue.triggers import assign_triggers
-from bot.core.models import STOP_CLASSES, Action
+from bot.core.models import ASK_CLASSES, STOP_CLASSES, Action
 from bot.core.yaml_input import MAX_FILE_BYTES, decode_text, describe_yaml_error, load_yaml
 
 #: The texts a site file may translate itself, as `<field>_<lang>` (`hint_ko`, `title_fr`).
@@ -102,6 +102,13 @@ def compile_catalogue(
             raise CatalogueError(
                 f"{raw.field_source[key]}: classes.{cid}.{key}: {cid} is a STOP class; it "
                 "must keep action: stop and retryable: false"
+            )
+        if cid in ASK_CLASSES and (f["retryable"] or action is Action.RESUBMIT):
+            key = "retryable" if f["retryable"] else "action"
+            raise CatalogueError(
+                f"{raw.field_source[key]}: classes.{cid}.{key}: {cid} needs a person to act "
+                "before a resubmit can succeed; it must keep retryable: false and action: ask "
+                "(or stop)"
             )
         if action is Action.STOP and f["retryable"]:
             raise CatalogueError(

@@ -16,7 +16,7 @@ from bot.core.catalogue import Catalogue, CatalogueError, FailureClass
 from bot.core.catalogue.dialect import check_dialect
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.diagnose.ending import named_by_vocabulary
-from bot.core.models import STOP_CLASSES, Action
+from bot.core.models import ASK_CLASSES, STOP_CLASSES, Action
 from bot.slack.render import catalogue_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"
@@ -67,6 +67,13 @@ def test_stop_classes_are_never_retryable(cat: Catalogue) -> None:
         fc = cat.get(cid)
         assert fc.action is Action.STOP and not fc.retryable, cid
     assert STOP_CLASSES == {"cuda_oom", "compiler_missing", "nan_loss", "silent_exit"}
+
+
+def test_classes_a_person_must_fix_first_are_only_ever_offered(cat: Catalogue) -> None:
+    assert ASK_CLASSES == {"disk_full", "checkpoint_corrupt"}
+    for cid in ASK_CLASSES:
+        fc = cat.get(cid)
+        assert fc.action is Action.ASK and not fc.retryable, cid
 
 
 def test_scheduler_caused_failures_do_not_charge_the_budget(cat: Catalogue) -> None:
@@ -834,6 +841,10 @@ def test_a_site_hint_replaces_our_korean_one_unless_it_brings_its_own(tmp_path: 
         ("classes:\n  scratch_full:\n    title: Scratch full\n", "classes.scratch_full",
          "needs"),
         ("classes:\n  cuda_oom:\n    retryable: true\n", "classes.cuda_oom", "STOP"),
+        ("classes:\n  disk_full:\n    retryable: true\n", "classes.disk_full.retryable",
+         "needs a person"),
+        ("classes:\n  checkpoint_corrupt:\n    action: resubmit\n",
+         "classes.checkpoint_corrupt.action", "needs a person"),
         ("classes:\n  host_oom:\n    priority: high\n", "classes.host_oom.priority", "int"),
         ("classes:\n  host_oom:\n    accounting:\n      states: OUT_OF_MEMORY\n",
          "classes.host_oom.accounting.states", "list"),
