@@ -148,6 +148,8 @@ def test_a_missing_ptxas_is_told_the_cuda_toolkits_fix_not_a_c_compilers(capsys,
      "compiler_missing - The CUDA toolkit's ptxas is missing on the worker node"),
     ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install "
      "root.", "compiler_missing - No CUDA compiler (nvcc) on the worker node"),
+    ("RuntimeError: Ninja is required to load C++ extensions",
+     "unknown_failure - No ninja build tool for a C++ extension on the worker node"),
     # a cause the catalogue's title fits keeps it
     ("/bin/sh: 1: gcc: not found", "compiler_missing - No C/C++ compiler on the worker node"),
     ("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error.",
