@@ -49,6 +49,8 @@ _PREFIX_WORDS = {"time", "command", "builtin", "exec", "nohup", "nice", "env", "
 _MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 _BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
+#: The keywords among _BODY_KEYWORDS that _Branches follows.
+_BRANCHING_KEYWORDS = {"then", "else", "fi", "esac"}
 _FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
 _FUNC_NAME_RE = re.compile(
     r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
@@ -109,16 +111,18 @@ def _first_word(lst: str) -> str:
 def _prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
     """How far the keywords (`then`, `do`, `esac`, …) and `case` patterns that start `lst` (a
     stripped list) reach: the command after them starts at `lst[cut:]`, as one on a line of
-    its own; and the steps of a `case` among them, in order: ("case", ""), ("branch", its
-    patterns), ("esac", ""). `at_branch`: a branch's pattern starts `lst`."""
+    its own; and the steps of a `case` or `if` among them, in order: ("case", ""), ("branch",
+    its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else", ""), ("fi",
+    ""), an `if` / `elif` ending the prefix (its condition is `lst[cut:]`). `at_branch`: a
+    branch's pattern starts `lst`."""
     cut = 0
     steps: list[tuple[str, str]] = []
     rest = lst
     while True:
         first = _first_word(rest)
         if first in _BODY_KEYWORDS:
-            if first == "esac":
-                steps.append(("esac", ""))
+            if first in _BRANCHING_KEYWORDS:
+                steps.append((first, ""))
             end = rest.find(first) + len(first)
         elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(rest)):
             if first == "case":
@@ -128,6 +132,8 @@ def _prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
         else:
             if first == "case" and _CASE_HEADER_END_RE.search(rest):
                 steps.append(("case", ""))  # the first pattern is on the next line
+            elif first in ("if", "elif"):
+                steps.append((first, ""))
             return cut, steps
         end += len(rest[end:]) - len(rest[end:].lstrip())
         cut, rest = cut + end, rest[end:]
@@ -156,17 +162,26 @@ def _matches_everything(patterns: str) -> bool:
 
 
 @dataclass
-class _Case:
-    """A `case` the walk is in: of its branches bash runs the first whose pattern matches,
-    then the next ones while a branch ends with `;&` (fall through) or `;;&` (test the next
-    patterns too), or none. The options of each way there: `reaching` the next pattern test
-    (at the header; a `;;&` branch's end), `falling` into the next branch (a `;&` branch's
-    end), `exits` past `esac` (a `;;` branch's end)."""
+class _Branches:
+    """A `case` or `if` the walk is in (`kind`). Of a case's branches bash runs the first whose
+    pattern matches, then the next ones while a branch ends with `;&` (fall through) or `;;&`
+    (test the next patterns too), or none; of an if's, the one after the first condition that
+    succeeds, or the `else` (none without one). The options of each way there: `reaching` the
+    next pattern test (at the header; a `;;&` branch's end) or, in an `if`, the next `elif` /
+    `else` / `fi` (the last condition's end), `falling` into the next branch (a `;&` branch's
+    end), `exits` past `esac` / `fi` (a `;;` branch's end, an `if` branch's). `in_branch`:
+    in a branch's commands (in an `if`, not in a condition)."""
 
+    kind: str
     reaching: list[Opts]
     falling: Opts | None = None
     exits: list[Opts] = field(default_factory=list)
     in_branch: bool = False
+
+    @property
+    def in_condition(self) -> bool:
+        """In an `if` / `elif` condition list: errexit does not stop it."""
+        return self.kind == "if" and not self.in_branch
 
 
 class _Analyzer:
@@ -230,7 +245,7 @@ class _Analyzer:
                                                  self.memo))
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
-        cases: list[_Case] = []  # the `case`s this list is in, the innermost last
+        frames: list[_Branches] = []  # the `case`s / `if`s this list is in, the innermost last
         for idx, (raw, off, _op) in enumerate(lists):
             is_last = idx == last
             lst = raw.strip()
@@ -238,23 +253,23 @@ class _Analyzer:
             # one on a line of its own does
             cut, steps = _prefix(lst, idx in branches)
             for step, patterns in steps:
-                self._case_step(cases, step, patterns, branches.get(idx, ""))
+                self._branch_step(frames, step, patterns, branches.get(idx, ""))
             if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
                 raw, quick=True
             ) and not (self.may_tee and "tee" in raw):
                 continue  # nothing here can fail on an empty match or change an option
             lst_off = off + (len(raw) - len(raw.lstrip()))
-            first = _first_word(lst)
-            if first in _CONDITION_KEYWORDS:
-                if not status_only:
-                    self._condition(lst, lst_off, _next_text(lists, idx))
-                continue  # an if/while condition never triggers errexit
             lst_off += cut
             lst = lst[cut:]
             first = _first_word(lst)
-            if not lst or first in _CONDITION_KEYWORDS or first in ("for", "!"):
-                if first in _CONDITION_KEYWORDS and not status_only:
+            if first in _CONDITION_KEYWORDS or (frames and frames[-1].in_condition):
+                # every list of an `if` condition (`if a; b; then`), not just the first
+                if not status_only:
+                    if first in ("set", "shopt"):
+                        self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
                     self._condition(lst, lst_off, _next_text(lists, idx))
+                continue  # an if/while condition never triggers errexit
+            if not lst or first in ("for", "!"):
                 continue
             defined = _FUNC_NAME_RE.match(lst)
             if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
@@ -286,37 +301,44 @@ class _Analyzer:
             hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
         return hits
 
-    def _case_step(self, cases: list[_Case], step: str, patterns: str, ended_by: str) -> None:
-        """Follow a `case` (_prefix's `step`; `ended_by`: the operator that ended the branch
-        before this one): a branch starts from the options of every way into it (the header's,
-        through the patterns before it; the previous branch's, after `;;&` or `;&`), so its
-        commands are read as bash may run them; past `esac` the options are `either` of every
-        way out, the header's included unless a pattern is `*`. A `set` in a branch bash may
-        not run is thus read as maybe not run: no check misses the branch that kept `set -e`."""
-        if step == "case":
-            cases.append(_Case(reaching=[copy(self.opts)]))
+    def _branch_step(self, frames: list[_Branches], step: str, patterns: str,
+                     ended_by: str) -> None:
+        """Follow a `case` or `if` (_prefix's `step`; `ended_by`: the operator that ended the
+        branch before this one): a branch starts from the options of every way into it (the
+        header's, through the patterns before it, or the last condition's end; the previous
+        branch's, after `;;&` or `;&`), so its commands are read as bash may run them; past
+        `esac` / `fi` the options are `either` of every way out, the header's (the last
+        condition's) included unless a pattern is `*` (there is an `else`). A `set` in a branch
+        bash may not run is thus read as maybe not run: no check misses the branch that kept
+        `set -e`."""
+        if step in ("case", "if"):
+            frames.append(_Branches(kind=step, reaching=[copy(self.opts)]))
             return
-        if not cases:
-            return  # an `esac` or a pattern of a case this text does not open
-        case = cases[-1]
-        if step == "branch":
-            if case.in_branch:
+        kind = "case" if step in ("branch", "esac") else "if"
+        if not frames or frames[-1].kind != kind:
+            return  # a keyword or pattern of a case / if this text does not open
+        frame = frames[-1]
+        if step == "then":  # the condition ran: its end is the way to the next one or past
+            frame.reaching, frame.in_branch = [copy(self.opts)], True
+            return
+        if step in ("branch", "elif", "else"):
+            if frame.in_branch:
                 end = copy(self.opts)
                 if ended_by == ";&":
-                    case.falling = end
+                    frame.falling = end
                 elif ended_by == ";;&":
-                    case.reaching.append(end)
+                    frame.reaching.append(end)
                 else:
-                    case.exits.append(end)
-            ways_in = case.reaching + ([case.falling] if case.falling else [])
+                    frame.exits.append(end)
+            ways_in = frame.reaching + ([frame.falling] if frame.falling else [])
             # a branch after a `*` that ended with `;;` never runs: read from the last way in
             self.opts = either(ways_in) if ways_in else copy(self.opts)
-            case.falling, case.in_branch = None, True
-            if _matches_everything(patterns):
-                case.reaching = []  # no pattern test gets past this branch
+            frame.falling, frame.in_branch = None, step != "elif"
+            if step == "else" or _matches_everything(patterns):
+                frame.reaching = []  # no pattern test / condition gets past this branch
             return
-        cases.pop()  # esac
-        ways_out = case.exits + case.reaching + ([copy(self.opts)] if case.in_branch else [])
+        frames.pop()  # esac, fi
+        ways_out = frame.exits + frame.reaching + ([copy(self.opts)] if frame.in_branch else [])
         self.opts = either(ways_out)
 
     def _note_tees(self, lst: str, off: int, after: str, ends_script: bool) -> None:
@@ -361,10 +383,12 @@ class _Analyzer:
                 rest, rest_off = rest[bang:], rest_off + bang
             self.tees.extend(Tee(o, cmd, "condition", keyword)
                              for o, cmd in tee_pipelines(rest, rest_off, self.memo))
-        if self.opts.nounset and self.may_source_startup:
-            self.interactive.extend(startup_sources(lst, off))
         if self.opts.nounset:
             self._positional(lst, off)
+            if self.may_read_unset:
+                self.unset.extend(unset_reads(lst, off, self.script_text, self.memo))
+            if self.may_source_startup:
+                self.interactive.extend(startup_sources(lst, off))
 
     def _positional(self, lst: str, off: int) -> None:
         """`$N` read under `set -u` at the script's level (in a function it is the function's
@@ -643,7 +667,7 @@ def _lists(
 ) -> tuple[list[tuple[str, int, str]], dict[int, str]]:
     """The lists among `pieces` that are not blank, and the indexes of those a `case` branch's
     pattern starts: the first after a `case … in` header (with "") or a branch's `;;` / `;&` /
-    `;;&` (with that operator: the walk's _Case reads what ran before the branch from it)."""
+    `;;&` (with that operator: the walk's _Branches reads what ran before the branch from it)."""
     lists: list[tuple[str, int, str]] = []
     branches: dict[int, str] = {}
     pattern_next = False

@@ -31,8 +31,8 @@ MAX_DEPTH = 40
 @dataclass
 class Opts:
     """The shell options in force where the walk is (`errexit_line`: where `set -e` first
-    came on). Past a `case`, of whose branches bash runs one or none, a reading that may hold
-    on some paths only (`either`)."""
+    came on). Past a `case` or `if`, of whose branches bash runs one or none, a reading that
+    may hold on some paths only (`either`)."""
 
     errexit: bool = False
     pipefail: bool = False
@@ -51,10 +51,10 @@ class Opts:
 
 
 def either(paths: list[Opts]) -> Opts:
-    """The options after one of `paths` ran, bash not saying which (the branches of a `case`),
-    each read the way that finds more, so no check misses a path: errexit, pipefail (for the
-    empty-match check), nounset and inherit_errexit on if on any path; pipefail off for the
-    tee check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the
+    """The options after one of `paths` ran, bash not saying which (the branches of a `case`
+    or `if`), each read the way that finds more, so no check misses a path: errexit, pipefail
+    (for the empty-match check), nounset and inherit_errexit on if on any path; pipefail off
+    for the tee check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the
     earliest."""
     lines = [p.errexit_line for p in paths if p.errexit_line is not None]
     pipefail = any(p.pipefail for p in paths)

@@ -88,6 +88,14 @@ BASH_CASES = [
     ("set -euo pipefail\ncat > /dev/null <<-'EOF'\n\tgrep nan log.txt\n\tEOF\necho after",
      False),
     ("set -euo pipefail\nif [ -d ck ]\nthen\n  L=$(ls ck/*.pt)\nfi", True),
+    # every list of an `if` condition is exempt from errexit, not just the first
+    ("set -euo pipefail\nif\n  N=$(ls -d ck/checkpoint_step_* | tail -1)\n  [ -n \"$N\" ]\n"
+     "then echo \"$N\"; fi", False),
+    ("set -euo pipefail\nif N=$(ls -d ck/checkpoint_step_* | tail -1); [ -n \"$N\" ]; then\n"
+     "  echo \"$N\"\nfi", False),
+    # … while a `set` in it holds, as anywhere in the script's shell
+    ("set -e\nif\n  set +e\n  true\nthen echo off; fi\nLATEST=$(ls -d ck/checkpoint_step_*)",
+     False),
     ("set -euo pipefail\nfor f in $(ls ck/*.pt); do echo $f; done", False),
     ("set -euo pipefail\nwhile read -r f; do echo $f; done < <(ls ck/*.pt)", False),
     # a subshell's `set` stays in it, a `case` in the subshell or not: its patterns' `)` end
@@ -142,8 +150,8 @@ BASH_CASES = [
 ]
 
 
-#: Launchers whose `case` takes the branch `$BRANCH` says, and the values bash is run with:
-#: the lint cannot know which branch runs, so it warns when bash stops for one of them.
+#: Launchers whose `case` or `if` takes the branch `$BRANCH` says, and the values bash is run
+#: with: the lint cannot know which branch runs, so it warns when bash stops for one of them.
 BRANCH_CASES = [
     # past `esac` the options of any branch may hold: here one keeps `set -e` on …
     ("set -e\ncase \"$BRANCH\" in /no) echo no ;; *) set +e ;; esac\n"
@@ -179,6 +187,38 @@ BRANCH_CASES = [
      "  *) set +e ;;\nesac\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), False),
     ("set -e\ncase \"$BRANCH\" in\n  a) case \"$BRANCH\" in b) set +e ;; esac ;;\n"
      "  *) set +e ;;\nesac\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    # `if` / `else`: each branch starts from the options after the condition …
+    ("set -e\nif [ \"$BRANCH\" = a ]; then set +e; else LATEST=$(ls -d ck/checkpoint_step_*); fi",
+     ("a", "x"), True),
+    ("set -eo pipefail\nif [ \"$BRANCH\" = a ]; then\n  set +e\nelse\n"
+     "  LATEST=$(ls -d ck/checkpoint_step_* | tail -1)\nfi", ("a", "x"), True),
+    # … and past `fi` the options of either may hold
+    ("set -e\nif [ \"$BRANCH\" = a ]; then echo a; else set +e; fi\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("set -e\nif [ \"$BRANCH\" = a ]; then set +e; else set +e; fi\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), False),
+    # without an `else` the options at the `if` may pass through unchanged
+    ("set -e\nif [ \"$BRANCH\" = a ]; then set +e; fi\nLATEST=$(ls -d ck/checkpoint_step_*)",
+     ("a", "x"), True),
+    ("if [ \"$BRANCH\" = a ]; then set -e; fi\nLATEST=$(ls -d ck/checkpoint_step_*)",
+     ("a", "x"), True),
+    ("set -euo pipefail\nif [ \"$BRANCH\" = a ]; then\n  shopt -s nullglob\nfi\n"
+     "LATEST=$(ls -d ck/checkpoint_step_* | tail -1)", ("a", "x"), True),
+    # an `elif` chain: a branch does not start from the one written before it
+    ("set -e\nif [ \"$BRANCH\" = a ]; then set +e\nelif [ \"$BRANCH\" = b ]; then\n"
+     "  LATEST=$(ls -d ck/checkpoint_step_*)\nfi", ("a", "b"), True),
+    ("set -e\nif [ \"$BRANCH\" = a ]; then set +e\nelif [ \"$BRANCH\" = b ]; then set +e\n"
+     "else set +e\nfi\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "b", "x"), False),
+    ("set -e\nif [ \"$BRANCH\" = a ]; then set +e\nelif [ \"$BRANCH\" = b ]; then set +e\n"
+     "fi\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "b", "x"), True),
+    # an `if` in a case branch: its way out is the branch's end
+    ("set -e\ncase \"$BRANCH\" in\n  a) if [ -n \"$BRANCH\" ]; then set +e; else set +e; fi ;;\n"
+     "  *) set +e ;;\nesac\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), False),
+    ("set -e\ncase \"$BRANCH\" in\n  a) if [ \"$BRANCH\" = b ]; then set +e; fi ;;\n"
+     "  *) set +e ;;\nesac\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    # an `if` in an `if` branch
+    ("set -e\nif [ -n \"$BRANCH\" ]; then\n  if [ \"$BRANCH\" = a ]; then set +e; fi\n"
+     "else set +e\nfi\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
 ]
 
 
@@ -205,7 +245,7 @@ def test_empty_match_verdict_agrees_with_real_bash(tmp_path, snippet, bash_stops
 
 
 @pytest.mark.parametrize(("snippet", "branches", "bash_may_stop"), BRANCH_CASES)
-def test_after_a_case_the_empty_match_verdict_holds_for_any_branch_bash_may_take(
+def test_after_a_case_or_if_the_empty_match_verdict_holds_for_any_branch_bash_may_take(
     tmp_path, snippet, branches, bash_may_stop
 ):
     stops = [_bash_stops(tmp_path, snippet, {"BRANCH": b}) for b in branches]

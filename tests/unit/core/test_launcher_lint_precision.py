@@ -97,6 +97,10 @@ BASH_STOPS = [
     ("set -u\necho task ${SLURM_ARRAY_TASK_ID:-0}", CHECK_NOUNSET, False),
     ("set -u\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, True),
     ("set -u\necho '$SLURM_ARRAY_TASK_ID'", CHECK_NOUNSET, False),
+    # `set -u` holds in an `if` condition (errexit does not), every list of it
+    ("set -u\nif [ \"$SLURM_RESTART_COUNT\" -gt 0 ]; then echo again; fi", CHECK_NOUNSET, True),
+    ("set -u\nif\n  echo checking\n  [ \"$SLURM_RESTART_COUNT\" -gt 0 ]\nthen echo again; fi",
+     CHECK_NOUNSET, True),
     ("if true; then\n  set -euo pipefail\nfi\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
     ("{ set -e; }\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
     ("( set -e )\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, False),

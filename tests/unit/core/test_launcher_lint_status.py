@@ -97,8 +97,13 @@ def test_tee_hides_status_against_real_bash(tmp_path, body, ends_zero, level):
      "python train.py | tee log.txt\n", ("a", "x"), "warn"),
     ("set -e\ncase \"$BRANCH\" in\n  a) set -o pipefail ;;\n  *) set -o pipefail ;;\nesac\n"
      "python train.py | tee log.txt\n", ("a", "x"), "pass"),
+    # … or after one of an if's: without an `else` the `if` may change nothing
+    ("set -e\nif [ \"$BRANCH\" = a ]; then\n  set -o pipefail\nfi\n"
+     "python train.py | tee log.txt\n", ("a", "x"), "warn"),
+    ("set -e\nif [ \"$BRANCH\" = a ]; then\n  set -o pipefail\nelse\n  set -o pipefail\nfi\n"
+     "python train.py | tee log.txt\n", ("a", "x"), "pass"),
 ])
-def test_tee_after_a_case_warns_when_any_branch_bash_may_take_hides_the_status(
+def test_tee_after_a_case_or_if_warns_when_any_branch_bash_may_take_hides_the_status(
     tmp_path, body, branches, level
 ):
     script = "#!/bin/bash\n" + body
