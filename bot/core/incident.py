@@ -115,7 +115,9 @@ class WarningView:
 
 @dataclass(frozen=True)
 class ResolutionView:
-    """The chain recovered: `old_job_id` resumed as `new_job_id` from `from_iter`."""
+    """The chain recovered: `old_job_id` resumed as `new_job_id` from `from_iter`.
+    `prompt_iter`: the iteration the clicked prompt said it would resume from, when it resumed
+    from another (the newest complete checkpoint changed since the prompt was posted)."""
 
     recipe: str
     old_job_id: str
@@ -126,6 +128,7 @@ class ResolutionView:
     actor: str | None = None  # who approved ("auto" for an automatic retry)
     held_jobs: tuple[str, ...] = field(default_factory=tuple)
     mem: str | None = None
+    prompt_iter: int | None = None
 
 
 @dataclass(frozen=True)
@@ -355,11 +358,16 @@ def build_resolution(
     actor: str | None = None,
     held_jobs: Sequence[str] = (),
     mem: str | None = None,
+    prompt_iter: int | None = None,
 ) -> ResolutionView:
-    """"resumed as 88887 from iter 3000" with what it cost and who approved."""
+    """"resumed as 88887 from iter 3000" with what it cost and who approved. `prompt_iter`:
+    the iteration an approved prompt's button said (None: no prompt, or it named none); the
+    view keeps it only when the job resumed from another iteration (or from the start)."""
+    differs = prompt_iter is not None and prompt_iter != from_iter
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,
-                          actor=actor, held_jobs=tuple(held_jobs), mem=mem)
+                          actor=actor, held_jobs=tuple(held_jobs), mem=mem,
+                          prompt_iter=prompt_iter if differs else None)
 
 
 def build_completion(*, recipe: str, job_id: str, last_iter: int | None,

@@ -317,6 +317,7 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         chain_id=approval.chain_id, extra_overridable=extra,
         charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
         array_task=array_task_of(ctx, approval.chain_id, target),
+        prompt_iter=_prompt_iter(approval),
     )  # fmt: skip
     ctx.store.approvals.mark_done(approval.token, now=now)
     ck = result.checkpoint
@@ -368,6 +369,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
             ctx, recipe, actor=actor, now=now, chain_id=chain_id,
             charge_retry=chain_id is not None and charges_budget(ctx, approval, "hang"),
             before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
+            prompt_iter=_prompt_iter(approval),
         )  # fmt: skip
     except (ServiceError, ClusterError) as exc:
         raise _NotPerformed(
@@ -379,6 +381,13 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
                       new_job_id=str(result.job_id),
                       from_iter=ck.iteration if ck is not None else None)
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
+
+
+def _prompt_iter(approval: Approval) -> int | None:
+    """The iteration the prompt's buttons said the job would resume from ("Resubmit (resume
+    from iter 3000)"), fixed when it was posted; None: they named none (its label says
+    "Resubmit"). The submit looks for the newest complete checkpoint again at the click."""
+    return approval.payload.get("resume_iter") or None
 
 
 def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> None:

@@ -64,6 +64,7 @@ def submit_and_announce(
     charge_retry: bool = False,
     before_announce: Callable[[SubmitResult], None] | None = None,
     array_task: int | None = None,
+    prompt_iter: int | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -75,6 +76,8 @@ def submit_and_announce(
     `before_announce(result)` runs after the submit is recorded and before the thread is
     told (bookkeeping the thread's messages read, e.g. the work a cancelled attempt lost).
     `array_task`: resubmit only that task of the chain's array (bot.services.submit).
+    `prompt_iter`: the iteration the approved prompt's button said (None: none, or no
+    prompt); the checkpoint is looked up again now, and the resolution says so when it differs.
     """
     config = ctx.config
     if extra_overridable:
@@ -96,7 +99,7 @@ def submit_and_announce(
     if before_announce is not None:
         before_announce(result)
     try:
-        announce_submit(ctx, recipe, result, actor, channel)
+        announce_submit(ctx, recipe, result, actor, channel, prompt_iter=prompt_iter)
     except RenderError as exc:  # a template bug must not hide a job that was submitted
         log.error("chain %s: job %s submitted but not announced: %s", result.chain_id,
                   result.job_id, exc)
@@ -111,10 +114,12 @@ def _widen(config: Config, recipe: str, extra: Mapping[str, OverrideType]) -> Co
 
 
 def announce_submit(
-    ctx: BotContext, recipe: str, result: SubmitResult, actor: str, channel: str | None
+    ctx: BotContext, recipe: str, result: SubmitResult, actor: str, channel: str | None,
+    *, prompt_iter: int | None = None,
 ) -> None:
     """Open or continue the run's thread: the root (posted, or rewritten for the new job),
-    then the first job's "submitted" note or a resumed job's resolution."""
+    then the first job's "submitted" note or a resumed job's resolution (which says so when
+    the job resumed elsewhere than the approved prompt's `prompt_iter`)."""
     if ctx.sink is None:
         return
     chain_id = result.chain_id
@@ -139,7 +144,7 @@ def announce_submit(
     else:
         key = f"resolution:{result.job_id}"
         blocks, text = render(ctx, "resolution", recipe,
-                              resolution_view(recipe, result, actor, previous))
+                              resolution_view(recipe, result, actor, previous, prompt_iter))
     post_safely(ctx, "reply", chain_id, key, blocks, text)
 
 
@@ -171,11 +176,14 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, A
     }
 
 
-def resolution_view(recipe: str, result: SubmitResult, actor: str,
-                    previous: Attempt) -> ResolutionView:
-    """"Resumed as N from iter K (was M)": the resolution template's view."""
+def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Attempt,
+                    prompt_iter: int | None = None) -> ResolutionView:
+    """"Resumed as N from iter K (was M)": the resolution template's view; "the prompt said
+    iter P" when the approved prompt's `prompt_iter` is not where it resumed."""
     ck = result.checkpoint
     mem = result.overrides.get("mem")
+    if ck is not None and ck.iteration is None:  # a checkpoint of unknown iteration: no claim
+        prompt_iter = None
     return build_resolution(
         recipe=recipe,
         old_job_id=previous.shown_id,
@@ -185,6 +193,7 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str,
         lost_seconds=previous.work_lost_s,
         actor="auto" if actor == AUTOMATIC_ACTOR else actor,
         mem=str(mem) if mem is not None else None,
+        prompt_iter=prompt_iter,
     )
 
 

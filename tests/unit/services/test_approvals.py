@@ -144,6 +144,76 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert '"retry_num": 1' in retry_entry.detail
 
 
+def keep_replies(ctx: BotContext) -> dict[str, list]:
+    """The blocks of each thread reply posted from now on, by key."""
+    replies: dict[str, list] = {}
+    real_reply = ctx.sink.post_reply
+
+    def keep_blocks(chain: int, key: str, blocks: list, text: str) -> str:
+        replies[key] = blocks
+        return real_reply(chain, key, blocks, text)
+
+    ctx.sink.post_reply = keep_blocks
+    return replies
+
+
+# the newest complete checkpoint at the click: the prompt said 3000 (failed_run)
+CHANGED = {"en": "✅ Resumed as *88887* from iter 2,000 (was 88154) with --mem=1900G. The "
+           "prompt said iter 3,000: the newest complete checkpoint changed since it was posted.",
+           "ko": "✅ *88887*(으)로 iter 2,000부터 재개했습니다 (이전: 88154), "
+           "--mem=1900G. 프롬프트는 iter 3,000에서 재개한다고 했습니다: "
+           "프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다."}
+
+
+@pytest.mark.parametrize(("lang", "newest", "said"), [
+    ("en", 2000, CHANGED["en"]),
+    ("ko", 2000, CHANGED["ko"]),
+    ("en", 3000, "✅ Resumed as *88887* from iter 3,000 (was 88154) with --mem=1900G."),
+])
+def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so(
+    store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, lang: str, newest: int,
+    said: str,
+) -> None:
+    """The checkpoint is looked up again at the click (a corrupt one moved aside since the
+    prompt was posted): the resolution names the iteration the prompt's button said, only
+    when the job resumed from another."""
+    import bot.cluster.checkpoints as checkpoints
+    from bot.core.checkpoints import Checkpoint
+
+    monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
+        f"/ck/mix/iter_{newest:09d}", newest, "pointer"))
+    ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"}, lang=lang)
+    _, token = failed_run(ctx)
+    replies = keep_replies(ctx)
+    assert handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1).status == "done"
+    assert slurm.submits()[0].env["TRAINBOT_RESUME_ITER"] == str(newest)
+    assert replies["resolution:88887"][0]["text"]["text"] == said
+
+
+def test_cancel_and_resume_from_another_checkpoint_than_the_button_said_says_so(
+    store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import bot.cluster.checkpoints as checkpoints
+    from bot.core.checkpoints import Checkpoint
+
+    monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
+        "/ck/mix/iter_000002000", 2000, "pointer"))
+    ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"})
+    chain_id, _ = failed_run(ctx)
+    slurm.add(88154, state="RUNNING")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88154",
+                                    now=NOW, summary="stalled", resume_iter=3000,
+                                    offer_cancel=True)
+    assert prompt.blocks[1]["elements"][0]["text"]["text"] == \
+        "Cancel 88154 and resume from iter 3000"
+    replies = keep_replies(ctx)
+    assert handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "W0LEAD",
+                        NOW + 1).status == "done"
+    said = replies["resolution:88887"][0]["text"]["text"]
+    assert ("from iter 2,000 (was 88154). The prompt said iter 3,000: the newest complete "
+            "checkpoint changed since it was posted.") in said
+
+
 def test_concurrent_clicks_submit_once(ctx: BotContext, slurm: FakeSlurm) -> None:
     _, token = failed_run(ctx)
     results = []
