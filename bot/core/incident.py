@@ -115,7 +115,8 @@ class WarningView:
 
 @dataclass(frozen=True)
 class ResolutionView:
-    """The chain recovered: `old_job_id` resumed as `new_job_id` from `from_iter`.
+    """The chain recovered: `old_job_id` resumed as `new_job_id` from `from_iter`, or from the
+    checkpoint named `from_checkpoint` when its iteration is unknown (neither: from the start).
     `prompt_iter`: the iteration the clicked prompt said it would resume from, when it resumed
     from another (the newest complete checkpoint changed since the prompt was posted)."""
 
@@ -129,6 +130,7 @@ class ResolutionView:
     held_jobs: tuple[str, ...] = field(default_factory=tuple)
     mem: str | None = None
     prompt_iter: int | None = None
+    from_checkpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -359,15 +361,19 @@ def build_resolution(
     held_jobs: Sequence[str] = (),
     mem: str | None = None,
     prompt_iter: int | None = None,
+    from_checkpoint: str | None = None,
 ) -> ResolutionView:
     """"resumed as 88887 from iter 3000" with what it cost and who approved. `prompt_iter`:
     the iteration an approved prompt's button said (None: no prompt, or it named none); the
-    view keeps it only when the job resumed from another iteration (or from the start)."""
+    view keeps it only when the job resumed from another iteration (or from the start).
+    `from_checkpoint`: the name of the checkpoint it resumed from when that has no iteration
+    number (a pointer file naming `final`), so the line never says "from the start" then."""
     differs = prompt_iter is not None and prompt_iter != from_iter
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,
                           actor=actor, held_jobs=tuple(held_jobs), mem=mem,
-                          prompt_iter=prompt_iter if differs else None)
+                          prompt_iter=prompt_iter if differs else None,
+                          from_checkpoint=from_checkpoint if from_iter is None else None)
 
 
 def build_completion(*, recipe: str, job_id: str, last_iter: int | None,

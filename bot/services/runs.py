@@ -194,6 +194,7 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Att
         actor="auto" if actor == AUTOMATIC_ACTOR else actor,
         mem=str(mem) if mem is not None else None,
         prompt_iter=prompt_iter,
+        from_checkpoint=ck.name if ck is not None else None,
     )
 
 

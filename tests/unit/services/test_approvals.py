@@ -214,6 +214,25 @@ def test_cancel_and_resume_from_another_checkpoint_than_the_button_said_says_so(
             "checkpoint changed since it was posted.") in said
 
 
+def test_a_resubmit_from_a_checkpoint_of_unknown_iteration_names_it(
+    store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pointer file naming a checkpoint with no iteration in its name: the resolution names
+    that checkpoint, not "from the start", and makes no claim about the prompt's iteration."""
+    import bot.cluster.checkpoints as checkpoints
+    from bot.core.checkpoints import Checkpoint
+
+    monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
+        "/ck/mix/final", None, "pointer"))
+    ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"})
+    _, token = failed_run(ctx)
+    replies = keep_replies(ctx)
+    assert handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1).status == "done"
+    said = replies["resolution:88887"][0]["text"]["text"]
+    assert "from checkpoint `final` (was 88154)" in said
+    assert "from the start" not in said and "The prompt said" not in said
+
+
 def test_concurrent_clicks_submit_once(ctx: BotContext, slurm: FakeSlurm) -> None:
     _, token = failed_run(ctx)
     results = []

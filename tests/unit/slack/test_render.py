@@ -500,3 +500,16 @@ def test_a_long_node_list_on_a_button_keeps_what_the_button_does():
     assert len(label) <= 75 and validate_blocks(blocks) == []
     assert label.startswith("Resubmit without gpu[000,")
     assert label.endswith(",059] (resume from iter 123456)") and "…" in label
+
+
+@pytest.mark.parametrize(("from_iter", "checkpoint", "en", "ko"), [
+    (3000, "iter_000003000", "Resumed as *2* from iter 3,000 (was 1).", "iter 3,000부터"),
+    # a pointer file naming a checkpoint whose name has no iteration number: it names it
+    (None, "final", "Resumed as *2* from checkpoint `final` (was 1).", "체크포인트 `final`부터"),
+    (None, None, "Resumed as *2* from the start (was 1).", "처음부터"),
+])
+def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str, ko: str):
+    view = build_resolution(recipe="mix", old_job_id="1", new_job_id="2", from_iter=from_iter,
+                            from_checkpoint=checkpoint)
+    assert en in json.dumps(render_blocks("resolution", "en", view)[0], ensure_ascii=False)
+    assert ko in json.dumps(render_blocks("resolution", "ko", view)[0], ensure_ascii=False)
