@@ -2373,8 +2373,12 @@ def test_megatron_stopping_itself_at_its_exit_interval_resumes_from_that_checkpo
     assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
     assert d.detail == {"kind": "exit_interval", "iteration": 33250}
     assert "silent_exit" not in d.secondary  # its exit 0 is by design
-    assert "stopped itself at iteration 33250, as its --exit-interval asks" in explain(d)
-    assert "iteration 33250에서" in explain(d, "ko")
+    # --phase-transition-iterations prints the same line: the text names both
+    assert ("stopped itself at iteration 33250, as its --exit-interval or"
+            " --phase-transition-iterations asks" in explain(d))
+    assert "resuming from it continues from that iteration" in explain(d)
+    assert ("--exit-interval 또는 --phase-transition-iterations 설정대로 iteration 33250에서"
+            in explain(d, "ko"))
     assert "at a planned iteration" in catalogue.get("time_limit").explanation
     # an interval that divides the run's length stops it at its target: the run is done
     last = (" iteration   311541/  311541 | consumed samples:     15019344 | lm loss: 2.1 |\n"
