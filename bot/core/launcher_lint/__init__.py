@@ -79,7 +79,7 @@ def lint_launcher(
         empty = [crashed(CHECK_EMPTY_MATCH, exc)]
     if walked is not None and walked.opts.errexit_line:
         opts = walked.opts
-        mode = "set -e" + (" + pipefail" if opts.pipefail else "")
+        mode = " + ".join(opts.strict_mode())
         findings.append(Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,
                                 N_("strict mode on (%(mode)s): unguarded failures stop the "
                                    "launcher", mode=mode)))

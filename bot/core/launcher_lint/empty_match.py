@@ -356,12 +356,12 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
     findings: list[Finding] = []
     notes: list[Finding] = []
     seen: set[tuple[int, str]] = set()
-    mode = "`set -e` + `pipefail`" if scan.opts.pipefail else "`set -e`"
     for hit in hits:
         line = scan.line_of(hit.offset)
         if (line, hit.command) in seen:
             continue
         seen.add((line, hit.command))
+        mode = " + ".join(f"`{o}`" for o in scan.opts.strict_mode(needs_pipefail=hit.pipe_only))
         where = _where(hit)
         assert ctx is not None
         produced = _job_produced(hit, ctx)

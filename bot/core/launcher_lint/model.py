@@ -49,6 +49,15 @@ class Opts:
         """pipefail is on on every path that reaches here."""
         return self.pipefail and not self.pipefail_partial
 
+    def strict_mode(self, needs_pipefail: bool = False) -> tuple[str, ...]:
+        """The options a message says the launcher runs with: `set -e`, and `pipefail` when it
+        is on on every path, or may be on and what the message describes fails only through it
+        (`needs_pipefail`: "under set -e + pipefail it stops" holds then). Past a `case` / `if`
+        whose branches may leave pipefail off, a message does not claim it is on."""
+        if self.pipefail_sure or (needs_pipefail and self.pipefail):
+            return ("set -e", "pipefail")
+        return ("set -e",)
+
 
 def either(paths: list[Opts]) -> Opts:
     """The options after one of `paths` ran, bash not saying which (the branches of a `case`

@@ -16,6 +16,7 @@ from bot.core.launcher_lint import (
     CHECK_EMPTY_MATCH,
     CHECK_JIT_CC,
     CHECK_POINTER,
+    CHECK_STRICT_MODE,
     lint_launcher,
     python_scripts_in,
 )
@@ -353,3 +354,21 @@ def test_shellcheck_runs_on_a_broken_launcher_when_installed():
     findings = run_shellcheck("#!/bin/bash\necho $(ls *.txt\n")
     assert findings is not None
     assert any(f.level == "fail" and f.check.startswith("shellcheck:SC1") for f in findings)
+
+
+@pytest.mark.parametrize(("branches", "pipe", "mode"), [
+    # pipefail on after one branch only: the messages say what is certain …
+    ("a) set -o pipefail ;;", "", ("set -e", "`set -e` the launcher")),
+    # … and pipefail where the stop needs it (`ls … | tail` fails only through it)
+    ("a) set -o pipefail ;;", " | tail -1", ("set -e", "`set -e` + `pipefail` the launcher")),
+    ("a) set -o pipefail ;; *) set -o pipefail ;;", "",
+     ("set -e + pipefail", "`set -e` + `pipefail` the launcher")),
+])
+def test_messages_name_pipefail_only_when_it_is_on_whichever_branch_ran(branches, pipe, mode):
+    script = (f"#!/bin/bash\nset -e\ncase \"$BRANCH\" in {branches} esac\n"
+              f"LATEST=$(ls -d ck/checkpoint_step_*{pipe})\npython train.py\n")
+    findings = lint_launcher(script)
+    (strict,) = [f for f in findings if f.check == CHECK_STRICT_MODE]
+    (empty,) = [f for f in findings if f.check == CHECK_EMPTY_MATCH and f.line == 4]
+    assert f"strict mode on ({mode[0]}):" in strict.message
+    assert f"under {mode[1]} stops right here" in empty.message
