@@ -50,7 +50,12 @@ _MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 _BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
 #: The keywords among _BODY_KEYWORDS that _Branches follows.
-_BRANCHING_KEYWORDS = {"then", "else", "fi", "esac"}
+_BRANCHING_KEYWORDS = {"then", "else", "fi", "esac", "do", "done"}
+#: The keywords that open a _Branches, and its kind: a `while` / `until` loop is read as an
+#: `if` is (its condition, then its body, which bash may run or not), a `for` / `select` loop
+#: as one with no condition.
+_OPENING_KEYWORDS = {"if": "if", "while": "while", "until": "while", "for": "for",
+                     "select": "for"}
 _FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
 _FUNC_NAME_RE = re.compile(
     r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
@@ -111,10 +116,11 @@ def _first_word(lst: str) -> str:
 def _prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
     """How far the keywords (`then`, `do`, `esac`, …) and `case` patterns that start `lst` (a
     stripped list) reach: the command after them starts at `lst[cut:]`, as one on a line of
-    its own; and the steps of a `case` or `if` among them, in order: ("case", ""), ("branch",
-    its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else", ""), ("fi",
-    ""), an `if` / `elif` ending the prefix (its condition is `lst[cut:]`). `at_branch`: a
-    branch's pattern starts `lst`."""
+    its own; and the steps of a `case`, `if` or loop among them, in order: ("case", ""),
+    ("branch", its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else",
+    ""), ("fi", ""); ("while", "") (or `until`, `for`, `select`), ("do", ""), ("done", ""); an
+    `if` / `elif` / loop keyword ending the prefix (its condition is `lst[cut:]`).
+    `at_branch`: a branch's pattern starts `lst`."""
     cut = 0
     steps: list[tuple[str, str]] = []
     rest = lst
@@ -132,7 +138,7 @@ def _prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
         else:
             if first == "case" and _CASE_HEADER_END_RE.search(rest):
                 steps.append(("case", ""))  # the first pattern is on the next line
-            elif first in ("if", "elif"):
+            elif first == "elif" or first in _OPENING_KEYWORDS:
                 steps.append((first, ""))
             return cut, steps
         end += len(rest[end:]) - len(rest[end:].lstrip())
@@ -163,14 +169,16 @@ def _matches_everything(patterns: str) -> bool:
 
 @dataclass
 class _Branches:
-    """A `case` or `if` the walk is in (`kind`). Of a case's branches bash runs the first whose
+    """A `case`, `if` or loop the walk is in (`kind`: "case", "if", "while" for `while` /
+    `until`, "for" for `for` / `select`). Of a case's branches bash runs the first whose
     pattern matches, then the next ones while a branch ends with `;&` (fall through) or `;;&`
     (test the next patterns too), or none; of an if's, the one after the first condition that
-    succeeds, or the `else` (none without one). The options of each way there: `reaching` the
-    next pattern test (at the header; a `;;&` branch's end) or, in an `if`, the next `elif` /
-    `else` / `fi` (the last condition's end), `falling` into the next branch (a `;&` branch's
-    end), `exits` past `esac` / `fi` (a `;;` branch's end, an `if` branch's). `in_branch`:
-    in a branch's commands (in an `if`, not in a condition)."""
+    succeeds, or the `else` (none without one); a loop's body, as the `then` of an `if` with
+    no `else`, runs or not. The options of each way there: `reaching` the next pattern test
+    (at the header; a `;;&` branch's end) or, in an `if` or loop, the next `elif` / `else` /
+    `fi` / `done` (the last condition's end), `falling` into the next branch (a `;&`
+    branch's end), `exits` past `esac` / `fi` (a `;;` branch's end, an `if` branch's).
+    `in_branch`: in a branch's commands (in an `if` or loop, not in a condition)."""
 
     kind: str
     reaching: list[Opts]
@@ -180,8 +188,9 @@ class _Branches:
 
     @property
     def in_condition(self) -> bool:
-        """In an `if` / `elif` condition list: errexit does not stop it."""
-        return self.kind == "if" and not self.in_branch
+        """In an `if` / `elif` / `while` / `until` condition list, up to `then` / `do`: errexit
+        does not stop it."""
+        return self.kind in ("if", "while") and not self.in_branch
 
 
 class _Analyzer:
@@ -263,7 +272,7 @@ class _Analyzer:
             lst = lst[cut:]
             first = _first_word(lst)
             if first in _CONDITION_KEYWORDS or (frames and frames[-1].in_condition):
-                # every list of an `if` condition (`if a; b; then`), not just the first
+                # every list of an `if` / `while` condition (`if a; b; then`), not just the first
                 if not status_only:
                     if first in ("set", "shopt"):
                         self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
@@ -303,22 +312,24 @@ class _Analyzer:
 
     def _branch_step(self, frames: list[_Branches], step: str, patterns: str,
                      ended_by: str) -> None:
-        """Follow a `case` or `if` (_prefix's `step`; `ended_by`: the operator that ended the
-        branch before this one): a branch starts from the options of every way into it (the
+        """Follow a `case`, `if` or loop (_prefix's `step`; `ended_by`: the operator that ended
+        the branch before this one): a branch starts from the options of every way into it (the
         header's, through the patterns before it, or the last condition's end; the previous
         branch's, after `;;&` or `;&`), so its commands are read as bash may run them; past
-        `esac` / `fi` the options are `either` of every way out, the header's (the last
-        condition's) included unless a pattern is `*` (there is an `else`). A `set` in a branch
-        bash may not run is thus read as maybe not run: no check misses the branch that kept
-        `set -e`."""
-        if step in ("case", "if"):
-            frames.append(_Branches(kind=step, reaching=[copy(self.opts)]))
+        `esac` / `fi` / `done` the options are `either` of every way out, the header's (the
+        last condition's) included unless a pattern is `*` (there is an `else`). A `set` in a
+        branch bash may not run is thus read as maybe not run: no check misses the branch that
+        kept `set -e`."""
+        if step == "case" or step in _OPENING_KEYWORDS:
+            frames.append(_Branches(kind=_OPENING_KEYWORDS.get(step, step),
+                                    reaching=[copy(self.opts)]))
             return
-        kind = "case" if step in ("branch", "esac") else "if"
-        if not frames or frames[-1].kind != kind:
-            return  # a keyword or pattern of a case / if this text does not open
+        kinds = {"branch": ("case",), "esac": ("case",), "do": ("while", "for"),
+                 "done": ("while", "for")}.get(step, ("if",))
+        if not frames or frames[-1].kind not in kinds:
+            return  # a keyword or pattern of a case / if / loop this text does not open
         frame = frames[-1]
-        if step == "then":  # the condition ran: its end is the way to the next one or past
+        if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
             frame.reaching, frame.in_branch = [copy(self.opts)], True
             return
         if step in ("branch", "elif", "else"):
@@ -337,7 +348,7 @@ class _Analyzer:
             if step == "else" or _matches_everything(patterns):
                 frame.reaching = []  # no pattern test / condition gets past this branch
             return
-        frames.pop()  # esac, fi
+        frames.pop()  # esac, fi, done
         ways_out = frame.exits + frame.reaching + ([copy(self.opts)] if frame.in_branch else [])
         self.opts = either(ways_out)
 

@@ -97,6 +97,19 @@ BASH_CASES = [
     # … while a `set` in it holds, as anywhere in the script's shell
     ("set -e\nif\n  set +e\n  true\nthen echo off; fi\nLATEST=$(ls -d ck/checkpoint_step_*)",
      False),
+    # … as is every list of a `while` / `until` condition, up to `do`
+    ("set -euo pipefail\nwhile read -r line; L=$(ls -d ck/checkpoint_step_* | tail -1); do\n"
+     "  echo \"$L\"\ndone < log.txt", False),
+    ("set -euo pipefail\nwhile\n  echo checking\n  N=$(ls -d ck/checkpoint_step_* | tail -1)\n"
+     "do echo \"$N\"; done", False),
+    ("set -euo pipefail\nuntil echo checking; ls ck/*.pt > /dev/null; [ -d ck ]; do sleep 1; done",
+     False),
+    ("set -e\nwhile\n  set +e\n  false\ndo :; done\nLATEST=$(ls -d ck/checkpoint_step_*)", False),
+    # … but not its body, a `for` loop in it or not
+    ("set -euo pipefail\nwhile read -r line; [ -n \"$line\" ]; do\n"
+     "  L=$(ls -d ck/checkpoint_step_*)\ndone < log.txt", True),
+    ("set -euo pipefail\nwhile read -r line; [ -n \"$line\" ]; do\n"
+     "  for f in a; do echo $f; done\n  L=$(ls -d ck/checkpoint_step_*)\ndone < log.txt", True),
     ("set -euo pipefail\nfor f in $(ls ck/*.pt); do echo $f; done", False),
     ("set -euo pipefail\nwhile read -r f; do echo $f; done < <(ls ck/*.pt)", False),
     # a subshell's `set` stays in it, a `case` in the subshell or not: its patterns' `)` end
@@ -217,6 +230,11 @@ BRANCH_CASES = [
      "  *) set +e ;;\nesac\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), False),
     ("set -e\ncase \"$BRANCH\" in\n  a) if [ \"$BRANCH\" = b ]; then set +e; fi ;;\n"
      "  *) set +e ;;\nesac\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    # a loop's body may run or not: past `done` the options of either may hold
+    ("set -e\nwhile [ \"$BRANCH\" = a ]; do set +e; BRANCH=x; done\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("set -e\nfor f in $BRANCH; do set +e; done\nLATEST=$(ls -d ck/checkpoint_step_*)",
+     ("a", ""), True),
     # an `if` in an `if` branch
     ("set -e\nif [ -n \"$BRANCH\" ]; then\n  if [ \"$BRANCH\" = a ]; then set +e; fi\n"
      "else set +e\nfi\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
