@@ -513,3 +513,42 @@ def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str,
                             from_checkpoint=checkpoint)
     assert en in json.dumps(render_blocks("resolution", "en", view)[0], ensure_ascii=False)
     assert ko in json.dumps(render_blocks("resolution", "ko", view)[0], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("lang", "proposed", "button"), [
+    ("en", "*Proposed:* resume from checkpoint `final`",
+     "Resubmit (resume from checkpoint `final`)"),
+    ("ko", "*제안:* 체크포인트 `final`부터 재개", "재제출 (체크포인트 `final`부터 재개)"),
+])
+def test_an_incident_names_a_checkpoint_of_unknown_iteration_it_would_resume_from(
+        lang: str, proposed: str, button: str):
+    """A pointer file naming a checkpoint with no iteration in its name: the Proposed line and
+    the Resubmit button name it, not "from the start"."""
+    d = Diagnosis(class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True,
+                  charges_budget=True, hint="h", title="NCCL timeout", evidence=(),
+                  metrics=DiagnosisMetrics(last_iter=3470))
+    view = build_incident(d, recipe="mix", job_id="88154", last_checkpoint_iter=None, now=0.0,
+                          from_checkpoint="final")
+    blocks, _ = render_blocks("incident", lang, view)
+    said = json.dumps(blocks, ensure_ascii=False)
+    assert proposed in said and button in said
+    assert "from the start" not in said and "처음부터" not in said
+
+
+@pytest.mark.parametrize(("kind", "label"), [
+    ("resubmit", "Resubmit (resume from checkpoint `final`)"),
+    ("cancel_resume", "Cancel 88154 and resume from checkpoint `final`"),
+])
+def test_a_prompts_button_names_a_checkpoint_of_unknown_iteration(kind: str, label: str):
+    from bot.services.prompts import approval_view
+    view = approval_view("t", "s", job_id="88154", state="RUNNING", resume_iter=None, mem=None,
+                         choices=[kind], from_checkpoint="final")
+    blocks, _ = render_blocks("approval", "en", view)
+    assert blocks[1]["elements"][0]["text"]["text"] == label
+    view = approval_view("t", "s", job_id="88154", state="RUNNING", resume_iter=None, mem=None,
+                         choices=[kind], from_checkpoint="final-" + "x" * 200 + "-ema")
+    blocks, _ = render_blocks("approval", "en", view)
+    long_label = blocks[1]["elements"][0]["text"]["text"]
+    assert len(long_label) <= 75 and validate_blocks(blocks) == []
+    assert "checkpoint `final-x" in long_label and "x-ema`" in long_label
+    assert "…" in long_label
