@@ -34,7 +34,6 @@ class Proposal:
     kind: str  # resubmit | resubmit_mem | cancel_resume | dismiss
     from_iter: int | None = None  # where a resubmit resumes (None: from the start)
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
-    from_checkpoint: str | None = None  # the checkpoint it resumes from, of unknown iteration
 
 
 @dataclass(frozen=True)
@@ -76,9 +75,6 @@ class Incident:
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
     # the DataLoader probe a leak's remedy offers: {button, command, field, recipe}
     probe: Mapping[str, Any] | None = None
-    # the checkpoint a resume starts from when its iteration is unknown (a pointer file
-    # naming `final`): "resume from checkpoint `final`", not "from the start"
-    from_checkpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,13 +209,11 @@ def build_incident(
     suggested_mem: str | None = None,
     mem_policy: Any = None,
     probe: Mapping[str, Any] | None = None,
-    from_checkpoint: str | None = None,
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
     proposed actions as data; `probe` is the DataLoader probe a leak's remedy offers
     (bot.services.probes.probe_offer); `mem_policy` the recipe's policy (its site cap on
-    `--mem`, `max_mem`; None: the defaults, no cap); `from_checkpoint` the name of the
-    checkpoint a resume starts from when its iteration is unknown (kept only then).
+    `--mem`, `max_mem`; None: the defaults, no cap).
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
@@ -248,9 +242,7 @@ def build_incident(
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target
         mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
-    from_checkpoint = from_checkpoint if last_checkpoint_iter is None else None
-    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem,
-                         from_checkpoint=from_checkpoint)
+    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem)
     if remedy is not None and not remedy.proposes_mem and probe and probe.get("button"):
         proposals.insert(len(proposals) - 1, Proposal("probe"))  # before Dismiss
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
@@ -291,24 +283,21 @@ def build_incident(
                            and diagnosis.action == Action.ASK),
         node=diagnosis.node,
         probe=probe,
-        from_checkpoint=from_checkpoint,
     )
 
 
-def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None,
-             from_checkpoint: str | None = None) -> list[Proposal]:
+def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None) -> list[Proposal]:
     if d.action == Action.NONE or d.class_id == "completed":
         return []
     out: list[Proposal] = []
-    start: dict[str, Any] = {"from_iter": from_iter, "from_checkpoint": from_checkpoint}
     if d.class_id == "hang":
-        out.append(Proposal("cancel_resume", **start))
+        out.append(Proposal("cancel_resume", from_iter=from_iter))
     elif d.action == Action.RESUBMIT:
-        out.append(Proposal("resubmit", **start))
+        out.append(Proposal("resubmit", from_iter=from_iter))
     elif d.action == Action.ASK:
         if d.class_id in MEMORY_CLASSES and mem:
-            out.append(Proposal("resubmit_mem", mem=mem, **start))
-        out.append(Proposal("resubmit", **start))
+            out.append(Proposal("resubmit_mem", from_iter=from_iter, mem=mem))
+        out.append(Proposal("resubmit", from_iter=from_iter))
     out.append(Proposal("dismiss"))
     return out
 

@@ -46,7 +46,6 @@ def create_resubmit_prompt(
     exclude: str | None = None,
     offer_cancel: bool = False,
     post_key: str | None = None,
-    from_checkpoint: str | None = None,
 ) -> Prompt:
     """Store an approval and build its buttons; the caller posts the blocks.
 
@@ -56,8 +55,6 @@ def create_resubmit_prompt(
     beside the running one. `post_key`: the thread post that will carry it (stored, so its
     expiry can rewrite it: bot.services.approvals.follow_up_prompts). `exclude`: the node a
     GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
-    `from_checkpoint`: the name of the checkpoint it resumes from when its iteration is unknown
-    (a pointer file naming `final`): the buttons name it (kept only when `resume_iter` is None).
     The buttons name the job as the thread does (an array task's `123_4`, its attempt's shown
     id), and Cancel and Cancel and resume ask first in Slack's confirm dialog naming it and its
     state (its attempt's; a job offered Cancel still runs).
@@ -69,7 +66,6 @@ def create_resubmit_prompt(
         choices = ["cancel_resume", "cancel", "dismiss"]
     else:
         choices = ["resubmit", "resubmit_mem", "dismiss"] if mem else ["resubmit", "dismiss"]
-    from_checkpoint = from_checkpoint if resume_iter is None else None
     payload = {
         "choices": choices,
         "recipe": recipe,
@@ -77,7 +73,6 @@ def create_resubmit_prompt(
         "mem": mem,
         **({"exclude": exclude} if exclude else {}),
         "resume_iter": resume_iter,
-        **({"from_checkpoint": from_checkpoint} if from_checkpoint else {}),
         "summary": summary,
         **({"post_key": post_key} if post_key else {}),
     }
@@ -93,7 +88,7 @@ def create_resubmit_prompt(
     shown, state = prompt_job(ctx, chain_id, str(job_id), "RUNNING")
     blocks, text = render(ctx, "approval", recipe, approval_view(
         token, summary, job_id=shown, state=state, resume_iter=resume_iter, mem=mem,
-        exclude=exclude, choices=choices, from_checkpoint=from_checkpoint))
+        exclude=exclude, choices=choices))
     return Prompt(token, text, blocks)
 
 
@@ -111,16 +106,13 @@ def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str,
 
 def approval_view(token: str, summary: str, *, job_id: str, state: str,
                   resume_iter: int | None, mem: str | None, choices: Iterable[str],
-                  exclude: str | None = None,
-                  from_checkpoint: str | None = None) -> dict[str, Any]:
+                  exclude: str | None = None) -> dict[str, Any]:
     """The approval template's view: the question and one button per choice, each with the
     same opaque token (the action id says which choice; the words are the template's); a
-    Cancel's confirm dialog names `job_id` (as the thread shows it) and its `state`; a resume
-    names `from_checkpoint` when its iteration (`resume_iter`) is unknown."""
+    Cancel's confirm dialog names `job_id` (as the thread shows it) and its `state`."""
     styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
     buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
                 "style": styles.get(kind), "from_iter": resume_iter, "mem": mem,
-                "from_checkpoint": from_checkpoint,
                 "exclude": exclude, "job_id": job_id,
                 **prompt_confirm(kind, job_id, state, resume_iter)} for kind in choices]
     return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}

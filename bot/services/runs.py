@@ -274,15 +274,8 @@ class AutoResubmitter:
     def checkpoint_iter(self, recipe: str, task: int | None = None) -> int | None:
         """The iteration of the recipe's latest complete checkpoint (of an array recipe's
         task `task`: its own), None: none."""
-        ck = resume_checkpoint(self.ctx, self.cluster, recipe, task)
+        cfg = self.ctx.config.recipe(recipe)
+        if cfg.checkpoint is None:
+            return None
+        ck = find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster), task)
         return ck.iteration if ck is not None else None
-
-
-def resume_checkpoint(ctx: BotContext, cluster: str, recipe: str,
-                      task: int | None = None) -> Checkpoint | None:
-    """The recipe's latest complete checkpoint on `cluster` (of an array recipe's task `task`:
-    its own), what a resubmit resumes from; None: none, or the recipe keeps no checkpoints."""
-    cfg = ctx.config.recipe(recipe)
-    if cfg.checkpoint is None:
-        return None
-    return find_resume_checkpoint(cfg, ctx.clusters.sftp(cluster), task)

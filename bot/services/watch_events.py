@@ -52,7 +52,6 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 
-from bot.cluster.errors import ClusterError
 from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_used
 from bot.core.incident import build_completion, build_incident
@@ -65,7 +64,6 @@ from bot.services.home import refresh_homes
 from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
 from bot.services.probes import create_probe_offer, offers_probe, probe_offer
 from bot.services.prompts import Prompt, create_resubmit_prompt
-from bot.services.runs import resume_checkpoint
 from bot.services.stacks import Forensics
 from bot.services.threads import (
     has_thread,
@@ -153,11 +151,9 @@ class ThreadEvents:
         if offers_resubmit:
             people += prompt_people(self.ctx.config, event.recipe)
         head = f"{mention_text(tuple(dict.fromkeys(people)))}{self._say(event)}".strip()
-        checkpoint = self._unnumbered_checkpoint(event)
-        blocks = [section(head), *(self._incident_blocks(event, d, checkpoint) or [])]
+        blocks = [section(head), *(self._incident_blocks(event, d) or [])]
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
-            prompt = self._create_prompt(event, head, offer_cancel=False,
-                                         from_checkpoint=checkpoint)
+            prompt = self._create_prompt(event, head, offer_cancel=False)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
         probe = (create_probe_offer(self.ctx, recipe=event.recipe, chain_id=event.chain_id,
                                     job_id=event.job_id or "", now=self.ctx.clock(),
@@ -207,8 +203,7 @@ class ThreadEvents:
             return
         people = prompt_people(self.ctx.config, event.recipe)
         head = f"{mention_text(people)}{self._say(event, prompt=True)}".strip()
-        prompt = self._create_prompt(event, head, offer_cancel=offer_cancel,
-                                     from_checkpoint=self._unnumbered_checkpoint(event))
+        prompt = self._create_prompt(event, head, offer_cancel=offer_cancel)
         self._post(event, prompt.blocks, head)
 
     def _note(self, event: WatchEvent, text: str) -> None:
@@ -302,24 +297,7 @@ class ThreadEvents:
                         event.key, exc)
             return mrkdwn_escape(english)  # mrkdwn, as the template's would be
 
-    def _unnumbered_checkpoint(self, event: WatchEvent) -> str | None:
-        """The name of the checkpoint a resume of the event's job starts from when the decision
-        knows no iteration for it and its name has none either (a pointer file naming `final`),
-        so a prompt names it rather than saying "from the start"; None otherwise."""
-        dec = event.decision
-        if dec is None or dec.resume_from is not None or not event.recipe:
-            return None
-        try:
-            ck = resume_checkpoint(self.ctx, event.cluster, event.recipe,
-                                   dec.facts.get("array_task"))
-        except (ClusterError, OSError) as exc:
-            log.warning("%s: cannot look up %s's checkpoints: %s", event.cluster,
-                        event.recipe, exc)
-            return None
-        return ck.name if ck is not None and ck.iteration is None else None
-
-    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool,
-                       from_checkpoint: str | None = None) -> Prompt:
+    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Prompt:
         dec = event.decision
         return create_resubmit_prompt(
             self.ctx, recipe=event.recipe or "", chain_id=event.chain_id or 0,
@@ -327,14 +305,12 @@ class ThreadEvents:
             resume_iter=dec.resume_from if dec else None,
             mem=dec.mem if dec and OFFER_RESUBMIT_MEM in dec.offers else None,
             exclude=dec.facts.get("exclude") if dec and not offer_cancel else None,
-            offer_cancel=offer_cancel, post_key=event.key, from_checkpoint=from_checkpoint,
+            offer_cancel=offer_cancel, post_key=event.key,
         )
 
-    def _incident_blocks(self, event: WatchEvent, diagnosis: Diagnosis,
-                         from_checkpoint: str | None = None) -> Blocks | None:
+    def _incident_blocks(self, event: WatchEvent, diagnosis: Diagnosis) -> Blocks | None:
         """The incident template's blocks without its own buttons (the approval prompt's
-        carry the token); None when the view or template cannot be built. `from_checkpoint`:
-        the checkpoint a resume starts from, named when its iteration is unknown."""
+        carry the token); None when the view or template cannot be built."""
         try:
             rec, dec = event.record, event.decision
             view = build_incident(
@@ -348,7 +324,6 @@ class ThreadEvents:
                 suggested_mem=dec.mem if dec else None,
                 mem_policy=self._policy(event.recipe),
                 probe=probe_offer(self.ctx.config, event.recipe or ""),
-                from_checkpoint=from_checkpoint,
             )
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it

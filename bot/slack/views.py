@@ -85,7 +85,6 @@ class Button:
     from_iter: int | None = None
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     confirm: dict[str, Any] | None = None
-    from_checkpoint: str | None = None  # resumes from it, its iteration unknown
 
 
 def buttons(proposals: Iterable[Proposal], job_id: str,
@@ -106,8 +105,7 @@ def buttons(proposals: Iterable[Proposal], job_id: str,
                                                       ("mem", p.mem)) if v is not None}}
         out.append(Button(p.kind, action_id_for(p.kind).value, value_for(p.kind, params),
                           style, p.from_iter, p.mem,
-                          prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm"),
-                          p.from_checkpoint))
+                          prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm")))
     return out
 
 

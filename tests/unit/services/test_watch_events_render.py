@@ -32,13 +32,11 @@ def store(tmp_path):
     s.close()
 
 
-def watched_incident(store: Store, templates_dir: Path | None = None, *,
-                     checkpoint_iter=lambda r: 3000, **recipe) -> list[dict]:
+def watched_incident(store: Store, templates_dir: Path | None = None, **recipe) -> list[dict]:
     """The blocks of the incident the watcher posts when job 88154 dies of the NCCL watchdog
     after its stall (its owners' head line, the incident template, the approval buttons)."""
     slurm = FakeSlurm()
-    sftp = FakeSFTP()
-    ctx = make_context(store, slurm, sftp=sftp, **recipe)
+    ctx = make_context(store, slurm, **recipe)
     ctx.config.templates.dir = str(templates_dir) if templates_dir else None
     ctx.clock = lambda: T0 + 1900
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
@@ -54,9 +52,10 @@ def watched_incident(store: Store, templates_dir: Path | None = None, *,
 
     ctx.sink.post_reply = capture
     slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
+    sftp = FakeSFTP()
     sftp.append(LOG, (STORIES / "88154.log").read_bytes())
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
-                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=checkpoint_iter)
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
     w.tick(T0)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
@@ -100,23 +99,3 @@ def test_the_watchers_incident_title_is_the_one_report_shows(store) -> None:
     report_blocks, _ = render_blocks("incident", "en", report.view)
     assert header == report_blocks[0]["text"]["text"]
     assert header == "🔴 NCCL collective timed out (watchdog) · job 88154"
-
-
-@pytest.mark.parametrize(("lang", "button", "proposed"), [
-    ("en", "Resubmit (resume from checkpoint `final`)",
-     "*Proposed:* resume from checkpoint `final`"),
-    ("ko", "재제출 (체크포인트 `final`부터 재개)", "*제안:* 체크포인트 `final`부터 재개"),
-])
-def test_a_checkpoint_of_unknown_iteration_is_named_where_a_resume_is_offered(
-        store, monkeypatch: pytest.MonkeyPatch, lang: str, button: str, proposed: str) -> None:
-    """The recipe's pointer file names a checkpoint with no iteration in its name: the
-    incident's Proposed line and its prompt's Resubmit name it, not "from the start"."""
-    import bot.cluster.checkpoints as checkpoints
-    from bot.core.checkpoints import Checkpoint
-
-    monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
-        "/ck/mix/final", None, "pointer"))
-    said = _texts(watched_incident(store, checkpoint_iter=lambda r: None, lang=lang,
-                                   checkpoint={"dir": "/ck/mix"}))
-    assert button in said and proposed in said
-    assert "from the start" not in said and "처음부터 재개" not in said
