@@ -109,14 +109,7 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
 ) -> None:
     chain_id, token = failed_run(ctx)
     ctx.store.attempts.update(ctx.store.attempts.get_by_job("88154").id, work_lost_iters=120)
-    replies: dict[str, list] = {}
-    real_reply = ctx.sink.post_reply
-
-    def keep_blocks(chain: int, key: str, blocks: list, text: str) -> str:
-        replies[key] = blocks
-        return real_reply(chain, key, blocks, text)
-
-    ctx.sink.post_reply = keep_blocks
+    replies = keep_replies(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.status == "done"
     assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887"
