@@ -193,7 +193,9 @@ def test_host_oom_killed_by_slurm(runs, catalogue):
     # OverMemoryKill on the dev cluster (no cgroup): FAILED 0:9, MaxRSS above --mem.
     assert (r.state, r.signal) == ("FAILED", 9), run.describe()
     assert r.max_rss_bytes and r.mem_limit_bytes and r.max_rss_bytes > r.mem_limit_bytes
-    assert FAIL_AT < last_iteration(run.log) < 1000, run.describe()
+    # the leak's first step is FAIL_AT's (before its log line): Slurm's memory poll may kill
+    # the job right after it, or some steps later
+    assert FAIL_AT <= last_iteration(run.log) < 1000, run.describe()
     d = diagnose(run, catalogue)
     assert (d.class_id, d.decided_by) == ("host_oom", SIGNATURE), f"{d}\n{run.describe()}"
     assert "exceeded memory limit" in evidence_text(d), d.evidence
