@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from bot.core.catalogue.model import Match
-from bot.core.metrics import MetricSeries, Sample, SaveWindow
+from bot.core.metrics import MetricSeries, SaveWindow
 from bot.core.models import Accounting
 from bot.core.policy import DEFAULT_POLICY
+from bot.core.training_lines import Sample
 from bot.core.units import GIB
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.

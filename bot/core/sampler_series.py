@@ -335,7 +335,8 @@ def rss_metric_series(series: SamplerSeries, progress: Sequence[tuple[float, int
     """The sampler's total RSS mapped to iterations (`rss_by_iteration`) as a MetricSeries of
     memory-only samples: what the leak fit and the RSS chart read for logs that print no
     RSS."""
-    from bot.core.metrics import MetricSeries, Sample
+    from bot.core.metrics import MetricSeries
+    from bot.core.training_lines import Sample
 
     points = rss_by_iteration(series, progress)
     fake = MetricSeries(max_samples=max(16, len(points) + 1))

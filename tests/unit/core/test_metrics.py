@@ -11,14 +11,8 @@ import pytest
 from bot.core.catalogue import Catalogue
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.logprefix import PROCESS_PREFIX
-from bot.core.metrics import (
-    LineParser,
-    LogClock,
-    MetricSeries,
-    clean_line,
-    is_start_up_bar,
-    parse_mem,
-)
+from bot.core.metrics import MetricSeries
+from bot.core.training_lines import LineParser, LogClock, clean_line, is_start_up_bar, parse_mem
 from bot.core.units import GIB
 
 

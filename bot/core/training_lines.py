@@ -1,0 +1,475 @@
+"""What one line of a training log says: its time, progress and memory figures, a checkpoint
+save (pure; no I/O).
+
+The metric parser's grammar: the formats it reads (key=value tokens, Megatron, Hugging Face
+Trainer dicts, tqdm bars, leading timestamps, checkpoint save lines, a recipe's own patterns)
+and the start-up bars that are not training. `LineParser` turns a line into a `Sample` and/or
+a `CheckpointEvent`; bot.core.metrics keeps them as a bounded series.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS, TIMED_PREFIXES
+from bot.core.units import GIB, MAX_SIZE
+
+_UNITS = {
+    "": GIB,  # bare number: GiB (see docs/architecture.md)
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": GIB,
+    "gb": GIB,
+    "gib": GIB,
+    "t": 1024**4,
+    "tb": 1024**4,
+    "tib": 1024**4,
+}
+
+
+
+@dataclass(slots=True)
+class Sample:
+    """One progress/memory observation; fields a line does not show are None."""
+
+    line_no: int
+    time: float | None = None
+    iteration: int | None = None
+    target_iter: int | None = None
+    loss: float | None = None
+    sec_per_iter: float | None = None
+    host_rss_bytes: int | None = None
+    gpu_mem_bytes: int | None = None
+    gpu_util: float | None = None
+    text: str = ""
+
+    @property
+    def is_metric(self) -> bool:
+        return (
+            self.iteration is not None
+            or self.loss is not None
+            or self.host_rss_bytes is not None
+            or self.sec_per_iter is not None
+            or self.gpu_mem_bytes is not None
+            or self.gpu_util is not None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointEvent:
+    """A checkpoint save starting (`kind="start"`) or finishing (`kind="end"`)."""
+
+    kind: str
+    line_no: int
+    time: float | None
+    iteration: int | None
+    duration_s: float | None = None
+    text: str = ""
+
+
+_ANSI = re.compile(ANSI_ESCAPE)
+# A time at the start of a line, also in a task runner's bracket (`[task 2025-01-21T16:30:37Z]`)
+_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
+                  r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
+_HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_KV = re.compile(
+    r"(?<![\w/.-])(iteration|iter|global_step|step|lm_loss|train_loss|loss|sec_per_iter|s/iter|"
+    r"s/it|it/s|step_time|iter_time|time_per_iter|host_rss|maxrss|rss|host_mem|cpu_mem|mem|"
+    r"gpu_mem|cuda_mem|max_mem_allocated|mem_allocated|gpu_util|util)"
+    r"(?:\s*[=:]\s*|\s+)"
+    rf"({_NUM}|nan|inf)(?:\s*/\s*(\d+))?"
+    r"\s*(GiB|GB|MiB|MB|KiB|KB|TiB|TB|G|M|K|T|%|ms|s)?(?![\w./])",
+    re.IGNORECASE,
+)
+_RATE = re.compile(rf"({_NUM})\s*(s/it(?:er)?|it/s)(?![\w])", re.IGNORECASE)
+_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
+_MEG_LOSS = re.compile(rf"\blm loss:\s*({_NUM}|nan|inf)", re.IGNORECASE)
+_MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([\d.]+)")
+_HF = re.compile(r"\{'(?:loss|train_loss|eval_loss|step|epoch|learning_rate|grad_norm)'")
+_HF_PAIR = re.compile(rf"'(\w+)':\s*({_NUM}|nan|inf)")
+_TQDM = re.compile(
+    r"(\d+)/(\d+)\s*\[(?:\d+:)?\d+:\d+<(?:(?:\d+:)?\d+:\d+|\?)"
+    r"(?:,\s*([\d.]+)\s*(s/it|it/s))?"
+)
+#: How the labels (tqdm's `desc`, before the percentage) of the progress bars start that a
+#: program prints while it prepares its data or loads before training starts, as regexes
+#: (case ignored): Hugging Face datasets' `Map`, `Filter`, `Generating train split`, `Casting
+#: the dataset`, `Flattening the indices`, `Resolving data files`, `Extracting data files`;
+#: transformers' examples' `Running tokenizer on dataset` and `Grouping texts in chunks of
+#: 1024`, its `Loading checkpoint shards`; the Hub's `Downloading …` and `Fetching 5 files`;
+#: TRL's `Tokenizing train dataset`, `Applying chat template to train dataset`, `Packing train
+#: dataset`, `Truncating train dataset`; YOLO's `Scanning …` and `Caching images` (after the
+#: data split's name: `train: Scanning`); Lightning's `Sanity Checking` pass before its first
+#: epoch. Such a bar is start-up output: it shows no training progress and reaches no target.
+START_UP_BAR_LABELS = (
+    r"map\b", r"filter\b", r"generating \S+ split\b", r"casting\b", r"flattening the indices",
+    r"resolving data files", r"extracting\b", r"running tokenizer\b", r"grouping texts\b",
+    r"tokeniz", r"loading\b", r"download", r"fetching \d+ files\b", r"applying chat template",
+    r"packing\b", r"truncating\b", r"preprocess", r"scanning\b", r"caching\b",
+    r"sanity checking\b",
+)
+_START_UP_BAR = re.compile(
+    r"^(?:[\w-]+:\s+)?(?:" + "|".join(START_UP_BAR_LABELS)
+    + r")[^|%]*?(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|",
+    re.IGNORECASE,
+)
+_CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
+_CKPT_NOT_SAVE = re.compile(r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b", re.I)
+# Loading or resuming names the iteration of a checkpoint, not progress made by this run
+# (`Loaded checkpoint at iteration 8000`, HF's `Loading checkpoint shards: 4/4 [00:02<00:00]`).
+_LOADING = re.compile(
+    r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b.*"
+    r"\b(?:checkpoints?|ckpt|iteration|iter|step|state[ _]dict|weights|shards?)\b"
+    r"|\b(?:checkpoint|ckpt)\b.*\b(?:load(?:ing|ed)?|restored|resumed)\b",
+    re.IGNORECASE,
+)
+_CKPT_END = re.compile(
+    r"\b(?:saved|finished saving|done saving|wrote)\b.*\b(?:checkpoint|ckpt|state[ _]dict|dcp)"
+    r"|\b(?:checkpoint|ckpt|dcp(?:\.save)?|state[ _]dict)\b.*"
+    r"\b(?:saved|written|(?:save )?(?:finished|completed|done))\b",
+    re.IGNORECASE,
+)
+_CKPT_START = re.compile(
+    r"\b(?:saving|writing|save started|starting (?:to )?save|begin(?:ning)? (?:to )?save)\b.*"
+    r"\b(?:checkpoint|ckpt|state[ _]dict|dcp)"
+    r"|\b(?:checkpoint|ckpt|dcp(?:\.save)?)\b.*"
+    r"\b(?:saving|save (?:start(?:ed)?|begins?)|started)\b",
+    re.IGNORECASE,
+)
+_CKPT_ITER = re.compile(
+    r"(?:iteration|iter|step)[\s_=:-]*0*(\d+)|checkpoint[-_]0*(\d+)", re.IGNORECASE
+)
+_DURATION = re.compile(r"\b(?:in|took|after)\s+([\d.]+)\s*(ms|s|sec|secs|seconds)\b", re.I)
+
+_EXTRA_GROUPS = ("iteration", "target_iter", "loss", "rss", "gpu_mem", "gpu_util",
+                 "sec_per_iter", "time")
+
+
+def parse_mem(value: str, unit: str = "") -> int:
+    """Bytes for a memory value as logs print it (`72.1` + `GiB`); GB reads as GiB."""
+    number = float(value)
+    unit = unit.lower()
+    if not unit and number >= 2**20:
+        return int(number)  # a bare large number is a byte count
+    return int(number * _UNITS.get(unit, GIB))
+
+
+def _float(value: str) -> float:
+    return float(value)  # accepts nan/inf/1.2E+00
+
+
+class LogClock:
+    """Turns leading timestamps into monotonic float seconds (see docs/architecture.md)."""
+
+    def __init__(self) -> None:
+        self.last: float | None = None
+        self._base_day: float | None = None  # epoch of midnight of the latest known date
+        self._year: int | None = None
+        self._bare_day = 0  # day index for bare HH:MM:SS when no date was ever seen
+        self._date: tuple[str, ...] = ()  # the last ISO date seen (as printed)
+
+    def parse_line(self, raw: str) -> float | None:
+        """The time of a raw log line (`parse_split` of its `split_line`), or None."""
+        return self.parse_split(*split_line(raw))
+
+    def parse_split(self, prefix: str, message: str) -> float | None:
+        """The time of a line split by `split_line`: its first timed prefix's (a runner's,
+        torchrun's dated one), else the one at the start of its message, or None."""
+        timed = TIMED_PREFIXES.search(prefix) if prefix else None
+        return self.parse(prefix[timed.start():] if timed else message)
+
+    def parse(self, line: str) -> float | None:
+        """The time at the start of `line` (prefix and ANSI already removed), or None."""
+        if not line or not (line[0].isdigit() or line[0] == "["):
+            return None
+        m = _ISO.match(line)
+        if m:
+            g = m.groups()
+            date = g[:3]
+            base_day = self._base_day
+            if date != self._date or base_day is None:  # one timegm per day, not per line
+                self._date = date
+                base_day = self._base_day = float(calendar.timegm(
+                    (int(g[0]), int(g[1]), int(g[2]), 0, 0, 0)))
+                self._year = int(g[0])
+            t = base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
+            return self._accept(t, rollover=False)
+        m = _GLOG.match(line)
+        if m and self._year is not None:
+            mo, d, hh, mm, ss = (int(x) for x in m.groups()[:5])
+            sod = hh * 3600 + mm * 60 + ss + _frac(m.group(6))
+            # glog prints no year: the year of the dated lines, or the one before or after it
+            # when that is nearer the log's last time (a line past New Year's midnight)
+            try:
+                days = [float(calendar.timegm((year, mo, d, 0, 0, 0)))
+                        for year in (self._year - 1, self._year, self._year + 1)]
+            except ValueError:
+                return None  # not a month
+            near = self.last if self.last is not None else days[1]
+            t = min((day + sod for day in days), key=lambda c: abs(c - near))
+            return self._accept(t, rollover=False)
+        m = _HMS.match(line) or (_GLOG.match(line) if self._year is None else None)
+        if m:
+            groups = m.groups()
+            hh, mm, ss = (int(x) for x in groups[-4:-1])
+            if hh > 23 or mm > 59 or ss > 60:
+                return None
+            sod = hh * 3600 + mm * 60 + ss + _frac(groups[-1])
+            if self._base_day is not None:
+                t = self._base_day + sod
+            else:
+                t = self._bare_day * 86400 + sod
+            return self._accept(t, rollover=True)
+        return None
+
+    def _accept(self, t: float, *, rollover: bool) -> float:
+        if rollover and self.last is not None and t < self.last - 43200:
+            t += 86400  # past midnight
+            if self._base_day is not None:
+                self._base_day += 86400
+                self._date = ()  # the cached ISO date no longer matches _base_day
+            else:
+                self._bare_day += 1
+        if self.last is None or t > self.last:
+            self.last = t
+        return t
+
+
+def _frac(text: str | None) -> float:
+    return float("0." + text) if text else 0.0
+
+
+def split_line(line: str) -> tuple[str, str]:
+    """The prefixes and the message of a line as a reader sees it (last carriage-return
+    segment, no ANSI): the launcher's, process's and runner's prefixes the catalogue's scanner
+    strips too (bot.core.logprefix), then the message, stripped of blanks."""
+    if "\r" in line:
+        parts = [p for p in line.split("\r") if p.strip()]
+        line = parts[-1] if parts else ""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    line = line.lstrip()
+    m = LINE_PREFIXES.match(line) if line[:1] in PREFIX_STARTS else None
+    if m:
+        return line[:m.end()], line[m.end():].strip()
+    return "", line.strip()
+
+
+def clean_line(line: str) -> str:
+    """The message of a line as a reader sees it (`split_line`)."""
+    return split_line(line)[1]
+
+
+def is_start_up_bar(message: str) -> bool:
+    """A progress bar of data preparation or loading before training (its label starts with
+    one of `START_UP_BAR_LABELS`: `Map: 100%|██████████| 1000/1000 [00:01<00:00, …]`): start-up
+    output, which shows no training progress and reaches no target. `message` is a line's
+    message (`clean_line`). Training's own bars (`Epoch 3:  45%|`, `Training:`, Hugging Face
+    Trainer's unlabelled `  5%|▌  | 50/1000`) are not."""
+    return "%" in message and _START_UP_BAR.match(message) is not None
+
+
+class LineParser:
+    """Parses one line into a `Sample` and/or a `CheckpointEvent` (stateful for time only)."""
+
+    def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
+        self.clock = LogClock()
+        self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
+        for pattern in self.extra:
+            unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
+            if unknown:
+                raise ValueError(
+                    f"recipe metric pattern {pattern.pattern!r} has unknown group(s) "
+                    f"{sorted(unknown)}; use {', '.join(_EXTRA_GROUPS)}"
+                )
+
+    def parse(self, raw: str, line_no: int) -> tuple[Sample | None, CheckpointEvent | None]:
+        prefix, line = split_line(raw)
+        if not line:
+            return None, None
+        t = self.clock.parse_split(prefix, line)
+        s = Sample(line_no=line_no, time=t)
+        event = None
+        low = line.lower()
+        try:
+            self._metrics(line, s)
+            if s.iteration is not None and _LOADING.search(line):
+                s.iteration = s.target_iter = None
+            if (
+                ("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
+                and _CKPT_WORD.search(line)
+                and not _CKPT_NOT_SAVE.search(line)
+            ):
+                event = self._checkpoint(line, line_no, t)
+                if event is not None:
+                    s.iteration = s.target_iter = None  # "saving at iteration N" is not progress
+        except _ABSURD_NUMBER:
+            return None, None
+        _drop_implausible(s)
+        if event is not None and not _plausible_iter(event.iteration):
+            event = None
+        if not s.is_metric:
+            return None, event
+        s.text = line[:300]
+        return s, event
+
+    def parse_event(self, raw: str, line_no: int) -> CheckpointEvent | None:
+        """Only the checkpoint event of a line (for lines found by the event locator)."""
+        prefix, line = split_line(raw)
+        low = line.lower()
+        if not (("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)
+                and _CKPT_WORD.search(line) and not _CKPT_NOT_SAVE.search(line)):
+            return None
+        try:
+            event = self._checkpoint(line, line_no, self.clock.parse_split(prefix, line))
+        except _ABSURD_NUMBER:
+            return None
+        return event if event is None or _plausible_iter(event.iteration) else None
+
+    def _metrics(self, line: str, s: Sample) -> None:
+        for pattern in self.extra:
+            m = pattern.search(line)
+            if m:
+                _apply_extra(m, s, self.clock)
+        if is_start_up_bar(line):
+            return  # data preparation or loading: no iteration, target or pace of training
+        m = _MEGATRON.search(line) if "iteration" in line else None
+        if m:
+            s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
+            lm = _MEG_LOSS.search(line)
+            if lm:
+                s.loss = _float(lm.group(1))
+            ms = _MEG_MS.search(line)
+            if ms:
+                s.sec_per_iter = float(ms.group(1)) / 1000
+        elif "{'" in line and _HF.search(line):
+            pairs = dict(_HF_PAIR.findall(line))
+            if "loss" in pairs or "train_loss" in pairs:
+                s.loss = _float(pairs["loss"] if "loss" in pairs else pairs["train_loss"])
+            if "step" in pairs:
+                s.iteration = int(float(pairs["step"]))
+        if "<" in line and "/" in line:
+            m = _TQDM.search(line)
+            if m:
+                s.iteration = s.iteration if s.iteration is not None else int(m.group(1))
+                s.target_iter = s.target_iter or int(m.group(2))
+                if m.group(3):
+                    rate = float(m.group(3))
+                    s.sec_per_iter = rate if m.group(4) == "s/it" else (1 / rate if rate else None)
+        for m in _KV.finditer(line):
+            _apply_kv(m, s)
+        if s.sec_per_iter is None:
+            m = _RATE.search(line)
+            if m:
+                rate = float(m.group(1))
+                if m.group(2).lower().startswith("s/"):
+                    s.sec_per_iter = rate
+                elif rate > 0:
+                    s.sec_per_iter = 1 / rate
+
+    def _checkpoint(self, line: str, line_no: int, t: float | None) -> CheckpointEvent | None:
+        if _CKPT_END.search(line):
+            kind = "end"
+        elif _CKPT_START.search(line):
+            kind = "start"
+        else:
+            return None
+        m = _CKPT_ITER.search(line)
+        iteration = int(m.group(1) or m.group(2)) if m else None
+        d = _DURATION.search(line)
+        duration = None
+        if d:
+            duration = float(d.group(1)) / (1000 if d.group(2).lower() == "ms" else 1)
+        return CheckpointEvent(kind, line_no, t, iteration, duration, line[:300])
+
+
+# int() refuses more than 4300 digits (ValueError) and int(float("9" * 400)) is int(inf)
+# (OverflowError): a line with such a number is garbage, not a metric line.
+_ABSURD_NUMBER = (ValueError, OverflowError)
+_MAX_ITERATION = 10**15
+
+
+def _plausible_iter(value: int | None) -> bool:
+    return value is None or 0 <= value < _MAX_ITERATION
+
+
+def _drop_implausible(s: Sample) -> None:
+    """Forget values no training prints (hundreds of digits, inf): they would overflow the
+    projections and charts made from them."""
+    if not _plausible_iter(s.iteration):
+        s.iteration = None
+    if not _plausible_iter(s.target_iter):
+        s.target_iter = None
+    for attr in ("sec_per_iter", "gpu_util"):
+        value = getattr(s, attr)
+        if value is not None and not (math.isfinite(value) and abs(value) < 1e15):
+            setattr(s, attr, None)
+    for attr in ("host_rss_bytes", "gpu_mem_bytes"):
+        value = getattr(s, attr)
+        if value is not None and not 0 <= value <= MAX_SIZE:
+            setattr(s, attr, None)
+
+
+def _apply_kv(m: re.Match[str], s: Sample) -> None:
+    key = m.group(1).lower()
+    value, target, unit = m.group(2), m.group(3), m.group(4) or ""
+    if key in ("iteration", "iter", "step", "global_step"):
+        if s.iteration is None and value.isdigit():
+            s.iteration = int(value)
+            if target:
+                s.target_iter = int(target)
+    elif key in ("loss", "lm_loss", "train_loss"):
+        if s.loss is None:
+            s.loss = _float(value)
+    elif key in ("sec_per_iter", "s/iter", "s/it", "step_time", "iter_time", "time_per_iter"):
+        if s.sec_per_iter is None:
+            s.sec_per_iter = float(value) / (1000 if unit.lower() == "ms" else 1)
+    elif key == "it/s":
+        if s.sec_per_iter is None and float(value) > 0:
+            s.sec_per_iter = 1 / float(value)
+    elif key in ("host_rss", "maxrss", "rss", "host_mem", "cpu_mem", "mem"):
+        if s.host_rss_bytes is None and unit not in ("%", "s", "ms"):
+            s.host_rss_bytes = parse_mem(value, unit)
+    elif key in ("gpu_mem", "cuda_mem", "max_mem_allocated", "mem_allocated"):
+        if s.gpu_mem_bytes is None and unit not in ("%", "s", "ms"):
+            s.gpu_mem_bytes = parse_mem(value, unit)
+    elif key in ("gpu_util", "util"):
+        if s.gpu_util is None:
+            s.gpu_util = float(value)
+
+
+def _apply_extra(m: re.Match[str], s: Sample, clock: LogClock) -> None:
+    g = {k: v for k, v in m.groupdict().items() if v is not None}
+    if "iteration" in g:
+        s.iteration = int(g["iteration"])
+    if "target_iter" in g:
+        s.target_iter = int(g["target_iter"])
+    if "loss" in g:
+        s.loss = _float(g["loss"])
+    if "sec_per_iter" in g:
+        s.sec_per_iter = float(g["sec_per_iter"])
+    if "gpu_util" in g:
+        s.gpu_util = float(g["gpu_util"].rstrip("%"))
+    for key, attr in (("rss", "host_rss_bytes"), ("gpu_mem", "gpu_mem_bytes")):
+        if key in g:
+            mm = re.match(r"\s*([\d.]+)\s*([A-Za-z]*)", g[key])
+            if mm:
+                setattr(s, attr, parse_mem(mm.group(1), mm.group(2)))
+    if "time" in g and s.time is None:
+        try:
+            s.time = float(g["time"])
+        except ValueError:
+            s.time = clock.parse(g["time"])
+
