@@ -108,17 +108,21 @@ _TQDM = re.compile(
 #: (case ignored): Hugging Face datasets' `Map`, `Filter`, `Generating train split`, `Casting
 #: the dataset`, `Flattening the indices`, `Resolving data files`, `Extracting data files`;
 #: transformers' examples' `Running tokenizer on dataset` and `Grouping texts in chunks of
-#: 1024`, its `Loading checkpoint shards`; the Hub's `Downloading …` and `Fetching 5 files`;
-#: TRL's `Tokenizing train dataset`, `Applying chat template to train dataset`, `Packing train
-#: dataset`, `Truncating train dataset`; YOLO's `Scanning …` and `Caching images` (after the
-#: data split's name: `train: Scanning`); Lightning's `Sanity Checking` pass before its first
-#: epoch. Such a bar is start-up output: it shows no training progress and reaches no target.
+#: 1024`; the Hub's `Downloading …` and `Fetching 5 files`; TRL's `Tokenizing train dataset`,
+#: `Applying chat template to train dataset`, `Packing train dataset`, `Truncating train
+#: dataset`; YOLO's `Scanning …` and `Caching images` (after the data split's name: `train:
+#: Scanning`); Lightning's `Sanity Checking` pass before its first epoch; and loaders' bars
+#: that name what they load: transformers' `Loading checkpoint shards` and `Loading weights`,
+#: vLLM's `Loading safetensors checkpoint shards`, datasets' `Loading dataset shards`,
+#: diffusers' `Loading pipeline components`, `Loading data` (a bar labelled `Loading` alone may
+#: be a training loop's own). Such a bar is start-up output: it shows no training progress and
+#: reaches no target.
 START_UP_BAR_LABELS = (
     r"map\b", r"filter\b", r"generating \S+ split\b", r"casting\b", r"flattening the indices",
     r"resolving data files", r"extracting\b", r"running tokenizer\b", r"grouping texts\b",
-    r"tokeniz", r"loading\b", r"download", r"fetching \d+ files\b", r"applying chat template",
-    r"packing\b", r"truncating\b", r"preprocess", r"scanning\b", r"caching\b",
-    r"sanity checking\b",
+    r"tokeniz", r"download", r"fetching \d+ files\b", r"applying chat template", r"packing\b",
+    r"truncating\b", r"preprocess", r"scanning\b", r"caching\b", r"sanity checking\b",
+    r"loading (?:[\w-]+ )?(?:checkpoints?|shards?|datasets?|data|weights|model|pipeline)\b",
 )
 _START_UP_BAR = re.compile(
     r"^(?:[\w-]+:\s+)?(?:" + "|".join(START_UP_BAR_LABELS)

@@ -122,6 +122,11 @@ def test_tqdm_bar_takes_the_last_carriage_return_segment():
     "Downloading (…)lve/main/config.json: 100%|██████████| 665/665 [00:00<00:00, 2.41MB/s]",
     "Fetching 5 files: 100%|██████████| 5/5 [00:12<00:00,  2.43s/it]",
     "Loading checkpoint shards: 100%|██████████| 4/4 [00:06<00:00,  1.70s/it]",
+    "Loading safetensors checkpoint shards: 100%|██████████| 4/4 [00:06<00:00,  1.70s/it]",
+    "Loading dataset shards: 100%|██████████| 18/18 [00:00<00:00, 52.14it/s]",
+    "Loading data: 100%|██████████| 1000/1000 [00:01<00:00, 812.33it/s]",
+    "Loading weights: 100%|██████████| 291/291 [00:01<00:00, 190.20it/s]",
+    "Loading pipeline components...: 100%|██████████| 7/7 [00:03<00:00,  2.10it/s]",
     "Sanity Checking DataLoader 0: 100%|██████████| 2/2 [00:00<00:00,  5.21it/s]",
     "train: Scanning /data/coco/labels/train2017.cache... 117266 images: 100%|██████████| "
     "117266/117266 [00:00<?, ?it/s]",
@@ -139,6 +144,9 @@ def test_a_start_up_bar_is_no_training_progress(line: str):
     ("Training:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s]", 450, 1000),
     ("  5%|▌         | 50/1000 [00:25<07:55,  2.00it/s]", 50, 1000),  # HF Trainer's bare bar
     ("Steps:  10%|█         | 100/1000 [01:40<15:00,  1.00s/it, lr=1e-05]", 100, 1000),
+    # labelled `Loading` but naming nothing a loader reads: a training loop's own label
+    ("Loading:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.31]", 450, 1000),
+    ("Loading batches:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s]", 450, 1000),
 ])
 def test_a_training_bar_is_progress(line: str, iteration: int, target: int):
     s, _ = parse(line)
