@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -24,7 +25,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.slurm.sstat import StepMemory
 from bot.core.tail import ReadBatch, ReadRequest
-from bot.services.ports import BotContext
+from bot.services.ports import BotContext, HomePublisher, ThreadWriter
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
@@ -428,14 +429,31 @@ def make_config(**recipe_over: Any) -> Config:
     })
 
 
-def make_context(store: Store, slurm: FakeSlurm | None = None, *, sftp: FakeSFTP | None = None,
-                 slack: bool = True, **recipe_over: Any) -> BotContext:
-    """A BotContext of make_config() (`recipe_over` on its recipe), the store, FakeClusters of
-    `slurm` (a new FakeSlurm by default) and `sftp`, a RecordingMessageSink and charts.
-    Without `slack`, as bot.app.build_context(config, slack=False) has it: no thread writer
-    and no charts (what would be posted is logged)."""
-    sink = RecordingMessageSink(store) if slack else None
-    return BotContext(config=make_config(**recipe_over), store=store,
-                      clusters=FakeClusters(slurm or FakeSlurm(), sftp), sink=sink,
-                      renderer=TemplateRenderer(), catalogue=Catalogue.load(),
-                      charts=SeriesCharts() if sink is not None else None)
+def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None = None, *,
+                 sftp: FakeSFTP | None = None, clusters: FakeClusters | None = None,
+                 config: Config | None = None, slack: bool = True,
+                 sink: ThreadWriter | None = None, charts: bool = True,
+                 home: HomePublisher | None = None, clock: Callable[[], float] = time.time,
+                 **recipe_over: Any) -> BotContext:
+    """The one BotContext of tests, as bot.app.build_context has it but with fakes: `config`
+    (default: make_config() with `recipe_over` on its recipe) and its catalogue (the packaged
+    one and `catalogue.extra`), the store, FakeClusters of `slurm` (a new FakeSlurm by default;
+    one per cluster name from a mapping) and `sftp`, or `clusters` a test built itself.
+    The thread writer is `sink` (default: a RecordingMessageSink), with charts unless `charts`
+    is False; without `slack`, neither (what would be posted is logged). `home` publishes
+    Home tabs; `clock` is the handlers' clock."""
+    if config is not None and recipe_over:
+        raise TypeError("make_context: recipe fields go to make_config, not beside a config")
+    if clusters is not None and (slurm is not None or sftp is not None):
+        raise TypeError("make_context: give `clusters`, or `slurm` and `sftp`, not both")
+    if not slack and sink is not None:
+        raise TypeError("make_context: a thread writer without Slack")
+    config = config or make_config(**recipe_over)
+    if slack and sink is None:
+        sink = RecordingMessageSink(store)
+    if clusters is None:
+        clusters = FakeClusters(slurm or FakeSlurm(), sftp)
+    return BotContext(config=config, store=store, clusters=clusters, sink=sink, home=home,
+                      renderer=TemplateRenderer(), catalogue=Catalogue.load(config.catalogue.extra),
+                      charts=SeriesCharts() if sink is not None and charts else None,
+                      clock=clock)

@@ -7,16 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import make_context
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.bolt_driver import ResponseUrls
 
-from bot.charts.series import SeriesCharts
 from bot.config import Config
-from bot.core.catalogue import Catalogue
 from bot.services.ports import BotContext
 from bot.slack.poster import SlackPoster
-from bot.slack.render import TemplateRenderer
 from bot.slack.retry import make_client
 from bot.store import Store
 
@@ -77,10 +75,8 @@ def slack_context(slack_client: WebClient, fake_sleep: FakeSleep) -> Callable[..
     def build(store: Store, config: Config, clusters: Any, *, charts: bool = True,
               home: bool = False) -> BotContext:
         poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
-        return BotContext(config=config, store=store, clusters=clusters, sink=poster,
-                          home=poster if home else None, clock=lambda: NOW,
-                          renderer=TemplateRenderer(), catalogue=Catalogue.load(),
-                          charts=SeriesCharts() if charts else None)
+        return make_context(store, config=config, clusters=clusters, sink=poster,
+                            charts=charts, home=poster if home else None, clock=lambda: NOW)
 
     return build
 

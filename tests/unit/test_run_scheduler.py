@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from apscheduler.triggers.interval import IntervalTrigger
-from fakes import FakeClusters, FakeSlurm
+from fakes import FakeSlurm, make_context
 from slack_sdk import WebClient
 
 import bot.app
@@ -24,7 +24,6 @@ from bot.cluster.errors import ClusterUnavailable
 from bot.config import Config
 from bot.core.catalogue import Catalogue, CatalogueError
 from bot.services.ports import BotContext
-from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 SITE_CATALOGUE = """\
@@ -65,10 +64,9 @@ def store(tmp_path: Path) -> Any:
     s.close()
 
 
-def context(store: Store, extra: list[str] | None = None) -> BotContext:
-    return BotContext(config=Config.model_validate(config_data(extra)), store=store,
-                      clusters=FakeClusters({"alpha": FakeSlurm(), "beta": FakeSlurm()}),
-                      renderer=TemplateRenderer(), catalogue=Catalogue.load(extra or []))
+def context(store: Store) -> BotContext:
+    return make_context(store, {"alpha": FakeSlurm(), "beta": FakeSlurm()},
+                        config=Config.model_validate(config_data()), slack=False)
 
 
 def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store) -> None:
@@ -188,9 +186,8 @@ def test_a_cluster_that_does_not_answer_never_delays_another_clusters_tick(store
     """Each cluster's tick runs on its own thread: while alpha's hangs in its Slurm call,
     beta's tick starts and ends (no lock, lease or store transaction is shared)."""
     alpha, beta = _UnansweringSlurm(), FakeSlurm()
-    ctx = BotContext(config=Config.model_validate(config_data()), store=store,
-                     clusters=FakeClusters({"alpha": alpha, "beta": beta}),
-                     renderer=TemplateRenderer(), catalogue=Catalogue.load())
+    ctx = make_context(store, {"alpha": alpha, "beta": beta},
+                       config=Config.model_validate(config_data()), slack=False)
     for cluster, recipe, job in (("alpha", "slow", "1"), ("beta", "fast", "4242")):
         chain = store.chains.create(recipe=recipe, cluster=cluster, job_name=recipe, now=1.0)
         store.attempts.add(chain_id=chain.id, job_id=job, now=1.0)

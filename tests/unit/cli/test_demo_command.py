@@ -7,11 +7,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.charts.series import SeriesCharts
 from bot.cli import demo
 from bot.config import Config
 from bot.core.units import parse_size
-from bot.slack.render import TemplateRenderer
 
 CONNECTION = {"host": "127.0.0.1", "port": 2222, "user": "slurmci",
               "key_file": "/tmp/dev-cluster/ssh/id_ed25519",
@@ -98,12 +96,11 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
     import io
     import time
 
-    from fakes import FakeClusters, FakeSlurm, make_config
+    from fakes import make_config, make_context
 
     from bot.core.catalogue import Catalogue
     from bot.core.diagnose import LogAnalysis
     from bot.core.policy import Decision, DecisionKind
-    from bot.services.ports import BotContext
     from bot.services.watch.events import WatchEvent
     from bot.services.watch_events import ThreadEvents
     from bot.slack.console import ConsoleSink
@@ -127,10 +124,7 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
     out = io.StringIO()
     with Store.open(f"sqlite:///{tmp_path / 'demo.db'}") as store:
         sink = ConsoleSink(tmp_path / "charts", out=out, store=store)
-        ctx = BotContext(config=config, store=store, clusters=FakeClusters(FakeSlurm()),
-                         sink=sink,
-                         renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load(), charts=SeriesCharts())
+        ctx = make_context(store, config=config, sink=sink)
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=0.0)
         store.attempts.add(chain_id=chain.id, job_id="88154", now=0.0)
         sink.post_root(chain.id, "C0TRAIN", [], "mix")

@@ -27,19 +27,18 @@ from fakes import (
     RecordingHomePublisher,
     RecordingMessageSink,
     make_config,
+    make_context,
 )
 from support.watcher import LOG, story_lines
 
 import bot.services.watch.resubmit as resubmit_module
 from bot.app import build_scheduler, tick_interval
-from bot.core.catalogue import Catalogue
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.tail import ReadRequest
 from bot.services.fencing import FencedThreadWriter, fenced_context
 from bot.services.leases import LeaseKeeper, lease_ttl
 from bot.services.ports import BotContext, LeaseLost
-from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 JOB = 88300
@@ -107,9 +106,8 @@ class Replica:
         sftp.append(LOG, b"".join(story_lines()[:300]))
         self.sink = SlowSink(self.store)
         self.home = RecordingHomePublisher()
-        ctx = BotContext(config=CONFIG, store=self.store, clusters=FakeClusters(self.slurm, sftp),
-                         sink=self.sink, home=self.home, renderer=TemplateRenderer(),
-                         catalogue=Catalogue.load())
+        ctx = make_context(self.store, self.slurm, sftp=sftp, config=CONFIG, sink=self.sink,
+                           home=self.home)
         keeper = LeaseKeeper(self.store.leases, holder=name, renew_every_s=0.01)
         scheduler = build_scheduler(ctx, leases=keeper, clock=lambda: self.now)
         self.watch = {job.id: job for job in scheduler.jobs()}[WATCH].func
@@ -267,12 +265,10 @@ def test_every_side_effect_of_a_scheduled_job_is_refused_once_its_lease_moved(
     with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
         slurm = FakeSlurm({4242: JobRecord(job_id=4242, state="PENDING")},
                           runner=FakeRunner(default=(0, "", "")))
-        clusters = FakeClusters(slurm)
-        clusters.runner = lambda name: slurm.runner  # type: ignore[method-assign]
         sink, home = AllWriter(store), RecordingHomePublisher()
         store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)  # chain 1
-        ctx = BotContext(config=CONFIG, store=store, clusters=clusters, sink=sink, home=home,
-                         renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        ctx = make_context(store, config=CONFIG, sink=sink, home=home,
+                           clusters=FakeClusters(slurm, runner=slurm.runner))
         now = [1000.0]
         keeper = LeaseKeeper(store.leases, holder="A")
         fenced = fenced_context(ctx, keeper.fence(WATCH, lambda: now[0]))
@@ -301,8 +297,7 @@ def test_a_batched_file_read_renews_the_lease_and_is_refused_once_it_moved(tmp_p
     with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
         files = FakeSFTP()
         files.append(LOG, b"iter 1\n")
-        ctx = BotContext(config=CONFIG, store=store, clusters=FakeClusters(FakeSlurm(), files),
-                         renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        ctx = make_context(store, sftp=files, config=CONFIG, slack=False)
         now = [1000.0]
         keeper = LeaseKeeper(store.leases, holder="A")
         fenced = fenced_context(ctx, keeper.fence(WATCH, lambda: now[0]))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes import FakeClusters, FakeSlurm
+from fakes import FakeSlurm, make_context
 from support.race import winners_of_race
 
 import bot.app
@@ -24,11 +24,9 @@ from bot.app import build_scheduler
 from bot.cli import EXIT_OK, build_parser
 from bot.cli import run as run_cmd
 from bot.config import Config
-from bot.core.catalogue import Catalogue
 from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
-from bot.services.ports import BotContext, LeaseLost
+from bot.services.ports import LeaseLost
 from bot.services.scheduler import JobScheduler
-from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
 LEASE = "watch:alpha"
@@ -297,9 +295,8 @@ class Replica:
 
     def __init__(self, url: str, holder: str, clock: Any) -> None:
         self.store = Store.open(url)
-        self.ctx = BotContext(config=Config.model_validate(config_data()), store=self.store,
-                              clusters=FakeClusters({"alpha": FakeSlurm()}),
-                              renderer=TemplateRenderer(), catalogue=Catalogue.load())
+        self.ctx = make_context(self.store, {"alpha": FakeSlurm()},
+                                config=Config.model_validate(config_data()), slack=False)
         self.leases = LeaseKeeper(self.store.leases, holder=holder)
         scheduler = build_scheduler(self.ctx, clock=clock, leases=self.leases)
         self.jobs = {job.id: job for job in scheduler.jobs()}

@@ -1,0 +1,36 @@
+"""A BotContext is built in two places: bot.app.build_context (the running bot, the demo) and
+tests/fakes.make_context (every test). A context built by hand elsewhere drifts from them (a
+field its services rely on left out, a catalogue loaded without the site's files)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TREES = ("bot", "handlers", "tests", "bench", "deploy", "docs")
+BUILDERS = {"bot/app.py", "tests/fakes.py"}
+SKIPPED_DIRS = {"fixtures", "__pycache__"}  # test data, never code that builds contexts
+CONSTRUCTOR = re.compile(r"\bBotContext\(")
+
+
+def python_files() -> list[str]:
+    found = []
+    for tree in TREES:
+        for folder, dirs, files in os.walk(ROOT / tree):
+            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
+            found += [os.path.relpath(os.path.join(folder, f), ROOT) for f in files
+                      if f.endswith(".py")]
+    return found
+
+
+def test_only_build_context_and_make_context_construct_a_bot_context() -> None:
+    files = python_files()
+    assert "bot/app.py" in files and "tests/fakes.py" in files
+    elsewhere = [f"{path}:{n}" for path in files if path not in BUILDERS
+                 for n, line in enumerate((ROOT / path).read_text(encoding="utf-8")
+                                          .splitlines(), 1)
+                 if CONSTRUCTOR.search(line)]
+    assert elsewhere == [], ("build the context with bot.app.build_context (production) or "
+                             "tests/fakes.make_context (tests)")
