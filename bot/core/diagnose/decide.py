@@ -39,6 +39,7 @@ from bot.core.detectors import (
     leak_trend,
 )
 from bot.core.diagnose.ending import (
+    NOT_FATAL_VALIDATION,
     PromptEnding,
     ends_at_shell_prompt,
     ends_cut_off,
@@ -126,6 +127,11 @@ _RERUN_ELSEWHERE = re.compile(r"resume the job from the (?:same )?checkpoint to 
 # Its persistent-error verdict, printed on the GPU that reran the step correctly: the faulty GPU
 # was the previous run's, which this log does not name.
 _PERSISTENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible persistent error!")
+# Its transient-error verdict (the step's rerun on the same GPU gave another result). Fatal, it
+# ends the run (exit 17, `Exiting now. ...`); on a non-fatal check (`validate_result(...,
+# fatal=False)`: the spiky-loss and large-grads checks) it is a warning, after which Megatron
+# prints that it goes on (ending.NOT_FATAL_VALIDATION) and trains on.
+_TRANSIENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible transient error!")
 
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -159,7 +165,8 @@ def diagnose(
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     """
     acct = accounting or Accounting()
-    matches = sorted(matches, key=lambda m: m.line_no)
+    matches = _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series,
+                                         tail)
     target = target_iter if target_iter is not None else series.target_iter
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
@@ -364,6 +371,18 @@ def diagnose(
         leak_fit=leak_fit,
         node=node,
     )
+
+
+def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
+                               tail: Sequence[tuple[int, str]]) -> list[Any]:
+    """The matches less Megatron's transient-error verdicts that the run survived: one that
+    a training progress line or Megatron's own `not fatal` notice (among the log's last lines)
+    follows was the warning of a non-fatal check, not what ended the run (nor a failure that a
+    COMPLETED job hid); a fatal one ends the log with its exit line (`Exiting now. ...`), which
+    decides by itself."""
+    survived = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
+    after = max([series.last_iteration_line or 0, *survived])
+    return [m for m in matches if not (m.line_no < after and _TRANSIENT_VERDICT.search(m.text))]
 
 
 def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]) -> list[str]:

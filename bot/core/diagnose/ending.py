@@ -139,6 +139,11 @@ _SYSTEM_ERROR = re.compile(r"ncclSystemError|unhandled system error")
 _COLLATERAL_EXCEPTION = re.compile(
     r"NCCL|[Nn]ccl|Dist[A-Za-z]*Error|ChildFailedError|CalledProcessError|TCPStore|gloo"
     r"|[Cc]onnection (?:reset|closed|refused|aborted)|[Bb]roken pipe|[Tt]imed? ?out|[Tt]imeout")
+# Megatron's rerun machine going on after a non-fatal check failed (megatron/core/
+# rerun_state_machine.py: `validate_result(..., fatal=False)`, the spiky-loss and large-grads
+# checks): the verdict before it (`Possible transient error!`) was a warning the run survived.
+NOT_FATAL_VALIDATION = re.compile(
+    r"Continuing normal execution because failed validation was not fatal")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
@@ -475,10 +480,12 @@ def _error_block(
     matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
 ) -> tuple[list[Any], list[tuple[int, str]]]:
     """The catalogue hints and the last lines after the log's last progress or completion
-    line (the block an unhandled error would be in); `tail` is not empty."""
+    line or Megatron's notice that it trains on after a non-fatal check
+    (`NOT_FATAL_VALIDATION`): the block an unhandled error would be in; `tail` is not empty."""
     done = [m.line_no for m in matches if m.class_id == "completed"]
+    going_on = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
-                done[-1] if done else 0)
+                done[-1] if done else 0, going_on[-1] + 1 if going_on else 0)
     hints = [m for m in matches
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
     return hints, [(n, t) for n, t in tail if n >= after]

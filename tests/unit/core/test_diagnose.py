@@ -2563,6 +2563,45 @@ def test_megatrons_rerun_machine_verdict_names_the_gpu_or_the_model(catalogue, v
     assert (d.class_id, d.decided_by, d.node) == (class_id, "signature", node)
 
 
+# A non-fatal check (megatron/core/rerun_state_machine.py, validate_result(..., fatal=False):
+# pretrain_gpt.py's spiky loss, the large-grads check) that its rerun did not reproduce: the
+# verdict is a warning, and Megatron trains on
+NON_FATAL_TRANSIENT = (
+    "Unexpected result 812.5 on rank 3 at iteration #71 invocation #1 (message='Spiky loss')\n"
+    "Rank 3, node gpu-a07, device 3, iteration #71: First rerun: unexpected result is not "
+    "reproducible within the tolerance (2.31 != 812.5)!\n"
+    "Rank 3, node gpu-a07, device 3, iteration #71: Possible transient error!!\n"
+    "Continuing normal execution because failed validation was not fatal\n")
+
+
+@pytest.mark.parametrize(("after", "acct", "class_id"), [
+    # training went on and is running, or is cut off right after Megatron's notice
+    (MEGATRON_ITER.replace("33240", "33241"), None, "none"),
+    ("", None, "none"),
+    (MEGATRON_ITER.replace("33240", "33241"), Accounting(state="RUNNING"), "none"),
+    # ... and later ended of another cause, or finished at COMPLETED 0:0 (short of the target)
+    (MEGATRON_ITER.replace("33240", "33241") + "Traceback (most recent call last):\n"
+     "ValueError: expected input of shape (8, 512), got (8, 511)\n",
+     Accounting(state="FAILED", exit_code=1, signal=0), "unknown_failure"),
+    (MEGATRON_ITER.replace("33240", "33241"), Accounting(state="COMPLETED", exit_code=0,
+                                                         signal=0), "silent_exit"),
+])
+def test_megatrons_non_fatal_transient_error_that_training_survived_is_not_the_cause(
+        catalogue, after, acct, class_id):
+    d = _diagnose_text(catalogue, MEGATRON_ITER + NON_FATAL_TRANSIENT + after, acct)
+    assert d.class_id == class_id and "gpu_failure" not in d.secondary
+    if class_id == "silent_exit":  # short of its target; the warning is no failure it hid
+        assert [r["kind"] for r in d.detail["reasons"]] == ["stopped"]
+
+
+def test_megatrons_transient_error_that_ends_the_log_is_still_a_gpu_fault(catalogue):
+    # the fatal check: no notice and no progress after it, the exit 17 line (or nothing) next
+    fatal = NON_FATAL_TRANSIENT.replace(
+        "Continuing normal execution because failed validation was not fatal\n", "")
+    d = _diagnose_text(catalogue, MEGATRON_ITER + fatal)
+    assert (d.class_id, d.decided_by, d.node) == ("gpu_failure", "signature", "gpu-a07")
+
+
 @pytest.mark.parametrize("exit_lines", [
     # the step's rerun gave the NaN again on the same GPU: a checkpoint, exit 16
     "Rank 3, node gpu-a07, device 3, iteration #71: First rerun: unexpected result is "
