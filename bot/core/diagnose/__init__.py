@@ -4,12 +4,15 @@
   catalogue matches, metric series, last lines) into bounded state;
 - bot.core.diagnose.decide: `diagnose` turns that state plus Slurm's `Accounting` into ONE
   `Diagnosis` (class, evidence, causal chain, `decided_by`);
+- bot.core.diagnose.cause: `Cause`, the one cause a case's explanation states (a leak, a
+  missing CUDA tool, Megatron's planned stop), and `case_detail`, its `detail` data;
 - bot.core.diagnose.ending: how a log with no accounting ends (an unhandled error, a final
   save, epochs left), which the decision weighs last.
 
 Import from here; the modules are the package's layout.
 """
 
+from bot.core.diagnose.cause import Cause, case_detail
 from bot.core.diagnose.decide import (
     ACCOUNTING,
     DETECTOR,
@@ -18,7 +21,6 @@ from bot.core.diagnose.decide import (
     NONE_CLASS,
     PROGRESS,
     SIGNATURE,
-    case_detail,
     diagnose,
 )
 from bot.core.diagnose.scan import CHUNK_BYTES, MAX_LINE_BYTES, LogAnalysis, analyze_file
@@ -33,6 +35,7 @@ __all__ = [
     "NONE_CLASS",
     "PROGRESS",
     "SIGNATURE",
+    "Cause",
     "LogAnalysis",
     "analyze_file",
     "case_detail",

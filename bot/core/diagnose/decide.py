@@ -38,9 +38,27 @@ from bot.core.detectors import (
     ends_in_completion,
     leak_trend,
 )
+from bot.core.diagnose.cause import (
+    Cause,
+    DiedSaving,
+    ExitInterval,
+    Leak,
+    MissingTool,
+    NoNinja,
+    OpenFileLimit,
+    RerunElsewhere,
+    Running,
+    SharedMemory,
+    ShellReturned,
+    SignalStop,
+    SigtermOnly,
+    SilentExit,
+    Stall,
+    Upstream,
+    case_detail,
+)
 from bot.core.diagnose.ending import (
     NOT_FATAL_VALIDATION,
-    PromptEnding,
     ends_at_shell_prompt,
     ends_cut_off,
     ends_in_closed_progress_table,
@@ -69,7 +87,6 @@ from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-ex
 )
 from bot.core.nodes import node_in
 from bot.core.policy import DEFAULT_POLICY
-from bot.core.units import GIB
 
 _EVIDENCE_MAX = 6
 
@@ -182,8 +199,9 @@ def diagnose(
     during_save = False
     evidence: list[Evidence] = []
     silent: SilentExitFinding | None = None
-    prompt_ending: PromptEnding | None = None  # the shell's prompt that decided a silent exit
-    signal_stop = False  # Megatron's own stop on a SIGTERM decided a COMPLETED 0:0 job
+    # what decided the class in the branches below and the explanation states (a silent exit's
+    # reasons, the shell's prompt, Megatron's stop on a SIGTERM); else `_named_cause`'s
+    case_cause: Cause | None = None
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
@@ -227,7 +245,7 @@ def diagnose(
             # no end of training
             chosen, decided_by = prompt.class_id, HINT
             evidence = [Evidence(n, t) for n, t in prompt.lines]
-            prompt_ending = prompt
+            case_cause = ShellReturned(prompt, series.last_iteration)
         else:
             chosen = NONE_CLASS
     elif chosen is None:
@@ -235,10 +253,11 @@ def diagnose(
             catalogue, acct, series, matches, target, min_elapsed_s
         )
         decided_by = DETECTOR if silent is not None else ACCOUNTING
+        case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and _stopped_on_signal(matches, series):
             # Megatron's --exit-signal-handler saved and exited 0 on a SIGTERM (Slurm's --signal
             # warning before the limit, or scancel --signal): read as the log alone reads it
-            chosen, decided_by, silent, signal_stop = "time_limit", HINT, None, True
+            chosen, decided_by, silent, case_cause = "time_limit", HINT, None, SignalStop()
     if decided_by == ACCOUNTING and chosen in _REPORTING_RANKS_CLASSES and acct.state in (
             None, "FAILED") and (cause := remote_error_cause(matches, tail, series)):
         # NCCL's remote error: the exit code or signal is the rank's that reported a peer's
@@ -351,16 +370,9 @@ def diagnose(
         charges_budget=charges,
         hint=hint,
         title=cls.title if cls is not None else "",
-        detail=case_detail(chosen, series, leak, stall, upstream, during_save, silent,
-                           line_cause=_line_cause(chosen, matches),
-                           exit_interval=_exit_interval_iteration(chosen, primary),
-                           signal_stop=signal_stop,
-                           rerun_elsewhere=chosen == "gpu_failure" and all(
-                               _RERUN_ELSEWHERE.search(m.text) for m in primary
-                               if m.class_id == chosen),
-                           sigterm=chosen == "unknown_failure" and acct.state is None
-                           and bool(ends_in_sigterm(matches, tail, series)),
-                           prompt=prompt_ending),
+        detail=case_detail(case_cause if case_cause is not None else _named_cause(
+            chosen, series=series, leak=leak, stall=stall, upstream=upstream,
+            during_save=during_save, acct=acct, matches=matches, tail=tail)),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
@@ -512,87 +524,65 @@ def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]
     return Action(cls.action), bool(cls.retryable), bool(cls.charges_budget), cls.hint.strip()
 
 
-def case_detail(
+def _named_cause(
     class_id: str,
+    *,
     series: MetricSeries,
     leak: LeakFinding | None,
     stall: StallFinding | None,
     upstream: UpstreamCause | None,
     during_save: bool,
-    silent: SilentExitFinding | None,
-    *,
-    line_cause: dict[str, Any] | None = None,
-    prompt: PromptEnding | None = None,
-    exit_interval: int | None = None,
-    signal_stop: bool = False,
-    sigterm: bool = False,
-    rerun_elsewhere: bool = False,
-) -> dict[str, Any] | None:
-    """This case's figures that the explanation states before the catalogue's hint (the
-    templates word them: templates/_common.j2 `detail_text`); None when there are none.
-    A silent exit says what decided it: Slurm's COMPLETED 0:0 with the log's reasons
-    (`silent`), or, in a log without accounting, the shell's `prompt` after the training's
-    progress (its last iteration when the series counts them) or after start-up output only.
-    A time limit that Megatron's --exit-interval decided names the iteration it stopped at, one
-    that its stop on a SIGTERM decided in a COMPLETED 0:0 job (`signal_stop`) who may send it;
-    a failure in a log without accounting that is only torchrun's SIGTERM (`sigterm`) says
-    that the log cannot tell who sent it; a GPU fault that is only Megatron's request to rerun
-    the step on another GPU (`rerun_elsewhere`) says its verdict is still to come."""
-    if silent is not None:
-        return {"kind": "silent_exit", "reasons": silent.reasons()}
-    if prompt is not None:
-        return {"kind": "returned", "line": prompt.lines[0][0], "progress": prompt.after_progress,
-                "last_iter": series.last_iteration}
+    acct: Accounting,
+    matches: Sequence[Any],
+    tail: Sequence[tuple[int, str]],
+) -> Cause | None:
+    """The cause the explanation states for the chosen class, first found first: the finding
+    that decided it (a leak, a stall, the hang upstream of an NCCL abort), a host OOM inside a
+    save, the cause within the class that the log's lines name (`_line_cause`), in a log
+    without accounting torchrun's SIGTERM alone (who sent it the log cannot tell), a GPU fault
+    that is only Megatron's request to rerun the step elsewhere (its verdict is still to come),
+    Megatron's --exit-interval stop (its iteration), or a running job's progress."""
+    primary = [m for m in matches if m.primary and m.class_id == class_id]
     if class_id == "memory_leak" and leak is not None:
-        return {"kind": "leak", "slope_gib_per_100_iter": leak.slope_gib_per_100_iter,
-                "rss_now_gib": leak.rss_now_bytes / GIB,
-                "limit_gib": leak.limit_bytes / GIB if leak.limit_bytes else None,
-                "projected_oom_iter": leak.projected_oom_iter}
+        return Leak(leak)
     if class_id == "hang" and stall is not None:
-        return {"kind": "stall", "last_iter": stall.last_iter, "stalled_s": stall.stalled_s,
-                "threshold_s": stall.threshold_s,
-                "open_save_line": stall.open_save.start_line if stall.open_save else None}
+        return Stall(stall)
     if upstream is not None:
-        return {"kind": "upstream", "last_iter": upstream.last_iter,
-                "seconds_before_failure": upstream.seconds_before_failure}
+        return Upstream(upstream)
     if class_id == "host_oom" and during_save:  # disk_full's hint says it of any save
-        return {"kind": "saving"}
-    if line_cause is not None:
+        return DiedSaving()
+    if (line_cause := _line_cause(class_id, matches)) is not None:
         return line_cause
-    if sigterm:
-        return {"kind": "sigterm"}
-    if rerun_elsewhere:
-        return {"kind": "rerun_elsewhere"}
-    if exit_interval is not None:
-        return {"kind": "exit_interval", "iteration": exit_interval}
-    if signal_stop:
-        return {"kind": "signal_stop"}
+    if class_id == "unknown_failure" and acct.state is None and ends_in_sigterm(
+            matches, tail, series):
+        return SigtermOnly()
+    if class_id == "gpu_failure" and all(_RERUN_ELSEWHERE.search(m.text) for m in primary):
+        return RerunElsewhere()
+    if (iteration := _exit_interval_iteration(class_id, primary)) is not None:
+        return ExitInterval(iteration)
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
         util = sum(utils) / len(utils) if utils else None
-        return {"kind": "running", "last_iter": series.last_iteration,
-                "sec_per_iter": series.sec_per_iter(),
-                "low_gpu_util_pct": util if util is not None and util < _LOW_GPU_UTIL_PCT
-                else None}
+        return Running(series.last_iteration, series.sec_per_iter(),
+                       util if util is not None and util < _LOW_GPU_UTIL_PCT else None)
     return None
 
 
-def _line_cause(class_id: str, matches: Sequence[Any]) -> dict[str, Any] | None:
+def _line_cause(class_id: str, matches: Sequence[Any]) -> Cause | None:
     """The cause within the class that the log's lines name, when its fix differs from or
-    narrows the class's hint: a DataLoader worker out of open files (`fd_limit`) or of /dev/shm
-    (`shm`), a C++ extension without ninja (`no_ninja`), the compiler or CUDA tool not found
-    (`missing_tool`); None otherwise."""
+    narrows the class's hint: a DataLoader worker out of open files or of /dev/shm, a C++
+    extension without ninja, the compiler or CUDA tool not found; None otherwise."""
     texts = [m.text for m in matches]
     if class_id == "dataloader_worker_killed":
         if any(_FD_LIMIT.search(t) for t in texts):
-            return {"kind": "fd_limit"}
+            return OpenFileLimit()
         if any(_SHM.search(t) for t in texts):
-            return {"kind": "shm"}
+            return SharedMemory()
     if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
-        return {"kind": "no_ninja"}
+        return NoNinja()
     if class_id == "compiler_missing" and (tool := _missing_tool(
             [m.text for m in matches if m.primary and m.class_id == class_id])):
-        return {"kind": "missing_tool", "tool": tool}
+        return MissingTool(tool)
     return None
 
 

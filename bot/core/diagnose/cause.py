@@ -1,0 +1,175 @@
+"""The cause of one case that its explanation states before the catalogue's hint: a sum type.
+
+A diagnosis has at most one: the finding that decided it (a leak, a stall, a silent exit),
+the cause within its class that the log's lines name when its fix differs from or narrows the
+class's hint (a DataLoader worker out of open files, a missing CUDA tool), or how a planned
+stop ended the run (Megatron's --exit-interval). `bot.core.diagnose.decide` picks it;
+`case_detail` turns it into the diagnosis' `detail`, the plain data the templates word
+(templates/_common.j2 `detail_text`, `title_text`) and `trainbot diagnose --json` prints, with
+its `kind`. Pure: no file or clock access.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
+from bot.core.diagnose.ending import PromptEnding
+from bot.core.models import UpstreamCause
+from bot.core.units import GIB
+
+
+@dataclass(frozen=True)
+class SilentExit:
+    """Slurm's COMPLETED 0:0 with the log's reasons to doubt it (`silent_exit`)."""
+
+    finding: SilentExitFinding
+
+
+@dataclass(frozen=True)
+class ShellReturned:
+    """In a log without accounting, the shell's prompt came back (`returned`): after the
+    training's progress (its last iteration, when the series counts them) or start-up output."""
+
+    ending: PromptEnding
+    last_iter: int | None
+
+
+@dataclass(frozen=True)
+class Leak:
+    """Host RSS rising towards the limit (`leak`): a memory_leak."""
+
+    finding: LeakFinding
+
+
+@dataclass(frozen=True)
+class Stall:
+    """No progress for longer than the threshold (`stall`): a hang."""
+
+    finding: StallFinding
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A hang before the failure that decided the class, e.g. an NCCL abort (`upstream`)."""
+
+    cause: UpstreamCause
+
+
+@dataclass(frozen=True)
+class DiedSaving:
+    """A host OOM inside a checkpoint save (`saving`): that checkpoint is partial."""
+
+
+@dataclass(frozen=True)
+class SharedMemory:
+    """DataLoader workers out of /dev/shm, not of host RAM (`shm`)."""
+
+
+@dataclass(frozen=True)
+class OpenFileLimit:
+    """The process reached its open-file limit, errno 24 (`fd_limit`); no worker need have
+    died."""
+
+
+@dataclass(frozen=True)
+class NoNinja:
+    """torch's C++ extension loader found no ninja (`no_ninja`): an unknown failure whose fix is
+    known."""
+
+
+@dataclass(frozen=True)
+class MissingTool:
+    """The compiler or CUDA tool that compiler_missing's lines name (`missing_tool`)."""
+
+    tool: str
+
+
+@dataclass(frozen=True)
+class SigtermOnly:
+    """In a log without accounting, torchrun's SIGTERM and no other error (`sigterm`): who sent
+    it the log cannot tell."""
+
+
+@dataclass(frozen=True)
+class RerunElsewhere:
+    """Megatron's request to rerun the step on another GPU (`rerun_elsewhere`): the GPU fault's
+    verdict is still to come."""
+
+
+@dataclass(frozen=True)
+class ExitInterval:
+    """Megatron's --exit-interval stop at `iteration`, after a save (`exit_interval`)."""
+
+    iteration: int
+
+
+@dataclass(frozen=True)
+class SignalStop:
+    """Megatron's save and exit 0 on a SIGTERM, in a COMPLETED 0:0 job (`signal_stop`): who may
+    have sent it."""
+
+
+@dataclass(frozen=True)
+class Running:
+    """A running job with nothing to report (`running`): its progress and a GPU utilisation
+    below what an input-bound job shows (None when higher or unmeasured)."""
+
+    last_iter: int | None
+    sec_per_iter: float | None
+    low_gpu_util_pct: float | None
+
+
+#: The one cause a case's explanation states (None: it states the hint alone).
+Cause: TypeAlias = (
+    SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
+    | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere | ExitInterval
+    | SignalStop | Running
+)
+
+
+def case_detail(cause: Cause | None) -> dict[str, Any] | None:
+    """The cause as the diagnosis' `detail`: the figures the explanation states before the
+    catalogue's hint, with the `kind` the templates switch on; None when there is no cause."""
+    match cause:
+        case None:
+            return None
+        case SilentExit(finding):
+            return {"kind": "silent_exit", "reasons": finding.reasons()}
+        case ShellReturned(ending, last_iter):
+            return {"kind": "returned", "line": ending.lines[0][0],
+                    "progress": ending.after_progress, "last_iter": last_iter}
+        case Leak(leak):
+            return {"kind": "leak", "slope_gib_per_100_iter": leak.slope_gib_per_100_iter,
+                    "rss_now_gib": leak.rss_now_bytes / GIB,
+                    "limit_gib": leak.limit_bytes / GIB if leak.limit_bytes else None,
+                    "projected_oom_iter": leak.projected_oom_iter}
+        case Stall(stall):
+            return {"kind": "stall", "last_iter": stall.last_iter, "stalled_s": stall.stalled_s,
+                    "threshold_s": stall.threshold_s,
+                    "open_save_line": stall.open_save.start_line if stall.open_save else None}
+        case Upstream(upstream):
+            return {"kind": "upstream", "last_iter": upstream.last_iter,
+                    "seconds_before_failure": upstream.seconds_before_failure}
+        case DiedSaving():
+            return {"kind": "saving"}
+        case SharedMemory():
+            return {"kind": "shm"}
+        case OpenFileLimit():
+            return {"kind": "fd_limit"}
+        case NoNinja():
+            return {"kind": "no_ninja"}
+        case MissingTool(tool):
+            return {"kind": "missing_tool", "tool": tool}
+        case SigtermOnly():
+            return {"kind": "sigterm"}
+        case RerunElsewhere():
+            return {"kind": "rerun_elsewhere"}
+        case ExitInterval(iteration):
+            return {"kind": "exit_interval", "iteration": iteration}
+        case SignalStop():
+            return {"kind": "signal_stop"}
+        case Running(last_iter, sec_per_iter, low_gpu_util_pct):
+            return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
+                    "low_gpu_util_pct": low_gpu_util_pct}
