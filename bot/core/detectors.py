@@ -1,5 +1,6 @@
-"""Detectors over a log's metric series and Slurm accounting: stall, leak trend,
-checkpoint-phase OOM, silent exit, and whether a completion marker ends the log.
+"""Detectors over a log's metric series and Slurm accounting: stall, leak trend, a checkpoint
+save broken by a host OOM or a full disk, silent exit, and whether a completion marker ends the
+log.
 
 Pure: callers pass `now` (log time or wall time, on the same clock as the samples).
 """
@@ -52,8 +53,9 @@ class LeakFinding:
 
 
 @dataclass(frozen=True)
-class CheckpointOomFinding:
-    """An OOM that fell inside a checkpoint save (or after a save start with no end)."""
+class BrokenSaveFinding:
+    """A failure that breaks a save (a host OOM, a full disk) inside a checkpoint save, or
+    after a save start with no end: that checkpoint is partial."""
 
     save: SaveWindow
     open: bool
@@ -281,31 +283,31 @@ def _inside(line_no: int, starts: list[int], ends: list[float]) -> bool:
     return k >= 0 and line_no <= ends[k]
 
 
-def detect_checkpoint_oom(
+def detect_broken_save(
     series: MetricSeries,
-    oom_line: int | None = None,
+    failed_line: int | None = None,
     *,
-    oom_time: float | None = None,
-) -> CheckpointOomFinding | None:
-    """Was the OOM (at `oom_line`, else `oom_time`, else the end of the log) inside a save?
-
-    Inside: between a save's start and end lines (or times), or after the last save start
-    when that save never logged its end.
+    failed_time: float | None = None,
+) -> BrokenSaveFinding | None:
+    """Did the failure (at `failed_line`, else `failed_time`, else the end of the log) break a
+    checkpoint save? The diagnosis asks it of the failures that leave the save they interrupt
+    partial: a host OOM, a full disk. It broke one it fell inside: between the save's start and
+    end lines (or times), or after the last save start when that save never logged its end.
     """
-    if oom_line is None and oom_time is None:
-        oom_line = series.lines_seen + 1
+    if failed_line is None and failed_time is None:
+        failed_line = series.lines_seen + 1
     for w in reversed(series.save_windows()):
-        if oom_line is not None:
-            if w.start_line > oom_line:
+        if failed_line is not None:
+            if w.start_line > failed_line:
                 continue
-            if w.end_line is None or w.end_line >= oom_line:
-                return CheckpointOomFinding(w, open=w.end_line is None)
+            if w.end_line is None or w.end_line >= failed_line:
+                return BrokenSaveFinding(w, open=w.end_line is None)
             return None
-        assert oom_time is not None  # one of the two is given (or oom_line set above)
-        if w.start_time is None or w.start_time > oom_time:
+        assert failed_time is not None  # one of the two is given (or failed_line set above)
+        if w.start_time is None or w.start_time > failed_time:
             continue
-        if w.end_time is None or w.end_time >= oom_time:
-            return CheckpointOomFinding(w, open=w.end_line is None)
+        if w.end_time is None or w.end_time >= failed_time:
+            return BrokenSaveFinding(w, open=w.end_line is None)
         return None
     return None
 

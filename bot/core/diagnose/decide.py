@@ -31,7 +31,7 @@ from bot.core.detectors import (
     LeakFinding,
     SilentExitFinding,
     StallFinding,
-    detect_checkpoint_oom,
+    detect_broken_save,
     detect_leak,
     detect_silent_exit,
     detect_stall,
@@ -297,7 +297,7 @@ def diagnose(
     if chosen in _SAVE_BREAKING_CLASSES:
         # a host OOM or a full disk inside a save: the checkpoint it was writing is partial
         failed_at = [m.line_no for m in primary if m.class_id == chosen]
-        finding = detect_checkpoint_oom(series, failed_at[0] if failed_at else None)
+        finding = detect_broken_save(series, failed_at[0] if failed_at else None)
         if finding is not None:
             during_save = True
             evidence.append(Evidence(finding.save.start_line, finding.save.start_text))

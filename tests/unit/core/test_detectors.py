@@ -8,7 +8,7 @@ import pytest
 
 from bot.core.catalogue import Match
 from bot.core.detectors import (
-    detect_checkpoint_oom,
+    detect_broken_save,
     detect_leak,
     detect_silent_exit,
     detect_stall,
@@ -185,21 +185,21 @@ def save_series(with_end: bool) -> MetricSeries:
     return series
 
 
-def test_oom_after_a_save_start_with_no_end_is_during_the_save():
+def test_a_failure_after_a_save_start_with_no_end_broke_the_save():
     series = save_series(with_end=False)
-    finding = detect_checkpoint_oom(series, 5)
+    finding = detect_broken_save(series, 5)
     assert finding is not None and finding.open
     assert finding.save.iteration == 1000 and finding.save.start_line == 2
-    assert detect_checkpoint_oom(series) is not None  # no OOM line: end of the log
+    assert detect_broken_save(series) is not None  # no failure line: end of the log
 
 
-def test_oom_after_a_finished_save_is_not_during_the_save():
+def test_a_failure_after_a_finished_save_broke_no_save():
     series = save_series(with_end=True)
-    assert detect_checkpoint_oom(series, 6) is None
-    assert detect_checkpoint_oom(series, 1) is None
+    assert detect_broken_save(series, 6) is None
+    assert detect_broken_save(series, 1) is None
 
 
-def test_oom_inside_a_save_window_by_time():
+def test_a_failure_inside_a_save_window_by_time_broke_the_save():
     series = MetricSeries()
     series.feed_lines([
         "2025-05-12 11:15:03 Saving checkpoint at iteration 1000",
@@ -207,8 +207,8 @@ def test_oom_inside_a_save_window_by_time():
     ])
     inside = float(calendar.timegm((2025, 5, 12, 11, 15, 30)))
     after = float(calendar.timegm((2025, 5, 12, 11, 20, 0)))
-    assert detect_checkpoint_oom(series, oom_time=inside) is not None
-    assert detect_checkpoint_oom(series, oom_time=after) is None
+    assert detect_broken_save(series, failed_time=inside) is not None
+    assert detect_broken_save(series, failed_time=after) is None
 
 
 # --- silent exit --------------------------------------------------------------------------
