@@ -282,7 +282,9 @@ def is_start_up_bar(message: str) -> bool:
     output, which shows no training progress and reaches no target. `message` is a line's
     message (`clean_line`). Training's own bars (`Epoch 3:  45%|`, `Training:`, Hugging Face
     Trainer's unlabelled `  5%|▌  | 50/1000`) are not."""
-    return "%" in message and _START_UP_BAR.match(message) is not None
+    # It runs on every line the parser reads: two substring tests leave the regex the lines
+    # that may be bars (a key=value line's `gpu_util=93%` has no `|`).
+    return "%" in message and "|" in message and _START_UP_BAR.match(message) is not None
 
 
 class LineParser:
