@@ -339,10 +339,12 @@ def detect_silent_exit(
     class), no iteration was reached, the last iteration is below the target, or the job
     ran for less than `min_elapsed_s` without showing that the work was done. A completion
     marker (a `completed` match) with no training progress after it (`ends_in_completion`)
-    stands in for iterations the log format did not show; a run that reached its target or
-    ended in such a marker may be short (a resume with little left). A marker that training
-    followed is no evidence of the end: the progress after it is judged as if it were not
-    there."""
+    is the framework's own word that training finished: it stands in for iterations the log
+    format did not show, and a run that ended in one short of its target stopped early by
+    design (early stopping, a lowered max_steps), as the log alone reads it; a run that
+    reached its target or ended in such a marker may be short (a resume with little left).
+    A marker that training followed is no evidence of the end: the progress after it is
+    judged as if it were not there."""
     if accounting.state != "COMPLETED" or accounting.exit_code not in (0, None):
         return None
     if accounting.signal not in (0, None):
@@ -362,7 +364,7 @@ def detect_silent_exit(
         failure_text=first.text.strip() if first is not None else "",
         short_elapsed_s=accounting.elapsed_s if short else None,
         no_iteration=last_iter is None and not marker,
-        stopped_at=((last_iter, target_iter) if last_iter is not None and target_iter is not None
-                    and last_iter < target_iter else None),
+        stopped_at=((last_iter, target_iter) if not marker and last_iter is not None
+                    and target_iter is not None and last_iter < target_iter else None),
     )
     return finding if finding.reasons() else None

@@ -96,7 +96,8 @@ class Diagnosis:
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
     before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit
     | returned | shm | fd_limit | no_ninja | missing_tool | exit_interval | sigterm
-    | rerun_elsewhere | signal_stop (bot.core.diagnose.cause.case_detail), or None."""
+    | rerun_elsewhere | signal_stop | ended_early (bot.core.diagnose.cause.case_detail), or
+    None."""
 
     class_id: str
     action: Action

@@ -112,6 +112,16 @@ class SignalStop:
 
 
 @dataclass(frozen=True)
+class EndedEarly:
+    """A completed run that ended at `last_iter`, short of the recipe's `target_iter`
+    (`ended_early`): the framework's completion line after early stopping or a lowered
+    max_steps."""
+
+    last_iter: int
+    target_iter: int
+
+
+@dataclass(frozen=True)
 class Running:
     """A running job with nothing to report (`running`): its progress and a GPU utilisation
     below what an input-bound job shows (None when higher or unmeasured)."""
@@ -125,7 +135,7 @@ class Running:
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
     | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere | ExitInterval
-    | SignalStop | Running
+    | SignalStop | EndedEarly | Running
 )
 
 
@@ -170,6 +180,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "exit_interval", "iteration": iteration}
         case SignalStop():
             return {"kind": "signal_stop"}
+        case EndedEarly(last_iter, target_iter):
+            return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

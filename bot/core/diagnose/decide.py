@@ -41,6 +41,7 @@ from bot.core.detectors import (
 from bot.core.diagnose.cause import (
     Cause,
     DiedSaving,
+    EndedEarly,
     ExitInterval,
     Leak,
     MissingTool,
@@ -252,7 +253,9 @@ def diagnose(
         chosen, silent = _settle_finished(
             catalogue, acct, series, matches, target, min_elapsed_s
         )
-        decided_by = DETECTOR if silent is not None else ACCOUNTING
+        # the framework's own completion line at the end decides as it does in the log alone
+        decided_by = DETECTOR if silent is not None else (
+            SIGNATURE if ends_in_completion(primary, series) else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and _stopped_on_signal(matches, series):
             # Megatron's --exit-signal-handler saved and exited 0 on a SIGTERM (Slurm's --signal
@@ -372,7 +375,7 @@ def diagnose(
         title=cls.title if cls is not None else "",
         detail=case_detail(case_cause if case_cause is not None else _named_cause(
             chosen, series=series, leak=leak, stall=stall, upstream=upstream,
-            during_save=during_save, acct=acct, matches=matches, tail=tail)),
+            during_save=during_save, acct=acct, matches=matches, tail=tail, target=target)),
         translations=dict(getattr(cls, "translations", None) or {}),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
@@ -535,13 +538,15 @@ def _named_cause(
     acct: Accounting,
     matches: Sequence[Any],
     tail: Sequence[tuple[int, str]],
+    target: int | None,
 ) -> Cause | None:
     """The cause the explanation states for the chosen class, first found first: the finding
     that decided it (a leak, a stall, the hang upstream of an NCCL abort), a host OOM inside a
     save, the cause within the class that the log's lines name (`_line_cause`), in a log
     without accounting torchrun's SIGTERM alone (who sent it the log cannot tell), a GPU fault
     that is only Megatron's request to rerun the step elsewhere (its verdict is still to come),
-    Megatron's --exit-interval stop (its iteration), or a running job's progress."""
+    Megatron's --exit-interval stop (its iteration), a completed run's end short of its target
+    (early stopping, a lowered max_steps), or a running job's progress."""
     primary = [m for m in matches if m.primary and m.class_id == class_id]
     if class_id == "memory_leak" and leak is not None:
         return Leak(leak)
@@ -560,6 +565,9 @@ def _named_cause(
         return RerunElsewhere()
     if (iteration := _exit_interval_iteration(class_id, primary)) is not None:
         return ExitInterval(iteration)
+    last = series.last_iteration
+    if class_id == "completed" and last is not None and target and last < target:
+        return EndedEarly(last, target)
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
         util = sum(utils) / len(utils) if utils else None

@@ -1554,10 +1554,39 @@ def test_a_completion_marker_followed_by_training_is_no_evidence_of_the_end_for_
         {"kind": "stopped", "last_iter": 20, "target_iter": 8000}]}
     assert explain(d).startswith(
         "COMPLETED 0:0, but it ran for only 20 s; it stopped at iteration 20 of 8000.")
-    # ... a marker that ends the log still stands for the work done in a short run
+    # ... a marker that ends the log still stands for the work done in a short run, and for
+    # its end short of the target (test_a_completion_marker_that_ends_the_log_short_of_...)
     ended = _diagnose_text(catalogue, text + "Training completed\n", short)
-    assert ended.detail == {"kind": "silent_exit", "reasons": [
-        {"kind": "stopped", "last_iter": 20, "target_iter": 8000}]}
+    assert (ended.class_id, ended.decided_by) == ("completed", "signature")
+
+
+@pytest.mark.parametrize("marker", [
+    # Lightning's end of fit (its EarlyStopping, or max_steps lower than the recipe's target)
+    "`Trainer.fit` stopped: `max_steps=30` reached.",
+    # Hugging Face Trainer's end of its training loop (EarlyStoppingCallback stops it too)
+    "Training completed. Do not forget to share your model on huggingface.co/models =)",
+])
+@pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0,
+                                                   elapsed_s=900)])
+def test_a_completion_marker_that_ends_the_log_short_of_the_target_is_completed(
+        catalogue, marker, acct):
+    """The framework's own word that training finished, with nothing trained after it, is the
+    end with and without Slurm's COMPLETED 0:0, even short of the recipe's target (early
+    stopping is legitimate); the explanation says where it ended."""
+    text = "".join(f"[2025-03-02 10:00:0{i}] iter {n}/8000 loss 1.2\n"
+                   for i, n in enumerate((10, 20, 30))) + marker + "\n"
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert d.detail == {"kind": "ended_early", "last_iter": 30, "target_iter": 8000}
+    assert explain(d).startswith("Training ended at iteration 30 of 8,000, before the recipe's "
+                                 "target: early stopping, or a max_steps / max_epochs lower")
+    assert "iteration 30에서 끝났습니다" in explain(d, "ko")
+    # a launcher that exits 0 with no such marker stays a silent exit
+    if acct is not None:
+        d = _diagnose_text(catalogue, text.replace(marker + "\n", ""), acct)
+        assert d.class_id == "silent_exit"
+        assert d.detail == {"kind": "silent_exit", "reasons": [
+            {"kind": "stopped", "last_iter": 30, "target_iter": 8000}]}
 
 
 @pytest.mark.parametrize(("line", "class_id"), [
