@@ -25,10 +25,12 @@ Retry budget: an approved resubmit (plain, --mem, or cancel and resume) is charg
 chain's retry ledger (`chains.retries_used`) exactly when the watcher's automatic resubmit of
 the same failure would be: when the failure's class charges the budget
 (`Diagnosis.charges_budget`, the catalogue's `charges_budget`; `preempted` and `node_failure`
-do not), and while the chain has budget left (past it, a person's approval is what lets the
-run go on). It is charged once, with the attempt's record after the job was submitted, inside
-the claimed click (a double click or a Slack retry never reaches it). Proposals themselves are
-never charged. An approved resubmit re-opens a chain the policy had stopped.
+do not) and it is no time-limit chunk that saved a newer checkpoint (the watcher's proposal
+records `charged: false`: bot.core.policy.chunks), and while the chain has budget left (past
+it, a person's approval is what lets the run go on). It is charged once, with the attempt's
+record after the job was submitted, inside the claimed click (a double click or a Slack retry
+never reaches it). Proposals themselves are never charged. An approved resubmit re-opens a
+chain the policy had stopped.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
 from bot.core.arrays import task_retries_used
-from bot.core.policy import approval_charged
+from bot.core.policy import Decision, approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
@@ -433,14 +435,26 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
         if incident.job_id != job or not (incident.class_id == class_id if class_id
                                           else incident.diagnosis.get("kind") == "incident"):
             continue
-        flag = (incident.diagnosis.get("diagnosis") or {}).get("charges_budget")
-        if isinstance(flag, bool):
+        flag = _recorded_charge(incident.diagnosis)
+        if flag is not None:
             recorded = flag  # the latest recorded one wins
     if class_id is None:
         attempt = ctx.store.attempts.get_by_job(job, approval.payload.get("cluster"))
         class_id = attempt.cause if attempt is not None else None
     return approval_charged(budget_spent=spent, recorded=recorded, class_id=class_id,
                             catalogue=ctx.catalogue)
+
+
+def _recorded_charge(stored: dict[str, Any]) -> bool | None:
+    """Whether the watcher charged what it recorded (an incident's stored payload): a resubmit
+    it decided says so itself (`Decision.charged`: a time-limit chunk that saved a newer
+    checkpoint is not charged), any other incident by its diagnosis' `charges_budget`."""
+    if isinstance(stored.get("decision"), dict):
+        decision = Decision.from_json(stored["decision"])
+        if decision.resubmits:
+            return decision.charged
+    flag = (stored.get("diagnosis") or {}).get("charges_budget")
+    return flag if isinstance(flag, bool) else None
 
 
 def _stalled_at(ctx: BotContext, approval: Approval, attempt: Attempt | None) -> int | None:

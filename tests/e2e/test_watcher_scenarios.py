@@ -10,11 +10,13 @@ second until every story has resolved (bounded):
     from iteration 20 (the partial iter_000000040 is never offered);
 (b) `timelimit`: `--time=1` on an `auto_resubmit: true` recipe: TIMEOUT after ~65-95 s ->
     resubmitted automatically from the last complete checkpoint; the thread shows the
-    resolution; the budget is charged once;
-(c) `budget`: retry_budget 1. Attempt 1 dies of an NCCL watchdog abort at iter 30 (retryable,
-    resubmitted automatically and charged); attempt 2 trains on past it and hits its
-    `--time=1` limit (retryable too) -> "retry budget exhausted", a person is asked, no third
-    job. The second failure made progress, so only the budget stops the chain;
+    resolution; the chunk saved newer checkpoints than it started from (none), so its
+    resubmit does not charge the budget;
+(c) `budget`: retry_budget 1, no checkpoints saved. Attempt 1 dies of an NCCL watchdog abort
+    at iter 30 (retryable, resubmitted automatically from scratch and charged); attempt 2
+    trains on past it and hits its `--time=1` limit (retryable too, and charged: it saved no
+    checkpoint) -> "retry budget exhausted", a person is asked, no third job. The second
+    failure went further, so only the budget stops the chain;
 (d) `noprogress`: the NCCL abort at iter 30 on every run (`--stall-every-run`): attempt 2
     resumes from 20 and dies at 30 again -> no progress, the chain stops and asks a human.
 
@@ -150,7 +152,8 @@ def _recipes(jobs: DemoJobs, tag: str) -> dict[str, dict[str, Any]]:
                                           "--sec-per-iter", "0.5", "--save-every", "20",
                                           "--log-every", "2"],
                             time_limit="1", auto_resubmit=True, retry_budget=3),
-        "budget": recipe("budget", nccl, time_limit="1", auto_resubmit=True, retry_budget=1),
+        "budget": recipe("budget", [*nccl, "--save-every", "0"], time_limit="1",
+                         auto_resubmit=True, retry_budget=1),
         "noprogress": recipe("noprogress", [*nccl, "--stall-every-run"], auto_resubmit=True,
                              retry_budget=3),
     }
@@ -310,7 +313,8 @@ def test_a_time_limit_is_resumed_automatically_from_the_last_complete_checkpoint
     assert second.start_iter <= first.last_iter, why
     ck = story.jobs.path("ckpt", "timelimit", f"iter_{second.start_iter:09d}")
     assert ".metadata" in story.jobs.listdir(ck), f"{ck} is not complete\n{why}"
-    assert story.store.chains.get(story.chains["timelimit"]).retries_used == 1, why
+    # a chunk that saved a newer checkpoint: resubmitted without charging the budget
+    assert story.store.chains.get(story.chains["timelimit"]).retries_used == 0, why
 
     texts = story.texts("timelimit")
     assert sum("time_limit" in t for t in texts) == 1, why
@@ -318,12 +322,14 @@ def test_a_time_limit_is_resumed_automatically_from_the_last_complete_checkpoint
                   f"{second.start_iter}" in t and first.job_id in t]
     assert resolution, f"no resolution naming both jobs and iteration {second.start_iter}\n{why}"
     assert any(f"resubmitted automatically as {second.job_id}" in t for t in texts), why
-    # The thread's root, from the first rewrite that lists the resumed job, counts its retry.
+    # The thread's root, from the first rewrite that lists the resumed job, counts no retry.
     thread_ts = story.store.chains.get(story.chains["timelimit"]).thread_ts
     roots = [_message_text(r.json or r.params) for r in story.slack.ok_calls("chat.update")
              if (r.json or r.params).get("ts") == thread_ts]
     listing = [t for t in roots if second.job_id in t]
-    assert listing and all("retries 1 of 3" in t for t in listing), (roots, why)
+    assert listing and all("retries 0 of 3" in t for t in listing), (roots, why)
+    assert any("chunk ended at the time limit after saving iter" in t
+               and "retries not charged" in t for t in texts), why
 
 
 def test_an_exhausted_budget_stops_the_chain_and_asks_a_person(story: Story) -> None:

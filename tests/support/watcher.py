@@ -74,10 +74,12 @@ def stalled_thread(ctx: BotContext, slurm: FakeSlurm) -> tuple[Chain, FakeSFTP, 
 
 
 def timed_out(env: WatchEnv, resubmit: FakeResubmit, **policy: Any) -> tuple[Watcher, Chain]:
-    """Job 88300 of an `auto` recipe hit its time limit at T0 + 1300 after 300 log lines; a
+    """Job 88300 of an `auto` recipe, resumed from iteration 1200, hit its time limit at
+    T0 + 1300 after 300 log lines without saving a newer checkpoint (a retry, charged); a
     watcher that may resubmit it (from iteration 1200) through `resubmit`."""
     store, slurm, sftp, sink = env
     chain = add_job(store, 88300, recipe="auto")
+    store.attempts.update(store.attempts.get_by_job("88300").id, start_iter=1200)
     sftp.append(LOG, b"".join(story_lines()[:300]))
     slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
                                      stdout_path=LOG, start_time=T0, end_time=T0 + 1300)

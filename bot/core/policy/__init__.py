@@ -13,6 +13,11 @@ Rules (docs/failures.md, docs/incidents.md):
 - STOP classes (cuda_oom, compiler_missing, nan_loss, silent_exit) never resubmit.
 - Budget (default 3 charged resubmits per chain); `preempted` / `node_failure` carry
   `charges_budget: false` in the catalogue and are not charged. Exhausted -> stop, ask a human.
+- Time-limit chunks (`chunks`): a time_limit (Slurm's TIMEOUT, Megatron's --exit-interval /
+  --exit-duration-in-mins stop) whose attempt left a newer complete checkpoint than the one it
+  resumed from is the run going on: resubmitted as any time limit, but not charged. One that
+  left none newer is charged, so a run timing out before its first save stops at its budget;
+  the stop at the target iteration is `completed`, never one more chunk.
 - No progress: a retry whose last iteration is not above the previous attempt's stops the
   chain and asks a human (only for charged classes: a preemption is not the job's fault).
 - Running jobs: early warnings (`early_warnings`): leak projection once per chain unless it
@@ -28,9 +33,9 @@ says the same in English for the log and the store.
 Modules: `decision` (Decision, its kinds and offers), `chain` (the chain history read: which
 attempt rows it is, when a chain of side-by-side jobs has ended, what a progress write
 changes in a row), `params` (PolicyParams and their defaults), `retry` (`decide`, the
-budget, the backoff), `memory` (the --mem arithmetic after a host OOM and a leak), `early`
-(early warnings for a running job), `held` (admin-held jobs). Callers import the names
-below from this package.
+budget, the backoff), `chunks` (a time-limit chunk's progress), `memory` (the --mem
+arithmetic after a host OOM and a leak), `early` (early warnings for a running job), `held`
+(admin-held jobs). Callers import the names below from this package.
 """
 
 from bot.core.policy.chain import (
@@ -44,6 +49,7 @@ from bot.core.policy.chain import (
     run_history,
     task_history,
 )
+from bot.core.policy.chunks import TIME_LIMIT_CLASSES, ChunkProgress, chunk_progress
 from bot.core.policy.decision import (
     OFFER_CANCEL_RESUME,
     OFFER_DISMISS,
@@ -65,9 +71,11 @@ __all__ = [
     "OFFER_RESUBMIT",
     "OFFER_RESUBMIT_MEM",
     "RUNNING_CLASSES",
+    "TIME_LIMIT_CLASSES",
     "AttemptFacts",
     "AttemptRow",
     "ChainHistory",
+    "ChunkProgress",
     "CpuEvidence",
     "Decision",
     "DecisionKind",
@@ -78,6 +86,7 @@ __all__ = [
     "approval_charged",
     "attempt_progress",
     "backoff_delay",
+    "chunk_progress",
     "decide",
     "early_warnings",
     "held_report",

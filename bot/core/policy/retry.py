@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.core.models import HINT, MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
 from bot.core.policy.chain import ChainHistory
+from bot.core.policy.chunks import ChunkProgress, chunk_progress
 from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
@@ -30,9 +31,10 @@ RUNNING_CLASSES = frozenset({"none", "hang", "memory_leak"})
 def approval_charged(*, budget_spent: bool, recorded: bool | None, class_id: str | None,
                      catalogue: Catalogue) -> bool:
     """Does a resubmit a person approved spend one of its chain's retries? Exactly when the
-    automatic resubmit of the same failure would (`decide`: the diagnosis' `charges_budget`):
-    what the watcher `recorded` for it, else the catalogue's class `class_id`; a failure of
-    unknown class charges (like unknown_failure). A chain whose budget is spent is not
+    automatic resubmit of the same failure would (`decide`: the diagnosis' `charges_budget`,
+    never a time-limit chunk that saved a newer checkpoint): what the watcher `recorded` for
+    it, else the catalogue's class `class_id`; a failure of unknown class charges (like
+    unknown_failure). A chain whose budget is spent is not
     charged further: only a person's approval lets it go on, and the ledger stays at its
     budget ("3 of 3"), never "4 of 3"."""
     if budget_spent:
@@ -61,7 +63,9 @@ def decide(
     """The decision for one diagnosed job.
 
     `checkpoint_iter` is the iteration of the latest COMPLETE checkpoint (None: start from
-    scratch); `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal;
+    scratch); a time-limit chunk that advanced it past the checkpoint it resumed from (the
+    last attempt's `start_iter`) is resubmitted without charging the budget (`chunk_progress`);
+    `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal;
     after a steady leak (`leak_remedy`) the --mem is what finishes the run, or none when no
     memory can (`worker_rss` / `trainer_rss` from the sampler name what grows).
     A running job's diagnosis (none / hang / memory_leak) returns the first early warning.
@@ -99,7 +103,8 @@ def decide(
         return Decision(DecisionKind.NONE, f"{cid}: nothing to do", cid,
                         facts={"why": "nothing_to_do"})
 
-    charged = bool(diagnosis.charges_budget)
+    chunk = chunk_progress(cid, chain_history, checkpoint_iter)
+    charged = bool(diagnosis.charges_budget) and chunk is None
     # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)
     node = {"exclude": diagnosis.node} if diagnosis.node else {}
     if charged and chain_history.retries_used >= p.retry_budget:
@@ -136,13 +141,20 @@ def decide(
                    "budget": p.retry_budget, **node}
     if node:
         where += f" on another node (--exclude={diagnosis.node})"
+    resubmitting = f"{cid} is retryable: resubmitting {where} ({budget_text})"
+    proposing = f"{cid} is retryable: proposing to resubmit {where} ({budget_text})"
+    if chunk is not None:  # the run goes on: said as the chunk's progress
+        retry_facts = {"why": "chunk_progress", "from_iter": chunk.from_iter,
+                       "to_iter": chunk.to_iter, **node}
+        resubmitting = f"{_chunk_text(chunk, lost)}: resubmitting; retries not charged"
+        proposing = f"{_chunk_text(chunk, lost)}: proposing to resubmit; retries not charged"
     if diagnosis.action == Action.RESUBMIT:
         # a class named only by how the log ends (no decisive line, no accounting) is offered,
         # never resubmitted by itself: a person looks closer first
         if p.auto_resubmit and diagnosis.retryable and diagnosis.decided_by != HINT:
             return Decision(
                 DecisionKind.RESUBMIT_NOW,
-                f"{cid} is retryable: resubmitting {where} ({budget_text})",
+                resubmitting,
                 charged=charged,
                 not_before=not_before,
                 facts=retry_facts,
@@ -150,7 +162,7 @@ def decide(
             )
         return Decision(
             DecisionKind.PROPOSE_RESUBMIT,
-            f"{cid} is retryable: proposing to resubmit {where} ({budget_text})",
+            proposing,
             charged=charged,
             not_before=not_before,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
@@ -210,6 +222,15 @@ def _no_progress_text(facts: Mapping[str, Any]) -> str:
         return "this attempt logged no iteration"
     return (f"job {facts['job']} stopped at iteration {facts['last_iter']}, "
             f"previous attempt {facts['prev_job']} reached {facts['prev_iter']}")
+
+
+def _chunk_text(chunk: ChunkProgress, lost: int | None) -> str:
+    """The chunk's progress in words: `chunk ended at the time limit after saving iter 4,000
+    (from 2,000)`."""
+    start = f"from {chunk.from_iter:,}" if chunk.from_iter is not None else "from scratch"
+    since = f"; {lost:,} iterations since lost" if lost else ""
+    return (f"chunk ended at the time limit after saving iter {chunk.to_iter:,} "
+            f"({start}{since})")
 
 
 def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None:

@@ -13,6 +13,8 @@ import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.core.catalogue import Catalogue
+from bot.core.models import Diagnosis, DiagnosisMetrics
+from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
 from bot.services import ServiceError
 from bot.services.approvals import charges_budget, handle_click
 from bot.services.ports import BotContext
@@ -168,6 +170,33 @@ def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
                                    now=T0, summary="preempted").token
     assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", T0 + 1).status == "done"
     assert store.chains.get(chain.id).retries_used == 0
+
+
+@pytest.mark.parametrize(("checkpoint", "retries"), [(4000, 0), (2000, 1)],
+                         ids=["chunk saved a newer checkpoint", "chunk saved none"])
+def test_an_approved_time_limit_chunk_is_charged_only_without_progress(
+    store: Store, checkpoint: int, retries: int,
+) -> None:
+    ctx = make_context(store, FakeSlurm())
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0, start_iter=2000)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    cls = Catalogue.load().get("time_limit")
+    d = Diagnosis(class_id="time_limit", action=cls.action, retryable=True,
+                  charges_budget=cls.charges_budget, hint=cls.hint,
+                  metrics=DiagnosisMetrics(last_iter=4000))
+    history = ChainHistory(attempts=(AttemptFacts("88154", 1, start_iter=2000),))
+    decision = decide(d, history, PolicyParams(), T0, checkpoint_iter=checkpoint)
+    assert decision.kind == DecisionKind.PROPOSE_RESUBMIT  # the recipe resubmits on approval
+    # as the watcher records a finished job (bot.services.watch.tick.Watcher._finished)
+    store.incidents.record("dev:88154:final", class_id="time_limit", now=T0, chain_id=chain.id,
+                           job_id="88154", state="posted",
+                           diagnosis={"kind": "incident", "diagnosis": d.to_json(),
+                                      "decision": decision.to_json()})
+    token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                   now=T0, summary="time limit").token
+    assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", T0 + 1).status == "done"
+    assert store.chains.get(chain.id).retries_used == retries
 
 
 def test_without_a_recorded_incident_the_catalogue_class_of_the_cause_decides(

@@ -153,6 +153,31 @@ def test_other_decisions_read_in_korean_with_their_figures(store, class_id, stat
         f"<@U0OWNER> 작업 88154 {state}: {class_id} — {korean}"
 
 
+@pytest.mark.parametrize(("policy", "last_iter", "english", "korean"), [
+    (PolicyParams(auto_resubmit=True), 4000,
+     "chunk ended at the time limit after saving iter 4,000 (from 2,000): resubmitting; "
+     "retries not charged",
+     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iter 2,000부터): "
+     "자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다"),
+    (MANUAL, 4300,
+     "chunk ended at the time limit after saving iter 4,000 (from 2,000; 300 iterations since "
+     "lost): proposing to resubmit; retries not charged",
+     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iter 2,000부터, "
+     "그 뒤 잃은 작업 300 iter): 재제출을 제안합니다. 진행이 있었으므로 재시도 한도에 포함되지 "
+     "않습니다"),
+])
+def test_a_time_limit_chunk_that_saved_a_newer_checkpoint_says_it_is_not_charged(
+        store, policy, last_iter, english, korean):
+    d = diag("time_limit", last_iter=last_iter)
+    chain = ChainHistory(attempts=(AttemptFacts("88154", 1, start_iter=2000),), retries_used=3)
+    dec = decide(d, chain, policy, T0, checkpoint_iter=4000,
+                 accounting=replace(FAILED, state="TIMEOUT"))
+    assert heads(store, "en", d, dec, "TIMEOUT") == \
+        f"<@U0OWNER> job 88154 TIMEOUT: time_limit — {english}"
+    assert heads(store, "ko", d, dec, "TIMEOUT") == \
+        f"<@U0OWNER> 작업 88154 TIMEOUT: time_limit — {korean}"
+
+
 def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
     d = diag("cuda_oom")
     dec = decide(d, history(3400), MANUAL, T0, checkpoint_iter=3000, accounting=FAILED)
@@ -317,9 +342,11 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
     w.tick(T0 + 1310)
     w.tick(T0 + 1380)
     said = replies(ctx)
-    assert said[0].startswith("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — time_limit은(는) "
-                              "재시도할 수 있는 실패입니다: iter 3000부터 재개해 자동으로 "
-                              "재제출합니다")
+    # from scratch to a checkpoint at 3000: a time-limit chunk that made progress
+    assert said[0] == ("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 "
+                       "그 전에 iter 3,000 체크포인트를 저장했습니다 (처음부터, 그 뒤 잃은 작업 "
+                       "470 iter): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 "
+                       "않습니다")
     assert said[-1] == "작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 (iter 3000부터 재개)"
 
 

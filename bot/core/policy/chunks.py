@@ -1,0 +1,43 @@
+"""Time-limit chunks: a run split into wall-clock chunks (Megatron's --exit-interval or
+--exit-duration-in-mins, or a job that reaches Slurm's --time on purpose and resumes) ends each
+chunk as `time_limit`. A chunk that saved a newer complete checkpoint than the one it resumed
+from made progress: its resubmit is the run going on, not a retry, and spends no retry
+(`chunk_progress`). One that saved none charges as any time limit does, so a run that times
+out before its first save still stops at its budget. The run's end is no chunk: a stop at or
+past its target iteration is diagnosed `completed`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.core.policy.chain import ChainHistory
+
+#: Classes that end a chunk at its time limit: Slurm's TIMEOUT, or the training framework's
+#: own planned stop before it (Megatron's `[exiting program at iteration N]`).
+TIME_LIMIT_CLASSES = frozenset({"time_limit"})
+
+
+@dataclass(frozen=True)
+class ChunkProgress:
+    """A time-limit chunk that advanced the run: it resumed from the checkpoint at
+    `from_iter` (None: from scratch) and ended with the newest complete one at `to_iter`."""
+
+    from_iter: int | None
+    to_iter: int
+
+
+def chunk_progress(class_id: str, history: ChainHistory,
+                   checkpoint_iter: int | None) -> ChunkProgress | None:
+    """The progress of the attempt being decided (the last of `history`, its `start_iter` the
+    checkpoint it resumed from) when it ended at its time limit and the newest complete
+    checkpoint, `checkpoint_iter`, is past that one; None otherwise (another class, no
+    checkpoint, or none newer than its start: less than one checkpoint of progress)."""
+    if class_id not in TIME_LIMIT_CLASSES or checkpoint_iter is None or not history.attempts:
+        return None
+    start = history.attempts[-1].start_iter
+    if start is not None and checkpoint_iter <= start:
+        return None
+    return ChunkProgress(from_iter=start, to_iter=checkpoint_iter)
+
+
+__all__ = ["TIME_LIMIT_CLASSES", "ChunkProgress", "chunk_progress"]

@@ -1,0 +1,110 @@
+"""A run split into time-limit chunks, through the watcher tick (fake Slurm and SFTP, a real
+store and catalogue): each chunk that saved a newer checkpoint is resubmitted without spending
+the chain's retry budget; chunks that save none spend it and stop at it."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
+from support.watcher import add_job, make_watcher
+
+from bot.core.policy import DecisionKind, PolicyParams
+from bot.core.slurm.records import JobRecord
+from bot.store import Store
+
+MEGATRON = (" iteration {it:>8}/   40000 | consumed samples: {it:>10} | elapsed time per "
+            "iteration (ms): 2349.4 | learning rate: 9.7E-05 | lm loss: 2.72E+00 |\n")
+
+
+@pytest.fixture
+def env(tmp_path):
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+    yield store, slurm, sftp, sink
+    store.close()
+
+
+def log_of(job: int) -> str:
+    return f"/scratch/auto/logs/auto-{job}.out"
+
+
+def chunk_log(first: int, last: int, *, saved: bool) -> bytes:
+    """Megatron's log from iteration `first` to `last`: with `saved`, its --exit-interval stop
+    there (a checkpoint saved, exit 0); without, just its iterations (Slurm's TIMEOUT)."""
+    text = "".join(MEGATRON.format(it=it) for it in (*range(first, last, 100), last))
+    if saved:
+        text += (f"saving checkpoint at iteration {last} to /ckpt/auto\n"
+                 f"  successfully saved checkpoint at iteration {last} to /ckpt/auto\n"
+                 f"[exiting program at iteration {last}] datetime: 2024-05-01 10:00:00.1 \n")
+    return text.encode()
+
+
+def end_chunk(slurm: FakeSlurm, sftp: FakeSFTP, job: int, first: int, last: int, *,
+              saved: bool, at: float) -> None:
+    """Job `job` ran from `first` to `last` and ended at `at`: by its exit interval (saved),
+    or at Slurm's time limit."""
+    sftp.append(log_of(job), chunk_log(first, last, saved=saved))
+    state = ("COMPLETED", 0, 0) if saved else ("TIMEOUT", 0, 0)
+    slurm.records[job] = JobRecord(job_id=job, state=state[0], exit_code=state[1],
+                                   signal=state[2], stdout_path=log_of(job),
+                                   start_time=at - 3600, end_time=at)
+
+
+def test_chunks_that_each_save_a_newer_checkpoint_never_spend_the_budget(env):
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store)
+    checkpoint: dict[str, int | None] = {"iter": None}
+    chain = add_job(store, 88400, recipe="auto")  # the first chunk: from scratch
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resub,
+                     checkpoint_iter=lambda recipe: checkpoint["iter"],
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))  # budget 3
+    job, now = 88400, T0 + 1300
+    for n, last in enumerate((2000, 4000, 6000, 8000), start=1):  # one chunk past the budget
+        end_chunk(slurm, sftp, job, last - 1900, last, saved=True, at=now)
+        checkpoint["iter"] = last
+        w.tick(now)
+        incident = sink.events[-1]
+        assert incident.kind == "incident" and incident.decision.kind == DecisionKind.RESUBMIT_NOW
+        assert not incident.decision.charged
+        start = f"{last - 2000:,}" if last > 2000 else "scratch"
+        assert incident.text == (
+            f"job {job} COMPLETED: time_limit — chunk ended at the time limit after saving iter "
+            f"{last:,} (from {start}): resubmitting; retries not charged")
+        w.tick(now + 600)  # past its backoff
+        assert resub.calls[-1] == ("auto", chain.id, last) and len(resub.calls) == n
+        job, now = 90000 + n, now + 5000
+    assert store.chains.get(chain.id).retries_used == 0  # the full budget left
+    assert store.chains.get(chain.id).status == "active"
+    assert [a.start_iter for a in store.attempts.for_chain(chain.id)] == \
+        [None, 2000, 4000, 6000, 8000]
+
+
+@pytest.mark.parametrize("resumed_from", [None, 2000], ids=["before its first save",
+                                                            "no newer save"])
+def test_chunks_that_save_no_newer_checkpoint_spend_the_budget_and_stop_at_it(env,
+                                                                              resumed_from):
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store)
+    chain = add_job(store, 88500, recipe="auto")
+    store.attempts.update(store.attempts.get_by_job("88500").id, start_iter=resumed_from)
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resub,
+                     checkpoint_iter=lambda recipe: resumed_from,
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))  # budget 3
+    base = resumed_from or 0
+    job, now = 88500, T0 + 1300
+    for n in range(1, 4):  # each a little further, none as far as the next save
+        end_chunk(slurm, sftp, job, base + 100, base + 800 + 50 * n, saved=False, at=now)
+        w.tick(now)
+        decision = sink.events[-1].decision
+        assert decision.kind == DecisionKind.RESUBMIT_NOW and decision.charged
+        assert f"charged: {n} of 3 retries" in sink.events[-1].text
+        w.tick(now + 1000)
+        assert store.chains.get(chain.id).retries_used == n
+        job, now = 90000 + n, now + 5000
+    end_chunk(slurm, sftp, job, base + 100, base + 1000, saved=False, at=now)
+    w.tick(now)
+    w.tick(now + 1000)
+    final = sink.events[-1]
+    assert final.decision.kind == DecisionKind.STOP and "resubmit" in final.decision.offers
+    assert "retry budget exhausted: 3 of 3" in final.text
+    assert len(resub.calls) == 3 and store.chains.get(chain.id).status == "stopped"
