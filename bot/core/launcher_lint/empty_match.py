@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.core.findings import Finding
-from bot.core.launcher_lint.messages import short, slurm_shows
+from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import CHECK_EMPTY_MATCH, MAX_DEPTH, Hit, Opts, Scan
 from bot.core.launcher_lint.paths import norm, resolve, unquote
 from bot.core.shell_lexer import has_glob
@@ -375,16 +375,17 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
         own = _file_made_before(hit, ctx) if produced and not branch else None
         if own:
             produced = None  # the script's own output, read as it expects it to be
+        under = under_errexit(mode, hit.errexit_partial)
         if hit.hidden_by is not None:
             call_line = scan.line_of(hit.hidden_by)
-            stop = N_("under %(mode)s the function stops right here, %(when)s, but its call on "
+            stop = N_("%(under)s the function stops right here, %(when)s, but its call on "
                       "line %(call)s pipes it into another command, whose status the pipeline "
                       "returns: the launcher goes on past the skipped work and, unless "
                       "something later fails, Slurm shows COMPLETED 0:0 (the silent exit of "
-                      "job 108687)", mode=mode, when=_when(line, ctx), call=call_line)
+                      "job 108687)", under=under, when=_when(line, ctx), call=call_line)
         else:
-            stop = N_("under %(mode)s the launcher stops right here %(when)s: %(slurm)s",
-                      mode=mode, when=_when(line, ctx), slurm=slurm_shows(hit.status))
+            stop = N_("%(under)s the launcher stops right here %(when)s: %(slurm)s",
+                      under=under, when=_when(line, ctx), slurm=slurm_shows(hit.status))
         said = {"line": line, "where": where, "reason": hit.reason, "command": hit.command,
                 "stop": stop}
         if produced and branch:
@@ -411,11 +412,15 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
                 hit.fix,
             ))
         else:
+            but = _why_not(made, own, scan, branch_test)
             notes.append(Finding(
                 CHECK_EMPTY_MATCH, "pass", line,
+                N_("line %(line)s: note: %(where)s%(reason)s and, %(under)s it would stop the "
+                   "launcher; %(but)s: `%(command)s`", under=under, but=but,
+                   **{k: v for k, v in said.items() if k != "stop"})
+                if hit.errexit_partial else
                 N_("line %(line)s: note: %(where)s%(reason)s and %(mode)s would stop the "
-                   "launcher; %(but)s: `%(command)s`", mode=mode, but=_why_not(made, own, scan,
-                                                                                 branch_test),
+                   "launcher; %(but)s: `%(command)s`", mode=mode, but=but,
                    **{k: v for k, v in said.items() if k != "stop"}),
                 hit.fix,
             ))

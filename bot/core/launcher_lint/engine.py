@@ -109,6 +109,34 @@ _BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?(?P<patterns>" + _PATTERN_PIEC
 _CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
 
 
+#: A compound command's keyword after an and-or list's `&&` / `||` (`[ -f x ] && if …`).
+_COMPOUND_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:if|while|until|for|select|case)\b")
+
+
+#: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`).
+_OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
+
+
+#: A `{ … }` group after an and-or list's `&&` / `||` (`[ -f x ] && { set -e; }`).
+_GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
+
+
+def _compound_tail(lst: str, off: int, memo: Memo) -> int | None:
+    """Where the compound command (`if`, loop, `case`) that is the last command of and-or list
+    `lst` (a stripped list at `off`) starts, as in `[ -f x ] && if …`, `A || while …`; None
+    when there is none. Bash runs it after the commands before it, or not."""
+    if not _COMPOUND_AFTER_AND_OR_RE.search(lst):
+        return None
+    elements = split_top_level(lst, off, ("&&", "||"), memo)
+    if len(elements) < 2:
+        return None
+    text, at, _op = elements[-1]
+    lead = len(text) - len(text.lstrip())
+    if _first_word(text[lead:]) not in (*_OPENING_KEYWORDS, "case"):
+        return None
+    return at - off + lead
+
+
 def _first_word(lst: str) -> str:
     return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]
 
@@ -167,6 +195,22 @@ def _matches_everything(patterns: str) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class _Marks:
+    """How much the walk had collected (its lists' lengths, the `shift` count) when a `case`,
+    `if` or loop began: a loop read again drops what its earlier reading collected, and one
+    before `&&` / `||` drops what only `set -e` makes a finding (bash does not stop in it)."""
+
+    hits: int
+    arith: int
+    unset: int
+    interactive: int
+    tees: int
+    positional: int
+    shifted: int
+    may_read_positional: bool
+
+
 @dataclass
 class _Branches:
     """A `case`, `if` or loop the walk is in (`kind`: "case", "if", "while" for `while` /
@@ -178,13 +222,25 @@ class _Branches:
     (at the header; a `;;&` branch's end) or, in an `if` or loop, the next `elif` / `else` /
     `fi` / `done` (the last condition's end), `falling` into the next branch (a `;&`
     branch's end), `exits` past `esac` / `fi` (a `;;` branch's end, an `if` branch's).
-    `in_branch`: in a branch's commands (in an `if` or loop, not in a condition)."""
+    `in_branch`: in a branch's commands (in an `if` or loop, not in a condition). `skipped`:
+    the options before it when it follows `&&` / `||` (`[ -f x ] && if …`), a way past it
+    that runs none of it. `start`: the options a loop's pass starts from, `again`: where its
+    keyword is (the list's index, the part of the list, the step), to read it again from,
+    `key` (its offset in the script, the step) names it in _Analyzer.loop_starts;
+    `later_pass`: it is the outermost loop read again (as its passes after the first);
+    `marks`: what the walk had collected when it began (_Marks)."""
 
     kind: str
     reaching: list[Opts]
+    marks: _Marks
+    start: Opts
+    again: tuple[int, int, int]
+    key: tuple[int, int]
     falling: Opts | None = None
     exits: list[Opts] = field(default_factory=list)
     in_branch: bool = False
+    skipped: Opts | None = None
+    later_pass: bool = False
 
     @property
     def in_condition(self) -> bool:
@@ -232,6 +288,10 @@ class _Analyzer:
         self.positional: list[Positional] = []
         self.shifted = 0
         self.tees: list[Tee] = []
+        #: the options a loop read again started from (_branch_step), by its `key`
+        self.loop_starts: dict[tuple[int, int], Opts] = {}
+        #: where the outermost loop read again as its later passes starts (None: not in one)
+        self.later_pass_of: int | None = None
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -255,83 +315,144 @@ class _Analyzer:
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         frames: list[_Branches] = []  # the `case`s / `if`s this list is in, the innermost last
-        for idx, (raw, off, _op) in enumerate(lists):
+        idx, resume = -1, (0, 0)  # resume: the part and step a loop read again starts from
+        while idx < last:
+            idx += 1
+            raw, off, _op = lists[idx]
             is_last = idx == last
-            lst = raw.strip()
-            # the command on a pattern's line (`a) set -e ;;`) runs in the script's shell, as
-            # one on a line of its own does
-            cut, steps = _prefix(lst, idx in branches)
-            for step, patterns in steps:
-                self._branch_step(frames, step, patterns, branches.get(idx, ""))
-            if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
-                raw, quick=True
-            ) and not (self.may_tee and "tee" in raw):
-                continue  # nothing here can fail on an empty match or change an option
-            lst_off = off + (len(raw) - len(raw.lstrip()))
-            lst_off += cut
-            lst = lst[cut:]
-            first = _first_word(lst)
-            if first in _CONDITION_KEYWORDS or (frames and frames[-1].in_condition):
-                # every list of an `if` / `while` condition (`if a; b; then`), not just the first
+            whole = raw.strip()
+            lead = len(raw) - len(raw.lstrip()) if whole else 0
+            # `[ -f x ] && if …`: the compound after the last `&&` / `||` is read as one on a
+            # list of its own, bash running it or not
+            tail = _compound_tail(whole, off + lead, self.memo) if (
+                "&&" in whole or "||" in whole) else None
+            parts = ((0, len(whole)),) if tail is None else ((0, tail), (tail, len(whole)))
+            first_part, first_step = resume
+            resume = (0, 0)
+            back: tuple[int, int, int] | None = None
+            for part, (start, end) in enumerate(parts):
+                if part < first_part:
+                    continue
+                lst = whole if tail is None else whole[start:end]
+                lst_off = off + lead + start
+                # the command on a pattern's line (`a) set -e ;;`) runs in the script's shell, as
+                # one on a line of its own does
+                cut, steps = _prefix(lst, idx in branches and part == 0)
+                if steps:
+                    skip = copy(self.opts) if part else None
+                    exempt = lst[cut:].lstrip().startswith(("&&", "||"))
+                    for k in range(first_step if part == first_part else 0, len(steps)):
+                        step, patterns = steps[k]
+                        back = self._branch_step(frames, step, patterns, branches.get(idx, ""),
+                                                 (idx, part, k), (lst_off, k), hits, exempt,
+                                                 skip if k == 0 else None)
+                        if back is not None:
+                            break
+                    if back is not None:
+                        break
+                if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
+                    lst, quick=True
+                ) and not (self.may_tee and "tee" in lst):
+                    continue  # nothing here can fail on an empty match or change an option
+                lst_off += cut
+                lst = lst[cut:]
+                first = _first_word(lst)
+                if first in _CONDITION_KEYWORDS or (frames and frames[-1].in_condition):
+                    # every list of an `if` / `while` condition (`if a; b; then`), not just the
+                    # first
+                    if not status_only:
+                        if first in ("set", "shopt"):
+                            self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
+                        self._condition(lst, lst_off, _next_text(lists, idx))
+                    continue  # an if/while condition never triggers errexit
+                if not lst or first in ("for", "!"):
+                    continue
+                defined = _FUNC_NAME_RE.match(lst)
+                if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
+                    continue  # a function nobody calls: its body never runs
                 if not status_only:
                     if first in ("set", "shopt"):
                         self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
-                    self._condition(lst, lst_off, _next_text(lists, idx))
-                continue  # an if/while condition never triggers errexit
-            if not lst or first in ("for", "!"):
-                continue
-            defined = _FUNC_NAME_RE.match(lst)
-            if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
-                continue  # a function nobody calls: its body never runs
-            if not status_only:
-                if first in ("set", "shopt"):
-                    self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
-                elif first == "shift" and self.function is None:
-                    self._shift(lst)
-                elif self.opts.nounset:
-                    self._positional(lst, lst_off)
-                    if self.may_read_unset:
-                        self.unset.extend(unset_reads(lst, lst_off, self.script_text, self.memo))
-                    if self.may_source_startup:
-                        self.interactive.extend(startup_sources(lst, lst_off))
-                if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
-                    if trailing_from is None:
-                        trailing_from = _trailing_from(lists)
-                    self._note_tees(lst, lst_off, _next_text(lists, idx),
-                                    ends_script=idx + 1 >= trailing_from)
-            if status_only and not is_last:
-                continue
-            if not _has_candidate(lst):
-                continue  # no command that can fail on an empty match, no group, no function
-            if not status_only and not self.opts.errexit:
-                # Function bodies and groups may run with `set -e` on (set there or later).
-                self._outside_errexit(lst, lst_off, hits)
-                continue
-            hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
+                    elif first == "shift" and self.function is None:
+                        self._shift(lst)
+                    elif self.opts.nounset:
+                        self._positional(lst, lst_off)
+                        if self.may_read_unset:
+                            self.unset.extend(unset_reads(lst, lst_off, self.script_text,
+                                                          self.memo))
+                        if self.may_source_startup:
+                            self.interactive.extend(startup_sources(lst, lst_off))
+                    if first not in ("set", "shopt") and _OPTION_AFTER_AND_OR_RE.search(lst):
+                        self._and_or_options(lst, lst_off)
+                    if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
+                        if trailing_from is None:
+                            trailing_from = _trailing_from(lists)
+                        self._note_tees(lst, lst_off, _next_text(lists, idx),
+                                        ends_script=idx + 1 >= trailing_from)
+                if status_only and not is_last:
+                    continue
+                if not _has_candidate(lst) and not _GROUP_AFTER_AND_OR_RE.search(lst):
+                    continue  # no command that can fail on an empty match, no group, no function
+                if not status_only and not self.opts.errexit:
+                    # Function bodies and groups may run with `set -e` on (set there or later).
+                    self._outside_errexit(lst, lst_off, hits)
+                    continue
+                hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
+            if back is not None:  # a loop read again from its keyword
+                idx, resume = back[0] - 1, back[1:]
         return hits
 
-    def _branch_step(self, frames: list[_Branches], step: str, patterns: str,
-                     ended_by: str) -> None:
-        """Follow a `case`, `if` or loop (_prefix's `step`; `ended_by`: the operator that ended
-        the branch before this one): a branch starts from the options of every way into it (the
-        header's, through the patterns before it, or the last condition's end; the previous
-        branch's, after `;;&` or `;&`), so its commands are read as bash may run them; past
-        `esac` / `fi` / `done` the options are `either` of every way out, the header's (the
-        last condition's) included unless a pattern is `*` (there is an `else`). A `set` in a
-        branch bash may not run is thus read as maybe not run: no check misses the branch that
-        kept `set -e`."""
+    def _branch_step(self, frames: list[_Branches], step: str, patterns: str, ended_by: str,
+                     at: tuple[int, int, int], key: tuple[int, int], hits: list[Hit],
+                     exempt: bool, skip: Opts | None) -> tuple[int, int, int] | None:
+        """Follow a `case`, `if` or loop (_prefix's `step`, at `at`; `ended_by`: the operator
+        that ended the branch before this one): a branch starts from the options of every way
+        into it (the header's, through the patterns before it, or the last condition's end;
+        the previous branch's, after `;;&` or `;&`), so its commands are read as bash may run
+        them; past `esac` / `fi` / `done` the options are `either` of every way out, the
+        header's (the last condition's) included unless a pattern is `*` (there is an `else`),
+        and those before it when it follows `&&` / `||` (`skip`: bash may not run it). A `set`
+        in a branch bash may not run is thus read as maybe not run: no check misses the branch
+        that kept `set -e`. One followed by `&&` / `||` (`exempt`: `fi || true`) is not
+        stopped by `set -e`, as bash reads every command of an and-or list but the last: what
+        only `set -e` makes a finding in it is dropped.
+
+        A loop's body is read as bash runs it, pass after pass: each pass starts from `either`
+        the options at the loop and those the previous pass left (a `set -e` at the end of the
+        body holds in the next pass). At `done`, when the options the next pass would start
+        from differ from those this pass started from, the loop is read again from its keyword
+        (the returned `at`) from the merged ones, what its first reading collected dropped, so
+        each finding is reported once; `key` names the loop across readings.
+
+        Two readings reach the fixed point. Each option is an element of a finite lattice that
+        `either` joins (errexit: off, on, maybe), and the body acts on it as a function
+        f(x) = a or f(x) = a ⊔ x: a `set` gives the option a value whatever it was, branches
+        join, and nothing sets an option from another's value (no toggle, no copy). The
+        first reading starts from the loop's options e and the second from s = e ⊔ f(e),
+        which is e ⊔ a; the next pass would start from e ⊔ f(s) = e ⊔ a = s, so the second
+        reading's start is that of every later pass. That start is kept per loop and joined
+        into the loop's start when it is read again as part of an enclosing loop's second
+        reading (from e' ⊒ e: e' ⊔ a is again the fixed point), so a loop is read again once
+        at most, and a nest of loops costs readings linear in its depth."""
         if step == "case" or step in _OPENING_KEYWORDS:
-            frames.append(_Branches(kind=_OPENING_KEYWORDS.get(step, step),
-                                    reaching=[copy(self.opts)]))
-            return
+            later = key in self.loop_starts and self.later_pass_of is None
+            if key in self.loop_starts:
+                self.opts = either([self.opts, self.loop_starts[key]])
+                if later:
+                    self.later_pass_of = key[0]
+            start = copy(self.opts)  # never changed: `either` makes new options
+            frames.append(_Branches(kind=_OPENING_KEYWORDS.get(step, step), reaching=[start],
+                                    marks=self._marks(hits), start=start, again=at, key=key,
+                                    skipped=skip, later_pass=later))
+            return None
         kinds = {"branch": ("case",), "esac": ("case",), "do": ("while", "for"),
                  "done": ("while", "for")}.get(step, ("if",))
         if not frames or frames[-1].kind not in kinds:
-            return  # a keyword or pattern of a case / if / loop this text does not open
+            return None  # a keyword or pattern of a case / if / loop this text does not open
         frame = frames[-1]
         if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
             frame.reaching, frame.in_branch = [copy(self.opts)], True
-            return
+            return None
         if step in ("branch", "elif", "else"):
             if frame.in_branch:
                 end = copy(self.opts)
@@ -347,10 +468,44 @@ class _Analyzer:
             frame.falling, frame.in_branch = None, step != "elif"
             if step == "else" or _matches_everything(patterns):
                 frame.reaching = []  # no pattern test / condition gets past this branch
-            return
+            return None
         frames.pop()  # esac, fi, done
+        if step == "done" and frame.in_branch and frame.key not in self.loop_starts:
+            next_start = either([frame.start, self.opts])
+            if next_start != frame.start:
+                self.loop_starts[frame.key] = next_start
+                self._drop(frame.marks, hits, everything=True)
+                self.opts = copy(next_start)
+                return frame.again
+        if frame.later_pass:
+            self.later_pass_of = None
+        if exempt:
+            self._drop(frame.marks, hits, everything=False)
         ways_out = frame.exits + frame.reaching + ([copy(self.opts)] if frame.in_branch else [])
-        self.opts = either(ways_out)
+        self.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
+        return None
+
+    def _marks(self, hits: list[Hit]) -> _Marks:
+        return _Marks(len(hits), len(self.arith), len(self.unset), len(self.interactive),
+                      len(self.tees), len(self.positional), self.shifted,
+                      self.may_read_positional)
+
+    def _drop(self, marks: _Marks, hits: list[Hit], everything: bool) -> None:
+        """Drop what the walk collected since `marks`: `everything` (a loop read again: its
+        reading from the merged options replaces it, and a `shift` in it counts once), but an
+        `((n++))`, whose first pass is the one where `n` may be 0 (model.Arith.zero_after); or
+        what only `set -e` makes a finding (in a compound before `&&` / `||`, which bash does
+        not stop in)."""
+        del hits[marks.hits:]
+        if everything:
+            del self.interactive[marks.interactive:], self.tees[marks.tees:]
+            del self.unset[marks.unset:], self.positional[marks.positional:]
+            self.shifted, self.may_read_positional = marks.shifted, marks.may_read_positional
+            return
+        del self.arith[marks.arith:]
+        self.interactive[marks.interactive:] = [
+            i for i in self.interactive[marks.interactive:] if i.kind != "clear"]
+        self.tees[marks.tees:] = [t for t in self.tees[marks.tees:] if t.why != "errexit"]
 
     def _note_tees(self, lst: str, off: int, after: str, ends_script: bool) -> None:
         """Training piped to `tee` where its status matters: under `set -e`, or followed only
@@ -364,7 +519,9 @@ class _Analyzer:
             why = "last"
         else:
             return
-        self.tees.extend(Tee(o, cmd, why) for o, cmd in tee_pipelines(lst, off, self.memo))
+        partial = why == "errexit" and self.opts.errexit_partial
+        self.tees.extend(Tee(o, cmd, why, errexit_partial=partial)
+                         for o, cmd in tee_pipelines(lst, off, self.memo))
 
     def _outside_errexit(self, lst: str, off: int, hits: list[Hit]) -> None:
         m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
@@ -376,6 +533,16 @@ class _Analyzer:
                 hits.extend(self.script(lst[1 : end - 1], off + 1))
         elif "&&" in lst or "||" in lst:
             self._note_guards(lst)
+            # `[ -f x ] && { set -e; … }`: the group, bash running it or not, may turn it on
+            last, last_off, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[-1]
+            group = last.lstrip()
+            if group.startswith("{") and group[1:2] in (" ", "\t", "\n"):
+                group_off = last_off + len(last) - len(group)
+                end = _group_end(group, 0, group_off, self.memo)
+                if not group[end:].strip():
+                    before = copy(self.opts)
+                    hits.extend(self.script(group[1 : end - 1], group_off + 1))
+                    self.opts = either([before, self.opts])
 
     def _condition(self, lst: str, off: int, after: str) -> None:
         """An `if` / `while` condition: errexit is off in it, `set -u` is not (an unbound
@@ -474,6 +641,17 @@ class _Analyzer:
                 elif name == "inherit_errexit":
                     self.opts.inherit_errexit = on
 
+    def _and_or_options(self, lst: str, off: int) -> None:
+        """A `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] && set -e`): bash runs it or
+        not, so past the list its options are `either` of both."""
+        for pipeline, p_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo)[1:]:
+            text = pipeline.lstrip()
+            if _first_word(text) in ("set", "shopt"):
+                before = copy(self.opts)
+                at = p_off + len(pipeline) - len(text)
+                self._track_options(shell_words(text, at, self.memo), at)
+                self.opts = either([before, self.opts])
+
     def _set_option(self, name: str, on: bool, off: int) -> None:
         if name == "errexit":
             self._set_errexit(on, off)
@@ -483,7 +661,7 @@ class _Analyzer:
             self._set_nounset(on, off)
 
     def _set_errexit(self, on: bool, off: int) -> None:
-        self.opts.errexit = on
+        self.opts.errexit, self.opts.errexit_partial = on, False
         if on and self.opts.errexit_line is None:
             self.opts.errexit_line = self.line_of(off)
 
@@ -504,7 +682,11 @@ class _Analyzer:
                 continue  # errexit ignores all but the last command of an && list
             if i > 0 and elements[i - 1][2] == "||" and _is_trivial(pipeline):
                 continue
+            # `[ -f x ] && { set +e; … }`: bash runs the group or not
+            before = copy(self.opts) if i > 0 and pipeline.lstrip().startswith("{") else None
             hits.extend(self._pipeline(pipeline, p_off, errexit_mode))
+            if before is not None:
+                self.opts = either([before, self.opts])
         return hits
 
     def _pipeline(self, pipeline: str, off: int, errexit_mode: bool) -> list[Hit]:
@@ -533,7 +715,8 @@ class _Analyzer:
         if cmd.startswith("(("):
             m = ARITH_RE.match(cmd)
             if m and errexit_mode:
-                self.arith.append(Arith(off, cmd, m.group(1)))
+                self.arith.append(Arith(off, cmd, m.group(1), self.opts.errexit_partial,
+                                        self.later_pass_of))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
             end = _group_end(cmd, 0, off, self.memo)
@@ -555,7 +738,8 @@ class _Analyzer:
             return []  # `local X=$(…)` returns local's status, not the substitution's
         let = LET_RE.match(cmd)
         if let and errexit_mode:
-            self.arith.append(Arith(off, cmd, let.group(1)))
+            self.arith.append(Arith(off, cmd, let.group(1), self.opts.errexit_partial,
+                                    self.later_pass_of))
             return []
         positions = word_offsets(cmd, words)
         k = 0
@@ -582,11 +766,13 @@ class _Analyzer:
                                  errexit_mode)
         name = words[k].rsplit("/", 1)[-1]
         if name == "clear" and errexit_mode:
-            self.interactive.append(Interactive(off, cmd, "clear"))
+            self.interactive.append(Interactive(off, cmd, "clear", self.opts.errexit_partial))
             return []
         hit = command_hit(name, words[k + 1 :], cmd, off, is_last, in_pipe, self.opts,
                           self.guard_greps)
-        return [] if hit is None else [with_(hit, function=self.function)]
+        if hit is None:
+            return []
+        return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial)]
 
 
 def _seed_subshells(text: str, memo: Memo) -> list[tuple[int, int]] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from bot.core.findings import Finding
-from bot.core.launcher_lint.messages import short, slurm_shows
+from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import CHECK_INTERACTIVE, Interactive, Scan
 from bot.core.text import N_
 
@@ -43,9 +43,11 @@ def check_interactive(scan: Scan) -> list[Finding]:
             findings.append(Finding(
                 CHECK_INTERACTIVE, "fail", line,
                 N_("line %(line)s: `clear` needs a terminal and a batch job has none (its `TERM` "
-                   "is unset, or `dumb` over trainbot's SSH), so it exits 1; under `set -e` "
-                   "(line %(errexit)s) the launcher stops right here: %(slurm)s", line=line,
-                   errexit=scan.opts.errexit_line, slurm=slurm_shows(1)),
+                   "is unset, or `dumb` over trainbot's SSH), so it exits 1; %(under)s the "
+                   "launcher stops right here: %(slurm)s", line=line,
+                   under=under_errexit("`set -e`", item.errexit_partial,
+                                       scan.opts.errexit_line),
+                   slurm=slurm_shows(1)),
                 N_("drop it (nothing is on a screen in a batch job), or write `clear || true`"),
             ))
         else:

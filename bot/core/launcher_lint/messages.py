@@ -25,3 +25,20 @@ def crashed(check: str, exc: Exception) -> Finding:
            "ran", error=f"{type(exc).__name__}: {short(str(exc), 80)}"),
         N_("report it with the script attached"),
     )
+
+
+def under_errexit(mode: str, partial: bool, line: int | None = None) -> Text:
+    """The clause that says under which options a stop happens (`mode`: "`set -e`", "`set -e`
+    + `pipefail`"; `line`: where `set -e` came on, when the message names it): "under `set -e`"
+    where `set -e` is on on every path to the line; where it is on on some only (`partial`: a
+    branch of an `if` / `case`, or a loop's pass, before the line turns it on or off), what is
+    known: "when `set -e` is on (only some branches or loop passes … turn it on),"."""
+    if partial:
+        if line is None:
+            return N_("when %(mode)s is on (only some branches or loop passes before this line "
+                      "turn it on),", mode=mode)
+        return N_("when %(mode)s is on (line %(line)s; only some branches or loop passes before "
+                  "this line turn it on),", mode=mode, line=line)
+    if line is None:
+        return N_("under %(mode)s", mode=mode)
+    return N_("under %(mode)s (line %(line)s)", mode=mode, line=line)

@@ -31,8 +31,9 @@ MAX_DEPTH = 40
 @dataclass
 class Opts:
     """The shell options in force where the walk is (`errexit_line`: where `set -e` first
-    came on). Past a `case` or `if`, of whose branches bash runs one or none, a reading that
-    may hold on some paths only (`either`)."""
+    came on). Past a `case` or `if`, of whose branches bash runs one or none, and in or past a
+    loop, whose body bash runs any number of times, a reading that may hold on some paths only
+    (`either`)."""
 
     errexit: bool = False
     pipefail: bool = False
@@ -43,6 +44,9 @@ class Opts:
     # pipefail is on on some of the paths only (`pipefail` says it may be on): a check that
     # warns where it is off reads it as off
     pipefail_partial: bool = False
+    # `set -e` is on on some of the paths only (`errexit` says it may be on): a check reports
+    # what stops the launcher there, and its message says when it does (messages.errexit_mode)
+    errexit_partial: bool = False
 
     @property
     def pipefail_sure(self) -> bool:
@@ -61,20 +65,22 @@ class Opts:
 
 def either(paths: list[Opts]) -> Opts:
     """The options after one of `paths` ran, bash not saying which (the branches of a `case`
-    or `if`), each read the way that finds more, so no check misses a path: errexit, pipefail
-    (for the empty-match check), nounset and inherit_errexit on if on any path; pipefail off
-    for the tee check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the
-    earliest."""
+    or `if`, a loop's passes), each read the way that finds more, so no check misses a path:
+    errexit, pipefail (for the empty-match check), nounset and inherit_errexit on if on any
+    path (errexit_partial, pipefail_partial when not on every path); pipefail off for the tee
+    check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the earliest."""
     lines = [p.errexit_line for p in paths if p.errexit_line is not None]
     pipefail = any(p.pipefail for p in paths)
+    errexit = any(p.errexit for p in paths)
     return Opts(
-        errexit=any(p.errexit for p in paths),
+        errexit=errexit,
         pipefail=pipefail,
         nounset=any(p.nounset for p in paths),
         nullglob=all(p.nullglob for p in paths),
         inherit_errexit=any(p.inherit_errexit for p in paths),
         errexit_line=min(lines) if lines else None,
         pipefail_partial=pipefail and not all(p.pipefail_sure for p in paths),
+        errexit_partial=errexit and not all(p.errexit and not p.errexit_partial for p in paths),
     )
 
 
@@ -96,6 +102,7 @@ class Hit:
     pipe_only: bool = False  # fails only through `pipefail` (not the pipeline's last command)
     missing_dir: bool = False  # fails only when its directory does not exist (`ls DIR | head`)
     hidden_by: int | None = None  # offset of the `f | tee …` call that hides the stop
+    errexit_partial: bool = False  # `set -e` is on on some paths to it only
 
 
 def with_(hit: Hit, **changes: Any) -> Hit:
@@ -105,11 +112,14 @@ def with_(hit: Hit, **changes: Any) -> Hit:
 
 @dataclass
 class Arith:
-    """`((n++))` / `let n++` run where `set -e` is on."""
+    """`((n++))` / `let n++` run where `set -e` is on; `zero_after`: read as a loop's passes
+    after the first, which start from 0 only when the loop (from this offset on) sets it so."""
 
     offset: int
     command: str
     variable: str
+    errexit_partial: bool = False  # `set -e` is on on some paths to it only
+    zero_after: int | None = None
 
 
 @dataclass
@@ -130,6 +140,7 @@ class Interactive:
     offset: int
     command: str
     kind: str
+    errexit_partial: bool = False  # "clear": `set -e` is on on some paths to it only
 
 
 #: Where a `TRAINER | tee` pipeline's status (tee's) is taken for the trainer's.
@@ -146,6 +157,7 @@ class Tee:
     command: str
     why: TeeContext
     keyword: str = ""
+    errexit_partial: bool = False  # "errexit": `set -e` is on on some paths to it only
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from bot.core.findings import Finding
-from bot.core.launcher_lint.messages import short
+from bot.core.launcher_lint.messages import short, under_errexit
 from bot.core.launcher_lint.model import CHECK_TEE_HIDES_STATUS, Scan, Tee
 from bot.core.shell_lexer import Memo, shell_words, split_top_level
 from bot.core.text import N_, Text
@@ -71,10 +71,12 @@ def tee_pipelines(lst: str, off: int, memo: Memo) -> list[tuple[int, str]]:
 def _what_it_hides(t: Tee, scan: Scan, said: dict[str, object]) -> Text:
     if t.why == "errexit":
         return N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
-                  "is `tee`'s (0), not the trainer's, so under `set -e` (line %(errexit)s) the "
-                  "launcher does not stop when training crashes, runs on, and ends COMPLETED "
-                  "0:0 after a crash; trainbot then takes the crash for a finished run and does "
-                  "not diagnose or resubmit it", errexit=scan.opts.errexit_line, **said)
+                  "is `tee`'s (0), not the trainer's, so %(under)s the launcher does not stop "
+                  "when training crashes, runs on, and ends COMPLETED 0:0 after a crash; "
+                  "trainbot then takes the crash for a finished run and does not diagnose or "
+                  "resubmit it",
+                  under=under_errexit("`set -e`", t.errexit_partial, scan.opts.errexit_line),
+                  **said)
     if t.why == "last":
         return N_("line %(line)s: `%(command)s` without `set -o pipefail`: the pipeline's status "
                   "is `tee`'s (0), not the trainer's, so as the script's last command, it is "

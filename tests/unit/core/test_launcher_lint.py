@@ -13,10 +13,13 @@ import pytest
 
 from bot.core.findings import worst_level
 from bot.core.launcher_lint import (
+    CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
+    CHECK_INTERACTIVE,
     CHECK_JIT_CC,
     CHECK_POINTER,
     CHECK_STRICT_MODE,
+    CHECK_TEE_HIDES_STATUS,
     lint_launcher,
     python_scripts_in,
 )
@@ -110,6 +113,33 @@ BASH_CASES = [
      "  L=$(ls -d ck/checkpoint_step_*)\ndone < log.txt", True),
     ("set -euo pipefail\nwhile read -r line; [ -n \"$line\" ]; do\n"
      "  for f in a; do echo $f; done\n  L=$(ls -d ck/checkpoint_step_*)\ndone < log.txt", True),
+    # a loop's body runs pass after pass: a `set` at its end holds in the next pass
+    ("for i in 1 2; do LATEST=$(ls -d ck/checkpoint_step_*); set -e; done", True),
+    ("i=0\nwhile [ $i -lt 2 ]; do LATEST=$(ls -d ck/checkpoint_step_*); i=$((i+1)); set -e; done",
+     True),
+    ("i=0\nuntil [ $i -ge 2 ]; do\n  LATEST=$(ls -d ck/checkpoint_step_*)\n  i=$((i+1))\n"
+     "  set -e\ndone", True),
+    ("for i in 1 2; do LATEST=$(ls -d ck/checkpoint_step_*); if [ $i = 1 ]; then set -e; fi; done",
+     True),
+    ("set -e\nfor i in 1 2; do LATEST=$(ls ck/*.pt | tail -1); set -o pipefail; done", True),
+    ("set -euo pipefail\nshopt -s nullglob\nfor i in 1 2; do\n"
+     "  LATEST=$(ls -d ck/checkpoint_step_* | tail -1)\n  shopt -u nullglob\ndone", True),
+    ("for a in 1 2; do\n  for b in 1 2; do LATEST=$(ls -d ck/checkpoint_step_*); done\n"
+     "  set -e\ndone", True),
+    ("for a in 1; do\n  for b in 1 2; do LATEST=$(ls -d ck/checkpoint_step_*); set -e; done\n"
+     "done", True),
+    # … and a `set` before the command in every pass holds there
+    ("set -e\nfor i in 1 2; do set +e; LATEST=$(ls -d ck/checkpoint_step_*); set -e; done",
+     False),
+    # a compound command before `&&` / `||` is not stopped by `set -e` (bash reads every
+    # command of an and-or list but the last so); the last one is
+    ("set -e\nif true; then LATEST=$(ls -d ck/checkpoint_step_*); echo after; fi || true",
+     False),
+    ("set -e\nfor i in 1; do LATEST=$(ls -d ck/checkpoint_step_*); done && echo ok", False),
+    ("set -e\ncase x in *) LATEST=$(ls -d ck/checkpoint_step_*) ;; esac || echo failed", False),
+    ("set -e\nwhile true; do LATEST=$(ls -d ck/checkpoint_step_*); break; done || true", False),
+    ("set -e\ntrue && if true; then LATEST=$(ls -d ck/checkpoint_step_*); fi || true", False),
+    ("set -e\ntrue && if true; then LATEST=$(ls -d ck/checkpoint_step_*); fi", True),
     ("set -euo pipefail\nfor f in $(ls ck/*.pt); do echo $f; done", False),
     ("set -euo pipefail\nwhile read -r f; do echo $f; done < <(ls ck/*.pt)", False),
     # a subshell's `set` stays in it, a `case` in the subshell or not: its patterns' `)` end
@@ -235,6 +265,28 @@ BRANCH_CASES = [
      "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
     ("set -e\nfor f in $BRANCH; do set +e; done\nLATEST=$(ls -d ck/checkpoint_step_*)",
      ("a", ""), True),
+    # … and runs any number of times: a `set -e` at its end holds from its second pass on
+    ("for i in $BRANCH; do LATEST=$(ls -d ck/checkpoint_step_*); set -e; done", ("1", "1 2"),
+     True),
+    # a compound command after `&&` / `||` runs or not, its branches alternatives as anywhere
+    ("set -e\n[ \"$BRANCH\" = a ] && if true; then set +e; fi\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("set -e\n[ \"$BRANCH\" = a ] && if true; then set +e; else set +e; fi\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("set -e\n[ \"$BRANCH\" = a ] || case \"$BRANCH\" in *) set +e ;; esac\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("set -e\n[ \"$BRANCH\" = a ] && for f in x; do set +e; done\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("[ \"$BRANCH\" = a ] && while [ -z \"$X\" ]; do set -e; X=1; done\n"
+     "LATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    # … as does a group or a `set` there
+    ("set -e\n[ \"$BRANCH\" = a ] || { echo b; set +e; }\nLATEST=$(ls -d ck/checkpoint_step_*)",
+     ("a", "x"), True),
+    ("[ \"$BRANCH\" = a ] && { set -e; }\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"),
+     True),
+    ("[ \"$BRANCH\" = a ] && set -e\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
+    ("set -e\n[ \"$BRANCH\" = a ] || set +e\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"),
+     True),
     # an `if` in an `if` branch
     ("set -e\nif [ -n \"$BRANCH\" ]; then\n  if [ \"$BRANCH\" = a ]; then set +e; fi\n"
      "else set +e\nfi\nLATEST=$(ls -d ck/checkpoint_step_*)", ("a", "x"), True),
@@ -390,3 +442,49 @@ def test_messages_name_pipefail_only_when_it_is_on_whichever_branch_ran(branches
     (empty,) = [f for f in findings if f.check == CHECK_EMPTY_MATCH and f.line == 4]
     assert f"strict mode on ({mode[0]}):" in strict.message
     assert f"under {mode[1]} stops right here" in empty.message
+
+
+#: "when `set -e` is on (…)": the wording where `set -e` is on on some paths to the line only
+MAYBE_ERREXIT = ("when `set -e` is on (only some branches or loop passes before this line turn "
+                 "it on)")
+
+
+@pytest.mark.parametrize(("script", "check", "line", "said"), [
+    # on in one branch of an `if` only: the stop is said for when it is on …
+    ("if [ \"$BRANCH\" = a ]; then set -e; fi\nLATEST=$(ls -d ck/checkpoint_step_*)\n",
+     CHECK_EMPTY_MATCH, 3, f"{MAYBE_ERREXIT}, the launcher stops right here"),
+    # … in a loop's later passes only
+    ("for i in 1 2; do\n  LATEST=$(ls -d ck/checkpoint_step_*)\n  set -e\ndone\n",
+     CHECK_EMPTY_MATCH, 3, f"{MAYBE_ERREXIT}, the launcher stops right here"),
+    ("for i in 1 2; do\n  ls /opt/x*\n  set -e\ndone\n",
+     CHECK_EMPTY_MATCH, 3, f"and, {MAYBE_ERREXIT}, it would stop the launcher"),
+    ("for i in 1 2; do\n  n=0\n  (( n++ ))\n  set -e\ndone\n",
+     CHECK_ARITH_ZERO, 4, f"{MAYBE_ERREXIT}, the launcher stops right here the first time"),
+    ("for i in 1 2; do\n  clear\n  set -e\ndone\n", CHECK_INTERACTIVE, 3,
+     "when `set -e` is on (line 4; only some branches or loop passes before this line turn it "
+     "on), the launcher stops right here"),
+    ("for i in 1 2; do\n  python train.py | tee log\n  set -e\ndone\n", CHECK_TEE_HIDES_STATUS,
+     3, "when `set -e` is on (line 4; only some branches or loop passes before this line turn "
+        "it on), the launcher does not stop"),
+    # on on every path: "under `set -e`", as before
+    ("set -e\nif [ \"$BRANCH\" = a ]; then echo a; fi\nLATEST=$(ls -d ck/checkpoint_step_*)\n",
+     CHECK_EMPTY_MATCH, 4, "under `set -e` the launcher stops right here"),
+    ("set -e\nclear\n", CHECK_INTERACTIVE, 3, "under `set -e` (line 2) the launcher stops"),
+])
+def test_messages_say_set_e_is_on_only_on_some_paths_where_it_is(script, check, line, said):
+    (finding,) = [f for f in lint_launcher("#!/bin/bash\n" + script)
+                  if f.check == check and f.line == line]
+    assert said in finding.message
+    assert ("under `set -e`" in finding.message) == said.startswith("under")
+
+
+@pytest.mark.parametrize(("snippet", "bash_stops"), [
+    # a loop's later passes: `n` starts from 0 again only when the loop sets it so
+    ("n=0\nfor i in 1 2; do (( n++ )); set -e; done", False),
+    ("for i in 1 2; do\n  n=0\n  (( n++ ))\n  set -e\ndone", True),
+    # a loop before `||` is not stopped by `set -e`
+    ("set -e\nn=0\nfor i in 1 2; do (( n++ )); done || true", False),
+])
+def test_arith_zero_verdict_in_loops_agrees_with_real_bash(tmp_path, snippet, bash_stops):
+    assert _bash_stops(tmp_path, snippet) == bash_stops, "bash itself disagrees with the table"
+    assert _fails("#!/bin/bash\n" + snippet, CHECK_ARITH_ZERO) == bash_stops
