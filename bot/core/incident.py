@@ -73,6 +73,7 @@ class Incident:
     # a memory failure whose job's limit nobody gave: no --mem is proposed, and it says so
     mem_limit_unknown: bool = False
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
+    site_title: bool = False  # the site replaced the class's title (Diagnosis.site_title)
     # the DataLoader probe a leak's remedy offers: {button, command, field, recipe}
     probe: Mapping[str, Any] | None = None
 
@@ -282,6 +283,7 @@ def build_incident(
                            and mem is None and not mem_limit_bytes
                            and diagnosis.action == Action.ASK),
         node=diagnosis.node,
+        site_title=diagnosis.site_title,
         probe=probe,
     )
 

@@ -120,6 +120,9 @@ class Diagnosis:
     leak_fit: Mapping[str, Any] | None = None
     #: the node a gpu_failure / node_failure / nccl_timeout happened on, when the log names it
     node: str | None = None
+    #: a site catalogue replaced the class's English title: it is shown (as are the site's
+    #: `title_<lang>`) where the detail's cause would show its own (templates `title_text`)
+    site_title: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""

@@ -85,6 +85,7 @@ def compile_catalogue(
     """Merge YAML documents given as (name, text), the first being the base catalogue: the
     failure classes and the compiled signatures of their patterns."""
     raws: dict[str, _Raw] = {}
+    base = texts[0][0] if texts else ""
     for name, text in texts:
         _merge_file(raws, name, text)
     classes: dict[str, FailureClass] = {}
@@ -130,6 +131,7 @@ def compile_catalogue(
             exit_codes=tuple(dict.fromkeys(raw.exit_codes)),
             signals=tuple(dict.fromkeys(raw.signals)),
             translations=_translations(f),
+            site_title=raw.field_source.get("title", base) != base,
         )
         for kind, pats in (("primary", raw.primary), ("hints", raw.hints)):
             for p in dict.fromkeys(pats):

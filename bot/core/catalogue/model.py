@@ -32,6 +32,8 @@ class FailureClass:
     signals: tuple[int, ...] = ()
     # lang -> {"title"/"explanation"/"hint": text}: the site files' own translations
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # a site file replaced the packaged English title: a cause's own title never replaces it
+    site_title: bool = False
 
 
 @dataclass(frozen=True)

@@ -377,6 +377,7 @@ def diagnose(
             chosen, series=series, leak=leak, stall=stall, upstream=upstream,
             during_save=during_save, acct=acct, matches=matches, tail=tail, target=target)),
         translations=dict(getattr(cls, "translations", None) or {}),
+        site_title=bool(getattr(cls, "site_title", False)),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
         metrics=metrics,

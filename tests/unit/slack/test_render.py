@@ -285,6 +285,44 @@ def test_an_incidents_title_follows_the_cause_the_log_names(line: str, en: str, 
     assert "DataLoader worker process died" not in str(render_blocks("incident", "en", view))
 
 
+PTXAS = ("jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable version of "
+         "ptxas. The following locations were considered: /usr/local/cuda/bin/ptxas")
+
+
+@pytest.mark.parametrize(("site_fields", "en", "ko"), [
+    # the site translated the class's title: in that language its title, elsewhere the cause's
+    ('title_ko: "컴파일 도구 없음: #hpc-help에 문의"',
+     "The CUDA toolkit's ptxas is missing on the worker node",
+     "컴파일 도구 없음: #hpc-help에 문의"),
+    # the site replaced the English title: its title in every language it gave none for
+    ('title: "Build tool missing: ask #hpc-help"',
+     "Build tool missing: ask #hpc-help", "Build tool missing: ask #hpc-help"),
+    ('title: "Build tool missing: ask #hpc-help"\n    title_ko: "빌드 도구 없음"',
+     "Build tool missing: ask #hpc-help", "빌드 도구 없음"),
+], ids=["title_ko", "title", "title_and_title_ko"])
+def test_a_sites_own_title_wins_over_the_causes_title(tmp_path: Path, site_fields: str,
+                                                      en: str, ko: str) -> None:
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+    from bot.slack.render import explain_title
+
+    site = tmp_path / "site.yaml"
+    site.write_text(f"classes:\n  compiler_missing:\n    {site_fields}\n", encoding="utf-8")
+    analysis = LogAnalysis(Catalogue.load([site]))
+    analysis.feed_text("step 10 loss 1.2\n" + PTXAS + "\n")
+    analysis.finish()
+    d = analysis.diagnose(None)
+    assert d.detail == {"kind": "missing_tool", "tool": "ptxas"}
+    view = build_incident(d, recipe="mix", job_id="4243", last_checkpoint_iter=None, now=0.0)
+    for lang, title in (("en", en), ("ko", ko)):
+        blocks, text = render_blocks("incident", lang, view)
+        assert blocks[0]["text"]["text"].startswith(f"🔴 {title} · ")
+        assert text.endswith(f": {title}")
+        assert explain_title(d, lang) == title
+        # the explanation still names the tool the log says is missing
+        assert "ptxas" in _explanation(blocks)
+
+
 def _silent_exit_incident(catalogue, text: str, acct=None, lang: str = "en") -> str:
     from bot.core.diagnose import LogAnalysis
 
