@@ -6,6 +6,13 @@ the secondary classes and progress/memory metrics. Exit 0 when the class is `com
 `none` (running fine), 1 when it found a failure or a warning, 2 on bad flags or an
 unreadable log.
 
+`--json` prints one object: `class`, `title` (the headline the thread shows: the catalogue's,
+a site file's own, or the narrower cause's, e.g. a missing ptxas; null for `none`), `retryable`,
+`action`, `charges_budget`, `evidence` ([{line, text}]), `hint` (the explanation as the thread
+words it: this case's figures, then the catalogue's hint), `detail` (those figures as data,
+with their `kind`), `secondary`, `metrics`, `upstream`, `during_checkpoint_save`,
+`decided_by`, `leak_fit` and `node` (bot.core.models.Diagnosis.to_json).
+
 "Now" for a running job: an offline log is judged at its own last timestamp (the latest
 time printed in it), so a log copied hours later does not look hung; pass `--now` (ISO
 time or epoch seconds, UTC, the log's clock) to judge it at another moment, e.g. the wall
@@ -36,10 +43,14 @@ def run(args: argparse.Namespace) -> int:
     log = read_log_arguments(args)
     diagnosis = log.analysis.diagnose(log.accounting, now=log.now, target_iter=log.target_iter)
     if args.json:
-        from bot.slack.render import explain
+        from bot.slack.render import explain, explain_title
 
-        # "hint": the explanation as a person reads it (this case's figures, then the hint)
-        print(json.dumps({**diagnosis.to_json(), "hint": explain(diagnosis)}, indent=2))
+        facts = diagnosis.to_json()
+        # "title" and "hint" as a person reads them in the thread: the headline, and this
+        # case's figures then the hint; a running job with nothing to report has no title
+        title = explain_title(diagnosis) if diagnosis.title else None
+        print(json.dumps({"class": facts["class"], "title": title, **facts,
+                          "hint": explain(diagnosis)}, indent=2))
     else:
         print(render_summary(diagnosis, log.catalogue, log_name=args.log))
     return EXIT_OK if diagnosis.class_id in ("completed", NONE_CLASS) else EXIT_FAILED

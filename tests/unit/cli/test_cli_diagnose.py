@@ -50,6 +50,39 @@ def test_json_shape_for_the_nccl_story(capsys):
     assert result["upstream"]["class_id"] == "hang"
 
 
+PTXAS = ("jaxlib.xla_extension.XlaRuntimeError: NOT_FOUND: Couldn't find a suitable version of "
+         "ptxas. The following locations were considered: /usr/local/cuda/bin/ptxas")
+
+
+def test_json_title_is_the_headline_the_thread_shows(capsys, tmp_path):
+    from bot.core.incident import build_incident
+    from bot.slack.render import render_blocks
+
+    code, out, _ = cli(capsys, *story_args("88154"), "--json")
+    assert json.loads(out)["title"] == "NCCL collective timed out (watchdog)"
+    log = tmp_path / "xla.log"
+    log.write_text("step 10 loss 1.2\n" + PTXAS + "\n", encoding="utf-8")
+    code, out, _ = cli(capsys, str(log), "--json")
+    result = json.loads(out)
+    # the narrower cause's title, not compiler_missing's "No C/C++ compiler ..."
+    assert (result["class"], result["title"]) == (
+        "compiler_missing", "The CUDA toolkit's ptxas is missing on the worker node")
+    assert list(result)[:2] == ["class", "title"]
+    d = read_log(str(log), Accounting(), catalogue=Catalogue.load()).analysis.diagnose()
+    blocks, _ = render_blocks("incident", "en", build_incident(
+        d, recipe="mix", job_id="1", last_checkpoint_iter=None, now=0.0))
+    assert blocks[0]["text"]["text"] == f"🔴 {result['title']} · job 1"
+    # a site catalogue's own title for the class is the thread's headline, so the JSON's too
+    site = tmp_path / "site.yaml"
+    site.write_text('classes:\n  compiler_missing:\n    title: "Build tool missing: ask '
+                    '#hpc-help"\n', encoding="utf-8")
+    code, out, _ = cli(capsys, str(log), "--catalogue", str(site), "--json")
+    assert json.loads(out)["title"] == "Build tool missing: ask #hpc-help"
+    # a running job with nothing to report has no headline
+    code, out, _ = cli(capsys, *story_args("108915"), "--json")
+    assert (json.loads(out)["class"], json.loads(out)["title"]) == ("none", None)
+
+
 def test_json_nulls_where_unknown(capsys):
     code, out, _ = cli(capsys, *story_args("108903"), "--json")
     metrics = json.loads(out)["metrics"]
