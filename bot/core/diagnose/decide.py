@@ -562,7 +562,8 @@ def _named_cause(
     if class_id == "unknown_failure" and acct.state is None and ends_in_sigterm(
             matches, tail, series):
         return SigtermOnly()
-    if class_id == "gpu_failure" and all(_RERUN_ELSEWHERE.search(m.text) for m in primary):
+    if class_id == "gpu_failure" and primary and all(
+            _RERUN_ELSEWHERE.search(m.text) for m in primary):
         return RerunElsewhere()
     if (iteration := _exit_interval_iteration(class_id, primary)) is not None:
         return ExitInterval(iteration)

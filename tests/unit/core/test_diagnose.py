@@ -2659,6 +2659,14 @@ def test_megatrons_rerun_machine_asking_for_another_gpu_resumes_without_the_susp
     assert "종료 코드 16" in explain(d, "ko")
 
 
+def test_a_gpu_fault_named_only_by_the_logs_ending_is_no_request_to_rerun_elsewhere(catalogue):
+    # no deciding line at all, so none of Megatron's: its rerun check is not what the log says
+    d = _diagnose_text(catalogue, "iter 10 loss 1.2\nTraceback (most recent call last):\n"
+                       "RuntimeError: Xid 79 fault on device 3\n")
+    assert (d.class_id, d.decided_by, d.detail) == ("gpu_failure", "hint", None)
+    assert "exited with code 16" not in explain(d)
+
+
 @pytest.mark.parametrize(("text", "acct", "class_id", "decided_by"), [
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered\n", None,
      "gpu_failure", "signature"),
