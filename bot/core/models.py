@@ -95,7 +95,7 @@ class Diagnosis:
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
     before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit
-    | returned | shm | fd_limit | no_ninja | missing_tool | exit_interval | sigterm
+    | returned | shm | nccl_shm | fd_limit | no_ninja | missing_tool | exit_interval | sigterm
     | rerun_elsewhere | signal_stop | ended_early (bot.core.diagnose.cause.case_detail), or
     None."""
 

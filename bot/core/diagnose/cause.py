@@ -68,6 +68,12 @@ class SharedMemory:
 
 
 @dataclass(frozen=True)
+class NcclSharedMemory:
+    """NCCL could not create its shared-memory transport's segment in /dev/shm (`nccl_shm`):
+    the same class, a fix of NCCL's own."""
+
+
+@dataclass(frozen=True)
 class OpenFileLimit:
     """The process reached its open-file limit, errno 24 (`fd_limit`); no worker need have
     died."""
@@ -134,8 +140,8 @@ class Running:
 #: The one cause a case's explanation states (None: it states the hint alone).
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
-    | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere | ExitInterval
-    | SignalStop | EndedEarly | Running
+    | NcclSharedMemory | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere
+    | ExitInterval | SignalStop | EndedEarly | Running
 )
 
 
@@ -166,6 +172,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "saving"}
         case SharedMemory():
             return {"kind": "shm"}
+        case NcclSharedMemory():
+            return {"kind": "nccl_shm"}
         case OpenFileLimit():
             return {"kind": "fd_limit"}
         case NoNinja():

@@ -375,7 +375,7 @@ WORDINGS = [
     ("RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on "
      "device (28)", "dataloader_worker_killed"),
     ("gpu-a017:1234:1300 [0] misc/shmutils.cc:61 NCCL WARN Call to posix_fallocate failed : "
-     "No space left on device", None),
+     "No space left on device", "dataloader_worker_killed"),
     # a file that is no safetensors file at all (a .ckpt, a Git LFS pointer), not one cut short
     ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", None),
 ])

@@ -15,7 +15,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.models import STOP_CLASSES, Accounting, Action
 from bot.core.units import parse_size
-from bot.slack.render import explain
+from bot.slack.render import explain, explain_title
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 
@@ -576,8 +576,10 @@ def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_SYSTEM_ERROR
             + "gpu-a017:12345:12400 [0] NCCL WARN Error while creating shared memory segment "
             "/dev/shm/nccl-Bzp5M1 (size 9637888), error: No space left on device (28)\n")
-    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
-    assert _diagnose_text(catalogue, text, EXIT_1).class_id == "unknown_failure"
+    # a full /dev/shm (test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_the_...)
+    for acct in (None, EXIT_1):
+        d = _diagnose_text(catalogue, text, acct)
+        assert (d.class_id, d.node) == ("dataloader_worker_killed", None)
 
 
 def test_a_scheduler_verdict_still_decides_over_nccl_remote_errors_cause(catalogue):
@@ -2712,6 +2714,55 @@ def test_a_worker_out_of_open_files_is_told_to_raise_the_limit_not_dev_shm(catal
     assert "larger /dev/shm" not in text and "--mem" not in text
     korean = explain(d, "ko")
     assert "열린 파일 수 한도" in korean and "`ulimit -n 65536`" in korean
+
+
+# NCCL's shared-memory transport creating its segment in a /dev/shm too small (src/os/linux.cc,
+# before src/misc/shmutils.cc; before 2.12 include/shm.h with SYSCHECK's `Call to ... failed`)
+NCCL_SHM_FULL = {
+    "2.12-2.29": (
+        "gpu-a07:1234:1290 [3] misc/shmutils.cc:72 NCCL WARN Error: failed to extend "
+        "/dev/shm/nccl-sK3D7t to 9637892 bytes\n"
+        "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while creating shared "
+        "memory segment /dev/shm/nccl-sK3D7t (size 9637888)\n"),
+    "2.30": (
+        "gpu-a07:1234:1290 [3] os/linux.cc:796 NCCL WARN Error: failed to extend "
+        "/dev/shm/nccl-sK3D7t to 9637892 bytes, error: No space left on device (28)\n"
+        "gpu-a07:1234:1290 [3] os/linux.cc:833 NCCL WARN Error while creating shared memory "
+        "segment /dev/shm/nccl-sK3D7t (size 9637888), error: No space left on device (28)\n"),
+    "2.7-2.11": (
+        "gpu-a07:1234:1290 [3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No "
+        "space left on device\n"
+        "gpu-a07:1234:1290 [3] include/shm.h:48 NCCL WARN Error while creating shared memory "
+        "segment nccl-shm-recv-b3a5c1e8d9f7-0-1-0 (size 9637888)\n"),
+}
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize("version", sorted(NCCL_SHM_FULL))
+def test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_the_shared_memory_class(
+        catalogue, version, acct):
+    """Not a disk to free (its `No space left on device` is /dev/shm's) nor a DataLoader
+    worker: NCCL's own fix, a larger /dev/shm or NCCL_SHM_DISABLE=1."""
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                       + NCCL_SHM_FULL[version] + NCCL_SYSTEM_ERROR, acct)
+    assert (d.class_id, d.decided_by, d.detail) == (
+        "dataloader_worker_killed", "signature", {"kind": "nccl_shm"})
+    assert not d.retryable and "disk_full" not in d.secondary
+    text = explain(d)
+    assert all(w in text for w in ("NCCL could not create the shared-memory segment",
+                                   "--shm-size", "NCCL_SHM_DISABLE=1"))
+    assert "DataLoader" not in text and "--mem" not in text
+    assert explain_title(d) == "NCCL ran out of shared memory (/dev/shm)"
+    assert "NCCL_SHM_DISABLE=1" in explain(d, "ko") and "공유 메모리" in explain_title(d, "ko")
+
+
+def test_nccls_failure_to_attach_to_a_peers_segment_is_no_full_dev_shm(catalogue):
+    # the rank that created it is gone: no shared-memory case
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "gpu-a07:1234:1290 [3] misc/shmutils.cc:49 NCCL WARN Call to open failed : No such "
+            "file or directory\n"
+            "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while attaching to "
+            "shared memory segment /dev/shm/nccl-sK3D7t (size 9637888)\n" + NCCL_SYSTEM_ERROR)
+    assert _diagnose_text(catalogue, text).class_id != "dataloader_worker_killed"
 
 
 CPP_EXTENSION = "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py"
