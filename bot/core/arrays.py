@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
+from bot.core.models import chunk_advanced
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
@@ -153,10 +154,13 @@ def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask]
     )
 
 
-def task_retries_used(earlier_causes: Sequence[str | None], catalogue: Any) -> int:
-    """The retries a task of an array trainbot submitted has spent: its earlier attempts
-    (each was resubmitted) whose cause charges the budget (the catalogue's `charges_budget`;
-    an unknown or missing cause charges). Each task has its own budget."""
+def task_retries_used(attempts: Sequence[tuple[str | None, int | None]], catalogue: Any) -> int:
+    """The retries a task of an array trainbot submitted has spent, from its attempts oldest
+    first as (cause, start_iter) through the latest: each attempt before the latest was
+    resubmitted, and spent a retry when its cause charges the budget (the catalogue's
+    `charges_budget`; an unknown or missing cause charges), unless it was a time-limit chunk
+    the next attempt resumed past its own start (bot.core.models.chunk_advanced: it saved a
+    newer checkpoint). Each task has its own budget."""
     def charges(cause: str | None) -> bool:
         if cause is None:
             return True
@@ -165,18 +169,19 @@ def task_retries_used(earlier_causes: Sequence[str | None], catalogue: Any) -> i
         except KeyError:
             return True
 
-    return sum(1 for cause in earlier_causes if charges(cause))
+    return sum(1 for (cause, start), (_, resumed) in zip(attempts, attempts[1:], strict=False)
+               if charges(cause) and not chunk_advanced(cause, start, resumed))
 
 
-def retries_by_task(attempts: Sequence[tuple[int | None, str | None]],
+def retries_by_task(attempts: Sequence[tuple[int | None, str | None, int | None]],
                     catalogue: Any) -> list[tuple[int, int]]:
     """(task, retries used) of each task of an array trainbot submitted that spent any, the
-    most spent first (then by task): from its attempts, oldest first, as (task, cause). A
-    task's retries are counted as its budget counts them (task_retries_used of the causes of
-    its attempts before the latest), so a free resubmit (a node failure) is none."""
-    causes: dict[int, list[str | None]] = {}
-    for task, cause in attempts:
+    most spent first (then by task): from its attempts, oldest first, as (task, cause,
+    start_iter). A task's retries are counted as its budget counts them (task_retries_used),
+    so a free resubmit (a node failure, a time-limit chunk that saved a checkpoint) is none."""
+    by_task: dict[int, list[tuple[str | None, int | None]]] = {}
+    for task, cause, start in attempts:
         if task is not None:
-            causes.setdefault(task, []).append(cause)
-    used = [(task, task_retries_used(c[:-1], catalogue)) for task, c in causes.items()]
+            by_task.setdefault(task, []).append((cause, start))
+    used = [(task, task_retries_used(a, catalogue)) for task, a in by_task.items()]
     return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))

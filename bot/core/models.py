@@ -18,6 +18,18 @@ STOP_CLASSES = frozenset({"cuda_oom", "compiler_missing", "nan_loss", "silent_ex
 ASK_CLASSES = frozenset({"disk_full", "checkpoint_corrupt"})
 #: `ask` classes whose usual fix is more host memory: propose "Resubmit with --mem=…".
 MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
+#: Classes that end a time-limit chunk of a run: Slurm's TIMEOUT, or the training framework's
+#: own planned stop before it (Megatron's `[exiting program at iteration N]`).
+TIME_LIMIT_CLASSES = frozenset({"time_limit"})
+
+
+def chunk_advanced(class_id: str | None, resumed_from: int | None, saved: int | None) -> bool:
+    """Did an attempt that ended as `class_id`, resumed from the checkpoint at `resumed_from`
+    (None: from scratch), end at its time limit leaving a newer complete checkpoint (at
+    `saved`; None: none)? Such a chunk is the run going on, not a retry: its resubmit spends
+    no retry (bot.core.policy.chunks, bot.core.arrays.task_retries_used)."""
+    return (class_id in TIME_LIMIT_CLASSES and saved is not None
+            and (resumed_from is None or saved > resumed_from))
 
 
 class Action(StrEnum):

@@ -423,10 +423,11 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
     used = chain.retries_used if chain is not None else 0
     task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
     if chain is not None and task is not None:  # an array's task: its own budget
-        used = task_retries_used(
-            [a.cause for a in ctx.store.attempts.for_chain(chain.id)
-             if a.array_task == task and a.job_id != str(approval.target_job)],
-            ctx.catalogue)
+        mine = [a for a in ctx.store.attempts.for_chain(chain.id) if a.array_task == task]
+        through = next((n for n, a in enumerate(mine, start=1)
+                        if a.job_id == str(approval.target_job)), len(mine))
+        used = task_retries_used([(a.cause, a.start_iter) for a in mine[:through]],
+                                 ctx.catalogue)
     spent = (chain is not None and recipe in ctx.config.recipes
              and used >= ctx.config.policy_for(recipe).retry_budget)
     job = str(approval.target_job)

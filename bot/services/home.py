@@ -126,7 +126,7 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
         array = array_root_view(ctx, chain.id)
         if array is None:
             return None
-        spent = retries_by_task([(a.array_task, a.cause) for a in
+        spent = retries_by_task([(a.array_task, a.cause, a.start_iter) for a in
                                  ctx.store.attempts.for_chain(chain.id)], ctx.catalogue)
         budget = ctx.config.policy_for(chain.recipe).retry_budget \
             if chain.recipe in ctx.config.recipes else None

@@ -181,7 +181,9 @@ class ThreadEvents:
                         or (task is not None and a.array_task == task)]
             earlier = [a for a in attempts if a.job_id != event.job_id and mine is not None
                        and a.attempt_no < mine.attempt_no]
-            retries = task_retries_used([a.cause for a in earlier], self.ctx.catalogue)
+            retries = task_retries_used([(a.cause, a.start_iter) for a in earlier]
+                                        + [(None, mine.start_iter if mine else None)],
+                                        self.ctx.catalogue)
             replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),

@@ -121,7 +121,9 @@ def task_history(rows: Sequence[AttemptRow], *, current_job: str,
     facts = [_facts(a, n, current_job, current_last_iter) for n, a in enumerate(mine, start=1)]
     if not facts:
         facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter)]
-    used = task_retries_used([a.cause for a in mine if a.job_id != current_job], catalogue)
+    through = next((n for n, a in enumerate(mine, start=1) if a.job_id == current_job),
+                   len(mine))
+    used = task_retries_used([(a.cause, a.start_iter) for a in mine[:through]], catalogue)
     return ChainHistory(attempts=tuple(facts), retries_used=used, warnings=tuple(warnings))
 
 

@@ -4,17 +4,16 @@ chunk as `time_limit`. A chunk that saved a newer complete checkpoint than the o
 from made progress: its resubmit is the run going on, not a retry, and spends no retry
 (`chunk_progress`). One that saved none charges as any time limit does, so a run that times
 out before its first save still stops at its budget. The run's end is no chunk: a stop at or
-past its target iteration is diagnosed `completed`."""
+past its target iteration is diagnosed `completed`. The rule itself is
+bot.core.models.chunk_advanced, which an array task's budget counts by too
+(bot.core.arrays.task_retries_used)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.models import TIME_LIMIT_CLASSES, chunk_advanced
 from bot.core.policy.chain import ChainHistory
-
-#: Classes that end a chunk at its time limit: Slurm's TIMEOUT, or the training framework's
-#: own planned stop before it (Megatron's `[exiting program at iteration N]`).
-TIME_LIMIT_CLASSES = frozenset({"time_limit"})
 
 
 @dataclass(frozen=True)
@@ -32,10 +31,9 @@ def chunk_progress(class_id: str, history: ChainHistory,
     checkpoint it resumed from) when it ended at its time limit and the newest complete
     checkpoint, `checkpoint_iter`, is past that one; None otherwise (another class, no
     checkpoint, or none newer than its start: less than one checkpoint of progress)."""
-    if class_id not in TIME_LIMIT_CLASSES or checkpoint_iter is None or not history.attempts:
-        return None
-    start = history.attempts[-1].start_iter
-    if start is not None and checkpoint_iter <= start:
+    start = history.attempts[-1].start_iter if history.attempts else None
+    if not history.attempts or checkpoint_iter is None \
+            or not chunk_advanced(class_id, start, checkpoint_iter):
         return None
     return ChunkProgress(from_iter=start, to_iter=checkpoint_iter)
 

@@ -55,10 +55,29 @@ def test_a_tasks_retries_are_its_earlier_attempts_whose_cause_charges_the_budget
     from bot.core.catalogue import Catalogue
 
     catalogue = Catalogue.load()
-    assert task_retries_used([], catalogue) == 0
-    assert task_retries_used(["node_failure", "preempted"], catalogue) == 0  # not charged
-    assert task_retries_used(["nccl_timeout", "time_limit", None], catalogue) == 3
-    assert task_retries_used(["no_such_class"], catalogue) == 1  # unknown charges
+
+    def used(*causes: str | None) -> int:  # each attempt resumed from the same checkpoint
+        return task_retries_used([(c, 2000) for c in causes], catalogue)
+
+    assert used() == 0 and used("nccl_timeout") == 0  # the latest: not resubmitted (yet)
+    assert used("node_failure", "preempted", None) == 0  # not charged
+    assert used("nccl_timeout", "time_limit", None, None) == 3
+    assert used("no_such_class", None) == 1  # unknown charges
+
+
+def test_a_tasks_time_limit_chunk_that_saved_a_newer_checkpoint_spent_no_retry() -> None:
+    from bot.core.arrays import task_retries_used
+    from bot.core.catalogue import Catalogue
+
+    catalogue = Catalogue.load()
+    # chunks from scratch to 2000, 4000, 6000: the run going on, not retrying
+    chunks = [("time_limit", None), ("time_limit", 2000), ("time_limit", 4000), (None, 6000)]
+    assert task_retries_used(chunks, catalogue) == 0
+    # a chunk resumed from where it started (it saved nothing newer) is a retry
+    assert task_retries_used([("time_limit", 2000), ("time_limit", 2000), (None, 4000)],
+                             catalogue) == 1
+    # only a time limit is a chunk: an NCCL abort after a save is still a retry
+    assert task_retries_used([("nccl_timeout", 2000), (None, 4000)], catalogue) == 1
 
 
 def test_the_tasks_that_used_retries_are_named_the_most_spent_first() -> None:
@@ -66,10 +85,13 @@ def test_the_tasks_that_used_retries_are_named_the_most_spent_first() -> None:
     from bot.core.catalogue import Catalogue
 
     catalogue = Catalogue.load()
-    attempts = [(0, "completed"), (1, "nccl_timeout"), (2, "node_failure"), (3, "time_limit"),
-                (None, None),  # the array's not-yet-started remainder: no task
-                (1, "nccl_timeout"), (2, "completed"), (3, "nccl_timeout"), (1, None)]
+    attempts = [(0, "completed", None), (1, "nccl_timeout", None), (2, "node_failure", None),
+                (3, "time_limit", None), (4, "time_limit", None),
+                (None, None, None),  # the array's not-yet-started remainder: no task
+                (1, "nccl_timeout", None), (2, "completed", None), (3, "nccl_timeout", None),
+                (4, "completed", 2000), (1, None, None)]
     # task 1: two charged resubmits, its third attempt runs; task 3: one, its second failed
-    # (not resubmitted: not a retry); task 2: a free resubmit after a node failure
+    # (not resubmitted: not a retry); task 2: a free resubmit after a node failure; task 4: a
+    # time-limit chunk that saved a checkpoint its resubmit resumed from
     assert retries_by_task(attempts, catalogue) == [(1, 2), (3, 1)]
-    assert retries_by_task([(0, "nccl_timeout")], catalogue) == []  # failed, never retried
+    assert retries_by_task([(0, "nccl_timeout", None)], catalogue) == []  # never retried

@@ -70,7 +70,8 @@ def test_an_array_task_is_judged_on_its_own_attempts_and_budget() -> None:
     catalogue = Catalogue.load()
     rows = [ended("201", "FAILED", "nccl_timeout", task=3),  # another task's failure
             ended("202", "NODE_FAIL", "node_failure", task=4),  # free: not charged
-            ended("210", "TIMEOUT", "time_limit", task=4),  # charged
+            Row("210", ended_at=1000.0, result="TIMEOUT", cause="time_limit", array_task=4,
+                start_iter=500),  # charged: resumed from 500, it saved nothing newer
             Row("220", array_task=4, start_iter=500)]  # the task's second resubmit, ending now
     history = task_history(rows, current_job="220", current_last_iter=900,
                            catalogue=catalogue)
@@ -78,6 +79,17 @@ def test_an_array_task_is_judged_on_its_own_attempts_and_budget() -> None:
         [("202", 1), ("210", 2), ("220", 3)]
     assert history.attempts[-1].last_iter == 900
     assert history.retries_used == 1  # task 3's failure and the node failure spend none of it
+
+
+def test_an_array_tasks_time_limit_chunks_that_saved_newer_checkpoints_spend_no_retry() -> None:
+    rows = [Row(job, no, ended_at=1000.0, result="TIMEOUT", cause="time_limit", array_task=4,
+                start_iter=start)
+            for no, (job, start) in enumerate((("210", None), ("211", 2000), ("212", 4000)),
+                                              start=1)]
+    rows.append(Row("213", 4, array_task=4, start_iter=6000))
+    history = task_history(rows, current_job="213", current_last_iter=7000,
+                           catalogue=Catalogue.load())
+    assert history.retries_used == 0 and history.resubmits_so_far == 3
 
 
 def test_an_array_task_with_no_row_yet_is_its_first_attempt() -> None:

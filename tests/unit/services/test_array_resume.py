@@ -284,6 +284,10 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
         return section["text"]["text"].splitlines()[-1]
 
     assert shown().endswith(none)
+    # each task resumed by itself from its checkpoint, and saves no newer one: its time limits
+    # are retries, not chunks of progress (bot.core.policy.chunks)
+    for a in store.attempts.for_chain(result.chain_id):
+        store.attempts.update(a.id, start_iter=100 * (a.array_task + 1))
     # task 1 times out twice (2 charged resubmits), task 0 once; task 2 a free node failure
     slurm.set(88901, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 100)
     w.tick(T0 + 120)
@@ -303,6 +307,27 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
     assert shown().endswith(ledger)
     monkeypatch.setattr(home, "TASK_RETRIES_SHOWN", 1)  # the others counted, not named
     assert shown().endswith(more)
+
+
+def test_a_tasks_time_limit_chunk_that_saved_a_checkpoint_spends_none_of_its_budget(
+        store, lookups):
+    from bot.services.home import home_view, render_home
+
+    ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2)
+    # task 1 started from scratch and saved iteration 200 before its time limit
+    slurm.set(88901, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    w.tick(T0 + 200)  # resubmitted alone, from its checkpoint at 200
+    assert [s.array for s in slurm.submits()][1:] == ["1"]
+    [final] = [i for i in store.incidents.for_chain(result.chain_id)
+               if i.key == "dev:88901:final"]
+    assert final.diagnosis["decision"]["charged"] is False
+    assert "chunk ended at the time limit after saving iter 200 (from scratch" in \
+        final.diagnosis["text"]
+    [row] = home_view(ctx, "U0ALICE", T0)["runs"]
+    blocks = render_home(ctx, home_view(ctx, "U0ALICE", T0))
+    [section] = [b for b in blocks if b.get("block_id") == f"run:{row['chain_id']}"]
+    assert section["text"]["text"].splitlines()[-1].endswith("no task used a retry (2 per task)")
 
 
 @pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
