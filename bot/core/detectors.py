@@ -312,17 +312,28 @@ def detect_broken_save(
     return None
 
 
-def ends_in_completion(matches: Iterable[Any], series: MetricSeries) -> bool:
+def ends_in_completion(matches: Iterable[Any], series: MetricSeries, *,
+                       evaluation_start: int | None = None) -> bool:
     """The log's last completion marker (a `completed` signature: `Training completed`,
     Lightning's EarlyStopping `Signaling Trainer to stop`) has no training progress after it
     (no later line that printed an iteration). Progress after one means the marker was not
     the end: Lightning keeps training to `min_epochs` after EarlyStopping signals a stop, a
-    per-epoch or per-iteration report reads like a marker; the log's later lines decide. The
-    log's ending without accounting (bot.core.diagnose.decide) and `detect_silent_exit` with
-    it read a marker alike."""
+    per-epoch or per-iteration report reads like a marker; the log's later lines decide. An
+    evaluation that the framework opened after the marker (`evaluation_start`, its line: Hugging
+    Face Trainer's `***** Running Evaluation *****`) counts its batches on a bar of its own:
+    the progress after it is the evaluation's, and so is the training bar's last drawing
+    between the two (at the iteration the marker ended). The log's ending without accounting
+    (bot.core.diagnose.decide) and `detect_silent_exit` with it read a marker alike."""
     done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
     last_progress = series.last_iteration_line
-    return bool(done) and (last_progress is None or done[-1] > last_progress)
+    if not done or last_progress is None or done[-1] > last_progress:
+        return bool(done)
+    if evaluation_start is None or evaluation_start < done[-1]:
+        return False
+    trained = [s.iteration for s in series.samples
+               if s.iteration is not None and s.line_no < done[-1]]
+    return all(s.iteration in (None, trained[-1] if trained else None) for s in series.samples
+               if done[-1] < s.line_no < evaluation_start)
 
 
 def detect_silent_exit(
@@ -332,6 +343,7 @@ def detect_silent_exit(
     *,
     target_iter: int | None,
     min_elapsed_s: float = 60.0,
+    evaluation_start: int | None = None,
 ) -> SilentExitFinding | None:
     """Slurm says COMPLETED 0:0 but the work did not happen.
 
@@ -344,13 +356,13 @@ def detect_silent_exit(
     design (early stopping, a lowered max_steps), as the log alone reads it; a run that
     reached its target or ended in such a marker may be short (a resume with little left).
     A marker that training followed is no evidence of the end: the progress after it is
-    judged as if it were not there."""
+    judged as if it were not there; an evaluation after it (`evaluation_start`) is not."""
     if accounting.state != "COMPLETED" or accounting.exit_code not in (0, None):
         return None
     if accounting.signal not in (0, None):
         return None
     matches = list(matches)
-    marker = ends_in_completion(matches, series)
+    marker = ends_in_completion(matches, series, evaluation_start=evaluation_start)
     found = [m for m in matches if m.class_id not in _NOT_FAILURES]
     first = found[0] if found else None
     last_iter = series.last_iteration

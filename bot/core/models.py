@@ -106,10 +106,10 @@ class Diagnosis:
     Facts, no sentences: `title` and `hint` are the catalogue's texts (English message ids,
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
-    before the hint, with `kind`: leak | stall | upstream | saving | running | silent_exit
-    | returned | shm | nccl_shm | fd_limit | no_ninja | missing_tool | exit_interval | sigterm
-    | rerun_elsewhere | signal_stop | ended_early (bot.core.diagnose.cause.case_detail), or
-    None."""
+    before the hint, with `kind`: leak | stall | upstream | saving | running | evaluating
+    | silent_exit | returned | shm | nccl_shm | fd_limit | no_ninja | missing_tool
+    | exit_interval | sigterm | rerun_elsewhere | signal_stop | ended_early
+    (bot.core.diagnose.cause.case_detail), or None."""
 
     class_id: str
     action: Action

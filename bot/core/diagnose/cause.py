@@ -128,6 +128,14 @@ class EndedEarly:
 
 
 @dataclass(frozen=True)
+class Evaluating:
+    """Training completed at `completed_line` and the framework evaluates after it
+    (`evaluating`): the progress bar after it is the evaluation's, not training's."""
+
+    completed_line: int
+
+
+@dataclass(frozen=True)
 class Running:
     """A running job with nothing to report (`running`): its progress and a GPU utilisation
     below what an input-bound job shows (None when higher or unmeasured)."""
@@ -141,7 +149,7 @@ class Running:
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
     | NcclSharedMemory | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere
-    | ExitInterval | SignalStop | EndedEarly | Running
+    | ExitInterval | SignalStop | EndedEarly | Evaluating | Running
 )
 
 
@@ -190,6 +198,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "signal_stop"}
         case EndedEarly(last_iter, target_iter):
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
+        case Evaluating(completed_line):
+            return {"kind": "evaluating", "line": completed_line}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

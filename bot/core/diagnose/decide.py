@@ -42,6 +42,7 @@ from bot.core.diagnose.cause import (
     Cause,
     DiedSaving,
     EndedEarly,
+    Evaluating,
     ExitInterval,
     Leak,
     MissingTool,
@@ -69,6 +70,7 @@ from bot.core.diagnose.ending import (
     ends_in_open_progress_bar,
     ends_in_sigterm,
     epochs_left,
+    evaluation_start,
     remote_error_cause,
     traceback_cause,
 )
@@ -208,6 +210,12 @@ def diagnose(
     # reasons, the shell's prompt, Megatron's stop on a SIGTERM); else `_named_cause`'s
     case_cause: Cause | None = None
 
+    # training completed and the framework evaluates after it: the evaluation's bar is no
+    # training progress (the marker it follows ends training, as when nothing follows it)
+    evaluated = evaluation_start(tail)
+    evaluating = (evaluated is not None and not ends_in_completion(primary, series)
+                  and ends_in_completion(primary, series, evaluation_start=evaluated))
+
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
     if chosen == "time_limit" and acct.state in (None, "COMPLETED") and _stopped_at_target(
@@ -233,8 +241,12 @@ def diagnose(
             # no accounting; the log ends in a deciding line cut off or in an error
             chosen, decided_by = ended.class_id, HINT
             evidence = [Evidence(n, t) for n, t in ended.lines]
+        elif evaluating and (acct.state is not None or ends_in_open_progress_bar(tail)):
+            # running its evaluation after training completed: not training
+            chosen = NONE_CLASS
+            case_cause = Evaluating(max(m.line_no for m in primary if m.class_id == "completed"))
         elif acct.state is None and (
-            (marker_ends := ends_in_completion(primary, series))
+            (marker_ends := ends_in_completion(primary, series, evaluation_start=evaluated))
             or (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
                 and (target_iter is not None or not epochs_left(tail)))
             or ends_in_final_save(series, tail)
@@ -255,11 +267,12 @@ def diagnose(
             chosen = NONE_CLASS
     elif chosen is None:
         chosen, silent = _settle_finished(
-            catalogue, acct, series, matches, target, min_elapsed_s
+            catalogue, acct, series, matches, target, min_elapsed_s, evaluated
         )
         # the framework's own completion line at the end decides as it does in the log alone
         decided_by = DETECTOR if silent is not None else (
-            SIGNATURE if ends_in_completion(primary, series) else ACCOUNTING)
+            SIGNATURE if ends_in_completion(primary, series, evaluation_start=evaluated)
+            else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and _stopped_on_signal(matches, series):
             # Megatron's --exit-signal-handler saved and exited 0 on a SIGTERM (Slurm's --signal
@@ -379,7 +392,9 @@ def diagnose(
         title=cls.title if cls is not None else "",
         detail=case_detail(case_cause if case_cause is not None else _named_cause(
             chosen, series=series, leak=leak, stall=stall, upstream=upstream,
-            during_save=during_save, acct=acct, matches=matches, tail=tail, target=target)),
+            during_save=during_save, acct=acct, matches=matches, tail=tail,
+            # after an evaluation the series' last figures are its bar's, not training's
+            target=None if evaluating else target)),
         translations=dict(getattr(cls, "translations", None) or {}),
         site_title=bool(getattr(cls, "site_title", False)),
         evidence=_dedupe(evidence),
@@ -473,12 +488,15 @@ def _settle_finished(
     matches: Sequence[Any],
     target: int | None,
     min_elapsed_s: float,
+    evaluated: int | None,
 ) -> tuple[str, SilentExitFinding | None]:
     """A finished job with no primary failure signature: completed, silent_exit (with its
-    finding) or unknown_failure."""
+    finding) or unknown_failure; `evaluated` is the line of an evaluation the framework
+    opened among the log's last lines."""
     if acct.state == "COMPLETED" and acct.exit_code in (0, None) and acct.signal in (0, None):
         finding = detect_silent_exit(
-            acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s
+            acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s,
+            evaluation_start=evaluated,
         )
         if finding is not None:
             return "silent_exit", finding

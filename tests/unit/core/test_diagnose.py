@@ -1498,6 +1498,53 @@ def test_a_completion_marker_followed_by_training_is_not_the_end(catalogue, mark
     assert (d.class_id, d.decided_by) == ("completed", "signature")
 
 
+# Hugging Face Trainer: its training loop, its end (trainer.py `_inner_training_loop`: the
+# marker, the train metrics, ProgressCallback closing the training bar where it stopped), then
+# the example scripts' trainer.evaluate() (`evaluation_loop`, its unlabelled prediction_bar)
+HF_TRAINED = "".join(
+    f"{{'loss': 1.{9 - i}, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.0{i}}}\n"
+    f"  0%|          | {i * 10}/8000 [00:{i:02d}<2:40:00,  1.2it/s]\n" for i in range(1, 4)) + (
+    "\n\nTraining completed. Do not forget to share your model on huggingface.co/models =)\n\n\n"
+    "{'train_runtime': 36.1, 'train_samples_per_second': 3.3, 'train_steps_per_second': 0.8, "
+    "'train_loss': 1.75, 'epoch': 0.03}\n"
+    "  0%|          | 30/8000 [00:36<2:40:00,  1.2it/s]\n"
+    "***** train metrics *****\n  epoch = 0.03\n  train_loss = 1.75\n")
+HF_EVALUATING = ("***** Running Evaluation *****\n  Num examples = 400\n  Batch size = 8\n"
+                 " 45%|####5     | 45/100 [00:10<00:12,  4.50it/s]\n")
+
+
+@pytest.mark.parametrize("acct", [None, Accounting(state="RUNNING")])
+def test_an_evaluation_after_training_completed_is_no_training_progress(catalogue, acct):
+    """A log cut off in the evaluation that follows `Training completed`: running, and the
+    explanation says it evaluates (its bar counts batches, not steps), not that it trains."""
+    d = _diagnose_text(catalogue, HF_TRAINED + HF_EVALUATING, acct)
+    # the last marker: the train metrics train() prints when it returns
+    assert (d.class_id, d.detail) == ("none", {"kind": "evaluating", "line": 12})
+    assert explain(d) == ("Training completed (line 12) and the run is evaluating the model now: "
+                          "the progress bar after it counts the evaluation's batches, not "
+                          "training steps.")
+    assert "평가하는 중" in explain(d, "ko")
+
+
+def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
+    d = _diagnose_text(catalogue, HF_TRAINED + HF_EVALUATING, done)
+    assert (d.class_id, d.decided_by, d.detail) == ("completed", "signature", None)
+    evaluated = HF_EVALUATING.replace(" 45%|####5     | 45/100 [00:10<00:12,",
+                                      "100%|##########| 100/100 [00:22<00:00,")
+    d = _diagnose_text(catalogue, HF_TRAINED + evaluated + "***** eval metrics *****\n")
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    # ... an error in the evaluation is still the failure
+    crashed = HF_TRAINED + HF_EVALUATING + ("Traceback (most recent call last):\n"
+                                            "ValueError: expected 400 labels, got 399\n")
+    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+    # ... and training after the marker, then an evaluation, is training (a mid-run one)
+    trained_on = HF_TRAINED + "  0%|          | 40/8000 [00:45<2:40:00,  1.2it/s]\n"
+    d = _diagnose_text(catalogue, trained_on + HF_EVALUATING)
+    assert d.detail["kind"] == "running"
+    assert _diagnose_text(catalogue, trained_on + HF_EVALUATING, done).class_id == "silent_exit"
+
+
 # Ray Train's report after each iteration (ray/tune/experimental/output.py, `on_trial_result`),
 # the table it prints under it, and the end of its run (`on_trial_complete`)
 RAY_ITERATION = (
