@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +22,10 @@ from bot.core.models import Accounting
 from bot.core.policy import DEFAULT_POLICY
 from bot.core.training_lines import Sample
 from bot.core.units import GIB
+
+# A progress bar up to its count (tqdm's `  0%|          | 30/8000` before `[00:36<2:40:00`):
+# the same head again is the bar drawn once more where it stood, no step made.
+_BAR_HEAD = re.compile(r"^(.*?(?<![\d.])\d+/\d+)\s*\[")
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -318,22 +323,32 @@ def ends_in_completion(matches: Iterable[Any], series: MetricSeries, *,
     Lightning's EarlyStopping `Signaling Trainer to stop`) has no training progress after it
     (no later line that printed an iteration). Progress after one means the marker was not
     the end: Lightning keeps training to `min_epochs` after EarlyStopping signals a stop, a
-    per-epoch or per-iteration report reads like a marker; the log's later lines decide. An
-    evaluation that the framework opened after the marker (`evaluation_start`, its line: Hugging
-    Face Trainer's `***** Running Evaluation *****`) counts its batches on a bar of its own:
-    the progress after it is the evaluation's, and so is the training bar's last drawing
-    between the two (at the iteration the marker ended). The log's ending without accounting
+    per-epoch or per-iteration report reads like a marker; the log's later lines decide. The
+    training bar drawn once more where it stood (Hugging Face's ProgressCallback closing it
+    after `Training completed`: the same bar at the same count) is no progress. An evaluation
+    that the framework opened after the marker (`evaluation_start`, its line: Hugging Face
+    Trainer's `***** Running Evaluation *****`) counts its batches on a bar of its own: the
+    progress after it is the evaluation's. The log's ending without accounting
     (bot.core.diagnose.decide) and `detect_silent_exit` with it read a marker alike."""
     done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
     last_progress = series.last_iteration_line
     if not done or last_progress is None or done[-1] > last_progress:
         return bool(done)
-    if evaluation_start is None or evaluation_start < done[-1]:
-        return False
-    trained = [s.iteration for s in series.samples
-               if s.iteration is not None and s.line_no < done[-1]]
-    return all(s.iteration in (None, trained[-1] if trained else None) for s in series.samples
-               if done[-1] < s.line_no < evaluation_start)
+    evaluated = evaluation_start is not None and evaluation_start > done[-1]
+    end = evaluation_start if evaluated and evaluation_start else last_progress + 1
+    before = [s for s in series.samples if s.iteration is not None and s.line_no < done[-1]]
+    after = [s for s in series.samples
+             if s.iteration is not None and done[-1] < s.line_no < end]
+    if not evaluated and (not after or after[-1].line_no != last_progress):
+        return False  # progress the series kept no sample of: unknown, not a redrawn bar
+    return not after or bool(before) and all(_redrawn(s, before[-1]) for s in after)
+
+
+def _redrawn(sample: Sample, last: Sample) -> bool:
+    """`sample` is the bar of `last` drawn again at its count (`_BAR_HEAD`)."""
+    head = _BAR_HEAD.match(sample.text)
+    return (head is not None and sample.iteration == last.iteration
+            and head.group(1) == (m.group(1) if (m := _BAR_HEAD.match(last.text)) else None))
 
 
 def detect_silent_exit(

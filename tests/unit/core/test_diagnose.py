@@ -1526,6 +1526,20 @@ def test_an_evaluation_after_training_completed_is_no_training_progress(catalogu
     assert "평가하는 중" in explain(d, "ko")
 
 
+@pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0,
+                                                   elapsed_s=900)])
+def test_the_training_bar_drawn_again_after_training_completed_is_no_progress(catalogue, acct):
+    """Hugging Face's ProgressCallback closes the training bar after `Training completed`,
+    drawing it once more where it stopped (early stopping at 30 of 8000): the end of training."""
+    d = _diagnose_text(catalogue, HF_TRAINED, acct)
+    assert (d.class_id, d.decided_by, d.detail) == (
+        "completed", "signature", {"kind": "ended_early", "last_iter": 30, "target_iter": 8000})
+    # ... a bar that moved on is training
+    moved = HF_TRAINED + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n"
+    assert _diagnose_text(catalogue, moved, acct).class_id == (
+        "none" if acct is None else "silent_exit")
+
+
 def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
     d = _diagnose_text(catalogue, HF_TRAINED + HF_EVALUATING, done)
