@@ -103,7 +103,7 @@ def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None =
         cluster, slurm=_ClusterSlurm(ctx, cluster),
         reader=lambda: ctx.clusters.tail_reader(cluster),
         store=ctx.store, catalogue=ctx.catalogue, sink=events, config=ctx.config,
-        checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit, recover=auto.recover,
+        checkpoint=auto.checkpoint, resubmit=auto.resubmit, recover=auto.recover,
     )
 
 

@@ -20,6 +20,7 @@ from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import CommandResult
 from bot.config import Config
 from bot.core.catalogue import Catalogue
+from bot.core.checkpoints import Checkpoint, iteration_of
 from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
@@ -372,6 +373,28 @@ class RecordingEventSink:
 
     def kinds(self) -> list[str]:
         return [e.kind for e in self.events]
+
+
+# --------------------------------------------------------------------------- checkpoint lookup
+
+
+@dataclass
+class FakeCheckpoints:
+    """The watcher's checkpoint lookup (`Watcher(checkpoint=…)`): every recipe's latest
+    complete checkpoint is `found` (an iteration N: the dir `iter_000000N`; a name: a pointer
+    naming that dir, its iteration whatever its name says; None: none). Records each lookup
+    as (recipe, task)."""
+
+    found: int | str | None = None
+    calls: list[tuple[str, int | None]] = field(default_factory=list)
+
+    def __call__(self, recipe: str, task: int | None = None) -> Checkpoint | None:
+        self.calls.append((recipe, task))
+        if self.found is None:
+            return None
+        if isinstance(self.found, int):
+            return Checkpoint(f"/ck/{recipe}/iter_{self.found:07d}", self.found, "scan")
+        return Checkpoint(f"/ck/{recipe}/{self.found}", iteration_of(self.found), "pointer")
 
 
 # --------------------------------------------------------------------------- resubmit step

@@ -34,6 +34,8 @@ class Proposal:
     kind: str  # resubmit | resubmit_mem | cancel_resume | dismiss
     from_iter: int | None = None  # where a resubmit resumes (None: from the start)
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
+    # the checkpoint it resumes from (None: none), named when its iteration is unknown
+    from_checkpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class Incident:
     site_title: bool = False  # the site replaced the class's title (Diagnosis.site_title)
     # the DataLoader probe a leak's remedy offers: {button, command, field, recipe}
     probe: Mapping[str, Any] | None = None
+    # the checkpoint a resume starts from (None: none): "resume from checkpoint `final`" when
+    # its name has no iteration, never "from the start"
+    from_checkpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,11 +215,14 @@ def build_incident(
     suggested_mem: str | None = None,
     mem_policy: Any = None,
     probe: Mapping[str, Any] | None = None,
+    from_checkpoint: str | None = None,
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
     proposed actions as data; `probe` is the DataLoader probe a leak's remedy offers
     (bot.services.probes.probe_offer); `mem_policy` the recipe's policy (its site cap on
-    `--mem`, `max_mem`; None: the defaults, no cap).
+    `--mem`, `max_mem`; None: the defaults, no cap); `from_checkpoint` the name of the
+    checkpoint a resume starts from (None: none), which the proposals name when its
+    iteration (`last_checkpoint_iter`) is unknown.
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
@@ -243,7 +251,8 @@ def build_incident(
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target
         mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
-    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem)
+    proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem,
+                         from_checkpoint=from_checkpoint)
     if remedy is not None and not remedy.proposes_mem and probe and probe.get("button"):
         proposals.insert(len(proposals) - 1, Proposal("probe"))  # before Dismiss
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
@@ -285,21 +294,24 @@ def build_incident(
         node=diagnosis.node,
         site_title=diagnosis.site_title,
         probe=probe,
+        from_checkpoint=from_checkpoint,
     )
 
 
-def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None) -> list[Proposal]:
+def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None,
+             from_checkpoint: str | None) -> list[Proposal]:
     if d.action == Action.NONE or d.class_id == "completed":
         return []
     out: list[Proposal] = []
+    start: dict[str, Any] = {"from_iter": from_iter, "from_checkpoint": from_checkpoint}
     if d.class_id == "hang":
-        out.append(Proposal("cancel_resume", from_iter=from_iter))
+        out.append(Proposal("cancel_resume", **start))
     elif d.action == Action.RESUBMIT:
-        out.append(Proposal("resubmit", from_iter=from_iter))
+        out.append(Proposal("resubmit", **start))
     elif d.action == Action.ASK:
         if d.class_id in MEMORY_CLASSES and mem:
-            out.append(Proposal("resubmit_mem", from_iter=from_iter, mem=mem))
-        out.append(Proposal("resubmit", from_iter=from_iter))
+            out.append(Proposal("resubmit_mem", mem=mem, **start))
+        out.append(Proposal("resubmit", **start))
     out.append(Proposal("dismiss"))
     return out
 
@@ -351,6 +363,18 @@ def build_warning(
     )
 
 
+def prompt_changed(prompt_iter: int | None, *, from_iter: int | None,
+                   from_checkpoint: str | None) -> int | None:
+    """`prompt_iter`, the iteration an approved prompt's button said, when the run resumed
+    elsewhere (from iteration `from_iter`, or from the start): the newest complete checkpoint
+    changed between the prompt and the click. None when it resumed there, the prompt named no
+    iteration, or it resumed from a checkpoint of unknown iteration (`from_checkpoint` without
+    `from_iter`: no claim either way)."""
+    if prompt_iter is None or prompt_iter == from_iter or (from_iter is None and from_checkpoint):
+        return None
+    return prompt_iter
+
+
 def build_resolution(
     *,
     recipe: str,
@@ -367,14 +391,14 @@ def build_resolution(
 ) -> ResolutionView:
     """"resumed as 88887 from iter 3000" with what it cost and who approved. `prompt_iter`:
     the iteration an approved prompt's button said (None: no prompt, or it named none); the
-    view keeps it only when the job resumed from another iteration (or from the start).
+    view keeps it only when the job resumed elsewhere (`prompt_changed`).
     `from_checkpoint`: the name of the checkpoint it resumed from when that has no iteration
     number (a pointer file naming `final`), so the line never says "from the start" then."""
-    differs = prompt_iter is not None and prompt_iter != from_iter
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,
                           actor=actor, held_jobs=tuple(held_jobs), mem=mem,
-                          prompt_iter=prompt_iter if differs else None,
+                          prompt_iter=prompt_changed(prompt_iter, from_iter=from_iter,
+                                                     from_checkpoint=from_checkpoint),
                           from_checkpoint=from_checkpoint if from_iter is None else None)
 
 

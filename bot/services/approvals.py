@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
 from bot.core.arrays import task_retries_used
+from bot.core.incident import prompt_changed
 from bot.core.policy import Decision, approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
@@ -106,7 +107,10 @@ class Outcome:
     one, `for_job` the resumed job a hold waits for, `state` a Slurm state (None: unknown to
     Slurm), `error` a Slurm, ssh or service message, shown verbatim; `not_applied` the
     overrides a site submit wrapper's job did not get ([key, requested, the job's value]);
-    `exclude` the faulty node a resubmit left out (--exclude)."""
+    `exclude` the faulty node a resubmit left out (--exclude). A resubmit resumed from
+    iteration `from_iter`, else from the checkpoint named `from_checkpoint` (its iteration
+    unknown), else from the start; `prompt_iter` is the iteration the prompt said when it
+    resumed elsewhere (the newest complete checkpoint changed since it was posted)."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -117,6 +121,8 @@ class Outcome:
     for_job: str | None = None
     current_job: str | None = None
     from_iter: int | None = None
+    from_checkpoint: str | None = None
+    prompt_iter: int | None = None
     mem: str | None = None
     exclude: str | None = None
     state: str | None = None
@@ -322,10 +328,8 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         prompt_iter=_prompt_iter(approval),
     )  # fmt: skip
     ctx.store.approvals.mark_done(approval.token, now=now)
-    ck = result.checkpoint
     outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
-                      new_job_id=str(result.job_id),
-                      from_iter=ck.iteration if ck is not None else None,
+                      new_job_id=str(result.job_id), **_resumed(approval, result),
                       mem=result.overrides.get("mem"),
                       exclude=payload.get("exclude") if "exclude" in result.overrides else None,
                       not_applied=[[n.key, n.requested, n.actual] for n in result.not_applied])
@@ -378,11 +382,21 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
             Outcome("failed", actor, "resubmit_failed", recipe, job_id=job, error=str(exc)),
             f"cancelled job {job}, but the resubmit failed: {exc}") from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
-    ck = result.checkpoint
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
-                      new_job_id=str(result.job_id),
-                      from_iter=ck.iteration if ck is not None else None)
+                      new_job_id=str(result.job_id), **_resumed(approval, result))
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
+
+
+def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:
+    """Where an approved resubmit resumed (`from_iter`, else `from_checkpoint`'s name), and
+    what the prompt said when that changed since it was posted (`prompt_iter`), as the
+    resolution line says it (bot.core.incident.prompt_changed)."""
+    ck = result.checkpoint
+    from_iter = ck.iteration if ck is not None else None
+    from_checkpoint = ck.name if ck is not None and from_iter is None else None
+    return {"from_iter": from_iter, "from_checkpoint": from_checkpoint,
+            "prompt_iter": prompt_changed(_prompt_iter(approval), from_iter=from_iter,
+                                          from_checkpoint=from_checkpoint)}
 
 
 def _prompt_iter(approval: Approval) -> int | None:

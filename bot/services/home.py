@@ -86,6 +86,7 @@ def _buttons(approval: Approval, job: tuple[str, str], adopted: bool = False,
               "cancel": "danger"}
     return [{"kind": kind, "action_id": action_id_for(kind).value, "value": approval.token,
              "style": styles.get(kind), "from_iter": payload.get("resume_iter"),
+             "from_checkpoint": payload.get("resume_checkpoint"),
              "mem": payload.get("mem"), "exclude": payload.get("exclude"),
              "job_id": job[0],
              "for_job": payload.get("for_job"),

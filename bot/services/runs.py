@@ -182,8 +182,6 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Att
     iter P" when the approved prompt's `prompt_iter` is not where it resumed."""
     ck = result.checkpoint
     mem = result.overrides.get("mem")
-    if ck is not None and ck.iteration is None:  # a checkpoint of unknown iteration: no claim
-        prompt_iter = None
     return build_resolution(
         recipe=recipe,
         old_job_id=previous.shown_id,
@@ -271,11 +269,11 @@ class AutoResubmitter:
         announce_submit(ctx, recipe, result, self.actor, None)
         return result.display_id or str(result.job_id)
 
-    def checkpoint_iter(self, recipe: str, task: int | None = None) -> int | None:
-        """The iteration of the recipe's latest complete checkpoint (of an array recipe's
-        task `task`: its own), None: none."""
+    def checkpoint(self, recipe: str, task: int | None = None) -> Checkpoint | None:
+        """The recipe's latest complete checkpoint (of an array recipe's task `task`: its
+        own), None: none or the recipe keeps none (the watcher's one lookup per finished job,
+        bot.services.watch.recipes)."""
         cfg = self.ctx.config.recipe(recipe)
         if cfg.checkpoint is None:
             return None
-        ck = find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster), task)
-        return ck.iteration if ck is not None else None
+        return find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster), task)

@@ -283,6 +283,7 @@ class ThreadEvents:
         if dec is not None:
             reason.update({"kind": str(dec.kind), "class_id": dec.class_id,
                            "charged": dec.charged, "resume_from": dec.resume_from,
+                           "resume_checkpoint": dec.resume_checkpoint,
                            "work_lost_iters": dec.work_lost_iters, "mem": dec.mem,
                            "projected_oom_iter": dec.projected_oom_iter})
             reason.update(dec.facts)
@@ -305,6 +306,7 @@ class ThreadEvents:
             self.ctx, recipe=event.recipe or "", chain_id=event.chain_id or 0,
             job_id=event.job_id or "", now=self.ctx.clock(), summary=summary,
             resume_iter=dec.resume_from if dec else None,
+            resume_checkpoint=dec.resume_checkpoint if dec else None,
             mem=dec.mem if dec and OFFER_RESUBMIT_MEM in dec.offers else None,
             exclude=dec.facts.get("exclude") if dec and not offer_cancel else None,
             offer_cancel=offer_cancel, post_key=event.key,
@@ -326,6 +328,7 @@ class ThreadEvents:
                 suggested_mem=dec.mem if dec else None,
                 mem_policy=self._policy(event.recipe),
                 probe=probe_offer(self.ctx.config, event.recipe or ""),
+                from_checkpoint=dec.resume_checkpoint if dec else None,
             )
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it

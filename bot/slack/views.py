@@ -85,6 +85,7 @@ class Button:
     from_iter: int | None = None
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     confirm: dict[str, Any] | None = None
+    from_checkpoint: str | None = None  # the checkpoint it resumes from, named without from_iter
 
 
 def buttons(proposals: Iterable[Proposal], job_id: str,
@@ -105,7 +106,8 @@ def buttons(proposals: Iterable[Proposal], job_id: str,
                                                       ("mem", p.mem)) if v is not None}}
         out.append(Button(p.kind, action_id_for(p.kind).value, value_for(p.kind, params),
                           style, p.from_iter, p.mem,
-                          prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm")))
+                          prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm"),
+                          p.from_checkpoint))
     return out
 
 

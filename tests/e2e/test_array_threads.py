@@ -199,7 +199,7 @@ def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
     auto = AutoResubmitter(ctx, "dev")
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
                 catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=config,
-                checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit,
+                checkpoint=auto.checkpoint, resubmit=auto.resubmit,
                 recover=auto.recover)
 
     def runs(job: int, of: int, n: int) -> str:

@@ -236,7 +236,7 @@ LOG = "/scratch/mix/logs/mix.out"
 def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record):
     """The production sink (ThreadEvents) on the poster, the watcher on fake Slurm and SFTP,
     one chain with its root posted; returns (watcher, the root's ts)."""
-    from fakes import FakeSFTP, FakeSlurm, make_context
+    from fakes import FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
 
     from bot.core.catalogue import Catalogue
     from bot.services.watch.tick import Watcher
@@ -256,7 +256,7 @@ def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record)
     sftp.append(LOG, log)
     slurm.add(job_id, stdout_path=LOG, start_time=T0, name="mix", **record)
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
-                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint=FakeCheckpoints(3000))
     return w, root_ts
 
 

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 from cluster_jobs import CountingRunner
-from fakes import RecordingEventSink
+from fakes import FakeCheckpoints, RecordingEventSink
 
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
@@ -74,7 +74,7 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
             watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
                               catalogue=Catalogue.load(), sink=sink,
                               policy=PolicyParams(backoff_s=0, stall_min_s=60),
-                              checkpoint_iter=lambda recipe: None)
+                              checkpoint=FakeCheckpoints())
             slurm.probe()  # once per client: sinfo --version + whether squeue --json works
             runner.calls.clear()
             ticks = 0

@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeCheckpoints, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
 
 from bot.core.catalogue import Catalogue
 from bot.core.policy import PolicyParams
@@ -84,6 +84,6 @@ def timed_out(env: WatchEnv, resubmit: FakeResubmit, **policy: Any) -> tuple[Wat
     slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
                                      stdout_path=LOG, start_time=T0, end_time=T0 + 1300)
     w = make_watcher(store, slurm, sftp, sink, resubmit=resubmit,
-                     checkpoint_iter=lambda recipe: 1200,
+                     checkpoint=FakeCheckpoints(1200),
                      policy=PolicyParams(auto_resubmit=True, backoff_s=60, **policy))
     return w, chain

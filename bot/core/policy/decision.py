@@ -34,6 +34,7 @@ class DecisionBase(TypedDict):
 
     class_id: str
     resume_from: int | None
+    resume_checkpoint: str | None
     work_lost_iters: int | None
 
 
@@ -41,7 +42,9 @@ class DecisionBase(TypedDict):
 class Decision:
     """Plain data: what to do and why. `charged` says whether carrying out the resubmit
     spends one unit of the chain's retry budget; `key` deduplicates warnings per chain;
-    `facts` is `reason` as data (module doc)."""
+    `facts` is `reason` as data (module doc). A resume starts from the checkpoint named
+    `resume_checkpoint` (None: none, from the start), at iteration `resume_from` when its name
+    has one (a pointer naming `final` has none)."""
 
     kind: DecisionKind
     reason: str
@@ -49,6 +52,7 @@ class Decision:
     charged: bool = False
     not_before: float | None = None
     resume_from: int | None = None
+    resume_checkpoint: str | None = None
     work_lost_iters: int | None = None
     mem: str | None = None  # suggested --mem as Slurm writes it ("600G")
     mem_bytes: int | None = None
@@ -72,7 +76,8 @@ class Decision:
         return {
             "kind": str(self.kind), "reason": self.reason, "class_id": self.class_id,
             "charged": self.charged, "not_before": self.not_before,
-            "resume_from": self.resume_from, "work_lost_iters": self.work_lost_iters,
+            "resume_from": self.resume_from, "resume_checkpoint": self.resume_checkpoint,
+            "work_lost_iters": self.work_lost_iters,
             "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
             "exclude": self.facts.get("exclude"),  # the faulty node a resubmit leaves out
             "array_task": self.facts.get("array_task"),  # the one task a resubmit reruns
@@ -90,6 +95,7 @@ class Decision:
             kind=kind, reason=str(data.get("reason") or ""),
             class_id=str(data.get("class_id") or ""), charged=bool(data.get("charged")),
             not_before=data.get("not_before"), resume_from=data.get("resume_from"),
+            resume_checkpoint=data.get("resume_checkpoint"),
             work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
             offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
             facts={**({"exclude": data["exclude"]} if data.get("exclude") else {}),

@@ -56,15 +56,17 @@ def decide(
     now: float,
     *,
     checkpoint_iter: int | None = None,
+    checkpoint_name: str | None = None,
     accounting: Accounting | None = None,
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
 ) -> Decision:
     """The decision for one diagnosed job.
 
-    `checkpoint_iter` is the iteration of the latest COMPLETE checkpoint (None: start from
-    scratch); a time-limit chunk that advanced it past the checkpoint it resumed from (the
-    last attempt's `start_iter`) is resubmitted without charging the budget (`chunk_progress`);
+    `checkpoint_name` names the latest COMPLETE checkpoint (None: none, start from scratch) and
+    `checkpoint_iter` is its iteration (None: unknown, its name has none, or no checkpoint);
+    a time-limit chunk that advanced it past the checkpoint it resumed from (the last
+    attempt's `start_iter`) is resubmitted without charging the budget (`chunk_progress`);
     `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal;
     after a steady leak (`leak_remedy`) the --mem is what finishes the run, or none when no
     memory can (`worker_rss` / `trainer_rss` from the sampler name what grows).
@@ -74,7 +76,8 @@ def decide(
     cid = diagnosis.class_id
     last_iter = _current_last_iter(diagnosis, chain_history)
     lost = _work_lost(last_iter, checkpoint_iter)
-    base = DecisionBase(class_id=cid, resume_from=checkpoint_iter, work_lost_iters=lost)
+    base = DecisionBase(class_id=cid, resume_from=checkpoint_iter,
+                        resume_checkpoint=checkpoint_name, work_lost_iters=lost)
 
     if cid in RUNNING_CLASSES and not _finished(accounting):
         found = early_warnings(diagnosis, chain_history, p, now)
@@ -131,7 +134,7 @@ def decide(
         )
 
     not_before = now + backoff_delay(p, chain_history.resubmits_so_far)
-    where = _resume_text(checkpoint_iter, lost)
+    where = _resume_text(checkpoint_iter, checkpoint_name, lost)
     budget_text = (
         f"charged: {chain_history.retries_used + 1} of {p.retry_budget} retries"
         if charged
@@ -239,8 +242,11 @@ def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None
     return max(0, last_iter - (checkpoint_iter or 0))
 
 
-def _resume_text(checkpoint_iter: int | None, lost: int | None) -> str:
+def _resume_text(checkpoint_iter: int | None, checkpoint_name: str | None,
+                 lost: int | None) -> str:
     if checkpoint_iter is None:
+        if checkpoint_name:
+            return f"resuming from checkpoint {checkpoint_name}"
         return "from scratch (no complete checkpoint)"
     text = f"resuming from iteration {checkpoint_iter}"
     if lost:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.config import PolicyConfig
+from bot.core.checkpoints import Checkpoint
 from bot.core.detectors import detect_stall
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Diagnosis
@@ -143,11 +144,14 @@ def finished_diagnosis(jw: JobWatch, record: JobRecord, acct: Any, policy: Polic
 
 
 def finished_decision(jw: JobWatch, diag: Diagnosis, history: ChainHistory, acct: Any,
-                      policy: Policy, now: float, *, checkpoint_iter: int | None,
+                      policy: Policy, now: float, *, checkpoint: Checkpoint | None,
                       array_task: int | None) -> Decision:
-    """What to do about a finished job (bot.core.policy.decide); a submitted array's task
-    (`array_task`) is named in the decision, as its resubmit reruns that task alone."""
-    decision = decide(diag, history, policy, now, checkpoint_iter=checkpoint_iter,
+    """What to do about a finished job (bot.core.policy.decide), resuming from `checkpoint`
+    (None: none); a submitted array's task (`array_task`) is named in the decision, as its
+    resubmit reruns that task alone."""
+    decision = decide(diag, history, policy, now,
+                      checkpoint_iter=checkpoint.iteration if checkpoint else None,
+                      checkpoint_name=checkpoint.name if checkpoint else None,
                       accounting=acct, worker_rss=role_growth(jw.sampler, "worker"),
                       trainer_rss=role_growth(jw.sampler, "trainer"))
     if array_task is not None:  # a resubmit reruns this task alone

@@ -167,9 +167,13 @@ class AutoResubmits:
                           report: TickReport) -> None:
         old = self.store.attempts.get_by_job(str(inc.job_id), self.cluster)
         shown = old.shown_id if old is not None else str(inc.job_id)  # `123_4` of a task
-        text = (f"job {shown} resubmitted automatically as {new_job}"
-                + (f", resuming from iteration {decision.resume_from}"
-                   if decision.resume_from is not None else ", from scratch"))
+        if decision.resume_from is not None:
+            where = f", resuming from iteration {decision.resume_from}"
+        elif decision.resume_checkpoint:
+            where = f", resuming from checkpoint {decision.resume_checkpoint}"
+        else:
+            where = ", from scratch"
+        text = f"job {shown} resubmitted automatically as {new_job}{where}"
         if self.outbox.emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
                                  self.cluster, text, chain_id, str(inc.job_id),
                                  data["recipe"], decision=decision,

@@ -51,6 +51,7 @@ from collections.abc import Callable
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config, PolicyConfig
 from bot.core.catalogue import Catalogue
+from bot.core.checkpoints import Checkpoint
 from bot.core.diagnose import LogAnalysis
 from bot.core.policy import DecisionKind, PolicyParams, held_report
 from bot.core.slurm.records import JobRecord
@@ -86,9 +87,11 @@ class Watcher:
       contacted by the one Slurm call;
     - `store`: bot.store.Store; `catalogue`: bot.core.catalogue.Catalogue; `config`:
       bot.config.Config (recipes, policy_for), may be None in tests with `policy`;
-    - `checkpoint_iter`: recipe name -> iteration of its latest complete checkpoint (None:
-      none), called with `task=N` for task N of an array recipe (its own checkpoints);
-      default: no checkpoint knowledge (resubmits say "from scratch");
+    - `checkpoint`: recipe name -> its latest complete checkpoint (bot.core.checkpoints.
+      Checkpoint: its name and iteration; None: none), called with `task=N` for task N of an
+      array recipe (its own checkpoints), once per finished job: the decision carries it to
+      the incident and its prompt; default: no checkpoint knowledge (resubmits say "from
+      scratch");
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
       decisions once `not_before` has passed (None: they are only published). It records
@@ -121,7 +124,7 @@ class Watcher:
         sink: EventSink,
         config: Config | None = None,
         policy: PolicyConfig | PolicyParams | None = None,
-        checkpoint_iter: Callable[..., int | None] | None = None,
+        checkpoint: Callable[..., Checkpoint | None] | None = None,
         resubmit: Resubmit | None = None,
         recover: Recover | None = None,
         unreachable_ticks: int | None = None,
@@ -140,7 +143,7 @@ class Watcher:
         self.catalogue = catalogue
         self.config = config
         self.recipes = RecipeSettings(cluster, config=config, policy=policy,
-                                      checkpoint_iter=checkpoint_iter)
+                                      checkpoint=checkpoint)
         default_n = getattr(getattr(config, "policy", None), "unreachable_ticks", 3)
         self.unreachable_ticks = unreachable_ticks or default_n
         self.persist_every_s = persist_every_s
@@ -399,7 +402,7 @@ class Watcher:
         task = record.array_task_id if chain is not None and chain.is_array \
             and not chain.adopted else None
         decision = finished_decision(jw, diag, history, acct, p, now,
-                                     checkpoint_iter=self.recipes.checkpoint(jw.recipe, task),
+                                     checkpoint=self.recipes.checkpoint(jw.recipe, task),
                                      array_task=task)
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)

@@ -106,6 +106,18 @@ def test_story_88154_nccl_timeout_after_hang_resubmits_from_3000():
     assert "resubmit" in manual.offers and manual.resume_from == 3000
 
 
+def test_a_checkpoint_without_an_iteration_is_where_the_decision_resumes_not_scratch():
+    """The newest complete checkpoint is `final` (no iteration in its name): the decision
+    carries its name, says it resumes from it, and keeps it when stored and read back (an
+    automatic resubmit's note reads the stored decision)."""
+    d, acct = story("88154")
+    dec = decide(d, chain(1049, 3470), MANUAL, NOW, checkpoint_iter=None,
+                 checkpoint_name="final", accounting=acct)
+    assert dec.resume_from is None and dec.resume_checkpoint == "final"
+    assert "resuming from checkpoint final" in dec.reason and "scratch" not in dec.reason
+    assert Decision.from_json(dec.to_json()).resume_checkpoint == "final"
+
+
 def test_story_87870_host_oom_during_save_proposes_more_memory():
     d, acct = story("87870")
     assert d.class_id == "host_oom" and d.during_checkpoint_save

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
@@ -67,7 +67,7 @@ class Story:
         self.ctx.sink.post_reply = capture
         self.watcher = Watcher("dev", slurm=self.slurm, reader=lambda: self.sftp, store=store,
                                catalogue=Catalogue.load(), sink=ThreadEvents(self.ctx),
-                               config=self.ctx.config, checkpoint_iter=lambda r: 3000)
+                               config=self.ctx.config, checkpoint=FakeCheckpoints(3000))
 
     def stalled(self) -> dict:
         """Tick into the stall; returns the warning's Cancel-and-resume button."""

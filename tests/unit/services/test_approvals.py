@@ -112,7 +112,10 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     replies = keep_replies(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.status == "done"
-    assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887"
+    # the button said iter 3000; no checkpoint is found at the click: it says so, as the thread
+    assert result.update_text == (
+        "Approved by <@W0LEAD>: resubmitted as 88887. The prompt said iter 3,000: the newest "
+        "complete checkpoint changed since it was posted.")
     assert len(slurm.submits()) == 1
     assert [a.job_id for a in ctx.store.attempts.for_chain(chain_id)] == ["88154", "88887"]
     assert ctx.store.approvals.get(token).state == "done"
@@ -220,10 +223,31 @@ def test_a_resubmit_from_a_checkpoint_of_unknown_iteration_names_it(
     ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"})
     _, token = failed_run(ctx)
     replies = keep_replies(ctx)
-    assert handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1).status == "done"
+    result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
+    assert result.status == "done"
     said = replies["resolution:88887"][0]["text"]["text"]
     assert "from checkpoint `final` (was 88154)" in said
     assert "from the start" not in said and "The prompt said" not in said
+    assert result.update_text == ("Approved by <@W0LEAD>: resubmitted as 88887 from checkpoint "
+                                  "`final` with --mem=1900G")
+
+
+def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so_in_the_prompt(
+    store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The prompt said iter 3000; at the click the newest complete checkpoint is iter 2000:
+    the prompt, rewritten, says so as the resolution line does."""
+    import bot.cluster.checkpoints as checkpoints
+    from bot.core.checkpoints import Checkpoint
+
+    monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
+        "/ck/mix/iter_000002000", 2000, "pointer"))
+    ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"})
+    _, token = failed_run(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert result.update_text == (
+        "Approved by <@W0LEAD>: resubmitted as 88887 from iter 2000. The prompt said iter "
+        "3,000: the newest complete checkpoint changed since it was posted.")
 
 
 def test_concurrent_clicks_submit_once(ctx: BotContext, slurm: FakeSlurm) -> None:
@@ -336,7 +360,8 @@ def test_resubmit_with_more_memory_even_if_users_may_not_override_mem(
     _, token = failed_run(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
     assert result.status == "done", result
-    assert result.update_text == "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G"
+    assert result.update_text.startswith(
+        "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G.")
     assert slurm.submits()[0].mem == "1900G"
     assert "mem" not in ctx.config.recipe("mix").overridable  # not widened for later
 

@@ -57,7 +57,7 @@ def watcher(ctx, slurm, sftp) -> Watcher:
     auto = AutoResubmitter(ctx, "dev")
     return Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
                    catalogue=Catalogue.load(), sink=ThreadEvents(ctx), config=ctx.config,
-                   checkpoint_iter=auto.checkpoint_iter, resubmit=auto.resubmit,
+                   checkpoint=auto.checkpoint, resubmit=auto.resubmit,
                    recover=auto.recover)
 
 

@@ -5,7 +5,15 @@ real (kill -9 of a bot process) in tests/integration/test_crash_safety.py."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeResubmit, FakeRunner, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import (
+    T0,
+    FakeCheckpoints,
+    FakeResubmit,
+    FakeRunner,
+    FakeSFTP,
+    FakeSlurm,
+    RecordingEventSink,
+)
 from support.watcher import CLUSTER, make_watcher, timed_out
 
 from bot.core.policy import PolicyParams
@@ -34,7 +42,7 @@ def _restarted(env, resub, recover):
     store, slurm, sftp, _ = env
     sink = RecordingEventSink()
     return sink, make_watcher(store, slurm, sftp, sink, resubmit=resub, recover=recover,
-                              checkpoint_iter=lambda recipe: 1200,
+                              checkpoint=FakeCheckpoints(1200),
                               policy=PolicyParams(auto_resubmit=True, backoff_s=60))
 
 

@@ -336,3 +336,17 @@ def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, t
     assert [c and (c["text"]["text"], c["style"]) for c in confirms.values()] == [
         (resume.format(job=result.job_id), "danger"), (run.format(job=result.job_id), "danger"),
         None]
+
+
+def test_a_home_prompt_names_a_checkpoint_without_an_iteration_it_resumes_from(ctx):
+    """The prompt's resume starts from a checkpoint whose name has no iteration (a pointer
+    naming `final`): the Home tab's Resubmit names it, as the thread's does."""
+    from bot.services.prompts import create_resubmit_prompt
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
+                           summary="s", resume_checkpoint="final")
+    blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
+    labels = [e["text"]["text"] for b in blocks if b["type"] == "actions"
+              for e in b["elements"]]
+    assert "Resubmit (resume from checkpoint `final`)" in labels, labels

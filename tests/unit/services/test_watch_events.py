@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, RecordingMessageSink, make_context
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, RecordingMessageSink, make_context
 from support.watcher import stalled_thread
 
 from bot.core.catalogue import Catalogue
@@ -46,7 +46,7 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
 
     ctx.sink.post_reply = capture
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
-                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint=FakeCheckpoints(3000))
     w.tick(T0)
     w.tick(T0 + 360)
     # The stall: one reply, owners paged, Cancel offered.
@@ -170,7 +170,7 @@ def _failed_88154(store: Store, sink: ChartSink, **recipe) -> Watcher:
     slurm.add(88154, state="FAILED", exit_code=1, signal=0, stdout_path=LOG, start_time=T0,
               end_time=T0 + 1805, name="mix", mem_limit_bytes=950 << 30)
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
-                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+                sink=ThreadEvents(ctx), config=ctx.config, checkpoint=FakeCheckpoints(3000))
     w.tick(T0 + 1830)
     return w
 

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, SstatSlurm, make_context
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, SstatSlurm, make_context
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
@@ -338,7 +338,7 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
                            charge_retry=decision.charged)
         return "90001"
 
-    w = watcher(ctx, slurm, sftp, checkpoint_iter=lambda recipe: 3000, resubmit=resubmit)
+    w = watcher(ctx, slurm, sftp, checkpoint=FakeCheckpoints(3000), resubmit=resubmit)
     w.tick(T0 + 1310)
     w.tick(T0 + 1380)
     said = replies(ctx)
@@ -363,7 +363,7 @@ def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store)
         return real_reply(chain_id, key, blocks, text)
 
     ctx.sink.post_reply = flaky
-    w = watcher(ctx, slurm, sftp, checkpoint_iter=lambda recipe: 3000)
+    w = watcher(ctx, slurm, sftp, checkpoint=FakeCheckpoints(3000))
     w.tick(T0)
     w.tick(T0 + 360)  # the stall: its post fails, the warning stays pending in the store
     assert replies(ctx) == []

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
 
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
@@ -32,9 +32,11 @@ def store(tmp_path):
     s.close()
 
 
-def watched_incident(store: Store, templates_dir: Path | None = None, **recipe) -> list[dict]:
+def watched_incident(store: Store, templates_dir: Path | None = None, *,
+                     checkpoints: FakeCheckpoints | None = None, **recipe) -> list[dict]:
     """The blocks of the incident the watcher posts when job 88154 dies of the NCCL watchdog
-    after its stall (its owners' head line, the incident template, the approval buttons)."""
+    after its stall (its owners' head line, the incident template, the approval buttons);
+    its newest complete checkpoint is `checkpoints`' (default: iteration 3000)."""
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, **recipe)
     ctx.config.templates.dir = str(templates_dir) if templates_dir else None
@@ -55,7 +57,8 @@ def watched_incident(store: Store, templates_dir: Path | None = None, **recipe) 
     sftp = FakeSFTP()
     sftp.append(LOG, (STORIES / "88154.log").read_bytes())
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
-                sink=ThreadEvents(ctx), config=ctx.config, checkpoint_iter=lambda r: 3000)
+                sink=ThreadEvents(ctx), config=ctx.config,
+                checkpoint=checkpoints or FakeCheckpoints(3000))
     w.tick(T0)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
@@ -99,3 +102,30 @@ def test_the_watchers_incident_title_is_the_one_report_shows(store) -> None:
     report_blocks, _ = render_blocks("incident", "en", report.view)
     assert header == report_blocks[0]["text"]["text"]
     assert header == "🔴 NCCL collective timed out (watchdog) · job 88154"
+
+
+@pytest.mark.parametrize(("lang", "head", "proposed", "button"), [
+    ("en", "resuming from checkpoint `final`", "*Proposed:* resume from checkpoint `final`",
+     "Resubmit (resume from checkpoint `final`)"),
+    ("ko", "체크포인트 `final`부터 재개해", "*제안:* 체크포인트 `final`부터 재개",
+     "재제출 (체크포인트 `final`부터 재개)"),
+])
+def test_a_checkpoint_without_an_iteration_is_named_where_the_incident_offers_a_resume(
+        store, monkeypatch: pytest.MonkeyPatch, lang: str, head: str, proposed: str,
+        button: str) -> None:
+    """The newest complete checkpoint is `final` (a pointer naming it, no iteration in its
+    name): the incident's head line, Proposed line and Resubmit button name it, never "from
+    the start". The watcher looked it up once for the finished job; posting the incident looks
+    nothing up again (no second walk of the checkpoint dir over SFTP)."""
+    import bot.cluster.checkpoints as checkpoints
+
+    walks: list[tuple] = []
+    monkeypatch.setattr(checkpoints, "find_latest_checkpoint",
+                        lambda *a, **k: walks.append(a))
+    lookup = FakeCheckpoints("final")
+    said = _texts(watched_incident(store, checkpoints=lookup, lang=lang,
+                                   checkpoint={"dir": "/ck/mix"}))
+    assert head in said and proposed in said and button in said
+    assert "from the start" not in said and "from scratch" not in said
+    assert "처음부터" not in said
+    assert lookup.calls == [("mix", None)] and walks == []

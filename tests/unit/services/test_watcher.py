@@ -4,7 +4,15 @@ SQLite store, the real catalogue, a recording sink, and a fake clock."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink, SstatSlurm
+from fakes import (
+    T0,
+    FakeCheckpoints,
+    FakeResubmit,
+    FakeSFTP,
+    FakeSlurm,
+    RecordingEventSink,
+    SstatSlurm,
+)
 from support.watcher import (
     CLUSTER,
     LOG,
@@ -169,7 +177,7 @@ def test_story_88154_hang_warned_early_once_then_incident_resumes_from_3000(env)
     slurm.records[88154] = running(88154)
     before, after = _split_at_stall()
     sftp.append(LOG, b"".join(before))
-    w = make_watcher(store, slurm, sftp, sink, checkpoint_iter=lambda recipe: 3000)
+    w = make_watcher(store, slurm, sftp, sink, checkpoint=FakeCheckpoints(3000))
     w.tick(T0)
     assert sink.events == []
     w.tick(T0 + 240)  # 4 min of silence: under the 5 min stall threshold
@@ -211,7 +219,7 @@ def test_cancel_and_resume_clicked_during_a_tick_is_not_reported_as_a_failure(en
     before, _ = _split_at_stall()
     sftp.append(LOG, b"".join(before))
     slurm.records[88154] = running(88154)
-    w = make_watcher(store, slurm, sftp, sink, checkpoint_iter=lambda recipe: 3000)
+    w = make_watcher(store, slurm, sftp, sink, checkpoint=FakeCheckpoints(3000))
     w.tick(T0 + 360)
     assert sink.kinds() == ["warning"]
     attempt = store.attempts.get_by_job("88154")

@@ -551,3 +551,85 @@ def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str,
                             from_checkpoint=checkpoint)
     assert en in json.dumps(render_blocks("resolution", "en", view)[0], ensure_ascii=False)
     assert ko in json.dumps(render_blocks("resolution", "ko", view)[0], ensure_ascii=False)
+
+
+@pytest.mark.parametrize(("lang", "proposed", "button"), [
+    ("en", "*Proposed:* resume from checkpoint `final`",
+     "Resubmit (resume from checkpoint `final`)"),
+    ("ko", "*제안:* 체크포인트 `final`부터 재개", "재제출 (체크포인트 `final`부터 재개)"),
+])
+def test_an_incident_names_a_checkpoint_without_an_iteration_it_would_resume_from(
+        lang: str, proposed: str, button: str):
+    """The newest complete checkpoint is `final` (no iteration in its name): the incident's
+    Proposed line and its Resubmit button name it, not "from the start"."""
+    d = Diagnosis(class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True,
+                  charges_budget=True, hint="h", title="NCCL timeout", evidence=(),
+                  metrics=DiagnosisMetrics(last_iter=3470))
+    view = build_incident(d, recipe="mix", job_id="88154", last_checkpoint_iter=None, now=0.0,
+                          from_checkpoint="final")
+    blocks, _ = render_blocks("incident", lang, view)
+    said = json.dumps(blocks, ensure_ascii=False)
+    assert proposed in said and button in said
+    assert "from the start" not in said and "처음부터" not in said
+
+
+def _prompt_labels(lang: str, kind: str, **view) -> list[str]:
+    from bot.services.prompts import approval_view
+    blocks, _ = render_blocks("approval", lang, approval_view(
+        "t", "s", job_id="88154", state="RUNNING", mem=None, choices=[kind], **view))
+    assert validate_blocks(blocks) == []
+    return [e["text"]["text"] for e in blocks[1]["elements"]]
+
+
+@pytest.mark.parametrize(("lang", "kind", "view", "label"), [
+    ("en", "resubmit", {"resume_iter": None, "resume_checkpoint": "final"},
+     "Resubmit (resume from checkpoint `final`)"),
+    ("en", "cancel_resume", {"resume_iter": None, "resume_checkpoint": "final"},
+     "Cancel 88154 and resume from checkpoint `final`"),
+    # a GPU or node fault: the resubmit leaves the node out and names the checkpoint too
+    ("en", "resubmit", {"resume_iter": None, "resume_checkpoint": "final", "exclude": "gpu-b12"},
+     "Resubmit without gpu-b12 (resume from checkpoint `final`)"),
+    ("ko", "resubmit", {"resume_iter": None, "resume_checkpoint": "final", "exclude": "gpu-b12"},
+     "gpu-b12 빼고 재제출 (체크포인트 `final`부터 재개)"),
+    # numbered: the iteration, as before; none at all: no claim where it resumes
+    ("en", "resubmit", {"resume_iter": 3000, "resume_checkpoint": "iter_0003000",
+                        "exclude": "gpu-b12"}, "Resubmit without gpu-b12 (resume from iter 3000)"),
+    ("en", "resubmit", {"resume_iter": None, "exclude": "gpu-b12"}, "Resubmit without gpu-b12"),
+])
+def test_a_prompts_resume_button_names_the_checkpoint_it_resumes_from(
+        lang: str, kind: str, view: dict, label: str):
+    assert _prompt_labels(lang, kind, **view) == [label]
+
+
+def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_limit():
+    """Both shortened keep their start and end: the button still says what it does."""
+    [label] = _prompt_labels("en", "resubmit", resume_iter=None,
+                             resume_checkpoint="final-" + "x" * 200 + "-ema",
+                             exclude="gpu[" + ",".join(f"{i:03d}" for i in range(60)) + "]")
+    assert len(label) <= 75
+    assert label.startswith("Resubmit without gpu[000,") and "059] (resume" in label
+    assert "from checkpoint `final-" in label and label.endswith("-ema`)")
+
+
+@pytest.mark.parametrize(("lang", "outcome", "said"), [
+    ("en", {"did": "resubmitted", "from_iter": 2000, "prompt_iter": 3000},
+     "resubmitted as 88887 from iter 2000. The prompt said iter 3,000: the newest complete "
+     "checkpoint changed since it was posted."),
+    ("ko", {"did": "resubmitted", "from_iter": 2000, "prompt_iter": 3000},
+     "프롬프트는 iter 3,000에서 재개한다고 했습니다"),
+    ("en", {"did": "resubmitted", "from_checkpoint": "final"},
+     "Approved by <@W0LEAD>: resubmitted as 88887 from checkpoint `final`"),
+    ("en", {"did": "cancel_resumed", "from_checkpoint": "final"},
+     "cancelled job 88154 and resubmitted it as 88887 from checkpoint `final`"),
+    ("ko", {"did": "cancel_resumed", "from_checkpoint": "final"}, "체크포인트 `final`부터 재개"),
+])
+def test_a_decided_prompt_says_where_the_resubmit_resumed_and_that_it_changed(
+        lang: str, outcome: dict, said: str):
+    """The prompt rewritten after the click says where the job resumed, as the resolution line
+    does: a checkpoint without an iteration by its name, and that the newest complete
+    checkpoint changed since the prompt when it resumed from another iteration."""
+    from bot.services.approvals import Outcome
+    o = Outcome("approved", "W0LEAD", job_id="88154", new_job_id="88887", **outcome)
+    blocks, text = render_blocks("decided", lang, {"summary": "s", "outcome": o.to_view()})
+    assert said in text and validate_blocks(blocks) == []
+    assert "from the start" not in text and "처음부터" not in text
