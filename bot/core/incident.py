@@ -226,13 +226,13 @@ def build_incident(
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
-    iterations × s/iter.
+    iterations × s/iter. Unknown when the checkpoint's iteration is (`from_checkpoint` only).
     """
     m = diagnosis.metrics
     last_iter = m.last_iter
     lost_iters: int | None = None
     lost_seconds: float | None = None
-    if last_iter is not None:
+    if last_iter is not None and not (last_checkpoint_iter is None and from_checkpoint):
         lost_iters = max(0, last_iter - (last_checkpoint_iter or 0))
         end = failed_at if failed_at is not None else now
         if last_checkpoint_time is not None and end >= last_checkpoint_time:

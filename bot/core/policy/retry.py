@@ -75,7 +75,9 @@ def decide(
     p = params_from(policy)
     cid = diagnosis.class_id
     last_iter = _current_last_iter(diagnosis, chain_history)
-    lost = _work_lost(last_iter, checkpoint_iter)
+    # a checkpoint of unknown iteration: the work lost is unknown too
+    lost = None if checkpoint_iter is None and checkpoint_name else \
+        _work_lost(last_iter, checkpoint_iter)
     base = DecisionBase(class_id=cid, resume_from=checkpoint_iter,
                         resume_checkpoint=checkpoint_name, work_lost_iters=lost)
 

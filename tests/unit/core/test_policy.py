@@ -114,6 +114,7 @@ def test_a_checkpoint_without_an_iteration_is_where_the_decision_resumes_not_scr
     dec = decide(d, chain(1049, 3470), MANUAL, NOW, checkpoint_iter=None,
                  checkpoint_name="final", accounting=acct)
     assert dec.resume_from is None and dec.resume_checkpoint == "final"
+    assert dec.work_lost_iters is None  # not all 3470: how many is unknown
     assert "resuming from checkpoint final" in dec.reason and "scratch" not in dec.reason
     assert Decision.from_json(dec.to_json()).resume_checkpoint == "final"
 

@@ -561,7 +561,8 @@ def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str,
 def test_an_incident_names_a_checkpoint_without_an_iteration_it_would_resume_from(
         lang: str, proposed: str, button: str):
     """The newest complete checkpoint is `final` (no iteration in its name): the incident's
-    Proposed line and its Resubmit button name it, not "from the start"."""
+    Proposed line and its Resubmit button name it, not "from the start"; the work lost since
+    it is unknown, so not claimed ("none saved", all 3470 iterations)."""
     d = Diagnosis(class_id="nccl_timeout", action=Action.RESUBMIT, retryable=True,
                   charges_budget=True, hint="h", title="NCCL timeout", evidence=(),
                   metrics=DiagnosisMetrics(last_iter=3470))
@@ -571,6 +572,7 @@ def test_an_incident_names_a_checkpoint_without_an_iteration_it_would_resume_fro
     said = json.dumps(blocks, ensure_ascii=False)
     assert proposed in said and button in said
     assert "from the start" not in said and "처음부터" not in said
+    assert view.lost_iters is None and "work_lost" not in said
 
 
 def _prompt_labels(lang: str, kind: str, **view) -> list[str]:
