@@ -5,7 +5,7 @@ the chain's retry budget; chunks that save none spend it and stop at it."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeCheckpoints, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
 from support.watcher import add_job, make_watcher
 
 from bot.core.policy import DecisionKind, PolicyParams
@@ -53,15 +53,15 @@ def end_chunk(slurm: FakeSlurm, sftp: FakeSFTP, job: int, first: int, last: int,
 def test_chunks_that_each_save_a_newer_checkpoint_never_spend_the_budget(env):
     store, slurm, sftp, sink = env
     resub = FakeResubmit(store)
-    checkpoint: dict[str, int | None] = {"iter": None}
+    checkpoints = FakeCheckpoints()  # the first chunk: none yet
     chain = add_job(store, 88400, recipe="auto")  # the first chunk: from scratch
     w = make_watcher(store, slurm, sftp, sink, resubmit=resub,
-                     checkpoint_iter=lambda recipe: checkpoint["iter"],
+                     checkpoint=checkpoints,
                      policy=PolicyParams(auto_resubmit=True, backoff_s=60))  # budget 3
     job, now = 88400, T0 + 1300
     for n, last in enumerate((2000, 4000, 6000, 8000), start=1):  # one chunk past the budget
         end_chunk(slurm, sftp, job, last - 1900, last, saved=True, at=now)
-        checkpoint["iter"] = last
+        checkpoints.found = last
         w.tick(now)
         incident = sink.events[-1]
         assert incident.kind == "incident" and incident.decision.kind == DecisionKind.RESUBMIT_NOW
@@ -88,7 +88,7 @@ def test_chunks_that_save_no_newer_checkpoint_spend_the_budget_and_stop_at_it(en
     chain = add_job(store, 88500, recipe="auto")
     store.attempts.update(store.attempts.get_by_job("88500").id, start_iter=resumed_from)
     w = make_watcher(store, slurm, sftp, sink, resubmit=resub,
-                     checkpoint_iter=lambda recipe: resumed_from,
+                     checkpoint=FakeCheckpoints(resumed_from),
                      policy=PolicyParams(auto_resubmit=True, backoff_s=60))  # budget 3
     base = resumed_from or 0
     job, now = 88500, T0 + 1300
