@@ -4,13 +4,11 @@ real (kill -9 of a bot process) in tests/integration/test_crash_safety.py."""
 
 from __future__ import annotations
 
-import pytest
 from fakes import (
     T0,
     FakeCheckpoints,
     FakeResubmit,
     FakeRunner,
-    FakeSFTP,
     FakeSlurm,
     RecordingEventSink,
 )
@@ -18,16 +16,8 @@ from support.watcher import CLUSTER, make_watcher, timed_out
 
 from bot.core.policy import PolicyParams
 from bot.services.submit import find_unrecorded_submit
-from bot.store import Store
 
 KEY = f"{CLUSTER}:88300:resubmit"
-
-
-@pytest.fixture
-def env(tmp_path):
-    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield store, FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    store.close()
 
 
 def _crashed_in_resubmit(env, resub):

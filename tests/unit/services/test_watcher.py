@@ -9,7 +9,6 @@ from fakes import (
     FakeCheckpoints,
     FakeResubmit,
     FakeSFTP,
-    FakeSlurm,
     RecordingEventSink,
     SstatSlurm,
 )
@@ -28,15 +27,6 @@ from bot.cluster.errors import ClusterUnavailable
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.store import Store
-
-
-@pytest.fixture
-def env(tmp_path):
-    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    yield store, slurm, sftp, sink
-    store.close()
-
 
 # ------------------------------------------------------------------ cluster health
 

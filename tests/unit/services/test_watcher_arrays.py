@@ -4,20 +4,12 @@ task; a finished task's log found after squeue forgot it."""
 
 from __future__ import annotations
 
-import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeSFTP, FakeSlurm
 from support.watcher import CLUSTER, make_watcher
 
 from bot.store import Store
 
 LOG = "/home/u/logs/sweep-6100_{}.out"
-
-
-@pytest.fixture
-def env(tmp_path):
-    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield store, FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    store.close()
 
 
 def watch_array(store: Store):

@@ -5,23 +5,14 @@ the chain's retry budget; chunks that save none spend it and stop at it."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeResubmit, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeCheckpoints, FakeResubmit, FakeSFTP, FakeSlurm
 from support.watcher import add_job, make_watcher
 
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
-from bot.store import Store
 
 MEGATRON = (" iteration {it:>8}/   40000 | consumed samples: {it:>10} | elapsed time per "
             "iteration (ms): 2349.4 | learning rate: 9.7E-05 | lm loss: 2.72E+00 |\n")
-
-
-@pytest.fixture
-def env(tmp_path):
-    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    yield store, slurm, sftp, sink
-    store.close()
 
 
 def log_of(job: int) -> str:
