@@ -234,6 +234,13 @@ def skip_group(text: str, i: int, base: int = 0, memo: Memo | None = None) -> in
     return _scan(text, i + 1, [(_BAL, i, "{", "}")], base, memo)
 
 
+def group_end(text: str, open_at: int, base: int, memo: Memo) -> int:
+    """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
+    if text[open_at] == "(":
+        return skip_quoted(text, open_at, base, memo)
+    return skip_group(text, open_at, base, memo)
+
+
 #: Where a simple command may start in a script's text: its start, after an operator, an
 #: opening parenthesis / brace / backtick, a line break, `then` / `do` / `else`, or a `case`
 #: pattern's `)` (`a) trap … ;;`, `(a|b) set -e ;;`, `0) exit 0 ;;`). A prefix: put the command
@@ -382,6 +389,19 @@ def subshell_spans(text: str, memo: Memo | None = None) -> list[tuple[int, int]]
             i += 4
     spans.extend((start, n) for start, kind in stack if kind == _SUB)
     spans.sort()
+    return spans
+
+
+def seed_subshells(text: str, memo: Memo) -> list[tuple[int, int]] | None:
+    """The subshells of `text` (subshell_spans), their ends put in `memo`: every split and
+    skip of the lint's walk then takes a `( … )` / `$( … )` to end where subshell_spans says, past a
+    `case` pattern's `)` (which the lexer's plain scan takes for the closer), so a subshell's
+    `set` is scoped to the same span as its `trap`. Only where a `case` is (None elsewhere):
+    without one the plain scan ends every subshell where subshell_spans does."""
+    if "case" not in text:
+        return None
+    spans = subshell_spans(text, memo)
+    memo.update((start, end) for start, end in spans if text[start] != "`")
     return spans
 
 

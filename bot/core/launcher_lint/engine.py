@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections import Counter
 from copy import copy
 from dataclasses import dataclass, field
 
@@ -29,33 +28,32 @@ from bot.core.launcher_lint.model import (
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
+from bot.core.launcher_lint.syntax import (
+    OPENING_KEYWORDS,
+    compound_tail,
+    first_word,
+    function_calls,
+    keyword_prefix,
+    lists_and_branches,
+    matches_everything,
+    next_text,
+)
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
     CASE_BRANCH_ENDS,
-    COMMAND_AT,
     Memo,
+    group_end,
+    seed_subshells,
     shell_words,
-    skip_group,
-    skip_quoted,
     split_top_level,
-    subshell_spans,
     substitutions,
     word_offsets,
 )
 
-_SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _PREFIX_WORDS = {"time", "command", "builtin", "exec", "nohup", "nice", "env", "stdbuf"}
 _MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
-_BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
-#: The keywords among _BODY_KEYWORDS that _Branches follows.
-_BRANCHING_KEYWORDS = {"then", "else", "fi", "esac", "do", "done"}
-#: The keywords that open a _Branches, and its kind: a `while` / `until` loop is read as an
-#: `if` is (its condition, then its body, which bash may run or not), a `for` / `select` loop
-#: as one with no condition.
-_OPENING_KEYWORDS = {"if": "if", "while": "while", "until": "while", "for": "for",
-                     "select": "for"}
 _FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
 _FUNC_NAME_RE = re.compile(
     r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
@@ -93,24 +91,6 @@ def _has_candidate(text: str, quick: bool = False) -> bool:
         return True
     words = _QUICK_WORDS if quick else _CANDIDATE_WORDS
     return any(w in text for w in words) and rx.search(text) is not None
-_FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
-#: One piece of a `case` pattern: a quoted string (`"$(hostname)"`), a command substitution
-#: (`$(cmd)`, one level of parentheses inside), an extglob group (`@(a|b)`, `!(*.tmp)`), an
-#: escaped character, or any other character but a parenthesis or a line break (none of them
-#: spans lines).
-_PATTERN_PIECE = (r"""(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\$\((?:[^()\n]|\([^()\n]*\))*\)"""
-                  r"|[?*+@!]\([^()\n]*\)|\\.|[^()\n\"'\\])")
-#: A list that starts a `case` branch: the `case WORD in` header (on the pattern's line), the
-#: patterns and their `)`; the branch's command starts where COMMAND_AT puts one after it, as
-#: the trap check finds `a) trap … EXIT ;;`.
-_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?(?P<patterns>" + _PATTERN_PIECE + r"*?)\)"
-                        + COMMAND_AT)
-#: A list that ends with a `case` header (`case "$x" in`): a branch's pattern comes next.
-_CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
-
-
-#: A compound command's keyword after an and-or list's `&&` / `||` (`[ -f x ] && if …`).
-_COMPOUND_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:if|while|until|for|select|case)\b")
 
 
 #: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`).
@@ -119,80 +99,6 @@ _OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
 
 #: A `{ … }` group after an and-or list's `&&` / `||` (`[ -f x ] && { set -e; }`).
 _GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
-
-
-def _compound_tail(lst: str, off: int, memo: Memo) -> int | None:
-    """Where the compound command (`if`, loop, `case`) that is the last command of and-or list
-    `lst` (a stripped list at `off`) starts, as in `[ -f x ] && if …`, `A || while …`; None
-    when there is none. Bash runs it after the commands before it, or not."""
-    if not _COMPOUND_AFTER_AND_OR_RE.search(lst):
-        return None
-    elements = split_top_level(lst, off, ("&&", "||"), memo)
-    if len(elements) < 2:
-        return None
-    text, at, _op = elements[-1]
-    lead = len(text) - len(text.lstrip())
-    if _first_word(text[lead:]) not in (*_OPENING_KEYWORDS, "case"):
-        return None
-    return at - off + lead
-
-
-def _first_word(lst: str) -> str:
-    return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]
-
-
-def _prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
-    """How far the keywords (`then`, `do`, `esac`, …) and `case` patterns that start `lst` (a
-    stripped list) reach: the command after them starts at `lst[cut:]`, as one on a line of
-    its own; and the steps of a `case`, `if` or loop among them, in order: ("case", ""),
-    ("branch", its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else",
-    ""), ("fi", ""); ("while", "") (or `until`, `for`, `select`), ("do", ""), ("done", ""); an
-    `if` / `elif` / loop keyword ending the prefix (its condition is `lst[cut:]`).
-    `at_branch`: a branch's pattern starts `lst`."""
-    cut = 0
-    steps: list[tuple[str, str]] = []
-    rest = lst
-    while True:
-        first = _first_word(rest)
-        if first in _BODY_KEYWORDS:
-            if first in _BRANCHING_KEYWORDS:
-                steps.append((first, ""))
-            end = rest.find(first) + len(first)
-        elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(rest)):
-            if first == "case":
-                steps.append(("case", ""))
-            steps.append(("branch", branch.group("patterns")))
-            end, at_branch = branch.end(), False
-        else:
-            if first == "case" and _CASE_HEADER_END_RE.search(rest):
-                steps.append(("case", ""))  # the first pattern is on the next line
-            elif first == "elif" or first in _OPENING_KEYWORDS:
-                steps.append((first, ""))
-            return cut, steps
-        end += len(rest[end:]) - len(rest[end:].lstrip())
-        cut, rest = cut + end, rest[end:]
-
-
-#: An extglob group (`@(…)`, `*(…)`, `+(…)`, `?(…)`) of `case` patterns.
-_EXTGLOB_GROUP_RE = re.compile(r"[@*+?]\((.*)\)", re.S)
-
-
-def _matches_everything(patterns: str) -> bool:
-    """Does a branch's `patterns` (`a|*`) match every word: an alternative of only `*`, or an
-    extglob group with one (`@(/no|*)`)? Other patterns may match none."""
-    depth, start, alternatives = 0, 0, []
-    for i, c in enumerate(patterns):
-        depth += (c == "(") - (c == ")")
-        if c == "|" and depth == 0:
-            alternatives.append(patterns[start:i])
-            start = i + 1
-    alternatives.append(patterns[start:])
-    for alternative in (a.strip() for a in alternatives):
-        group = _EXTGLOB_GROUP_RE.fullmatch(alternative)
-        if (alternative and not alternative.strip("*")) or (
-                group and _matches_everything(group.group(1))):
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -261,14 +167,14 @@ class _Analyzer:
         self.text = text
         self.opts = Opts()
         self.memo: Memo = {}
-        self.subshells = _seed_subshells(text, self.memo)  # None: no `case` in the script
+        self.subshells = seed_subshells(text, self.memo)  # None: no `case` in the script
         self.depth = 0
         self.too_deep_at: int | None = None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.later_errexit = bool(
             re.search(r"(?m)^[ \t]*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)", text)
         )
-        self.function_calls, self.piped_calls = _function_calls(text)
+        self.function_calls, self.piped_calls = function_calls(text)
         self.function_vars = (
             {name: var for var, name in re.findall(
                 r"([A-Za-z_]\w*)=[\"']?\$\(\s*([A-Za-z_][\w:-]*)", text)}
@@ -310,8 +216,8 @@ class _Analyzer:
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
-        lists, branches = _lists(split_top_level(text, base, ("\n", ";", "&", *CASE_BRANCH_ENDS),
-                                                 self.memo))
+        lists, branches = lists_and_branches(
+            split_top_level(text, base, ("\n", ";", "&", *CASE_BRANCH_ENDS), self.memo))
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         frames: list[_Branches] = []  # the `case`s / `if`s this list is in, the innermost last
@@ -324,7 +230,7 @@ class _Analyzer:
             lead = len(raw) - len(raw.lstrip()) if whole else 0
             # `[ -f x ] && if …`: the compound after the last `&&` / `||` is read as one on a
             # list of its own, bash running it or not
-            tail = _compound_tail(whole, off + lead, self.memo) if (
+            tail = compound_tail(whole, off + lead, self.memo) if (
                 "&&" in whole or "||" in whole) else None
             parts = ((0, len(whole)),) if tail is None else ((0, tail), (tail, len(whole)))
             first_part, first_step = resume
@@ -337,7 +243,7 @@ class _Analyzer:
                 lst_off = off + lead + start
                 # the command on a pattern's line (`a) set -e ;;`) runs in the script's shell, as
                 # one on a line of its own does
-                cut, steps = _prefix(lst, idx in branches and part == 0)
+                cut, steps = keyword_prefix(lst, idx in branches and part == 0)
                 if steps:
                     skip = copy(self.opts) if part else None
                     exempt = lst[cut:].lstrip().startswith(("&&", "||"))
@@ -356,14 +262,14 @@ class _Analyzer:
                     continue  # nothing here can fail on an empty match or change an option
                 lst_off += cut
                 lst = lst[cut:]
-                first = _first_word(lst)
+                first = first_word(lst)
                 if first in _CONDITION_KEYWORDS or (frames and frames[-1].in_condition):
                     # every list of an `if` / `while` condition (`if a; b; then`), not just the
                     # first
                     if not status_only:
                         if first in ("set", "shopt"):
                             self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
-                        self._condition(lst, lst_off, _next_text(lists, idx))
+                        self._condition(lst, lst_off, next_text(lists, idx))
                     continue  # an if/while condition never triggers errexit
                 if not lst or first in ("for", "!"):
                     continue
@@ -387,7 +293,7 @@ class _Analyzer:
                     if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
                         if trailing_from is None:
                             trailing_from = _trailing_from(lists)
-                        self._note_tees(lst, lst_off, _next_text(lists, idx),
+                        self._note_tees(lst, lst_off, next_text(lists, idx),
                                         ends_script=idx + 1 >= trailing_from)
                 if status_only and not is_last:
                     continue
@@ -405,17 +311,16 @@ class _Analyzer:
     def _branch_step(self, frames: list[_Branches], step: str, patterns: str, ended_by: str,
                      at: tuple[int, int, int], key: tuple[int, int], hits: list[Hit],
                      exempt: bool, skip: Opts | None) -> tuple[int, int, int] | None:
-        """Follow a `case`, `if` or loop (_prefix's `step`, at `at`; `ended_by`: the operator
-        that ended the branch before this one): a branch starts from the options of every way
-        into it (the header's, through the patterns before it, or the last condition's end;
-        the previous branch's, after `;;&` or `;&`), so its commands are read as bash may run
-        them; past `esac` / `fi` / `done` the options are `either` of every way out, the
-        header's (the last condition's) included unless a pattern is `*` (there is an `else`),
-        and those before it when it follows `&&` / `||` (`skip`: bash may not run it). A `set`
-        in a branch bash may not run is thus read as maybe not run: no check misses the branch
-        that kept `set -e`. One followed by `&&` / `||` (`exempt`: `fi || true`) is not
-        stopped by `set -e`, as bash reads every command of an and-or list but the last: what
-        only `set -e` makes a finding in it is dropped.
+        """Follow a `case`, `if` or loop (syntax.keyword_prefix's `step`, at `at`; `ended_by`: the
+        operator that ended the branch before this one): a branch starts from the options of every
+        way into it (the header's, through the patterns before it, or the last condition's end; the
+        previous branch's, after `;;&` or `;&`), so its commands are read as bash may run them; past
+        `esac` / `fi` / `done` the options are `either` of every way out, the header's (the last
+        condition's) included unless a pattern is `*` (there is an `else`), and those before it when
+        it follows `&&` / `||` (`skip`: bash may not run it). A `set` in a branch bash may not run
+        is thus read as maybe not run: no check misses the branch that kept `set -e`. One followed
+        by `&&` / `||` (`exempt`: `fi || true`) is not stopped by `set -e`, as bash reads every
+        command of an and-or list but the last: what only `set -e` makes a finding in it is dropped.
 
         A loop's body is read as bash runs it, pass after pass: each pass starts from `either`
         the options at the loop and those the previous pass left (a `set -e` at the end of the
@@ -434,14 +339,14 @@ class _Analyzer:
         into the loop's start when it is read again as part of an enclosing loop's second
         reading (from e' ⊒ e: e' ⊔ a is again the fixed point), so a loop is read again once
         at most, and a nest of loops costs readings linear in its depth."""
-        if step == "case" or step in _OPENING_KEYWORDS:
+        if step == "case" or step in OPENING_KEYWORDS:
             later = key in self.loop_starts and self.later_pass_of is None
             if key in self.loop_starts:
                 self.opts = either([self.opts, self.loop_starts[key]])
                 if later:
                     self.later_pass_of = key[0]
             start = copy(self.opts)  # never changed: `either` makes new options
-            frames.append(_Branches(kind=_OPENING_KEYWORDS.get(step, step), reaching=[start],
+            frames.append(_Branches(kind=OPENING_KEYWORDS.get(step, step), reaching=[start],
                                     marks=self._marks(hits), start=start, again=at, key=key,
                                     skipped=skip, later_pass=later))
             return None
@@ -466,7 +371,7 @@ class _Analyzer:
             # a branch after a `*` that ended with `;;` never runs: read from the last way in
             self.opts = either(ways_in) if ways_in else copy(self.opts)
             frame.falling, frame.in_branch = None, step != "elif"
-            if step == "else" or _matches_everything(patterns):
+            if step == "else" or matches_everything(patterns):
                 frame.reaching = []  # no pattern test / condition gets past this branch
             return None
         frames.pop()  # esac, fi, done
@@ -528,7 +433,7 @@ class _Analyzer:
         if m:
             self._function_body(lst, off, m, hits)
         elif lst.startswith("{") and lst[1:2] in (" ", "\t", "\n"):
-            end = _group_end(lst, 0, off, self.memo)
+            end = group_end(lst, 0, off, self.memo)
             if not lst[end:].strip().startswith(("|", "&&")):
                 hits.extend(self.script(lst[1 : end - 1], off + 1))
         elif "&&" in lst or "||" in lst:
@@ -538,7 +443,7 @@ class _Analyzer:
             group = last.lstrip()
             if group.startswith("{") and group[1:2] in (" ", "\t", "\n"):
                 group_off = last_off + len(last) - len(group)
-                end = _group_end(group, 0, group_off, self.memo)
+                end = group_end(group, 0, group_off, self.memo)
                 if not group[end:].strip():
                     before = copy(self.opts)
                     hits.extend(self.script(group[1 : end - 1], group_off + 1))
@@ -551,8 +456,8 @@ class _Analyzer:
         `pipefail` is tested by tee's status."""
         self._note_guards(lst)
         if (self.may_tee and "tee" in lst and not self.opts.pipefail_sure
-                and _first_word(after.lstrip()) in ("then", "do")):
-            keyword = _first_word(lst)
+                and first_word(after.lstrip()) in ("then", "do")):
+            keyword = first_word(lst)
             rest = lst[len(keyword):]
             rest_off = off + len(keyword)
             if rest.lstrip().startswith("!"):  # `if ! python … | tee`: tee's status, negated
@@ -590,7 +495,7 @@ class _Analyzer:
         if not calls:
             return  # never called: its body never runs
         brace = m.start(2)
-        end = _group_end(lst, brace, off, self.memo)
+        end = group_end(lst, brace, off, self.memo)
         saved_errexit, saved_function = self.opts.errexit, self.function
         self.function = name
         if "direct" in calls or "piped" in calls:
@@ -646,7 +551,7 @@ class _Analyzer:
         not, so past the list its options are `either` of both."""
         for pipeline, p_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo)[1:]:
             text = pipeline.lstrip()
-            if _first_word(text) in ("set", "shopt"):
+            if first_word(text) in ("set", "shopt"):
                 before = copy(self.opts)
                 at = p_off + len(pipeline) - len(text)
                 self._track_options(shell_words(text, at, self.memo), at)
@@ -719,7 +624,7 @@ class _Analyzer:
                                         self.later_pass_of))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
-            end = _group_end(cmd, 0, off, self.memo)
+            end = group_end(cmd, 0, off, self.memo)
             if cmd[0] == "(":
                 saved = Opts(**vars(self.opts))
                 inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
@@ -773,119 +678,6 @@ class _Analyzer:
         if hit is None:
             return []
         return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial)]
-
-
-def _seed_subshells(text: str, memo: Memo) -> list[tuple[int, int]] | None:
-    """The subshells of `text` (subshell_spans), their ends put in `memo`: every split and
-    skip of the walk then takes a `( … )` / `$( … )` to end where subshell_spans says, past a
-    `case` pattern's `)` (which the lexer's plain scan takes for the closer), so a subshell's
-    `set` is scoped to the same span as its `trap`. Only where a `case` is (None elsewhere):
-    without one the plain scan ends every subshell where subshell_spans does."""
-    if "case" not in text:
-        return None
-    spans = subshell_spans(text, memo)
-    memo.update((start, end) for start, end in spans if text[start] != "`")
-    return spans
-
-
-def _group_end(text: str, open_at: int, base: int, memo: Memo) -> int:
-    """Index just past the group / body that opens at text[open_at] (`{` or `(`)."""
-    if text[open_at] == "(":
-        return skip_quoted(text, open_at, base, memo)
-    return skip_group(text, open_at, base, memo)
-
-
-#: Call sites are classified one by one only up to this many functions (each costs a pass).
-MAX_CLASSIFIED_FUNCTIONS = 50
-
-
-def _function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
-    """How each function defined in the script is called: a set of "direct" (a plain command:
-    `set -e` applies inside), "piped" (a pipeline element before the last: its status is
-    hidden), "guarded" (an `if`/`while` condition or before `&&`/`||`: `set -e` is off inside)
-    and "subst" (inside `$( … )` / backticks); and the offset of each one's first piped call."""
-    names = set(re.findall(
-        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\)", text))
-    if "function" in text:
-        names |= set(re.findall(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text))
-    if not names:
-        return {}, {}
-    words = Counter(re.findall(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:-])", text))
-    in_subst = Counter(re.findall(r"(?:\$\(|`)\s*([A-Za-z_][\w:-]*)(?![\w:-])", text))
-    defined = Counter(re.findall(
-        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
-        text))
-    calls: dict[str, set[str]] = {}
-    piped: dict[str, int] = {}
-    count, subst_count, defined_count = words.get, in_subst.get, defined.get
-    for name in names:
-        subst = subst_count(name, 0)
-        direct = count(name, 0) - subst - max(1, defined_count(name, 0))
-        kinds = {"direct"} if direct > 0 else set()
-        if subst:
-            kinds.add("subst")
-        calls[name] = kinds
-    if len(names) <= MAX_CLASSIFIED_FUNCTIONS:
-        for name, kinds in calls.items():
-            if "direct" in kinds:
-                kinds.discard("direct")
-                kinds |= _call_kinds(text, name, piped)
-    return calls, piped
-
-
-def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
-    kinds: set[str] = set()
-    rx = re.compile(r"(?m)^(?P<pre>[^\n]*?)(?<![\w$./:-])" + re.escape(name)
-                    + r"(?![\w:-])(?P<post>[^\n]*)$")
-    for m in rx.finditer(text):
-        pre, post = m.group("pre"), m.group("post")
-        head = pre.strip()
-        if post.lstrip().startswith("(") or head.endswith("function") or head.endswith(
-            ("$(", "`", "=", "echo", "printf")
-        ):
-            continue  # its definition, a substitution, an assignment or text
-        if head and not re.search(
-            r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
-        ):
-            continue  # an argument of another command
-        rest = _SINGLE_QUOTED_RE.sub("", post)
-        if re.match(r"(?:if|elif|while|until|!)\b", head) or "&&" in rest or "||" in rest:
-            kinds.add("guarded")
-        elif re.search(r"(?<![|>])\|(?!\|)", rest):
-            kinds.add("piped")
-            piped.setdefault(name, m.start("post"))
-        else:
-            kinds.add("direct")
-    return kinds or {"direct"}
-
-
-def _lists(
-    pieces: list[tuple[str, int, str]],
-) -> tuple[list[tuple[str, int, str]], dict[int, str]]:
-    """The lists among `pieces` that are not blank, and the indexes of those a `case` branch's
-    pattern starts: the first after a `case … in` header (with "") or a branch's `;;` / `;&` /
-    `;;&` (with that operator: the walk's _Branches reads what ran before the branch from it)."""
-    lists: list[tuple[str, int, str]] = []
-    branches: dict[int, str] = {}
-    pattern_next = False
-    ended_by = ""
-    for piece in pieces:
-        text, _off, op = piece
-        if text.strip():
-            if pattern_next:
-                branches[len(lists)] = ended_by
-            lists.append(piece)
-            tail = text.rstrip()
-            pattern_next = tail.endswith("in") and _CASE_HEADER_END_RE.search(tail) is not None
-            ended_by = ""
-        if op in CASE_BRANCH_ENDS:
-            pattern_next, ended_by = True, op
-    return lists, branches
-
-
-def _next_text(lists: list[tuple[str, int, str]], idx: int) -> str:
-    """The text of the list after lists[idx] ("" at the end)."""
-    return lists[idx + 1][0] if idx + 1 < len(lists) else ""
 
 
 def _trailing_from(lists: list[tuple[str, int, str]]) -> int:

@@ -1,0 +1,210 @@
+"""The bash syntax the launcher lint's walk (bot.core.launcher_lint.engine) reads a script by:
+its lists, the keywords and `case` patterns that start them, a compound command after `&&` /
+`||`, and how each function the script defines is called."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from bot.core.shell_lexer import CASE_BRANCH_ENDS, COMMAND_AT, Memo, split_top_level
+
+_BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
+#: The keywords among _BODY_KEYWORDS that the walk's _Branches (engine) follows.
+_BRANCHING_KEYWORDS = {"then", "else", "fi", "esac", "do", "done"}
+#: The keywords that open a _Branches, and its kind: a `while` / `until` loop is read as an
+#: `if` is (its condition, then its body, which bash may run or not), a `for` / `select` loop
+#: as one with no condition.
+OPENING_KEYWORDS = {"if": "if", "while": "while", "until": "while", "for": "for",
+                    "select": "for"}
+
+
+_FIRST_WORD_RE = re.compile(r"[^\s;|&()<>]*")
+#: One piece of a `case` pattern: a quoted string (`"$(hostname)"`), a command substitution
+#: (`$(cmd)`, one level of parentheses inside), an extglob group (`@(a|b)`, `!(*.tmp)`), an
+#: escaped character, or any other character but a parenthesis or a line break (none of them
+#: spans lines).
+_PATTERN_PIECE = (r"""(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\$\((?:[^()\n]|\([^()\n]*\))*\)"""
+                  r"|[?*+@!]\([^()\n]*\)|\\.|[^()\n\"'\\])")
+#: A list that starts a `case` branch: the `case WORD in` header (on the pattern's line), the
+#: patterns and their `)`; the branch's command starts where COMMAND_AT puts one after it, as
+#: the trap check finds `a) trap … EXIT ;;`.
+_BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?(?P<patterns>" + _PATTERN_PIECE + r"*?)\)"
+                        + COMMAND_AT)
+#: A list that ends with a `case` header (`case "$x" in`): a branch's pattern comes next.
+_CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
+
+
+#: A compound command's keyword after an and-or list's `&&` / `||` (`[ -f x ] && if …`).
+_COMPOUND_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:if|while|until|for|select|case)\b")
+
+
+def compound_tail(lst: str, off: int, memo: Memo) -> int | None:
+    """Where the compound command (`if`, loop, `case`) that is the last command of and-or list
+    `lst` (a stripped list at `off`) starts, as in `[ -f x ] && if …`, `A || while …`; None
+    when there is none. Bash runs it after the commands before it, or not."""
+    if not _COMPOUND_AFTER_AND_OR_RE.search(lst):
+        return None
+    elements = split_top_level(lst, off, ("&&", "||"), memo)
+    if len(elements) < 2:
+        return None
+    text, at, _op = elements[-1]
+    lead = len(text) - len(text.lstrip())
+    if first_word(text[lead:]) not in (*OPENING_KEYWORDS, "case"):
+        return None
+    return at - off + lead
+
+
+def first_word(lst: str) -> str:
+    """The first word of `lst`, up to a blank, an operator or a parenthesis (`then`, `set`)."""
+    return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]
+
+
+def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
+    """How far the keywords (`then`, `do`, `esac`, …) and `case` patterns that start `lst` (a
+    stripped list) reach: the command after them starts at `lst[cut:]`, as one on a line of
+    its own; and the steps of a `case`, `if` or loop among them, in order: ("case", ""),
+    ("branch", its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else",
+    ""), ("fi", ""); ("while", "") (or `until`, `for`, `select`), ("do", ""), ("done", ""); an
+    `if` / `elif` / loop keyword ending the prefix (its condition is `lst[cut:]`).
+    `at_branch`: a branch's pattern starts `lst`."""
+    cut = 0
+    steps: list[tuple[str, str]] = []
+    rest = lst
+    while True:
+        first = first_word(rest)
+        if first in _BODY_KEYWORDS:
+            if first in _BRANCHING_KEYWORDS:
+                steps.append((first, ""))
+            end = rest.find(first) + len(first)
+        elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(rest)):
+            if first == "case":
+                steps.append(("case", ""))
+            steps.append(("branch", branch.group("patterns")))
+            end, at_branch = branch.end(), False
+        else:
+            if first == "case" and _CASE_HEADER_END_RE.search(rest):
+                steps.append(("case", ""))  # the first pattern is on the next line
+            elif first == "elif" or first in OPENING_KEYWORDS:
+                steps.append((first, ""))
+            return cut, steps
+        end += len(rest[end:]) - len(rest[end:].lstrip())
+        cut, rest = cut + end, rest[end:]
+
+
+#: An extglob group (`@(…)`, `*(…)`, `+(…)`, `?(…)`) of `case` patterns.
+_EXTGLOB_GROUP_RE = re.compile(r"[@*+?]\((.*)\)", re.S)
+
+
+def matches_everything(patterns: str) -> bool:
+    """Does a branch's `patterns` (`a|*`) match every word: an alternative of only `*`, or an
+    extglob group with one (`@(/no|*)`)? Other patterns may match none."""
+    depth, start, alternatives = 0, 0, []
+    for i, c in enumerate(patterns):
+        depth += (c == "(") - (c == ")")
+        if c == "|" and depth == 0:
+            alternatives.append(patterns[start:i])
+            start = i + 1
+    alternatives.append(patterns[start:])
+    for alternative in (a.strip() for a in alternatives):
+        group = _EXTGLOB_GROUP_RE.fullmatch(alternative)
+        if (alternative and not alternative.strip("*")) or (
+                group and matches_everything(group.group(1))):
+            return True
+    return False
+
+
+#: Call sites are classified one by one only up to this many functions (each costs a pass).
+MAX_CLASSIFIED_FUNCTIONS = 50
+
+
+def function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """How each function defined in the script is called: a set of "direct" (a plain command:
+    `set -e` applies inside), "piped" (a pipeline element before the last: its status is
+    hidden), "guarded" (an `if`/`while` condition or before `&&`/`||`: `set -e` is off inside)
+    and "subst" (inside `$( … )` / backticks); and the offset of each one's first piped call."""
+    names = set(re.findall(
+        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\)", text))
+    if "function" in text:
+        names |= set(re.findall(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text))
+    if not names:
+        return {}, {}
+    words = Counter(re.findall(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:-])", text))
+    in_subst = Counter(re.findall(r"(?:\$\(|`)\s*([A-Za-z_][\w:-]*)(?![\w:-])", text))
+    defined = Counter(re.findall(
+        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
+        text))
+    calls: dict[str, set[str]] = {}
+    piped: dict[str, int] = {}
+    count, subst_count, defined_count = words.get, in_subst.get, defined.get
+    for name in names:
+        subst = subst_count(name, 0)
+        direct = count(name, 0) - subst - max(1, defined_count(name, 0))
+        kinds = {"direct"} if direct > 0 else set()
+        if subst:
+            kinds.add("subst")
+        calls[name] = kinds
+    if len(names) <= MAX_CLASSIFIED_FUNCTIONS:
+        for name, kinds in calls.items():
+            if "direct" in kinds:
+                kinds.discard("direct")
+                kinds |= _call_kinds(text, name, piped)
+    return calls, piped
+
+
+_SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
+
+
+def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
+    kinds: set[str] = set()
+    rx = re.compile(r"(?m)^(?P<pre>[^\n]*?)(?<![\w$./:-])" + re.escape(name)
+                    + r"(?![\w:-])(?P<post>[^\n]*)$")
+    for m in rx.finditer(text):
+        pre, post = m.group("pre"), m.group("post")
+        head = pre.strip()
+        if post.lstrip().startswith("(") or head.endswith("function") or head.endswith(
+            ("$(", "`", "=", "echo", "printf")
+        ):
+            continue  # its definition, a substitution, an assignment or text
+        if head and not re.search(
+            r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
+        ):
+            continue  # an argument of another command
+        rest = _SINGLE_QUOTED_RE.sub("", post)
+        if re.match(r"(?:if|elif|while|until|!)\b", head) or "&&" in rest or "||" in rest:
+            kinds.add("guarded")
+        elif re.search(r"(?<![|>])\|(?!\|)", rest):
+            kinds.add("piped")
+            piped.setdefault(name, m.start("post"))
+        else:
+            kinds.add("direct")
+    return kinds or {"direct"}
+
+
+def lists_and_branches(
+    pieces: list[tuple[str, int, str]],
+) -> tuple[list[tuple[str, int, str]], dict[int, str]]:
+    """The lists among `pieces` that are not blank, and the indexes of those a `case` branch's
+    pattern starts: the first after a `case … in` header (with "") or a branch's `;;` / `;&` /
+    `;;&` (with that operator: the walk's _Branches reads what ran before the branch from it)."""
+    lists: list[tuple[str, int, str]] = []
+    branches: dict[int, str] = {}
+    pattern_next = False
+    ended_by = ""
+    for piece in pieces:
+        text, _off, op = piece
+        if text.strip():
+            if pattern_next:
+                branches[len(lists)] = ended_by
+            lists.append(piece)
+            tail = text.rstrip()
+            pattern_next = tail.endswith("in") and _CASE_HEADER_END_RE.search(tail) is not None
+            ended_by = ""
+        if op in CASE_BRANCH_ENDS:
+            pattern_next, ended_by = True, op
+    return lists, branches
+
+
+def next_text(lists: list[tuple[str, int, str]], idx: int) -> str:
+    """The text of the list after lists[idx] ("" at the end)."""
+    return lists[idx + 1][0] if idx + 1 < len(lists) else ""
