@@ -2826,6 +2826,30 @@ def test_nccls_failure_to_attach_to_a_peers_segment_is_no_full_dev_shm(catalogue
     assert _diagnose_text(catalogue, text).class_id != "dataloader_worker_killed"
 
 
+@pytest.mark.parametrize("cause", [
+    # 2.12-2.29: no /dev/shm to create the file in (mkstemp), then the creating line
+    "gpu-a07:1234:1290 [3] misc/shmutils.cc:61 NCCL WARN Error: failed to create shared memory "
+    "file /dev/shm/nccl-XXXXXX, error No such file or directory (2)\n",
+    # mmap refusing the segment: host memory, not /dev/shm's size
+    "gpu-a07:1234:1290 [3] os/linux.cc:812 NCCL WARN Error: Could not map /dev/shm/nccl-sK3D7t "
+    "size 9637892, error: Cannot allocate memory (12)\n",
+    # the fallocate line with another errno than ENOSPC
+    "gpu-a07:1234:1290 [3] os/linux.cc:796 NCCL WARN Error: failed to extend /dev/shm/nccl-sK3D7t"
+    " to 9637892 bytes, error: Operation not supported (95)\n",
+], ids=["no-dev-shm", "mmap-enomem", "fallocate-eopnotsupp"])
+def test_nccls_segment_that_failed_for_another_reason_than_a_full_dev_shm_is_not_that_class(
+        catalogue, cause):
+    """NCCL prints `Error while creating shared memory segment` after any failure to set the
+    segment up (src/os/linux.cc ncclShmOpen's `fail:`): only a full /dev/shm's errno, or the
+    fallocate line, is the shared-memory class with NCCL's fix."""
+    errno = cause.rsplit("error", 1)[1].split(" ", 1)[1].rstrip("\n")
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause
+            + "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while creating shared "
+            f"memory segment /dev/shm/nccl-sK3D7t (size 9637888), error: {errno}\n"
+            + NCCL_SYSTEM_ERROR)
+    assert _diagnose_text(catalogue, text, FAILED).class_id != "dataloader_worker_killed"
+
+
 CPP_EXTENSION = "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py"
 NO_NINJA = (
     "Traceback (most recent call last):\n"
