@@ -269,9 +269,9 @@ def diagnose(
         chosen, silent = _settle_finished(
             catalogue, acct, series, matches, target, min_elapsed_s, evaluated
         )
-        # the framework's own completion line at the end decides as it does in the log alone
         decided_by = DETECTOR if silent is not None else (
-            SIGNATURE if ends_in_completion(primary, series, evaluation_start=evaluated)
+            SIGNATURE if chosen == "completed" and _marker_decides(
+                acct, series, matches, target, min_elapsed_s, evaluated)
             else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and _stopped_on_signal(matches, series):
@@ -502,6 +502,19 @@ def _settle_finished(
             return "silent_exit", finding
         return "completed", None
     return "unknown_failure", None
+
+
+def _marker_decides(acct: Accounting, series: MetricSeries, matches: Sequence[Any],
+                    target: int | None, min_elapsed_s: float, evaluated: int | None) -> bool:
+    """Did the framework's completion line that ends the log decide a COMPLETED 0:0 run's
+    `completed`? Exactly when accounting alone would have doubted it (a silent exit without
+    that line: short of the target, a short run), as the line decides in the log alone. A run
+    that reached its target is decided by sacct, the line agreeing."""
+    if not ends_in_completion(matches, series, evaluation_start=evaluated):
+        return False
+    without = [m for m in matches if m.class_id != "completed"]
+    return detect_silent_exit(acct, series, without, target_iter=target,
+                              min_elapsed_s=min_elapsed_s, evaluation_start=evaluated) is not None
 
 
 def _stopped_on_signal(matches: Sequence[Any], series: MetricSeries) -> bool:

@@ -1623,6 +1623,21 @@ def test_a_completion_marker_followed_by_training_is_no_evidence_of_the_end_for_
     assert (ended.class_id, ended.decided_by) == ("completed", "signature")
 
 
+@pytest.mark.parametrize(("acct", "class_id"), [
+    (Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900), "completed"),
+    (Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=900), "unknown_failure"),
+])
+def test_a_completion_marker_that_sacct_agrees_with_or_contradicts_does_not_decide(
+        catalogue, acct, class_id):
+    """At its target, COMPLETED 0:0 decides and the marker only agrees (a person reads
+    "Slurm accounting", the source that needed no doubt); a FAILED run whose log ends in a
+    marker is not decided by that marker either."""
+    text = "".join(f"[2025-03-02 10:00:0{i}] iter {n}/30 loss 1.2\n"
+                   for i, n in enumerate((10, 20, 30))) + "Training complete: 30 iterations\n"
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.decided_by) == (class_id, "accounting")
+
+
 @pytest.mark.parametrize("marker", [
     # Lightning's end of fit (its EarlyStopping, or max_steps lower than the recipe's target)
     "`Trainer.fit` stopped: `max_steps=30` reached.",
