@@ -173,6 +173,14 @@ def task_retries_used(attempts: Sequence[tuple[str | None, int | None]], catalog
                if charges(cause) and not chunk_advanced(cause, start, resumed))
 
 
+def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any) -> int:
+    """`task_retries_used` of one task's attempt rows (oldest first, each with `job_id`,
+    `cause` and `start_iter`: the store's attempts) through the row of job `job_id` (all of
+    them when none is its): the retries the task had spent when that job ended."""
+    through = next((n for n, a in enumerate(rows, start=1) if a.job_id == job_id), len(rows))
+    return task_retries_used([(a.cause, a.start_iter) for a in rows[:through]], catalogue)
+
+
 def retries_by_task(attempts: Sequence[tuple[int | None, str | None, int | None]],
                     catalogue: Any) -> list[tuple[int, int]]:
     """(task, retries used) of each task of an array trainbot submitted that spent any, the

@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
-from bot.core.arrays import task_retries_used
+from bot.core.arrays import task_retries_through
 from bot.core.incident import prompt_changed
 from bot.core.policy import Decision, approval_charged
 from bot.services import ServiceError
@@ -438,10 +438,7 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
     task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
     if chain is not None and task is not None:  # an array's task: its own budget
         mine = [a for a in ctx.store.attempts.for_chain(chain.id) if a.array_task == task]
-        through = next((n for n, a in enumerate(mine, start=1)
-                        if a.job_id == str(approval.target_job)), len(mine))
-        used = task_retries_used([(a.cause, a.start_iter) for a in mine[:through]],
-                                 ctx.catalogue)
+        used = task_retries_through(mine, str(approval.target_job), ctx.catalogue)
     spent = (chain is not None and recipe in ctx.config.recipes
              and used >= ctx.config.policy_for(recipe).retry_budget)
     job = str(approval.target_job)

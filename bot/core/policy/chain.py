@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core.arrays import task_retries_used
+from bot.core.arrays import task_retries_through
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def task_history(rows: Sequence[AttemptRow], *, current_job: str,
     """The history of a task of an array trainbot submitted, judged on its own: the rows of
     the current job's task (its earlier attempts are that task's one-task resubmits; a row
     naming no task is only itself), numbered 1.. oldest first, and the retries of the task's
-    own budget its other attempts spent (bot.core.arrays.task_retries_used). A job with no
+    own budget its other attempts spent (bot.core.arrays.task_retries_through). A job with no
     row yet is its own first attempt."""
     current = next((a for a in rows if a.job_id == current_job), None)
     task = current.array_task if current is not None else None
@@ -121,9 +121,7 @@ def task_history(rows: Sequence[AttemptRow], *, current_job: str,
     facts = [_facts(a, n, current_job, current_last_iter) for n, a in enumerate(mine, start=1)]
     if not facts:
         facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter)]
-    through = next((n for n, a in enumerate(mine, start=1) if a.job_id == current_job),
-                   len(mine))
-    used = task_retries_used([(a.cause, a.start_iter) for a in mine[:through]], catalogue)
+    used = task_retries_through(mine, current_job, catalogue)
     return ChainHistory(attempts=tuple(facts), retries_used=used, warnings=tuple(warnings))
 
 
