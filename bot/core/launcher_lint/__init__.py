@@ -80,9 +80,12 @@ def lint_launcher(
     if walked is not None and walked.opts.errexit_line:
         opts = walked.opts
         mode = " + ".join(opts.strict_mode())
-        findings.append(Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line,
-                                N_("strict mode on (%(mode)s): unguarded failures stop the "
-                                   "launcher", mode=mode)))
+        findings.append(Finding(
+            CHECK_STRICT_MODE, "pass", opts.errexit_line,
+            N_("strict mode on only in some branches or loop passes (%(mode)s): unguarded "
+               "failures stop the launcher where `set -e` is on", mode=mode)
+            if opts.errexit_partial else
+            N_("strict mode on (%(mode)s): unguarded failures stop the launcher", mode=mode)))
     else:
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
                                 N_("no `set -e`: failing commands do not stop the launcher")))

@@ -12,6 +12,13 @@ from bot.core.text import N_
 #: The increments the walk collects where `set -e` is on.
 ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*\)\)$")
 LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)(\+\+|--)[\"']?$")
+#: What sets a variable: a shell assignment (`n=0`, `n=0;`, `n="0"`, `local n=0`, `let n=0`),
+#: its value up to a blank or an operator, and an arithmetic one, blanks around `=` allowed
+#: (`((n=0))`, `(( n = 0 ))`, `for ((n = 0; …))`); `==` compares.
+_ASSIGNMENT_RE = re.compile(
+    r"(?<![\w$])(?P<var>[A-Za-z_]\w*)=(?!=)(?P<value>[^\s;&|)]*)"
+    r"|\(\(\s*(?P<avar>[A-Za-z_]\w*)\s*=(?!=)\s*(?P<avalue>[^\s;,)]*)"
+)
 
 
 def check_arith(scan: Scan, code: str) -> list[Finding]:
@@ -19,9 +26,10 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     values: dict[str, list[tuple[int, str]]] = {}
     if scan.arith:
         wanted = {a.variable for a in scan.arith}
-        for m in re.finditer(r"(?<![\w$])([A-Za-z_]\w*)=(\S*)", code):
-            if m.group(1) in wanted:
-                values.setdefault(m.group(1), []).append((m.start(), m.group(2).strip("\"'")))
+        for m in _ASSIGNMENT_RE.finditer(code):
+            var, value = m.group("var", "value") if m.group("var") else m.group("avar", "avalue")
+            if var in wanted:
+                values.setdefault(var, []).append((m.start(), value.strip("\"'")))
     seen: set[int] = set()
     for a in scan.arith:
         before = [(pos, v) for pos, v in values.get(a.variable, []) if pos < a.offset]
@@ -34,7 +42,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             continue
         seen.add(line)
         findings.append(Finding(
-            CHECK_ARITH_ZERO, "fail", line,
+            # with `set -e` on some paths only, the stop is on the runs that take them
+            CHECK_ARITH_ZERO, "warn" if a.errexit_partial else "fail", line,
             N_("line %(line)s: `%(command)s` with `%(var)s` at 0 evaluates to 0, so its status "
                "is 1: %(under)s the launcher stops right here the first time: %(slurm)s",
                line=line, command=short(a.command), var=a.variable,

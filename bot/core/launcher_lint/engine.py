@@ -101,6 +101,13 @@ _OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
 _GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
 
 
+#: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
+_GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
+
+#: A word of `set` that turns options on or off (`-e`, `+u`, `-euo`).
+_SET_FLAGS_RE = re.compile(r"[-+][A-Za-z]+")
+
+
 @dataclass(frozen=True)
 class _Marks:
     """How much the walk had collected (its lists' lengths, the `shift` count) when a `case`,
@@ -268,7 +275,7 @@ class _Analyzer:
                     # first
                     if not status_only:
                         if first in ("set", "shopt"):
-                            self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
+                            self._track_options(lst, lst_off)
                         self._condition(lst, lst_off, next_text(lists, idx))
                     continue  # an if/while condition never triggers errexit
                 if not lst or first in ("for", "!"):
@@ -278,7 +285,7 @@ class _Analyzer:
                     continue  # a function nobody calls: its body never runs
                 if not status_only:
                     if first in ("set", "shopt"):
-                        self._track_options(shell_words(lst, lst_off, self.memo), lst_off)
+                        self._track_options(lst, lst_off)
                     elif first == "shift" and self.function is None:
                         self._shift(lst)
                     elif self.opts.nounset:
@@ -288,7 +295,7 @@ class _Analyzer:
                                                           self.memo))
                         if self.may_source_startup:
                             self.interactive.extend(startup_sources(lst, lst_off))
-                    if first not in ("set", "shopt") and _OPTION_AFTER_AND_OR_RE.search(lst):
+                    if _OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst):
                         self._and_or_options(lst, lst_off)
                     if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
                         if trailing_from is None:
@@ -432,11 +439,14 @@ class _Analyzer:
         m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
         if m:
             self._function_body(lst, off, m, hits)
-        elif lst.startswith("{") and lst[1:2] in (" ", "\t", "\n"):
+            return
+        if lst.startswith("{") and lst[1:2] in (" ", "\t", "\n"):
             end = group_end(lst, 0, off, self.memo)
             if not lst[end:].strip().startswith(("|", "&&")):
                 hits.extend(self.script(lst[1 : end - 1], off + 1))
-        elif "&&" in lst or "||" in lst:
+                return
+            # piped, it runs in a subshell; before `&&` / `||`, _and_or_options read it
+        if "&&" in lst or "||" in lst:
             self._note_guards(lst)
             # `[ -f x ] && { set -e; … }`: the group, bash running it or not, may turn it on
             last, last_off, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[-1]
@@ -519,7 +529,16 @@ class _Analyzer:
         hits.extend(body_hits)
         self.opts.errexit, self.function = saved_errexit, saved_function
 
-    def _track_options(self, words: list[str], off: int) -> None:
+    def _track_options(self, lst: str, off: int) -> None:
+        """The options the `set` / `shopt` command that starts `lst` (an and-or list at `off`)
+        turns on and off: its own words only, up to its `&&` / `||` (in `set -e && grep -u x`,
+        `-u` is grep's), and of `set` those before the first that is no option (`set -- -u`,
+        `set -e x -u`: the positional parameters); piped (`set -e | cat`), it runs in a
+        subshell and changes nothing."""
+        command, at, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[0]
+        if len(split_top_level(command, at, ("|",), self.memo)) > 1:
+            return
+        words = shell_words(command, at, self.memo)
         if words[0] == "set":
             i = 1
             while i < len(words):
@@ -528,15 +547,16 @@ class _Analyzer:
                     self._set_option(words[i + 1], w == "-o", off)
                     i += 2
                     continue
-                if re.fullmatch(r"[-+][A-Za-z]+", w):
-                    on = w[0] == "-"
-                    if "e" in w:
-                        self._set_errexit(on, off)
-                    if "u" in w:
-                        self._set_nounset(on, off)
-                    if "o" in w and i + 1 < len(words):
-                        self._set_option(words[i + 1], on, off)
-                        i += 1
+                if not _SET_FLAGS_RE.fullmatch(w):
+                    break  # `--`, `-` or an argument: the rest are positional parameters
+                on = w[0] == "-"
+                if "e" in w:
+                    self._set_errexit(on, off)
+                if "u" in w:
+                    self._set_nounset(on, off)
+                if "o" in w and i + 1 < len(words):
+                    self._set_option(words[i + 1], on, off)
+                    i += 1
                 i += 1
         elif words[0] == "shopt" and len(words) >= 3 and words[1] in ("-s", "-u"):
             on = words[1] == "-s"
@@ -547,15 +567,38 @@ class _Analyzer:
                     self.opts.inherit_errexit = on
 
     def _and_or_options(self, lst: str, off: int) -> None:
-        """A `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] && set -e`): bash runs it or
-        not, so past the list its options are `either` of both."""
-        for pipeline, p_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo)[1:]:
+        """What an and-or list's commands before its last (and the last, when it is a `set`)
+        do to the options, in order: a `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] &&
+        set -e`), and the commands of a `{ … }` group before `&&` / `||` (`{ set -e; } && echo
+        ok`), which run in the script's shell, exempt from `set -e` (bash stops in no command
+        of an and-or list but the last) and not from `set -u`. Bash runs each after the first
+        or not, so past it the options are `either` of both; a group last in the list is read
+        where its status is (_and_or, _outside_errexit)."""
+        elements = split_top_level(lst, off, ("&&", "||"), self.memo)
+        for i, (pipeline, p_off, op) in enumerate(elements):
             text = pipeline.lstrip()
-            if first_word(text) in ("set", "shopt"):
+            at = p_off + len(pipeline) - len(text)
+            if i and first_word(text) in ("set", "shopt"):
                 before = copy(self.opts)
-                at = p_off + len(pipeline) - len(text)
-                self._track_options(shell_words(text, at, self.memo), at)
+                self._track_options(text, at)
+            elif op and text.startswith("{") and text[1:2] in (" ", "\t", "\n"):
+                if len(split_top_level(text, at, ("|",), self.memo)) > 1:
+                    continue  # `{ … } | tee log && …`: a pipeline's group runs in a subshell
+                before = copy(self.opts)
+                self._exempt_group(text, at)
+            else:
+                continue
+            if i:
                 self.opts = either([before, self.opts])
+
+    def _exempt_group(self, group: str, off: int) -> None:
+        """Follow the `{ … }` group `group` (at `off`) that bash does not stop in on `set -e`:
+        the options it leaves, and what it reads under `set -u`, but not what only `set -e`
+        makes a finding."""
+        marks = self._marks([])
+        end = group_end(group, 0, off, self.memo)
+        self.script(group[1 : end - 1], off + 1)
+        self._drop(marks, [], everything=False)
 
     def _set_option(self, name: str, on: bool, off: int) -> None:
         if name == "errexit":

@@ -108,6 +108,31 @@ BASH_STOPS = [
     ("set -euo pipefail\nf() { ls ck/*.pt; }\nif f; then :; fi", CHECK_EMPTY_MATCH, False),
     ("set -euo pipefail\nf() { ls ck/*.pt; }\nf || true", CHECK_EMPTY_MATCH, False),
     ("set -euo pipefail\nf() { ls ck/*.pt; }\nf", CHECK_EMPTY_MATCH, True),
+    # a `{ … }` group before `&&` / `||` runs in the script's shell: its `set` holds after it
+    ("{ set -e; } && echo strict\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("{ set -e; } || echo lax\nL=$(ls ck/*.pt)", CHECK_EMPTY_MATCH, True),
+    ("set -e\n{ set +e; } && echo lax\nn=0\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\n{ set -o pipefail; } && :\nL=$(ls ck/*.pt | head -1)", CHECK_EMPTY_MATCH, True),
+    ("{ set -u; } && :\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, True),
+    # … bash not stopping in it on `set -e`; piped, it runs in a subshell
+    ("set -e\nn=0\n{ (( n++ )); echo counted; } && true", CHECK_ARITH_ZERO, False),
+    ("{ set -e; n=0; (( n++ )); } && true", CHECK_ARITH_ZERO, False),
+    ("{ set -e; } | cat\nn=0\n((n++))", CHECK_ARITH_ZERO, False),
+    # only the `set` command's own options count: not another command's after `&&`, not the
+    # positional parameters after `--` or an argument, not in a pipeline (a subshell)
+    ("set -e && sort -u /dev/null\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, False),
+    ("set -e && set -u\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, True),
+    ("set -- -u\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, False),
+    ("set -e train -u\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, False),
+    ("set -e | cat\nn=0\n((n++))", CHECK_ARITH_ZERO, False),
+    # `n` set to 0 however it is spelled
+    ("set -e\nn=0;\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=\"0\"; m=1\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\n((n=0)) || true\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\n(( n = 0 )) || :\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nfor ((n=0; n<3; n++)); do ((n++)); done", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=1\n((n==0)) || echo nonzero\n(( n == 0 )) || :\n((n++))", CHECK_ARITH_ZERO,
+     False),
 ]
 
 
