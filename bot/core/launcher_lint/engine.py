@@ -664,7 +664,7 @@ class _Analyzer:
             m = ARITH_RE.match(cmd)
             if m and errexit_mode:
                 self.arith.append(Arith(off, cmd, m.group(1), self.opts.errexit_partial,
-                                        self.later_pass_of))
+                                        self.later_pass_of, m.group(2).startswith("=")))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
             end = group_end(cmd, 0, off, self.memo)
@@ -687,7 +687,7 @@ class _Analyzer:
         let = LET_RE.match(cmd)
         if let and errexit_mode:
             self.arith.append(Arith(off, cmd, let.group(1), self.opts.errexit_partial,
-                                    self.later_pass_of))
+                                    self.later_pass_of, let.group(2).startswith("=")))
             return []
         positions = word_offsets(cmd, words)
         k = 0

@@ -113,13 +113,15 @@ def with_(hit: Hit, **changes: Any) -> Hit:
 @dataclass
 class Arith:
     """`((n++))` / `let n++` run where `set -e` is on; `zero_after`: read as a loop's passes
-    after the first, which start from 0 only when the loop (from this offset on) sets it so."""
+    after the first, which start from 0 only when the loop (from this offset on) sets it so;
+    `assigns_zero`: `((n=0))` / `let n=0`, whose value is 0 whatever `n` was."""
 
     offset: int
     command: str
     variable: str
     errexit_partial: bool = False  # `set -e` is on on some paths to it only
     zero_after: int | None = None
+    assigns_zero: bool = False
 
 
 @dataclass

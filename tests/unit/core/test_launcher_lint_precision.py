@@ -133,6 +133,12 @@ BASH_STOPS = [
     ("set -e\nfor ((n=0; n<3; n++)); do ((n++)); done", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\n((n==0)) || echo nonzero\n(( n == 0 )) || :\n((n++))", CHECK_ARITH_ZERO,
      False),
+    # an arithmetic assignment of 0 is itself 0: its status is 1
+    ("set -e\n((n=0))\necho assigned", CHECK_ARITH_ZERO, True),
+    ("set -e\n(( n = 0 ))", CHECK_ARITH_ZERO, True),
+    ("set -e\nlet n=0", CHECK_ARITH_ZERO, True),
+    ("set -e\n((n=0)) || true", CHECK_ARITH_ZERO, False),
+    ("set -e\n((n=1))\nlet n=2", CHECK_ARITH_ZERO, False),
 ]
 
 
@@ -152,6 +158,14 @@ def test_new_checks_agree_with_real_bash(tmp_path, snippet, check, bash_stops):
                   or f.check == check and f.line is not None and check == CHECK_EMPTY_MATCH
                   for f in lint_launcher("#!/bin/bash\n" + snippet))
     assert flagged == bash_stops
+
+
+def test_an_arithmetic_zero_assignment_is_reported_where_bash_stops_with_its_fix():
+    findings = [f for f in lint_launcher(HEAD + "((n=0))\n((n++))\n")
+                if f.check == CHECK_ARITH_ZERO]
+    assert [(f.level, f.line) for f in findings] == [("fail", 3), ("fail", 4)]
+    assert findings[0].message.startswith("line 3: `((n=0))` sets `n` to 0 and evaluates to 0")
+    assert findings[0].fix == "write `n=0`, whose status is 0"
 
 
 def test_arith_finding_names_the_fix():
