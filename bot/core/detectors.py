@@ -1,6 +1,6 @@
 """Detectors over a log's metric series and Slurm accounting: stall, leak trend, a checkpoint
-save broken by a host OOM or a full disk, silent exit, and whether a completion marker ends the
-log.
+save broken by a host OOM or a full disk, silent exit, and how the log ends around a completion
+marker (`CompletionEnding`).
 
 Pure: callers pass `now` (log time or wall time, on the same clock as the samples).
 """
@@ -10,13 +10,14 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from bot.core.catalogue.model import Match
+from bot.core.catalogue.scanner import normalize_line
 from bot.core.metrics import MetricSeries, SaveWindow
 from bot.core.models import Accounting
 from bot.core.policy import DEFAULT_POLICY
@@ -26,6 +27,10 @@ from bot.core.units import GIB
 # A progress bar up to its count (tqdm's `  0%|          | 30/8000` before `[00:36<2:40:00`):
 # the same head again is the bar drawn once more where it stood, no step made.
 _BAR_HEAD = re.compile(r"^(.*?(?<![\d.])\d+/\d+)\s*\[")
+# Hugging Face Trainer opening its evaluation or prediction loop (trainer.py evaluation_loop,
+# `***** Running {description} *****`): its bar (ProgressCallback's prediction_bar, unlabelled)
+# counts the evaluation's batches, not training steps.
+_EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -317,28 +322,67 @@ def detect_broken_save(
     return None
 
 
-def ends_in_completion(matches: Iterable[Any], series: MetricSeries, *,
-                       evaluation_start: int | None = None) -> bool:
-    """The log's last completion marker (a `completed` signature: `Training completed`,
-    Lightning's EarlyStopping `Signaling Trainer to stop`) has no training progress after it
-    (no later line that printed an iteration). Progress after one means the marker was not
-    the end: Lightning keeps training to `min_epochs` after EarlyStopping signals a stop, a
-    per-epoch or per-iteration report reads like a marker; the log's later lines decide. The
-    training bar drawn once more where it stood (Hugging Face's ProgressCallback closing it
-    after `Training completed`: the same bar at the same count) is no progress. An evaluation
-    that the framework opened after the marker (`evaluation_start`, its line: Hugging Face
-    Trainer's `***** Running Evaluation *****`) counts its batches on a bar of its own: the
-    progress after it is the evaluation's. The log's ending without accounting
-    (bot.core.diagnose.decide) and `detect_silent_exit` with it read a marker alike."""
+@dataclass(frozen=True)
+class CompletionEnding:
+    """How the log ends around the training framework's completion marker (a `completed`
+    signature: `Training completed`, Lightning's EarlyStopping `Signaling Trainer to stop`),
+    read once per diagnosis (`completion_ending`) for the decision (bot.core.diagnose.decide)
+    and `detect_silent_exit` alike.
+
+    `marker_line` is the line of the log's last marker (None: the log has none).
+    `ends_in_marker`: no training progress comes after it (no later line that printed an
+    iteration). Progress after one means the marker was not the end: Lightning keeps
+    training to `min_epochs` after EarlyStopping signals a stop, a per-epoch or
+    per-iteration report reads like a marker; the log's later lines decide. The training bar
+    drawn once more where it stood (Hugging Face's ProgressCallback closing it after
+    `Training completed`: the same bar at the same count) is no progress, and neither is an
+    evaluation that the framework opened after the marker (Hugging Face Trainer's `*****
+    Running Evaluation *****` among the log's last lines), which counts its batches on a bar
+    of its own. `evaluates_after_marker`: the marker ends the log only because that
+    evaluation's bar is no training progress: training completed there and the framework
+    evaluates after it."""
+
+    marker_line: int | None = None
+    ends_in_marker: bool = False
+    evaluates_after_marker: bool = False
+
+
+def completion_ending(matches: Iterable[Any], series: MetricSeries,
+                      tail: Sequence[tuple[int, str]] = ()) -> CompletionEnding:
+    """How the log ends around its last completion marker (`CompletionEnding`), from the
+    catalogue matches (in line order), the metric series and the log's last lines."""
     done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
+    if not done:
+        return CompletionEnding()
+    ends_training = _no_progress_after(done[-1], series)
+    evaluated = _evaluation_start(tail)
+    ends_in_marker = ends_training if evaluated is None else _no_progress_after(
+        done[-1], series, evaluation_start=evaluated)
+    return CompletionEnding(marker_line=done[-1], ends_in_marker=ends_in_marker,
+                            evaluates_after_marker=ends_in_marker and not ends_training)
+
+
+def _evaluation_start(tail: Sequence[tuple[int, str]]) -> int | None:
+    """The line of the last evaluation the framework opened among the log's last lines (Hugging
+    Face Trainer's `***** Running Evaluation *****`); None when there is none."""
+    return next((n for n, text in reversed(tail)
+                 if _EVALUATION_START.search(normalize_line(text))), None)
+
+
+def _no_progress_after(marker_line: int, series: MetricSeries, *,
+                       evaluation_start: int | None = None) -> bool:
+    """No training progress after the completion marker at `marker_line` (a line that printed
+    an iteration, other than the last bar before the marker drawn again at its count), up to
+    the evaluation opened at `evaluation_start` when that comes after the marker: the
+    progress after that line is the evaluation's."""
     last_progress = series.last_iteration_line
-    if not done or last_progress is None or done[-1] > last_progress:
-        return bool(done)
-    evaluated = evaluation_start is not None and evaluation_start > done[-1]
+    if last_progress is None or marker_line > last_progress:
+        return True
+    evaluated = evaluation_start is not None and evaluation_start > marker_line
     end = evaluation_start if evaluated and evaluation_start else last_progress + 1
-    before = [s for s in series.samples if s.iteration is not None and s.line_no < done[-1]]
+    before = [s for s in series.samples if s.iteration is not None and s.line_no < marker_line]
     after = [s for s in series.samples
-             if s.iteration is not None and done[-1] < s.line_no < end]
+             if s.iteration is not None and marker_line < s.line_no < end]
     if not evaluated and (not after or after[-1].line_no != last_progress):
         return False  # progress the series kept no sample of: unknown, not a redrawn bar
     return not after or bool(before) and all(_redrawn(s, before[-1]) for s in after)
@@ -358,40 +402,57 @@ def detect_silent_exit(
     *,
     target_iter: int | None,
     min_elapsed_s: float = 60.0,
-    evaluation_start: int | None = None,
+    completion: CompletionEnding | None = None,
 ) -> SilentExitFinding | None:
     """Slurm says COMPLETED 0:0 but the work did not happen.
 
     Reasons (any one is enough): the log shows a failure (a catalogue match of a failure
-    class), no iteration was reached, the last iteration is below the target, or the job
-    ran for less than `min_elapsed_s` without showing that the work was done. A completion
-    marker (a `completed` match) with no training progress after it (`ends_in_completion`)
-    is the framework's own word that training finished: it stands in for iterations the log
+    class), or its progress doubts the work was done (`progress_doubts`: no iteration was
+    reached, the last iteration is below the target, or the job ran for less than
+    `min_elapsed_s` without reaching it). A completion marker with no training progress
+    after it (`completion`'s `ends_in_marker`; when not given, read from `matches` and the
+    series without the log's last lines, so with no evaluation after the marker) is
+    the framework's own word that training finished: it stands in for iterations the log
     format did not show, and a run that ended in one short of its target stopped early by
     design (early stopping, a lowered max_steps), as the log alone reads it; a run that
     reached its target or ended in such a marker may be short (a resume with little left).
     A marker that training followed is no evidence of the end: the progress after it is
-    judged as if it were not there; an evaluation after it (`evaluation_start`) is not."""
+    judged as if it were not there; an evaluation after it is not (`CompletionEnding`)."""
     if accounting.state != "COMPLETED" or accounting.exit_code not in (0, None):
         return None
     if accounting.signal not in (0, None):
         return None
     matches = list(matches)
-    marker = ends_in_completion(matches, series, evaluation_start=evaluation_start)
+    if completion is None:
+        completion = completion_ending(matches, series)
     found = [m for m in matches if m.class_id not in _NOT_FAILURES]
     first = found[0] if found else None
+    doubts = SilentExitFinding() if completion.ends_in_marker else progress_doubts(
+        accounting, series, target_iter=target_iter, min_elapsed_s=min_elapsed_s)
+    finding = replace(doubts, failure_line=first.line_no if first is not None else None,
+                      failure_text=first.text.strip() if first is not None else "")
+    return finding if finding.reasons() else None
+
+
+def progress_doubts(
+    accounting: Accounting,
+    series: MetricSeries,
+    *,
+    target_iter: int | None,
+    min_elapsed_s: float = 60.0,
+) -> SilentExitFinding:
+    """The reasons a COMPLETED 0:0 run's progress gives to doubt that its work was done, with
+    no completion marker to vouch for it: no iteration reached, the last iteration short of
+    the target, a run shorter than `min_elapsed_s` that did not reach its target; a finding
+    with none of them set when there are none. The log's failures are `detect_silent_exit`'s
+    to add."""
     last_iter = series.last_iteration
-    work_done = marker or (
-        target_iter is not None and last_iter is not None and last_iter >= target_iter
-    )
-    short = (not work_done and accounting.elapsed_s is not None
+    reached = target_iter is not None and last_iter is not None and last_iter >= target_iter
+    short = (not reached and accounting.elapsed_s is not None
              and accounting.elapsed_s < min_elapsed_s)
-    finding = SilentExitFinding(
-        failure_line=first.line_no if first is not None else None,
-        failure_text=first.text.strip() if first is not None else "",
+    return SilentExitFinding(
         short_elapsed_s=accounting.elapsed_s if short else None,
-        no_iteration=last_iter is None and not marker,
-        stopped_at=((last_iter, target_iter) if not marker and last_iter is not None
+        no_iteration=last_iter is None,
+        stopped_at=((last_iter, target_iter) if last_iter is not None
                     and target_iter is not None and last_iter < target_iter else None),
     )
-    return finding if finding.reasons() else None

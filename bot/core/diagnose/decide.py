@@ -28,15 +28,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.core.detectors import (
+    CompletionEnding,
     LeakFinding,
     SilentExitFinding,
     StallFinding,
+    completion_ending,
     detect_broken_save,
     detect_leak,
     detect_silent_exit,
     detect_stall,
-    ends_in_completion,
     leak_trend,
+    progress_doubts,
 )
 from bot.core.diagnose.cause import (
     Cause,
@@ -70,7 +72,6 @@ from bot.core.diagnose.ending import (
     ends_in_open_progress_bar,
     ends_in_sigterm,
     epochs_left,
-    evaluation_start,
     remote_error_cause,
     traceback_cause,
 )
@@ -210,11 +211,10 @@ def diagnose(
     # reasons, the shell's prompt, Megatron's stop on a SIGTERM); else `_named_cause`'s
     case_cause: Cause | None = None
 
-    # training completed and the framework evaluates after it: the evaluation's bar is no
-    # training progress (the marker it follows ends training, as when nothing follows it)
-    evaluated = evaluation_start(tail)
-    evaluating = (evaluated is not None and not ends_in_completion(primary, series)
-                  and ends_in_completion(primary, series, evaluation_start=evaluated))
+    # how the log ends around its completion marker (no training progress after it; an
+    # evaluation after it, whose bar is no training progress), read once for the branches
+    # below and the silent exit detector
+    completion = completion_ending(matches, series, tail)
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
@@ -241,12 +241,14 @@ def diagnose(
             # no accounting; the log ends in a deciding line cut off or in an error
             chosen, decided_by = ended.class_id, HINT
             evidence = [Evidence(n, t) for n, t in ended.lines]
-        elif evaluating and (acct.state is not None or ends_in_open_progress_bar(tail)):
+        elif completion.evaluates_after_marker and (
+                acct.state is not None or ends_in_open_progress_bar(tail)):
             # running its evaluation after training completed: not training
+            assert completion.marker_line is not None  # an evaluation after the marker
             chosen = NONE_CLASS
-            case_cause = Evaluating(max(m.line_no for m in primary if m.class_id == "completed"))
+            case_cause = Evaluating(completion.marker_line)
         elif acct.state is None and (
-            (marker_ends := ends_in_completion(primary, series, evaluation_start=evaluated))
+            completion.ends_in_marker
             or (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
                 and (target_iter is not None or not epochs_left(tail)))
             or ends_in_final_save(series, tail)
@@ -255,7 +257,7 @@ def diagnose(
             # no accounting: a completion marker with no training progress after it, the
             # target reached, a final save or a closed progress table ends a finished run
             chosen = "completed"
-            if marker_ends:
+            if completion.ends_in_marker:
                 decided_by = SIGNATURE
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
             # the shell's prompt came back after progress or start-up output, with no error and
@@ -267,11 +269,11 @@ def diagnose(
             chosen = NONE_CLASS
     elif chosen is None:
         chosen, silent = _settle_finished(
-            catalogue, acct, series, matches, target, min_elapsed_s, evaluated
+            catalogue, acct, series, matches, target, min_elapsed_s, completion
         )
         decided_by = DETECTOR if silent is not None else (
             SIGNATURE if chosen == "completed" and _marker_decides(
-                acct, series, matches, target, min_elapsed_s, evaluated)
+                completion, acct, series, target, min_elapsed_s)
             else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and _stopped_on_signal(matches, series):
@@ -394,7 +396,7 @@ def diagnose(
             chosen, series=series, leak=leak, stall=stall, upstream=upstream,
             during_save=during_save, acct=acct, matches=matches, tail=tail,
             # after an evaluation the series' last figures are its bar's, not training's
-            target=None if evaluating else target)),
+            target=None if completion.evaluates_after_marker else target)),
         translations=dict(getattr(cls, "translations", None) or {}),
         site_title=bool(getattr(cls, "site_title", False)),
         evidence=_dedupe(evidence),
@@ -488,15 +490,15 @@ def _settle_finished(
     matches: Sequence[Any],
     target: int | None,
     min_elapsed_s: float,
-    evaluated: int | None,
+    completion: CompletionEnding,
 ) -> tuple[str, SilentExitFinding | None]:
     """A finished job with no primary failure signature: completed, silent_exit (with its
-    finding) or unknown_failure; `evaluated` is the line of an evaluation the framework
-    opened among the log's last lines."""
+    finding) or unknown_failure; `completion` is how the log ends around its completion
+    marker."""
     if acct.state == "COMPLETED" and acct.exit_code in (0, None) and acct.signal in (0, None):
         finding = detect_silent_exit(
             acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s,
-            evaluation_start=evaluated,
+            completion=completion,
         )
         if finding is not None:
             return "silent_exit", finding
@@ -504,17 +506,15 @@ def _settle_finished(
     return "unknown_failure", None
 
 
-def _marker_decides(acct: Accounting, series: MetricSeries, matches: Sequence[Any],
-                    target: int | None, min_elapsed_s: float, evaluated: int | None) -> bool:
-    """Did the framework's completion line that ends the log decide a COMPLETED 0:0 run's
-    `completed`? Exactly when accounting alone would have doubted it (a silent exit without
-    that line: short of the target, a short run), as the line decides in the log alone. A run
-    that reached its target is decided by sacct, the line agreeing."""
-    if not ends_in_completion(matches, series, evaluation_start=evaluated):
-        return False
-    without = [m for m in matches if m.class_id != "completed"]
-    return detect_silent_exit(acct, series, without, target_iter=target,
-                              min_elapsed_s=min_elapsed_s, evaluation_start=evaluated) is not None
+def _marker_decides(completion: CompletionEnding, acct: Accounting, series: MetricSeries,
+                    target: int | None, min_elapsed_s: float) -> bool:
+    """Did the framework's completion marker that ends the log decide a COMPLETED 0:0 run's
+    `completed` (one `detect_silent_exit` found no failure in)? Exactly when accounting and
+    progress alone would have doubted it (`progress_doubts`: no iteration, short of the
+    target, a short run), as the marker decides in the log alone. A run that reached its
+    target is decided by sacct, the marker agreeing."""
+    return completion.ends_in_marker and bool(progress_doubts(
+        acct, series, target_iter=target, min_elapsed_s=min_elapsed_s).reasons())
 
 
 def _stopped_on_signal(matches: Sequence[Any], series: MetricSeries) -> bool:

@@ -7,9 +7,9 @@ error's own words name (`named_by_vocabulary`), else `unknown_failure`), a last 
 a deciding text cut off before its end names that text's class (`ends_cut_off`), a TensorFlow
 Estimator's final save or a progress table's closing border ends a finished run
 (`ends_in_final_save`, `ends_in_closed_progress_table`), and so does a completion marker with
-no training progress after it (bot.core.detectors' `ends_in_completion`, which the silent
-exit detector shares: training after one means it was not the end, an evaluation the framework
-opens after it does not, `evaluation_start`), an epoch counter short of
+no training progress after it (bot.core.detectors' `CompletionEnding`, which the silent exit
+detector shares: training after one means it was not the end, an evaluation the framework
+opens after it does not), an epoch counter short of
 its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that is
 a progress bar short of its total is a run mid-pass, whatever earlier bars reached
 (`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or after a
@@ -145,10 +145,6 @@ _COLLATERAL_EXCEPTION = re.compile(
 # checks): the verdict before it (`Possible transient error!`) was a warning the run survived.
 NOT_FATAL_VALIDATION = re.compile(
     r"Continuing normal execution because failed validation was not fatal")
-# Hugging Face Trainer opening its evaluation or prediction loop (trainer.py evaluation_loop,
-# `***** Running {description} *****`): its bar (ProgressCallback's prediction_bar, unlabelled)
-# counts the evaluation's batches, not training steps.
-_EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
@@ -626,13 +622,6 @@ def _after_last_command(lines: list[tuple[int, str, str]]) -> list[tuple[int, st
         if _COMMAND_LINE.match(lines[i][1]):
             return lines[i + 1:]
     return lines
-
-
-def evaluation_start(tail: Sequence[tuple[int, str]]) -> int | None:
-    """The line of the last evaluation the framework opened among the log's last lines (Hugging
-    Face Trainer's `***** Running Evaluation *****`); None when there is none."""
-    return next((n for n, text in reversed(tail)
-                 if _EVALUATION_START.search(normalize_line(text))), None)
 
 
 def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:

@@ -1,4 +1,5 @@
-"""Detectors: stall (with save allowance), leak trend, checkpoint-phase OOM, silent exit."""
+"""Detectors: stall (with save allowance), leak trend, checkpoint-phase OOM, silent exit, how the
+log ends around a completion marker."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import pytest
 
 from bot.core.catalogue import Match
 from bot.core.detectors import (
+    CompletionEnding,
+    completion_ending,
     detect_broken_save,
     detect_leak,
     detect_silent_exit,
     detect_stall,
+    progress_doubts,
     theil_sen,
 )
 from bot.core.metrics import MetricSeries
@@ -275,3 +279,46 @@ def test_only_completed_zero_zero_can_be_a_silent_exit():
                  Accounting(state="COMPLETED", exit_code=0, signal=9),
                  Accounting(state="RUNNING")):
         assert detect_silent_exit(acct, MetricSeries(), [], target_iter=10) is None
+
+
+def test_progress_doubts_are_the_reasons_a_completion_marker_waives():
+    series, _ = run(100)
+    short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
+    assert progress_doubts(short, series, target_iter=8000).reasons() == [
+        {"kind": "short_run", "elapsed_s": 20},
+        {"kind": "stopped", "last_iter": 100, "target_iter": 8000}]
+    assert progress_doubts(short, MetricSeries(), target_iter=None).reasons() == [
+        {"kind": "short_run", "elapsed_s": 20}, {"kind": "no_iteration"}]
+    # a short run that reached its target leaves no doubt
+    assert progress_doubts(short, series, target_iter=100).reasons() == []
+
+
+# --- how the log ends around a completion marker ---------------------------------------------
+
+# Hugging Face Trainer's training bar, its marker, then the evaluation it opens after training
+# (`***** Running Evaluation *****`) and that evaluation's own bar
+TRAINED_THEN_EVALUATING = [
+    *(f"  0%|          | {i * 10}/8000 [00:{i:02d}<2:40:00,  1.2it/s]" for i in (1, 2, 3)),
+    "Training completed.", "***** Running Evaluation *****",
+    " 45%|####5     | 45/100 [00:10<00:12,  4.50it/s]"]
+
+
+def test_an_evaluation_opened_after_the_marker_is_no_training_progress():
+    series = MetricSeries()
+    series.feed_lines(TRAINED_THEN_EVALUATING)
+    marker = Match("completed", 4, "Training completed.", True)
+    tail = list(enumerate(TRAINED_THEN_EVALUATING, 1))
+    ending = completion_ending([marker], series, tail)
+    assert ending == CompletionEnding(marker_line=4, ends_in_marker=True,
+                                      evaluates_after_marker=True)
+    # read without the last lines, the evaluation's bar is progress after the marker
+    assert completion_ending([marker], series) == CompletionEnding(marker_line=4)
+    assert completion_ending([], series, tail) == CompletionEnding()
+    # the silent exit detector reads the ending it is given: the marker vouches for the run
+    short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
+    assert detect_silent_exit(short, series, [marker], target_iter=8000,
+                              completion=ending) is None
+    finding = detect_silent_exit(short, series, [marker], target_iter=8000)
+    assert finding is not None
+    assert finding.reasons() == [{"kind": "short_run", "elapsed_s": 20},
+                                 {"kind": "stopped", "last_iter": 45, "target_iter": 8000}]
