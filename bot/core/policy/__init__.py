@@ -30,12 +30,12 @@ on the Decision (see `decide` and `early_warnings`). An early warning's facts ar
 their own, so a warning re-posted from the store renders from them alone. `Decision.reason`
 says the same in English for the log and the store.
 
-Modules: `decision` (Decision, its kinds and offers), `chain` (the chain history read: which
-attempt rows it is, when a chain of side-by-side jobs has ended, what a progress write
-changes in a row), `params` (PolicyParams and their defaults), `retry` (`decide`, the
-budget, the backoff), `chunks` (a time-limit chunk's progress), `memory` (the --mem
-arithmetic after a host OOM and a leak), `early` (early warnings for a running job), `held`
-(admin-held jobs). Callers import the names below from this package.
+Modules: `decision` (Decision, its kinds and offers, a resume point in words), `chain`
+(the chain history read: which attempt rows it is, when a chain of side-by-side jobs has
+ended, what a progress write changes in a row), `params` (PolicyParams and their defaults),
+`retry` (`decide`, the budget, the backoff), `chunks` (a time-limit chunk's progress),
+`memory` (the --mem arithmetic after a host OOM and a leak), `early` (early warnings for a
+running job), `held` (admin-held jobs). Callers import the names below from this package.
 """
 
 from bot.core.policy.chain import (
@@ -57,6 +57,7 @@ from bot.core.policy.decision import (
     OFFER_RESUBMIT_MEM,
     Decision,
     DecisionKind,
+    resume_point_text,
 )
 from bot.core.policy.early import CpuEvidence, early_warnings, leak_warning_due
 from bot.core.policy.held import HeldReport, held_report
@@ -95,6 +96,7 @@ __all__ = [
     "own_history",
     "parallel_chain_end",
     "params_from",
+    "resume_point_text",
     "run_history",
     "suggest_mem",
     "task_history",

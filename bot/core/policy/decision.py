@@ -1,5 +1,5 @@
-"""What the policy decides: `Decision` (plain data the watcher carries out), its kinds and the
-buttons it may offer."""
+"""What the policy decides: `Decision` (plain data the watcher carries out), its kinds, the
+buttons it may offer, and where a resubmit resumes in words (`resume_point_text`)."""
 
 from __future__ import annotations
 
@@ -102,3 +102,15 @@ class Decision:
                    **({"array_task": data["array_task"]}
                       if isinstance(data.get("array_task"), int) else {})},
         )
+
+
+def resume_point_text(resume_from: int | None, resume_checkpoint: str | None) -> str:
+    """Where a resubmit resumes, in the watcher's English (the log, the store): `resuming from
+    iteration 3000`, `resuming from checkpoint final` (a checkpoint whose name has no
+    iteration), or `from scratch` (none). A decision's reason adds what it costs (`decide`);
+    the threads' words, in their language, are templates/event.json.j2's."""
+    if resume_from is not None:
+        return f"resuming from iteration {resume_from}"
+    if resume_checkpoint:
+        return f"resuming from checkpoint {resume_checkpoint}"
+    return "from scratch"

@@ -16,6 +16,7 @@ from bot.core.policy.decision import (
     Decision,
     DecisionBase,
     DecisionKind,
+    resume_point_text,
 )
 from bot.core.policy.early import early_warnings
 from bot.core.policy.memory import host_oom_decision
@@ -246,11 +247,9 @@ def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None
 
 def _resume_text(checkpoint_iter: int | None, checkpoint_name: str | None,
                  lost: int | None) -> str:
-    if checkpoint_iter is None:
-        if checkpoint_name:
-            return f"resuming from checkpoint {checkpoint_name}"
-        return "from scratch (no complete checkpoint)"
-    text = f"resuming from iteration {checkpoint_iter}"
-    if lost:
-        text += f" ({lost} iterations lost)"
-    return text
+    """The decision's resume point (`resume_point_text`) with what it costs: the iterations
+    lost since its checkpoint, or that there is no complete checkpoint to resume from."""
+    text = resume_point_text(checkpoint_iter, checkpoint_name)
+    if checkpoint_iter is None and not checkpoint_name:
+        return f"{text} (no complete checkpoint)"
+    return f"{text} ({lost} iterations lost)" if lost else text

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bot.core.policy import Decision, DecisionKind
+from bot.core.policy import Decision, DecisionKind, resume_point_text
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
 from bot.services.watch.events import TickReport, WatchEvent
@@ -167,13 +167,8 @@ class AutoResubmits:
                           report: TickReport) -> None:
         old = self.store.attempts.get_by_job(str(inc.job_id), self.cluster)
         shown = old.shown_id if old is not None else str(inc.job_id)  # `123_4` of a task
-        if decision.resume_from is not None:
-            where = f", resuming from iteration {decision.resume_from}"
-        elif decision.resume_checkpoint:
-            where = f", resuming from checkpoint {decision.resume_checkpoint}"
-        else:
-            where = ", from scratch"
-        text = f"job {shown} resubmitted automatically as {new_job}{where}"
+        where = resume_point_text(decision.resume_from, decision.resume_checkpoint)
+        text = f"job {shown} resubmitted automatically as {new_job}, {where}"
         if self.outbox.emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
                                  self.cluster, text, chain_id, str(inc.job_id),
                                  data["recipe"], decision=decision,

@@ -27,6 +27,7 @@ from bot.core.policy import (
     held_report,
     leak_warning_due,
     params_from,
+    resume_point_text,
     suggest_mem,
 )
 from bot.core.slurm.records import JobRecord
@@ -117,6 +118,18 @@ def test_a_checkpoint_without_an_iteration_is_where_the_decision_resumes_not_scr
     assert dec.work_lost_iters is None  # not all 3470: how many is unknown
     assert "resuming from checkpoint final" in dec.reason and "scratch" not in dec.reason
     assert Decision.from_json(dec.to_json()).resume_checkpoint == "final"
+
+
+@pytest.mark.parametrize(("resume_from", "checkpoint", "where"), [
+    (3000, "iter_0003000", "resuming from iteration 3000"),
+    (None, "final", "resuming from checkpoint final"),
+    (None, None, "from scratch"),
+])
+def test_a_resume_point_is_worded_once_for_the_decision_and_the_resubmit_note(
+        resume_from, checkpoint, where):
+    """The decision's reason and an automatic resubmit's note say where it resumes alike;
+    the reason adds what it costs (iterations lost, or that no complete checkpoint exists)."""
+    assert resume_point_text(resume_from, checkpoint) == where
 
 
 def test_story_87870_host_oom_during_save_proposes_more_memory():
