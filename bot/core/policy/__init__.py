@@ -49,7 +49,7 @@ from bot.core.policy.chain import (
     run_history,
     task_history,
 )
-from bot.core.policy.chunks import TIME_LIMIT_CLASSES, ChunkProgress, chunk_progress
+from bot.core.policy.chunks import ChunkProgress, chunk_progress
 from bot.core.policy.decision import (
     OFFER_CANCEL_RESUME,
     OFFER_DISMISS,
@@ -72,7 +72,6 @@ __all__ = [
     "OFFER_RESUBMIT",
     "OFFER_RESUBMIT_MEM",
     "RUNNING_CLASSES",
-    "TIME_LIMIT_CLASSES",
     "AttemptFacts",
     "AttemptRow",
     "ChainHistory",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.models import TIME_LIMIT_CLASSES, chunk_advanced
+from bot.core.models import chunk_advanced
 from bot.core.policy.chain import ChainHistory
 
 
@@ -37,5 +37,3 @@ def chunk_progress(class_id: str, history: ChainHistory,
         return None
     return ChunkProgress(from_iter=start, to_iter=checkpoint_iter)
 
-
-__all__ = ["TIME_LIMIT_CLASSES", "ChunkProgress", "chunk_progress"]
