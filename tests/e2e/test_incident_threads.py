@@ -243,8 +243,7 @@ def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record)
     from bot.services.watch_events import ThreadEvents
 
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm, target_iter=8000)
-    ctx.sink = poster
+    ctx = make_context(store, slurm, sink=poster, target_iter=8000)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
     store.attempts.add(chain_id=chain, job_id=str(job_id), now=T0)
     store.watched_jobs.add("dev", str(job_id), now=T0, chain_id=chain)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from fakes import FakeClusters, FakeSlurm, make_config
@@ -59,10 +60,10 @@ def logs(config: Config, caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureF
 
 @pytest.fixture
 def services(config: Config, slack_client) -> Iterator[BotContext]:  # noqa: ANN001
-    ctx = build_context(config, client=slack_client)
-    ctx.clusters.close()
-    ctx.clusters = FakeClusters(FakeSlurm(submit_error=failing_sbatch()))
-    ctx.clock = lambda: NOW + 60
+    built = build_context(config, client=slack_client)
+    built.clusters.close()
+    ctx = replace(built, clusters=FakeClusters(FakeSlurm(submit_error=failing_sbatch())),
+                  clock=lambda: NOW + 60)
     yield ctx
     ctx.store.close()
 

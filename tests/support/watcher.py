@@ -59,16 +59,17 @@ def story_lines() -> list[bytes]:
     return STORY.read_bytes().splitlines(keepends=True)
 
 
-def stalled_thread(ctx: BotContext, slurm: FakeSlurm) -> tuple[Chain, FakeSFTP, bytes]:
+def stalled_thread(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP | None = None
+                   ) -> tuple[Chain, FakeSFTP, bytes]:
     """Story 88154 up to its stall, in a run thread of `ctx`: its chain (job 88154 RUNNING on
-    `slurm`, watched, the thread's root posted), an SFTP holding its log up to iter 3470, and
-    the rest of the log (to end the job with)."""
+    `slurm`, watched, the thread's root posted), an SFTP (`sftp`, else a new one) holding its
+    log up to iter 3470, and the rest of the log (to end the job with)."""
     chain = add_job(ctx.store, 88154)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
     lines = story_lines()
     stall = next(i for i, x in enumerate(lines) if b"iter: 3470/" in x)
-    sftp = FakeSFTP()
+    sftp = sftp or FakeSFTP()
     sftp.append(LOG, b"".join(lines[: stall + 1]))
     return chain, sftp, b"".join(lines[stall + 1:])
 

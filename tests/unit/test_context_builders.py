@@ -34,3 +34,19 @@ def test_only_build_context_and_make_context_construct_a_bot_context() -> None:
                  if CONSTRUCTOR.search(line)]
     assert elsewhere == [], ("build the context with bot.app.build_context (production) or "
                              "tests/fakes.make_context (tests)")
+
+
+#: A port of a built context set afterwards: make_context (and build_context's result through
+#: dataclasses.replace) takes them. `ctx.config` is not one: a test may restart the bot with
+#: another config mid-story.
+PORT_SET_AFTER = re.compile(
+    r"\bctx\.(store|clusters|renderer|catalogue|sink|charts|home|clock)\s*=(?!=)")
+
+
+def test_tests_pass_a_contexts_ports_to_its_builder_instead_of_setting_them_after() -> None:
+    set_after = [f"{path}:{n}" for path in python_files() if path.startswith("tests/")
+                 for n, line in enumerate((ROOT / path).read_text(encoding="utf-8")
+                                          .splitlines(), 1)
+                 if PORT_SET_AFTER.search(line)]
+    assert set_after == [], ("pass the port to make_context(sink=, clock=, clusters=, home=) "
+                             "or dataclasses.replace a built context")

@@ -42,8 +42,7 @@ class Story:
     def __init__(self, store: Store, *, charged_before: int = 0) -> None:
         self.store = store
         self.slurm = FakeSlurm()
-        self.ctx: BotContext = make_context(store, self.slurm)
-        self.ctx.clock = lambda: T0 + 1900
+        self.ctx: BotContext = make_context(store, self.slurm, clock=lambda: T0 + 1900)
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
         self.chain_id = chain.id
         for k in range(charged_before):  # earlier attempts: the chain spent this many retries

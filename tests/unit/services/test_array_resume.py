@@ -6,7 +6,7 @@ retry budget counts each task's own resubmits."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeClusters, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 import bot.cluster.checkpoints as ck
 from bot.core.catalogue import Catalogue
@@ -45,11 +45,10 @@ def lookups(monkeypatch):
 
 def setup(store: Store, *, auto: bool = True, budget: int = 3, lang: str = "en"):
     slurm, sftp = FakeSlurm(), FakeSFTP()
-    ctx = make_context(store, slurm, array="0-2%2", job_name="sweep", lang=lang,
+    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0,
+                       array="0-2%2", job_name="sweep", lang=lang,
                        log_path="/logs/%x-%A_%a.out", checkpoint={"dir": "/ck/sweep/task_%a"},
                        policy={"auto_resubmit": auto, "backoff_s": 60, "retry_budget": budget})
-    ctx.clusters = FakeClusters(slurm, sftp)
-    ctx.clock = lambda: T0
     return ctx, slurm, sftp
 
 

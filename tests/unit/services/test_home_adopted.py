@@ -53,10 +53,7 @@ def slurm() -> FakeSlurm:
 
 @pytest.fixture
 def ctx(store, slurm) -> BotContext:
-    ctx = make_context(store, slurm)
-    ctx.home = RecordingHomePublisher()
-    ctx.clock = lambda: NOW
-    return ctx
+    return make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: NOW)
 
 
 def adopt(ctx: BotContext, job_id: int, user: str = BOB) -> int:

@@ -32,8 +32,7 @@ def store(tmp_path):
 
 def prompted(store: Store, **recipe):
     """A thread whose nccl_timeout incident asks for a resubmit at T0; (ctx, chain, token)."""
-    ctx = make_context(store, **recipe)
-    ctx.clock = lambda: T0
+    ctx = make_context(store, clock=lambda: T0, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")

@@ -12,6 +12,7 @@ from fakes import (
     T0,
     FakeClusters,
     FakeRunner,
+    FakeSFTP,
     FakeSlurm,
     RecordingMessageSink,
     make_context,
@@ -85,13 +86,11 @@ def store(tmp_path):
 def stalled_watch(store: Store, collector: GatedCollector, **recipe: object):
     """The 88154 story up to its stall, watched with stacks collected by `collector`; the
     watcher, the forensics, and the rest of the log (to end the job with)."""
-    slurm = FakeSlurm()
-    ctx = make_context(store, slurm, **recipe)
-    ctx.sink = UploadSink(store)
-    ctx.clock = lambda: T0 + 1900
-    _, sftp, rest = stalled_thread(ctx, slurm)
+    slurm, sftp = FakeSlurm(), FakeSFTP()
+    ctx = make_context(store, slurm, sftp=sftp, sink=UploadSink(store), clock=lambda: T0 + 1900,
+                       **recipe)
+    _, _, rest = stalled_thread(ctx, slurm, sftp)
     stacks = Forensics(ctx, collector)  # type: ignore[arg-type]
-    ctx.clusters = FakeClusters(slurm, sftp=sftp)
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx, forensics=stacks), config=ctx.config)
     w.rest = rest  # type: ignore[attr-defined]
@@ -147,8 +146,7 @@ def test_a_collection_that_gets_nothing_says_why_in_one_line(store, outcome, lin
 
 
 def test_the_summary_in_the_recipes_language(store) -> None:
-    ctx = make_context(store, lang="ko")
-    ctx.sink = UploadSink(store)
+    ctx = make_context(store, sink=UploadSink(store), lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:x", STUCK_RANK_3, "mix")
@@ -182,10 +180,9 @@ def test_the_samplers_trainer_pids_are_a_hint_for_a_one_node_job_only() -> None:
 
 def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> None:
     runner = FakeRunner({"srun": (0, node_output(), "")})
-    ctx = make_context(store)
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
+                       sink=UploadSink(store))
     ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
-    ctx.clusters = FakeClusters(FakeSlurm(), runner=runner)
-    ctx.sink = UploadSink(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
@@ -201,8 +198,8 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
 
 
 def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:
-    ctx = make_context(store)
-    ctx.clusters = FakeClusters(FakeSlurm(), runner=FakeRunner())  # any srun would fail
+    # any srun would fail
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=FakeRunner()))
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0MALLORY", channel="C0TRAIN",
@@ -269,8 +266,7 @@ def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> 
     out = node_output().rstrip("\n")[: -len("]}")] + ", " + json.dumps(denied) + ", " + \
         json.dumps(gone) + "]}\n"
     report = build_report("88154", 0, out, "", collected_at="now")
-    ctx = make_context(store)
-    ctx.sink = UploadSink(store)
+    ctx = make_context(store, sink=UploadSink(store))
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:y", report, "mix")

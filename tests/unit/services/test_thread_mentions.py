@@ -36,8 +36,7 @@ def diag(class_id: str, **kw) -> Diagnosis:
 
 
 def thread(store: Store, **recipe):
-    ctx = make_context(store, **recipe)
-    ctx.clock = lambda: T0
+    ctx = make_context(store, clock=lambda: T0, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     return ctx, chain

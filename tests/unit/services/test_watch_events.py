@@ -34,8 +34,7 @@ def _buttons(blocks):
 
 def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm)
-    ctx.clock = lambda: T0 + 1900
+    ctx = make_context(store, slurm, clock=lambda: T0 + 1900)
     chain, sftp, rest = stalled_thread(ctx, slurm)
     posted: list[tuple[str, list]] = []
     real_reply = ctx.sink.post_reply
@@ -94,15 +93,12 @@ def test_cluster_notice_goes_once_to_each_active_thread_of_that_cluster(store):
 
 
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
-    from fakes import FakeClusters
-
     from bot.app import build_watcher
 
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm, policy={"auto_resubmit": True, "backoff_s": 30})
     sftp = FakeSFTP()
-    ctx.clusters = FakeClusters(slurm, sftp=sftp)
-    ctx.clock = lambda: T0 + 2000
+    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0 + 2000,
+                       policy={"auto_resubmit": True, "backoff_s": 30})
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88300", now=T0)
     store.watched_jobs.add("dev", "88300", now=T0, chain_id=chain.id)
@@ -152,9 +148,7 @@ class ChartSink(RecordingMessageSink):
 
 def _chart_thread(store: Store, sink: ChartSink, **recipe):
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm, **recipe)
-    ctx.sink = sink
-    ctx.clock = lambda: T0 + 1900
+    ctx = make_context(store, slurm, sink=sink, clock=lambda: T0 + 1900, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     sink.post_root(chain.id, "C0TRAIN", [], "mix")
     return ctx, slurm, chain
@@ -425,15 +419,12 @@ GPU_LOG = b"".join([
 
 def gpu_fault_watch(store, lang: str = "en", **policy):
     """Job 88400 dies of an uncorrectable ECC error on node gpu-b12 (its NodeList)."""
-    from fakes import FakeClusters
-
     from bot.app import build_watcher
 
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm, lang=lang, policy={"backoff_s": 0, **policy})
     sftp = FakeSFTP()
-    ctx.clusters = FakeClusters(slurm, sftp=sftp)
-    ctx.clock = lambda: T0 + 2000
+    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0 + 2000, lang=lang,
+                       policy={"backoff_s": 0, **policy})
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88400", now=T0)
     store.watched_jobs.add("dev", "88400", now=T0, chain_id=chain.id)

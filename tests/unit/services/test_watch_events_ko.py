@@ -66,8 +66,7 @@ def history(*last_iters: int | None, retries_used: int = 0) -> ChainHistory:
 
 
 def thread(store: Store, lang: str, **recipe):
-    ctx = make_context(store, lang=lang, **recipe)
-    ctx.clock = lambda: T0
+    ctx = make_context(store, clock=lambda: T0, lang=lang, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     return ctx, chain

@@ -38,9 +38,8 @@ def watched_incident(store: Store, templates_dir: Path | None = None, *,
     after its stall (its owners' head line, the incident template, the approval buttons);
     its newest complete checkpoint is `checkpoints`' (default: iteration 3000)."""
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm, **recipe)
+    ctx = make_context(store, slurm, clock=lambda: T0 + 1900, **recipe)
     ctx.config.templates.dir = str(templates_dir) if templates_dir else None
-    ctx.clock = lambda: T0 + 1900
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
     store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)

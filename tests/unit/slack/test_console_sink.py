@@ -143,9 +143,7 @@ def test_ask_yes_no():
 
 def console_context(store: Store, sink: ConsoleSink) -> tuple[BotContext, FakeSlurm]:
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm)
-    ctx.sink = sink
-    return ctx, slurm
+    return make_context(store, slurm, sink=sink), slurm
 
 
 def failed_chain(ctx: BotContext, *, offer_cancel: bool = False) -> tuple[int, str]:
