@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
+from bot.core.diagnose.announced import SubmititPreemption
 from bot.core.diagnose.ending import PromptEnding
 from bot.core.models import UpstreamCause
 from bot.core.units import GIB
@@ -113,8 +114,18 @@ class ExitInterval:
 
 @dataclass(frozen=True)
 class SignalStop:
-    """Megatron's save and exit 0 on a SIGTERM, in a COMPLETED 0:0 job (`signal_stop`): who may
-    have sent it."""
+    """A framework's stop and exit 0 on a SIGTERM, in a COMPLETED 0:0 job (`signal_stop`):
+    Megatron's save, Lightning's SIGTERMException (`framework`), and who may have sent it."""
+
+    framework: str
+
+
+@dataclass(frozen=True)
+class SubmititPreempted:
+    """submitit's time-out verdict for what was a preemption (`submitit_preempted`): the minutes
+    it had left, or the SIGTERM it bypassed first."""
+
+    misread: SubmititPreemption
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ class Running:
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
     | NcclSharedMemory | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere
-    | ExitInterval | SignalStop | EndedEarly | Evaluating | Running
+    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Running
 )
 
 
@@ -194,8 +205,11 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "rerun_elsewhere"}
         case ExitInterval(iteration):
             return {"kind": "exit_interval", "iteration": iteration}
-        case SignalStop():
-            return {"kind": "signal_stop"}
+        case SignalStop(framework):
+            return {"kind": "signal_stop", "framework": framework}
+        case SubmititPreempted(misread):
+            return {"kind": "submitit_preempted", "minutes_left": misread.minutes_left,
+                    "limit_min": misread.limit_min, "bypassed_line": misread.bypassed_line}
         case EndedEarly(last_iter, target_iter):
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
         case Evaluating(completed_line):

@@ -17,7 +17,10 @@ run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by 
 without accounting, as the interrupt's SIGINT or exit code names no cause, and a
 ZeroDivisionError raised in apex's amp scaler (its loss scale underflowed) is a divergence by
 hint, and a pickle that ends early in torch.load a truncated checkpoint, which exit 1 cannot
-name. Pure: no file or clock access.
+name. A training framework's own announcement of the scheduler's signal is read against its
+source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
+it bypassed a SIGTERM, is a preemption; Megatron's or Lightning's exit 0 after a SIGTERM with
+Slurm's COMPLETED 0:0 is a time limit by hint. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ from bot.core.detectors import (
     leak_trend,
     progress_doubts,
 )
+from bot.core.diagnose.announced import (
+    stopped_on_sigterm,
+    submitit_preemption,
+    submitit_verdicts_only,
+)
 from bot.core.diagnose.cause import (
     Cause,
     DiedSaving,
@@ -59,6 +67,7 @@ from bot.core.diagnose.cause import (
     SigtermOnly,
     SilentExit,
     Stall,
+    SubmititPreempted,
     Upstream,
     case_detail,
 )
@@ -142,8 +151,6 @@ _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
 # Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
 # there and exited 0, a planned stop the explanation names with its iteration.
 _EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
-# Megatron's --exit-signal-handler stop: on a SIGTERM it saves a checkpoint and exits 0.
-_SIGNAL_HANDLER_STOP = re.compile(r"exiting program after receiving SIGTERM")
 # Megatron's rerun machine exiting 16 (EXIT_CODE_RESUME_TO_DISAMBIGUATE): the step's result
 # came out the same again on the suspected GPU, and only a resume on another GPU gives the
 # verdict (a faulty GPU or the model's own result); the explanation says it is still to come.
@@ -222,6 +229,18 @@ def diagnose(
             primary, target):
         # Megatron's --exit-interval divides the run's length: its last stop is the end
         chosen, decided_by = "completed", PROGRESS
+    if chosen == "time_limit" and "time_limit" not in state_classes and (
+            misread := submitit_preemption(
+                [m for m in primary if m.class_id == "time_limit"], matches)) is not None:
+        # submitit's time-out verdict covers the run's last 20 % (10 minutes): the figures or
+        # the SIGTERM it bypassed before it say the scheduler preempted the job
+        chosen, case_cause = "preempted", SubmititPreempted(misread)
+        failed_classes.discard("time_limit")
+        evidence = [Evidence(n, t) for n, t in misread.lines]
+    elif chosen == "preempted" and "preempted" in state_classes and submitit_verdicts_only(
+            [m for m in primary if m.class_id == "time_limit"]):
+        # sacct's PREEMPTED: submitit's time-out verdict was its clock's guess, no second class
+        failed_classes.discard("time_limit")
     running = acct.is_running or acct.state in _NOT_STARTED or (
         acct.state is None and chosen is None
     )
@@ -276,10 +295,11 @@ def diagnose(
                 completion, acct, series, target, min_elapsed_s)
             else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
-        if chosen == "silent_exit" and _stopped_on_signal(matches, series):
-            # Megatron's --exit-signal-handler saved and exited 0 on a SIGTERM (Slurm's --signal
-            # warning before the limit, or scancel --signal): read as the log alone reads it
-            chosen, decided_by, silent, case_cause = "time_limit", HINT, None, SignalStop()
+        if chosen == "silent_exit" and (stopper := stopped_on_sigterm(matches, series)):
+            # the framework caught a SIGTERM and exited 0 (Megatron after its save, Lightning's
+            # SIGTERMException): Slurm's --signal warning before the limit, or scancel --signal;
+            # read as the log alone reads it
+            chosen, decided_by, silent, case_cause = "time_limit", HINT, None, SignalStop(stopper)
     if decided_by == ACCOUNTING and chosen in _REPORTING_RANKS_CLASSES and acct.state in (
             None, "FAILED") and (cause := remote_error_cause(matches, tail, series)):
         # NCCL's remote error: the exit code or signal is the rank's that reported a peer's
@@ -515,13 +535,6 @@ def _marker_decides(completion: CompletionEnding, acct: Accounting, series: Metr
     target is decided by sacct, the marker agreeing."""
     return completion.ends_in_marker and bool(progress_doubts(
         acct, series, target_iter=target, min_elapsed_s=min_elapsed_s).reasons())
-
-
-def _stopped_on_signal(matches: Sequence[Any], series: MetricSeries) -> bool:
-    """Megatron's --exit-signal-handler stop (`exiting program after receiving SIGTERM.`, after
-    it saved a checkpoint) after the log's last progress line."""
-    last = series.samples[-1].line_no if series.samples else 0
-    return any(m.line_no >= last and _SIGNAL_HANDLER_STOP.search(m.text) for m in matches)
 
 
 def _exit_interval_iteration(chosen: str, primary: Sequence[Any]) -> int | None:

@@ -2590,7 +2590,8 @@ def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalo
     done = MEGATRON_ITER + ("[exiting program after receiving SIGTERM.] datetime: 2024-05-01 "
                             "10:00:00.123456 \n")
     d = _diagnose_text(catalogue, done, Accounting(state="COMPLETED", exit_code=0, signal=0))
-    assert (d.class_id, d.decided_by, d.detail) == ("time_limit", "hint", {"kind": "signal_stop"})
+    assert (d.class_id, d.decided_by, d.detail) == ("time_limit", "hint", {"kind": "signal_stop",
+                                                     "framework": "megatron"})
     assert "silent_exit" not in d.secondary
     assert "caught SIGTERM (--exit-signal-handler)" in explain(d) and "scancel" in explain(d)
     assert "사람이 확인" in explain(d, "ko")

@@ -1,0 +1,120 @@
+"""What a training framework announces when the scheduler's signal reaches it, read against the
+framework's own source: submitit's time-out verdict that was a preemption, and a framework that
+caught SIGTERM and exited 0 (Megatron, Lightning).
+
+Megatron's --exit-signal-handler (megatron/training/training.py, checkpoint_and_decide_exit)
+saves a checkpoint on SIGTERM, prints `exiting program after receiving SIGTERM.` and exits 0.
+Lightning's signal connector (lightning/pytorch/trainer/connectors/signal_connector.py,
+`_sigterm_notifier_fn`, 2.0 on) prints `[rank: 0] Received SIGTERM: 15`; its loops then raise
+`SIGTERMException`, a SystemExit with no code (lightning/pytorch/utilities/exceptions.py), so
+the process exits 0 (143 only from the fix of Lightning issue 21623). Slurm's own time limit and
+a preemption end the job TIMEOUT or PREEMPTED whatever it exits with; a COMPLETED 0:0 after such
+a stop was a SIGTERM that came before the limit (Slurm's --signal=TERM@<s> warning, or scancel
+--signal=TERM).
+
+submitit (facebookincubator/submitit, submitit/core/job_environment.py, `SignalHandler`) calls
+every signal it catches a time-out once the run has used `guaranteed_walltime =
+min(0.8 * limit, limit - 10 min)`: `Job has timed out. Ran N minutes out of requested M
+minutes.`, then `Caught signal SIGUSR2 on <host>: this job is timed-out.`. So a preemption in the
+last 20 % (the last 10 minutes of a job under 50 minutes) reads as a time-out too. Slurm's
+time-limit warning is the `--signal=USR2@90` submitit asks for (submitit/slurm/slurm.py,
+`signal_delay_s`: 90 s; Hydra's launcher 120 s; Slurm may send it up to 60 s early), and nothing
+comes before it; a preemption (and scancel) sends SIGCONT and SIGTERM first, which submitit's
+handler only logs (`Bypassing signal SIGTERM`; `SlurmJob._interrupt`: "in case of preemption,
+SIGTERM is sent first"; until its PR 1603, 2021, submitit decided preemption by exactly that
+order). Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.metrics import MetricSeries
+
+# Megatron's --exit-signal-handler stop, after its save.
+_MEGATRON_SIGTERM_STOP = re.compile(r"exiting program after receiving SIGTERM")
+# Lightning's SIGTERM notice (`rank_prefixed_message`: `[rank: 0] `), before SIGTERMException.
+_LIGHTNING_SIGTERM = re.compile(r"\[rank: [0-9]+\] Received SIGTERM: 15\b")
+# SignalHandler.has_timed_out (2021 on): the verdict with the run's and the request's minutes.
+_TIMED_OUT = re.compile(r"Job has timed out\. Ran ([0-9]+) minutes out of requested ([0-9]+) "
+                        r"minutes")
+# SignalHandler.checkpoint_and_try_requeue: the verdict (`SIGUSR2`; before 2021 the number, `10`).
+_VERDICT = re.compile(r"Caught signal \S+ on \S+: this job is (?:timed-out|preempted)")
+# ... and, when it gives up, its reason (`timed-out and not checkpointable`, `timed-out too many
+# times`).
+_GAVE_UP = re.compile(r"Job not requeued because: timed-out")
+# SignalHandler.bypass: a SIGTERM or SIGCONT it only logs (by name, or by number before 2021).
+_BYPASSED = re.compile(r"Bypassing signal (?:Signals\.)?(?:SIGTERM|SIGCONT|15|18)\b")
+#: submitit's own bound (`limit - 10 min`): the time-limit warning comes within the last
+#: minutes, so a time-out verdict with more than this left was another signal.
+VERDICT_WINDOW_MIN = 10
+
+
+@dataclass(frozen=True)
+class SubmititPreemption:
+    """submitit's time-out verdict for what was a preemption: the lines that show it, the
+    minutes it had left (when more than submitit's 10-minute window decided it) and the line
+    of the SIGTERM or SIGCONT it bypassed before the verdict (when that order decided it)."""
+
+    lines: tuple[tuple[int, str], ...]
+    minutes_left: int | None
+    limit_min: int | None
+    bypassed_line: int | None
+
+
+def submitit_verdicts_only(time_limit_lines: Sequence[Any]) -> bool:
+    """The log's time-limit signatures (catalogue matches) are all submitit's verdict lines,
+    which its clock decides, not the scheduler (there is at least one)."""
+    return bool(time_limit_lines) and all(
+        _TIMED_OUT.search(m.text) or _VERDICT.search(m.text) or _GAVE_UP.search(m.text)
+        for m in time_limit_lines)
+
+
+def submitit_preemption(time_limit_lines: Sequence[Any], matches: Sequence[Any]
+                        ) -> SubmititPreemption | None:
+    """The preemption that submitit's time-out verdict misreads, when the log's time-limit
+    signatures (`time_limit_lines`, catalogue matches) are all submitit's verdict lines and
+    either its figures leave more than `VERDICT_WINDOW_MIN` minutes before the limit or it
+    bypassed a SIGTERM or SIGCONT after its previous verdict and before this one (the
+    scheduler was stopping the job, not warning of the limit); None otherwise."""
+    if not submitit_verdicts_only(time_limit_lines):
+        return None
+    anchors = [m for m in time_limit_lines
+               if _TIMED_OUT.search(m.text) or _VERDICT.search(m.text)]
+    if not anchors:
+        return None
+    # the last verdict, from its `Job has timed out. Ran ...` line just before `Caught signal`
+    start = anchors[-1]
+    if len(anchors) > 1 and _VERDICT.search(start.text) and _TIMED_OUT.search(anchors[-2].text):
+        start = anchors[-2]
+    earlier = [m.line_no for m in matches if _VERDICT.search(m.text) and m.line_no < start.line_no]
+    since = earlier[-1] if earlier else 0
+    bypassed = next((m for m in matches
+                     if since < m.line_no < start.line_no and _BYPASSED.search(m.text)), None)
+    figures = _TIMED_OUT.search(start.text)
+    left = int(figures.group(2)) - int(figures.group(1)) if figures else None
+    window = left is not None and left > VERDICT_WINDOW_MIN
+    if bypassed is None and not window:
+        return None
+    shown = [(bypassed.line_no, bypassed.text)] if bypassed is not None else []
+    shown += [(m.line_no, m.text) for m in anchors if m.line_no >= start.line_no]
+    return SubmititPreemption(
+        lines=tuple(shown),
+        minutes_left=left if window else None,
+        limit_min=int(figures.group(2)) if window and figures else None,
+        bypassed_line=bypassed.line_no if bypassed is not None else None)
+
+
+def stopped_on_sigterm(matches: Sequence[Any], series: MetricSeries) -> str | None:
+    """The framework (`megatron`, `lightning`) whose stop on a SIGTERM comes after the log's last
+    progress line (catalogue matches: both lines are time-limit hints); None when none does."""
+    last = series.samples[-1].line_no if series.samples else 0
+    for m in matches:
+        if m.line_no >= last and _MEGATRON_SIGTERM_STOP.search(m.text):
+            return "megatron"
+        if m.line_no >= last and _LIGHTNING_SIGTERM.search(m.text):
+            return "lightning"
+    return None

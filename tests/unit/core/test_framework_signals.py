@@ -1,0 +1,153 @@
+"""What training frameworks announce when the scheduler's signal reaches them, read against their
+own source (bot.core.diagnose.announced): submitit's time-out verdict that was a preemption, a
+framework's exit 0 after a SIGTERM, Lightning's auto-requeue lines. Each log line here is built
+from the format string in the framework's source file named in the test's docstring."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.catalogue import Catalogue
+from bot.core.diagnose import LogAnalysis
+from bot.core.models import Accounting
+from bot.slack.render import explain
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def _diagnose(catalogue: Catalogue, text: str, acct: Accounting | None = None):
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    analysis.finish()
+    return analysis.diagnose(acct)
+
+
+# submitit's logger: `submitit INFO (2022-07-12 04:18:45,881) - <message>`
+_INFO = "submitit INFO (2024-03-01 10:00:00,000) - "
+_WARN = "submitit WARNING (2024-03-01 10:00:00,000) - "
+_PROGRESS = ("submitit INFO (2024-03-01 09:00:00,000) - Starting with JobEnvironment(job_id=4242)"
+             "\nepoch 3 step 1200 loss 0.53\n")
+
+
+def _submitit_timed_out(ran: int, limit: int, before: str = "", after: str = "") -> str:
+    """submitit/core/job_environment.py, SignalHandler.has_timed_out and
+    checkpoint_and_try_requeue, then SlurmJobEnvironment._requeue (submitit/slurm/slurm.py) and
+    SignalHandler._exit."""
+    return (_PROGRESS + before
+            + f"{_INFO}Job has timed out. Ran {ran} minutes out of requested {limit} minutes.\n"
+            + f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n"
+            + f"{_INFO}Calling checkpoint method.\n"
+            + f"{_INFO}Requeued job 4242 (2 remaining timeouts)\n" + after
+            + f"{_INFO}Exiting gracefully after preemption/timeout.\n")
+
+
+def test_submitits_time_out_verdict_far_from_the_limit_is_a_preemption(catalogue):
+    """submitit/core/job_environment.py: has_timed_out calls a signal a time-out once the run
+    used min(0.8 * limit, limit - 10 min); Slurm's time-limit warning is the --signal=USR2@90
+    (submitit/slurm/slurm.py, signal_delay_s), so a verdict 100 minutes before a 600-minute
+    limit was a preemption."""
+    d = _diagnose(catalogue, _submitit_timed_out(500, 600))
+    assert (d.class_id, d.decided_by) == ("preempted", "signature")
+    assert d.detail == {"kind": "submitit_preempted", "minutes_left": 100, "limit_min": 600,
+                        "bypassed_line": None}
+    assert "time_limit" not in d.secondary
+    assert any("Ran 500 minutes" in e.text for e in d.evidence)
+    assert "100 minutes before the 600-minute limit" in explain(d)
+    assert "선점했습니다" in explain(d, "ko")
+
+
+@pytest.mark.parametrize(("ran", "expected"), [(598, "time_limit"), (590, "time_limit"),
+                                               (589, "preempted")])
+def test_submitits_verdict_in_its_last_ten_minutes_stays_a_time_limit(catalogue, ran, expected):
+    """submitit/core/job_environment.py: `limit - 10 min` is submitit's own bound for the
+    time-limit warning; within it the verdict stands (signal_delay_s 90 s, Hydra's 120 s)."""
+    assert _diagnose(catalogue, _submitit_timed_out(ran, 600)).class_id == expected
+
+
+def test_a_short_jobs_verdict_stands_its_figures_cannot_tell(catalogue):
+    """submitit/core/job_environment.py: under 10 minutes every signal is `timed out`, and the
+    --signal warning of a 2-minute job comes within its first minute: the log cannot tell."""
+    assert _diagnose(catalogue, _submitit_timed_out(0, 2)).class_id == "time_limit"
+
+
+@pytest.mark.parametrize("bypass", ["Bypassing signal SIGTERM", "Bypassing signal SIGCONT",
+                                    "Bypassing signal 15"])
+def test_submitit_bypassing_sigterm_before_its_time_out_verdict_is_a_preemption(catalogue,
+                                                                               bypass):
+    """submitit/slurm/slurm.py, SlurmJob._interrupt: "in case of preemption, SIGTERM is sent
+    first"; job_environment.py's bypass logs it (by number before 2021, when it decided
+    preemption by that order). At the time limit the USR2 warning comes first."""
+    text = _submitit_timed_out(598, 600, before=f"{_WARN}{bypass}\n")
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.detail["kind"]) == ("preempted", "submitit_preempted")
+    assert d.detail["bypassed_line"] == 3 and d.detail["minutes_left"] is None
+    assert "bypassed a SIGTERM or SIGCONT (line 3)" in explain(d)
+    assert "SIGTERM 또는 SIGCONT" in explain(d, "ko")
+
+
+def test_a_sigterm_after_the_verdict_or_an_earlier_runs_is_no_preemption(catalogue):
+    """submitit/slurm/slurm.py, _requeue: `scontrol requeue` stops the job, whose SIGTERM
+    submitit bypasses after its verdict; a bypass before an earlier verdict is that run's."""
+    after = _submitit_timed_out(598, 600, after=f"{_WARN}Bypassing signal SIGTERM\n")
+    assert _diagnose(catalogue, after).class_id == "time_limit"
+    earlier_run = _submitit_timed_out(598, 600, before=f"{_WARN}Bypassing signal SIGTERM\n")
+    assert _diagnose(catalogue, earlier_run + _submitit_timed_out(598, 600)).class_id == (
+        "time_limit")
+
+
+def test_accounting_decides_over_submitits_figures(catalogue):
+    """sacct's State is the scheduler's: TIMEOUT stays a time limit whatever submitit's clock
+    said; PREEMPTED is a preemption with no time limit as a second class."""
+    text = _submitit_timed_out(500, 600)
+    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
+    assert timeout.class_id == "time_limit"
+    preempted = _diagnose(catalogue, _submitit_timed_out(598, 600),
+                          Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    assert preempted.class_id == "preempted" and "time_limit" not in preempted.secondary
+
+
+def test_another_time_limit_line_keeps_the_time_limit(catalogue):
+    """slurmstepd's own `DUE TO TIME LIMIT` is the scheduler's word, not submitit's clock."""
+    text = _submitit_timed_out(500, 600) + (
+        "slurmstepd: error: *** JOB 4242 ON node07 CANCELLED AT 2024-03-01T10:01:00 DUE TO "
+        "TIME LIMIT ***\n")
+    assert _diagnose(catalogue, text).class_id == "time_limit"
+
+
+_BAR = "Epoch 3:  45%|████▌     | 670/1490 [14:58<18:20,  1.34s/it, loss=0.541, v_num=0]\n"
+_COMPLETED = Accounting(state="COMPLETED", exit_code=0, signal=0)
+
+
+def test_lightning_exiting_0_after_sigterm_is_a_time_limit_a_person_confirms(catalogue):
+    """lightning/pytorch/trainer/connectors/signal_connector.py, _sigterm_notifier_fn
+    (`rank_prefixed_message(f"Received SIGTERM: {signum}")`); the loops then raise
+    SIGTERMException, a SystemExit with no code (utilities/exceptions.py): exit 0, COMPLETED."""
+    d = _diagnose(catalogue, _BAR + "[rank: 0] Received SIGTERM: 15\n", _COMPLETED)
+    assert (d.class_id, d.decided_by) == ("time_limit", "hint")
+    assert d.detail == {"kind": "signal_stop", "framework": "lightning"}
+    assert "Lightning caught SIGTERM" in explain(d) and "scancel" in explain(d)
+    assert "Lightning이 SIGTERM을" in explain(d, "ko")
+    # progress after it: not what ended the run
+    later = _BAR + "[rank: 0] Received SIGTERM: 15\n" + _BAR.replace("670/", "700/")
+    assert _diagnose(catalogue, later, _COMPLETED).class_id == "silent_exit"
+
+
+@pytest.mark.parametrize("lines", [
+    ["handling SIGUSR1", "requeing job 4242...", "requeued exp 4242"],
+    ["requeued exp 4242"],
+    ["Handling auto-requeue signal: 10", "requeing job 4242...",
+     "Requeuing SLURM job 4242 failed with error code 1"],
+    ["handling SIGUSR1", "requeing job 4242...", "requeue failed..."],
+    ["Received signal 15. Saving a fault-tolerant checkpoint and terminating."],
+])
+def test_lightnings_requeue_lines_of_every_version_read_as_a_time_limit(catalogue, lines):
+    """lightning/pytorch/trainer/connectors/signal_connector.py (2.0 on) and
+    pytorch_lightning/trainer/connectors/signal_connector.py (1.6 to 1.9): the handler of the
+    --signal=SIGUSR1@90 warning before the time limit, and the fault-tolerant SIGTERM notice."""
+    text = _BAR + "".join(f"{line}\n" for line in lines)
+    assert _diagnose(catalogue, text).class_id == "time_limit"
+    failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
+    assert failed.class_id == "time_limit"
