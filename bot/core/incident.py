@@ -39,6 +39,15 @@ class Proposal:
 
 
 @dataclass(frozen=True)
+class ResumePoint:
+    """The checkpoint a resume starts from, as a prompt or a submit names it: its name and,
+    when its name has one, its iteration (None, None: from the start)."""
+
+    iteration: int | None = None
+    checkpoint: str | None = None  # the checkpoint's directory name (`iter_0003000`, `final`)
+
+
+@dataclass(frozen=True)
 class Incident:
     """What happened to one job and what trainbot proposes."""
 
@@ -123,8 +132,9 @@ class WarningView:
 class ResolutionView:
     """The chain recovered: `old_job_id` resumed as `new_job_id` from `from_iter`, or from the
     checkpoint named `from_checkpoint` when its iteration is unknown (neither: from the start).
-    `prompt_iter`: the iteration the clicked prompt said it would resume from, when it resumed
-    from another (the newest complete checkpoint changed since the prompt was posted)."""
+    `prompt_iter`, else `prompt_checkpoint`: where the clicked prompt said it would resume
+    (its iteration, else the checkpoint's name), when it resumed from another checkpoint (the
+    newest complete one changed since the prompt was posted; bot.core.incident.prompt_changed)."""
 
     recipe: str
     old_job_id: str
@@ -137,6 +147,7 @@ class ResolutionView:
     mem: str | None = None
     prompt_iter: int | None = None
     from_checkpoint: str | None = None
+    prompt_checkpoint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -363,16 +374,22 @@ def build_warning(
     )
 
 
-def prompt_changed(prompt_iter: int | None, *, from_iter: int | None,
-                   from_checkpoint: str | None) -> int | None:
-    """`prompt_iter`, the iteration an approved prompt's button said, when the run resumed
-    elsewhere (from iteration `from_iter`, or from the start): the newest complete checkpoint
-    changed between the prompt and the click. None when it resumed there, the prompt named no
-    iteration, or it resumed from a checkpoint of unknown iteration (`from_checkpoint` without
-    `from_iter`: no claim either way)."""
-    if prompt_iter is None or prompt_iter == from_iter or (from_iter is None and from_checkpoint):
+def prompt_changed(said: ResumePoint | None, resumed: ResumePoint) -> ResumePoint | None:
+    """Where the approved prompt `said` the run would resume, as it would be told, when it
+    `resumed` from another checkpoint: the newest complete checkpoint changed between the
+    prompt and the click. Checkpoints are the same when their iterations are and, where both
+    names are known, their names are (a prompt stored without the name is compared by its
+    iteration). The prompt's iteration is told when that differs, else its checkpoint's name
+    (`final` → iter 4000 says `final`; iter 4000 → `final` says iter 4000). None when it
+    resumed there, or the prompt named no checkpoint (its buttons made no claim)."""
+    if said is None or (said.iteration is None and not said.checkpoint):
         return None
-    return prompt_iter
+    same_iter = said.iteration == resumed.iteration
+    if same_iter and (not said.checkpoint or said.checkpoint == resumed.checkpoint):
+        return None
+    if said.iteration is not None and not same_iter:
+        return ResumePoint(said.iteration, None)
+    return ResumePoint(None, said.checkpoint)
 
 
 def build_resolution(
@@ -386,19 +403,20 @@ def build_resolution(
     actor: str | None = None,
     held_jobs: Sequence[str] = (),
     mem: str | None = None,
-    prompt_iter: int | None = None,
+    prompt: ResumePoint | None = None,
     from_checkpoint: str | None = None,
 ) -> ResolutionView:
-    """"resumed as 88887 from iter 3000" with what it cost and who approved. `prompt_iter`:
-    the iteration an approved prompt's button said (None: no prompt, or it named none); the
-    view keeps it only when the job resumed elsewhere (`prompt_changed`).
-    `from_checkpoint`: the name of the checkpoint it resumed from when that has no iteration
-    number (a pointer file naming `final`), so the line never says "from the start" then."""
+    """"resumed as 88887 from iter 3000" with what it cost and who approved. `prompt`: where
+    an approved prompt's button said it would resume (None: no prompt); the view keeps it only
+    when the job resumed from another checkpoint (`prompt_changed`). `from_checkpoint`: the
+    name of the checkpoint it resumed from; the line names it when it has no iteration number
+    (a pointer file naming `final`), so it never says "from the start" then."""
+    said = prompt_changed(prompt, ResumePoint(from_iter, from_checkpoint))
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,
                           actor=actor, held_jobs=tuple(held_jobs), mem=mem,
-                          prompt_iter=prompt_changed(prompt_iter, from_iter=from_iter,
-                                                     from_checkpoint=from_checkpoint),
+                          prompt_iter=said.iteration if said else None,
+                          prompt_checkpoint=said.checkpoint if said else None,
                           from_checkpoint=from_checkpoint if from_iter is None else None)
 
 

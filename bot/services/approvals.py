@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError
 from bot.core.arrays import task_retries_through
-from bot.core.incident import prompt_changed
+from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged
 from bot.services import ServiceError
 from bot.services import competitors as comp
@@ -109,8 +109,9 @@ class Outcome:
     overrides a site submit wrapper's job did not get ([key, requested, the job's value]);
     `exclude` the faulty node a resubmit left out (--exclude). A resubmit resumed from
     iteration `from_iter`, else from the checkpoint named `from_checkpoint` (its iteration
-    unknown), else from the start; `prompt_iter` is the iteration the prompt said when it
-    resumed elsewhere (the newest complete checkpoint changed since it was posted)."""
+    unknown), else from the start; `prompt_iter`, else `prompt_checkpoint`, is where the
+    prompt said it would resume (its iteration, else the checkpoint's name) when it resumed
+    from another checkpoint (the newest complete one changed since it was posted)."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -123,6 +124,7 @@ class Outcome:
     from_iter: int | None = None
     from_checkpoint: str | None = None
     prompt_iter: int | None = None
+    prompt_checkpoint: str | None = None
     mem: str | None = None
     exclude: str | None = None
     state: str | None = None
@@ -325,7 +327,7 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         chain_id=approval.chain_id, extra_overridable=extra,
         charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
         array_task=array_task_of(ctx, approval.chain_id, target),
-        prompt_iter=_prompt_iter(approval),
+        prompt=_prompt_said(approval),
     )  # fmt: skip
     ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
@@ -375,7 +377,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
             ctx, recipe, actor=actor, now=now, chain_id=chain_id,
             charge_retry=chain_id is not None and charges_budget(ctx, approval, "hang"),
             before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
-            prompt_iter=_prompt_iter(approval),
+            prompt=_prompt_said(approval),
         )  # fmt: skip
     except (ServiceError, ClusterError) as exc:
         raise _NotPerformed(
@@ -389,21 +391,27 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
 
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:
     """Where an approved resubmit resumed (`from_iter`, else `from_checkpoint`'s name), and
-    what the prompt said when that changed since it was posted (`prompt_iter`), as the
-    resolution line says it (bot.core.incident.prompt_changed)."""
+    where the prompt said it would when that changed since it was posted (`prompt_iter`, else
+    `prompt_checkpoint`), as the resolution line says it (bot.core.incident.prompt_changed)."""
     ck = result.checkpoint
     from_iter = ck.iteration if ck is not None else None
-    from_checkpoint = ck.name if ck is not None and from_iter is None else None
-    return {"from_iter": from_iter, "from_checkpoint": from_checkpoint,
-            "prompt_iter": prompt_changed(_prompt_iter(approval), from_iter=from_iter,
-                                          from_checkpoint=from_checkpoint)}
+    said = prompt_changed(_prompt_said(approval),
+                          ResumePoint(from_iter, ck.name if ck is not None else None))
+    return {"from_iter": from_iter,
+            "from_checkpoint": ck.name if ck is not None and from_iter is None else None,
+            "prompt_iter": said.iteration if said else None,
+            "prompt_checkpoint": said.checkpoint if said else None}
 
 
-def _prompt_iter(approval: Approval) -> int | None:
-    """The iteration the prompt's buttons said the job would resume from ("Resubmit (resume
-    from iter 3000)"), fixed when it was posted; None: they named none (its label says
-    "Resubmit"). The submit looks for the newest complete checkpoint again at the click."""
-    return approval.payload.get("resume_iter") or None
+def _prompt_said(approval: Approval) -> ResumePoint | None:
+    """Where the prompt's buttons said the job would resume ("Resubmit (resume from iter
+    3000)", "… from checkpoint `final`"), fixed when it was posted: the checkpoint's iteration
+    and name (a prompt stored before names were kept has only the iteration); None: they named
+    none (its label says "Resubmit"). The submit looks for the newest complete checkpoint
+    again at the click."""
+    payload = approval.payload
+    said = ResumePoint(payload.get("resume_iter"), payload.get("resume_checkpoint") or None)
+    return said if said.iteration is not None or said.checkpoint else None
 
 
 def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> None:

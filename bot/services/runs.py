@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.config import Config, OverrideType
 from bot.core.checkpoints import Checkpoint
-from bot.core.incident import ResolutionView, build_resolution
+from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision
 from bot.core.text import N_, Text
@@ -64,7 +64,7 @@ def submit_and_announce(
     charge_retry: bool = False,
     before_announce: Callable[[SubmitResult], None] | None = None,
     array_task: int | None = None,
-    prompt_iter: int | None = None,
+    prompt: ResumePoint | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -76,8 +76,8 @@ def submit_and_announce(
     `before_announce(result)` runs after the submit is recorded and before the thread is
     told (bookkeeping the thread's messages read, e.g. the work a cancelled attempt lost).
     `array_task`: resubmit only that task of the chain's array (bot.services.submit).
-    `prompt_iter`: the iteration the approved prompt's button said (None: none, or no
-    prompt); the checkpoint is looked up again now, and the resolution says so when it differs.
+    `prompt`: where the approved prompt's button said it would resume (None: no prompt); the
+    checkpoint is looked up again now, and the resolution says so when it differs.
     """
     config = ctx.config
     if extra_overridable:
@@ -99,7 +99,7 @@ def submit_and_announce(
     if before_announce is not None:
         before_announce(result)
     try:
-        announce_submit(ctx, recipe, result, actor, channel, prompt_iter=prompt_iter)
+        announce_submit(ctx, recipe, result, actor, channel, prompt=prompt)
     except RenderError as exc:  # a template bug must not hide a job that was submitted
         log.error("chain %s: job %s submitted but not announced: %s", result.chain_id,
                   result.job_id, exc)
@@ -115,11 +115,11 @@ def _widen(config: Config, recipe: str, extra: Mapping[str, OverrideType]) -> Co
 
 def announce_submit(
     ctx: BotContext, recipe: str, result: SubmitResult, actor: str, channel: str | None,
-    *, prompt_iter: int | None = None,
+    *, prompt: ResumePoint | None = None,
 ) -> None:
     """Open or continue the run's thread: the root (posted, or rewritten for the new job),
     then the first job's "submitted" note or a resumed job's resolution (which says so when
-    the job resumed elsewhere than the approved prompt's `prompt_iter`)."""
+    the job resumed elsewhere than the approved `prompt` said)."""
     if ctx.sink is None:
         return
     chain_id = result.chain_id
@@ -144,7 +144,7 @@ def announce_submit(
     else:
         key = f"resolution:{result.job_id}"
         blocks, text = render(ctx, "resolution", recipe,
-                              resolution_view(recipe, result, actor, previous, prompt_iter))
+                              resolution_view(recipe, result, actor, previous, prompt))
     post_safely(ctx, "reply", chain_id, key, blocks, text)
 
 
@@ -177,9 +177,9 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, A
 
 
 def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Attempt,
-                    prompt_iter: int | None = None) -> ResolutionView:
+                    prompt: ResumePoint | None = None) -> ResolutionView:
     """"Resumed as N from iter K (was M)": the resolution template's view; "the prompt said
-    iter P" when the approved prompt's `prompt_iter` is not where it resumed."""
+    iter P" when the approved `prompt` said another checkpoint than where it resumed."""
     ck = result.checkpoint
     mem = result.overrides.get("mem")
     return build_resolution(
@@ -191,7 +191,7 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Att
         lost_seconds=previous.work_lost_s,
         actor="auto" if actor == AUTOMATIC_ACTOR else actor,
         mem=str(mem) if mem is not None else None,
-        prompt_iter=prompt_iter,
+        prompt=prompt,
         from_checkpoint=ck.name if ck is not None else None,
     )
 

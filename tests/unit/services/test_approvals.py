@@ -214,7 +214,8 @@ def test_a_resubmit_from_a_checkpoint_of_unknown_iteration_names_it(
     store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A pointer file naming a checkpoint with no iteration in its name: the resolution names
-    that checkpoint, not "from the start", and makes no claim about the prompt's iteration."""
+    that checkpoint, not "from the start", and says the prompt's iteration (3000) was another
+    checkpoint."""
     import bot.cluster.checkpoints as checkpoints
     from bot.core.checkpoints import Checkpoint
 
@@ -227,9 +228,50 @@ def test_a_resubmit_from_a_checkpoint_of_unknown_iteration_names_it(
     assert result.status == "done"
     said = replies["resolution:88887"][0]["text"]["text"]
     assert "from checkpoint `final` (was 88154)" in said
-    assert "from the start" not in said and "The prompt said" not in said
-    assert result.update_text == ("Approved by <@W0LEAD>: resubmitted as 88887 from checkpoint "
-                                  "`final` with --mem=1900G")
+    assert "from the start" not in said
+    assert said.endswith("The prompt said iter 3,000: the newest complete checkpoint changed "
+                         "since it was posted.")
+    assert result.update_text == (
+        "Approved by <@W0LEAD>: resubmitted as 88887 from checkpoint `final` with --mem=1900G. "
+        "The prompt said iter 3,000: the newest complete checkpoint changed since it was posted.")
+
+
+@pytest.mark.parametrize(("said", "found", "note"), [
+    # the prompt named `final` (no iteration); at the click a numbered one is newer
+    ((None, "final"), ("iter_000004000", 4000),
+     "The prompt said checkpoint `final`: the newest complete checkpoint changed since it was "
+     "posted."),
+    # the prompt named iter 4000; at the click a pointer names `final`
+    ((4000, "iter_000004000"), ("final", None),
+     "The prompt said iter 4,000: the newest complete checkpoint changed since it was posted."),
+    # the same checkpoint at the click: nothing to say
+    ((None, "final"), ("final", None), None),
+    ((4000, "iter_000004000"), ("iter_000004000", 4000), None),
+])
+def test_a_resume_from_another_checkpoint_than_the_prompt_named_says_so_by_name_or_iteration(
+    store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
+    said: tuple, found: tuple, note: str | None,
+) -> None:
+    """The prompt's checkpoint and the one found at the click are compared by name and
+    iteration: a checkpoint without an iteration is told by its name, in both directions, in
+    the resolution line and in the rewritten prompt."""
+    import bot.cluster.checkpoints as checkpoints
+    from bot.core.checkpoints import Checkpoint
+
+    monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
+        f"/ck/mix/{found[0]}", found[1], "pointer"))
+    ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"})
+    chain_id, _ = failed_run(ctx)
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88154",
+                                    now=NOW, summary="88154 died", resume_iter=said[0],
+                                    resume_checkpoint=said[1])
+    replies = keep_replies(ctx)
+    result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    line = replies["resolution:88887"][0]["text"]["text"]
+    if note is None:
+        assert "The prompt said" not in line and "The prompt said" not in result.update_text
+    else:
+        assert line.endswith(note) and result.update_text.endswith(note)
 
 
 def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so_in_the_prompt(

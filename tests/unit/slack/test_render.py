@@ -624,6 +624,12 @@ def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_
     ("en", {"did": "cancel_resumed", "from_checkpoint": "final"},
      "cancelled job 88154 and resubmitted it as 88887 from checkpoint `final`"),
     ("ko", {"did": "cancel_resumed", "from_checkpoint": "final"}, "체크포인트 `final`부터 재개"),
+    # the prompt named a checkpoint without an iteration: by its name
+    ("en", {"did": "resubmitted", "from_iter": 4000, "prompt_checkpoint": "final"},
+     "resubmitted as 88887 from iter 4000. The prompt said checkpoint `final`: the newest "
+     "complete checkpoint changed since it was posted."),
+    ("ko", {"did": "resubmitted", "from_iter": 4000, "prompt_checkpoint": "final"},
+     "프롬프트는 체크포인트 `final`에서 재개한다고 했습니다"),
 ])
 def test_a_decided_prompt_says_where_the_resubmit_resumed_and_that_it_changed(
         lang: str, outcome: dict, said: str):
