@@ -3,6 +3,8 @@
 Writes message.json (the Block Kit payload exactly as chat.postMessage would send it:
 {"blocks", "text"}), message.txt (a readable rendering) and the charts the log has data for:
 rss.png, progress.png, loss.png. Exit 0 when written, 2 on bad flags or an unreadable log.
+It reaches no cluster: a resume starts from the checkpoint the log's own save lines number,
+else the message says the checkpoint is unknown (not looked up), never "from the start".
 """
 
 from __future__ import annotations
@@ -62,15 +64,19 @@ class Report:
 
 
 def _last_checkpoint(series: Any, failed_line: int | None) -> tuple[int | None, float | None]:
-    """The last save that finished (not one the job died in): (iteration, end time)."""
-    best: tuple[int | None, float | None] = (None, None)
+    """The last save that finished (not one the job died in), as the log's own save lines
+    number it: (iteration, end time); (None, None) when no save finished or the last one's
+    lines name no iteration (then an earlier numbered save is not the newest checkpoint)."""
+    last = None
     for w in series.save_windows():
-        if w.end_line is None or w.iteration is None:
+        if w.end_line is None:
             continue
         if failed_line is not None and w.contains_line(failed_line):
             continue
-        best = (w.iteration, w.end_time)
-    return best
+        last = w
+    if last is None or last.iteration is None:
+        return None, None
+    return last.iteration, last.end_time
 
 
 def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True,
@@ -78,7 +84,12 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
                  policy: Any = None) -> Report:
     """Diagnose the analysed log and build the message view and chart data (no I/O); the
     charts' words in `lang`; `probe` is the DataLoader probe a leak's remedy offers
-    (bot.services.probes.probe_offer); `policy` the recipe's (its site cap on --mem)."""
+    (bot.services.probes.probe_offer); `policy` the recipe's (its site cap on --mem).
+
+    Offline, no cluster: the checkpoint a resume starts from is the one the log's own save
+    lines number; when they number none, the message says the checkpoint is unknown (not
+    looked up), never "from the start" (the watcher, which looks the checkpoint directory
+    up, may find one: a pointer naming `final`, an earlier attempt's)."""
     analysis, acct = inp.analysis, inp.accounting
     diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
     series = analysis.series
@@ -110,6 +121,7 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
             last_checkpoint_time=ckpt_time, failed_at=series.last_time,
             state=acct.state, exit_code=exit_code, mem_limit_bytes=acct.mem_limit_bytes,
             max_rss_bytes=acct.max_rss_bytes, mem_policy=policy, probe=probe,
+            checkpoint_unknown=ckpt_iter is None,
         )
         template = "incident"
     report = Report(template, view, diagnosis)

@@ -36,6 +36,8 @@ class Proposal:
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     # the checkpoint it resumes from (None: none), named when its iteration is unknown
     from_checkpoint: str | None = None
+    # nobody looked the checkpoint up (`trainbot report`): neither named nor "the start"
+    checkpoint_unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ class Incident:
     # the checkpoint a resume starts from (None: none): "resume from checkpoint `final`" when
     # its name has no iteration, never "from the start"
     from_checkpoint: str | None = None
+    # nobody looked the checkpoint up (`trainbot report` from a log whose saves name none):
+    # "resume from the last complete checkpoint (unknown: not looked up)", no work lost claimed
+    checkpoint_unknown: bool = False
 
 
 @dataclass(frozen=True)
@@ -227,23 +232,27 @@ def build_incident(
     mem_policy: Any = None,
     probe: Mapping[str, Any] | None = None,
     from_checkpoint: str | None = None,
+    checkpoint_unknown: bool = False,
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
     proposed actions as data; `probe` is the DataLoader probe a leak's remedy offers
     (bot.services.probes.probe_offer); `mem_policy` the recipe's policy (its site cap on
     `--mem`, `max_mem`; None: the defaults, no cap); `from_checkpoint` the name of the
     checkpoint a resume starts from (None: none), which the proposals name when its
-    iteration (`last_checkpoint_iter`) is unknown.
+    iteration (`last_checkpoint_iter`) is unknown; `checkpoint_unknown`: none was looked up
+    (neither given), so the proposals name none and claim no start either.
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
-    iterations × s/iter. Unknown when the checkpoint's iteration is (`from_checkpoint` only).
+    iterations × s/iter. Unknown when the checkpoint's iteration is (`from_checkpoint` only,
+    or `checkpoint_unknown`).
     """
     m = diagnosis.metrics
     last_iter = m.last_iter
     lost_iters: int | None = None
     lost_seconds: float | None = None
-    if last_iter is not None and not (last_checkpoint_iter is None and from_checkpoint):
+    unknown_start = last_checkpoint_iter is None and (from_checkpoint or checkpoint_unknown)
+    if last_iter is not None and not unknown_start:
         lost_iters = max(0, last_iter - (last_checkpoint_iter or 0))
         end = failed_at if failed_at is not None else now
         if last_checkpoint_time is not None and end >= last_checkpoint_time:
@@ -262,8 +271,10 @@ def build_incident(
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target
         mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
+    checkpoint_unknown = checkpoint_unknown and last_checkpoint_iter is None \
+        and not from_checkpoint
     proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem,
-                         from_checkpoint=from_checkpoint)
+                         from_checkpoint=from_checkpoint, checkpoint_unknown=checkpoint_unknown)
     if remedy is not None and not remedy.proposes_mem and probe and probe.get("button"):
         proposals.insert(len(proposals) - 1, Proposal("probe"))  # before Dismiss
     evidence = tuple((e.line, e.text) for e in diagnosis.evidence)
@@ -306,15 +317,17 @@ def build_incident(
         site_title=diagnosis.site_title,
         probe=probe,
         from_checkpoint=from_checkpoint,
+        checkpoint_unknown=checkpoint_unknown,
     )
 
 
 def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None,
-             from_checkpoint: str | None) -> list[Proposal]:
+             from_checkpoint: str | None, checkpoint_unknown: bool) -> list[Proposal]:
     if d.action == Action.NONE or d.class_id == "completed":
         return []
     out: list[Proposal] = []
-    start: dict[str, Any] = {"from_iter": from_iter, "from_checkpoint": from_checkpoint}
+    start: dict[str, Any] = {"from_iter": from_iter, "from_checkpoint": from_checkpoint,
+                             "checkpoint_unknown": checkpoint_unknown}
     if d.class_id == "hang":
         out.append(Proposal("cancel_resume", **start))
     elif d.action == Action.RESUBMIT:

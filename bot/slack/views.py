@@ -86,6 +86,7 @@ class Button:
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     confirm: dict[str, Any] | None = None
     from_checkpoint: str | None = None  # the checkpoint it resumes from, named without from_iter
+    checkpoint_unknown: bool = False  # nobody looked the checkpoint up (`trainbot report`)
 
 
 def buttons(proposals: Iterable[Proposal], job_id: str,
@@ -107,7 +108,7 @@ def buttons(proposals: Iterable[Proposal], job_id: str,
         out.append(Button(p.kind, action_id_for(p.kind).value, value_for(p.kind, params),
                           style, p.from_iter, p.mem,
                           prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm"),
-                          p.from_checkpoint))
+                          p.from_checkpoint, p.checkpoint_unknown))
     return out
 
 

@@ -59,7 +59,12 @@ from bot.core.policy.decision import (
     DecisionKind,
     resume_point_text,
 )
-from bot.core.policy.early import CpuEvidence, early_warnings, leak_warning_due
+from bot.core.policy.early import (
+    CpuEvidence,
+    early_warnings,
+    leak_warning_due,
+    stall_resume_point,
+)
 from bot.core.policy.held import HeldReport, held_report
 from bot.core.policy.memory import LeakRemedy, leak_remedy, suggest_mem
 from bot.core.policy.params import DEFAULT_POLICY, PolicyParams, params_from
@@ -97,6 +102,7 @@ __all__ = [
     "params_from",
     "resume_point_text",
     "run_history",
+    "stall_resume_point",
     "suggest_mem",
     "task_history",
 ]

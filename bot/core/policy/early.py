@@ -4,12 +4,18 @@ OOM, low GPU utilisation; each at most once per chain or stall episode."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.core.models import Diagnosis
 from bot.core.policy.chain import ChainHistory, PastWarning
-from bot.core.policy.decision import OFFER_CANCEL_RESUME, OFFER_DISMISS, Decision, DecisionKind
+from bot.core.policy.decision import (
+    OFFER_CANCEL_RESUME,
+    OFFER_DISMISS,
+    Decision,
+    DecisionKind,
+    resume_point_text,
+)
 from bot.core.policy.params import PolicyParams, params_from
 from bot.core.units import GIB
 
@@ -117,6 +123,20 @@ def early_warnings(
     return out
 
 
+def stall_resume_point(decision: Decision, *, checkpoint_iter: int | None,
+                       checkpoint_name: str | None, lookup_failed: bool = False) -> Decision:
+    """A stall warning told where its Cancel and resume starts: the newest complete checkpoint
+    the watcher looked up when it posts the warning (`checkpoint_name`, at `checkpoint_iter`
+    when its name has one; neither: none, from scratch), or, when `lookup_failed`, that it is
+    unknown. The sentence (`reason`, `facts`) and the decision's `resume_from` /
+    `resume_checkpoint` (the prompt's buttons) say the same, worded as a failure's resume."""
+    facts = {**decision.facts, "resume_from": checkpoint_iter,
+             "resume_checkpoint": checkpoint_name,
+             "checkpoint_lookup": "failed" if lookup_failed else "done"}
+    return replace(decision, reason=_stall_text(facts), resume_from=checkpoint_iter,
+                   resume_checkpoint=checkpoint_name, facts=facts)
+
+
 def leak_warning_due(
     previous: Sequence[PastWarning], projected_oom_iter: int | None, margin: float
 ) -> bool:
@@ -160,7 +180,15 @@ def _stall_text(f: Mapping[str, Any]) -> str:
                 f"; CPU still busy ({before:.0f} % → {after:.0f} %): "
                 "it may be in a long save or evaluation"
             )
-    return text + ". Cancel and resume from the last complete checkpoint?"
+    if "checkpoint_lookup" not in f:  # not looked up (yet): no checkpoint named or denied
+        return text + ". Cancel and resume from the last complete checkpoint?"
+    if f["resume_from"] is not None or f["resume_checkpoint"]:
+        where = resume_point_text(f["resume_from"], f["resume_checkpoint"])
+    elif f["checkpoint_lookup"] == "failed":
+        where = "resuming from the last complete checkpoint (unknown: looking it up failed)"
+    else:
+        where = f"{resume_point_text(None, None)} (no complete checkpoint)"
+    return text + f". Cancel and resubmit {where}?"
 
 
 def _bucket(t: float | None) -> str:

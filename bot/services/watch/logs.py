@@ -39,6 +39,7 @@ from bot.core.tail import (
 )
 from bot.services.ports import TailReader
 from bot.services.watch.events import TickReport
+from bot.services.watch.recipes import CheckpointLookup
 from bot.store import Attempt, Store
 
 
@@ -62,6 +63,8 @@ class JobWatch:
     judged_at: float = 0.0
     attempt_written_at: float | None = None
     rss_step: str | None = None  # the sstat step whose MaxRSS was last fed to the analysis
+    # the checkpoint looked up for a stall warning's prompt, by the warning's key
+    stall_lookup: tuple[str, CheckpointLookup] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """What the configuration says about a watched job's recipe: its RecipeConfig, its policy (the
 thresholds the judgement uses), its target iteration, and its latest complete checkpoint (for
-an array recipe's task: the task's own), looked up once per finished job.
+an array recipe's task: the task's own), looked up once per finished job and once per stall
+warning (within a deadline: the stall's prompt is posted without it rather than late).
 
 A job with no recipe (an adopted one) or a recipe removed from the config gets the defaults:
 the config's global policy, no target, no checkpoint.
@@ -9,7 +10,11 @@ the config's global policy, no target, no checkpoint.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 
 from bot.cluster.errors import ClusterError
 from bot.config import Config, PolicyConfig, RecipeConfig
@@ -17,6 +22,15 @@ from bot.core.checkpoints import Checkpoint
 from bot.core.policy import PolicyParams, params_from
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CheckpointLookup:
+    """A lookup of a recipe's latest complete checkpoint: `checkpoint` (None: there is none),
+    or `failed`: it raised or missed its deadline, so which one is unknown."""
+
+    checkpoint: Checkpoint | None
+    failed: bool = False
 
 
 class RecipeSettings:
@@ -68,5 +82,35 @@ class RecipeSettings:
             log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)
             return None
 
+    def checkpoint_within(self, recipe: str | None, task: int | None = None, *,
+                          deadline_s: float) -> CheckpointLookup:
+        """`checkpoint`, given up after `deadline_s` seconds (its SFTP requests go on in the
+        background until their own timeouts, and their answer is dropped): a lookup that
+        fails or is late is `failed` (logged), never an exception, never a wait past it."""
+        if recipe is None:
+            return CheckpointLookup(None)
+        future: Future[Checkpoint | None] = Future()
 
-__all__ = ["RecipeSettings"]
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                if task is not None:
+                    future.set_result(self._checkpoint(recipe, task=task))
+                else:
+                    future.set_result(self._checkpoint(recipe))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting tick
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name=f"checkpoint-lookup-{recipe}", daemon=True).start()
+        try:
+            return CheckpointLookup(future.result(timeout=deadline_s))
+        except FutureTimeout:
+            log.warning("%s: looking up %s's checkpoints took longer than %g s; given up",
+                        self.cluster, recipe, deadline_s)
+        except Exception as exc:  # noqa: BLE001 - the post goes on, saying it is unknown
+            log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)
+        return CheckpointLookup(None, failed=True)
+
+
+__all__ = ["CheckpointLookup", "RecipeSettings"]

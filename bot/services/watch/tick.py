@@ -17,7 +17,8 @@ Per tick:
   job's log has more) of every running job's log and sampler file, by offset
   (bot.services.watch.logs over the cluster's TailReader, offsets persisted in the store),
   fed to the job's `LogAnalysis`; sampler JSON lines likewise; early warnings through
-  `bot.core.policy.early_warnings`;
+  `bot.core.policy.early_warnings`; a stall warning's ONE checkpoint lookup (its Cancel and
+  resume names where it starts) when it is to be posted, within `checkpoint_deadline_s`;
 - pending job held by an admin: `held_report` once the hold has lasted long enough;
 - finished job: the rest of the log, `diagnose`, `decide`; the attempt row gets progress,
   result, cause and work lost; the job leaves the watch list.
@@ -53,7 +54,14 @@ from bot.config import Config, PolicyConfig
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.diagnose import LogAnalysis
-from bot.core.policy import DecisionKind, PolicyParams, held_report
+from bot.core.policy import (
+    OFFER_CANCEL_RESUME,
+    Decision,
+    DecisionKind,
+    PolicyParams,
+    held_report,
+    stall_resume_point,
+)
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
 from bot.log_format import log_fields
@@ -91,7 +99,9 @@ class Watcher:
       Checkpoint: its name and iteration; None: none), called with `task=N` for task N of an
       array recipe (its own checkpoints), once per finished job: the decision carries it to
       the incident and its prompt; default: no checkpoint knowledge (resubmits say "from
-      scratch");
+      scratch"). A stall warning's prompt looks it up once too, when it is to be posted, given
+      up after `checkpoint_deadline_s` (default: the cluster's `sftp_timeout`, else 15 s): the
+      prompt then says the checkpoint is unknown;
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
       decisions once `not_before` has passed (None: they are only published). It records
@@ -134,6 +144,7 @@ class Watcher:
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
         unknown_after_s: float = 900.0,
+        checkpoint_deadline_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cluster = cluster
@@ -150,6 +161,9 @@ class Watcher:
         self.max_samples_per_job = max_samples_per_job
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
+        cluster_cfg = config.clusters.get(cluster) if config is not None else None
+        self.checkpoint_deadline_s: float = checkpoint_deadline_s or (
+            cluster_cfg.sftp_timeout if cluster_cfg is not None else 15.0)
         self.outbox = Outbox(cluster, store=store, sink=sink)
         self.health = ClusterHealth(cluster, outbox=self.outbox,
                                     unreachable_ticks=self.unreachable_ticks)
@@ -374,6 +388,8 @@ class Watcher:
         diag = judged.diagnosis
         for dec in judged.warnings:
             key = warning_key(self.cluster, jw, dec, diag)
+            if OFFER_CANCEL_RESUME in dec.offers:
+                dec = self._stall_resume_point(jw, record, key, dec)
             kind = "note" if dec.kind == DecisionKind.NOTE else "warning"
             self.outbox.emit(WatchEvent(kind, key, self.cluster, dec.reason, jw.chain_id,
                                   str(jw.job_id), jw.recipe, diagnosis=diag, decision=dec,
@@ -388,6 +404,28 @@ class Watcher:
                                    last_iter=jw.analysis.series.last_iteration,
                                    started_at=record.start_time)
 
+    def _stall_resume_point(self, jw: JobWatch, record: JobRecord, key: str,
+                            dec: Decision) -> Decision:
+        """The stall warning `dec` (key `key`) with the checkpoint its Cancel and resume starts
+        from: looked up once per warning (kept while its post is retried), within the
+        deadline; a failed or late lookup says it is unknown."""
+        if jw.stall_lookup is None or jw.stall_lookup[0] != key:
+            lookup = self.recipes.checkpoint_within(jw.recipe, self._task_of(jw, record),
+                                                    deadline_s=self.checkpoint_deadline_s)
+            jw.stall_lookup = (key, lookup)
+        found = jw.stall_lookup[1]
+        ck = found.checkpoint
+        return stall_resume_point(dec, checkpoint_iter=ck.iteration if ck else None,
+                                  checkpoint_name=ck.name if ck else None,
+                                  lookup_failed=found.failed)
+
+    def _task_of(self, jw: JobWatch, record: JobRecord) -> int | None:
+        """The task of an array trainbot submitted (its checkpoints are the task's own);
+        None for any other job."""
+        chain = self.chains.get(jw.chain_id)
+        return record.array_task_id if chain is not None and chain.is_array \
+            and not chain.adopted else None
+
     def _finished(self, w: WatchedJob, jw: JobWatch, record: JobRecord, now: float,
                   report: TickReport) -> None:
         """A finished job judged, its incident posted (its warnings first), its resubmit made
@@ -399,8 +437,7 @@ class Watcher:
         history = self.chains.history(jw.chain_id, current_job=str(jw.job_id),
                                       current_last_iter=diag.metrics.last_iter)
         chain = self.chains.get(jw.chain_id)
-        task = record.array_task_id if chain is not None and chain.is_array \
-            and not chain.adopted else None
+        task = self._task_of(jw, record)
         decision = finished_decision(jw, diag, history, acct, p, now,
                                      checkpoint=self.recipes.checkpoint(jw.recipe, task),
                                      array_task=task)

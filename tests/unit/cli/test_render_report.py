@@ -31,6 +31,31 @@ def test_report_on_the_88154_story_writes_payload_text_and_charts(tmp_path: Path
     assert "nccl_timeout: wrote" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("lang", "proposed", "button", "start"), [
+    ("en", "Proposed: resume from the last complete checkpoint (unknown: not looked up)",
+     "[ Resubmit (resume from the last complete checkpoint) ]", "from the start"),
+    ("ko", "제안: 마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다) 재개",
+     "[ 재제출 (마지막 완전한 체크포인트부터 재개) ]", "처음부터"),
+])
+def test_report_on_a_log_whose_saves_name_no_checkpoint_says_it_is_unknown(
+        tmp_path: Path, lang: str, proposed: str, button: str, start: str):
+    """`report` reaches no cluster: a log with no finished save numbers no checkpoint, and the
+    watcher, which looks the checkpoint directory up, may find one (a pointer naming `final`,
+    an earlier attempt's), so the report claims no start ("from the start") and no work lost:
+    it says the checkpoint is unknown, not looked up."""
+    log = tmp_path / "88154.log"
+    log.write_bytes(b"".join(line for line in (STORIES / "88154.log").read_bytes()
+                             .splitlines(keepends=True)
+                             if b"saving checkpoint" not in line
+                             and b"checkpoint saved" not in line))
+    out = tmp_path / "out"
+    assert main(["report", str(log), "--state", "FAILED", "--exit-code", "1:0", "--lang", lang,
+                 "--out", str(out)]) == 0
+    text = (out / "message.txt").read_text()
+    assert proposed in text and button in text
+    assert start not in text and "work_lost" not in (out / "message.json").read_text()
+
+
 def test_report_in_korean_without_metrics_writes_no_charts(tmp_path: Path):
     code = main(["report", str(STORIES / "108903.log"), "--state", "FAILED",
                  "--exit-code", "1:0", "--lang", "ko", "--out", str(tmp_path)])

@@ -239,7 +239,8 @@ def test_a_click_reads_the_catalogue_the_bot_loaded_at_start_never_the_files(
 def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -> None:
     s = Story(store)
     cancel_resume = s.stalled()
-    assert cancel_resume["text"]["text"] == "Cancel 88154 and resume"
+    # the watcher's lookup for the stall found iter 3000
+    assert cancel_resume["text"]["text"] == "Cancel 88154 and resume from iter 3000"
     token = cancel_resume["value"]
 
     refused = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "U0ALICE", T0 + 400)
@@ -248,8 +249,10 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
 
     result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
     assert result.status == "done", result
-    assert result.update_text == ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted "
-                                  "it as 88887 from the start")
+    # the recipe keeps no checkpoint the submit finds: it says the prompt said another
+    assert result.update_text == (
+        "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from the start. "
+        "The prompt said iter 3,000: the newest complete checkpoint changed since it was posted.")
     assert s.slurm.acted("cancel") == [88154]
     assert len(s.slurm.submits()) == 1 and s.slurm.submits()[0].job_name == "mix"
     old, new = store.attempts.for_chain(s.chain_id)

@@ -373,7 +373,7 @@ def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store)
     w.tick(T0 + 1830)
     note, head = replies(ctx)[:2]
     assert note.startswith("iter 3470 이후 ") and "분째 학습 진행이 없습니다" in note
-    assert note.endswith("취소하고 마지막 완전한 체크포인트에서 재개할까요?")
+    assert note.endswith("취소하고 iter 3000부터 재개해 재제출할까요?")  # looked up for the stall
     assert head.startswith("<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) "
                            "재시도할 수 있는 실패입니다: iter 3000부터 재개해 재제출을 제안합니다 "
                            "(잃은 작업 ")
