@@ -388,8 +388,8 @@ class Watcher:
         diag = judged.diagnosis
         for dec in judged.warnings:
             key = warning_key(self.cluster, jw, dec, diag)
-            if OFFER_CANCEL_RESUME in dec.offers:
-                dec = self._stall_resume_point(jw, record, key, dec)
+            if OFFER_CANCEL_RESUME in dec.offers and jw.recipe is not None:
+                dec = self._stall_resume_point(jw, record, key, dec)  # no recipe: no resubmit
             kind = "note" if dec.kind == DecisionKind.NOTE else "warning"
             self.outbox.emit(WatchEvent(kind, key, self.cluster, dec.reason, jw.chain_id,
                                   str(jw.job_id), jw.recipe, diagnosis=diag, decision=dec,
