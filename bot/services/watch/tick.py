@@ -161,9 +161,9 @@ class Watcher:
         self.max_samples_per_job = max_samples_per_job
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
-        cluster_cfg = config.clusters.get(cluster) if config is not None else None
-        self.checkpoint_deadline_s: float = checkpoint_deadline_s or (
-            cluster_cfg.sftp_timeout if cluster_cfg is not None else 15.0)
+        cluster_cfg = (getattr(config, "clusters", None) or {}).get(cluster)
+        self.checkpoint_deadline_s = float(
+            checkpoint_deadline_s or getattr(cluster_cfg, "sftp_timeout", None) or 15.0)
         self.outbox = Outbox(cluster, store=store, sink=sink)
         self.health = ClusterHealth(cluster, outbox=self.outbox,
                                     unreachable_ticks=self.unreachable_ticks)
