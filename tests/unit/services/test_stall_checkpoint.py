@@ -33,8 +33,7 @@ def stall_prompt(store: Store, checkpoint, *, lang: str = "en",
     """The stall prompt the watcher posts while job 88154 stays stalled for several ticks:
     its head line and its button labels."""
     slurm = FakeSlurm()
-    ctx = make_context(store, slurm, lang=lang)
-    ctx.clock = lambda: T0 + 600
+    ctx = make_context(store, slurm, lang=lang, clock=lambda: T0 + 600)
     chain, sftp, _ = stalled_thread(ctx, slurm)
     posted: list[list[dict]] = []
     real_reply = ctx.sink.post_reply
