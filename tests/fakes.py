@@ -404,8 +404,8 @@ class FakeCheckpoints:
 class FakeResubmit:
     """The watcher's resubmit step: records (recipe, chain, resume_from); the first
     `fail_first` calls fail as sbatch would, the others add the new job (90001, …) as
-    submit_recipe does: an attempt of the chain (resumed from the decision's checkpoint) and
-    a watched job of `cluster`."""
+    submit_recipe does: an attempt of the chain (resumed from the decision's checkpoint, at
+    FakeCheckpoints' path) and a watched job of `cluster`."""
 
     store: Store
     fail_first: int = 0
@@ -418,8 +418,11 @@ class FakeResubmit:
             self.fail_first -= 1
             raise RuntimeError("sbatch: error: Slurm temporarily unable to accept job")
         new_id = 90000 + len(self.calls)
+        path = f"/ck/{recipe}/{decision.resume_checkpoint}" if decision.resume_checkpoint \
+            else None  # where FakeCheckpoints puts it
         self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0,
-                                start_iter=decision.resume_from, charge_retry=decision.charged)
+                                start_iter=decision.resume_from, checkpoint_path=path,
+                                charge_retry=decision.charged)
         self.store.watched_jobs.add(self.cluster, str(new_id), now=T0 + 1300,  # after the failure
                                     chain_id=chain_id)
         return new_id

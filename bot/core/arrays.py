@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from bot.core.models import chunk_advanced
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, CheckpointMark, free_chunks
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
@@ -154,13 +154,16 @@ def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask]
     )
 
 
-def task_retries_used(attempts: Sequence[tuple[str | None, int | None]], catalogue: Any) -> int:
+def task_retries_used(attempts: Sequence[tuple[str | None, CheckpointMark | None]],
+                      catalogue: Any, *, target_iter: int | None = None,
+                      max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> int:
     """The retries a task of an array trainbot submitted has spent, from its attempts oldest
-    first as (cause, start_iter) through the latest: each attempt before the latest was
-    resubmitted, and spent a retry when its cause charges the budget (the catalogue's
-    `charges_budget`; an unknown or missing cause charges), unless it was a time-limit chunk
-    the next attempt resumed past its own start (bot.core.models.chunk_advanced: it saved a
-    newer checkpoint). Each task has its own budget."""
+    first as (cause, the checkpoint it resumed from; None: unknown) through the latest: each
+    attempt before the latest was resubmitted, and spent a retry when its cause charges the
+    budget (the catalogue's `charges_budget`; an unknown or missing cause charges), unless it
+    was a free time-limit chunk (bot.core.models.free_chunks: the next attempt resumed past
+    its own start, within the run's `target_iter`, at most `max_free_chunks` in a row). Each
+    task has its own budget."""
     def charges(cause: str | None) -> bool:
         if cause is None:
             return True
@@ -169,27 +172,43 @@ def task_retries_used(attempts: Sequence[tuple[str | None, int | None]], catalog
         except KeyError:
             return True
 
-    return sum(1 for (cause, start), (_, resumed) in zip(attempts, attempts[1:], strict=False)
-               if charges(cause) and not chunk_advanced(cause, start, resumed))
+    free = free_chunks(attempts, target_iter=target_iter, max_free_chunks=max_free_chunks)
+    return sum(1 for (cause, _), was_free in zip(attempts, free, strict=False)
+               if charges(cause) and not was_free)
 
 
-def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any) -> int:
-    """`task_retries_used` of one task's attempt rows (oldest first, each with `job_id`,
-    `cause` and `start_iter`: the store's attempts) through the row of job `job_id` (all of
-    them when none is its): the retries the task had spent when that job ended."""
+def task_attempts(rows: Sequence[Any]) -> list[tuple[str | None, CheckpointMark | None]]:
+    """One task's attempt rows (oldest first, each with `cause`, `start_iter` and
+    `checkpoint_path`: the store's attempts) as `task_retries_used` reads them. The first came
+    from the whole array's submit, which names no checkpoint: where it resumed from is
+    unknown; each resubmit of the task resumed from the checkpoint it records."""
+    return [(a.cause, CheckpointMark.of(a.checkpoint_path, a.start_iter) if n else None)
+            for n, a in enumerate(rows)]
+
+
+def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any, *,
+                         target_iter: int | None = None,
+                         max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> int:
+    """`task_retries_used` of one task's attempt rows (`task_attempts`) through the row of job
+    `job_id` (all of them when none is its): the retries the task had spent when that job
+    ended."""
     through = next((n for n, a in enumerate(rows, start=1) if a.job_id == job_id), len(rows))
-    return task_retries_used([(a.cause, a.start_iter) for a in rows[:through]], catalogue)
+    return task_retries_used(task_attempts(rows[:through]), catalogue, target_iter=target_iter,
+                             max_free_chunks=max_free_chunks)
 
 
-def retries_by_task(attempts: Sequence[tuple[int | None, str | None, int | None]],
-                    catalogue: Any) -> list[tuple[int, int]]:
+def retries_by_task(rows: Sequence[Any], catalogue: Any, *, target_iter: int | None = None,
+                    max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> list[tuple[int, int]]:
     """(task, retries used) of each task of an array trainbot submitted that spent any, the
-    most spent first (then by task): from its attempts, oldest first, as (task, cause,
-    start_iter). A task's retries are counted as its budget counts them (task_retries_used),
-    so a free resubmit (a node failure, a time-limit chunk that saved a checkpoint) is none."""
-    by_task: dict[int, list[tuple[str | None, int | None]]] = {}
-    for task, cause, start in attempts:
-        if task is not None:
-            by_task.setdefault(task, []).append((cause, start))
-    used = [(task, task_retries_used(a, catalogue)) for task, a in by_task.items()]
+    most spent first (then by task): from its attempt rows, oldest first (each with
+    `array_task` and what `task_attempts` reads). A task's retries are counted as its budget
+    counts them (task_retries_used), so a free resubmit (a node failure, a time-limit chunk
+    that saved a checkpoint) is none."""
+    by_task: dict[int, list[Any]] = {}
+    for a in rows:
+        if a.array_task is not None:
+            by_task.setdefault(a.array_task, []).append(a)
+    used = [(task, task_retries_used(task_attempts(mine), catalogue, target_iter=target_iter,
+                                     max_free_chunks=max_free_chunks))
+            for task, mine in by_task.items()]
     return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))

@@ -5,7 +5,7 @@ Pure: no I/O. Times are float seconds on the caller's clock (epoch seconds for r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,13 +23,76 @@ MEMORY_CLASSES = frozenset({"host_oom", "dataloader_worker_killed"})
 TIME_LIMIT_CLASSES = frozenset({"time_limit"})
 
 
-def chunk_advanced(class_id: str | None, resumed_from: int | None, saved: int | None) -> bool:
-    """Did an attempt that ended as `class_id`, resumed from the checkpoint at `resumed_from`
-    (None: from scratch), end at its time limit leaving a newer complete checkpoint (at
-    `saved`; None: none)? Such a chunk is the run going on, not a retry: its resubmit spends
-    no retry (bot.core.policy.chunks, bot.core.arrays.task_retries_used)."""
-    return (class_id in TIME_LIMIT_CLASSES and saved is not None
-            and (resumed_from is None or saved > resumed_from))
+#: Time-limit chunks in a row a run may resubmit without charging its retry budget, by default
+#: (the recipe's `policy.max_free_chunks`); the next one is charged as a retry.
+DEFAULT_MAX_FREE_CHUNKS = 50
+
+
+@dataclass(frozen=True)
+class CheckpointMark:
+    """A checkpoint as the chunk rule compares them: its `name` (the directory's base name;
+    None: no checkpoint, a start from scratch) and its `iteration` (None: its name has none,
+    e.g. a pointer naming `final`)."""
+
+    name: str | None = None
+    iteration: int | None = None
+
+    @classmethod
+    def of(cls, path: str | None, iteration: int | None) -> CheckpointMark:
+        """The mark of a checkpoint at `path` (None: none) and `iteration`."""
+        return cls(path.rstrip("/").rpartition("/")[2] if path else None, iteration)
+
+
+def chunk_advanced(class_id: str | None, resumed_from: CheckpointMark | None,
+                   saved: CheckpointMark, *, target_iter: int | None = None) -> bool:
+    """Did an attempt that ended as `class_id`, resumed from `resumed_from` (None: which
+    checkpoint is unknown, e.g. a task of a whole-array submit), end at its time limit leaving
+    `saved`, a newer complete checkpoint of its own run? Such a chunk is the run going on,
+    not a retry: its resubmit spends no retry (bot.core.policy.chunks, free_chunks).
+
+    Its own run's: with both iterations known (a start from scratch is at 0), the saved one
+    is past the start and not past the run's `target_iter` (a checkpoint dir another run saves
+    into, a jump backwards, are no progress of this one). With an iteration unknown, the saved
+    checkpoint's identity changed: another name than the start's (a pointer rewritten in place
+    to the same name is no progress: the one lookup gives no mtime to tell). An unknown start
+    is no progress: nothing shows the attempt saved what is there."""
+    if class_id not in TIME_LIMIT_CLASSES or resumed_from is None \
+            or (saved.name is None and saved.iteration is None):
+        return False
+    if saved.iteration is not None and target_iter is not None and saved.iteration > target_iter:
+        return False
+    if saved.iteration is not None and (resumed_from.iteration is not None
+                                        or resumed_from.name is None):
+        return saved.iteration > (resumed_from.iteration or 0)
+    return saved.name != resumed_from.name
+
+
+def free_chunks(attempts: Sequence[tuple[str | None, CheckpointMark | None]], *,
+                target_iter: int | None = None,
+                max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> list[bool]:
+    """Which resubmits of a run were free chunks: for each of its `attempts` (oldest first,
+    as (cause, the checkpoint it resumed from)) but the latest, whether it was a time-limit
+    chunk the next one resumed past (`chunk_advanced`) within the cap: at most
+    `max_free_chunks` of them in a row, the next one is charged as a retry (a checkpoint that
+    keeps moving for another reason cannot resubmit forever)."""
+    out: list[bool] = []
+    in_a_row = 0
+    for (cause, start), (_, resumed) in zip(attempts, attempts[1:], strict=False):
+        free = resumed is not None and in_a_row < max_free_chunks \
+            and chunk_advanced(cause, start, resumed, target_iter=target_iter)
+        in_a_row = in_a_row + 1 if free else 0
+        out.append(free)
+    return out
+
+
+def free_chunks_in_a_row(flags: Sequence[bool]) -> int:
+    """The free chunks that ended a run's resubmits so far (`free_chunks`' answer)."""
+    n = 0
+    for free in reversed(flags):
+        if not free:
+            break
+        n += 1
+    return n
 
 
 class Action(StrEnum):

@@ -446,7 +446,8 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
     task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
     if chain is not None and task is not None:  # an array's task: its own budget
         mine = [a for a in ctx.store.attempts.for_chain(chain.id) if a.array_task == task]
-        used = task_retries_through(mine, str(approval.target_job), ctx.catalogue)
+        used = task_retries_through(mine, str(approval.target_job), ctx.catalogue,
+                                    **ctx.config.chunk_bounds_for(recipe))
     spent = (chain is not None and recipe in ctx.config.recipes
              and used >= ctx.config.policy_for(recipe).retry_budget)
     job = str(approval.target_job)

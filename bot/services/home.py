@@ -127,8 +127,8 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
         array = array_root_view(ctx, chain.id)
         if array is None:
             return None
-        spent = retries_by_task([(a.array_task, a.cause, a.start_iter) for a in
-                                 ctx.store.attempts.for_chain(chain.id)], ctx.catalogue)
+        spent = retries_by_task(ctx.store.attempts.for_chain(chain.id), ctx.catalogue,
+                                **ctx.config.chunk_bounds_for(chain.recipe))
         budget = ctx.config.policy_for(chain.recipe).retry_budget \
             if chain.recipe in ctx.config.recipes else None
         return {"chain_id": chain.id, "recipe": chain.recipe, "job_id": str(chain.array_job_id),

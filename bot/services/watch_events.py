@@ -53,7 +53,7 @@ import logging
 from collections import OrderedDict
 
 from bot.config import PolicyConfig
-from bot.core.arrays import task_retries_used
+from bot.core.arrays import task_retries_through
 from bot.core.incident import build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -181,9 +181,9 @@ class ThreadEvents:
                         or (task is not None and a.array_task == task)]
             earlier = [a for a in attempts if a.job_id != event.job_id and mine is not None
                        and a.attempt_no < mine.attempt_no]
-            retries = task_retries_used([(a.cause, a.start_iter) for a in earlier]
-                                        + [(None, mine.start_iter if mine else None)],
-                                        self.ctx.catalogue)
+            retries = task_retries_through(
+                [*earlier, mine], mine.job_id, self.ctx.catalogue,
+                **self.ctx.config.chunk_bounds_for(event.recipe)) if mine is not None else 0
             replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),

@@ -28,6 +28,13 @@ class PolicyConfig(_Model):
         ge=0,
         description="Resubmits charged to one run chain before a human must decide.",
     )
+    max_free_chunks: int = Field(
+        DEFAULT_POLICY.max_free_chunks,
+        ge=0,
+        description="Time-limit chunks in a row resubmitted without charging the retry "
+        "budget (each saved a newer checkpoint of its own run); the next one is charged as "
+        "a retry and its thread says why. 0: every chunk is charged.",
+    )
     auto_resubmit: bool = Field(
         DEFAULT_POLICY.auto_resubmit,
         description="Resubmit retryable failures at once (true) or propose with a button.",

@@ -17,7 +17,9 @@ Rules (docs/failures.md, docs/incidents.md):
   --exit-duration-in-mins stop) whose attempt left a newer complete checkpoint than the one it
   resumed from is the run going on: resubmitted as any time limit, but not charged. One that
   left none newer is charged, so a run timing out before its first save stops at its budget;
-  the stop at the target iteration is `completed`, never one more chunk.
+  the stop at the target iteration is `completed`, never one more chunk. The progress must be
+  the run's own (not past its target; a checkpoint named without an iteration: another name),
+  from a known start, and at most `max_free_chunks` in a row are free: the next is charged.
 - No progress: a retry whose last iteration is not above the previous attempt's stops the
   chain and asks a human (only for charged classes: a preemption is not the job's fault).
 - Running jobs: early warnings (`early_warnings`): leak projection once per chain unless it

@@ -12,13 +12,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.core.arrays import task_retries_through
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, CheckpointMark
 
 
 @dataclass(frozen=True)
 class AttemptFacts:
     """One attempt of a run chain as the policy needs it (from the store's attempts table).
 
-    `last_iter` is the highest iteration the attempt logged (None: none logged)."""
+    `last_iter` is the highest iteration the attempt logged (None: none logged); it resumed
+    from the checkpoint `start_checkpoint` (its path; None: none, from scratch) at
+    `start_iter` (None: none, or its name has none), unless `start_known` is False: trainbot
+    did not choose it (a task of a whole-array submit, a job it did not submit)."""
 
     job_id: str
     attempt_no: int
@@ -26,6 +30,14 @@ class AttemptFacts:
     start_iter: int | None = None
     class_id: str | None = None
     ended_at: float | None = None
+    start_checkpoint: str | None = None
+    start_known: bool = True
+
+    @property
+    def start(self) -> CheckpointMark | None:
+        """The checkpoint it resumed from as the chunk rule compares them (None: unknown)."""
+        return CheckpointMark.of(self.start_checkpoint, self.start_iter) \
+            if self.start_known else None
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,8 @@ class ChainHistory:
 class AttemptRow(Protocol):
     """An attempt of a chain as the chain rules below read it (the store's attempts row is
     one): `array_task` is the array task it ran (None: not an array's task), `result` its
-    final Slurm state and `cause` its diagnosis class (None while it runs)."""
+    final Slurm state, `cause` its diagnosis class (None while it runs) and `checkpoint_path`
+    the checkpoint it resumed from (None: none)."""
 
     @property
     def job_id(self) -> str: ...
@@ -66,6 +79,8 @@ class AttemptRow(Protocol):
     def last_iter(self) -> int | None: ...
     @property
     def start_iter(self) -> int | None: ...
+    @property
+    def checkpoint_path(self) -> str | None: ...
     @property
     def ended_at(self) -> float | None: ...
     @property
@@ -77,22 +92,25 @@ class AttemptRow(Protocol):
 
 
 def _facts(row: AttemptRow, attempt_no: int, current_job: str | None,
-           current_last_iter: int | None) -> AttemptFacts:
+           current_last_iter: int | None, *, start_known: bool = True) -> AttemptFacts:
     """`row` as the policy reads it; the job being judged at `current_last_iter` (when
     known: its row holds the last iteration persisted, which may lag)."""
     last = row.last_iter
     if row.job_id == current_job and current_last_iter is not None:
         last = current_last_iter
     return AttemptFacts(row.job_id, attempt_no, last_iter=last, start_iter=row.start_iter,
-                        class_id=row.cause, ended_at=row.ended_at)
+                        class_id=row.cause, ended_at=row.ended_at,
+                        start_checkpoint=row.checkpoint_path, start_known=start_known)
 
 
 def own_history(current_job: str | None, current_last_iter: int | None) -> ChainHistory:
     """The history of a job judged on its own (no chain, or an adopted job's or array's:
-    its jobs run side by side, not one after another): itself, no retries, no warnings."""
+    its jobs run side by side, not one after another): itself, no retries, no warnings; the
+    checkpoint it resumed from is unknown (trainbot did not submit it)."""
     if current_job is None:
         return ChainHistory()
-    return ChainHistory(attempts=(AttemptFacts(current_job, 1, last_iter=current_last_iter),))
+    return ChainHistory(attempts=(AttemptFacts(current_job, 1, last_iter=current_last_iter,
+                                               start_known=False),))
 
 
 def run_history(rows: Sequence[AttemptRow], *, current_job: str | None,
@@ -108,20 +126,25 @@ def run_history(rows: Sequence[AttemptRow], *, current_job: str | None,
 
 def task_history(rows: Sequence[AttemptRow], *, current_job: str,
                  current_last_iter: int | None, catalogue: Any,
-                 warnings: Sequence[PastWarning] = ()) -> ChainHistory:
+                 warnings: Sequence[PastWarning] = (), target_iter: int | None = None,
+                 max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> ChainHistory:
     """The history of a task of an array trainbot submitted, judged on its own: the rows of
     the current job's task (its earlier attempts are that task's one-task resubmits; a row
     naming no task is only itself), numbered 1.. oldest first, and the retries of the task's
-    own budget its other attempts spent (bot.core.arrays.task_retries_through). A job with no
-    row yet is its own first attempt."""
+    own budget its other attempts spent (bot.core.arrays.task_retries_through, its chunks
+    counted with the run's `target_iter` and `max_free_chunks`). A job with no row yet is its
+    own first attempt. A task's first attempt came from the whole array's submit, which names
+    no checkpoint: where it resumed from is unknown."""
     current = next((a for a in rows if a.job_id == current_job), None)
     task = current.array_task if current is not None else None
     mine = [a for a in rows if a.array_task == task] if task is not None else \
         [a for a in rows if a.job_id == current_job]
-    facts = [_facts(a, n, current_job, current_last_iter) for n, a in enumerate(mine, start=1)]
+    facts = [_facts(a, n, current_job, current_last_iter, start_known=n > 1)
+             for n, a in enumerate(mine, start=1)]
     if not facts:
-        facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter)]
-    used = task_retries_through(mine, current_job, catalogue)
+        facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter, start_known=False)]
+    used = task_retries_through(mine, current_job, catalogue, target_iter=target_iter,
+                                max_free_chunks=max_free_chunks)
     return ChainHistory(attempts=tuple(facts), retries_used=used, warnings=tuple(warnings))
 
 

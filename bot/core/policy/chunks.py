@@ -1,39 +1,68 @@
 """Time-limit chunks: a run split into wall-clock chunks (Megatron's --exit-interval or
 --exit-duration-in-mins, or a job that reaches Slurm's --time on purpose and resumes) ends each
-chunk as `time_limit`. A chunk that saved a newer complete checkpoint than the one it resumed
-from made progress: its resubmit is the run going on, not a retry, and spends no retry
-(`chunk_progress`). One that saved none charges as any time limit does, so a run that times
-out before its first save still stops at its budget. The run's end is no chunk: a stop at or
-past its target iteration is diagnosed `completed`. The rule itself is
-bot.core.models.chunk_advanced, which an array task's budget counts by too
-(bot.core.arrays.task_retries_used)."""
+chunk as `time_limit`. A chunk that saved a newer complete checkpoint of its own run than the
+one it resumed from made progress: its resubmit is the run going on, not a retry, and spends
+no retry (`chunk_progress`). One that saved none charges as any time limit does, so a run that
+times out before its first save still stops at its budget. The run's end is no chunk: a stop
+at or past its target iteration is diagnosed `completed`.
+
+Bounds: the progress must be the run's own (past its start, not past its target; a
+checkpoint without an iteration in its name counts when its name changed), its start must be
+known (a whole-array submit's task, a job trainbot did not submit: charged), and at most
+`max_free_chunks` (policy) chunks in a row go free: the next one is charged as a retry and
+the thread says so, so a checkpoint that keeps moving for another reason cannot resubmit
+forever. The rules are bot.core.models.chunk_advanced and free_chunks, which an array task's
+budget counts by too (bot.core.arrays.task_retries_used)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.models import chunk_advanced
+from bot.core.models import (
+    CheckpointMark,
+    chunk_advanced,
+    free_chunks,
+    free_chunks_in_a_row,
+)
 from bot.core.policy.chain import ChainHistory
 
 
 @dataclass(frozen=True)
 class ChunkProgress:
-    """A time-limit chunk that advanced the run: it resumed from the checkpoint at
-    `from_iter` (None: from scratch) and ended with the newest complete one at `to_iter`."""
+    """A time-limit chunk that advanced the run: it resumed from `start` (its name None: from
+    scratch; its iteration None: its name has none) and ended with the newest complete
+    checkpoint `saved`. `in_a_row` free chunks came right before it; `capped`: that is the
+    policy's `max_free_chunks`, so this one is charged as a retry."""
 
-    from_iter: int | None
-    to_iter: int
+    start: CheckpointMark
+    saved: CheckpointMark
+    in_a_row: int = 0
+    capped: bool = False
+
+    @property
+    def from_iter(self) -> int | None:
+        return self.start.iteration
+
+    @property
+    def to_iter(self) -> int | None:
+        return self.saved.iteration
 
 
-def chunk_progress(class_id: str, history: ChainHistory,
-                   checkpoint_iter: int | None) -> ChunkProgress | None:
-    """The progress of the attempt being decided (the last of `history`, its `start_iter` the
+def chunk_progress(class_id: str, history: ChainHistory, saved: CheckpointMark, *,
+                   target_iter: int | None, max_free_chunks: int) -> ChunkProgress | None:
+    """The progress of the attempt being decided (the last of `history`, its `start` the
     checkpoint it resumed from) when it ended at its time limit and the newest complete
-    checkpoint, `checkpoint_iter`, is past that one; None otherwise (another class, no
-    checkpoint, or none newer than its start: less than one checkpoint of progress)."""
-    start = history.attempts[-1].start_iter if history.attempts else None
-    if not history.attempts or checkpoint_iter is None \
-            or not chunk_advanced(class_id, start, checkpoint_iter):
+    checkpoint, `saved`, is a newer one of its run (bot.core.models.chunk_advanced, within
+    `target_iter`); None otherwise (another class, no checkpoint, none newer, an unknown
+    start). Capped when the chunks before it were `max_free_chunks` free ones in a row."""
+    if not history.attempts:
         return None
-    return ChunkProgress(from_iter=start, to_iter=checkpoint_iter)
+    start = history.attempts[-1].start
+    if start is None or not chunk_advanced(class_id, start, saved, target_iter=target_iter):
+        return None
+    before = free_chunks([(a.class_id, a.start) for a in history.attempts],
+                         target_iter=target_iter, max_free_chunks=max_free_chunks)
+    in_a_row = free_chunks_in_a_row(before)
+    return ChunkProgress(start=start, saved=saved, in_a_row=in_a_row,
+                         capped=in_a_row >= max_free_chunks)
 

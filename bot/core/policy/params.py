@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS
+
 
 @dataclass(frozen=True)
 class PolicyParams:
@@ -14,6 +16,7 @@ class PolicyParams:
     defaults, which are also the config's defaults."""
 
     retry_budget: int = 3
+    max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS  # time-limit chunks in a row not charged
     auto_resubmit: bool = False
     backoff_s: float = 60.0
     backoff_max_s: float = 3600.0

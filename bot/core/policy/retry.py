@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bot.core.models import HINT, MEMORY_CLASSES, STOP_CLASSES, Accounting, Action, Diagnosis
+from bot.core.models import (
+    HINT,
+    MEMORY_CLASSES,
+    STOP_CLASSES,
+    Accounting,
+    Action,
+    CheckpointMark,
+    Diagnosis,
+)
 from bot.core.policy.chain import ChainHistory
 from bot.core.policy.chunks import ChunkProgress, chunk_progress
 from bot.core.policy.decision import (
@@ -67,7 +75,8 @@ def decide(
     `checkpoint_name` names the latest COMPLETE checkpoint (None: none, start from scratch) and
     `checkpoint_iter` is its iteration (None: unknown, its name has none, or no checkpoint);
     a time-limit chunk that advanced it past the checkpoint it resumed from (the last
-    attempt's `start_iter`) is resubmitted without charging the budget (`chunk_progress`);
+    attempt's `start`), within the run's target (the diagnosis' `target_iter`), is resubmitted
+    without charging the budget, up to `max_free_chunks` in a row (`chunk_progress`);
     `accounting` gives MaxRSS and the memory limit for a host_oom --mem proposal;
     after a steady leak (`leak_remedy`) the --mem is what finishes the run, or none when no
     memory can (`worker_rss` / `trainer_rss` from the sampler name what grows).
@@ -109,8 +118,11 @@ def decide(
         return Decision(DecisionKind.NONE, f"{cid}: nothing to do", cid,
                         facts={"why": "nothing_to_do"})
 
-    chunk = chunk_progress(cid, chain_history, checkpoint_iter)
-    charged = bool(diagnosis.charges_budget) and chunk is None
+    chunk = chunk_progress(cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter),
+                           target_iter=diagnosis.metrics.target_iter,
+                           max_free_chunks=p.max_free_chunks)
+    free_chunk = chunk is not None and not chunk.capped
+    charged = bool(diagnosis.charges_budget) and not free_chunk
     # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)
     node = {"exclude": diagnosis.node} if diagnosis.node else {}
     if charged and chain_history.retries_used >= p.retry_budget:
@@ -150,10 +162,19 @@ def decide(
     resubmitting = f"{cid} is retryable: resubmitting {where} ({budget_text})"
     proposing = f"{cid} is retryable: proposing to resubmit {where} ({budget_text})"
     if chunk is not None:  # the run goes on: said as the chunk's progress
+        names = {k: v for k, v in (("from_checkpoint", chunk.start.name),
+                                   ("to_checkpoint", chunk.saved.name)) if v}
         retry_facts = {"why": "chunk_progress", "from_iter": chunk.from_iter,
-                       "to_iter": chunk.to_iter, **node}
+                       "to_iter": chunk.to_iter, **names, **node}
         resubmitting = f"{_chunk_text(chunk, lost)}: resubmitting; retries not charged"
         proposing = f"{_chunk_text(chunk, lost)}: proposing to resubmit; retries not charged"
+    if chunk is not None and chunk.capped:  # ... but one chunk too many in a row: charged
+        retry_facts = {**retry_facts, "why": "chunk_capped", "in_a_row": chunk.in_a_row,
+                       "charge_no": chain_history.retries_used + 1, "budget": p.retry_budget}
+        capped = (f"({budget_text}): {chunk.in_a_row} chunks in a row went uncharged, the "
+                  "recipe's max_free_chunks")
+        resubmitting = f"{_chunk_text(chunk, lost)}: resubmitting {capped}"
+        proposing = f"{_chunk_text(chunk, lost)}: proposing to resubmit {capped}"
     if diagnosis.action == Action.RESUBMIT:
         # a class named only by how the log ends (no decisive line, no accounting) is offered,
         # never resubmitted by itself: a person looks closer first
@@ -232,11 +253,13 @@ def _no_progress_text(facts: Mapping[str, Any]) -> str:
 
 def _chunk_text(chunk: ChunkProgress, lost: int | None) -> str:
     """The chunk's progress in words: `chunk ended at the time limit after saving iter 4,000
-    (from 2,000)`."""
-    start = f"from {chunk.from_iter:,}" if chunk.from_iter is not None else "from scratch"
+    (from 2,000)`, or a checkpoint's name where it has no iteration."""
+    start = (f"from {chunk.from_iter:,}" if chunk.from_iter is not None
+             else f"from checkpoint {chunk.start.name}" if chunk.start.name else "from scratch")
+    saved = (f"iter {chunk.to_iter:,}" if chunk.to_iter is not None
+             else f"checkpoint {chunk.saved.name}")
     since = f"; {lost:,} iterations since lost" if lost else ""
-    return (f"chunk ended at the time limit after saving iter {chunk.to_iter:,} "
-            f"({start}{since})")
+    return f"chunk ended at the time limit after saving {saved} ({start}{since})"
 
 
 def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None:

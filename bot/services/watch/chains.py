@@ -20,6 +20,7 @@ from typing import Any
 
 from bot.core.arrays import new_array_tasks
 from bot.core.catalogue import Catalogue
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS
 from bot.core.policy import (
     ChainHistory,
     attempt_progress,
@@ -113,9 +114,11 @@ class ChainBook:
             self.store.chains.set_status(chain.id, status, now=now)
 
     def history(self, chain_id: int | None, *, current_job: str | None = None,
-                current_last_iter: int | None = None) -> ChainHistory:
+                current_last_iter: int | None = None, target_iter: int | None = None,
+                max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> ChainHistory:
         """What a finished job is judged against (the current one at `current_last_iter`):
-        a submitted array's task, its task's attempts and budget; a job of no chain or of
+        a submitted array's task, its task's attempts and budget (its chunks counted within
+        the run's `target_iter` and `max_free_chunks`); a job of no chain or of
         one trainbot did not submit (an array's tasks run side by side, not one after
         another), itself; else its chain's attempts, retries used and past warnings."""
         chain = self.get(chain_id)
@@ -123,7 +126,8 @@ class ChainBook:
             return task_history(self.store.attempts.for_chain(chain.id),
                                 current_job=current_job, current_last_iter=current_last_iter,
                                 catalogue=self.catalogue,
-                                warnings=self.outbox.past_warnings(chain.id))
+                                warnings=self.outbox.past_warnings(chain.id),
+                                target_iter=target_iter, max_free_chunks=max_free_chunks)
         if chain_id is None or (chain is not None and chain.parallel):
             return own_history(current_job, current_last_iter)
         fresh = self.store.chains.get(chain_id)  # retries_used changes; the cache is for kind

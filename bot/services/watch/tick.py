@@ -434,8 +434,10 @@ class Watcher:
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self.recipes.target(jw.recipe))
-        history = self.chains.history(jw.chain_id, current_job=str(jw.job_id),
-                                      current_last_iter=diag.metrics.last_iter)
+        history = self.chains.history(
+            jw.chain_id, current_job=str(jw.job_id), current_last_iter=diag.metrics.last_iter,
+            target_iter=diag.metrics.target_iter,
+            max_free_chunks=self.recipes.params(jw.recipe).max_free_chunks)
         chain = self.chains.get(jw.chain_id)
         task = self._task_of(jw, record)
         decision = finished_decision(jw, diag, history, acct, p, now,

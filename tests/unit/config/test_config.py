@@ -151,6 +151,8 @@ def test_the_site_memory_cap_is_a_slurm_size_in_bytes_for_the_policy(tmp_path):
 
 @pytest.mark.parametrize(("override", "problem"), [
     ("retry_budget: -1", "greater than or equal to 0"),
+    ("max_free_chunks: -1", "greater than or equal to 0"),
+    ("max_free_chunks: many", "valid integer"),
     ("stall_factor: 0.5", "greater than 1"),
     ("leak_warn_margin: 3", "less than 1"),
     ("stall_min_s: .inf", "finite number"),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from bot.core.arrays import ArrayTask, array_state, build_array_root
+from bot.core.models import CheckpointMark
 
 
 def tasks(states: dict[int, str], cause: dict[int, str] | None = None) -> list[ArrayTask]:
@@ -57,7 +60,8 @@ def test_a_tasks_retries_are_its_earlier_attempts_whose_cause_charges_the_budget
     catalogue = Catalogue.load()
 
     def used(*causes: str | None) -> int:  # each attempt resumed from the same checkpoint
-        return task_retries_used([(c, 2000) for c in causes], catalogue)
+        return task_retries_used([(c, CheckpointMark("iter_2000", 2000)) for c in causes],
+                                 catalogue)
 
     assert used() == 0 and used("nccl_timeout") == 0  # the latest: not resubmitted (yet)
     assert used("node_failure", "preempted", None) == 0  # not charged
@@ -70,14 +74,27 @@ def test_a_tasks_time_limit_chunk_that_saved_a_newer_checkpoint_spent_no_retry()
     from bot.core.catalogue import Catalogue
 
     catalogue = Catalogue.load()
+    def at(it: int | None) -> CheckpointMark:
+        return CheckpointMark(f"iter_{it}" if it is not None else None, it)
+
     # chunks from scratch to 2000, 4000, 6000: the run going on, not retrying
-    chunks = [("time_limit", None), ("time_limit", 2000), ("time_limit", 4000), (None, 6000)]
+    chunks = [("time_limit", at(None)), ("time_limit", at(2000)), ("time_limit", at(4000)),
+              (None, at(6000))]
     assert task_retries_used(chunks, catalogue) == 0
+    # ... at most max_free_chunks in a row: the next one is charged, and the count starts over
+    assert task_retries_used(chunks, catalogue, max_free_chunks=2) == 1
+    assert task_retries_used(chunks, catalogue, max_free_chunks=1) == 1
+    assert task_retries_used(chunks, catalogue, max_free_chunks=0) == 3
+    # ... each past its start and within the run's target: a checkpoint past it is another
+    # run's, saved into the same dir
+    assert task_retries_used(chunks, catalogue, target_iter=4000) == 1
+    # an unknown start (a whole-array submit's task) shows no progress: charged
+    assert task_retries_used([("time_limit", None), (None, at(2000))], catalogue) == 1
     # a chunk resumed from where it started (it saved nothing newer) is a retry
-    assert task_retries_used([("time_limit", 2000), ("time_limit", 2000), (None, 4000)],
-                             catalogue) == 1
+    assert task_retries_used([("time_limit", at(2000)), ("time_limit", at(2000)),
+                              (None, at(4000))], catalogue) == 1
     # only a time limit is a chunk: an NCCL abort after a save is still a retry
-    assert task_retries_used([("nccl_timeout", 2000), (None, 4000)], catalogue) == 1
+    assert task_retries_used([("nccl_timeout", at(2000)), (None, at(4000))], catalogue) == 1
 
 
 def test_the_tasks_that_used_retries_are_named_the_most_spent_first() -> None:
@@ -85,13 +102,20 @@ def test_the_tasks_that_used_retries_are_named_the_most_spent_first() -> None:
     from bot.core.catalogue import Catalogue
 
     catalogue = Catalogue.load()
-    attempts = [(0, "completed", None), (1, "nccl_timeout", None), (2, "node_failure", None),
-                (3, "time_limit", None), (4, "time_limit", None),
-                (None, None, None),  # the array's not-yet-started remainder: no task
-                (1, "nccl_timeout", None), (2, "completed", None), (3, "nccl_timeout", None),
-                (4, "completed", 2000), (1, None, None)]
+    def row(task: int | None, cause: str | None, start: int | None) -> SimpleNamespace:
+        return SimpleNamespace(array_task=task, cause=cause, start_iter=start,
+                               checkpoint_path=f"/ck/iter_{start}" if start else None)
+
+    attempts = [row(0, "completed", None), row(1, "nccl_timeout", None),
+                row(2, "node_failure", None), row(3, "time_limit", None),
+                row(4, "time_limit", 1000),
+                row(None, None, None),  # the array's not-yet-started remainder: no task
+                row(1, "nccl_timeout", None), row(2, "completed", None),
+                row(3, "nccl_timeout", None), row(4, "time_limit", 2000),
+                row(1, None, None), row(4, "completed", 4000)]
     # task 1: two charged resubmits, its third attempt runs; task 3: one, its second failed
-    # (not resubmitted: not a retry); task 2: a free resubmit after a node failure; task 4: a
-    # time-limit chunk that saved a checkpoint its resubmit resumed from
-    assert retries_by_task(attempts, catalogue) == [(1, 2), (3, 1)]
-    assert retries_by_task([(0, "nccl_timeout", None)], catalogue) == []  # never retried
+    # (not resubmitted: not a retry); task 2: a free resubmit after a node failure; task 4:
+    # its first time limit (of the whole array's submit: what it resumed from is unknown) is
+    # charged, its resubmit's a chunk that saved a checkpoint its own resubmit resumed from
+    assert retries_by_task(attempts, catalogue) == [(1, 2), (3, 1), (4, 1)]
+    assert retries_by_task([row(0, "nccl_timeout", None)], catalogue) == []  # never retried

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.catalogue import Catalogue
+from bot.core.models import CheckpointMark
 from bot.core.policy import (
     AttemptFacts,
     PastWarning,
@@ -30,6 +31,7 @@ class Row:
     result: str | None = None
     cause: str | None = None
     array_task: int | None = None
+    checkpoint_path: str | None = None
 
 
 def ended(job: str, result: str, cause: str | None, *, task: int | None = None,
@@ -59,7 +61,9 @@ def test_a_job_whose_log_named_no_iteration_keeps_the_one_its_row_holds() -> Non
 
 def test_a_job_trainbot_did_not_submit_is_its_own_history() -> None:
     history = own_history("77", 120)
-    assert history.attempts == (AttemptFacts("77", 1, last_iter=120),)
+    # which checkpoint it resumed from is unknown: no time limit of it is a free chunk
+    assert history.attempts == (AttemptFacts("77", 1, last_iter=120, start_known=False),)
+    assert history.attempts[0].start is None
     assert (history.retries_used, history.resubmits_so_far, history.warnings) == (0, 0, ())
     assert own_history(None, None).attempts == ()
 
@@ -89,14 +93,19 @@ def test_an_array_tasks_time_limit_chunks_that_saved_newer_checkpoints_spend_no_
     rows.append(Row("213", 4, array_task=4, start_iter=6000))
     history = task_history(rows, current_job="213", current_last_iter=7000,
                            catalogue=Catalogue.load())
-    assert history.retries_used == 0 and history.resubmits_so_far == 3
+    # the first came from the whole array's submit, which names no checkpoint: what it
+    # resumed from is unknown, so its time limit is charged; the task's resubmits each
+    # resumed from the checkpoint they record, and the next one resumed past it: free
+    assert history.retries_used == 1 and history.resubmits_so_far == 3
+    assert history.attempts[0].start is None
+    assert history.attempts[-1].start == CheckpointMark(None, 6000)
 
 
 def test_an_array_task_with_no_row_yet_is_its_first_attempt() -> None:
     rows = [ended("201", "FAILED", "nccl_timeout", task=3)]
     history = task_history(rows, current_job="299", current_last_iter=40,
                            catalogue=Catalogue.load())
-    assert history.attempts == (AttemptFacts("299", 1, last_iter=40),)
+    assert history.attempts == (AttemptFacts("299", 1, last_iter=40, start_known=False),)
     assert history.retries_used == 0
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
-from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
+from bot.core.models import Accounting, CheckpointMark, Diagnosis, DiagnosisMetrics
 from bot.core.policy import (
     AttemptFacts,
     ChainHistory,
@@ -94,7 +94,8 @@ def test_chunks_without_progress_stop_at_the_budget_and_ask():
 
 def test_only_a_time_limit_is_a_chunk():
     nccl = time_limit(4000, "nccl_timeout")
-    assert chunk_progress("nccl_timeout", chunks(2000), 4000) is None
+    assert chunk_progress("nccl_timeout", chunks(2000), CheckpointMark("iter_4000", 4000),
+                          target_iter=None, max_free_chunks=50) is None
     assert decide(nccl, chunks(2000), AUTO, NOW, checkpoint_iter=4000).charged is True
 
 

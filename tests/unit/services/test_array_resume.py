@@ -308,25 +308,44 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
     assert shown().endswith(more)
 
 
-def test_a_tasks_time_limit_chunk_that_saved_a_checkpoint_spends_none_of_its_budget(
-        store, lookups):
+def test_a_tasks_time_limit_chunk_spends_none_of_its_budget_once_its_start_is_known(
+        store, lookups, monkeypatch):
     from bot.services.home import home_view, render_home
 
+    saved = {1: 200}  # task 1's newest complete checkpoint
+    monkeypatch.setattr(ck, "find_latest_checkpoint", lambda sftp, root, rule, **kw: Checkpoint(
+        f"{root}/iter_{saved[1]:06d}", saved[1], "pointer"))
     ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2)
-    # task 1 started from scratch and saved iteration 200 before its time limit
+
+    def final(job: int) -> dict:
+        [incident] = [i for i in store.incidents.for_chain(result.chain_id)
+                      if i.key == f"dev:{job}:final"]
+        return incident.diagnosis
+
+    # task 1 saved iteration 200 before its time limit; the whole array's submit named no
+    # checkpoint, so what it resumed from is unknown: its time limit is charged
     slurm.set(88901, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 100)
     w.tick(T0 + 120)
     w.tick(T0 + 200)  # resubmitted alone, from its checkpoint at 200
     assert [s.array for s in slurm.submits()][1:] == ["1"]
-    [final] = [i for i in store.incidents.for_chain(result.chain_id)
-               if i.key == "dev:88901:final"]
-    assert final.diagnosis["decision"]["charged"] is False
-    assert "chunk ended at the time limit after saving iter 200 (from scratch" in \
-        final.diagnosis["text"]
+    assert final(88901)["decision"]["charged"] is True
+    assert "time_limit is retryable: resubmitting resuming from iteration 200" in \
+        final(88901)["text"] and "charged: 1 of 2 retries" in final(88901)["text"]
+    # its resubmit resumed from 200 and saved 400 before its time limit: the run going on
+    run_task(slurm, sftp, 88888, 88888, 1)
+    sftp.append(LOG.format(88888, 1), b"iter: 400/1000 | loss: 0.3\n")
+    saved[1] = 400
+    slurm.set(88888, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 300)
+    w.tick(T0 + 320)
+    w.tick(T0 + 600)  # past its backoff
+    assert [s.array for s in slurm.submits()][1:] == ["1", "1"]
+    assert final(88888)["decision"]["charged"] is False
+    assert "chunk ended at the time limit after saving iter 400 (from 200" in \
+        final(88888)["text"]
     [row] = home_view(ctx, "U0ALICE", T0)["runs"]
     blocks = render_home(ctx, home_view(ctx, "U0ALICE", T0))
     [section] = [b for b in blocks if b.get("block_id") == f"run:{row['chain_id']}"]
-    assert section["text"]["text"].splitlines()[-1].endswith("no task used a retry (2 per task)")
+    assert section["text"]["text"].splitlines()[-1].endswith("task 1: 1/2 retries")
 
 
 @pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [

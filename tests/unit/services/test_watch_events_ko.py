@@ -177,6 +177,42 @@ def test_a_time_limit_chunk_that_saved_a_newer_checkpoint_says_it_is_not_charged
         f"<@U0OWNER> 작업 88154 TIMEOUT: time_limit — {korean}"
 
 
+def test_a_chunk_past_the_cap_of_free_chunks_says_why_it_is_charged(store):
+    d = diag("time_limit", last_iter=6000)
+    chunk = [AttemptFacts(str(88150 + n), n + 1, start_iter=start, class_id="time_limit")
+             for n, start in enumerate((None, 2000))]
+    chain = ChainHistory(attempts=(*chunk, AttemptFacts("88154", 3, start_iter=4000)),
+                         retries_used=1)
+    dec = decide(d, chain, PolicyParams(auto_resubmit=True, max_free_chunks=2), T0,
+                 checkpoint_iter=6000, accounting=replace(FAILED, state="TIMEOUT"))
+    assert dec.charged and dec.facts["why"] == "chunk_capped"
+    assert heads(store, "en", d, dec, "TIMEOUT") == (
+        "<@U0OWNER> job 88154 TIMEOUT: time_limit — chunk ended at the time limit after saving "
+        "iter 6,000 (from 4,000): resubmitting (charged: 2 of 3 retries): 2 chunks in a row "
+        "went uncharged, the recipe's max_free_chunks")
+    assert heads(store, "ko", d, dec, "TIMEOUT") == (
+        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 전에 iter "
+        "6,000 체크포인트를 저장했습니다 (iter 4,000부터): 자동으로 재제출하며 이번에는 재시도 "
+        "한도에 포함합니다 (재시도 한도 3회 중 2회째). 재시도 한도에 포함되지 않은 구간이 연속 "
+        "2개로 레시피의 max_free_chunks에 이르렀습니다")
+
+
+def test_a_chunk_that_saved_a_checkpoint_named_without_an_iteration_names_it(store):
+    d = diag("time_limit", last_iter=6000)
+    chain = ChainHistory(attempts=(AttemptFacts("88154", 1, start_iter=4000,
+                                                start_checkpoint="/ck/mix/iter_0004000"),))
+    dec = decide(d, chain, MANUAL, T0, checkpoint_name="final",
+                 accounting=replace(FAILED, state="TIMEOUT"))
+    assert not dec.charged
+    assert heads(store, "en", d, dec, "TIMEOUT") == (
+        "<@U0OWNER> job 88154 TIMEOUT: time_limit — chunk ended at the time limit after saving "
+        "checkpoint `final` (from 4,000): proposing to resubmit; retries not charged")
+    assert heads(store, "ko", d, dec, "TIMEOUT") == (
+        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 전에 "
+        "체크포인트 `final`을(를) 저장했습니다 (iter 4,000부터): 재제출을 제안합니다. 진행이 "
+        "있었으므로 재시도 한도에 포함되지 않습니다")
+
+
 def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
     d = diag("cuda_oom")
     dec = decide(d, history(3400), MANUAL, T0, checkpoint_iter=3000, accounting=FAILED)

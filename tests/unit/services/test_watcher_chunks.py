@@ -99,3 +99,74 @@ def test_chunks_that_save_no_newer_checkpoint_spend_the_budget_and_stop_at_it(en
     assert final.decision.kind == DecisionKind.STOP and "resubmit" in final.decision.offers
     assert "retry budget exhausted: 3 of 3" in final.text
     assert len(resub.calls) == 3 and store.chains.get(chain.id).status == "stopped"
+
+
+def test_past_max_free_chunks_in_a_row_a_chunk_is_charged_and_the_thread_says_why(env):
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store)
+    checkpoints = FakeCheckpoints()
+    chain = add_job(store, 88600, recipe="auto")  # from scratch
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resub, checkpoint=checkpoints,
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60, max_free_chunks=2))
+    job, now = 88600, T0 + 1300
+    texts = []
+    for last in (2000, 4000, 6000, 8000):
+        end_chunk(slurm, sftp, job, last - 1900, last, saved=True, at=now)
+        checkpoints.found = last
+        w.tick(now)
+        texts.append(sink.events[-1].text)
+        w.tick(now + 600)  # past its backoff
+        job, now = 90000 + len(resub.calls), now + 5000
+    assert [t.endswith("resubmitting; retries not charged") for t in texts] == \
+        [True, True, False, True]  # two free in a row, the third charged, then free again
+    assert texts[2] == (
+        "job 90002 COMPLETED: time_limit — chunk ended at the time limit after saving iter "
+        "6,000 (from 4,000): resubmitting (charged: 1 of 3 retries): 2 chunks in a row went "
+        "uncharged, the recipe's max_free_chunks")
+    assert len(resub.calls) == 4 and store.chains.get(chain.id).retries_used == 1
+
+
+def test_a_checkpoint_past_the_runs_target_is_no_progress_of_it(env):
+    # another run saves into the same dir, far past this run's 40,000 iterations
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store)
+    add_job(store, 88700, recipe="auto")
+    store.attempts.update(store.attempts.get_by_job("88700").id, start_iter=2000,
+                          checkpoint_path="/ck/auto/iter_0002000")
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resub,
+                     checkpoint=FakeCheckpoints(90000),
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    end_chunk(slurm, sftp, 88700, 2100, 4000, saved=True, at=T0 + 1300)
+    w.tick(T0 + 1300)
+    incident = sink.events[-1]
+    assert incident.decision.charged and "charged: 1 of 3 retries" in incident.text
+    assert "chunk ended" not in incident.text
+
+
+def test_a_checkpoint_without_an_iteration_counts_as_progress_when_its_name_changed(env):
+    # a pointer naming `final` (no iteration in the name): the same name again is no progress
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store)
+    checkpoints = FakeCheckpoints("final")
+    chain = add_job(store, 88800, recipe="auto")  # from scratch
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resub, checkpoint=checkpoints,
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    job, now = 88800, T0 + 1300
+    texts, charged = [], []
+    for n, (found, last) in enumerate((("final", 2000), ("final", 3000), ("release", 4000)),
+                                      start=1):
+        end_chunk(slurm, sftp, job, last - 900, last, saved=False, at=now)
+        checkpoints.found = found
+        w.tick(now)
+        texts.append(sink.events[-1].text)
+        charged.append(sink.events[-1].decision.charged)
+        w.tick(now + 1000)
+        assert len(resub.calls) == n
+        job, now = 90000 + n, now + 5000
+    assert charged == [False, True, False]
+    assert texts[0].endswith("chunk ended at the time limit after saving checkpoint final "
+                             "(from scratch): resubmitting; retries not charged")
+    assert "resuming from checkpoint final (charged: 1 of 3 retries)" in texts[1]
+    assert texts[2].endswith("chunk ended at the time limit after saving checkpoint release "
+                             "(from checkpoint final): resubmitting; retries not charged")
+    assert store.chains.get(chain.id).retries_used == 1
