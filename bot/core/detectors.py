@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +30,7 @@ _BAR_HEAD = re.compile(r"^(.*?(?<![\d.])\d+/\d+)\s*\[")
 # Hugging Face Trainer opening its evaluation or prediction loop (trainer.py evaluation_loop,
 # `***** Running {description} *****`): its bar (ProgressCallback's prediction_bar, unlabelled)
 # counts the evaluation's batches, not training steps.
-_EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
+EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -337,7 +337,7 @@ class CompletionEnding:
     drawn once more where it stood (Hugging Face's ProgressCallback closing it after
     `Training completed`: the same bar at the same count) is no progress, and neither is an
     evaluation that the framework opened after the marker (Hugging Face Trainer's `*****
-    Running Evaluation *****` among the log's last lines), which counts its batches on a bar
+    Running Evaluation *****`, wherever it is after the marker), which counts its batches on a bar
     of its own. `evaluates_after_marker`: the marker ends the log only because that
     evaluation's bar is no training progress: training completed there and the framework
     evaluates after it."""
@@ -348,25 +348,25 @@ class CompletionEnding:
 
 
 def completion_ending(matches: Iterable[Any], series: MetricSeries,
-                      tail: Sequence[tuple[int, str]] = ()) -> CompletionEnding:
+                      evaluation_start: int | None = None) -> CompletionEnding:
     """How the log ends around its last completion marker (`CompletionEnding`), from the
-    catalogue matches (in line order), the metric series and the log's last lines."""
+    catalogue matches (in line order), the metric series and the line of the last evaluation
+    the framework opened after the log's first marker (`opens_evaluation`; bot.core.diagnose.scan
+    looks for it from that marker on)."""
     done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
     if not done:
         return CompletionEnding()
     ends_training = _no_progress_after(done[-1], series)
-    evaluated = _evaluation_start(tail)
-    ends_in_marker = ends_training if evaluated is None else _no_progress_after(
-        done[-1], series, evaluation_start=evaluated)
+    ends_in_marker = ends_training if evaluation_start is None else _no_progress_after(
+        done[-1], series, evaluation_start=evaluation_start)
     return CompletionEnding(marker_line=done[-1], ends_in_marker=ends_in_marker,
                             evaluates_after_marker=ends_in_marker and not ends_training)
 
 
-def _evaluation_start(tail: Sequence[tuple[int, str]]) -> int | None:
-    """The line of the last evaluation the framework opened among the log's last lines (Hugging
-    Face Trainer's `***** Running Evaluation *****`); None when there is none."""
-    return next((n for n, text in reversed(tail)
-                 if _EVALUATION_START.search(normalize_line(text))), None)
+def opens_evaluation(text: str) -> bool:
+    """A raw log line opens the framework's evaluation or prediction loop (`EVALUATION_START`,
+    in the message a reader sees: bot.core.catalogue.scanner.normalize_line)."""
+    return EVALUATION_START.search(normalize_line(text)) is not None
 
 
 def _no_progress_after(marker_line: int, series: MetricSeries, *,

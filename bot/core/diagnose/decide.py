@@ -189,12 +189,16 @@ def diagnose(
     leak_min_samples: int = DEFAULT_POLICY.leak_min_samples,
     leak_warn_margin: float = DEFAULT_POLICY.leak_warn_margin,
     min_elapsed_s: float = 60.0,
+    evaluation_start: int | None = None,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
     `now` is the time on the log's clock at which a running job is judged (default: the
     last timestamp in the log). `target_iter` defaults to what the log printed (`/8000`).
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
+    `evaluation_start` is the line of the last evaluation the framework opened after the log's
+    first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
+    bot.core.diagnose.scan finds it), None when there is none.
     """
     acct = accounting or Accounting()
     matches = _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series,
@@ -221,7 +225,7 @@ def diagnose(
     # how the log ends around its completion marker (no training progress after it; an
     # evaluation after it, whose bar is no training progress), read once for the branches
     # below and the silent exit detector
-    completion = completion_ending(matches, series, tail)
+    completion = completion_ending(matches, series, evaluation_start)
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from bot.core.detectors import EVALUATION_START, opens_evaluation
 from bot.core.diagnose.decide import diagnose
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
 from bot.core.models import Accounting, Diagnosis
@@ -30,6 +31,8 @@ MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no ne
 _FIRST_KEEP = 5  # matches kept per class: the first few ...
 _LAST_KEEP = 20  # ... and the latest ones
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
+# The framework opening its evaluation (detectors.EVALUATION_START), found in the raw bytes
+_EVALUATION_LOCATOR = compile_bytes_scanner(EVALUATION_START.pattern.encode())
 
 
 class _Block(NamedTuple):
@@ -82,6 +85,9 @@ class LogAnalysis:
         self.series = MetricSeries(max_samples=max_samples, extra_patterns=extra_patterns)
         self.tail: deque[tuple[int, str]] = deque(maxlen=tail_lines)
         self.lines = 0  # complete lines consumed so far
+        # the line of the last evaluation the framework opened after the first completion
+        # marker (looked for from that marker on, however long the evaluation's log is)
+        self.evaluation_start: int | None = None
         self.bytes = 0
         self._by_class: dict[str, _ClassMatches] = {}
         self._carry = b""
@@ -180,6 +186,7 @@ class LogAnalysis:
             text = data[start:end].decode("utf-8", "replace")
             for m in self.catalogue.scan_block(text, first):
                 self._add_match(m)
+        self._find_evaluation_start(block, newlines, first)
         self.series.feed_block(
             data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets
         )
@@ -220,6 +227,23 @@ class LogAnalysis:
             for match in self.catalogue.scan(window, first + lo):
                 self._add_match(match)
         return event_offsets
+
+    def _find_evaluation_start(self, block: _Block, newlines: np.ndarray, first: int) -> None:
+        """Update `evaluation_start` from the block's lines at or after the log's first
+        completion marker (none before one is seen: no scan of the whole log)."""
+        completed = self._by_class.get("completed")
+        if completed is None:
+            return
+        data, start, end = block
+        marker_idx = completed.first[0].line_no - first  # a marker in this block: from it on
+        pos = start if marker_idx <= 0 else int(newlines[marker_idx - 1]) + 1
+        while (m := _EVALUATION_LOCATOR.search(data, pos, end)) is not None:
+            idx = int(np.searchsorted(newlines, m.start()))
+            line_end = int(newlines[idx]) if idx < len(newlines) else end
+            line_start = start if idx == 0 else int(newlines[idx - 1]) + 1
+            if opens_evaluation(data[line_start:line_end].decode("utf-8", "replace")):
+                self.evaluation_start = first + idx
+            pos = line_end + 1
 
     def _add_match(self, m: Any) -> None:
         key = (m.class_id, m.line_no)
@@ -262,6 +286,7 @@ class LogAnalysis:
             accounting=accounting or Accounting(),
             now=now,
             target_iter=target_iter,
+            evaluation_start=self.evaluation_start,
             **options,
         )
 

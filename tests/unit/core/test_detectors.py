@@ -307,13 +307,12 @@ def test_an_evaluation_opened_after_the_marker_is_no_training_progress():
     series = MetricSeries()
     series.feed_lines(TRAINED_THEN_EVALUATING)
     marker = Match("completed", 4, "Training completed.", True)
-    tail = list(enumerate(TRAINED_THEN_EVALUATING, 1))
-    ending = completion_ending([marker], series, tail)
+    ending = completion_ending([marker], series, evaluation_start=5)
     assert ending == CompletionEnding(marker_line=4, ends_in_marker=True,
                                       evaluates_after_marker=True)
-    # read without the last lines, the evaluation's bar is progress after the marker
+    # read without the evaluation's line, its bar is progress after the marker
     assert completion_ending([marker], series) == CompletionEnding(marker_line=4)
-    assert completion_ending([], series, tail) == CompletionEnding()
+    assert completion_ending([], series, evaluation_start=5) == CompletionEnding()
     # the silent exit detector reads the ending it is given: the marker vouches for the run
     short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
     assert detect_silent_exit(short, series, [marker], target_iter=8000,

@@ -1526,6 +1526,22 @@ def test_an_evaluation_after_training_completed_is_no_training_progress(catalogu
     assert "평가하는 중" in explain(d, "ko")
 
 
+@pytest.mark.parametrize("acct", [None, Accounting(state="RUNNING")])
+def test_an_evaluation_whose_log_is_long_is_still_found_after_training_completed(catalogue,
+                                                                                  acct):
+    """The evaluation's header is found wherever it is after `Training completed`, not only
+    among the log's last lines: an evaluation that logs a lot (here 200 lines of its own
+    output, each batch's bar on a line of its own) is still an evaluation."""
+    lines = "".join(f"eval batch {i}: 8 examples\n" for i in range(200))
+    header, bar = HF_EVALUATING.rsplit(" 45%", 1)
+    d = _diagnose_text(catalogue, HF_TRAINED + header + lines + " 45%" + bar, acct)
+    assert (d.class_id, d.detail) == ("none", {"kind": "evaluating", "line": 12})
+    # ... while a header before the marker (an evaluation during training) is not this one
+    d = _diagnose_text(catalogue, HF_EVALUATING.split(" 45%")[0] + HF_TRAINED + lines
+                       + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n", acct)
+    assert d.detail["kind"] == "running"
+
+
 @pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0,
                                                    elapsed_s=900)])
 def test_the_training_bar_drawn_again_after_training_completed_is_no_progress(catalogue, acct):
