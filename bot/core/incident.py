@@ -87,6 +87,7 @@ class Incident:
     mem_limit_unknown: bool = False
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
     site_title: bool = False  # the site replaced the class's title (Diagnosis.site_title)
+    site_hint: bool = False  # the site replaced the class's hint (Diagnosis.site_hint)
     # the DataLoader probe a leak's remedy offers: {button, command, field, recipe}
     probe: Mapping[str, Any] | None = None
     # the checkpoint a resume starts from (None: none): "resume from checkpoint `final`" when
@@ -315,6 +316,7 @@ def build_incident(
                            and diagnosis.action == Action.ASK),
         node=diagnosis.node,
         site_title=diagnosis.site_title,
+        site_hint=diagnosis.site_hint,
         probe=probe,
         from_checkpoint=from_checkpoint,
         checkpoint_unknown=checkpoint_unknown,

@@ -199,6 +199,9 @@ class Diagnosis:
     #: a site catalogue replaced the class's English title: it is shown (as are the site's
     #: `title_<lang>`) where the detail's cause would show its own (templates `title_text`)
     site_title: bool = False
+    #: a site catalogue replaced the class's English hint: it is stated (as are the site's
+    #: `hint_<lang>`) after a cause's own fix too (templates `explanation`)
+    site_hint: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The `trainbot diagnose --json` object (keys are an interface: keep them stable)."""

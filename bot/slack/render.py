@@ -246,7 +246,8 @@ def explain_title(diagnosis: Any, lang: str = "en", *,
 def _render_explanation(diagnosis: Any, lang: str, override_dir: str | Path | None
                         ) -> dict[str, Any]:
     view = {"title": diagnosis.title, "detail": diagnosis.detail, "hint": diagnosis.hint,
-            "translations": diagnosis.translations, "site_title": diagnosis.site_title}
+            "translations": diagnosis.translations, "site_title": diagnosis.site_title,
+            "site_hint": diagnosis.site_hint}
     return render_template("explanation", lang, view, override_dir=override_dir)
 
 

@@ -132,6 +132,7 @@ def compile_catalogue(
             signals=tuple(dict.fromkeys(raw.signals)),
             translations=_translations(f),
             site_title=raw.field_source.get("title", base) != base,
+            site_hint=raw.field_source.get("hint", base) != base,
         )
         for kind, pats in (("primary", raw.primary), ("hints", raw.hints)):
             for p in dict.fromkeys(pats):

@@ -34,6 +34,9 @@ class FailureClass:
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # a site file replaced the packaged English title: a cause's own title never replaces it
     site_title: bool = False
+    # a site file replaced the packaged English hint: stated even where a cause's own fix
+    # replaces the packaged one
+    site_hint: bool = False
 
 
 @dataclass(frozen=True)

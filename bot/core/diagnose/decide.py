@@ -423,6 +423,7 @@ def diagnose(
             target=None if completion.evaluates_after_marker else target)),
         translations=dict(getattr(cls, "translations", None) or {}),
         site_title=bool(getattr(cls, "site_title", False)),
+        site_hint=bool(getattr(cls, "site_hint", False)),
         evidence=_dedupe(evidence),
         secondary=tuple(secondary),
         metrics=metrics,

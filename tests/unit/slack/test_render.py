@@ -323,6 +323,44 @@ def test_a_sites_own_title_wins_over_the_causes_title(tmp_path: Path, site_field
         assert "ptxas" in _explanation(blocks)
 
 
+@pytest.mark.parametrize(("site_class", "line"), [
+    ("compiler_missing", PTXAS),
+    ("compiler_missing", "error: command '/usr/local/cuda/bin/nvcc' failed: No such file or "
+                         "directory"),
+    ("dataloader_worker_killed", "RuntimeError: received 0 items of ancdata"),
+], ids=["ptxas", "nvcc", "fd_limit"])
+@pytest.mark.parametrize(("site_fields", "en", "ko"), [
+    ('hint: "Ask #hpc-help for the cluster\'s module."', "Ask #hpc-help for the cluster's module.",
+     "Ask #hpc-help for the cluster's module."),
+    ('hint_ko: "#hpc-help에 문의하세요."', None, "#hpc-help에 문의하세요."),
+], ids=["hint", "hint_ko"])
+def test_a_sites_own_hint_follows_the_causes_own_fix(tmp_path: Path, site_class: str, line: str,
+                                                     site_fields: str, en: str | None,
+                                                     ko: str) -> None:
+    """A cause whose own fix replaces the class's packaged hint (a CUDA tool, the open-file
+    limit) still states a site catalogue's own hint for the class after it: the site knows its
+    cluster (its module, its channel); the packaged hint, which does not fit, stays out."""
+    from bot.core.catalogue import Catalogue
+    from bot.core.diagnose import LogAnalysis
+    from bot.slack.render import explain
+
+    site = tmp_path / "site.yaml"
+    site.write_text(f"classes:\n  {site_class}:\n    {site_fields}\n", encoding="utf-8")
+    analysis = LogAnalysis(Catalogue.load([site]))
+    analysis.feed_text("step 10 loss 1.2\n" + line + "\n")
+    analysis.finish()
+    d = analysis.diagnose(None)
+    assert d.detail and d.detail["kind"] in ("missing_tool", "fd_limit")
+    view = build_incident(d, recipe="mix", job_id="4243", last_checkpoint_iter=None, now=0.0)
+    for lang, hint in (("en", en), ("ko", ko)):
+        for text in (explain(d, lang), _explanation(render_blocks("incident", lang, view)[0])):
+            if hint:
+                assert text.endswith(" " + hint)
+            else:  # no hint of the site's in this language: the cause's fix alone
+                assert "#hpc-help" not in text
+            assert "gcc_linux-64" not in text and "raise --mem" not in text
+
+
 def _silent_exit_incident(catalogue, text: str, acct=None, lang: str = "en") -> str:
     from bot.core.diagnose import LogAnalysis
 
