@@ -96,6 +96,24 @@ def shown(fc: FailureClass, field: str, lang: str) -> str:
     return catalogue_text(getattr(fc, field), lang, fc.translations, field)
 
 
+@pytest.mark.parametrize("line", [
+    "NCCL WARN Error: failed to extend /dev/shm/nccl-sK3D7t to 9637892 bytes",
+    "RuntimeError: received 0 items of ancdata",
+    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
+])
+def test_the_shared_memory_class_explains_every_cause_it_is_read_from(cat: Catalogue,
+                                                                      line: str) -> None:
+    """The class a DataLoader worker's death, NCCL's segment in a full /dev/shm and the
+    open-file limit all read as explains all three, in English and in Korean: not the
+    DataLoader's workers alone."""
+    assert [m.class_id for m in cat.match_line(line)] == ["dataloader_worker_killed"]
+    fc = cat.get("dataloader_worker_killed")
+    for text in (fc.explanation, shown(fc, "explanation", "ko")):
+        assert "DataLoader" in text and "/dev/shm" in text and "NCCL" in text
+    assert "open-file limit" in fc.explanation
+    assert "열린 파일 수 한도" in shown(fc, "explanation", "ko")
+
+
 def test_every_class_has_its_texts_in_english_and_korean(cat: Catalogue) -> None:
     hangul = re.compile("[\uac00-\ud7a3]")
     for fc in cat.classes.values():
