@@ -115,8 +115,8 @@ _TQDM = re.compile(
 #: that name what they load: transformers' `Loading checkpoint shards` and `Loading weights`,
 #: vLLM's `Loading safetensors checkpoint shards`, datasets' `Loading dataset shards`,
 #: diffusers' `Loading pipeline components`, `Loading data` (a bar labelled `Loading` alone may
-#: be a training loop's own). Such a bar is start-up output: it shows no training progress and
-#: reaches no target.
+#: be a training loop's own, and so is one with a rate and a loss: `is_start_up_bar`). Such a
+#: bar is start-up output: it shows no training progress and reaches no target.
 START_UP_BAR_LABELS = (
     r"map\b", r"filter\b", r"generating \S+ split\b", r"casting\b", r"flattening the indices",
     r"resolving data files", r"extracting\b", r"running tokenizer\b", r"grouping texts\b",
@@ -129,6 +129,10 @@ _START_UP_BAR = re.compile(
     + r")[^|%]*?(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|",
     re.IGNORECASE,
 )
+# A bar's rate and the loss its postfix reports (tqdm's `set_postfix(loss=…)`: `[01:02<01:16,
+# 7.20it/s, loss=0.31]`, Keras-like `loss: 0.31`): a training loop's bar, whatever its label.
+_BAR_RATE_AND_LOSS = re.compile(
+    rf"[0-9.]+\s*(?:s/it|it/s)\s*,[^\]]*\b\w*loss\s*[=:]\s*(?:{_NUM}|nan|inf)", re.IGNORECASE)
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
 _CKPT_NOT_SAVE = re.compile(r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b", re.I)
 # Loading or resuming names the iteration of a checkpoint, not progress made by this run
@@ -281,10 +285,13 @@ def is_start_up_bar(message: str) -> bool:
     one of `START_UP_BAR_LABELS`: `Map: 100%|██████████| 1000/1000 [00:01<00:00, …]`): start-up
     output, which shows no training progress and reaches no target. `message` is a line's
     message (`clean_line`). Training's own bars (`Epoch 3:  45%|`, `Training:`, Hugging Face
-    Trainer's unlabelled `  5%|▌  | 50/1000`) are not."""
+    Trainer's unlabelled `  5%|▌  | 50/1000`) are not, nor is a bar with an iteration rate
+    and a loss, whatever its label (`Loading data:  45%|…| 450/1000 [01:02<01:16, 7.20it/s,
+    loss=0.31]`: a training loop that names its batches so): no start-up step has a loss."""
     # It runs on every line the parser reads: two substring tests leave the regex the lines
     # that may be bars (a key=value line's `gpu_util=93%` has no `|`).
-    return "%" in message and "|" in message and _START_UP_BAR.match(message) is not None
+    return ("%" in message and "|" in message and _START_UP_BAR.match(message) is not None
+            and ("loss" not in message.lower() or _BAR_RATE_AND_LOSS.search(message) is None))
 
 
 class LineParser:

@@ -147,6 +147,12 @@ def test_a_start_up_bar_is_no_training_progress(line: str):
     # labelled `Loading` but naming nothing a loader reads: a training loop's own label
     ("Loading:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.31]", 450, 1000),
     ("Loading batches:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s]", 450, 1000),
+    # a label a loader's bar has too, with a rate and a loss: a training loop's bar
+    ("Loading data:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.31]", 450, 1000),
+    ("Loading model:  45%|████▌     | 450/1000 [01:02<01:16,  1.20s/it, train_loss: 0.31]", 450,
+     1000),
+    ("Loading data:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, lr=1e-5, loss=nan]", 450,
+     1000),
 ])
 def test_a_training_bar_is_progress(line: str, iteration: int, target: int):
     s, _ = parse(line)
