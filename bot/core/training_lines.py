@@ -3,8 +3,9 @@ save (pure; no I/O).
 
 The metric parser's grammar: the formats it reads (key=value tokens, Megatron, Hugging Face
 Trainer dicts, tqdm bars, leading timestamps, checkpoint save lines, a recipe's own patterns)
-and the start-up bars that are not training. `LineParser` turns a line into a `Sample` and/or
-a `CheckpointEvent`; bot.core.metrics keeps them as a bounded series.
+and the bars that are not training (start-up bars, an evaluation's bar drawn below the
+training bar). `LineParser` turns a line into a `Sample` and/or a `CheckpointEvent`;
+bot.core.metrics keeps them as a bounded series.
 """
 
 from __future__ import annotations
@@ -99,6 +100,12 @@ _MEG_LOSS = re.compile(rf"\blm loss:\s*({_NUM}|nan|inf)", re.IGNORECASE)
 _MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([\d.]+)")
 _HF = re.compile(r"\{'(?:loss|train_loss|eval_loss|step|epoch|learning_rate|grad_norm)'")
 _HF_PAIR = re.compile(rf"'(\w+)':\s*({_NUM}|nan|inf)")
+# A tqdm bar drawn below another: tqdm draws a bar at position n >= 1 (one created while another
+# is open) after n newlines and moves the cursor back up after it (std.py `moveto`: `\x1b[A`),
+# so in a file its draw ends the line with that escape (a pasted log may keep only `[A`).
+_NESTED_BAR_END = re.compile(r"\]\s*(?:\x1b)?\[A\s*$")
+# A bar with no label: its line's message starts with the percentage (`  2%|▏   | 1/50 [`).
+_UNLABELLED_BAR = re.compile(r"\d{1,3}%\|")
 _TQDM = re.compile(
     r"(\d+)/(\d+)\s*\[(?:\d+:)?\d+:\d+<(?:(?:\d+:)?\d+:\d+|\?)"
     r"(?:,\s*([\d.]+)\s*(s/it|it/s))?"
@@ -275,6 +282,13 @@ def split_line(line: str) -> tuple[str, str]:
     return "", line.strip()
 
 
+def _last_segment(line: str) -> str:
+    """The last carriage-return segment of a raw line with more than blanks (what a terminal
+    shows of it), unstripped."""
+    parts = [p for p in line.rstrip("\n").split("\r") if p.strip()]
+    return parts[-1] if parts else ""
+
+
 def clean_line(line: str) -> str:
     """The message of a line as a reader sees it (`split_line`)."""
     return split_line(line)[1]
@@ -295,10 +309,21 @@ def is_start_up_bar(message: str) -> bool:
 
 
 class LineParser:
-    """Parses one line into a `Sample` and/or a `CheckpointEvent` (stateful for time only)."""
+    """Parses one line into a `Sample` and/or a `CheckpointEvent`; stateful for time and for
+    the total of the training's progress bar (`training_bar_total`).
+
+    Hugging Face Trainer's evaluation during training draws a bar of its own below the training
+    bar (ProgressCallback.on_prediction_step: `tqdm(total=len(eval_dataloader), leave=False)`,
+    created while the training bar is open, so tqdm puts it at position 1), printed between
+    two training steps: unlabelled like the training bar, with no loss, counting the
+    evaluation's batches to their own total. Such a bar gives no iteration, target or pace of
+    training: the last bar drawn at the top (not below another) is the training's, and a bare
+    bar below it with another total is not."""
 
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
         self.clock = LogClock()
+        # the total of the last progress bar drawn at the top: the training's (None: none yet)
+        self.training_bar_total: int | None = None
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -318,6 +343,8 @@ class LineParser:
         low = line.lower()
         try:
             self._metrics(line, s)
+            if s.target_iter is not None and "|" in line and _TQDM.search(line):
+                self._read_bar(raw, line, s)
             if s.iteration is not None and _LOADING.search(line):
                 s.iteration = s.target_iter = None
             if (
@@ -337,6 +364,16 @@ class LineParser:
             return None, event
         s.text = line[:300]
         return s, event
+
+    def _read_bar(self, raw: str, line: str, s: Sample) -> None:
+        """A progress bar: drawn at the top, the training's (its total kept); a bare one drawn
+        below it (`_NESTED_BAR_END`, no label, no loss) counting to another total is an
+        evaluation's: no iteration, target or pace of training."""
+        if "[A" not in raw or _NESTED_BAR_END.search(_last_segment(raw)) is None:
+            self.training_bar_total = s.target_iter
+        elif (self.training_bar_total is not None and s.target_iter != self.training_bar_total
+              and s.loss is None and _UNLABELLED_BAR.match(line) is not None):
+            s.iteration = s.target_iter = s.sec_per_iter = None
 
     def parse_event(self, raw: str, line_no: int) -> CheckpointEvent | None:
         """Only the checkpoint event of a line (for lines found by the event locator)."""

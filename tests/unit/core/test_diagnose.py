@@ -1556,6 +1556,23 @@ def test_the_training_bar_drawn_again_after_training_completed_is_no_progress(ca
         "none" if acct is None else "silent_exit")
 
 
+def test_a_run_that_stopped_in_an_evaluation_during_training_is_a_silent_exit(catalogue):
+    """Hugging Face Trainer's evaluation during training (at eval_steps) draws its own bar
+    below the training bar (ProgressCallback.on_prediction_step, position 1: the cursor moved
+    back up after each draw) up to its own total: a run whose log ends there stopped at the
+    training bar's step, not at the evaluation's 400 of 400."""
+    training = "".join(f"\r  1%|          | {i}/1000 [00:{i % 60:02d}<16:40,  1.00it/s]"
+                       for i in range(90, 101))
+    evaluation = "".join(f"\n\r{i * 100 // 400:3d}%|#         | {i}/400 [00:{i % 60:02d}<00:40, "
+                         "9.00it/s]\x1b[A" for i in range(380, 401))
+    text = ("{'loss': 1.91, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}\n"
+            + training + evaluation + "\n")
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
+    d = _diagnose_text(catalogue, text, done)
+    assert d.class_id == "silent_exit"
+    assert {"kind": "stopped", "last_iter": 100, "target_iter": 1000} in d.detail["reasons"]
+
+
 def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
     d = _diagnose_text(catalogue, HF_TRAINED + HF_EVALUATING, done)

@@ -160,6 +160,51 @@ def test_a_training_bar_is_progress(line: str, iteration: int, target: int):
     assert not is_start_up_bar(clean_line(line))
 
 
+def _hf_training_with_evaluation(eval_total: int = 400, *, paste: bool = False) -> str:
+    """Hugging Face Trainer's ProgressCallback as a file receives it (tqdm 4.x): the training
+    bar at the top, redrawn in place; at eval_steps an evaluation's bar of its own
+    (`on_prediction_step`: `tqdm(total=len(eval_dataloader), leave=False)` while the training
+    bar is open, so at position 1: a newline, the bar, the cursor back up), cleared at its end,
+    then the training bar again. `paste`: the escape lost, as in a log copied from a terminal."""
+    up = "[A" if paste else "\x1b[A"
+    train = "".join(f"\r  0%|          | {i}/1000 [00:{i:02d}<16:40,  1.00it/s]"
+                    for i in range(1, 4))
+    evaluation = "".join(f"\n\r 15%|#5        | {i}/{eval_total} [00:0{i % 10}<00:40, "
+                         f"9.00it/s]{up}" for i in range(58, 61))
+    return (train + evaluation + "\n\r" + " " * 50 + up
+            + "\r  0%|          | 4/1000 [00:04<16:36,  1.00it/s]"
+            + "\r                                                  \r{'eval_loss': 1.9, "
+            "'eval_runtime': 6.5, 'epoch': 0.01}\n\r  0%|          | 4/1000 [00:04<16:36,  "
+            "1.00it/s]\n")
+
+
+@pytest.mark.parametrize("paste", [False, True], ids=["file", "pasted"])
+def test_a_hugging_face_evaluation_bar_during_training_is_no_training_progress(paste: bool):
+    """The evaluation's bar, drawn below the training bar between two training steps (its own
+    total, no loss), counts the evaluation's batches: the series' iteration, target and pace
+    stay the training bar's."""
+    series = MetricSeries()
+    series.feed_block(_hf_training_with_evaluation(paste=paste))
+    assert (series.last_iteration, series.target_iter) == (4, 1000)
+    assert series.last_progress is not None and "4/1000" in series.last_progress.text
+    assert series.sec_per_iter() == pytest.approx(1.0)
+    assert all(s.iteration is None or s.target_iter == 1000 for s in series.samples)
+
+
+@pytest.mark.parametrize("line", [
+    # a bar below another with the training bar's own total: the training's inner bar
+    "\r 45%|####5     | 450/1000 [01:02<01:16,  7.20it/s]\x1b[A",
+    # ... or one that reports a loss, or names itself (a loop's inner bar, not the Trainer's)
+    "\r 45%|####5     | 45/100 [01:02<01:16,  7.20it/s, loss=0.31]\x1b[A",
+    "\rbatches:  45%|####5     | 45/100 [01:02<01:16,  7.20it/s]\x1b[A",
+])
+def test_a_bar_below_the_training_bar_that_is_no_bare_evaluation_bar_counts(line: str):
+    parser = LineParser()
+    parser.parse("\r  0%|          | 3/1000 [00:03<16:40,  1.00it/s]", 1)
+    s, _ = parser.parse(line, 2)
+    assert s is not None and s.iteration is not None
+
+
 def test_nan_loss_is_kept_as_nan():
     s, _ = parse("iter=5 loss=nan")
     assert math.isnan(s.loss)
