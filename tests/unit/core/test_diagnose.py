@@ -1534,8 +1534,15 @@ def test_an_evaluation_whose_log_is_long_is_still_found_after_training_completed
     output, each batch's bar on a line of its own) is still an evaluation."""
     lines = "".join(f"eval batch {i}: 8 examples\n" for i in range(200))
     header, bar = HF_EVALUATING.rsplit(" 45%", 1)
-    d = _diagnose_text(catalogue, HF_TRAINED + header + lines + " 45%" + bar, acct)
+    text = HF_TRAINED + header + lines + " 45%" + bar
+    d = _diagnose_text(catalogue, text, acct)
     assert (d.class_id, d.detail) == ("none", {"kind": "evaluating", "line": 12})
+    # ... also fed as a watcher feeds it, a few lines at a time
+    analysis = LogAnalysis(catalogue)
+    for i in range(0, len(text), 97):
+        analysis.feed_text(text[i:i + 97])
+    analysis.finish()
+    assert analysis.diagnose(acct).detail == {"kind": "evaluating", "line": 12}
     # ... while a header before the marker (an evaluation during training) is not this one
     d = _diagnose_text(catalogue, HF_EVALUATING.split(" 45%")[0] + HF_TRAINED + lines
                        + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n", acct)
