@@ -318,12 +318,18 @@ class LineParser:
     two training steps: unlabelled like the training bar, with no loss, counting the
     evaluation's batches to their own total. Such a bar gives no iteration, target or pace of
     training: the last bar drawn at the top (not below another) is the training's, and a bare
-    bar below it with another total is not."""
+    bar below it with another total is not, once the log has shown it is the Trainer's (one of
+    its logged dicts, `{'loss': …}` / `{'eval_loss': …}`, ProgressCallback.on_log, seen before:
+    the Trainer logs before it evaluates at the same step). A custom loop's nested bars (`for
+    epoch in tqdm(…): for batch in tqdm(loader)`) are drawn the same way, bare, the batches
+    below the epochs; without the Trainer's dicts the lower bar is the training's progress."""
 
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
         self.clock = LogClock()
         # the total of the last progress bar drawn at the top: the training's (None: none yet)
         self.training_bar_total: int | None = None
+        # a Hugging Face Trainer's logged dict has been seen (its bars are the Trainer's)
+        self.trainer_dicts_seen = False
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -366,12 +372,13 @@ class LineParser:
         return s, event
 
     def _read_bar(self, raw: str, line: str, s: Sample) -> None:
-        """A progress bar: drawn at the top, the training's (its total kept); a bare one drawn
-        below it (`_NESTED_BAR_END`, no label, no loss) counting to another total is an
-        evaluation's: no iteration, target or pace of training."""
+        """A progress bar: drawn at the top, the training's (its total kept); in a Trainer's
+        log, a bare one drawn below it (`_NESTED_BAR_END`, no label, no loss) counting to
+        another total is an evaluation's: no iteration, target or pace of training."""
         if "[A" not in raw or _NESTED_BAR_END.search(_last_segment(raw)) is None:
             self.training_bar_total = s.target_iter
-        elif (self.training_bar_total is not None and s.target_iter != self.training_bar_total
+        elif (self.trainer_dicts_seen and self.training_bar_total is not None
+              and s.target_iter != self.training_bar_total
               and s.loss is None and _UNLABELLED_BAR.match(line) is not None):
             s.iteration = s.target_iter = s.sec_per_iter = None
 
@@ -406,6 +413,9 @@ class LineParser:
                 s.sec_per_iter = float(ms.group(1)) / 1000
         elif "{'" in line and _HF.search(line):
             pairs = dict(_HF_PAIR.findall(line))
+            # Trainer.log adds the epoch to every dict it logs (its loss, its evaluation's)
+            if "epoch" in pairs and ("loss" in pairs or "eval_loss" in pairs):
+                self.trainer_dicts_seen = True
             if "loss" in pairs or "train_loss" in pairs:
                 s.loss = _float(pairs["loss"] if "loss" in pairs else pairs["train_loss"])
             if "step" in pairs:

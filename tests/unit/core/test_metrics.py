@@ -169,6 +169,9 @@ def _hf_training_with_evaluation(eval_total: int = 400, *, paste: bool = False) 
     up = "[A" if paste else "\x1b[A"
     train = "".join(f"\r  0%|          | {i}/1000 [00:{i:02d}<16:40,  1.00it/s]"
                     for i in range(1, 4))
+    # the Trainer logs at the step before it evaluates (ProgressCallback.on_log: the dict)
+    train += ("\r" + " " * 50 + "\r{'loss': 2.3, 'grad_norm': 1.1, 'learning_rate': 5e-05, "
+              "'epoch': 0.01}\n\r  0%|          | 3/1000 [00:03<16:40,  1.00it/s]")
     evaluation = "".join(f"\n\r 15%|#5        | {i}/{eval_total} [00:0{i % 10}<00:40, "
                          f"9.00it/s]{up}" for i in range(58, 61))
     return (train + evaluation + "\n\r" + " " * 50 + up
@@ -203,6 +206,28 @@ def test_a_bar_below_the_training_bar_that_is_no_bare_evaluation_bar_counts(line
     parser.parse("\r  0%|          | 3/1000 [00:03<16:40,  1.00it/s]", 1)
     s, _ = parser.parse(line, 2)
     assert s is not None and s.iteration is not None
+
+
+def _nested_loop_bars(epochs: int = 3, batches: int = 5) -> str:
+    """A custom loop's bars, `for epoch in tqdm(range(3)): for batch in tqdm(range(5))`, as
+    tqdm 4.x writes them to a file: the batches' bar at position 1 (a newline, the bar, the
+    cursor back up), bare like the epochs' bar above it, with no loss."""
+    out = f"\r  0%|          | 0/{epochs} [00:00<?, ?it/s]"
+    for e in range(1, epochs + 1):
+        out += "".join(f"\n\r 20%|##        | {b}/{batches} [00:{b:02d}<00:04,  1.00it/s]\x1b[A"
+                       for b in range(batches + 1))
+        out += f"\n\r 33%|###3      | {e}/{epochs} [00:{5 * e:02d}<00:10,  0.20it/s]"
+    return out + "\n"
+
+
+def test_a_custom_loops_nested_batch_bar_is_training_progress():
+    """With no Trainer dict in the log, the bar below the top one is a loop's inner bar: its
+    batches are the training's progress (not only the epochs above it)."""
+    parser = LineParser()
+    batch_samples = [s for i, raw in enumerate(_nested_loop_bars().split("\n"), 1)
+                     if (s := parser.parse(raw, i)[0]) is not None
+                     and s.iteration is not None and s.target_iter == 5]
+    assert [s.iteration for s in batch_samples[:6]] == [0, 1, 2, 3, 4, 5]
 
 
 def test_nan_loss_is_kept_as_nan():
