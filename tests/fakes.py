@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -382,14 +383,21 @@ class RecordingEventSink:
 class FakeCheckpoints:
     """The watcher's checkpoint lookup (`Watcher(checkpoint=…)`): every recipe's latest
     complete checkpoint is `found` (an iteration N: the dir `iter_000000N`; a name: a pointer
-    naming that dir, its iteration whatever its name says; None: none). Records each lookup
-    as (recipe, task)."""
+    naming that dir, its iteration whatever its name says; None: none). A lookup raises
+    `fails` when set (an SFTP error), and waits for `hangs` to be set (a stuck filesystem; at
+    most 120 s) before it answers. Records each lookup as (recipe, task)."""
 
     found: int | str | None = None
+    fails: Exception | None = None
+    hangs: threading.Event | None = None
     calls: list[tuple[str, int | None]] = field(default_factory=list)
 
     def __call__(self, recipe: str, task: int | None = None) -> Checkpoint | None:
         self.calls.append((recipe, task))
+        if self.fails is not None:
+            raise self.fails
+        if self.hangs is not None:
+            self.hangs.wait(120)
         if self.found is None:
             return None
         if isinstance(self.found, int):

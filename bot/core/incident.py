@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import leak_remedy, suggest_mem
 from bot.core.units import GIB
+
+#: Why the checkpoint a resume starts from is unknown: nobody looked it up (`trainbot report`,
+#: which reaches no cluster), or the watcher's lookup failed or was late.
+CheckpointUnknown = Literal["not_looked_up", "lookup_failed"]
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,8 @@ class Proposal:
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     # the checkpoint it resumes from (None: none), named when its iteration is unknown
     from_checkpoint: str | None = None
-    # nobody looked the checkpoint up (`trainbot report`): neither named nor "the start"
-    checkpoint_unknown: bool = False
+    # why the checkpoint is unknown (None: it is known): neither named nor "the start"
+    checkpoint_unknown: CheckpointUnknown | None = None
 
 
 @dataclass(frozen=True)
@@ -93,9 +97,10 @@ class Incident:
     # the checkpoint a resume starts from (None: none): "resume from checkpoint `final`" when
     # its name has no iteration, never "from the start"
     from_checkpoint: str | None = None
-    # nobody looked the checkpoint up (`trainbot report` from a log whose saves name none):
-    # "resume from the last complete checkpoint (unknown: not looked up)", no work lost claimed
-    checkpoint_unknown: bool = False
+    # why the checkpoint is unknown (None: it is known; `CheckpointUnknown`): "resume from the
+    # last complete checkpoint (unknown: not looked up)" / "(unknown: looking it up failed)",
+    # no work lost claimed
+    checkpoint_unknown: CheckpointUnknown | None = None
 
 
 @dataclass(frozen=True)
@@ -233,15 +238,16 @@ def build_incident(
     mem_policy: Any = None,
     probe: Mapping[str, Any] | None = None,
     from_checkpoint: str | None = None,
-    checkpoint_unknown: bool = False,
+    checkpoint_unknown: CheckpointUnknown | None = None,
 ) -> Incident:
     """The incident view: the diagnosis plus work lost since the last checkpoint and the
     proposed actions as data; `probe` is the DataLoader probe a leak's remedy offers
     (bot.services.probes.probe_offer); `mem_policy` the recipe's policy (its site cap on
     `--mem`, `max_mem`; None: the defaults, no cap); `from_checkpoint` the name of the
     checkpoint a resume starts from (None: none), which the proposals name when its
-    iteration (`last_checkpoint_iter`) is unknown; `checkpoint_unknown`: none was looked up
-    (neither given), so the proposals name none and claim no start either.
+    iteration (`last_checkpoint_iter`) is unknown; `checkpoint_unknown`: why none is known
+    (neither given: not looked up, or the lookup failed), so the proposals name none and
+    claim no start either.
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
@@ -272,8 +278,8 @@ def build_incident(
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target
         mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
-    checkpoint_unknown = checkpoint_unknown and last_checkpoint_iter is None \
-        and not from_checkpoint
+    if last_checkpoint_iter is not None or from_checkpoint:
+        checkpoint_unknown = None
     proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem,
                          from_checkpoint=from_checkpoint, checkpoint_unknown=checkpoint_unknown)
     if remedy is not None and not remedy.proposes_mem and probe and probe.get("button"):
@@ -324,7 +330,8 @@ def build_incident(
 
 
 def _propose(d: Diagnosis, *, from_iter: int | None, mem: str | None,
-             from_checkpoint: str | None, checkpoint_unknown: bool) -> list[Proposal]:
+             from_checkpoint: str | None,
+             checkpoint_unknown: CheckpointUnknown | None) -> list[Proposal]:
     if d.action == Action.NONE or d.class_id == "completed":
         return []
     out: list[Proposal] = []

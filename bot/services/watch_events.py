@@ -329,6 +329,8 @@ class ThreadEvents:
                 mem_policy=self._policy(event.recipe),
                 probe=probe_offer(self.ctx.config, event.recipe or ""),
                 from_checkpoint=dec.resume_checkpoint if dec else None,
+                checkpoint_unknown=("lookup_failed" if dec and
+                                    dec.facts.get("checkpoint_lookup") == "failed" else None),
             )
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it

@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.home import prompt_confirm
-from bot.core.incident import Incident, Proposal, RootView, WarningView
+from bot.core.incident import CheckpointUnknown, Incident, Proposal, RootView, WarningView
 from bot.core.units import GIB
 
 PROGRESS_BAR_CELLS = 20
@@ -86,7 +86,7 @@ class Button:
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     confirm: dict[str, Any] | None = None
     from_checkpoint: str | None = None  # the checkpoint it resumes from, named without from_iter
-    checkpoint_unknown: bool = False  # nobody looked the checkpoint up (`trainbot report`)
+    checkpoint_unknown: CheckpointUnknown | None = None  # why the checkpoint is unknown
 
 
 def buttons(proposals: Iterable[Proposal], job_id: str,

@@ -104,6 +104,12 @@ class Decision:
         )
 
 
+#: Where a resume starts when looking its checkpoint up failed or was late (a stall's prompt,
+#: a finished job's decision), in the watcher's English; the threads' is event.json.j2's.
+CHECKPOINT_UNKNOWN_TEXT = (
+    "resuming from the last complete checkpoint (unknown: looking it up failed)")
+
+
 def resume_point_text(resume_from: int | None, resume_checkpoint: str | None) -> str:
     """Where a resubmit resumes, in the watcher's English (the log, the store): `resuming from
     iteration 3000`, `resuming from checkpoint final` (a checkpoint whose name has no

@@ -10,6 +10,7 @@ from typing import Any
 from bot.core.models import Diagnosis
 from bot.core.policy.chain import ChainHistory, PastWarning
 from bot.core.policy.decision import (
+    CHECKPOINT_UNKNOWN_TEXT,
     OFFER_CANCEL_RESUME,
     OFFER_DISMISS,
     Decision,
@@ -185,7 +186,7 @@ def _stall_text(f: Mapping[str, Any]) -> str:
     if f["resume_from"] is not None or f["resume_checkpoint"]:
         where = resume_point_text(f["resume_from"], f["resume_checkpoint"])
     elif f["checkpoint_lookup"] == "failed":
-        where = "resuming from the last complete checkpoint (unknown: looking it up failed)"
+        where = CHECKPOINT_UNKNOWN_TEXT
     else:
         where = f"{resume_point_text(None, None)} (no complete checkpoint)"
     return text + f". Cancel and resubmit {where}?"

@@ -5,6 +5,7 @@ whether a person's approved resubmit is charged (`approval_charged`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.core.models import (
@@ -19,6 +20,7 @@ from bot.core.models import (
 from bot.core.policy.chain import ChainHistory
 from bot.core.policy.chunks import ChunkProgress, chunk_progress
 from bot.core.policy.decision import (
+    CHECKPOINT_UNKNOWN_TEXT,
     OFFER_DISMISS,
     OFFER_RESUBMIT,
     Decision,
@@ -66,6 +68,7 @@ def decide(
     *,
     checkpoint_iter: int | None = None,
     checkpoint_name: str | None = None,
+    checkpoint_lookup_failed: bool = False,
     accounting: Accounting | None = None,
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
@@ -74,6 +77,10 @@ def decide(
 
     `checkpoint_name` names the latest COMPLETE checkpoint (None: none, start from scratch) and
     `checkpoint_iter` is its iteration (None: unknown, its name has none, or no checkpoint);
+    `checkpoint_lookup_failed`: looking it up failed or was late, so whether there is one is
+    unknown: the resume point and the work lost are unknown (fact `checkpoint_lookup`:
+    "failed"), and a resubmit that would be automatic is proposed instead (fact
+    `auto_withheld`): it could start from scratch, charged, with nobody asked;
     a time-limit chunk that advanced it past the checkpoint it resumed from (the last
     attempt's `start`), within the run's target (the diagnosis' `target_iter`), is resubmitted
     without charging the budget, up to `max_free_chunks` in a row (`chunk_progress`);
@@ -86,10 +93,12 @@ def decide(
     cid = diagnosis.class_id
     last_iter = _current_last_iter(diagnosis, chain_history)
     # a checkpoint of unknown iteration: the work lost is unknown too
-    lost = None if checkpoint_iter is None and checkpoint_name else \
-        _work_lost(last_iter, checkpoint_iter)
+    unknown_start = checkpoint_lookup_failed or (checkpoint_iter is None and checkpoint_name)
+    lost = None if unknown_start else _work_lost(last_iter, checkpoint_iter)
     base = DecisionBase(class_id=cid, resume_from=checkpoint_iter,
                         resume_checkpoint=checkpoint_name, work_lost_iters=lost)
+    # a failed lookup is said wherever a resume point or the work lost is
+    lookup = {"checkpoint_lookup": "failed"} if checkpoint_lookup_failed else {}
 
     if cid in RUNNING_CLASSES and not _finished(accounting):
         found = early_warnings(diagnosis, chain_history, p, now)
@@ -111,7 +120,7 @@ def decide(
             f"{diagnosis.hint}".strip(),
             stop_chain=True,
             offers=(OFFER_DISMISS,),
-            facts={"why": "not_retryable"},
+            facts={"why": "not_retryable", **lookup},
             **base,
         )
     if diagnosis.action == Action.NONE:
@@ -133,7 +142,7 @@ def decide(
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
             facts={"why": "budget_exhausted", "used": chain_history.retries_used,
-                   "budget": p.retry_budget, **node},
+                   "budget": p.retry_budget, **node, **lookup},
             **base,
         )
     stalled = _no_progress(chain_history, last_iter) if charged else None
@@ -144,19 +153,20 @@ def decide(
             f"stopping the chain instead of retrying {cid} again",
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-            facts={"why": "no_progress", **stalled, **node},
+            facts={"why": "no_progress", **stalled, **node, **lookup},
             **base,
         )
 
     not_before = now + backoff_delay(p, chain_history.resubmits_so_far)
-    where = _resume_text(checkpoint_iter, checkpoint_name, lost)
+    where = _resume_text(checkpoint_iter, checkpoint_name, lost,
+                         lookup_failed=checkpoint_lookup_failed)
     budget_text = (
         f"charged: {chain_history.retries_used + 1} of {p.retry_budget} retries"
         if charged
         else "not charged to the retry budget"
     )
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
-                   "budget": p.retry_budget, **node}
+                   "budget": p.retry_budget, **node, **lookup}
     if node:
         where += f" on another node (--exclude={diagnosis.node})"
     resubmitting = f"{cid} is retryable: resubmitting {where} ({budget_text})"
@@ -165,7 +175,7 @@ def decide(
         names = {k: v for k, v in (("from_checkpoint", chunk.start.name),
                                    ("to_checkpoint", chunk.saved.name)) if v}
         retry_facts = {"why": "chunk_progress", "from_iter": chunk.from_iter,
-                       "to_iter": chunk.to_iter, **names, **node}
+                       "to_iter": chunk.to_iter, **names, **node, **lookup}
         resubmitting = f"{_chunk_text(chunk, lost)}: resubmitting; retries not charged"
         proposing = f"{_chunk_text(chunk, lost)}: proposing to resubmit; retries not charged"
     if chunk is not None and chunk.capped:  # ... but one chunk too many in a row: charged
@@ -178,7 +188,8 @@ def decide(
     if diagnosis.action == Action.RESUBMIT:
         # a class named only by how the log ends (no decisive line, no accounting) is offered,
         # never resubmitted by itself: a person looks closer first
-        if p.auto_resubmit and diagnosis.retryable and diagnosis.decided_by != HINT:
+        automatic = p.auto_resubmit and diagnosis.retryable and diagnosis.decided_by != HINT
+        if automatic and not checkpoint_lookup_failed:
             return Decision(
                 DecisionKind.RESUBMIT_NOW,
                 resubmitting,
@@ -187,6 +198,10 @@ def decide(
                 facts=retry_facts,
                 **base,
             )
+        if automatic:  # its checkpoint is unknown: a person approves where it starts
+            proposing += ("; not resubmitted automatically: the checkpoint it would resume "
+                          "from is unknown")
+            retry_facts = {**retry_facts, "auto_withheld": "checkpoint_unknown"}
         return Decision(
             DecisionKind.PROPOSE_RESUBMIT,
             proposing,
@@ -198,15 +213,16 @@ def decide(
         )
     # Action.ASK
     if cid in MEMORY_CLASSES:
-        return host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
-                                 worker_rss=worker_rss, trainer_rss=trainer_rss)
+        mem = host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
+                                worker_rss=worker_rss, trainer_rss=trainer_rss)
+        return replace(mem, facts={**mem.facts, **lookup}) if lookup else mem
     return Decision(
         DecisionKind.PROPOSE_RESUBMIT,
         f"{cid}: a person should decide; resubmit {where} is offered. {diagnosis.hint}".strip(),
         charged=charged,
         not_before=not_before,
         offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-        facts={"why": "ask", **node},
+        facts={"why": "ask", **node, **lookup},
         **base,
     )
 
@@ -269,9 +285,12 @@ def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None
 
 
 def _resume_text(checkpoint_iter: int | None, checkpoint_name: str | None,
-                 lost: int | None) -> str:
+                 lost: int | None, *, lookup_failed: bool = False) -> str:
     """The decision's resume point (`resume_point_text`) with what it costs: the iterations
-    lost since its checkpoint, or that there is no complete checkpoint to resume from."""
+    lost since its checkpoint, or that there is no complete checkpoint to resume from, or
+    (`lookup_failed`) that which one is unknown."""
+    if lookup_failed:
+        return CHECKPOINT_UNKNOWN_TEXT
     text = resume_point_text(checkpoint_iter, checkpoint_name)
     if checkpoint_iter is None and not checkpoint_name:
         return f"{text} (no complete checkpoint)"

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.config import PolicyConfig
-from bot.core.checkpoints import Checkpoint
 from bot.core.detectors import detect_stall
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Diagnosis
@@ -31,6 +30,7 @@ from bot.core.policy import (
 from bot.core.sampler_series import cpu_around, role_growth, sampler_leak
 from bot.core.slurm.records import JobRecord
 from bot.services.watch.logs import JobWatch
+from bot.services.watch.recipes import CheckpointLookup
 from bot.services.watch.sstat import rss_note
 
 Policy = PolicyConfig | PolicyParams | None
@@ -144,14 +144,16 @@ def finished_diagnosis(jw: JobWatch, record: JobRecord, acct: Any, policy: Polic
 
 
 def finished_decision(jw: JobWatch, diag: Diagnosis, history: ChainHistory, acct: Any,
-                      policy: Policy, now: float, *, checkpoint: Checkpoint | None,
+                      policy: Policy, now: float, *, checkpoint: CheckpointLookup,
                       array_task: int | None) -> Decision:
-    """What to do about a finished job (bot.core.policy.decide), resuming from `checkpoint`
-    (None: none); a submitted array's task (`array_task`) is named in the decision, as its
-    resubmit reruns that task alone."""
+    """What to do about a finished job (bot.core.policy.decide), resuming from the lookup's
+    `checkpoint` (None: none; the lookup `failed`: unknown); a submitted array's task
+    (`array_task`) is named in the decision, as its resubmit reruns that task alone."""
+    found = checkpoint.checkpoint
     decision = decide(diag, history, policy, now,
-                      checkpoint_iter=checkpoint.iteration if checkpoint else None,
-                      checkpoint_name=checkpoint.name if checkpoint else None,
+                      checkpoint_iter=found.iteration if found else None,
+                      checkpoint_name=found.name if found else None,
+                      checkpoint_lookup_failed=checkpoint.failed,
                       accounting=acct, worker_rss=role_growth(jw.sampler, "worker"),
                       trainer_rss=role_growth(jw.sampler, "trainer"))
     if array_task is not None:  # a resubmit reruns this task alone

@@ -1,7 +1,8 @@
 """What the configuration says about a watched job's recipe: its RecipeConfig, its policy (the
 thresholds the judgement uses), its target iteration, and its latest complete checkpoint (for
 an array recipe's task: the task's own), looked up once per finished job and once per stall
-warning (within a deadline: the stall's prompt is posted without it rather than late).
+warning, within a deadline: a lookup that fails or is late is told as unknown (never as "none"),
+and the incident or the stall's prompt is posted without waiting longer.
 
 A job with no recipe (an adopted one) or a recipe removed from the config gets the defaults:
 the config's global policy, no target, no checkpoint.
@@ -16,7 +17,6 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
-from bot.cluster.errors import ClusterError
 from bot.config import Config, PolicyConfig, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.policy import PolicyParams, params_from
@@ -36,7 +36,8 @@ class CheckpointLookup:
 class RecipeSettings:
     """One cluster's recipe lookups. `config` may be None (tests pass `policy` instead);
     `policy`, when given, is every recipe's policy; `checkpoint(recipe[, task=N])` is the
-    recipe's latest complete checkpoint or None (default: none known)."""
+    recipe's latest complete checkpoint or None (default: none known), looked up by
+    `checkpoint_within`."""
 
     def __init__(self, cluster: str, *, config: Config | None,
                  policy: PolicyConfig | PolicyParams | None,
@@ -68,25 +69,12 @@ class RecipeSettings:
         cfg = self.cfg(recipe)
         return getattr(cfg, "target_iter", None)
 
-    def checkpoint(self, recipe: str | None, task: int | None = None) -> Checkpoint | None:
-        """The recipe's latest complete checkpoint (of an array's task `task`: its own, `%a`
-        in the recipe's checkpoint dir): its name and, when the name has one, its iteration.
-        None: none, or it cannot be looked up (logged)."""
-        if recipe is None:
-            return None
-        try:
-            if task is not None:
-                return self._checkpoint(recipe, task=task)
-            return self._checkpoint(recipe)
-        except (ClusterError, OSError) as exc:
-            log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)
-            return None
-
     def checkpoint_within(self, recipe: str | None, task: int | None = None, *,
                           deadline_s: float) -> CheckpointLookup:
-        """`checkpoint`, given up after `deadline_s` seconds (its SFTP requests go on in the
-        background until their own timeouts, and their answer is dropped): a lookup that
-        fails or is late is `failed` (logged), never an exception, never a wait past it."""
+        """The recipe's latest complete checkpoint (of an array's task `task`: its own, `%a` in
+        the recipe's checkpoint dir): its name and, when the name has one, its iteration;
+        given up after `deadline_s` seconds (its SFTP requests go on in the background until
+        their own timeouts, and their answer is dropped): a lookup that fails or is late is `failed` (logged), never an exception, never a wait past it."""
         if recipe is None:
             return CheckpointLookup(None)
         future: Future[Checkpoint | None] = Future()

@@ -20,8 +20,9 @@ Per tick:
   `bot.core.policy.early_warnings`; a stall warning's ONE checkpoint lookup (its Cancel and
   resume names where it starts) when it is to be posted, within `checkpoint_deadline_s`;
 - pending job held by an admin: `held_report` once the hold has lasted long enough;
-- finished job: the rest of the log, `diagnose`, `decide`; the attempt row gets progress,
-  result, cause and work lost; the job leaves the watch list.
+- finished job: the rest of the log, its ONE checkpoint lookup (within
+  `checkpoint_deadline_s`), `diagnose`, `decide`; the attempt row gets progress, result, cause
+  and work lost; the job leaves the watch list.
 
 Adopted jobs (watched without trainbot submitting them: chains of kind "adopted" or "array"
 with no recipe) are judged alike, with no recipe (nothing is resubmitted). A whole array is
@@ -99,9 +100,10 @@ class Watcher:
       Checkpoint: its name and iteration; None: none), called with `task=N` for task N of an
       array recipe (its own checkpoints), once per finished job: the decision carries it to
       the incident and its prompt; default: no checkpoint knowledge (resubmits say "from
-      scratch"). A stall warning's prompt looks it up once too, when it is to be posted, given
-      up after `checkpoint_deadline_s` (default: the cluster's `sftp_timeout`, else 15 s): the
-      prompt then says the checkpoint is unknown;
+      scratch"). A stall warning's prompt looks it up once too, when it is to be posted. Both
+      lookups are given up after `checkpoint_deadline_s` (default: the cluster's
+      `sftp_timeout`, else 15 s); a failed or late one is told as unknown: the incident or
+      prompt says so, and a resubmit that would be automatic waits for a person's approval;
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
       decisions once `not_before` has passed (None: they are only published). It records
@@ -441,7 +443,8 @@ class Watcher:
         chain = self.chains.get(jw.chain_id)
         task = self._task_of(jw, record)
         decision = finished_decision(jw, diag, history, acct, p, now,
-                                     checkpoint=self.recipes.checkpoint(jw.recipe, task),
+                                     checkpoint=self.recipes.checkpoint_within(
+                                         jw.recipe, task, deadline_s=self.checkpoint_deadline_s),
                                      array_task=task)
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -33,10 +35,12 @@ def store(tmp_path):
 
 
 def watched_incident(store: Store, templates_dir: Path | None = None, *,
-                     checkpoints: FakeCheckpoints | None = None, **recipe) -> list[dict]:
+                     checkpoints: FakeCheckpoints | None = None,
+                     checkpoint_deadline_s: float | None = None, **recipe) -> list[dict]:
     """The blocks of the incident the watcher posts when job 88154 dies of the NCCL watchdog
     after its stall (its owners' head line, the incident template, the approval buttons);
-    its newest complete checkpoint is `checkpoints`' (default: iteration 3000)."""
+    its newest complete checkpoint is `checkpoints`' (default: iteration 3000), looked up
+    within `checkpoint_deadline_s` (default: the watcher's)."""
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, clock=lambda: T0 + 1900, **recipe)
     ctx.config.templates.dir = str(templates_dir) if templates_dir else None
@@ -57,7 +61,8 @@ def watched_incident(store: Store, templates_dir: Path | None = None, *,
     sftp.append(LOG, (STORIES / "88154.log").read_bytes())
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config,
-                checkpoint=checkpoints or FakeCheckpoints(3000))
+                checkpoint=checkpoints or FakeCheckpoints(3000),
+                checkpoint_deadline_s=checkpoint_deadline_s)
     w.tick(T0)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
@@ -128,3 +133,59 @@ def test_a_checkpoint_without_an_iteration_is_named_where_the_incident_offers_a_
     assert "from the start" not in said and "from scratch" not in said
     assert "처음부터" not in said
     assert lookup.calls == [("mix", None)] and walks == []
+
+
+AUTO = {"policy": {"auto_resubmit": True}}
+UNKNOWN = {
+    "en": ("resuming from the last complete checkpoint (unknown: looking it up failed)",
+           "; not resubmitted automatically: the checkpoint it would resume from is unknown",
+           "*Proposed:* resume from the last complete checkpoint (unknown: looking it up "
+           "failed)", '"Resubmit"'),
+    "ko": ("마지막 완전한 체크포인트부터 재개해 (조회에 실패해 어느 체크포인트인지 모릅니다)",
+           "; 재개할 체크포인트를 알 수 없어 자동으로 재제출하지 않았습니다",
+           "*제안:* 마지막 완전한 체크포인트부터 (조회에 실패해 어느 체크포인트인지 모릅니다)",
+           '"재제출"'),
+}
+
+
+def test_a_found_checkpoint_lets_an_auto_resubmit_recipe_resubmit_by_itself(store) -> None:
+    """The contrast of the two tests below: the lookup answers, so nobody is asked."""
+    said = _texts(watched_incident(store, checkpoints=FakeCheckpoints(3000), **AUTO))
+    assert "is retryable: resubmitting resuming from iteration 3000" in said
+    assert "proposing" not in said and '"Resubmit' not in said
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_failed_checkpoint_lookup_says_it_is_unknown_and_asks_before_resubmitting(
+        store, lang: str) -> None:
+    """The finished job's one lookup fails (SFTP): the incident says the checkpoint is unknown
+    where it would say "from scratch", claims no work lost since "none saved", and the resubmit
+    the recipe would make by itself is a button a person approves instead, saying why."""
+    lookup = FakeCheckpoints(fails=OSError("SFTP listdir /ck/mix: Connection lost"))
+    said = _texts(watched_incident(store, checkpoints=lookup, lang=lang, **AUTO))
+    where, why, proposed, button = UNKNOWN[lang]
+    assert f"proposing to resubmit {where}" in said or f"{where} 재제출을 제안" in said
+    assert why in said and proposed in said and button in said
+    assert "from scratch" not in said and "none saved" not in said and "Work lost" not in said
+    assert "처음부터" not in said and "저장된 것 없음" not in said
+    assert lookup.calls == [("mix", None)]
+
+
+def test_a_hung_checkpoint_lookup_is_given_up_at_its_deadline_and_the_incident_posted(
+        store) -> None:
+    """The checkpoint dir hangs (a stuck filesystem): the incident is posted once the deadline
+    has passed, saying the checkpoint is unknown, while the lookup still waits."""
+    release = threading.Event()
+    lookup = FakeCheckpoints(3000, hangs=release)
+    started = time.monotonic()
+    try:
+        said = _texts(watched_incident(store, checkpoints=lookup, checkpoint_deadline_s=0.2,
+                                       **AUTO))
+    finally:
+        release.set()
+    assert time.monotonic() - started < 30
+    where, why, proposed, button = UNKNOWN["en"]
+    assert f"proposing to resubmit {where}" in said
+    assert why in said and proposed in said and button in said
+    assert "iteration 3000" not in said
+    assert lookup.calls == [("mix", None)]
