@@ -120,6 +120,21 @@ def test_a_checkpoint_without_an_iteration_is_where_the_decision_resumes_not_scr
     assert Decision.from_json(dec.to_json()).resume_checkpoint == "final"
 
 
+def test_an_unknown_checkpoint_turns_an_automatic_resubmit_into_a_proposal():
+    """Looking the checkpoint up failed: no resume point, no work lost, and the resubmit the
+    policy would make by itself is proposed (it could start from scratch, charged)."""
+    d, acct = story("88154")
+    dec = decide(d, chain(1049, 3470), AUTO, NOW, checkpoint_lookup_failed=True,
+                 accounting=acct)
+    assert dec.kind == DecisionKind.PROPOSE_RESUBMIT and "resubmit" in dec.offers
+    assert dec.resume_from is None and dec.resume_checkpoint is None
+    assert dec.work_lost_iters is None
+    assert dec.facts["checkpoint_lookup"] == "failed"
+    assert dec.facts["auto_withheld"] == "checkpoint_unknown"
+    assert "(unknown: looking it up failed)" in dec.reason and "scratch" not in dec.reason
+    assert "not resubmitted automatically" in dec.reason
+
+
 @pytest.mark.parametrize(("resume_from", "checkpoint", "where"), [
     (3000, "iter_0003000", "resuming from iteration 3000"),
     (None, "final", "resuming from checkpoint final"),
