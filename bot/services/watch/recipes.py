@@ -74,7 +74,8 @@ class RecipeSettings:
         """The recipe's latest complete checkpoint (of an array's task `task`: its own, `%a` in
         the recipe's checkpoint dir): its name and, when the name has one, its iteration;
         given up after `deadline_s` seconds (its SFTP requests go on in the background until
-        their own timeouts, and their answer is dropped): a lookup that fails or is late is `failed` (logged), never an exception, never a wait past it."""
+        their own timeouts, and their answer is dropped): a lookup that fails or is late is
+        `failed` (logged), never an exception, never a wait past it."""
         if recipe is None:
             return CheckpointLookup(None)
         future: Future[Checkpoint | None] = Future()
