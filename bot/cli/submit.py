@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterError, ClusterUnavailable, HostKeyRejected
     from bot.cluster.sessions import ClusterSessions
     from bot.services import UsageProblem
-    from bot.services.submit import describe_not_applied, submit_recipe
+    from bot.services.submit import describe_not_applied, describe_start, submit_recipe
     from bot.store import Store, StoreError
 
     args.recipe, args.overrides = recipe_and_overrides(args)
@@ -76,16 +76,9 @@ def run(args: argparse.Namespace) -> int:
         except ClusterError as exc:
             print(f"trainbot submit: {args.recipe}: submit failed: {exc}", file=sys.stderr)
             return EXIT_FAILED
+    start = str(describe_start(result, config.recipes[args.recipe]))
     if result.array is not None and result.attempt_no == 0:
-        start = (f"a job array (--array={result.array}): each task finds its own checkpoint; "
-                 f"`trainbot status {result.job_id}` lists the tasks")
-    elif result.checkpoint is not None:
-        it = result.checkpoint.iteration
-        start = f"resuming from {result.checkpoint.path}" + (f" (iter {it})" if it else "")
-    elif config.recipes[args.recipe].checkpoint is not None:
-        start = "starting fresh: no complete checkpoint yet"
-    else:
-        start = "starting fresh (the recipe has no checkpoint dir)"
+        start += f"; `trainbot status {result.job_id}` lists the tasks"
     what = "job array" if result.attempt_no == 0 else "job"
     attempt = "" if result.attempt_no == 0 else f", attempt {result.attempt_no}"
     print(

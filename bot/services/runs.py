@@ -9,16 +9,16 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bot.config import Config, OverrideType
+from bot.config import Config, OverrideType, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision
-from bot.core.text import N_, Text
 from bot.services.ports import SFTP, BotContext, ClusterSessions, RenderError
 from bot.services.submit import (
     SubmitResult,
     adopt_unrecorded_submit,
+    describe_start,
     find_resume_checkpoint,
     submit_recipe,
 )
@@ -39,16 +39,6 @@ class LazySFTP:
         if self._sftp is None:
             self._sftp = self._clusters.sftp(self._cluster)
         return getattr(self._sftp, name)
-
-
-def describe_start(result: SubmitResult) -> Text:
-    """Where a submitted job starts (a sentence part the renderer translates)."""
-    ck = result.checkpoint
-    if ck is None:
-        return N_("starting fresh (no complete checkpoint)")
-    if ck.iteration is None:
-        return N_("resuming from `%(path)s`", path=ck.path)
-    return N_("resuming from `%(path)s` (iter %(iter)s)", path=ck.path, iter=ck.iteration)
 
 
 def submit_and_announce(
@@ -140,7 +130,8 @@ def announce_submit(
                          and a.array_task == task), None)
     if previous is None:
         key = f"chain:{chain_id}:attempt:{result.attempt_no}:submitted"
-        blocks, text = render(ctx, "submitted", recipe, submitted_view(recipe, result, actor))
+        blocks, text = render(ctx, "submitted", recipe,
+                              submitted_view(recipe, result, actor, ctx.config.recipe(recipe)))
     else:
         key = f"resolution:{result.job_id}"
         blocks, text = render(ctx, "resolution", recipe,
@@ -157,9 +148,11 @@ def _task_of(result: SubmitResult) -> int | None:
 AUTOMATIC_ACTOR = "trainbot"
 
 
-def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, Any]:
-    """What the `submitted` template shows: who, which attempt, where it resumes from, the
-    overrides the job got and those a site submit wrapper did not apply."""
+def submitted_view(recipe: str, result: SubmitResult, actor: str, recipe_config: RecipeConfig
+                   ) -> dict[str, Any]:
+    """What the `submitted` template shows: who, which attempt, where it starts (`start`,
+    describe_start's sentence part; the checkpoint's path and iteration too), the overrides
+    the job got and those a site submit wrapper did not apply."""
     ck = result.checkpoint
     return {
         "recipe": recipe,
@@ -170,6 +163,7 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str) -> dict[str, A
         "automatic": actor == AUTOMATIC_ACTOR,
         "checkpoint_path": ck.path if ck is not None else None,
         "checkpoint_iter": ck.iteration if ck is not None else None,
+        "start": describe_start(result, recipe_config),
         "overrides": [[str(k), _literal(v)] for k, v in result.overrides.items()],
         "not_applied": [[n.key, n.requested, n.actual] for n in result.not_applied],
         "array": result.array if result.attempt_no == 0 else None,  # a whole array's submit

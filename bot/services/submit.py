@@ -87,6 +87,25 @@ class SubmitResult:
     array: str | None = None  # the --array spec it was submitted with
 
 
+def describe_start(result: SubmitResult, recipe: RecipeConfig) -> Text:
+    """THE wording of where a submitted job starts, a sentence part: `trainbot submit` (its
+    `str()`, English) and Slack's reply and thread note (translated by the renderer, the path
+    escaped). A whole job array's first submit: each task finds its own checkpoint; a
+    checkpoint: resuming from it (with its iteration when known, iteration 0 included); none:
+    starting fresh, because none is complete yet or the recipe keeps none."""
+    ck = result.checkpoint
+    if result.array is not None and result.attempt_no == 0:
+        return N_("a job array (--array=%(array)s): each task finds its own checkpoint",
+                  array=result.array)
+    if ck is not None and ck.iteration is not None:
+        return N_("resuming from `%(path)s` (iter %(iter)s)", path=ck.path, iter=ck.iteration)
+    if ck is not None:
+        return N_("resuming from `%(path)s`", path=ck.path)
+    if recipe.checkpoint is not None:
+        return N_("starting fresh (no complete checkpoint)")
+    return N_("starting fresh (the recipe has no checkpoint dir)")
+
+
 def describe_not_applied(items: Sequence[NotApplied]) -> Text | str:
     """The sentence for overrides a wrapper's job did not get ('' when none): `trainbot
     submit` (its `str()`) and `/train submit` replies (translated by the renderer)."""

@@ -29,10 +29,10 @@ from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
-from bot.services.runs import describe_start, submit_and_announce
+from bot.services.runs import submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
-from bot.services.submit import describe_not_applied
+from bot.services.submit import describe_not_applied, describe_start
 from bot.services.threads import code, open_thread, render
 from bot.slack.views import ActionId
 from bot.store import Attempt
@@ -193,7 +193,8 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
     refresh_homes(ctx, result.chain_id, now)  # the new attempt, on the team's Home tabs
     return Reply(
         say(ctx, cmd.recipe, "submitted", recipe=cmd.recipe, job=result.job_id,
-            attempt=result.attempt_no, start=describe_start(result),
+            attempt=result.attempt_no,
+            start=describe_start(result, ctx.config.recipe(cmd.recipe)),
             array=result.array if result.attempt_no == 0 else None,
             asked=", ".join(str(p.competitor) for p in proposals),
             missed=describe_not_applied(result.not_applied)),

@@ -25,6 +25,10 @@ recipes:
   fixed:
     cluster: dev
     sbatch_script: /s.sbatch
+  kept:
+    cluster: dev
+    sbatch_script: /s.sbatch
+    checkpoint: {dir: /ck/kept}
 store: {url: "sqlite:///STORE"}
 """
 
@@ -99,3 +103,26 @@ def test_the_example_of_an_override_is_one_the_recipe_takes(submit, capsys):
     err = capsys.readouterr().err
     assert "'fast' is not an override (write KEY=VALUE); the recipe is 'fixed'" in err
     assert "e.g." not in err
+
+
+@pytest.mark.parametrize(("recipe", "found", "start"), [
+    ("kept", ("/ck/kept/iter_000000000", 0), "resuming from `/ck/kept/iter_000000000` (iter 0)"),
+    ("kept", ("/ck/kept/iter_000000500", 500),
+     "resuming from `/ck/kept/iter_000000500` (iter 500)"),
+    ("kept", ("/ck/kept/final", None), "resuming from `/ck/kept/final`"),
+    ("kept", None, "starting fresh (no complete checkpoint)"),
+    ("fixed", None, "starting fresh (the recipe has no checkpoint dir)"),
+])
+def test_it_says_where_the_job_starts_as_the_slack_reply_does(submit, capsys, monkeypatch,
+                                                              recipe, found, start):
+    """The wording of bot.services.submit.describe_start, in English: iteration 0 is an
+    iteration, and a recipe without a checkpoint dir is told apart from one with none yet."""
+    from bot.core.checkpoints import Checkpoint
+
+    ckpt = Checkpoint(path=found[0], iteration=found[1], source="pointer") if found else None
+    monkeypatch.setattr("bot.cluster.checkpoints.find_latest_checkpoint",
+                        lambda *a, **k: ckpt)
+    code, _ = submit(recipe, "--config", "{cfg}")
+    assert code == 0
+    assert capsys.readouterr().out == (f"submitted {recipe} as job 4242 (name {recipe}, chain 1, "
+                                       f"attempt 1); {start}\n")
