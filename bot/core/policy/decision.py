@@ -120,3 +120,16 @@ def resume_point_text(resume_from: int | None, resume_checkpoint: str | None) ->
     if resume_checkpoint:
         return f"resuming from checkpoint {resume_checkpoint}"
     return "from scratch"
+
+
+def resume_point_claim(resume_from: int | None, resume_checkpoint: str | None, *,
+                       lookup_failed: bool = False) -> str:
+    """Where a proposed resume starts, as a decision or a stall's prompt claims it: that the
+    checkpoint is unknown (`lookup_failed`: looking it up failed or was late),
+    `resume_point_text`'s words, or `from scratch (no complete checkpoint)` (none)."""
+    if lookup_failed:
+        return CHECKPOINT_UNKNOWN_TEXT
+    text = resume_point_text(resume_from, resume_checkpoint)
+    if resume_from is None and not resume_checkpoint:
+        return f"{text} (no complete checkpoint)"
+    return text

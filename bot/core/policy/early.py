@@ -10,12 +10,11 @@ from typing import Any
 from bot.core.models import Diagnosis
 from bot.core.policy.chain import ChainHistory, PastWarning
 from bot.core.policy.decision import (
-    CHECKPOINT_UNKNOWN_TEXT,
     OFFER_CANCEL_RESUME,
     OFFER_DISMISS,
     Decision,
     DecisionKind,
-    resume_point_text,
+    resume_point_claim,
 )
 from bot.core.policy.params import PolicyParams, params_from
 from bot.core.units import GIB
@@ -183,12 +182,8 @@ def _stall_text(f: Mapping[str, Any]) -> str:
             )
     if "checkpoint_lookup" not in f:  # not looked up (yet): no checkpoint named or denied
         return text + ". Cancel and resume from the last complete checkpoint?"
-    if f["resume_from"] is not None or f["resume_checkpoint"]:
-        where = resume_point_text(f["resume_from"], f["resume_checkpoint"])
-    elif f["checkpoint_lookup"] == "failed":
-        where = CHECKPOINT_UNKNOWN_TEXT
-    else:
-        where = f"{resume_point_text(None, None)} (no complete checkpoint)"
+    where = resume_point_claim(f["resume_from"], f["resume_checkpoint"],
+                               lookup_failed=f["checkpoint_lookup"] == "failed")
     return text + f". Cancel and resubmit {where}?"
 
 

@@ -20,13 +20,12 @@ from bot.core.models import (
 from bot.core.policy.chain import ChainHistory
 from bot.core.policy.chunks import ChunkProgress, chunk_progress
 from bot.core.policy.decision import (
-    CHECKPOINT_UNKNOWN_TEXT,
     OFFER_DISMISS,
     OFFER_RESUBMIT,
     Decision,
     DecisionBase,
     DecisionKind,
-    resume_point_text,
+    resume_point_claim,
 )
 from bot.core.policy.early import early_warnings
 from bot.core.policy.memory import host_oom_decision
@@ -286,12 +285,8 @@ def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None
 
 def _resume_text(checkpoint_iter: int | None, checkpoint_name: str | None,
                  lost: int | None, *, lookup_failed: bool = False) -> str:
-    """The decision's resume point (`resume_point_text`) with what it costs: the iterations
-    lost since its checkpoint, or that there is no complete checkpoint to resume from, or
-    (`lookup_failed`) that which one is unknown."""
-    if lookup_failed:
-        return CHECKPOINT_UNKNOWN_TEXT
-    text = resume_point_text(checkpoint_iter, checkpoint_name)
-    if checkpoint_iter is None and not checkpoint_name:
-        return f"{text} (no complete checkpoint)"
-    return f"{text} ({lost} iterations lost)" if lost else text
+    """The decision's resume point (`resume_point_claim`) with the iterations lost since its
+    checkpoint, when known."""
+    text = resume_point_claim(checkpoint_iter, checkpoint_name, lookup_failed=lookup_failed)
+    known = not lookup_failed and (checkpoint_iter is not None or checkpoint_name)
+    return f"{text} ({lost} iterations lost)" if known and lost else text
