@@ -439,9 +439,10 @@ class FakeResubmit:
 # --------------------------------------------------------------------------- a context of fakes
 
 
-def make_config(**recipe_over: Any) -> Config:
+def make_config(*, slack_lang: str = "en", **recipe_over: Any) -> Config:
     """One cluster `dev`, one recipe `mix` (with `recipe_over` on top), a Slack channel and the
-    groups `robots` (submitters) and `leads` (approvers)."""
+    groups `robots` (submitters) and `leads` (approvers); the bot speaks `slack_lang` (a
+    recipe's own `lang=` goes in `recipe_over`)."""
     recipe = {
         "cluster": "dev",
         "sbatch_script": "/home/slurmci/train.sbatch",
@@ -459,7 +460,7 @@ def make_config(**recipe_over: Any) -> Config:
                              "key_file": "/nonexistent"}},
         "recipes": {"mix": recipe},
         "slack": {"channels": {"training": "C0TRAIN"}, "default_channel": "training",
-                  "approvers": ["leads"],
+                  "approvers": ["leads"], "lang": slack_lang,
                   "groups": {"robots": ["U0ALICE"], "leads": ["W0LEAD", "U0APPR"]}},
     })
 
@@ -469,21 +470,23 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
                  config: Config | None = None, slack: bool = True,
                  sink: ThreadWriter | None = None, charts: bool = True,
                  home: HomePublisher | None = None, clock: Callable[[], float] = time.time,
-                 **recipe_over: Any) -> BotContext:
+                 slack_lang: str = "en", **recipe_over: Any) -> BotContext:
     """The one BotContext of tests, as bot.app.build_context has it but with fakes: `config`
-    (default: make_config() with `recipe_over` on its recipe) and its catalogue (the packaged
-    one and `catalogue.extra`), the store, FakeClusters of `slurm` (a new FakeSlurm by default;
-    one per cluster name from a mapping) and `sftp`, or `clusters` a test built itself.
+    (default: make_config() in `slack_lang` with `recipe_over` on its recipe) and its catalogue
+    (the packaged one and `catalogue.extra`), the store, FakeClusters of `slurm` (a new
+    FakeSlurm by default; one per cluster name from a mapping) and `sftp`, or `clusters` a
+    test built itself.
     The thread writer is `sink` (default: a RecordingMessageSink), with charts unless `charts`
     is False; without `slack`, neither (what would be posted is logged). `home` publishes
     Home tabs; `clock` is the handlers' clock."""
-    if config is not None and recipe_over:
-        raise TypeError("make_context: recipe fields go to make_config, not beside a config")
+    if config is not None and (recipe_over or slack_lang != "en"):
+        raise TypeError("make_context: recipe fields and slack_lang go to make_config, "
+                        "not beside a config")
     if clusters is not None and (slurm is not None or sftp is not None):
         raise TypeError("make_context: give `clusters`, or `slurm` and `sftp`, not both")
     if not slack and sink is not None:
         raise TypeError("make_context: a thread writer without Slack")
-    config = config or make_config(**recipe_over)
+    config = config or make_config(slack_lang=slack_lang, **recipe_over)
     if slack and sink is None:
         sink = RecordingMessageSink(store)
     if clusters is None:

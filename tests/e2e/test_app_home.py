@@ -32,8 +32,7 @@ def replica(slack_context, slack_client, store, fake_slurm, lang: str = "en"
             ) -> tuple[BotContext, App]:
     """One replica's services and Bolt app on `store` and the Slack stand-in (the Home tab
     in slack.lang `lang`)."""
-    config = make_config(target_iter=8000)
-    config = config.model_copy(update={"slack": config.slack.model_copy(update={"lang": lang})})
+    config = make_config(target_iter=8000, slack_lang=lang)
     services = slack_context(store, config, FakeClusters(fake_slurm), home=True)
     return services, build_app(services.config, services, client=slack_client,
                                listener_executor=SyncExecutor(),

@@ -50,3 +50,15 @@ def test_tests_pass_a_contexts_ports_to_its_builder_instead_of_setting_them_afte
                  if PORT_SET_AFTER.search(line)]
     assert set_after == [], ("pass the port to make_context(sink=, clock=, clusters=, home=) "
                              "or dataclasses.replace a built context")
+
+
+#: The bot's language patched into a built config: make_config / make_context take it.
+LANG_PATCHED = re.compile(r"""model_copy\(\s*update=\{\s*["']lang["']""")
+
+
+def test_tests_give_the_bots_language_to_the_config_builder() -> None:
+    patched = [f"{path}:{n}" for path in python_files() if path.startswith("tests/")
+               for n, line in enumerate((ROOT / path).read_text(encoding="utf-8")
+                                        .splitlines(), 1)
+               if LANG_PATCHED.search(line)]
+    assert patched == [], "pass slack_lang= to make_config or make_context"

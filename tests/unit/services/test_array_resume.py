@@ -43,9 +43,10 @@ def lookups(monkeypatch):
     return seen
 
 
-def setup(store: Store, *, auto: bool = True, budget: int = 3, lang: str = "en"):
+def setup(store: Store, *, auto: bool = True, budget: int = 3, lang: str = "en",
+          slack_lang: str = "en"):
     slurm, sftp = FakeSlurm(), FakeSFTP()
-    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0,
+    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0, slack_lang=slack_lang,
                        array="0-2%2", job_name="sweep", lang=lang,
                        log_path="/logs/%x-%A_%a.out", checkpoint={"dir": "/ck/sweep/task_%a"},
                        policy={"auto_resubmit": auto, "backoff_s": 60, "retry_budget": budget})
@@ -271,9 +272,7 @@ def test_an_array_recipes_home_row_counts_retries_per_task_like_its_budget(
     from bot.services import home
     from bot.services.home import home_view, render_home
 
-    ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2)
-    ctx.config = ctx.config.model_copy(
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2, slack_lang=lang)
 
     def shown() -> str:
         [row] = home_view(ctx, "U0ALICE", T0)["runs"]
@@ -370,9 +369,7 @@ def test_a_stalled_tasks_prompt_names_the_task_and_asks_before_cancelling(
     from bot.services.home import home_view, render_home
     from bot.services.prompts import create_resubmit_prompt
 
-    ctx, slurm, sftp, w, result = started_array(store, lookups, lang=lang)
-    ctx.config = ctx.config.model_copy(
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    ctx, slurm, sftp, w, result = started_array(store, lookups, lang=lang, slack_lang=lang)
     prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=result.chain_id,
                                     job_id="88900", now=T0 + 60, summary="88887_0 stalled",
                                     resume_iter=100, offer_cancel=True)

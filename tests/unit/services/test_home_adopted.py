@@ -52,8 +52,15 @@ def slurm() -> FakeSlurm:
 
 
 @pytest.fixture
-def ctx(store, slurm) -> BotContext:
-    return make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: NOW)
+def lang() -> str:
+    """The bot's language (slack.lang); a test parametrized on `lang` overrides it."""
+    return "en"
+
+
+@pytest.fixture
+def ctx(store, slurm, lang) -> BotContext:
+    return make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: NOW,
+                        slack_lang=lang)
 
 
 def adopt(ctx: BotContext, job_id: int, user: str = BOB) -> int:
@@ -137,8 +144,6 @@ def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm
             "가져온 작업: trainbot이 다시 제출하지 않음", "…외 1개"]),
 ])
 def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
-    ctx.config = ctx.config.model_copy(
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
     for n in range(MAX_RUNS):
         slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
         adopt(ctx, 5000 + n)
@@ -190,8 +195,6 @@ def test_every_cancel_on_home_asks_first(ctx, slurm, lang, title, text, job):
     """An adopted array's Cancel carries Slack's confirm dialog naming the array and its
     tasks still running or pending (6101 and 6102; 6103 failed; more wait to start); a
     single job's Cancel asks too, naming the job and its state, from the same builder."""
-    ctx.config = ctx.config.model_copy(
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
     adopt(ctx, 4242)
     adopt(ctx, 6100)
     blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
@@ -274,8 +277,6 @@ def test_train_unwatch_leaves_a_run_trainbot_submitted_alone(ctx, slurm):
 def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, lang, line):
     """Task 3 of array 6100 (Slurm job 6103) fails: the array's row names its incident's
     job `6100_3`, as the array's thread does, not by the raw id 6103."""
-    ctx.config = ctx.config.model_copy(
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
     chain_id = adopt(ctx, 6100)
     slurm.set(6103, exit_code=1, signal=0, end_time=NOW + 50)
     sftp = FakeSFTP()
@@ -312,8 +313,6 @@ def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, t
     """A stall prompt's Cancel and Cancel and resume on the Home tab ask in the same confirm
     dialog, naming the job as its thread does (an adopted array's task 6101 as 6100_1, on
     the button too) in that job's state; Dismiss does not ask."""
-    ctx.config = ctx.config.model_copy(
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
     stall = {"choices": ["cancel_resume", "cancel", "dismiss"], "summary": "stalled",
              "resume_iter": 300}
     array_chain = adopt(ctx, 6100)
