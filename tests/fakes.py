@@ -250,6 +250,13 @@ class FakeSFTP:
     def normalize(self, path: str) -> str:
         return "/home/slurmci" if path == "." else path
 
+    def own_channel(self) -> FakeSFTP:
+        """The same files (one channel is all there is here); `close` does nothing."""
+        return self
+
+    def close(self) -> None:
+        pass
+
     def open(self, path: str, mode: str = "r", bufsize: int = -1) -> io.BytesIO:
         sftp = self
         if "w" in mode:  # written on close
@@ -392,7 +399,8 @@ class FakeCheckpoints:
     hangs: threading.Event | None = None
     calls: list[tuple[str, int | None]] = field(default_factory=list)
 
-    def __call__(self, recipe: str, task: int | None = None) -> Checkpoint | None:
+    def __call__(self, recipe: str, task: int | None = None,
+                 abandon: Any = None) -> Checkpoint | None:
         self.calls.append((recipe, task))
         if self.fails is not None:
             raise self.fails

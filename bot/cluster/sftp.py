@@ -59,7 +59,7 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
 
     def _read_packet(self) -> tuple[int, bytes]:
         if not wait_readable(self.sock, self.timeout):
-            raise _NoReply
+            raise _NoReply(f"no SFTP reply within {self.timeout:g} s")
         return super()._read_packet()  # type: ignore[misc]  # private, not in the stubs
 
     @property
@@ -149,6 +149,15 @@ class SFTPPool:
         client, f = self._call("open", path, lambda c: (c, c.open(path, mode, bufsize)),
                                keep=True)
         return RemoteFile(self, client, f, path)
+
+    def own_channel(self) -> DeadlineSFTPClient:
+        """A new channel for one caller alone, outside the pool (never shared, not counted
+        in `max_channels`), for work that may be abandoned half-way (the watcher's checkpoint
+        lookup past its deadline): its `close()`, from any thread, ends its request in flight
+        and refuses later ones, and nothing it did holds or sets aside a channel of the pool.
+        Each reply waits at most `timeout` (a request with no reply raises); opening it too.
+        The caller closes it."""
+        return self._open_client(self.timeout)
 
     def close(self) -> None:
         """Close every channel (idle, stuck); a channel in use is closed when returned."""

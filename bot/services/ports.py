@@ -11,6 +11,8 @@ bot.app builds it.
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +50,7 @@ class CommandOutput(Protocol):
     def stderr(self) -> str: ...
 
 
-class SFTP(Protocol):
+class SFTPCalls(Protocol):
     """The SFTP calls trainbot makes (paramiko's SFTPClient has them)."""
 
     def stat(self, path: str) -> Any: ...
@@ -58,6 +60,21 @@ class SFTP(Protocol):
     def listdir_attr(self, path: str = ".") -> list[Any]: ...
 
     def normalize(self, path: str) -> str: ...
+
+
+class OwnSFTP(SFTPCalls, Protocol):
+    """An SFTP channel one caller has to itself (`SFTP.own_channel`); `close()`, from any
+    thread, ends its request in flight and refuses any later one."""
+
+    def close(self) -> None: ...
+
+
+class SFTP(SFTPCalls, Protocol):
+    """A cluster's SFTP (bot.cluster.sftp.SFTPPool: any number of threads), and a channel of
+    its own for work that may be abandoned half-way (`own_channel`: closing it leaves the
+    shared channels untouched)."""
+
+    def own_channel(self) -> OwnSFTP: ...
 
 
 class TailReader(Protocol):
@@ -126,6 +143,36 @@ class LeaseLost(Exception):
     (another replica took it over, or this one is stopping). Raised by the fenced ports
     (bot.services.fencing) before anything is done; the run ends there (never caught as a
     failed post or command: what it would have done is now another replica's to do)."""
+
+
+class Abandon:
+    """Handed to work its caller may stop waiting for (the watcher's checkpoint lookup, as
+    `abandon=`): the caller calls `abandon()` when it gives the work up (its deadline passed);
+    what the work registered with `on_abandon` (closing its own SFTP channel, which ends its
+    request at once) runs then, or at once when registered after that. Safe across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._actions: list[Callable[[], object]] = []
+
+    def on_abandon(self, action: Callable[[], object]) -> None:
+        with self._lock:
+            if not self._abandoned:
+                self._actions.append(action)
+                return
+        action()
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            actions, self._actions = self._actions, []
+        for action in actions:
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - giving up never fails the tick
+                logging.getLogger(__name__).debug("an action of an abandoned lookup failed",
+                                                  exc_info=True)
 
 
 class ClusterSessions(Protocol):

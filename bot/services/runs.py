@@ -14,7 +14,7 @@ from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision
-from bot.services.ports import SFTP, BotContext, ClusterSessions, RenderError
+from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, RenderError
 from bot.services.submit import (
     SubmitResult,
     adopt_unrecorded_submit,
@@ -263,11 +263,20 @@ class AutoResubmitter:
         announce_submit(ctx, recipe, result, self.actor, None)
         return result.display_id or str(result.job_id)
 
-    def checkpoint(self, recipe: str, task: int | None = None) -> Checkpoint | None:
+    def checkpoint(self, recipe: str, task: int | None = None, *,
+                   abandon: Abandon | None = None) -> Checkpoint | None:
         """The recipe's latest complete checkpoint (of an array recipe's task `task`: its
         own), None: none or the recipe keeps none (the watcher's one lookup per finished job,
-        bot.services.watch.recipes)."""
+        bot.services.watch.recipes). Looked up on an SFTP channel of its own, closed when it
+        is done or `abandon`ed (its deadline passed): a lookup given up stops at once, and a
+        hung checkpoint dir never holds a channel the cluster's other SFTP use needs."""
         cfg = self.ctx.config.recipe(recipe)
         if cfg.checkpoint is None:
             return None
-        return find_resume_checkpoint(cfg, self.ctx.clusters.sftp(self.cluster), task)
+        sftp = self.ctx.clusters.sftp(self.cluster).own_channel()
+        if abandon is not None:
+            abandon.on_abandon(sftp.close)
+        try:
+            return find_resume_checkpoint(cfg, sftp, task)
+        finally:
+            sftp.close()

@@ -41,7 +41,7 @@ from bot.core.text import N_, Text
 from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
-from bot.services.ports import SFTP, Slurm
+from bot.services.ports import SFTP, SFTPCalls, Slurm
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -272,7 +272,7 @@ def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | 
     return env
 
 
-def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTP, task: int | None = None,
+def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTPCalls, task: int | None = None,
                            *, at_most: int | None = None) -> Checkpoint | None:
     """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet);
     with `at_most`, the latest at or below that iteration.

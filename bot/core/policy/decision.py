@@ -72,7 +72,11 @@ class Decision:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The fields a stored decision keeps (the incidents table's JSON)."""
+        """The decision as stored (the incidents table's JSON) and sent (a webhook's body):
+        its fields and all its `facts` (a failed checkpoint lookup, an automatic resubmit
+        withheld, … : what a reader of the stored row says). `exclude` and `array_task`, which
+        a resubmit acts on, are also kept beside them, where versions before `facts` was
+        stored read them."""
         return {
             "kind": str(self.kind), "reason": self.reason, "class_id": self.class_id,
             "charged": self.charged, "not_before": self.not_before,
@@ -81,16 +85,26 @@ class Decision:
             "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
             "exclude": self.facts.get("exclude"),  # the faulty node a resubmit leaves out
             "array_task": self.facts.get("array_task"),  # the one task a resubmit reruns
+            "facts": dict(self.facts),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Decision:
-        """A stored decision read back. Fails closed: a missing or unknown `kind` (a row
+        """A stored decision read back, with its facts (a row written before they were stored
+        has only `exclude` and `array_task`). Fails closed: a missing or unknown `kind` (a row
         written by another version, a damaged one) is `ask_human`, never an action."""
         try:
             kind = DecisionKind(str(data.get("kind") or ""))
         except ValueError:
             kind = DecisionKind.ASK_HUMAN
+        stored = data.get("facts")
+        facts = dict(stored) if isinstance(stored, Mapping) else {}
+        facts.pop("exclude", None)
+        facts.pop("array_task", None)
+        if data.get("exclude"):
+            facts["exclude"] = data["exclude"]
+        if isinstance(data.get("array_task"), int):
+            facts["array_task"] = data["array_task"]
         return cls(
             kind=kind, reason=str(data.get("reason") or ""),
             class_id=str(data.get("class_id") or ""), charged=bool(data.get("charged")),
@@ -98,9 +112,7 @@ class Decision:
             resume_checkpoint=data.get("resume_checkpoint"),
             work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
             offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
-            facts={**({"exclude": data["exclude"]} if data.get("exclude") else {}),
-                   **({"array_task": data["array_task"]}
-                      if isinstance(data.get("array_task"), int) else {})},
+            facts=facts,
         )
 
 

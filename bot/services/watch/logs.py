@@ -65,6 +65,8 @@ class JobWatch:
     rss_step: str | None = None  # the sstat step whose MaxRSS was last fed to the analysis
     # the checkpoint looked up for a stall warning's prompt, by the warning's key
     stall_lookup: tuple[str, CheckpointLookup] | None = None
+    # the finished job's one checkpoint lookup, kept while its incident's post is retried
+    final_lookup: CheckpointLookup | None = None
 
 
 @dataclass(frozen=True)

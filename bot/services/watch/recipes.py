@@ -2,7 +2,9 @@
 thresholds the judgement uses), its target iteration, and its latest complete checkpoint (for
 an array recipe's task: the task's own), looked up once per finished job and once per stall
 warning, within a deadline: a lookup that fails or is late is told as unknown (never as "none"),
-and the incident or the stall's prompt is posted without waiting longer.
+and the incident or the stall's prompt is posted without waiting longer. A lookup given up is
+told so (bot.services.ports.Abandon): the production one then closes its own SFTP channel, so
+nothing it still does touches the cluster's other SFTP use (bot.services.runs.AutoResubmitter).
 
 A job with no recipe (an adopted one) or a recipe removed from the config gets the defaults:
 the config's global policy, no target, no checkpoint.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from bot.config import Config, PolicyConfig, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.policy import PolicyParams, params_from
+from bot.services.ports import Abandon
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +38,9 @@ class CheckpointLookup:
 
 class RecipeSettings:
     """One cluster's recipe lookups. `config` may be None (tests pass `policy` instead);
-    `policy`, when given, is every recipe's policy; `checkpoint(recipe[, task=N])` is the
-    recipe's latest complete checkpoint or None (default: none known), looked up by
-    `checkpoint_within`."""
+    `policy`, when given, is every recipe's policy; `checkpoint(recipe, task=N | None,
+    abandon=Abandon)` is the recipe's latest complete checkpoint or None (default: none
+    known), looked up by `checkpoint_within`."""
 
     def __init__(self, cluster: str, *, config: Config | None,
                  policy: PolicyConfig | PolicyParams | None,
@@ -45,7 +48,7 @@ class RecipeSettings:
         self.cluster = cluster
         self.config = config
         self._policy = policy
-        self._checkpoint = checkpoint or (lambda recipe, task=None: None)
+        self._checkpoint = checkpoint or (lambda recipe, task=None, abandon=None: None)
 
     def cfg(self, recipe: str | None) -> RecipeConfig | None:
         if self.config is None or recipe is None:
@@ -73,21 +76,19 @@ class RecipeSettings:
                           deadline_s: float) -> CheckpointLookup:
         """The recipe's latest complete checkpoint (of an array's task `task`: its own, `%a` in
         the recipe's checkpoint dir): its name and, when the name has one, its iteration;
-        given up after `deadline_s` seconds (its SFTP requests go on in the background until
-        their own timeouts, and their answer is dropped): a lookup that fails or is late is
-        `failed` (logged), never an exception, never a wait past it."""
+        given up after `deadline_s` seconds, and the lookup told so (`Abandon`: its answer is
+        dropped, its own SFTP channel closed): a lookup that fails or is late is `failed`
+        (logged), never an exception, never a wait past it."""
         if recipe is None:
             return CheckpointLookup(None)
         future: Future[Checkpoint | None] = Future()
+        abandon = Abandon()
 
         def run() -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                if task is not None:
-                    future.set_result(self._checkpoint(recipe, task=task))
-                else:
-                    future.set_result(self._checkpoint(recipe))
+                future.set_result(self._checkpoint(recipe, task=task, abandon=abandon))
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting tick
                 future.set_exception(exc)
 
@@ -95,6 +96,7 @@ class RecipeSettings:
         try:
             return CheckpointLookup(future.result(timeout=deadline_s))
         except FutureTimeout:
+            abandon.abandon()
             log.warning("%s: looking up %s's checkpoints took longer than %g s; given up",
                         self.cluster, recipe, deadline_s)
         except Exception as exc:  # noqa: BLE001 - the post goes on, saying it is unknown

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bot.core.policy import Decision, DecisionKind, resume_point_text
@@ -156,9 +157,11 @@ class AutoResubmits:
         text = (f"job {inc.job_id}: trainbot could not read back its decision to resubmit "
                 f"(stored kind {(data.get('decision') or {}).get('kind')!r}), so it did not "
                 f"resubmit; a person decides: {resume} resumes the run.")
+        # The note says its own sentence (`text`), not the stored one (`why`: "resubmitting")
+        unsaid = replace(decision, facts={k: v for k, v in decision.facts.items() if k != "why"})
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
                                  self.cluster, text, chain_id, str(inc.job_id), recipe,
-                                 decision=decision),
+                                 decision=unsaid),
                       "resubmit_ask", now, report):
             self.store.incidents.set_state(inc.key, "asked")
 

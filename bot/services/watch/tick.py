@@ -21,8 +21,8 @@ Per tick:
   resume names where it starts) when it is to be posted, within `checkpoint_deadline_s`;
 - pending job held by an admin: `held_report` once the hold has lasted long enough;
 - finished job: the rest of the log, its ONE checkpoint lookup (within
-  `checkpoint_deadline_s`), `diagnose`, `decide`; the attempt row gets progress, result, cause
-  and work lost; the job leaves the watch list.
+  `checkpoint_deadline_s`; kept while its incident's post is retried), `diagnose`, `decide`;
+  the attempt row gets progress, result, cause and work lost; the job leaves the watch list.
 
 Adopted jobs (watched without trainbot submitting them: chains of kind "adopted" or "array"
 with no recipe) are judged alike, with no recipe (nothing is resubmitted). A whole array is
@@ -97,12 +97,14 @@ class Watcher:
     - `store`: bot.store.Store; `catalogue`: bot.core.catalogue.Catalogue; `config`:
       bot.config.Config (recipes, policy_for), may be None in tests with `policy`;
     - `checkpoint`: recipe name -> its latest complete checkpoint (bot.core.checkpoints.
-      Checkpoint: its name and iteration; None: none), called with `task=N` for task N of an
-      array recipe (its own checkpoints), once per finished job: the decision carries it to
-      the incident and its prompt; default: no checkpoint knowledge (resubmits say "from
-      scratch"). A stall warning's prompt looks it up once too, when it is to be posted. Both
-      lookups are given up after `checkpoint_deadline_s` (default: the cluster's
-      `sftp_timeout`, else 15 s); a failed or late one is told as unknown: the incident or
+      Checkpoint: its name and iteration; None: none), called with `task=` (N for task N of
+      an array recipe: its own checkpoints; else None) and `abandon=` (bot.services.ports.
+      Abandon: told when the lookup is given up), once per finished job (its answer kept
+      while the incident's post is retried): the decision carries it to the incident and its
+      prompt; default: no checkpoint knowledge (resubmits say "from scratch"). A stall
+      warning's prompt looks it up once too, when it is to be posted. Both lookups are given
+      up after `checkpoint_deadline_s` seconds (None: the cluster's `sftp_timeout`, else
+      15 s; zero or less is refused); a failed or late one is told as unknown: the incident or
       prompt says so, and a resubmit that would be automatic waits for a person's approval;
     - `sink`: EventSink;
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
@@ -164,8 +166,14 @@ class Watcher:
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
         cluster_cfg = (getattr(config, "clusters", None) or {}).get(cluster)
-        self.checkpoint_deadline_s = float(
-            checkpoint_deadline_s or getattr(cluster_cfg, "sftp_timeout", None) or 15.0)
+        if checkpoint_deadline_s is None:  # the default: as long as one SFTP reply may take
+            sftp_timeout = getattr(cluster_cfg, "sftp_timeout", None)
+            checkpoint_deadline_s = 15.0 if sftp_timeout is None else sftp_timeout
+        elif not checkpoint_deadline_s > 0:  # NaN too
+            raise ValueError(
+                f"checkpoint_deadline_s must be a positive number of seconds, not "
+                f"{checkpoint_deadline_s!r} (None: the cluster's sftp_timeout)")
+        self.checkpoint_deadline_s = float(checkpoint_deadline_s)
         self.outbox = Outbox(cluster, store=store, sink=sink)
         self.health = ClusterHealth(cluster, outbox=self.outbox,
                                     unreachable_ticks=self.unreachable_ticks)
@@ -432,7 +440,8 @@ class Watcher:
                   report: TickReport) -> None:
         """A finished job judged, its incident posted (its warnings first), its resubmit made
         due, its attempt row and chain ended, and the job no longer watched. A failed post
-        keeps it watched for the next tick."""
+        keeps it watched for the next tick, and keeps its checkpoint lookup's answer: the
+        retry decides from the same one (one lookup per finished job)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self.recipes.target(jw.recipe))
@@ -442,10 +451,11 @@ class Watcher:
             max_free_chunks=self.recipes.params(jw.recipe).max_free_chunks)
         chain = self.chains.get(jw.chain_id)
         task = self._task_of(jw, record)
+        if jw.final_lookup is None:  # once per finished job: kept while its post is retried
+            jw.final_lookup = self.recipes.checkpoint_within(
+                jw.recipe, task, deadline_s=self.checkpoint_deadline_s)
         decision = finished_decision(jw, diag, history, acct, p, now,
-                                     checkpoint=self.recipes.checkpoint_within(
-                                         jw.recipe, task, deadline_s=self.checkpoint_deadline_s),
-                                     array_task=task)
+                                     checkpoint=jw.final_lookup, array_task=task)
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)
         key = f"{self.cluster}:{jw.job_id}:final"

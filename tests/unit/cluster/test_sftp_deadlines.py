@@ -91,6 +91,15 @@ class _Files(paramiko.SFTPServerInterface):
             return paramiko.SFTPServer.convert_errno(exc.errno)
         return _Handle(self.peer, path, f)
 
+    def list_folder(self, path: str) -> list[paramiko.SFTPAttributes] | int:
+        _maybe_hang(self.peer, path, "listdir")
+        try:
+            real = self._real(path)
+            return [paramiko.SFTPAttributes.from_stat(os.stat(os.path.join(real, name)), name)
+                    for name in os.listdir(real)]
+        except OSError as exc:
+            return paramiko.SFTPServer.convert_errno(exc.errno)
+
     def canonicalize(self, path: str) -> str:
         return "/" + path.lstrip("/") if path not in (".", "") else "/"
 
@@ -283,3 +292,47 @@ def test_starting_a_command_the_server_never_answers_times_out(peer: Peer) -> No
             runner.run(["true"], timeout=1)
         assert time.monotonic() - start < 3
         assert peer.exec_requests == 1
+
+
+class _PeerClusters:
+    """The bot's cluster sessions with the peer's SFTP (what the checkpoint lookup uses)."""
+
+    def __init__(self, runner: SSHRunner) -> None:
+        self.runner = runner
+
+    def sftp(self, cluster: str) -> Any:
+        return self.runner.sftp()
+
+
+def test_a_checkpoint_lookup_given_up_leaves_the_clusters_sftp_free(
+        peer: Peer, tmp_path: Path) -> None:
+    """The checkpoint dir hangs (a stuck filesystem): the watcher gives the production lookup
+    up at its deadline, and the lookup's own channel goes with it. With one SFTP channel for
+    all the rest (sftp_channels=1), the next reads answer at once and right, while the server
+    still hangs on the lookup's request; the tick never shared a channel with it."""
+    from fakes import make_context
+
+    from bot.services.runs import AutoResubmitter
+    from bot.services.watch.recipes import RecipeSettings
+    from bot.store import Store
+
+    logs = _write_logs(peer, 3)
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        with peer.runner(sftp_channels=1, sftp_timeout=5.0) as runner:
+            ctx = make_context(store, clusters=_PeerClusters(runner),
+                               checkpoint={"dir": "/lustre/hung/ck/mix"})
+            lookups = RecipeSettings("dev", config=ctx.config, policy=None,
+                                     checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
+            started = time.monotonic()
+            found = lookups.checkpoint_within("mix", deadline_s=0.3)
+            assert found.failed and found.checkpoint is None  # told as unknown
+            assert peer.entered.acquire(timeout=5)  # the server hangs on the lookup's listdir
+            sftp = runner.sftp()
+            for name in logs:
+                assert read_lines(sftp, name) == [f"iter {name[3:-4]}"] * 3
+            assert time.monotonic() - started < 2.0  # no wait for the 5 s SFTP timeout
+            assert not peer.release.is_set()  # ... which the lookup's request still waits on
+            assert len(sftp.channels) == 1  # the pool's one channel, none set aside
+    finally:
+        store.close()

@@ -619,7 +619,25 @@ def test_a_full_disk_or_a_broken_checkpoint_waits_for_a_person_even_with_auto_re
 def test_a_stored_resubmit_decision_keeps_the_node_it_excludes():
     dec = decide(diag("gpu_failure", node="gpu-b12"), chain(), AUTO, NOW, checkpoint_iter=500)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
-    assert back.facts == {"exclude": "gpu-b12"} and back.kind is DecisionKind.RESUBMIT_NOW
+    assert back.facts == dict(dec.facts) and back.facts["exclude"] == "gpu-b12"
+    assert back.kind is DecisionKind.RESUBMIT_NOW
+
+
+def test_a_stored_decision_keeps_that_its_checkpoint_was_unknown_and_why_it_asks():
+    """A failed lookup and the automatic resubmit it withheld survive the store's JSON: a
+    reader of the stored row says the checkpoint is unknown, never "from scratch"."""
+    dec = decide(diag("nccl_timeout"), chain(1049, 3470), AUTO, NOW,
+                 checkpoint_lookup_failed=True, accounting=FINISHED)
+    back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
+    assert back.facts["checkpoint_lookup"] == "failed"
+    assert back.facts["auto_withheld"] == "checkpoint_unknown"
+    assert back.facts == dict(dec.facts) and back == dec
+
+
+def test_a_decision_stored_before_facts_were_kept_reads_back_its_node_and_task():
+    old_row = {"kind": "resubmit_now", "reason": "r", "class_id": "gpu_failure",
+               "exclude": "gpu-b12", "array_task": 3}
+    assert Decision.from_json(old_row).facts == {"exclude": "gpu-b12", "array_task": 3}
 
 
 def _diagnose_log(text: str) -> Diagnosis:

@@ -77,7 +77,7 @@ def test_a_failing_lookup_posts_the_stall_prompt_saying_the_checkpoint_is_unknow
         store) -> None:
     calls: list[str] = []
 
-    def unreachable(recipe: str, task: int | None = None):
+    def unreachable(recipe: str, task: int | None = None, abandon=None):
         calls.append(recipe)
         raise ClusterUnavailable("SFTP listdir of /ck/mix on dev got no answer within 15 s")
 
@@ -96,7 +96,7 @@ def test_a_lookup_past_its_deadline_does_not_hold_the_stall_prompt_back(store) -
     release = threading.Event()
     calls: list[str] = []
 
-    def hung(recipe: str, task: int | None = None):
+    def hung(recipe: str, task: int | None = None, abandon=None):
         calls.append(recipe)
         release.wait(120)
         return None
@@ -109,3 +109,26 @@ def test_a_lookup_past_its_deadline_does_not_hold_the_stall_prompt_back(store) -
                          "(unknown: looking it up failed)?")
     assert labels[0] == "Cancel 88154 and resume"
     assert calls == ["mix"]
+
+
+def _watcher(store: Store, sftp_timeout: float = 7.0, **options) -> Watcher:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    ctx.config.clusters["dev"].sftp_timeout = sftp_timeout
+    return Watcher("dev", slurm=slurm, reader=lambda: None, store=store,
+                   catalogue=Catalogue.load(), sink=ThreadEvents(ctx), config=ctx.config,
+                   **options)
+
+
+def test_the_lookup_deadline_defaults_to_the_clusters_sftp_timeout(store) -> None:
+    assert _watcher(store).checkpoint_deadline_s == 7.0  # dev's sftp_timeout
+    assert _watcher(store, checkpoint_deadline_s=None).checkpoint_deadline_s == 7.0
+    assert _watcher(store, checkpoint_deadline_s=2.5).checkpoint_deadline_s == 2.5
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -1.0, float("nan")])
+def test_a_lookup_deadline_that_is_not_positive_is_refused_naming_the_setting(
+        store, bad: float) -> None:
+    """0 is no "default" (None is): a deadline of no time would give every lookup up."""
+    with pytest.raises(ValueError, match="checkpoint_deadline_s must be a positive number"):
+        _watcher(store, checkpoint_deadline_s=bad)

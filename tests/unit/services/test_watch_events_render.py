@@ -8,7 +8,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
@@ -16,7 +18,11 @@ from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
 from bot.core.catalogue import Catalogue
+from bot.core.checkpoints import Checkpoint
 from bot.core.models import Accounting
+from bot.core.policy import Decision
+from bot.services.ports import BotContext
+from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.slack.render import render_blocks
@@ -35,12 +41,24 @@ def store(tmp_path):
 
 
 def watched_incident(store: Store, templates_dir: Path | None = None, *,
-                     checkpoints: FakeCheckpoints | None = None,
-                     checkpoint_deadline_s: float | None = None, **recipe) -> list[dict]:
+                     checkpoints: Callable[..., Any] | None = None,
+                     checkpoint_deadline_s: float | None = None, failed_posts: int = 0,
+                     **recipe) -> list[dict]:
     """The blocks of the incident the watcher posts when job 88154 dies of the NCCL watchdog
     after its stall (its owners' head line, the incident template, the approval buttons);
     its newest complete checkpoint is `checkpoints`' (default: iteration 3000), looked up
-    within `checkpoint_deadline_s` (default: the watcher's)."""
+    within `checkpoint_deadline_s` (default: the watcher's); Slack fails the incident's first
+    `failed_posts` posts (one tick each)."""
+    return watched_thread(store, templates_dir, checkpoints=checkpoints,
+                          checkpoint_deadline_s=checkpoint_deadline_s,
+                          failed_posts=failed_posts, **recipe)[1]["dev:88154:final"]
+
+
+def watched_thread(store: Store, templates_dir: Path | None = None, *,
+                   checkpoints: Callable[..., Any] | None = None,
+                   checkpoint_deadline_s: float | None = None, failed_posts: int = 0,
+                   **recipe) -> tuple[BotContext, dict[str, list[dict]]]:
+    """`watched_incident`'s story: its context and every post of the thread, by key."""
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, clock=lambda: T0 + 1900, **recipe)
     ctx.config.templates.dir = str(templates_dir) if templates_dir else None
@@ -51,7 +69,12 @@ def watched_incident(store: Store, templates_dir: Path | None = None, *,
     posted: dict[str, list[dict]] = {}
     real_reply = ctx.sink.post_reply
 
+    failures = [failed_posts]
+
     def capture(chain_id, key, blocks, text):
+        if key == "dev:88154:final" and failures[0]:
+            failures[0] -= 1
+            raise RuntimeError("slack is down")
         posted[key] = blocks
         return real_reply(chain_id, key, blocks, text)
 
@@ -65,8 +88,9 @@ def watched_incident(store: Store, templates_dir: Path | None = None, *,
                 checkpoint_deadline_s=checkpoint_deadline_s)
     w.tick(T0)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
-    w.tick(T0 + 1830)
-    return posted["dev:88154:final"]
+    for n in range(failed_posts + 1):
+        w.tick(T0 + 1830 + 60 * n)
+    return ctx, posted
 
 
 def _texts(blocks: list[dict]) -> str:
@@ -189,3 +213,42 @@ def test_a_hung_checkpoint_lookup_is_given_up_at_its_deadline_and_the_incident_p
     assert why in said and proposed in said and button in said
     assert "iteration 3000" not in said
     assert lookup.calls == [("mix", None)]
+
+
+def test_a_failed_incident_post_is_retried_from_the_same_checkpoint_lookup(store) -> None:
+    """Slack fails the incident's first post; the next tick posts it, decided from the one
+    lookup made when the job ended (its answer kept until posted), not a second one that
+    might now say otherwise: one lookup per finished job."""
+    calls: list[str] = []
+
+    def fails_then_finds(recipe: str, task: int | None = None, abandon: Any = None):
+        calls.append(recipe)
+        if len(calls) == 1:
+            raise OSError("SFTP listdir /ck/mix: Connection lost")
+        return Checkpoint("/ck/mix/iter_0003000", 3000, "scan")
+
+    said = _texts(watched_incident(store, checkpoints=fails_then_finds, failed_posts=1,
+                                   **AUTO))
+    where, why, proposed, button = UNKNOWN["en"]
+    assert f"proposing to resubmit {where}" in said and why in said and button in said
+    assert "iteration 3000" not in said
+    assert calls == ["mix"]
+
+
+def test_the_stored_incident_keeps_that_its_checkpoint_was_unknown(store) -> None:
+    """The incident's row in the store keeps the failed lookup and the automatic resubmit it
+    withheld: what is told again from the row (here as a note in the thread) says the
+    checkpoint is unknown and why nothing was resubmitted, never "from scratch"."""
+    lookup = FakeCheckpoints(fails=OSError("SFTP listdir /ck/mix: Connection lost"))
+    ctx, posted = watched_thread(store, checkpoints=lookup, **AUTO)
+    row = store.incidents.get("dev:88154:final")
+    stored = Decision.from_json(row.diagnosis["decision"])
+    assert stored.facts["checkpoint_lookup"] == "failed"
+    assert stored.facts["auto_withheld"] == "checkpoint_unknown"
+    ThreadEvents(ctx).publish(WatchEvent(
+        "note", "dev:88154:final:again", "dev", row.diagnosis["text"], row.chain_id,
+        row.job_id, "mix", decision=stored))
+    said = _texts(posted["dev:88154:final:again"])
+    where, why, _proposed, _button = UNKNOWN["en"]
+    assert f"proposing to resubmit {where}" in said and why in said
+    assert "from scratch" not in said

@@ -693,6 +693,8 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     assert sink.kinds() == ["incident", "note"]
     assert sink.events[1].decision.kind is DecisionKind.ASK_HUMAN
     assert "did not resubmit" in sink.events[1].text and "/train resume auto" in sink.events[1].text
+    # the thread shows that text, not the stored decision's sentence ("resubmitting …")
+    assert "why" not in sink.events[1].decision.facts
     assert store.incidents.get(key).state == "asked"
 
 
