@@ -13,6 +13,10 @@ words it: this case's figures, then the catalogue's hint), `detail` (those figur
 with their `kind`), `secondary`, `metrics`, `upstream`, `during_checkpoint_save`,
 `decided_by`, `leak_fit` and `node` (bot.core.models.Diagnosis.to_json).
 
+`--lang` (default en) words the title and the explanation (`hint`) in a message language, as a
+thread in that language does (templates/locale), in the summary and in the JSON alike; the
+summary's own labels, the class ids and the evidence lines stay as they are.
+
 "Now" for a running job: an offline log is judged at its own last timestamp (the latest
 time printed in it), so a log copied hours later does not look hung; pass `--now` (ISO
 time or epoch seconds, UTC, the log's clock) to judge it at another moment, e.g. the wall
@@ -35,8 +39,12 @@ NAME = "diagnose"
 HELP = "Diagnose a training log with its sacct state: failure class, evidence, metrics."
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from bot.slack.render import languages
+
     add_log_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--lang", choices=languages(), default="en",
+                        help="language of the title and the explanation (default en)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,11 +56,12 @@ def run(args: argparse.Namespace) -> int:
         facts = diagnosis.to_json()
         # "title" and "hint" as a person reads them in the thread: the headline, and this
         # case's figures then the hint; a running job with nothing to report has no title
-        title = explain_title(diagnosis) if diagnosis.title else None
+        title = explain_title(diagnosis, args.lang) if diagnosis.title else None
         print(json.dumps({"class": facts["class"], "title": title, **facts,
-                          "hint": explain(diagnosis)}, indent=2))
+                          "hint": explain(diagnosis, args.lang)}, indent=2,
+                         ensure_ascii=False))
     else:
-        print(render_summary(diagnosis, log.catalogue, log_name=args.log))
+        print(render_summary(diagnosis, log.catalogue, log_name=args.log, lang=args.lang))
     return EXIT_OK if diagnosis.class_id in ("completed", NONE_CLASS) else EXIT_FAILED
 
 
@@ -76,12 +85,13 @@ def format_log_time(t: float | None) -> str:
     return hms if day == 0 else f"day {day + 1} {hms}"
 
 
-def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") -> str:
-    """The short human summary printed without --json."""
+def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "",
+                   lang: str = "en") -> str:
+    """The short human summary printed without --json: its title and explanation in `lang`."""
     from bot.slack.render import explain, explain_title, format_duration
 
     cls = catalogue.classes.get(d.class_id)
-    title = explain_title(d) if cls is not None else "running, nothing to report"
+    title = explain_title(d, lang) if cls is not None else "running, nothing to report"
     lines = [f"{log_name}: {d.class_id} - {title}" if log_name else f"{d.class_id} - {title}"]
     budget = "counts against" if d.charges_budget else "does not count against"
     retry = "retryable" if d.retryable else "not retried automatically"
@@ -121,7 +131,7 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "") ->
     if d.evidence:
         lines.append("evidence:")
         lines += [f"  {e.line}: {e.text[:200]}" for e in d.evidence]
-    lines.append(f"hint: {explain(d)}")
+    lines.append(f"hint: {explain(d, lang)}")
     return "\n".join(lines)
 
 

@@ -23,15 +23,21 @@ comes before it; a preemption (and scancel) sends SIGCONT and SIGTERM first, whi
 handler only logs (`Bypassing signal SIGTERM`; `SlurmJob._interrupt`: "in case of preemption,
 SIGTERM is sent first"; until its PR 1603, 2021, submitit decided preemption by exactly that
 order). Pure.
+
+What submitit prints after its verdict is the same for both: `Requeued job N (k remaining
+timeouts)` (SlurmJobEnvironment._requeue) and `Exiting gracefully after preemption/timeout.`
+(SignalHandler._exit) follow a time-out as they follow a preemption, so they take the class of
+the verdict that comes before them (`as_submitit_decided`), not preemption's.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from bot.core.catalogue.model import Match
 from bot.core.metrics import MetricSeries
 
 # Megatron's --exit-signal-handler stop, after its save.
@@ -48,6 +54,17 @@ _VERDICT = re.compile(r"Caught signal \S+ on \S+: this job is (?:timed-out|preem
 _GAVE_UP = re.compile(r"Job not requeued because: timed-out")
 # SignalHandler.bypass: a SIGTERM or SIGCONT it only logs (by name, or by number before 2021).
 _BYPASSED = re.compile(r"Bypassing signal (?:Signals\.)?(?:SIGTERM|SIGCONT|15|18)\b")
+# SignalHandler.has_timed_out's and checkpoint_and_try_requeue's verdict, either way: `Job has
+# (not) timed out. Ran ...` then `Caught signal SIGUSR2 on <host>: this job is <case>.`
+_EITHER_VERDICT = re.compile(r"Job has (not )?timed out\. Ran [0-9]+ minutes"
+                             r"|Caught signal \S+ on \S+: this job is (timed-out|preempted)")
+# What submitit prints after either verdict: SlurmJobEnvironment._requeue (submitit/slurm/
+# slurm.py) and SignalHandler._exit.
+_AFTER_VERDICT = re.compile(r"Requeued job [0-9]+ \(-?[0-9]+ remaining timeouts\)"
+                            r"|Exiting gracefully after preemption/timeout")
+#: The class of the lines after a verdict that none comes before (an excerpt without it): an
+#: ending that names no cause.
+NO_VERDICT_CLASS = "unknown_failure"
 #: submitit's own bound (`limit - 10 min`): the time-limit warning comes within the last
 #: minutes, so a time-out verdict with more than this left was another signal.
 VERDICT_WINDOW_MIN = 10
@@ -118,3 +135,21 @@ def stopped_on_sigterm(matches: Sequence[Any], series: MetricSeries) -> str | No
         if m.line_no >= last and _LIGHTNING_SIGTERM.search(m.text):
             return "lightning"
     return None
+
+
+def as_submitit_decided(matches: Sequence[Match]) -> list[Match]:
+    """The matches (in line order) with submitit's lines after its verdict (`Requeued job N (k
+    remaining timeouts)`, `Exiting gracefully after preemption/timeout.`) in the class of the
+    verdict before them: `time_limit` after `Job has timed out` / `this job is timed-out`,
+    `preempted` after `Job has not timed out` / `this job is preempted`, and
+    `NO_VERDICT_CLASS` when no verdict comes before them."""
+    out: list[Match] = []
+    decided = NO_VERDICT_CLASS
+    for m in matches:
+        if verdict := _EITHER_VERDICT.search(m.text):
+            preempted = verdict.group(1) is not None or verdict.group(2) == "preempted"
+            decided = "preempted" if preempted else "time_limit"
+        elif _AFTER_VERDICT.search(m.text) and m.class_id != decided:
+            m = replace(m, class_id=decided)
+        out.append(m)
+    return out

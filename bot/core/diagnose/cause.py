@@ -95,8 +95,10 @@ class MissingTool:
 
 @dataclass(frozen=True)
 class SigtermOnly:
-    """In a log without accounting, torchrun's SIGTERM and no other error (`sigterm`): who sent
-    it the log cannot tell."""
+    """In a log without accounting, a launcher's stop on SIGTERM (`launcher`: torchrun,
+    deepspeed) and no other error (`sigterm`): who sent it the log cannot tell."""
+
+    launcher: str
 
 
 @dataclass(frozen=True)
@@ -199,8 +201,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "no_ninja"}
         case MissingTool(tool):
             return {"kind": "missing_tool", "tool": tool}
-        case SigtermOnly():
-            return {"kind": "sigterm"}
+        case SigtermOnly(launcher):
+            return {"kind": "sigterm", "launcher": launcher}
         case RerunElsewhere():
             return {"kind": "rerun_elsewhere"}
         case ExitInterval(iteration):

@@ -19,7 +19,8 @@ ZeroDivisionError raised in apex's amp scaler (its loss scale underflowed) is a 
 hint, and a pickle that ends early in torch.load a truncated checkpoint, which exit 1 cannot
 name. A training framework's own announcement of the scheduler's signal is read against its
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
-it bypassed a SIGTERM, is a preemption; Megatron's or Lightning's exit 0 after a SIGTERM with
+it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after
+its verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with
 Slurm's COMPLETED 0:0 is a time limit by hint. Pure: no file or clock access.
 """
 
@@ -44,6 +45,7 @@ from bot.core.detectors import (
     progress_doubts,
 )
 from bot.core.diagnose.announced import (
+    as_submitit_decided,
     stopped_on_sigterm,
     submitit_preemption,
     submitit_verdicts_only,
@@ -201,8 +203,8 @@ def diagnose(
     bot.core.diagnose.scan finds it), None when there is none.
     """
     acct = accounting or Accounting()
-    matches = _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series,
-                                         tail)
+    matches = as_submitit_decided(_without_survived_verdicts(
+        sorted(matches, key=lambda m: m.line_no), series, tail))
     target = target_iter if target_iter is not None else series.target_iter
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
@@ -597,8 +599,9 @@ def _named_cause(
     """The cause the explanation states for the chosen class, first found first: the finding
     that decided it (a leak, a stall, the hang upstream of an NCCL abort), a host OOM inside a
     save, the cause within the class that the log's lines name (`_line_cause`), in a log
-    without accounting torchrun's SIGTERM alone (who sent it the log cannot tell), a GPU fault
-    that is only Megatron's request to rerun the step elsewhere (its verdict is still to come),
+    without accounting torchrun's or DeepSpeed's launcher's SIGTERM alone (who sent it the log
+    cannot tell), a GPU fault that is only Megatron's request to rerun the step elsewhere (its
+    verdict is still to come),
     Megatron's --exit-interval stop (its iteration), a completed run's end short of its target
     (early stopping, a lowered max_steps), or a running job's progress."""
     primary = [m for m in matches if m.primary and m.class_id == class_id]
@@ -612,9 +615,9 @@ def _named_cause(
         return DiedSaving()
     if (line_cause := _line_cause(class_id, matches)) is not None:
         return line_cause
-    if class_id == "unknown_failure" and acct.state is None and ends_in_sigterm(
-            matches, tail, series):
-        return SigtermOnly()
+    if class_id == "unknown_failure" and acct.state is None and (
+            launcher := ends_in_sigterm(matches, tail, series)):
+        return SigtermOnly(launcher)
     if class_id == "gpu_failure" and primary and all(
             _RERUN_ELSEWHERE.search(m.text) for m in primary):
         return RerunElsewhere()

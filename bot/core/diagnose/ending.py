@@ -21,8 +21,9 @@ remote error names the cause another rank's failure or the fabric gave it
 (`remote_error_cause`), which Slurm's exit code or signal for the rank that reported it cannot;
 so does a run interrupted by hand while it waited (a hang), which SIGINT's cannot, apex's
 loss scale underflowing (a divergence) and torch.load reading a checkpoint cut short (its
-pickle's `Ran out of input`), which exit 1 cannot (`traceback_cause`). torchrun's SIGTERM with
-no other error (`ends_in_sigterm`) names no sender: the explanation says so.
+pickle's `Ran out of input`), which exit 1 cannot (`traceback_cause`). torchrun's or
+DeepSpeed's launcher's SIGTERM with no other error (`ends_in_sigterm`) names no sender: the
+explanation says so.
 """
 
 from __future__ import annotations
@@ -105,6 +106,10 @@ _SIGNALS_OWN = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*(?:KeyboardInterrupt|S
 # _terminate_process_handler: `SignalException: Process 1234 got signal: 15`).
 _SIGTERM_EXCEPTION = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*SignalException: Process [0-9]+ "
                                 r"got signal: 15\b")
+# DeepSpeed's launcher stopped by SIGTERM (deepspeed/launcher/launch.py, sigkill_handler: it
+# kills its ranks, `Main process received SIGTERM, exiting`, exit 1); a rank that failed makes it
+# print `exits with return code = N` instead.
+_DEEPSPEED_SIGTERM = re.compile(r"Main process received SIGTERM, exiting")
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
                         r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"
@@ -203,10 +208,11 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b")),
     # not a preemption named as one possibility among others (XLA's coordination service:
     # `... heartbeat timeout. This indicates that the remote task has failed, got preempted, or
-    # crashed unexpectedly`, `scheduler events (e.g. preemption, eviction)`)
+    # crashed unexpectedly`, `scheduler events (e.g. preemption, eviction)`, submitit's
+    # `Exiting gracefully after preemption/timeout.`)
     ("preempted", re.compile(
         r"(?i)^(?!.*(?:\bpre-?empt\w*,? or\b|\bor (?:got |was |been )?pre-?empt"
-        r"|\be\.g\.,? pre-?empt))"
+        r"|\be\.g\.,? pre-?empt|\bpre-?emption/time-?out\b))"
         r".*(?:\bpre-?empt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption|reclaim\w*))")),
     ("node_failure", re.compile(
         r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding|dead|died"
@@ -460,21 +466,25 @@ def remote_error_cause(
 
 def ends_in_sigterm(
     matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
-) -> tuple[tuple[int, str], ...]:
-    """torchrun's SignalException for SIGTERM as the only exception of the log's error block
-    (beside a signal's own) and no class's hint in it: the line; () otherwise. Slurm's time
-    limit, a preemption, scancel and srun ending a step all send SIGTERM, so the log alone
-    does not say who stopped the run."""
+) -> str | None:
+    """The launcher (`torchrun`, `deepspeed`) whose stop on SIGTERM ends the log's error block
+    with no other error and no class's hint in it: torchrun's SignalException for SIGTERM, or
+    DeepSpeed's launcher's `Main process received SIGTERM, exiting`, with no exception but a
+    signal's own; None otherwise. Slurm's time limit, a preemption, scancel and srun ending a
+    step all send SIGTERM, so the log alone does not say who stopped the run."""
     if not tail:
-        return ()
+        return None
     hints, block = _error_block(matches, tail, series)
     if {m.class_id for m in hints} - {"unknown_failure"}:
-        return ()
-    raised = [(line, text) for _, line, text in _exceptions(block)]
-    if any(not _SIGNALS_OWN.match(text) for _, text in raised):
-        return ()
-    return next(((line,) for line, text in reversed(raised) if _SIGTERM_EXCEPTION.match(text)),
-                ())
+        return None
+    raised = [text for _, _, text in _exceptions(block)]
+    if any(not _SIGNALS_OWN.match(text) for text in raised):
+        return None
+    if any(_SIGTERM_EXCEPTION.match(text) for text in raised):
+        return "torchrun"
+    if any(_DEEPSPEED_SIGTERM.search(normalize_line(t)) for _, t in block):
+        return "deepspeed"
+    return None
 
 
 def _error_block(

@@ -83,6 +83,28 @@ def test_json_title_is_the_headline_the_thread_shows(capsys, tmp_path):
     assert (json.loads(out)["class"], json.loads(out)["title"]) == ("none", None)
 
 
+def test_lang_words_the_title_and_explanation_in_korean(capsys):
+    """--lang ko: the title and the explanation as a Korean thread words them (templates/locale),
+    in the JSON and in the summary; the facts stay as they are."""
+    code, out, _ = cli(capsys, *story_args("88154"), "--json", "--lang", "ko")
+    result = json.loads(out)
+    assert (code, result["class"]) == (1, "nccl_timeout")
+    assert result["title"] == "NCCL 집합 통신 시간 초과 (watchdog)"
+    assert "NCCL 집합 통신 시간 초과 (watchdog)" in out  # readable, not \u escapes
+    assert any("\uac00" <= c <= "\ud7a3" for c in result["hint"])  # Hangul
+    code, out, _ = cli(capsys, *story_args("88154"), "--lang", "ko")
+    assert "nccl_timeout - NCCL 집합 통신 시간 초과 (watchdog)" in out
+    english = cli(capsys, *story_args("88154"))[1]
+    hint = next(line for line in out.splitlines() if line.startswith("hint: "))
+    assert hint not in english and "NCCL collective timed out (watchdog)" in english
+
+
+def test_lang_takes_only_a_message_language(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["diagnose", str(STORIES / "88154.log"), "--lang", "fr"])
+    assert exc.value.code == 2 and "--lang" in capsys.readouterr().err
+
+
 def test_json_nulls_where_unknown(capsys):
     code, out, _ = cli(capsys, *story_args("108903"), "--json")
     metrics = json.loads(out)["metrics"]

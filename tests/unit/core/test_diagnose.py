@@ -2470,14 +2470,6 @@ def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
     ("Handling auto-requeue signal: 10\nrequeing job 88154...\nRequeued SLURM job: 88154",
      "time_limit"),
     ("[rank: 0] Received SIGTERM: 15\nBypassing SIGTERM: 15", "time_limit"),
-    # DeepSpeed's launcher passing Slurm's SIGTERM on to its ranks (launcher/launch.py)
-    ("[2025-03-02 10:02:00,000] [INFO] [launch.py:335:sigkill_handler] Killing subprocess 2248\n"
-     "[2025-03-02 10:02:00,000] [INFO] [launch.py:344:sigkill_handler] Main process received "
-     "SIGTERM, exiting", "time_limit"),
-    # submitit caught the preemption signal and requeued
-    ("submitit WARNING (2024-05-01 19:38:57,101) - Bypassing signal SIGTERM\n"
-     "submitit INFO (2024-05-01 19:38:57,130) - Requeued job 88154 (2 remaining timeouts)",
-     "preempted"),
 ])
 def test_a_log_that_ends_in_the_framework_requeueing_names_the_scheduler_verdict(
         catalogue, ending: str, class_id: str):
@@ -2580,7 +2572,7 @@ def test_torchrun_stopped_by_sigterm_follows_sacct_and_alone_asks_a_person(catal
                        + TORCHRUN_SIGTERM, acct)
     assert (d.class_id, d.retryable) == (class_id, retryable)
     if acct is None:
-        assert d.detail == {"kind": "sigterm"}
+        assert d.detail == {"kind": "sigterm", "launcher": "torchrun"}
         assert all(w in explain(d) for w in ("SIGTERM", "time limit", "preemption", "scancel",
                                              "does not say which", "A person should check"))
         assert "SIGTERM" in explain(d, "ko") and "sacct" in explain(d, "ko")

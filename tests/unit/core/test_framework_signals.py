@@ -1,7 +1,9 @@
 """What training frameworks announce when the scheduler's signal reaches them, read against their
-own source (bot.core.diagnose.announced): submitit's time-out verdict that was a preemption, a
-framework's exit 0 after a SIGTERM, Lightning's auto-requeue lines. Each log line here is built
-from the format string in the framework's source file named in the test's docstring."""
+own source (bot.core.diagnose.announced): submitit's time-out verdict that was a preemption and
+the lines it prints after either verdict, a framework's exit 0 after a SIGTERM, Lightning's
+auto-requeue lines, DeepSpeed's launcher stopped by a SIGTERM anyone may have sent. Each log
+line here is built from the format string in the framework's source file named in the test's
+docstring."""
 
 from __future__ import annotations
 
@@ -42,6 +44,71 @@ def _submitit_timed_out(ran: int, limit: int, before: str = "", after: str = "")
             + f"{_INFO}Calling checkpoint method.\n"
             + f"{_INFO}Requeued job 4242 (2 remaining timeouts)\n" + after
             + f"{_INFO}Exiting gracefully after preemption/timeout.\n")
+
+
+def _submitit_preempted(ran: int, limit: int) -> str:
+    """The same handler on a preemption: submitit/core/job_environment.py, SignalHandler.bypass
+    of the SIGTERM and SIGCONT Slurm sends first, has_timed_out's other verdict, then the same
+    requeue and exit lines."""
+    return (_PROGRESS
+            + f"{_WARN}Bypassing signal SIGCONT\n"
+            + f"{_INFO}Job has not timed out. Ran {ran} minutes out of requested {limit} "
+              "minutes.\n"
+            + f"{_WARN}Caught signal SIGUSR2 on node07: this job is preempted.\n"
+            + f"{_INFO}Calling checkpoint method.\n"
+            + f"{_INFO}Requeued job 4242 (3 remaining timeouts)\n"
+            + f"{_INFO}Exiting gracefully after preemption/timeout.\n")
+
+
+_AFTER_VERDICT = ("Requeued job 4242", "Exiting gracefully after preemption/timeout")
+
+
+def _shows(d, *texts: str) -> bool:
+    return all(any(t in e.text for e in d.evidence) for t in texts)
+
+
+@pytest.mark.parametrize("text", [
+    _submitit_timed_out(598, 600),
+    # before 2021 (commit 8087c13): no `Job has timed out` line, the signal by number
+    _submitit_timed_out(598, 600).replace(
+        f"{_INFO}Job has timed out. Ran 598 minutes out of requested 600 minutes.\n", "").replace(
+        "Caught signal SIGUSR2", "Caught signal 12"),
+    # Hydra's submitit launcher logs through its own format
+    _submitit_timed_out(598, 600).replace(_INFO, "[2024-03-01 10:00:00,000][submitit][INFO] - ")
+    .replace(_WARN, "[2024-03-01 10:00:00,000][submitit][WARNING] - "),
+])
+def test_submitits_requeue_and_exit_lines_after_a_time_out_are_time_limit_evidence(catalogue,
+                                                                                   text):
+    """submitit/slurm/slurm.py, SlurmJobEnvironment._requeue (`Requeued job {jid} ({countdown}
+    remaining timeouts)`) and job_environment.py, SignalHandler._exit (`Exiting gracefully after
+    preemption/timeout.`) print the same after either verdict of checkpoint_and_try_requeue:
+    after a time-out they are its evidence, not a preemption's."""
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.secondary) == ("time_limit", ())
+    assert _shows(d, *_AFTER_VERDICT)
+    # sacct's PREEMPTED decides, but those lines follow submitit's time-out: no evidence of it
+    preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    assert preempted.class_id == "preempted"
+    assert not any(line in e.text for e in preempted.evidence for line in _AFTER_VERDICT)
+
+
+def test_submitits_requeue_and_exit_lines_after_a_preemption_are_its_evidence(catalogue):
+    """has_timed_out's `Job has not timed out. Ran 61 minutes out of requested 120 minutes.`
+    and `this job is preempted.`: the lines after them, and its figures, show the preemption."""
+    d = _diagnose(catalogue, _submitit_preempted(61, 120))
+    assert (d.class_id, d.decided_by) == ("preempted", "signature")
+    assert _shows(d, "Job has not timed out. Ran 61 minutes", *_AFTER_VERDICT)
+
+
+def test_submitits_requeue_and_exit_lines_without_its_verdict_name_no_cause(catalogue):
+    """An excerpt with only the lines after the verdict: submitit prints them after a time-out
+    as after a preemption (`preemption/timeout`), so the log alone names neither."""
+    text = _BAR + f"{_INFO}Requeued job 4242 (2 remaining timeouts)\n" + (
+        f"{_INFO}Exiting gracefully after preemption/timeout.\n")
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.decided_by, d.retryable) == ("unknown_failure", "hint", False)
+    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    assert timeout.class_id == "time_limit"
 
 
 def test_submitits_time_out_verdict_far_from_the_limit_is_a_preemption(catalogue):
@@ -151,3 +218,46 @@ def test_lightnings_requeue_lines_of_every_version_read_as_a_time_limit(catalogu
     assert _diagnose(catalogue, text).class_id == "time_limit"
     failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
     assert failed.class_id == "time_limit"
+
+
+# DeepSpeed's logger: `[2025-03-02 10:02:00,000] [INFO] [launch.py:344:sigkill_handler] ...`
+_DEEPSPEED_SIGTERM = (
+    "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    "[2025-03-02 10:02:00,000] [INFO] [launch.py:335:sigkill_handler] Killing subprocess 2248\n"
+    "[2025-03-02 10:02:00,000] [INFO] [launch.py:344:sigkill_handler] Main process received "
+    "SIGTERM, exiting\n")
+
+
+@pytest.mark.parametrize(("acct", "class_id"), [
+    (None, "unknown_failure"),
+    (Accounting(state="TIMEOUT", exit_code=0, signal=15), "time_limit"),
+    (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted"),
+    (Accounting(state="FAILED", exit_code=1, signal=0), "unknown_failure"),
+    (Accounting(state="CANCELLED", exit_code=0, signal=15), "unknown_failure"),
+])
+def test_deepspeeds_launcher_stopped_by_sigterm_follows_sacct(catalogue, acct, class_id):
+    """deepspeed/launcher/launch.py, sigkill_handler: on SIGTERM from anyone (Slurm's time
+    limit, a preemption, scancel, srun ending the step) it kills its ranks (`Killing subprocess
+    N`), logs `Main process received SIGTERM, exiting` and exits 1; a rank that failed makes it
+    log `exits with return code = N` instead. Only sacct's State says who sent it."""
+    d = _diagnose(catalogue, _DEEPSPEED_SIGTERM, acct)
+    assert d.class_id == class_id
+    if acct is None:
+        assert (d.decided_by, d.retryable) == ("hint", False)
+        assert d.detail == {"kind": "sigterm", "launcher": "deepspeed"}
+        assert "DeepSpeed's launcher got SIGTERM" in explain(d)
+        assert "does not say which" in explain(d)
+        assert "DeepSpeed 런처가" in explain(d, "ko")
+
+
+@pytest.mark.parametrize(("slurm_says", "class_id"), [("TIME LIMIT", "time_limit"),
+                                                      ("PREEMPTION", "preempted")])
+def test_deepspeeds_sigterm_with_slurms_own_line_is_what_slurm_says(catalogue, slurm_says,
+                                                                   class_id):
+    """slurmstepd's `*** JOB N ON node CANCELLED AT ... DUE TO TIME LIMIT ***` (or PREEMPTION)
+    names the sender of the SIGTERM DeepSpeed's launcher caught."""
+    text = _DEEPSPEED_SIGTERM + (
+        "slurmstepd: error: *** JOB 4242 ON node07 CANCELLED AT 2025-03-02T10:02:00 DUE TO "
+        f"{slurm_says} ***\n")
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
