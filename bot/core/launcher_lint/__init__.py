@@ -33,6 +33,7 @@ from bot.core.launcher_lint.model import (
     CHECK_STRICT_MODE,
     CHECK_TEE_HIDES_STATUS,
     MAX_DEPTH,
+    Opts,
     Scan,
 )
 from bot.core.launcher_lint.nounset import check_nounset
@@ -78,14 +79,7 @@ def lint_launcher(
     except Exception as exc:  # noqa: BLE001 (any crash is reported as a finding)
         empty = [crashed(CHECK_EMPTY_MATCH, exc)]
     if walked is not None and walked.opts.errexit_line:
-        opts = walked.opts
-        mode = " + ".join(opts.strict_mode())
-        findings.append(Finding(
-            CHECK_STRICT_MODE, "pass", opts.errexit_line,
-            N_("strict mode on only in some branches or loop passes (%(mode)s): unguarded "
-               "failures stop the launcher where `set -e` is on", mode=mode)
-            if opts.errexit_partial else
-            N_("strict mode on (%(mode)s): unguarded failures stop the launcher", mode=mode)))
+        findings.append(_strict_mode_note(walked.opts))
     else:
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
                                 N_("no `set -e`: failing commands do not stop the launcher")))
@@ -112,6 +106,28 @@ def lint_launcher(
         except Exception as exc:  # noqa: BLE001
             findings.extend(crashed(check, exc) for check in checks)
     return findings
+
+
+def _strict_mode_note(opts: Opts) -> Finding:
+    """The `strict_mode` note of a script that turns `set -e` on (`opts`: as the script ends):
+    on throughout, on in some branches or loop passes only, on but turned off by a `set +e`
+    somewhere (back on by the end), or on until a `set +e` that leaves it off to the end."""
+    mode = " + ".join(opts.strict_mode())
+    said = {"mode": mode, "on": opts.errexit_line, "off": opts.errexit_off_line}
+    if opts.errexit_partial:
+        text = N_("strict mode on only in some branches or loop passes (%(mode)s): unguarded "
+                  "failures stop the launcher where `set -e` is on", mode=mode)
+    elif opts.errexit_off_line is None:
+        text = N_("strict mode on (%(mode)s): unguarded failures stop the launcher", mode=mode)
+    elif opts.errexit:
+        text = N_("strict mode on in some lines only (%(mode)s from line %(on)s; `set +e` on "
+                  "line %(off)s turns it off until a later `set -e`): unguarded failures stop "
+                  "the launcher where `set -e` is on", **said)
+    else:
+        text = N_("strict mode on from line %(on)s (%(mode)s), off after `set +e` on line "
+                  "%(off)s: unguarded failures stop the launcher before that line, not after "
+                  "it", **said)
+    return Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line, text)
 
 
 __all__ = [

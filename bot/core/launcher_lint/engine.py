@@ -274,8 +274,6 @@ class _Analyzer:
                     # every list of an `if` / `while` condition (`if a; b; then`), not just the
                     # first
                     if not status_only:
-                        if first in ("set", "shopt"):
-                            self._track_options(lst, lst_off)
                         self._condition(lst, lst_off, next_text(lists, idx))
                     continue  # an if/while condition never triggers errexit
                 if not lst or first in ("for", "!"):
@@ -460,11 +458,15 @@ class _Analyzer:
                     self.opts = either([before, self.opts])
 
     def _condition(self, lst: str, off: int, after: str) -> None:
-        """An `if` / `while` condition: errexit is off in it, `set -u` is not (an unbound
-        variable ends a non-interactive shell wherever it is read). Its last list (`after` it
-        comes `then` / `do`) decides the branch: training piped to `tee` there without
-        `pipefail` is tested by tee's status."""
+        """An `if` / `while` condition list: errexit is off in it, `set -u` is not (an unbound
+        variable ends a non-interactive shell wherever it is read), and it runs in the script's
+        shell, so a `set` / `shopt` in it holds past it (`if set -u && …; then`), as one in a
+        list of its own does. Its last list (`after` it comes `then` / `do`) decides the
+        branch: training piped to `tee` there without `pipefail` is tested by tee's status."""
         self._note_guards(lst)
+        command, command_off = _condition_command(lst, off)
+        if first_word(command) in ("set", "shopt"):
+            self._track_options(command, command_off)
         if (self.may_tee and "tee" in lst and not self.opts.pipefail_sure
                 and first_word(after.lstrip()) in ("then", "do")):
             keyword = first_word(lst)
@@ -482,6 +484,8 @@ class _Analyzer:
                 self.unset.extend(unset_reads(lst, off, self.script_text, self.memo))
             if self.may_source_startup:
                 self.interactive.extend(startup_sources(lst, off))
+        if _OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command):
+            self._and_or_options(command, command_off)
 
     def _positional(self, lst: str, off: int) -> None:
         """`$N` read under `set -u` at the script's level (in a function it is the function's
@@ -506,7 +510,8 @@ class _Analyzer:
             return  # never called: its body never runs
         brace = m.start(2)
         end = group_end(lst, brace, off, self.memo)
-        saved_errexit, saved_function = self.opts.errexit, self.function
+        saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
+        saved_function = self.function
         self.function = name
         if "direct" in calls or "piped" in calls:
             # the body runs when called, usually after `set -e` further down
@@ -527,7 +532,8 @@ class _Analyzer:
             body_hits = [with_(h, in_substitution=True, variable=h.variable or var)
                          for h in body_hits]
         hits.extend(body_hits)
-        self.opts.errexit, self.function = saved_errexit, saved_function
+        self.opts.errexit, self.opts.errexit_off_line = saved_errexit, saved_off_line
+        self.function = saved_function
 
     def _track_options(self, lst: str, off: int) -> None:
         """The options the `set` / `shopt` command that starts `lst` (an and-or list at `off`)
@@ -609,6 +615,8 @@ class _Analyzer:
             self._set_nounset(on, off)
 
     def _set_errexit(self, on: bool, off: int) -> None:
+        if not on and self.opts.errexit:
+            self.opts.errexit_off_line = self.line_of(off)
         self.opts.errexit, self.opts.errexit_partial = on, False
         if on and self.opts.errexit_line is None:
             self.opts.errexit_line = self.line_of(off)
@@ -664,7 +672,8 @@ class _Analyzer:
             m = ARITH_RE.match(cmd)
             if m and errexit_mode:
                 self.arith.append(Arith(off, cmd, m.group(1), self.opts.errexit_partial,
-                                        self.later_pass_of, m.group(2).startswith("=")))
+                                        self.later_pass_of, m.group(2).startswith("="),
+                                        self.opts.nounset))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
             end = group_end(cmd, 0, off, self.memo)
@@ -687,7 +696,8 @@ class _Analyzer:
         let = LET_RE.match(cmd)
         if let and errexit_mode:
             self.arith.append(Arith(off, cmd, let.group(1), self.opts.errexit_partial,
-                                    self.later_pass_of, let.group(2).startswith("=")))
+                                    self.later_pass_of, let.group(2).startswith("="),
+                                    self.opts.nounset))
             return []
         positions = word_offsets(cmd, words)
         k = 0
@@ -730,6 +740,19 @@ def _trailing_from(lists: list[tuple[str, int, str]]) -> int:
     while k > 0 and TRAILING_RE.match(lists[k - 1][0].strip()):
         k -= 1
     return k
+
+
+def _condition_command(lst: str, off: int) -> tuple[str, int]:
+    """The and-or list a condition list `lst` (at `off`) runs, and where: without its `if` /
+    `elif` / `while` / `until` keyword and a `!` after it (`if ! set -e`: bash negates the
+    status, the option is set all the same)."""
+    command = lst
+    keyword = first_word(command)
+    if keyword in _CONDITION_KEYWORDS:
+        command = command[len(keyword):].lstrip()
+    if command.startswith("!") and command[1:2].isspace():
+        command = command[1:].lstrip()
+    return command, off + len(lst) - len(command)
 
 
 def _is_trivial(pipeline: str) -> bool:

@@ -31,8 +31,9 @@ MAX_DEPTH = 40
 @dataclass
 class Opts:
     """The shell options in force where the walk is (`errexit_line`: where `set -e` first
-    came on). Past a `case` or `if`, of whose branches bash runs one or none, and in or past a
-    loop, whose body bash runs any number of times, a reading that may hold on some paths only
+    came on; `errexit_off_line`: where a `set +e` last turned it off, None when none did).
+    Past a `case` or `if`, of whose branches bash runs one or none, and in or past a loop,
+    whose body bash runs any number of times, a reading that may hold on some paths only
     (`either`)."""
 
     errexit: bool = False
@@ -41,6 +42,7 @@ class Opts:
     nullglob: bool = False
     inherit_errexit: bool = False
     errexit_line: int | None = None
+    errexit_off_line: int | None = None
     # pipefail is on on some of the paths only (`pipefail` says it may be on): a check that
     # warns where it is off reads it as off
     pipefail_partial: bool = False
@@ -68,8 +70,10 @@ def either(paths: list[Opts]) -> Opts:
     or `if`, a loop's passes), each read the way that finds more, so no check misses a path:
     errexit, pipefail (for the empty-match check), nounset and inherit_errexit on if on any
     path (errexit_partial, pipefail_partial when not on every path); pipefail off for the tee
-    check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the earliest."""
+    check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the earliest,
+    errexit_off_line the latest."""
     lines = [p.errexit_line for p in paths if p.errexit_line is not None]
+    off_lines = [p.errexit_off_line for p in paths if p.errexit_off_line is not None]
     pipefail = any(p.pipefail for p in paths)
     errexit = any(p.errexit for p in paths)
     return Opts(
@@ -79,6 +83,7 @@ def either(paths: list[Opts]) -> Opts:
         nullglob=all(p.nullglob for p in paths),
         inherit_errexit=any(p.inherit_errexit for p in paths),
         errexit_line=min(lines) if lines else None,
+        errexit_off_line=max(off_lines) if off_lines else None,
         pipefail_partial=pipefail and not all(p.pipefail_sure for p in paths),
         errexit_partial=errexit and not all(p.errexit and not p.errexit_partial for p in paths),
     )
@@ -114,7 +119,8 @@ def with_(hit: Hit, **changes: Any) -> Hit:
 class Arith:
     """`((n++))` / `let n++` run where `set -e` is on; `zero_after`: read as a loop's passes
     after the first, which start from 0 only when the loop (from this offset on) sets it so;
-    `assigns_zero`: `((n=0))` / `let n=0`, whose value is 0 whatever `n` was."""
+    `assigns_zero`: `((n=0))` / `let n=0`, whose value is 0 whatever `n` was; `nounset`:
+    `set -u` may be on there (an unset `n` is then an unbound variable, not 0)."""
 
     offset: int
     command: str
@@ -122,6 +128,7 @@ class Arith:
     errexit_partial: bool = False  # `set -e` is on on some paths to it only
     zero_after: int | None = None
     assigns_zero: bool = False
+    nounset: bool = False
 
 
 @dataclass

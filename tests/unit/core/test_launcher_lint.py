@@ -489,6 +489,22 @@ def test_messages_say_set_e_is_on_only_on_some_paths_where_it_is(script, check, 
     ("for i in 1 2; do\n  ls /opt\n  set -e\ndone\n", 4,
      "strict mode on only in some branches or loop passes (set -e): unguarded failures stop "
      "the launcher where `set -e` is on"),
+    # `set +e` turns it off: for good, or until a later `set -e`
+    ("set -e\nls /opt\nset +e\nfalse\n", 2,
+     "strict mode on from line 2 (set -e), off after `set +e` on line 4: unguarded failures "
+     "stop the launcher before that line, not after it"),
+    ("set -euo pipefail\nls /opt\nset +e\nfalse\nrc=$?\nset -e\n", 2,
+     "strict mode on in some lines only (set -e + pipefail from line 2; `set +e` on line 4 "
+     "turns it off until a later `set -e`): unguarded failures stop the launcher where "
+     "`set -e` is on"),
+    # … not in a subshell, nor in a function's body (the walk keeps `set -e` there as it was)
+    ("set -e\n( set +e; false )\nls /opt\n", 2,
+     "strict mode on (set -e): unguarded failures stop the launcher"),
+    ("set -e\ncleanup() {\n  set +e\n  rm -f x\n}\ntrap cleanup EXIT\nls /opt\n", 2,
+     "strict mode on (set -e): unguarded failures stop the launcher"),
+    # a `set` in an `if` condition holds past it
+    ("if set -e && true; then :; fi\nls /opt\n", 2,
+     "strict mode on (set -e): unguarded failures stop the launcher"),
 ])
 def test_strict_mode_note_says_set_e_is_on_only_on_some_paths_where_it_is(script, line, note):
     (strict,) = [f for f in lint_launcher("#!/bin/bash\n" + script)
@@ -496,8 +512,44 @@ def test_strict_mode_note_says_set_e_is_on_only_on_some_paths_where_it_is(script
     assert (strict.level, strict.line, strict.message) == ("pass", line, note)
 
 
+@pytest.mark.parametrize(("snippet", "bash_stops", "note"), [
+    ("set -e\nset +e\nfalse", False, "strict mode on from line 2 (set -e), off after `set +e` "
+                                      "on line 3"),
+    ("set -e\nset +e\nfalse\nset -e\nfalse", True,
+     "strict mode on in some lines only (set -e from line 2; `set +e` on line 3"),
+    ("set -e\n( set +e; false )\nfalse", True, "strict mode on (set -e): "),
+])
+def test_set_plus_e_turns_set_e_off_as_the_strict_mode_note_says(tmp_path, snippet, bash_stops,
+                                                                   note):
+    assert _bash_stops(tmp_path, snippet) == bash_stops, "bash itself disagrees with the table"
+    (strict,) = [f for f in lint_launcher("#!/bin/bash\n" + snippet)
+                 if f.check == CHECK_STRICT_MODE]
+    assert strict.message.startswith(note)
+
+
+def test_an_expected_empty_match_warns_where_set_e_is_on_on_some_paths_only(tmp_path):
+    script = ('if [ -n "$STRICT" ]; then set -euo pipefail; fi\n'
+              'L=$(ls -d ckpt/step_* | tail -1)\n'
+              'if [ -z "$L" ]; then echo new; fi\n')
+    assert _bash_stops(tmp_path, script, {"STRICT": "1"})
+    assert not _bash_stops(tmp_path, script, {"STRICT": ""})
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script)
+            if f.check == CHECK_EMPTY_MATCH and f.line == 3]
+    assert f.level == "warn"
+    assert f"{MAYBE_ERREXIT.replace('`set -e`', '`set -e` + `pipefail`')}, the launcher stops " \
+           "right here" in f.message
+    # on every path, the same statement fails
+    strict = "#!/bin/bash\nset -euo pipefail\n" + script.split("\n", 1)[1]
+    assert [f.level for f in lint_launcher(strict)
+            if f.check == CHECK_EMPTY_MATCH and f.line == 3] == ["fail"]
+
+
 @pytest.mark.parametrize(("errexit", "level"), [
     ("set -e", "fail"),
+    # a `set` in an `if` condition runs: on every path after it (`!` negates the status only)
+    ("if set -e && true; then :; fi", "fail"),
+    ("if ! set -e; then :; fi", "fail"),
+    ("if [ -n \"$STRICT\" ] && set -e; then :; fi", "warn"),
     # on some paths only: the stop happens on the runs that take them, which the script does
     # not say (`$STRICT` set or not), as for an empty match whose input may be there
     ("if [ -n \"$STRICT\" ]; then set -e; fi", "warn"),

@@ -139,6 +139,33 @@ BASH_STOPS = [
     ("set -e\nlet n=0", CHECK_ARITH_ZERO, True),
     ("set -e\n((n=0)) || true", CHECK_ARITH_ZERO, False),
     ("set -e\n((n=1))\nlet n=2", CHECK_ARITH_ZERO, False),
+    # a variable nothing sets is 0 in arithmetic (under `set -u`, an unbound variable): the
+    # first increment's status is 1, as from 0
+    ("set -e\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nlet n--", CHECK_ARITH_ZERO, True),
+    ("set -eu\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\n((RETRIES++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nfor i in 1 2; do ((n++)); done", CHECK_ARITH_ZERO, True),
+    ("set -e\nf() { ((count++)); }\ncount=5\nf", CHECK_ARITH_ZERO, False),
+    ("set -e\nfor n in 3; do :; done\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\n: \"${n:=1}\"\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\n((n++)) || true\n((n++))", CHECK_ARITH_ZERO, False),
+    # `n+=1` appends ("01", 1 with `declare -i`): not 0 any more; `n+=0` ("00") still is
+    ("set -e\nn=0\nn+=1\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\ndeclare -i n=0\nn+=1\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn+=1\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\n((n+=1))\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nn+=0\n((n++))", CHECK_ARITH_ZERO, True),
+    # a `set` in an `if` / `while` condition runs in the script's shell: it holds past it
+    ("if set -e && true; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("if ! set -e; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("while set -e && false; do :; done\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("if [ -n \"$NOPE\" ]; then :; elif set -e; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO,
+     True),
+    ("if set -u && true; then :; fi\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET, True),
+    ("if set -eu && [ -n \"$SLURM_RESTART_COUNT\" ]; then :; fi", CHECK_NOUNSET, True),
+    ("if set -o pipefail; then :; fi\nset -e\nL=$(ls ck/*.pt | head -1)", CHECK_EMPTY_MATCH,
+     True),
 ]
 
 
@@ -166,6 +193,29 @@ def test_an_arithmetic_zero_assignment_is_reported_where_bash_stops_with_its_fix
     assert [(f.level, f.line) for f in findings] == [("fail", 3), ("fail", 4)]
     assert findings[0].message.startswith("line 3: `((n=0))` sets `n` to 0 and evaluates to 0")
     assert findings[0].fix == "write `n=0`, whose status is 0"
+
+
+@pytest.mark.parametrize(("script", "level", "said", "fix"), [
+    ("set -e\n((n++))\n", "fail",
+     "line 3: `((n++))` with `n` unset (nothing in the script sets it; only the job's "
+     "environment could) evaluates to 0, so its status is 1: under `set -e` the launcher stops "
+     "right here the first time: Slurm shows FAILED 1:0",
+     "set it first (`n=0`), then use `(( ++n ))` or `n=$(( n + 1 ))`"),
+    ("set -eu\nlet n++\n", "fail",
+     "line 3: `let n++` reads `n`, which nothing in the script sets (only the job's environment "
+     "could): under `set -u` bash stops right here with `n: unbound variable`: Slurm shows "
+     "FAILED 1:0",
+     "set it first (`n=0`), then use `(( ++n ))` or `n=$(( n + 1 ))`"),
+    # a name in capitals may come from the environment sbatch passes on: a warning
+    ("set -e\n((RETRIES++))\n", "warn",
+     "line 3: `((RETRIES++))` with `RETRIES` unset (nothing in the script sets it; only the "
+     "job's environment could) evaluates to 0",
+     "set it first (`RETRIES=0`), then use `(( ++RETRIES ))`"),
+])
+def test_an_increment_of_a_variable_nothing_sets_says_why_it_stops(script, level, said, fix):
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.check == CHECK_ARITH_ZERO]
+    assert (f.level, f.line) == (level, 3)
+    assert f.message.startswith(said) and f.fix.startswith(fix)
 
 
 def test_arith_finding_names_the_fix():
