@@ -3,9 +3,10 @@ save (pure; no I/O).
 
 The metric parser's grammar: the formats it reads (key=value tokens, Megatron, Hugging Face
 Trainer dicts, tqdm bars, leading timestamps, checkpoint save lines, a recipe's own patterns)
-and the bars that are not training (start-up bars, an evaluation's bar drawn below the
-training bar). `LineParser` turns a line into a `Sample` and/or a `CheckpointEvent`;
-bot.core.metrics keeps them as a bounded series.
+and the bars that are not training (start-up bars, an evaluation's own bar: labelled as one,
+as Lightning's, or drawn below the training bar, as Hugging Face Trainer's) or count one
+epoch's batches (Lightning's `Epoch 3:`). `LineParser` turns a line into a `Sample` and/or a
+`CheckpointEvent`; bot.core.metrics keeps them as a bounded series.
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ _TQDM = re.compile(
 #: 1024`; the Hub's `Downloading …` and `Fetching 5 files`; TRL's `Tokenizing train dataset`,
 #: `Applying chat template to train dataset`, `Packing train dataset`, `Truncating train
 #: dataset`; YOLO's `Scanning …` and `Caching images` (after the data split's name: `train:
-#: Scanning`); Lightning's `Sanity Checking` pass before its first epoch; and loaders' bars
+#: Scanning`); Lightning's `Sanity Checking` (before 1.7: `Validation sanity check`) pass
+#: before its first epoch; and loaders' bars
 #: that name what they load: transformers' `Loading checkpoint shards` and `Loading weights`,
 #: vLLM's `Loading safetensors checkpoint shards`, datasets' `Loading dataset shards`,
 #: diffusers' `Loading pipeline components`, `Loading data` (a bar labelled `Loading` alone may
@@ -129,6 +131,7 @@ START_UP_BAR_LABELS = (
     r"resolving data files", r"extracting\b", r"running tokenizer\b", r"grouping texts\b",
     r"tokeniz", r"download", r"fetching \d+ files\b", r"applying chat template", r"packing\b",
     r"truncating\b", r"preprocess", r"scanning\b", r"caching\b", r"sanity checking\b",
+    r"validation sanity check\b",
     r"loading (?:[\w-]+ )?(?:checkpoints?|shards?|datasets?|data|weights|model|pipeline)\b",
 )
 _START_UP_BAR = re.compile(
@@ -136,6 +139,18 @@ _START_UP_BAR = re.compile(
     + r")[^|%]*?(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|",
     re.IGNORECASE,
 )
+# An evaluation pass's own bar, by its label: Lightning's TQDMProgressBar draws one for each
+# validation, test and predict pass (`Validating` before 1.7, then its `validation_description`
+# and the dataloader: `Validation DataLoader 0`; `Testing`, `Testing DataLoader 0`,
+# `Predicting DataLoader 0`), and loops that name theirs so (`Validation:`). It counts the
+# evaluation's batches to the evaluation's total: no iteration, target or pace of training.
+_EVALUATION_BAR = re.compile(
+    r"^(?:validating|validation|testing|predicting)(?: dataloader \d+)?\s*:"
+    r"\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
+# A bar labelled with the epoch it counts (Lightning's TQDMProgressBar: `Epoch 3:  45%|`, its
+# `set_description(f"Epoch {trainer.current_epoch}")` at each epoch's start; custom loops'
+# `tqdm(loader, desc=f"Epoch {epoch}")`): its total is one epoch's batches, not the run's.
+_EPOCH_BAR = re.compile(r"^Epoch\s+(\d+)\s*:\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
 # A bar's rate and the loss its postfix reports (tqdm's `set_postfix(loss=…)`: `[01:02<01:16,
 # 7.20it/s, loss=0.31]`, Keras-like `loss: 0.31`): a training loop's bar, whatever its label.
 _BAR_RATE_AND_LOSS = re.compile(
@@ -289,6 +304,13 @@ def _last_segment(line: str) -> str:
     return parts[-1] if parts else ""
 
 
+def _first_draw(raw: str) -> tuple[int, int] | None:
+    """The count and total of a raw line's first bar draw (tqdm redraws a bar in place after
+    a carriage return: a line may hold many), None when it draws no bar."""
+    m = _TQDM.search(raw)
+    return (int(m.group(1)), int(m.group(2))) if m is not None else None
+
+
 def clean_line(line: str) -> str:
     """The message of a line as a reader sees it (`split_line`)."""
     return split_line(line)[1]
@@ -318,11 +340,22 @@ class LineParser:
     two training steps: unlabelled like the training bar, with no loss, counting the
     evaluation's batches to their own total. Such a bar gives no iteration, target or pace of
     training: the last bar drawn at the top (not below another) is the training's, and a bare
-    bar below it with another total is not, once the log has shown it is the Trainer's (one of
-    its logged dicts, `{'loss': …}` / `{'eval_loss': …}`, ProgressCallback.on_log, seen before:
-    the Trainer logs before it evaluates at the same step). A custom loop's nested bars (`for
-    epoch in tqdm(…): for batch in tqdm(loader)`) are drawn the same way, bare, the batches
-    below the epochs; without the Trainer's dicts the lower bar is the training's progress."""
+    bar below it with another total is not, once the log has shown it is the Trainer's: one of
+    its logged dicts, `{'loss': …}` / `{'eval_loss': …}` (ProgressCallback.on_log), seen
+    before, or the training bar counting steps of its own (ProgressCallback.on_train_begin's
+    `tqdm(total=max_steps)`, advanced at each step: two draws of it with no bar below in
+    between), which an evaluation before the first logged loss (eval_steps < logging_steps)
+    follows too. A custom loop's nested bars (`for epoch in tqdm(…): for batch in
+    tqdm(loader)`) are drawn the same way, bare, the batches below the epochs, but the upper
+    bar advances only after the lower one ran: there the lower bar is the training's progress.
+
+    A bar labelled with its epoch (Lightning's TQDMProgressBar, `Epoch 3:  45%|`) counts one
+    epoch's batches (before Lightning 2.0, and its validation's): its iteration is the
+    batches of the epochs before it and of this one (epochs counted from 0, as Lightning
+    has since 0.8; a log counting from 1 reads one epoch ahead), and it has no target, so a
+    bar at 100 % is the end of an epoch, not of the run; Lightning's end of training is its
+    `Trainer.fit` stopped line (the catalogue's). Lightning's validation, test and predict
+    bars (`Validation DataLoader 0:`) are evaluations: no iteration, target or pace."""
 
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
         self.clock = LogClock()
@@ -330,6 +363,10 @@ class LineParser:
         self.training_bar_total: int | None = None
         # a Hugging Face Trainer's logged dict has been seen (its bars are the Trainer's)
         self.trainer_dicts_seen = False
+        # the total of a bar drawn at the top seen counting steps of its own (None: none yet)
+        self.steps_bar_total: int | None = None
+        self._top_bar: tuple[int, int] | None = None  # the last top bar's (count, total)
+        self._drawn_below = False  # a bar was drawn below the top one since its last draw
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -372,15 +409,42 @@ class LineParser:
         return s, event
 
     def _read_bar(self, raw: str, line: str, s: Sample) -> None:
-        """A progress bar: drawn at the top, the training's (its total kept); in a Trainer's
-        log, a bare one drawn below it (`_NESTED_BAR_END`, no label, no loss) counting to
-        another total is an evaluation's: no iteration, target or pace of training."""
+        """A progress bar: drawn at the top, the training's (its total kept); below a
+        training bar that is the Trainer's (`_evaluates_below_training`), a bare one drawn
+        below it (`_NESTED_BAR_END`, no label, no loss) counting to another total is an
+        evaluation's: no iteration, target or pace of training."""
         if "[A" not in raw or _NESTED_BAR_END.search(_last_segment(raw)) is None:
-            self.training_bar_total = s.target_iter
-        elif (self.trainer_dicts_seen and self.training_bar_total is not None
-              and s.target_iter != self.training_bar_total
-              and s.loss is None and _UNLABELLED_BAR.match(line) is not None):
+            self._top_bar_drawn(raw, s)
+            return
+        if (self._evaluates_below_training() and s.target_iter != self.training_bar_total
+                and s.loss is None and _UNLABELLED_BAR.match(line) is not None):
             s.iteration = s.target_iter = s.sec_per_iter = None
+        self._drawn_below = True
+
+    def _top_bar_drawn(self, raw: str, s: Sample) -> None:
+        """Keep a bar drawn at the top as the training's, and whether it counts steps of its
+        own: it advanced from one draw to the next with no bar drawn below it in between, in
+        the line (tqdm redraws it in place) or from the last line's draw."""
+        total = s.target_iter
+        if s.iteration is None or total is None:
+            return
+        if self.steps_bar_total != total:
+            before = self._top_bar if not self._drawn_below else None
+            if before is None or before[1] != total:
+                before = _first_draw(raw)
+            if before is not None and before[1] == total and before[0] < s.iteration:
+                self.steps_bar_total = total
+        self._top_bar = (s.iteration, total)
+        self._drawn_below = False
+        self.training_bar_total = total
+
+    def _evaluates_below_training(self) -> bool:
+        """Whether a bare bar drawn below the training bar is an evaluation's: the log showed
+        one of Hugging Face Trainer's logged dicts, or the training bar counts steps of its
+        own (`steps_bar_total`), as the Trainer's does; a loop's outer bar advances only
+        after the bar below it ran (`for epoch in tqdm(…): for batch in tqdm(loader)`)."""
+        return self.training_bar_total is not None and (
+            self.trainer_dicts_seen or self.steps_bar_total == self.training_bar_total)
 
     def parse_event(self, raw: str, line_no: int) -> CheckpointEvent | None:
         """Only the checkpoint event of a line (for lines found by the event locator)."""
@@ -402,6 +466,8 @@ class LineParser:
                 _apply_extra(m, s, self.clock)
         if is_start_up_bar(line):
             return  # data preparation or loading: no iteration, target or pace of training
+        if "%" in line and "|" in line and _EVALUATION_BAR.match(line) is not None:
+            return  # an evaluation pass's bar: no iteration, target or pace of training
         m = _MEGATRON.search(line) if "iteration" in line else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
@@ -423,8 +489,15 @@ class LineParser:
         if "<" in line and "/" in line:
             m = _TQDM.search(line)
             if m:
-                s.iteration = s.iteration if s.iteration is not None else int(m.group(1))
-                s.target_iter = s.target_iter or int(m.group(2))
+                done, total = int(m.group(1)), int(m.group(2))
+                epoch = _EPOCH_BAR.match(line) if s.iteration is None else None
+                if epoch is not None:
+                    # one epoch's bar: the batches of the epochs before it (as many as this
+                    # one's) and this one's, and no target (the run's is no epoch's total)
+                    s.iteration = int(epoch.group(1)) * total + done
+                else:
+                    s.iteration = s.iteration if s.iteration is not None else done
+                    s.target_iter = s.target_iter or total
                 if m.group(3):
                     rate = float(m.group(3))
                     s.sec_per_iter = rate if m.group(4) == "s/it" else (1 / rate if rate else None)

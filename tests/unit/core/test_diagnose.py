@@ -1563,17 +1563,20 @@ def test_the_training_bar_drawn_again_after_training_completed_is_no_progress(ca
         "none" if acct is None else "silent_exit")
 
 
-def test_a_run_that_stopped_in_an_evaluation_during_training_is_a_silent_exit(catalogue):
+@pytest.mark.parametrize("logged_loss", [True, False], ids=["after-loss", "before-loss"])
+def test_a_run_that_stopped_in_an_evaluation_during_training_is_a_silent_exit(
+        catalogue, logged_loss: bool):
     """Hugging Face Trainer's evaluation during training (at eval_steps) draws its own bar
     below the training bar (ProgressCallback.on_prediction_step, position 1: the cursor moved
     back up after each draw) up to its own total: a run whose log ends there stopped at the
-    training bar's step, not at the evaluation's 400 of 400."""
+    training bar's step, not at the evaluation's 400 of 400; also when it evaluated before
+    it first logged its loss (eval_steps below logging_steps)."""
     training = "".join(f"\r  1%|          | {i}/1000 [00:{i % 60:02d}<16:40,  1.00it/s]"
                        for i in range(90, 101))
     evaluation = "".join(f"\n\r{i * 100 // 400:3d}%|#         | {i}/400 [00:{i % 60:02d}<00:40, "
                          "9.00it/s]\x1b[A" for i in range(380, 401))
-    text = ("{'loss': 1.91, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}\n"
-            + training + evaluation + "\n")
+    logged = "{'loss': 1.91, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}\n"
+    text = (logged if logged_loss else "") + training + evaluation + "\n"
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
     d = _diagnose_text(catalogue, text, done)
     assert d.class_id == "silent_exit"
@@ -1793,7 +1796,6 @@ def test_a_log_that_ends_after_start_up_bars_ended_before_training(catalogue, ba
 
 
 @pytest.mark.parametrize("bar", [
-    "Epoch 3: 100%|██████████| 1000/1000 [02:19<00:00,  7.20it/s, loss=0.31, v_num=1]",
     "Training: 100%|██████████| 1000/1000 [02:19<00:00,  7.20it/s]",
     "100%|██████████| 1000/1000 [08:20<00:00,  2.00it/s]",  # Hugging Face Trainer's bare bar
 ])
@@ -1801,6 +1803,31 @@ def test_a_training_bar_after_start_up_bars_still_reaches_the_target(catalogue, 
     text = "".join(b + "\n" for b in START_UP_BARS) + bar + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == ("completed", 1000, 1000)
+
+
+# Lightning's TQDMProgressBar (BAR_FORMAT) over two epochs: each epoch's bar reset to the
+# epoch's batches, the validation's bar below it (position 1, cleared at its end)
+LIGHTNING_FIT = "".join(
+    "".join(f"\rEpoch {e}:  {25 * b:3d}%|##        | {b}/4 [00:0{b}<00:03,  1.00it/s, v_num=0, "
+            f"train_loss=0.{9 - e}00]" for b in range(5))
+    + "".join(f"\n\rValidation DataLoader 0:  50%|#####     | {b}/2 [00:00<00:00,  9.00it/s]"
+              "\x1b[A" for b in range(3))
+    + "\n\r" + " " * 60 + "\x1b[A" for e in range(2)) + "\n"
+
+
+@pytest.mark.parametrize(("ending", "class_id"), [
+    ("", "none"),  # another epoch or the end may follow: the log alone does not say
+    ("`Trainer.fit` stopped: `max_epochs=2` reached.\n", "completed"),
+    # the program returned with no word of the end (EarlyStopping stops silently)
+    ("(venv) user@host:~/proj$ \n", "silent_exit"),
+])
+def test_an_epoch_bar_at_its_total_is_no_end_of_training(catalogue, ending: str,
+                                                          class_id: str):
+    """Lightning's `Epoch 1` bar at 4 of 4 is the end of an epoch, not of the run: the
+    run's end is Lightning's `Trainer.fit` stopped line; its batches count on across epochs
+    and its validation's bar is no training progress."""
+    d = _diagnose_text(catalogue, LIGHTNING_FIT + ending)
+    assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == (class_id, 8, None)
 
 
 @pytest.mark.parametrize("ending", [

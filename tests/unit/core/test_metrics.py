@@ -139,8 +139,6 @@ def test_a_start_up_bar_is_no_training_progress(line: str):
 
 
 @pytest.mark.parametrize(("line", "iteration", "target"), [
-    ("Epoch 3:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.31, v_num=1]", 450,
-     1000),
     ("Training:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s]", 450, 1000),
     ("  5%|▌         | 50/1000 [00:25<07:55,  2.00it/s]", 50, 1000),  # HF Trainer's bare bar
     ("Steps:  10%|█         | 100/1000 [01:40<15:00,  1.00s/it, lr=1e-05]", 100, 1000),
@@ -160,18 +158,22 @@ def test_a_training_bar_is_progress(line: str, iteration: int, target: int):
     assert not is_start_up_bar(clean_line(line))
 
 
-def _hf_training_with_evaluation(eval_total: int = 400, *, paste: bool = False) -> str:
+def _hf_training_with_evaluation(eval_total: int = 400, *, paste: bool = False,
+                                 logged_loss: bool = True) -> str:
     """Hugging Face Trainer's ProgressCallback as a file receives it (tqdm 4.x): the training
     bar at the top, redrawn in place; at eval_steps an evaluation's bar of its own
     (`on_prediction_step`: `tqdm(total=len(eval_dataloader), leave=False)` while the training
     bar is open, so at position 1: a newline, the bar, the cursor back up), cleared at its end,
-    then the training bar again. `paste`: the escape lost, as in a log copied from a terminal."""
+    then the training bar again. `paste`: the escape lost, as in a log copied from a terminal;
+    `logged_loss`: the Trainer logged its loss before it evaluated (else eval_steps is below
+    logging_steps: no dict before the evaluation)."""
     up = "[A" if paste else "\x1b[A"
     train = "".join(f"\r  0%|          | {i}/1000 [00:{i:02d}<16:40,  1.00it/s]"
                     for i in range(1, 4))
-    # the Trainer logs at the step before it evaluates (ProgressCallback.on_log: the dict)
-    train += ("\r" + " " * 50 + "\r{'loss': 2.3, 'grad_norm': 1.1, 'learning_rate': 5e-05, "
-              "'epoch': 0.01}\n\r  0%|          | 3/1000 [00:03<16:40,  1.00it/s]")
+    if logged_loss:
+        # the Trainer logs at the step before it evaluates (ProgressCallback.on_log: the dict)
+        train += ("\r" + " " * 50 + "\r{'loss': 2.3, 'grad_norm': 1.1, 'learning_rate': 5e-05, "
+                  "'epoch': 0.01}\n\r  0%|          | 3/1000 [00:03<16:40,  1.00it/s]")
     evaluation = "".join(f"\n\r 15%|#5        | {i}/{eval_total} [00:0{i % 10}<00:40, "
                          f"9.00it/s]{up}" for i in range(58, 61))
     return (train + evaluation + "\n\r" + " " * 50 + up
@@ -181,13 +183,19 @@ def _hf_training_with_evaluation(eval_total: int = 400, *, paste: bool = False) 
             "1.00it/s]\n")
 
 
-@pytest.mark.parametrize("paste", [False, True], ids=["file", "pasted"])
-def test_a_hugging_face_evaluation_bar_during_training_is_no_training_progress(paste: bool):
+@pytest.mark.parametrize("logged_loss", [True, False], ids=["after-loss", "before-loss"])
+@pytest.mark.parametrize("form", ["file", "pasted", "lines"])
+def test_a_hugging_face_evaluation_bar_during_training_is_no_training_progress(
+        form: str, logged_loss: bool):
     """The evaluation's bar, drawn below the training bar between two training steps (its own
     total, no loss), counts the evaluation's batches: the series' iteration, target and pace
-    stay the training bar's."""
+    stay the training bar's; also when no loss was logged before it (eval_steps below
+    logging_steps): the training bar advancing from step 1 to 3 with no bar below it, redrawn
+    in place or on lines of their own (`lines`: a collector that turned carriage returns into
+    newlines), is the Trainer's step bar, not a loop's outer bar."""
+    text = _hf_training_with_evaluation(paste=form == "pasted", logged_loss=logged_loss)
     series = MetricSeries()
-    series.feed_block(_hf_training_with_evaluation(paste=paste))
+    series.feed_block(text.replace("\r", "\n") if form == "lines" else text)
     assert (series.last_iteration, series.target_iter) == (4, 1000)
     assert series.last_progress is not None and "4/1000" in series.last_progress.text
     assert series.sec_per_iter() == pytest.approx(1.0)
@@ -208,26 +216,91 @@ def test_a_bar_below_the_training_bar_that_is_no_bare_evaluation_bar_counts(line
     assert s is not None and s.iteration is not None
 
 
-def _nested_loop_bars(epochs: int = 3, batches: int = 5) -> str:
+def _nested_loop_bars(epochs: int = 3, batches: int = 5, *, leave: bool = False) -> str:
     """A custom loop's bars, `for epoch in tqdm(range(3)): for batch in tqdm(range(5))`, as
     tqdm 4.x writes them to a file: the batches' bar at position 1 (a newline, the bar, the
-    cursor back up), bare like the epochs' bar above it, with no loss."""
+    cursor back up), bare like the epochs' bar above it, with no loss. `leave`: the batches'
+    bar closes as tqdm's default leave=True does, its last count drawn over the epochs' bar
+    (`close`: `display(pos=0)`, then a newline), after a draw below that its mininterval
+    left one batch behind."""
     out = f"\r  0%|          | 0/{epochs} [00:00<?, ?it/s]"
     for e in range(1, epochs + 1):
         out += "".join(f"\n\r 20%|##        | {b}/{batches} [00:{b:02d}<00:04,  1.00it/s]\x1b[A"
-                       for b in range(batches + 1))
+                       for b in range(batches if leave else batches + 1))
+        if leave:
+            out += f"\r100%|##########| {batches}/{batches} [00:05<00:00,  1.00it/s]"
         out += f"\n\r 33%|###3      | {e}/{epochs} [00:{5 * e:02d}<00:10,  0.20it/s]"
     return out + "\n"
 
 
-def test_a_custom_loops_nested_batch_bar_is_training_progress():
+@pytest.mark.parametrize("leave", [False, True], ids=["inner-bar-kept", "inner-bar-closed"])
+def test_a_custom_loops_nested_batch_bar_is_training_progress(leave: bool):
     """With no Trainer dict in the log, the bar below the top one is a loop's inner bar: its
-    batches are the training's progress (not only the epochs above it)."""
+    batches are the training's progress (not only the epochs above it); the epochs' bar
+    advances only after the batches' bar below it ran, so it is no step bar of its own."""
     parser = LineParser()
-    batch_samples = [s for i, raw in enumerate(_nested_loop_bars().split("\n"), 1)
+    batch_samples = [s for i, raw in enumerate(_nested_loop_bars(leave=leave).split("\n"), 1)
                      if (s := parser.parse(raw, i)[0]) is not None
                      and s.iteration is not None and s.target_iter == 5]
-    assert [s.iteration for s in batch_samples[:6]] == [0, 1, 2, 3, 4, 5]
+    # a line shows its last draw: a closed bar's, the count its last draw below left behind
+    first_epoch = [0, 1, 2, 3, 5] if leave else [0, 1, 2, 3, 4, 5]
+    assert [s.iteration for s in batch_samples[:len(first_epoch)]] == first_epoch
+    assert len(batch_samples) == 3 * len(first_epoch)
+
+
+@pytest.mark.parametrize(("line", "iteration"), [
+    # Lightning 2.x (TQDMProgressBar.BAR_FORMAT, `Epoch {current_epoch}`, 0-based)
+    ("Epoch 3:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, v_num=1, loss=0.310]", 3450),
+    # Lightning 1.x (its total: the epoch's training and validation batches)
+    ("Epoch 0:  50%|█████     | 5/10 [00:01<00:01,  4.90it/s, loss=0.693, v_num=0]", 5),
+    # Lightning 0.5 (unit='batch'; its epochs counted from 1)
+    ("Epoch 11: 100%|██████████| 74/74 [16:04<00:00, 13.04s/batch, batch_nb=48, gpu=0, "
+     "loss=1.337, train_loss=1.09, v_nb=1, val_acc=0.347, val_loss=1.34]", 888),
+])
+def test_an_epoch_bar_counts_the_batches_of_the_epochs_and_has_no_target(
+        line: str, iteration: int):
+    """A bar labelled with its epoch counts that epoch's batches: its iteration is the
+    batches of the epochs before it and this one's, and its total is not the run's."""
+    s, _ = parse(line)
+    assert s is not None and (s.iteration, s.target_iter) == (iteration, None)
+
+
+def _lightning_fit(epochs: int = 2, batches: int = 4, val_batches: int = 2) -> str:
+    """Lightning 2.x's TQDMProgressBar as a file receives it: each epoch's bar (`Epoch N`,
+    reset to the epoch's batches, redrawn in place) and, at the epoch's end, the validation's
+    bar below it (`Validation DataLoader 0`, position 1, leave=False: cleared at its end)."""
+    out = ""
+    for e in range(epochs):
+        out += "".join(f"\rEpoch {e}:  {25 * b:3d}%|##        | {b}/{batches} [00:0{b}<00:03,  "
+                       f"1.00it/s, v_num=0, train_loss=0.{9 - e}00]" for b in range(batches + 1))
+        out += "".join(f"\n\rValidation DataLoader 0:  50%|#####     | {b}/{val_batches} "
+                       "[00:00<00:00,  9.00it/s]\x1b[A" for b in range(val_batches + 1))
+        out += "\n\r" + " " * 60 + "\x1b[A"
+    return out + "\n"
+
+
+def test_lightnings_epoch_bars_count_on_across_epochs_and_validation_is_no_progress():
+    """An epoch's bar at its total is no target reached, the next epoch's bar goes on from the
+    batches before it (no step back to 0), and the validation's bar counts no training."""
+    series = MetricSeries()
+    series.feed_block(_lightning_fit())
+    assert (series.last_iteration, series.target_iter) == (8, None)
+    assert series.last_progress is not None and "Epoch 1" in series.last_progress.text
+    assert not any("Validation" in s.text for s in series.samples)
+
+
+@pytest.mark.parametrize("line", [
+    # Lightning 2.x: a validation bar below the epoch's, its test and predict bars
+    "\rValidation DataLoader 0:  50%|█████     | 5/10 [00:01<00:01,  4.90it/s]\x1b[A",
+    "Testing DataLoader 0: 100%|██████████| 10/10 [00:01<00:00,  9.80it/s]",
+    "Predicting DataLoader 0:  30%|███       | 3/10 [00:00<00:01,  9.80it/s]",
+    # Lightning 1.x and 0.x: `Validating` and its sanity check before the first epoch
+    "\rValidating:  50%|█████     | 5/10 [00:01<00:01,  4.90it/s]\x1b[A",
+    "Validation sanity check:  50%|█████     | 1/2 [00:00<00:00,  5.21it/s]",
+])
+def test_an_evaluation_pass_bar_is_no_training_progress(line: str):
+    s, _ = parse(line)
+    assert s is None, s
 
 
 def test_nan_loss_is_kept_as_nan():
