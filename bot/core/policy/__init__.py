@@ -51,7 +51,7 @@ from bot.core.policy.chain import (
     run_history,
     task_history,
 )
-from bot.core.policy.chunks import ChunkProgress, chunk_progress
+from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_unknown
 from bot.core.policy.decision import (
     OFFER_CANCEL_RESUME,
     OFFER_DISMISS,
@@ -94,6 +94,7 @@ __all__ = [
     "attempt_progress",
     "backoff_delay",
     "chunk_progress",
+    "chunk_start_unknown",
     "decide",
     "early_warnings",
     "held_report",

@@ -8,17 +8,19 @@ at or past its target iteration is diagnosed `completed`.
 
 Bounds: the progress must be the run's own (past its start, not past its target; a
 checkpoint without an iteration in its name counts when its name changed), its start must be
-known (a whole-array submit's task, a job trainbot did not submit: charged), and at most
-`max_free_chunks` (policy) chunks in a row go free: the next one is charged as a retry and
-the thread says so, so a checkpoint that keeps moving for another reason cannot resubmit
-forever. The rules are bot.core.models.chunk_advanced and free_chunks, which an array task's
-budget counts by too (bot.core.arrays.task_retries_used)."""
+known (a whole-array submit's task, a job trainbot did not submit: charged, and the thread
+says why: `chunk_start_unknown`), and at most `max_free_chunks` (policy) chunks in a row go
+free: the next one is charged as a retry and the thread says so, so a checkpoint that keeps
+moving for another reason cannot resubmit forever. The rules are bot.core.models
+.chunk_advanced and free_chunks, which an array task's budget counts by too
+(bot.core.arrays.task_retries_used)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from bot.core.models import (
+    TIME_LIMIT_CLASSES,
     CheckpointMark,
     chunk_advanced,
     free_chunks,
@@ -66,3 +68,13 @@ def chunk_progress(class_id: str, history: ChainHistory, saved: CheckpointMark, 
     return ChunkProgress(start=start, saved=saved, in_a_row=in_a_row,
                          capped=in_a_row >= max_free_chunks)
 
+
+
+def chunk_start_unknown(class_id: str, history: ChainHistory, saved: CheckpointMark) -> bool:
+    """Did the attempt being decided (the last of `history`) end at its time limit leaving a
+    complete checkpoint, `saved`, while where it started is unknown (a whole-array submit's
+    task, a job trainbot did not submit)? It may have been a chunk, but nothing shows it saved
+    that checkpoint itself: it is charged, and its thread says why."""
+    return (class_id in TIME_LIMIT_CLASSES and bool(history.attempts)
+            and history.attempts[-1].start is None
+            and (saved.name is not None or saved.iteration is not None))

@@ -18,7 +18,7 @@ from bot.core.models import (
     Diagnosis,
 )
 from bot.core.policy.chain import ChainHistory
-from bot.core.policy.chunks import ChunkProgress, chunk_progress
+from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_unknown
 from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
@@ -166,6 +166,11 @@ def decide(
     )
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
                    "budget": p.retry_budget, **node, **lookup}
+    # a time-limit stop that saved a checkpoint from an unknown start: charged, and said why
+    if charged and not checkpoint_lookup_failed and chunk_start_unknown(
+            cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter)):
+        budget_text += ", not a free chunk: the checkpoint this job started from is unknown"
+        retry_facts["charged_why"] = "start_unknown"
     if node:
         where += f" on another node (--exclude={diagnosis.node})"
     resubmitting = f"{cid} is retryable: resubmitting {where} ({budget_text})"

@@ -23,6 +23,8 @@ from bot.core.policy import (
     PolicyParams,
     decide,
     early_warnings,
+    own_history,
+    task_history,
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.units import GIB
@@ -443,3 +445,31 @@ def test_a_short_stall_prompt_reads_in_seconds(store, lang, said):
     d = diag("hang", metrics=DiagnosisMetrics(last_iter=130, stall_seconds=8))
     [dec] = early_warnings(d, ChainHistory(), MANUAL, T0, job_id="88154")
     assert warn(store, lang, dec, d).startswith(said)
+
+
+@pytest.mark.parametrize("unknown", [
+    task_history((), current_job="88154", current_last_iter=4000, catalogue=catalogue()),
+    own_history("88154", 4000),
+], ids=["a whole-array submit's first task attempt", "a job trainbot did not submit"])
+def test_a_time_limit_stop_from_an_unknown_start_says_why_it_is_charged(store, unknown):
+    d = diag("time_limit", last_iter=4000)
+    dec = decide(d, unknown, PolicyParams(auto_resubmit=True), T0, checkpoint_iter=4000,
+                 accounting=replace(FAILED, state="TIMEOUT"))
+    assert dec.charged and dec.facts["charged_why"] == "start_unknown"
+    assert heads(store, "en", d, dec, "TIMEOUT") == (
+        "<@U0OWNER> job 88154 TIMEOUT: time_limit — time_limit is retryable: resubmitting "
+        "resuming from iteration 4000 (charged: 1 of 3 retries, not a free chunk: the checkpoint "
+        "this job started from is unknown)")
+    assert heads(store, "ko", d, dec, "TIMEOUT") == (
+        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — time_limit은(는) 재시도할 수 있는 "
+        "실패입니다: iter 4000부터 재개해 자동으로 재제출합니다 (재시도 한도 3회 중 1회째. 이 "
+        "작업이 시작한 체크포인트를 알 수 없어 진행이 있었던 구간으로 보지 않습니다)")
+
+
+def test_a_time_limit_stop_from_a_known_start_with_no_newer_save_says_only_the_charge(store):
+    d = diag("time_limit", last_iter=4300)
+    known = ChainHistory(attempts=(AttemptFacts("88154", 1, start_iter=4000),))
+    dec = decide(d, known, PolicyParams(auto_resubmit=True), T0, checkpoint_iter=4000,
+                 accounting=replace(FAILED, state="TIMEOUT"))
+    assert dec.charged and "charged_why" not in dec.facts
+    assert heads(store, "en", d, dec, "TIMEOUT").endswith("(charged: 1 of 3 retries)")
