@@ -197,18 +197,19 @@ def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any, *,
                              max_free_chunks=max_free_chunks)
 
 
-def retries_by_task(rows: Sequence[Any], catalogue: Any, *, target_iter: int | None = None,
+def retries_by_task(rows: Sequence[Any], catalogue: Any, *,
+                    target_of: Callable[[Sequence[Any]], int | None] = lambda rows: None,
                     max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> list[tuple[int, int]]:
     """(task, retries used) of each task of an array trainbot submitted that spent any, the
     most spent first (then by task): from its attempt rows, oldest first (each with
     `array_task` and what `task_attempts` reads). A task's retries are counted as its budget
-    counts them (task_retries_used), so a free resubmit (a node failure, a time-limit chunk
-    that saved a checkpoint) is none."""
+    counts them (task_retries_used, within its run's target: `target_of` its rows), so a
+    free resubmit (a node failure, a time-limit chunk that saved a checkpoint) is none."""
     by_task: dict[int, list[Any]] = {}
     for a in rows:
         if a.array_task is not None:
             by_task.setdefault(a.array_task, []).append(a)
-    used = [(task, task_retries_used(task_attempts(mine), catalogue, target_iter=target_iter,
+    used = [(task, task_retries_used(task_attempts(mine), catalogue, target_iter=target_of(mine),
                                      max_free_chunks=max_free_chunks))
             for task, mine in by_task.items()]
     return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))

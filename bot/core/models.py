@@ -43,6 +43,26 @@ class CheckpointMark:
         return cls(path.rstrip("/").rpartition("/")[2] if path else None, iteration)
 
 
+def run_target(*, submitted: int | None, configured: int | None,
+               logged: int | None) -> int | None:
+    """The iteration a run is finished at: the one its submit set (`target_iter=`), else its
+    recipe's `target_iter`, else the one its log printed (`iteration 1200/8000`); None:
+    unknown. The watcher (its diagnosis, the chunks it counts) and the thread's root, App Home
+    and approvals all take a run's target from here."""
+    for target in (submitted, configured, logged):
+        if target is not None:
+            return target
+    return None
+
+
+def logged_target(attempts: Sequence[Any]) -> int | None:
+    """The target iteration the latest of a run's `attempts` (oldest first, each with the
+    `logged_target_iter` its log printed: the store's attempt rows) that printed one printed:
+    `run_target`'s `logged`."""
+    return next((a.logged_target_iter for a in reversed(attempts)
+                 if a.logged_target_iter is not None), None)
+
+
 def chunk_advanced(class_id: str | None, resumed_from: CheckpointMark | None,
                    saved: CheckpointMark, *, target_iter: int | None = None) -> bool:
     """Did an attempt that ended as `class_id`, resumed from `resumed_from` (None: which

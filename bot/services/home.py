@@ -31,6 +31,8 @@ from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
 from bot.services.threads import (
     array_root_view,
+    chain_target,
+    max_free_chunks,
     prompt_job,
     refresh_root,
     render,
@@ -128,7 +130,8 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
         if array is None:
             return None
         spent = retries_by_task(ctx.store.attempts.for_chain(chain.id), ctx.catalogue,
-                                **ctx.config.chunk_bounds_for(chain.recipe))
+                                target_of=lambda mine: chain_target(ctx.config, chain, mine),
+                                max_free_chunks=max_free_chunks(ctx.config, chain))
         budget = ctx.config.policy_for(chain.recipe).retry_budget \
             if chain.recipe in ctx.config.recipes else None
         return {"chain_id": chain.id, "recipe": chain.recipe, "job_id": str(chain.array_job_id),

@@ -312,8 +312,10 @@ def submit_recipe(
     With `chain_id` the job is the next attempt of that chain (a resubmit); otherwise a new
     chain is started. `charge_retry` counts the resubmit against the chain's retry budget in
     the transaction that records the attempt. A resubmit into a chain the policy stopped
-    (budget spent, no progress) re-opens it: someone chose to go on with this run. Every
-    outcome, including a refused submit, goes to the audit log.
+    (budget spent, no progress) re-opens it: someone chose to go on with this run. A
+    `target_iter=` override is the run's target from then on, its resubmits' too (kept with
+    the chain: bot.core.models.run_target). Every outcome, including a refused submit, goes
+    to the audit log.
 
     An array recipe (`array:`) starts an "array" chain: the whole array is watched under its
     id, each task becoming an attempt row as it starts (bot.services.watch.tick). With
@@ -364,7 +366,10 @@ def submit_recipe(
             now=now,
             kind="array" if whole_array else "run",
             array_job_id=int(job_id) if whole_array else None,
+            target_iter=typed.get("target_iter"),
         )
+    elif "target_iter" in typed:  # the run goes on to the target this submit sets
+        store.chains.set_target(chain.id, typed["target_iter"], now=now)
     attempt_no = 0  # a whole array: its tasks become attempt rows as they start
     if not whole_array:
         attempt_no = store.attempts.add(

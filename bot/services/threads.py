@@ -8,13 +8,16 @@ root (`open_thread`, rewritten in place as attempts change by `refresh_root`) an
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
 from bot.core.incident import AttemptSummary, RootView, build_root
+from bot.core.models import logged_target, run_target
 from bot.core.text import mrkdwn_escape
 from bot.services.ports import Blocks, BotContext, PostError, RenderError, root_key
+from bot.store import Attempt, Chain
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +129,24 @@ def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
         return None
 
 
+def chain_target(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> int | None:
+    """The target iteration of `chain`'s run as the watcher judges it (bot.core.models
+    .run_target): its submit's `target_iter=`, else its recipe's (when still configured),
+    else the one its `attempts` (oldest first: the chain's, or an array task's) last printed."""
+    configured = config.recipe(chain.recipe).target_iter \
+        if not chain.adopted and chain.recipe in config.recipes else None
+    return run_target(submitted=chain.target_iter, configured=configured,
+                      logged=logged_target(attempts))
+
+
+def max_free_chunks(config: Config, chain: Chain) -> int:
+    """The time-limit chunks in a row a chain's run resubmits uncharged: its recipe's policy,
+    the defaults' for a recipe not (or no longer) configured."""
+    policy = config.policy_for(chain.recipe) if chain.recipe in config.recipes \
+        else config.policy
+    return policy.max_free_chunks
+
+
 def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
     """The root message's view from the chain's attempts in the store; None for an unknown
     chain or one without attempts."""
@@ -138,7 +159,7 @@ def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
         recipe=chain.job_name if chain.adopted else chain.recipe,
         attempts=[AttemptSummary(a.shown_id, a.result or a.state, a.last_iter, a.start_iter,
                                  a.cause if a.result else None) for a in attempts],
-        target_iter=ctx.config.recipe(chain.recipe).target_iter if configured else None,
+        target_iter=chain_target(ctx.config, chain, attempts) if configured else None,
         retries_used=chain.retries_used,
         retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
         cluster=chain.cluster,

@@ -66,8 +66,10 @@ from bot.services.probes import create_probe_offer, offers_probe, probe_offer
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
 from bot.services.threads import (
+    chain_target,
     has_thread,
     lang_of,
+    max_free_chunks,
     refresh_root,
     render,
     section,
@@ -181,9 +183,13 @@ class ThreadEvents:
                         or (task is not None and a.array_task == task)]
             earlier = [a for a in attempts if a.job_id != event.job_id and mine is not None
                        and a.attempt_no < mine.attempt_no]
-            retries = task_retries_through(
-                [*earlier, mine], mine.job_id, self.ctx.catalogue,
-                **self.ctx.config.chunk_bounds_for(event.recipe)) if mine is not None else 0
+            retries = 0
+            if mine is not None:
+                task_rows = [*earlier, mine]
+                retries = task_retries_through(
+                    task_rows, mine.job_id, self.ctx.catalogue,
+                    target_iter=chain_target(self.ctx.config, chain, task_rows),
+                    max_free_chunks=max_free_chunks(self.ctx.config, chain))
             replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),

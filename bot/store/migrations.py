@@ -266,6 +266,15 @@ def _v12_watched_by(conn: Connection) -> None:
     _add_column(conn, "chains", "watched_by TEXT")
 
 
+def _v13_run_targets(conn: Connection) -> None:
+    """Version 13: chains.target_iter, the target iteration a submit's `target_iter=` override
+    set for the run, and attempts.logged_target_iter, the one the job's log printed, so the
+    watcher, the thread, App Home and approvals all see one target (bot.core.models
+    .run_target) when the recipe sets none or a submit overrides it."""
+    _add_column(conn, "chains", "target_iter INTEGER")
+    _add_column(conn, "attempts", "logged_target_iter INTEGER")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -279,6 +288,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v10_excluded_nodes,
     _v11_adopted_chains,
     _v12_watched_by,
+    _v13_run_targets,
 ]
 
 

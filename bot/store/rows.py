@@ -30,6 +30,7 @@ class Chain:
     kind: str = "run"
     array_job_id: int | None = None
     watched_by: str | None = None  # the Slack user who adopted it (`/train watch`)
+    target_iter: int | None = None  # the run's target its submit set (`target_iter=`)
 
     @property
     def adopted(self) -> bool:
@@ -69,6 +70,7 @@ class Attempt:
     checkpoint_path: str | None
     excluded_nodes: str | None = None  # the --exclude this job was submitted with
     display_id: str | None = None  # `123_4` of an array task (job_id is its raw id)
+    logged_target_iter: int | None = None  # the target iteration its log printed (`/8000`)
 
     @property
     def shown_id(self) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 metadata = MetaData()
 
@@ -46,6 +46,9 @@ chains = Table(
     Column("array_job_id", Integer),  # version 11: the array of an "array" chain
     # version 12: who adopted an "adopted"/"array" chain (`/train watch`): its App Home owner
     Column("watched_by", Text),
+    # version 13: the run's target iteration its submit set (`target_iter=`; NULL: none):
+    # bot.core.models.run_target
+    Column("target_iter", Integer),
     Index("ix_chains_recipe", "recipe"),
 )
 
@@ -69,6 +72,7 @@ attempts = Table(
     Column("checkpoint_path", Text),
     Column("excluded_nodes", Text),  # --exclude of this submit (a faulty node), else NULL
     Column("display_id", Text),  # version 11: `123_4` for an array task (job_id is its raw id)
+    Column("logged_target_iter", Integer),  # version 13: the target its log printed (`/8000`)
     UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
     Index("ix_attempts_job_id", "job_id"),
 )

@@ -204,15 +204,6 @@ class Config(_Model):
         overrides = self.recipe(recipe_name).policy.model_dump(exclude_none=True)
         return self.policy.model_copy(update=overrides)
 
-    def chunk_bounds_for(self, recipe_name: str | None) -> dict[str, Any]:
-        """How a recipe's time-limit chunks are counted (bot.core.arrays.task_retries_used's
-        `target_iter` and `max_free_chunks`): its target iteration and policy; the policy
-        defaults and no target for a recipe not (or no longer) configured."""
-        if recipe_name is None or recipe_name not in self.recipes:
-            return {"target_iter": None, "max_free_chunks": self.policy.max_free_chunks}
-        return {"target_iter": self.recipe(recipe_name).target_iter,
-                "max_free_chunks": self.policy_for(recipe_name).max_free_chunks}
-
     def channel_id_for(self, recipe_name: str) -> str | None:
         """Slack channel id for a recipe's threads (its channel, else the default)."""
         name = self.recipe(recipe_name).channel or self.slack.default_channel

@@ -100,6 +100,7 @@ from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-ex
     DiagnosisMetrics,
     Evidence,
     UpstreamCause,
+    run_target,
 )
 from bot.core.nodes import node_in
 from bot.core.policy import DEFAULT_POLICY
@@ -196,7 +197,8 @@ def diagnose(
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
     `now` is the time on the log's clock at which a running job is judged (default: the
-    last timestamp in the log). `target_iter` defaults to what the log printed (`/8000`).
+    last timestamp in the log). `target_iter` is the run's target as its submit or recipe set
+    it; without one, what the log printed (`/8000`: bot.core.models.run_target).
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     `evaluation_start` is the line of the last evaluation the framework opened after the log's
     first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
@@ -205,7 +207,7 @@ def diagnose(
     acct = accounting or Accounting()
     matches = as_submitit_decided(_without_survived_verdicts(
         sorted(matches, key=lambda m: m.line_no), series, tail))
-    target = target_iter if target_iter is not None else series.target_iter
+    target = run_target(submitted=None, configured=target_iter, logged=series.target_iter)
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
     failed_classes = {m.class_id for m in primary} - {"completed"}

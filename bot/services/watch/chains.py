@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.core.arrays import new_array_tasks
 from bot.core.catalogue import Catalogue
-from bot.core.models import DEFAULT_MAX_FREE_CHUNKS
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, run_target
 from bot.core.policy import (
     ChainHistory,
     attempt_progress,
@@ -42,8 +42,8 @@ class ChainBook:
     """One cluster's chains and attempt rows as the watcher reads and writes them (module
     doc). `changed` holds the parallel chains whose rows in the thread's root changed this
     tick (`publish_changed` rewrites each root once); `resubmits` (None: none are made)
-    tells whether a task's resubmit is still pending; an attempt's progress is written at
-    most every `persist_every_s`."""
+    tells whether a task's resubmit is still pending; an attempt's progress (with the target
+    its log printed) is written at most every `persist_every_s`."""
 
     def __init__(self, cluster: str, *, store: Store, catalogue: Catalogue, outbox: Outbox,
                  resubmits: AutoResubmits | None, persist_every_s: float) -> None:
@@ -54,7 +54,30 @@ class ChainBook:
         self.resubmits = resubmits
         self.persist_every_s = persist_every_s
         self._chains: dict[int, Chain] = {}  # by id, for their kind (which never changes)
+        self._this_tick: dict[int, Chain] = {}  # read once a tick: their targets change
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
+
+    def new_tick(self) -> None:
+        """A tick begins: the chains' targets are read again."""
+        self._this_tick.clear()
+
+    def _current(self, chain_id: int | None) -> Chain | None:
+        if chain_id is None:
+            return None
+        if chain_id not in self._this_tick:
+            chain = self.store.chains.get(chain_id)
+            if chain is None:
+                return None
+            self._this_tick[chain_id] = chain
+        return self._this_tick[chain_id]
+
+    def target(self, chain_id: int | None, configured: int | None) -> int | None:
+        """The run's target a job's diagnosis is given (bot.core.models.run_target): its
+        submit's `target_iter=`, else the recipe's `configured` one; the diagnosis falls back
+        to what the job's log printed (kept with its attempt row: `update_attempt`)."""
+        chain = self._current(chain_id)
+        return run_target(submitted=chain.target_iter if chain is not None else None,
+                          configured=configured, logged=None)
 
     def get(self, chain_id: int | None) -> Chain | None:
         if chain_id is None:

@@ -206,6 +206,7 @@ class Watcher:
                      report.bytes_moved, report.bytes_read, "" if report.ok else ", failed")
 
     def _tick(self, now: float, report: TickReport) -> TickReport:
+        self.chains.new_tick()
         watched = self.store.watched_jobs.list(self.cluster)
         ids = sorted({int(w.job_id) for w in watched})
         report.jobs = len(ids)
@@ -393,7 +394,7 @@ class Watcher:
         progress written to its attempt row."""
         judged = judge_running(jw, record, self.recipes.policy(jw.recipe), now,
                                judge_every_s=self.judge_every_s,
-                               target_iter=self.recipes.target(jw.recipe),
+                               target_iter=self._target(jw),
                                past_warnings=self.outbox.past_warnings(jw.chain_id))
         diag = judged.diagnosis
         for dec in judged.warnings:
@@ -412,7 +413,12 @@ class Watcher:
                               "facts": dict(dec.facts)})
         self.chains.update_attempt(jw, now, state=record.state,
                                    last_iter=jw.analysis.series.last_iteration,
+                                   logged_target_iter=jw.analysis.series.target_iter,
                                    started_at=record.start_time)
+
+    def _target(self, jw: JobWatch) -> int | None:
+        """The run's target its diagnosis is given (ChainBook.target)."""
+        return self.chains.target(jw.chain_id, self.recipes.target(jw.recipe))
 
     def _stall_resume_point(self, jw: JobWatch, record: JobRecord, key: str,
                             dec: Decision) -> Decision:
@@ -444,7 +450,9 @@ class Watcher:
         retry decides from the same one (one lookup per finished job)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
-        diag = finished_diagnosis(jw, record, acct, p, target_iter=self.recipes.target(jw.recipe))
+        diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
+        # the target its log printed is in its row before anything is told from the rows
+        self.chains.update_attempt(jw, now, logged_target_iter=jw.analysis.series.target_iter)
         history = self.chains.history(
             jw.chain_id, current_job=str(jw.job_id), current_last_iter=diag.metrics.last_iter,
             target_iter=diag.metrics.target_iter,

@@ -31,6 +31,7 @@ class ChainsRepo(_Repo):
         kind: str = "run",
         array_job_id: int | None = None,
         watched_by: str | None = None,
+        target_iter: int | None = None,
     ) -> Chain:
         values: dict[str, Any] = dict(
             recipe=recipe,
@@ -47,6 +48,8 @@ class ChainsRepo(_Repo):
             values.update(kind=kind, array_job_id=array_job_id)
         if watched_by is not None:
             values.update(watched_by=watched_by)
+        if target_iter is not None:
+            values.update(target_iter=target_iter)
         with self._engine.begin() as conn:
             chain_id = _insert_id(conn, insert(t.chains).values(**values))
         return Chain(id=chain_id, **values)
@@ -97,6 +100,10 @@ class ChainsRepo(_Repo):
     def set_status(self, chain_id: int, status: str, *, now: float) -> None:
         self._update(chain_id, now, status=status)
 
+    def set_target(self, chain_id: int, target_iter: int, *, now: float) -> None:
+        """The run's target iteration, as a submit's `target_iter=` override set it."""
+        self._update(chain_id, now, target_iter=target_iter)
+
     def _update(self, chain_id: int, now: float, **values: Any) -> None:
         with self._engine.begin() as conn:
             result = conn.execute(
@@ -116,6 +123,7 @@ _ATTEMPT_UPDATABLE = {
     "work_lost_iters",
     "work_lost_s",
     "checkpoint_path",
+    "logged_target_iter",
 }
 
 

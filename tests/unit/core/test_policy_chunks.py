@@ -10,7 +10,13 @@ import pytest
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
-from bot.core.models import Accounting, CheckpointMark, Diagnosis, DiagnosisMetrics
+from bot.core.models import (
+    Accounting,
+    CheckpointMark,
+    Diagnosis,
+    DiagnosisMetrics,
+    run_target,
+)
 from bot.core.policy import (
     AttemptFacts,
     ChainHistory,
@@ -131,3 +137,25 @@ def test_a_megatron_exit_interval_stop_at_the_target_is_the_run_completed():
     assert d.class_id == "completed"
     assert decide(d, chunks(None, 38000), AUTO, NOW, checkpoint_iter=40000).kind \
         == DecisionKind.NONE
+
+
+@pytest.mark.parametrize(("submitted", "configured", "logged", "target"), [
+    (None, None, 40000, 40000),   # the recipe sets none: the log's own
+    (None, 30000, 40000, 30000),  # the recipe's over the log's
+    (1200, 30000, 40000, 1200),   # a submit's target_iter= over both
+    (None, None, None, None),
+])
+def test_a_runs_target_is_the_submits_else_the_recipes_else_the_logs(submitted, configured,
+                                                                      logged, target):
+    assert run_target(submitted=submitted, configured=configured, logged=logged) == target
+
+
+def test_a_time_limit_from_an_unknown_start_is_charged_and_says_why_only_with_a_checkpoint():
+    d = time_limit(4000)
+    unknown = ChainHistory(attempts=(AttemptFacts("9", 1, start_known=False),))
+    saved = decide(d, unknown, AUTO, NOW, checkpoint_iter=4000)
+    assert saved.charged and saved.facts["charged_why"] == "start_unknown"
+    assert saved.reason.endswith("(charged: 1 of 3 retries, not a free chunk: the checkpoint "
+                                 "this job started from is unknown)")
+    none_saved = decide(d, unknown, AUTO, NOW)
+    assert none_saved.charged and "charged_why" not in none_saved.facts

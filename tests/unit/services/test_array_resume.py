@@ -347,6 +347,36 @@ def test_a_tasks_time_limit_chunk_spends_none_of_its_budget_once_its_start_is_kn
     assert section["text"]["text"].splitlines()[-1].endswith("task 1: 1/2 retries")
 
 
+def test_a_tasks_budget_on_home_counts_within_the_target_its_log_printed_as_the_watcher(
+        store, lookups, monkeypatch):
+    """The recipe sets no target_iter; task 1's log prints 300. A checkpoint at 400 is past
+    it, no progress of this run: the watcher charges the time limit, and Home counts the same
+    (bot.core.models.run_target), not a free chunk by the recipe's missing target."""
+    from bot.services.home import home_view
+
+    saved = {1: 200}
+    monkeypatch.setattr(ck, "find_latest_checkpoint", lambda sftp, root, rule, **kw: Checkpoint(
+        f"{root}/iter_{saved[1]:06d}", saved[1], "pointer"))
+    ctx, slurm, sftp, w, result = started_array(store, lookups, budget=2)
+    assert ctx.config.recipe("mix").target_iter is None
+    slurm.set(88901, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    w.tick(T0 + 200)  # resubmitted alone (charged: its start was unknown), from 200
+    run_task(slurm, sftp, 88888, 88888, 1)
+    sftp.append(LOG.format(88888, 1), b"iter: 250/300 | loss: 0.3\n")
+    saved[1] = 400
+    slurm.set(88888, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 300)
+    w.tick(T0 + 320)
+    [incident] = [i for i in store.incidents.for_chain(result.chain_id)
+                  if i.key == "dev:88888:final"]
+    assert incident.diagnosis["decision"]["charged"] is True
+    assert incident.diagnosis["diagnosis"]["metrics"]["target_iter"] == 300
+    w.tick(T0 + 600)  # past its backoff: resubmitted, its second retry
+    assert [s.array for s in slurm.submits()][1:] == ["1", "1"]
+    [row] = home_view(ctx, "U0ALICE", T0)["runs"]
+    assert row["task_retries"] == [{"task": 1, "used": 2}]
+
+
 @pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
     ("en", ["Cancel 88887_0 and resume from iter 100", "Cancel 88887_0", "Dismiss"],
      "Cancel job 88887_0?",

@@ -1,0 +1,112 @@
+"""One target iteration per run (bot.core.models.run_target): what the watcher judges a job
+by and what the thread's root, App Home and an array task's budget (Home, approvals) show are
+the same: a submit's `target_iter=` override (kept for the run's resubmits), else the
+recipe's, else the one the run's log printed."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import T0, FakeSFTP, FakeSlurm, make_context
+
+from bot.core.catalogue import Catalogue
+from bot.services.home import home_view
+from bot.services.runs import AutoResubmitter, submit_and_announce
+from bot.services.threads import chain_target, root_view
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
+from bot.store import Store
+
+LOG = "/logs/mix-{}.out"
+MEGATRON = (" iteration {it:>8}/   40000 | consumed samples: {it:>10} | elapsed time per "
+            "iteration (ms): 2349.4 | learning rate: 9.7E-05 | lm loss: 2.72E+00 |\n")
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield s
+    s.close()
+
+
+def run(store: Store, *, overrides: dict[str, str] | None = None, **recipe):
+    """Recipe `mix` (no target_iter unless `recipe` sets one) submitted with `overrides`, its
+    job running to iteration 1,200 of the 40,000 its log prints, seen by one watcher tick."""
+    slurm, sftp = FakeSlurm(), FakeSFTP()
+    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0,
+                       policy={"auto_resubmit": True, "backoff_s": 60}, **recipe)
+    result = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0, overrides=overrides)
+    auto = AutoResubmitter(ctx, "dev")
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
+                catalogue=Catalogue.load(), sink=ThreadEvents(ctx), config=ctx.config,
+                checkpoint=auto.checkpoint, resubmit=auto.resubmit, recover=auto.recover)
+    job = int(result.job_id)
+    log = LOG.format(job)
+    slurm.set(job, state="RUNNING", stdout_path=log, start_time=T0)
+    sftp.append(log, "".join(MEGATRON.format(it=it) for it in range(100, 1300, 100)).encode())
+    w.tick(T0 + 60)
+    return ctx, slurm, w, result
+
+
+def home_progress(ctx, chain_id: int) -> str:
+    [row] = [r for r in home_view(ctx, "U0ALICE", T0 + 60)["runs"] if r["chain_id"] == chain_id]
+    return row["progress_bar"]
+
+
+def judged_target(store: Store, chain_id: int) -> int | None:
+    """The target the watcher judged the run's last finished job by (its incident)."""
+    final = [i for i in store.incidents.for_chain(chain_id) if i.key.endswith(":final")]
+    return final[-1].diagnosis["diagnosis"]["metrics"]["target_iter"]
+
+
+def end(slurm: FakeSlurm, w: Watcher, job: int, state: str = "TIMEOUT") -> None:
+    slurm.set(job, state=state, exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+
+
+def test_a_recipe_without_a_target_shows_the_one_its_log_printed_wherever_the_run_is_shown(
+        store):
+    ctx, slurm, w, result = run(store)
+    chain = store.chains.get(result.chain_id)
+    assert ctx.config.recipe("mix").target_iter is None
+    assert root_view(ctx, chain.id).target_iter == 40000
+    assert home_progress(ctx, chain.id).endswith("1,200 / 40,000")
+    attempts = store.attempts.for_chain(chain.id)
+    assert chain_target(ctx.config, chain, attempts) == 40000  # an array task's budget's too
+    end(slurm, w, int(result.job_id))
+    assert judged_target(store, chain.id) == 40000  # the watcher judged it by the same
+
+
+def test_the_recipes_target_wins_over_the_one_the_log_printed(store):
+    ctx, slurm, w, result = run(store, target_iter=30000)
+    assert root_view(ctx, result.chain_id).target_iter == 30000
+    assert home_progress(ctx, result.chain_id).endswith("1,200 / 30,000")
+    end(slurm, w, int(result.job_id))
+    assert judged_target(store, result.chain_id) == 30000
+
+
+def test_a_submits_target_override_is_the_runs_target_for_the_watcher_and_everywhere(store):
+    ctx, slurm, w, result = run(store, overrides={"target_iter": "1200"}, target_iter=30000)
+    chain = store.chains.get(result.chain_id)
+    assert chain.target_iter == 1200
+    assert root_view(ctx, chain.id).target_iter == 1200
+    assert home_progress(ctx, chain.id).endswith("1,200 / 1,200")
+    assert chain_target(ctx.config, chain, store.attempts.for_chain(chain.id)) == 1200
+    end(slurm, w, int(result.job_id), "COMPLETED")
+    assert judged_target(store, chain.id) == 1200
+    # ended at the target the submit set: the run completed, not short of the recipe's
+    [final] = [i for i in store.incidents.for_chain(chain.id) if i.key.endswith(":final")]
+    assert final.class_id == "completed"
+    assert len(slurm.submits()) == 1
+
+
+def test_a_submits_target_override_holds_for_the_runs_resubmits(store):
+    ctx, slurm, w, result = run(store, overrides={"target_iter": "20000"})
+    end(slurm, w, int(result.job_id))  # a time limit short of it: resubmitted
+    w.tick(T0 + 600)  # past its backoff
+    assert len(slurm.submits()) == 2 and "target_iter" not in str(slurm.submits()[1].args)
+    assert store.chains.get(result.chain_id).target_iter == 20000
+    assert root_view(ctx, result.chain_id).target_iter == 20000
+    again = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0 + 700,
+                                chain_id=result.chain_id, overrides={"target_iter": "25000"})
+    assert again.chain_id == result.chain_id
+    assert root_view(ctx, result.chain_id).target_iter == 25000
