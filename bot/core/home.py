@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from bot.core.incident import CheckpointUnknown
 from bot.core.slurm.states import PENDING_STATES, RUNNING_STATES
 
 # A view holds at most 100 blocks; the header, the notice, the intro and the "and N more" line
@@ -53,32 +54,44 @@ def unfinished_tasks(counts: Iterable[tuple[str, int]]) -> int:
 
 def cancel_confirm(job_id: str, state: str, *,
                    counts: Iterable[tuple[str, int]] | None = None, waiting: bool = False,
-                   resume: bool = False, from_iter: int | None = None) -> dict[str, Any]:
+                   resume: bool = False, from_iter: int | None = None,
+                   from_checkpoint: str | None = None,
+                   checkpoint_unknown: CheckpointUnknown | None = None) -> dict[str, Any]:
     """What Slack's confirm dialog before a Cancel names (every Cancel on the Home tab and in
     a run's thread asks; the shared template's `cancel_confirm` words it): the job as people
     read it (`123_4` of an array task) and its state; for a whole array (`counts`, its tasks by
     state) how many of its started tasks still run or wait, and `waiting`: tasks not started
-    yet remain; for Cancel and resume (`resume`), that it is resubmitted, from iteration
-    `from_iter` when known."""
+    yet remain; for Cancel and resume (`resume`), that it is resubmitted and where it resumes,
+    as its prompt claims it (bot.core.policy.resume_point_claim's words): from iteration
+    `from_iter`, else from the checkpoint named `from_checkpoint` (a pointer naming `final`),
+    else from the last complete checkpoint, unknown (`checkpoint_unknown` says why), else from
+    scratch."""
+    named = from_checkpoint if from_iter is None and from_checkpoint else None
     return {"job_id": job_id, "state": state, "array": counts is not None,
             "unfinished": unfinished_tasks(counts) if counts is not None else None,
-            "waiting": waiting, "resume": resume, "from_iter": from_iter}
+            "waiting": waiting, "resume": resume, "from_iter": from_iter,
+            "from_checkpoint": named,
+            "checkpoint_unknown": (checkpoint_unknown
+                                   if from_iter is None and named is None else None)}
 
 
 # A prompt's buttons that scancel its job: each asks first (prompt_confirm).
 CANCEL_KINDS = frozenset({"cancel", "cancel_resume"})
 
 
-def prompt_confirm(kind: str, job_id: str, state: str,
-                   from_iter: int | None = None) -> dict[str, Any]:
+def prompt_confirm(kind: str, job_id: str, state: str, from_iter: int | None = None, *,
+                   from_checkpoint: str | None = None,
+                   checkpoint_unknown: CheckpointUnknown | None = None) -> dict[str, Any]:
     """A prompt button's confirm dialog (`{"confirm": ...}` to merge into the button; `{}` for
     a button that cancels nothing): a Cancel's names the job as its thread does (`job_id`,
-    `123_4` of an array task) and its `state`; Cancel and resume's, that it is resubmitted
-    (from iteration `from_iter` when known)."""
+    `123_4` of an array task) and its `state`; Cancel and resume's, that it is resubmitted and
+    from where, as the prompt says it (`cancel_confirm`: `from_iter`, else `from_checkpoint`,
+    else unknown, `checkpoint_unknown`, else from scratch)."""
     if kind not in CANCEL_KINDS:
         return {}
     return {"confirm": cancel_confirm(job_id, state, resume=kind == "cancel_resume",
-                                      from_iter=from_iter)}
+                                      from_iter=from_iter, from_checkpoint=from_checkpoint,
+                                      checkpoint_unknown=checkpoint_unknown)}
 
 
 def row_blocks(row: Mapping[str, Any]) -> int:

@@ -92,7 +92,9 @@ def _buttons(approval: Approval, job: tuple[str, str], adopted: bool = False,
              "mem": payload.get("mem"), "exclude": payload.get("exclude"),
              "job_id": job[0],
              "for_job": payload.get("for_job"),
-             **prompt_confirm(kind, *job, from_iter=payload.get("resume_iter"))}
+             **prompt_confirm(kind, *job, from_iter=payload.get("resume_iter"),
+                              from_checkpoint=payload.get("resume_checkpoint"),
+                              checkpoint_unknown=payload.get("checkpoint_unknown"))}
             for kind in kinds]
 
 

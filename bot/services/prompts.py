@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.home import prompt_confirm
+from bot.core.incident import CheckpointUnknown
 from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext
 from bot.services.threads import prompt_job, render
@@ -43,6 +44,7 @@ def create_resubmit_prompt(
     summary: str,
     resume_iter: int | None = None,
     resume_checkpoint: str | None = None,
+    checkpoint_unknown: CheckpointUnknown | None = None,
     mem: str | None = None,
     exclude: str | None = None,
     offer_cancel: bool = False,
@@ -57,7 +59,9 @@ def create_resubmit_prompt(
     expiry can rewrite it: bot.services.approvals.follow_up_prompts). `exclude`: the node a
     GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
     `resume_checkpoint`: the name of the checkpoint a resume starts from (the watcher's
-    decision's), which the buttons name when its iteration (`resume_iter`) is unknown.
+    decision's), which the buttons name when its iteration (`resume_iter`) is unknown;
+    `checkpoint_unknown`: neither is known because looking the checkpoint up failed (a
+    Cancel and resume's dialog says so, as the prompt does, not "from scratch").
     The buttons name the job as the thread does (an array task's `123_4`, its attempt's shown
     id), and Cancel and Cancel and resume ask first in Slack's confirm dialog naming it and its
     state (its attempt's; a job offered Cancel still runs).
@@ -77,6 +81,7 @@ def create_resubmit_prompt(
         **({"exclude": exclude} if exclude else {}),
         "resume_iter": resume_iter,
         **({"resume_checkpoint": resume_checkpoint} if resume_checkpoint else {}),
+        **({"checkpoint_unknown": checkpoint_unknown} if checkpoint_unknown else {}),
         "summary": summary,
         **({"post_key": post_key} if post_key else {}),
     }
@@ -92,7 +97,8 @@ def create_resubmit_prompt(
     shown, state = prompt_job(ctx, chain_id, str(job_id), "RUNNING")
     blocks, text = render(ctx, "approval", recipe, approval_view(
         token, summary, job_id=shown, state=state, resume_iter=resume_iter, mem=mem,
-        exclude=exclude, choices=choices, resume_checkpoint=resume_checkpoint))
+        exclude=exclude, choices=choices, resume_checkpoint=resume_checkpoint,
+        checkpoint_unknown=checkpoint_unknown))
     return Prompt(token, text, blocks)
 
 
@@ -111,15 +117,19 @@ def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str,
 def approval_view(token: str, summary: str, *, job_id: str, state: str,
                   resume_iter: int | None, mem: str | None, choices: Iterable[str],
                   exclude: str | None = None,
-                  resume_checkpoint: str | None = None) -> dict[str, Any]:
+                  resume_checkpoint: str | None = None,
+                  checkpoint_unknown: CheckpointUnknown | None = None) -> dict[str, Any]:
     """The approval template's view: the question and one button per choice, each with the
     same opaque token (the action id says which choice; the words are the template's); a
     Cancel's confirm dialog names `job_id` (as the thread shows it) and its `state`; a resume
-    names `resume_checkpoint` when its iteration (`resume_iter`) is unknown."""
+    names `resume_checkpoint` when its iteration (`resume_iter`) is unknown, and Cancel and
+    resume's dialog, as the prompt, that the checkpoint is unknown (`checkpoint_unknown`)."""
     styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
     buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
                 "style": styles.get(kind), "from_iter": resume_iter,
                 "from_checkpoint": resume_checkpoint, "mem": mem,
                 "exclude": exclude, "job_id": job_id,
-                **prompt_confirm(kind, job_id, state, resume_iter)} for kind in choices]
+                **prompt_confirm(kind, job_id, state, resume_iter,
+                                 from_checkpoint=resume_checkpoint,
+                                 checkpoint_unknown=checkpoint_unknown)} for kind in choices]
     return {"summary": summary, "block_id": f"approve:{token}", "buttons": buttons}

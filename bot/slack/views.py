@@ -107,7 +107,10 @@ def buttons(proposals: Iterable[Proposal], job_id: str,
                                                       ("mem", p.mem)) if v is not None}}
         out.append(Button(p.kind, action_id_for(p.kind).value, value_for(p.kind, params),
                           style, p.from_iter, p.mem,
-                          prompt_confirm(p.kind, job_id, state, p.from_iter).get("confirm"),
+                          prompt_confirm(p.kind, job_id, state, p.from_iter,
+                                         from_checkpoint=p.from_checkpoint,
+                                         checkpoint_unknown=p.checkpoint_unknown
+                                         ).get("confirm"),
                           p.from_checkpoint, p.checkpoint_unknown))
     return out
 

@@ -380,12 +380,12 @@ def test_a_tasks_budget_on_home_counts_within_the_target_its_log_printed_as_the_
 @pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
     ("en", ["Cancel 88887_0 and resume from iter 100", "Cancel 88887_0", "Dismiss"],
      "Cancel job 88887_0?",
-     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it resuming from iter "
+     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it resuming from iteration "
      "100.", "Job 88887_0 is RUNNING. scancel stops it."),
     ("ko", ["88887_0 취소 후 iter 100부터 재개", "88887_0 취소", "무시"],
      "작업 88887_0을(를) 취소할까요?",
      "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 100부터 "
-     "재개하도록 다시 제출합니다.",
+     "재개해 다시 제출합니다.",
      "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다."),
 ])
 def test_a_stalled_tasks_prompt_names_the_task_and_asks_before_cancelling(

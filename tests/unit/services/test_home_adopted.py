@@ -301,12 +301,12 @@ def _confirms(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
 @pytest.mark.parametrize(("lang", "task", "run", "resume"), [
     ("en", "Job 6100_1 is RUNNING. scancel stops it.",
      "Job {job} is PENDING. scancel stops it.",
-     "Job {job} is PENDING. scancel stops it, then trainbot resubmits it resuming from iter "
+     "Job {job} is PENDING. scancel stops it, then trainbot resubmits it resuming from iteration "
      "300."),
     ("ko", "작업 6100_1은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다.",
      "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춥니다.",
      "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 300부터 "
-     "재개하도록 다시 제출합니다."),
+     "재개해 다시 제출합니다."),
 ])
 def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, task, run,
                                                                     resume):

@@ -32,6 +32,13 @@ def stall_prompt(store: Store, checkpoint, *, lang: str = "en",
                  **watcher) -> tuple[str, list[str]]:
     """The stall prompt the watcher posts while job 88154 stays stalled for several ticks:
     its head line and its button labels."""
+    head, labels, _ = stall_prompt_blocks(store, checkpoint, lang=lang, **watcher)
+    return head, labels
+
+
+def stall_prompt_blocks(store: Store, checkpoint, *, lang: str = "en",
+                        **watcher) -> tuple[str, list[str], list[dict]]:
+    """`stall_prompt`, with the Home tab's blocks (which show the open prompt) after it."""
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, lang=lang, clock=lambda: T0 + 600)
     chain, sftp, _ = stalled_thread(ctx, slurm)
@@ -51,7 +58,7 @@ def stall_prompt(store: Store, checkpoint, *, lang: str = "en",
     [blocks] = posted
     labels = [e["text"]["text"] for b in blocks if b["type"] == "actions"
               for e in b["elements"]]
-    return blocks[0]["text"]["text"], labels
+    return blocks[0]["text"]["text"], labels, blocks
 
 
 @pytest.mark.parametrize(("lang", "found", "end", "button"), [
@@ -132,3 +139,52 @@ def test_a_lookup_deadline_that_is_not_positive_is_refused_naming_the_setting(
     """0 is no "default" (None is): a deadline of no time would give every lookup up."""
     with pytest.raises(ValueError, match="checkpoint_deadline_s must be a positive number"):
         _watcher(store, checkpoint_deadline_s=bad)
+
+
+def _resume_dialog(blocks: list[dict]) -> str:
+    """The text of the confirm dialog before the blocks' Cancel and resume."""
+    [text] = [e["confirm"]["text"]["text"] for b in blocks if b["type"] == "actions"
+              for e in b["elements"] if e["action_id"] == "trainbot_cancel_resume"]
+    return text
+
+
+@pytest.mark.parametrize(("lang", "found", "where"), [
+    ("en", 3000, "resuming from iteration 3000"),
+    ("en", "final", "resuming from checkpoint `final`"),
+    ("en", "ckpt-best", "resuming from checkpoint `ckpt-best`"),
+    ("en", OSError("SFTP listdir /ck/mix: Connection lost"),
+     "resuming from the last complete checkpoint (unknown: looking it up failed)"),
+    ("en", None, "from scratch (no complete checkpoint)"),
+    ("ko", 3000, "iter 3000부터 재개해"),
+    ("ko", "final", "체크포인트 `final`부터 재개해"),
+    ("ko", OSError("SFTP listdir /ck/mix: Connection lost"),
+     "마지막 완전한 체크포인트부터 재개해 (조회에 실패해 어느 체크포인트인지 모릅니다)"),
+    ("ko", None, "완전한 체크포인트가 없어 처음부터"),
+])
+def test_cancel_and_resumes_dialog_says_where_it_resumes_as_the_prompt_does(
+        store, lang: str, found, where: str) -> None:
+    """The confirm dialog before a stall prompt's Cancel and resume, in the thread and on the
+    Home tab, names where the resubmit resumes in the prompt's own words: the iteration, a
+    checkpoint known only by its name, unknown when its lookup failed, from scratch when there
+    is none; never "its latest checkpoint" when the prompt said otherwise."""
+    from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
+
+    from bot.services.home import home_view, render_home
+
+    lookup = (FakeCheckpoints(fails=found) if isinstance(found, Exception)
+              else FakeCheckpoints(found))
+    head, _, blocks = stall_prompt_blocks(store, lookup, lang=lang)
+    assert where in head
+    state = "RUNNING"
+    dialog = {"en": f"Job 88154 is {state}. scancel stops it, then trainbot resubmits it "
+                    f"{where}.",
+              "ko": f"작업 88154은(는) 지금 {state} 상태입니다. scancel로 멈춘 뒤 trainbot이 "
+                    f"{where} 다시 제출합니다."}[lang]
+    assert _resume_dialog(blocks) == dialog
+    assert "latest checkpoint" not in dialog and "마지막 체크포인트부터" not in dialog
+    ctx = make_context(store, FakeSlurm(), lang=lang, clock=lambda: T0 + 600)
+    ctx.config = ctx.config.model_copy(  # the Home tab's language is the workspace's
+        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    home = render_home(ctx, home_view(ctx, "U0ALICE", T0 + 600))
+    assert validate_blocks(home, max_blocks=MAX_VIEW_BLOCKS) == []
+    assert _resume_dialog(home) == dialog

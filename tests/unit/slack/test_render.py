@@ -516,16 +516,50 @@ def _hang(**kw):
         class_id="hang", action=Action.ASK, retryable=True, charges_budget=True,
         hint="Cancel and resume.", title="Training hung", evidence=(),
         metrics=DiagnosisMetrics(last_iter=3470, target_iter=8000, sec_per_iter=4.5))
-    return build_incident(d, recipe="mix", job_id="88154", last_checkpoint_iter=3000, now=0.0,
-                          **kw)
+    return build_incident(d, recipe="mix", job_id="88154",
+                          **{"last_checkpoint_iter": 3000, "now": 0.0, **kw})
+
+
+@pytest.mark.parametrize(("start", "lang", "proposed", "where"), [
+    ({}, "en", "resume from iter 3,000", "resuming from iteration 3000"),
+    ({"last_checkpoint_iter": None, "from_checkpoint": "ckpt-best"}, "en",
+     "resume from checkpoint `ckpt-best`", "resuming from checkpoint `ckpt-best`"),
+    ({"last_checkpoint_iter": None, "checkpoint_unknown": "not_looked_up"}, "en",
+     "resume from the last complete checkpoint (unknown: not looked up)",
+     "resuming from the last complete checkpoint (unknown: not looked up)"),
+    ({"last_checkpoint_iter": None, "checkpoint_unknown": "lookup_failed"}, "en",
+     "resume from the last complete checkpoint (unknown: looking it up failed)",
+     "resuming from the last complete checkpoint (unknown: looking it up failed)"),
+    ({"last_checkpoint_iter": None}, "en", "resume from the start",
+     "from scratch (no complete checkpoint)"),
+    ({"last_checkpoint_iter": None, "from_checkpoint": "final"}, "ko",
+     "체크포인트 `final`부터", "체크포인트 `final`부터 재개해"),
+    ({"last_checkpoint_iter": None, "checkpoint_unknown": "not_looked_up"}, "ko",
+     "마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다)",
+     "마지막 완전한 체크포인트부터 재개해 (조회하지 않아 어느 체크포인트인지 모릅니다)"),
+])
+def test_a_hang_incidents_cancel_and_resume_dialog_names_the_start_its_proposal_does(
+        start, lang: str, proposed: str, where: str):
+    """A hang incident (as `trainbot report` writes it, or the watcher's) proposes Cancel and
+    resume from its iteration, a checkpoint known only by name, an unknown one (not looked up,
+    its lookup failed) or the start; the button's confirm dialog says the same start, never
+    "its latest checkpoint"."""
+    blocks, text = render_blocks("incident", lang, _hang(**start))
+    assert validate_blocks(blocks) == []
+    assert proposed in json.dumps(blocks, ensure_ascii=False)
+    [red] = [b for blk in blocks if blk["type"] == "actions" for b in blk["elements"]
+             if b["action_id"] == "trainbot_cancel_resume"]
+    ends = {"en": f"scancel stops it, then trainbot resubmits it {where}.",
+            "ko": f"scancel로 멈춘 뒤 trainbot이 {where} 다시 제출합니다."}[lang]
+    assert red["confirm"]["text"]["text"].endswith(ends)
 
 
 @pytest.mark.parametrize(("lang", "title", "text"), [
     ("en", "Cancel job 88154?", "Job 88154 is RUNNING. scancel stops it, then trainbot "
-                                "resubmits it resuming from iter 3000."),
+                                "resubmits it resuming from iteration 3000."),
     ("ko", "작업 88154을(를) 취소할까요?",
      "작업 88154은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 3000부터 "
-     "재개하도록 다시 제출합니다."),
+     "재개해 다시 제출합니다."),
 ])
 @pytest.mark.parametrize("message", ["warning", "incident"])
 def test_cancel_and_resume_on_a_warning_or_incident_asks_first_as_a_prompt_does(
