@@ -182,9 +182,8 @@ def test_cancel_and_resumes_dialog_says_where_it_resumes_as_the_prompt_does(
                     f"{where} 다시 제출합니다."}[lang]
     assert _resume_dialog(blocks) == dialog
     assert "latest checkpoint" not in dialog and "마지막 체크포인트부터" not in dialog
-    ctx = make_context(store, FakeSlurm(), lang=lang, clock=lambda: T0 + 600)
-    ctx.config = ctx.config.model_copy(  # the Home tab's language is the workspace's
-        update={"slack": ctx.config.slack.model_copy(update={"lang": lang})})
+    # the Home tab speaks the bot's language
+    ctx = make_context(store, FakeSlurm(), lang=lang, slack_lang=lang, clock=lambda: T0 + 600)
     home = render_home(ctx, home_view(ctx, "U0ALICE", T0 + 600))
     assert validate_blocks(home, max_blocks=MAX_VIEW_BLOCKS) == []
     assert _resume_dialog(home) == dialog
