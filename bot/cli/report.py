@@ -4,7 +4,9 @@ Writes message.json (the Block Kit payload exactly as chat.postMessage would sen
 {"blocks", "text"}), message.txt (a readable rendering) and the charts the log has data for:
 rss.png, progress.png, loss.png. Exit 0 when written, 2 on bad flags or an unreadable log.
 It reaches no cluster: a resume starts from the checkpoint the log's own save lines number,
-else the message says the checkpoint is unknown (not looked up), never "from the start".
+else the message says the checkpoint is unknown (not looked up), never "from the start", and a
+leak's memory arithmetic counts from iteration 0, saying it is the worst case, beside the need
+from the last iteration the log reached (no checkpoint is later): the best case.
 """
 
 from __future__ import annotations
@@ -89,7 +91,9 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
     Offline, no cluster: the checkpoint a resume starts from is the one the log's own save
     lines number; when they number none, the message says the checkpoint is unknown (not
     looked up), never "from the start" (the watcher, which looks the checkpoint directory
-    up, may find one: a pointer naming `final`, an earlier attempt's)."""
+    up, may find one: a pointer naming `final`, an earlier attempt's); a leak's memory
+    arithmetic then counts from iteration 0, the worst case, and says so, with the need from
+    the last iteration the log reached (policy.LeakRemedy.start_known)."""
     analysis, acct = inp.analysis, inp.accounting
     diagnosis = analysis.diagnose(acct, now=inp.now, target_iter=inp.target_iter)
     series = analysis.series

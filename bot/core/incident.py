@@ -252,7 +252,8 @@ def build_incident(
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
     iterations × s/iter. Unknown when the checkpoint's iteration is (`from_checkpoint` only,
-    or `checkpoint_unknown`).
+    or `checkpoint_unknown`); a leak's memory arithmetic then counts from iteration 0, the
+    worst case, and says so (policy.LeakRemedy.start_known).
     """
     m = diagnosis.metrics
     last_iter = m.last_iter
@@ -271,7 +272,7 @@ def build_incident(
 
     remedy = (leak_remedy(diagnosis, resume_iter=last_checkpoint_iter,
                           limit_bytes=mem_limit_bytes, max_rss_bytes=max_rss_bytes,
-                          policy=mem_policy)
+                          policy=mem_policy, start_unknown=bool(unknown_start))
               if diagnosis.class_id in MEMORY_CLASSES else None)
     mem = suggested_mem or _default_mem(diagnosis, mem_limit_bytes, max_rss_bytes, mem_policy)
     if remedy is not None:

@@ -123,7 +123,14 @@ class LeakRemedy:
     plain OOM would get) reaches `reach_iter`.
     `ceiling_gib` None: neither the job's limit nor a site cap is known, so whether any
     memory finishes the run cannot be told and no `--mem` is proposed (`proposes_mem`).
-    `role` is what grows, from the sampler (DataLoader workers / trainer), else None."""
+    `role` is what grows, from the sampler (DataLoader workers / trainer), else None.
+
+    `start_known` False: the iteration a resume starts from is unknown (`trainbot report`'s
+    log numbered no save; the checkpoint is known only by its name, or its lookup failed), so
+    `resume_iter` is 0, the worst case: every figure counts the whole run, and a later
+    checkpoint needs less (`need_gib` is a --mem that finishes from any). `reached_iter`, the
+    last iteration the log reached, bounds that checkpoint from above: from there the run
+    needs `reached_need_gib`, the best case."""
 
     slope_gib_per_100_iter: float
     start_gib: float
@@ -136,6 +143,14 @@ class LeakRemedy:
     reach_iter: int
     role: str | None = None
     ceiling_is_cap: bool = False
+    start_known: bool = True
+    reached_iter: int | None = None
+    reached_need_gib: int | None = None
+
+    @property
+    def runs_iters(self) -> int:
+        """How many iterations past its checkpoint `with_gib` runs (up to the target)."""
+        return self.reach_iter - self.resume_iter
 
     @property
     def proposes_mem(self) -> bool:
@@ -148,7 +163,9 @@ class LeakRemedy:
                 "reach_iter": self.reach_iter, "target": self.target_iter,
                 "resume_from": self.resume_iter, "role": self.role,
                 "hopeless": self.hopeless, "limit_known": self.ceiling_gib is not None,
-                "ceiling_is_cap": self.ceiling_is_cap}
+                "ceiling_is_cap": self.ceiling_is_cap, "start_known": self.start_known,
+                "reached_iter": self.reached_iter, "reached_need_gib": self.reached_need_gib,
+                "runs_iters": self.runs_iters}
 
 
 def leak_remedy(
@@ -160,19 +177,28 @@ def leak_remedy(
     policy: Any = None,
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
+    start_unknown: bool = False,
 ) -> LeakRemedy | None:
     """The memory a leaking run needs to finish (see LeakRemedy); None without a steady
     trend (`Diagnosis.leak_fit`) or a target iteration. `worker_rss` / `trainer_rss` are the
-    sampler's (start, now) RSS of each role: the one that grew most is named."""
+    sampler's (start, now) RSS of each role: the one that grew most is named.
+    `resume_iter` None is from scratch, unless `start_unknown`: then where the resume starts is
+    not known, the figures count from iteration 0 (the worst case) and the need from the last
+    iteration the log reached (`DiagnosisMetrics.last_iter`) is the best case."""
     fit, target = diagnosis.leak_fit, diagnosis.metrics.target_iter
     if not fit or not target or fit["slope_gib_per_100_iter"] <= 0:
         return None
     p = params_from(policy)
     per_iter = fit["slope_gib_per_100_iter"] / 100
-    resume = resume_iter or 0
-    need = fit["start_gib"] + per_iter * max(0, target - resume)
-    step = 10 if need >= 100 else 1
-    need_gib = int(math.ceil(need / step - 1e-9)) * step
+    resume = 0 if start_unknown else resume_iter or 0
+
+    def needs(start_iter: int) -> float:
+        return float(fit["start_gib"] + per_iter * max(0, target - start_iter))
+
+    need = needs(resume)
+    need_gib = _gib_up(need)
+    reached = diagnosis.metrics.last_iter if start_unknown else None
+    reached_need_gib = _gib_up(needs(reached)) if reached else None
     cap = int(p.mem_cap_bytes // GIB) if p.mem_cap_bytes is not None else None
     twice = int(2 * limit_bytes // GIB) if limit_bytes else None
     ceiling = min((c for c in (cap, twice) if c is not None), default=None)
@@ -196,7 +222,16 @@ def leak_remedy(
         reach_iter=int(max(resume, min(target, reach))),
         role=max(grew, key=lambda k: grew[k]) if grew else None,
         ceiling_is_cap=cap is not None and cap == ceiling,
+        start_known=not start_unknown,
+        reached_iter=reached or None,
+        reached_need_gib=reached_need_gib,
     )
+
+
+def _gib_up(need_gib: float) -> int:
+    """Memory in whole GiB, rounded up (10 GiB steps from 100 GiB)."""
+    step = 10 if need_gib >= 100 else 1
+    return int(math.ceil(need_gib / step - 1e-9)) * step
 
 
 def suggest_mem(

@@ -115,14 +115,15 @@ def test_a_write_that_fails_half_way_removes_the_folder_it_created(tmp_path: Pat
     assert not (tmp_path / "new").exists()
 
 
-def _leak_log(path: Path) -> Path:
-    """Host RSS 40 GiB + 12 GiB per 100 iterations, a checkpoint at 500, OOM-killed at 670."""
+def _leak_log(path: Path, save: bool = True) -> Path:
+    """Host RSS 40 GiB + 12 GiB per 100 iterations, a checkpoint at 500 (unless not `save`),
+    OOM-killed at 670."""
     lines = []
     for k, i in enumerate(range(0, 671, 10)):
         t = 45 * k
         lines.append(f"2025-05-14 {10 + t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d} | INFO "
                      f"| iter: {i}/6000 | loss: 0.9 | 4.50 s/iter | rss: {40 + 0.12 * i:.1f} GiB")
-        if i == 500:
+        if i == 500 and save:
             lines.append("2025-05-14 12:43:00 | INFO | Saving checkpoint at iteration 500")
             lines.append("2025-05-14 12:43:30 | INFO | Saved checkpoint at iteration 500")
     lines.append("slurmstepd: error: Detected 1 oom_kill event in StepId=9001.0. Some of the "
@@ -149,6 +150,52 @@ def test_report_on_a_leak_driven_oom_offers_the_probe_not_a_hopeless_mem(tmp_pat
     # 40 + 0.12 x (6000 - 500) = 700 GiB needed, above 2 x 120; the 180G a plain OOM would
     # get reaches 500 + (180 - 40) / 0.12 = iter 1,666
     assert "700G" in text and "240G" in text and "180G" in text and "1,666" in text
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", ("The iteration a resume starts from is unknown, so this counts from iteration 0, "
+            "the worst case: reaching iteration 6,000 needs ≈ 760G (from iteration 670, the "
+            "last the log reached: ≈ 680G). That is above 240G (the site's cap or twice the "
+            "current limit), so from iteration 0 more --mem cannot finish this run: with 180G "
+            "it runs ≈ 1,166 iterations past the checkpoint it resumes from.")),
+    ("ko", ("재개할 iteration을 알 수 없어 최악의 경우인 iteration 0부터 셉니다: iteration "
+            "6,000까지 가려면 ≈ 760G가 필요합니다 (로그가 마지막으로 도달한 iteration 670부터라면 "
+            "≈ 680G). 이는 240G(사이트 상한 또는 현재 한도의 두 배)를 넘으므로 iteration 0부터라면 "
+            "--mem을 늘려도 이 실행을 끝낼 수 없습니다: 180G로는 재개한 체크포인트에서 ≈ 1,166 "
+            "iteration을 더 갑니다.")),
+])
+def test_report_on_a_leak_whose_log_saved_no_checkpoint_counts_from_iteration_0_and_says_so(
+        tmp_path: Path, lang: str, said: str):
+    """The log numbers no checkpoint save, so the resume point is unknown (not looked up): the
+    memory arithmetic counts from iteration 0, the worst case (40 + 0.12 x 6000 = 760G), says
+    so, and gives the best case from the last iteration the log reached (40 + 0.12 x 5330 =
+    680G); the 180G a plain OOM would get runs (180 - 40) / 0.12 = 1,166 iterations past
+    whichever checkpoint, never "the checkpoint at iteration 0" or "≈ iter 1,166 of 6,000"."""
+    out = tmp_path / "out"
+    code = main(["report", str(_leak_log(tmp_path / "9004.log", save=False)), "--state",
+                 "OUT_OF_MEMORY", "--exit-code", "0:9", "--mem-limit", "120G", "--lang", lang,
+                 "--out", str(out)])
+    assert code == 0
+    text = (out / "message.txt").read_text()
+    assert said in text
+    assert "checkpoint at iteration 0" not in text and "iter 1,166" not in text
+    assert "iteration 0의 체크포인트" not in text
+
+
+def test_report_on_a_short_leak_whose_log_saved_no_checkpoint_proposes_the_worst_case_mem(
+        tmp_path: Path):
+    """Where the resume starts is unknown: the --mem proposed finishes the run from any
+    checkpoint, the worst case (40 + 0.12 x 1200 = 184 -> 190G), and the text says so."""
+    out = tmp_path / "out"
+    code = main(["report", str(_leak_log(tmp_path / "9005.log", save=False)), "--state",
+                 "OUT_OF_MEMORY", "--exit-code", "0:9", "--mem-limit", "120G", "--target-iter",
+                 "1200", "--out", str(out)])
+    assert code == 0
+    text = (out / "message.txt").read_text()
+    assert ("so this counts from iteration 0, the worst case: reaching iteration 1,200 needs "
+            "≈ 190G (from iteration 670, the last the log reached: ≈ 110G). --mem=190G "
+            "finishes it.") in text
+    assert "Resubmit with --mem=190G" in text
 
 
 def test_report_on_a_short_leak_proposes_the_mem_that_finishes_the_run(tmp_path: Path):

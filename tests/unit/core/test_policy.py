@@ -517,6 +517,24 @@ def test_a_leak_no_memory_can_finish_gets_no_mem_button_but_how_far_memory_gets(
     assert f["role"] == "workers" and "trainbot probe dataloader" in dec.reason
 
 
+def test_a_leak_whose_resume_point_is_unknown_counts_from_iteration_0_as_the_worst_case():
+    """From scratch (no checkpoint) and unknown (not looked up, a name without an iteration)
+    both count from iteration 0; only the unknown one says so and bounds it by the last
+    iteration the log reached (no checkpoint is later): 40 + 0.12 x (6000 - 670) = 680G."""
+    from bot.core.policy import leak_remedy
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=6000))
+    scratch = leak_remedy(d, resume_iter=None, limit_bytes=120 * GIB)
+    unknown = leak_remedy(d, resume_iter=None, limit_bytes=120 * GIB, start_unknown=True)
+    assert scratch is not None and unknown is not None
+    assert scratch.start_known and scratch.reached_need_gib is None
+    assert (unknown.need_gib, unknown.resume_iter, unknown.start_known) == (760, 0, False)
+    assert (unknown.reached_iter, unknown.reached_need_gib) == (670, 680)
+    assert unknown.runs_iters == 1166 and unknown.facts()["runs_iters"] == 1166
+    # a known checkpoint counts from it
+    assert leak_remedy(d, resume_iter=500, limit_bytes=120 * GIB).need_gib == 700
+
+
 def test_a_leak_that_more_memory_finishes_proposes_that_memory():
     d = diag("host_oom", last_iter=670, leak_fit=LEAK,
              metrics=DiagnosisMetrics(last_iter=670, target_iter=1200))
