@@ -38,11 +38,12 @@ _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
 
 @dataclass(frozen=True)
 class StallFinding:
-    """Progress stopped: no new iteration since `started_at` (the last progress line)."""
+    """Progress stopped: no new iteration, nor an evaluation's bar advancing after the last
+    one, since `started_at` (the last progress line, or that evaluation's last advance)."""
 
     started_at: float
-    last_iter: int | None
-    last_line: int
+    last_iter: int | None  # the training's last iteration (an evaluation counts none)
+    last_line: int  # the line of started_at: the last progress or evaluation advance
     last_text: str
     stalled_s: float  # now - started_at
     threshold_s: float
@@ -109,16 +110,24 @@ def detect_stall(
     """Progress stopped for longer than max(min_s, factor x the usual progress interval).
 
     The usual interval is the median seconds per iteration times the iterations between two
-    progress lines. Time spent in finished checkpoint saves after the last progress line is
-    excused up to `save_time_s` each; a save still open is excused for `save_time_s` from
-    its start, after which it is reported as the stall (`open_save`).
+    progress lines. An evaluation's bar advancing after the last progress line is activity
+    (`MetricSeries.last_evaluation`): idleness counts from its last advance, so a long
+    validation is no stall and one that stops advancing (a hang inside it) is, with the
+    training's last iteration. Time spent in finished checkpoint saves after the last
+    progress line is excused up to `save_time_s` each; a save still open is excused for
+    `save_time_s` from its start, after which it is reported as the stall (`open_save`).
     """
     last = series.last_progress
     if now is None or last is None or last.time is None:
         return None
     interval = series.progress_interval_s() or 0.0
     threshold = max(min_s, factor * interval)
-    idle = now - last.time
+    active, since = last, last.time  # the last line of activity and its time
+    evaluation = series.last_evaluation
+    if (evaluation is not None and evaluation.time is not None
+            and evaluation.line_no > last.line_no and evaluation.time > since):
+        active, since = evaluation, evaluation.time
+    idle = now - since
     if idle <= threshold:
         return None
     excused = 0.0
@@ -129,7 +138,7 @@ def detect_stall(
         if w.end_line is None:
             open_save = w
         else:
-            overlap = max(0.0, min(w.end_time or now, now) - max(w.start_time, last.time))
+            overlap = max(0.0, min(w.end_time or now, now) - max(w.start_time, since))
             excused += min(overlap, save_time_s)
     if open_save is not None:
         # A save still running is fine up to its allowance; past it, the save itself hangs.
@@ -138,10 +147,10 @@ def detect_stall(
     elif idle - excused <= threshold:
         return None
     return StallFinding(
-        started_at=last.time,
+        started_at=since,
         last_iter=last.iteration,
-        last_line=last.line_no,
-        last_text=last.text,
+        last_line=active.line_no,
+        last_text=active.text,
         stalled_s=idle,
         threshold_s=threshold,
         open_save=open_save,

@@ -85,6 +85,10 @@ class MetricSeries:
         # block's last such line)
         self.last_iteration_line: int | None = None
         self.target_iter: int | None = None
+        # the last line of an evaluation pass's bar that advanced (its batches differ from the
+        # bar's draw before): the run is active, though its training makes no progress
+        self.last_evaluation: Sample | None = None
+        self._evaluation_batches: tuple[int, int] | None = None
         self.last_loss: float | None = None
         self._step_s: deque[float] = deque(maxlen=256)  # recent seconds per iteration
         self._log_every: deque[int] = deque(maxlen=256)  # iterations between progress lines
@@ -181,20 +185,29 @@ class MetricSeries:
                         pending_events.popleft()
                 if sample is not None:
                     self._add(sample)
-                    last_sampled = k
-                    found = True
-                    break
+                    if sample.is_metric:  # an evaluation bar's activity samples no metric
+                        last_sampled = k
+                        found = True
+                        break
             i = (last_sampled if found else i + 15) + self.stride
         while pending_events:
             j = pending_events.popleft()
             self._event_only(line_at(j), first_line_no + j)
-        # Always the block's last metric line, so latest iteration and progress are exact.
+        # Always the block's last metric line, so latest iteration and progress are exact,
+        # and an evaluation bar's last line after it, so is the run's last activity.
         tail_from = max(last_sampled + 1, n_lines - 64)
+        evaluation = None
         for k in range(n_lines - 1, tail_from - 1, -1):
             sample, _ = self.parser.parse(line_at(k), first_line_no + k)
-            if sample is not None and sample.iteration is not None:
+            if sample is None:
+                continue
+            if sample.iteration is not None:
                 self._add(sample)
                 break
+            if sample.evaluation_batches is not None and evaluation is None:
+                evaluation = sample
+        if evaluation is not None:
+            self._add(evaluation)
         # The latest timestamp of the block (for `now` of offline logs).
         for k in range(n_lines - 1, max(last_sampled, n_lines - 64), -1):
             if self.parser.clock.parse_line(line_at(k)) is not None:
@@ -214,6 +227,10 @@ class MetricSeries:
         self.events.append(event)
 
     def _add(self, s: Sample) -> None:
+        if s.evaluation_batches is not None:
+            self._evaluation_drawn(s)
+            if not s.is_metric:
+                return  # no metric: kept out of the samples (charts, pace, leak fit)
         if self.samples and self.samples[-1].line_no >= s.line_no:
             return
         if s.host_rss_bytes is not None:
@@ -243,6 +260,16 @@ class MetricSeries:
         self.samples.append(s)
         if len(self.samples) > self.max_samples:
             self._compact()
+
+    def _evaluation_drawn(self, s: Sample) -> None:
+        """An evaluation bar's line: the last evaluation when its batches moved since the
+        bar's draw before (a redraw at the same count is no activity)."""
+        last = self.last_evaluation
+        if last is not None and last.line_no >= s.line_no:
+            return
+        if s.evaluation_batches != self._evaluation_batches:
+            self.last_evaluation = s
+        self._evaluation_batches = s.evaluation_batches
 
     def add_rss(self, rss_bytes: int, *, source: str, time: float | None = None
                 ) -> Sample | None:

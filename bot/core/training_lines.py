@@ -4,7 +4,8 @@ save (pure; no I/O).
 The metric parser's grammar: the formats it reads (key=value tokens, Megatron, Hugging Face
 Trainer dicts, tqdm bars, leading timestamps, checkpoint save lines, a recipe's own patterns)
 and the bars that are not training (start-up bars, an evaluation's own bar: labelled as one,
-as Lightning's, or drawn below the training bar, as Hugging Face Trainer's) or count one
+as Lightning's, or drawn below the training bar, as Hugging Face Trainer's, which is
+activity, its batches kept apart from the training's progress) or count one
 epoch's batches (Lightning's `Epoch 3:`). `LineParser` turns a line into a `Sample` and/or a
 `CheckpointEvent`; bot.core.metrics keeps them as a bounded series.
 """
@@ -41,7 +42,9 @@ _UNITS = {
 
 @dataclass(slots=True)
 class Sample:
-    """One progress/memory observation; fields a line does not show are None."""
+    """One progress/memory observation, or an evaluation pass's bar drawn (its batches in
+    `evaluation_batches`: activity of the run, no progress of its training); fields a line
+    does not show are None."""
 
     line_no: int
     time: float | None = None
@@ -52,6 +55,8 @@ class Sample:
     host_rss_bytes: int | None = None
     gpu_mem_bytes: int | None = None
     gpu_util: float | None = None
+    # an evaluation pass's bar (batches done, its total): activity, no training progress
+    evaluation_batches: tuple[int, int] | None = None
     text: str = ""
 
     @property
@@ -403,7 +408,7 @@ class LineParser:
         _drop_implausible(s)
         if event is not None and not _plausible_iter(event.iteration):
             event = None
-        if not s.is_metric:
+        if not s.is_metric and s.evaluation_batches is None:
             return None, event
         s.text = line[:300]
         return s, event
@@ -418,6 +423,8 @@ class LineParser:
             return
         if (self._evaluates_below_training() and s.target_iter != self.training_bar_total
                 and s.loss is None and _UNLABELLED_BAR.match(line) is not None):
+            if s.iteration is not None and s.target_iter is not None:
+                s.evaluation_batches = (s.iteration, s.target_iter)
             s.iteration = s.target_iter = s.sec_per_iter = None
         self._drawn_below = True
 
@@ -467,7 +474,11 @@ class LineParser:
         if is_start_up_bar(line):
             return  # data preparation or loading: no iteration, target or pace of training
         if "%" in line and "|" in line and _EVALUATION_BAR.match(line) is not None:
-            return  # an evaluation pass's bar: no iteration, target or pace of training
+            # an evaluation pass's bar: its batches, no iteration, target or pace of training
+            m = _TQDM.search(line)
+            if m:
+                s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
+            return
         m = _MEGATRON.search(line) if "iteration" in line else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))

@@ -96,6 +96,90 @@ def test_finished_save_time_is_subtracted_from_the_idle_time():
     assert detect_stall(series, last + 505 + 400) is not None
 
 
+def rfc3339(t: float) -> str:
+    """A line's time as `kubectl logs --timestamps` prefixes it (a timed prefix)."""
+    return stamp(t).replace(" ", "T") + ".000000000Z"
+
+
+def _bar_time(seconds: int) -> str:
+    return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+
+def _lightning_validation(eval_draws: list[tuple[float, int]]) -> list[str]:
+    """Lightning's epoch bar, one draw a line (a collector that turns carriage returns into
+    newlines, each line timed), 100 batches 6 s apart, then its validation's bar drawn below
+    it at (seconds after the last batch, batches done of 200)."""
+    lines = [f"{rfc3339(T0 + 6 * k)} Epoch 0:  {k:3d}%|#         | {k}/100 "
+             f"[{_bar_time(6 * k)}<{_bar_time(6 * (100 - k))},  0.17it/s, v_num=0, "
+             "train_loss=0.600]" for k in range(1, 101)]
+    last = T0 + 600
+    lines += [f"{rfc3339(last + dt)} Validation DataLoader 0:  {b // 2:3d}%|#         | "
+              f"{b}/200 [{_bar_time(int(dt))}<05:00,  0.33it/s]\x1b[A" for dt, b in eval_draws]
+    return lines
+
+
+def _hf_evaluation(eval_draws: list[tuple[float, int]]) -> list[str]:
+    """Hugging Face Trainer's bars (tests/unit/core/test_metrics.py's, one draw a line, each
+    line timed): the training bar at the top, 100 steps 6 s apart, its logged loss, then the
+    evaluation's own bar drawn below it at (seconds after the last step, batches of 400)."""
+    lines = [f"{rfc3339(T0 + 6 * k)}   0%|          | {k}/1000 "
+             f"[{_bar_time(6 * k)}<16:40,  0.17it/s]" for k in range(1, 101)]
+    last = T0 + 600
+    lines.append(f"{rfc3339(last)} {{'loss': 2.3, 'grad_norm': 1.1, 'learning_rate': 5e-05, "
+                 "'epoch': 0.01}")
+    lines += [f"{rfc3339(last + dt)}  15%|#5        | {b}/400 [{_bar_time(int(dt))}<00:40, "
+              f" 0.50it/s]\x1b[A" for dt, b in eval_draws]
+    return lines
+
+
+def _fed(lines: list[str], feed: str) -> MetricSeries:
+    """A series fed line by line, or in one block past its sample budget (sparse: one line
+    in `stride` and the block's last lines)."""
+    if feed == "lines":
+        series = MetricSeries()
+        series.feed_lines(lines)
+    else:
+        series = MetricSeries(max_samples=16)
+        series.feed_block("\n".join(lines) + "\n")
+        assert series.stride > 1
+    return series
+
+
+@pytest.mark.parametrize("feed", ["lines", "sparse-block"])
+@pytest.mark.parametrize("log", [_lightning_validation, _hf_evaluation],
+                         ids=["lightning", "hugging-face"])
+def test_an_evaluation_whose_bar_keeps_advancing_is_no_stall(log, feed: str):
+    """A 10-minute evaluation after the last training step (its bar advancing every 30 s) is
+    activity: no stall at its end, though no training step came for longer than 300 s; the
+    training's iteration, target and pace stay its own."""
+    series = _fed(log([(30.0 * k, 10 * k) for k in range(1, 21)]), feed)
+    assert series.last_iteration == 100
+    assert series.sec_per_iter() == pytest.approx(6.0, rel=0.1)
+    end = T0 + 600 + 600
+    assert detect_stall(series, end + 290) is None
+    # nor are its lines the training's points (charts, the leak fit)
+    assert all(s.time is not None and s.time <= T0 + 600
+               for s in series.samples if s.iteration is not None)
+
+
+@pytest.mark.parametrize(("log", "stopped_at"), [(_lightning_validation, "100/200"),
+                                                  (_hf_evaluation, "100/400")],
+                         ids=["lightning", "hugging-face"])
+@pytest.mark.parametrize("feed", ["lines", "sparse-block"])
+def test_an_evaluation_whose_bar_stops_advancing_is_a_stall(log, stopped_at: str, feed: str):
+    """An evaluation that stops (a hang inside validation, as an NCCL collective's) is a
+    stall from its last advance, with the training's last iteration."""
+    series = _fed(log([(30.0 * k, 10 * k) for k in range(1, 11)]), feed)
+    stopped = T0 + 600 + 300
+    assert detect_stall(series, stopped + 290) is None
+    finding = detect_stall(series, stopped + 1200)
+    assert finding is not None
+    assert finding.last_iter == 100
+    assert finding.started_at == stopped
+    assert finding.stalled_s == pytest.approx(1200)
+    assert stopped_at in finding.last_text  # its evidence: the evaluation's last draw
+
+
 # --- leak ---------------------------------------------------------------------------------
 
 
