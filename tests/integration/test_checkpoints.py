@@ -114,3 +114,43 @@ def test_marker_rule_and_checkpoint_step_dirs(runner: SSHRunner, root: str) -> N
     cfg = CheckpointConfig(dir=root, glob="checkpoint_step_*", complete_rule="marker:DONE")
     decision = probe_recipe_checkpoints(runner.sftp(), cfg)
     assert decision.explain() == "checkpoint_step_200 (skipped checkpoint_step_400: no DONE)"
+
+
+def test_a_lookup_given_up_on_a_hung_pointer_leaves_the_clusters_sftp_free(
+        dev_cluster, root: str, tmp_path) -> None:
+    """The recipe's pointer file never answers (a FIFO: sshd's sftp-server blocks opening it,
+    as on a hung filesystem). The watcher gives the production lookup up at its deadline and
+    its own SFTP channel is closed: with one channel for all other SFTP use, the next reads
+    answer at once and right, while the sftp-server of the lookup still hangs."""
+    import dataclasses
+    import time
+
+    from fakes import make_context
+
+    from bot.services.runs import AutoResubmitter
+    from bot.services.watch.recipes import RecipeSettings
+    from bot.store import Store
+
+    settings = dataclasses.replace(dev_cluster.ssh_settings(), sftp_channels=1,
+                                   sftp_timeout=5.0)
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    with SSHRunner(settings) as runner:
+        make(runner, root, COMPLETE_1000)
+        fifo = f"{root}/latest_checkpoint.txt"
+        runner.run(["mkfifo", fifo])
+        try:
+            ctx = make_context(store, sftp=runner.sftp(), checkpoint={"dir": root})
+            lookups = RecipeSettings("dev", config=ctx.config, policy=None,
+                                     checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
+            started = time.monotonic()
+            found = lookups.checkpoint_within("mix", deadline_s=1.0)
+            assert found.failed and found.checkpoint is None  # told as unknown
+            sftp = runner.sftp()
+            cp = find_latest_checkpoint(sftp, root, "dcp", pointer_name=None)
+            assert cp is not None and cp.iteration == 1000
+            assert sftp.stat(f"{root}/iter_000001000/model/.metadata").st_size == 4096
+            assert time.monotonic() - started < 4.0  # before the 5 s SFTP timeout
+            assert len(sftp.channels) == 1  # none set aside for the hung open
+        finally:  # let the blocked sftp-server go: a writer opens the FIFO
+            runner.run(["timeout", "5", "sh", "-c", 'exec 3>"$1"', "sh", fifo], check=False)
+            store.close()
