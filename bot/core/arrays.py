@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, CheckpointMark, free_chunks
+from bot.core.models import DEFAULT_TASK_BOUNDS, CheckpointMark, TaskBounds, free_chunks
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
@@ -155,15 +155,14 @@ def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask]
 
 
 def task_retries_used(attempts: Sequence[tuple[str | None, CheckpointMark | None]],
-                      catalogue: Any, *, target_iter: int | None = None,
-                      max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> int:
+                      catalogue: Any, *, bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> int:
     """The retries a task of an array trainbot submitted has spent, from its attempts oldest
     first as (cause, the checkpoint it resumed from; None: unknown) through the latest: each
     attempt before the latest was resubmitted, and spent a retry when its cause charges the
     budget (the catalogue's `charges_budget`; an unknown or missing cause charges), unless it
     was a free time-limit chunk (bot.core.models.free_chunks: the next attempt resumed past
-    its own start, within the run's `target_iter`, at most `max_free_chunks` in a row). Each
-    task has its own budget."""
+    its own start, within the run's `bounds`: its target, at most its free chunks in a row).
+    Each task has its own budget."""
     def charges(cause: str | None) -> bool:
         if cause is None:
             return True
@@ -172,7 +171,8 @@ def task_retries_used(attempts: Sequence[tuple[str | None, CheckpointMark | None
         except KeyError:
             return True
 
-    free = free_chunks(attempts, target_iter=target_iter, max_free_chunks=max_free_chunks)
+    free = free_chunks(attempts, target_iter=bounds.target_iter,
+                       max_free_chunks=bounds.max_free_chunks)
     return sum(1 for (cause, _), was_free in zip(attempts, free, strict=False)
                if charges(cause) and not was_free)
 
@@ -187,29 +187,28 @@ def task_attempts(rows: Sequence[Any]) -> list[tuple[str | None, CheckpointMark 
 
 
 def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any, *,
-                         target_iter: int | None = None,
-                         max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> int:
+                         bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> int:
     """`task_retries_used` of one task's attempt rows (`task_attempts`) through the row of job
     `job_id` (all of them when none is its): the retries the task had spent when that job
     ended."""
     through = next((n for n, a in enumerate(rows, start=1) if a.job_id == job_id), len(rows))
-    return task_retries_used(task_attempts(rows[:through]), catalogue, target_iter=target_iter,
-                             max_free_chunks=max_free_chunks)
+    return task_retries_used(task_attempts(rows[:through]), catalogue, bounds=bounds)
 
 
 def retries_by_task(rows: Sequence[Any], catalogue: Any, *,
-                    target_of: Callable[[Sequence[Any]], int | None] = lambda rows: None,
-                    max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> list[tuple[int, int]]:
+                    bounds_of: Callable[[Sequence[Any]], TaskBounds] | None = None,
+                    ) -> list[tuple[int, int]]:
     """(task, retries used) of each task of an array trainbot submitted that spent any, the
     most spent first (then by task): from its attempt rows, oldest first (each with
     `array_task` and what `task_attempts` reads). A task's retries are counted as its budget
-    counts them (task_retries_used, within its run's target: `target_of` its rows), so a
-    free resubmit (a node failure, a time-limit chunk that saved a checkpoint) is none."""
+    counts them (task_retries_used, within its run's bounds: `bounds_of` its rows, else the
+    defaults), so a free resubmit (a node failure, a time-limit chunk that saved a
+    checkpoint) is none."""
     by_task: dict[int, list[Any]] = {}
     for a in rows:
         if a.array_task is not None:
             by_task.setdefault(a.array_task, []).append(a)
-    used = [(task, task_retries_used(task_attempts(mine), catalogue, target_iter=target_of(mine),
-                                     max_free_chunks=max_free_chunks))
+    used = [(task, task_retries_used(task_attempts(mine), catalogue,
+                                     bounds=bounds_of(mine) if bounds_of else DEFAULT_TASK_BOUNDS))
             for task, mine in by_task.items()]
     return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))

@@ -55,6 +55,21 @@ def run_target(*, submitted: int | None, configured: int | None,
     return None
 
 
+@dataclass(frozen=True)
+class TaskBounds:
+    """How a run's time-limit chunks are counted against its retry budget (`free_chunks`;
+    an array task's: bot.core.arrays.task_retries_used): progress past the run's
+    `target_iter` (`run_target`; None: unknown) is none of its own, and at most
+    `max_free_chunks` (its recipe's policy) chunks in a row go uncharged."""
+
+    target_iter: int | None = None
+    max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS
+
+
+#: A run's bounds when nothing sets them: no target known, the default free chunks in a row.
+DEFAULT_TASK_BOUNDS = TaskBounds()
+
+
 def logged_target(attempts: Sequence[Any]) -> int | None:
     """The target iteration the latest of a run's `attempts` (oldest first, each with the
     `logged_target_iter` its log printed: the store's attempt rows) that printed one printed:

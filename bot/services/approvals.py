@@ -52,7 +52,7 @@ from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
 from bot.services.runs import array_task_of, exclusion, submit_and_announce
 from bot.services.submit import SubmitResult
-from bot.services.threads import chain_target, max_free_chunks, post_safely, render
+from bot.services.threads import post_safely, render, task_bounds
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
 
@@ -447,8 +447,7 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
     if chain is not None and task is not None:  # an array's task: its own budget
         mine = [a for a in ctx.store.attempts.for_chain(chain.id) if a.array_task == task]
         used = task_retries_through(mine, str(approval.target_job), ctx.catalogue,
-                                    target_iter=chain_target(ctx.config, chain, mine),
-                                    max_free_chunks=max_free_chunks(ctx.config, chain))
+                                    bounds=task_bounds(ctx.config, chain, mine))
     spent = (chain is not None and recipe in ctx.config.recipes
              and used >= ctx.config.policy_for(recipe).retry_budget)
     job = str(approval.target_job)

@@ -31,12 +31,11 @@ from bot.services.access import default_approvers
 from bot.services.ports import BotContext, PostError
 from bot.services.threads import (
     array_root_view,
-    chain_target,
-    max_free_chunks,
     prompt_job,
     refresh_root,
     render,
     root_view,
+    task_bounds,
     thread_note,
 )
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING, action_id_for, progress_bar
@@ -132,8 +131,7 @@ def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None
         if array is None:
             return None
         spent = retries_by_task(ctx.store.attempts.for_chain(chain.id), ctx.catalogue,
-                                target_of=lambda mine: chain_target(ctx.config, chain, mine),
-                                max_free_chunks=max_free_chunks(ctx.config, chain))
+                                bounds_of=lambda mine: task_bounds(ctx.config, chain, mine))
         budget = ctx.config.policy_for(chain.recipe).retry_budget \
             if chain.recipe in ctx.config.recipes else None
         return {"chain_id": chain.id, "recipe": chain.recipe, "job_id": str(chain.array_job_id),

@@ -71,13 +71,12 @@ from bot.services.probes import create_probe_offer, offers_probe, probe_offer
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
 from bot.services.threads import (
-    chain_target,
     has_thread,
     lang_of,
-    max_free_chunks,
     refresh_root,
     render,
     section,
+    task_bounds,
     thread_note,
 )
 from bot.services.watch.events import WatchEvent
@@ -193,8 +192,7 @@ class ThreadEvents:
                 task_rows = [*earlier, mine]
                 retries = task_retries_through(
                     task_rows, mine.job_id, self.ctx.catalogue,
-                    target_iter=chain_target(self.ctx.config, chain, task_rows),
-                    max_free_chunks=max_free_chunks(self.ctx.config, chain))
+                    bounds=task_bounds(self.ctx.config, chain, task_rows))
             replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.core.arrays import task_retries_through
-from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, CheckpointMark
+from bot.core.models import DEFAULT_TASK_BOUNDS, CheckpointMark, TaskBounds
 
 
 @dataclass(frozen=True)
@@ -126,15 +126,15 @@ def run_history(rows: Sequence[AttemptRow], *, current_job: str | None,
 
 def task_history(rows: Sequence[AttemptRow], *, current_job: str,
                  current_last_iter: int | None, catalogue: Any,
-                 warnings: Sequence[PastWarning] = (), target_iter: int | None = None,
-                 max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> ChainHistory:
+                 warnings: Sequence[PastWarning] = (),
+                 bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> ChainHistory:
     """The history of a task of an array trainbot submitted, judged on its own: the rows of
     the current job's task (its earlier attempts are that task's one-task resubmits; a row
     naming no task is only itself), numbered 1.. oldest first, and the retries of the task's
     own budget its other attempts spent (bot.core.arrays.task_retries_through, its chunks
-    counted with the run's `target_iter` and `max_free_chunks`). A job with no row yet is its
-    own first attempt. A task's first attempt came from the whole array's submit, which names
-    no checkpoint: where it resumed from is unknown."""
+    counted within the run's `bounds`). A job with no row yet is its own first attempt. A
+    task's first attempt came from the whole array's submit, which names no checkpoint: where
+    it resumed from is unknown."""
     current = next((a for a in rows if a.job_id == current_job), None)
     task = current.array_task if current is not None else None
     mine = [a for a in rows if a.array_task == task] if task is not None else \
@@ -143,8 +143,7 @@ def task_history(rows: Sequence[AttemptRow], *, current_job: str,
              for n, a in enumerate(mine, start=1)]
     if not facts:
         facts = [AttemptFacts(current_job, 1, last_iter=current_last_iter, start_known=False)]
-    used = task_retries_through(mine, current_job, catalogue, target_iter=target_iter,
-                                max_free_chunks=max_free_chunks)
+    used = task_retries_through(mine, current_job, catalogue, bounds=bounds)
     return ChainHistory(attempts=tuple(facts), retries_used=used, warnings=tuple(warnings))
 
 

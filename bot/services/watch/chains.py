@@ -20,7 +20,7 @@ from typing import Any
 
 from bot.core.arrays import new_array_tasks
 from bot.core.catalogue import Catalogue
-from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, run_target
+from bot.core.models import DEFAULT_TASK_BOUNDS, TaskBounds, run_target
 from bot.core.policy import (
     ChainHistory,
     attempt_progress,
@@ -137,20 +137,19 @@ class ChainBook:
             self.store.chains.set_status(chain.id, status, now=now)
 
     def history(self, chain_id: int | None, *, current_job: str | None = None,
-                current_last_iter: int | None = None, target_iter: int | None = None,
-                max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> ChainHistory:
+                current_last_iter: int | None = None,
+                bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> ChainHistory:
         """What a finished job is judged against (the current one at `current_last_iter`):
         a submitted array's task, its task's attempts and budget (its chunks counted within
-        the run's `target_iter` and `max_free_chunks`); a job of no chain or of
-        one trainbot did not submit (an array's tasks run side by side, not one after
-        another), itself; else its chain's attempts, retries used and past warnings."""
+        the run's `bounds`); a job of no chain or of one trainbot did not submit (an array's
+        tasks run side by side, not one after another), itself; else its chain's attempts,
+        retries used and past warnings."""
         chain = self.get(chain_id)
         if chain is not None and chain.is_array and not chain.adopted and current_job:
             return task_history(self.store.attempts.for_chain(chain.id),
                                 current_job=current_job, current_last_iter=current_last_iter,
                                 catalogue=self.catalogue,
-                                warnings=self.outbox.past_warnings(chain.id),
-                                target_iter=target_iter, max_free_chunks=max_free_chunks)
+                                warnings=self.outbox.past_warnings(chain.id), bounds=bounds)
         if chain_id is None or (chain is not None and chain.parallel):
             return own_history(current_job, current_last_iter)
         fresh = self.store.chains.get(chain_id)  # retries_used changes; the cache is for kind

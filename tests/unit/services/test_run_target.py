@@ -5,13 +5,16 @@ recipe's, else the one the run's log printed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.core.catalogue import Catalogue
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, TaskBounds
 from bot.services.home import home_view
 from bot.services.runs import AutoResubmitter, submit_and_announce
-from bot.services.threads import chain_target, root_view
+from bot.services.threads import chain_target, root_view, task_bounds
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
@@ -28,12 +31,15 @@ def store(tmp_path):
     s.close()
 
 
-def run(store: Store, *, overrides: dict[str, str] | None = None, **recipe):
-    """Recipe `mix` (no target_iter unless `recipe` sets one) submitted with `overrides`, its
-    job running to iteration 1,200 of the 40,000 its log prints, seen by one watcher tick."""
+def run(store: Store, *, overrides: dict[str, str] | None = None,
+        policy: dict[str, object] | None = None, **recipe):
+    """Recipe `mix` (no target_iter unless `recipe` sets one; auto-resubmitting, with
+    `policy` on top) submitted with `overrides`, its job running to iteration 1,200 of the
+    40,000 its log prints, seen by one watcher tick."""
     slurm, sftp = FakeSlurm(), FakeSFTP()
     ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0,
-                       policy={"auto_resubmit": True, "backoff_s": 60}, **recipe)
+                       policy={"auto_resubmit": True, "backoff_s": 60, **(policy or {})},
+                       **recipe)
     result = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0, overrides=overrides)
     auto = AutoResubmitter(ctx, "dev")
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
@@ -110,3 +116,22 @@ def test_a_submits_target_override_holds_for_the_runs_resubmits(store):
                                 chain_id=result.chain_id, overrides={"target_iter": "25000"})
     assert again.chain_id == result.chain_id
     assert root_view(ctx, result.chain_id).target_iter == 25000
+
+
+def test_an_array_tasks_budget_is_bounded_by_the_runs_target_and_its_recipes_free_chunks(
+        store):
+    """threads.task_bounds: the target as run_target ranks them (the submit's override, else
+    the recipe's, else the one the task's rows logged) and the recipe's max_free_chunks (the
+    defaults' once the recipe is gone): what Home, approvals and the completion note count an
+    array task's retries within."""
+    ctx, _, _, result = run(store, overrides={"target_iter": "1200"}, target_iter=30000,
+                            policy={"max_free_chunks": 7})
+    chain = store.chains.get(result.chain_id)
+    rows = store.attempts.for_chain(chain.id)
+    assert task_bounds(ctx.config, chain, rows) == TaskBounds(target_iter=1200,
+                                                              max_free_chunks=7)
+    no_override = replace(chain, target_iter=None)
+    assert task_bounds(ctx.config, no_override, rows) == TaskBounds(30000, 7)
+    gone = replace(no_override, recipe="no-longer-configured")
+    assert task_bounds(ctx.config, gone, rows) == TaskBounds(40000, DEFAULT_MAX_FREE_CHUNKS)
+    assert task_bounds(ctx.config, gone, []) == TaskBounds(None, DEFAULT_MAX_FREE_CHUNKS)
