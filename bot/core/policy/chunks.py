@@ -69,7 +69,6 @@ def chunk_progress(class_id: str, history: ChainHistory, saved: CheckpointMark, 
                          capped=in_a_row >= max_free_chunks)
 
 
-
 def chunk_start_unknown(class_id: str, history: ChainHistory, saved: CheckpointMark) -> bool:
     """Did the attempt being decided (the last of `history`) end at its time limit leaving a
     complete checkpoint, `saved`, while where it started is unknown (a whole-array submit's
