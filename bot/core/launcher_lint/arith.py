@@ -1,6 +1,8 @@
-"""`arith_zero_under_errexit`: an arithmetic command whose value is 0 under `set -e`, so its
-status is 1: `((n++))` / `let n++` with `n` last set to 0 or never set (unset is 0; under
-`set -u` an unbound variable), `((n=0))` / `let n=0`."""
+"""`arith_zero_under_errexit`: an arithmetic command whose status is 1 under `set -e`: `((n++))`
+/ `let n++` with `n` last set to 0, empty or never set (unset is 0), or to a number arithmetic
+cannot read ("08": an error), `((n=0))` / `let n=0`; and under `set -u`, with or without
+`set -e`, `((n++))` of an `n` never set (an unbound variable, which stops bash whatever tests
+the command's status)."""
 
 from __future__ import annotations
 
@@ -23,27 +25,45 @@ _ASSIGNMENT_RE = re.compile(
     r"(?<![\w$])(?P<var>[A-Za-z_]\w*)(?P<op>\+?)=(?!=)(?P<value>[^\s;&|)]*)"
     r"|\(\(\s*(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>\+?)=(?!=)\s*(?P<avalue>[^\s;,)]*)"
 )
-_ZERO_RE = re.compile(r"0+")
+#: A value arithmetic reads as 0: empty (`n=`) or zeros.
+_ZERO_RE = re.compile(r"0*")
+#: A value arithmetic cannot read: a leading 0 makes a number octal, and 8 / 9 are no octal
+#: digits ("08", what `n=0; n+=8` appends to: `value too great for base`).
+_BAD_OCTAL_RE = re.compile(r"0[0-7]*[89][0-9]*")
 #: A command that may set variables the script does not name: `source` / `.` of a file, `eval`.
 _SOURCES_RE = re.compile(r"(?m)(?<![\w.-])(?:source|eval)\s|(?:^|[;&|({]|\bthen|\bdo|\belse)"
                          r"\s*\.\s+\S")
 
 
-def _values(code: str, wanted: set[str]) -> dict[str, list[tuple[int, str]]]:
-    """(offset, value) of each assignment to the `wanted` variables, in order; a `+=` gives "0"
-    only when it adds zeros to a 0 or unset value (`n=0; n+=0` is "00", 0 in arithmetic), else
-    what it appended (`n=0; n+=1` is "01", 1 in arithmetic: not 0)."""
-    values: dict[str, list[tuple[int, str]]] = {}
+def _values(code: str, wanted: set[str]) -> dict[str, list[tuple[int, str | None]]]:
+    """(offset, value) of each assignment to the `wanted` variables, in order: the text bash
+    holds after it, None when the script does not say (`n=$x`, a sum). A shell `+=` appends
+    text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
+    arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value."""
+    integer = {var for var in wanted if re.search(
+        r"\b(?:declare|typeset|local)\s+(?:-\w+\s+)*-\w*i\w*\s+(?:[^\n;&|]*\s)?"
+        + re.escape(var) + r"\b", code)}
+    values: dict[str, list[tuple[int, str | None]]] = {}
     for m in _ASSIGNMENT_RE.finditer(code):
-        var, op, value = (m.group("var", "op", "value") if m.group("var")
-                          else m.group("avar", "aop", "avalue"))
+        shell = m.group("var") is not None
+        var, op, text = m.group("var", "op", "value") if shell else m.group("avar", "aop", "avalue")
         if var not in wanted:
             continue
-        value = value.strip("\"'")
+        text = text.strip("\"'")
         earlier = values.setdefault(var, [])
-        if op:
-            was_zero = not earlier or earlier[-1][1] == "0"
-            value = "0" if was_zero and _ZERO_RE.fullmatch(value) else "+" + value
+        was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
+        value: str | None
+        if not op:
+            # an arithmetic assignment holds the number, in decimal
+            value = text if shell or _ZERO_RE.fullmatch(text) or text.isdigit() and \
+                not text.startswith("0") else None
+        elif shell and var not in integer:
+            value = was + text if was is not None else None
+        else:
+            added_zero = was is not None and _ZERO_RE.fullmatch(was) and _ZERO_RE.fullmatch(text)
+            value = "0" if added_zero else None
+        if value is not None and re.search(r"[$`]", value):
+            value = None  # an expansion: not known here
         earlier.append((m.start(), value))
     return values
 
@@ -72,7 +92,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                  for var in {a.variable for a in scan.arith} - values.keys()}
     seen: set[int] = set()
     for a in scan.arith:
-        unset = False
+        value: str | None = "0"
         if not a.assigns_zero:
             before = [(pos, v) for pos, v in values.get(a.variable, []) if pos < a.offset]
             if not before:
@@ -81,29 +101,39 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     b.variable == a.variable and b.offset < a.offset for b in scan.arith)
                 if not unset:
                     continue
-            elif before[-1][1] != "0":
-                continue
-            elif a.zero_after is not None and before[-1][0] < a.zero_after:
-                continue  # a later pass of a loop: `n` is 0 before the loop only, in its first
+                value = None
+            elif not a.errexit:
+                continue  # set: no unbound variable, and no `set -e` to stop on its status
+            else:
+                pos, value = before[-1]
+                if value is None or not (_ZERO_RE.fullmatch(value)
+                                         or _BAD_OCTAL_RE.fullmatch(value)):
+                    continue
+                if (a.zero_after is not None and pos < a.zero_after
+                        and not _BAD_OCTAL_RE.fullmatch(value)):
+                    continue  # a later pass of a loop: `n` is 0 before the loop only, in its first
         line = scan.line_of(a.offset)
         if line in seen:
             continue
         seen.add(line)
-        findings.append(_finding(a, line, unset))
+        findings.append(_finding(a, line, value))
     if not findings:
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))
     return findings
 
 
-def _finding(a: Arith, line: int, unset: bool) -> Finding:
-    """The finding of arithmetic command `a` on `line`, whose value is 0 (`unset`: because
-    nothing in the script sets its variable)."""
+def _finding(a: Arith, line: int, value: str | None) -> Finding:
+    """The finding of arithmetic command `a` on `line`, with `value` the text its variable
+    holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
+    the script sets it."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
+    unset = value is None
+    octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
     # with `set -e` on some paths only, the stop is on the runs that take them; an unset
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
-    level: Level = "warn" if a.errexit_partial or (unset and a.variable.isupper()) else "fail"
+    level: Level = "warn" if a.errexit_partial or unset and a.variable.isupper() else "fail"
     if a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)
@@ -116,12 +146,28 @@ def _finding(a: Arith, line: int, unset: bool) -> Finding:
                   "sets it; only the job's environment could) evaluates to 0, so its status is "
                   "1: %(under)s the launcher stops right here the first time: %(slurm)s",
                   **said)
+    elif octal:
+        text = N_("line %(line)s: `%(command)s` with `%(var)s` at \"%(value)s\" is an "
+                  "arithmetic error (a leading 0 makes a number octal, which has no digit 8 or "
+                  "9: bash says `value too great for base`), so its status is 1: %(under)s "
+                  "the launcher stops right here: %(slurm)s", value=value, **said)
+    elif not value:
+        text = N_("line %(line)s: `%(command)s` with `%(var)s` empty (`%(var)s=`: 0 in "
+                  "arithmetic) evaluates to 0, so its status is 1: %(under)s the launcher "
+                  "stops right here the first time: %(slurm)s", **said)
     else:
         text = N_("line %(line)s: `%(command)s` with `%(var)s` at 0 evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here the first time: "
                   "%(slurm)s", **said)
-    fix = (N_("write `%(var)s=0`, whose status is 0", var=a.variable) if a.assigns_zero else
-           N_("set it first (`%(var)s=0`), then use `(( ++%(var)s ))` or "
-              "`%(var)s=$(( %(var)s + 1 ))`", var=a.variable) if unset else
-           N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable))
+    if a.assigns_zero:
+        fix = N_("write `%(var)s=0`, whose status is 0", var=a.variable)
+    elif unset:
+        fix = N_("set it first (`%(var)s=0`), then use `(( ++%(var)s ))` or "
+                 "`%(var)s=$(( %(var)s + 1 ))`", var=a.variable)
+    elif octal:
+        fix = N_("add with `(( %(var)s += N ))` (`%(var)s+=N` appends text: \"0\" and \"8\" "
+                 "make \"08\"), and give arithmetic numbers without a leading 0 "
+                 "(`$(( 10#$%(var)s ))` reads one as decimal)", var=a.variable)
+    else:
+        fix = N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable)
     return Finding(CHECK_ARITH_ZERO, level, line, text, fix)

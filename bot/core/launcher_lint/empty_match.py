@@ -439,10 +439,25 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
                "checked", line=line, depth=MAX_DEPTH),
         ))
     if not findings:
-        findings.append(Finding(
-            CHECK_EMPTY_MATCH, "pass", None,
-            N_("no unguarded empty-match command decides a statement's status (errexit on)")
-            if scan.opts.errexit_line else
-            N_("no unguarded empty-match command decides a statement's status (errexit off)"),
-        ))
+        findings.append(Finding(CHECK_EMPTY_MATCH, "pass", None, _none_found(scan.opts)))
     return findings
+
+
+def _none_found(opts: Opts) -> Text:
+    """The note of a script where no empty match decides a statement's status, with where
+    `set -e` is on (`opts`: as the script ends), as the strict_mode note says it: a `set +e`
+    turns it off from its line."""
+    said = {"on": opts.errexit_line, "off": opts.errexit_off_line}
+    if not opts.errexit_line:
+        return N_("no unguarded empty-match command decides a statement's status (errexit off)")
+    if opts.errexit_partial:
+        return N_("no unguarded empty-match command decides a statement's status (errexit on "
+                  "only in some branches or loop passes)")
+    if opts.errexit_off_line is None:
+        return N_("no unguarded empty-match command decides a statement's status (errexit on)")
+    if opts.errexit:
+        return N_("no unguarded empty-match command decides a statement's status (errexit on "
+                  "from line %(on)s; off from `set +e` on line %(off)s until a later `set -e`)",
+                  **said)
+    return N_("no unguarded empty-match command decides a statement's status (errexit on from "
+              "line %(on)s, off after `set +e` on line %(off)s)", **said)

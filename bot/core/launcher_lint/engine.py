@@ -104,6 +104,10 @@ _GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
 #: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
 _GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
 
+#: A `{ … }` group that starts an and-or list or comes after its `&&` / `||`
+#: (`{ set -e; false; }`, `true && { set -e; }`).
+_GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
+
 #: A word of `set` that turns options on or off (`-e`, `+u`, `-euo`).
 _SET_FLAGS_RE = re.compile(r"[-+][A-Za-z]+")
 
@@ -291,6 +295,7 @@ class _Analyzer:
                         if self.may_read_unset:
                             self.unset.extend(unset_reads(lst, lst_off, self.script_text,
                                                           self.memo))
+                        self._nounset_arith(lst, lst_off)
                         if self.may_source_startup:
                             self.interactive.extend(startup_sources(lst, lst_off))
                     if _OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst):
@@ -405,14 +410,14 @@ class _Analyzer:
         reading from the merged options replaces it, and a `shift` in it counts once), but an
         `((n++))`, whose first pass is the one where `n` may be 0 (model.Arith.zero_after); or
         what only `set -e` makes a finding (in a compound before `&&` / `||`, which bash does
-        not stop in)."""
+        not stop in; an unbound variable under `set -u` stops it all the same)."""
         del hits[marks.hits:]
         if everything:
             del self.interactive[marks.interactive:], self.tees[marks.tees:]
             del self.unset[marks.unset:], self.positional[marks.positional:]
             self.shifted, self.may_read_positional = marks.shifted, marks.may_read_positional
             return
-        del self.arith[marks.arith:]
+        self.arith[marks.arith:] = [a for a in self.arith[marks.arith:] if not a.errexit]
         self.interactive[marks.interactive:] = [
             i for i in self.interactive[marks.interactive:] if i.kind != "clear"]
         self.tees[marks.tees:] = [t for t in self.tees[marks.tees:] if t.why != "errexit"]
@@ -460,8 +465,9 @@ class _Analyzer:
     def _condition(self, lst: str, off: int, after: str) -> None:
         """An `if` / `while` condition list: errexit is off in it, `set -u` is not (an unbound
         variable ends a non-interactive shell wherever it is read), and it runs in the script's
-        shell, so a `set` / `shopt` in it holds past it (`if set -u && …; then`), as one in a
-        list of its own does. Its last list (`after` it comes `then` / `do`) decides the
+        shell, so a `set` / `shopt` in it holds past it (`if set -u && …; then`, `if { set -e;
+        false; }; then`), as one in a list of its own does; under `set -u`, `((n++))` of an
+        unset `n` stops bash there too. Its last list (`after` it comes `then` / `do`) decides the
         branch: training piped to `tee` there without `pipefail` is tested by tee's status."""
         self._note_guards(lst)
         command, command_off = _condition_command(lst, off)
@@ -484,14 +490,33 @@ class _Analyzer:
                 self.unset.extend(unset_reads(lst, off, self.script_text, self.memo))
             if self.may_source_startup:
                 self.interactive.extend(startup_sources(lst, off))
-        if _OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command):
-            self._and_or_options(command, command_off)
+            self._nounset_arith(command, command_off)
+        if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)
+                or _GROUP_LAST_RE.search(command)):
+            self._and_or_options(command, command_off, in_condition=True)
 
     def _positional(self, lst: str, off: int) -> None:
         """`$N` read under `set -u` at the script's level (in a function it is the function's
         argument)."""
         if self.may_read_positional and self.function is None and not _FUNC_NAME_RE.match(lst):
             self.positional.extend(positional_reads(lst, off, self.shifted))
+
+    def _nounset_arith(self, lst: str, off: int) -> None:
+        """Under `set -u`, the `((n++))` / `let n++` commands of the and-or list `lst` (at
+        `off`), whose `n`, when nothing sets it, is an unbound variable that stops bash with or
+        without `set -e`, and whatever tests their status (`|| true`, an `if` condition); not
+        in a pipeline, whose commands run in subshells."""
+        if "((" not in lst and "let" not in lst:
+            return
+        for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
+            if len(split_top_level(element, e_off, ("|",), self.memo)) > 1:
+                continue
+            cmd = element.strip()
+            m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
+            if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
+                at = e_off + len(element) - len(element.lstrip())
+                self.arith.append(Arith(at, cmd, m.group(1), zero_after=self.later_pass_of,
+                                        nounset=True, errexit=False))
 
     def _shift(self, lst: str) -> None:
         m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)
@@ -572,14 +597,16 @@ class _Analyzer:
                 elif name == "inherit_errexit":
                     self.opts.inherit_errexit = on
 
-    def _and_or_options(self, lst: str, off: int) -> None:
+    def _and_or_options(self, lst: str, off: int, in_condition: bool = False) -> None:
         """What an and-or list's commands before its last (and the last, when it is a `set`)
         do to the options, in order: a `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] &&
         set -e`), and the commands of a `{ … }` group before `&&` / `||` (`{ set -e; } && echo
         ok`), which run in the script's shell, exempt from `set -e` (bash stops in no command
         of an and-or list but the last) and not from `set -u`. Bash runs each after the first
         or not, so past it the options are `either` of both; a group last in the list is read
-        where its status is (_and_or, _outside_errexit)."""
+        where its status is (_and_or, _outside_errexit), but in an `if` / `while` condition
+        (`in_condition`: `if { set -e; false; }; then`), where no command stops on `set -e`,
+        as one before `&&` / `||`."""
         elements = split_top_level(lst, off, ("&&", "||"), self.memo)
         for i, (pipeline, p_off, op) in enumerate(elements):
             text = pipeline.lstrip()
@@ -587,7 +614,7 @@ class _Analyzer:
             if i and first_word(text) in ("set", "shopt"):
                 before = copy(self.opts)
                 self._track_options(text, at)
-            elif op and text.startswith("{") and text[1:2] in (" ", "\t", "\n"):
+            elif (op or in_condition) and text.startswith("{") and text[1:2] in (" ", "\t", "\n"):
                 if len(split_top_level(text, at, ("|",), self.memo)) > 1:
                     continue  # `{ … } | tee log && …`: a pipeline's group runs in a subshell
                 before = copy(self.opts)

@@ -117,10 +117,12 @@ def with_(hit: Hit, **changes: Any) -> Hit:
 
 @dataclass
 class Arith:
-    """`((n++))` / `let n++` run where `set -e` is on; `zero_after`: read as a loop's passes
-    after the first, which start from 0 only when the loop (from this offset on) sets it so;
-    `assigns_zero`: `((n=0))` / `let n=0`, whose value is 0 whatever `n` was; `nounset`:
-    `set -u` may be on there (an unset `n` is then an unbound variable, not 0)."""
+    """`((n++))` / `let n++` run where `set -e` is on and its status is not tested
+    (`errexit`), or, where it is off or the status is tested, under `set -u` (only an unbound
+    `n` stops bash there); `zero_after`: read as a loop's passes after the first, which start
+    from 0 only when the loop (from this offset on) sets it so; `assigns_zero`: `((n=0))` /
+    `let n=0`, whose value is 0 whatever `n` was; `nounset`: `set -u` may be on there (an
+    unset `n` is then an unbound variable, not 0)."""
 
     offset: int
     command: str
@@ -129,6 +131,7 @@ class Arith:
     zero_after: int | None = None
     assigns_zero: bool = False
     nounset: bool = False
+    errexit: bool = True
 
 
 @dataclass

@@ -527,6 +527,25 @@ def test_set_plus_e_turns_set_e_off_as_the_strict_mode_note_says(tmp_path, snipp
     assert strict.message.startswith(note)
 
 
+@pytest.mark.parametrize(("snippet", "bash_stops", "state"), [
+    ("set -e\nls /opt\nset +e\nls ck/*.pt", False, "(errexit on from line 2, off after `set +e` "
+                                                  "on line 4)"),
+    ("set -e\nset +e\nls ck/*.pt\nset -e", False,
+     "(errexit on from line 2; off from `set +e` on line 3 until a later `set -e`)"),
+    ("set -e\nls /opt", False, "(errexit on)"),
+    ("ls ck/*.pt", False, "(errexit off)"),
+    ("for i in 1 2; do ls /opt; set -e; done", False,
+     "(errexit on only in some branches or loop passes)"),
+])
+def test_the_empty_match_note_says_where_set_e_is_on(tmp_path, snippet, bash_stops, state):
+    assert _bash_stops(tmp_path, snippet) == bash_stops, "bash itself disagrees with the table"
+    (note,) = [f for f in lint_launcher("#!/bin/bash\n" + snippet)
+               if f.check == CHECK_EMPTY_MATCH]
+    assert (note.level, note.line) == ("pass", None)
+    assert note.message == ("no unguarded empty-match command decides a statement's status "
+                            + state)
+
+
 def test_an_expected_empty_match_warns_where_set_e_is_on_on_some_paths_only(tmp_path):
     script = ('if [ -n "$STRICT" ]; then set -euo pipefail; fi\n'
               'L=$(ls -d ckpt/step_* | tail -1)\n'

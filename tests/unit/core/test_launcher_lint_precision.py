@@ -166,6 +166,43 @@ BASH_STOPS = [
     ("if set -eu && [ -n \"$SLURM_RESTART_COUNT\" ]; then :; fi", CHECK_NOUNSET, True),
     ("if set -o pipefail; then :; fi\nset -e\nL=$(ls ck/*.pt | head -1)", CHECK_EMPTY_MATCH,
      True),
+    # … and in a `{ … }` group there, which runs in the script's shell, exempt from `set -e`
+    ("if { set -e; false; }; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("while { set -e; false; }; do :; done\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("until { set -e; true; }; do :; done\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("if ! { set -e; }; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("if true && { set -e; }; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nif { set +e; true; }; then :; fi\nn=0\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nif { n=0; ((n++)); }; then :; fi", CHECK_ARITH_ZERO, False),
+    ("if { set -u; true; }; then :; fi\necho restarts $SLURM_RESTART_COUNT", CHECK_NOUNSET,
+     True),
+    ("if { set -o pipefail; }; then :; fi\nset -e\nL=$(ls ck/*.pt | head -1)",
+     CHECK_EMPTY_MATCH, True),
+    # an empty `n` is 0 in arithmetic, as zeros are
+    ("set -e\nn=\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=\"\"\nlet n--", CHECK_ARITH_ZERO, True),
+    ("set -eu\nn=\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=\n((++n))", CHECK_ARITH_ZERO, False),
+    # under `set -u` alone, `((n++))` of an `n` nothing sets is an unbound variable: bash
+    # stops, `|| true` or an `if` notwithstanding; not in a pipeline (a subshell)
+    ("set -u\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -u\nlet n++", CHECK_ARITH_ZERO, True),
+    ("set -u\n((n++)) || true", CHECK_ARITH_ZERO, True),
+    ("set -eu\n((n++)) || true", CHECK_ARITH_ZERO, True),
+    ("set -u\nif ((n--)); then :; fi", CHECK_ARITH_ZERO, True),
+    ("set -u\n((n++)) | cat", CHECK_ARITH_ZERO, False),
+    ("set -u\nn=0\n((n++)) || true", CHECK_ARITH_ZERO, False),
+    ("set -u\n((n=0))", CHECK_ARITH_ZERO, False),
+    # `n+=8` appends: "08", which arithmetic reads as octal and cannot (status 1); "07" and
+    # "010" it can; `declare -i` and `((n+=8))` add
+    ("set -e\nn=0\nn+=8\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\nn+=9\nlet n--", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=08\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\nn+=8\n((n++)) || true", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nn+=7\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nn+=10\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\ndeclare -i n=0\nn+=8\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\n((n+=8))\n((n++))", CHECK_ARITH_ZERO, False),
 ]
 
 
@@ -215,6 +252,28 @@ def test_an_arithmetic_zero_assignment_is_reported_where_bash_stops_with_its_fix
 def test_an_increment_of_a_variable_nothing_sets_says_why_it_stops(script, level, said, fix):
     (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.check == CHECK_ARITH_ZERO]
     assert (f.level, f.line) == (level, 3)
+    assert f.message.startswith(said) and f.fix.startswith(fix)
+
+
+@pytest.mark.parametrize(("script", "said", "fix"), [
+    ("set -e\nn=0\nn+=8\n((n++))\n",
+     "line 5: `((n++))` with `n` at \"08\" is an arithmetic error (a leading 0 makes a number "
+     "octal, which has no digit 8 or 9: bash says `value too great for base`), so its status "
+     "is 1: under `set -e` the launcher stops right here: Slurm shows FAILED 1:0",
+     "add with `(( n += N ))` (`n+=N` appends text: \"0\" and \"8\" make \"08\")"),
+    ("set -e\nn=\n\n((n++))\n",
+     "line 5: `((n++))` with `n` empty (`n=`: 0 in arithmetic) evaluates to 0, so its status is "
+     "1: under `set -e` the launcher stops right here the first time: Slurm shows FAILED 1:0",
+     "use `(( ++n ))`"),
+    # `set -u` alone: the unbound variable stops bash, not a status
+    ("set -u\n\n\n((n++)) || true\n",
+     "line 5: `((n++))` reads `n`, which nothing in the script sets (only the job's "
+     "environment could): under `set -u` bash stops right here with `n: unbound variable`",
+     "set it first (`n=0`)"),
+])
+def test_an_increment_bash_cannot_count_from_says_why_it_stops(script, said, fix):
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.check == CHECK_ARITH_ZERO]
+    assert (f.level, f.line) == ("fail", 5)
     assert f.message.startswith(said) and f.fix.startswith(fix)
 
 
