@@ -20,7 +20,8 @@ The watcher's own words (the head line of an incident or a stall prompt, and eve
 in the recipe's language (templates/event.json.j2, `_say`; a cluster notice in each chain's):
 the template words the facts (the Decision and its `facts`, the JobRecord, the Diagnosis'
 detail and hint, `event.facts`); the watcher's English `event.text` (stored and logged) is
-shown only for an event without the facts for a sentence.
+shown only for an event without the facts for a sentence, or one whose text stands alone
+(`text_only`).
 After each event, and when a finished attempt's result is stored (`chain_changed`), the
 thread's root message is rewritten from the store (state, attempts, retries), so the top of
 the thread always tells where the run stands.
@@ -296,7 +297,8 @@ class ThreadEvents:
                            "work_lost_iters": dec.work_lost_iters, "mem": dec.mem,
                            "projected_oom_iter": dec.projected_oom_iter})
             reason.update(dec.facts)
-        view = {"kind": event.kind, "prompt": prompt, "text": english, "job_id": _shown(event),
+        view = {"kind": event.kind, "prompt": prompt, "text": english,
+                "text_only": event.text_only, "job_id": _shown(event),
                 "cluster": event.cluster, "state": rec.state if rec else None,
                 "class_id": d.class_id if d else (dec.class_id if dec else None),
                 "reason": reason, "facts": dict(event.facts),

@@ -70,8 +70,9 @@ VIEWS: dict[str, dict] = {
     "click_reply": {"kind": "unauthorized", "approvers": ["U0APPR", "W0LEAD", "W0OPS"],
                     "decided_by": None},
     "note": {"text": "Released 88017: 88887 is running."},
-    "event": {"kind": "incident", "prompt": False, "job_id": "88154", "cluster": "dev",
-              "state": "FAILED", "class_id": "nccl_timeout", "hint": None, "facts": {},
+    "event": {"kind": "incident", "prompt": False, "text_only": False, "job_id": "88154",
+              "cluster": "dev", "state": "FAILED", "class_id": "nccl_timeout", "hint": None,
+              "facts": {},
               "text": "job 88154 FAILED: nccl_timeout — retry budget exhausted: 3 of 3 "
                       "resubmits used in this chain; a person must decide (nccl_timeout)",
               "reason": {"why": "budget_exhausted", "used": 3, "budget": 3,

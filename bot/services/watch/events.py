@@ -30,7 +30,9 @@ class WatchEvent:
     for messages in other languages where `decision` / `record` do not: held (`reason`,
     `held_s`), unknown (`minutes`), resubmitted (`new_job`), cluster_unreachable (`ticks`,
     `since`, `error`), cluster_back (`since`), a warning re-posted as a note (its decision's
-    facts, from the store).
+    facts, from the store). `text_only`: `text` is the whole message, said instead of a
+    sentence from the facts (a note about its `decision`, e.g. one that could not be read
+    back, does not repeat what the decision says).
     """
 
     kind: str
@@ -47,6 +49,7 @@ class WatchEvent:
     sampler: SamplerSeries | None = field(default=None, repr=False, compare=False)
     skew: float | None = None
     facts: dict[str, Any] = field(default_factory=dict, compare=False)
+    text_only: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The event as a JSON object (the webhook's body; `key` is unique: a receiver that
@@ -54,7 +57,7 @@ class WatchEvent:
         return {
             "key": self.key, "kind": self.kind, "cluster": self.cluster,
             "chain_id": self.chain_id, "job_id": self.job_id, "recipe": self.recipe,
-            "text": self.text, "facts": self.facts,
+            "text": self.text, "text_only": self.text_only, "facts": self.facts,
             "diagnosis": self.diagnosis.to_json() if self.diagnosis is not None else None,
             "decision": self.decision.to_json() if self.decision is not None else None,
             "state": self.record.state if self.record is not None else None,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from bot.core.policy import Decision, DecisionKind, resume_point_text
@@ -157,11 +156,10 @@ class AutoResubmits:
         text = (f"job {inc.job_id}: trainbot could not read back its decision to resubmit "
                 f"(stored kind {(data.get('decision') or {}).get('kind')!r}), so it did not "
                 f"resubmit; a person decides: {resume} resumes the run.")
-        # The note says its own sentence (`text`), not the stored one (`why`: "resubmitting")
-        unsaid = replace(decision, facts={k: v for k, v in decision.facts.items() if k != "why"})
+        # The note says its own sentence, not the stored decision's ("resubmitting …")
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
                                  self.cluster, text, chain_id, str(inc.job_id), recipe,
-                                 decision=unsaid),
+                                 decision=decision, text_only=True),
                       "resubmit_ask", now, report):
             self.store.incidents.set_state(inc.key, "asked")
 

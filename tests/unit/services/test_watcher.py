@@ -11,6 +11,7 @@ from fakes import (
     FakeSFTP,
     RecordingEventSink,
     SstatSlurm,
+    make_context,
 )
 from support.watcher import (
     CLUSTER,
@@ -26,6 +27,8 @@ from support.watcher import (
 from bot.cluster.errors import ClusterUnavailable
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
+from bot.core.text import mrkdwn_escape
+from bot.services.watch_events import ThreadEvents
 from bot.store import Store
 
 # ------------------------------------------------------------------ cluster health
@@ -691,11 +694,19 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     assert resub.calls == []
     assert store.chains.get(chain.id).retries_used == 0
     assert sink.kinds() == ["incident", "note"]
-    assert sink.events[1].decision.kind is DecisionKind.ASK_HUMAN
-    assert "did not resubmit" in sink.events[1].text and "/train resume auto" in sink.events[1].text
-    # the thread shows that text, not the stored decision's sentence ("resubmitting …")
-    assert "why" not in sink.events[1].decision.facts
+    note = sink.events[1]
+    assert note.decision.kind is DecisionKind.ASK_HUMAN
+    assert "did not resubmit" in note.text and "/train resume auto" in note.text
     assert store.incidents.get(key).state == "asked"
+    # the thread shows that text alone, not the stored decision's sentence ("… is retryable:
+    # resubmitting …"), while the decision passed along keeps its facts whole
+    assert note.decision.facts["why"] == "retryable"
+    ctx = make_context(store, slurm, sftp=sftp)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "auto")
+    ThreadEvents(ctx).publish(note)
+    [said] = [text for kind, _, k, text in ctx.sink.posts if k == f"{key}:ask"]
+    assert said == mrkdwn_escape(note.text)
+    assert "retryable" not in said and "resubmitting" not in said
 
 
 @pytest.mark.parametrize(("policy", "warned"), [

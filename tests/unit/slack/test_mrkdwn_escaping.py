@@ -425,8 +425,9 @@ def _samples() -> list[tuple[str, object]]:
             "behind": [{"rank": 2, "seq": 8, "op": "allgather", "state": "scheduled"}],
             "unread": [{"rank": 3, "why": "truncated"}]}}),
     ]
-    event = {"kind": "incident", "prompt": False, "job_id": "88154", "cluster": "dev",
-             "state": "FAILED", "class_id": "host_oom", "hint": "Lower the batch size.",
+    event = {"kind": "incident", "prompt": False, "text_only": False, "job_id": "88154",
+             "cluster": "dev", "state": "FAILED", "class_id": "host_oom",
+             "hint": "Lower the batch size.",
              "detail": None, "translations": {}, "facts": {}, "text": "job 88154 FAILED"}
     reason = {"kind": "ask", "class_id": "host_oom", "charged": True, "resume_from": 3000,
               "work_lost_iters": 470, "mem": "64G", "projected_oom_iter": 900, "used": 1,
