@@ -1,7 +1,8 @@
 """The watcher's bookkeeping of chains and attempt rows in the store: which chain a watched
-job belongs to (cached: a chain's kind never changes), the tasks of a watched array that
-started (each a new attempt row and watched job), the history a finished job is judged
-against, its attempt row's progress, and the end of an adopted job's or array's chain.
+job belongs to (cached: a chain's kind never changes), its run's target (read again only once
+a new job of the chain is watched), the tasks of a watched array that started (each a new
+attempt row and watched job), the history a finished job is judged against, its attempt row's
+progress, and the end of an adopted job's or array's chain.
 
 The rules over the rows are pure: which records are tasks of a watched array that are no
 attempt yet (bot.core.arrays.new_array_tasks), and (bot.core.policy.chain) which attempts
@@ -16,6 +17,7 @@ ended by the finished job's decision (bot.services.watch.tick).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from bot.core.arrays import new_array_tasks
@@ -54,22 +56,41 @@ class ChainBook:
         self.resubmits = resubmits
         self.persist_every_s = persist_every_s
         self._chains: dict[int, Chain] = {}  # by id, for their kind (which never changes)
-        self._this_tick: dict[int, Chain] = {}  # read once a tick: their targets change
+        # by id, for their target (`new_tick`): the row as last read, and the chain's jobs
+        # that were watched then
+        self._rows: dict[int, tuple[Chain, frozenset[str]]] = {}
+        self._watching: dict[int, frozenset[str]] = {}  # this tick's watched jobs by chain
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
 
-    def new_tick(self) -> None:
-        """A tick begins: the chains' targets are read again."""
-        self._this_tick.clear()
+    def new_tick(self, watched: Iterable[WatchedJob]) -> None:
+        """A tick begins with `watched` jobs. A chain's row, read for its target (`target`),
+        is read again only once a job of it is watched that was not when the row was read:
+        a submit sets the run's `target_iter=` before it watches its new job
+        (bot.services.submit), on whichever replica, so a new job of the chain is what can
+        bring a new target. A chain none of whose jobs is watched is forgotten."""
+        watching: dict[int, set[str]] = {}
+        for w in watched:
+            if w.chain_id is not None:
+                watching.setdefault(w.chain_id, set()).add(str(w.job_id))
+        self._watching = {chain_id: frozenset(jobs) for chain_id, jobs in watching.items()}
+        self._rows = {chain_id: (row, seen) for chain_id, (row, seen) in self._rows.items()
+                      if chain_id in self._watching and self._watching[chain_id] <= seen}
+
+    def forget(self) -> None:
+        """Drop the chain rows read for their targets: the next reads come from the store
+        (a replica taking the cluster back after another one watched it meanwhile)."""
+        self._rows.clear()
 
     def _current(self, chain_id: int | None) -> Chain | None:
+        """The chain's row as of its latest watched job (`new_tick`)."""
         if chain_id is None:
             return None
-        if chain_id not in self._this_tick:
+        if chain_id not in self._rows:
             chain = self.store.chains.get(chain_id)
             if chain is None:
                 return None
-            self._this_tick[chain_id] = chain
-        return self._this_tick[chain_id]
+            self._rows[chain_id] = (chain, self._watching.get(chain_id, frozenset()))
+        return self._rows[chain_id][0]
 
     def target(self, chain_id: int | None, configured: int | None) -> int | None:
         """The run's target a job's diagnosis is given (bot.core.models.run_target): its

@@ -207,8 +207,8 @@ class Watcher:
                      report.bytes_moved, report.bytes_read, "" if report.ok else ", failed")
 
     def _tick(self, now: float, report: TickReport) -> TickReport:
-        self.chains.new_tick()
         watched = self.store.watched_jobs.list(self.cluster)
+        self.chains.new_tick(watched)
         ids = sorted({int(w.job_id) for w in watched})
         report.jobs = len(ids)
         if not ids:
@@ -283,9 +283,11 @@ class Watcher:
 
     def forget(self) -> None:
         """Drop what this watcher holds in memory (job series, tail positions, last records,
-        outage counters): the next tick rebuilds it from the store, as after a restart. For a
-        replica taking a cluster back after another one watched it meanwhile."""
+        outage counters, chains' targets): the next tick rebuilds it from the store, as after
+        a restart. For a replica taking a cluster back after another one watched it
+        meanwhile."""
         self.outbox.forget()
+        self.chains.forget()
         self._jobs.clear()
         self._records.clear()
         self.health.forget()

@@ -135,3 +135,44 @@ def test_an_array_tasks_budget_is_bounded_by_the_runs_target_and_its_recipes_fre
     gone = replace(no_override, recipe="no-longer-configured")
     assert task_bounds(ctx.config, gone, rows) == TaskBounds(40000, DEFAULT_MAX_FREE_CHUNKS)
     assert task_bounds(ctx.config, gone, []) == TaskBounds(None, DEFAULT_MAX_FREE_CHUNKS)
+
+
+def test_a_resumes_target_is_the_one_the_watcher_judges_its_new_job_by(store):
+    """The watcher keeps a chain's row between ticks; a `/train resume target_iter=` (made
+    on any replica) watches a new job, and that job is judged by the target it set."""
+    ctx, slurm, w, result = run(store, target_iter=30000)
+    end(slurm, w, int(result.job_id), "CANCELLED")  # nothing resubmits a cancelled run
+    again = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0 + 130,
+                                chain_id=result.chain_id, overrides={"target_iter": "1200"})
+    job = int(again.job_id)
+    sftp = ctx.clusters.sftp("dev")
+    slurm.set(job, state="RUNNING", stdout_path=LOG.format(job), start_time=T0 + 140)
+    sftp.append(LOG.format(job),
+                "".join(MEGATRON.format(it=it) for it in range(100, 1300, 100)).encode())
+    w.tick(T0 + 180)
+    slurm.set(job, state="COMPLETED", exit_code=0, signal=0, end_time=T0 + 200)
+    w.tick(T0 + 240)
+    assert judged_target(store, result.chain_id) == 1200
+    [*_, final] = [i for i in store.incidents.for_chain(result.chain_id)
+                   if i.key.endswith(":final")]
+    assert final.job_id == str(job) and final.class_id == "completed"
+
+
+def test_a_tick_with_no_new_job_of_the_chain_does_not_read_its_row_again(store, monkeypatch):
+    """The chain's row (its target) is read once per new job of it, not once per tick."""
+    ctx, slurm, w, result = run(store)
+    reads: list[int] = []
+    read = store.chains.get
+
+    def counted(chain_id: int):
+        reads.append(chain_id)
+        return read(chain_id)
+
+    monkeypatch.setattr(store.chains, "get", counted)
+    sftp = ctx.clusters.sftp("dev")
+    log = LOG.format(result.job_id)
+    for n, tick in enumerate((T0 + 120, T0 + 180, T0 + 240)):  # the job goes on
+        sftp.append(log, MEGATRON.format(it=1300 + 100 * n).encode())
+        w.tick(tick)
+    assert reads == []
+    assert w._jobs[int(result.job_id)].analysis.series.last_iteration == 1500  # judged on
