@@ -2,11 +2,12 @@
 save (pure; no I/O).
 
 The metric parser's grammar: the formats it reads (key=value tokens, Megatron, Hugging Face
-Trainer dicts, tqdm bars, leading timestamps, checkpoint save lines, a recipe's own patterns)
-and the bars that are not training (start-up bars, an evaluation's own bar: labelled as one,
-as Lightning's, or drawn below the training bar, as Hugging Face Trainer's, which is
-activity, its batches kept apart from the training's progress) or count one
-epoch's batches (Lightning's `Epoch 3:`). `LineParser` turns a line into a `Sample` and/or a
+Trainer dicts, tqdm bars, leading timestamps, checkpoint save lines, a recipe's own patterns),
+read after the line's time and the launcher's prefixes (a bar's label starts there), and the
+bars that are not training (start-up bars, an evaluation's own bar: labelled as one, as
+Lightning's, or drawn below the training bar, as Hugging Face Trainer's, which is activity,
+its batches kept apart from the training's progress) or count one epoch's batches
+(Lightning's `Epoch 3:`). `LineParser` turns a line into a `Sample` and/or a
 `CheckpointEvent`; bot.core.metrics keeps them as a bounded series.
 """
 
@@ -89,6 +90,8 @@ _ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
                   r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
+# What closes a time the clock reads at the start of a message: its zone, its bracket, blanks.
+_TIME_END = re.compile(r"(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]*")
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _KV = re.compile(
@@ -302,6 +305,23 @@ def split_line(line: str) -> tuple[str, str]:
     return "", line.strip()
 
 
+def _time_end(message: str) -> int:
+    """Where the time at the start of a message ends (0: it starts with none): a time the clock
+    reads (`2025-05-14 16:10:00,123`, `2025-05-14T16:10:00+02:00`, `[2025-05-14 16:10:00]`,
+    `16:10:00`, glog's `I0514 16:10:00.123`) with its zone, bracket and blanks, and the
+    launcher's prefixes after it (`2025-05-14 16:10:00 [rank3]: `, srun --label's `… 0: `)."""
+    if not message or not (message[0].isdigit() or message[0] == "["):
+        return 0
+    m = _ISO.match(message) or _GLOG.match(message) or _HMS.match(message)
+    if m is None:
+        return 0
+    closed = _TIME_END.match(message, m.end())
+    end = closed.end() if closed is not None else m.end()
+    rest = message[end:]
+    after = LINE_PREFIXES.match(rest) if rest[:1] in PREFIX_STARTS else None
+    return end + after.end() if after is not None else end
+
+
 def _last_segment(line: str) -> str:
     """The last carriage-return segment of a raw line with more than blanks (what a terminal
     shows of it), unstripped."""
@@ -325,10 +345,11 @@ def is_start_up_bar(message: str) -> bool:
     """A progress bar of data preparation or loading before training (its label starts with
     one of `START_UP_BAR_LABELS`: `Map: 100%|██████████| 1000/1000 [00:01<00:00, …]`): start-up
     output, which shows no training progress and reaches no target. `message` is a line's
-    message (`clean_line`). Training's own bars (`Epoch 3:  45%|`, `Training:`, Hugging Face
-    Trainer's unlabelled `  5%|▌  | 50/1000`) are not, nor is a bar with an iteration rate
-    and a loss, whatever its label (`Loading data:  45%|…| 450/1000 [01:02<01:16, 7.20it/s,
-    loss=0.31]`: a training loop that names its batches so): no start-up step has a loss."""
+    message (`clean_line`) after its time, if it starts with one. Training's own bars
+    (`Epoch 3:  45%|`, `Training:`, Hugging Face Trainer's unlabelled `  5%|▌  | 50/1000`)
+    are not, nor is a bar with an iteration rate and a loss, whatever its label (`Loading
+    data:  45%|…| 450/1000 [01:02<01:16, 7.20it/s, loss=0.31]`: a training loop that names its
+    batches so): no start-up step has a loss."""
     # It runs on every line the parser reads: two substring tests leave the regex the lines
     # that may be bars (a key=value line's `gpu_util=93%` has no `|`).
     return ("%" in message and "|" in message and _START_UP_BAR.match(message) is not None
@@ -386,13 +407,15 @@ class LineParser:
         if not line:
             return None, None
         t = self.clock.parse_split(prefix, line)
+        # the grammar reads the message after its time (a bar's label starts there)
+        body = line[_time_end(line):]
         s = Sample(line_no=line_no, time=t)
         event = None
         low = line.lower()
         try:
-            self._metrics(line, s)
-            if s.target_iter is not None and "|" in line and _TQDM.search(line):
-                self._read_bar(raw, line, s)
+            self._metrics(line, body, s)
+            if s.target_iter is not None and "|" in body and _TQDM.search(body):
+                self._read_bar(raw, body, s)
             if s.iteration is not None and _LOADING.search(line):
                 s.iteration = s.target_iter = None
             if (
@@ -413,7 +436,7 @@ class LineParser:
         s.text = line[:300]
         return s, event
 
-    def _read_bar(self, raw: str, line: str, s: Sample) -> None:
+    def _read_bar(self, raw: str, body: str, s: Sample) -> None:
         """A progress bar: drawn at the top, the training's (its total kept); below a
         training bar that is the Trainer's (`_evaluates_below_training`), a bare one drawn
         below it (`_NESTED_BAR_END`, no label, no loss) counting to another total is an
@@ -422,7 +445,7 @@ class LineParser:
             self._top_bar_drawn(raw, s)
             return
         if (self._evaluates_below_training() and s.target_iter != self.training_bar_total
-                and s.loss is None and _UNLABELLED_BAR.match(line) is not None):
+                and s.loss is None and _UNLABELLED_BAR.match(body) is not None):
             if s.iteration is not None and s.target_iter is not None:
                 s.evaluation_batches = (s.iteration, s.target_iter)
             s.iteration = s.target_iter = s.sec_per_iter = None
@@ -466,30 +489,32 @@ class LineParser:
             return None
         return event if event is None or _plausible_iter(event.iteration) else None
 
-    def _metrics(self, line: str, s: Sample) -> None:
+    def _metrics(self, line: str, body: str, s: Sample) -> None:
+        """The figures of a line's message: a recipe's patterns read all of it (its time too),
+        the built-in grammar its `body`, the message after its time (`_time_end`)."""
         for pattern in self.extra:
             m = pattern.search(line)
             if m:
                 _apply_extra(m, s, self.clock)
-        if is_start_up_bar(line):
+        if is_start_up_bar(body):
             return  # data preparation or loading: no iteration, target or pace of training
-        if "%" in line and "|" in line and _EVALUATION_BAR.match(line) is not None:
+        if "%" in body and "|" in body and _EVALUATION_BAR.match(body) is not None:
             # an evaluation pass's bar: its batches, no iteration, target or pace of training
-            m = _TQDM.search(line)
+            m = _TQDM.search(body)
             if m:
                 s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
-        m = _MEGATRON.search(line) if "iteration" in line else None
+        m = _MEGATRON.search(body) if "iteration" in body else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
-            lm = _MEG_LOSS.search(line)
+            lm = _MEG_LOSS.search(body)
             if lm:
                 s.loss = _float(lm.group(1))
-            ms = _MEG_MS.search(line)
+            ms = _MEG_MS.search(body)
             if ms:
                 s.sec_per_iter = float(ms.group(1)) / 1000
-        elif "{'" in line and _HF.search(line):
-            pairs = dict(_HF_PAIR.findall(line))
+        elif "{'" in body and _HF.search(body):
+            pairs = dict(_HF_PAIR.findall(body))
             # Trainer.log adds the epoch to every dict it logs (its loss, its evaluation's)
             if "epoch" in pairs and ("loss" in pairs or "eval_loss" in pairs):
                 self.trainer_dicts_seen = True
@@ -497,11 +522,11 @@ class LineParser:
                 s.loss = _float(pairs["loss"] if "loss" in pairs else pairs["train_loss"])
             if "step" in pairs:
                 s.iteration = int(float(pairs["step"]))
-        if "<" in line and "/" in line:
-            m = _TQDM.search(line)
+        if "<" in body and "/" in body:
+            m = _TQDM.search(body)
             if m:
                 done, total = int(m.group(1)), int(m.group(2))
-                epoch = _EPOCH_BAR.match(line) if s.iteration is None else None
+                epoch = _EPOCH_BAR.match(body) if s.iteration is None else None
                 if epoch is not None:
                     # one epoch's bar: the batches of the epochs before it (as many as this
                     # one's) and this one's, and no target (the run's is no epoch's total)
@@ -512,10 +537,10 @@ class LineParser:
                 if m.group(3):
                     rate = float(m.group(3))
                     s.sec_per_iter = rate if m.group(4) == "s/it" else (1 / rate if rate else None)
-        for m in _KV.finditer(line):
+        for m in _KV.finditer(body):
             _apply_kv(m, s)
         if s.sec_per_iter is None:
-            m = _RATE.search(line)
+            m = _RATE.search(body)
             if m:
                 rate = float(m.group(1))
                 if m.group(2).lower().startswith("s/"):

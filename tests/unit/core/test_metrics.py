@@ -311,6 +311,41 @@ def test_an_evaluation_pass_bar_is_no_training_progress(
         assert s.evaluation_batches == batches
 
 
+#: The times (and the launcher's prefixes around them) a log may put before a bar's label.
+TIMES_BEFORE_A_BAR = [
+    "2025-05-14 16:10:00 ", "2025-05-14 16:10:00,123 ", "2025-05-14T16:10:00 ",
+    "2025-05-14T16:10:00.5+00:00 ", "[2025-05-14 16:10:00] ", "[2025-05-14 16:10:00,123] ",
+    "[rank3]: 2025-05-14 16:10:00 ", "0: 2025-05-14 16:10:00 ", "2025-05-14 16:10:00 [rank3]: ",
+    "2025-05-14 16:10:00 0: ", "2025-05-14T16:10:00Z ",
+]
+
+
+@pytest.mark.parametrize("time", TIMES_BEFORE_A_BAR)
+@pytest.mark.parametrize(("bar", "batches"), [
+    ("Validation DataLoader 0:  50%|#####     | 5/10 [00:01<00:01,  4.90it/s]", (5, 10)),
+    ("Validating:  50%|█████     | 5/10 [00:01<00:01,  4.90it/s]", (5, 10)),
+    ("Testing DataLoader 0: 100%|██████████| 10/10 [00:01<00:00,  9.80it/s]", (10, 10)),
+    ("Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.33 examples/s]", None),
+])
+def test_a_bar_after_the_lines_time_is_read_by_its_label(
+        time: str, bar: str, batches: tuple[int, int] | None):
+    """A time at the start of the line (and a rank's prefix before or after it) is no part of
+    the bar's label: an evaluation's bar after it is activity, a start-up bar no sample."""
+    s, _ = parse(time + bar)
+    if batches is None:
+        assert s is None, s
+    else:
+        assert s is not None and not s.is_metric and s.evaluation_batches == batches, s
+        assert s.time == pytest.approx(epoch(2025, 5, 14, 16, 10, 0), abs=1)
+
+
+@pytest.mark.parametrize("time", TIMES_BEFORE_A_BAR)
+def test_an_epoch_bar_after_the_lines_time_keeps_the_time_and_counts_the_epochs(time: str):
+    s, _ = parse(time + "Epoch 3:  45%|####5     | 450/1000 [01:02<01:16,  7.20it/s, v_num=0]")
+    assert s is not None and (s.iteration, s.target_iter) == (3450, None)
+    assert s.time == pytest.approx(epoch(2025, 5, 14, 16, 10, 0), abs=1)
+
+
 def test_nan_loss_is_kept_as_nan():
     s, _ = parse("iter=5 loss=nan")
     assert math.isnan(s.loss)
