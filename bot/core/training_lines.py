@@ -291,18 +291,42 @@ def _frac(text: str | None) -> float:
 
 def split_line(line: str) -> tuple[str, str]:
     """The prefixes and the message of a line as a reader sees it (last carriage-return
-    segment, no ANSI): the launcher's, process's and runner's prefixes the catalogue's scanner
-    strips too (bot.core.logprefix), then the message, stripped of blanks."""
-    if "\r" in line:
-        parts = [p for p in line.split("\r") if p.strip()]
-        line = parts[-1] if parts else ""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    line = line.lstrip()
+    segment, after the line's own time and prefixes: `_last_draw`; no ANSI): the launcher's,
+    process's and runner's prefixes the catalogue's scanner strips too (bot.core.logprefix),
+    then the message, stripped of blanks."""
+    line = _visible(_last_draw(line) if "\r" in line else line)
     m = LINE_PREFIXES.match(line) if line[:1] in PREFIX_STARTS else None
     if m:
         return line[:m.end()], line[m.end():].strip()
     return "", line.strip()
+
+
+def _visible(text: str) -> str:
+    """`text` without ANSI escapes and leading blanks."""
+    return (_ANSI.sub("", text) if "\x1b" in text else text).lstrip()
+
+
+def _last_draw(line: str) -> str:
+    """The last carriage-return segment of a line with more than blanks (tqdm redraws a bar in
+    place after a carriage return: a line may hold many draws), after the prefixes and the time
+    the line starts with, unless the segment has its own: what writes the log puts them once,
+    before the first draw (`2025-05-14 16:10:00 ` or srun --label's `0: `, then the draws), and
+    the line's time is the one the last draw gets (when the line started: the nearest known)."""
+    parts = [p for p in line.split("\r") if p.strip()]
+    if len(parts) < 2:
+        return parts[0] if parts else ""
+    first, last = _visible(parts[0]), _visible(parts[-1])
+    lead = first[:_lead_end(first)]
+    return lead + last if lead and not _lead_end(last) else parts[-1]
+
+
+def _lead_end(text: str) -> int:
+    """Where the prefixes and the time at the start of `text` (ANSI and blanks removed) end:
+    the launcher's, process's and runner's prefixes (bot.core.logprefix), then a time
+    (`_time_end`); 0 when it starts with neither."""
+    m = LINE_PREFIXES.match(text) if text[:1] in PREFIX_STARTS else None
+    end = m.end() if m is not None else 0
+    return end + _time_end(text[end:])
 
 
 def _time_end(message: str) -> int:

@@ -108,6 +108,30 @@ def test_tqdm_bar_takes_the_last_carriage_return_segment():
     assert s.sec_per_iter == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("lead", [
+    "2025-05-14 16:10:00 ", "[2025-05-14 16:10:00,123] ", "0: 2025-05-14 16:10:00 ",
+    "[rank3]: 2025-05-14T16:10:00 ", "\x1b[2m2025-05-14 16:10:00\x1b[0m ",
+])
+@pytest.mark.parametrize(("draws", "iteration", "target", "batches"), [
+    (["Epoch 3:  10%|#  | 100/1000 [00:10<01:30, 10.0it/s]",
+      "Epoch 3:  11%|#  | 110/1000 [00:11<01:29, 10.0it/s]"], 3110, None, None),
+    (["  2%|▏         | 122/8000 [01:01<40:00, 1.2s/it]",
+      "  2%|▏         | 123/8000 [01:02<40:00, 1.3s/it]"], 123, 8000, None),
+    (["Validation DataLoader 0:  40%|####      | 4/10 [00:01<00:01,  4.90it/s]",
+      "Validation DataLoader 0:  50%|#####     | 5/10 [00:01<00:01,  4.90it/s]"],
+     None, None, (5, 10)),
+])
+def test_a_lines_redraws_keep_the_time_the_line_starts_with(
+        lead: str, draws: list[str], iteration: int | None, target: int | None,
+        batches: tuple[int, int] | None):
+    """A time (and a rank's label) put once before a bar's first draw is the time of the last
+    redraw on that line, read by its label as a line of its own would be."""
+    s, _ = parse(lead + "".join("\r" + draw for draw in draws) + "\r")
+    assert s is not None and (s.iteration, s.target_iter, s.evaluation_batches) == (
+        iteration, target, batches)
+    assert s.time == pytest.approx(epoch(2025, 5, 14, 16, 10, 0), abs=1)
+
+
 @pytest.mark.parametrize("line", [
     "Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.33 examples/s]",
     "Map (num_proc=8): 100%|██████████| 1000/1000 [00:01<00:00, 812.33 examples/s]",
