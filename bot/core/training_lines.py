@@ -157,8 +157,11 @@ _EVALUATION_BAR = re.compile(
     r"\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
 # A bar labelled with the epoch it counts (Lightning's TQDMProgressBar: `Epoch 3:  45%|`, its
 # `set_description(f"Epoch {trainer.current_epoch}")` at each epoch's start; custom loops'
-# `tqdm(loader, desc=f"Epoch {epoch}")`): its total is one epoch's batches, not the run's.
-_EPOCH_BAR = re.compile(r"^Epoch\s+(\d+)\s*:\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
+# `tqdm(loader, desc=f"Epoch {epoch}")`), or with the epoch and the loop's number of epochs
+# (custom loops' `tqdm(loader, desc=f"Epoch {epoch + 1}/{num_epochs}")`, Keras's way of
+# counting them, `Epoch 3/10:  45%|`): its total is one epoch's batches, not the run's.
+_EPOCH_BAR = re.compile(
+    r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\s*:\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
 # A bar's rate and the loss its postfix reports (tqdm's `set_postfix(loss=…)`: `[01:02<01:16,
 # 7.20it/s, loss=0.31]`, Keras-like `loss: 0.31`): a training loop's bar, whatever its label.
 _BAR_RATE_AND_LOSS = re.compile(
@@ -415,6 +418,8 @@ class LineParser:
         self.trainer_dicts_seen = False
         # the total of a bar drawn at the top seen counting steps of its own (None: none yet)
         self.steps_bar_total: int | None = None
+        # an `Epoch 0/10` bar was seen: its loop counts its epochs from 0 (`_read_epoch_bar`)
+        self.epochs_from_zero = False
         self._top_bar: tuple[int, int] | None = None  # the last top bar's (count, total)
         self._drawn_below = False  # a bar was drawn below the top one since its last draw
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
@@ -552,9 +557,7 @@ class LineParser:
                 done, total = int(m.group(1)), int(m.group(2))
                 epoch = _EPOCH_BAR.match(body) if s.iteration is None else None
                 if epoch is not None:
-                    # one epoch's bar: the batches of the epochs before it (as many as this
-                    # one's) and this one's, and no target (the run's is no epoch's total)
-                    s.iteration = int(epoch.group(1)) * total + done
+                    self._read_epoch_bar(epoch, done, total, s)
                 else:
                     s.iteration = s.iteration if s.iteration is not None else done
                     s.target_iter = s.target_iter or total
@@ -571,6 +574,20 @@ class LineParser:
                     s.sec_per_iter = rate
                 elif rate > 0:
                     s.sec_per_iter = 1 / rate
+
+    def _read_epoch_bar(self, epoch: re.Match[str], done: int, total: int, s: Sample) -> None:
+        """One epoch's bar (`_EPOCH_BAR`): its iteration is the batches of the epochs before it
+        (as many as this one's) and this one's. `Epoch 3:` (Lightning's, from 0) has no target:
+        the run's is no epoch's total. `Epoch 3/10:` counts the epochs from 1 to the loop's
+        number of epochs, its target all their batches, unless the log showed an `Epoch 0/10`
+        bar (`epochs_from_zero`): `range(num_epochs)` printed as it is."""
+        number, epochs = int(epoch.group(1)), epoch.group(2)
+        if epochs is None:
+            s.iteration = number * total + done
+            return
+        self.epochs_from_zero = self.epochs_from_zero or number == 0
+        s.iteration = (number if self.epochs_from_zero else number - 1) * total + done
+        s.target_iter = int(epochs) * total
 
     def _checkpoint(self, line: str, line_no: int, t: float | None) -> CheckpointEvent | None:
         if _CKPT_END.search(line):

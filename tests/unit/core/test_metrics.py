@@ -289,6 +289,29 @@ def test_an_epoch_bar_counts_the_batches_of_the_epochs_and_has_no_target(
     assert s is not None and (s.iteration, s.target_iter) == (iteration, None)
 
 
+def _epoch_of_epochs_bars(numbers: range, epochs: int, batches: int = 4) -> str:
+    """A custom loop's bar for each epoch labelled with its number and the loop's number of
+    epochs (`tqdm(loader, desc=f"Epoch {number}/{epochs}")`), redrawn in place."""
+    return "".join(
+        "".join(f"\rEpoch {n}/{epochs}:  {25 * b:3d}%|##        | {b}/{batches} "
+                f"[00:0{b}<00:03,  1.00it/s, loss=0.{9 - n}00]" for b in range(batches + 1))
+        + "\n" for n in numbers)
+
+
+@pytest.mark.parametrize("numbers", [range(1, 4), range(3)], ids=["from 1", "from 0"])
+def test_an_epoch_of_epochs_bar_counts_the_epochs_batches_to_all_epochs(numbers: range):
+    """`Epoch 3/10:` counts one epoch's batches (not the run's target) of the loop's 10 epochs,
+    from 1 (`desc=f"Epoch {epoch + 1}/{num_epochs}"`), or from 0 when the log shows an epoch 0:
+    the run's target is all the epochs' batches, reached at the last epoch's end."""
+    series = MetricSeries()
+    series.feed_block(_epoch_of_epochs_bars(numbers, 3))
+    iterations = [s.iteration for s in series.samples]
+    assert iterations == sorted(iterations) and iterations[-1] == 12
+    assert (series.last_iteration, series.target_iter) == (12, 12)
+    s, _ = parse("Epoch 3/10:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.310]")
+    assert s is not None and (s.iteration, s.target_iter) == (2450, 10000)
+
+
 def _lightning_fit(epochs: int = 2, batches: int = 4, val_batches: int = 2) -> str:
     """Lightning 2.x's TQDMProgressBar as a file receives it: each epoch's bar (`Epoch N`,
     reset to the epoch's batches, redrawn in place) and, at the epoch's end, the validation's
