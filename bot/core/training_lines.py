@@ -162,6 +162,12 @@ _EVALUATION_BAR = re.compile(
 # counting them, `Epoch 3/10:  45%|`): its total is one epoch's batches, not the run's.
 _EPOCH_BAR = re.compile(
     r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\s*:\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
+# Lightning's `Epoch N` bar counted its epochs from 1 (`Epoch {epoch + 1}`) from 0.5.3, where it
+# came, to 0.8 (from 0 since 0.9.0, #3061). Until 0.6 its bar was `tqdm(unit='batch')` and its
+# postfix (`set_postfix(**training_tqdm_dict)`, keys sorted) named the batch: `batch_nb` (0.5),
+# `batch_idx` (0.6): `Epoch 11: 100%|…| 74/74 [16:04<00:00, 13.04s/batch, batch_nb=48, gpu=0,`.
+# Those of 0.7 and 0.8 look as later ones do (`loss=…, v_num=1`): they read one epoch ahead.
+_LIGHTNING_EPOCH_FROM_ONE = re.compile(r"(?:s/batch|batch/s),.*?\bbatch_(?:nb|idx)=\d")
 # A bar's rate and the loss its postfix reports (tqdm's `set_postfix(loss=…)`: `[01:02<01:16,
 # 7.20it/s, loss=0.31]`, Keras-like `loss: 0.31`): a training loop's bar, whatever its label.
 _BAR_RATE_AND_LOSS = re.compile(
@@ -405,9 +411,10 @@ class LineParser:
     A bar labelled with its epoch (Lightning's TQDMProgressBar, `Epoch 3:  45%|`) counts one
     epoch's batches (before Lightning 2.0, and its validation's): its iteration is the
     batches of the epochs before it and of this one (epochs counted from 0, as Lightning
-    has since 0.8; a log counting from 1 reads one epoch ahead), and it has no target, so a
-    bar at 100 % is the end of an epoch, not of the run; Lightning's end of training is its
-    `Trainer.fit` stopped line (the catalogue's). Lightning's validation, test and predict
+    has since 0.9, from 1 in Lightning 0.5 and 0.6's bars, which show their version; a log
+    of 0.7 or 0.8, or of a loop counting from 1, reads one epoch ahead), and it has no target,
+    so a bar at 100 % is the end of an epoch, not of the run; Lightning's end of training is
+    its `Trainer.fit` stopped line (the catalogue's). Lightning's validation, test and predict
     bars (`Validation DataLoader 0:`) are evaluations: no iteration, target or pace."""
 
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
@@ -577,13 +584,15 @@ class LineParser:
 
     def _read_epoch_bar(self, epoch: re.Match[str], done: int, total: int, s: Sample) -> None:
         """One epoch's bar (`_EPOCH_BAR`): its iteration is the batches of the epochs before it
-        (as many as this one's) and this one's. `Epoch 3:` (Lightning's, from 0) has no target:
-        the run's is no epoch's total. `Epoch 3/10:` counts the epochs from 1 to the loop's
-        number of epochs, its target all their batches, unless the log showed an `Epoch 0/10`
-        bar (`epochs_from_zero`): `range(num_epochs)` printed as it is."""
+        (as many as this one's) and this one's. `Epoch 3:` (Lightning's, from 0, from 1 in
+        Lightning 0.5 and 0.6's bars: `_LIGHTNING_EPOCH_FROM_ONE`) has no target: the run's is
+        no epoch's total. `Epoch 3/10:` counts the epochs from 1 to the loop's number of
+        epochs, its target all their batches, unless the log showed an `Epoch 0/10` bar
+        (`epochs_from_zero`): `range(num_epochs)` printed as it is."""
         number, epochs = int(epoch.group(1)), epoch.group(2)
         if epochs is None:
-            s.iteration = number * total + done
+            first = 1 if number and _LIGHTNING_EPOCH_FROM_ONE.search(epoch.string) else 0
+            s.iteration = (number - first) * total + done
             return
         self.epochs_from_zero = self.epochs_from_zero or number == 0
         s.iteration = (number if self.epochs_from_zero else number - 1) * total + done

@@ -277,9 +277,15 @@ def test_a_custom_loops_nested_batch_bar_is_training_progress(leave: bool):
     ("Epoch 3:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, v_num=1, loss=0.310]", 3450),
     # Lightning 1.x (its total: the epoch's training and validation batches)
     ("Epoch 0:  50%|█████     | 5/10 [00:01<00:01,  4.90it/s, loss=0.693, v_num=0]", 5),
-    # Lightning 0.5 (unit='batch'; its epochs counted from 1)
+    # Lightning 0.5 and 0.6 (unit='batch', the batch's number in the postfix; its epochs
+    # counted from 1: `Epoch {epoch + 1}`)
     ("Epoch 11: 100%|██████████| 74/74 [16:04<00:00, 13.04s/batch, batch_nb=48, gpu=0, "
-     "loss=1.337, train_loss=1.09, v_nb=1, val_acc=0.347, val_loss=1.34]", 888),
+     "loss=1.337, train_loss=1.09, v_nb=1, val_acc=0.347, val_loss=1.34]", 814),
+    ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90batch/s, batch_idx=39, loss=0.693, "
+     "v_num=3]", 140),
+    # Lightning 0.7 and 0.8 counted from 1 too, but their bar is the later ones' (one epoch
+    # ahead); a custom loop's bar with the unit `batch` and no batch's number counts from 0
+    ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90batch/s, loss=0.693]", 240),
 ])
 def test_an_epoch_bar_counts_the_batches_of_the_epochs_and_has_no_target(
         line: str, iteration: int):
