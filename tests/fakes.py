@@ -5,11 +5,12 @@ its resubmit step. Each records what it was asked, so tests assert on calls, not
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -250,12 +251,11 @@ class FakeSFTP:
     def normalize(self, path: str) -> str:
         return "/home/slurmci" if path == "." else path
 
-    def own_channel(self) -> FakeSFTP:
-        """The same files (one channel is all there is here); `close` does nothing."""
-        return self
-
-    def close(self) -> None:
-        pass
+    @contextlib.contextmanager
+    def lookup_channel(self) -> Iterator[SimpleNamespace]:
+        """A lease whose `sftp` is these same files (one channel is all there is here);
+        its `abandon` does nothing."""
+        yield SimpleNamespace(sftp=self, abandon=lambda: None)
 
     def open(self, path: str, mode: str = "r", bufsize: int = -1) -> io.BytesIO:
         sftp = self

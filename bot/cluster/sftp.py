@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import select
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -23,28 +23,12 @@ class _NoReply(Exception):
     """No reply within the deadline; nothing of it was read, so the channel is still in sync."""
 
 
-def wait_readable(chan: paramiko.Channel, timeout: float) -> bool:
-    """True once `chan` has stdout data, EOF or is closed; False after `timeout` seconds.
-
-    Stderr data (sftp-server's log lines, if any) is read and dropped on the way.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        if chan.recv_ready() or chan.eof_received or chan.closed:
-            return True
-        while chan.recv_stderr_ready():
-            chan.recv_stderr(65536)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        select.select([chan], [], [], remaining)
-
-
 class DeadlineSFTPClient(paramiko.SFTPClient):
     """An SFTPClient (one thread at a time) whose every reply must come within `timeout`.
 
     The wait happens before a reply's first byte is read; a reply that starts but stalls
     half-way trips the channel's own timeout (socket.timeout) and the channel is discarded.
+    `close()` from another thread ends a wait at once (the request then raises).
     """
 
     if TYPE_CHECKING:  # paramiko's private members used here (not in its type stubs)
@@ -55,12 +39,40 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
     def __init__(self, chan: paramiko.Channel, timeout: float):
         self.timeout = timeout
         chan.settimeout(timeout)
+        self._readable = threading.Event()  # see wait_readable
         super().__init__(chan)
 
     def _read_packet(self) -> tuple[int, bytes]:
-        if not wait_readable(self.sock, self.timeout):
+        if not self.wait_readable(self.timeout):
             raise _NoReply(f"no SFTP reply within {self.timeout:g} s")
         return super()._read_packet()  # type: ignore[misc]  # private, not in the stubs
+
+    def wait_readable(self, timeout: float) -> bool:
+        """True once the channel has reply bytes, EOF or is closed (by either side, from any
+        thread: a wait ends then, not at its timeout); False after `timeout` seconds.
+
+        Stderr data (sftp-server's log lines, if any) is read and dropped on the way.
+        """
+        chan = self.sock
+        deadline = time.monotonic() + timeout
+        while True:
+            # The channel's buffers set the event when data comes and when they are closed: on
+            # EOF, on the server's close, on a dead transport, and on `chan.close()` from any
+            # thread (BufferedPipe.set_event). Set here at each wait, before looking: whatever
+            # comes after the look sets it, and a `fileno()` since (its OS pipe replaces the
+            # event) cannot leave a wait deaf. No select() on `chan.fileno()`: Channel.close()
+            # closes that fd while another thread may be about to wait on its number.
+            chan.in_buffer.set_event(self._readable)
+            chan.in_stderr_buffer.set_event(self._readable)
+            if chan.recv_ready() or chan.eof_received or chan.closed:
+                return True
+            if chan.recv_stderr_ready():
+                chan.recv_stderr(65536)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self._readable.wait(remaining)
 
     @property
     def channel(self) -> paramiko.Channel:
@@ -74,7 +86,7 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
     def read_late_replies(self) -> bool:
         """Read (and drop) the replies that have arrived to abandoned requests, without
         waiting; True when none is outstanding any more."""
-        while self._expecting and wait_readable(self.sock, 0):
+        while self._expecting and self.wait_readable(0):
             self._read_response()
         return not self._expecting
 
@@ -114,6 +126,7 @@ class SFTPPool:
         self._idle: list[DeadlineSFTPClient] = []
         self._busy = 0
         self._stuck: list[_Stuck] = []
+        self._lookup: DeadlineSFTPClient | None = None  # kept between leases (lookup_channel)
 
     # ---- what callers use (paramiko.SFTPClient's names and results) -----------------------
 
@@ -150,20 +163,47 @@ class SFTPPool:
                                keep=True)
         return RemoteFile(self, client, f, path)
 
-    def own_channel(self) -> DeadlineSFTPClient:
-        """A new channel for one caller alone, outside the pool (never shared, not counted
-        in `max_channels`), for work that may be abandoned half-way (the watcher's checkpoint
-        lookup past its deadline): its `close()`, from any thread, ends its request in flight
-        and refuses later ones, and nothing it did holds or sets aside a channel of the pool.
-        Each reply waits at most `timeout` (a request with no reply raises); opening it too.
-        The caller closes it."""
-        return self._open_client(self.timeout)
+    @contextmanager
+    def lookup_channel(self) -> Iterator[LookupLease]:
+        """The pool's lookup channel, leased for one piece of work that may be abandoned
+        half-way (the watcher's checkpoint lookup past its deadline). It is outside the pool
+        (never shared while leased, not counted in `max_channels`) and kept for the next lease:
+        lookups one after another use one channel, opened once. `lease.abandon()`, from any
+        thread, closes it (the request in flight ends at once and raises, later ones are
+        refused) and the next lease opens a fresh one; so a hung lookup never holds a pool
+        channel nor the next lookup. A lease taken while another is out gets a channel of its
+        own, closed at its end if one is kept already. Each reply waits at most `timeout`
+        (a request with no reply raises, and its channel is not kept); opening it too."""
+        with self._cond:
+            client, self._lookup = self._lookup, None
+        if client is not None and not _alive(client):  # its transport died since
+            _close_quietly(client)
+            client = None
+        if client is None:
+            client = self._open_client(self.timeout)
+        lease = LookupLease(self, client)
+        try:
+            yield lease
+        finally:
+            lease._end()  # noqa: SLF001 - the pool's own lease
+
+    def _keep_lookup(self, client: DeadlineSFTPClient) -> None:
+        """A lease's channel back as the lookup channel, if it is in sync and none is kept."""
+        with self._cond:
+            kept = self._lookup is None and _alive(client) and not client.outstanding()
+            if kept:
+                self._lookup = client
+        if not kept:
+            _close_quietly(client)
 
     def close(self) -> None:
-        """Close every channel (idle, stuck); a channel in use is closed when returned."""
+        """Close every channel (idle, stuck, the kept lookup channel); a channel in use is
+        closed when returned."""
         with self._cond:
             clients = self._idle + [s.client for s in self._stuck]
-            self._idle, self._stuck = [], []
+            if self._lookup is not None:
+                clients.append(self._lookup)
+            self._idle, self._stuck, self._lookup = [], [], None
         for c in clients:
             _close_quietly(c)
 
@@ -272,7 +312,7 @@ class SFTPPool:
     def _recover(self) -> None:
         """Give back the stuck channels whose late replies have all arrived; drop dead ones."""
         with self._cond:
-            ready = [s for s in self._stuck if wait_readable(s.client.channel, 0)]
+            ready = [s for s in self._stuck if s.client.wait_readable(0)]
             for s in ready:
                 self._stuck.remove(s)
             self._busy += len(ready)
@@ -295,6 +335,36 @@ class SFTPPool:
                     self._stuck.append(s)
             else:
                 self._discard(s.client)
+
+
+class LookupLease:
+    """A lookup's hold on a channel (`SFTPPool.lookup_channel`): `sftp` while it lasts;
+    `abandon()` (any thread, any number of times) closes the channel unless the lease has
+    ended already (it may be the next lease's by then)."""
+
+    def __init__(self, pool: SFTPPool, client: DeadlineSFTPClient) -> None:
+        self._pool = pool
+        self._client = client
+        self._lock = threading.Lock()
+        self._state = "held"  # then "abandoned" or "ended", never back
+
+    @property
+    def sftp(self) -> DeadlineSFTPClient:
+        return self._client
+
+    def abandon(self) -> None:
+        with self._lock:
+            if self._state != "held":
+                return
+            self._state = "abandoned"
+        _close_quietly(self._client)  # wakes a request in flight at once
+
+    def _end(self) -> None:
+        with self._lock:
+            if self._state != "held":
+                return
+            self._state = "ended"
+        self._pool._keep_lookup(self._client)  # noqa: SLF001 - the pool's own lease
 
 
 class RemoteFile:
@@ -371,4 +441,4 @@ def _close_quietly(client: DeadlineSFTPClient) -> None:
         log.debug("ignored error while closing an SFTP channel", exc_info=True)
 
 
-__all__ = ["DeadlineSFTPClient", "RemoteFile", "SFTPPool", "wait_readable"]
+__all__ = ["DeadlineSFTPClient", "LookupLease", "RemoteFile", "SFTPPool"]

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -62,19 +63,23 @@ class SFTPCalls(Protocol):
     def normalize(self, path: str) -> str: ...
 
 
-class OwnSFTP(SFTPCalls, Protocol):
-    """An SFTP channel one caller has to itself (`SFTP.own_channel`); `close()`, from any
-    thread, ends its request in flight and refuses any later one."""
+class LookupLease(Protocol):
+    """A hold on a cluster's lookup channel (`SFTP.lookup_channel()`): `sftp` while it lasts;
+    `abandon()`, from any thread, closes the channel (its request in flight ends and raises,
+    and the next lease gets a fresh channel); after the lease has ended it does nothing."""
 
-    def close(self) -> None: ...
+    @property
+    def sftp(self) -> SFTPCalls: ...
+
+    def abandon(self) -> None: ...
 
 
 class SFTP(SFTPCalls, Protocol):
-    """A cluster's SFTP (bot.cluster.sftp.SFTPPool: any number of threads), and a channel of
-    its own for work that may be abandoned half-way (`own_channel`: closing it leaves the
-    shared channels untouched)."""
+    """A cluster's SFTP (bot.cluster.sftp.SFTPPool: any number of threads), and its lookup
+    channel for work that may be abandoned half-way (`with sftp.lookup_channel() as lease`:
+    outside the shared channels, kept for the next lookup, replaced when one is abandoned)."""
 
-    def own_channel(self) -> OwnSFTP: ...
+    def lookup_channel(self) -> AbstractContextManager[LookupLease]: ...
 
 
 class TailReader(Protocol):
@@ -148,8 +153,9 @@ class LeaseLost(Exception):
 class Abandon:
     """Handed to work its caller may stop waiting for (the watcher's checkpoint lookup, as
     `abandon=`): the caller calls `abandon()` when it gives the work up (its deadline passed);
-    what the work registered with `on_abandon` (closing its own SFTP channel, which ends its
-    request at once) runs then, or at once when registered after that. Safe across threads."""
+    what the work registered with `on_abandon` (abandoning its lease on the lookup channel,
+    which ends its request at once) runs then, or at once when registered after that. Safe
+    across threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -267,16 +267,15 @@ class AutoResubmitter:
                    abandon: Abandon | None = None) -> Checkpoint | None:
         """The recipe's latest complete checkpoint (of an array recipe's task `task`: its
         own), None: none or the recipe keeps none (the watcher's one lookup per finished job,
-        bot.services.watch.recipes). Looked up on an SFTP channel of its own, closed when it
-        is done or `abandon`ed (its deadline passed): a lookup given up stops at once, and a
-        hung checkpoint dir never holds a channel the cluster's other SFTP use needs."""
+        bot.services.watch.recipes). Looked up on the cluster's lookup channel (one for the
+        lookups one after another, `SFTP.lookup_channel`), closed when the lookup is
+        `abandon`ed (its deadline passed): a lookup given up stops at once, the next one opens
+        a fresh channel, and a hung checkpoint dir never holds a channel the cluster's other
+        SFTP use needs."""
         cfg = self.ctx.config.recipe(recipe)
         if cfg.checkpoint is None:
             return None
-        sftp = self.ctx.clusters.sftp(self.cluster).own_channel()
-        if abandon is not None:
-            abandon.on_abandon(sftp.close)
-        try:
-            return find_resume_checkpoint(cfg, sftp, task)
-        finally:
-            sftp.close()
+        with self.ctx.clusters.sftp(self.cluster).lookup_channel() as lease:
+            if abandon is not None:
+                abandon.on_abandon(lease.abandon)
+            return find_resume_checkpoint(cfg, lease.sftp, task)

@@ -121,8 +121,10 @@ def test_a_lookup_given_up_on_a_hung_pointer_leaves_the_clusters_sftp_free(
     """The recipe's pointer file never answers (a FIFO: sshd's sftp-server blocks opening it,
     as on a hung filesystem). The watcher gives the production lookup up at its deadline and
     its own SFTP channel is closed: with one channel for all other SFTP use, the next reads
-    answer at once and right, while the sftp-server of the lookup still hangs."""
+    answer at once and right, while the sftp-server of the lookup still hangs, and the
+    lookup's thread is gone (not waiting out the SFTP timeout)."""
     import dataclasses
+    import threading
     import time
 
     from fakes import make_context
@@ -145,6 +147,10 @@ def test_a_lookup_given_up_on_a_hung_pointer_leaves_the_clusters_sftp_free(
             started = time.monotonic()
             found = lookups.checkpoint_within("mix", deadline_s=1.0)
             assert found.failed and found.checkpoint is None  # told as unknown
+            for thread in threading.enumerate():  # the lookup ended with its channel
+                if thread.name == "checkpoint-lookup-mix":
+                    thread.join(timeout=5)
+                    assert not thread.is_alive()
             sftp = runner.sftp()
             cp = find_latest_checkpoint(sftp, root, "dcp", pointer_name=None)
             assert cp is not None and cp.iteration == 1000
@@ -153,4 +159,39 @@ def test_a_lookup_given_up_on_a_hung_pointer_leaves_the_clusters_sftp_free(
             assert len(sftp.channels) == 1  # none set aside for the hung open
         finally:  # let the blocked sftp-server go: a writer opens the FIFO
             runner.run(["timeout", "5", "sh", "-c", 'exec 3>"$1"', "sh", fifo], check=False)
+            store.close()
+
+
+def test_lookups_one_after_another_share_one_sftp_channel(dev_cluster, root: str,
+                                                          tmp_path) -> None:
+    """The lookups of many finished jobs in a row (an array finishing at once) open one SFTP
+    channel on the login node between them, not one each, and each answers right."""
+    from fakes import make_context
+
+    from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
+    from bot.services.runs import AutoResubmitter
+    from bot.services.watch.recipes import RecipeSettings
+    from bot.store import Store
+
+    opened: list[DeadlineSFTPClient] = []
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    with SSHRunner(dev_cluster.ssh_settings()) as runner:
+
+        def open_client(timeout: float) -> DeadlineSFTPClient:
+            opened.append(runner._open_sftp_client(timeout))  # noqa: SLF001 - counted here
+            return opened[-1]
+
+        make(runner, root, COMPLETE_1000)
+        pool = SFTPPool(open_client, where="dev", timeout=5.0)
+        try:
+            ctx = make_context(store, sftp=pool, checkpoint={"dir": root})
+            lookups = RecipeSettings("dev", config=ctx.config, policy=None,
+                                     checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
+            for _ in range(10):
+                found = lookups.checkpoint_within("mix", deadline_s=5.0)
+                assert not found.failed and found.checkpoint is not None
+                assert found.checkpoint.iteration == 1000
+            assert len(opened) == 1 and not opened[0].channel.closed
+        finally:
+            pool.close()
             store.close()

@@ -3,8 +3,9 @@ thresholds the judgement uses), its target iteration, and its latest complete ch
 an array recipe's task: the task's own), looked up once per finished job and once per stall
 warning, within a deadline: a lookup that fails or is late is told as unknown (never as "none"),
 and the incident or the stall's prompt is posted without waiting longer. A lookup given up is
-told so (bot.services.ports.Abandon): the production one then closes its own SFTP channel, so
-nothing it still does touches the cluster's other SFTP use (bot.services.runs.AutoResubmitter).
+told so (bot.services.ports.Abandon): the production one then closes the cluster's lookup
+channel it holds (the next lookup opens a fresh one), so nothing it still does touches the
+cluster's other SFTP use (bot.services.runs.AutoResubmitter).
 
 A job with no recipe (an adopted one) or a recipe removed from the config gets the defaults:
 the config's global policy, no target, no checkpoint.
@@ -77,7 +78,7 @@ class RecipeSettings:
         """The recipe's latest complete checkpoint (of an array's task `task`: its own, `%a` in
         the recipe's checkpoint dir): its name and, when the name has one, its iteration;
         given up after `deadline_s` seconds, and the lookup told so (`Abandon`: its answer is
-        dropped, its own SFTP channel closed): a lookup that fails or is late is `failed`
+        dropped, the lookup channel it holds closed): a lookup that fails or is late is `failed`
         (logged), never an exception, never a wait past it."""
         if recipe is None:
             return CheckpointLookup(None)

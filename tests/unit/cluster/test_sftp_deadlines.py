@@ -44,6 +44,7 @@ class Peer:
     release: threading.Event = field(default_factory=threading.Event)
     entered: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
     exec_requests: int = 0
+    sessions: int = 0  # channels opened to it (each SFTP channel is one session)
 
     def runner(self, **changes: object) -> SSHRunner:
         import dataclasses
@@ -126,6 +127,7 @@ class _Server(paramiko.ServerInterface):
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
         if kind == "session":
+            self.peer.sessions += 1
             return paramiko.OPEN_SUCCEEDED
         return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
@@ -336,3 +338,138 @@ def test_a_checkpoint_lookup_given_up_leaves_the_clusters_sftp_free(
             assert len(sftp.channels) == 1  # the pool's one channel, none set aside
     finally:
         store.close()
+
+
+def _lookups(peer: Peer, runner: SSHRunner, store: Any, checkpoint_dir: str) -> Any:
+    """The watcher's checkpoint lookups of recipe "mix" (checkpoints in `checkpoint_dir` on
+    the peer), as production makes them (AutoResubmitter.checkpoint on the runner's SFTP)."""
+    from fakes import make_context
+
+    from bot.services.runs import AutoResubmitter
+    from bot.services.watch.recipes import RecipeSettings
+
+    ctx = make_context(store, clusters=_PeerClusters(runner),
+                       checkpoint={"dir": checkpoint_dir, "complete_rule": "marker:DONE"})
+    return RecipeSettings("dev", config=ctx.config, policy=None,
+                          checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
+
+
+def _iter_dir(peer: Peer, iteration: int) -> str:
+    """A checkpoint dir on the peer whose latest complete checkpoint is `iteration`."""
+    done = peer.root / "ck" / "mix" / f"iter_{iteration:07d}" / "DONE"
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text("")
+    return "/ck/mix"
+
+
+def test_lookups_one_after_another_open_one_sftp_channel(peer: Peer, tmp_path: Path) -> None:
+    """A 1,000-task array finishing at once is 1,000 lookups in a row: they share the
+    cluster's lookup channel (one session on the login node, one sftp-server), not one each."""
+    from bot.store import Store
+
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        with peer.runner(sftp_timeout=5.0) as runner:
+            lookups = _lookups(peer, runner, store, _iter_dir(peer, 1000))
+            before = peer.sessions
+            found = [lookups.checkpoint_within("mix", deadline_s=5.0) for _ in range(20)]
+            assert peer.sessions - before == 1
+            assert {(f.failed, f.checkpoint.iteration if f.checkpoint else None)
+                    for f in found} == {(False, 1000)}
+            assert runner.sftp().channels == []  # none of the pool's own channels used
+    finally:
+        store.close()
+
+
+def test_an_abandoned_lookup_s_channel_is_closed_and_the_next_lookup_opens_a_fresh_one(
+        peer: Peer, tmp_path: Path) -> None:
+    """A lookup given up on a hung checkpoint dir takes the lookup channel with it: the next
+    lookup answers at once and right on a fresh channel, which the ones after it share.
+    The abandoned lookup's thread ends when its channel closes, not a timeout later."""
+    from bot.store import Store
+
+    good = _iter_dir(peer, 2000)
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        with peer.runner(sftp_timeout=5.0) as runner:
+            lookups = _lookups(peer, runner, store, good)
+            assert lookups.checkpoint_within("mix", deadline_s=5.0).checkpoint is not None
+            opened = peer.sessions
+            lookups.config.recipes["mix"].checkpoint.dir = "/lustre/hung/ck/mix"
+            started = time.monotonic()
+            assert lookups.checkpoint_within("mix", deadline_s=0.3).failed
+            assert peer.entered.acquire(timeout=5)  # the server hangs on the lookup's request
+            lingering = [t for t in threading.enumerate() if t.name == "checkpoint-lookup-mix"]
+            for t in lingering:
+                t.join(timeout=5)
+            assert not any(t.is_alive() for t in lingering)
+            assert time.monotonic() - started < 2.0  # not the 5 s SFTP timeout
+            lookups.config.recipes["mix"].checkpoint.dir = good
+            for _ in range(3):
+                found = lookups.checkpoint_within("mix", deadline_s=5.0)
+                assert not found.failed and found.checkpoint.iteration == 2000
+            assert time.monotonic() - started < 2.0
+            assert peer.sessions - opened == 1  # the fresh one, shared by the three
+            assert not peer.release.is_set()  # the abandoned request still hangs
+    finally:
+        store.close()
+
+
+def test_a_request_in_flight_ends_when_its_lease_is_abandoned(peer: Peer) -> None:
+    """Abandoning a lease from another thread wakes the request waiting on its channel at
+    once (paramiko closes the channel's buffers), far from the 5 s reply timeout."""
+    with peer.runner(sftp_timeout=5.0) as runner:
+        failure: list[BaseException] = []
+        with runner.sftp().lookup_channel() as lease:
+
+            def stat_hung() -> None:
+                try:
+                    lease.sftp.stat("/lustre/hung/ck")
+                except BaseException as exc:  # noqa: BLE001 - checked below
+                    failure.append(exc)
+
+            waiting = threading.Thread(target=stat_hung)
+            waiting.start()
+            assert peer.entered.acquire(timeout=5)
+            started = time.monotonic()
+            lease.abandon()
+            waiting.join(timeout=5)
+            assert time.monotonic() - started < 1.0
+        assert failure and not isinstance(failure[0], SFTPTimedOut)
+        assert lease.sftp.channel.closed
+
+
+def test_leases_at_once_get_channels_of_their_own_and_one_is_kept(peer: Peer) -> None:
+    """Two lookups at once never share a channel (nor wait for each other); afterwards one
+    channel is kept for the next lease, and abandoning a lease that has ended does nothing
+    (its channel may be the next lease's)."""
+    with peer.runner(sftp_timeout=5.0) as runner:
+        sftp = runner.sftp()
+        before = peer.sessions
+        with sftp.lookup_channel() as first, sftp.lookup_channel() as second:
+            assert first.sftp is not second.sftp
+            assert first.sftp.normalize(".") == second.sftp.normalize(".") == "/"
+        assert peer.sessions - before == 2
+        first.abandon()
+        second.abandon()
+        with sftp.lookup_channel() as third:
+            assert third.sftp in (first.sftp, second.sftp)
+            assert third.sftp.normalize(".") == "/"
+        assert peer.sessions - before == 2
+        assert [c.closed for c in (first.sftp.channel, second.sftp.channel)].count(True) == 1
+        sftp.close()
+        assert third.sftp.channel.closed
+
+
+def test_a_lookup_channel_left_waiting_for_a_reply_is_not_kept(peer: Peer) -> None:
+    """A request that got no reply within the timeout leaves its channel out of step (the
+    reply may still come): the lease's end closes it, and the next lease opens another."""
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        with sftp.lookup_channel() as lease, pytest.raises(Exception, match="no SFTP reply"):
+            lease.sftp.stat("/lustre/hung/ck")
+        assert lease.sftp.channel.closed
+        before = peer.sessions
+        with sftp.lookup_channel() as fresh:
+            assert fresh.sftp.normalize(".") == "/"
+        assert peer.sessions - before == 1
