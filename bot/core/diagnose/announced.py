@@ -25,9 +25,12 @@ SIGTERM is sent first"; until its PR 1603, 2021, submitit decided preemption by 
 order). Pure.
 
 What submitit prints after its verdict is the same for both: `Requeued job N (k remaining
-timeouts)` (SlurmJobEnvironment._requeue) and `Exiting gracefully after preemption/timeout.`
-(SignalHandler._exit) follow a time-out as they follow a preemption, so they take the class of
-the verdict that comes before them (`as_submitit_decided`), not preemption's.
+timeouts)` (SlurmJobEnvironment._requeue), `Exiting gracefully after preemption/timeout.`
+(SignalHandler._exit) and `Bypassing signal SIGTERM` / `SIGCONT` (SignalHandler.bypass of the
+signals that stop the job after a time-out as after a preemption: `scontrol requeue`'s, Slurm's
+at the limit) follow a time-out as they follow a preemption, so they take the class of the
+verdict that comes before them (`as_submitit_decided`), not preemption's; before any verdict they
+name no cause (scancel sends SIGTERM too).
 """
 
 from __future__ import annotations
@@ -59,9 +62,12 @@ _BYPASSED = re.compile(r"Bypassing signal (?:Signals\.)?(?:SIGTERM|SIGCONT|15|18
 _EITHER_VERDICT = re.compile(r"Job has (not )?timed out\. Ran [0-9]+ minutes"
                              r"|Caught signal \S+ on \S+: this job is (timed-out|preempted)")
 # What submitit prints after either verdict: SlurmJobEnvironment._requeue (submitit/slurm/
-# slurm.py) and SignalHandler._exit.
+# slurm.py), SignalHandler._exit, and SignalHandler.bypass of the SIGTERM and SIGCONT that
+# `scontrol requeue` or Slurm's end of the job sends next (a rank other than 0 stays alive to
+# get them: checkpoint_and_try_requeue returns there without exiting).
 _AFTER_VERDICT = re.compile(r"Requeued job [0-9]+ \(-?[0-9]+ remaining timeouts\)"
-                            r"|Exiting gracefully after preemption/timeout")
+                            r"|Exiting gracefully after preemption/timeout"
+                            r"|Bypassing signal (?:Signals\.)?(?:SIG[A-Z0-9]+|[0-9]+)\b")
 #: The class of the lines after a verdict that none comes before (an excerpt without it): an
 #: ending that names no cause.
 NO_VERDICT_CLASS = "unknown_failure"
@@ -139,10 +145,10 @@ def stopped_on_sigterm(matches: Sequence[Any], series: MetricSeries) -> str | No
 
 def as_submitit_decided(matches: Sequence[Match]) -> list[Match]:
     """The matches (in line order) with submitit's lines after its verdict (`Requeued job N (k
-    remaining timeouts)`, `Exiting gracefully after preemption/timeout.`) in the class of the
-    verdict before them: `time_limit` after `Job has timed out` / `this job is timed-out`,
-    `preempted` after `Job has not timed out` / `this job is preempted`, and
-    `NO_VERDICT_CLASS` when no verdict comes before them."""
+    remaining timeouts)`, `Exiting gracefully after preemption/timeout.`, `Bypassing signal
+    SIGTERM`) in the class of the verdict before them: `time_limit` after `Job has timed out` /
+    `this job is timed-out`, `preempted` after `Job has not timed out` / `this job is
+    preempted`, and `NO_VERDICT_CLASS` when no verdict comes before them."""
     out: list[Match] = []
     decided = NO_VERDICT_CLASS
     for m in matches:

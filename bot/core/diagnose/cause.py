@@ -96,7 +96,7 @@ class MissingTool:
 @dataclass(frozen=True)
 class SigtermOnly:
     """In a log without accounting, a launcher's stop on SIGTERM (`launcher`: torchrun,
-    deepspeed) and no other error (`sigterm`): who sent it the log cannot tell."""
+    deepspeed, lightning) and no other error (`sigterm`): who sent it the log cannot tell."""
 
     launcher: str
 

@@ -601,11 +601,11 @@ def _named_cause(
     """The cause the explanation states for the chosen class, first found first: the finding
     that decided it (a leak, a stall, the hang upstream of an NCCL abort), a host OOM inside a
     save, the cause within the class that the log's lines name (`_line_cause`), in a log
-    without accounting torchrun's or DeepSpeed's launcher's SIGTERM alone (who sent it the log
-    cannot tell), a GPU fault that is only Megatron's request to rerun the step elsewhere (its
-    verdict is still to come),
-    Megatron's --exit-interval stop (its iteration), a completed run's end short of its target
-    (early stopping, a lowered max_steps), or a running job's progress."""
+    without accounting torchrun's, DeepSpeed's launcher's or Lightning's SIGTERM alone (who
+    sent it the log cannot tell), a GPU fault that is only Megatron's request to rerun the step
+    elsewhere (its verdict is still to come), Megatron's --exit-interval stop (its iteration),
+    a completed run's end short of its target (early stopping, a lowered max_steps), or a
+    running job's progress."""
     primary = [m for m in matches if m.primary and m.class_id == class_id]
     if class_id == "memory_leak" and leak is not None:
         return Leak(leak)

@@ -21,9 +21,9 @@ remote error names the cause another rank's failure or the fabric gave it
 (`remote_error_cause`), which Slurm's exit code or signal for the rank that reported it cannot;
 so does a run interrupted by hand while it waited (a hang), which SIGINT's cannot, apex's
 loss scale underflowing (a divergence) and torch.load reading a checkpoint cut short (its
-pickle's `Ran out of input`), which exit 1 cannot (`traceback_cause`). torchrun's or
-DeepSpeed's launcher's SIGTERM with no other error (`ends_in_sigterm`) names no sender: the
-explanation says so.
+pickle's `Ran out of input`), which exit 1 cannot (`traceback_cause`). torchrun's,
+DeepSpeed's launcher's or Lightning's SIGTERM with no other error (`ends_in_sigterm`) names no
+sender: the explanation says so.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ _SIGNAL_NOTICE = re.compile(
 #: A log (no accounting) that ends in an error whose only specific hint is of one of these
 #: classes ended of that cause: a bare `Killed` (host OOM); the training framework's own
 #: announcement that it caught the scheduler's signal and requeues (Lightning's `Handling
-#: auto-requeue signal`, submitit's `Bypassing signal SIGTERM` ... `Requeued job`); an
+#: auto-requeue signal`, submitit's `Requeued job` after its verdict); an
 #: exhausted allocator whose message is cut off (TensorFlow's `ResourceExhaustedError`); a
 #: distributed runtime's stall inspector warning that ranks wait for the rest (Horovod's), with
 #: no progress after it: the job hung there; the shell's notice that the process died of SIGBUS
@@ -110,6 +110,12 @@ _SIGTERM_EXCEPTION = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*\.)*SignalException:
 # kills its ranks, `Main process received SIGTERM, exiting`, exit 1); a rank that failed makes it
 # print `exits with return code = N` instead.
 _DEEPSPEED_SIGTERM = re.compile(r"Main process received SIGTERM, exiting")
+# Lightning stopping on SIGTERM, whoever sent it (lightning/pytorch/trainer/connectors/
+# signal_connector.py, _sigterm_notifier_fn, 2.0 on: `[rank: 0] Received SIGTERM: 15`, then
+# SIGTERMException; 1.6 to 1.9 with fault tolerance: `Received signal 15. Saving a
+# fault-tolerant checkpoint and terminating.`).
+_LIGHTNING_SIGTERM = re.compile(r"(?:\[rank: [0-9]+\] )?Received SIGTERM: 15\b"
+                                r"|Received signal 15\. Saving a fault-tolerant checkpoint")
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
                         r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"
@@ -467,11 +473,13 @@ def remote_error_cause(
 def ends_in_sigterm(
     matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
 ) -> str | None:
-    """The launcher (`torchrun`, `deepspeed`) whose stop on SIGTERM ends the log's error block
-    with no other error and no class's hint in it: torchrun's SignalException for SIGTERM, or
-    DeepSpeed's launcher's `Main process received SIGTERM, exiting`, with no exception but a
-    signal's own; None otherwise. Slurm's time limit, a preemption, scancel and srun ending a
-    step all send SIGTERM, so the log alone does not say who stopped the run."""
+    """The launcher (`torchrun`, `deepspeed`, `lightning`) whose stop on SIGTERM ends the log's
+    error block with no other error and no class's hint in it: torchrun's SignalException for
+    SIGTERM, DeepSpeed's launcher's `Main process received SIGTERM, exiting`, or Lightning's
+    Trainer's `[rank: 0] Received SIGTERM: 15` (its launcher passes the signal to its ranks;
+    older wordings too), with no exception but a signal's own; None otherwise. Slurm's time
+    limit, a preemption, scancel and srun ending a step all send SIGTERM, so the log alone does
+    not say who stopped the run."""
     if not tail:
         return None
     hints, block = _error_block(matches, tail, series)
@@ -482,8 +490,11 @@ def ends_in_sigterm(
         return None
     if any(_SIGTERM_EXCEPTION.match(text) for text in raised):
         return "torchrun"
-    if any(_DEEPSPEED_SIGTERM.search(normalize_line(t)) for _, t in block):
+    said = [normalize_line(t) for _, t in block]
+    if any(_DEEPSPEED_SIGTERM.search(t) for t in said):
         return "deepspeed"
+    if any(_LIGHTNING_SIGTERM.search(t) for t in said):
+        return "lightning"
     return None
 
 

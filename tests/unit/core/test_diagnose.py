@@ -2496,7 +2496,6 @@ def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
     # Lightning's SLURM plugin caught --signal=USR1@90 before the time limit and requeued
     ("Handling auto-requeue signal: 10\nrequeing job 88154...\nRequeued SLURM job: 88154",
      "time_limit"),
-    ("[rank: 0] Received SIGTERM: 15\nBypassing SIGTERM: 15", "time_limit"),
 ])
 def test_a_log_that_ends_in_the_framework_requeueing_names_the_scheduler_verdict(
         catalogue, ending: str, class_id: str):
@@ -2565,11 +2564,13 @@ def test_a_rank_announcing_sigterm_after_another_error_is_not_a_time_limit(catal
             "Bypassing SIGTERM: 15\n")
     d = _diagnose_text(catalogue, text, acct)
     assert d.class_id == "unknown_failure" and not d.retryable
-    # the signal's own exception before the announcement is no such error
+    # the signal's own exception before the announcement is no such error, and names no sender
     own = text.replace("ValueError: expected input of shape (8, 512), got (8, 511)",
                        "torch.distributed.elastic.multiprocessing.api.SignalException: "
                        "Process 4242 got signal: 15")
-    assert _diagnose_text(catalogue, own).class_id == "time_limit"
+    d = _diagnose_text(catalogue, own)
+    assert (d.class_id, d.detail) == ("unknown_failure",
+                                      {"kind": "sigterm", "launcher": "torchrun"})
 
 
 TORCHRUN_SIGTERM = (

@@ -208,12 +208,11 @@ def test_lightning_exiting_0_after_sigterm_is_a_time_limit_a_person_confirms(cat
     ["Handling auto-requeue signal: 10", "requeing job 4242...",
      "Requeuing SLURM job 4242 failed with error code 1"],
     ["handling SIGUSR1", "requeing job 4242...", "requeue failed..."],
-    ["Received signal 15. Saving a fault-tolerant checkpoint and terminating."],
 ])
 def test_lightnings_requeue_lines_of_every_version_read_as_a_time_limit(catalogue, lines):
     """lightning/pytorch/trainer/connectors/signal_connector.py (2.0 on) and
     pytorch_lightning/trainer/connectors/signal_connector.py (1.6 to 1.9): the handler of the
-    --signal=SIGUSR1@90 warning before the time limit, and the fault-tolerant SIGTERM notice."""
+    --signal=SIGUSR1@90 warning before the time limit."""
     text = _BAR + "".join(f"{line}\n" for line in lines)
     assert _diagnose(catalogue, text).class_id == "time_limit"
     failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
@@ -261,3 +260,104 @@ def test_deepspeeds_sigterm_with_slurms_own_line_is_what_slurm_says(catalogue, s
         f"{slurm_says} ***\n")
     d = _diagnose(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "signature")
+
+
+# Lightning's SIGTERM lines: 2.0 on, lightning/pytorch/trainer/connectors/signal_connector.py
+# _sigterm_notifier_fn (line 109 at 7f0c3436cd: `rank_prefixed_message(f"Received SIGTERM:
+# {signum}", ...)`) and, with SLURM auto-requeue, _sigterm_handler_fn (line 123: `Bypassing
+# SIGTERM: {signum}`); 1.6 to 1.9, pytorch_lightning/.../signal_connector.py
+# fault_tolerant_sigterm_handler_fn (`Received signal {signum}. Saving a fault-tolerant
+# checkpoint and terminating.`).
+_LIGHTNING_SIGTERMS = ["[rank: 0] Received SIGTERM: 15\n",
+                       "[rank: 0] Received SIGTERM: 15\nBypassing SIGTERM: 15\n",
+                       "Received signal 15. Saving a fault-tolerant checkpoint and terminating.\n"]
+
+
+@pytest.mark.parametrize("ending", _LIGHTNING_SIGTERMS)
+@pytest.mark.parametrize(("acct", "class_id"), [
+    (None, "unknown_failure"),
+    (Accounting(state="TIMEOUT", exit_code=0, signal=15), "time_limit"),
+    (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted"),
+    (Accounting(state="FAILED", exit_code=1, signal=0), "unknown_failure"),
+    (Accounting(state="CANCELLED", exit_code=0, signal=15), "unknown_failure"),
+])
+def test_lightnings_sigterm_follows_sacct(catalogue, ending, acct, class_id):
+    """Lightning prints its SIGTERM line whoever sent the signal (Slurm's time limit, a
+    preemption, scancel, a node shutting down) and stops: only sacct's State says who; a log
+    alone is told as torchrun's SIGTERM is, for a person to check."""
+    d = _diagnose(catalogue, _BAR + ending, acct)
+    assert d.class_id == class_id
+    if acct is None:
+        assert (d.decided_by, d.retryable) == ("hint", False)
+        assert d.detail == {"kind": "sigterm", "launcher": "lightning"}
+        assert "Lightning caught SIGTERM" in explain(d) and "does not say which" in explain(d)
+        assert "Lightning이 다른 오류 없이 SIGTERM을" in explain(d, "ko")
+
+
+@pytest.mark.parametrize("ending", _LIGHTNING_SIGTERMS)
+@pytest.mark.parametrize(("slurm_says", "class_id"), [("TIME LIMIT", "time_limit"),
+                                                      ("PREEMPTION", "preempted")])
+def test_lightnings_sigterm_with_slurms_own_line_is_what_slurm_says(catalogue, ending,
+                                                                   slurm_says, class_id):
+    """slurmstepd's `*** STEP N.0 ON node CANCELLED AT ... DUE TO TIME LIMIT ***` (as in
+    Lightning issue 20542's log) names the sender of the SIGTERM Lightning caught."""
+    text = _BAR + ("slurmstepd: error: *** STEP 4242.0 ON node07 CANCELLED AT 2025-01-10T15:27:25 "
+                   f"DUE TO {slurm_says} ***\n") + ending
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
+
+
+def test_lightnings_auto_requeue_bypass_alone_is_no_stop(catalogue):
+    """signal_connector.py's _sigterm_handler_fn (`Bypassing SIGTERM: 15`; `bypassing sigterm`
+    before 2.0) only logs the signal: the run goes on, so it ends nothing by itself."""
+    for line in ("Bypassing SIGTERM: 15", "bypassing sigterm"):
+        assert _diagnose(catalogue, _BAR + line + "\n").class_id == "none"
+
+
+# The rank's log of submitit's time-out verdict whose rank is not 0 (submitit/core/
+# job_environment.py, checkpoint_and_try_requeue, line 209 at e49d5e7: `Not checkpointing nor
+# requeuing since I am a slave (procid=1).`, and it returns): the process lives on and bypasses
+# (SignalHandler.bypass, line 197: `Bypassing signal {name}`) the SIGCONT and SIGTERM with which
+# `scontrol requeue` or the time limit stops the job.
+_RANK_1_TIMED_OUT = (_PROGRESS
+                     + f"{_INFO}Job has timed out. Ran 598 minutes out of requested 600 minutes.\n"
+                     + f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n"
+                     + f"{_INFO}Not checkpointing nor requeuing since I am a slave (procid=1).\n"
+                     + f"{_WARN}Bypassing signal SIGCONT\n"
+                     + f"{_WARN}Bypassing signal SIGTERM\n")
+
+
+@pytest.mark.parametrize("text", [
+    _RANK_1_TIMED_OUT,
+    _submitit_timed_out(598, 600, after=f"{_WARN}Bypassing signal SIGCONT\n"
+                                        f"{_WARN}Bypassing signal SIGTERM\n"),
+])
+def test_submitits_bypass_after_a_time_out_verdict_is_time_limit_evidence(catalogue, text):
+    """The SIGTERM and SIGCONT submitit bypasses after its time-out verdict stop the job it
+    timed out: evidence of the time limit, not of a preemption."""
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.secondary) == ("time_limit", ())
+    assert _shows(d, "Bypassing signal SIGCONT", "Bypassing signal SIGTERM")
+    preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    assert preempted.class_id == "preempted"
+    assert not any("Bypassing" in e.text for e in preempted.evidence)
+
+
+def test_submitits_bypass_after_a_preemption_verdict_is_its_evidence(catalogue):
+    """After `this job is preempted` and the requeue, `scontrol requeue`'s SIGCONT (as in
+    submitit issue 1701's log) shows the preemption."""
+    d = _diagnose(catalogue, _submitit_preempted(61, 120) + f"{_WARN}Bypassing signal SIGTERM\n")
+    assert (d.class_id, d.decided_by) == ("preempted", "signature")
+    assert any(e.text.endswith("Bypassing signal SIGTERM") for e in d.evidence)
+
+
+@pytest.mark.parametrize("bypass", ["Bypassing signal SIGTERM", "Bypassing signal SIGCONT",
+                                    "Bypassing signal 15"])
+def test_submitits_bypass_without_a_verdict_names_no_cause(catalogue, bypass):
+    """Before any verdict the SIGTERM submitit bypasses may be scancel's as well as a
+    preemption's or the time limit's: the log alone names none; sacct does."""
+    text = _PROGRESS + f"{_WARN}{bypass}\n"
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.decided_by, d.retryable) == ("unknown_failure", "hint", False)
+    preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    assert preempted.class_id == "preempted"
