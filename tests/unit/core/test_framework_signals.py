@@ -7,6 +7,8 @@ docstring."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from bot.core.catalogue import Catalogue
@@ -361,3 +363,69 @@ def test_submitits_bypass_without_a_verdict_names_no_cause(catalogue, bypass):
     assert (d.class_id, d.decided_by, d.retryable) == ("unknown_failure", "hint", False)
     preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
     assert preempted.class_id == "preempted"
+
+
+# A job submitit requeued: each run appends to the same log (submitit/slurm/slurm.py line 503 at
+# e49d5e7: `parameters["open-mode"] = "append"`) from its own start line (submitit/core/
+# submission.py line 40, process_job: `Starting with {env}`, the JobEnvironment's repr).
+def _run(start: str, *lines: str) -> str:
+    return (f"submitit INFO (2024-03-01 {start},000) - Starting with JobEnvironment(job_id=4242, "
+            "hostname=node07, local_rank=0(1), node=0(1), global_rank=0(1))\n"
+            + "".join(f"{line}\n" for line in lines))
+
+
+def _iter(time: str, iteration: int) -> str:
+    return f"[2024-03-01 {time}] iter {iteration}/8000 loss 0.53"
+
+
+_TIMED_OUT_RUN = _run("00:00:00", _iter("09:50:00", 4000)) + _submitit_timed_out(598, 600).split(
+    "loss 0.53\n", 1)[1]
+_PREEMPTED_RUN = _run("00:00:00", _iter("01:00:00", 700)) + _submitit_preempted(61, 600).split(
+    "loss 0.53\n", 1)[1]
+
+
+@pytest.mark.parametrize(("earlier", "last", "acct", "class_id"), [
+    # the next run trains: the job runs, whatever ended the run before
+    (_TIMED_OUT_RUN, _run("10:30:00", _iter("10:40:00", 4100), _iter("10:41:00", 4110)), None,
+     "none"),
+    (_TIMED_OUT_RUN, _run("10:30:00", _iter("10:40:00", 4100)), Accounting(state="RUNNING"),
+     "none"),
+    # ... its own verdict decides, not the earlier run's preemption
+    (_PREEMPTED_RUN, _run("02:00:00", _iter("09:00:00", 4000))
+     + _submitit_timed_out(598, 600).split("loss 0.53\n", 1)[1], None, "time_limit"),
+    # ... its completion too
+    (_PREEMPTED_RUN, _run("02:00:00", _iter("09:00:00", 8000),
+                          "submitit INFO (2024-03-01 09:00:01,000) - Job completed successfully"),
+     None, "completed"),
+    # the SIGTERM the earlier run's rank bypassed after its verdict is not the next run's
+    (_RANK_1_TIMED_OUT, _run("10:30:00", _iter("19:50:00", 8000))
+     + _submitit_timed_out(598, 600).split("loss 0.53\n", 1)[1], None, "time_limit"),
+])
+def test_a_requeued_jobs_log_is_read_by_its_last_run(catalogue, earlier, last, acct, class_id):
+    """A requeued job's log holds its runs one after the other: the last one decides."""
+    d = _diagnose(catalogue, earlier + last, acct)
+    assert (d.class_id, d.secondary) == (class_id, ())
+    assert all(e.line > earlier.count("\n") for e in d.evidence)
+
+
+def test_a_new_run_not_yet_training_is_no_stall_of_the_earlier_runs(catalogue):
+    """The requeued run waited in the queue, then started: the hours since the earlier run's
+    last iteration are no stall of this one, which has not reached its first iteration yet."""
+    text = _TIMED_OUT_RUN + _run("14:00:00", "submitit INFO (2024-03-01 14:00:01,000) - Loading "
+                                 "pickle: /checkpoint/4242/4242_submitted.pkl")
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    analysis.finish()
+    now = datetime(2024, 3, 1, 14, 5, tzinfo=UTC).timestamp()  # a watcher's tick, log's clock
+    d = analysis.diagnose(Accounting(state="RUNNING"), now=now)
+    assert (d.class_id, d.metrics.stall_seconds) == ("none", None)
+
+
+def test_runs_are_counted_across_the_blocks_a_log_arrives_in(catalogue):
+    """A watcher feeds each tick's new bytes: the runs and the last one's start line add up."""
+    analysis = LogAnalysis(catalogue)
+    analysis.feed((_TIMED_OUT_RUN).encode())
+    assert (analysis.runs, analysis.last_run_start) == (1, 1)
+    analysis.feed(_run("10:30:00", _iter("10:40:00", 4100)).encode())
+    analysis.finish()
+    assert (analysis.runs, analysis.last_run_start) == (2, _TIMED_OUT_RUN.count("\n") + 1)
