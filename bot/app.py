@@ -23,7 +23,7 @@ from slack_sdk import WebClient
 from bot.config import Config, ConfigError
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
-from bot.services.ports import BotContext, JsonPoster
+from bot.services.ports import BotContext, JsonPoster, ThreadWriter
 from bot.services.scheduler import STOP_GRACE_S, DaemonThreadExecutor, JobScheduler
 from bot.services.watch.events import TickReport
 from bot.services.watch.tick import Watcher
@@ -31,6 +31,7 @@ from bot.services.watch.tick import Watcher
 if TYPE_CHECKING:
     from bot.ops.health import HealthServer
     from bot.ops.metrics import ServiceMetrics
+    from bot.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,14 @@ CLOSE_WAIT_S = 2.0  # at most this long for closing the SSH connections at a sto
 
 
 def build_context(config: Config, *, client: WebClient | None = None, slack: bool = True,
-                  metrics: ServiceMetrics | None = None) -> BotContext:
+                  metrics: ServiceMetrics | None = None,
+                  threads: Callable[[Store], ThreadWriter] | None = None) -> BotContext:
     """The services of a running bot: the catalogue (the packaged one and the site's
     `catalogue.extra` files, loaded once: a bad file raises CatalogueError here, at start),
     the store, cluster sessions, the Slack thread poster (none without `slack`: what would
-    be posted is logged), the renderer and the charts. The store and the poster redact the
+    be posted is logged), the renderer and the charts. `threads` builds, on the store, the
+    thread writer that takes the poster's place (`trainbot demo`'s console; no Slack client
+    is made for it, and no Home tabs are published). The store and the poster redact the
     config's secrets from what they write (`Config.redactor()`). With `metrics`, Slurm
     commands and Slack calls are counted."""
     from bot.charts.series import SeriesCharts
@@ -54,7 +58,7 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
 
     catalogue = Catalogue.load(config.catalogue.extra)
     redactor = config.redactor()
-    if slack:
+    if slack and threads is None:
         client = client or slack_client(config, metrics=metrics)
     store = Store.open(config.store.url, redactor=redactor)
     clusters: Any = ClusterSessions(config)
@@ -62,10 +66,11 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
         from bot.ops.metrics import CountingSessions
 
         clusters = CountingSessions(clusters, metrics)
-    sink = SlackPoster(client, store, redactor=redactor) if client is not None else None
+    poster = SlackPoster(client, store, redactor=redactor) if client is not None else None
+    sink = threads(store) if threads is not None else poster
     return BotContext(config=config, store=store, clusters=clusters,
                       renderer=TemplateRenderer(), catalogue=catalogue, sink=sink,
-                      charts=SeriesCharts() if sink is not None else None, home=sink)
+                      charts=SeriesCharts() if sink is not None else None, home=poster)
 
 
 def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> WebClient:

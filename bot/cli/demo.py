@@ -291,10 +291,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None,
 def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
            connection: dict[str, Any], out: TextIO, read: Callable[[], str] | None,
            started: float) -> int:
-    from dataclasses import replace
-
     from bot.app import build_context, build_watcher
-    from bot.charts.series import SeriesCharts
     from bot.cluster.errors import ClusterError
     from bot.config import Config
     from bot.services.runs import submit_and_announce
@@ -312,11 +309,10 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
     config_path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     charts_dir = out_dir / "charts" / tag
     # The bot's services as `trainbot run` builds them, its threads on the console.
-    ctx = build_context(config, slack=False)
-    store, clusters = ctx.store, ctx.clusters
-    sink = ConsoleSink(charts_dir, out=out, store=store,
-                       names={ACTOR: "you", CHANNEL_ID: CHANNEL_NAME})
-    ctx = replace(ctx, sink=sink, charts=SeriesCharts())
+    ctx = build_context(config, threads=lambda store: ConsoleSink(
+        charts_dir, out=out, store=store, names={ACTOR: "you", CHANNEL_ID: CHANNEL_NAME}))
+    store, clusters, sink = ctx.store, ctx.clusters, ctx.sink
+    assert isinstance(sink, ConsoleSink)
     policy = config.policy_for(RECIPE)
     watched_chain: int | None = None
     try:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from apscheduler.triggers.interval import IntervalTrigger
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, RecordingMessageSink, make_context
 from slack_sdk import WebClient
 
 import bot.app
@@ -144,6 +144,29 @@ def test_the_catalogue_is_loaded_once_with_the_sites_files_and_shared_by_the_wat
         assert set(watchers) == {"alpha", "beta"}
         assert all(w.catalogue is ctx.catalogue for w in watchers.values())
         assert loads == [[str(site)]]
+    finally:
+        ctx.clusters.close()
+        ctx.store.close()
+
+
+def test_a_thread_writer_built_on_the_store_takes_the_slack_posters_place(tmp_path,
+                                                                          monkeypatch) -> None:
+    """build_context(threads=), as `trainbot demo` builds its console's context: the writer is
+    built on the context's own store and posts the threads, with charts; no Slack client is
+    made (no token needed) and no Home tabs are published."""
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    data = config_data()
+    data["store"] = {"url": f"sqlite:///{tmp_path / 'state.db'}"}
+    built: list[Any] = []
+
+    def console(store: Store) -> RecordingMessageSink:
+        built.append(RecordingMessageSink(store))
+        return built[-1]
+
+    ctx = build_context(Config.model_validate(data), threads=console)
+    try:
+        assert [w.store for w in built] == [ctx.store] and ctx.sink is built[0]
+        assert ctx.charts is not None and ctx.home is None
     finally:
         ctx.clusters.close()
         ctx.store.close()
