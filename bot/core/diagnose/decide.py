@@ -199,7 +199,8 @@ def diagnose(
 
     `now` is the time on the log's clock at which a running job is judged (default: the
     last timestamp in the log). `target_iter` is the run's target as its submit or recipe set
-    it; without one, what the log printed (`/8000`: bot.core.models.run_target).
+    it, or (the watcher's) an earlier attempt's log printed; without one, what this log printed
+    (`/8000`: bot.core.models.run_target).
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     `evaluation_start` is the line of the last evaluation the framework opened after the log's
     first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:

@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.core.arrays import new_array_tasks
 from bot.core.catalogue import Catalogue
-from bot.core.models import DEFAULT_TASK_BOUNDS, TaskBounds, run_target
+from bot.core.models import DEFAULT_TASK_BOUNDS, TaskBounds, logged_target, run_target
 from bot.core.policy import (
     ChainHistory,
     attempt_progress,
@@ -35,7 +35,7 @@ from bot.core.slurm.records import JobRecord
 from bot.services.watch.logs import JobWatch
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits
-from bot.store import Chain, Store, WatchedJob
+from bot.store import Attempt, Chain, Store, WatchedJob
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,9 @@ class ChainBook:
         # that were watched then
         self._rows: dict[int, tuple[Chain, frozenset[str]]] = {}
         self._watching: dict[int, frozenset[str]] = {}  # this tick's watched jobs by chain
+        # by job, while it is watched: the target its run's attempt rows had logged when its
+        # diagnosis first needed one (earlier attempts' are final; its own comes from its log)
+        self._logged: dict[str, int | None] = {}
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
 
     def new_tick(self, watched: Iterable[WatchedJob]) -> None:
@@ -69,9 +72,12 @@ class ChainBook:
         (bot.services.submit), on whichever replica, so a new job of the chain is what can
         bring a new target. A chain none of whose jobs is watched is forgotten."""
         watching: dict[int, set[str]] = {}
+        jobs: set[str] = set()
         for w in watched:
+            jobs.add(str(w.job_id))
             if w.chain_id is not None:
                 watching.setdefault(w.chain_id, set()).add(str(w.job_id))
+        self._logged = {job: t for job, t in self._logged.items() if job in jobs}
         self._watching = {chain_id: frozenset(jobs) for chain_id, jobs in watching.items()}
         self._rows = {chain_id: (row, seen) for chain_id, (row, seen) in self._rows.items()
                       if chain_id in self._watching and self._watching[chain_id] <= seen}
@@ -80,6 +86,7 @@ class ChainBook:
         """Drop the chain rows read for their targets: the next reads come from the store
         (a replica taking the cluster back after another one watched it meanwhile)."""
         self._rows.clear()
+        self._logged.clear()
 
     def _current(self, chain_id: int | None) -> Chain | None:
         """The chain's row as of its latest watched job (`new_tick`)."""
@@ -92,13 +99,33 @@ class ChainBook:
             self._rows[chain_id] = (chain, self._watching.get(chain_id, frozenset()))
         return self._rows[chain_id][0]
 
-    def target(self, chain_id: int | None, configured: int | None) -> int | None:
-        """The run's target a job's diagnosis is given (bot.core.models.run_target): its
-        submit's `target_iter=`, else the recipe's `configured` one; the diagnosis falls back
-        to what the job's log printed (kept with its attempt row: `update_attempt`)."""
-        chain = self._current(chain_id)
-        return run_target(submitted=chain.target_iter if chain is not None else None,
-                          configured=configured, logged=None)
+    def target(self, jw: JobWatch, configured: int | None) -> int | None:
+        """The run's target a job's diagnosis is given, as App Home and the thread show it
+        (bot.core.models.run_target): its submit's `target_iter=`, else the recipe's
+        `configured` one, else the newest one its run's logs printed: this job's log once it
+        prints one, else the one its attempt row or an earlier attempt's kept (a resumed job
+        whose log has printed none yet is judged by its run's target, not by none). The rows
+        are read once per watched job, and only when nothing before them gives a target."""
+        chain = self._current(jw.chain_id)
+        submitted = chain.target_iter if chain is not None else None
+        logged = jw.analysis.series.target_iter
+        if logged is None and submitted is None and configured is None:
+            job = str(jw.job_id)
+            if job not in self._logged:
+                self._logged[job] = logged_target(self._run_attempts(chain, job))
+            logged = self._logged[job]
+        return run_target(submitted=submitted, configured=configured, logged=logged)
+
+    def _run_attempts(self, chain: Chain | None, job: str) -> list[Attempt]:
+        """The attempt rows of `job`'s run, oldest first: its chain's; an array's task's own
+        (its tasks are runs side by side); none for a job of no chain."""
+        if chain is None:
+            return []
+        rows = self.store.attempts.for_chain(chain.id)
+        if not chain.is_array:
+            return rows
+        task = next((a.array_task for a in rows if a.job_id == job), None)
+        return [a for a in rows if a.job_id == job or (task is not None and a.array_task == task)]
 
     def get(self, chain_id: int | None) -> Chain | None:
         if chain_id is None:

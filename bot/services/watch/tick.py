@@ -421,7 +421,7 @@ class Watcher:
 
     def _target(self, jw: JobWatch) -> int | None:
         """The run's target its diagnosis is given (ChainBook.target)."""
-        return self.chains.target(jw.chain_id, self.recipes.target(jw.recipe))
+        return self.chains.target(jw, self.recipes.target(jw.recipe))
 
     def _stall_resume_point(self, jw: JobWatch, record: JobRecord, key: str,
                             dec: Decision) -> Decision:

@@ -176,3 +176,68 @@ def test_a_tick_with_no_new_job_of_the_chain_does_not_read_its_row_again(store, 
         w.tick(tick)
     assert reads == []
     assert w._jobs[int(result.job_id)].analysis.series.last_iteration == 1500  # judged on
+
+
+NANOGPT = "iter {it}: loss 2.7200, time 2349.40ms, mfu 40.1%\n"  # prints no target
+
+
+def resumed(store: Store, last_iter: int, state: str):
+    """The run of `run` timed out at iteration 1,200 (its log printed the target 40,000) and
+    was resubmitted; the resubmit's log prints no target (nanoGPT's lines) up to `last_iter`,
+    where it ends as `state`."""
+    ctx, slurm, w, result = run(store)
+    end(slurm, w, int(result.job_id))
+    w.tick(T0 + 600)  # past its backoff: resubmitted
+    job = max(slurm.records)  # the resubmit
+    log = LOG.format(job)
+    slurm.set(job, state="RUNNING", stdout_path=log, start_time=T0 + 700)
+    sftp = ctx.clusters.sftp("dev")
+    sftp.append(log, "".join(NANOGPT.format(it=it)
+                             for it in range(1300, last_iter + 1, 100)).encode())
+    w.tick(T0 + 760)
+    slurm.set(job, state=state, exit_code=0, signal=0, end_time=T0 + 800)
+    w.tick(T0 + 820)
+    return ctx, result.chain_id
+
+
+def test_a_resumed_job_whose_log_prints_no_target_is_judged_by_the_one_its_run_printed(store):
+    # Home shows 1,400 / 40,000 (the first attempt's logged target); the watcher judges the
+    # job by the same: exiting 0 at 1,400 of 40,000 is no completed run
+    ctx, chain_id = resumed(store, 1400, "COMPLETED")
+    [_, last] = [i for i in store.incidents.for_chain(chain_id) if i.key.endswith(":final")]
+    assert last.class_id == "silent_exit"
+    assert store.chains.get(chain_id).status != "completed"
+    assert root_view(ctx, chain_id).target_iter == judged_target(store, chain_id) == 40000
+
+
+def test_a_resumed_job_that_reaches_its_runs_target_says_so_in_the_completion_line(store):
+    ctx, chain_id = resumed(store, 40000, "COMPLETED")
+    assert any(t.startswith("✅ Completed") and "reached iteration 40,000 / 40,000" in t
+               for t in ctx.sink.texts()), ctx.sink.texts()
+    assert judged_target(store, chain_id) == 40000
+
+
+def test_a_resumed_jobs_run_rows_are_read_once_for_its_target_not_once_per_tick(
+        store, monkeypatch):
+    """The target its run's earlier attempt logged is read from the store once per watched
+    job, as its chain's row is (their values do not change while it runs)."""
+    ctx, slurm, w, result = run(store)
+    end(slurm, w, int(result.job_id))
+    w.tick(T0 + 600)  # resubmitted
+    job = max(slurm.records)
+    slurm.set(job, state="RUNNING", stdout_path=LOG.format(job), start_time=T0 + 700)
+    reads: list[int] = []
+    read = store.attempts.for_chain
+
+    def counted(chain_id: int):
+        reads.append(chain_id)
+        return read(chain_id)
+
+    monkeypatch.setattr(store.attempts, "for_chain", counted)
+    sftp = ctx.clusters.sftp("dev")
+    for n, tick in enumerate((T0 + 760, T0 + 820, T0 + 880)):  # its log prints no target
+        sftp.append(LOG.format(job), NANOGPT.format(it=1300 + 100 * n).encode())
+        w.tick(tick)
+    assert reads == [result.chain_id]
+    judged = w._jobs[job].diagnosis
+    assert judged is not None and judged.metrics.target_iter == 40000
