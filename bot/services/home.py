@@ -175,7 +175,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
         if root is None or attempt is None:
             return None
         job_id, shown = attempt.job_id, root.job_id  # raw id; `123_4` of an array task
-        state, bar = root.state, progress_bar(root.last_iter, None)
+        state, bar = root.state, progress_bar(root.last_iter, root.target_iter)
         confirm = cancel_confirm(shown, state)
     control = may_control(ctx, user, shown)
     if not sees_adopted(user, chain.watched_by, control):

@@ -162,7 +162,7 @@ def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
         recipe=chain.job_name if chain.adopted else chain.recipe,
         attempts=[AttemptSummary(a.shown_id, a.result or a.state, a.last_iter, a.start_iter,
                                  a.cause if a.result else None) for a in attempts],
-        target_iter=chain_target(ctx.config, chain, attempts) if configured else None,
+        target_iter=chain_target(ctx.config, chain, attempts),
         retries_used=chain.retries_used,
         retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
         cluster=chain.cluster,

@@ -22,6 +22,7 @@ from bot.services.home import (
 )
 from bot.services.ports import BotContext
 from bot.services.runs import submit_and_announce
+from bot.services.threads import render, root_view
 from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -346,3 +347,22 @@ def test_a_home_prompt_names_a_checkpoint_without_an_iteration_it_resumes_from(c
     labels = [e["text"]["text"] for b in blocks if b["type"] == "actions"
               for e in b["elements"]]
     assert "Resubmit (resume from checkpoint `final`)" in labels, labels
+
+
+def test_an_adopted_jobs_target_is_the_one_its_log_printed_in_home_and_its_thread(ctx, slurm):
+    """A job trainbot did not submit has no recipe and no override: the target its log
+    printed (`iteration 1200/40000`) is its run's target, shown as for a run trainbot
+    submitted."""
+    chain_id = adopt(ctx, 4242)
+    sftp = FakeSFTP()
+    slurm.set(4242, stdout_path="/logs/eval-4242.out", start_time=NOW)
+    sftp.append("/logs/eval-4242.out", "".join(
+        f" iteration {it:>8}/   40000 | consumed samples: {it:>10} | elapsed time per "
+        "iteration (ms): 2349.4 | learning rate: 9.7E-05 | lm loss: 2.72E+00 |\n"
+        for it in range(100, 1300, 100)).encode())
+    Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
+            catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config).tick(NOW + 60)
+    [row] = [r for r in rows(ctx, BOB) if r["job_id"] == "4242"]
+    assert row["progress_bar"].endswith("1,200 / 40,000"), row["progress_bar"]
+    _, root = render(ctx, "root", None, root_view(ctx, chain_id))  # the thread's first message
+    assert root.startswith("eval-run: job 4242 RUNNING · ") and root.endswith("1,200 / 40,000")
