@@ -32,23 +32,32 @@ def host_oom_decision(
     *,
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
+    start_unknown: bool = False,
 ) -> Decision:
+    """The decision after a host OOM: the --mem to propose, or (after a steady leak,
+    `leak_remedy`) the one that finishes the run, or why none is proposed. `start_unknown`:
+    the iteration a resume starts from is unknown (a checkpoint known only by its name, a
+    failed lookup), so a leak's figures count from iteration 0 and the reason says it is the
+    worst case, in the words of the incident's memory paragraph."""
     saving = " while saving a checkpoint" if diagnosis.during_checkpoint_save else ""
     remedy = leak_remedy(diagnosis, resume_iter=base.get("resume_from"),
                          limit_bytes=accounting.mem_limit_bytes if accounting else None,
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
-                         policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss)
+                         policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss,
+                         start_unknown=start_unknown)
     if remedy is not None and not remedy.proposes_mem:
         who = f"; growing: {remedy.role}" if remedy.role else ""
         head = (f"host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
-                f"iterations{who}): reaching iteration {remedy.target_iter} needs ~"
-                f"{remedy.need_gib}G")
+                f"iterations{who})" + (": " if remedy.start_known else "; ") + _need_text(remedy))
         if remedy.hopeless:
             bound = ("the site's cap, policy.max_mem" if remedy.ceiling_is_cap
                      else "twice the current limit")
             head += (f", above {remedy.ceiling_gib}G ({bound}), so no --mem finishes the run "
                      f"(with {remedy.with_gib}G: ~iter {remedy.reach_iter} of "
-                     f"{remedy.target_iter})")
+                     f"{remedy.target_iter})" if remedy.start_known else
+                     f", above {remedy.ceiling_gib}G ({bound}), so from iteration 0 no --mem "
+                     f"finishes the run (with {remedy.with_gib}G it runs ~{remedy.runs_iters} "
+                     "iterations past the checkpoint it resumes from)")
         else:
             head += ("; the job's memory limit is unknown (and no site cap is set), so no "
                      "--mem is proposed")
@@ -81,9 +90,11 @@ def host_oom_decision(
             **base,
         )
     mem_bytes, mem_text = size
+    worst_case = ""
     if remedy is not None and remedy.need_gib * GIB > mem_bytes:
         mem_bytes, mem_text = remedy.need_gib * GIB, f"{remedy.need_gib}G"  # finishes the run
         facts["leak"] = remedy.facts()
+        worst_case = "" if remedy.start_known else f"; {_need_text(remedy)}"
     current = max(limit or 0, max_rss or 0)
     if mem_bytes <= current:
         return Decision(
@@ -100,7 +111,7 @@ def host_oom_decision(
     return Decision(
         DecisionKind.PROPOSE_MEM_RESUBMIT,
         f"host memory exhausted{saving} (limit {_size(limit)}, MaxRSS {_size(max_rss)}): "
-        f"proposing to resubmit {where} with --mem={mem_text}",
+        f"proposing to resubmit {where} with --mem={mem_text}{worst_case}",
         charged=charged,
         not_before=not_before,
         mem=mem_text,
@@ -109,6 +120,18 @@ def host_oom_decision(
         facts={"why": "mem_propose", **facts},
         **base,
     )
+
+
+def _need_text(remedy: LeakRemedy) -> str:
+    """What reaching the target needs; from an unknown start, said to be the worst case, with
+    the best case from the last iteration the log reached (templates' leak_remedy_text)."""
+    need = f"reaching iteration {remedy.target_iter} needs ~{remedy.need_gib}G"
+    if remedy.start_known:
+        return need
+    reached = (f" (from iteration {remedy.reached_iter}, the last the log reached: "
+               f"~{remedy.reached_need_gib}G)" if remedy.reached_iter else "")
+    return ("the iteration a resume starts from is unknown, so this counts from iteration 0, "
+            f"the worst case: {need}{reached}")
 
 
 @dataclass(frozen=True)

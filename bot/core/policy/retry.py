@@ -218,7 +218,8 @@ def decide(
     # Action.ASK
     if cid in MEMORY_CLASSES:
         mem = host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
-                                worker_rss=worker_rss, trainer_rss=trainer_rss)
+                                worker_rss=worker_rss, trainer_rss=trainer_rss,
+                                start_unknown=bool(unknown_start))
         return replace(mem, facts={**mem.facts, **lookup}) if lookup else mem
     return Decision(
         DecisionKind.PROPOSE_RESUBMIT,

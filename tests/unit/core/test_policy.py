@@ -680,3 +680,36 @@ def test_a_retryable_class_named_only_by_how_the_log_ends_is_offered_not_resubmi
     assert (decisive.class_id, decisive.decided_by) == ("node_failure", "signature")
     assert decide(decisive, chain(120), AUTO, NOW, checkpoint_iter=100).kind == \
         DecisionKind.RESUBMIT_NOW
+
+
+@pytest.mark.parametrize("unknown", [{"checkpoint_name": "final"},
+                                     {"checkpoint_lookup_failed": True}])
+def test_a_leaks_decision_from_an_unknown_resume_point_says_it_counts_the_worst_case(unknown):
+    """A checkpoint known only by its name, or a failed lookup: the stored decision counts
+    from iteration 0 as the incident does (40 + 0.12 x 6000 = 760G), says it is the worst case
+    and gives the need from the last iteration the log reached (680G), in the incident's
+    words; how far the 180G a plain OOM would get runs is counted past the checkpoint."""
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=6000))
+    dec = decide(d, chain(), MANUAL, NOW, accounting=OOM_120G, **unknown)
+    assert dec.reason.startswith(
+        "host memory grew steadily (12.0 GiB per 100 iterations); the iteration a resume "
+        "starts from is unknown, so this counts from iteration 0, the worst case: reaching "
+        "iteration 6000 needs ~760G (from iteration 670, the last the log reached: ~680G), "
+        "above 240G (twice the current limit), so from iteration 0 no --mem finishes the run "
+        "(with 180G it runs ~1166 iterations past the checkpoint it resumes from); "), dec.reason
+    assert (dec.facts["start_known"], dec.facts["reached_need_gib"]) == (False, 680)
+    assert "resubmit_mem" not in dec.offers
+
+
+def test_a_leak_whose_worst_case_is_past_the_ceiling_but_best_case_fits_offers_no_mem():
+    """Resume point unknown, target 2,000: from iteration 0 it needs 40 + 0.12 x 2000 = 280G,
+    above the 240G ceiling; from iteration 670 it would need 200G. No --mem can be promised to
+    finish the run (the checkpoint may be early), so none is offered: both figures are said
+    and a person decides (the incident offers the DataLoader probe)."""
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=2000))
+    dec = decide(d, chain(), MANUAL, NOW, accounting=OOM_120G, checkpoint_name="final")
+    assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem is None
+    assert "resubmit_mem" not in dec.offers and dec.facts["why"] == "leak_hopeless"
+    assert "needs ~280G (from iteration 670, the last the log reached: ~200G)" in dec.reason

@@ -473,3 +473,40 @@ def test_a_time_limit_stop_from_a_known_start_with_no_newer_save_says_only_the_c
                  accounting=replace(FAILED, state="TIMEOUT"))
     assert dec.charged and "charged_why" not in dec.facts
     assert heads(store, "en", d, dec, "TIMEOUT").endswith("(charged: 1 of 3 retries)")
+
+
+LEAK = {"slope_gib_per_100_iter": 12.0, "start_iter": 0, "start_gib": 40.0}
+OOM_120G = Accounting(state="OUT_OF_MEMORY", exit_code=0, signal=9, mem_limit_bytes=120 * GIB,
+                      max_rss_bytes=118 * GIB)
+
+
+@pytest.mark.parametrize(("target", "lang", "said"), [
+    (6000, "en", "host memory grew steadily (12.0 GiB per 100 iterations); the iteration a "
+     "resume starts from is unknown, so this counts from iteration 0, the worst case: reaching "
+     "iteration 6,000 needs ≈ 760G (from iteration 670, the last the log reached: ≈ 680G), "
+     "above 240G, so from iteration 0 no --mem finishes the run (with 180G it runs ≈ 1,166 "
+     "iterations past the checkpoint it resumes from)"),
+    (6000, "ko", "호스트 메모리가 꾸준히 증가했습니다(100 iteration당 12.0 GiB); 재개할 "
+     "iteration을 알 수 없어 최악의 경우인 iteration 0부터 셉니다: iteration 6,000까지 가려면 "
+     "≈ 760G가 필요합니다 (로그가 마지막으로 도달한 iteration 670부터라면 ≈ 680G), 240G를 "
+     "넘으므로 iteration 0부터라면 어떤 --mem으로도 실행을 끝낼 수 없습니다(180G로는 재개한 "
+     "체크포인트에서 ≈ 1,166 iteration을 더 갑니다)"),
+    (1200, "en", "host memory exhausted (limit 120.0 GiB, MaxRSS 118.0 GiB): proposing to "
+     "resubmit resuming from checkpoint `final` with --mem=190G; the iteration a resume starts "
+     "from is unknown, so this counts from iteration 0, the worst case: reaching iteration "
+     "1,200 needs ≈ 190G (from iteration 670, the last the log reached: ≈ 110G)"),
+    (1200, "ko", "호스트 메모리 부족 (한도 120.0 GiB, MaxRSS 118.0 GiB): 체크포인트 `final`부터 "
+     "재개해 --mem=190G으로 재제출을 제안합니다; 재개할 iteration을 알 수 없어 최악의 경우인 "
+     "iteration 0부터 셉니다: iteration 1,200까지 가려면 ≈ 190G가 필요합니다 (로그가 마지막으로 "
+     "도달한 iteration 670부터라면 ≈ 110G)"),
+])
+def test_a_leaks_head_line_from_a_checkpoint_known_only_by_name_says_it_is_the_worst_case(
+        store, target, lang, said):
+    """The checkpoint a resume starts from is `final` (no iteration): the head line counts from
+    iteration 0 as the incident's memory paragraph does and says so in its words, with the
+    need from the last iteration the log reached."""
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=target))
+    dec = decide(d, history(670), MANUAL, T0, accounting=OOM_120G, checkpoint_name="final")
+    head = heads(store, lang, d, dec, "OUT_OF_MEMORY")
+    assert head.split(" — ", 1)[1] == said, head
