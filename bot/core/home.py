@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bot.core.incident import CheckpointUnknown
+from bot.core.policy import CheckpointUnknown
 from bot.core.slurm.states import PENDING_STATES, RUNNING_STATES
 
 # A view holds at most 100 blocks; the header, the notice, the intro and the "and N more" line
@@ -62,7 +62,7 @@ def cancel_confirm(job_id: str, state: str, *,
     read it (`123_4` of an array task) and its state; for a whole array (`counts`, its tasks by
     state) how many of its started tasks still run or wait, and `waiting`: tasks not started
     yet remain; for Cancel and resume (`resume`), that it is resubmitted and where it resumes,
-    as its prompt claims it (bot.core.policy.resume_point_claim's words): from iteration
+    as its prompt claims it (bot.core.policy.resume_start's words): from iteration
     `from_iter`, else from the checkpoint named `from_checkpoint` (a pointer naming `final`),
     else from the last complete checkpoint, unknown (`checkpoint_unknown` says why), else from
     scratch."""

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
-from bot.core.policy import leak_remedy, suggest_mem
+from bot.core.policy import CheckpointUnknown, leak_remedy, suggest_mem
 from bot.core.units import GIB
-
-#: Why the checkpoint a resume starts from is unknown: nobody looked it up (`trainbot report`,
-#: which reaches no cluster), or the watcher's lookup failed or was late.
-CheckpointUnknown = Literal["not_looked_up", "lookup_failed"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,7 @@ class Proposal:
     """What trainbot proposes a person do (a button on the Slack side, bot.slack.views)."""
 
     kind: str  # resubmit | resubmit_mem | cancel_resume | dismiss
-    from_iter: int | None = None  # where a resubmit resumes (None: from the start)
+    from_iter: int | None = None  # where a resubmit resumes (None: from scratch)
     mem: str | None = None  # e.g. "1200G", for resubmit_mem
     # the checkpoint it resumes from (None: none), named when its iteration is unknown
     from_checkpoint: str | None = None

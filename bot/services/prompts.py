@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core.home import prompt_confirm
-from bot.core.incident import CheckpointUnknown
+from bot.core.policy import CheckpointUnknown
 from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext
 from bot.services.threads import prompt_job, render
@@ -127,7 +127,8 @@ def approval_view(token: str, summary: str, *, job_id: str, state: str,
     styles = {"resubmit": "primary", "cancel_resume": "danger", "cancel": "danger"}
     buttons = [{"kind": kind, "action_id": action_id_for(kind).value, "value": token,
                 "style": styles.get(kind), "from_iter": resume_iter,
-                "from_checkpoint": resume_checkpoint, "mem": mem,
+                "from_checkpoint": resume_checkpoint, "checkpoint_unknown": checkpoint_unknown,
+                "mem": mem,
                 "exclude": exclude, "job_id": job_id,
                 **prompt_confirm(kind, job_id, state, resume_iter,
                                  from_checkpoint=resume_checkpoint,

@@ -55,15 +55,10 @@ from collections import OrderedDict
 
 from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
-from bot.core.incident import CheckpointUnknown, build_completion, build_incident
+from bot.core.incident import build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
-from bot.core.policy import (
-    OFFER_CANCEL_RESUME,
-    OFFER_RESUBMIT,
-    OFFER_RESUBMIT_MEM,
-    Decision,
-)
+from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
 from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
@@ -318,7 +313,7 @@ class ThreadEvents:
             job_id=event.job_id or "", now=self.ctx.clock(), summary=summary,
             resume_iter=dec.resume_from if dec else None,
             resume_checkpoint=dec.resume_checkpoint if dec else None,
-            checkpoint_unknown=_checkpoint_unknown(dec),
+            checkpoint_unknown=dec.checkpoint_unknown if dec else None,
             mem=dec.mem if dec and OFFER_RESUBMIT_MEM in dec.offers else None,
             exclude=dec.facts.get("exclude") if dec and not offer_cancel else None,
             offer_cancel=offer_cancel, post_key=event.key,
@@ -341,7 +336,7 @@ class ThreadEvents:
                 mem_policy=self._policy(event.recipe),
                 probe=probe_offer(self.ctx.config, event.recipe or ""),
                 from_checkpoint=dec.resume_checkpoint if dec else None,
-                checkpoint_unknown=_checkpoint_unknown(dec),
+                checkpoint_unknown=dec.checkpoint_unknown if dec else None,
             )
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
@@ -393,12 +388,6 @@ def _shown(event: WatchEvent) -> str:
     if event.record is not None and event.job_id == str(event.record.job_id):
         return event.record.display_id
     return event.job_id or ""
-
-
-def _checkpoint_unknown(dec: Decision | None) -> CheckpointUnknown | None:
-    """Why the checkpoint a decision's resume starts from is unknown: its lookup failed or was
-    late (the incident's Proposed line and a prompt's Cancel and resume dialog say so)."""
-    return "lookup_failed" if dec and dec.facts.get("checkpoint_lookup") == "failed" else None
 
 
 def _with_button(blocks: Blocks, element: dict) -> Blocks:

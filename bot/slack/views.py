@@ -11,7 +11,8 @@ from enum import StrEnum
 from typing import Any
 
 from bot.core.home import prompt_confirm
-from bot.core.incident import CheckpointUnknown, Incident, Proposal, RootView, WarningView
+from bot.core.incident import Incident, Proposal, RootView, WarningView
+from bot.core.policy import CheckpointUnknown
 from bot.core.units import GIB
 
 PROGRESS_BAR_CELLS = 20

@@ -203,7 +203,7 @@ def test_click_approves_once_and_updates_the_prompt(app, urls, services, slack,
     [root_update] = [u for u in slack.ok_calls("chat.update") if u.params["ts"] == root["ts"]]
     assert root_update.params["text"] == "mix: job 88887 PENDING · —"
     assert [r["text"] for r in slack.replies(CH, root["ts"])][-1] == (
-        "mix: resumed as 88887 from the start")
+        "mix: resumed as 88887 from scratch (no complete checkpoint)")
 
     # a double click and Slack's redelivery of the same click: nothing twice
     again = click(app, urls, ActionId.RESUBMIT, token, ts, "W0LEAD")

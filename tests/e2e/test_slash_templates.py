@@ -166,7 +166,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
                                     now=NOW, summary="88887: NCCL", resume_iter=3000,
                                     mem="1900G")
     labels = [b["text"]["text"] for b in prompt.blocks[1]["elements"]]
-    assert labels == ["재제출 (iter 3000부터 재개)", "--mem=1900G으로 재제출", "무시"]
+    assert labels == ["iteration 3,000부터 재제출", "--mem=1900G으로 재제출", "무시"]
     stall = create_resubmit_prompt(ctx, recipe="mix", chain_id=first.chain_id, job_id="88887",
                                    now=NOW, summary="88887: stalled", offer_cancel=True)
     assert [b["text"]["text"] for b in stall.blocks[1]["elements"]] == [
@@ -181,7 +181,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
         "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다. 프롬프트는 iter 3,000에서 "
         "재개한다고 했습니다: 프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다.")
     thread = slack.replies(CH, root["ts"])
-    assert thread[-1]["text"] == "mix: 88888(으)로 처음부터 재개"
+    assert thread[-1]["text"] == "mix: 88888(으)로 완전한 체크포인트가 없어 처음부터 재개"
     assert "승인: <@W0LEAD>." in json.dumps(thread[-1]["blocks"], ensure_ascii=False)
     # the root now shows both attempts (rewritten in place, not posted again)
     assert len(slack.root_messages(CH)) == 1
@@ -191,14 +191,14 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
 
 
 @pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
-    ("en", ["Cancel 88887_0 and resume from iter 100", "Cancel 88887_0", "Dismiss"],
+    ("en", ["Cancel 88887_0 and resume from iteration 100", "Cancel 88887_0", "Dismiss"],
      ("Cancel job 88887_0?", "Cancel the job", "Keep it"),
-     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it resuming from iteration "
+     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it from iteration "
      "100.", "Job 88887_0 is RUNNING. scancel stops it."),
-    ("ko", ["88887_0 취소 후 iter 100부터 재개", "88887_0 취소", "무시"],
+    ("ko", ["88887_0 취소 후 iteration 100부터 재개", "88887_0 취소", "무시"],
      ("작업 88887_0을(를) 취소할까요?", "작업 취소", "그대로 두기"),
-     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 100부터 "
-     "재개해 다시 제출합니다.",
+     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iteration 100부터 "
+     "다시 제출합니다.",
      "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다."),
 ])
 def test_a_stall_prompt_in_an_array_thread_asks_before_cancelling_the_task(

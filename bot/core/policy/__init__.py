@@ -57,9 +57,10 @@ from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
     OFFER_RESUBMIT_MEM,
+    CheckpointUnknown,
     Decision,
     DecisionKind,
-    resume_point_text,
+    resume_start,
 )
 from bot.core.policy.early import (
     CpuEvidence,
@@ -82,6 +83,7 @@ __all__ = [
     "AttemptFacts",
     "AttemptRow",
     "ChainHistory",
+    "CheckpointUnknown",
     "ChunkProgress",
     "CpuEvidence",
     "Decision",
@@ -103,7 +105,7 @@ __all__ = [
     "own_history",
     "parallel_chain_end",
     "params_from",
-    "resume_point_text",
+    "resume_start",
     "run_history",
     "stall_resume_point",
     "suggest_mem",

@@ -1,12 +1,14 @@
 """What the policy decides: `Decision` (plain data the watcher carries out), its kinds, the
-buttons it may offer, and where a resubmit resumes in words (`resume_point_text`)."""
+buttons it may offer, and where a resubmit resumes in words (`resume_start`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
+
+from bot.core.text import N_, Text
 
 
 class DecisionKind(StrEnum):
@@ -20,6 +22,11 @@ class DecisionKind(StrEnum):
     WARN = "warn"  # early warning in the thread (may offer cancel + resume)
     NOTE = "note"  # gentle note, not an incident
     NONE = "none"  # nothing to do
+
+
+#: Why the checkpoint a resume starts from is unknown: `not_looked_up` (`trainbot report` from a
+#: log whose saves name none) or `lookup_failed` (the watcher's lookup failed or was late).
+CheckpointUnknown = Literal["not_looked_up", "lookup_failed"]
 
 
 #: Button ids a decision may offer (the Slack layer maps them to action ids).
@@ -71,6 +78,12 @@ class Decision:
             DecisionKind.PROPOSE_MEM_RESUBMIT,
         )
 
+    @property
+    def checkpoint_unknown(self) -> CheckpointUnknown | None:
+        """Why the checkpoint its resume starts from is unknown: looking it up failed or was
+        late (fact `checkpoint_lookup`); None: it is known, or there is none."""
+        return "lookup_failed" if self.facts.get("checkpoint_lookup") == "failed" else None
+
     def to_json(self) -> dict[str, Any]:
         """The decision as stored (the incidents table's JSON) and sent (a webhook's body):
         its fields and all its `facts` (a failed checkpoint lookup, an automatic resubmit
@@ -116,32 +129,23 @@ class Decision:
         )
 
 
-#: Where a resume starts when looking its checkpoint up failed or was late (a stall's prompt,
-#: a finished job's decision), in the watcher's English; the threads' is event.json.j2's.
-CHECKPOINT_UNKNOWN_TEXT = (
-    "resuming from the last complete checkpoint (unknown: looking it up failed)")
-
-
-def resume_point_text(resume_from: int | None, resume_checkpoint: str | None) -> str:
-    """Where a resubmit resumes, in the watcher's English (the log, the store): `resuming from
-    iteration 3000`, `resuming from checkpoint final` (a checkpoint whose name has no
-    iteration), or `from scratch` (none). A decision's reason adds what it costs (`decide`);
-    the threads' words, in their language, are templates/event.json.j2's."""
+def resume_start(resume_from: int | None, resume_checkpoint: str | None = None,
+                 unknown: CheckpointUnknown | None = None, *, brief: bool = False) -> Text:
+    """Where a resume starts, the one phrase every message says it with (the decision and the
+    watcher's log in English, the threads, buttons, dialogs and the Home tab through the
+    templates' `msg` filter): `from iteration 3,000`, else `from checkpoint `final`` (a
+    checkpoint whose name has no iteration), else the last complete checkpoint, unknown and
+    why (`unknown`), else `from scratch (no complete checkpoint)`. `brief`: for a button (75
+    characters), an unknown checkpoint is only `(checkpoint unknown)`. A caller that needs a
+    verb adds it ("resubmitting from …", "Cancel 123 and resume from …")."""
     if resume_from is not None:
-        return f"resuming from iteration {resume_from}"
+        return N_("from iteration %(iter)s", iter=f"{resume_from:,}")
     if resume_checkpoint:
-        return f"resuming from checkpoint {resume_checkpoint}"
-    return "from scratch"
-
-
-def resume_point_claim(resume_from: int | None, resume_checkpoint: str | None, *,
-                       lookup_failed: bool = False) -> str:
-    """Where a proposed resume starts, as a decision or a stall's prompt claims it: that the
-    checkpoint is unknown (`lookup_failed`: looking it up failed or was late),
-    `resume_point_text`'s words, or `from scratch (no complete checkpoint)` (none)."""
-    if lookup_failed:
-        return CHECKPOINT_UNKNOWN_TEXT
-    text = resume_point_text(resume_from, resume_checkpoint)
-    if resume_from is None and not resume_checkpoint:
-        return f"{text} (no complete checkpoint)"
-    return text
+        return N_("from checkpoint `%(name)s`", name=resume_checkpoint)
+    if unknown and brief:
+        return N_("(checkpoint unknown)")
+    if unknown == "lookup_failed":
+        return N_("from the last complete checkpoint (unknown: looking it up failed)")
+    if unknown:
+        return N_("from the last complete checkpoint (unknown: not looked up)")
+    return N_("from scratch (no complete checkpoint)")

@@ -14,7 +14,7 @@ from bot.core.policy.decision import (
     OFFER_DISMISS,
     Decision,
     DecisionKind,
-    resume_point_claim,
+    resume_start,
 )
 from bot.core.policy.params import PolicyParams, params_from
 from bot.core.units import GIB
@@ -182,8 +182,8 @@ def _stall_text(f: Mapping[str, Any]) -> str:
             )
     if "checkpoint_lookup" not in f:  # not looked up (yet): no checkpoint named or denied
         return text + ". Cancel and resume from the last complete checkpoint?"
-    where = resume_point_claim(f["resume_from"], f["resume_checkpoint"],
-                               lookup_failed=f["checkpoint_lookup"] == "failed")
+    where = resume_start(f["resume_from"], f["resume_checkpoint"],
+                         "lookup_failed" if f["checkpoint_lookup"] == "failed" else None)
     return text + f". Cancel and resubmit {where}?"
 
 

@@ -25,7 +25,7 @@ from bot.core.policy.decision import (
     Decision,
     DecisionBase,
     DecisionKind,
-    resume_point_claim,
+    resume_start,
 )
 from bot.core.policy.early import early_warnings
 from bot.core.policy.memory import host_oom_decision
@@ -291,8 +291,9 @@ def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None
 
 def _resume_text(checkpoint_iter: int | None, checkpoint_name: str | None,
                  lost: int | None, *, lookup_failed: bool = False) -> str:
-    """The decision's resume point (`resume_point_claim`) with the iterations lost since its
+    """The decision's resume point (`resume_start`) with the iterations lost since its
     checkpoint, when known."""
-    text = resume_point_claim(checkpoint_iter, checkpoint_name, lookup_failed=lookup_failed)
+    text = str(resume_start(checkpoint_iter, checkpoint_name,
+                            "lookup_failed" if lookup_failed else None))
     known = not lookup_failed and (checkpoint_iter is not None or checkpoint_name)
     return f"{text} ({lost} iterations lost)" if known and lost else text

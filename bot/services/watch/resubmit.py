@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from bot.core.policy import Decision, DecisionKind, resume_point_text
+from bot.core.policy import Decision, DecisionKind, resume_start
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
 from bot.services.watch.events import TickReport, WatchEvent
@@ -168,7 +168,7 @@ class AutoResubmits:
                           report: TickReport) -> None:
         old = self.store.attempts.get_by_job(str(inc.job_id), self.cluster)
         shown = old.shown_id if old is not None else str(inc.job_id)  # `123_4` of a task
-        where = resume_point_text(decision.resume_from, decision.resume_checkpoint)
+        where = resume_start(decision.resume_from, decision.resume_checkpoint)
         text = f"job {shown} resubmitted automatically as {new_job}, {where}"
         if self.outbox.emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
                                  self.cluster, text, chain_id, str(inc.job_id),

@@ -25,7 +25,7 @@ def test_report_on_the_88154_story_writes_payload_text_and_charts(tmp_path: Path
     assert validate_blocks(payload["blocks"]) == []
     text = (out / "message.txt").read_text()
     assert "88154" in text and "nccl_timeout" in text
-    assert "[ Resubmit (resume from iter 3,000) ]" in text
+    assert "[ Resubmit from iteration 3,000 ]" in text
     for png in ("rss.png", "progress.png", "loss.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     assert "nccl_timeout: wrote" in capsys.readouterr().out
@@ -33,15 +33,15 @@ def test_report_on_the_88154_story_writes_payload_text_and_charts(tmp_path: Path
 
 @pytest.mark.parametrize(("lang", "proposed", "button", "start"), [
     ("en", "Proposed: resume from the last complete checkpoint (unknown: not looked up)",
-     "[ Resubmit (resume from the last complete checkpoint) ]", "from the start"),
+     "[ Resubmit (checkpoint unknown) ]", "from scratch"),
     ("ko", "제안: 마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다) 재개",
-     "[ 재제출 (마지막 완전한 체크포인트부터 재개) ]", "처음부터"),
+     "[ (체크포인트 미확인) 재제출 ]", "처음부터"),
 ])
 def test_report_on_a_log_whose_saves_name_no_checkpoint_says_it_is_unknown(
         tmp_path: Path, lang: str, proposed: str, button: str, start: str):
     """`report` reaches no cluster: a log with no finished save numbers no checkpoint, and the
     watcher, which looks the checkpoint directory up, may find one (a pointer naming `final`,
-    an earlier attempt's), so the report claims no start ("from the start") and no work lost:
+    an earlier attempt's), so the report claims no start ("from scratch") and no work lost:
     it says the checkpoint is unknown, not looked up."""
     log = tmp_path / "88154.log"
     log.write_bytes(b"".join(line for line in (STORIES / "88154.log").read_bytes()

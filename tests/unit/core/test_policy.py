@@ -27,7 +27,7 @@ from bot.core.policy import (
     held_report,
     leak_warning_due,
     params_from,
-    resume_point_text,
+    resume_start,
     suggest_mem,
 )
 from bot.core.slurm.records import JobRecord
@@ -101,7 +101,7 @@ def test_story_88154_nccl_timeout_after_hang_resubmits_from_3000():
     assert auto.work_lost_iters == 470
     assert auto.charged is True
     assert auto.not_before is not None and auto.not_before > NOW
-    assert "3000" in auto.reason and "470" in auto.reason
+    assert "from iteration 3,000 (470 iterations lost)" in auto.reason
     manual = decide(d, history, MANUAL, NOW, checkpoint_iter=3000, accounting=acct)
     assert manual.kind == DecisionKind.PROPOSE_RESUBMIT
     assert "resubmit" in manual.offers and manual.resume_from == 3000
@@ -116,7 +116,7 @@ def test_a_checkpoint_without_an_iteration_is_where_the_decision_resumes_not_scr
                  checkpoint_name="final", accounting=acct)
     assert dec.resume_from is None and dec.resume_checkpoint == "final"
     assert dec.work_lost_iters is None  # not all 3470: how many is unknown
-    assert "resuming from checkpoint final" in dec.reason and "scratch" not in dec.reason
+    assert "from checkpoint `final`" in dec.reason and "scratch" not in dec.reason
     assert Decision.from_json(dec.to_json()).resume_checkpoint == "final"
 
 
@@ -135,16 +135,22 @@ def test_an_unknown_checkpoint_turns_an_automatic_resubmit_into_a_proposal():
     assert "not resubmitted automatically" in dec.reason
 
 
-@pytest.mark.parametrize(("resume_from", "checkpoint", "where"), [
-    (3000, "iter_0003000", "resuming from iteration 3000"),
-    (None, "final", "resuming from checkpoint final"),
-    (None, None, "from scratch"),
+@pytest.mark.parametrize(("resume_from", "checkpoint", "unknown", "where"), [
+    (3000, "iter_0003000", None, "from iteration 3,000"),
+    (0, "iter_0000000", None, "from iteration 0"),  # iteration 0 is an iteration, not none
+    (None, "final", None, "from checkpoint `final`"),
+    (None, None, "lookup_failed",
+     "from the last complete checkpoint (unknown: looking it up failed)"),
+    (None, None, "not_looked_up", "from the last complete checkpoint (unknown: not looked up)"),
+    (None, None, None, "from scratch (no complete checkpoint)"),
 ])
-def test_a_resume_point_is_worded_once_for_the_decision_and_the_resubmit_note(
-        resume_from, checkpoint, where):
-    """The decision's reason and an automatic resubmit's note say where it resumes alike;
-    the reason adds what it costs (iterations lost, or that no complete checkpoint exists)."""
-    assert resume_point_text(resume_from, checkpoint) == where
+def test_a_resume_point_is_worded_once_for_the_decision_the_note_and_the_messages(
+        resume_from, checkpoint, unknown, where):
+    """The decision's reason, an automatic resubmit's note and every message (through the
+    templates) say where a resume starts in one phrase; a button's is brief when unknown."""
+    assert str(resume_start(resume_from, checkpoint, unknown)) == where
+    brief = str(resume_start(resume_from, checkpoint, unknown, brief=True))
+    assert brief == ("(checkpoint unknown)" if unknown else where)
 
 
 def test_story_87870_host_oom_during_save_proposes_more_memory():
@@ -629,7 +635,7 @@ def test_a_full_disk_or_a_broken_checkpoint_waits_for_a_person_even_with_auto_re
     dec = decide(diag(class_id), chain(), AUTO, NOW, checkpoint_iter=500, accounting=FINISHED)
     assert dec.kind is DecisionKind.PROPOSE_RESUBMIT and dec.offers == ("resubmit", "dismiss")
     assert dec.resume_from == 500 and dec.facts["why"] == "ask"
-    assert dec.reason.startswith(f"{class_id}: a person should decide; resubmit resuming from "
+    assert dec.reason.startswith(f"{class_id}: a person should decide; resubmit from "
                                  "iteration 500 (500 iterations lost) is offered.")
     assert words in dec.reason
 

@@ -240,7 +240,7 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     s = Story(store)
     cancel_resume = s.stalled()
     # the watcher's lookup for the stall found iter 3000
-    assert cancel_resume["text"]["text"] == "Cancel 88154 and resume from iter 3000"
+    assert cancel_resume["text"]["text"] == "Cancel 88154 and resume from iteration 3,000"
     token = cancel_resume["value"]
 
     refused = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "U0ALICE", T0 + 400)
@@ -265,7 +265,7 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     assert store.approvals.get(token).state == "done"
     assert s.retries() == 1  # a hang charges the budget, as its NCCL abort would have
     assert ("reply", s.chain_id, "resolution:88887",
-            "mix: resumed as 88887 from the start") in s.ctx.sink.posts
+            "mix: resumed as 88887 from scratch (no complete checkpoint)") in s.ctx.sink.posts
 
     # the click again, a Slack retry, another approver: nothing more is cancelled or submitted
     for actor, retry in (("W0LEAD", 0), ("W0LEAD", 1), ("U0APPR", 0)):

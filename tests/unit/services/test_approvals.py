@@ -60,7 +60,7 @@ def test_prompt_buttons_carry_only_the_opaque_token(ctx: BotContext) -> None:
     buttons = prompt_blocks[1]["elements"]
     assert [b["action_id"] for b in buttons] == [
         ActionId.RESUBMIT, ActionId.RESUBMIT_MEM, ActionId.DISMISS]
-    assert buttons[0]["text"]["text"] == "Resubmit (resume from iter 3000)"
+    assert buttons[0]["text"]["text"] == "Resubmit from iteration 3,000"
     assert buttons[1]["text"]["text"] == "Resubmit with --mem=1900G"
     assert len({b["value"] for b in buttons}) == 1 and "88154" not in buttons[0]["value"]
 
@@ -121,10 +121,10 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert ctx.store.approvals.get(token).state == "done"
     assert ctx.store.approvals.get(token).decided_by == "W0LEAD"
     # the new attempt is announced in the run's thread, once, as the resolution template
-    assert ("reply", chain_id, "resolution:88887", "mix: resumed as 88887 from the start") \
-        in ctx.sink.posts
+    assert ("reply", chain_id, "resolution:88887",
+            "mix: resumed as 88887 from scratch (no complete checkpoint)") in ctx.sink.posts
     said = str(replies["resolution:88887"])
-    assert "Resumed as *88887* from the start (was 88154)" in said
+    assert "Resumed as *88887* from scratch (no complete checkpoint) (was 88154)" in said
     assert "Lost 120 iterations" in said and "Approved by <@W0LEAD>" in said
 
     again = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 2)
@@ -154,9 +154,9 @@ def keep_replies(ctx: BotContext) -> dict[str, list]:
 
 
 # the newest complete checkpoint at the click: the prompt said 3000 (failed_run)
-CHANGED = {"en": "✅ Resumed as *88887* from iter 2,000 (was 88154) with --mem=1900G. The "
+CHANGED = {"en": "✅ Resumed as *88887* from iteration 2,000 (was 88154) with --mem=1900G. The "
            "prompt said iter 3,000: the newest complete checkpoint changed since it was posted.",
-           "ko": "✅ *88887*(으)로 iter 2,000부터 재개했습니다 (이전: 88154), "
+           "ko": "✅ *88887*(으)로 iteration 2,000부터 재개했습니다 (이전: 88154), "
            "--mem=1900G. 프롬프트는 iter 3,000에서 재개한다고 했습니다: "
            "프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다."}
 
@@ -164,7 +164,7 @@ CHANGED = {"en": "✅ Resumed as *88887* from iter 2,000 (was 88154) with --mem=
 @pytest.mark.parametrize(("lang", "newest", "said"), [
     ("en", 2000, CHANGED["en"]),
     ("ko", 2000, CHANGED["ko"]),
-    ("en", 3000, "✅ Resumed as *88887* from iter 3,000 (was 88154) with --mem=1900G."),
+    ("en", 3000, "✅ Resumed as *88887* from iteration 3,000 (was 88154) with --mem=1900G."),
 ])
 def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so(
     store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, lang: str, newest: int,
@@ -201,12 +201,12 @@ def test_cancel_and_resume_from_another_checkpoint_than_the_button_said_says_so(
                                     now=NOW, summary="stalled", resume_iter=3000,
                                     offer_cancel=True)
     assert prompt.blocks[1]["elements"][0]["text"]["text"] == \
-        "Cancel 88154 and resume from iter 3000"
+        "Cancel 88154 and resume from iteration 3,000"
     replies = keep_replies(ctx)
     assert handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "W0LEAD",
                         NOW + 1).status == "done"
     said = replies["resolution:88887"][0]["text"]["text"]
-    assert ("from iter 2,000 (was 88154). The prompt said iter 3,000: the newest complete "
+    assert ("from iteration 2,000 (was 88154). The prompt said iter 3,000: the newest complete "
             "checkpoint changed since it was posted.") in said
 
 
@@ -595,7 +595,7 @@ def gpu_fault_prompt(ctx: BotContext) -> tuple[int, str, list]:
 def test_a_gpu_fault_prompt_says_which_node_each_resubmit_leaves_out(ctx: BotContext) -> None:
     _, _, buttons = gpu_fault_prompt(ctx)
     assert [b["text"]["text"] for b in buttons] == [
-        "Resubmit without gpu-b12 (resume from iter 3000)",
+        "Resubmit without gpu-b12 from iteration 3,000",
         "Resubmit with --mem=1900G without gpu-b12", "Dismiss"]
     assert all(len(b["text"]["text"]) <= 75 for b in buttons)  # Slack's button limit
     with pytest.raises(ValueError, match="--exclude"):
@@ -631,6 +631,6 @@ def test_an_approved_resubmit_keeps_the_recipes_own_exclusions(store: Store,
 def test_a_korean_recipes_gpu_fault_prompt_names_the_node_in_korean(store: Store) -> None:
     ctx = make_context(store, lang="ko")
     _, token, buttons = gpu_fault_prompt(ctx)
-    assert buttons[0]["text"]["text"] == "gpu-b12 빼고 재제출 (iter 3000부터 재개)"
+    assert buttons[0]["text"]["text"] == "gpu-b12 빼고 iteration 3,000부터 재제출"
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert "(노드 gpu-b12 제외, --exclude)" in result.update_text

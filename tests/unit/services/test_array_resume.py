@@ -328,7 +328,7 @@ def test_a_tasks_time_limit_chunk_spends_none_of_its_budget_once_its_start_is_kn
     w.tick(T0 + 200)  # resubmitted alone, from its checkpoint at 200
     assert [s.array for s in slurm.submits()][1:] == ["1"]
     assert final(88901)["decision"]["charged"] is True
-    assert "time_limit is retryable: resubmitting resuming from iteration 200" in \
+    assert "time_limit is retryable: resubmitting from iteration 200" in \
         final(88901)["text"] and "charged: 1 of 2 retries" in final(88901)["text"]
     # its resubmit resumed from 200 and saved 400 before its time limit: the run going on
     run_task(slurm, sftp, 88888, 88888, 1)
@@ -378,14 +378,14 @@ def test_a_tasks_budget_on_home_counts_within_the_target_its_log_printed_as_the_
 
 
 @pytest.mark.parametrize(("lang", "labels", "title", "resume", "cancel"), [
-    ("en", ["Cancel 88887_0 and resume from iter 100", "Cancel 88887_0", "Dismiss"],
+    ("en", ["Cancel 88887_0 and resume from iteration 100", "Cancel 88887_0", "Dismiss"],
      "Cancel job 88887_0?",
-     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it resuming from iteration "
+     "Job 88887_0 is RUNNING. scancel stops it, then trainbot resubmits it from iteration "
      "100.", "Job 88887_0 is RUNNING. scancel stops it."),
-    ("ko", ["88887_0 취소 후 iter 100부터 재개", "88887_0 취소", "무시"],
+    ("ko", ["88887_0 취소 후 iteration 100부터 재개", "88887_0 취소", "무시"],
      "작업 88887_0을(를) 취소할까요?",
-     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 100부터 "
-     "재개해 다시 제출합니다.",
+     "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iteration 100부터 "
+     "다시 제출합니다.",
      "작업 88887_0은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다."),
 ])
 def test_a_stalled_tasks_prompt_names_the_task_and_asks_before_cancelling(

@@ -302,12 +302,12 @@ def _confirms(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
 @pytest.mark.parametrize(("lang", "task", "run", "resume"), [
     ("en", "Job 6100_1 is RUNNING. scancel stops it.",
      "Job {job} is PENDING. scancel stops it.",
-     "Job {job} is PENDING. scancel stops it, then trainbot resubmits it resuming from iteration "
+     "Job {job} is PENDING. scancel stops it, then trainbot resubmits it from iteration "
      "300."),
     ("ko", "작업 6100_1은(는) 지금 RUNNING 상태입니다. scancel로 멈춥니다.",
      "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춥니다.",
-     "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 300부터 "
-     "재개해 다시 제출합니다."),
+     "작업 {job}은(는) 지금 PENDING 상태입니다. scancel로 멈춘 뒤 trainbot이 iteration 300부터 "
+     "다시 제출합니다."),
 ])
 def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, task, run,
                                                                     resume):
@@ -346,7 +346,21 @@ def test_a_home_prompt_names_a_checkpoint_without_an_iteration_it_resumes_from(c
     blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
     labels = [e["text"]["text"] for b in blocks if b["type"] == "actions"
               for e in b["elements"]]
-    assert "Resubmit (resume from checkpoint `final`)" in labels, labels
+    assert "Resubmit from checkpoint `final`" in labels, labels
+
+
+def test_a_home_prompt_after_a_failed_lookup_says_its_checkpoint_is_unknown(ctx):
+    """The checkpoint lookup failed: the Home tab's Cancel and resume says the start is
+    unknown, as its confirm dialog and the thread's prompt do, never a bare "and resume"."""
+    from bot.services.prompts import create_resubmit_prompt
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
+                           summary="s", checkpoint_unknown="lookup_failed", offer_cancel=True)
+    confirms = _confirms(render_home(ctx, home_view(ctx, APPROVER, NOW)))
+    dialog = confirms["Cancel 88154 and resume (checkpoint unknown)"]
+    assert dialog is not None and dialog["text"]["text"].endswith(
+        "from the last complete checkpoint (unknown: looking it up failed).")
 
 
 def test_an_adopted_jobs_target_is_the_one_its_log_printed_in_home_and_its_thread(ctx, slurm):

@@ -62,11 +62,11 @@ def stall_prompt_blocks(store: Store, checkpoint, *, lang: str = "en",
 
 
 @pytest.mark.parametrize(("lang", "found", "end", "button"), [
-    ("en", 3000, ". Cancel and resubmit resuming from iteration 3000?",
-     "Cancel 88154 and resume from iter 3000"),
-    ("en", "final", ". Cancel and resubmit resuming from checkpoint `final`?",
+    ("en", 3000, ". Cancel and resubmit from iteration 3,000?",
+     "Cancel 88154 and resume from iteration 3,000"),
+    ("en", "final", ". Cancel and resubmit from checkpoint `final`?",
      "Cancel 88154 and resume from checkpoint `final`"),
-    ("ko", "final", ". 취소하고 체크포인트 `final`부터 재개해 재제출할까요?",
+    ("ko", "final", ". 취소하고 체크포인트 `final`부터 재제출할까요?",
      "88154 취소 후 체크포인트 `final`부터 재개"),
     ("en", None, ". Cancel and resubmit from scratch (no complete checkpoint)?",
      "Cancel 88154 and resume"),
@@ -89,10 +89,10 @@ def test_a_failing_lookup_posts_the_stall_prompt_saying_the_checkpoint_is_unknow
         raise ClusterUnavailable("SFTP listdir of /ck/mix on dev got no answer within 15 s")
 
     head, labels = stall_prompt(store, unreachable)
-    assert head.endswith(". Cancel and resubmit resuming from the last complete checkpoint "
+    assert head.endswith(". Cancel and resubmit from the last complete checkpoint "
                          "(unknown: looking it up failed)?")
     assert "from scratch" not in head
-    assert labels[0] == "Cancel 88154 and resume"  # no claim where it resumes
+    assert labels[0] == "Cancel 88154 and resume (checkpoint unknown)"  # as its dialog says
     assert calls == ["mix"]
 
 
@@ -112,9 +112,9 @@ def test_a_lookup_past_its_deadline_does_not_hold_the_stall_prompt_back(store) -
         head, labels = stall_prompt(store, hung, checkpoint_deadline_s=0.2)
     finally:
         release.set()
-    assert head.endswith(". Cancel and resubmit resuming from the last complete checkpoint "
+    assert head.endswith(". Cancel and resubmit from the last complete checkpoint "
                          "(unknown: looking it up failed)?")
-    assert labels[0] == "Cancel 88154 and resume"
+    assert labels[0] == "Cancel 88154 and resume (checkpoint unknown)"
     assert calls == ["mix"]
 
 
@@ -149,16 +149,16 @@ def _resume_dialog(blocks: list[dict]) -> str:
 
 
 @pytest.mark.parametrize(("lang", "found", "where"), [
-    ("en", 3000, "resuming from iteration 3000"),
-    ("en", "final", "resuming from checkpoint `final`"),
-    ("en", "ckpt-best", "resuming from checkpoint `ckpt-best`"),
+    ("en", 3000, "from iteration 3,000"),
+    ("en", "final", "from checkpoint `final`"),
+    ("en", "ckpt-best", "from checkpoint `ckpt-best`"),
     ("en", OSError("SFTP listdir /ck/mix: Connection lost"),
-     "resuming from the last complete checkpoint (unknown: looking it up failed)"),
+     "from the last complete checkpoint (unknown: looking it up failed)"),
     ("en", None, "from scratch (no complete checkpoint)"),
-    ("ko", 3000, "iter 3000부터 재개해"),
-    ("ko", "final", "체크포인트 `final`부터 재개해"),
+    ("ko", 3000, "iteration 3,000부터"),
+    ("ko", "final", "체크포인트 `final`부터"),
     ("ko", OSError("SFTP listdir /ck/mix: Connection lost"),
-     "마지막 완전한 체크포인트부터 재개해 (조회에 실패해 어느 체크포인트인지 모릅니다)"),
+     "마지막 완전한 체크포인트부터 (조회에 실패해 어느 체크포인트인지 모릅니다)"),
     ("ko", None, "완전한 체크포인트가 없어 처음부터"),
 ])
 def test_cancel_and_resumes_dialog_says_where_it_resumes_as_the_prompt_does(

@@ -53,7 +53,7 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     assert key.endswith(":hang:line2476")
     assert "<@U0OWNER>" in blocks[0]["text"]["text"] and "3470" in blocks[0]["text"]["text"]
     assert ActionId.CANCEL in [b["action_id"] for b in _buttons(blocks)]
-    # The watchdog fires; the job ends FAILED: the incident with Resubmit from iter 3000.
+    # The watchdog fires; the job ends FAILED: the incident with Resubmit from iteration 3,000.
     sftp.clock = T0 + 1805
     sftp.append(LOG, rest)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
@@ -63,10 +63,10 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     assert any(b.get("type") == "header" for b in blocks)  # the incident template rendered
     text = " ".join(b.get("text", {}).get("text", "") for b in blocks if b.get("type") ==
                     "section")
-    assert "nccl_timeout" in text and "3000" in text
+    assert "nccl_timeout" in text and "from iteration 3,000" in text
     buttons = _buttons(blocks)
     resubmit = next(b for b in buttons if b["action_id"] == ActionId.RESUBMIT)
-    assert resubmit["text"]["text"] == "Resubmit (resume from iter 3000)"
+    assert resubmit["text"]["text"] == "Resubmit from iteration 3,000"
     # An approver clicks: exactly one resubmit into the same chain.
     result = handle_click(ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1900)
     assert result.status == "done", result

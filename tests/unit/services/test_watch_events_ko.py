@@ -113,11 +113,11 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
                  accounting=FAILED)
     assert heads(store, "ko", d, dec) == (
         "<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) 재시도할 수 있는 "
-        "실패입니다: iter 3000부터 재개해 재제출을 제안합니다 (잃은 작업 400 iter, 재시도 한도 "
+        "실패입니다: iteration 3,000부터 재제출을 제안합니다 (잃은 작업 400 iter, 재시도 한도 "
         "3회 중 2회째)")
     assert heads(store, "en", d, dec) == (
         "<@U0OWNER> job 88154 FAILED: nccl_timeout — nccl_timeout is retryable: proposing to "
-        "resubmit resuming from iteration 3000 (400 iterations lost) (charged: 2 of 3 retries)")
+        "resubmit from iteration 3,000 (400 iterations lost) (charged: 2 of 3 retries)")
 
 
 @pytest.mark.parametrize(("class_id", "state", "setup", "korean"), [
@@ -125,24 +125,24 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
      "time_limit은(는) 재시도할 수 있는 실패입니다: 완전한 체크포인트가 없어 처음부터 자동으로 "
      "재제출합니다 (재시도 한도 3회 중 1회째)"),
     ("node_failure", "NODE_FAIL", {"ck": 3000},
-     "node_failure은(는) 재시도할 수 있는 실패입니다: iter 3000부터 재개해 재제출을 제안합니다 "
+     "node_failure은(는) 재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
      "(잃은 작업 400 iter, 재시도 한도에 포함되지 않음)"),
     ("nccl_timeout", "FAILED", {"attempts": (3400, 3400)},
      "이전 시도 이후 진행이 없습니다 (작업 88155은(는) iter 3400에서 멈췄고, 이전 시도 88154은(는) "
      "iter 3400까지 갔습니다). nccl_timeout을(를) 다시 재시도하지 않고 체인을 멈춥니다"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000},
-     "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iter 3000부터 재개해 "
+     "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iteration 3,000부터 "
      "--mem=1430G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
     ("dataloader_worker_killed", "FAILED", {"ck": 3000, "during": True},
      "호스트 메모리 부족 (DataLoader 워커가 종료됨, 체크포인트 저장 중, 한도 950.0 GiB, MaxRSS "
-     "940.0 GiB): iter 3000부터 재개해 --mem=1900G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
+     "940.0 GiB): iteration 3,000부터 --mem=1900G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000, "policy": PolicyParams(mem_cap_bytes=950 * GIB)},
      "호스트 메모리 부족: 950.0 GiB(으)로 이미 사이트 상한(950.0 GiB)이므로 --mem 대신 호스트 "
      "메모리 사용량을 줄여야 합니다. --mem을 늘려 재제출하거나(사이트의 GPU당 상한 확인) 호스트 "
      "메모리 사용을 줄이세요: DataLoader 워커 수와 prefetch를 줄이고, 체크포인트는 CPU로 "
      "gather하지 않고 저장하세요."),
     ("unknown_failure", "FAILED", {"ck": 3000},
-     "unknown_failure: 사람이 결정해야 합니다. iter 3000부터 재개해 재제출할 수 있습니다 "
+     "unknown_failure: 사람이 결정해야 합니다. iteration 3,000부터 재제출할 수 있습니다 "
      "(잃은 작업 400 iter). 첨부된 마지막 줄들을 읽어 보세요. 같은 실패가 반복되면 사이트 "
      "카탈로그에 시그니처를 추가하세요."),
 ])
@@ -384,7 +384,8 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
                        "그 전에 iter 3,000 체크포인트를 저장했습니다 (처음부터, 그 뒤 잃은 작업 "
                        "470 iter): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 "
                        "않습니다")
-    assert said[-1] == "작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 (iter 3000부터 재개)"
+    assert said[-1] == ("작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 "
+                        "(iteration 3,000부터 재개)")
 
 
 def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store):
@@ -411,9 +412,9 @@ def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store)
     w.tick(T0 + 1830)
     note, head = replies(ctx)[:2]
     assert note.startswith("iter 3470 이후 ") and "분째 학습 진행이 없습니다" in note
-    assert note.endswith("취소하고 iter 3000부터 재개해 재제출할까요?")  # looked up for the stall
+    assert note.endswith("취소하고 iteration 3,000부터 재제출할까요?")  # looked up for the stall
     assert head.startswith("<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) "
-                           "재시도할 수 있는 실패입니다: iter 3000부터 재개해 재제출을 제안합니다 "
+                           "재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
                            "(잃은 작업 ")
 
 
@@ -458,11 +459,11 @@ def test_a_time_limit_stop_from_an_unknown_start_says_why_it_is_charged(store, u
     assert dec.charged and dec.facts["charged_why"] == "start_unknown"
     assert heads(store, "en", d, dec, "TIMEOUT") == (
         "<@U0OWNER> job 88154 TIMEOUT: time_limit — time_limit is retryable: resubmitting "
-        "resuming from iteration 4000 (charged: 1 of 3 retries, not a free chunk: the checkpoint "
+        "from iteration 4,000 (charged: 1 of 3 retries, not a free chunk: the checkpoint "
         "this job started from is unknown)")
     assert heads(store, "ko", d, dec, "TIMEOUT") == (
         "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — time_limit은(는) 재시도할 수 있는 "
-        "실패입니다: iter 4000부터 재개해 자동으로 재제출합니다 (재시도 한도 3회 중 1회째. 이 "
+        "실패입니다: iteration 4,000부터 자동으로 재제출합니다 (재시도 한도 3회 중 1회째. 이 "
         "작업이 시작한 체크포인트를 알 수 없어 진행이 있었던 구간으로 보지 않습니다)")
 
 
@@ -492,11 +493,11 @@ OOM_120G = Accounting(state="OUT_OF_MEMORY", exit_code=0, signal=9, mem_limit_by
      "넘으므로 iteration 0부터라면 어떤 --mem으로도 실행을 끝낼 수 없습니다(180G로는 재개한 "
      "체크포인트에서 ≈ 1,166 iteration을 더 갑니다)"),
     (1200, "en", "host memory exhausted (limit 120.0 GiB, MaxRSS 118.0 GiB): proposing to "
-     "resubmit resuming from checkpoint `final` with --mem=190G; the iteration a resume starts "
+     "resubmit from checkpoint `final` with --mem=190G; the iteration a resume starts "
      "from is unknown, so this counts from iteration 0, the worst case: reaching iteration "
      "1,200 needs ≈ 190G (from iteration 670, the last the log reached: ≈ 110G)"),
     (1200, "ko", "호스트 메모리 부족 (한도 120.0 GiB, MaxRSS 118.0 GiB): 체크포인트 `final`부터 "
-     "재개해 --mem=190G으로 재제출을 제안합니다; 재개할 iteration을 알 수 없어 최악의 경우인 "
+     "--mem=190G으로 재제출을 제안합니다; 재개할 iteration을 알 수 없어 최악의 경우인 "
      "iteration 0부터 셉니다: iteration 1,200까지 가려면 ≈ 190G가 필요합니다 (로그가 마지막으로 "
      "도달한 iteration 670부터라면 ≈ 110G)"),
 ])

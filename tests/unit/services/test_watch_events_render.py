@@ -133,10 +133,10 @@ def test_the_watchers_incident_title_is_the_one_report_shows(store) -> None:
 
 
 @pytest.mark.parametrize(("lang", "head", "proposed", "button"), [
-    ("en", "resuming from checkpoint `final`", "*Proposed:* resume from checkpoint `final`",
-     "Resubmit (resume from checkpoint `final`)"),
-    ("ko", "체크포인트 `final`부터 재개해", "*제안:* 체크포인트 `final`부터 재개",
-     "재제출 (체크포인트 `final`부터 재개)"),
+    ("en", "from checkpoint `final`", "*Proposed:* resume from checkpoint `final`",
+     "Resubmit from checkpoint `final`"),
+    ("ko", "체크포인트 `final`부터", "*제안:* 체크포인트 `final`부터 재개",
+     "체크포인트 `final`부터 재제출"),
 ])
 def test_a_checkpoint_without_an_iteration_is_named_where_the_incident_offers_a_resume(
         store, monkeypatch: pytest.MonkeyPatch, lang: str, head: str, proposed: str,
@@ -161,21 +161,21 @@ def test_a_checkpoint_without_an_iteration_is_named_where_the_incident_offers_a_
 
 AUTO = {"policy": {"auto_resubmit": True}}
 UNKNOWN = {
-    "en": ("resuming from the last complete checkpoint (unknown: looking it up failed)",
+    "en": ("from the last complete checkpoint (unknown: looking it up failed)",
            "; not resubmitted automatically: the checkpoint it would resume from is unknown",
            "*Proposed:* resume from the last complete checkpoint (unknown: looking it up "
-           "failed)", '"Resubmit"'),
-    "ko": ("마지막 완전한 체크포인트부터 재개해 (조회에 실패해 어느 체크포인트인지 모릅니다)",
+           "failed)", '"Resubmit (checkpoint unknown)"'),
+    "ko": ("마지막 완전한 체크포인트부터 (조회에 실패해 어느 체크포인트인지 모릅니다)",
            "; 재개할 체크포인트를 알 수 없어 자동으로 재제출하지 않았습니다",
            "*제안:* 마지막 완전한 체크포인트부터 (조회에 실패해 어느 체크포인트인지 모릅니다)",
-           '"재제출"'),
+           '"(체크포인트 미확인) 재제출"'),
 }
 
 
 def test_a_found_checkpoint_lets_an_auto_resubmit_recipe_resubmit_by_itself(store) -> None:
     """The contrast of the two tests below: the lookup answers, so nobody is asked."""
     said = _texts(watched_incident(store, checkpoints=FakeCheckpoints(3000), **AUTO))
-    assert "is retryable: resubmitting resuming from iteration 3000" in said
+    assert "is retryable: resubmitting from iteration 3,000" in said
     assert "proposing" not in said and '"Resubmit' not in said
 
 

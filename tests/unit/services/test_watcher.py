@@ -350,10 +350,10 @@ def test_time_limit_on_auto_recipe_resubmits_after_backoff_and_charges(env):
     assert resub.calls == [("auto", chain.id, 1200)]
     assert store.chains.get(chain.id).retries_used == 1
     assert sink.kinds() == ["incident", "resubmitted"]
-    # the note and the decision word the resume point alike (bot.core.policy.resume_point_text)
+    # the note and the decision word the resume point alike (bot.core.policy.resume_start)
     assert sink.events[1].text == \
-        "job 88300 resubmitted automatically as 90001, resuming from iteration 1200"
-    assert "resubmitting resuming from iteration 1200 (" in sink.events[0].decision.reason
+        "job 88300 resubmitted automatically as 90001, from iteration 1,200"
+    assert "resubmitting from iteration 1,200 (" in sink.events[0].decision.reason
     w.tick(T0 + 1440)
     assert len(resub.calls) == 1  # never twice
 

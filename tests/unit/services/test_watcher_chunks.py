@@ -166,7 +166,7 @@ def test_a_checkpoint_without_an_iteration_counts_as_progress_when_its_name_chan
     assert charged == [False, True, False]
     assert texts[0].endswith("chunk ended at the time limit after saving checkpoint final "
                              "(from scratch): resubmitting; retries not charged")
-    assert "resuming from checkpoint final (charged: 1 of 3 retries)" in texts[1]
+    assert "from checkpoint `final` (charged: 1 of 3 retries)" in texts[1]
     assert texts[2].endswith("chunk ended at the time limit after saving checkpoint release "
                              "(from checkpoint final): resubmitting; retries not charged")
     assert store.chains.get(chain.id).retries_used == 1

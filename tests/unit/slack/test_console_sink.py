@@ -90,11 +90,11 @@ def test_buttons_are_numbered_and_remembered_as_a_prompt(sink: ConsoleSink, stor
     sink.post_root(cid, "C0TRAIN", [], "mix")
     actions = {"type": "actions", "block_id": "a", "elements": [
         {"type": "button", "action_id": "trainbot_resubmit", "value": "tok123",
-         "text": {"type": "plain_text", "text": "Resubmit (resume from iter 3000)"}},
+         "text": {"type": "plain_text", "text": "Resubmit from iteration 3,000"}},
         {"type": "button", "action_id": "trainbot_dismiss", "value": "tok123",
          "text": {"type": "plain_text", "text": "Dismiss"}}]}
     sink.post_reply(cid, "incident:88154", [actions], "incident")
-    assert "[1] Resubmit (resume from iter 3000)   [2] Dismiss" in printed(sink)
+    assert "[1] Resubmit from iteration 3,000   [2] Dismiss" in printed(sink)
     [prompt] = sink.take_prompts()
     assert prompt.key == "incident:88154"
     assert [(b.number, b.action_id, b.value) for b in prompt.buttons] == [
@@ -171,7 +171,7 @@ def test_yes_at_the_prompt_resubmits_through_the_approval_service(
     assert [a.job_id for a in store.attempts.for_chain(cid)] == ["88154", "88887"]
     assert store.approvals.get(token).decided_by == "W0LEAD"
     out = printed(sink)
-    assert "Resubmit (resume from iter 3000)? [y/N]" in out
+    assert "Resubmit from iteration 3,000? [y/N]" in out
     assert "↳ Approved by @lead: resubmitted as 88887" in out
     assert approvals.answer_pending(NOW + 6) == []  # asked once
 

@@ -143,7 +143,7 @@ def test_korean_trim_note_is_korean():
 def test_text_rendering_shows_buttons_and_unescapes():
     blocks, text = render_blocks("incident", "en", incident(text="a<b"))
     out = blocks_to_text(blocks, text)
-    assert "[ Resubmit (resume from iter 3,000) ]" in out
+    assert "[ Resubmit from iteration 3,000 ]" in out
     assert "a<b 1" in out
 
 
@@ -521,29 +521,30 @@ def _hang(**kw):
 
 
 @pytest.mark.parametrize(("start", "lang", "proposed", "where"), [
-    ({}, "en", "resume from iter 3,000", "resuming from iteration 3000"),
+    ({}, "en", "resume from iteration 3,000", "from iteration 3,000"),
+    ({"last_checkpoint_iter": 0}, "en", "resume from iteration 0", "from iteration 0"),
     ({"last_checkpoint_iter": None, "from_checkpoint": "ckpt-best"}, "en",
-     "resume from checkpoint `ckpt-best`", "resuming from checkpoint `ckpt-best`"),
+     "resume from checkpoint `ckpt-best`", "from checkpoint `ckpt-best`"),
     ({"last_checkpoint_iter": None, "checkpoint_unknown": "not_looked_up"}, "en",
      "resume from the last complete checkpoint (unknown: not looked up)",
-     "resuming from the last complete checkpoint (unknown: not looked up)"),
+     "from the last complete checkpoint (unknown: not looked up)"),
     ({"last_checkpoint_iter": None, "checkpoint_unknown": "lookup_failed"}, "en",
      "resume from the last complete checkpoint (unknown: looking it up failed)",
-     "resuming from the last complete checkpoint (unknown: looking it up failed)"),
-    ({"last_checkpoint_iter": None}, "en", "resume from the start",
+     "from the last complete checkpoint (unknown: looking it up failed)"),
+    ({"last_checkpoint_iter": None}, "en", "resume from scratch (no complete checkpoint)",
      "from scratch (no complete checkpoint)"),
     ({"last_checkpoint_iter": None, "from_checkpoint": "final"}, "ko",
-     "체크포인트 `final`부터", "체크포인트 `final`부터 재개해"),
+     "체크포인트 `final`부터", "체크포인트 `final`부터"),
     ({"last_checkpoint_iter": None, "checkpoint_unknown": "not_looked_up"}, "ko",
      "마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다)",
-     "마지막 완전한 체크포인트부터 재개해 (조회하지 않아 어느 체크포인트인지 모릅니다)"),
+     "마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다)"),
 ])
 def test_a_hang_incidents_cancel_and_resume_dialog_names_the_start_its_proposal_does(
         start, lang: str, proposed: str, where: str):
     """A hang incident (as `trainbot report` writes it, or the watcher's) proposes Cancel and
-    resume from its iteration, a checkpoint known only by name, an unknown one (not looked up,
-    its lookup failed) or the start; the button's confirm dialog says the same start, never
-    "its latest checkpoint"."""
+    resume from its iteration (0 too), a checkpoint known only by name, an unknown one (not
+    looked up, its lookup failed) or from scratch; the button's confirm dialog says the same
+    start in the same words (bot.core.policy.resume_start), never "its latest checkpoint"."""
     blocks, text = render_blocks("incident", lang, _hang(**start))
     assert validate_blocks(blocks) == []
     assert proposed in json.dumps(blocks, ensure_ascii=False)
@@ -556,10 +557,10 @@ def test_a_hang_incidents_cancel_and_resume_dialog_names_the_start_its_proposal_
 
 @pytest.mark.parametrize(("lang", "title", "text"), [
     ("en", "Cancel job 88154?", "Job 88154 is RUNNING. scancel stops it, then trainbot "
-                                "resubmits it resuming from iteration 3000."),
+                                "resubmits it from iteration 3,000."),
     ("ko", "작업 88154을(를) 취소할까요?",
-     "작업 88154은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iter 3000부터 "
-     "재개해 다시 제출합니다."),
+     "작업 88154은(는) 지금 RUNNING 상태입니다. scancel로 멈춘 뒤 trainbot이 iteration 3,000부터 "
+     "다시 제출합니다."),
 ])
 @pytest.mark.parametrize("message", ["warning", "incident"])
 def test_cancel_and_resume_on_a_warning_or_incident_asks_first_as_a_prompt_does(
@@ -609,14 +610,16 @@ def test_a_long_node_list_on_a_button_keeps_what_the_button_does():
     label = blocks[1]["elements"][0]["text"]["text"]
     assert len(label) <= 75 and validate_blocks(blocks) == []
     assert label.startswith("Resubmit without gpu[000,")
-    assert label.endswith(",059] (resume from iter 123456)") and "…" in label
+    assert label.endswith(",059] from iteration 123,456") and "…" in label
 
 
 @pytest.mark.parametrize(("from_iter", "checkpoint", "en", "ko"), [
-    (3000, "iter_000003000", "Resumed as *2* from iter 3,000 (was 1).", "iter 3,000부터"),
+    (3000, "iter_000003000", "Resumed as *2* from iteration 3,000 (was 1).",
+     "iteration 3,000부터"),
     # a pointer file naming a checkpoint whose name has no iteration number: it names it
     (None, "final", "Resumed as *2* from checkpoint `final` (was 1).", "체크포인트 `final`부터"),
-    (None, None, "Resumed as *2* from the start (was 1).", "처음부터"),
+    (None, None, "Resumed as *2* from scratch (no complete checkpoint) (was 1).",
+     "완전한 체크포인트가 없어 처음부터"),
 ])
 def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str, ko: str):
     view = build_resolution(recipe="mix", old_job_id="1", new_job_id="2", from_iter=from_iter,
@@ -626,9 +629,8 @@ def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str,
 
 
 @pytest.mark.parametrize(("lang", "proposed", "button"), [
-    ("en", "*Proposed:* resume from checkpoint `final`",
-     "Resubmit (resume from checkpoint `final`)"),
-    ("ko", "*제안:* 체크포인트 `final`부터 재개", "재제출 (체크포인트 `final`부터 재개)"),
+    ("en", "*Proposed:* resume from checkpoint `final`", "Resubmit from checkpoint `final`"),
+    ("ko", "*제안:* 체크포인트 `final`부터 재개", "체크포인트 `final`부터 재제출"),
 ])
 def test_an_incident_names_a_checkpoint_without_an_iteration_it_would_resume_from(
         lang: str, proposed: str, button: str):
@@ -657,22 +659,57 @@ def _prompt_labels(lang: str, kind: str, **view) -> list[str]:
 
 @pytest.mark.parametrize(("lang", "kind", "view", "label"), [
     ("en", "resubmit", {"resume_iter": None, "resume_checkpoint": "final"},
-     "Resubmit (resume from checkpoint `final`)"),
+     "Resubmit from checkpoint `final`"),
     ("en", "cancel_resume", {"resume_iter": None, "resume_checkpoint": "final"},
      "Cancel 88154 and resume from checkpoint `final`"),
     # a GPU or node fault: the resubmit leaves the node out and names the checkpoint too
     ("en", "resubmit", {"resume_iter": None, "resume_checkpoint": "final", "exclude": "gpu-b12"},
-     "Resubmit without gpu-b12 (resume from checkpoint `final`)"),
+     "Resubmit without gpu-b12 from checkpoint `final`"),
     ("ko", "resubmit", {"resume_iter": None, "resume_checkpoint": "final", "exclude": "gpu-b12"},
-     "gpu-b12 빼고 재제출 (체크포인트 `final`부터 재개)"),
+     "gpu-b12 빼고 체크포인트 `final`부터 재제출"),
     # numbered: the iteration, as before; none at all: no claim where it resumes
     ("en", "resubmit", {"resume_iter": 3000, "resume_checkpoint": "iter_0003000",
-                        "exclude": "gpu-b12"}, "Resubmit without gpu-b12 (resume from iter 3000)"),
+                        "exclude": "gpu-b12"}, "Resubmit without gpu-b12 from iteration 3,000"),
     ("en", "resubmit", {"resume_iter": None, "exclude": "gpu-b12"}, "Resubmit without gpu-b12"),
+    # a checkpoint at iteration 0 is an iteration, not none
+    ("en", "resubmit", {"resume_iter": 0, "resume_checkpoint": "iter_0000000"},
+     "Resubmit from iteration 0"),
+    ("en", "cancel_resume", {"resume_iter": 0, "resume_checkpoint": "iter_0000000"},
+     "Cancel 88154 and resume from iteration 0"),
+    # looking the checkpoint up failed: the button says the start is unknown, as its dialog
+    ("en", "cancel_resume", {"resume_iter": None, "checkpoint_unknown": "lookup_failed"},
+     "Cancel 88154 and resume (checkpoint unknown)"),
+    ("en", "resubmit", {"resume_iter": None, "checkpoint_unknown": "lookup_failed"},
+     "Resubmit (checkpoint unknown)"),
+    ("en", "resubmit", {"resume_iter": None, "checkpoint_unknown": "lookup_failed",
+                        "exclude": "gpu-b12"}, "Resubmit without gpu-b12 (checkpoint unknown)"),
+    ("ko", "cancel_resume", {"resume_iter": None, "checkpoint_unknown": "lookup_failed"},
+     "88154 취소 후 (체크포인트 미확인) 재개"),
 ])
 def test_a_prompts_resume_button_names_the_checkpoint_it_resumes_from(
         lang: str, kind: str, view: dict, label: str):
     assert _prompt_labels(lang, kind, **view) == [label]
+
+
+def test_a_failed_lookups_cancel_and_resume_prompt_says_the_start_is_unknown_in_its_dialog():
+    """The button and its confirm dialog say the same: resumed from the last complete
+    checkpoint, which one unknown because looking it up failed."""
+    from bot.services.prompts import approval_view
+    blocks, _ = render_blocks("approval", "en", approval_view(
+        "t", "s", job_id="88154", state="RUNNING", mem=None, choices=["cancel_resume"],
+        resume_iter=None, checkpoint_unknown="lookup_failed"))
+    [button] = blocks[1]["elements"]
+    assert button["text"]["text"] == "Cancel 88154 and resume (checkpoint unknown)"
+    assert button["confirm"]["text"]["text"].endswith(
+        "resubmits it from the last complete checkpoint (unknown: looking it up failed).")
+
+
+def test_long_job_and_checkpoint_names_keep_a_cancel_and_resume_button_within_slacks_limit():
+    [label] = _prompt_labels("en", "cancel_resume", resume_iter=None,
+                             resume_checkpoint="final-" + "x" * 200 + "-ema")
+    assert len(label) <= 75  # _prompt_labels: the Slack stand-in's checks pass too
+    assert label.startswith("Cancel 88154 and resume from checkpoint `final-")
+    assert label.endswith("-ema`")
 
 
 def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_limit():
@@ -681,8 +718,8 @@ def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_
                              resume_checkpoint="final-" + "x" * 200 + "-ema",
                              exclude="gpu[" + ",".join(f"{i:03d}" for i in range(60)) + "]")
     assert len(label) <= 75
-    assert label.startswith("Resubmit without gpu[000,") and "059] (resume" in label
-    assert "from checkpoint `final-" in label and label.endswith("-ema`)")
+    assert label.startswith("Resubmit without gpu[000,") and "059] from checkpoint" in label
+    assert "from checkpoint `final-" in label and label.endswith("-ema`")
 
 
 @pytest.mark.parametrize(("lang", "outcome", "said"), [
