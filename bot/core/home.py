@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from bot.core.policy import CheckpointUnknown
+from bot.core.policy import OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, CheckpointUnknown, Decision
 from bot.core.slurm.states import PENDING_STATES, RUNNING_STATES
 
 # A view holds at most 100 blocks; the header, the notice, the intro and the "and N more" line
@@ -92,6 +92,20 @@ def prompt_confirm(kind: str, job_id: str, state: str, from_iter: int | None = N
     return {"confirm": cancel_confirm(job_id, state, resume=kind == "cancel_resume",
                                       from_iter=from_iter, from_checkpoint=from_checkpoint,
                                       checkpoint_unknown=checkpoint_unknown)}
+
+
+def last_incident(class_id: str, job_id: str,
+                  decision: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A run's "Last incident" on the Home tab: its class and job (as the thread names it),
+    and, when its decision (stored JSON, None: none stored) resumes the run from a checkpoint
+    nobody could look up, why (`checkpoint_unknown`: the row says where the resume starts as
+    the incident does, not nothing)."""
+    dec = Decision.from_json(decision) if decision is not None else None
+    resumes = dec is not None and (dec.resubmits or OFFER_RESUBMIT in dec.offers
+                                   or OFFER_RESUBMIT_MEM in dec.offers)
+    return {"class_id": class_id, "job_id": job_id,
+            "checkpoint_unknown": dec.checkpoint_unknown if dec is not None and resumes
+            else None}
 
 
 def row_blocks(row: Mapping[str, Any]) -> int:

@@ -24,6 +24,7 @@ from bot.core.home import (
     adopted_buttons,
     cancel_confirm,
     fit_rows,
+    last_incident,
     prompt_confirm,
     sees_adopted,
 )
@@ -114,16 +115,19 @@ def _prompts(ctx: BotContext, chain_id: int, now: float, state: str, adopted: bo
 
 
 def _last_incident(ctx: BotContext, chain_id: int) -> dict[str, Any] | None:
-    """The chain's last final incident: its class and its job as the thread names it (an
-    array task's `123_4`, its attempt's shown id; the incident keeps the raw Slurm id)."""
+    """The chain's last final incident: its class, its job as the thread names it (an array
+    task's `123_4`, its attempt's shown id; the incident keeps the raw Slurm id), and why the
+    checkpoint its resume starts from is unknown (bot.core.home.last_incident)."""
     finals = [i for i in ctx.store.incidents.for_chain(chain_id) if i.key.endswith(":final")]
     if not finals:
         return None
     last = finals[-1]
     attempt = next((a for a in ctx.store.attempts.for_chain(chain_id)
                     if a.job_id == last.job_id), None)
-    return {"class_id": last.class_id,
-            "job_id": attempt.shown_id if attempt is not None else last.job_id}
+    decision = last.diagnosis.get("decision")
+    return last_incident(last.class_id,
+                         attempt.shown_id if attempt is not None else str(last.job_id),
+                         decision if isinstance(decision, dict) else None)
 
 
 def _run_row(ctx: BotContext, chain: Chain, now: float) -> dict[str, Any] | None:

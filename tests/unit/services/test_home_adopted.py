@@ -287,7 +287,8 @@ def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, l
                   if i.key.endswith(":final")]
     assert incident.job_id == "6103"
     [row] = [r for r in rows(ctx, BOB) if r["job_id"] == "6100"]
-    assert row["last_incident"] == {"class_id": incident.class_id, "job_id": "6100_3"}
+    assert row["last_incident"] == {"class_id": incident.class_id, "job_id": "6100_3",
+                                    "checkpoint_unknown": None}
     blocks = render_home(ctx, home_view(ctx, BOB, NOW))
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert line.format(cls=incident.class_id) in text and "6103" not in text, text
@@ -380,3 +381,25 @@ def test_an_adopted_jobs_target_is_the_one_its_log_printed_in_home_and_its_threa
     assert row["progress_bar"].endswith("1,200 / 40,000"), row["progress_bar"]
     _, root = render(ctx, "root", None, root_view(ctx, chain_id))  # the thread's first message
     assert root.startswith("eval-run: job 4242 RUNNING · ") and root.endswith("1,200 / 40,000")
+
+
+@pytest.mark.parametrize(("lookup", "line"), [
+    ({"checkpoint_lookup": "failed"}, "Last incident: nccl_timeout (job 88154), resume from "
+     "the last complete checkpoint (unknown: looking it up failed)"),
+    ({}, "Last incident: nccl_timeout (job 88154) ·"),
+])
+def test_a_runs_last_incident_says_when_its_resume_checkpoint_is_unknown(ctx, lookup, line):
+    """The run's last incident proposed a resume whose checkpoint could not be looked up: its
+    row on the Home tab says so, in the incident's words (bot.core.policy.resume_start)."""
+    from bot.core.policy import Decision, DecisionKind
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    decision = Decision(DecisionKind.PROPOSE_RESUBMIT, "r", "nccl_timeout",
+                        offers=("resubmit", "dismiss"), facts={"why": "retryable", **lookup})
+    ctx.store.incidents.record("dev:88154:final", class_id="nccl_timeout", now=NOW,
+                               chain_id=chain.id, job_id="88154", state="posted",
+                               diagnosis={"kind": "incident", "decision": decision.to_json()})
+    blocks = render_home(ctx, home_view(ctx, ALICE, NOW))
+    assert validate_blocks(blocks) == []
+    text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
+    assert line in text, text
