@@ -338,6 +338,14 @@ def _lead_end(text: str) -> int:
     return end + _time_end(text[end:])
 
 
+def message_after_time(message: str) -> str:
+    """A line's message (`clean_line`, the catalogue scanner's `normalize_line`) after the
+    time it starts with and the launcher's prefixes after that time (`_time_end`), where a
+    progress bar's label starts: `2025-05-14 16:10:00 [rank3]: Map: 100%|…` is read as
+    `Map: 100%|…`; the message itself when it starts with no time."""
+    return message[_time_end(message):]
+
+
 def _time_end(message: str) -> int:
     """Where the time at the start of a message ends (0: it starts with none): a time the clock
     reads (`2025-05-14 16:10:00,123`, `2025-05-14T16:10:00+02:00`, `[2025-05-14 16:10:00]`,
@@ -444,7 +452,7 @@ class LineParser:
             return None, None
         t = self.clock.parse_split(prefix, line)
         # the grammar reads the message after its time (a bar's label starts there)
-        body = line[_time_end(line):]
+        body = message_after_time(line)
         s = Sample(line_no=line_no, time=t)
         event = None
         low = line.lower()

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.metrics import MetricSeries
-from bot.core.training_lines import is_start_up_bar
+from bot.core.training_lines import is_start_up_bar, message_after_time
 
 # A warning: a line labelled one (`UserWarning: ...`, `warning: ...`, `[Warning]`, a WARN or
 # WARNING level) or the source line Python shows under it (`  warnings.warn(...)`,
@@ -625,7 +625,9 @@ def ends_at_shell_prompt(
 def _shows_progress(text: str) -> bool:
     """An output line shows training progress the metric series may not count: an epoch
     counter, a loss value, a progress bar that names training or nothing (not a start-up
-    bar: `Loading checkpoint shards: 100%|`, `Generating train split: 100%|`)."""
+    bar: `Loading checkpoint shards: 100%|`, `Generating train split: 100%|`), read after the
+    time the line starts with (`message_after_time`: a bar's label starts there)."""
+    text = message_after_time(text)
     if is_start_up_bar(text):
         return False
     if _EPOCH_OF.search(text) or _LOSS_VALUE.search(text):

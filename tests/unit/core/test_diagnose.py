@@ -16,6 +16,7 @@ from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.models import STOP_CLASSES, Accounting, Action
 from bot.core.units import parse_size
 from bot.slack.render import explain, explain_title
+from tests.support.log_times import TIMES_BEFORE_A_BAR
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 
@@ -1803,6 +1804,39 @@ def test_a_training_bar_after_start_up_bars_still_reaches_the_target(catalogue, 
     text = "".join(b + "\n" for b in START_UP_BARS) + bar + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == ("completed", 1000, 1000)
+
+
+@pytest.mark.parametrize("time", TIMES_BEFORE_A_BAR)
+@pytest.mark.parametrize("bar", [
+    *START_UP_BARS,
+    # an evaluation pass alone (`trainer.validate`) is no training either
+    "Validation DataLoader 0: 100%|##########| 10/10 [00:01<00:00,  9.80it/s]",
+])
+def test_a_timestamped_start_up_bar_before_the_prompt_is_no_training_progress(
+        catalogue, time: str, bar: str):
+    """The time a log puts before a bar (and a rank's prefix around it) is no part of its
+    label: a run that only prepared or loaded (`Generating train split: 100%|`) and returned
+    is told as one that never trained."""
+    text = START_UP + time + bar + "\n(venv) user@host:~/proj$ \n"
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
+    assert d.detail is not None and d.detail["progress"] is False, d.detail
+    assert "returned without training" in explain(d)
+
+
+@pytest.mark.parametrize("time", TIMES_BEFORE_A_BAR)
+@pytest.mark.parametrize("progress", [
+    "      1/49     11.9G    0.0217    0.0123   0.00512        64       640: 100%|#####|",
+    " 45%|####5     |",  # Hugging Face Trainer's bare bar, drawn without its count
+    "Training:  45%|####5     |",
+])
+def test_timestamped_progress_the_series_does_not_count_is_still_progress(
+        catalogue, time: str, progress: str):
+    """A bar or epoch row after the line's time reads as the training progress it shows."""
+    d = _diagnose_text(catalogue, START_UP + time + progress + "\n(venv) user@host:~/proj$ \n")
+    assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
+    assert d.detail is not None and d.detail["progress"] is True, d.detail
+    assert "returned without finishing training" in explain(d)
 
 
 # Lightning's TQDMProgressBar (BAR_FORMAT) over two epochs: each epoch's bar reset to the

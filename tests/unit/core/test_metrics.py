@@ -14,6 +14,7 @@ from bot.core.logprefix import PROCESS_PREFIX
 from bot.core.metrics import MetricSeries
 from bot.core.training_lines import LineParser, LogClock, clean_line, is_start_up_bar, parse_mem
 from bot.core.units import GIB
+from tests.support.log_times import TIMES_BEFORE_A_BAR
 
 
 def epoch(y, mo, d, hh, mm, ss):
@@ -362,15 +363,6 @@ def test_an_evaluation_pass_bar_is_no_training_progress(
     else:
         assert s is not None and not s.is_metric, s
         assert s.evaluation_batches == batches
-
-
-#: The times (and the launcher's prefixes around them) a log may put before a bar's label.
-TIMES_BEFORE_A_BAR = [
-    "2025-05-14 16:10:00 ", "2025-05-14 16:10:00,123 ", "2025-05-14T16:10:00 ",
-    "2025-05-14T16:10:00.5+00:00 ", "[2025-05-14 16:10:00] ", "[2025-05-14 16:10:00,123] ",
-    "[rank3]: 2025-05-14 16:10:00 ", "0: 2025-05-14 16:10:00 ", "2025-05-14 16:10:00 [rank3]: ",
-    "2025-05-14 16:10:00 0: ", "2025-05-14T16:10:00Z ",
-]
 
 
 @pytest.mark.parametrize("time", TIMES_BEFORE_A_BAR)
