@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import paramiko
 
+from bot.cluster.channels import wait_channel
 from bot.cluster.errors import SFTPTimedOut
 
 log = logging.getLogger(__name__)
@@ -55,24 +56,11 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
         """
         chan = self.sock
         deadline = time.monotonic() + timeout
-        while True:
-            # The channel's buffers set the event when data comes and when they are closed: on
-            # EOF, on the server's close, on a dead transport, and on `chan.close()` from any
-            # thread (BufferedPipe.set_event). Set here at each wait, before looking: whatever
-            # comes after the look sets it, and a `fileno()` since (its OS pipe replaces the
-            # event) cannot leave a wait deaf. No select() on `chan.fileno()`: Channel.close()
-            # closes that fd while another thread may be about to wait on its number.
-            chan.in_buffer.set_event(self._readable)
-            chan.in_stderr_buffer.set_event(self._readable)
+        while wait_channel(chan, self._readable, deadline - time.monotonic()):
             if chan.recv_ready() or chan.eof_received or chan.closed:
                 return True
-            if chan.recv_stderr_ready():
-                chan.recv_stderr(65536)
-                continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            self._readable.wait(remaining)
+            chan.recv_stderr(65536)  # stderr alone: dropped
+        return False
 
     @property
     def channel(self) -> paramiko.Channel:

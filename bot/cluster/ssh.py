@@ -25,7 +25,6 @@ import getpass
 import logging
 import os
 import re
-import select
 import shlex
 import threading
 import time
@@ -36,6 +35,7 @@ from typing import Any
 import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 
+from bot.cluster.channels import wait_channel
 from bot.cluster.errors import (
     ClusterError,
     ClusterUnavailable,
@@ -552,7 +552,7 @@ class SSHRunner:
                 chan.sendall(data)
             chan.shutdown_write()  # EOF on stdin, so `cat`-like commands finish
             chan.settimeout(None)
-            fd = chan.fileno()
+            readable = threading.Event()  # see wait_channel
             while True:
                 while chan.recv_ready():
                     out.append(chan.recv(_READ_CHUNK))
@@ -570,11 +570,11 @@ class SSHRunner:
                     _send_signal(chan, "TERM")
                     return b"".join(out), b"".join(err), None
                 if chan.eof_received:
-                    # Output is done but the exit status has not arrived yet; the pipe stays
-                    # readable after EOF, so wait on the status event instead of spinning.
+                    # Output is done but the exit status has not arrived yet; wait_channel
+                    # returns at once after EOF, so wait on the status event instead.
                     chan.status_event.wait(min(remaining, 0.5))
                 else:
-                    select.select([fd], [], [], min(remaining, 1.0))
+                    wait_channel(chan, readable, remaining)
         except TimeoutError:  # stdin write blocked past the deadline
             return b"".join(out), b"".join(err), None
         exit_code = chan.recv_exit_status()

@@ -44,6 +44,7 @@ class Peer:
     release: threading.Event = field(default_factory=threading.Event)
     entered: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
     exec_requests: int = 0
+    exec_runs: bool = False  # True: every command starts and runs, silent, until closed
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
 
     def runner(self, **changes: object) -> SSHRunner:
@@ -133,6 +134,8 @@ class _Server(paramiko.ServerInterface):
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         self.peer.exec_requests += 1
+        if self.peer.exec_runs:
+            return True
         self.peer.release.wait()  # sshd waiting on something (a hung home directory) forever
         return False
 
@@ -294,6 +297,56 @@ def test_starting_a_command_the_server_never_answers_times_out(peer: Peer) -> No
             runner.run(["true"], timeout=1)
         assert time.monotonic() - start < 3
         assert peer.exec_requests == 1
+
+
+class _ClosedBeforeItsWait(paramiko.Channel):
+    """A command's channel that another thread closes at the worst moment: once the runner
+    has looked at it (open, no output) and is about to wait, i.e. at its first look at
+    `eof_received` after the command started."""
+
+    armed = False
+
+    @property  # type: ignore[override]
+    def eof_received(self) -> bool:
+        if self.armed and threading.current_thread() is not self.transport:
+            self.armed = False
+            closer = threading.Thread(target=self.close)
+            closer.start()
+            closer.join()
+        return self.__dict__["eof_received"]
+
+    @eof_received.setter
+    def eof_received(self, value: bool) -> None:
+        self.__dict__["eof_received"] = value
+
+
+def test_a_command_wait_ends_when_its_channel_is_closed_from_another_thread(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command whose channel another thread closes, even just before the runner waits on
+    it, ends at once: not at its timeout, and not with an error from waiting on the file
+    descriptor the close freed (the wait is on the channel's buffers, which the close wakes)."""
+    peer.exec_runs = True
+    with peer.runner() as runner:
+        open_session = runner._open_session  # noqa: SLF001
+        started_at: list[float] = []
+
+        def opened() -> paramiko.Channel:
+            chan = open_session()
+            exec_command = chan.exec_command
+
+            def start(command: str) -> None:
+                exec_command(command)
+                chan.__class__ = _ClosedBeforeItsWait
+                chan.armed = True  # type: ignore[attr-defined]
+                started_at.append(time.monotonic())
+
+            chan.exec_command = start  # type: ignore[method-assign]
+            return chan
+
+        monkeypatch.setattr(runner, "_open_session", opened)
+        result = runner.run(["sleep", "60"], timeout=30, check=False)
+        assert time.monotonic() - started_at[0] < 0.5
+        assert result.exit_code != 0 and result.stdout == result.stderr == ""
 
 
 class _PeerClusters:
