@@ -41,6 +41,9 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
         self.timeout = timeout
         chan.settimeout(timeout)
         self._readable = threading.Event()  # see wait_readable
+        # The pool's count of close() calls when it handed this channel out (SFTPPool): a
+        # channel out at a close() is closed when it comes back.
+        self.pool_closings = 0
         super().__init__(chan)
 
     def _read_packet(self) -> tuple[int, bytes]:
@@ -115,6 +118,7 @@ class SFTPPool:
         self._busy = 0
         self._stuck: list[_Stuck] = []
         self._lookup: DeadlineSFTPClient | None = None  # kept between leases (lookup_channel)
+        self._closings = 0  # close() calls so far (DeadlineSFTPClient.pool_closings)
 
     # ---- what callers use (paramiko.SFTPClient's names and results) -----------------------
 
@@ -164,11 +168,13 @@ class SFTPPool:
         (a request with no reply raises, and its channel is not kept); opening it too."""
         with self._cond:
             client, self._lookup = self._lookup, None
+            closings = self._closings
         if client is not None and not _alive(client):  # its transport died since
             _close_quietly(client)
             client = None
         if client is None:
             client = self._open_client(self.timeout)
+        client.pool_closings = closings
         lease = LookupLease(self, client)
         try:
             yield lease
@@ -176,18 +182,22 @@ class SFTPPool:
             lease._end()  # noqa: SLF001 - the pool's own lease
 
     def _keep_lookup(self, client: DeadlineSFTPClient) -> None:
-        """A lease's channel back as the lookup channel, if it is in sync and none is kept."""
+        """A lease's channel back as the lookup channel, if it is in sync, none is kept and
+        the pool was not closed while it was out."""
         with self._cond:
-            kept = self._lookup is None and _alive(client) and not client.outstanding()
+            kept = (self._lookup is None and client.pool_closings == self._closings
+                    and _alive(client) and not client.outstanding())
             if kept:
                 self._lookup = client
         if not kept:
             _close_quietly(client)
 
     def close(self) -> None:
-        """Close every channel (idle, stuck, the kept lookup channel); a channel in use is
-        closed when returned."""
+        """Close every channel (idle, stuck, the kept lookup channel); a channel in use (an
+        open file's, a lookup lease's) is closed when returned. The pool stays usable: later
+        calls open fresh channels (the runner reconnects after its close())."""
         with self._cond:
+            self._closings += 1
             clients = self._idle + [s.client for s in self._stuck]
             if self._lookup is not None:
                 clients.append(self._lookup)
@@ -261,10 +271,12 @@ class SFTPPool:
                     client = self._idle.pop()
                     if _alive(client):
                         self._busy += 1
+                        client.pool_closings = self._closings
                         return client
                     _close_quietly(client)
                 if self._busy + len(self._stuck) < self.max_channels:
                     self._busy += 1
+                    closings = self._closings
                     break
                 if self._busy == 0:  # every channel waits on a hung path: fail at once
                     raise SFTPTimedOut(op, path, self.timeout, self.where,
@@ -275,21 +287,29 @@ class SFTPPool:
                                        busy=self.max_channels)
                 self._cond.wait(min(remaining, 0.5))  # wake up to look at stuck channels
         try:
-            return self._open_client(self.timeout)
+            client = self._open_client(self.timeout)
         except BaseException:
             with self._cond:
                 self._busy -= 1
                 self._cond.notify_all()
             raise
+        client.pool_closings = closings
+        return client
 
     def _checkin(self, client: DeadlineSFTPClient) -> None:
+        """A channel back from its caller: idle again, or closed when it is out of sync or
+        the pool was closed while it was out."""
         if client.outstanding():  # a swallowed half-read reply: out of sync, not reusable
             self._discard(client)
             return
         with self._cond:
             self._busy -= 1
-            self._idle.append(client)
+            kept = client.pool_closings == self._closings
+            if kept:
+                self._idle.append(client)
             self._cond.notify_all()
+        if not kept:
+            _close_quietly(client)
 
     def _discard(self, client: DeadlineSFTPClient) -> None:
         with self._cond:

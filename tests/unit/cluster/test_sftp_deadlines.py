@@ -526,3 +526,24 @@ def test_a_lookup_channel_left_waiting_for_a_reply_is_not_kept(peer: Peer) -> No
         with sftp.lookup_channel() as fresh:
             assert fresh.sftp.normalize(".") == "/"
         assert peer.sessions - before == 1
+
+
+def test_a_channel_in_use_when_the_pool_closes_is_closed_when_returned(peer: Peer) -> None:
+    """close() closes the channels in use (an open file's, a lookup lease's) as they come
+    back, instead of keeping them; the pool then serves on a fresh channel."""
+    logs = _write_logs(peer, 1)
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        f = sftp.open(logs[0], "rb")
+        file_channel = f._client.channel  # type: ignore[union-attr]  # noqa: SLF001
+        with sftp.lookup_channel() as lease:
+            sftp.close()
+            assert not file_channel.closed and not lease.sftp.channel.closed  # still in use
+            assert lease.sftp.normalize(".") == "/"
+            assert f.read(6) == b"iter 0"
+        f.close()
+        assert file_channel.closed and lease.sftp.channel.closed
+        assert sftp.channels == []
+        before = peer.sessions
+        assert read_lines(sftp, logs[0]) == ["iter 0"] * 3
+        assert peer.sessions - before == 1 and len(sftp.channels) == 1
