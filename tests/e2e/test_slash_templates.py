@@ -176,7 +176,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
 
     result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 5)
     assert result.status == "done" and len(slurm.submits()) == 2
-    # the prompt said iter 3000, and no complete checkpoint is found at the click: it says so
+    # the prompt said iteration 3000, and no complete checkpoint is found at the click: it says so
     assert result.update_text == (
         "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다. 프롬프트는 iter 3,000에서 "
         "재개한다고 했습니다: 프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다.")

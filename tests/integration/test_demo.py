@@ -67,7 +67,7 @@ def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path)
     # 4. approved at the prompt (--yes), resumed from the last complete checkpoint
     assert f"Resubmit from iteration {LAST_COMPLETE_CHECKPOINT}? [y/N] y (--yes)" in out
     resumed = re.search(
-        rf"Resumed as (\d+) from iteration {LAST_COMPLETE_CHECKPOINT} \(was (\d+)\)", out)
+        rf"Resumed as (\d+) \(was (\d+)\) from iteration {LAST_COMPLETE_CHECKPOINT}", out)
     assert resumed, out[-6000:]
     # the story in order
     assert _pos(out, "host memory is growing") < _pos(out, "no training progress") \

@@ -352,7 +352,7 @@ def test_approval_submits_once_on_the_real_cluster(env: Env) -> None:
     assert env.click(ActionId.RESUBMIT_MEM, token, ts, "W0LEAD") == []
     update = env.slack.ok_calls("chat.update")[-1].params["text"]
     assert update.startswith("Approved by <@W0LEAD>: resubmitted as ")
-    assert update.endswith(" from iter 2000 with --mem=1G")
+    assert update.endswith(" from iteration 2,000 with --mem=1G")
     job_id = update.split()[5]
     env.click(ActionId.RESUBMIT, token, ts, "W0LEAD")  # double click
     env.click(ActionId.RESUBMIT, token, ts, "W0LEAD", retry=1)  # Slack redelivers

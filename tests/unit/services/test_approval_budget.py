@@ -252,7 +252,8 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     # the recipe keeps no checkpoint the submit finds: it says the prompt said another
     assert result.update_text == (
         "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from the start. "
-        "The prompt said iter 3,000: the newest complete checkpoint changed since it was posted.")
+        "The prompt said iteration 3,000: the newest complete checkpoint changed since "
+        "it was posted.")
     assert s.slurm.acted("cancel") == [88154]
     assert len(s.slurm.submits()) == 1 and s.slurm.submits()[0].job_name == "mix"
     old, new = store.attempts.for_chain(s.chain_id)

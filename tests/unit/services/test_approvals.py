@@ -114,7 +114,7 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert result.status == "done"
     # the button said iter 3000; no checkpoint is found at the click: it says so, as the thread
     assert result.update_text == (
-        "Approved by <@W0LEAD>: resubmitted as 88887. The prompt said iter 3,000: the newest "
+        "Approved by <@W0LEAD>: resubmitted as 88887. The prompt said iteration 3,000: the newest "
         "complete checkpoint changed since it was posted.")
     assert len(slurm.submits()) == 1
     assert [a.job_id for a in ctx.store.attempts.for_chain(chain_id)] == ["88154", "88887"]
@@ -124,7 +124,7 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert ("reply", chain_id, "resolution:88887",
             "mix: resumed as 88887 from scratch (no complete checkpoint)") in ctx.sink.posts
     said = str(replies["resolution:88887"])
-    assert "Resumed as *88887* from scratch (no complete checkpoint) (was 88154)" in said
+    assert "Resumed as *88887* (was 88154) from scratch (no complete checkpoint)" in said
     assert "Lost 120 iterations" in said and "Approved by <@W0LEAD>" in said
 
     again = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 2)
@@ -154,8 +154,9 @@ def keep_replies(ctx: BotContext) -> dict[str, list]:
 
 
 # the newest complete checkpoint at the click: the prompt said 3000 (failed_run)
-CHANGED = {"en": "✅ Resumed as *88887* from iteration 2,000 (was 88154) with --mem=1900G. The "
-           "prompt said iter 3,000: the newest complete checkpoint changed since it was posted.",
+CHANGED = {"en": "✅ Resumed as *88887* (was 88154) from iteration 2,000, with --mem=1900G. The "
+           "prompt said iteration 3,000: the newest complete checkpoint changed since "
+           "it was posted.",
            "ko": "✅ *88887*(으)로 iteration 2,000부터 재개했습니다 (이전: 88154), "
            "--mem=1900G. 프롬프트는 iter 3,000에서 재개한다고 했습니다: "
            "프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다."}
@@ -164,7 +165,7 @@ CHANGED = {"en": "✅ Resumed as *88887* from iteration 2,000 (was 88154) with -
 @pytest.mark.parametrize(("lang", "newest", "said"), [
     ("en", 2000, CHANGED["en"]),
     ("ko", 2000, CHANGED["ko"]),
-    ("en", 3000, "✅ Resumed as *88887* from iteration 3,000 (was 88154) with --mem=1900G."),
+    ("en", 3000, "✅ Resumed as *88887* (was 88154) from iteration 3,000, with --mem=1900G."),
 ])
 def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so(
     store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, lang: str, newest: int,
@@ -206,7 +207,8 @@ def test_cancel_and_resume_from_another_checkpoint_than_the_button_said_says_so(
     assert handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "W0LEAD",
                         NOW + 1).status == "done"
     said = replies["resolution:88887"][0]["text"]["text"]
-    assert ("from iteration 2,000 (was 88154). The prompt said iter 3,000: the newest complete "
+    assert ("(was 88154) from iteration 2,000. The prompt said iteration 3,000: the "
+            "newest complete "
             "checkpoint changed since it was posted.") in said
 
 
@@ -227,13 +229,14 @@ def test_a_resubmit_from_a_checkpoint_of_unknown_iteration_names_it(
     result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
     assert result.status == "done"
     said = replies["resolution:88887"][0]["text"]["text"]
-    assert "from checkpoint `final` (was 88154)" in said
+    assert "(was 88154) from checkpoint `final`" in said
     assert "from the start" not in said
-    assert said.endswith("The prompt said iter 3,000: the newest complete checkpoint changed "
+    assert said.endswith("The prompt said iteration 3,000: the newest complete checkpoint changed "
                          "since it was posted.")
     assert result.update_text == (
         "Approved by <@W0LEAD>: resubmitted as 88887 from checkpoint `final` with --mem=1900G. "
-        "The prompt said iter 3,000: the newest complete checkpoint changed since it was posted.")
+        "The prompt said iteration 3,000: the newest complete checkpoint changed since "
+        "it was posted.")
 
 
 @pytest.mark.parametrize(("said", "found", "note"), [
@@ -243,7 +246,8 @@ def test_a_resubmit_from_a_checkpoint_of_unknown_iteration_names_it(
      "posted."),
     # the prompt named iter 4000; at the click a pointer names `final`
     ((4000, "iter_000004000"), ("final", None),
-     "The prompt said iter 4,000: the newest complete checkpoint changed since it was posted."),
+     "The prompt said iteration 4,000: the newest complete checkpoint changed since it "
+     "was posted."),
     # the same checkpoint at the click: nothing to say
     ((None, "final"), ("final", None), None),
     ((4000, "iter_000004000"), ("iter_000004000", 4000), None),
@@ -277,7 +281,7 @@ def test_a_resume_from_another_checkpoint_than_the_prompt_named_says_so_by_name_
 def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so_in_the_prompt(
     store: Store, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The prompt said iter 3000; at the click the newest complete checkpoint is iter 2000:
+    """The prompt said iteration 3000; at the click the newest complete checkpoint is iter 2000:
     the prompt, rewritten, says so as the resolution line does."""
     import bot.cluster.checkpoints as checkpoints
     from bot.core.checkpoints import Checkpoint
@@ -288,7 +292,8 @@ def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so_in_the_
     _, token = failed_run(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.update_text == (
-        "Approved by <@W0LEAD>: resubmitted as 88887 from iter 2000. The prompt said iter "
+        "Approved by <@W0LEAD>: resubmitted as 88887 from iteration 2,000. The prompt "
+        "said iteration "
         "3,000: the newest complete checkpoint changed since it was posted.")
 
 

@@ -614,11 +614,11 @@ def test_a_long_node_list_on_a_button_keeps_what_the_button_does():
 
 
 @pytest.mark.parametrize(("from_iter", "checkpoint", "en", "ko"), [
-    (3000, "iter_000003000", "Resumed as *2* from iteration 3,000 (was 1).",
+    (3000, "iter_000003000", "Resumed as *2* (was 1) from iteration 3,000.",
      "iteration 3,000부터"),
     # a pointer file naming a checkpoint whose name has no iteration number: it names it
-    (None, "final", "Resumed as *2* from checkpoint `final` (was 1).", "체크포인트 `final`부터"),
-    (None, None, "Resumed as *2* from scratch (no complete checkpoint) (was 1).",
+    (None, "final", "Resumed as *2* (was 1) from checkpoint `final`.", "체크포인트 `final`부터"),
+    (None, None, "Resumed as *2* (was 1) from scratch (no complete checkpoint).",
      "완전한 체크포인트가 없어 처음부터"),
 ])
 def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str, ko: str):
@@ -724,7 +724,8 @@ def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_
 
 @pytest.mark.parametrize(("lang", "outcome", "said"), [
     ("en", {"did": "resubmitted", "from_iter": 2000, "prompt_iter": 3000},
-     "resubmitted as 88887 from iter 2000. The prompt said iter 3,000: the newest complete "
+     "resubmitted as 88887 from iteration 2,000. The prompt said iteration 3,000: the "
+     "newest complete "
      "checkpoint changed since it was posted."),
     ("ko", {"did": "resubmitted", "from_iter": 2000, "prompt_iter": 3000},
      "프롬프트는 iter 3,000에서 재개한다고 했습니다"),
@@ -735,7 +736,7 @@ def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_
     ("ko", {"did": "cancel_resumed", "from_checkpoint": "final"}, "체크포인트 `final`부터 재개"),
     # the prompt named a checkpoint without an iteration: by its name
     ("en", {"did": "resubmitted", "from_iter": 4000, "prompt_checkpoint": "final"},
-     "resubmitted as 88887 from iter 4000. The prompt said checkpoint `final`: the newest "
+     "resubmitted as 88887 from iteration 4,000. The prompt said checkpoint `final`: the newest "
      "complete checkpoint changed since it was posted."),
     ("ko", {"did": "resubmitted", "from_iter": 4000, "prompt_checkpoint": "final"},
      "프롬프트는 체크포인트 `final`에서 재개한다고 했습니다"),
