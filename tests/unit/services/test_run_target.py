@@ -158,17 +158,24 @@ def test_a_resumes_target_is_the_one_the_watcher_judges_its_new_job_by(store):
     assert final.job_id == str(job) and final.class_id == "completed"
 
 
-def test_a_tick_with_no_new_job_of_the_chain_does_not_read_its_row_again(store, monkeypatch):
-    """The chain's row (its target) is read once per new job of it, not once per tick."""
-    ctx, slurm, w, result = run(store)
+def count_reads(monkeypatch, table, method: str) -> list[int]:
+    """The chain ids `table.method(chain_id)` is called with from now on (the store still
+    answers)."""
     reads: list[int] = []
-    read = store.chains.get
+    read = getattr(table, method)
 
     def counted(chain_id: int):
         reads.append(chain_id)
         return read(chain_id)
 
-    monkeypatch.setattr(store.chains, "get", counted)
+    monkeypatch.setattr(table, method, counted)
+    return reads
+
+
+def test_a_tick_with_no_new_job_of_the_chain_does_not_read_its_row_again(store, monkeypatch):
+    """The chain's row (its target) is read once per new job of it, not once per tick."""
+    ctx, slurm, w, result = run(store)
+    reads = count_reads(monkeypatch, store.chains, "get")
     sftp = ctx.clusters.sftp("dev")
     log = LOG.format(result.job_id)
     for n, tick in enumerate((T0 + 120, T0 + 180, T0 + 240)):  # the job goes on
@@ -226,14 +233,7 @@ def test_a_resumed_jobs_run_rows_are_read_once_for_its_target_not_once_per_tick(
     w.tick(T0 + 600)  # resubmitted
     job = max(slurm.records)
     slurm.set(job, state="RUNNING", stdout_path=LOG.format(job), start_time=T0 + 700)
-    reads: list[int] = []
-    read = store.attempts.for_chain
-
-    def counted(chain_id: int):
-        reads.append(chain_id)
-        return read(chain_id)
-
-    monkeypatch.setattr(store.attempts, "for_chain", counted)
+    reads = count_reads(monkeypatch, store.attempts, "for_chain")
     sftp = ctx.clusters.sftp("dev")
     for n, tick in enumerate((T0 + 760, T0 + 820, T0 + 880)):  # its log prints no target
         sftp.append(LOG.format(job), NANOGPT.format(it=1300 + 100 * n).encode())
