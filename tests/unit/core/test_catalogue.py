@@ -684,6 +684,8 @@ def test_fast_scanners_find_every_string_a_pattern_matches(cat: Catalogue, data)
     ))
     head = "" if pattern.startswith("^") else "noise "
     tail = "" if pattern.endswith("$") else " noise"
+    if not re.search(pattern, head + hit + tail):  # an alternative anchored inside: (^[Tt]|T)
+        head, tail = "", ""
     lines = [PROGRESS[0], head + hit + tail, PROGRESS[2]]
     expected = cat.scan(lines, exhaustive=True)
     assert any(m.line_no == 2 for m in expected)
