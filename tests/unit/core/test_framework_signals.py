@@ -222,6 +222,17 @@ def test_lightnings_requeue_lines_of_every_version_read_as_a_time_limit(catalogu
 
 
 # DeepSpeed's logger: `[2025-03-02 10:02:00,000] [INFO] [launch.py:344:sigkill_handler] ...`
+#: A SIGTERM line that names no sender, told by sacct's State: none (a person checks), a time
+#: limit, a preemption, a failure, a cancel.
+_SENDER_BY_SACCT = [
+    (None, "unknown_failure"),
+    (Accounting(state="TIMEOUT", exit_code=0, signal=15), "time_limit"),
+    (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted"),
+    (Accounting(state="FAILED", exit_code=1, signal=0), "unknown_failure"),
+    (Accounting(state="CANCELLED", exit_code=0, signal=15), "unknown_failure"),
+]
+
+
 _DEEPSPEED_SIGTERM = (
     "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
     "[2025-03-02 10:02:00,000] [INFO] [launch.py:335:sigkill_handler] Killing subprocess 2248\n"
@@ -229,13 +240,7 @@ _DEEPSPEED_SIGTERM = (
     "SIGTERM, exiting\n")
 
 
-@pytest.mark.parametrize(("acct", "class_id"), [
-    (None, "unknown_failure"),
-    (Accounting(state="TIMEOUT", exit_code=0, signal=15), "time_limit"),
-    (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted"),
-    (Accounting(state="FAILED", exit_code=1, signal=0), "unknown_failure"),
-    (Accounting(state="CANCELLED", exit_code=0, signal=15), "unknown_failure"),
-])
+@pytest.mark.parametrize(("acct", "class_id"), _SENDER_BY_SACCT)
 def test_deepspeeds_launcher_stopped_by_sigterm_follows_sacct(catalogue, acct, class_id):
     """deepspeed/launcher/launch.py, sigkill_handler: on SIGTERM from anyone (Slurm's time
     limit, a preemption, scancel, srun ending the step) it kills its ranks (`Killing subprocess
@@ -276,13 +281,7 @@ _LIGHTNING_SIGTERMS = ["[rank: 0] Received SIGTERM: 15\n",
 
 
 @pytest.mark.parametrize("ending", _LIGHTNING_SIGTERMS)
-@pytest.mark.parametrize(("acct", "class_id"), [
-    (None, "unknown_failure"),
-    (Accounting(state="TIMEOUT", exit_code=0, signal=15), "time_limit"),
-    (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted"),
-    (Accounting(state="FAILED", exit_code=1, signal=0), "unknown_failure"),
-    (Accounting(state="CANCELLED", exit_code=0, signal=15), "unknown_failure"),
-])
+@pytest.mark.parametrize(("acct", "class_id"), _SENDER_BY_SACCT)
 def test_lightnings_sigterm_follows_sacct(catalogue, ending, acct, class_id):
     """Lightning prints its SIGTERM line whoever sent the signal (Slurm's time limit, a
     preemption, scancel, a node shutting down) and stops: only sacct's State says who; a log
