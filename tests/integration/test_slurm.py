@@ -169,8 +169,14 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
         submitted.append(ids[case])
     finals = {"exit3": "FAILED", "kill9": "FAILED", "mem": "FAILED", "timeout": "TIMEOUT"}
 
+    def timeout_signal_recorded(records: Mapping[int, JobRecord]) -> bool:
+        # When the time limit ends the job, accounting can show it (and its batch step)
+        # TIMEOUT with 0:0 for a moment, before the batch step's own exit status arrives.
+        return bool(records[ids["timeout"]].signal)
+
     def all_settled(records: Mapping[int, JobRecord]) -> bool:
-        return all(settled(ids[c], s)(records) for c, s in finals.items())
+        return (all(settled(ids[c], s)(records) for c, s in finals.items())
+                and timeout_signal_recorded(records))
 
     records = wait_for(client, list(ids.values()), all_settled, timeout=200,
                        what="exit3/kill9/mem/timeout outcomes in sacct")
