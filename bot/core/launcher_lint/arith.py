@@ -11,12 +11,34 @@ import re
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import CHECK_ARITH_ZERO, Arith, Scan
+from bot.core.shell_lexer import Memo, split_top_level
 from bot.core.text import N_
 
 #: The arithmetic commands the walk collects where `set -e` is on: an increment or decrement
 #: (its value is the variable's before it), or an assignment of 0 (its value is 0).
 ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)\s*\)\)$")
 LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)[\"']?$")
+
+def nounset_ariths(lst: str, off: int, memo: Memo, zero_after: int | None) -> list[Arith]:
+    """Under `set -u`, the `((n++))` / `let n++` commands of the and-or list `lst` (at `off`),
+    whose `n`, when nothing sets it, is an unbound variable that stops bash with or without
+    `set -e`, and whatever tests their status (`|| true`, an `if` condition); not in a
+    pipeline, whose commands run in subshells (`zero_after`: model.Arith.zero_after)."""
+    if "((" not in lst and "let" not in lst:
+        return []
+    found: list[Arith] = []
+    for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), memo):
+        if len(split_top_level(element, e_off, ("|",), memo)) > 1:
+            continue
+        cmd = element.strip()
+        m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
+        if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
+            at = e_off + len(element) - len(element.lstrip())
+            found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=True,
+                               errexit=False))
+    return found
+
+
 #: What sets a variable: a shell assignment (`n=0`, `n=0;`, `n="0"`, `local n=0`, `let n=0`),
 #: its value up to a blank or an operator, and an arithmetic one, blanks around `=` allowed
 #: (`((n=0))`, `(( n = 0 ))`, `for ((n = 0; …))`); `==` compares. `+=` appends (`n+=1`: "01",

@@ -6,9 +6,9 @@ from __future__ import annotations
 import bisect
 import re
 from copy import copy
-from dataclasses import dataclass, field
 
-from bot.core.launcher_lint.arith import ARITH_RE, LET_RE
+from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, nounset_ariths
+from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
 from bot.core.launcher_lint.model import (
@@ -26,16 +26,15 @@ from bot.core.launcher_lint.model import (
     with_,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
+from bot.core.launcher_lint.options import apply_option_words
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
-    OPENING_KEYWORDS,
     compound_tail,
     first_word,
     function_calls,
     keyword_prefix,
     lists_and_branches,
-    matches_everything,
     next_text,
 )
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
@@ -108,62 +107,6 @@ _GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
 #: (`{ set -e; false; }`, `true && { set -e; }`).
 _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 
-#: A word of `set` that turns options on or off (`-e`, `+u`, `-euo`).
-_SET_FLAGS_RE = re.compile(r"[-+][A-Za-z]+")
-
-
-@dataclass(frozen=True)
-class _Marks:
-    """How much the walk had collected (its lists' lengths, the `shift` count) when a `case`,
-    `if` or loop began: a loop read again drops what its earlier reading collected, and one
-    before `&&` / `||` drops what only `set -e` makes a finding (bash does not stop in it)."""
-
-    hits: int
-    arith: int
-    unset: int
-    interactive: int
-    tees: int
-    positional: int
-    shifted: int
-    may_read_positional: bool
-
-
-@dataclass
-class _Branches:
-    """A `case`, `if` or loop the walk is in (`kind`: "case", "if", "while" for `while` /
-    `until`, "for" for `for` / `select`). Of a case's branches bash runs the first whose
-    pattern matches, then the next ones while a branch ends with `;&` (fall through) or `;;&`
-    (test the next patterns too), or none; of an if's, the one after the first condition that
-    succeeds, or the `else` (none without one); a loop's body, as the `then` of an `if` with
-    no `else`, runs or not. The options of each way there: `reaching` the next pattern test
-    (at the header; a `;;&` branch's end) or, in an `if` or loop, the next `elif` / `else` /
-    `fi` / `done` (the last condition's end), `falling` into the next branch (a `;&`
-    branch's end), `exits` past `esac` / `fi` (a `;;` branch's end, an `if` branch's).
-    `in_branch`: in a branch's commands (in an `if` or loop, not in a condition). `skipped`:
-    the options before it when it follows `&&` / `||` (`[ -f x ] && if …`), a way past it
-    that runs none of it. `start`: the options a loop's pass starts from, `again`: where its
-    keyword is (the list's index, the part of the list, the step), to read it again from,
-    `key` (its offset in the script, the step) names it in _Analyzer.loop_starts;
-    `later_pass`: it is the outermost loop read again (as its passes after the first);
-    `marks`: what the walk had collected when it began (_Marks)."""
-
-    kind: str
-    reaching: list[Opts]
-    marks: _Marks
-    start: Opts
-    again: tuple[int, int, int]
-    key: tuple[int, int]
-    falling: Opts | None = None
-    exits: list[Opts] = field(default_factory=list)
-    in_branch: bool = False
-    skipped: Opts | None = None
-    later_pass: bool = False
-
-    @property
-    def in_condition(self) -> bool:
-        """In an `if` / `elif` / `while` / `until` condition list, up to `then` / `do`: errexit
-        does not stop it."""
-        return self.kind in ("if", "while") and not self.in_branch
 
 
 class _Analyzer:
@@ -231,7 +174,7 @@ class _Analyzer:
             split_top_level(text, base, ("\n", ";", "&", *CASE_BRANCH_ENDS), self.memo))
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
-        frames: list[_Branches] = []  # the `case`s / `if`s this list is in, the innermost last
+        frames: list[Branches] = []  # the `case`s / `if`s this list is in, the innermost last
         idx, resume = -1, (0, 0)  # resume: the part and step a loop read again starts from
         while idx < last:
             idx += 1
@@ -260,7 +203,7 @@ class _Analyzer:
                     exempt = lst[cut:].lstrip().startswith(("&&", "||"))
                     for k in range(first_step if part == first_part else 0, len(steps)):
                         step, patterns = steps[k]
-                        back = self._branch_step(frames, step, patterns, branches.get(idx, ""),
+                        back = branch_step(self, frames, step, patterns, branches.get(idx, ""),
                                                  (idx, part, k), (lst_off, k), hits, exempt,
                                                  skip if k == 0 else None)
                         if back is not None:
@@ -295,7 +238,8 @@ class _Analyzer:
                         if self.may_read_unset:
                             self.unset.extend(unset_reads(lst, lst_off, self.script_text,
                                                           self.memo))
-                        self._nounset_arith(lst, lst_off)
+                        self.arith.extend(nounset_ariths(lst, lst_off, self.memo,
+                                                         self.later_pass_of))
                         if self.may_source_startup:
                             self.interactive.extend(startup_sources(lst, lst_off))
                     if _OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst):
@@ -318,94 +262,13 @@ class _Analyzer:
                 idx, resume = back[0] - 1, back[1:]
         return hits
 
-    def _branch_step(self, frames: list[_Branches], step: str, patterns: str, ended_by: str,
-                     at: tuple[int, int, int], key: tuple[int, int], hits: list[Hit],
-                     exempt: bool, skip: Opts | None) -> tuple[int, int, int] | None:
-        """Follow a `case`, `if` or loop (syntax.keyword_prefix's `step`, at `at`; `ended_by`: the
-        operator that ended the branch before this one): a branch starts from the options of every
-        way into it (the header's, through the patterns before it, or the last condition's end; the
-        previous branch's, after `;;&` or `;&`), so its commands are read as bash may run them; past
-        `esac` / `fi` / `done` the options are `either` of every way out, the header's (the last
-        condition's) included unless a pattern is `*` (there is an `else`), and those before it when
-        it follows `&&` / `||` (`skip`: bash may not run it). A `set` in a branch bash may not run
-        is thus read as maybe not run: no check misses the branch that kept `set -e`. One followed
-        by `&&` / `||` (`exempt`: `fi || true`) is not stopped by `set -e`, as bash reads every
-        command of an and-or list but the last: what only `set -e` makes a finding in it is dropped.
 
-        A loop's body is read as bash runs it, pass after pass: each pass starts from `either`
-        the options at the loop and those the previous pass left (a `set -e` at the end of the
-        body holds in the next pass). At `done`, when the options the next pass would start
-        from differ from those this pass started from, the loop is read again from its keyword
-        (the returned `at`) from the merged ones, what its first reading collected dropped, so
-        each finding is reported once; `key` names the loop across readings.
-
-        Two readings reach the fixed point. Each option is an element of a finite lattice that
-        `either` joins (errexit: off, on, maybe), and the body acts on it as a function
-        f(x) = a or f(x) = a ⊔ x: a `set` gives the option a value whatever it was, branches
-        join, and nothing sets an option from another's value (no toggle, no copy). The
-        first reading starts from the loop's options e and the second from s = e ⊔ f(e),
-        which is e ⊔ a; the next pass would start from e ⊔ f(s) = e ⊔ a = s, so the second
-        reading's start is that of every later pass. That start is kept per loop and joined
-        into the loop's start when it is read again as part of an enclosing loop's second
-        reading (from e' ⊒ e: e' ⊔ a is again the fixed point), so a loop is read again once
-        at most, and a nest of loops costs readings linear in its depth."""
-        if step == "case" or step in OPENING_KEYWORDS:
-            later = key in self.loop_starts and self.later_pass_of is None
-            if key in self.loop_starts:
-                self.opts = either([self.opts, self.loop_starts[key]])
-                if later:
-                    self.later_pass_of = key[0]
-            start = copy(self.opts)  # never changed: `either` makes new options
-            frames.append(_Branches(kind=OPENING_KEYWORDS.get(step, step), reaching=[start],
-                                    marks=self._marks(hits), start=start, again=at, key=key,
-                                    skipped=skip, later_pass=later))
-            return None
-        kinds = {"branch": ("case",), "esac": ("case",), "do": ("while", "for"),
-                 "done": ("while", "for")}.get(step, ("if",))
-        if not frames or frames[-1].kind not in kinds:
-            return None  # a keyword or pattern of a case / if / loop this text does not open
-        frame = frames[-1]
-        if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
-            frame.reaching, frame.in_branch = [copy(self.opts)], True
-            return None
-        if step in ("branch", "elif", "else"):
-            if frame.in_branch:
-                end = copy(self.opts)
-                if ended_by == ";&":
-                    frame.falling = end
-                elif ended_by == ";;&":
-                    frame.reaching.append(end)
-                else:
-                    frame.exits.append(end)
-            ways_in = frame.reaching + ([frame.falling] if frame.falling else [])
-            # a branch after a `*` that ended with `;;` never runs: read from the last way in
-            self.opts = either(ways_in) if ways_in else copy(self.opts)
-            frame.falling, frame.in_branch = None, step != "elif"
-            if step == "else" or matches_everything(patterns):
-                frame.reaching = []  # no pattern test / condition gets past this branch
-            return None
-        frames.pop()  # esac, fi, done
-        if step == "done" and frame.in_branch and frame.key not in self.loop_starts:
-            next_start = either([frame.start, self.opts])
-            if next_start != frame.start:
-                self.loop_starts[frame.key] = next_start
-                self._drop(frame.marks, hits, everything=True)
-                self.opts = copy(next_start)
-                return frame.again
-        if frame.later_pass:
-            self.later_pass_of = None
-        if exempt:
-            self._drop(frame.marks, hits, everything=False)
-        ways_out = frame.exits + frame.reaching + ([copy(self.opts)] if frame.in_branch else [])
-        self.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
-        return None
-
-    def _marks(self, hits: list[Hit]) -> _Marks:
-        return _Marks(len(hits), len(self.arith), len(self.unset), len(self.interactive),
+    def marks(self, hits: list[Hit]) -> Marks:
+        return Marks(len(hits), len(self.arith), len(self.unset), len(self.interactive),
                       len(self.tees), len(self.positional), self.shifted,
                       self.may_read_positional)
 
-    def _drop(self, marks: _Marks, hits: list[Hit], everything: bool) -> None:
+    def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None:
         """Drop what the walk collected since `marks`: `everything` (a loop read again: its
         reading from the merged options replaces it, and a `shift` in it counts once), but an
         `((n++))`, whose first pass is the one where `n` may be 0 (model.Arith.zero_after); or
@@ -490,7 +353,8 @@ class _Analyzer:
                 self.unset.extend(unset_reads(lst, off, self.script_text, self.memo))
             if self.may_source_startup:
                 self.interactive.extend(startup_sources(lst, off))
-            self._nounset_arith(command, command_off)
+            self.arith.extend(nounset_ariths(command, command_off, self.memo,
+                                             self.later_pass_of))
         if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)
                 or _GROUP_LAST_RE.search(command)):
             self._and_or_options(command, command_off, in_condition=True)
@@ -500,23 +364,6 @@ class _Analyzer:
         argument)."""
         if self.may_read_positional and self.function is None and not _FUNC_NAME_RE.match(lst):
             self.positional.extend(positional_reads(lst, off, self.shifted))
-
-    def _nounset_arith(self, lst: str, off: int) -> None:
-        """Under `set -u`, the `((n++))` / `let n++` commands of the and-or list `lst` (at
-        `off`), whose `n`, when nothing sets it, is an unbound variable that stops bash with or
-        without `set -e`, and whatever tests their status (`|| true`, an `if` condition); not
-        in a pipeline, whose commands run in subshells."""
-        if "((" not in lst and "let" not in lst:
-            return
-        for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
-            if len(split_top_level(element, e_off, ("|",), self.memo)) > 1:
-                continue
-            cmd = element.strip()
-            m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
-            if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
-                at = e_off + len(element) - len(element.lstrip())
-                self.arith.append(Arith(at, cmd, m.group(1), zero_after=self.later_pass_of,
-                                        nounset=True, errexit=False))
 
     def _shift(self, lst: str) -> None:
         m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)
@@ -569,33 +416,10 @@ class _Analyzer:
         command, at, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[0]
         if len(split_top_level(command, at, ("|",), self.memo)) > 1:
             return
-        words = shell_words(command, at, self.memo)
-        if words[0] == "set":
-            i = 1
-            while i < len(words):
-                w = words[i]
-                if w in ("-o", "+o") and i + 1 < len(words):
-                    self._set_option(words[i + 1], w == "-o", off)
-                    i += 2
-                    continue
-                if not _SET_FLAGS_RE.fullmatch(w):
-                    break  # `--`, `-` or an argument: the rest are positional parameters
-                on = w[0] == "-"
-                if "e" in w:
-                    self._set_errexit(on, off)
-                if "u" in w:
-                    self._set_nounset(on, off)
-                if "o" in w and i + 1 < len(words):
-                    self._set_option(words[i + 1], on, off)
-                    i += 1
-                i += 1
-        elif words[0] == "shopt" and len(words) >= 3 and words[1] in ("-s", "-u"):
-            on = words[1] == "-s"
-            for name in words[2:]:
-                if name == "nullglob":
-                    self.opts.nullglob = on
-                elif name == "inherit_errexit":
-                    self.opts.inherit_errexit = on
+        line = self.line_of(off)
+        if apply_option_words(self.opts, shell_words(command, at, self.memo), line) and (
+                self.nounset_line is None):
+            self.nounset_line = line
 
     def _and_or_options(self, lst: str, off: int, in_condition: bool = False) -> None:
         """What an and-or list's commands before its last (and the last, when it is a `set`)
@@ -628,30 +452,10 @@ class _Analyzer:
         """Follow the `{ … }` group `group` (at `off`) that bash does not stop in on `set -e`:
         the options it leaves, and what it reads under `set -u`, but not what only `set -e`
         makes a finding."""
-        marks = self._marks([])
+        marks = self.marks([])
         end = group_end(group, 0, off, self.memo)
         self.script(group[1 : end - 1], off + 1)
-        self._drop(marks, [], everything=False)
-
-    def _set_option(self, name: str, on: bool, off: int) -> None:
-        if name == "errexit":
-            self._set_errexit(on, off)
-        elif name == "pipefail":
-            self.opts.pipefail, self.opts.pipefail_partial = on, False
-        elif name == "nounset":
-            self._set_nounset(on, off)
-
-    def _set_errexit(self, on: bool, off: int) -> None:
-        if not on and self.opts.errexit:
-            self.opts.errexit_off_line = self.line_of(off)
-        self.opts.errexit, self.opts.errexit_partial = on, False
-        if on and self.opts.errexit_line is None:
-            self.opts.errexit_line = self.line_of(off)
-
-    def _set_nounset(self, on: bool, off: int) -> None:
-        self.opts.nounset = on
-        if on and self.nounset_line is None:
-            self.nounset_line = self.line_of(off)
+        self.drop(marks, [], everything=False)
 
     # -- an and-or list: `a && b || c`
     def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[Hit]:

@@ -1,0 +1,163 @@
+"""The `case`s, `if`s and loops the launcher lint's walk (bot.core.launcher_lint.engine) is in:
+the options of each way into a branch and past the construct, and a loop's body read again
+from the options its later passes start from."""
+
+from __future__ import annotations
+
+from copy import copy
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from bot.core.launcher_lint.model import Hit, Opts, either
+from bot.core.launcher_lint.syntax import OPENING_KEYWORDS, matches_everything
+
+
+@dataclass(frozen=True)
+class Marks:
+    """How much the walk had collected (its lists' lengths, the `shift` count) when a `case`,
+    `if` or loop began: a loop read again drops what its earlier reading collected, and one
+    before `&&` / `||` drops what only `set -e` makes a finding (bash does not stop in it)."""
+
+    hits: int
+    arith: int
+    unset: int
+    interactive: int
+    tees: int
+    positional: int
+    shifted: int
+    may_read_positional: bool
+
+
+@dataclass
+class Branches:
+    """A `case`, `if` or loop the walk is in (`kind`: "case", "if", "while" for `while` /
+    `until`, "for" for `for` / `select`). Of a case's branches bash runs the first whose
+    pattern matches, then the next ones while a branch ends with `;&` (fall through) or `;;&`
+    (test the next patterns too), or none; of an if's, the one after the first condition that
+    succeeds, or the `else` (none without one); a loop's body, as the `then` of an `if` with
+    no `else`, runs or not. The options of each way there: `reaching` the next pattern test
+    (at the header; a `;;&` branch's end) or, in an `if` or loop, the next `elif` / `else` /
+    `fi` / `done` (the last condition's end), `falling` into the next branch (a `;&`
+    branch's end), `exits` past `esac` / `fi` (a `;;` branch's end, an `if` branch's).
+    `in_branch`: in a branch's commands (in an `if` or loop, not in a condition). `skipped`:
+    the options before it when it follows `&&` / `||` (`[ -f x ] && if …`), a way past it
+    that runs none of it. `start`: the options a loop's pass starts from, `again`: where its
+    keyword is (the list's index, the part of the list, the step), to read it again from,
+    `key` (its offset in the script, the step) names it in BranchWalk.loop_starts;
+    `later_pass`: it is the outermost loop read again (as its passes after the first);
+    `marks`: what the walk had collected when it began (Marks)."""
+
+    kind: str
+    reaching: list[Opts]
+    marks: Marks
+    start: Opts
+    again: tuple[int, int, int]
+    key: tuple[int, int]
+    falling: Opts | None = None
+    exits: list[Opts] = field(default_factory=list)
+    in_branch: bool = False
+    skipped: Opts | None = None
+    later_pass: bool = False
+
+    @property
+    def in_condition(self) -> bool:
+        """In an `if` / `elif` / `while` / `until` condition list, up to `then` / `do`: errexit
+        does not stop it."""
+        return self.kind in ("if", "while") and not self.in_branch
+
+
+class BranchWalk(Protocol):
+    """What branch_step reads and changes of the walk: the options where it is, the options a
+    loop read again started from (by its `key`), where the outermost loop read again as its
+    later passes starts (None: not in one), and what it has collected."""
+
+    opts: Opts
+    loop_starts: dict[tuple[int, int], Opts]
+    later_pass_of: int | None
+
+    def marks(self, hits: list[Hit]) -> Marks: ...
+
+    def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None: ...
+
+
+def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: str, ended_by: str,
+                at: tuple[int, int, int], key: tuple[int, int], hits: list[Hit],
+                exempt: bool, skip: Opts | None) -> tuple[int, int, int] | None:
+    """Follow a `case`, `if` or loop (syntax.keyword_prefix's `step`, at `at`; `ended_by`: the
+    operator that ended the branch before this one): a branch starts from the options of every
+    way into it (the header's, through the patterns before it, or the last condition's end; the
+    previous branch's, after `;;&` or `;&`), so its commands are read as bash may run them; past
+    `esac` / `fi` / `done` the options are `either` of every way out, the header's (the last
+    condition's) included unless a pattern is `*` (there is an `else`), and those before it when
+    it follows `&&` / `||` (`skip`: bash may not run it). A `set` in a branch bash may not run
+    is thus read as maybe not run: no check misses the branch that kept `set -e`. One followed
+    by `&&` / `||` (`exempt`: `fi || true`) is not stopped by `set -e`, as bash reads every
+    command of an and-or list but the last: what only `set -e` makes a finding in it is dropped.
+
+    A loop's body is read as bash runs it, pass after pass: each pass starts from `either`
+    the options at the loop and those the previous pass left (a `set -e` at the end of the
+    body holds in the next pass). At `done`, when the options the next pass would start
+    from differ from those this pass started from, the loop is read again from its keyword
+    (the returned `at`) from the merged ones, what its first reading collected dropped, so
+    each finding is reported once; `key` names the loop across readings.
+
+    Two readings reach the fixed point. Each option is an element of a finite lattice that
+    `either` joins (errexit: off, on, maybe), and the body acts on it as a function
+    f(x) = a or f(x) = a ⊔ x: a `set` gives the option a value whatever it was, branches
+    join, and nothing sets an option from another's value (no toggle, no copy). The
+    first reading starts from the loop's options e and the second from s = e ⊔ f(e),
+    which is e ⊔ a; the next pass would start from e ⊔ f(s) = e ⊔ a = s, so the second
+    reading's start is that of every later pass. That start is kept per loop and joined
+    into the loop's start when it is read again as part of an enclosing loop's second
+    reading (from e' ⊒ e: e' ⊔ a is again the fixed point), so a loop is read again once
+    at most, and a nest of loops costs readings linear in its depth."""
+    if step == "case" or step in OPENING_KEYWORDS:
+        later = key in walk.loop_starts and walk.later_pass_of is None
+        if key in walk.loop_starts:
+            walk.opts = either([walk.opts, walk.loop_starts[key]])
+            if later:
+                walk.later_pass_of = key[0]
+        start = copy(walk.opts)  # never changed: `either` makes new options
+        frames.append(Branches(kind=OPENING_KEYWORDS.get(step, step), reaching=[start],
+                                marks=walk.marks(hits), start=start, again=at, key=key,
+                                skipped=skip, later_pass=later))
+        return None
+    kinds = {"branch": ("case",), "esac": ("case",), "do": ("while", "for"),
+             "done": ("while", "for")}.get(step, ("if",))
+    if not frames or frames[-1].kind not in kinds:
+        return None  # a keyword or pattern of a case / if / loop this text does not open
+    frame = frames[-1]
+    if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
+        frame.reaching, frame.in_branch = [copy(walk.opts)], True
+        return None
+    if step in ("branch", "elif", "else"):
+        if frame.in_branch:
+            end = copy(walk.opts)
+            if ended_by == ";&":
+                frame.falling = end
+            elif ended_by == ";;&":
+                frame.reaching.append(end)
+            else:
+                frame.exits.append(end)
+        ways_in = frame.reaching + ([frame.falling] if frame.falling else [])
+        # a branch after a `*` that ended with `;;` never runs: read from the last way in
+        walk.opts = either(ways_in) if ways_in else copy(walk.opts)
+        frame.falling, frame.in_branch = None, step != "elif"
+        if step == "else" or matches_everything(patterns):
+            frame.reaching = []  # no pattern test / condition gets past this branch
+        return None
+    frames.pop()  # esac, fi, done
+    if step == "done" and frame.in_branch and frame.key not in walk.loop_starts:
+        next_start = either([frame.start, walk.opts])
+        if next_start != frame.start:
+            walk.loop_starts[frame.key] = next_start
+            walk.drop(frame.marks, hits, everything=True)
+            walk.opts = copy(next_start)
+            return frame.again
+    if frame.later_pass:
+        walk.later_pass_of = None
+    if exempt:
+        walk.drop(frame.marks, hits, everything=False)
+    ways_out = frame.exits + frame.reaching + ([copy(walk.opts)] if frame.in_branch else [])
+    walk.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
+    return None
