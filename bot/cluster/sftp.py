@@ -21,7 +21,8 @@ T = TypeVar("T")
 
 
 class _NoReply(Exception):
-    """No reply within the deadline; nothing of it was read, so the channel is still in sync."""
+    """No reply within the deadline; nothing of it was read, so the channel is still in sync.
+    Private: the pool and a lookup lease raise SFTPTimedOut (naming the request) instead."""
 
 
 class DeadlineSFTPClient(paramiko.SFTPClient):
@@ -91,34 +92,11 @@ class _Stuck:
     file: paramiko.SFTPFile | None = None  # closed once the channel is usable again
 
 
-class SFTPPool:
-    """The SFTP of one cluster: the methods trainbot uses, each with a deadline per reply.
-
-    `open_client(timeout)` opens a new SFTP channel (the runner's job: a session on its live
-    transport, the "sftp" subsystem, the version exchange, all within `timeout`). Safe for
-    any number of threads.
-    """
-
-    def __init__(
-        self,
-        open_client: Callable[[float], DeadlineSFTPClient],
-        *,
-        where: str,
-        timeout: float = 15.0,
-        max_channels: int = 4,
-    ):
-        if max_channels < 1:
-            raise ValueError("max_channels must be at least 1")
-        self._open_client = open_client
-        self.where = where
-        self.timeout = timeout
-        self.max_channels = max_channels
-        self._cond = threading.Condition()
-        self._idle: list[DeadlineSFTPClient] = []
-        self._busy = 0
-        self._stuck: list[_Stuck] = []
-        self._lookup: DeadlineSFTPClient | None = None  # kept between leases (lookup_channel)
-        self._closings = 0  # close() calls so far (DeadlineSFTPClient.pool_closings)
+class _Requests:
+    """The SFTP calls trainbot makes, paramiko.SFTPClient's names and results, each on a
+    channel `_checkout` gives and with its failures turned by `_after_error` into what the
+    caller gets: a request with no reply in time raises SFTPTimedOut naming it, never the
+    client's private no-reply error."""
 
     # ---- what callers use (paramiko.SFTPClient's names and results) -----------------------
 
@@ -155,6 +133,66 @@ class SFTPPool:
                                keep=True)
         return RemoteFile(self, client, f, path)
 
+    # ---- how (the pool's, a lease's) ------------------------------------------------------
+
+    def _call(self, op: str, path: str, fn: Callable[[DeadlineSFTPClient], T], *,
+              keep: bool = False) -> T:
+        """fn(a channel of its own); with `keep` the caller keeps the channel on success."""
+        client = self._checkout(op, path)
+        try:
+            result = fn(client)
+        except BaseException as exc:
+            error, _lost = self._after_error(client, op, path, exc)
+            if error is exc:
+                raise
+            raise error from None
+        if not keep:
+            self._checkin(client)
+        return result
+
+    def _checkout(self, op: str, path: str) -> DeadlineSFTPClient:
+        raise NotImplementedError
+
+    def _checkin(self, client: DeadlineSFTPClient) -> None:
+        raise NotImplementedError
+
+    def _after_error(
+        self, client: DeadlineSFTPClient, op: str, path: str, exc: BaseException, *,
+        file: paramiko.SFTPFile | None = None, held: bool = False,
+    ) -> tuple[BaseException, bool]:
+        """What to raise after `exc` on `client`, and whether the caller lost the channel."""
+        raise NotImplementedError
+
+
+class SFTPPool(_Requests):
+    """The SFTP of one cluster: the methods trainbot uses, each with a deadline per reply.
+
+    `open_client(timeout)` opens a new SFTP channel (the runner's job: a session on its live
+    transport, the "sftp" subsystem, the version exchange, all within `timeout`). Safe for
+    any number of threads.
+    """
+
+    def __init__(
+        self,
+        open_client: Callable[[float], DeadlineSFTPClient],
+        *,
+        where: str,
+        timeout: float = 15.0,
+        max_channels: int = 4,
+    ):
+        if max_channels < 1:
+            raise ValueError("max_channels must be at least 1")
+        self._open_client = open_client
+        self.where = where
+        self.timeout = timeout
+        self.max_channels = max_channels
+        self._cond = threading.Condition()
+        self._idle: list[DeadlineSFTPClient] = []
+        self._busy = 0
+        self._stuck: list[_Stuck] = []
+        self._lookup: DeadlineSFTPClient | None = None  # kept between leases (lookup_channel)
+        self._closings = 0  # close() calls so far (DeadlineSFTPClient.pool_closings)
+
     @contextmanager
     def lookup_channel(self) -> Iterator[LookupLease]:
         """The pool's lookup channel, leased for one piece of work that may be abandoned
@@ -165,7 +203,8 @@ class SFTPPool:
         refused) and the next lease opens a fresh one; so a hung lookup never holds a pool
         channel nor the next lookup. A lease taken while another is out gets a channel of its
         own, closed at its end if one is kept already. Each reply waits at most `timeout`
-        (a request with no reply raises, and its channel is not kept); opening it too."""
+        (a request with no reply raises SFTPTimedOut naming its path, and its channel is not
+        kept: `LeaseSFTP`); opening it too."""
         with self._cond:
             client, self._lookup = self._lookup, None
             closings = self._closings
@@ -214,21 +253,6 @@ class SFTPPool:
             ]
 
     # ---- the pool --------------------------------------------------------------------------
-
-    def _call(self, op: str, path: str, fn: Callable[[DeadlineSFTPClient], T], *,
-              keep: bool = False) -> T:
-        """fn(a channel of its own); with `keep` the caller keeps the channel on success."""
-        client = self._checkout(op, path)
-        try:
-            result = fn(client)
-        except BaseException as exc:
-            error, _lost = self._after_error(client, op, path, exc)
-            if error is exc:
-                raise
-            raise error from None
-        if not keep:
-            self._checkin(client)
-        return result
 
     def _after_error(
         self, client: DeadlineSFTPClient, op: str, path: str, exc: BaseException, *,
@@ -353,12 +377,13 @@ class LookupLease:
     def __init__(self, pool: SFTPPool, client: DeadlineSFTPClient) -> None:
         self._pool = pool
         self._client = client
+        self._sftp = LeaseSFTP(client, where=pool.where)
         self._lock = threading.Lock()
         self._state = "held"  # then "abandoned" or "ended", never back
 
     @property
-    def sftp(self) -> DeadlineSFTPClient:
-        return self._client
+    def sftp(self) -> LeaseSFTP:
+        return self._sftp
 
     def abandon(self) -> None:
         with self._lock:
@@ -375,11 +400,43 @@ class LookupLease:
         self._pool._keep_lookup(self._client)  # noqa: SLF001 - the pool's own lease
 
 
-class RemoteFile:
-    """An open remote file on a channel of its own; each reply waits at most the pool's
-    timeout. Close it (or use `with`) to give the channel back."""
+class LeaseSFTP(_Requests):
+    """A lookup lease's SFTP (`LookupLease.sftp`): the pool's calls, on the lease's one
+    channel. A request with no reply within the timeout, or whose reply stalls half-way,
+    raises SFTPTimedOut naming its operation and path (an open file's read too); its channel
+    is then out of step, and not kept after the lease. A request on a channel the lease's
+    `abandon()` closed raises paramiko's error for a closed channel (nobody waits for it)."""
 
-    def __init__(self, pool: SFTPPool, client: DeadlineSFTPClient, f: paramiko.SFTPFile,
+    def __init__(self, client: DeadlineSFTPClient, *, where: str) -> None:
+        self._client = client
+        self.where = where
+
+    @property
+    def channel(self) -> paramiko.Channel:
+        """The lease's channel (for tests)."""
+        return self._client.channel
+
+    def _checkout(self, op: str, path: str) -> DeadlineSFTPClient:
+        return self._client
+
+    def _checkin(self, client: DeadlineSFTPClient) -> None:
+        """Nothing to give back: the channel stays the lease's until it ends."""
+
+    def _after_error(
+        self, client: DeadlineSFTPClient, op: str, path: str, exc: BaseException, *,
+        file: paramiko.SFTPFile | None = None, held: bool = False,
+    ) -> tuple[BaseException, bool]:
+        if isinstance(exc, (_NoReply, TimeoutError)):  # no reply; a reply stalled half-way
+            return SFTPTimedOut(op, path, client.timeout, self.where), True
+        return exc, False
+
+
+class RemoteFile:
+    """An open remote file on a channel of its own (a pool's, or a lookup lease's); each
+    reply waits at most the timeout (else SFTPTimedOut naming the read and the file). Close
+    it (or use `with`) to give the channel back."""
+
+    def __init__(self, pool: _Requests, client: DeadlineSFTPClient, f: paramiko.SFTPFile,
                  path: str):
         self._pool = pool
         self._client: DeadlineSFTPClient | None = client
@@ -449,4 +506,4 @@ def _close_quietly(client: DeadlineSFTPClient) -> None:
         log.debug("ignored error while closing an SFTP channel", exc_info=True)
 
 
-__all__ = ["DeadlineSFTPClient", "LookupLease", "RemoteFile", "SFTPPool"]
+__all__ = ["DeadlineSFTPClient", "LeaseSFTP", "LookupLease", "RemoteFile", "SFTPPool"]

@@ -506,7 +506,7 @@ def test_leases_at_once_get_channels_of_their_own_and_one_is_kept(peer: Peer) ->
         first.abandon()
         second.abandon()
         with sftp.lookup_channel() as third:
-            assert third.sftp in (first.sftp, second.sftp)
+            assert third.sftp.channel in (first.sftp.channel, second.sftp.channel)
             assert third.sftp.normalize(".") == "/"
         assert peer.sessions - before == 2
         assert [c.closed for c in (first.sftp.channel, second.sftp.channel)].count(True) == 1
@@ -519,13 +519,62 @@ def test_a_lookup_channel_left_waiting_for_a_reply_is_not_kept(peer: Peer) -> No
     reply may still come): the lease's end closes it, and the next lease opens another."""
     with peer.runner() as runner:
         sftp = runner.sftp()
-        with sftp.lookup_channel() as lease, pytest.raises(Exception, match="no SFTP reply"):
+        with sftp.lookup_channel() as lease, pytest.raises(SFTPTimedOut):
             lease.sftp.stat("/lustre/hung/ck")
         assert lease.sftp.channel.closed
         before = peer.sessions
         with sftp.lookup_channel() as fresh:
             assert fresh.sftp.normalize(".") == "/"
         assert peer.sessions - before == 1
+
+
+def test_a_lease_s_request_with_no_reply_raises_sftp_timed_out_naming_its_path(
+        peer: Peer) -> None:
+    """A lookup lease's requests fail as the pool's do: SFTPTimedOut (a ClusterUnavailable)
+    naming the operation, the path, the host and the timeout, for a stat and for a read of
+    an open file alike; never the SFTP client's private no-reply error."""
+    from bot.cluster.errors import ClusterUnavailable
+
+    (peer.root / "ck").mkdir()
+    (peer.root / "ck" / "hung-read.pointer").write_text("iter_1\n")
+    with peer.runner() as runner, runner.sftp().lookup_channel() as lease:
+        start = time.monotonic()
+        with pytest.raises(SFTPTimedOut) as stat_info:
+            lease.sftp.stat("/lustre/hung/ck")
+        assert time.monotonic() - start < TIMEOUT + 1
+    assert isinstance(stat_info.value, ClusterUnavailable)
+    assert (stat_info.value.op, stat_info.value.path) == ("stat", "/lustre/hung/ck")
+    assert str(stat_info.value) == (
+        "SFTP stat of /lustre/hung/ck on 127.0.0.1 got no answer within 1 s (a hung "
+        "filesystem?); gave up on it, other requests go on")
+    with peer.runner() as runner, runner.sftp().lookup_channel() as lease:
+        with lease.sftp.open("/ck/hung-read.pointer", "rb") as f, \
+                pytest.raises(SFTPTimedOut, match="SFTP read of /ck/hung-read.pointer on "
+                              "127.0.0.1 got no answer within 1 s"):
+            f.read(100)
+        assert lease.sftp.channel.closed is False  # closed at the lease's end (out of step)
+    assert lease.sftp.channel.closed
+
+
+def test_a_lookup_whose_request_gets_no_reply_is_told_failed_naming_the_path(
+        peer: Peer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The watcher's checkpoint lookup on a hung dir, its SFTP timeout (1 s) shorter than
+    its deadline: the lookup raises SFTPTimedOut naming the dir, and is told as failed
+    (unknown, never "no checkpoint"), the log saying which path did not answer."""
+    from bot.store import Store
+
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        with peer.runner() as runner:
+            lookups = _lookups(peer, runner, store, "/lustre/hung/ck/mix")
+            with pytest.raises(SFTPTimedOut, match="listdir of /lustre/hung/ck/mix"):
+                lookups._checkpoint("mix")  # noqa: SLF001 - the production lookup itself
+            with caplog.at_level("WARNING"):
+                found = lookups.checkpoint_within("mix", deadline_s=5.0)
+            assert found.failed and found.checkpoint is None
+            assert "SFTP listdir of /lustre/hung/ck/mix on 127.0.0.1 got no answer" in caplog.text
+    finally:
+        store.close()
 
 
 def test_a_channel_in_use_when_the_pool_closes_is_closed_when_returned(peer: Peer) -> None:
