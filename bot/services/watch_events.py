@@ -58,7 +58,7 @@ from bot.core.arrays import task_retries_through
 from bot.core.incident import build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
-from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM
+from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, task_rows
 from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
@@ -178,17 +178,15 @@ class ThreadEvents:
         replaced: tuple[str, ...] = ()
         if chain is not None and chain.kind == "array":  # tasks run side by side: this task's
             mine = next((a for a in attempts if a.job_id == event.job_id), None)
-            task = mine.array_task if mine is not None else None
-            attempts = [a for a in attempts if a.job_id == event.job_id
-                        or (task is not None and a.array_task == task)]
+            attempts = task_rows(attempts, event.job_id) if event.job_id is not None else []
             earlier = [a for a in attempts if a.job_id != event.job_id and mine is not None
                        and a.attempt_no < mine.attempt_no]
             retries = 0
             if mine is not None:
-                task_rows = [*earlier, mine]
+                through = [*earlier, mine]
                 retries = task_retries_through(
-                    task_rows, mine.job_id, self.ctx.catalogue,
-                    bounds=task_bounds(self.ctx.config, chain, task_rows))
+                    through, mine.job_id, self.ctx.catalogue,
+                    bounds=task_bounds(self.ctx.config, chain, through))
             replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
             recipe=event.recipe or "", job_id=_shown(event),

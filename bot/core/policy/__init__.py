@@ -33,8 +33,9 @@ their own, so a warning re-posted from the store renders from them alone. `Decis
 says the same in English for the log and the store.
 
 Modules: `decision` (Decision, its kinds and offers, a resume point in words), `chain`
-(the chain history read: which attempt rows it is, when a chain of side-by-side jobs has
-ended, what a progress write changes in a row), `params` (PolicyParams and their defaults),
+(the chain history read: which attempt rows it is, which are an array task's own, when a
+chain of side-by-side jobs has ended, what a progress write changes in a row), `params`
+(PolicyParams and their defaults),
 `retry` (`decide`, the budget, the backoff), `chunks` (a time-limit chunk's progress),
 `memory` (the --mem arithmetic after a host OOM and a leak), `early` (early warnings for a
 running job), `held` (admin-held jobs). Callers import the names below from this package.
@@ -50,6 +51,7 @@ from bot.core.policy.chain import (
     parallel_chain_end,
     run_history,
     task_history,
+    task_rows,
 )
 from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_unknown
 from bot.core.policy.decision import (
@@ -110,4 +112,5 @@ __all__ = [
     "stall_resume_point",
     "suggest_mem",
     "task_history",
+    "task_rows",
 ]

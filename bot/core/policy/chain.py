@@ -1,15 +1,16 @@
 """What the policy reads about a run chain: its attempts and the early warnings already posted
 (from the store), and the rules over a chain's attempt rows: which of them are the history a
-finished job is judged against (`run_history`, `task_history`, `own_history`) and when a
-chain whose jobs run side by side has ended (`parallel_chain_end`), and what a progress write
-changes in a row (`attempt_progress`). The rows come in as `AttemptRow`s (the store's
-attempts rows are); bot.services.watch.chains reads them."""
+finished job is judged against (`run_history`, `task_history`, `own_history`), which are an
+array task's own (`task_rows`), when a chain whose jobs run side by side has ended
+(`parallel_chain_end`), and what a progress write changes in a row (`attempt_progress`). The
+rows come in as `AttemptRow`s (the store's attempts rows are); bot.services.watch.chains
+reads them."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from bot.core.arrays import task_retries_through
 from bot.core.models import DEFAULT_TASK_BOUNDS, CheckpointMark, TaskBounds
@@ -91,6 +92,29 @@ class AttemptRow(Protocol):
     def array_task(self) -> int | None: ...
 
 
+class TaskRow(Protocol):
+    """An attempt row as `task_rows` reads it: its job and the array task it ran (None: it
+    names none)."""
+
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def array_task(self) -> int | None: ...
+
+
+RowT = TypeVar("RowT", bound=TaskRow)
+
+
+def task_rows(rows: Sequence[RowT], job_id: str) -> list[RowT]:
+    """The rows of job `job_id`'s array task among a chain's `rows`, in their order: every
+    attempt of the task its row ran (its first one and the task's one-task resubmits) and its
+    own row; the other tasks' are left out (they run side by side, no attempt of this one).
+    A row naming no task is only itself; a job with no row has none."""
+    task = next((a.array_task for a in rows if a.job_id == job_id), None)
+    return [a for a in rows
+            if a.job_id == job_id or (task is not None and a.array_task == task)]
+
+
 def _facts(row: AttemptRow, attempt_no: int, current_job: str | None,
            current_last_iter: int | None, *, start_known: bool = True) -> AttemptFacts:
     """`row` as the policy reads it; the job being judged at `current_last_iter` (when
@@ -129,16 +153,14 @@ def task_history(rows: Sequence[AttemptRow], *, current_job: str,
                  warnings: Sequence[PastWarning] = (),
                  bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> ChainHistory:
     """The history of a task of an array trainbot submitted, judged on its own: the rows of
-    the current job's task (its earlier attempts are that task's one-task resubmits; a row
-    naming no task is only itself), numbered 1.. oldest first, and the retries of the task's
-    own budget its other attempts spent (bot.core.arrays.task_retries_through, its chunks
-    counted within the run's `bounds`). A job with no row yet is its own first attempt. A
+    the current job's task (`task_rows`: its earlier attempts are that task's one-task
+    resubmits; a row naming no task is only itself), numbered 1.. oldest first, and the
+    retries of the task's own budget its other attempts spent
+    (bot.core.arrays.task_retries_through, its chunks counted within the run's `bounds`).
+    A job with no row yet is its own first attempt. A
     task's first attempt came from the whole array's submit, which names no checkpoint: where
     it resumed from is unknown."""
-    current = next((a for a in rows if a.job_id == current_job), None)
-    task = current.array_task if current is not None else None
-    mine = [a for a in rows if a.array_task == task] if task is not None else \
-        [a for a in rows if a.job_id == current_job]
+    mine = task_rows(rows, current_job)
     facts = [_facts(a, n, current_job, current_last_iter, start_known=n > 1)
              for n, a in enumerate(mine, start=1)]
     if not facts:

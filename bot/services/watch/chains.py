@@ -6,8 +6,9 @@ progress, and the end of an adopted job's or array's chain.
 
 The rules over the rows are pure: which records are tasks of a watched array that are no
 attempt yet (bot.core.arrays.new_array_tasks), and (bot.core.policy.chain) which attempts
-are a finished job's history (`run_history`; a submitted array's task: its own attempts and
-retry budget, `task_history`; a job trainbot did not submit: `own_history`), when a chain
+are a finished job's history (`run_history`; a submitted array's task: its own attempts,
+`task_rows`, and retry budget, `task_history`; a job trainbot did not submit:
+`own_history`), when a chain
 whose jobs run side by side (`Chain.parallel`) has ended (`parallel_chain_end`), and what a
 progress write changes in an attempt row (`attempt_progress`); this module reads the store
 for them and writes what they decide. Chains trainbot ran one attempt after another are
@@ -30,6 +31,7 @@ from bot.core.policy import (
     parallel_chain_end,
     run_history,
     task_history,
+    task_rows,
 )
 from bot.core.slurm.records import JobRecord
 from bot.services.watch.logs import JobWatch
@@ -124,8 +126,7 @@ class ChainBook:
         rows = self.store.attempts.for_chain(chain.id)
         if not chain.is_array:
             return rows
-        task = next((a.array_task for a in rows if a.job_id == job), None)
-        return [a for a in rows if a.job_id == job or (task is not None and a.array_task == task)]
+        return task_rows(rows, job)
 
     def get(self, chain_id: int | None) -> Chain | None:
         if chain_id is None:

@@ -16,6 +16,7 @@ from bot.core.policy import (
     parallel_chain_end,
     run_history,
     task_history,
+    task_rows,
 )
 
 
@@ -66,6 +67,35 @@ def test_a_job_trainbot_did_not_submit_is_its_own_history() -> None:
     assert history.attempts[0].start is None
     assert (history.retries_used, history.resubmits_so_far, history.warnings) == (0, 0, ())
     assert own_history(None, None).attempts == ()
+
+
+# --------------------------------------------------------------- an array task's own rows
+
+# task 3's first attempt, task 4's and its two one-task resubmits (`140_4`, `150_4`), task 5's
+ARRAY = [Row("201", 1, array_task=3), Row("202", 1, array_task=4),
+         Row("240", 2, array_task=4), Row("203", 1, array_task=5),
+         Row("250", 3, array_task=4)]
+
+
+def test_a_tasks_rows_are_its_attempts_and_resubmits_in_order() -> None:
+    assert [a.job_id for a in task_rows(ARRAY, "240")] == ["202", "240", "250"]
+    assert task_rows(ARRAY, "202") == task_rows(ARRAY, "250")  # whichever attempt asks
+
+
+def test_the_other_tasks_rows_are_left_out() -> None:
+    assert task_rows(ARRAY, "201") == [ARRAY[0]]
+    assert task_rows(ARRAY, "203") == [ARRAY[3]]
+
+
+def test_a_row_naming_no_task_is_only_itself() -> None:
+    rows = [Row("300"), *ARRAY, Row("301")]
+    assert task_rows(rows, "301") == [Row("301")]
+    assert task_rows(rows, "300") == [Row("300")]
+
+
+def test_a_job_with_no_row_has_none() -> None:
+    assert task_rows(ARRAY, "999") == []
+    assert task_rows([], "201") == []
 
 
 # --------------------------------------------------------------- an array task's history
