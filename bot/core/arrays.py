@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from bot.core.models import DEFAULT_TASK_BOUNDS, CheckpointMark, TaskBounds, free_chunks
+from bot.core.models import DEFAULT_CHUNK_BOUNDS, CheckpointMark, ChunkBounds, free_chunks
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
@@ -155,7 +155,7 @@ def build_array_root(*, array_job_id: int, name: str, tasks: Sequence[ArrayTask]
 
 
 def task_retries_used(attempts: Sequence[tuple[str | None, CheckpointMark | None]],
-                      catalogue: Any, *, bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> int:
+                      catalogue: Any, *, bounds: ChunkBounds = DEFAULT_CHUNK_BOUNDS) -> int:
     """The retries a task of an array trainbot submitted has spent, from its attempts oldest
     first as (cause, the checkpoint it resumed from; None: unknown) through the latest: each
     attempt before the latest was resubmitted, and spent a retry when its cause charges the
@@ -171,8 +171,7 @@ def task_retries_used(attempts: Sequence[tuple[str | None, CheckpointMark | None
         except KeyError:
             return True
 
-    free = free_chunks(attempts, target_iter=bounds.target_iter,
-                       max_free_chunks=bounds.max_free_chunks)
+    free = free_chunks(attempts, bounds=bounds)
     return sum(1 for (cause, _), was_free in zip(attempts, free, strict=False)
                if charges(cause) and not was_free)
 
@@ -187,7 +186,7 @@ def task_attempts(rows: Sequence[Any]) -> list[tuple[str | None, CheckpointMark 
 
 
 def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any, *,
-                         bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> int:
+                         bounds: ChunkBounds = DEFAULT_CHUNK_BOUNDS) -> int:
     """`task_retries_used` of one task's attempt rows (`task_attempts`) through the row of job
     `job_id` (all of them when none is its): the retries the task had spent when that job
     ended."""
@@ -196,7 +195,7 @@ def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any, *,
 
 
 def retries_by_task(rows: Sequence[Any], catalogue: Any, *,
-                    bounds_of: Callable[[Sequence[Any]], TaskBounds] | None = None,
+                    bounds_of: Callable[[Sequence[Any]], ChunkBounds] | None = None,
                     ) -> list[tuple[int, int]]:
     """(task, retries used) of each task of an array trainbot submitted that spent any, the
     most spent first (then by task): from its attempt rows, oldest first (each with
@@ -209,6 +208,6 @@ def retries_by_task(rows: Sequence[Any], catalogue: Any, *,
         if a.array_task is not None:
             by_task.setdefault(a.array_task, []).append(a)
     used = [(task, task_retries_used(task_attempts(mine), catalogue,
-                                     bounds=bounds_of(mine) if bounds_of else DEFAULT_TASK_BOUNDS))
+                                     bounds=bounds_of(mine) if bounds_of else DEFAULT_CHUNK_BOUNDS))
             for task, mine in by_task.items()]
     return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))

@@ -56,18 +56,19 @@ def run_target(*, submitted: int | None, configured: int | None,
 
 
 @dataclass(frozen=True)
-class TaskBounds:
+class ChunkBounds:
     """How a run's time-limit chunks are counted against its retry budget (`free_chunks`;
-    an array task's: bot.core.arrays.task_retries_used): progress past the run's
-    `target_iter` (`run_target`; None: unknown) is none of its own, and at most
-    `max_free_chunks` (its recipe's policy) chunks in a row go uncharged."""
+    the decision's: bot.core.policy.chunk_progress; an array task's:
+    bot.core.arrays.task_retries_used): progress past the run's `target_iter` (`run_target`;
+    None: unknown) is none of its own, and at most `max_free_chunks` (its recipe's policy)
+    chunks in a row go uncharged."""
 
     target_iter: int | None = None
     max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS
 
 
 #: A run's bounds when nothing sets them: no target known, the default free chunks in a row.
-DEFAULT_TASK_BOUNDS = TaskBounds()
+DEFAULT_CHUNK_BOUNDS = ChunkBounds()
 
 
 def logged_target(attempts: Sequence[Any]) -> int | None:
@@ -103,18 +104,17 @@ def chunk_advanced(class_id: str | None, resumed_from: CheckpointMark | None,
 
 
 def free_chunks(attempts: Sequence[tuple[str | None, CheckpointMark | None]], *,
-                target_iter: int | None = None,
-                max_free_chunks: int = DEFAULT_MAX_FREE_CHUNKS) -> list[bool]:
+                bounds: ChunkBounds = DEFAULT_CHUNK_BOUNDS) -> list[bool]:
     """Which resubmits of a run were free chunks: for each of its `attempts` (oldest first,
     as (cause, the checkpoint it resumed from)) but the latest, whether it was a time-limit
-    chunk the next one resumed past (`chunk_advanced`) within the cap: at most
-    `max_free_chunks` of them in a row, the next one is charged as a retry (a checkpoint that
-    keeps moving for another reason cannot resubmit forever)."""
+    chunk the next one resumed past (`chunk_advanced`, within the run's target) within the
+    cap: at most the `bounds`' `max_free_chunks` of them in a row, the next one is charged as
+    a retry (a checkpoint that keeps moving for another reason cannot resubmit forever)."""
     out: list[bool] = []
     in_a_row = 0
     for (cause, start), (_, resumed) in zip(attempts, attempts[1:], strict=False):
-        free = resumed is not None and in_a_row < max_free_chunks \
-            and chunk_advanced(cause, start, resumed, target_iter=target_iter)
+        free = resumed is not None and in_a_row < bounds.max_free_chunks \
+            and chunk_advanced(cause, start, resumed, target_iter=bounds.target_iter)
         in_a_row = in_a_row + 1 if free else 0
         out.append(free)
     return out

@@ -14,7 +14,7 @@ from typing import Any
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
 from bot.core.incident import AttemptSummary, RootView, build_root
-from bot.core.models import TaskBounds, logged_target, run_target
+from bot.core.models import ChunkBounds, logged_target, run_target
 from bot.core.text import mrkdwn_escape
 from bot.services.ports import Blocks, BotContext, PostError, RenderError, root_key
 from bot.store import Attempt, Chain
@@ -139,15 +139,15 @@ def chain_target(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> i
                       logged=logged_target(attempts))
 
 
-def task_bounds(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> TaskBounds:
+def task_bounds(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> ChunkBounds:
     """How the time-limit chunks of `chain`'s run (an array task's: its `attempts`, oldest
     first) are counted against its budget: within its target (`chain_target`), at most its
     recipe's `max_free_chunks` in a row (the defaults' for a recipe not, or no longer,
     configured)."""
     policy = config.policy_for(chain.recipe) if chain.recipe in config.recipes \
         else config.policy
-    return TaskBounds(target_iter=chain_target(config, chain, attempts),
-                      max_free_chunks=policy.max_free_chunks)
+    return ChunkBounds(target_iter=chain_target(config, chain, attempts),
+                       max_free_chunks=policy.max_free_chunks)
 
 
 def root_view(ctx: BotContext, chain_id: int) -> RootView | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from bot.core.arrays import task_retries_through
-from bot.core.models import DEFAULT_TASK_BOUNDS, CheckpointMark, TaskBounds
+from bot.core.models import DEFAULT_CHUNK_BOUNDS, CheckpointMark, ChunkBounds
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def run_history(rows: Sequence[AttemptRow], *, current_job: str | None,
 def task_history(rows: Sequence[AttemptRow], *, current_job: str,
                  current_last_iter: int | None, catalogue: Any,
                  warnings: Sequence[PastWarning] = (),
-                 bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> ChainHistory:
+                 bounds: ChunkBounds = DEFAULT_CHUNK_BOUNDS) -> ChainHistory:
     """The history of a task of an array trainbot submitted, judged on its own: the rows of
     the current job's task (`task_rows`: its earlier attempts are that task's one-task
     resubmits; a row naming no task is only itself), numbered 1.. oldest first, and the

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from bot.core.models import (
     TIME_LIMIT_CLASSES,
     CheckpointMark,
+    ChunkBounds,
     chunk_advanced,
     free_chunks,
     free_chunks_in_a_row,
@@ -51,22 +52,23 @@ class ChunkProgress:
 
 
 def chunk_progress(class_id: str, history: ChainHistory, saved: CheckpointMark, *,
-                   target_iter: int | None, max_free_chunks: int) -> ChunkProgress | None:
+                   bounds: ChunkBounds) -> ChunkProgress | None:
     """The progress of the attempt being decided (the last of `history`, its `start` the
     checkpoint it resumed from) when it ended at its time limit and the newest complete
     checkpoint, `saved`, is a newer one of its run (bot.core.models.chunk_advanced, within
-    `target_iter`); None otherwise (another class, no checkpoint, none newer, an unknown
-    start). Capped when the chunks before it were `max_free_chunks` free ones in a row."""
+    the run's `bounds`: its target); None otherwise (another class, no checkpoint, none
+    newer, an unknown start). Capped when the chunks before it were the `bounds`'
+    `max_free_chunks` free ones in a row."""
     if not history.attempts:
         return None
     start = history.attempts[-1].start
-    if start is None or not chunk_advanced(class_id, start, saved, target_iter=target_iter):
+    if start is None or not chunk_advanced(class_id, start, saved,
+                                           target_iter=bounds.target_iter):
         return None
-    before = free_chunks([(a.class_id, a.start) for a in history.attempts],
-                         target_iter=target_iter, max_free_chunks=max_free_chunks)
+    before = free_chunks([(a.class_id, a.start) for a in history.attempts], bounds=bounds)
     in_a_row = free_chunks_in_a_row(before)
     return ChunkProgress(start=start, saved=saved, in_a_row=in_a_row,
-                         capped=in_a_row >= max_free_chunks)
+                         capped=in_a_row >= bounds.max_free_chunks)
 
 
 def chunk_start_unknown(class_id: str, history: ChainHistory, saved: CheckpointMark) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bot.core.models import DEFAULT_MAX_FREE_CHUNKS
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, ChunkBounds
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,11 @@ class PolicyParams:
     save_time_s: float = 600.0
     leak_min_samples: int = 6  # RSS samples a leak finding needs
     leak_warn_margin: float = 0.1  # warn when RSS will reach limit x (1 - this) before target
+
+    def chunk_bounds(self, target_iter: int | None) -> ChunkBounds:
+        """How a run with these settings counts its time-limit chunks: within its
+        `target_iter` (None: unknown), at most `max_free_chunks` free in a row."""
+        return ChunkBounds(target_iter=target_iter, max_free_chunks=self.max_free_chunks)
 
 
 #: The defaults of every policy setting: of the config, of diagnose() and of the detectors.

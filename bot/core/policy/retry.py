@@ -127,8 +127,7 @@ def decide(
                         facts={"why": "nothing_to_do"})
 
     chunk = chunk_progress(cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter),
-                           target_iter=diagnosis.metrics.target_iter,
-                           max_free_chunks=p.max_free_chunks)
+                           bounds=p.chunk_bounds(diagnosis.metrics.target_iter))
     free_chunk = chunk is not None and not chunk.capped
     charged = bool(diagnosis.charges_budget) and not free_chunk
     # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)

@@ -23,7 +23,7 @@ from typing import Any
 
 from bot.core.arrays import new_array_tasks
 from bot.core.catalogue import Catalogue
-from bot.core.models import DEFAULT_TASK_BOUNDS, TaskBounds, logged_target, run_target
+from bot.core.models import DEFAULT_CHUNK_BOUNDS, ChunkBounds, logged_target, run_target
 from bot.core.policy import (
     ChainHistory,
     attempt_progress,
@@ -187,7 +187,7 @@ class ChainBook:
 
     def history(self, chain_id: int | None, *, current_job: str | None = None,
                 current_last_iter: int | None = None,
-                bounds: TaskBounds = DEFAULT_TASK_BOUNDS) -> ChainHistory:
+                bounds: ChunkBounds = DEFAULT_CHUNK_BOUNDS) -> ChainHistory:
         """What a finished job is judged against (the current one at `current_last_iter`):
         a submitted array's task, its task's attempts and budget (its chunks counted within
         the run's `bounds`); a job of no chain or of one trainbot did not submit (an array's

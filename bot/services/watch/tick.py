@@ -55,7 +55,6 @@ from bot.config import Config, PolicyConfig
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.diagnose import LogAnalysis
-from bot.core.models import TaskBounds
 from bot.core.policy import (
     OFFER_CANCEL_RESUME,
     Decision,
@@ -458,8 +457,7 @@ class Watcher:
         self.chains.update_attempt(jw, now, logged_target_iter=jw.analysis.series.target_iter)
         history = self.chains.history(
             jw.chain_id, current_job=str(jw.job_id), current_last_iter=diag.metrics.last_iter,
-            bounds=TaskBounds(target_iter=diag.metrics.target_iter,
-                              max_free_chunks=self.recipes.params(jw.recipe).max_free_chunks))
+            bounds=self.recipes.params(jw.recipe).chunk_bounds(diag.metrics.target_iter))
         chain = self.chains.get(jw.chain_id)
         task = self._task_of(jw, record)
         if jw.final_lookup is None:  # once per finished job: kept while its post is retried

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from bot.core.arrays import ArrayTask, array_state, build_array_root
-from bot.core.models import CheckpointMark, TaskBounds
+from bot.core.models import CheckpointMark, ChunkBounds
 
 
 def tasks(states: dict[int, str], cause: dict[int, str] | None = None) -> list[ArrayTask]:
@@ -82,12 +82,12 @@ def test_a_tasks_time_limit_chunk_that_saved_a_newer_checkpoint_spent_no_retry()
               (None, at(6000))]
     assert task_retries_used(chunks, catalogue) == 0
     # ... at most max_free_chunks in a row: the next one is charged, and the count starts over
-    assert task_retries_used(chunks, catalogue, bounds=TaskBounds(max_free_chunks=2)) == 1
-    assert task_retries_used(chunks, catalogue, bounds=TaskBounds(max_free_chunks=1)) == 1
-    assert task_retries_used(chunks, catalogue, bounds=TaskBounds(max_free_chunks=0)) == 3
+    assert task_retries_used(chunks, catalogue, bounds=ChunkBounds(max_free_chunks=2)) == 1
+    assert task_retries_used(chunks, catalogue, bounds=ChunkBounds(max_free_chunks=1)) == 1
+    assert task_retries_used(chunks, catalogue, bounds=ChunkBounds(max_free_chunks=0)) == 3
     # ... each past its start and within the run's target: a checkpoint past it is another
     # run's, saved into the same dir
-    assert task_retries_used(chunks, catalogue, bounds=TaskBounds(target_iter=4000)) == 1
+    assert task_retries_used(chunks, catalogue, bounds=ChunkBounds(target_iter=4000)) == 1
     # an unknown start (a whole-array submit's task) shows no progress: charged
     assert task_retries_used([("time_limit", None), (None, at(2000))], catalogue) == 1
     # a chunk resumed from where it started (it saved nothing newer) is a retry

@@ -13,6 +13,7 @@ from bot.core.diagnose import LogAnalysis
 from bot.core.models import (
     Accounting,
     CheckpointMark,
+    ChunkBounds,
     Diagnosis,
     DiagnosisMetrics,
     run_target,
@@ -101,8 +102,13 @@ def test_chunks_without_progress_stop_at_the_budget_and_ask():
 def test_only_a_time_limit_is_a_chunk():
     nccl = time_limit(4000, "nccl_timeout")
     assert chunk_progress("nccl_timeout", chunks(2000), CheckpointMark("iter_4000", 4000),
-                          target_iter=None, max_free_chunks=50) is None
+                          bounds=ChunkBounds()) is None
     assert decide(nccl, chunks(2000), AUTO, NOW, checkpoint_iter=4000).charged is True
+
+
+def test_a_runs_chunk_bounds_are_its_target_and_its_policys_free_chunks():
+    assert PolicyParams(max_free_chunks=7).chunk_bounds(900) == ChunkBounds(900, 7)
+    assert AUTO.chunk_bounds(None) == ChunkBounds()
 
 
 MEGATRON = (" iteration     {it}/   40000 | consumed samples:  {it}0 | elapsed time per iteration "

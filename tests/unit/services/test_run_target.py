@@ -11,7 +11,7 @@ import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.core.catalogue import Catalogue
-from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, TaskBounds
+from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, ChunkBounds
 from bot.services.home import home_view
 from bot.services.runs import AutoResubmitter, submit_and_announce
 from bot.services.threads import chain_target, root_view, task_bounds
@@ -128,13 +128,13 @@ def test_an_array_tasks_budget_is_bounded_by_the_runs_target_and_its_recipes_fre
                             policy={"max_free_chunks": 7})
     chain = store.chains.get(result.chain_id)
     rows = store.attempts.for_chain(chain.id)
-    assert task_bounds(ctx.config, chain, rows) == TaskBounds(target_iter=1200,
-                                                              max_free_chunks=7)
+    assert task_bounds(ctx.config, chain, rows) == ChunkBounds(target_iter=1200,
+                                                               max_free_chunks=7)
     no_override = replace(chain, target_iter=None)
-    assert task_bounds(ctx.config, no_override, rows) == TaskBounds(30000, 7)
+    assert task_bounds(ctx.config, no_override, rows) == ChunkBounds(30000, 7)
     gone = replace(no_override, recipe="no-longer-configured")
-    assert task_bounds(ctx.config, gone, rows) == TaskBounds(40000, DEFAULT_MAX_FREE_CHUNKS)
-    assert task_bounds(ctx.config, gone, []) == TaskBounds(None, DEFAULT_MAX_FREE_CHUNKS)
+    assert task_bounds(ctx.config, gone, rows) == ChunkBounds(40000, DEFAULT_MAX_FREE_CHUNKS)
+    assert task_bounds(ctx.config, gone, []) == ChunkBounds(None, DEFAULT_MAX_FREE_CHUNKS)
 
 
 def test_a_resumes_target_is_the_one_the_watcher_judges_its_new_job_by(store):
