@@ -28,6 +28,20 @@ def catalogue() -> Catalogue:
     return Catalogue.load()
 
 
+def count_reads(monkeypatch: Any, table: Any, method: str) -> list[int]:
+    """The chain ids `table.method(chain_id)` is called with from now on (the store still
+    answers)."""
+    reads: list[int] = []
+    read = getattr(table, method)
+
+    def counted(chain_id: int) -> Any:
+        reads.append(chain_id)
+        return read(chain_id)
+
+    monkeypatch.setattr(table, method, counted)
+    return reads
+
+
 def make_watcher(store: Store, slurm: FakeSlurm, sftp: FakeSFTP, sink: RecordingEventSink,
                  **kw: Any) -> Watcher:
     """A Watcher of cluster `dev` (3 unreachable ticks; backoff 60 s unless `policy` says)."""

@@ -72,7 +72,9 @@ class ChainBook:
         is read again only once a job of it is watched that was not when the row was read:
         a submit sets the run's `target_iter=` before it watches its new job
         (bot.services.submit), on whichever replica, so a new job of the chain is what can
-        bring a new target. A chain none of whose jobs is watched is forgotten."""
+        bring a new target (a task of a watched array that starts is none: no submit came
+        before it, `started_array_tasks`). A chain none of whose jobs is watched is
+        forgotten."""
         watching: dict[int, set[str]] = {}
         jobs: set[str] = set()
         for w in watched:
@@ -153,7 +155,8 @@ class ChainBook:
                             now: float) -> list[WatchedJob]:
         """Tasks of the watched arrays that started since the last tick (in `records`
         already; bot.core.arrays.new_array_tasks): each becomes an attempt row of its array's
-        chain and a watched job. The watched jobs, listed again when any was added."""
+        chain and a watched job (one its chain's row need not be read again for:
+        `_watched_task`). The watched jobs, listed again when any was added."""
         started = new_array_tasks(
             [(w.job_id, self.get(w.chain_id)) for w in watched], records.values(),
             lambda chain_id: {a.job_id for a in self.store.attempts.for_chain(chain_id)})
@@ -163,10 +166,20 @@ class ChainBook:
                                     state=rec.state or "", display_id=rec.display_id)
             self.store.watched_jobs.add(self.cluster, job, now=now, chain_id=chain.id,
                                         adopted=chain.adopted)
+            self._watched_task(chain.id, job)
             log.info("%s: array %s: task %s started as job %s", self.cluster,
                      chain.array_job_id, rec.display_id, job)
             self.changed.add(chain.id)
         return self.store.watched_jobs.list(self.cluster) if started else watched
+
+    def _watched_task(self, chain_id: int, job: str) -> None:
+        """A task that started is watched with no submit before it (it brings no new target):
+        it is one of the jobs its chain's row was read with (`new_tick`), so the next tick
+        does not read the row again for it."""
+        self._watching[chain_id] = self._watching.get(chain_id, frozenset()) | {job}
+        if chain_id in self._rows:
+            row, seen = self._rows[chain_id]
+            self._rows[chain_id] = (row, seen | {job})
 
     def end_adopted(self, chain_id: int | None, now: float) -> None:
         """An adopted job's or array's chain ends (completed or stopped) once none of its

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, make_context
+from support.watcher import count_reads
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import DEFAULT_MAX_FREE_CHUNKS, ChunkBounds
@@ -156,20 +157,6 @@ def test_a_resumes_target_is_the_one_the_watcher_judges_its_new_job_by(store):
     [*_, final] = [i for i in store.incidents.for_chain(result.chain_id)
                    if i.key.endswith(":final")]
     assert final.job_id == str(job) and final.class_id == "completed"
-
-
-def count_reads(monkeypatch, table, method: str) -> list[int]:
-    """The chain ids `table.method(chain_id)` is called with from now on (the store still
-    answers)."""
-    reads: list[int] = []
-    read = getattr(table, method)
-
-    def counted(chain_id: int):
-        reads.append(chain_id)
-        return read(chain_id)
-
-    monkeypatch.setattr(table, method, counted)
-    return reads
 
 
 def test_a_tick_with_no_new_job_of_the_chain_does_not_read_its_row_again(store, monkeypatch):

@@ -5,7 +5,7 @@ task; a finished task's log found after squeue forgot it."""
 from __future__ import annotations
 
 from fakes import T0, FakeSFTP, FakeSlurm
-from support.watcher import CLUSTER, make_watcher
+from support.watcher import CLUSTER, count_reads, make_watcher
 
 from bot.store import Store
 
@@ -42,6 +42,25 @@ def test_tasks_that_start_later_join_the_arrays_chain_in_the_same_tick(env):
     assert sink.changed == [chain.id]  # its root rewritten once for the tick
     w.tick(T0 + 180)
     assert slurm.acted("jobs")[-1] == [6100, 6101, 6102]
+
+
+def test_a_task_that_starts_costs_no_read_of_its_chains_row_in_the_next_ticks(env, monkeypatch):
+    """A task starting is no submit: its array's row (read for the run's target) is not read
+    again because the task is watched from then on (ChainBook.new_tick)."""
+    store, slurm, sftp, sink = env
+    chain = watch_array(store)
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    start(slurm, sftp, 6101, 0)
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 60)  # task 0 started: judged by its run's target, the row read for it
+    reads = count_reads(monkeypatch, store.chains, "get")
+    w.tick(T0 + 120)
+    start(slurm, sftp, 6102, 1)
+    w.tick(T0 + 180)  # task 1 starts mid-tick
+    w.tick(T0 + 240)
+    assert reads == []
+    assert sorted(j.job_id for j in store.watched_jobs.list(CLUSTER)) == ["6100", "6101", "6102"]
+    assert [a.shown_id for a in store.attempts.for_chain(chain.id)] == ["6100_0", "6100_1"]
 
 
 def test_a_failed_task_is_named_as_the_arrays_task_and_the_array_goes_on(env):
