@@ -162,12 +162,20 @@ _EVALUATION_BAR = re.compile(
 # counting them, `Epoch 3/10:  45%|`): its total is one epoch's batches, not the run's.
 _EPOCH_BAR = re.compile(
     r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\s*:\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
-# Lightning's `Epoch N` bar counted its epochs from 1 (`Epoch {epoch + 1}`) from 0.5.3, where it
-# came, to 0.8 (from 0 since 0.9.0, #3061). Until 0.6 its bar was `tqdm(unit='batch')` and its
-# postfix (`set_postfix(**training_tqdm_dict)`, keys sorted) named the batch: `batch_nb` (0.5),
-# `batch_idx` (0.6): `Epoch 11: 100%|…| 74/74 [16:04<00:00, 13.04s/batch, batch_nb=48, gpu=0,`.
-# Those of 0.7 and 0.8 look as later ones do (`loss=…, v_num=1`): they read one epoch ahead.
+# Lightning's `Epoch N` bar counted its epochs from 1 (`Epoch {epoch + 1}`; 0.8.0 and 0.8.1 from
+# a `current_epoch` counted from 1) from 0.5.3, where it came, to 0.8.5 (from 0 since 0.9.0).
+# Until 0.6 its bar was `tqdm(unit='batch')` and its postfix (`set_postfix(**training_tqdm_dict)`,
+# keys sorted) named the batch: `batch_nb` (0.5), `batch_idx` (0.6): `Epoch 11: 100%|…| 74/74
+# [16:04<00:00, 13.04s/batch, batch_nb=48, gpu=0,`.
 _LIGHTNING_EPOCH_FROM_ONE = re.compile(r"(?:s/batch|batch/s),.*?\bbatch_(?:nb|idx)=\d")
+# 0.7's postfix is `set_postfix(**trainer.training_tqdm_dict)` too, tqdm sorting its keys: `loss`,
+# `split_idx`, `v_num` and the training step's progress-bar metrics (`acc=0.91, loss=0.693,
+# v_num=3`); from 0.8 on (0.8's bar is 0.9's but for its epoch's number) it passes the dict as
+# it is, in its order: `loss`, `split_idx`, `v_num`, then the metrics (`loss=0.693, v_num=3,
+# acc=0.91`; since 2.0 `v_num` first). Sorted keys with a metric before `v_num` show 0.7; with
+# none (`loss=0.693, v_num=3`) the bar is any version's, as 0.8's always is.
+_BAR_POSTFIX = re.compile(r"(?:s/it|it/s),\s*([^\]]*)")
+_POSTFIX_KEY = re.compile(r"(?:^|,\s*)(\w+)=")
 # A bar's rate and the loss its postfix reports (tqdm's `set_postfix(loss=…)`: `[01:02<01:16,
 # 7.20it/s, loss=0.31]`, Keras-like `loss: 0.31`): a training loop's bar, whatever its label.
 _BAR_RATE_AND_LOSS = re.compile(
@@ -211,6 +219,18 @@ def parse_mem(value: str, unit: str = "") -> int:
     if not unit and number >= 2**20:
         return int(number)  # a bare large number is a byte count
     return int(number * _UNITS.get(unit, GIB))
+
+
+def _shows_lightning_epochs_from_one(bar: str) -> bool:
+    """Whether an `Epoch N` bar shows a Lightning that counted its epochs from 1: 0.5 and 0.6's
+    unit and batch number (`_LIGHTNING_EPOCH_FROM_ONE`), or 0.7's sorted postfix with a metric
+    before `v_num` (`_BAR_POSTFIX`), which no later Lightning draws."""
+    if _LIGHTNING_EPOCH_FROM_ONE.search(bar):
+        return True
+    postfix = _BAR_POSTFIX.search(bar)
+    keys = _POSTFIX_KEY.findall(postfix.group(1)) if postfix is not None else []
+    return ("loss" in keys and "v_num" in keys and keys == sorted(keys)
+            and any(key not in ("loss", "split_idx") for key in keys[:keys.index("v_num")]))
 
 
 def _float(value: str) -> float:
@@ -419,10 +439,11 @@ class LineParser:
     A bar labelled with its epoch (Lightning's TQDMProgressBar, `Epoch 3:  45%|`) counts one
     epoch's batches (before Lightning 2.0, and its validation's): its iteration is the
     batches of the epochs before it and of this one (epochs counted from 0, as Lightning
-    has since 0.9, from 1 in Lightning 0.5 and 0.6's bars, which show their version; a log
-    of 0.7 or 0.8, or of a loop counting from 1, reads one epoch ahead), and it has no target,
-    so a bar at 100 % is the end of an epoch, not of the run; Lightning's end of training is
-    its `Trainer.fit` stopped line (the catalogue's). Lightning's validation, test and predict
+    has since 0.9, from 1 once a bar showed a Lightning that counted so: 0.5 and 0.6's, 0.7's
+    with a metric of its own in its postfix; a log of 0.8, of 0.7 showing no such metric, or
+    of a loop counting from 1, reads one epoch ahead), and it has no target, so a bar at 100 %
+    is the end of an epoch, not of the run; Lightning's end of training is its `Trainer.fit`
+    stopped line (the catalogue's). Lightning's validation, test and predict
     bars (`Validation DataLoader 0:`) are evaluations: no iteration, target or pace."""
 
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
@@ -435,6 +456,8 @@ class LineParser:
         self.steps_bar_total: int | None = None
         # an `Epoch 0/10` bar was seen: its loop counts its epochs from 0 (`_read_epoch_bar`)
         self.epochs_from_zero = False
+        # an `Epoch N` bar showed a Lightning that counted its epochs from 1 (`_read_epoch_bar`)
+        self.lightning_epochs_from_one = False
         self._top_bar: tuple[int, int] | None = None  # the last top bar's (count, total)
         self._drawn_below = False  # a bar was drawn below the top one since its last draw
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
@@ -592,14 +615,16 @@ class LineParser:
 
     def _read_epoch_bar(self, epoch: re.Match[str], done: int, total: int, s: Sample) -> None:
         """One epoch's bar (`_EPOCH_BAR`): its iteration is the batches of the epochs before it
-        (as many as this one's) and this one's. `Epoch 3:` (Lightning's, from 0, from 1 in
-        Lightning 0.5 and 0.6's bars: `_LIGHTNING_EPOCH_FROM_ONE`) has no target: the run's is
-        no epoch's total. `Epoch 3/10:` counts the epochs from 1 to the loop's number of
-        epochs, its target all their batches, unless the log showed an `Epoch 0/10` bar
-        (`epochs_from_zero`): `range(num_epochs)` printed as it is."""
+        (as many as this one's) and this one's. `Epoch 3:` (Lightning's, from 0, from 1 once a
+        bar showed Lightning 0.5, 0.6 or 0.7: `_shows_lightning_epochs_from_one`) has no
+        target: the run's is no epoch's total. `Epoch 3/10:` counts the epochs from 1 to the
+        loop's number of epochs, its target all their batches, unless the log showed an
+        `Epoch 0/10` bar (`epochs_from_zero`): `range(num_epochs)` printed as it is."""
         number, epochs = int(epoch.group(1)), epoch.group(2)
         if epochs is None:
-            first = 1 if number and _LIGHTNING_EPOCH_FROM_ONE.search(epoch.string) else 0
+            self.lightning_epochs_from_one = (
+                self.lightning_epochs_from_one or _shows_lightning_epochs_from_one(epoch.string))
+            first = 1 if number and self.lightning_epochs_from_one else 0
             s.iteration = (number - first) * total + done
             return
         self.epochs_from_zero = self.epochs_from_zero or number == 0

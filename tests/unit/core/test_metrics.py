@@ -284,8 +284,19 @@ def test_a_custom_loops_nested_batch_bar_is_training_progress(leave: bool):
      "loss=1.337, train_loss=1.09, v_nb=1, val_acc=0.347, val_loss=1.34]", 814),
     ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90batch/s, batch_idx=39, loss=0.693, "
      "v_num=3]", 140),
-    # Lightning 0.7 and 0.8 counted from 1 too, but their bar is the later ones' (one epoch
-    # ahead); a custom loop's bar with the unit `batch` and no batch's number counts from 0
+    # Lightning 0.7 (from 1 too): its postfix's keys sorted, a metric of the training step's
+    # before `v_num`
+    ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90it/s, acc=0.912, loss=0.693, v_num=3]",
+     140),
+    ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90it/s, loss=0.693, lr=0.001, "
+     "split_idx=0, v_num=3]", 140),
+    # Lightning 0.8 counted from 1 too, but its bar is 0.9 and 1.x's (`loss`, `v_num`, then the
+    # metrics: one epoch ahead), as is 0.7's with no metric; a custom loop's bar with the unit
+    # `batch` and no batch's number counts from 0
+    ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90it/s, loss=0.693, v_num=3, acc=0.912]",
+     240),
+    ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90it/s, loss=0.693, v_num=3, val_acc=0.9]",
+     240),
     ("Epoch 2:  40%|████      | 40/100 [00:08<00:12,  4.90batch/s, loss=0.693]", 240),
 ])
 def test_an_epoch_bar_counts_the_batches_of_the_epochs_and_has_no_target(
@@ -294,6 +305,18 @@ def test_an_epoch_bar_counts_the_batches_of_the_epochs_and_has_no_target(
     batches of the epochs before it and this one's, and its total is not the run's."""
     s, _ = parse(line)
     assert s is not None and (s.iteration, s.target_iter) == (iteration, None)
+
+
+def test_an_epoch_bar_after_one_showing_lightning_0_7_counts_its_epochs_from_1():
+    """Lightning 0.7's bar shows its version only once the training step's metrics are in its
+    postfix: the epoch's draws before them, and the next epochs', count from 1 too."""
+    series = MetricSeries()
+    series.feed_block(
+        "\rEpoch 1:  50%|#####     | 2/4 [00:02<00:02,  1.00it/s, acc=0.500, loss=0.900, v_num=0]"
+        "\rEpoch 1: 100%|##########| 4/4 [00:04<00:00,  1.00it/s, acc=0.600, loss=0.800, v_num=0]"
+        "\n\rEpoch 2:   0%|          | 0/4 [00:00<?, ?it/s]"
+        "\rEpoch 2:  25%|##5       | 1/4 [00:01<00:03,  1.00it/s, loss=0.700, v_num=0]\n")
+    assert [s.iteration for s in series.samples] == [4, 5]
 
 
 def _epoch_of_epochs_bars(numbers: range, epochs: int, batches: int = 4) -> str:
