@@ -147,21 +147,29 @@ _START_UP_BAR = re.compile(
     + r")[^|%]*?(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|",
     re.IGNORECASE,
 )
+# The phase a loop names after an epoch's number (`desc=f"Epoch {epoch}/{epochs} [{phase}]"`):
+# training (`Epoch 3/10 [train]:`, `Epoch 3 training:`, `Epoch 3/10 - (train):`), or evaluation.
+_TRAINING_PHASE = r"(?:[\s-]*[\[(]?train(?:ing)?[\])]?)"
+_EVALUATION_PHASE = r"(?:[\s-]*[\[(]?(?:val(?:id|idation)?|eval(?:uation)?|test(?:ing)?)[\])]?)"
 # An evaluation pass's own bar, by its label: Lightning's TQDMProgressBar draws one for each
 # validation, test and predict pass (`Validating` before 1.7, then its `validation_description`
 # and the dataloader: `Validation DataLoader 0`; `Testing`, `Testing DataLoader 0`,
-# `Predicting DataLoader 0`), and loops that name theirs so (`Validation:`). It counts the
+# `Predicting DataLoader 0`), and loops that name theirs so (`Validation:`), or name the
+# evaluation's phase after the epoch (`Epoch 3/10 [val]:`, `Epoch 3 eval:`). It counts the
 # evaluation's batches to the evaluation's total: no iteration, target or pace of training.
 _EVALUATION_BAR = re.compile(
-    r"^(?:validating|validation|testing|predicting)(?: dataloader \d+)?\s*:"
+    r"^(?:(?:validating|validation|testing|predicting)(?: dataloader \d+)?"
+    rf"|epoch\s+\d+(?:\s*/\s*\d+)?{_EVALUATION_PHASE})\s*:"
     r"\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
 # A bar labelled with the epoch it counts (Lightning's TQDMProgressBar: `Epoch 3:  45%|`, its
 # `set_description(f"Epoch {trainer.current_epoch}")` at each epoch's start; custom loops'
 # `tqdm(loader, desc=f"Epoch {epoch}")`), or with the epoch and the loop's number of epochs
 # (custom loops' `tqdm(loader, desc=f"Epoch {epoch + 1}/{num_epochs}")`, Keras's way of
-# counting them, `Epoch 3/10:  45%|`): its total is one epoch's batches, not the run's.
+# counting them, `Epoch 3/10:  45%|`), either followed by the training's phase (`Epoch 3/10
+# [train]:`): its total is one epoch's batches, not the run's.
 _EPOCH_BAR = re.compile(
-    r"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?\s*:\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
+    rf"^Epoch\s+(\d+)(?:\s*/\s*(\d+))?{_TRAINING_PHASE}?\s*:\s*\d{{1,3}}(?:\.\d+)?%\s*\|",
+    re.IGNORECASE)
 # Lightning's `Epoch N` bar counted its epochs from 1 (`Epoch {epoch + 1}`; 0.8.0 and 0.8.1 from
 # a `current_epoch` counted from 1) from 0.5.3, where it came, to 0.8.5 (from 0 since 0.9.0).
 # Until 0.6 its bar was `tqdm(unit='batch')` and its postfix (`set_postfix(**training_tqdm_dict)`,

@@ -342,6 +342,31 @@ def test_an_epoch_of_epochs_bar_counts_the_epochs_batches_to_all_epochs(numbers:
     assert s is not None and (s.iteration, s.target_iter) == (2450, 10000)
 
 
+@pytest.mark.parametrize("label", [
+    "Epoch 3/10 [train]", "Epoch 3/10 train", "Epoch 3/10 - training", "Epoch 3/10 (Train)"])
+def test_an_epoch_bar_naming_the_training_phase_counts_the_epochs_batches(label: str):
+    """A loop naming the phase after the epoch (`desc=f"Epoch {epoch + 1}/{epochs} [train]"`)
+    counts its training batches over all the epochs, as `Epoch 3/10:` does."""
+    s, _ = parse(f"{label}:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s, loss=0.310]")
+    assert s is not None and (s.iteration, s.target_iter) == (2450, 10000)
+    s, _ = parse(f"{label.replace('/10', '')}:  45%|████▌     | 450/1000 [01:02<01:16,  7.20it/s]")
+    assert s is not None and (s.iteration, s.target_iter) == (3450, None)
+
+
+@pytest.mark.parametrize("phase", ["[val]", "[valid]", "[eval]", "[test]", "validation", "(Val)"])
+def test_an_epoch_bar_naming_an_evaluation_phase_is_no_training_progress(phase: str):
+    """`Epoch 3/10 [val]:` counts the validation's batches: activity, no iteration, target or
+    pace, so the training's bars of the epochs around it go on to the run's target."""
+    series = MetricSeries()
+    series.feed_block("".join(
+        f"\rEpoch {n}/2 [train]:  {25 * b:3d}%|##        | {b}/4 [00:0{b}<00:03,  1.00it/s, "
+        f"loss=0.{9 - n}00]" for n in (1, 2) for b in range(5)) + "\n")
+    s, _ = parse(f"Epoch 1/2 {phase}:  50%|#####     | 5/10 [00:01<00:01,  9.00it/s, loss=0.7]")
+    assert s is not None and not s.is_metric and s.evaluation_batches == (5, 10), s
+    series.feed_block(f"Epoch 2/2 {phase}:  50%|#####     | 5/10 [00:01<00:01,  9.00it/s]\n")
+    assert (series.last_iteration, series.target_iter) == (8, 8)
+
+
 def _lightning_fit(epochs: int = 2, batches: int = 4, val_batches: int = 2) -> str:
     """Lightning 2.x's TQDMProgressBar as a file receives it: each epoch's bar (`Epoch N`,
     reset to the epoch's batches, redrawn in place) and, at the epoch's end, the validation's
