@@ -464,6 +464,8 @@ class LineParser:
         self.steps_bar_total: int | None = None
         # an `Epoch 0/10` bar was seen: its loop counts its epochs from 0 (`_read_epoch_bar`)
         self.epochs_from_zero = False
+        # an `Epoch 0/9` and an `Epoch 9/9` bar were seen: its loop numbers its epochs 0 to 9
+        self.epochs_zero_to_number = False
         # an `Epoch N` bar showed a Lightning that counted its epochs from 1 (`_read_epoch_bar`)
         self.lightning_epochs_from_one = False
         self._top_bar: tuple[int, int] | None = None  # the last top bar's (count, total)
@@ -625,9 +627,15 @@ class LineParser:
         """One epoch's bar (`_EPOCH_BAR`): its iteration is the batches of the epochs before it
         (as many as this one's) and this one's. `Epoch 3:` (Lightning's, from 0, from 1 once a
         bar showed Lightning 0.5, 0.6 or 0.7: `_shows_lightning_epochs_from_one`) has no
-        target: the run's is no epoch's total. `Epoch 3/10:` counts the epochs from 1 to the
-        loop's number of epochs, its target all their batches, unless the log showed an
-        `Epoch 0/10` bar (`epochs_from_zero`): `range(num_epochs)` printed as it is."""
+        target: the run's is no epoch's total. `Epoch 3/10:` counts to the loop's number of
+        epochs, its target all their batches, from where the log shows the numbers start: from
+        0 once it showed an `Epoch 0/10` bar (`epochs_from_zero`: `range(num_epochs)` printed
+        as it is), and then to 10 once it showed an `Epoch 10/10` bar too
+        (`epochs_zero_to_number`: 11 epochs numbered by the last one, `desc=f"Epoch
+        {epoch}/{num_epochs - 1}"`); else from 1 (an `Epoch 10/10` bar alone shows it). A log
+        with neither (cut, or started mid-run) is read from 1, the reading that does not
+        overstate progress: a loop counting from 0 then reads one epoch behind (its last
+        epoch ends one epoch's batches short of the target), never ahead."""
         number, epochs = int(epoch.group(1)), epoch.group(2)
         if epochs is None:
             self.lightning_epochs_from_one = (
@@ -635,9 +643,12 @@ class LineParser:
             first = 1 if number and self.lightning_epochs_from_one else 0
             s.iteration = (number - first) * total + done
             return
+        last = int(epochs)
         self.epochs_from_zero = self.epochs_from_zero or number == 0
+        self.epochs_zero_to_number = self.epochs_zero_to_number or (
+            self.epochs_from_zero and number == last)
         s.iteration = (number if self.epochs_from_zero else number - 1) * total + done
-        s.target_iter = int(epochs) * total
+        s.target_iter = (last + 1 if self.epochs_zero_to_number else last) * total
 
     def _checkpoint(self, line: str, line_no: int, t: float | None) -> CheckpointEvent | None:
         if _CKPT_END.search(line):

@@ -342,6 +342,29 @@ def test_an_epoch_of_epochs_bar_counts_the_epochs_batches_to_all_epochs(numbers:
     assert s is not None and (s.iteration, s.target_iter) == (2450, 10000)
 
 
+def test_epoch_of_epochs_bars_numbered_0_to_their_last_epoch_count_all_of_them():
+    """`Epoch 0/2` … `Epoch 2/2` (`desc=f"Epoch {epoch}/{num_epochs - 1}"`) are 3 epochs: the
+    last one's end is the run's target, not past it."""
+    series = MetricSeries()
+    series.feed_block(_epoch_of_epochs_bars(range(3), 2))
+    iterations = [s.iteration for s in series.samples]
+    assert iterations == sorted(iterations)
+    assert (series.last_iteration, series.target_iter) == (12, 12)
+
+
+@pytest.mark.parametrize(("numbers", "true_last"), [(range(2, 4), 16), (range(3, 5), 16)],
+                         ids=["from 0", "from 1"])
+def test_epoch_of_epochs_bars_cut_before_the_first_epoch_read_no_epoch_ahead(
+        numbers: range, true_last: int):
+    """A log cut before its loop's first epoch is read from 1: a loop counting from 0, whose
+    log shows neither an `Epoch 0/4` nor an `Epoch 4/4` bar (its epochs 2 and 3), reads one
+    epoch behind (12 of its 16 batches), never ahead; one counting from 1 reads right."""
+    series = MetricSeries()
+    series.feed_block(_epoch_of_epochs_bars(numbers, 4))
+    assert series.target_iter == 16
+    assert series.last_iteration == 4 * (numbers[-1] - 1) + 4 <= true_last
+
+
 @pytest.mark.parametrize("label", [
     "Epoch 3/10 [train]", "Epoch 3/10 train", "Epoch 3/10 - training", "Epoch 3/10 (Train)"])
 def test_an_epoch_bar_naming_the_training_phase_counts_the_epochs_batches(label: str):
