@@ -90,8 +90,10 @@ _ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
                   r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
+# An ISO time's zone right after it: UTC (`Z`) or its offset from UTC (`+02:00`, `-0500`).
+_ZONE = re.compile(r"Z|([+-])(\d\d):?(\d\d)")
 # What closes a time the clock reads at the start of a message: its zone, its bracket, blanks.
-_TIME_END = re.compile(r"(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]*")
+_TIME_END = re.compile(rf"(?:{_ZONE.pattern})?\]?[ \t]*")
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _KV = re.compile(
@@ -246,7 +248,10 @@ def _float(value: str) -> float:
 
 
 class LogClock:
-    """Turns leading timestamps into monotonic float seconds (see docs/architecture.md)."""
+    """Turns leading timestamps into monotonic float seconds (see docs/architecture.md): UTC's,
+    an ISO time's zone read (`2025-05-20T21:08:57+02:00` is 19:08:57 UTC), a time printed with
+    no zone read as UTC, or, glog's and a bare `HH:MM:SS`, in the zone of the last ISO time
+    (their date's: the process's local time, as the dated lines print it)."""
 
     def __init__(self) -> None:
         self.last: float | None = None
@@ -254,6 +259,7 @@ class LogClock:
         self._year: int | None = None
         self._bare_day = 0  # day index for bare HH:MM:SS when no date was ever seen
         self._date: tuple[str, ...] = ()  # the last ISO date seen (as printed)
+        self._offset = 0  # the last ISO time's offset from UTC in seconds (0: UTC or none)
 
     def parse_line(self, raw: str) -> float | None:
         """The time of a raw log line (`parse_split` of its `split_line`), or None."""
@@ -279,7 +285,9 @@ class LogClock:
                 base_day = self._base_day = float(calendar.timegm(
                     (int(g[0]), int(g[1]), int(g[2]), 0, 0, 0)))
                 self._year = int(g[0])
-            t = base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
+            self._offset = _utc_offset(line, m.end())
+            t = (base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
+                 - self._offset)
             return self._accept(t, rollover=False)
         m = _GLOG.match(line)
         if m and self._year is not None:
@@ -293,7 +301,7 @@ class LogClock:
             except ValueError:
                 return None  # not a month
             near = self.last if self.last is not None else days[1]
-            t = min((day + sod for day in days), key=lambda c: abs(c - near))
+            t = min((day + sod - self._offset for day in days), key=lambda c: abs(c - near))
             return self._accept(t, rollover=False)
         m = _HMS.match(line) or (_GLOG.match(line) if self._year is None else None)
         if m:
@@ -303,7 +311,7 @@ class LogClock:
                 return None
             sod = hh * 3600 + mm * 60 + ss + _frac(groups[-1])
             if self._base_day is not None:
-                t = self._base_day + sod
+                t = self._base_day + sod - self._offset
             else:
                 t = self._bare_day * 86400 + sod
             return self._accept(t, rollover=True)
@@ -320,6 +328,18 @@ class LogClock:
         if self.last is None or t > self.last:
             self.last = t
         return t
+
+
+def _utc_offset(line: str, end: int) -> int:
+    """The offset from UTC, in seconds, of the ISO time ending at `end` in `line`: its zone
+    (`+02:00` is 7200, `-0500` -18000), 0 for `Z`, no zone or no offset a zone has."""
+    m = _ZONE.match(line, end)
+    if m is None or m.group(1) is None:
+        return 0
+    hours, minutes = int(m.group(2)), int(m.group(3))
+    if hours > 14 or minutes > 59:
+        return 0
+    return (1 if m.group(1) == "+" else -1) * (hours * 3600 + minutes * 60)
 
 
 def _frac(text: str | None) -> float:

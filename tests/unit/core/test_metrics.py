@@ -577,6 +577,35 @@ def test_iso_timestamps(line):
     assert s.time == epoch(2025, 5, 20, 19, 8, 57)
 
 
+@pytest.mark.parametrize("line", [
+    "2025-05-20T21:08:57+02:00 iter=1",
+    "2025-05-20 14:08:57,000-0500 iter=1",
+    "[2025-05-21T00:38:57.000+05:30] iter=1",
+    "2025-05-20T19:08:57Z iter=1",
+    "2025-05-20T19:08:57.000000+00:00 iter=1",
+])
+def test_an_iso_timestamps_utc_offset_is_read(line):
+    s, _ = parse(line)
+    assert s.time == epoch(2025, 5, 20, 19, 8, 57)
+
+
+def test_times_across_a_change_of_utc_offset_keep_their_pace():
+    """A run over a daylight-saving change (`+01:00` to `+02:00`) logs an hour's jump in its
+    clock: 2 minutes between the lines, no hour-long stop; the glog and bare times after them
+    are in their zone."""
+    series = MetricSeries()
+    series.feed_block("2025-03-30T01:59:00+01:00 iter=10 loss=1.0\n"
+                      "2025-03-30T03:01:00+02:00 iter=11 loss=1.0\n"
+                      "[W0330 03:02:00.000000 socket.cpp:663] slow\n"
+                      "03:03:00 iter=12 loss=1.0\n")
+    assert [s.time for s in series.samples] == [
+        epoch(2025, 3, 30, 0, 59, 0), epoch(2025, 3, 30, 1, 1, 0), epoch(2025, 3, 30, 1, 3, 0)]
+    assert series.sec_per_iter() == pytest.approx(120)
+    clock = LogClock()
+    clock.parse("2025-03-30T03:01:00+02:00 iter=11 loss=1.0")
+    assert clock.parse("[W0330 03:02:00.000000 socket.cpp:663]") == epoch(2025, 3, 30, 1, 2, 0)
+
+
 def test_bare_hms_rolls_over_midnight_monotonically():
     clock = LogClock()
     times = [clock.parse(t) for t in ("23:59:50 a", "23:59:58 b", "00:00:03 c", "00:10:00 d")]
