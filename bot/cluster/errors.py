@@ -41,6 +41,28 @@ class CommandTimedOut(ClusterError):
         super().__init__(f"`{shlex.join(self.argv)}` did not finish within {timeout:g} s")
 
 
+class ChannelClosed(ClusterUnavailable):
+    """A remote command's channel closed before its exit status came: the connection dropped
+    or was closed under it (trainbot shutting down or reconnecting, another thread closing
+    the channel), or sshd sent none (it reports a command killed by a signal in a message
+    paramiko does not read). The command may or may not have run, and may still be running:
+    never its own failure (no CommandFailed), and never re-run blindly (a submit is looked up
+    by its job name first). A ClusterUnavailable, so what retries a lost connection retries
+    it. `connection_lost`: the channel's connection is gone, not just the channel."""
+
+    def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool):
+        self.argv = list(argv)
+        self.connection_lost = connection_lost
+        command = shlex.join(self.argv)
+        if connection_lost:
+            message = f"connection to {where} lost while `{command}` was running; it may have run"
+        else:
+            message = (f"`{command}` on {where} ended without an exit status: its channel was "
+                       "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
+                       "sent none (a command killed by a signal); it may or may not have run")
+        super().__init__(message)
+
+
 class SFTPTimedOut(ClusterUnavailable):
     """An SFTP request got no answer in time (most often a hung NFS/Lustre path on the login
     node), or was not sent because an earlier one on the same path still waits. Other paths'

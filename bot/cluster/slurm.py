@@ -112,6 +112,8 @@ class SlurmClient:
              allow: re.Pattern[str] | None = None,
              env: Mapping[str, str] | None = None) -> CommandOutput:
         """Run argv; controller silence -> ClusterUnavailable, other failures -> CommandFailed.
+        A channel closed before the exit status came is the runner's ChannelClosed (a
+        ClusterUnavailable: the command may or may not have run), never a CommandFailed.
 
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
         `env` values reach the command's environment only (never its argv, so never an error).

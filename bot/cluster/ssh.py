@@ -37,6 +37,7 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.errors import (
+    ChannelClosed,
     ClusterError,
     ClusterUnavailable,
     CommandFailed,
@@ -100,7 +101,8 @@ class CommandResult:
 
 @dataclass(frozen=True)
 class Exchange:
-    """A remote command's raw output; `exit_code` None: it did not end in time."""
+    """A remote command's raw output; `exit_code` None: it did not end in time; -1: its
+    channel closed before the exit status came (the connection lived on)."""
 
     stdout: bytes
     stderr: bytes
@@ -445,8 +447,12 @@ class SSHRunner:
 
         Raises CommandTimedOut after `timeout` (default settings.command_timeout) seconds, after
         asking sshd to send SIGTERM to the remote process (RFC 4254 "signal"; a shell's own
-        children may outlive it) and closing the channel. `env` values go on stdin, ahead of
-        `stdin` (see `build_command`): errors and results carry the argv, never a value.
+        children may outlive it) and closing the channel. Raises ChannelClosed (a
+        ClusterUnavailable, whatever `check` says) when the channel closed before the exit
+        status came (the connection dropped or was closed, or another thread closed the
+        channel): the command may or may not have run, so it is not its failure and is never
+        re-run here. `env` values go on stdin, ahead of `stdin` (see `build_command`): errors
+        and results carry the argv, never a value.
         """
         args = tuple(str(a) for a in argv)
         command = build_command(args, env)
@@ -466,6 +472,8 @@ class SSHRunner:
             chan.close()
         if code is None:
             raise CommandTimedOut(args, limit)
+        if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
+            raise ChannelClosed(args, self.settings.host, connection_lost=False)
         stdout = out.decode("utf-8", errors="replace")
         stderr = err.decode("utf-8", errors="replace")
         result = CommandResult(args, code, stdout, stderr)
@@ -541,7 +549,10 @@ class SSHRunner:
         limit: float,
     ) -> tuple[bytes, bytes, int | None]:
         """Send stdin, read stdout and stderr until the exit status; exit code None when
-        `limit` seconds passed first (the remote process is then sent SIGTERM)."""
+        `limit` seconds passed first (the remote process is then sent SIGTERM), -1 when the
+        channel closed first (paramiko's `recv_exit_status()` then). ChannelClosed
+        (`connection_lost`) when the channel's own connection is gone by then: checked on the
+        channel's transport, not the runner's, which another thread may have reconnected."""
         deadline = time.monotonic() + limit
         out: list[bytes] = []
         err: list[bytes] = []
@@ -578,12 +589,10 @@ class SSHRunner:
         except TimeoutError:  # stdin write blocked past the deadline
             return b"".join(out), b"".join(err), None
         exit_code = chan.recv_exit_status()
-        if exit_code == -1 and not self.is_connected:
+        transport = chan.get_transport()
+        if exit_code == -1 and (transport is None or not transport.is_active()):
             self._forget_if_dead()
-            raise ClusterUnavailable(
-                f"connection to {self.settings.host} lost while `{shlex.join(args)}` was running; "
-                "it may have run"
-            )
+            raise ChannelClosed(args, self.settings.host, connection_lost=True)
         return b"".join(out), b"".join(err), exit_code
 
     # ---- sftp ------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 A finished job whose decision is `resubmit_now` gets an intent row in the incidents table
 (class `resubmit`, `record_due`); once its backoff has passed it goes `due` -> `submitting`
 (sbatch; the attempt and its retry charge recorded in one transaction) -> `submitted` ->
-`done` (thread told). A crash inside the submit is reconciled with Slurm before anything is
-submitted again (`run_due`). A row whose stored decision does not read back as
+`done` (thread told). A crash inside the submit, or an error that may have left a job (a
+channel closed before sbatch's answer: ChannelClosed), is reconciled with Slurm before anything
+is submitted again (`run_due`). A row whose stored decision does not read back as
 `resubmit_now` is never carried out: a person is asked instead (`asked`).
 """
 
@@ -14,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from bot.cluster.errors import CommandFailed
 from bot.core.policy import Decision, DecisionKind, resume_start
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
@@ -67,10 +69,13 @@ class AutoResubmits:
         `submitted` -> `done` (thread told).
 
         A row found `submitting` is a crash or an error after the intent: the submit may have
-        gone through. `recover(recipe, chain_id, old_job, decision)` (when given) finds and
-        records the job it left (an unrecorded sbatch, or a recorded attempt whose thread was
-        not told) and returns its id, or None when there is none (then it is submitted); without
-        `recover`, a chain with a newer attempt counts as submitted. A `submitted` row is only
+        gone through. A resubmit that raises stays `submitting` (its sbatch may have gone
+        through: a channel closed before sbatch's answer, ChannelClosed; an error after it)
+        unless the submit command said no (CommandFailed: back to `due`).
+        `recover(recipe, chain_id, old_job, decision)` (when given) finds and records the job
+        it left (an unrecorded sbatch, or a recorded attempt whose thread was not told) and
+        returns its id, or None when there is none (then it is submitted); without `recover`,
+        a chain with a newer attempt counts as submitted. A `submitted` row is only
         told (posts are idempotent by key). A chain that has ended since (the resumed job ran
         to its end while the bot was down) gets nothing new submitted, but a resubmit that went
         through is still told, once; one that did not is `dropped` (nothing to submit or
@@ -133,8 +138,9 @@ class AutoResubmits:
                     log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
                                 self.cluster, inc.job_id, chain.id, exc)
                     report.resubmits_failed += 1
-                    self.store.incidents.set_state(inc.key, "due")
-                    continue
+                    if isinstance(exc, CommandFailed):  # the submit command said no: nothing
+                        self.store.incidents.set_state(inc.key, "due")  # was submitted
+                    continue  # else it may have been (a channel closed): `recover` first
             self.store.incidents.set_state(inc.key, "submitted")
             self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
 

@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,13 @@ from typing import Any
 import paramiko
 import pytest
 
-from bot.cluster.errors import CommandTimedOut, SFTPTimedOut
+from bot.cluster.errors import (
+    ChannelClosed,
+    ClusterUnavailable,
+    CommandFailed,
+    CommandTimedOut,
+    SFTPTimedOut,
+)
 from bot.cluster.ssh import SSHRunner, SSHSettings
 
 TIMEOUT = 1.0
@@ -344,9 +350,72 @@ def test_a_command_wait_ends_when_its_channel_is_closed_from_another_thread(
             return chan
 
         monkeypatch.setattr(runner, "_open_session", opened)
-        result = runner.run(["sleep", "60"], timeout=30, check=False)
+        with pytest.raises(ChannelClosed) as info:
+            runner.run(["sleep", "60"], timeout=30, check=False)
         assert time.monotonic() - started_at[0] < 0.5
-        assert result.exit_code != 0 and result.stdout == result.stderr == ""
+        assert not info.value.connection_lost and info.value.argv == ["sleep", "60"]
+
+
+def _closing_at_its_wait(runner: SSHRunner, monkeypatch: pytest.MonkeyPatch,
+                         close: Callable[[paramiko.Channel], None]) -> None:
+    """The runner's next command channels call `close(channel)` from another thread just
+    before the runner first waits on them (see _ClosedBeforeItsWait)."""
+    open_session = runner._open_session  # noqa: SLF001
+
+    def opened() -> paramiko.Channel:
+        chan = open_session()
+        exec_command = chan.exec_command
+
+        def start(command: str) -> None:
+            exec_command(command)
+            chan.__class__ = _ClosedBeforeItsWait
+            chan.armed = True  # type: ignore[attr-defined]
+            chan.close = lambda: close(chan)  # type: ignore[method-assign]
+
+        chan.exec_command = start  # type: ignore[method-assign]
+        return chan
+
+    monkeypatch.setattr(runner, "_open_session", opened)
+
+
+def test_a_command_whose_channel_is_closed_under_it_is_a_connection_error_not_its_failure(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A running command whose channel another thread closes (the transport lives on) ends
+    with no exit status: ChannelClosed, a ClusterUnavailable saying it may or may not have
+    run, never CommandFailed(-1) as if the command had failed on the cluster."""
+    peer.exec_runs = True
+    with peer.runner() as runner:
+        _closing_at_its_wait(runner, monkeypatch, paramiko.Channel.close)
+        with pytest.raises(ClusterUnavailable) as info:
+            runner.run(["sbatch", "--parsable", "job.sh"], timeout=30)
+        assert isinstance(info.value, ChannelClosed) and not isinstance(info.value, CommandFailed)
+        assert str(info.value) == (
+            "`sbatch --parsable job.sh` on 127.0.0.1 ended without an exit status: its channel "
+            "was closed first (trainbot closing it, on shutdown or a reconnect) or sshd sent "
+            "none (a command killed by a signal); it may or may not have run")
+        assert runner.is_connected
+
+
+def test_a_command_whose_connection_drops_while_another_thread_reconnects_is_a_lost_connection(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner's connection drops under a running command and another thread reconnects
+    at once: the command's channel died with its own transport, so it is a lost connection
+    (ChannelClosed, `connection_lost`), not CommandFailed(-1) because the runner is
+    connected again by the time the command looks."""
+    peer.exec_runs = True
+    with peer.runner() as runner:
+
+        def drop_and_reconnect(chan: paramiko.Channel) -> None:
+            chan.get_transport().close()
+            runner.connect()  # another thread's command reconnects
+
+        _closing_at_its_wait(runner, monkeypatch, drop_and_reconnect)
+        old = runner.transport
+        with pytest.raises(ChannelClosed, match="connection to 127.0.0.1 lost while "
+                           "`sleep 60` was running; it may have run") as info:
+            runner.run(["sleep", "60"], timeout=30)
+        assert info.value.connection_lost
+        assert runner.is_connected and runner.transport is not old
 
 
 class _PeerClusters:

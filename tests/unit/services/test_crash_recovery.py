@@ -225,3 +225,71 @@ def test_warning_left_pending_by_a_crash_is_told_before_the_incident(env):
     assert store.incidents.get(f"{CLUSTER}:88300:hang:line250").state == "posted"
     w.tick(T0 + 1320)
     assert sink.kinds().count("note") == 1
+
+
+def _sbatch_then(store, error):
+    """A resubmit whose sbatch submits job 90500 on the cluster (recorded nowhere) and then
+    raises `error` (its answer lost), as the runner does when sbatch's channel closes; the
+    cluster's jobs by name (`on_cluster`) as AutoResubmitter.recover finds them."""
+    calls, on_cluster = [], []
+
+    def resubmit(recipe, chain_id, decision):
+        calls.append(recipe)
+        on_cluster.append("90500")
+        raise error
+
+    def recover(recipe, chain_id, old_job, decision):
+        if not on_cluster:
+            return None
+        store.attempts.add(chain_id=chain_id, job_id=on_cluster[0], now=T0,
+                           charge_retry=decision.charged)
+        return on_cluster[0]
+
+    return calls, resubmit, recover
+
+
+def test_a_resubmit_whose_sbatch_channel_closed_is_looked_up_not_submitted_again(env):
+    """sbatch's channel closed before its answer (ChannelClosed: the bot shutting down or
+    reconnecting): the job may exist, so the next tick looks it up by name (recover) and
+    adopts it; sbatch is not run again, and no incident is posted about it."""
+    from bot.cluster.errors import ChannelClosed
+
+    store, slurm, sftp, sink = env
+    calls, resubmit, recover = _sbatch_then(
+        store, ChannelClosed(["sbatch", "--parsable"], "login", connection_lost=False))
+    w, chain = timed_out(env, FakeResubmit(store))
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resubmit, recover=recover,
+                     checkpoint=FakeCheckpoints(1200),
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    w.tick(T0 + 1310)  # the incident; the resubmit row is `due`
+    w.tick(T0 + 1380)  # sbatch: its channel closes before the answer
+    assert calls == ["auto"] and store.incidents.get(KEY).state == "submitting"
+    w.tick(T0 + 1440)
+    assert calls == ["auto"]  # not submitted a second time
+    assert sink.kinds() == ["incident", "resubmitted"] and "90500" in sink.events[1].text
+    assert store.incidents.get(KEY).state == "done"
+    assert store.chains.get(chain.id).retries_used == 1
+
+
+def test_a_resubmit_the_submit_command_refused_is_submitted_again_without_a_lookup(env):
+    """sbatch answered no (CommandFailed: nothing was submitted): the row is `due` again and
+    the next tick submits, with no lookup on the cluster first."""
+    from bot.cluster.errors import CommandFailed
+
+    store, slurm, sftp, sink = env
+    calls, lookups = [], []
+
+    def resubmit(recipe, chain_id, decision):
+        calls.append(recipe)
+        raise CommandFailed(["sbatch"], 1, "sbatch: error: QOSMaxSubmitJobPerUserLimit")
+
+    w, _chain = timed_out(env, FakeResubmit(store))
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resubmit,
+                     recover=lambda *args: lookups.append(args),
+                     checkpoint=FakeCheckpoints(1200),
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    w.tick(T0 + 1310)
+    w.tick(T0 + 1380)
+    assert store.incidents.get(KEY).state == "due"
+    w.tick(T0 + 1440)
+    assert calls == ["auto", "auto"] and lookups == []
