@@ -19,6 +19,7 @@ from bot.core.launcher_lint.jit import (
 )
 from bot.core.launcher_lint.messages import crashed
 from bot.core.launcher_lint.model import (
+    CHECK_ARITH_UNSET,
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
     CHECK_EXIT_TRAP,
@@ -69,9 +70,9 @@ def lint_launcher(
     except Exception as exc:  # noqa: BLE001 (the lexer failing is reported, not raised)
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, N_("not checked")))
         return findings + [crashed(check, exc) for check in (
-            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC,
-            CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED,
-            CHECK_TEE_HIDES_STATUS, CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
+            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_NOUNSET,
+            CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND,
+            CHECK_SBATCH_INDENTED, CHECK_TEE_HIDES_STATUS, CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -86,17 +87,18 @@ def lint_launcher(
     findings.extend(empty)
     if walked is not None:
         done = walked
-        for check, run in ((CHECK_ARITH_ZERO, lambda: check_arith(done, code)),
-                           (CHECK_NOUNSET, lambda: check_nounset(done)),
-                           (CHECK_INTERACTIVE, lambda: check_interactive(done)),
-                           (CHECK_TEE_HIDES_STATUS, lambda: check_tee(done)),
-                           (CHECK_EXIT_TRAP, lambda: check_exit_trap(done, blanked, {})),
-                           (CHECK_POSITIONAL, lambda: check_positional(done, script_args,
-                                                                    arg_overrides))):
+        for checks, run in (
+                ((CHECK_ARITH_ZERO, CHECK_ARITH_UNSET), lambda: check_arith(done, code)),
+                ((CHECK_NOUNSET,), lambda: check_nounset(done)),
+                ((CHECK_INTERACTIVE,), lambda: check_interactive(done)),
+                ((CHECK_TEE_HIDES_STATUS,), lambda: check_tee(done)),
+                ((CHECK_EXIT_TRAP,), lambda: check_exit_trap(done, blanked, {})),
+                ((CHECK_POSITIONAL,), lambda: check_positional(done, script_args,
+                                                              arg_overrides))):
             try:
                 findings.extend(run())
             except Exception as exc:  # noqa: BLE001
-                findings.append(crashed(check, exc))
+                findings.extend(crashed(check, exc) for check in checks)
     for checks, run in (((CHECK_JIT_CC,), lambda: check_jit(code, python_sources or {})),
                         ((CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED),
                          lambda: check_sbatch_directives(script_text, blanked)),
@@ -133,6 +135,7 @@ def _strict_mode_note(opts: Opts) -> Finding:
 __all__ = [
     "after_toolchain_probe",
     "ArgOverrides",
+    "CHECK_ARITH_UNSET",
     "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",
     "CHECK_EXIT_TRAP",

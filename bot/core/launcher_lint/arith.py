@@ -1,8 +1,8 @@
 """`arith_zero_under_errexit`: an arithmetic command whose status is 1 under `set -e`: `((n++))`
 / `let n++` with `n` last set to 0, empty or never set (unset is 0), or to a number arithmetic
-cannot read ("08": an error), `((n=0))` / `let n=0`; and under `set -u`, with or without
-`set -e`, `((n++))` of an `n` never set (an unbound variable, which stops bash whatever tests
-the command's status)."""
+cannot read ("08": an error), `((n=0))` / `let n=0`. `arith_unset_under_nounset`: under
+`set -u`, with or without `set -e`, `((n++))` of an `n` never set (an unbound variable, which
+stops bash whatever tests the command's status)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
-from bot.core.launcher_lint.model import CHECK_ARITH_ZERO, Arith, Scan
+from bot.core.launcher_lint.model import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, Arith, Scan
 from bot.core.shell_lexer import Memo, split_top_level
 from bot.core.text import N_
 
@@ -108,6 +108,9 @@ def _never_set(var: str, code: str, arith: list[Arith]) -> bool:
 
 
 def check_arith(scan: Scan, code: str) -> list[Finding]:
+    """The findings of both arithmetic checks, each with a `pass` note when it finds nothing:
+    `arith_zero_under_errexit` (a status of 1 that `set -e` stops on) and
+    `arith_unset_under_nounset` (an unbound variable that `set -u` stops on)."""
     findings: list[Finding] = []
     values = _values(code, {a.variable for a in scan.arith}) if scan.arith else {}
     never_set = {var: _never_set(var, code, scan.arith)
@@ -139,9 +142,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             continue
         seen.add(line)
         findings.append(_finding(a, line, value))
-    if not findings:
+    if not any(f.check == CHECK_ARITH_ZERO for f in findings):
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))
+    if not any(f.check == CHECK_ARITH_UNSET for f in findings):
+        findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
+                                N_("no `((n++))` of a variable nothing sets under `set -u`")))
     return findings
 
 
@@ -192,4 +198,5 @@ def _finding(a: Arith, line: int, value: str | None) -> Finding:
                  "(`$(( 10#$%(var)s ))` reads one as decimal)", var=a.variable)
     else:
         fix = N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable)
-    return Finding(CHECK_ARITH_ZERO, level, line, text, fix)
+    return Finding(CHECK_ARITH_UNSET if unset and a.nounset else CHECK_ARITH_ZERO, level, line,
+                   text, fix)

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from bot.core.launcher_lint import (
+    CHECK_ARITH_UNSET,
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
     CHECK_JIT_CC,
@@ -143,7 +144,7 @@ BASH_STOPS = [
     # first increment's status is 1, as from 0
     ("set -e\n((n++))", CHECK_ARITH_ZERO, True),
     ("set -e\nlet n--", CHECK_ARITH_ZERO, True),
-    ("set -eu\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -eu\n((n++))", CHECK_ARITH_UNSET, True),
     ("set -e\n((RETRIES++))", CHECK_ARITH_ZERO, True),
     ("set -e\nfor i in 1 2; do ((n++)); done", CHECK_ARITH_ZERO, True),
     ("set -e\nf() { ((count++)); }\ncount=5\nf", CHECK_ARITH_ZERO, False),
@@ -185,14 +186,14 @@ BASH_STOPS = [
     ("set -e\nn=\n((++n))", CHECK_ARITH_ZERO, False),
     # under `set -u` alone, `((n++))` of an `n` nothing sets is an unbound variable: bash
     # stops, `|| true` or an `if` notwithstanding; not in a pipeline (a subshell)
-    ("set -u\n((n++))", CHECK_ARITH_ZERO, True),
-    ("set -u\nlet n++", CHECK_ARITH_ZERO, True),
-    ("set -u\n((n++)) || true", CHECK_ARITH_ZERO, True),
-    ("set -eu\n((n++)) || true", CHECK_ARITH_ZERO, True),
-    ("set -u\nif ((n--)); then :; fi", CHECK_ARITH_ZERO, True),
-    ("set -u\n((n++)) | cat", CHECK_ARITH_ZERO, False),
-    ("set -u\nn=0\n((n++)) || true", CHECK_ARITH_ZERO, False),
-    ("set -u\n((n=0))", CHECK_ARITH_ZERO, False),
+    ("set -u\n((n++))", CHECK_ARITH_UNSET, True),
+    ("set -u\nlet n++", CHECK_ARITH_UNSET, True),
+    ("set -u\n((n++)) || true", CHECK_ARITH_UNSET, True),
+    ("set -eu\n((n++)) || true", CHECK_ARITH_UNSET, True),
+    ("set -u\nif ((n--)); then :; fi", CHECK_ARITH_UNSET, True),
+    ("set -u\n((n++)) | cat", CHECK_ARITH_UNSET, False),
+    ("set -u\nn=0\n((n++)) || true", CHECK_ARITH_UNSET, False),
+    ("set -u\n((n=0))", CHECK_ARITH_UNSET, False),
     # `n+=8` appends: "08", which arithmetic reads as octal and cannot (status 1); "07" and
     # "010" it can; `declare -i` and `((n+=8))` add
     ("set -e\nn=0\nn+=8\n((n++))", CHECK_ARITH_ZERO, True),
@@ -250,8 +251,11 @@ def test_an_arithmetic_zero_assignment_is_reported_where_bash_stops_with_its_fix
      "set it first (`RETRIES=0`), then use `(( ++RETRIES ))`"),
 ])
 def test_an_increment_of_a_variable_nothing_sets_says_why_it_stops(script, level, said, fix):
-    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.check == CHECK_ARITH_ZERO]
-    assert (f.level, f.line) == (level, 3)
+    # under `set -u` the unbound variable stops bash, whatever the status: its own check
+    check = CHECK_ARITH_UNSET if "-eu" in script else CHECK_ARITH_ZERO
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.line is not None
+            and f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)]
+    assert (f.check, f.level, f.line) == (check, level, 3)
     assert f.message.startswith(said) and f.fix.startswith(fix)
 
 
@@ -272,9 +276,25 @@ def test_an_increment_of_a_variable_nothing_sets_says_why_it_stops(script, level
      "set it first (`n=0`)"),
 ])
 def test_an_increment_bash_cannot_count_from_says_why_it_stops(script, said, fix):
-    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.check == CHECK_ARITH_ZERO]
-    assert (f.level, f.line) == ("fail", 5)
+    check = CHECK_ARITH_UNSET if "unbound variable" in said else CHECK_ARITH_ZERO
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + script) if f.line is not None
+            and f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)]
+    assert (f.check, f.level, f.line) == (check, "fail", 5)
     assert f.message.startswith(said) and f.fix.startswith(fix)
+
+
+@pytest.mark.parametrize(("script", "stops_on"), [
+    ("set -u\n((n++)) || true\n", CHECK_ARITH_UNSET),  # the unbound variable, not the status
+    ("set -eu\n((n++))\n", CHECK_ARITH_UNSET),
+    ("set -eu\nn=\n((n++))\n", CHECK_ARITH_ZERO),  # set, empty: 0, a status of 1
+])
+def test_an_unbound_variable_and_a_zero_status_are_reported_under_their_own_ids(script,
+                                                                                stops_on):
+    findings = lint_launcher("#!/bin/bash\n" + script)
+    levels = {f.check: f.level for f in findings
+              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)}
+    other = CHECK_ARITH_ZERO if stops_on == CHECK_ARITH_UNSET else CHECK_ARITH_UNSET
+    assert levels == {stops_on: "fail", other: "pass"}
 
 
 def test_arith_finding_names_the_fix():

@@ -103,10 +103,21 @@ def test_a_lexer_failure_is_reported_for_every_check(monkeypatch):
     script = "#!/bin/bash\nsrun python train.py\n"
     findings = lint_launcher(script)
     crashed = {f.check for f in findings if "could not read the script" in f.message}
-    assert crashed == {CHECK_EMPTY_MATCH, lint.CHECK_ARITH_ZERO, lint.CHECK_NOUNSET,
+    assert crashed == {CHECK_EMPTY_MATCH, lint.CHECK_ARITH_ZERO, lint.CHECK_ARITH_UNSET,
+                       lint.CHECK_NOUNSET,
                        lint.CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER,
                        lint.CHECK_SBATCH_AFTER_COMMAND, lint.CHECK_SBATCH_INDENTED,
                        lint.CHECK_TEE_HIDES_STATUS,
                        lint.CHECK_EXIT_TRAP, lint.CHECK_POSITIONAL}
     assert all(f.level == "warn" for f in findings if f.check in crashed)
     assert lint.python_scripts_in(script) == ["train.py"]
+
+
+def test_an_arithmetic_check_that_raises_is_reported_under_both_its_ids(monkeypatch):
+    def boom(*_args):
+        raise ValueError("bad offset")
+
+    monkeypatch.setattr(lint, "check_arith", boom)
+    findings = lint_launcher("#!/bin/bash\nset -u\n((n++))\n")
+    crashed = {f.check for f in findings if "could not read the script" in f.message}
+    assert crashed == {lint.CHECK_ARITH_ZERO, lint.CHECK_ARITH_UNSET}
