@@ -47,6 +47,16 @@ _ASSIGNMENT_RE = re.compile(
     r"(?<![\w$])(?P<var>[A-Za-z_]\w*)(?P<op>\+?)=(?!=)(?P<value>[^\s;&|)]*)"
     r"|\(\(\s*(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>\+?)=(?!=)\s*(?P<avalue>[^\s;,)]*)"
 )
+#: What may come before a command's first word on its line: a separator or a keyword, then
+#: assignments (`FOO=1 n=0 cmd`).
+_COMMAND_START_RE = re.compile(
+    r"(?:^|[;&|({!]|\b(?:then|do|else|if|elif|while|until|time))[ \t]*"
+    r"(?:[A-Za-z_]\w*\+?=\S*[ \t]+)*$"
+)
+#: After an assignment: more assignments, then a command word (`n=0 cmd`, `n=0 m=1 cmd`).
+_COMMAND_AFTER_RE = re.compile(r"[ \t]+(?:[A-Za-z_]\w*\+?=\S*[ \t]+)*[^\s;&|)}\\]")
+#: A value read whole by _ASSIGNMENT_RE: no quote that may hold a blank, no expansion.
+_PLAIN_VALUE_RE = re.compile(r"[\w.,:/+@%-]*|\"[\w.,:/+@%-]*\"|'[\w.,:/+@%-]*'")
 #: A value arithmetic reads as 0: empty (`n=`) or zeros.
 _ZERO_RE = re.compile(r"0*")
 #: A value arithmetic cannot read: a leading 0 makes a number octal, and 8 / 9 are no octal
@@ -57,7 +67,25 @@ _SOURCES_RE = re.compile(r"(?m)(?<![\w.-])(?:source|eval)\s|(?:^|[;&|({]|\bthen|
                          r"\s*\.\s+\S")
 
 
-def _values(code: str, wanted: set[str]) -> dict[str, list[tuple[int, str | None]]]:
+def _prefix_assignments(code: str) -> dict[int, tuple[str, str]]:
+    """The assignments that prefix a command (`n=0 cmd`, `n=0 m=1 cmd`), by offset: the
+    variable and the command. They set the variable in that command's environment only, not
+    in the shell (after it `n` is what it was, unset if nothing else set it). Only where the
+    value is plain text, so that `n=$(cmd arg)` or `n="a b"` is not taken for one."""
+    prefixes: dict[int, tuple[str, str]] = {}
+    for m in _ASSIGNMENT_RE.finditer(code):
+        if m.group("var") is None or not _PLAIN_VALUE_RE.fullmatch(m.group("value")):
+            continue
+        line_start = code.rfind("\n", 0, m.start()) + 1
+        if (_COMMAND_AFTER_RE.match(code, m.end())
+                and _COMMAND_START_RE.search(code[line_start:m.start()])):
+            end = re.compile(r"[;&|\n]|$").search(code, m.end())
+            prefixes[m.start()] = (m.group("var"), code[m.start() : end.start() if end else None])
+    return prefixes
+
+
+def _values(code: str, wanted: set[str],
+            prefixes: dict[int, tuple[str, str]]) -> dict[str, list[tuple[int, str | None]]]:
     """(offset, value) of each assignment to the `wanted` variables, in order: the text bash
     holds after it, None when the script does not say (`n=$x`, a sum). A shell `+=` appends
     text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
@@ -69,8 +97,8 @@ def _values(code: str, wanted: set[str]) -> dict[str, list[tuple[int, str | None
     for m in _ASSIGNMENT_RE.finditer(code):
         shell = m.group("var") is not None
         var, op, text = m.group("var", "op", "value") if shell else m.group("avar", "aop", "avalue")
-        if var not in wanted:
-            continue
+        if var not in wanted or m.start() in prefixes:
+            continue  # not wanted, or set for one command only (`n=0 cmd`)
         text = text.strip("\"'")
         earlier = values.setdefault(var, [])
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
@@ -90,17 +118,18 @@ def _values(code: str, wanted: set[str]) -> dict[str, list[tuple[int, str | None
     return values
 
 
-def _never_set(var: str, code: str, arith: list[Arith]) -> bool:
+def _never_set(var: str, code: str, arith: list[Arith],
+               prefixes: dict[int, tuple[str, str]]) -> bool:
     """Does nothing in the script set `var`: its name appears only where it is read (`$n`,
-    `${n}`, `${n:-1}`) and in the collected arithmetic commands, and no `source` / `eval` may
-    set it. Any other word `n` (`read n`, `for n in`, `local n`, `((n+=2))` where `set -e` is
-    off) may set it."""
+    `${n}`, `${n:-1}`), in the collected arithmetic commands and in prefix assignments (`n=0
+    cmd`: that command's environment only), and no `source` / `eval` may set it. Any other
+    word `n` (`read n`, `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set it."""
     if _SOURCES_RE.search(code):
         return False
     spans = [(a.offset, a.offset + len(a.command)) for a in arith]
     for m in re.finditer(r"(?<![\w$\\/.-])" + re.escape(var) + r"(?!\w)", code):
-        if any(start <= m.start() < end for start, end in spans):
-            continue
+        if any(start <= m.start() < end for start, end in spans) or m.start() in prefixes:
+            continue  # an arithmetic command collected, or a prefix (`n=0 cmd`)
         if code[m.start() - 2 : m.start()] == "${" and not re.match(r":?=", code[m.end():]):
             continue  # `${n}`, `${n:-1}`: a read
         return False
@@ -112,8 +141,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     `arith_zero_under_errexit` (a status of 1 that `set -e` stops on) and
     `arith_unset_under_nounset` (an unbound variable that `set -u` stops on)."""
     findings: list[Finding] = []
-    values = _values(code, {a.variable for a in scan.arith}) if scan.arith else {}
-    never_set = {var: _never_set(var, code, scan.arith)
+    prefixes = _prefix_assignments(code) if scan.arith else {}
+    values = _values(code, {a.variable for a in scan.arith}, prefixes) if scan.arith else {}
+    never_set = {var: _never_set(var, code, scan.arith, prefixes)
                  for var in {a.variable for a in scan.arith} - values.keys()}
     seen: set[int] = set()
     for a in scan.arith:
@@ -141,7 +171,10 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if line in seen:
             continue
         seen.add(line)
-        findings.append(_finding(a, line, value))
+        prefix = [(pos, cmd) for pos, (var, cmd) in prefixes.items()
+                  if var == a.variable and pos < a.offset] if value is None else []
+        findings.append(_finding(a, line, value,
+                                 (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None))
     if not any(f.check == CHECK_ARITH_ZERO for f in findings):
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))
@@ -151,10 +184,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     return findings
 
 
-def _finding(a: Arith, line: int, value: str | None) -> Finding:
+def _finding(a: Arith, line: int, value: str | None,
+             prefix: tuple[str, int] | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
-    the script sets it."""
+    the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
+    cmd`, and its line, which sets it for that command only)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
@@ -189,6 +224,11 @@ def _finding(a: Arith, line: int, value: str | None) -> Finding:
                   "%(slurm)s", **said)
     if a.assigns_zero:
         fix = N_("write `%(var)s=0`, whose status is 0", var=a.variable)
+    elif unset and prefix:
+        fix = N_("`%(prefix)s` on line %(at)s sets `%(var)s` in that command's environment "
+                 "only, not in the script: set it on a line of its own first (`%(var)s=0`), "
+                 "then use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`",
+                 prefix=short(prefix[0], 40), at=prefix[1], var=a.variable)
     elif unset:
         fix = N_("set it first (`%(var)s=0`), then use `(( ++%(var)s ))` or "
                  "`%(var)s=$(( %(var)s + 1 ))`", var=a.variable)

@@ -194,6 +194,15 @@ BASH_STOPS = [
     ("set -u\n((n++)) | cat", CHECK_ARITH_UNSET, False),
     ("set -u\nn=0\n((n++)) || true", CHECK_ARITH_UNSET, False),
     ("set -u\n((n=0))", CHECK_ARITH_UNSET, False),
+    # `n=0 cmd` sets `n` in cmd's environment only: in the shell it is as before, unset
+    ("set -u\nn=0 true\n((n++))", CHECK_ARITH_UNSET, True),
+    ("set -e\nn=5 true\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=5 m=1 env true\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nif true; then n=3 true; fi\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -u\nexport n=0\n((n++))", CHECK_ARITH_UNSET, False),
+    ("set -u\nn=0; true\n((n++))", CHECK_ARITH_UNSET, False),
+    ("set -e\nn=1 \n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -u\nn=$(printf '%s' 1 2)\n((n++))", CHECK_ARITH_UNSET, False),
     # `n+=8` appends: "08", which arithmetic reads as octal and cannot (status 1); "07" and
     # "010" it can; `declare -i` and `((n+=8))` add
     ("set -e\nn=0\nn+=8\n((n++))", CHECK_ARITH_ZERO, True),
@@ -295,6 +304,14 @@ def test_an_unbound_variable_and_a_zero_status_are_reported_under_their_own_ids(
               if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)}
     other = CHECK_ARITH_ZERO if stops_on == CHECK_ARITH_UNSET else CHECK_ARITH_UNSET
     assert levels == {stops_on: "fail", other: "pass"}
+
+
+def test_a_prefix_assignment_is_named_as_setting_the_variable_for_one_command_only():
+    (f,) = [f for f in lint_launcher(HEAD + "n=5 srun true\n((n++))\n")
+            if f.check == CHECK_ARITH_UNSET and f.line is not None]
+    assert (f.level, f.line) == ("fail", 4)
+    assert f.fix.startswith("`n=5 srun true` on line 3 sets `n` in that command's environment "
+                            "only, not in the script: set it on a line of its own first (`n=0`)")
 
 
 def test_arith_finding_names_the_fix():
