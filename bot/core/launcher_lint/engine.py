@@ -148,7 +148,12 @@ class _Analyzer:
         self.positional: list[Positional] = []
         self.shifted = 0
         self.tees: list[Tee] = []
-        #: the options a loop read again started from (_branch_step), by its `key`
+        #: the bodies of functions called only where `set -e` is off, by name, with their
+        #: offsets; read at each such call under `set -u` (_guarded_calls), the script's length
+        #: in all at most, so the walk stays linear
+        self.guarded_bodies: dict[str, tuple[str, int]] = {}
+        self.guarded_budget = len(text)
+        #: the options a loop read again started from (branches.branch_step), by its `key`
         self.loop_starts: dict[tuple[int, int], Opts] = {}
         #: where the outermost loop read again as its later passes starts (None: not in one)
         self.later_pass_of: int | None = None
@@ -240,6 +245,8 @@ class _Analyzer:
                                                           self.memo))
                         self.arith.extend(nounset_ariths(lst, lst_off, self.memo,
                                                          self.later_pass_of))
+                        if self.guarded_bodies:
+                            self._guarded_calls(lst, lst_off)
                         if self.may_source_startup:
                             self.interactive.extend(startup_sources(lst, lst_off))
                     if _OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst):
@@ -355,6 +362,8 @@ class _Analyzer:
                 self.interactive.extend(startup_sources(lst, off))
             self.arith.extend(nounset_ariths(command, command_off, self.memo,
                                              self.later_pass_of))
+            if self.guarded_bodies:
+                self._guarded_calls(command, command_off)
         if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)
                 or _GROUP_LAST_RE.search(command)):
             self._and_or_options(command, command_off, in_condition=True)
@@ -364,6 +373,26 @@ class _Analyzer:
         argument)."""
         if self.may_read_positional and self.function is None and not _FUNC_NAME_RE.match(lst):
             self.positional.extend(positional_reads(lst, off, self.shifted))
+
+    def _guarded_calls(self, lst: str, off: int) -> None:
+        """Under `set -u`, the and-or list `lst` (at `off`) calling a function that is only
+        called where `set -e` is off (`f || true`, `if f; then`): its body runs in the script's
+        shell with the options here, so it is read here as a `{ … }` group before `&&` / `||`
+        is (an unbound variable stops bash in it, `|| true` or not; what only `set -e` makes a
+        finding is dropped, and a `set` in it holds after the call). Not in a pipeline (a
+        subshell), not a function already being read (recursion)."""
+        for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
+            name = first_word(element.lstrip().lstrip("!").lstrip())
+            body = self.guarded_bodies.get(name)
+            if (body is None or name == self.function or len(body[0]) > self.guarded_budget
+                    or len(split_top_level(element, e_off, ("|",), self.memo)) > 1):
+                continue
+            self.guarded_budget -= len(body[0])
+            saved_function, self.function = self.function, name
+            marks = self.marks([])
+            self.script(*body)
+            self.drop(marks, [], everything=False)
+            self.function = saved_function
 
     def _shift(self, lst: str) -> None:
         m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)
@@ -392,7 +421,10 @@ class _Analyzer:
             if "direct" not in calls:  # only `name | tee …`: the stop is hidden
                 body_hits = [with_(h, hidden_by=self.piped_calls.get(name)) for h in body_hits]
         elif "subst" not in calls:
-            body_hits = []  # only called where `set -e` is off: `if name`, `name || …`
+            # only called where `set -e` is off (`if name`, `name || …`): read at those calls
+            # (_guarded_calls), under the options there
+            self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
+            body_hits = []
         else:
             # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
             # the body's last command gives the substitution its status

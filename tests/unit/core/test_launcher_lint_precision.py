@@ -194,6 +194,17 @@ BASH_STOPS = [
     ("set -u\n((n++)) | cat", CHECK_ARITH_UNSET, False),
     ("set -u\nn=0\n((n++)) || true", CHECK_ARITH_UNSET, False),
     ("set -u\n((n=0))", CHECK_ARITH_UNSET, False),
+    # a function called only where `set -e` is off runs in the script's shell all the same:
+    # an unbound variable in its body stops bash at `f || true` / `if f` (not in a pipeline);
+    # `set -e` does not stop it there
+    ("set -u\nf() { ((m++)); }\nf || true", CHECK_ARITH_UNSET, True),
+    ("set -u\nf() { ((m++)); }\nif f; then :; fi", CHECK_ARITH_UNSET, True),
+    ("f() { ((m++)); }\nset -u\nf || true", CHECK_ARITH_UNSET, True),
+    ("set -u\nf() { ((m++)); }\nf | cat || true", CHECK_ARITH_UNSET, False),
+    ("set -u\nf() { m=0; ((m++)); }\nf || true", CHECK_ARITH_UNSET, False),
+    ("set -eu\nf() { m=0; ((m++)); }\nf || true", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); }\nf || true\nset -u", CHECK_ARITH_UNSET, False),
+    ("set -u\nf() { set -e; }\nf || true\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
     # `n=0 cmd` sets `n` in cmd's environment only: in the shell it is as before, unset
     ("set -u\nn=0 true\n((n++))", CHECK_ARITH_UNSET, True),
     ("set -e\nn=5 true\n((n++))", CHECK_ARITH_ZERO, True),
