@@ -19,6 +19,7 @@ from bot.core.launcher_lint.jit import (
 )
 from bot.core.launcher_lint.messages import crashed
 from bot.core.launcher_lint.model import (
+    CHECK_ARITH_ERROR,
     CHECK_ARITH_UNSET,
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
@@ -70,9 +71,10 @@ def lint_launcher(
     except Exception as exc:  # noqa: BLE001 (the lexer failing is reported, not raised)
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None, N_("not checked")))
         return findings + [crashed(check, exc) for check in (
-            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_NOUNSET,
-            CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER, CHECK_SBATCH_AFTER_COMMAND,
-            CHECK_SBATCH_INDENTED, CHECK_TEE_HIDES_STATUS, CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
+            CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_ARITH_ERROR,
+            CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER,
+            CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED, CHECK_TEE_HIDES_STATUS,
+            CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
     walked: Scan | None = None
     try:
         walked = scan(script_text, blanked)
@@ -85,10 +87,12 @@ def lint_launcher(
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
                                 N_("no `set -e`: failing commands do not stop the launcher")))
     findings.extend(empty)
+    checks: tuple[str, ...]  # the ids a check reports under, each crashed when it raises
     if walked is not None:
         done = walked
         for checks, run in (
-                ((CHECK_ARITH_ZERO, CHECK_ARITH_UNSET), lambda: check_arith(done, code)),
+                ((CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_ARITH_ERROR),
+                 lambda: check_arith(done, code)),
                 ((CHECK_NOUNSET,), lambda: check_nounset(done)),
                 ((CHECK_INTERACTIVE,), lambda: check_interactive(done)),
                 ((CHECK_TEE_HIDES_STATUS,), lambda: check_tee(done)),
@@ -135,6 +139,7 @@ def _strict_mode_note(opts: Opts) -> Finding:
 __all__ = [
     "after_toolchain_probe",
     "ArgOverrides",
+    "CHECK_ARITH_ERROR",
     "CHECK_ARITH_UNSET",
     "CHECK_ARITH_ZERO",
     "CHECK_EMPTY_MATCH",

@@ -2,7 +2,9 @@
 / `let n++` with `n` last set to 0, empty or never set (unset is 0), or to a number arithmetic
 cannot read ("08": an error), `((n=0))` / `let n=0`. `arith_unset_under_nounset`: under
 `set -u`, with or without `set -e`, `((n++))` of an `n` never set (an unbound variable, which
-stops bash whatever tests the command's status)."""
+stops bash whatever tests the command's status). `arith_error_without_errexit`: where `set -e`
+is off, `((n++))` of an `n` arithmetic cannot read ("08"): bash says so and goes on, `n` never
+counts."""
 
 from __future__ import annotations
 
@@ -10,7 +12,13 @@ import re
 
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
-from bot.core.launcher_lint.model import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, Arith, Scan
+from bot.core.launcher_lint.model import (
+    CHECK_ARITH_ERROR,
+    CHECK_ARITH_UNSET,
+    CHECK_ARITH_ZERO,
+    Arith,
+    Scan,
+)
 from bot.core.shell_lexer import Memo, split_top_level
 from bot.core.text import N_
 
@@ -19,11 +27,14 @@ from bot.core.text import N_
 ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)\s*\)\)$")
 LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)[\"']?$")
 
-def nounset_ariths(lst: str, off: int, memo: Memo, zero_after: int | None) -> list[Arith]:
-    """Under `set -u`, the `((n++))` / `let n++` commands of the and-or list `lst` (at `off`),
-    whose `n`, when nothing sets it, is an unbound variable that stops bash with or without
-    `set -e`, and whatever tests their status (`|| true`, an `if` condition); not in a
-    pipeline, whose commands run in subshells (`zero_after`: model.Arith.zero_after)."""
+def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nounset: bool,
+                  errexit_off: bool) -> list[Arith]:
+    """The `((n++))` / `let n++` commands of the and-or list `lst` (at `off`) that `set -e`
+    does not stop on: under `set -u` (`nounset`), where `n`, when nothing sets it, is an
+    unbound variable that stops bash with or without `set -e`, whatever tests their status
+    (`|| true`, an `if` condition); where `set -e` is off (`errexit_off`), where a value
+    arithmetic cannot read ("08") leaves `n` as it was. Not in a pipeline, whose commands run
+    in subshells (`zero_after`: model.Arith.zero_after)."""
     if "((" not in lst and "let" not in lst:
         return []
     found: list[Arith] = []
@@ -34,8 +45,8 @@ def nounset_ariths(lst: str, off: int, memo: Memo, zero_after: int | None) -> li
         m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
         if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
             at = e_off + len(element) - len(element.lstrip())
-            found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=True,
-                               errexit=False))
+            found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=nounset,
+                               errexit=False, errexit_off=errexit_off))
     return found
 
 
@@ -137,9 +148,10 @@ def _never_set(var: str, code: str, arith: list[Arith],
 
 
 def check_arith(scan: Scan, code: str) -> list[Finding]:
-    """The findings of both arithmetic checks, each with a `pass` note when it finds nothing:
-    `arith_zero_under_errexit` (a status of 1 that `set -e` stops on) and
-    `arith_unset_under_nounset` (an unbound variable that `set -u` stops on)."""
+    """The findings of the arithmetic checks, each with a `pass` note when it finds nothing:
+    `arith_zero_under_errexit` (a status of 1 that `set -e` stops on),
+    `arith_unset_under_nounset` (an unbound variable that `set -u` stops on) and
+    `arith_error_without_errexit` (an arithmetic error nothing stops on)."""
     findings: list[Finding] = []
     prefixes = _prefix_assignments(code) if scan.arith else {}
     values = _values(code, {a.variable for a in scan.arith}, prefixes) if scan.arith else {}
@@ -151,6 +163,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if not a.assigns_zero:
             before = [(pos, v) for pos, v in values.get(a.variable, []) if pos < a.offset]
             if not before:
+                if not a.errexit and not a.nounset:
+                    continue  # `set -e` off, no `set -u`: an unset `n` is 0 and stops nothing
                 # unset, unless an arithmetic command before it (a loop's earlier pass) set it
                 unset = never_set.get(a.variable, False) and a.zero_after is None and not any(
                     b.variable == a.variable and b.offset < a.offset for b in scan.arith)
@@ -158,7 +172,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     continue
                 value = None
             elif not a.errexit:
-                continue  # set: no unbound variable, and no `set -e` to stop on its status
+                value = before[-1][1]
+                if not (a.errexit_off and value is not None and _BAD_OCTAL_RE.fullmatch(value)):
+                    continue  # set: no unbound variable, and no `set -e` to stop on its status
             else:
                 pos, value = before[-1]
                 if value is None or not (_ZERO_RE.fullmatch(value)
@@ -178,6 +194,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     if not any(f.check == CHECK_ARITH_ZERO for f in findings):
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))
+    if not any(f.check == CHECK_ARITH_ERROR for f in findings):
+        findings.append(Finding(CHECK_ARITH_ERROR, "pass", None,
+                                N_("no counter bash cannot read (\"08\") where `set -e` is off")))
     if not any(f.check == CHECK_ARITH_UNSET for f in findings):
         findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
                                 N_("no `((n++))` of a variable nothing sets under `set -u`")))
@@ -197,6 +216,16 @@ def _finding(a: Arith, line: int, value: str | None,
     # with `set -e` on some paths only, the stop is on the runs that take them; an unset
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
     level: Level = "warn" if a.errexit_partial or unset and a.variable.isupper() else "fail"
+    if octal and not a.errexit:
+        # without `set -e` bash goes on past the error: the count stays where it was
+        return Finding(CHECK_ARITH_ERROR, "warn", line, N_(
+            "line %(line)s: `%(command)s` with `%(var)s` at \"%(value)s\" is an arithmetic "
+            "error (a leading 0 makes a number octal, which has no digit 8 or 9: bash says "
+            "`value too great for base`); `set -e` is off, so the launcher goes on, but "
+            "`%(var)s` stays \"%(value)s\" and never counts", value=value, **said),
+            N_("read it as decimal: `%(var)s=$(( 10#$%(var)s %(step)s ))`, and add with `(( "
+               "%(var)s += N ))` (`%(var)s+=N` appends text: \"0\" and \"8\" make \"08\")",
+               var=a.variable, step="- 1" if "--" in a.command else "+ 1"))
     if a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)

@@ -7,7 +7,7 @@ import bisect
 import re
 from copy import copy
 
-from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, nounset_ariths
+from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
@@ -243,8 +243,9 @@ class _Analyzer:
                         if self.may_read_unset:
                             self.unset.extend(unset_reads(lst, lst_off, self.script_text,
                                                           self.memo))
-                        self.arith.extend(nounset_ariths(lst, lst_off, self.memo,
-                                                         self.later_pass_of))
+                        self.arith.extend(and_or_ariths(
+                            lst, lst_off, self.memo, self.later_pass_of, nounset=True,
+                            errexit_off=not self.opts.errexit))
                         if self.guarded_bodies:
                             self._guarded_calls(lst, lst_off)
                         if self.may_source_startup:
@@ -261,6 +262,10 @@ class _Analyzer:
                 if not _has_candidate(lst) and not _GROUP_AFTER_AND_OR_RE.search(lst):
                     continue  # no command that can fail on an empty match, no group, no function
                 if not status_only and not self.opts.errexit:
+                    if not self.opts.nounset:  # (under `set -u` they are collected above)
+                        self.arith.extend(and_or_ariths(lst, lst_off, self.memo,
+                                                        self.later_pass_of, nounset=False,
+                                                        errexit_off=True))
                     # Function bodies and groups may run with `set -e` on (set there or later).
                     self._outside_errexit(lst, lst_off, hits)
                     continue
@@ -360,8 +365,9 @@ class _Analyzer:
                 self.unset.extend(unset_reads(lst, off, self.script_text, self.memo))
             if self.may_source_startup:
                 self.interactive.extend(startup_sources(lst, off))
-            self.arith.extend(nounset_ariths(command, command_off, self.memo,
-                                             self.later_pass_of))
+            self.arith.extend(and_or_ariths(command, command_off, self.memo,
+                                            self.later_pass_of, nounset=True,
+                                            errexit_off=False))
             if self.guarded_bodies:
                 self._guarded_calls(command, command_off)
         if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)

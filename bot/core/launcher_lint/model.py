@@ -15,6 +15,7 @@ CHECK_STRICT_MODE = "strict_mode"
 CHECK_EMPTY_MATCH = "empty_match_under_errexit"
 CHECK_ARITH_ZERO = "arith_zero_under_errexit"
 CHECK_ARITH_UNSET = "arith_unset_under_nounset"
+CHECK_ARITH_ERROR = "arith_error_without_errexit"
 CHECK_NOUNSET = "unset_variable_under_nounset"
 CHECK_JIT_CC = "jit_without_cc"
 CHECK_POINTER = "pointer_without_check"
@@ -123,7 +124,8 @@ class Arith:
     `n` stops bash there); `zero_after`: read as a loop's passes after the first, which start
     from 0 only when the loop (from this offset on) sets it so; `assigns_zero`: `((n=0))` /
     `let n=0`, whose value is 0 whatever `n` was; `nounset`: `set -u` may be on there (an
-    unset `n` is then an unbound variable, not 0)."""
+    unset `n` is then an unbound variable, not 0); `errexit_off`: `set -e` is off there (an
+    arithmetic error stops nothing: `n` stays as it was)."""
 
     offset: int
     command: str
@@ -133,6 +135,7 @@ class Arith:
     assigns_zero: bool = False
     nounset: bool = False
     errexit: bool = True
+    errexit_off: bool = False
 
 
 @dataclass

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from bot.core.launcher_lint import (
+    CHECK_ARITH_ERROR,
     CHECK_ARITH_UNSET,
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
@@ -243,6 +244,46 @@ def test_new_checks_agree_with_real_bash(tmp_path, snippet, check, bash_stops):
                   or f.check == check and f.line is not None and check == CHECK_EMPTY_MATCH
                   for f in lint_launcher("#!/bin/bash\n" + snippet))
     assert flagged == bash_stops
+
+
+@pytest.mark.parametrize(("snippet", "bash_errs"), [
+    # where `set -e` is off, `n` at "08" is an arithmetic error bash reports and goes past:
+    # the count never moves
+    ("n=08\n((n++))", True),
+    ("n=0\nn+=8\nlet n++", True),
+    ("set -u\nn=09\n((n--)) || true", True),
+    ("for i in 1 2; do n=08; ((n++)); done", True),
+    ("n=07\n((n++))", False),
+    ("n=08\nn=$((10#$n + 1))\n((n++))", False),
+    ("n=8\n((n++))", False),
+])
+def test_an_arithmetic_error_without_errexit_agrees_with_real_bash(tmp_path, snippet, bash_errs):
+    bash = shutil.which("bash")
+    assert bash, "bash is needed to check the lint against the real shell"
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END\n")
+    proc = subprocess.run([bash, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=20, env={"PATH": "/usr/bin:/bin"})
+    assert "REACHED_THE_END" in proc.stdout  # nothing stops it
+    assert ("value too great for base" in proc.stderr) == bash_errs, proc.stderr
+    levels = [f.level for f in lint_launcher("#!/bin/bash\n" + snippet)
+              if f.check == CHECK_ARITH_ERROR and f.line is not None]
+    assert levels == (["warn"] if bash_errs else [])
+
+
+def test_an_arithmetic_error_without_errexit_names_the_line_and_the_decimal_fix():
+    findings = lint_launcher("#!/bin/bash\nn=0\nn+=9\n((n--))\n")
+    (f,) = [f for f in findings if f.check == CHECK_ARITH_ERROR]
+    assert (f.level, f.line) == ("warn", 4)
+    assert f.message == (
+        "line 4: `((n--))` with `n` at \"09\" is an arithmetic error (a leading 0 makes a "
+        "number octal, which has no digit 8 or 9: bash says `value too great for base`); `set "
+        "-e` is off, so the launcher goes on, but `n` stays \"09\" and never counts")
+    assert f.fix.startswith("read it as decimal: `n=$(( 10#$n - 1 ))`")
+    # under `set -e` the same error stops the launcher: that is arith_zero_under_errexit's
+    assert {f.check: f.level for f in lint_launcher("#!/bin/bash\nset -e\nn=08\n((n++))\n")
+            if f.check in (CHECK_ARITH_ERROR, CHECK_ARITH_ZERO)} == {
+        CHECK_ARITH_ZERO: "fail", CHECK_ARITH_ERROR: "pass"}
 
 
 def test_an_arithmetic_zero_assignment_is_reported_where_bash_stops_with_its_fix():

@@ -104,7 +104,7 @@ def test_a_lexer_failure_is_reported_for_every_check(monkeypatch):
     findings = lint_launcher(script)
     crashed = {f.check for f in findings if "could not read the script" in f.message}
     assert crashed == {CHECK_EMPTY_MATCH, lint.CHECK_ARITH_ZERO, lint.CHECK_ARITH_UNSET,
-                       lint.CHECK_NOUNSET,
+                       lint.CHECK_ARITH_ERROR, lint.CHECK_NOUNSET,
                        lint.CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER,
                        lint.CHECK_SBATCH_AFTER_COMMAND, lint.CHECK_SBATCH_INDENTED,
                        lint.CHECK_TEE_HIDES_STATUS,
@@ -113,11 +113,11 @@ def test_a_lexer_failure_is_reported_for_every_check(monkeypatch):
     assert lint.python_scripts_in(script) == ["train.py"]
 
 
-def test_an_arithmetic_check_that_raises_is_reported_under_both_its_ids(monkeypatch):
+def test_an_arithmetic_check_that_raises_is_reported_under_each_of_its_ids(monkeypatch):
     def boom(*_args):
         raise ValueError("bad offset")
 
     monkeypatch.setattr(lint, "check_arith", boom)
     findings = lint_launcher("#!/bin/bash\nset -u\n((n++))\n")
     crashed = {f.check for f in findings if "could not read the script" in f.message}
-    assert crashed == {lint.CHECK_ARITH_ZERO, lint.CHECK_ARITH_UNSET}
+    assert crashed == {lint.CHECK_ARITH_ZERO, lint.CHECK_ARITH_UNSET, lint.CHECK_ARITH_ERROR}
