@@ -361,7 +361,7 @@ def check_empty_match(text: str, code: str, scan: Scan, assigns: dict[str, str])
         if (line, hit.command) in seen:
             continue
         seen.add((line, hit.command))
-        mode = " + ".join(f"`{o}`" for o in scan.opts.strict_mode(needs_pipefail=hit.pipe_only))
+        mode = " + ".join(f"`{o}`" for o in hit.strict_mode())  # as on its line
         where = _where(hit)
         assert ctx is not None
         produced = _job_produced(hit, ctx)

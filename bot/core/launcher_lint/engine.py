@@ -599,7 +599,8 @@ class _Analyzer:
                           self.guard_greps)
         if hit is None:
             return []
-        return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial)]
+        return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial,
+                      pipefail=self.opts.pipefail, pipefail_partial=self.opts.pipefail_partial)]
 
 
 def _trailing_from(lists: list[tuple[str, int, str]]) -> int:

@@ -110,6 +110,15 @@ class Hit:
     missing_dir: bool = False  # fails only when its directory does not exist (`ls DIR | head`)
     hidden_by: int | None = None  # offset of the `f | tee …` call that hides the stop
     errexit_partial: bool = False  # `set -e` is on on some paths to it only
+    pipefail: bool = False  # `pipefail` may be on where it runs
+    pipefail_partial: bool = False  # … on some paths to it only
+
+    def strict_mode(self) -> tuple[str, ...]:
+        """The options a message says the command runs with: Opts.strict_mode of the options
+        where it runs (not where the script ends: a `set +o pipefail` after it changes
+        nothing here)."""
+        return Opts(pipefail=self.pipefail, pipefail_partial=self.pipefail_partial).strict_mode(
+            needs_pipefail=self.pipe_only)
 
 
 def with_(hit: Hit, **changes: Any) -> Hit:

@@ -85,6 +85,39 @@ def test_message_says_what_slurm_shows_and_when():
     assert "FAILED 1:0" in after.message and "after the training command" in after.message
 
 
+@pytest.mark.parametrize(("options", "later", "under"), [
+    # the stop needs `pipefail` (ls is not the pipeline's last command): on at the line, off
+    # after it
+    ("set -euo pipefail", "set +o pipefail", "under `set -e` + `pipefail` the launcher stops"),
+    # `pipefail` off at the line, on only after it
+    ("set -eu", "set -o pipefail", None),
+])
+def test_the_empty_match_wording_takes_pipefail_as_it_is_on_the_line(tmp_path, options, later,
+                                                                      under):
+    body = (f'{options}\nL=$(ls -d ckpt/step_* | tail -1)\nif [ -z "$L" ]; then echo fresh; '
+            f"fi\n{later}\n")
+    script = tmp_path / "launch.sh"
+    script.write_text(body + "echo REACHED_THE_END\n")
+    proc = subprocess.run([shutil.which("bash") or "bash", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+    assert ("REACHED_THE_END" not in proc.stdout) == (under is not None)  # bash agrees
+    found = [f for f in lint_launcher("#!/bin/bash\n" + body)
+             if f.check == CHECK_EMPTY_MATCH and f.line == 3]
+    if under is None:
+        assert not found
+        return
+    (f,) = found
+    assert under in f.message
+
+
+def test_the_empty_match_wording_says_no_pipefail_where_it_comes_on_only_later():
+    body = 'set -e\nL=$(ls -d ckpt/step_*)\nif [ -z "$L" ]; then echo fresh; fi\nset -o pipefail\n'
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + body)
+            if f.check == CHECK_EMPTY_MATCH and f.line == 3]
+    assert "under `set -e` the launcher stops right here" in f.message
+    assert "pipefail" not in f.message
+
+
 # ---------------------------------------------------------------- misses now caught (real bash)
 
 BASH_STOPS = [
