@@ -148,9 +148,10 @@ class _Analyzer:
         self.positional: list[Positional] = []
         self.shifted = 0
         self.tees: list[Tee] = []
-        #: the bodies of functions called only where `set -e` is off, by name, with their
-        #: offsets; read at each such call under `set -u` (_guarded_calls), the script's length
-        #: in all at most, so the walk stays linear
+        #: the bodies of functions called only where `set -e` is off, or called directly and
+        #: defined where `set -u` is off, by name, with their offsets; read at each call under
+        #: `set -u` (_guarded_calls), the script's length in all at most, so the walk stays
+        #: linear
         self.guarded_bodies: dict[str, tuple[str, int]] = {}
         self.guarded_budget = len(text)
         #: the options a loop read again started from (branches.branch_step), by its `key`
@@ -382,11 +383,13 @@ class _Analyzer:
 
     def _guarded_calls(self, lst: str, off: int) -> None:
         """Under `set -u`, the and-or list `lst` (at `off`) calling a function that is only
-        called where `set -e` is off (`f || true`, `if f; then`): its body runs in the script's
-        shell with the options here, so it is read here as a `{ … }` group before `&&` / `||`
-        is (an unbound variable stops bash in it, `|| true` or not; what only `set -e` makes a
-        finding is dropped, and a `set` in it holds after the call). Not in a pipeline (a
-        subshell), not a function already being read (recursion)."""
+        called where `set -e` is off (`f || true`, `if f; then`), or one called directly that
+        was defined before `set -u` (its body read there under the options there): its body
+        runs in the script's shell with the options here, so it is read here as a `{ … }`
+        group before `&&` / `||` is (an unbound variable stops bash in it, `|| true` or not;
+        what only `set -e` makes a finding is dropped, and a `set` in it holds after the
+        call). Not in a pipeline (a subshell), not a function already being read
+        (recursion)."""
         for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
             name = first_word(element.lstrip().lstrip("!").lstrip())
             body = self.guarded_bodies.get(name)
@@ -421,7 +424,11 @@ class _Analyzer:
         saved_function = self.function
         self.function = name
         if "direct" in calls or "piped" in calls:
-            # the body runs when called, usually after `set -e` further down
+            # the body runs when called, usually after `set -e` further down; where `set -u`
+            # is off here, also at each call under `set -u` (_guarded_calls: an unbound
+            # variable in it stops bash there)
+            if "direct" in calls and not self.opts.nounset:
+                self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
             self.opts.errexit = saved_errexit or self.later_errexit
             body_hits = self.script(lst[brace + 1 : end - 1], off + brace + 1)
             if "direct" not in calls:  # only `name | tee …`: the stop is hidden

@@ -239,6 +239,14 @@ BASH_STOPS = [
     ("set -eu\nf() { m=0; ((m++)); }\nf || true", CHECK_ARITH_ZERO, False),
     ("f() { ((m++)); }\nf || true\nset -u", CHECK_ARITH_UNSET, False),
     ("set -u\nf() { set -e; }\nf || true\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    # a function called directly is read where it is called, under the options there: one
+    # defined before `set -u` and called after it stops bash on an unbound variable in it
+    ("f() { ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, True),
+    ("f() { ((m++)); }\nset -u\nf\nf", CHECK_ARITH_UNSET, True),
+    ("f() { ((m++)); }\nf\nset -u", CHECK_ARITH_UNSET, False),
+    ("f() { m=0; ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, False),
+    ("f() { ((m++)); }\nset -u\nf | cat", CHECK_ARITH_UNSET, False),
+    ("f() { set -e; }\nset -u\nf\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
     # `n=0 cmd` sets `n` in cmd's environment only: in the shell it is as before, unset
     ("set -u\nn=0 true\n((n++))", CHECK_ARITH_UNSET, True),
     ("set -e\nn=5 true\n((n++))", CHECK_ARITH_ZERO, True),
