@@ -178,7 +178,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
     assert result.status == "done" and len(slurm.submits()) == 2
     # the prompt said iteration 3000, and no complete checkpoint is found at the click: it says so
     assert result.update_text == (
-        "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다. 프롬프트는 iter 3,000에서 "
+        "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다. 프롬프트는 iteration 3,000부터 "
         "재개한다고 했습니다: 프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다.")
     thread = slack.replies(CH, root["ts"])
     assert thread[-1]["text"] == "mix: 88888(으)로 완전한 체크포인트가 없어 처음부터 재개"

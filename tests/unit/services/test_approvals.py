@@ -158,7 +158,7 @@ CHANGED = {"en": "✅ Resumed as *88887* (was 88154) from iteration 2,000, with 
            "prompt said iteration 3,000: the newest complete checkpoint changed since "
            "it was posted.",
            "ko": "✅ *88887*(으)로 iteration 2,000부터 재개했습니다 (이전: 88154), "
-           "--mem=1900G. 프롬프트는 iter 3,000에서 재개한다고 했습니다: "
+           "--mem=1900G. 프롬프트는 iteration 3,000부터 재개한다고 했습니다: "
            "프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다."}
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
 
-from bot.core.incident import build_incident, build_resolution
+from bot.core.incident import ResumePoint, build_incident, build_resolution
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence
 from bot.core.text import mrkdwn_escape
 from bot.services.ports import RenderError
@@ -628,6 +628,23 @@ def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str,
     assert ko in json.dumps(render_blocks("resolution", "ko", view)[0], ensure_ascii=False)
 
 
+@pytest.mark.parametrize(("said", "resumed", "lang", "line"), [
+    (ResumePoint(3000, None), (2000, None), "en", "The prompt said iteration 3,000: "),
+    (ResumePoint(3000, None), (2000, None), "ko", "프롬프트는 iteration 3,000부터 재개한다고 했습니다: "),
+    (ResumePoint(None, "final"), (4000, None), "ko",
+     "프롬프트는 체크포인트 `final`부터 재개한다고 했습니다: "),
+])
+def test_a_resolution_says_where_the_prompt_said_it_would_resume_as_the_start_phrase_does(
+        said: ResumePoint, resumed: tuple, lang: str, line: str):
+    """The approved prompt said another checkpoint than the one the run resumed from: the
+    resolution names it in the words of the start phrase (Korean: "iteration 3,000부터", as
+    "from iteration 3,000" is said everywhere else), never "iter 3,000"."""
+    view = build_resolution(recipe="mix", old_job_id="1", new_job_id="2", from_iter=resumed[0],
+                            from_checkpoint=resumed[1], prompt=said)
+    text = render_blocks("resolution", lang, view)[0][0]["text"]["text"]
+    assert line in text and "iter " not in text
+
+
 @pytest.mark.parametrize(("lang", "proposed", "button"), [
     ("en", "*Proposed:* resume from checkpoint `final`", "Resubmit from checkpoint `final`"),
     ("ko", "*제안:* 체크포인트 `final`부터 재개", "체크포인트 `final`부터 재제출"),
@@ -728,7 +745,7 @@ def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_
      "newest complete "
      "checkpoint changed since it was posted."),
     ("ko", {"did": "resubmitted", "from_iter": 2000, "prompt_iter": 3000},
-     "프롬프트는 iter 3,000에서 재개한다고 했습니다"),
+     "프롬프트는 iteration 3,000부터 재개한다고 했습니다"),
     ("en", {"did": "resubmitted", "from_checkpoint": "final"},
      "Approved by <@W0LEAD>: resubmitted as 88887 from checkpoint `final`"),
     ("en", {"did": "cancel_resumed", "from_checkpoint": "final"},
@@ -739,7 +756,7 @@ def test_long_node_and_checkpoint_names_keep_the_exclusion_button_within_slacks_
      "resubmitted as 88887 from iteration 4,000. The prompt said checkpoint `final`: the newest "
      "complete checkpoint changed since it was posted."),
     ("ko", {"did": "resubmitted", "from_iter": 4000, "prompt_checkpoint": "final"},
-     "프롬프트는 체크포인트 `final`에서 재개한다고 했습니다"),
+     "프롬프트는 체크포인트 `final`부터 재개한다고 했습니다"),
 ])
 def test_a_decided_prompt_says_where_the_resubmit_resumed_and_that_it_changed(
         lang: str, outcome: dict, said: str):
