@@ -170,7 +170,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
     stall = create_resubmit_prompt(ctx, recipe="mix", chain_id=first.chain_id, job_id="88887",
                                    now=NOW, summary="88887: stalled", offer_cancel=True)
     assert [b["text"]["text"] for b in stall.blocks[1]["elements"]] == [
-        "88887 취소 후 재개", "88887 취소", "무시"]
+        "88887 취소 후 처음부터 재개", "88887 취소", "무시"]
     assert {b["value"] for b in prompt.blocks[1]["elements"]} == {prompt.token}
     ctx.sink.post_reply(first.chain_id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
 
@@ -255,5 +255,5 @@ def test_a_broken_site_template_falls_back_to_the_shipped_one(
     with caplog.at_level(logging.WARNING):
         prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=None, job_id="88154",
                                         now=NOW, summary="s", resume_iter=None)
-    assert [b["text"]["text"] for b in prompt.blocks[1]["elements"]] == ["Resubmit", "Dismiss"]
+    assert [b["text"]["text"] for b in prompt.blocks[1]["elements"]] == ["Resubmit from scratch", "Dismiss"]
     assert "site template en/approval failed" in caplog.text

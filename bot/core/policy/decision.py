@@ -136,14 +136,16 @@ def resume_start(resume_from: int | None, resume_checkpoint: str | None = None,
     templates' `msg` filter): `from iteration 3,000`, else `from checkpoint `final`` (a
     checkpoint whose name has no iteration), else the last complete checkpoint, unknown and
     why (`unknown`), else `from scratch (no complete checkpoint)`. `brief`: for a button (75
-    characters), an unknown checkpoint is only `(checkpoint unknown)`. A caller that needs a
-    verb adds it ("resubmitting from …", "Cancel 123 and resume from …")."""
+    characters), an unknown checkpoint is only `(checkpoint unknown)` and none `from scratch`.
+    A caller that needs a verb adds it ("resubmitting from …", "Cancel 123 and resume from …")."""
     if resume_from is not None:
         return N_("from iteration %(iter)s", iter=f"{resume_from:,}")
     if resume_checkpoint:
         return N_("from checkpoint `%(name)s`", name=resume_checkpoint)
     if unknown and brief:
         return N_("(checkpoint unknown)")
+    if brief:
+        return N_("from scratch")
     if unknown == "lookup_failed":
         return N_("from the last complete checkpoint (unknown: looking it up failed)")
     if unknown:

@@ -147,10 +147,12 @@ def test_an_unknown_checkpoint_turns_an_automatic_resubmit_into_a_proposal():
 def test_a_resume_point_is_worded_once_for_the_decision_the_note_and_the_messages(
         resume_from, checkpoint, unknown, where):
     """The decision's reason, an automatic resubmit's note and every message (through the
-    templates) say where a resume starts in one phrase; a button's is brief when unknown."""
+    templates) say where a resume starts in one phrase; a button's is brief when unknown or
+    none."""
     assert str(resume_start(resume_from, checkpoint, unknown)) == where
     brief = str(resume_start(resume_from, checkpoint, unknown, brief=True))
-    assert brief == ("(checkpoint unknown)" if unknown else where)
+    assert brief == ("(checkpoint unknown)" if unknown
+                     else "from scratch" if resume_from is None and not checkpoint else where)
 
 
 def test_story_87870_host_oom_during_save_proposes_more_memory():

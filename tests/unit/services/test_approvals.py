@@ -98,7 +98,7 @@ def test_a_running_jobs_prompt_offers_cancel_and_resume_not_a_second_copy(
     assert [b["action_id"] for b in buttons] == [
         ActionId.CANCEL_RESUME, ActionId.CANCEL, ActionId.DISMISS]
     assert [b["text"]["text"] for b in buttons] == [
-        "Cancel 88154 and resume", "Cancel 88154", "Dismiss"]
+        "Cancel 88154 and resume from scratch", "Cancel 88154", "Dismiss"]
     with pytest.raises(ValueError, match="cannot offer --mem"):
         create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88154", now=NOW,
                                summary="stalled", mem="1900G", offer_cancel=True)

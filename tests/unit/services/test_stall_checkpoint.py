@@ -69,7 +69,9 @@ def stall_prompt_blocks(store: Store, checkpoint, *, lang: str = "en",
     ("ko", "final", ". 취소하고 체크포인트 `final`부터 재제출할까요?",
      "88154 취소 후 체크포인트 `final`부터 재개"),
     ("en", None, ". Cancel and resubmit from scratch (no complete checkpoint)?",
-     "Cancel 88154 and resume"),
+     "Cancel 88154 and resume from scratch"),
+    ("ko", None, ". 취소하고 완전한 체크포인트가 없어 처음부터 재제출할까요?",
+     "88154 취소 후 처음부터 재개"),
 ])
 def test_a_stall_prompt_names_the_checkpoint_it_looked_up_once(
         store, lang: str, found, end: str, button: str) -> None:

@@ -684,10 +684,16 @@ def _prompt_labels(lang: str, kind: str, **view) -> list[str]:
      "Resubmit without gpu-b12 from checkpoint `final`"),
     ("ko", "resubmit", {"resume_iter": None, "resume_checkpoint": "final", "exclude": "gpu-b12"},
      "gpu-b12 빼고 체크포인트 `final`부터 재제출"),
-    # numbered: the iteration, as before; none at all: no claim where it resumes
+    # numbered: the iteration, as before
     ("en", "resubmit", {"resume_iter": 3000, "resume_checkpoint": "iter_0003000",
                         "exclude": "gpu-b12"}, "Resubmit without gpu-b12 from iteration 3,000"),
-    ("en", "resubmit", {"resume_iter": None, "exclude": "gpu-b12"}, "Resubmit without gpu-b12"),
+    # none at all: from scratch, as the prompt and Cancel and resume's dialog say
+    ("en", "resubmit", {"resume_iter": None, "exclude": "gpu-b12"},
+     "Resubmit without gpu-b12 from scratch"),
+    ("en", "resubmit", {"resume_iter": None}, "Resubmit from scratch"),
+    ("en", "cancel_resume", {"resume_iter": None}, "Cancel 88154 and resume from scratch"),
+    ("ko", "resubmit", {"resume_iter": None}, "처음부터 재제출"),
+    ("ko", "cancel_resume", {"resume_iter": None}, "88154 취소 후 처음부터 재개"),
     # a checkpoint at iteration 0 is an iteration, not none
     ("en", "resubmit", {"resume_iter": 0, "resume_checkpoint": "iter_0000000"},
      "Resubmit from iteration 0"),
@@ -719,6 +725,34 @@ def test_a_failed_lookups_cancel_and_resume_prompt_says_the_start_is_unknown_in_
     assert button["text"]["text"] == "Cancel 88154 and resume (checkpoint unknown)"
     assert button["confirm"]["text"]["text"].endswith(
         "resubmits it from the last complete checkpoint (unknown: looking it up failed).")
+
+
+@pytest.mark.parametrize(("lang", "label", "dialog"), [
+    ("en", "Cancel 88154 and resume from scratch",
+     "resubmits it from scratch (no complete checkpoint)."),
+    ("ko", "88154 취소 후 처음부터 재개", "trainbot이 완전한 체크포인트가 없어 처음부터 다시 제출합니다."),
+])
+def test_a_cancel_and_resume_prompt_with_no_checkpoint_says_from_scratch_as_its_dialog(
+        lang: str, label: str, dialog: str):
+    """No complete checkpoint: the button says the run starts from scratch, as its confirm
+    dialog does (the start phrase, brief on the button), not a bare "and resume"."""
+    from bot.services.prompts import approval_view
+    blocks, _ = render_blocks("approval", lang, approval_view(
+        "t", "s", job_id="88154", state="RUNNING", mem=None, choices=["cancel_resume"],
+        resume_iter=None))
+    [button] = blocks[1]["elements"]
+    assert button["text"]["text"] == label
+    assert button["confirm"]["text"]["text"].endswith(dialog)
+
+
+def test_a_long_job_name_keeps_a_cancel_and_resume_from_scratch_button_within_slacks_limit():
+    from bot.services.prompts import approval_view
+    blocks, _ = render_blocks("approval", "en", approval_view(
+        "t", "s", job_id="9" * 200, state="RUNNING", mem=None, choices=["cancel_resume"],
+        resume_iter=None))
+    label = blocks[1]["elements"][0]["text"]["text"]
+    assert len(label) <= 75 and validate_blocks(blocks) == []
+    assert label.startswith("Cancel 999") and label.endswith(" and resume from scratch")
 
 
 def test_long_job_and_checkpoint_names_keep_a_cancel_and_resume_button_within_slacks_limit():
