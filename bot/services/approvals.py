@@ -109,9 +109,11 @@ class Outcome:
     overrides a site submit wrapper's job did not get ([key, requested, the job's value]);
     `exclude` the faulty node a resubmit left out (--exclude). A resubmit resumed from
     iteration `from_iter`, else from the checkpoint named `from_checkpoint` (its iteration
-    unknown), else from the start; `prompt_iter`, else `prompt_checkpoint`, is where the
-    prompt said it would resume (its iteration, else the checkpoint's name) when it resumed
-    from another checkpoint (the newest complete one changed since it was posted)."""
+    unknown), else from scratch (the click's submit looked the checkpoint up and found none;
+    a failed lookup fails the submit, so the start is never unknown); `prompt_iter`, else
+    `prompt_checkpoint`, is where the prompt said it would resume (its iteration, else the
+    checkpoint's name) when it resumed from another checkpoint (the newest complete one
+    changed since it was posted)."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -404,10 +406,10 @@ def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:
 
 
 def _prompt_said(approval: Approval) -> ResumePoint | None:
-    """Where the prompt's buttons said the job would resume ("Resubmit (resume from iter
-    3000)", "… from checkpoint `final`"), fixed when it was posted: the checkpoint's iteration
-    and name (a prompt stored before names were kept has only the iteration); None: they named
-    none (its label says "Resubmit"). The submit looks for the newest complete checkpoint
+    """Where the prompt's buttons said the job would resume ("Resubmit from iteration 3,000",
+    "… from checkpoint `final`"), fixed when it was posted: the checkpoint's iteration and name
+    (a prompt stored before names were kept has only the iteration); None: they named none
+    (its label says "Resubmit from scratch"). The submit looks for the newest complete checkpoint
     again at the click."""
     payload = approval.payload
     said = ResumePoint(payload.get("resume_iter"), payload.get("resume_checkpoint") or None)

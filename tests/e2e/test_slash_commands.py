@@ -197,8 +197,9 @@ def test_click_approves_once_and_updates_the_prompt(app, urls, services, slack,
     assert len(updates) == 1
     # the prompt said iteration 3000, and no complete checkpoint is found at the click: it says so
     assert updates[0].params["text"] == (
-        "Approved by <@W0LEAD>: resubmitted as 88887. The prompt said iteration 3,000: the newest "
-        "complete checkpoint changed since it was posted.")
+        "Approved by <@W0LEAD>: resubmitted as 88887 from scratch (no complete checkpoint). The "
+        "prompt said iteration 3,000: the newest complete checkpoint changed since it was "
+        "posted.")
     # the thread's root is rewritten for the resumed job, and the resolution is a reply
     [root_update] = [u for u in slack.ok_calls("chat.update") if u.params["ts"] == root["ts"]]
     assert root_update.params["text"] == "mix: job 88887 PENDING · —"

@@ -178,7 +178,8 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
     assert result.status == "done" and len(slurm.submits()) == 2
     # the prompt said iteration 3000, and no complete checkpoint is found at the click: it says so
     assert result.update_text == (
-        "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다. 프롬프트는 iteration 3,000부터 "
+        "<@W0LEAD>님이 승인했습니다: 작업 88888(으)로 재제출했습니다 (완전한 체크포인트가 "
+        "없어 처음부터 재개). 프롬프트는 iteration 3,000부터 "
         "재개한다고 했습니다: 프롬프트를 게시한 뒤 가장 최근의 완전한 체크포인트가 바뀌었습니다.")
     thread = slack.replies(CH, root["ts"])
     assert thread[-1]["text"] == "mix: 88888(으)로 완전한 체크포인트가 없어 처음부터 재개"
@@ -255,5 +256,6 @@ def test_a_broken_site_template_falls_back_to_the_shipped_one(
     with caplog.at_level(logging.WARNING):
         prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=None, job_id="88154",
                                         now=NOW, summary="s", resume_iter=None)
-    assert [b["text"]["text"] for b in prompt.blocks[1]["elements"]] == ["Resubmit from scratch", "Dismiss"]
+    assert [b["text"]["text"] for b in prompt.blocks[1]["elements"]] == [
+        "Resubmit from scratch", "Dismiss"]
     assert "site template en/approval failed" in caplog.text

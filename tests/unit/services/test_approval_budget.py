@@ -251,7 +251,8 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     assert result.status == "done", result
     # the recipe keeps no checkpoint the submit finds: it says the prompt said another
     assert result.update_text == (
-        "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from the start. "
+        "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from scratch (no "
+        "complete checkpoint). "
         "The prompt said iteration 3,000: the newest complete checkpoint changed since "
         "it was posted.")
     assert s.slurm.acted("cancel") == [88154]

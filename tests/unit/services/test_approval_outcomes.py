@@ -47,8 +47,10 @@ def outcome(result: ClickResult) -> str:
 
 
 @pytest.mark.parametrize(("lang", "want"), [
-    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88887(으)로 재제출했습니다 (--mem=1900G)"),
-    ("en", "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G"),
+    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88887(으)로 재제출했습니다 (완전한 체크포인트가 없어 "
+           "처음부터 재개, --mem=1900G)"),
+    ("en", "Approved by <@W0LEAD>: resubmitted as 88887 from scratch (no complete checkpoint) "
+           "with --mem=1900G"),
 ])
 def test_an_approved_resubmit_says_who_and_the_new_job(store: Store, lang: str,
                                                        want: str) -> None:
@@ -130,9 +132,9 @@ def test_a_failed_resubmit_shows_slurms_error_verbatim(store: Store, lang: str,
 
 @pytest.mark.parametrize(("lang", "want"), [
     ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88154을(를) 취소하고 작업 88887(으)로 다시 "
-           "제출했습니다 (처음부터 시작)"),
-    ("en", "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from the "
-           "start"),
+           "제출했습니다 (완전한 체크포인트가 없어 처음부터 재개)"),
+    ("en", "Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
+           "scratch (no complete checkpoint)"),
 ])
 def test_cancel_and_resume_names_the_cancelled_and_the_new_job(store: Store, lang: str,
                                                                want: str) -> None:
@@ -185,9 +187,11 @@ def test_a_korean_recipes_clicker_is_answered_in_korean(store: Store) -> None:
 
 
 @pytest.mark.parametrize(("lang", "want"), [
-    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 777(으)로 재제출했습니다; 사이트 제출 명령이 다음을 "
+    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 777(으)로 재제출했습니다 (완전한 체크포인트가 "
+           "없어 처음부터 재개); 사이트 제출 명령이 다음을 "
            "적용하지 않았습니다: mem=1900G (작업의 실제 값: 950G)"),
-    ("en", "Approved by <@W0LEAD>: resubmitted as 777; the site's submit command did not apply "
+    ("en", "Approved by <@W0LEAD>: resubmitted as 777 from scratch (no complete checkpoint); the "
+           "site's submit command did not apply "
            "mem=1900G (the job has 950G)"),
 ])
 def test_a_resubmit_with_mem_a_site_wrapper_ignored_says_so(store: Store, lang: str,

@@ -114,8 +114,9 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert result.status == "done"
     # the button said iter 3000; no checkpoint is found at the click: it says so, as the thread
     assert result.update_text == (
-        "Approved by <@W0LEAD>: resubmitted as 88887. The prompt said iteration 3,000: the newest "
-        "complete checkpoint changed since it was posted.")
+        "Approved by <@W0LEAD>: resubmitted as 88887 from scratch (no complete checkpoint). The "
+        "prompt said iteration 3,000: the newest complete checkpoint changed since it was "
+        "posted.")
     assert len(slurm.submits()) == 1
     assert [a.job_id for a in ctx.store.attempts.for_chain(chain_id)] == ["88154", "88887"]
     assert ctx.store.approvals.get(token).state == "done"
@@ -408,7 +409,8 @@ def test_resubmit_with_more_memory_even_if_users_may_not_override_mem(
     result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
     assert result.status == "done", result
     assert result.update_text.startswith(
-        "Approved by <@W0LEAD>: resubmitted as 88887 with --mem=1900G.")
+        "Approved by <@W0LEAD>: resubmitted as 88887 from scratch (no complete checkpoint) with "
+        "--mem=1900G.")
     assert slurm.submits()[0].mem == "1900G"
     assert "mem" not in ctx.config.recipe("mix").overridable  # not widened for later
 

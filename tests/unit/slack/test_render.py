@@ -630,7 +630,8 @@ def test_a_resolution_says_where_the_run_resumed(from_iter, checkpoint, en: str,
 
 @pytest.mark.parametrize(("said", "resumed", "lang", "line"), [
     (ResumePoint(3000, None), (2000, None), "en", "The prompt said iteration 3,000: "),
-    (ResumePoint(3000, None), (2000, None), "ko", "프롬프트는 iteration 3,000부터 재개한다고 했습니다: "),
+    (ResumePoint(3000, None), (2000, None), "ko",
+     "프롬프트는 iteration 3,000부터 재개한다고 했습니다: "),
     (ResumePoint(None, "final"), (4000, None), "ko",
      "프롬프트는 체크포인트 `final`부터 재개한다고 했습니다: "),
 ])
@@ -730,7 +731,8 @@ def test_a_failed_lookups_cancel_and_resume_prompt_says_the_start_is_unknown_in_
 @pytest.mark.parametrize(("lang", "label", "dialog"), [
     ("en", "Cancel 88154 and resume from scratch",
      "resubmits it from scratch (no complete checkpoint)."),
-    ("ko", "88154 취소 후 처음부터 재개", "trainbot이 완전한 체크포인트가 없어 처음부터 다시 제출합니다."),
+    ("ko", "88154 취소 후 처음부터 재개",
+     "trainbot이 완전한 체크포인트가 없어 처음부터 다시 제출합니다."),
 ])
 def test_a_cancel_and_resume_prompt_with_no_checkpoint_says_from_scratch_as_its_dialog(
         lang: str, label: str, dialog: str):
@@ -802,3 +804,27 @@ def test_a_decided_prompt_says_where_the_resubmit_resumed_and_that_it_changed(
     blocks, text = render_blocks("decided", lang, {"summary": "s", "outcome": o.to_view()})
     assert said in text and validate_blocks(blocks) == []
     assert "from the start" not in text and "처음부터" not in text
+
+
+@pytest.mark.parametrize(("lang", "outcome", "said"), [
+    ("en", {"did": "cancel_resumed"},
+     "cancelled job 88154 and resubmitted it as 88887 from scratch (no complete checkpoint)"),
+    ("ko", {"did": "cancel_resumed"},
+     "작업 88154을(를) 취소하고 작업 88887(으)로 다시 제출했습니다 "
+     "(완전한 체크포인트가 없어 처음부터 재개)"),
+    ("en", {"did": "resubmitted", "mem": "1900G"},
+     "resubmitted as 88887 from scratch (no complete checkpoint) with --mem=1900G"),
+    ("ko", {"did": "cancel_resumed", "from_iter": 3000}, "(iteration 3,000부터 재개)"),
+    ("ko", {"did": "resubmitted", "from_iter": 3000, "mem": "1900G"},
+     "작업 88887(으)로 재제출했습니다 (iteration 3,000부터 재개, --mem=1900G)"),
+])
+def test_a_decided_prompt_says_where_the_resume_started_in_the_start_phrase(
+        lang: str, outcome: dict, said: str):
+    """The prompt rewritten after the click says where the resume started as its buttons,
+    their dialog and the resolution line do (bot.core.policy.resume_start): with no complete
+    checkpoint "from scratch (no complete checkpoint)", never "from the start" or nothing."""
+    from bot.services.approvals import Outcome
+    o = Outcome("approved", "W0LEAD", job_id="88154", new_job_id="88887", **outcome)
+    blocks, text = render_blocks("decided", lang, {"summary": "s", "outcome": o.to_view()})
+    assert said in text and validate_blocks(blocks) == []
+    assert "from the start" not in text and "iter " not in text
