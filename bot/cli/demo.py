@@ -138,6 +138,7 @@ def attempts_table(attempts: list[Any]) -> str:
 
 def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
     """The demo's story checked against the store: (happened?, what) per step."""
+    from bot.core.policy import resume_start
     from bot.slack.render import format_duration
 
     incidents = store.incidents.for_chain(chain_id)
@@ -172,9 +173,11 @@ def story_recap(store: Any, chain_id: int) -> list[tuple[bool, str]]:
     resumed = [a for a in attempts if a.attempt_no > 1]
     if resumed:
         a = resumed[0]
+        start = resume_start(a.start_iter, posixpath.basename(a.checkpoint_path.rstrip("/"))
+                             if a.checkpoint_path else None)
         out.append((a.start_iter is not None,
-                    f"resubmitted as {a.job_id} from iter {a.start_iter} "
-                    f"({a.checkpoint_path or 'no checkpoint'})"))
+                    f"resubmitted as {a.job_id} {start}"
+                    + (f" ({a.checkpoint_path})" if a.checkpoint_path else "")))
     else:
         out.append((False, "not resubmitted"))
     last = attempts[-1] if attempts else None

@@ -81,6 +81,9 @@ def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path)
     assert re.match(rf"{resumed[1]}\s*\| {LAST_COMPLETE_CHECKPOINT} → {TARGET}\s*\| COMPLETED"
                     r"\s*\| completed", rows[1]), rows
     assert "✘" not in out[_pos(out, "what the bot did:"):]
+    # the recap says where the resubmit started as the thread does
+    assert (f"resubmitted as {resumed[1]} from iteration {LAST_COMPLETE_CHECKPOINT} ("
+            in out[_pos(out, "what the bot did:"):])
 
     # the store agrees
     with Store.open(f"sqlite:///{out_dir / 'demo.db'}") as store:

@@ -7,6 +7,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from bot.cli import demo
 from bot.config import Config
 from bot.core.units import parse_size
@@ -87,6 +89,29 @@ def test_attempts_table():
         "245 | 0 → 130  | FAILED  | nccl_timeout",
         "246 | 100 → ?  | PENDING | -",
     ]
+
+
+@pytest.mark.parametrize(("start_iter", "path", "line"), [
+    (1200, "/ck/mix/iter_000001200", "resubmitted as 246 from iteration 1,200 "
+                                     "(/ck/mix/iter_000001200)"),
+    (None, "/ck/mix/final/", "resubmitted as 246 from checkpoint `final` (/ck/mix/final/)"),
+    (None, None, "resubmitted as 246 from scratch (no complete checkpoint)"),
+])
+def test_the_recap_says_where_the_resubmit_started_as_the_thread_does(
+        start_iter: int | None, path: str | None, line: str):
+    """The demo's recap names the resumed attempt's start in the start phrase every message
+    uses (bot.core.policy.resume_start), never "from iter 1200"."""
+    from types import SimpleNamespace
+
+    attempts = [SimpleNamespace(attempt_no=1, job_id="245", start_iter=None, checkpoint_path=None,
+                                result="FAILED", state="FAILED", cause="nccl_timeout"),
+                SimpleNamespace(attempt_no=2, job_id="246", start_iter=start_iter,
+                                checkpoint_path=path, result="COMPLETED", state="COMPLETED",
+                                cause="completed")]
+    store = SimpleNamespace(incidents=SimpleNamespace(for_chain=lambda chain_id: []),
+                            attempts=SimpleNamespace(for_chain=lambda chain_id: attempts))
+    recap = [text for _, text in demo.story_recap(store, 1)]
+    assert line in recap
 
 
 def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(tmp_path: Path):
