@@ -76,14 +76,16 @@ def run(args: argparse.Namespace) -> int:
         except ClusterError as exc:
             print(f"trainbot submit: {args.recipe}: submit failed: {exc}", file=sys.stderr)
             return EXIT_FAILED
+    whole_array = result.array is not None and result.attempt_no == 0
     start = str(describe_start(result, config.recipes[args.recipe]))
-    if result.array is not None and result.attempt_no == 0:
+    if whole_array:
         start += f"; `trainbot status {result.job_id}` lists the tasks"
     what = "job array" if result.attempt_no == 0 else "job"
+    tasks = f"tasks {result.array}, " if whole_array else ""
     attempt = "" if result.attempt_no == 0 else f", attempt {result.attempt_no}"
     print(
-        f"submitted {args.recipe} as {what} {result.job_id} (name {result.job_name}, chain "
-        f"{result.chain_id}{attempt}); {start}"
+        f"submitted {args.recipe} as {what} {result.job_id} ({tasks}name {result.job_name}, "
+        f"chain {result.chain_id}{attempt}); {start}"
     )
     missed = describe_not_applied(result.not_applied)
     if missed:

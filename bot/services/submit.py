@@ -90,13 +90,13 @@ class SubmitResult:
 def describe_start(result: SubmitResult, recipe: RecipeConfig) -> Text:
     """THE wording of where a submitted job starts, a sentence part: `trainbot submit` (its
     `str()`, English) and Slack's reply and thread note (translated by the renderer, the path
-    escaped). A whole job array's first submit: each task finds its own checkpoint; a
-    checkpoint: resuming from it (with its iteration when known, iteration 0 included); none:
-    starting fresh, because none is complete yet or the recipe keeps none."""
+    escaped). A whole job array's first submit: each task finding its own checkpoint (the
+    message names the array and its tasks); a checkpoint: resuming from it (with its
+    iteration when known, iteration 0 included); none: starting fresh, because none is
+    complete yet or the recipe keeps none."""
     ck = result.checkpoint
     if result.array is not None and result.attempt_no == 0:
-        return N_("a job array (--array=%(array)s): each task finds its own checkpoint",
-                  array=result.array)
+        return N_("each task finding its own checkpoint")
     if ck is not None and ck.iteration is not None:
         return N_("resuming from `%(path)s` (iter %(iter)s)", path=ck.path, iter=ck.iteration)
     if ck is not None:

@@ -148,10 +148,12 @@ def test_an_adopted_single_job_gets_a_thread_too(app, urls, services, cluster,
 
 
 @pytest.mark.parametrize(("lang", "reply_text", "context"), [
-    ("en", "mix: submitted job array 88887 (tasks 0-3%2), one thread with a row per task.",
+    ("en", "mix: submitted job array 88887 (tasks 0-3%2), each task finding its own "
+           "checkpoint; one thread with a row per task.",
      "job array of recipe `mix`, submitted by trainbot"),
-    ("ko", "mix: job array 88887 (task 0-3%2)을(를) 제출했습니다. 스레드 하나에 task마다 행이 "
-           "있습니다.", "recipe `mix`의 job array, trainbot이 제출"),
+    ("ko", "mix: job array 88887 (task 0-3%2)을(를) 제출했습니다 (각 task가 자신의 "
+           "체크포인트를 찾음). 스레드 하나에 task마다 행이 있습니다.",
+     "recipe `mix`의 job array, trainbot이 제출"),
 ])
 def test_submitting_an_array_recipe_opens_the_whole_arrays_thread(
         store, slack_client, slack_context, cluster, urls, slack: SlackStandIn, lang, reply_text,

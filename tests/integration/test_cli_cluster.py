@@ -261,8 +261,8 @@ def test_submit_of_a_missing_script_fails_with_sbatch_error(dev_cluster, tmp_pat
 def test_submit_of_an_array_recipe_submits_the_whole_array(slurm_cluster, tmp_path, tag):
     """`trainbot submit` of a recipe with `array:` on each dev cluster (Slurm 22.05, 24.11):
     one `sbatch --array=0-2` under the recipe's job name, no TRAINBOT_RESUME_FROM (each task
-    finds its own checkpoint), and what it prints holds: the array's id, and `trainbot status
-    ID` lists its tasks."""
+    finds its own checkpoint), and what it prints holds: the array's id and tasks, that each
+    task finds its own checkpoint, and `trainbot status ID` lists its tasks."""
     remote = f"{slurm_cluster.home}/{tag}"
     slurm_cluster.ssh(["mkdir", "-p", remote], check=True)
     try:
@@ -284,9 +284,9 @@ def test_submit_of_an_array_recipe_submits_the_whole_array(slurm_cluster, tmp_pa
         proc = trainbot("submit", "sweep", "--config", str(config))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         match = re.fullmatch(
-            rf"submitted sweep as job array (\d+) \(name {tag}, chain 1\); a job array "
-            r"\(--array=0-2\): each task finds its own checkpoint; `trainbot status (\d+)` "
-            r"lists the tasks\n", proc.stdout)
+            rf"submitted sweep as job array (\d+) \(tasks 0-2, name {tag}, chain 1\); each "
+            r"task finding its own checkpoint; `trainbot status (\d+)` lists the tasks\n",
+            proc.stdout)
         assert match and match[1] == match[2], proc.stdout
         assert proc.stderr == "", proc.stderr
         array = match[1]

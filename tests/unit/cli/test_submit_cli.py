@@ -29,6 +29,11 @@ recipes:
     cluster: dev
     sbatch_script: /s.sbatch
     checkpoint: {dir: /ck/kept}
+  sweep:
+    cluster: dev
+    sbatch_script: /s.sbatch
+    array: "0-2%2"
+    checkpoint: {dir: /ck/sweep/task_%a}
 store: {url: "sqlite:///STORE"}
 """
 
@@ -126,3 +131,13 @@ def test_it_says_where_the_job_starts_as_the_slack_reply_does(submit, capsys, mo
     assert code == 0
     assert capsys.readouterr().out == (f"submitted {recipe} as job 4242 (name {recipe}, chain 1, "
                                        f"attempt 1); {start}\n")
+
+
+def test_an_array_says_its_tasks_and_where_they_start_as_the_slack_reply_does(submit, capsys):
+    """A whole array: its tasks, and describe_start's phrase, the one the Slack reply and
+    thread note say (each task finds its own checkpoint)."""
+    code, specs = submit("sweep", "--config", "{cfg}")
+    assert code == 0 and specs[0].array == "0-2%2"
+    assert capsys.readouterr().out == (
+        "submitted sweep as job array 4242 (tasks 0-2%2, name sweep, chain 1); each task "
+        "finding its own checkpoint; `trainbot status 4242` lists the tasks\n")

@@ -107,8 +107,8 @@ def test_an_array_recipe_submits_the_whole_array_into_one_array_thread(store, lo
     [root, note] = ctx.sink.posts
     assert root[0] == "root" and root[3].startswith(f"array {result.job_id} (sweep): PENDING")
     assert note[3] == (f"*mix*: job array {result.job_id} (tasks 0-2%2) submitted by "
-                       "<@U0ALICE> (name `sweep`); each task's row is in this thread's first "
-                       "message")
+                       "<@U0ALICE> (name `sweep`), each task finding its own checkpoint; each "
+                       "task's row is in this thread's first message")
 
 
 def test_a_failed_task_is_resubmitted_alone_from_its_own_checkpoint(store, lookups):

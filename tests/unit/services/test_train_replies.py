@@ -59,3 +59,33 @@ def test_commands_answer_through_the_template_in_the_recipes_language(store) -> 
     assert watched.text == "Watching job 6100_2 (sweep, RUNNING, its own id 6103) on dev."
     again = execute(ctx, Watch(6100, 2), actor="W0LEAD", channel=None, now=NOW)
     assert again.text == "Job 6100_2 is already watched."
+
+
+@pytest.mark.parametrize(("lang", "reply", "note"), [
+    ("en", "mix: submitted job array 6100 (tasks 0-2%2), each task finding its own checkpoint; "
+           "one thread with a row per task.",
+     "*mix*: job array 6100 (tasks 0-2%2) submitted by <@U0ALICE> (name `sweep`), each task "
+     "finding its own checkpoint; each task's row is in this thread's first message"),
+    ("ko", "mix: job array 6100 (task 0-2%2)을(를) 제출했습니다 (각 task가 자신의 체크포인트를 "
+           "찾음). 스레드 하나에 task마다 행이 있습니다.",
+     "*mix*: job array 6100 (task 0-2%2) 제출 — <@U0ALICE> (이름 `sweep`), 각 task가 자신의 "
+     "체크포인트를 찾음; task마다의 행은 이 스레드의 첫 메시지에 있습니다"),
+])
+def test_an_array_submit_says_where_its_tasks_start_as_trainbot_submit_does(
+        store, lang: str, reply: str, note: str) -> None:
+    """A whole array's reply and thread note say where its tasks start in
+    bot.services.submit.describe_start's phrase, the one `trainbot submit` prints."""
+    from bot.services.runs import submitted_view
+    from bot.services.submit import SubmitResult, describe_start
+    from bot.services.threads import render
+
+    ctx = make_context(store, lang=lang)
+    recipe = ctx.config.recipe("mix")
+    result = SubmitResult(job_id="6100", chain_id=1, attempt_no=0, job_name="sweep",
+                          checkpoint=None, array="0-2%2")
+    start = describe_start(result, recipe)
+    assert str(start) == "each task finding its own checkpoint"  # `trainbot submit`'s words
+    assert say(ctx, "mix", "submitted", recipe="mix", job="6100", attempt=0, start=start,
+               array="0-2%2", asked="", missed="") == reply
+    assert render(ctx, "submitted", "mix",
+                  submitted_view("mix", result, "U0ALICE", recipe))[1] == note
