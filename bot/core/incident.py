@@ -425,11 +425,12 @@ def build_resolution(
     prompt: ResumePoint | None = None,
     from_checkpoint: str | None = None,
 ) -> ResolutionView:
-    """"resumed as 88887 from iter 3000" with what it cost and who approved. `prompt`: where
-    an approved prompt's button said it would resume (None: no prompt); the view keeps it only
-    when the job resumed from another checkpoint (`prompt_changed`). `from_checkpoint`: the
-    name of the checkpoint it resumed from; the line names it when it has no iteration number
-    (a pointer file naming `final`), so it never says "from the start" then."""
+    """"Resumed as 88887 (was 88154) from iteration 3,000" with what it cost and who
+    approved. `prompt`: where an approved prompt's button said it would resume (None: no
+    prompt); the view keeps it only when the job resumed from another checkpoint
+    (`prompt_changed`). `from_checkpoint`: the name of the checkpoint it resumed from; the
+    line names it when it has no iteration number (a pointer file naming `final`), so it
+    never says "from scratch" then."""
     said = prompt_changed(prompt, ResumePoint(from_iter, from_checkpoint))
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,

@@ -52,7 +52,7 @@ def create_resubmit_prompt(
 ) -> Prompt:
     """Store an approval and build its buttons; the caller posts the blocks.
 
-    A finished job's prompt: Resubmit (from iter N), Resubmit with --mem=… (when `mem`),
+    A finished job's prompt: Resubmit from iteration N, Resubmit with --mem=… (when `mem`),
     Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
     complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
     beside the running one. `post_key`: the thread post that will carry it (stored, so its

@@ -172,8 +172,9 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str, recipe_config:
 
 def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Attempt,
                     prompt: ResumePoint | None = None) -> ResolutionView:
-    """"Resumed as N from iter K (was M)": the resolution template's view; "the prompt said
-    iter P" when the approved `prompt` said another checkpoint than where it resumed."""
+    """"Resumed as N (was M) from iteration K": the resolution template's view; "The prompt
+    said iteration P" when the approved `prompt` said another checkpoint than where it
+    resumed."""
     ck = result.checkpoint
     mem = result.overrides.get("mem")
     return build_resolution(
