@@ -1,5 +1,15 @@
 """Progress and memory metrics of a training log as a series, fed incrementally, in bounded
-memory; what each line says is read by bot.core.training_lines (`LineParser`)."""
+memory; what each line says is read by bot.core.training_lines (`LineParser`).
+
+A requeued job's log holds its runs one after the other (submitit appends each to the same
+file, from its `RUN_START` line): the series is the last run's. Its iterations, pace, loss, RSS
+points, checkpoint saves and last progress start afresh at each later run's start line
+(`run_start_lines`, the one place that finds them; the diagnosis reads the last run's catalogue
+matches from the same line, `MetricSeries.run_start`), so no figure spans two processes: the
+iteration that falls back to the resumed checkpoint's, the hours the job waited in the queue,
+the RSS of a fresh process. The target the log printed and whether it prints its RSS carry over:
+they are the job's, not the run's.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.core.training_lines import CheckpointEvent, LineParser, Sample
+from bot.core.training_lines import RUN_START, CheckpointEvent, LineParser, Sample
 from bot.core.units import GIB
 
 try:  # RE2: one DFA pass a block; optional (extra `re2`), `re` gives the same answers slower.
@@ -55,13 +65,15 @@ class SaveWindow:
 
 # Bytes locator for checkpoint lines in sparse mode (only there; dense mode sees each line).
 _CKPT_LOCATOR = compile_bytes_scanner(rb"checkpoint|ckpt|dcp|state.dict", ignore_case=True)
+_RUN_START = RUN_START.encode()
 
 
 # --- the series -------------------------------------------------------------------------
 
 
 class MetricSeries:
-    """Samples and checkpoint events of one log, fed incrementally with bounded memory."""
+    """Samples and checkpoint events of one log's last run, fed incrementally with bounded
+    memory."""
 
     def __init__(
         self,
@@ -93,11 +105,14 @@ class MetricSeries:
         self._step_s: deque[float] = deque(maxlen=256)  # recent seconds per iteration
         self._log_every: deque[int] = deque(maxlen=256)  # iterations between progress lines
         self._reported_spi: deque[float] = deque(maxlen=256)
-        self._prev_progress: Sample | None = None
         self._next_line = 1  # sparse mode: next line number to look at
         self.log_rss_seen = False  # has the log itself printed a host RSS?
         self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
         self._last_external: Sample | None = None
+        # the runs' start lines seen (`RUN_START`) and the line where the last run started
+        # when the log holds more than one (None: one run, the series is the whole log's)
+        self.runs = 0
+        self.run_start: int | None = None
 
     # feeding ---------------------------------------------------------------------------
 
@@ -116,6 +131,7 @@ class MetricSeries:
         self.lines_seen = max(self.lines_seen, line_no)
 
     def feed_lines(self, lines: Iterable[str], first_line_no: int = 1) -> None:
+        """Parse lines of one run, each (a log's runs are told apart by `feed_block`)."""
         for i, line in enumerate(lines):
             self.feed_line(line, first_line_no + i)
 
@@ -133,13 +149,54 @@ class MetricSeries:
 
         `newlines` (offsets of b"\\n" in `data[start:end]`, absolute) and `event_offsets`
         (offsets of lines that may be checkpoint events) let a caller that already scanned the
-        block share the work; slicing by offsets avoids copying big blocks.
+        block share the work; slicing by offsets avoids copying big blocks. A run's start line
+        after an earlier run's (`run_start_lines`) starts the series afresh (`start_run`).
         """
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
         end = len(data) if end is None else end
         if newlines is None:
             newlines = newline_offsets(data, start, end)
+        offsets = None if event_offsets is None else [int(x) for x in event_offsets]
+
+        def part(a: int, b: int) -> list[int] | None:
+            return None if offsets is None else [x for x in offsets if a <= x < b]
+
+        fed = 0
+        line0, pos, nl0 = first_line_no, start, 0  # the part of the block not fed yet
+        for idx in run_start_lines(data, start, end, newlines):
+            self.runs += 1
+            if self.runs == 1:
+                continue  # the log's first run: what came before it is its preamble
+            cut = start if idx == 0 else int(newlines[idx - 1]) + 1
+            fed += self._feed_run_block(data, line0, pos, cut, newlines[nl0:idx], part(pos, cut))
+            self.start_run(first_line_no + idx)
+            line0, pos, nl0 = first_line_no + idx, cut, idx
+        return fed + self._feed_run_block(data, line0, pos, end, newlines[nl0:], part(pos, end))
+
+    def start_run(self, line_no: int) -> None:
+        """A later run of the job starts at `line_no` (a requeued job's, appended to the log):
+        the series is its from here on. The target the log printed, whether it prints its
+        RSS, where sstat's RSS comes from and the log's clock carry over."""
+        self.run_start = line_no
+        self.samples = []
+        self.events.clear()
+        self.stride = 1
+        self.last_iteration = None
+        self.last_progress = None
+        self.last_iteration_line = None
+        self.last_evaluation = None
+        self._evaluation_batches = None
+        self.last_loss = None
+        self._step_s.clear()
+        self._log_every.clear()
+        self._reported_spi.clear()
+        self._next_line = line_no
+        self._last_external = None
+
+    def _feed_run_block(self, data: bytes, first_line_no: int, start: int, end: int,
+                        newlines: np.ndarray, event_offsets: Iterable[int] | None) -> int:
+        """`feed_block` for lines of one run."""
         partial = end > start and data[end - 1] != 10
         n_lines = len(newlines) + (1 if partial else 0)
         if n_lines == 0:
@@ -386,6 +443,20 @@ def _window(start: CheckpointEvent, end: CheckpointEvent | None) -> SaveWindow:
         end.time if end else None,
         start.text,
     )
+
+
+def run_start_lines(data: bytes, start: int, end: int, newlines: np.ndarray) -> list[int]:
+    """The lines of `data[start:end]` (by index; `newlines` as `newline_offsets` gives them)
+    that start a run of the job (`RUN_START`): a requeued job's log holds one per run."""
+    found: list[int] = []
+    pos = data.find(_RUN_START, start, end)
+    while pos != -1:
+        idx = int(np.searchsorted(newlines, pos))
+        found.append(idx)
+        if idx >= len(newlines):
+            break
+        pos = data.find(_RUN_START, int(newlines[idx]) + 1, end)
+    return found
 
 
 def newline_offsets(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray:

@@ -41,6 +41,13 @@ _UNITS = {
 
 
 
+#: submitit's first line of each run (submitit/core/submission.py, process_job: `Starting with
+#: JobEnvironment(job_id=..., hostname=..., ...)`): a requeued job's log, which each run appends
+#: to (sbatch --open-mode=append, submitit/slurm/slurm.py), holds one per run
+#: (bot.core.metrics.run_start_lines finds them).
+RUN_START = "Starting with JobEnvironment("
+
+
 @dataclass(slots=True)
 class Sample:
     """One progress/memory observation, or an evaluation pass's bar drawn (its batches in

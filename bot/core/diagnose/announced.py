@@ -25,9 +25,9 @@ SIGTERM is sent first"; until its PR 1603, 2021, submitit decided preemption by 
 order). Pure.
 
 A job submitit requeued logs its runs one after the other in the same file, each from its own
-`Starting with JobEnvironment(...)` (`RUN_START`): the diagnosis reads the last run only
-(bot.core.diagnose.decide), so an earlier run's verdict neither decides nor colours the lines of
-the next.
+`Starting with JobEnvironment(...)` (bot.core.training_lines.RUN_START): the diagnosis reads the
+last run only (bot.core.diagnose.decide, from the line the metric series found it to start at),
+so an earlier run's verdict neither decides nor colours the lines of the next.
 
 What submitit prints after its verdict is the same for both: `Requeued job N (k remaining
 timeouts)` (SlurmJobEnvironment._requeue), `Exiting gracefully after preemption/timeout.`
@@ -73,10 +73,6 @@ _EITHER_VERDICT = re.compile(r"Job has (not )?timed out\. Ran [0-9]+ minutes"
 _AFTER_VERDICT = re.compile(r"Requeued job [0-9]+ \(-?[0-9]+ remaining timeouts\)"
                             r"|Exiting gracefully after preemption/timeout"
                             r"|Bypassing signal (?:Signals\.)?(?:SIG[A-Z0-9]+|[0-9]+)\b")
-#: submitit's first line of each run (submitit/core/submission.py, process_job: `Starting with
-#: JobEnvironment(job_id=..., hostname=..., ...)`): a requeued job's log, which each run appends
-#: to (sbatch --open-mode=append, submitit/slurm/slurm.py), holds one per run.
-RUN_START = "Starting with JobEnvironment("
 #: The class of the lines after a verdict that none comes before (an excerpt without it): an
 #: ending that names no cause.
 NO_VERDICT_CLASS = "unknown_failure"

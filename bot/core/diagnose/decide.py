@@ -193,7 +193,6 @@ def diagnose(
     leak_warn_margin: float = DEFAULT_POLICY.leak_warn_margin,
     min_elapsed_s: float = 60.0,
     evaluation_start: int | None = None,
-    run_start: int | None = None,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
@@ -204,21 +203,18 @@ def diagnose(
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     `evaluation_start` is the line of the last evaluation the framework opened after the log's
     first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
-    bot.core.diagnose.scan finds it), None when there is none. `run_start` is the line where
-    the last run of a log that holds several started (a requeued job's log, each run appended:
-    scan finds submitit's start line of each run), None for a log of one run: only the last
-    run's matches and lines decide, and a run with no progress yet is judged as a fresh job
-    (no stall counted from an earlier run's progress).
+    bot.core.diagnose.scan finds it), None when there is none.
+    A log that holds several runs (a requeued job's, each run appended) is read by its last:
+    the series is that run's (bot.core.metrics, from `series.run_start`), and only the matches
+    and lines from there decide; a run with no progress yet is judged as a fresh job (no stall
+    counted from an earlier run's progress, no pace or leak fit across the requeue).
     """
     acct = accounting or Accounting()
-    if run_start is not None:
-        matches = [m for m in matches if m.line_no >= run_start]
-        tail = [(n, text) for n, text in tail if n >= run_start]
+    if series.run_start is not None:
+        matches = [m for m in matches if m.line_no >= series.run_start]
+        tail = [(n, text) for n, text in tail if n >= series.run_start]
     matches = as_submitit_decided(_without_survived_verdicts(
         sorted(matches, key=lambda m: m.line_no), series, tail))
-    # the last run's progress, or none yet (a requeued job's new run still starting)
-    progressed = run_start is None or (
-        series.last_progress is not None and series.last_progress.line_no >= run_start)
     target = run_target(submitted=None, configured=target_iter, logged=series.target_iter)
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
@@ -268,7 +264,7 @@ def diagnose(
     if chosen is None and running:
         stall = detect_stall(
             series, judge_at, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
-        ) if progressed else None
+        )
         if stall is not None:
             chosen, decided_by = "hang", DETECTOR
             evidence = [Evidence(stall.last_line, stall.last_text)]
@@ -342,7 +338,7 @@ def diagnose(
         evidence = [Evidence(n, t) for n, t in ended.lines]
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
-    if chosen == "nccl_timeout" and abort is not None and progressed:
+    if chosen == "nccl_timeout" and abort is not None:
         abort_time = _line_time(series, abort.text) or judge_at
         stall = detect_stall(
             series, abort_time, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s

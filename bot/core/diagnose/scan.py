@@ -5,9 +5,10 @@
 thread). Bytes are cut into blocks of complete lines (`(data, start, end)` offsets, no copies);
 one RE2 prefilter over every catalogue pattern picks the lines that go through the catalogue's
 own scan (with their neighbours, for hard-wrapped signatures); every block feeds the metric
-series (bot.core.metrics). What is kept is bounded: the first and last few matches per class,
-the downsampled series and the last lines as text. `LogAnalysis.diagnose` hands that state to
-the decision (bot.core.diagnose.decide).
+series (bot.core.metrics: the last run's, in a requeued job's log of several). What is kept
+is bounded: the first and last few matches per class, the downsampled series and the last
+lines as text. `LogAnalysis.diagnose` hands that state to the decision
+(bot.core.diagnose.decide).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from bot.core.detectors import EVALUATION_START, opens_evaluation
-from bot.core.diagnose.announced import RUN_START
 from bot.core.diagnose.decide import diagnose
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
 from bot.core.models import Accounting, Diagnosis
@@ -34,7 +34,6 @@ _LAST_KEEP = 20  # ... and the latest ones
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 # The framework opening its evaluation (detectors.EVALUATION_START), found in the raw bytes
 _EVALUATION_LOCATOR = compile_bytes_scanner(EVALUATION_START.pattern.encode())
-_RUN_START = RUN_START.encode()
 
 
 class _Block(NamedTuple):
@@ -90,10 +89,6 @@ class LogAnalysis:
         # the line of the last evaluation the framework opened after the first completion
         # marker (looked for from that marker on, however long the evaluation's log is)
         self.evaluation_start: int | None = None
-        # the runs the log holds one after the other (a requeued job's: submitit's start line
-        # of each) and the line where the last one started
-        self.runs = 0
-        self.last_run_start: int | None = None
         self.bytes = 0
         self._by_class: dict[str, _ClassMatches] = {}
         self._carry = b""
@@ -193,7 +188,6 @@ class LogAnalysis:
             for m in self.catalogue.scan_block(text, first):
                 self._add_match(m)
         self._find_evaluation_start(block, newlines, first)
-        self._count_runs(block, newlines, first)
         self.series.feed_block(
             data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets
         )
@@ -252,15 +246,6 @@ class LogAnalysis:
                 self.evaluation_start = first + idx
             pos = line_end + 1
 
-    def _count_runs(self, block: _Block, newlines: np.ndarray, first: int) -> None:
-        """Count the block's run starts (`RUN_START`) and keep the line of the last."""
-        data, start, end = block
-        found = data.count(_RUN_START, start, end)
-        if found:
-            self.runs += found
-            self.last_run_start = first + int(
-                np.searchsorted(newlines, data.rfind(_RUN_START, start, end)))
-
     def _add_match(self, m: Any) -> None:
         key = (m.class_id, m.line_no)
         if key in self._recent:
@@ -303,7 +288,6 @@ class LogAnalysis:
             now=now,
             target_iter=target_iter,
             evaluation_start=self.evaluation_start,
-            run_start=self.last_run_start if self.runs > 1 else None,
             **options,
         )
 

@@ -424,7 +424,8 @@ def test_runs_are_counted_across_the_blocks_a_log_arrives_in(catalogue):
     """A watcher feeds each tick's new bytes: the runs and the last one's start line add up."""
     analysis = LogAnalysis(catalogue)
     analysis.feed((_TIMED_OUT_RUN).encode())
-    assert (analysis.runs, analysis.last_run_start) == (1, 1)
+    assert (analysis.series.runs, analysis.series.run_start) == (1, None)
     analysis.feed(_run("10:30:00", _iter("10:40:00", 4100)).encode())
     analysis.finish()
-    assert (analysis.runs, analysis.last_run_start) == (2, _TIMED_OUT_RUN.count("\n") + 1)
+    assert (analysis.series.runs, analysis.series.run_start) == (
+        2, _TIMED_OUT_RUN.count("\n") + 1)

@@ -412,6 +412,51 @@ def test_live_job_with_a_growing_log_raises_nothing(env):
     assert sink.events == []
 
 
+def _submitit_line(t: float, message: str) -> bytes:
+    import time as _time
+
+    stamp = _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(t))
+    return f"submitit INFO ({stamp},000) - {message}\n".encode()
+
+
+def _submitit_run_start(t: float) -> bytes:
+    """submitit's first line of a run (submitit/core/submission.py, process_job): each run of
+    a requeued job appends to the same log from one."""
+    return _submitit_line(t, "Starting with JobEnvironment(job_id=7, hostname=node07, "
+                             "local_rank=0(1), node=0(1), global_rank=0(1))")
+
+
+def test_a_requeued_jobs_next_run_restarts_the_live_series_and_its_stall_is_warned(env):
+    """submitit requeued the job: its next run appends to the log being followed, from its own
+    start line, resuming below the iteration the first run reached. The watcher's series
+    restarts at that line: the new run's progress dates its stall, although it never reached
+    the first run's iteration, and its pace is its own."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 + 90
+    first_run = _submitit_run_start(T0) + _progress_lines(100, 20, T0 + 1)  # to 119
+    sftp.append(LOG, first_run)
+    w.tick(T0 + 91)
+    assert w._jobs[7].analysis.series.last_iteration == 119
+    # preempted and requeued; the next run starts half an hour later, on a faster node
+    sftp.clock = T0 + 1800
+    sftp.append(LOG, _submitit_line(T0 + 100, "Requeued job 7 (3 remaining timeouts)")
+                + _submitit_run_start(T0 + 1700)
+                + b"".join(line.replace(b"4.50 s/iter", b"2.00 s/iter") for line in
+                           _progress_lines(105, 10, T0 + 1750).splitlines(keepends=True)))
+    w.tick(T0 + 1801)
+    series = w._jobs[7].analysis.series
+    assert (series.run_start, series.last_iteration) == (first_run.count(b"\n") + 2, 114)
+    assert (series.samples[0].iteration, series.sec_per_iter()) == (105, 2.0)
+    assert sink.events == []
+    w.tick(T0 + 1801 + 600)  # ten minutes without a line
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert "iter: 114/8000" in warn.diagnosis.evidence[0].text
+
+
 def test_the_watcher_ticks_under_a_real_apscheduler(env):
     from bot.services.leases import LeaseKeeper
     from bot.services.scheduler import JobScheduler
