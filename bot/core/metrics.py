@@ -113,6 +113,7 @@ class MetricSeries:
         # when the log holds more than one (None: one run, the series is the whole log's)
         self.runs = 0
         self.run_start: int | None = None
+        self._first_line: int | None = None  # the first line fed: 1 unless read from inside
 
     # feeding ---------------------------------------------------------------------------
 
@@ -150,7 +151,8 @@ class MetricSeries:
         `newlines` (offsets of b"\\n" in `data[start:end]`, absolute) and `event_offsets`
         (offsets of lines that may be checkpoint events) let a caller that already scanned the
         block share the work; slicing by offsets avoids copying big blocks. A run's start line
-        after an earlier run's (`run_start_lines`) starts the series afresh (`start_run`).
+        (`run_start_lines`) after an earlier run's, or after lines of a log read from inside
+        (`first_line_no` above 1 at the first block), starts the series afresh (`start_run`).
         """
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
@@ -158,6 +160,8 @@ class MetricSeries:
         if newlines is None:
             newlines = newline_offsets(data, start, end)
         offsets = None if event_offsets is None else [int(x) for x in event_offsets]
+        if self._first_line is None:
+            self._first_line = first_line_no
 
         def part(a: int, b: int) -> list[int] | None:
             return None if offsets is None else [x for x in offsets if a <= x < b]
@@ -166,8 +170,10 @@ class MetricSeries:
         line0, pos, nl0 = first_line_no, start, 0  # the part of the block not fed yet
         for idx in run_start_lines(data, start, end, newlines):
             self.runs += 1
-            if self.runs == 1:
+            if self.runs == 1 and self._first_line == 1:
                 continue  # the log's first run: what came before it is its preamble
+            # (read from inside the log, as a restarted watcher's warm-up reads it, the lines
+            # before the first start seen are an earlier run's)
             cut = start if idx == 0 else int(newlines[idx - 1]) + 1
             fed += self._feed_run_block(data, line0, pos, cut, newlines[nl0:idx], part(pos, cut))
             self.start_run(first_line_no + idx)

@@ -169,3 +169,18 @@ def test_a_logs_one_run_keeps_its_preamble():
     series.feed_block("iter: 3/10 loss: 1.0\n" + _run_start(_T0) + "iter: 4/10 loss: 0.9\n")
     assert (series.runs, series.run_start) == (1, None)
     assert [s.iteration for s in series.samples] == [3, 4]
+
+
+def test_a_log_read_from_inside_has_an_earlier_run_before_the_first_start_it_shows(catalogue):
+    """A restarted watcher reads the window before its offset: the lines before the first
+    start line there are an earlier run's (its preemption verdict too), not a preamble."""
+    analysis = LogAnalysis(catalogue)
+    analysis.lines = 5000  # the window starts after line 5000
+    earlier = _progress(700, 11, _T0 + 3000, spi=4.5) + _requeued(_T0 + 3600)
+    analysis.feed((earlier + _run_start(_RUN_2_START)
+                   + _progress(500, 11, _RUN_2_START + 60, spi=2.0)).encode())
+    analysis.finish()
+    d = analysis.diagnose(Accounting(state="RUNNING"))
+    assert analysis.series.run_start == 5000 + earlier.count("\n") + 1
+    assert (d.class_id, d.secondary, d.metrics.last_iter, d.metrics.sec_per_iter) == (
+        "none", (), 600, 2.0)

@@ -457,6 +457,27 @@ def test_a_requeued_jobs_next_run_restarts_the_live_series_and_its_stall_is_warn
     assert "iter: 114/8000" in warn.diagnosis.evidence[0].text
 
 
+def test_after_a_restart_a_requeued_jobs_run_is_judged_from_its_own_progress(env):
+    """The bot restarts while the requeued job's next run trains, below the iteration the first
+    run reached: the warm-up window before the persisted offset holds the first run's last
+    lines and the next run's start, not the first run's start line. The lines before that start
+    are the earlier run's: the series is the next run's, and its progress is no stall."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    first_run = (_submitit_run_start(T0 - 7300) + _progress_lines(100, 200, T0 - 7200)  # to 299
+                 + _submitit_line(T0 - 6200, "Requeued job 7 (3 remaining timeouts)"))
+    next_run = _submitit_run_start(T0 - 600) + _progress_lines(150, 100, T0 - 550)  # to 249
+    sftp.clock = T0 - 100
+    sftp.append(LOG, first_run + next_run)
+    make_watcher(store, slurm, sftp, RecordingEventSink()).tick(T0 - 99)
+    w = make_watcher(store, slurm, sftp, sink, warmup_bytes=len(next_run) + 2000)
+    w.tick(T0 - 40)
+    series = w._jobs[7].analysis.series
+    assert (series.run_start, series.last_iteration) == (first_run.count(b"\n") + 1, 249)
+    assert sink.events == []
+
+
 def test_the_watcher_ticks_under_a_real_apscheduler(env):
     from bot.services.leases import LeaseKeeper
     from bot.services.scheduler import JobScheduler
