@@ -25,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from bot.core.policy import resume_start
+from bot.core.policy import checkpoint_unknown_of, resume_start
 from bot.core.text import (
     Mrkdwn,
     align_table,
@@ -175,6 +175,8 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     env.globals["tr"] = lambda text, translations=None, field=None: catalogue_text(
         text, lang, translations, field, override_dir)
     env.globals["resume_start"] = resume_start  # where a resume starts: one phrase (_common.j2)
+    # why a decision's checkpoint is unknown, from its fact `checkpoint_lookup` (event.json.j2)
+    env.globals["checkpoint_unknown"] = checkpoint_unknown_of
     env.filters["duration"] = lambda s: format_duration(s, t)
     env.filters["num"] = _num
     env.filters["esc"] = mrkdwn_escape

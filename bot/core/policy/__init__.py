@@ -62,6 +62,7 @@ from bot.core.policy.decision import (
     CheckpointUnknown,
     Decision,
     DecisionKind,
+    checkpoint_unknown_of,
     resume_start,
 )
 from bot.core.policy.early import (
@@ -97,6 +98,7 @@ __all__ = [
     "approval_charged",
     "attempt_progress",
     "backoff_delay",
+    "checkpoint_unknown_of",
     "chunk_progress",
     "chunk_start_unknown",
     "decide",

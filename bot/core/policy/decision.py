@@ -25,8 +25,29 @@ class DecisionKind(StrEnum):
 
 
 #: Why the checkpoint a resume starts from is unknown: `not_looked_up` (`trainbot report` from a
-#: log whose saves name none) or `lookup_failed` (the watcher's lookup failed or was late).
-CheckpointUnknown = Literal["not_looked_up", "lookup_failed"]
+#: log whose saves name none), `lookup_failed` (the watcher's lookup failed or was late) or
+#: `no_recipe` (a job trainbot did not submit: no recipe names its checkpoint dir).
+CheckpointUnknown = Literal["not_looked_up", "lookup_failed", "no_recipe"]
+
+#: The decision's fact `checkpoint_lookup` that says a resume's checkpoint is unknown, and why.
+_UNKNOWN_BY_LOOKUP: dict[str, CheckpointUnknown] = {"failed": "lookup_failed",
+                                                    "no_recipe": "no_recipe"}
+
+
+def checkpoint_unknown_of(lookup: object) -> CheckpointUnknown | None:
+    """Why the checkpoint is unknown, from a decision's fact `checkpoint_lookup` ("failed": the
+    lookup failed or was late; "no_recipe": there was nowhere to look); None: it is known,
+    or there is none ("done", no fact)."""
+    return _UNKNOWN_BY_LOOKUP.get(lookup) if isinstance(lookup, str) else None
+
+
+def lookup_fact(unknown: CheckpointUnknown | None) -> dict[str, str]:
+    """The fact `checkpoint_lookup` a decision stores for a checkpoint unknown for `unknown`
+    (`checkpoint_unknown_of` reads it back); none when it is known."""
+    for fact, why in _UNKNOWN_BY_LOOKUP.items():
+        if why == unknown:
+            return {"checkpoint_lookup": fact}
+    return {}
 
 
 #: Button ids a decision may offer (the Slack layer maps them to action ids).
@@ -81,8 +102,9 @@ class Decision:
     @property
     def checkpoint_unknown(self) -> CheckpointUnknown | None:
         """Why the checkpoint its resume starts from is unknown: looking it up failed or was
-        late (fact `checkpoint_lookup`); None: it is known, or there is none."""
-        return "lookup_failed" if self.facts.get("checkpoint_lookup") == "failed" else None
+        late, or the job has no recipe to look it up by (fact `checkpoint_lookup`); None: it
+        is known, or there is none."""
+        return checkpoint_unknown_of(self.facts.get("checkpoint_lookup"))
 
     def to_json(self) -> dict[str, Any]:
         """The decision as stored (the incidents table's JSON) and sent (a webhook's body):
@@ -148,6 +170,9 @@ def resume_start(resume_from: int | None, resume_checkpoint: str | None = None,
         return N_("from scratch")
     if unknown == "lookup_failed":
         return N_("from the last complete checkpoint (unknown: looking it up failed)")
+    if unknown == "no_recipe":
+        return N_("from the last complete checkpoint (unknown: no recipe names its checkpoint "
+                  "dir)")
     if unknown:
         return N_("from the last complete checkpoint (unknown: not looked up)")
     return N_("from scratch (no complete checkpoint)")

@@ -14,6 +14,7 @@ from bot.core.policy.decision import (
     OFFER_DISMISS,
     Decision,
     DecisionKind,
+    checkpoint_unknown_of,
     resume_start,
 )
 from bot.core.policy.params import PolicyParams, params_from
@@ -183,7 +184,7 @@ def _stall_text(f: Mapping[str, Any]) -> str:
     if "checkpoint_lookup" not in f:  # not looked up (yet): no checkpoint named or denied
         return text + ". Cancel and resume from the last complete checkpoint?"
     where = resume_start(f["resume_from"], f["resume_checkpoint"],
-                         "lookup_failed" if f["checkpoint_lookup"] == "failed" else None)
+                         checkpoint_unknown_of(f["checkpoint_lookup"]))
     return text + f". Cancel and resubmit {where}?"
 
 

@@ -22,9 +22,11 @@ from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_un
 from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
+    CheckpointUnknown,
     Decision,
     DecisionBase,
     DecisionKind,
+    lookup_fact,
     resume_start,
 )
 from bot.core.policy.early import early_warnings
@@ -67,7 +69,7 @@ def decide(
     *,
     checkpoint_iter: int | None = None,
     checkpoint_name: str | None = None,
-    checkpoint_lookup_failed: bool = False,
+    checkpoint_unknown: CheckpointUnknown | None = None,
     accounting: Accounting | None = None,
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
@@ -76,10 +78,12 @@ def decide(
 
     `checkpoint_name` names the latest COMPLETE checkpoint (None: none, start from scratch) and
     `checkpoint_iter` is its iteration (None: unknown, its name has none, or no checkpoint);
-    `checkpoint_lookup_failed`: looking it up failed or was late, so whether there is one is
-    unknown: the resume point and the work lost are unknown (fact `checkpoint_lookup`:
-    "failed"), and a resubmit that would be automatic is proposed instead (fact
-    `auto_withheld`): it could start from scratch, charged, with nobody asked;
+    `checkpoint_unknown`: whether there is one is unknown, and why (looking it up failed or was
+    late; the job has no recipe naming its checkpoint dir, one trainbot did not submit): the
+    resume point and the work lost are unknown (fact `checkpoint_lookup`: "failed" /
+    "no_recipe"), a leak's memory counts from iteration 0, the worst case, and says so, and a
+    resubmit that would be automatic is proposed instead (fact `auto_withheld`): it could
+    start from scratch, charged, with nobody asked;
     a time-limit chunk that advanced it past the checkpoint it resumed from (the last
     attempt's `start`), within the run's target (the diagnosis' `target_iter`), is resubmitted
     without charging the budget, up to `max_free_chunks` in a row (`chunk_progress`);
@@ -92,12 +96,12 @@ def decide(
     cid = diagnosis.class_id
     last_iter = _current_last_iter(diagnosis, chain_history)
     # a checkpoint of unknown iteration: the work lost is unknown too
-    unknown_start = checkpoint_lookup_failed or (checkpoint_iter is None and checkpoint_name)
+    unknown_start = checkpoint_unknown or (checkpoint_iter is None and checkpoint_name)
     lost = None if unknown_start else _work_lost(last_iter, checkpoint_iter)
     base = DecisionBase(class_id=cid, resume_from=checkpoint_iter,
                         resume_checkpoint=checkpoint_name, work_lost_iters=lost)
-    # a failed lookup is said wherever a resume point or the work lost is
-    lookup = {"checkpoint_lookup": "failed"} if checkpoint_lookup_failed else {}
+    # an unknown checkpoint (and why) is said wherever a resume point or the work lost is
+    lookup = lookup_fact(checkpoint_unknown)
 
     if cid in RUNNING_CLASSES and not _finished(accounting):
         found = early_warnings(diagnosis, chain_history, p, now)
@@ -156,8 +160,7 @@ def decide(
         )
 
     not_before = now + backoff_delay(p, chain_history.resubmits_so_far)
-    where = _resume_text(checkpoint_iter, checkpoint_name, lost,
-                         lookup_failed=checkpoint_lookup_failed)
+    where = _resume_text(checkpoint_iter, checkpoint_name, lost, unknown=checkpoint_unknown)
     budget_text = (
         f"charged: {chain_history.retries_used + 1} of {p.retry_budget} retries"
         if charged
@@ -166,7 +169,7 @@ def decide(
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
                    "budget": p.retry_budget, **node, **lookup}
     # a time-limit stop that saved a checkpoint from an unknown start: charged, and said why
-    if charged and not checkpoint_lookup_failed and chunk_start_unknown(
+    if charged and checkpoint_unknown is None and chunk_start_unknown(
             cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter)):
         budget_text += ", not a free chunk: the checkpoint this job started from is unknown"
         retry_facts["charged_why"] = "start_unknown"
@@ -192,7 +195,7 @@ def decide(
         # a class named only by how the log ends (no decisive line, no accounting) is offered,
         # never resubmitted by itself: a person looks closer first
         automatic = p.auto_resubmit and diagnosis.retryable and diagnosis.decided_by != HINT
-        if automatic and not checkpoint_lookup_failed:
+        if automatic and checkpoint_unknown is None:
             return Decision(
                 DecisionKind.RESUBMIT_NOW,
                 resubmitting,
@@ -289,10 +292,9 @@ def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None
 
 
 def _resume_text(checkpoint_iter: int | None, checkpoint_name: str | None,
-                 lost: int | None, *, lookup_failed: bool = False) -> str:
+                 lost: int | None, *, unknown: CheckpointUnknown | None = None) -> str:
     """The decision's resume point (`resume_start`) with the iterations lost since its
     checkpoint, when known."""
-    text = str(resume_start(checkpoint_iter, checkpoint_name,
-                            "lookup_failed" if lookup_failed else None))
-    known = not lookup_failed and (checkpoint_iter is not None or checkpoint_name)
+    text = str(resume_start(checkpoint_iter, checkpoint_name, unknown))
+    known = unknown is None and (checkpoint_iter is not None or checkpoint_name)
     return f"{text} ({lost} iterations lost)" if known and lost else text

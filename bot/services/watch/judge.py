@@ -147,13 +147,14 @@ def finished_decision(jw: JobWatch, diag: Diagnosis, history: ChainHistory, acct
                       policy: Policy, now: float, *, checkpoint: CheckpointLookup,
                       array_task: int | None) -> Decision:
     """What to do about a finished job (bot.core.policy.decide), resuming from the lookup's
-    `checkpoint` (None: none; the lookup `failed`: unknown); a submitted array's task
+    `checkpoint` (None: none; unknown when the lookup failed or the job has no recipe to look
+    it up by, and why: its `unknown`); a submitted array's task
     (`array_task`) is named in the decision, as its resubmit reruns that task alone."""
     found = checkpoint.checkpoint
     decision = decide(diag, history, policy, now,
                       checkpoint_iter=found.iteration if found else None,
                       checkpoint_name=found.name if found else None,
-                      checkpoint_lookup_failed=checkpoint.failed,
+                      checkpoint_unknown=checkpoint.unknown,
                       accounting=acct, worker_rss=role_growth(jw.sampler, "worker"),
                       trainer_rss=role_growth(jw.sampler, "trainer"))
     if array_task is not None:  # a resubmit reruns this task alone

@@ -8,7 +8,9 @@ channel it holds (the next lookup opens a fresh one), so nothing it still does t
 cluster's other SFTP use (bot.services.runs.AutoResubmitter).
 
 A job with no recipe (an adopted one) or a recipe removed from the config gets the defaults:
-the config's global policy, no target, no checkpoint.
+the config's global policy, no target; its checkpoint is unknown (no recipe names its
+checkpoint dir; a removed recipe's lookup fails), never "none": a resume from it is never said
+to start from scratch, nor its leak's memory counted from iteration 0 as if it were known.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from bot.config import Config, PolicyConfig, RecipeConfig
 from bot.core.checkpoints import Checkpoint
-from bot.core.policy import PolicyParams, params_from
+from bot.core.policy import CheckpointUnknown, PolicyParams, params_from
 from bot.services.ports import Abandon
 
 log = logging.getLogger(__name__)
@@ -31,10 +33,16 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class CheckpointLookup:
     """A lookup of a recipe's latest complete checkpoint: `checkpoint` (None: there is none),
-    or `failed`: it raised or missed its deadline, so which one is unknown."""
+    or, when `unknown` says why, which one is unknown: "lookup_failed" (it raised or missed its
+    deadline) or "no_recipe" (a job with no recipe: nowhere to look)."""
 
     checkpoint: Checkpoint | None
-    failed: bool = False
+    unknown: CheckpointUnknown | None = None
+
+    @property
+    def failed(self) -> bool:
+        """The lookup raised or missed its deadline."""
+        return self.unknown == "lookup_failed"
 
 
 class RecipeSettings:
@@ -79,9 +87,11 @@ class RecipeSettings:
         the recipe's checkpoint dir): its name and, when the name has one, its iteration;
         given up after `deadline_s` seconds, and the lookup told so (`Abandon`: its answer is
         dropped, the lookup channel it holds closed): a lookup that fails or is late is `failed`
-        (logged), never an exception, never a wait past it."""
+        (logged), never an exception, never a wait past it. A job with no recipe (`recipe`
+        None: one trainbot did not submit) has no checkpoint dir trainbot knows: unknown
+        ("no_recipe"), not looked up."""
         if recipe is None:
-            return CheckpointLookup(None)
+            return CheckpointLookup(None, unknown="no_recipe")
         future: Future[Checkpoint | None] = Future()
         abandon = Abandon()
 
@@ -102,7 +112,7 @@ class RecipeSettings:
                         self.cluster, recipe, deadline_s)
         except Exception as exc:  # noqa: BLE001 - the post goes on, saying it is unknown
             log.warning("%s: cannot look up %s's checkpoints: %s", self.cluster, recipe, exc)
-        return CheckpointLookup(None, failed=True)
+        return CheckpointLookup(None, unknown="lookup_failed")
 
 
 __all__ = ["CheckpointLookup", "RecipeSettings"]

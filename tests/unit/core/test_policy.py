@@ -124,7 +124,7 @@ def test_an_unknown_checkpoint_turns_an_automatic_resubmit_into_a_proposal():
     """Looking the checkpoint up failed: no resume point, no work lost, and the resubmit the
     policy would make by itself is proposed (it could start from scratch, charged)."""
     d, acct = story("88154")
-    dec = decide(d, chain(1049, 3470), AUTO, NOW, checkpoint_lookup_failed=True,
+    dec = decide(d, chain(1049, 3470), AUTO, NOW, checkpoint_unknown="lookup_failed",
                  accounting=acct)
     assert dec.kind == DecisionKind.PROPOSE_RESUBMIT and "resubmit" in dec.offers
     assert dec.resume_from is None and dec.resume_checkpoint is None
@@ -642,6 +642,36 @@ def test_a_full_disk_or_a_broken_checkpoint_waits_for_a_person_even_with_auto_re
     assert words in dec.reason
 
 
+def test_a_job_with_no_recipe_resumes_from_an_unknown_checkpoint_never_from_scratch():
+    """A job trainbot did not submit: no recipe names its checkpoint dir, so where a resume
+    starts is unknown (as after a failed lookup), not "from scratch": no work lost is
+    claimed, nothing is resubmitted by itself, and the stored decision says why."""
+    d, acct = story("88154")
+    dec = decide(d, chain(1049, 3470), AUTO, NOW, checkpoint_unknown="no_recipe",
+                 accounting=acct)
+    assert dec.kind == DecisionKind.PROPOSE_RESUBMIT and dec.work_lost_iters is None
+    assert "from the last complete checkpoint (unknown: no recipe names its checkpoint dir)" \
+        in dec.reason and "scratch" not in dec.reason
+    assert dec.facts["auto_withheld"] == "checkpoint_unknown"
+    back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
+    assert back.checkpoint_unknown == "no_recipe" and back == dec
+
+
+def test_a_leaks_mem_for_a_job_with_no_recipe_says_it_counts_from_iteration_0():
+    """A steady leak's --mem for a job trainbot did not submit: the need to reach the target
+    counts from iteration 0 (40 + 0.12 x 1200 = 184G, rounded up to 190G) and the decision
+    says it is the worst case, with the need from the last iteration the log reached."""
+    d = diag("host_oom", last_iter=670, leak_fit=LEAK,
+             metrics=DiagnosisMetrics(last_iter=670, target_iter=1200))
+    dec = decide(d, chain(), MANUAL, NOW, accounting=OOM_120G, checkpoint_unknown="no_recipe")
+    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "190G", dec.reason
+    assert dec.reason.endswith(
+        "proposing to resubmit from the last complete checkpoint (unknown: no recipe names its "
+        "checkpoint dir) with --mem=190G; the iteration a resume starts from is unknown, so "
+        "this counts from iteration 0, the worst case: reaching iteration 1200 needs ~190G "
+        "(from iteration 670, the last the log reached: ~110G)"), dec.reason
+
+
 def test_a_stored_resubmit_decision_keeps_the_node_it_excludes():
     dec = decide(diag("gpu_failure", node="gpu-b12"), chain(), AUTO, NOW, checkpoint_iter=500)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
@@ -653,7 +683,7 @@ def test_a_stored_decision_keeps_that_its_checkpoint_was_unknown_and_why_it_asks
     """A failed lookup and the automatic resubmit it withheld survive the store's JSON: a
     reader of the stored row says the checkpoint is unknown, never "from scratch"."""
     dec = decide(diag("nccl_timeout"), chain(1049, 3470), AUTO, NOW,
-                 checkpoint_lookup_failed=True, accounting=FINISHED)
+                 checkpoint_unknown="lookup_failed", accounting=FINISHED)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
     assert back.facts["checkpoint_lookup"] == "failed"
     assert back.facts["auto_withheld"] == "checkpoint_unknown"
@@ -691,9 +721,11 @@ def test_a_retryable_class_named_only_by_how_the_log_ends_is_offered_not_resubmi
 
 
 @pytest.mark.parametrize("unknown", [{"checkpoint_name": "final"},
-                                     {"checkpoint_lookup_failed": True}])
+                                     {"checkpoint_unknown": "lookup_failed"},
+                                     {"checkpoint_unknown": "no_recipe"}])
 def test_a_leaks_decision_from_an_unknown_resume_point_says_it_counts_the_worst_case(unknown):
-    """A checkpoint known only by its name, or a failed lookup: the stored decision counts
+    """A checkpoint known only by its name, a failed lookup, or a job trainbot did not submit
+    (no recipe names its checkpoint dir): the stored decision counts
     from iteration 0 as the incident does (40 + 0.12 x 6000 = 760G), says it is the worst case
     and gives the need from the last iteration the log reached (680G), in the incident's
     words; how far the 180G a plain OOM would get runs is counted past the checkpoint."""

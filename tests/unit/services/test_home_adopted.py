@@ -272,12 +272,16 @@ def test_train_unwatch_leaves_a_run_trainbot_submitted_alone(ctx, slurm):
 
 
 @pytest.mark.parametrize(("lang", "line"), [
-    ("en", "Last incident: {cls} (job 6100_3)"),
-    ("ko", "마지막 인시던트: {cls} (작업 6100_3)"),
+    ("en", "Last incident: {cls} (job 6100_3), resume from the last complete checkpoint "
+     "(unknown: no recipe names its checkpoint dir)"),
+    ("ko", "마지막 인시던트: {cls} (작업 6100_3), 마지막 완전한 체크포인트부터 (체크포인트 "
+     "디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 모릅니다) 재개"),
 ])
 def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, lang, line):
     """Task 3 of array 6100 (Slurm job 6103) fails: the array's row names its incident's
-    job `6100_3`, as the array's thread does, not by the raw id 6103."""
+    job `6100_3`, as the array's thread does, not by the raw id 6103, and says, as the
+    incident does, that the checkpoint a resume starts from is unknown: trainbot did not
+    submit the array, so no recipe names where it saves them."""
     chain_id = adopt(ctx, 6100)
     slurm.set(6103, exit_code=1, signal=0, end_time=NOW + 50)
     sftp = FakeSFTP()
@@ -288,7 +292,7 @@ def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, l
     assert incident.job_id == "6103"
     [row] = [r for r in rows(ctx, BOB) if r["job_id"] == "6100"]
     assert row["last_incident"] == {"class_id": incident.class_id, "job_id": "6100_3",
-                                    "checkpoint_unknown": None}
+                                    "checkpoint_unknown": "no_recipe"}
     blocks = render_home(ctx, home_view(ctx, BOB, NOW))
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert line.format(cls=incident.class_id) in text and "6103" not in text, text
@@ -403,3 +407,42 @@ def test_a_runs_last_incident_says_when_its_resume_checkpoint_is_unknown(ctx, lo
     assert validate_blocks(blocks) == []
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert line in text, text
+
+
+@pytest.mark.parametrize(("lang", "head", "proposed"), [
+    ("en", "job 4242 NODE_FAIL: node_failure — node_failure is retryable: proposing to resubmit "
+     "from the last complete checkpoint (unknown: no recipe names its checkpoint dir) (not "
+     "charged to the retry budget)",
+     "*Proposed:* resume from the last complete checkpoint (unknown: no recipe names its "
+     "checkpoint dir)"),
+    ("ko", "작업 4242 NODE_FAIL: node_failure — node_failure은(는) 재시도할 수 있는 실패입니다: "
+     "마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 "
+     "체크포인트인지 모릅니다) 재제출을 제안합니다 (재시도 한도에 포함되지 않음)",
+     "*제안:* 마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 "
+     "체크포인트인지 모릅니다) 재개"),
+])
+def test_an_adopted_jobs_incident_says_its_checkpoint_is_unknown_not_from_scratch(
+        ctx, slurm, lang, head, proposed):
+    """A job trainbot did not submit fails after 1,200 iterations: no recipe names its
+    checkpoint dir, so where a resume starts is unknown, as after a failed lookup: the
+    incident says so (never "from scratch"), claims no work lost (not all 1,200), and
+    offers no button to resume from a checkpoint nobody knows."""
+    chain_id = adopt(ctx, 4242)
+    sftp = FakeSFTP()
+    slurm.set(4242, stdout_path="/logs/eval-4242.out", start_time=NOW)
+    sftp.append("/logs/eval-4242.out", "".join(
+        f" iteration {it:>8}/   40000 | elapsed time per iteration (ms): 2349.4 | "
+        "lm loss: 2.72E+00 |\n" for it in range(100, 1300, 100)).encode())
+    watcher = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
+                      catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config)
+    watcher.tick(NOW + 60)
+    slurm.set(4242, state="NODE_FAIL", exit_code=0, signal=0, end_time=NOW + 100)
+    watcher.tick(NOW + 160)
+    blocks = ctx.sink.blocks["dev:4242:final"]
+    texts = [str(b.get("text", {}).get("text", "")) for b in blocks]
+    assert texts[0] == head and proposed in texts, texts
+    assert not any("scratch" in t for t in texts) and "work_lost" not in [
+        b.get("block_id") for b in blocks]
+    assert [b for b in blocks if b["type"] == "actions"] == []  # nothing to resume from
+    [attempt] = ctx.store.attempts.for_chain(chain_id)
+    assert (attempt.last_iter, attempt.work_lost_iters) == (1200, None)
