@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from bot.core.findings import Finding
@@ -46,7 +47,7 @@ from bot.core.launcher_lint.shebang import check_shebang
 from bot.core.launcher_lint.tee import check_tee
 from bot.core.launcher_lint.trap import check_exit_trap
 from bot.core.shell_lexer import blank_heredocs, strip_comments
-from bot.core.text import N_
+from bot.core.text import N_, Text
 
 
 def lint_launcher(
@@ -82,7 +83,7 @@ def lint_launcher(
     except Exception as exc:  # noqa: BLE001 (any crash is reported as a finding)
         empty = [crashed(CHECK_EMPTY_MATCH, exc)]
     if walked is not None and walked.opts.errexit_line:
-        findings.append(_strict_mode_note(walked.opts))
+        findings.append(_strict_mode_note(walked.opts, code))
     else:
         findings.append(Finding(CHECK_STRICT_MODE, "pass", None,
                                 N_("no `set -e`: failing commands do not stop the launcher")))
@@ -114,11 +115,13 @@ def lint_launcher(
     return findings
 
 
-def _strict_mode_note(opts: Opts) -> Finding:
-    """The `strict_mode` note of a script that turns `set -e` on (`opts`: as the script ends):
+def _strict_mode_note(opts: Opts, code: str) -> Finding:
+    """The `strict_mode` note of a script that turns `set -e` on (`opts`: as the script ends;
+    `code`: its text without comments):
     on throughout, on in some branches or loop passes only, on but turned off by a `set +e`
-    somewhere (back on by the end), or on until a `set +e` that leaves it off to the end."""
-    mode = " + ".join(opts.strict_mode())
+    somewhere (back on by the end), or on until a `set +e` that leaves it off to the end;
+    `pipefail` named as it is where `set -e` is on (_note_mode)."""
+    mode = _note_mode(opts, code)
     said = {"mode": mode, "on": opts.errexit_line, "off": opts.errexit_off_line}
     if opts.errexit_partial:
         text = N_("strict mode on only in some branches or loop passes (%(mode)s): unguarded "
@@ -134,6 +137,33 @@ def _strict_mode_note(opts: Opts) -> Finding:
                   "%(off)s: unguarded failures stop the launcher before that line, not after "
                   "it", **said)
     return Finding(CHECK_STRICT_MODE, "pass", opts.errexit_line, text)
+
+
+def _note_mode(opts: Opts, code: str) -> Text:
+    """The options the `strict_mode` note names: Opts.strict_mode as the script ends, but with
+    `pipefail` as it is at the pipelines where `set -e` is on: "from line N on" when a `set -o
+    pipefail` comes after `set -e` and a pipeline between them runs without it, "before line
+    N only" when a `set +o pipefail` after `set -e` turns it off for good and a pipeline after
+    it runs without it."""
+    on, off, errexit_line = opts.pipefail_line, opts.pipefail_off_line, opts.errexit_line
+    if errexit_line is not None and opts.pipefail_sure and on is not None and on > errexit_line:
+        if _has_pipeline(code, errexit_line, on):
+            return N_("set -e, pipefail from line %(line)s on", line=on)
+    elif errexit_line is not None and not opts.pipefail and off is not None and off > errexit_line:
+        if _has_pipeline(code, off + 1, None):
+            return N_("set -e, pipefail before line %(line)s only", line=off)
+        return N_("set -e + pipefail")
+    return N_("set -e + pipefail") if "pipefail" in opts.strict_mode() else N_("set -e")
+
+
+#: A pipe between two commands (`a | b`, `a |& b`), not an `||`.
+_PIPE_RE = re.compile(r"(?<!\|)\|(?!\|)")
+
+
+def _has_pipeline(code: str, first: int, last: int | None) -> bool:
+    """Is there a pipe on lines `first` to `last` - 1 of `code` (to its end when None)?"""
+    lines = code.split("\n")[first - 1 : None if last is None else last - 1]
+    return any(_PIPE_RE.search(line) for line in lines)
 
 
 __all__ = [

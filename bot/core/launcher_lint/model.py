@@ -51,6 +51,10 @@ class Opts:
     # `set -e` is on on some of the paths only (`errexit` says it may be on): a check reports
     # what stops the launcher there, and its message says when it does (messages.errexit_mode)
     errexit_partial: bool = False
+    # where a `set -o pipefail` last turned pipefail on, where a `set +o pipefail` last turned
+    # it off (None: none did): the strict_mode note says pipefail as it is where `set -e` is on
+    pipefail_line: int | None = None
+    pipefail_off_line: int | None = None
 
     @property
     def pipefail_sure(self) -> bool:
@@ -73,9 +77,11 @@ def either(paths: list[Opts]) -> Opts:
     errexit, pipefail (for the empty-match check), nounset and inherit_errexit on if on any
     path (errexit_partial, pipefail_partial when not on every path); pipefail off for the tee
     check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the earliest,
-    errexit_off_line the latest."""
+    errexit_off_line, pipefail_line and pipefail_off_line the latest."""
     lines = [p.errexit_line for p in paths if p.errexit_line is not None]
     off_lines = [p.errexit_off_line for p in paths if p.errexit_off_line is not None]
+    pipefail_lines = [p.pipefail_line for p in paths if p.pipefail_line is not None]
+    pipefail_off_lines = [p.pipefail_off_line for p in paths if p.pipefail_off_line is not None]
     pipefail = any(p.pipefail for p in paths)
     errexit = any(p.errexit for p in paths)
     return Opts(
@@ -88,6 +94,8 @@ def either(paths: list[Opts]) -> Opts:
         errexit_off_line=max(off_lines) if off_lines else None,
         pipefail_partial=pipefail and not all(p.pipefail_sure for p in paths),
         errexit_partial=errexit and not all(p.errexit and not p.errexit_partial for p in paths),
+        pipefail_line=max(pipefail_lines) if pipefail_lines else None,
+        pipefail_off_line=max(pipefail_off_lines) if pipefail_off_lines else None,
     )
 
 

@@ -52,6 +52,10 @@ def set_option(opts: Opts, name: str, on: bool, line: int) -> bool:
     if name == "errexit":
         set_errexit(opts, on, line)
     elif name == "pipefail":
+        if on and not opts.pipefail_sure:
+            opts.pipefail_line = line
+        elif not on and opts.pipefail:
+            opts.pipefail_off_line = line
         opts.pipefail, opts.pipefail_partial = on, False
     elif name == "nounset":
         opts.nounset = on

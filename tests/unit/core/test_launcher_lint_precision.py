@@ -17,6 +17,7 @@ from bot.core.launcher_lint import (
     CHECK_JIT_CC,
     CHECK_NOUNSET,
     CHECK_SHEBANG,
+    CHECK_STRICT_MODE,
     after_toolchain_probe,
     lint_launcher,
 )
@@ -116,6 +117,31 @@ def test_the_empty_match_wording_says_no_pipefail_where_it_comes_on_only_later()
             if f.check == CHECK_EMPTY_MATCH and f.line == 3]
     assert "under `set -e` the launcher stops right here" in f.message
     assert "pipefail" not in f.message
+
+
+@pytest.mark.parametrize(("body", "stops", "mode"), [
+    # `pipefail` only after the pipeline: bash goes on past it; the note does not say
+    # "set -e + pipefail" as if it held there
+    ("set -e\nfalse | true\nset -o pipefail\n", False, "(set -e, pipefail from line 4 on)"),
+    # `pipefail` on at the first pipeline, off at the second: bash stops at the first; the
+    # note does not say `set -e` alone, nor pipefail for the second
+    ("set -euo pipefail\nfalse | true\nset +o pipefail\nfalse | true\n", True,
+     "(set -e, pipefail before line 4 only)"),
+    # … off only after every pipeline: it holds wherever it matters
+    ("set -euo pipefail\nfalse | true\nset +o pipefail\n", True, "(set -e + pipefail)"),
+    # on before `set -e` and on to the end: as before
+    ("set -o pipefail\nset -e\nfalse | true\n", True, "(set -e + pipefail)"),
+    # on and off again before `set -e`: it holds nowhere that matters
+    ("set -o pipefail\nset +o pipefail\nset -e\nfalse | true\n", False, "(set -e)"),
+])
+def test_the_strict_mode_note_names_pipefail_where_set_e_is_on(tmp_path, body, stops, mode):
+    script = tmp_path / "launch.sh"
+    script.write_text(body + "echo REACHED_THE_END\n")
+    proc = subprocess.run([shutil.which("bash") or "bash", str(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+    assert ("REACHED_THE_END" not in proc.stdout) == stops  # bash agrees
+    (note,) = [f for f in lint_launcher("#!/bin/bash\n" + body) if f.check == CHECK_STRICT_MODE]
+    assert note.message.startswith(f"strict mode on {mode}: ")
 
 
 # ---------------------------------------------------------------- misses now caught (real bash)
