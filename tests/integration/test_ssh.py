@@ -15,7 +15,13 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut, HostKeyRejected
+from bot.cluster.errors import (
+    ChannelClosed,
+    ClusterUnavailable,
+    CommandFailed,
+    CommandTimedOut,
+    HostKeyRejected,
+)
 from bot.cluster.ssh import SSHRunner, SSHSettings
 from bot.services.ports import Runner
 
@@ -268,6 +274,53 @@ def test_a_command_that_may_have_run_is_never_rerun(runner: SSHRunner, tmp_path:
         assert runner.run(["echo", "ok"]).stdout == "ok\n"  # and the next one reconnects
     finally:
         Path(marker).unlink(missing_ok=True)
+
+
+def test_a_command_whose_channel_another_thread_closes_is_channel_closed_not_its_failure(
+        runner: SSHRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A running command whose channel another thread closes (the connection lives on) gets
+    no exit status from sshd: ChannelClosed, a ClusterUnavailable saying it may or may not
+    have run, never CommandFailed(-1); it ran once, is not run again, and the runner goes on."""
+    marker = f"/tmp/trainbot-closed-{uuid.uuid4().hex}"
+    open_session = runner._open_session  # noqa: SLF001
+    channels: list[paramiko.Channel] = []
+
+    def opened() -> paramiko.Channel:
+        channels.append(open_session())
+        return channels[-1]
+
+    def close_once_it_ran() -> None:
+        deadline = time.monotonic() + 10
+        while not Path(marker).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        channels[0].close()
+
+    monkeypatch.setattr(runner, "_open_session", opened)
+    closer = threading.Thread(target=close_once_it_ran)
+    closer.start()
+    try:
+        with pytest.raises(ChannelClosed, match="it may or may not have run") as info:
+            runner.run(["sh", "-c", 'echo ran >> "$0"; sleep 30', marker], timeout=20)
+        closer.join()
+        assert not isinstance(info.value, CommandFailed) and not info.value.connection_lost
+        assert isinstance(info.value, ClusterUnavailable)
+        assert Path(marker).read_text() == "ran\n"
+        assert runner.run(["echo", "ok"]).stdout == "ok\n"
+    finally:
+        Path(marker).unlink(missing_ok=True)
+
+
+def test_a_command_running_when_the_runner_closes_is_a_lost_connection(
+        runner: SSHRunner) -> None:
+    """The bot shutting down closes the runner under a running command: ChannelClosed with
+    `connection_lost`, never CommandFailed(-1)."""
+    runner.run(["true"])
+    closing = threading.Timer(1.0, runner.close)
+    closing.start()
+    with pytest.raises(ChannelClosed, match="lost while `sleep 30` was running") as info:
+        runner.run(["sleep", "30"], timeout=20)
+    closing.join()
+    assert info.value.connection_lost
 
 
 def test_ssh_config_alias_resolves_host_port_user_and_key(
