@@ -333,34 +333,20 @@ def test_a_command_wait_ends_when_its_channel_is_closed_from_another_thread(
     descriptor the close freed (the wait is on the channel's buffers, which the close wakes)."""
     peer.exec_runs = True
     with peer.runner() as runner:
-        open_session = runner._open_session  # noqa: SLF001
-        started_at: list[float] = []
-
-        def opened() -> paramiko.Channel:
-            chan = open_session()
-            exec_command = chan.exec_command
-
-            def start(command: str) -> None:
-                exec_command(command)
-                chan.__class__ = _ClosedBeforeItsWait
-                chan.armed = True  # type: ignore[attr-defined]
-                started_at.append(time.monotonic())
-
-            chan.exec_command = start  # type: ignore[method-assign]
-            return chan
-
-        monkeypatch.setattr(runner, "_open_session", opened)
+        started_at = _closing_at_its_wait(runner, monkeypatch, paramiko.Channel.close)
         with pytest.raises(ChannelClosed) as info:
             runner.run(["sleep", "60"], timeout=30, check=False)
-        assert time.monotonic() - started_at[0] < 0.5
+        assert time.monotonic() - started_at[0] < 10  # not its 30 s timeout
         assert not info.value.connection_lost and info.value.argv == ["sleep", "60"]
 
 
 def _closing_at_its_wait(runner: SSHRunner, monkeypatch: pytest.MonkeyPatch,
-                         close: Callable[[paramiko.Channel], None]) -> None:
+                         close: Callable[[paramiko.Channel], None]) -> list[float]:
     """The runner's next command channels call `close(channel)` from another thread just
-    before the runner first waits on them (see _ClosedBeforeItsWait)."""
+    before the runner first waits on them (see _ClosedBeforeItsWait). Returns the list the
+    commands' start times (time.monotonic) are appended to."""
     open_session = runner._open_session  # noqa: SLF001
+    started_at: list[float] = []
 
     def opened() -> paramiko.Channel:
         chan = open_session()
@@ -371,11 +357,13 @@ def _closing_at_its_wait(runner: SSHRunner, monkeypatch: pytest.MonkeyPatch,
             chan.__class__ = _ClosedBeforeItsWait
             chan.armed = True  # type: ignore[attr-defined]
             chan.close = lambda: close(chan)  # type: ignore[method-assign]
+            started_at.append(time.monotonic())
 
         chan.exec_command = start  # type: ignore[method-assign]
         return chan
 
     monkeypatch.setattr(runner, "_open_session", opened)
+    return started_at
 
 
 def test_a_command_whose_channel_is_closed_under_it_is_a_connection_error_not_its_failure(
