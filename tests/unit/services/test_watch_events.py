@@ -466,7 +466,7 @@ def test_an_approved_gpu_fault_resubmit_leaves_the_node_out(store):
     key, blocks, text = posted[-1]
     assert key == "dev:88400:final" and "on another node (--exclude=gpu-b12)" in text
     resubmit = next(b for b in _buttons(blocks) if b["action_id"] == ActionId.RESUBMIT)
-    assert resubmit["text"]["text"].startswith("Resubmit without gpu-b12")
+    assert resubmit["text"]["text"] == "Resubmit without gpu-b12 from scratch"  # none saved
     result = handle_click(ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1400)
     assert result.status == "done", result
     assert [s.exclude for s in slurm.submits()] == ["gpu-b12"]
@@ -479,4 +479,4 @@ def test_a_korean_gpu_fault_prompt_says_the_node_in_korean(store):
     key, blocks, text = posted[-1]
     assert "다른 노드에서 (--exclude=gpu-b12) 재제출을 제안합니다" in text
     resubmit = next(b for b in _buttons(blocks) if b["action_id"] == ActionId.RESUBMIT)
-    assert resubmit["text"]["text"].startswith("gpu-b12 빼고 재제출")
+    assert resubmit["text"]["text"] == "gpu-b12 빼고 처음부터 재제출"  # no checkpoint saved
