@@ -86,17 +86,29 @@ class MetricSeries:
             raise ValueError("max_samples must be at least 16")
         self.parser = LineParser(extra_patterns)
         self.max_samples = max_samples
-        self.samples: list[Sample] = []
         self.events: deque[CheckpointEvent] = deque(maxlen=max_events)
-        self.stride = 1
         self.lines_seen = 0
+        self.target_iter: int | None = None
+        self.log_rss_seen = False  # has the log itself printed a host RSS?
+        self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
+        # the runs' start lines seen (`RUN_START`) and the line where the last run started
+        # when the log holds more than one (None: one run, the series is the whole log's)
+        self.runs = 0
+        self.run_start: int | None = None
+        self._first_line: int | None = None  # the first line fed: 1 unless read from inside
+        self._reset_run(1)
+
+    def _reset_run(self, next_line: int) -> None:
+        """The figures of one run, empty: what `__init__` starts with and `start_run` clears."""
+        self.samples: list[Sample] = []
+        self.events.clear()
+        self.stride = 1
         self.last_iteration: int | None = None
         self.last_progress: Sample | None = None  # first sample at the highest iteration
         # the number of the latest line that printed an iteration: not last_progress's, as
         # each epoch's bar starts again at 0; exact in sparse mode too (feed_block adds each
         # block's last such line)
         self.last_iteration_line: int | None = None
-        self.target_iter: int | None = None
         # the last line of an evaluation pass's bar that advanced (its batches differ from the
         # bar's draw before): the run is active, though its training makes no progress
         self.last_evaluation: Sample | None = None
@@ -105,15 +117,8 @@ class MetricSeries:
         self._step_s: deque[float] = deque(maxlen=256)  # recent seconds per iteration
         self._log_every: deque[int] = deque(maxlen=256)  # iterations between progress lines
         self._reported_spi: deque[float] = deque(maxlen=256)
-        self._next_line = 1  # sparse mode: next line number to look at
-        self.log_rss_seen = False  # has the log itself printed a host RSS?
-        self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
+        self._next_line = next_line  # sparse mode: next line number to look at
         self._last_external: Sample | None = None
-        # the runs' start lines seen (`RUN_START`) and the line where the last run started
-        # when the log holds more than one (None: one run, the series is the whole log's)
-        self.runs = 0
-        self.run_start: int | None = None
-        self._first_line: int | None = None  # the first line fed: 1 unless read from inside
 
     # feeding ---------------------------------------------------------------------------
 
@@ -185,20 +190,7 @@ class MetricSeries:
         the series is its from here on. The target the log printed, whether it prints its
         RSS, where sstat's RSS comes from and the log's clock carry over."""
         self.run_start = line_no
-        self.samples = []
-        self.events.clear()
-        self.stride = 1
-        self.last_iteration = None
-        self.last_progress = None
-        self.last_iteration_line = None
-        self.last_evaluation = None
-        self._evaluation_batches = None
-        self.last_loss = None
-        self._step_s.clear()
-        self._log_every.clear()
-        self._reported_spi.clear()
-        self._next_line = line_no
-        self._last_external = None
+        self._reset_run(line_no)
 
     def _feed_run_block(self, data: bytes, first_line_no: int, start: int, end: int,
                         newlines: np.ndarray, event_offsets: Iterable[int] | None) -> int:
