@@ -14,6 +14,7 @@ from pathlib import Path
 
 import paramiko
 import pytest
+from support.procs import exited
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -420,11 +421,7 @@ def _sshd_answers(port: int) -> bool:
 def _wait_gone(pid: int, timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(") ")[1].startswith("Z"):
-                    return
-        except FileNotFoundError:
+        if exited(pid):
             return
         time.sleep(0.05)
     raise AssertionError(f"sshd session process {pid} did not exit")

@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from support.procs import exited
+
 DEMO = Path(__file__).resolve().parents[3] / "deploy" / "demo"
 FAST = ["--sec-per-iter", "0.001", "--save-seconds", "0"]
 
@@ -105,13 +107,6 @@ def _environ(pid: int) -> dict[str, str]:
     return dict(kv.decode().split("=", 1) for kv in raw if b"=" in kv)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
 def test_rank_procs_stall_with_one_rank_in_its_data_loader(tmp_path):
     """--rank-procs 3: rank 0 (RANK in its own environment) and two peer ranks; in the stall
     the --nccl-rank peer waits in DataLoader._get_data, the others in all_gather; the peers end
@@ -150,7 +145,7 @@ def test_rank_procs_stall_with_one_rank_in_its_data_loader(tmp_path):
         proc.kill()
         proc.wait()
     for _ in range(50):  # the peers notice rank 0 is gone
-        if not any(_alive(p) for p in peers):
+        if all(exited(p) for p in peers):
             break
         time.sleep(0.1)
     else:

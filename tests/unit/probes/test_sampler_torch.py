@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.procs import exited
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "sampler" / "leaky_loader.py"
 ROOT = Path(__file__).resolve().parents[3]
@@ -120,8 +121,7 @@ def test_sampler_stops_on_sigterm_and_survives_root_of_shell(tmp_path, launch):
         names = {p["name"] for p in lines[-1]["per_process"]}
         assert {"bash", "sleep"} <= names
         os.kill(pid, 15)
-        _wait(lambda: not Path(f"/proc/{pid}").exists()
-              or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2], 10, "sampler exit")
+        _wait(lambda: exited(pid), 10, "sampler exit")
         assert all(isinstance(x, dict) for x in _lines(out))
     finally:
         job.kill()
