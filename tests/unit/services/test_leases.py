@@ -249,7 +249,7 @@ def test_a_stop_ends_a_long_run_at_its_next_step_then_releases_the_lease(replica
         time.sleep(0.005)
     started = time.monotonic()
     assert scheduler.stop(grace_s=5.0)  # the run ended in time
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 2.5  # at its next step, not at the end of the grace
     run.join(5)
     assert not run.is_alive() and b.leases.holder(LEASE) is None
     assert any("stopped: watch:alpha: the next step refused: this replica is stopping"
