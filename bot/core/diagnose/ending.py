@@ -34,7 +34,8 @@ from typing import Any, NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.metrics import MetricSeries
-from bot.core.training_lines import is_start_up_bar, message_after_time
+from bot.core.progress_bars import is_start_up_bar
+from bot.core.training_lines import message_after_time
 
 # A warning: a line labelled one (`UserWarning: ...`, `warning: ...`, `[Warning]`, a WARN or
 # WARNING level) or the source line Python shows under it (`  warnings.warn(...)`,
@@ -282,7 +283,7 @@ _COMMAND_LINE = re.compile(_PROMPT + r"\s+\S")
 # Training progress that the metric series may not count: an epoch counter (`Epoch 1/10`,
 # YOLO's `1/49  11.9G ...`), a loss value, or a progress bar that names training or names
 # nothing (Hugging Face Trainer's bare bar), not a start-up bar
-# (bot.core.training_lines' `is_start_up_bar`: `Loading checkpoint shards: 100%|`,
+# (bot.core.progress_bars' `is_start_up_bar`: `Loading checkpoint shards: 100%|`,
 # `Generating train split: 100%|`).
 _TRAINING_WORDS = re.compile(r"(?i)\b(?:epoch|train\w*|step|iter\w*|batch\w*|loss)\b")
 _LOSS_VALUE = re.compile(r"(?i)\bloss\b\W{0,3}[-+]?(?:\d|\.\d)")
