@@ -103,10 +103,16 @@ _ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
                   r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
-# An ISO time's zone right after it: UTC (`Z`) or its offset from UTC (`+02:00`, `-0500`).
-_ZONE = re.compile(r"Z|([+-])(\d\d):?(\d\d)")
-# What closes a time the clock reads at the start of a message: its zone, its bracket, blanks.
-_TIME_END = re.compile(rf"(?:{_ZONE.pattern})?\]?[ \t]*")
+# An ISO time's zone after it: UTC (`Z`) or its offset from UTC, right after it (`+02:00`,
+# `-0500`) or after a space, as `%z` and Go print it (`19:08:57 -0500`, `19:08:57 -0500 EST`):
+# there exactly 4 digits or HH:MM, then a blank, a bracket or the end, so a number the message
+# starts with is not one (`19:08:57 -1 loss`, `19:08:57 -0.52`), and a zone name after it.
+_ZONE = re.compile(r"(?P<utc>Z)|(?P<sign>[+-])(?P<hours>\d\d):?(?P<minutes>\d\d)"
+                   r"|(?P<spaced> )(?P<sign_>[+-])(?P<hours_>\d\d):?(?P<minutes_>\d\d)"
+                   r"(?=[ \t\]]|$)(?: [A-Z]{3,5}(?=[ \t\]]|$))?")
+# What closes a time the clock reads at the start of a message after its zone: its bracket,
+# blanks.
+_TIME_CLOSE = re.compile(r"\]?[ \t]*")
 
 _KV = re.compile(
     r"(?<![\w/.-])(iteration|iter|global_step|step|lm_loss|train_loss|loss|sec_per_iter|s/iter|"
@@ -170,9 +176,10 @@ def _float(value: str) -> float:
 
 class LogClock:
     """Turns leading timestamps into monotonic float seconds (see docs/architecture.md): UTC's,
-    an ISO time's zone read (`2025-05-20T21:08:57+02:00` is 19:08:57 UTC), a time printed with
-    no zone read as UTC, or, glog's and a bare `HH:MM:SS`, in the zone of the last ISO time
-    (their date's: the process's local time, as the dated lines print it)."""
+    an ISO time's zone read (`2025-05-20T21:08:57+02:00` and `2025-05-20 14:08:57 -0500 EST`
+    are 19:08:57 UTC), a time printed with no zone read as UTC, or, glog's and a bare
+    `HH:MM:SS`, in the zone of the last ISO time (their date's: the process's local time, as
+    the dated lines print it)."""
 
     def __init__(self) -> None:
         self.last: float | None = None
@@ -206,7 +213,7 @@ class LogClock:
                 base_day = self._base_day = float(calendar.timegm(
                     (int(g[0]), int(g[1]), int(g[2]), 0, 0, 0)))
                 self._year = int(g[0])
-            self._offset = _utc_offset(line, m.end())
+            self._offset = _zone(line, m.end())[0]
             t = (base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
                  - self._offset)
             return self._accept(t, rollover=False)
@@ -251,16 +258,23 @@ class LogClock:
         return t
 
 
-def _utc_offset(line: str, end: int) -> int:
-    """The offset from UTC, in seconds, of the ISO time ending at `end` in `line`: its zone
-    (`+02:00` is 7200, `-0500` -18000), 0 for `Z`, no zone or no offset a zone has."""
+def _zone(line: str, end: int) -> tuple[int, int]:
+    """The zone of the time ending at `end` in `line`: its offset from UTC in seconds
+    (`+02:00` is 7200, `-0500` -18000; 0 for `Z` or none) and where the zone ends (`end` when
+    there is none). An offset no zone has (past ±14:00, minutes not a quarter hour) is read as
+    none; one after a space is then not the zone but the message's."""
     m = _ZONE.match(line, end)
-    if m is None or m.group(1) is None:
-        return 0
-    hours, minutes = int(m.group(2)), int(m.group(3))
-    if hours > 14 or minutes > 59:
-        return 0
-    return (1 if m.group(1) == "+" else -1) * (hours * 3600 + minutes * 60)
+    if m is None:
+        return 0, end
+    if m.group("utc"):
+        return 0, m.end()
+    spaced = m.group("spaced") is not None
+    sign, hours, minutes = (m.group("sign_", "hours_", "minutes_") if spaced
+                            else m.group("sign", "hours", "minutes"))
+    offset = int(hours) * 3600 + int(minutes) * 60
+    if offset > 14 * 3600 or int(minutes) % 15:
+        return 0, end if spaced else m.end()
+    return (offset if sign == "+" else -offset), m.end()
 
 
 def _frac(text: str | None) -> float:
@@ -318,15 +332,17 @@ def message_after_time(message: str) -> str:
 def _time_end(message: str) -> int:
     """Where the time at the start of a message ends (0: it starts with none): a time the clock
     reads (`2025-05-14 16:10:00,123`, `2025-05-14T16:10:00+02:00`, `[2025-05-14 16:10:00]`,
-    `16:10:00`, glog's `I0514 16:10:00.123`) with its zone, bracket and blanks, and the
-    launcher's prefixes after it (`2025-05-14 16:10:00 [rank3]: `, srun --label's `… 0: `)."""
+    `16:10:00`, glog's `I0514 16:10:00.123`) with its zone (`Z`, `+02:00`, ` -0500 EST`:
+    `_zone`), bracket and blanks, and the launcher's prefixes after it (`2025-05-14 16:10:00
+    [rank3]: `, srun --label's `… 0: `)."""
     if not message or not (message[0].isdigit() or message[0] == "["):
         return 0
     m = _ISO.match(message) or _GLOG.match(message) or _HMS.match(message)
     if m is None:
         return 0
-    closed = _TIME_END.match(message, m.end())
-    end = closed.end() if closed is not None else m.end()
+    zone_end = _zone(message, m.end())[1]
+    closed = _TIME_CLOSE.match(message, zone_end)
+    end = closed.end() if closed is not None else zone_end
     rest = message[end:]
     after = LINE_PREFIXES.match(rest) if rest[:1] in PREFIX_STARTS else None
     return end + after.end() if after is not None else end

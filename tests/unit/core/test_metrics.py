@@ -589,6 +589,44 @@ def test_an_iso_timestamps_utc_offset_is_read(line):
     assert s.time == epoch(2025, 5, 20, 19, 8, 57)
 
 
+@pytest.mark.parametrize("line", [
+    "2025-05-20 14:08:57 -0500 iter=1",  # strftime's `%Y-%m-%d %H:%M:%S %z`, git's iso date
+    "2025-05-20 14:08:57,000 -05:00 iter=1",
+    "[2025-05-20 14:08:57 -0500] iter=1",
+    "2025-05-20 19:08:57 +0000 iter=1",
+    "2025-05-20 14:08:57.000000000 -0500 EST iter=1",  # Go's time.Time.String()
+    "2025-05-20 19:08:57 +0000 UTC iter=1",
+    "2025-05-21 00:38:57 +0530 IST iter=1",
+])
+def test_a_utc_offset_after_a_space_is_read(line):
+    s, _ = parse(line)
+    assert (s.time, s.iteration) == (epoch(2025, 5, 20, 19, 8, 57), 1)
+
+
+@pytest.mark.parametrize(("line", "iteration"), [
+    ("2025-05-20 19:08:57 -1 iter=1", 1),
+    ("2025-05-20 19:08:57 -0.52 iter=1", 1),
+    ("2025-05-20 19:08:57 -0052 iter=1", 1),  # no zone is 52 minutes off UTC
+    ("2025-05-20 19:08:57 +1500 iter=1", 1),  # past +14:00
+    ("2025-05-20 19:08:57 -05001 iter=1", 1),
+    ("2025-05-20 19:08:57 -0500.5 iter=1", 1),
+    ("2025-05-20 19:08:57 -05:00:12 iter=1", 1),
+    ("2025-05-20 19:08:57 +100 iter=1", 1),
+])
+def test_a_number_after_a_time_and_a_space_is_no_utc_offset(line, iteration):
+    """Only 4 digits or HH:MM that a zone may be off UTC, then a blank, are an offset: the
+    line's time is read as UTC."""
+    s, _ = parse(line)
+    assert (s.time, s.iteration) == (epoch(2025, 5, 20, 19, 8, 57), iteration)
+
+
+def test_a_bars_label_starts_after_a_spaced_utc_offset_and_zone_name():
+    line = "2025-05-20 14:08:57 -0500 EST Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.33 " \
+        "examples/s]"
+    s, _ = parse(line)
+    assert s is None  # a start-up bar: no iteration, target or pace
+
+
 def test_times_across_a_change_of_utc_offset_keep_their_pace():
     """A run over a daylight-saving change (`+01:00` to `+02:00`) logs an hour's jump in its
     clock: 2 minutes between the lines, no hour-long stop; the glog and bare times after them
