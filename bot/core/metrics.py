@@ -187,10 +187,12 @@ class MetricSeries:
 
     def start_run(self, line_no: int) -> None:
         """A later run of the job starts at `line_no` (a requeued job's, appended to the log):
-        the series is its from here on. The target the log printed, whether it prints its
-        RSS, where sstat's RSS comes from and the log's clock carry over."""
+        the series is its from here on, and the parser reads its progress bars afresh
+        (`LineParser.start_run`). The target the log printed, whether it prints its RSS, where
+        sstat's RSS comes from and the log's clock carry over."""
         self.run_start = line_no
         self._reset_run(line_no)
+        self.parser.start_run()
 
     def _feed_run_block(self, data: bytes, first_line_no: int, start: int, end: int,
                         newlines: np.ndarray, event_offsets: Iterable[int] | None) -> int:

@@ -183,6 +183,17 @@ class ProgressBars:
         self._top_bar: tuple[int, int] | None = None  # the last top bar's (count, total)
         self._drawn_below = False  # a bar was drawn below the top one since its last draw
 
+    def start_run(self) -> None:
+        """A new process draws its bars from here (a requeued job's later run, appended to the
+        log): its first bar is not read against the last run's, so the bar drawn at the top,
+        its total and whether one was drawn below it are forgotten. What the log showed of how
+        the program draws its bars (Trainer's dicts, a bar counting steps of its own, how it
+        numbers epochs) carries over: a resumed run often shows it no more (`Epoch 5/10` first,
+        no `Epoch 0/10`)."""
+        self.training_bar_total = None
+        self._top_bar = None
+        self._drawn_below = False
+
     def is_evaluation_draw(self, raw: str, body: str, count: int | None, total: int,
                            has_loss: bool) -> bool:
         """Note a progress bar's draw (`raw`, its line; `body`, the line's message after its

@@ -370,6 +370,11 @@ class LineParser:
                     f"{sorted(unknown)}; use {', '.join(_EXTRA_GROUPS)}"
                 )
 
+    def start_run(self) -> None:
+        """A later run's output starts (a requeued job's, appended to the log): its progress
+        bars are read afresh (`ProgressBars.start_run`); the clock carries over."""
+        self.bars.start_run()
+
     def parse(self, raw: str, line_no: int) -> tuple[Sample | None, CheckpointEvent | None]:
         prefix, line = split_line(raw)
         if not line:

@@ -184,3 +184,31 @@ def test_a_log_read_from_inside_has_an_earlier_run_before_the_first_start_it_sho
     assert analysis.series.run_start == 5000 + earlier.count("\n") + 1
     assert (d.class_id, d.secondary, d.metrics.last_iter, d.metrics.sec_per_iter) == (
         "none", (), 600, 2.0)
+
+
+def _epoch_and_batch_bars(first_epoch: int, last_epoch: int, *, epochs: int = 10,
+                          batches: int = 5) -> str:
+    """A custom loop's bars, `for epoch in tqdm(range(epochs), initial=…)` over `for batch in
+    tqdm(range(batches), leave=False)`, as tqdm 4.x writes them to a file: the epochs' bar at
+    the top from `first_epoch`, the batches' bar below it (a newline, the bar, the cursor back
+    up: bare, no loss), cleared at each epoch's end, then the epochs' bar advanced."""
+    out = f"\r{first_epoch * 10:3d}%|#         | {first_epoch}/{epochs} [00:00<?, ?it/s]"
+    for e in range(first_epoch + 1, last_epoch + 1):
+        out += "".join(f"\n\r 20%|##        | {b}/{batches} [00:{b:02d}<00:04,  1.00it/s]\x1b[A"
+                       for b in range(batches + 1))
+        out += "\n\r" + " " * 50 + "\x1b[A"
+        out += f"\r{e * 10:3d}%|#         | {e}/{epochs} [00:{5 * e:02d}<00:10,  0.20it/s]"
+    return out + "\n"
+
+
+def test_a_later_runs_first_bar_is_not_read_against_the_earlier_runs_last_bar():
+    """Run 1's epochs' bar last drew 3/10 at the top; run 2 resumed it at 4/10: that is no
+    bar advancing with no bar below it (a Trainer's step bar, below which a bare bar is an
+    evaluation's), so run 2's batches, drawn below it, are its training progress."""
+    text = (_run_start(_T0) + _epoch_and_batch_bars(0, 3) + _requeued(_T0 + 600)
+            + _run_start(_RUN_2_START) + _epoch_and_batch_bars(4, 5))
+    series = MetricSeries()
+    series.feed_block(text)
+    assert series.runs == 2
+    assert [s.iteration for s in series.samples if s.target_iter == 5] == [0, 1, 2, 3, 4, 5]
+    assert series.last_evaluation is None
