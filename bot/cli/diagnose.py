@@ -18,9 +18,9 @@ thread in that language does (templates/locale), in the summary and in the JSON 
 summary's own labels, the class ids and the evidence lines stay as they are.
 
 "Now" for a running job: an offline log is judged at its own last timestamp (the latest
-time printed in it), so a log copied hours later does not look hung; pass `--now` (ISO
-time or epoch seconds, UTC, the log's clock) to judge it at another moment, e.g. the wall
-clock when the job is still running.
+time printed in it), so a log copied hours later does not look hung; pass `--now` (an ISO
+time, UTC unless it gives its offset as `2025-05-14T14:14:00-05:00`, or epoch seconds) to
+judge it at another moment, e.g. the wall clock when the job is still running.
 """
 
 from __future__ import annotations

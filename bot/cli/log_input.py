@@ -6,7 +6,6 @@ and the right form), then the log streamed through analysis (bounded memory).
 from __future__ import annotations
 
 import argparse
-import calendar
 import math
 import os
 import re
@@ -24,9 +23,8 @@ from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.core.slurm.states import KNOWN_STATES, normalize_state
 from bot.core.slurm.values import parse_duration, parse_exit_code
+from bot.core.training_lines import iso_time
 from bot.core.units import parse_size
-
-_ISO_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z?$")
 
 
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +45,8 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-iter", metavar="N", type=_positive_int,
                         help="the iteration training should reach (default: as the log says)")
     parser.add_argument("--now", metavar="TIME",
-                        help="judge a running job at this time (ISO UTC or epoch seconds); "
+                        help="judge a running job at this time: an ISO time, UTC unless it "
+                        "gives its offset (2025-05-14T14:14:00-05:00), or epoch seconds; "
                         "default: the last timestamp in the log")
     parser.add_argument("--catalogue", metavar="YAML", action="append", default=[],
                         help="a site catalogue merged over the packaged one (repeatable)")
@@ -150,20 +149,19 @@ def with_sacct(flags: Accounting, sacct: Accounting) -> Accounting:
 
 
 def now_flag(text: str | None) -> float | None:
-    """`--now`: epoch seconds, or an ISO time in UTC."""
+    """`--now`: epoch seconds, or an ISO time, at its offset from UTC if it gives one, as a log
+    time's is read (bot.core.training_lines.iso_time)."""
     if text is None:
         return None
+    seconds: float | None
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
-        pass
-    m = _ISO_RE.match(text.strip())
-    if m is None:
-        raise UsageError(f"--now {text!r} must be an ISO time (2025-05-14T19:14:00) or epoch "
-                         "seconds")
-    y, mo, d, hh, mm, ss = (int(x) for x in m.groups()[:6])
-    frac = float("0." + m.group(7)) if m.group(7) else 0.0
-    return calendar.timegm((y, mo, d, hh, mm, ss)) + frac
+        seconds = iso_time(text.strip())
+    if seconds is None or not math.isfinite(seconds):
+        raise UsageError(f"--now {text!r} must be an ISO time, in UTC unless it gives its offset "
+                         "(2025-05-14T19:14:00, 2025-05-14T14:14:00-05:00), or epoch seconds")
+    return seconds
 
 
 def catalogue_flag(paths: Sequence[str]) -> Catalogue:

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS, TIMED_PREFIXES
 from bot.core.progress_bars import (
@@ -99,8 +100,9 @@ class CheckpointEvent:
 
 _ANSI = re.compile(ANSI_ESCAPE)
 # A time at the start of a line, also in a task runner's bracket (`[task 2025-01-21T16:30:37Z]`)
-_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?"
-                  r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_DATE_TIME = r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
+_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?" + _DATE_TIME)
+_ISO_TIME = re.compile(_DATE_TIME)  # a time given alone (`iso_time`)
 _GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
 # An ISO time's zone after it: UTC (`Z`) or its offset from UTC, right after it (`+02:00`,
@@ -213,7 +215,7 @@ class LogClock:
                 base_day = self._base_day = float(calendar.timegm(
                     (int(g[0]), int(g[1]), int(g[2]), 0, 0, 0)))
                 self._year = int(g[0])
-            self._offset = _zone(line, m.end())[0]
+            self._offset = _zone(line, m.end())[0] or 0
             t = (base_day + int(g[3]) * 3600 + int(g[4]) * 60 + int(g[5]) + _frac(g[6])
                  - self._offset)
             return self._accept(t, rollover=False)
@@ -258,11 +260,29 @@ class LogClock:
         return t
 
 
-def _zone(line: str, end: int) -> tuple[int, int]:
+def iso_time(text: str) -> float | None:
+    """`text`, all of it, as an ISO date and time in epoch seconds, its zone read as a log
+    time's (`2025-05-14T14:14:00-05:00`, `…-0500`, `2025-05-14 14:14:00 -0500`, `…Z`; none:
+    UTC); None when it is not one, or names a day, time or offset there is not."""
+    m = _ISO_TIME.match(text)
+    if m is None:
+        return None
+    offset, end = _zone(text, m.end())
+    if offset is None or end != len(text):
+        return None
+    y, mo, d, hh, mm, ss = (int(x) for x in m.groups()[:6])
+    try:
+        t = datetime(y, mo, d, hh, mm, ss, tzinfo=UTC)
+    except ValueError:
+        return None
+    return t.timestamp() + _frac(m.group(7)) - offset
+
+
+def _zone(line: str, end: int) -> tuple[int | None, int]:
     """The zone of the time ending at `end` in `line`: its offset from UTC in seconds
     (`+02:00` is 7200, `-0500` -18000; 0 for `Z` or none) and where the zone ends (`end` when
-    there is none). An offset no zone has (past ±14:00, minutes not a quarter hour) is read as
-    none; one after a space is then not the zone but the message's."""
+    there is none). An offset no zone has (past ±14:00, minutes not a quarter hour) is None
+    right after the time, and none after a space: there it is the message's number."""
     m = _ZONE.match(line, end)
     if m is None:
         return 0, end
@@ -273,7 +293,7 @@ def _zone(line: str, end: int) -> tuple[int, int]:
                             else m.group("sign", "hours", "minutes"))
     offset = int(hours) * 3600 + int(minutes) * 60
     if offset > 14 * 3600 or int(minutes) % 15:
-        return 0, end if spaced else m.end()
+        return (0, end) if spaced else (None, m.end())
     return (offset if sign == "+" else -offset), m.end()
 
 

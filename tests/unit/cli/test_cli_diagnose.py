@@ -11,7 +11,7 @@ import pytest
 
 from bot.cli import UsageError, main
 from bot.cli.diagnose import format_log_time
-from bot.cli.log_input import elapsed_flag, exit_code_flag, read_log, state_flag
+from bot.cli.log_input import elapsed_flag, exit_code_flag, now_flag, read_log, state_flag
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting
 
@@ -137,6 +137,22 @@ def test_now_flag_judges_a_running_log_later(capsys):
     assert code == 0 and json.loads(out)["class"] == "none"
 
 
+@pytest.mark.parametrize("now", [
+    "2025-06-02T20:30:00-05:00", "2025-06-02T20:30:00-0500", "2025-06-02 20:30:00 -0500",
+    "2025-06-03T10:30:00+09:00", "2025-06-03T01:30:00Z", "2025-06-03T01:30:00",
+    "1748914200",
+])
+def test_now_flag_is_the_instant_its_offset_names(now):
+    assert now_flag(now) == 1748914200  # 2025-06-03 01:30:00 UTC
+
+
+def test_now_flag_with_an_offset_judges_a_running_log_at_that_instant(capsys):
+    args = [str(STORIES / "108915.log"), "--state", "RUNNING", "--json"]
+    code, out, _ = cli(capsys, *args, "--now", "2025-06-02T20:30:00-05:00")
+    assert code == 1
+    assert json.loads(out)["class"] == "hang"
+
+
 def test_stdin_dash(capsys, monkeypatch):
     data = (STORIES / "108903.log").read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
@@ -245,6 +261,13 @@ def test_unreadable_file_is_exit_2_with_a_clear_message(capsys, tmp_path):
          "large for a memory size; at most 1024P"),
         ("--elapsed", "ten", "--elapsed"),
         ("--now", "yesterday", "--now"),
+        ("--now", "yesterday", "must be an ISO time, in UTC unless it gives its offset "
+         "(2025-05-14T19:14:00, 2025-05-14T14:14:00-05:00), or epoch seconds"),
+        ("--now", "2025-06-03T01:30:00+15:00", "--now '2025-06-03T01:30:00+15:00' must be"),
+        ("--now", "2025-06-03T01:30:00+05:17", "--now '2025-06-03T01:30:00+05:17' must be"),
+        ("--now", "2025-02-30T01:30:00", "--now '2025-02-30T01:30:00' must be"),
+        ("--now", "2025-06-03T01:30:00 -1", "--now '2025-06-03T01:30:00 -1' must be"),
+        ("--now", "nan", "--now 'nan' must be"),
     ],
 )
 def test_bad_flag_values_are_exit_2(capsys, flag, value, message):
