@@ -139,8 +139,8 @@ def catalogue_check(config: Config) -> Check:
 def ssh_settings_check(name: str, cluster: ClusterConfig) -> Check | None:
     """A failed check when the cluster's SSH settings cannot be used (its ssh_config file, a
     port, the jump host); None when they can. Reads the ssh_config file, connects nowhere."""
+    from bot.cluster.endpoint import resolve_endpoint
     from bot.cluster.errors import ClusterError
-    from bot.cluster.ssh import resolve_endpoint
 
     try:
         resolve_endpoint(cluster.ssh_settings())

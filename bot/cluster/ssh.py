@@ -8,6 +8,8 @@ Why this shape:
 - Environment values (tokens) never appear on a command line: they travel on the channel's
   stdin, ahead of the caller's stdin, and the remote /bin/sh exports them before `exec`. A
   process list on the login node or an error quoting the command shows names only.
+- Where and as whom to connect (the settings, the ssh config file, the jump host) is
+  bot.cluster.endpoint's; connecting is here.
 - Host keys are checked against a known_hosts file with a reject policy: an unknown or changed
   key is refused with a message saying what to verify, never trusted automatically.
 - One transport per runner (per cluster) is reused for every command and for SFTP; it is opened
@@ -21,7 +23,6 @@ Why this shape:
 from __future__ import annotations
 
 import base64
-import getpass
 import logging
 import os
 import re
@@ -36,16 +37,21 @@ import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from bot.cluster.channels import wait_channel
+from bot.cluster.endpoint import (
+    Endpoint,
+    SSHSettings,
+    host_key_name,
+    parse_proxy_jump,
+    resolve_endpoint,
+)
 from bot.cluster.errors import (
     ChannelClosed,
-    ClusterError,
     ClusterUnavailable,
     CommandFailed,
     CommandTimedOut,
     HostKeyRejected,
 )
 from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
-from bot.core.units import quote_value
 
 log = logging.getLogger(__name__)
 
@@ -57,32 +63,6 @@ _READ_CHUNK = 65536
 _B64_WORD = 4000
 # Exit status of the remote wrapper when the environment did not arrive on stdin.
 ENV_NOT_RECEIVED = 125
-
-
-@dataclass(frozen=True)
-class SSHSettings:
-    """How to reach one cluster's login node.
-
-    `known_hosts=None` means ~/.ssh/known_hosts. `proxy_jump` is "user@host:port" (user and port
-    optional). With `ssh_config`, `host` may be an alias of that file: HostName, User, Port,
-    IdentityFile, ProxyJump and UserKnownHostsFile are read from it where the settings leave
-    them unset (port: where it is the default 22). `sftp_timeout` bounds each SFTP reply;
-    `sftp_channels` is how many SFTP channels may be open at once (sshd's MaxSessions, 10 by
-    default, counts them with the command sessions).
-    """
-
-    host: str
-    port: int = 22
-    user: str | None = None
-    key_file: str | None = None
-    known_hosts: str | None = None
-    use_agent: bool = False
-    proxy_jump: str | None = None
-    ssh_config: str | None = None
-    connect_timeout: float = 15.0
-    command_timeout: float = 120.0
-    sftp_timeout: float = 15.0
-    sftp_channels: int = 4
 
 
 @dataclass(frozen=True)
@@ -107,18 +87,6 @@ class Exchange:
     stdout: bytes
     stderr: bytes
     exit_code: int | None
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Connection parameters after ssh_config resolution."""
-
-    host: str
-    port: int
-    user: str
-    key_files: tuple[str, ...]
-    known_hosts: str
-    proxy_jump: str | None
 
 
 def build_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
@@ -175,61 +143,6 @@ def _word_bytes(value: str | bytes) -> bytes:
 def _sh_quote(word: bytes) -> bytes:
     """`word` as one single-quoted sh word (an assignment-looking `A=b` stays a word)."""
     return b"'" + word.replace(b"'", b"'\\''") + b"'"
-
-
-def host_key_name(host: str, port: int) -> str:
-    """How known_hosts names this endpoint: `host` on port 22, else `[host]:port`."""
-    return host if port == 22 else f"[{host}]:{port}"
-
-
-def parse_proxy_jump(spec: str, default_user: str) -> tuple[str, int, str]:
-    """Split "user@host:port" (user and port optional) into (host, port, user).
-
-    Raises ClusterError naming the spec, what is wrong and the form to use.
-    """
-    try:
-        return _split_jump(spec, default_user)
-    except ValueError as exc:
-        raise ClusterError(f"proxy_jump {quote_value(spec)}: {exc}") from None
-
-
-_JUMP_FORM = "write it as [user@]host[:port], e.g. ops@bastion.example.org:22"
-
-
-def _split_jump(spec: str, default_user: str) -> tuple[str, int, str]:
-    if "," in spec:
-        raise ValueError(f"it has several hops; only one jump host is supported ({_JUMP_FORM})")
-    user = default_user
-    rest = spec.strip()
-    if "@" in rest:
-        user, rest = rest.rsplit("@", 1)
-    port = 22
-    if rest.startswith("["):  # [ipv6]:port
-        host, _, tail = rest[1:].partition("]")
-        if tail:
-            if not tail.startswith(":"):
-                raise ValueError(f"unexpected {quote_value(tail)} after ']' ({_JUMP_FORM})")
-            port = _port_number(tail[1:], "port", _JUMP_FORM)
-    elif rest.count(":") == 1:
-        host, port_s = rest.split(":")
-        port = _port_number(port_s, "port", _JUMP_FORM)
-    else:
-        host = rest
-    if not host:
-        raise ValueError(f"it names no host ({_JUMP_FORM})")
-    return host, port, user
-
-
-def _port_number(text: str, name: str, fix: str) -> int:
-    """A TCP port; ValueError saying `name` (port, Port) and `fix` for anything not 1-65535."""
-    if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"{name} {quote_value(text)} is not a number (1-65535); {fix}")
-    if len(text) > 5:  # before int(): thousands of digits exceed int()'s limit
-        raise ValueError(f"{name} {quote_value(text)} is out of range 1-65535; {fix}")
-    port = int(text)
-    if not 1 <= port <= 65535:
-        raise ValueError(f"{name} {port} is out of range 1-65535; {fix}")
-    return port
 
 
 class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
@@ -682,77 +595,8 @@ def _send_signal(chan: paramiko.Channel, name: str) -> None:
         log.debug("could not send SIG%s to the remote command", name, exc_info=True)
 
 
-def resolve_endpoint(s: SSHSettings) -> Endpoint:
-    """Where and as whom to connect: the settings, filled in from the ssh config file.
-
-    Raises ClusterError for a value that cannot be used (a port that is not 1-65535, a bad
-    ProxyJump, a ProxyCommand: trainbot runs no local command to connect), naming the file
-    and the host.
-    """
-    host, port, user = s.host, s.port, s.user
-    key_files: list[str] = [s.key_file] if s.key_file else []
-    known_hosts = s.known_hosts
-    proxy_jump = s.proxy_jump
-    if s.ssh_config:
-        path = os.path.expanduser(s.ssh_config)
-        cfg = _ssh_config_lookup(path, s.host)
-        where = f"ssh_config {path}: host {s.host}"
-        host = cfg.get("hostname", host)
-        if port == 22 and "port" in cfg:
-            try:
-                port = _port_number(cfg["port"], "Port", f"fix that line in {path}")
-            except ValueError as exc:
-                raise ClusterError(f"{where}: {exc}") from None
-        user = user or cfg.get("user")
-        if not key_files and cfg.get("identityfile"):
-            key_files = list(cfg["identityfile"])
-        if proxy_jump is None and cfg.get("proxycommand"):
-            raise ClusterError(
-                f"{where} uses ProxyCommand ({quote_value(cfg['proxycommand'])}), which trainbot "
-                "does not run; replace it with ProxyJump [user@]host[:port] in that file (what "
-                "`ProxyCommand ssh -W %h:%p bastion` does), or set the cluster's proxy_jump"
-            )
-        if proxy_jump is None and cfg.get("proxyjump") and cfg["proxyjump"].lower() != "none":
-            proxy_jump = cfg["proxyjump"]
-            try:
-                _split_jump(proxy_jump, user or "")
-            except ValueError as exc:
-                raise ClusterError(f"{where}: ProxyJump {quote_value(proxy_jump)}: {exc}"
-                                   ) from None
-        if known_hosts is None and cfg.get("userknownhostsfile"):
-            known_hosts = cfg["userknownhostsfile"].split()[0]
-    if proxy_jump is not None:
-        parse_proxy_jump(proxy_jump, user or "")  # a bad setting fails here, not mid-connect
-    return Endpoint(
-        host=host,
-        port=port,
-        user=user or _local_user(),
-        key_files=tuple(os.path.expanduser(k) for k in key_files),
-        known_hosts=os.path.expanduser(known_hosts or "~/.ssh/known_hosts"),
-        proxy_jump=proxy_jump,
-    )
-
-
-def _ssh_config_lookup(path: str, alias: str) -> dict[str, Any]:
-    """paramiko's settings for `alias` in the ssh config file at `path`; ClusterError naming
-    the file when it cannot be read or parsed."""
-    try:
-        return dict(paramiko.SSHConfig.from_path(path).lookup(alias))
-    except UnicodeDecodeError as exc:
-        raise ClusterError(
-            f"ssh_config {path} is not a text file (byte {exc.start} is not UTF-8); point "
-            "ssh_config at an OpenSSH client config file"
-        ) from None
-    except paramiko.ConfigParseError as exc:
-        raise ClusterError(f"ssh_config {path}: host {alias}: {exc}; fix that line") from None
-    except OSError as exc:
-        raise ClusterError(f"cannot read ssh_config {path}: {exc}") from exc
-
-
-def _local_user() -> str:
-    return getpass.getuser()
-
-
+# Endpoint, SSHSettings, host_key_name, parse_proxy_jump and resolve_endpoint live in
+# bot.cluster.endpoint; they stay importable from here.
 __all__ = [
     "CommandResult",
     "Endpoint",

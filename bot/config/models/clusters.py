@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from bot.core.units import parse_size
 
 if TYPE_CHECKING:
-    from bot.cluster.ssh import SSHSettings
+    from bot.cluster.endpoint import SSHSettings
 
 from bot.config.models._base import _Model
 
@@ -92,8 +92,8 @@ class ClusterConfig(_Model):
     @classmethod
     def _proxy_jump(cls, value: str | None) -> str | None:
         if value is not None:
+            from bot.cluster.endpoint import parse_proxy_jump
             from bot.cluster.errors import ClusterError
-            from bot.cluster.ssh import parse_proxy_jump
 
             try:
                 parse_proxy_jump(value, "")
@@ -112,7 +112,7 @@ class ClusterConfig(_Model):
 
     def ssh_settings(self) -> SSHSettings:
         """The SSH runner's settings for this cluster (paths with ~ expanded)."""
-        from bot.cluster.ssh import SSHSettings
+        from bot.cluster.endpoint import SSHSettings
 
         return SSHSettings(
             host=self.host,
