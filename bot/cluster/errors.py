@@ -48,11 +48,15 @@ class ChannelClosed(ClusterUnavailable):
     paramiko does not read). The command may or may not have run, and may still be running:
     never its own failure (no CommandFailed), and never re-run blindly (a submit is looked up
     by its job name first). A ClusterUnavailable, so what retries a lost connection retries
-    it. `connection_lost`: the channel's connection is gone, not just the channel."""
+    it. `connection_lost`: the channel's connection is gone, not just the channel. `advice`:
+    what the caller adds, for the command it ran (a submit: look the job up by name)."""
 
-    def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool):
+    def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool,
+                 advice: str = ""):
         self.argv = list(argv)
+        self.where = where
         self.connection_lost = connection_lost
+        self.advice = advice
         command = shlex.join(self.argv)
         if connection_lost:
             message = f"connection to {where} lost while `{command}` was running; it may have run"
@@ -60,7 +64,12 @@ class ChannelClosed(ClusterUnavailable):
             message = (f"`{command}` on {where} ended without an exit status: its channel was "
                        "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
                        "sent none (a command killed by a signal); it may or may not have run")
-        super().__init__(message)
+        super().__init__(f"{message}. {advice}" if advice else message)
+
+    def advised(self, advice: str) -> ChannelClosed:
+        """The same closed channel with `advice` added to its message (raise it `from` self)."""
+        return ChannelClosed(self.argv, self.where, connection_lost=self.connection_lost,
+                             advice=f"{self.advice} {advice}".strip())
 
 
 class SFTPTimedOut(ClusterUnavailable):

@@ -29,7 +29,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
+from bot.cluster.errors import ChannelClosed, ClusterUnavailable, CommandFailed, CommandTimedOut
 from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.errors import SlurmParseError, SlurmReportedError
 from bot.core.slurm.records import JobRecord, merge_records
@@ -325,16 +325,21 @@ class SlurmClient:
         cluster). Every value travels as one argv word: nothing is ever interpreted by a
         shell. `spec.env` goes as the command's environment, so its values (tokens) are in
         no argv, no process list and no CommandFailed.
+
+        Raises ClusterUnavailable saying to look for the job's name in squeue before
+        submitting again; a channel closed before sbatch's answer stays a ChannelClosed (what
+        its caller reconciles with Slurm first), with the same advice.
         """
         if (script is None) == (spec.script_path is None):
             raise ValueError("submit needs exactly one of script (text) or script_path")
+        advice = (f"The job {spec.job_name!r} may or may not have been submitted: look for "
+                  "that name in squeue before submitting again.")
         try:
             result = self._run(sbatch_argv(spec), stdin=script, env=spec.env)
+        except ChannelClosed as exc:
+            raise exc.advised(advice) from exc
         except ClusterUnavailable as exc:
-            raise ClusterUnavailable(
-                f"{exc} The job {spec.job_name!r} may or may not have been submitted: look "
-                "for that name in squeue before submitting again."
-            ) from exc
+            raise ClusterUnavailable(f"{exc} {advice}") from exc
         return parse_sbatch_output(result.stdout)
 
     def hold(self, job_id: int) -> None:

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 from fakes import FakeRunner
 
-from bot.cluster.errors import ClusterUnavailable, CommandFailed, CommandTimedOut
+from bot.cluster.errors import (
+    ChannelClosed,
+    ClusterUnavailable,
+    CommandFailed,
+    CommandTimedOut,
+)
 from bot.cluster.slurm import SlurmClient
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
@@ -337,6 +342,19 @@ def test_submit_when_controller_is_down_says_the_job_may_exist():
                                            "Unable to contact slurm controller (connect failure)")})
     with pytest.raises(ClusterUnavailable, match="may or may not have been submitted"):
         SlurmClient(runner, use_json=False).submit(SubmitSpec(job_name="mix"), script="x")
+
+
+def test_submit_whose_channel_closed_keeps_channel_closed_and_says_to_look_the_job_up():
+    """sbatch may have run: the caller gets the runner's ChannelClosed (what decides to look
+    the job up by name before submitting again), with what to do added."""
+    closed = ChannelClosed(["sbatch", "--parsable"], "login1", connection_lost=True)
+    runner = FakeRunner({"sbatch": closed})
+    with pytest.raises(ChannelClosed) as caught:
+        SlurmClient(runner, use_json=False).submit(SubmitSpec(job_name="mix"), script="x")
+    assert caught.value.connection_lost and caught.value.argv == ["sbatch", "--parsable"]
+    assert str(caught.value).startswith("connection to login1 lost while `sbatch --parsable`")
+    assert "The job 'mix' may or may not have been submitted" in str(caught.value)
+    assert caught.value.__cause__ is closed
 
 
 def test_probe_runs_once_and_detects_json():
