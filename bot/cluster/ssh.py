@@ -81,8 +81,7 @@ class CommandResult:
 
 @dataclass(frozen=True)
 class Exchange:
-    """A remote command's raw output; `exit_code` None: it did not end in time; -1: its
-    channel closed before the exit status came (the connection lived on)."""
+    """A remote command's raw output; `exit_code` None: it did not end in time."""
 
     stdout: bytes
     stderr: bytes
@@ -398,7 +397,8 @@ class SSHRunner:
         """Run argv with `stdin` and return its raw output, also when it does not end within
         `timeout` seconds: then `exit_code` is None, the output is what came until then, and
         the remote process was asked to stop (for reads whose partial answer is worth
-        keeping: bot.cluster.tail)."""
+        keeping: bot.cluster.tail). Raises ChannelClosed, as `run` does, when the channel
+        closed before the exit status came: what came then is not known to be whole."""
         args = tuple(str(a) for a in argv)
         chan = self._open_session()
         try:
@@ -409,6 +409,8 @@ class SSHRunner:
             out, err, code = self._collect(chan, args, stdin, timeout)
         finally:
             chan.close()
+        if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
+            raise ChannelClosed(args, self.settings.host, connection_lost=False)
         return Exchange(out, err, code)
 
     def _start(self, chan: paramiko.Channel, args: tuple[str, ...], command: str,

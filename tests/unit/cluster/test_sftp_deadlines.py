@@ -29,6 +29,8 @@ from bot.cluster.errors import (
     SFTPTimedOut,
 )
 from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.tail import ShellTailReader
+from bot.core.tail import ReadRequest
 
 TIMEOUT = 1.0
 
@@ -404,6 +406,26 @@ def test_a_command_whose_connection_drops_while_another_thread_reconnects_is_a_l
             runner.run(["sleep", "60"], timeout=30)
         assert info.value.connection_lost
         assert runner.is_connected and runner.transport is not old
+
+
+def test_a_read_whose_channel_is_closed_under_it_is_a_connection_error_not_a_failed_read(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batched log read (exchange) whose channel another thread closes ends as `run`
+    does: ChannelClosed, a ClusterUnavailable the watcher retries next tick, never a read
+    script that "stopped (exit -1)" as if it had failed on the cluster."""
+    peer.exec_runs = True
+    with peer.runner() as runner:
+        _closing_at_its_wait(runner, monkeypatch, paramiko.Channel.close)
+        with pytest.raises(ChannelClosed) as info:
+            runner.exchange(["cat"], stdin=b"", timeout=30)
+        assert not info.value.connection_lost and info.value.argv == ["cat"]
+
+        reader = ShellTailReader(runner, where="peer", timeout=30)
+        with pytest.raises(ClusterUnavailable) as read:
+            reader.read([ReadRequest("/logs/train.out", 0)])
+        assert isinstance(read.value, ChannelClosed)
+        assert "exit -1" not in str(read.value) and "it may or may not have run" in str(read.value)
+        assert runner.is_connected
 
 
 class _PeerClusters:

@@ -24,7 +24,7 @@ from support.watcher import (
     timed_out,
 )
 
-from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.errors import ChannelClosed, ClusterUnavailable
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.core.text import mrkdwn_escape
@@ -552,6 +552,30 @@ def test_finished_job_with_a_big_unread_log_is_diagnosed_only_when_caught_up(env
     assert ticks == -(-len(data) // (64 << 10))  # one tick per 64 KiB, then the verdict
     assert sink.events[0].diagnosis.class_id == "nccl_timeout"
     assert sink.events[0].diagnosis.metrics.last_iter == 3470
+
+
+def test_a_log_read_whose_channel_closed_is_retried_next_tick_not_judged(env, caplog):
+    """The batched read's channel closed before its end (ChannelClosed from the runner's
+    exchange): the finished job is neither diagnosed on what was read nor dropped; the next
+    tick reads its log and gives the verdict."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    slurm.records[88154] = JobRecord(job_id=88154, state="FAILED", exit_code=1, signal=0,
+                                     stdout_path=LOG, start_time=T0, end_time=T0 + 100)
+    read = sftp.read
+
+    def closed_under_it(requests):
+        raise ChannelClosed(["/bin/sh", "-c", "..."], "login1", connection_lost=False)
+
+    sftp.read = closed_under_it  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 200)
+    assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
+    assert "will retry next tick" in caplog.text
+    sftp.read = read  # type: ignore[method-assign]
+    w.tick(T0 + 260)
+    assert sink.events[0].diagnosis.class_id == "nccl_timeout"
 
 
 def test_leak_seen_by_the_sampler_when_the_log_prints_no_rss(env):
