@@ -72,6 +72,19 @@ class ChannelClosed(ClusterUnavailable):
                              advice=f"{self.advice} {advice}".strip())
 
 
+class LeaseAbandoned(ClusterUnavailable):
+    """An SFTP request on a lookup lease after (or while) its holder abandoned it: the lookup
+    was given up (past its deadline) and the lease's channel closed on purpose, so the request
+    got no answer, and nobody waits for one. Not the cluster's fault: the next lease opens a
+    fresh channel."""
+
+    def __init__(self, op: str, path: str, where: str):
+        self.op = op
+        self.path = path
+        super().__init__(f"SFTP {op} of {path} on {where} got no answer: its lookup was "
+                         "abandoned (given up past its deadline) and the lease's channel closed")
+
+
 class SFTPTimedOut(ClusterUnavailable):
     """An SFTP request got no answer in time (most often a hung NFS/Lustre path on the login
     node), or was not sent because an earlier one on the same path still waits. Other paths'

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 import paramiko
 
 from bot.cluster.channels import wait_channel
-from bot.cluster.errors import SFTPTimedOut
+from bot.cluster.errors import LeaseAbandoned, SFTPTimedOut
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +199,8 @@ class SFTPPool(_Requests):
         half-way (the watcher's checkpoint lookup past its deadline). It is outside the pool
         (never shared while leased, not counted in `max_channels`) and kept for the next lease:
         lookups one after another use one channel, opened once. `lease.abandon()`, from any
-        thread, closes it (the request in flight ends at once and raises, later ones are
-        refused) and the next lease opens a fresh one; so a hung lookup never holds a pool
+        thread, closes it (the request in flight ends at once, and later ones are refused:
+        LeaseAbandoned) and the next lease opens a fresh one; so a hung lookup never holds a pool
         channel nor the next lookup. A lease taken while another is out gets a channel of its
         own, closed at its end if one is kept already. Each reply waits at most `timeout`
         (a request with no reply raises SFTPTimedOut naming its path, and its channel is not
@@ -377,7 +377,8 @@ class LookupLease:
     def __init__(self, pool: SFTPPool, client: DeadlineSFTPClient) -> None:
         self._pool = pool
         self._client = client
-        self._sftp = LeaseSFTP(client, where=pool.where)
+        self._abandoned = threading.Event()
+        self._sftp = LeaseSFTP(client, where=pool.where, abandoned=self._abandoned)
         self._lock = threading.Lock()
         self._state = "held"  # then "abandoned" or "ended", never back
 
@@ -390,6 +391,7 @@ class LookupLease:
             if self._state != "held":
                 return
             self._state = "abandoned"
+            self._abandoned.set()  # before the close: what it wakes sees why
         _close_quietly(self._client)  # wakes a request in flight at once
 
     def _end(self) -> None:
@@ -404,12 +406,15 @@ class LeaseSFTP(_Requests):
     """A lookup lease's SFTP (`LookupLease.sftp`): the pool's calls, on the lease's one
     channel. A request with no reply within the timeout, or whose reply stalls half-way,
     raises SFTPTimedOut naming its operation and path (an open file's read too); its channel
-    is then out of step, and not kept after the lease. A request on a channel the lease's
-    `abandon()` closed raises paramiko's error for a closed channel (nobody waits for it)."""
+    is then out of step, and not kept after the lease. A request after the lease's
+    `abandon()`, or in flight when it came, raises LeaseAbandoned naming it (the abandon
+    closed the channel; nobody waits for the answer)."""
 
-    def __init__(self, client: DeadlineSFTPClient, *, where: str) -> None:
+    def __init__(self, client: DeadlineSFTPClient, *, where: str,
+                 abandoned: threading.Event) -> None:
         self._client = client
         self.where = where
+        self._abandoned = abandoned
 
     @property
     def channel(self) -> paramiko.Channel:
@@ -417,6 +422,8 @@ class LeaseSFTP(_Requests):
         return self._client.channel
 
     def _checkout(self, op: str, path: str) -> DeadlineSFTPClient:
+        if self._abandoned.is_set():
+            raise LeaseAbandoned(op, path, self.where)
         return self._client
 
     def _checkin(self, client: DeadlineSFTPClient) -> None:
@@ -426,6 +433,8 @@ class LeaseSFTP(_Requests):
         self, client: DeadlineSFTPClient, op: str, path: str, exc: BaseException, *,
         file: paramiko.SFTPFile | None = None, held: bool = False,
     ) -> tuple[BaseException, bool]:
+        if self._abandoned.is_set() and isinstance(exc, Exception):  # paramiko's, of the close
+            return LeaseAbandoned(op, path, self.where), True
         if isinstance(exc, (_NoReply, TimeoutError)):  # no reply; a reply stalled half-way
             return SFTPTimedOut(op, path, client.timeout, self.where), True
         return exc, False

@@ -65,8 +65,9 @@ class SFTPCalls(Protocol):
 
 class LookupLease(Protocol):
     """A hold on a cluster's lookup channel (`SFTP.lookup_channel()`): `sftp` while it lasts;
-    `abandon()`, from any thread, closes the channel (its request in flight ends and raises,
-    and the next lease gets a fresh channel); after the lease has ended it does nothing."""
+    `abandon()`, from any thread, closes the channel (its request in flight and any later one
+    raise bot.cluster.errors.LeaseAbandoned, and the next lease gets a fresh channel); after
+    the lease has ended it does nothing."""
 
     @property
     def sftp(self) -> SFTPCalls: ...

@@ -26,6 +26,7 @@ from bot.cluster.errors import (
     ClusterUnavailable,
     CommandFailed,
     CommandTimedOut,
+    LeaseAbandoned,
     SFTPTimedOut,
 )
 from bot.cluster.ssh import SSHRunner, SSHSettings
@@ -567,8 +568,33 @@ def test_a_request_in_flight_ends_when_its_lease_is_abandoned(peer: Peer) -> Non
             lease.abandon()
             waiting.join(timeout=5)
             assert time.monotonic() - started < 1.0
-        assert failure and not isinstance(failure[0], SFTPTimedOut)
+        assert failure and isinstance(failure[0], LeaseAbandoned)
+        assert str(failure[0]).startswith("SFTP stat of /lustre/hung/ck on 127.0.0.1 got no "
+                                          "answer: its lookup was abandoned")
         assert lease.sftp.channel.closed
+
+
+def test_requests_on_an_abandoned_lease_say_it_was_abandoned(peer: Peer) -> None:
+    """After `abandon()` every request of the lease, and an open file's read, raises
+    LeaseAbandoned (a ClusterUnavailable) naming the request: never paramiko's error for a
+    closed channel, which reads as the connection failing."""
+    with peer.runner(sftp_timeout=5.0) as runner:
+        (peer.root / "ck").mkdir()
+        (peer.root / "ck" / "done").write_bytes(b"x")
+        with runner.sftp().lookup_channel() as lease:
+            f = lease.sftp.open("/ck/done", "rb")
+            lease.abandon()
+            calls = [("stat", lambda: lease.sftp.stat("/ck")),
+                     ("listdir", lambda: lease.sftp.listdir_attr("/ck")),
+                     ("normalize", lambda: lease.sftp.normalize(".")),
+                     ("read", lambda: f.read(1))]
+            for op, call in calls:
+                with pytest.raises(ClusterUnavailable) as info:
+                    call()
+                assert isinstance(info.value, LeaseAbandoned) and info.value.op == op
+                assert "its lookup was abandoned" in str(info.value)
+            f.close()  # its channel was given up with the read: nothing to close
+        assert runner.sftp().normalize(".") == "/"  # the pool's own channels are not touched
 
 
 def test_leases_at_once_get_channels_of_their_own_and_one_is_kept(peer: Peer) -> None:
