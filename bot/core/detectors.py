@@ -360,8 +360,8 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
                       evaluation_start: int | None = None) -> CompletionEnding:
     """How the log ends around its last completion marker (`CompletionEnding`), from the
     catalogue matches (in line order), the metric series and the line of the last evaluation
-    the framework opened after the log's first marker (`opens_evaluation`; bot.core.diagnose.scan
-    looks for it from that marker on)."""
+    the framework opened after the last run's first marker (`opens_evaluation`;
+    bot.core.diagnose.scan looks for it from that marker on)."""
     done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
     if not done:
         return CompletionEnding()

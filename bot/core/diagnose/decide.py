@@ -201,8 +201,8 @@ def diagnose(
     it, or (the watcher's) an earlier attempt's log printed; without one, what this log printed
     (`/8000`: bot.core.models.run_target).
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
-    `evaluation_start` is the line of the last evaluation the framework opened after the log's
-    first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
+    `evaluation_start` is the line of the last evaluation the framework opened after the last
+    run's first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
     bot.core.diagnose.scan finds it), None when there is none.
     A log that holds several runs (a requeued job's, each run appended) is read by its last:
     the series is that run's (bot.core.metrics, from `series.run_start`), and only the matches

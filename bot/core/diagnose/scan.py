@@ -86,8 +86,9 @@ class LogAnalysis:
         self.series = MetricSeries(max_samples=max_samples, extra_patterns=extra_patterns)
         self.tail: deque[tuple[int, str]] = deque(maxlen=tail_lines)
         self.lines = 0  # complete lines consumed so far
-        # the line of the last evaluation the framework opened after the first completion
-        # marker (looked for from that marker on, however long the evaluation's log is)
+        # the line of the last evaluation the framework opened after the last run's first
+        # completion marker (looked for from that marker on, however long the evaluation's
+        # log is)
         self.evaluation_start: int | None = None
         self.bytes = 0
         self._by_class: dict[str, _ClassMatches] = {}
@@ -187,10 +188,10 @@ class LogAnalysis:
             text = data[start:end].decode("utf-8", "replace")
             for m in self.catalogue.scan_block(text, first):
                 self._add_match(m)
-        self._find_evaluation_start(block, newlines, first)
         self.series.feed_block(
             data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets
         )
+        self._find_evaluation_start(block, newlines, first)
         # The last lines, for evidence when nothing else explains a failure.
         n = len(newlines)
         k = min(n, self.tail.maxlen or 0)
@@ -230,13 +231,20 @@ class LogAnalysis:
         return event_offsets
 
     def _find_evaluation_start(self, block: _Block, newlines: np.ndarray, first: int) -> None:
-        """Update `evaluation_start` from the block's lines at or after the log's first
-        completion marker (none before one is seen: no scan of the whole log)."""
+        """Update `evaluation_start` from the block's lines at or after the last run's first
+        completion marker (none before one is seen: no scan of the whole log). A requeued
+        job's later run (`series.run_start`, the block already fed to the series) drops an
+        earlier run's evaluation and looks from its own marker on."""
+        run_start = self.series.run_start or 1
+        if self.evaluation_start is not None and self.evaluation_start < run_start:
+            self.evaluation_start = None
         completed = self._by_class.get("completed")
-        if completed is None:
+        marker = next((m.line_no for m in (completed.all() if completed is not None else ())
+                       if m.line_no >= run_start), None)
+        if marker is None:
             return
         data, start, end = block
-        marker_idx = completed.first[0].line_no - first  # a marker in this block: from it on
+        marker_idx = marker - first  # a marker in this block: from it on
         pos = start if marker_idx <= 0 else int(newlines[marker_idx - 1]) + 1
         while (m := _EVALUATION_LOCATOR.search(data, pos, end)) is not None:
             idx = int(np.searchsorted(newlines, m.start()))

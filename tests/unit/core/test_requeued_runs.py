@@ -212,3 +212,34 @@ def test_a_later_runs_first_bar_is_not_read_against_the_earlier_runs_last_bar():
     assert series.runs == 2
     assert [s.iteration for s in series.samples if s.target_iter == 5] == [0, 1, 2, 3, 4, 5]
     assert series.last_evaluation is None
+
+
+# Hugging Face Trainer's end of training (`Training completed.`, the train metrics after it)
+# and the example scripts' trainer.evaluate() after it (`***** Running Evaluation *****`)
+_HF_TRAINED = ("{'loss': 1.9, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.01}\n"
+               "  0%|          | 10/8000 [00:10<2:40:00,  1.2it/s]\n"
+               "\n\nTraining completed. Do not forget to share your model on "
+               "huggingface.co/models =)\n\n\n"
+               "{'train_runtime': 36.1, 'train_samples_per_second': 3.3, "
+               "'train_steps_per_second': 0.8, 'train_loss': 1.75, 'epoch': 0.01}\n"
+               "***** train metrics *****\n  epoch = 0.01\n  train_loss = 1.75\n")
+_HF_EVALUATING = ("***** Running Evaluation *****\n  Num examples = 400\n  Batch size = 8\n"
+                  " 45%|####5     | 45/100 [00:10<00:12,  4.50it/s]\n")
+
+
+@pytest.mark.parametrize("block_bytes", [61, None])
+def test_an_earlier_runs_evaluation_after_its_completion_is_not_the_last_runs(
+        catalogue, block_bytes):
+    """Run 1 completed its training and was requeued while it evaluated: the evaluation the
+    last run opened after its own completion marker is the one sought, from that marker on;
+    run 1's is none of the last run's, whether run 2 evaluates or not."""
+    run_1 = _run_start(_T0) + _HF_TRAINED + _HF_EVALUATING + _requeued(_T0 + 600)
+    run_2 = _run_start(_RUN_2_START) + _HF_TRAINED
+    analysis = _analyse(catalogue, run_1 + run_2, block_bytes=block_bytes)
+    assert (analysis.series.runs, analysis.evaluation_start) == (2, None)
+    analysis = _analyse(catalogue, run_1 + run_2 + _HF_EVALUATING, block_bytes=block_bytes)
+    header = (run_1 + run_2).count("\n") + 1
+    assert analysis.evaluation_start == header
+    marker = header - 4  # the train metrics' dict: the last run's last completion marker
+    assert analysis.diagnose(Accounting(state="RUNNING")).detail == {
+        "kind": "evaluating", "line": marker}
