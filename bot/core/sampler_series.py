@@ -135,10 +135,13 @@ def sample_record(
     top: int = 12,
     sampler_cpu_s: float | None = None,
     errors: int = 0,
+    root: tuple[int, float] | None = None,
 ) -> dict[str, object]:
     """The JSON object of one sample from (facts, rss bytes, cpu %) per process.
 
     `per_process` keeps the `top` processes by RSS (bounded line size on 40-worker jobs).
+    `root`: the sampled tree's root process (pid, start time in epoch seconds): the batch
+    script's run, which a requeued job's next run starts again (`SamplerSeries.run_start`).
     """
     rss = dict.fromkeys(ROLES, 0)
     cpu = dict.fromkeys(ROLES, 0.0)
@@ -163,6 +166,8 @@ def sample_record(
             for r, f, role, c in rows[:top]
         ],
     }
+    if root is not None:
+        record["root"] = {"pid": root[0], "started": round(root[1], 2)}
     if sampler_cpu_s is not None:
         record["sampler_cpu_s"] = round(sampler_cpu_s, 4)
     if errors:
@@ -179,6 +184,7 @@ class SamplerPoint:
     cpu: Mapping[str, float]
     n: Mapping[str, int]
     trainer_pids: tuple[int, ...] = ()  # of the processes the line lists (the top by RSS)
+    root: tuple[int, float] | None = None  # the tree's root (pid, start time); None: not written
 
     @property
     def rss_total(self) -> int:
@@ -204,9 +210,11 @@ def parse_line(line: str | bytes) -> SamplerPoint | None:
         n = {r: int(obj.get("n", {}).get(r, 0)) for r in ROLES}
         trainers = tuple(int(p["pid"]) for p in obj.get("per_process") or ()
                          if isinstance(p, dict) and p.get("role") == "trainer")
+        written = obj.get("root")
+        root = (int(written["pid"]), float(written["started"])) if written else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return SamplerPoint(t, rss, cpu, n, trainers)
+    return SamplerPoint(t, rss, cpu, n, trainers, root)
 
 
 @dataclass
@@ -215,13 +223,26 @@ class SamplerSeries:
 
     Bounded: past `max_points` every other point is dropped and the stride doubles, so a
     week-long job keeps an even picture of its whole run.
+
+    A requeued job's batch script runs again and starts a sampler that appends to the same
+    file: a point whose root process (`SamplerPoint.root`: pid and start time) is not the
+    point's before starts the last run (`run_start`). Lines that name no root (an older
+    sampler's) are one run: their pids cannot tell runs apart. Each line lists only the top
+    processes by RSS, so consecutive lines of one run may list none in common (a tree of
+    DataLoader workers that outgrow their trainers and are forked again each epoch), and a
+    run in its own PID namespace gets the same pids again; the start times that tell a
+    reused pid apart are the sampler's own (`TreeSampler`), not written per process.
     """
 
     max_points: int = 2048
     points: list[SamplerPoint] = field(default_factory=list)
     bad_lines: int = 0
     stride: int = 1
+    # the time of the last run's first point when the file holds more than one run (None:
+    # one run, or lines that name no root)
+    run_start: float | None = None
     _seen: int = 0
+    _root: tuple[int, float] | None = None  # the root of the last point that named one
 
     def feed_lines(self, lines: Iterable[str | bytes]) -> None:
         for line in lines:
@@ -232,6 +253,10 @@ class SamplerSeries:
                 continue
             if self.points and point.t <= self.points[-1].t:
                 continue  # duplicate or out of order (a re-read): keep time increasing
+            if point.root is not None:
+                if self._root is not None and point.root != self._root:
+                    self.run_start = point.t  # a new batch script's tree: the job requeued
+                self._root = point.root
             self._seen += 1
             if (self._seen - 1) % self.stride:
                 continue
@@ -265,6 +290,12 @@ class SamplerSeries:
 
     def between(self, start: float, end: float) -> list[SamplerPoint]:
         return [p for p in self.points if start <= p.t <= end]
+
+    def last_run(self) -> list[SamplerPoint]:
+        """The points of the last run (`run_start`): all of them when the file holds one."""
+        if self.run_start is None:
+            return self.points
+        return [p for p in self.points if p.t >= self.run_start]
 
 
 def cpu_around(
@@ -346,10 +377,13 @@ def rss_metric_series(series: SamplerSeries, progress: Sequence[tuple[float, int
 
 
 def role_growth(series: SamplerSeries, role: str, *, n: int = 3) -> tuple[int, int] | None:
-    """(RSS of `role` at the start, now): medians of the first and last `n` points."""
-    if len(series.points) < 2 * n:
+    """(RSS of `role` at the start, now): medians of the first and last `n` points of the last
+    run (`SamplerSeries.last_run`: a requeued job's earlier run had processes of its own);
+    None with fewer than `2 * n` points there."""
+    points = series.last_run()
+    if len(points) < 2 * n:
         return None
-    values = series.rss(role)
+    values = [p.rss_total if role == "total" else p.rss[role] for p in points]
     return int(median(values[:n])), int(median(values[-n:]))
 
 

@@ -64,6 +64,8 @@ class TreeSampler:
 
     def __init__(self, root_pid: int, *, self_pid: int | None = None, top: int = TOP_PROCESSES):
         self.root = psutil.Process(root_pid)
+        # the run this tree is (a requeued job's batch script runs again: another root)
+        self.root_id = (root_pid, self.root.create_time())
         self.self_pid = os.getpid() if self_pid is None else self_pid
         self.top = top
         self._tracked: dict[int, _Tracked] = {}
@@ -151,7 +153,7 @@ class TreeSampler:
             sampler_cpu = ct.user + ct.system
         errors, self.errors = self.errors, 0
         return sample_record(t, rows, roles, top=self.top, sampler_cpu_s=sampler_cpu,
-                             errors=errors)
+                             errors=errors, root=self.root_id)
 
 
 def run_sampler(

@@ -198,3 +198,48 @@ def test_sampler_leak_finds_the_88016_worker_leak_without_rss_in_the_log():
     flat = SamplerSeries()
     flat.feed_lines(_rss_line(4.5 * k, 40, 2) for k in range(0, 161, 8))
     assert sampler_leak(flat, progress, 100 << 30, target_iter=8000) is None
+
+
+def _run_line(t, worker_gib, root):
+    """A sampler line naming the tree's root process (pid, start time)."""
+    line = json.loads(_rss_line(t, 40, worker_gib))
+    line["root"] = {"pid": root[0], "started": root[1]}
+    return json.dumps(line)
+
+
+def test_a_requeued_jobs_worker_growth_is_its_last_runs():
+    """A requeued job's batch script runs again and its sampler appends to the same file:
+    run 1's workers grew 1 -> 9 GiB, run 2's (a new root process) hold 6 GiB from their
+    start. The growth compares run 2's first points with its last (none), not run 1's start
+    with run 2's end (1 -> 6 GiB)."""
+    from bot.core.sampler_series import role_growth
+
+    run_1 = [_run_line(10.0 * k, 1 + 8 * k / 20, (4242, 1000.0)) for k in range(21)]
+    run_2 = [_run_line(3600 + 10.0 * k, 6.0, (5151, 3590.0)) for k in range(10)]
+    s = SamplerSeries()
+    s.feed_lines(run_1 + run_2)
+    assert s.run_start == 3600
+    assert role_growth(s, "worker") == (6 << 30, 6 << 30)
+    # ... a run with too few points yet has no growth to show
+    short = SamplerSeries()
+    short.feed_lines(run_1 + run_2[:5])
+    assert role_growth(short, "worker") is None
+    # ... the same pid started again (a run in its own PID namespace) is another root too
+    again = SamplerSeries()
+    again.feed_lines(run_1 + [_run_line(3600 + 10.0 * k, 2.0, (4242, 3590.0))
+                              for k in range(10)])
+    assert again.run_start == 3600
+    # ... lines that name no root (an older sampler's) are one run
+    old = SamplerSeries()
+    old.feed_lines(_rss_line(t, 40, 2.0) for t in (10, 20, 3600, 3610))
+    assert old.run_start is None and len(old.last_run()) == 4
+
+
+def test_sample_record_names_the_trees_root():
+    procs = [P(1, 0, "python", *TRAIN)]
+    rec = sample_record(1000.0, [(procs[0], 1 << 30, 5.0)], classify_roles(procs),
+                        root=(1, 999.123))
+    assert rec["root"] == {"pid": 1, "started": 999.12}
+    point = parse_line(json.dumps(rec))
+    assert point is not None and point.root == (1, 999.12)
+    assert parse_line(_rss_line(1.0, 40, 2)).root is None

@@ -36,6 +36,9 @@ def test_a_failing_sample_is_counted_not_raised(monkeypatch):
     assert len(logged) == 1 and "RuntimeError" in logged[0]
     # The root here is the sampling process itself: it counts as `other`, never a trainer.
     assert lines[0]["n"]["trainer"] == 0 and lines[0]["n"]["other"] >= 1
+    # Each line names the tree's root (pid, start time): a requeued run's is another
+    assert {line["root"]["pid"] for line in lines} == {os.getpid()}
+    assert len({line["root"]["started"] for line in lines}) == 1
 
 
 def test_write_errors_do_not_raise():
