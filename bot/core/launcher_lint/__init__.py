@@ -129,8 +129,10 @@ def _strict_mode_note(opts: Opts, code: str) -> Finding:
     elif opts.errexit_off_line is None:
         text = N_("strict mode on (%(mode)s): unguarded failures stop the launcher", mode=mode)
     elif opts.errexit:
-        text = N_("strict mode on in some lines only (%(mode)s from line %(on)s; `set +e` on "
-                  "line %(off)s turns it off until a later `set -e`): unguarded failures stop "
+        # the mode may name a line of its own ("pipefail from line N on"): the lines where
+        # `set -e` comes on and goes off are said apart from it
+        text = N_("strict mode on in some lines only (%(mode)s; on from line %(on)s, off from "
+                  "`set +e` on line %(off)s until a later `set -e`): unguarded failures stop "
                   "the launcher where `set -e` is on", **said)
     else:
         text = N_("strict mode on from line %(on)s (%(mode)s), off after `set +e` on line "

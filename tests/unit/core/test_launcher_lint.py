@@ -494,9 +494,9 @@ def test_messages_say_set_e_is_on_only_on_some_paths_where_it_is(script, check, 
      "strict mode on from line 2 (set -e), off after `set +e` on line 4: unguarded failures "
      "stop the launcher before that line, not after it"),
     ("set -euo pipefail\nls /opt\nset +e\nfalse\nrc=$?\nset -e\n", 2,
-     "strict mode on in some lines only (set -e + pipefail from line 2; `set +e` on line 4 "
-     "turns it off until a later `set -e`): unguarded failures stop the launcher where "
-     "`set -e` is on"),
+     "strict mode on in some lines only (set -e + pipefail; on from line 2, off from `set +e` "
+     "on line 4 until a later `set -e`): unguarded failures stop the launcher where `set -e` "
+     "is on"),
     # … not in a subshell, nor in a function's body (the walk keeps `set -e` there as it was)
     ("set -e\n( set +e; false )\nls /opt\n", 2,
      "strict mode on (set -e): unguarded failures stop the launcher"),
@@ -512,11 +512,36 @@ def test_strict_mode_note_says_set_e_is_on_only_on_some_paths_where_it_is(script
     assert (strict.level, strict.line, strict.message) == ("pass", line, note)
 
 
+@pytest.mark.parametrize(("script", "english", "korean"), [
+    ("set -e\nset +e\nset -e\n", "(set -e; on from line 2, off from `set +e` on line 3 until a "
+     "later `set -e`)", "(`set -e`; 2행부터 켜짐, 3행의 `set +e`부터 이후의 `set -e`까지 꺼짐)"),
+    ("set -euo pipefail\nset +e\nset -e\n", "(set -e + pipefail; on from line 2, off from "
+     "`set +e` on line 3 until", "(`set -e + pipefail`; 2행부터 켜짐, 3행의 `set +e`부터"),
+    # a mode with a line of its own: said apart from the lines `set -e` comes on and goes off
+    ("set -e\nfalse | true\nset -o pipefail\nset +e\nset -e\n",
+     "(set -e, pipefail from line 4 on; on from line 2, off from `set +e` on line 5 until",
+     "(`set -e`, `pipefail`은 4행부터; 2행부터 켜짐, 5행의 `set +e`부터 이후의 `set -e`까지 "
+     "꺼짐)"),
+    ("set -eo pipefail\nset +o pipefail\nfalse | true\nset +e\nset -e\n",
+     "(set -e, pipefail before line 3 only; on from line 2, off from `set +e` on line 5 until",
+     "(`set -e`, `pipefail`은 3행 이전에만; 2행부터 켜짐, 5행의 `set +e`부터"),
+])
+def test_the_some_lines_strict_mode_note_reads_whole_with_every_mode(script, english, korean):
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    (strict,) = [f for f in lint_launcher("#!/bin/bash\n" + script)
+                 if f.check == CHECK_STRICT_MODE]
+    assert strict.message.startswith("strict mode on in some lines only " + english)
+    assert render_text(strict.text, translator("ko").gettext).startswith(
+        "일부 줄에서만 엄격 모드 켜짐 " + korean)
+
+
 @pytest.mark.parametrize(("snippet", "bash_stops", "note"), [
     ("set -e\nset +e\nfalse", False, "strict mode on from line 2 (set -e), off after `set +e` "
                                       "on line 3"),
     ("set -e\nset +e\nfalse\nset -e\nfalse", True,
-     "strict mode on in some lines only (set -e from line 2; `set +e` on line 3"),
+     "strict mode on in some lines only (set -e; on from line 2, off from `set +e` on line 3"),
     ("set -e\n( set +e; false )\nfalse", True, "strict mode on (set -e): "),
 ])
 def test_set_plus_e_turns_set_e_off_as_the_strict_mode_note_says(tmp_path, snippet, bash_stops,
