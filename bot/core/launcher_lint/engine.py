@@ -154,6 +154,9 @@ class _Analyzer:
         #: linear
         self.guarded_bodies: dict[str, tuple[str, int]] = {}
         self.guarded_budget = len(text)
+        #: the functions of guarded_bodies the script's shell called where `set -u` was off
+        #: (_note_calls_without_nounset): their body ran there first
+        self.ran_without_nounset: set[str] = set()
         #: the options a loop read again started from (branches.branch_step), by its `key`
         self.loop_starts: dict[tuple[int, int], Opts] = {}
         #: where the outermost loop read again as its later passes starts (None: not in one)
@@ -216,6 +219,8 @@ class _Analyzer:
                             break
                     if back is not None:
                         break
+                if self.guarded_bodies and not self.opts.nounset and self.function is None:
+                    self._note_calls_without_nounset(lst[cut:], lst_off + cut)
                 if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
                     lst, quick=True
                 ) and not (self.may_tee and "tee" in lst):
@@ -381,6 +386,20 @@ class _Analyzer:
         if self.may_read_positional and self.function is None and not _FUNC_NAME_RE.match(lst):
             self.positional.extend(positional_reads(lst, off, self.shifted))
 
+    def _note_calls_without_nounset(self, lst: str, off: int) -> None:
+        """The functions of guarded_bodies that the and-or list `lst` (at `off`, outside any
+        function's body) calls in the script's shell, where `set -u` is off (not in a pipeline,
+        a subshell): their body runs there before any call under `set -u`."""
+        command, command_off = _condition_command(lst, off)
+        if not any(name in command for name in self.guarded_bodies):
+            return
+        for element, e_off, _op in split_top_level(command, command_off, ("&&", "||"),
+                                                   self.memo):
+            name = first_word(element.lstrip().lstrip("!").lstrip())
+            if (name in self.guarded_bodies
+                    and len(split_top_level(element, e_off, ("|",), self.memo)) == 1):
+                self.ran_without_nounset.add(name)
+
     def _guarded_calls(self, lst: str, off: int) -> None:
         """Under `set -u`, the and-or list `lst` (at `off`) calling a function that is only
         called where `set -e` is off (`f || true`, `if f; then`), or one called directly that
@@ -389,7 +408,9 @@ class _Analyzer:
         group before `&&` / `||` is (an unbound variable stops bash in it, `|| true` or not;
         what only `set -e` makes a finding is dropped, and a `set` in it holds after the
         call). Not in a pipeline (a subshell), not a function already being read
-        (recursion)."""
+        (recursion). A body first run here, no call where `set -u` was off before, first runs
+        under `set -u`: its `((n++))` read where it is defined (_function_body) reads an unset
+        `n` as an unbound variable, which stops bash before `set -e` sees a status."""
         for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
             name = first_word(element.lstrip().lstrip("!").lstrip())
             body = self.guarded_bodies.get(name)
@@ -397,6 +418,12 @@ class _Analyzer:
                     or len(split_top_level(element, e_off, ("|",), self.memo)) > 1):
                 continue
             self.guarded_budget -= len(body[0])
+            if name not in self.ran_without_nounset:
+                self.ran_without_nounset.add(name)  # (the first call decides; `set +u` after)
+                start, end = body[1], body[1] + len(body[0])
+                for a in self.arith:
+                    if start <= a.offset < end:
+                        a.nounset = True
             saved_function, self.function = self.function, name
             marks = self.marks([])
             self.script(*body)

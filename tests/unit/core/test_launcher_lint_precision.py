@@ -273,6 +273,11 @@ BASH_STOPS = [
     ("f() { m=0; ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, False),
     ("f() { ((m++)); }\nset -u\nf | cat", CHECK_ARITH_UNSET, False),
     ("f() { set -e; }\nset -u\nf\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    # … under `set -e` too: its body first runs under `set -u`, which stops bash on the unbound
+    # variable before `set -e` sees a status; a call before `set -u` runs it there first
+    ("set -e\nf() { ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, True),
+    ("set -e\nf() { ((m++)); }\ng() { f; }\nset -u\ng", CHECK_ARITH_UNSET, True),
+    ("set -e\nf() { ((m++)); }\nf\nset -u\nf", CHECK_ARITH_ZERO, True),
     # `n=0 cmd` sets `n` in cmd's environment only: in the shell it is as before, unset
     ("set -u\nn=0 true\n((n++))", CHECK_ARITH_UNSET, True),
     ("set -e\nn=5 true\n((n++))", CHECK_ARITH_ZERO, True),
@@ -311,6 +316,26 @@ def test_new_checks_agree_with_real_bash(tmp_path, snippet, check, bash_stops):
                   or f.check == check and f.line is not None and check == CHECK_EMPTY_MATCH
                   for f in lint_launcher("#!/bin/bash\n" + snippet))
     assert flagged == bash_stops
+
+
+@pytest.mark.parametrize(("snippet", "bash_says", "check"), [
+    # a function defined under `set -e` and first called after `set -u`: bash stops on the
+    # unbound variable, not on the status `set -e` would see
+    ("set -e\nf() { ((m++)); }\nset -u\nf", "line 2: m: unbound variable", CHECK_ARITH_UNSET),
+    # … called once before `set -u`: that first call stops it, on the status
+    ("set -e\nf() { ((m++)); }\nf\nset -u\nf", "", CHECK_ARITH_ZERO),
+])
+def test_a_function_counter_is_reported_as_the_first_call_stops_bash(tmp_path, snippet,
+                                                                     bash_says, check):
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END\n")
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert "REACHED_THE_END" not in proc.stdout
+    assert proc.stderr.strip() == (f"{script}: {bash_says}" if bash_says else ""), proc.stderr
+    found = [(f.check, f.line) for f in lint_launcher("#!/bin/bash\n" + snippet)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert found == [(check, 3)]
 
 
 @pytest.mark.parametrize(("snippet", "bash_errs"), [
