@@ -43,7 +43,7 @@ from typing import Any, Literal
 from bot.cluster.errors import ClusterError
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
-from bot.core.policy import Decision, approval_charged
+from bot.core.policy import Decision, approval_charged, run_rows
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
@@ -447,7 +447,7 @@ def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = N
     used = chain.retries_used if chain is not None else 0
     task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
     if chain is not None and task is not None:  # an array's task: its own budget
-        mine = [a for a in ctx.store.attempts.for_chain(chain.id) if a.array_task == task]
+        mine = run_rows(ctx.store.attempts.for_chain(chain.id), task)
         used = task_retries_through(mine, str(approval.target_job), ctx.catalogue,
                                     bounds=task_bounds(ctx.config, chain, mine))
     spent = (chain is not None and recipe in ctx.config.recipes

@@ -13,7 +13,7 @@ from bot.config import Config, OverrideType, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
-from bot.core.policy import Decision
+from bot.core.policy import Decision, run_latest, run_rows
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, RenderError
 from bot.services.submit import (
     SubmitResult,
@@ -122,12 +122,9 @@ def announce_submit(
             return
         if not open_thread(ctx, chain_id, target):
             return
-    attempts = ctx.store.attempts.for_chain(chain_id)
+    # a task's resubmit resolves that task's previous attempt
+    attempts = run_rows(ctx.store.attempts.for_chain(chain_id), _task_of(result))
     previous = next((a for a in reversed(attempts) if a.attempt_no < result.attempt_no), None)
-    task = _task_of(result)
-    if task is not None:  # a task's resubmit resolves that task's previous attempt
-        previous = next((a for a in reversed(attempts) if a.attempt_no < result.attempt_no
-                         and a.array_task == task), None)
     if previous is None:
         key = f"chain:{chain_id}:attempt:{result.attempt_no}:submitted"
         blocks, text = render(ctx, "submitted", recipe,
@@ -238,11 +235,9 @@ class AutoResubmitter:
         (posts are idempotent by key) instead of submitting a second one."""
         ctx, cluster = self.ctx, self.cluster
         now = ctx.clock()
-        task = decision.facts.get("array_task")
-        latest = ctx.store.attempts.latest(chain_id)
-        if task is not None:  # an array task's resubmit: that task's latest attempt
-            latest = next((a for a in reversed(ctx.store.attempts.for_chain(chain_id))
-                           if a.array_task == task), None)
+        # an array task's resubmit: that task's latest attempt
+        latest = run_latest(ctx.store.attempts.for_chain(chain_id),
+                            decision.facts.get("array_task"))
         chain = ctx.store.chains.get(chain_id)
         if latest is not None and chain is not None and latest.job_id != old_job:
             if latest.result is None:

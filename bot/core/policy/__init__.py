@@ -50,6 +50,8 @@ from bot.core.policy.chain import (
     own_history,
     parallel_chain_end,
     run_history,
+    run_latest,
+    run_rows,
     task_history,
     task_rows,
 )
@@ -111,6 +113,8 @@ __all__ = [
     "params_from",
     "resume_start",
     "run_history",
+    "run_latest",
+    "run_rows",
     "stall_resume_point",
     "suggest_mem",
     "task_history",

@@ -1,7 +1,8 @@
 """What the policy reads about a run chain: its attempts and the early warnings already posted
 (from the store), and the rules over a chain's attempt rows: which of them are the history a
-finished job is judged against (`run_history`, `task_history`, `own_history`), which are an
-array task's own (`task_rows`), when a chain whose jobs run side by side has ended
+finished job is judged against (`run_history`, `task_history`, `own_history`), which are one
+run's (`run_rows`, `run_latest`: an array task's, or the whole chain's) and a job's array task's
+(`task_rows`), when a chain whose jobs run side by side has ended
 (`parallel_chain_end`), and what a progress write changes in a row (`attempt_progress`). The
 rows come in as `AttemptRow`s (the store's attempts rows are); bot.services.watch.chains
 reads them."""
@@ -93,8 +94,8 @@ class AttemptRow(Protocol):
 
 
 class TaskRow(Protocol):
-    """An attempt row as `task_rows` reads it: its job and the array task it ran (None: it
-    names none)."""
+    """An attempt row as `run_rows` and `task_rows` read it: its job and the array task it
+    ran (None: it names none)."""
 
     @property
     def job_id(self) -> str: ...
@@ -105,14 +106,31 @@ class TaskRow(Protocol):
 RowT = TypeVar("RowT", bound=TaskRow)
 
 
+def run_rows(rows: Sequence[RowT], task: int | None) -> list[RowT]:
+    """The attempt rows of one run among a chain's `rows`, in their order: array task
+    `task`'s (its first attempt and its one-task resubmits; the array's other tasks run side
+    by side, no attempt of it), or with `task` None all of them (a chain whose attempts ran
+    one after another)."""
+    if task is None:
+        return list(rows)
+    return [a for a in rows if a.array_task == task]
+
+
+def run_latest(rows: Sequence[RowT], task: int | None) -> RowT | None:
+    """The latest attempt of that run (`run_rows`'s last; None: it has none)."""
+    mine = run_rows(rows, task)
+    return mine[-1] if mine else None
+
+
 def task_rows(rows: Sequence[RowT], job_id: str) -> list[RowT]:
     """The rows of job `job_id`'s array task among a chain's `rows`, in their order: every
-    attempt of the task its row ran (its first one and the task's one-task resubmits) and its
-    own row; the other tasks' are left out (they run side by side, no attempt of this one).
-    A row naming no task is only itself; a job with no row has none."""
+    attempt of the task its row ran (`run_rows`: its first one and the task's one-task
+    resubmits), its own row among them; the other tasks' are left out (they run side by side,
+    no attempt of this one). A row naming no task is only itself; a job with no row has none."""
     task = next((a.array_task for a in rows if a.job_id == job_id), None)
-    return [a for a in rows
-            if a.job_id == job_id or (task is not None and a.array_task == task)]
+    if task is None:
+        return [a for a in rows if a.job_id == job_id]
+    return run_rows(rows, task)
 
 
 def _facts(row: AttemptRow, attempt_no: int, current_job: str | None,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bot.cluster.errors import CommandFailed
-from bot.core.policy import Decision, DecisionKind, resume_start
+from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
 from bot.services.watch.events import TickReport, WatchEvent
@@ -147,11 +147,8 @@ class AutoResubmits:
     def _latest(self, chain_id: int, decision: Decision) -> Any:
         """The chain's latest attempt; of a resubmitted array task (`array_task`), that
         task's: its siblings run side by side and are no resubmit of it."""
-        task = decision.facts.get("array_task")
-        if task is None:
-            return self.store.attempts.latest(chain_id)
-        mine = [a for a in self.store.attempts.for_chain(chain_id) if a.array_task == task]
-        return mine[-1] if mine else None
+        return run_latest(self.store.attempts.for_chain(chain_id),
+                          decision.facts.get("array_task"))
 
     def _ask_instead(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                      now: float, report: TickReport) -> None:

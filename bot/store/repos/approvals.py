@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.core.policy import run_latest
 from bot.store import schema as t
 from bot.store.repos.base import _Repo, _row
 from bot.store.rows import (
@@ -145,7 +146,7 @@ class ApprovalsRepo(_Repo):
             attempts = [_row(Attempt, r) for r in rows]
             target = next((a for a in attempts if a.job_id == latest_job), None)
             if target is not None and target.array_task is not None:
-                latest = [a for a in attempts if a.array_task == target.array_task][-1]
+                latest = run_latest(attempts, target.array_task)
         if latest is not None and latest.job_id != latest_job:
             if approval.state == "pending":
                 conn.execute(

@@ -15,6 +15,8 @@ from bot.core.policy import (
     own_history,
     parallel_chain_end,
     run_history,
+    run_latest,
+    run_rows,
     task_history,
     task_rows,
 )
@@ -96,6 +98,22 @@ def test_a_row_naming_no_task_is_only_itself() -> None:
 def test_a_job_with_no_row_has_none() -> None:
     assert task_rows(ARRAY, "999") == []
     assert task_rows([], "201") == []
+
+
+def test_a_runs_rows_are_its_tasks_or_with_no_task_the_whole_chains() -> None:
+    assert [a.job_id for a in run_rows(ARRAY, 4)] == ["202", "240", "250"]
+    assert run_rows(ARRAY, 4) == task_rows(ARRAY, "240")  # the task a job's row names
+    assert run_latest(ARRAY, 4) == Row("250", 3, array_task=4)
+    assert run_latest(ARRAY, 3) == ARRAY[0]
+    chain = [Row("10", 1), Row("11", 2)]  # attempts one after another: all are the run's
+    assert run_rows(chain, None) == chain
+    assert run_latest(chain, None) == Row("11", 2)
+
+
+def test_a_run_with_no_row_has_no_latest() -> None:
+    assert run_rows(ARRAY, 9) == []
+    assert run_latest(ARRAY, 9) is None
+    assert run_latest([], None) is None
 
 
 # --------------------------------------------------------------- an array task's history
