@@ -368,6 +368,7 @@ class RecordingEventSink:
     def __init__(self) -> None:
         self.events: list[Any] = []
         self.changed: list[int] = []  # chain_changed calls (root rewrites), in order
+        self.progressed: list[int] = []  # progress_changed calls (root rewrites), in order
         self.fail_next = 0
 
     def publish(self, event: Any) -> None:
@@ -378,6 +379,9 @@ class RecordingEventSink:
 
     def chain_changed(self, chain_id: int) -> None:
         self.changed.append(chain_id)
+
+    def progress_changed(self, chain_id: int) -> None:
+        self.progressed.append(chain_id)
 
     def kinds(self) -> list[str]:
         return [e.kind for e in self.events]

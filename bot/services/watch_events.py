@@ -127,6 +127,11 @@ class ThreadEvents:
         refresh_root(self.ctx, chain_id)
         refresh_homes(self.ctx, chain_id, self.ctx.clock())
 
+    def progress_changed(self, chain_id: int) -> None:
+        """Only the iterations an array's running tasks reached moved: its root shows them
+        (Home counts its tasks by state, unchanged: not republished)."""
+        refresh_root(self.ctx, chain_id)
+
     # ------------------------------------------------------------------ kinds
 
     def _forensics(self, event: WatchEvent, forensics: Forensics) -> None:

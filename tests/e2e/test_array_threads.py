@@ -1,7 +1,7 @@
 """A whole job array watched from Slack (`/train watch 6100`): one thread whose root has a
-row per task, rewritten in place (chat.update) as the watcher's ticks see tasks start and end;
-a failing task's incident in the same thread, named `6100_2`. The real Bolt app, poster and
-templates against the Slack stand-in; Slurm and the cluster's files are fakes."""
+row per task, rewritten in place (chat.update) as the watcher's ticks see tasks start, progress
+and end; a failing task's incident in the same thread, named `6100_2`. The real Bolt app, poster
+and templates against the Slack stand-in; Slurm and the cluster's files are fakes."""
 
 from __future__ import annotations
 

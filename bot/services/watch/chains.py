@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 class ChainBook:
     """One cluster's chains and attempt rows as the watcher reads and writes them (module
     doc). `changed` holds the parallel chains whose rows in the thread's root changed this
-    tick (`publish_changed` rewrites each root once); `resubmits` (None: none are made)
+    tick, `progressed` the arrays whose running tasks' iterations in it moved
+    (`publish_changed` rewrites each root once); `resubmits` (None: none are made)
     tells whether a task's resubmit is still pending; an attempt's progress (with the target
     its log printed) is written at most every `persist_every_s`."""
 
@@ -66,6 +67,7 @@ class ChainBook:
         # diagnosis first needed one (earlier attempts' are final; its own comes from its log)
         self._logged: dict[str, int | None] = {}
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
+        self.progressed: set[int] = set()  # arrays whose tasks' iterations moved this tick
 
     def new_tick(self, watched: Iterable[WatchedJob]) -> None:
         """A tick begins with `watched` jobs. A chain's row, read for its target (`target`),
@@ -146,10 +148,14 @@ class ChainBook:
         return chain.recipe if chain is not None and not chain.adopted else None
 
     def publish_changed(self) -> None:
-        """One root update per changed chain and tick."""
+        """One root update per changed chain and tick: a chain whose rows changed (its Home
+        rows with it), else an array whose tasks' iterations only moved (its root alone)."""
         for chain_id in sorted(self.changed):
             self.outbox.chain_changed(chain_id)
+        for chain_id in sorted(self.progressed - self.changed):
+            self.outbox.progress_changed(chain_id)
         self.changed.clear()
+        self.progressed.clear()
 
     def started_array_tasks(self, watched: list[WatchedJob], records: dict[int, JobRecord],
                             now: float) -> list[WatchedJob]:
@@ -224,7 +230,8 @@ class ChainBook:
                        **fields: Any) -> None:
         """Progress into the attempt row (bot.core.policy.attempt_progress): state changes at
         once, last_iter at most every `persist_every_s` (always when `force`, i.e. at the
-        end)."""
+        end). A parallel chain's root is rewritten at the tick's end when the row's state
+        changed, an array's also when only its iteration did (its root has a row per task)."""
         attempt = jw.attempt
         if attempt is None or force:
             attempt = jw.attempt = self.store.attempts.get_by_job(str(jw.job_id), self.cluster)
@@ -239,6 +246,8 @@ class ChainBook:
         chain = self.get(jw.chain_id)
         if chain is not None and chain.parallel and "state" in changed:
             self.changed.add(chain.id)  # its row in the root changes
+        elif chain is not None and chain.is_array and "last_iter" in changed:
+            self.progressed.add(chain.id)  # the iteration its row in the root shows moved
 
 
 __all__ = ["ChainBook"]

@@ -68,7 +68,9 @@ class EventSink(Protocol):
     """Where events go (the Slack layer renders them; tests record them). Idempotent by key.
 
     A sink may also define `chain_changed(chain_id)`: called once the store holds a finished
-    attempt's result and the chain's status, so the thread's root can be rewritten from it.
+    attempt's result and the chain's status, so the thread's root can be rewritten from it;
+    and `progress_changed(chain_id)`: called once a tick in which only the iterations of an
+    array's running tasks moved in the store (its root shows them; nothing else does).
     """
 
     def publish(self, event: WatchEvent) -> None: ...

@@ -88,10 +88,19 @@ class Outbox:
 
     def chain_changed(self, chain_id: int) -> None:
         """Tell the sink (when it listens) that a chain's attempts or status changed."""
-        chain_changed = getattr(self.sink, "chain_changed", None)
-        if chain_changed is not None:
+        self._tell_sink("chain_changed", chain_id)
+
+    def progress_changed(self, chain_id: int) -> None:
+        """Tell the sink (when it listens) that only the iterations an array's running tasks
+        reached changed: its thread's root shows them, nothing else does."""
+        self._tell_sink("progress_changed", chain_id)
+
+    def _tell_sink(self, hook: str, chain_id: int) -> None:
+        """Call the sink's `hook(chain_id)` when it has one; a failure is logged only."""
+        tell = getattr(self.sink, hook, None)
+        if tell is not None:
             try:
-                chain_changed(chain_id)
+                tell(chain_id)
             except LeaseLost:
                 raise
             except Exception:  # noqa: BLE001 - a stale root never stops the watch

@@ -1,12 +1,22 @@
 """The watcher and job arrays: tasks of a watched array picked up from the tick's one Slurm
-call, each judged under its own id and named `A_T`; the array's chain ends with its last
-task; a finished task's log found after squeue forgot it."""
+call, each judged under its own id and named `A_T`; the array's root follows its running
+tasks' iterations; the array's chain ends with its last task; a finished task's log found
+after squeue forgot it."""
 
 from __future__ import annotations
 
-from fakes import T0, FakeSFTP, FakeSlurm
+from fakes import (
+    T0,
+    FakeSFTP,
+    FakeSlurm,
+    RecordingHomePublisher,
+    RecordingMessageSink,
+    make_context,
+)
 from support.watcher import CLUSTER, count_reads, make_watcher
 
+from bot.services.threads import open_thread
+from bot.services.watch_events import ThreadEvents
 from bot.store import Store
 
 LOG = "/home/u/logs/sweep-6100_{}.out"
@@ -61,6 +71,65 @@ def test_a_task_that_starts_costs_no_read_of_its_chains_row_in_the_next_ticks(en
     assert reads == []
     assert sorted(j.job_id for j in store.watched_jobs.list(CLUSTER)) == ["6100", "6101", "6102"]
     assert [a.shown_id for a in store.attempts.for_chain(chain.id)] == ["6100_0", "6100_1"]
+
+
+def test_the_roots_iterations_follow_the_running_tasks_between_their_state_changes(env):
+    """A task's progress written to its row (at most every persist_every_s) rewrites the
+    array's root at the tick's end, once for all its tasks, with no Slurm call of its own;
+    Home, which counts the tasks by state, is not republished for it."""
+    store, slurm, sftp, sink = env
+    chain = watch_array(store)
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    start(slurm, sftp, 6101, 0)
+    start(slurm, sftp, 6102, 1)
+    w = make_watcher(store, slurm, sftp, sink, persist_every_s=300)
+    w.tick(T0 + 60)  # the tasks start: their rows, and the root, at iteration 10
+    assert (sink.changed, sink.progressed) == ([chain.id], [])
+    sftp.append(LOG.format(0), b"iter: 40/100 | loss: 0.4\n")
+    sftp.append(LOG.format(1), b"iter: 70/100 | loss: 0.3\n")
+    w.tick(T0 + 120)  # within persist_every_s: nothing written, nothing to show
+    assert (sink.changed, sink.progressed) == ([chain.id], [])
+    report = w.tick(T0 + 400)  # still RUNNING both: no state change
+    assert report.slurm_calls == 1
+    assert [(a.shown_id, a.state, a.last_iter) for a in store.attempts.for_chain(chain.id)] == [
+        ("6100_0", "RUNNING", 40), ("6100_1", "RUNNING", 70)]
+    assert (sink.changed, sink.progressed) == ([chain.id], [chain.id])  # one root rewrite
+    w.tick(T0 + 800)  # no new iteration: no rewrite
+    assert (sink.changed, sink.progressed) == ([chain.id], [chain.id])
+
+
+class RootRecorder(RecordingMessageSink):
+    """A thread writer that also rewrites the root in place, remembering each rewrite."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.roots: list[list] = []  # the blocks of each root rewrite
+
+    def update_root(self, chain_id: int, blocks: list, text: str) -> None:
+        self.roots.append(blocks)
+
+
+def test_the_arrays_thread_root_shows_its_running_tasks_iterations(env):
+    store, slurm, sftp, _ = env
+    home = RecordingHomePublisher()
+    root = RootRecorder(store)
+    ctx = make_context(store, slurm, sftp=sftp, sink=root, home=home, charts=False,
+                       clock=lambda: T0)
+    chain = store.chains.create(recipe="", cluster=CLUSTER, job_name="sweep", now=T0,
+                                kind="array", array_job_id=6100, watched_by="U0ALICE")
+    store.watched_jobs.add(CLUSTER, "6100", now=T0, chain_id=chain.id, adopted=True)
+    store.home_viewers.record("U0ALICE", T0, ttl_s=3600.0)
+    assert open_thread(ctx, chain.id, "C0TRAIN")
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    start(slurm, sftp, 6101, 0)
+    w = make_watcher(store, slurm, sftp, ThreadEvents(ctx), persist_every_s=300)
+    w.tick(T0 + 60)
+    assert home.users() == ["U0ALICE"]  # the task started: its Home row counts it
+    sftp.append(LOG.format(0), b"iter: 4321/10000 | loss: 0.4\n")
+    w.tick(T0 + 400)
+    tasks = next(b for b in root.roots[-1] if b.get("block_id") == "tasks")["text"]["text"]
+    assert "6100_0" in tasks and "4,321" in tasks and "RUNNING" in tasks
+    assert home.users() == ["U0ALICE"]  # nothing on Home moved
 
 
 def test_a_failed_task_is_named_as_the_arrays_task_and_the_array_goes_on(env):
