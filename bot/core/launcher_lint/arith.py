@@ -151,13 +151,15 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     """The findings of the arithmetic checks, each with a `pass` note when it finds nothing:
     `arith_zero_under_errexit` (a status of 1 that `set -e` stops on),
     `arith_unset_under_nounset` (an unbound variable that `set -u` stops on) and
-    `arith_error_without_errexit` (an arithmetic error nothing stops on)."""
+    `arith_error_without_errexit` (an arithmetic error nothing stops on). One finding a line:
+    the first collected, but a stop over an error bash goes past (a loop's first pass, where
+    `set -e` is off, goes on; a later pass, after the body's `set -e`, stops there)."""
     findings: list[Finding] = []
     prefixes = _prefix_assignments(code) if scan.arith else {}
     values = _values(code, {a.variable for a in scan.arith}, prefixes) if scan.arith else {}
     never_set = {var: _never_set(var, code, scan.arith, prefixes)
                  for var in {a.variable for a in scan.arith} - values.keys()}
-    seen: set[int] = set()
+    at_line: dict[int, int] = {}  # a line's finding's index in findings
     for a in scan.arith:
         value: str | None = "0"
         if not a.assigns_zero:
@@ -184,13 +186,17 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                         and not _BAD_OCTAL_RE.fullmatch(value)):
                     continue  # a later pass of a loop: `n` is 0 before the loop only, in its first
         line = scan.line_of(a.offset)
-        if line in seen:
+        if line in at_line and findings[at_line[line]].check != CHECK_ARITH_ERROR:
             continue
-        seen.add(line)
         prefix = [(pos, cmd) for pos, (var, cmd) in prefixes.items()
                   if var == a.variable and pos < a.offset] if value is None else []
-        findings.append(_finding(a, line, value,
-                                 (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None))
+        found = _finding(a, line, value,
+                         (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None)
+        if line not in at_line:
+            at_line[line] = len(findings)
+            findings.append(found)
+        elif found.check != CHECK_ARITH_ERROR:
+            findings[at_line[line]] = found
     if not any(f.check == CHECK_ARITH_ZERO for f in findings):
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))

@@ -13,6 +13,7 @@ import pytest
 
 from bot.core.findings import worst_level
 from bot.core.launcher_lint import (
+    CHECK_ARITH_ERROR,
     CHECK_ARITH_ZERO,
     CHECK_EMPTY_MATCH,
     CHECK_INTERACTIVE,
@@ -612,9 +613,18 @@ def test_arith_and_clear_fail_where_set_e_is_on_on_every_path_and_warn_where_on_
     ("for i in 1 2; do\n  n=0\n  (( n++ ))\n  set -e\ndone", True),
     # a loop before `||` is not stopped by `set -e`
     ("set -e\nn=0\nfor i in 1 2; do (( n++ )); done || true", False),
+    # "08": the first pass, without `set -e`, goes past the error; the next, under the body's
+    # `set -e`, stops on it; with its status tested no pass stops
+    ("n=08\nfor i in 1 2; do (( n++ )); set -e; done", True),
+    ("for i in 1 2; do\n  n=08\n  (( n++ ))\n  set -e\ndone", True),
+    ("n=08\nfor i in 1 2; do (( n++ )) || true; set -e; done", False),
+    ("for i in 1 2; do (( n++ )); set -e; done", False),
 ])
 def test_arith_zero_verdict_in_loops_agrees_with_real_bash(tmp_path, snippet, bash_stops):
     assert _bash_stops(tmp_path, snippet) == bash_stops, "bash itself disagrees with the table"
     # reported: a `fail`, or a `warn` where `set -e` is on in the loop's later passes only
     reported = {"warn", "fail"} & set(_levels("#!/bin/bash\n" + snippet, CHECK_ARITH_ZERO))
     assert bool(reported) == bash_stops
+    # one finding a line: where bash stops, not also an error it goes past there
+    if bash_stops:
+        assert set(_levels("#!/bin/bash\n" + snippet, CHECK_ARITH_ERROR)) == {"pass"}
