@@ -2,7 +2,7 @@
 
 Used by `trainbot submit`, `/train submit` and `/train resume`, and by resubmits of a chain.
 The job learns where to resume through the environment: `TRAINBOT_RESUME_FROM` (checkpoint
-path, absent when starting fresh) and `TRAINBOT_RESUME_ITER` (its iteration, when known).
+path, absent when starting from scratch) and `TRAINBOT_RESUME_ITER` (its iteration, when known).
 
 A recipe with a site submit wrapper (`submit_command`) gets its Slurm options (partition,
 account, qos, gres, mem, time, overrides applied) as sbatch's input environment variables
@@ -26,6 +26,7 @@ from bot.cluster.errors import ClusterError
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.flight_recorder import flight_recorder_env
+from bot.core.policy import resume_start
 from bot.core.slurm.array_spec import expand_task_path, task_resubmit_spec
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.job_ref import parse_raw_job_ids
@@ -90,20 +91,22 @@ class SubmitResult:
 def describe_start(result: SubmitResult, recipe: RecipeConfig) -> Text:
     """THE wording of where a submitted job starts, a sentence part: `trainbot submit` (its
     `str()`, English) and Slack's reply and thread note (translated by the renderer, the path
-    escaped). A whole job array's first submit: each task finding its own checkpoint (the
-    message names the array and its tasks); a checkpoint: resuming from it (with its
-    iteration when known, iteration 0 included); none: starting fresh, because none is
-    complete yet or the recipe keeps none."""
+    escaped), in bot.core.policy.resume_start's words, the ones every resume says. A whole job
+    array's first submit: each task finding its own checkpoint (the message names the array
+    and its tasks); a checkpoint with its iteration (0 included): resuming from that iteration,
+    its path after it; one without: resuming from that checkpoint (its path); none: starting
+    from scratch, because none is complete yet or the recipe keeps none."""
     ck = result.checkpoint
     if result.array is not None and result.attempt_no == 0:
         return N_("each task finding its own checkpoint")
     if ck is not None and ck.iteration is not None:
-        return N_("resuming from `%(path)s` (iter %(iter)s)", path=ck.path, iter=ck.iteration)
+        return N_("resuming %(start)s (`%(path)s`)", start=resume_start(ck.iteration),
+                  path=ck.path)
     if ck is not None:
-        return N_("resuming from `%(path)s`", path=ck.path)
+        return N_("resuming %(start)s", start=resume_start(None, ck.path))
     if recipe.checkpoint is not None:
-        return N_("starting fresh (no complete checkpoint)")
-    return N_("starting fresh (the recipe has no checkpoint dir)")
+        return N_("starting %(start)s", start=resume_start(None))
+    return N_("starting from scratch (the recipe has no checkpoint dir)")
 
 
 def describe_not_applied(items: Sequence[NotApplied]) -> Text | str:

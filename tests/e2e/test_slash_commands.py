@@ -66,8 +66,8 @@ def test_resume_submits_and_opens_the_runs_thread(app, urls, services, slack: Sl
     assert ack == ":hourglass_flowing_sand: `/train resume` …"
     assert len(replies) == 1
     assert replies[0]["response_type"] == "ephemeral"
-    assert replies[0]["text"] == ("mix: submitted job 88887 (attempt 1), starting fresh (the "
-                                  "recipe has no checkpoint dir).")
+    assert replies[0]["text"] == ("mix: submitted job 88887 (attempt 1), starting from scratch "
+                                  "(the recipe has no checkpoint dir).")
     assert len(fake_slurm.submits()) == 1
     roots = slack.root_messages(CH)
     # the root is the root template (state, progress, attempts); who submitted is its reply

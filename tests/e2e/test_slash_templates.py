@@ -18,6 +18,7 @@ from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config, make_context
 from slack_standin import SlackStandIn, validate_blocks
 
 from bot.core.home import prompt_confirm
+from bot.core.policy import resume_start
 from bot.core.text import N_
 from bot.services.approvals import ActionId, handle_click
 from bot.services.prompts import create_resubmit_prompt
@@ -37,8 +38,8 @@ VIEWS: dict[str, dict] = {
         "recipe": "mix", "job_id": "88887", "attempt_no": 1, "job_name": "wm-mix",
         "actor": "U0ALICE", "automatic": False,
         "checkpoint_path": "/ckpt/mix/iter_000003000", "checkpoint_iter": 3000,
-        "start": N_("resuming from `%(path)s` (iter %(iter)s)",
-                    path="/ckpt/mix/iter_000003000", iter=3000),
+        "start": N_("resuming %(start)s (`%(path)s`)", start=resume_start(3000),
+                    path="/ckpt/mix/iter_000003000"),
         "overrides": [["lr", "0.0003"], ["tag", "  a <b> & c "]], "not_applied": [],
     },
     "approval": {
@@ -113,28 +114,32 @@ def test_user_typed_values_are_escaped_and_kept_as_typed() -> None:
     assert "<!channel>" not in json.dumps(blocks) + text  # a job name cannot ping a channel
     auto = {**VIEWS["submitted"], "actor": "trainbot", "automatic": True,
             "checkpoint_path": None, "checkpoint_iter": None, "overrides": [],
-            "start": N_("starting fresh (no complete checkpoint)")}
+            "start": N_("starting %(start)s", start=resume_start(None))}
     _, text = render_blocks("submitted", "en", auto)
     assert text == ("*mix*: job 88887 submitted by trainbot (automatic retry) (attempt 1, name "
-                    "`wm-mix`), starting fresh (no complete checkpoint)")
+                    "`wm-mix`), starting from scratch (no complete checkpoint)")
 
 
 # ---------------------------------------------------------------------------- through services
 
 
 @pytest.mark.parametrize(("checkpoint", "found", "start"), [
-    (None, None, "starting fresh (the recipe has no checkpoint dir)"),
-    ({"dir": "/ck/mix"}, None, "starting fresh (no complete checkpoint)"),
+    (None, None, "starting from scratch (the recipe has no checkpoint dir)"),
+    ({"dir": "/ck/mix"}, None, "starting from scratch (no complete checkpoint)"),
     ({"dir": "/ck/mix"}, ("/ck/mix/iter_000000000", 0),
-     "resuming from `/ck/mix/iter_000000000` (iter 0)"),
-    ({"dir": "/ck/a<b>"}, ("/ck/a<b>/final", None), "resuming from `/ck/a&lt;b&gt;/final`"),
+     "resuming from iteration 0 (`/ck/mix/iter_000000000`)"),
+    ({"dir": "/ck/mix"}, ("/ck/mix/iter_000003000", 3000),
+     "resuming from iteration 3,000 (`/ck/mix/iter_000003000`)"),
+    ({"dir": "/ck/a<b>"}, ("/ck/a<b>/final", None),
+     "resuming from checkpoint `/ck/a&lt;b&gt;/final`"),
 ])
 def test_the_submitted_note_says_where_the_job_starts(
     store, slack_context, slack: SlackStandIn, monkeypatch, checkpoint, found, start
 ) -> None:
     """bot.services.submit.describe_start's wording (as `trainbot submit` prints it, the path
-    escaped for mrkdwn): iteration 0 is an iteration; a recipe that keeps no checkpoints is
-    told apart from one with no complete checkpoint yet."""
+    escaped for mrkdwn), in resume_start's words (`from iteration 3,000`): iteration 0 is an
+    iteration; a recipe that keeps no checkpoints is told apart from one with no complete
+    checkpoint yet."""
     from bot.core.checkpoints import Checkpoint
 
     ckpt = Checkpoint(path=found[0], iteration=found[1], source="pointer") if found else None
@@ -157,7 +162,7 @@ def test_korean_recipe_gets_a_korean_thread_prompt_and_resolution(
     assert root["text"] == "mix: 작업 88887 PENDING · —"
     [note] = slack.replies(CH, root["ts"])
     assert note["text"] == ("*mix*: 작업 88887 제출 — <@U0ALICE> (시도 1, 이름 `mix`), "
-                            "처음부터 시작 (레시피에 체크포인트 디렉터리 없음)")
+                            "레시피에 체크포인트 디렉터리가 없어 처음부터 시작")
 
     slurm.set(88887, state="FAILED")
     ctx.store.attempts.update(ctx.store.attempts.get_by_job("88887").id, state="FAILED",

@@ -206,8 +206,8 @@ def test_submit_resumes_from_checkpoint_and_status_shows_the_job(
     )
     proc = trainbot("submit", "mix", f"note={hostile}", "time=3", "--config", str(config))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    match = re.search(r"submitted mix as job (\d+) .*attempt 1\); resuming from `(\S+)`",
-                      proc.stdout)
+    match = re.search(r"submitted mix as job (\d+) .*attempt 1\); resuming from iteration "
+                      r"20 \(`(\S+)`\)", proc.stdout)
     assert match, proc.stdout
     job_id, resumed = match[1], match[2]
     assert resumed == f"{ckpt}/iter_000000020"

@@ -224,7 +224,7 @@ def test_resume_mix_end_to_end(env: Env) -> None:
     text = replies[0]["text"]
     assert text.startswith("mix: submitted job "), text
     job_id = text.split()[3]
-    assert f"resuming from `{env.work}/checkpoints/iter_000002000` (iter 2000)" in text
+    assert f"resuming from iteration 2,000 (`{env.work}/checkpoints/iter_000002000`)" in text
     assert [j["id"] for j in env.squeue(f"mix-{env.tag}")] in ([job_id], [])  # may be done
     log = f"{env.work}/mix-{env.tag}-{job_id}.out"
     env.wait("the job's log", lambda: "iter 3" in env.cluster.ssh(["cat", log]).stdout)
@@ -235,7 +235,7 @@ def test_resume_mix_end_to_end(env: Env) -> None:
     assert len(roots) == 1 and roots[0]["text"] == f"mix: job {job_id} PENDING · —"
     thread = env.slack.replies(CH, roots[0]["ts"])
     assert len(thread) == 1 and f"job {job_id} submitted by <@U0ALICE>" in thread[0]["text"]
-    assert f"resuming from `{env.work}/checkpoints/iter_000002000` (iter 2000)" in \
+    assert f"resuming from iteration 2,000 (`{env.work}/checkpoints/iter_000002000`)" in \
         thread[0]["text"]
     chain = env.services.store.chains.latest_for_recipe("mix")
     assert chain.thread_ts == roots[0]["ts"]

@@ -111,16 +111,18 @@ def test_the_example_of_an_override_is_one_the_recipe_takes(submit, capsys):
 
 
 @pytest.mark.parametrize(("recipe", "found", "start"), [
-    ("kept", ("/ck/kept/iter_000000000", 0), "resuming from `/ck/kept/iter_000000000` (iter 0)"),
-    ("kept", ("/ck/kept/iter_000000500", 500),
-     "resuming from `/ck/kept/iter_000000500` (iter 500)"),
-    ("kept", ("/ck/kept/final", None), "resuming from `/ck/kept/final`"),
-    ("kept", None, "starting fresh (no complete checkpoint)"),
-    ("fixed", None, "starting fresh (the recipe has no checkpoint dir)"),
+    ("kept", ("/ck/kept/iter_000000000", 0),
+     "resuming from iteration 0 (`/ck/kept/iter_000000000`)"),
+    ("kept", ("/ck/kept/iter_000003000", 3000),
+     "resuming from iteration 3,000 (`/ck/kept/iter_000003000`)"),
+    ("kept", ("/ck/kept/final", None), "resuming from checkpoint `/ck/kept/final`"),
+    ("kept", None, "starting from scratch (no complete checkpoint)"),
+    ("fixed", None, "starting from scratch (the recipe has no checkpoint dir)"),
 ])
 def test_it_says_where_the_job_starts_as_the_slack_reply_does(submit, capsys, monkeypatch,
                                                               recipe, found, start):
-    """The wording of bot.services.submit.describe_start, in English: iteration 0 is an
+    """The wording of bot.services.submit.describe_start, in English and in
+    bot.core.policy.resume_start's words (`from iteration 3,000`): iteration 0 is an
     iteration, and a recipe without a checkpoint dir is told apart from one with none yet."""
     from bot.core.checkpoints import Checkpoint
 

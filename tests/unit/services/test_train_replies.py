@@ -89,3 +89,35 @@ def test_an_array_submit_says_where_its_tasks_start_as_trainbot_submit_does(
                array="0-2%2", asked="", missed="") == reply
     assert render(ctx, "submitted", "mix",
                   submitted_view("mix", result, "U0ALICE", recipe))[1] == note
+
+
+@pytest.mark.parametrize(("lang", "reply", "note"), [
+    ("en", "mix: submitted job 88887 (attempt 1), resuming from iteration 3,000 "
+           "(`/ck/mix/iter_000003000`).",
+     "*mix*: job 88887 submitted by <@U0ALICE> (attempt 1, name `wm-mix`), resuming from "
+     "iteration 3,000 (`/ck/mix/iter_000003000`)"),
+    ("ko", "mix: 작업 88887 제출됨 (시도 1), iteration 3,000부터 재개 (`/ck/mix/iter_000003000`).",
+     "*mix*: 작업 88887 제출 — <@U0ALICE> (시도 1, 이름 `wm-mix`), iteration 3,000부터 재개 "
+     "(`/ck/mix/iter_000003000`)"),
+])
+def test_a_submit_says_where_it_resumes_as_every_resume_does(store, lang: str, reply: str,
+                                                             note: str) -> None:
+    """A submit that resumes from a checkpoint says so in bot.core.policy.resume_start's
+    words (`from iteration 3,000`, the Korean `iteration 3,000부터`), its path after them, in
+    the `/train` reply, the thread note and `trainbot submit` alike."""
+    from bot.core.checkpoints import Checkpoint
+    from bot.services.runs import submitted_view
+    from bot.services.submit import SubmitResult, describe_start
+    from bot.services.threads import render
+
+    ctx = make_context(store, lang=lang)
+    recipe = ctx.config.recipe("mix")
+    result = SubmitResult(job_id="88887", chain_id=1, attempt_no=1, job_name="wm-mix",
+                          checkpoint=Checkpoint(path="/ck/mix/iter_000003000", iteration=3000,
+                                                source="pointer"))
+    start = describe_start(result, recipe)
+    assert str(start) == "resuming from iteration 3,000 (`/ck/mix/iter_000003000`)"
+    assert say(ctx, "mix", "submitted", recipe="mix", job="88887", attempt=1, start=start,
+               array=None, asked="", missed="") == reply
+    assert render(ctx, "submitted", "mix",
+                  submitted_view("mix", result, "U0ALICE", recipe))[1] == note

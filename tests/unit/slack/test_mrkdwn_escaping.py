@@ -14,6 +14,7 @@ from slack_standin import mrkdwn_errors, validate_blocks
 
 from bot.core.authz import Decision, People
 from bot.core.findings import Finding
+from bot.core.policy import resume_start
 from bot.core.text import N_, Mrkdwn, mrkdwn_escape, mrkdwn_sentence, render_text
 from bot.services.threads import code
 from bot.services.train import preflight_rows, say
@@ -380,8 +381,8 @@ def _samples() -> list[tuple[str, object]]:
         ("submitted", {"recipe": "mix", "job_id": "88887", "attempt_no": 2, "job_name": "wm",
                        "actor": "U0ALICE", "automatic": False, "checkpoint_path": "/ck/i3",
                        "checkpoint_iter": 3000,
-                       "start": N_("resuming from `%(path)s` (iter %(iter)s)", path="/ck/i3",
-                                   iter=3000),
+                       "start": N_("resuming %(start)s (`%(path)s`)",
+                                   start=resume_start(3000), path="/ck/i3"),
                        "overrides": [["lr", "3e-4"]],
                        "not_applied": [["mem", "64G", "32G"]]}),
         ("hold_prompt", {"competitor": "88017", "competitor_name": "succ", "for_job": "88887",
