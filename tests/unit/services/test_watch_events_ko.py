@@ -113,7 +113,7 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
                  accounting=FAILED)
     assert heads(store, "ko", d, dec) == (
         "<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) 재시도할 수 있는 "
-        "실패입니다: iteration 3,000부터 재제출을 제안합니다 (잃은 작업 400 iter, 재시도 한도 "
+        "실패입니다: iteration 3,000부터 재제출을 제안합니다 (잃은 작업 400 iteration, 재시도 한도 "
         "3회 중 2회째)")
     assert heads(store, "en", d, dec) == (
         "<@U0OWNER> job 88154 FAILED: nccl_timeout — nccl_timeout is retryable: proposing to "
@@ -126,25 +126,27 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
      "재제출합니다 (재시도 한도 3회 중 1회째)"),
     ("node_failure", "NODE_FAIL", {"ck": 3000},
      "node_failure은(는) 재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
-     "(잃은 작업 400 iter, 재시도 한도에 포함되지 않음)"),
+     "(잃은 작업 400 iteration, 재시도 한도에 포함되지 않음)"),
     ("nccl_timeout", "FAILED", {"attempts": (3400, 3400)},
-     "이전 시도 이후 진행이 없습니다 (작업 88155은(는) iter 3400에서 멈췄고, 이전 시도 88154은(는) "
-     "iter 3400까지 갔습니다). nccl_timeout을(를) 다시 재시도하지 않고 체인을 멈춥니다"),
+     "이전 시도 이후 진행이 없습니다 (작업 88155은(는) iteration 3400에서 멈췄고, 이전 시도 "
+     "88154은(는) iteration 3400까지 갔습니다). nccl_timeout을(를) 다시 재시도하지 않고 체인을 "
+     "멈춥니다"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000},
-     "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iteration 3,000부터 "
-     "--mem=1430G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
+     "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iteration 3,000부터 --mem=1430G으로 "
+     "재제출을 제안합니다 (잃은 작업 400 iteration)"),
     ("dataloader_worker_killed", "FAILED", {"ck": 3000, "during": True},
      "호스트 메모리 부족 (DataLoader 워커가 종료됨, 체크포인트 저장 중, 한도 950.0 GiB, MaxRSS "
-     "940.0 GiB): iteration 3,000부터 --mem=1900G으로 재제출을 제안합니다 (잃은 작업 400 iter)"),
+     "940.0 GiB): iteration 3,000부터 --mem=1900G으로 재제출을 제안합니다 (잃은 작업 400 "
+     "iteration)"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000, "policy": PolicyParams(mem_cap_bytes=950 * GIB)},
      "호스트 메모리 부족: 950.0 GiB(으)로 이미 사이트 상한(950.0 GiB)이므로 --mem 대신 호스트 "
      "메모리 사용량을 줄여야 합니다. --mem을 늘려 재제출하거나(사이트의 GPU당 상한 확인) 호스트 "
      "메모리 사용을 줄이세요: DataLoader 워커 수와 prefetch를 줄이고, 체크포인트는 CPU로 "
      "gather하지 않고 저장하세요."),
     ("unknown_failure", "FAILED", {"ck": 3000},
-     "unknown_failure: 사람이 결정해야 합니다. iteration 3,000부터 재제출할 수 있습니다 "
-     "(잃은 작업 400 iter). 첨부된 마지막 줄들을 읽어 보세요. 같은 실패가 반복되면 사이트 "
-     "카탈로그에 시그니처를 추가하세요."),
+     "unknown_failure: 사람이 결정해야 합니다. iteration 3,000부터 재제출할 수 있습니다 (잃은 작업 "
+     "400 iteration). 첨부된 마지막 줄들을 읽어 보세요. 같은 실패가 반복되면 사이트 카탈로그에 "
+     "시그니처를 추가하세요."),
 ])
 def test_other_decisions_read_in_korean_with_their_figures(store, class_id, state, setup, korean):
     d = diag(class_id, during_checkpoint_save=setup.get("during", False))
@@ -158,14 +160,14 @@ def test_other_decisions_read_in_korean_with_their_figures(store, class_id, stat
     (PolicyParams(auto_resubmit=True), 4000,
      "chunk ended at the time limit after saving iter 4,000 (from 2,000): resubmitting; "
      "retries not charged",
-     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iter 2,000부터): "
-     "자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다"),
+     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iteration "
+     "2,000부터): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다"),
     (MANUAL, 4300,
      "chunk ended at the time limit after saving iter 4,000 (from 2,000; 300 iterations since "
      "lost): proposing to resubmit; retries not charged",
-     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iter 2,000부터, "
-     "그 뒤 잃은 작업 300 iter): 재제출을 제안합니다. 진행이 있었으므로 재시도 한도에 포함되지 "
-     "않습니다"),
+     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iteration "
+     "2,000부터, 그 뒤 잃은 작업 300 iteration): 재제출을 제안합니다. 진행이 있었으므로 재시도 "
+     "한도에 포함되지 않습니다"),
 ])
 def test_a_time_limit_chunk_that_saved_a_newer_checkpoint_says_it_is_not_charged(
         store, policy, last_iter, english, korean):
@@ -194,9 +196,9 @@ def test_a_chunk_past_the_cap_of_free_chunks_says_why_it_is_charged(store):
         "went uncharged, the recipe's max_free_chunks")
     assert heads(store, "ko", d, dec, "TIMEOUT") == (
         "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 전에 iter "
-        "6,000 체크포인트를 저장했습니다 (iter 4,000부터): 자동으로 재제출하며 이번에는 재시도 "
-        "한도에 포함합니다 (재시도 한도 3회 중 2회째). 재시도 한도에 포함되지 않은 구간이 연속 "
-        "2개로 레시피의 max_free_chunks에 이르렀습니다")
+        "6,000 체크포인트를 저장했습니다 (iteration 4,000부터): 자동으로 재제출하며 이번에는 "
+        "재시도 한도에 포함합니다 (재시도 한도 3회 중 2회째). 재시도 한도에 포함되지 않은 구간이 "
+        "연속 2개로 레시피의 max_free_chunks에 이르렀습니다")
 
 
 def test_a_chunk_that_saved_a_checkpoint_named_without_an_iteration_names_it(store):
@@ -211,7 +213,7 @@ def test_a_chunk_that_saved_a_checkpoint_named_without_an_iteration_names_it(sto
         "checkpoint `final` (from 4,000): proposing to resubmit; retries not charged")
     assert heads(store, "ko", d, dec, "TIMEOUT") == (
         "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 전에 "
-        "체크포인트 `final`을(를) 저장했습니다 (iter 4,000부터): 재제출을 제안합니다. 진행이 "
+        "체크포인트 `final`을(를) 저장했습니다 (iteration 4,000부터): 재제출을 제안합니다. 진행이 "
         "있었으므로 재시도 한도에 포함되지 않습니다")
 
 
@@ -228,8 +230,8 @@ def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
 @pytest.mark.parametrize(("lang", "line"), [
     ("en", "✅ Completed · job 88155: reached iteration 8,000 / 8,000 in 2 h 05 min, in 2 "
            "attempts (retries used: 1)."),
-    ("ko", "✅ 완료 · 작업 88155: iter 8,000 / 8,000 도달, 소요 2시간 5분, 시도 2회 (사용한 재시도 "
-           "1회)."),
+    ("ko", "✅ 완료 · 작업 88155: iteration 8,000 / 8,000 도달, 소요 2시간 5분, 시도 2회 (사용한 "
+           "재시도 1회)."),
 ])
 def test_a_completed_run_is_one_resolution_line_not_an_incident(store, lang, line):
     ctx, chain = thread(store, lang)
@@ -270,8 +272,9 @@ def test_stall_prompt_is_korean_with_iteration_minutes_and_cpu(store):
     [dec] = early_warnings(d, ChainHistory(), MANUAL, T0, job_id="88154",
                            cpu=CpuEvidence(before_pct=95.0, after_pct=3.0))
     assert warn(store, "ko", dec, d) == (
-        "<@U0OWNER> 작업 88154: iter 3470 이후 12분째 학습 진행이 없습니다; CPU가 95 % → 3 %로 "
-        "떨어졌습니다 (멈춘 것으로 보입니다). 취소하고 마지막 완전한 체크포인트에서 재개할까요?")
+        "<@U0OWNER> 작업 88154: iteration 3470 이후 12분째 학습 진행이 없습니다; CPU가 "
+        "95 % → 3 %로 떨어졌습니다 (멈춘 것으로 보입니다). 취소하고 마지막 완전한 체크포인트에서 "
+        "재개할까요?")
     assert warn(store, "en", dec, d) == (
         "<@U0OWNER> job 88154: no training progress since iteration 3470 for 12 min; CPU fell "
         "95 % → 3 % (likely hung). Cancel and resume from the last complete checkpoint?")
@@ -285,9 +288,9 @@ def test_leak_warning_and_low_gpu_note_are_korean(store):
     [leak, gpu] = early_warnings(d, past, MANUAL, T0, gpu_util_pct=41.6,
                                  worker_rss=(1 * GIB, 3 * GIB))
     assert warn(store, "ko", leak, d) == (
-        "호스트 메모리가 100 iter마다 2.1 GiB씩 늘고 있습니다; 이 속도면 iter 6100 부근에서 메모리 "
-        "한도에 도달합니다 (목표 8000); DataLoader 워커가 1.0 → 3.0 GiB로 늘었습니다 (샘플별 "
-        "캐시를 확인하세요) — 지난번 예상보다 빨라졌습니다")
+        "호스트 메모리가 100 iteration마다 2.1 GiB씩 늘고 있습니다; 이 속도면 iteration 6100 "
+        "부근에서 메모리 한도에 도달합니다 (목표 8000); DataLoader 워커가 1.0 → 3.0 GiB로 "
+        "늘었습니다 (샘플별 캐시를 확인하세요) — 지난번 예상보다 빨라졌습니다")
     assert warn(store, "ko", gpu, d) == (
         "GPU 사용률이 42 %입니다 (기준 60 % 미만): 작업은 정상이지만 입력 파이프라인이나 CPU가 "
         "병목일 수 있습니다")
@@ -380,10 +383,10 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
     w.tick(T0 + 1380)
     said = replies(ctx)
     # from scratch to a checkpoint at 3000: a time-limit chunk that made progress
-    assert said[0] == ("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 "
-                       "그 전에 iter 3,000 체크포인트를 저장했습니다 (처음부터, 그 뒤 잃은 작업 "
-                       "470 iter): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 "
-                       "않습니다")
+    assert said[0] == ("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 "
+                       "전에 iter 3,000 체크포인트를 저장했습니다 (처음부터, 그 뒤 잃은 작업 470 "
+                       "iteration): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 "
+                       "포함되지 않습니다")
     assert said[-1] == ("작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 "
                         "(iteration 3,000부터 재개)")
 
@@ -411,7 +414,7 @@ def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
     note, head = replies(ctx)[:2]
-    assert note.startswith("iter 3470 이후 ") and "분째 학습 진행이 없습니다" in note
+    assert note.startswith("iteration 3470 이후 ") and "분째 학습 진행이 없습니다" in note
     assert note.endswith("취소하고 iteration 3,000부터 재제출할까요?")  # looked up for the stall
     assert head.startswith("<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) "
                            "재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
@@ -434,13 +437,14 @@ def test_a_leak_seen_through_sstat_says_so_in_korean(store):
         slurm.rss[88016] = 40 * GIB + tick * GIB // 2
         w.tick(T0 + 90 * tick + 1)
     [leak] = replies(ctx)
-    assert leak.startswith("호스트 메모리가 100 iter마다 2.5 GiB씩 늘고 있습니다; 이 속도면 iter ")
+    assert leak.startswith("호스트 메모리가 100 iteration마다 2.5 GiB씩 늘고 있습니다; 이 속도면 "
+                           "iteration ")
     assert leak.endswith("; RSS는 sstat 값입니다 (step batch의 MaxRSS)")
 
 
 @pytest.mark.parametrize(("lang", "said"), [
     ("en", "<@U0OWNER> job 88154: no training progress since iteration 130 for 8 s"),
-    ("ko", "<@U0OWNER> 작업 88154: iter 130 이후 8초째 학습 진행이 없습니다"),
+    ("ko", "<@U0OWNER> 작업 88154: iteration 130 이후 8초째 학습 진행이 없습니다"),
 ])
 def test_a_short_stall_prompt_reads_in_seconds(store, lang, said):
     d = diag("hang", metrics=DiagnosisMetrics(last_iter=130, stall_seconds=8))

@@ -146,10 +146,10 @@ def test_thread_root_tables_have_korean_headers_aligned_by_display_width() -> No
         ArrayTask("100_0", "100", "FAILED", 120, "host_oom"),
         ArrayTask("140_0", "140", "RUNNING", 300), ArrayTask("100_1", "101", "COMPLETED", 90)])
     header, *rows = _table(render_blocks("array_root", "ko", array)[0], "tasks")
-    assert header.split() == ["task", "상태", "반복", "원인"]
+    assert header.split() == ["task", "상태", "iteration", "원인"]
     for row, state in zip(rows, ("RUNNING", "COMPLETED"), strict=True):
         assert _column(row, state) == _column(header, "상태"), (header, row)
-    assert _column(rows[0], "300") == _column(header, "반복"), (header, rows[0])
+    assert _column(rows[0], "300") == _column(header, "iteration"), (header, rows[0])
 
 
 def test_a_language_is_one_po_file_in_the_locale_folder(tmp_path: Path) -> None:
