@@ -50,6 +50,11 @@ def lookup_fact(unknown: CheckpointUnknown | None) -> dict[str, str]:
     return {}
 
 
+#: What a decision about a job with no recipe (one trainbot did not submit: fact `by_hand`)
+#: says in place of a resubmit trainbot would make or offer: a person makes it.
+RESUBMIT_BY_HAND = ("trainbot did not submit this job, so it resubmits nothing: resubmit it "
+                    "yourself")
+
 #: Button ids a decision may offer (the Slack layer maps them to action ids).
 OFFER_RESUBMIT = "resubmit"
 OFFER_RESUBMIT_MEM = "resubmit_mem"

@@ -22,6 +22,7 @@ from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_un
 from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
+    RESUBMIT_BY_HAND,
     CheckpointUnknown,
     Decision,
     DecisionBase,
@@ -83,7 +84,9 @@ def decide(
     resume point and the work lost are unknown (fact `checkpoint_lookup`: "failed" /
     "no_recipe"), a leak's memory counts from iteration 0, the worst case, and says so, and a
     resubmit that would be automatic is proposed instead (fact `auto_withheld`): it could
-    start from scratch, charged, with nobody asked;
+    start from scratch, charged, with nobody asked; a job with no recipe ("no_recipe") has no
+    retry budget and trainbot resubmits nothing of it: nothing is charged, and the decision
+    says a person resubmits it (`RESUBMIT_BY_HAND`, fact `by_hand`);
     a time-limit chunk that advanced it past the checkpoint it resumed from (the last
     attempt's `start`), within the run's target (the diagnosis' `target_iter`), is resubmitted
     without charging the budget, up to `max_free_chunks` in a row (`chunk_progress`);
@@ -133,7 +136,10 @@ def decide(
     chunk = chunk_progress(cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter),
                            bounds=p.chunk_bounds(diagnosis.metrics.target_iter))
     free_chunk = chunk is not None and not chunk.capped
-    charged = bool(diagnosis.charges_budget) and not free_chunk
+    # a job with no recipe (one trainbot did not submit) has no retry budget, and trainbot
+    # resubmits nothing of it: nothing is charged, and the decision says who resubmits it
+    by_hand = checkpoint_unknown == "no_recipe"
+    charged = bool(diagnosis.charges_budget) and not free_chunk and not by_hand
     # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)
     node = {"exclude": diagnosis.node} if diagnosis.node else {}
     if charged and chain_history.retries_used >= p.retry_budget:
@@ -168,6 +174,8 @@ def decide(
     )
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
                    "budget": p.retry_budget, **node, **lookup}
+    if by_hand:  # no budget to name
+        retry_facts = {"why": "retryable", "by_hand": True, **node, **lookup}
     # a time-limit stop that saved a checkpoint from an unknown start: charged, and said why
     if charged and checkpoint_unknown is None and chunk_start_unknown(
             cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter)):
@@ -176,7 +184,8 @@ def decide(
     if node:
         where += f" on another node (--exclude={diagnosis.node})"
     resubmitting = f"{cid} is retryable: resubmitting {where} ({budget_text})"
-    proposing = f"{cid} is retryable: proposing to resubmit {where} ({budget_text})"
+    proposing = (f"{cid} is retryable; {RESUBMIT_BY_HAND} {where}" if by_hand
+                 else f"{cid} is retryable: proposing to resubmit {where} ({budget_text})")
     if chunk is not None:  # the run goes on: said as the chunk's progress
         names = {k: v for k, v in (("from_checkpoint", chunk.start.name),
                                    ("to_checkpoint", chunk.saved.name)) if v}
@@ -204,7 +213,7 @@ def decide(
                 facts=retry_facts,
                 **base,
             )
-        if automatic:  # its checkpoint is unknown: a person approves where it starts
+        if automatic and not by_hand:  # checkpoint unknown: a person approves where it starts
             proposing += ("; not resubmitted automatically: the checkpoint it would resume "
                           "from is unknown")
             retry_facts = {**retry_facts, "auto_withheld": "checkpoint_unknown"}

@@ -645,14 +645,18 @@ def test_a_full_disk_or_a_broken_checkpoint_waits_for_a_person_even_with_auto_re
 def test_a_job_with_no_recipe_resumes_from_an_unknown_checkpoint_never_from_scratch():
     """A job trainbot did not submit: no recipe names its checkpoint dir, so where a resume
     starts is unknown (as after a failed lookup), not "from scratch": no work lost is
-    claimed, nothing is resubmitted by itself, and the stored decision says why."""
+    claimed, nothing is resubmitted, nothing charged to a retry budget it does not have, and
+    the stored decision says why."""
     d, acct = story("88154")
     dec = decide(d, chain(1049, 3470), AUTO, NOW, checkpoint_unknown="no_recipe",
                  accounting=acct)
     assert dec.kind == DecisionKind.PROPOSE_RESUBMIT and dec.work_lost_iters is None
-    assert "from the last complete checkpoint (unknown: no recipe names its checkpoint dir)" \
-        in dec.reason and "scratch" not in dec.reason
-    assert dec.facts["auto_withheld"] == "checkpoint_unknown"
+    assert dec.reason == (
+        "nccl_timeout is retryable; trainbot did not submit this job, so it resubmits nothing: "
+        "resubmit it yourself from the last complete checkpoint (unknown: no recipe names its "
+        "checkpoint dir)")
+    assert not dec.charged and dec.facts["by_hand"] is True
+    assert {"auto_withheld", "charge_no", "budget"}.isdisjoint(dec.facts)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
     assert back.checkpoint_unknown == "no_recipe" and back == dec
 

@@ -1,0 +1,121 @@
+"""What a run thread says about a job trainbot did not submit (adopted with `/train watch`,
+with the fakes): it has no recipe, so no retry budget and nothing trainbot could resubmit or
+resume it with; its decisions charge nothing, offer no button they could not carry out, and
+ask no question they offer no answer to (en + ko)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, make_context
+
+from bot.core.train_grammar import Watch
+from bot.services.ports import BotContext
+from bot.services.threads import render, root_view
+from bot.services.train import execute
+from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
+from bot.store import Store
+
+NOW = 1_732_871_000.0
+BOB = "U0BOB"  # adopts the job
+LOG = "/home/bob/logs/eval-4242.out"
+PROGRESS = "".join(f"[2025-03-02 10:0{i}:00] iter {i * 100}/1000 loss 1.0\n" for i in range(1, 4))
+NCCL = ("[E ProcessGroupNCCL.cpp:1182] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1045, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+        "ran for 600123 milliseconds before timing out.\n")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+@pytest.fixture
+def slurm() -> FakeSlurm:
+    slurm = FakeSlurm()
+    slurm.add(4242, name="eval-run", state="RUNNING", user="bob", stdout_path=LOG,
+              start_time=NOW - 600)
+    return slurm
+
+
+@pytest.fixture
+def lang() -> str:
+    return "en"
+
+
+@pytest.fixture
+def ctx(store, slurm, lang) -> BotContext:
+    return make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: NOW,
+                        slack_lang=lang)
+
+
+@pytest.fixture
+def sftp() -> FakeSFTP:
+    sftp = FakeSFTP()
+    sftp.append(LOG, PROGRESS.encode())
+    return sftp
+
+
+def adopt(ctx: BotContext) -> int:
+    reply = execute(ctx, Watch(4242), actor=BOB, channel="C0TRAIN", now=NOW)
+    assert reply.chain_id is not None, reply.text
+    return reply.chain_id
+
+
+def watcher(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> Watcher:
+    return Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
+                   catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config)
+
+
+def fails_of_nccl_timeout(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> int:
+    """Adopt job 4242, let it run, then end it FAILED with an NCCL watchdog abort (a
+    retryable class that charges the budget of a run trainbot submitted)."""
+    chain_id = adopt(ctx)
+    w = watcher(ctx, slurm, sftp)
+    w.tick(NOW + 30)
+    sftp.append(LOG, NCCL.encode())
+    slurm.set(4242, state="FAILED", exit_code=1, signal=0, end_time=NOW + 50)
+    w.tick(NOW + 60)
+    return chain_id
+
+
+def thread_reply(ctx: BotContext, key: str) -> tuple[str, list[dict[str, Any]]]:
+    [text] = [p[3] for p in ctx.sink.posts if p[0] == "reply" and p[2] == key]
+    return text, ctx.sink.blocks[key]
+
+
+def stored_decision(ctx: BotContext, chain_id: int) -> dict[str, Any]:
+    [incident] = [i for i in ctx.store.incidents.for_chain(chain_id)
+                  if i.key.endswith(":final")]
+    return incident.diagnosis["decision"]
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "job 4242 FAILED: nccl_timeout — nccl_timeout is retryable; trainbot did not submit "
+     "this job, so it resubmits nothing: resubmit it yourself from the last complete checkpoint "
+     "(unknown: no recipe names its checkpoint dir)"),
+    ("ko", "작업 4242 FAILED: nccl_timeout — nccl_timeout은(는) 재시도할 수 있는 실패입니다. 이 "
+     "작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
+     "체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 "
+     "모릅니다) 직접 재제출하세요"),
+])
+def test_an_adopted_jobs_failure_charges_no_retry_and_names_no_budget(ctx, slurm, sftp, lang,
+                                                                     said):
+    """A retryable failure of a job with no recipe: nothing is charged to a budget it does not
+    have. Its thread says who resubmits it, not "(charged: 1 of 3 retries)"; the stored
+    decision is not charged and names no charge; the chain's ledger stays at 0 and its root
+    names no retries."""
+    chain_id = fails_of_nccl_timeout(ctx, slurm, sftp)
+    text, _ = thread_reply(ctx, "dev:4242:final")
+    assert text == said
+    assert "charged" not in text and "재시도 한도" not in text
+    decision = stored_decision(ctx, chain_id)
+    assert decision["charged"] is False
+    assert {"charge_no", "budget"}.isdisjoint(decision["facts"]), decision["facts"]
+    assert ctx.store.chains.get(chain_id).retries_used == 0
+    blocks, _ = render(ctx, "root", None, root_view(ctx, chain_id))
+    root = str(blocks)
+    assert "retries" not in root and "재시도" not in root, root
