@@ -72,6 +72,7 @@ from bot.core.policy.early import (
     early_warnings,
     leak_warning_due,
     stall_resume_point,
+    stall_without_recipe,
 )
 from bot.core.policy.held import HeldReport, held_report
 from bot.core.policy.memory import LeakRemedy, leak_remedy, suggest_mem
@@ -116,6 +117,7 @@ __all__ = [
     "run_latest",
     "run_rows",
     "stall_resume_point",
+    "stall_without_recipe",
     "suggest_mem",
     "task_history",
     "task_rows",

@@ -43,9 +43,11 @@ def early_warnings(
 ) -> list[Decision]:
     """Warnings for a RUNNING job, most urgent first, each at most once (see module doc).
 
-    - hang (the detector's threshold was crossed): WARN with an offer to cancel and resume;
-      once per stall episode (keyed by when progress stopped). `cpu` corroborates it when the
-      CPU fell to `cpu_drop_ratio` of before, or says the job is still busy.
+    - hang (the detector's threshold was crossed): WARN with an offer to cancel and resume
+      (the watcher names where it resumes, `stall_resume_point`, or, for a job with no
+      recipe, drops it, `stall_without_recipe`); once per stall episode (keyed by when
+      progress stopped). `cpu` corroborates it when the CPU fell to `cpu_drop_ratio` of
+      before, or says the job is still busy.
     - memory_leak (class or secondary): WARN with the projected OOM iteration, once per
       chain unless the projection moves earlier by more than `leak_rewarn_margin`.
     - GPU utilisation below `gpu_util_warn_pct`: NOTE, once per chain.
@@ -138,6 +140,14 @@ def stall_resume_point(decision: Decision, *, checkpoint_iter: int | None,
                    resume_checkpoint=checkpoint_name, facts=facts)
 
 
+def stall_without_recipe(decision: Decision, *, job: str) -> Decision:
+    """A stall warning of job `job` (as people name it, `123_4` of an array task) that has no
+    recipe (one trainbot did not submit): nothing could resume it, so it offers no Cancel and
+    resume and asks no question: it says so, and how a person cancels it (`/train cancel`)."""
+    facts = {**decision.facts, "checkpoint_lookup": "no_recipe", "job": job}
+    return replace(decision, reason=_stall_text(facts), offers=(OFFER_DISMISS,), facts=facts)
+
+
 def leak_warning_due(
     previous: Sequence[PastWarning], projected_oom_iter: int | None, margin: float
 ) -> bool:
@@ -183,8 +193,11 @@ def _stall_text(f: Mapping[str, Any]) -> str:
             )
     if "checkpoint_lookup" not in f:  # not looked up (yet): no checkpoint named or denied
         return text + ". Cancel and resume from the last complete checkpoint?"
-    where = resume_start(f["resume_from"], f["resume_checkpoint"],
-                         checkpoint_unknown_of(f["checkpoint_lookup"]))
+    unknown = checkpoint_unknown_of(f["checkpoint_lookup"])
+    if unknown == "no_recipe":  # nothing resumes it: no question it offers no answer to
+        return text + (f". trainbot did not submit this job, so it offers no resume: if it is "
+                       f"stuck, `/train cancel {f['job']}` cancels it")
+    where = resume_start(f["resume_from"], f["resume_checkpoint"], unknown)
     return text + f". Cancel and resubmit {where}?"
 
 

@@ -62,6 +62,7 @@ from bot.core.policy import (
     PolicyParams,
     held_report,
     stall_resume_point,
+    stall_without_recipe,
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
@@ -401,8 +402,9 @@ class Watcher:
         diag = judged.diagnosis
         for dec in judged.warnings:
             key = warning_key(self.cluster, jw, dec, diag)
-            if OFFER_CANCEL_RESUME in dec.offers and jw.recipe is not None:
-                dec = self._stall_resume_point(jw, record, key, dec)  # no recipe: no resubmit
+            if OFFER_CANCEL_RESUME in dec.offers:  # no recipe: nothing resumes it
+                dec = (self._stall_resume_point(jw, record, key, dec) if jw.recipe is not None
+                       else stall_without_recipe(dec, job=record.display_id))
             kind = "note" if dec.kind == DecisionKind.NOTE else "warning"
             self.outbox.emit(WatchEvent(kind, key, self.cluster, dec.reason, jw.chain_id,
                                   str(jw.job_id), jw.recipe, diagnosis=diag, decision=dec,

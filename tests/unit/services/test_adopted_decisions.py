@@ -55,6 +55,7 @@ def ctx(store, slurm, lang) -> BotContext:
 @pytest.fixture
 def sftp() -> FakeSFTP:
     sftp = FakeSFTP()
+    sftp.clock = NOW  # the log's lines arrive as the job is adopted
     sftp.append(LOG, PROGRESS.encode())
     return sftp
 
@@ -119,3 +120,25 @@ def test_an_adopted_jobs_failure_charges_no_retry_and_names_no_budget(ctx, slurm
     blocks, _ = render(ctx, "root", None, root_view(ctx, chain_id))
     root = str(blocks)
     assert "retries" not in root and "재시도" not in root, root
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "no training progress since iteration 300 for 12 min. trainbot did not submit this "
+     "job, so it offers no resume: if it is stuck, `/train cancel 4242` cancels it"),
+    ("ko", "iteration 300 이후 12분째 학습 진행이 없습니다. 이 작업은 trainbot이 제출하지 않아 "
+     "재개를 제안하지 않습니다: 멈춰 있다면 `/train cancel 4242`로 취소하세요"),
+])
+def test_an_adopted_jobs_stall_asks_no_question_it_offers_no_answer_to(ctx, slurm, sftp, lang,
+                                                                       said):
+    """A job with no recipe stops making progress: nothing could resume it, so its note
+    neither asks "Cancel and resume from the last complete checkpoint?" nor carries buttons:
+    it says trainbot will not resume it and how a person cancels it."""
+    chain_id = adopt(ctx)
+    w = watcher(ctx, slurm, sftp)
+    for after in (0, 60, 400, 700):  # progress stops at iteration 300, ~10:03
+        w.tick(NOW + after)
+    [key] = [p[2] for p in ctx.sink.posts if p[0] == "reply"]
+    text, blocks = thread_reply(ctx, key)
+    assert key.startswith("dev:4242:hang:") and text == said
+    assert "?" not in text and [b for b in blocks if b["type"] == "actions"] == []
+    assert ctx.store.approvals.for_chain(chain_id) == []  # no prompt behind it either
