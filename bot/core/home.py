@@ -97,12 +97,13 @@ def prompt_confirm(kind: str, job_id: str, state: str, from_iter: int | None = N
 def last_incident(class_id: str, job_id: str,
                   decision: Mapping[str, Any] | None) -> dict[str, Any]:
     """A run's "Last incident" on the Home tab: its class and job (as the thread names it),
-    and, when its decision (stored JSON, None: none stored) resumes the run from a checkpoint
-    nobody could look up, why (`checkpoint_unknown`: the row says where the resume starts as
-    the incident does, not nothing)."""
+    and, when its decision (stored JSON, None: none stored) resumes the run, or leaves that to
+    a person (a job with no recipe), from a checkpoint nobody could look up, why
+    (`checkpoint_unknown`: the row says where the resume starts as the incident does, not
+    nothing)."""
     dec = Decision.from_json(decision) if decision is not None else None
     resumes = dec is not None and (dec.resubmits or OFFER_RESUBMIT in dec.offers
-                                   or OFFER_RESUBMIT_MEM in dec.offers)
+                                   or OFFER_RESUBMIT_MEM in dec.offers or dec.by_hand)
     return {"class_id": class_id, "job_id": job_id,
             "checkpoint_unknown": dec.checkpoint_unknown if dec is not None and resumes
             else None}

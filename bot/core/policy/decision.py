@@ -105,6 +105,12 @@ class Decision:
         )
 
     @property
+    def by_hand(self) -> bool:
+        """Is the resubmit it names left to a person (fact `by_hand`: a job with no recipe,
+        which trainbot neither resubmits nor offers a button for)?"""
+        return bool(self.facts.get("by_hand"))
+
+    @property
     def checkpoint_unknown(self) -> CheckpointUnknown | None:
         """Why the checkpoint its resume starts from is unknown: looking it up failed or was
         late, or the job has no recipe to look it up by (fact `checkpoint_lookup`); None: it

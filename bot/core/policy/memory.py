@@ -13,6 +13,7 @@ from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
     OFFER_RESUBMIT_MEM,
+    RESUBMIT_BY_HAND,
     Decision,
     DecisionBase,
     DecisionKind,
@@ -33,12 +34,14 @@ def host_oom_decision(
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
     start_unknown: bool = False,
+    by_hand: bool = False,
 ) -> Decision:
     """The decision after a host OOM: the --mem to propose, or (after a steady leak,
     `leak_remedy`) the one that finishes the run, or why none is proposed. `start_unknown`:
     the iteration a resume starts from is unknown (a checkpoint known only by its name, a
     failed lookup), so a leak's figures count from iteration 0 and the reason says it is the
-    worst case, in the words of the incident's memory paragraph."""
+    worst case, in the words of the incident's memory paragraph. `by_hand`: the job has no
+    recipe, so the --mem is for a person's own resubmit (`RESUBMIT_BY_HAND`)."""
     saving = " while saving a checkpoint" if diagnosis.during_checkpoint_save else ""
     remedy = leak_remedy(diagnosis, resume_iter=base.get("resume_from"),
                          limit_bytes=accounting.mem_limit_bytes if accounting else None,
@@ -111,7 +114,8 @@ def host_oom_decision(
     return Decision(
         DecisionKind.PROPOSE_MEM_RESUBMIT,
         f"host memory exhausted{saving} (limit {_size(limit)}, MaxRSS {_size(max_rss)}): "
-        f"proposing to resubmit {where} with --mem={mem_text}{worst_case}",
+        f"{RESUBMIT_BY_HAND if by_hand else 'proposing to resubmit'} {where} "
+        f"with --mem={mem_text}{worst_case}",
         charged=charged,
         not_before=not_before,
         mem=mem_text,

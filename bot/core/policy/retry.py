@@ -22,6 +22,7 @@ from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_un
 from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
+    OFFER_RESUBMIT_MEM,
     RESUBMIT_BY_HAND,
     CheckpointUnknown,
     Decision,
@@ -217,7 +218,7 @@ def decide(
             proposing += ("; not resubmitted automatically: the checkpoint it would resume "
                           "from is unknown")
             retry_facts = {**retry_facts, "auto_withheld": "checkpoint_unknown"}
-        return Decision(
+        return _offered(Decision(
             DecisionKind.PROPOSE_RESUBMIT,
             proposing,
             charged=charged,
@@ -225,22 +226,36 @@ def decide(
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
             facts=retry_facts,
             **base,
-        )
+        ), by_hand=by_hand)
     # Action.ASK
     if cid in MEMORY_CLASSES:
         mem = host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
                                 worker_rss=worker_rss, trainer_rss=trainer_rss,
-                                start_unknown=bool(unknown_start))
-        return replace(mem, facts={**mem.facts, **lookup}) if lookup else mem
-    return Decision(
+                                start_unknown=bool(unknown_start), by_hand=by_hand)
+        mem = replace(mem, facts={**mem.facts, **lookup}) if lookup else mem
+        return _offered(mem, by_hand=by_hand)
+    offered = f"{RESUBMIT_BY_HAND} {where}." if by_hand else f"resubmit {where} is offered."
+    return _offered(Decision(
         DecisionKind.PROPOSE_RESUBMIT,
-        f"{cid}: a person should decide; resubmit {where} is offered. {diagnosis.hint}".strip(),
+        f"{cid}: a person should decide; {offered} {diagnosis.hint}".strip(),
         charged=charged,
         not_before=not_before,
         offers=(OFFER_RESUBMIT, OFFER_DISMISS),
         facts={"why": "ask", **node, **lookup},
         **base,
-    )
+    ), by_hand=by_hand)
+
+
+def _offered(decision: Decision, *, by_hand: bool) -> Decision:
+    """`decision` as it is offered: unchanged, or, `by_hand` (a job with no recipe, which
+    trainbot never resubmits), one that makes and offers no resubmit, since no button could
+    carry it out (a prompt resubmits a recipe): the resubmit it names is a person's to make
+    (fact `by_hand`), and a person decides (`ask_human`)."""
+    if not by_hand:
+        return decision
+    offers = tuple(o for o in decision.offers if o not in (OFFER_RESUBMIT, OFFER_RESUBMIT_MEM))
+    return replace(decision, kind=DecisionKind.ASK_HUMAN if decision.resubmits else decision.kind,
+                   offers=offers, not_before=None, facts={**decision.facts, "by_hand": True})
 
 
 def _finished(accounting: Accounting | None) -> bool:

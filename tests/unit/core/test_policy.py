@@ -650,13 +650,16 @@ def test_a_job_with_no_recipe_resumes_from_an_unknown_checkpoint_never_from_scra
     d, acct = story("88154")
     dec = decide(d, chain(1049, 3470), AUTO, NOW, checkpoint_unknown="no_recipe",
                  accounting=acct)
-    assert dec.kind == DecisionKind.PROPOSE_RESUBMIT and dec.work_lost_iters is None
+    assert dec.work_lost_iters is None
     assert dec.reason == (
         "nccl_timeout is retryable; trainbot did not submit this job, so it resubmits nothing: "
         "resubmit it yourself from the last complete checkpoint (unknown: no recipe names its "
         "checkpoint dir)")
     assert not dec.charged and dec.facts["by_hand"] is True
     assert {"auto_withheld", "charge_no", "budget"}.isdisjoint(dec.facts)
+    # no button could resubmit it (a prompt resubmits a recipe): none is offered, a person
+    # decides, and nothing waits for a backoff
+    assert (dec.kind, dec.offers, dec.not_before) == (DecisionKind.ASK_HUMAN, ("dismiss",), None)
     back = Decision.from_json(json.loads(json.dumps(dec.to_json())))
     assert back.checkpoint_unknown == "no_recipe" and back == dec
 
@@ -668,10 +671,12 @@ def test_a_leaks_mem_for_a_job_with_no_recipe_says_it_counts_from_iteration_0():
     d = diag("host_oom", last_iter=670, leak_fit=LEAK,
              metrics=DiagnosisMetrics(last_iter=670, target_iter=1200))
     dec = decide(d, chain(), MANUAL, NOW, accounting=OOM_120G, checkpoint_unknown="no_recipe")
-    assert dec.kind is DecisionKind.PROPOSE_MEM_RESUBMIT and dec.mem == "190G", dec.reason
+    assert dec.kind is DecisionKind.ASK_HUMAN and dec.mem == "190G", dec.reason
+    assert dec.offers == ("dismiss",) and dec.by_hand  # the --mem is for a person's resubmit
     assert dec.reason.endswith(
-        "proposing to resubmit from the last complete checkpoint (unknown: no recipe names its "
-        "checkpoint dir) with --mem=190G; the iteration a resume starts from is unknown, so "
+        "trainbot did not submit this job, so it resubmits nothing: resubmit it yourself from "
+        "the last complete checkpoint (unknown: no recipe names its checkpoint dir) with "
+        "--mem=190G; the iteration a resume starts from is unknown, so "
         "this counts from iteration 0, the worst case: reaching iteration 1200 needs ~190G "
         "(from iteration 670, the last the log reached: ~110G)"), dec.reason
 

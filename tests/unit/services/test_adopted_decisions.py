@@ -11,6 +11,8 @@ import pytest
 from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, make_context
 
 from bot.core.train_grammar import Watch
+from bot.core.units import GIB
+from bot.services.home import home_view, render_home
 from bot.services.ports import BotContext
 from bot.services.threads import render, root_view
 from bot.services.train import execute
@@ -142,3 +144,43 @@ def test_an_adopted_jobs_stall_asks_no_question_it_offers_no_answer_to(ctx, slur
     assert key.startswith("dev:4242:hang:") and text == said
     assert "?" not in text and [b for b in blocks if b["type"] == "actions"] == []
     assert ctx.store.approvals.for_chain(chain_id) == []  # no prompt behind it either
+
+
+@pytest.mark.parametrize(("lang", "said", "home"), [
+    ("en", "job 4242 OUT_OF_MEMORY: host_oom — host memory exhausted (limit 120.0 GiB, MaxRSS "
+     "119.0 GiB): trainbot did not submit this job, so it resubmits nothing: resubmit it "
+     "yourself from the last complete checkpoint (unknown: no recipe names its checkpoint dir) "
+     "with --mem=180G",
+     "Last incident: host_oom (job 4242), resume from the last complete checkpoint (unknown: no "
+     "recipe names its checkpoint dir) · adopted: not resubmitted by trainbot"),
+    ("ko", "작업 4242 OUT_OF_MEMORY: host_oom — 호스트 메모리 부족 (한도 120.0 GiB, MaxRSS 119.0 "
+     "GiB): 이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
+     "체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 "
+     "모릅니다) --mem=180G으로 직접 재제출하세요",
+     "마지막 인시던트: host_oom (작업 4242), 마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 "
+     "알려 주는 레시피가 없어 어느 체크포인트인지 모릅니다) 재개 · 가져온 작업: trainbot이 다시 "
+     "제출하지 않음"),
+])
+def test_an_adopted_jobs_decision_offers_no_resubmit_it_cannot_make(ctx, slurm, sftp, lang,
+                                                                   said, home):
+    """A host OOM of a job with no recipe: no prompt could resubmit it (a prompt resubmits a
+    recipe), so its decision offers no Resubmit or --mem button, proposes none in words, and
+    leaves the --mem to the person who resubmits it; the stored decision, the thread and the
+    Home row say the same."""
+    chain_id = adopt(ctx)
+    w = watcher(ctx, slurm, sftp)
+    w.tick(NOW + 30)
+    slurm.set(4242, state="OUT_OF_MEMORY", exit_code=0, signal=9, end_time=NOW + 50,
+              mem_limit_bytes=120 * GIB, max_rss_bytes=119 * GIB)
+    w.tick(NOW + 60)
+    text, blocks = thread_reply(ctx, "dev:4242:final")
+    assert text == said and "propos" not in text and "제안" not in text
+    assert [b for b in blocks if b["type"] == "actions"] == []
+    assert ctx.store.approvals.for_chain(chain_id) == []
+    decision = stored_decision(ctx, chain_id)
+    assert (decision["kind"], decision["offers"], decision["mem"]) == (
+        "ask_human", ["dismiss"], "180G")
+    assert decision["facts"]["by_hand"] is True and decision["not_before"] is None
+    tab = "\n".join(str(b.get("text", {}).get("text", ""))
+                    for b in render_home(ctx, home_view(ctx, BOB, NOW)))
+    assert home in tab, tab
