@@ -3,7 +3,8 @@
 cannot read ("08": an error), `((n=0))` / `let n=0`. `arith_unset_under_nounset`: under
 `set -u`, with or without `set -e`, `((n++))` of an `n` never set (an unbound variable, which
 stops bash whatever tests the command's status). `arith_error_without_errexit`: where `set -e`
-is off, `((n++))` of an `n` arithmetic cannot read ("08"): bash says so and goes on, `n` never
+is off or does not apply (`((n++)) || true`, `if ((n++))`), `((n++))` of an `n` arithmetic
+cannot read ("08"): bash says so, the command's status is 1 and bash goes on, `n` never
 counts."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from bot.core.launcher_lint.model import (
     Scan,
 )
 from bot.core.shell_lexer import Memo, split_top_level
-from bot.core.text import N_
+from bot.core.text import N_, Text
 
 #: The arithmetic commands the walk collects where `set -e` is on: an increment or decrement
 #: (its value is the variable's before it), or an assignment of 0 (its value is 0).
@@ -28,17 +29,19 @@ ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)\s*\)\)$")
 LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)[\"']?$")
 
 def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nounset: bool,
-                  errexit_off: bool) -> list[Arith]:
+                  errexit_off: bool, keyword: str = "") -> list[Arith]:
     """The `((n++))` / `let n++` commands of the and-or list `lst` (at `off`) that `set -e`
     does not stop on: under `set -u` (`nounset`), where `n`, when nothing sets it, is an
     unbound variable that stops bash with or without `set -e`, whatever tests their status
-    (`|| true`, an `if` condition); where `set -e` is off (`errexit_off`), where a value
-    arithmetic cannot read ("08") leaves `n` as it was. Not in a pipeline, whose commands run
-    in subshells (`zero_after`: model.Arith.zero_after)."""
+    (`|| true`, an `if` condition); where `set -e` is off (`errexit_off`) or a command's
+    status is tested (the `&&` / `||` after it; the last one's by `keyword`, when `lst` is a
+    condition: model.Arith.tested_by), where a value arithmetic cannot read ("08") leaves `n`
+    as it was. Not in a pipeline, whose commands run in subshells (`zero_after`:
+    model.Arith.zero_after)."""
     if "((" not in lst and "let" not in lst:
         return []
     found: list[Arith] = []
-    for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), memo):
+    for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
         if len(split_top_level(element, e_off, ("|",), memo)) > 1:
             continue
         cmd = element.strip()
@@ -46,7 +49,8 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
         if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
             at = e_off + len(element) - len(element.lstrip())
             found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=nounset,
-                               errexit=False, errexit_off=errexit_off))
+                               errexit=False, errexit_off=errexit_off,
+                               tested_by=op or keyword))
     return found
 
 
@@ -175,7 +179,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 value = None
             elif not a.errexit:
                 value = before[-1][1]
-                if not (a.errexit_off and value is not None and _BAD_OCTAL_RE.fullmatch(value)):
+                if not ((a.errexit_off or a.tested_by) and value is not None
+                        and _BAD_OCTAL_RE.fullmatch(value)):
                     continue  # set: no unbound variable, and no `set -e` to stop on its status
             else:
                 pos, value = before[-1]
@@ -202,7 +207,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                 N_("no `((n++))` from 0 under `set -e`")))
     if not any(f.check == CHECK_ARITH_ERROR for f in findings):
         findings.append(Finding(CHECK_ARITH_ERROR, "pass", None,
-                                N_("no counter bash cannot read (\"08\") where `set -e` is off")))
+                                N_("no counter bash cannot read (\"08\") where the launcher "
+                                   "goes on past it")))
     if not any(f.check == CHECK_ARITH_UNSET for f in findings):
         findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
                                 N_("no `((n++))` of a variable nothing sets under `set -u`")))
@@ -223,15 +229,25 @@ def _finding(a: Arith, line: int, value: str | None,
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
     level: Level = "warn" if a.errexit_partial or unset and a.variable.isupper() else "fail"
     if octal and not a.errexit:
-        # without `set -e` bash goes on past the error: the count stays where it was
+        # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
+        # count stays where it was
+        fix_decimal = N_("read it as decimal: `%(var)s=$(( 10#$%(var)s %(step)s ))`, and add "
+                         "with `(( %(var)s += N ))` (`%(var)s+=N` appends text: \"0\" and \"8\" "
+                         "make \"08\")", var=a.variable,
+                         step="- 1" if "--" in a.command else "+ 1")
+        if a.errexit_off and a.tested_by in ("", "&&", "||"):
+            return Finding(CHECK_ARITH_ERROR, "warn", line, N_(
+                "line %(line)s: `%(command)s` with `%(var)s` at \"%(value)s\" is an arithmetic "
+                "error (a leading 0 makes a number octal, which has no digit 8 or 9: bash says "
+                "`value too great for base`); `set -e` is off, so the launcher goes on, but "
+                "`%(var)s` stays \"%(value)s\" and never counts", value=value, **said),
+                fix_decimal)
         return Finding(CHECK_ARITH_ERROR, "warn", line, N_(
             "line %(line)s: `%(command)s` with `%(var)s` at \"%(value)s\" is an arithmetic "
             "error (a leading 0 makes a number octal, which has no digit 8 or 9: bash says "
-            "`value too great for base`); `set -e` is off, so the launcher goes on, but "
-            "`%(var)s` stays \"%(value)s\" and never counts", value=value, **said),
-            N_("read it as decimal: `%(var)s=$(( 10#$%(var)s %(step)s ))`, and add with `(( "
-               "%(var)s += N ))` (`%(var)s+=N` appends text: \"0\" and \"8\" make \"08\")",
-               var=a.variable, step="- 1" if "--" in a.command else "+ 1"))
+            "`value too great for base`) with status 1, and %(tested)s; `%(var)s` stays "
+            "\"%(value)s\" and never counts", value=value,
+            tested=_tested(a.tested_by), **said), fix_decimal)
     if a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)
@@ -275,3 +291,19 @@ def _finding(a: Arith, line: int, value: str | None,
         fix = N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable)
     return Finding(CHECK_ARITH_UNSET if unset and a.nounset else CHECK_ARITH_ZERO, level, line,
                    text, fix)
+
+
+def _tested(tested_by: str) -> Text:
+    """What bash does with the status 1 of an arithmetic error that `tested_by` (model.Arith)
+    tests, none of it a stop."""
+    if tested_by in ("&&", "||"):
+        return N_("`%(op)s` tests it, so `set -e` does not stop the launcher", op=tested_by)
+    if tested_by in ("if", "elif"):
+        return N_("`%(keyword)s` takes it as false: its `then` branch is skipped and the "
+                  "launcher goes on", keyword=tested_by)
+    if tested_by == "while":
+        return N_("`while` takes it as false: the loop ends there and the launcher goes on")
+    if tested_by == "until":
+        return N_("`until` takes it as false: the loop's body runs again, and this test never "
+                  "ends the loop")
+    return N_("a condition tests it, so `set -e` does not stop the launcher")

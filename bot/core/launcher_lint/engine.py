@@ -275,6 +275,12 @@ class _Analyzer:
                     # Function bodies and groups may run with `set -e` on (set there or later).
                     self._outside_errexit(lst, lst_off, hits)
                     continue
+                if not status_only and not self.opts.nounset:
+                    # (under `set -u` they are collected above): `((n++)) || true` where `set
+                    # -e` is on, whose status is tested
+                    self.arith.extend(and_or_ariths(lst, lst_off, self.memo,
+                                                    self.later_pass_of, nounset=False,
+                                                    errexit_off=False))
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
             if back is not None:  # a loop read again from its keyword
                 idx, resume = back[0] - 1, back[1:]
@@ -365,15 +371,20 @@ class _Analyzer:
                 rest, rest_off = rest[bang:], rest_off + bang
             self.tees.extend(Tee(o, cmd, "condition", keyword)
                              for o, cmd in tee_pipelines(rest, rest_off, self.memo))
+        # the status of the condition's last list is its keyword's to take (negated after `!`)
+        keyword = first_word(lst)
+        if (keyword not in _CONDITION_KEYWORDS or "!" in lst[: command_off - off]
+                or first_word(after.lstrip()) not in ("then", "do")):
+            keyword = "condition"
+        self.arith.extend(and_or_ariths(command, command_off, self.memo, self.later_pass_of,
+                                        nounset=self.opts.nounset, errexit_off=False,
+                                        keyword=keyword))
         if self.opts.nounset:
             self._positional(lst, off)
             if self.may_read_unset:
                 self.unset.extend(unset_reads(lst, off, self.script_text, self.memo))
             if self.may_source_startup:
                 self.interactive.extend(startup_sources(lst, off))
-            self.arith.extend(and_or_ariths(command, command_off, self.memo,
-                                            self.later_pass_of, nounset=True,
-                                            errexit_off=False))
             if self.guarded_bodies:
                 self._guarded_calls(command, command_off)
         if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)

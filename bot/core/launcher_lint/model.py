@@ -142,7 +142,10 @@ class Arith:
     from 0 only when the loop (from this offset on) sets it so; `assigns_zero`: `((n=0))` /
     `let n=0`, whose value is 0 whatever `n` was; `nounset`: `set -u` may be on there (an
     unset `n` is then an unbound variable, not 0); `errexit_off`: `set -e` is off there (an
-    arithmetic error stops nothing: `n` stays as it was)."""
+    arithmetic error stops nothing: `n` stays as it was); `tested_by`: what tests its status,
+    so that `set -e` does not stop on it and an arithmetic error ("08") goes by: the `&&` /
+    `||` after it, the `if` / `elif` / `while` / `until` whose condition it ends, or
+    "condition" (another command of a condition, or one after `!`); "" when nothing does."""
 
     offset: int
     command: str
@@ -153,6 +156,7 @@ class Arith:
     nounset: bool = False
     errexit: bool = True
     errexit_off: bool = False
+    tested_by: str = ""
 
 
 @dataclass

@@ -363,6 +363,51 @@ def test_an_arithmetic_error_without_errexit_agrees_with_real_bash(tmp_path, sni
     assert levels == (["warn"] if bash_errs else [])
 
 
+@pytest.mark.parametrize(("snippet", "body_runs", "said"), [
+    # where `set -e` is on but the status is tested, bash reports the error, takes its status
+    # (1) and goes on: `|| true` holds, a condition is false (true after `!`)
+    ("set -e\nn=08\n((n++)) || true", False, "`||` tests it, so `set -e` does not stop"),
+    ("set -e\nn=08\n((n++)) && echo BODY", False, "`&&` tests it, so `set -e` does not stop"),
+    ("set -e\nn=08\nlet n++ || true", False, "`||` tests it"),
+    ("set -e\nn=08\nif ((n++)); then echo BODY; fi", False,
+     "`if` takes it as false: its `then` branch is skipped and the launcher goes on"),
+    ("set -eu\nn=09\nif false; then :; elif ((n--)); then echo BODY; fi", False,
+     "`elif` takes it as false"),
+    ("set -e\nn=08\nwhile ((n++)); do echo BODY; break; done", False,
+     "`while` takes it as false: the loop ends there and the launcher goes on"),
+    ("set -e\nn=08\nuntil ((n++)); do echo BODY; break; done", True,
+     "`until` takes it as false: the loop's body runs again, and this test never ends"),
+    ("set -e\nn=08\nif ! ((n++)); then echo BODY; fi", True,
+     "a condition tests it, so `set -e` does not stop the launcher"),
+    ("n=08\nif ((n++)); then echo BODY; fi", False, "`if` takes it as false"),
+])
+def test_an_arithmetic_error_whose_status_is_tested_agrees_with_real_bash(tmp_path, snippet,
+                                                                         body_runs, said):
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END n=$n\n")
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert "value too great for base" in proc.stderr, proc.stderr
+    # nothing stops it, and the count never moved
+    assert proc.stdout.splitlines()[-1] in ("REACHED_THE_END n=08", "REACHED_THE_END n=09")
+    assert ("BODY" in proc.stdout) == body_runs
+    findings = [f for f in lint_launcher("#!/bin/bash\n" + snippet)
+                if f.check in (CHECK_ARITH_ERROR, CHECK_ARITH_ZERO) and f.level != "pass"]
+    assert [(f.check, f.level, f.line) for f in findings] == [
+        (CHECK_ARITH_ERROR, "warn", snippet.count("\n") + 2)]
+    assert said in findings[0].message
+    assert findings[0].message.endswith("never counts")
+
+
+@pytest.mark.parametrize("snippet", [
+    "set -e\nn=0\n((n++)) || true", "set -e\nn=07\nif ((n++)); then :; fi",
+    "set -e\nn=1\nwhile ((n--)); do :; done", "set -e\nn=08\nn=$((10#$n))\n((n++)) || true",
+])
+def test_a_tested_counter_bash_reads_is_no_arithmetic_error(snippet):
+    assert [f.level for f in lint_launcher("#!/bin/bash\n" + snippet)
+            if f.check == CHECK_ARITH_ERROR] == ["pass"]
+
+
 def test_an_arithmetic_error_without_errexit_names_the_line_and_the_decimal_fix():
     findings = lint_launcher("#!/bin/bash\nn=0\nn+=9\n((n--))\n")
     (f,) = [f for f in findings if f.check == CHECK_ARITH_ERROR]
