@@ -507,3 +507,14 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
                       renderer=TemplateRenderer(), catalogue=Catalogue.load(config.catalogue.extra),
                       charts=SeriesCharts() if sink is not None and charts else None,
                       clock=clock)
+
+
+def adopt(ctx: BotContext, job_id: int, *, actor: str, now: float,
+          channel: str = "C0TRAIN") -> int:
+    """`/train watch JOB` by `actor`: trainbot adopts a job it did not submit; its chain id."""
+    from bot.core.train_grammar import Watch
+    from bot.services.train import execute
+
+    reply = execute(ctx, Watch(job_id), actor=actor, channel=channel, now=now)
+    assert reply.chain_id is not None, reply.text
+    return reply.chain_id

@@ -8,14 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, make_context
+from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context
 
-from bot.core.train_grammar import Watch
 from bot.core.units import GIB
 from bot.services.home import home_view, render_home
 from bot.services.ports import BotContext
 from bot.services.threads import render, root_view
-from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
@@ -62,10 +60,8 @@ def sftp() -> FakeSFTP:
     return sftp
 
 
-def adopt(ctx: BotContext) -> int:
-    reply = execute(ctx, Watch(4242), actor=BOB, channel="C0TRAIN", now=NOW)
-    assert reply.chain_id is not None, reply.text
-    return reply.chain_id
+def adopt_4242(ctx: BotContext) -> int:
+    return adopt(ctx, 4242, actor=BOB, now=NOW)
 
 
 def watcher(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> Watcher:
@@ -76,7 +72,7 @@ def watcher(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> Watcher:
 def fails_of_nccl_timeout(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> int:
     """Adopt job 4242, let it run, then end it FAILED with an NCCL watchdog abort (a
     retryable class that charges the budget of a run trainbot submitted)."""
-    chain_id = adopt(ctx)
+    chain_id = adopt_4242(ctx)
     w = watcher(ctx, slurm, sftp)
     w.tick(NOW + 30)
     sftp.append(LOG, NCCL.encode())
@@ -135,7 +131,7 @@ def test_an_adopted_jobs_stall_asks_no_question_it_offers_no_answer_to(ctx, slur
     """A job with no recipe stops making progress: nothing could resume it, so its note
     neither asks "Cancel and resume from the last complete checkpoint?" nor carries buttons:
     it says trainbot will not resume it and how a person cancels it."""
-    chain_id = adopt(ctx)
+    chain_id = adopt_4242(ctx)
     w = watcher(ctx, slurm, sftp)
     for after in (0, 60, 400, 700):  # progress stops at iteration 300, ~10:03
         w.tick(NOW + after)
@@ -167,7 +163,7 @@ def test_an_adopted_jobs_decision_offers_no_resubmit_it_cannot_make(ctx, slurm, 
     recipe), so its decision offers no Resubmit or --mem button, proposes none in words, and
     leaves the --mem to the person who resubmits it; the stored decision, the thread and the
     Home row say the same."""
-    chain_id = adopt(ctx)
+    chain_id = adopt_4242(ctx)
     w = watcher(ctx, slurm, sftp)
     w.tick(NOW + 30)
     slurm.set(4242, state="OUT_OF_MEMORY", exit_code=0, signal=9, end_time=NOW + 50,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, make_context
+from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context
 from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
 
-from bot.core.train_grammar import Unwatch, Watch, parse_command
+from bot.core.train_grammar import Unwatch, parse_command
 from bot.services.home import (
     MAX_RUNS,
     home_view,
@@ -64,10 +64,6 @@ def ctx(store, slurm, lang) -> BotContext:
                         slack_lang=lang)
 
 
-def adopt(ctx: BotContext, job_id: int, user: str = BOB) -> int:
-    reply = execute(ctx, Watch(job_id), actor=user, channel="C0TRAIN", now=NOW)
-    assert reply.chain_id is not None, reply.text
-    return reply.chain_id
 
 
 def rows(ctx: BotContext, user: str) -> list[dict[str, Any]]:
@@ -75,7 +71,7 @@ def rows(ctx: BotContext, user: str) -> list[dict[str, Any]]:
 
 
 def test_an_adopted_job_shows_to_its_adopter_and_the_approvers_only(ctx):
-    chain_id = adopt(ctx, 4242)
+    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
     assert ctx.store.chains.get(chain_id).watched_by == BOB
     [row] = rows(ctx, BOB)
     assert (row["recipe"], row["job_id"], row["state"], row["adopted"]) == (
@@ -90,7 +86,7 @@ def test_an_adopted_job_shows_to_its_adopter_and_the_approvers_only(ctx):
 
 
 def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
-    adopt(ctx, 6100)
+    adopt(ctx, 6100, actor=BOB, now=NOW)
     [row] = rows(ctx, BOB)
     assert (row["job_id"], row["array"], row["state"]) == ("6100", True, "RUNNING")
     assert row["tasks"] == [{"state": "RUNNING", "n": 2}, {"state": "FAILED", "n": 1}]
@@ -104,7 +100,7 @@ def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
 
 
 def test_an_adopted_jobs_prompt_never_offers_a_resubmit(ctx):
-    chain_id = adopt(ctx, 4242)
+    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
     ctx.store.approvals.create(chain_id=chain_id, target_job="4242", action="resubmit",
                                allowed=[APPROVER], now=NOW, expires_at=NOW + 3600,
                                payload={"choices": ["resubmit", "cancel_resume", "cancel",
@@ -119,7 +115,7 @@ def test_watching_and_a_change_refresh_the_tabs_of_who_sees_it(ctx):
     for user in (BOB, APPROVER, ALICE):
         publish_home(ctx, user, NOW - 10)
     ctx.home.published.clear()
-    chain_id = adopt(ctx, 4242)
+    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
     assert sorted(ctx.home.users()) == [APPROVER, BOB]  # not Alice: not hers to see
     ctx.home.published.clear()
     refresh_homes(ctx, chain_id, NOW + 5)  # what the watcher calls when its row changes
@@ -129,7 +125,7 @@ def test_watching_and_a_change_refresh_the_tabs_of_who_sees_it(ctx):
 def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm):
     for n in range(MAX_RUNS + 7):
         slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
-        adopt(ctx, 5000 + n, user=APPROVER)
+        adopt(ctx, 5000 + n, actor=APPROVER, now=NOW)
     view = home_view(ctx, APPROVER, NOW)
     assert (len(view["runs"]), view["more"]) == (MAX_RUNS, 7)
     assert view["runs"][0]["job_id"] == str(5000 + MAX_RUNS + 6)  # newest first
@@ -147,8 +143,8 @@ def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm
 def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
     for n in range(MAX_RUNS):
         slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
-        adopt(ctx, 5000 + n)
-    adopt(ctx, 6100)  # the newest: first; the oldest job is the one left out
+        adopt(ctx, 5000 + n, actor=BOB, now=NOW)
+    adopt(ctx, 6100, actor=BOB, now=NOW)  # the newest: first; the oldest job is the one left out
     view = home_view(ctx, BOB, NOW)
     assert view["more"] == 1 and view["runs"][0]["job_id"] == "6100"
     assert "5000" not in [r["job_id"] for r in view["runs"]]
@@ -160,7 +156,7 @@ def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
 
 
 def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(ctx, slurm):
-    chain_id = adopt(ctx, 6100)
+    chain_id = adopt(ctx, 6100, actor=BOB, now=NOW)
     publish_home(ctx, APPROVER, NOW)
     ctx.home.published.clear()
     refused = stop_watching(ctx, chain_id, ALICE, NOW + 1)
@@ -196,8 +192,8 @@ def test_every_cancel_on_home_asks_first(ctx, slurm, lang, title, text, job):
     """An adopted array's Cancel carries Slack's confirm dialog naming the array and its
     tasks still running or pending (6101 and 6102; 6103 failed; more wait to start); a
     single job's Cancel asks too, naming the job and its state, from the same builder."""
-    adopt(ctx, 4242)
-    adopt(ctx, 6100)
+    adopt(ctx, 4242, actor=BOB, now=NOW)
+    adopt(ctx, 6100, actor=BOB, now=NOW)
     blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
     assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
     cancels = {e["value"]: e for b in blocks if b["type"] == "actions"
@@ -227,7 +223,8 @@ def test_train_unwatch_is_the_home_tabs_stop_watching(ctx, slurm):
     """`/train unwatch JOBID` finds the adopted job's or array's chain and stops watching it
     exactly as the Home tab's button does: the same authorization and audit entries, the
     thread note, the watch list, the Home tabs refreshed (the caller's too)."""
-    job_chain, array_chain = adopt(ctx, 4242), adopt(ctx, 6100)
+    job_chain = adopt(ctx, 4242, actor=BOB, now=NOW)
+    array_chain = adopt(ctx, 6100, actor=BOB, now=NOW)
     publish_home(ctx, BOB, NOW)
     publish_home(ctx, APPROVER, NOW)
     ctx.home.published.clear()
@@ -282,7 +279,7 @@ def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, l
     job `6100_3`, as the array's thread does, not by the raw id 6103, and says, as the
     incident does, that the checkpoint a resume starts from is unknown: trainbot did not
     submit the array, so no recipe names where it saves them."""
-    chain_id = adopt(ctx, 6100)
+    chain_id = adopt(ctx, 6100, actor=BOB, now=NOW)
     slurm.set(6103, exit_code=1, signal=0, end_time=NOW + 50)
     sftp = FakeSFTP()
     Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
@@ -321,7 +318,7 @@ def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, t
     the button too) in that job's state; Dismiss does not ask."""
     stall = {"choices": ["cancel_resume", "cancel", "dismiss"], "summary": "stalled",
              "resume_iter": 300}
-    array_chain = adopt(ctx, 6100)
+    array_chain = adopt(ctx, 6100, actor=BOB, now=NOW)
     ctx.store.approvals.create(chain_id=array_chain, target_job="6101", action="resubmit",
                                allowed=[APPROVER], now=NOW, expires_at=NOW + 3600,
                                payload=stall)
@@ -372,7 +369,7 @@ def test_an_adopted_jobs_target_is_the_one_its_log_printed_in_home_and_its_threa
     """A job trainbot did not submit has no recipe and no override: the target its log
     printed (`iteration 1200/40000`) is its run's target, shown as for a run trainbot
     submitted."""
-    chain_id = adopt(ctx, 4242)
+    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
     sftp = FakeSFTP()
     slurm.set(4242, stdout_path="/logs/eval-4242.out", start_time=NOW)
     sftp.append("/logs/eval-4242.out", "".join(
@@ -428,7 +425,7 @@ def test_an_adopted_jobs_incident_says_its_checkpoint_is_unknown_not_from_scratc
     checkpoint dir, so where a resume starts is unknown, as after a failed lookup: the
     incident says so (never "from scratch"), claims no work lost (not all 1,200), and
     offers no button to resume from a checkpoint nobody knows."""
-    chain_id = adopt(ctx, 4242)
+    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
     sftp = FakeSFTP()
     slurm.set(4242, stdout_path="/logs/eval-4242.out", start_time=NOW)
     sftp.append("/logs/eval-4242.out", "".join(
