@@ -377,21 +377,25 @@ class LookupLease:
     def __init__(self, pool: SFTPPool, client: DeadlineSFTPClient) -> None:
         self._pool = pool
         self._client = client
-        self._abandoned = threading.Event()
-        self._sftp = LeaseSFTP(client, where=pool.where, abandoned=self._abandoned)
         self._lock = threading.Lock()
         self._state = "held"  # then "abandoned" or "ended", never back
+        self._sftp = LeaseSFTP(client, where=pool.where, lease=self)
 
     @property
     def sftp(self) -> LeaseSFTP:
         return self._sftp
 
+    @property
+    def abandoned(self) -> bool:
+        """Whether `abandon()` came while the lease was held (its channel is closed)."""
+        with self._lock:
+            return self._state == "abandoned"
+
     def abandon(self) -> None:
         with self._lock:
             if self._state != "held":
                 return
-            self._state = "abandoned"
-            self._abandoned.set()  # before the close: what it wakes sees why
+            self._state = "abandoned"  # before the close: what it wakes sees why
         _close_quietly(self._client)  # wakes a request in flight at once
 
     def _end(self) -> None:
@@ -410,11 +414,10 @@ class LeaseSFTP(_Requests):
     `abandon()`, or in flight when it came, raises LeaseAbandoned naming it (the abandon
     closed the channel; nobody waits for the answer)."""
 
-    def __init__(self, client: DeadlineSFTPClient, *, where: str,
-                 abandoned: threading.Event) -> None:
+    def __init__(self, client: DeadlineSFTPClient, *, where: str, lease: LookupLease) -> None:
         self._client = client
         self.where = where
-        self._abandoned = abandoned
+        self._lease = lease
 
     @property
     def channel(self) -> paramiko.Channel:
@@ -422,7 +425,7 @@ class LeaseSFTP(_Requests):
         return self._client.channel
 
     def _checkout(self, op: str, path: str) -> DeadlineSFTPClient:
-        if self._abandoned.is_set():
+        if self._lease.abandoned:
             raise LeaseAbandoned(op, path, self.where)
         return self._client
 
@@ -433,7 +436,7 @@ class LeaseSFTP(_Requests):
         self, client: DeadlineSFTPClient, op: str, path: str, exc: BaseException, *,
         file: paramiko.SFTPFile | None = None, held: bool = False,
     ) -> tuple[BaseException, bool]:
-        if self._abandoned.is_set() and isinstance(exc, Exception):  # paramiko's, of the close
+        if self._lease.abandoned and isinstance(exc, Exception):  # paramiko's, of the close
             return LeaseAbandoned(op, path, self.where), True
         if isinstance(exc, (_NoReply, TimeoutError)):  # no reply; a reply stalled half-way
             return SFTPTimedOut(op, path, client.timeout, self.where), True
