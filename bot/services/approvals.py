@@ -215,7 +215,7 @@ def handle_click(
                   latest_state=latest.state)
             text, blocks = _decided(ctx, recipe, summary, Outcome(
                 "stale", actor, "moved_on", recipe, job_id=target, for_job=for_job,
-                current_job=latest.job_id, state=latest.state))
+                current_job=latest.shown_id, state=latest.state))
             return ClickResult("stale", text, blocks, ephemeral=text)
         if claim.reason == "busy" and claim.other is not None:
             audit("busy", target, recipe, choice=choice, other_token=claim.other.token)
@@ -268,7 +268,7 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
         audit("stale", target, recipe, choice="probe", latest_job=latest.job_id,
               latest_state=latest.state)
         text, blocks = _decided(ctx, recipe, approval.payload.get("summary"), Outcome(
-            "stale", actor, "moved_on", recipe, job_id=target, current_job=latest.job_id,
+            "stale", actor, "moved_on", recipe, job_id=target, current_job=latest.shown_id,
             state=latest.state))
         return ClickResult("stale", text, blocks, ephemeral=text)
     if claim.reason == "expired":

@@ -13,6 +13,8 @@ from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.slurm.sbatch import sbatch_argv
 from bot.services.approvals import ActionId, handle_click
+from bot.services.probes import create_probe_offer
+from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import AutoResubmitter, submit_and_announce
 from bot.services.threads import array_root_view
 from bot.services.watch.tick import Watcher
@@ -44,12 +46,13 @@ def lookups(monkeypatch):
 
 
 def setup(store: Store, *, auto: bool = True, budget: int = 3, lang: str = "en",
-          slack_lang: str = "en"):
+          slack_lang: str = "en", **recipe_over):
     slurm, sftp = FakeSlurm(), FakeSFTP()
     ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0, slack_lang=slack_lang,
                        array="0-2%2", job_name="sweep", lang=lang,
                        log_path="/logs/%x-%A_%a.out", checkpoint={"dir": "/ck/sweep/task_%a"},
-                       policy={"auto_resubmit": auto, "backoff_s": 60, "retry_budget": budget})
+                       policy={"auto_resubmit": auto, "backoff_s": 60, "retry_budget": budget},
+                       **recipe_over)
     return ctx, slurm, sftp
 
 
@@ -217,6 +220,33 @@ def test_an_approved_resubmit_of_a_task_reruns_only_that_task(store, lookups):
     assert resubmit.array == "1" and resubmit.job_name == "sweep"
     assert resubmit.env["TRAINBOT_RESUME_FROM"] == "/ck/sweep/task_1/iter_000200"
     assert rows(ctx, result.chain_id)[1] == ("88888_1", "PENDING", 2)
+
+
+def test_a_stale_click_on_a_tasks_prompt_names_the_task_that_replaced_it(store, lookups):
+    """Two prompts and a probe offer about task 1 (88901); the first prompt is approved (task
+    1 runs again as 88888, known as 88888_1): clicks on the others name the task's latest job
+    by the id people know, not Slurm's raw 88888."""
+    ctx, slurm, sftp, w, result = started_array(
+        store, lookups, auto=False, dataloader_probe={"factory": "mydata.datasets:build_train"})
+    slurm.set(88901, state="NODE_FAIL", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    [approval] = store.approvals.for_chain(result.chain_id, "pending")
+    probe = create_probe_offer(ctx, recipe="mix", chain_id=result.chain_id, job_id="88901",
+                               now=T0 + 121)
+    assert probe is not None
+    other = create_resubmit_prompt(ctx, recipe="mix", chain_id=result.chain_id,
+                                   job_id="88901", now=T0 + 121, summary="88901: node failure",
+                                   mem="1900G")
+    handle_click(ctx, approval.token, ActionId.RESUBMIT, "U0APPR", now=T0 + 130)
+    late = handle_click(ctx, other.token, ActionId.RESUBMIT_MEM, "U0APPR", now=T0 + 140)
+    assert late.status == "stale"
+    assert late.ephemeral == ("Out of date: job 88888_1 is now the latest (PENDING); nothing "
+                              "was done.")
+    assert late.update_text == late.ephemeral  # the prompt itself says so too
+    late = handle_click(ctx, probe["value"], ActionId.RUN_PROBE, "U0APPR", now=T0 + 150)
+    assert (late.status, late.ephemeral) == ("stale", "Out of date: job 88888_1 is now the "
+                                             "latest (PENDING); nothing was done.")
+    assert len(slurm.submits()) == 2  # the array, and task 1 once
 
 
 def test_a_whole_array_is_never_resubmitted_into_its_chain_nor_a_task_of_a_plain_recipe(
@@ -397,7 +427,6 @@ def test_a_stalled_tasks_prompt_names_the_task_and_asks_before_cancelling(
     from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
 
     from bot.services.home import home_view, render_home
-    from bot.services.prompts import create_resubmit_prompt
 
     ctx, slurm, sftp, w, result = started_array(store, lookups, lang=lang, slack_lang=lang)
     prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=result.chain_id,
