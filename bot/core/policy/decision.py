@@ -62,6 +62,17 @@ OFFER_CANCEL_RESUME = "cancel_resume"
 OFFER_DISMISS = "dismiss"
 
 
+def resubmit_offers(*, by_hand: bool, mem: bool = False) -> tuple[str, ...]:
+    """The buttons of a decision that names a resubmit: the resubmit (the one with --mem
+    first, `mem`) and Dismiss; Dismiss alone when the resubmit is a person's to make
+    (`by_hand`: a job with no recipe; a button resubmits a recipe, so none could make it)."""
+    if by_hand:
+        return (OFFER_DISMISS,)
+    if mem:
+        return (OFFER_RESUBMIT_MEM, OFFER_RESUBMIT, OFFER_DISMISS)
+    return (OFFER_RESUBMIT, OFFER_DISMISS)
+
+
 class DecisionBase(TypedDict):
     """The fields every decision about one failed attempt shares (passed as `**base`)."""
 

@@ -5,18 +5,18 @@ leak needs to finish the run (`leak_remedy`), and the decision that offers it
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from bot.core.models import Accounting, Diagnosis
 from bot.core.policy.decision import (
     OFFER_DISMISS,
-    OFFER_RESUBMIT,
-    OFFER_RESUBMIT_MEM,
     RESUBMIT_BY_HAND,
     Decision,
     DecisionBase,
     DecisionKind,
+    resubmit_offers,
 )
 from bot.core.policy.params import PolicyParams, params_from
 from bot.core.units import GIB, format_size
@@ -27,7 +27,7 @@ def host_oom_decision(
     p: PolicyParams,
     accounting: Accounting | None,
     charged: bool,
-    not_before: float,
+    not_before: float | None,
     where: str,
     base: DecisionBase,
     *,
@@ -35,13 +35,17 @@ def host_oom_decision(
     trainer_rss: tuple[int, int] | None = None,
     start_unknown: bool = False,
     by_hand: bool = False,
+    lookup: Mapping[str, str] | None = None,
 ) -> Decision:
     """The decision after a host OOM: the --mem to propose, or (after a steady leak,
     `leak_remedy`) the one that finishes the run, or why none is proposed. `start_unknown`:
     the iteration a resume starts from is unknown (a checkpoint known only by its name, a
     failed lookup), so a leak's figures count from iteration 0 and the reason says it is the
     worst case, in the words of the incident's memory paragraph. `by_hand`: the job has no
-    recipe, so the --mem is for a person's own resubmit (`RESUBMIT_BY_HAND`)."""
+    recipe, so the --mem is for a person's own resubmit (`RESUBMIT_BY_HAND`, fact `by_hand`):
+    a person decides (`ask_human`), offered no resubmit button. `lookup`: the facts of an
+    unknown checkpoint (`lookup_fact`), said by every decision here."""
+    hand = {"by_hand": True} if by_hand else {}
     saving = " while saving a checkpoint" if diagnosis.during_checkpoint_save else ""
     remedy = leak_remedy(diagnosis, resume_iter=base.get("resume_from"),
                          limit_bytes=accounting.mem_limit_bytes if accounting else None,
@@ -68,9 +72,9 @@ def host_oom_decision(
             DecisionKind.ASK_HUMAN,
             head + "; run `trainbot probe dataloader` for the recipe to find what grows",
             charged=charged,
-            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
+            offers=resubmit_offers(by_hand=by_hand),
             facts={"why": "leak_hopeless" if remedy.hopeless else "leak_limit_unknown",
-                   **remedy.facts()},
+                   **remedy.facts(), **(lookup or {}), **hand},
             **base,
         )
     if diagnosis.class_id == "dataloader_worker_killed":
@@ -88,8 +92,8 @@ def host_oom_decision(
             f"host memory exhausted{saving}; the memory limit is unknown, so no --mem can be "
             f"suggested. {diagnosis.hint}".strip(),
             charged=charged,
-            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-            facts={"why": "mem_unknown", **facts},
+            offers=resubmit_offers(by_hand=by_hand),
+            facts={"why": "mem_unknown", **facts, **(lookup or {}), **hand},
             **base,
         )
     mem_bytes, mem_text = size
@@ -108,11 +112,11 @@ def host_oom_decision(
             charged=charged,
             offers=(OFFER_DISMISS,),
             facts={"why": "mem_at_cap", "current": _size(current),
-                   "cap": _size(p.mem_cap_bytes or current), **facts},
+                   "cap": _size(p.mem_cap_bytes or current), **facts, **(lookup or {}), **hand},
             **base,
         )
     return Decision(
-        DecisionKind.PROPOSE_MEM_RESUBMIT,
+        DecisionKind.ASK_HUMAN if by_hand else DecisionKind.PROPOSE_MEM_RESUBMIT,
         f"host memory exhausted{saving} (limit {_size(limit)}, MaxRSS {_size(max_rss)}): "
         f"{RESUBMIT_BY_HAND if by_hand else 'proposing to resubmit'} {where} "
         f"with --mem={mem_text}{worst_case}",
@@ -120,8 +124,8 @@ def host_oom_decision(
         not_before=not_before,
         mem=mem_text,
         mem_bytes=mem_bytes,
-        offers=(OFFER_RESUBMIT_MEM, OFFER_RESUBMIT, OFFER_DISMISS),
-        facts={"why": "mem_propose", **facts},
+        offers=resubmit_offers(by_hand=by_hand, mem=True),
+        facts={"why": "mem_propose", **facts, **(lookup or {}), **hand},
         **base,
     )
 

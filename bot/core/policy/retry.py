@@ -5,7 +5,6 @@ whether a person's approved resubmit is charged (`approval_charged`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.core.models import (
@@ -22,13 +21,13 @@ from bot.core.policy.chunks import ChunkProgress, chunk_progress, chunk_start_un
 from bot.core.policy.decision import (
     OFFER_DISMISS,
     OFFER_RESUBMIT,
-    OFFER_RESUBMIT_MEM,
     RESUBMIT_BY_HAND,
     CheckpointUnknown,
     Decision,
     DecisionBase,
     DecisionKind,
     lookup_fact,
+    resubmit_offers,
     resume_start,
 )
 from bot.core.policy.early import early_warnings
@@ -138,8 +137,12 @@ def decide(
                            bounds=p.chunk_bounds(diagnosis.metrics.target_iter))
     free_chunk = chunk is not None and not chunk.capped
     # a job with no recipe (one trainbot did not submit) has no retry budget, and trainbot
-    # resubmits nothing of it: nothing is charged, and the decision says who resubmits it
+    # resubmits nothing of it: nothing is charged, and the decision says who resubmits it;
+    # a person decides (ask_human), offered no resubmit, since no button could make one (a
+    # button resubmits a recipe), and nothing waits for a backoff
     by_hand = checkpoint_unknown == "no_recipe"
+    hand = {"by_hand": True} if by_hand else {}
+    proposed = DecisionKind.ASK_HUMAN if by_hand else DecisionKind.PROPOSE_RESUBMIT
     charged = bool(diagnosis.charges_budget) and not free_chunk and not by_hand
     # a fault of one node: every resubmit, automatic or offered, leaves it out (--exclude)
     node = {"exclude": diagnosis.node} if diagnosis.node else {}
@@ -166,7 +169,7 @@ def decide(
             **base,
         )
 
-    not_before = now + backoff_delay(p, chain_history.resubmits_so_far)
+    not_before = None if by_hand else now + backoff_delay(p, chain_history.resubmits_so_far)
     where = _resume_text(checkpoint_iter, checkpoint_name, lost, unknown=checkpoint_unknown)
     budget_text = (
         f"charged: {chain_history.retries_used + 1} of {p.retry_budget} retries"
@@ -176,7 +179,7 @@ def decide(
     retry_facts = {"why": "retryable", "charge_no": chain_history.retries_used + 1,
                    "budget": p.retry_budget, **node, **lookup}
     if by_hand:  # no budget to name
-        retry_facts = {"why": "retryable", "by_hand": True, **node, **lookup}
+        retry_facts = {"why": "retryable", **hand, **node, **lookup}
     # a time-limit stop that saved a checkpoint from an unknown start: charged, and said why
     if charged and checkpoint_unknown is None and chunk_start_unknown(
             cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter)):
@@ -218,44 +221,31 @@ def decide(
             proposing += ("; not resubmitted automatically: the checkpoint it would resume "
                           "from is unknown")
             retry_facts = {**retry_facts, "auto_withheld": "checkpoint_unknown"}
-        return _offered(Decision(
-            DecisionKind.PROPOSE_RESUBMIT,
+        return Decision(
+            proposed,
             proposing,
             charged=charged,
             not_before=not_before,
-            offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-            facts=retry_facts,
+            offers=resubmit_offers(by_hand=by_hand),
+            facts={**retry_facts, **hand},
             **base,
-        ), by_hand=by_hand)
+        )
     # Action.ASK
     if cid in MEMORY_CLASSES:
-        mem = host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
-                                worker_rss=worker_rss, trainer_rss=trainer_rss,
-                                start_unknown=bool(unknown_start), by_hand=by_hand)
-        mem = replace(mem, facts={**mem.facts, **lookup}) if lookup else mem
-        return _offered(mem, by_hand=by_hand)
+        return host_oom_decision(diagnosis, p, accounting, charged, not_before, where, base,
+                                 worker_rss=worker_rss, trainer_rss=trainer_rss,
+                                 start_unknown=bool(unknown_start), by_hand=by_hand,
+                                 lookup=lookup)
     offered = f"{RESUBMIT_BY_HAND} {where}." if by_hand else f"resubmit {where} is offered."
-    return _offered(Decision(
-        DecisionKind.PROPOSE_RESUBMIT,
+    return Decision(
+        proposed,
         f"{cid}: a person should decide; {offered} {diagnosis.hint}".strip(),
         charged=charged,
         not_before=not_before,
-        offers=(OFFER_RESUBMIT, OFFER_DISMISS),
-        facts={"why": "ask", **node, **lookup},
+        offers=resubmit_offers(by_hand=by_hand),
+        facts={"why": "ask", **node, **lookup, **hand},
         **base,
-    ), by_hand=by_hand)
-
-
-def _offered(decision: Decision, *, by_hand: bool) -> Decision:
-    """`decision` as it is offered: unchanged, or, `by_hand` (a job with no recipe, which
-    trainbot never resubmits), one that makes and offers no resubmit, since no button could
-    carry it out (a prompt resubmits a recipe): the resubmit it names is a person's to make
-    (fact `by_hand`), and a person decides (`ask_human`)."""
-    if not by_hand:
-        return decision
-    offers = tuple(o for o in decision.offers if o not in (OFFER_RESUBMIT, OFFER_RESUBMIT_MEM))
-    return replace(decision, kind=DecisionKind.ASK_HUMAN if decision.resubmits else decision.kind,
-                   offers=offers, not_before=None, facts={**decision.facts, "by_hand": True})
+    )
 
 
 def _finished(accounting: Accounting | None) -> bool:
