@@ -368,8 +368,12 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
     ends_training = _no_progress_after(done[-1], series)
     ends_in_marker = ends_training if evaluation_start is None else _no_progress_after(
         done[-1], series, evaluation_start=evaluation_start)
+    # an evaluation's bar drawn after the marker (the series reads a bare bar of another total
+    # after one as an evaluation's: bot.core.progress_bars `training_completed`)
+    evaluated = series.last_evaluation is not None and series.last_evaluation.line_no > done[-1]
     return CompletionEnding(marker_line=done[-1], ends_in_marker=ends_in_marker,
-                            evaluates_after_marker=ends_in_marker and not ends_training)
+                            evaluates_after_marker=ends_in_marker and (
+                                not ends_training or evaluated))
 
 
 def opens_evaluation(text: str) -> bool:

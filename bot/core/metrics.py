@@ -150,6 +150,7 @@ class MetricSeries:
         end: int | None = None,
         newlines: np.ndarray | None = None,
         event_offsets: Iterable[int] | None = None,
+        completion_lines: Iterable[int] = (),
     ) -> int:
         """Feed a block of complete lines (`data[start:end]`); returns how many lines it held.
 
@@ -158,6 +159,10 @@ class MetricSeries:
         block share the work; slicing by offsets avoids copying big blocks. A run's start line
         (`run_start_lines`) after an earlier run's, or after lines of a log read from inside
         (`first_line_no` above 1 at the first block), starts the series afresh (`start_run`).
+        `completion_lines` are the block's lines (numbers) that are the training framework's
+        completion marker (the catalogue's `completed` signatures): the progress bars after one
+        are read as the parser reads them after a run's end (`LineParser.training_completed`:
+        an evaluation's bar is no training progress).
         """
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
@@ -171,18 +176,28 @@ class MetricSeries:
         def part(a: int, b: int) -> list[int] | None:
             return None if offsets is None else [x for x in offsets if a <= x < b]
 
+        n_lines = len(newlines) + (1 if end > start and data[end - 1] != 10 else 0)
+        # where the block is cut: after a completion marker's line (0), before a run's start (1)
+        cuts = sorted([(line - first_line_no + 1, 0) for line in completion_lines
+                       if 0 <= line - first_line_no < n_lines]
+                      + [(idx, 1) for idx in run_start_lines(data, start, end, newlines)])
         fed = 0
         line0, pos, nl0 = first_line_no, start, 0  # the part of the block not fed yet
-        for idx in run_start_lines(data, start, end, newlines):
-            self.runs += 1
-            if self.runs == 1 and self._first_line == 1:
-                continue  # the log's first run: what came before it is its preamble
-            # (read from inside the log, as a restarted watcher's warm-up reads it, the lines
-            # before the first start seen are an earlier run's)
-            cut = start if idx == 0 else int(newlines[idx - 1]) + 1
+        for idx, run in cuts:
+            if run:
+                self.runs += 1
+                if self.runs == 1 and self._first_line == 1:
+                    continue  # the log's first run: what came before it is its preamble
+                # (read from inside the log, as a restarted watcher's warm-up reads it, the
+                # lines before the first start seen are an earlier run's)
+            cut = start if idx == 0 else (int(newlines[idx - 1]) + 1 if idx <= len(newlines)
+                                          else end)
             fed += self._feed_run_block(data, line0, pos, cut, newlines[nl0:idx], part(pos, cut))
-            self.start_run(first_line_no + idx)
-            line0, pos, nl0 = first_line_no + idx, cut, idx
+            if run:
+                self.start_run(first_line_no + idx)
+            else:
+                self.parser.training_completed()
+            line0, pos, nl0 = first_line_no + idx, cut, min(idx, len(newlines))
         return fed + self._feed_run_block(data, line0, pos, end, newlines[nl0:], part(pos, end))
 
     def start_run(self, line_no: int) -> None:

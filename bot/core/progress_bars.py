@@ -182,6 +182,19 @@ class ProgressBars:
         self.lightning_epochs_from_one = False
         self._top_bar: tuple[int, int] | None = None  # the last top bar's (count, total)
         self._drawn_below = False  # a bar was drawn below the top one since its last draw
+        # the run's completion marker was seen (`training_completed`): bare bars with another
+        # total than the training bar's are its evaluation's or prediction's from here on
+        self._completed = False
+
+    def training_completed(self) -> None:
+        """The run's training ended here (the framework's completion marker: Hugging Face
+        Trainer's `train_runtime` metrics, `Training completed`): a bare bar drawn after it (no
+        label, no loss) counting to another total than the training bar's is no training
+        progress, wherever it is drawn: the evaluation or prediction the script runs next
+        (`trainer.evaluate()` after `trainer.train()`: the training bar is closed, so the
+        evaluation's bar is drawn at the top, `45%|████▌     | 45/100`). The training bar drawn
+        again at its total, or a labelled or loss-reporting bar, is still read as before."""
+        self._completed = True
 
     def start_run(self) -> None:
         """A new process draws its bars from here (a requeued job's later run, appended to the
@@ -193,6 +206,7 @@ class ProgressBars:
         self.training_bar_total = None
         self._top_bar = None
         self._drawn_below = False
+        self._completed = False
 
     def is_evaluation_draw(self, raw: str, body: str, count: int | None, total: int,
                            has_loss: bool) -> bool:
@@ -201,7 +215,12 @@ class ProgressBars:
         the training's (its total kept); below a training bar that is the Trainer's
         (`_evaluates_below_training`), a bare one drawn below it (`_NESTED_BAR_END`, no label,
         no loss) counting to another total is an evaluation's: no iteration, target or pace of
-        training."""
+        training. After the run's completion marker (`training_completed`) a bare bar counting
+        to another total than the training bar's is an evaluation's too, drawn at the top or
+        not."""
+        if (self._completed and total != self.training_bar_total and not has_loss
+                and _UNLABELLED_BAR.match(body) is not None):
+            return True
         if "[A" not in raw or _NESTED_BAR_END.search(_last_segment(raw)) is None:
             self._top_bar_drawn(raw, count, total)
             return False

@@ -395,6 +395,11 @@ class LineParser:
         bars are read afresh (`ProgressBars.start_run`); the clock carries over."""
         self.bars.start_run()
 
+    def training_completed(self) -> None:
+        """The run's completion marker was the last line read: the bars after it are read as
+        `ProgressBars.training_completed` says (no evaluation's bar is training progress)."""
+        self.bars.training_completed()
+
     def parse(self, raw: str, line_no: int) -> tuple[Sample | None, CheckpointEvent | None]:
         prefix, line = split_line(raw)
         if not line:

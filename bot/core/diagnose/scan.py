@@ -188,8 +188,13 @@ class LogAnalysis:
             text = data[start:end].decode("utf-8", "replace")
             for m in self.catalogue.scan_block(text, first):
                 self._add_match(m)
+        # the framework's completion markers in this block: the bars after one are no training
+        completed = self._by_class.get("completed")
+        done = [m.line_no for m in (completed.all() if completed is not None else ())
+                if m.primary and m.line_no >= first]
         self.series.feed_block(
-            data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets
+            data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets,
+            completion_lines=done,
         )
         self._find_evaluation_start(block, newlines, first)
         # The last lines, for evidence when nothing else explains a failure.

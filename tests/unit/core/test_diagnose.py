@@ -1603,6 +1603,53 @@ def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
     assert _diagnose_text(catalogue, trained_on + HF_EVALUATING, done).class_id == "silent_exit"
 
 
+
+# Hugging Face Trainer at its default verbosity (transformers' logger at WARNING: no `*****
+# Running training *****`, no `Training completed`, no `***** Running Evaluation *****`): the
+# training bar (ProgressCallback's, tqdm(total=max_steps)) redrawn at each step and its logged
+# dicts, the train metrics train() prints when it returns (on_log: `train_runtime`), the
+# training bar closed where it ended, then the script's trainer.evaluate(): its prediction_bar,
+# unlabelled and, the training bar closed, drawn at the top (no cursor moved back up).
+HF_TRAINED_QUIETLY = "".join(
+    "\r" + "\r".join(f"{n * 100 // 60:3d}%|{'#' * (n // 6):<10}| {n}/60 "
+                      f"[00:{n:02d}<00:{60 - n:02d},  1.00it/s]" for n in range(step - 9, step + 1))
+    + f"{{'loss': {1.9 - step / 100:.2f}, 'grad_norm': 0.5, 'learning_rate': 5e-05, "
+      f"'epoch': {step / 60:.2f}}}\n" for step in range(10, 61, 10)) + (
+    "\r100%|##########| 60/60 [01:00<00:00,  1.00it/s]{'train_runtime': 61.2, "
+    "'train_samples_per_second': 7.84, 'train_steps_per_second': 0.98, 'train_loss': 1.63, "
+    "'epoch': 1.0}\n"
+    "\r100%|##########| 60/60 [01:00<00:00,  1.00it/s]\n")
+HF_EVALUATING_QUIETLY = (
+    "\r  0%|          | 0/100 [00:00<?, ?it/s]\r  2%|2         | 2/100 [00:00<00:10,  9.50it/s]"
+    "\r 45%|####5     | 45/100 [00:10<00:12,  4.50it/s]\n")
+
+
+def test_an_evaluation_bar_after_the_train_metrics_is_no_training_progress(catalogue):
+    """The evaluation a script runs after train() returned, its bar drawn at the top with no
+    header before it: its 45 of 100 batches are not training's progress (was: the target read
+    as 100, and a COMPLETED run that reached its 60 steps a silent exit 'stopped at
+    iteration 60 of 100'); the run trained its 60 steps and completed."""
+    done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
+    d = _diagnose_text(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY, done)
+    # (the run reached its target: sacct decides, the marker agreeing)
+    assert (d.class_id, d.decided_by, d.detail) == ("completed", "accounting", None)
+    assert (d.metrics.last_iter, d.metrics.target_iter) == (60, 60)
+    assert "of 100" not in explain(d)
+    # ... the log alone, cut in that evaluation: evaluating after training completed
+    d = _diagnose_text(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY)
+    assert (d.class_id, d.detail, d.metrics.target_iter) == (
+        "none", {"kind": "evaluating", "line": 7}, 60)
+    # ... and once the evaluation's metrics are logged, completed
+    evaluated = HF_EVALUATING_QUIETLY.replace(" 45%|####5     | 45/100 [00:10<00:12,",
+                                              "100%|##########| 100/100 [00:22<00:00,")
+    d = _diagnose_text(catalogue, HF_TRAINED_QUIETLY + evaluated + "{'eval_loss': 1.71, "
+                       "'eval_runtime': 22.1, 'epoch': 1.0}\n")
+    assert (d.class_id, d.decided_by, d.metrics.last_iter) == ("completed", "signature", 60)
+    # ... while a bar of the training bar's total after the train metrics is training again
+    trained_on = HF_TRAINED_QUIETLY + "\r  1%|          | 1/60 [00:01<00:59,  1.00it/s]\n"
+    assert _diagnose_text(catalogue, trained_on).detail["kind"] == "running"
+
+
 # Ray Train's report after each iteration (ray/tune/experimental/output.py, `on_trial_result`),
 # the table it prints under it, and the end of its run (`on_trial_complete`)
 RAY_ITERATION = (
