@@ -164,6 +164,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     never_set = {var: _never_set(var, code, scan.arith, prefixes)
                  for var in {a.variable for a in scan.arith} - values.keys()}
     at_line: dict[int, int] = {}  # a line's finding's index in findings
+    errexit_off_at: dict[int, bool] = {}  # its arithmetic command: where `set -e` is off?
     for a in scan.arith:
         value: str | None = "0"
         if not a.assigns_zero:
@@ -193,15 +194,21 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         line = scan.line_of(a.offset)
         if line in at_line and findings[at_line[line]].check != CHECK_ARITH_ERROR:
             continue
+        # an error on a loop's later pass, after its body's `set -e`, whose status is tested
+        # (`|| true`): said so, which holds for every pass, where "`set -e` is off" does not
+        later_tested = line in at_line and errexit_off_at[line] and not (a.errexit
+                                                                         or a.errexit_off)
         prefix = [(pos, cmd) for pos, (var, cmd) in prefixes.items()
                   if var == a.variable and pos < a.offset] if value is None else []
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None)
         if line not in at_line:
             at_line[line] = len(findings)
+            errexit_off_at[line] = a.errexit_off and not a.errexit
             findings.append(found)
-        elif found.check != CHECK_ARITH_ERROR:
+        elif found.check != CHECK_ARITH_ERROR or later_tested:
             findings[at_line[line]] = found
+            errexit_off_at[line] = False
     if not any(f.check == CHECK_ARITH_ZERO for f in findings):
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))

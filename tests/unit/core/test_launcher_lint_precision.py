@@ -399,6 +399,30 @@ def test_an_arithmetic_error_whose_status_is_tested_agrees_with_real_bash(tmp_pa
     assert findings[0].message.endswith("never counts")
 
 
+@pytest.mark.parametrize(("snippet", "said"), [
+    # a loop's first pass runs with `set -e` off, its later passes after the body's `set -e`:
+    # `||` / `&&` tests the error's status on every pass, which is what holds for all of them
+    ("n=08\nfor i in 1 2; do\n  ((n++)) || true\n  set -e\ndone",
+     "`||` tests it, so `set -e` does not stop the launcher"),
+    ("n=08\nfor i in 1 2; do\n  ((n++)) && echo BODY\n  set -e\ndone",
+     "`&&` tests it, so `set -e` does not stop the launcher"),
+])
+def test_a_tested_error_in_a_loop_that_turns_set_e_on_is_described_for_every_pass(
+        tmp_path, snippet, said):
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END n=$n\n")
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"})
+    # bash reports the error on both passes, `set -e` on in the second, and goes on
+    assert proc.stderr.count("value too great for base") == 2, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "REACHED_THE_END n=08"
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + snippet)
+            if f.check in (CHECK_ARITH_ERROR, CHECK_ARITH_ZERO) and f.level != "pass"]
+    assert (f.check, f.level, f.line) == (CHECK_ARITH_ERROR, "warn", 4)
+    assert said in f.message
+    assert "`set -e` is off" not in f.message
+
+
 @pytest.mark.parametrize("snippet", [
     "set -e\nn=0\n((n++)) || true", "set -e\nn=07\nif ((n++)); then :; fi",
     "set -e\nn=1\nwhile ((n--)); do :; done", "set -e\nn=08\nn=$((10#$n))\n((n++)) || true",
