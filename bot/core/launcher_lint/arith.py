@@ -9,15 +9,18 @@ counts."""
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from bot.core.findings import Finding, Level
+from bot.core.launcher_lint.calls import values_at_calls
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ERROR,
     CHECK_ARITH_UNSET,
     CHECK_ARITH_ZERO,
     Arith,
+    Call,
     Scan,
 )
 from bot.core.shell_lexer import Memo, split_top_level
@@ -165,16 +168,28 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                  for var in {a.variable for a in scan.arith} - values.keys()}
     at_line: dict[int, int] = {}  # a line's finding's index in findings
     errexit_off_at: dict[int, bool] = {}  # its arithmetic command: where `set -e` is off?
+    calls_of: dict[str, list[Call]] = {}  # each function's calls, in the walk's order
+    spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
+    for call in scan.calls:
+        calls_of.setdefault(call.name, []).append(call)
     for a in scan.arith:
         value: str | None = "0"
+        at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             before = [(pos, v) for pos, v in values.get(a.variable, []) if pos < a.offset]
+            called = _at_calls(a, values.get(a.variable, []), calls_of, spans)
+            if called is not None and not (before and before[-1][0] >= called[1][0]):
+                if called[0] is None:
+                    continue  # no call where its status or an unbound variable stops bash
+                at, body = called[0], called[1]
+                before = called[2]
             if not before:
                 if not a.errexit and not a.nounset:
                     continue  # `set -e` off, no `set -u`: an unset `n` is 0 and stops nothing
                 # unset, unless an arithmetic command before it (a loop's earlier pass) set it
                 unset = never_set.get(a.variable, False) and a.zero_after is None and not any(
-                    b.variable == a.variable and b.offset < a.offset for b in scan.arith)
+                    b.variable == a.variable and b.offset < at
+                    and not body[0] <= b.offset < body[1] for b in scan.arith)
                 if not unset:
                     continue
                 value = None
@@ -199,7 +214,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         later_tested = line in at_line and errexit_off_at[line] and not (a.errexit
                                                                          or a.errexit_off)
         prefix = [(pos, cmd) for pos, (var, cmd) in prefixes.items()
-                  if var == a.variable and pos < a.offset] if value is None else []
+                  if var == a.variable and pos < at] if value is None else []
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None)
         if line not in at_line:
@@ -220,6 +235,45 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
                                 N_("no `((n++))` of a variable nothing sets under `set -u`")))
     return findings
+
+
+#: What _at_calls gives: the call where an arithmetic command in a function's body is judged
+#: (None: none stops bash), the body's span, and the assignments before it (_values's).
+_AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]]]
+
+
+def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
+              calls_of: dict[str, list[Call]], spans: list[tuple[int, int, str]]
+              ) -> _AtCall | None:
+    """Where `a`, in the body of a function the script calls (only from its own shell, not
+    from another function's body), is judged: under `set -e`, at the first call where `set
+    -e` stops on it (the variable zero, empty, unset or "08" there), else at the first call;
+    with what sets the variable before that call: its last assignment outside the body, or,
+    when the body ran since (an earlier call), an unknown value, but an "08" that no count
+    changes. None: `a` is in no such body, and is judged where it is."""
+    k = bisect.bisect_right(spans, (a.offset, 1 << 62, ""))
+    if not k or spans[k - 1][1] <= a.offset:
+        return None  # in no body (or in one after a function defined in it: not judged here)
+    start, end, name = spans[k - 1]
+    body = (start, end)
+    calls = calls_of.get(name, [])
+    if not calls or any(c.in_function for c in calls):
+        return None
+    first: _AtCall | None = None
+    for call, ran, last in values_at_calls(name, body, calls, assigned):
+        value = last[1] if last is not None else ""
+        octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
+        before: list[tuple[int, str | None]] = (
+            [(call.offset, None)] if ran and not octal else [last] if last is not None else [])
+        if first is None:
+            first = (call.offset, body, before)
+        if not a.errexit:
+            return first
+        held = before[-1][1] if before else None
+        stops = not before or held is not None and (_ZERO_RE.fullmatch(held) or octal)
+        if call.errexit and stops:
+            return call.offset, body, before
+    return None, body, []
 
 
 def _finding(a: Arith, line: int, value: str | None,

@@ -9,11 +9,13 @@ from copy import copy
 
 from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
+from bot.core.launcher_lint.calls import call_sites
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
 from bot.core.launcher_lint.model import (
     MAX_DEPTH,
     Arith,
+    Call,
     Hit,
     Interactive,
     Opts,
@@ -137,6 +139,8 @@ class _Analyzer:
         self.function: str | None = None
         self.guard_greps: set[tuple[str, str]] = set()
         self.arith: list[Arith] = []
+        self.calls: list[Call] = []  # the functions' calls, and their bodies by name
+        self.bodies: dict[str, tuple[int, int]] = {}
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
@@ -221,6 +225,11 @@ class _Analyzer:
                         break
                 if self.guarded_bodies and not self.opts.nounset and self.function is None:
                     self._note_calls_without_nounset(lst[cut:], lst_off + cut)
+                if self.function_calls and not status_only:
+                    self.calls.extend(call_sites(
+                        lst[cut:], lst_off + cut, self.function_calls, self.opts, self.memo,
+                        in_condition=bool(frames and frames[-1].in_condition),
+                        in_function=self.function is not None, loop_from=self.later_pass_of))
                 if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
                     lst, quick=True
                 ) and not (self.may_tee and "tee" in lst):
@@ -458,6 +467,7 @@ class _Analyzer:
             return  # never called: its body never runs
         brace = m.start(2)
         end = group_end(lst, brace, off, self.memo)
+        self.bodies[name] = (off + brace + 1, off + end - 1)
         saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
         saved_function = self.function
         self.function = name
@@ -683,4 +693,4 @@ def scan(script_text: str, code: str) -> Scan:
     hits = analyzer.script(code, 0)
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
-                analyzer.positional, analyzer.subshells)
+                analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies)

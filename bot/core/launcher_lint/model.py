@@ -160,6 +160,21 @@ class Arith:
 
 
 @dataclass
+class Call:
+    """A call of a function the script defines, in the script's shell (not piped, not in
+    `$( … )`), as the walk reaches it: `errexit`, whether `set -e` stops on a status in its
+    body there (on, and its status not tested); `in_function`, made from another function's
+    body (read where that is defined, not where it runs); `loop_from`, on a loop's later pass
+    read again, where that loop starts (model.Arith.zero_after)."""
+
+    offset: int
+    name: str
+    errexit: bool
+    in_function: bool = False
+    loop_from: int | None = None
+
+
+@dataclass
 class Unset:
     """A variable read under `set -u` that may be unset."""
 
@@ -224,6 +239,9 @@ class Scan:
     tees: list[Tee] = field(default_factory=list)
     positional: list[Positional] = field(default_factory=list)
     subshells: list[tuple[int, int]] | None = None
+    calls: list[Call] = field(default_factory=list)
+    #: each called function's body, by name: its start and end offsets
+    bodies: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

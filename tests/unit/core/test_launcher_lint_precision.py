@@ -278,6 +278,17 @@ BASH_STOPS = [
     ("set -e\nf() { ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, True),
     ("set -e\nf() { ((m++)); }\ng() { f; }\nset -u\ng", CHECK_ARITH_UNSET, True),
     ("set -e\nf() { ((m++)); }\nf\nset -u\nf", CHECK_ARITH_ZERO, True),
+    # a function's body is judged at its calls, with what the variable holds at each and the
+    # options there: not by the assignments above its definition
+    ("set -e\nf() { ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); }\nm=0\nset -e\nf", CHECK_ARITH_ZERO, True),
+    ("set -e\nf() { ((m++)); }\nm=5\nf\nm=0\nf", CHECK_ARITH_ZERO, True),
+    ("set -e\nf() { ((m++)); }\nm=0\nf | cat\nf", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); }\nm=0\nf\nset -e\nf", CHECK_ARITH_ZERO, False),
+    ("set -e\nf() { ((m++)); }\nm=0\nif f; then :; fi\nf", CHECK_ARITH_ZERO, False),
+    ("set -e\nf() { ((m++)); }\nm=0\nf || true\nf", CHECK_ARITH_ZERO, False),
+    ("set -e\nf() { ((m++)); }\nm=08\nf || true\nf", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); }; m=0; set -u; f", CHECK_ARITH_UNSET, False),
     # `n=0 cmd` sets `n` in cmd's environment only: in the shell it is as before, unset
     ("set -u\nn=0 true\n((n++))", CHECK_ARITH_UNSET, True),
     ("set -e\nn=5 true\n((n++))", CHECK_ARITH_ZERO, True),
