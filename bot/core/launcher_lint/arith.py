@@ -246,11 +246,13 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
               calls_of: dict[str, list[Call]], spans: list[tuple[int, int, str]]
               ) -> _AtCall | None:
     """Where `a`, in the body of a function the script calls (only from its own shell, not
-    from another function's body), is judged: under `set -e`, at the first call where `set
-    -e` stops on it (the variable zero, empty, unset or "08" there), else at the first call;
-    with what sets the variable before that call: its last assignment outside the body, or,
-    when the body ran since (an earlier call), an unknown value, but an "08" that no count
-    changes. None: `a` is in no such body, and is judged where it is."""
+    from another function's body), is judged: at the call it was read again at under `set -u`
+    (model.Arith.called_at: an earlier call, where `set -u` was off, counted the variable
+    from unset), else under `set -e` at the first call where `set -e` stops on it (the
+    variable zero, empty, unset or "08" there), else at the first call; with what sets the
+    variable before that call: its last assignment outside the body, or, when the body ran
+    since (an earlier call), an unknown value, but an "08" that no count changes. None: `a`
+    is in no such body, and is judged where it is."""
     k = bisect.bisect_right(spans, (a.offset, 1 << 62, ""))
     if not k or spans[k - 1][1] <= a.offset:
         return None  # in no body (or in one after a function defined in it: not judged here)
@@ -265,6 +267,10 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
         before: list[tuple[int, str | None]] = (
             [(call.offset, None)] if ran and not octal else [last] if last is not None else [])
+        if a.called_at is not None:  # read again at that call: judged there
+            if call.offset == a.called_at:
+                return call.offset, body, before
+            continue
         if first is None:
             first = (call.offset, body, before)
         if not a.errexit:

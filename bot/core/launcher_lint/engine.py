@@ -449,6 +449,8 @@ class _Analyzer:
             self.script(*body)
             self.drop(marks, [], everything=False)
             self.function = saved_function
+            for a in self.arith[marks.arith:]:  # (the call's offset, as calls.call_sites's)
+                a.called_at = e_off + len(element) - len(element.lstrip().lstrip("!").lstrip())
 
     def _shift(self, lst: str) -> None:
         m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)

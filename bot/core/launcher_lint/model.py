@@ -157,6 +157,7 @@ class Arith:
     errexit: bool = True
     errexit_off: bool = False
     tested_by: str = ""
+    called_at: int | None = None  # read again at this call of its function (under `set -u`)
 
 
 @dataclass

@@ -270,6 +270,12 @@ BASH_STOPS = [
     ("f() { ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, True),
     ("f() { ((m++)); }\nset -u\nf\nf", CHECK_ARITH_UNSET, True),
     ("f() { ((m++)); }\nf\nset -u", CHECK_ARITH_UNSET, False),
+    # … its first call, where `set -u` is off, counts `m` from unset to 1: no later call reads
+    # it unset (but a piped call runs in a subshell)
+    ("f() { ((m++)); }\nf\nset -u\nf", CHECK_ARITH_UNSET, False),
+    ("f() { ((m++)); }\nf; set -u; f", CHECK_ARITH_UNSET, False),
+    ("f() { ((m++)); }\nf | cat\nset -u\nf", CHECK_ARITH_UNSET, True),
+    ("f() { ((m++)); }\nif f; then :; fi\nset -u\nf", CHECK_ARITH_UNSET, False),
     ("f() { m=0; ((m++)); }\nset -u\nf", CHECK_ARITH_UNSET, False),
     ("f() { ((m++)); }\nset -u\nf | cat", CHECK_ARITH_UNSET, False),
     ("f() { set -e; }\nset -u\nf\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
