@@ -4,13 +4,13 @@ many tasks it has (`build_array_root`), and each task's retry budget (`task_retr
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from bot.core.models import DEFAULT_CHUNK_BOUNDS, CheckpointMark, ChunkBounds, free_chunks
+from bot.core.slurm.job_ref import array_task_in
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
 
@@ -18,7 +18,6 @@ from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATE
 #: 60 characters stay well inside a section's 3,000 characters.
 MAX_TASK_ROWS = 40
 
-_TASK_RE = re.compile(r"_(\d+)$")
 
 
 class ArrayChain(Protocol):
@@ -77,8 +76,8 @@ class ArrayTask:
 
     @property
     def task(self) -> int:
-        match = _TASK_RE.search(self.display_id)
-        return int(match[1]) if match else -1
+        task = array_task_in(self.display_id)
+        return -1 if task is None else task
 
 
 @dataclass(frozen=True)

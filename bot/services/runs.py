@@ -14,6 +14,7 @@ from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
+from bot.core.slurm.job_ref import array_task_in
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, RenderError
 from bot.services.submit import (
     SubmitResult,
@@ -123,7 +124,8 @@ def announce_submit(
         if not open_thread(ctx, chain_id, target):
             return
     # a task's resubmit resolves that task's previous attempt
-    attempts = run_rows(ctx.store.attempts.for_chain(chain_id), _task_of(result))
+    attempts = run_rows(ctx.store.attempts.for_chain(chain_id),
+                        array_task_in(result.display_id))
     previous = next((a for a in reversed(attempts) if a.attempt_no < result.attempt_no), None)
     if previous is None:
         key = f"chain:{chain_id}:attempt:{result.attempt_no}:submitted"
@@ -134,12 +136,6 @@ def announce_submit(
         blocks, text = render(ctx, "resolution", recipe,
                               resolution_view(recipe, result, actor, previous, prompt))
     post_safely(ctx, "reply", chain_id, key, blocks, text)
-
-
-def _task_of(result: SubmitResult) -> int | None:
-    """The array task a submit reran (`140_4` → 4), None for any other submit."""
-    _, sep, task = (result.display_id or "").rpartition("_")
-    return int(task) if sep and task.isdigit() else None
 
 
 AUTOMATIC_ACTOR = "trainbot"

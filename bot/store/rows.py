@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bot.core.slurm.job_ref import array_task_in
+
 
 @dataclass(frozen=True)
 class Chain:
@@ -80,8 +82,7 @@ class Attempt:
     @property
     def array_task(self) -> int | None:
         """The array task this attempt ran (4 of `123_4`, and of its resubmit `140_4`)."""
-        _, sep, task = (self.display_id or "").rpartition("_")
-        return int(task) if sep and task.isdigit() else None
+        return array_task_in(self.display_id)
 
 
 @dataclass(frozen=True)

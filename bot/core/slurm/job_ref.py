@@ -1,5 +1,6 @@
 """Job ids as people and Slurm's listings write them: `123` (a job, or a whole array) and
-`123_4` (task 4 of array 123, whose own raw id Slurm gives it when it starts)."""
+`123_4` (task 4 of array 123, whose own raw id Slurm gives it when it starts); which array
+task an id names (`array_task_in`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from bot.core.slurm.errors import SlurmParseError
 from bot.core.text import N_
 
 _JOB_RE = re.compile(r"^([0-9]{1,12})(?:_([0-9]{1,7}))?$")
+# an array's id in Slurm's listings: `123_4`, a step of it (sacct's `123_4.batch`, `123_4.0`),
+# or the pending remainder `123_[5-9%2]`
+_ARRAY_ID_RE = re.compile(r"^([0-9]+)_(?:([0-9]+)(?:\.[A-Za-z0-9_]+)?|\[[^\]]+\])$")
 
 #: How an error names the forms a job id may take.
 ACCEPTED_FORMS = "123 (a job or a whole array) or 123_4 (task 4 of array 123)"
@@ -46,6 +50,24 @@ def parse_job_ref(word: str) -> JobRef:
     if match is None:
         raise JobIdError(word)
     return JobRef(int(match[1]), int(match[2]) if match[2] is not None else None)
+
+
+def split_array_id(job_id: str | None) -> tuple[int, int | None] | None:
+    """The array and the task a job id names, as squeue and sacct print it: (123, 4) for
+    `123_4` and its steps (`123_4.batch`, `123_4.extern`, `123_4.0`); (123, None) for an array's
+    pending remainder, which is no one task (`123_[5-9]`, `123_[5-9%2]`, `123_[1,3]`); None for
+    an id of no array: a job `123` (or its step `123.batch`), a heterogeneous job's component
+    `123+0` (Slurm runs no heterogeneous job as an array), or no id at all."""
+    match = _ARRAY_ID_RE.match((job_id or "").strip())
+    if match is None:
+        return None
+    return int(match[1]), int(match[2]) if match[2] is not None else None
+
+
+def array_task_in(job_id: str | None) -> int | None:
+    """The array task a job id names (4 of `123_4`, see `split_array_id`); None: no one task."""
+    found = split_array_id(job_id)
+    return found[1] if found else None
 
 
 def parse_raw_job_ids(text: str) -> set[int]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.core.slurm.argv import TIME_FORMAT_ENV, job_ids_arg
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.slurm.job_ref import split_array_id
 from bot.core.slurm.json_fields import json_epoch, json_exit, json_number, json_text, load_json
 from bot.core.slurm.parsable import split_rows
 from bot.core.slurm.records import JobRecord
@@ -152,11 +153,8 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
 def _array_fields(job_id_text: str | None) -> dict[str, int | None]:
     """Array job and task of sacct's JobID (`123_4`, `123_[5-9%2]` for a pending remainder);
     JobIDRaw is the task's own id, so only JobID says which array task a row is."""
-    match = re.match(r"(\d+)_(\d+|\[)", (job_id_text or "").strip())
-    if match is None:
-        return {"array_job_id": None, "array_task_id": None}
-    task = match[2]
-    return {"array_job_id": int(match[1]), "array_task_id": None if task == "[" else int(task)}
+    array_job, task = split_array_id(job_id_text) or (None, None)
+    return {"array_job_id": array_job, "array_task_id": task}
 
 
 def _lenient_req_mem(text: str | None, cpus: int | None) -> int | None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from bot.core.slurm.errors import SlurmParseError
-from bot.core.slurm.job_ref import JobIdError, JobRef, parse_job_ref, parse_raw_job_ids
+from bot.core.slurm.job_ref import (
+    JobIdError,
+    JobRef,
+    array_task_in,
+    parse_job_ref,
+    parse_raw_job_ids,
+    split_array_id,
+)
 
 
 @pytest.mark.parametrize("word,ref", [
@@ -32,3 +39,29 @@ def test_raw_job_id_listing_keeps_every_array_task_apart() -> None:
 def test_a_task_id_in_a_raw_listing_is_an_error_not_its_array() -> None:
     with pytest.raises(SlurmParseError, match="'123_4'"):
         parse_raw_job_ids("120\n123_4\n")
+
+
+@pytest.mark.parametrize("job_id,array_id", [
+    ("140_4", (140, 4)),  # squeue's JobArrayID, sacct's JobID, a one-task resubmit's id
+    ("140_0", (140, 0)),
+    (" 5120_12 ", (5120, 12)),
+    ("5120_1.batch", (5120, 1)),  # sacct's step rows of a task
+    ("5120_1.extern", (5120, 1)),
+    ("5120_1.0", (5120, 1)),
+    ("123_[5-9]", (123, None)),  # an array's pending remainder: no one task
+    ("123_[5-9%2]", (123, None)),
+    ("123_[1,3,7-9]", (123, None)),
+])
+def test_an_array_s_id_names_its_array_and_task(job_id: str, array_id: tuple) -> None:
+    assert split_array_id(job_id) == array_id
+    assert array_task_in(job_id) == array_id[1]
+
+
+@pytest.mark.parametrize("job_id", [
+    None, "", "140", "140.batch",  # a job, a step of it
+    "140+0", "140+1.batch",  # a heterogeneous job's components (never an array)
+    "140_", "_4", "140_4_5", "140_4x", "abc_4",
+])
+def test_an_id_of_no_array_names_no_task(job_id: str | None) -> None:
+    assert split_array_id(job_id) is None
+    assert array_task_in(job_id) is None
