@@ -128,8 +128,9 @@ class ThreadEvents:
         refresh_homes(self.ctx, chain_id, self.ctx.clock())
 
     def progress_changed(self, chain_id: int) -> None:
-        """Only the iterations an array's running tasks reached moved: its root shows them
-        (Home counts its tasks by state, unchanged: not republished)."""
+        """Only the iterations an array's running tasks reached moved (shown at most once
+        every persist_every_s): its root shows them (Home counts its tasks by state,
+        unchanged: not republished)."""
         refresh_root(self.ctx, chain_id)
 
     # ------------------------------------------------------------------ kinds

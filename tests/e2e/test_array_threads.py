@@ -241,3 +241,37 @@ def test_a_resubmitted_tasks_completion_names_the_task_it_replaced(
     assert "array 88887" in tab and home in tab, tab
     # the task's last incident is named as the thread names it, not by its raw Slurm id
     assert "Last incident: completed (job 88887_0)" in tab and "88900" not in tab, tab
+
+
+def test_a_large_arrays_progress_costs_at_most_one_root_rewrite_per_persist_interval(
+        app, urls, services, cluster, slack: SlackStandIn) -> None:
+    """Twenty tasks whose progress reaches their rows on different ticks (each at most every
+    persist_every_s, 300 s by default): over an hour of one-minute ticks, the root is
+    rewritten for their progress at most once every 300 s, not at every tick (chat.update is
+    rate-limited per workspace); a task failing still rewrites it at that very tick."""
+    slurm, sftp = cluster
+    paths = [f"{LOGS}/big-7100_{n}.out" for n in range(20)]
+    for n, path in enumerate(paths):
+        slurm.add(7101 + n, name="big", state="RUNNING", array_job_id=7100, array_task_id=n,
+                  stdout_path=path, start_time=NOW)
+        sftp.append(path, b"iter: 1/100000 | loss: 0.5\n")
+    slurm.add(7100, name="big", state="PENDING", array_job_id=7100)  # the last task waits
+    [reply] = train(app, urls, "watch 7100")
+    assert "20 task(s) started" in reply["text"], reply
+    w = watcher(services, cluster)
+    w.tick(NOW)  # every task's row written: the last rewrite for their states
+    before = len(slack.ok_calls("chat.update"))
+    for tick in range(1, 61):
+        for n, path in enumerate(paths):
+            if tick >= 5 + n % 5:  # task n's rows written from tick 5 + n % 5: staggered
+                sftp.append(path, f"iter: {100 * tick + n}/100000 | loss: 0.4\n".encode())
+        w.tick(NOW + 60 * tick)
+    progress = len(slack.ok_calls("chat.update")) - before
+    assert 10 <= progress <= 12, progress  # one per 300 s of the hour, not one per tick
+    assert "6,015" in root_text(slack)  # the latest iterations (task 15's, written at 60)
+    before = len(slack.ok_calls("chat.update"))
+    slurm.set(7101 + 3, state="FAILED", exit_code=1, signal=0, end_time=NOW + 3630)
+    w.tick(NOW + 3660)  # 60 s after the last progress rewrite
+    assert len(slack.ok_calls("chat.update")) > before  # no waiting out the interval
+    assert "7100_3" in root_text(slack) and "FAILED" in root_text(slack)
+

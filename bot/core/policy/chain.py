@@ -206,6 +206,17 @@ def parallel_chain_end(read_rows: Callable[[], Sequence[AttemptRow]], *, jobs_wa
     return "completed" if done else "stopped"
 
 
+def root_rewrite_due(*, state_changed: bool, rewritten_at: float | None, now: float,
+                     min_interval_s: float) -> bool:
+    """Whether a thread's root is rewritten (chat.update) at the end of the tick at `now`:
+    at once when a row it shows changed state (a job started, failed, ended); for progress
+    alone (an iteration written to a row) only when its last rewrite, at `rewritten_at`
+    (None: none yet), is `min_interval_s` old, else the progress waits for a later tick.
+    chat.update is rate-limited per workspace and shared by every run: an array whose
+    tasks write their progress on different ticks costs at most one rewrite per interval."""
+    return state_changed or rewritten_at is None or now - rewritten_at >= min_interval_s
+
+
 def attempt_progress(row: AttemptRow, fields: Mapping[str, Any], *, now: float,
                      written_at: float | None, persist_every_s: float,
                      force: bool = False) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from bot.core.policy import (
     attempt_progress,
     own_history,
     parallel_chain_end,
+    root_rewrite_due,
     run_history,
     task_history,
     task_rows,
@@ -44,11 +45,13 @@ log = logging.getLogger(__name__)
 
 class ChainBook:
     """One cluster's chains and attempt rows as the watcher reads and writes them (module
-    doc). `changed` holds the parallel chains whose rows in the thread's root changed this
-    tick, `progressed` the arrays whose running tasks' iterations in it moved
-    (`publish_changed` rewrites each root once); `resubmits` (None: none are made)
-    tells whether a task's resubmit is still pending; an attempt's progress (with the target
-    its log printed) is written at most every `persist_every_s`."""
+    doc). `changed` holds the parallel chains whose rows' states changed this tick (their
+    roots and Home rows are rewritten), `progressed` the arrays whose tasks' iterations moved
+    and whose roots have not shown it yet (`publish_changed` rewrites each root at most once a tick,
+    for progress alone at most once every `persist_every_s`:
+    bot.core.policy.root_rewrite_due); `resubmits` (None: none are made) tells whether a
+    task's resubmit is still pending; an attempt's progress (with the target its log
+    printed) is written at most every `persist_every_s`."""
 
     def __init__(self, cluster: str, *, store: Store, catalogue: Catalogue, outbox: Outbox,
                  resubmits: AutoResubmits | None, persist_every_s: float) -> None:
@@ -67,7 +70,8 @@ class ChainBook:
         # diagnosis first needed one (earlier attempts' are final; its own comes from its log)
         self._logged: dict[str, int | None] = {}
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
-        self.progressed: set[int] = set()  # arrays whose tasks' iterations moved this tick
+        self.progressed: set[int] = set()  # arrays whose tasks' iterations moved, not shown
+        self._rewritten_at: dict[int, float] = {}  # by chain: its root's last rewrite here
 
     def new_tick(self, watched: Iterable[WatchedJob]) -> None:
         """A tick begins with `watched` jobs. A chain's row, read for its target (`target`),
@@ -76,7 +80,8 @@ class ChainBook:
         (bot.services.submit), on whichever replica, so a new job of the chain is what can
         bring a new target (a task of a watched array that starts is none: no submit came
         before it, `started_array_tasks`). A chain none of whose jobs is watched is
-        forgotten."""
+        forgotten, and so is a root's progress not shown yet once none of its chain's jobs is
+        watched (its last job's end rewrote it)."""
         watching: dict[int, set[str]] = {}
         jobs: set[str] = set()
         for w in watched:
@@ -87,6 +92,9 @@ class ChainBook:
         self._watching = {chain_id: frozenset(jobs) for chain_id, jobs in watching.items()}
         self._rows = {chain_id: (row, seen) for chain_id, (row, seen) in self._rows.items()
                       if chain_id in self._watching and self._watching[chain_id] <= seen}
+        self.progressed &= set(self._watching)
+        self._rewritten_at = {chain_id: at for chain_id, at in self._rewritten_at.items()
+                              if chain_id in self._watching}
 
     def forget(self) -> None:
         """Drop the chain rows read for their targets: the next reads come from the store
@@ -147,15 +155,25 @@ class ChainBook:
         chain = self.get(chain_id)
         return chain.recipe if chain is not None and not chain.adopted else None
 
-    def publish_changed(self) -> None:
-        """One root update per changed chain and tick: a chain whose rows changed (its Home
-        rows with it), else an array whose tasks' iterations only moved (its root alone)."""
+    def publish_changed(self, now: float) -> None:
+        """At most one root update per chain and tick (at `now`): a chain whose rows changed
+        (its Home rows with it), else an array whose tasks' iterations moved (its root
+        alone). Progress alone rewrites a root at most
+        once every `persist_every_s` (bot.core.policy.root_rewrite_due): until then it stays
+        pending, and the rewrite that comes shows the store's latest iterations."""
+        shown = set(self.changed)
         for chain_id in sorted(self.changed):
             self.outbox.chain_changed(chain_id)
+            self._rewritten_at[chain_id] = now
         for chain_id in sorted(self.progressed - self.changed):
-            self.outbox.progress_changed(chain_id)
+            if root_rewrite_due(state_changed=False,
+                                rewritten_at=self._rewritten_at.get(chain_id), now=now,
+                                min_interval_s=self.persist_every_s):
+                self.outbox.progress_changed(chain_id)
+                self._rewritten_at[chain_id] = now
+                shown.add(chain_id)
         self.changed.clear()
-        self.progressed.clear()
+        self.progressed -= shown
 
     def started_array_tasks(self, watched: list[WatchedJob], records: dict[int, JobRecord],
                             now: float) -> list[WatchedJob]:
@@ -231,7 +249,8 @@ class ChainBook:
         """Progress into the attempt row (bot.core.policy.attempt_progress): state changes at
         once, last_iter at most every `persist_every_s` (always when `force`, i.e. at the
         end). A parallel chain's root is rewritten at the tick's end when the row's state
-        changed, an array's also when only its iteration did (its root has a row per task)."""
+        changed, an array's also when only its iteration did (its root has a row per task), at
+        most once every `persist_every_s` (`publish_changed`)."""
         attempt = jw.attempt
         if attempt is None or force:
             attempt = jw.attempt = self.store.attempts.get_by_job(str(jw.job_id), self.cluster)
@@ -245,7 +264,7 @@ class ChainBook:
         jw.attempt_written_at = now
         chain = self.get(jw.chain_id)
         if chain is not None and chain.parallel and "state" in changed:
-            self.changed.add(chain.id)  # its row in the root changes
+            self.changed.add(chain.id)  # its row in the root changes: rewritten at once
         elif chain is not None and chain.is_array and "last_iter" in changed:
             self.progressed.add(chain.id)  # the iteration its row in the root shows moved
 

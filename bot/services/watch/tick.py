@@ -244,7 +244,7 @@ class Watcher:
         for gone in set(self._records) - set(ids):
             del self._records[gone]
         self.outbox.keep_warnings_of({w.chain_id for w in watched})
-        self.chains.publish_changed()  # one root update per chain and tick
+        self.chains.publish_changed(now)  # at most one root update per chain and tick
         self._run_due_resubmits(now, report)
         return report
 

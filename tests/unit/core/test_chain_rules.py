@@ -14,6 +14,7 @@ from bot.core.policy import (
     attempt_progress,
     own_history,
     parallel_chain_end,
+    root_rewrite_due,
     run_history,
     run_latest,
     run_rows,
@@ -258,3 +259,20 @@ def test_the_last_iteration_never_goes_back_and_unknown_fields_stay() -> None:
     assert progress(row, 1000.0, last_iter=300, cause=None) == {}
     assert progress(row, 1000.0, force=True, last_iter=300, state="FAILED") == \
         {"state": "FAILED"}
+
+
+# --------------------------------------------------------------- a thread root's rewrites
+
+def test_progress_alone_rewrites_a_root_at_most_once_per_interval() -> None:
+    def due(now: float, rewritten_at: float | None = 1000.0) -> bool:
+        return root_rewrite_due(state_changed=False, rewritten_at=rewritten_at, now=now,
+                                min_interval_s=300.0)
+
+    assert not due(1060.0) and not due(1299.0)  # rewritten less than 300 s ago: it waits
+    assert due(1300.0) and due(5000.0)
+    assert due(1001.0, rewritten_at=None)  # never rewritten here: at once
+
+
+def test_a_change_of_state_rewrites_a_root_at_once() -> None:
+    assert root_rewrite_due(state_changed=True, rewritten_at=1000.0, now=1001.0,
+                            min_interval_s=300.0)

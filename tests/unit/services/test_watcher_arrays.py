@@ -98,6 +98,33 @@ def test_the_roots_iterations_follow_the_running_tasks_between_their_state_chang
     assert (sink.changed, sink.progressed) == ([chain.id], [chain.id])
 
 
+def test_staggered_progress_of_many_tasks_rewrites_the_root_once_per_interval(env):
+    """Tasks whose progress reaches their rows on different ticks (each at most every
+    persist_every_s) rewrite the array's root for it at most once every persist_every_s, the
+    last rewrite showing the latest iterations; a task's change of state rewrites it at that
+    tick."""
+    store, slurm, sftp, sink = env
+    chain = watch_array(store)
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    for n in range(10):
+        start(slurm, sftp, 6101 + n, n)
+    w = make_watcher(store, slurm, sftp, sink, persist_every_s=300)
+    w.tick(T0 + 60)  # the tasks start: their rows written at once
+    assert (sink.changed, sink.progressed) == ([chain.id], [])
+    rewrites = []
+    for tick in range(2, 32):  # 30 one-minute ticks; task n's rows written from tick 6 + n % 5
+        for n in range(10):
+            if tick >= 6 + n % 5:
+                sftp.append(LOG.format(n), f"iter: {10 * tick}/100 | loss: 0.4\n".encode())
+        w.tick(T0 + 60 * tick)
+        if len(sink.progressed) > len(rewrites):  # its root rewritten for progress
+            rewrites.append(tick)
+    assert rewrites == [6, 11, 16, 21, 26, 31]  # not one a tick from tick 10 on
+    slurm.set(6104, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1890)
+    w.tick(T0 + 60 * 32)  # a minute after the last progress rewrite
+    assert sink.changed == [chain.id, chain.id]  # the failure's rewrite did not wait
+
+
 class RootRecorder(RecordingMessageSink):
     """A thread writer that also rewrites the root in place, remembering each rewrite."""
 
