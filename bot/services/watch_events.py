@@ -22,9 +22,10 @@ the template words the facts (the Decision and its `facts`, the JobRecord, the D
 detail and hint, `event.facts`); the watcher's English `event.text` (stored and logged) is
 shown only for an event without the facts for a sentence, or one whose text stands alone
 (`text_only`).
-After each event, and when a finished attempt's result is stored (`chain_changed`), the
-thread's root message is rewritten from the store (state, attempts, retries), so the top of
-the thread always tells where the run stands.
+After each event, when a finished attempt's result is stored (`chain_changed`), and when a
+run's state or progress moved (`progress_changed`: its progress at most once every
+persist_every_s), the thread's root message is rewritten from the store (state, attempts,
+iterations, retries), so the top of the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
 
@@ -128,9 +129,10 @@ class ThreadEvents:
         refresh_homes(self.ctx, chain_id, self.ctx.clock())
 
     def progress_changed(self, chain_id: int) -> None:
-        """Only the iterations an array's running tasks reached moved (shown at most once
-        every persist_every_s): its root shows them (Home counts its tasks by state,
-        unchanged: not republished)."""
+        """Only what the chain's root shows moved: its running jobs' iterations (at most once
+        every persist_every_s), a single run's state. The root is rewritten; Home is not
+        republished for it (it is with the run's events, and when a user opens it): one
+        views.publish per viewer and root rewrite would cost more than the root does."""
         refresh_root(self.ctx, chain_id)
 
     # ------------------------------------------------------------------ kinds

@@ -275,3 +275,28 @@ def test_a_large_arrays_progress_costs_at_most_one_root_rewrite_per_persist_inte
     assert len(slack.ok_calls("chat.update")) > before  # no waiting out the interval
     assert "7100_3" in root_text(slack) and "FAILED" in root_text(slack)
 
+
+def test_a_single_runs_root_follows_its_progress(store, slack_context, cluster,
+                                                 slack: SlackStandIn) -> None:
+    """A run trainbot submitted: its root's progress bar moves with the iterations written
+    to its attempt row (at most every persist_every_s), not only when its state changes; its
+    start (PENDING → RUNNING) is shown at the tick that sees it."""
+    from bot.services.runs import submit_and_announce
+
+    slurm, sftp = cluster
+    config = make_config(log_path=f"{LOGS}/%x-%j.out", target_iter=10000)
+    ctx = slack_context(store, config, FakeClusters(slurm, sftp), charts=False)
+    job = int(submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW).job_id)
+    w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
+                catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=config)
+    assert "PENDING" in root_text(slack)
+    path = f"{LOGS}/mix-{job}.out"
+    slurm.set(job, state="RUNNING", stdout_path=path, start_time=NOW + 30)
+    sftp.append(path, b"iter: 100/10000 | loss: 0.5\n")
+    w.tick(NOW + 60)
+    assert "RUNNING" in root_text(slack) and "100 / 10,000" in root_text(slack)
+    sftp.append(path, b"iter: 2500/10000 | loss: 0.4\n")
+    w.tick(NOW + 120)  # within persist_every_s of the row's last write: nothing written
+    assert "2,500" not in root_text(slack)
+    w.tick(NOW + 400)  # still RUNNING: progress alone
+    assert "RUNNING" in root_text(slack) and "2,500 / 10,000" in root_text(slack)

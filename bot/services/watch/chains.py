@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 class ChainBook:
     """One cluster's chains and attempt rows as the watcher reads and writes them (module
     doc). `changed` holds the parallel chains whose rows' states changed this tick (their
-    roots and Home rows are rewritten), `progressed` the arrays whose tasks' iterations moved
-    and whose roots have not shown it yet (`publish_changed` rewrites each root at most once a tick,
+    roots and Home rows are rewritten), `restated` the other chains whose row's state
+    changed (their roots), `progressed` the chains whose rows' iterations moved and whose
+    roots have not shown it yet (`publish_changed` rewrites each root at most once a tick,
     for progress alone at most once every `persist_every_s`:
     bot.core.policy.root_rewrite_due); `resubmits` (None: none are made) tells whether a
     task's resubmit is still pending; an attempt's progress (with the target its log
@@ -70,7 +71,8 @@ class ChainBook:
         # diagnosis first needed one (earlier attempts' are final; its own comes from its log)
         self._logged: dict[str, int | None] = {}
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
-        self.progressed: set[int] = set()  # arrays whose tasks' iterations moved, not shown
+        self.restated: set[int] = set()  # other chains whose row's state changed this tick
+        self.progressed: set[int] = set()  # chains whose rows' iterations moved, not shown
         self._rewritten_at: dict[int, float] = {}  # by chain: its root's last rewrite here
 
     def new_tick(self, watched: Iterable[WatchedJob]) -> None:
@@ -156,23 +158,24 @@ class ChainBook:
         return chain.recipe if chain is not None and not chain.adopted else None
 
     def publish_changed(self, now: float) -> None:
-        """At most one root update per chain and tick (at `now`): a chain whose rows changed
-        (its Home rows with it), else an array whose tasks' iterations moved (its root
-        alone). Progress alone rewrites a root at most
+        """At most one root update per chain and tick (at `now`): a parallel chain whose rows'
+        states changed (its Home rows with it), else a chain whose row's state changed or
+        whose rows' iterations moved (its root alone). Progress alone rewrites a root at most
         once every `persist_every_s` (bot.core.policy.root_rewrite_due): until then it stays
         pending, and the rewrite that comes shows the store's latest iterations."""
         shown = set(self.changed)
         for chain_id in sorted(self.changed):
             self.outbox.chain_changed(chain_id)
             self._rewritten_at[chain_id] = now
-        for chain_id in sorted(self.progressed - self.changed):
-            if root_rewrite_due(state_changed=False,
+        for chain_id in sorted((self.restated | self.progressed) - self.changed):
+            if root_rewrite_due(state_changed=chain_id in self.restated,
                                 rewritten_at=self._rewritten_at.get(chain_id), now=now,
                                 min_interval_s=self.persist_every_s):
                 self.outbox.progress_changed(chain_id)
                 self._rewritten_at[chain_id] = now
                 shown.add(chain_id)
         self.changed.clear()
+        self.restated.clear()
         self.progressed -= shown
 
     def started_array_tasks(self, watched: list[WatchedJob], records: dict[int, JobRecord],
@@ -248,9 +251,9 @@ class ChainBook:
                        **fields: Any) -> None:
         """Progress into the attempt row (bot.core.policy.attempt_progress): state changes at
         once, last_iter at most every `persist_every_s` (always when `force`, i.e. at the
-        end). A parallel chain's root is rewritten at the tick's end when the row's state
-        changed, an array's also when only its iteration did (its root has a row per task), at
-        most once every `persist_every_s` (`publish_changed`)."""
+        end). The chain's root is rewritten at the tick's end when the row's state changed (a
+        parallel chain's Home rows with it), and when its iteration or target moved, at most
+        once every `persist_every_s` (`publish_changed`)."""
         attempt = jw.attempt
         if attempt is None or force:
             attempt = jw.attempt = self.store.attempts.get_by_job(str(jw.job_id), self.cluster)
@@ -263,10 +266,12 @@ class ChainBook:
         jw.attempt = self.store.attempts.update(attempt.id, **changed)
         jw.attempt_written_at = now
         chain = self.get(jw.chain_id)
-        if chain is not None and chain.parallel and "state" in changed:
-            self.changed.add(chain.id)  # its row in the root changes: rewritten at once
-        elif chain is not None and chain.is_array and "last_iter" in changed:
-            self.progressed.add(chain.id)  # the iteration its row in the root shows moved
+        if chain is None:
+            return
+        if "state" in changed:  # its row in the root changes: rewritten at once
+            (self.changed if chain.parallel else self.restated).add(chain.id)
+        if {"last_iter", "logged_target_iter"} & set(changed):
+            self.progressed.add(chain.id)  # the progress its root shows moved
 
 
 __all__ = ["ChainBook"]

@@ -69,9 +69,9 @@ class EventSink(Protocol):
 
     A sink may also define `chain_changed(chain_id)`: called once the store holds a finished
     attempt's result and the chain's status, so the thread's root can be rewritten from it;
-    and `progress_changed(chain_id)`: called at a tick's end when only the iterations of an
-    array's running tasks moved in the store (its root shows them; nothing else does), at
-    most once every `persist_every_s` per root.
+    and `progress_changed(chain_id)`: called at a tick's end when only what the chain's root
+    shows moved in the store: its running jobs' iterations (at most once every
+    `persist_every_s` per root), or the state of a run that is no parallel chain (at once).
     """
 
     def publish(self, event: WatchEvent) -> None: ...

@@ -91,8 +91,8 @@ class Outbox:
         self._tell_sink("chain_changed", chain_id)
 
     def progress_changed(self, chain_id: int) -> None:
-        """Tell the sink (when it listens) that only the iterations an array's running tasks
-        reached changed: its thread's root shows them, nothing else does."""
+        """Tell the sink (when it listens) that only what a chain's thread root shows changed
+        (its running jobs' iterations, a single run's state): Home is not told."""
         self._tell_sink("progress_changed", chain_id)
 
     def _tell_sink(self, hook: str, chain_id: int) -> None:

@@ -133,6 +133,31 @@ def test_reads_only_new_bytes_and_persists_offsets(env):
     assert attempt.last_iter == 1538 and attempt.state == "RUNNING"
 
 
+def test_a_single_runs_root_follows_its_progress_and_its_state(env):
+    """A run's root (a row per attempt, its progress bar) is rewritten at the tick's end when
+    its job's state changes, and when its iteration is written to the attempt row (at most
+    every persist_every_s), with no Slurm call of its own; Home is not told (its sink's
+    progress_changed)."""
+    store, slurm, sftp, sink = env
+    chain = add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    lines = story_lines()
+    sftp.append(LOG, b"".join(lines[:500]))
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0)  # PENDING (the row as added) -> RUNNING at iteration 1498: at once
+    assert (sink.changed, sink.progressed) == ([], [chain.id])
+    sftp.append(LOG, b"".join(lines[500:520]))
+    w.tick(T0 + 60)  # within persist_every_s: nothing written, nothing to show
+    assert sink.progressed == [chain.id]
+    sftp.append(LOG, b"".join(lines[520:540]))
+    report = w.tick(T0 + 300)
+    assert store.attempts.get_by_job("88154").last_iter == 1538
+    assert (sink.changed, sink.progressed) == ([], [chain.id, chain.id])
+    assert report.slurm_calls == 1
+    w.tick(T0 + 600)  # no new iteration: no rewrite
+    assert sink.progressed == [chain.id, chain.id]
+
+
 def test_restart_from_a_throttled_offset_rereads_a_little_and_posts_nothing_twice(env):
     store, slurm, sftp, sink = env
     add_job(store, 88154)
