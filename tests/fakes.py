@@ -37,8 +37,9 @@ CONTROLLER_DOWN = "Unable to contact slurm controller (connect failure)"
 
 # --------------------------------------------------------------------------- SSH runner
 
-# How a FakeRunner answers a program: (exit code, stdout, stderr), or an exception to raise.
-Answer = tuple[int, str, str] | Exception
+# How a FakeRunner answers a program: (exit code, stdout, stderr), or an exception to raise,
+# or a function of the argv giving one of those (an answer made from the test's world).
+Answer = tuple[int, str, str] | Exception | Callable[[list[str]], Any]
 
 
 class RunCall(NamedTuple):
@@ -75,6 +76,8 @@ class FakeRunner:
         answer = self.answers.get(program_of(argv), self.default)
         if answer is None:
             raise AssertionError(f"FakeRunner has no answer for {argv}")
+        if callable(answer) and not isinstance(answer, Exception):
+            answer = answer(argv)
         if isinstance(answer, Exception):
             raise answer
         code, out, err = answer

@@ -11,11 +11,13 @@ from fakes import (
     FakeRunner,
     FakeSlurm,
     RecordingEventSink,
+    make_config,
 )
 from support.watcher import CLUSTER, make_watcher, timed_out
 
+from bot.cluster.errors import ChannelClosed
 from bot.core.policy import PolicyParams
-from bot.services.submit import find_unrecorded_submit
+from bot.services.submit import adopt_unrecorded_submit, find_unrecorded_submit, submit_recipe
 
 KEY = f"{CLUSTER}:88300:resubmit"
 
@@ -269,6 +271,74 @@ def test_a_resubmit_whose_sbatch_channel_closed_is_looked_up_not_submitted_again
     assert sink.kinds() == ["incident", "resubmitted"] and "90500" in sink.events[1].text
     assert store.incidents.get(KEY).state == "done"
     assert store.chains.get(chain.id).retries_used == 1
+
+
+class _AnswerLost(FakeSlurm):
+    """Slurm whose first sbatch queues the job and whose answer is then lost: the channel
+    closes before sbatch's exit status comes (ChannelClosed). Its runner answers
+    `squeue -h --name=N -o %A` (the lookup by name) from the job table, sacct with nothing."""
+
+    def __init__(self, **kw):
+        super().__init__(first_id=90500, runner=FakeRunner(
+            {"squeue": self._by_name, "sacct": (0, "", "")}), **kw)
+        self.lost = 1
+
+    def submit(self, spec, *, script=None):
+        job_id = super().submit(spec, script=script)
+        if self.lost:
+            self.lost -= 1
+            raise ChannelClosed(["sbatch", "--parsable"], "login", connection_lost=True)
+        return job_id
+
+    def queued(self, name):
+        return sorted(i for i, r in self.records.items() if r.name == name
+                      and r.state in ("PENDING", "RUNNING"))
+
+    def _by_name(self, argv):
+        name = next(a.split("=", 1)[1] for a in argv if a.startswith("--name="))
+        return 0, "".join(f"{i}\n" for i in self.queued(name)), ""
+
+
+def test_a_resubmit_whose_sbatch_ran_but_lost_its_answer_leaves_one_job_after_the_retry_pass(
+        env):
+    """Through the fault, with the real submit and the real lookup (submit_recipe,
+    adopt_unrecorded_submit, as AutoResubmitter wires them): sbatch queues job 90500, then
+    its channel closes before the answer. The row stays `submitting`; the next pass looks
+    for the job's name in squeue before submitting again, finds 90500 and records it as the
+    chain's next attempt, charged once. Exactly one job of that name is on the cluster, and
+    the thread tells the resubmit once."""
+    store, _slurm, sftp, sink = env
+    slurm = _AnswerLost()
+    config = make_config()
+    config.recipes["auto"] = config.recipes["mix"].model_copy(update={"job_name": "auto"})
+
+    def resubmit(recipe, chain_id, decision):
+        return submit_recipe(config, recipe, slurm=slurm, sftp=sftp, store=store, now=T0,
+                             actor="trainbot", chain_id=chain_id,
+                             charge_retry=decision.charged).job_id
+
+    def recover(recipe, chain_id, old_job, decision):
+        found = adopt_unrecorded_submit(config, recipe, chain_id=chain_id, after_job=old_job,
+                                        slurm=slurm, sftp=sftp, store=store, now=T0,
+                                        resumed_at=None, charge_retry=decision.charged)
+        return None if found is None else found.job_id
+
+    w, chain = timed_out((store, slurm, sftp, sink), FakeResubmit(store))
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resubmit, recover=recover,
+                     checkpoint=FakeCheckpoints(1200),
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    w.tick(T0 + 1310)  # the incident; the resubmit row is `due`
+    w.tick(T0 + 1380)  # sbatch queues 90500; its answer is lost
+    assert store.incidents.get(KEY).state == "submitting"
+    assert slurm.queued("auto") == [90500]
+    w.tick(T0 + 1440)  # the retry pass: looked up by name, not submitted again
+    w.tick(T0 + 1500)
+    assert len(slurm.submits()) == 1 and slurm.queued("auto") == [90500]
+    assert ["squeue", "-h", "--name=auto", "--user=slurmci", "-o", "%A"] in slurm.runner.argvs()
+    assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88300", "90500"]
+    assert store.chains.get(chain.id).retries_used == 1
+    assert sink.kinds() == ["incident", "resubmitted"] and "90500" in sink.events[1].text
+    assert store.incidents.get(KEY).state == "done"
 
 
 def test_a_resubmit_the_submit_command_refused_is_submitted_again_without_a_lookup(env):
