@@ -86,30 +86,44 @@ def thread_reply(ctx: BotContext, key: str) -> tuple[str, list[dict[str, Any]]]:
     return text, ctx.sink.blocks[key]
 
 
+def proposed(blocks: list[dict[str, Any]]) -> str:
+    """The incident's "*Proposed:*" line (Korean: "*제안:*")."""
+    [text] = [b["text"]["text"] for b in blocks if "text" in b and b["type"] == "section"
+              and b["text"]["text"].startswith(("*Proposed:*", "*제안:*"))]
+    return str(text)
+
+
 def stored_decision(ctx: BotContext, chain_id: int) -> dict[str, Any]:
     [incident] = [i for i in ctx.store.incidents.for_chain(chain_id)
                   if i.key.endswith(":final")]
     return incident.diagnosis["decision"]
 
 
-@pytest.mark.parametrize(("lang", "said"), [
+@pytest.mark.parametrize(("lang", "said", "proposal"), [
     ("en", "job 4242 FAILED: nccl_timeout — nccl_timeout is retryable; trainbot did not submit "
      "this job, so it resubmits nothing: resubmit it yourself from the last complete checkpoint "
-     "(unknown: no recipe names its checkpoint dir)"),
+     "(unknown: no recipe names its checkpoint dir)",
+     "*Proposed:* resume from the last complete checkpoint (unknown: no recipe names its "
+     "checkpoint dir), by hand: trainbot did not submit this job, so it resubmits nothing"),
     ("ko", "작업 4242 FAILED: nccl_timeout — nccl_timeout은(는) 재시도할 수 있는 실패입니다. 이 "
      "작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
      "체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 "
-     "모릅니다) 직접 재제출하세요"),
+     "모릅니다) 직접 재제출하세요",
+     "*제안:* 마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 "
+     "체크포인트인지 모릅니다) 직접 재개하세요: 이 작업은 trainbot이 제출하지 않아 아무것도 "
+     "재제출하지 않습니다"),
 ])
 def test_an_adopted_jobs_failure_charges_no_retry_and_names_no_budget(ctx, slurm, sftp, lang,
-                                                                     said):
+                                                                     said, proposal):
     """A retryable failure of a job with no recipe: nothing is charged to a budget it does not
-    have. Its thread says who resubmits it, not "(charged: 1 of 3 retries)"; the stored
+    have. Its thread says who resubmits it, not "(charged: 1 of 3 retries)", and so does the
+    incident's proposal (no resume trainbot would make); the stored
     decision is not charged and names no charge; the chain's ledger stays at 0 and its root
     names no retries."""
     chain_id = fails_of_nccl_timeout(ctx, slurm, sftp)
-    text, _ = thread_reply(ctx, "dev:4242:final")
+    text, blocks = thread_reply(ctx, "dev:4242:final")
     assert text == said
+    assert proposed(blocks) == proposal
     assert "charged" not in text and "재시도 한도" not in text
     decision = stored_decision(ctx, chain_id)
     assert decision["charged"] is False
@@ -142,25 +156,28 @@ def test_an_adopted_jobs_stall_asks_no_question_it_offers_no_answer_to(ctx, slur
     assert ctx.store.approvals.for_chain(chain_id) == []  # no prompt behind it either
 
 
-@pytest.mark.parametrize(("lang", "said", "home"), [
+@pytest.mark.parametrize(("lang", "said", "home", "proposal"), [
     ("en", "job 4242 OUT_OF_MEMORY: host_oom — host memory exhausted (limit 120.0 GiB, MaxRSS "
      "119.0 GiB): trainbot did not submit this job, so it resubmits nothing: resubmit it "
      "yourself from the last complete checkpoint (unknown: no recipe names its checkpoint dir) "
      "with --mem=180G",
      "Last incident: host_oom (job 4242), resume from the last complete checkpoint (unknown: no "
-     "recipe names its checkpoint dir) · adopted: not resubmitted by trainbot"),
+     "recipe names its checkpoint dir) · adopted: not resubmitted by trainbot",
+     "*Proposed:* nothing: trainbot did not submit this job, so it resubmits nothing"),
     ("ko", "작업 4242 OUT_OF_MEMORY: host_oom — 호스트 메모리 부족 (한도 120.0 GiB, MaxRSS 119.0 "
      "GiB): 이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
      "체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 "
      "모릅니다) --mem=180G으로 직접 재제출하세요",
      "마지막 인시던트: host_oom (작업 4242), 마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 "
      "알려 주는 레시피가 없어 어느 체크포인트인지 모릅니다) 재개 · 가져온 작업: trainbot이 다시 "
-     "제출하지 않음"),
+     "제출하지 않음",
+     "*제안:* 없음: 이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다"),
 ])
 def test_an_adopted_jobs_decision_offers_no_resubmit_it_cannot_make(ctx, slurm, sftp, lang,
-                                                                   said, home):
+                                                                   said, home, proposal):
     """A host OOM of a job with no recipe: no prompt could resubmit it (a prompt resubmits a
-    recipe), so its decision offers no Resubmit or --mem button, proposes none in words, and
+    recipe), so its decision offers no Resubmit or --mem button, proposes none in words (its
+    incident's proposal says trainbot resubmits nothing, not that one waits for approval), and
     leaves the --mem to the person who resubmits it; the stored decision, the thread and the
     Home row say the same."""
     chain_id = adopt_4242(ctx)
@@ -171,6 +188,8 @@ def test_an_adopted_jobs_decision_offers_no_resubmit_it_cannot_make(ctx, slurm, 
     w.tick(NOW + 60)
     text, blocks = thread_reply(ctx, "dev:4242:final")
     assert text == said and "propos" not in text and "제안" not in text
+    assert proposed(blocks) == proposal
+    assert "approv" not in str(blocks) and "승인" not in str(blocks)
     assert [b for b in blocks if b["type"] == "actions"] == []
     assert ctx.store.approvals.for_chain(chain_id) == []
     decision = stored_decision(ctx, chain_id)
@@ -180,3 +199,40 @@ def test_an_adopted_jobs_decision_offers_no_resubmit_it_cannot_make(ctx, slurm, 
     tab = "\n".join(str(b.get("text", {}).get("text", ""))
                     for b in render_home(ctx, home_view(ctx, BOB, NOW)))
     assert home in tab, tab
+
+
+def leaking_log() -> bytes:
+    """Host RSS 40 GiB + 12 GiB per 100 iterations up to iteration 670, then an OOM kill."""
+    lines = [f"2025-05-14 {10 + 45 * k // 3600:02d}:{45 * k // 60 % 60:02d}:{45 * k % 60:02d} | "
+             f"INFO | iter: {i}/6000 | loss: 0.9 | 4.50 s/iter | rss: {40 + 0.12 * i:.1f} GiB\n"
+             for k, i in enumerate(range(0, 671, 10))]
+    lines.append("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the "
+                 "step tasks have been OOM Killed.\n")
+    return "".join(lines).encode()
+
+
+@pytest.mark.parametrize(("lang", "advice"), [
+    ("en", " To find what grows, run `trainbot probe dataloader MODULE:FACTORY --workers 2 "
+     "--samples 160` on the cluster from the job's working directory, in its Python environment "
+     "(MODULE:FACTORY: the function that builds the job's Dataset)."),
+    ("ko", " 무엇이 늘어나는지 찾으려면 클러스터에서 이 작업의 작업 디렉터리와 Python 환경으로 "
+     "`trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160`를 실행하세요"
+     "(MODULE:FACTORY: 이 작업의 Dataset을 만드는 함수)."),
+])
+def test_an_adopted_jobs_leak_advice_names_no_recipe_it_does_not_have(ctx, slurm, sftp, lang,
+                                                                       advice):
+    """A host OOM after a steady leak of a job with no recipe: the incident's memory paragraph
+    tells how to run the DataLoader probe by hand, where the job ran, and does not send the
+    reader to a recipe's config (it said "set `dataloader_probe.factory` in recipe 's
+    config")."""
+    adopt_4242(ctx)
+    w = watcher(ctx, slurm, sftp)
+    w.tick(NOW + 30)
+    sftp.append(LOG, leaking_log())
+    slurm.set(4242, state="OUT_OF_MEMORY", exit_code=0, signal=9, end_time=NOW + 50,
+              mem_limit_bytes=120 * GIB, max_rss_bytes=119 * GIB)
+    w.tick(NOW + 60)
+    _, blocks = thread_reply(ctx, "dev:4242:final")
+    [leak] = [b["text"]["text"] for b in blocks if b.get("block_id") == "leak_remedy"]
+    assert leak.endswith(advice), leak
+    assert "recipe" not in leak and "레시피" not in leak

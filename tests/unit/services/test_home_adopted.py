@@ -411,13 +411,14 @@ def test_a_runs_last_incident_says_when_its_resume_checkpoint_is_unknown(ctx, lo
      "submit this job, so it resubmits nothing: resubmit it yourself from the last complete "
      "checkpoint (unknown: no recipe names its checkpoint dir)",
      "*Proposed:* resume from the last complete checkpoint (unknown: no recipe names its "
-     "checkpoint dir)"),
+     "checkpoint dir), by hand: trainbot did not submit this job, so it resubmits nothing"),
     ("ko", "작업 4242 NODE_FAIL: node_failure — node_failure은(는) 재시도할 수 있는 실패입니다. "
      "이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
      "체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 "
      "모릅니다) 직접 재제출하세요",
      "*제안:* 마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 "
-     "체크포인트인지 모릅니다) 재개"),
+     "체크포인트인지 모릅니다) 직접 재개하세요: 이 작업은 trainbot이 제출하지 않아 아무것도 "
+     "재제출하지 않습니다"),
 ])
 def test_an_adopted_jobs_incident_says_its_checkpoint_is_unknown_not_from_scratch(
         ctx, slurm, lang, head, proposed):
