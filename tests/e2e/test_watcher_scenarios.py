@@ -328,7 +328,7 @@ def test_a_time_limit_is_resumed_automatically_from_the_last_complete_checkpoint
              if (r.json or r.params).get("ts") == thread_ts]
     listing = [t for t in roots if second.job_id in t]
     assert listing and all("retries 0 of 3" in t for t in listing), (roots, why)
-    assert any("chunk ended at the time limit after saving iter" in t
+    assert any("ended at the time limit after saving iter" in t
                and "retries not charged" in t for t in texts), why
 
 

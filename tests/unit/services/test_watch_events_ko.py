@@ -158,16 +158,16 @@ def test_other_decisions_read_in_korean_with_their_figures(store, class_id, stat
 
 @pytest.mark.parametrize(("policy", "last_iter", "english", "korean"), [
     (PolicyParams(auto_resubmit=True), 4000,
-     "chunk ended at the time limit after saving iter 4,000 (from 2,000): resubmitting; "
-     "retries not charged",
-     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iteration "
-     "2,000부터): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다"),
+     "chunk from iteration 2,000 ended at the time limit after saving iter 4,000: "
+     "resubmitting; retries not charged",
+     "iteration 2,000부터 시작한 구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 "
+     "저장했습니다: 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다"),
     (MANUAL, 4300,
-     "chunk ended at the time limit after saving iter 4,000 (from 2,000; 300 iterations since "
-     "lost): proposing to resubmit; retries not charged",
-     "구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 저장했습니다 (iteration "
-     "2,000부터, 그 뒤 잃은 작업 300 iteration): 재제출을 제안합니다. 진행이 있었으므로 재시도 "
-     "한도에 포함되지 않습니다"),
+     "chunk from iteration 2,000 ended at the time limit after saving iter 4,000 (300 "
+     "iterations since lost): proposing to resubmit; retries not charged",
+     "iteration 2,000부터 시작한 구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 "
+     "저장했습니다 (그 뒤 잃은 작업 300 iteration): 재제출을 제안합니다. 진행이 있었으므로 "
+     "재시도 한도에 포함되지 않습니다"),
 ])
 def test_a_time_limit_chunk_that_saved_a_newer_checkpoint_says_it_is_not_charged(
         store, policy, last_iter, english, korean):
@@ -191,14 +191,14 @@ def test_a_chunk_past_the_cap_of_free_chunks_says_why_it_is_charged(store):
                  checkpoint_iter=6000, accounting=replace(FAILED, state="TIMEOUT"))
     assert dec.charged and dec.facts["why"] == "chunk_capped"
     assert heads(store, "en", d, dec, "TIMEOUT") == (
-        "<@U0OWNER> job 88154 TIMEOUT: time_limit — chunk ended at the time limit after saving "
-        "iter 6,000 (from 4,000): resubmitting (charged: 2 of 3 retries): 2 chunks in a row "
-        "went uncharged, the recipe's max_free_chunks")
+        "<@U0OWNER> job 88154 TIMEOUT: time_limit — chunk from iteration 4,000 ended at the "
+        "time limit after saving iter 6,000: resubmitting (charged: 2 of 3 retries): 2 chunks "
+        "in a row went uncharged, the recipe's max_free_chunks")
     assert heads(store, "ko", d, dec, "TIMEOUT") == (
-        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 전에 iter "
-        "6,000 체크포인트를 저장했습니다 (iteration 4,000부터): 자동으로 재제출하며 이번에는 "
-        "재시도 한도에 포함합니다 (재시도 한도 3회 중 2회째). 재시도 한도에 포함되지 않은 구간이 "
-        "연속 2개로 레시피의 max_free_chunks에 이르렀습니다")
+        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — iteration 4,000부터 시작한 구간이 시간 "
+        "제한으로 끝났고 그 전에 iter 6,000 체크포인트를 저장했습니다: 자동으로 재제출하며 "
+        "이번에는 재시도 한도에 포함합니다 (재시도 한도 3회 중 2회째). 재시도 한도에 포함되지 "
+        "않은 구간이 연속 2개로 레시피의 max_free_chunks에 이르렀습니다")
 
 
 def test_a_chunk_that_saved_a_checkpoint_named_without_an_iteration_names_it(store):
@@ -209,12 +209,12 @@ def test_a_chunk_that_saved_a_checkpoint_named_without_an_iteration_names_it(sto
                  accounting=replace(FAILED, state="TIMEOUT"))
     assert not dec.charged
     assert heads(store, "en", d, dec, "TIMEOUT") == (
-        "<@U0OWNER> job 88154 TIMEOUT: time_limit — chunk ended at the time limit after saving "
-        "checkpoint `final` (from 4,000): proposing to resubmit; retries not charged")
+        "<@U0OWNER> job 88154 TIMEOUT: time_limit — chunk from iteration 4,000 ended at the "
+        "time limit after saving checkpoint `final`: proposing to resubmit; retries not charged")
     assert heads(store, "ko", d, dec, "TIMEOUT") == (
-        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 전에 "
-        "체크포인트 `final`을(를) 저장했습니다 (iteration 4,000부터): 재제출을 제안합니다. 진행이 "
-        "있었으므로 재시도 한도에 포함되지 않습니다")
+        "<@U0OWNER> 작업 88154 TIMEOUT: time_limit — iteration 4,000부터 시작한 구간이 시간 "
+        "제한으로 끝났고 그 전에 체크포인트 `final`을(를) 저장했습니다: 재제출을 제안합니다. "
+        "진행이 있었으므로 재시도 한도에 포함되지 않습니다")
 
 
 def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
@@ -383,10 +383,10 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
     w.tick(T0 + 1380)
     said = replies(ctx)
     # from scratch to a checkpoint at 3000: a time-limit chunk that made progress
-    assert said[0] == ("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 구간이 시간 제한으로 끝났고 그 "
-                       "전에 iter 3,000 체크포인트를 저장했습니다 (처음부터, 그 뒤 잃은 작업 470 "
-                       "iteration): 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 "
-                       "포함되지 않습니다")
+    assert said[0] == ("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 완전한 체크포인트가 없어 "
+                       "처음부터 시작한 구간이 시간 제한으로 끝났고 그 전에 iter 3,000 "
+                       "체크포인트를 저장했습니다 (그 뒤 잃은 작업 470 iteration): 자동으로 "
+                       "재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다")
     assert said[-1] == ("작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 "
                         "(iteration 3,000부터 재개)")
 
