@@ -41,35 +41,57 @@ class CommandTimedOut(ClusterError):
         super().__init__(f"`{shlex.join(self.argv)}` did not finish within {timeout:g} s")
 
 
-class ChannelClosed(ClusterUnavailable):
+class OutcomeUnknown(ClusterUnavailable):
+    """A command that changes something on the cluster (a submit, a cancel, a hold, a
+    release, a requeue) whose end trainbot did not see: its channel closed first
+    (ChannelClosed) or it outlived its timeout. It may or may not have taken effect, and may
+    still be running: never its own failure (no CommandFailed), and never done again blindly
+    (a submit is looked up by its job name first). A ClusterUnavailable, so what retries a
+    lost connection retries it. `what`: what happened; `advice`: what its caller adds, for
+    the command it ran (a submit: look the job up by name)."""
+
+    def __init__(self, argv: Sequence[str], what: str, *, advice: str = ""):
+        self.argv = list(argv)
+        self.what = what
+        self.advice = advice
+        super().__init__(f"{what}. {advice}" if advice else what)
+
+    def advised(self, advice: str) -> OutcomeUnknown:
+        """The same error (same type and fields) with `advice` added to its message (raise
+        it `from` self)."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.advice = f"{self.advice} {advice}".strip()
+        new.args = (f"{self.what}. {new.advice}",)
+        return new
+
+
+def submit_advice(job_name: str) -> str:
+    """What an OutcomeUnknown of a submit adds: where to look before submitting again."""
+    return (f"The job {job_name!r} may or may not have been submitted: look for that name in "
+            "squeue before submitting again.")
+
+
+class ChannelClosed(OutcomeUnknown):
     """A remote command's channel closed before its exit status came: the connection dropped
     or was closed under it (trainbot shutting down or reconnecting, another thread closing
     the channel), or sshd sent none (it reports a command killed by a signal in a message
-    paramiko does not read). The command may or may not have run, and may still be running:
-    never its own failure (no CommandFailed), and never re-run blindly (a submit is looked up
-    by its job name first). A ClusterUnavailable, so what retries a lost connection retries
-    it. `connection_lost`: the channel's connection is gone, not just the channel. `advice`:
-    what the caller adds, for the command it ran (a submit: look the job up by name)."""
+    paramiko does not read). The runner cannot tell a read from a command that changes
+    something, so this is an OutcomeUnknown: it may or may not have run.
+    `connection_lost`: the channel's connection is gone, not just the channel."""
 
     def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool,
                  advice: str = ""):
-        self.argv = list(argv)
         self.where = where
         self.connection_lost = connection_lost
-        self.advice = advice
-        command = shlex.join(self.argv)
+        command = shlex.join(str(a) for a in argv)
         if connection_lost:
-            message = f"connection to {where} lost while `{command}` was running; it may have run"
+            what = f"connection to {where} lost while `{command}` was running; it may have run"
         else:
-            message = (f"`{command}` on {where} ended without an exit status: its channel was "
-                       "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
-                       "sent none (a command killed by a signal); it may or may not have run")
-        super().__init__(f"{message}. {advice}" if advice else message)
-
-    def advised(self, advice: str) -> ChannelClosed:
-        """The same closed channel with `advice` added to its message (raise it `from` self)."""
-        return ChannelClosed(self.argv, self.where, connection_lost=self.connection_lost,
-                             advice=f"{self.advice} {advice}".strip())
+            what = (f"`{command}` on {where} ended without an exit status: its channel was "
+                    "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
+                    "sent none (a command killed by a signal); it may or may not have run")
+        super().__init__(argv, what, advice=advice)
 
 
 class LeaseAbandoned(ClusterUnavailable):

@@ -29,7 +29,13 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot.cluster.errors import ChannelClosed, ClusterUnavailable, CommandFailed, CommandTimedOut
+from bot.cluster.errors import (
+    ClusterUnavailable,
+    CommandFailed,
+    CommandTimedOut,
+    OutcomeUnknown,
+    submit_advice,
+)
 from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.errors import SlurmParseError, SlurmReportedError
 from bot.core.slurm.records import JobRecord, merge_records
@@ -108,12 +114,17 @@ class SlurmClient:
 
     # ---- plumbing ---------------------------------------------------------------------------
 
-    def _run(self, argv: Sequence[str], *, stdin: str | None = None,
+    def _run(self, argv: Sequence[str], *, effects: bool, stdin: str | None = None,
              allow: re.Pattern[str] | None = None,
              env: Mapping[str, str] | None = None) -> CommandOutput:
         """Run argv; controller silence -> ClusterUnavailable, other failures -> CommandFailed.
-        A channel closed before the exit status came is the runner's ChannelClosed (a
-        ClusterUnavailable: the command may or may not have run), never a CommandFailed.
+
+        `effects`: the command changes something on the cluster (sbatch, scancel, scontrol
+        hold / release / requeue), so an end trainbot did not see is an OutcomeUnknown: it
+        may or may not have taken effect. That is a channel closed before the exit status
+        came (the runner's ChannelClosed) and, for such a command, one that outlived its
+        timeout; a read that outlived its timeout is a plain ClusterUnavailable (the
+        controller is overloaded or down; nothing changed). Never a CommandFailed.
 
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
         `env` values reach the command's environment only (never its argv, so never an error).
@@ -122,10 +133,12 @@ class SlurmClient:
             result = self.runner.run(argv, stdin=stdin, timeout=self.timeout, check=False,
                                      env=env or None)
         except CommandTimedOut as exc:
-            raise ClusterUnavailable(
-                f"`{argv_text(argv)}` did not answer within {exc.timeout:g} s: the Slurm "
-                "controller is overloaded or down"
-            ) from exc
+            what = (f"`{argv_text(argv)}` did not answer within {exc.timeout:g} s: the Slurm "
+                    "controller is overloaded or down")
+            if effects:
+                raise OutcomeUnknown(argv, f"{what}; it may or may not have taken effect"
+                                     ) from exc
+            raise ClusterUnavailable(what) from exc
         if result.exit_code == 0:
             return result
         stderr = result.stderr.strip()
@@ -143,7 +156,7 @@ class SlurmClient:
         """Slurm version and JSON support, asked once per client and cached; sets `parsers`
         (and turns JSON off where the release's JSON is known wrong)."""
         if self._info is None:
-            version = self._run(sinfo_version_argv()).stdout.strip()
+            version = self._run(sinfo_version_argv(), effects=False).stdout.strip()
             try:
                 release = parse_version(version)
             except SlurmParseError as exc:
@@ -170,7 +183,8 @@ class SlurmClient:
         release has is asked for (a wrong guess would fail every sacct call on 22.05)."""
         if not self._release_asked:
             try:  # ClusterUnavailable goes up (asked again next time); the rest is an answer
-                self._release = parse_version(self._run(sinfo_version_argv()).stdout)
+                answer = self._run(sinfo_version_argv(), effects=False)
+                self._release = parse_version(answer.stdout)
             except (CommandFailed, SlurmParseError) as exc:
                 log.warning("cannot tell the Slurm release (%s); sacct is not asked for "
                             "StdOut/StdErr", exc)
@@ -183,7 +197,7 @@ class SlurmClient:
 
     def _probe_json(self) -> bool:
         try:
-            result = self._run(squeue_argv(json=True))
+            result = self._run(squeue_argv(json=True), effects=False)
         except CommandFailed as exc:
             if _NO_JSON_RE.search(exc.stderr):
                 return False
@@ -232,11 +246,12 @@ class SlurmClient:
 
     def _squeue(self, ids: Sequence[int]) -> dict[int, JobRecord]:
         if self._json():
-            text = self._run(squeue_argv(json=True)).stdout
+            text = self._run(squeue_argv(json=True), effects=False).stdout
             records = self._parse(parse_squeue_json, text, self._version_hint())
             wanted = set(ids)
             return {k: v for k, v in records.items() if k in wanted or v.array_job_id in wanted}
-        result = self._run(squeue_argv(json=False, job_ids=ids), allow=_INVALID_JOB_RE)
+        result = self._run(squeue_argv(json=False, job_ids=ids), effects=False,
+                           allow=_INVALID_JOB_RE)
         if result.exit_code != 0:  # "Invalid job id specified": the controller forgot it
             return {}
         return self._parse(parse_squeue_parsable, result.stdout)
@@ -244,9 +259,10 @@ class SlurmClient:
     def _sacct(self, ids: Sequence[int]) -> dict[int, JobRecord]:
         self._check_version()
         if self.sacct_json:
-            return self._parse(parse_sacct_json, self._run(sacct_argv(ids, json=True)).stdout)
+            text = self._run(sacct_argv(ids, json=True), effects=False).stdout
+            return self._parse(parse_sacct_json, text)
         argv = sacct_argv(ids, fields=sacct_fields(self.slurm_release()))
-        return self._parse(parse_sacct_parsable, self._run(argv).stdout)
+        return self._parse(parse_sacct_parsable, self._run(argv, effects=False).stdout)
 
     def _version_hint(self) -> str | None:
         return self._info.version if self._info is not None else None
@@ -278,7 +294,7 @@ class SlurmClient:
         if not wanted:
             return {}
         argv = sstat_argv(wanted)
-        result = self._run(argv, allow=_SSTAT_PER_JOB_RE)
+        result = self._run(argv, effects=False, allow=_SSTAT_PER_JOB_RE)
         try:
             found = parse_sstat(result.stdout)
         except SlurmParseError as exc:
@@ -307,12 +323,12 @@ class SlurmClient:
         if user is None and account is None:
             raise ValueError("pending_competitors needs a user or an account to look for")
         if self._json():
-            text = self._run(squeue_argv(json=True)).stdout
+            text = self._run(squeue_argv(json=True), effects=False).stdout
             records = self._parse(parse_squeue_json, text, self._version_hint())
         else:
             argv = squeue_argv(json=False, user=user, account=account, partition=partition,
                                qos=qos, states="PENDING")
-            records = self._parse(parse_squeue_parsable, self._run(argv).stdout)
+            records = self._parse(parse_squeue_parsable, self._run(argv, effects=False).stdout)
         return filter_competitors(records.values(), user=user, account=account,
                                   partition=partition, qos=qos, exclude=exclude)
 
@@ -327,16 +343,16 @@ class SlurmClient:
         no argv, no process list and no CommandFailed.
 
         Raises ClusterUnavailable saying to look for the job's name in squeue before
-        submitting again; a channel closed before sbatch's answer stays a ChannelClosed (what
+        submitting again; an end of sbatch trainbot did not see (its channel closed before
+        the answer, or it outlived its timeout) stays an OutcomeUnknown (ChannelClosed, what
         its caller reconciles with Slurm first), with the same advice.
         """
         if (script is None) == (spec.script_path is None):
             raise ValueError("submit needs exactly one of script (text) or script_path")
-        advice = (f"The job {spec.job_name!r} may or may not have been submitted: look for "
-                  "that name in squeue before submitting again.")
+        advice = submit_advice(spec.job_name)
         try:
-            result = self._run(sbatch_argv(spec), stdin=script, env=spec.env)
-        except ChannelClosed as exc:
+            result = self._run(sbatch_argv(spec), effects=True, stdin=script, env=spec.env)
+        except OutcomeUnknown as exc:
             raise exc.advised(advice) from exc
         except ClusterUnavailable as exc:
             raise ClusterUnavailable(f"{exc} {advice}") from exc
@@ -344,17 +360,17 @@ class SlurmClient:
 
     def hold(self, job_id: int) -> None:
         """`scontrol hold`: priority 0, reason JobHeldUser (JobHeldAdmin if we are admin)."""
-        self._run(scontrol_argv("hold", job_id))
+        self._run(scontrol_argv("hold", job_id), effects=True)
 
     def release(self, job_id: int) -> None:
-        self._run(scontrol_argv("release", job_id))
+        self._run(scontrol_argv("release", job_id), effects=True)
 
     def requeue(self, job_id: int) -> None:
         """Put a running/finished batch job back to pending (it restarts, restart_count+1)."""
-        self._run(scontrol_argv("requeue", job_id))
+        self._run(scontrol_argv("requeue", job_id), effects=True)
 
     def cancel(self, job_id: int) -> None:
-        self._run(scancel_argv(job_id))
+        self._run(scancel_argv(job_id), effects=True)
 
 
 def argv_text(argv: Sequence[str]) -> str:

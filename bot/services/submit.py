@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown, submit_advice
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.flight_recorder import flight_recorder_env
@@ -438,11 +438,20 @@ def _submit(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, st
         job_id = slurm.submit(recipe.submit_spec(job_name=job_name, env=env))
         return str(job_id)
     # A site wrapper gets the args and the environment (job name, resume point and the
-    # recipe's Slurm options as sbatch's input variables) and must print the job id.
+    # recipe's Slurm options as sbatch's input variables) and must print the job id. An end
+    # of it trainbot did not see (a timeout, a channel closed first) may have left a job, as
+    # sbatch's does (SlurmClient.submit): an OutcomeUnknown saying to look the name up.
     assert recipe.submit_command is not None
     options = {name: getattr(recipe, name) for name in SBATCH_INPUT_ENV}
     env = {**env, **sbatch_input_env(options), "TRAINBOT_JOB_NAME": job_name}
-    result = slurm.runner.run([*recipe.submit_command, *recipe.args], env=env, check=True)
+    argv = [*recipe.submit_command, *recipe.args]
+    try:
+        result = slurm.runner.run(argv, env=env, check=True)
+    except CommandTimedOut as exc:
+        raise OutcomeUnknown(argv, f"{exc}; it may or may not have taken effect",
+                             advice=submit_advice(job_name)) from exc
+    except OutcomeUnknown as exc:
+        raise exc.advised(submit_advice(job_name)) from exc
     return parse_job_id(result.stdout, recipe.submit_command[0])
 
 

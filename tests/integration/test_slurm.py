@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import pytest
 from cluster_jobs import CommandLineWatch, CountingRunner
 
-from bot.cluster.errors import ClusterUnavailable, CommandFailed
+from bot.cluster.errors import ClusterUnavailable, CommandFailed, OutcomeUnknown
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.slurm.records import JobRecord
@@ -289,6 +289,51 @@ def test_an_env_secret_reaches_the_job_but_no_process_list_and_no_error(
     assert secret not in f"{failed.value} {failed.value.argv} {failed.value.stderr}"
     assert ps.containing("sbatch") or ps.containing("slurmstepd"), "the scan saw nothing"
     assert ps.containing(secret) == []
+
+
+def test_an_sbatch_that_answers_past_the_timeout_is_an_outcome_unknown_and_its_job_is_there(
+        slurm_cluster, ssh_runner, submitted):
+    """A slow controller: sbatch queues the job but its answer comes after trainbot's
+    timeout. The submit is an OutcomeUnknown (not a plain ClusterUnavailable, nor a
+    CommandFailed) saying to look for the job's name in squeue before submitting again, and
+    that name is there, once."""
+    slow = f"{slurm_cluster.home}/it-slow-sbatch-{uuid.uuid4().hex[:8]}"
+    real = ssh_runner.run(["sh", "-c", "command -v sbatch"]).stdout.strip()
+    ssh_runner.run(["sh", "-c", 'mkdir -p "$1" && cat > "$1/sbatch" && chmod 755 "$1/sbatch"',
+                    "sh", slow], stdin=f'#!/bin/sh\n"{real}" "$@"\nsleep 30\n')
+    name = unique("slow-sbatch")
+    path = f"{slow}:" + ssh_runner.run(["sh", "-c", "echo $PATH"]).stdout.strip()
+    client = SlurmClient(_SlowSbatchFirst(ssh_runner, path), use_json=False, timeout=5)
+    try:
+        with pytest.raises(OutcomeUnknown) as info:
+            client.submit(SubmitSpec(job_name=name, output="/dev/null"),
+                          script="#!/bin/bash\nsleep 60\n")
+        queued = ssh_runner.run(["squeue", "--noheader", f"--name={name}", "--format=%i"])
+        ids = [int(i) for i in queued.stdout.split()]
+        submitted.extend(ids)
+    finally:
+        ssh_runner.run(["rm", "-rf", slow])
+    message = str(info.value)
+    assert "did not answer within 5 s" in message
+    assert "may or may not have taken effect" in message
+    assert f"The job {name!r} may or may not have been submitted: look for that name in " \
+        "squeue before submitting again." in message
+    assert info.value.argv[0] == "sbatch"
+    assert len(ids) == 1  # it went through, once: what a lookup by name finds
+
+
+class _SlowSbatchFirst(CountingRunner):
+    """The real runner, with `path` (the slow sbatch's directory first) as the PATH of every
+    command it runs: the login node where sbatch answers late (a job's env may not set
+    PATH, so it is set here, for the login shell that execs sbatch)."""
+
+    def __init__(self, inner: SSHRunner, path: str):
+        super().__init__(inner)
+        self.path = path
+
+    def run(self, argv: Sequence[str], **kwargs) -> CommandResult:
+        kwargs["env"] = {**(kwargs.get("env") or {}), "PATH": self.path}
+        return super().run(argv, **kwargs)
 
 
 def test_requeue_restarts_the_job(slurm_cluster, ssh_runner, submitted):

@@ -3,10 +3,11 @@
 A finished job whose decision is `resubmit_now` gets an intent row in the incidents table
 (class `resubmit`, `record_due`); once its backoff has passed it goes `due` -> `submitting`
 (sbatch; the attempt and its retry charge recorded in one transaction) -> `submitted` ->
-`done` (thread told). A crash inside the submit, or an error that may have left a job (a
-channel closed before sbatch's answer: ChannelClosed), is reconciled with Slurm before anything
-is submitted again (`run_due`). A row whose stored decision does not read back as
-`resubmit_now` is never carried out: a person is asked instead (`asked`).
+`done` (thread told). A crash inside the submit, or an error that may have left a job (an
+sbatch whose end trainbot did not see: OutcomeUnknown, its channel closed first or past its
+timeout), is reconciled with Slurm before anything is submitted again (`run_due`). A row
+whose stored decision does not read back as `resubmit_now` is never carried out: a person is
+asked instead (`asked`).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class AutoResubmits:
 
         A row found `submitting` is a crash or an error after the intent: the submit may have
         gone through. A resubmit that raises stays `submitting` (its sbatch may have gone
-        through: a channel closed before sbatch's answer, ChannelClosed; an error after it)
+        through: an sbatch whose end was not seen, OutcomeUnknown; an error after it)
         unless the submit command said no (CommandFailed: back to `due`).
         `recover(recipe, chain_id, old_job, decision)` (when given) finds and records the job
         it left (an unrecorded sbatch, or a recorded attempt whose thread was not told) and

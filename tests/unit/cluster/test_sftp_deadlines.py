@@ -27,6 +27,7 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     LeaseAbandoned,
+    OutcomeUnknown,
     SFTPTimedOut,
 )
 from bot.cluster.ssh import SSHRunner, SSHSettings
@@ -54,6 +55,7 @@ class Peer:
     entered: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
     exec_requests: int = 0
     exec_runs: bool = False  # True: every command starts and runs, silent, until closed
+    exec_drops: bool = False  # True: an exec request, once received, drops the connection
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
 
     def runner(self, **changes: object) -> SSHRunner:
@@ -143,6 +145,9 @@ class _Server(paramiko.ServerInterface):
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         self.peer.exec_requests += 1
+        if self.peer.exec_drops:  # the login node goes away with the request unanswered
+            channel.get_transport().sock.shutdown(socket.SHUT_RDWR)
+            return False
         if self.peer.exec_runs:
             return True
         self.peer.release.wait()  # sshd waiting on something (a hung home directory) forever
@@ -427,6 +432,48 @@ def test_a_read_whose_channel_is_closed_under_it_is_a_connection_error_not_a_fai
         assert isinstance(read.value, ChannelClosed)
         assert "exit -1" not in str(read.value) and "it may or may not have run" in str(read.value)
         assert runner.is_connected
+
+
+def test_a_connection_lost_after_the_exec_request_left_is_channel_closed_it_may_have_run(
+        peer: Peer) -> None:
+    """The connection drops after sshd received the command's request, before it answered:
+    the command may have started, so it is a ChannelClosed (an OutcomeUnknown) saying it
+    may or may not have run, never a plain ClusterUnavailable (as if it had not run)."""
+    peer.exec_drops = True
+    with peer.runner() as runner:
+        with pytest.raises(ChannelClosed) as info:
+            runner.run(["sbatch", "--parsable", "job.sh"], timeout=30)
+        assert peer.exec_requests == 1
+        assert info.value.connection_lost and info.value.argv == ["sbatch", "--parsable", "job.sh"]
+        assert isinstance(info.value, OutcomeUnknown)
+        assert str(info.value) == (
+            "connection to 127.0.0.1 lost while starting `sbatch --parsable job.sh`, after its "
+            "request left; it may or may not have run")
+        peer.exec_drops, peer.exec_runs = False, True
+        assert not runner.is_connected  # the dead connection is dropped: the next reconnects
+
+
+def test_a_connection_lost_before_the_exec_request_left_is_unavailable_it_did_not_run(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The connection drops after the command's channel opened, before its request was
+    sent: sshd got no request, so the command did not run: a plain ClusterUnavailable
+    saying so, not a ChannelClosed (which would send a submit to be looked up for nothing)."""
+    with peer.runner() as runner:
+        open_session = runner._open_session  # noqa: SLF001
+
+        def opened_then_cut() -> paramiko.Channel:
+            chan = open_session()
+            chan.get_transport().sock.shutdown(socket.SHUT_WR)  # nothing more leaves
+            return chan
+
+        monkeypatch.setattr(runner, "_open_session", opened_then_cut)
+        with pytest.raises(ClusterUnavailable) as info:
+            runner.run(["sbatch", "--parsable", "job.sh"], timeout=30)
+        assert not isinstance(info.value, OutcomeUnknown)
+        assert str(info.value).startswith(
+            "could not start `sbatch --parsable job.sh` on 127.0.0.1: ")
+        assert str(info.value).endswith("its request never reached sshd, so it did not run")
+        assert peer.exec_requests == 0
 
 
 class _PeerClusters:

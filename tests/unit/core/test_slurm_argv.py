@@ -19,6 +19,7 @@ from bot.cluster.errors import (
     ClusterUnavailable,
     CommandFailed,
     CommandTimedOut,
+    OutcomeUnknown,
 )
 from bot.cluster.slurm import SlurmClient
 from bot.core.slurm.errors import SlurmParseError
@@ -287,10 +288,41 @@ def test_sacct_down_while_squeue_answers_still_raises():
         SlurmClient(runner, use_json=False).jobs([5])
 
 
-def test_a_timed_out_command_means_unavailable():
+def test_a_timed_out_read_means_unavailable_and_nothing_changed():
     runner = FakeRunner({"squeue": CommandTimedOut(["squeue"], 30.0)})
-    with pytest.raises(ClusterUnavailable, match="30 s"):
+    with pytest.raises(ClusterUnavailable, match="30 s") as info:
         SlurmClient(runner, use_json=True).jobs([5])
+    assert not isinstance(info.value, OutcomeUnknown)
+    assert "may or may not" not in str(info.value)
+
+
+@pytest.mark.parametrize(("program", "act"), [
+    ("scancel", lambda c: c.cancel(5)), ("scontrol", lambda c: c.hold(5)),
+    ("scontrol", lambda c: c.release(5)), ("scontrol", lambda c: c.requeue(5))])
+def test_a_timed_out_command_that_changes_something_is_an_outcome_unknown(program, act):
+    runner = FakeRunner({program: CommandTimedOut([program, "5"], 30.0)})
+    with pytest.raises(OutcomeUnknown) as info:
+        act(SlurmClient(runner, use_json=False))
+    assert "did not answer within 30 s" in str(info.value)
+    assert "it may or may not have taken effect" in str(info.value)
+    assert isinstance(info.value, ClusterUnavailable)
+
+
+def test_a_timed_out_submit_is_an_outcome_unknown_saying_to_look_the_job_up():
+    """sbatch past its timeout may have queued the job, as one whose channel closed may:
+    the same OutcomeUnknown, with the same advice (never a plain ClusterUnavailable)."""
+    timed_out = CommandTimedOut(["sbatch", "--parsable"], 30.0)
+    runner = FakeRunner({"sbatch": timed_out})
+    with pytest.raises(OutcomeUnknown) as caught:
+        SlurmClient(runner, use_json=False).submit(SubmitSpec(job_name="mix"), script="x")
+    assert not isinstance(caught.value, ChannelClosed)
+    assert caught.value.argv[0] == "sbatch"
+    assert str(caught.value).startswith("`sbatch --parsable")
+    assert "did not answer within 30 s" in str(caught.value)
+    assert str(caught.value).endswith(
+        "The job 'mix' may or may not have been submitted: look for that name in squeue "
+        "before submitting again.")
+    assert caught.value.__cause__.__cause__ is timed_out
 
 
 def test_squeue_invalid_job_id_means_absent_not_failure():

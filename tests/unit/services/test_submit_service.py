@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fakes import FakeRunner, FakeSlurm
 
+from bot.cluster.errors import ChannelClosed, CommandTimedOut, OutcomeUnknown
 from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SBATCH_INPUT_ENV, SubmitSpec
 from bot.services.submit import (
@@ -252,6 +253,29 @@ def test_site_wrapper_gets_argv_and_env_and_its_job_id_is_read(ck_config, store)
     assert argv == ["/opt/site/submit", "--team", "a", "x"]
     assert env["TRAINBOT_JOB_NAME"] == "wrapped" and "TRAINBOT_RESUME_FROM" not in env
     assert result.job_id == "777" and slurm.calls == []
+
+
+@pytest.mark.parametrize("lost", [
+    CommandTimedOut(["/opt/site/submit", "--team", "a", "x"], 30.0),
+    ChannelClosed(["/opt/site/submit", "--team", "a", "x"], "login1", connection_lost=True)])
+def test_a_site_wrapper_whose_end_was_not_seen_is_an_outcome_unknown_naming_the_job(
+        ck_config, store, lost):
+    """A site wrapper that outlived its timeout, or whose channel closed first, may have
+    queued the job, as sbatch may: an OutcomeUnknown saying to look for the job's name in
+    squeue before submitting again (a timeout was a bare CommandTimedOut); no attempt is
+    recorded."""
+    from bot.services.submit import submit_recipe
+
+    slurm = FakeSlurm(runner=FakeRunner(default=lost))
+    with pytest.raises(OutcomeUnknown) as caught:
+        submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=None, store=store, now=1.0,
+                      actor="U")
+    assert type(caught.value) is type(lost) or isinstance(lost, CommandTimedOut)
+    assert caught.value.argv == ["/opt/site/submit", "--team", "a", "x"]
+    assert str(caught.value).endswith(
+        "The job 'wrapped' may or may not have been submitted: look for that name in squeue "
+        "before submitting again.")
+    assert store.attempts.for_chain(1) == []
 
 
 # --------------------------------------------------------------------------------------------
