@@ -76,16 +76,25 @@ class ChannelClosed(OutcomeUnknown):
     """A remote command's channel closed before its exit status came: the connection dropped
     or was closed under it (trainbot shutting down or reconnecting, another thread closing
     the channel), or sshd sent none (it reports a command killed by a signal in a message
-    paramiko does not read). The runner cannot tell a read from a command that changes
+    paramiko does not read), or it went while the command was being started, after its
+    request had left (`starting`). The runner cannot tell a read from a command that changes
     something, so this is an OutcomeUnknown: it may or may not have run.
     `connection_lost`: the channel's connection is gone, not just the channel."""
 
     def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool,
-                 advice: str = ""):
+                 advice: str = "", starting: bool = False):
         self.where = where
         self.connection_lost = connection_lost
+        self.starting = starting
         command = shlex.join(str(a) for a in argv)
-        if connection_lost:
+        if starting and connection_lost:
+            what = (f"connection to {where} lost while starting `{command}`, after its request "
+                    "left; it may or may not have run")
+        elif starting:
+            what = (f"`{command}` on {where} was not confirmed started: its channel closed "
+                    "after its request left (closed by trainbot, or sshd refused it); it may "
+                    "or may not have run")
+        elif connection_lost:
             what = f"connection to {where} lost while `{command}` was running; it may have run"
         else:
             what = (f"`{command}` on {where} ended without an exit status: its channel was "

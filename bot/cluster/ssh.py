@@ -415,19 +415,31 @@ class SSHRunner:
 
     def _start(self, chan: paramiko.Channel, args: tuple[str, ...], command: str,
                limit: float) -> None:
-        """Send "exec"; TimeoutError when sshd does not answer within `limit` seconds."""
+        """Send "exec"; TimeoutError when sshd does not answer within `limit` seconds.
+
+        Where it fails decides what the caller may conclude. Before the request left (the
+        channel or its connection already gone, or the send itself failing, so sshd got no
+        whole request): ClusterUnavailable, the command did not run. After it left (the
+        connection lost or the channel closed while waiting for sshd's answer, or sshd
+        refusing it, which paramiko reports as a closed channel): ChannelClosed, it may or may
+        not have run. Never retried here."""
         try:
             # paramiko waits for sshd's answer to "exec" without a timeout.
-            within(limit, chan, lambda: chan.exec_command(command))
+            within(limit, chan, lambda: _exec(chan, command))
         except TimeoutError:
             raise
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            # The request may have reached sshd: never retried, the command may have run.
+        except _NotSent as exc:
             self._forget_if_dead()
             raise ClusterUnavailable(
-                f"connection to {self.settings.host} lost while starting `{shlex.join(args)}`"
-                f"; it may or may not have run: {exc or type(exc).__name__}"
-            ) from exc
+                f"could not start `{shlex.join(args)}` on {self.settings.host}: {exc}; its "
+                "request never reached sshd, so it did not run"
+            ) from (exc.__cause__ or exc)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            transport = chan.get_transport()
+            lost = transport is None or not transport.is_active()
+            self._forget_if_dead()
+            raise ChannelClosed(args, self.settings.host, connection_lost=lost,
+                                starting=True) from exc
 
     def _open_session(self) -> paramiko.Channel:
         """A fresh session channel; reconnects once if the transport turns out to be dead.
@@ -578,6 +590,37 @@ def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]
             state["done"] = True
     if state["fired"]:
         raise TimeoutError(f"no answer within {timeout:g} s")
+
+
+class _NotSent(Exception):
+    """A command's "exec" request did not leave: sshd got no whole request, nothing ran."""
+
+
+def _exec(chan: paramiko.Channel, command: str) -> None:
+    """paramiko's `Channel.exec_command` (the same request, the same wait for sshd's answer),
+    split where the request leaves: _NotSent when it did not (the channel not open, its
+    connection gone, the send failing: a packet cut short is never decoded, so sshd runs
+    nothing), paramiko's own errors after it did (the answer never came: the command may or
+    may not have run). paramiko's call raises the same errors for both."""
+    if chan.closed or chan.eof_sent or not chan.active:  # paramiko's @open_only
+        raise _NotSent("its channel was not open")
+    transport = chan.get_transport()
+    if transport is None or not transport.is_active():  # paramiko would drop it silently
+        raise _NotSent("the connection was gone")
+    m = paramiko.Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(chan.remote_chanid)
+    m.add_string("exec")
+    m.add_boolean(True)
+    m.add_string(command)
+    # paramiko's own steps, as exec_command takes them (private: not in its type stubs)
+    chan._event_pending()  # type: ignore[attr-defined]  # noqa: SLF001
+    try:
+        transport._send_user_message(m)  # type: ignore[attr-defined]  # noqa: SLF001
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        raise _NotSent(f"the connection failed sending it ({exc or type(exc).__name__})"
+                       ) from exc
+    chan._wait_for_event()  # type: ignore[attr-defined]  # noqa: SLF001
 
 
 def _send_signal(chan: paramiko.Channel, name: str) -> None:

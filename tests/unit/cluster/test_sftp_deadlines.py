@@ -353,24 +353,19 @@ def _closing_at_its_wait(runner: SSHRunner, monkeypatch: pytest.MonkeyPatch,
     """The runner's next command channels call `close(channel)` from another thread just
     before the runner first waits on them (see _ClosedBeforeItsWait). Returns the list the
     commands' start times (time.monotonic) are appended to."""
-    open_session = runner._open_session  # noqa: SLF001
+    import bot.cluster.ssh as ssh
+
+    exec_request = ssh._exec  # noqa: SLF001
     started_at: list[float] = []
 
-    def opened() -> paramiko.Channel:
-        chan = open_session()
-        exec_command = chan.exec_command
+    def start(chan: paramiko.Channel, command: str) -> None:
+        exec_request(chan, command)
+        chan.__class__ = _ClosedBeforeItsWait
+        chan.armed = True  # type: ignore[attr-defined]
+        chan.close = lambda: close(chan)  # type: ignore[method-assign]
+        started_at.append(time.monotonic())
 
-        def start(command: str) -> None:
-            exec_command(command)
-            chan.__class__ = _ClosedBeforeItsWait
-            chan.armed = True  # type: ignore[attr-defined]
-            chan.close = lambda: close(chan)  # type: ignore[method-assign]
-            started_at.append(time.monotonic())
-
-        chan.exec_command = start  # type: ignore[method-assign]
-        return chan
-
-    monkeypatch.setattr(runner, "_open_session", opened)
+    monkeypatch.setattr(ssh, "_exec", start)
     return started_at
 
 
