@@ -78,7 +78,8 @@ class ChannelClosed(OutcomeUnknown):
     the channel), or sshd sent none (it reports a command killed by a signal in a message
     paramiko does not read), or it went while the command was being started, after its
     request had left (`starting`). The runner cannot tell a read from a command that changes
-    something, so this is an OutcomeUnknown: it may or may not have run.
+    something, so this is an OutcomeUnknown: it may or may not have run. A caller that knows
+    its command only reads raises `as_read()` instead: a ReadCutOff, safe to ask again.
     `connection_lost`: the channel's connection is gone, not just the channel."""
 
     def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool,
@@ -101,6 +102,27 @@ class ChannelClosed(OutcomeUnknown):
                     "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
                     "sent none (a command killed by a signal); it may or may not have run")
         super().__init__(argv, what, advice=advice)
+
+    def as_read(self) -> ReadCutOff:
+        """This closed channel as what it is for a command that only reads (raise it `from`
+        self): nothing changed, asking again is safe."""
+        return ReadCutOff(self.argv, self.where, connection_lost=self.connection_lost)
+
+
+class ReadCutOff(ClusterUnavailable):
+    """A command that only reads (squeue, sacct, the log read) whose channel closed before
+    its end: its answer is not known to be whole, so none is used; it changed nothing, so
+    asking again is safe. A ClusterUnavailable: nothing is concluded about the jobs."""
+
+    def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool):
+        self.argv = list(argv)
+        self.where = where
+        self.connection_lost = connection_lost
+        command = shlex.join(str(a) for a in argv)
+        cause = (f"the connection to {where} was lost" if connection_lost else
+                 f"its channel on {where} closed before its exit status came")
+        super().__init__(f"`{command}` was cut off ({cause}): it only reads, so nothing "
+                         "changed and it is safe to ask again")
 
 
 class LeaseAbandoned(ClusterUnavailable):

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import (
+    ChannelClosed,
     ClusterUnavailable,
     CommandFailed,
     CommandTimedOut,
@@ -123,8 +124,9 @@ class SlurmClient:
         hold / release / requeue), so an end trainbot did not see is an OutcomeUnknown: it
         may or may not have taken effect. That is a channel closed before the exit status
         came (the runner's ChannelClosed) and, for such a command, one that outlived its
-        timeout; a read that outlived its timeout is a plain ClusterUnavailable (the
-        controller is overloaded or down; nothing changed). Never a CommandFailed.
+        timeout. A read's are a ReadCutOff (its channel closed first) or a plain
+        ClusterUnavailable (past its timeout: the controller is overloaded or down), both
+        saying nothing about the jobs and safe to ask again. Never a CommandFailed.
 
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
         `env` values reach the command's environment only (never its argv, so never an error).
@@ -139,6 +141,10 @@ class SlurmClient:
                 raise OutcomeUnknown(argv, f"{what}; it may or may not have taken effect"
                                      ) from exc
             raise ClusterUnavailable(what) from exc
+        except ChannelClosed as exc:
+            if effects:
+                raise
+            raise exc.as_read() from exc  # a read cut off: nothing changed, ask again
         if result.exit_code == 0:
             return result
         stderr = result.stderr.strip()

@@ -50,6 +50,7 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     HostKeyRejected,
+    ReadCutOff,
 )
 from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
 
@@ -397,8 +398,9 @@ class SSHRunner:
         """Run argv with `stdin` and return its raw output, also when it does not end within
         `timeout` seconds: then `exit_code` is None, the output is what came until then, and
         the remote process was asked to stop (for reads whose partial answer is worth
-        keeping: bot.cluster.tail). Raises ChannelClosed, as `run` does, when the channel
-        closed before the exit status came: what came then is not known to be whole."""
+        keeping: bot.cluster.tail). Raises ReadCutOff (a ClusterUnavailable saying nothing
+        changed) when the channel closed before the exit status came: what came then is not
+        known to be whole, and the read is safe to ask again."""
         args = tuple(str(a) for a in argv)
         chan = self._open_session()
         try:
@@ -407,10 +409,12 @@ class SSHRunner:
             except TimeoutError:
                 return Exchange(b"", b"", None)
             out, err, code = self._collect(chan, args, stdin, timeout)
+        except ChannelClosed as exc:
+            raise exc.as_read() from exc
         finally:
             chan.close()
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
-            raise ChannelClosed(args, self.settings.host, connection_lost=False)
+            raise ReadCutOff(args, self.settings.host, connection_lost=False)
         return Exchange(out, err, code)
 
     def _start(self, chan: paramiko.Channel, args: tuple[str, ...], command: str,

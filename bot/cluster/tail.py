@@ -31,7 +31,7 @@ HUNG_RETRY_S = 300.0  # a path that did not answer is asked again after this lon
 
 class Exchanger(Protocol):
     """What the reader needs of the cluster's runner (bot.cluster.ssh.SSHRunner.exchange,
-    which raises ChannelClosed, a ClusterUnavailable, when the channel closes before the
+    which raises ReadCutOff, a ClusterUnavailable, when the channel closes before the
     command's end: the batch is then read again next time, never half-applied)."""
 
     def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange: ...

@@ -87,7 +87,7 @@ class TailReader(Protocol):
     """Reads the new bytes of many files in one request to the login node
     (bot.cluster.tail.ShellTailReader): one answer per request, in order, and what it cost.
     A hung path answers FAILED; a lost connection, or the read's channel closed before its
-    end, raises bot.cluster.errors.ClusterUnavailable (ChannelClosed); an answer that cannot
+    end, raises bot.cluster.errors.ClusterUnavailable (ReadCutOff); an answer that cannot
     be read, ClusterError."""
 
     def read(self, requests: Sequence[ReadRequest]) -> ReadBatch: ...

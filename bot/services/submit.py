@@ -22,7 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown, submit_advice
+from bot.cluster.errors import (
+    ChannelClosed,
+    ClusterError,
+    CommandTimedOut,
+    OutcomeUnknown,
+    submit_advice,
+)
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.flight_recorder import flight_recorder_env
@@ -503,7 +509,10 @@ def find_unrecorded_submit(
     since has the same name and a higher id, and is no resubmit)."""
     for argv in (squeue_ids_by_name_argv(job_name, user=user),
                  sacct_ids_by_name_argv(job_name, user=user)):
-        ids = parse_raw_job_ids(slurm.runner.run(argv, check=True).stdout)
+        try:
+            ids = parse_raw_job_ids(slurm.runner.run(argv, check=True).stdout)
+        except ChannelClosed as exc:  # a read: nothing changed, the lookup is asked again
+            raise exc.as_read() from exc
         found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
         if array_task is not None and found:
             records = slurm.jobs(found)

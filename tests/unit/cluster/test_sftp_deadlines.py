@@ -28,6 +28,7 @@ from bot.cluster.errors import (
     CommandTimedOut,
     LeaseAbandoned,
     OutcomeUnknown,
+    ReadCutOff,
     SFTPTimedOut,
 )
 from bot.cluster.ssh import SSHRunner, SSHSettings
@@ -411,21 +412,26 @@ def test_a_command_whose_connection_drops_while_another_thread_reconnects_is_a_l
 
 def test_a_read_whose_channel_is_closed_under_it_is_a_connection_error_not_a_failed_read(
         peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batched log read (exchange) whose channel another thread closes ends as `run`
-    does: ChannelClosed, a ClusterUnavailable the watcher retries next tick, never a read
-    script that "stopped (exit -1)" as if it had failed on the cluster."""
+    """The batched log read (exchange) whose channel another thread closes ends as a
+    ReadCutOff, a ClusterUnavailable the watcher retries next tick, never a read script that
+    "stopped (exit -1)" as if it had failed on the cluster; and, being a read, it says that
+    nothing changed, not that it "may or may not have run" as a submit's closed channel does."""
     peer.exec_runs = True
     with peer.runner() as runner:
         _closing_at_its_wait(runner, monkeypatch, paramiko.Channel.close)
-        with pytest.raises(ChannelClosed) as info:
+        with pytest.raises(ReadCutOff) as info:
             runner.exchange(["cat"], stdin=b"", timeout=30)
         assert not info.value.connection_lost and info.value.argv == ["cat"]
+        assert not isinstance(info.value, OutcomeUnknown)
 
         reader = ShellTailReader(runner, where="peer", timeout=30)
         with pytest.raises(ClusterUnavailable) as read:
             reader.read([ReadRequest("/logs/train.out", 0)])
-        assert isinstance(read.value, ChannelClosed)
-        assert "exit -1" not in str(read.value) and "it may or may not have run" in str(read.value)
+        assert isinstance(read.value, ReadCutOff)
+        assert "exit -1" not in str(read.value) and "may or may not" not in str(read.value)
+        assert str(read.value).endswith(
+            "was cut off (its channel on 127.0.0.1 closed before its exit status came): it only "
+            "reads, so nothing changed and it is safe to ask again")
         assert runner.is_connected
 
 

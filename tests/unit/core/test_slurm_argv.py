@@ -20,6 +20,7 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     OutcomeUnknown,
+    ReadCutOff,
 )
 from bot.cluster.slurm import SlurmClient
 from bot.core.slurm.errors import SlurmParseError
@@ -387,6 +388,35 @@ def test_submit_whose_channel_closed_keeps_channel_closed_and_says_to_look_the_j
     assert str(caught.value).startswith("connection to login1 lost while `sbatch --parsable`")
     assert "The job 'mix' may or may not have been submitted" in str(caught.value)
     assert caught.value.__cause__ is closed
+
+
+@pytest.mark.parametrize("lost", [True, False])
+def test_a_read_whose_channel_closed_says_nothing_changed_and_it_is_safe_to_ask_again(lost):
+    """squeue's channel closed before its answer: a ReadCutOff (a ClusterUnavailable, so
+    nothing is concluded about the jobs) saying it only reads, not the "may or may not have
+    run" of a command that changes something."""
+    closed = ChannelClosed(["squeue", "--jobs=5"], "login1", connection_lost=lost)
+    runner = FakeRunner({"squeue": closed, "sinfo": (0, "slurm 24.11.5\n", "")})
+    with pytest.raises(ReadCutOff) as caught:
+        SlurmClient(runner, use_json=False).jobs([5])
+    assert not isinstance(caught.value, OutcomeUnknown)
+    assert isinstance(caught.value, ClusterUnavailable) and caught.value.__cause__ is closed
+    assert "may or may not" not in str(caught.value)
+    cause = ("the connection to login1 was lost" if lost else
+             "its channel on login1 closed before its exit status came")
+    assert str(caught.value) == (f"`squeue --jobs=5` was cut off ({cause}): it only reads, so "
+                                 "nothing changed and it is safe to ask again")
+
+
+@pytest.mark.parametrize(("program", "act"), [
+    ("scancel", lambda c: c.cancel(5)), ("scontrol", lambda c: c.hold(5)),
+    ("scontrol", lambda c: c.release(5)), ("scontrol", lambda c: c.requeue(5))])
+def test_a_command_that_changes_something_whose_channel_closed_keeps_the_warning(program, act):
+    closed = ChannelClosed([program, "5"], "login1", connection_lost=False)
+    runner = FakeRunner({program: closed})
+    with pytest.raises(ChannelClosed) as caught:
+        act(SlurmClient(runner, use_json=False))
+    assert caught.value is closed and "it may or may not have run" in str(caught.value)
 
 
 def test_probe_runs_once_and_detects_json():
