@@ -101,7 +101,8 @@ class FakeSlurm:
     """Slurm in memory: a job table, every call logged as (verb, argument), faults on demand.
 
     `down`: every call fails as when the controller cannot be reached. `submit_error`: submit
-    raises it (after logging the call). Submitted jobs get ids from `first_id` on and join the
+    raises it (after logging the call). `hold_answer_lost`: hold takes effect, then raises it
+    (its answer lost on the way back). Submitted jobs get ids from `first_id` on and join the
     table as PENDING. `runner` answers what a site submit wrapper runs.
     """
 
@@ -112,6 +113,7 @@ class FakeSlurm:
         self.calls: list[tuple[str, Any]] = []
         self.down = down
         self.submit_error = submit_error
+        self.hold_answer_lost: Exception | None = None
         self.runner = runner or FakeRunner()
         self._ids = itertools.count(first_id)
 
@@ -171,6 +173,8 @@ class FakeSlurm:
     def hold(self, job_id: int) -> None:
         self._call("hold", job_id)
         self.set(job_id, reason="JobHeldUser", priority=0)
+        if self.hold_answer_lost is not None:
+            raise self.hold_answer_lost
 
     def release(self, job_id: int) -> None:
         self._call("release", job_id)

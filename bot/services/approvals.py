@@ -99,7 +99,7 @@ class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
     `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | held | hold_skipped |
-    hold_failed; failed: `did` is error | not_running | resubmit_failed (the job was
+    hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the job was
     cancelled, its resubmit failed); stale (nothing was done, the prompt no longer applies):
     `did` is moved_on (the chain's latest attempt is `current_job` now, in `state`) |
     competitor_started | competitor_left (a hold prompt's competitor, in `state`). `job_id` is

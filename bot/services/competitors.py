@@ -17,7 +17,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, OutcomeUnknown
 from bot.core.slurm.records import JobRecord
 from bot.services.ports import BotContext
 from bot.services.threads import post_safely, render, thread_message
@@ -41,7 +41,9 @@ class HoldResult:
     """What an approved hold did: `did` is held | hold_skipped (the resumed job is no longer
     pending: `state`, None when Slurm no longer knows it) | competitor_started (running now:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
-    | hold_failed (`error` from Slurm)."""
+    | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
+    end was not seen, so the job may be held: it stays in the hold ledger and is released
+    like any hold)."""
 
     did: str
     state: str | None = None
@@ -179,6 +181,14 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         return skipped
     try:
         slurm.hold(comp)
+    except OutcomeUnknown as exc:
+        # It may have taken effect: the approval stays in the hold ledger (not marked done), so
+        # the job is released when the resumed one no longer needs it, as a certain hold is.
+        ctx.store.audit.record(
+            actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
+            job_id=str(comp), result="unknown", detail=str(exc),
+        )  # fmt: skip
+        return HoldResult("hold_unknown", error=str(exc))
     except ClusterError as exc:
         ctx.store.approvals.mark_done(approval.token, now=now)  # nothing to release later
         ctx.store.audit.record(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeRunner, FakeSlurm, make_context
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, OutcomeUnknown
 from bot.services import competitors
 from bot.services.approvals import ActionId, ClickResult, handle_click
 from bot.services.ports import BotContext
@@ -115,6 +115,23 @@ def test_an_approved_hold_names_both_jobs(store: Store, lang: str, want: str) ->
                           NOW + 1)
     assert (result.status, outcome(result)) == ("done", want)
     assert slurm.acted("hold") == [88017]
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@U0APPR>님이 승인했습니다: 작업 88017이(가) 보류되었는지 알 수 없습니다 (lost). "
+           "다른 보류와 마찬가지로, 작업 88887에 더 이상 필요하지 않으면 trainbot이 보류를 "
+           "해제합니다"),
+    ("en", "Approved by <@U0APPR>: 88017 may or may not be held (lost); trainbot releases it "
+           "when 88887 no longer needs it, as any hold"),
+])
+def test_a_hold_whose_end_was_not_seen_says_the_job_may_be_held(store: Store, lang: str,
+                                                                 want: str) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    token = hold_prompt(ctx, slurm)
+    slurm.hold_answer_lost = OutcomeUnknown(["scontrol", "hold", "88017"], "lost")
+    result = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert (result.status, outcome(result)) == ("done", want)
 
 
 @pytest.mark.parametrize(("lang", "want"), [

@@ -8,6 +8,7 @@ import threading
 import pytest
 from fakes import FakeSlurm, make_config, make_context
 
+from bot.cluster.errors import ChannelClosed
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
@@ -481,6 +482,30 @@ def test_competitor_held_after_yes_released_once_when_resumed_job_runs(
     actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
     assert ("competitor.hold", "88017", "ok") in actions
     assert ("competitor.release", "88017", "ok") in actions
+
+
+def test_a_hold_whose_answer_was_lost_stays_in_the_ledger_and_is_released(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`scontrol hold` took effect but its channel closed before its exit status: the job may
+    be held, so trainbot says so and releases it when the resumed job runs, as any hold."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    slurm.hold_answer_lost = ChannelClosed(["scontrol", "hold", "88017"], "login",
+                                           connection_lost=True)
+    result = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert result.update_text.startswith(
+        "Approved by <@U0APPR>: 88017 may or may not be held (connection to login lost while "
+        "`scontrol hold 88017` was running; it may have run)")
+    assert result.update_text.endswith(
+        "trainbot releases it when 88887 no longer needs it, as any hold")
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    slurm.hold_answer_lost = None
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    assert slurm.acted("release") == [88017]
+    assert "Released 88017: 88887 is running." in ctx.sink.texts()
+    actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
+    assert ("competitor.hold", "88017", "unknown") in actions
 
 
 def test_no_means_nothing_held(ctx: BotContext, slurm: FakeSlurm) -> None:

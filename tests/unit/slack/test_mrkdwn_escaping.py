@@ -151,6 +151,7 @@ def _outcome(**kw: object) -> dict:
     _outcome(did="hold_skipped"),
     _outcome(did="hold_skipped", state=None),
     _outcome(did="hold_failed"),
+    _outcome(did="hold_unknown"),
     _outcome(kind="failed", did="not_running"),
     _outcome(kind="failed", did="resubmit_failed"),
     _outcome(kind="failed", did="other"),
