@@ -382,7 +382,7 @@ class SSHRunner:
                 raise CommandTimedOut(args, limit) from exc  # it may or may not have started
             out, err, code = self._collect(chan, args, stdin, limit)
         finally:
-            chan.close()
+            close_channel(chan)
         if code is None:
             raise CommandTimedOut(args, limit)
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
@@ -412,7 +412,7 @@ class SSHRunner:
         except ChannelClosed as exc:
             raise exc.as_read() from exc
         finally:
-            chan.close()
+            close_channel(chan)
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
             raise ReadCutOff(args, self.settings.host, connection_lost=False)
         return Exchange(out, err, code)
@@ -548,19 +548,28 @@ class SSHRunner:
             within(timeout, chan, lambda: chan.invoke_subsystem("sftp"))
             return DeadlineSFTPClient(chan, timeout)
         except TimeoutError as exc:
-            chan.close()
+            close_channel(chan)
             raise ClusterUnavailable(
                 f"the SFTP server on {self.settings.host} did not start within {timeout:g} s"
             ) from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            chan.close()
+            close_channel(chan)
             self._forget_if_dead()
             raise ClusterUnavailable(
                 f"cannot open SFTP on {self.settings.host}: {exc or type(exc).__name__}"
             ) from exc
         except BaseException:
-            chan.close()
+            close_channel(chan)
             raise
+
+
+def close_channel(chan: paramiko.Channel) -> None:
+    """Close `chan`, also when its connection is gone: paramiko then fails sending the close
+    (EOFError, a broken pipe), which must not hide the error that brought the caller here."""
+    try:
+        chan.close()
+    except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
+        log.debug("closing a channel on a lost connection failed", exc_info=True)
 
 
 def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]) -> None:
@@ -575,10 +584,7 @@ def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]
             if state["done"]:
                 return
             state["fired"] = True
-        try:
-            chan.close()
-        except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
-            log.debug("closing a channel past its deadline failed", exc_info=True)
+        close_channel(chan)
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
