@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import Any
 
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.calls import values_at_calls
@@ -80,6 +81,8 @@ _ZERO_RE = re.compile(r"0*")
 #: A value arithmetic cannot read: a leading 0 makes a number octal, and 8 / 9 are no octal
 #: digits ("08", what `n=0; n+=8` appends to: `value too great for base`).
 _BAD_OCTAL_RE = re.compile(r"0[0-7]*[89][0-9]*")
+#: `unset n` / `unset -v n`: the variable's name.
+_UNSET_RE = re.compile(r"(?<![\w$])unset\s+(?:-v\s+)?([A-Za-z_]\w*)(?!\w)")
 #: A command that may set variables the script does not name: `source` / `.` of a file, `eval`.
 _SOURCES_RE = re.compile(r"(?m)(?<![\w.-])(?:source|eval)\s|(?:^|[;&|({]|\bthen|\bdo|\belse)"
                          r"\s*\.\s+\S")
@@ -172,8 +175,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
     for call in scan.calls:
         calls_of.setdefault(call.name, []).append(call)
+    unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
+    if scan.loops and "unset" in code:
+        for m in _UNSET_RE.finditer(code):
+            unsets.setdefault(m.group(1), []).append(m.start())
     for a in scan.arith:
         value: str | None = "0"
+        carried_line: int | None = None  # what the loop's body leaves it at, on this line
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             before = [(pos, v) for pos, v in values.get(a.variable, []) if pos < a.offset]
@@ -183,29 +191,19 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     continue  # no call where its status or an unbound variable stops bash
                 at, body = called[0], called[1]
                 before = called[2]
-            if not before:
-                if not a.errexit and not a.nounset:
-                    continue  # `set -e` off, no `set -u`: an unset `n` is 0 and stops nothing
-                # unset, unless an arithmetic command before it (a loop's earlier pass) set it
-                unset = never_set.get(a.variable, False) and a.zero_after is None and not any(
-                    b.variable == a.variable and b.offset < at
-                    and not body[0] <= b.offset < body[1] for b in scan.arith)
-                if not unset:
+            unset = not before and never_set.get(a.variable, False) and a.zero_after is None \
+                and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
+                            and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
+            stops, value = _stops(a, before, unset)
+            if not stops:  # … on this pass: on the loop's next, with what its body's end left?
+                carried = _carried(a, values.get(a.variable, []), scan.loops,
+                                   unsets.get(a.variable, []))
+                if carried is None:
                     continue
-                value = None
-            elif not a.errexit:
-                value = before[-1][1]
-                if not ((a.errexit_off or a.tested_by) and value is not None
-                        and _BAD_OCTAL_RE.fullmatch(value)):
-                    continue  # set: no unbound variable, and no `set -e` to stop on its status
-            else:
-                pos, value = before[-1]
-                if value is None or not (_ZERO_RE.fullmatch(value)
-                                         or _BAD_OCTAL_RE.fullmatch(value)):
+                stops, value = _stops(a, carried[1], not carried[1])
+                if not stops:
                     continue
-                if (a.zero_after is not None and pos < a.zero_after
-                        and not _BAD_OCTAL_RE.fullmatch(value)):
-                    continue  # a later pass of a loop: `n` is 0 before the loop only, in its first
+                carried_line = scan.line_of(carried[0])
         line = scan.line_of(a.offset)
         if line in at_line and findings[at_line[line]].check != CHECK_ARITH_ERROR:
             continue
@@ -216,7 +214,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         prefix = [(pos, cmd) for pos, (var, cmd) in prefixes.items()
                   if var == a.variable and pos < at] if value is None else []
         found = _finding(a, line, value,
-                         (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None)
+                         (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
+                         carried_line)
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
@@ -240,6 +239,44 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
 #: What _at_calls gives: the call where an arithmetic command in a function's body is judged
 #: (None: none stops bash), the body's span, and the assignments before it (_values's).
 _AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]]]
+
+
+def _stops(a: Arith, before: list[tuple[int, str | None]],
+           unset: bool) -> tuple[bool, str | None]:
+    """Does `a` make a finding, with `before` the assignments to its variable before it
+    (_values's; none: `unset`, when nothing may set it), and the value it reads there."""
+    if not before:
+        # `set -e` off, no `set -u`: an unset `n` is 0 and stops nothing
+        return (a.errexit or a.nounset) and unset, None
+    pos, value = before[-1]
+    if not a.errexit:
+        # set: no unbound variable, and no `set -e` to stop on its status
+        return bool((a.errexit_off or a.tested_by) and value is not None
+                    and _BAD_OCTAL_RE.fullmatch(value)), value
+    if value is None or not (_ZERO_RE.fullmatch(value) or _BAD_OCTAL_RE.fullmatch(value)):
+        return False, value
+    # a later pass of a loop: `n` is 0 before the loop only, in its first
+    return not (a.zero_after is not None and pos < a.zero_after
+                and not _BAD_OCTAL_RE.fullmatch(value)), value
+
+
+def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, int],
+             unsets: list[int]) -> tuple[int, list[tuple[int, str | None]]] | None:
+    """What `a`, in a loop's body, reads on the loop's next pass when nothing in the body
+    sets its variable before it: what the body's end left, an assignment after `a`
+    (`n=08`) or an `unset n` ([]: unset), and where. None: not in a loop, nothing after it,
+    or set again before it on each pass (`unsets`: where `unset n` is)."""
+    around = [(start, end) for start, end in loops.items() if start <= a.offset < end]
+    if not around:
+        return None
+    start, end = max(around)  # the innermost
+    if any(start <= pos < a.offset for pos, _v in assigned):
+        return None
+    after = [(pos, v) for pos, v in assigned if a.offset < pos < end]
+    k = bisect.bisect_left(unsets, end)
+    if k and unsets[k - 1] > a.offset and (not after or unsets[k - 1] > after[-1][0]):
+        return unsets[k - 1], []
+    return (after[-1][0], after[-1:]) if after else None
 
 
 def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
@@ -283,11 +320,12 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
 
 
 def _finding(a: Arith, line: int, value: str | None,
-             prefix: tuple[str, int] | None = None) -> Finding:
+             prefix: tuple[str, int] | None = None, carried: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
-    cmd`, and its line, which sets it for that command only)."""
+    cmd`, and its line, which sets it for that command only; `carried`: the line at the end
+    of a loop's body that leaves it so for the loop's next pass)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
@@ -315,7 +353,9 @@ def _finding(a: Arith, line: int, value: str | None,
             "`value too great for base`) with status 1, and %(tested)s; `%(var)s` stays "
             "\"%(value)s\" and never counts", value=value,
             tested=_tested(a.tested_by), **said), fix_decimal)
-    if a.assigns_zero:
+    if carried is not None and not octal:
+        text = _carried_text(a, unset, carried, said)
+    elif a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)
     elif unset and a.nounset:
@@ -358,6 +398,25 @@ def _finding(a: Arith, line: int, value: str | None,
         fix = N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable)
     return Finding(CHECK_ARITH_UNSET if unset and a.nounset else CHECK_ARITH_ZERO, level, line,
                    text, fix)
+
+
+def _carried_text(a: Arith, unset: bool, at: int, said: dict[str, Any]) -> Text:
+    """The finding's text when `a` stops bash on a loop's next pass, with its variable as
+    line `at` leaves it at the end of the body: 0 / empty, or unset (`unset n`)."""
+    if unset and a.nounset:
+        return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
+                  "as `unset %(var)s` on line %(at)s leaves it at the end of the body: under "
+                  "`set -u` bash stops right here with `%(var)s: unbound variable`: %(slurm)s",
+                  at=at, **said)
+    if unset:
+        return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
+                  "as `unset %(var)s` on line %(at)s leaves it at the end of the body, and "
+                  "evaluates to 0, so its status is 1: %(under)s the launcher stops right here "
+                  "on that pass: %(slurm)s", at=at, **said)
+    return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` at 0, as "
+              "line %(at)s leaves it at the end of the body, and evaluates to 0, so its status "
+              "is 1: %(under)s the launcher stops right here on that pass: %(slurm)s",
+              at=at, **said)
 
 
 def _tested(tested_by: str) -> Text:

@@ -69,11 +69,13 @@ class Branches:
 class BranchWalk(Protocol):
     """What branch_step reads and changes of the walk: the options where it is, the options a
     loop read again started from (by its `key`), where the outermost loop read again as its
-    later passes starts (None: not in one), and what it has collected."""
+    later passes starts (None: not in one), where each loop starts and its `done` is, and what
+    it has collected."""
 
     opts: Opts
     loop_starts: dict[tuple[int, int], Opts]
     later_pass_of: int | None
+    loops: dict[int, int]
 
     def marks(self, hits: list[Hit]) -> Marks: ...
 
@@ -147,6 +149,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             frame.reaching = []  # no pattern test / condition gets past this branch
         return None
     frames.pop()  # esac, fi, done
+    if step == "done":
+        walk.loops[frame.key[0]] = key[0]
     if step == "done" and frame.in_branch and frame.key not in walk.loop_starts:
         next_start = either([frame.start, walk.opts])
         if next_start != frame.start:

@@ -141,6 +141,7 @@ class _Analyzer:
         self.arith: list[Arith] = []
         self.calls: list[Call] = []  # the functions' calls, and their bodies by name
         self.bodies: dict[str, tuple[int, int]] = {}
+        self.loops: dict[int, int] = {}  # each loop's start and `done`
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
@@ -695,4 +696,5 @@ def scan(script_text: str, code: str) -> Scan:
     hits = analyzer.script(code, 0)
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
-                analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies)
+                analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
+                analyzer.loops)

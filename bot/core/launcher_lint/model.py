@@ -243,6 +243,8 @@ class Scan:
     calls: list[Call] = field(default_factory=list)
     #: each called function's body, by name: its start and end offsets
     bodies: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: each loop's start (its keyword) and its `done`, by offset
+    loops: dict[int, int] = field(default_factory=dict)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

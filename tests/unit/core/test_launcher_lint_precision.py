@@ -295,6 +295,14 @@ BASH_STOPS = [
     ("set -e\nf() { ((m++)); }\nm=0\nf || true\nf", CHECK_ARITH_ZERO, False),
     ("set -e\nf() { ((m++)); }\nm=08\nf || true\nf", CHECK_ARITH_ZERO, True),
     ("f() { ((m++)); }; m=0; set -u; f", CHECK_ARITH_UNSET, False),
+    # what a loop's body leaves at its end is what its next pass reads at its top
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  unset n\ndone", CHECK_ARITH_ZERO, True),
+    ("set -u\nn=1\nfor i in 1 2; do\n  ((n++)) || true\n  unset n\ndone", CHECK_ARITH_UNSET,
+     True),
+    ("set -e\nn=1\nfor i in 1 2; do\n  n=1\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=5\ndone", CHECK_ARITH_ZERO, False),
     # `n=0 cmd` sets `n` in cmd's environment only: in the shell it is as before, unset
     ("set -u\nn=0 true\n((n++))", CHECK_ARITH_UNSET, True),
     ("set -e\nn=5 true\n((n++))", CHECK_ARITH_ZERO, True),
@@ -414,6 +422,31 @@ def test_an_arithmetic_error_whose_status_is_tested_agrees_with_real_bash(tmp_pa
         (CHECK_ARITH_ERROR, "warn", snippet.count("\n") + 2)]
     assert said in findings[0].message
     assert findings[0].message.endswith("never counts")
+
+
+@pytest.mark.parametrize(("snippet", "said"), [
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone",
+     "line 5: on the loop's next pass `((n++))` reads `n` at 0, as line 6 leaves it at the end "
+     "of the body, and evaluates to 0, so its status is 1: under `set -e` the launcher stops "
+     "right here on that pass"),
+    ("set -u\nn=1\nfor i in 1 2; do\n  ((n++)) || true\n  unset n\ndone",
+     "line 5: on the loop's next pass `((n++))` reads `n` unset, as `unset n` on line 6 leaves "
+     "it at the end of the body: under `set -u` bash stops right here with `n: unbound "
+     "variable`"),
+])
+def test_a_counter_a_loop_body_leaves_at_0_or_unset_is_reported_for_the_next_pass(
+        tmp_path, snippet, said):
+    script = tmp_path / "launch.sh"
+    script.write_text(snippet + "\necho REACHED_THE_END\n")
+    proc = subprocess.run(["bash", "-x", str(script)], capture_output=True, text=True,
+                          timeout=20, env={"PATH": "/usr/bin:/bin"})
+    # bash runs the counter twice, the second time on the value the body's end left
+    assert "REACHED_THE_END" not in proc.stdout
+    assert proc.stderr.count("+ (( n++ ))") == 2, proc.stderr
+    (f,) = [f for f in lint_launcher("#!/bin/bash\n" + snippet)
+            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert f.line == 5
+    assert f.message.startswith(said)
 
 
 @pytest.mark.parametrize(("snippet", "said"), [
