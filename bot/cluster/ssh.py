@@ -260,7 +260,7 @@ class SSHRunner:
                 jump.close()
                 raise ClusterUnavailable(
                     f"jump host {jhost}:{jport} could not open a tunnel to {ep.host}:{ep.port}: "
-                    f"{exc or type(exc).__name__} (is AllowTcpForwarding enabled there?)"
+                    f"{describe_error(exc)} (is AllowTcpForwarding enabled there?)"
                 ) from exc
         try:
             client = self._connect_client(
@@ -341,7 +341,7 @@ class SSHRunner:
         except (paramiko.SSHException, OSError, EOFError) as exc:
             client.close()
             raise ClusterUnavailable(
-                f"cannot connect to {where}: {exc or type(exc).__name__}"
+                f"cannot connect to {where}: {describe_error(exc)}"
             ) from exc
         return client
 
@@ -462,7 +462,7 @@ class SSHRunner:
                 if attempt == 2 or alive:  # a live transport refusing a session: do not retry
                     raise ClusterUnavailable(
                         f"cannot open an ssh session on {self.settings.host}: "
-                        f"{exc or type(exc).__name__}"
+                        f"{describe_error(exc)}"
                     ) from exc
                 log.info("ssh session open failed (%s); reconnecting once", exc)
         raise AssertionError("unreachable")
@@ -556,11 +556,17 @@ class SSHRunner:
             close_channel(chan)
             self._forget_if_dead()
             raise ClusterUnavailable(
-                f"cannot open SFTP on {self.settings.host}: {exc or type(exc).__name__}"
+                f"cannot open SFTP on {self.settings.host}: {describe_error(exc)}"
             ) from exc
         except BaseException:
             close_channel(chan)
             raise
+
+
+def describe_error(exc: BaseException) -> str:
+    """`exc`'s message, or its type's name when it has none (paramiko raises a bare
+    EOFError on a lost connection: its text is empty, and an exception is never falsy)."""
+    return str(exc) or type(exc).__name__
 
 
 def close_channel(chan: paramiko.Channel) -> None:
@@ -617,20 +623,28 @@ def _exec(chan: paramiko.Channel, command: str) -> None:
     transport = chan.get_transport()
     if transport is None or not transport.is_active():  # paramiko would drop it silently
         raise _NotSent("the connection was gone")
-    m = paramiko.Message()
-    m.add_byte(cMSG_CHANNEL_REQUEST)
-    m.add_int(chan.remote_chanid)
-    m.add_string("exec")
-    m.add_boolean(True)
-    m.add_string(command)
+    m = _channel_request(chan, "exec", command, want_reply=True)
     # paramiko's own steps, as exec_command takes them (private: not in its type stubs)
     chan._event_pending()  # type: ignore[attr-defined]  # noqa: SLF001
     try:
         transport._send_user_message(m)  # type: ignore[attr-defined]  # noqa: SLF001
     except (paramiko.SSHException, OSError, EOFError) as exc:
-        raise _NotSent(f"the connection failed sending it ({exc or type(exc).__name__})"
+        raise _NotSent(f"the connection failed sending it ({describe_error(exc)})"
                        ) from exc
     chan._wait_for_event()  # type: ignore[attr-defined]  # noqa: SLF001
+
+
+def _channel_request(chan: paramiko.Channel, kind: str, arg: str, *,
+                     want_reply: bool) -> paramiko.Message:
+    """The SSH "channel request" message `kind` (RFC 4254 6.5 "exec", 6.9 "signal") with its
+    one string argument, as paramiko builds it."""
+    m = paramiko.Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(chan.remote_chanid)
+    m.add_string(kind)
+    m.add_boolean(want_reply)
+    m.add_string(arg)
+    return m
 
 
 def _send_signal(chan: paramiko.Channel, name: str) -> None:
@@ -638,12 +652,7 @@ def _send_signal(chan: paramiko.Channel, name: str) -> None:
 
     paramiko has no public call for this channel request, so it is built here.
     """
-    m = paramiko.Message()
-    m.add_byte(cMSG_CHANNEL_REQUEST)
-    m.add_int(chan.remote_chanid)
-    m.add_string("signal")
-    m.add_boolean(False)
-    m.add_string(name)
+    m = _channel_request(chan, "signal", name, want_reply=False)
     try:
         chan.transport._send_user_message(m)  # type: ignore[union-attr]  # noqa: SLF001
     except Exception:  # noqa: BLE001 - the command is abandoned either way

@@ -18,6 +18,7 @@ from bot.cluster.errors import ClusterError
 from bot.cluster.ssh import (
     SSHSettings,
     build_command,
+    describe_error,
     env_stdin,
     parse_proxy_jump,
     resolve_endpoint,
@@ -134,3 +135,10 @@ def test_ssh_config_alias_fills_unset_fields(tmp_path) -> None:
         SSHSettings(host="gpu-login", ssh_config=str(cfg), user="bob", port=2222, key_file="/k")
     )
     assert (ep.user, ep.port, ep.key_files) == ("bob", 2222, ("/k",))
+
+
+def test_an_error_without_text_is_named_by_its_type() -> None:
+    """paramiko raises a bare EOFError on a lost connection: messages built from it name it
+    ("cannot connect to host: EOFError"), not an empty "cannot connect to host: "."""
+    assert describe_error(EOFError()) == "EOFError"
+    assert describe_error(OSError(111, "Connection refused")) == "[Errno 111] Connection refused"
