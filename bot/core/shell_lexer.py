@@ -253,6 +253,28 @@ def word_start(text: str, i: int) -> bool:
     return i == 0 or text[i - 1] in " \t\n;|&({"
 
 
+def opens_group(text: str, i: int) -> bool:
+    """Does the `{` at text[i] open a brace group or a function's body: a word of its own with
+    a blank after it (`{ a; }`, `f() { a; }`), or right after a function definition's `()`,
+    which bash takes as a body too (`f(){ a; }`, `function f(){ a; }`; `$(){` / `arr=(){`
+    are not definitions)."""
+    if i + 1 >= len(text) or text[i + 1] not in " \t\n":
+        return False
+    if word_start(text, i):
+        return True
+    if text[i - 1] != ")":
+        return False
+    j = i - 2
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    if j < 0 or text[j] != "(":
+        return False
+    j -= 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    return j >= 0 and (text[j].isalnum() or text[j] in "_:-")
+
+
 _COMMENT_START_RE = re.compile(r"(?<![^ \t\n;|&({])#")
 _COMMENT_STOP = re.compile(r"[\\'\"`#]|\$[({]")
 
@@ -436,8 +458,9 @@ def blank_heredocs(text: str) -> str:
 _SPLIT_SKIP = re.compile(
     r"(?:[^\\'\"`(){}&|;\n$]++|[)}]|\$(?![({])|'[^']*+'|" + _SIMPLE_RE.pattern.rsplit("|", 1)[0]
     + r"|\$\{" + _body("{}") + r"\}"
-    # a `{` that opens no group (not a word, or no blank after it), or a simple group
-    + r"|\{(?![ \t\n])|(?<=[^ \t\n;|&({])\{"
+    # a `{` that opens no group (not a word, or no blank after it; after `)`, split_top_level
+    # decides: opens_group), or a simple group
+    + r"|\{(?![ \t\n])|(?<=[^ \t\n;|&({)])\{"
     + r"|(?<![^ \t\n;|&({])\{(?=[ \t\n])" + _body("{}") + r"\})*+"
 )
 
@@ -468,7 +491,7 @@ def split_top_level(
             i = skip_quoted(text, i, base, memo)
             continue
         if c == "{":
-            if word_start(text, i) and i + 1 < n and text[i + 1] in " \t\n":
+            if opens_group(text, i):
                 i = skip_group(text, i, base, memo)
             else:
                 i += 1

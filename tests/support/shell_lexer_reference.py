@@ -157,6 +157,11 @@ def word_start(text: str, i: int) -> bool:
     return i == 0 or text[i - 1] in " \t\n;|&({"
 
 
+def _after_definition(text: str, i: int) -> bool:
+    """Is the `{` at text[i] right after a function definition's `()` (`f(){`, `f ( ){`)?"""
+    return re.search(r"[\w:-][ \t]*\([ \t]*\)\Z", text[:i]) is not None
+
+
 _COMMENT_STOP = re.compile(r"[\\'\"`#]|\$[({]")
 
 
@@ -246,7 +251,8 @@ def split_top_level(
             i = skip_quoted(text, i, base, memo)
             continue
         if c == "{":
-            if word_start(text, i) and i + 1 < n and text[i + 1] in " \t\n":
+            if (word_start(text, i) or _after_definition(text, i)) and i + 1 < n and (
+                    text[i + 1] in " \t\n"):
                 i = skip_group(text, i, base, memo)
             else:
                 i += 1

@@ -295,6 +295,15 @@ BASH_STOPS = [
     ("set -e\nf() { ((m++)); }\nm=0\nf || true\nf", CHECK_ARITH_ZERO, False),
     ("set -e\nf() { ((m++)); }\nm=08\nf || true\nf", CHECK_ARITH_ZERO, True),
     ("f() { ((m++)); }; m=0; set -u; f", CHECK_ARITH_UNSET, False),
+    # … written without a blank before the body's `{` (`f(){`, `function f(){`), as bash
+    # allows: read as `f() {` is, its body run at its calls only
+    ("set -e\nf(){ ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, True),
+    ("set -e\nfunction f(){ ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, True),
+    ("f(){ ((m++)); }\nm=0\nset -e\nf", CHECK_ARITH_ZERO, True),
+    ("set -e\nf(){ ((m++)); }\nm=5\nf", CHECK_ARITH_ZERO, False),
+    ("set -e\nm=0\nf(){ ((m++)); }", CHECK_ARITH_ZERO, False),
+    ("set -e\nf(){ m=1; ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, False),
+    ("set -u\nf(){ ((m++)); }\nf || true", CHECK_ARITH_UNSET, True),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),

@@ -62,6 +62,21 @@ def test_split_top_level_keeps_offsets_and_skips_nested_operators():
         ("a) x ", 0, ";"), ("", 6, "&"), (" b", 7, "")]
 
 
+@pytest.mark.parametrize("definition", [
+    "f(){ a; b; }", "f() { a; b; }", "function f(){ a; b; }", "f ( ){ a; b; }", "f()\t{ a; b; }"])
+def test_a_function_body_right_after_its_parentheses_is_one_group(definition):
+    # bash reads `f(){ a; b; }` as `f() { a; b; }` (`bash -c 'f(){ echo in; }; f'` says "in")
+    assert split_top_level(definition + ";c", 0, (";",)) == [
+        (definition, 0, ";"), ("c", len(definition) + 1, "")]
+
+
+def test_a_brace_after_other_parentheses_is_still_text():
+    # `$(…){` and `arr=(){` define no function: their `{` is a word's text, as in bash
+    assert split_top_level("echo $(x){ a; b", 0, (";",)) == [
+        ("echo $(x){ a", 0, ";"), (" b", 13, "")]
+    assert split_top_level("x=(){ a; b", 0, (";",))[0] == ("x=(){ a", 0, ";")
+
+
 def test_words_keep_quotes_and_substitutions_whole():
     cmd = 'LATEST=$(ls -d "$D"/ckpt_* | tail -1) cat  "a b"/*.txt'
     words = shell_words(cmd)

@@ -15,7 +15,7 @@ from bot.core.launcher_lint import engine
 
 PIECES = ["$(", "${", "$((", "(", ")", "{ ", "{", "}", '"', "'", "`", "\\", "#", " ", "\n",
           ";", "&&", "||", "|", "&", ";;", "a", "ls *", "$", "x=", "<<EOF\n", "EOF\n", "\t",
-          "> f", ">&2", "f() ", "\\\n", "$X", ";#", "(#", "{#", "a#", " # c )\n", "\\$(",
+          "> f", ">&2", "f() ", "f()", "\\\n", "$X", ";#", "(#", "{#", "a#", " # c )\n", "\\$(",
           "\\\"", "\\'", "\\`", "$'", "\"$(", ")\"", "$( (", ") )", "${#"]
 EXAMPLES = int(os.environ.get("LEXER_EXAMPLES", "400"))
 texts = st.lists(st.sampled_from(PIECES), min_size=4, max_size=80).map("".join)
