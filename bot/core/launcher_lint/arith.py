@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from bot.core.findings import Finding, Level
-from bot.core.launcher_lint.calls import values_at_calls
+from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ERROR,
@@ -173,7 +173,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     errexit_off_at: dict[int, bool] = {}  # its arithmetic command: where `set -e` is off?
     calls_of: dict[str, list[Call]] = {}  # each function's calls, in the walk's order
     spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
-    for call in scan.calls:
+    for call in outermost_calls(scan.calls, scan.bodies) if scan.arith else ():
         calls_of.setdefault(call.name, []).append(call)
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
@@ -282,14 +282,14 @@ def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, 
 def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
               calls_of: dict[str, list[Call]], spans: list[tuple[int, int, str]]
               ) -> _AtCall | None:
-    """Where `a`, in the body of a function the script calls (only from its own shell, not
-    from another function's body), is judged: at the call it was read again at under `set -u`
-    (model.Arith.called_at: an earlier call, where `set -u` was off, counted the variable
-    from unset), else under `set -e` at the first call where `set -e` stops on it (the
-    variable zero, empty, unset or "08" there), else at the first call; with what sets the
-    variable before that call: its last assignment outside the body, or, when the body ran
-    since (an earlier call), an unknown value, but an "08" that no count changes. None: `a`
-    is in no such body, and is judged where it is."""
+    """Where `a`, in the body of a function the script calls (from its own shell, or from
+    another function's body run there: calls.outermost_calls), is judged: at the call it was
+    read again at under `set -u` (model.Arith.called_at: an earlier call, where `set -u` was
+    off, counted the variable from unset), else under `set -e` at the first call where
+    `set -e` stops on it (the variable zero, empty, unset or "08" there), else at the first
+    call; with what sets the variable before that call: its last assignment outside the
+    body, or, when the body ran since (an earlier call), an unknown value, but an "08" that
+    no count changes. None: `a` is in no such body, and is judged where it is."""
     k = bisect.bisect_right(spans, (a.offset, 1 << 62, ""))
     if not k or spans[k - 1][1] <= a.offset:
         return None  # in no body (or in one after a function defined in it: not judged here)

@@ -42,6 +42,64 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
     return found
 
 
+#: How deep the calls made in function bodies are followed from a script-level call (a
+#: function that calls itself, `f(){ f; }`, is followed this far), and how many such calls are
+#: placed in all (past it, outermost_calls gives the calls as the walk made them).
+MAX_CALL_DEPTH = 8
+MAX_NESTED_CALLS = 4096
+
+
+def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> list[Call]:
+    """`calls` (the walk's, in its order) as bash makes them from the script's shell: each
+    call made at the script's level, followed by the calls its function's body makes, and
+    theirs, in order, each placed at that script-level call (its offset and loop_from), with
+    `set -e` applying in it where it applies at every call of the chain (none of them tested)
+    and the bodies it is made through (model.Call.chain): `inc(){ ((m++)); }; run(){ inc; };
+    m=0; set -e; run` runs inc's body at `run`, where `m` is 0 and `set -e` on. A call made
+    in a body is judged where that body runs, not where it is defined; a body the walk read
+    more than once (model.Arith.called_at) makes each of its calls once."""
+    spans = sorted((start, end, name) for name, (start, end) in bodies.items())
+    made_in: dict[str, list[Call]] = {}  # the calls each function's body makes, by offset
+    seen: set[int] = set()
+    for call in calls:
+        if call.in_function and call.offset not in seen:
+            seen.add(call.offset)
+            around = [(start, name) for start, end, name in spans if start <= call.offset < end]
+            if around:
+                made_in.setdefault(max(around)[1], []).append(call)
+    if not made_in:
+        return calls
+    for made in made_in.values():
+        made.sort(key=lambda c: c.offset)
+    placed: list[Call] = []
+    budget = MAX_NESTED_CALLS
+
+    def follow(top: Call, name: str, chain: tuple[tuple[int, int, int], ...], errexit: bool
+               ) -> bool:
+        nonlocal budget
+        start, end = bodies[name]
+        for inner in made_in.get(name, ()):
+            budget -= 1
+            if budget < 0:
+                return False
+            link = (*chain, (start, end, inner.offset))
+            call = Call(top.offset, inner.name, errexit and inner.errexit, False, top.loop_from,
+                        link)
+            placed.append(call)
+            if (inner.name in bodies and len(link) < MAX_CALL_DEPTH
+                    and not follow(top, inner.name, link, call.errexit)):
+                return False
+        return True
+
+    for call in calls:
+        if call.in_function:
+            continue
+        placed.append(call)
+        if call.name in bodies and not follow(call, call.name, (), call.errexit):
+            return calls  # too many to place: as the walk made them
+    return placed
+
+
 def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
                     assigned: list[tuple[int, str | None]]) -> list[tuple[Call, bool,
                                                                           tuple[int, str | None]
@@ -59,6 +117,26 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
     for call in calls:
         if call.name != name:
             continue
+        if call.chain:  # made in another function's body (outermost_calls)
+            inner = _set_in_chain(call.chain, assigned)
+            if inner is not None:
+                # … which sets the variable before it (None: after it, so an earlier run of
+                # that body may have left any value); an earlier call at the same script-level
+                # call may have counted it since
+                ran = any(c.offset == call.offset for c, _r, _l in result)
+                result.append((call, ran, inner))
+                latest = max(latest, call.offset)
+                continue
+            bodies = [(s, e) for s, e, _p in call.chain]
+            chained = [(pos, v) for pos, v in outside
+                       if not any(s <= pos < e for s, e in bodies)]
+            k = bisect.bisect_left([pos for pos, _v in chained], call.offset)
+            last = chained[k - 1] if k else None
+            pos = last[0] if last else -1
+            fresh = call.loop_from is not None and pos >= call.loop_from
+            result.append((call, not fresh and latest > pos, last))
+            latest = max(latest, call.offset)
+            continue
         k = bisect.bisect_left(starts, call.offset)
         last = outside[k - 1] if k else None
         pos = last[0] if last else -1
@@ -66,3 +144,19 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
         result.append((call, not fresh and latest > pos, last))
         latest = max(latest, call.offset)
     return result
+
+
+def _set_in_chain(chain: tuple[tuple[int, int, int], ...],
+                  assigned: list[tuple[int, str | None]]) -> tuple[int, str | None] | None:
+    """What the bodies a call is made through (model.Call.chain, innermost first) set the
+    variable to before the call: the last assignment in the innermost body that has one
+    before the call made in it; (its offset, None) when that body sets it only after (the
+    value an earlier run left is not known); None when none of them sets it."""
+    for start, end, at in reversed(chain):
+        before = [(pos, v) for pos, v in assigned if start <= pos < at]
+        if before:
+            return before[-1]
+        after = [pos for pos, _v in assigned if at < pos < end]
+        if after:
+            return after[0], None
+    return None

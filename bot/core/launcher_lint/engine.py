@@ -128,7 +128,8 @@ class _Analyzer:
         self.too_deep_at: int | None = None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.later_errexit = bool(
-            re.search(r"(?m)^[ \t]*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)", text)
+            re.search(r"(?m)(?:^|(?<=;))[ \t]*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)",
+                      text)
         )
         self.function_calls, self.piped_calls = function_calls(text)
         self.function_vars = (

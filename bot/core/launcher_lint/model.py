@@ -165,14 +165,19 @@ class Call:
     """A call of a function the script defines, in the script's shell (not piped, not in
     `$( … )`), as the walk reaches it: `errexit`, whether `set -e` stops on a status in its
     body there (on, and its status not tested); `in_function`, made from another function's
-    body (read where that is defined, not where it runs); `loop_from`, on a loop's later pass
-    read again, where that loop starts (model.Arith.zero_after)."""
+    body (recorded where the walk reads that body; calls.outermost_calls places it at the
+    script's calls that run it); `loop_from`, on a loop's later pass
+    read again, where that loop starts (model.Arith.zero_after); `chain`, for a call made in
+    another function's body and placed at the script-level call that runs that body
+    (calls.outermost_calls): the bodies it is made through, outermost first, each as (its
+    start, its end, the offset of the call made in it)."""
 
     offset: int
     name: str
     errexit: bool
     in_function: bool = False
     loop_from: int | None = None
+    chain: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass

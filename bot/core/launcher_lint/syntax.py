@@ -118,13 +118,18 @@ def matches_everything(patterns: str) -> bool:
 MAX_CLASSIFIED_FUNCTIONS = 50
 
 
+#: Where a function definition may start: a line's start, or after `;` / `&` / `{` on a line
+#: (`inc(){ ((m++)); }; run(){ inc; }`).
+_DEFINED_AT = r"(?m)(?:^|(?<=[;&{]))[ \t]*"
+
+
 def function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
     """How each function defined in the script is called: a set of "direct" (a plain command:
     `set -e` applies inside), "piped" (a pipeline element before the last: its status is
     hidden), "guarded" (an `if`/`while` condition or before `&&`/`||`: `set -e` is off inside)
     and "subst" (inside `$( … )` / backticks); and the offset of each one's first piped call."""
     names = set(re.findall(
-        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\)", text))
+        _DEFINED_AT + r"(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*\([ \t]*\)", text))
     if "function" in text:
         names |= set(re.findall(r"(?m)^[ \t]*function\s+([A-Za-z_][\w:-]*)", text))
     if not names:
@@ -132,7 +137,7 @@ def function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
     words = Counter(re.findall(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:-])", text))
     in_subst = Counter(re.findall(r"(?:\$\(|`)\s*([A-Za-z_][\w:-]*)(?![\w:-])", text))
     defined = Counter(re.findall(
-        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
+        _DEFINED_AT + r"(?:function[ \t]+)?([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\)|(?=[ \t]*\{))",
         text))
     calls: dict[str, set[str]] = {}
     piped: dict[str, int] = {}

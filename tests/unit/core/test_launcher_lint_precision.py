@@ -304,6 +304,27 @@ BASH_STOPS = [
     ("set -e\nm=0\nf(){ ((m++)); }", CHECK_ARITH_ZERO, False),
     ("set -e\nf(){ m=1; ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, False),
     ("set -u\nf(){ ((m++)); }\nf || true", CHECK_ARITH_UNSET, True),
+    # a function called from another function's body runs where that body runs: judged at
+    # the script's call of the outermost one, with what `m` holds and the options there
+    ("inc() { ((m++)); }\nrun() { inc; }\nm=0\nset -e\nrun", CHECK_ARITH_ZERO, True),
+    ("inc(){ ((m++)); }; run(){ inc; }; m=0; set -e; run", CHECK_ARITH_ZERO, True),
+    ("inc() { ((m++)); }\nmid() { inc; }\nrun() { mid; }\nm=0\nset -e\nrun", CHECK_ARITH_ZERO,
+     True),
+    ("inc() { ((m++)); }\nrun() { inc; }\nm=5\nset -e\nrun\nm=0\nrun", CHECK_ARITH_ZERO, True),
+    ("inc() { ((m++)); }\nrun() { m=0; inc; }\nm=5\nset -e\nrun", CHECK_ARITH_ZERO, True),
+    ("inc() { ((m++)); }\nrun() { inc; m=0; }\nm=5\nset -e\nrun", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { inc; }\nm=5\nset -e\nrun", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { inc; }\nm=0\nset -e\nrun || true", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { inc; }\nm=0\nset -e\nif run; then :; fi", CHECK_ARITH_ZERO,
+     False),
+    ("inc() { ((m++)); }\nrun() { inc || true; }\nm=0\nset -e\nrun", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { inc; }\nset -e\nm=0\nrun || true\nrun", CHECK_ARITH_ZERO,
+     False),
+    ("inc() { ((m++)); }\nrun() { inc; inc; }\nm=0\nset -e\nrun || true", CHECK_ARITH_ZERO,
+     False),
+    # … and one calling itself, followed some calls deep: bash stops at the first pass
+    ("f() { ((m++)); f; }\nm=0\nset -e\nf", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); if ((m < 3)); then f; fi; }\nm=1\nset -e\nf", CHECK_ARITH_ZERO, False),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
@@ -576,6 +597,17 @@ def test_an_unbound_variable_and_a_zero_status_are_reported_under_their_own_ids(
               if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)}
     other = CHECK_ARITH_ZERO if stops_on == CHECK_ARITH_UNSET else CHECK_ARITH_UNSET
     assert levels == {stops_on: "fail", other: "pass"}
+
+
+def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
+    # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
+    # deep and says what the first pass does
+    script = "#!/bin/bash\nf() { ((m++)); f; }\ng() { f; g; }\nm=0\nset -e\ng\n"
+    found = [(f.check, f.line) for f in lint_launcher(script)
+             if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert found == [(CHECK_ARITH_ZERO, 2)]
+    assert [f.level for f in lint_launcher("#!/bin/bash\nset -e\nf(){ f; }\nf\n")
+            if f.check == CHECK_ARITH_ZERO] == ["pass"]
 
 
 def test_a_prefix_assignment_is_named_as_setting_the_variable_for_one_command_only():
