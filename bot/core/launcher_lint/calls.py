@@ -29,17 +29,25 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
     found: list[Call] = []
     elements = split_top_level(command, at, ("&&", "||"), memo)
     for i, (element, e_off, _op) in enumerate(elements):
-        text = element.lstrip()
-        negated = text.startswith("!") and text[1:2].isspace()
-        text = text[1:].lstrip() if negated else text
+        text, at, negated = called_command(element, e_off)
         name = first_word(text)
         if (name not in names or _DEFINITION_RE.match(text)
                 or len(split_top_level(element, e_off, ("|",), memo)) > 1):
             continue  # not a call, a definition (`f() {`), or piped
         tested = in_condition or negated or i < len(elements) - 1
-        found.append(Call(e_off + len(element) - len(text), name,
-                          opts.errexit and not tested, in_function, loop_from))
+        found.append(Call(at, name, opts.errexit and not tested, in_function, loop_from))
     return found
+
+
+def called_command(element: str, e_off: int) -> tuple[str, int, bool]:
+    """The command the and-or element `element` (at `e_off`) runs, without the blanks and the
+    `!` before it (`! f`: bash negates its status); where it starts, which is where a call of
+    a function there is (model.Call.offset, model.Arith.called_at); and whether it is
+    negated."""
+    text = element.lstrip()
+    negated = text.startswith("!") and text[1:2].isspace()
+    text = text[1:].lstrip() if negated else text
+    return text, e_off + len(element) - len(text), negated
 
 
 #: How deep the calls made in function bodies are followed from a script-level call (a

@@ -9,7 +9,7 @@ from copy import copy
 
 from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
-from bot.core.launcher_lint.calls import call_sites
+from bot.core.launcher_lint.calls import call_sites, called_command
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
 from bot.core.launcher_lint.model import (
@@ -417,7 +417,7 @@ class _Analyzer:
             return
         for element, e_off, _op in split_top_level(command, command_off, ("&&", "||"),
                                                    self.memo):
-            name = first_word(element.lstrip().lstrip("!").lstrip())
+            name = first_word(called_command(element, e_off)[0])
             if (name in self.guarded_bodies
                     and len(split_top_level(element, e_off, ("|",), self.memo)) == 1):
                 self.ran_without_nounset.add(name)
@@ -434,7 +434,8 @@ class _Analyzer:
         under `set -u`: its `((n++))` read where it is defined (_function_body) reads an unset
         `n` as an unbound variable, which stops bash before `set -e` sees a status."""
         for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
-            name = first_word(element.lstrip().lstrip("!").lstrip())
+            command, called_at, _negated = called_command(element, e_off)
+            name = first_word(command)
             body = self.guarded_bodies.get(name)
             if (body is None or name == self.function or len(body[0]) > self.guarded_budget
                     or len(split_top_level(element, e_off, ("|",), self.memo)) > 1):
@@ -451,8 +452,8 @@ class _Analyzer:
             self.script(*body)
             self.drop(marks, [], everything=False)
             self.function = saved_function
-            for a in self.arith[marks.arith:]:  # (the call's offset, as calls.call_sites's)
-                a.called_at = e_off + len(element) - len(element.lstrip().lstrip("!").lstrip())
+            for a in self.arith[marks.arith:]:
+                a.called_at = called_at
 
     def _shift(self, lst: str) -> None:
         m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)
