@@ -9,8 +9,9 @@ from copy import copy
 
 from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
-from bot.core.launcher_lint.calls import call_sites, called_command
+from bot.core.launcher_lint.calls import call_sites
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
+from bot.core.launcher_lint.functions import FUNC_NAME_RE, FUNC_RE, FUNC_RE2, FunctionBodies
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
 from bot.core.launcher_lint.model import (
     MAX_DEPTH,
@@ -28,11 +29,12 @@ from bot.core.launcher_lint.model import (
     with_,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
-from bot.core.launcher_lint.options import apply_option_words
+from bot.core.launcher_lint.options import OptionWalk
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     compound_tail,
+    condition_command,
     first_word,
     function_calls,
     keyword_prefix,
@@ -55,11 +57,6 @@ _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _PREFIX_WORDS = {"time", "command", "builtin", "exec", "nohup", "nice", "env", "stdbuf"}
 _MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
-_FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
-_FUNC_NAME_RE = re.compile(
-    r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
-)
-_FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
 #: A list can only matter if it names one of these commands or opens a group / function
 #: (`set` and `shopt` are tracked before this filter).
 _CANDIDATE_RE = re.compile(
@@ -111,7 +108,7 @@ _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 
 
 
-class _Analyzer:
+class _Analyzer(FunctionBodies, OptionWalk):
     """Follows the script list by list with the options `set` / `shopt` turn on and off, and
     collects the commands whose failure on an empty match decides a statement's status.
 
@@ -247,7 +244,7 @@ class _Analyzer:
                     continue  # an if/while condition never triggers errexit
                 if not lst or first in ("for", "!"):
                     continue
-                defined = _FUNC_NAME_RE.match(lst)
+                defined = FUNC_NAME_RE.match(lst)
                 if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
                     continue  # a function nobody calls: its body never runs
                 if not status_only:
@@ -337,7 +334,7 @@ class _Analyzer:
                          for o, cmd in tee_pipelines(lst, off, self.memo))
 
     def _outside_errexit(self, lst: str, off: int, hits: list[Hit]) -> None:
-        m = _FUNC_RE.match(lst) or _FUNC_RE2.match(lst)
+        m = FUNC_RE.match(lst) or FUNC_RE2.match(lst)
         if m:
             self._function_body(lst, off, m, hits)
             return
@@ -368,7 +365,7 @@ class _Analyzer:
         unset `n` stops bash there too. Its last list (`after` it comes `then` / `do`) decides the
         branch: training piped to `tee` there without `pipefail` is tested by tee's status."""
         self._note_guards(lst)
-        command, command_off = _condition_command(lst, off)
+        command, command_off = condition_command(lst, off)
         if first_word(command) in ("set", "shopt"):
             self._track_options(command, command_off)
         if (self.may_tee and "tee" in lst and not self.opts.pipefail_sure
@@ -405,55 +402,8 @@ class _Analyzer:
     def _positional(self, lst: str, off: int) -> None:
         """`$N` read under `set -u` at the script's level (in a function it is the function's
         argument)."""
-        if self.may_read_positional and self.function is None and not _FUNC_NAME_RE.match(lst):
+        if self.may_read_positional and self.function is None and not FUNC_NAME_RE.match(lst):
             self.positional.extend(positional_reads(lst, off, self.shifted))
-
-    def _note_calls_without_nounset(self, lst: str, off: int) -> None:
-        """The functions of guarded_bodies that the and-or list `lst` (at `off`, outside any
-        function's body) calls in the script's shell, where `set -u` is off (not in a pipeline,
-        a subshell): their body runs there before any call under `set -u`."""
-        command, command_off = _condition_command(lst, off)
-        if not any(name in command for name in self.guarded_bodies):
-            return
-        for element, e_off, _op in split_top_level(command, command_off, ("&&", "||"),
-                                                   self.memo):
-            name = first_word(called_command(element, e_off)[0])
-            if (name in self.guarded_bodies
-                    and len(split_top_level(element, e_off, ("|",), self.memo)) == 1):
-                self.ran_without_nounset.add(name)
-
-    def _guarded_calls(self, lst: str, off: int) -> None:
-        """Under `set -u`, the and-or list `lst` (at `off`) calling a function that is only
-        called where `set -e` is off (`f || true`, `if f; then`), or one called directly that
-        was defined before `set -u` (its body read there under the options there): its body
-        runs in the script's shell with the options here, so it is read here as a `{ … }`
-        group before `&&` / `||` is (an unbound variable stops bash in it, `|| true` or not;
-        what only `set -e` makes a finding is dropped, and a `set` in it holds after the
-        call). Not in a pipeline (a subshell), not a function already being read
-        (recursion). A body first run here, no call where `set -u` was off before, first runs
-        under `set -u`: its `((n++))` read where it is defined (_function_body) reads an unset
-        `n` as an unbound variable, which stops bash before `set -e` sees a status."""
-        for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
-            command, called_at, _negated = called_command(element, e_off)
-            name = first_word(command)
-            body = self.guarded_bodies.get(name)
-            if (body is None or name == self.function or len(body[0]) > self.guarded_budget
-                    or len(split_top_level(element, e_off, ("|",), self.memo)) > 1):
-                continue
-            self.guarded_budget -= len(body[0])
-            if name not in self.ran_without_nounset:
-                self.ran_without_nounset.add(name)  # (the first call decides; `set +u` after)
-                start, end = body[1], body[1] + len(body[0])
-                for a in self.arith:
-                    if start <= a.offset < end:
-                        a.nounset = True
-            saved_function, self.function = self.function, name
-            marks = self.marks([])
-            self.script(*body)
-            self.drop(marks, [], everything=False)
-            self.function = saved_function
-            for a in self.arith[marks.arith:]:
-                a.called_at = called_at
 
     def _shift(self, lst: str) -> None:
         m = re.match(r"shift(?:\s+(\d+))?\s*$", lst)
@@ -464,96 +414,6 @@ class _Analyzer:
 
     def _note_guards(self, lst: str) -> None:
         self.guard_greps |= guard_greps(lst)
-
-    def _function_body(self, lst: str, off: int, m: re.Match[str], hits: list[Hit]) -> None:
-        name = m.group(1)
-        calls = self.function_calls.get(name, set())
-        if not calls:
-            return  # never called: its body never runs
-        brace = m.start(2)
-        end = group_end(lst, brace, off, self.memo)
-        self.bodies[name] = (off + brace + 1, off + end - 1)
-        saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
-        saved_function = self.function
-        self.function = name
-        if "direct" in calls or "piped" in calls:
-            # the body runs when called, usually after `set -e` further down; where `set -u`
-            # is off here, also at each call under `set -u` (_guarded_calls: an unbound
-            # variable in it stops bash there)
-            if "direct" in calls and not self.opts.nounset:
-                self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
-            self.opts.errexit = saved_errexit or self.later_errexit
-            body_hits = self.script(lst[brace + 1 : end - 1], off + brace + 1)
-            if "direct" not in calls:  # only `name | tee …`: the stop is hidden
-                body_hits = [with_(h, hidden_by=self.piped_calls.get(name)) for h in body_hits]
-        elif "subst" not in calls:
-            # only called where `set -e` is off (`if name`, `name || …`): read at those calls
-            # (_guarded_calls), under the options there
-            self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
-            body_hits = []
-        else:
-            # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
-            # the body's last command gives the substitution its status
-            body_hits = self.script(
-                lst[brace + 1 : end - 1], off + brace + 1,
-                status_only=not self.opts.inherit_errexit,
-            )
-            var = self.function_vars.get(name)
-            body_hits = [with_(h, in_substitution=True, variable=h.variable or var)
-                         for h in body_hits]
-        hits.extend(body_hits)
-        self.opts.errexit, self.opts.errexit_off_line = saved_errexit, saved_off_line
-        self.function = saved_function
-
-    def _track_options(self, lst: str, off: int) -> None:
-        """The options the `set` / `shopt` command that starts `lst` (an and-or list at `off`)
-        turns on and off: its own words only, up to its `&&` / `||` (in `set -e && grep -u x`,
-        `-u` is grep's), and of `set` those before the first that is no option (`set -- -u`,
-        `set -e x -u`: the positional parameters); piped (`set -e | cat`), it runs in a
-        subshell and changes nothing."""
-        command, at, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[0]
-        if len(split_top_level(command, at, ("|",), self.memo)) > 1:
-            return
-        line = self.line_of(off)
-        if apply_option_words(self.opts, shell_words(command, at, self.memo), line) and (
-                self.nounset_line is None):
-            self.nounset_line = line
-
-    def _and_or_options(self, lst: str, off: int, in_condition: bool = False) -> None:
-        """What an and-or list's commands before its last (and the last, when it is a `set`)
-        do to the options, in order: a `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] &&
-        set -e`), and the commands of a `{ … }` group before `&&` / `||` (`{ set -e; } && echo
-        ok`), which run in the script's shell, exempt from `set -e` (bash stops in no command
-        of an and-or list but the last) and not from `set -u`. Bash runs each after the first
-        or not, so past it the options are `either` of both; a group last in the list is read
-        where its status is (_and_or, _outside_errexit), but in an `if` / `while` condition
-        (`in_condition`: `if { set -e; false; }; then`), where no command stops on `set -e`,
-        as one before `&&` / `||`."""
-        elements = split_top_level(lst, off, ("&&", "||"), self.memo)
-        for i, (pipeline, p_off, op) in enumerate(elements):
-            text = pipeline.lstrip()
-            at = p_off + len(pipeline) - len(text)
-            if i and first_word(text) in ("set", "shopt"):
-                before = copy(self.opts)
-                self._track_options(text, at)
-            elif (op or in_condition) and text.startswith("{") and text[1:2] in (" ", "\t", "\n"):
-                if len(split_top_level(text, at, ("|",), self.memo)) > 1:
-                    continue  # `{ … } | tee log && …`: a pipeline's group runs in a subshell
-                before = copy(self.opts)
-                self._exempt_group(text, at)
-            else:
-                continue
-            if i:
-                self.opts = either([before, self.opts])
-
-    def _exempt_group(self, group: str, off: int) -> None:
-        """Follow the `{ … }` group `group` (at `off`) that bash does not stop in on `set -e`:
-        the options it leaves, and what it reads under `set -u`, but not what only `set -e`
-        makes a finding."""
-        marks = self.marks([])
-        end = group_end(group, 0, off, self.memo)
-        self.script(group[1 : end - 1], off + 1)
-        self.drop(marks, [], everything=False)
 
     # -- an and-or list: `a && b || c`
     def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[Hit]:
@@ -612,7 +472,7 @@ class _Analyzer:
                 self.opts = saved  # a subshell's `set` does not leak out
                 return inner
             return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
-        m = _FUNC_RE.match(cmd) or _FUNC_RE2.match(cmd)
+        m = FUNC_RE.match(cmd) or FUNC_RE2.match(cmd)
         if m:
             hits: list[Hit] = []
             self._function_body(cmd, off, m, hits)
@@ -670,19 +530,6 @@ def _trailing_from(lists: list[tuple[str, int, str]]) -> int:
     while k > 0 and TRAILING_RE.match(lists[k - 1][0].strip()):
         k -= 1
     return k
-
-
-def _condition_command(lst: str, off: int) -> tuple[str, int]:
-    """The and-or list a condition list `lst` (at `off`) runs, and where: without its `if` /
-    `elif` / `while` / `until` keyword and a `!` after it (`if ! set -e`: bash negates the
-    status, the option is set all the same)."""
-    command = lst
-    keyword = first_word(command)
-    if keyword in _CONDITION_KEYWORDS:
-        command = command[len(keyword):].lstrip()
-    if command.startswith("!") and command[1:2].isspace():
-        command = command[1:].lstrip()
-    return command, off + len(lst) - len(command)
 
 
 def _is_trivial(pipeline: str) -> bool:

@@ -1,11 +1,17 @@
 """What a `set` / `shopt` command does to the options the launcher lint's walk
-(bot.core.launcher_lint.engine) follows: its words, read as bash reads them."""
+(bot.core.launcher_lint.engine) follows: its words, read as bash reads them (apply_option_words),
+and where in an and-or list it runs (OptionWalk, mixed into the walk)."""
 
 from __future__ import annotations
 
 import re
+from copy import copy
+from typing import Protocol
 
-from bot.core.launcher_lint.model import Opts
+from bot.core.launcher_lint.branches import Marks
+from bot.core.launcher_lint.model import Hit, Opts, either
+from bot.core.launcher_lint.syntax import first_word
+from bot.core.shell_lexer import Memo, group_end, shell_words, split_top_level
 
 #: A word of `set` that turns options on or off (`-e`, `+u`, `-euo`).
 _SET_FLAGS_RE = re.compile(r"[-+][A-Za-z]+")
@@ -70,3 +76,80 @@ def set_errexit(opts: Opts, on: bool, line: int) -> None:
     opts.errexit, opts.errexit_partial = on, False
     if on and opts.errexit_line is None:
         opts.errexit_line = line
+
+
+class _Walk(Protocol):
+    """What OptionWalk uses of the walk it is mixed into (engine._Analyzer)."""
+
+    opts: Opts
+    memo: Memo
+    nounset_line: int | None
+
+    def line_of(self, offset: int) -> int: ...
+
+    def script(self, text: str, base: int, status_only: bool = False) -> list[Hit]: ...
+
+    def marks(self, hits: list[Hit]) -> Marks: ...
+
+    def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None: ...
+
+    def _track_options(self, lst: str, off: int) -> None: ...
+
+    def _exempt_group(self, group: str, off: int) -> None: ...
+
+
+class OptionWalk:
+    """The walk's reading of the `set` / `shopt` commands of an and-or list, mixed into
+    engine._Analyzer."""
+
+    nounset_line: int | None  # the line `set -u` first came on (the walk's)
+
+    def _track_options(self: _Walk, lst: str, off: int) -> None:
+        """The options the `set` / `shopt` command that starts `lst` (an and-or list at `off`)
+        turns on and off: its own words only, up to its `&&` / `||` (in `set -e && grep -u x`,
+        `-u` is grep's), and of `set` those before the first that is no option (`set -- -u`,
+        `set -e x -u`: the positional parameters); piped (`set -e | cat`), it runs in a
+        subshell and changes nothing."""
+        command, at, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[0]
+        if len(split_top_level(command, at, ("|",), self.memo)) > 1:
+            return
+        line = self.line_of(off)
+        if apply_option_words(self.opts, shell_words(command, at, self.memo), line) and (
+                self.nounset_line is None):
+            self.nounset_line = line
+
+    def _and_or_options(self: _Walk, lst: str, off: int, in_condition: bool = False) -> None:
+        """What an and-or list's commands before its last (and the last, when it is a `set`)
+        do to the options, in order: a `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] &&
+        set -e`), and the commands of a `{ … }` group before `&&` / `||` (`{ set -e; } && echo
+        ok`), which run in the script's shell, exempt from `set -e` (bash stops in no command
+        of an and-or list but the last) and not from `set -u`. Bash runs each after the first
+        or not, so past it the options are `either` of both; a group last in the list is read
+        where its status is (_and_or, _outside_errexit), but in an `if` / `while` condition
+        (`in_condition`: `if { set -e; false; }; then`), where no command stops on `set -e`,
+        as one before `&&` / `||`."""
+        elements = split_top_level(lst, off, ("&&", "||"), self.memo)
+        for i, (pipeline, p_off, op) in enumerate(elements):
+            text = pipeline.lstrip()
+            at = p_off + len(pipeline) - len(text)
+            if i and first_word(text) in ("set", "shopt"):
+                before = copy(self.opts)
+                self._track_options(text, at)
+            elif (op or in_condition) and text.startswith("{") and text[1:2] in (" ", "\t", "\n"):
+                if len(split_top_level(text, at, ("|",), self.memo)) > 1:
+                    continue  # `{ … } | tee log && …`: a pipeline's group runs in a subshell
+                before = copy(self.opts)
+                self._exempt_group(text, at)
+            else:
+                continue
+            if i:
+                self.opts = either([before, self.opts])
+
+    def _exempt_group(self: _Walk, group: str, off: int) -> None:
+        """Follow the `{ … }` group `group` (at `off`) that bash does not stop in on `set -e`:
+        the options it leaves, and what it reads under `set -u`, but not what only `set -e`
+        makes a finding."""
+        marks = self.marks([])
+        end = group_end(group, 0, off, self.memo)
+        self.script(group[1 : end - 1], off + 1)
+        self.drop(marks, [], everything=False)

@@ -9,6 +9,7 @@ from collections import Counter
 
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, COMMAND_AT, Memo, split_top_level
 
+_CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 _BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
 #: The keywords among _BODY_KEYWORDS that the walk's _Branches (engine) follows.
 _BRANCHING_KEYWORDS = {"then", "else", "fi", "esac", "do", "done"}
@@ -213,3 +214,16 @@ def lists_and_branches(
 def next_text(lists: list[tuple[str, int, str]], idx: int) -> str:
     """The text of the list after lists[idx] ("" at the end)."""
     return lists[idx + 1][0] if idx + 1 < len(lists) else ""
+
+
+def condition_command(lst: str, off: int) -> tuple[str, int]:
+    """The and-or list a condition list `lst` (at `off`) runs, and where: without its `if` /
+    `elif` / `while` / `until` keyword and a `!` after it (`if ! set -e`: bash negates the
+    status, the option is set all the same)."""
+    command = lst
+    keyword = first_word(command)
+    if keyword in _CONDITION_KEYWORDS:
+        command = command[len(keyword):].lstrip()
+    if command.startswith("!") and command[1:2].isspace():
+        command = command[1:].lstrip()
+    return command, off + len(lst) - len(command)

@@ -1,0 +1,140 @@
+"""How the launcher lint's walk (bot.core.launcher_lint.engine) reads the script's functions:
+a body where it is defined, under the options a call will run it with (`set -e` on if the
+script turns it on at all; only its last command where it is only called as `$(f)`), and
+again at each call under `set -u` of one called only where `set -e` is off or defined where
+`set -u` was off, where an unbound variable in it stops bash (model.Arith.called_at). Where a
+counter in a body is judged (at the calls the walk records) is bot.core.launcher_lint.calls's."""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from bot.core.launcher_lint.branches import Marks
+from bot.core.launcher_lint.calls import called_command
+from bot.core.launcher_lint.model import Arith, Hit, Opts, with_
+from bot.core.launcher_lint.syntax import condition_command, first_word
+from bot.core.shell_lexer import Memo, group_end, split_top_level
+
+#: A function definition starting a command, its name and its body's opening `{` / `(`
+#: (FUNC_RE: `f() {`, `function f() {`; FUNC_RE2: `function f {`); FUNC_NAME_RE: anywhere.
+FUNC_RE = re.compile(r"^\s*(?:function\s+)?([A-Za-z_][\w:-]*)\s*\(\s*\)\s*(\{|\()")
+FUNC_NAME_RE = re.compile(
+    r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
+)
+FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
+
+
+class _Walk(Protocol):
+    """What FunctionBodies uses of the walk it is mixed into (engine._Analyzer)."""
+
+    function_calls: dict[str, set[str]]
+    piped_calls: dict[str, int]
+    function_vars: dict[str, str]
+    memo: Memo
+    bodies: dict[str, tuple[int, int]]
+    opts: Opts
+    function: str | None
+    later_errexit: bool
+    guarded_bodies: dict[str, tuple[str, int]]
+    guarded_budget: int
+    ran_without_nounset: set[str]
+    arith: list[Arith]
+
+    def script(self, text: str, base: int, status_only: bool = False) -> list[Hit]: ...
+
+    def marks(self, hits: list[Hit]) -> Marks: ...
+
+    def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None: ...
+
+
+class FunctionBodies:
+    """The walk's reading of function bodies, mixed into engine._Analyzer."""
+
+    def _function_body(self: _Walk, lst: str, off: int, m: re.Match[str],
+                       hits: list[Hit]) -> None:
+        name = m.group(1)
+        calls = self.function_calls.get(name, set())
+        if not calls:
+            return  # never called: its body never runs
+        brace = m.start(2)
+        end = group_end(lst, brace, off, self.memo)
+        self.bodies[name] = (off + brace + 1, off + end - 1)
+        saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
+        saved_function = self.function
+        self.function = name
+        if "direct" in calls or "piped" in calls:
+            # the body runs when called, usually after `set -e` further down; where `set -u`
+            # is off here, also at each call under `set -u` (_guarded_calls: an unbound
+            # variable in it stops bash there)
+            if "direct" in calls and not self.opts.nounset:
+                self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
+            self.opts.errexit = saved_errexit or self.later_errexit
+            body_hits = self.script(lst[brace + 1 : end - 1], off + brace + 1)
+            if "direct" not in calls:  # only `name | tee …`: the stop is hidden
+                body_hits = [with_(h, hidden_by=self.piped_calls.get(name)) for h in body_hits]
+        elif "subst" not in calls:
+            # only called where `set -e` is off (`if name`, `name || …`): read at those calls
+            # (_guarded_calls), under the options there
+            self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
+            body_hits = []
+        else:
+            # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
+            # the body's last command gives the substitution its status
+            body_hits = self.script(
+                lst[brace + 1 : end - 1], off + brace + 1,
+                status_only=not self.opts.inherit_errexit,
+            )
+            var = self.function_vars.get(name)
+            body_hits = [with_(h, in_substitution=True, variable=h.variable or var)
+                         for h in body_hits]
+        hits.extend(body_hits)
+        self.opts.errexit, self.opts.errexit_off_line = saved_errexit, saved_off_line
+        self.function = saved_function
+
+    def _note_calls_without_nounset(self: _Walk, lst: str, off: int) -> None:
+        """The functions of guarded_bodies that the and-or list `lst` (at `off`, outside any
+        function's body) calls in the script's shell, where `set -u` is off (not in a pipeline,
+        a subshell): their body runs there before any call under `set -u`."""
+        command, command_off = condition_command(lst, off)
+        if not any(name in command for name in self.guarded_bodies):
+            return
+        for element, e_off, _op in split_top_level(command, command_off, ("&&", "||"),
+                                                   self.memo):
+            name = first_word(called_command(element, e_off)[0])
+            if (name in self.guarded_bodies
+                    and len(split_top_level(element, e_off, ("|",), self.memo)) == 1):
+                self.ran_without_nounset.add(name)
+
+    def _guarded_calls(self: _Walk, lst: str, off: int) -> None:
+        """Under `set -u`, the and-or list `lst` (at `off`) calling a function that is only
+        called where `set -e` is off (`f || true`, `if f; then`), or one called directly that
+        was defined before `set -u` (its body read there under the options there): its body
+        runs in the script's shell with the options here, so it is read here as a `{ … }`
+        group before `&&` / `||` is (an unbound variable stops bash in it, `|| true` or not;
+        what only `set -e` makes a finding is dropped, and a `set` in it holds after the
+        call). Not in a pipeline (a subshell), not a function already being read
+        (recursion). A body first run here, no call where `set -u` was off before, first runs
+        under `set -u`: its `((n++))` read where it is defined (_function_body) reads an unset
+        `n` as an unbound variable, which stops bash before `set -e` sees a status."""
+        for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
+            command, called_at, _negated = called_command(element, e_off)
+            name = first_word(command)
+            body = self.guarded_bodies.get(name)
+            if (body is None or name == self.function or len(body[0]) > self.guarded_budget
+                    or len(split_top_level(element, e_off, ("|",), self.memo)) > 1):
+                continue
+            self.guarded_budget -= len(body[0])
+            if name not in self.ran_without_nounset:
+                self.ran_without_nounset.add(name)  # (the first call decides; `set +u` after)
+                start, end = body[1], body[1] + len(body[0])
+                for a in self.arith:
+                    if start <= a.offset < end:
+                        a.nounset = True
+            saved_function, self.function = self.function, name
+            marks = self.marks([])
+            self.script(*body)
+            self.drop(marks, [], everything=False)
+            self.function = saved_function
+            for a in self.arith[marks.arith:]:
+                a.called_at = called_at
