@@ -102,7 +102,9 @@ class FakeSlurm:
 
     `down`: every call fails as when the controller cannot be reached. `submit_error`: submit
     raises it (after logging the call). `hold_answer_lost`: hold takes effect, then raises it
-    (its answer lost on the way back). Submitted jobs get ids from `first_id` on and join the
+    (its answer lost on the way back). `cancel_answer_lost`: cancel takes effect, then raises it;
+    `cancel_lost`: cancel raises it without taking effect (an end not seen, either way).
+    Submitted jobs get ids from `first_id` on and join the
     table as PENDING. `runner` answers what a site submit wrapper runs.
     """
 
@@ -114,6 +116,8 @@ class FakeSlurm:
         self.down = down
         self.submit_error = submit_error
         self.hold_answer_lost: Exception | None = None
+        self.cancel_answer_lost: Exception | None = None
+        self.cancel_lost: Exception | None = None
         self.runner = runner or FakeRunner()
         self._ids = itertools.count(first_id)
 
@@ -182,8 +186,12 @@ class FakeSlurm:
 
     def cancel(self, job_id: int) -> None:
         self._call("cancel", job_id)
+        if self.cancel_lost is not None:
+            raise self.cancel_lost
         if job_id in self.records:
             self.set(job_id, state="CANCELLED")
+        if self.cancel_answer_lost is not None:
+            raise self.cancel_answer_lost
 
 
 class SstatSlurm(FakeSlurm):

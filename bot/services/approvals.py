@@ -40,7 +40,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, OutcomeUnknown
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged, run_rows
@@ -50,9 +50,10 @@ from bot.services.access import approvers_now, escalation_people, mention, promp
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
+from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import array_task_of, exclusion, submit_and_announce
 from bot.services.submit import SubmitResult
-from bot.services.threads import post_safely, render, task_bounds
+from bot.services.threads import post_safely, render, task_bounds, thread_note
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
 
@@ -98,22 +99,24 @@ OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "sta
 class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
-    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | held | hold_skipped |
-    hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the job was
-    cancelled, its resubmit failed); stale (nothing was done, the prompt no longer applies):
-    `did` is moved_on (the chain's latest attempt is `current_job` now, in `state`) |
-    competitor_started | competitor_left (a hold prompt's competitor, in `state`). `job_id` is
-    the prompt's target job (the competitor of a hold prompt), `new_job_id` the resubmitted
-    one, `for_job` the resumed job a hold waits for, `state` a Slurm state (None: unknown to
-    Slurm), `error` a Slurm, ssh or service message, shown verbatim; `not_applied` the
-    overrides a site submit wrapper's job did not get ([key, requested, the job's value]);
-    `exclude` the faulty node a resubmit left out (--exclude). A resubmit resumed from
-    iteration `from_iter`, else from the checkpoint named `from_checkpoint` (its iteration
-    unknown), else from scratch (the click's submit looked the checkpoint up and found none;
-    a failed lookup fails the submit, so the start is never unknown); `prompt_iter`, else
-    `prompt_checkpoint`, is where the prompt said it would resume (its iteration, else the
-    checkpoint's name) when it resumed from another checkpoint (the newest complete one
-    changed since it was posted)."""
+    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_unknown (the
+    scancel's end was not seen: `error`; trainbot looks at the job later) | held | hold_skipped
+    | hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the
+    job was cancelled, its resubmit failed) | cancel_not_taken (a cancel whose end was not seen
+    did not take effect: the job is still in `state`; offered again); stale (nothing was done,
+    the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
+    `current_job` now, in `state`) | competitor_started | competitor_left (a hold prompt's
+    competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold
+    prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits for,
+    `state` a Slurm state (None: unknown to Slurm), `error` a Slurm, ssh or service message,
+    shown verbatim; `not_applied` the overrides a site submit wrapper's job did not get ([key,
+    requested, the job's value]); `exclude` the faulty node a resubmit left out (--exclude). A
+    resubmit resumed from iteration `from_iter`, else from the checkpoint named
+    `from_checkpoint` (its iteration unknown), else from scratch (the click's submit looked the
+    checkpoint up and found none; a failed lookup fails the submit, so the start is never
+    unknown); `prompt_iter`, else `prompt_checkpoint`, is where the prompt said it would resume
+    (its iteration, else the checkpoint's name) when it resumed from another checkpoint (the
+    newest complete one changed since it was posted)."""
 
     kind: OutcomeKind
     actor: str | None = None
@@ -245,7 +248,10 @@ def handle_click(
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
         text, blocks = _decided(ctx, recipe, summary, result.outcome)
         return ClickResult("stale", text, blocks, ephemeral=text)
-    audit("ok", result.job_id or target, recipe, choice=choice)
+    if result.outcome.did == "cancel_unknown":  # may or may not have cancelled: said so
+        audit("unknown", target, recipe, choice=choice, error=result.outcome.error)
+    else:
+        audit("ok", result.job_id or target, recipe, choice=choice)
     return ClickResult("done", *_decided(ctx, recipe, summary, result.outcome),
                        job_id=result.job_id, holds=result.holds)
 
@@ -345,21 +351,40 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
     """A stalled job, approved: scancel it, then resubmit the chain from its latest complete
     checkpoint (the same submit as a Resubmit button). The cancelled job leaves the watch list
     first, so the watcher does not judge it as one more failure of the chain; its attempt row
-    says CANCELLED / hang and the work it lost."""
+    says CANCELLED / hang and the work it lost.
+
+    A scancel whose end was not seen (OutcomeUnknown) may or may not have cancelled the job:
+    nothing is resubmitted, the job is watched again, the approval stays approved with its
+    step `cancel_unknown` (the watcher leaves such a job's end to it), and the prompt says so;
+    `settle_unknown_cancels` looks at the job later and finishes the cancel and resume (it
+    was cancelled) or says it was not (it still runs) and offers it again."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
-    chain_id = approval.chain_id
     slurm = ctx.clusters.slurm(cluster)
     _require_running(slurm, job, actor, recipe)
     watched = ctx.store.watched_jobs.get(cluster, job)
     ctx.store.watched_jobs.remove(cluster, job)
     try:
         slurm.cancel(int(job))
-    except ClusterError:
-        if watched is not None:  # still running: keep watching it
+    except ClusterError as exc:
+        if watched is not None:  # still running (or it may be): keep watching it
             ctx.store.watched_jobs.add(cluster, job, now=watched.added_at,
                                        chain_id=watched.chain_id, adopted=watched.adopted)
-        raise
+        if not isinstance(exc, OutcomeUnknown):
+            raise
+        ctx.store.approvals.mark_step(approval.token, "cancel_unknown", now=now)
+        return _Performed(Outcome("approved", actor, "cancel_unknown", recipe, job_id=job,
+                                  error=str(exc)), job)
+    return _resume_cancelled(ctx, approval, actor, now)
+
+
+def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
+                      now: float) -> _Performed:
+    """The rest of a cancel and resume, once its job is cancelled (and off the watch list):
+    record its attempt, release what was held for it, resubmit the chain."""
+    payload = approval.payload
+    recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
+    chain_id = approval.chain_id
     ctx.store.tail_offsets.delete_job(job)
     comp.release_held_for(ctx, job, now, "cancelled", cluster)
     old = ctx.store.attempts.get_by_job(job, cluster)
@@ -389,6 +414,92 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
                       new_job_id=str(result.job_id), **_resumed(approval, result))
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
+
+
+# --- a cancel and resume whose scancel's end was not seen ----------------------------------
+
+CANCEL_SETTLE_S = 60.0
+"""How long after a scancel whose end was not seen trainbot waits before judging from the job's
+state whether it took effect (a scancel still under way when its channel closed has ended
+by then)."""
+
+
+def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
+    """Every approved cancel and resume whose scancel's end was not seen (`cancel_unknown`),
+    at least CANCEL_SETTLE_S after the click: its job, asked from Slurm, says what happened.
+    CANCELLED: the cancel took effect; trainbot leaves the job, records its attempt and
+    resubmits, as the click would have, and the prompt says so. Still running or pending: the
+    cancel did not take effect; the prompt says so and a new prompt offers it again (the
+    watcher goes on watching the job). Ended otherwise (COMPLETED, FAILED, …): it ended
+    before the cancel; the prompt says so and the watcher judges its end as any job's.
+    Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
+    (the `cancel_settled` step), so nothing is resubmitted or offered twice."""
+    for approval in ctx.store.approvals.cancels_unknown():
+        if approval.decided_at is not None and now - approval.decided_at < CANCEL_SETTLE_S:
+            continue
+        try:
+            _settle_cancel(ctx, approval, now)
+        except LeaseLost:
+            raise
+        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
+            log.exception("settling the unknown cancel of prompt %s failed", approval.token)
+
+
+def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
+    payload = approval.payload
+    recipe, cluster, job = payload.get("recipe"), payload["cluster"], str(approval.target_job)
+    actor = approval.decided_by
+    try:
+        record = ctx.clusters.slurm(cluster).job(int(job))
+    except ClusterError as exc:
+        log.info("cannot tell yet whether job %s was cancelled: %s", job, exc)
+        return
+    if record is None:
+        return  # not (yet) known to Slurm's answer: ask again next time
+    if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now):
+        return  # another replica settles it
+    cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
+    ctx.store.audit.record(
+        actor="trainbot", action="approval.cancel_settled", now=now, recipe=recipe, job_id=job,
+        result="took_effect" if cancelled else "not_taken",
+        detail={"token": approval.token, "state": record.state},
+    )  # fmt: skip
+    if cancelled:
+        ctx.store.watched_jobs.remove(cluster, job)
+        try:
+            outcome = _resume_cancelled(ctx, approval, actor or "trainbot", now).outcome
+        except _NotPerformed as exc:
+            ctx.store.approvals.mark_done(approval.token, now=now)
+            outcome = exc.outcome
+    else:
+        ctx.store.approvals.mark_done(approval.token, now=now)
+        outcome = Outcome("failed", actor, "cancel_not_taken" if record.is_running
+                          or record.is_pending else "not_running", recipe, job_id=job,
+                          state=record.state)
+    text, blocks = _decided(ctx, recipe, payload.get("summary"), outcome)
+    _rewrite_prompt(ctx, approval, text, blocks)
+    if approval.chain_id is not None:
+        thread_note(ctx, approval.chain_id, f"cancel-settled:{approval.token}", text)
+    if outcome.did == "cancel_not_taken":
+        _offer_cancel_again(ctx, approval, now)
+    if approval.chain_id is not None:
+        refresh_homes(ctx, approval.chain_id, now)
+
+
+def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> None:
+    """A new prompt, in the thread, with the same question and choices as `approval`'s."""
+    payload = approval.payload
+    if approval.chain_id is None or payload.get("recipe") not in ctx.config.recipes:
+        return
+    key = f"cancel-again:{approval.token}"
+    prompt = create_resubmit_prompt(
+        ctx, recipe=payload["recipe"], chain_id=approval.chain_id,
+        job_id=str(approval.target_job), now=now, summary=payload.get("summary") or "",
+        resume_iter=payload.get("resume_iter"),
+        resume_checkpoint=payload.get("resume_checkpoint"),
+        checkpoint_unknown=payload.get("checkpoint_unknown"), offer_cancel=True, post_key=key,
+    )  # fmt: skip
+    post_safely(ctx, "reply", approval.chain_id, key, prompt.blocks, prompt.text)
 
 
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:
@@ -506,7 +617,8 @@ def follow_up_prompts(ctx: BotContext, now: float) -> None:
     happens now. Each step is recorded in the approval's row (`mark_step`, `expire`: true for
     one caller), so a replica taking the job over repeats none; the posts are keyed, so a
     crash between a post and its record posts nothing twice. Run by the scheduler's `prompts`
-    job (bot.app.build_scheduler) under its lease."""
+    job (bot.app.build_scheduler) under its lease, as is `settle_unknown_cancels` (first)."""
+    settle_unknown_cancels(ctx, now)
     for approval in ctx.store.approvals.pending():
         if approval.chain_id is None:
             continue

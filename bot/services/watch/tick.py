@@ -326,9 +326,19 @@ class Watcher:
                 # its end is that decision's, not a failure to report.
                 self._jobs.pop(jw.job_id, None)
                 return
+            if self._cancel_unknown(str(w.job_id)):
+                # A "Cancel and resume" whose scancel's end was not seen: whether this end is
+                # that cancel's is settled by bot.services.approvals.settle_unknown_cancels,
+                # never judged as a failure of the chain here.
+                return
             if self.logs.apply(jw, reads, now, report):
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report)
+
+    def _cancel_unknown(self, job_id: str) -> bool:
+        """Is `job_id` the target of an approved cancel whose scancel's end was not seen?"""
+        return any(a.target_job == job_id and a.payload.get("cluster") == self.cluster
+                   for a in self.store.approvals.cancels_unknown())
 
     def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""

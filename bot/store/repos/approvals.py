@@ -181,11 +181,15 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
+    STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_settled")
+
     def mark_step(self, token: str, step: str, *, now: float) -> bool:
-        """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"):
-        True for exactly one caller, so no replica follows a prompt up twice."""
-        if step not in ("reminded", "escalated"):
-            raise ValueError(f"step must be reminded or escalated, not {step!r}")
+        """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
+        its approved scancel's end was not seen ("cancel_unknown"), or that trainbot took that
+        unknown cancel up again ("cancel_settled"): True for exactly one caller, so no replica
+        follows a prompt up, or settles its cancel, twice."""
+        if step not in self.STEPS:
+            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         try:
             with self._engine.begin() as conn:
                 conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now))
@@ -216,6 +220,16 @@ class ApprovalsRepo(_Repo):
         person asked for, waiting for their run)."""
         query = (select(t.approvals).where(t.approvals.c.state == "approved",
                                            t.approvals.c.action == action)
+                 .order_by(t.approvals.c.decided_at, t.approvals.c.id))
+        return self._all(Approval, query)
+
+    def cancels_unknown(self) -> list[Approval]:
+        """The approved prompts whose scancel's end was not seen (step "cancel_unknown") and
+        that are not done yet: their job may or may not have been cancelled, oldest first."""
+        query = (select(t.approvals)
+                 .where(t.approvals.c.state == "approved",
+                        t.approvals.c.id.in_(select(t.prompt_steps.c.token)
+                                             .where(t.prompt_steps.c.step == "cancel_unknown")))
                  .order_by(t.approvals.c.decided_at, t.approvals.c.id))
         return self._all(Approval, query)
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
 
+from bot.cluster.errors import ChannelClosed, OutcomeUnknown
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
 from bot.services import ServiceError
-from bot.services.approvals import charges_budget, handle_click
+from bot.services.approvals import charges_budget, follow_up_prompts, handle_click
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.threads import render, root_view
@@ -281,6 +282,86 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     s.watcher.tick(T0 + 420)
     assert store.incidents.get("dev:88154:final") is None
     assert store.chains.get(s.chain_id).status == "active"
+
+
+UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled ({}); nothing "
+          "was resubmitted yet. trainbot looks at the job again in a minute: if it was "
+          "cancelled, it resumes the run as asked; if it still runs, it says so and offers the "
+          "cancel again")
+
+
+def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_incident(
+        store: Store) -> None:
+    """scancel cancelled the job but its answer was lost: the prompt says the cancel may or
+    may not have taken effect; the watcher does not judge the CANCELLED job a failure; the
+    next look finds it CANCELLED and resumes the run once, as the click would have."""
+    s = Story(store)
+    token = s.stalled()["value"]
+    lost = ChannelClosed(["scancel", "88154"], "login", connection_lost=True)
+    s.slurm.cancel_answer_lost = lost
+    result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
+    assert result.status == "done", result
+    assert result.update_text == UNSEEN.format(
+        "connection to login lost while `scancel 88154` was running; it may have run")
+    assert s.slurm.acted("cancel") == [88154] and s.slurm.submits() == []
+    s.slurm.cancel_answer_lost = None
+
+    s.slurm.set(88154, end_time=T0 + 401)
+    s.watcher.tick(T0 + 420)  # its end is the cancel's: no incident, no resubmit proposal
+    assert store.incidents.get("dev:88154:final") is None
+    follow_up_prompts(s.ctx, T0 + 430)  # too soon to judge: the scancel may still be under way
+    assert s.slurm.submits() == []
+
+    follow_up_prompts(s.ctx, T0 + 470)
+    assert len(s.slurm.submits()) == 1
+    said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
+            "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
+            "complete checkpoint changed since it was posted.")
+    assert said in s.ctx.sink.texts()  # a note in the thread, and the prompt rewritten
+    assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
+    assert ("reply", s.chain_id, "resolution:88887",
+            "mix: resumed as 88887 from scratch (no complete checkpoint)") in s.ctx.sink.posts
+    old, new = store.attempts.for_chain(s.chain_id)
+    assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
+    assert store.watched_jobs.get("dev", "88154") is None
+    assert store.approvals.get(token).state == "done"
+    assert s.retries() == 1
+
+    follow_up_prompts(s.ctx, T0 + 530)  # settled once
+    s.watcher.tick(T0 + 540)
+    assert len(s.slurm.submits()) == 1 and s.slurm.acted("cancel") == [88154]
+    assert store.incidents.get("dev:88154:final") is None
+    assert not any(":final" in p[2] for p in s.ctx.sink.posts)
+
+
+def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_again(
+        store: Store) -> None:
+    s = Story(store)
+    token = s.stalled()["value"]
+    what = ("`scancel 88154` did not answer within 30 s: the Slurm controller is overloaded "
+            "or down; it may or may not have taken effect")
+    s.slurm.cancel_lost = OutcomeUnknown(["scancel", "88154"], what)
+    result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
+    assert result.update_text == UNSEEN.format(what)
+    s.slurm.cancel_lost = None
+    assert store.watched_jobs.get("dev", "88154") is not None  # still watched
+
+    follow_up_prompts(s.ctx, T0 + 470)
+    said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
+            "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
+            "resubmitted. The cancel is offered again below")
+    assert said in s.ctx.sink.texts()
+    assert s.slurm.submits() == [] and s.slurm.acted("cancel") == [88154]
+    key, blocks = s.posted[-1]
+    assert key == f"cancel-again:{token}"
+    again = button(blocks, ActionId.CANCEL_RESUME)
+    assert again["value"] != token
+    follow_up_prompts(s.ctx, T0 + 530)  # offered once
+    assert [k for k, _ in s.posted].count(key) == 1
+
+    done = handle_click(s.ctx, again["value"], ActionId.CANCEL_RESUME, "W0LEAD", T0 + 600)
+    assert done.status == "done", done
+    assert s.slurm.acted("cancel") == [88154, 88154] and len(s.slurm.submits()) == 1
 
 
 def test_cancel_and_resume_of_a_job_that_already_ended_does_nothing(store: Store) -> None:
