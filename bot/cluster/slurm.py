@@ -76,6 +76,13 @@ UNAVAILABLE_RE = re.compile(
 )
 # squeue given a single id the controller no longer (or never) knew: the job is simply absent.
 _INVALID_JOB_RE = re.compile(r"Invalid job id specified", re.IGNORECASE)
+# `scontrol release` of a job that has nothing left to release, measured on 22.05.8 and 24.11.5
+# (docs/architecture.md, "scontrol release"): a pending or running job that is not held exits 0
+# silently; a finished one exits 1 with "Job has already finished for job N" (and
+# "slurm_suspend error: Job has already finished"); one Slurm no longer knows exits 1 with
+# "Invalid job id specified for job N". Neither is held, so the release has nothing to undo.
+_NOTHING_TO_RELEASE_RE = re.compile(
+    r"Job has already finished|Invalid job id specified", re.IGNORECASE)
 # The probe's `squeue --json` failing for lack of the openapi plugin (no JSON support).
 # sstat's per-job complaints: an answer about that job, not a failure of the call.
 _SSTAT_PER_JOB_RE = re.compile(
@@ -369,7 +376,14 @@ class SlurmClient:
         self._run(scontrol_argv("hold", job_id), effects=True)
 
     def release(self, job_id: int) -> None:
-        self._run(scontrol_argv("release", job_id), effects=True)
+        """`scontrol release`. A job with no hold left to release (pending or running and not
+        held: Slurm says nothing; finished, or no longer known: Slurm says so, exit 1) is
+        released already, not a failure: trainbot releases holds whose outcome it did not see,
+        and a job that ended while held is no one's problem."""
+        result = self._run(scontrol_argv("release", job_id), effects=True,
+                           allow=_NOTHING_TO_RELEASE_RE)
+        if result.exit_code != 0:
+            log.info("job %s had no hold left to release: %s", job_id, _tail(result.stderr))
 
     def requeue(self, job_id: int) -> None:
         """Put a running/finished batch job back to pending (it restarts, restart_count+1)."""

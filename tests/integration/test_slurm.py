@@ -229,6 +229,41 @@ def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
     assert rec.is_finished
 
 
+def test_release_of_a_job_with_no_hold_is_no_failure(slurm_cluster, ssh_runner, submitted):
+    """`scontrol release` of a job that is not held: pending or running, Slurm exits 0 and says
+    nothing; finished, it exits 1 saying so (the same words on 22.05 and 24.11). trainbot's
+    release takes all three as released (a hold whose outcome was unknown is released so)."""
+    client, _ = make_client(ssh_runner, "parsable")
+
+    def submit(script: str, *extra: str) -> int:
+        job_id = client.submit(SubmitSpec(job_name=unique("release"), output="/dev/null",
+                                          extra=list(extra)), script=script)
+        submitted.append(job_id)
+        return job_id
+
+    pending = submit("#!/bin/bash\ntrue\n", "--begin=now+1hour")
+    running = submit("#!/bin/bash\nsleep 120\n")
+    finished = submit("#!/bin/bash\ntrue\n")
+    wait_for(client, [pending, running, finished],
+             lambda r: bool(r.get(pending) and r[pending].reason == "BeginTime"
+                            and r.get(running) and r[running].is_running
+                            and r.get(finished) and r[finished].is_finished),
+             timeout=60, what="one job pending, one running, one finished")
+
+    for job_id in (pending, running):
+        raw = ssh_runner.run(["scontrol", "release", str(job_id)], check=False)
+        assert (raw.exit_code, raw.stdout, raw.stderr) == (0, "", ""), job_id
+    raw = ssh_runner.run(["scontrol", "release", str(finished)], check=False)
+    assert raw.exit_code == 1
+    assert raw.stderr.splitlines()[0] == f"Job has already finished for job {finished}"
+
+    for job_id in (pending, running, finished):
+        client.release(job_id)  # no error
+    records = client.jobs([pending, running])
+    assert records[pending].is_pending and not records[pending].is_held
+    assert records[running].is_running
+
+
 def test_submit_held_shows_job_held_user(slurm_cluster, ssh_runner, submitted):
     client, _ = make_client(ssh_runner, "parsable")
     job_id = client.submit(

@@ -6,9 +6,10 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fakes import FakeSlurm, make_config, make_context
+from fakes import FakeRunner, FakeSlurm, make_config, make_context
 
-from bot.cluster.errors import ChannelClosed
+from bot.cluster.errors import ChannelClosed, CommandFailed
+from bot.cluster.slurm import SlurmClient
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
@@ -506,6 +507,45 @@ def test_a_hold_whose_answer_was_lost_stays_in_the_ledger_and_is_released(
     assert "Released 88017: 88887 is running." in ctx.sink.texts()
     actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
     assert ("competitor.hold", "88017", "unknown") in actions
+
+
+# What `scontrol release` of a job that ended prints and exits, the same on 22.05.8 and 24.11.5
+# (measured on the dev clusters: tests/integration/test_slurm.py).
+RELEASE_FINISHED = (1, "", "Job has already finished for job 88017\n"
+                    "slurm_suspend error: Job has already finished\n")
+
+
+@pytest.mark.parametrize("answer", [
+    RELEASE_FINISHED,
+    (1, "", "Invalid job id specified for job 88017\n"
+            "slurm_suspend error: Invalid job id specified\n"),
+], ids=["finished", "purged"])
+def test_a_hold_whose_job_ended_meanwhile_is_released_without_a_problem(
+    ctx: BotContext, slurm: FakeSlurm, answer: tuple[int, str, str]
+) -> None:
+    """A hold whose `scontrol hold` end was not seen, of a job that then ended (or left
+    accounting): Slurm refuses to release it, as there is no hold left; the thread says it
+    was released, never that it could not be."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    slurm.hold_answer_lost = ChannelClosed(["scontrol", "hold", "88017"], "login",
+                                           connection_lost=True)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    slurm.set(88017, state="CANCELLED")
+    slurm.set(88887, state="RUNNING")
+    real = SlurmClient(FakeRunner({"scontrol": answer}))
+    slurm.release = real.release  # type: ignore[method-assign]
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    assert "Released 88017: 88887 is running." in ctx.sink.texts()
+    assert not any("Could not release" in t for t in ctx.sink.texts())
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_release_slurm_refuses_for_another_reason_still_fails() -> None:
+    denied = (1, "", "Access/permission denied for job 88017\n"
+                     "slurm_suspend error: Access/permission denied\n")
+    with pytest.raises(CommandFailed, match="Access/permission denied"):
+        SlurmClient(FakeRunner({"scontrol": denied})).release(88017)
+    SlurmClient(FakeRunner({"scontrol": RELEASE_FINISHED})).release(88017)  # no error
 
 
 def test_no_means_nothing_held(ctx: BotContext, slurm: FakeSlurm) -> None:
