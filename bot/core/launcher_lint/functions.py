@@ -11,10 +11,15 @@ import re
 from typing import Protocol
 
 from bot.core.launcher_lint.branches import Marks
-from bot.core.launcher_lint.calls import called_command
-from bot.core.launcher_lint.model import Arith, Hit, Opts, with_
-from bot.core.launcher_lint.syntax import condition_command, first_word
-from bot.core.shell_lexer import Memo, group_end, split_top_level
+from bot.core.launcher_lint.calls import call_sites, called_command
+from bot.core.launcher_lint.model import Arith, Call, Hit, Opts, with_
+from bot.core.launcher_lint.syntax import (
+    condition_command,
+    first_word,
+    keyword_prefix,
+    lists_and_branches,
+)
+from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
 #: A function definition starting a command, its name and its body's opening `{` / `(`
 #: (FUNC_RE: `f() {`, `function f() {`; FUNC_RE2: `function f {`); FUNC_NAME_RE: anywhere.
@@ -40,6 +45,7 @@ class _Walk(Protocol):
     guarded_budget: int
     ran_without_nounset: set[str]
     arith: list[Arith]
+    calls: list[Call]
 
     def script(self, text: str, base: int, status_only: bool = False) -> list[Hit]: ...
 
@@ -78,6 +84,7 @@ class FunctionBodies:
             # (_guarded_calls), under the options there
             self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
             body_hits = []
+            _note_body_calls(self, lst[brace + 1 : end - 1], off + brace + 1)
         else:
             # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
             # the body's last command gives the substitution its status
@@ -138,3 +145,22 @@ class FunctionBodies:
             self.function = saved_function
             for a in self.arith[marks.arith:]:
                 a.called_at = called_at
+
+
+def _note_body_calls(walk: _Walk, body: str, off: int) -> None:
+    """The calls of the script's functions that `body` (at `off`), a body the walk does not
+    read where it is defined (its function is only called where `set -e` is off), makes in
+    its own lists: calls.outermost_calls places them at its function's calls, where they
+    change what a counter holds (`run || true` runs `inc`, which counts `m`); `set -e` does
+    not apply in them there."""
+    if not walk.function_calls:
+        return
+    lists, branches = lists_and_branches(
+        split_top_level(body, off, ("\n", ";", "&", *CASE_BRANCH_ENDS), walk.memo))
+    for idx, (raw, l_off, _op) in enumerate(lists):
+        whole = raw.strip()
+        lead = len(raw) - len(raw.lstrip())
+        cut, _steps = keyword_prefix(whole, idx in branches)
+        walk.calls.extend(call_sites(whole[cut:], l_off + lead + cut, walk.function_calls,
+                                     Opts(), walk.memo, in_condition=False, in_function=True,
+                                     loop_from=None))

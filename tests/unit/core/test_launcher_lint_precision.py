@@ -322,6 +322,13 @@ BASH_STOPS = [
      False),
     ("inc() { ((m++)); }\nrun() { inc; inc; }\nm=0\nset -e\nrun || true", CHECK_ARITH_ZERO,
      False),
+    # … also from a function only called where `set -e` is off: it counts `m` all the same
+    ("inc() { ((m++)); }\nrun() { inc; }\nset -e\nm=0\nrun || true\ninc", CHECK_ARITH_ZERO,
+     False),
+    ("inc() { ((m++)); }\nrun() { if true; then inc; fi; }\nset -e\nm=0\nif run; then :; fi\n"
+     "inc", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { echo; }\nset -e\nm=0\nrun || true\ninc", CHECK_ARITH_ZERO,
+     True),
     # … and one calling itself, followed some calls deep: bash stops at the first pass
     ("f() { ((m++)); f; }\nm=0\nset -e\nf", CHECK_ARITH_ZERO, True),
     ("f() { ((m++)); if ((m < 3)); then f; fi; }\nm=1\nset -e\nf", CHECK_ARITH_ZERO, False),
