@@ -300,3 +300,60 @@ def test_a_single_runs_root_follows_its_progress(store, slack_context, cluster,
     assert "2,500" not in root_text(slack)
     w.tick(NOW + 400)  # still RUNNING: progress alone
     assert "RUNNING" in root_text(slack) and "2,500 / 10,000" in root_text(slack)
+
+
+def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sleep, store,
+                                                         cluster, urls,
+                                                         slack: SlackStandIn) -> None:
+    """The watcher restarts (or another replica takes the cluster over) with six progressing
+    runs whose roots were rewritten a minute before: its first tick rewrites none of them
+    (the last rewrite is read from the store, not only kept in memory), where it rewrote all
+    six at once and again all together at every interval (chat.update is rate-limited per
+    workspace); once the interval is over, every root shows its run's progress."""
+    from fakes import make_context
+
+    from bot.slack.poster import SlackPoster
+
+    slurm, sftp = cluster
+    clock = [NOW]
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: clock[0])
+    ctx = make_context(store, config=make_config(), clusters=FakeClusters(slurm, sftp),
+                       sink=poster, charts=False, clock=lambda: clock[0])
+    app = build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
+                    token_verification_enabled=False)
+    jobs = range(8201, 8207)
+    for job in jobs:
+        path = f"{LOGS}/solo-{job}.out"
+        slurm.add(job, name="solo", state="RUNNING", stdout_path=path, start_time=NOW)
+        sftp.append(path, b"iter: 1/100000 | loss: 0.5\n")
+        [reply] = train(app, urls, f"watch {job}")
+        assert "Watching" in reply["text"], reply
+
+    def progress(at: float, iteration: int) -> None:
+        for job in jobs:
+            sftp.append(f"{LOGS}/solo-{job}.out",
+                        f"iter: {iteration}/100000 | loss: 0.4\n".encode())
+        clock[0] = at
+
+    def shown() -> list[str]:
+        return ["\n".join(str(b.get("text", {}).get("text", "")) for b in m["blocks"]
+                          if isinstance(b.get("text"), dict))
+                for m in slack.root_messages(CH)]
+
+    w = watcher(ctx, cluster)
+    progress(NOW + 60, 500)
+    w.tick(NOW + 60)
+    progress(NOW + 400, 4000)
+    w.tick(NOW + 400)  # every root rewritten for its progress
+    assert all("4,000" in text for text in shown()), shown()
+
+    progress(NOW + 460, 4600)
+    before = len(slack.ok_calls("chat.update"))
+    restarted = watcher(ctx, cluster)  # a new watcher: a restart, or a takeover
+    restarted.tick(NOW + 460)
+    assert len(slack.ok_calls("chat.update")) == before  # no burst of six rewrites
+    assert not any("4,600" in text for text in shown())
+    progress(NOW + 780, 7800)
+    restarted.tick(NOW + 780)  # the interval over: each root rewritten once, up to date
+    assert len(slack.ok_calls("chat.update")) == before + len(jobs)
+    assert all("7,800" in text for text in shown()), shown()

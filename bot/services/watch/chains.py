@@ -35,6 +35,7 @@ from bot.core.policy import (
     task_rows,
 )
 from bot.core.slurm.records import JobRecord
+from bot.services.ports import root_key
 from bot.services.watch.logs import JobWatch
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits
@@ -73,7 +74,8 @@ class ChainBook:
         self.changed: set[int] = set()  # adopted chains whose rows changed this tick
         self.restated: set[int] = set()  # other chains whose row's state changed this tick
         self.progressed: set[int] = set()  # chains whose rows' iterations moved, not shown
-        self._rewritten_at: dict[int, float] = {}  # by chain: its root's last rewrite here
+        # by chain: its root's last rewrite, seeded from the store (`_last_rewrite`)
+        self._rewritten_at: dict[int, float | None] = {}
 
     def new_tick(self, watched: Iterable[WatchedJob]) -> None:
         """A tick begins with `watched` jobs. A chain's row, read for its target (`target`),
@@ -103,6 +105,20 @@ class ChainBook:
         (a replica taking the cluster back after another one watched it meanwhile)."""
         self._rows.clear()
         self._logged.clear()
+        self._rewritten_at.clear()  # the other replica rewrote roots meanwhile
+
+    def _last_rewrite(self, chain_id: int, now: float) -> float | None:
+        """When the chain's root was last posted or rewritten (None: never): as this watcher
+        did it, else as the store recorded it (its Slack post's `updated_at`, which every
+        chat.update of the root sets, on any replica). A restart or a replica taking the
+        cluster over thus waits out the interval of roots rewritten just before, instead of
+        rewriting every progressing root in its first tick and then all of them together
+        again at every interval (chat.update is rate-limited per workspace)."""
+        if chain_id not in self._rewritten_at:
+            post = self.store.slack_posts.get(root_key(chain_id))
+            self._rewritten_at[chain_id] = None if post is None or not post.posted \
+                else min(post.updated_at, now)  # (another replica's clock may be ahead)
+        return self._rewritten_at[chain_id]
 
     def _current(self, chain_id: int | None) -> Chain | None:
         """The chain's row as of its latest watched job (`new_tick`)."""
@@ -169,7 +185,7 @@ class ChainBook:
             self._rewritten_at[chain_id] = now
         for chain_id in sorted((self.restated | self.progressed) - self.changed):
             if root_rewrite_due(state_changed=chain_id in self.restated,
-                                rewritten_at=self._rewritten_at.get(chain_id), now=now,
+                                rewritten_at=self._last_rewrite(chain_id, now), now=now,
                                 min_interval_s=self.persist_every_s):
                 self.outbox.progress_changed(chain_id)
                 self._rewritten_at[chain_id] = now
