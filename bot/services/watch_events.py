@@ -22,9 +22,10 @@ the template words the facts (the Decision and its `facts`, the JobRecord, the D
 detail and hint, `event.facts`); the watcher's English `event.text` (stored and logged) is
 shown only for an event without the facts for a sentence, or one whose text stands alone
 (`text_only`).
-After each event, when a finished attempt's result is stored (`chain_changed`), and when a
-run's state or progress moved (`progress_changed`: its progress at most once every
-persist_every_s), the thread's root message is rewritten from the store (state, attempts,
+After each event but an incident, when a finished attempt's result is stored
+(`chain_changed`: an incident's rewrite, one per tick), and when a run's state or progress
+moved (`progress_changed`: its progress at most once every persist_every_s), the thread's
+root message is rewritten from the store (state, attempts,
 iterations, retries), so the top of the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
 re-publish after a crash posts nothing twice.
@@ -115,7 +116,9 @@ class ThreadEvents:
             self._charts(event, "leak", ("rss.png",))
         if self.forensics is not None and event.job_id:
             self._forensics(event, self.forensics)
-        if event.chain_id is not None:
+        if event.chain_id is not None and event.kind != "incident":
+            # (an incident's: the watcher stores the job's result after it, then tells
+            # `chain_changed` or `progress_changed`, the one rewrite its tick costs)
             refresh_root(self.ctx, event.chain_id)
             refresh_homes(self.ctx, event.chain_id, self.ctx.clock())
 

@@ -357,3 +357,29 @@ def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sle
     restarted.tick(NOW + 780)  # the interval over: each root rewritten once, up to date
     assert len(slack.ok_calls("chat.update")) == before + len(jobs)
     assert all("7,800" in text for text in shown()), shown()
+
+
+def test_an_array_tasks_failure_rewrites_the_root_once(app, urls, services, cluster,
+                                                       slack: SlackStandIn) -> None:
+    """A task of a watched array fails: its tick rewrites the array's root once, showing the
+    task FAILED with its cause (chat.update is rate-limited per workspace); it rewrote it
+    twice, once when the incident was posted (the task's row still as it was) and once when
+    the row held the result."""
+    slurm, sftp = cluster
+    for job, n in ((6101, 0), (6102, 1), (6100, 2)):  # the last task takes the array's id
+        task(slurm, sftp, job, n, "RUNNING")
+    [reply] = train(app, urls, "watch 6100")
+    assert "Watching array 6100" in reply["text"], reply
+    w = watcher(services, cluster)
+    w.tick(NOW + 60)
+    w.tick(NOW + 120)
+    before = len(slack.ok_calls("chat.update"))
+    slurm.set(6102, state="FAILED", exit_code=1, signal=0, end_time=NOW + 150)
+    sftp.append(f"{LOGS}/sweep-6100_1.out", b"Traceback (most recent call last):\n"
+                b"RuntimeError: boom\n")
+    w.tick(NOW + 180)
+    [root] = slack.root_messages(CH)
+    assert any("6100_1" in m["text"] for m in slack.replies(CH, root["ts"]))  # the incident
+    assert len(slack.ok_calls("chat.update")) == before + 1
+    text = root_text(slack)
+    assert "6100_1" in text and "FAILED" in text, text

@@ -284,7 +284,7 @@ class ChainBook:
         chain = self.get(jw.chain_id)
         if chain is None:
             return
-        if "state" in changed:  # its row in the root changes: rewritten at once
+        if {"state", "result"} & set(changed):  # its row in the root changes: at once
             (self.changed if chain.parallel else self.restated).add(chain.id)
         if {"last_iter", "logged_target_iter"} & set(changed):
             self.progressed.add(chain.id)  # the progress its root shows moved
