@@ -113,9 +113,11 @@ def detect_stall(
     progress lines. An evaluation's bar advancing after the last progress line is activity
     (`MetricSeries.last_evaluation`): idleness counts from its last advance, so a long
     validation is no stall and one that stops advancing (a hang inside it) is, with the
-    training's last iteration. Time spent in finished checkpoint saves after the last
-    progress line is excused up to `save_time_s` each; a save still open is excused for
-    `save_time_s` from its start, after which it is reported as the stall (`open_save`).
+    training's last iteration. A job Slurm started again with no line of its new run seen yet
+    (`MetricSeries.restarted_at`) is idle from that start, not across its wait in the queue.
+    Time spent in finished checkpoint saves after the last progress line is excused up to
+    `save_time_s` each; a save still open is excused for `save_time_s` from its start, after
+    which it is reported as the stall (`open_save`).
     """
     last = series.last_progress
     if now is None or last is None or last.time is None:
@@ -127,6 +129,8 @@ def detect_stall(
     if (evaluation is not None and evaluation.time is not None
             and evaluation.line_no > last.line_no and evaluation.time > since):
         active, since = evaluation, evaluation.time
+    if series.restarted_at is not None and series.restarted_at > since:
+        since = series.restarted_at  # Slurm started the job again since: silent from then
     idle = now - since
     if idle <= threshold:
         return None

@@ -8,7 +8,8 @@ points, checkpoint saves and last progress start afresh at each later run's star
 matches from the same line, `MetricSeries.run_start`), so no figure spans two processes: the
 iteration that falls back to the resumed checkpoint's, the hours the job waited in the queue,
 the RSS of a fresh process. The target the log printed and whether it prints its RSS carry over:
-they are the job's, not the run's.
+they are the job's, not the run's. A run that writes no start line of its own starts at its
+first line timed after the start Slurm gives it (`MetricSeries.restarted`, told by the watcher).
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ class MetricSeries:
         # when the log holds more than one (None: one run, the series is the whole log's)
         self.runs = 0
         self.run_start: int | None = None
+        # Slurm started the job again (a requeue) at this log time and no line of that run has
+        # been seen yet (`restarted`); None once one has, or when Slurm never said so
+        self.restarted_at: float | None = None
         self._first_line: int | None = None  # the first line fed: 1 unless read from inside
         self._reset_run(1)
 
@@ -130,6 +134,7 @@ class MetricSeries:
     def feed_line(self, text: str, line_no: int) -> None:
         """Parse one line (always, whatever the stride)."""
         sample, event = self.parser.parse(text, line_no)
+        self._maybe_next_run(line_no, self.parser.clock.last)  # its first timed line, if read
         if event is not None:
             self._add_event(event)
         if sample is not None:
@@ -206,8 +211,24 @@ class MetricSeries:
         (`LineParser.start_run`). The target the log printed, whether it prints its RSS, where
         sstat's RSS comes from and the log's clock carry over."""
         self.run_start = line_no
+        self.restarted_at = None
         self._reset_run(line_no)
         self.parser.start_run()
+
+    def restarted(self, at: float) -> None:
+        """Slurm started the job again at log time `at` (a requeue: squeue's start time of the
+        same job moved on), whether or not its next run writes a start line of its own. Its
+        first line timed at or after `at` starts that run (`_maybe_next_run`), unless a start
+        line does first; until then the job's silence counts from `at`
+        (bot.core.detectors.detect_stall), not across the time it waited in the queue."""
+        self.restarted_at = at
+
+    def _maybe_next_run(self, line_no: int, time: float | None) -> None:
+        """A line of the run Slurm started again (`restarted`): the series is that run's. A
+        line read sparsely (a long run's series) starts it at its first progress or checkpoint
+        line read, a little after its first timed line."""
+        if self.restarted_at is not None and time is not None and time >= self.restarted_at:
+            self.start_run(line_no)
 
     def _feed_run_block(self, data: bytes, first_line_no: int, start: int, end: int,
                         newlines: np.ndarray, event_offsets: Iterable[int] | None) -> int:
@@ -294,11 +315,13 @@ class MetricSeries:
             self._add_event(event)
 
     def _add_event(self, event: CheckpointEvent) -> None:
+        self._maybe_next_run(event.line_no, event.time)
         if self.events and self.events[-1].line_no >= event.line_no:
             return
         self.events.append(event)
 
     def _add(self, s: Sample) -> None:
+        self._maybe_next_run(s.line_no, s.time)
         if s.evaluation_batches is not None:
             self._evaluation_drawn(s)
             if not s.is_metric:

@@ -67,6 +67,8 @@ class JobWatch:
     stall_lookup: tuple[str, CheckpointLookup] | None = None
     # the finished job's one checkpoint lookup, kept while its incident's post is retried
     final_lookup: CheckpointLookup | None = None
+    # when Slurm says the run being followed started (epoch): a later one is a requeue's
+    run_started_at: float | None = None
 
 
 @dataclass(frozen=True)

@@ -316,6 +316,7 @@ class Watcher:
         self._set_held_since(jw, None)
         reads = reads if reads is not None else JobReads()
         if record.is_running:
+            self._restarted(jw, record)
             self.logs.apply(jw, reads, now, report)
             add_sstat_sample(jw, memory)
             self._running(jw, record, now, report)
@@ -339,6 +340,22 @@ class Watcher:
         """Is `job_id` the target of an approved cancel whose scancel's end was not seen?"""
         return any(a.target_job == job_id and a.payload.get("cluster") == self.cluster
                    for a in self.store.approvals.cancels_unknown())
+
+    @staticmethod
+    def _restarted(jw: JobWatch, record: JobRecord) -> None:
+        """Slurm started the running job again (requeued: preempted, its node failed,
+        `scontrol requeue`; squeue's start time moved on): its series is told the start on
+        the log's clock, before the new bytes are fed, so the next run's lines (if it writes
+        no start line of its own) start its own series and its silence counts from that start,
+        not across the queue wait (bot.core.metrics.MetricSeries.restarted). Before the log
+        printed a time (no skew) there is no silence to time."""
+        start = record.start_time
+        if start is None:
+            return
+        if (jw.run_started_at is not None and start > jw.run_started_at
+                and jw.skew is not None):
+            jw.analysis.series.restarted(start + jw.skew)
+        jw.run_started_at = start
 
     def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""

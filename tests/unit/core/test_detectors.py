@@ -61,6 +61,22 @@ def test_stall_after_five_minutes_reports_start_last_iter_and_duration():
     assert finding.threshold_s == 300
 
 
+def test_a_job_slurm_started_again_is_silent_from_that_start_and_its_lines_are_its_own():
+    """Requeued (no run start line in the log): silence counts from the new start, and the
+    first line timed after it starts the next run's series, below the first run's iteration."""
+    series, last = run(100)
+    series.restarted(last + 3600)  # an hour in the queue
+    assert detect_stall(series, last + 3600 + 200) is None
+    finding = detect_stall(series, last + 3600 + 400)  # the next run silent for 400 s
+    assert finding is not None and finding.started_at == last + 3600
+    assert finding.stalled_s == pytest.approx(400)
+    series.feed_line(f"{stamp(last + 3610)} loading checkpoint 50", 101)
+    assert series.run_start == 101 and series.last_progress is None
+    series.feed_line(f"{stamp(last + 3620)} iter=60 loss=1.0", 102)
+    assert series.last_iteration == 60
+    assert detect_stall(series, last + 3620 + 200) is None
+
+
 def test_slow_steps_raise_the_threshold_to_ten_times_the_step():
     series, last = run(50, step_s=60)  # 60 s/iter -> threshold 600 s
     assert detect_stall(series, last + 500) is None

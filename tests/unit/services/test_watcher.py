@@ -3,6 +3,9 @@ SQLite store, the real catalogue, a recording sink, and a fake clock."""
 
 from __future__ import annotations
 
+import time as _time
+from dataclasses import replace
+
 import pytest
 from fakes import (
     T0,
@@ -501,6 +504,40 @@ def test_after_a_restart_a_requeued_jobs_run_is_judged_from_its_own_progress(env
     series = w._jobs[7].analysis.series
     assert (series.run_start, series.last_iteration) == (first_run.count(b"\n") + 1, 249)
     assert sink.events == []
+
+
+def test_a_requeued_job_without_a_run_start_line_is_timed_from_its_new_start(env):
+    """Slurm requeued the job (no submitit: the next run writes no start line of its own) and it
+    waited half an hour in the queue: its silence counts from the start squeue gives the next
+    run, not from the first run's last progress, so no stall is told right after it starts
+    again. Its progress, below the iteration the first run reached, is the next run's (its own
+    pace), and a stall once it stops is still told."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1))  # to 119, 4.5 s/iter
+    w.tick(T0 + 91)
+    slurm.records[7] = JobRecord(job_id=7, state="PENDING", stdout_path=LOG, restart_count=1)
+    w.tick(T0 + 400)
+    slurm.records[7] = replace(running(7), start_time=T0 + 1800, restart_count=1)
+    sftp.clock = T0 + 1805
+    stamp = _time.strftime("%Y-%m-%d %H:%M:%S", _time.gmtime(T0 + 1804))
+    sftp.append(LOG, f"{stamp}.000 | INFO | loading the checkpoint of iteration 105\n".encode())
+    w.tick(T0 + 1830)
+    assert sink.events == []  # the first run's last progress is half an hour old: no stall
+    sftp.clock = T0 + 1870
+    sftp.append(LOG, b"".join(line.replace(b"4.50 s/iter", b"2.00 s/iter") for line in
+                              _progress_lines(105, 10, T0 + 1830).splitlines(keepends=True)))
+    w.tick(T0 + 1871)
+    series = w._jobs[7].analysis.series
+    assert (series.last_iteration, series.sec_per_iter()) == (114, 2.0)
+    assert sink.events == []
+    w.tick(T0 + 1871 + 600)  # ten minutes without a line
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert "iter: 114/8000" in warn.diagnosis.evidence[0].text
 
 
 def test_the_watcher_ticks_under_a_real_apscheduler(env):
