@@ -112,6 +112,26 @@ _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
 _ZONE = re.compile(r"(?P<utc>Z)|(?P<sign>[+-])(?P<hours>\d\d):?(?P<minutes>\d\d)"
                    r"|(?P<spaced> )(?P<sign_>[+-])(?P<hours_>\d\d):?(?P<minutes_>\d\d)"
                    r"(?=[ \t\]]|$)(?: [A-Z]{3,5}(?=[ \t\]]|$))?")
+# A zone's name alone after a time (`2024-03-01 12:00:00 PST`, strftime's `%Z`): its offset
+# from UTC in seconds, for the names that mean one zone (standard and daylight time).
+_ZONE_NAMES = {
+    "UTC": 0, "GMT": 0, "UT": 0, "WET": 0, "WEST": 3600, "CET": 3600, "CEST": 7200,
+    "MET": 3600, "MEST": 7200, "EET": 7200, "EEST": 10800, "MSK": 10800,
+    "EST": -18000, "EDT": -14400, "MST": -25200, "MDT": -21600, "PST": -28800, "PDT": -25200,
+    "AKST": -32400, "AKDT": -28800, "HST": -36000, "NST": -12600, "NDT": -9000,
+    "JST": 32400, "KST": 32400, "HKT": 28800, "SGT": 28800, "PKT": 18000,
+    "AWST": 28800, "ACST": 34200, "ACDT": 37800, "AEST": 36000, "AEDT": 39600,
+    "NZST": 43200, "NZDT": 46800,
+}
+# Names several zones print (CST: US Central, China, Cuba; IST: India, Israel, Ireland; BST:
+# British Summer, Bangladesh; AST/ADT: Atlantic, Arabia; GST: Gulf, South Georgia): their
+# offset from UTC is not known, and such a time is read as written, as a time with no zone (the
+# watcher puts the log's clock on its own by the file's mtime: bot.services.watch.logs), never
+# as a guess at one of them. A daylight name is its standard name's hour after it in each of
+# its zones (CST -> CDT, AST -> ADT), so the hour a change of daylight time shows is no gap.
+_AMBIGUOUS_ZONE_NAMES = {"CST": 0, "CDT": 3600, "IST": 0, "BST": 0, "AST": 0, "ADT": 3600,
+                         "GST": 0}
+_ZONE_NAME = re.compile(r" (?P<name>[A-Z]{2,4})(?=[ \t\]]|$)")
 # What closes a time the clock reads at the start of a message after its zone: its bracket,
 # blanks.
 _TIME_CLOSE = re.compile(r"\]?[ \t]*")
@@ -178,8 +198,9 @@ def _float(value: str) -> float:
 
 class LogClock:
     """Turns leading timestamps into monotonic float seconds (see docs/architecture.md): UTC's,
-    an ISO time's zone read (`2025-05-20T21:08:57+02:00` and `2025-05-20 14:08:57 -0500 EST`
-    are 19:08:57 UTC), a time printed with no zone read as UTC, or, glog's and a bare
+    an ISO time's zone read (`2025-05-20T21:08:57+02:00`, `2025-05-20 14:08:57 -0500 EST` and
+    `2025-05-20 12:08:57 PDT` are 19:08:57 UTC), a time printed with no zone, or a zone's name
+    several zones print (`CST`: `_zone`), read as written (as UTC), or, glog's and a bare
     `HH:MM:SS`, in the zone of the last ISO time (their date's: the process's local time, as
     the dated lines print it)."""
 
@@ -282,9 +303,18 @@ def _zone(line: str, end: int) -> tuple[int | None, int]:
     """The zone of the time ending at `end` in `line`: its offset from UTC in seconds
     (`+02:00` is 7200, `-0500` -18000; 0 for `Z` or none) and where the zone ends (`end` when
     there is none). An offset no zone has (past ±14:00, minutes not a quarter hour) is None
-    right after the time, and none after a space: there it is the message's number."""
+    right after the time, and none after a space: there it is the message's number. A zone's
+    name alone after a space is its offset (`PST` -28800, `CET` 3600: `_ZONE_NAMES`); one
+    several zones print (`CST`, `IST`: `_AMBIGUOUS_ZONE_NAMES`) is read as written, its
+    daylight name an hour ahead; another word there is the message's."""
     m = _ZONE.match(line, end)
     if m is None:
+        named = _ZONE_NAME.match(line, end)
+        if named is not None:
+            name = named.group("name")
+            offset = _ZONE_NAMES.get(name, _AMBIGUOUS_ZONE_NAMES.get(name))
+            if offset is not None:
+                return offset, named.end()
         return 0, end
     if m.group("utc"):
         return 0, m.end()

@@ -10,6 +10,7 @@ import pytest
 
 from bot.core.catalogue import Catalogue
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.detectors import detect_stall
 from bot.core.logprefix import PROCESS_PREFIX
 from bot.core.metrics import MetricSeries
 from bot.core.training_lines import LineParser, LogClock, clean_line, is_start_up_bar, parse_mem
@@ -618,6 +619,46 @@ def test_a_number_after_a_time_and_a_space_is_no_utc_offset(line, iteration):
     line's time is read as UTC."""
     s, _ = parse(line)
     assert (s.time, s.iteration) == (epoch(2025, 5, 20, 19, 8, 57), iteration)
+
+
+@pytest.mark.parametrize("line", [
+    "2025-05-20 12:08:57 PDT iter=1",  # strftime's `%Y-%m-%d %H:%M:%S %Z`
+    "2025-05-20 21:08:57,000 CEST iter=1",
+    "[2025-05-21 04:08:57 JST] iter=1",
+    "2025-05-20 19:08:57 UTC iter=1",
+])
+def test_a_zone_name_alone_that_names_one_zone_is_its_offset(line):
+    s, _ = parse(line)
+    assert (s.time, s.iteration) == (epoch(2025, 5, 20, 19, 8, 57), 1)
+
+
+@pytest.mark.parametrize("line", ["2025-05-20 19:08:57 CST iter=1",  # US Central? China? Cuba?
+                                  "2025-05-20 19:08:57 IST iter=1",
+                                  "2025-05-20 19:08:57 INFO iter=1"])  # no zone's name
+def test_a_zone_name_several_zones_print_or_another_word_is_read_as_written(line):
+    s, _ = parse(line)
+    assert (s.time, s.iteration) == (epoch(2025, 5, 20, 19, 8, 57), 1)
+
+
+@pytest.mark.parametrize(("before", "after"), [("PST", "PDT"), ("CET", "CEST"), ("CST", "CDT")])
+def test_a_change_of_daylight_time_named_by_its_zones_keeps_the_pace_and_is_no_stall(
+        before, after):
+    """`%Z` logs across a change to daylight time: 01:59 PST then 03:01 PDT are 2 minutes
+    apart, not an hour's stop; CST/CDT, whose offset is not known, alike."""
+    series = MetricSeries()
+    series.feed_block(f"2025-03-09 01:57:00 {before} iter=9 loss=1.0\n"
+                      f"2025-03-09 01:59:00 {before} iter=10 loss=1.0\n"
+                      f"2025-03-09 03:01:00 {after} iter=11 loss=1.0\n")
+    assert series.sec_per_iter() == pytest.approx(120)
+    last = series.last_progress.time
+    assert detect_stall(series, last + 200) is None
+
+
+def test_a_bars_label_starts_after_a_zone_name():
+    line = "2025-05-20 14:08:57 PST Map: 100%|██████████| 1000/1000 [00:01<00:00, 812.33 " \
+        "examples/s]"
+    s, _ = parse(line)
+    assert s is None  # a start-up bar: no iteration, target or pace
 
 
 def test_a_bars_label_starts_after_a_spaced_utc_offset_and_zone_name():
