@@ -56,14 +56,21 @@ class OutcomeUnknown(ClusterUnavailable):
         self.advice = advice
         super().__init__(f"{what}. {advice}" if advice else what)
 
+    @classmethod
+    def timed_out(cls, argv: Sequence[str], exc: CommandTimedOut, *, what: str | None = None,
+                  advice: str = "") -> OutcomeUnknown:
+        """A command that changes something that outlived its timeout (`exc`): `what` says so
+        (default: the timeout's own sentence), then that it may or may not have taken
+        effect."""
+        return cls(argv, f"{what or exc}; it may or may not have taken effect", advice=advice)
+
     def advised(self, advice: str) -> OutcomeUnknown:
-        """The same error (same type and fields) with `advice` added to its message (raise
-        it `from` self)."""
-        new = type(self).__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new.advice = f"{self.advice} {advice}".strip()
-        new.args = (f"{self.what}. {new.advice}",)
-        return new
+        """The same error (same type, made by its constructor from the same fields) with
+        `advice` added to its message (raise it `from` self)."""
+        return OutcomeUnknown(self.argv, self.what, advice=self._joined(advice))
+
+    def _joined(self, advice: str) -> str:
+        return f"{self.advice} {advice}".strip()
 
 
 def submit_advice(job_name: str) -> str:
@@ -102,6 +109,10 @@ class ChannelClosed(OutcomeUnknown):
                     "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
                     "sent none (a command killed by a signal); it may or may not have run")
         super().__init__(argv, what, advice=advice)
+
+    def advised(self, advice: str) -> ChannelClosed:
+        return ChannelClosed(self.argv, self.where, connection_lost=self.connection_lost,
+                             advice=self._joined(advice), starting=self.starting)
 
     def as_read(self) -> ReadCutOff:
         """This closed channel as what it is for a command that only reads (raise it `from`

@@ -145,8 +145,7 @@ class SlurmClient:
             what = (f"`{argv_text(argv)}` did not answer within {exc.timeout:g} s: the Slurm "
                     "controller is overloaded or down")
             if effects:
-                raise OutcomeUnknown(argv, f"{what}; it may or may not have taken effect"
-                                     ) from exc
+                raise OutcomeUnknown.timed_out(argv, exc, what=what) from exc
             raise ClusterUnavailable(what) from exc
         except ChannelClosed as exc:
             if effects:

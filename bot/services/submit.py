@@ -454,8 +454,7 @@ def _submit(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, st
     try:
         result = slurm.runner.run(argv, env=env, check=True)
     except CommandTimedOut as exc:
-        raise OutcomeUnknown(argv, f"{exc}; it may or may not have taken effect",
-                             advice=submit_advice(job_name)) from exc
+        raise OutcomeUnknown.timed_out(argv, exc, advice=submit_advice(job_name)) from exc
     except OutcomeUnknown as exc:
         raise exc.advised(submit_advice(job_name)) from exc
     return parse_job_id(result.stdout, recipe.submit_command[0])

@@ -289,6 +289,19 @@ def test_sacct_down_while_squeue_answers_still_raises():
         SlurmClient(runner, use_json=False).jobs([5])
 
 
+def test_a_timed_out_outcome_unknown_is_made_in_one_place_and_advice_keeps_its_type():
+    timed_out = CommandTimedOut(["site-submit", "--x"], 5.0)
+    made = OutcomeUnknown.timed_out(["site-submit", "--x"], timed_out, advice="Look it up.")
+    assert str(made) == ("`site-submit --x` did not finish within 5 s; it may or may not have "
+                         "taken effect. Look it up.")
+    closed = ChannelClosed(["sbatch"], "login1", connection_lost=False, starting=True)
+    advised = closed.advised("Look it up.")
+    assert type(advised) is ChannelClosed and advised.starting and not advised.connection_lost
+    assert (advised.where, advised.argv, advised.advice) == ("login1", ["sbatch"], "Look it up.")
+    assert str(advised) == f"{closed}. Look it up."
+    assert str(advised.advised("Again.")).endswith(". Look it up. Again.")
+
+
 def test_a_timed_out_read_means_unavailable_and_nothing_changed():
     runner = FakeRunner({"squeue": CommandTimedOut(["squeue"], 30.0)})
     with pytest.raises(ClusterUnavailable, match="30 s") as info:
