@@ -20,6 +20,7 @@ import statistics
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
@@ -66,6 +67,17 @@ class SaveWindow:
 
 # Bytes locator for checkpoint lines in sparse mode (only there; dense mode sees each line).
 _CKPT_LOCATOR = compile_bytes_scanner(rb"checkpoint|ckpt|dcp|state.dict", ignore_case=True)
+
+
+class _Cut(IntEnum):
+    """Why `MetricSeries.feed_block` cuts a block before a line; where a completion marker's
+    cut and a run start's fall before the same line, the completion's comes first (the
+    members' order)."""
+
+    AFTER_COMPLETION = 0  # the line after a completion marker: later bars are no training
+    BEFORE_RUN_START = 1  # a run's start line: the series starts afresh there
+
+
 _RUN_START = RUN_START.encode()
 
 
@@ -182,23 +194,30 @@ class MetricSeries:
             return None if offsets is None else [x for x in offsets if a <= x < b]
 
         n_lines = len(newlines) + (1 if end > start and data[end - 1] != 10 else 0)
-        # where the block is cut: after a completion marker's line (0), before a run's start (1)
-        cuts = sorted([(line - first_line_no + 1, 0) for line in completion_lines
-                       if 0 <= line - first_line_no < n_lines]
-                      + [(idx, 1) for idx in run_start_lines(data, start, end, newlines)])
+
+        def offset(idx: int) -> int:
+            """Where the block's line `idx` (0-based) starts; `end` past its last line."""
+            if idx == 0:
+                return start
+            return int(newlines[idx - 1]) + 1 if idx <= len(newlines) else end
+
+        after_completions = [(line - first_line_no + 1, _Cut.AFTER_COMPLETION)
+                             for line in completion_lines if 0 <= line - first_line_no < n_lines]
+        before_run_starts = [(idx, _Cut.BEFORE_RUN_START)
+                             for idx in run_start_lines(data, start, end, newlines)]
+        cuts = sorted(after_completions + before_run_starts)  # by line, then `_Cut`'s order
         fed = 0
         line0, pos, nl0 = first_line_no, start, 0  # the part of the block not fed yet
-        for idx, run in cuts:
-            if run:
+        for idx, why in cuts:
+            if why is _Cut.BEFORE_RUN_START:
                 self.runs += 1
                 if self.runs == 1 and self._first_line == 1:
                     continue  # the log's first run: what came before it is its preamble
                 # (read from inside the log, as a restarted watcher's warm-up reads it, the
                 # lines before the first start seen are an earlier run's)
-            cut = start if idx == 0 else (int(newlines[idx - 1]) + 1 if idx <= len(newlines)
-                                          else end)
+            cut = offset(idx)
             fed += self._feed_run_block(data, line0, pos, cut, newlines[nl0:idx], part(pos, cut))
-            if run:
+            if why is _Cut.BEFORE_RUN_START:
                 self.start_run(first_line_no + idx)
             else:
                 self.parser.training_completed()
