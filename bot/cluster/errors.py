@@ -1,13 +1,33 @@
-"""Errors raised by the cluster adapters; each message says what happened and what to do."""
+"""Errors raised by the cluster adapters; each message says what happened and what to do.
+
+An error a person reads is raised with its sentence, a `bot.core.text.Text` (`N_()`: an
+English message id and its values), which the renderer translates; `str()` of it is the
+English (logs, the audit). External text (Slurm's stderr, paramiko's message) is a value,
+shown as it came."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Any
+
+from bot.core.text import N_, Text
 
 
 class ClusterError(Exception):
     """Base class for everything that goes wrong talking to a cluster."""
+
+    @property
+    def text(self) -> Text | str:
+        """What it says: its sentence (a Text the renderer translates) when it was raised
+        with one, else its English text."""
+        return said(self)
+
+
+def said(exc: BaseException) -> Any:
+    """`exc`'s sentence: the Text it was raised with, else its English text (an error of
+    another kind, paramiko's, Slurm's own words), for a Text's value."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Text) else str(exc)
 
 
 class ClusterUnavailable(ClusterError):
@@ -27,9 +47,11 @@ class CommandFailed(ClusterError):
         self.stderr = stderr
         self.stdout = stdout
         tail = "\n".join(stderr.strip().splitlines()[-10:])
+        command = shlex.join(self.argv)
         super().__init__(
-            f"`{shlex.join(self.argv)}` exited {exit_code}" + (f": {tail}" if tail else "")
-        )
+            N_("`%(command)s` exited %(code)s: %(stderr)s", command=command, code=exit_code,
+               stderr=tail) if tail else
+            N_("`%(command)s` exited %(code)s", command=command, code=exit_code))
 
 
 class CommandTimedOut(ClusterError):
@@ -38,7 +60,8 @@ class CommandTimedOut(ClusterError):
     def __init__(self, argv: Sequence[str], timeout: float):
         self.argv = list(argv)
         self.timeout = timeout
-        super().__init__(f"`{shlex.join(self.argv)}` did not finish within {timeout:g} s")
+        super().__init__(N_("`%(command)s` did not finish within %(timeout)s s",
+                            command=shlex.join(self.argv), timeout=f"{timeout:g}"))
 
 
 class OutcomeUnknown(ClusterUnavailable):
@@ -50,33 +73,39 @@ class OutcomeUnknown(ClusterUnavailable):
     lost connection retries it. `what`: what happened; `advice`: what its caller adds, for
     the command it ran (a submit: look the job up by name)."""
 
-    def __init__(self, argv: Sequence[str], what: str, *, advice: str = ""):
+    def __init__(self, argv: Sequence[str], what: Text | str, *, advice: Text | str = ""):
         self.argv = list(argv)
         self.what = what
         self.advice = advice
-        super().__init__(f"{what}. {advice}" if advice else what)
+        super().__init__(_outcome_text(what, advice))
 
     @classmethod
-    def timed_out(cls, argv: Sequence[str], exc: CommandTimedOut, *, what: str | None = None,
-                  advice: str = "") -> OutcomeUnknown:
+    def timed_out(cls, argv: Sequence[str], exc: CommandTimedOut, *,
+                  what: Text | str | None = None, advice: Text | str = "") -> OutcomeUnknown:
         """A command that changes something that outlived its timeout (`exc`): `what` says so
         (default: the timeout's own sentence), then that it may or may not have taken
         effect."""
-        return cls(argv, f"{what or exc}; it may or may not have taken effect", advice=advice)
+        return cls(argv, N_("%(what)s; it may or may not have taken effect",
+                            what=said(exc) if what is None else what), advice=advice)
 
-    def advised(self, advice: str) -> OutcomeUnknown:
+    def advised(self, advice: Text | str) -> OutcomeUnknown:
         """The same error (same type, made by its constructor from the same fields) with
         `advice` added to its message (raise it `from` self)."""
         return OutcomeUnknown(self.argv, self.what, advice=self._joined(advice))
 
-    def _joined(self, advice: str) -> str:
-        return f"{self.advice} {advice}".strip()
+    def _joined(self, advice: Text | str) -> Text | str:
+        return N_("%(first)s %(then)s", first=self.advice, then=advice) if self.advice \
+            else advice
 
 
-def submit_advice(job_name: str) -> str:
+def _outcome_text(what: Text | str, advice: Text | str) -> Text | str:
+    return N_("%(what)s. %(advice)s", what=what, advice=advice) if advice else what
+
+
+def submit_advice(job_name: str) -> Text:
     """What an OutcomeUnknown of a submit adds: where to look before submitting again."""
-    return (f"The job {job_name!r} may or may not have been submitted: look for that name in "
-            "squeue before submitting again.")
+    return N_("The job %(name)r may or may not have been submitted: look for that name in "
+              "squeue before submitting again.", name=job_name)
 
 
 class ChannelClosed(OutcomeUnknown):
@@ -90,27 +119,29 @@ class ChannelClosed(OutcomeUnknown):
     `connection_lost`: the channel's connection is gone, not just the channel."""
 
     def __init__(self, argv: Sequence[str], where: str, *, connection_lost: bool,
-                 advice: str = "", starting: bool = False):
+                 advice: Text | str = "", starting: bool = False):
         self.where = where
         self.connection_lost = connection_lost
         self.starting = starting
         command = shlex.join(str(a) for a in argv)
         if starting and connection_lost:
-            what = (f"connection to {where} lost while starting `{command}`, after its request "
-                    "left; it may or may not have run")
+            what = N_("connection to %(where)s lost while starting `%(command)s`, after its "
+                      "request left; it may or may not have run", where=where, command=command)
         elif starting:
-            what = (f"`{command}` on {where} was not confirmed started: its channel closed "
-                    "after its request left (closed by trainbot, or sshd refused it); it may "
-                    "or may not have run")
+            what = N_("`%(command)s` on %(where)s was not confirmed started: its channel closed "
+                      "after its request left (closed by trainbot, or sshd refused it); it may "
+                      "or may not have run", command=command, where=where)
         elif connection_lost:
-            what = f"connection to {where} lost while `{command}` was running; it may have run"
+            what = N_("connection to %(where)s lost while `%(command)s` was running; it may "
+                      "have run", where=where, command=command)
         else:
-            what = (f"`{command}` on {where} ended without an exit status: its channel was "
-                    "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
-                    "sent none (a command killed by a signal); it may or may not have run")
+            what = N_("`%(command)s` on %(where)s ended without an exit status: its channel was "
+                      "closed first (trainbot closing it, on shutdown or a reconnect) or sshd "
+                      "sent none (a command killed by a signal); it may or may not have run",
+                      command=command, where=where)
         super().__init__(argv, what, advice=advice)
 
-    def advised(self, advice: str) -> ChannelClosed:
+    def advised(self, advice: Text | str) -> ChannelClosed:
         return ChannelClosed(self.argv, self.where, connection_lost=self.connection_lost,
                              advice=self._joined(advice), starting=self.starting)
 
@@ -130,10 +161,10 @@ class ReadCutOff(ClusterUnavailable):
         self.where = where
         self.connection_lost = connection_lost
         command = shlex.join(str(a) for a in argv)
-        cause = (f"the connection to {where} was lost" if connection_lost else
-                 f"its channel on {where} closed before its exit status came")
-        super().__init__(f"`{command}` was cut off ({cause}): it only reads, so nothing "
-                         "changed and it is safe to ask again")
+        cause = (N_("the connection to %(where)s was lost", where=where) if connection_lost else
+                 N_("its channel on %(where)s closed before its exit status came", where=where))
+        super().__init__(N_("`%(command)s` was cut off (%(cause)s): it only reads, so nothing "
+                            "changed and it is safe to ask again", command=command, cause=cause))
 
 
 class LeaseAbandoned(ClusterUnavailable):

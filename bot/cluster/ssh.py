@@ -51,8 +51,10 @@ from bot.cluster.errors import (
     CommandTimedOut,
     HostKeyRejected,
     ReadCutOff,
+    said,
 )
 from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
+from bot.core.text import N_
 
 log = logging.getLogger(__name__)
 
@@ -157,12 +159,15 @@ class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
         m = re.match(r"\[(.*)\]:(\d+)\Z", hostname)
         if m:
             host, port = m.group(1), m.group(2)
-        exists = "" if os.path.exists(self.known_hosts) else " (the file does not exist)"
+        values = {"host": hostname, "file": self.known_hosts, "port": port, "name": host,
+                  "key": f"{key.get_name()} {key.fingerprint}"}
         raise HostKeyRejected(
-            f"host key for {hostname} is not in {self.known_hosts}{exists}; verify it and add it "
-            f"with ssh-keyscan -p {port} {host} >> {self.known_hosts} "
-            f"(offered {key.get_name()} {key.fingerprint})"
-        )
+            N_("host key for %(host)s is not in %(file)s; verify it and add it with "
+               "ssh-keyscan -p %(port)s %(name)s >> %(file)s (offered %(key)s)", **values)
+            if os.path.exists(self.known_hosts) else
+            N_("host key for %(host)s is not in %(file)s (the file does not exist); verify it "
+               "and add it with ssh-keyscan -p %(port)s %(name)s >> %(file)s (offered %(key)s)",
+               **values))
 
 
 class SSHRunner:
@@ -258,10 +263,10 @@ class SSHRunner:
                 )
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 jump.close()
-                raise ClusterUnavailable(
-                    f"jump host {jhost}:{jport} could not open a tunnel to {ep.host}:{ep.port}: "
-                    f"{describe_error(exc)} (is AllowTcpForwarding enabled there?)"
-                ) from exc
+                raise ClusterUnavailable(N_(
+                    "jump host %(jump)s could not open a tunnel to %(host)s: %(error)s (is "
+                    "AllowTcpForwarding enabled there?)", jump=f"{jhost}:{jport}",
+                    host=f"{ep.host}:{ep.port}", error=describe_error(exc))) from exc
         try:
             client = self._connect_client(
                 ep.host,
@@ -282,9 +287,9 @@ class SSHRunner:
     ) -> paramiko.SSHClient:
         for key in ep.key_files:
             if not os.path.isfile(key):
-                raise ClusterUnavailable(
-                    f"ssh key file {key} for {user}@{host}:{port} does not exist or is not a file"
-                )
+                raise ClusterUnavailable(N_(
+                    "ssh key file %(key)s for %(where)s does not exist or is not a file",
+                    key=key, where=f"{user}@{host}:{port}"))
         client = paramiko.SSHClient()
         try:
             # Load into the *non-system* key set without remembering the file name, so nothing
@@ -293,7 +298,8 @@ class SSHRunner:
         except FileNotFoundError:
             pass  # every host is then unknown; the policy says which file to fix
         except OSError as exc:
-            raise ClusterUnavailable(f"cannot read known_hosts {ep.known_hosts}: {exc}") from exc
+            raise ClusterUnavailable(N_("cannot read known_hosts %(file)s: %(error)s",
+                                        file=ep.known_hosts, error=str(exc))) from exc
         client.set_missing_host_key_policy(_RejectUnknownHost(ep.known_hosts))
         timeout = self.settings.connect_timeout
         where = f"{user}@{host}:{port}{via}"
@@ -317,32 +323,33 @@ class SSHRunner:
             raise
         except paramiko.BadHostKeyException as exc:
             client.close()
-            raise HostKeyRejected(
-                f"host key for {host_key_name(host, port)} CHANGED (possible man-in-the-middle "
-                f"attack): the server offered {exc.key.get_name()} {exc.key.fingerprint} but "
-                f"{ep.known_hosts} has {exc.expected_key.get_name()} "
-                f"{exc.expected_key.fingerprint}. Connection refused. If the host was really "
-                f"reinstalled, verify the new key out of band and replace its line in "
-                f"{ep.known_hosts}."
+            raise HostKeyRejected(N_(
+                "host key for %(host)s CHANGED (possible man-in-the-middle attack): the server "
+                "offered %(offered)s but %(file)s has %(expected)s. Connection refused. If the "
+                "host was really reinstalled, verify the new key out of band and replace its "
+                "line in %(file)s.", host=host_key_name(host, port),
+                offered=f"{exc.key.get_name()} {exc.key.fingerprint}", file=ep.known_hosts,
+                expected=f"{exc.expected_key.get_name()} {exc.expected_key.fingerprint}")
             ) from exc
         except paramiko.AuthenticationException as exc:
             client.close()
-            keys = ", ".join(ep.key_files) or "no key file"
-            agent = " and the ssh agent" if self.settings.use_agent else ""
-            raise ClusterUnavailable(
-                f"ssh authentication failed for user {user!r} at {where} with {keys}{agent}: "
-                f"{exc}. Check that the public key is in that user's authorized_keys."
-            ) from exc
+            keys = ", ".join(ep.key_files)
+            tried = (N_("%(keys)s and the ssh agent", keys=keys) if keys else
+                     N_("no key file and the ssh agent")) if self.settings.use_agent else (
+                keys or N_("no key file"))
+            raise ClusterUnavailable(N_(
+                "ssh authentication failed for user %(user)r at %(where)s with %(tried)s: "
+                "%(error)s. Check that the public key is in that user's authorized_keys.",
+                user=user, where=where, tried=tried, error=str(exc))) from exc
         except TimeoutError as exc:
             client.close()
-            raise ClusterUnavailable(
-                f"ssh to {where} timed out after {timeout:g} s; is the host up and reachable?"
-            ) from exc
+            raise ClusterUnavailable(N_(
+                "ssh to %(where)s timed out after %(timeout)s s; is the host up and reachable?",
+                where=where, timeout=f"{timeout:g}")) from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
             client.close()
-            raise ClusterUnavailable(
-                f"cannot connect to {where}: {describe_error(exc)}"
-            ) from exc
+            raise ClusterUnavailable(N_("cannot connect to %(where)s: %(error)s", where=where,
+                                        error=describe_error(exc))) from exc
         return client
 
     # ---- commands --------------------------------------------------------------------------
@@ -434,10 +441,10 @@ class SSHRunner:
             raise
         except _NotSent as exc:
             self._forget_if_dead()
-            raise ClusterUnavailable(
-                f"could not start `{shlex.join(args)}` on {self.settings.host}: {exc}; its "
-                "request never reached sshd, so it did not run"
-            ) from (exc.__cause__ or exc)
+            raise ClusterUnavailable(N_(
+                "could not start `%(command)s` on %(where)s: %(why)s; its request never "
+                "reached sshd, so it did not run", command=shlex.join(args),
+                where=self.settings.host, why=said(exc))) from (exc.__cause__ or exc)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             transport = chan.get_transport()
             lost = transport is None or not transport.is_active()
@@ -460,10 +467,9 @@ class SSHRunner:
                     if not alive and self._client is not None and self._client.get_transport() is t:
                         self._drop()
                 if attempt == 2 or alive:  # a live transport refusing a session: do not retry
-                    raise ClusterUnavailable(
-                        f"cannot open an ssh session on {self.settings.host}: "
-                        f"{describe_error(exc)}"
-                    ) from exc
+                    raise ClusterUnavailable(N_(
+                        "cannot open an ssh session on %(where)s: %(error)s",
+                        where=self.settings.host, error=describe_error(exc))) from exc
                 log.info("ssh session open failed (%s); reconnecting once", exc)
         raise AssertionError("unreachable")
 
@@ -549,15 +555,15 @@ class SSHRunner:
             return DeadlineSFTPClient(chan, timeout)
         except TimeoutError as exc:
             close_channel(chan)
-            raise ClusterUnavailable(
-                f"the SFTP server on {self.settings.host} did not start within {timeout:g} s"
-            ) from exc
+            raise ClusterUnavailable(N_(
+                "the SFTP server on %(where)s did not start within %(timeout)s s",
+                where=self.settings.host, timeout=f"{timeout:g}")) from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
             close_channel(chan)
             self._forget_if_dead()
-            raise ClusterUnavailable(
-                f"cannot open SFTP on {self.settings.host}: {describe_error(exc)}"
-            ) from exc
+            raise ClusterUnavailable(N_("cannot open SFTP on %(where)s: %(error)s",
+                                        where=self.settings.host,
+                                        error=describe_error(exc))) from exc
         except BaseException:
             close_channel(chan)
             raise
@@ -619,18 +625,18 @@ def _exec(chan: paramiko.Channel, command: str) -> None:
     nothing), paramiko's own errors after it did (the answer never came: the command may or
     may not have run). paramiko's call raises the same errors for both."""
     if chan.closed or chan.eof_sent or not chan.active:  # paramiko's @open_only
-        raise _NotSent("its channel was not open")
+        raise _NotSent(N_("its channel was not open"))
     transport = chan.get_transport()
     if transport is None or not transport.is_active():  # paramiko would drop it silently
-        raise _NotSent("the connection was gone")
+        raise _NotSent(N_("the connection was gone"))
     m = _channel_request(chan, "exec", command, want_reply=True)
     # paramiko's own steps, as exec_command takes them (private: not in its type stubs)
     chan._event_pending()  # type: ignore[attr-defined]  # noqa: SLF001
     try:
         transport._send_user_message(m)  # type: ignore[attr-defined]  # noqa: SLF001
     except (paramiko.SSHException, OSError, EOFError) as exc:
-        raise _NotSent(f"the connection failed sending it ({describe_error(exc)})"
-                       ) from exc
+        raise _NotSent(N_("the connection failed sending it (%(error)s)",
+                          error=describe_error(exc))) from exc
     chan._wait_for_event()  # type: ignore[attr-defined]  # noqa: SLF001
 
 

@@ -12,8 +12,9 @@ from babel.messages.pofile import read_po
 SOURCE_LANG = "en"
 DOMAIN = "messages"
 # The packages whose Python holds message ids: `_()` in bot/slack and bot/charts, `N_()`
-# (bot.core.text) in bot/core, bot/services and bot/probes (the preflight findings).
-PYTHON_DIRS = ("slack", "charts", "core", "services", "probes")
+# (bot.core.text) in bot/core, bot/services, bot/probes (the preflight findings) and
+# bot/cluster (the errors a person reads).
+PYTHON_DIRS = ("slack", "charts", "core", "services", "probes", "cluster")
 
 
 def _catalogue_path(locale_dir: Path, lang: str) -> Path:

@@ -1,0 +1,106 @@
+"""A cluster error a person reads is said in the recipe's language: the cluster adapters raise
+it with its sentence (bot.core.text.Text), which the renderer translates, while `str()` (the
+log, the audit) stays the English, and what came from outside (paramiko's message, Slurm's
+stderr) stays as it came, inside the translated sentence."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from fakes import FakeRunner, FakeSlurm, make_context
+
+from bot.cluster.errors import ChannelClosed, ClusterUnavailable, CommandTimedOut
+from bot.cluster.slurm import SlurmClient
+from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.core import train_grammar as c
+from bot.services.train import execute
+from bot.store import Store
+
+NOW = 1_732_871_000.0
+CHANNEL = "C0TRAIN"
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+def reply(store, slurm, cmd, lang: str, actor: str = "U0ALICE") -> str:
+    ctx = make_context(store, slurm if isinstance(slurm, FakeSlurm) else {"dev": slurm},
+                       lang=lang)
+    return execute(ctx, cmd, actor=actor, channel=CHANNEL, now=NOW).text
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cannot_connect_is_said_in_korean_with_the_socket_error_as_it_came(store,
+                                                                           tmp_path) -> None:
+    port = closed_port()
+    runner = SSHRunner(SSHSettings(host="127.0.0.1", port=port, user="u",
+                                   known_hosts=str(tmp_path / "known_hosts"),
+                                   connect_timeout=5))
+    with pytest.raises(ClusterUnavailable) as err:
+        runner.run(["squeue"])
+    english = str(err.value)
+    assert english.startswith(f"cannot connect to u@127.0.0.1:{port}: ")
+    cause = english.split(": ", 1)[1]
+    text = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    assert f"u@127.0.0.1:{port}에 연결할 수 없습니다: {cause}" in text, text
+    assert "cannot connect" not in text
+    text = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    assert text == f"The cluster did not answer: {english}"
+
+
+def sbatch_lost(argv):
+    if argv[0] == "sbatch":
+        raise ChannelClosed(argv, "login1", connection_lost=True)
+    raise AssertionError(argv)
+
+
+def test_a_submit_whose_connection_was_lost_says_in_korean_to_look_the_name_up(store) -> None:
+    slurm = SlurmClient(FakeRunner(default=sbatch_lost), use_json=False)
+    ko = reply(store, slurm, c.Submit("mix"), "ko")
+    assert "login1 연결이 끊겼습니다. 실행되었을 수 있습니다" in ko, ko
+    assert "제출되었는지 알 수 없습니다: 다시 제출하기 전에 squeue에서 그 이름을 찾아보세요" in ko
+    assert "may" not in ko and "squeue before" not in ko
+    en = reply(store, slurm, c.Submit("mix"), "en")
+    assert "lost while `sbatch" in en and "was running; it may have run. The job 'mix" in en
+    assert en.endswith("may or may not have been submitted: look for that name in squeue "
+                       "before submitting again.")
+
+
+@pytest.mark.parametrize("error, ko_words, en_words", [
+    (lambda argv: ChannelClosed(argv, "login1", connection_lost=False).as_read(),
+     "중간에 끊겼습니다 (종료 상태가 오기 전에 login1의 채널이 닫혔습니다). 읽기만 하는 명령이라 "
+     "바뀐 것은 없고, 다시 요청해도 안전합니다",
+     "was cut off (its channel on login1 closed before its exit status came): it only "
+     "reads, so nothing changed and it is safe to ask again"),
+    (lambda argv: ChannelClosed(argv, "login1", connection_lost=True).as_read(),
+     "중간에 끊겼습니다 (login1 연결이 끊겼습니다)",
+     "was cut off (the connection to login1 was lost): it only reads"),
+], ids=["channel", "connection"])
+def test_a_read_cut_off_says_in_korean_that_asking_again_is_safe(store, error, ko_words,
+                                                                  en_words) -> None:
+    def squeue(argv):
+        raise error(argv)
+
+    slurm = SlurmClient(FakeRunner(default=squeue), use_json=False)
+    ko = reply(store, slurm, c.Watch(88017), "ko", "W0LEAD")
+    assert ko.startswith("클러스터가 응답하지 않았습니다: `env SLURM_TIME_FORMAT=%s squeue "), ko
+    assert ko_words in ko, ko
+    en = reply(store, slurm, c.Watch(88017), "en", "W0LEAD")
+    assert en.startswith("The cluster did not answer: `env SLURM_TIME_FORMAT=%s squeue "), en
+    assert en_words in en, en
+
+
+def test_a_command_past_its_timeout_is_said_in_korean(store) -> None:
+    exc = CommandTimedOut(["/opt/site/submit", "--team", "a"], 30)
+    assert str(exc) == "`/opt/site/submit --team a` did not finish within 30 s"
+    ko = reply(store, FakeSlurm(submit_error=exc), c.Submit("mix"), "ko")
+    assert "`/opt/site/submit --team a`이(가) 30초 안에 끝나지 않았습니다" in ko, ko
