@@ -35,6 +35,7 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     OutcomeUnknown,
+    said,
     submit_advice,
 )
 from bot.core.slurm.competitors import filter_competitors
@@ -58,6 +59,7 @@ from bot.core.slurm.version import (
     parse_version,
     sinfo_version_argv,
 )
+from bot.core.text import N_
 
 if TYPE_CHECKING:
     from bot.services.ports import CommandOutput, Runner
@@ -142,8 +144,9 @@ class SlurmClient:
             result = self.runner.run(argv, stdin=stdin, timeout=self.timeout, check=False,
                                      env=env or None)
         except CommandTimedOut as exc:
-            what = (f"`{argv_text(argv)}` did not answer within {exc.timeout:g} s: the Slurm "
-                    "controller is overloaded or down")
+            what = N_("`%(command)s` did not answer within %(timeout)s s: the Slurm controller "
+                      "is overloaded or down", command=argv_text(argv),
+                      timeout=f"{exc.timeout:g}")
             if effects:
                 raise OutcomeUnknown.timed_out(argv, exc, what=what) from exc
             raise ClusterUnavailable(what) from exc
@@ -155,11 +158,10 @@ class SlurmClient:
             return result
         stderr = result.stderr.strip()
         if UNAVAILABLE_RE.search(stderr):
-            raise ClusterUnavailable(
-                f"Slurm did not answer `{argv_text(argv)}` (exit {result.exit_code}): "
-                f"{_tail(stderr)}. Check slurmctld/slurmdbd on the cluster; nothing was "
-                "concluded about the jobs."
-            )
+            raise ClusterUnavailable(N_(
+                "Slurm did not answer `%(command)s` (exit %(code)s): %(stderr)s. Check "
+                "slurmctld/slurmdbd on the cluster; nothing was concluded about the jobs.",
+                command=argv_text(argv), code=result.exit_code, stderr=_tail(stderr)))
         if allow is not None and allow.search(stderr):
             return result
         raise CommandFailed(list(argv), result.exit_code, result.stderr, result.stdout)
@@ -285,10 +287,10 @@ class SlurmClient:
             return parser(text, *args)
         except SlurmReportedError as exc:
             # squeue --json with slurmctld down exits 0 and lists the failure in "errors".
-            raise ClusterUnavailable(
-                f"Slurm did not answer ({parser.__name__}): {exc}. Check slurmctld/slurmdbd "
-                "on the cluster; nothing was concluded about the jobs."
-            ) from exc
+            raise ClusterUnavailable(N_(
+                "Slurm did not answer (%(parser)s): %(error)s. Check slurmctld/slurmdbd on the "
+                "cluster; nothing was concluded about the jobs.", parser=parser.__name__,
+                error=str(exc))) from exc
         except SlurmParseError as exc:
             raise SlurmParseError(f"{exc} (while reading {parser.__name__})") from exc
 
@@ -314,11 +316,11 @@ class SlurmClient:
         no_steps, unknown = sstat_missing(result.stderr)
         if not found and (UNAVAILABLE_RE.search(result.stderr)
                           or (not no_steps and set(wanted) <= unknown)):
-            raise ClusterUnavailable(
-                f"Slurm did not answer `{argv_text(argv)}`: sstat could not get the steps of "
-                f"any of {len(wanted)} running job(s) ({_tail(result.stderr)}). Check "
-                "slurmctld on the cluster; nothing was concluded about the jobs."
-            )
+            raise ClusterUnavailable(N_(
+                "Slurm did not answer `%(command)s`: sstat could not get the steps of any of "
+                "%(n)s running job(s) (%(stderr)s). Check slurmctld on the cluster; nothing was "
+                "concluded about the jobs.", command=argv_text(argv), n=len(wanted),
+                stderr=_tail(result.stderr)))
         return {job_id: found[job_id] for job_id in wanted if job_id in found}
 
     def pending_competitors(
@@ -367,7 +369,8 @@ class SlurmClient:
         except OutcomeUnknown as exc:
             raise exc.advised(advice) from exc
         except ClusterUnavailable as exc:
-            raise ClusterUnavailable(f"{exc} {advice}") from exc
+            raise ClusterUnavailable(N_("%(first)s %(then)s", first=said(exc), then=advice)
+                                     ) from exc
         return parse_sbatch_output(result.stdout)
 
     def hold(self, job_id: int) -> None:

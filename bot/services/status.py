@@ -63,7 +63,7 @@ class StatusReport:
 
     title: Text | str
     rows: list[JobStatus]
-    unreachable: dict[str, str] = field(default_factory=dict)
+    unreachable: dict[str, Text | str] = field(default_factory=dict)  # its error's sentence
     note: Text | str = ""
 
 
@@ -99,12 +99,12 @@ def job_status(
     for row in rows:
         by_cluster.setdefault(row.cluster, []).append(int(row.job_id))
     records: dict[tuple[str, int], JobRecord] = {}
-    unreachable: dict[str, str] = {}
+    unreachable: dict[str, Text | str] = {}
     for cluster, ids in by_cluster.items():
         try:
             found = slurm_for(cluster).jobs(ids)
         except ClusterError as exc:  # unreachable, host key refused, Slurm not answering
-            unreachable[cluster] = str(exc)
+            unreachable[cluster] = exc.text
             continue
         records.update({(cluster, job_id): rec for job_id, rec in found.items()})
         if ref is not None and ref.array_task is None:  # `status 123` of an array: its tasks

@@ -104,3 +104,45 @@ def test_a_command_past_its_timeout_is_said_in_korean(store) -> None:
     assert str(exc) == "`/opt/site/submit --team a` did not finish within 30 s"
     ko = reply(store, FakeSlurm(submit_error=exc), c.Submit("mix"), "ko")
     assert "`/opt/site/submit --team a`이(가) 30초 안에 끝나지 않았습니다" in ko, ko
+
+
+DOWN = "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+
+
+def test_slurm_not_answering_is_said_in_korean_with_its_stderr_as_it_came(store) -> None:
+    slurm = SlurmClient(FakeRunner(default=(1, "", DOWN)), use_json=False)
+    ko = reply(store, slurm, c.Watch(88017), "ko", "W0LEAD")
+    assert "에 응답하지 않았습니다 (종료 코드 1): " + DOWN + ". 클러스터의 slurmctld/slurmdbd를 " \
+        "확인하세요. 작업에 대해서는 아무것도 판단하지 않았습니다." in ko, ko
+    en = reply(store, slurm, c.Watch(88017), "en", "W0LEAD")
+    assert en.startswith("The cluster did not answer: Slurm did not answer `env ") and en.endswith(
+        f"` (exit 1): {DOWN}. Check slurmctld/slurmdbd on the cluster; nothing was concluded "
+        "about the jobs."), en
+
+
+def test_status_names_the_cluster_that_did_not_answer_in_korean(store) -> None:
+    slurm = SlurmClient(FakeRunner(default=(1, "", DOWN)), use_json=False)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
+    store.attempts.add(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
+    ko = reply(store, slurm, c.Status("mix"), "ko")
+    line = next(x for x in ko.splitlines() if "클러스터 dev" in x)
+    assert "(Slurm이 `env " in line and "클러스터의 slurmctld/slurmdbd를 확인하세요" in line, ko
+    en = reply(store, slurm, c.Status("mix"), "en")
+    assert "cluster dev did not answer (Slurm did not answer `env " in en, en
+
+
+def timed_out(argv):
+    raise CommandTimedOut(argv, 20)
+
+
+def test_a_slurm_command_past_its_timeout_is_said_in_korean(store) -> None:
+    slurm = SlurmClient(FakeRunner(default=timed_out), use_json=False)
+    ko = reply(store, slurm, c.Watch(88017), "ko", "W0LEAD")
+    assert "20초 안에 응답하지 않았습니다: Slurm 컨트롤러가 과부하 상태이거나 멈췄습니다" in ko, ko
+    ko = reply(store, slurm, c.Submit("mix"), "ko")
+    assert ("20초 안에 응답하지 않았습니다: Slurm 컨트롤러가 과부하 상태이거나 멈췄습니다. "
+            "적용되었는지 알 수 없습니다. 작업 ") in ko, ko
+    assert "다시 제출하기 전에 squeue에서 그 이름을 찾아보세요" in ko, ko
+    en = reply(store, slurm, c.Submit("mix"), "en")
+    assert "` did not answer within 20 s: the Slurm controller is overloaded or down; it may " \
+        "or may not have taken effect. The job 'mix" in en, en
