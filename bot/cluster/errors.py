@@ -176,8 +176,9 @@ class LeaseAbandoned(ClusterUnavailable):
     def __init__(self, op: str, path: str, where: str):
         self.op = op
         self.path = path
-        super().__init__(f"SFTP {op} of {path} on {where} got no answer: its lookup was "
-                         "abandoned (given up past its deadline) and the lease's channel closed")
+        super().__init__(N_("SFTP %(op)s of %(path)s on %(where)s got no answer: its lookup was "
+                            "abandoned (given up past its deadline) and the lease's channel "
+                            "closed", op=op, path=path, where=where))
 
 
 class SFTPTimedOut(ClusterUnavailable):
@@ -199,17 +200,22 @@ class SFTPTimedOut(ClusterUnavailable):
         self.op = op
         self.path = path
         self.timeout = timeout
-        what = f"SFTP {op} of {path} on {where}"
+        what = {"op": op, "path": path, "where": where}
+        message: Text
         if waiting is not None:
-            message = (f"{what} not sent: an earlier {waiting[0]} of that path has waited "
-                       f"{waiting[1]:.0f} s for an answer (a hung filesystem?)")
+            message = N_("SFTP %(op)s of %(path)s on %(where)s not sent: an earlier %(earlier)s "
+                         "of that path has waited %(waited)s s for an answer (a hung "
+                         "filesystem?)", **what, earlier=waiting[0], waited=f"{waiting[1]:.0f}")
         elif stuck:
             hung = ", ".join(f"{o} {p}" for o, p in stuck)
-            message = (f"{what} not sent: all {len(stuck)} SFTP channels wait on paths that "
-                       f"do not answer ({hung}; a hung filesystem?)")
+            message = N_("SFTP %(op)s of %(path)s on %(where)s not sent: all %(n)s SFTP channels "
+                         "wait on paths that do not answer (%(hung)s; a hung filesystem?)",
+                         **what, n=len(stuck), hung=hung)
         elif busy:
-            message = f"{what}: no SFTP channel came free within {timeout:g} s (all {busy} busy)"
+            message = N_("SFTP %(op)s of %(path)s on %(where)s: no SFTP channel came free within "
+                         "%(timeout)s s (all %(n)s busy)", **what, timeout=f"{timeout:g}", n=busy)
         else:
-            message = (f"{what} got no answer within {timeout:g} s (a hung filesystem?); gave "
-                       "up on it, other requests go on")
+            message = N_("SFTP %(op)s of %(path)s on %(where)s got no answer within %(timeout)s s "
+                         "(a hung filesystem?); gave up on it, other requests go on", **what,
+                         timeout=f"{timeout:g}")
         super().__init__(message)

@@ -5,20 +5,28 @@ stderr) stays as it came, inside the translated sentence."""
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
 from fakes import FakeRunner, FakeSlurm, make_context
 
-from bot.cluster.errors import ChannelClosed, ClusterUnavailable, CommandTimedOut
+from bot.cluster.errors import (
+    ChannelClosed,
+    ClusterUnavailable,
+    CommandTimedOut,
+    LeaseAbandoned,
+    SFTPTimedOut,
+)
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner, SSHSettings
 from bot.core import train_grammar as c
-from bot.services.train import execute
+from bot.services.train import execute, say
 from bot.store import Store
 
 NOW = 1_732_871_000.0
 CHANNEL = "C0TRAIN"
+HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
 @pytest.fixture
@@ -146,3 +154,23 @@ def test_a_slurm_command_past_its_timeout_is_said_in_korean(store) -> None:
     en = reply(store, slurm, c.Submit("mix"), "en")
     assert "` did not answer within 20 s: the Slurm controller is overloaded or down; it may " \
         "or may not have taken effect. The job 'mix" in en, en
+
+
+@pytest.mark.parametrize("error, ko_words", [
+    (SFTPTimedOut("stat", "/scratch/run/log", 15, "login1"),
+     "login1에서 /scratch/run/log의 SFTP stat이(가) 15초 안에 응답을 받지 못했습니다 "
+     "(파일 시스템이 멈췄나요?). 이 요청은 포기했고, 다른 요청은 계속됩니다"),
+    (SFTPTimedOut("read", "/a", 15, "login1", waiting=("stat", 42.4)),
+     "그 경로의 앞선 stat이(가) 42초째 응답을 기다리고 있습니다"),
+    (SFTPTimedOut("read", "/a", 15, "login1", stuck=[("stat", "/b"), ("read", "/c")]),
+     "SFTP 채널 2개가 모두 응답하지 않는 경로를 기다리고 있습니다 (stat /b, read /c."),
+    (SFTPTimedOut("read", "/a", 15, "login1", busy=4), "15초 안에 빈 SFTP 채널이 없었습니다 (4개"),
+    (LeaseAbandoned("stat", "/a", "login1"), "조회가 기한을 넘겨 포기되어 그 채널을 닫았습니다"),
+], ids=["timeout", "waiting", "stuck", "busy", "abandoned"])
+def test_sftp_errors_are_said_in_korean(store, error, ko_words) -> None:
+    ctx = make_context(store, lang="ko")
+    ko = say(ctx, "mix", "unreachable", channel=CHANNEL, error=error.text)
+    assert ko.startswith("클러스터가 응답하지 않았습니다: ") and ko_words in ko, ko
+    assert "SFTP" in str(error) and not HANGUL.search(str(error))
+    en = say(make_context(store), "mix", "unreachable", channel=CHANNEL, error=error.text)
+    assert en == f"The cluster did not answer: {error}"
