@@ -35,7 +35,9 @@ PROBES_EVERY_S = 10.0  # how soon after a click its probe starts (the scheduler'
 def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
     """What a leak incident of `recipe` offers: `button` (its config names the factory), the
     `command` to run it by hand with the recipe's values (workdir, env_setup, partition; the
-    factory, else MODULE:FACTORY), and the config `field` that enables the button."""
+    factory, else MODULE:FACTORY), and the config `field` that enables the button in the
+    `recipe` (None: no config names it, as in an offline `trainbot report` without
+    --config; the remedy then says how to run the probe by hand, as for an adopted job)."""
     cfg = config.recipes.get(recipe) if config is not None else None
     probe = cfg.dataloader_probe if cfg is not None else None
     argv = ["trainbot", "probe", "dataloader", probe.factory if probe else "MODULE:FACTORY",
@@ -55,7 +57,7 @@ def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
         argv = srun + argv
     steps.append(shlex.join(argv))
     return {"button": probe is not None, "command": " && ".join(steps),
-            "field": FACTORY_FIELD, "recipe": recipe}
+            "field": FACTORY_FIELD, "recipe": recipe if cfg is not None else None}
 
 
 def offers_probe(facts: dict[str, Any] | Any) -> bool:

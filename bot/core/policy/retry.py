@@ -289,14 +289,16 @@ def _no_progress_text(facts: Mapping[str, Any]) -> str:
 
 
 def _chunk_text(chunk: ChunkProgress, lost: int | None) -> str:
-    """The chunk's progress in words: `chunk ended at the time limit after saving iter 4,000
-    (from 2,000)`, or a checkpoint's name where it has no iteration."""
-    start = (f"from {chunk.from_iter:,}" if chunk.from_iter is not None
-             else f"from checkpoint {chunk.start.name}" if chunk.start.name else "from scratch")
+    """The chunk's progress in the words its posted line has (templates/event.json.j2), where
+    it started in the one start phrase (`resume_start`): `chunk from iteration 2,000 ended at
+    the time limit after saving iter 4,000 (300 iterations since lost)`; a checkpoint's name
+    where it has no iteration (`chunk from scratch (no complete checkpoint) ended at the time
+    limit after saving checkpoint `final``)."""
+    start = resume_start(chunk.from_iter, chunk.start.name)
     saved = (f"iter {chunk.to_iter:,}" if chunk.to_iter is not None
-             else f"checkpoint {chunk.saved.name}")
-    since = f"; {lost:,} iterations since lost" if lost else ""
-    return f"chunk ended at the time limit after saving {saved} ({start}{since})"
+             else f"checkpoint `{chunk.saved.name}`")
+    since = f" ({lost:,} iterations since lost)" if lost else ""
+    return f"chunk {start} ended at the time limit after saving {saved}{since}"
 
 
 def _work_lost(last_iter: int | None, checkpoint_iter: int | None) -> int | None:

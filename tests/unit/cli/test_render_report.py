@@ -132,6 +132,15 @@ def _leak_log(path: Path, save: bool = True) -> Path:
     return path
 
 
+said_by_hand = {
+    "en": ("To find what grows, run `{command}` on the cluster from the job's working "
+           "directory, in its Python environment (MODULE:FACTORY: the function that builds "
+           "the job's Dataset)."),
+    "ko": ("무엇이 늘어나는지 찾으려면 클러스터에서 이 작업의 작업 디렉터리와 Python 환경으로 "
+           "`{command}`를 실행하세요(MODULE:FACTORY: 이 작업의 Dataset을 만드는 함수)."),
+}
+
+
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_report_on_a_leak_driven_oom_offers_the_probe_not_a_hopeless_mem(tmp_path: Path,
                                                                           lang: str):
@@ -146,7 +155,11 @@ def test_report_on_a_leak_driven_oom_offers_the_probe_not_a_hopeless_mem(tmp_pat
     assert "Resubmit with --mem" not in text
     buttons = [e for b in payload["blocks"] if b["type"] == "actions" for e in b["elements"]]
     assert not any("mem" in e.get("action_id", "") for e in buttons)
-    assert "trainbot probe dataloader" in text
+    assert "trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160" in text
+    # no config, no recipe: how to run the probe by hand, not a recipe's config to edit
+    assert "offline" not in text and "dataloader_probe.factory" not in text
+    assert (said_by_hand[lang].format(command="trainbot probe dataloader MODULE:FACTORY "
+                                              "--workers 2 --samples 160") in text), text
     # 40 + 0.12 x (6000 - 500) = 700 GiB needed, above 2 x 120; the 180G a plain OOM would
     # get reaches 500 + (180 - 40) / 0.12 = iter 1,666
     assert "700G" in text and "240G" in text and "180G" in text and "1,666" in text

@@ -57,8 +57,9 @@ def test_a_chunk_that_saved_a_newer_checkpoint_is_resubmitted_uncharged():
     dec = decide(time_limit(4000), chunks(None, 2000), AUTO, NOW, checkpoint_iter=4000)
     assert dec.kind == DecisionKind.RESUBMIT_NOW and dec.charged is False
     assert dec.resume_from == 4000
-    assert dec.reason == ("chunk ended at the time limit after saving iter 4,000 (from 2,000): "
-                          "resubmitting; retries not charged")
+    # the start in the phrase every resume says it with, as the posted line (event.json.j2)
+    assert dec.reason == ("chunk from iteration 2,000 ended at the time limit after saving "
+                          "iter 4,000: resubmitting; retries not charged")
     assert dict(dec.facts) == {"why": "chunk_progress", "from_iter": 2000, "to_iter": 4000}
 
 
@@ -72,8 +73,9 @@ def test_a_chunk_progresses_even_with_the_budget_spent():
 def test_the_first_chunk_from_scratch_progresses_by_its_first_save():
     dec = decide(time_limit(2300), chunks(None), AUTO, NOW, checkpoint_iter=2000)
     assert not dec.charged
-    assert dec.reason == ("chunk ended at the time limit after saving iter 2,000 (from scratch; "
-                          "300 iterations since lost): resubmitting; retries not charged")
+    assert dec.reason == ("chunk from scratch (no complete checkpoint) ended at the time limit "
+                          "after saving iter 2,000 (300 iterations since lost): resubmitting; "
+                          "retries not charged")
 
 
 def test_a_chunk_offered_to_a_person_says_its_approval_is_not_charged():

@@ -369,7 +369,7 @@ def test_a_tasks_time_limit_chunk_spends_none_of_its_budget_once_its_start_is_kn
     w.tick(T0 + 600)  # past its backoff
     assert [s.array for s in slurm.submits()][1:] == ["1", "1"]
     assert final(88888)["decision"]["charged"] is False
-    assert "chunk ended at the time limit after saving iter 400 (from 200" in \
+    assert "chunk from iteration 200 ended at the time limit after saving iter 400" in \
         final(88888)["text"]
     [row] = home_view(ctx, "U0ALICE", T0)["runs"]
     blocks = render_home(ctx, home_view(ctx, "U0ALICE", T0))

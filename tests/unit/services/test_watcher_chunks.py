@@ -57,10 +57,11 @@ def test_chunks_that_each_save_a_newer_checkpoint_never_spend_the_budget(env):
         incident = sink.events[-1]
         assert incident.kind == "incident" and incident.decision.kind == DecisionKind.RESUBMIT_NOW
         assert not incident.decision.charged
-        start = f"{last - 2000:,}" if last > 2000 else "scratch"
+        start = (f"iteration {last - 2000:,}" if last > 2000
+                 else "scratch (no complete checkpoint)")
         assert incident.text == (
-            f"job {job} COMPLETED: time_limit — chunk ended at the time limit after saving iter "
-            f"{last:,} (from {start}): resubmitting; retries not charged")
+            f"job {job} COMPLETED: time_limit — chunk from {start} ended at the time limit "
+            f"after saving iter {last:,}: resubmitting; retries not charged")
         w.tick(now + 600)  # past its backoff
         assert resub.calls[-1] == ("auto", chain.id, last) and len(resub.calls) == n
         job, now = 90000 + n, now + 5000
@@ -120,9 +121,9 @@ def test_past_max_free_chunks_in_a_row_a_chunk_is_charged_and_the_thread_says_wh
     assert [t.endswith("resubmitting; retries not charged") for t in texts] == \
         [True, True, False, True]  # two free in a row, the third charged, then free again
     assert texts[2] == (
-        "job 90002 COMPLETED: time_limit — chunk ended at the time limit after saving iter "
-        "6,000 (from 4,000): resubmitting (charged: 1 of 3 retries): 2 chunks in a row went "
-        "uncharged, the recipe's max_free_chunks")
+        "job 90002 COMPLETED: time_limit — chunk from iteration 4,000 ended at the time limit "
+        "after saving iter 6,000: resubmitting (charged: 1 of 3 retries): 2 chunks in a row "
+        "went uncharged, the recipe's max_free_chunks")
     assert len(resub.calls) == 4 and store.chains.get(chain.id).retries_used == 1
 
 
@@ -164,9 +165,10 @@ def test_a_checkpoint_without_an_iteration_counts_as_progress_when_its_name_chan
         assert len(resub.calls) == n
         job, now = 90000 + n, now + 5000
     assert charged == [False, True, False]
-    assert texts[0].endswith("chunk ended at the time limit after saving checkpoint final "
-                             "(from scratch): resubmitting; retries not charged")
+    assert texts[0].endswith("chunk from scratch (no complete checkpoint) ended at the time "
+                             "limit after saving checkpoint `final`: resubmitting; retries not "
+                             "charged")
     assert "from checkpoint `final` (charged: 1 of 3 retries)" in texts[1]
-    assert texts[2].endswith("chunk ended at the time limit after saving checkpoint release "
-                             "(from checkpoint final): resubmitting; retries not charged")
+    assert texts[2].endswith("chunk from checkpoint `final` ended at the time limit after "
+                             "saving checkpoint `release`: resubmitting; retries not charged")
     assert store.chains.get(chain.id).retries_used == 1
