@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from support.tail_model import answer_batch
 
 from bot.charts.series import SeriesCharts
-from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.errors import ChannelClosed, ClusterUnavailable
 from bot.cluster.ssh import CommandResult
 from bot.config import Config
 from bot.core.catalogue import Catalogue
@@ -192,6 +192,43 @@ class FakeSlurm:
             self.set(job_id, state="CANCELLED")
         if self.cancel_answer_lost is not None:
             raise self.cancel_answer_lost
+
+
+class AnswerLostSlurm(FakeSlurm):
+    """Slurm whose next `lost` sbatch calls end unseen: each queues its job (unless `queue`
+    is False) and then raises `error` (default: its channel closes before the exit status
+    comes, ChannelClosed). Its runner answers the lookup by name (`squeue -h --name=N -o %A`)
+    from the job table, sacct with nothing; `lookup_error` makes that squeue raise it."""
+
+    def __init__(self, *, queue: bool = True, lost: int = 1,
+                 error: Exception | None = None, **kw: Any) -> None:
+        kw.setdefault("first_id", 90500)
+        super().__init__(runner=FakeRunner({"squeue": self._by_name, "sacct": (0, "", "")}),
+                         **kw)
+        self.queue, self.lost = queue, lost
+        self.error = error or ChannelClosed(["sbatch", "--parsable"], "login",
+                                            connection_lost=True)
+        self.lookup_error: Exception | None = None
+
+    def submit(self, spec: SubmitSpec, *, script: str | None = None) -> int:
+        if not self.lost:
+            return super().submit(spec, script=script)
+        self.lost -= 1
+        if self.queue:
+            super().submit(spec, script=script)
+        else:
+            self._call("submit", spec)
+        raise self.error
+
+    def queued(self, name: str) -> list[int]:
+        return sorted(i for i, r in self.records.items() if r.name == name
+                      and r.state in ("PENDING", "RUNNING"))
+
+    def _by_name(self, argv: list[str]) -> tuple[int, str, str]:
+        if self.lookup_error is not None:
+            raise self.lookup_error
+        name = next(a.split("=", 1)[1] for a in argv if a.startswith("--name="))
+        return 0, "".join(f"{i}\n" for i in self.queued(name)), ""
 
 
 class SstatSlurm(FakeSlurm):

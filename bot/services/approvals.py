@@ -52,7 +52,7 @@ from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import array_task_of, exclusion, submit_and_announce
-from bot.services.submit import SubmitResult
+from bot.services.submit import SubmitNotQueued, SubmitResult
 from bot.services.threads import post_safely, render, task_bounds, thread_note
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
@@ -103,7 +103,9 @@ class Outcome:
     scancel's end was not seen: `error`; trainbot looks at the job later) | held | hold_skipped
     | hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the
     job was cancelled, its resubmit failed) | cancel_not_taken (a cancel whose end was not seen
-    did not take effect: the job is still in `state`; offered again); stale (nothing was done,
+    did not take effect: the job is still in `state`; offered again) | not_submitted (the
+    resubmit's end was not seen and no job named `job_name` was found: nothing was
+    submitted); stale (nothing was done,
     the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
     `current_job` now, in `state`) | competitor_started | competitor_left (a hold prompt's
     competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold
@@ -135,6 +137,7 @@ class Outcome:
     state: str | None = None
     error: str | None = None
     not_applied: list[list[str]] | None = None
+    job_name: str | None = None
 
     def to_view(self) -> dict[str, Any]:
         return asdict(self)
@@ -330,13 +333,17 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     overrides, extra = exclusion(ctx.config, payload["recipe"], payload.get("exclude"))
     if choice == "resubmit_mem":
         overrides, extra = {**overrides, "mem": str(payload["mem"])}, {**extra, "mem": "size"}
-    result = submit_and_announce(
-        ctx, payload["recipe"], actor=actor, now=now, overrides=overrides,
-        chain_id=approval.chain_id, extra_overridable=extra,
-        charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
-        array_task=array_task_of(ctx, approval.chain_id, target),
-        prompt=_prompt_said(approval),
-    )  # fmt: skip
+    try:
+        result = submit_and_announce(
+            ctx, payload["recipe"], actor=actor, now=now, overrides=overrides,
+            chain_id=approval.chain_id, extra_overridable=extra,
+            charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
+            array_task=array_task_of(ctx, approval.chain_id, target),
+            prompt=_prompt_said(approval), reconcile_unknown=True,
+        )  # fmt: skip
+    except SubmitNotQueued as exc:
+        raise _NotPerformed(Outcome("failed", actor, "not_submitted", recipe, job_id=target,
+                                    job_name=exc.job_name), str(exc)) from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
                       new_job_id=str(result.job_id), **_resumed(approval, result),
@@ -404,7 +411,7 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
             ctx, recipe, actor=actor, now=now, chain_id=chain_id,
             charge_retry=chain_id is not None and charges_budget(ctx, approval, "hang"),
             before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
-            prompt=_prompt_said(approval),
+            prompt=_prompt_said(approval), reconcile_unknown=True,
         )  # fmt: skip
     except (ServiceError, ClusterError) as exc:
         raise _NotPerformed(

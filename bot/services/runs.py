@@ -56,6 +56,7 @@ def submit_and_announce(
     before_announce: Callable[[SubmitResult], None] | None = None,
     array_task: int | None = None,
     prompt: ResumePoint | None = None,
+    reconcile_unknown: bool = False,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -69,6 +70,9 @@ def submit_and_announce(
     `array_task`: resubmit only that task of the chain's array (bot.services.submit).
     `prompt`: where the approved prompt's button said it would resume (None: no prompt); the
     checkpoint is looked up again now, and the resolution says so when it differs.
+    `reconcile_unknown`: a person's submit, whose end when not seen is looked up by its job
+    name at once (bot.services.submit.submit_recipe): a job found is recorded and announced as
+    any submit.
     """
     config = ctx.config
     if extra_overridable:
@@ -86,6 +90,7 @@ def submit_and_announce(
         chain_id=chain_id,
         charge_retry=charge_retry,
         array_task=array_task,
+        reconcile_unknown=reconcile_unknown,
     )
     if before_announce is not None:
         before_announce(result)

@@ -315,6 +315,7 @@ def submit_recipe(
     chain_id: int | None = None,
     charge_retry: bool = False,
     array_task: int | None = None,
+    reconcile_unknown: bool = False,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -330,6 +331,14 @@ def submit_recipe(
     id, each task becoming an attempt row as it starts (bot.services.watch.tick). With
     `array_task` (and the array's `chain_id`) only that task is resubmitted, as a new
     one-task array (`--array=N`) from the task's own checkpoint; its attempt row is `NEW_N`.
+
+    `reconcile_unknown` (a person's submit: `/train submit|resume`, a Resubmit button): a
+    submit whose end was not seen (OutcomeUnknown) is looked up by its job name at once
+    (`find_unrecorded_submit`, as the watcher's automatic resubmit does after a crash): the
+    job found is recorded, watched and returned as sbatch's answer would have been; none
+    found raises SubmitNotQueued (nothing was submitted: safe to submit again); a lookup that
+    fails raises the OutcomeUnknown again, saying so. Without it the OutcomeUnknown goes up
+    as it came (the automatic resubmit reconciles it through its own intent row).
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -353,10 +362,18 @@ def submit_recipe(
     effective = _array_of_submit(recipe_name, effective, chain, array_task)
     whole_array = effective.array is not None and array_task is None
 
+    found_by_name = False
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
-        job_id = _submit(slurm, effective, job_name, env)
+        try:
+            job_id = _submit(slurm, effective, job_name, env)
+        except OutcomeUnknown as exc:
+            if not reconcile_unknown:
+                raise
+            job_id = _look_up_lost_submit(config, recipe_name, effective, slurm, store, exc,
+                                          job_name=job_name, chain=chain, array_task=array_task)
+            found_by_name = True
         crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
     except Exception as exc:
         store.audit.record(
@@ -398,6 +415,7 @@ def submit_recipe(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
         detail={
             "chain_id": chain.id, "attempt_no": attempt_no,
+            **({"found_by_name": True} if found_by_name else {}),
             **({"array": effective.array} if effective.array is not None else {}),
             "overrides": {k: v for k, v in typed.items() if k not in not_applied},
             "resume_from": checkpoint.path if checkpoint else None,
@@ -416,6 +434,46 @@ def submit_recipe(
         display_id=f"{job_id}_{array_task}" if array_task is not None else None,
         array=effective.array,
     )
+
+
+class SubmitNotQueued(ServiceError):
+    """A submit whose end trainbot did not see (OutcomeUnknown), then looked up by its job
+    name (`job_name`) and not found: it did not go through, so submitting again is safe."""
+
+    def __init__(self, job_name: str) -> None:
+        super().__init__(N_(
+            "trainbot did not see the end of the submit of %(name)s, and no job of that name "
+            "is queued or has run since: nothing was submitted, and it is safe to submit "
+            "again.", name=job_name))
+        self.job_name = job_name
+
+
+def _look_up_lost_submit(config: Config, recipe_name: str, recipe: RecipeConfig, slurm: Slurm,
+                         store: Store, lost: OutcomeUnknown, *, job_name: str, chain: Any,
+                         array_task: int | None) -> str:
+    """The job a submit whose end was not seen (`lost`) left, found by its name: one with an
+    id above every job the run (a new run: the recipe's runs of that name) has recorded, and
+    not recorded itself. Raises SubmitNotQueued when there is none, and `lost` again (with
+    what the lookup said) when the lookup fails."""
+    if chain is not None:
+        chains = [chain]
+    else:
+        chains = [c for c in store.chains.for_recipe(recipe_name) if c.job_name == job_name]
+    known = {a.job_id for c in chains for a in store.attempts.for_chain(c.id)}
+    known |= {str(c.array_job_id) for c in chains if c.array_job_id is not None}
+    after = max((int(j) for j in known if j.isdigit()), default=0)
+    user = getattr(config.clusters.get(recipe.cluster), "user", None)
+    try:
+        found = find_unrecorded_submit(slurm, job_name=job_name, user=user,
+                                       after_job=str(after), known=known, array_task=array_task)
+    except (ClusterError, SlurmParseError) as exc:
+        log.warning("submit of %s: its end was not seen, and looking it up failed: %s",
+                    job_name, exc)
+        raise lost.advised(f"Looking it up by name failed too: {exc}") from lost
+    if found is None:
+        raise SubmitNotQueued(job_name)
+    log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)
+    return found
 
 
 def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,

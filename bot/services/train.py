@@ -182,7 +182,7 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
     else:
         overrides = dict(cmd.overrides)
     result = submit_and_announce(ctx, cmd.recipe, actor=actor, now=now, overrides=overrides,
-                                 chain_id=chain_id, channel=channel)
+                                 chain_id=chain_id, channel=channel, reconcile_unknown=True)
     proposals = comp.propose_holds(
         ctx, recipe=cmd.recipe, chain_id=result.chain_id, job_id=int(result.job_id),
         allowed=approvers_now(ctx.config, cmd.recipe).users, now=now,

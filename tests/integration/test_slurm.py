@@ -357,6 +357,47 @@ def test_an_sbatch_that_answers_past_the_timeout_is_an_outcome_unknown_and_its_j
     assert len(ids) == 1  # it went through, once: what a lookup by name finds
 
 
+def test_a_resume_whose_sbatch_answers_past_the_timeout_records_the_job_it_queued(
+        slurm_cluster, ssh_runner, submitted, tmp_path):
+    """The same slow controller under `/train resume`'s submit (submit_recipe with
+    `reconcile_unknown`): sbatch's answer comes too late, so trainbot looks the job up by its
+    name through the real squeue, and records that job as the run's next attempt and watches
+    it. sbatch ran once: one job of that name on the cluster."""
+    from fakes import make_config
+
+    from bot.services.submit import submit_recipe
+    from bot.store import Store
+
+    slow = f"{slurm_cluster.home}/it-slow-sbatch-{uuid.uuid4().hex[:8]}"
+    real = ssh_runner.run(["sh", "-c", "command -v sbatch"]).stdout.strip()
+    ssh_runner.run(["sh", "-c", 'mkdir -p "$1" && cat > "$1/sbatch" && chmod 755 "$1/sbatch"',
+                    "sh", slow], stdin=f'#!/bin/sh\n"{real}" "$@"\nsleep 30\n')
+    ssh_runner.run(["sh", "-c", 'cat > "$1/job.sbatch"', "sh", slow],
+                   stdin="#!/bin/bash\nsleep 60\n")
+    name = unique("slow-resume")
+    path = f"{slow}:" + ssh_runner.run(["sh", "-c", "echo $PATH"]).stdout.strip()
+    client = SlurmClient(_SlowSbatchFirst(ssh_runner, path), use_json=False, timeout=5)
+    config = make_config(sbatch_script=f"{slow}/job.sbatch", job_name=name,
+                         partition=slurm_cluster.partition, account=None, log_path="/dev/null")
+    config.clusters["dev"] = config.clusters["dev"].model_copy(
+        update={"user": slurm_cluster.user})
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name=name, now=1)
+        store.attempts.add(chain_id=chain.id, job_id="1", now=1)
+        try:
+            result = submit_recipe(config, "mix", slurm=client, sftp=None, store=store,
+                                   now=2, actor="U0ALICE", chain_id=chain.id,
+                                   reconcile_unknown=True)
+            queued = ssh_runner.run(["squeue", "--noheader", f"--name={name}", "--format=%i"])
+            ids = [int(i) for i in queued.stdout.split()]
+            submitted.extend(ids)
+        finally:
+            ssh_runner.run(["rm", "-rf", slow])
+        assert ids == [int(result.job_id)]  # it went through, once, and that job is recorded
+        assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["1", result.job_id]
+        assert [w.job_id for w in store.watched_jobs.list("dev")] == [result.job_id]
+
+
 class _SlowSbatchFirst(CountingRunner):
     """The real runner, with `path` (the slow sbatch's directory first) as the PATH of every
     command it runs: the login node where sbatch answers late (a job's env may not set

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fakes import (
     T0,
+    AnswerLostSlurm,
     FakeCheckpoints,
     FakeResubmit,
     FakeRunner,
@@ -15,7 +16,6 @@ from fakes import (
 )
 from support.watcher import CLUSTER, make_watcher, timed_out
 
-from bot.cluster.errors import ChannelClosed
 from bot.core.policy import PolicyParams
 from bot.services.submit import adopt_unrecorded_submit, find_unrecorded_submit, submit_recipe
 
@@ -273,32 +273,6 @@ def test_a_resubmit_whose_sbatch_channel_closed_is_looked_up_not_submitted_again
     assert store.chains.get(chain.id).retries_used == 1
 
 
-class _AnswerLost(FakeSlurm):
-    """Slurm whose first sbatch queues the job and whose answer is then lost: the channel
-    closes before sbatch's exit status comes (ChannelClosed). Its runner answers
-    `squeue -h --name=N -o %A` (the lookup by name) from the job table, sacct with nothing."""
-
-    def __init__(self, **kw):
-        super().__init__(first_id=90500, runner=FakeRunner(
-            {"squeue": self._by_name, "sacct": (0, "", "")}), **kw)
-        self.lost = 1
-
-    def submit(self, spec, *, script=None):
-        job_id = super().submit(spec, script=script)
-        if self.lost:
-            self.lost -= 1
-            raise ChannelClosed(["sbatch", "--parsable"], "login", connection_lost=True)
-        return job_id
-
-    def queued(self, name):
-        return sorted(i for i, r in self.records.items() if r.name == name
-                      and r.state in ("PENDING", "RUNNING"))
-
-    def _by_name(self, argv):
-        name = next(a.split("=", 1)[1] for a in argv if a.startswith("--name="))
-        return 0, "".join(f"{i}\n" for i in self.queued(name)), ""
-
-
 def test_a_resubmit_whose_sbatch_ran_but_lost_its_answer_leaves_one_job_after_the_retry_pass(
         env):
     """Through the fault, with the real submit and the real lookup (submit_recipe,
@@ -308,7 +282,7 @@ def test_a_resubmit_whose_sbatch_ran_but_lost_its_answer_leaves_one_job_after_th
     chain's next attempt, charged once. Exactly one job of that name is on the cluster, and
     the thread tells the resubmit once."""
     store, _slurm, sftp, sink = env
-    slurm = _AnswerLost()
+    slurm = AnswerLostSlurm()
     config = make_config()
     config.recipes["auto"] = config.recipes["mix"].model_copy(update={"job_name": "auto"})
 

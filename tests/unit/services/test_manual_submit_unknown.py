@@ -1,0 +1,172 @@
+"""A person's submit whose end trainbot did not see (`/train resume|submit`, a Resubmit
+button): sbatch's channel closed, or it outlived its timeout (OutcomeUnknown). trainbot looks
+the job up by its name at once, as the automatic resubmit does after a crash: a job sbatch did
+queue is recorded as the attempt, watched and announced as any submit (one job, never two);
+none there says plainly that nothing was submitted and it is safe to submit again; a lookup
+that fails says the job may or may not exist and where to look."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import AnswerLostSlurm, make_context
+
+from bot.cluster.errors import (
+    ChannelClosed,
+    ClusterUnavailable,
+    CommandTimedOut,
+    OutcomeUnknown,
+    submit_advice,
+)
+from bot.core import train_grammar as c
+from bot.services.approvals import ActionId, handle_click
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.services.train import execute
+from bot.store import Store
+
+NOW = 1_000_000.0
+CHANNEL = "C0TRAIN"
+TIMED_OUT = OutcomeUnknown(
+    ["sbatch", "--parsable"], "`sbatch --parsable` did not answer within 5 s: the Slurm "
+    "controller is overloaded or down; it may or may not have taken effect")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+def failed_run(ctx: BotContext) -> int:
+    """Run `mix` whose job 88154 failed: a chain with its thread."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
+                              result="FAILED")
+    ctx.sink.post_root(chain.id, CHANNEL, [], "mix")
+    return chain.id
+
+
+def jobs(ctx: BotContext, chain_id: int) -> list[str]:
+    return [a.job_id for a in ctx.store.attempts.for_chain(chain_id)]
+
+
+def watched(ctx: BotContext) -> list[str]:
+    return [w.job_id for w in ctx.store.watched_jobs.list("dev")]
+
+
+@pytest.mark.parametrize("error", [None, TIMED_OUT], ids=["channel_closed", "timed_out"])
+def test_a_resume_whose_sbatch_queued_the_job_but_lost_its_answer_records_that_one_job(
+        store: Store, error) -> None:
+    slurm = AnswerLostSlurm(error=error)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text.startswith("mix: submitted job 90500 (attempt 2)"), reply.text
+    assert len(slurm.submits()) == 1 and slurm.queued("mix") == [90500]
+    assert jobs(ctx, chain) == ["88154", "90500"]
+    assert watched(ctx) == ["90500"]
+    assert ["squeue", "-h", "--name=mix", "--user=slurmci", "-o", "%A"] in slurm.runner.argvs()
+    # announced in the run's thread as any resubmit: its resolution line
+    assert any("90500" in text for text in ctx.sink.texts()[1:])
+    [audit] = [e for e in store.audit.recent(50) if e.action == "submit" and e.result == "ok"]
+    assert '"found_by_name": true' in audit.detail
+
+
+def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
+        store: Store) -> None:
+    slurm = AnswerLostSlurm()
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text.startswith("mix: submitted job 90500 (attempt 1)"), reply.text
+    assert slurm.queued("mix") == [90500] and len(slurm.submits()) == 1
+    assert jobs(ctx, reply.chain_id) == ["90500"] and watched(ctx) == ["90500"]
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("en", "`resume` failed: trainbot did not see the end of the submit of mix, and no job of "
+           "that name is queued or has run since: nothing was submitted, and it is safe to "
+           "submit again."),
+    ("ko", "`resume` 실패: trainbot이 mix 제출의 끝을 확인하지 못했고, 그 이름의 작업은 대기 "
+           "중이지도 않고 그 뒤에 실행되지도 않았습니다: 아무것도 제출되지 않았으므로 다시 "
+           "제출해도 안전합니다."),
+])
+def test_a_resume_whose_lost_submit_is_not_on_the_cluster_says_nothing_was_submitted(
+        store: Store, lang: str, want: str) -> None:
+    slurm = AnswerLostSlurm(queue=False)
+    ctx = make_context(store, slurm, lang=lang)
+    chain = failed_run(ctx)
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text == want
+    assert slurm.queued("mix") == [] and jobs(ctx, chain) == ["88154"] and watched(ctx) == []
+    # it is safe: the next resume submits, once
+    again = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
+    assert again.job_id == "90500" and jobs(ctx, chain) == ["88154", "90500"]
+    assert slurm.queued("mix") == [90500]
+
+
+def test_a_lost_submit_whose_lookup_fails_says_it_may_exist_and_records_nothing(
+        store: Store) -> None:
+    slurm = AnswerLostSlurm(error=ChannelClosed(  # as SlurmClient.submit raises it
+        ["sbatch", "--parsable"], "login", connection_lost=True, advice=submit_advice("mix")))
+    slurm.lookup_error = CommandTimedOut(["squeue"], 5)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text.startswith("The cluster did not answer: "), reply.text
+    assert "it may have run. The job 'mix' may or may not have been submitted: " \
+        "look for that name in squeue before submitting again. Looking it up by name failed " \
+        "too: `squeue` did not finish within 5 s" in reply.text
+    assert jobs(ctx, chain) == ["88154"] and watched(ctx) == []
+    assert len(slurm.submits()) == 1
+
+
+def prompt(ctx: BotContext) -> str:
+    chain = failed_run(ctx)
+    return create_resubmit_prompt(ctx, recipe="mix", chain_id=chain, job_id="88154", now=NOW,
+                                  summary="88154: NCCL", mem=None).token
+
+
+def test_a_resubmit_click_whose_answer_was_lost_records_the_job_sbatch_queued(
+        store: Store) -> None:
+    slurm = AnswerLostSlurm()
+    ctx = make_context(store, slurm)
+    token = prompt(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert result.status == "done" and result.job_id == "90500"
+    assert result.update_text.startswith("Approved by <@W0LEAD>: resubmitted as 90500")
+    assert slurm.queued("mix") == [90500] and len(slurm.submits()) == 1
+    chain = store.approvals.get(token).chain_id
+    assert jobs(ctx, chain) == ["88154", "90500"] and watched(ctx) == ["90500"]
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("en", "Approved by <@W0LEAD>, but it failed: trainbot did not see the end of the submit "
+           "of mix, and no job of that name is queued or has run since: nothing was "
+           "submitted, and it is safe to submit again."),
+    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: trainbot이 mix 제출의 끝을 확인하지 못했고, "
+           "그 이름의 작업은 대기 중이지도 않고 그 뒤에 실행되지도 않았습니다: 아무것도 제출되지 "
+           "않았으므로 다시 제출해도 안전합니다."),
+])
+def test_a_resubmit_click_whose_lost_submit_is_not_there_says_nothing_was_submitted(
+        store: Store, lang: str, want: str) -> None:
+    slurm = AnswerLostSlurm(queue=False)
+    ctx = make_context(store, slurm, lang=lang)
+    token = prompt(ctx)
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert (result.status, result.update_text) == ("failed", want)
+    assert slurm.queued("mix") == [] and watched(ctx) == []
+
+
+def test_the_watchers_resubmit_leaves_a_lost_submit_to_its_own_reconciliation(
+        store: Store) -> None:
+    """Without `reconcile_unknown` (the automatic resubmit, reconciled through its intent
+    row) the OutcomeUnknown goes up as it came, and nothing is looked up here."""
+    from bot.services.runs import submit_and_announce
+
+    slurm = AnswerLostSlurm()
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(ClusterUnavailable):
+        submit_and_announce(ctx, "mix", actor="trainbot", now=NOW, chain_id=chain)
+    assert "squeue" not in slurm.runner.commands() and jobs(ctx, chain) == ["88154"]
