@@ -76,6 +76,10 @@ UNAVAILABLE_RE = re.compile(
     r"Slurmctld\b.*not responding",
     re.IGNORECASE,
 )
+# A client whose request may have reached the controller, whose answer did not come back
+# (`slurm_submit_batch_job error: Socket timed out on send/recv operation`): for a command
+# that changes something, an OutcomeUnknown (sbatch may still have queued the job).
+_UNANSWERED_RE = re.compile(r"Socket timed out on send/recv", re.IGNORECASE)
 # squeue given a single id the controller no longer (or never) knew: the job is simply absent.
 _INVALID_JOB_RE = re.compile(r"Invalid job id specified", re.IGNORECASE)
 # `scontrol release` of a job that has nothing left to release, measured on 22.05.8 and 24.11.5
@@ -137,6 +141,10 @@ class SlurmClient:
         ClusterUnavailable (past its timeout: the controller is overloaded or down), both
         saying nothing about the jobs and safe to ask again. Never a CommandFailed.
 
+        Such a command whose client says its request's answer did not come (`Socket timed
+        out on send/recv operation`: Slurm may have carried it out) is an OutcomeUnknown too;
+        a read's is a ClusterUnavailable.
+
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
         `env` values reach the command's environment only (never its argv, so never an error).
         """
@@ -157,6 +165,10 @@ class SlurmClient:
         if result.exit_code == 0:
             return result
         stderr = result.stderr.strip()
+        if effects and _UNANSWERED_RE.search(stderr):
+            raise OutcomeUnknown(argv, (
+                f"Slurm did not answer `{argv_text(argv)}` in time (exit {result.exit_code}): "
+                f"{_tail(stderr)}; it may or may not have taken effect"))
         if UNAVAILABLE_RE.search(stderr):
             raise ClusterUnavailable(N_(
                 "Slurm did not answer `%(command)s` (exit %(code)s): %(stderr)s. Check "

@@ -302,6 +302,43 @@ def test_a_timed_out_outcome_unknown_is_made_in_one_place_and_advice_keeps_its_t
     assert str(advised.advised("Again.")).endswith(". Look it up. Again.")
 
 
+SOCKET_TIMED_OUT = ("sbatch: error: Batch job submission failed: Socket timed out on "
+                    "send/recv operation")
+
+
+def test_an_sbatch_whose_answer_socket_timed_out_is_an_outcome_unknown_saying_to_look_it_up():
+    """`Socket timed out on send/recv operation`: the request may have reached slurmctld and
+    the job may be queued, so a submit is an OutcomeUnknown (looked up by name before
+    submitting again), not a plain ClusterUnavailable."""
+    runner = FakeRunner({"sbatch": (1, "", SOCKET_TIMED_OUT)})
+    with pytest.raises(OutcomeUnknown) as caught:
+        SlurmClient(runner, use_json=False).submit(SubmitSpec(job_name="mix"), script="x")
+    assert str(caught.value) == (
+        "Slurm did not answer `sbatch --parsable --job-name=mix` in time (exit 1): "
+        f"{SOCKET_TIMED_OUT}; it may or may not have taken effect. The job 'mix' may or may "
+        "not have been submitted: look for that name in squeue before submitting again.")
+    assert caught.value.argv[0] == "sbatch"
+
+
+@pytest.mark.parametrize(("program", "act"), [
+    ("scancel", lambda c: c.cancel(5)), ("scontrol", lambda c: c.hold(5))])
+def test_a_command_with_effects_whose_answer_socket_timed_out_is_an_outcome_unknown(program,
+                                                                                   act):
+    runner = FakeRunner({program: (1, "", f"{program}: error: Socket timed out on send/recv "
+                                          "operation")})
+    with pytest.raises(OutcomeUnknown, match="it may or may not have taken effect"):
+        act(SlurmClient(runner, use_json=False))
+
+
+def test_a_read_whose_answer_socket_timed_out_stays_unavailable():
+    runner = FakeRunner({"squeue": (1, "", "squeue: error: slurm_load_jobs error: Socket timed "
+                                           "out on send/recv operation")})
+    with pytest.raises(ClusterUnavailable) as caught:
+        SlurmClient(runner, use_json=False).jobs([5])
+    assert not isinstance(caught.value, OutcomeUnknown)
+    assert "nothing was concluded about the jobs" in str(caught.value)
+
+
 def test_a_timed_out_read_means_unavailable_and_nothing_changed():
     runner = FakeRunner({"squeue": CommandTimedOut(["squeue"], 30.0)})
     with pytest.raises(ClusterUnavailable, match="30 s") as info:

@@ -170,3 +170,28 @@ def test_the_watchers_resubmit_leaves_a_lost_submit_to_its_own_reconciliation(
     with pytest.raises(ClusterUnavailable):
         submit_and_announce(ctx, "mix", actor="trainbot", now=NOW, chain_id=chain)
     assert "squeue" not in slurm.runner.commands() and jobs(ctx, chain) == ["88154"]
+
+
+def test_a_resume_whose_sbatch_socket_timed_out_records_the_job_slurm_queued(
+        store: Store) -> None:
+    """sbatch says `Socket timed out on send/recv operation` (its request may have reached
+    slurmctld): an OutcomeUnknown, so the job Slurm did queue is found by its name and
+    recorded, not left behind for a second submit."""
+    from fakes import FakeRunner
+
+    from bot.cluster.slurm import SlurmClient
+
+    runner = FakeRunner({
+        "sbatch": (1, "", "sbatch: error: Batch job submission failed: Socket timed out on "
+                          "send/recv operation"),
+        "squeue": lambda argv: (0, "90500\n" if "--name=mix" in argv else "", ""),
+        "sinfo": (0, "slurm 24.11.5\n", ""),
+        "sacct": (0, "", ""),
+    })
+    ctx = make_context(store, {"dev": SlurmClient(runner, use_json=False)})  # type: ignore[dict-item]
+    chain = failed_run(ctx)
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text.startswith("mix: submitted job 90500 (attempt 2)"), reply.text
+    assert runner.commands().count("sbatch") == 1
+    assert ["squeue", "-h", "--name=mix", "--user=slurmci", "-o", "%A"] in runner.argvs()
+    assert jobs(ctx, chain) == ["88154", "90500"] and watched(ctx) == ["90500"]
