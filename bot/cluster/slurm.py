@@ -166,9 +166,10 @@ class SlurmClient:
             return result
         stderr = result.stderr.strip()
         if effects and _UNANSWERED_RE.search(stderr):
-            raise OutcomeUnknown(argv, (
-                f"Slurm did not answer `{argv_text(argv)}` in time (exit {result.exit_code}): "
-                f"{_tail(stderr)}; it may or may not have taken effect"))
+            raise OutcomeUnknown(argv, N_(
+                "%(what)s; it may or may not have taken effect", what=N_(
+                    "Slurm did not answer `%(command)s` in time (exit %(code)s): %(stderr)s",
+                    command=argv_text(argv), code=result.exit_code, stderr=_tail(stderr))))
         if UNAVAILABLE_RE.search(stderr):
             raise ClusterUnavailable(N_(
                 "Slurm did not answer `%(command)s` (exit %(code)s): %(stderr)s. Check "

@@ -27,6 +27,7 @@ from bot.cluster.errors import (
     ClusterError,
     CommandTimedOut,
     OutcomeUnknown,
+    said,
     submit_advice,
 )
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
@@ -336,7 +337,7 @@ def submit_recipe(
     submit whose end was not seen (OutcomeUnknown) is looked up by its job name at once
     (`find_unrecorded_submit`, as the watcher's automatic resubmit does after a crash): the
     job found is recorded, watched and returned as sbatch's answer would have been; none
-    found raises SubmitNotQueued (nothing was submitted: safe to submit again); a lookup that
+    found raises SubmitNotQueued (it most likely did not go through); a lookup that
     fails raises the OutcomeUnknown again, saying so. Without it the OutcomeUnknown goes up
     as it came (the automatic resubmit reconciles it through its own intent row).
     """
@@ -438,13 +439,15 @@ def submit_recipe(
 
 class SubmitNotQueued(ServiceError):
     """A submit whose end trainbot did not see (OutcomeUnknown), then looked up by its job
-    name (`job_name`) and not found: it did not go through, so submitting again is safe."""
+    name (`job_name`) and not found: it most likely did not go through (a request still in
+    flight to an overloaded controller is the exception, hence the squeue check the message
+    asks for before submitting again)."""
 
     def __init__(self, job_name: str) -> None:
         super().__init__(N_(
-            "trainbot did not see the end of the submit of %(name)s, and no job of that name "
-            "is queued or has run since: nothing was submitted, and it is safe to submit "
-            "again.", name=job_name))
+            "trainbot did not see the end of the submit of %(name)s, and when it looked, no "
+            "job of that name was queued or had run since: it most likely did not go through. "
+            "If `squeue --name %(name)s` still shows none, submit again.", name=job_name))
         self.job_name = job_name
 
 
@@ -469,7 +472,8 @@ def _look_up_lost_submit(config: Config, recipe_name: str, recipe: RecipeConfig,
     except (ClusterError, SlurmParseError) as exc:
         log.warning("submit of %s: its end was not seen, and looking it up failed: %s",
                     job_name, exc)
-        raise lost.advised(f"Looking it up by name failed too: {exc}") from lost
+        raise lost.advised(N_("Looking it up by name failed too: %(error)s",
+                                error=said(exc))) from lost
     if found is None:
         raise SubmitNotQueued(job_name)
     log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)

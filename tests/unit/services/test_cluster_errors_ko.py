@@ -66,7 +66,10 @@ def test_cannot_connect_is_said_in_korean_with_the_socket_error_as_it_came(store
 
 
 def sbatch_lost(argv):
+    """sbatch's connection is lost, and so is the lookup by name that follows it."""
     if argv[0] == "sbatch":
+        raise ChannelClosed(argv, "login1", connection_lost=True)
+    if "squeue" in argv:
         raise ChannelClosed(argv, "login1", connection_lost=True)
     raise AssertionError(argv)
 
@@ -75,12 +78,13 @@ def test_a_submit_whose_connection_was_lost_says_in_korean_to_look_the_name_up(s
     slurm = SlurmClient(FakeRunner(default=sbatch_lost), use_json=False)
     ko = reply(store, slurm, c.Submit("mix"), "ko")
     assert "login1 연결이 끊겼습니다. 실행되었을 수 있습니다" in ko, ko
-    assert "제출되었는지 알 수 없습니다: 다시 제출하기 전에 squeue에서 그 이름을 찾아보세요" in ko
-    assert "may" not in ko and "squeue before" not in ko
+    assert "제출되었는지 알 수 없습니다: 다시 제출하기 전에 squeue에서 그 이름을 찾아보세요. " \
+        "이름으로 찾아보는 것도 실패했습니다: " in ko, ko
+    assert "may" not in ko and "squeue before" not in ko and "Looking it up" not in ko
     en = reply(store, slurm, c.Submit("mix"), "en")
     assert "lost while `sbatch" in en and "was running; it may have run. The job 'mix" in en
-    assert en.endswith("may or may not have been submitted: look for that name in squeue "
-                       "before submitting again.")
+    assert "may or may not have been submitted: look for that name in squeue before " \
+        "submitting again. Looking it up by name failed too: " in en, en
 
 
 @pytest.mark.parametrize("error, ko_words, en_words", [

@@ -2,7 +2,7 @@
 button): sbatch's channel closed, or it outlived its timeout (OutcomeUnknown). trainbot looks
 the job up by its name at once, as the automatic resubmit does after a crash: a job sbatch did
 queue is recorded as the attempt, watched and announced as any submit (one job, never two);
-none there says plainly that nothing was submitted and it is safe to submit again; a lookup
+none there says it most likely did not go through (check squeue once more); a lookup
 that fails says the job may or may not exist and where to look."""
 
 from __future__ import annotations
@@ -73,6 +73,14 @@ def test_a_resume_whose_sbatch_queued_the_job_but_lost_its_answer_records_that_o
     assert '"found_by_name": true' in audit.detail
 
 
+# what a person reads when the lost submit's job is not in Slurm when trainbot looks
+NOT_QUEUED_EN = ("trainbot did not see the end of the submit of mix, and when it looked, no job "
+                 "of that name was queued or had run since: it most likely did not go through. "
+                 "If `squeue --name mix` still shows none, submit again.")
+NOT_QUEUED_KO = ("trainbot이 mix 제출의 끝을 확인하지 못했고, 찾아보았을 때 그 이름의 작업은 대기 "
+                 "중이지도 않았고 그 뒤에 실행되지도 않았습니다: 제출되지 않았을 가능성이 큽니다. "
+                 "`squeue --name mix`에 여전히 없으면 다시 제출하세요.")
+
 def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
         store: Store) -> None:
     slurm = AnswerLostSlurm()
@@ -84,12 +92,8 @@ def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
 
 
 @pytest.mark.parametrize(("lang", "want"), [
-    ("en", "`resume` failed: trainbot did not see the end of the submit of mix, and no job of "
-           "that name is queued or has run since: nothing was submitted, and it is safe to "
-           "submit again."),
-    ("ko", "`resume` 실패: trainbot이 mix 제출의 끝을 확인하지 못했고, 그 이름의 작업은 대기 "
-           "중이지도 않고 그 뒤에 실행되지도 않았습니다: 아무것도 제출되지 않았으므로 다시 "
-           "제출해도 안전합니다."),
+    ("en", "`resume` failed: " + NOT_QUEUED_EN),
+    ("ko", "`resume` 실패: " + NOT_QUEUED_KO),
 ])
 def test_a_resume_whose_lost_submit_is_not_on_the_cluster_says_nothing_was_submitted(
         store: Store, lang: str, want: str) -> None:
@@ -141,12 +145,8 @@ def test_a_resubmit_click_whose_answer_was_lost_records_the_job_sbatch_queued(
 
 
 @pytest.mark.parametrize(("lang", "want"), [
-    ("en", "Approved by <@W0LEAD>, but it failed: trainbot did not see the end of the submit "
-           "of mix, and no job of that name is queued or has run since: nothing was "
-           "submitted, and it is safe to submit again."),
-    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: trainbot이 mix 제출의 끝을 확인하지 못했고, "
-           "그 이름의 작업은 대기 중이지도 않고 그 뒤에 실행되지도 않았습니다: 아무것도 제출되지 "
-           "않았으므로 다시 제출해도 안전합니다."),
+    ("en", "Approved by <@W0LEAD>, but it failed: " + NOT_QUEUED_EN),
+    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: " + NOT_QUEUED_KO),
 ])
 def test_a_resubmit_click_whose_lost_submit_is_not_there_says_nothing_was_submitted(
         store: Store, lang: str, want: str) -> None:
