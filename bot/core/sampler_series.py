@@ -124,6 +124,30 @@ def classify_roles(procs: Iterable[ProcFacts], *, self_pid: int | None = None) -
     return roles
 
 
+@dataclass
+class TrainerGenerations:
+    """Counts the times a job tree's trainers were all replaced: an elastic launcher
+    (torchrun's `--max-restarts`, DeepSpeed's elastic agent) kills every trainer after a
+    failure and starts new ones under the same batch script, whose memory starts again.
+
+    `see` takes the trainers of one sample as (pid, start time) pairs (a pid reused by a
+    new process is another trainer). A sample with trainers none of which were among the
+    last trainers seen starts the next generation; a sample with none (between a restart's
+    kill and its new trainers) changes nothing, and a partial change (one trainer of eight
+    replaced, the rest still there) is the same generation."""
+
+    generation: int = 0
+    _last: frozenset[tuple[int, float]] = frozenset()
+
+    def see(self, trainers: Iterable[tuple[int, float]]) -> int:
+        now = frozenset(trainers)
+        if now:
+            if self._last and not now & self._last:
+                self.generation += 1
+            self._last = now
+        return self.generation
+
+
 # --------------------------------------------------------------------------- lines
 
 
@@ -136,12 +160,15 @@ def sample_record(
     sampler_cpu_s: float | None = None,
     errors: int = 0,
     root: tuple[int, float] | None = None,
+    generation: int | None = None,
 ) -> dict[str, object]:
     """The JSON object of one sample from (facts, rss bytes, cpu %) per process.
 
     `per_process` keeps the `top` processes by RSS (bounded line size on 40-worker jobs).
     `root`: the sampled tree's root process (pid, start time in epoch seconds): the batch
     script's run, which a requeued job's next run starts again (`SamplerSeries.run_start`).
+    `generation`: how many times the tree's trainers were all replaced (`TrainerGenerations`:
+    an elastic launcher's restart inside one batch script run).
     """
     rss = dict.fromkeys(ROLES, 0)
     cpu = dict.fromkeys(ROLES, 0.0)
@@ -168,6 +195,8 @@ def sample_record(
     }
     if root is not None:
         record["root"] = {"pid": root[0], "started": round(root[1], 2)}
+    if generation is not None:
+        record["gen"] = generation
     if sampler_cpu_s is not None:
         record["sampler_cpu_s"] = round(sampler_cpu_s, 4)
     if errors:
@@ -185,6 +214,7 @@ class SamplerPoint:
     n: Mapping[str, int]
     trainer_pids: tuple[int, ...] = ()  # of the processes the line lists (the top by RSS)
     root: tuple[int, float] | None = None  # the tree's root (pid, start time); None: not written
+    gen: int | None = None  # the trainers' generation in that root's run; None: not written
 
     @property
     def rss_total(self) -> int:
@@ -212,9 +242,10 @@ def parse_line(line: str | bytes) -> SamplerPoint | None:
                          if isinstance(p, dict) and p.get("role") == "trainer")
         written = obj.get("root")
         root = (int(written["pid"]), float(written["started"])) if written else None
+        gen = int(obj["gen"]) if obj.get("gen") is not None else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return SamplerPoint(t, rss, cpu, n, trainers, root)
+    return SamplerPoint(t, rss, cpu, n, trainers, root, gen)
 
 
 @dataclass
@@ -226,8 +257,11 @@ class SamplerSeries:
 
     A requeued job's batch script runs again and starts a sampler that appends to the same
     file: a point whose root process (`SamplerPoint.root`: pid and start time) is not the
-    point's before starts the last run (`run_start`). Lines that name no root (an older
-    sampler's) are one run: their pids cannot tell runs apart. Each line lists only the top
+    point's before starts the last run (`run_start`). So does a point whose trainers'
+    generation (`SamplerPoint.gen`) is not the point's before: an elastic launcher (torchrun)
+    restarted every trainer inside the same batch script, and the new trainers' memory
+    starts again. Lines that name no root (an older sampler's) are one run: their pids
+    cannot tell runs apart. Each line lists only the top
     processes by RSS, so consecutive lines of one run may list none in common (a tree of
     DataLoader workers that outgrow their trainers and are forked again each epoch), and a
     run in its own PID namespace gets the same pids again; the start times that tell a
@@ -242,7 +276,8 @@ class SamplerSeries:
     # one run, or lines that name no root)
     run_start: float | None = None
     _seen: int = 0
-    _root: tuple[int, float] | None = None  # the root of the last point that named one
+    # the (root, generation) of the last point that named a root
+    _run: tuple[tuple[int, float], int | None] | None = None
 
     def feed_lines(self, lines: Iterable[str | bytes]) -> None:
         for line in lines:
@@ -254,9 +289,11 @@ class SamplerSeries:
             if self.points and point.t <= self.points[-1].t:
                 continue  # duplicate or out of order (a re-read): keep time increasing
             if point.root is not None:
-                if self._root is not None and point.root != self._root:
-                    self.run_start = point.t  # a new batch script's tree: the job requeued
-                self._root = point.root
+                run = (point.root, point.gen)
+                if self._run is not None and run != self._run:
+                    # a new batch script's tree (the job requeued), or new trainers in it
+                    self.run_start = point.t
+                self._run = run
             self._seen += 1
             if (self._seen - 1) % self.stride:
                 continue
@@ -322,15 +359,18 @@ def cpu_around(
 def rss_by_iteration(
     series: SamplerSeries, progress: Sequence[tuple[float, int]], role: str = "total"
 ) -> list[tuple[int, int]]:
-    """Sampler RSS against the training iteration: each sampler point inside the time range
-    of `progress` ((wall time, iteration) pairs from the log, sorted) gets the iteration
-    linearly interpolated between the two progress points around it."""
+    """Sampler RSS against the training iteration: each sampler point of the last run
+    (`SamplerSeries.last_run`) inside the time range of `progress` ((wall time, iteration)
+    pairs from the log, sorted) gets the iteration linearly interpolated between the two
+    progress points around it. An earlier run's points are left out even where the log's
+    progress spans both (an elastic restart writes no run start line): its memory is not
+    the one that grows now."""
     prog = sorted((t, it) for t, it in progress)
     if len(prog) < 2:
         return []
     times = [t for t, _ in prog]
     out = []
-    for p in series.points:
+    for p in series.last_run():
         if p.t < times[0] or p.t > times[-1]:
             continue
         k = bisect.bisect_left(times, p.t)
@@ -392,6 +432,7 @@ __all__ = [
     "ProcFacts",
     "SamplerPoint",
     "SamplerSeries",
+    "TrainerGenerations",
     "classify_roles",
     "cpu_around",
     "is_python",

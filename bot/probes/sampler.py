@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import psutil
 
-from bot.core.sampler_series import ProcFacts, classify_roles, sample_record
+from bot.core.sampler_series import ProcFacts, TrainerGenerations, classify_roles, sample_record
 
 DEFAULT_INTERVAL_S = 10.0
 TOP_PROCESSES = 12
@@ -72,6 +72,7 @@ class TreeSampler:
         self._start: dict[int, int] = {}  # pid -> start time (clock ticks) from /proc/PID/stat
         self._me = psutil.Process(self.self_pid) if self.self_pid == os.getpid() else None
         self.errors = 0
+        self.generations = TrainerGenerations()  # an elastic launcher's restarts of trainers
 
     def alive(self) -> bool:
         """Is the root still the same running process (not a zombie, pid not reused)?"""
@@ -122,6 +123,7 @@ class TreeSampler:
         """One JSON-able record of the tree now."""
         t = time.time() if now is None else now
         rows: list[tuple[ProcFacts, int, float | None]] = []
+        started: dict[int, float] = {}  # pid -> create time: a reused pid is another process
         seen: dict[int, _Tracked] = {}
         for proc in self._processes():
             try:
@@ -130,6 +132,7 @@ class TreeSampler:
                     ppid = proc.ppid()
                     cpu = proc.cpu_percent(None)
                     rss = proc.memory_info().rss
+                    started[proc.pid] = proc.create_time()  # psutil's, kept since Process()
                 known = self._tracked.get(proc.pid)
                 fresh = known is None or known.proc is not proc
                 if known is not None and not fresh and known.name == name:
@@ -147,13 +150,15 @@ class TreeSampler:
         self._tracked = seen
         self._start = {pid: t for pid, t in self._start.items() if pid in seen}
         roles = classify_roles((f for f, _, _ in rows), self_pid=self.self_pid)
+        generation = self.generations.see(
+            (pid, started[pid]) for pid, role in roles.items() if role == "trainer")
         sampler_cpu = None
         if self._me is not None:
             ct = self._me.cpu_times()
             sampler_cpu = ct.user + ct.system
         errors, self.errors = self.errors, 0
         return sample_record(t, rows, roles, top=self.top, sampler_cpu_s=sampler_cpu,
-                             errors=errors, root=self.root_id)
+                             errors=errors, root=self.root_id, generation=generation)
 
 
 def run_sampler(

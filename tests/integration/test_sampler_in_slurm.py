@@ -56,12 +56,15 @@ class SampledRuns:
     readonly: FinishedJob
     readonly_files: list[str]
     events: list[WatchEvent]
+    elastic: FinishedJob  # torchrun restarting its trainer once (elastic_job.sbatch)
+    elastic_lines: list[str]
 
 
 def _install(jobs: DemoJobs) -> None:
     """The batch script, the trainer and the sampler's modules into the job's workspace."""
     sftp = jobs.runner.sftp()
-    for name in ("sampled_job.sbatch", "named_workers.py"):
+    for name in ("sampled_job.sbatch", "named_workers.py", "elastic_job.sbatch",
+                 "elastic_trainer.py"):
         sftp.put(str(FIXTURES / name), jobs.path(name))
         sftp.chmod(jobs.path(name), 0o755)
     jobs.runner.run(["mkdir", "-p", jobs.path("pkg", "bot", "core"),
@@ -96,6 +99,9 @@ def runs(dev_cluster, tmp_path_factory) -> SampledRuns:
         readonly = jobs.submit("sampler-readonly", ["--iters", "8", "--step", "0.5"],
                                launcher="sampled_job.sbatch", mem="512M",
                                env={"TRAINBOT_SAMPLER_DIR": jobs.path("readonly")})
+        elastic = jobs.submit("sampler-elastic", ["--steps", "8"],
+                              launcher="elastic_job.sbatch", mem="1G",
+                              env={"TRAINBOT_SAMPLER_DIR": jobs.path("logs")})
         store = Store.open(f"sqlite:///{tmp_path_factory.mktemp('sampler') / 'state.db'}")
         try:
             now = time.time()
@@ -109,12 +115,14 @@ def runs(dev_cluster, tmp_path_factory) -> SampledRuns:
             while store.watched_jobs.list("dev") and time.monotonic() < deadline:
                 watcher.tick(time.time())
                 time.sleep(2)
-            done = jobs.wait([sampled, readonly], timeout=150)
+            done = jobs.wait([sampled, readonly, elastic], timeout=150)
         finally:
             store.close()
         text = jobs.read_text(jobs.path("logs", f"rss-{sampled.job_id}.jsonl"))
+        elastic_text = jobs.read_text(jobs.path("logs", f"rss-{elastic.job_id}.jsonl"))
         return SampledRuns(done[sampled.job_id], text.splitlines(), done[readonly.job_id],
-                           jobs.listdir(jobs.path("readonly")), sink.events)
+                           jobs.listdir(jobs.path("readonly")), sink.events,
+                           done[elastic.job_id], elastic_text.splitlines())
 
 
 def _records(runs: SampledRuns) -> list[dict]:
@@ -206,3 +214,28 @@ def test_watcher_reads_the_real_sampler_file_and_sees_the_workers_grow(runs):
     # What the early warnings and the RSS chart get: the workers' line, separately.
     start, end = role_growth(sampler, "worker")
     assert end - start >= 40 * MIB, (start, end)
+
+
+def test_torchruns_restarted_trainer_starts_the_samplers_next_run(runs):
+    """torchrun (--max-restarts=1) kills its failed trainer and starts a new one inside the
+    same batch script: the sampler writes the next trainer generation from the new trainer's
+    first sample, and the series the leak fit and the growth read starts there, where the
+    memory started again, not at the first attempt's start."""
+    job = runs.elastic
+    assert (job.record.state, job.record.exit_code) == ("COMPLETED", 0), job.describe()
+    assert "attempt 0 fails" in job.log and "[trainer] done" in job.log, job.describe()
+    records = [json.loads(x) for x in runs.elastic_lines if parse_line(x) is not None]
+    with_trainer = [r for r in records if r["n"]["trainer"] == 1]
+    gens = [r["gen"] for r in with_trainer]
+    assert gens == sorted(gens) and set(gens) == {0, 1}, gens  # one restart, seen once
+    # torchrun is the launcher (`other`), never a trainer: the trainer is its child
+    assert all(p["name"] != "torchrun" for r in with_trainer for p in r["per_process"]
+               if p["role"] == "trainer"), with_trainer[0]["per_process"]
+    series = SamplerSeries()
+    series.feed_lines(runs.elastic_lines)
+    first_of_1 = next(r for r in with_trainer if r["gen"] == 1)
+    last_of_0 = [r for r in with_trainer if r["gen"] == 0][-1]
+    assert series.run_start == first_of_1["t"]
+    # the first attempt held ≥ 64 MiB of cache when it failed; the new trainer starts again
+    assert last_of_0["rss"]["trainer"] - series.last_run()[0].rss["trainer"] >= 48 * MIB, \
+        (last_of_0["rss"], series.last_run()[0].rss)

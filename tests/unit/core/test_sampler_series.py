@@ -235,6 +235,62 @@ def test_a_requeued_jobs_worker_growth_is_its_last_runs():
     assert old.run_start is None and len(old.last_run()) == 4
 
 
+def _gen_line(t, worker_gib, gen, root=(4242, 1000.0)):
+    """A sampler line of one batch script run (`root`) whose trainers are generation `gen`."""
+    line = json.loads(_run_line(t, worker_gib, root))
+    line["gen"] = gen
+    return json.dumps(line)
+
+
+def test_an_elastic_restarts_new_trainers_start_the_leak_fit_again():
+    """torchrun restarts every trainer inside the same batch script (`--max-restarts`): the
+    workers of generation 0 grew 1 -> 9 GiB and were killed; generation 1's start at 2 GiB
+    and grow 0.5 GiB every 100 iterations. The log writes no run start line at the restart,
+    so its progress spans both. The leak fit and the growth are generation 1's: with
+    generation 0 mixed in (9 GiB, then a drop to 2 GiB), the fit said 0.35 GiB / 100
+    iterations and the host OOM at iteration 6,580 instead of 4,800, and the workers' growth
+    started at 1.2 GiB."""
+    from bot.core.sampler_series import role_growth, sampler_leak
+
+    gen_0 = [_gen_line(10.0 * k, 1 + 8 * k / 40, 0) for k in range(41)]  # iterations 0-400
+    gen_1 = [_gen_line(500 + 10.0 * k, 2 + 0.5 * k / 10, 1) for k in range(41)]
+    s = SamplerSeries()
+    s.feed_lines(gen_0 + gen_1)
+    assert s.run_start == 500
+    assert [p.gen for p in s.last_run()] == [1] * 41
+    # the log: iterations 0-400 at 10 s, then resumed from the checkpoint saved at 400
+    progress = [(10.0 * k, 10 * k) for k in range(41)]
+    progress += [(500 + 10.0 * k, 400 + 10 * k) for k in range(41)]
+    finding = sampler_leak(s, progress, 64 << 30, target_iter=10_000)
+    assert finding is not None
+    assert 0.45 < finding.slope_gib_per_100_iter < 0.55  # generation 1's 0.5 GiB / 100 iter
+    assert 4_700 < finding.projected_oom_iter < 4_900  # 64 GiB total at 0.5 GiB / 100 iter
+    first, last = role_growth(s, "worker")
+    assert round(first / (1 << 30)) == 2 and round(last / (1 << 30)) == 4
+    # ... one trainer generation all along is one run, as before
+    one = SamplerSeries()
+    one.feed_lines(gen_0)
+    assert one.run_start is None and len(one.last_run()) == 41
+    # ... a requeue (another root) starts its own generations at 0: still a new run
+    requeued = SamplerSeries()
+    requeued.feed_lines(gen_0 + [_gen_line(500 + 10.0 * k, 2, 0, root=(5151, 490.0))
+                                 for k in range(5)])
+    assert requeued.run_start == 500
+
+
+def test_trainer_generations_count_only_a_whole_replacement():
+    from bot.core.sampler_series import TrainerGenerations
+
+    g = TrainerGenerations()
+    ranks = [(20 + r, 100.0) for r in range(4)]
+    assert g.see(ranks) == 0
+    assert g.see([]) == 0  # between a restart's kill and its new trainers
+    assert g.see([(30 + r, 200.0) for r in range(4)]) == 1  # all four new: torchrun restarted
+    assert g.see([(30, 200.0), (31, 200.0), (32, 200.0), (44, 250.0)]) == 1  # one replaced
+    # the same pids started again (a PID namespace, or pids wrapped) are new trainers
+    assert g.see([(30, 300.0), (31, 300.0), (32, 300.0), (44, 300.0)]) == 2
+
+
 def test_sample_record_names_the_trees_root():
     procs = [P(1, 0, "python", *TRAIN)]
     rec = sample_record(1000.0, [(procs[0], 1 << 30, 5.0)], classify_roles(procs),
@@ -243,3 +299,7 @@ def test_sample_record_names_the_trees_root():
     point = parse_line(json.dumps(rec))
     assert point is not None and point.root == (1, 999.12)
     assert parse_line(_rss_line(1.0, 40, 2)).root is None
+    assert point.gen is None and "gen" not in rec  # a line without one: an older sampler's
+    rec = sample_record(1000.0, [(procs[0], 1 << 30, 5.0)], classify_roles(procs),
+                        root=(1, 999.123), generation=2)
+    assert parse_line(json.dumps(rec)).gen == 2

@@ -41,6 +41,40 @@ def test_a_failing_sample_is_counted_not_raised(monkeypatch):
     assert len({line["root"]["started"] for line in lines}) == 1
 
 
+def test_a_restarted_trainer_is_the_next_generation():
+    """A batch script whose trainer is killed and started again (an elastic launcher's
+    restart) writes the next trainer generation; the same trainer sampled twice does not."""
+    import psutil
+
+    script = f"while :; do {sys.executable} -c 'import time; time.sleep(60)'; done"
+    root = subprocess.Popen(["bash", "-c", script])
+    try:
+        tree = TreeSampler(root.pid)
+
+        def trainer() -> psutil.Process:
+            for _ in range(500):
+                kids = psutil.Process(root.pid).children()
+                if kids and kids[0].cmdline()[:1] == [sys.executable]:
+                    return kids[0]
+                threading.Event().wait(0.01)
+            raise AssertionError("the batch script started no trainer")
+
+        first = trainer()
+        assert tree.sample()["gen"] == 0
+        assert tree.sample()["gen"] == 0
+        first.kill()
+        first.wait(10)
+        while trainer().pid == first.pid:
+            threading.Event().wait(0.01)
+        record = tree.sample()
+        assert record["n"]["trainer"] == 1 and record["gen"] == 1
+    finally:
+        for kid in psutil.Process(root.pid).children(recursive=True):
+            kid.kill()
+        root.kill()
+        root.wait(10)
+
+
 def test_write_errors_do_not_raise():
     class Full(io.StringIO):
         def write(self, s):  # noqa: ANN001
