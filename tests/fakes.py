@@ -105,13 +105,16 @@ class FakeSlurm:
     (its answer lost on the way back). `cancel_answer_lost`: cancel takes effect, then raises it;
     `cancel_lost`: cancel raises it without taking effect (an end not seen, either way).
     Submitted jobs get ids from `first_id` on and join the
-    table as PENDING. `runner` answers what a site submit wrapper runs.
+    table as PENDING, submitted at `submitted_at` (Slurm's clock). `runner` answers what a
+    site submit wrapper runs.
     """
 
     def __init__(self, records: Mapping[int, JobRecord] | None = None, *,
                  first_id: int = 88887, down: bool = False,
-                 submit_error: Exception | None = None, runner: FakeRunner | None = None) -> None:
+                 submit_error: Exception | None = None, runner: FakeRunner | None = None,
+                 submitted_at: float = 2000.0) -> None:
         self.records: dict[int, JobRecord] = dict(records or {})
+        self.submitted_at = submitted_at
         self.calls: list[tuple[str, Any]] = []
         self.down = down
         self.submit_error = submit_error
@@ -171,7 +174,7 @@ class FakeSlurm:
             raise self.submit_error
         job_id = next(self._ids)
         self.add(job_id, name=spec.job_name, partition=spec.partition, account=spec.account,
-                 qos=spec.qos, priority=100, submit_time=2000.0)
+                 qos=spec.qos, priority=100, submit_time=self.submitted_at)
         return job_id
 
     def hold(self, job_id: int) -> None:

@@ -373,7 +373,8 @@ def submit_recipe(
             if not reconcile_unknown:
                 raise
             job_id = _look_up_lost_submit(config, recipe_name, effective, slurm, store, exc,
-                                          job_name=job_name, chain=chain, array_task=array_task)
+                                          job_name=job_name, chain=chain, array_task=array_task,
+                                          sent_at=now)
             found_by_name = True
         crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
     except Exception as exc:
@@ -453,11 +454,13 @@ class SubmitNotQueued(ServiceError):
 
 def _look_up_lost_submit(config: Config, recipe_name: str, recipe: RecipeConfig, slurm: Slurm,
                          store: Store, lost: OutcomeUnknown, *, job_name: str, chain: Any,
-                         array_task: int | None) -> str:
+                         array_task: int | None, sent_at: float) -> str:
     """The job a submit whose end was not seen (`lost`) left, found by its name: one with an
-    id above every job the run (a new run: the recipe's runs of that name) has recorded, and
-    not recorded itself. Raises SubmitNotQueued when there is none, and `lost` again (with
-    what the lookup said) when the lookup fails."""
+    id above every job the run (a new run: the recipe's runs of that name) has recorded, not
+    recorded itself, and submitted once the sbatch was sent (`sent_at`, wall clock): a job of
+    the same name someone submitted by hand before the click is not this submit's, and is
+    never adopted. Raises SubmitNotQueued when there is none, and `lost` again (with what
+    the lookup said) when the lookup fails."""
     if chain is not None:
         chains = [chain]
     else:
@@ -468,7 +471,8 @@ def _look_up_lost_submit(config: Config, recipe_name: str, recipe: RecipeConfig,
     user = getattr(config.clusters.get(recipe.cluster), "user", None)
     try:
         found = find_unrecorded_submit(slurm, job_name=job_name, user=user,
-                                       after_job=str(after), known=known, array_task=array_task)
+                                       after_job=str(after), known=known, array_task=array_task,
+                                       submitted_since=sent_at)
     except (ClusterError, SlurmParseError) as exc:
         log.warning("submit of %s: its end was not seen, and looking it up failed: %s",
                     job_name, exc)
@@ -556,9 +560,14 @@ def parse_job_id(stdout: str, command: str) -> str:
     return match[1]
 
 
+#: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
+#: job's submit time is compared with the moment trainbot sent its sbatch.
+SUBMIT_CLOCK_MARGIN_S = 300.0
+
+
 def find_unrecorded_submit(
     slurm: Slurm, *, job_name: str, user: str | None, after_job: str, known: set[str],
-    array_task: int | None = None,
+    array_task: int | None = None, submitted_since: float | None = None,
 ) -> str | None:
     """A job named `job_name` with an id above `after_job` that no attempt records: what a
     resubmit left behind when the bot died between `sbatch` and recording the attempt.
@@ -567,7 +576,9 @@ def find_unrecorded_submit(
     only grow, so "above the failed attempt's id" means "submitted after it". With
     `array_task` the resubmit was the one-task array `--array=N`: only a job that is task N
     of an array of its own id counts (a sibling task of the original array that started
-    since has the same name and a higher id, and is no resubmit)."""
+    since has the same name and a higher id, and is no resubmit). With `submitted_since`
+    (epoch seconds: when the lost sbatch was sent) only a job Slurm says was submitted then
+    or later (less SUBMIT_CLOCK_MARGIN_S) counts."""
     for argv in (squeue_ids_by_name_argv(job_name, user=user),
                  sacct_ids_by_name_argv(job_name, user=user)):
         try:
@@ -575,10 +586,13 @@ def find_unrecorded_submit(
         except ChannelClosed as exc:  # a read: nothing changed, the lookup is asked again
             raise exc.as_read() from exc
         found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
-        if array_task is not None and found:
+        if found and (array_task is not None or submitted_since is not None):
             records = slurm.jobs(found)
             found = [i for i in found if (rec := records.get(i)) is not None
-                     and rec.array_job_id == i and rec.array_task_id == array_task]
+                     and (array_task is None
+                          or rec.array_job_id == i and rec.array_task_id == array_task)
+                     and (submitted_since is None or rec.submit_time is not None
+                          and rec.submit_time >= submitted_since - SUBMIT_CLOCK_MARGIN_S)]
         if found:
             return str(found[0])
     return None

@@ -362,7 +362,9 @@ def test_a_resume_whose_sbatch_answers_past_the_timeout_records_the_job_it_queue
     """The same slow controller under `/train resume`'s submit (submit_recipe with
     `reconcile_unknown`): sbatch's answer comes too late, so trainbot looks the job up by its
     name through the real squeue, and records that job as the run's next attempt and watches
-    it. sbatch ran once: one job of that name on the cluster."""
+    it. sbatch ran once: one job of that name on the cluster. The lookup keeps only a job
+    submitted once the sbatch was sent (`now`, trainbot's clock, against the submit time the
+    real squeue prints)."""
     from fakes import make_config
 
     from bot.services.submit import submit_recipe
@@ -386,7 +388,7 @@ def test_a_resume_whose_sbatch_answers_past_the_timeout_records_the_job_it_queue
         store.attempts.add(chain_id=chain.id, job_id="1", now=1)
         try:
             result = submit_recipe(config, "mix", slurm=client, sftp=None, store=store,
-                                   now=2, actor="U0ALICE", chain_id=chain.id,
+                                   now=time.time(), actor="U0ALICE", chain_id=chain.id,
                                    reconcile_unknown=True)
             queued = ssh_runner.run(["squeue", "--noheader", f"--name={name}", "--format=%i"])
             ids = [int(i) for i in queued.stdout.split()]

@@ -58,7 +58,7 @@ def watched(ctx: BotContext) -> list[str]:
 @pytest.mark.parametrize("error", [None, TIMED_OUT], ids=["channel_closed", "timed_out"])
 def test_a_resume_whose_sbatch_queued_the_job_but_lost_its_answer_records_that_one_job(
         store: Store, error) -> None:
-    slurm = AnswerLostSlurm(error=error)
+    slurm = AnswerLostSlurm(error=error, submitted_at=NOW)
     ctx = make_context(store, slurm)
     chain = failed_run(ctx)
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
@@ -83,7 +83,7 @@ NOT_QUEUED_KO = ("trainbot이 mix 제출의 끝을 확인하지 못했고, 찾�
 
 def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
         store: Store) -> None:
-    slurm = AnswerLostSlurm()
+    slurm = AnswerLostSlurm(submitted_at=NOW)
     ctx = make_context(store, slurm)
     reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     assert reply.text.startswith("mix: submitted job 90500 (attempt 1)"), reply.text
@@ -97,7 +97,7 @@ def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
 ])
 def test_a_resume_whose_lost_submit_is_not_on_the_cluster_says_nothing_was_submitted(
         store: Store, lang: str, want: str) -> None:
-    slurm = AnswerLostSlurm(queue=False)
+    slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
     ctx = make_context(store, slurm, lang=lang)
     chain = failed_run(ctx)
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
@@ -107,6 +107,28 @@ def test_a_resume_whose_lost_submit_is_not_on_the_cluster_says_nothing_was_submi
     again = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
     assert again.job_id == "90500" and jobs(ctx, chain) == ["88154", "90500"]
     assert slurm.queued("mix") == [90500]
+
+
+def test_a_job_of_the_same_name_submitted_before_the_click_is_not_adopted(
+        store: Store) -> None:
+    """Someone submitted a job named `mix` by hand an hour before; the person's new submit
+    was lost before Slurm queued it. The hand-submitted job is not this submit's: nothing is
+    recorded or watched (before, it was adopted as the new run's job, and trainbot would
+    have resubmitted or cancelled it as its own), and the person is told to check again."""
+    slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
+    slurm.add(90400, name="mix", submit_time=NOW - 3600)  # by hand, in the queue
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text == "`submit` failed: " + NOT_QUEUED_EN
+    assert reply.chain_id is None and watched(ctx) == []
+    assert not any(a.job_id == "90400" for c_ in store.chains.for_recipe("mix")
+                   for a in store.attempts.for_chain(c_.id))
+    # ... while a job submitted after the click (within the clocks' margin) is the one
+    slurm = AnswerLostSlurm(submitted_at=NOW - 60, first_id=90600)
+    slurm.add(90400, name="mix", submit_time=NOW - 3600)
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.text.startswith("mix: submitted job 90600 (attempt 1)"), reply.text
 
 
 def test_a_lost_submit_whose_lookup_fails_says_it_may_exist_and_records_nothing(
@@ -133,7 +155,7 @@ def prompt(ctx: BotContext) -> str:
 
 def test_a_resubmit_click_whose_answer_was_lost_records_the_job_sbatch_queued(
         store: Store) -> None:
-    slurm = AnswerLostSlurm()
+    slurm = AnswerLostSlurm(submitted_at=NOW)
     ctx = make_context(store, slurm)
     token = prompt(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
@@ -150,7 +172,7 @@ def test_a_resubmit_click_whose_answer_was_lost_records_the_job_sbatch_queued(
 ])
 def test_a_resubmit_click_whose_lost_submit_is_not_there_says_nothing_was_submitted(
         store: Store, lang: str, want: str) -> None:
-    slurm = AnswerLostSlurm(queue=False)
+    slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
     ctx = make_context(store, slurm, lang=lang)
     token = prompt(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
@@ -164,7 +186,7 @@ def test_the_watchers_resubmit_leaves_a_lost_submit_to_its_own_reconciliation(
     row) the OutcomeUnknown goes up as it came, and nothing is looked up here."""
     from bot.services.runs import submit_and_announce
 
-    slurm = AnswerLostSlurm()
+    slurm = AnswerLostSlurm(submitted_at=NOW)
     ctx = make_context(store, slurm)
     chain = failed_run(ctx)
     with pytest.raises(ClusterUnavailable):
@@ -180,11 +202,21 @@ def test_a_resume_whose_sbatch_socket_timed_out_records_the_job_slurm_queued(
     from fakes import FakeRunner
 
     from bot.cluster.slurm import SlurmClient
+    from bot.core.slurm.squeue import SQUEUE_FIELDS, SQUEUE_SEPARATOR
+
+    row = {"JobID": "90500", "ArrayJobID": "90500", "ArrayTaskID": "N/A", "Name": "mix",
+           "UserName": "slurmci", "State": "PENDING", "SubmitTime": str(int(NOW) + 1)}
+    job_row = SQUEUE_SEPARATOR.join(row.get(f, "") for f in SQUEUE_FIELDS) + "\n"
+
+    def squeue(argv: list[str]) -> tuple[int, str, str]:
+        if "--name=mix" in argv:  # the lookup by name
+            return 0, "90500\n", ""
+        return 0, job_row if any("90500" in a for a in argv) else "", ""  # its record
 
     runner = FakeRunner({
         "sbatch": (1, "", "sbatch: error: Batch job submission failed: Socket timed out on "
                           "send/recv operation"),
-        "squeue": lambda argv: (0, "90500\n" if "--name=mix" in argv else "", ""),
+        "squeue": squeue,
         "sinfo": (0, "slurm 24.11.5\n", ""),
         "sacct": (0, "", ""),
     })
