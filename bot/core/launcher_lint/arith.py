@@ -314,7 +314,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
             return first
         held = before[-1][1] if before else None
         stops = not before or held is not None and (_ZERO_RE.fullmatch(held) or octal)
-        if call.errexit and stops:
+        # `set -e` applies there, or the body turned it on before `a` (not at a tested call)
+        if (call.errexit or a.errexit_in_body and not call.tested) and stops:
             return call.offset, body, before
     return None, body, []
 

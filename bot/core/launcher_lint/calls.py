@@ -35,7 +35,8 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
                 or len(split_top_level(element, e_off, ("|",), memo)) > 1):
             continue  # not a call, a definition (`f() {`), or piped
         tested = in_condition or negated or i < len(elements) - 1
-        found.append(Call(at, name, opts.errexit and not tested, in_function, loop_from))
+        found.append(Call(at, name, opts.errexit and not tested, in_function, loop_from,
+                          tested=tested, errexit_in_body=in_function and opts.errexit_in_body))
     return found
 
 
@@ -91,8 +92,11 @@ def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> li
             if budget < 0:
                 return False
             link = (*chain, (start, end, inner.offset))
-            call = Call(top.offset, inner.name, errexit and inner.errexit, False, top.loop_from,
-                        link)
+            # `set -e` applies in it where it applies at the call of its body, or that body
+            # turned it on before it (not where the script-level call is tested)
+            call = Call(top.offset, inner.name,
+                        (errexit or inner.errexit_in_body and not top.tested) and inner.errexit,
+                        False, top.loop_from, link, tested=top.tested or inner.tested)
             placed.append(call)
             if (inner.name in bodies and len(link) < MAX_CALL_DEPTH
                     and not follow(top, inner.name, link, call.errexit)):

@@ -125,8 +125,9 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.too_deep_at: int | None = None
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.later_errexit = bool(
-            re.search(r"(?m)(?:^|(?<=;))[ \t]*(?:then\s+|do\s+|\{\s*)?set\s+(-\w*e|-o\s+errexit)",
-                      text)
+            # (also first in a function's body: `run() { set -e; inc; }` runs inc under it)
+            re.search(r"(?m)(?:^|(?<=[;{]))[ \t]*(?:then\s+|do\s+|\{\s*)?"
+                      r"set\s+(-\w*e|-o\s+errexit)", text)
         )
         self.function_calls, self.piped_calls = function_calls(text)
         self.function_vars = (
@@ -462,14 +463,18 @@ class _Analyzer(FunctionBodies, OptionWalk):
             if m and errexit_mode:
                 self.arith.append(Arith(off, cmd, m.group(1), self.opts.errexit_partial,
                                         self.later_pass_of, m.group(2).startswith("="),
-                                        self.opts.nounset))
+                                        self.opts.nounset,
+                                        errexit_in_body=self.opts.errexit_in_body))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
             end = group_end(cmd, 0, off, self.memo)
             if cmd[0] == "(":
                 saved = Opts(**vars(self.opts))
+                first = len(self.arith)
                 inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
                 self.opts = saved  # a subshell's `set` does not leak out
+                for a in self.arith[first:]:  # … nor its `set -e` to the function's body: the
+                    a.errexit_in_body &= saved.errexit_in_body  # subshell's status is the call's
                 return inner
             return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
         m = FUNC_RE.match(cmd) or FUNC_RE2.match(cmd)
@@ -486,7 +491,8 @@ class _Analyzer(FunctionBodies, OptionWalk):
         if let and errexit_mode:
             self.arith.append(Arith(off, cmd, let.group(1), self.opts.errexit_partial,
                                     self.later_pass_of, let.group(2).startswith("="),
-                                    self.opts.nounset))
+                                    self.opts.nounset,
+                                    errexit_in_body=self.opts.errexit_in_body))
             return []
         positions = word_offsets(cmd, words)
         k = 0

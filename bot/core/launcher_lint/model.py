@@ -55,6 +55,10 @@ class Opts:
     # it off (None: none did): the strict_mode note says pipefail as it is where `set -e` is on
     pipefail_line: int | None = None
     pipefail_off_line: int | None = None
+    # a `set -e` ran in the function body being read, before here, on every path (not in a
+    # subshell of it): `set -e` applies from here on at each call whose status is not tested,
+    # whatever the options at the call
+    errexit_in_body: bool = False
 
     @property
     def pipefail_sure(self) -> bool:
@@ -96,6 +100,7 @@ def either(paths: list[Opts]) -> Opts:
         errexit_partial=errexit and not all(p.errexit and not p.errexit_partial for p in paths),
         pipefail_line=max(pipefail_lines) if pipefail_lines else None,
         pipefail_off_line=max(pipefail_off_lines) if pipefail_off_lines else None,
+        errexit_in_body=all(p.errexit_in_body for p in paths),
     )
 
 
@@ -158,6 +163,7 @@ class Arith:
     errexit_off: bool = False
     tested_by: str = ""
     called_at: int | None = None  # read again at this call of its function (under `set -u`)
+    errexit_in_body: bool = False  # after a `set -e` in its function's body (Opts's)
 
 
 @dataclass
@@ -178,6 +184,8 @@ class Call:
     in_function: bool = False
     loop_from: int | None = None
     chain: tuple[tuple[int, int, int], ...] = ()
+    tested: bool = False  # its status is tested (`f || true`, `if f`): no `set -e` applies in it
+    errexit_in_body: bool = False  # made in a body after a `set -e` there (Opts's)
 
 
 @dataclass

@@ -73,7 +73,7 @@ def set_errexit(opts: Opts, on: bool, line: int) -> None:
     """`set -e` (`on`) / `set +e` on `line`: where it first came on, where it last went off."""
     if not on and opts.errexit:
         opts.errexit_off_line = line
-    opts.errexit, opts.errexit_partial = on, False
+    opts.errexit, opts.errexit_partial, opts.errexit_in_body = on, False, on
     if on and opts.errexit_line is None:
         opts.errexit_line = line
 

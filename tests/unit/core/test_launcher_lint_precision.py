@@ -332,6 +332,22 @@ BASH_STOPS = [
     # … and one calling itself, followed some calls deep: bash stops at the first pass
     ("f() { ((m++)); f; }\nm=0\nset -e\nf", CHECK_ARITH_ZERO, True),
     ("f() { ((m++)); if ((m < 3)); then f; fi; }\nm=1\nset -e\nf", CHECK_ARITH_ZERO, False),
+    # a `set -e` run in the body before the counter applies at a call where it is off (the
+    # common `main() { set -euo pipefail; …; }; main`), and in the bodies called after it;
+    # not at a call whose status is tested, nor after it, nor when set in a subshell
+    ("f() { set -e; ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, True),
+    ("inc() { ((m++)); }\nrun() { set -e; inc; }\nm=0\nrun", CHECK_ARITH_ZERO, True),
+    ("inc() { ((m++)); }\nmid() { inc; }\nrun() { set -e; mid; }\nm=0\nrun", CHECK_ARITH_ZERO,
+     True),
+    ("f() { set -e; ((m++)); }\nm=1\nf", CHECK_ARITH_ZERO, False),
+    ("f() { set -e; ((m++)); }\nm=0\nf || true", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); set -e; }\nm=0\nf", CHECK_ARITH_ZERO, False),
+    ("f() { set -e; set +e; ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, False),
+    ("f() { ( set -e; ((m++)) ); }\nm=0\nf", CHECK_ARITH_ZERO, False),
+    ("f() { ( set -e; ); ((m++)); }\nm=0\nf", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { set -e; inc; }\nm=0\nrun || true", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { set -e; inc || true; }\nm=0\nrun", CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { ( set -e; inc; ); }\nm=0\nrun", CHECK_ARITH_ZERO, False),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
