@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from bot.cluster.errors import ClusterError, OutcomeUnknown
+from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged, run_rows
+from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
@@ -110,9 +111,10 @@ class Outcome:
     `current_job` now, in `state`) | competitor_started | competitor_left (a hold prompt's
     competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold
     prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits for,
-    `state` a Slurm state (None: unknown to Slurm), `error` a Slurm, ssh or service message,
-    shown verbatim; `not_applied` the overrides a site submit wrapper's job did not get ([key,
-    requested, the job's value]); `exclude` the faulty node a resubmit left out (--exclude). A
+    `state` a Slurm state (None: unknown to Slurm), `error` what the error said (its Text,
+    which the template translates; Slurm's or ssh's own words inside stay verbatim);
+    `not_applied` the overrides a site submit wrapper's job did not get ([key, requested, the
+    job's value]); `exclude` the faulty node a resubmit left out (--exclude). A
     resubmit resumed from iteration `from_iter`, else from the checkpoint named
     `from_checkpoint` (its iteration unknown), else from scratch (the click's submit looked the
     checkpoint up and found none; a failed lookup fails the submit, so the start is never
@@ -135,18 +137,19 @@ class Outcome:
     mem: str | None = None
     exclude: str | None = None
     state: str | None = None
-    error: str | None = None
+    error: Text | str | None = None
     not_applied: list[list[str]] | None = None
     job_name: str | None = None
 
     def to_view(self) -> dict[str, Any]:
-        return asdict(self)
+        # field by field, not asdict: `error` stays a Text for the template's `msg` filter
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 class _NotPerformed(ServiceError):
     """An approved choice that was not (fully) carried out; `outcome` says why, as data."""
 
-    def __init__(self, outcome: Outcome, message: str) -> None:
+    def __init__(self, outcome: Outcome, message: Text) -> None:
         super().__init__(message)
         self.outcome = outcome
 
@@ -245,14 +248,14 @@ def handle_click(
         store.approvals.mark_done(token, now=now)
         audit("failed", target, recipe, choice=choice, error=str(exc))
         outcome = exc.outcome if isinstance(exc, _NotPerformed) else Outcome(
-            "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=str(exc))
+            "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=said(exc))
         return ClickResult("failed", *_decided(ctx, recipe, summary, outcome))
     if result.outcome.kind == "stale":
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
         text, blocks = _decided(ctx, recipe, summary, result.outcome)
         return ClickResult("stale", text, blocks, ephemeral=text)
     if result.outcome.did == "cancel_unknown":  # may or may not have cancelled: said so
-        audit("unknown", target, recipe, choice=choice, error=result.outcome.error)
+        audit("unknown", target, recipe, choice=choice, error=str(result.outcome.error))
     else:
         audit("ok", result.job_id or target, recipe, choice=choice)
     return ClickResult("done", *_decided(ctx, recipe, summary, result.outcome),
@@ -343,7 +346,7 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         )  # fmt: skip
     except SubmitNotQueued as exc:
         raise _NotPerformed(Outcome("failed", actor, "not_submitted", recipe, job_id=target,
-                                    job_name=exc.job_name), str(exc)) from exc
+                                    job_name=exc.job_name), said(exc)) from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
                       new_job_id=str(result.job_id), **_resumed(approval, result),
@@ -381,7 +384,7 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
             raise
         ctx.store.approvals.mark_step(approval.token, "cancel_unknown", now=now)
         return _Performed(Outcome("approved", actor, "cancel_unknown", recipe, job_id=job,
-                                  error=str(exc)), job)
+                                  error=said(exc)), job)
     return _resume_cancelled(ctx, approval, actor, now)
 
 
@@ -415,8 +418,9 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
         )  # fmt: skip
     except (ServiceError, ClusterError) as exc:
         raise _NotPerformed(
-            Outcome("failed", actor, "resubmit_failed", recipe, job_id=job, error=str(exc)),
-            f"cancelled job {job}, but the resubmit failed: {exc}") from exc
+            Outcome("failed", actor, "resubmit_failed", recipe, job_id=job, error=said(exc)),
+            N_("cancelled job %(job)s, but the resubmit failed: %(error)s", job=job,
+               error=said(exc))) from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
                       new_job_id=str(result.job_id), **_resumed(approval, result))
@@ -541,7 +545,8 @@ def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> 
         state = record.state if record is not None else None
         raise _NotPerformed(
             Outcome("failed", actor, "not_running", recipe, job_id=job, state=state),
-            f"job {job} is no longer running ({state or 'unknown to Slurm'})")
+            N_("job %(job)s is no longer running (%(state)s)", job=job,
+               state=state or N_("unknown to Slurm")))
 
 
 def _propose_holds(ctx: BotContext, approval: Approval, result: SubmitResult,

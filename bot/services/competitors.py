@@ -17,8 +17,9 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.cluster.errors import ClusterError, OutcomeUnknown
+from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.slurm.records import JobRecord
+from bot.core.text import Text
 from bot.services.ports import BotContext
 from bot.services.threads import post_safely, render, thread_message
 from bot.store import Approval
@@ -47,7 +48,7 @@ class HoldResult:
 
     did: str
     state: str | None = None
-    error: str | None = None
+    error: Text | str | None = None
 
 
 def ahead_of(mine: JobRecord | None, competitors: Iterable[JobRecord]) -> list[JobRecord]:
@@ -188,14 +189,14 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
             job_id=str(comp), result="unknown", detail=str(exc),
         )  # fmt: skip
-        return HoldResult("hold_unknown", error=str(exc))
+        return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
         ctx.store.approvals.mark_done(approval.token, now=now)  # nothing to release later
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
             job_id=str(comp), result="failed", detail=str(exc),
         )  # fmt: skip
-        return HoldResult("hold_failed", error=str(exc))
+        return HoldResult("hold_failed", error=said(exc))
     ctx.store.audit.record(
         actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
         job_id=str(comp), result="ok", detail={"for_job": for_job},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fakes import FakeRunner, FakeSlurm, make_context
 
-from bot.cluster.errors import ClusterError, OutcomeUnknown
+from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
 from bot.services import competitors
 from bot.services.approvals import ActionId, ClickResult, handle_click
 from bot.services.ports import BotContext
@@ -181,6 +181,62 @@ def test_cancel_and_resume_whose_resubmit_fails_says_the_job_was_cancelled(
     result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL_RESUME, "W0LEAD",
                           NOW + 1)
     assert (result.status, outcome(result)) == ("failed", want)
+
+
+def timed_out(*argv: str) -> OutcomeUnknown:
+    """trainbot's own sentence (a Text): a command that outlived its 20 s timeout."""
+    return OutcomeUnknown.timed_out(list(argv), CommandTimedOut(list(argv), 20))
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@U0APPR>님이 승인했습니다: 작업 88017이(가) 보류되었는지 알 수 없습니다 "
+           "(`scontrol hold 88017`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 "
+           "없습니다). "),
+    ("en", "Approved by <@U0APPR>: 88017 may or may not be held (`scontrol hold 88017` did not "
+           "finish within 20 s; it may or may not have taken effect); trainbot releases it"),
+])
+def test_a_hold_whose_error_is_trainbots_sentence_says_it_in_the_recipes_language(
+    store: Store, lang: str, want: str
+) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    token = hold_prompt(ctx, slurm)
+    slurm.hold_answer_lost = timed_out("scontrol", "hold", "88017")
+    result = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert result.status == "done" and outcome(result).startswith(want), outcome(result)
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: `sbatch job.sh`이(가) 20초 안에 끝나지 "
+           "않았습니다"),
+    ("en", "Approved by <@W0LEAD>, but it failed: `sbatch job.sh` did not finish within 20 s"),
+])
+def test_a_failed_resubmit_says_trainbots_sentence_in_the_recipes_language(
+    store: Store, lang: str, want: str
+) -> None:
+    failure = ClusterError(CommandTimedOut(["sbatch", "job.sh"], 20).text)
+    ctx = make_context(store, FakeSlurm(submit_error=failure), lang=lang)
+    result = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT, "W0LEAD", NOW + 1)
+    assert (result.status, outcome(result)) == ("failed", want)
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88154이(가) 취소되었는지 알 수 없습니다 "
+           "(`scancel 88154`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 없습니다)"),
+    ("en", "Approved by <@W0LEAD>: job 88154 may or may not have been cancelled (`scancel 88154` "
+           "did not finish within 20 s; it may or may not have taken effect); nothing was "
+           "resubmitted yet"),
+])
+def test_a_cancel_whose_end_was_not_seen_says_why_in_the_recipes_language(
+    store: Store, lang: str, want: str
+) -> None:
+    slurm = FakeSlurm()
+    slurm.add(88154, state="RUNNING", name="mix")
+    slurm.cancel_answer_lost = timed_out("scancel", "88154")
+    ctx = make_context(store, slurm, lang=lang)
+    result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL_RESUME, "W0LEAD",
+                          NOW + 1)
+    assert result.status == "done" and outcome(result).startswith(want), outcome(result)
 
 
 def test_a_korean_recipes_clicker_is_answered_in_korean(store: Store) -> None:
