@@ -1412,6 +1412,23 @@ def test_keras_interrupting_fit_when_its_input_runs_dry_is_a_silent_exit(catalog
     assert _diagnose_text(catalogue, going + "Epoch 2/40\n").class_id == "none"
 
 
+@pytest.mark.parametrize("end", [
+    "Done training for 0 steps.",
+    "INFO:root:Finished training after 0 epochs",
+    "Stopped training after 0 iterations (target already reached)",
+])
+def test_a_trainer_saying_it_trained_zero_steps_is_a_silent_exit(catalogue, end: str):
+    """A run that restored its weights (or found its step target already reached) and says
+    it is done after 0 steps trained nothing, though it ends as a finished run would."""
+    text = ("EPOCHS: 200\nNo checkpoint file found\n"
+            "Restoring ImageNet Pretrained: vgg16_weights.npz\n" + end + "\n")
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "signature") and not d.retryable
+    # ... while the same end after real steps is no silent exit
+    trained = text.replace(" 0 ", " 10 ")
+    assert _diagnose_text(catalogue, trained).class_id != "silent_exit"
+
+
 KERAS_EPOCHS = "".join(
     f"Epoch {n}/50\n250/250 [==============================] - 12s 48ms/step - loss: "
     f"{0.3 - n / 100:.4f} - val_loss: {0.29 + abs(n - 6) / 100:.4f}\n" for n in range(1, 9))
