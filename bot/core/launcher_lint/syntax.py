@@ -161,12 +161,25 @@ def function_calls(text: str) -> tuple[dict[str, set[str]], dict[str, int]]:
 _SINGLE_QUOTED_RE = re.compile(r"'[^']*'")
 
 
+#: Where the list holding a command starts on its line: after the last separator, `(` / `{`,
+#: or `then` / `do` / `else` before it (`if true; then f; fi; f`: the last `f`'s list is `f`).
+_CLAUSE_START_RE = re.compile(r"(?:.*(?:[;\n({]|(?<![&<>])&(?![&>])|\b(?:then|do|else)\b))?")
+#: Where the list holding a command ends on its line: the next `;`, a lone `&` (not `2>&1`,
+#: `&>`), or `)` / `}`.
+_CLAUSE_END_RE = re.compile(r"[;)}]|(?<![&<>])&(?![&>])")
+
+
 def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
+    """The kinds (function_calls's) of every use of `name` on every line, each judged by the
+    list it is in (`if true; then f; fi; f` calls `f` in a `then` branch and after `fi`, both
+    direct; the `if` before them is not their condition)."""
     kinds: set[str] = set()
-    rx = re.compile(r"(?m)^(?P<pre>[^\n]*?)(?<![\w$./:-])" + re.escape(name)
-                    + r"(?![\w:-])(?P<post>[^\n]*)$")
+    rx = re.compile(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])")
     for m in rx.finditer(text):
-        pre, post = m.group("pre"), m.group("post")
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        line_end = text.find("\n", m.end())
+        pre = text[line_start : m.start()]
+        post = text[m.end() : line_end if line_end >= 0 else len(text)]
         head = pre.strip()
         if post.lstrip().startswith("(") or head.endswith("function") or head.endswith(
             ("$(", "`", "=", "echo", "printf")
@@ -176,12 +189,16 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
             r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
         ):
             continue  # an argument of another command
+        start = _CLAUSE_START_RE.match(head)
+        clause = head[start.end() if start else 0 :].strip()
         rest = _SINGLE_QUOTED_RE.sub("", post)
-        if re.match(r"(?:if|elif|while|until|!)\b", head) or "&&" in rest or "||" in rest:
+        end = _CLAUSE_END_RE.search(rest)
+        rest = rest[: end.start()] if end else rest
+        if re.match(r"(?:if|elif|while|until|!)\b", clause) or "&&" in rest or "||" in rest:
             kinds.add("guarded")
         elif re.search(r"(?<![|>])\|(?!\|)", rest):
             kinds.add("piped")
-            piped.setdefault(name, m.start("post"))
+            piped.setdefault(name, m.end())
         else:
             kinds.add("direct")
     return kinds or {"direct"}

@@ -348,6 +348,13 @@ BASH_STOPS = [
     ("inc() { ((m++)); }\nrun() { set -e; inc; }\nm=0\nrun || true", CHECK_ARITH_ZERO, False),
     ("inc() { ((m++)); }\nrun() { set -e; inc || true; }\nm=0\nrun", CHECK_ARITH_ZERO, False),
     ("inc() { ((m++)); }\nrun() { ( set -e; inc; ); }\nm=0\nrun", CHECK_ARITH_ZERO, False),
+    # every call on a line is told by its own list, not by the line's first: `then f` is no
+    # condition, and a piped `f` (a subshell) leaves `m` at 0 for the `f` after it
+    ("f() { ((m++)); }\nm=0\nset -e\nif true; then f; fi; f", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); }\nm=0\nset -e\nf | cat; f", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); }\nm=0\nset -e\nif f; then :; fi; f", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); }\nm=0\nset -e\nf || true; f", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); }\nm=0\nset -e\nf 2>&1 || true; f", CHECK_ARITH_ZERO, False),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
