@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import replace
 from typing import Any
 
 from bot.core.findings import Finding, Level
@@ -173,7 +174,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     errexit_off_at: dict[int, bool] = {}  # its arithmetic command: where `set -e` is off?
     calls_of: dict[str, list[Call]] = {}  # each function's calls, in the walk's order
     spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
-    for call in outermost_calls(scan.calls, scan.bodies) if scan.arith else ():
+    placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
+    for call in _with_later_passes(placed, scan.loops) if scan.loops else placed:
         calls_of.setdefault(call.name, []).append(call)
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
@@ -241,6 +243,27 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
 _AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]]]
 
 
+def _with_later_passes(calls: list[Call], loops: dict[int, int]) -> list[Call]:
+    """`calls` (outermost_calls's) with the calls made in a loop's body made again on its next
+    pass (model.Call.loop_from: the innermost loop's start), after the loop's last call, where
+    the walk read that body once (its options the same on every pass): a call that runs a
+    body leaving `m` at 0 (`f() { ((m++)); m=0; }`) reads it so on the loop's next pass."""
+    again = {(c.offset, c.name, c.chain) for c in calls if c.loop_from is not None}
+    result: list[Call] = []
+    pending: dict[int, list[Call]] = {}  # by the end of its loop: the next pass's calls
+    for call in calls:
+        for end in [e for e in pending if call.offset >= e]:
+            result.extend(pending.pop(end))
+        result.append(call)
+        around = [(start, end) for start, end in loops.items() if start <= call.offset < end]
+        if around and call.loop_from is None and (call.offset, call.name, call.chain) not in again:
+            start, end = max(around)  # the innermost
+            pending.setdefault(end, []).append(replace(call, loop_from=start))
+    for later in pending.values():
+        result.extend(later)
+    return result
+
+
 def _stops(a: Arith, before: list[tuple[int, str | None]],
            unset: bool) -> tuple[bool, str | None]:
     """Does `a` make a finding, with `before` the assignments to its variable before it
@@ -288,8 +311,9 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     off, counted the variable from unset), else under `set -e` at the first call where
     `set -e` stops on it (the variable zero, empty, unset or "08" there), else at the first
     call; with what sets the variable before that call: its last assignment outside the
-    body, or, when the body ran since (an earlier call), an unknown value, but an "08" that
-    no count changes. None: `a` is in no such body, and is judged where it is."""
+    body, or, when the body ran since (an earlier call), what the body's end leaves (its last
+    assignment after `a`, `m=0`) or else an unknown value, but an "08" that no count
+    changes. None: `a` is in no such body, and is judged where it is."""
     k = bisect.bisect_right(spans, (a.offset, 1 << 62, ""))
     if not k or spans[k - 1][1] <= a.offset:
         return None  # in no body (or in one after a function defined in it: not judged here)
@@ -299,11 +323,15 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     if not calls or any(c.in_function for c in calls):
         return None
     first: _AtCall | None = None
+    # what the body's end leaves the variable at, set after `a` (`f() { ((m++)); m=0; }`): what
+    # a call after one that ran the body reads (None: the body does not set it after `a`)
+    left = [(pos, v) for pos, v in assigned if a.offset < pos < end]
     for call, ran, last in values_at_calls(name, body, calls, assigned):
         value = last[1] if last is not None else ""
         octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
         before: list[tuple[int, str | None]] = (
-            [(call.offset, None)] if ran and not octal else [last] if last is not None else [])
+            [(call.offset, left[-1][1] if left else None)] if ran and not octal
+            else [last] if last is not None else [])
         if a.called_at is not None:  # read again at that call: judged there
             if call.offset == a.called_at:
                 return call.offset, body, before
@@ -313,7 +341,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         if not a.errexit:
             return first
         held = before[-1][1] if before else None
-        stops = not before or held is not None and (_ZERO_RE.fullmatch(held) or octal)
+        stops = not before or held is not None and (
+            _ZERO_RE.fullmatch(held) or _BAD_OCTAL_RE.fullmatch(held) or octal)
         # `set -e` applies there, or the body turned it on before `a` (not at a tested call)
         if (call.errexit or a.errexit_in_body and not call.tested) and stops:
             return call.offset, body, before

@@ -355,6 +355,19 @@ BASH_STOPS = [
     ("f() { ((m++)); }\nm=0\nset -e\nif f; then :; fi; f", CHECK_ARITH_ZERO, False),
     ("f() { ((m++)); }\nm=0\nset -e\nf || true; f", CHECK_ARITH_ZERO, False),
     ("f() { ((m++)); }\nm=0\nset -e\nf 2>&1 || true; f", CHECK_ARITH_ZERO, False),
+    # what a body leaves after its counter is what its next call reads: that call stops bash
+    # (a call after one, or the same call on a loop's next pass)
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nf\nf", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); m=08; }\nm=1\nset -e\nf\nf", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do f; done", CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nf", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); m=5; }\nm=1\nset -e\nf\nf", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nf\nm=1\nf", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do m=1; f; done", CHECK_ARITH_ZERO,
+     False),
+    ("f() { ((m++)); m=5; }\nm=1\nset -e\nfor i in 1 2; do f; done", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do f || true; done", CHECK_ARITH_ZERO,
+     False),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
