@@ -69,6 +69,21 @@ def test_recorded_accuracies_are_the_ones_the_docs_state() -> None:
             assert figure in text, (doc.name, split, figure)
 
 
+def test_recording_keeps_a_held_out_splits_figures_from_its_collection(
+        scorer, tmp_path: Path, monkeypatch) -> None:
+    """A held-out split's recorded figures are the ones measured when it was collected,
+    blind; a later `--record` (after catalogue fixes that read its misses) keeps them and
+    writes only the tuned split's."""
+    at_collection = {"correct": 1, "total": 77, "grep_correct": 0}
+    path = tmp_path / "accuracy.json"
+    path.write_text(json.dumps({"heldout": at_collection, "tuned": {"correct": 0, "total": 1}}))
+    monkeypatch.setattr(scorer, "RECORDED", path)
+    assert scorer.main(["--split", "all", "--record"]) == 0
+    recorded = json.loads(path.read_text())
+    assert recorded["heldout"] == at_collection
+    assert recorded["tuned"]["total"] == len(scorer.fixture_paths("tuned"))
+
+
 def test_scorer_accepts_an_empty_or_absent_split(scorer, tmp_path: Path, monkeypatch,
                                                   capsys) -> None:
     monkeypatch.setitem(scorer.SPLITS, "heldout", tmp_path / "absent")
