@@ -25,7 +25,7 @@ from bot.core.launcher_lint.model import (
     Call,
     Scan,
 )
-from bot.core.shell_lexer import Memo, split_top_level
+from bot.core.shell_lexer import COMMAND_AT, Memo, group_end, split_top_level
 from bot.core.text import N_, Text
 
 #: The arithmetic commands the walk collects where `set -e` is on: an increment or decrement
@@ -177,6 +177,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
     for call in _with_later_passes(placed, scan.loops) if scan.loops else placed:
         calls_of.setdefault(call.name, []).append(call)
+    subshells = _subshells(code) if values else []
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
         for m in _UNSET_RE.finditer(code):
@@ -186,8 +187,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         carried_line: int | None = None  # what the loop's body leaves it at, on this line
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
-            before = [(pos, v) for pos, v in values.get(a.variable, []) if pos < a.offset]
-            called = _at_calls(a, values.get(a.variable, []), calls_of, spans)
+            # an assignment in a subshell `a` is not in sets nothing where `a` runs
+            assigned = [(pos, v) for pos, v in values.get(a.variable, [])
+                        if not any(s <= pos < e and not s <= a.offset < e for s, e in subshells)]
+            before = [(pos, v) for pos, v in assigned if pos < a.offset]
+            called = _at_calls(a, assigned, calls_of, spans)
             if called is not None and not (before and before[-1][0] >= called[1][0]):
                 if called[0] is None:
                     continue  # no call where its status or an unbound variable stops bash
@@ -198,7 +202,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
             stops, value = _stops(a, before, unset)
             if not stops:  # … on this pass: on the loop's next, with what its body's end left?
-                carried = _carried(a, values.get(a.variable, []), scan.loops,
+                carried = _carried(a, assigned, scan.loops,
                                    unsets.get(a.variable, []))
                 if carried is None:
                     continue
@@ -241,6 +245,26 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
 #: What _at_calls gives: the call where an arithmetic command in a function's body is judged
 #: (None: none stops bash), the body's span, and the assignments before it (_values's).
 _AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]]]
+
+
+#: A subshell's `(` where a command starts (not `((`, `$(`, `<(`).
+_SUBSHELL_RE = re.compile(COMMAND_AT + r"\((?!\()")
+
+
+def _subshells(code: str) -> list[tuple[int, int]]:
+    """The spans of the script's `( … )` subshells, in whose shell an assignment stays:
+    `f() { ( m=0 ); ((m++)); }` counts `m` from what it was before the subshell."""
+    memo: Memo = {}
+    spans: list[tuple[int, int]] = []
+    for m in _SUBSHELL_RE.finditer(code):
+        at = m.end() - 1
+        if at and code[at - 1] == "(":
+            continue  # the inner `(` of `((`
+        try:
+            spans.append((at, group_end(code, at, 0, memo)))
+        except Exception:  # noqa: BLE001 (an unclosed `(`: no span)
+            continue
+    return spans
 
 
 def _with_later_passes(calls: list[Call], loops: dict[int, int]) -> list[Call]:

@@ -368,6 +368,12 @@ BASH_STOPS = [
     ("f() { ((m++)); m=5; }\nm=1\nset -e\nfor i in 1 2; do f; done", CHECK_ARITH_ZERO, False),
     ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do f || true; done", CHECK_ARITH_ZERO,
      False),
+    # an assignment in a subshell stays there: the counter after it reads what it was before
+    ("f() { ( m=0 ); ((m++)); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, False),
+    ("set -e\nm=5\n(m=0)\n((m++))", CHECK_ARITH_ZERO, False),
+    ("f() { ( m=0; ((m++)) ); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, True),
+    ("f() { m=0; ( ((m++)) ); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, True),
+    ("f() { { m=0; }; ((m++)); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, True),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
