@@ -197,6 +197,10 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     continue  # no call where its status or an unbound variable stops bash
                 at, body = called[0], called[1]
                 before = called[2]
+            elif before and _counted_since(a, before[-1][0], scan.arith, spans, subshells):
+                # an earlier `((n++)) || true` counted it: no longer 0 ("08" stays)
+                before = [*before[:-1], (before[-1][0], before[-1][1] if before[-1][1] is not None
+                                         and _BAD_OCTAL_RE.fullmatch(before[-1][1]) else None)]
             unset = not before and never_set.get(a.variable, False) and a.zero_after is None \
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
@@ -245,6 +249,18 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
 #: What _at_calls gives: the call where an arithmetic command in a function's body is judged
 #: (None: none stops bash), the body's span, and the assignments before it (_values's).
 _AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]]]
+
+
+def _counted_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
+                   subshells: list[tuple[int, int]]) -> bool:
+    """Does a counting command of `a`'s variable run in `a`'s shell between offset `since` (its
+    last assignment) and `a` (`n=0; ((n++)) || true; ((n++))`: the second reads 1): not in a
+    function's body or a subshell that `a` is not in (a body counts where it is called)."""
+    def outside(b: Arith, start: int, end: int) -> bool:
+        return start <= b.offset < end and not start <= a.offset < end
+    return any(b.variable == a.variable and not b.assigns_zero and since < b.offset < a.offset
+               and not any(outside(b, s, e) for s, e, _n in bodies)
+               and not any(outside(b, s, e) for s, e in subshells) for b in arith)
 
 
 #: A subshell's `(` where a command starts (not `((`, `$(`, `<(`).

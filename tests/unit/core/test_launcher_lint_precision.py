@@ -374,6 +374,13 @@ BASH_STOPS = [
     ("f() { ( m=0; ((m++)) ); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, True),
     ("f() { m=0; ( ((m++)) ); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, True),
     ("f() { { m=0; }; ((m++)); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, True),
+    # a tested `((n++))` counts `n` all the same: the next one reads 1, not 0 (on its line or
+    # the next); not in a subshell, and an "08" it cannot count stays "08"
+    ("set -e\nn=0\n((n++)) || true; ((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nif ((n++)); then :; fi\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\n( ((n++)) || true )\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=08\n((n++)) || true\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\n((n++)) || true\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
     # what a loop's body leaves at its end is what its next pass reads at its top
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, True),
     ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  n=08\ndone", CHECK_ARITH_ZERO, True),
