@@ -154,7 +154,8 @@ def _note_body_calls(walk: _Walk, body: str, off: int) -> None:
     read where it is defined (its function is only called where `set -e` is off), makes in
     its own lists: calls.outermost_calls places them at its function's calls, where they
     change what a counter holds (`run || true` runs `inc`, which counts `m`); `set -e` does
-    not apply in them there."""
+    not apply in them there. The lists of its `{ … }` groups too (`{ inc; } && echo`), which
+    run in the same shell."""
     if not walk.function_calls:
         return
     lists, branches = lists_and_branches(
@@ -166,3 +167,9 @@ def _note_body_calls(walk: _Walk, body: str, off: int) -> None:
         walk.calls.extend(call_sites(whole[cut:], l_off + lead + cut, walk.function_calls,
                                      Opts(), walk.memo, in_condition=False, in_function=True,
                                      loop_from=None))
+        for element, e_off, _op in split_top_level(whole[cut:], l_off + lead + cut,
+                                                   ("&&", "||"), walk.memo):
+            text, at, _negated = called_command(element, e_off)
+            if text.startswith("{") and text[1:2].isspace():  # a group: the script's shell
+                end = group_end(text, 0, at, walk.memo)
+                _note_body_calls(walk, text[1 : end - 1], at + 1)

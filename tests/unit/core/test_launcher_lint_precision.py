@@ -329,6 +329,15 @@ BASH_STOPS = [
      "inc", CHECK_ARITH_ZERO, False),
     ("inc() { ((m++)); }\nrun() { echo; }\nset -e\nm=0\nrun || true\ninc", CHECK_ARITH_ZERO,
      True),
+    # … in a `{ … }` group of its body too, which runs in the same shell (not a subshell)
+    ("inc() { ((m++)); }\nrun() { { inc; }; }\nset -e\nm=0\nrun || true\ninc", CHECK_ARITH_ZERO,
+     False),
+    ("inc() { ((m++)); }\nrun() { true && { inc; }; }\nset -e\nm=0\nrun || true\ninc",
+     CHECK_ARITH_ZERO, False),
+    ("inc() { ((m++)); }\nrun() { { echo; }; }\nset -e\nm=0\nrun || true\ninc", CHECK_ARITH_ZERO,
+     True),
+    ("inc() { ((m++)); }\nrun() { ( inc; ); }\nset -e\nm=0\nrun || true\ninc", CHECK_ARITH_ZERO,
+     True),
     # … and one calling itself, followed some calls deep: bash stops at the first pass
     ("f() { ((m++)); f; }\nm=0\nset -e\nf", CHECK_ARITH_ZERO, True),
     ("f() { ((m++)); if ((m < 3)); then f; fi; }\nm=1\nset -e\nf", CHECK_ARITH_ZERO, False),
