@@ -429,15 +429,10 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
 
 # --- a cancel and resume whose scancel's end was not seen ----------------------------------
 
-CANCEL_SETTLE_S = 60.0
-"""How long after a scancel whose end was not seen trainbot waits before judging from the job's
-state whether it took effect (a scancel still under way when its channel closed has ended
-by then)."""
-
-
 def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     """Every approved cancel and resume whose scancel's end was not seen (`cancel_unknown`),
-    at least CANCEL_SETTLE_S after the click: its job, asked from Slurm, says what happened.
+    at least the recipe's `policy.cancel_settle_s` after the click (a scancel still under way
+    when its channel closed has ended by then): its job, asked from Slurm, says what happened.
     CANCELLED: the cancel took effect; trainbot leaves the job, records its attempt and
     resubmits, as the click would have, and the prompt says so. Still running or pending: the
     cancel did not take effect; the prompt says so and a new prompt offers it again (the
@@ -446,7 +441,10 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
     (the `cancel_settled` step), so nothing is resubmitted or offered twice."""
     for approval in ctx.store.approvals.cancels_unknown():
-        if approval.decided_at is not None and now - approval.decided_at < CANCEL_SETTLE_S:
+        recipe = approval.payload.get("recipe")
+        policy = (ctx.config.policy_for(recipe) if recipe in ctx.config.recipes
+                  else ctx.config.policy)
+        if approval.decided_at is not None and now - approval.decided_at < policy.cancel_settle_s:
             continue
         try:
             _settle_cancel(ctx, approval, now)

@@ -102,6 +102,13 @@ class PolicyConfig(_Model):
         "escalated once to the recipe's `mentions.escalate_to` (default: its approvers); "
         "0: no escalation. Both come before approval_expiry_s."
     )
+    cancel_settle_s: float = Field(
+        60.0, gt=0, description="Seconds after an approved cancel whose scancel's end was not "
+        "seen (its SSH channel closed, or it outlived its timeout) before trainbot asks Slurm "
+        "whether the job was cancelled and finishes the click (a scancel still under way has "
+        "ended by then)."
+    )
+
     @field_validator("max_mem")
     @classmethod
     def _max_mem(cls, value: str | None) -> str | None:

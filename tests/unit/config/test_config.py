@@ -376,3 +376,11 @@ def test_the_store_url_from_the_environment_wins_over_the_files(tmp_path):
         config = load_config(path, env=env)
         assert config.store.url == "sqlite:////tmp/from-file.db"
         assert config.store_url_origin == "store.url"
+
+
+def test_cancel_settle_s_must_be_positive_and_the_error_names_it(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL + "policy: {cancel_settle_s: 120}\n"), env={})
+    assert config.policy_for("mix").cancel_settle_s == 120
+    assert load_config(write(tmp_path, MINIMAL), env={}).policy.cancel_settle_s == 60
+    message = error_of(tmp_path, MINIMAL + "policy: {cancel_settle_s: 0}\n")
+    assert "policy.cancel_settle_s" in message and "greater than 0" in message

@@ -8,6 +8,7 @@ with in-memory Slurm/SFTP and a real SQLite store.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
@@ -40,10 +41,11 @@ def store(tmp_path: Path):
 class Story:
     """Job 88154 of chain `chain_id` running under a watcher; `posted` keeps (key, blocks)."""
 
-    def __init__(self, store: Store, *, charged_before: int = 0) -> None:
+    def __init__(self, store: Store, *, charged_before: int = 0, **recipe_over: Any) -> None:
         self.store = store
         self.slurm = FakeSlurm()
-        self.ctx: BotContext = make_context(store, self.slurm, clock=lambda: T0 + 1900)
+        self.ctx: BotContext = make_context(store, self.slurm, clock=lambda: T0 + 1900,
+                                            **recipe_over)
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
         self.chain_id = chain.id
         for k in range(charged_before):  # earlier attempts: the chain spent this many retries
@@ -332,6 +334,22 @@ def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_inci
     assert len(s.slurm.submits()) == 1 and s.slurm.acted("cancel") == [88154]
     assert store.incidents.get("dev:88154:final") is None
     assert not any(":final" in p[2] for p in s.ctx.sink.posts)
+
+
+def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Store) -> None:
+    """policy.cancel_settle_s (here the recipe's, 300 s) is how long trainbot waits after a
+    cancel whose end was not seen before it asks Slurm and resumes the run."""
+    s = Story(store, policy={"cancel_settle_s": 300})
+    token = s.stalled()["value"]
+    s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                               connection_lost=True)
+    assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401).status == "done"
+    s.slurm.cancel_answer_lost = None
+    s.slurm.set(88154, state="CANCELLED", end_time=T0 + 401)
+    follow_up_prompts(s.ctx, T0 + 470)  # 69 s: the default would judge it, 300 s does not
+    assert s.slurm.submits() == [] and store.approvals.get(token).state != "done"
+    follow_up_prompts(s.ctx, T0 + 702)
+    assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
 
 
 def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_again(
