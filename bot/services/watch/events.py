@@ -10,6 +10,7 @@ from bot.core.models import Diagnosis
 from bot.core.policy import Decision
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
+from bot.core.text import Text
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,11 @@ class WatchEvent:
     `text` is the English message (stored with the event, logged); `facts` says it as data
     for messages in other languages where `decision` / `record` do not: held (`reason`,
     `held_s`), unknown (`minutes`), resubmitted (`new_job`), cluster_unreachable (`ticks`,
-    `since`, `error`), cluster_back (`since`), a warning re-posted as a note (its decision's
-    facts, from the store). `text_only`: `text` is the whole message, said instead of a
-    sentence from the facts (a note about its `decision`, e.g. one that could not be read
-    back, does not repeat what the decision says).
+    `since`, `error`: the error's sentence, a Text; English in to_json), cluster_back
+    (`since`), a warning re-posted as a note (its decision's facts, from the store).
+    `text_only`: `text` is the whole message, said instead of a sentence from the facts (a
+    note about its `decision`, e.g. one that could not be read back, does not repeat what the
+    decision says).
     """
 
     kind: str
@@ -57,7 +59,8 @@ class WatchEvent:
         return {
             "key": self.key, "kind": self.kind, "cluster": self.cluster,
             "chain_id": self.chain_id, "job_id": self.job_id, "recipe": self.recipe,
-            "text": self.text, "text_only": self.text_only, "facts": self.facts,
+            "text": self.text, "text_only": self.text_only,
+            "facts": {k: str(v) if isinstance(v, Text) else v for k, v in self.facts.items()},
             "diagnosis": self.diagnosis.to_json() if self.diagnosis is not None else None,
             "decision": self.decision.to_json() if self.decision is not None else None,
             "state": self.record.state if self.record is not None else None,

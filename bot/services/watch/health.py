@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 
+from bot.cluster.errors import said
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 
@@ -46,7 +47,7 @@ class ClusterHealth:
             self.outbox.emit(WatchEvent("cluster_unreachable",
                                   f"cluster:{self.cluster}:down:{int(self._down_since)}",
                                   self.cluster, text,
-                                  facts={"ticks": self._failed, "error": str(exc),
+                                  facts={"ticks": self._failed, "error": said(exc),
                                          "since": _utc(self._down_since)}),
                        "cluster_unreachable", now, report)
             self._down_notified = True

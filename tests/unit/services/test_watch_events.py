@@ -92,6 +92,40 @@ def test_cluster_notice_goes_once_to_each_active_thread_of_that_cluster(store):
     assert notes == [(a.id, f"cluster:dev:down:1:chain:{a.id}")]
 
 
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "클러스터 dev에 3번 연속 연결하지 못했습니다 (1970-01-12 13:46:40 UTC부터): "
+           "`squeue --me`이(가) 20초 안에 끝나지 않았습니다. 다시 응답할 때까지"),
+    ("en", "cluster dev unreachable for 3 ticks (since 1970-01-12 13:46:40 UTC): `squeue --me` "
+           "did not finish within 20 s. Jobs are not being judged"),
+])
+def test_cluster_unreachable_note_says_the_error_in_the_threads_language(store, lang, want):
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+    from bot.services.watch.health import ClusterHealth
+
+    class Emitted:
+        def __init__(self) -> None:
+            self.events: list[WatchEvent] = []
+
+        def emit(self, event: WatchEvent, *_args) -> bool:
+            self.events.append(event)
+            return True
+
+    ctx = make_context(store, lang=lang)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    outbox = Emitted()
+    health = ClusterHealth("dev", outbox=outbox, unreachable_ticks=3)  # type: ignore[arg-type]
+    error = CommandTimedOut(["squeue", "--me"], 20)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, error, TickReport(ok=True))
+    [event] = outbox.events
+    ThreadEvents(ctx).publish(event)
+    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    assert note.startswith(want), note
+    assert event.to_json()["facts"]["error"] == "`squeue --me` did not finish within 20 s"
+
+
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
     from bot.app import build_watcher
 
