@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterError
+from bot.core.text import N_
 
 if TYPE_CHECKING:
     from bot.services.ports import SFTP, Runner
@@ -40,7 +41,8 @@ def _record_sha256(value: str) -> str:
     """RECORD's `sha256=<urlsafe base64, unpadded>` as hex."""
     algo, _, digest = value.partition("=")
     if algo != "sha256":
-        raise PySpyUnavailable(f"the py-spy wheel records a {algo} hash, not sha256")
+        raise PySpyUnavailable(N_("the py-spy wheel records a %(algo)s hash, not sha256",
+                                  algo=algo))
     raw = base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4))
     return raw.hex()
 
@@ -59,9 +61,9 @@ def local_pyspy() -> LocalPySpy:
     try:
         dist = metadata.distribution(DIST)
     except metadata.PackageNotFoundError:
-        raise PySpyUnavailable("the py-spy package is not installed with trainbot: "
-                               "pip install 'trainbot' (py-spy is one of its dependencies), "
-                               "or set the cluster's `py_spy` path") from None
+        raise PySpyUnavailable(N_("the py-spy package is not installed with trainbot: pip "
+                                  "install 'trainbot' (py-spy is one of its dependencies), "
+                                  "or set the cluster's `py_spy` path")) from None
     for f in dist.files or ():
         if f.name != "py-spy" or f.hash is None:
             continue
@@ -71,10 +73,13 @@ def local_pyspy() -> LocalPySpy:
         expected = _record_sha256(f"{f.hash.mode}={f.hash.value}")
         actual = file_sha256(path)
         if actual != expected:
-            raise PySpyUnavailable(f"{path}: sha256 {actual} differs from the py-spy "
-                                   f"{dist.version} wheel's {expected}; reinstall py-spy")
+            raise PySpyUnavailable(N_("%(path)s: sha256 %(actual)s differs from the py-spy "
+                                      "%(version)s wheel's %(expected)s; reinstall py-spy",
+                                      path=str(path), actual=actual, version=dist.version,
+                                      expected=expected))
         return LocalPySpy(path, dist.version, expected)
-    raise PySpyUnavailable(f"the py-spy {dist.version} wheel installed no py-spy binary here")
+    raise PySpyUnavailable(N_("the py-spy %(version)s wheel installed no py-spy binary here",
+                              version=dist.version))
 
 
 def remote_path(home: str, version: str) -> str:
@@ -108,7 +113,8 @@ def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None) -> 
     got = remote_sha256(runner, tmp)
     if got != local.sha256:
         runner.run(["rm", "-f", tmp], check=False, timeout=60)
-        raise PySpyUnavailable(f"py-spy copied to {tmp} has sha256 {got}, expected "
-                               f"{local.sha256}: the copy was damaged; nothing was installed")
+        raise PySpyUnavailable(N_("py-spy copied to %(tmp)s has sha256 %(got)s, expected "
+                                  "%(expected)s: the copy was damaged; nothing was installed",
+                                  tmp=tmp, got=got, expected=local.sha256))
     runner.run(["mv", "-f", tmp, path], timeout=60)
     return path

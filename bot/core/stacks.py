@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.core.text import Text
+
 MARKER = "TRAINBOT_STACKS_JSON "
 
 # Why stacks could not be collected (one clear line each in the thread, templates/stacks).
@@ -92,7 +94,7 @@ class ProcessFailure:
     pid: int | None
     rank: int | None
     cause: str
-    detail: str = ""
+    detail: Text | str = ""  # a Text: trainbot's sentence, translated where shown
 
 
 @dataclass(frozen=True)

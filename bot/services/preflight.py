@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, said
 from bot.config import SLURM_OVERRIDE_FIELDS
 from bot.core.findings import Finding, Level, worst_level
 from bot.core.flight_recorder import DUMP_FILE_ENV, records_on_timeout
@@ -477,7 +477,7 @@ def _pyspy_on_cluster(config: Config, cluster: str,
     except (PySpyUnavailable, ClusterError, OSError) as exc:
         return None, [Finding("forensics:py_spy", "warn", None,
                               N_("py-spy could not be placed on the cluster: %(error)s",
-                                 error=str(exc)),
+                                 error=said(exc)),
                               N_("install py-spy on the nodes and set the cluster's `py_spy` "
                                  "path"))]
 

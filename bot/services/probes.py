@@ -16,7 +16,7 @@ import logging
 import shlex
 from typing import Any
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, said
 from bot.config import Config
 from bot.core.text import mrkdwn_escape
 from bot.services.access import approvers_now
@@ -127,7 +127,7 @@ def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
             raise
         except ClusterError as exc:
             view = {"recipe": recipe_name, "job_id": approval.target_job, "workers": [],
-                    "error": str(exc), "host": None, "factory": cfg.dataloader_probe.factory,
+                    "error": said(exc), "host": None, "factory": cfg.dataloader_probe.factory,
                     "leaking": None, "conclusive": None, "slope_mb": None, "grows": None}
     view["actor"] = approval.decided_by
     key = f"probe:{approval.token}"
@@ -142,4 +142,5 @@ def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
                            recipe=recipe_name, job_id=approval.target_job,
                            result="failed" if view.get("error") else "ok",
                            detail={"token": approval.token, "leaking": view.get("leaking"),
-                                   "error": view.get("error")})
+                                   "error": None if view.get("error") is None
+                                   else str(view["error"])})

@@ -24,7 +24,7 @@ from concurrent.futures import Future, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bot.cluster.errors import ClusterError, ClusterUnavailable
+from bot.cluster.errors import ClusterError, ClusterUnavailable, said
 from bot.cluster.pyspy import PySpyUnavailable, place_pyspy
 from bot.config import Config
 from bot.core.flight_recorder import (
@@ -45,6 +45,7 @@ from bot.core.stacks import (
     ProcessFailure,
     StackReport,
 )
+from bot.core.text import N_
 from bot.probes.stacks import collect_stacks
 from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
@@ -95,12 +96,13 @@ class StackCollector:
             pyspy = self.pyspy_path(cluster)
         except PySpyUnavailable as exc:
             return StackReport(job_id, None, ProcessFailure("", None, None, PYSPY_ABSENT,
-                                                            str(exc)))
+                                                            said(exc)))
         except ClusterUnavailable:
             raise
         except (ClusterError, OSError) as exc:
             return StackReport(job_id, None, ProcessFailure(
-                "", None, None, PYSPY_ABSENT, f"could not place py-spy on the cluster: {exc}"))
+                "", None, None, PYSPY_ABSENT, N_(
+                "could not place py-spy on the cluster: %(error)s", error=said(exc))))
         try:
             report = collect_stacks(self.clusters.runner(cluster), job_id, pyspy,
                                     timeout_s=cfg.stacks_timeout, collected_at=collected_at,
@@ -108,7 +110,8 @@ class StackCollector:
         except ClusterUnavailable:
             raise
         except ClusterError as exc:
-            report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED, str(exc)))
+            report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED,
+                                                              said(exc)))
         return self._ended_meanwhile(cluster, report)
 
     def _ended_meanwhile(self, cluster: str, report: StackReport) -> StackReport:
@@ -222,7 +225,7 @@ class Forensics:
         except LeaseLost:
             raise
         except (ClusterError, OSError) as exc:
-            view = {"job_id": job_id, "dir": directory, "error": str(exc), "summary": None}
+            view = {"job_id": job_id, "dir": directory, "error": said(exc), "summary": None}
         try:
             blocks, text = render(self.ctx, "flight_recorder", recipe, view)
             return post_safely(self.ctx, "reply", chain_id, key, blocks, text) is not None
@@ -239,7 +242,7 @@ class Forensics:
                 report = self.collector.collect(cluster, job_id, trainer_pids=hint)
             except ClusterError as exc:  # unreachable: said in the thread like any failure
                 report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED,
-                                                                  str(exc)))
+                                                                  said(exc)))
             return post_stacks(self.ctx, chain_id, key, report, recipe)
         except LeaseLost as exc:
             log.info("%s: not posting stacks: %s", key, exc)

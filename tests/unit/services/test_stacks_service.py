@@ -293,3 +293,35 @@ def test_a_step_terminated_while_the_job_ended_is_the_job_ending(store, state, c
     assert report.problem is not None and report.problem.cause == cause
     if cause == "job_ended":
         assert report.problem.detail == f"job 88154 is {state}"
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("ko", "trainbot과 함께 py-spy 패키지가 설치되어 있지 않습니다: pip install 'trainbot'을 "
+           "실행하거나(py-spy는 의존성 중 하나입니다), 클러스터의 `py_spy` 경로를 설정하세요"),
+    ("en", "the py-spy package is not installed with trainbot: pip install 'trainbot' (py-spy is "
+           "one of its dependencies), or set the cluster's `py_spy` path"),
+])
+def test_why_py_spy_is_missing_is_said_in_the_threads_language(store, monkeypatch, lang,
+                                                               want) -> None:
+    import bot.services.stacks
+    from bot.cluster.pyspy import local_pyspy
+
+    def not_installed(*_args):
+        monkeypatch.setattr("bot.cluster.pyspy.metadata.distribution", _no_distribution)
+        return local_pyspy()
+
+    monkeypatch.setattr(bot.services.stacks, "place_pyspy", not_installed)
+    ctx = make_context(store, lang=lang)
+    clusters = FakeClusters(FakeSlurm(), runner=FakeRunner({}), sftp=FakeSFTP())
+    report = StackCollector(ctx.config, clusters, clock=lambda: T0).collect("dev", "88154")
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    assert post_stacks(ctx, chain.id, "stacks:x", report, "mix")
+    text = ctx.sink.posts[-1][3]
+    assert want in text, text
+
+
+def _no_distribution(name: str):
+    from importlib import metadata
+
+    raise metadata.PackageNotFoundError(name)
