@@ -370,6 +370,12 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
         return real_progress_chart(attempts, **kwargs)
 
     monkeypatch.setattr(bot.charts.series, "progress_chart", spy)
+    from matplotlib.axes import Axes
+
+    axis_labels: list[str] = []
+    real_set_xlabel = Axes.set_xlabel
+    monkeypatch.setattr(Axes, "set_xlabel", lambda ax, label, *a, **k: (
+        axis_labels.append(label), real_set_xlabel(ax, label, *a, **k))[1])
     sink = ChartSink(store)
     ctx, _, chain = _chart_thread(store, sink, lang="ko")
     events = ThreadEvents(ctx)
@@ -403,6 +409,7 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
     cause = first.diagnosis.class_id
     assert causes == [f"{cause} (작업 9001)", f"{cause} (작업 9002)"]  # both failures
     assert last["title"] == "진행 · 작업 9002"
+    assert "시각 (UTC)" in axis_labels and "time (UTC)" not in axis_labels  # its time axis
 
 
 def test_a_completed_run_ends_its_thread_with_the_check_line_after_its_charts(store):
