@@ -359,6 +359,73 @@ def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sle
     assert all("7,800" in text for text in shown()), shown()
 
 
+def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
+        slack_client, fake_sleep, store, cluster, urls, slack: SlackStandIn) -> None:
+    """The watcher comes back after four hours down, seven runs progressing and one failing
+    meanwhile: its first tick rewrites at most its per-tick budget of roots for progress
+    (three here) plus the failed run's root, whose incident is posted at once, instead of
+    all eight roots in one burst of chat.update (rate-limited per workspace); the next ticks
+    rewrite the other roots, the longest waiting first, each once."""
+    from fakes import make_context
+
+    from bot.slack.poster import SlackPoster
+
+    slurm, sftp = cluster
+    clock = [NOW]
+    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: clock[0])
+    ctx = make_context(store, config=make_config(), clusters=FakeClusters(slurm, sftp),
+                       sink=poster, charts=False, clock=lambda: clock[0])
+    app = build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
+                    token_verification_enabled=False)
+    jobs = range(8301, 8309)
+    for job in jobs:
+        path = f"{LOGS}/solo-{job}.out"
+        slurm.add(job, name="solo", state="RUNNING", stdout_path=path, start_time=NOW)
+        sftp.append(path, b"iter: 1/100000 | loss: 0.5\n")
+        [reply] = train(app, urls, f"watch {job}")
+        assert "Watching" in reply["text"], reply
+
+    def progress(at: float, iteration: int) -> None:
+        for job in jobs[:-1]:
+            sftp.append(f"{LOGS}/solo-{job}.out",
+                        f"iter: {iteration}/100000 | loss: 0.4\n".encode())
+        clock[0] = at
+
+    def showing(text: str) -> int:
+        return sum(text in "\n".join(str(b.get("text", {}).get("text", "")) for b in m["blocks"]
+                                      if isinstance(b.get("text"), dict))
+                   for m in slack.root_messages(CH))
+
+    def restarted() -> Watcher:
+        slurm_, sftp_ = cluster
+        return Watcher("dev", slurm=slurm_, reader=lambda: sftp_, store=ctx.store,
+                       catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config,
+                       progress_rewrites_per_tick=3)
+
+    w = watcher(ctx, cluster)
+    progress(NOW + 60, 500)
+    w.tick(NOW + 60)
+    later = NOW + 4 * 3600  # the bot was down four hours
+    progress(later, 90000)
+    slurm.set(jobs[-1], state="FAILED", exit_code=1, signal=0, end_time=later - 600)
+    sftp.append(f"{LOGS}/solo-{jobs[-1]}.out",
+                b"Traceback (most recent call last):\nRuntimeError: boom\n")
+    before = len(slack.ok_calls("chat.update"))
+    r = restarted()
+    r.tick(later)
+    failed_root = slack.root_messages(CH)[-1]
+    assert any("8308" in m["text"] for m in slack.replies(CH, failed_root["ts"]))  # incident
+    assert showing("FAILED") == 1  # the failed run's root at once, whatever the budget
+    assert len(slack.ok_calls("chat.update")) == before + 3 + 1  # not eight at once
+    assert showing("90,000") == 3
+    r.tick(later + 60)
+    assert len(slack.ok_calls("chat.update")) == before + 3 + 1 + 3
+    assert showing("90,000") == 6
+    r.tick(later + 120)  # the last one; nothing is rewritten twice
+    assert len(slack.ok_calls("chat.update")) == before + 3 + 1 + 3 + 1
+    assert showing("90,000") == 7
+
+
 def test_an_array_tasks_failure_rewrites_the_root_once(app, urls, services, cluster,
                                                        slack: SlackStandIn) -> None:
     """A task of a watched array fails: its tick rewrites the array's root once, showing the

@@ -9,7 +9,7 @@ reads them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -215,6 +215,27 @@ def root_rewrite_due(*, state_changed: bool, rewritten_at: float | None, now: fl
     chat.update is rate-limited per workspace and shared by every run: an array whose
     tasks write their progress on different ticks costs at most one rewrite per interval."""
     return state_changed or rewritten_at is None or now - rewritten_at >= min_interval_s
+
+
+def roots_to_rewrite(*, restated: Iterable[int], progressed: Iterable[int],
+                     rewritten_at: Mapping[int, float | None], now: float,
+                     min_interval_s: float, progress_budget: int) -> list[int]:
+    """The chains whose roots are rewritten at the end of the tick at `now`, in that order:
+    every one whose row changed state (`restated`), never held back; then of those with
+    progress alone (`progressed`) due by `root_rewrite_due` (their last rewrite in
+    `rewritten_at`, missing or None: none yet), at most `progress_budget`, the most overdue
+    first (never rewritten, then the oldest rewrite; the lower chain id on a tie). The rest
+    stay pending and come first at a later tick. After a long downtime every progressing
+    root is due at once: the budget spreads their rewrites (chat.update, rate-limited per
+    workspace) over ticks instead of one burst that incidents would queue behind, and
+    roots rewritten on different ticks stay apart at later intervals."""
+    state = sorted(set(restated))
+    waiting = sorted(
+        (rewritten_at.get(chain_id) is not None, rewritten_at.get(chain_id) or 0.0, chain_id)
+        for chain_id in set(progressed) - set(state)
+        if root_rewrite_due(state_changed=False, rewritten_at=rewritten_at.get(chain_id),
+                            now=now, min_interval_s=min_interval_s))
+    return state + [chain_id for _, _, chain_id in waiting[:max(0, progress_budget)]]
 
 
 def attempt_progress(row: AttemptRow, fields: Mapping[str, Any], *, now: float,

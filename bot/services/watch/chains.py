@@ -29,7 +29,7 @@ from bot.core.policy import (
     attempt_progress,
     own_history,
     parallel_chain_end,
-    root_rewrite_due,
+    roots_to_rewrite,
     run_history,
     task_history,
     task_rows,
@@ -44,6 +44,11 @@ from bot.store import Attempt, Chain, Store, WatchedJob
 log = logging.getLogger(__name__)
 
 
+# roots rewritten a tick for progress alone (bot.core.policy.roots_to_rewrite): chat.update
+# is Slack's tier 3 (about 50 a minute per workspace), shared with incidents and state changes
+PROGRESS_REWRITES_PER_TICK = 10
+
+
 class ChainBook:
     """One cluster's chains and attempt rows as the watcher reads and writes them (module
     doc). `changed` holds the parallel chains whose rows' states changed this tick (their
@@ -51,18 +56,21 @@ class ChainBook:
     changed (their roots), `progressed` the chains whose rows' iterations moved and whose
     roots have not shown it yet (`publish_changed` rewrites each root at most once a tick,
     for progress alone at most once every `persist_every_s`:
-    bot.core.policy.root_rewrite_due); `resubmits` (None: none are made) tells whether a
+    bot.core.policy.root_rewrite_due, and at most `progress_rewrites_per_tick` such roots a
+    tick: bot.core.policy.roots_to_rewrite); `resubmits` (None: none are made) tells whether a
     task's resubmit is still pending; an attempt's progress (with the target its log
     printed) is written at most every `persist_every_s`."""
 
     def __init__(self, cluster: str, *, store: Store, catalogue: Catalogue, outbox: Outbox,
-                 resubmits: AutoResubmits | None, persist_every_s: float) -> None:
+                 resubmits: AutoResubmits | None, persist_every_s: float,
+                 progress_rewrites_per_tick: int = PROGRESS_REWRITES_PER_TICK) -> None:
         self.cluster = cluster
         self.store = store
         self.catalogue = catalogue
         self.outbox = outbox
         self.resubmits = resubmits
         self.persist_every_s = persist_every_s
+        self.progress_rewrites_per_tick = progress_rewrites_per_tick
         self._chains: dict[int, Chain] = {}  # by id, for their kind (which never changes)
         # by id, for their target (`new_tick`): the row as last read, and the chain's jobs
         # that were watched then
@@ -177,19 +185,22 @@ class ChainBook:
         """At most one root update per chain and tick (at `now`): a parallel chain whose rows'
         states changed (its Home rows with it), else a chain whose row's state changed or
         whose rows' iterations moved (its root alone). Progress alone rewrites a root at most
-        once every `persist_every_s` (bot.core.policy.root_rewrite_due): until then it stays
+        once every `persist_every_s`, and at most `progress_rewrites_per_tick` roots a tick,
+        the most overdue first (bot.core.policy.roots_to_rewrite): until then it stays
         pending, and the rewrite that comes shows the store's latest iterations."""
         shown = set(self.changed)
         for chain_id in sorted(self.changed):
             self.outbox.chain_changed(chain_id)
             self._rewritten_at[chain_id] = now
-        for chain_id in sorted((self.restated | self.progressed) - self.changed):
-            if root_rewrite_due(state_changed=chain_id in self.restated,
-                                rewritten_at=self._last_rewrite(chain_id, now), now=now,
-                                min_interval_s=self.persist_every_s):
-                self.outbox.progress_changed(chain_id)
-                self._rewritten_at[chain_id] = now
-                shown.add(chain_id)
+        progressed = self.progressed - self.changed - self.restated
+        for chain_id in roots_to_rewrite(
+                restated=self.restated - self.changed, progressed=progressed,
+                rewritten_at={c: self._last_rewrite(c, now) for c in progressed}, now=now,
+                min_interval_s=self.persist_every_s,
+                progress_budget=self.progress_rewrites_per_tick):
+            self.outbox.progress_changed(chain_id)
+            self._rewritten_at[chain_id] = now
+            shown.add(chain_id)
         self.changed.clear()
         self.restated.clear()
         self.progressed -= shown

@@ -68,7 +68,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
 from bot.log_format import log_fields
 from bot.services.ports import LeaseLost, SlurmJobs, TailReader
-from bot.services.watch.chains import ChainBook
+from bot.services.watch.chains import PROGRESS_REWRITES_PER_TICK, ChainBook
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.health import ClusterHealth
 from bot.services.watch.judge import (
@@ -146,6 +146,7 @@ class Watcher:
         max_bytes_per_job: int = 16 << 20,
         warmup_bytes: int = 8 << 20,
         persist_every_s: float = 300.0,
+        progress_rewrites_per_tick: int = PROGRESS_REWRITES_PER_TICK,
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
         unknown_after_s: float = 900.0,
@@ -186,7 +187,8 @@ class Watcher:
                                         resubmit=resubmit, recover=recover)
                           if resubmit is not None else None)
         self.chains = ChainBook(cluster, store=store, catalogue=catalogue, outbox=self.outbox,
-                                resubmits=self.resubmits, persist_every_s=persist_every_s)
+                                resubmits=self.resubmits, persist_every_s=persist_every_s,
+                                progress_rewrites_per_tick=progress_rewrites_per_tick)
         self._jobs: dict[int, JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
 

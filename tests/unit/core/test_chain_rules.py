@@ -15,6 +15,7 @@ from bot.core.policy import (
     own_history,
     parallel_chain_end,
     root_rewrite_due,
+    roots_to_rewrite,
     run_history,
     run_latest,
     run_rows,
@@ -271,6 +272,37 @@ def test_progress_alone_rewrites_a_root_at_most_once_per_interval() -> None:
     assert not due(1060.0) and not due(1299.0)  # rewritten less than 300 s ago: it waits
     assert due(1300.0) and due(5000.0)
     assert due(1001.0, rewritten_at=None)  # never rewritten here: at once
+
+
+def test_after_a_long_downtime_progress_rewrites_are_spread_over_ticks() -> None:
+    # 25 roots last rewritten hours before a restart, all with progress: at most 10 a tick,
+    # the most overdue first, so every root is shown within three ticks, none twice
+    last: dict[int, float | None] = {c: 1000.0 + c for c in range(1, 26)}
+
+    def tick(now: float, restated: set[int] = set()) -> list[int]:  # noqa: B006
+        due = roots_to_rewrite(restated=restated, progressed=set(last) - restated,
+                               rewritten_at=last, now=now, min_interval_s=300.0,
+                               progress_budget=10)
+        for c in due:
+            last[c] = now
+        return due
+
+    assert tick(20000.0) == list(range(1, 11))  # the oldest rewrites first
+    # a run that changed state is rewritten at once, beyond the budget, before any progress
+    assert tick(20060.0, restated={3, 24}) == [3, 24, *range(11, 21)]
+    assert tick(20120.0) == [21, 22, 23, 25]
+    assert tick(20180.0) == []  # all shown: each waits out its interval
+    # they fall due again apart, each 300 s after its own rewrite (3 was at 20,060)
+    assert tick(20300.0) == [1, 2, *range(4, 11)]
+    assert tick(20360.0) == [3, *range(11, 20)]  # 20 waits: ten a tick
+
+
+def test_a_root_never_rewritten_comes_before_overdue_ones() -> None:
+    assert roots_to_rewrite(restated=(), progressed={5, 6, 7},
+                            rewritten_at={5: 100.0, 6: None}, now=1000.0,
+                            min_interval_s=300.0, progress_budget=2) == [6, 7]
+    assert roots_to_rewrite(restated=(), progressed={5}, rewritten_at={5: 900.0},
+                            now=1000.0, min_interval_s=300.0, progress_budget=2) == []
 
 
 def test_a_change_of_state_rewrites_a_root_at_once() -> None:
