@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
@@ -78,6 +80,7 @@ from bot.services.threads import (
     thread_note,
 )
 from bot.services.watch.events import WatchEvent
+from bot.store import Attempt, Chain
 
 log = logging.getLogger(__name__)
 
@@ -428,6 +431,31 @@ class WebhookEvents:
 
     def chain_changed(self, chain_id: int) -> None:
         self.inner.chain_changed(chain_id)
+
+    def progress_changed(self, chain_id: int) -> None:
+        """The thread's root follows the run's progress (`inner`), and the receiver gets it
+        as one `progress` object: the run's attempts' states and iterations as the root
+        shows them, as often as the root is rewritten (at most once every persist_every_s
+        per run, and a bounded number of runs a tick: bot.core.policy.roots_to_rewrite).
+        Its `key` names what it shows; a failed POST is not sent again: the next one carries
+        the latest progress."""
+        self.inner.progress_changed(chain_id)
+        store = self.inner.ctx.store
+        chain = store.chains.get(chain_id)
+        if chain is not None:
+            self.webhook.post_json(progress_json(chain, store.attempts.for_chain(chain_id)))
+
+
+def progress_json(chain: Chain, attempts: Sequence[Attempt]) -> dict[str, Any]:
+    """A run's progress as the webhook's body (`kind` "progress"): its attempts oldest first
+    (`job_id` as people read it, `state`, `last_iter`, `result`) and its `target_iter`;
+    `key` is the same for the same progress, so a receiver drops a repeat."""
+    rows = [{"job_id": a.shown_id, "state": a.state, "last_iter": a.last_iter,
+             "result": a.result} for a in attempts]
+    shown = ",".join(f"{r['job_id']}:{r['state']}:{r['last_iter']}" for r in rows)
+    return {"key": f"progress:{chain.id}:{shown}", "kind": "progress",
+            "cluster": chain.cluster, "chain_id": chain.id, "recipe": chain.recipe,
+            "target_iter": chain.target_iter, "attempts": rows}
 
 
 def _trace(series: MetricSeries, diagnosis: Diagnosis, job: str) -> AttemptTrace:

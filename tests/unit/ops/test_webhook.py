@@ -5,10 +5,11 @@ next tick, and the threads post nothing twice."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
-from support.watcher import LOG, add_job, make_watcher
+from support.watcher import LOG, add_job, make_watcher, running, story_lines
 from support.webhook_receiver import Receiver
 
 from bot.core.slurm.records import JobRecord
@@ -47,6 +48,33 @@ def test_an_incident_reaches_the_webhook_as_json_once_even_after_a_failed_post(
     assert body["diagnosis"]["class"] == "silent_exit" and body["decision"]["kind"]
     assert body["key"] and body["text"]
     assert threads.kinds() == ["incident", "incident"]  # the threads' poster dedupes by key
+
+
+def test_a_runs_progress_reaches_the_webhook_as_often_as_its_root_is_rewritten(
+        receiver, tmp_path) -> None:
+    """With a webhook the thread's root still follows the run (it stopped at the first
+    event: progress never reached the threads), and the receiver gets a `progress` object
+    each time, at most once every persist_every_s: not on every tick the log moved."""
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    slurm, sftp, threads = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+    threads.ctx = SimpleNamespace(store=store)  # the threads read the store as ThreadEvents
+    chain = add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    lines = story_lines()
+    sftp.append(LOG, b"".join(lines[:500]))
+    w = make_watcher(store, slurm, sftp, WebhookEvents(threads, JsonWebhook(receiver.url)))
+    w.tick(T0)  # PENDING -> RUNNING: at once
+    sftp.append(LOG, b"".join(lines[500:520]))
+    w.tick(T0 + 60)  # within persist_every_s: nothing shown
+    sftp.append(LOG, b"".join(lines[520:540]))
+    w.tick(T0 + 300)
+    store.close()
+    assert threads.progressed == [chain.id, chain.id]
+    bodies = [b for b in receiver.bodies if b["kind"] == "progress"]
+    assert [(b["chain_id"], b["cluster"], [(a["job_id"], a["state"]) for a in b["attempts"]])
+            for b in bodies] == [(chain.id, "dev", [("88154", "RUNNING")])] * 2
+    assert [b["attempts"][0]["last_iter"] for b in bodies] == [1498, 1538]
+    assert bodies[0]["key"] != bodies[1]["key"]
 
 
 def test_an_unreachable_or_refusing_receiver_is_a_post_error(receiver) -> None:
