@@ -135,7 +135,9 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                     ticks: TickHealth | None = None,
                     webhook: JsonPoster | None = None) -> JobScheduler:
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
-    `prompts` (remind, escalate, expire unanswered prompts) every policy tick, `probes` (run
+    `prompts` (remind, escalate, expire unanswered prompts) and `submits` (a person's submit
+    the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight) every
+    policy tick, `probes` (run
     the DataLoader probes people asked for, bot.services.probes) every few seconds, and
     `watch:<cluster>` for each configured cluster every `tick_interval`;
     each runs only while `leases` (default: this process's) holds the lease named after it,
@@ -145,6 +147,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
+    from bot.services.runs import recover_submits_in_flight
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
     holds = fenced_context(ctx, scheduler.fence("holds"))
@@ -152,6 +155,9 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                             every_s=ctx.config.policy.tick_s)
     prompts = fenced_context(ctx, scheduler.fence("prompts"))
     scheduler.run_repeating("prompts", lambda now: follow_up_prompts(prompts, now),
+                            every_s=ctx.config.policy.tick_s)
+    submits = fenced_context(ctx, scheduler.fence("submits"))
+    scheduler.run_repeating("submits", lambda now: recover_submits_in_flight(submits, now),
                             every_s=ctx.config.policy.tick_s)
     probes = fenced_context(ctx, scheduler.fence("probes"))
     scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),

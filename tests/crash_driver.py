@@ -3,13 +3,16 @@ test_crash_recovery_cluster.py (which SIGKILL it at chosen points and start it a
 
     python -m tests.crash_driver --config CONFIG.yaml --slack-url URL --token TOKEN
         [--cluster dev] [--tick 0.5] [--until-idle]
+        [--train "resume RECIPE" --actor U… --channel C…]
 
 Builds the bot's services as `trainbot run` does (bot.app.build_context: the config file's
 store, cluster sessions, catalogue, a thread poster on a client for the given Slack Web API
 URL, …), so each service the bot has is in what the crash tests kill, and the production
 watcher (bot.app.build_watcher), then ticks it every `--tick` seconds. With `--until-idle`
-it exits 0 once the cluster has no active chain and no watched job. TRAINBOT_CRASH_AT
-(bot.crashpoint) makes it SIGKILL itself at a named step.
+it exits 0 once the cluster has no active chain and no watched job. With `--train` it runs
+that `/train` command as the person `--actor` typed it in `--channel` (bot.services.train),
+prints the reply and exits instead of ticking. TRAINBOT_CRASH_AT (bot.crashpoint) makes it
+SIGKILL itself at a named step.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", default="dev")
     p.add_argument("--tick", type=float, default=0.5)
     p.add_argument("--until-idle", action="store_true")
+    p.add_argument("--train", help="a /train command's text to run once instead of ticking")
+    p.add_argument("--actor", default="U0OWNER")
+    p.add_argument("--channel", default=None)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -39,6 +45,18 @@ def main(argv: list[str] | None = None) -> int:
     ctx = build_context(load_config(args.config),
                         client=make_client(args.token, base_url=args.slack_url))
     store = ctx.store
+    if args.train:
+        from bot.core.train_grammar import parse_command
+        from bot.services.train import execute
+
+        try:
+            reply = execute(ctx, parse_command(args.train), actor=args.actor,
+                            channel=args.channel, now=time.time())
+            print(f"driver: reply {reply.text}", flush=True)
+            return 0
+        finally:
+            ctx.clusters.close()
+            store.close()
     watcher = build_watcher(ctx, args.cluster)
     print("driver: ticking", flush=True)
     try:

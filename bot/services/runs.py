@@ -15,16 +15,19 @@ from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
-from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, RenderError
+from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
+    SUBMIT_IN_FLIGHT_S,
     SubmitResult,
     adopt_unrecorded_submit,
     describe_start,
+    find_lost_submit,
     find_resume_checkpoint,
+    record_found_submit,
     submit_recipe,
 )
 from bot.services.threads import has_thread, open_thread, post_safely, refresh_root, render
-from bot.store import Attempt
+from bot.store import Attempt, SubmitInFlight
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,7 @@ def submit_and_announce(
         charge_retry=charge_retry,
         array_task=array_task,
         reconcile_unknown=reconcile_unknown,
+        channel=channel,
     )
     if before_announce is not None:
         before_announce(result)
@@ -100,6 +104,71 @@ def submit_and_announce(
         log.error("chain %s: job %s submitted but not announced: %s", result.chain_id,
                   result.job_id, exc)
     return result
+
+
+def recover_submits_in_flight(ctx: BotContext, now: float) -> None:
+    """A person's submits the bot died in (killed between sending the sbatch and recording
+    its job), or whose job could not be looked up when its end was not seen: each one sent
+    SUBMIT_IN_FLIGHT_S ago or more is looked up by its job name (`find_lost_submit`: a job
+    of that name submitted since, that no attempt records). A job found is recorded as the
+    run's (a new run's chain is started for it), watched and announced in its thread, as the
+    submit would have done; none found (nothing was queued) forgets the submit. A lookup that
+    fails keeps it for the next run of this job (bot.app.build_scheduler's `submits`)."""
+    for cluster in ctx.config.clusters:
+        for flight in ctx.store.submits_in_flight.sent_before(cluster, now - SUBMIT_IN_FLIGHT_S):
+            try:
+                _recover_submit(ctx, flight, now)
+            except LeaseLost:
+                raise  # another replica runs the job now
+            except Exception as exc:  # noqa: BLE001 - kept, looked up again next time
+                log.warning("submit of %s (recipe %s) sent at %.0f: cannot look it up yet: %s",
+                            flight.job_name, flight.recipe, flight.sent_at, exc)
+
+
+def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float) -> None:
+    store = ctx.store
+    if flight.recipe not in ctx.config.recipes:
+        log.warning("submit of %s: recipe %s is no longer configured; not looked up",
+                    flight.job_name, flight.recipe)
+        store.submits_in_flight.remove(flight.id)
+        return
+    recipe = ctx.config.recipe(flight.recipe)
+    chain = store.chains.get(flight.chain_id) if flight.chain_id is not None else None
+    job_id = find_lost_submit(ctx.config, flight.recipe, ctx.clusters.slurm(flight.cluster),
+                              store, job_name=flight.job_name, chain=chain,
+                              array_task=flight.array_task, sent_at=flight.sent_at)
+    if job_id is None:
+        log.info("submit of %s sent at %.0f: no job of that name since; nothing was queued",
+                 flight.job_name, flight.sent_at)
+        store.submits_in_flight.remove(flight.id)
+        return
+    if chain is None:  # the submit started a new run
+        whole_array = recipe.array is not None
+        chain = store.chains.create(
+            recipe=flight.recipe, cluster=flight.cluster, job_name=flight.job_name,
+            channel=ctx.config.channel_id_for(flight.recipe), now=now,
+            kind="array" if whole_array else "run",
+            array_job_id=int(job_id) if whole_array else None)
+        if whole_array:  # its tasks become attempt rows as they start
+            store.watched_jobs.add(flight.cluster, job_id, now=now, chain_id=chain.id)
+            store.audit.record(actor=flight.actor, action="submit", now=now,
+                               recipe=flight.recipe, job_id=job_id, result="ok",
+                               detail={"chain_id": chain.id, "array": recipe.array,
+                                       "found_after_lost_submit": True})
+            store.submits_in_flight.remove(flight.id)
+            announce_submit(ctx, flight.recipe, SubmitResult(job_id, chain.id, 0, chain.job_name,
+                                                             None, array=recipe.array),
+                            flight.actor, flight.channel)
+            return
+    result = record_found_submit(
+        ctx.config, flight.recipe, chain_id=chain.id, job_id=job_id,
+        sftp=LazySFTP(ctx.clusters, flight.cluster), store=store, now=now,
+        resumed_at=flight.resumed_at, charge_retry=flight.charge_retry,
+        array_task=flight.array_task, actor=flight.actor, found="found_after_lost_submit")
+    store.submits_in_flight.remove(flight.id)
+    log.warning("submit of %s sent at %.0f: found its job %s by name and recorded it",
+                flight.job_name, flight.sent_at, job_id)
+    announce_submit(ctx, flight.recipe, result, flight.actor, flight.channel)
 
 
 def _widen(config: Config, recipe: str, extra: Mapping[str, OverrideType]) -> Config:

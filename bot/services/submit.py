@@ -317,6 +317,7 @@ def submit_recipe(
     charge_retry: bool = False,
     array_task: int | None = None,
     reconcile_unknown: bool = False,
+    channel: str | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -339,7 +340,11 @@ def submit_recipe(
     job found is recorded, watched and returned as sbatch's answer would have been; none
     found raises SubmitNotQueued (it most likely did not go through); a lookup that
     fails raises the OutcomeUnknown again, saying so. Without it the OutcomeUnknown goes up
-    as it came (the automatic resubmit reconciles it through its own intent row).
+    as it came (the automatic resubmit reconciles it through its own intent row). A person's
+    submit is also kept in `submits_in_flight` from just before its sbatch until its job is
+    recorded (or is known not to have gone through), with `channel`, where they asked: a job
+    whose submit the bot died in, or whose lookup failed, is found by its name and recorded
+    later (bot.services.runs.recover_submits_in_flight).
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -364,20 +369,31 @@ def submit_recipe(
     whole_array = effective.array is not None and array_task is None
 
     found_by_name = False
+    flight: int | None = None  # a person's submit, kept until its job is recorded
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
+        if reconcile_unknown:
+            flight = store.submits_in_flight.add(
+                cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
+                chain_id=chain.id if chain is not None else None, array_task=array_task,
+                resumed_at=checkpoint.iteration if checkpoint else None,
+                charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now)
         try:
             job_id = _submit(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:
             if not reconcile_unknown:
                 raise
-            job_id = _look_up_lost_submit(config, recipe_name, effective, slurm, store, exc,
+            job_id = _look_up_lost_submit(config, recipe_name, slurm, store, exc,
                                           job_name=job_name, chain=chain, array_task=array_task,
                                           sent_at=now)
             found_by_name = True
         crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
     except Exception as exc:
+        if flight is not None and not isinstance(exc, OutcomeUnknown):
+            # nothing was queued (refused, never sent, or looked up and not there); an
+            # OutcomeUnknown here is a lookup that failed: the job is looked for again later
+            store.submits_in_flight.remove(flight)
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name, result="failed",
             detail=f"{type(exc).__name__}: {exc}",
@@ -413,6 +429,8 @@ def submit_recipe(
     if chain.status == "stopped":
         store.chains.set_status(chain.id, "active", now=now)
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
+    if flight is not None:
+        store.submits_in_flight.remove(flight)
     store.audit.record(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
         detail={
@@ -452,15 +470,37 @@ class SubmitNotQueued(ServiceError):
         self.job_name = job_name
 
 
-def _look_up_lost_submit(config: Config, recipe_name: str, recipe: RecipeConfig, slurm: Slurm,
-                         store: Store, lost: OutcomeUnknown, *, job_name: str, chain: Any,
+def _look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store,
+                         lost: OutcomeUnknown, *, job_name: str, chain: Any,
                          array_task: int | None, sent_at: float) -> str:
-    """The job a submit whose end was not seen (`lost`) left, found by its name: one with an
-    id above every job the run (a new run: the recipe's runs of that name) has recorded, not
-    recorded itself, and submitted once the sbatch was sent (`sent_at`, wall clock): a job of
-    the same name someone submitted by hand before the click is not this submit's, and is
-    never adopted. Raises SubmitNotQueued when there is none, and `lost` again (with what
-    the lookup said) when the lookup fails."""
+    """The job a submit whose end was not seen (`lost`) left, found by its name
+    (`find_lost_submit`: a job of the same name someone submitted by hand before the click
+    is not this submit's, and is never adopted). Raises SubmitNotQueued when there is none,
+    and `lost` again (with what the lookup said) when the lookup fails."""
+    try:
+        found = find_lost_submit(config, recipe_name, slurm, store, job_name=job_name,
+                                 chain=chain, array_task=array_task, sent_at=sent_at)
+    except (ClusterError, SlurmParseError) as exc:
+        log.warning("submit of %s: its end was not seen, and looking it up failed: %s",
+                    job_name, exc)
+        raise lost.advised(N_(
+            "Looking it up by name failed too (%(error)s): trainbot looks for it again in "
+            "%(minutes)d minutes and, if it is there, records it and tells the run's thread.",
+            error=said(exc), minutes=round(SUBMIT_IN_FLIGHT_S / 60))) from lost
+    if found is None:
+        raise SubmitNotQueued(job_name)
+    log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)
+    return found
+
+
+def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store, *,
+                     job_name: str, chain: Any, array_task: int | None,
+                     sent_at: float) -> str | None:
+    """The job a person's submit whose end was not seen left, by its name (None: none): one
+    with an id above every job the run (`chain`; a new run, None: the recipe's runs of that
+    name) has recorded, not recorded itself, and submitted once the sbatch was sent
+    (`sent_at`, trainbot's clock). Raises ClusterError / SlurmParseError when the lookup
+    fails."""
     if chain is not None:
         chains = [chain]
     else:
@@ -468,20 +508,9 @@ def _look_up_lost_submit(config: Config, recipe_name: str, recipe: RecipeConfig,
     known = {a.job_id for c in chains for a in store.attempts.for_chain(c.id)}
     known |= {str(c.array_job_id) for c in chains if c.array_job_id is not None}
     after = max((int(j) for j in known if j.isdigit()), default=0)
-    user = getattr(config.clusters.get(recipe.cluster), "user", None)
-    try:
-        found = find_unrecorded_submit(slurm, job_name=job_name, user=user,
-                                       after_job=str(after), known=known, array_task=array_task,
-                                       submitted_since=sent_at)
-    except (ClusterError, SlurmParseError) as exc:
-        log.warning("submit of %s: its end was not seen, and looking it up failed: %s",
-                    job_name, exc)
-        raise lost.advised(N_("Looking it up by name failed too: %(error)s",
-                                error=said(exc))) from lost
-    if found is None:
-        raise SubmitNotQueued(job_name)
-    log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)
-    return found
+    user = getattr(config.clusters.get(config.recipe(recipe_name).cluster), "user", None)
+    return find_unrecorded_submit(slurm, job_name=job_name, user=user, after_job=str(after),
+                                  known=known, array_task=array_task, submitted_since=sent_at)
 
 
 def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
@@ -560,6 +589,12 @@ def parse_job_id(stdout: str, command: str) -> str:
     return match[1]
 
 
+#: How long a person's submit may stay in flight (its sbatch, the lookup by name that may
+#: follow it) before bot.services.runs.recover_submits_in_flight takes it for one the bot
+#: died in. Far above a submit's own deadlines, so a replica never takes up a submit another
+#: one is still in.
+SUBMIT_IN_FLIGHT_S = 600.0
+
 #: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
 #: job's submit time is compared with the moment trainbot sent its sbatch.
 SUBMIT_CLOCK_MARGIN_S = 300.0
@@ -620,6 +655,25 @@ def adopt_unrecorded_submit(
                                     after_job=after_job, known=known, array_task=array_task)
     if job_id is None:
         return None
+    return record_found_submit(config, recipe_name, chain_id=chain_id, job_id=job_id,
+                               sftp=sftp, store=store, now=now, resumed_at=resumed_at,
+                               charge_retry=charge_retry, array_task=array_task)
+
+
+def record_found_submit(
+    config: Config, recipe_name: str, *, chain_id: int, job_id: str, sftp: SFTP, store: Store,
+    now: float, resumed_at: int | None, charge_retry: bool = False,
+    array_task: int | None = None, actor: str = "trainbot", found: str = "adopted_after_crash",
+) -> SubmitResult:
+    """Record `job_id`, a job a submit whose end was not seen left on the cluster and that
+    was found by its name, as chain `chain_id`'s next attempt, watched, charged as the lost
+    submit would have been; `resumed_at`: the iteration it resumed from (the attempt records
+    the newest checkpoint at or below it, never one the job saved since). `found` names how
+    it was found, in the audit log."""
+    recipe = config.recipe(recipe_name)
+    chain = store.chains.get(chain_id)
+    if chain is None:
+        raise UsageProblem(f"no run chain {chain_id}")
     # what the lost submit resumed from
     checkpoint = (find_resume_checkpoint(recipe, sftp, array_task, at_most=resumed_at)
                   if resumed_at is not None else None)
@@ -632,9 +686,9 @@ def adopt_unrecorded_submit(
     )
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
     store.audit.record(
-        actor="trainbot", action="submit", now=now, recipe=recipe_name, job_id=job_id,
+        actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id,
         result="ok", detail={"chain_id": chain_id, "attempt_no": attempt.attempt_no,
-                             "adopted_after_crash": True},
+                             found: True},
     )  # fmt: skip
     return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt.attempt_no,
                         job_name=chain.job_name, checkpoint=checkpoint,

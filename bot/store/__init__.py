@@ -19,7 +19,7 @@ from bot.store.repos.approvals import ApprovalsRepo
 from bot.store.repos.incidents import IncidentsRepo
 from bot.store.repos.replicas import CommandClaimsRepo, HomeViewersRepo, LeasesRepo
 from bot.store.repos.runs import AttemptsRepo, ChainsRepo, TailOffsetsRepo
-from bot.store.repos.watched import WatchedJobsRepo
+from bot.store.repos.watched import SubmitsInFlightRepo, WatchedJobsRepo
 from bot.store.rows import (
     Approval,
     Attempt,
@@ -28,6 +28,7 @@ from bot.store.rows import (
     ClaimResult,
     Incident,
     SlackPost,
+    SubmitInFlight,
     TailOffset,
     WatchedJob,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreVersionError",
+    "SubmitInFlight",
     "TailOffset",
     "WatchedJob",
     "display_url",
@@ -147,6 +149,7 @@ class Store:
         self.slack_posts = SlackPostsRepo(engine)
         self.audit = AuditRepo(engine, redactor)
         self.watched_jobs = WatchedJobsRepo(engine)
+        self.submits_in_flight = SubmitsInFlightRepo(engine)
         self.leases = LeasesRepo(engine)
         self.command_claims = CommandClaimsRepo(engine)
         self.home_viewers = HomeViewersRepo(engine)

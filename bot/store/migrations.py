@@ -275,6 +275,28 @@ def _v13_run_targets(conn: Connection) -> None:
     _add_column(conn, "attempts", "logged_target_iter INTEGER")
 
 
+def _v14_submits_in_flight(conn: Connection) -> None:
+    """Version 14: submits_in_flight, a person's submit between its sbatch and the attempt row
+    that records its job, so a job whose submit the bot died in is found by its name and
+    recorded by the next bot (bot.services.runs.recover_submits_in_flight)."""
+    _create_table(
+        conn,
+        "submits_in_flight",
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("cluster", Text, nullable=False),
+        Column("recipe", Text, nullable=False),
+        Column("job_name", Text, nullable=False),
+        Column("chain_id", Integer, nullable=True),
+        Column("array_task", Integer, nullable=True),
+        Column("resumed_at", Integer, nullable=True),
+        Column("charge_retry", Boolean, nullable=False),
+        Column("actor", Text, nullable=False),
+        Column("channel", Text, nullable=True),
+        Column("sent_at", Float, nullable=False),
+        Index("ix_submits_in_flight_sent_at", "sent_at"),
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -289,6 +311,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v11_adopted_chains,
     _v12_watched_by,
     _v13_run_targets,
+    _v14_submits_in_flight,
 ]
 
 

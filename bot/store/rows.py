@@ -201,6 +201,24 @@ class AuditEntry:
 
 
 @dataclass(frozen=True)
+class SubmitInFlight:
+    """A person's submit whose job no attempt row records yet: its sbatch was sent at
+    `sent_at` (trainbot's clock) and the bot may have died before it could record the job."""
+
+    id: int
+    cluster: str
+    recipe: str
+    job_name: str
+    chain_id: int | None
+    array_task: int | None
+    resumed_at: int | None
+    charge_retry: bool
+    actor: str
+    channel: str | None
+    sent_at: float
+
+
+@dataclass(frozen=True)
 class WatchedJob:
     """A job the watcher polls; `adopted` when it was submitted outside trainbot."""
 

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 metadata = MetaData()
 
@@ -193,4 +193,21 @@ home_viewers = Table(  # version 9
     Column("user_id", Text, primary_key=True),  # a Slack user who opened the App Home tab
     Column("opened_at", Float, nullable=False),  # last opened (or clicked on)
     Index("ix_home_viewers_opened_at", "opened_at"),
+)
+
+submits_in_flight = Table(  # version 14
+    "submits_in_flight",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("cluster", Text, nullable=False),
+    Column("recipe", Text, nullable=False),
+    Column("job_name", Text, nullable=False),  # what the job is looked up by
+    Column("chain_id", Integer, nullable=True),  # None: the submit starts a new run
+    Column("array_task", Integer, nullable=True),  # a task's resubmit (--array=N)
+    Column("resumed_at", Integer, nullable=True),  # the checkpoint iteration it resumed from
+    Column("charge_retry", Boolean, nullable=False),  # counted against the retry budget
+    Column("actor", Text, nullable=False),  # the Slack user who asked for it
+    Column("channel", Text, nullable=True),  # where they asked
+    Column("sent_at", Float, nullable=False),  # when the sbatch was sent (trainbot's clock)
+    Index("ix_submits_in_flight_sent_at", "sent_at"),
 )

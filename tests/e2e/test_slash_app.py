@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_scheduler_is_utc_coalescing_and_runs_a_job_with_the_clock(store) -> None:
     ctx = make_context(store, slack=False)
     scheduler = build_scheduler(ctx, clock=lambda: 42.0)
-    assert sorted(j.id for j in scheduler.jobs()) == ["holds", "probes", "prompts", "watch:dev"]
+    assert sorted(j.id for j in scheduler.jobs()) == ["holds", "probes", "prompts", "submits",
+                                                      "watch:dev"]
     assert str(scheduler.timezone) == "UTC"
     assert all(j.coalesce is True and j.max_instances == 1 for j in scheduler.jobs())
 

@@ -136,15 +136,17 @@ def _setup(slurm_cluster, tmp_path: Path, recipe: dict) -> tuple[Config, Path]:
     return Config.model_validate(data), config_path
 
 
-def _crash_in_sbatch(config_path: Path, slack: SlackStandIn, log: Path) -> None:
-    """Run the watcher as its own process until it SIGKILLs itself right after sbatch."""
+def _crash_in_sbatch(config_path: Path, slack: SlackStandIn, log: Path,
+                     *driver_args: str) -> None:
+    """Run the watcher (or, with `driver_args` `--train TEXT`, a person's /train command) as
+    its own process until it SIGKILLs itself right after sbatch."""
     env = {k: v for k, v in os.environ.items() if k != "TRAINBOT_CRASH_AT"}
     env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env["TRAINBOT_CRASH_AT"] = "sbatch_returned"
     with log.open("w") as out:
         proc = subprocess.Popen(
             [sys.executable, str(DRIVER), "--config", str(config_path), "--slack-url",
-             slack.api_url, "--token", slack.token, "--tick", "1"],
+             slack.api_url, "--token", slack.token, "--tick", "1", *driver_args],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             rc = proc.wait(timeout=CRASH_WITHIN_S)
@@ -381,3 +383,48 @@ def test_a_resubmit_that_ran_while_the_bot_was_down_is_adopted_from_where_it_res
     assert len([t for t in texts if f"resubmitted automatically as {new}" in t]) == 1, texts
     assert not [k for k, n in run.posted().items() if n > 1]
     bot.close()
+
+
+def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
+        slurm_cluster, slack_bot, tmp_path):
+    """`/train resume` typed by a person, and the bot SIGKILLed right after its sbatch
+    returned, before the attempt row: the job is on the cluster and nothing records it but
+    the submit in flight. The next bot's `submits` job (recover_submits_in_flight) finds it
+    by its name through the real squeue, records it as the run's next attempt, watches it
+    and tells the run's thread; sbatch ran once."""
+    from bot.services.runs import recover_submits_in_flight
+    from bot.services.submit import SUBMIT_IN_FLIGHT_S
+
+    name = f"tb-crash-resume-{uuid.uuid4().hex[:6]}"
+    with ExitStack() as stack:
+        slack = stack.enter_context(SlackStandIn())
+        jobs = stack.enter_context(DemoJobs.open(slurm_cluster))
+        stack.callback(jobs.runner.run, ["scancel", f"--name={name}"], check=False)
+        config, config_path = _setup(slurm_cluster, tmp_path, _single_recipe(jobs, name))
+        bot = Bot(slack_bot(config, slack, charts=False))
+        first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
+        bot.close()
+        jobs.runner.run(["scancel", first.job_id])  # the run's job ended; a person resumes it
+        _crash_in_sbatch(config_path, slack, tmp_path / "driver.log",
+                         "--train", "resume run", "--actor", OWNER, "--channel", CHANNEL)
+
+        slurm_jobs = _jobs_named(jobs.runner, name)
+        [new] = [j for j in slurm_jobs if j != first.job_id]
+        bot = Bot(slack_bot(config, slack, charts=False))
+        stack.callback(bot.close)
+        store = bot.store
+        assert [a.job_id for a in store.attempts.for_chain(first.chain_id)] == [first.job_id]
+        [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
+        assert (flight.job_name, flight.chain_id, flight.actor) == (name, first.chain_id, OWNER)
+
+        recover_submits_in_flight(bot.ctx, time.time() + SUBMIT_IN_FLIGHT_S + 1)
+        attempts = store.attempts.for_chain(first.chain_id)
+        assert [a.job_id for a in attempts] == [first.job_id, new], attempts
+        assert new in {w.job_id for w in store.watched_jobs.list("dev")}
+        assert store.submits_in_flight.sent_before("dev", float("inf")) == []
+        [root] = slack.root_messages(CHANNEL)
+        texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
+        assert [t for t in texts if f"resumed as {new}" in t], texts
+        # sbatch ran once: one job of that name besides the first (cancelled while queued,
+        # which sacct may no longer list)
+        assert set(_jobs_named(jobs.runner, name)) - {first.job_id} == {new}

@@ -73,7 +73,7 @@ def test_one_watcher_job_per_cluster_with_the_policy_interval_and_options(store)
     ctx = context(store)
     scheduler = build_scheduler(ctx)
     jobs = {job.id: job for job in scheduler.jobs()}
-    assert sorted(jobs) == ["holds", "probes", "prompts", "watch:alpha", "watch:beta"]
+    assert sorted(jobs) == ["holds", "probes", "prompts", "submits", "watch:alpha", "watch:beta"]
     assert str(scheduler.timezone) == "UTC"
     for name, seconds in (("watch:alpha", 30), ("watch:beta", 5)):
         job = jobs[name]
@@ -88,6 +88,14 @@ def test_the_holds_job_runs_every_policy_tick(store) -> None:
     jobs = {job.id: job for job in build_scheduler(context(store)).jobs()}
     assert jobs["holds"].trigger.interval.total_seconds() == 30
     assert jobs["holds"].coalesce is True and jobs["holds"].max_instances == 1
+
+
+def test_the_lost_submits_job_runs_every_policy_tick(store) -> None:
+    """`submits` (bot.services.runs.recover_submits_in_flight) looks up a person's submit
+    the bot died in, under its own lease, as often as the prompts are followed up."""
+    jobs = {job.id: job for job in build_scheduler(context(store)).jobs()}
+    assert jobs["submits"].trigger.interval.total_seconds() == 30
+    assert jobs["submits"].coalesce is True and jobs["submits"].max_instances == 1
 
 
 def test_the_prompts_follow_up_job_runs_every_policy_tick(store) -> None:

@@ -1,4 +1,4 @@
-"""Jobs the watcher polls, per cluster."""
+"""Jobs the watcher polls, per cluster, and the submits whose job is not recorded yet."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store import schema as t
-from bot.store.repos.base import _Repo
+from bot.store.repos.base import _insert_id, _Repo
 from bot.store.rows import (
+    SubmitInFlight,
     WatchedJob,
 )
 
@@ -78,3 +79,33 @@ class WatchedJobsRepo(_Repo):
                 )
             ),
         )
+
+
+class SubmitsInFlightRepo(_Repo):
+    """A person's submits between their sbatch and the attempt row that records the job
+    (bot.services.submit.submit_recipe writes one before the sbatch and deletes it with the
+    record), so one the bot died in is found by the job's name afterwards
+    (bot.services.runs.recover_submits_in_flight)."""
+
+    def add(self, *, cluster: str, recipe: str, job_name: str, chain_id: int | None,
+            array_task: int | None, resumed_at: int | None, charge_retry: bool, actor: str,
+            channel: str | None, sent_at: float) -> int:
+        with self._engine.begin() as conn:
+            return _insert_id(conn, insert(t.submits_in_flight).values(
+                cluster=cluster, recipe=recipe, job_name=job_name, chain_id=chain_id,
+                array_task=array_task, resumed_at=resumed_at, charge_retry=charge_retry,
+                actor=actor, channel=channel, sent_at=sent_at))
+
+    def remove(self, flight_id: int) -> bool:
+        """Forget the submit (its job is recorded, or it is known not to have gone through);
+        True for the one caller that removed it."""
+        with self._engine.begin() as conn:
+            result = conn.execute(t.submits_in_flight.delete()
+                                  .where(t.submits_in_flight.c.id == flight_id))
+        return result.rowcount == 1
+
+    def sent_before(self, cluster: str, before: float) -> list[SubmitInFlight]:
+        """The cluster's submits sent before `before`, oldest first."""
+        c = t.submits_in_flight.c
+        return self._all(SubmitInFlight, select(t.submits_in_flight)
+                         .where(c.cluster == cluster, c.sent_at < before).order_by(c.sent_at))

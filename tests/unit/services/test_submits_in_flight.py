@@ -1,0 +1,151 @@
+"""A person's submit the bot died in: killed after its sbatch was sent and before the attempt
+row recorded the job (or its job could not be looked up when its end was not seen). The
+submit is kept in `submits_in_flight` from just before the sbatch until its job is recorded,
+so a bot that runs again finds the job by its name and records, watches and announces it, as
+the submit would have done; one submit, one job, whatever the crash left."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import AnswerLostSlurm, FakeSlurm, make_context
+
+from bot.cluster.errors import CommandFailed, CommandTimedOut
+from bot.core import train_grammar as c
+from bot.services import submit as submit_mod
+from bot.services.ports import BotContext
+from bot.services.runs import SUBMIT_IN_FLIGHT_S, recover_submits_in_flight
+from bot.services.threads import has_thread
+from bot.services.train import execute
+from bot.store import Store
+
+NOW = 1_000_000.0
+LATER = NOW + SUBMIT_IN_FLIGHT_S + 1  # the submit can no longer be in flight
+CHANNEL = "C0TRAIN"
+
+
+class Died(BaseException):
+    """The bot's process ending where it stands (SIGKILL, OOM): nothing after it runs."""
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+@pytest.fixture
+def dies_after_sbatch(monkeypatch):
+    """The bot dies on the line after sbatch returned the job id, before recording it."""
+    def crashpoint(name: str, detail: str = "") -> None:
+        if name == "sbatch_returned":
+            raise Died(detail)
+    monkeypatch.setattr(submit_mod, "crashpoint", crashpoint)
+
+
+def failed_run(ctx: BotContext) -> int:
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
+                              result="FAILED")
+    ctx.sink.post_root(chain.id, CHANNEL, [], "mix")
+    return chain.id
+
+
+def jobs(store: Store, chain_id: int) -> list[str]:
+    return [a.job_id for a in store.attempts.for_chain(chain_id)]
+
+
+def watched(store: Store) -> list[str]:
+    return [w.job_id for w in store.watched_jobs.list("dev")]
+
+
+def in_flight(store: Store) -> list[str]:
+    return [f.job_name for f in store.submits_in_flight.sent_before("dev", float("inf"))]
+
+
+def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
+        store: Store, dies_after_sbatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    # what the crash left: the job in Slurm, no attempt records it, the submit in flight
+    assert slurm.acted("submit") and 90500 in slurm.records
+    assert jobs(store, chain) == ["88154"] and watched(store) == [] and in_flight(store) == ["mix"]
+
+    ctx = make_context(store, slurm)  # the bot, started again over the same store
+    recover_submits_in_flight(ctx, NOW + 60)  # may still be in flight in another replica
+    assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
+    recover_submits_in_flight(ctx, LATER)
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
+    assert in_flight(store) == [] and len(slurm.submits()) == 1
+    # told in the run's thread as the resume would have been; the ledger names who asked
+    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+        "mix: resumed as 90500 from scratch (no complete checkpoint)"]
+    [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500"]
+    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
+    # once: nothing left to look up, nothing recorded twice
+    recover_submits_in_flight(ctx, LATER + 60)
+    assert jobs(store, chain) == ["88154", "90500"] and len(slurm.acted("submit")) == 1
+
+
+def test_a_new_run_the_bot_died_in_starts_its_chain_and_thread_with_the_job(
+        store: Store, dies_after_sbatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
+    with pytest.raises(Died):
+        execute(make_context(store, slurm), c.Submit("mix"), actor="U0ALICE", channel=CHANNEL,
+                now=NOW)
+    assert store.chains.for_recipe("mix") == []
+    ctx = make_context(store, slurm)
+    recover_submits_in_flight(ctx, LATER)
+    [chain] = store.chains.for_recipe("mix")
+    assert jobs(store, chain.id) == ["90500"] and watched(store) == ["90500"]
+    assert has_thread(ctx, chain.id)  # its thread opened in the recipe's channel
+    assert any("90500" in t for t in ctx.sink.texts())
+    assert in_flight(store) == []
+
+
+def test_a_submit_the_bot_died_in_before_its_sbatch_left_is_forgotten(store: Store) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW, submit_error=Died("before sbatch"))
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert in_flight(store) == ["mix"]
+    slurm.submit_error = None
+    recover_submits_in_flight(make_context(store, slurm), LATER)
+    # no job of that name since: nothing was queued, nothing is recorded or submitted
+    assert in_flight(store) == [] and jobs(store, chain) == ["88154"] and watched(store) == []
+    assert slurm.records.keys() == set()
+
+
+def test_a_lost_submit_whose_lookup_failed_is_recorded_once_slurm_answers(
+        store: Store) -> None:
+    slurm = AnswerLostSlurm(submitted_at=NOW)
+    slurm.lookup_error = CommandTimedOut(["squeue"], 5)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.job_id is None and jobs(store, chain) == ["88154"]
+    assert in_flight(store) == ["mix"]  # the job may exist: looked for again
+    recover_submits_in_flight(ctx, LATER)  # Slurm still not answering: kept
+    assert in_flight(store) == ["mix"] and jobs(store, chain) == ["88154"]
+    slurm.lookup_error = None
+    recover_submits_in_flight(ctx, LATER + 60)
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
+    assert in_flight(store) == [] and slurm.queued("mix") == [90500]
+
+
+@pytest.mark.parametrize("outcome", ["submitted", "refused", "not_queued"])
+def test_a_submit_whose_end_is_known_leaves_nothing_in_flight(store: Store, outcome) -> None:
+    if outcome == "refused":
+        slurm: FakeSlurm = FakeSlurm(submit_error=CommandFailed(
+            ["sbatch"], 1, "sbatch: error: invalid partition specified: gpu"))
+    elif outcome == "not_queued":
+        slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
+    else:
+        slurm = FakeSlurm(submitted_at=NOW)
+    ctx = make_context(store, slurm)
+    execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert in_flight(store) == []
