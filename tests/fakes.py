@@ -532,6 +532,18 @@ def make_config(*, slack_lang: str = "en", **recipe_over: Any) -> Config:
     })
 
 
+def failed_run(ctx: BotContext, *, now: float, channel: str, job_id: str = "88154") -> int:
+    """Run `mix` whose job `job_id` failed before `now`: a chain (the id returned) with its
+    attempt and its thread's root in `channel`."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now - 100)
+    ctx.store.attempts.add(chain_id=chain.id, job_id=job_id, now=now - 100)
+    ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
+                              result="FAILED")
+    assert ctx.sink is not None
+    ctx.sink.post_root(chain.id, channel, [], "mix")
+    return chain.id
+
+
 def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None = None, *,
                  sftp: FakeSFTP | None = None, clusters: FakeClusters | None = None,
                  config: Config | None = None, slack: bool = True,

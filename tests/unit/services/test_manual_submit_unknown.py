@@ -7,6 +7,7 @@ that fails says the job may or may not exist and where to look."""
 
 from __future__ import annotations
 
+import fakes
 import pytest
 from fakes import AnswerLostSlurm, make_context
 
@@ -39,12 +40,7 @@ def store(tmp_path):
 
 def failed_run(ctx: BotContext) -> int:
     """Run `mix` whose job 88154 failed: a chain with its thread."""
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
-                              result="FAILED")
-    ctx.sink.post_root(chain.id, CHANNEL, [], "mix")
-    return chain.id
+    return fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
 
 
 def jobs(ctx: BotContext, chain_id: int) -> list[str]:

@@ -6,6 +6,7 @@ the submit would have done; one submit, one job, whatever the crash left."""
 
 from __future__ import annotations
 
+import fakes
 import pytest
 from fakes import AnswerLostSlurm, FakeSlurm, make_context
 
@@ -43,12 +44,8 @@ def dies_after_sbatch(monkeypatch):
 
 
 def failed_run(ctx: BotContext) -> int:
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
-                              result="FAILED")
-    ctx.sink.post_root(chain.id, CHANNEL, [], "mix")
-    return chain.id
+    """Run `mix` whose job 88154 failed: a chain with its thread."""
+    return fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
 
 
 def jobs(store: Store, chain_id: int) -> list[str]:
