@@ -52,7 +52,13 @@ from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
 from bot.services.prompts import create_resubmit_prompt
-from bot.services.runs import array_task_of, exclusion, submit_and_announce
+from bot.services.runs import (
+    announce_submit,
+    array_task_of,
+    exclusion,
+    lost_resubmit,
+    submit_and_announce,
+)
 from bot.services.submit import SubmitNotQueued, SubmitResult
 from bot.services.threads import post_safely, render, task_bounds, thread_note
 from bot.slack.views import ActionId
@@ -389,9 +395,11 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
 
 
 def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
-                      now: float) -> _Performed:
+                      now: float, *, recover: bool = False) -> _Performed:
     """The rest of a cancel and resume, once its job is cancelled (and off the watch list):
-    record its attempt, release what was held for it, resubmit the chain."""
+    record its attempt, release what was held for it, resubmit the chain. With `recover`
+    (an earlier run of it died), the job its resubmit left, recorded or found by the chain's
+    job name (bot.services.runs.lost_resubmit), is kept and announced instead of a second."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     chain_id = approval.chain_id
@@ -409,18 +417,28 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
             start = ck.iteration if ck is not None and ck.iteration is not None else 0
             ctx.store.attempts.update(old.id, work_lost_iters=max(0, last_iter - start))
 
-    try:
-        result = submit_and_announce(
-            ctx, recipe, actor=actor, now=now, chain_id=chain_id,
-            charge_retry=chain_id is not None and charges_budget(ctx, approval, "hang"),
-            before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
-            prompt=_prompt_said(approval), reconcile_unknown=True,
-        )  # fmt: skip
-    except (ServiceError, ClusterError) as exc:
-        raise _NotPerformed(
-            Outcome("failed", actor, "resubmit_failed", recipe, job_id=job, error=said(exc)),
-            N_("cancelled job %(job)s, but the resubmit failed: %(error)s", job=job,
-               error=said(exc))) from exc
+    charged = chain_id is not None and charges_budget(ctx, approval, "hang")
+    # a lookup Slurm does not answer goes up: the settle is taken over again later
+    left = (lost_resubmit(ctx, cluster, recipe, chain_id, job, now=now, resumed_at=last_iter,
+                          charged=charged, array_task=array_task_of(ctx, chain_id, job))
+            if recover and chain_id is not None else None)
+    if left is not None:
+        record_work_lost(left)
+        announce_submit(ctx, recipe, left, actor, None, prompt=_prompt_said(approval))
+        result = left
+    else:
+        try:
+            result = submit_and_announce(
+                ctx, recipe, actor=actor, now=now, chain_id=chain_id, charge_retry=charged,
+                before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
+                prompt=_prompt_said(approval), reconcile_unknown=True,
+            )  # fmt: skip
+        except (ServiceError, ClusterError) as exc:
+            raise _NotPerformed(
+                Outcome("failed", actor, "resubmit_failed", recipe, job_id=job,
+                        error=said(exc)),
+                N_("cancelled job %(job)s, but the resubmit failed: %(error)s", job=job,
+                   error=said(exc))) from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
                       new_job_id=str(result.job_id), **_resumed(approval, result))
@@ -428,6 +446,12 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
 
 
 # --- a cancel and resume whose scancel's end was not seen ----------------------------------
+
+SETTLE_TAKEOVER_S = 600.0
+"""How old a `cancel_settled` step whose approval has no outcome yet must be before another
+run takes it over: longer than a settle takes (its Slurm reads, its sbatch and the posts each
+have their own, shorter deadline), so only a settle whose process died is taken over."""
+
 
 def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     """Every approved cancel and resume whose scancel's end was not seen (`cancel_unknown`),
@@ -439,7 +463,10 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     watcher goes on watching the job). Ended otherwise (COMPLETED, FAILED, …): it ended
     before the cancel; the prompt says so and the watcher judges its end as any job's.
     Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
-    (the `cancel_settled` step), so nothing is resubmitted or offered twice."""
+    (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
+    process died before its outcome was recorded is taken over (by one replica) when its step
+    is SETTLE_TAKEOVER_S old, and finished without a second job: the job its resubmit left,
+    if Slurm has one under the run's job name, is the one recorded."""
     for approval in ctx.store.approvals.cancels_unknown():
         recipe = approval.payload.get("recipe")
         policy = (ctx.config.policy_for(recipe) if recipe in ctx.config.recipes
@@ -465,8 +492,15 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         return
     if record is None:
         return  # not (yet) known to Slurm's answer: ask again next time
+    taken_over = False
     if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now):
-        return  # another replica settles it
+        # being settled (by another replica), or its settler died before the outcome was
+        # recorded (the approval is still approved): taken over, by one replica, once the
+        # step is SETTLE_TAKEOVER_S old
+        if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
+                                                  older_than=now - SETTLE_TAKEOVER_S, now=now):
+            return
+        taken_over = True
     cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
     ctx.store.audit.record(
         actor="trainbot", action="approval.cancel_settled", now=now, recipe=recipe, job_id=job,
@@ -476,7 +510,8 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
     if cancelled:
         ctx.store.watched_jobs.remove(cluster, job)
         try:
-            outcome = _resume_cancelled(ctx, approval, actor or "trainbot", now).outcome
+            outcome = _resume_cancelled(ctx, approval, actor or "trainbot", now,
+                                        recover=taken_over).outcome
         except _NotPerformed as exc:
             ctx.store.approvals.mark_done(approval.token, now=now)
             outcome = exc.outcome

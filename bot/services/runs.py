@@ -282,6 +282,30 @@ def exclusion(config: Config, recipe: str, node: str | None
     return {"exclude": excluding(config.recipe(recipe).exclude, node)}, {"exclude": "str"}
 
 
+def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old_job: str, *,
+                  now: float, resumed_at: int | None, charged: bool,
+                  array_task: int | None) -> SubmitResult | None:
+    """The job a resubmit of `old_job` into `chain_id` left when trainbot died in it: its
+    attempt if it was recorded (watched again while it has not ended), else the job of the
+    chain's name Slurm has above `old_job` and no attempt records, recorded now
+    (adopt_unrecorded_submit: resumed from the newest checkpoint at or below `resumed_at`,
+    charged as `charged`); None when Slurm has none (then submitting is safe)."""
+    latest = run_latest(ctx.store.attempts.for_chain(chain_id), array_task)
+    chain = ctx.store.chains.get(chain_id)
+    if latest is not None and chain is not None and latest.job_id != old_job:
+        if latest.result is None:
+            ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
+        ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
+              if latest.checkpoint_path else None)
+        return SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
+                            display_id=latest.display_id)
+    return adopt_unrecorded_submit(
+        ctx.config, recipe, chain_id=chain_id, after_job=old_job,
+        slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
+        store=ctx.store, now=now, resumed_at=resumed_at, charge_retry=charged,
+        array_task=array_task)
+
+
 class AutoResubmitter:
     """The watcher's automatic resubmits of one cluster's chains, through the same submit as
     `/train resume` (same job name, same chain): `resubmit` and `recover` are the callbacks
@@ -303,30 +327,13 @@ class AutoResubmitter:
                 decision: Decision) -> str | None:
         """A resubmit the bot died in: the job it left (recorded or not) is kept and announced
         (posts are idempotent by key) instead of submitting a second one."""
-        ctx, cluster = self.ctx, self.cluster
-        now = ctx.clock()
-        # an array task's resubmit: that task's latest attempt
-        latest = run_latest(ctx.store.attempts.for_chain(chain_id),
-                            decision.facts.get("array_task"))
-        chain = ctx.store.chains.get(chain_id)
-        if latest is not None and chain is not None and latest.job_id != old_job:
-            if latest.result is None:
-                ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
-            ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
-                  if latest.checkpoint_path else None)
-            result = SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
-                                  display_id=latest.display_id)
-        else:
-            found = adopt_unrecorded_submit(
-                ctx.config, recipe, chain_id=chain_id, after_job=old_job,
-                slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
-                store=ctx.store, now=now, resumed_at=decision.resume_from,
-                charge_retry=decision.charged,
-                array_task=decision.facts.get("array_task"))
-            if found is None:
-                return None
-            result = found
-        announce_submit(ctx, recipe, result, self.actor, None)
+        result = lost_resubmit(self.ctx, self.cluster, recipe, chain_id, old_job,
+                               now=self.ctx.clock(), resumed_at=decision.resume_from,
+                               charged=decision.charged,
+                               array_task=decision.facts.get("array_task"))
+        if result is None:
+            return None
+        announce_submit(self.ctx, recipe, result, self.actor, None)
         return result.display_id or str(result.job_id)
 
     def checkpoint(self, recipe: str, task: int | None = None, *,

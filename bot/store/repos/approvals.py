@@ -197,6 +197,19 @@ class ApprovalsRepo(_Repo):
             return False
         return True
 
+    def take_over_step(self, token: str, step: str, *, older_than: float, now: float) -> bool:
+        """Take over `token`'s `step` its marker did not finish (it died): when the step was
+        marked (or last taken over) at or before `older_than`, it is marked again at `now`,
+        True for exactly one caller; the step's time is the lease of whoever carries it out."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.prompt_steps)
+                .where(and_(t.prompt_steps.c.token == token, t.prompt_steps.c.step == step,
+                            t.prompt_steps.c.at <= older_than))
+                .values(at=now)
+            )
+        return result.rowcount == 1
+
     def steps(self, token: str) -> dict[str, float]:
         """The follow-up steps `token`'s prompt went through: step -> when."""
         with self._engine.begin() as conn:

@@ -11,14 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, AnswerLostSlurm, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
 
 from bot.cluster.errors import ChannelClosed, OutcomeUnknown
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
 from bot.services import ServiceError
-from bot.services.approvals import charges_budget, follow_up_prompts, handle_click
+from bot.services.approvals import (
+    SETTLE_TAKEOVER_S,
+    charges_budget,
+    follow_up_prompts,
+    handle_click,
+)
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.threads import render, root_view
@@ -41,9 +46,10 @@ def store(tmp_path: Path):
 class Story:
     """Job 88154 of chain `chain_id` running under a watcher; `posted` keeps (key, blocks)."""
 
-    def __init__(self, store: Store, *, charged_before: int = 0, **recipe_over: Any) -> None:
+    def __init__(self, store: Store, *, charged_before: int = 0,
+                 slurm: FakeSlurm | None = None, **recipe_over: Any) -> None:
         self.store = store
-        self.slurm = FakeSlurm()
+        self.slurm = slurm or FakeSlurm()
         self.ctx: BotContext = make_context(store, self.slurm, clock=lambda: T0 + 1900,
                                             **recipe_over)
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
@@ -350,6 +356,62 @@ def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Sto
     assert s.slurm.submits() == [] and store.approvals.get(token).state != "done"
     follow_up_prompts(s.ctx, T0 + 702)
     assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
+
+
+class Killed(BaseException):
+    """The process killed where it is raised (nothing after it runs, no handler catches it)."""
+
+
+def _settle_killed(s: Story, *, after_sbatch: bool) -> str:
+    """A cancel and resume whose scancel's end was not seen, then its settle killed in the
+    resubmit's sbatch (after Slurm queued the job, or before it was sent); its token."""
+    token = s.stalled()["value"]
+    s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                               connection_lost=True)
+    assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401).status == "done"
+    s.slurm.cancel_answer_lost = None
+    real_submit = s.slurm.submit
+
+    def killed_submit(spec, *, script=None):
+        if after_sbatch:
+            real_submit(spec, script=script)
+        raise Killed
+
+    s.slurm.submit = killed_submit  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        follow_up_prompts(s.ctx, T0 + 470)
+    del s.slurm.submit
+    return token
+
+
+@pytest.mark.parametrize("after_sbatch", [True, False])
+def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
+        store: Store, after_sbatch: bool) -> None:
+    """The process settling an unseen cancel dies in the resubmit: the approval stays
+    approved; once its settle is SETTLE_TAKEOVER_S old one run takes it over, finds the job
+    the dead sbatch queued by the run's job name (or that none was) and records one job."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    token = _settle_killed(s, after_sbatch=after_sbatch)
+    assert store.approvals.get(token).state == "approved"
+    assert len(s.slurm.submits()) == (1 if after_sbatch else 0)
+    follow_up_prompts(s.ctx, T0 + 470 + 60)  # the dead settle's step is still its lease
+    assert len(s.slurm.submits()) == (1 if after_sbatch else 0)
+
+    later = T0 + 470 + SETTLE_TAKEOVER_S
+    follow_up_prompts(s.ctx, later)
+    follow_up_prompts(s.ctx, later)  # taken over once
+    assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
+    old, new = store.attempts.for_chain(s.chain_id)
+    assert (old.result, new.job_id) == ("CANCELLED", "88887")
+    assert store.watched_jobs.get("dev", "88887") is not None
+    assert store.approvals.get(token).state == "done"
+    said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
+            "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
+            "complete checkpoint changed since it was posted.")
+    assert said in s.ctx.sink.texts()
+    assert s.retries() == 1
+    follow_up_prompts(s.ctx, later + 2 * SETTLE_TAKEOVER_S)
+    assert len(s.slurm.submits()) == 1
 
 
 def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_again(
