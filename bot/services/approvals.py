@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
+from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged, run_rows
@@ -107,7 +108,8 @@ class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
     `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_unknown (the
-    scancel's end was not seen: `error`; trainbot looks at the job later) | held | hold_skipped
+    scancel's end was not seen: `error`; trainbot looks at the job again `settle_s` after the
+    click, the recipe's policy.cancel_settle_s) | held | hold_skipped
     | hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the
     job was cancelled, its resubmit failed) | cancel_not_taken (a cancel whose end was not seen
     did not take effect: the job is still in `state`; offered again) | not_submitted (the
@@ -146,6 +148,7 @@ class Outcome:
     error: Text | str | None = None
     not_applied: list[list[str]] | None = None
     job_name: str | None = None
+    settle_s: float | None = None
 
     def to_view(self) -> dict[str, Any]:
         # field by field, not asdict: `error` stays a Text for the template's `msg` filter
@@ -390,7 +393,8 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
             raise
         ctx.store.approvals.mark_step(approval.token, "cancel_unknown", now=now)
         return _Performed(Outcome("approved", actor, "cancel_unknown", recipe, job_id=job,
-                                  error=said(exc)), job)
+                                  error=said(exc), settle_s=_policy(ctx, recipe).cancel_settle_s),
+                          job)
     return _resume_cancelled(ctx, approval, actor, now)
 
 
@@ -468,10 +472,8 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     is SETTLE_TAKEOVER_S old, and finished without a second job: the job its resubmit left,
     if Slurm has one under the run's job name, is the one recorded."""
     for approval in ctx.store.approvals.cancels_unknown():
-        recipe = approval.payload.get("recipe")
-        policy = (ctx.config.policy_for(recipe) if recipe in ctx.config.recipes
-                  else ctx.config.policy)
-        if approval.decided_at is not None and now - approval.decided_at < policy.cancel_settle_s:
+        settle_s = _policy(ctx, approval.payload.get("recipe")).cancel_settle_s
+        if approval.decided_at is not None and now - approval.decided_at < settle_s:
             continue
         try:
             _settle_cancel(ctx, approval, now)
@@ -479,6 +481,11 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
             raise
         except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
             log.exception("settling the unknown cancel of prompt %s failed", approval.token)
+
+
+def _policy(ctx: BotContext, recipe: str | None) -> PolicyConfig:
+    """The recipe's policy; the defaults' for a recipe not (or no longer) configured."""
+    return ctx.config.policy_for(recipe) if recipe in ctx.config.recipes else ctx.config.policy
 
 
 def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
@@ -683,7 +690,7 @@ def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
     recipe = approval.payload.get("recipe")
     chain_id = approval.chain_id
     assert chain_id is not None
-    policy = ctx.config.policy_for(recipe) if recipe in ctx.config.recipes else ctx.config.policy
+    policy = _policy(ctx, recipe)
     if approval.expires_at <= now:
         if ctx.store.approvals.expire(approval.token, now=now):
             _show_expired(ctx, approval, recipe)

@@ -293,7 +293,7 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
 
 
 UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled ({}); nothing "
-          "was resubmitted yet. trainbot looks at the job again in a minute: if it was "
+          "was resubmitted yet. trainbot looks at the job again in about 60 s: if it was "
           "cancelled, it resumes the run as asked; if it still runs, it says so and offers the "
           "cancel again")
 
@@ -344,12 +344,15 @@ def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_inci
 
 def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Store) -> None:
     """policy.cancel_settle_s (here the recipe's, 300 s) is how long trainbot waits after a
-    cancel whose end was not seen before it asks Slurm and resumes the run."""
+    cancel whose end was not seen before it asks Slurm and resumes the run, as the prompt
+    says."""
     s = Story(store, policy={"cancel_settle_s": 300})
     token = s.stalled()["value"]
     s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
                                                connection_lost=True)
-    assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401).status == "done"
+    result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
+    assert result.status == "done" and "looks at the job again in about 5 min:" in \
+        result.update_text
     s.slurm.cancel_answer_lost = None
     s.slurm.set(88154, state="CANCELLED", end_time=T0 + 401)
     follow_up_prompts(s.ctx, T0 + 470)  # 69 s: the default would judge it, 300 s does not

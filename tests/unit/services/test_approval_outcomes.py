@@ -220,20 +220,23 @@ def test_a_failed_resubmit_says_trainbots_sentence_in_the_recipes_language(
     assert (result.status, outcome(result)) == ("failed", want)
 
 
-@pytest.mark.parametrize(("lang", "want"), [
-    ("ko", "<@W0LEAD>님이 승인했습니다: 작업 88154이(가) 취소되었는지 알 수 없습니다 "
-           "(`scancel 88154`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 없습니다)"),
-    ("en", "Approved by <@W0LEAD>: job 88154 may or may not have been cancelled (`scancel 88154` "
-           "did not finish within 20 s; it may or may not have taken effect); nothing was "
-           "resubmitted yet"),
+@pytest.mark.parametrize(("lang", "settle_s", "want"), [
+    ("ko", 300, "<@W0LEAD>님이 승인했습니다: 작업 88154이(가) 취소되었는지 알 수 없습니다 "
+                "(`scancel 88154`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 "
+                "없습니다). 아직 아무것도 재제출하지 않았습니다. trainbot이 약 5분 뒤 작업을 "
+                "다시 확인합니다: "),
+    ("en", 30, "Approved by <@W0LEAD>: job 88154 may or may not have been cancelled (`scancel "
+               "88154` did not finish within 20 s; it may or may not have taken effect); "
+               "nothing was resubmitted yet. trainbot looks at the job again in about 30 s: "),
 ])
-def test_a_cancel_whose_end_was_not_seen_says_why_in_the_recipes_language(
-    store: Store, lang: str, want: str
+def test_a_cancel_whose_end_was_not_seen_says_why_and_when_in_the_recipes_language(
+    store: Store, lang: str, settle_s: int, want: str
 ) -> None:
+    """The prompt says when trainbot looks again: the recipe's policy.cancel_settle_s."""
     slurm = FakeSlurm()
     slurm.add(88154, state="RUNNING", name="mix")
     slurm.cancel_answer_lost = timed_out("scancel", "88154")
-    ctx = make_context(store, slurm, lang=lang)
+    ctx = make_context(store, slurm, lang=lang, policy={"cancel_settle_s": settle_s})
     result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL_RESUME, "W0LEAD",
                           NOW + 1)
     assert result.status == "done" and outcome(result).startswith(want), outcome(result)
