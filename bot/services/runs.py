@@ -149,17 +149,6 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float) -> None
             channel=ctx.config.channel_id_for(flight.recipe), now=now,
             kind="array" if whole_array else "run",
             array_job_id=int(job_id) if whole_array else None)
-        if whole_array:  # its tasks become attempt rows as they start
-            store.watched_jobs.add(flight.cluster, job_id, now=now, chain_id=chain.id)
-            store.audit.record(actor=flight.actor, action="submit", now=now,
-                               recipe=flight.recipe, job_id=job_id, result="ok",
-                               detail={"chain_id": chain.id, "array": recipe.array,
-                                       "found_after_lost_submit": True})
-            store.submits_in_flight.remove(flight.id)
-            announce_submit(ctx, flight.recipe, SubmitResult(job_id, chain.id, 0, chain.job_name,
-                                                             None, array=recipe.array),
-                            flight.actor, flight.channel)
-            return
     result = record_found_submit(
         ctx.config, flight.recipe, chain_id=chain.id, job_id=job_id,
         sftp=LazySFTP(ctx.clusters, flight.cluster), store=store, now=now,

@@ -668,28 +668,34 @@ def record_found_submit(
     """Record `job_id`, a job a submit whose end was not seen left on the cluster and that
     was found by its name, as chain `chain_id`'s next attempt, watched, charged as the lost
     submit would have been; `resumed_at`: the iteration it resumed from (the attempt records
-    the newest checkpoint at or below it, never one the job saved since). `found` names how
-    it was found, in the audit log."""
+    the newest checkpoint at or below it, never one the job saved since). A whole job array's
+    submit (an array recipe, no `array_task`) is only watched, as submit_recipe's: its tasks
+    become attempt rows as they start. `found` names how it was found, in the audit log."""
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
         raise UsageProblem(f"no run chain {chain_id}")
+    whole_array = recipe.array is not None and array_task is None
     # what the lost submit resumed from
     checkpoint = (find_resume_checkpoint(recipe, sftp, array_task, at_most=resumed_at)
-                  if resumed_at is not None else None)
-    attempt = store.attempts.add(
-        chain_id=chain_id, job_id=job_id, now=now,
-        start_iter=checkpoint.iteration if checkpoint else None,
-        checkpoint_path=checkpoint.path if checkpoint else None,
-        charge_retry=charge_retry,
-        display_id=f"{job_id}_{array_task}" if array_task is not None else None,
-    )
+                  if resumed_at is not None and not whole_array else None)
+    attempt_no, display_id = 0, None
+    if not whole_array:
+        attempt = store.attempts.add(
+            chain_id=chain_id, job_id=job_id, now=now,
+            start_iter=checkpoint.iteration if checkpoint else None,
+            checkpoint_path=checkpoint.path if checkpoint else None,
+            charge_retry=charge_retry,
+            display_id=f"{job_id}_{array_task}" if array_task is not None else None,
+        )
+        attempt_no, display_id = attempt.attempt_no, attempt.display_id
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
     store.audit.record(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id,
-        result="ok", detail={"chain_id": chain_id, "attempt_no": attempt.attempt_no,
+        result="ok", detail={"chain_id": chain_id, "attempt_no": attempt_no,
+                             **({"array": recipe.array} if whole_array else {}),
                              found: True},
     )  # fmt: skip
-    return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt.attempt_no,
+    return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt_no,
                         job_name=chain.job_name, checkpoint=checkpoint,
-                        display_id=attempt.display_id)
+                        display_id=display_id, array=recipe.array if whole_array else None)

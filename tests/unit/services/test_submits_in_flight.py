@@ -146,3 +146,23 @@ def test_a_submit_whose_end_is_known_leaves_nothing_in_flight(store: Store, outc
     ctx = make_context(store, slurm)
     execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     assert in_flight(store) == []
+
+
+def test_a_whole_arrays_submit_the_bot_died_in_watches_the_array_as_its_submit_would(
+        store: Store, dies_after_sbatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
+    with pytest.raises(Died):
+        execute(make_context(store, slurm, array="0-2%2"), c.Submit("mix"), actor="U0ALICE",
+                channel=CHANNEL, now=NOW)
+    ctx = make_context(store, slurm, array="0-2%2")
+    recover_submits_in_flight(ctx, LATER)
+    [chain] = store.chains.for_recipe("mix")
+    # the array is watched under its id; its tasks become attempt rows as they start
+    assert chain.kind == "array" and chain.array_job_id == 90500
+    assert jobs(store, chain.id) == [] and watched(store) == ["90500"]
+    assert in_flight(store) == []
+    assert "*mix*: job array 90500 (tasks 0-2%2) submitted by <@U0ALICE> (name `mix`), each " \
+        "task finding its own checkpoint; each task's row is in this thread's first message" \
+        in ctx.sink.texts()
+    [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500"]
+    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
