@@ -197,6 +197,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     continue  # no call where its status or an unbound variable stops bash
                 at, body = called[0], called[1]
                 before = called[2]
+                if called[3]:  # `set -e` on some paths only: said so, a warning
+                    a = replace(a, errexit_partial=True)
             elif before and _counted_since(a, before[-1][0], scan.arith, spans, subshells):
                 # an earlier `((n++)) || true` counted it: no longer 0 ("08" stays)
                 before = [*before[:-1], (before[-1][0], before[-1][1] if before[-1][1] is not None
@@ -247,8 +249,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
 
 
 #: What _at_calls gives: the call where an arithmetic command in a function's body is judged
-#: (None: none stops bash), the body's span, and the assignments before it (_values's).
-_AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]]]
+#: (None: none stops bash), the body's span, the assignments before it (_values's), and
+#: whether `set -e` applies there on some paths only (a `set -e` in a branch of the body).
+_AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]], bool]
 
 
 def _counted_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
@@ -374,19 +377,23 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
             else [last] if last is not None else [])
         if a.called_at is not None:  # read again at that call: judged there
             if call.offset == a.called_at:
-                return call.offset, body, before
+                return call.offset, body, before, False
             continue
         if first is None:
-            first = (call.offset, body, before)
+            first = (call.offset, body, before, False)
         if not a.errexit:
             return first
         held = before[-1][1] if before else None
         stops = not before or held is not None and (
             _ZERO_RE.fullmatch(held) or _BAD_OCTAL_RE.fullmatch(held) or octal)
-        # `set -e` applies there, or the body turned it on before `a` (not at a tested call)
-        if (call.errexit or a.errexit_in_body and not call.tested) and stops:
-            return call.offset, body, before
-    return None, body, []
+        # `set -e` applies there, or the body turned it on before `a` (not at a tested call),
+        # each on every path or on some only
+        by_body = a.errexit_in_body and not call.tested
+        if (call.errexit or by_body) and stops:
+            return call.offset, body, before, not (
+                call.errexit and not call.errexit_partial
+                or by_body and not a.errexit_in_body_partial)
+    return None, body, [], False
 
 
 def _finding(a: Arith, line: int, value: str | None,

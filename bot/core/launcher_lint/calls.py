@@ -36,7 +36,8 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
             continue  # not a call, a definition (`f() {`), or piped
         tested = in_condition or negated or i < len(elements) - 1
         found.append(Call(at, name, opts.errexit and not tested, in_function, loop_from,
-                          tested=tested, errexit_in_body=in_function and opts.errexit_in_body))
+                          tested=tested, errexit_in_body=in_function and opts.errexit_in_body,
+                          errexit_in_body_partial=in_function and opts.errexit_in_body_partial))
     return found
 
 
@@ -83,8 +84,8 @@ def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> li
     placed: list[Call] = []
     budget = MAX_NESTED_CALLS
 
-    def follow(top: Call, name: str, chain: tuple[tuple[int, int, int], ...], errexit: bool
-               ) -> bool:
+    def follow(top: Call, name: str, chain: tuple[tuple[int, int, int], ...], errexit: bool,
+               partial: bool) -> bool:
         nonlocal budget
         start, end = bodies[name]
         for inner in made_in.get(name, ()):
@@ -93,13 +94,16 @@ def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> li
                 return False
             link = (*chain, (start, end, inner.offset))
             # `set -e` applies in it where it applies at the call of its body, or that body
-            # turned it on before it (not where the script-level call is tested)
-            call = Call(top.offset, inner.name,
-                        (errexit or inner.errexit_in_body and not top.tested) and inner.errexit,
-                        False, top.loop_from, link, tested=top.tested or inner.tested)
+            # turned it on before it (not where the script-level call is tested); on some
+            # paths only when each of those holds on some paths only
+            by_body = inner.errexit_in_body and not top.tested
+            call = Call(top.offset, inner.name, (errexit or by_body) and inner.errexit,
+                        False, top.loop_from, link, tested=top.tested or inner.tested,
+                        errexit_partial=not (errexit and not partial or by_body
+                                             and not inner.errexit_in_body_partial))
             placed.append(call)
             if (inner.name in bodies and len(link) < MAX_CALL_DEPTH
-                    and not follow(top, inner.name, link, call.errexit)):
+                    and not follow(top, inner.name, link, call.errexit, call.errexit_partial)):
                 return False
         return True
 
@@ -107,7 +111,8 @@ def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> li
         if call.in_function:
             continue
         placed.append(call)
-        if call.name in bodies and not follow(call, call.name, (), call.errexit):
+        if call.name in bodies and not follow(call, call.name, (), call.errexit,
+                                               call.errexit_partial):
             return calls  # too many to place: as the walk made them
     return placed
 

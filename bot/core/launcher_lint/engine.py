@@ -464,7 +464,8 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 self.arith.append(Arith(off, cmd, m.group(1), self.opts.errexit_partial,
                                         self.later_pass_of, m.group(2).startswith("="),
                                         self.opts.nounset,
-                                        errexit_in_body=self.opts.errexit_in_body))
+                                        errexit_in_body=self.opts.errexit_in_body,
+                                        errexit_in_body_partial=self.opts.errexit_in_body_partial))
             return []
         if cmd.startswith("{") or cmd.startswith("("):
             end = group_end(cmd, 0, off, self.memo)
@@ -475,6 +476,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 self.opts = saved  # a subshell's `set` does not leak out
                 for a in self.arith[first:]:  # … nor its `set -e` to the function's body: the
                     a.errexit_in_body &= saved.errexit_in_body  # subshell's status is the call's
+                    a.errexit_in_body_partial = saved.errexit_in_body_partial
                 return inner
             return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
         m = FUNC_RE.match(cmd) or FUNC_RE2.match(cmd)
@@ -492,7 +494,8 @@ class _Analyzer(FunctionBodies, OptionWalk):
             self.arith.append(Arith(off, cmd, let.group(1), self.opts.errexit_partial,
                                     self.later_pass_of, let.group(2).startswith("="),
                                     self.opts.nounset,
-                                    errexit_in_body=self.opts.errexit_in_body))
+                                    errexit_in_body=self.opts.errexit_in_body,
+                                    errexit_in_body_partial=self.opts.errexit_in_body_partial))
             return []
         positions = word_offsets(cmd, words)
         k = 0

@@ -67,7 +67,8 @@ class FunctionBodies:
         end = group_end(lst, brace, off, self.memo)
         self.bodies[name] = (off + brace + 1, off + end - 1)
         saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
-        saved_in_body, self.opts.errexit_in_body = self.opts.errexit_in_body, False
+        saved_in_body = self.opts.errexit_in_body, self.opts.errexit_in_body_partial
+        self.opts.errexit_in_body = self.opts.errexit_in_body_partial = False
         saved_function = self.function
         self.function = name
         if "direct" in calls or "piped" in calls:
@@ -98,7 +99,7 @@ class FunctionBodies:
                          for h in body_hits]
         hits.extend(body_hits)
         self.opts.errexit, self.opts.errexit_off_line = saved_errexit, saved_off_line
-        self.opts.errexit_in_body = saved_in_body
+        self.opts.errexit_in_body, self.opts.errexit_in_body_partial = saved_in_body
         self.function = saved_function
 
     def _note_calls_without_nounset(self: _Walk, lst: str, off: int) -> None:

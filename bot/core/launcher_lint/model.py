@@ -55,10 +55,12 @@ class Opts:
     # it off (None: none did): the strict_mode note says pipefail as it is where `set -e` is on
     pipefail_line: int | None = None
     pipefail_off_line: int | None = None
-    # a `set -e` ran in the function body being read, before here, on every path (not in a
-    # subshell of it): `set -e` applies from here on at each call whose status is not tested,
-    # whatever the options at the call
+    # a `set -e` ran in the function body being read, before here (not in a subshell of it):
+    # `set -e` applies from here on at each call whose status is not tested, whatever the
+    # options at the call; `errexit_in_body_partial`: on some paths only (`if …; then set -e;
+    # fi`), where it applies on the runs that take them
     errexit_in_body: bool = False
+    errexit_in_body_partial: bool = False
 
     @property
     def pipefail_sure(self) -> bool:
@@ -88,6 +90,7 @@ def either(paths: list[Opts]) -> Opts:
     pipefail_off_lines = [p.pipefail_off_line for p in paths if p.pipefail_off_line is not None]
     pipefail = any(p.pipefail for p in paths)
     errexit = any(p.errexit for p in paths)
+    in_body = any(p.errexit_in_body for p in paths)
     return Opts(
         errexit=errexit,
         pipefail=pipefail,
@@ -100,7 +103,9 @@ def either(paths: list[Opts]) -> Opts:
         errexit_partial=errexit and not all(p.errexit and not p.errexit_partial for p in paths),
         pipefail_line=max(pipefail_lines) if pipefail_lines else None,
         pipefail_off_line=max(pipefail_off_lines) if pipefail_off_lines else None,
-        errexit_in_body=all(p.errexit_in_body for p in paths),
+        errexit_in_body=in_body,
+        errexit_in_body_partial=in_body and not all(
+            p.errexit_in_body and not p.errexit_in_body_partial for p in paths),
     )
 
 
@@ -164,6 +169,7 @@ class Arith:
     tested_by: str = ""
     called_at: int | None = None  # read again at this call of its function (under `set -u`)
     errexit_in_body: bool = False  # after a `set -e` in its function's body (Opts's)
+    errexit_in_body_partial: bool = False  # … run on some paths to it only
 
 
 @dataclass
@@ -186,6 +192,10 @@ class Call:
     chain: tuple[tuple[int, int, int], ...] = ()
     tested: bool = False  # its status is tested (`f || true`, `if f`): no `set -e` applies in it
     errexit_in_body: bool = False  # made in a body after a `set -e` there (Opts's)
+    errexit_in_body_partial: bool = False  # … run on some paths to it only
+    # `errexit` holds on some paths only: through a `set -e` in a branch of a body it is made
+    # through (calls.outermost_calls)
+    errexit_partial: bool = False
 
 
 @dataclass

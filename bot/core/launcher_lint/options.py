@@ -74,6 +74,7 @@ def set_errexit(opts: Opts, on: bool, line: int) -> None:
     if not on and opts.errexit:
         opts.errexit_off_line = line
     opts.errexit, opts.errexit_partial, opts.errexit_in_body = on, False, on
+    opts.errexit_in_body_partial = False
     if on and opts.errexit_line is None:
         opts.errexit_line = line
 

@@ -357,6 +357,20 @@ BASH_STOPS = [
     ("inc() { ((m++)); }\nrun() { set -e; inc; }\nm=0\nrun || true", CHECK_ARITH_ZERO, False),
     ("inc() { ((m++)); }\nrun() { set -e; inc || true; }\nm=0\nrun", CHECK_ARITH_ZERO, False),
     ("inc() { ((m++)); }\nrun() { ( set -e; inc; ); }\nm=0\nrun", CHECK_ARITH_ZERO, False),
+    # … also in a branch of an `if` of the body (with no `else`, or an `else` that leaves it
+    # off): bash stops where that branch ran; not after a `set +e`, nor at a tested call
+    ("f() {\n  if true; then set -e; fi\n  ((m++))\n}\nm=0\nf", CHECK_ARITH_ZERO, True),
+    ("f() {\n  if true; then set -e; else :; fi\n  ((m++))\n}\nm=0\nf", CHECK_ARITH_ZERO,
+     True),
+    ("inc() { ((m++)); }\nrun() {\n  if true; then set -e; fi\n  inc\n}\nm=0\nrun",
+     CHECK_ARITH_ZERO, True),
+    ("f() {\n  if true; then set -e; fi\n  ((m++))\n}\nm=1\nf", CHECK_ARITH_ZERO, False),
+    ("f() {\n  if true; then set -e; fi\n  set +e\n  ((m++))\n}\nm=0\nf", CHECK_ARITH_ZERO,
+     False),
+    ("f() {\n  if true; then set -e; fi\n  ((m++))\n}\nm=0\nf || true", CHECK_ARITH_ZERO,
+     False),
+    ("inc() { ((m++)); }\nrun() {\n  if true; then set -e; fi\n  inc\n}\nm=0\nrun || true",
+     CHECK_ARITH_ZERO, False),
     # every call on a line is told by its own list, not by the line's first: `then f` is no
     # condition, and a piped `f` (a subshell) leaves `m` at 0 for the `f` after it
     ("f() { ((m++)); }\nm=0\nset -e\nif true; then f; fi; f", CHECK_ARITH_ZERO, True),
@@ -662,6 +676,31 @@ def test_an_unbound_variable_and_a_zero_status_are_reported_under_their_own_ids(
               if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)}
     other = CHECK_ARITH_ZERO if stops_on == CHECK_ARITH_UNSET else CHECK_ARITH_UNSET
     assert levels == {stops_on: "fail", other: "pass"}
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # `set -e` in a branch of the body: on the runs that take it (`STRICT` set), not on the
+    # others, so a warning that says when; in both branches it is on every run
+    ('  if [ -n "${STRICT:-}" ]; then set -e; fi\n', "warn"),
+    ('  if [ -n "${STRICT:-}" ]; then set -e; else echo lax; fi\n', "warn"),
+    ('  case "${MODE:-}" in strict) set -e ;; esac\n', "warn"),
+    ('  if [ -n "${STRICT:-}" ]; then set -e; else set -e; fi\n', "fail"),
+    ("  set -e\n", "fail"),
+])
+def test_a_set_e_in_a_branch_of_a_function_body_is_a_warning_that_says_when(tmp_path, body,
+                                                                            level):
+    script = f"#!/bin/bash\nstep() {{\n{body}  ((done_steps++))\n}}\ndone_steps=0\nstep\n"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    for strict, stops in (("1", True), ("", level == "fail")):
+        proc = subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
+                              env={"PATH": "/usr/bin:/bin", "STRICT": strict,
+                                   "MODE": "strict" if strict else ""})
+        assert ("REACHED_THE_END" not in proc.stdout) == stops
+    (f,) = [f for f in lint_launcher(script) if f.check == CHECK_ARITH_ZERO]
+    assert (f.level, f.line) == (level, script.count("\n", 0, script.index("((done")) + 1)
+    assert ("when `set -e` is on (only some branches or loop passes before this line turn it "
+            "on), the launcher stops right here" in f.message) == (level == "warn")
 
 
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
