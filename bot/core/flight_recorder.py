@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.text import N_, Text
+
 TRACE_BUFFER_ENV = "TORCH_NCCL_TRACE_BUFFER_SIZE"
 DUMP_ON_TIMEOUT_ENV = "TORCH_NCCL_DUMP_ON_TIMEOUT"
 DUMP_FILE_ENV = "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"
@@ -49,7 +51,13 @@ def rank_of_file(name: str) -> int | None:
 
 
 class DumpRefused(ValueError):
-    """The file is not a flight-recorder dump trainbot will read (what, in the message)."""
+    """The file is not a flight-recorder dump trainbot will read: raised with why, a sentence
+    (a Text the thread's language renders; `str()` is the English, for the logs)."""
+
+
+def dump_too_large(size: int) -> Text:
+    """Why a dump of `size` bytes is not read: more than MAX_DUMP_BYTES."""
+    return N_("%(size)s bytes, more than the %(limit)s read", size=size, limit=MAX_DUMP_BYTES)
 
 
 def _as_list(*items: Any) -> list[Any]:
@@ -78,24 +86,26 @@ class _PlainDataUnpickler(pickle.Unpickler):
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
-            raise DumpRefused(f"it names {module}.{name}: not a flight-recorder dump") from None
+            raise DumpRefused(N_("it names %(name)s: not a flight-recorder dump",
+                                 name=f"{module}.{name}")) from None
 
     def persistent_load(self, pid: Any) -> Any:
-        raise DumpRefused("it holds a persistent object: not a flight-recorder dump")
+        raise DumpRefused(N_("it holds a persistent object: not a flight-recorder dump"))
 
 
 def load_dump(data: bytes) -> dict[str, Any]:
     """The dump's dict, built from plain data only (raises DumpRefused)."""
     if len(data) > MAX_DUMP_BYTES:
-        raise DumpRefused(f"{len(data)} bytes, more than the {MAX_DUMP_BYTES} read")
+        raise DumpRefused(dump_too_large(len(data)))
     try:
         obj = _PlainDataUnpickler(io.BytesIO(data)).load()
     except DumpRefused:
         raise
     except Exception as exc:  # noqa: BLE001 - any malformed pickle is one refusal
-        raise DumpRefused(f"unreadable ({type(exc).__name__}: {exc})") from None
+        raise DumpRefused(N_("unreadable (%(error)s)",
+                             error=f"{type(exc).__name__}: {exc}")) from None
     if not isinstance(obj, dict) or not isinstance(obj.get("entries"), list):
-        raise DumpRefused("no `entries` list: not a flight-recorder dump")
+        raise DumpRefused(N_("no `entries` list: not a flight-recorder dump"))
     return obj
 
 
@@ -115,13 +125,14 @@ class RankTrace:
 class FlightRecorderSummary:
     """Every rank's last collective; `behind` are the ranks whose last collective is older
     than the others' (they never reached the collective the others wait in, `waiting_seq`
-    / `waiting_op`); `unread` names the ranks whose dump could not be read, and why."""
+    / `waiting_op`); `unread` names the ranks whose dump could not be read, and why (a
+    sentence, a Text)."""
 
     ranks: tuple[RankTrace, ...]
     behind: tuple[int, ...]
     waiting_seq: int | None
     waiting_op: str | None
-    unread: tuple[tuple[int, str], ...] = ()
+    unread: tuple[tuple[int, Text | str], ...] = ()
 
     def to_view(self) -> dict[str, Any]:
         return {"ranks": [{"rank": r.rank, "seq": r.last_seq, "op": r.last_op,
@@ -169,7 +180,7 @@ def rank_trace(rank: int, dump: Mapping[str, Any]) -> RankTrace:
 
 
 def summarize_dumps(traces: Sequence[RankTrace],
-                    unread: Sequence[tuple[int, str]] = ()) -> FlightRecorderSummary:
+                    unread: Sequence[tuple[int, Text | str]] = ()) -> FlightRecorderSummary:
     """The ranks behind: those whose last enqueued collective is older than the newest any
     rank enqueued (the collective the others wait in)."""
     known = [t for t in traces if t.last_seq is not None]

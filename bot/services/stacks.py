@@ -31,6 +31,7 @@ from bot.core.flight_recorder import (
     MAX_DUMP_BYTES,
     DumpRefused,
     FlightRecorderSummary,
+    dump_too_large,
     load_dump,
     rank_of_file,
     rank_trace,
@@ -276,14 +277,14 @@ def read_flight_recorder(sftp: SFTP, directory: str, *,
         if since is not None and (attr.st_mtime or 0) < since - 60:
             continue
         if (attr.st_size or 0) > MAX_DUMP_BYTES:
-            unread.append((rank, f"{attr.st_size} bytes, more than {MAX_DUMP_BYTES} read"))
+            unread.append((rank, dump_too_large(attr.st_size or 0)))
             continue
         try:
             with sftp.open(posixpath.join(directory, attr.filename), "rb") as f:
                 data = f.read(MAX_DUMP_BYTES + 1)
             traces.append(rank_trace(rank, load_dump(data)))
         except DumpRefused as exc:
-            unread.append((rank, str(exc)))
+            unread.append((rank, said(exc)))
     if not traces and not unread:
         return None
     return summarize_dumps(traces, unread)

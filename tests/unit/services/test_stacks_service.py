@@ -216,10 +216,20 @@ def fr_dump(*entries: tuple[int, str, str]) -> bytes:
         for seq, op, state in entries]})
 
 
-def test_an_nccl_timeout_brings_the_flight_recorders_ranks_behind(store) -> None:
+@pytest.mark.parametrize(("lang", "want"), [
+    ("en", "🛩️ NCCL flight recorder · job 88154: 3 of 4 ranks wait in collective #1045 "
+           "`all_gather`; never reached it: *rank 3* (last: #1044 all_gather, completed).\n"
+           "Rank 4's dump not read: it names os.system: not a flight-recorder dump"),
+    ("ko", "🛩️ NCCL flight recorder · 작업 88154: rank 4개 중 3개가 collective #1045 "
+           "`all_gather`에서 기다립니다. 여기에 도달하지 못한 rank: *rank 3* (마지막: #1044 "
+           "all_gather, completed).\nrank 4의 덤프를 읽지 못했습니다: os.system을(를) "
+           "가리킵니다: flight recorder 덤프가 아닙니다"),
+])
+def test_an_nccl_timeout_brings_the_flight_recorders_ranks_behind(store, lang, want) -> None:
     collector = GatedCollector(STUCK_RANK_3)
     collector.gate.set()
-    ctx, w, forensics = stalled_watch(store, collector, nccl_flight_recorder="/shared/fr")
+    ctx, w, forensics = stalled_watch(store, collector, nccl_flight_recorder="/shared/fr",
+                                      lang=lang)
     slurm, sftp = w.fake  # type: ignore[attr-defined]
     w.tick(T0)
     w.tick(T0 + 360)
@@ -237,10 +247,7 @@ def test_an_nccl_timeout_brings_the_flight_recorders_ranks_behind(store) -> None
     w.tick(T0 + 1830)
     assert forensics.wait(10)
     [text] = [p[3] for p in ctx.sink.posts if p[2].startswith("flight_recorder:")]
-    assert text == ("🛩️ NCCL flight recorder · job 88154: 3 of 4 ranks wait in collective "
-                    "#1045 `all_gather`; never reached it: *rank 3* (last: #1044 all_gather, "
-                    "completed).\nRank 4's dump not read: it names os.system: not a "
-                    "flight-recorder dump")
+    assert text == want
     forensics.close()
 
 
