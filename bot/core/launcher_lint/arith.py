@@ -25,6 +25,7 @@ from bot.core.launcher_lint.model import (
     Call,
     Scan,
 )
+from bot.core.launcher_lint.syntax import loop_passes
 from bot.core.shell_lexer import COMMAND_AT, Memo, group_end, split_top_level
 from bot.core.text import N_, Text
 
@@ -106,10 +107,11 @@ def _prefix_assignments(code: str) -> dict[int, tuple[str, str]]:
     return prefixes
 
 
-def _values(code: str, wanted: set[str],
-            prefixes: dict[int, tuple[str, str]]) -> dict[str, list[tuple[int, str | None]]]:
-    """(offset, value) of each assignment to the `wanted` variables, in order: the text bash
-    holds after it, None when the script does not say (`n=$x`, a sum). A shell `+=` appends
+def _values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
+            never_run: list[tuple[int, int]]) -> dict[str, list[tuple[int, str | None]]]:
+    """(offset, value) of each assignment to the `wanted` variables, in order, but those in
+    the spans `never_run` (a loop bash makes no pass through): the text bash holds after it,
+    None when the script does not say (`n=$x`, a sum). A shell `+=` appends
     text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
     arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value."""
     integer = {var for var in wanted if re.search(
@@ -119,8 +121,9 @@ def _values(code: str, wanted: set[str],
     for m in _ASSIGNMENT_RE.finditer(code):
         shell = m.group("var") is not None
         var, op, text = m.group("var", "op", "value") if shell else m.group("avar", "aop", "avalue")
-        if var not in wanted or m.start() in prefixes:
-            continue  # not wanted, or set for one command only (`n=0 cmd`)
+        if (var not in wanted or m.start() in prefixes
+                or any(start <= m.start() < end for start, end in never_run)):
+            continue  # not wanted, set for one command only (`n=0 cmd`), or never run
         text = text.strip("\"'")
         earlier = values.setdefault(var, [])
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
@@ -166,8 +169,14 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     the first collected, but a stop over an error bash goes past (a loop's first pass, where
     `set -e` is off, goes on; a later pass, after the body's `set -e`, stops there)."""
     findings: list[Finding] = []
+    # the loops whose number of passes the script says (syntax.loop_passes): one bash makes no
+    # pass through sets nothing, one it makes a single pass through has no next pass
+    passes = {start: loop_passes(code, start, done) for start, done in scan.loops.items()}
+    never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0]
+    repeating = {start: done for start, done in scan.loops.items() if passes[start] != 1}
     prefixes = _prefix_assignments(code) if scan.arith else {}
-    values = _values(code, {a.variable for a in scan.arith}, prefixes) if scan.arith else {}
+    values = _values(code, {a.variable for a in scan.arith}, prefixes,
+                     never_run) if scan.arith else {}
     never_set = {var: _never_set(var, code, scan.arith, prefixes)
                  for var in {a.variable for a in scan.arith} - values.keys()}
     at_line: dict[int, int] = {}  # a line's finding's index in findings
@@ -175,7 +184,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     calls_of: dict[str, list[Call]] = {}  # each function's calls, in the walk's order
     spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
     placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
-    for call in _with_later_passes(placed, scan.loops) if scan.loops else placed:
+    for call in _with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
     subshells = _subshells(code) if values else []
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
@@ -208,7 +217,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
             stops, value = _stops(a, before, unset)
             if not stops:  # … on this pass: on the loop's next, with what its body's end left?
-                carried = _carried(a, assigned, scan.loops,
+                carried = _carried(a, assigned, repeating,
                                    unsets.get(a.variable, []))
                 if carried is None:
                     continue

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.core.launcher_lint.model import Hit, Opts, either
-from bot.core.launcher_lint.syntax import OPENING_KEYWORDS, matches_everything
+from bot.core.launcher_lint.syntax import OPENING_KEYWORDS, loop_passes, matches_everything
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class Marks:
     positional: int
     shifted: int
     may_read_positional: bool
+    calls: int
 
 
 @dataclass
@@ -70,16 +71,19 @@ class BranchWalk(Protocol):
     """What branch_step reads and changes of the walk: the options where it is, the options a
     loop read again started from (by its `key`), where the outermost loop read again as its
     later passes starts (None: not in one), where each loop starts and its `done` is, and what
-    it has collected."""
+    it has collected; the text it reads (a loop's words and input: syntax.loop_passes)."""
 
     opts: Opts
     loop_starts: dict[tuple[int, int], Opts]
     later_pass_of: int | None
     loops: dict[int, int]
+    text: str
 
     def marks(self, hits: list[Hit]) -> Marks: ...
 
     def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None: ...
+
+    def forget(self, marks: Marks, hits: list[Hit]) -> None: ...
 
 
 def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: str, ended_by: str,
@@ -96,6 +100,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     by `&&` / `||` (`exempt`: `fi || true`) is not stopped by `set -e`, as bash reads every
     command of an and-or list but the last: what only `set -e` makes a finding in it is dropped.
 
+    A loop bash makes no pass through (syntax.loop_passes: `while read x; do …; done <
+    /dev/null`) runs nothing of its body: what the walk collected in it is forgotten.
     A loop's body is read as bash runs it, pass after pass: each pass starts from `either`
     the options at the loop and those the previous pass left (a `set -e` at the end of the
     body holds in the next pass). At `done`, when the options the next pass would start
@@ -149,9 +155,19 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             frame.reaching = []  # no pattern test / condition gets past this branch
         return None
     frames.pop()  # esac, fi, done
+    passes = None
     if step == "done":
         walk.loops[frame.key[0]] = key[0]
-    if step == "done" and frame.in_branch and frame.key not in walk.loop_starts:
+        passes = loop_passes(walk.text, frame.key[0], key[0])
+    if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds
+        walk.forget(frame.marks, hits)
+        walk.opts = either(frame.exits + frame.reaching
+                           + ([frame.skipped] if frame.skipped else []))
+        if frame.later_pass:
+            walk.later_pass_of = None
+        return None
+    # (one pass, `for i in 1`: no later pass to read it again for)
+    if step == "done" and frame.in_branch and frame.key not in walk.loop_starts and passes != 1:
         next_start = either([frame.start, walk.opts])
         if next_start != frame.start:
             walk.loop_starts[frame.key] = next_start

@@ -299,7 +299,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
     def marks(self, hits: list[Hit]) -> Marks:
         return Marks(len(hits), len(self.arith), len(self.unset), len(self.interactive),
                       len(self.tees), len(self.positional), self.shifted,
-                      self.may_read_positional)
+                      self.may_read_positional, len(self.calls))
 
     def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None:
         """Drop what the walk collected since `marks`: `everything` (a loop read again: its
@@ -317,6 +317,12 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.interactive[marks.interactive:] = [
             i for i in self.interactive[marks.interactive:] if i.kind != "clear"]
         self.tees[marks.tees:] = [t for t in self.tees[marks.tees:] if t.why != "errexit"]
+
+    def forget(self, marks: Marks, hits: list[Hit]) -> None:
+        """Forget all the walk collected since `marks`, counters and calls too: what bash
+        never runs (the body of a loop it makes no pass through)."""
+        self.drop(marks, hits, everything=True)
+        del self.arith[marks.arith:], self.calls[marks.calls:]
 
     def _note_tees(self, lst: str, off: int, after: str, ends_script: bool) -> None:
         """Training piped to `tee` where its status matters: under `set -e`, or followed only

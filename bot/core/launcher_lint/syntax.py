@@ -244,3 +244,45 @@ def condition_command(lst: str, off: int) -> tuple[str, int]:
     if command.startswith("!") and command[1:2].isspace():
         command = command[1:].lstrip()
     return command, off + len(lst) - len(command)
+
+
+#: A loop's keyword after the keywords that may start its list (`then while …`, `do for …`).
+_LOOP_KEYWORD_RE = re.compile(r"(?:(?:then|do|else)\s+)*(for|while|until|select)\b")
+#: A `for` loop over words written out (`for i in 1 2; do`): the words, up to `;` / a line end.
+_FOR_WORDS_RE = re.compile(r"\s+[A-Za-z_]\w*\s+in\b([^;\n]*)[;\n]")
+#: A word of a `for` list that is one word whatever the environment: no expansion, no glob
+#: (`*`, `?`, `[`), no brace expansion, quotes without a blank or an expansion inside.
+_FIXED_WORD_RE = re.compile(r"(?:[\w.,:/+@%=-]|\"[\w.,:/+@%=-]*\"|'[\w.,:/+@%=-]*')+")
+#: A `while` condition bash never gets past: `false`, or a `read` (after assignments: `IFS=
+#: read -r line`) from a loop whose input is `/dev/null` (`done < /dev/null`).
+_WHILE_NEVER_RE = re.compile(r"\s+(?:false|(?P<read>(?:[A-Za-z_]\w*=\S*\s+)*read\b[^;\n|&]*))"
+                             r"\s*(?:;|\n)\s*do\b")
+_UNTIL_NEVER_RE = re.compile(r"\s+(?:true|:)\s*(?:;|\n)\s*do\b")
+_DEV_NULL_INPUT_RE = re.compile(r"done\s*(?:[0-9]*>\S+\s*)*<\s*/dev/null\b")
+
+
+def loop_passes(code: str, start: int, done: int) -> int | None:
+    """How many passes bash makes through the body of the loop whose list starts at `start`
+    of `code` and whose `done` is at `done`, where the script says: a `for` over words written
+    out makes one a word (`for i in 1` one, `for i in` none), a `while false` / `until true`
+    and a `while read …` whose input is `/dev/null` none; None when it depends on what the
+    script reads or runs (`for f in $files`, `while read` from a file, `for ((…))`)."""
+    head = _LOOP_KEYWORD_RE.match(code, start)
+    if head is None:
+        return None
+    keyword, at = head.group(1), head.end()
+    if keyword == "for":
+        words = _FOR_WORDS_RE.match(code, at)
+        if words is None:
+            return None  # `for x; do` (the positional parameters), `for ((…))`
+        listed = words.group(1).split()
+        return len(listed) if all(_FIXED_WORD_RE.fullmatch(w) for w in listed) else None
+    if keyword == "while":
+        never = _WHILE_NEVER_RE.match(code, at)
+        if never is None or never.group("read") is not None and not _DEV_NULL_INPUT_RE.match(
+                code, done):
+            return None
+        return 0
+    if keyword == "until" and _UNTIL_NEVER_RE.match(code, at):
+        return 0
+    return None

@@ -391,6 +391,35 @@ BASH_STOPS = [
     ("f() { ((m++)); m=5; }\nm=1\nset -e\nfor i in 1 2; do f; done", CHECK_ARITH_ZERO, False),
     ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do f || true; done", CHECK_ARITH_ZERO,
      False),
+    # … only where the loop makes a next pass: not over one word written out; an inner loop of
+    # one pass is made again by the outer loop's next pass
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in a b; do for j in 1; do f; done; done",
+     CHECK_ARITH_ZERO, True),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1; do f; done", CHECK_ARITH_ZERO, False),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1; do for j in 1; do f; done; done",
+     CHECK_ARITH_ZERO, False),
+    ("set -e\nn=1\nfor i in 1; do\n  ((n++))\n  n=0\ndone", CHECK_ARITH_ZERO, False),
+    # a loop bash makes no pass through runs nothing of its body (`while read` from
+    # /dev/null, `while false`, `for i in` with no words): no count, assignment or `set -e`
+    # in it happens; read from a file with a line, the body runs
+    ("set -e\nn=0\nwhile read -r x; do ((n++)); done < /dev/null", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nwhile IFS= read -r x; do\n  ((n++))\ndone </dev/null", CHECK_ARITH_ZERO,
+     False),
+    ("set -e\nn=0\nwhile false; do ((n++)); done", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=5\nwhile read -r x; do n=0; done < /dev/null\n((n++))", CHECK_ARITH_ZERO,
+     False),
+    ("set -e\nn=5\nfor i in; do n=0; done\n((n++))", CHECK_ARITH_ZERO, False),
+    ("while false; do set -e; done\nn=0\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nwhile read -r x; do ((n++)) || true; done < /dev/null\n((n++))",
+     CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\necho line > in.txt\nwhile read -r x; do ((n++)); done < in.txt",
+     CHECK_ARITH_ZERO, True),
+    ("set -euo pipefail\nwhile read -r x; do L=$(ls ck/*.pt); done < /dev/null",
+     CHECK_EMPTY_MATCH, False),
+    ("set -euo pipefail\necho line > in.txt\nwhile read -r x; do L=$(ls ck/*.pt); done < in.txt",
+     CHECK_EMPTY_MATCH, True),
+    ("set -e\nn=0\nwhile read -r x || true; do ((n++)); break; done < /dev/null",
+     CHECK_ARITH_ZERO, True),
     # an assignment in a subshell stays there: the counter after it reads what it was before
     ("f() { ( m=0 ); ((m++)); }\nm=5\nset -e\nf", CHECK_ARITH_ZERO, False),
     ("set -e\nm=5\n(m=0)\n((m++))", CHECK_ARITH_ZERO, False),
