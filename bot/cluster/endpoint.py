@@ -1,7 +1,11 @@
 """Where, as whom and through which jump host trainbot connects to a cluster's login node:
 the settings (`SSHSettings`), filled in from an OpenSSH client config file (`resolve_endpoint`)
 and checked before any connection is tried, so a bad value is one ClusterError naming where it
-came from and the fix. Connecting itself is bot.cluster.ssh's."""
+came from and the fix. Connecting itself is bot.cluster.ssh's.
+
+The errors are sentences (`N_()` Texts): one raised where trainbot first connects reaches a
+person (a /train reply, in the channel's language); `str()` is the English, which the config's
+own check of proxy_jump at start and `trainbot doctor` show the operator."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from typing import Any
 
 import paramiko
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, said
+from bot.core.text import N_, Text
 from bot.core.units import quote_value
 
 
@@ -67,15 +72,19 @@ def parse_proxy_jump(spec: str, default_user: str) -> tuple[str, int, str]:
     try:
         return _split_jump(spec, default_user)
     except ValueError as exc:
-        raise ClusterError(f"proxy_jump {quote_value(spec)}: {exc}") from None
+        raise ClusterError(N_("proxy_jump %(spec)s: %(problem)s", spec=quote_value(spec),
+                              problem=said(exc))) from None
 
 
-_JUMP_FORM = "write it as [user@]host[:port], e.g. ops@bastion.example.org:22"
+_JUMP_FORM = N_("write it as [user@]host[:port], e.g. ops@bastion.example.org:22")
+_PORT = N_("port")  # a proxy_jump's port; an ssh_config file's is its keyword, Port
 
 
 def _split_jump(spec: str, default_user: str) -> tuple[str, int, str]:
+    """(host, port, user) of "[user@]host[:port]"; ValueError with a sentence (a Text)."""
     if "," in spec:
-        raise ValueError(f"it has several hops; only one jump host is supported ({_JUMP_FORM})")
+        raise ValueError(N_("it has several hops; only one jump host is supported (%(form)s)",
+                            form=_JUMP_FORM))
     user = default_user
     rest = spec.strip()
     if "@" in rest:
@@ -85,27 +94,32 @@ def _split_jump(spec: str, default_user: str) -> tuple[str, int, str]:
         host, _, tail = rest[1:].partition("]")
         if tail:
             if not tail.startswith(":"):
-                raise ValueError(f"unexpected {quote_value(tail)} after ']' ({_JUMP_FORM})")
-            port = _port_number(tail[1:], "port", _JUMP_FORM)
+                raise ValueError(N_("unexpected %(text)s after ']' (%(form)s)",
+                                    text=quote_value(tail), form=_JUMP_FORM))
+            port = _port_number(tail[1:], _PORT, _JUMP_FORM)
     elif rest.count(":") == 1:
         host, port_s = rest.split(":")
-        port = _port_number(port_s, "port", _JUMP_FORM)
+        port = _port_number(port_s, _PORT, _JUMP_FORM)
     else:
         host = rest
     if not host:
-        raise ValueError(f"it names no host ({_JUMP_FORM})")
+        raise ValueError(N_("it names no host (%(form)s)", form=_JUMP_FORM))
     return host, port, user
 
 
-def _port_number(text: str, name: str, fix: str) -> int:
-    """A TCP port; ValueError saying `name` (port, Port) and `fix` for anything not 1-65535."""
+def _port_number(text: str, name: Text | str, fix: Text) -> int:
+    """A TCP port; ValueError with a sentence saying `name` (port, Port) and `fix` for
+    anything not 1-65535."""
     if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"{name} {quote_value(text)} is not a number (1-65535); {fix}")
+        raise ValueError(N_("%(name)s %(value)s is not a number (1-65535); %(fix)s",
+                            name=name, value=quote_value(text), fix=fix))
     if len(text) > 5:  # before int(): thousands of digits exceed int()'s limit
-        raise ValueError(f"{name} {quote_value(text)} is out of range 1-65535; {fix}")
+        raise ValueError(N_("%(name)s %(value)s is out of range 1-65535; %(fix)s",
+                            name=name, value=quote_value(text), fix=fix))
     port = int(text)
     if not 1 <= port <= 65535:
-        raise ValueError(f"{name} {port} is out of range 1-65535; {fix}")
+        raise ValueError(N_("%(name)s %(value)s is out of range 1-65535; %(fix)s",
+                            name=name, value=port, fix=fix))
     return port
 
 
@@ -123,29 +137,32 @@ def resolve_endpoint(s: SSHSettings) -> Endpoint:
     if s.ssh_config:
         path = os.path.expanduser(s.ssh_config)
         cfg = _ssh_config_lookup(path, s.host)
-        where = f"ssh_config {path}: host {s.host}"
+        where = {"path": path, "host": s.host}
         host = cfg.get("hostname", host)
         if port == 22 and "port" in cfg:
             try:
-                port = _port_number(cfg["port"], "Port", f"fix that line in {path}")
+                port = _port_number(cfg["port"], "Port",
+                                    N_("fix that line in %(path)s", path=path))
             except ValueError as exc:
-                raise ClusterError(f"{where}: {exc}") from None
+                raise ClusterError(N_("ssh_config %(path)s: host %(host)s: %(problem)s",
+                                      **where, problem=said(exc))) from None
         user = user or cfg.get("user")
         if not key_files and cfg.get("identityfile"):
             key_files = list(cfg["identityfile"])
         if proxy_jump is None and cfg.get("proxycommand"):
-            raise ClusterError(
-                f"{where} uses ProxyCommand ({quote_value(cfg['proxycommand'])}), which trainbot "
-                "does not run; replace it with ProxyJump [user@]host[:port] in that file (what "
-                "`ProxyCommand ssh -W %h:%p bastion` does), or set the cluster's proxy_jump"
-            )
+            raise ClusterError(N_(
+                "ssh_config %(path)s: host %(host)s uses ProxyCommand (%(command)s), which "
+                "trainbot does not run; replace it with ProxyJump [user@]host[:port] in that "
+                "file (what `ProxyCommand ssh -W %%h:%%p bastion` does), or set the cluster's "
+                "proxy_jump", **where, command=quote_value(cfg["proxycommand"])))
         if proxy_jump is None and cfg.get("proxyjump") and cfg["proxyjump"].lower() != "none":
             proxy_jump = cfg["proxyjump"]
             try:
                 _split_jump(proxy_jump, user or "")
             except ValueError as exc:
-                raise ClusterError(f"{where}: ProxyJump {quote_value(proxy_jump)}: {exc}"
-                                   ) from None
+                raise ClusterError(N_(
+                    "ssh_config %(path)s: host %(host)s: ProxyJump %(spec)s: %(problem)s",
+                    **where, spec=quote_value(proxy_jump), problem=said(exc))) from None
         if known_hosts is None and cfg.get("userknownhostsfile"):
             known_hosts = cfg["userknownhostsfile"].split()[0]
     if proxy_jump is not None:
@@ -166,14 +183,15 @@ def _ssh_config_lookup(path: str, alias: str) -> dict[str, Any]:
     try:
         return dict(paramiko.SSHConfig.from_path(path).lookup(alias))
     except UnicodeDecodeError as exc:
-        raise ClusterError(
-            f"ssh_config {path} is not a text file (byte {exc.start} is not UTF-8); point "
-            "ssh_config at an OpenSSH client config file"
-        ) from None
+        raise ClusterError(N_(
+            "ssh_config %(path)s is not a text file (byte %(byte)s is not UTF-8); point "
+            "ssh_config at an OpenSSH client config file", path=path, byte=exc.start)) from None
     except paramiko.ConfigParseError as exc:
-        raise ClusterError(f"ssh_config {path}: host {alias}: {exc}; fix that line") from None
+        raise ClusterError(N_("ssh_config %(path)s: host %(host)s: %(error)s; fix that line",
+                              path=path, host=alias, error=str(exc))) from None
     except OSError as exc:
-        raise ClusterError(f"cannot read ssh_config {path}: {exc}") from exc
+        raise ClusterError(N_("cannot read ssh_config %(path)s: %(error)s", path=path,
+                              error=str(exc))) from exc
 
 
 def _local_user() -> str:

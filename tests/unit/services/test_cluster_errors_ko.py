@@ -13,6 +13,7 @@ from fakes import FakeRunner, FakeSlurm, make_context
 
 from bot.cluster.errors import (
     ChannelClosed,
+    ClusterError,
     ClusterUnavailable,
     CommandTimedOut,
     LeaseAbandoned,
@@ -182,3 +183,46 @@ def test_sftp_errors_are_said_in_korean(store, error, ko_words) -> None:
     assert "SFTP" in str(error) and not HANGUL.search(str(error))
     en = say(make_context(store), "mix", "unreachable", channel=CHANNEL, error=error.text)
     assert en == f"The cluster did not answer: {error}"
+
+
+@pytest.mark.parametrize("lines, ko_words, en_words", [
+    ("  ProxyCommand nc bastion 22\n",
+     "호스트 gpu이(가) ProxyCommand ('nc bastion 22')를 쓰는데, trainbot은 이를 "
+     "실행하지 않습니다. 그 파일에서 ProxyJump [user@]host[:port]로 바꾸거나(`ProxyCommand ssh "
+     "-W %h:%p bastion`이 하는 일), 클러스터의 proxy_jump를 설정하세요",
+     "host gpu uses ProxyCommand ('nc bastion 22'), which trainbot does not run; "
+     "replace it with ProxyJump [user@]host[:port] in that file (what `ProxyCommand ssh -W "
+     "%h:%p bastion` does), or set the cluster's proxy_jump"),
+    ("  ProxyJump ops@bastion:99999\n",
+     "호스트 gpu: ProxyJump 'ops@bastion:99999': 포트 99999은(는) 1-65535 범위를 벗어납니다. "
+     "[user@]host[:port] 형식으로 쓰세요 (예: ops@bastion.example.org:22)",
+     "host gpu: ProxyJump 'ops@bastion:99999': port 99999 is out of range 1-65535; write it "
+     "as [user@]host[:port], e.g. ops@bastion.example.org:22"),
+    ("  Port 0\n",
+     "호스트 gpu: Port 0은(는) 1-65535 범위를 벗어납니다. {path}의 그 줄을 고치세요",
+     "host gpu: Port 0 is out of range 1-65535; fix that line in {path}"),
+], ids=["proxy_command", "proxy_jump_port", "port"])
+def test_an_ssh_config_trainbot_cannot_use_is_said_in_korean(store, tmp_path, lines, ko_words,
+                                                             en_words) -> None:
+    path = tmp_path / "ssh_config"
+    path.write_text("Host gpu\n  HostName login.example.org\n" + lines)
+    runner = SSHRunner(SSHSettings(host="gpu", ssh_config=str(path)))
+    with pytest.raises(ClusterError) as err:  # found before any connection is tried
+        runner.run(["squeue"])
+    assert str(err.value) == f"ssh_config {path}: {en_words.format(path=path)}"
+    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    assert f"ssh_config {path}: {ko_words.format(path=path)}" in ko, ko
+    en = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    assert f"ssh_config {path}: {en_words.format(path=path)}" in en, en
+
+
+def test_a_proxy_jump_setting_trainbot_cannot_use_is_said_in_korean(store) -> None:
+    runner = SSHRunner(SSHSettings(host="login", proxy_jump="a@b,c@d"))
+    with pytest.raises(ClusterError) as err:
+        runner.run(["squeue"])
+    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    assert "proxy_jump 'a@b,c@d': 홉이 여러 개입니다. 점프 호스트는 하나만 지원합니다 " \
+        "([user@]host[:port] 형식으로 쓰세요 (예: ops@bastion.example.org:22))" in ko, ko
+    assert str(err.value) == ("proxy_jump 'a@b,c@d': it has several hops; only one jump host is "
+                              "supported (write it as [user@]host[:port], e.g. "
+                              "ops@bastion.example.org:22)")
