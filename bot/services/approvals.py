@@ -107,9 +107,10 @@ OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "sta
 class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
-    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_unknown (the
-    scancel's end was not seen: `error`; trainbot looks at the job again `settle_s` after the
-    click, the recipe's policy.cancel_settle_s) | held | hold_skipped
+    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_unknown or,
+    for a plain Cancel, cancel_only_unknown (the scancel's end was not seen: `error`; trainbot
+    looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s) |
+    held | hold_skipped
     | hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the
     job was cancelled, its resubmit failed) | cancel_not_taken (a cancel whose end was not seen
     did not take effect: the job is still in `state`; offered again) | not_submitted (the
@@ -263,7 +264,7 @@ def handle_click(
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
         text, blocks = _decided(ctx, recipe, summary, result.outcome)
         return ClickResult("stale", text, blocks, ephemeral=text)
-    if result.outcome.did == "cancel_unknown":  # may or may not have cancelled: said so
+    if result.outcome.did in _UNKNOWN_STEP.values():  # may or may not have cancelled: said so
         audit("unknown", target, recipe, choice=choice, error=str(result.outcome.error))
     else:
         audit("ok", result.job_id or target, recipe, choice=choice)
@@ -333,14 +334,8 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         return _Performed(Outcome(kind, actor, hold.did, recipe, job_id=target,
                                   for_job=payload.get("for_job"), state=hold.state,
                                   error=hold.error), target)
-    if choice == "cancel":
-        slurm = ctx.clusters.slurm(payload["cluster"])
-        _require_running(slurm, target, actor, recipe)
-        slurm.cancel(int(target))
-        ctx.store.approvals.mark_done(approval.token, now=now)
-        return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=target), target)
-    if choice == "cancel_resume":
-        return _cancel_and_resume(ctx, approval, actor, now)
+    if choice in ("cancel", "cancel_resume"):
+        return _cancel(ctx, approval, actor, now, resume=choice == "cancel_resume")
     # after a fault of one node (payload "exclude"), every resubmit choice leaves it out
     overrides, extra = exclusion(ctx.config, payload["recipe"], payload.get("exclude"))
     if choice == "resubmit_mem":
@@ -365,24 +360,33 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
-def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
-                      now: float) -> _Performed:
-    """A stalled job, approved: scancel it, then resubmit the chain from its latest complete
-    checkpoint (the same submit as a Resubmit button). The cancelled job leaves the watch list
-    first, so the watcher does not judge it as one more failure of the chain; its attempt row
-    says CANCELLED / hang and the work it lost.
+# the step an approved cancel whose scancel's end was not seen is left in, by what it was to
+# do after the cancel: resume the run (Cancel and resume) or nothing more (Cancel)
+_UNKNOWN_STEP = {True: "cancel_unknown", False: "cancel_only_unknown"}
+
+
+def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
+            resume: bool) -> _Performed:
+    """A running job's Cancel, approved: scancel it; with `resume` (Cancel and resume, a
+    stalled job) resubmit the chain from its latest complete checkpoint next (the same submit
+    as a Resubmit button). A cancel and resume's job leaves the watch list first, so the
+    watcher does not judge it as one more failure of the chain; its attempt row says
+    CANCELLED / hang and the work it lost. A plain Cancel's job stays watched: its end is
+    judged as any job's.
 
     A scancel whose end was not seen (OutcomeUnknown) may or may not have cancelled the job:
     nothing is resubmitted, the job is watched again, the approval stays approved with its
-    step `cancel_unknown` (the watcher leaves such a job's end to it), and the prompt says so;
-    `settle_unknown_cancels` looks at the job later and finishes the cancel and resume (it
-    was cancelled) or says it was not (it still runs) and offers it again."""
+    step `cancel_unknown` (Cancel and resume) or `cancel_only_unknown` (Cancel) (the watcher
+    leaves such a job's end to it), and the prompt says so; `settle_unknown_cancels` looks at
+    the job later and finishes the cancel (it was cancelled; a cancel and resume resumes the
+    run) or says it was not (it still runs) and offers it again."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     slurm = ctx.clusters.slurm(cluster)
     _require_running(slurm, job, actor, recipe)
-    watched = ctx.store.watched_jobs.get(cluster, job)
-    ctx.store.watched_jobs.remove(cluster, job)
+    watched = ctx.store.watched_jobs.get(cluster, job) if resume else None
+    if watched is not None:
+        ctx.store.watched_jobs.remove(cluster, job)
     try:
         slurm.cancel(int(job))
     except ClusterError as exc:
@@ -391,11 +395,14 @@ def _cancel_and_resume(ctx: BotContext, approval: Approval, actor: str,
                                        chain_id=watched.chain_id, adopted=watched.adopted)
         if not isinstance(exc, OutcomeUnknown):
             raise
-        ctx.store.approvals.mark_step(approval.token, "cancel_unknown", now=now)
-        return _Performed(Outcome("approved", actor, "cancel_unknown", recipe, job_id=job,
-                                  error=said(exc), settle_s=_policy(ctx, recipe).cancel_settle_s),
-                          job)
-    return _resume_cancelled(ctx, approval, actor, now)
+        step = _UNKNOWN_STEP[resume]
+        ctx.store.approvals.mark_step(approval.token, step, now=now)
+        return _Performed(Outcome("approved", actor, step, recipe, job_id=job, error=said(exc),
+                                  settle_s=_policy(ctx, recipe).cancel_settle_s), job)
+    if resume:
+        return _resume_cancelled(ctx, approval, actor, now)
+    ctx.store.approvals.mark_done(approval.token, now=now)
+    return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job)
 
 
 def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
@@ -458,13 +465,15 @@ have their own, shorter deadline), so only a settle whose process died is taken 
 
 
 def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
-    """Every approved cancel and resume whose scancel's end was not seen (`cancel_unknown`),
-    at least the recipe's `policy.cancel_settle_s` after the click (a scancel still under way
-    when its channel closed has ended by then): its job, asked from Slurm, says what happened.
-    CANCELLED: the cancel took effect; trainbot leaves the job, records its attempt and
-    resubmits, as the click would have, and the prompt says so. Still running or pending: the
-    cancel did not take effect; the prompt says so and a new prompt offers it again (the
-    watcher goes on watching the job). Ended otherwise (COMPLETED, FAILED, …): it ended
+    """Every approved cancel whose scancel's end was not seen (`cancel_unknown`: Cancel and
+    resume; `cancel_only_unknown`: Cancel), at least the recipe's `policy.cancel_settle_s`
+    after the click (a scancel still under way when its channel closed has ended by then):
+    its job, asked from Slurm, says what happened. CANCELLED: the cancel took effect; for a
+    cancel and resume trainbot leaves the job, records its attempt and resubmits, as the click
+    would have (a plain Cancel's job stays watched, its end judged as any job's), and the
+    prompt and the thread say so. Still running or pending: the cancel did not take effect;
+    the prompt says so and a new prompt offers it again (the watcher goes on watching the
+    job). Ended otherwise (COMPLETED, FAILED, …): it ended
     before the cancel; the prompt says so and the watcher judges its end as any job's.
     Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
     (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
@@ -509,12 +518,16 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
             return
         taken_over = True
     cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
+    resume = _UNKNOWN_STEP[True] in ctx.store.approvals.steps(approval.token)
     ctx.store.audit.record(
         actor="trainbot", action="approval.cancel_settled", now=now, recipe=recipe, job_id=job,
         result="took_effect" if cancelled else "not_taken",
         detail={"token": approval.token, "state": record.state},
     )  # fmt: skip
-    if cancelled:
+    if cancelled and not resume:
+        ctx.store.approvals.mark_done(approval.token, now=now)
+        outcome = Outcome("approved", actor, "cancelled", recipe, job_id=job)
+    elif cancelled:
         ctx.store.watched_jobs.remove(cluster, job)
         try:
             outcome = _resume_cancelled(ctx, approval, actor or "trainbot", now,

@@ -330,7 +330,7 @@ class Watcher:
                 self._jobs.pop(jw.job_id, None)
                 return
             if self._cancel_unknown(str(w.job_id)):
-                # A "Cancel and resume" whose scancel's end was not seen: whether this end is
+                # A Cancel (and resume) whose scancel's end was not seen: whether this end is
                 # that cancel's is settled by bot.services.approvals.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return

@@ -181,12 +181,14 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
-    STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_settled")
+    STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_only_unknown", "cancel_settled")
+    CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float) -> bool:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
-        its approved scancel's end was not seen ("cancel_unknown"), or that trainbot took that
-        unknown cancel up again ("cancel_settled"): True for exactly one caller, so no replica
+        its approved scancel's end was not seen ("cancel_unknown": a cancel and resume;
+        "cancel_only_unknown": a plain cancel), or that trainbot took that unknown cancel up
+        again ("cancel_settled"): True for exactly one caller, so no replica
         follows a prompt up, or settles its cancel, twice."""
         if step not in self.STEPS:
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
@@ -237,12 +239,13 @@ class ApprovalsRepo(_Repo):
         return self._all(Approval, query)
 
     def cancels_unknown(self) -> list[Approval]:
-        """The approved prompts whose scancel's end was not seen (step "cancel_unknown") and
-        that are not done yet: their job may or may not have been cancelled, oldest first."""
+        """The approved prompts whose scancel's end was not seen (step "cancel_unknown" or
+        "cancel_only_unknown") and that are not done yet: their job may or may not have been
+        cancelled, oldest first."""
+        unknown = t.prompt_steps.c.step.in_(self.CANCEL_UNKNOWN_STEPS)
         query = (select(t.approvals)
                  .where(t.approvals.c.state == "approved",
-                        t.approvals.c.id.in_(select(t.prompt_steps.c.token)
-                                             .where(t.prompt_steps.c.step == "cancel_unknown")))
+                        t.approvals.c.id.in_(select(t.prompt_steps.c.token).where(unknown)))
                  .order_by(t.approvals.c.decided_at, t.approvals.c.id))
         return self._all(Approval, query)
 

@@ -447,6 +447,74 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
     assert s.slurm.acted("cancel") == [88154, 88154] and len(s.slurm.submits()) == 1
 
 
+ONLY_UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled (connection "
+               "to login lost while `scancel 88154` was running; it may have run). trainbot "
+               "looks at the job again in about 60 s and says here whether it was; if it still "
+               "runs, it offers the cancel again")
+
+
+def test_a_plain_cancel_whose_scancel_took_effect_unseen_is_settled_once_and_said(
+        store: Store) -> None:
+    """A Cancel (no resume) whose scancel's answer was lost: the prompt says it may or may
+    not have cancelled the job; after the settle wait trainbot asks Slurm once, finds it
+    CANCELLED and says so in the thread; nothing is resubmitted, and the job's end is then
+    the watcher's to judge, as after a cancel it saw."""
+    s = Story(store)
+    token = s.stalled()["value"]
+    s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                               connection_lost=True)
+    result = handle_click(s.ctx, token, ActionId.CANCEL, "W0LEAD", T0 + 401)
+    assert (result.status, result.update_text) == ("done", ONLY_UNSEEN)
+    s.slurm.cancel_answer_lost = None
+    assert store.approvals.get(token).state == "approved"
+
+    s.slurm.set(88154, end_time=T0 + 401)
+    s.watcher.tick(T0 + 420)  # its end may be the cancel's: left to the settle
+    assert store.incidents.get("dev:88154:final") is None
+    follow_up_prompts(s.ctx, T0 + 430)  # too soon: the scancel may still be under way
+    assert store.approvals.get(token).state == "approved"
+
+    follow_up_prompts(s.ctx, T0 + 470)
+    said = "Approved by <@W0LEAD>: cancelled job 88154"
+    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
+    assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
+    assert store.approvals.get(token).state == "done"
+    follow_up_prompts(s.ctx, T0 + 530)  # settled once
+    follow_up_prompts(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
+    assert s.ctx.sink.texts().count(said) == 2  # the note and the prompt's rewrite
+    assert s.slurm.submits() == [] and s.slurm.acted("cancel") == [88154]
+    assert s.retries() == 0
+    s.watcher.tick(T0 + 540)  # settled: the watcher judges its end, as after a seen cancel
+    assert store.incidents.get("dev:88154:final") is not None
+
+
+def test_a_plain_cancel_whose_scancel_did_not_take_effect_says_so_and_offers_it_again(
+        store: Store) -> None:
+    s = Story(store)
+    token = s.stalled()["value"]
+    s.slurm.cancel_lost = ChannelClosed(["scancel", "88154"], "login", connection_lost=True)
+    result = handle_click(s.ctx, token, ActionId.CANCEL, "W0LEAD", T0 + 401)
+    assert result.update_text == ONLY_UNSEEN
+    s.slurm.cancel_lost = None
+
+    follow_up_prompts(s.ctx, T0 + 470)
+    said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
+            "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
+            "resubmitted. The cancel is offered again below")
+    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
+    key, blocks = s.posted[-1]
+    assert key == f"cancel-again:{token}"
+    again = button(blocks, ActionId.CANCEL)
+    assert again["value"] != token
+    follow_up_prompts(s.ctx, T0 + 530)  # offered once
+    assert [k for k, _ in s.posted].count(key) == 1
+
+    done = handle_click(s.ctx, again["value"], ActionId.CANCEL, "W0LEAD", T0 + 600)
+    assert (done.status, done.update_text) == ("done", "Approved by <@W0LEAD>: cancelled job "
+                                                       "88154")
+    assert s.slurm.acted("cancel") == [88154, 88154] and s.slurm.submits() == []
+
+
 def test_cancel_and_resume_of_a_job_that_already_ended_does_nothing(store: Store) -> None:
     s = Story(store)
     token = s.stalled()["value"]

@@ -242,6 +242,21 @@ def test_a_cancel_whose_end_was_not_seen_says_why_and_when_in_the_recipes_langua
     assert result.status == "done" and outcome(result).startswith(want), outcome(result)
 
 
+def test_a_plain_cancel_whose_end_was_not_seen_says_it_is_looked_at_again_in_korean(
+    store: Store
+) -> None:
+    slurm = FakeSlurm()
+    slurm.add(88154, state="RUNNING", name="mix")
+    slurm.cancel_lost = timed_out("scancel", "88154")
+    ctx = make_context(store, slurm, lang="ko", policy={"cancel_settle_s": 120})
+    result = handle_click(ctx, prompt(ctx, offer_cancel=True), ActionId.CANCEL, "W0LEAD", NOW + 1)
+    assert (result.status, outcome(result)) == ("done", (
+        "<@W0LEAD>님이 승인했습니다: 작업 88154이(가) 취소되었는지 알 수 없습니다 "
+        "(`scancel 88154`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 없습니다). "
+        "trainbot이 약 2분 뒤 작업을 다시 확인해 취소되었는지 여기에 알립니다. 아직 실행 중이면 "
+        "취소를 다시 제안합니다"))
+
+
 def test_a_korean_recipes_clicker_is_answered_in_korean(store: Store) -> None:
     ctx = make_context(store, lang="ko")
     token = prompt(ctx)
