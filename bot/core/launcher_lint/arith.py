@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
@@ -194,6 +194,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for a in scan.arith:
         value: str | None = "0"
         carried_line: int | None = None  # what the loop's body leaves it at, on this line
+        later: tuple[str, int, str] | None = None  # judged at a later call (_AtCall.later)
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             # an assignment in a subshell `a` is not in sets nothing where `a` runs
@@ -201,12 +202,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                         if not any(s <= pos < e and not s <= a.offset < e for s, e in subshells)]
             before = [(pos, v) for pos, v in assigned if pos < a.offset]
             called = _at_calls(a, assigned, calls_of, spans)
-            if called is not None and not (before and before[-1][0] >= called[1][0]):
-                if called[0] is None:
+            if called is not None and not (before and before[-1][0] >= called.body[0]):
+                if called.at is None:
                     continue  # no call where its status or an unbound variable stops bash
-                at, body = called[0], called[1]
-                before = called[2]
-                if called[3]:  # `set -e` on some paths only: said so, a warning
+                at, body, before, later = called.at, called.body, called.before, called.later
+                if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
             elif before and _counted_since(a, before[-1][0], scan.arith, spans, subshells):
                 # an earlier `((n++)) || true` counted it: no longer 0 ("08" stays)
@@ -236,7 +236,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                   if var == a.variable and pos < at] if value is None else []
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
-                         carried_line)
+                         carried_line, None if later is None else (
+                             later[0], scan.line_of(at), scan.line_of(later[1]), later[2]))
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
@@ -257,10 +258,17 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     return findings
 
 
-#: What _at_calls gives: the call where an arithmetic command in a function's body is judged
-#: (None: none stops bash), the body's span, the assignments before it (_values's), and
-#: whether `set -e` applies there on some paths only (a `set -e` in a branch of the body).
-_AtCall = tuple[int | None, tuple[int, int], list[tuple[int, str | None]], bool]
+class _AtCall(NamedTuple):
+    """Where _at_calls judges an arithmetic command in a function's body."""
+
+    at: int | None  # the call's offset (None: no call stops bash)
+    body: tuple[int, int]  # the body's span
+    before: list[tuple[int, str | None]]  # the assignments before it there (_values's)
+    partial: bool = False  # `set -e` applies there on some paths only (a branch of the body)
+    # a call after an earlier one (not its function's first): "again", or "next pass" (the
+    # same call on a loop's next pass), the offset of the assignment whose value it reads, and
+    # the function's name
+    later: tuple[str, int, str] | None = None
 
 
 def _counted_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
@@ -378,18 +386,24 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     # what the body's end leaves the variable at, set after `a` (`f() { ((m++)); m=0; }`): what
     # a call after one that ran the body reads (None: the body does not set it after `a`)
     left = [(pos, v) for pos, v in assigned if a.offset < pos < end]
+    earlier: set[int] = set()  # the offsets of the calls before this one
     for call, ran, last in values_at_calls(name, body, calls, assigned):
         value = last[1] if last is not None else ""
         octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
+        from_body = ran and not octal
         before: list[tuple[int, str | None]] = (
-            [(call.offset, left[-1][1] if left else None)] if ran and not octal
+            [(call.offset, left[-1][1] if left else None)] if from_body
             else [last] if last is not None else [])
+        source = left[-1][0] if from_body and left else last[0] if last is not None else None
+        later = None if not earlier or source is None else (
+            "next pass" if call.offset in earlier else "again", source, name)
+        earlier.add(call.offset)
         if a.called_at is not None:  # read again at that call: judged there
             if call.offset == a.called_at:
-                return call.offset, body, before, False
+                return _AtCall(call.offset, body, before)
             continue
         if first is None:
-            first = (call.offset, body, before, False)
+            first = _AtCall(call.offset, body, before)
         if not a.errexit:
             return first
         held = before[-1][1] if before else None
@@ -399,19 +413,23 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         # each on every path or on some only
         by_body = a.errexit_in_body and not call.tested
         if (call.errexit or by_body) and stops:
-            return call.offset, body, before, not (
+            return _AtCall(call.offset, body, before, not (
                 call.errexit and not call.errexit_partial
-                or by_body and not a.errexit_in_body_partial)
-    return None, body, [], False
+                or by_body and not a.errexit_in_body_partial), later)
+    return _AtCall(None, body, [])
 
 
 def _finding(a: Arith, line: int, value: str | None,
-             prefix: tuple[str, int] | None = None, carried: int | None = None) -> Finding:
+             prefix: tuple[str, int] | None = None, carried: int | None = None,
+             later: tuple[str, int, int, str] | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
     cmd`, and its line, which sets it for that command only; `carried`: the line at the end
-    of a loop's body that leaves it so for the loop's next pass)."""
+    of a loop's body that leaves it so for the loop's next pass; `later`: in a function's
+    body, stopping bash at a call after an earlier one, not the first (_AtCall.later): how
+    ("again", "next pass"), that call's line, the line of the assignment whose value it
+    reads, and the function)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
@@ -441,6 +459,16 @@ def _finding(a: Arith, line: int, value: str | None,
             tested=_tested(a.tested_by), **said), fix_decimal)
     if carried is not None and not octal:
         text = _carried_text(a, unset, carried, said)
+    elif later is not None and value is not None:
+        kind, call, at, function = later
+        when = (N_("when the call on line %(call)s runs the body of `%(function)s` on the "
+                   "loop's next pass", call=call, function=function) if kind == "next pass"
+                else N_("when the call on line %(call)s runs the body of `%(function)s` again",
+                        call=call, function=function))
+        text = N_("line %(line)s: %(when)s, `%(command)s` reads `%(var)s` at \"%(value)s\", as "
+                  "line %(at)s sets it, so its status is 1: %(under)s the launcher stops right "
+                  "here at that call, not at an earlier one: %(slurm)s", when=when, value=value,
+                  at=at, **said)
     elif a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)

@@ -501,6 +501,48 @@ def test_a_function_counter_is_reported_as_the_first_call_stops_bash(tmp_path, s
     assert found == [(check, 3)]
 
 
+@pytest.mark.parametrize(("snippet", "said"), [
+    # a later call stops bash: the message names it, the way it runs the body (again, or on
+    # the loop's next pass), and the line whose value it reads
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\necho call 5; f\necho call 6; f",
+     "line 2: when the call on line 6 runs the body of `f` again, `((m++))` reads `m` at \"0\", "
+     "as line 2 sets it, so its status is 1: under `set -e` the launcher stops right here at "
+     "that call, not at an earlier one"),
+    ("f() { ((m++)); }\nm=5\nset -e\necho call 5; f\nm=0\necho call 7; f",
+     "line 2: when the call on line 7 runs the body of `f` again, `((m++))` reads `m` at \"0\", "
+     "as line 6 sets it"),
+    ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do echo call 5; f; done",
+     "line 2: when the call on line 5 runs the body of `f` on the loop's next pass, `((m++))` "
+     "reads `m` at \"0\", as line 2 sets it"),
+    ("inc() { ((m++)); }\nrun() { inc; }\nm=5\nset -e\necho call 6; run\nm=0\necho call 8; run",
+     "line 2: when the call on line 8 runs the body of `inc` again, `((m++))` reads `m` at "
+     "\"0\", as line 7 sets it"),
+    ("f() { ((m++)); }\nm=08\nset -e\necho call 5; f || true\necho call 6; f",
+     "line 2: when the call on line 6 runs the body of `f` again, `((m++))` reads `m` at "
+     "\"08\", as line 3 sets it"),
+    # the first call stops it: said as the first time
+    ("f() { ((m++)); }\nm=0\nset -e\necho call 5; f\necho call 6; f",
+     "line 2: `((m++))` with `m` at 0 evaluates to 0, so its status is 1: under `set -e` the "
+     "launcher stops right here the first time"),
+])
+def test_a_counter_in_a_function_names_the_call_that_stops_bash(tmp_path, snippet, said):
+    script = "#!/bin/bash\n" + snippet + "\n"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    proc = subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"})
+    stopped_at = proc.stdout.splitlines()[-1]  # the `echo call N` of the call bash stops in
+    assert stopped_at.startswith("call "), proc.stdout
+    (f,) = [f for f in lint_launcher(script)
+            if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert f.message.startswith(said)
+    if "the first time" in said:
+        assert stopped_at == "call 5"
+        assert "again" not in f.message
+    else:
+        assert f"when the call on line {stopped_at.split()[1]} runs" in f.message
+
+
 @pytest.mark.parametrize(("snippet", "bash_errs"), [
     # where `set -e` is off, `n` at "08" is an arithmetic error bash reports and goes past:
     # the count never moves
