@@ -26,7 +26,14 @@ from bot.services.submit import (
     record_found_submit,
     submit_recipe,
 )
-from bot.services.threads import has_thread, open_thread, post_safely, refresh_root, render
+from bot.services.threads import (
+    has_thread,
+    open_thread,
+    post_safely,
+    refresh_root,
+    render,
+    thread_message,
+)
 from bot.store import Attempt, SubmitInFlight
 
 log = logging.getLogger(__name__)
@@ -142,6 +149,11 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float) -> None
                  flight.job_name, flight.sent_at)
         store.submits_in_flight.remove(flight.id)
         return
+    later = _attempt_after(store.attempts.for_chain(chain.id), flight.array_task, job_id) \
+        if chain is not None else None
+    if chain is not None and later is not None:
+        _tell_unwatched(ctx, flight, chain.id, job_id, later, now)
+        return
     if chain is None:  # the submit started a new run
         whole_array = recipe.array is not None
         chain = store.chains.create(
@@ -158,6 +170,37 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float) -> None
     log.warning("submit of %s sent at %.0f: found its job %s by name and recorded it",
                 flight.job_name, flight.sent_at, job_id)
     announce_submit(ctx, flight.recipe, result, flight.actor, flight.channel)
+
+
+def _attempt_after(attempts: list[Attempt], array_task: int | None,
+                   job_id: str) -> Attempt | None:
+    """The run's (`array_task`'s, or the chain's) first attempt submitted after job `job_id`
+    (job ids only grow), None: none."""
+    return next((a for a in run_rows(attempts, array_task)
+                 if a.job_id.isdigit() and int(a.job_id) > int(job_id)), None)
+
+
+def _tell_unwatched(ctx: BotContext, flight: SubmitInFlight, chain_id: int, job_id: str,
+                    later: Attempt, now: float) -> None:
+    """The lost submit's job `job_id`, found after `later` was submitted into its run (a
+    second submit made before the bot recovered the first): a run's jobs run one after
+    another, so it is not recorded as an attempt nor watched, and nothing is done to it; the
+    run's thread says it is queued under the run's name and how to cancel it."""
+    shown = f"{job_id}_{flight.array_task}" if flight.array_task is not None else job_id
+    # posted once by its key, before the submit is forgotten: a crash in between tells again
+    thread_message(ctx, chain_id, f"unwatched-submit:{job_id}", "submitted", {
+        "recipe": flight.recipe, "job_id": shown, "raw_job_id": job_id,
+        "job_name": flight.job_name, "actor": flight.actor, "automatic": False,
+        "later_job": later.shown_id, "overrides": [], "not_applied": [], "also_queued": True})
+    if not ctx.store.submits_in_flight.remove(flight.id):
+        return
+    log.warning("submit of %s sent at %.0f: found its job %s by name, but job %s was "
+                "submitted into the run after it; %s is not watched", flight.job_name,
+                flight.sent_at, job_id, later.job_id, job_id)
+    ctx.store.audit.record(
+        actor=flight.actor, action="submit", now=now, recipe=flight.recipe, job_id=job_id,
+        result="not_recorded", detail={"chain_id": chain_id, "later_job": later.job_id,
+                                       "found_after_lost_submit": True})  # fmt: skip
 
 
 def _widen(config: Config, recipe: str, extra: Mapping[str, OverrideType]) -> Config:

@@ -497,17 +497,20 @@ def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Stor
                      job_name: str, chain: Any, array_task: int | None,
                      sent_at: float) -> str | None:
     """The job a person's submit whose end was not seen left, by its name (None: none): one
-    with an id above every job the run (`chain`; a new run, None: the recipe's runs of that
-    name) has recorded, not recorded itself, and submitted once the sbatch was sent
-    (`sent_at`, trainbot's clock). Raises ClusterError / SlurmParseError when the lookup
-    fails."""
+    that no job the run (`chain`; a new run, None: the recipe's runs of that name) records
+    is, submitted once the sbatch was sent (`sent_at`, trainbot's clock), with an id above
+    every job recorded before then. A job recorded since (a second submit, made before this
+    one was recovered) may have a higher id: the lost one is looked for below it too. Raises
+    ClusterError / SlurmParseError when the lookup fails."""
     if chain is not None:
         chains = [chain]
     else:
         chains = [c for c in store.chains.for_recipe(recipe_name) if c.job_name == job_name]
-    known = {a.job_id for c in chains for a in store.attempts.for_chain(c.id)}
-    known |= {str(c.array_job_id) for c in chains if c.array_job_id is not None}
-    after = max((int(j) for j in known if j.isdigit()), default=0)
+    before = sent_at - SUBMIT_CLOCK_MARGIN_S  # recorded before the sbatch, on any replica
+    recorded = [(a.job_id, a.submitted_at) for c in chains for a in store.attempts.for_chain(c.id)]
+    recorded += [(str(c.array_job_id), c.created_at) for c in chains if c.array_job_id is not None]
+    known = {job for job, _ in recorded}
+    after = max((int(job) for job, at in recorded if at < before and job.isdigit()), default=0)
     user = getattr(config.clusters.get(config.recipe(recipe_name).cluster), "user", None)
     return find_unrecorded_submit(slurm, job_name=job_name, user=user, after_job=str(after),
                                   known=known, array_task=array_task, submitted_since=sent_at)

@@ -166,3 +166,58 @@ def test_a_whole_arrays_submit_the_bot_died_in_watches_the_array_as_its_submit_w
         in ctx.sink.texts()
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500"]
     assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_watched(
+        store: Store, dies_after_sbatch, monkeypatch, lang: str) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
+    ctx = make_context(store, slurm, slack_lang=lang)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    # the next bot is up; seeing nothing in the thread, Alice resumes the run again
+    monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
+    ctx = make_context(store, slurm, slack_lang=lang)
+    execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
+    assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
+    recover_submits_in_flight(ctx, LATER)
+    # 90500 is found below 90501: the run's jobs run one after another, so it is not its
+    # attempt; the thread says it is queued and how to cancel it, and nothing is done to it
+    assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
+    assert in_flight(store) == [] and slurm.queued("mix") == [90500, 90501]
+    assert not slurm.acted("cancel")
+    [note] = [t for t in ctx.sink.texts() if t.startswith("*mix*: ")]
+    assert note == {
+        "en": "*mix*: job 90500 was also queued under the run's name `mix`, by <@U0ALICE>'s "
+              "submit that trainbot died in before recording it. Job 90501 was submitted into "
+              "the run after it, and a run's jobs run one after another, so trainbot does not "
+              "watch 90500. If it is not wanted, cancel it: `/train cancel 90500`",
+        "ko": "*mix*: 작업 90500도 실행 이름 `mix`(으)로 대기열에 올라 있습니다. <@U0ALICE>님의 "
+              "제출 도중 trainbot이 이를 기록하기 전에 종료되었습니다. 그 뒤에 작업 90501이(가) 이 "
+              "실행에 제출되었고, 한 실행의 작업은 차례로 하나씩 실행되므로 trainbot은 90500을(를) "
+              "감시하지 않습니다. 필요 없다면 취소하세요: `/train cancel 90500`",
+    }[lang]
+    [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500" and e.action == "submit"]
+    assert audit.actor == "U0ALICE" and audit.result == "not_recorded"
+    recover_submits_in_flight(ctx, LATER + 60)  # told once
+    assert [t for t in ctx.sink.texts() if t.startswith("*mix*: ")] == [note]
+
+
+def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_its_own_run(
+        store: Store, dies_after_sbatch, monkeypatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
+    with pytest.raises(Died):
+        execute(make_context(store, slurm), c.Submit("mix"), actor="U0ALICE", channel=CHANNEL,
+                now=NOW)
+    monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
+    ctx = make_context(store, slurm)
+    execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
+    [second] = store.chains.for_recipe("mix")
+    recover_submits_in_flight(ctx, LATER)
+    # each /train submit starts a run: the lost one's job 90500 is its own, recorded and watched
+    first = next(ch for ch in store.chains.for_recipe("mix") if ch.id != second.id)
+    assert jobs(store, first.id) == ["90500"] and jobs(store, second.id) == ["90501"]
+    assert sorted(watched(store)) == ["90500", "90501"] and in_flight(store) == []
+    assert has_thread(ctx, first.id) and any("job 90500 submitted by <@U0ALICE>" in t
+                                             for t in ctx.sink.texts())
