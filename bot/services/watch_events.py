@@ -436,7 +436,8 @@ class WebhookEvents:
         """The thread's root follows the run's progress (`inner`), and the receiver gets it
         as one `progress` object: the run's attempts' states and iterations as the root
         shows them, as often as the root is rewritten (at most once every persist_every_s
-        per run, and a bounded number of runs a tick: bot.core.policy.roots_to_rewrite).
+        per run, and a bounded number of runs a minute across the process's clusters:
+        bot.services.watch.chains.ProgressRewriteBudget).
         Its `key` names what it shows; a failed POST is not sent again: the next one carries
         the latest progress."""
         self.inner.progress_changed(chain_id)

@@ -14,6 +14,7 @@ from support.bolt_driver import ResponseUrls, SyncExecutor, ack_text, dispatch, 
 from bot.app import build_app
 from bot.core.arrays import MAX_TASK_ROWS
 from bot.services.ports import BotContext
+from bot.services.watch.chains import ProgressRewriteBudget
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 
@@ -362,10 +363,10 @@ def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sle
 def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
         slack_client, fake_sleep, store, cluster, urls, slack: SlackStandIn) -> None:
     """The watcher comes back after four hours down, seven runs progressing and one failing
-    meanwhile: its first tick rewrites at most its per-tick budget of roots for progress
-    (three here) plus the failed run's root, whose incident is posted at once, instead of
-    all eight roots in one burst of chat.update (rate-limited per workspace); the next ticks
-    rewrite the other roots, the longest waiting first, each once."""
+    meanwhile: its first tick rewrites at most the process's budget of roots for progress a
+    minute (three here) plus the failed run's root, whose incident is posted at once,
+    instead of all eight roots in one burst of chat.update (rate-limited per workspace); the
+    next ticks rewrite the other roots, the longest waiting first, each once."""
     from fakes import make_context
 
     from bot.slack.poster import SlackPoster
@@ -400,7 +401,7 @@ def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
         slurm_, sftp_ = cluster
         return Watcher("dev", slurm=slurm_, reader=lambda: sftp_, store=ctx.store,
                        catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config,
-                       progress_rewrites_per_tick=3)
+                       progress_rewrites=ProgressRewriteBudget(3))
 
     w = watcher(ctx, cluster)
     progress(NOW + 60, 500)

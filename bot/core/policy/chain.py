@@ -217,25 +217,38 @@ def root_rewrite_due(*, state_changed: bool, rewritten_at: float | None, now: fl
     return state_changed or rewritten_at is None or now - rewritten_at >= min_interval_s
 
 
-def roots_to_rewrite(*, restated: Iterable[int], progressed: Iterable[int],
-                     rewritten_at: Mapping[int, float | None], now: float,
-                     min_interval_s: float, progress_budget: int) -> list[int]:
-    """The chains whose roots are rewritten at the end of the tick at `now`, in that order:
-    every one whose row changed state (`restated`), never held back; then of those with
-    progress alone (`progressed`) due by `root_rewrite_due` (their last rewrite in
-    `rewritten_at`, missing or None: none yet), at most `progress_budget`, the most overdue
-    first (never rewritten, then the oldest rewrite; the lower chain id on a tie). The rest
-    stay pending and come first at a later tick. After a long downtime every progressing
-    root is due at once: the budget spreads their rewrites (chat.update, rate-limited per
-    workspace) over ticks instead of one burst that incidents would queue behind, and
-    roots rewritten on different ticks stay apart at later intervals."""
-    state = sorted(set(restated))
-    waiting = sorted(
-        (rewritten_at.get(chain_id) is not None, rewritten_at.get(chain_id) or 0.0, chain_id)
-        for chain_id in set(progressed) - set(state)
+RootWaiting = tuple[float, int]
+"""A root due for its progress alone: (its last rewrite, -inf: none yet; its chain's id). These
+sort the most overdue first: never rewritten, then the oldest rewrite, the lower id on a tie."""
+
+
+def roots_due(*, progressed: Iterable[int], rewritten_at: Mapping[int, float | None],
+              now: float, min_interval_s: float) -> list[RootWaiting]:
+    """The roots of `progressed` chains (progress alone) due at `now` by `root_rewrite_due`
+    (their last rewrite in `rewritten_at`, missing or None: none yet), most overdue first."""
+    return sorted(
+        (float("-inf") if (at := rewritten_at.get(chain_id)) is None else at, chain_id)
+        for chain_id in set(progressed)
         if root_rewrite_due(state_changed=False, rewritten_at=rewritten_at.get(chain_id),
                             now=now, min_interval_s=min_interval_s))
-    return state + [chain_id for _, _, chain_id in waiting[:max(0, progress_budget)]]
+
+
+def roots_to_rewrite(*, restated: Iterable[int], due: Iterable[RootWaiting],
+                     progress_budget: int,
+                     waiting_elsewhere: Iterable[RootWaiting] = ()) -> list[int]:
+    """The chains whose roots are rewritten at the end of a tick, in that order: every one
+    whose row changed state (`restated`), never held back; then of those `due` for progress
+    alone (`roots_due`), the ones among the `progress_budget` most overdue of `due` and
+    `waiting_elsewhere` (roots due on the workspace's other clusters, which their own ticks
+    rewrite: the budget left is theirs first when they wait longer). The rest stay pending
+    and come first at a later tick. After a long downtime every progressing root is due at
+    once: the budget spreads their rewrites (chat.update, rate-limited per workspace) over
+    ticks instead of one burst that incidents would queue behind, and roots rewritten on
+    different ticks stay apart at later intervals."""
+    state = sorted(set(restated))
+    mine = {chain_id for _, chain_id in due} - set(state)
+    ranked = sorted({*((at, c) for at, c in due if c in mine), *waiting_elsewhere})
+    return state + [c for _, c in ranked[:max(0, progress_budget)] if c in mine]
 
 
 def attempt_progress(row: AttemptRow, fields: Mapping[str, Any], *, now: float,

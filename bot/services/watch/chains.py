@@ -18,6 +18,7 @@ ended by the finished job's decision (bot.services.watch.tick).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,9 +27,11 @@ from bot.core.catalogue import Catalogue
 from bot.core.models import DEFAULT_CHUNK_BOUNDS, ChunkBounds, logged_target, run_target
 from bot.core.policy import (
     ChainHistory,
+    RootWaiting,
     attempt_progress,
     own_history,
     parallel_chain_end,
+    roots_due,
     roots_to_rewrite,
     run_history,
     task_history,
@@ -44,9 +47,62 @@ from bot.store import Attempt, Chain, Store, WatchedJob
 log = logging.getLogger(__name__)
 
 
-# roots rewritten a tick for progress alone (bot.core.policy.roots_to_rewrite): chat.update
-# is Slack's tier 3 (about 50 a minute per workspace), shared with incidents and state changes
-PROGRESS_REWRITES_PER_TICK = 10
+# roots rewritten for progress alone a minute, by all the clusters a process watches
+# (ProgressRewriteBudget): chat.update is Slack's tier 3, about 50 a minute per workspace,
+# shared with incidents and state changes
+PROGRESS_REWRITES_PER_MINUTE = 10
+
+
+class ProgressRewriteBudget:
+    """How many thread roots are rewritten for progress alone (bot.core.policy.roots_due),
+    at most `per_minute` in any minute, counted across every cluster's ticks that share it:
+    chat.update is rate-limited per Slack workspace, and the clusters a process watches post
+    into its one workspace (one bot token). The composition root gives one to all the
+    watchers of a process (bot.app.build_scheduler); ticks of several clusters run at once,
+    so it is thread-safe. The most overdue roots go first across the clusters: a cluster's
+    due roots that were not rewritten wait here (for `waiting_kept_s`, so a cluster whose
+    ticks stopped holds none back for long), and another cluster's tick leaves them the
+    budget when they wait longer (bot.core.policy.roots_to_rewrite); a busy cluster thus
+    never starves another's roots.
+
+    "A process" is one `trainbot run`, i.e. one replica: with several replicas on one
+    database (each cluster's watcher in the replica holding its lease) each counts only the
+    clusters it watches now, so the workspace may see `per_minute` times the replicas that
+    watch a cluster (10 a replica leaves Slack's 50 room for three such replicas plus
+    incidents and state changes, which the budget never holds back). The roots a cluster
+    left waiting stay in this replica's budget after its lease went to another replica (or
+    while its ticks fail), holding back other clusters' rewrites for `waiting_kept_s` at
+    most."""
+
+    def __init__(self, per_minute: int = PROGRESS_REWRITES_PER_MINUTE, *,
+                 waiting_kept_s: float = 300.0) -> None:
+        self.per_minute = per_minute
+        self.waiting_kept_s = waiting_kept_s
+        self._lock = threading.Lock()
+        self._spent: list[float] = []  # when each rewrite of the last minute was granted
+        # by cluster: when its tick left due roots unwritten, and those roots
+        self._waiting: dict[str, tuple[float, list[RootWaiting]]] = {}
+
+    def roots_to_rewrite(self, cluster: str, *, restated: Iterable[int],
+                         due: list[RootWaiting], now: float) -> list[int]:
+        """The roots `cluster`'s tick at `now` rewrites (bot.core.policy.roots_to_rewrite):
+        each `restated` one, and of its `due` ones those the minute's budget left takes,
+        the most overdue of this and the other clusters' waiting roots first."""
+        with self._lock:
+            self._spent = [at for at in self._spent if now - at < 60.0]
+            self._waiting = {c: (at, roots) for c, (at, roots) in self._waiting.items()
+                             if c != cluster and now - at < self.waiting_kept_s}
+            state = set(restated)
+            chosen = roots_to_rewrite(
+                restated=state, due=due,
+                progress_budget=self.per_minute - len(self._spent),
+                waiting_elsewhere=[r for _, roots in self._waiting.values() for r in roots])
+            rewritten = set(chosen)
+            self._spent.extend(now for chain_id in chosen if chain_id not in state)
+            left = [r for r in due if r[1] not in rewritten]
+            if left:
+                self._waiting[cluster] = (now, left)
+            return chosen
 
 
 class ChainBook:
@@ -56,21 +112,21 @@ class ChainBook:
     changed (their roots), `progressed` the chains whose rows' iterations moved and whose
     roots have not shown it yet (`publish_changed` rewrites each root at most once a tick,
     for progress alone at most once every `persist_every_s`:
-    bot.core.policy.root_rewrite_due, and at most `progress_rewrites_per_tick` such roots a
-    tick: bot.core.policy.roots_to_rewrite); `resubmits` (None: none are made) tells whether a
-    task's resubmit is still pending; an attempt's progress (with the target its log
-    printed) is written at most every `persist_every_s`."""
+    bot.core.policy.root_rewrite_due, and as many such roots as the process's
+    `progress_rewrites` budget leaves: ProgressRewriteBudget); `resubmits` (None: none are
+    made) tells whether a task's resubmit is still pending; an attempt's progress (with the
+    target its log printed) is written at most every `persist_every_s`."""
 
     def __init__(self, cluster: str, *, store: Store, catalogue: Catalogue, outbox: Outbox,
                  resubmits: AutoResubmits | None, persist_every_s: float,
-                 progress_rewrites_per_tick: int = PROGRESS_REWRITES_PER_TICK) -> None:
+                 progress_rewrites: ProgressRewriteBudget) -> None:
         self.cluster = cluster
         self.store = store
         self.catalogue = catalogue
         self.outbox = outbox
         self.resubmits = resubmits
         self.persist_every_s = persist_every_s
-        self.progress_rewrites_per_tick = progress_rewrites_per_tick
+        self.progress_rewrites = progress_rewrites
         self._chains: dict[int, Chain] = {}  # by id, for their kind (which never changes)
         # by id, for their target (`new_tick`): the row as last read, and the chain's jobs
         # that were watched then
@@ -185,19 +241,20 @@ class ChainBook:
         """At most one root update per chain and tick (at `now`): a parallel chain whose rows'
         states changed (its Home rows with it), else a chain whose row's state changed or
         whose rows' iterations moved (its root alone). Progress alone rewrites a root at most
-        once every `persist_every_s`, and at most `progress_rewrites_per_tick` roots a tick,
-        the most overdue first (bot.core.policy.roots_to_rewrite): until then it stays
-        pending, and the rewrite that comes shows the store's latest iterations."""
+        once every `persist_every_s` (bot.core.policy.roots_due), and only as the process's
+        `progress_rewrites` budget allows, the most overdue first (ProgressRewriteBudget):
+        until then it stays pending, and the rewrite that comes shows the store's latest
+        iterations."""
         shown = set(self.changed)
         for chain_id in sorted(self.changed):
             self.outbox.chain_changed(chain_id)
             self._rewritten_at[chain_id] = now
         progressed = self.progressed - self.changed - self.restated
-        for chain_id in roots_to_rewrite(
-                restated=self.restated - self.changed, progressed=progressed,
-                rewritten_at={c: self._last_rewrite(c, now) for c in progressed}, now=now,
-                min_interval_s=self.persist_every_s,
-                progress_budget=self.progress_rewrites_per_tick):
+        due = roots_due(progressed=progressed,
+                        rewritten_at={c: self._last_rewrite(c, now) for c in progressed},
+                        now=now, min_interval_s=self.persist_every_s)
+        for chain_id in self.progress_rewrites.roots_to_rewrite(
+                self.cluster, restated=self.restated - self.changed, due=due, now=now):
             self.outbox.progress_changed(chain_id)
             self._rewritten_at[chain_id] = now
             shown.add(chain_id)
@@ -301,4 +358,4 @@ class ChainBook:
             self.progressed.add(chain.id)  # the progress its root shows moved
 
 
-__all__ = ["ChainBook"]
+__all__ = ["PROGRESS_REWRITES_PER_MINUTE", "ChainBook", "ProgressRewriteBudget"]

@@ -68,7 +68,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
 from bot.log_format import log_fields
 from bot.services.ports import LeaseLost, SlurmJobs, TailReader
-from bot.services.watch.chains import PROGRESS_REWRITES_PER_TICK, ChainBook
+from bot.services.watch.chains import ChainBook, ProgressRewriteBudget
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.services.watch.health import ClusterHealth
 from bot.services.watch.judge import (
@@ -125,7 +125,9 @@ class Watcher:
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
     progress (tail offset, attempt last_iter) happen at most every `persist_every_s`: after a
     crash the watcher re-reads at most that much log (event keys make the re-read harmless).
-    State changes and finished jobs are written at once.
+    State changes and finished jobs are written at once. Thread roots rewritten for progress
+    alone are counted in `progress_rewrites`, the budget the process's watchers share
+    (bot.services.watch.chains.ProgressRewriteBudget; None: one of this watcher's own).
     """
 
     def __init__(
@@ -146,7 +148,7 @@ class Watcher:
         max_bytes_per_job: int = 16 << 20,
         warmup_bytes: int = 8 << 20,
         persist_every_s: float = 300.0,
-        progress_rewrites_per_tick: int = PROGRESS_REWRITES_PER_TICK,
+        progress_rewrites: ProgressRewriteBudget | None = None,
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
         unknown_after_s: float = 900.0,
@@ -188,7 +190,7 @@ class Watcher:
                           if resubmit is not None else None)
         self.chains = ChainBook(cluster, store=store, catalogue=catalogue, outbox=self.outbox,
                                 resubmits=self.resubmits, persist_every_s=persist_every_s,
-                                progress_rewrites_per_tick=progress_rewrites_per_tick)
+                                progress_rewrites=progress_rewrites or ProgressRewriteBudget())
         self._jobs: dict[int, JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
 

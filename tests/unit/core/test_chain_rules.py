@@ -15,6 +15,7 @@ from bot.core.policy import (
     own_history,
     parallel_chain_end,
     root_rewrite_due,
+    roots_due,
     roots_to_rewrite,
     run_history,
     run_latest,
@@ -280,9 +281,10 @@ def test_after_a_long_downtime_progress_rewrites_are_spread_over_ticks() -> None
     last: dict[int, float | None] = {c: 1000.0 + c for c in range(1, 26)}
 
     def tick(now: float, restated: set[int] = set()) -> list[int]:  # noqa: B006
-        due = roots_to_rewrite(restated=restated, progressed=set(last) - restated,
-                               rewritten_at=last, now=now, min_interval_s=300.0,
-                               progress_budget=10)
+        due = roots_to_rewrite(
+            restated=restated, progress_budget=10,
+            due=roots_due(progressed=set(last) - restated, rewritten_at=last, now=now,
+                          min_interval_s=300.0))
         for c in due:
             last[c] = now
         return due
@@ -298,11 +300,25 @@ def test_after_a_long_downtime_progress_rewrites_are_spread_over_ticks() -> None
 
 
 def test_a_root_never_rewritten_comes_before_overdue_ones() -> None:
-    assert roots_to_rewrite(restated=(), progressed={5, 6, 7},
-                            rewritten_at={5: 100.0, 6: None}, now=1000.0,
-                            min_interval_s=300.0, progress_budget=2) == [6, 7]
-    assert roots_to_rewrite(restated=(), progressed={5}, rewritten_at={5: 900.0},
-                            now=1000.0, min_interval_s=300.0, progress_budget=2) == []
+    def due(progressed: set[int], rewritten_at: dict[int, float | None]) -> list[int]:
+        return roots_to_rewrite(
+            restated=(), progress_budget=2,
+            due=roots_due(progressed=progressed, rewritten_at=rewritten_at, now=1000.0,
+                          min_interval_s=300.0))
+
+    assert due({5, 6, 7}, {5: 100.0, 6: None}) == [6, 7]
+    assert due({5}, {5: 900.0}) == []
+
+
+def test_roots_waiting_longer_on_another_cluster_take_the_budget_first() -> None:
+    # the budget left is 3: this cluster's roots 1 and 2 wait less than the other cluster's
+    # 8 (never rewritten) and 9, so only 1 is rewritten now; 2 waits with 8 and 9
+    due = roots_due(progressed={1, 2}, rewritten_at={1: 100.0, 2: 400.0}, now=1000.0,
+                    min_interval_s=300.0)
+    assert roots_to_rewrite(restated={4}, due=due, progress_budget=3,
+                            waiting_elsewhere=[(float("-inf"), 8), (50.0, 9)]) == [4, 1]
+    assert roots_to_rewrite(restated=(), due=due, progress_budget=3) == [1, 2]
+    assert roots_to_rewrite(restated=(), due=due, progress_budget=0) == []
 
 
 def test_a_change_of_state_rewrites_a_root_at_once() -> None:

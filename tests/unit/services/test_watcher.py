@@ -12,6 +12,7 @@ from fakes import (
     FakeCheckpoints,
     FakeResubmit,
     FakeSFTP,
+    FakeSlurm,
     RecordingEventSink,
     SstatSlurm,
     make_context,
@@ -21,6 +22,7 @@ from support.watcher import (
     LOG,
     STORY,
     add_job,
+    catalogue,
     make_watcher,
     running,
     story_lines,
@@ -31,6 +33,8 @@ from bot.cluster.errors import ChannelClosed, ClusterUnavailable
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.core.text import mrkdwn_escape
+from bot.services.watch.chains import ProgressRewriteBudget
+from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
 
@@ -159,6 +163,46 @@ def test_a_single_runs_root_follows_its_progress_and_its_state(env):
     assert report.slurm_calls == 1
     w.tick(T0 + 600)  # no new iteration: no rewrite
     assert sink.progressed == [chain.id, chain.id]
+
+
+def test_clusters_of_one_process_share_its_progress_rewrite_budget(env):
+    """Two clusters post into one workspace after a downtime, `gpu` with 8 runs progressing
+    and `dev` with 12: their ticks (30 s apart) together rewrite at most the process's
+    budget of roots for progress in any minute (5 here; chat.update is rate-limited per
+    workspace), each root once, the longest waiting first whichever cluster has them: `dev`,
+    ticking first with more roots, leaves the budget to `gpu`'s roots that waited longer."""
+    store, _, _, sink = env
+    budget = ProgressRewriteBudget(5)
+    watchers: dict[str, Watcher] = {}
+    roots: dict[str, list[int]] = {}
+    for cluster, jobs in (("gpu", range(9001, 9009)), ("dev", range(7001, 7013))):
+        slurm, sftp = FakeSlurm(), FakeSFTP()
+        roots[cluster] = []
+        for job in jobs:
+            log = f"/scratch/{cluster}/mix-{job}.out"
+            chain = store.chains.create(recipe="mix", cluster=cluster, job_name="mix", now=T0)
+            attempt = store.attempts.add(chain_id=chain.id, job_id=str(job), now=T0)
+            store.attempts.update(attempt.id, state="RUNNING", last_iter=100)
+            store.watched_jobs.add(cluster, str(job), now=T0, chain_id=chain.id)
+            slurm.records[job] = JobRecord(job_id=job, state="RUNNING", stdout_path=log,
+                                           start_time=T0)
+            sftp.append(log, b"iter: 500/100000 | loss: 0.5\n")
+            roots[cluster].append(chain.id)
+        watchers[cluster] = Watcher(cluster, slurm=slurm, reader=lambda sftp=sftp: sftp,
+                                    store=store, catalogue=catalogue(), sink=sink,
+                                    policy=PolicyParams(), progress_rewrites=budget)
+    gpu, dev = roots["gpu"], roots["dev"]
+    rewritten: list[tuple[float, list[int]]] = []
+    for n in range(9):  # dev at T0, gpu at T0 + 30, dev at T0 + 60, ...
+        at, before = T0 + 30 * n, len(sink.progressed)
+        watchers["dev" if n % 2 == 0 else "gpu"].tick(at)
+        rewritten.append((at, sink.progressed[before:]))
+    assert [roots for _, roots in rewritten] == [
+        dev[:5], [], [], gpu[:5], [], gpu[5:], dev[5:7], [], dev[7:]]
+    for start, _ in rewritten:  # never more than 5 in a minute, however the ticks fall
+        assert sum(len(r) for at, r in rewritten if start <= at < start + 60) <= 5
+    assert sorted(sink.progressed) == sorted(gpu + dev)  # each root once
+    assert sink.changed == []
 
 
 def test_restart_from_a_throttled_offset_rereads_a_little_and_posts_nothing_twice(env):
