@@ -117,6 +117,16 @@ _DEEPSPEED_SIGTERM = re.compile(r"Main process received SIGTERM, exiting")
 # fault-tolerant checkpoint and terminating.`).
 _LIGHTNING_SIGTERM = re.compile(r"(?:\[rank: [0-9]+\] )?Received SIGTERM: 15\b"
                                 r"|Received signal 15\. Saving a fault-tolerant checkpoint")
+# Slurm ending a job's step or allocation from outside: slurmstepd's `*** STEP 608.0 ON gpub003
+# CANCELLED AT 2023-09-15T12:22:07 ***` (a reason after it, `DUE TO ...`, is a class's own
+# line) and salloc's or srun's `Job allocation 608 has been revoked` (a preemption or a
+# scancel). Slurm then SIGKILLs the tasks still running after its KillWait: a task srun reports
+# `Killed` after it, or a shell's `Killed`, was killed by Slurm, not by the OOM killer.
+_SLURM_ENDED = re.compile(r"\*\*\* (?:JOB|STEP) [0-9][^ ]* ON [^ ]+ CANCELLED AT "
+                          r"|Job allocation [0-9]+ has been revoked")
+# Of host_oom's hints, those that report a process killed (srun's `task 0: Killed`, exit 137,
+# signal 9), not memory use (slurmstepd's `Exceeded job memory limit at some point`).
+_MEMORY_USE = re.compile(r"memory limit")
 # A rank SIGKILLed (the kernel's OOM killer, when nothing else is said) as launchers report it.
 _SIGKILLED = re.compile(r"\(exitcode\s*:\s*-9\)|Signal 9 \(SIGKILL\)"
                         r"|terminated with signal SIGKILL|died with <Signals\.SIGKILL: 9>"
@@ -436,7 +446,8 @@ def ends_in_error(
     the framework requeueing the job on the scheduler's signal: time limit or preemption;
     TensorFlow's `ResourceExhaustedError` without its message: a device OOM), or
     the launcher reports ranks killed by a signal and nothing else (SIGBUS: /dev/shm exhausted,
-    the DataLoader worker class; SIGKILL: host OOM), or the error's own words name one cause
+    the DataLoader worker class; SIGKILL: host OOM; a kill after Slurm cancelled the step or
+    revoked the allocation is Slurm's own, no host OOM), or the error's own words name one cause
     the catalogue has no line for (`named_by_vocabulary`: a weaker hint, shown as such). NCCL's
     remote error (`ncclRemoteError`) is a symptom: a node's network fault when NCCL's last
     error is an InfiniBand one and no other rank's own error is in the block (`_peer_errors`:
@@ -529,6 +540,11 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     if any(_REMOTE_ERROR.search(m.text) for m in hints):
         hints = [m for m in hints
                  if m.class_id != _REMOTE_ERROR_CLASS and not _REMOTE_ERROR.search(m.text)]
+    # a kill after Slurm ended the step or the allocation is Slurm's, not the OOM killer's
+    ended = next((n for n, t in block if _SLURM_ENDED.search(t)), None)
+    if ended is not None:
+        hints = [m for m in hints if not (m.class_id == "host_oom" and m.line_no > ended
+                                          and not _MEMORY_USE.search(m.text))]
     # The error block names its cause when its only specific hint is one of these (a bare
     # `Killed`), or when nothing but a rank SIGKILLed and the launcher's traceback around it.
     specific = {m.class_id for m in hints} - {"unknown_failure"}
@@ -536,7 +552,7 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
         return cause
     if not specific and any(_SIGBUSED.search(t) for t in errors):
         return Ending("dataloader_worker_killed")
-    if not specific and any(_SIGKILLED.search(t) for t in errors):
+    if not specific and ended is None and any(_SIGKILLED.search(t) for t in errors):
         return Ending("host_oom")
     if len(specific) == 1 and specific <= _DECIDED_BY_LAST_HINT and not (
             specific <= _SIGNAL_ANNOUNCED and _error_before(block, hints, specific)):

@@ -2727,6 +2727,40 @@ def test_a_watchdog_reporting_a_cuda_error_is_not_a_collective_timeout(catalogue
         "nccl_timeout")
 
 
+SLURM_REVOKED = (
+    "[2023-09-15 12:20:00] iter 120/8000 loss 1.21\n"
+    "slurmstepd: error: *** STEP 608.0 ON gpub003 CANCELLED AT 2023-09-15T12:22:07 ***\n"
+    "salloc: Job allocation 608 has been revoked.\n"
+    "srun: forcing job termination\n"
+    "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+    "srun: error: gpub003: task 0: Killed\n"
+)
+
+
+def test_a_task_killed_after_slurm_revoked_its_allocation_is_a_preemption_not_a_host_oom(
+        catalogue):
+    # salloc's word for an allocation Slurm ended from outside; the kill after it is Slurm's:
+    # offering more --mem would be wrong
+    d = _diagnose_text(catalogue, SLURM_REVOKED)
+    assert (d.class_id, d.decided_by) == ("preempted", "hint")
+    assert not d.charges_budget and "--mem" not in explain(d)
+
+
+def test_a_task_killed_after_its_step_was_cancelled_is_no_host_oom(catalogue):
+    # no revoked allocation: a scancel or a preemption alike, so no cause; not the OOM killer
+    cancelled = SLURM_REVOKED.replace("salloc: Job allocation 608 has been revoked.\n", "")
+    assert _diagnose_text(catalogue, cancelled).class_id == "unknown_failure"
+
+
+def test_a_task_killed_with_no_slurm_cancel_before_it_is_still_a_host_oom(catalogue):
+    # near miss: srun's `Killed` with nothing from Slurm before it is the OOM killer's
+    killed = SLURM_REVOKED.splitlines(keepends=True)
+    assert _diagnose_text(catalogue, killed[0] + killed[-1]).class_id == "host_oom"
+    # a kill reported before the cancel stays the OOM killer's
+    before = killed[0] + killed[-1] + killed[1]
+    assert _diagnose_text(catalogue, before).class_id == "host_oom"
+
+
 def test_srun_aborting_a_step_names_no_time_limit_by_itself(catalogue):
     # srun prints it on every step abort (scancel, a failed task, a node failure); only
     # slurmstepd's `DUE TO TIME LIMIT` says the limit was the reason
