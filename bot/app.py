@@ -71,7 +71,7 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
     sink = threads(store) if threads is not None else poster
     return BotContext(config=config, store=store, clusters=clusters,
                       renderer=TemplateRenderer(), catalogue=catalogue, sink=sink,
-                      charts=SeriesCharts() if sink is not None else None, home=poster)
+                      charts=SeriesCharts(catalogue) if sink is not None else None, home=poster)
 
 
 def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> WebClient:

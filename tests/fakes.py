@@ -570,9 +570,10 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
         sink = RecordingMessageSink(store)
     if clusters is None:
         clusters = FakeClusters(slurm or FakeSlurm(), sftp)
+    catalogue = Catalogue.load(config.catalogue.extra)
     return BotContext(config=config, store=store, clusters=clusters, sink=sink, home=home,
-                      renderer=TemplateRenderer(), catalogue=Catalogue.load(config.catalogue.extra),
-                      charts=SeriesCharts() if sink is not None and charts else None,
+                      renderer=TemplateRenderer(), catalogue=catalogue,
+                      charts=SeriesCharts(catalogue) if sink is not None and charts else None,
                       clock=clock)
 
 

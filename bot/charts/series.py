@@ -5,14 +5,17 @@ sampler's per-role RSS when there is one, then draws."""
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bot.charts.figures import Gettext, loss_chart, progress_chart, rss_chart
 from bot.core.detectors import leak_trend
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.sampler_series import rss_by_iteration, rss_metric_series
 from bot.core.units import GIB
+
+if TYPE_CHECKING:
+    from bot.core.catalogue import Catalogue
 
 MIN_TREND_GIB_PER_100 = 0.5  # flatter than this, a trend line only adds noise
 CHART_NAMES = ("rss.png", "progress.png", "loss.png")
@@ -40,11 +43,14 @@ def charts_for(
     skew: float | None = None,
     names: Collection[str] = CHART_NAMES,
     gettext: Gettext | None = None,
+    cause_name: Callable[[str], str] | None = None,
 ) -> dict[str, bytes]:
     """Those of `names` ("rss.png", "progress.png", "loss.png") the series has data for (2+
     RSS samples, 2+ timed iterations, 2+ loss values). `earlier_attempts` are drawn before
     this job on the progress chart's shared time axis, each with its saves and failure.
-    `gettext` words the titles and labels (the thread's language; default English).
+    `gettext` words the titles and labels (the thread's language; default English);
+    `cause_name` names a failure class on the progress chart's failure marks, in that
+    language (cause_names: the catalogue's title; default: the class id).
 
     `sampler` (a bot.core.sampler_series.SamplerSeries, wall-clock times; `skew` = log clock
     minus wall clock, None: the same clock) adds the DataLoader workers' RSS to the RSS chart,
@@ -57,7 +63,8 @@ def charts_for(
         if rss is not None:
             out["rss.png"] = rss
     if "progress.png" in names:
-        progress = _progress_png(series, diagnosis, job_id, earlier_attempts, _)
+        progress = _progress_png(series, diagnosis, job_id, earlier_attempts, _,
+                                 cause_name or str)
         if progress is not None:
             out["progress.png"] = progress
     losses = [(s.iteration, s.loss) for s in series.samples
@@ -71,6 +78,20 @@ def charts_for(
 
 def _english(message: str) -> str:
     return message
+
+
+def cause_names(catalogue: Catalogue, lang: str = "en",
+                override_dir: str | None = None) -> Callable[[str], str]:
+    """A failure class's name on a chart: its catalogue title in `lang` (the site file's own
+    `title_<lang>`, else the message catalogue's, as an incident's headline has it); the id of
+    a class the catalogue does not know."""
+    from bot.slack.render import catalogue_text  # the message catalogue of `lang`
+
+    def name(class_id: str) -> str:
+        fc = catalogue.classes.get(class_id)
+        return class_id if fc is None else catalogue_text(fc.title, lang, fc.translations,
+                                                          "title", override_dir)
+    return name
 
 
 def file_title(name: str, *, job_id: str, stage: str, gettext: Gettext | None = None) -> str:
@@ -114,7 +135,8 @@ def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any
 
 
 def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
-                  earlier_attempts: Sequence[AttemptTrace], _: Gettext) -> bytes | None:
+                  earlier_attempts: Sequence[AttemptTrace], _: Gettext,
+                  cause_name: Callable[[str], str]) -> bytes | None:
     timed = [(s.time, s.iteration) for s in series.samples
              if s.time is not None and s.iteration is not None]
     if len(timed) < 2:
@@ -135,10 +157,10 @@ def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
         saves = [*earlier.saves, *saves]
         if earlier.failure is not None:
             failures.append((earlier.failure[0], _("%(cause)s (job %(job)s)") % {
-                "cause": earlier.failure[1], "job": earlier.job_id}))
+                "cause": cause_name(earlier.failure[1]), "job": earlier.job_id}))
     if diagnosis.class_id not in QUIET_CLASSES and end:
         failures.append((end, _("%(cause)s (job %(job)s)") % {
-            "cause": diagnosis.class_id, "job": job_id}))
+            "cause": cause_name(diagnosis.class_id), "job": job_id}))
     return progress_chart(
         [*((a.job_id, a.points) for a in earlier_attempts), (job_id, timed)], stalls=stalls,
         saves=saves, failures=failures, unfinished_saves=unfinished,
@@ -147,7 +169,11 @@ def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
 
 
 class SeriesCharts:
-    """The chart port (bot.services.ports.ChartMaker): `charts_for` on matplotlib."""
+    """The chart port (bot.services.ports.ChartMaker): `charts_for` on matplotlib; failure
+    marks named from `catalogue` (the bot's, loaded once; None: by class id)."""
+
+    def __init__(self, catalogue: Catalogue | None = None) -> None:
+        self.catalogue = catalogue
 
     def charts_for(self, series: Any, diagnosis: Diagnosis, *, job_id: str,
                    mem_limit_bytes: int | None,
@@ -159,7 +185,9 @@ class SeriesCharts:
 
         return charts_for(series, diagnosis, job_id=job_id, mem_limit_bytes=mem_limit_bytes,
                           earlier_attempts=earlier_attempts, sampler=sampler, skew=skew,
-                          names=names, gettext=translator(lang, override_dir).gettext)
+                          names=names, gettext=translator(lang, override_dir).gettext,
+                          cause_name=cause_names(self.catalogue, lang, override_dir)
+                          if self.catalogue is not None else None)
 
     def file_title(self, name: str, *, job_id: str, stage: str, lang: str = "en",
                    override_dir: str | None = None) -> str:

@@ -130,12 +130,13 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
         template = "incident"
     report = Report(template, view, diagnosis)
     if charts:
-        from bot.charts.series import charts_for  # matplotlib: import only when drawing
+        from bot.charts.series import cause_names, charts_for  # matplotlib: when drawing
         from bot.slack.render import translator
 
         report.charts = charts_for(series, diagnosis, job_id=job_id,
                                    mem_limit_bytes=acct.mem_limit_bytes,
-                                   gettext=translator(lang).gettext)
+                                   gettext=translator(lang).gettext,
+                                   cause_name=cause_names(analysis.catalogue, lang))
     return report
 
 

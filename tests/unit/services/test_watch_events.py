@@ -376,6 +376,12 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
     real_set_xlabel = Axes.set_xlabel
     monkeypatch.setattr(Axes, "set_xlabel", lambda ax, label, *a, **k: (
         axis_labels.append(label), real_set_xlabel(ax, label, *a, **k))[1])
+    from matplotlib.figure import Figure
+
+    legend_labels: list[str] = []  # what the drawn legend says
+    real_legend = Figure.legend
+    monkeypatch.setattr(Figure, "legend", lambda fig, handles, labels, *a, **k: (
+        legend_labels.extend(labels), real_legend(fig, handles, labels, *a, **k))[1])
     sink = ChartSink(store)
     ctx, _, chain = _chart_thread(store, sink, lang="ko")
     events = ThreadEvents(ctx)
@@ -406,8 +412,9 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
     last = drawn[-1]
     assert len(last["saves"]) == 2  # the first attempt's save is still marked
     causes = [label for _, label in last["failures"]]
-    cause = first.diagnosis.class_id
-    assert causes == [f"{cause} (작업 9001)", f"{cause} (작업 9002)"]  # both failures
+    # both failures, named by the catalogue's Korean title of unknown_failure, not its id
+    assert causes == ["알 수 없는 실패 (작업 9001)", "알 수 없는 실패 (작업 9002)"]
+    assert "실패: 알 수 없는 실패 (작업 9001)" in legend_labels
     assert last["title"] == "진행 · 작업 9002"
     assert "시각 (UTC)" in axis_labels and "time (UTC)" not in axis_labels  # its time axis
 
