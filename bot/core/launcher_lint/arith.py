@@ -10,11 +10,13 @@ counts."""
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from bot.core.findings import Finding, Level
+from bot.core.launcher_lint.branches import branch_path, on_every_path
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
@@ -187,6 +189,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for call in _with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
     subshells = _subshells(code) if values else []
+    path_of = functools.cache(lambda offset: branch_path(offset, scan.constructs))
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
         for m in _UNSET_RE.finditer(code):
@@ -195,6 +198,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         value: str | None = "0"
         carried_line: int | None = None  # what the loop's body leaves it at, on this line
         later: tuple[str, int, str] | None = None  # judged at a later call (_AtCall.later)
+        skipped_count: int | None = None  # a count bash may skip before it, where
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             # an assignment in a subshell `a` is not in sets nothing where `a` runs
@@ -208,10 +212,14 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 at, body, before, later = called.at, called.body, called.before, called.later
                 if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
-            elif before and _counted_since(a, before[-1][0], scan.arith, spans, subshells):
-                # an earlier `((n++)) || true` counted it: no longer 0 ("08" stays)
-                before = [*before[:-1], (before[-1][0], before[-1][1] if before[-1][1] is not None
-                                         and _BAD_OCTAL_RE.fullmatch(before[-1][1]) else None)]
+            elif (before and before[-1][1] is not None and _ZERO_RE.fullmatch(before[-1][1])
+                  and (counts := _counts_since(a, before[-1][0], scan.arith, spans, subshells))):
+                # (a count matters to a 0 only: "08" stays, any other value stops nothing)
+                if on_every_path(counts, before[-1][0], a.offset, scan.constructs, path_of):
+                    # an earlier `((n++)) || true` counted it: no longer 0
+                    before = [*before[:-1], (before[-1][0], None)]
+                else:  # counted in a branch or loop bash may skip: 0 on the runs that skip it
+                    skipped_count = counts[0]
             unset = not before and never_set.get(a.variable, False) and a.zero_after is None \
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
@@ -237,7 +245,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
                          carried_line, None if later is None else (
-                             later[0], scan.line_of(at), scan.line_of(later[1]), later[2]))
+                             later[0], scan.line_of(at), scan.line_of(later[1]), later[2]),
+                         None if skipped_count is None else scan.line_of(skipped_count))
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
@@ -271,16 +280,18 @@ class _AtCall(NamedTuple):
     later: tuple[str, int, str] | None = None
 
 
-def _counted_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
-                   subshells: list[tuple[int, int]]) -> bool:
-    """Does a counting command of `a`'s variable run in `a`'s shell between offset `since` (its
-    last assignment) and `a` (`n=0; ((n++)) || true; ((n++))`: the second reads 1): not in a
-    function's body or a subshell that `a` is not in (a body counts where it is called)."""
+def _counts_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
+                  subshells: list[tuple[int, int]]) -> list[int]:
+    """Where the counting commands of `a`'s variable are that run in `a`'s shell between offset
+    `since` (its last assignment) and `a` (`n=0; ((n++)) || true; ((n++))`: the second reads
+    1): not in a function's body or a subshell that `a` is not in (a body counts where it is
+    called). Whether bash runs them on its way to `a` is branches.on_every_path's."""
     def outside(b: Arith, start: int, end: int) -> bool:
         return start <= b.offset < end and not start <= a.offset < end
-    return any(b.variable == a.variable and not b.assigns_zero and since < b.offset < a.offset
-               and not any(outside(b, s, e) for s, e, _n in bodies)
-               and not any(outside(b, s, e) for s, e in subshells) for b in arith)
+    return [b.offset for b in arith
+            if b.variable == a.variable and not b.assigns_zero and since < b.offset < a.offset
+            and not any(outside(b, s, e) for s, e, _n in bodies)
+            and not any(outside(b, s, e) for s, e in subshells)]
 
 
 #: A subshell's `(` where a command starts (not `((`, `$(`, `<(`).
@@ -421,7 +432,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
 
 def _finding(a: Arith, line: int, value: str | None,
              prefix: tuple[str, int] | None = None, carried: int | None = None,
-             later: tuple[str, int, int, str] | None = None) -> Finding:
+             later: tuple[str, int, int, str] | None = None,
+             skipped_count: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
@@ -429,14 +441,16 @@ def _finding(a: Arith, line: int, value: str | None,
     of a loop's body that leaves it so for the loop's next pass; `later`: in a function's
     body, stopping bash at a call after an earlier one, not the first (_AtCall.later): how
     ("again", "next pass"), that call's line, the line of the assignment whose value it
-    reads, and the function)."""
+    reads, and the function; `skipped_count`: the line of a count of it after its assignment
+    that bash may skip, a branch or a loop: it stops bash on the runs that skip it)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
     octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
     # with `set -e` on some paths only, the stop is on the runs that take them; an unset
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
-    level: Level = "warn" if a.errexit_partial or unset and a.variable.isupper() else "fail"
+    level: Level = "warn" if (a.errexit_partial or unset and a.variable.isupper()
+                              or skipped_count is not None) else "fail"
     if octal and not a.errexit:
         # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
         # count stays where it was
@@ -469,6 +483,11 @@ def _finding(a: Arith, line: int, value: str | None,
                   "line %(at)s sets it, so its status is 1: %(under)s the launcher stops right "
                   "here at that call, not at an earlier one: %(slurm)s", when=when, value=value,
                   at=at, **said)
+    elif skipped_count is not None and not octal:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` at 0 on the runs that skip line "
+                  "%(at)s, which counts it in a branch or a loop bash may not run, and "
+                  "evaluates to 0 there, so its status is 1: %(under)s the launcher stops right "
+                  "here on those runs: %(slurm)s", at=skipped_count, **said)
     elif a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)

@@ -4,12 +4,18 @@ from the options its later passes start from."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from copy import copy
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bot.core.launcher_lint.model import Hit, Opts, either
-from bot.core.launcher_lint.syntax import OPENING_KEYWORDS, loop_passes, matches_everything
+from bot.core.launcher_lint.model import Construct, Hit, Opts, either
+from bot.core.launcher_lint.syntax import (
+    OPENING_KEYWORDS,
+    loop_passes,
+    loop_runs,
+    matches_everything,
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,12 @@ class Branches:
     in_branch: bool = False
     skipped: Opts | None = None
     later_pass: bool = False
+    # where the branch the walk is in started (None: in no branch, a condition or the header),
+    # the spans of the branches before it, and whether one of them always runs (an `else`, a
+    # `*` pattern): model.Scan.constructs
+    branch_from: int | None = None
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    exhaustive: bool = False
 
     @property
     def in_condition(self) -> bool:
@@ -77,6 +89,7 @@ class BranchWalk(Protocol):
     loop_starts: dict[tuple[int, int], Opts]
     later_pass_of: int | None
     loops: dict[int, int]
+    constructs: dict[tuple[int, int], Construct]
     text: str
 
     def marks(self, hits: list[Hit]) -> Marks: ...
@@ -135,6 +148,12 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     if not frames or frames[-1].kind not in kinds:
         return None  # a keyword or pattern of a case / if / loop this text does not open
     frame = frames[-1]
+    if frame.branch_from is not None:  # the branch before this step ends here
+        frame.spans.append((frame.branch_from, key[0]))
+        frame.branch_from = None
+    if step in ("then", "do", "branch", "else"):
+        frame.branch_from = key[0]
+        frame.exhaustive |= step == "else" or step == "branch" and matches_everything(patterns)
     if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
         frame.reaching, frame.in_branch = [copy(walk.opts)], True
         return None
@@ -159,6 +178,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     if step == "done":
         walk.loops[frame.key[0]] = key[0]
         passes = loop_passes(walk.text, frame.key[0], key[0])
+        frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
+    walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds
         walk.forget(frame.marks, hits)
         walk.opts = either(frame.exits + frame.reaching
@@ -181,3 +202,68 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     ways_out = frame.exits + frame.reaching + ([copy(walk.opts)] if frame.in_branch else [])
     walk.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
     return None
+
+
+#: A branch the walk read: its construct's key in model.Scan.constructs, and its index there.
+Step = tuple[tuple[int, int], int]
+
+
+def branch_path(offset: int, constructs: dict[tuple[int, int], Construct]) -> tuple[Step, ...]:
+    """The branches of `constructs` that hold `offset` (a branch of an `if` / `case`, a loop's
+    body), outermost first."""
+    held = [(spans[i][0], key, i) for key, (spans, _always) in constructs.items()
+            for i in range(len(spans)) if spans[i][0] <= offset < spans[i][1]]
+    return tuple((key, i) for _start, key, i in sorted(held))
+
+
+def on_every_path(offsets: list[int], since: int, target: int,
+                  constructs: dict[tuple[int, int], Construct],
+                  path_of: Callable[[int], tuple[Step, ...]] | None = None) -> bool:
+    """Does one of the commands at `offsets` (between `since` and `target`, in one shell) run
+    on every way bash goes from `since` to `target`? One in no branch that `since` or `target`
+    is not in does; else the branches of a construct, one always running (an `else`, a `*`,
+    a loop over words written out), each holding one that does (`if c; then n=1; else n=2;
+    fi`); one in a branch bash may skip (an `if` with no `else`, a loop that may make no
+    pass) does not. `path_of`: branch_path of an offset in `constructs` (a memo of it)."""
+    if not constructs:
+        return bool(offsets)
+    path_of = path_of or (lambda offset: branch_path(offset, constructs))
+    known = set(path_of(since)) | set(path_of(target))
+    paths = []
+    for offset in offsets:
+        path = tuple(step for step in path_of(offset) if step not in known)
+        if not path:
+            return True  # (the common case, decided without the others)
+        paths.append(path)
+    return _covered(paths, constructs)
+
+
+def _covered(paths: list[tuple[Step, ...]], constructs: dict[tuple[int, int], Construct]
+             ) -> bool:
+    """Does every way through the branches hold one of `paths` (each: the branches a command
+    is in, outermost first) to its end?"""
+    if any(not path for path in paths):
+        return True
+    by_construct: dict[tuple[int, int], dict[int, list[tuple[Step, ...]]]] = {}
+    for path in paths:
+        (key, i), rest = path[0], path[1:]
+        by_construct.setdefault(key, {}).setdefault(i, []).append(rest)
+    for key, branches in by_construct.items():
+        spans, always = constructs[key]
+        if always and len(branches) == len(spans) and all(
+                _covered(inner, constructs) for inner in branches.values()):
+            return True
+    return False
+
+
+def last_to_run(assigned: list[tuple[int, str | None]], since: int, target: int,
+                constructs: dict[tuple[int, int], Construct]
+                ) -> tuple[list[tuple[int, str | None]], bool]:
+    """Of `assigned` (offset, value; in order, between `since` and `target`), those one of
+    which is the last to run on a way from `since` to `target`, and whether one of them runs on
+    every way (else what held at `since` may hold at `target` too): from the last that runs on
+    every way on (`m=0; if c; then m=5; fi`: `m=0` or `m=5`), all of them when none does."""
+    for k in range(len(assigned) - 1, -1, -1):
+        if on_every_path([pos for pos, _v in assigned[k:]], since, target, constructs):
+            return assigned[k:], True
+    return assigned, False

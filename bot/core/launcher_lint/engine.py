@@ -17,6 +17,7 @@ from bot.core.launcher_lint.model import (
     MAX_DEPTH,
     Arith,
     Call,
+    Construct,
     Hit,
     Interactive,
     Opts,
@@ -141,6 +142,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.calls: list[Call] = []  # the functions' calls, and their bodies by name
         self.bodies: dict[str, tuple[int, int]] = {}
         self.loops: dict[int, int] = {}  # each loop's start and `done`
+        self.constructs: dict[tuple[int, int], Construct] = {}  # each case / if / loop
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
@@ -561,4 +563,4 @@ def scan(script_text: str, code: str) -> Scan:
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
-                analyzer.loops)
+                analyzer.loops, analyzer.constructs)

@@ -245,6 +245,12 @@ class Positional:
     index: int
 
 
+#: A `case`, `if` or loop as the walk read it (Scan.constructs): the spans of its branches (a
+#: loop's: its body), and whether one of them runs whenever it does (an `else`, a `*` pattern,
+#: a loop over words written out).
+Construct = tuple[tuple[tuple[int, int], ...], bool]
+
+
 @dataclass
 class Scan:
     """The result of the walk (bot.core.launcher_lint.engine): options as they end, the hits of
@@ -268,6 +274,8 @@ class Scan:
     bodies: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: each loop's start (its keyword) and its `done`, by offset
     loops: dict[int, int] = field(default_factory=dict)
+    #: each `case`, `if` and loop, by where it starts (its list's offset, its step there)
+    constructs: dict[tuple[int, int], Construct] = field(default_factory=dict)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

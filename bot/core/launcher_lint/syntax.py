@@ -286,3 +286,23 @@ def loop_passes(code: str, start: int, done: int) -> int | None:
     if keyword == "until" and _UNTIL_NEVER_RE.match(code, at):
         return 0
     return None
+
+
+#: A word of a `for` list that stays a word when its glob matches nothing (no `$`, no `` ` ``).
+_GLOB_WORD_RE = re.compile(r"[^\s$`;&|<>()]+")
+
+
+def loop_runs(code: str, start: int, done: int) -> bool:
+    """Does bash make at least one pass through the loop (loop_passes's `start` and `done`):
+    over words written out, at least one; or over globs, which stay as they are when nothing
+    matches where the script never turns `nullglob` on (`for f in ck/*.pt`: one pass at
+    least)."""
+    passes = loop_passes(code, start, done)
+    if passes is not None:
+        return passes > 0
+    head = _LOOP_KEYWORD_RE.match(code, start)
+    words = _FOR_WORDS_RE.match(code, head.end()) if head and head.group(1) == "for" else None
+    if words is None or "nullglob" in code:
+        return False
+    listed = words.group(1).split()
+    return bool(listed) and all(_GLOB_WORD_RE.fullmatch(w) for w in listed)

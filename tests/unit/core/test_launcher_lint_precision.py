@@ -431,6 +431,27 @@ BASH_STOPS = [
     ("set -e\nn=0\n((n++)) || true; ((n++))", CHECK_ARITH_ZERO, False),
     ("set -e\nn=0\nif ((n++)); then :; fi\n((n++))", CHECK_ARITH_ZERO, False),
     ("set -e\nn=0\n( ((n++)) || true )\n((n++))", CHECK_ARITH_ZERO, True),
+    # … where bash runs it on its way: not in an `if` with no `else`, an `elif`'s branch, a
+    # `case` with no `*`, a loop that may make no pass; in both branches of an `if` / `else`,
+    # a `case` with `*` or a loop over words or globs (which stay as written when nothing
+    # matches) it does
+    ("set -e\nn=0\nif [ -n \"${X:-}\" ]; then ((n++)) || true; fi\n((n++))", CHECK_ARITH_ZERO,
+     True),
+    ("set -e\nn=0\nif false; then :; elif [ -n \"${X:-}\" ]; then ((n++)) || true; fi\n"
+     "((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\ncase \"${X:-}\" in a) ((n++)) || true ;; esac\n((n++))", CHECK_ARITH_ZERO,
+     True),
+    ("shopt -s nullglob\nset -e\nn=0\nfor f in ck/*.pt; do ((n++)) || true; done\n((n++))",
+     CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\nif [ -n \"${X:-}\" ]; then ((n++)) || true; else ((n++)) || true; fi\n"
+     "((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\ncase \"${X:-}\" in a) ((n++)) || true ;; *) let n++ || : ;; esac\n((n++))",
+     CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nfor i in 1 2; do ((n++)) || true; done\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\nfor f in ck/*.pt; do ((n++)) || true; done\n((n++))", CHECK_ARITH_ZERO,
+     False),
+    ("set -e\nif [ -n \"${X:-}\" ]; then\n  n=0\n  ((n++)) || true\nfi\nn=${n:-1}\n((n++))",
+     CHECK_ARITH_ZERO, False),
     ("set -e\nn=08\n((n++)) || true\n((n++))", CHECK_ARITH_ZERO, True),
     ("set -e\nn=0\n((n++)) || true\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
     # what a loop's body leaves at its end is what its next pass reads at its top
@@ -772,6 +793,25 @@ def test_a_set_e_in_a_branch_of_a_function_body_is_a_warning_that_says_when(tmp_
     assert (f.level, f.line) == (level, script.count("\n", 0, script.index("((done")) + 1)
     assert ("when `set -e` is on (only some branches or loop passes before this line turn it "
             "on), the launcher stops right here" in f.message) == (level == "warn")
+
+
+def test_a_count_in_a_branch_bash_may_skip_is_a_warning_for_the_runs_that_skip_it(tmp_path):
+    script = ("#!/bin/bash\nset -e\nretries=0\nif [ -f resume.flag ]; then\n"
+              "  ((retries++)) || true\nfi\n((retries++))\necho REACHED_THE_END\n")
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script)
+    for flag, stops in ((False, True), (True, False)):
+        if flag:
+            (tmp_path / "resume.flag").touch()
+        proc = subprocess.run(["bash", str(launch)], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=20, env={"PATH": "/usr/bin:/bin"})
+        assert ("REACHED_THE_END" not in proc.stdout) == stops
+    (f,) = [f for f in lint_launcher(script) if f.check == CHECK_ARITH_ZERO]
+    assert (f.level, f.line) == ("warn", 7)
+    assert f.message.startswith(
+        "line 7: `((retries++))` reads `retries` at 0 on the runs that skip line 5, which counts "
+        "it in a branch or a loop bash may not run, and evaluates to 0 there, so its status is "
+        "1: under `set -e` the launcher stops right here on those runs")
 
 
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
