@@ -61,7 +61,7 @@ from bot.services.runs import (
     submit_and_announce,
 )
 from bot.services.submit import SubmitNotQueued, SubmitResult
-from bot.services.threads import post_safely, render, task_bounds, thread_note
+from bot.services.threads import has_thread, post_safely, render, task_bounds, thread_note
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
 
@@ -399,18 +399,19 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
         ctx.store.approvals.mark_step(approval.token, step, now=now)
         return _Performed(Outcome("approved", actor, step, recipe, job_id=job, error=said(exc),
                                   settle_s=_policy(ctx, recipe).cancel_settle_s), job)
-    if resume:
-        return _resume_cancelled(ctx, approval, actor, now)
+    performed = (_resume_cancelled(ctx, approval, actor, now) if resume
+                 else _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job))
     ctx.store.approvals.mark_done(approval.token, now=now)
-    return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job)
+    return performed
 
 
 def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                       now: float, *, recover: bool = False) -> _Performed:
     """The rest of a cancel and resume, once its job is cancelled (and off the watch list):
-    record its attempt, release what was held for it, resubmit the chain. With `recover`
-    (an earlier run of it died), the job its resubmit left, recorded or found by the chain's
-    job name (bot.services.runs.lost_resubmit), is kept and announced instead of a second."""
+    record its attempt, release what was held for it, resubmit the chain; the caller records
+    the approval's end. With `recover` (an earlier run of it died), the job its resubmit left,
+    recorded or found by the chain's job name (bot.services.runs.lost_resubmit), is kept and
+    announced instead of a second, and the attempt keeps the end the dead run recorded."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     chain_id = approval.chain_id
@@ -419,8 +420,9 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
     old = ctx.store.attempts.get_by_job(job, cluster)
     last_iter = _stalled_at(ctx, approval, old)
     if old is not None:
+        ended_at = old.ended_at if recover and old.ended_at is not None else now
         ctx.store.attempts.update(old.id, state="CANCELLED", result="CANCELLED", cause="hang",
-                                  ended_at=now, last_iter=last_iter)
+                                  ended_at=ended_at, last_iter=last_iter)
 
     def record_work_lost(result: SubmitResult) -> None:  # before the resolution says what was lost
         ck = result.checkpoint
@@ -450,7 +452,6 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                         error=said(exc)),
                 N_("cancelled job %(job)s, but the resubmit failed: %(error)s", job=job,
                    error=said(exc))) from exc
-    ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
                       new_job_id=str(result.job_id), **_resumed(approval, result))
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
@@ -479,7 +480,12 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
     process died before its outcome was recorded is taken over (by one replica) when its step
     is SETTLE_TAKEOVER_S old, and finished without a second job: the job its resubmit left,
-    if Slurm has one under the run's job name, is the one recorded."""
+    if Slurm has one under the run's job name, is the one recorded.
+
+    The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: the
+    prompt rewritten, a note in the thread, the cancel offered again; each post keyed, and
+    the settle done saying it (the `cancel_announced` step) only once all went out, so a run
+    that died (or a post Slack refused) half way is finished by the next, nothing said twice."""
     for approval in ctx.store.approvals.cancels_unknown():
         settle_s = _policy(ctx, approval.payload.get("recipe")).cancel_settle_s
         if approval.decided_at is not None and now - approval.decided_at < settle_s:
@@ -490,6 +496,13 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
             raise
         except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
             log.exception("settling the unknown cancel of prompt %s failed", approval.token)
+    for approval in ctx.store.approvals.cancels_unannounced():
+        try:
+            _announce_settled(ctx, approval, now)
+        except LeaseLost:
+            raise
+        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
+            log.exception("saying the settled cancel of prompt %s failed", approval.token)
 
 
 def _policy(ctx: BotContext, recipe: str | None) -> PolicyConfig:
@@ -525,7 +538,6 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         detail={"token": approval.token, "state": record.state},
     )  # fmt: skip
     if cancelled and not resume:
-        ctx.store.approvals.mark_done(approval.token, now=now)
         outcome = Outcome("approved", actor, "cancelled", recipe, job_id=job)
     elif cancelled:
         ctx.store.watched_jobs.remove(cluster, job)
@@ -533,29 +545,47 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
             outcome = _resume_cancelled(ctx, approval, actor or "trainbot", now,
                                         recover=taken_over).outcome
         except _NotPerformed as exc:
-            ctx.store.approvals.mark_done(approval.token, now=now)
             outcome = exc.outcome
     else:
-        ctx.store.approvals.mark_done(approval.token, now=now)
         outcome = Outcome("failed", actor, "cancel_not_taken" if record.is_running
                           or record.is_pending else "not_running", recipe, job_id=job,
                           state=record.state)
     text, blocks = _decided(ctx, recipe, payload.get("summary"), outcome)
-    _rewrite_prompt(ctx, approval, text, blocks)
-    if approval.chain_id is not None:
-        thread_note(ctx, approval.chain_id, f"cancel-settled:{approval.token}", text)
-    if outcome.did == "cancel_not_taken":
-        _offer_cancel_again(ctx, approval, now)
-    if approval.chain_id is not None:
-        refresh_homes(ctx, approval.chain_id, now)
+    ctx.store.approvals.settle(approval.token, now=now, settled={
+        "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})
 
 
-def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> None:
-    """A new prompt, in the thread, with the same question and choices as `approval`'s."""
+def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:
+    """Say what the settle of `approval`'s unknown cancel found (recorded with its end): the
+    prompt rewritten, the same words as a note in the thread, the cancel offered again when it
+    did not take effect. Each post is keyed (made at most once); the step `cancel_announced`
+    is marked once all went out, else the next run makes the ones left."""
+    settled = approval.payload.get("settled")
+    chain_id = approval.chain_id
+    if settled is not None and chain_id is not None:
+        text, blocks = settled["text"], settled["blocks"]
+        _rewrite_prompt(ctx, approval, text, blocks)
+        if has_thread(ctx, chain_id) and not thread_note(
+                ctx, chain_id, f"cancel-settled:{approval.token}", text):
+            return  # Slack refused it: said next time
+        if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
+            return
+    if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
+            and chain_id is not None:
+        refresh_homes(ctx, chain_id, now)
+
+
+def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """A new prompt, in the thread, with the same question and choices as `approval`'s (one,
+    under one key, however often it is asked); False when it could not be posted."""
     payload = approval.payload
-    if approval.chain_id is None or payload.get("recipe") not in ctx.config.recipes:
-        return
+    if not has_thread(ctx, approval.chain_id) or payload.get("recipe") not in ctx.config.recipes:
+        return True  # nowhere to offer it: nothing left to do
+    assert approval.chain_id is not None
     key = f"cancel-again:{approval.token}"
+    posted = ctx.store.slack_posts.get(key)
+    if posted is not None and posted.posted:
+        return True  # offered before (its prompt may be decided by now: none is made again)
     prompt = create_resubmit_prompt(
         ctx, recipe=payload["recipe"], chain_id=approval.chain_id,
         job_id=str(approval.target_job), now=now, summary=payload.get("summary") or "",
@@ -563,7 +593,7 @@ def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> None
         resume_checkpoint=payload.get("resume_checkpoint"),
         checkpoint_unknown=payload.get("checkpoint_unknown"), offer_cancel=True, post_key=key,
     )  # fmt: skip
-    post_safely(ctx, "reply", approval.chain_id, key, prompt.blocks, prompt.text)
+    return post_safely(ctx, "reply", approval.chain_id, key, prompt.blocks, prompt.text) is not None
 
 
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:

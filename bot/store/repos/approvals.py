@@ -181,15 +181,35 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
-    STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_only_unknown", "cancel_settled")
+    def settle(self, token: str, *, settled: dict[str, Any], now: float) -> bool:
+        """approved → done for a cancel whose unseen end trainbot settled, keeping in its payload
+        (`settled`) what it says of it, in the same transaction, so the posts saying it can be
+        made (again) after a crash; False if not approved."""
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.approvals.c.payload_json).where(and_(
+                t.approvals.c.id == token, t.approvals.c.state == "approved"))).first()
+            if row is None:
+                return False
+            payload = {**json.loads(row[0]), "settled": settled}
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                .values(state="done", decided_at=now,
+                        payload_json=json.dumps(payload, sort_keys=True))
+            )
+        return result.rowcount == 1
+
+    STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_only_unknown", "cancel_settled",
+             "cancel_announced")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float) -> bool:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved scancel's end was not seen ("cancel_unknown": a cancel and resume;
-        "cancel_only_unknown": a plain cancel), or that trainbot took that unknown cancel up
-        again ("cancel_settled"): True for exactly one caller, so no replica
-        follows a prompt up, or settles its cancel, twice."""
+        "cancel_only_unknown": a plain cancel), that trainbot took that unknown cancel up
+        again ("cancel_settled") or said all of what became of it ("cancel_announced"): True
+        for exactly one caller, so no replica follows a prompt up, or settles its cancel,
+        twice."""
         if step not in self.STEPS:
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         try:
@@ -246,6 +266,19 @@ class ApprovalsRepo(_Repo):
         query = (select(t.approvals)
                  .where(t.approvals.c.state == "approved",
                         t.approvals.c.id.in_(select(t.prompt_steps.c.token).where(unknown)))
+                 .order_by(t.approvals.c.decided_at, t.approvals.c.id))
+        return self._all(Approval, query)
+
+    def cancels_unannounced(self) -> list[Approval]:
+        """The settled unknown cancels (done, step "cancel_settled") whose outcome was not yet
+        all said (no step "cancel_announced"), oldest first."""
+        steps = t.prompt_steps
+        query = (select(t.approvals)
+                 .where(t.approvals.c.state == "done",
+                        t.approvals.c.id.in_(select(steps.c.token)
+                                             .where(steps.c.step == "cancel_settled")),
+                        t.approvals.c.id.not_in(select(steps.c.token)
+                                                .where(steps.c.step == "cancel_announced")))
                  .order_by(t.approvals.c.decided_at, t.approvals.c.id))
         return self._all(Approval, query)
 

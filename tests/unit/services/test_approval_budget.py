@@ -69,6 +69,8 @@ class Story:
         real_reply = self.ctx.sink.post_reply
 
         def capture(chain_id: int, key: str, blocks: list, text: str) -> str:
+            if any(k == key for k, _ in self.posted):  # posted once by key, as by the poster
+                return "posted-before"
             self.posted.append((key, blocks))
             return real_reply(chain_id, key, blocks, text)
 
@@ -406,6 +408,7 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.result, new.job_id) == ("CANCELLED", "88887")
+    assert old.ended_at == T0 + 470  # as the dead settle recorded it, not the takeover's time
     assert store.watched_jobs.get("dev", "88887") is not None
     assert store.approvals.get(token).state == "done"
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
@@ -415,6 +418,75 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     assert s.retries() == 1
     follow_up_prompts(s.ctx, later + 2 * SETTLE_TAKEOVER_S)
     assert len(s.slurm.submits()) == 1
+
+
+def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_once(
+        store: Store) -> None:
+    """The process settling an unseen cancel and resume dies after it recorded the outcome
+    (resubmitted, approval done) and before the prompt's rewrite and the thread note: the
+    next run says it, once, and resubmits nothing more."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    token = s.stalled()["value"]
+    s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                               connection_lost=True)
+    assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401).status == "done"
+    s.slurm.cancel_answer_lost = None
+
+    def killed_update(*_args: Any) -> None:
+        raise Killed
+
+    s.ctx.sink.update_reply = killed_update
+    with pytest.raises(Killed):
+        follow_up_prompts(s.ctx, T0 + 470)
+    del s.ctx.sink.update_reply
+    said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
+            "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
+            "complete checkpoint changed since it was posted.")
+    assert store.approvals.get(token).state == "done" and said not in s.ctx.sink.texts()
+
+    follow_up_prompts(s.ctx, T0 + 530)  # the next run: no takeover wait, nothing to redo
+    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
+    assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
+    follow_up_prompts(s.ctx, T0 + 590)
+    follow_up_prompts(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
+    assert s.ctx.sink.texts().count(said) == 2  # the note and the rewrite, once each
+    assert len(s.slurm.submits()) == 1 and s.retries() == 1
+
+
+@pytest.mark.parametrize("choice", [ActionId.CANCEL_RESUME, ActionId.CANCEL])
+def test_a_settle_killed_before_it_offered_the_cancel_again_offers_it_at_the_next_run(
+        store: Store, choice: str) -> None:
+    """The cancel did not take effect; the process dies after the thread note and before the
+    new prompt went out: the next run offers the cancel again, once, and notes nothing twice."""
+    s = Story(store)
+    token = s.stalled()["value"]
+    s.slurm.cancel_lost = ChannelClosed(["scancel", "88154"], "login", connection_lost=True)
+    assert handle_click(s.ctx, token, choice, "W0LEAD", T0 + 401).status == "done"
+    s.slurm.cancel_lost = None
+    capture = s.ctx.sink.post_reply
+
+    def killed_offer(chain_id: int, key: str, blocks: list, text: str) -> str:
+        if key.startswith("cancel-again:"):
+            raise Killed
+        return capture(chain_id, key, blocks, text)
+
+    s.ctx.sink.post_reply = killed_offer
+    with pytest.raises(Killed):
+        follow_up_prompts(s.ctx, T0 + 470)
+    s.ctx.sink.post_reply = capture
+    assert [k for k, _ in s.posted][-1] == f"cancel-settled:{token}"
+
+    follow_up_prompts(s.ctx, T0 + 530)
+    follow_up_prompts(s.ctx, T0 + 590)
+    keys = [k for k, _ in s.posted]
+    assert keys.count(f"cancel-again:{token}") == 1
+    assert keys.count(f"cancel-settled:{token}") == 1
+    again = button(s.posted[-1][1], choice)
+    pending = [a for a in store.approvals.for_chain(s.chain_id, "pending")]
+    assert [a.token for a in pending] == [again["value"]]  # one new prompt, the one posted
+    done = handle_click(s.ctx, again["value"], choice, "W0LEAD", T0 + 600)
+    assert done.status == "done", done
+    assert s.slurm.acted("cancel") == [88154, 88154]
 
 
 def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_again(
