@@ -71,7 +71,7 @@ class SharedMemory:
 @dataclass(frozen=True)
 class NcclSharedMemory:
     """NCCL could not create its shared-memory transport's segment in /dev/shm (`nccl_shm`):
-    the same class, a fix of NCCL's own."""
+    an unknown failure (no DataLoader worker died) whose fix, NCCL's own, is known."""
 
 
 @dataclass(frozen=True)

@@ -129,8 +129,9 @@ _WRAPPER = re.compile(
 )
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
-# ... or NCCL's shared-memory transport that could not create its segment there (its own fix:
-# NCCL_SHM_DISABLE=1 as well as a larger /dev/shm), as the catalogue's NCCL lines name it.
+# NCCL's shared-memory transport that could not create its segment in /dev/shm (an
+# unknown_failure of its own, with NCCL's own fix: a larger /dev/shm or NCCL_SHM_DISABLE=1), as
+# the catalogue's NCCL lines name it.
 _NCCL_SHM = re.compile(r"/dev/shm/nccl-|shared memory segment [^ ]*nccl|Call to posix_fallocate")
 # ... or of the process's open-file limit (errno 24, EMFILE), not /dev/shm space: torch opening
 # a batch's shared memory object (`unable to open shared memory object </torch_…> in read-write
@@ -647,17 +648,17 @@ def _named_cause(
 def _line_cause(class_id: str, matches: Sequence[Any]) -> Cause | None:
     """The cause within the class that the log's lines name, when its fix differs from or
     narrows the class's hint: a DataLoader worker out of open files or of /dev/shm, NCCL's
-    shared-memory transport out of /dev/shm, a C++
+    shared-memory transport out of /dev/shm (a failure of its own, no worker's), a C++
     extension without ninja, the compiler or CUDA tool not found; None otherwise."""
     texts = [m.text for m in matches]
     if class_id == "dataloader_worker_killed":
         if any(_FD_LIMIT.search(t) for t in texts):
             return OpenFileLimit()
-        if any(_NCCL_SHM.search(m.text) for m in matches
-               if m.primary and m.class_id == class_id):
-            return NcclSharedMemory()
         if any(_SHM.search(t) for t in texts):
             return SharedMemory()
+    if class_id == "unknown_failure" and any(_NCCL_SHM.search(m.text) for m in matches
+                                             if m.primary and m.class_id == class_id):
+        return NcclSharedMemory()
     if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
         return NoNinja()
     if class_id == "compiler_missing" and (tool := _missing_tool(

@@ -96,16 +96,23 @@ def shown(fc: FailureClass, field: str, lang: str) -> str:
     return catalogue_text(getattr(fc, field), lang, fc.translations, field)
 
 
+def test_nccls_segment_in_a_full_dev_shm_is_a_failure_of_its_own_not_a_dataloader_workers(
+        cat: Catalogue) -> None:
+    # no worker died and no host memory ran out: fewer workers or more --mem would not help
+    line = "NCCL WARN Error: failed to extend /dev/shm/nccl-03v824 to 4194660 bytes"
+    assert [(m.class_id, m.primary) for m in cat.match_line(line)] == [
+        ("unknown_failure", True)]
+
+
 @pytest.mark.parametrize("line", [
-    "NCCL WARN Error: failed to extend /dev/shm/nccl-sK3D7t to 9637892 bytes",
     "RuntimeError: received 0 items of ancdata",
     "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",
 ])
 def test_the_shared_memory_class_explains_every_cause_it_is_read_from(cat: Catalogue,
                                                                       line: str) -> None:
-    """The class a DataLoader worker's death, NCCL's segment in a full /dev/shm and the
-    open-file limit all read as explains all three, in English and in Korean: not the
-    DataLoader's workers alone."""
+    """The class a DataLoader worker's death, a SIGBUS (a write to a full /dev/shm, the
+    DataLoader's batches or NCCL's segment) and the open-file limit all read as explains all
+    three, in English and in Korean: not the DataLoader's workers alone."""
     assert [m.class_id for m in cat.match_line(line)] == ["dataloader_worker_killed"]
     fc = cat.get("dataloader_worker_killed")
     for text in (fc.explanation, shown(fc, "explanation", "ko")):
@@ -134,7 +141,11 @@ def test_every_class_has_its_texts_in_english_and_korean(cat: Catalogue) -> None
 
 
 def test_classes_without_primary_patterns_are_the_detector_ones(cat: Catalogue) -> None:
-    assert {c.id for c in cat.classes.values() if not c.primary} == NO_PRIMARY_PATTERNS
+    # unknown_failure's few primary lines are failures of their own that no class's remedy fits
+    # (NCCL's segment in a full /dev/shm): it decides them, with the fix the diagnosis' detail
+    # names; most of its logs it is read from by how they end
+    assert {c.id for c in cat.classes.values() if not c.primary} == (
+        NO_PRIMARY_PATTERNS - {"unknown_failure"})
 
 
 def test_specific_causes_outrank_wrappers_and_fallbacks(cat: Catalogue) -> None:
@@ -395,7 +406,7 @@ WORDINGS = [
     ("RuntimeError: unable to write to file </torch_31911_952036340_6686>: No space left on "
      "device (28)", "dataloader_worker_killed"),
     ("gpu-a017:1234:1300 [0] misc/shmutils.cc:61 NCCL WARN Call to posix_fallocate failed : "
-     "No space left on device", "dataloader_worker_killed"),
+     "No space left on device", "unknown_failure"),
     # a file that is no safetensors file at all (a .ckpt, a Git LFS pointer), not one cut short
     ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge", None),
 ])

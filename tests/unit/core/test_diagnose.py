@@ -577,10 +577,10 @@ def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_SYSTEM_ERROR
             + "gpu-a017:12345:12400 [0] NCCL WARN Error while creating shared memory segment "
             "/dev/shm/nccl-Bzp5M1 (size 9637888), error: No space left on device (28)\n")
-    # a full /dev/shm (test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_the_...)
+    # a full /dev/shm (test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_...)
     for acct in (None, EXIT_1):
         d = _diagnose_text(catalogue, text, acct)
-        assert (d.class_id, d.node) == ("dataloader_worker_killed", None)
+        assert (d.class_id, d.detail, d.node) == ("unknown_failure", {"kind": "nccl_shm"}, None)
 
 
 def test_a_scheduler_verdict_still_decides_over_nccl_remote_errors_cause(catalogue):
@@ -3007,14 +3007,15 @@ NCCL_SHM_FULL = {
 
 @pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
 @pytest.mark.parametrize("version", sorted(NCCL_SHM_FULL))
-def test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_the_shared_memory_class(
+def test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_failure_of_its_own(
         catalogue, version, acct):
     """Not a disk to free (its `No space left on device` is /dev/shm's) nor a DataLoader
-    worker: NCCL's own fix, a larger /dev/shm or NCCL_SHM_DISABLE=1."""
+    worker's death (no fewer workers, no more --mem): NCCL's own fix, a larger /dev/shm or
+    NCCL_SHM_DISABLE=1."""
     d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
                        + NCCL_SHM_FULL[version] + NCCL_SYSTEM_ERROR, acct)
     assert (d.class_id, d.decided_by, d.detail) == (
-        "dataloader_worker_killed", "signature", {"kind": "nccl_shm"})
+        "unknown_failure", "signature", {"kind": "nccl_shm"})
     assert not d.retryable and "disk_full" not in d.secondary
     text = explain(d)
     assert all(w in text for w in ("NCCL could not create the shared-memory segment",
@@ -3031,7 +3032,8 @@ def test_nccls_failure_to_attach_to_a_peers_segment_is_no_full_dev_shm(catalogue
             "file or directory\n"
             "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while attaching to "
             "shared memory segment /dev/shm/nccl-sK3D7t (size 9637888)\n" + NCCL_SYSTEM_ERROR)
-    assert _diagnose_text(catalogue, text).class_id != "dataloader_worker_killed"
+    d = _diagnose_text(catalogue, text)
+    assert d.class_id != "dataloader_worker_killed" and d.detail != {"kind": "nccl_shm"}
 
 
 @pytest.mark.parametrize("cause", [
@@ -3049,13 +3051,14 @@ def test_nccls_segment_that_failed_for_another_reason_than_a_full_dev_shm_is_not
         catalogue, cause):
     """NCCL prints `Error while creating shared memory segment` after any failure to set the
     segment up (src/os/linux.cc ncclShmOpen's `fail:`): only a full /dev/shm's errno, or the
-    fallocate line, is the shared-memory class with NCCL's fix."""
+    fallocate line, is NCCL's full /dev/shm with its fix."""
     errno = cause.rsplit("error", 1)[1].split(" ", 1)[1].rstrip("\n")
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause
             + "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while creating shared "
             f"memory segment /dev/shm/nccl-sK3D7t (size 9637888), error: {errno}\n"
             + NCCL_SYSTEM_ERROR)
-    assert _diagnose_text(catalogue, text, FAILED).class_id != "dataloader_worker_killed"
+    d = _diagnose_text(catalogue, text, FAILED)
+    assert d.class_id != "dataloader_worker_killed" and d.detail != {"kind": "nccl_shm"}
 
 
 CPP_EXTENSION = "/opt/conda/lib/python3.10/site-packages/torch/utils/cpp_extension.py"
