@@ -36,6 +36,32 @@ def N_(msgid: str, /, **values: Any) -> Text:  # noqa: N802 - the gettext marker
     return Text(msgid, tuple(values.items()))
 
 
+def text_to_json(value: Any) -> Any:
+    """`value` as JSON data to store: a Text as {"msgid": …, "values": {…}} (its values the
+    same way), a list or a dict item by item, anything else as it is (text_from_json reads it
+    back)."""
+    if isinstance(value, Text):
+        return {"msgid": value.msgid, "values": {k: text_to_json(v) for k, v in value.values}}
+    if isinstance(value, list | tuple):
+        return [text_to_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: text_to_json(v) for k, v in value.items()}
+    return value
+
+
+def text_from_json(data: Any) -> Any:
+    """What text_to_json stored, its sentences Texts again (for the renderer to translate)."""
+    if isinstance(data, dict) and set(data) == {"msgid", "values"} \
+            and isinstance(data["msgid"], str) and isinstance(data["values"], dict):
+        return Text(data["msgid"], tuple((k, text_from_json(v))
+                                         for k, v in data["values"].items()))
+    if isinstance(data, list):
+        return [text_from_json(v) for v in data]
+    if isinstance(data, dict):
+        return {k: text_from_json(v) for k, v in data.items()}
+    return data
+
+
 def render_text(value: Any, translate: Any = None,
                 escape: Callable[[Any], str] | None = None) -> str:
     """`value` as a sentence: a Text's message id through `translate` (a `gettext`) filled

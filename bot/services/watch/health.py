@@ -2,6 +2,12 @@
 cluster that stays unreachable is announced ONCE (after `unreachable_ticks` failures in a row),
 and ONCE again when it answers (never per-job alarms).
 
+The unreachable notice is recorded before it is posted (bot.services.watch.outbox). One whose
+post failed is posted at a later failed tick as it was recorded (its tick count, since and error,
+that error's sentence in each thread's language), and so is one a restart left: the outage dates
+from it, so its "answers again" note follows. One the cluster answered before it could be posted
+is dropped: an outage over is not announced.
+
 While a cluster is unreachable the watcher keeps the last known state of its jobs and judges
 none of them (bot.services.watch.tick); this module only counts and tells.
 """
@@ -17,6 +23,8 @@ from bot.services.watch.outbox import Outbox
 
 log = logging.getLogger(__name__)
 
+NOTICE = "cluster_unreachable"
+
 
 class ClusterHealth:
     """The outage counters of one cluster: failed ticks in a row, since when, and whether the
@@ -29,6 +37,7 @@ class ClusterHealth:
         self._failed = 0
         self._down_since: float | None = None
         self._down_notified = False
+        self._unposted_checked = False  # the store's unposted notices looked at since start
 
     def failed(self, now: float, exc: Exception, report: TickReport) -> TickReport:
         """A tick whose Slurm call failed: counted, the report marked failed, and after
@@ -41,17 +50,33 @@ class ClusterHealth:
         report.ok = False
         report.error = str(exc)
         if self._failed >= self.unreachable_ticks and not self._down_notified:
-            text = (f"cluster {self.cluster} unreachable for {self._failed} ticks "
-                    f"(since {_utc(self._down_since)}): {exc}. Jobs are not being judged; "
-                    "nothing is concluded about them until it answers again.")
-            self.outbox.emit(WatchEvent("cluster_unreachable",
-                                  f"cluster:{self.cluster}:down:{int(self._down_since)}",
-                                  self.cluster, text,
-                                  facts={"ticks": self._failed, "error": said(exc),
-                                         "since": _utc(self._down_since)}),
-                       "cluster_unreachable", now, report)
-            self._down_notified = True
+            self._down_notified = self._announce(now, exc, report)
         return report
+
+    def _announce(self, now: float, exc: Exception, report: TickReport) -> bool:
+        """Post the outage's one unreachable notice: the one recorded and never posted (its
+        post failed, or the bot restarted before it), as it was recorded, the outage dating
+        from it; else a new one. False: not posted, the next failed tick tries again."""
+        assert self._down_since is not None
+        stored = self.outbox.unposted(NOTICE)
+        self._unposted_checked = True
+        if stored:
+            first, *later = stored
+            for inc in later:  # the same outage recorded again after a restart: one notice
+                self.outbox.drop(inc)
+            since = first.diagnosis.get("down_since")
+            if isinstance(since, int | float):
+                self._down_since = min(self._down_since, float(since))
+            return self.outbox.emit(self.outbox.stored_event(first), NOTICE, now, report)
+        text = (f"cluster {self.cluster} unreachable for {self._failed} ticks "
+                f"(since {_utc(self._down_since)}): {exc}. Jobs are not being judged; "
+                "nothing is concluded about them until it answers again.")
+        return self.outbox.emit(WatchEvent(NOTICE,
+                                           f"cluster:{self.cluster}:down:{int(self._down_since)}",
+                                           self.cluster, text,
+                                           facts={"ticks": self._failed, "error": said(exc),
+                                                  "since": _utc(self._down_since)}),
+                                NOTICE, now, report, extra={"down_since": self._down_since})
 
     def ok(self, now: float, report: TickReport) -> None:
         """A tick the cluster answered: the "back" event if its outage was announced, and the
@@ -63,13 +88,17 @@ class ClusterHealth:
                                   f"cluster:{self.cluster}:back:{int(self._down_since)}",
                                   self.cluster, text, facts={"since": _utc(self._down_since)}),
                        "cluster_back", now, report)
-        self.forget()
+        elif self._failed or not self._unposted_checked:
+            for inc in self.outbox.unposted(NOTICE):  # the outage ended before it was told
+                self.outbox.drop(inc)
+            self._unposted_checked = True
+        self._failed, self._down_since, self._down_notified = 0, None, False
 
     def forget(self) -> None:
-        """No outage known: the counters as after a restart."""
-        self._failed = 0
-        self._down_since = None
-        self._down_notified = False
+        """No outage known: the counters as after a restart (the store's unposted notices
+        are looked at again: another replica may have left one)."""
+        self._failed, self._down_since, self._down_notified = 0, None, False
+        self._unposted_checked = False
 
 
 def _utc(t: float) -> str:

@@ -7,6 +7,10 @@ condition is seen on a later tick — the finished job stays watched until its e
 posted, so that is guaranteed for incidents; a warning still `pending` when its job ends is
 published (as a note) before the incident (`flush_warnings`). Publishing must be idempotent by
 key (the Slack poster is). tests/integration/test_crash_safety.py kills the bot at these points.
+
+The stored event keeps its facts (a sentence among them as data, bot.core.text.text_to_json),
+so one published again from the store (`unposted`, `stored_event`: a cluster's unreachable
+notice whose post failed, or that a restart left) says what it said, in the thread's language.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import logging
 from typing import Any
 
 from bot.core.policy import PastWarning
+from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
 from bot.services.ports import LeaseLost
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
-from bot.store import Store
+from bot.store import Incident, Store
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,8 @@ class Outbox:
                                    "job_id": event.job_id, "cluster": self.cluster}
         if event.diagnosis is not None:
             payload["diagnosis"] = event.diagnosis.to_json()
+        if event.facts:
+            payload["facts"] = text_to_json(event.facts)
         payload.update(extra or {})
         incident, _created = self.store.incidents.record(
             event.key, class_id=class_id, diagnosis=payload, now=now,
@@ -85,6 +92,25 @@ class Outbox:
                                       recipe, facts=dict(inc.diagnosis.get("facts") or {})),
                            inc.class_id, now, report) and ok
         return ok
+
+    def unposted(self, class_id: str) -> list[Incident]:
+        """This cluster's events of `class_id` recorded and never posted (their publish
+        failed, or the bot stopped before it), oldest first."""
+        return [inc for inc in self.store.incidents.of_class(class_id, ("pending",))
+                if inc.diagnosis.get("cluster") == self.cluster]
+
+    def drop(self, incident: Incident) -> None:
+        """An unposted event that is no longer true (an outage over before it was told):
+        never published."""
+        self.store.incidents.set_state(incident.key, "dropped")
+
+    def stored_event(self, incident: Incident) -> WatchEvent:
+        """A recorded event as it was emitted, to publish again: its kind, its English text
+        and its facts (its sentences Texts again, for the thread's language)."""
+        data = incident.diagnosis
+        return WatchEvent(str(data.get("kind") or "note"), incident.key, self.cluster,
+                          str(data.get("text") or incident.class_id), incident.chain_id,
+                          incident.job_id, facts=dict(text_from_json(data.get("facts") or {})))
 
     def chain_changed(self, chain_id: int) -> None:
         """Tell the sink (when it listens) that a chain's attempts or status changed."""

@@ -102,28 +102,121 @@ def test_cluster_unreachable_note_says_the_error_in_the_threads_language(store, 
     from bot.cluster.errors import CommandTimedOut
     from bot.services.watch.events import TickReport
     from bot.services.watch.health import ClusterHealth
-
-    class Emitted:
-        def __init__(self) -> None:
-            self.events: list[WatchEvent] = []
-
-        def emit(self, event: WatchEvent, *_args) -> bool:
-            self.events.append(event)
-            return True
+    from bot.services.watch.outbox import Outbox
 
     ctx = make_context(store, lang=lang)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    outbox = Emitted()
-    health = ClusterHealth("dev", outbox=outbox, unreachable_ticks=3)  # type: ignore[arg-type]
+    events: list[WatchEvent] = []
+    threads = ThreadEvents(ctx)
+
+    class Sink:
+        def publish(self, event: WatchEvent) -> None:
+            events.append(event)
+            threads.publish(event)
+
+    health = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=Sink()),
+                           unreachable_ticks=3)
     error = CommandTimedOut(["squeue", "--me"], 20)
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, error, TickReport(ok=True))
-    [event] = outbox.events
-    ThreadEvents(ctx).publish(event)
+    [event] = events
     [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
     assert note.startswith(want), note
     assert event.to_json()["facts"]["error"] == "`squeue --me` did not finish within 20 s"
+
+
+class FailingOnce:
+    """A thread sink whose first `fails` publishes raise (Slack down), then ThreadEvents'."""
+
+    def __init__(self, ctx, fails: int = 1) -> None:
+        self.threads, self.fails = ThreadEvents(ctx), fails
+
+    def publish(self, event: WatchEvent) -> None:
+        if self.fails:
+            self.fails -= 1
+            raise RuntimeError("Slack answered 503")
+        self.threads.publish(event)
+
+
+KO_NOTICE = ("클러스터 dev에 3번 연속 연결하지 못했습니다 (1970-01-12 13:46:40 UTC부터): "
+             "`squeue --me`이(가) 20초 안에 끝나지 않았습니다. 다시 응답할 때까지")
+
+
+def test_an_unreachable_notice_whose_post_failed_is_posted_later_as_recorded_in_korean(store):
+    from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
+    from bot.services.watch.events import TickReport
+    from bot.services.watch.health import ClusterHealth
+    from bot.services.watch.outbox import Outbox
+
+    ctx = make_context(store, lang="ko")
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    health = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=FailingOnce(ctx)),
+                           unreachable_ticks=3)
+    for i in range(3):  # the 3rd tick decides the notice; Slack refuses its post
+        health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    assert [p for p in ctx.sink.posts if p[0] == "reply"] == []
+    # The next failed tick, with another error, posts the notice as it was recorded.
+    health.failed(1_000_180.0, ClusterUnavailable("connection refused"), TickReport(ok=True))
+    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    assert note.startswith(KO_NOTICE), note
+    health.failed(1_000_240.0, ClusterUnavailable("connection refused"), TickReport(ok=True))
+    health.ok(1_000_300.0, TickReport(ok=True))  # the outage is over: it says so once
+    notes = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    assert len(notes) == 2 and "1970-01-12 13:46:40 UTC" in notes[1], notes
+
+
+def test_an_unreachable_notice_a_restart_left_unposted_is_posted_from_the_store_in_korean(
+        store):
+    from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
+    from bot.services.watch.events import TickReport
+    from bot.services.watch.health import ClusterHealth
+    from bot.services.watch.outbox import Outbox
+
+    ctx = make_context(store, lang="ko")
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    before = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=FailingOnce(ctx)),
+                           unreachable_ticks=3)
+    for i in range(3):
+        before.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    # The bot restarts, the cluster still down: the new process counts its own ticks and
+    # then posts the notice the store holds, not a new one that knows nothing of before.
+    after = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=ThreadEvents(ctx)),
+                          unreachable_ticks=3)
+    for i in range(3):
+        after.failed(1_000_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                     TickReport(ok=True))
+    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    assert note.startswith(KO_NOTICE), note
+    assert [i.state for i in store.incidents.of_class("cluster_unreachable", ("posted",))] \
+        == ["posted"]
+
+
+def test_an_unreachable_notice_left_unposted_is_dropped_once_the_cluster_answers(store):
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+    from bot.services.watch.health import ClusterHealth
+    from bot.services.watch.outbox import Outbox
+
+    ctx = make_context(store, lang="ko")
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    outbox = Outbox("dev", store=store, sink=FailingOnce(ctx))
+    health = ClusterHealth("dev", outbox=outbox, unreachable_ticks=3)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    health.ok(1_000_180.0, TickReport(ok=True))  # it answers before the notice went out
+    assert outbox.unposted("cluster_unreachable") == []
+    for i in range(3):  # a later outage is announced as its own
+        health.failed(1_000_600.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    assert "(1970-01-12 13:56:40 UTC부터)" in note, note
 
 
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
