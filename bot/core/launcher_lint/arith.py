@@ -12,11 +12,12 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from bot.core.findings import Finding, Level
-from bot.core.launcher_lint.branches import branch_path, on_every_path
+from bot.core.launcher_lint.branches import Step, branch_path, last_to_run, on_every_path
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
@@ -25,6 +26,7 @@ from bot.core.launcher_lint.model import (
     CHECK_ARITH_ZERO,
     Arith,
     Call,
+    Construct,
     Scan,
 )
 from bot.core.launcher_lint.syntax import loop_passes
@@ -197,7 +199,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for a in scan.arith:
         value: str | None = "0"
         carried_line: int | None = None  # what the loop's body leaves it at, on this line
-        later: tuple[str, int, str] | None = None  # judged at a later call (_AtCall.later)
+        later: tuple[str, int, str, bool] | None = None  # judged at a later call (_AtCall)
         skipped_count: int | None = None  # a count bash may skip before it, where
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
@@ -205,7 +207,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             assigned = [(pos, v) for pos, v in values.get(a.variable, [])
                         if not any(s <= pos < e and not s <= a.offset < e for s, e in subshells)]
             before = [(pos, v) for pos, v in assigned if pos < a.offset]
-            called = _at_calls(a, assigned, calls_of, spans)
+            called = _at_calls(a, assigned, calls_of, spans, scan.constructs, path_of)
             if called is not None and not (before and before[-1][0] >= called.body[0]):
                 if called.at is None:
                     continue  # no call where its status or an unbound variable stops bash
@@ -245,7 +247,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
                          carried_line, None if later is None else (
-                             later[0], scan.line_of(at), scan.line_of(later[1]), later[2]),
+                             later[0], scan.line_of(at), scan.line_of(later[1]), later[2],
+                             later[3]),
                          None if skipped_count is None else scan.line_of(skipped_count))
         if line not in at_line:
             at_line[line] = len(findings)
@@ -275,9 +278,10 @@ class _AtCall(NamedTuple):
     before: list[tuple[int, str | None]]  # the assignments before it there (_values's)
     partial: bool = False  # `set -e` applies there on some paths only (a branch of the body)
     # a call after an earlier one (not its function's first): "again", or "next pass" (the
-    # same call on a loop's next pass), the offset of the assignment whose value it reads, and
-    # the function's name
-    later: tuple[str, int, str] | None = None
+    # same call on a loop's next pass), the offset of the assignment whose value it reads, the
+    # function's name, and whether it reads that value on every run (not when the body leaves
+    # it so in a branch bash may skip)
+    later: tuple[str, int, str, bool] | None = None
 
 
 def _counts_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
@@ -335,6 +339,11 @@ def _with_later_passes(calls: list[Call], loops: dict[int, int]) -> list[Call]:
     return result
 
 
+def _stops_at(value: str) -> bool:
+    """Does `((n++))` of an `n` holding `value` have status 1: 0, empty, or "08"."""
+    return bool(_ZERO_RE.fullmatch(value) or _BAD_OCTAL_RE.fullmatch(value))
+
+
 def _stops(a: Arith, before: list[tuple[int, str | None]],
            unset: bool) -> tuple[bool, str | None]:
     """Does `a` make a finding, with `before` the assignments to its variable before it
@@ -374,8 +383,9 @@ def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, 
 
 
 def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
-              calls_of: dict[str, list[Call]], spans: list[tuple[int, int, str]]
-              ) -> _AtCall | None:
+              calls_of: dict[str, list[Call]], spans: list[tuple[int, int, str]],
+              constructs: dict[tuple[int, int], Construct],
+              path_of: Callable[[int], tuple[Step, ...]]) -> _AtCall | None:
     """Where `a`, in the body of a function the script calls (from its own shell, or from
     another function's body run there: calls.outermost_calls), is judged: at the call it was
     read again at under `set -u` (model.Arith.called_at: an earlier call, where `set -u` was
@@ -383,8 +393,9 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     `set -e` stops on it (the variable zero, empty, unset or "08" there), else at the first
     call; with what sets the variable before that call: its last assignment outside the
     body, or, when the body ran since (an earlier call), what the body's end leaves (its last
-    assignment after `a`, `m=0`) or else an unknown value, but an "08" that no count
-    changes. None: `a` is in no such body, and is judged where it is."""
+    assignment after `a`, `m=0`, on every way through its branches: branches.last_to_run; one
+    in a branch bash may skip leaves it so on some runs only) or else an unknown value, but an
+    "08" that no count changes. None: `a` is in no such body, and is judged where it is."""
     k = bisect.bisect_right(spans, (a.offset, 1 << 62, ""))
     if not k or spans[k - 1][1] <= a.offset:
         return None  # in no body (or in one after a function defined in it: not judged here)
@@ -396,7 +407,16 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     first: _AtCall | None = None
     # what the body's end leaves the variable at, set after `a` (`f() { ((m++)); m=0; }`): what
     # a call after one that ran the body reads (None: the body does not set it after `a`)
-    left = [(pos, v) for pos, v in assigned if a.offset < pos < end]
+    left, every_run = last_to_run([(pos, v) for pos, v in assigned if a.offset < pos < end],
+                                  a.offset, end, constructs, path_of)
+    # of those that may be the last to run, one that stops bash (on the runs it is the last)
+    stopping: list[tuple[int, str | None]] = [(pos, v) for pos, v in left
+                                             if v is not None and _stops_at(v)]
+    if stopping:
+        every_run &= len(stopping) == len(left)
+        left = stopping[-1:]
+    else:
+        left, every_run = left[-1:], True
     earlier: set[int] = set()  # the offsets of the calls before this one
     for call, ran, last in values_at_calls(name, body, calls, assigned):
         value = last[1] if last is not None else ""
@@ -407,7 +427,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
             else [last] if last is not None else [])
         source = left[-1][0] if from_body and left else last[0] if last is not None else None
         later = None if not earlier or source is None else (
-            "next pass" if call.offset in earlier else "again", source, name)
+            "next pass" if call.offset in earlier else "again", source, name,
+            every_run or not from_body)
         earlier.add(call.offset)
         if a.called_at is not None:  # read again at that call: judged there
             if call.offset == a.called_at:
@@ -432,7 +453,7 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
 
 def _finding(a: Arith, line: int, value: str | None,
              prefix: tuple[str, int] | None = None, carried: int | None = None,
-             later: tuple[str, int, int, str] | None = None,
+             later: tuple[str, int, int, str, bool] | None = None,
              skipped_count: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
@@ -441,7 +462,8 @@ def _finding(a: Arith, line: int, value: str | None,
     of a loop's body that leaves it so for the loop's next pass; `later`: in a function's
     body, stopping bash at a call after an earlier one, not the first (_AtCall.later): how
     ("again", "next pass"), that call's line, the line of the assignment whose value it
-    reads, and the function; `skipped_count`: the line of a count of it after its assignment
+    reads, the function, and whether on every run (else in a branch of the body bash may
+    skip: on the runs that take it); `skipped_count`: the line of a count of it after its assignment
     that bash may skip, a branch or a loop: it stops bash on the runs that skip it)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
@@ -450,7 +472,8 @@ def _finding(a: Arith, line: int, value: str | None,
     # with `set -e` on some paths only, the stop is on the runs that take them; an unset
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
     level: Level = "warn" if (a.errexit_partial or unset and a.variable.isupper()
-                              or skipped_count is not None) else "fail"
+                              or skipped_count is not None
+                              or later is not None and not later[4]) else "fail"
     if octal and not a.errexit:
         # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
         # count stays where it was
@@ -474,15 +497,18 @@ def _finding(a: Arith, line: int, value: str | None,
     if carried is not None and not octal:
         text = _carried_text(a, unset, carried, said)
     elif later is not None and value is not None:
-        kind, call, at, function = later
+        kind, call, at, function, every_run = later
         when = (N_("when the call on line %(call)s runs the body of `%(function)s` on the "
                    "loop's next pass", call=call, function=function) if kind == "next pass"
                 else N_("when the call on line %(call)s runs the body of `%(function)s` again",
                         call=call, function=function))
-        text = N_("line %(line)s: %(when)s, `%(command)s` reads `%(var)s` at \"%(value)s\", as "
-                  "line %(at)s sets it, so its status is 1: %(under)s the launcher stops right "
-                  "here at that call, not at an earlier one: %(slurm)s", when=when, value=value,
-                  at=at, **said)
+        how = (N_("as line %(at)s sets it", at=at) if every_run else
+               N_("as line %(at)s sets it on some runs only (branches of the body decide "
+                  "which value it leaves)", at=at))
+        text = N_("line %(line)s: %(when)s, `%(command)s` reads `%(var)s` at \"%(value)s\" "
+                  "%(how)s, so its status is 1: %(under)s the launcher stops right here at that "
+                  "call, not at an earlier one: %(slurm)s", when=when, value=value, how=how,
+                  **said)
     elif skipped_count is not None and not octal:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` at 0 on the runs that skip line "
                   "%(at)s, which counts it in a branch or a loop bash may not run, and "

@@ -257,13 +257,15 @@ def _covered(paths: list[tuple[Step, ...]], constructs: dict[tuple[int, int], Co
 
 
 def last_to_run(assigned: list[tuple[int, str | None]], since: int, target: int,
-                constructs: dict[tuple[int, int], Construct]
+                constructs: dict[tuple[int, int], Construct],
+                path_of: Callable[[int], tuple[Step, ...]] | None = None,
                 ) -> tuple[list[tuple[int, str | None]], bool]:
     """Of `assigned` (offset, value; in order, between `since` and `target`), those one of
     which is the last to run on a way from `since` to `target`, and whether one of them runs on
     every way (else what held at `since` may hold at `target` too): from the last that runs on
     every way on (`m=0; if c; then m=5; fi`: `m=0` or `m=5`), all of them when none does."""
     for k in range(len(assigned) - 1, -1, -1):
-        if on_every_path([pos for pos, _v in assigned[k:]], since, target, constructs):
+        if on_every_path([pos for pos, _v in assigned[k:]], since, target, constructs,
+                         path_of):
             return assigned[k:], True
     return assigned, False

@@ -526,21 +526,21 @@ def test_a_function_counter_is_reported_as_the_first_call_stops_bash(tmp_path, s
     # a later call stops bash: the message names it, the way it runs the body (again, or on
     # the loop's next pass), and the line whose value it reads
     ("f() { ((m++)); m=0; }\nm=1\nset -e\necho call 5; f\necho call 6; f",
-     "line 2: when the call on line 6 runs the body of `f` again, `((m++))` reads `m` at \"0\", "
+     "line 2: when the call on line 6 runs the body of `f` again, `((m++))` reads `m` at \"0\" "
      "as line 2 sets it, so its status is 1: under `set -e` the launcher stops right here at "
      "that call, not at an earlier one"),
     ("f() { ((m++)); }\nm=5\nset -e\necho call 5; f\nm=0\necho call 7; f",
-     "line 2: when the call on line 7 runs the body of `f` again, `((m++))` reads `m` at \"0\", "
+     "line 2: when the call on line 7 runs the body of `f` again, `((m++))` reads `m` at \"0\" "
      "as line 6 sets it"),
     ("f() { ((m++)); m=0; }\nm=1\nset -e\nfor i in 1 2; do echo call 5; f; done",
      "line 2: when the call on line 5 runs the body of `f` on the loop's next pass, `((m++))` "
-     "reads `m` at \"0\", as line 2 sets it"),
+     "reads `m` at \"0\" as line 2 sets it"),
     ("inc() { ((m++)); }\nrun() { inc; }\nm=5\nset -e\necho call 6; run\nm=0\necho call 8; run",
      "line 2: when the call on line 8 runs the body of `inc` again, `((m++))` reads `m` at "
-     "\"0\", as line 7 sets it"),
+     "\"0\" as line 7 sets it"),
     ("f() { ((m++)); }\nm=08\nset -e\necho call 5; f || true\necho call 6; f",
      "line 2: when the call on line 6 runs the body of `f` again, `((m++))` reads `m` at "
-     "\"08\", as line 3 sets it"),
+     "\"08\" as line 3 sets it"),
     # the first call stops it: said as the first time
     ("f() { ((m++)); }\nm=0\nset -e\necho call 5; f\necho call 6; f",
      "line 2: `((m++))` with `m` at 0 evaluates to 0, so its status is 1: under `set -e` the "
@@ -812,6 +812,37 @@ def test_a_count_in_a_branch_bash_may_skip_is_a_warning_for_the_runs_that_skip_i
         "line 7: `((retries++))` reads `retries` at 0 on the runs that skip line 5, which counts "
         "it in a branch or a loop bash may not run, and evaluates to 0 there, so its status is "
         "1: under `set -e` the launcher stops right here on those runs")
+
+
+@pytest.mark.parametrize(("ending", "level"), [
+    # what the body leaves for its next call, set in a branch: the next call stops bash on
+    # the runs that take it (a warning), on every run when each way sets it so (a failure)
+    ('  if [ -n "${X:-}" ]; then m=0; fi\n', "warn"),
+    ('  if [ -z "${X:-}" ]; then m=0; else m=5; fi\n', "warn"),
+    ('  m=0\n  if [ -n "${X:-}" ]; then m=7; fi\n', "warn"),
+    ('  if [ -z "${X:-}" ]; then m=0; else m=00; fi\n', "fail"),
+    ('  if [ -n "${X:-}" ]; then m=7; fi\n  m=0\n', "fail"),
+    ('  if [ -z "${X:-}" ]; then m=7; else m=5; fi\n', None),
+    ('  if [ -n "${X:-}" ]; then m=0; fi\n  m=3\n', None),
+])
+def test_what_a_body_leaves_in_a_branch_is_what_the_next_call_reads_on_those_runs(
+        tmp_path, ending, level):
+    script = f"#!/bin/bash\nf() {{\n  ((m++))\n{ending}}}\nm=1\nset -e\nf\nf\n"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    stops = [("REACHED_THE_END" not in subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
+    assert stops == {"fail": [True, True], "warn": [True, False], None: [False, False]}[
+        level] or level == "warn" and stops == [False, True]
+    found = [f for f in lint_launcher(script)
+             if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert [f.level for f in found] == ([level] if level else [])
+    if found:
+        call = script.count("\n")  # the second `f`, the script's last line
+        assert f"when the call on line {call} runs the body of `f` again" in found[0].message
+        assert ("sets it on some runs only (branches of the body decide which value it "
+                "leaves)" in found[0].message) == (level == "warn")
 
 
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
