@@ -149,7 +149,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
     tick and keeps each cluster's last success (/metrics, /readyz)."""
     from bot.services.approvals import follow_up_prompts
-    from bot.services.competitors import release_started
+    from bot.services.competitors import propose_holds_for_submit, release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
     from bot.services.runs import recover_submits_in_flight
@@ -162,8 +162,10 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     scheduler.run_repeating("prompts", lambda now: follow_up_prompts(prompts, now),
                             every_s=ctx.config.policy.tick_s)
     submits = fenced_context(ctx, scheduler.fence("submits"))
-    scheduler.run_repeating("submits", lambda now: recover_submits_in_flight(submits, now),
-                            every_s=ctx.config.policy.tick_s)
+    scheduler.run_repeating(
+        "submits",
+        lambda now: recover_submits_in_flight(submits, now, after_submit=propose_holds_for_submit),
+        every_s=ctx.config.policy.tick_s)
     probes = fenced_context(ctx, scheduler.fence("probes"))
     scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),
                             every_s=PROBES_EVERY_S)

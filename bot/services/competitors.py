@@ -1,10 +1,10 @@
 """Competing jobs: the team's pending jobs that would take a resumed job's slot (88017's case).
 
-After a resubmit, `propose_holds` asks in the run's thread, per competitor, "Hold 88017 until
-the resumed job starts?" with Yes / No buttons (an approval each). Nothing is held without a
-yes. A yes holds the job (`apply_hold`); `release_started` (run by the scheduler every tick)
-releases it as soon as the resumed job is RUNNING, or finished / gone without running, and
-says so in the thread.
+After a person's submit (`propose_holds_for_submit`), `propose_holds` asks in the run's
+thread, per competitor, "Hold 88017 until the resumed job starts?" with Yes / No buttons (an
+approval each). Nothing is held without a yes. A yes holds the job (`apply_hold`);
+`release_started` (run by the scheduler every tick) releases it as soon as the resumed job is
+RUNNING, or finished / gone without running, and says so in the thread.
 
 The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
 the job is held by trainbot, `done` once released (or when nothing was held after all);
@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.slurm.records import JobRecord
 from bot.core.text import Text
+from bot.services.access import approvers_now
 from bot.services.ports import BotContext
+from bot.services.submit import SubmitResult
 from bot.services.threads import post_safely, render, thread_message
+from bot.slack.views import ActionId
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -143,6 +146,19 @@ def propose_holds(
         )  # fmt: skip
         proposals.append(HoldProposal(token, comp.job_id, int(job_id)))
     return proposals
+
+
+def propose_holds_for_submit(ctx: BotContext, recipe: str, result: SubmitResult,
+                             now: float) -> list[HoldProposal]:
+    """The step after a person's submit is recorded and announced (`/train submit|resume`,
+    and one the bot died in, found by bot.services.runs.recover_submits_in_flight): ask in the
+    run's thread whether to hold each of the team's pending jobs that would start before its
+    job, approvable by the recipe's approvers now; returns the proposals made."""
+    return propose_holds(
+        ctx, recipe=recipe, chain_id=result.chain_id, job_id=int(result.job_id),
+        allowed=approvers_now(ctx.config, recipe).users, now=now,
+        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
+    )  # fmt: skip
 
 
 def _competitor(approval: Approval) -> int:

@@ -113,18 +113,26 @@ def submit_and_announce(
     return result
 
 
-def recover_submits_in_flight(ctx: BotContext, now: float) -> None:
+#: The step after a person's submit is recorded and announced, (ctx, recipe, result, now):
+#: bot.services.competitors.propose_holds_for_submit, which the composition root gives the
+#: recovery of the submits the bot died in.
+AfterSubmit = Callable[[BotContext, str, SubmitResult, float], object]
+
+
+def recover_submits_in_flight(ctx: BotContext, now: float, *,
+                              after_submit: AfterSubmit) -> None:
     """A person's submits the bot died in (killed between sending the sbatch and recording
     its job), or whose job could not be looked up when its end was not seen: each one sent
     SUBMIT_IN_FLIGHT_S ago or more is looked up by its job name (`find_lost_submit`: a job
     of that name submitted since, that no attempt records). A job found is recorded as the
-    run's (a new run's chain is started for it), watched and announced in its thread, as the
-    submit would have done; none found (nothing was queued) forgets the submit. A lookup that
-    fails keeps it for the next run of this job (bot.app.build_scheduler's `submits`)."""
+    run's (a new run's chain is started for it), watched and announced in its thread, and
+    goes through `after_submit`, as the submit would have; none found (nothing was queued)
+    forgets the submit. A lookup that fails keeps it for the next run of this job
+    (bot.app.build_scheduler's `submits`)."""
     for cluster in ctx.config.clusters:
         for flight in ctx.store.submits_in_flight.sent_before(cluster, now - SUBMIT_IN_FLIGHT_S):
             try:
-                _recover_submit(ctx, flight, now)
+                _recover_submit(ctx, flight, now, after_submit)
             except LeaseLost:
                 raise  # another replica runs the job now
             except Exception as exc:  # noqa: BLE001 - kept, looked up again next time
@@ -132,7 +140,8 @@ def recover_submits_in_flight(ctx: BotContext, now: float) -> None:
                             flight.job_name, flight.recipe, flight.sent_at, exc)
 
 
-def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float) -> None:
+def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
+                    after_submit: AfterSubmit) -> None:
     store = ctx.store
     if flight.recipe not in ctx.config.recipes:
         log.warning("submit of %s: recipe %s is no longer configured; not looked up",
@@ -166,10 +175,14 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float) -> None
         sftp=LazySFTP(ctx.clusters, flight.cluster), store=store, now=now,
         resumed_at=flight.resumed_at, charge_retry=flight.charge_retry,
         array_task=flight.array_task, actor=flight.actor, found="found_after_lost_submit")
-    store.submits_in_flight.remove(flight.id)
+    if not store.submits_in_flight.remove(flight.id):
+        return  # forgotten by another run of the recovery, which goes on with it
+    # only the run that forgot the submit goes on: its post-submit step happens once (a crash
+    # before it leaves it undone, as it does a submit's that recorded its job)
     log.warning("submit of %s sent at %.0f: found its job %s by name and recorded it",
                 flight.job_name, flight.sent_at, job_id)
     announce_submit(ctx, flight.recipe, result, flight.actor, flight.channel)
+    after_submit(ctx, flight.recipe, result, now)
 
 
 def _attempt_after(attempts: list[Attempt], array_task: int | None,

@@ -24,7 +24,7 @@ from bot.core.slurm.values import expand_output_pattern
 from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
-from bot.services.access import access_for, approvers_now, default_approvers
+from bot.services.access import access_for, default_approvers
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
@@ -34,7 +34,6 @@ from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_not_applied, describe_start
 from bot.services.threads import code, open_thread, render
-from bot.slack.views import ActionId
 from bot.store import Attempt
 
 log = logging.getLogger(__name__)
@@ -183,11 +182,7 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
         overrides = dict(cmd.overrides)
     result = submit_and_announce(ctx, cmd.recipe, actor=actor, now=now, overrides=overrides,
                                  chain_id=chain_id, channel=channel, reconcile_unknown=True)
-    proposals = comp.propose_holds(
-        ctx, recipe=cmd.recipe, chain_id=result.chain_id, job_id=int(result.job_id),
-        allowed=approvers_now(ctx.config, cmd.recipe).users, now=now,
-        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
-    )  # fmt: skip
+    proposals = comp.propose_holds_for_submit(ctx, cmd.recipe, result, now)
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
            {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
     refresh_homes(ctx, result.chain_id, now)  # the new attempt, on the team's Home tabs

@@ -392,6 +392,7 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
     the submit in flight. The next bot's `submits` job (recover_submits_in_flight) finds it
     by its name through the real squeue, records it as the run's next attempt, watches it
     and tells the run's thread; sbatch ran once."""
+    from bot.services.competitors import propose_holds_for_submit
     from bot.services.runs import recover_submits_in_flight
     from bot.services.submit import SUBMIT_IN_FLIGHT_S
 
@@ -417,7 +418,8 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
         [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
         assert (flight.job_name, flight.chain_id, flight.actor) == (name, first.chain_id, OWNER)
 
-        recover_submits_in_flight(bot.ctx, time.time() + SUBMIT_IN_FLIGHT_S + 1)
+        recover_submits_in_flight(bot.ctx, time.time() + SUBMIT_IN_FLIGHT_S + 1,
+                                  after_submit=propose_holds_for_submit)
         attempts = store.attempts.for_chain(first.chain_id)
         assert [a.job_id for a in attempts] == [first.job_id, new], attempts
         assert new in {w.job_id for w in store.watched_jobs.list("dev")}

@@ -13,6 +13,7 @@ from fakes import AnswerLostSlurm, FakeSlurm, make_context
 from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
 from bot.services import submit as submit_mod
+from bot.services.competitors import propose_holds_for_submit
 from bot.services.ports import BotContext
 from bot.services.runs import SUBMIT_IN_FLIGHT_S, recover_submits_in_flight
 from bot.services.threads import has_thread
@@ -48,6 +49,11 @@ def failed_run(ctx: BotContext) -> int:
     return fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
 
 
+def recover(ctx: BotContext, now: float) -> None:
+    """The scheduler's `submits` job, as bot.app wires it."""
+    recover_submits_in_flight(ctx, now, after_submit=propose_holds_for_submit)
+
+
 def jobs(store: Store, chain_id: int) -> list[str]:
     return [a.job_id for a in store.attempts.for_chain(chain_id)]
 
@@ -72,9 +78,9 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
     assert jobs(store, chain) == ["88154"] and watched(store) == [] and in_flight(store) == ["mix"]
 
     ctx = make_context(store, slurm)  # the bot, started again over the same store
-    recover_submits_in_flight(ctx, NOW + 60)  # may still be in flight in another replica
+    recover(ctx, NOW + 60)  # may still be in flight in another replica
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
-    recover_submits_in_flight(ctx, LATER)
+    recover(ctx, LATER)
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == [] and len(slurm.submits()) == 1
     # told in the run's thread as the resume would have been; the ledger names who asked
@@ -83,7 +89,7 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500"]
     assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
     # once: nothing left to look up, nothing recorded twice
-    recover_submits_in_flight(ctx, LATER + 60)
+    recover(ctx, LATER + 60)
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.acted("submit")) == 1
 
 
@@ -95,7 +101,7 @@ def test_a_new_run_the_bot_died_in_starts_its_chain_and_thread_with_the_job(
                 now=NOW)
     assert store.chains.for_recipe("mix") == []
     ctx = make_context(store, slurm)
-    recover_submits_in_flight(ctx, LATER)
+    recover(ctx, LATER)
     [chain] = store.chains.for_recipe("mix")
     assert jobs(store, chain.id) == ["90500"] and watched(store) == ["90500"]
     assert has_thread(ctx, chain.id)  # its thread opened in the recipe's channel
@@ -111,7 +117,7 @@ def test_a_submit_the_bot_died_in_before_its_sbatch_left_is_forgotten(store: Sto
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     assert in_flight(store) == ["mix"]
     slurm.submit_error = None
-    recover_submits_in_flight(make_context(store, slurm), LATER)
+    recover(make_context(store, slurm), LATER)
     # no job of that name since: nothing was queued, nothing is recorded or submitted
     assert in_flight(store) == [] and jobs(store, chain) == ["88154"] and watched(store) == []
     assert slurm.records.keys() == set()
@@ -126,10 +132,10 @@ def test_a_lost_submit_whose_lookup_failed_is_recorded_once_slurm_answers(
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     assert reply.job_id is None and jobs(store, chain) == ["88154"]
     assert in_flight(store) == ["mix"]  # the job may exist: looked for again
-    recover_submits_in_flight(ctx, LATER)  # Slurm still not answering: kept
+    recover(ctx, LATER)  # Slurm still not answering: kept
     assert in_flight(store) == ["mix"] and jobs(store, chain) == ["88154"]
     slurm.lookup_error = None
-    recover_submits_in_flight(ctx, LATER + 60)
+    recover(ctx, LATER + 60)
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == [] and slurm.queued("mix") == [90500]
 
@@ -155,7 +161,7 @@ def test_a_whole_arrays_submit_the_bot_died_in_watches_the_array_as_its_submit_w
         execute(make_context(store, slurm, array="0-2%2"), c.Submit("mix"), actor="U0ALICE",
                 channel=CHANNEL, now=NOW)
     ctx = make_context(store, slurm, array="0-2%2")
-    recover_submits_in_flight(ctx, LATER)
+    recover(ctx, LATER)
     [chain] = store.chains.for_recipe("mix")
     # the array is watched under its id; its tasks become attempt rows as they start
     assert chain.kind == "array" and chain.array_job_id == 90500
@@ -181,7 +187,7 @@ def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_wa
     ctx = make_context(store, slurm, slack_lang=lang)
     execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
-    recover_submits_in_flight(ctx, LATER)
+    recover(ctx, LATER)
     # 90500 is found below 90501: the run's jobs run one after another, so it is not its
     # attempt; the thread says it is queued and how to cancel it, and nothing is done to it
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
@@ -200,7 +206,7 @@ def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_wa
     }[lang]
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500" and e.action == "submit"]
     assert audit.actor == "U0ALICE" and audit.result == "not_recorded"
-    recover_submits_in_flight(ctx, LATER + 60)  # told once
+    recover(ctx, LATER + 60)  # told once
     assert [t for t in ctx.sink.texts() if t.startswith("*mix*: ")] == [note]
 
 
@@ -214,10 +220,64 @@ def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_it
     ctx = make_context(store, slurm)
     execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
     [second] = store.chains.for_recipe("mix")
-    recover_submits_in_flight(ctx, LATER)
+    recover(ctx, LATER)
     # each /train submit starts a run: the lost one's job 90500 is its own, recorded and watched
     first = next(ch for ch in store.chains.for_recipe("mix") if ch.id != second.id)
     assert jobs(store, first.id) == ["90500"] and jobs(store, second.id) == ["90501"]
     assert sorted(watched(store)) == ["90500", "90501"] and in_flight(store) == []
     assert has_thread(ctx, first.id) and any("job 90500 submitted by <@U0ALICE>" in t
                                              for t in ctx.sink.texts())
+
+
+HOLD_ASK = ("Job 88017 (succ) of the same team is pending on the same partition and would start "
+            "before 90500. Hold 88017 until the resumed job starts?")
+
+
+def holds_asked(ctx: BotContext) -> list[str]:
+    return [t for t in ctx.sink.texts() if "Hold 88017" in t]
+
+
+def test_a_resume_the_bot_died_in_asks_to_hold_its_competitors_once_it_is_recorded(
+        store: Store, dies_after_sbatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    # the team's job that would take the freed slot before the resumed one
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
+    ctx = make_context(store, slurm)
+    recover(ctx, LATER)
+    assert jobs(store, chain) == ["88154", "90500"]
+    # asked as after any person's resume: the same question, one approval
+    assert holds_asked(ctx) == [HOLD_ASK]
+    [hold] = [e for e in store.audit.recent(50) if e.action == "competitor.propose_hold"]
+    assert hold.job_id == "88017"
+    # another replica's recovery, or this one's next run: nothing left, nothing asked again
+    recover(make_context(store, slurm), LATER + 60)
+    recover(ctx, LATER + 120)
+    assert holds_asked(ctx) == [HOLD_ASK] and not slurm.acted("hold")
+    assert jobs(store, chain) == ["88154", "90500"]
+
+
+def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_time(
+        store: Store, dies_after_sbatch, monkeypatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
+    # the recovering bot dies too, once its lookup found the job and before it recorded it
+    real = submit_mod.record_found_submit
+    monkeypatch.setattr("bot.services.runs.record_found_submit",
+                        lambda *a, **kw: (_ for _ in ()).throw(Died("recording")))
+    with pytest.raises(Died):
+        recover(make_context(store, slurm), LATER)
+    assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
+    monkeypatch.setattr("bot.services.runs.record_found_submit", real)
+    ctx = make_context(store, slurm)
+    recover(ctx, LATER + 60)
+    recover(ctx, LATER + 120)
+    assert jobs(store, chain) == ["88154", "90500"] and holds_asked(ctx) == [HOLD_ASK]
+    assert len(slurm.acted("submit")) == 1
