@@ -127,6 +127,12 @@ _NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", 
 _WRAPPER = re.compile(
     r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
 )
+# A C/C++ compiler's own diagnostic on a source file (gcc's and clang's `file:line:col: error:`,
+# as the catalogue's unknown_failure hint has it): the compiler ran.
+_COMPILER_DIAGNOSTIC = re.compile(
+    r"\.(?:c|cc|cpp|cxx|h|hpp|cu|cuh):[0-9]+:[0-9]+: (?:fatal )?error: ")
+# Inductor's wrapper of a failed build, whatever the compiler said or whether it ran at all.
+_CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 # NCCL's shared-memory transport that could not create its segment in /dev/shm (an
@@ -214,8 +220,8 @@ def diagnose(
     if series.run_start is not None:
         matches = [m for m in matches if m.line_no >= series.run_start]
         tail = [(n, text) for n, text in tail if n >= series.run_start]
-    matches = as_submitit_decided(_without_survived_verdicts(
-        sorted(matches, key=lambda m: m.line_no), series, tail))
+    matches = as_submitit_decided(_without_rejected_compiles(_without_survived_verdicts(
+        sorted(matches, key=lambda m: m.line_no), series, tail)))
     target = run_target(submitted=None, configured=target_iter, logged=series.target_iter)
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
@@ -458,6 +464,18 @@ def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
     survived = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
     after = max([series.last_iteration_line or 0, *survived])
     return [m for m in matches if not (m.line_no < after and _TRANSIENT_VERDICT.search(m.text))]
+
+
+def _without_rejected_compiles(matches: list[Any]) -> list[Any]:
+    """The matches less Inductor's `CppCompileError: C++ compile error` when the log holds a
+    compiler's own diagnostic on a source file (`kernel.cpp:14:53: error: no matching function
+    for call to ...`): a compiler that ran and rejected the generated code is there, so the
+    error is the code's or the compiler's bug (no class), not a missing compiler; a missing
+    header the compiler names (`Python.h: No such file or directory`) still decides."""
+    if not any(_COMPILER_DIAGNOSTIC.search(m.text) for m in matches):
+        return matches
+    return [m for m in matches if not (m.primary and m.class_id == "compiler_missing"
+                                       and _CPP_COMPILE_ERROR.search(m.text))]
 
 
 def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]) -> list[str]:

@@ -2388,6 +2388,43 @@ def test_a_missing_compiler_line_that_names_no_tool_keeps_the_hint_alone(catalog
     assert explain(d).startswith("Set CC/CXX on the worker")
 
 
+INDUCTOR_CPP = "/tmp/torchinductor_u/ab/cabc.cpp"
+INDUCTOR_COMPILE_ERROR = (
+    "[2025-03-02 10:00:00] step 0 starting\n"
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 12, in <module>\n'
+    "    out = model(x)\n"
+    "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+    "CppCompileError: C++ compile error\n\n"
+    f"Command:\ng++ {INDUCTOR_CPP} -shared -fPIC -O3 -o /tmp/torchinductor_u/ab/cabc.so\n\n"
+    "Output:\n"
+    "{output}\n\n"
+    'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information\n'
+)
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+def test_inductors_cpp_compile_error_from_a_compiler_that_ran_is_no_missing_compiler(
+        catalogue, acct):
+    # the compiler is there and rejected the generated code: a bug, not a CC to set
+    output = (f"{INDUCTOR_CPP}:14:53: error: no matching function for call to "
+              "'max_propagate_nan(float&, int)'")
+    d = _diagnose_text(catalogue, INDUCTOR_COMPILE_ERROR.replace("{output}", output), acct)
+    assert d.class_id == "unknown_failure"
+    assert "CC/CXX" not in explain(d)
+
+
+@pytest.mark.parametrize("output", [
+    "",  # Inductor's wrapper alone, its output cut off
+    "/bin/sh: 1: g++: not found",
+    f"{INDUCTOR_CPP}:1:10: fatal error: Python.h: No such file or directory",
+], ids=["wrapper-alone", "no-gxx", "no-python-h"])
+def test_inductors_cpp_compile_error_without_a_compiler_that_ran_stays_a_missing_compiler(
+        catalogue, output):
+    d = _diagnose_text(catalogue, INDUCTOR_COMPILE_ERROR.replace("{output}", output))
+    assert d.class_id == "compiler_missing"
+
+
 @pytest.mark.parametrize("warning", [
     "2020-09-22 11:42:03.984823: W tensorflow/stream_executor/cuda/redzone_allocator.cc:312] "
     "Internal: Couldn't invoke ptxas --version\nRelying on driver to perform ptx compilation. "
