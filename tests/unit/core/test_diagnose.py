@@ -259,6 +259,25 @@ def test_other_batch_systems_time_limits_are_a_time_limit(catalogue, line: str):
     assert (d.class_id, d.decided_by) == ("time_limit", "signature")
 
 
+@pytest.mark.parametrize(("line", "class_id"), [
+    # PBS Pro's and Torque's kills say the limit they enforced, time or memory alike
+    ("=>> PBS: job killed: walltime 3700 exceeded limit 3600", "time_limit"),
+    ("=>> PBS: job killed: mem 4194304kb exceeded limit 2097152kb", "host_oom"),
+    ("=>> PBS: job killed: mem job total 4323312 kb exceeded limit 3145728 kb", "host_oom"),
+    ("=>> PBS: job killed: vmem job total 9437184 kb exceeded limit 8388608 kb", "host_oom"),
+])
+def test_pbs_kills_at_its_walltime_and_memory_limits_name_their_limit(catalogue, line, class_id):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    assert (d.class_id, d.decided_by) == (class_id, "signature")
+
+
+def test_a_pbs_epilogues_walltime_used_is_no_time_limit(catalogue):
+    # near miss: the resources a job used, printed at every end, name no kill
+    text = ("[2025-03-02 10:00:00] iter 8000/8000 loss 0.21\nTraining complete.\n"
+            "   Walltime requested: 01:00:00            Walltime Used: 00:41:40\n")
+    assert _diagnose_text(catalogue, text).class_id == "completed"
+
+
 RAY_SYSTEM_ERROR = (
     "(raylet) A worker died or was killed while executing a task by an unexpected system error. "
     "RayTask ID: c3f4 Worker ID: 7e75 Node ID: b5b5 Worker IP address: 10.0.0.1 Worker port: "
