@@ -133,6 +133,10 @@ _COMPILER_DIAGNOSTIC = re.compile(
     r"\.(?:c|cc|cpp|cxx|h|hpp|cu|cuh):[0-9]+:[0-9]+: (?:fatal )?error: ")
 # Inductor's wrapper of a failed build, whatever the compiler said or whether it ran at all.
 _CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
+# DeepSpeed's fp16 loss scaler overflowing at its minimum scale (the catalogue's nan_loss line),
+# and how many of them make a divergence.
+_OVERFLOW_AT_MINIMUM = re.compile(r"OVERFLOW! Rank [0-9]+ Skipping step\. Attempted loss scale: 1")
+_OVERFLOWS_AT_MINIMUM = 3
 # A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
 _SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
 # NCCL's shared-memory transport that could not create its segment in /dev/shm (an
@@ -220,8 +224,8 @@ def diagnose(
     if series.run_start is not None:
         matches = [m for m in matches if m.line_no >= series.run_start]
         tail = [(n, text) for n, text in tail if n >= series.run_start]
-    matches = as_submitit_decided(_without_rejected_compiles(_without_survived_verdicts(
-        sorted(matches, key=lambda m: m.line_no), series, tail)))
+    matches = as_submitit_decided(_without_single_overflows(_without_rejected_compiles(
+        _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series, tail))))
     target = run_target(submitted=None, configured=target_iter, logged=series.target_iter)
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
@@ -464,6 +468,18 @@ def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
     survived = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
     after = max([series.last_iteration_line or 0, *survived])
     return [m for m in matches if not (m.line_no < after and _TRANSIENT_VERDICT.search(m.text))]
+
+
+def _without_single_overflows(matches: list[Any]) -> list[Any]:
+    """The matches less DeepSpeed's overflows at its minimum loss scale (`Attempted loss
+    scale: 1, reducing to 1`) when fewer than `_OVERFLOWS_AT_MINIMUM` are there: the gradients
+    overflowing unscaled again and again is a divergence, once or twice a spike the run may
+    survive."""
+    at_minimum = [m for m in matches if m.class_id == "nan_loss" and _OVERFLOW_AT_MINIMUM.search(
+        m.text)]
+    if not at_minimum or len(at_minimum) >= _OVERFLOWS_AT_MINIMUM:
+        return matches
+    return [m for m in matches if m not in at_minimum]
 
 
 def _without_rejected_compiles(matches: list[Any]) -> list[Any]:

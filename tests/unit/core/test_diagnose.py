@@ -1377,6 +1377,56 @@ def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: s
     assert _diagnose_text(catalogue, text).class_id != "nan_loss"
 
 
+DEEPSPEED_OVERFLOW = ("[2023-05-01 10:0{n}:00,000] [INFO] [stage_1_and_2.py:1765:step] "
+                      "[deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {scale},"
+                      " reducing to {new}\n")
+
+
+def _overflows(*scales: int) -> str:
+    return "".join(DEEPSPEED_OVERFLOW.format(n=n, scale=s, new=max(s // 2, 1))
+                   for n, s in enumerate(scales))
+
+
+def test_deepspeeds_overflow_again_and_again_at_its_minimum_loss_scale_is_a_divergence(
+        catalogue):
+    # the gradients overflow unscaled, step after step: the run diverged
+    text = "[2023-05-01 10:00:00] step 120 loss 1.21\n" + _overflows(2, 1, 1, 1)
+    d = _diagnose_text(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("nan_loss", "signature")
+
+
+@pytest.mark.parametrize("scales", [
+    (65536, 32768, 16384, 8192),  # routine fp16: the scale still large
+    (2, 1, 1),  # one or two at the minimum: a spike the run may survive
+], ids=["large-scale", "two-at-minimum"])
+def test_deepspeeds_routine_or_few_overflows_at_its_minimum_are_no_divergence(catalogue, scales):
+    text = ("[2023-05-01 10:00:00] step 120 loss 1.21\n" + _overflows(*scales)
+            + "[2023-05-01 10:09:00] step 121 loss 1.20\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
+@pytest.mark.parametrize("line", [
+    "Detected inf/nan during batch_number=0",
+    "ValueError: DebugUnderflowOverflow: inf/nan detected, aborting as there is no point "
+    "running further. Please scroll up above this traceback to see the activation values prior "
+    "to this event.",
+])
+def test_transformers_underflow_overflow_detector_finding_inf_or_nan_is_a_divergence(
+        catalogue, line):
+    text = "[2023-05-01 10:00:00] step 0 loss 1.21\n" + line + "\n"
+    assert _diagnose_text(catalogue, text).class_id == "nan_loss"
+
+
+def test_transformers_underflow_overflow_detectors_tracing_is_no_divergence(catalogue):
+    # near miss: the detector tracing batches (trace_batch_nums) reports no inf/nan
+    text = ("[2023-05-01 10:00:00] step 0 loss 1.21\n"
+            "                  *** Starting batch number=1 ***\n"
+            "abs min  abs max  metadata\n"
+            "                  *** Starting batch number=3 ***\n"
+            "[2023-05-01 10:00:09] step 4 loss 1.10\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
 @pytest.mark.parametrize("empty", [
     "No data found. Please verify arguments (train_data_dir must be the parent of folders)",
     "WARNING: the training dataset is empty, nothing to do",
