@@ -1152,6 +1152,22 @@ def test_a_log_that_ends_in_a_native_abort_is_a_failure_without_accounting(catal
     assert _diagnose_text(catalogue, NATIVE_ABORT).class_id == "unknown_failure"
 
 
+MODULE_NOT_LOADED = "GCCcore/7.3.0 exists but could not be loaded as requested.\n"
+
+
+def test_a_log_that_ends_in_a_module_the_launcher_could_not_load_is_a_failure(catalogue):
+    # Lmod refused the environment the job needs; nothing ran after it
+    text = "Loading modules for the run\n" + MODULE_NOT_LOADED
+    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+
+
+def test_a_module_not_loaded_before_training_progress_is_survived(catalogue):
+    # near miss: the run went on without it
+    text = (MODULE_NOT_LOADED + "[2025-03-02 10:00:00] iter 1/8000 loss 2.31\n"
+            "[2025-03-02 10:00:04] iter 2/8000 loss 2.30\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+
+
 def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(catalogue):
     survived = NATIVE_ABORT + (
         "[2025-03-02 10:01:00] iter 122/8000 loss 1.19\n"
