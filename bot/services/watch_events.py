@@ -430,17 +430,28 @@ class WebhookEvents:
         self.webhook.post_json(event.to_json())
 
     def chain_changed(self, chain_id: int) -> None:
+        """A chain's attempts or status changed in the store (a job ended and its result is
+        recorded, an array's task started or changed state, a job Slurm never knew was given
+        up): the thread's root shows it (`inner`), and the receiver gets the run's `progress`
+        object as it now stands, as `progress_changed` sends it: without it a receiver
+        following a run saw its ended job RUNNING for good (the job's incident names no
+        run's state), and an array's tasks, whose root only this rewrites, never moved."""
         self.inner.chain_changed(chain_id)
+        self._post_progress(chain_id)
 
     def progress_changed(self, chain_id: int) -> None:
         """The thread's root follows the run's progress (`inner`), and the receiver gets it
         as one `progress` object: the run's attempts' states and iterations as the root
         shows them, as often as the root is rewritten (at most once every persist_every_s
         per run, and a bounded number of runs a minute across the process's clusters:
-        bot.services.watch.chains.ProgressRewriteBudget).
-        Its `key` names what it shows; a failed POST is not sent again: the next one carries
-        the latest progress."""
+        bot.services.watch.chains.ProgressRewriteBudget)."""
         self.inner.progress_changed(chain_id)
+        self._post_progress(chain_id)
+
+    def _post_progress(self, chain_id: int) -> None:
+        """POST the run's `progress` object (`progress_json`). Its `key` names what it
+        shows; a failed POST is not sent again: the next one carries the latest progress
+        (the end of a job also comes as its incident, which is sent again)."""
         store = self.inner.ctx.store
         chain = store.chains.get(chain_id)
         if chain is not None:
@@ -448,15 +459,17 @@ class WebhookEvents:
 
 
 def progress_json(chain: Chain, attempts: Sequence[Attempt]) -> dict[str, Any]:
-    """A run's progress as the webhook's body (`kind` "progress"): its attempts oldest first
-    (`job_id` as people read it, `state`, `last_iter`, `result`) and its `target_iter`;
-    `key` is the same for the same progress, so a receiver drops a repeat."""
+    """A run's progress as the webhook's body (`kind` "progress"): its `status` (active,
+    completed, stopped), its attempts oldest first (`job_id` as people read it, `state`,
+    `last_iter`, `result`) and its `target_iter`; `key` is the same for the same progress,
+    so a receiver drops a repeat."""
     rows = [{"job_id": a.shown_id, "state": a.state, "last_iter": a.last_iter,
              "result": a.result} for a in attempts]
-    shown = ",".join(f"{r['job_id']}:{r['state']}:{r['last_iter']}" for r in rows)
-    return {"key": f"progress:{chain.id}:{shown}", "kind": "progress",
+    shown = ",".join(f"{r['job_id']}:{r['state']}:{r['last_iter']}:{r['result']}"
+                     for r in rows)
+    return {"key": f"progress:{chain.id}:{chain.status}:{shown}", "kind": "progress",
             "cluster": chain.cluster, "chain_id": chain.id, "recipe": chain.recipe,
-            "target_iter": chain.target_iter, "attempts": rows}
+            "status": chain.status, "target_iter": chain.target_iter, "attempts": rows}
 
 
 def _trace(series: MetricSeries, diagnosis: Diagnosis, job: str) -> AttemptTrace:

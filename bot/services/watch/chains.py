@@ -262,6 +262,16 @@ class ChainBook:
         self.restated.clear()
         self.progressed -= shown
 
+    def ended(self, chain_id: int, now: float) -> None:
+        """A job of the chain ended (or was given up) and its row, and the chain's status,
+        are in the store: its root is rewritten now (the sink's `chain_changed`, Home's rows
+        with it), showing its latest progress too, and not again at the tick's end for the
+        same change (a webhook receiver would get the same progress twice)."""
+        self.outbox.chain_changed(chain_id)
+        self._rewritten_at[chain_id] = now
+        for pending in (self.changed, self.restated, self.progressed):
+            pending.discard(chain_id)
+
     def started_array_tasks(self, watched: list[WatchedJob], records: dict[int, JobRecord],
                             now: float) -> list[WatchedJob]:
         """Tasks of the watched arrays that started since the last tick (in `records`

@@ -382,7 +382,7 @@ class Watcher:
         self._unwatch(job)
         self.chains.end_adopted(w.chain_id, now)
         if w.chain_id is not None:
-            self.outbox.chain_changed(w.chain_id)
+            self.chains.ended(w.chain_id, now)
 
     def _watch_for(self, w: WatchedJob, record: JobRecord) -> JobWatch:
         job_id = int(w.job_id)
@@ -527,7 +527,7 @@ class Watcher:
                 self.store.chains.set_status(chain.id, "completed", now=now)
             elif decision.stop_chain:
                 self.store.chains.set_status(chain.id, "stopped", now=now)
-            self.outbox.chain_changed(chain.id)
+            self.chains.ended(chain.id, now)
         self._unwatch(str(jw.job_id))
         if chain is not None and chain.parallel and not resubmitting:
             self.chains.end_adopted(chain.id, now)  # an array goes on while tasks remain
