@@ -15,6 +15,7 @@ import os
 import shlex
 import socket
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import yaml
 from sqlalchemy import create_engine, make_url
 from sqlalchemy.exc import OperationalError
 
@@ -298,6 +300,47 @@ def slack_bot() -> Callable[..., AbstractContextManager[BotContext]]:
     """`with slack_bot(config, slack) as ctx:` a bot's services on `config` whose threads go
     to the Slack stand-in `slack` (`_slack_backed_bot`), for tests against a dev cluster."""
     return _slack_backed_bot
+
+
+class CrashDriver:
+    """tests/crash_driver.py (the production services and watcher) as a process of its own,
+    which the crash tests SIGKILL or let SIGKILL itself: `configure(data)` writes the bot's
+    config file (`config_path`), `start(...)` starts a run of the driver on it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.config_path = tmp_path / "config.yaml"
+
+    def configure(self, data: dict[str, Any]) -> Config:
+        """The config of `data` (its file written for the driver's runs)."""
+        from bot.config import Config
+
+        self.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return Config.model_validate(data)
+
+    def start(self, slack: SlackStandIn, log: Path, *, crash_at: str | None, tick: float,
+              args: Sequence[str] = ()) -> subprocess.Popen:
+        """A run of the driver posting to `slack`, ticking every `tick` s (`args`: more of its
+        options, e.g. `--until-idle`, or `--train TEXT` instead of ticking), SIGKILLing
+        itself at `crash_at` (TRAINBOT_CRASH_AT; None: never); its output appended to `log`
+        after a line naming the run."""
+        env = {k: v for k, v in os.environ.items() if k != "TRAINBOT_CRASH_AT"}
+        env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}"
+        if crash_at:
+            env["TRAINBOT_CRASH_AT"] = crash_at
+        with log.open("a") as out:
+            out.write(f"\n===== start (TRAINBOT_CRASH_AT={crash_at}) =====\n")
+            out.flush()
+            return subprocess.Popen(
+                [sys.executable, str(REPO / "tests" / "crash_driver.py"), "--config",
+                 str(self.config_path), "--slack-url", slack.api_url, "--token", slack.token,
+                 "--tick", str(tick), *args], cwd=REPO, env=env, stdout=out,
+                stderr=subprocess.STDOUT)
+
+
+@pytest.fixture
+def crash_driver(tmp_path: Path) -> CrashDriver:
+    """The crash tests' bot process (CrashDriver), its config file in `tmp_path`."""
+    return CrashDriver(tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -69,14 +69,14 @@ def poster(slack_client: WebClient, store: Store, fake_sleep: FakeSleep) -> Slac
 def slack_context(slack_client: WebClient, fake_sleep: FakeSleep) -> Callable[..., BotContext]:
     """`slack_context(store, config, clusters)`: the services of a bot of `config` on `store`
     and `clusters` (tests/fakes.py's FakeClusters) whose threads go to the Slack stand-in
-    through a SlackPoster, the clock (its and the poster's) at NOW; charts drawn unless
-    `charts=False`; with `home`, the poster publishes Home tabs too."""
+    through a SlackPoster, the clock (its and the poster's) `clock`, else at NOW; charts
+    drawn unless `charts=False`; with `home`, the poster publishes Home tabs too."""
 
     def build(store: Store, config: Config, clusters: Any, *, charts: bool = True,
-              home: bool = False) -> BotContext:
-        poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+              home: bool = False, clock: Callable[[], float] = lambda: NOW) -> BotContext:
+        poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=clock)
         return make_context(store, config=config, clusters=clusters, sink=poster,
-                            charts=charts, home=poster if home else None, clock=lambda: NOW)
+                            charts=charts, home=poster if home else None, clock=clock)
 
     return build
 

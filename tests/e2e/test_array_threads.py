@@ -5,6 +5,8 @@ and templates against the Slack stand-in; Slurm and the cluster's files are fake
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fakes import FakeClusters, FakeSFTP, FakeSlurm, make_config
 from slack_bolt import App
@@ -45,11 +47,11 @@ def train(app: App, urls: ResponseUrls, text: str, user: str = "W0LEAD") -> list
     return urls.of(url)
 
 
-def watcher(services: BotContext, cluster: tuple[FakeSlurm, FakeSFTP]) -> Watcher:
+def watcher(services: BotContext, cluster: tuple[FakeSlurm, FakeSFTP], **kw: Any) -> Watcher:
     slurm, sftp = cluster
     return Watcher("dev", slurm=slurm, reader=lambda: sftp, store=services.store,
                    catalogue=services.catalogue, sink=ThreadEvents(services),
-                   config=services.config)
+                   config=services.config, **kw)
 
 
 def task(slurm: FakeSlurm, sftp: FakeSFTP, job_id: int, n: int, state: str, **kw) -> None:
@@ -59,10 +61,36 @@ def task(slurm: FakeSlurm, sftp: FakeSFTP, job_id: int, n: int, state: str, **kw
     sftp.append(path, b"".join(f"iter: {i}/100 | loss: 0.5\n".encode() for i in range(1, 30)))
 
 
+def roots_text(slack: SlackStandIn) -> list[str]:
+    """The text of each thread root in the channel, oldest first."""
+    return ["\n".join(str(b.get("text", {}).get("text", "")) for b in root["blocks"]
+                      if isinstance(b.get("text"), dict))
+            for root in slack.root_messages(CH)]
+
+
 def root_text(slack: SlackStandIn) -> str:
-    [root] = slack.root_messages(CH)
-    return "\n".join(b.get("text", {}).get("text", "") for b in root["blocks"]
-                     if isinstance(b.get("text"), dict))
+    [text] = roots_text(slack)
+    return text
+
+
+def watched_runs(slack_context, slack_client, store, cluster: tuple[FakeSlurm, FakeSFTP],
+                 urls: ResponseUrls, jobs: range) -> tuple[BotContext, list[float]]:
+    """Jobs `jobs` of the `solo` job name, RUNNING and at iteration 1, each watched from
+    Slack (`/train watch`) as a run of its own: the bot's services, and their clock (a list
+    the test sets; the poster's clock too) at NOW."""
+    slurm, sftp = cluster
+    clock = [NOW]
+    ctx = slack_context(store, make_config(), FakeClusters(slurm, sftp), charts=False,
+                        clock=lambda: clock[0])
+    app = build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
+                    token_verification_enabled=False)
+    for job in jobs:
+        path = f"{LOGS}/solo-{job}.out"
+        slurm.add(job, name="solo", state="RUNNING", stdout_path=path, start_time=NOW)
+        sftp.append(path, b"iter: 1/100000 | loss: 0.5\n")
+        [reply] = train(app, urls, f"watch {job}")
+        assert "Watching" in reply["text"], reply
+    return ctx, clock
 
 
 def test_a_whole_array_is_one_thread_with_a_row_per_task(app, urls, services, cluster,
@@ -303,7 +331,7 @@ def test_a_single_runs_root_follows_its_progress(store, slack_context, cluster,
     assert "RUNNING" in root_text(slack) and "2,500 / 10,000" in root_text(slack)
 
 
-def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sleep, store,
+def test_a_restart_rewrites_no_root_rewritten_just_before(slack_context, slack_client, store,
                                                          cluster, urls,
                                                          slack: SlackStandIn) -> None:
     """The watcher restarts (or another replica takes the cluster over) with six progressing
@@ -311,24 +339,9 @@ def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sle
     (the last rewrite is read from the store, not only kept in memory), where it rewrote all
     six at once and again all together at every interval (chat.update is rate-limited per
     workspace); once the interval is over, every root shows its run's progress."""
-    from fakes import make_context
-
-    from bot.slack.poster import SlackPoster
-
-    slurm, sftp = cluster
-    clock = [NOW]
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: clock[0])
-    ctx = make_context(store, config=make_config(), clusters=FakeClusters(slurm, sftp),
-                       sink=poster, charts=False, clock=lambda: clock[0])
-    app = build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
-                    token_verification_enabled=False)
+    _, sftp = cluster
     jobs = range(8201, 8207)
-    for job in jobs:
-        path = f"{LOGS}/solo-{job}.out"
-        slurm.add(job, name="solo", state="RUNNING", stdout_path=path, start_time=NOW)
-        sftp.append(path, b"iter: 1/100000 | loss: 0.5\n")
-        [reply] = train(app, urls, f"watch {job}")
-        assert "Watching" in reply["text"], reply
+    ctx, clock = watched_runs(slack_context, slack_client, store, cluster, urls, jobs)
 
     def progress(at: float, iteration: int) -> None:
         for job in jobs:
@@ -336,55 +349,35 @@ def test_a_restart_rewrites_no_root_rewritten_just_before(slack_client, fake_sle
                         f"iter: {iteration}/100000 | loss: 0.4\n".encode())
         clock[0] = at
 
-    def shown() -> list[str]:
-        return ["\n".join(str(b.get("text", {}).get("text", "")) for b in m["blocks"]
-                          if isinstance(b.get("text"), dict))
-                for m in slack.root_messages(CH)]
-
     w = watcher(ctx, cluster)
     progress(NOW + 60, 500)
     w.tick(NOW + 60)
     progress(NOW + 400, 4000)
     w.tick(NOW + 400)  # every root rewritten for its progress
-    assert all("4,000" in text for text in shown()), shown()
+    assert all("4,000" in text for text in roots_text(slack)), roots_text(slack)
 
     progress(NOW + 460, 4600)
     before = len(slack.ok_calls("chat.update"))
     restarted = watcher(ctx, cluster)  # a new watcher: a restart, or a takeover
     restarted.tick(NOW + 460)
     assert len(slack.ok_calls("chat.update")) == before  # no burst of six rewrites
-    assert not any("4,600" in text for text in shown())
+    assert not any("4,600" in text for text in roots_text(slack))
     progress(NOW + 780, 7800)
     restarted.tick(NOW + 780)  # the interval over: each root rewritten once, up to date
     assert len(slack.ok_calls("chat.update")) == before + len(jobs)
-    assert all("7,800" in text for text in shown()), shown()
+    assert all("7,800" in text for text in roots_text(slack)), roots_text(slack)
 
 
 def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
-        slack_client, fake_sleep, store, cluster, urls, slack: SlackStandIn) -> None:
+        slack_context, slack_client, store, cluster, urls, slack: SlackStandIn) -> None:
     """The watcher comes back after four hours down, seven runs progressing and one failing
     meanwhile: its first tick rewrites at most the process's budget of roots for progress a
     minute (three here) plus the failed run's root, whose incident is posted at once,
     instead of all eight roots in one burst of chat.update (rate-limited per workspace); the
     next ticks rewrite the other roots, the longest waiting first, each once."""
-    from fakes import make_context
-
-    from bot.slack.poster import SlackPoster
-
     slurm, sftp = cluster
-    clock = [NOW]
-    poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: clock[0])
-    ctx = make_context(store, config=make_config(), clusters=FakeClusters(slurm, sftp),
-                       sink=poster, charts=False, clock=lambda: clock[0])
-    app = build_app(ctx.config, ctx, client=slack_client, listener_executor=SyncExecutor(),
-                    token_verification_enabled=False)
     jobs = range(8301, 8309)
-    for job in jobs:
-        path = f"{LOGS}/solo-{job}.out"
-        slurm.add(job, name="solo", state="RUNNING", stdout_path=path, start_time=NOW)
-        sftp.append(path, b"iter: 1/100000 | loss: 0.5\n")
-        [reply] = train(app, urls, f"watch {job}")
-        assert "Watching" in reply["text"], reply
+    ctx, clock = watched_runs(slack_context, slack_client, store, cluster, urls, jobs)
 
     def progress(at: float, iteration: int) -> None:
         for job in jobs[:-1]:
@@ -393,15 +386,7 @@ def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
         clock[0] = at
 
     def showing(text: str) -> int:
-        return sum(text in "\n".join(str(b.get("text", {}).get("text", "")) for b in m["blocks"]
-                                      if isinstance(b.get("text"), dict))
-                   for m in slack.root_messages(CH))
-
-    def restarted() -> Watcher:
-        slurm_, sftp_ = cluster
-        return Watcher("dev", slurm=slurm_, reader=lambda: sftp_, store=ctx.store,
-                       catalogue=ctx.catalogue, sink=ThreadEvents(ctx), config=ctx.config,
-                       progress_rewrites=ProgressRewriteBudget(3))
+        return sum(text in root for root in roots_text(slack))
 
     w = watcher(ctx, cluster)
     progress(NOW + 60, 500)
@@ -412,7 +397,7 @@ def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
     sftp.append(f"{LOGS}/solo-{jobs[-1]}.out",
                 b"Traceback (most recent call last):\nRuntimeError: boom\n")
     before = len(slack.ok_calls("chat.update"))
-    r = restarted()
+    r = watcher(ctx, cluster, progress_rewrites=ProgressRewriteBudget(3))  # the restart
     r.tick(later)
     failed_root = slack.root_messages(CH)[-1]
     assert any("8308" in m["text"] for m in slack.replies(CH, failed_root["ts"]))  # incident

@@ -20,12 +20,10 @@ the same SQLite store and asserts, through the real Slurm and the Slack stand-in
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -35,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
@@ -48,8 +45,6 @@ from bot.slack.poster import METADATA_EVENT
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "tests" / "crash_driver.py"
 CHANNEL = "C0CRASHRC"
 OWNER = "U0OWNER"
 CRASH_WITHIN_S = 150.0
@@ -127,34 +122,18 @@ class Bot:
         self._open.close()
 
 
-def _setup(slurm_cluster, tmp_path: Path, recipe: dict) -> tuple[Config, Path]:
-    data = slurm_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                         recipes={"run": recipe}, channels={"runs": CHANNEL},
-                                         approvers=[OWNER])
-    config_path = tmp_path / "config.yaml"
-    config_path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return Config.model_validate(data), config_path
-
-
-def _crash_in_sbatch(config_path: Path, slack: SlackStandIn, log: Path,
-                     *driver_args: str) -> None:
+def _crash_in_sbatch(crash_driver, slack: SlackStandIn, log: Path, *driver_args: str) -> None:
     """Run the watcher (or, with `driver_args` `--train TEXT`, a person's /train command) as
     its own process until it SIGKILLs itself right after sbatch."""
-    env = {k: v for k, v in os.environ.items() if k != "TRAINBOT_CRASH_AT"}
-    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    env["TRAINBOT_CRASH_AT"] = "sbatch_returned"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, str(DRIVER), "--config", str(config_path), "--slack-url",
-             slack.api_url, "--token", slack.token, "--tick", "1", *driver_args],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            rc = proc.wait(timeout=CRASH_WITHIN_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-            pytest.fail("the watcher never reached its resubmit's sbatch\n"
-                        + log.read_text()[-4000:])
+    proc = crash_driver.start(slack, log, crash_at="sbatch_returned", tick=1,
+                              args=driver_args)
+    try:
+        rc = proc.wait(timeout=CRASH_WITHIN_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+        pytest.fail("the watcher never reached its resubmit's sbatch\n"
+                    + log.read_text()[-4000:])
     assert rc == -signal.SIGKILL, f"driver ended with {rc}\n" + log.read_text()[-4000:]
 
 
@@ -200,12 +179,11 @@ def _tick_until_done(bot: Bot, chain_id: int, watcher) -> None:
 
 
 @dataclass
-class LostResubmit:
-    """What a test starts from: the run (chain `chain_id`, its first job `first`: a single
-    job or an array) was submitted and released, its first job failed, and a watcher in its
-    own process died right after the resubmit's `sbatch` returned (`_crash_in_sbatch`).
-    `runner` runs commands on the cluster; `bot()` opens a fresh bot over the same store
-    (through `slack_bot`)."""
+class SubmittedRun:
+    """A run of the recipe `run` (job name `name`) submitted on the cluster under test as
+    `/train submit` would (chain `chain_id`, its first job `first`: a single job or an
+    array), its thread in the Slack stand-in `slack`. `runner` runs commands on the
+    cluster; `bot()` opens a fresh bot over the run's store (through `slack_bot`)."""
 
     name: str
     slack: SlackStandIn
@@ -234,26 +212,42 @@ class LostResubmit:
 
 
 @pytest.fixture
-def lost_resubmit(slurm_cluster, slack_bot, tmp_path) -> Iterator[Callable[..., LostResubmit]]:
-    """`lost_resubmit(prefix, recipe)`: a run of `recipe(jobs, name)` (a job name starting
-    with `prefix`) on the cluster under test, brought to the crash (LostResubmit); its jobs
-    are cancelled and its Slack stand-in and demo dir closed at the end of the test."""
+def submitted_run(slurm_cluster, slack_bot, crash_driver, tmp_path
+                  ) -> Iterator[Callable[..., SubmittedRun]]:
+    """`submitted_run(prefix, recipe)`: a run of `recipe(jobs, name)` (a job name starting
+    with `prefix`) submitted on the cluster under test (SubmittedRun; its config file is
+    `crash_driver`'s); its jobs are cancelled and its Slack stand-in and demo dir closed at
+    the end of the test."""
     with ExitStack() as stack:
-        def crash(prefix: str, recipe: Callable[[DemoJobs, str], dict]) -> LostResubmit:
+        def submit(prefix: str, recipe: Callable[[DemoJobs, str], dict]) -> SubmittedRun:
             name = f"{prefix}-{uuid.uuid4().hex[:6]}"
             slack = stack.enter_context(SlackStandIn())
             jobs = stack.enter_context(DemoJobs.open(slurm_cluster))
             stack.callback(jobs.runner.run, ["scancel", f"--name={name}"], check=False)
-            config, config_path = _setup(slurm_cluster, tmp_path, recipe(jobs, name))
-            bot = Bot(slack_bot(config, slack, charts=False))
-            first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
-            bot.close()
-            jobs.runner.run(["scontrol", "release", first.job_id])
-            _crash_in_sbatch(config_path, slack, tmp_path / "driver.log")
-            return LostResubmit(name, slack, jobs, config, first.chain_id, first.job_id,
+            config = crash_driver.configure(slurm_cluster.bot_config_data(
+                store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+                recipes={"run": recipe(jobs, name)}, channels={"runs": CHANNEL},
+                approvers=[OWNER]))
+            with slack_bot(config, slack, charts=False) as ctx:
+                first = submit_and_announce(ctx, "run", actor=OWNER, now=time.time())
+            return SubmittedRun(name, slack, jobs, config, first.chain_id, first.job_id,
                                 slack_bot)
 
-        yield crash
+        yield submit
+
+
+@pytest.fixture
+def lost_resubmit(submitted_run, crash_driver, tmp_path) -> Callable[..., SubmittedRun]:
+    """`lost_resubmit(prefix, recipe)`: a run as `submitted_run` makes it, its first job
+    released: that job failed, and a watcher in its own process died right after the
+    resubmit's `sbatch` returned (`_crash_in_sbatch`)."""
+    def crash(prefix: str, recipe: Callable[[DemoJobs, str], dict]) -> SubmittedRun:
+        run = submitted_run(prefix, recipe)
+        run.runner.run(["scontrol", "release", run.first])
+        _crash_in_sbatch(crash_driver, run.slack, tmp_path / "driver.log")
+        return run
+
+    return crash
 
 
 def test_a_single_jobs_resubmit_lost_in_a_crash_is_adopted_once(lost_resubmit):
@@ -386,7 +380,7 @@ def test_a_resubmit_that_ran_while_the_bot_was_down_is_adopted_from_where_it_res
 
 
 def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
-        slurm_cluster, slack_bot, tmp_path):
+        submitted_run, crash_driver, tmp_path):
     """`/train resume` typed by a person, and the bot SIGKILLed right after its sbatch
     returned, before the attempt row: the job is on the cluster and nothing records it but
     the submit in flight. The next bot's `submits` job (recover_submits_in_flight) finds it
@@ -396,37 +390,31 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
     from bot.services.runs import recover_submits_in_flight
     from bot.services.submit import SUBMIT_IN_FLIGHT_S
 
-    name = f"tb-crash-resume-{uuid.uuid4().hex[:6]}"
-    with ExitStack() as stack:
-        slack = stack.enter_context(SlackStandIn())
-        jobs = stack.enter_context(DemoJobs.open(slurm_cluster))
-        stack.callback(jobs.runner.run, ["scancel", f"--name={name}"], check=False)
-        config, config_path = _setup(slurm_cluster, tmp_path, _single_recipe(jobs, name))
-        bot = Bot(slack_bot(config, slack, charts=False))
-        first = submit_and_announce(bot.ctx, "run", actor=OWNER, now=time.time())
-        bot.close()
-        jobs.runner.run(["scancel", first.job_id])  # the run's job ended; a person resumes it
-        _crash_in_sbatch(config_path, slack, tmp_path / "driver.log",
-                         "--train", "resume run", "--actor", OWNER, "--channel", CHANNEL)
+    run = submitted_run("tb-crash-resume", _single_recipe)
+    name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
+    runner.run(["scancel", old])  # the run's job ended; a person resumes it
+    _crash_in_sbatch(crash_driver, run.slack, tmp_path / "driver.log",
+                     "--train", "resume run", "--actor", OWNER, "--channel", CHANNEL)
 
-        slurm_jobs = _jobs_named(jobs.runner, name)
-        [new] = [j for j in slurm_jobs if j != first.job_id]
-        bot = Bot(slack_bot(config, slack, charts=False))
-        stack.callback(bot.close)
+    slurm_jobs = _jobs_named(runner, name)
+    [new] = [j for j in slurm_jobs if j != old]
+    bot = run.bot()
+    try:
         store = bot.store
-        assert [a.job_id for a in store.attempts.for_chain(first.chain_id)] == [first.job_id]
+        assert [a.job_id for a in store.attempts.for_chain(chain_id)] == [old]
         [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-        assert (flight.job_name, flight.chain_id, flight.actor) == (name, first.chain_id, OWNER)
+        assert (flight.job_name, flight.chain_id, flight.actor) == (name, chain_id, OWNER)
 
         recover_submits_in_flight(bot.ctx, time.time() + SUBMIT_IN_FLIGHT_S + 1,
                                   after_submit=propose_holds_for_submit)
-        attempts = store.attempts.for_chain(first.chain_id)
-        assert [a.job_id for a in attempts] == [first.job_id, new], attempts
+        attempts = store.attempts.for_chain(chain_id)
+        assert [a.job_id for a in attempts] == [old, new], attempts
         assert new in {w.job_id for w in store.watched_jobs.list("dev")}
         assert store.submits_in_flight.sent_before("dev", float("inf")) == []
-        [root] = slack.root_messages(CHANNEL)
-        texts = [m["text"] for m in slack.replies(CHANNEL, root["ts"])]
+        texts = run.thread()
         assert [t for t in texts if f"resumed as {new}" in t], texts
         # sbatch ran once: one job of that name besides the first (cancelled while queued,
         # which sacct may no longer list)
-        assert set(_jobs_named(jobs.runner, name)) - {first.job_id} == {new}
+        assert set(_jobs_named(runner, name)) - {old} == {new}
+    finally:
+        bot.close()

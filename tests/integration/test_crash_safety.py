@@ -29,7 +29,6 @@ import posixpath
 import random
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -38,11 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 from slack_standin import SlackStandIn
 
 from bot.cluster.ssh import SSHRunner
-from bot.config import Config
 from bot.services.runs import submit_and_announce
 from bot.slack.poster import METADATA_EVENT
 from bot.store import Store
@@ -50,7 +47,6 @@ from bot.store import Store
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-DRIVER = REPO / "tests" / "crash_driver.py"
 RECIPE = "crashy"
 CHANNEL = "CCRASH01"
 OWNER = "UOWNER01"
@@ -128,21 +124,6 @@ def _recipe(home: str, tag: str) -> dict:
     }
 
 
-def _start(config_path: Path, slack: SlackStandIn, log: Path, crash_at: str | None
-           ) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "TRAINBOT_CRASH_AT"}
-    env["PYTHONPATH"] = f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    if crash_at:
-        env["TRAINBOT_CRASH_AT"] = crash_at
-    with log.open("a") as out:
-        out.write(f"\n===== start (TRAINBOT_CRASH_AT={crash_at}) =====\n")
-        out.flush()
-        return subprocess.Popen(
-            [sys.executable, str(DRIVER), "--config", str(config_path), "--slack-url",
-             slack.api_url, "--token", slack.token, "--tick", "0.5", "--until-idle"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-
-
 def _seen(slack: SlackStandIn, store_url: str, chain_id: int, ssh: SSHRunner, job_name: str
           ) -> ChainSeen:
     """The chain's steps done so far (read between driver runs, none running)."""
@@ -170,15 +151,13 @@ def _keys(slack: SlackStandIn) -> list[str]:
 
 
 @pytest.mark.timeout(300)
-def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_bot, tmp_path):
+def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_bot,
+                                                            crash_driver, tmp_path):
     tag = uuid.uuid4().hex[:8]
     rng = random.Random(SEED)
-    data = dev_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'bot.db'}",
-                                       recipes={RECIPE: _recipe(dev_cluster.home, tag)},
-                                       channels={"crash": CHANNEL})
-    config = Config.model_validate(data)
-    config_path = tmp_path / "config.yaml"
-    config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    config = crash_driver.configure(dev_cluster.bot_config_data(
+        store_url=f"sqlite:///{tmp_path / 'bot.db'}",
+        recipes={RECIPE: _recipe(dev_cluster.home, tag)}, channels={"crash": CHANNEL}))
     log = tmp_path / "driver.log"
     base = posixpath.join(dev_cluster.home, f"crash-{tag}")
     job_name = f"crash-{tag}"
@@ -219,7 +198,8 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_b
                 elif not pending and tail_kills and tail_runs:
                     timer = rng.uniform(0.3, 2.0)
                     tail_runs -= 1
-                proc = _start(config_path, slack, log, crash_at)
+                proc = crash_driver.start(slack, log, crash_at=crash_at, tick=0.5,
+                                          args=["--until-idle"])
                 try:
                     rc = proc.wait(timeout=timer or max(5.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:

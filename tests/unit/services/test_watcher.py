@@ -498,6 +498,22 @@ def _submitit_run_start(t: float) -> bytes:
                              "local_rank=0(1), node=0(1), global_rank=0(1))")
 
 
+def _faster_lines(first_iter: int, n: int, t0: float) -> bytes:
+    """`_progress_lines` as a requeued job's next run on a faster node prints them (2 s/iter,
+    its lines still 4.5 s apart)."""
+    return b"".join(line.replace(b"4.50 s/iter", b"2.00 s/iter")
+                    for line in _progress_lines(first_iter, n, t0).splitlines(keepends=True))
+
+
+def _stall_told_at_114(w, sink: RecordingEventSink, now: float) -> None:
+    """The tick at `now`, ten minutes after the next run's last line (iteration 114), warns
+    of its stall, the line as its evidence."""
+    w.tick(now)
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert "iter: 114/8000" in warn.diagnosis.evidence[0].text
+
+
 def test_a_requeued_jobs_next_run_restarts_the_live_series_and_its_stall_is_warned(env):
     """submitit requeued the job: its next run appends to the log being followed, from its own
     start line, resuming below the iteration the first run reached. The watcher's series
@@ -515,18 +531,13 @@ def test_a_requeued_jobs_next_run_restarts_the_live_series_and_its_stall_is_warn
     # preempted and requeued; the next run starts half an hour later, on a faster node
     sftp.clock = T0 + 1800
     sftp.append(LOG, _submitit_line(T0 + 100, "Requeued job 7 (3 remaining timeouts)")
-                + _submitit_run_start(T0 + 1700)
-                + b"".join(line.replace(b"4.50 s/iter", b"2.00 s/iter") for line in
-                           _progress_lines(105, 10, T0 + 1750).splitlines(keepends=True)))
+                + _submitit_run_start(T0 + 1700) + _faster_lines(105, 10, T0 + 1750))
     w.tick(T0 + 1801)
     series = w._jobs[7].analysis.series
     assert (series.run_start, series.last_iteration) == (first_run.count(b"\n") + 2, 114)
     assert (series.samples[0].iteration, series.sec_per_iter()) == (105, 2.0)
     assert sink.events == []
-    w.tick(T0 + 1801 + 600)  # ten minutes without a line
-    [warn] = sink.events
-    assert warn.decision.class_id == "hang"
-    assert "iter: 114/8000" in warn.diagnosis.evidence[0].text
+    _stall_told_at_114(w, sink, T0 + 1801 + 600)
 
 
 def test_after_a_restart_a_requeued_jobs_run_is_judged_from_its_own_progress(env):
@@ -572,16 +583,12 @@ def test_a_requeued_job_without_a_run_start_line_is_timed_from_its_new_start(env
     w.tick(T0 + 1830)
     assert sink.events == []  # the first run's last progress is half an hour old: no stall
     sftp.clock = T0 + 1870
-    sftp.append(LOG, b"".join(line.replace(b"4.50 s/iter", b"2.00 s/iter") for line in
-                              _progress_lines(105, 10, T0 + 1830).splitlines(keepends=True)))
+    sftp.append(LOG, _faster_lines(105, 10, T0 + 1830))
     w.tick(T0 + 1871)
     series = w._jobs[7].analysis.series
     assert (series.last_iteration, series.sec_per_iter()) == (114, 2.0)
     assert sink.events == []
-    w.tick(T0 + 1871 + 600)  # ten minutes without a line
-    [warn] = sink.events
-    assert warn.decision.class_id == "hang"
-    assert "iter: 114/8000" in warn.diagnosis.evidence[0].text
+    _stall_told_at_114(w, sink, T0 + 1871 + 600)
 
 
 def test_the_watcher_ticks_under_a_real_apscheduler(env):
