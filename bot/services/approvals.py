@@ -634,12 +634,7 @@ def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> 
 
 def _propose_holds(ctx: BotContext, approval: Approval, result: SubmitResult,
                    now: float) -> list[int]:
-    recipe = approval.payload["recipe"]
-    proposals = comp.propose_holds(
-        ctx, recipe=recipe, chain_id=result.chain_id, job_id=int(result.job_id),
-        allowed=approvers_now(ctx.config, recipe).users, now=now,
-        action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR),
-    )  # fmt: skip
+    proposals = comp.propose_holds_for_submit(ctx, approval.payload["recipe"], result, now)
     return [p.competitor for p in proposals]
 
 

@@ -106,8 +106,14 @@ def propose_holds(
 ) -> list[HoldProposal]:
     """Ask in the thread whether to hold each competitor; returns the proposals made.
 
+    Asked once per submitted job: when `job_id` already has hold prompts (a settle taken over
+    with its resubmit found, a recovery run again), those are its proposals and nothing is
+    asked or posted again.
     `action_ids` are the (yes, no) button action ids (handlers.actions.ActionId).
     """
+    asked = hold_prompts_for(ctx, chain_id, job_id)
+    if asked:
+        return [HoldProposal(a.token, _competitor(a), int(job_id)) for a in asked]
     try:
         competitors = find_competitors(ctx, recipe, job_id, chain_id)
     except ClusterError as exc:  # the resubmit stands; the question is just not asked
@@ -146,6 +152,13 @@ def propose_holds(
         )  # fmt: skip
         proposals.append(HoldProposal(token, comp.job_id, int(job_id)))
     return proposals
+
+
+def hold_prompts_for(ctx: BotContext, chain_id: int, job_id: int) -> list[Approval]:
+    """The hold prompts made for the submitted job `job_id` of chain `chain_id`, whatever
+    their state (the key that asks about its competitors once)."""
+    return [a for a in ctx.store.approvals.for_chain(chain_id)
+            if a.action == HOLD_ACTION and a.payload.get("for_job") == str(job_id)]
 
 
 def propose_holds_for_submit(ctx: BotContext, recipe: str, result: SubmitResult,

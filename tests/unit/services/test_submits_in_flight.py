@@ -281,3 +281,23 @@ def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_
     recover(ctx, LATER + 120)
     assert jobs(store, chain) == ["88154", "90500"] and holds_asked(ctx) == [HOLD_ASK]
     assert len(slurm.acted("submit")) == 1
+
+
+def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> None:
+    """The post-submit step run again for the same job (a settle taken over that found the
+    resubmit its dead run left, a recovery retried): the question already asked is not
+    asked again, and its proposals are the ones made."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    slurm.add(90500, name="mix", partition="debug", account="root", priority=100)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
+    store.attempts.add(chain_id=chain, job_id="90500", now=NOW)
+    result = submit_mod.SubmitResult(job_id="90500", chain_id=chain, attempt_no=1,
+                                     job_name="mix", checkpoint=None)
+    [first] = propose_holds_for_submit(ctx, "mix", result, NOW)
+    [again] = propose_holds_for_submit(ctx, "mix", result, NOW + 60)
+    assert again == first
+    assert holds_asked(ctx) == [HOLD_ASK]
+    assert [a.target_job for a in store.approvals.for_chain(chain)
+            if a.action == "hold_competitor"] == ["88017"]
