@@ -174,7 +174,8 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
         ctx.config, flight.recipe, chain_id=chain.id, job_id=job_id,
         sftp=LazySFTP(ctx.clusters, flight.cluster), store=store, now=now,
         resumed_at=flight.resumed_at, charge_retry=flight.charge_retry,
-        array_task=flight.array_task, actor=flight.actor, found="found_after_lost_submit")
+        array_task=flight.array_task, actor=flight.actor, found="found_after_lost_submit",
+        submitted_at=flight.sent_at)
     if not store.submits_in_flight.remove(flight.id):
         return  # forgotten by another run of the recovery, which goes on with it
     # only the run that forgot the submit goes on: its post-submit step happens once (a crash

@@ -667,13 +667,15 @@ def record_found_submit(
     config: Config, recipe_name: str, *, chain_id: int, job_id: str, sftp: SFTP, store: Store,
     now: float, resumed_at: int | None, charge_retry: bool = False,
     array_task: int | None = None, actor: str = "trainbot", found: str = "adopted_after_crash",
+    submitted_at: float | None = None,
 ) -> SubmitResult:
     """Record `job_id`, a job a submit whose end was not seen left on the cluster and that
     was found by its name, as chain `chain_id`'s next attempt, watched, charged as the lost
     submit would have been; `resumed_at`: the iteration it resumed from (the attempt records
     the newest checkpoint at or below it, never one the job saved since). A whole job array's
     submit (an array recipe, no `array_task`) is only watched, as submit_recipe's: its tasks
-    become attempt rows as they start. `found` names how it was found, in the audit log."""
+    become attempt rows as they start. `found` names how it was found, in the audit log;
+    `submitted_at`: when its sbatch was sent, when known (else `now`)."""
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
@@ -690,6 +692,7 @@ def record_found_submit(
             checkpoint_path=checkpoint.path if checkpoint else None,
             charge_retry=charge_retry,
             display_id=f"{job_id}_{array_task}" if array_task is not None else None,
+            submitted_at=submitted_at,
         )
         attempt_no, display_id = attempt.attempt_no, attempt.display_id
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)

@@ -58,12 +58,20 @@ class ChainsRepo(_Repo):
         return self._one(Chain, select(t.chains).where(t.chains.c.id == chain_id))
 
     def latest_for_recipe(self, recipe: str) -> Chain | None:
-        """The most recent chain of a recipe (any status)."""
+        """A recipe's latest run (any status): the one whose latest job was submitted last (a
+        run with no job yet by its creation), newest chain first on a tie. Not the chain made
+        last: a lost submit's recovery makes its run's chain after one a person started since."""
+        last_submit = (
+            select(func.max(t.attempts.c.submitted_at))
+            .where(t.attempts.c.chain_id == t.chains.c.id)
+            .scalar_subquery()
+        )
         return self._one(
             Chain,
             select(t.chains)
             .where(t.chains.c.recipe == recipe)
-            .order_by(t.chains.c.id.desc())
+            .order_by(func.coalesce(last_submit, t.chains.c.created_at).desc(),
+                      t.chains.c.id.desc())
             .limit(1),
         )
 
@@ -142,8 +150,10 @@ class AttemptsRepo(_Repo):
         charge_retry: bool = False,
         excluded_nodes: str | None = None,
         display_id: str | None = None,
+        submitted_at: float | None = None,
     ) -> Attempt:
-        """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …).
+        """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …), submitted
+        at `submitted_at` (default `now`: a job found after its submit was lost says when).
 
         `charge_retry`: the same transaction counts it against the chain's retry budget
         (`chains.retries_used`), so a crash can never leave an attempt without its charge
@@ -167,7 +177,7 @@ class AttemptsRepo(_Repo):
                 job_id=str(job_id),
                 attempt_no=int(last or 0) + 1,
                 state=state,
-                submitted_at=now,
+                submitted_at=now if submitted_at is None else submitted_at,
                 start_iter=start_iter,
                 checkpoint_path=checkpoint_path,
                 excluded_nodes=excluded_nodes,

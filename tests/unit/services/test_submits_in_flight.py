@@ -227,6 +227,9 @@ def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_it
     assert sorted(watched(store)) == ["90500", "90501"] and in_flight(store) == []
     assert has_thread(ctx, first.id) and any("job 90500 submitted by <@U0ALICE>" in t
                                              for t in ctx.sink.texts())
+    # the lost job is recorded as sent before the hand's: /train resume mix means the latter
+    assert store.attempts.for_chain(first.id)[0].submitted_at == NOW
+    assert store.chains.latest_for_recipe("mix").id == second.id
 
 
 HOLD_ASK = ("Job 88017 (succ) of the same team is pending on the same partition and would start "
