@@ -198,7 +198,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             unsets.setdefault(m.group(1), []).append(m.start())
     for a in scan.arith:
         value: str | None = "0"
-        carried_line: int | None = None  # what the loop's body leaves it at, on this line
+        # what the loop's body leaves it at: on this line, and on every run
+        carried_at: tuple[int, bool] | None = None
         later: tuple[str, int, str, bool] | None = None  # judged at a later call (_AtCall)
         skipped_count: int | None = None  # a count bash may skip before it, where
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
@@ -227,14 +228,14 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
             stops, value = _stops(a, before, unset)
             if not stops:  # … on this pass: on the loop's next, with what its body's end left?
-                carried = _carried(a, assigned, repeating,
-                                   unsets.get(a.variable, []))
+                carried = _carried(a, assigned, repeating, unsets.get(a.variable, []),
+                                   scan.constructs, path_of)
                 if carried is None:
                     continue
                 stops, value = _stops(a, carried[1], not carried[1])
                 if not stops:
                     continue
-                carried_line = scan.line_of(carried[0])
+                carried_at = (scan.line_of(carried[0]), carried[2])
         line = scan.line_of(a.offset)
         if line in at_line and findings[at_line[line]].check != CHECK_ARITH_ERROR:
             continue
@@ -246,7 +247,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                   if var == a.variable and pos < at] if value is None else []
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
-                         carried_line, None if later is None else (
+                         carried_at, None if later is None else (
                              later[0], scan.line_of(at), scan.line_of(later[1]), later[2],
                              later[3]),
                          None if skipped_count is None else scan.line_of(skipped_count))
@@ -344,6 +345,23 @@ def _stops_at(value: str) -> bool:
     return bool(_ZERO_RE.fullmatch(value) or _BAD_OCTAL_RE.fullmatch(value))
 
 
+def _left_at_end(assigned: list[tuple[int, str | None]], since: int, end: int,
+                 constructs: dict[tuple[int, int], Construct],
+                 path_of: Callable[[int], tuple[Step, ...]]
+                 ) -> tuple[list[tuple[int, str | None]], bool]:
+    """What a body (a function's, a loop's) leaves its variable at, of `assigned` (its
+    assignments between `since`, the counter, and `end`, in order): the one of those that may
+    be the last to run (branches.last_to_run) that stops bash (0, empty, "08") on the runs
+    it is the last, else the last in the text ([] when none), and whether it is so on every
+    run (not when another may be the last, or none runs on some way through the body)."""
+    left, every_run = last_to_run(assigned, since, end, constructs, path_of)
+    stopping: list[tuple[int, str | None]] = [(pos, v) for pos, v in left
+                                             if v is not None and _stops_at(v)]
+    if stopping:
+        return stopping[-1:], every_run and len(stopping) == len(left)
+    return left[-1:], True
+
+
 def _stops(a: Arith, before: list[tuple[int, str | None]],
            unset: bool) -> tuple[bool, str | None]:
     """Does `a` make a finding, with `before` the assignments to its variable before it
@@ -364,11 +382,15 @@ def _stops(a: Arith, before: list[tuple[int, str | None]],
 
 
 def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, int],
-             unsets: list[int]) -> tuple[int, list[tuple[int, str | None]]] | None:
+             unsets: list[int], constructs: dict[tuple[int, int], Construct],
+             path_of: Callable[[int], tuple[Step, ...]]
+             ) -> tuple[int, list[tuple[int, str | None]], bool] | None:
     """What `a`, in a loop's body, reads on the loop's next pass when nothing in the body
     sets its variable before it: what the body's end left, an assignment after `a`
-    (`n=08`) or an `unset n` ([]: unset), and where. None: not in a loop, nothing after it,
-    or set again before it on each pass (`unsets`: where `unset n` is)."""
+    (`n=08`; through the body's branches: _left_at_end) or an `unset n` ([]: unset), where,
+    and whether on every run (not when a branch bash may skip decides it). None: not in a
+    loop, nothing after it, or set again before it on each pass (`unsets`: where `unset n`
+    is)."""
     around = [(start, end) for start, end in loops.items() if start <= a.offset < end]
     if not around:
         return None
@@ -378,8 +400,9 @@ def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, 
     after = [(pos, v) for pos, v in assigned if a.offset < pos < end]
     k = bisect.bisect_left(unsets, end)
     if k and unsets[k - 1] > a.offset and (not after or unsets[k - 1] > after[-1][0]):
-        return unsets[k - 1], []
-    return (after[-1][0], after[-1:]) if after else None
+        return unsets[k - 1], [], True
+    left, every_run = _left_at_end(after, a.offset, end, constructs, path_of)
+    return (left[-1][0], left, every_run) if left else None
 
 
 def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
@@ -407,16 +430,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     first: _AtCall | None = None
     # what the body's end leaves the variable at, set after `a` (`f() { ((m++)); m=0; }`): what
     # a call after one that ran the body reads (None: the body does not set it after `a`)
-    left, every_run = last_to_run([(pos, v) for pos, v in assigned if a.offset < pos < end],
-                                  a.offset, end, constructs, path_of)
-    # of those that may be the last to run, one that stops bash (on the runs it is the last)
-    stopping: list[tuple[int, str | None]] = [(pos, v) for pos, v in left
-                                             if v is not None and _stops_at(v)]
-    if stopping:
-        every_run &= len(stopping) == len(left)
-        left = stopping[-1:]
-    else:
-        left, every_run = left[-1:], True
+    left, every_run = _left_at_end([(pos, v) for pos, v in assigned if a.offset < pos < end],
+                                   a.offset, end, constructs, path_of)
     earlier: set[int] = set()  # the offsets of the calls before this one
     for call, ran, last in values_at_calls(name, body, calls, assigned):
         value = last[1] if last is not None else ""
@@ -452,14 +467,15 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
 
 
 def _finding(a: Arith, line: int, value: str | None,
-             prefix: tuple[str, int] | None = None, carried: int | None = None,
+             prefix: tuple[str, int] | None = None, carried: tuple[int, bool] | None = None,
              later: tuple[str, int, int, str, bool] | None = None,
              skipped_count: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
     cmd`, and its line, which sets it for that command only; `carried`: the line at the end
-    of a loop's body that leaves it so for the loop's next pass; `later`: in a function's
+    of a loop's body that leaves it so for the loop's next pass, and whether on every run
+    (else in a branch of the body bash may skip: on the runs that take it); `later`: in a function's
     body, stopping bash at a call after an earlier one, not the first (_AtCall.later): how
     ("again", "next pass"), that call's line, the line of the assignment whose value it
     reads, the function, and whether on every run (else in a branch of the body bash may
@@ -473,7 +489,8 @@ def _finding(a: Arith, line: int, value: str | None,
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
     level: Level = "warn" if (a.errexit_partial or unset and a.variable.isupper()
                               or skipped_count is not None
-                              or later is not None and not later[4]) else "fail"
+                              or later is not None and not later[4]
+                              or carried is not None and not carried[1]) else "fail"
     if octal and not a.errexit:
         # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
         # count stays where it was
@@ -495,7 +512,7 @@ def _finding(a: Arith, line: int, value: str | None,
             "\"%(value)s\" and never counts", value=value,
             tested=_tested(a.tested_by), **said), fix_decimal)
     if carried is not None and not octal:
-        text = _carried_text(a, unset, carried, said)
+        text = _carried_text(a, unset, *carried, said)
     elif later is not None and value is not None:
         kind, call, at, function, every_run = later
         when = (N_("when the call on line %(call)s runs the body of `%(function)s` on the "
@@ -559,9 +576,11 @@ def _finding(a: Arith, line: int, value: str | None,
                    text, fix)
 
 
-def _carried_text(a: Arith, unset: bool, at: int, said: dict[str, Any]) -> Text:
+def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[str, Any]
+                  ) -> Text:
     """The finding's text when `a` stops bash on a loop's next pass, with its variable as
-    line `at` leaves it at the end of the body: 0 / empty, or unset (`unset n`)."""
+    line `at` leaves it at the end of the body: 0 / empty, or unset (`unset n`); on every
+    run, or on those that take a branch of the body (`every_run` False)."""
     if unset and a.nounset:
         return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
                   "as `unset %(var)s` on line %(at)s leaves it at the end of the body: under "
@@ -572,6 +591,12 @@ def _carried_text(a: Arith, unset: bool, at: int, said: dict[str, Any]) -> Text:
                   "as `unset %(var)s` on line %(at)s leaves it at the end of the body, and "
                   "evaluates to 0, so its status is 1: %(under)s the launcher stops right here "
                   "on that pass: %(slurm)s", at=at, **said)
+    if not every_run:
+        return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` at 0 "
+                  "%(how)s, and evaluates to 0, so its status is 1: %(under)s the launcher "
+                  "stops right here on that pass: %(slurm)s",
+                  how=N_("as line %(at)s sets it on some runs only (branches of the body "
+                         "decide which value it leaves)", at=at), **said)
     return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` at 0, as "
               "line %(at)s leaves it at the end of the body, and evaluates to 0, so its status "
               "is 1: %(under)s the launcher stops right here on that pass: %(slurm)s",

@@ -845,6 +845,37 @@ def test_what_a_body_leaves_in_a_branch_is_what_the_next_call_reads_on_those_run
                 "leaves)" in found[0].message) == (level == "warn")
 
 
+@pytest.mark.parametrize(("ending", "level"), [
+    # what a loop's body leaves for its next pass, set in a branch: the next pass stops bash
+    # on the runs that take it (a warning), on every run when each way sets it so or the
+    # assignment is after the `fi` (a failure)
+    ('  if [ -n "${X:-}" ]; then n=0; fi\n', "warn"),
+    ('  if [ -z "${X:-}" ]; then n=0; else n=5; fi\n', "warn"),
+    ('  if [ -z "${X:-}" ]; then n=0; else n=0; fi\n', "fail"),
+    ('  if [ -n "${X:-}" ]; then n=7; fi\n  n=0\n', "fail"),
+    ('  if [ -z "${X:-}" ]; then n=7; else n=5; fi\n', None),
+    ('  if [ -n "${X:-}" ]; then n=0; fi\n  n=3\n', None),
+])
+def test_what_a_loop_body_leaves_in_a_branch_is_what_its_next_pass_reads_on_those_runs(
+        tmp_path, ending, level):
+    script = f"#!/bin/bash\nset -e\nn=1\nfor i in 1 2; do\n  ((n++))\n{ending}done\n"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    stops = [("REACHED_THE_END" not in subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
+    assert stops == {"fail": [True, True], "warn": [False, True], None: [False, False]}[
+        level] or level == "warn" and stops == [True, False]
+    found = [f for f in lint_launcher(script)
+             if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == ([(level, 5)] if level else [])
+    if found:
+        assert found[0].message.startswith("line 5: on the loop's next pass `((n++))` reads `n` "
+                                           "at 0")
+        assert ("sets it on some runs only (branches of the body decide which value it "
+                "leaves)" in found[0].message) == (level == "warn")
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
