@@ -202,6 +202,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         carried_at: tuple[int, bool] | None = None
         later: tuple[str, int, str, bool] | None = None  # judged at a later call (_AtCall)
         skipped_count: int | None = None  # a count bash may skip before it, where
+        # the assignment it reads, where that is so on some runs only (a branch decides)
+        set_partly: int | None = None
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             # an assignment in a subshell `a` is not in sets nothing where `a` runs
@@ -215,14 +217,20 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 at, body, before, later = called.at, called.body, called.before, called.later
                 if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
-            elif (before and before[-1][1] is not None and _ZERO_RE.fullmatch(before[-1][1])
-                  and (counts := _counts_since(a, before[-1][0], scan.arith, spans, subshells))):
-                # (a count matters to a 0 only: "08" stays, any other value stops nothing)
-                if on_every_path(counts, before[-1][0], a.offset, scan.constructs, path_of):
-                    # an earlier `((n++)) || true` counted it: no longer 0
-                    before = [*before[:-1], (before[-1][0], None)]
-                else:  # counted in a branch or loop bash may skip: 0 on the runs that skip it
-                    skipped_count = counts[0]
+            else:
+                if len(before) > 1:  # which of them holds here: through the branches on the way
+                    before, every_run = _left_at_end(before, before[0][0], a.offset,
+                                                     scan.constructs, path_of)
+                    set_partly = None if every_run else before[-1][0]
+                if (before and before[-1][1] is not None and _ZERO_RE.fullmatch(before[-1][1])
+                        and (counts := _counts_since(a, before[-1][0], scan.arith, spans,
+                                                     subshells))):
+                    # (a count matters to a 0 only: "08" stays, any other value stops nothing)
+                    if on_every_path(counts, before[-1][0], a.offset, scan.constructs, path_of):
+                        # an earlier `((n++)) || true` counted it: no longer 0
+                        before = [*before[:-1], (before[-1][0], None)]
+                    else:  # counted in a branch or loop bash may skip: 0 on the runs that skip
+                        skipped_count = counts[0]
             unset = not before and never_set.get(a.variable, False) and a.zero_after is None \
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
@@ -250,7 +258,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                          carried_at, None if later is None else (
                              later[0], scan.line_of(at), scan.line_of(later[1]), later[2],
                              later[3]),
-                         None if skipped_count is None else scan.line_of(skipped_count))
+                         None if skipped_count is None else scan.line_of(skipped_count),
+                         None if set_partly is None else scan.line_of(set_partly))
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
@@ -469,7 +478,7 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
 def _finding(a: Arith, line: int, value: str | None,
              prefix: tuple[str, int] | None = None, carried: tuple[int, bool] | None = None,
              later: tuple[str, int, int, str, bool] | None = None,
-             skipped_count: int | None = None) -> Finding:
+             skipped_count: int | None = None, set_partly: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
@@ -480,7 +489,9 @@ def _finding(a: Arith, line: int, value: str | None,
     ("again", "next pass"), that call's line, the line of the assignment whose value it
     reads, the function, and whether on every run (else in a branch of the body bash may
     skip: on the runs that take it); `skipped_count`: the line of a count of it after its assignment
-    that bash may skip, a branch or a loop: it stops bash on the runs that skip it)."""
+    that bash may skip, a branch or a loop: it stops bash on the runs that skip it;
+    `set_partly`: the line of the assignment it reads on some runs only, as branches on the way
+    decide which value it holds: it stops bash on those runs)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
@@ -490,7 +501,8 @@ def _finding(a: Arith, line: int, value: str | None,
     level: Level = "warn" if (a.errexit_partial or unset and a.variable.isupper()
                               or skipped_count is not None
                               or later is not None and not later[4]
-                              or carried is not None and not carried[1]) else "fail"
+                              or carried is not None and not carried[1]
+                              or set_partly is not None) else "fail"
     if octal and not a.errexit:
         # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
         # count stays where it was
@@ -526,6 +538,11 @@ def _finding(a: Arith, line: int, value: str | None,
                   "%(how)s, so its status is 1: %(under)s the launcher stops right here at that "
                   "call, not at an earlier one: %(slurm)s", when=when, value=value, how=how,
                   **said)
+    elif set_partly is not None and value is not None and not octal:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` at \"%(value)s\" as line %(at)s "
+                  "sets it on some runs only (branches on the way here decide which value it "
+                  "holds), so its status is 1: %(under)s the launcher stops right here on those "
+                  "runs: %(slurm)s", value=value, at=set_partly, **said)
     elif skipped_count is not None and not octal:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` at 0 on the runs that skip line "
                   "%(at)s, which counts it in a branch or a loop bash may not run, and "

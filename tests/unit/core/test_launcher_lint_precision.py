@@ -876,6 +876,39 @@ def test_what_a_loop_body_leaves_in_a_branch_is_what_its_next_pass_reads_on_thos
                 "leaves)" in found[0].message) == (level == "warn")
 
 
+@pytest.mark.parametrize(("middle", "level", "at"), [
+    # the value a counter reads, set in a branch on the way: bash stops on the runs where the
+    # 0 is the last set (a warning), on every run when each way sets it so or it is set again
+    # after the `fi` (a failure)
+    ('n=0\nif [ -n "${X:-}" ]; then n=5; fi\n', "warn", 3),
+    ('n=5\nif [ -n "${X:-}" ]; then n=0; fi\n', "warn", 4),
+    ('n=0\nif [ -z "${X:-}" ]; then n=0; else n=5; fi\n', "warn", 4),
+    ('n=7\nif [ -n "${X:-}" ]; then n=0; else n=0; fi\n', "fail", None),
+    ('n=0\nif [ -n "${X:-}" ]; then n=5; fi\nn=0\n', "fail", None),
+    ('n=0\nif [ -n "${X:-}" ]; then n=5; else n=6; fi\n', None, None),
+    ('n=0\nif [ -n "${X:-}" ]; then n=5; fi\nn=3\n', None, None),
+])
+def test_a_counter_set_in_a_branch_on_the_way_reads_that_value_on_those_runs(
+        tmp_path, middle, level, at):
+    script = f"#!/bin/bash\nset -e\n{middle}((n++))\n"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    stops = [("REACHED_THE_END" not in subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
+    assert stops == {"fail": [True, True], "warn": [True, False], None: [False, False]}[
+        level] or level == "warn" and stops == [False, True]
+    found = [f for f in lint_launcher(script)
+             if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    line = script.count("\n")  # the `((n++))`, the script's last line
+    assert [(f.level, f.line) for f in found] == ([(level, line)] if level else [])
+    if level == "warn":
+        assert found[0].message.startswith(
+            f"line {line}: `((n++))` reads `n` at \"0\" as line {at} sets it on some runs only "
+            "(branches on the way here decide which value it holds), so its status is 1: under "
+            "`set -e` the launcher stops right here on those runs")
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
