@@ -215,6 +215,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 if called.at is None:
                     continue  # no call where its status or an unbound variable stops bash
                 at, body, before, later = called.at, called.body, called.before, called.later
+                set_partly = called.set_partly
                 if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
             else:
@@ -292,6 +293,9 @@ class _AtCall(NamedTuple):
     # function's name, and whether it reads that value on every run (not when the body leaves
     # it so in a branch bash may skip)
     later: tuple[str, int, str, bool] | None = None
+    # the assignment it reads there on some runs only (a branch of a body the call is made
+    # through sets it): _finding's `set_partly`
+    set_partly: int | None = None
 
 
 def _counts_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
@@ -442,7 +446,16 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     left, every_run = _left_at_end([(pos, v) for pos, v in assigned if a.offset < pos < end],
                                    a.offset, end, constructs, path_of)
     earlier: set[int] = set()  # the offsets of the calls before this one
-    for call, ran, last in values_at_calls(name, body, calls, assigned):
+    for call, ran, last, also in values_at_calls(name, body, calls, assigned, constructs,
+                                                 path_of):
+        # set in a branch of a body the call is made through: on the runs where the value that
+        # stops bash is the one that holds (said so, a warning)
+        set_partly: int | None = None
+        stopping = [(pos, v) for pos, v in [*also, last] if v is not None and _stops_at(v)
+                    ] if also and last is not None else []
+        if stopping and len(stopping) <= len(also):
+            last = stopping[-1]
+            set_partly = last[0]
         value = last[1] if last is not None else ""
         octal = value is not None and _BAD_OCTAL_RE.fullmatch(value) is not None
         from_body = ran and not octal
@@ -452,7 +465,7 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         source = left[-1][0] if from_body and left else last[0] if last is not None else None
         later = None if not earlier or source is None else (
             "next pass" if call.offset in earlier else "again", source, name,
-            every_run or not from_body)
+            every_run if from_body else set_partly is None)
         earlier.add(call.offset)
         if a.called_at is not None:  # read again at that call: judged there
             if call.offset == a.called_at:
@@ -471,7 +484,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         if (call.errexit or by_body) and stops:
             return _AtCall(call.offset, body, before, not (
                 call.errexit and not call.errexit_partial
-                or by_body and not a.errexit_in_body_partial), later)
+                or by_body and not a.errexit_in_body_partial), later,
+                None if from_body else set_partly)
     return _AtCall(None, body, [])
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
-from bot.core.launcher_lint.model import Call, Opts
+from bot.core.launcher_lint.branches import Step, last_to_run
+from bot.core.launcher_lint.model import Call, Construct, Opts
 from bot.core.launcher_lint.syntax import first_word
 from bot.core.shell_lexer import Memo, split_top_level
 
@@ -117,63 +119,84 @@ def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> li
     return placed
 
 
+#: What holds at a call (values_at_calls): the call, whether the body ran since, the
+#: assignment it reads, and those it reads instead on the runs a branch skips that one.
+AtCall = tuple[Call, bool, tuple[int, str | None] | None, list[tuple[int, str | None]]]
+
+
 def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
-                    assigned: list[tuple[int, str | None]]) -> list[tuple[Call, bool,
-                                                                          tuple[int, str | None]
-                                                                          | None]]:
+                    assigned: list[tuple[int, str | None]],
+                    constructs: dict[tuple[int, int], Construct],
+                    path_of: Callable[[int], tuple[Step, ...]]) -> list[AtCall]:
     """For each call of function `name` (its body at `body`), in the order the walk reached
     them: whether the body ran since the variable's last assignment outside the body before
     the call (an earlier call after it; on a loop's later pass, not when the assignment is in
     that loop before the call, which runs again first), and that assignment ((offset, value),
-    None when there is none)."""
+    None when there is none); with the assignments that hold there instead on some runs (the
+    bodies the call is made through set it in a branch bash may skip: _set_in_chain), [] when
+    that one holds on every run."""
     start, end = body
     outside = [(pos, v) for pos, v in assigned if not start <= pos < end]
-    result: list[tuple[Call, bool, tuple[int, str | None] | None]] = []
+    result: list[AtCall] = []
     starts = [pos for pos, _v in outside]
     latest = -1  # the furthest an earlier call is in the script
     for call in calls:
         if call.name != name:
             continue
         if call.chain:  # made in another function's body (outermost_calls)
-            inner = _set_in_chain(call.chain, assigned)
-            if inner is not None:
-                # … which sets the variable before it (None: after it, so an earlier run of
-                # that body may have left any value); an earlier call at the same script-level
-                # call may have counted it since
-                ran = any(c.offset == call.offset for c, _r, _l in result)
-                result.append((call, ran, inner))
-                latest = max(latest, call.offset)
-                continue
             bodies = [(s, e) for s, e, _p in call.chain]
             chained = [(pos, v) for pos, v in outside
                        if not any(s <= pos < e for s, e in bodies)]
             k = bisect.bisect_left([pos for pos, _v in chained], call.offset)
             last = chained[k - 1] if k else None
+            inner = _set_in_chain(call.chain, assigned, constructs, path_of)
+            if inner is not None:
+                # … which sets the variable before it (None: after it, so an earlier run of
+                # that body may have left any value), on every run or with what holds outside
+                # on the others; an earlier call at the same script-level call may have
+                # counted it since
+                found, every_run = inner
+                also = found[:-1] + ([] if every_run or last is None else [last])
+                ran = any(c.offset == call.offset for c, _r, _l, _a in result)
+                result.append((call, ran, found[-1], also))
+                latest = max(latest, call.offset)
+                continue
             pos = last[0] if last else -1
             fresh = call.loop_from is not None and pos >= call.loop_from
-            result.append((call, not fresh and latest > pos, last))
+            result.append((call, not fresh and latest > pos, last, []))
             latest = max(latest, call.offset)
             continue
         k = bisect.bisect_left(starts, call.offset)
         last = outside[k - 1] if k else None
         pos = last[0] if last else -1
         fresh = call.loop_from is not None and pos >= call.loop_from
-        result.append((call, not fresh and latest > pos, last))
+        result.append((call, not fresh and latest > pos, last, []))
         latest = max(latest, call.offset)
     return result
 
 
 def _set_in_chain(chain: tuple[tuple[int, int, int], ...],
-                  assigned: list[tuple[int, str | None]]) -> tuple[int, str | None] | None:
-    """What the bodies a call is made through (model.Call.chain, innermost first) set the
-    variable to before the call: the last assignment in the innermost body that has one
-    before the call made in it; (its offset, None) when that body sets it only after (the
-    value an earlier run left is not known); None when none of them sets it."""
+                  assigned: list[tuple[int, str | None]],
+                  constructs: dict[tuple[int, int], Construct],
+                  path_of: Callable[[int], tuple[Step, ...]]
+                  ) -> tuple[list[tuple[int, str | None]], bool] | None:
+    """What the bodies a call is made through (model.Call.chain, outermost first) set the
+    variable to before the call, and whether on every run: the assignments in the innermost
+    body that has one before the call made in it that may be the last to run there, through
+    its branches (branches.last_to_run: `if c; then m=0; fi` on some runs only, when those of
+    the bodies around it, or else what holds outside, hold on the others); (its offset, None)
+    when that body sets it only after (the value an earlier run left is not known); None when
+    none of them sets it."""
+    found: list[tuple[int, str | None]] = []
     for start, end, at in reversed(chain):
         before = [(pos, v) for pos, v in assigned if start <= pos < at]
         if before:
-            return before[-1]
+            left, every_run = last_to_run(before, start, at, constructs, path_of)
+            found = left + found
+            if every_run:
+                return found, True
+            continue
         after = [pos for pos, _v in assigned if at < pos < end]
         if after:
-            return after[0], None
-    return None
+            return [(after[0], None), *found], True
+    return (found, False) if found else None

@@ -909,6 +909,39 @@ def test_a_counter_set_in_a_branch_on_the_way_reads_that_value_on_those_runs(
             "`set -e` the launcher stops right here on those runs")
 
 
+@pytest.mark.parametrize(("middle", "level"), [
+    # a body the call is made through sets the counter in a branch: bash stops on the runs
+    # where the 0 is what holds at the call (a warning), on every run when each way sets it so
+    # or it is set again after the `fi` (a failure)
+    ('if [ -n "${X:-}" ]; then m=0; fi', "warn"),
+    ('if [ -z "${X:-}" ]; then m=0; else m=3; fi', "warn"),
+    ('m=0; if [ -n "${X:-}" ]; then m=7; fi', "warn"),
+    ('if [ -n "${X:-}" ]; then m=0; else m=0; fi', "fail"),
+    ('if [ -n "${X:-}" ]; then m=7; fi; m=0', "fail"),
+    ('if [ -n "${X:-}" ]; then m=7; else m=3; fi', None),
+    ('if [ -n "${X:-}" ]; then m=0; fi; m=3', None),
+])
+def test_a_counter_set_in_a_branch_of_the_calling_body_reads_that_value_on_those_runs(
+        tmp_path, middle, level):
+    script = (f"#!/bin/bash\nrun() {{\n  {middle}\n  inc\n}}\ninc() {{ ((m++)); }}\nm=5\n"
+              "set -e\nrun\n")
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    stops = [("REACHED_THE_END" not in subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
+    assert stops == {"fail": [True, True], "warn": [False, True], None: [False, False]}[
+        level] or level == "warn" and stops == [True, False]
+    found = [f for f in lint_launcher(script)
+             if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == ([(level, 6)] if level else [])
+    if level == "warn":
+        assert found[0].message.startswith(
+            "line 6: `((m++))` reads `m` at \"0\" as line 3 sets it on some runs only (branches "
+            "on the way here decide which value it holds), so its status is 1: under `set -e` "
+            "the launcher stops right here on those runs")
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
