@@ -20,6 +20,7 @@ from bot.core.tail import (
     encode_requests,
     parse_frames,
 )
+from bot.core.text import N_
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,9 @@ class ShellTailReader:
         for i, req in enumerate(requests):
             since = self._hung.get(req.path)
             if since is not None and now - since < HUNG_RETRY_S:
-                results[i] = FileRead(FAILED, error=f"did not answer within the read timeout "
-                                      f"{now - since:.0f} s ago; asked again after "
-                                      f"{HUNG_RETRY_S:.0f} s")
+                results[i] = FileRead(FAILED, error=N_(
+                    "it did not answer within the read timeout %(ago)s s ago; asked again "
+                    "after %(retry)s s", ago=f"{now - since:.0f}", retry=f"{HUNG_RETRY_S:.0f}"))
             else:
                 todo.append(i)
         round_trips = moved = 0
@@ -98,11 +99,11 @@ class ShellTailReader:
             self._hung[path] = now
             log.warning("reading files on %s: %s did not answer within %.0f s; left out for "
                         "%.0f s", self.where, path, limit, HUNG_RETRY_S)
-            results[hung] = FileRead(FAILED, error=f"no answer within {limit:.0f} s "
-                                     "(a hung filesystem?)")
+            results[hung] = FileRead(FAILED, error=N_("no answer within %(limit)s s (a hung "
+                                                      "filesystem?)", limit=f"{limit:.0f}"))
             todo = [i for i in todo if results[i] is None]
         final = [r if r is not None else
-                 FileRead(FAILED, error="not read: other paths of the batch hung")
+                 FileRead(FAILED, error=N_("not read: other paths of the batch hung"))
                  for r in results]
         return ReadBatch(final, round_trips=round_trips, bytes_moved=moved)
 

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from bot.core.text import N_, Text
+
 ANCHOR_BYTES = 64
 DEFAULT_MAX_BYTES = 1 << 20
 
@@ -91,7 +93,8 @@ class ReadRequest:
 @dataclass(frozen=True)
 class FileRead:
     """What the login node answered for one request: the file's stat and the bytes read from
-    `start` (see the statuses above); `error` says why a read FAILED."""
+    `start` (see the statuses above); `error` says why a read FAILED (a sentence for people,
+    N_(): an incident whose log could not be read says it)."""
 
     status: str
     size: int = 0
@@ -99,7 +102,7 @@ class FileRead:
     inode: int | None = None
     start: int = 0
     data: bytes = b""
-    error: str = ""
+    error: Text | str = ""
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,11 @@ class FramingError(ValueError):
 
 class FileReadFailed(OSError):
     """The login node could not read a followed file this time (FAILED); the next tick tries
-    again."""
+    again. `path` is the file, `reason` why (the reader's sentence, FileRead.error)."""
+
+    def __init__(self, path: str, reason: Text | str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
 
 
 def _num(value: int | None) -> bytes:
@@ -232,7 +239,8 @@ def parse_frames(out: bytes, count: int) -> Answers:
             elif rc != 0:
                 results[index - 1] = FileRead(
                     FAILED, size, mtime, inode, start,
-                    error=f"reading it failed on the login node (dd exit {rc})")
+                    error=N_("reading it failed on the login node (dd exit %(code)s)",
+                             code=rc))
             else:
                 results[index - 1] = FileRead(status, size, mtime, inode, start,
                                               out[body:body + got])
@@ -427,7 +435,7 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead) -> TailStep:
     """What one answer means for the tail at `state` (asked with `req`). Raises
     FileReadFailed for a failed read."""
     if got.status == FAILED:
-        raise FileReadFailed(f"{state.path}: {got.error}")
+        raise FileReadFailed(state.path, got.error)
     if got.status == MISSING:
         # Not created yet (job not started): an empty chunk. If it had been read before, the
         # next file is a new one: the state starts over.

@@ -30,6 +30,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
 from bot.core.tail import (
     FileRead,
+    FileReadFailed,
     FramingError,
     ReadRequest,
     TailItem,
@@ -69,6 +70,9 @@ class JobWatch:
     final_lookup: CheckpointLookup | None = None
     # when Slurm says the run being followed started (epoch): a later one is a requeue's
     run_started_at: float | None = None
+    # when the finished job's log was first found unreadable (a read that FAILED), the
+    # watcher's clock; None while it reads (Watcher's `unreadable_log_s`)
+    log_unreadable_since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,14 @@ class JobReads:
 
     files: list[tuple[FollowedFile, TailOutcome]] = field(default_factory=list)
     error: Exception | None = None
+
+    @property
+    def log_failure(self) -> FileReadFailed | None:
+        """Why the job's log could not be read this tick (the login node answered for it, and
+        its read FAILED: permission denied, an I/O error, a path that hangs); None when it
+        was read, or not asked for."""
+        return next((o.error for f, o in self.files
+                     if f.kind == "log" and isinstance(o.error, FileReadFailed)), None)
 
 
 class LogFollower:
@@ -154,15 +166,19 @@ class LogFollower:
             reads[job_id].files.append((followed, outcome))
         return reads
 
-    def apply(self, jw: JobWatch, reads: JobReads, now: float, report: TickReport) -> bool:
+    def apply(self, jw: JobWatch, reads: JobReads, now: float, report: TickReport, *,
+              without_log: bool = False) -> bool:
         """Feed what was read of the job into its analysis and sampler series and persist the
         offsets; True when unread log bytes remain. Raises the error that kept a file from
-        being read (the job is then not judged this tick)."""
+        being read (the job is then not judged this tick); `without_log`: a log whose read
+        failed is left as it is instead (a finished job judged without it)."""
         if reads.error is not None:
             raise reads.error
         more = False
         for followed, outcome in reads.files:
             if outcome.error is not None:
+                if without_log and followed.kind == "log":
+                    continue
                 raise outcome.error
             if followed.kind == "log":
                 before = jw.log.offset if jw.log is not None else None

@@ -49,6 +49,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config, PolicyConfig
@@ -66,6 +67,7 @@ from bot.core.policy import (
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
+from bot.core.tail import FileReadFailed
 from bot.log_format import log_fields
 from bot.services.ports import LeaseLost, SlurmJobs, TailReader
 from bot.services.watch.chains import ChainBook, ProgressRewriteBudget
@@ -121,6 +123,13 @@ class Watcher:
     reported once in its thread and no longer watched; before that it is just not judged
     (a job just submitted may take a moment to appear).
 
+    A finished job whose log the login node answers for but cannot read (permission denied,
+    an I/O error, a path that hangs: bot.core.tail.FileReadFailed) is read again each tick
+    for `unreadable_log_s` from the first such read (a log late on NFS is read when it comes
+    within it); then it is judged without it, from Slurm's accounting (and what was read of
+    the log while it ran), and its incident says the log could not be read and why. A running
+    job's unreadable log is only read again next tick.
+
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
     progress (tail offset, attempt last_iter) happen at most every `persist_every_s`: after a
@@ -152,6 +161,7 @@ class Watcher:
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
         unknown_after_s: float = 900.0,
+        unreadable_log_s: float = 600.0,
         checkpoint_deadline_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -169,6 +179,7 @@ class Watcher:
         self.max_samples_per_job = max_samples_per_job
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
+        self.unreadable_log_s = unreadable_log_s
         cluster_cfg = (getattr(config, "clusters", None) or {}).get(cluster)
         if checkpoint_deadline_s is None:  # the default: as long as one SFTP reply may take
             sftp_timeout = getattr(cluster_cfg, "sftp_timeout", None)
@@ -336,9 +347,25 @@ class Watcher:
                 # that cancel's is settled by bot.services.approvals.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return
-            if self.logs.apply(jw, reads, now, report):
+            unreadable = self._unreadable_log(jw, reads, now)
+            if self.logs.apply(jw, reads, now, report, without_log=unreadable is not None):
                 return  # more of the log than one tick may read: diagnose when caught up
-            self._finished(w, jw, record, now, report)
+            self._finished(w, jw, record, now, report, unreadable=unreadable)
+
+    def _unreadable_log(self, jw: JobWatch, reads: JobReads,
+                        now: float) -> FileReadFailed | None:
+        """Why the finished job's log could not be read, once it has failed for
+        `unreadable_log_s` (the job is then judged without it); None while it reads or may
+        still (the failure is raised by LogFollower.apply: read again next tick)."""
+        failure = reads.log_failure
+        if failure is None:
+            jw.log_unreadable_since = None
+            return None
+        if jw.log_unreadable_since is None:
+            jw.log_unreadable_since = now
+        if now - jw.log_unreadable_since < self.unreadable_log_s:
+            return None
+        return failure
 
     def _cancel_unknown(self, job_id: str) -> bool:
         """Is `job_id` the target of an approved cancel whose scancel's end was not seen?"""
@@ -478,11 +505,13 @@ class Watcher:
             and not chain.adopted else None
 
     def _finished(self, w: WatchedJob, jw: JobWatch, record: JobRecord, now: float,
-                  report: TickReport) -> None:
+                  report: TickReport, *, unreadable: FileReadFailed | None = None) -> None:
         """A finished job judged, its incident posted (its warnings first), its resubmit made
         due, its attempt row and chain ended, and the job no longer watched. A failed post
         keeps it watched for the next tick, and keeps its checkpoint lookup's answer: the
-        retry decides from the same one (one lookup per finished job)."""
+        retry decides from the same one (one lookup per finished job). `unreadable`: its log
+        could not be read (judged without it): the incident says so and why (its facts
+        `log_path` and `log_unreadable`, the reader's sentence)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -502,11 +531,17 @@ class Watcher:
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)
         key = f"{self.cluster}:{jw.job_id}:final"
         text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
+        facts: dict[str, Any] = {}
+        if unreadable is not None:
+            text += (f" Its log {unreadable.path} could not be read ({unreadable.reason}), so "
+                     "it was judged from Slurm's accounting alone.")
+            facts = {"log_path": unreadable.path, "log_unreadable": unreadable.reason}
         posted = self.outbox.emit(
             WatchEvent("incident", key, self.cluster, text, jw.chain_id, str(jw.job_id),
                        jw.recipe, diagnosis=diag, decision=decision, record=record,
                        series=jw.analysis.series,
-                       sampler=jw.sampler if jw.sampler.points else None, skew=jw.skew),
+                       sampler=jw.sampler if jw.sampler.points else None, skew=jw.skew,
+                       facts=facts),
             diag.class_id, now, report,
             extra={"decision": decision.to_json()},
         )

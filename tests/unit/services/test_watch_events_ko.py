@@ -27,6 +27,7 @@ from bot.core.policy import (
     task_history,
 )
 from bot.core.slurm.records import JobRecord
+from bot.core.text import N_
 from bot.core.units import GIB
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
@@ -515,3 +516,26 @@ def test_a_leaks_head_line_from_a_checkpoint_known_only_by_name_says_it_is_the_w
     dec = decide(d, history(670), MANUAL, T0, accounting=OOM_120G, checkpoint_name="final")
     head = heads(store, lang, d, dec, "OUT_OF_MEMORY")
     assert head.split(" — ", 1)[1] == said, head
+
+
+def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(store):
+    """A finished job whose log could not be read (Watcher: judged from accounting alone):
+    its head line names the log and the reader's reason, in the thread's language."""
+    d = diag("unknown_failure", last_iter=None)
+    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
+    reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
+    said = {}
+    for lang in ("en", "ko"):
+        ctx, chain = thread(store, lang)
+        event = incident(chain.id, d, dec)
+        ThreadEvents(ctx).publish(replace(event, text=event.text + (
+            f" Its log {LOG} could not be read ({reason}), so it was judged from Slurm's "
+            "accounting alone."), facts={"log_path": LOG, "log_unreadable": reason}))
+        said[lang] = replies(ctx)[0]
+    assert said["en"].endswith(
+        " Its log /scratch/mix/logs/mix-88154.out could not be read (reading it failed on the "
+        "login node (dd exit 1)), so it was judged from Slurm's accounting alone.")
+    assert said["ko"].endswith(
+        " 로그 /scratch/mix/logs/mix-88154.out을(를) 읽을 수 없어 (로그인 노드에서 읽기에 "
+        "실패했습니다 (dd 종료 코드 1)) Slurm 회계 기록만으로 판단했습니다.")
+    assert said["ko"].startswith("<@U0OWNER> 작업 88154 FAILED: unknown_failure — ")

@@ -32,7 +32,8 @@ from support.watcher import (
 from bot.cluster.errors import ChannelClosed, ClusterUnavailable
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
-from bot.core.text import mrkdwn_escape
+from bot.core.tail import FAILED, FileRead
+from bot.core.text import N_, mrkdwn_escape
 from bot.services.watch.chains import ProgressRewriteBudget
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -956,3 +957,95 @@ def test_tick_report_says_what_the_tick_cost_and_is_logged(env, caplog):
     slurm.down = True
     failed = w.tick(T0 + 60)
     assert (failed.ok, failed.wall_s, failed.read_round_trips) == (False, 0.5, 0)
+
+
+# ------------------------------------------------------------------ a log that cannot be read
+
+
+def _log_unreadable(sftp: FakeSFTP) -> None:
+    """The login node answers for LOG, but reading it fails (as a log chmod 000 does: stat
+    answers, dd's redirection fails); every other file reads as before."""
+    read = sftp.read
+
+    def failing(requests):
+        batch = read(requests)
+        return replace(batch, results=[
+            FileRead(FAILED, error=N_("reading it failed on the login node (dd exit %(code)s)",
+                                      code=1)) if req.path == LOG else got
+            for req, got in zip(requests, batch.results, strict=True)])
+
+    sftp.read = failing  # type: ignore[method-assign]
+    sftp.readable = read  # type: ignore[attr-defined]
+
+
+def _ended(slurm: FakeSlurm) -> None:
+    slurm.records[88154] = JobRecord(job_id=88154, state="FAILED", exit_code=1, signal=0,
+                                     stdout_path=LOG, start_time=T0, end_time=T0 + 100)
+
+
+def test_a_finished_job_whose_log_stays_unreadable_is_judged_from_accounting_and_says_why(env):
+    """The log of a job that ended cannot be read (permission denied): it is read again each
+    tick for unreadable_log_s, then the job is judged without it, once, from Slurm's
+    accounting, and its incident names the log and the reader's reason."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    _ended(slurm)
+    _log_unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_log_s=600)
+    for t in (200, 260, 500, 799):
+        w.tick(T0 + t)
+    assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
+    w.tick(T0 + 800)  # 600 s after its first failed read
+    [incident] = sink.events
+    assert incident.kind == "incident" and incident.key == f"{CLUSTER}:88154:final"
+    assert incident.diagnosis.class_id == "unknown_failure"  # exit 1, no log line to go by
+    assert incident.diagnosis.metrics.last_iter is None
+    assert incident.facts["log_path"] == LOG
+    assert str(incident.facts["log_unreadable"]) == \
+        "reading it failed on the login node (dd exit 1)"
+    assert incident.text.endswith(
+        f" Its log {LOG} could not be read (reading it failed on the login node (dd exit 1)), "
+        "so it was judged from Slurm's accounting alone.")
+    assert store.watched_jobs.get(CLUSTER, "88154") is None
+    w.tick(T0 + 860)
+    assert len(sink.events) == 1  # once
+
+
+def test_a_log_readable_again_within_the_bound_gives_the_usual_incident(env):
+    """A log that fails to read for a while after the job ended (NFS catching up) and reads
+    within unreadable_log_s: the job is judged from its log, as if it had read at once."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    _ended(slurm)
+    _log_unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_log_s=600)
+    w.tick(T0 + 200)
+    w.tick(T0 + 700)
+    assert sink.events == []
+    sftp.read = sftp.readable  # type: ignore[attr-defined]
+    w.tick(T0 + 799)
+    [incident] = sink.events
+    assert incident.diagnosis.class_id == "nccl_timeout"
+    assert incident.diagnosis.metrics.last_iter == 3470
+    assert "log_unreadable" not in incident.facts and "could not be read" not in incident.text
+
+
+def test_a_running_jobs_unreadable_log_starts_no_wait(env):
+    """A running job's log that cannot be read is only read again: its time unreadable while
+    it ran does not count, the wait starts when it has ended."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    slurm.records[88154] = running(88154)
+    _log_unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_log_s=600)
+    for t in range(0, 1200, 300):
+        w.tick(T0 + t)
+    _ended(slurm)
+    w.tick(T0 + 1200)
+    w.tick(T0 + 1799)
+    assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
+    w.tick(T0 + 1800)
+    assert [e.facts.get("log_path") for e in sink.events] == [LOG]
