@@ -115,7 +115,7 @@ def test_a_real_jobs_log_unreadable_after_it_ended_is_judged_from_accounting_onc
     slurm_cluster, tmp_path
 ):
     """A job whose --output file the ssh user cannot read once it ended (chmod 000): the
-    read script answers for it but cannot read it; after unreadable_log_s the watcher judges
+    read script answers for it but cannot read it; after unreadable_file_s the watcher judges
     the job from sacct alone, once, and its incident names the log and the reason."""
     tag = uuid.uuid4().hex[:8]
     with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
@@ -147,10 +147,10 @@ def test_a_real_jobs_log_unreadable_after_it_ended_is_judged_from_accounting_onc
             watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
                               catalogue=Catalogue.load(), sink=sink,
                               policy=PolicyParams(backoff_s=0), checkpoint=FakeCheckpoints(),
-                              unreadable_log_s=6.0)
+                              unreadable_file_s=6.0)
             first = time.time()
             watcher.tick(first)
-            assert sink.events == [], "judged before unreadable_log_s"
+            assert sink.events == [], "judged before unreadable_file_s"
             ticks = 1
             while store.watched_jobs.list("dev") and ticks < 30:
                 time.sleep(1)

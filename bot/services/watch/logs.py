@@ -70,9 +70,10 @@ class JobWatch:
     final_lookup: CheckpointLookup | None = None
     # when Slurm says the run being followed started (epoch): a later one is a requeue's
     run_started_at: float | None = None
-    # when the finished job's log was first found unreadable (a read that FAILED), the
-    # watcher's clock; None while it reads (Watcher's `unreadable_log_s`)
-    log_unreadable_since: float | None = None
+    # when a file of the finished job (its log, its sampler file) was first found unreadable
+    # (a read that FAILED), the watcher's clock; None while they read (Watcher's
+    # `unreadable_file_s`)
+    unreadable_since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,11 @@ class JobReads:
     error: Exception | None = None
 
     @property
-    def log_failure(self) -> FileReadFailed | None:
-        """Why the job's log could not be read this tick (the login node answered for it, and
-        its read FAILED: permission denied, an I/O error, a path that hangs); None when it
-        was read, or not asked for."""
-        return next((o.error for f, o in self.files
-                     if f.kind == "log" and isinstance(o.error, FileReadFailed)), None)
+    def failures(self) -> dict[str, FileReadFailed]:
+        """Why each of the job's files ("log", "sampler") that could not be read this tick
+        could not (the login node answered for it, and its read FAILED: permission denied, an
+        I/O error, a path that hangs); empty when every file asked for was read."""
+        return {f.kind: o.error for f, o in self.files if isinstance(o.error, FileReadFailed)}
 
 
 class LogFollower:
@@ -167,17 +167,18 @@ class LogFollower:
         return reads
 
     def apply(self, jw: JobWatch, reads: JobReads, now: float, report: TickReport, *,
-              without_log: bool = False) -> bool:
+              without_unreadable: bool = False) -> bool:
         """Feed what was read of the job into its analysis and sampler series and persist the
         offsets; True when unread log bytes remain. Raises the error that kept a file from
-        being read (the job is then not judged this tick); `without_log`: a log whose read
-        failed is left as it is instead (a finished job judged without it)."""
+        being read (the job is then not judged this tick); `without_unreadable`: a file whose
+        read failed (FileReadFailed) is left as it is instead (a finished job judged without
+        it)."""
         if reads.error is not None:
             raise reads.error
         more = False
         for followed, outcome in reads.files:
             if outcome.error is not None:
-                if without_log and followed.kind == "log":
+                if without_unreadable and isinstance(outcome.error, FileReadFailed):
                     continue
                 raise outcome.error
             if followed.kind == "log":

@@ -123,12 +123,13 @@ class Watcher:
     reported once in its thread and no longer watched; before that it is just not judged
     (a job just submitted may take a moment to appear).
 
-    A finished job whose log the login node answers for but cannot read (permission denied,
-    an I/O error, a path that hangs: bot.core.tail.FileReadFailed) is read again each tick
-    for `unreadable_log_s` from the first such read (a log late on NFS is read when it comes
-    within it); then it is judged without it, from Slurm's accounting (and what was read of
-    the log while it ran), and its incident says the log could not be read and why. A running
-    job's unreadable log is only read again next tick.
+    A finished job whose log or sampler file the login node answers for but cannot read
+    (permission denied, an I/O error, a path that hangs: bot.core.tail.FileReadFailed) is read
+    again each tick for `unreadable_file_s` from the first such read (a file late on NFS is
+    read when it comes within it); then it is judged without it, from Slurm's accounting (and
+    what was read of the file while it ran): an unreadable log is said in the incident, with
+    why; an unreadable sampler file only leaves the incident without its samples (no RSS
+    chart). A running job's unreadable file is only read again next tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -161,7 +162,7 @@ class Watcher:
         max_samples_per_job: int = 1024,
         judge_every_s: float = 300.0,
         unknown_after_s: float = 900.0,
-        unreadable_log_s: float = 600.0,
+        unreadable_file_s: float = 600.0,
         checkpoint_deadline_s: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -179,7 +180,7 @@ class Watcher:
         self.max_samples_per_job = max_samples_per_job
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
-        self.unreadable_log_s = unreadable_log_s
+        self.unreadable_file_s = unreadable_file_s
         cluster_cfg = (getattr(config, "clusters", None) or {}).get(cluster)
         if checkpoint_deadline_s is None:  # the default: as long as one SFTP reply may take
             sftp_timeout = getattr(cluster_cfg, "sftp_timeout", None)
@@ -347,25 +348,26 @@ class Watcher:
                 # that cancel's is settled by bot.services.approvals.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return
-            unreadable = self._unreadable_log(jw, reads, now)
-            if self.logs.apply(jw, reads, now, report, without_log=unreadable is not None):
+            unreadable = self._unreadable(jw, reads, now)
+            if self.logs.apply(jw, reads, now, report, without_unreadable=unreadable is not None):
                 return  # more of the log than one tick may read: diagnose when caught up
             self._finished(w, jw, record, now, report, unreadable=unreadable)
 
-    def _unreadable_log(self, jw: JobWatch, reads: JobReads,
-                        now: float) -> FileReadFailed | None:
-        """Why the finished job's log could not be read, once it has failed for
-        `unreadable_log_s` (the job is then judged without it); None while it reads or may
-        still (the failure is raised by LogFollower.apply: read again next tick)."""
-        failure = reads.log_failure
-        if failure is None:
-            jw.log_unreadable_since = None
+    def _unreadable(self, jw: JobWatch, reads: JobReads,
+                    now: float) -> dict[str, FileReadFailed] | None:
+        """Why the finished job's files ("log", "sampler") that cannot be read could not, once
+        one has failed for `unreadable_file_s` (the job is then judged without them); None
+        while they read or may still (the failure is raised by LogFollower.apply: read again
+        next tick)."""
+        failures = reads.failures
+        if not failures:
+            jw.unreadable_since = None
             return None
-        if jw.log_unreadable_since is None:
-            jw.log_unreadable_since = now
-        if now - jw.log_unreadable_since < self.unreadable_log_s:
+        if jw.unreadable_since is None:
+            jw.unreadable_since = now
+        if now - jw.unreadable_since < self.unreadable_file_s:
             return None
-        return failure
+        return failures
 
     def _cancel_unknown(self, job_id: str) -> bool:
         """Is `job_id` the target of an approved cancel whose scancel's end was not seen?"""
@@ -505,13 +507,15 @@ class Watcher:
             and not chain.adopted else None
 
     def _finished(self, w: WatchedJob, jw: JobWatch, record: JobRecord, now: float,
-                  report: TickReport, *, unreadable: FileReadFailed | None = None) -> None:
+                  report: TickReport, *,
+                  unreadable: dict[str, FileReadFailed] | None = None) -> None:
         """A finished job judged, its incident posted (its warnings first), its resubmit made
         due, its attempt row and chain ended, and the job no longer watched. A failed post
         keeps it watched for the next tick, and keeps its checkpoint lookup's answer: the
-        retry decides from the same one (one lookup per finished job). `unreadable`: its log
-        could not be read (judged without it): the incident says so and why (its facts
-        `log_path` and `log_unreadable`, the reader's sentence)."""
+        retry decides from the same one (one lookup per finished job). `unreadable`: its files
+        that could not be read, by kind (judged without them): an unreadable "log" is said in
+        the incident, with why (its facts `log_path` and `log_unreadable`, the reader's
+        sentence); a "sampler" file's only leaves it without the samples it did not read."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -532,10 +536,11 @@ class Watcher:
         key = f"{self.cluster}:{jw.job_id}:final"
         text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
         facts: dict[str, Any] = {}
-        if unreadable is not None:
-            text += (f" Its log {unreadable.path} could not be read ({unreadable.reason}), so "
+        log_failure = (unreadable or {}).get("log")
+        if log_failure is not None:
+            text += (f" Its log {log_failure.path} could not be read ({log_failure.reason}), so "
                      "it was judged from Slurm's accounting alone.")
-            facts = {"log_path": unreadable.path, "log_unreadable": unreadable.reason}
+            facts = {"log_path": log_failure.path, "log_unreadable": log_failure.reason}
         posted = self.outbox.emit(
             WatchEvent("incident", key, self.cluster, text, jw.chain_id, str(jw.job_id),
                        jw.recipe, diagnosis=diag, decision=decision, record=record,

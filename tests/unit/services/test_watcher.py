@@ -959,19 +959,19 @@ def test_tick_report_says_what_the_tick_cost_and_is_logged(env, caplog):
     assert (failed.ok, failed.wall_s, failed.read_round_trips) == (False, 0.5, 0)
 
 
-# ------------------------------------------------------------------ a log that cannot be read
+# ------------------------------------------------------- a log or sampler file that cannot be read
 
 
-def _log_unreadable(sftp: FakeSFTP) -> None:
-    """The login node answers for LOG, but reading it fails (as a log chmod 000 does: stat
-    answers, dd's redirection fails); every other file reads as before."""
+def _unreadable(sftp: FakeSFTP, path: str = LOG) -> None:
+    """The login node answers for `path`, but reading it fails (as a file chmod 000 does:
+    stat answers, dd's redirection fails); every other file reads as before."""
     read = sftp.read
 
     def failing(requests):
         batch = read(requests)
         return replace(batch, results=[
             FileRead(FAILED, error=N_("reading it failed on the login node (dd exit %(code)s)",
-                                      code=1)) if req.path == LOG else got
+                                      code=1)) if req.path == path else got
             for req, got in zip(requests, batch.results, strict=True)])
 
     sftp.read = failing  # type: ignore[method-assign]
@@ -985,14 +985,14 @@ def _ended(slurm: FakeSlurm) -> None:
 
 def test_a_finished_job_whose_log_stays_unreadable_is_judged_from_accounting_and_says_why(env):
     """The log of a job that ended cannot be read (permission denied): it is read again each
-    tick for unreadable_log_s, then the job is judged without it, once, from Slurm's
+    tick for unreadable_file_s, then the job is judged without it, once, from Slurm's
     accounting, and its incident names the log and the reader's reason."""
     store, slurm, sftp, sink = env
     add_job(store, 88154)
     sftp.append(LOG, STORY.read_bytes())
     _ended(slurm)
-    _log_unreadable(sftp)
-    w = make_watcher(store, slurm, sftp, sink, unreadable_log_s=600)
+    _unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     for t in (200, 260, 500, 799):
         w.tick(T0 + t)
     assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
@@ -1014,13 +1014,13 @@ def test_a_finished_job_whose_log_stays_unreadable_is_judged_from_accounting_and
 
 def test_a_log_readable_again_within_the_bound_gives_the_usual_incident(env):
     """A log that fails to read for a while after the job ended (NFS catching up) and reads
-    within unreadable_log_s: the job is judged from its log, as if it had read at once."""
+    within unreadable_file_s: the job is judged from its log, as if it had read at once."""
     store, slurm, sftp, sink = env
     add_job(store, 88154)
     sftp.append(LOG, STORY.read_bytes())
     _ended(slurm)
-    _log_unreadable(sftp)
-    w = make_watcher(store, slurm, sftp, sink, unreadable_log_s=600)
+    _unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     w.tick(T0 + 200)
     w.tick(T0 + 700)
     assert sink.events == []
@@ -1039,8 +1039,8 @@ def test_a_running_jobs_unreadable_log_starts_no_wait(env):
     add_job(store, 88154)
     sftp.append(LOG, STORY.read_bytes())
     slurm.records[88154] = running(88154)
-    _log_unreadable(sftp)
-    w = make_watcher(store, slurm, sftp, sink, unreadable_log_s=600)
+    _unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     for t in range(0, 1200, 300):
         w.tick(T0 + t)
     _ended(slurm)
@@ -1049,3 +1049,31 @@ def test_a_running_jobs_unreadable_log_starts_no_wait(env):
     assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
     w.tick(T0 + 1800)
     assert [e.facts.get("log_path") for e in sink.events] == [LOG]
+
+
+def test_a_finished_job_whose_sampler_file_stays_unreadable_is_judged_without_its_samples(env):
+    """The sampler file of a job that ended cannot be read, its log can: it is read again each
+    tick for unreadable_file_s, then the job is judged from its log, once, its incident
+    without the samples (no RSS chart) and saying nothing of a log that could not be read."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    rss_path = "/scratch/mix/logs/rss-88154.jsonl"
+    sftp.append(rss_path, b'{"v": 1, "t": 0, "rss": {"trainer": 1}}\n')
+    _ended(slurm)
+    _unreadable(sftp, rss_path)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600, policy=None,
+                     config=_Config(sampler_path="/scratch/mix/logs/rss-%j.jsonl"))
+    for t in (200, 260, 500, 799):
+        w.tick(T0 + t)
+    assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
+    w.tick(T0 + 800)  # 600 s after its first failed read
+    [incident] = sink.events
+    assert incident.kind == "incident" and incident.key == f"{CLUSTER}:88154:final"
+    assert incident.diagnosis.class_id == "nccl_timeout"  # judged from its log
+    assert incident.diagnosis.metrics.last_iter == 3470
+    assert incident.sampler is None
+    assert "log_unreadable" not in incident.facts and "could not be read" not in incident.text
+    assert store.watched_jobs.get(CLUSTER, "88154") is None
+    w.tick(T0 + 860)
+    assert len(sink.events) == 1  # once
