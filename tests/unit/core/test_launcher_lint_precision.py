@@ -35,6 +35,18 @@ def _worst(script: str, check: str = CHECK_EMPTY_MATCH) -> str:
     return "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
 
 
+def _bash_stops_as_the_level_says(tmp_path, script: str, level: str | None) -> bool:
+    """Whether bash, running `script` with X empty and with X=1, stops before its end as the
+    lint's `level` says: on both runs (fail), on one of them (warn), on neither (None)."""
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    stops = [("REACHED_THE_END" not in subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
+    return sorted(stops) == {"fail": [True, True], "warn": [False, True],
+                             None: [False, False]}[level]
+
+
 # ---------------------------------------------------------------- empty match: how sure
 
 @pytest.mark.parametrize(("body", "level"), [
@@ -828,13 +840,7 @@ def test_a_count_in_a_branch_bash_may_skip_is_a_warning_for_the_runs_that_skip_i
 def test_what_a_body_leaves_in_a_branch_is_what_the_next_call_reads_on_those_runs(
         tmp_path, ending, level):
     script = f"#!/bin/bash\nf() {{\n  ((m++))\n{ending}}}\nm=1\nset -e\nf\nf\n"
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script + "echo REACHED_THE_END\n")
-    stops = [("REACHED_THE_END" not in subprocess.run(
-        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
-        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
-    assert stops == {"fail": [True, True], "warn": [True, False], None: [False, False]}[
-        level] or level == "warn" and stops == [False, True]
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
     found = [f for f in lint_launcher(script)
              if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
     assert [f.level for f in found] == ([level] if level else [])
@@ -859,13 +865,7 @@ def test_what_a_body_leaves_in_a_branch_is_what_the_next_call_reads_on_those_run
 def test_what_a_loop_body_leaves_in_a_branch_is_what_its_next_pass_reads_on_those_runs(
         tmp_path, ending, level):
     script = f"#!/bin/bash\nset -e\nn=1\nfor i in 1 2; do\n  ((n++))\n{ending}done\n"
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script + "echo REACHED_THE_END\n")
-    stops = [("REACHED_THE_END" not in subprocess.run(
-        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
-        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
-    assert stops == {"fail": [True, True], "warn": [False, True], None: [False, False]}[
-        level] or level == "warn" and stops == [True, False]
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
     found = [f for f in lint_launcher(script)
              if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
     assert [(f.level, f.line) for f in found] == ([(level, 5)] if level else [])
@@ -891,13 +891,7 @@ def test_what_a_loop_body_leaves_in_a_branch_is_what_its_next_pass_reads_on_thos
 def test_a_counter_set_in_a_branch_on_the_way_reads_that_value_on_those_runs(
         tmp_path, middle, level, at):
     script = f"#!/bin/bash\nset -e\n{middle}((n++))\n"
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script + "echo REACHED_THE_END\n")
-    stops = [("REACHED_THE_END" not in subprocess.run(
-        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
-        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
-    assert stops == {"fail": [True, True], "warn": [True, False], None: [False, False]}[
-        level] or level == "warn" and stops == [False, True]
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
     found = [f for f in lint_launcher(script)
              if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
     line = script.count("\n")  # the `((n++))`, the script's last line
@@ -925,13 +919,7 @@ def test_a_counter_set_in_a_branch_of_the_calling_body_reads_that_value_on_those
         tmp_path, middle, level):
     script = (f"#!/bin/bash\nrun() {{\n  {middle}\n  inc\n}}\ninc() {{ ((m++)); }}\nm=5\n"
               "set -e\nrun\n")
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script + "echo REACHED_THE_END\n")
-    stops = [("REACHED_THE_END" not in subprocess.run(
-        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
-        env={"PATH": "/usr/bin:/bin", "X": x}).stdout) for x in ("", "1")]
-    assert stops == {"fail": [True, True], "warn": [False, True], None: [False, False]}[
-        level] or level == "warn" and stops == [True, False]
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
     found = [f for f in lint_launcher(script)
              if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
     assert [(f.level, f.line) for f in found] == ([(level, 6)] if level else [])
