@@ -54,7 +54,7 @@ from bot.cluster.errors import (
     said,
 )
 from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
-from bot.core.text import N_
+from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ class SSHRunner:
         sock = None
         if ep.proxy_jump:
             jhost, jport, juser = parse_proxy_jump(ep.proxy_jump, ep.user)
-            jump = self._connect_client(jhost, jport, juser, ep, sock=None, via="")
+            jump = self._connect_client(jhost, jport, juser, ep, sock=None, via=None)
             jt = jump.get_transport()
             assert jt is not None
             try:
@@ -274,7 +274,7 @@ class SSHRunner:
                 ep.user,
                 ep,
                 sock=sock,
-                via=f" via {ep.proxy_jump}" if jump else "",
+                via=ep.proxy_jump if jump else None,
             )
         except BaseException:
             if jump is not None:
@@ -283,8 +283,10 @@ class SSHRunner:
         return client, jump
 
     def _connect_client(
-        self, host: str, port: int, user: str, ep: Endpoint, *, sock: Any, via: str
+        self, host: str, port: int, user: str, ep: Endpoint, *, sock: Any, via: str | None
     ) -> paramiko.SSHClient:
+        """A client connected to `user@host:port` (through `sock`, a channel of the jump host
+        `via`, when given); ClusterUnavailable or HostKeyRejected with a sentence naming it."""
         for key in ep.key_files:
             if not os.path.isfile(key):
                 raise ClusterUnavailable(N_(
@@ -302,7 +304,9 @@ class SSHRunner:
                                         file=ep.known_hosts, error=str(exc))) from exc
         client.set_missing_host_key_policy(_RejectUnknownHost(ep.known_hosts))
         timeout = self.settings.connect_timeout
-        where = f"{user}@{host}:{port}{via}"
+        where: str | Text = f"{user}@{host}:{port}"
+        if via:
+            where = N_("%(host)s via %(jump)s", host=where, jump=via)
         try:
             client.connect(
                 host,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
+from bot.core.text import N_, Text
+
 GIB = 1024**3
 
 _MULTIPLIERS = {
@@ -27,30 +29,32 @@ _SIZE_RE = re.compile(
 def parse_size(text: str, default_unit: str = "M") -> int:
     """Bytes in a Slurm-style size: `400G`, `950GB`, `563200M`, `1T`, `1.5GiB`, `512` (MiB).
 
-    Raises ValueError naming the accepted forms when `text` is not a size, and the limit
-    when it is larger than MAX_SIZE (a size with hundreds of digits is a mistake).
+    Raises ValueError with a sentence (a Text) naming the accepted forms when `text` is not
+    a size, and the limit when it is larger than MAX_SIZE (a size with hundreds of digits is
+    a mistake).
     """
     match = _SIZE_RE.match(text)
     if match is None:
-        raise ValueError(
-            f"{quote_value(text)} is not a memory size; use a number with K, M, G or T "
-            "(e.g. 400G, 950GB, 563200M, 1T)"
-        )
+        raise ValueError(N_(
+            "%(value)s is not a memory size; use a number with K, M, G or T "
+            "(e.g. 400G, 950GB, 563200M, 1T)", value=quote_value(text)))
     unit = match["unit"].upper()
     if not unit and not re.search(r"[bB]\s*$", text):
         unit = default_unit.upper()
     n_bytes = Decimal(match["num"]) * _MULTIPLIERS[unit]  # exact: no float overflow
     if n_bytes > MAX_SIZE:
-        raise ValueError(
-            f"{quote_value(text)} is too large for a memory size; at most 1024P (1 EiB)"
-        )
+        raise ValueError(N_("%(value)s is too large for a memory size; at most 1024P (1 EiB)",
+                            value=quote_value(text)))
     return int(n_bytes)
 
 
-def quote_value(text: str) -> str:
+def quote_value(text: str) -> str | Text:
     """A value as typed (a size, a count, a port), quoted for an error message; cut short
-    when it is long."""
-    return repr(text) if len(text) <= 24 else f"{text[:12]!r}… ({len(text)} characters)"
+    when it is long, its length then said in a sentence (a Text, for the reader's language;
+    `str()` of it is the English)."""
+    if len(text) <= 24:
+        return repr(text)
+    return N_("%(start)s… (%(count)d characters)", start=repr(text[:12]), count=len(text))
 
 
 def gib(n_bytes: float) -> float:

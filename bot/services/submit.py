@@ -210,7 +210,7 @@ def _convert(key: str, raw: str, kind: str) -> Any:
         try:
             parse_size(raw)
         except ValueError as exc:
-            raise OverrideError(N_("%(key)s: %(error)s", key=key, error=str(exc))) from None
+            raise OverrideError(N_("%(key)s: %(error)s", key=key, error=said(exc))) from None
         return raw
     if not raw.strip():
         raise OverrideError(N_("%(key)s needs a value, e.g. %(key)s=something", key=key))

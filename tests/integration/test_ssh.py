@@ -400,6 +400,17 @@ def test_proxy_jump_reaches_the_cluster_through_a_bastion(
     assert f"Accepted publickey for {settings.user}" in log.read_text()
 
 
+def test_a_cluster_refusing_through_a_bastion_names_the_bastion(
+    settings: SSHSettings, jump_sshd: tuple[int, str, Path]
+) -> None:
+    port, known, _log = jump_sshd
+    jump = f"{settings.user}@127.0.0.1:{port}"
+    s = dataclasses.replace(settings, user="nobody", proxy_jump=jump, known_hosts=known)
+    with SSHRunner(s) as r, pytest.raises(ClusterUnavailable) as err:
+        r.run(["true"])
+    assert f"at nobody@{settings.host}:{settings.port} via {jump} with " in str(err.value)
+
+
 def test_proxy_jump_host_key_is_checked_too(
     settings: SSHSettings, jump_sshd: tuple[int, str, Path]
 ) -> None:

@@ -226,3 +226,36 @@ def test_a_proxy_jump_setting_trainbot_cannot_use_is_said_in_korean(store) -> No
     assert str(err.value) == ("proxy_jump 'a@b,c@d': it has several hops; only one jump host is "
                               "supported (write it as [user@]host[:port], e.g. "
                               "ops@bastion.example.org:22)")
+
+
+def test_a_connection_through_a_jump_host_names_it_in_korean(store, tmp_path) -> None:
+    """The cluster reached through a jump host: the error's `where` says through which, in
+    the reader's language (the tunnel itself needs a bastion: tests/integration/test_ssh.py)."""
+    port = closed_port()
+    runner = SSHRunner(SSHSettings(host="127.0.0.1", port=port, user="u",
+                                   known_hosts=str(tmp_path / "known_hosts"),
+                                   connect_timeout=5))
+    with pytest.raises(ClusterUnavailable) as err:
+        runner._connect_client("127.0.0.1", port, "u", runner.endpoint(), sock=None,
+                               via="ops@bastion:22")
+    english = str(err.value)
+    assert english.startswith(f"cannot connect to u@127.0.0.1:{port} via ops@bastion:22: ")
+    cause = english.split(": ", 1)[1]
+    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    assert f"u@127.0.0.1:{port} (ops@bastion:22 경유)에 연결할 수 없습니다: {cause}" in ko, ko
+    assert " via " not in ko
+    en = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    assert en == f"The cluster did not answer: {english}"
+
+
+def test_a_long_port_is_cut_short_saying_its_length_in_korean(store) -> None:
+    runner = SSHRunner(SSHSettings(host="login", proxy_jump="ops@bastion:" + "9" * 5000))
+    with pytest.raises(ClusterError) as err:
+        runner.run(["squeue"])
+    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    assert "proxy_jump 'ops@bastion:'… (5012자): 포트 '999999999999'… (5000자)은(는) " \
+        "1-65535 범위를 벗어납니다" in ko, ko
+    assert "characters" not in ko
+    en = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    assert "proxy_jump 'ops@bastion:'… (5012 characters): port '999999999999'… " \
+        "(5000 characters) is out of range 1-65535" in en, en

@@ -311,3 +311,19 @@ def test_a_preflight_usage_error_is_said_in_korean(ctx) -> None:
     text = say(ctx, "mix", "usage", channel=CHANNEL, problem=UsageProblem(err.value.text).args[0],
                usage=c.USAGE["preflight"])
     assert HANGUL.search(text) and not english_words(text), text
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("ko", "mem: '999999999999'… (401자)은(는) 메모리 크기로는 너무 큽니다. 최대 1024P (1 EiB)"
+           "입니다"),
+    ("en", "mem: '999999999999'… (401 characters) is too large for a memory size; at most "
+           "1024P (1 EiB)"),
+])
+def test_a_size_override_too_long_to_quote_is_refused_in_the_channels_language(
+        store, lang, said) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang, overridable={"mem": "size"})
+    text = execute(ctx, c.Submit("mix", (("mem", "9" * 400 + "G"),)), actor="U0ALICE",
+                   channel=CHANNEL, now=NOW).text
+    assert text.startswith(said), text
+    assert slurm.submits() == []
