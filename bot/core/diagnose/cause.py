@@ -87,6 +87,20 @@ class NoNinja:
 
 
 @dataclass(frozen=True)
+class DataDependentGuard:
+    """torch.compile or torch.export could not guard on a value only the data knows
+    (`data_dependent_guard`, torch's GuardOnDataDependentSymNode): an unknown failure of the
+    model code under tracing whose fix is known (torch._check, mark_unbacked, a graph break)."""
+
+
+@dataclass(frozen=True)
+class MpiMessageSize:
+    """An MPI message larger than the MPI library carries in one message (`mpi_message_size`:
+    Open MPI's PSM2 transport, IBM Spectrum MPI's collectives): an unknown failure whose fix is
+    known (smaller messages, another transport)."""
+
+
+@dataclass(frozen=True)
 class MissingTool:
     """The compiler or CUDA tool that compiler_missing's lines name (`missing_tool`)."""
 
@@ -161,7 +175,8 @@ class Running:
 #: The one cause a case's explanation states (None: it states the hint alone).
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
-    | NcclSharedMemory | OpenFileLimit | NoNinja | MissingTool | SigtermOnly | RerunElsewhere
+    | NcclSharedMemory | OpenFileLimit | NoNinja | DataDependentGuard | MpiMessageSize
+    | MissingTool | SigtermOnly | RerunElsewhere
     | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Running
 )
 
@@ -199,6 +214,10 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "fd_limit"}
         case NoNinja():
             return {"kind": "no_ninja"}
+        case DataDependentGuard():
+            return {"kind": "data_dependent_guard"}
+        case MpiMessageSize():
+            return {"kind": "mpi_message_size"}
         case MissingTool(tool):
             return {"kind": "missing_tool", "tool": tool}
         case SigtermOnly(launcher):

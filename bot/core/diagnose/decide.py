@@ -52,12 +52,14 @@ from bot.core.diagnose.announced import (
 )
 from bot.core.diagnose.cause import (
     Cause,
+    DataDependentGuard,
     DiedSaving,
     EndedEarly,
     Evaluating,
     ExitInterval,
     Leak,
     MissingTool,
+    MpiMessageSize,
     NcclSharedMemory,
     NoNinja,
     OpenFileLimit,
@@ -162,6 +164,14 @@ _C_COMPILER = re.compile(
 # torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
 # class of its own whose fix is known (install ninja in the job's environment).
 _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
+# torch's symbolic shapes refusing to guard on a data-dependent value under torch.compile or
+# torch.export (the catalogue's unknown_failure hint): the model code's, with its own fix.
+_DATA_DEPENDENT_GUARD = re.compile(
+    r"GuardOnDataDependentSymNode|Could not guard on data-dependent expression")
+# An MPI message larger than the MPI library carries in one message (the catalogue's
+# unknown_failure hint): Open MPI's PSM2 transport, IBM Spectrum MPI's collectives.
+_MPI_MESSAGE_SIZE = re.compile(r"Message size [0-9]+ bigger than supported by PSM2 API"
+                               r"|coll:ibm:.*overflowed integer range")
 # Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
 # there and exited 0, a planned stop the explanation names with its iteration.
 _EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
@@ -658,7 +668,7 @@ def _named_cause(
         return Upstream(upstream)
     if class_id == "host_oom" and during_save:  # disk_full's hint says it of any save
         return DiedSaving()
-    if (line_cause := _line_cause(class_id, matches)) is not None:
+    if (line_cause := _line_cause(class_id, matches, series)) is not None:
         return line_cause
     if class_id == "unknown_failure" and acct.state is None and (
             launcher := ends_in_sigterm(matches, tail, series)):
@@ -679,12 +689,15 @@ def _named_cause(
     return None
 
 
-def _line_cause(class_id: str, matches: Sequence[Any]) -> Cause | None:
+def _line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> Cause | None:
     """The cause within the class that the log's lines name, when its fix differs from or
     narrows the class's hint: a DataLoader worker out of open files or of /dev/shm, NCCL's
     shared-memory transport out of /dev/shm (a failure of its own, no worker's), a C++
-    extension without ninja, the compiler or CUDA tool not found; None otherwise."""
+    extension without ninja, the compiler or CUDA tool not found, and in the error the log
+    ends in (after its last progress line) torch.compile's data-dependent guard or an MPI
+    message over the library's size limit; None otherwise."""
     texts = [m.text for m in matches]
+    ending = [m.text for m in matches if m.line_no > (series.last_iteration_line or 0)]
     if class_id == "dataloader_worker_killed":
         if any(_FD_LIMIT.search(t) for t in texts):
             return OpenFileLimit()
@@ -695,6 +708,10 @@ def _line_cause(class_id: str, matches: Sequence[Any]) -> Cause | None:
         return NcclSharedMemory()
     if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
         return NoNinja()
+    if class_id == "unknown_failure" and any(_DATA_DEPENDENT_GUARD.search(t) for t in ending):
+        return DataDependentGuard()
+    if class_id == "unknown_failure" and any(_MPI_MESSAGE_SIZE.search(t) for t in ending):
+        return MpiMessageSize()
     if class_id == "compiler_missing" and (tool := _missing_tool(
             [m.text for m in matches if m.primary and m.class_id == class_id])):
         return MissingTool(tool)

@@ -3468,3 +3468,94 @@ def test_with_accounting_a_prompt_after_start_up_decides_nothing(catalogue):
     d = run_log(catalogue, START_UP + "(venv) user@host:~/proj$ \n", FAILED)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
 
+
+
+# torch's symbolic shapes refusing to guard on a data-dependent value, as pytorch/pytorch issues
+# quote it: raised through a traceback (https://github.com/pytorch/pytorch/issues/127830), logged
+# by recording.py at E level (#143249), and Dynamo's UserError (#147672).
+DATA_DEPENDENT_GUARD = {
+    "traceback": (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 88, in <module>\n'
+        "    loss = model(batch)\n"
+        "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode: Could not guard on "
+        "data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).  (Size-like symbols: none)\n"),
+    "logged": (
+        "E1213 17:31:51.629000 3722811 pytorch/torch/fx/experimental/recording.py:299] [0/0] "
+        "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode: Could not guard on "
+        "data-dependent expression Eq(-Min(4, Max(0, u0)) + Min(4, Max(u0 + 1, Max(0, u0))), 1) "
+        "(unhinted: Eq(-Min(4, Max(0, u0)) + Min(4, Max(u0 + 1, Max(0, u0))), 1)).  (Size-like "
+        "symbols: none)\n"
+        "E1213 17:31:51.629000 3722811 pytorch/torch/fx/experimental/recording.py:299] [0/0] "
+        "Caused by: (_inductor/lowering.py:1014 in squeeze)\n"
+        "E1213 17:31:51.629000 3722811 pytorch/torch/fx/experimental/recording.py:299] [0/0] "
+        'For more information, run with TORCH_LOGS="dynamic"\n'),
+    "dynamo-usererror": (
+        "torch._dynamo.exc.UserError: Could not guard on data-dependent expression Eq(256*u0, "
+        "256) (unhinted: Eq(256*u0, 256)).\n"),
+}
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize("wording", sorted(DATA_DEPENDENT_GUARD))
+def test_a_data_dependent_guard_the_log_ends_in_is_a_failure_with_the_compilers_fix(
+        catalogue, wording, acct):
+    """torch.compile's GuardOnDataDependentSymNode ending the log is the model code's failure
+    under tracing (a resubmit fails the same way), with its own fix: torch._check,
+    mark_unbacked, a graph break instead of fullgraph=True; never `none`, never retried."""
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                       + DATA_DEPENDENT_GUARD[wording], acct)
+    assert (d.class_id, d.detail) == ("unknown_failure", {"kind": "data_dependent_guard"})
+    assert not d.retryable
+    assert any("data-dependent expression" in e.text for e in d.evidence)
+    text = explain(d)
+    assert all(w in text for w in ("torch._check", "mark_unbacked", "fullgraph=True"))
+    assert "add the signature" not in text
+    assert explain_title(d) == "torch.compile could not guard on a data-dependent value"
+    assert "torch._check" in explain(d, "ko") and "가드" in explain_title(d, "ko")
+
+
+def test_a_data_dependent_guard_the_run_trains_on_after_is_survived(catalogue):
+    # Inductor's warning of a compile that fell back (#193693): training goes on after it
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "W0815 22:53:17.219000 9155 torch/_functorch/_aot_autograd/graph_compile.py:2122] "
+            "[0/0] torch._inductor.exc.InductorError: GuardOnDataDependentSymNode: Could not "
+            "guard on data-dependent expression Eq(Max(1, u0), 1) (unhinted: Eq(Max(1, u0), 1))."
+            "  (Size-like symbols: u0)\n"
+            "[2025-03-02 10:01:00] iter 121/8000 loss 1.20\n")
+    assert _diagnose_text(catalogue, text).class_id == "none"
+    # a later failure of another kind does not take the guard's fix
+    later = _diagnose_text(catalogue, text + "RuntimeError: CUDA error: unknown error\n", FAILED)
+    assert later.detail != {"kind": "data_dependent_guard"}
+
+
+# An MPI message over the library's size limit: Open MPI's PSM2 transport (its help text,
+# ompi/mca/mtl/psm2/help-mtl-psm2.txt `[message too big]`, as the MPI_Allgather abort quotes it)
+# and IBM Spectrum MPI's collectives (https://github.com/QMCPACK/qmcpack/issues/1343).
+MPI_MESSAGE_SIZE = {
+    "open-mpi-psm2": (
+        "Message size 5326413824 bigger than supported by PSM2 API. Max = 4294967296\n"
+        "[node-1:04815] *** An error occurred in MPI_Allgather\n"
+        "[node-1:04815] *** reported by process [3170238465,0]\n"
+        "[node-1:04815] *** on communicator MPI_COMM_WORLD\n"
+        "[node-1:04815] *** MPI_ERR_OTHER: known error not in list\n"
+        "[node-1:04815] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now "
+        "abort,\n"
+        "[node-1:04815] ***    and potentially your MPI job)\n"),
+    "spectrum-mpi": "[h23n07:134979] coll:ibm:module: datatype_prepare_recvv overflowed integer "
+                    "range\n",
+}
+
+
+@pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
+@pytest.mark.parametrize("wording", sorted(MPI_MESSAGE_SIZE))
+def test_an_mpi_message_over_the_librarys_size_limit_is_a_failure_with_its_fix(
+        catalogue, wording, acct):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                       + MPI_MESSAGE_SIZE[wording], acct)
+    assert (d.class_id, d.detail) == ("unknown_failure", {"kind": "mpi_message_size"})
+    assert not d.retryable
+    text = explain(d)
+    assert all(w in text for w in ("smaller pieces", "bucket_cap_mb", "--mca mtl ^psm2"))
+    assert explain_title(d) == "An MPI message exceeded the MPI library's size limit"
+    assert "bucket_cap_mb" in explain(d, "ko") and "MPI 메시지" in explain_title(d, "ko")
