@@ -87,6 +87,18 @@ class NoNinja:
 
 
 @dataclass(frozen=True)
+class LaunchFailed:
+    """slurmstepd could not start the task's program (`launch_failed`: its execve failed):
+    `program` (the interpreter a script's #! line names when `interpreter`) and the system's
+    `reason` (`No such file or directory`, `Permission denied`). Nothing ran, so a resubmit
+    fails the same way until the launcher is fixed."""
+
+    program: str
+    reason: str
+    interpreter: bool
+
+
+@dataclass(frozen=True)
 class DataDependentGuard:
     """torch.compile or torch.export could not guard on a value only the data knows
     (`data_dependent_guard`, torch's GuardOnDataDependentSymNode): an unknown failure of the
@@ -175,7 +187,8 @@ class Running:
 #: The one cause a case's explanation states (None: it states the hint alone).
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
-    | NcclSharedMemory | OpenFileLimit | NoNinja | DataDependentGuard | MpiMessageSize
+    | NcclSharedMemory | OpenFileLimit | NoNinja | LaunchFailed | DataDependentGuard
+    | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
     | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Running
 )
@@ -214,6 +227,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "fd_limit"}
         case NoNinja():
             return {"kind": "no_ninja"}
+        case LaunchFailed(program, reason, interpreter):
+            return {"kind": "launch_failed", "program": program, "reason": reason,
+                    "interpreter": interpreter}
         case DataDependentGuard():
             return {"kind": "data_dependent_guard"}
         case MpiMessageSize():

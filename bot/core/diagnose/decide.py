@@ -57,6 +57,7 @@ from bot.core.diagnose.cause import (
     EndedEarly,
     Evaluating,
     ExitInterval,
+    LaunchFailed,
     Leak,
     MissingTool,
     MpiMessageSize,
@@ -172,6 +173,13 @@ _DATA_DEPENDENT_GUARD = re.compile(
 # unknown_failure hint): Open MPI's PSM2 transport, IBM Spectrum MPI's collectives.
 _MPI_MESSAGE_SIZE = re.compile(r"Message size [0-9]+ bigger than supported by PSM2 API"
                                r"|coll:ibm:.*overflowed integer range")
+# slurmstepd failing to start a task's program (Slurm's src/slurmd/slurmstepd/task.c:
+# `error("execve(): %s: %m", task->argv[0])`, and for a script whose #! line names an
+# interpreter the node cannot run, `execve(): bad interpreter(%s): %m`): the program or
+# interpreter and the system's reason.
+_EXECVE_FAILED = re.compile(
+    r"execve\(\): (?:bad interpreter\((?P<interpreter>[^)]*)\)|(?P<program>.+)): "
+    r"(?P<reason>[^:]+?) *$")
 # Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
 # there and exited 0, a planned stop the explanation names with its iteration.
 _EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
@@ -694,8 +702,9 @@ def _line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> 
     narrows the class's hint: a DataLoader worker out of open files or of /dev/shm, NCCL's
     shared-memory transport out of /dev/shm (a failure of its own, no worker's), a C++
     extension without ninja, the compiler or CUDA tool not found, and in the error the log
-    ends in (after its last progress line) torch.compile's data-dependent guard or an MPI
-    message over the library's size limit; None otherwise."""
+    ends in (after its last progress line) slurmstepd's failure to start the program (its
+    execve), torch.compile's data-dependent guard or an MPI message over the library's size
+    limit; None otherwise."""
     texts = [m.text for m in matches]
     ending = [m.text for m in matches if m.line_no > (series.last_iteration_line or 0)]
     if class_id == "dataloader_worker_killed":
@@ -708,6 +717,12 @@ def _line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> 
         return NcclSharedMemory()
     if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
         return NoNinja()
+    if class_id == "unknown_failure" and (launch := next(
+            (m for t in reversed(ending) if (m := _EXECVE_FAILED.search(t))), None)):
+        interpreter = launch.group("interpreter")
+        return LaunchFailed(program=interpreter if interpreter is not None
+                            else launch.group("program"),
+                            reason=launch.group("reason"), interpreter=interpreter is not None)
     if class_id == "unknown_failure" and any(_DATA_DEPENDENT_GUARD.search(t) for t in ending):
         return DataDependentGuard()
     if class_id == "unknown_failure" and any(_MPI_MESSAGE_SIZE.search(t) for t in ending):

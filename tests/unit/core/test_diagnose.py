@@ -3559,3 +3559,48 @@ def test_an_mpi_message_over_the_librarys_size_limit_is_a_failure_with_its_fix(
     assert all(w in text for w in ("smaller pieces", "bucket_cap_mb", "--mca mtl ^psm2"))
     assert explain_title(d) == "An MPI message exceeded the MPI library's size limit"
     assert "bucket_cap_mb" in explain(d, "ko") and "MPI 메시지" in explain_title(d, "ko")
+
+
+# slurmstepd failing to start a task's program, in Slurm's own words
+# (https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/task.c:
+# `error("execve(): %s: %m", task->argv[0])`, `error("execve(): bad interpreter(%s): %m", ...)`),
+# then srun's report of the task's exit (errno as its exit code).
+EXECVE_FAILED = {
+    "missing": ("slurmstepd: error: execve(): train.sh: No such file or directory\n"
+                "srun: error: gpu-a017: task 0: Exited with exit code 2\n",
+                "train.sh", "No such file or directory", False),
+    "not-executable": ("slurmstepd: error: execve(): /home/u/run_train.sh: Permission denied\n"
+                       "srun: error: gpu-a017: task 0: Exited with exit code 13\n",
+                       "/home/u/run_train.sh", "Permission denied", False),
+    "bad-interpreter": ("slurmstepd: error: execve(): bad interpreter(/usr/bin/python3.11): No "
+                        "such file or directory\n"
+                        "srun: error: gpu-a017: task 0: Exited with exit code 2\n",
+                        "/usr/bin/python3.11", "No such file or directory", True),
+}
+
+
+@pytest.mark.parametrize("acct", [None, Accounting(state="FAILED", exit_code=2, signal=0)],
+                         ids=["log-only", "2:0"])
+@pytest.mark.parametrize("case", sorted(EXECVE_FAILED))
+def test_a_program_slurm_could_not_start_is_named_with_the_systems_reason(catalogue, case, acct):
+    """Nothing ran: a launcher failure, never retried, that names the program (or the #!
+    line's interpreter) and why it could not start, where it said only "no known signature"."""
+    text, program, reason, interpreter = EXECVE_FAILED[case]
+    d = _diagnose_text(catalogue, text, acct)
+    assert (d.class_id, d.detail) == ("unknown_failure", {
+        "kind": "launch_failed", "program": program, "reason": reason,
+        "interpreter": interpreter})
+    assert not d.retryable and any("execve()" in e.text for e in d.evidence)
+    said = explain(d)
+    assert program in said and reason in said and "add the signature" not in said
+    assert ("#! line" in said) is interpreter
+    assert explain_title(d) == "Slurm could not start the job's program"
+    assert program in explain(d, "ko") and "시작하지 못" in explain_title(d, "ko")
+
+
+def test_a_later_steps_progress_after_a_failed_start_is_not_that_failure(catalogue):
+    # a job script's first srun could not start its program; the next step trains and fails
+    text = ("slurmstepd: error: execve(): prepare.sh: No such file or directory\n"
+            "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert _diagnose_text(catalogue, text, FAILED).detail is None
