@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from bot.core.findings import Finding, Level
-from bot.core.launcher_lint.branches import Step, branch_path, last_to_run, on_every_path
+from bot.core.launcher_lint.branches import Step, last_to_run, on_every_path, path_index
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
@@ -155,9 +157,12 @@ def _never_set(var: str, code: str, arith: list[Arith],
     word `n` (`read n`, `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set it."""
     if _SOURCES_RE.search(code):
         return False
-    spans = [(a.offset, a.offset + len(a.command)) for a in arith]
+    spans = sorted((a.offset, a.offset + len(a.command)) for a in arith)
+    starts = [start for start, _end in spans]
+    reach = list(itertools.accumulate((end for _start, end in spans), max))  # the furthest end
     for m in re.finditer(r"(?<![\w$\\/.-])" + re.escape(var) + r"(?!\w)", code):
-        if any(start <= m.start() < end for start, end in spans) or m.start() in prefixes:
+        k = bisect.bisect_right(starts, m.start())
+        if k and reach[k - 1] > m.start() or m.start() in prefixes:
             continue  # an arithmetic command collected, or a prefix (`n=0 cmd`)
         if code[m.start() - 2 : m.start()] == "${" and not re.match(r":?=", code[m.end():]):
             continue  # `${n}`, `${n:-1}`: a read
@@ -191,7 +196,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for call in _with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
     subshells = _subshells(code) if values else []
-    path_of = functools.cache(lambda offset: branch_path(offset, scan.constructs))
+    path_of, nested = path_index(scan.constructs)
+    path_of = functools.cache(path_of)
+    # the subshells around each assignment
+    in_subshells = _enclosing(subshells, [pos for v in values.values() for pos, _v in v])
+    counts = _Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
+                     path_of, nested)
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
         for m in _UNSET_RE.finditer(code):
@@ -208,7 +218,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if not a.assigns_zero:
             # an assignment in a subshell `a` is not in sets nothing where `a` runs
             assigned = [(pos, v) for pos, v in values.get(a.variable, [])
-                        if not any(s <= pos < e and not s <= a.offset < e for s, e in subshells)]
+                        if pos not in in_subshells
+                        or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
             before = [(pos, v) for pos, v in assigned if pos < a.offset]
             called = _at_calls(a, assigned, calls_of, spans, scan.constructs, path_of)
             if called is not None and not (before and before[-1][0] >= called.body[0]):
@@ -224,14 +235,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                                      scan.constructs, path_of)
                     set_partly = None if every_run else before[-1][0]
                 if (before and before[-1][1] is not None and _ZERO_RE.fullmatch(before[-1][1])
-                        and (counts := _counts_since(a, before[-1][0], scan.arith, spans,
-                                                     subshells))):
+                        and (counted := counts.since(a, before[-1][0]))):
                     # (a count matters to a 0 only: "08" stays, any other value stops nothing)
-                    if on_every_path(counts, before[-1][0], a.offset, scan.constructs, path_of):
+                    if counted[1]:
                         # an earlier `((n++)) || true` counted it: no longer 0
                         before = [*before[:-1], (before[-1][0], None)]
                     else:  # counted in a branch or loop bash may skip: 0 on the runs that skip
-                        skipped_count = counts[0]
+                        skipped_count = counted[0]
             unset = not before and never_set.get(a.variable, False) and a.zero_after is None \
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
@@ -298,18 +308,234 @@ class _AtCall(NamedTuple):
     set_partly: int | None = None
 
 
-def _counts_since(a: Arith, since: int, arith: list[Arith], bodies: list[tuple[int, int, str]],
-                  subshells: list[tuple[int, int]]) -> list[int]:
-    """Where the counting commands of `a`'s variable are that run in `a`'s shell between offset
-    `since` (its last assignment) and `a` (`n=0; ((n++)) || true; ((n++))`: the second reads
-    1): not in a function's body or a subshell that `a` is not in (a body counts where it is
-    called). Whether bash runs them on its way to `a` is branches.on_every_path's."""
-    def outside(b: Arith, start: int, end: int) -> bool:
-        return start <= b.offset < end and not start <= a.offset < end
-    return [b.offset for b in arith
-            if b.variable == a.variable and not b.assigns_zero and since < b.offset < a.offset
-            and not any(outside(b, s, e) for s, e, _n in bodies)
-            and not any(outside(b, s, e) for s, e in subshells)]
+def _enclosing(spans: list[tuple[int, int]], offsets: list[int]) -> dict[int, tuple[int, int]]:
+    """For each of `offsets` that one of `spans` (start, end) or more hold: the part they all
+    hold, (the latest start, the earliest end). Every span that holds offset x holds y too
+    exactly when y lies in that part of x's (or x is in none), which this answers in one
+    look. One sweep over both, sorted."""
+    if not spans:
+        return {}
+    ordered = sorted(spans)
+    latest: list[tuple[int, int]] = []  # (-start, end) of the spans begun: the latest start
+    earliest: list[int] = []  # their ends: the earliest
+    found: dict[int, tuple[int, int]] = {}
+    k = 0
+    for x in sorted(set(offsets)):
+        while k < len(ordered) and ordered[k][0] <= x:
+            heapq.heappush(latest, (-ordered[k][0], ordered[k][1]))
+            heapq.heappush(earliest, ordered[k][1])
+            k += 1
+        while latest and latest[0][1] <= x:  # (a span that ended before x never holds a later one)
+            heapq.heappop(latest)
+        while earliest and earliest[0] <= x:
+            heapq.heappop(earliest)
+        if earliest:
+            found[x] = (-latest[0][0], earliest[0])
+    return found
+
+
+class _Coverage:
+    """Whether every way through the branches holds one of a set of paths (each: the branches
+    a count is in that the assignment it follows is not in, outermost first), with the
+    branches a counter is in taken as run (branches.on_every_path's question for the counts
+    between an assignment and a counter), kept as paths are added and taken back: a trie of
+    them, where a node is covered when a path ends there or a construct that always runs one
+    of its branches (an `else`, a `*`, a loop over words written out) is complete there, each
+    of its branches covered below it. Adding a path costs its length, taking it back (`log`:
+    how to undo each change, latest last) as much; a question, the counter's depth."""
+
+    def __init__(self, constructs: dict[tuple[int, int], Construct],
+                 log: list[Callable[[], object]]) -> None:
+        self.constructs, self.log = constructs, log
+        self.root = _Node()
+
+    def add(self, path: tuple[Step, ...]) -> None:
+        node, way = self.root, []
+        for step in path:
+            way.append((node, step))
+            if step not in node.children:
+                node.children[step] = _Node()
+                self.log.append(functools.partial(node.children.pop, step))
+            node = node.children[step]
+        if not node.ends:
+            node.ends = True
+            self.log.append(functools.partial(setattr, node, "ends", False))
+        if node.covered:
+            return
+        self._cover(node)
+        for parent, (key, i) in reversed(way):
+            spans, always = self.constructs[key]
+            covered = parent.branches.setdefault(key, set())
+            covered.add(i)
+            self.log.append(functools.partial(covered.discard, i))
+            if not (always and len(covered) == len(spans)):
+                return
+            parent.complete.add(key)
+            self.log.append(functools.partial(parent.complete.discard, key))
+            if parent.covered:
+                return
+            self._cover(parent)
+
+    def _cover(self, node: _Node) -> None:
+        node.covered = True
+        self.log.append(functools.partial(setattr, node, "covered", False))
+
+    def covers(self, taken: tuple[Step, ...]) -> bool:
+        """Do the paths cover every way, with the branches `taken` (a chain, outermost first:
+        those the counter is in) as run? A path through them reads as the rest of it after
+        them, so a node along `taken` gains what is below the next one, and the construct of
+        the next one, one of whose branches is taken as run, is complete only as that one."""
+        node = self.root
+        for key, i in taken:
+            if node.ends or node.complete - {key}:
+                return True
+            below = node.children.get((key, i))
+            if below is None:
+                return False
+            node = below
+        return node.covered
+
+
+class _Node:
+    """A node of _Coverage's trie: the paths below it by their next step, whether one ends
+    here, whether every way from here holds one of them, and of each construct below, its
+    branches that do and whether all of them do (with one always run: complete)."""
+
+    def __init__(self) -> None:
+        self.children: dict[Step, _Node] = {}
+        self.ends = False
+        self.covered = False
+        self.branches: dict[tuple[int, int], set[int]] = {}
+        self.complete: set[tuple[int, int]] = set()
+
+
+class _Nesting:
+    """Spans (the subshells, the function bodies) as a tree, each with the one around it, when
+    they nest (`nested`; they do in every script bash parses)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.ordered = sorted(set(spans), key=lambda span: (span[0], -span[1]))
+        self.parent: list[int] = []
+        self.nested = True
+        stack: list[int] = []
+        for k, (start, end) in enumerate(self.ordered):
+            while stack and self.ordered[stack[-1]][1] <= start:
+                stack.pop()
+            if stack and self.ordered[stack[-1]][1] < end:
+                self.nested = False
+                return
+            self.parent.append(stack[-1] if stack else -1)
+            stack.append(k)
+        self.starts = [start for start, _end in self.ordered]
+
+    def around(self, offset: int) -> list[int]:
+        """The spans that hold `offset` (their index), outermost first."""
+        k = bisect.bisect_right(self.starts, offset) - 1
+        while k >= 0 and self.ordered[k][1] <= offset:
+            k = self.parent[k]
+        chain: list[int] = []
+        while k >= 0:
+            chain.append(k)
+            k = self.parent[k]
+        return chain[::-1]
+
+    def holds(self, k: int, offset: int) -> bool:
+        start, end = self.ordered[k]
+        return start <= offset < end
+
+
+class _Counts:
+    """The counting commands of each variable (`((n++))`, not `((n=0))`) between a counter and
+    the assignment it reads, that run in its shell: not in a function's body or a subshell the
+    counter is not in (`spans`; `enclosing`: _enclosing's over them of every counter; a body
+    counts where it is called). `n=0; ((n++)) || true; ((n++))`: the second reads 1.
+
+    Answered for the counters in the script's order from what was answered for the one before
+    with the same assignment: the counts between the two are read, those in the subshells and
+    bodies left since are taken back, so that many counters of one variable cost time linear
+    in their number; a counter before the last one asked starts its answer over. Where spans
+    cross (not a script bash parses), each is answered over every count, as
+    branches.on_every_path does (`nested` False: the branches')."""
+
+    def __init__(self, arith: list[Arith], spans: list[tuple[int, int]],
+                 constructs: dict[tuple[int, int], Construct],
+                 path_of: Callable[[int], tuple[Step, ...]], nested: bool) -> None:
+        self.enclosing = _enclosing(spans, [b.offset for b in arith])
+        self.nesting = _Nesting(spans)
+        self.constructs, self.path_of = constructs, path_of
+        self.nested = nested and self.nesting.nested
+        self.of: dict[str, list[tuple[int, int]]] = {}  # (offset, index in arith), by offset
+        for k, b in enumerate(arith):
+            if not b.assigns_zero:
+                self.of.setdefault(b.variable, []).append((b.offset, k))
+        for counters in self.of.values():
+            counters.sort()
+        self.read: dict[tuple[str, int], _CountsRead] = {}
+
+    def since(self, a: Arith, since: int) -> tuple[int, bool] | None:
+        """Of the counts of `a`'s variable after offset `since` (its last assignment) and
+        before `a` that run in its shell: the first the walk collected, and whether one of
+        them runs on every way bash goes from `since` to `a` (branches.on_every_path); None
+        when there are none."""
+        counters = self.of.get(a.variable, [])
+        if not self.nested:
+            counts = sorted((k, offset) for offset, k in counters
+                            if since < offset < a.offset and self._runs_with(offset, a.offset))
+            return (counts[0][1], on_every_path([offset for _k, offset in counts], since,
+                                                a.offset, self.constructs, self.path_of)
+                    ) if counts else None
+        read = self.read.get((a.variable, since))
+        if read is None or a.offset < read.upto:
+            read = self.read[a.variable, since] = _CountsRead(
+                bisect.bisect_right(counters, (since, 1 << 62)), set(self.path_of(since)),
+                self.constructs)
+        # the counts in a subshell or body `a` is not in (left since) do not count here
+        while read.inside and not self.nesting.holds(read.inside[-1][0], a.offset):
+            read.undo(read.inside.pop()[1])
+        while read.next < len(counters) and counters[read.next][0] < a.offset:
+            offset, k = counters[read.next]
+            read.next += 1
+            if not self._runs_with(offset, a.offset):
+                continue  # in a subshell or body `a` is not in (nor any later counter here)
+            read.inside.extend((span, len(read.log))
+                               for span in self.nesting.around(offset)[len(read.inside):])
+            if read.first is None or k < read.first[1]:
+                read.log.append(functools.partial(setattr, read, "first", read.first))
+                read.first = (offset, k)
+            read.coverage.add(tuple(step for step in self.path_of(offset)
+                                    if step not in read.known))
+        read.upto = a.offset
+        if read.first is None:
+            return None
+        return read.first[0], read.coverage.covers(
+            tuple(step for step in self.path_of(a.offset) if step not in read.known))
+
+    def _runs_with(self, count: int, counter: int) -> bool:
+        """Is every subshell and body that holds offset `count` around offset `counter` too?"""
+        held = self.enclosing.get(count)
+        return held is None or held[0] <= counter < held[1]
+
+
+class _CountsRead:
+    """What _Counts has read for the counters that read one assignment: the index of the next
+    count to read, the branches around the assignment (on every way from it), the coverage of
+    the counts read that count here, the first of them the walk collected (offset, index),
+    the subshells and bodies they are in (each with where its changes start in `log`), and the
+    last counter answered."""
+
+    def __init__(self, first_unread: int, known: set[Step],
+                 constructs: dict[tuple[int, int], Construct]) -> None:
+        self.next, self.known = first_unread, known
+        self.log: list[Callable[[], object]] = []
+        self.coverage = _Coverage(constructs, self.log)
+        self.first: tuple[int, int] | None = None
+        self.inside: list[tuple[int, int]] = []
+        self.upto = -1
+
+    def undo(self, mark: int) -> None:
+        """Take back the changes made since `log` was `mark` long."""
+        while len(self.log) > mark:
+            self.log.pop()()
 
 
 #: A subshell's `(` where a command starts (not `((`, `$(`, `<(`).

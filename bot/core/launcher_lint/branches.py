@@ -4,6 +4,7 @@ from the options its later passes start from."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from copy import copy
 from dataclasses import dataclass, field
@@ -214,6 +215,41 @@ def branch_path(offset: int, constructs: dict[tuple[int, int], Construct]) -> tu
     held = [(spans[i][0], key, i) for key, (spans, _always) in constructs.items()
             for i in range(len(spans)) if spans[i][0] <= offset < spans[i][1]]
     return tuple((key, i) for _start, key, i in sorted(held))
+
+
+def path_index(constructs: dict[tuple[int, int], Construct]
+               ) -> tuple[Callable[[int], tuple[Step, ...]], bool]:
+    """branch_path of any offset in `constructs`, from one index of their branches' spans built
+    once (sorted, each with the span around it), so that it costs the depth of the branches
+    around the offset, not the number of branches in the script; and whether the spans nest
+    (a branch lies inside the branch around its construct, as in every script bash parses).
+    If some did not, each offset is read as branch_path reads it, over every span."""
+    ordered = sorted((start, end, key, i) for key, (spans, _always) in constructs.items()
+                     for i, (start, end) in enumerate(spans))
+    parent: list[int] = []  # the index in `ordered` of the span around each (-1: none)
+    stack: list[int] = []
+    for k, (start, end, _key, _i) in enumerate(ordered):
+        while stack and ordered[stack[-1]][1] <= start:
+            stack.pop()
+        if stack and ordered[stack[-1]][1] < end:
+            return (lambda offset: branch_path(offset, constructs)), False  # spans that cross
+        parent.append(stack[-1] if stack else -1)
+        stack.append(k)
+    starts = [start for start, _end, _key, _i in ordered]
+
+    def path_of(offset: int) -> tuple[Step, ...]:
+        # the last span to start at or before `offset`; the spans around it that hold `offset`
+        # are all that do, as each span starting before it and holding it holds it
+        k = bisect.bisect_right(starts, offset) - 1
+        while k >= 0 and ordered[k][1] <= offset:
+            k = parent[k]
+        held: list[Step] = []
+        while k >= 0:
+            held.append((ordered[k][2], ordered[k][3]))
+            k = parent[k]
+        return tuple(reversed(held))
+
+    return path_of, True
 
 
 def on_every_path(offsets: list[int], since: int, target: int,
