@@ -180,6 +180,11 @@ _MPI_MESSAGE_SIZE = re.compile(r"Message size [0-9]+ bigger than supported by PS
 _EXECVE_FAILED = re.compile(
     r"execve\(\): (?:bad interpreter\((?P<interpreter>[^)]*)\)|(?P<program>.+)): "
     r"(?P<reason>[^:]+?) *$")
+# torchrun's summary of the failure it observed first (its ChildFailedError's `Root Cause
+# (first observed failure):` entry, time, host, rank, exitcode, error_file and traceback lines
+# after it), which names the rank that died first whatever order the ranks' lines came in.
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\)")
+_ROOT_CAUSE_LINES = 8
 # Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
 # there and exited 0, a planned stop the explanation names with its iteration.
 _EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
@@ -286,6 +291,12 @@ def diagnose(
             [m for m in primary if m.class_id == "time_limit"]):
         # sacct's PREEMPTED: submitit's time-out verdict was its clock's guess, no second class
         failed_classes.discard("time_limit")
+    if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
+            killed := _rank_killed_first(matches, primary, series)) is not None:
+        # a rank SIGKILLed before its peers' collectives timed out: their timeout waited for
+        # the rank the kernel's OOM killer took, the cause (by hint: a SIGKILL alone)
+        chosen, decided_by = "host_oom", HINT
+        evidence = [Evidence(killed.line_no, killed.text)]
     running = acct.is_running or acct.state in _NOT_STARTED or (
         acct.state is None and chosen is None
     )
@@ -474,6 +485,22 @@ def diagnose(
         leak_fit=leak_fit,
         node=node,
     )
+
+
+def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
+                       series: MetricSeries) -> Any | None:
+    """The report of a rank SIGKILLed (a host_oom hint after the last progress line: srun's
+    `task 0: Killed`, torchrun's `exitcode: -9` / `Signal 9 (SIGKILL)`, mpirun's `exited on
+    signal 9 (Killed)`) before the first NCCL watchdog line, or in the entry of torchrun's
+    `Root Cause (first observed failure)` (its first `_ROOT_CAUSE_LINES` lines), whatever the
+    order of the ranks' lines: that rank died first and its peers' collectives timed out
+    waiting for it. None when there is no such report."""
+    first_abort = min(m.line_no for m in primary if m.class_id == "nccl_timeout")
+    roots = [m.line_no for m in matches if _ROOT_CAUSE.search(m.text)]
+    after = series.last_iteration_line or 0
+    return next((m for m in matches if not m.primary and m.class_id == "host_oom"
+                 and m.line_no > after and (m.line_no < first_abort or any(
+                     r < m.line_no <= r + _ROOT_CAUSE_LINES for r in roots))), None)
 
 
 def _without_survived_verdicts(matches: list[Any], series: MetricSeries,

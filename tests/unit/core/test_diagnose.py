@@ -3604,3 +3604,67 @@ def test_a_later_steps_progress_after_a_failed_start_is_not_that_failure(catalog
             "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert _diagnose_text(catalogue, text, FAILED).detail is None
+
+
+# One rank SIGKILLed, its peers' collectives timing out waiting for it: the watchdog's line is
+# PyTorch's (ProcessGroupNCCL.cpp), the kill as srun, torchrun and mpirun report it.
+WATCHDOG = ("[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600123 milliseconds before timing out.\n"
+            "[rank1]:[E ProcessGroupNCCL.cpp:583] [Rank 1] To avoid data inconsistency, we are "
+            "taking the entire process down.\n")
+TORCHRUN_ROOT_CAUSE_SIGKILL = (
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    "============================================================\n"
+    "train.py FAILED\n"
+    "------------------------------------------------------------\n"
+    "Failures:\n"
+    "[1]:\n"
+    "  time      : 2025-03-02_10:11:02\n"
+    "  host      : gpu-a017\n"
+    "  rank      : 1 (local_rank: 1)\n"
+    "  exitcode  : -6 (pid: 4568)\n"
+    "  error_file: <N/A>\n"
+    "  traceback : Signal 6 (SIGABRT) received by PID 4568\n"
+    "------------------------------------------------------------\n"
+    "Root Cause (first observed failure):\n"
+    "[0]:\n"
+    "  time      : 2025-03-02_10:01:00\n"
+    "  host      : gpu-a017\n"
+    "  rank      : 0 (local_rank: 0)\n"
+    "  exitcode  : -9 (pid: 4567)\n"
+    "  error_file: <N/A>\n"
+    "  traceback : Signal 9 (SIGKILL) received by PID 4567\n"
+    "============================================================\n")
+RANK_KILLED_THEN_WATCHDOG = {
+    "srun": "srun: error: gpu-a017: task 0: Killed\n" + WATCHDOG
+            + "srun: error: gpu-a017: task 1: Aborted (core dumped)\n",
+    "mpirun": ("mpirun noticed that process rank 0 with PID 4567 on node gpu-a017 exited on "
+               "signal 9 (Killed).\n" + WATCHDOG),
+    "torchrun-root-cause": WATCHDOG + TORCHRUN_ROOT_CAUSE_SIGKILL,
+}
+
+
+@pytest.mark.parametrize("acct", [None, Accounting(state="FAILED", exit_code=0, signal=6), FAILED],
+                         ids=["log-only", "0:6", "1:0"])
+@pytest.mark.parametrize("launcher", sorted(RANK_KILLED_THEN_WATCHDOG))
+def test_a_rank_killed_before_its_peers_timed_out_is_the_cause_not_the_timeout(
+        catalogue, launcher, acct):
+    """The root cause wins over the downstream NCCL timeout: no resubmit as a network fault
+    of a run whose rank the OOM killer took (by hint: the SIGKILL alone), the timeout said
+    too."""
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                       + RANK_KILLED_THEN_WATCHDOG[launcher], acct)
+    assert (d.class_id, d.decided_by) == ("host_oom", "hint")
+    assert not d.retryable and "nccl_timeout" in d.secondary and d.node is None
+
+
+def test_a_kill_before_training_or_after_the_abort_leaves_the_timeout_the_cause(catalogue):
+    # a setup step killed before training progressed, then a timeout of its own
+    setup = _diagnose_text(catalogue, "bash: line 1:  6508 Killed  python preprocess.py\n"
+                           "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + WATCHDOG)
+    assert setup.class_id == "nccl_timeout"
+    # srun's report of the ranks it killed after the abort, not before it
+    after = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                           + WATCHDOG + "srun: error: gpu-a017: task 0: Killed\n")
+    assert after.class_id == "nccl_timeout"
