@@ -138,7 +138,8 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                     ticks: TickHealth | None = None,
                     webhook: JsonPoster | None = None) -> JobScheduler:
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
-    `prompts` (remind, escalate, expire unanswered prompts) and `submits` (a person's submit
+    `prompts` (settle approved cancels whose end was not seen, then remind, escalate, expire
+    unanswered prompts) and `submits` (a person's submit
     the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight) every
     policy tick, `probes` (run
     the DataLoader probes people asked for, bot.services.probes) every few seconds, and
@@ -149,6 +150,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
     tick and keeps each cluster's last success (/metrics, /readyz)."""
     from bot.services.approvals import follow_up_prompts
+    from bot.services.cancel_settle import settle_unknown_cancels
     from bot.services.competitors import propose_holds_for_submit, release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
@@ -159,8 +161,12 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     scheduler.run_repeating("holds", lambda now: release_started(holds, now),
                             every_s=ctx.config.policy.tick_s)
     prompts = fenced_context(ctx, scheduler.fence("prompts"))
-    scheduler.run_repeating("prompts", lambda now: follow_up_prompts(prompts, now),
-                            every_s=ctx.config.policy.tick_s)
+
+    def prompts_tick(now: float) -> None:  # the cancels settled first, then the prompts
+        settle_unknown_cancels(prompts, now)
+        follow_up_prompts(prompts, now)
+
+    scheduler.run_repeating("prompts", prompts_tick, every_s=ctx.config.policy.tick_s)
     submits = fenced_context(ctx, scheduler.fence("submits"))
     scheduler.run_repeating(
         "submits",

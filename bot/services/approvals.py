@@ -52,7 +52,6 @@ from bot.services.access import approvers_now, escalation_people, mention, promp
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
-from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import (
     announce_submit,
     array_task_of,
@@ -61,7 +60,7 @@ from bot.services.runs import (
     submit_and_announce,
 )
 from bot.services.submit import SubmitNotQueued, SubmitResult
-from bot.services.threads import has_thread, post_safely, render, task_bounds, thread_note
+from bot.services.threads import post_safely, render, task_bounds
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
 
@@ -164,7 +163,7 @@ class _NotPerformed(ServiceError):
         self.outcome = outcome
 
 
-def _decided(ctx: BotContext, recipe: str | None, summary: str | None,
+def decided(ctx: BotContext, recipe: str | None, summary: str | None,
              outcome: Outcome) -> tuple[str, Blocks]:
     """The prompt after its decision (the `decided` template): (text, blocks). A hold prompt
     has no stored summary: the template asks its question again from the outcome's job ids."""
@@ -226,13 +225,13 @@ def handle_click(
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
-            text, blocks = _decided(ctx, recipe, summary, expired_outcome(approval))
+            text, blocks = decided(ctx, recipe, summary, expired_outcome(approval))
             return ClickResult("expired", text, blocks, ephemeral=text)
         if claim.reason == "stale" and claim.latest is not None:
             latest = claim.latest
             audit("stale", target, recipe, choice=choice, latest_job=latest.job_id,
                   latest_state=latest.state)
-            text, blocks = _decided(ctx, recipe, summary, Outcome(
+            text, blocks = decided(ctx, recipe, summary, Outcome(
                 "stale", actor, "moved_on", recipe, job_id=target, for_job=for_job,
                 current_job=latest.shown_id, state=latest.state))
             return ClickResult("stale", text, blocks, ephemeral=text)
@@ -250,7 +249,7 @@ def handle_click(
         audit("dismissed" if choice == "dismiss" else "declined", target, recipe)
         outcome = Outcome("dismissed" if choice == "dismiss" else "kept", actor, recipe=recipe,
                           job_id=target, for_job=for_job)
-        return ClickResult("declined", *_decided(ctx, recipe, summary, outcome))
+        return ClickResult("declined", *decided(ctx, recipe, summary, outcome))
     try:
         result = _perform(ctx, approval, choice, actor, now)
     except (ServiceError, ClusterError) as exc:
@@ -259,16 +258,16 @@ def handle_click(
         audit("failed", target, recipe, choice=choice, error=str(exc))
         outcome = exc.outcome if isinstance(exc, _NotPerformed) else Outcome(
             "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=said(exc))
-        return ClickResult("failed", *_decided(ctx, recipe, summary, outcome))
+        return ClickResult("failed", *decided(ctx, recipe, summary, outcome))
     if result.outcome.kind == "stale":
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
-        text, blocks = _decided(ctx, recipe, summary, result.outcome)
+        text, blocks = decided(ctx, recipe, summary, result.outcome)
         return ClickResult("stale", text, blocks, ephemeral=text)
-    if result.outcome.did in _UNKNOWN_STEP.values():  # may or may not have cancelled: said so
+    if result.outcome.did in UNKNOWN_CANCEL_STEP.values():  # may or may not have cancelled: said so
         audit("unknown", target, recipe, choice=choice, error=str(result.outcome.error))
     else:
         audit("ok", result.job_id or target, recipe, choice=choice)
-    return ClickResult("done", *_decided(ctx, recipe, summary, result.outcome),
+    return ClickResult("done", *decided(ctx, recipe, summary, result.outcome),
                        job_id=result.job_id, holds=result.holds)
 
 
@@ -289,7 +288,7 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
         latest = claim.latest
         audit("stale", target, recipe, choice="probe", latest_job=latest.job_id,
               latest_state=latest.state)
-        text, blocks = _decided(ctx, recipe, approval.payload.get("summary"), Outcome(
+        text, blocks = decided(ctx, recipe, approval.payload.get("summary"), Outcome(
             "stale", actor, "moved_on", recipe, job_id=target, current_job=latest.shown_id,
             state=latest.state))
         return ClickResult("stale", text, blocks, ephemeral=text)
@@ -360,9 +359,9 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
-# the step an approved cancel whose scancel's end was not seen is left in, by what it was to
-# do after the cancel: resume the run (Cancel and resume) or nothing more (Cancel)
-_UNKNOWN_STEP = {True: "cancel_unknown", False: "cancel_only_unknown"}
+UNKNOWN_CANCEL_STEP = {True: "cancel_unknown", False: "cancel_only_unknown"}
+"""The step an approved cancel whose scancel's end was not seen is left in, by what it was to
+do after the cancel: resume the run (Cancel and resume: True) or nothing more (Cancel)."""
 
 
 def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
@@ -377,7 +376,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     A scancel whose end was not seen (OutcomeUnknown) may or may not have cancelled the job:
     nothing is resubmitted, the job is watched again, the approval stays approved with its
     step `cancel_unknown` (Cancel and resume) or `cancel_only_unknown` (Cancel) (the watcher
-    leaves such a job's end to it), and the prompt says so; `settle_unknown_cancels` looks at
+    leaves such a job's end to it), and the prompt says so;
+    bot.services.cancel_settle.settle_unknown_cancels looks at
     the job later and finishes the cancel (it was cancelled; a cancel and resume resumes the
     run) or says it was not (it still runs) and offers it again."""
     payload = approval.payload
@@ -395,14 +395,25 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
                                        chain_id=watched.chain_id, adopted=watched.adopted)
         if not isinstance(exc, OutcomeUnknown):
             raise
-        step = _UNKNOWN_STEP[resume]
+        step = UNKNOWN_CANCEL_STEP[resume]
         ctx.store.approvals.mark_step(approval.token, step, now=now)
         return _Performed(Outcome("approved", actor, step, recipe, job_id=job, error=said(exc),
-                                  settle_s=_policy(ctx, recipe).cancel_settle_s), job)
+                                  settle_s=policy_of(ctx, recipe).cancel_settle_s), job)
     performed = (_resume_cancelled(ctx, approval, actor, now) if resume
                  else _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job))
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed
+
+
+def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float, *,
+                     recover: bool = False) -> Outcome:
+    """The rest of a cancel and resume whose job was found cancelled later (its scancel's end
+    was not seen, or the click's process died): what `_resume_cancelled` did, as its outcome
+    (a failed resubmit: `resubmit_failed`)."""
+    try:
+        return _resume_cancelled(ctx, approval, actor, now, recover=recover).outcome
+    except _NotPerformed as exc:
+        return exc.outcome
 
 
 def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
@@ -457,145 +468,6 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
-# --- a cancel and resume whose scancel's end was not seen ----------------------------------
-
-SETTLE_TAKEOVER_S = 600.0
-"""How old a `cancel_settled` step whose approval has no outcome yet must be before another
-run takes it over: longer than a settle takes (its Slurm reads, its sbatch and the posts each
-have their own, shorter deadline), so only a settle whose process died is taken over."""
-
-
-def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
-    """Every approved cancel whose scancel's end was not seen (`cancel_unknown`: Cancel and
-    resume; `cancel_only_unknown`: Cancel), at least the recipe's `policy.cancel_settle_s`
-    after the click (a scancel still under way when its channel closed has ended by then):
-    its job, asked from Slurm, says what happened. CANCELLED: the cancel took effect; for a
-    cancel and resume trainbot leaves the job, records its attempt and resubmits, as the click
-    would have (a plain Cancel's job stays watched, its end judged as any job's), and the
-    prompt and the thread say so. Still running or pending: the cancel did not take effect;
-    the prompt says so and a new prompt offers it again (the watcher goes on watching the
-    job). Ended otherwise (COMPLETED, FAILED, …): it ended
-    before the cancel; the prompt says so and the watcher judges its end as any job's.
-    Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
-    (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
-    process died before its outcome was recorded is taken over (by one replica) when its step
-    is SETTLE_TAKEOVER_S old, and finished without a second job: the job its resubmit left,
-    if Slurm has one under the run's job name, is the one recorded.
-
-    The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: the
-    prompt rewritten, a note in the thread, the cancel offered again; each post keyed, and
-    the settle done saying it (the `cancel_announced` step) only once all went out, so a run
-    that died (or a post Slack refused) half way is finished by the next, nothing said twice."""
-    for approval in ctx.store.approvals.cancels_unknown():
-        settle_s = _policy(ctx, approval.payload.get("recipe")).cancel_settle_s
-        if approval.decided_at is not None and now - approval.decided_at < settle_s:
-            continue
-        try:
-            _settle_cancel(ctx, approval, now)
-        except LeaseLost:
-            raise
-        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
-            log.exception("settling the unknown cancel of prompt %s failed", approval.token)
-    for approval in ctx.store.approvals.cancels_unannounced():
-        try:
-            _announce_settled(ctx, approval, now)
-        except LeaseLost:
-            raise
-        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
-            log.exception("saying the settled cancel of prompt %s failed", approval.token)
-
-
-def _policy(ctx: BotContext, recipe: str | None) -> PolicyConfig:
-    """The recipe's policy; the defaults' for a recipe not (or no longer) configured."""
-    return ctx.config.policy_for(recipe) if recipe in ctx.config.recipes else ctx.config.policy
-
-
-def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
-    payload = approval.payload
-    recipe, cluster, job = payload.get("recipe"), payload["cluster"], str(approval.target_job)
-    actor = approval.decided_by
-    try:
-        record = ctx.clusters.slurm(cluster).job(int(job))
-    except ClusterError as exc:
-        log.info("cannot tell yet whether job %s was cancelled: %s", job, exc)
-        return
-    if record is None:
-        return  # not (yet) known to Slurm's answer: ask again next time
-    taken_over = False
-    if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now):
-        # being settled (by another replica), or its settler died before the outcome was
-        # recorded (the approval is still approved): taken over, by one replica, once the
-        # step is SETTLE_TAKEOVER_S old
-        if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
-                                                  older_than=now - SETTLE_TAKEOVER_S, now=now):
-            return
-        taken_over = True
-    cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
-    resume = _UNKNOWN_STEP[True] in ctx.store.approvals.steps(approval.token)
-    ctx.store.audit.record(
-        actor="trainbot", action="approval.cancel_settled", now=now, recipe=recipe, job_id=job,
-        result="took_effect" if cancelled else "not_taken",
-        detail={"token": approval.token, "state": record.state},
-    )  # fmt: skip
-    if cancelled and not resume:
-        outcome = Outcome("approved", actor, "cancelled", recipe, job_id=job)
-    elif cancelled:
-        ctx.store.watched_jobs.remove(cluster, job)
-        try:
-            outcome = _resume_cancelled(ctx, approval, actor or "trainbot", now,
-                                        recover=taken_over).outcome
-        except _NotPerformed as exc:
-            outcome = exc.outcome
-    else:
-        outcome = Outcome("failed", actor, "cancel_not_taken" if record.is_running
-                          or record.is_pending else "not_running", recipe, job_id=job,
-                          state=record.state)
-    text, blocks = _decided(ctx, recipe, payload.get("summary"), outcome)
-    ctx.store.approvals.settle(approval.token, now=now, settled={
-        "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})
-
-
-def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:
-    """Say what the settle of `approval`'s unknown cancel found (recorded with its end): the
-    prompt rewritten, the same words as a note in the thread, the cancel offered again when it
-    did not take effect. Each post is keyed (made at most once); the step `cancel_announced`
-    is marked once all went out, else the next run makes the ones left."""
-    settled = approval.payload.get("settled")
-    chain_id = approval.chain_id
-    if settled is not None and chain_id is not None:
-        text, blocks = settled["text"], settled["blocks"]
-        _rewrite_prompt(ctx, approval, text, blocks)
-        if has_thread(ctx, chain_id) and not thread_note(
-                ctx, chain_id, f"cancel-settled:{approval.token}", text):
-            return  # Slack refused it: said next time
-        if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
-            return
-    if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
-            and chain_id is not None:
-        refresh_homes(ctx, chain_id, now)
-
-
-def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> bool:
-    """A new prompt, in the thread, with the same question and choices as `approval`'s (one,
-    under one key, however often it is asked); False when it could not be posted."""
-    payload = approval.payload
-    if not has_thread(ctx, approval.chain_id) or payload.get("recipe") not in ctx.config.recipes:
-        return True  # nowhere to offer it: nothing left to do
-    assert approval.chain_id is not None
-    key = f"cancel-again:{approval.token}"
-    posted = ctx.store.slack_posts.get(key)
-    if posted is not None and posted.posted:
-        return True  # offered before (its prompt may be decided by now: none is made again)
-    prompt = create_resubmit_prompt(
-        ctx, recipe=payload["recipe"], chain_id=approval.chain_id,
-        job_id=str(approval.target_job), now=now, summary=payload.get("summary") or "",
-        resume_iter=payload.get("resume_iter"),
-        resume_checkpoint=payload.get("resume_checkpoint"),
-        checkpoint_unknown=payload.get("checkpoint_unknown"), offer_cancel=True, post_key=key,
-    )  # fmt: skip
-    return post_safely(ctx, "reply", approval.chain_id, key, prompt.blocks, prompt.text) is not None
-
-
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:
     """Where an approved resubmit resumed (`from_iter`, else `from_checkpoint`'s name), and
     where the prompt said it would when that changed since it was posted (`prompt_iter`, else
@@ -636,6 +508,11 @@ def _propose_holds(ctx: BotContext, approval: Approval, result: SubmitResult,
                    now: float) -> list[int]:
     proposals = comp.propose_holds_for_submit(ctx, approval.payload["recipe"], result, now)
     return [p.competitor for p in proposals]
+
+
+def policy_of(ctx: BotContext, recipe: str | None) -> PolicyConfig:
+    """The recipe's policy; the defaults' for a recipe not (or no longer) configured."""
+    return ctx.config.policy_for(recipe) if recipe in ctx.config.recipes else ctx.config.policy
 
 
 def charges_budget(ctx: BotContext, approval: Approval, class_id: str | None = None) -> bool:
@@ -707,8 +584,8 @@ def follow_up_prompts(ctx: BotContext, now: float) -> None:
     happens now. Each step is recorded in the approval's row (`mark_step`, `expire`: true for
     one caller), so a replica taking the job over repeats none; the posts are keyed, so a
     crash between a post and its record posts nothing twice. Run by the scheduler's `prompts`
-    job (bot.app.build_scheduler) under its lease, as is `settle_unknown_cancels` (first)."""
-    settle_unknown_cancels(ctx, now)
+    job (bot.app.build_scheduler) under its lease, after
+    bot.services.cancel_settle.settle_unknown_cancels."""
     for approval in ctx.store.approvals.pending():
         if approval.chain_id is None:
             continue
@@ -728,7 +605,7 @@ def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
     recipe = approval.payload.get("recipe")
     chain_id = approval.chain_id
     assert chain_id is not None
-    policy = _policy(ctx, recipe)
+    policy = policy_of(ctx, recipe)
     if approval.expires_at <= now:
         if ctx.store.approvals.expire(approval.token, now=now):
             _show_expired(ctx, approval, recipe)
@@ -774,14 +651,14 @@ def expired_outcome(approval: Approval) -> Outcome:
 
 def _show_expired(ctx: BotContext, approval: Approval, recipe: str | None) -> None:
     """Rewrite the expired prompt: its question, then that it expired and what happens now."""
-    text, blocks = _decided(ctx, recipe, approval.payload.get("summary"),
+    text, blocks = decided(ctx, recipe, approval.payload.get("summary"),
                             expired_outcome(approval))
-    _rewrite_prompt(ctx, approval, text, blocks)
+    rewrite_prompt(ctx, approval, text, blocks)
     if approval.chain_id is not None:
         refresh_homes(ctx, approval.chain_id, ctx.clock())
 
 
-def _rewrite_prompt(ctx: BotContext, approval: Approval, text: str, blocks: Blocks) -> None:
+def rewrite_prompt(ctx: BotContext, approval: Approval, text: str, blocks: Blocks) -> None:
     """Rewrite the thread post that carries `approval`'s buttons (nothing when unknown)."""
     key = (comp.hold_prompt_key(approval.token) if approval.action == comp.HOLD_ACTION
            else approval.payload.get("post_key"))
@@ -803,7 +680,7 @@ def after_click(ctx: BotContext, token: str, result: ClickResult, user: str, now
     approval = ctx.store.approvals.get(token)
     if from_home:
         if approval is not None and result.update_text is not None and result.update_blocks:
-            _rewrite_prompt(ctx, approval, result.update_text, result.update_blocks)
+            rewrite_prompt(ctx, approval, result.update_text, result.update_blocks)
         publish_home(ctx, user, now, notice=result.update_text or result.ephemeral)
     if approval is not None and approval.chain_id is not None:
         refresh_homes(ctx, approval.chain_id, now, besides=user if from_home else None)

@@ -345,7 +345,7 @@ class Watcher:
                 return
             if self._cancel_unknown(str(w.job_id)):
                 # A Cancel (and resume) whose scancel's end was not seen: whether this end is
-                # that cancel's is settled by bot.services.approvals.settle_unknown_cancels,
+                # that cancel's is settled by bot.services.cancel_settle.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return
             unreadable = self._unreadable(jw, reads, now)

@@ -18,12 +18,8 @@ from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
 from bot.services import ServiceError
-from bot.services.approvals import (
-    SETTLE_TAKEOVER_S,
-    charges_budget,
-    follow_up_prompts,
-    handle_click,
-)
+from bot.services.approvals import charges_budget, handle_click
+from bot.services.cancel_settle import SETTLE_TAKEOVER_S, settle_unknown_cancels
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.threads import render, root_view
@@ -319,10 +315,10 @@ def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_inci
     s.slurm.set(88154, end_time=T0 + 401)
     s.watcher.tick(T0 + 420)  # its end is the cancel's: no incident, no resubmit proposal
     assert store.incidents.get("dev:88154:final") is None
-    follow_up_prompts(s.ctx, T0 + 430)  # too soon to judge: the scancel may still be under way
+    settle_unknown_cancels(s.ctx, T0 + 430)  # too soon to judge: the scancel may still be under way
     assert s.slurm.submits() == []
 
-    follow_up_prompts(s.ctx, T0 + 470)
+    settle_unknown_cancels(s.ctx, T0 + 470)
     assert len(s.slurm.submits()) == 1
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
@@ -337,7 +333,7 @@ def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_inci
     assert store.approvals.get(token).state == "done"
     assert s.retries() == 1
 
-    follow_up_prompts(s.ctx, T0 + 530)  # settled once
+    settle_unknown_cancels(s.ctx, T0 + 530)  # settled once
     s.watcher.tick(T0 + 540)
     assert len(s.slurm.submits()) == 1 and s.slurm.acted("cancel") == [88154]
     assert store.incidents.get("dev:88154:final") is None
@@ -357,9 +353,9 @@ def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Sto
         result.update_text
     s.slurm.cancel_answer_lost = None
     s.slurm.set(88154, state="CANCELLED", end_time=T0 + 401)
-    follow_up_prompts(s.ctx, T0 + 470)  # 69 s: the default would judge it, 300 s does not
+    settle_unknown_cancels(s.ctx, T0 + 470)  # 69 s: the default would judge it, 300 s does not
     assert s.slurm.submits() == [] and store.approvals.get(token).state != "done"
-    follow_up_prompts(s.ctx, T0 + 702)
+    settle_unknown_cancels(s.ctx, T0 + 702)
     assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
 
 
@@ -384,7 +380,7 @@ def _settle_killed(s: Story, *, after_sbatch: bool) -> str:
 
     s.slurm.submit = killed_submit  # type: ignore[method-assign]
     with pytest.raises(Killed):
-        follow_up_prompts(s.ctx, T0 + 470)
+        settle_unknown_cancels(s.ctx, T0 + 470)
     del s.slurm.submit
     return token
 
@@ -399,12 +395,12 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     token = _settle_killed(s, after_sbatch=after_sbatch)
     assert store.approvals.get(token).state == "approved"
     assert len(s.slurm.submits()) == (1 if after_sbatch else 0)
-    follow_up_prompts(s.ctx, T0 + 470 + 60)  # the dead settle's step is still its lease
+    settle_unknown_cancels(s.ctx, T0 + 470 + 60)  # the dead settle's step is still its lease
     assert len(s.slurm.submits()) == (1 if after_sbatch else 0)
 
     later = T0 + 470 + SETTLE_TAKEOVER_S
-    follow_up_prompts(s.ctx, later)
-    follow_up_prompts(s.ctx, later)  # taken over once
+    settle_unknown_cancels(s.ctx, later)
+    settle_unknown_cancels(s.ctx, later)  # taken over once
     assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.result, new.job_id) == ("CANCELLED", "88887")
@@ -416,7 +412,7 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
             "complete checkpoint changed since it was posted.")
     assert said in s.ctx.sink.texts()
     assert s.retries() == 1
-    follow_up_prompts(s.ctx, later + 2 * SETTLE_TAKEOVER_S)
+    settle_unknown_cancels(s.ctx, later + 2 * SETTLE_TAKEOVER_S)
     assert len(s.slurm.submits()) == 1
 
 
@@ -437,18 +433,18 @@ def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_onc
 
     s.ctx.sink.update_reply = killed_update
     with pytest.raises(Killed):
-        follow_up_prompts(s.ctx, T0 + 470)
+        settle_unknown_cancels(s.ctx, T0 + 470)
     del s.ctx.sink.update_reply
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
             "complete checkpoint changed since it was posted.")
     assert store.approvals.get(token).state == "done" and said not in s.ctx.sink.texts()
 
-    follow_up_prompts(s.ctx, T0 + 530)  # the next run: no takeover wait, nothing to redo
+    settle_unknown_cancels(s.ctx, T0 + 530)  # the next run: no takeover wait, nothing to redo
     assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
     assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
-    follow_up_prompts(s.ctx, T0 + 590)
-    follow_up_prompts(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
+    settle_unknown_cancels(s.ctx, T0 + 590)
+    settle_unknown_cancels(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
     assert s.ctx.sink.texts().count(said) == 2  # the note and the rewrite, once each
     assert len(s.slurm.submits()) == 1 and s.retries() == 1
 
@@ -472,12 +468,12 @@ def test_a_settle_killed_before_it_offered_the_cancel_again_offers_it_at_the_nex
 
     s.ctx.sink.post_reply = killed_offer
     with pytest.raises(Killed):
-        follow_up_prompts(s.ctx, T0 + 470)
+        settle_unknown_cancels(s.ctx, T0 + 470)
     s.ctx.sink.post_reply = capture
     assert [k for k, _ in s.posted][-1] == f"cancel-settled:{token}"
 
-    follow_up_prompts(s.ctx, T0 + 530)
-    follow_up_prompts(s.ctx, T0 + 590)
+    settle_unknown_cancels(s.ctx, T0 + 530)
+    settle_unknown_cancels(s.ctx, T0 + 590)
     keys = [k for k, _ in s.posted]
     assert keys.count(f"cancel-again:{token}") == 1
     assert keys.count(f"cancel-settled:{token}") == 1
@@ -501,7 +497,7 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
     s.slurm.cancel_lost = None
     assert store.watched_jobs.get("dev", "88154") is not None  # still watched
 
-    follow_up_prompts(s.ctx, T0 + 470)
+    settle_unknown_cancels(s.ctx, T0 + 470)
     said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
             "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
             "resubmitted. The cancel is offered again below")
@@ -511,7 +507,7 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
     assert key == f"cancel-again:{token}"
     again = button(blocks, ActionId.CANCEL_RESUME)
     assert again["value"] != token
-    follow_up_prompts(s.ctx, T0 + 530)  # offered once
+    settle_unknown_cancels(s.ctx, T0 + 530)  # offered once
     assert [k for k, _ in s.posted].count(key) == 1
 
     done = handle_click(s.ctx, again["value"], ActionId.CANCEL_RESUME, "W0LEAD", T0 + 600)
@@ -543,16 +539,16 @@ def test_a_plain_cancel_whose_scancel_took_effect_unseen_is_settled_once_and_sai
     s.slurm.set(88154, end_time=T0 + 401)
     s.watcher.tick(T0 + 420)  # its end may be the cancel's: left to the settle
     assert store.incidents.get("dev:88154:final") is None
-    follow_up_prompts(s.ctx, T0 + 430)  # too soon: the scancel may still be under way
+    settle_unknown_cancels(s.ctx, T0 + 430)  # too soon: the scancel may still be under way
     assert store.approvals.get(token).state == "approved"
 
-    follow_up_prompts(s.ctx, T0 + 470)
+    settle_unknown_cancels(s.ctx, T0 + 470)
     said = "Approved by <@W0LEAD>: cancelled job 88154"
     assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
     assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
     assert store.approvals.get(token).state == "done"
-    follow_up_prompts(s.ctx, T0 + 530)  # settled once
-    follow_up_prompts(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
+    settle_unknown_cancels(s.ctx, T0 + 530)  # settled once
+    settle_unknown_cancels(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
     assert s.ctx.sink.texts().count(said) == 2  # the note and the prompt's rewrite
     assert s.slurm.submits() == [] and s.slurm.acted("cancel") == [88154]
     assert s.retries() == 0
@@ -569,7 +565,7 @@ def test_a_plain_cancel_whose_scancel_did_not_take_effect_says_so_and_offers_it_
     assert result.update_text == ONLY_UNSEEN
     s.slurm.cancel_lost = None
 
-    follow_up_prompts(s.ctx, T0 + 470)
+    settle_unknown_cancels(s.ctx, T0 + 470)
     said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
             "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
             "resubmitted. The cancel is offered again below")
@@ -578,7 +574,7 @@ def test_a_plain_cancel_whose_scancel_did_not_take_effect_says_so_and_offers_it_
     assert key == f"cancel-again:{token}"
     again = button(blocks, ActionId.CANCEL)
     assert again["value"] != token
-    follow_up_prompts(s.ctx, T0 + 530)  # offered once
+    settle_unknown_cancels(s.ctx, T0 + 530)  # offered once
     assert [k for k, _ in s.posted].count(key) == 1
 
     done = handle_click(s.ctx, again["value"], ActionId.CANCEL, "W0LEAD", T0 + 600)

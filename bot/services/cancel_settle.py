@@ -1,0 +1,166 @@
+"""Approved cancels whose end trainbot did not see, settled later from what Slurm says.
+
+A Cancel or Cancel and resume whose scancel's end was not seen (bot.services.approvals._cancel:
+the approval left approved with its step `cancel_unknown` or `cancel_only_unknown`) is looked
+at again here, once the recipe's `policy.cancel_settle_s` has passed: the job cancelled, a
+cancel and resume resumes the run as the click would have; still running, the cancel is
+offered again; ended otherwise, its end is the watcher's to judge. Run by the scheduler's
+`prompts` job (bot.app.build_scheduler) under its lease, before the prompts' follow-up
+(bot.services.approvals.follow_up_prompts).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from bot.cluster.errors import ClusterError
+from bot.services.approvals import (
+    UNKNOWN_CANCEL_STEP,
+    Outcome,
+    decided,
+    policy_of,
+    resume_cancelled,
+    rewrite_prompt,
+)
+from bot.services.home import refresh_homes
+from bot.services.ports import BotContext, LeaseLost
+from bot.services.prompts import create_resubmit_prompt
+from bot.services.threads import has_thread, post_safely, thread_note
+from bot.store import Approval
+
+log = logging.getLogger(__name__)
+
+
+SETTLE_TAKEOVER_S = 600.0
+"""How old a `cancel_settled` step whose approval has no outcome yet must be before another
+run takes it over: longer than a settle takes (its Slurm reads, its sbatch and the posts each
+have their own, shorter deadline), so only a settle whose process died is taken over."""
+
+
+def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
+    """Every approved cancel whose scancel's end was not seen (`cancel_unknown`: Cancel and
+    resume; `cancel_only_unknown`: Cancel), at least the recipe's `policy.cancel_settle_s`
+    after the click (a scancel still under way when its channel closed has ended by then):
+    its job, asked from Slurm, says what happened. CANCELLED: the cancel took effect; for a
+    cancel and resume trainbot leaves the job, records its attempt and resubmits, as the click
+    would have (a plain Cancel's job stays watched, its end judged as any job's), and the
+    prompt and the thread say so. Still running or pending: the cancel did not take effect;
+    the prompt says so and a new prompt offers it again (the watcher goes on watching the
+    job). Ended otherwise (COMPLETED, FAILED, …): it ended
+    before the cancel; the prompt says so and the watcher judges its end as any job's.
+    Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
+    (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
+    process died before its outcome was recorded is taken over (by one replica) when its step
+    is SETTLE_TAKEOVER_S old, and finished without a second job: the job its resubmit left,
+    if Slurm has one under the run's job name, is the one recorded.
+
+    The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: the
+    prompt rewritten, a note in the thread, the cancel offered again; each post keyed, and
+    the settle done saying it (the `cancel_announced` step) only once all went out, so a run
+    that died (or a post Slack refused) half way is finished by the next, nothing said twice."""
+    due = [a for a in ctx.store.approvals.cancels_unknown() if _settle_due(ctx, a, now)]
+    _each(ctx, due, now, _settle_cancel, "settling the unknown cancel")
+    _each(ctx, ctx.store.approvals.cancels_unannounced(), now, _announce_settled,
+          "saying the settled cancel")
+
+
+def _settle_due(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """Is the recipe's `policy.cancel_settle_s` past since the click (the scancel has ended)?"""
+    settle_s = policy_of(ctx, approval.payload.get("recipe")).cancel_settle_s
+    return approval.decided_at is None or now - approval.decided_at >= settle_s
+
+
+def _each(ctx: BotContext, approvals: list[Approval], now: float,
+          step: Callable[[BotContext, Approval, float], None], what: str) -> None:
+    """`step` for each approval; one's failure (logged as `what` of it) never stops the
+    others, but a lost lease stops them all (another replica runs the job now)."""
+    for approval in approvals:
+        try:
+            step(ctx, approval, now)
+        except LeaseLost:
+            raise
+        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
+            log.exception("%s of prompt %s failed", what, approval.token)
+
+
+def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
+    payload = approval.payload
+    recipe, cluster, job = payload.get("recipe"), payload["cluster"], str(approval.target_job)
+    actor = approval.decided_by
+    try:
+        record = ctx.clusters.slurm(cluster).job(int(job))
+    except ClusterError as exc:
+        log.info("cannot tell yet whether job %s was cancelled: %s", job, exc)
+        return
+    if record is None:
+        return  # not (yet) known to Slurm's answer: ask again next time
+    taken_over = False
+    if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now):
+        # being settled (by another replica), or its settler died before the outcome was
+        # recorded (the approval is still approved): taken over, by one replica, once the
+        # step is SETTLE_TAKEOVER_S old
+        if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
+                                                  older_than=now - SETTLE_TAKEOVER_S, now=now):
+            return
+        taken_over = True
+    cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
+    resume = UNKNOWN_CANCEL_STEP[True] in ctx.store.approvals.steps(approval.token)
+    ctx.store.audit.record(
+        actor="trainbot", action="approval.cancel_settled", now=now, recipe=recipe, job_id=job,
+        result="took_effect" if cancelled else "not_taken",
+        detail={"token": approval.token, "state": record.state},
+    )  # fmt: skip
+    if cancelled and not resume:
+        outcome = Outcome("approved", actor, "cancelled", recipe, job_id=job)
+    elif cancelled:
+        ctx.store.watched_jobs.remove(cluster, job)
+        outcome = resume_cancelled(ctx, approval, actor or "trainbot", now, recover=taken_over)
+    else:
+        outcome = Outcome("failed", actor, "cancel_not_taken" if record.is_running
+                          or record.is_pending else "not_running", recipe, job_id=job,
+                          state=record.state)
+    text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
+    ctx.store.approvals.settle(approval.token, now=now, settled={
+        "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})
+
+
+def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:
+    """Say what the settle of `approval`'s unknown cancel found (recorded with its end): the
+    prompt rewritten, the same words as a note in the thread, the cancel offered again when it
+    did not take effect. Each post is keyed (made at most once); the step `cancel_announced`
+    is marked once all went out, else the next run makes the ones left."""
+    settled = approval.payload.get("settled")
+    chain_id = approval.chain_id
+    if settled is not None and chain_id is not None:
+        text, blocks = settled["text"], settled["blocks"]
+        rewrite_prompt(ctx, approval, text, blocks)
+        if has_thread(ctx, chain_id) and not thread_note(
+                ctx, chain_id, f"cancel-settled:{approval.token}", text):
+            return  # Slack refused it: said next time
+        if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
+            return
+    if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
+            and chain_id is not None:
+        refresh_homes(ctx, chain_id, now)
+
+
+def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """A new prompt, in the thread, with the same question and choices as `approval`'s (one,
+    under one key, however often it is asked); False when it could not be posted."""
+    payload = approval.payload
+    if not has_thread(ctx, approval.chain_id) or payload.get("recipe") not in ctx.config.recipes:
+        return True  # nowhere to offer it: nothing left to do
+    assert approval.chain_id is not None
+    key = f"cancel-again:{approval.token}"
+    posted = ctx.store.slack_posts.get(key)
+    if posted is not None and posted.posted:
+        return True  # offered before (its prompt may be decided by now: none is made again)
+    prompt = create_resubmit_prompt(
+        ctx, recipe=payload["recipe"], chain_id=approval.chain_id,
+        job_id=str(approval.target_job), now=now, summary=payload.get("summary") or "",
+        resume_iter=payload.get("resume_iter"),
+        resume_checkpoint=payload.get("resume_checkpoint"),
+        checkpoint_unknown=payload.get("checkpoint_unknown"), offer_cancel=True, post_key=key,
+    )  # fmt: skip
+    return post_safely(ctx, "reply", approval.chain_id, key, prompt.blocks, prompt.text) is not None
