@@ -28,7 +28,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.slurm.sstat import StepMemory
 from bot.core.tail import ReadBatch, ReadRequest
-from bot.services.ports import BotContext, HomePublisher, ThreadWriter
+from bot.services.ports import BotContext, HomePublisher, PostError, ThreadWriter
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
@@ -375,12 +375,14 @@ class FakeClusters:
 
 class RecordingMessageSink:
     """A thread writer (bot.services.ports.ThreadWriter) remembering posts; post_root marks
-    the root posted in the store, as the Slack poster does."""
+    the root posted in the store, as the Slack poster does. The next `fail_next` replies
+    fail as a post Slack refused does (PostError, nothing posted)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.posts: list[tuple[str, int, str, str]] = []  # (kind, chain, key, text)
         self.blocks: dict[str, list] = {}  # key -> the blocks last posted or updated
+        self.fail_next = 0
 
     def post_root(self, chain_id: int, channel: str, blocks: list, text: str) -> str:
         key = f"chain:{chain_id}:root"
@@ -391,9 +393,22 @@ class RecordingMessageSink:
         return f"{chain_id}.0001"
 
     def post_reply(self, chain_id: int, key: str, blocks: list, text: str) -> str:
+        """Post `key` once, as the Slack poster does (bot.slack.poster: a key the store has
+        posted is never sent again, its ts returned; the intent is stored before sending)."""
+        posted = self.store.slack_posts.get(key)
+        if posted is not None and posted.posted and posted.ts is not None:
+            return posted.ts
+        root = self.store.slack_posts.get(f"chain:{chain_id}:root")
+        self.store.slack_posts.record_intent(key, channel=root.channel if root else "",
+                                             kind="reply", chain_id=chain_id, now=0)
+        if self.fail_next:
+            self.fail_next -= 1
+            raise PostError(f"Slack chat.postMessage failed for {key!r}: service_unavailable")
         self.posts.append(("reply", chain_id, key, text))
         self.blocks[key] = blocks
-        return f"{chain_id}.{len(self.posts):04d}"
+        ts = f"{chain_id}.{len(self.posts):04d}"
+        self.store.slack_posts.record_posted(key, ts=ts, now=0)
+        return ts
 
     def update_reply(self, chain_id: int, key: str, blocks: list, text: str) -> None:
         if any(p[0] == "reply" and p[2] == key for p in self.posts):

@@ -6,6 +6,9 @@ an English recipe's thread reads exactly the watcher's English sentence."""
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -86,11 +89,21 @@ def incident(chain_id: int, d: Diagnosis, dec, state: str = "FAILED") -> WatchEv
                       diagnosis=d, decision=dec, record=JobRecord(job_id=88154, state=state))
 
 
+@contextmanager
+def own_store(store: Store) -> Iterator[Store]:
+    """A new store beside `store`, for one thread of a test that shows one job's event in
+    each language: one job's event has one key, which the poster posts once."""
+    path = Path(store.url.removeprefix("sqlite:///")).with_name(f"{uuid.uuid4().hex}.db")
+    with Store.open(f"sqlite:///{path}") as s:
+        yield s
+
+
 def heads(store: Store, lang: str, d: Diagnosis, dec, state: str = "FAILED") -> str:
     """The head line the thread shows for this incident (first reply, owners mentioned)."""
-    ctx, chain = thread(store, lang)
-    ThreadEvents(ctx).publish(incident(chain.id, d, dec, state))
-    return replies(ctx)[0]
+    with own_store(store) as s:
+        ctx, chain = thread(s, lang)
+        ThreadEvents(ctx).publish(incident(chain.id, d, dec, state))
+        return replies(ctx)[0]
 
 
 # ------------------------------------------------------------------ incident head lines
@@ -261,11 +274,13 @@ def test_a_first_attempt_completion_says_so(store):
 
 
 def warn(store: Store, lang: str, dec, d: Diagnosis) -> str:
-    ctx, chain = thread(store, lang)
-    kind = "note" if dec.kind == "note" else "warning"
-    ThreadEvents(ctx).publish(WatchEvent(kind, f"dev:88154:{dec.class_id}", "dev", dec.reason,
-                                         chain.id, "88154", "mix", diagnosis=d, decision=dec))
-    return replies(ctx)[0]
+    with own_store(store) as s:
+        ctx, chain = thread(s, lang)
+        kind = "note" if dec.kind == "note" else "warning"
+        ThreadEvents(ctx).publish(WatchEvent(kind, f"dev:88154:{dec.class_id}", "dev",
+                                             dec.reason, chain.id, "88154", "mix",
+                                             diagnosis=d, decision=dec))
+        return replies(ctx)[0]
 
 
 def test_stall_prompt_is_korean_with_iteration_minutes_and_cpu(store):
@@ -526,12 +541,13 @@ def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(
     reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
     said = {}
     for lang in ("en", "ko"):
-        ctx, chain = thread(store, lang)
-        event = incident(chain.id, d, dec)
-        ThreadEvents(ctx).publish(replace(event, text=event.text + (
-            f" Its log {LOG} could not be read ({reason}), so it was judged from Slurm's "
-            "accounting alone."), facts={"log_path": LOG, "log_unreadable": reason}))
-        said[lang] = replies(ctx)[0]
+        with own_store(store) as s:
+            ctx, chain = thread(s, lang)
+            event = incident(chain.id, d, dec)
+            ThreadEvents(ctx).publish(replace(event, text=event.text + (
+                f" Its log {LOG} could not be read ({reason}), so it was judged from Slurm's "
+                "accounting alone."), facts={"log_path": LOG, "log_unreadable": reason}))
+            said[lang] = replies(ctx)[0]
     assert said["en"].endswith(
         " Its log /scratch/mix/logs/mix-88154.out could not be read (reading it failed on the "
         "login node (dd exit 1)), so it was judged from Slurm's accounting alone.")
