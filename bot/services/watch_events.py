@@ -15,7 +15,8 @@ the site's template folder first), like `report` and `/train`:
   buttons (approval prompt with `offer_cancel`); other warnings, notes, held jobs and
   automatic resubmits: a plain note in the thread;
 - `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
-  that cluster (keyed per chain).
+  that cluster (keyed per chain); a thread Slack refused it raises, so the watcher's outbox
+  publishes it again (bot.services.watch.health).
 The watcher's own words (the head line of an incident or a stall prompt, and every note) are
 in the recipe's language (templates/event.json.j2, `_say`; a cluster notice in each chain's):
 the template words the facts (the Decision and its `facts`, the JobRecord, the Diagnosis'
@@ -66,7 +67,7 @@ from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_
 from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
-from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, root_key
+from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, PostError, root_key
 from bot.services.probes import create_probe_offer, offers_probe, probe_offer
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
@@ -230,13 +231,18 @@ class ThreadEvents:
             log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, text)
 
     def _cluster_notice(self, event: WatchEvent) -> None:
+        """One note in every active chain's thread on the cluster; PostError when a thread
+        has not got it (Slack refused the post): the outbox publishes the notice again, and
+        the threads that have it already get nothing twice (the poster's key)."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
-        for chain in chains:
-            thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}",
-                        self._say(event, recipe=chain.recipe))
+        unposted = [chain.id for chain in chains if has_thread(self.ctx, chain.id)
+                    and not thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}",
+                                        self._say(event, recipe=chain.recipe))]
         if not chains:
             log.warning("%s", event.text)
+        if unposted:
+            raise PostError(f"{event.key}: not posted in the threads of chains {unposted}")
 
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""

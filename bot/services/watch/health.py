@@ -6,7 +6,10 @@ The unreachable notice is recorded before it is posted (bot.services.watch.outbo
 post failed is posted at a later failed tick as it was recorded (its tick count, since and error,
 that error's sentence in each thread's language), and so is one a restart left: the outage dates
 from it, so its "answers again" note follows. One the cluster answered before it could be posted
-is dropped: an outage over is not announced.
+is dropped: an outage over is not announced. The "answers again" note is recorded the same way;
+one whose post failed, or that a restart left, is posted at the next tick, failed or not (it
+is still true), as it was recorded (the start of the outage it ends), before any notice of a
+new outage.
 
 While a cluster is unreachable the watcher keeps the last known state of its jobs and judges
 none of them (bot.services.watch.tick); this module only counts and tells.
@@ -24,6 +27,7 @@ from bot.services.watch.outbox import Outbox
 log = logging.getLogger(__name__)
 
 NOTICE = "cluster_unreachable"
+BACK = "cluster_back"
 
 
 class ClusterHealth:
@@ -38,10 +42,12 @@ class ClusterHealth:
         self._down_since: float | None = None
         self._down_notified = False
         self._unposted_checked = False  # the store's unposted notices looked at since start
+        self._back_unposted = True  # a back note may wait in the store (one failed, a restart)
 
     def failed(self, now: float, exc: Exception, report: TickReport) -> TickReport:
         """A tick whose Slurm call failed: counted, the report marked failed, and after
         `unreachable_ticks` of them in a row the one "cluster unreachable" event."""
+        self._post_unposted_back(now, report)
         self._failed += 1
         if self._down_since is None:
             self._down_since = now
@@ -81,24 +87,39 @@ class ClusterHealth:
     def ok(self, now: float, report: TickReport) -> None:
         """A tick the cluster answered: the "back" event if its outage was announced, and the
         counters start over."""
+        self._post_unposted_back(now, report)
         if self._down_notified and self._down_since is not None:
             text = (f"cluster {self.cluster} answers again (unreachable since "
                     f"{_utc(self._down_since)}); watching resumes.")
-            self.outbox.emit(WatchEvent("cluster_back",
-                                  f"cluster:{self.cluster}:back:{int(self._down_since)}",
-                                  self.cluster, text, facts={"since": _utc(self._down_since)}),
-                       "cluster_back", now, report)
+            posted = self.outbox.emit(
+                WatchEvent(BACK, f"cluster:{self.cluster}:back:{int(self._down_since)}",
+                           self.cluster, text, facts={"since": _utc(self._down_since)}),
+                BACK, now, report, extra={"down_since": self._down_since})
+            self._back_unposted = self._back_unposted or not posted
         elif self._failed or not self._unposted_checked:
             for inc in self.outbox.unposted(NOTICE):  # the outage ended before it was told
                 self.outbox.drop(inc)
             self._unposted_checked = True
         self._failed, self._down_since, self._down_notified = 0, None, False
 
+    def _post_unposted_back(self, now: float, report: TickReport) -> None:
+        """Post the "answers again" notes recorded and never posted (their post failed, or
+        the bot stopped before it), as they were recorded, oldest first; the store is asked
+        only while one may be there."""
+        if not self._back_unposted:
+            return
+        posted = True
+        for inc in self.outbox.unposted(BACK):
+            posted = self.outbox.emit(self.outbox.stored_event(inc), BACK, now, report) \
+                and posted
+        self._back_unposted = not posted
+
     def forget(self) -> None:
         """No outage known: the counters as after a restart (the store's unposted notices
         are looked at again: another replica may have left one)."""
         self._failed, self._down_since, self._down_notified = 0, None, False
         self._unposted_checked = False
+        self._back_unposted = True
 
 
 def _utc(t: float) -> str:

@@ -126,45 +126,46 @@ def test_cluster_unreachable_note_says_the_error_in_the_threads_language(store, 
     assert event.to_json()["facts"]["error"] == "`squeue --me` did not finish within 20 s"
 
 
-class FailingOnce:
-    """A thread sink whose first `fails` publishes raise (Slack down), then ThreadEvents'."""
+def slack_refusing(ctx, fails: int = 1):
+    """The watcher's cluster health publishing through the threads (ThreadEvents, the
+    RecordingMessageSink as the Slack poster) of `ctx`, whose next `fails` posts Slack
+    refuses."""
+    from bot.services.watch.health import ClusterHealth
+    from bot.services.watch.outbox import Outbox
 
-    def __init__(self, ctx, fails: int = 1) -> None:
-        self.threads, self.fails = ThreadEvents(ctx), fails
+    ctx.sink.fail_next = fails
+    return ClusterHealth("dev", outbox=Outbox("dev", store=ctx.store, sink=ThreadEvents(ctx)),
+                         unreachable_ticks=3)
 
-    def publish(self, event: WatchEvent) -> None:
-        if self.fails:
-            self.fails -= 1
-            raise RuntimeError("Slack answered 503")
-        self.threads.publish(event)
+
+def replies(ctx) -> list[str]:
+    return [p[3] for p in ctx.sink.posts if p[0] == "reply"]
 
 
 KO_NOTICE = ("클러스터 dev에 3번 연속 연결하지 못했습니다 (1970-01-12 13:46:40 UTC부터): "
              "`squeue --me`이(가) 20초 안에 끝나지 않았습니다. 다시 응답할 때까지")
+KO_BACK = "클러스터 dev이(가) 다시 응답합니다 (1970-01-12 13:46:40 UTC부터 연결 불가)"
 
 
 def test_an_unreachable_notice_whose_post_failed_is_posted_later_as_recorded_in_korean(store):
     from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
     from bot.services.watch.events import TickReport
-    from bot.services.watch.health import ClusterHealth
-    from bot.services.watch.outbox import Outbox
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    health = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=FailingOnce(ctx)),
-                           unreachable_ticks=3)
+    health = slack_refusing(ctx)
     for i in range(3):  # the 3rd tick decides the notice; Slack refuses its post
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
                       TickReport(ok=True))
-    assert [p for p in ctx.sink.posts if p[0] == "reply"] == []
+    assert replies(ctx) == []
     # The next failed tick, with another error, posts the notice as it was recorded.
     health.failed(1_000_180.0, ClusterUnavailable("connection refused"), TickReport(ok=True))
-    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    [note] = replies(ctx)
     assert note.startswith(KO_NOTICE), note
     health.failed(1_000_240.0, ClusterUnavailable("connection refused"), TickReport(ok=True))
     health.ok(1_000_300.0, TickReport(ok=True))  # the outage is over: it says so once
-    notes = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    notes = replies(ctx)
     assert len(notes) == 2 and "1970-01-12 13:46:40 UTC" in notes[1], notes
 
 
@@ -172,51 +173,104 @@ def test_an_unreachable_notice_a_restart_left_unposted_is_posted_from_the_store_
         store):
     from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
     from bot.services.watch.events import TickReport
-    from bot.services.watch.health import ClusterHealth
-    from bot.services.watch.outbox import Outbox
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    before = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=FailingOnce(ctx)),
-                           unreachable_ticks=3)
+    before = slack_refusing(ctx)
     for i in range(3):
         before.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
                       TickReport(ok=True))
     # The bot restarts, the cluster still down: the new process counts its own ticks and
     # then posts the notice the store holds, not a new one that knows nothing of before.
-    after = ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=ThreadEvents(ctx)),
-                          unreachable_ticks=3)
+    after = slack_refusing(ctx, fails=0)
     for i in range(3):
         after.failed(1_000_600.0 + 60 * i, ClusterUnavailable("connection refused"),
                      TickReport(ok=True))
-    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    [note] = replies(ctx)
     assert note.startswith(KO_NOTICE), note
     assert [i.state for i in store.incidents.of_class("cluster_unreachable", ("posted",))] \
         == ["posted"]
+    # Its "answers again" note dates the outage from that notice's first failure, not from
+    # the restart's first failed tick.
+    after.ok(1_000_900.0, TickReport(ok=True))
+    assert replies(ctx)[1].startswith(KO_BACK), replies(ctx)
 
 
 def test_an_unreachable_notice_left_unposted_is_dropped_once_the_cluster_answers(store):
     from bot.cluster.errors import CommandTimedOut
     from bot.services.watch.events import TickReport
-    from bot.services.watch.health import ClusterHealth
-    from bot.services.watch.outbox import Outbox
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    outbox = Outbox("dev", store=store, sink=FailingOnce(ctx))
-    health = ClusterHealth("dev", outbox=outbox, unreachable_ticks=3)
+    health = slack_refusing(ctx)
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
                       TickReport(ok=True))
     health.ok(1_000_180.0, TickReport(ok=True))  # it answers before the notice went out
-    assert outbox.unposted("cluster_unreachable") == []
+    assert health.outbox.unposted("cluster_unreachable") == []
     for i in range(3):  # a later outage is announced as its own
         health.failed(1_000_600.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
                       TickReport(ok=True))
-    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    [note] = replies(ctx)
     assert "(1970-01-12 13:56:40 UTC부터)" in note, note
+
+
+def _announced_outage(ctx):
+    """Two threads on cluster dev, and its outage from 1_000_000 told in both."""
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+
+    for name in ("mix", "mix"):
+        chain = ctx.store.chains.create(recipe=name, cluster="dev", job_name=name, now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], name)
+    health = slack_refusing(ctx, fails=0)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    assert len(replies(ctx)) == 2
+    return health
+
+
+@pytest.mark.parametrize("next_tick", ["ok", "failed"])
+def test_a_back_note_whose_post_failed_is_posted_at_the_next_tick_once_in_korean(
+        store, next_tick):
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store, lang="ko")
+    health = _announced_outage(ctx)
+    ctx.sink.fail_next = 1  # the first thread's back note: Slack refuses it
+    health.ok(1_000_300.0, TickReport(ok=True))
+    backs = [n for n in replies(ctx) if n.startswith(KO_BACK)]
+    assert len(backs) == 1  # the second thread's
+    if next_tick == "ok":
+        health.ok(1_000_360.0, TickReport(ok=True))
+    else:  # down again: the note of the outage that ended is still true, and comes first
+        health.failed(1_000_360.0, ClusterUnavailable("connection refused"),
+                      TickReport(ok=True))
+    backs = [(p[1], p[3]) for p in ctx.sink.posts if p[0] == "reply" and
+             p[3].startswith(KO_BACK)]
+    assert sorted(chain for chain, _ in backs) == [1, 2], backs  # each thread's once
+    assert store.incidents.of_class("cluster_back", ("pending",)) == []
+    health.ok(1_000_420.0, TickReport(ok=True))
+    assert len([n for n in replies(ctx) if n.startswith(KO_BACK)]) == 2
+
+
+def test_a_back_note_a_restart_left_unposted_is_posted_from_the_store(store):
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    health = _announced_outage(ctx)
+    ctx.sink.fail_next = 2  # Slack refuses both threads' back notes; then the bot restarts
+    health.ok(1_000_300.0, TickReport(ok=True))
+    assert [n for n in replies(ctx) if n.startswith("cluster dev answers again")] == []
+    after = slack_refusing(ctx, fails=0)
+    after.ok(1_003_600.0, TickReport(ok=True))
+    backs = [n for n in replies(ctx) if n.startswith("cluster dev answers again")]
+    assert backs == ["cluster dev answers again (unreachable since 1970-01-12 13:46:40 UTC); "
+                     "watching resumes."] * 2, backs
 
 
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
