@@ -131,10 +131,13 @@ def can_approve(access: RecipeAccess | None, user: str, fallback: People) -> Dec
 
 
 def can_control_job(
-    access: RecipeAccess | None, user: str, job_id: int | str, verb: str, fallback: People
+    access: RecipeAccess | None, user: str, job_id: int | str, verb: str, fallback: People,
+    *, told_by_thread: bool = False,
 ) -> Decision:
     """May `user` cancel/hold/release/read the job? `access` is None for a job trainbot did
-    not submit (then only the default approvers may)."""
+    not submit (then only the default approvers may). `told_by_thread`: a job the recipe's
+    run does not record, which its thread told about (a lost submit's, found below a later
+    attempt); the run's people may act on it as on its own jobs."""
     if access is None:
         if user in fallback:
             return ALLOWED
@@ -148,6 +151,11 @@ def can_control_job(
     team = access.owners | access.submitters | (access.approvers or fallback)
     if user in team:
         return ALLOWED
+    if told_by_thread:
+        return Decision(False, N_(
+            "job %(job)s is not recorded by trainbot; %(recipe)s's thread told about it as a "
+            "submit of that run, so only %(who)s can %(action)s it", job=job_id,
+            recipe=access.recipe, who=team.describe(), action=_action(verb)))
     return Decision(False, N_("job %(job)s belongs to %(recipe)s; only %(who)s can %(action)s it",
                               job=job_id, recipe=access.recipe, who=team.describe(),
                               action=_action(verb)))

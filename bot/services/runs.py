@@ -34,7 +34,7 @@ from bot.services.threads import (
     render,
     thread_message,
 )
-from bot.store import Attempt, SubmitInFlight
+from bot.store import Attempt, Chain, Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +194,21 @@ def _attempt_after(attempts: list[Attempt], array_task: int | None,
                  if a.job_id.isdigit() and int(a.job_id) > int(job_id)), None)
 
 
+def unwatched_submit_key(job_id: str) -> str:
+    """The key of the thread message telling of a lost submit's job that is not recorded
+    (_tell_unwatched)."""
+    return f"unwatched-submit:{job_id}"
+
+
+def run_told_of(store: Store, job_id: str) -> Chain | None:
+    """The run whose thread told of job `job_id` (Slurm's raw id), a lost submit's job found
+    below a later attempt and not recorded (_tell_unwatched); None: no thread told of it."""
+    post = store.slack_posts.get(unwatched_submit_key(job_id))
+    if post is None or not post.posted or post.chain_id is None:
+        return None
+    return store.chains.get(post.chain_id)
+
+
 def _tell_unwatched(ctx: BotContext, flight: SubmitInFlight, chain_id: int, job_id: str,
                     later: Attempt, now: float) -> None:
     """The lost submit's job `job_id`, found after `later` was submitted into its run (a
@@ -202,7 +217,7 @@ def _tell_unwatched(ctx: BotContext, flight: SubmitInFlight, chain_id: int, job_
     run's thread says it is queued under the run's name and how to cancel it."""
     shown = f"{job_id}_{flight.array_task}" if flight.array_task is not None else job_id
     # posted once by its key, before the submit is forgotten: a crash in between tells again
-    thread_message(ctx, chain_id, f"unwatched-submit:{job_id}", "submitted", {
+    thread_message(ctx, chain_id, unwatched_submit_key(job_id), "submitted", {
         "recipe": flight.recipe, "job_id": shown, "raw_job_id": job_id,
         "job_name": flight.job_name, "actor": flight.actor, "automatic": False,
         "later_job": later.shown_id, "overrides": [], "not_applied": [], "also_queued": True})

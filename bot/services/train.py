@@ -29,7 +29,7 @@ from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
-from bot.services.runs import submit_and_announce
+from bot.services.runs import run_told_of, submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_not_applied, describe_start
@@ -215,7 +215,9 @@ def _resumable_chain(ctx: BotContext, recipe: str) -> int | None:
 
 
 def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | None]:
-    """(cluster, recipe or None, attempt or None) of a job id."""
+    """(cluster, recipe or None, attempt or None) of a job id: a recorded job's, a watched
+    one's (no recipe), or that of the run whose thread told of the job though it does not
+    record it (a lost submit's, runs.run_told_of: its recipe, no attempt)."""
     attempt = ctx.store.attempts.get_by_job(str(job_id))
     if attempt is not None:
         chain = ctx.store.chains.get(attempt.chain_id)
@@ -224,6 +226,9 @@ def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | 
     for watched in ctx.store.watched_jobs.list():
         if watched.job_id == str(job_id):
             return watched.cluster, None, None
+    told = run_told_of(ctx.store, str(job_id))
+    if told is not None:
+        return told.cluster, told.recipe or None, None
     clusters = sorted(ctx.config.clusters)
     if len(clusters) == 1:
         return clusters[0], None, None
@@ -264,7 +269,8 @@ def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str,
     recipe = target.recipe
     access = access_for(ctx.config, recipe) if recipe in ctx.config.recipes else None
     decision = can_control_job(access, actor, target.job_id, verb,
-                               default_approvers(ctx.config))
+                               default_approvers(ctx.config),
+                               told_by_thread=target.attempt is None)
     if not decision:
         raise _Refused(decision)
     return target

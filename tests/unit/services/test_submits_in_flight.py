@@ -174,9 +174,11 @@ def test_a_whole_arrays_submit_the_bot_died_in_watches_the_array_as_its_submit_w
     assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
 
 
-@pytest.mark.parametrize("lang", ["en", "ko"])
-def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_watched(
-        store: Store, dies_after_sbatch, monkeypatch, lang: str) -> None:
+def lost_below_a_later_attempt(store: Store, monkeypatch, lang: str = "en"
+                               ) -> tuple[BotContext, AnswerLostSlurm, int]:
+    """Run `mix` resumed by Alice, the bot dying after its sbatch (job 90500), resumed again
+    by hand (90501) before the next bot recovered the first: (context, Slurm, the run's
+    chain) once the recovery found 90500 below 90501."""
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
     ctx = make_context(store, slurm, slack_lang=lang)
     chain = failed_run(ctx)
@@ -188,6 +190,13 @@ def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_wa
     execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
     recover(ctx, LATER)
+    return ctx, slurm, chain
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_watched(
+        store: Store, dies_after_sbatch, monkeypatch, lang: str) -> None:
+    ctx, slurm, chain = lost_below_a_later_attempt(store, monkeypatch, lang)
     # 90500 is found below 90501: the run's jobs run one after another, so it is not its
     # attempt; the thread says it is queued and how to cancel it, and nothing is done to it
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
@@ -208,6 +217,39 @@ def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_wa
     assert audit.actor == "U0ALICE" and audit.result == "not_recorded"
     recover(ctx, LATER + 60)  # told once
     assert [t for t in ctx.sink.texts() if t.startswith("*mix*: ")] == [note]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_runs_people_may_cancel_the_job_its_thread_told_about_and_nobody_else(
+        store: Store, dies_after_sbatch, monkeypatch, lang: str) -> None:
+    ctx, slurm, _chain = lost_below_a_later_attempt(store, monkeypatch, lang)
+    refused = execute(ctx, c.JobControl("cancel", 90500), actor="U0NOBODY", channel=CHANNEL,
+                      now=LATER + 60)
+    assert refused.text == {
+        "en": "Refused: job 90500 is not recorded by trainbot; mix's thread told about it as a "
+              "submit of that run, so only <@U0OWNER>, group robots or group leads can cancel "
+              "it.",
+        "ko": "거부됨: 작업 90500은(는) trainbot이 기록하지 않은 작업이며, mix의 스레드가 "
+              "이 실행의 제출로 알린 작업입니다. 취소 권한은 <@U0OWNER>, robots 그룹 또는 "
+              "leads 그룹에게만 있습니다.",
+    }[lang], refused.text
+    assert not slurm.acted("cancel")
+    # Alice, a submitter of mix (not one of slack.approvers), cancels it as the thread says
+    done = execute(ctx, c.JobControl("cancel", 90500), actor="U0ALICE", channel=CHANNEL,
+                   now=LATER + 120)
+    assert slurm.acted("cancel") == [90500], done.text
+    assert slurm.queued("mix") == [90501]
+    assert ("U0ALICE", "command.cancel", "ok") in [(e.actor, e.action, e.result)
+                                           for e in store.audit.recent(50)
+                                           if e.job_id == "90500"]
+
+
+def test_a_job_no_thread_told_about_is_still_the_approvers_alone(store: Store) -> None:
+    ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=NOW))
+    refused = execute(ctx, c.JobControl("cancel", 90500), actor="U0ALICE", channel=CHANNEL,
+                      now=NOW)
+    assert refused.text == ("Refused: job 90500 was not submitted by trainbot; only group "
+                            "leads can cancel it.")
 
 
 def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_its_own_run(
