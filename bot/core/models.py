@@ -205,9 +205,8 @@ class Diagnosis:
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
     before the hint, with `kind`: leak | stall | upstream | saving | running | evaluating
-    | silent_exit | returned | shm | nccl_shm | fd_limit | no_ninja | launch_failed
-    | data_dependent_guard
-    | mpi_message_size | missing_tool
+    | silent_exit | returned | epilogue_memory | shm | nccl_shm | fd_limit | no_ninja
+    | launch_failed | data_dependent_guard | mpi_message_size | missing_tool
     | exit_interval | sigterm | rerun_elsewhere | signal_stop | submitit_preempted
     | ended_early
     (bot.core.diagnose.cause.case_detail), or None."""

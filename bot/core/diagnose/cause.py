@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
 from bot.core.diagnose.announced import SubmititPreemption
 from bot.core.diagnose.ending import PromptEnding
+from bot.core.diagnose.epilogue import EpilogueMemoryKill
 from bot.core.models import UpstreamCause
 from bot.core.units import GIB
 
@@ -61,6 +62,15 @@ class Upstream:
 @dataclass(frozen=True)
 class DiedSaving:
     """A host OOM inside a checkpoint save (`saving`): that checkpoint is partial."""
+
+
+@dataclass(frozen=True)
+class EpilogueMemory:
+    """A PBS or Torque job killed by a signal with more memory used than it requested, as its
+    epilogue or accounting record states (`epilogue_memory`): the figures a host OOM is read
+    from."""
+
+    kill: EpilogueMemoryKill
 
 
 @dataclass(frozen=True)
@@ -186,7 +196,8 @@ class Running:
 
 #: The one cause a case's explanation states (None: it states the hint alone).
 Cause: TypeAlias = (
-    SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | SharedMemory
+    SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | EpilogueMemory
+    | SharedMemory
     | NcclSharedMemory | OpenFileLimit | NoNinja | LaunchFailed | DataDependentGuard
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
@@ -219,6 +230,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
                     "seconds_before_failure": upstream.seconds_before_failure}
         case DiedSaving():
             return {"kind": "saving"}
+        case EpilogueMemory(kill):
+            return {"kind": "epilogue_memory", "exit_status": kill.exit_status,
+                    "used_gib": kill.used_bytes / GIB, "requested_gib": kill.requested_bytes / GIB}
         case SharedMemory():
             return {"kind": "shm"}
         case NcclSharedMemory():

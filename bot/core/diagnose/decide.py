@@ -55,6 +55,7 @@ from bot.core.diagnose.cause import (
     DataDependentGuard,
     DiedSaving,
     EndedEarly,
+    EpilogueMemory,
     Evaluating,
     ExitInterval,
     LaunchFailed,
@@ -89,6 +90,7 @@ from bot.core.diagnose.ending import (
     remote_error_cause,
     traceback_cause,
 )
+from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.metrics import MetricSeries
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
     ACCOUNTING,
@@ -297,6 +299,12 @@ def diagnose(
         # the rank the kernel's OOM killer took, the cause (by hint: a SIGKILL alone)
         chosen, decided_by = "host_oom", HINT
         evidence = [Evidence(killed.line_no, killed.text)]
+    if (killed_over := epilogue_memory_kill(tail)) is not None and (
+            chosen is None or _priority(catalogue, chosen) < _priority(catalogue, "host_oom")):
+        # PBS's or Torque's epilogue: killed by a signal with more memory used than requested
+        chosen, decided_by, case_cause = "host_oom", SIGNATURE, EpilogueMemory(killed_over)
+        failed_classes.add("host_oom")
+        evidence = [Evidence(n, t) for n, t in killed_over.lines]
     running = acct.is_running or acct.state in _NOT_STARTED or (
         acct.state is None and chosen is None
     )

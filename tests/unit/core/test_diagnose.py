@@ -3668,3 +3668,74 @@ def test_a_kill_before_training_or_after_the_abort_leaves_the_timeout_the_cause(
     after = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
                            + WATCHDOG + "srun: error: gpu-a017: task 0: Killed\n")
     assert after.class_id == "nccl_timeout"
+
+
+# PBS and Torque jobs' ends as their epilogue or accounting record states them: Torque hands
+# the epilogue the requested limits, the resources used and the exit code (arguments 6, 7 and
+# 10, http://docs.adaptivecomputing.com/torque/4-2-7/Content/topics/12-appendices/
+# scriptEnvironment.htm), printed as https://github.com/sgblanch/pbs-scripts epilogue.sh does
+# (`Limits:`, `Resources:`, `Exit Value:`); a PBS Pro site's resource-usage table (its layout
+# is the site's epilogue's; `Exit Status:` 256 + the signal for a job PBS killed, as
+# https://opus.nci.org.au/display/Help/How+to+interpret+the+PBS+exit+codes explains);
+# the accounting record tracejob shows (`Exit_status=`, `Resource_List.mem=`,
+# `resources_used.mem=`).
+PBS_EPILOGUE = {
+    "torque-epilogue": (
+        "########################################################################\n"
+        "PBS Epilogue:\tMon Jan  1 10:00:00 UTC 2024\n"
+        "Job ID:\t\t1234.torque01\n"
+        "Limits:\t\tmem=4gb,neednodes=1:ppn=4,nodes=1:ppn=4,walltime=01:00:00\n"
+        "Resources:\tcput=00:30:00,mem=4823312kb,vmem=5000000kb,walltime=00:10:00\n"
+        "Exit Value:\t137\n"
+        "########################################################################\n", 137),
+    "pbs-pro-table": (
+        "======================================================================================\n"
+        "                  Resource Usage on 2024-01-01 10:00:00:\n"
+        "   Job Id:             1234.gadi-pbs\n"
+        "   Exit Status:        271\n"
+        "   Service Units:      0.50\n"
+        "   NCPUs Requested:    4                      NCPUs Used: 4\n"
+        "   Memory Requested:   4.0GB                 Memory Used: 4.8GB\n"
+        "   Walltime requested: 01:00:00            Walltime Used: 00:10:00\n"
+        "======================================================================================\n",
+        271),
+    "tracejob": (
+        "01/01/2024 10:00:00  A    user=u group=g jobname=train queue=workq ctime=1704099000 "
+        "Exit_status=137 Resource_List.mem=4gb Resource_List.ncpus=4 resources_used.cput=00:30:00 "
+        "resources_used.mem=4823312kb resources_used.walltime=00:10:00\n", 137),
+}
+
+
+@pytest.mark.parametrize("form", sorted(PBS_EPILOGUE))
+def test_a_pbs_job_killed_with_more_memory_used_than_requested_is_a_host_oom(catalogue, form):
+    text, status = PBS_EPILOGUE[form]
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                       "/var/spool/pbs/mom_priv/jobs/1234.SC: line 12: 5678 Killed   python "
+                       "train.py\n" + text)
+    assert (d.class_id, d.decided_by) == ("host_oom", "signature")
+    assert d.detail is not None and d.detail["kind"] == "epilogue_memory"
+    assert d.detail["exit_status"] == status
+    assert d.detail["used_gib"] > d.detail["requested_gib"] == 4.0
+    said = explain(d)
+    assert f"exit status {status}" in said and "over the 4.0 GiB the job requested" in said
+    assert "4.0 GiB" in explain(d, "ko") and "epilogue" in explain(d, "ko")
+    assert not d.retryable
+
+
+def test_a_pbs_exit_status_without_memory_over_the_request_is_no_decisive_host_oom(catalogue):
+    # a SIGKILL's exit status alone: a hint, as a bare `Killed` is
+    alone = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                           "   Exit Status:        265\n"
+                           "   Walltime requested: 01:00:00 :      Walltime used: 00:10:00\n")
+    assert (alone.class_id, alone.decided_by) == ("host_oom", "hint")
+    assert alone.detail is None
+    # the memory used within the request: not the memory
+    within = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+                            "Traceback (most recent call last):\nValueError: bad shape\n"
+                            "   Exit Status:        137\n"
+                            "   Memory Requested:   4.0GB    Memory Used: 1.8GB\n")
+    assert within.detail is None and within.decided_by != "signature"
+    # exit 1 with the memory over the request: not killed by a signal
+    exited = _diagnose_text(catalogue, "Traceback (most recent call last):\nValueError: bad\n"
+                            "Exit_status=1 Resource_List.mem=4gb resources_used.mem=4823312kb\n")
+    assert exited.class_id == "unknown_failure"
