@@ -25,7 +25,6 @@ from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
 from bot.services.ports import BotContext, JsonPoster, ThreadWriter
 from bot.services.scheduler import STOP_GRACE_S, DaemonThreadExecutor, JobScheduler
-from bot.services.watch.chains import ProgressRewriteBudget
 from bot.services.watch.events import TickReport
 from bot.services.watch.tick import Watcher
 
@@ -90,14 +89,14 @@ def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> We
                        on_rate_limit_wait=metrics.rate_limit_waited)
 
 
-def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None = None,
-                  progress_rewrites: ProgressRewriteBudget | None = None) -> Watcher:
+def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None = None
+                  ) -> Watcher:
     """The production watcher of one cluster: Slurm and file reads from `ctx.clusters` (asked per
     use: building it never connects, a reconnect gets fresh clients), the context's
     catalogue, events to the run threads (logged when `ctx.sink` is None; a stall's Python
     stacks collected beside the tick) and to `webhook`, automatic resubmits through the same
-    submit service as `/train resume`, its roots' progress rewrites counted in
-    `progress_rewrites` (the process's budget, shared by its clusters; None: its own)."""
+    submit service as `/train resume`, its roots' progress rewrites counted in the
+    workspace's budget in the store (bot.services.watch.chains.ProgressRewriteBudget)."""
     from bot.services.runs import AutoResubmitter
     from bot.services.stacks import Forensics
     from bot.services.watch_events import ThreadEvents, WebhookEvents
@@ -111,7 +110,6 @@ def build_watcher(ctx: BotContext, cluster: str, *, webhook: JsonPoster | None =
         reader=lambda: ctx.clusters.tail_reader(cluster),
         store=ctx.store, catalogue=ctx.catalogue, sink=events, config=ctx.config,
         checkpoint=auto.checkpoint, resubmit=auto.resubmit, recover=auto.recover,
-        progress_rewrites=progress_rewrites,
     )
 
 
@@ -143,9 +141,9 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight) every
     policy tick, `probes` (run
     the DataLoader probes people asked for, bot.services.probes) every few seconds, and
-    `watch:<cluster>` for each configured cluster every `tick_interval` (the clusters'
-    watchers share one budget of roots rewritten for progress alone: they post into one
-    workspace, bot.services.watch.chains.ProgressRewriteBudget);
+    `watch:<cluster>` for each configured cluster every `tick_interval` (the watchers of
+    every replica share one budget of roots rewritten for progress alone, in the store: they
+    post into one workspace, bot.services.watch.chains.ProgressRewriteBudget);
     each runs only while `leases` (default: this process's) holds the lease named after it,
     with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
     tick and keeps each cluster's last success (/metrics, /readyz)."""
@@ -175,11 +173,10 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     probes = fenced_context(ctx, scheduler.fence("probes"))
     scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),
                             every_s=PROBES_EVERY_S)
-    progress_rewrites = ProgressRewriteBudget()
     for name in ctx.config.clusters:
         job_id = f"watch:{name}"
         watcher = build_watcher(fenced_context(ctx, scheduler.fence(job_id)), name,
-                                webhook=webhook, progress_rewrites=progress_rewrites)
+                                webhook=webhook)
         tick = watcher.tick if ticks is None else ticks.observed(name, watcher.tick)
         scheduler.run_repeating(job_id, _logged_as(tick, cluster=name),
                                 every_s=tick_interval(ctx.config, name),

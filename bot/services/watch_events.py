@@ -449,7 +449,7 @@ class WebhookEvents:
         """The thread's root follows the run's progress (`inner`), and the receiver gets it
         as one `progress` object: the run's attempts' states and iterations as the root
         shows them, as often as the root is rewritten (at most once every persist_every_s
-        per run, and a bounded number of runs a minute across the process's clusters:
+        per run, and a bounded number of runs a minute across the workspace's clusters:
         bot.services.watch.chains.ProgressRewriteBudget)."""
         self.inner.progress_changed(chain_id)
         self._post_progress(chain_id)

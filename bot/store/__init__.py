@@ -1,5 +1,6 @@
 """trainbot's persistent state (chains, attempts, offsets, incidents, approvals, Slack posts,
-audit, watched jobs, leases, command claims, Home tab viewers) behind one repository per kind."""
+audit, watched jobs, leases, command claims, Home tab viewers, the budget of progress
+rewrites) behind one repository per kind."""
 
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ from bot.store.audit import AuditRepo
 from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
 from bot.store.repos.approvals import ApprovalsRepo
 from bot.store.repos.incidents import IncidentsRepo
-from bot.store.repos.replicas import CommandClaimsRepo, HomeViewersRepo, LeasesRepo
+from bot.store.repos.replicas import (
+    CommandClaimsRepo,
+    HomeViewersRepo,
+    LeasesRepo,
+    ProgressRewritesRepo,
+)
 from bot.store.repos.runs import AttemptsRepo, ChainsRepo, TailOffsetsRepo
 from bot.store.repos.watched import SubmitsInFlightRepo, WatchedJobsRepo
 from bot.store.rows import (
@@ -153,6 +159,7 @@ class Store:
         self.leases = LeasesRepo(engine)
         self.command_claims = CommandClaimsRepo(engine)
         self.home_viewers = HomeViewersRepo(engine)
+        self.progress_rewrites = ProgressRewritesRepo(engine)
 
     @classmethod
     def open(cls, url: str, *, target_version: int | None = None,

@@ -297,6 +297,29 @@ def _v14_submits_in_flight(conn: Connection) -> None:
     )
 
 
+def _v15_progress_rewrites(conn: Connection) -> None:
+    """Version 15: progress_rewrite_slots and roots_waiting, the workspace's budget of thread
+    roots rewritten for progress alone (its slots, each taken for a minute by a rewrite) and
+    the roots each cluster's last tick left waiting for it, so the replicas on one database
+    together keep chat.update's rate (bot.services.watch.chains.ProgressRewriteBudget)."""
+    _create_table(
+        conn,
+        "progress_rewrite_slots",
+        Column("slot", Integer, primary_key=True, autoincrement=False),
+        Column("granted_at", Float, nullable=False),
+        Column("chain_id", Integer, nullable=False),
+    )
+    _create_table(
+        conn,
+        "roots_waiting",
+        Column("chain_id", Integer, primary_key=True, autoincrement=False),
+        Column("cluster", Text, nullable=False),
+        Column("rewritten_at", Float, nullable=True),
+        Column("noted_at", Float, nullable=False),
+        Index("ix_roots_waiting_noted_at", "noted_at"),
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -312,6 +335,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v12_watched_by,
     _v13_run_targets,
     _v14_submits_in_flight,
+    _v15_progress_rewrites,
 ]
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 metadata = MetaData()
 
@@ -210,4 +210,25 @@ submits_in_flight = Table(  # version 14
     Column("channel", Text, nullable=True),  # where they asked
     Column("sent_at", Float, nullable=False),  # when the sbatch was sent (trainbot's clock)
     Index("ix_submits_in_flight_sent_at", "sent_at"),
+)
+
+# version 15: the workspace's budget of thread roots rewritten for progress alone, shared by
+# the replicas (bot.store.repos.replicas.ProgressRewritesRepo)
+progress_rewrite_slots = Table(
+    "progress_rewrite_slots",
+    metadata,
+    Column("slot", Integer, primary_key=True, autoincrement=False),  # 0 .. the budget - 1
+    Column("granted_at", Float, nullable=False),  # when it last let a root be rewritten
+    Column("chain_id", Integer, nullable=False),  # that root's chain
+)
+
+roots_waiting = Table(  # version 15
+    "roots_waiting",
+    metadata,
+    # a root due for its progress alone that its cluster's last tick did not rewrite
+    Column("chain_id", Integer, primary_key=True, autoincrement=False),
+    Column("cluster", Text, nullable=False),  # whose tick left it waiting
+    Column("rewritten_at", Float, nullable=True),  # its last rewrite (NULL: never)
+    Column("noted_at", Float, nullable=False),  # that tick
+    Index("ix_roots_waiting_noted_at", "noted_at"),
 )

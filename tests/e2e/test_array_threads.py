@@ -371,7 +371,7 @@ def test_a_restart_rewrites_no_root_rewritten_just_before(slack_context, slack_c
 def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
         slack_context, slack_client, store, cluster, urls, slack: SlackStandIn) -> None:
     """The watcher comes back after four hours down, seven runs progressing and one failing
-    meanwhile: its first tick rewrites at most the process's budget of roots for progress a
+    meanwhile: its first tick rewrites at most the workspace's budget of roots for progress a
     minute (three here) plus the failed run's root, whose incident is posted at once,
     instead of all eight roots in one burst of chat.update (rate-limited per workspace); the
     next ticks rewrite the other roots, the longest waiting first, each once."""
@@ -397,7 +397,7 @@ def test_a_restart_after_hours_spreads_progress_rewrites_over_ticks(
     sftp.append(f"{LOGS}/solo-{jobs[-1]}.out",
                 b"Traceback (most recent call last):\nRuntimeError: boom\n")
     before = len(slack.ok_calls("chat.update"))
-    r = watcher(ctx, cluster, progress_rewrites=ProgressRewriteBudget(3))  # the restart
+    r = watcher(ctx, cluster, progress_rewrites=ProgressRewriteBudget(store, 3))  # restart
     r.tick(later)
     failed_root = slack.root_messages(CH)[-1]
     assert any("8308" in m["text"] for m in slack.replies(CH, failed_root["ts"]))  # incident

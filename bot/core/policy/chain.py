@@ -233,6 +233,23 @@ def roots_due(*, progressed: Iterable[int], rewritten_at: Mapping[int, float | N
                             now=now, min_interval_s=min_interval_s))
 
 
+REWRITE_SLOT_REST_S = 60.0
+"""How long a slot of the workspace's budget of progress rewrites rests after it let a root be
+rewritten (`free_rewrite_slots`): the budget is counted a minute."""
+
+
+def free_rewrite_slots(granted_at: Mapping[int, float], *, budget: int,
+                       now: float) -> list[int]:
+    """The slots of a budget of `budget` progress rewrites a minute (0 .. budget - 1) that may
+    let a root be rewritten at `now`, lowest first: never used, or last used (`granted_at`, by
+    slot) a minute or more before. Each rewrite takes a free slot for a minute, so however
+    the rewrites of several replicas fall, no 60 seconds hold more than `budget` of them (a
+    slot a replica whose clock runs ahead used "in the future" rests until it is a minute
+    old here)."""
+    return [slot for slot in range(max(0, budget))
+            if slot not in granted_at or now - granted_at[slot] >= REWRITE_SLOT_REST_S]
+
+
 def roots_to_rewrite(*, restated: Iterable[int], due: Iterable[RootWaiting],
                      progress_budget: int,
                      waiting_elsewhere: Iterable[RootWaiting] = ()) -> list[int]:

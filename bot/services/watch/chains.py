@@ -18,7 +18,6 @@ ended by the finished job's decision (bot.services.watch.tick).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +28,7 @@ from bot.core.policy import (
     ChainHistory,
     RootWaiting,
     attempt_progress,
+    free_rewrite_slots,
     own_history,
     parallel_chain_end,
     roots_due,
@@ -47,62 +47,78 @@ from bot.store import Attempt, Chain, Store, WatchedJob
 log = logging.getLogger(__name__)
 
 
-# roots rewritten for progress alone a minute, by all the clusters a process watches
-# (ProgressRewriteBudget): chat.update is Slack's tier 3, about 50 a minute per workspace,
-# shared with incidents and state changes
+# roots rewritten for progress alone a minute, by all the clusters the replicas on one database
+# watch (ProgressRewriteBudget): chat.update is Slack's tier 3, about 50 a minute per
+# workspace, shared with incidents and state changes
 PROGRESS_REWRITES_PER_MINUTE = 10
 
 
 class ProgressRewriteBudget:
     """How many thread roots are rewritten for progress alone (bot.core.policy.roots_due),
-    at most `per_minute` in any minute, counted across every cluster's ticks that share it:
-    chat.update is rate-limited per Slack workspace, and the clusters a process watches post
-    into its one workspace (one bot token). The composition root gives one to all the
-    watchers of a process (bot.app.build_scheduler); ticks of several clusters run at once,
-    so it is thread-safe. The most overdue roots go first across the clusters: a cluster's
-    due roots that were not rewritten wait here (for `waiting_kept_s`, so a cluster whose
-    ticks stopped holds none back for long), and another cluster's tick leaves them the
-    budget when they wait longer (bot.core.policy.roots_to_rewrite); a busy cluster thus
-    never starves another's roots.
+    at most `per_minute` in any minute, counted in the store across every cluster's ticks on
+    every replica on the database: chat.update is rate-limited per Slack workspace, and the
+    replicas post into one workspace (one bot token). A rewrite takes one of the budget's
+    slots for a minute (bot.core.policy.free_rewrite_slots), a slot being taken by one
+    conditional write (bot.store.repos.replicas.ProgressRewritesRepo.take), so replicas
+    ticking at once never take more than the budget between them. The most overdue roots
+    go first across clusters and replicas: a cluster's due roots that were not rewritten
+    are noted in the store (for `waiting_kept_s`, so a cluster whose ticks stopped, or
+    whose lease moved to a replica that has not ticked yet, holds none back for long), and
+    another cluster's tick leaves them the budget when they wait longer
+    (bot.core.policy.roots_to_rewrite); a busy cluster thus never starves another's roots.
+    It keeps no count in memory, so each cluster's watcher has its own (bot.services.watch
+    .tick.Watcher)."""
 
-    "A process" is one `trainbot run`, i.e. one replica: with several replicas on one
-    database (each cluster's watcher in the replica holding its lease) each counts only the
-    clusters it watches now, so the workspace may see `per_minute` times the replicas that
-    watch a cluster (10 a replica leaves Slack's 50 room for three such replicas plus
-    incidents and state changes, which the budget never holds back). The roots a cluster
-    left waiting stay in this replica's budget after its lease went to another replica (or
-    while its ticks fail), holding back other clusters' rewrites for `waiting_kept_s` at
-    most."""
-
-    def __init__(self, per_minute: int = PROGRESS_REWRITES_PER_MINUTE, *,
+    def __init__(self, store: Store, per_minute: int = PROGRESS_REWRITES_PER_MINUTE, *,
                  waiting_kept_s: float = 300.0) -> None:
+        self.repo = store.progress_rewrites
         self.per_minute = per_minute
         self.waiting_kept_s = waiting_kept_s
-        self._lock = threading.Lock()
-        self._spent: list[float] = []  # when each rewrite of the last minute was granted
-        # by cluster: when its tick left due roots unwritten, and those roots
-        self._waiting: dict[str, tuple[float, list[RootWaiting]]] = {}
+        # clusters none of whose roots is noted waiting in the store, as this budget wrote it
+        self._none_waiting: set[str] = set()
 
     def roots_to_rewrite(self, cluster: str, *, restated: Iterable[int],
                          due: list[RootWaiting], now: float) -> list[int]:
         """The roots `cluster`'s tick at `now` rewrites (bot.core.policy.roots_to_rewrite):
         each `restated` one, and of its `due` ones those the minute's budget left takes,
-        the most overdue of this and the other clusters' waiting roots first."""
-        with self._lock:
-            self._spent = [at for at in self._spent if now - at < 60.0]
-            self._waiting = {c: (at, roots) for c, (at, roots) in self._waiting.items()
-                             if c != cluster and now - at < self.waiting_kept_s}
-            state = set(restated)
-            chosen = roots_to_rewrite(
-                restated=state, due=due,
-                progress_budget=self.per_minute - len(self._spent),
-                waiting_elsewhere=[r for _, roots in self._waiting.values() for r in roots])
-            rewritten = set(chosen)
-            self._spent.extend(now for chain_id in chosen if chain_id not in state)
-            left = [r for r in due if r[1] not in rewritten]
-            if left:
-                self._waiting[cluster] = (now, left)
-            return chosen
+        the most overdue of this and the other clusters' waiting roots first. With no root
+        due, the store is read not at all, and written only to drop what it noted waiting."""
+        state = set(restated)
+        kept_since = now - self.waiting_kept_s
+        if not due:
+            self._note(cluster, [], now=now, kept_since=kept_since)
+            return sorted(state)
+        slots = self.repo.slots()
+        free = free_rewrite_slots(slots, budget=self.per_minute, now=now)
+        chosen = roots_to_rewrite(
+            restated=state, due=due, progress_budget=len(free),
+            waiting_elsewhere=self.repo.waiting(other_than=cluster, noted_since=kept_since)
+            if free else ())
+        granted = []
+        for chain_id in (c for c in chosen if c not in state):
+            while free:  # a slot another replica took since it was read is tried no more
+                slot = free.pop(0)
+                if self.repo.take(slot, seen=slots.get(slot), chain_id=chain_id, now=now):
+                    granted.append(chain_id)
+                    break
+        rewritten = state | set(granted)
+        self._note(cluster, [r for r in due if r[1] not in rewritten], now=now,
+                   kept_since=kept_since)
+        return sorted(state) + granted
+
+    def _note(self, cluster: str, left: list[RootWaiting], *, now: float,
+              kept_since: float) -> None:
+        """Note in the store the roots `cluster`'s tick left waiting, in place of its last
+        tick's; nothing is written while it has none there (`forget`)."""
+        if not left and cluster in self._none_waiting:
+            return
+        self.repo.note_waiting(cluster, left, now=now, noted_since=kept_since)
+        (self._none_waiting.discard if left else self._none_waiting.add)(cluster)
+
+    def forget(self, cluster: str) -> None:
+        """Another replica may have noted `cluster`'s waiting roots (it watched the cluster
+        meanwhile): its next tick replaces them."""
+        self._none_waiting.discard(cluster)
 
 
 class ChainBook:
@@ -112,7 +128,7 @@ class ChainBook:
     changed (their roots), `progressed` the chains whose rows' iterations moved and whose
     roots have not shown it yet (`publish_changed` rewrites each root at most once a tick,
     for progress alone at most once every `persist_every_s`:
-    bot.core.policy.root_rewrite_due, and as many such roots as the process's
+    bot.core.policy.root_rewrite_due, and as many such roots as the workspace's
     `progress_rewrites` budget leaves: ProgressRewriteBudget); `resubmits` (None: none are
     made) tells whether a task's resubmit is still pending; an attempt's progress (with the
     target its log printed) is written at most every `persist_every_s`."""
@@ -170,6 +186,7 @@ class ChainBook:
         self._rows.clear()
         self._logged.clear()
         self._rewritten_at.clear()  # the other replica rewrote roots meanwhile
+        self.progress_rewrites.forget(self.cluster)
 
     def _last_rewrite(self, chain_id: int, now: float) -> float | None:
         """When the chain's root was last posted or rewritten (None: never): as this watcher
@@ -241,7 +258,7 @@ class ChainBook:
         """At most one root update per chain and tick (at `now`): a parallel chain whose rows'
         states changed (its Home rows with it), else a chain whose row's state changed or
         whose rows' iterations moved (its root alone). Progress alone rewrites a root at most
-        once every `persist_every_s` (bot.core.policy.roots_due), and only as the process's
+        once every `persist_every_s` (bot.core.policy.roots_due), and only as the workspace's
         `progress_rewrites` budget allows, the most overdue first (ProgressRewriteBudget):
         until then it stays pending, and the rewrite that comes shows the store's latest
         iterations."""

@@ -136,8 +136,9 @@ class Watcher:
     progress (tail offset, attempt last_iter) happen at most every `persist_every_s`: after a
     crash the watcher re-reads at most that much log (event keys make the re-read harmless).
     State changes and finished jobs are written at once. Thread roots rewritten for progress
-    alone are counted in `progress_rewrites`, the budget the process's watchers share
-    (bot.services.watch.chains.ProgressRewriteBudget; None: one of this watcher's own).
+    alone are counted in `progress_rewrites`, the workspace's budget in the store that the
+    watchers of every replica share (bot.services.watch.chains.ProgressRewriteBudget;
+    None: of PROGRESS_REWRITES_PER_MINUTE).
     """
 
     def __init__(
@@ -202,7 +203,8 @@ class Watcher:
                           if resubmit is not None else None)
         self.chains = ChainBook(cluster, store=store, catalogue=catalogue, outbox=self.outbox,
                                 resubmits=self.resubmits, persist_every_s=persist_every_s,
-                                progress_rewrites=progress_rewrites or ProgressRewriteBudget())
+                                progress_rewrites=progress_rewrites
+                                or ProgressRewriteBudget(store))
         self._jobs: dict[int, JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
 

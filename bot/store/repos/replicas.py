@@ -1,11 +1,15 @@
 """What the replicas on one database share: leases (one replica runs each scheduled job),
-slash-command claims (an invocation delivered again runs once) and Home tab viewers."""
+slash-command claims (an invocation delivered again runs once), Home tab viewers and the
+workspace's budget of thread roots rewritten for progress alone."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from sqlalchemy import case, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.core.policy import RootWaiting
 from bot.store import schema as t
 from bot.store.repos.base import _Repo
 
@@ -163,3 +167,67 @@ class HomeViewersRepo(_Repo):
             return list(conn.execute(select(viewers.c.user_id)
                                      .where(viewers.c.opened_at >= cutoff)
                                      .order_by(viewers.c.user_id)).scalars())
+
+
+class ProgressRewritesRepo(_Repo):
+    """The Slack workspace's budget of thread roots rewritten for progress alone, shared by
+    every replica on the database (bot.services.watch.chains.ProgressRewriteBudget): its
+    slots, each of which lets one root be rewritten and then rests a minute
+    (bot.core.policy.free_rewrite_slots), and the roots each cluster's last tick left
+    waiting for one, so another cluster's tick, on any replica, leaves them the budget when
+    they wait longer."""
+
+    def slots(self) -> dict[int, float]:
+        """When each slot last let a root be rewritten, by slot (a slot never used: none)."""
+        slots = t.progress_rewrite_slots
+        with self._engine.begin() as conn:
+            return {slot: at for slot, at in
+                    conn.execute(select(slots.c.slot, slots.c.granted_at)).all()}
+
+    def take(self, slot: int, *, seen: float | None, chain_id: int, now: float) -> bool:
+        """Let `chain_id`'s root be rewritten at `now` in `slot` if the slot is still as it
+        was read (last used at `seen`; None: never): one conditional UPDATE, or one INSERT
+        for a slot never used, so of the replicas taking one slot at once exactly one does
+        (on SQLite and PostgreSQL alike). False: another replica took it first."""
+        slots = t.progress_rewrite_slots
+        if seen is None:
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(insert(slots).values(slot=slot, granted_at=now,
+                                                      chain_id=chain_id))
+            except IntegrityError:  # another replica used it first
+                return False
+            return True
+        with self._engine.begin() as conn:
+            result = conn.execute(update(slots)
+                                  .where(slots.c.slot == slot, slots.c.granted_at == seen)
+                                  .values(granted_at=now, chain_id=chain_id))
+        return result.rowcount == 1
+
+    def waiting(self, *, other_than: str, noted_since: float) -> list[RootWaiting]:
+        """The roots the last ticks of clusters other than `other_than` left waiting, noted
+        at or after `noted_since` (a cluster whose ticks stopped holds none back for long),
+        as (last rewrite, -inf: never; chain id)."""
+        roots = t.roots_waiting
+        with self._engine.begin() as conn:
+            rows = conn.execute(select(roots.c.rewritten_at, roots.c.chain_id)
+                                .where(roots.c.cluster != other_than,
+                                       roots.c.noted_at >= noted_since)).all()
+        return [(float("-inf") if at is None else at, chain_id) for at, chain_id in rows]
+
+    def note_waiting(self, cluster: str, roots: Iterable[RootWaiting], *, now: float,
+                     noted_since: float) -> None:
+        """`cluster`'s tick at `now` left `roots` waiting, in place of what its last tick
+        left; rows noted before `noted_since` (of clusters whose ticks stopped) go too."""
+        table = t.roots_waiting
+        rows = [dict(chain_id=chain_id, cluster=cluster, noted_at=now,
+                     rewritten_at=None if at == float("-inf") else at) for at, chain_id in roots]
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(delete(table).where(or_(
+                    table.c.cluster == cluster, table.c.noted_at < noted_since,
+                    table.c.chain_id.in_([r["chain_id"] for r in rows]))))
+                if rows:
+                    conn.execute(insert(table), rows)
+        except IntegrityError:  # another replica noted one at once (a lease moving): theirs
+            pass

@@ -12,6 +12,7 @@ from bot.core.policy import (
     AttemptFacts,
     PastWarning,
     attempt_progress,
+    free_rewrite_slots,
     own_history,
     parallel_chain_end,
     root_rewrite_due,
@@ -319,6 +320,16 @@ def test_roots_waiting_longer_on_another_cluster_take_the_budget_first() -> None
                             waiting_elsewhere=[(float("-inf"), 8), (50.0, 9)]) == [4, 1]
     assert roots_to_rewrite(restated=(), due=due, progress_budget=3) == [1, 2]
     assert roots_to_rewrite(restated=(), due=due, progress_budget=0) == []
+
+
+def test_a_slot_of_the_progress_rewrite_budget_rests_a_minute_after_each_rewrite() -> None:
+    granted = {0: 1000.0, 1: 1030.0, 3: 1059.0}
+    assert free_rewrite_slots(granted, budget=5, now=1059.0) == [2, 4]
+    assert free_rewrite_slots(granted, budget=5, now=1060.0) == [0, 2, 4]
+    assert free_rewrite_slots(granted, budget=5, now=1119.0) == [0, 1, 2, 3, 4]
+    assert free_rewrite_slots(granted, budget=2, now=1060.0) == [0]  # a smaller budget
+    # a slot another replica's clock (ahead) used "later" rests a minute from then
+    assert free_rewrite_slots({0: 1100.0}, budget=1, now=1150.0) == []
 
 
 def test_a_change_of_state_rewrites_a_root_at_once() -> None:

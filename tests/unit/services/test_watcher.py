@@ -166,17 +166,16 @@ def test_a_single_runs_root_follows_its_progress_and_its_state(env):
     assert sink.progressed == [chain.id, chain.id]
 
 
-def test_clusters_of_one_process_share_its_progress_rewrite_budget(env):
-    """Two clusters post into one workspace after a downtime, `gpu` with 8 runs progressing
-    and `dev` with 12: their ticks (30 s apart) together rewrite at most the process's
-    budget of roots for progress in any minute (5 here; chat.update is rate-limited per
-    workspace), each root once, the longest waiting first whichever cluster has them: `dev`,
-    ticking first with more roots, leaves the budget to `gpu`'s roots that waited longer."""
-    store, _, _, sink = env
-    budget = ProgressRewriteBudget(5)
+def _progressing_clusters(stores: dict[str, Store], sink: RecordingEventSink, *,
+                          per_minute: int) -> tuple[dict[str, Watcher], dict[str, list[int]]]:
+    """Two clusters back after a downtime, `gpu` with 8 runs progressing and `dev` with 12,
+    each watched through its store in `stores` (one store: one replica; two stores on one
+    database: two replicas) with a budget of `per_minute` progress rewrites: the watchers,
+    and the chains of each cluster's runs."""
     watchers: dict[str, Watcher] = {}
     roots: dict[str, list[int]] = {}
     for cluster, jobs in (("gpu", range(9001, 9009)), ("dev", range(7001, 7013))):
+        store = stores[cluster]
         slurm, sftp = FakeSlurm(), FakeSFTP()
         roots[cluster] = []
         for job in jobs:
@@ -191,19 +190,81 @@ def test_clusters_of_one_process_share_its_progress_rewrite_budget(env):
             roots[cluster].append(chain.id)
         watchers[cluster] = Watcher(cluster, slurm=slurm, reader=lambda sftp=sftp: sftp,
                                     store=store, catalogue=catalogue(), sink=sink,
-                                    policy=PolicyParams(), progress_rewrites=budget)
-    gpu, dev = roots["gpu"], roots["dev"]
-    rewritten: list[tuple[float, list[int]]] = []
-    for n in range(9):  # dev at T0, gpu at T0 + 30, dev at T0 + 60, ...
-        at, before = T0 + 30 * n, len(sink.progressed)
-        watchers["dev" if n % 2 == 0 else "gpu"].tick(at)
-        rewritten.append((at, sink.progressed[before:]))
+                                    policy=PolicyParams(),
+                                    progress_rewrites=ProgressRewriteBudget(store, per_minute))
+    return watchers, roots
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_the_workspaces_progress_rewrite_budget_is_shared_by_clusters_and_replicas(
+        tmp_path, replicas: int):
+    """Two clusters post into one workspace after a downtime, `gpu` with 8 runs progressing
+    and `dev` with 12, watched by one replica or each by its own replica on one database:
+    their ticks (30 s apart) together rewrite at most the workspace's budget of roots for
+    progress in any minute (5 here; chat.update is rate-limited per workspace), each root
+    once, the longest waiting first whichever cluster and replica has them: `dev`, ticking
+    first with more roots, leaves the budget to `gpu`'s roots that waited longer."""
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    opened = [Store.open(url) for _ in range(replicas)]
+    sink = RecordingEventSink()
+    try:
+        watchers, roots = _progressing_clusters(
+            {"gpu": opened[0], "dev": opened[-1]}, sink, per_minute=5)
+        gpu, dev = roots["gpu"], roots["dev"]
+        rewritten: list[tuple[float, list[int]]] = []
+        for n in range(9):  # dev at T0, gpu at T0 + 30, dev at T0 + 60, ...
+            at, before = T0 + 30 * n, len(sink.progressed)
+            watchers["dev" if n % 2 == 0 else "gpu"].tick(at)
+            rewritten.append((at, sink.progressed[before:]))
+    finally:
+        for store in opened:
+            store.close()
     assert [roots for _, roots in rewritten] == [
         dev[:5], [], [], gpu[:5], [], gpu[5:], dev[5:7], [], dev[7:]]
     for start, _ in rewritten:  # never more than 5 in a minute, however the ticks fall
         assert sum(len(r) for at, r in rewritten if start <= at < start + 60) <= 5
     assert sorted(sink.progressed) == sorted(gpu + dev)  # each root once
     assert sink.changed == []
+
+
+def test_replicas_ticking_at_once_take_the_budget_once(tmp_path, monkeypatch):
+    """Two replicas' ticks read the workspace's budget at once (5 free): the one that takes
+    the slots first rewrites its 5 most overdue roots, the other none, though it read the
+    same 5 free slots (each slot is taken by one conditional write); its roots wait, and
+    the slots freed a minute later go to the roots that waited longest, whichever replica
+    ticks, never more than 5 in a minute."""
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    gpu_replica, dev_replica = Store.open(url), Store.open(url)
+    sink = RecordingEventSink()
+    try:
+        watchers, roots = _progressing_clusters({"gpu": gpu_replica, "dev": dev_replica},
+                                                sink, per_minute=5)
+        gpu, dev = roots["gpu"], roots["dev"]
+        read_slots = dev_replica.progress_rewrites.slots
+
+        def gpu_ticks_meanwhile() -> dict[int, float]:
+            slots = read_slots()  # dev's tick read the slots: gpu's tick takes them now
+            watchers["gpu"].tick(T0)
+            return slots
+
+        monkeypatch.setattr(dev_replica.progress_rewrites, "slots", gpu_ticks_meanwhile)
+        watchers["dev"].tick(T0)
+        monkeypatch.setattr(dev_replica.progress_rewrites, "slots", read_slots)
+        rewritten = [(T0, sink.progressed[:])]
+        assert rewritten == [(T0, gpu[:5])]  # dev's tick took no slot
+        for cluster, at in (("dev", T0 + 30), ("gpu", T0 + 60), ("dev", T0 + 90),
+                            ("gpu", T0 + 120), ("dev", T0 + 130)):
+            before = len(sink.progressed)
+            watchers[cluster].tick(at)
+            rewritten.append((at, sink.progressed[before:]))
+    finally:
+        gpu_replica.close()
+        dev_replica.close()
+    # T0 + 30: no slot free; T0 + 60: gpu's 3 left (they and dev's waited since T0, never
+    # rewritten: the lower ids first); T0 + 90: the 2 slots left to dev's first
+    assert [r for _, r in rewritten] == [gpu[:5], [], gpu[5:], dev[:2], [], dev[2:5]]
+    for start, _ in rewritten:
+        assert sum(len(r) for at, r in rewritten if start <= at < start + 60) <= 5
 
 
 def test_restart_from_a_throttled_offset_rereads_a_little_and_posts_nothing_twice(env):

@@ -354,6 +354,45 @@ def test_a_command_delivered_to_many_replicas_at_once_is_claimed_by_exactly_one(
             s.close()
 
 
+def test_a_progress_rewrite_slot_is_taken_by_exactly_one_of_the_replicas_taking_it(store_url):
+    """Eight replicas take slot 0 of the workspace's budget at once, never used (an INSERT
+    each), then slot 0 as they all read it a minute later (a conditional UPDATE each):
+    exactly one succeeds each time; a slot read before another took it is refused."""
+    n = 8
+    stores = [Store.open(store_url) for _ in range(n)]
+    try:
+        [first] = winners_of_race([
+            lambda i=i: stores[i].progress_rewrites.take(0, seen=None, chain_id=i, now=100.0)
+            for i in range(n)])
+        assert stores[0].progress_rewrites.slots() == {0: 100.0}
+        [second] = winners_of_race([
+            lambda i=i: stores[i].progress_rewrites.take(0, seen=100.0, chain_id=10 + i,
+                                                         now=160.0)
+            for i in range(n)])
+        assert stores[0].progress_rewrites.slots() == {0: 160.0}
+        assert not stores[0].progress_rewrites.take(0, seen=100.0, chain_id=1, now=170.0)
+        assert stores[0].progress_rewrites.take(1, seen=None, chain_id=1, now=170.0)
+        assert stores[1].progress_rewrites.slots() == {0: 160.0, 1: 170.0}
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_the_roots_a_clusters_tick_left_waiting_replace_its_last_ticks(store):
+    waiting = store.progress_rewrites
+    waiting.note_waiting("gpu", [(float("-inf"), 3), (50.0, 4)], now=100.0, noted_since=0.0)
+    waiting.note_waiting("dev", [(20.0, 7)], now=110.0, noted_since=0.0)
+    assert sorted(waiting.waiting(other_than="dev", noted_since=0.0)) == [
+        (float("-inf"), 3), (50.0, 4)]
+    assert waiting.waiting(other_than="gpu", noted_since=0.0) == [(20.0, 7)]
+    waiting.note_waiting("gpu", [(50.0, 4)], now=160.0, noted_since=0.0)  # 3 was rewritten
+    assert waiting.waiting(other_than="dev", noted_since=0.0) == [(50.0, 4)]
+    assert waiting.waiting(other_than="gpu", noted_since=111.0) == []  # dev's ticks stopped
+    waiting.note_waiting("gpu", [], now=200.0, noted_since=150.0)  # drops dev's, noted at 110
+    assert waiting.waiting(other_than="gpu", noted_since=0.0) == []
+    assert waiting.waiting(other_than="dev", noted_since=0.0) == []
+
+
 def test_slack_posts_intent_then_posted(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
     post = store.slack_posts.record_intent("chain1:root", channel="C1", kind="root",
