@@ -150,14 +150,16 @@ def _values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
 
 
 def _never_set(var: str, code: str, arith: list[Arith],
-               prefixes: dict[int, tuple[str, str]]) -> bool:
-    """Does nothing in the script set `var`: its name appears only where it is read (`$n`,
-    `${n}`, `${n:-1}`), in the collected arithmetic commands and in prefix assignments (`n=0
-    cmd`: that command's environment only), and no `source` / `eval` may set it. Any other
-    word `n` (`read n`, `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set it."""
+               prefixes: dict[int, tuple[str, str]], but: list[int] = []) -> bool:  # noqa: B006
+    """Does nothing in the script set `var` (but the assignments at offsets `but`, _values's):
+    its name appears only where it is read (`$n`, `${n}`, `${n:-1}`), in the collected
+    arithmetic commands, in prefix assignments (`n=0 cmd`: that command's environment only)
+    and in those assignments, and no `source` / `eval` may set it. Any other word `n` (`read
+    n`, `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set it."""
     if _SOURCES_RE.search(code):
         return False
-    spans = sorted((a.offset, a.offset + len(a.command)) for a in arith)
+    spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith]
+                   + [(pos, m.end()) for pos in but if (m := _ASSIGNMENT_RE.match(code, pos))])
     starts = [start for start, _end in spans]
     reach = list(itertools.accumulate((end for _start, end in spans), max))  # the furthest end
     for m in re.finditer(r"(?<![\w$\\/.-])" + re.escape(var) + r"(?!\w)", code):
@@ -189,6 +191,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     never_set = {var: _never_set(var, code, scan.arith, prefixes)
                  for var in {a.variable for a in scan.arith} - values.keys()}
     at_line: dict[int, int] = {}  # a line's finding's index in findings
+    # the lines whose finding is a counter read unset on the runs that skip its assignments:
+    # any other finding of the line takes its place
+    partly_at: set[int] = set()
     errexit_off_at: dict[int, bool] = {}  # its arithmetic command: where `set -e` is off?
     calls_of: dict[str, list[Call]] = {}  # each function's calls, in the walk's order
     spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
@@ -202,6 +207,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     in_subshells = _enclosing(subshells, [pos for v in values.values() for pos, _v in v])
     counts = _Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
                      path_of, nested)
+    # the counters the walk also collected where `set -e` applies: judged there
+    errexit_at = {a.offset for a in scan.arith if a.errexit}
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
         for m in _UNSET_RE.finditer(code):
@@ -214,13 +221,15 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         skipped_count: int | None = None  # a count bash may skip before it, where
         # the assignment it reads, where that is so on some runs only (a branch decides)
         set_partly: int | None = None
+        # the assignment it reads, in a branch bash may skip, where nothing else sets it first
+        unset_partly: int | None = None
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             # an assignment in a subshell `a` is not in sets nothing where `a` runs
             assigned = [(pos, v) for pos, v in values.get(a.variable, [])
                         if pos not in in_subshells
                         or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
-            before = [(pos, v) for pos, v in assigned if pos < a.offset]
+            before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
             called = _at_calls(a, assigned, calls_of, spans, scan.constructs, path_of)
             if called is not None and not (before and before[-1][0] >= called.body[0]):
                 if called.at is None:
@@ -246,6 +255,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
             stops, value = _stops(a, before, unset)
+            if not stops and all_before and a.zero_after is None and (
+                    a.errexit or a.offset not in errexit_at) and (
+                    partly := _set_in_branches_only(a, all_before, scan, code, prefixes, values,
+                                                    spans, path_of)) is not None:
+                # unset on the runs that skip every assignment before it (`if …; then n=5; fi`)
+                stops, value = _stops(a, [], True)
+                unset_partly = partly if stops else None
             if not stops:  # … on this pass: on the loop's next, with what its body's end left?
                 carried = _carried(a, assigned, repeating, unsets.get(a.variable, []),
                                    scan.constructs, path_of)
@@ -256,7 +272,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     continue
                 carried_at = (scan.line_of(carried[0]), carried[2])
         line = scan.line_of(a.offset)
-        if line in at_line and findings[at_line[line]].check != CHECK_ARITH_ERROR:
+        if line in partly_at:  # said by the rule below, which gives way to any other finding
+            if unset_partly is not None:
+                continue
+            findings[at_line.pop(line)] = _NONE
+            partly_at.discard(line)
+        if line in at_line and (findings[at_line[line]].check != CHECK_ARITH_ERROR
+                                or unset_partly is not None):
             continue
         # an error on a loop's later pass, after its body's `set -e`, whose status is tested
         # (`|| true`): said so, which holds for every pass, where "`set -e` is off" does not
@@ -270,14 +292,18 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                              later[0], scan.line_of(at), scan.line_of(later[1]), later[2],
                              later[3]),
                          None if skipped_count is None else scan.line_of(skipped_count),
-                         None if set_partly is None else scan.line_of(set_partly))
+                         None if set_partly is None else scan.line_of(set_partly),
+                         None if unset_partly is None else scan.line_of(unset_partly))
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
             findings.append(found)
+            if unset_partly is not None:
+                partly_at.add(line)
         elif found.check != CHECK_ARITH_ERROR or later_tested:
             findings[at_line[line]] = found
             errexit_off_at[line] = False
+    findings = [f for f in findings if f is not _NONE]
     if not any(f.check == CHECK_ARITH_ZERO for f in findings):
         findings.append(Finding(CHECK_ARITH_ZERO, "pass", None,
                                 N_("no `((n++))` from 0 under `set -e`")))
@@ -289,6 +315,35 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
                                 N_("no `((n++))` of a variable nothing sets under `set -u`")))
     return findings
+
+
+def _set_in_branches_only(a: Arith, before: list[tuple[int, str | None]], scan: Scan, code: str,
+                          prefixes: dict[int, tuple[str, str]],
+                          values: dict[str, list[tuple[int, str | None]]],
+                          spans: list[tuple[int, int, str]],
+                          path_of: Callable[[int], tuple[Step, ...]]) -> int | None:
+    """Where `a`, judged where it is, reads its variable unset on some runs: every assignment
+    `before` it is in a branch bash may skip on its way to `a` (none runs on every way from
+    the script's start: branches.last_to_run), neither `a` nor they are in a function's body
+    (where they run is where it is called), nothing else in
+    the script may set it (_never_set but for its assignments) and no count of it before `a`
+    runs in its shell (`((n++)) || true` leaves 1). The offset of the last of those
+    assignments, or None."""
+    if any(s <= pos < e for s, e, _n in spans for pos in [a.offset, *(p for p, _v in before)]):
+        return None  # in a function's body (judged at its calls), or set in one
+    if any(b.variable == a.variable and b.offset < a.offset and not b.assigns_zero
+           and not any(s <= b.offset < e and not s <= a.offset < e for s, e, _n in spans)
+           for b in scan.arith):
+        return None
+    _left, every_run = last_to_run(before, 0, a.offset, scan.constructs, path_of)
+    if every_run or not _never_set(a.variable, code, scan.arith, prefixes,
+                                   [pos for pos, _v in values.get(a.variable, [])]):
+        return None
+    return before[-1][0]
+
+
+#: A finding given way to (check_arith's `partly_at`), left out of the result.
+_NONE = Finding(CHECK_ARITH_ZERO, "pass", None, N_("no `((n++))` from 0 under `set -e`"))
 
 
 class _AtCall(NamedTuple):
@@ -718,7 +773,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
 def _finding(a: Arith, line: int, value: str | None,
              prefix: tuple[str, int] | None = None, carried: tuple[int, bool] | None = None,
              later: tuple[str, int, int, str, bool] | None = None,
-             skipped_count: int | None = None, set_partly: int | None = None) -> Finding:
+             skipped_count: int | None = None, set_partly: int | None = None,
+             unset_partly: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
@@ -731,7 +787,9 @@ def _finding(a: Arith, line: int, value: str | None,
     skip: on the runs that take it); `skipped_count`: the line of a count of it after its assignment
     that bash may skip, a branch or a loop: it stops bash on the runs that skip it;
     `set_partly`: the line of the assignment it reads on some runs only, as branches on the way
-    decide which value it holds: it stops bash on those runs)."""
+    decide which value it holds: it stops bash on those runs; `unset_partly`: the line of the
+    last assignment before it, where all of them are in branches bash may skip and nothing
+    else sets it: it reads it unset on the runs that skip them, and stops bash there)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
@@ -742,7 +800,8 @@ def _finding(a: Arith, line: int, value: str | None,
                               or skipped_count is not None
                               or later is not None and not later[4]
                               or carried is not None and not carried[1]
-                              or set_partly is not None) else "fail"
+                              or set_partly is not None
+                              or unset and unset_partly is not None) else "fail"
     if octal and not a.errexit:
         # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
         # count stays where it was
@@ -777,6 +836,17 @@ def _finding(a: Arith, line: int, value: str | None,
         text = N_("line %(line)s: %(when)s, `%(command)s` reads `%(var)s` at \"%(value)s\" "
                   "%(how)s, so its status is 1: %(under)s the launcher stops right here at that "
                   "call, not at an earlier one: %(slurm)s", when=when, value=value, how=how,
+                  **said)
+    elif unset and unset_partly is not None and a.nounset:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset on the runs that skip "
+                  "line %(at)s, which sets it in a branch bash may not run (nothing else before "
+                  "it does): under `set -u` bash stops right here on those runs with "
+                  "`%(var)s: unbound variable`: %(slurm)s", at=unset_partly, **said)
+    elif unset and unset_partly is not None:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset on the runs that skip "
+                  "line %(at)s, which sets it in a branch bash may not run (nothing else before "
+                  "it does), and evaluates to 0 there, so its status is 1: %(under)s the "
+                  "launcher stops right here on those runs: %(slurm)s", at=unset_partly,
                   **said)
     elif set_partly is not None and value is not None and not octal:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` at \"%(value)s\" as line %(at)s "

@@ -903,6 +903,35 @@ def test_a_counter_set_in_a_branch_on_the_way_reads_that_value_on_those_runs(
             "`set -e` the launcher stops right here on those runs")
 
 
+@pytest.mark.parametrize(("options", "middle", "level"), [
+    # every assignment before the counter is in a branch bash may skip, and nothing else sets
+    # it: the runs that skip them read it unset, 0 (or unbound), and stop (a warning)
+    ("set -e", 'if [ -n "${X:-}" ]; then n=5; fi\n', "warn"),
+    ("set -e", 'case "${X:-}" in 1) n=5;; esac\n', "warn"),
+    ("set -e", 'if [ -n "${X:-}" ]; then n=5; elif [ -z "${X:-}" ]; then :; fi\n', "warn"),
+    ("set -u", 'if [ -n "${X:-}" ]; then n=5; fi\n', "warn"),
+    # … set on every way, or counted first from unset (`|| true`): no stop on either run
+    ("set -e", 'if [ -n "${X:-}" ]; then n=5; else n=6; fi\n', None),
+    ("set -e", 'if [ -n "${X:-}" ]; then n=5; fi\n((n++)) || true\n', None),
+    ("set -e", 'n=1\nif [ -n "${X:-}" ]; then n=5; fi\n', None),
+    # a 0 in the branch stops bash on both runs (a failure, as before)
+    ("set -e", 'if [ -n "${X:-}" ]; then n=0; fi\n', "fail"),
+])
+def test_a_counter_set_only_in_a_branch_before_it_reads_it_unset_on_the_other_runs(
+        tmp_path, options, middle, level):
+    script = f"#!/bin/bash\n{options}\n{middle}((n++))\n"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    line = script.count("\n")  # the `((n++))`, the script's last line
+    assert [(f.level, f.line) for f in found] == ([(level, line)] if level else [])
+    if level == "warn":
+        assert found[0].message.startswith(
+            f"line {line}: `((n++))` reads `n` unset on the runs that skip line 3, which sets it "
+            "in a branch bash may not run (nothing else before it does)")
+        assert found[0].check == (CHECK_ARITH_UNSET if options == "set -u" else CHECK_ARITH_ZERO)
+
+
 @pytest.mark.parametrize(("middle", "level"), [
     # a body the call is made through sets the counter in a branch: bash stops on the runs
     # where the 0 is what holds at the call (a warning), on every run when each way sets it so
