@@ -675,13 +675,18 @@ def _stops(a: Arith, before: list[tuple[int, str | None]],
                 and not _BAD_OCTAL_RE.fullmatch(value)), value
 
 
+#: `unset n` among a body's assignments (_carried): what it leaves is no value.
+_UNSET = "\x00unset"
+
+
 def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, int],
              unsets: list[int], constructs: dict[tuple[int, int], Construct],
              path_of: Callable[[int], tuple[Step, ...]]
              ) -> tuple[int, list[tuple[int, str | None]], bool] | None:
     """What `a`, in a loop's body, reads on the loop's next pass when nothing in the body
     sets its variable before it: what the body's end left, an assignment after `a`
-    (`n=08`; through the body's branches: _left_at_end) or an `unset n` ([]: unset), where,
+    (`n=08`) or an `unset n` ([]: unset), read through the body's branches (the one of those
+    that may be the last to run that stops bash: _left_at_end, `unset n` among them), where,
     and whether on every run (not when a branch bash may skip decides it). None: not in a
     loop, nothing after it, or set again before it on each pass (`unsets`: where `unset n`
     is)."""
@@ -692,9 +697,17 @@ def _carried(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, 
     if any(start <= pos < a.offset for pos, _v in assigned):
         return None
     after = [(pos, v) for pos, v in assigned if a.offset < pos < end]
-    k = bisect.bisect_left(unsets, end)
-    if k and unsets[k - 1] > a.offset and (not after or unsets[k - 1] > after[-1][0]):
-        return unsets[k - 1], [], True
+    removed: list[tuple[int, str | None]] = [(pos, _UNSET) for pos in unsets
+                                              if a.offset < pos < end]
+    if removed:  # which of them the body's end leaves, through its branches, as assignments
+        left, every_run = last_to_run(sorted(after + removed), a.offset, end, constructs,
+                                      path_of)
+        stopping = [(pos, v) for pos, v in left
+                    if v is _UNSET or v is not None and _stops_at(v)]
+        if stopping:  # (an unset stops bash: there is one)
+            pos, value = stopping[-1]
+            return (pos, [] if value is _UNSET else [(pos, value)],
+                    every_run and len(stopping) == len(left))
     left, every_run = _left_at_end(after, a.offset, end, constructs, path_of)
     return (left[-1][0], left, every_run) if left else None
 
@@ -908,6 +921,17 @@ def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[st
     """The finding's text when `a` stops bash on a loop's next pass, with its variable as
     line `at` leaves it at the end of the body: 0 / empty, or unset (`unset n`); on every
     run, or on those that take a branch of the body (`every_run` False)."""
+    if unset and not every_run and a.nounset:
+        return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
+                  "as `unset %(var)s` on line %(at)s leaves it on some runs only (branches of "
+                  "the body decide which value it leaves): under `set -u` bash stops right here "
+                  "on those runs with `%(var)s: unbound variable`: %(slurm)s", at=at, **said)
+    if unset and not every_run:
+        return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
+                  "as `unset %(var)s` on line %(at)s leaves it on some runs only (branches of "
+                  "the body decide which value it leaves), and evaluates to 0, so its status is "
+                  "1: %(under)s the launcher stops right here on those runs: %(slurm)s", at=at,
+                  **said)
     if unset and a.nounset:
         return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
                   "as `unset %(var)s` on line %(at)s leaves it at the end of the body: under "

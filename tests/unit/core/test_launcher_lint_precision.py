@@ -876,6 +876,32 @@ def test_what_a_loop_body_leaves_in_a_branch_is_what_its_next_pass_reads_on_thos
                 "leaves)" in found[0].message) == (level == "warn")
 
 
+@pytest.mark.parametrize(("options", "ending", "level"), [
+    # `unset n` in a branch of a loop's body: the next pass reads it unset on the runs that
+    # take the branch (a warning), on every run when each way leaves it unset or 0 (a
+    # failure), on none when it is set again after the `fi`
+    ("set -e", '  if [ -n "${X:-}" ]; then unset n; fi\n', "warn"),
+    ("set -e", '  if [ -n "${X:-}" ]; then unset n; else n=5; fi\n', "warn"),
+    ("set -u", '  if [ -n "${X:-}" ]; then unset n; fi\n', "warn"),
+    ("set -e", '  if [ -n "${X:-}" ]; then n=0; else unset n; fi\n', "fail"),
+    ("set -e", '  if [ -n "${X:-}" ]; then n=7; fi\n  unset n\n', "fail"),
+    ("set -e", '  if [ -n "${X:-}" ]; then unset n; fi\n  n=3\n', None),
+])
+def test_an_unset_in_a_loop_body_branch_is_what_the_next_pass_reads_on_those_runs(
+        tmp_path, options, ending, level):
+    counter = "((n++))" if options == "set -e" else "((n++)) || true"
+    script = f"#!/bin/bash\n{options}\nn=1\nfor i in 1 2; do\n  {counter}\n{ending}done\n"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == ([(level, 5)] if level else [])
+    if level == "warn":
+        assert found[0].message.startswith(
+            "line 5: on the loop's next pass `((n++))` reads `n` unset, as `unset n` on line 6 "
+            "leaves it on some runs only (branches of the body decide which value it leaves)")
+        assert found[0].check == (CHECK_ARITH_UNSET if options == "set -u" else CHECK_ARITH_ZERO)
+
+
 @pytest.mark.parametrize(("middle", "level", "at"), [
     # the value a counter reads, set in a branch on the way: bash stops on the runs where the
     # 0 is the last set (a warning), on every run when each way sets it so or it is set again
