@@ -359,6 +359,10 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
 
 
+RESUMING_STEP = "cancel_resuming"
+"""The step of an approved cancel and resume whose scancel took effect, from the resubmit on
+until the approval's end: its time is the click's lease on the rest."""
+
 UNKNOWN_CANCEL_STEP = {True: "cancel_unknown", False: "cancel_only_unknown"}
 """The step an approved cancel whose scancel's end was not seen is left in, by what it was to
 do after the cancel: resume the run (Cancel and resume: True) or nothing more (Cancel)."""
@@ -379,7 +383,12 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     leaves such a job's end to it), and the prompt says so;
     bot.services.cancel_settle.settle_unknown_cancels looks at
     the job later and finishes the cancel (it was cancelled; a cancel and resume resumes the
-    run) or says it was not (it still runs) and offers it again."""
+    run) or says it was not (it still runs) and offers it again.
+
+    A cancel and resume whose scancel was seen marks the step `cancel_resuming` before its
+    resubmit: a process that dies between it and the approval's end (in the resubmit, its
+    announcement, its hold questions) leaves the approval approved with that step, and
+    bot.services.cancel_settle finishes it once, without a second job."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     slurm = ctx.clusters.slurm(cluster)
@@ -399,8 +408,14 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
         ctx.store.approvals.mark_step(approval.token, step, now=now)
         return _Performed(Outcome("approved", actor, step, recipe, job_id=job, error=said(exc),
                                   settle_s=policy_of(ctx, recipe).cancel_settle_s), job)
-    performed = (_resume_cancelled(ctx, approval, actor, now) if resume
-                 else _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job))
+    if not resume:
+        ctx.store.approvals.mark_done(approval.token, now=now)
+        return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job)
+    # the rest is this click's while its step is younger than the settle's takeover: a
+    # process that dies in it leaves the approval approved, finished by the next run
+    # (bot.services.cancel_settle)
+    ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now)
+    performed = _resume_cancelled(ctx, approval, actor, now)
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed
 

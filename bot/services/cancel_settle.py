@@ -4,7 +4,8 @@ A Cancel or Cancel and resume whose scancel's end was not seen (bot.services.app
 the approval left approved with its step `cancel_unknown` or `cancel_only_unknown`) is looked
 at again here, once the recipe's `policy.cancel_settle_s` has passed: the job cancelled, a
 cancel and resume resumes the run as the click would have; still running, the cancel is
-offered again; ended otherwise, its end is the watcher's to judge. Run by the scheduler's
+offered again; ended otherwise, its end is the watcher's to judge. A cancel and resume whose
+click's process died after its scancel took effect is finished here too. Run by the scheduler's
 `prompts` job (bot.app.build_scheduler) under its lease, before the prompts' follow-up
 (bot.services.approvals.follow_up_prompts).
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from bot.cluster.errors import ClusterError
 from bot.services.approvals import (
+    RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
     Outcome,
     decided,
@@ -58,9 +60,15 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: the
     prompt rewritten, a note in the thread, the cancel offered again; each post keyed, and
     the settle done saying it (the `cancel_announced` step) only once all went out, so a run
-    that died (or a post Slack refused) half way is finished by the next, nothing said twice."""
+    that died (or a post Slack refused) half way is finished by the next, nothing said twice.
+
+    A cancel and resume whose scancel was seen and whose click's process died before the
+    approval's end (its `cancel_resuming` step left, SETTLE_TAKEOVER_S old) is finished as a
+    settle taken over is (`_finish_resume`), and said the same way."""
     due = [a for a in ctx.store.approvals.cancels_unknown() if _settle_due(ctx, a, now)]
     _each(ctx, due, now, _settle_cancel, "settling the unknown cancel")
+    _each(ctx, ctx.store.approvals.approved_in_steps([RESUMING_STEP]), now, _finish_resume,
+          "finishing the cancel and resume")
     _each(ctx, ctx.store.approvals.cancels_unannounced(), now, _announce_settled,
           "saying the settled cancel")
 
@@ -123,6 +131,34 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
     text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
     ctx.store.approvals.settle(approval.token, now=now, settled={
         "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})
+
+
+def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
+    """The rest of a cancel and resume whose click's process died after its scancel took
+    effect (bot.services.approvals._cancel: the approval approved, its step
+    `cancel_resuming`), once that step is SETTLE_TAKEOVER_S old (the click's own deadlines
+    have passed), by one run: the job the click's resubmit left, recorded or found by the
+    run's job name, is kept (else one is submitted), announced and its hold questions asked,
+    each once (keyed posts; bot.services.competitors asks once per job); the outcome is
+    recorded with the approval's end and said as a settle's is (the `cancel_settled` step,
+    `_announce_settled`): the prompt rewritten and a note in the thread. A run that dies in
+    this is taken over again, SETTLE_TAKEOVER_S later."""
+    token = approval.token
+    if not ctx.store.approvals.take_over_step(token, RESUMING_STEP,
+                                              older_than=now - SETTLE_TAKEOVER_S, now=now):
+        return  # the click (or the run that took it over) may still be in it
+    ctx.store.approvals.mark_step(token, "cancel_settled", now=now)  # said as a settle is
+    payload = approval.payload
+    recipe, job = payload.get("recipe"), str(approval.target_job)
+    ctx.store.audit.record(
+        actor="trainbot", action="approval.cancel_resume_taken_over", now=now, recipe=recipe,
+        job_id=job, result="taken_over", detail={"token": token},
+    )  # fmt: skip
+    outcome = resume_cancelled(ctx, approval, approval.decided_by or "trainbot", now,
+                               recover=True)
+    text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
+    ctx.store.approvals.settle(token, now=now, settled={
+        "text": text, "blocks": blocks, "offer_again": False})
 
 
 def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:

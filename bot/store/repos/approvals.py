@@ -200,14 +200,16 @@ class ApprovalsRepo(_Repo):
         return result.rowcount == 1
 
     STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_only_unknown", "cancel_settled",
-             "cancel_announced")
+             "cancel_announced", "cancel_resuming")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float) -> bool:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved scancel's end was not seen ("cancel_unknown": a cancel and resume;
         "cancel_only_unknown": a plain cancel), that trainbot took that unknown cancel up
-        again ("cancel_settled") or said all of what became of it ("cancel_announced"): True
+        again ("cancel_settled") or said all of what became of it ("cancel_announced"), that
+        its approved cancel and resume's scancel took effect and its resubmit began
+        ("cancel_resuming"): True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
         twice."""
         if step not in self.STEPS:
@@ -262,10 +264,15 @@ class ApprovalsRepo(_Repo):
         """The approved prompts whose scancel's end was not seen (step "cancel_unknown" or
         "cancel_only_unknown") and that are not done yet: their job may or may not have been
         cancelled, oldest first."""
-        unknown = t.prompt_steps.c.step.in_(self.CANCEL_UNKNOWN_STEPS)
+        return self.approved_in_steps(self.CANCEL_UNKNOWN_STEPS)
+
+    def approved_in_steps(self, steps_: Iterable[str]) -> list[Approval]:
+        """The approved prompts, not done yet, that went through one of `steps_`, oldest
+        first (e.g. "cancel_resuming": cancel and resumes whose click may have died)."""
+        marked = t.prompt_steps.c.step.in_(list(steps_))
         query = (select(t.approvals)
                  .where(t.approvals.c.state == "approved",
-                        t.approvals.c.id.in_(select(t.prompt_steps.c.token).where(unknown)))
+                        t.approvals.c.id.in_(select(t.prompt_steps.c.token).where(marked)))
                  .order_by(t.approvals.c.decided_at, t.approvals.c.id))
         return self._all(Approval, query)
 

@@ -602,3 +602,89 @@ def test_cancel_and_resume_is_not_a_choice_of_a_finished_jobs_prompt(store: Stor
     result = handle_click(s.ctx, resubmit["value"], ActionId.CANCEL_RESUME, "W0LEAD", T0 + 1900)
     assert result.status == "unknown"
     assert s.slurm.acted("cancel") == [] and s.slurm.submits() == []
+
+
+# ------------------------------------------- a cancel and resume whose click's process died
+
+RESUMED = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
+           "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
+           "complete checkpoint changed since it was posted.")
+
+
+def _killed_in_the_resume(s: Story, where: str) -> str:
+    """A cancel and resume clicked: its scancel took effect, then the process was killed at
+    `where` in the rest of the click (the resubmit, its announcement, its hold question, the
+    approval's end); its token. 88017, an older job of the team's, is pending on the
+    partition: the resubmit's hold question asks about it."""
+    s.slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
+                submit_time=1000.0)
+    token = s.stalled()["value"]
+    real_submit, capture = s.slurm.submit, s.ctx.sink.post_reply
+    real_competitors, real_done = s.slurm.pending_competitors, s.store.approvals.mark_done
+
+    def killed_submit(spec, *, script=None):
+        if where == "sbatch_queued":
+            real_submit(spec, script=script)
+        raise Killed
+
+    def killed_post(chain_id: int, key: str, blocks: list, text: str) -> str:
+        if key.startswith("resolution:"):
+            raise Killed
+        return capture(chain_id, key, blocks, text)
+
+    def killed(*_args: Any, **_kw: Any) -> Any:
+        raise Killed
+
+    if where in ("sbatch_sent", "sbatch_queued"):
+        s.slurm.submit = killed_submit  # type: ignore[method-assign]
+    elif where == "announced":
+        s.ctx.sink.post_reply = killed_post
+    elif where == "holds":
+        s.slurm.pending_competitors = killed  # type: ignore[method-assign]
+    else:
+        s.store.approvals.mark_done = killed  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
+    s.slurm.submit, s.ctx.sink.post_reply = real_submit, capture  # type: ignore[method-assign]
+    s.slurm.pending_competitors = real_competitors  # type: ignore[method-assign]
+    s.store.approvals.mark_done = real_done  # type: ignore[method-assign]
+    assert s.slurm.acted("cancel") == [88154]
+    s.slurm.set(88154, state="CANCELLED", end_time=T0 + 401)
+    return token
+
+
+@pytest.mark.parametrize("where", ["sbatch_sent", "sbatch_queued", "announced", "holds",
+                                   "done"])
+def test_a_cancel_and_resume_whose_process_died_after_the_cancel_is_finished_once(
+        store: Store, where: str) -> None:
+    """The click's scancel took effect, then its process died before the approval's end: in
+    the resubmit's sbatch (before it was sent, or after Slurm queued the job), after the job
+    was recorded and before its announcement, before its hold question, or after it. Once the
+    click's step is SETTLE_TAKEOVER_S old one run finishes it: the thread hears of the resumed
+    job once, its hold question is asked once, the prompt is rewritten once to say what was
+    done, and no second job is submitted."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    token = _killed_in_the_resume(s, where)
+    queued = 0 if where == "sbatch_sent" else 1
+    assert len(s.slurm.submits()) == queued
+    assert store.approvals.get(token).state == "approved"
+    settle_unknown_cancels(s.ctx, T0 + 401 + 60)  # the click's step is still its lease
+    assert len(s.slurm.submits()) == queued and RESUMED not in s.ctx.sink.texts()
+
+    later = T0 + 401 + SETTLE_TAKEOVER_S
+    for at in (later, later + 60, later + 2 * SETTLE_TAKEOVER_S):
+        settle_unknown_cancels(s.ctx, at)
+    assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
+    assert store.approvals.get(token).state == "done"
+    rewrites = [p for p in s.ctx.sink.posts if p[0] == "update" and p[3] == RESUMED]
+    assert len(rewrites) == 1
+    assert [p[2] for p in s.ctx.sink.posts if p[3] == RESUMED and p[0] == "reply"] == \
+        [f"cancel-settled:{token}"]
+    assert [p[3] for p in s.ctx.sink.posts if p[2] == "resolution:88887"] == \
+        ["mix: resumed as 88887 from scratch (no complete checkpoint)"]
+    holds = [p[3] for p in s.ctx.sink.posts if p[2].startswith("hold-prompt:")]
+    assert len(holds) == 1 and holds[0].endswith("Hold 88017 until the resumed job starts?")
+    old, new = store.attempts.for_chain(s.chain_id)
+    assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
+    assert store.watched_jobs.get("dev", "88887") is not None
+    assert s.retries() == 1
