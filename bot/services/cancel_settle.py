@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 
 from bot.cluster.errors import ClusterError
+from bot.core.takeover import settle_takeover_s
 from bot.services.approvals import (
     RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
@@ -28,16 +29,20 @@ from bot.services.approvals import (
 from bot.services.home import refresh_homes
 from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompts import create_resubmit_prompt
+from bot.services.submit import cluster_deadlines
 from bot.services.threads import has_thread, post_safely, thread_note
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
 
 
-SETTLE_TAKEOVER_S = 600.0
-"""How old a `cancel_settled` step whose approval has no outcome yet must be before another
-run takes it over: longer than a settle takes (its Slurm reads, its sbatch and the posts each
-have their own, shorter deadline), so only a settle whose process died is taken over."""
+def takeover_s(ctx: BotContext, approval: Approval) -> float:
+    """How old a `cancel_settled` or `cancel_resuming` step whose approval has no outcome yet
+    must be before another run takes it over: longer than a settle or the rest of a cancel
+    and resume can take on the approval's cluster, each of its Slurm reads, its sbatch, its
+    SFTP requests and its posts at its own deadline (bot.core.takeover.settle_takeover_s over
+    the cluster's), so only one whose process died is taken over."""
+    return settle_takeover_s(cluster_deadlines(ctx.config, approval.payload.get("cluster", "")))
 
 
 def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
@@ -54,7 +59,7 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
     (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
     process died before its outcome was recorded is taken over (by one replica) when its step
-    is SETTLE_TAKEOVER_S old, and finished without a second job: the job its resubmit left,
+    is `takeover_s` old, and finished without a second job: the job its resubmit left,
     if Slurm has one under the run's job name, is the one recorded.
 
     The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: the
@@ -63,7 +68,7 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     that died (or a post Slack refused) half way is finished by the next, nothing said twice.
 
     A cancel and resume whose scancel was seen and whose click's process died before the
-    approval's end (its `cancel_resuming` step left, SETTLE_TAKEOVER_S old) is finished as a
+    approval's end (its `cancel_resuming` step left, `takeover_s` old) is finished as a
     settle taken over is (`_finish_resume`), and said the same way."""
     due = [a for a in ctx.store.approvals.cancels_unknown() if _settle_due(ctx, a, now)]
     _each(ctx, due, now, _settle_cancel, "settling the unknown cancel")
@@ -107,9 +112,10 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
     if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now):
         # being settled (by another replica), or its settler died before the outcome was
         # recorded (the approval is still approved): taken over, by one replica, once the
-        # step is SETTLE_TAKEOVER_S old
+        # step is `takeover_s` old
+        older_than = now - takeover_s(ctx, approval)
         if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
-                                                  older_than=now - SETTLE_TAKEOVER_S, now=now):
+                                                  older_than=older_than, now=now):
             return
         taken_over = True
     cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
@@ -136,16 +142,16 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
 def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
     """The rest of a cancel and resume whose click's process died after its scancel took
     effect (bot.services.approvals._cancel: the approval approved, its step
-    `cancel_resuming`), once that step is SETTLE_TAKEOVER_S old (the click's own deadlines
+    `cancel_resuming`), once that step is `takeover_s` old (the click's own deadlines
     have passed), by one run: the job the click's resubmit left, recorded or found by the
     run's job name, is kept (else one is submitted), announced and its hold questions asked,
     each once (keyed posts; bot.services.competitors asks once per job); the outcome is
     recorded with the approval's end and said as a settle's is (the `cancel_settled` step,
     `_announce_settled`): the prompt rewritten and a note in the thread. A run that dies in
-    this is taken over again, SETTLE_TAKEOVER_S later."""
+    this is taken over again, `takeover_s` later."""
     token = approval.token
     if not ctx.store.approvals.take_over_step(token, RESUMING_STEP,
-                                              older_than=now - SETTLE_TAKEOVER_S, now=now):
+                                              older_than=now - takeover_s(ctx, approval), now=now):
         return  # the click (or the run that took it over) may still be in it
     ctx.store.approvals.mark_step(token, "cancel_settled", now=now)  # said as a settle is
     payload = approval.payload

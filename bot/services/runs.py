@@ -17,12 +17,12 @@ from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
-    SUBMIT_IN_FLIGHT_S,
     SubmitResult,
     adopt_unrecorded_submit,
     describe_start,
     find_lost_submit,
     find_resume_checkpoint,
+    in_flight_s,
     record_found_submit,
     submit_recipe,
 )
@@ -123,14 +123,16 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
                               after_submit: AfterSubmit) -> None:
     """A person's submits the bot died in (killed between sending the sbatch and recording
     its job), or whose job could not be looked up when its end was not seen: each one sent
-    SUBMIT_IN_FLIGHT_S ago or more is looked up by its job name (`find_lost_submit`: a job
-    of that name submitted since, that no attempt records). A job found is recorded as the
+    its cluster's `in_flight_s` ago or more (its own deadlines have passed) is looked up by
+    its job name (`find_lost_submit`: a job of that name submitted since, that no attempt
+    records). A job found is recorded as the
     run's (a new run's chain is started for it), watched and announced in its thread, and
     goes through `after_submit`, as the submit would have; none found (nothing was queued)
     forgets the submit. A lookup that fails keeps it for the next run of this job
     (bot.app.build_scheduler's `submits`)."""
     for cluster in ctx.config.clusters:
-        for flight in ctx.store.submits_in_flight.sent_before(cluster, now - SUBMIT_IN_FLIGHT_S):
+        sent_before = now - in_flight_s(ctx.config, cluster)
+        for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
             try:
                 _recover_submit(ctx, flight, now, after_submit)
             except LeaseLost:

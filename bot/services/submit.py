@@ -45,6 +45,7 @@ from bot.core.slurm.sbatch import (
     sbatch_input_env,
 )
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
+from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
 from bot.core.text import N_, Text
 from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
@@ -486,7 +487,9 @@ def _look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: 
         raise lost.advised(N_(
             "Looking it up by name failed too (%(error)s): trainbot looks for it again in "
             "%(minutes)d minutes and, if it is there, records it and tells the run's thread.",
-            error=said(exc), minutes=round(SUBMIT_IN_FLIGHT_S / 60))) from lost
+            error=said(exc),
+            minutes=round(in_flight_s(config, config.recipe(recipe_name).cluster) / 60))) \
+            from lost
     if found is None:
         raise SubmitNotQueued(job_name)
     log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)
@@ -592,11 +595,23 @@ def parse_job_id(stdout: str, command: str) -> str:
     return match[1]
 
 
-#: How long a person's submit may stay in flight (its sbatch, the lookup by name that may
-#: follow it) before bot.services.runs.recover_submits_in_flight takes it for one the bot
-#: died in. Far above a submit's own deadlines, so a replica never takes up a submit another
-#: one is still in.
-SUBMIT_IN_FLIGHT_S = 600.0
+def cluster_deadlines(config: Config, cluster: str) -> RemoteDeadlines:
+    """`cluster`'s configured deadlines (connect, command, SFTP request), from which the
+    takeovers of its steps are counted (bot.core.takeover); the defaults' for a cluster not
+    (or no longer) configured."""
+    c = config.clusters.get(cluster)
+    if c is None:
+        return RemoteDeadlines()
+    return RemoteDeadlines(connect_s=c.connect_timeout, command_s=c.command_timeout,
+                           sftp_s=c.sftp_timeout)
+
+
+def in_flight_s(config: Config, cluster: str) -> float:
+    """How long a person's submit to `cluster` may stay in flight (its sbatch, the lookup by
+    name that may follow it) before bot.services.runs.recover_submits_in_flight takes it for
+    one the bot died in: bot.core.takeover.submit_in_flight_s over the cluster's deadlines,
+    so a replica never takes up a submit another one is still in."""
+    return submit_in_flight_s(cluster_deadlines(config, cluster))
 
 #: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
 #: job's submit time is compared with the moment trainbot sent its sbatch.

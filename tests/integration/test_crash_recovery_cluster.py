@@ -388,7 +388,7 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
     and tells the run's thread; sbatch ran once."""
     from bot.services.competitors import propose_holds_for_submit
     from bot.services.runs import recover_submits_in_flight
-    from bot.services.submit import SUBMIT_IN_FLIGHT_S
+    from bot.services.submit import in_flight_s
 
     run = submitted_run("tb-crash-resume", _single_recipe)
     name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
@@ -405,7 +405,7 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
         [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
         assert (flight.job_name, flight.chain_id, flight.actor) == (name, chain_id, OWNER)
 
-        recover_submits_in_flight(bot.ctx, time.time() + SUBMIT_IN_FLIGHT_S + 1,
+        recover_submits_in_flight(bot.ctx, time.time() + in_flight_s(bot.ctx.config, "dev") + 1,
                                   after_submit=propose_holds_for_submit)
         attempts = store.attempts.for_chain(chain_id)
         assert [a.job_id for a in attempts] == [old, new], attempts

@@ -11,15 +11,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import T0, AnswerLostSlurm, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
+from fakes import (
+    T0,
+    AnswerLostSlurm,
+    FakeCheckpoints,
+    FakeSFTP,
+    FakeSlurm,
+    make_config,
+    make_context,
+)
 
 from bot.cluster.errors import ChannelClosed, OutcomeUnknown
+from bot.config import Config
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
+from bot.core.takeover import RemoteDeadlines, settle_takeover_s
 from bot.services import ServiceError
 from bot.services.approvals import charges_budget, handle_click
-from bot.services.cancel_settle import SETTLE_TAKEOVER_S, settle_unknown_cancels
+from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.threads import render, root_view
@@ -28,6 +38,7 @@ from bot.services.watch_events import ThreadEvents
 from bot.slack.views import ActionId
 from bot.store import Store
 
+SETTLE_TAKEOVER_S = settle_takeover_s(RemoteDeadlines())  # the dev cluster's: the defaults
 STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.log"
 LOG = "/scratch/mix/logs/mix-88154.out"
 
@@ -43,11 +54,12 @@ class Story:
     """Job 88154 of chain `chain_id` running under a watcher; `posted` keeps (key, blocks)."""
 
     def __init__(self, store: Store, *, charged_before: int = 0,
-                 slurm: FakeSlurm | None = None, **recipe_over: Any) -> None:
+                 slurm: FakeSlurm | None = None, config: Config | None = None,
+                 **recipe_over: Any) -> None:
         self.store = store
         self.slurm = slurm or FakeSlurm()
         self.ctx: BotContext = make_context(store, self.slurm, clock=lambda: T0 + 1900,
-                                            **recipe_over)
+                                            config=config, **recipe_over)
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
         self.chain_id = chain.id
         for k in range(charged_before):  # earlier attempts: the chain spent this many retries
@@ -688,3 +700,38 @@ def test_a_cancel_and_resume_whose_process_died_after_the_cancel_is_finished_onc
     assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
     assert store.watched_jobs.get("dev", "88887") is not None
     assert s.retries() == 1
+
+
+def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_taken_over(
+        store: Store) -> None:
+    """On a cluster whose commands may take 300 s, a cancel and resume's click whose every
+    Slurm command runs to its deadline is still going long past the 600 s the takeover used
+    to be; the runs made meanwhile (one after each command) take nothing over, as the
+    takeover is counted from the cluster's deadlines: one job is submitted, its hold question
+    asked once, and the click says what it did."""
+    config = make_config()
+    config.clusters["dev"] = config.clusters["dev"].model_copy(update={"command_timeout": 300})
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0), config=config)
+    s.slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
+                submit_time=1000.0)
+    token = s.stalled()["value"]
+    per_command = RemoteDeadlines(command_s=300).command_at_most_s
+    clicked = now = T0 + 401
+    real_call, meanwhile = s.slurm._call, []
+
+    def slow_call(verb: str, arg: Any) -> None:
+        nonlocal now
+        real_call(verb, arg)
+        now += per_command
+        if not meanwhile:  # another run of the settle, while the click waits on Slurm
+            meanwhile.append(now)
+            settle_unknown_cancels(s.ctx, now)
+            meanwhile.pop()
+
+    s.slurm._call = slow_call  # type: ignore[method-assign]
+    result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", clicked)
+    assert now - clicked > 600
+    assert result.status == "done" and result.update_text == RESUMED
+    assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
+    assert len([p for p in s.ctx.sink.posts if p[2].startswith("hold-prompt:")]) == 1
+    assert not any(p[2] == f"cancel-settled:{token}" for p in s.ctx.sink.posts)

@@ -12,15 +12,17 @@ from fakes import AnswerLostSlurm, FakeSlurm, make_context
 
 from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
+from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
 from bot.services import submit as submit_mod
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.ports import BotContext
-from bot.services.runs import SUBMIT_IN_FLIGHT_S, recover_submits_in_flight
+from bot.services.runs import recover_submits_in_flight
 from bot.services.threads import has_thread
 from bot.services.train import execute
 from bot.store import Store
 
 NOW = 1_000_000.0
+SUBMIT_IN_FLIGHT_S = submit_in_flight_s(RemoteDeadlines())  # the dev cluster's: the defaults
 LATER = NOW + SUBMIT_IN_FLIGHT_S + 1  # the submit can no longer be in flight
 CHANNEL = "C0TRAIN"
 

@@ -1,0 +1,83 @@
+"""How old a step trainbot carries out on a cluster must be before another run takes it over.
+
+A step a process may die in half way (a person's submit from its sbatch on, the settle of a
+cancel whose end was not seen, the rest of a cancel and resume) is leased by the time it was
+marked: another run takes it up only once that time is older than all the step can still be
+waiting for, each of its remote calls at its full deadline, plus a margin. The deadlines are
+the cluster's configured ones (`RemoteDeadlines`, from bot.config's ClusterConfig), so a
+cluster given longer commands gets longer leases: a live step is never taken over while its
+own deadlines have not passed. Pure arithmetic over the counts below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RemoteDeadlines:
+    """A cluster's deadlines, in seconds: connecting to its login node and opening a channel
+    there (`connect_s`, each), one remote command's run (`command_s`), one SFTP request's
+    answer (`sftp_s`)."""
+
+    connect_s: float = 10.0
+    command_s: float = 60.0
+    sftp_s: float = 15.0
+
+    @property
+    def command_at_most_s(self) -> float:
+        """One remote command at its worst: a new connection and a new channel (the one it
+        ran on closed), then its run."""
+        return 2 * self.connect_s + self.command_s
+
+
+SLURM_CHECKS = 2
+"""The Slurm client's release and JSON checks, made by its first record read (once per
+process, possibly inside the step)."""
+
+SUBMIT_COMMANDS = 1 + 2 + 2 + 2 + SLURM_CHECKS
+"""A person's submit from its sbatch on (bot.services.submit.submit_recipe, from its
+`submits_in_flight` row to its job recorded): the sbatch or the site's submit command (1);
+its end not seen, the lookup by name: squeue and sacct by name (2), the records of what they
+found, squeue and sacct by id (2); a site wrapper's job read for the overrides it got,
+squeue and sacct (2); the Slurm client's checks (SLURM_CHECKS)."""
+
+RESUME_COMMANDS = 3 + 4 + SUBMIT_COMMANDS + 3
+"""The rest of a cancel and resume after its scancel (bot.services.approvals._resume_cancelled,
+from the settle's `cancel_settled` or the click's `cancel_resuming` step to the approval's
+end): the release of each competitor held for the cancelled job (at most 3, the hold
+questions asked per job: 3); taken over, the look for the job the dead run's resubmit left,
+squeue and sacct by name and by id (4); the resubmit (SUBMIT_COMMANDS); its hold question,
+the pending competitors and the resubmitted job's record, squeue and sacct (3)."""
+
+CHECKPOINT_REQUESTS = 20
+"""SFTP requests a checkpoint lookup is counted as: the directory's listing, the pointer file,
+and the newest candidates' listings and reads until a complete one is found."""
+
+SLACK_CALLS = 6
+"""Slack calls on the resume's way (the resubmit's announcement and its root's rewrite, up to
+three hold questions, the prompt's rewrite), each at most SLACK_CALL_S."""
+
+SLACK_CALL_S = 30.0
+"""One Slack Web API call's timeout (bot.slack.retry.make_client)."""
+
+TAKEOVER_MARGIN_S = 60.0
+"""What the store's and the process's own work, and the clocks of two replicas, may add."""
+
+
+def submit_in_flight_s(deadlines: RemoteDeadlines) -> float:
+    """How long a person's submit may stay in flight before bot.services.runs
+    .recover_submits_in_flight takes it for one the bot died in: SUBMIT_COMMANDS remote
+    commands at their worst, plus the margin (780 s, 13 minutes, with the default deadlines:
+    10 s to connect, 60 s a command)."""
+    return SUBMIT_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
+
+
+def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
+    """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
+    outcome yet must be before another run takes it over (bot.services.cancel_settle):
+    RESUME_COMMANDS remote commands at their worst, one checkpoint lookup's
+    CHECKPOINT_REQUESTS SFTP requests, SLACK_CALLS Slack calls, plus the margin."""
+    return (RESUME_COMMANDS * deadlines.command_at_most_s
+            + CHECKPOINT_REQUESTS * deadlines.sftp_s
+            + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)

@@ -1,0 +1,38 @@
+"""The takeovers of a step a process may die in are counted from the cluster's deadlines
+(bot.core.takeover): a cluster given longer commands gets longer leases."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.takeover import (
+    RESUME_COMMANDS,
+    SUBMIT_COMMANDS,
+    RemoteDeadlines,
+    settle_takeover_s,
+    submit_in_flight_s,
+)
+
+
+def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
+    assert submit_in_flight_s(RemoteDeadlines()) == 780.0  # "looks again in 13 minutes"
+    assert settle_takeover_s(RemoteDeadlines()) == 2060.0
+
+
+@pytest.mark.parametrize("command_s", [150.0, 300.0, 900.0])
+def test_a_longer_command_timeout_gives_a_longer_takeover_past_every_command(
+        command_s: float) -> None:
+    """Each remote command of the path at its full deadline (a new connection and channel,
+    then the run) still ends before another run may take the path over."""
+    slow = RemoteDeadlines(command_s=command_s)
+    assert submit_in_flight_s(slow) > submit_in_flight_s(RemoteDeadlines()) > 600.0
+    assert settle_takeover_s(slow) > settle_takeover_s(RemoteDeadlines())
+    assert submit_in_flight_s(slow) > SUBMIT_COMMANDS * (2 * slow.connect_s + command_s)
+    assert settle_takeover_s(slow) > RESUME_COMMANDS * (2 * slow.connect_s + command_s)
+
+
+def test_slower_sftp_and_connections_lengthen_the_settles_takeover() -> None:
+    base = settle_takeover_s(RemoteDeadlines())
+    assert settle_takeover_s(RemoteDeadlines(sftp_s=60.0)) > base
+    assert settle_takeover_s(RemoteDeadlines(connect_s=30.0)) > base
+    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 780.0
