@@ -183,7 +183,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # the loops whose number of passes the script says (syntax.loop_passes): one bash makes no
     # pass through sets nothing, one it makes a single pass through has no next pass
     passes = {start: loop_passes(code, start, done) for start, done in scan.loops.items()}
-    never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0]
+    never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
+                 ] + scan.never_run
     repeating = {start: done for start, done in scan.loops.items() if passes[start] != 1}
     prefixes = _prefix_assignments(code) if scan.arith else {}
     values = _values(code, {a.variable for a in scan.arith}, prefixes,

@@ -13,6 +13,7 @@ from typing import Protocol
 from bot.core.launcher_lint.model import Construct, Hit, Opts, either
 from bot.core.launcher_lint.syntax import (
     OPENING_KEYWORDS,
+    constant_status,
     loop_passes,
     loop_runs,
     matches_everything,
@@ -72,6 +73,10 @@ class Branches:
     branch_from: int | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)
     exhaustive: bool = False
+    # an `if`'s: the last list of the condition being read (the walk sets it), and whether its
+    # first branch never runs (`if false; then`: syntax.constant_status)
+    condition: str = ""
+    never: bool = False
 
     @property
     def in_condition(self) -> bool:
@@ -91,6 +96,7 @@ class BranchWalk(Protocol):
     later_pass_of: int | None
     loops: dict[int, int]
     constructs: dict[tuple[int, int], Construct]
+    never_run: list[tuple[int, int]]
     text: str
 
     def marks(self, hits: list[Hit]) -> Marks: ...
@@ -157,6 +163,13 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frame.exhaustive |= step == "else" or step == "branch" and matches_everything(patterns)
     if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
         frame.reaching, frame.in_branch = [copy(walk.opts)], True
+        if step == "then" and frame.kind == "if":
+            # a condition bash's semantics decide (`if true`, `if false`): the branch runs
+            # whenever the `if` is reached (no way past it), or never
+            constant = constant_status(frame.condition, walk.text)
+            if constant:
+                frame.reaching, frame.exhaustive = [], True
+            frame.never = constant is False and len(frame.spans) == 0
         return None
     if step in ("branch", "elif", "else"):
         if frame.in_branch:
@@ -181,6 +194,12 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         passes = loop_passes(walk.text, frame.key[0], key[0])
         frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
+    if step == "fi" and frame.never and len(frame.spans) == 1:
+        # `if false; then …; fi`: nothing in the branch runs, nothing it sets holds
+        walk.forget(frame.marks, hits)
+        walk.never_run.append(frame.spans[0])
+        walk.opts = either(frame.reaching + ([frame.skipped] if frame.skipped else []))
+        return None
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds
         walk.forget(frame.marks, hits)
         walk.opts = either(frame.exits + frame.reaching

@@ -143,6 +143,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.bodies: dict[str, tuple[int, int]] = {}
         self.loops: dict[int, int] = {}  # each loop's start and `done`
         self.constructs: dict[tuple[int, int], Construct] = {}  # each case / if / loop
+        self.never_run: list[tuple[int, int]] = []  # branches bash never runs (`if false`)
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
@@ -225,6 +226,12 @@ class _Analyzer(FunctionBodies, OptionWalk):
                             break
                     if back is not None:
                         break
+                if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
+                    # a list of the condition: the last one decides its status
+                    condition = lst[cut:].lstrip()
+                    keyword = first_word(condition)
+                    frames[-1].condition = condition[len(keyword):] if keyword in (
+                        "if", "elif") else condition
                 if self.guarded_bodies and not self.opts.nounset and self.function is None:
                     self._note_calls_without_nounset(lst[cut:], lst_off + cut)
                 if self.function_calls and not status_only:
@@ -563,4 +570,4 @@ def scan(script_text: str, code: str) -> Scan:
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
-                analyzer.loops, analyzer.constructs)
+                analyzer.loops, analyzer.constructs, analyzer.never_run)

@@ -276,6 +276,8 @@ class Scan:
     loops: dict[int, int] = field(default_factory=dict)
     #: each `case`, `if` and loop, by where it starts (its list's offset, its step there)
     constructs: dict[tuple[int, int], Construct] = field(default_factory=dict)
+    #: the branches bash never runs (`if false; then …; fi`), their spans
+    never_run: list[tuple[int, int]] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

@@ -93,6 +93,31 @@ def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]
         cut, rest = cut + end, rest[end:]
 
 
+#: A condition whose status bash's semantics alone decide: `true`, `:`, `false`, and `[ WORD ]`
+#: / `test WORD` with one literal word (a test of one argument succeeds when it is not empty).
+_CONSTANT_CONDITION_RE = re.compile(
+    r"(?P<name>true|:|false)|(?P<test>\[)\s+[\w.,/+-]+\s+\]|(?P<cmd>test)\s+[\w.,/+-]+")
+
+
+def constant_status(condition: str, text: str) -> bool | None:
+    """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
+    (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, or `!`
+    before one); None for anything else, or when the script `text` defines a function of that
+    name (bash would call it)."""
+    cond = condition.strip().rstrip(";").strip()
+    negated = cond.startswith("!") and cond[1:2].isspace()
+    if negated:
+        cond = cond[1:].strip()
+    m = _CONSTANT_CONDITION_RE.fullmatch(cond)
+    if m is None:
+        return None
+    name = m.group("name") or m.group("test") or m.group("cmd")
+    if re.search(r"(?:^|[\s;&|({])(?:function\s+" + re.escape(name) + r"(?![\w:-])|"
+                 + re.escape(name) + r"\s*\(\s*\))", text):
+        return None
+    return (name != "false") != negated
+
+
 #: An extglob group (`@(…)`, `*(…)`, `+(…)`, `?(…)`) of `case` patterns.
 _EXTGLOB_GROUP_RE = re.compile(r"[@*+?]\((.*)\)", re.S)
 

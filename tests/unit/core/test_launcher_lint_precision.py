@@ -929,6 +929,38 @@ def test_a_counter_set_in_a_branch_on_the_way_reads_that_value_on_those_runs(
             "`set -e` the launcher stops right here on those runs")
 
 
+@pytest.mark.parametrize(("middle", "level"), [
+    # a condition bash's semantics decide (`true`, `:`, `false`, `[ WORD ]`, `!` before one):
+    # its branch always runs, or never
+    ("n=0\nif true; then ((n++)) || true; fi\n", None),
+    ("n=0\nif :; then ((n++)) || true; fi\n", None),
+    ("n=0\nif [ 1 ]; then ((n++)) || true; fi\n", None),
+    ("n=0\nif ! false; then n=5; fi\n", None),
+    ("if true; then n=5; fi\n", None),
+    ("n=0\nif false; then ((n++)) || true; fi\n", "fail"),
+    ("n=5\nif false; then n=0; fi\n", None),
+    ("n=0\nif false; then n=5; fi\n", "fail"),
+    ("n=0\nif ! true; then ((n++)) || true; fi\n", "fail"),
+    # a condition it does not decide: as before
+    ('n=0\nif [ -n "${X:-}" ]; then ((n++)) || true; fi\n', "warn"),
+])
+def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
+        tmp_path, middle, level):
+    script = f"#!/bin/bash\nset -e\n{middle}((n++))\n"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == ([(level, script.count("\n"))] if level else [])
+
+
+def test_a_constant_condition_the_script_redefines_is_not_decided():
+    # `true() { …; }`: bash calls the function, whose status the lint does not read
+    script = ("#!/bin/bash\nset -e\ntrue() { [ -n \"$X\" ]; }\nn=0\n"
+              "if true; then ((n++)) || true; fi\n((n++))\n")
+    assert [f.level for f in lint_launcher(script)
+            if f.check == CHECK_ARITH_ZERO and f.level != "pass"] == ["warn"]
+
+
 @pytest.mark.parametrize(("options", "middle", "level"), [
     # every assignment before the counter is in a branch bash may skip, and nothing else sets
     # it: the runs that skip them read it unset, 0 (or unbound), and stop (a warning)
