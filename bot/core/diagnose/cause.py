@@ -185,6 +185,15 @@ class Evaluating:
 
 
 @dataclass(frozen=True)
+class Requeued:
+    """The job waits to start again (`requeued`: sacct's `state`, PENDING or REQUEUED) after
+    the run its log shows ended: Slurm requeued it (a preemption, a node's failure, scontrol
+    requeue), so it starts again by itself and that run's end is no failure to act on."""
+
+    state: str
+
+
+@dataclass(frozen=True)
 class Running:
     """A running job with nothing to report (`running`): its progress and a GPU utilisation
     below what an input-bound job shows (None when higher or unmeasured)."""
@@ -201,7 +210,8 @@ Cause: TypeAlias = (
     | NcclSharedMemory | OpenFileLimit | NoNinja | LaunchFailed | DataDependentGuard
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
-    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Running
+    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Requeued
+    | Running
 )
 
 
@@ -265,6 +275,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
         case Evaluating(completed_line):
             return {"kind": "evaluating", "line": completed_line}
+        case Requeued(state):
+            return {"kind": "requeued", "state": state}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

@@ -65,6 +65,7 @@ from bot.core.diagnose.cause import (
     NcclSharedMemory,
     NoNinja,
     OpenFileLimit,
+    Requeued,
     RerunElsewhere,
     Running,
     SharedMemory,
@@ -293,6 +294,12 @@ def diagnose(
             [m for m in primary if m.class_id == "time_limit"]):
         # sacct's PREEMPTED: submitit's time-out verdict was its clock's guess, no second class
         failed_classes.discard("time_limit")
+    if acct.state in _NOT_STARTED and chosen is not None and chosen not in state_classes:
+        # waiting to start again (requeued: preempted, its node failed, scontrol requeue) after
+        # the run this log shows ended: that run's end is history, the job starts again by
+        # itself; its class stays a secondary one
+        case_cause = Requeued(acct.state)
+        chosen, decided_by = NONE_CLASS, ACCOUNTING
     if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
             killed := _rank_killed_first(matches, primary, series)) is not None:
         # a rank SIGKILLed before its peers' collectives timed out: their timeout waited for

@@ -3739,3 +3739,30 @@ def test_a_pbs_exit_status_without_memory_over_the_request_is_no_decisive_host_o
     exited = _diagnose_text(catalogue, "Traceback (most recent call last):\nValueError: bad\n"
                             "Exit_status=1 Resource_List.mem=4gb resources_used.mem=4823312kb\n")
     assert exited.class_id == "unknown_failure"
+
+
+@pytest.mark.parametrize("state", ["REQUEUED", "PENDING"])
+@pytest.mark.parametrize(("ending", "first_run"), [
+    ("slurmstepd: error: *** JOB 4242 ON gpu-a017 CANCELLED AT 2025-03-02T10:05:00 DUE TO TIME "
+     "LIMIT ***\n", "time_limit"),
+    ("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step tasks have "
+     "been OOM Killed.\n", "host_oom"),
+], ids=["time-limit", "oom"])
+def test_a_job_requeued_after_the_run_its_log_shows_waits_to_start_again(catalogue, state,
+                                                                        ending, first_run):
+    """sacct says the job waits to start again (requeued) and the log holds the first run's
+    end: that run's end is history, not the job's failure; nothing is resubmitted (a resubmit
+    would run the job twice), the first run's class is kept as a secondary one."""
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending,
+                       Accounting(state=state, exit_code=0, signal=0))
+    assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
+    assert d.detail == {"kind": "requeued", "state": state}
+    assert first_run in d.secondary
+    assert "starts again by itself" in explain(d) and f"({state})" in explain(d)
+    assert "다시 시작" in explain(d, "ko")
+
+
+def test_a_pending_job_with_no_ended_run_in_its_log_is_not_called_requeued(catalogue):
+    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n",
+                       Accounting(state="PENDING"))
+    assert d.class_id == "none" and (d.detail or {}).get("kind") != "requeued"
