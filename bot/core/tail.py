@@ -127,6 +127,15 @@ class FileReadFailed(OSError):
         self.path, self.reason = path, reason
 
 
+class FileMissing(FileReadFailed):
+    """A followed file that must exist does not (MISSING where `must_exist`: a log of a job
+    that ran and ended: deleted, a wrong path, a path only the job's node has); the next tick
+    asks again (a file late on NFS appears)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, N_("no such file"))
+
+
 def _num(value: int | None) -> bytes:
     return b"x" if value is None else b"%d" % value
 
@@ -431,11 +440,14 @@ class TailStep:
     reason: str = ""
 
 
-def apply_read(state: TailState, req: ReadRequest, got: FileRead) -> TailStep:
+def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
+               must_exist: bool = False) -> TailStep:
     """What one answer means for the tail at `state` (asked with `req`). Raises
-    FileReadFailed for a failed read."""
+    FileReadFailed for a failed read, and FileMissing for a missing file that `must_exist`."""
     if got.status == FAILED:
         raise FileReadFailed(state.path, got.error)
+    if got.status == MISSING and must_exist:
+        raise FileMissing(state.path)
     if got.status == MISSING:
         # Not created yet (job not started): an empty chunk. If it had been read before, the
         # next file is a new one: the state starts over.
@@ -481,12 +493,15 @@ def _chunk(state: TailState, data: bytes, got: FileRead, budget: int, restarted:
 class TailItem:
     """One file to read this tick: from `state`, at most `budget` new bytes; `drain` (a
     finished job) reads on while bytes are waiting and budget is left; `window` asks for that
-    many bytes before the offset too (warm-up after a restart)."""
+    many bytes before the offset too (warm-up after a restart); `must_exist`: a missing file is
+    its error (FileMissing), not an empty chunk (a job that ran and ended has written its
+    log)."""
 
     state: TailState
     budget: int
     drain: bool = False
     window: int = 0
+    must_exist: bool = False
 
 
 @dataclass
@@ -527,7 +542,7 @@ def read_tails(items: Sequence[TailItem],
                 following[i] = (replace(req, exact=True), restart_why)
                 continue
             try:
-                step = apply_read(out.state, req, got)
+                step = apply_read(out.state, req, got, must_exist=items[i].must_exist)
             except FileReadFailed as exc:
                 out.error = exc
                 continue
@@ -558,6 +573,7 @@ __all__ = [
     "READ",
     "RETRY",
     "SAME",
+    "FileMissing",
     "FileRead",
     "FileReadFailed",
     "FramingError",

@@ -99,7 +99,8 @@ class JobReads:
     def failures(self) -> dict[str, FileReadFailed]:
         """Why each of the job's files ("log", "sampler") that could not be read this tick
         could not (the login node answered for it, and its read FAILED: permission denied, an
-        I/O error, a path that hangs); empty when every file asked for was read."""
+        I/O error, a path that hangs; or a finished job's log does not exist: FileMissing);
+        empty when every file asked for was read."""
         return {f.kind: o.error for f, o in self.files if isinstance(o.error, FileReadFailed)}
 
 
@@ -129,10 +130,14 @@ class LogFollower:
     def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
              report: TickReport) -> dict[int, JobReads]:
         """Read the new bytes of every (job, record, drain) given, in one batch; nothing is
-        applied yet. A failed batch (connection lost) is every job's error."""
+        applied yet. A failed batch (connection lost) is every job's error; the log of a job
+        that ran and ended which does not exist is its error (FileMissing), where a job not
+        started yet has an empty log."""
         planned: list[tuple[int, FollowedFile]] = []
         items: list[TailItem] = []
         for jw, record, drain in jobs:
+            # a job that ran and ended has written its log: missing, it is waited for
+            ended = record.is_finished and record.start_time is not None
             for kind, path, state in (("log", self.log_path(jw, record), jw.log),
                                       ("sampler", self.sampler_path(jw, record),
                                        jw.sampler_tail)):
@@ -144,7 +149,8 @@ class LogFollower:
                 assert state is not None
                 window = min(state.offset, self.warmup_bytes) if restored else 0
                 planned.append((jw.job_id, FollowedFile(kind, path, state, restored)))
-                items.append(TailItem(state, self.max_bytes_per_job, drain, window))
+                items.append(TailItem(state, self.max_bytes_per_job, drain, window,
+                                      must_exist=ended and kind == "log"))
         reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
         if not items:
             return reads

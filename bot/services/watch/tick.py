@@ -67,7 +67,7 @@ from bot.core.policy import (
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
-from bot.core.tail import FileReadFailed
+from bot.core.tail import FileMissing, FileReadFailed
 from bot.log_format import log_fields
 from bot.services.ports import LeaseLost, SlurmJobs, TailReader
 from bot.services.watch.chains import ChainBook, ProgressRewriteBudget
@@ -129,7 +129,10 @@ class Watcher:
     read when it comes within it); then it is judged without it, from Slurm's accounting (and
     what was read of the file while it ran): an unreadable log is said in the incident, with
     why; an unreadable sampler file only leaves the incident without its samples (no RSS
-    chart). A running job's unreadable file is only read again next tick.
+    chart). A log that does not exist, of a job that ran and ended (deleted, a wrong path, a
+    path only the job's node has), is waited for alike, and the incident says so; a job not
+    started yet has no log to read. A running job's unreadable file is only read again next
+    tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -517,7 +520,8 @@ class Watcher:
         retry decides from the same one (one lookup per finished job). `unreadable`: its files
         that could not be read, by kind (judged without them): an unreadable "log" is said in
         the incident, with why (its facts `log_path` and `log_unreadable`, the reader's
-        sentence); a "sampler" file's only leaves it without the samples it did not read."""
+        sentence), a log that did not exist (FileMissing) likewise (`log_path`, `log_missing`);
+        a "sampler" file's only leaves it without the samples it did not read."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -539,7 +543,11 @@ class Watcher:
         text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
         facts: dict[str, Any] = {}
         log_failure = (unreadable or {}).get("log")
-        if log_failure is not None:
+        if isinstance(log_failure, FileMissing):
+            text += (f" Its log {log_failure.path} did not exist, so it was judged from Slurm's "
+                     "accounting alone.")
+            facts = {"log_path": log_failure.path, "log_missing": True}
+        elif log_failure is not None:
             text += (f" Its log {log_failure.path} could not be read ({log_failure.reason}), so "
                      "it was judged from Slurm's accounting alone.")
             facts = {"log_path": log_failure.path, "log_unreadable": log_failure.reason}

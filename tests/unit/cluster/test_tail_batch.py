@@ -16,7 +16,15 @@ from support.local_shell import LocalShell, local_reader
 from support.tail_model import answer
 
 from bot.cluster.tail import ShellTailReader
-from bot.core.tail import FAILED, READ, ReadRequest, TailItem, TailState, read_tails
+from bot.core.tail import (
+    FAILED,
+    READ,
+    FileMissing,
+    ReadRequest,
+    TailItem,
+    TailState,
+    read_tails,
+)
 
 SHELLS = [sh for sh in ("dash", "bash") if shutil.which(sh)]
 MARKERS = [b"F1 read 1 2 3 4 5\n", b"E1 0 0\n", b"\0", b"\xff\xfe", b"x\n", b"\r\n", b"'"]
@@ -208,3 +216,22 @@ exec {{real}} -q -c "$k" -- "$@"
         lines = [line for chunk in out.chunks for line in chunk.lines]
         last = 101 if p == logs[0] else 100
         assert lines == [f"{p.name} {i}" for i in range(100, last + 1)], p.name
+
+
+def test_a_missing_file_that_must_exist_is_its_error_and_one_that_need_not_is_empty(
+        tmp_path: Path) -> None:
+    """The read script says a path does not exist: a file that must exist (a finished job's
+    log) ends with FileMissing naming it, its state untouched; one that need not (a job not
+    started yet) reads as empty; the other files of the batch are read."""
+    log = tmp_path / "job.log"
+    log.write_bytes(b"iter 1\n")
+    gone = str(tmp_path / "gone.log")
+    reader = local_reader()
+    outs = read_tails([TailItem(TailState(gone, offset=7, size=7), 1 << 20, must_exist=True),
+                       TailItem(TailState(gone), 1 << 20),
+                       TailItem(TailState(str(log)), 1 << 20, must_exist=True)],
+                      lambda reqs: reader.read(reqs).results)
+    assert isinstance(outs[0].error, FileMissing) and outs[0].error.path == gone
+    assert (outs[0].state.offset, outs[0].chunks) == (7, [])
+    assert outs[1].error is None and [c.lines for c in outs[1].chunks] == [[]]
+    assert outs[2].error is None and outs[2].chunks[0].lines == ["iter 1"]

@@ -555,3 +555,24 @@ def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(
         " 로그 /scratch/mix/logs/mix-88154.out을(를) 읽을 수 없어 (로그인 노드에서 읽기에 "
         "실패했습니다 (dd 종료 코드 1)) Slurm 회계 기록만으로 판단했습니다.")
     assert said["ko"].startswith("<@U0OWNER> 작업 88154 FAILED: unknown_failure — ")
+
+
+def test_an_incident_judged_without_its_missing_log_says_so_in_each_language(store):
+    """A job that ran and ended whose log did not exist (Watcher: judged from accounting
+    alone): its head line names the log's path, in the thread's language."""
+    d = diag("unknown_failure", last_iter=None)
+    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
+    said = {}
+    for lang in ("en", "ko"):
+        with own_store(store) as s:
+            ctx, chain = thread(s, lang)
+            event = incident(chain.id, d, dec)
+            ThreadEvents(ctx).publish(replace(event, text=event.text + (
+                f" Its log {LOG} did not exist, so it was judged from Slurm's accounting "
+                "alone."), facts={"log_path": LOG, "log_missing": True}))
+            said[lang] = replies(ctx)[0]
+    assert said["en"].endswith(
+        " Its log /scratch/mix/logs/mix-88154.out did not exist, so it was judged from Slurm's "
+        "accounting alone.")
+    assert said["ko"].endswith(
+        " 로그 /scratch/mix/logs/mix-88154.out이(가) 없어 Slurm 회계 기록만으로 판단했습니다.")

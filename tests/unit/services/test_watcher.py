@@ -1138,3 +1138,96 @@ def test_a_finished_job_whose_sampler_file_stays_unreadable_is_judged_without_it
     assert store.watched_jobs.get(CLUSTER, "88154") is None
     w.tick(T0 + 860)
     assert len(sink.events) == 1  # once
+
+
+def test_a_finished_job_whose_log_does_not_exist_is_judged_from_accounting_and_says_so(env):
+    """A job that ran and ended, whose log is not there (deleted, a wrong --output path, a
+    node-local one): it is asked for again each tick for unreadable_file_s (a log late on NFS
+    may appear), then the job is judged from Slurm's accounting, once, and its incident says
+    the log did not exist."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    _ended(slurm)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    for t in (200, 260, 500, 799):
+        w.tick(T0 + t)
+    assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
+    w.tick(T0 + 800)  # 600 s after it was first found missing
+    [incident] = sink.events
+    assert incident.kind == "incident" and incident.key == f"{CLUSTER}:88154:final"
+    assert incident.diagnosis.class_id == "unknown_failure"  # exit 1, no log line to go by
+    assert incident.facts == {"log_path": LOG, "log_missing": True}
+    assert incident.text.endswith(
+        f" Its log {LOG} did not exist, so it was judged from Slurm's accounting alone.")
+    assert store.watched_jobs.get(CLUSTER, "88154") is None
+    w.tick(T0 + 860)
+    assert len(sink.events) == 1  # once
+
+
+def test_a_log_that_appears_within_the_bound_gives_the_usual_incident(env):
+    """The log of a job that ended is not there yet (NFS late) and appears within
+    unreadable_file_s: the job is judged from it, and nothing says it was missing."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    _ended(slurm)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 200)
+    w.tick(T0 + 700)
+    assert sink.events == []
+    sftp.append(LOG, STORY.read_bytes())
+    w.tick(T0 + 760)
+    [incident] = sink.events
+    assert incident.diagnosis.class_id == "nccl_timeout"
+    assert "log_missing" not in incident.facts and "did not exist" not in incident.text
+
+
+def test_a_log_removed_after_the_job_ended_is_judged_from_what_was_read_while_it_ran(env):
+    """A job's log read while it ran, then removed once it ended: after unreadable_file_s it
+    is judged from what was read of it (not from an empty log started over) and Slurm's
+    accounting, and the incident says the log did not exist."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    sftp.append(LOG, b"".join(story_lines()[:500]))
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 100)
+    del sftp.files[LOG]
+    _ended(slurm)
+    w.tick(T0 + 200)
+    w.tick(T0 + 799)
+    assert sink.events == []
+    w.tick(T0 + 800)
+    [incident] = sink.events
+    assert incident.diagnosis.metrics.last_iter == 1498
+    assert incident.facts["log_missing"] is True
+
+
+@pytest.mark.parametrize("state", ["CANCELLED", "FAILED"])
+def test_a_job_that_never_started_has_no_log_to_wait_for(env, state):
+    """A job that ended without starting (cancelled while pending; sacct gives it no start
+    time) wrote no log: it is judged at once, and nothing says a log is missing."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = JobRecord(job_id=88154, state=state, exit_code=0, signal=0,
+                                     stdout_path=LOG, end_time=T0 + 100)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 200)
+    [incident] = sink.events
+    assert "log_missing" not in incident.facts and "did not exist" not in incident.text
+
+
+def test_a_running_jobs_missing_log_starts_no_wait(env):
+    """A running job whose log is not there yet is only read again; the wait starts when it
+    has ended."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    for t in range(0, 1200, 300):
+        w.tick(T0 + t)
+    _ended(slurm)
+    w.tick(T0 + 1200)
+    w.tick(T0 + 1799)
+    assert sink.events == []
+    w.tick(T0 + 1800)
+    assert [e.facts.get("log_missing") for e in sink.events] == [True]
