@@ -320,6 +320,13 @@ def _v15_progress_rewrites(conn: Connection) -> None:
     )
 
 
+def _v16_unreadable_since(conn: Connection) -> None:
+    """Version 16: watched_jobs.unreadable_since, so the wait for an ended job's log or
+    sampler file that cannot be read (or does not exist) survives a restart of the bot: the
+    job is judged without it at the first failure's deadline, not that long after a restart."""
+    _add_column(conn, "watched_jobs", "unreadable_since FLOAT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -336,6 +343,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v13_run_targets,
     _v14_submits_in_flight,
     _v15_progress_rewrites,
+    _v16_unreadable_since,
 ]
 
 

@@ -228,3 +228,5 @@ class WatchedJob:
     adopted: bool
     added_at: float
     held_since: float | None = None  # when the watcher first saw it held (JobHeldAdmin)
+    # when the watcher first failed to read its ended job's log or sampler file
+    unreadable_since: float | None = None

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 metadata = MetaData()
 
@@ -164,6 +164,8 @@ watched_jobs = Table(
     Column("adopted", Boolean, nullable=False),
     Column("added_at", Float, nullable=False),
     Column("held_since", Float),  # version 5: when the watcher first saw it held (JobHeldAdmin)
+    # version 16: when the watcher first failed to read its ended job's log or sampler file
+    Column("unreadable_since", Float),
 )
 
 leases = Table(  # version 4

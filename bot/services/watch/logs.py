@@ -46,7 +46,8 @@ from bot.store import Attempt, Store
 
 @dataclass
 class JobWatch:
-    """What the watcher keeps of one watched job between ticks (in memory only)."""
+    """What the watcher keeps of one watched job between ticks (in memory; `held_since` and
+    `unreadable_since` are also in the store)."""
 
     job_id: int
     chain_id: int | None
@@ -71,8 +72,8 @@ class JobWatch:
     # when Slurm says the run being followed started (epoch): a later one is a requeue's
     run_started_at: float | None = None
     # when a file of the finished job (its log, its sampler file) was first found unreadable
-    # (a read that FAILED), the watcher's clock; None while they read (Watcher's
-    # `unreadable_file_s`)
+    # (a read that FAILED, a log that does not exist), wall time, kept in the store
+    # (watched_jobs.unreadable_since); None while they read (Watcher's `unreadable_file_s`)
     unreadable_since: float | None = None
 
 

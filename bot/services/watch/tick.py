@@ -126,7 +126,8 @@ class Watcher:
     A finished job whose log or sampler file the login node answers for but cannot read
     (permission denied, an I/O error, a path that hangs: bot.core.tail.FileReadFailed) is read
     again each tick for `unreadable_file_s` from the first such read (a file late on NFS is
-    read when it comes within it); then it is judged without it, from Slurm's accounting (and
+    read when it comes within it; the first read's time is kept in the store, so a restart
+    does not start the wait over); then it is judged without it, from Slurm's accounting (and
     what was read of the file while it ran): an unreadable log is said in the incident, with
     why; an unreadable sampler file only leaves the incident without its samples (no RSS
     chart). A log that does not exist, of a job that ran and ended (deleted, a wrong path, a
@@ -366,13 +367,22 @@ class Watcher:
         next tick)."""
         failures = reads.failures
         if not failures:
-            jw.unreadable_since = None
+            self._set_unreadable_since(jw, None)
             return None
         if jw.unreadable_since is None:
-            jw.unreadable_since = now
+            self._set_unreadable_since(jw, now)
+        assert jw.unreadable_since is not None
         if now - jw.unreadable_since < self.unreadable_file_s:
             return None
         return failures
+
+    def _set_unreadable_since(self, jw: JobWatch, since: float | None) -> None:
+        """When the finished job's files were first found unreadable, kept in the store: a
+        restart of the bot (a crash loop too) does not start the `unreadable_file_s` wait
+        over."""
+        if jw.unreadable_since != since:
+            jw.unreadable_since = since
+            self.store.watched_jobs.set_unreadable_since(self.cluster, str(jw.job_id), since)
 
     def _cancel_unknown(self, job_id: str) -> bool:
         """Is `job_id` the target of an approved cancel whose scancel's end was not seen?"""
@@ -424,7 +434,8 @@ class Watcher:
         if jw is None:
             recipe = self.chains.recipe_of(w.chain_id)
             jw = JobWatch(job_id, w.chain_id, recipe, self._new_analysis(recipe),
-                           held_since=getattr(w, "held_since", None))
+                           held_since=getattr(w, "held_since", None),
+                           unreadable_since=getattr(w, "unreadable_since", None))
             self._jobs[job_id] = jw
         return jw
 

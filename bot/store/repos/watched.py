@@ -51,6 +51,18 @@ class WatchedJobsRepo(_Repo):
                 .values(held_since=held_since)
             )
 
+    def set_unreadable_since(self, cluster: str, job_id: str,
+                             unreadable_since: float | None) -> None:
+        """Record when the ended job's log or sampler file was first found unreadable or
+        missing (None: its files read again)."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                update(t.watched_jobs)
+                .where(t.watched_jobs.c.cluster == cluster,
+                       t.watched_jobs.c.job_id == str(job_id))
+                .values(unreadable_since=unreadable_since)
+            )
+
     def remove(self, cluster: str, job_id: str) -> bool:
         with self._engine.begin() as conn:
             result = conn.execute(

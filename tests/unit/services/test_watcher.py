@@ -1231,3 +1231,56 @@ def test_a_running_jobs_missing_log_starts_no_wait(env):
     assert sink.events == []
     w.tick(T0 + 1800)
     assert [e.facts.get("log_missing") for e in sink.events] == [True]
+
+
+@pytest.mark.parametrize("log", ["unreadable", "missing"])
+def test_a_restart_judges_a_job_whose_log_is_unreadable_at_the_first_failures_deadline(env, log):
+    """The bot restarts (a new Watcher on the same store) while it waits for a finished job's
+    log that cannot be read or does not exist: the job is judged unreadable_file_s after the
+    first failed read, before the restart, not that long after the restart."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    if log == "unreadable":
+        sftp.append(LOG, STORY.read_bytes())
+        _unreadable(sftp)
+    _ended(slurm)
+    before = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    before.tick(T0 + 200)  # the first failed read
+    before.tick(T0 + 500)
+    assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since == T0 + 200
+    after = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    after.tick(T0 + 700)
+    after.tick(T0 + 799)
+    assert sink.events == []
+    after.tick(T0 + 800)
+    [incident] = sink.events
+    assert incident.facts["log_path"] == LOG
+    assert ("log_missing" if log == "missing" else "log_unreadable") in incident.facts
+
+
+def test_a_log_readable_again_clears_the_stored_wait(env):
+    """A log that reads again within the bound clears the stored first failure: a later
+    failure (after a restart) starts its own wait."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, b"".join(story_lines()[:500]))
+    slurm.records[88154] = running(88154)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 100)
+    _ended(slurm)
+    _unreadable(sftp)
+    w.tick(T0 + 200)
+    assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since == T0 + 200
+    failing = sftp.read
+    sftp.read = sftp.readable  # type: ignore[attr-defined]
+    sftp.append(LOG, b"x" * (17 << 20))  # more than one tick reads: not judged yet
+    w.tick(T0 + 300)
+    assert sink.events == []
+    assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since is None
+    sftp.read = failing  # type: ignore[method-assign]
+    after = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    after.tick(T0 + 900)
+    after.tick(T0 + 1499)
+    assert sink.events == []
+    after.tick(T0 + 1500)
+    assert [e.facts.get("log_path") for e in sink.events] == [LOG]

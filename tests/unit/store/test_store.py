@@ -524,6 +524,23 @@ def test_v4_store_gets_held_since_keeping_its_watched_jobs(store_url):
         assert new.watched_jobs.get("dev", "88016").held_since == 7.5
 
 
+def test_v15_store_gets_unreadable_since_keeping_its_watched_jobs(store_url):
+    with Store.open(store_url, target_version=15) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
+        old.watched_jobs.add("dev", "88016", now=1.0, chain_id=chain.id)
+        old.watched_jobs.set_held_since("dev", "88016", 3.0)
+        assert "unreadable_since" not in {c["name"] for c in
+                                          inspect(old.engine).get_columns("watched_jobs")}
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        [job] = new.watched_jobs.list("dev")
+        assert (job.job_id, job.held_since, job.unreadable_since) == ("88016", 3.0, None)
+        new.watched_jobs.set_unreadable_since("dev", "88016", 7.5)
+        assert new.watched_jobs.get("dev", "88016").unreadable_since == 7.5
+        new.watched_jobs.set_unreadable_since("dev", "88016", None)
+        assert new.watched_jobs.get("dev", "88016").unreadable_since is None
+
+
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
     url = f"sqlite:///{tmp_path / 'state.db'}"
     error = "`env K=plain-secret sbatch` exited 1: postgresql://bot:pw1234@db/x, xoxb-1-2-abcdefgh"
