@@ -100,7 +100,7 @@ class JobReads:
     def failures(self) -> dict[str, FileReadFailed]:
         """Why each of the job's files ("log", "sampler") that could not be read this tick
         could not (the login node answered for it, and its read FAILED: permission denied, an
-        I/O error, a path that hangs; or a finished job's log does not exist: FileMissing);
+        I/O error, a path that hangs; or a finished job's file does not exist: FileMissing);
         empty when every file asked for was read."""
         return {f.kind: o.error for f, o in self.files if isinstance(o.error, FileReadFailed)}
 
@@ -131,13 +131,14 @@ class LogFollower:
     def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
              report: TickReport) -> dict[int, JobReads]:
         """Read the new bytes of every (job, record, drain) given, in one batch; nothing is
-        applied yet. A failed batch (connection lost) is every job's error; the log of a job
+        applied yet. A failed batch (connection lost) is every job's error; a file of a job
         that ran and ended which does not exist is its error (FileMissing), where a job not
-        started yet has an empty log."""
+        started yet has empty files."""
         planned: list[tuple[int, FollowedFile]] = []
         items: list[TailItem] = []
         for jw, record, drain in jobs:
-            # a job that ran and ended has written its log: missing, it is waited for
+            # a job that ran and ended has written its files: a missing one is its error
+            # (a log is waited for; a sampler file is not: the Watcher's _unreadable)
             ended = record.is_finished and record.start_time is not None
             for kind, path, state in (("log", self.log_path(jw, record), jw.log),
                                       ("sampler", self.sampler_path(jw, record),
@@ -151,7 +152,7 @@ class LogFollower:
                 window = min(state.offset, self.warmup_bytes) if restored else 0
                 planned.append((jw.job_id, FollowedFile(kind, path, state, restored)))
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
-                                      must_exist=ended and kind == "log"))
+                                      must_exist=ended))
         reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
         if not items:
             return reads

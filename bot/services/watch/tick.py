@@ -56,6 +56,7 @@ from bot.config import Config, PolicyConfig
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.diagnose import LogAnalysis
+from bot.core.metrics import MetricSeries
 from bot.core.policy import (
     OFFER_CANCEL_RESUME,
     Decision,
@@ -129,11 +130,13 @@ class Watcher:
     read when it comes within it; the first read's time is kept in the store, so a restart
     does not start the wait over); then it is judged without it, from Slurm's accounting (and
     what was read of the file while it ran): an unreadable log is said in the incident, with
-    why; an unreadable sampler file only leaves the incident without its samples (no RSS
-    chart). A log that does not exist, of a job that ran and ended (deleted, a wrong path, a
-    path only the job's node has), is waited for alike, and the incident says so; a job not
-    started yet has no log to read. A running job's unreadable file is only read again next
-    tick.
+    why; an unreadable sampler file leaves the incident without its samples, and says why
+    there is no RSS chart. A log that does not exist, of a job that ran and ended (deleted, a
+    wrong path, a path only the job's node has), is waited for alike, and the incident says
+    so; a job not started yet has no log to read. A sampler file that does not exist when a
+    job that ran has ended is not waited for (a job that ended before its sampler started has
+    none); the incident says no samples were found. A running job's unreadable file is only
+    read again next tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -362,13 +365,17 @@ class Watcher:
     def _unreadable(self, jw: JobWatch, reads: JobReads,
                     now: float) -> dict[str, FileReadFailed] | None:
         """Why the finished job's files ("log", "sampler") that cannot be read could not, once
-        one has failed for `unreadable_file_s` (the job is then judged without them); None
-        while they read or may still (the failure is raised by LogFollower.apply: read again
-        next tick)."""
+        one has failed for `unreadable_file_s` (the job is then judged without them), or at
+        once when only its sampler file is missing; None while they read or may still (the
+        failure is raised by LogFollower.apply: read again next tick)."""
         failures = reads.failures
-        if not failures:
+        # A missing sampler file is not waited for (a job that ended before its sampler
+        # started has none): it is judged without it at once.
+        waited = [k for k, f in failures.items()
+                  if not (k == "sampler" and isinstance(f, FileMissing))]
+        if not waited:
             self._set_unreadable_since(jw, None)
-            return None
+            return failures or None
         if jw.unreadable_since is None:
             self._set_unreadable_since(jw, now)
         assert jw.unreadable_since is not None
@@ -532,7 +539,9 @@ class Watcher:
         that could not be read, by kind (judged without them): an unreadable "log" is said in
         the incident, with why (its facts `log_path` and `log_unreadable`, the reader's
         sentence), a log that did not exist (FileMissing) likewise (`log_path`, `log_missing`);
-        a "sampler" file's only leaves it without the samples it did not read."""
+        a "sampler" file's leaves it without the samples it did not read, and, when there is
+        no RSS chart then, says why (`sampler_path`, `sampler_unreadable` or
+        `sampler_missing`)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -562,6 +571,18 @@ class Watcher:
             text += (f" Its log {log_failure.path} could not be read ({log_failure.reason}), so "
                      "it was judged from Slurm's accounting alone.")
             facts = {"log_path": log_failure.path, "log_unreadable": log_failure.reason}
+        sampler_failure = (unreadable or {}).get("sampler")
+        if sampler_failure is not None and not jw.sampler.points \
+                and not _rss_charted(jw.analysis.series):
+            if isinstance(sampler_failure, FileMissing):
+                text += (f" No memory samples were found at {sampler_failure.path}, so there "
+                         "is no RSS chart.")
+                facts |= {"sampler_path": sampler_failure.path, "sampler_missing": True}
+            else:
+                text += (f" The memory samples at {sampler_failure.path} could not be read "
+                         f"({sampler_failure.reason}), so there is no RSS chart.")
+                facts |= {"sampler_path": sampler_failure.path,
+                          "sampler_unreadable": sampler_failure.reason}
         posted = self.outbox.emit(
             WatchEvent("incident", key, self.cluster, text, jw.chain_id, str(jw.job_id),
                        jw.recipe, diagnosis=diag, decision=decision, record=record,
@@ -598,6 +619,12 @@ class Watcher:
         self.store.watched_jobs.remove(self.cluster, job)
         self.store.tail_offsets.delete_job(job)
         self._jobs.pop(int(job), None)
+
+
+def _rss_charted(series: MetricSeries) -> bool:
+    """Does the log (or sstat) give the job an RSS chart without the sampler's samples (two
+    RSS points at iterations, as bot.charts.series draws it)?"""
+    return sum(1 for s in series.rss_points() if s.iteration is not None) >= 2
 
 
 __all__ = ["Watcher"]

@@ -576,3 +576,34 @@ def test_an_incident_judged_without_its_missing_log_says_so_in_each_language(sto
         "accounting alone.")
     assert said["ko"].endswith(
         " 로그 /scratch/mix/logs/mix-88154.out이(가) 없어 Slurm 회계 기록만으로 판단했습니다.")
+
+
+@pytest.mark.parametrize("missing", [True, False])
+def test_an_incident_without_its_samples_says_why_there_is_no_rss_chart_in_each_language(
+        store, missing):
+    """A finished job whose sampler file did not exist or could not be read, with no RSS
+    chart without it: its head line says so, in the thread's language."""
+    d = diag("unknown_failure", last_iter=None)
+    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
+    path = "/scratch/mix/logs/rss-88154.jsonl"
+    reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
+    facts = ({"sampler_path": path, "sampler_missing": True} if missing
+             else {"sampler_path": path, "sampler_unreadable": reason})
+    said = {}
+    for lang in ("en", "ko"):
+        with own_store(store) as s:
+            ctx, chain = thread(s, lang)
+            event = incident(chain.id, d, dec)
+            ThreadEvents(ctx).publish(replace(event, facts=facts))
+            said[lang] = replies(ctx)[0]
+    if missing:
+        assert said["en"].endswith(
+            f" No memory samples were found at {path}, so there is no RSS chart.")
+        assert said["ko"].endswith(f" {path}에서 메모리 샘플을 찾지 못해 RSS 차트가 없습니다.")
+    else:
+        assert said["en"].endswith(
+            f" The memory samples at {path} could not be read (reading it failed on the login "
+            "node (dd exit 1)), so there is no RSS chart.")
+        assert said["ko"].endswith(
+            f" {path}의 메모리 샘플을 읽을 수 없어 (로그인 노드에서 읽기에 실패했습니다 (dd 종료 "
+            "코드 1)) RSS 차트가 없습니다.")

@@ -1284,3 +1284,68 @@ def test_a_log_readable_again_clears_the_stored_wait(env):
     assert sink.events == []
     after.tick(T0 + 1500)
     assert [e.facts.get("log_path") for e in sink.events] == [LOG]
+
+
+RSS_PATH = "/scratch/mix/logs/rss-88154.jsonl"
+NO_RSS_LOG = b"".join(
+    b"2025-01-01 00:00:%02d.000 | INFO | iter: %d/100 | loss: 0.9%d | 0.50 s/iter\n" % (i, i, i)
+    for i in range(1, 9))
+
+
+def _sampled(store, slurm, sftp, sink, log: bytes = NO_RSS_LOG, *,
+             sampler_path: str | None = "/scratch/mix/logs/rss-%j.jsonl") -> Watcher:
+    """Job 88154 ended, its log written; a watcher whose recipe expects sampler samples at
+    RSS_PATH (`sampler_path`: None, none)."""
+    add_job(store, 88154)
+    sftp.append(LOG, log)
+    _ended(slurm)
+    return make_watcher(store, slurm, sftp, sink, unreadable_file_s=600, policy=None,
+                        config=_Config(sampler_path=sampler_path))
+
+
+def test_a_finished_job_whose_sampler_file_does_not_exist_says_why_there_is_no_rss_chart(env):
+    """A job that ran and ended, whose recipe expects memory samples and whose sampler file
+    does not exist (the job ended before its sampler started, a wrong path): it is judged at
+    once, from its log (no wait: a job that failed early has none), and its incident says no
+    samples were found there, so there is no RSS chart."""
+    store, slurm, sftp, sink = env
+    w = _sampled(store, slurm, sftp, sink)
+    w.tick(T0 + 200)
+    [incident] = sink.events
+    assert incident.diagnosis.metrics.last_iter == 8 and incident.sampler is None
+    assert incident.facts == {"sampler_path": RSS_PATH, "sampler_missing": True}
+    assert incident.text.endswith(
+        f" No memory samples were found at {RSS_PATH}, so there is no RSS chart.")
+
+
+def test_a_finished_job_whose_sampler_file_stays_unreadable_says_why_there_is_no_rss_chart(
+        env):
+    """The sampler file of a job that ended cannot be read to the end of unreadable_file_s,
+    and the log prints no RSS: the incident says the samples could not be read, and why."""
+    store, slurm, sftp, sink = env
+    sftp.append(RSS_PATH, b'{"v": 1, "t": 0, "rss": {"trainer": 1}}\n')
+    _unreadable(sftp, RSS_PATH)
+    w = _sampled(store, slurm, sftp, sink)
+    w.tick(T0 + 200)
+    w.tick(T0 + 799)
+    assert sink.events == []
+    w.tick(T0 + 800)
+    [incident] = sink.events
+    assert incident.facts["sampler_path"] == RSS_PATH
+    assert incident.text.endswith(
+        f" The memory samples at {RSS_PATH} could not be read (reading it failed on the login "
+        "node (dd exit 1)), so there is no RSS chart.")
+
+
+@pytest.mark.parametrize("case", ["no sampler in the recipe", "the log prints RSS"])
+def test_a_missing_sampler_file_is_not_said_where_it_changes_no_chart(env, case):
+    """No sentence about samples when the recipe expects none, or when the log's own RSS
+    lines give the incident its RSS chart anyway."""
+    store, slurm, sftp, sink = env
+    if case == "no sampler in the recipe":
+        w = _sampled(store, slurm, sftp, sink, sampler_path=None)
+    else:
+        w = _sampled(store, slurm, sftp, sink, STORY.read_bytes())
+    w.tick(T0 + 200)
+    [incident] = sink.events
+    assert "sampler_path" not in incident.facts and "memory samples" not in incident.text
