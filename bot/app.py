@@ -149,10 +149,11 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     tick and keeps each cluster's last success (/metrics, /readyz)."""
     from bot.services.approvals import follow_up_prompts
     from bot.services.cancel_settle import settle_unknown_cancels
-    from bot.services.competitors import propose_holds_for_submit, release_started
+    from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
     from bot.services.runs import recover_submits_in_flight
+    from bot.services.train import after_person_submit
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
     holds = fenced_context(ctx, scheduler.fence("holds"))
@@ -168,7 +169,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     submits = fenced_context(ctx, scheduler.fence("submits"))
     scheduler.run_repeating(
         "submits",
-        lambda now: recover_submits_in_flight(submits, now, after_submit=propose_holds_for_submit),
+        lambda now: recover_submits_in_flight(submits, now, after_submit=after_person_submit),
         every_s=ctx.config.policy.tick_s)
     probes = fenced_context(ctx, scheduler.fence("probes"))
     scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),

@@ -32,7 +32,7 @@ from bot.services.preflight import PreflightOptions, PreflightUsageError, run_pr
 from bot.services.runs import run_told_of, submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
-from bot.services.submit import describe_not_applied, describe_start
+from bot.services.submit import SubmitResult, describe_not_applied, describe_start
 from bot.services.threads import code, open_thread, render
 from bot.store import Attempt
 
@@ -167,6 +167,18 @@ def status_view(report: StatusReport) -> dict[str, Any]:
             "note": report.note}
 
 
+def after_person_submit(ctx: BotContext, recipe: str, result: SubmitResult,
+                        now: float) -> list[comp.HoldProposal]:
+    """What follows a person's submit once its job is recorded and announced, /train
+    submit|resume's and the recovery's of one the bot died in (bot.services.runs
+    .recover_submits_in_flight, as bot.app wires it): the holds to propose
+    (competitors.propose_holds_for_submit), then the run on the Home tabs of the people who
+    see it."""
+    proposals = comp.propose_holds_for_submit(ctx, recipe, result, now)
+    refresh_homes(ctx, result.chain_id, now)
+    return proposals
+
+
 def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str | None,
             now: float) -> Reply:
     verb = c.verb_of(cmd)
@@ -182,10 +194,9 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
         overrides = dict(cmd.overrides)
     result = submit_and_announce(ctx, cmd.recipe, actor=actor, now=now, overrides=overrides,
                                  chain_id=chain_id, channel=channel, reconcile_unknown=True)
-    proposals = comp.propose_holds_for_submit(ctx, cmd.recipe, result, now)
+    proposals = after_person_submit(ctx, cmd.recipe, result, now)
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
            {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
-    refresh_homes(ctx, result.chain_id, now)  # the new attempt, on the team's Home tabs
     return Reply(
         say(ctx, cmd.recipe, "submitted", recipe=cmd.recipe, job=result.job_id,
             attempt=result.attempt_no,

@@ -386,9 +386,9 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
     the submit in flight. The next bot's `submits` job (recover_submits_in_flight) finds it
     by its name through the real squeue, records it as the run's next attempt, watches it
     and tells the run's thread; sbatch ran once."""
-    from bot.services.competitors import propose_holds_for_submit
     from bot.services.runs import recover_submits_in_flight
     from bot.services.submit import in_flight_s
+    from bot.services.train import after_person_submit
 
     run = submitted_run("tb-crash-resume", _single_recipe)
     name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
@@ -406,7 +406,7 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
         assert (flight.job_name, flight.chain_id, flight.actor) == (name, chain_id, OWNER)
 
         recover_submits_in_flight(bot.ctx, time.time() + in_flight_s(bot.ctx.config, "dev") + 1,
-                                  after_submit=propose_holds_for_submit)
+                                  after_submit=after_person_submit)
         attempts = store.attempts.for_chain(chain_id)
         assert [a.job_id for a in attempts] == [old, new], attempts
         assert new in {w.job_id for w in store.watched_jobs.list("dev")}

@@ -6,19 +6,22 @@ the submit would have done; one submit, one job, whatever the crash left."""
 
 from __future__ import annotations
 
+import json
+
 import fakes
 import pytest
-from fakes import AnswerLostSlurm, FakeSlurm, make_context
+from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_context
 
 from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
 from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
 from bot.services import submit as submit_mod
 from bot.services.competitors import propose_holds_for_submit
+from bot.services.home import publish_home
 from bot.services.ports import BotContext
 from bot.services.runs import recover_submits_in_flight
 from bot.services.threads import has_thread
-from bot.services.train import execute
+from bot.services.train import after_person_submit, execute
 from bot.store import Store
 
 NOW = 1_000_000.0
@@ -53,7 +56,7 @@ def failed_run(ctx: BotContext) -> int:
 
 def recover(ctx: BotContext, now: float) -> None:
     """The scheduler's `submits` job, as bot.app wires it."""
-    recover_submits_in_flight(ctx, now, after_submit=propose_holds_for_submit)
+    recover_submits_in_flight(ctx, now, after_submit=after_person_submit)
 
 
 def jobs(store: Store, chain_id: int) -> list[str]:
@@ -93,6 +96,26 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
     # once: nothing left to look up, nothing recorded twice
     recover(ctx, LATER + 60)
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.acted("submit")) == 1
+
+
+def test_a_recovered_job_is_shown_once_on_the_home_tabs_of_who_sees_the_run(
+        store: Store, dies_after_sbatch) -> None:
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    ctx = make_context(store, slurm, home=RecordingHomePublisher())
+    for user in ("U0ALICE", "U0NOBODY"):  # both opened their Home tab lately
+        publish_home(ctx, user, LATER - 60)
+    ctx.home.published.clear()
+    recover(ctx, LATER)
+    assert jobs(store, chain) == ["88154", "90500"]
+    assert ctx.home.users() == ["U0ALICE"]  # a submitter of mix; not the outsider
+    [(_, blocks)] = ctx.home.published
+    assert "90500" in json.dumps(blocks)
+    recover(ctx, LATER + 60)  # nothing left to recover: nothing published again
+    assert ctx.home.users() == ["U0ALICE"]
 
 
 def test_a_new_run_the_bot_died_in_starts_its_chain_and_thread_with_the_job(
