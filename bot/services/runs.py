@@ -353,7 +353,9 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
     attempt if it was recorded (watched again while it has not ended), else the job of the
     chain's name Slurm has above `old_job` and no attempt records, recorded now
     (adopt_unrecorded_submit: resumed from the newest checkpoint at or below `resumed_at`,
-    charged as `charged`); None when Slurm has none (then submitting is safe)."""
+    charged as `charged`, submitted when the dead resubmit's sbatch was sent, its
+    `submits_in_flight` row's time, when it kept one: a person's; else now); None when Slurm
+    has none (then submitting is safe)."""
     latest = run_latest(ctx.store.attempts.for_chain(chain_id), array_task)
     chain = ctx.store.chains.get(chain_id)
     if latest is not None and chain is not None and latest.job_id != old_job:
@@ -363,11 +365,13 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
               if latest.checkpoint_path else None)
         return SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
                             display_id=latest.display_id)
+    sent = [f.sent_at for f in ctx.store.submits_in_flight.sent_before(cluster, now)
+            if f.chain_id == chain_id and f.array_task == array_task]
     return adopt_unrecorded_submit(
         ctx.config, recipe, chain_id=chain_id, after_job=old_job,
         slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
         store=ctx.store, now=now, resumed_at=resumed_at, charge_retry=charged,
-        array_task=array_task)
+        array_task=array_task, submitted_at=max(sent, default=None))
 
 
 class AutoResubmitter:

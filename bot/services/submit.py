@@ -655,10 +655,12 @@ def adopt_unrecorded_submit(
     config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Slurm,
     sftp: SFTP, store: Store, now: float, resumed_at: int | None,
     charge_retry: bool = False, array_task: int | None = None,
+    submitted_at: float | None = None,
 ) -> SubmitResult | None:
     """Record (as the chain's next attempt, watched, charged as the lost submit would have
     been) a job a crashed resubmit left on the cluster; None when there is none (then
-    submitting is safe). `array_task`: the lost submit resubmitted that task of an array.
+    submitting is safe). `array_task`: the lost submit resubmitted that task of an array;
+    `submitted_at`: when its sbatch was sent, when known (else `now`).
 
     `resumed_at` is the iteration the lost submit resumed from (its decision's
     `resume_from`; None: from scratch): the attempt records the newest checkpoint at or below
@@ -675,7 +677,8 @@ def adopt_unrecorded_submit(
         return None
     return record_found_submit(config, recipe_name, chain_id=chain_id, job_id=job_id,
                                sftp=sftp, store=store, now=now, resumed_at=resumed_at,
-                               charge_retry=charge_retry, array_task=array_task)
+                               charge_retry=charge_retry, array_task=array_task,
+                               submitted_at=submitted_at)
 
 
 def record_found_submit(

@@ -58,30 +58,26 @@ class ChainsRepo(_Repo):
         return self._one(Chain, select(t.chains).where(t.chains.c.id == chain_id))
 
     def latest_for_recipe(self, recipe: str) -> Chain | None:
-        """A recipe's latest run (any status): the one whose latest job was submitted last (a
-        run with no job yet by its creation), newest chain first on a tie. Not the chain made
-        last: a lost submit's recovery makes its run's chain after one a person started since."""
+        """A recipe's latest run (any status): the first of `for_recipe`."""
+        latest = self.for_recipe(recipe, limit=1)
+        return latest[0] if latest else None
+
+    def for_recipe(self, recipe: str, limit: int = 20) -> list[Chain]:
+        """A recipe's chains, latest first: the one whose latest job was submitted last first
+        (a run with no job yet by its creation), newest chain first on a tie. Not by when the
+        chain was made: a lost submit's recovery makes its run's chain after one a person
+        started since."""
         last_submit = (
             select(func.max(t.attempts.c.submitted_at))
             .where(t.attempts.c.chain_id == t.chains.c.id)
             .scalar_subquery()
         )
-        return self._one(
+        return self._all(
             Chain,
             select(t.chains)
             .where(t.chains.c.recipe == recipe)
             .order_by(func.coalesce(last_submit, t.chains.c.created_at).desc(),
                       t.chains.c.id.desc())
-            .limit(1),
-        )
-
-    def for_recipe(self, recipe: str, limit: int = 20) -> list[Chain]:
-        """A recipe's chains, newest first."""
-        return self._all(
-            Chain,
-            select(t.chains)
-            .where(t.chains.c.recipe == recipe)
-            .order_by(t.chains.c.id.desc())
             .limit(limit),
         )
 

@@ -417,6 +417,8 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.result, new.job_id) == ("CANCELLED", "88887")
     assert old.ended_at == T0 + 470  # as the dead settle recorded it, not the takeover's time
+    # the job its sbatch left was submitted then, not when the takeover found it
+    assert new.submitted_at == (T0 + 470 if after_sbatch else later)
     assert store.watched_jobs.get("dev", "88887") is not None
     assert store.approvals.get(token).state == "done"
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "

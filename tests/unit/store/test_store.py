@@ -691,16 +691,20 @@ def test_v11_store_gets_watched_by_keeping_its_adopted_chains(store_url):
 
 def test_a_recipes_latest_run_is_the_one_whose_latest_job_was_submitted_last(store):
     """A lost submit's run recovered after a person started another: its chain is the newer,
-    its job the older; /train resume and status mean the person's run."""
+    its job the older; /train resume and status mean the person's run, and list it first."""
     started = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=100.0)
     store.attempts.add(chain_id=started.id, job_id="90501", now=100.0)
     recovered = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=300.0)
     store.attempts.add(chain_id=recovered.id, job_id="90500", now=300.0, submitted_at=50.0)
     assert store.chains.latest_for_recipe("mix").id == started.id
+    # /train history lists them in the same order
+    assert [c.id for c in store.chains.for_recipe("mix")] == [started.id, recovered.id]
     # its next job, submitted after the other's, makes it the latest
     store.attempts.add(chain_id=recovered.id, job_id="90502", now=400.0)
     assert store.chains.latest_for_recipe("mix").id == recovered.id
     # a run with no job yet counts from its creation
     fresh = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=500.0)
     assert store.chains.latest_for_recipe("mix").id == fresh.id
+    assert [c.id for c in store.chains.for_recipe("mix")] == [fresh.id, recovered.id, started.id]
+    assert [c.id for c in store.chains.for_recipe("mix", limit=1)] == [fresh.id]
     assert store.chains.latest_for_recipe("other") is None
