@@ -131,13 +131,32 @@ def tick_interval(config: Config, cluster: str) -> float:
     return min([config.policy.tick_s, *seconds])
 
 
+def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
+    """The `prompts` job on `scheduler`, every policy tick under its lease, its side effects
+    fenced by it: the approved cancels whose end was not seen settled first
+    (bot.services.cancel_settle), then the unanswered prompts reminded, escalated, expired
+    (bot.services.approvals.follow_up_prompts). build_scheduler's, and the crash tests'
+    (tests/crash_driver.py --job prompts)."""
+    from bot.services.approvals import follow_up_prompts
+    from bot.services.cancel_settle import settle_unknown_cancels
+    from bot.services.fencing import fenced_context
+
+    prompts = fenced_context(ctx, scheduler.fence("prompts"))
+
+    def prompts_tick(now: float) -> None:  # the cancels settled first, then the prompts
+        settle_unknown_cancels(prompts, now)
+        follow_up_prompts(prompts, now)
+
+    scheduler.run_repeating("prompts", prompts_tick, every_s=ctx.config.policy.tick_s)
+
+
 def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                     clock: Callable[[], float] = time.time,
                     ticks: TickHealth | None = None,
                     webhook: JsonPoster | None = None) -> JobScheduler:
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
     `prompts` (settle approved cancels whose end was not seen, then remind, escalate, expire
-    unanswered prompts) and `submits` (a person's submit
+    unanswered prompts: schedule_prompts) and `submits` (a person's submit
     the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight) every
     policy tick, `probes` (run
     the DataLoader probes people asked for, bot.services.probes) every few seconds, and
@@ -147,8 +166,6 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     each runs only while `leases` (default: this process's) holds the lease named after it,
     with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
     tick and keeps each cluster's last success (/metrics, /readyz)."""
-    from bot.services.approvals import follow_up_prompts
-    from bot.services.cancel_settle import settle_unknown_cancels
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
@@ -159,13 +176,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     holds = fenced_context(ctx, scheduler.fence("holds"))
     scheduler.run_repeating("holds", lambda now: release_started(holds, now),
                             every_s=ctx.config.policy.tick_s)
-    prompts = fenced_context(ctx, scheduler.fence("prompts"))
-
-    def prompts_tick(now: float) -> None:  # the cancels settled first, then the prompts
-        settle_unknown_cancels(prompts, now)
-        follow_up_prompts(prompts, now)
-
-    scheduler.run_repeating("prompts", prompts_tick, every_s=ctx.config.policy.tick_s)
+    schedule_prompts(scheduler, ctx)
     submits = fenced_context(ctx, scheduler.fence("submits"))
     scheduler.run_repeating(
         "submits",

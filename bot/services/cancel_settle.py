@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from bot.cluster.errors import ClusterError
 from bot.core.takeover import settle_takeover_s
+from bot.crashpoint import crashpoint
 from bot.services.approvals import (
     RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
@@ -118,6 +119,7 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
                                                   older_than=older_than, now=now):
             return
         taken_over = True
+    crashpoint("cancel_settle_claimed", approval.token)  # crash-test hook (no-op in production)
     cancelled = record.is_finished and (record.state or "").startswith("CANCELLED")
     resume = UNKNOWN_CANCEL_STEP[True] in ctx.store.approvals.steps(approval.token)
     ctx.store.audit.record(
@@ -134,6 +136,7 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         outcome = Outcome("failed", actor, "cancel_not_taken" if record.is_running
                           or record.is_pending else "not_running", recipe, job_id=job,
                           state=record.state)
+    crashpoint("cancel_settle_decided", approval.token)  # crash-test hook (no-op in production)
     text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
     ctx.store.approvals.settle(approval.token, now=now, settled={
         "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})

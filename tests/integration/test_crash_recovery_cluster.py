@@ -29,7 +29,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -37,10 +37,15 @@ from cluster_jobs import DemoJobs
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
+from bot.cluster.errors import OutcomeUnknown
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
+from bot.services.approvals import ActionId, handle_click
+from bot.services.cancel_settle import takeover_s
 from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import submit_and_announce
+from bot.services.threads import post_safely
 from bot.slack.poster import METADATA_EVENT
 
 pytestmark = pytest.mark.integration
@@ -125,15 +130,20 @@ class Bot:
 def _crash_in_sbatch(crash_driver, slack: SlackStandIn, log: Path, *driver_args: str) -> None:
     """Run the watcher (or, with `driver_args` `--train TEXT`, a person's /train command) as
     its own process until it SIGKILLs itself right after sbatch."""
-    proc = crash_driver.start(slack, log, crash_at="sbatch_returned", tick=1,
-                              args=driver_args)
+    _crash_at(crash_driver, slack, log, "sbatch_returned", *driver_args)
+
+
+def _crash_at(crash_driver, slack: SlackStandIn, log: Path, point: str,
+              *driver_args: str) -> None:
+    """Run the driver (its `driver_args`) as its own process until it SIGKILLs itself at the
+    crash point `point` (TRAINBOT_CRASH_AT)."""
+    proc = crash_driver.start(slack, log, crash_at=point, tick=1, args=driver_args)
     try:
         rc = proc.wait(timeout=CRASH_WITHIN_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
-        pytest.fail("the watcher never reached its resubmit's sbatch\n"
-                    + log.read_text()[-4000:])
+        pytest.fail(f"the driver never reached {point}\n" + log.read_text()[-4000:])
     assert rc == -signal.SIGKILL, f"driver ended with {rc}\n" + log.read_text()[-4000:]
 
 
@@ -418,3 +428,123 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
         assert set(_jobs_named(runner, name)) - {old} == {new}
     finally:
         bot.close()
+
+
+# A cancel and resume whose scancel's end went unseen is settled by the scheduler's prompts
+# job; each run of it below is SIGKILLed at the next of these steps (TRAINBOT_CRASH_AT), the
+# last run finishes it. A settle whose process died is taken over once its step is
+# bot.services.cancel_settle.takeover_s old: each restart's clock runs that much (and a
+# minute) further ahead (`--clock-ahead`), as if it came back that much later.
+SETTLE_CRASHES = (
+    "cancel_settle_claimed",  # the settle is this run's; nothing done yet
+    "sbatch_returned",  # the resubmit's sbatch returned; its job recorded nowhere
+    "slack_accepted:resolution:",  # the found job recorded; Slack took its note, unrecorded
+    "cancel_settle_decided",  # the resubmit recorded and said; the outcome not yet recorded
+    "slack_accepted:cancel-settled:",  # the outcome recorded; Slack took the thread's note
+)
+
+
+def _running_recipe(jobs: DemoJobs, name: str) -> dict:
+    """`_single_recipe`'s, its job training until it is cancelled (its resubmit stays queued,
+    held); an unknown cancel settled 5 s after the click."""
+    recipe = _single_recipe(jobs, name)
+    return {**recipe, "args": ["--scenario", "healthy", "--target-iter", "100000",
+                               "--sec-per-iter", "0.5", "--log-every", "1"],
+            "policy": {**POLICY, "cancel_settle_s": 5}}
+
+
+class _ScancelAnswerLost:
+    """The bot's clusters, but a cancel's scancel runs and its answer is lost on the way back
+    (OutcomeUnknown: its channel closed), as a connection dropping just then leaves it."""
+
+    def __init__(self, clusters) -> None:
+        self._clusters = clusters
+
+    def __getattr__(self, name: str):
+        return getattr(self._clusters, name)
+
+    def slurm(self, cluster: str):
+        real = self._clusters.slurm(cluster)
+
+        class AnswerLost:
+            def __getattr__(self, name: str):
+                return getattr(real, name)
+
+            def cancel(self, job_id: int) -> None:
+                real.cancel(job_id)
+                raise OutcomeUnknown(["scancel", str(job_id)], "the channel closed")
+
+        return AnswerLost()
+
+
+def _wait_for_state(runner, job: str, wanted: str) -> None:
+    started = time.monotonic()
+    state = None
+    while time.monotonic() - started < FINISH_WITHIN_S:
+        out = runner.run(["sacct", "-X", "-n", "-P", "-j", job, "-o", "State"]).stdout.split()
+        state = out[0] if out else None
+        if state is not None and state.startswith(wanted):
+            return
+        time.sleep(1.0)
+    pytest.fail(f"job {job} is not {wanted}: {state}")
+
+
+def test_a_cancel_and_resume_whose_scancel_went_unseen_is_settled_once_through_kills(
+        submitted_run, crash_driver, tmp_path):
+    """A person clicks Cancel and resume on a running job; scancel cancels it but its answer
+    is lost, so the click leaves the cancel to be settled. The scheduler's prompts job, run
+    as `trainbot run` schedules it (crash_driver.py --job prompts), is SIGKILLed at each step
+    of the settle in turn (SETTLE_CRASHES) and started again each time, the last run
+    finishing it: Slurm holds the cancelled job and exactly one resubmitted job, the run's
+    attempts are those two, and the person sees each post once (the resubmit's note and the
+    settle's note in the thread), the prompt rewritten to say the job was cancelled and
+    resumed."""
+    run = submitted_run("tb-crash-settle", _running_recipe)
+    name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
+    runner.run(["scontrol", "release", old])
+    _wait_for_state(runner, old, "RUNNING")
+
+    bot = run.bot()
+    try:
+        key = f"stall-prompt:{old}"
+        prompt = create_resubmit_prompt(
+            bot.ctx, recipe="run", chain_id=chain_id, job_id=old, now=time.time(),
+            summary=f"{old} stalled", offer_cancel=True, post_key=key)
+        assert post_safely(bot.ctx, "reply", chain_id, key, prompt.blocks, prompt.text)
+        clicked = handle_click(replace(bot.ctx, clusters=_ScancelAnswerLost(bot.ctx.clusters)),
+                               prompt.token, ActionId.CANCEL_RESUME, OWNER, time.time())
+        assert "may or may not have been cancelled" in str(clicked.update_text), clicked
+        assert list(bot.store.approvals.steps(prompt.token)) == ["cancel_unknown"]
+        ahead = takeover_s(bot.ctx, bot.store.approvals.get(prompt.token)) + 60.0
+    finally:
+        bot.close()
+    _wait_for_state(runner, old, "CANCELLED")  # the scancel did take effect
+
+    log = tmp_path / "driver.log"
+    for k, point in enumerate(SETTLE_CRASHES):
+        _crash_at(crash_driver, run.slack, log, point, "--job", "prompts",
+                  "--clock-ahead", str(k * ahead))
+    proc = crash_driver.start(run.slack, log, crash_at=None, tick=1, args=(
+        "--job", "prompts", "--until-idle",
+        "--clock-ahead", str(len(SETTLE_CRASHES) * ahead)))
+    rc = proc.wait(timeout=CRASH_WITHIN_S)
+    assert rc == 0, f"driver ended with {rc}\n" + log.read_text()[-4000:]
+
+    slurm_jobs = _jobs_named(runner, name)
+    [new] = [j for j in slurm_jobs if j != old]  # one resubmit, whatever the kills
+    assert _queued_held(runner, new)
+    bot = run.bot()
+    try:
+        attempts = bot.store.attempts.for_chain(chain_id)
+        assert [(a.job_id, a.result) for a in attempts] == [(old, "CANCELLED"), (new, None)]
+        approval = bot.store.approvals.get(prompt.token)
+        assert approval.state == "done"
+        assert "cancel_announced" in bot.store.approvals.steps(prompt.token)
+    finally:
+        bot.close()
+    texts = run.thread()
+    said = [t for t in texts if f"cancelled job {old} and resubmitted it as {new}" in t]
+    assert len(said) == 2, texts  # the prompt rewritten to say it, and the settle's note
+    keys = run.posted()
+    assert not [k for k, n in keys.items() if n > 1], keys
+    assert keys[f"resolution:{new}"] == 1 and keys[f"cancel-settled:{prompt.token}"] == 1, keys
