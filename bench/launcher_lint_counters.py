@@ -17,14 +17,13 @@ otherwise). Prints one table row per shape.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from launcher_lint_scale import _median  # noqa: E402  (bench/, this script's folder)
 
 from bot.core.launcher_lint import lint_launcher  # noqa: E402
 
@@ -38,16 +37,6 @@ SHAPES = {
     "`case` of two patterns": 'case "$X" in a) {c};; b) {c};; esac\n',
     "`for` loop each": "for i in 1 2; do {c} || true; done\n",
 }
-
-
-def _median(fn: Callable[[], object], repeat: int) -> float:
-    """Median CPU time of `repeat` calls (user + system, this process)."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return statistics.median(times)
 
 
 def _levels(text: str) -> list[str]:
