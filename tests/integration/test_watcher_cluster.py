@@ -111,22 +111,25 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
 
 
 @pytest.mark.timeout(240)
-def test_a_real_jobs_log_unreadable_after_it_ended_is_judged_from_accounting_once(
-    slurm_cluster, tmp_path
+@pytest.mark.parametrize("case", ["unreadable", "missing"])
+def test_a_real_jobs_log_it_cannot_read_once_it_ended_is_judged_from_accounting_once(
+    slurm_cluster, tmp_path, case
 ):
-    """A job whose --output file the ssh user cannot read once it ended (chmod 000): the
-    read script answers for it but cannot read it; after unreadable_file_s the watcher judges
-    the job from sacct alone, once, and its incident names the log and the reason."""
+    """A job whose --output file the ssh user cannot read once it ended (`unreadable`:
+    chmod 000, the read script answers for it but cannot read it) or that is removed once it
+    ended (`missing`: the read script says the path does not exist). After
+    unreadable_file_s the watcher judges the job from sacct alone, once, and its incident
+    names the log and why it was not read."""
     tag = uuid.uuid4().hex[:8]
     with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
         slurm = SlurmClient(ssh)
-        logdir = f"{slurm_cluster.home}/unreadable-{tag}"
+        logdir = f"{slurm_cluster.home}/{case}-{tag}"
         log = f"{logdir}/job.out"
         ssh.run(["mkdir", "-p", logdir])
         store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
         job_id = None
         try:
-            name = f"watch-unreadable-{tag}"
+            name = f"watch-{case}-{tag}"
             job_id = slurm.submit(SubmitSpec(job_name=name, partition=slurm_cluster.partition,
                                              output=log, time="5"), script=NCCL_JOB)
             deadline = time.monotonic() + 120
@@ -137,7 +140,7 @@ def test_a_real_jobs_log_unreadable_after_it_ended_is_judged_from_accounting_onc
                 time.sleep(2)
             else:
                 pytest.fail(f"job {job_id} did not end within 120 s")
-            ssh.run(["chmod", "000", log])
+            ssh.run(["chmod", "000", log] if case == "unreadable" else ["rm", "-f", log])
             chain = store.chains.create(recipe="nccl", cluster="dev", job_name=name,
                                         now=time.time())
             store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
@@ -159,76 +162,19 @@ def test_a_real_jobs_log_unreadable_after_it_ended_is_judged_from_accounting_onc
             [incident] = sink.events
             assert time.time() - first >= 6.0
             assert incident.kind == "incident" and incident.job_id == str(job_id)
-            assert incident.facts["log_path"] == log and str(incident.facts["log_unreadable"])
             assert incident.diagnosis.metrics.last_iter is None  # nothing of the log was read
-            assert f"Its log {log} could not be read (" in incident.text
+            if case == "unreadable":
+                assert incident.facts["log_path"] == log and str(incident.facts["log_unreadable"])
+                assert f"Its log {log} could not be read (" in incident.text
+            else:
+                assert incident.facts == {"log_path": log, "log_missing": True}
+                assert incident.text.endswith(f" Its log {log} did not exist, so it was judged "
+                                              "from Slurm's accounting alone.")
             watcher.tick(time.time())
             assert len(sink.events) == 1
         finally:
             if job_id is not None:
                 ssh.run(["scancel", str(job_id)], check=False)
             ssh.run(["chmod", "-R", "u+rwx", logdir], check=False)
-            ssh.run(["rm", "-rf", logdir], check=False)
-            store.close()
-
-
-@pytest.mark.timeout(240)
-def test_a_real_jobs_log_removed_after_it_ended_is_judged_from_accounting_once(
-    slurm_cluster, tmp_path
-):
-    """A job whose --output file is removed once it ended: the read script says the path
-    does not exist; after unreadable_file_s the watcher judges the job from sacct alone,
-    once, and its incident says the log did not exist."""
-    tag = uuid.uuid4().hex[:8]
-    with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
-        slurm = SlurmClient(ssh)
-        logdir = f"{slurm_cluster.home}/missing-{tag}"
-        log = f"{logdir}/job.out"
-        ssh.run(["mkdir", "-p", logdir])
-        store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-        job_id = None
-        try:
-            name = f"watch-missing-{tag}"
-            job_id = slurm.submit(SubmitSpec(job_name=name, partition=slurm_cluster.partition,
-                                             output=log, time="5"), script=NCCL_JOB)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                record = slurm.jobs([job_id]).get(job_id)
-                if record is not None and record.is_finished:
-                    break
-                time.sleep(2)
-            else:
-                pytest.fail(f"job {job_id} did not end within 120 s")
-            ssh.run(["rm", "-f", log])
-            chain = store.chains.create(recipe="nccl", cluster="dev", job_name=name,
-                                        now=time.time())
-            store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
-            store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
-            sink = RecordingEventSink()
-            reader = ShellTailReader(ssh)
-            watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
-                              catalogue=Catalogue.load(), sink=sink,
-                              policy=PolicyParams(backoff_s=0), checkpoint=FakeCheckpoints(),
-                              unreadable_file_s=6.0)
-            first = time.time()
-            watcher.tick(first)
-            assert sink.events == [], "judged before unreadable_file_s"
-            ticks = 1
-            while store.watched_jobs.list("dev") and ticks < 30:
-                time.sleep(1)
-                watcher.tick(time.time())
-                ticks += 1
-            [incident] = sink.events
-            assert time.time() - first >= 6.0
-            assert incident.kind == "incident" and incident.job_id == str(job_id)
-            assert incident.facts == {"log_path": log, "log_missing": True}
-            assert incident.diagnosis.metrics.last_iter is None  # nothing of the log was read
-            assert incident.text.endswith(
-                f" Its log {log} did not exist, so it was judged from Slurm's accounting alone.")
-            watcher.tick(time.time())
-            assert len(sink.events) == 1
-        finally:
-            if job_id is not None:
-                ssh.run(["scancel", str(job_id)], check=False)
             ssh.run(["rm", "-rf", logdir], check=False)
             store.close()
