@@ -226,18 +226,23 @@ def submitted_run(slurm_cluster, slack_bot, crash_driver, tmp_path
                   ) -> Iterator[Callable[..., SubmittedRun]]:
     """`submitted_run(prefix, recipe)`: a run of `recipe(jobs, name)` (a job name starting
     with `prefix`) submitted on the cluster under test (SubmittedRun; its config file is
-    `crash_driver`'s); its jobs are cancelled and its Slack stand-in and demo dir closed at
-    the end of the test."""
+    `crash_driver`'s, with the global `policy` given, e.g. the scheduler's jobs' `tick_s`);
+    its jobs are cancelled and its Slack stand-in and demo dir closed at the end of the
+    test."""
     with ExitStack() as stack:
-        def submit(prefix: str, recipe: Callable[[DemoJobs, str], dict]) -> SubmittedRun:
+        def submit(prefix: str, recipe: Callable[[DemoJobs, str], dict], *,
+                   policy: dict | None = None) -> SubmittedRun:
             name = f"{prefix}-{uuid.uuid4().hex[:6]}"
             slack = stack.enter_context(SlackStandIn())
             jobs = stack.enter_context(DemoJobs.open(slurm_cluster))
             stack.callback(jobs.runner.run, ["scancel", f"--name={name}"], check=False)
-            config = crash_driver.configure(slurm_cluster.bot_config_data(
+            data = slurm_cluster.bot_config_data(
                 store_url=f"sqlite:///{tmp_path / 'bot.db'}",
                 recipes={"run": recipe(jobs, name)}, channels={"runs": CHANNEL},
-                approvers=[OWNER]))
+                approvers=[OWNER])
+            if policy:
+                data["policy"] = {**data.get("policy", {}), **policy}
+            config = crash_driver.configure(data)
             with slack_bot(config, slack, charts=False) as ctx:
                 first = submit_and_announce(ctx, "run", actor=OWNER, now=time.time())
             return SubmittedRun(name, slack, jobs, config, first.chain_id, first.job_id,
@@ -499,7 +504,8 @@ def test_a_cancel_and_resume_whose_scancel_went_unseen_is_settled_once_through_k
     attempts are those two, and the person sees each post once (the resubmit's note and the
     settle's note in the thread), the prompt rewritten to say the job was cancelled and
     resumed."""
-    run = submitted_run("tb-crash-settle", _running_recipe)
+    # the prompts job runs every global policy tick (60 s by default): each run is a second
+    run = submitted_run("tb-crash-settle", _running_recipe, policy={"tick_s": 1})
     name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first
     runner.run(["scontrol", "release", old])
     _wait_for_state(runner, old, "RUNNING")
