@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.charts.figures import Gettext, loss_chart, progress_chart, rss_chart
 from bot.core.detectors import leak_trend
+from bot.core.metrics import MIN_RSS_CHART_POINTS
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.sampler_series import rss_by_iteration, rss_metric_series
 from bot.core.units import GIB
@@ -117,9 +118,8 @@ def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any
             if len(mapped.samples) >= 2:
                 host = mapped
                 title = _("Host RSS (sampler) · job %(job)s") % {"job": job_id}
-    rss = [(s.iteration, s.host_rss_bytes) for s in host.rss_points()
-           if s.iteration is not None]
-    if len(rss) < 2:
+    rss = host.rss_at_iterations()
+    if len(rss) < MIN_RSS_CHART_POINTS:
         return None
     line = projected = None
     trend = leak_trend(host, mem_limit_bytes)

@@ -65,6 +65,10 @@ class SaveWindow:
         return self.start_line <= line_no and (self.end_line is None or line_no <= self.end_line)
 
 
+MIN_RSS_CHART_POINTS = 2
+"""An RSS chart is drawn from at least this many (iteration, host RSS) points
+(MetricSeries.rss_at_iterations); fewer draw none."""
+
 # Bytes locator for checkpoint lines in sparse mode (only there; dense mode sees each line).
 _CKPT_LOCATOR = compile_bytes_scanner(rb"checkpoint|ckpt|dcp|state.dict", ignore_case=True)
 
@@ -454,6 +458,12 @@ class MetricSeries:
 
     def rss_points(self) -> list[Sample]:
         return [s for s in self.samples if s.host_rss_bytes is not None]
+
+    def rss_at_iterations(self) -> list[tuple[int, int]]:
+        """(iteration, host RSS bytes) of the samples that have both: the points of the RSS
+        chart (bot.charts.series), which is drawn from MIN_RSS_CHART_POINTS of them."""
+        return [(s.iteration, s.host_rss_bytes) for s in self.rss_points()
+                if s.iteration is not None and s.host_rss_bytes is not None]
 
     def save_windows(self) -> list[SaveWindow]:
         """Checkpoint saves in log order; an end without a start is a zero-length window."""

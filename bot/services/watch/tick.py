@@ -56,7 +56,7 @@ from bot.config import Config, PolicyConfig
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.diagnose import LogAnalysis
-from bot.core.metrics import MetricSeries
+from bot.core.metrics import MIN_RSS_CHART_POINTS, MetricSeries
 from bot.core.policy import (
     OFFER_CANCEL_RESUME,
     Decision,
@@ -622,9 +622,9 @@ class Watcher:
 
 
 def _rss_charted(series: MetricSeries) -> bool:
-    """Does the log (or sstat) give the job an RSS chart without the sampler's samples (two
-    RSS points at iterations, as bot.charts.series draws it)?"""
-    return sum(1 for s in series.rss_points() if s.iteration is not None) >= 2
+    """Does the log (or sstat) give the job an RSS chart without the sampler's samples (the
+    points bot.charts.series draws it from)?"""
+    return len(series.rss_at_iterations()) >= MIN_RSS_CHART_POINTS
 
 
 __all__ = ["Watcher"]
