@@ -116,9 +116,9 @@ def _prefix_assignments(code: str) -> dict[int, tuple[str, str]]:
 def _values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
             never_run: list[tuple[int, int]]) -> dict[str, list[tuple[int, str | None]]]:
     """(offset, value) of each assignment to the `wanted` variables, in order, but those in
-    the spans `never_run` (a loop bash makes no pass through): the text bash holds after it,
-    None when the script does not say (`n=$x`, a sum). A shell `+=` appends
-    text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
+    the spans `never_run` (a loop bash makes no pass through, a branch it never runs): the
+    text bash holds after it, None when the script does not say (`n=$x`, a sum). A shell `+=`
+    appends text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
     arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value."""
     integer = {var for var in wanted if re.search(
         r"\b(?:declare|typeset|local)\s+(?:-\w+\s+)*-\w*i\w*\s+(?:[^\n;&|]*\s)?"
@@ -150,15 +150,17 @@ def _values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
 
 
 def _never_set(var: str, code: str, arith: list[Arith],
-               prefixes: dict[int, tuple[str, str]], but: list[int] = []) -> bool:  # noqa: B006
+               prefixes: dict[int, tuple[str, str]], never_run: list[tuple[int, int]],
+               but: list[int] = []) -> bool:  # noqa: B006
     """Does nothing in the script set `var` (but the assignments at offsets `but`, _values's):
     its name appears only where it is read (`$n`, `${n}`, `${n:-1}`), in the collected
-    arithmetic commands, in prefix assignments (`n=0 cmd`: that command's environment only)
-    and in those assignments, and no `source` / `eval` may set it. Any other word `n` (`read
-    n`, `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set it."""
+    arithmetic commands, in prefix assignments (`n=0 cmd`: that command's environment only),
+    in those assignments and in what bash never runs (`never_run`, _values's), and no `source`
+    / `eval` may set it. Any other word `n` (`read n`, `for n in`, `local n`, `((n+=2))` where
+    `set -e` is off) may set it."""
     if _SOURCES_RE.search(code):
         return False
-    spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith]
+    spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith] + never_run
                    + [(pos, m.end()) for pos in but if (m := _ASSIGNMENT_RE.match(code, pos))])
     starts = [start for start, _end in spans]
     reach = list(itertools.accumulate((end for _start, end in spans), max))  # the furthest end
@@ -189,7 +191,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     prefixes = _prefix_assignments(code) if scan.arith else {}
     values = _values(code, {a.variable for a in scan.arith}, prefixes,
                      never_run) if scan.arith else {}
-    never_set = {var: _never_set(var, code, scan.arith, prefixes)
+    never_set = {var: _never_set(var, code, scan.arith, prefixes, never_run)
                  for var in {a.variable for a in scan.arith} - values.keys()}
     at_line: dict[int, int] = {}  # a line's finding's index in findings
     # the lines whose finding is a counter read unset on the runs that skip its assignments:
@@ -213,7 +215,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable
     if scan.loops and "unset" in code:
         for m in _UNSET_RE.finditer(code):
-            unsets.setdefault(m.group(1), []).append(m.start())
+            if not any(start <= m.start() < end for start, end in never_run):
+                unsets.setdefault(m.group(1), []).append(m.start())
     for a in scan.arith:
         value: str | None = "0"
         # what the loop's body leaves it at: on this line, and on every run
@@ -259,7 +262,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             if not stops and all_before and a.zero_after is None and (
                     a.errexit or a.offset not in errexit_at) and (
                     partly := _set_in_branches_only(a, all_before, scan, code, prefixes, values,
-                                                    spans, path_of)) is not None:
+                                                    spans, path_of, never_run)) is not None:
                 # unset on the runs that skip every assignment before it (`if …; then n=5; fi`)
                 stops, value = _stops(a, [], True)
                 unset_partly = partly if stops else None
@@ -322,7 +325,8 @@ def _set_in_branches_only(a: Arith, before: list[tuple[int, str | None]], scan: 
                           prefixes: dict[int, tuple[str, str]],
                           values: dict[str, list[tuple[int, str | None]]],
                           spans: list[tuple[int, int, str]],
-                          path_of: Callable[[int], tuple[Step, ...]]) -> int | None:
+                          path_of: Callable[[int], tuple[Step, ...]],
+                          never_run: list[tuple[int, int]]) -> int | None:
     """Where `a`, judged where it is, reads its variable unset on some runs: every assignment
     `before` it is in a branch bash may skip on its way to `a` (none runs on every way from
     the script's start: branches.last_to_run), neither `a` nor they are in a function's body
@@ -337,7 +341,7 @@ def _set_in_branches_only(a: Arith, before: list[tuple[int, str | None]], scan: 
            for b in scan.arith):
         return None
     _left, every_run = last_to_run(before, 0, a.offset, scan.constructs, path_of)
-    if every_run or not _never_set(a.variable, code, scan.arith, prefixes,
+    if every_run or not _never_set(a.variable, code, scan.arith, prefixes, never_run,
                                    [pos for pos, _v in values.get(a.variable, [])]):
         return None
     return before[-1][0]

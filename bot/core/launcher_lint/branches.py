@@ -14,6 +14,7 @@ from bot.core.launcher_lint.model import Construct, Hit, Opts, either
 from bot.core.launcher_lint.syntax import (
     OPENING_KEYWORDS,
     constant_status,
+    loop_leaves_at,
     loop_passes,
     loop_runs,
     matches_everything,
@@ -73,10 +74,16 @@ class Branches:
     branch_from: int | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)
     exhaustive: bool = False
-    # an `if`'s: the last list of the condition being read (the walk sets it), and whether its
-    # first branch never runs (`if false; then`: syntax.constant_status)
+    # an `if`'s: the last list of the condition being read (the walk sets it)
     condition: str = ""
-    never: bool = False
+    # in a branch bash never runs (`if false; then`, an `else` after `if true`, a `case`
+    # branch after `*)`: no way into it; from an `elif` with no way in, its condition too):
+    # what the walk had collected where that began, where it is, and the options there
+    dead: tuple[Marks, int, Opts] | None = None
+
+    def kill(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
+        """From offset `at` on, the walk is in a part of this construct bash never runs."""
+        self.dead = (walk.marks(hits), at, copy(walk.opts))
 
     @property
     def in_condition(self) -> bool:
@@ -156,23 +163,34 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         return None  # a keyword or pattern of a case / if / loop this text does not open
     frame = frames[-1]
     if frame.branch_from is not None:  # the branch before this step ends here
-        frame.spans.append((frame.branch_from, key[0]))
+        if frame.dead is None:  # (one bash never runs is no branch: model.Scan.constructs)
+            frame.spans.append((frame.branch_from, key[0]))
         frame.branch_from = None
+    if step == "then" and frame.dead is not None:  # the `then` of an `elif` never reached
+        frame.branch_from, frame.in_branch = key[0], True
+        return None
+    dead = frame.dead is not None
+    if frame.dead is not None:  # a branch bash never runs ends here: nothing in it ran,
+        marks, dead_at, dead_opts = frame.dead  # nothing it set holds, no option it set
+        walk.forget(marks, hits)
+        walk.never_run.append((dead_at, key[0]))
+        walk.opts, frame.dead = copy(dead_opts), None
     if step in ("then", "do", "branch", "else"):
         frame.branch_from = key[0]
         frame.exhaustive |= step == "else" or step == "branch" and matches_everything(patterns)
     if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
         frame.reaching, frame.in_branch = [copy(walk.opts)], True
         if step == "then" and frame.kind == "if":
-            # a condition bash's semantics decide (`if true`, `if false`): the branch runs
-            # whenever the `if` is reached (no way past it), or never
+            # a condition bash's semantics decide (`if true`, `elif false`): the branch runs
+            # whenever the condition is reached (no way past it), or never
             constant = constant_status(frame.condition, walk.text)
             if constant:
                 frame.reaching, frame.exhaustive = [], True
-            frame.never = constant is False and len(frame.spans) == 0
+            elif constant is False:
+                frame.kill(walk, hits, key[0])
         return None
     if step in ("branch", "elif", "else"):
-        if frame.in_branch:
+        if frame.in_branch and not dead:
             end = copy(walk.opts)
             if ended_by == ";&":
                 frame.falling = end
@@ -181,8 +199,11 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             else:
                 frame.exits.append(end)
         ways_in = frame.reaching + ([frame.falling] if frame.falling else [])
-        # a branch after a `*` that ended with `;;` never runs: read from the last way in
+        # a branch (an `elif`'s condition) with no way in never runs: after a `*` that ended
+        # with `;;`, after `if true` / `elif true`
         walk.opts = either(ways_in) if ways_in else copy(walk.opts)
+        if not ways_in:
+            frame.kill(walk, hits, key[0])
         frame.falling, frame.in_branch = None, step != "elif"
         if step == "else" or matches_everything(patterns):
             frame.reaching = []  # no pattern test / condition gets past this branch
@@ -193,13 +214,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         walk.loops[frame.key[0]] = key[0]
         passes = loop_passes(walk.text, frame.key[0], key[0])
         frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
+        if frame.exhaustive and frame.spans:
+            _leaving(walk, frame.spans[0][0], key[0])
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
-    if step == "fi" and frame.never and len(frame.spans) == 1:
-        # `if false; then …; fi`: nothing in the branch runs, nothing it sets holds
-        walk.forget(frame.marks, hits)
-        walk.never_run.append(frame.spans[0])
-        walk.opts = either(frame.reaching + ([frame.skipped] if frame.skipped else []))
-        return None
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds
         walk.forget(frame.marks, hits)
         walk.opts = either(frame.exits + frame.reaching
@@ -219,9 +236,24 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         walk.later_pass_of = None
     if exempt:
         walk.drop(frame.marks, hits, everything=False)
-    ways_out = frame.exits + frame.reaching + ([copy(walk.opts)] if frame.in_branch else [])
+    ways_out = frame.exits + frame.reaching + (
+        [copy(walk.opts)] if frame.in_branch and not dead else [])
     walk.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
     return None
+
+
+def _leaving(walk: BranchWalk, body: int, done: int) -> None:
+    """A loop whose body runs (`while true`, `for i in 1 2`) with a `break` / `continue` /
+    `return` in it at offset b runs what comes after b on some passes only: from the start
+    of the outermost construct of the body around b (or b), to `done`, is held in a branch
+    bash may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so that
+    the branches still nest."""
+    leave = loop_leaves_at(walk.text, body, done)
+    if leave is None:
+        return
+    cut = min([leave] + [key[0] for key, (spans, _always) in walk.constructs.items()
+                         if body < key[0] <= leave and spans and spans[-1][1] > leave])
+    walk.constructs[(cut, -1)] = (((cut, done),), False)
 
 
 #: A branch the walk read: its construct's key in model.Scan.constructs, and its index there.

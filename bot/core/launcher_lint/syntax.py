@@ -313,6 +313,19 @@ def loop_passes(code: str, start: int, done: int) -> int | None:
     return None
 
 
+#: A `while` / `until` condition on its keyword's line, up to `do`.
+_LOOP_CONDITION_RE = re.compile(r"\s+([^;\n]*?)\s*(?:;|\n)\s*do\b")
+#: What may end a pass through a loop's body before its end: `break`, `continue`, `return`.
+_LOOP_LEAVE_RE = re.compile(r"(?<![\w$./:-])(?:break|continue|return)(?![\w:-])")
+
+
+def loop_leaves_at(code: str, body: int, done: int) -> int | None:
+    """Where the first `break`, `continue` or `return` of the loop body from `body` to `done`
+    is (what comes after it in the text may be skipped on a pass); None when there is none."""
+    leave = _LOOP_LEAVE_RE.search(code, body, done)
+    return leave.start() if leave else None
+
+
 #: A word of a `for` list that stays a word when its glob matches nothing (no `$`, no `` ` ``).
 _GLOB_WORD_RE = re.compile(r"[^\s$`;&|<>()]+")
 
@@ -321,11 +334,16 @@ def loop_runs(code: str, start: int, done: int) -> bool:
     """Does bash make at least one pass through the loop (loop_passes's `start` and `done`):
     over words written out, at least one; or over globs, which stay as they are when nothing
     matches where the script never turns `nullglob` on (`for f in ck/*.pt`: one pass at
-    least)."""
+    least); `while true` / `while :` / `until false` (constant_status), whose condition never
+    ends the loop."""
     passes = loop_passes(code, start, done)
     if passes is not None:
         return passes > 0
     head = _LOOP_KEYWORD_RE.match(code, start)
+    if head is not None and head.group(1) in ("while", "until"):
+        condition = _LOOP_CONDITION_RE.match(code, head.end())
+        status = constant_status(condition.group(1), code) if condition else None
+        return status is not None and status == (head.group(1) == "while")
     words = _FOR_WORDS_RE.match(code, head.end()) if head and head.group(1) == "for" else None
     if words is None or "nullglob" in code:
         return False

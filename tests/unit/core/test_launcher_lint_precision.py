@@ -953,6 +953,53 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
     assert [(f.level, f.line) for f in found] == ([(level, script.count("\n"))] if level else [])
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # the branches after one whose condition always succeeds (`if true`, `elif :`) never run:
+    # nothing in them counts, sets or unsets anything, nor changes an option
+    ("set -e\nn=0\nif true; then :; else ((n++)) || true; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif true; then ((n++)) || true; else :; fi\n((n++))\n", None),
+    ("set -e\nn=5\nif true; then :; else n=0; fi\n((n++))\n", None),
+    ("set -e\nif true; then :; else n=5; fi\n((n++))\n", "fail"),
+    ("set -u\nif true; then n=1; else :; fi\n((n++)) || true\n", None),
+    ("set -e\nif true; then :; else set +e; fi\nn=0\n((n++))\n", "fail"),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then n=5; elif true; then n=6; else n=0; fi\n((n++))\n',
+     None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then n=5; elif :; then n=6; '
+     'elif [ -z "${X:-}" ]; then n=0; fi\n((n++))\n', None),
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  if true; then n=5; else n=0; fi\ndone\n", None),
+    ("set -e\nn=1\nfor i in 1 2; do\n  ((n++))\n  if true; then :; else unset n; fi\ndone\n",
+     None),
+    # … and one whose condition always fails (`if false`, `elif false`) never runs its
+    # branch: an `else` after it always does
+    ("set -e\nn=0\nif false; then :; else ((n++)) || true; fi\n((n++))\n", None),
+    ("set -e\nn=0\nif false; then n=5; else n=0; fi\n((n++))\n", "fail"),
+    ("set -u\nif false; then n=1; else :; fi\n((n++)) || true\n", "fail"),
+    ("if false; then set -e; else :; fi\nn=0\n((n++))\n", None),
+    ('set -e\nn=5\nif [ -n "${X:-}" ]; then :; elif false; then n=0; fi\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then n=5; elif false; then n=6; fi\n((n++))\n', "warn"),
+    # a `case` branch after `*)` that ended with `;;` never runs
+    ('set -e\nn=5\ncase "${X:-}" in *) :;; 1) n=0;; esac\n((n++))\n', None),
+    # `while true` / `while :` / `until false`: the body runs, up to its first `break`
+    # (what comes after one may not run)
+    ("set -e\nn=0\nwhile true; do ((n++)) || true; break; done\n((n++))\n", None),
+    ("set -e\nwhile :; do n=1; break; done\n((n++))\n", None),
+    ("set -e\nn=5\nuntil false; do n=0; break; done\n((n++))\n", "fail"),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then break; fi; n=5; break; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nwhile true; do [ -n "${X:-}" ] && break; n=5; break; done\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\nfor i in 1 2; do if [ -n "${X:-}" ]; then break; fi; n=5; done\n((n++))\n',
+     "warn"),
+])
+def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
+    script = f"#!/bin/bash\n{body}"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
+    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+
+
 def test_a_constant_condition_the_script_redefines_is_not_decided():
     # `true() { …; }`: bash calls the function, whose status the lint does not read
     script = ("#!/bin/bash\nset -e\ntrue() { [ -n \"$X\" ]; }\nn=0\n"
