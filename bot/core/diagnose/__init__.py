@@ -4,6 +4,9 @@
   catalogue matches, metric series, last lines) into bounded state;
 - bot.core.diagnose.decide: `diagnose` turns that state plus Slurm's `Accounting` into ONE
   `Diagnosis` (class, evidence, causal chain, `decided_by`);
+- bot.core.diagnose.line_cause: `line_cause`, the cause within the chosen class that the
+  log's lines name when its fix differs from the class's hint (/dev/shm, open files, a
+  missing compiler, a failed execve, an MPI message over the size limit);
 - bot.core.diagnose.cause: `Cause`, the one cause a case's explanation states (a leak, a
   missing CUDA tool, Megatron's planned stop), and `case_detail`, its `detail` data;
 - bot.core.diagnose.ending: how a log with no accounting ends (an unhandled error, a final

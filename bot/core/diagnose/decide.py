@@ -52,23 +52,15 @@ from bot.core.diagnose.announced import (
 )
 from bot.core.diagnose.cause import (
     Cause,
-    DataDependentGuard,
     DiedSaving,
     EndedEarly,
     EpilogueMemory,
     Evaluating,
     ExitInterval,
-    LaunchFailed,
     Leak,
-    MissingTool,
-    MpiMessageSize,
-    NcclSharedMemory,
-    NoNinja,
-    OpenFileLimit,
     Requeued,
     RerunElsewhere,
     Running,
-    SharedMemory,
     ShellReturned,
     SignalStop,
     SigtermOnly,
@@ -92,6 +84,7 @@ from bot.core.diagnose.ending import (
     traceback_cause,
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
+from bot.core.diagnose.line_cause import line_cause
 from bot.core.metrics import MetricSeries
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
     ACCOUNTING,
@@ -143,46 +136,6 @@ _CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
 # and how many of them make a divergence.
 _OVERFLOW_AT_MINIMUM = re.compile(r"OVERFLOW! Rank [0-9]+ Skipping step\. Attempted loss scale: 1")
 _OVERFLOWS_AT_MINIMUM = 3
-# A DataLoader worker that died of exhausted shared memory (/dev/shm), not of host RAM.
-_SHM = re.compile(r"[Bb]us error|shared memory|</torch_[^>]*>")
-# NCCL's shared-memory transport that could not create its segment in /dev/shm (an
-# unknown_failure of its own, with NCCL's own fix: a larger /dev/shm or NCCL_SHM_DISABLE=1), as
-# the catalogue's NCCL lines name it.
-_NCCL_SHM = re.compile(r"/dev/shm/nccl-|shared memory segment [^ ]*nccl|Call to posix_fallocate")
-# ... or of the process's open-file limit (errno 24, EMFILE), not /dev/shm space: torch opening
-# a batch's shared memory object (`unable to open shared memory object </torch_…> in read-write
-# mode: Too many open files (24)`), or multiprocessing receiving a worker's file descriptors
-# with none left to receive them into (`RuntimeError: received 0 items of ancdata`).
-_FD_LIMIT = re.compile(r"Too many open files|received 0 items of ancdata")
-# The tool a compiler_missing line names as missing: XLA's CUDA toolkit binaries and libdevice
-# (`Couldn't find a suitable version of ptxas`, `libdevice not found at ./libdevice.10.bc`), the
-# CUDA compiler (`command 'nvcc' failed`, `CUDA_HOME environment variable is not set`, CMake's
-# `No CMAKE_CUDA_COMPILER`), or a C/C++ compiler, quoted or as a shell reports it (`'gcc'`,
-# `'x86_64-linux-gnu-gcc'`, `(None, 'g++')`, `/bin/sh: 1: gcc: not found`, `Compiler: cl is not
-# found`); a line that names no tool (`Failed to find C compiler`) names none.
-_CUDA_TOOL = re.compile(r"\b(ptxas|nvlink|fatbinary|libdevice|nvcc)\b")
-_NVCC = re.compile(r"CUDA_HOME environment variable is not set|CMAKE_CUDA_COMPILER")
-_C_COMPILER = re.compile(
-    r"(?:'|\b)((?:[\w.]+-)*(?:gcc|g\+\+|clang\+\+|clang|c\+\+|cc|cl))(?:\.exe)?"
-    r"(?:'|: (?:command )?not found| is not found)")
-# torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
-# class of its own whose fix is known (install ninja in the job's environment).
-_NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
-# torch's symbolic shapes refusing to guard on a data-dependent value under torch.compile or
-# torch.export (the catalogue's unknown_failure hint): the model code's, with its own fix.
-_DATA_DEPENDENT_GUARD = re.compile(
-    r"GuardOnDataDependentSymNode|Could not guard on data-dependent expression")
-# An MPI message larger than the MPI library carries in one message (the catalogue's
-# unknown_failure hint): Open MPI's PSM2 transport, IBM Spectrum MPI's collectives.
-_MPI_MESSAGE_SIZE = re.compile(r"Message size [0-9]+ bigger than supported by PSM2 API"
-                               r"|coll:ibm:.*overflowed integer range")
-# slurmstepd failing to start a task's program (Slurm's src/slurmd/slurmstepd/task.c:
-# `error("execve(): %s: %m", task->argv[0])`, and for a script whose #! line names an
-# interpreter the node cannot run, `execve(): bad interpreter(%s): %m`): the program or
-# interpreter and the system's reason.
-_EXECVE_FAILED = re.compile(
-    r"execve\(\): (?:bad interpreter\((?P<interpreter>[^)]*)\)|(?P<program>.+)): "
-    r"(?P<reason>[^:]+?) *$")
 # torchrun's summary of the failure it observed first (its ChildFailedError's `Root Cause
 # (first observed failure):` entry, time, host, rank, exitcode, error_file and traceback lines
 # after it), which names the rank that died first whatever order the ranks' lines came in.
@@ -703,9 +656,9 @@ def _named_cause(
 ) -> Cause | None:
     """The cause the explanation states for the chosen class, first found first: the finding
     that decided it (a leak, a stall, the hang upstream of an NCCL abort), a host OOM inside a
-    save, the cause within the class that the log's lines name (`_line_cause`), in a log
-    without accounting torchrun's, DeepSpeed's launcher's or Lightning's SIGTERM alone (who
-    sent it the log cannot tell), a GPU fault that is only Megatron's request to rerun the step
+    save, the cause within the class that the log's lines name (bot.core.diagnose.line_cause),
+    in a log without accounting torchrun's, DeepSpeed's launcher's or Lightning's SIGTERM alone
+    (who sent it the log cannot tell), a GPU fault that is only Megatron's request to rerun the step
     elsewhere (its verdict is still to come), Megatron's --exit-interval stop (its iteration),
     a completed run's end short of its target (early stopping, a lowered max_steps), or a
     running job's progress."""
@@ -718,8 +671,8 @@ def _named_cause(
         return Upstream(upstream)
     if class_id == "host_oom" and during_save:  # disk_full's hint says it of any save
         return DiedSaving()
-    if (line_cause := _line_cause(class_id, matches, series)) is not None:
-        return line_cause
+    if (named := line_cause(class_id, matches, series)) is not None:
+        return named
     if class_id == "unknown_failure" and acct.state is None and (
             launcher := ends_in_sigterm(matches, tail, series)):
         return SigtermOnly(launcher)
@@ -736,54 +689,6 @@ def _named_cause(
         util = sum(utils) / len(utils) if utils else None
         return Running(series.last_iteration, series.sec_per_iter(),
                        util if util is not None and util < _LOW_GPU_UTIL_PCT else None)
-    return None
-
-
-def _line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> Cause | None:
-    """The cause within the class that the log's lines name, when its fix differs from or
-    narrows the class's hint: a DataLoader worker out of open files or of /dev/shm, NCCL's
-    shared-memory transport out of /dev/shm (a failure of its own, no worker's), a C++
-    extension without ninja, the compiler or CUDA tool not found, and in the error the log
-    ends in (after its last progress line) slurmstepd's failure to start the program (its
-    execve), torch.compile's data-dependent guard or an MPI message over the library's size
-    limit; None otherwise."""
-    texts = [m.text for m in matches]
-    ending = [m.text for m in matches if m.line_no > (series.last_iteration_line or 0)]
-    if class_id == "dataloader_worker_killed":
-        if any(_FD_LIMIT.search(t) for t in texts):
-            return OpenFileLimit()
-        if any(_SHM.search(t) for t in texts):
-            return SharedMemory()
-    if class_id == "unknown_failure" and any(_NCCL_SHM.search(m.text) for m in matches
-                                             if m.primary and m.class_id == class_id):
-        return NcclSharedMemory()
-    if class_id == "unknown_failure" and any(_NO_NINJA.search(t) for t in texts):
-        return NoNinja()
-    if class_id == "unknown_failure" and (launch := next(
-            (m for t in reversed(ending) if (m := _EXECVE_FAILED.search(t))), None)):
-        interpreter = launch.group("interpreter")
-        return LaunchFailed(program=interpreter if interpreter is not None
-                            else launch.group("program"),
-                            reason=launch.group("reason"), interpreter=interpreter is not None)
-    if class_id == "unknown_failure" and any(_DATA_DEPENDENT_GUARD.search(t) for t in ending):
-        return DataDependentGuard()
-    if class_id == "unknown_failure" and any(_MPI_MESSAGE_SIZE.search(t) for t in ending):
-        return MpiMessageSize()
-    if class_id == "compiler_missing" and (tool := _missing_tool(
-            [m.text for m in matches if m.primary and m.class_id == class_id])):
-        return MissingTool(tool)
-    return None
-
-
-def _missing_tool(texts: Sequence[str]) -> str | None:
-    """The tool that compiler_missing's lines name as missing (`ptxas`, `nvcc`, `gcc`), if any."""
-    for text in texts:
-        if cuda := _CUDA_TOOL.search(text):
-            return cuda.group(1)
-        if _NVCC.search(text):
-            return "nvcc"
-        if compiler := _C_COMPILER.search(text):
-            return compiler.group(1)
     return None
 
 
