@@ -227,6 +227,10 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         set_partly: int | None = None
         # the assignment it reads, in a branch bash may skip, where nothing else sets it first
         unset_partly: int | None = None
+        # the last assignment (or count) before it in the text that is in another branch of
+        # an `if` / `case` it is in, which never runs before it: its offset and the
+        # construct's kind
+        apart: tuple[int, str] | None = None
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             # an assignment in a subshell `a` is not in sets nothing where `a` runs
@@ -243,6 +247,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
             else:
+                siblings = _in_other_branches(a.offset, before, scan, spans, path_of)
+                if siblings:  # never run before it: it reads what holds without them
+                    apart = siblings[-1]
+                    before = all_before = [(pos, v) for pos, v in before
+                                           if pos not in dict(siblings)]
                 if len(before) > 1:  # which of them holds here: through the branches on the way
                     before, every_run = _left_at_end(before, before[0][0], a.offset,
                                                      scan.constructs, path_of)
@@ -255,7 +264,16 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                         before = [*before[:-1], (before[-1][0], None)]
                     else:  # counted in a branch or loop bash may skip: 0 on the runs that skip
                         skipped_count = counted[0]
-            unset = not before and never_set.get(a.variable, False) and a.zero_after is None \
+                        # … or in another branch of the `if` / `case` it is in: never before it
+                        if other := _in_other_branches(a.offset, [(counted[0], None)], scan,
+                                                       spans, path_of):
+                            skipped_count = None
+                            apart = max(other[0], apart or other[0])
+            unset = not before and (never_set.get(a.variable, False) if apart is None else
+                                    _never_set(a.variable, code, scan.arith, prefixes, never_run,
+                                               [pos for pos, _v in values[a.variable]
+                                                if pos < a.offset])) \
+                and a.zero_after is None \
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
             stops, value = _stops(a, before, unset)
@@ -297,7 +315,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                              later[3]),
                          None if skipped_count is None else scan.line_of(skipped_count),
                          None if set_partly is None else scan.line_of(set_partly),
-                         None if unset_partly is None else scan.line_of(unset_partly))
+                         None if unset_partly is None else scan.line_of(unset_partly),
+                         None if apart is None or carried_at or later
+                         or skipped_count or set_partly or unset_partly else (
+                             scan.line_of(apart[0]), apart[1],
+                             scan.line_of(before[-1][0]) if before else None,
+                             _assignment_text(code, apart[0])))
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
@@ -345,6 +368,51 @@ def _set_in_branches_only(a: Arith, before: list[tuple[int, str | None]], scan: 
                                    [pos for pos, _v in values.get(a.variable, [])]):
         return None
     return before[-1][0]
+
+
+def _assignment_text(code: str, at: int) -> str:
+    """The assignment (_ASSIGNMENT_RE's) at offset `at` of `code`, shortened (`n=5`, `((n =
+    5))`)."""
+    m = _ASSIGNMENT_RE.match(code, at)
+    if m is None:
+        return short(code[at:].split(None, 1)[0], 40)
+    end = code.find("))", m.end()) + 2 if m.group("avar") else m.end()
+    return short(code[at:max(end, m.end())], 40)
+
+
+def _in_other_branches(target: int, before: list[tuple[int, str | None]], scan: Scan,
+                       spans: list[tuple[int, int, str]],
+                       path_of: Callable[[int], tuple[Step, ...]]) -> list[tuple[int, str]]:
+    """Of the assignments `before` the command at offset `target` (in order), those in another
+    branch of an `if` or `case` it is in (model.Scan.exclusive: `if c; then n=0; else ((n++));
+    fi`), which bash never runs before it: (offset, "if" / "case"). None in a loop's body
+    around both (an earlier pass may have run the other branch) nor when `target` is in a
+    function's body (an earlier call may have). Only the assignments between the first branch
+    of such a construct and the branch `target` is in are looked at."""
+    if any(s <= target < e for s, e, _n in spans):
+        return []
+    here = path_of(target)
+    first = None  # where the first branch of the outermost such construct starts
+    for key, i in here:
+        if key[0] in scan.loops or key not in scan.exclusive:
+            break  # (a loop's body, a part of one after a `break`)
+        if i:
+            first = scan.constructs[key][0][0][0]
+            break
+    if first is None:
+        return []
+    found: list[tuple[int, str]] = []
+    for pos, _v in before[bisect.bisect_left(before, first, key=lambda b: b[0]):]:
+        for (key, i), (other, j) in zip(here, path_of(pos), strict=False):
+            if key != other:
+                break
+            if i != j:
+                if key in scan.exclusive:
+                    found.append((pos, scan.exclusive[key]))
+                break
+            if key[0] in scan.loops or key not in scan.exclusive:
+                break
+    return found
 
 
 #: A finding given way to (check_arith's `partly_at`), left out of the result.
@@ -792,7 +860,8 @@ def _finding(a: Arith, line: int, value: str | None,
              prefix: tuple[str, int] | None = None, carried: tuple[int, bool] | None = None,
              later: tuple[str, int, int, str, bool] | None = None,
              skipped_count: int | None = None, set_partly: int | None = None,
-             unset_partly: int | None = None) -> Finding:
+             unset_partly: int | None = None,
+             apart: tuple[int, str, int | None, str] | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
@@ -807,7 +876,11 @@ def _finding(a: Arith, line: int, value: str | None,
     `set_partly`: the line of the assignment it reads on some runs only, as branches on the way
     decide which value it holds: it stops bash on those runs; `unset_partly`: the line of the
     last assignment before it, where all of them are in branches bash may skip and nothing
-    else sets it: it reads it unset on the runs that skip them, and stops bash there)."""
+    else sets it: it reads it unset on the runs that skip them, and stops bash there;
+    `apart`: the line of an assignment before it in another branch of an `if` / `case` it is
+    in, that construct's kind, the line of the assignment it reads (None: unset) and the
+    first's text: it stops bash on the runs that take its branch, before which that
+    assignment never runs)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
@@ -819,7 +892,8 @@ def _finding(a: Arith, line: int, value: str | None,
                               or later is not None and not later[4]
                               or carried is not None and not carried[1]
                               or set_partly is not None
-                              or unset and unset_partly is not None) else "fail"
+                              or unset and unset_partly is not None
+                              or apart is not None and not octal) else "fail"
     if octal and not a.errexit:
         # where `set -e` is off or does not apply, bash goes on past the error (status 1): the
         # count stays where it was
@@ -876,6 +950,27 @@ def _finding(a: Arith, line: int, value: str | None,
                   "%(at)s, which counts it in a branch or a loop bash may not run, and "
                   "evaluates to 0 there, so its status is 1: %(under)s the launcher stops right "
                   "here on those runs: %(slurm)s", at=skipped_count, **said)
+    elif apart is not None and not octal and unset and a.nounset:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset, as `%(assignment)s` on "
+                  "line %(other)s is in another branch of the same %(construct)s, which never "
+                  "runs before this one, and nothing else before it sets it: under `set -u` "
+                  "bash stops right here on the runs that take this branch with `%(var)s: "
+                  "unbound variable`: %(slurm)s", assignment=apart[3], other=apart[0],
+                  construct=f"`{apart[1]}`", **said)
+    elif apart is not None and not octal and unset:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset, as `%(assignment)s` on "
+                  "line %(other)s is in another branch of the same %(construct)s, which never "
+                  "runs before this one, and nothing else before it sets it; it evaluates to 0, "
+                  "so its status is 1: %(under)s the launcher stops right here on the runs that "
+                  "take this branch: %(slurm)s", assignment=apart[3], other=apart[0],
+                  construct=f"`{apart[1]}`", **said)
+    elif apart is not None and not octal:
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s` at \"%(value)s\" as line %(at)s "
+                  "sets it (`%(assignment)s` on line %(other)s is in another branch of the same "
+                  "%(construct)s, which never runs before this one), so its status is 1: "
+                  "%(under)s the launcher stops right here on the runs that take this branch: "
+                  "%(slurm)s", value=value, at=apart[2], assignment=apart[3], other=apart[0],
+                  construct=f"`{apart[1]}`", **said)
     elif a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)

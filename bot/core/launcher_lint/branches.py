@@ -80,6 +80,8 @@ class Branches:
     # branch after `*)`: no way into it; from an `elif` with no way in, its condition too):
     # what the walk had collected where that began, where it is, and the options there
     dead: tuple[Marks, int, Opts] | None = None
+    # a `case`'s: a branch of it ended with `;&` or `;;&` (bash may run the next one after it)
+    chained: bool = False
 
     def kill(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
         """From offset `at` on, the walk is in a part of this construct bash never runs."""
@@ -103,6 +105,7 @@ class BranchWalk(Protocol):
     later_pass_of: int | None
     loops: dict[int, int]
     constructs: dict[tuple[int, int], Construct]
+    exclusive: dict[tuple[int, int], str]
     never_run: list[tuple[int, int]]
     text: str
 
@@ -190,6 +193,7 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
                 frame.kill(walk, hits, key[0])
         return None
     if step in ("branch", "elif", "else"):
+        frame.chained |= ended_by in (";&", ";;&")
         if frame.in_branch and not dead:
             end = copy(walk.opts)
             if ended_by == ";&":
@@ -217,6 +221,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if frame.exhaustive and frame.spans:
             _leaving(walk, frame.spans[0][0], key[0])
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
+    if frame.kind == "if" or frame.kind == "case" and not frame.chained:
+        walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds
         walk.forget(frame.marks, hits)
         walk.opts = either(frame.exits + frame.reaching

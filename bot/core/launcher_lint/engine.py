@@ -144,6 +144,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.loops: dict[int, int] = {}  # each loop's start and `done`
         self.constructs: dict[tuple[int, int], Construct] = {}  # each case / if / loop
         self.never_run: list[tuple[int, int]] = []  # branches bash never runs (`if false`)
+        self.exclusive: dict[tuple[int, int], str] = {}  # each if / case running one branch
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
         self.nounset_line: int | None = None
@@ -570,4 +571,4 @@ def scan(script_text: str, code: str) -> Scan:
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
-                analyzer.loops, analyzer.constructs, analyzer.never_run)
+                analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive)

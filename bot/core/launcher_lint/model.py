@@ -278,6 +278,10 @@ class Scan:
     constructs: dict[tuple[int, int], Construct] = field(default_factory=dict)
     #: the branches bash never runs (`if false; then …; fi`), their spans
     never_run: list[tuple[int, int]] = field(default_factory=list)
+    #: the constructs of `constructs` a pass through which runs one of its branches at most,
+    #: by key: each `if`, each `case` none of whose branches ends with `;&` or `;;&` ("if",
+    #: "case")
+    exclusive: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

@@ -1037,6 +1037,66 @@ def test_a_counter_set_only_in_a_branch_before_it_reads_it_unset_on_the_other_ru
         assert found[0].check == (CHECK_ARITH_UNSET if options == "set -u" else CHECK_ARITH_ZERO)
 
 
+_OTHER_BRANCH_UNSET = (
+    "line 3: `((n++))` reads `n` unset, as `{a}` on line 3 is in another branch of the same "
+    "`{c}`, which never runs before this one, and nothing else before it sets it",
+    "3행: 3행의 `{a}`은(는) 같은 `{c}`의 다른 분기에 있어 이 분기보다 먼저 실행되는 일이 "
+    "없고 그 앞에서 설정하는 다른 곳도 없어, `((n++))`은(는) 설정되지 않은 `n`을(를) 읽")
+
+
+@pytest.mark.parametrize(("options", "middle", "level", "said"), [
+    # an assignment in another branch of the `if` / `case` the counter is in never runs
+    # before it: the counter reads what holds without it, and stops bash on the runs that
+    # take its branch (a warning that says so)
+    ("set -e", 'if [ -n "${X:-}" ]; then n=5; else ((n++)); fi\n', "warn",
+     (_OTHER_BRANCH_UNSET[0].format(a="n=5", c="if") + "; it evaluates to 0, so its status is "
+      "1: under `set -e` the launcher stops right here on the runs that take this branch",
+      _OTHER_BRANCH_UNSET[1].format(a="n=5", c="if") + "고 값이 0이므로 종료 상태는 1입니다. "
+      "`set -e`에서 이 분기를 타는 실행에서 런처가 바로 여기서 멈춥니다")),
+    ("set -e", 'if [ -n "${X:-}" ]; then n=0; else ((n++)); fi\n', "warn",
+     (_OTHER_BRANCH_UNSET[0].format(a="n=0", c="if"),
+      _OTHER_BRANCH_UNSET[1].format(a="n=0", c="if"))),
+    ("set -u", 'case "${X:-}" in 1) n=0;; *) ((n++)) || true;; esac\n', "warn",
+     (_OTHER_BRANCH_UNSET[0].format(a="n=0", c="case") + ": under `set -u` bash stops right "
+      "here on the runs that take this branch with `n: unbound variable`",
+      _OTHER_BRANCH_UNSET[1].format(a="n=0", c="case") + "습니다. `set -u`에서는 이 분기를 "
+      "타는 실행에서 bash가 `n: unbound variable`로 바로 여기서 멈춥니다")),
+    ("set -e", 'n=0\nif [ -n "${X:-}" ]; then n=5; else ((n++)); fi\n', "warn",
+     ("line 4: `((n++))` reads `n` at \"0\" as line 3 sets it (`n=5` on line 4 is in another "
+      "branch of the same `if`, which never runs before this one), so its status is 1: under "
+      "`set -e` the launcher stops right here on the runs that take this branch",
+      "4행: `((n++))`은(는) 3행이 설정한 대로 `n`을(를) \"0\"(으)로 읽어(4행의 `n=5`은(는) 같은 "
+      "`if`의 다른 분기에 있어 이 분기보다 먼저 실행되는 일이 없음) 종료 상태는 1입니다")),
+    # … a count there too
+    ("set -e", 'n=0\nif [ -n "${X:-}" ]; then ((n++)) || true; else ((n++)); fi\n', "warn",
+     ("line 4: `((n++))` reads `n` at \"0\" as line 3 sets it (`((n++))` on line 4 is in "
+      "another branch of the same `if`, which never runs before this one)", None)),
+    # … what holds without it does not stop bash
+    ("set -e", 'n=5\nif [ -n "${X:-}" ]; then n=0; else ((n++)); fi\n', None, None),
+    ("set -e", 'n=5\nif [ -n "${X:-}" ]; then n=0; else if [ -z "${X:-}" ]; then ((n++)); fi; '
+     "fi\n", None, None),
+    # a `case` branch ended by `;;&` may run before the next one: not another branch
+    ("set -e", 'n=5\ncase "${X:-}" in "") n=0;;& *) ((n++));; esac\n', "warn",
+     ("line 4: `((n++))` reads `n` at \"0\" as line 4 sets it on some runs only", None)),
+])
+def test_an_assignment_in_another_branch_of_the_counters_if_is_said_to_never_run_before_it(
+        tmp_path, options, middle, level, said):
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    script = f"#!/bin/bash\n{options}\n{middle}"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    line = script.count("\n")  # the counter's, the script's last line
+    assert [(f.level, f.line) for f in found] == ([(level, line)] if level else [])
+    if said:
+        english, korean = said
+        assert found[0].message.startswith(english)
+        if korean:
+            assert render_text(found[0].text, translator("ko").gettext).startswith(korean)
+
+
 @pytest.mark.parametrize(("middle", "level"), [
     # a body the call is made through sets the counter in a branch: bash stops on the runs
     # where the 0 is what holds at the call (a warning), on every run when each way sets it so
