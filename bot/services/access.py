@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from bot.config import Config
-from bot.core.authz import People, RecipeAccess, approvers_for
+from bot.core.authz import Decision, People, RecipeAccess, approvers_for, can_control_job
 from bot.core.text import Mrkdwn
+from bot.store import Chain, Store
 
 
 def default_approvers(config: Config) -> People:
@@ -31,6 +32,44 @@ def approvers_now(config: Config, recipe: str | None) -> People:
     configured."""
     access = access_for(config, recipe) if recipe in config.recipes else None
     return approvers_for(access, default_approvers(config))
+
+
+# --- jobs: who may cancel, hold, release or read one -----------------------------------------
+
+
+def unwatched_submit_key(job_id: str) -> str:
+    """The key of the thread message telling of a lost submit's job that is not recorded
+    (bot.services.runs._tell_unwatched)."""
+    return f"unwatched-submit:{job_id}"
+
+
+def run_told_of(store: Store, job_id: str) -> Chain | None:
+    """The run whose thread told of job `job_id` (Slurm's raw id), a lost submit's job found
+    below a later attempt and not recorded (runs._tell_unwatched); None: no thread told of it."""
+    post = store.slack_posts.get(unwatched_submit_key(job_id))
+    if post is None or not post.posted or post.chain_id is None:
+        return None
+    return store.chains.get(post.chain_id)
+
+
+def may_control_job(config: Config, store: Store, user: str, job_id: int | str,
+                    verb: str) -> Decision:
+    """May `user` cancel/hold/release/read job `job_id` (Slurm's raw id; an adopted array's
+    own id)? The one check of `/train cancel|hold|release|logs|stacks N` and of the Home
+    tab's controls (which run `/train cancel`). The people of the recipe whose run records the
+    job; else, for a job its run's thread told about (a lost submit's, run_told_of, even once
+    adopted with `/train watch`), that run's recipe's people; else (a job trainbot did not
+    submit) slack.approvers."""
+    recipe, told = None, False
+    attempt = store.attempts.get_by_job(str(job_id))
+    chain = store.chains.get(attempt.chain_id) if attempt is not None else None
+    if chain is not None and chain.recipe:
+        recipe = chain.recipe
+    elif (run := run_told_of(store, str(job_id))) is not None:
+        recipe, told = run.recipe or None, True
+    access = access_for(config, recipe) if recipe in config.recipes else None
+    return can_control_job(access, user, job_id, verb, default_approvers(config),
+                           told_by_thread=told)
 
 
 # --- mentions: whom a thread @-mentions (recipes.<name>.mentions) ----------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.config import Config
 from bot.core.arrays import retries_by_task
-from bot.core.authz import can_control_job, can_unwatch
+from bot.core.authz import can_unwatch
 from bot.core.home import (
     MAX_VIEW_JSON,
     UNWATCH,
@@ -28,7 +28,7 @@ from bot.core.home import (
     prompt_confirm,
     sees_adopted,
 )
-from bot.services.access import default_approvers
+from bot.services.access import default_approvers, may_control_job
 from bot.services.ports import BotContext, PostError
 from bot.services.threads import (
     array_root_view,
@@ -63,8 +63,11 @@ def team_recipes(config: Config, user: str) -> list[str]:
 
 
 def may_control(ctx: BotContext, user: str, job_id: str) -> bool:
-    """May `user` cancel a job trainbot adopted (`/train cancel`'s check: access None)?"""
-    return bool(can_control_job(None, user, job_id, "cancel", default_approvers(ctx.config)))
+    """May `user` cancel job `job_id` (Slurm's raw id; an array's own id), as `/train cancel`,
+    which the tab's Cancel runs, decides (access.may_control_job): a job trainbot adopted is
+    slack.approvers', a lost submit's job its run's thread told about (adopted or not) its
+    run's people's too."""
+    return bool(may_control_job(ctx.config, ctx.store, user, job_id, "cancel"))
 
 
 def sees_chain(ctx: BotContext, chain: Chain, user: str) -> bool:
@@ -72,8 +75,7 @@ def sees_chain(ctx: BotContext, chain: Chain, user: str) -> bool:
     adopted or may act on?"""
     if not chain.adopted:
         return chain.recipe in team_recipes(ctx.config, user)
-    job = str(chain.array_job_id) if chain.array_job_id is not None else ""
-    return sees_adopted(user, chain.watched_by, may_control(ctx, user, job))
+    return sees_adopted(user, chain.watched_by, may_control(ctx, user, _raw(ctx, chain)))
 
 
 def _buttons(approval: Approval, job: tuple[str, str], adopted: bool = False,
@@ -182,7 +184,7 @@ def _adopted_row(ctx: BotContext, chain: Chain, user: str, now: float) -> dict[s
         job_id, shown = attempt.job_id, root.job_id  # raw id; `123_4` of an array task
         state, bar = root.state, progress_bar(root.last_iter, root.target_iter)
         confirm = cancel_confirm(shown, state)
-    control = may_control(ctx, user, shown)
+    control = may_control(ctx, user, job_id)
     if not sees_adopted(user, chain.watched_by, control):
         return None
     kinds = [UNWATCH, *adopted_buttons(["cancel"], may_control=control)] \
@@ -254,6 +256,14 @@ def _shown(ctx: BotContext, chain: Chain) -> str:
         return str(chain.array_job_id)
     attempt = ctx.store.attempts.latest(chain.id)
     return attempt.shown_id if attempt is not None else str(chain.id)
+
+
+def _raw(ctx: BotContext, chain: Chain) -> str:
+    """The Slurm id an adopted chain's Cancel acts on: its array's id, else its job's raw id."""
+    if chain.array_job_id is not None:
+        return str(chain.array_job_id)
+    attempt = ctx.store.attempts.latest(chain.id)
+    return attempt.job_id if attempt is not None else ""
 
 
 def _say(ctx: BotContext, kind: str, channel: str | None = None, /, **values: Any) -> str:

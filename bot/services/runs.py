@@ -15,6 +15,7 @@ from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
+from bot.services.access import unwatched_submit_key
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
     SubmitResult,
@@ -34,7 +35,7 @@ from bot.services.threads import (
     render,
     thread_message,
 )
-from bot.store import Attempt, Chain, Store, SubmitInFlight
+from bot.store import Attempt, SubmitInFlight
 
 log = logging.getLogger(__name__)
 
@@ -195,21 +196,6 @@ def _attempt_after(attempts: list[Attempt], array_task: int | None,
     (job ids only grow), None: none."""
     return next((a for a in run_rows(attempts, array_task)
                  if a.job_id.isdigit() and int(a.job_id) > int(job_id)), None)
-
-
-def unwatched_submit_key(job_id: str) -> str:
-    """The key of the thread message telling of a lost submit's job that is not recorded
-    (_tell_unwatched)."""
-    return f"unwatched-submit:{job_id}"
-
-
-def run_told_of(store: Store, job_id: str) -> Chain | None:
-    """The run whose thread told of job `job_id` (Slurm's raw id), a lost submit's job found
-    below a later attempt and not recorded (_tell_unwatched); None: no thread told of it."""
-    post = store.slack_posts.get(unwatched_submit_key(job_id))
-    if post is None or not post.posted or post.chain_id is None:
-        return None
-    return store.chains.get(post.chain_id)
 
 
 def _tell_unwatched(ctx: BotContext, flight: SubmitInFlight, chain_id: int, job_id: str,

@@ -17,19 +17,19 @@ from typing import Any
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
-from bot.core.authz import Decision, can_control_job, can_submit
+from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
 from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
-from bot.services.access import access_for, default_approvers
+from bot.services.access import access_for, may_control_job, run_told_of
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
-from bot.services.runs import run_told_of, submit_and_announce
+from bot.services.runs import submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import SubmitResult, describe_not_applied, describe_start
@@ -228,7 +228,7 @@ def _resumable_chain(ctx: BotContext, recipe: str) -> int | None:
 def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | None]:
     """(cluster, recipe or None, attempt or None) of a job id: a recorded job's, a watched
     one's (no recipe), or that of the run whose thread told of the job though it does not
-    record it (a lost submit's, runs.run_told_of: its recipe, no attempt)."""
+    record it (a lost submit's, access.run_told_of: its recipe, no attempt)."""
     attempt = ctx.store.attempts.get_by_job(str(job_id))
     if attempt is not None:
         chain = ctx.store.chains.get(attempt.chain_id)
@@ -277,11 +277,7 @@ def _target(ctx: BotContext, job_id: int, array_task: int | None) -> _Target:
 def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str,
                    array_task: int | None = None) -> _Target:
     target = _target(ctx, job_id, array_task)
-    recipe = target.recipe
-    access = access_for(ctx.config, recipe) if recipe in ctx.config.recipes else None
-    decision = can_control_job(access, actor, target.job_id, verb,
-                               default_approvers(ctx.config),
-                               told_by_thread=target.attempt is None)
+    decision = may_control_job(ctx.config, ctx.store, actor, target.job_id, verb)
     if not decision:
         raise _Refused(decision)
     return target

@@ -7,6 +7,7 @@ the submit would have done; one submit, one job, whatever the crash left."""
 from __future__ import annotations
 
 import json
+import logging
 
 import fakes
 import pytest
@@ -17,12 +18,13 @@ from bot.core import train_grammar as c
 from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
 from bot.services import submit as submit_mod
 from bot.services.competitors import propose_holds_for_submit
-from bot.services.home import publish_home
+from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
 from bot.services.runs import recover_submits_in_flight
 from bot.services.threads import has_thread
 from bot.services.train import after_person_submit, execute
 from bot.store import Store
+from handlers.home import make_cancel_job
 
 NOW = 1_000_000.0
 SUBMIT_IN_FLIGHT_S = submit_in_flight_s(RemoteDeadlines())  # the dev cluster's: the defaults
@@ -267,6 +269,38 @@ def test_the_runs_people_may_cancel_the_job_its_thread_told_about_and_nobody_els
     assert ("U0ALICE", "command.cancel", "ok") in [(e.actor, e.action, e.result)
                                            for e in store.audit.recent(50)
                                            if e.job_id == "90500"]
+
+
+def test_the_home_tab_offers_the_cancel_of_the_job_its_thread_told_about_to_the_runs_people(
+        store: Store, dies_after_sbatch, monkeypatch) -> None:
+    _ctx, slurm, _chain = lost_below_a_later_attempt(store, monkeypatch)
+    ctx = make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: LATER + 60)
+    adopted = fakes.adopt(ctx, 90500, actor="U0OWNER", now=LATER + 30)  # watched by mix's owner
+
+    def row(user: str) -> list[dict]:
+        return [r for r in home_view(ctx, user, LATER + 60)["runs"] if r["chain_id"] == adopted]
+
+    # Alice, a submitter of mix who did not adopt it, sees it and may cancel it, as
+    # `/train cancel 90500` lets her; the stranger sees nothing of it
+    [alices] = row("U0ALICE")
+    assert [(b["kind"], b["value"]) for b in alices["buttons"]] == [
+        ("unwatch", str(adopted)), ("cancel", "90500")]
+    assert row("U0NOBODY") == []
+    # a click the stranger forged is refused with the sentence the slash command gives
+    click = make_cancel_job(ctx)
+    click(body={"user": {"id": "U0NOBODY"}}, action={"value": "90500"},
+          logger=logging.getLogger("test"))
+    [(user, blocks)] = ctx.home.published
+    assert user == "U0NOBODY" and not slurm.acted("cancel")
+    refused = execute(ctx, c.JobControl("cancel", 90500), actor="U0NOBODY", channel=None,
+                      now=LATER + 60).text
+    assert refused == ("Refused: job 90500 is not recorded by trainbot; mix's thread told about "
+                       "it as a submit of that run, so only <@U0OWNER>, group robots or group "
+                       "leads can cancel it.")
+    assert f"👉 {refused}" in json.dumps(blocks, ensure_ascii=False)
+    click(body={"user": {"id": "U0ALICE"}}, action={"value": "90500"},
+          logger=logging.getLogger("test"))
+    assert slurm.acted("cancel") == [90500] and slurm.queued("mix") == [90501]
 
 
 def test_a_job_no_thread_told_about_is_still_the_approvers_alone(store: Store) -> None:
