@@ -5,7 +5,8 @@ Every text goes through the one renderer (`bot.services.threads.render`: the rec
 the site's template folder first), like `report` and `/train`:
 - `incident` of a COMPLETED run (class `completed`): its final charts, then one ✅ line
   (templates/completed.json.j2: the iteration reached, the time since the first submit, the
-  attempts) that ends the thread: no evidence, no metrics, no mention;
+  attempts, and why it was judged without a file it could not read, in the incident's
+  words) that ends the thread: no evidence, no metrics, no mention;
 - `incident`: the incident message (templates/incident.json.j2 via
   bot.core.incident.build_incident), the owners mentioned on the thread's first one (the
   recipe's `mentions`), and — when the policy decision offers a
@@ -56,6 +57,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from bot.config import PolicyConfig
@@ -183,7 +185,9 @@ class ThreadEvents:
 
     def _completed(self, event: WatchEvent) -> None:
         """One ✅ line: the iteration reached, the time since the chain's first submit and the
-        attempts it took (the root already says COMPLETED)."""
+        attempts it took (the root already says COMPLETED); and, as an incident's head line
+        does, why the run was judged without a file it could not read (the event's `facts`:
+        its log unreadable or missing, its memory samples)."""
         attempts = self.ctx.store.attempts.for_chain(event.chain_id) \
             if event.chain_id is not None else []
         chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None else None
@@ -209,8 +213,9 @@ class ThreadEvents:
             started_at=min((a.submitted_at for a in attempts), default=None),
             ended_at=(rec.end_time if rec and rec.end_time else self.ctx.clock()),
             attempts=len(attempts), retries_used=retries, replaced=replaced)
-        try:
-            blocks, text = render(self.ctx, "completed", event.recipe, view)
+        try:  # the facts as they are: a reader's reason is a sentence (Text) to translate
+            blocks, text = render(self.ctx, "completed", event.recipe,
+                                  {**asdict(view), "facts": dict(event.facts)})
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
             log.warning("completed template for %s failed (%s)", event.key, exc)
             shown = mrkdwn_escape(event.text)  # the watcher's words: escaped like any value

@@ -270,6 +270,34 @@ def test_a_first_attempt_completion_says_so(store):
                             "first attempt."]
 
 
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", " Its log /scratch/mix/logs/mix-88154.out did not exist, so it was judged from "
+           "Slurm's accounting alone. The memory samples at /scratch/mix/logs/rss-88154.jsonl "
+           "could not be read (reading it failed on the login node (dd exit 1)), so there is no "
+           "RSS chart."),
+    ("ko", " 로그 /scratch/mix/logs/mix-88154.out이(가) 없어 Slurm 회계 기록만으로 "
+           "판단했습니다. /scratch/mix/logs/rss-88154.jsonl의 메모리 샘플을 읽을 수 없어 (로그인 "
+           "노드에서 읽기에 실패했습니다 (dd 종료 코드 1)) RSS 차트가 없습니다."),
+])
+def test_a_completed_run_judged_without_its_files_says_so_on_its_line(store, lang, said):
+    """A run that COMPLETED whose log did not exist and whose memory samples could not be
+    read (Watcher: judged from accounting alone): its ✅ line says both, in the incident's
+    words and the thread's language, where it looked as if the bot had read everything."""
+    ctx, chain = thread(store, lang)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0 - 95)
+    d = diag("completed", last_iter=None, metrics=DiagnosisMetrics())
+    dec = decide(d, history(None), MANUAL, T0, accounting=replace(FAILED, state="COMPLETED"))
+    reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
+    ThreadEvents(ctx).publish(replace(
+        incident(chain.id, d, dec, "COMPLETED"),
+        facts={"log_path": LOG, "log_missing": True,
+               "sampler_path": "/scratch/mix/logs/rss-88154.jsonl",
+               "sampler_unreadable": reason}))
+    finished = {"en": "✅ Completed · job 88154: finished in 95 s, first attempt.",
+                "ko": "✅ 완료 · 작업 88154: 종료, 소요 95초, 첫 시도에 완료."}[lang]
+    assert replies(ctx) == [finished + said]
+
+
 # ------------------------------------------------------------------ early warnings
 
 
