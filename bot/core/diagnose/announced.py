@@ -73,6 +73,12 @@ _EITHER_VERDICT = re.compile(r"Job has (not )?timed out\. Ran [0-9]+ minutes"
 _AFTER_VERDICT = re.compile(r"Requeued job [0-9]+ \(-?[0-9]+ remaining timeouts\)"
                             r"|Exiting gracefully after preemption/timeout"
                             r"|Bypassing signal (?:Signals\.)?(?:SIG[A-Z0-9]+|[0-9]+)\b")
+# Lightning's auto-requeue that Slurm took (lightning/pytorch/trainer/connectors/
+# signal_connector.py, _slurm_sigusr_handler_fn: `scontrol requeue <job>` returned 0, then
+# `Requeued SLURM job: {job_id}`; 1.6 to 1.9, pytorch_lightning's: `requeued exp {job_id}`).
+# Not its `Requeuing SLURM job {job_id} failed with error code {result}`, nor the handler's
+# first line alone (`Handling auto-requeue signal: 10`).
+_LIGHTNING_REQUEUED = re.compile(r"Requeued SLURM job: [0-9_-]+|requeued exp [0-9_-]+")
 #: The class of the lines after a verdict that none comes before (an excerpt without it): an
 #: ending that names no cause.
 NO_VERDICT_CLASS = "unknown_failure"
@@ -164,3 +170,13 @@ def as_submitit_decided(matches: Sequence[Match]) -> list[Match]:
             m = replace(m, class_id=decided)
         out.append(m)
     return out
+
+
+def requeued_by_lightning(matches: Sequence[Match], series: MetricSeries) -> Match | None:
+    """Lightning's line saying it requeued the job (`Requeued SLURM job: 42`, `requeued exp
+    42`) after the run's last progress line: on Slurm's --signal=SIGUSR1 warning before the time
+    limit it saved a checkpoint and ran `scontrol requeue`, so Slurm starts the job again by
+    itself; None when there is none."""
+    after = series.last_iteration_line or 0
+    return next((m for m in reversed(matches)
+                 if m.line_no > after and _LIGHTNING_REQUEUED.search(m.text)), None)

@@ -186,11 +186,15 @@ class Evaluating:
 
 @dataclass(frozen=True)
 class Requeued:
-    """The job waits to start again (`requeued`: sacct's `state`, PENDING or REQUEUED) after
-    the run its log shows ended: Slurm requeued it (a preemption, a node's failure, scontrol
-    requeue), so it starts again by itself and that run's end is no failure to act on."""
+    """The job waits to start again (`requeued`) after the run its log shows ended: sacct's
+    `state` (PENDING or REQUEUED) says Slurm requeued it (a preemption, a node's failure,
+    scontrol requeue), or, in a log read without accounting, its `framework` says it requeued the
+    job itself at `line` (Lightning's auto-requeue); either way it starts again by itself and
+    that run's end is no failure to act on."""
 
-    state: str
+    state: str | None
+    framework: str | None = None
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -275,8 +279,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
         case Evaluating(completed_line):
             return {"kind": "evaluating", "line": completed_line}
-        case Requeued(state):
-            return {"kind": "requeued", "state": state}
+        case Requeued(state, framework, line):
+            return {"kind": "requeued", "state": state, "framework": framework, "line": line}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

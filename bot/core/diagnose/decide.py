@@ -46,6 +46,7 @@ from bot.core.detectors import (
 )
 from bot.core.diagnose.announced import (
     as_submitit_decided,
+    requeued_by_lightning,
     stopped_on_sigterm,
     submitit_preemption,
     submitit_verdicts_only,
@@ -344,6 +345,15 @@ def diagnose(
         # it does without accounting (a bare `Killed`, ranks SIGKILLed, the error's own words)
         chosen, decided_by = ended.class_id, HINT
         evidence = [Evidence(n, t) for n, t in ended.lines]
+    if acct.state is None and chosen == "time_limit" and (
+            requeue := requeued_by_lightning(matches, series)) is not None:
+        # Lightning requeued the job itself (scontrol requeue) on Slurm's warning before the
+        # limit: Slurm starts it again, as when sacct shows it requeued; a resubmit would run it
+        # twice. The run's time limit stays a secondary class
+        secondary.append("time_limit")
+        chosen, decided_by = NONE_CLASS, HINT
+        case_cause = Requeued(None, "lightning", requeue.line_no)
+        evidence = [Evidence(requeue.line_no, requeue.text)]
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:

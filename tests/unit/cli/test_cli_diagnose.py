@@ -356,3 +356,21 @@ def test_read_log_takes_plain_values(tmp_path):
     assert diagnosis.class_id == "completed" and inp.target_iter == 100
     with pytest.raises(UsageError, match="cannot read log"):
         read_log(str(tmp_path / "missing.log"), Accounting(), catalogue=Catalogue.load())
+
+
+def test_a_job_lightning_requeued_is_not_resubmitted_from_its_log_alone(capsys, tmp_path):
+    """Lightning's auto-requeue (lightning/pytorch/trainer/connectors/signal_connector.py,
+    _slurm_sigusr_handler_fn: `Handling auto-requeue signal: 10`, `requeing job 4242...`, then
+    `Requeued SLURM job: 4242` once `scontrol requeue` returned 0): Slurm starts the job again by
+    itself, so diagnose proposes no resubmit that would run it twice."""
+    log = tmp_path / "lightning.log"
+    log.write_text("Epoch 3:  45%|████▌     | 670/1490 [14:58<18:20,  1.34s/it, loss=0.541]\n"
+                   "Handling auto-requeue signal: 10\nrequeing job 4242...\n"
+                   "Requeued SLURM job: 4242\nBypassing SIGTERM: 15\n")
+    code, out, _ = cli(capsys, str(log), "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == ("none", "none", False)
+    assert result["secondary"] == ["time_limit"]
+    assert "Lightning requeued the job itself (line 4)" in result["hint"]
+    code, out, _ = cli(capsys, str(log))
+    assert out.startswith(f"{log}: none - ") and "nothing needs resubmitting" in out

@@ -13,7 +13,7 @@ import pytest
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
-from bot.core.models import Accounting
+from bot.core.models import Accounting, Action
 from bot.slack.render import explain
 
 
@@ -207,18 +207,69 @@ def test_lightning_exiting_0_after_sigterm_is_a_time_limit_a_person_confirms(cat
 @pytest.mark.parametrize("lines", [
     ["handling SIGUSR1", "requeing job 4242...", "requeued exp 4242"],
     ["requeued exp 4242"],
+    ["Handling auto-requeue signal: 10", "requeing job 4242...", "Requeued SLURM job: 4242"],
     ["Handling auto-requeue signal: 10", "requeing job 4242...",
      "Requeuing SLURM job 4242 failed with error code 1"],
     ["handling SIGUSR1", "requeing job 4242...", "requeue failed..."],
+    ["Handling auto-requeue signal: 10"],
 ])
 def test_lightnings_requeue_lines_of_every_version_read_as_a_time_limit(catalogue, lines):
     """lightning/pytorch/trainer/connectors/signal_connector.py (2.0 on) and
     pytorch_lightning/trainer/connectors/signal_connector.py (1.6 to 1.9): the handler of the
-    --signal=SIGUSR1@90 warning before the time limit."""
+    --signal=SIGUSR1@90 warning before the time limit. With sacct's FAILED the run's end
+    decides; without accounting only a requeue that failed or whose end is cut off does (one
+    that Slurm took is a job that starts again: below)."""
     text = _BAR + "".join(f"{line}\n" for line in lines)
-    assert _diagnose(catalogue, text).class_id == "time_limit"
     failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
     assert failed.class_id == "time_limit"
+    alone = _diagnose(catalogue, text)
+    if any(line.startswith(("requeued exp", "Requeued SLURM job:")) for line in lines):
+        assert (alone.class_id, alone.secondary) == ("none", ("time_limit",))
+    else:
+        assert (alone.class_id, alone.action) == ("time_limit", Action.RESUBMIT)
+
+
+# lightning/pytorch/trainer/connectors/signal_connector.py (Lightning-AI/pytorch-lightning,
+# 7f0c343), _slurm_sigusr_handler_fn: `rank_zero_info(f"Handling auto-requeue signal:
+# {signum}")`, saves the HPC checkpoint, `log.info(f"requeing job {job_id}...")`, runs
+# `["scontrol", "requeue", job_id]` and, when it returns 0, `log.info(f"Requeued SLURM job:
+# {job_id}")` (else `Requeuing SLURM job {job_id} failed with error code {result}`). Its
+# `_sigterm_handler_fn` then logs `Bypassing SIGTERM: {signum}` for the SIGTERM that ends the run.
+_LIGHTNING_REQUEUED = (_BAR + "Handling auto-requeue signal: 10\n"
+                       "requeing job 4242...\n"
+                       "Requeued SLURM job: 4242\n"
+                       "Bypassing SIGTERM: 15\n")
+
+
+@pytest.mark.parametrize("text", [
+    _LIGHTNING_REQUEUED,
+    # its 1.6 to 1.9 wording (pytorch_lightning/trainer/connectors/signal_connector.py)
+    _BAR + "handling SIGUSR1\nrequeing job 4242...\nrequeued exp 4242\n",
+])
+def test_a_job_lightning_requeued_read_from_its_log_alone_is_not_resubmitted(catalogue, text):
+    """Lightning ran scontrol requeue itself: Slurm starts the job again, so a resubmit would
+    run it twice. Read without accounting it is what sacct's REQUEUED says (the requeued
+    outcome): nothing to do, the time limit a secondary class, the requeue line the evidence."""
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.action, d.retryable, d.decided_by) == ("none", Action.NONE, False,
+                                                                 "hint")
+    assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4}
+    assert d.secondary == ("time_limit",)
+    assert [e.line for e in d.evidence] == [4]
+    assert "Lightning requeued the job itself (line 4)" in explain(d)
+    assert "nothing needs resubmitting" in explain(d)
+    assert "다시 제출할 필요가 없습니다" in explain(d, "ko")
+    # sacct's word decides when there is one
+    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    assert (timeout.class_id, timeout.action) == ("time_limit", Action.RESUBMIT)
+    requeued = _diagnose(catalogue, text, Accounting(state="REQUEUED", exit_code=0, signal=0))
+    assert (requeued.class_id, requeued.action) == ("none", Action.NONE)
+
+
+def test_a_lightning_requeue_followed_by_training_is_no_requeue(catalogue):
+    """Progress after the requeue line: that run went on (the requeue line is history)."""
+    d = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"))
+    assert (d.detail or {}).get("kind") != "requeued"
 
 
 # DeepSpeed's logger: `[2025-03-02 10:02:00,000] [INFO] [launch.py:344:sigkill_handler] ...`
