@@ -52,3 +52,19 @@ LINE_PREFIXES = re.compile(rf"^(?:{RANK_PREFIX}|{PROCESS_PREFIX}|{TIMED_PREFIX})
 TIMED_PREFIXES = re.compile(TIMED_PREFIX)
 #: The first character of a line that may start with a prefix (a cheap test before matching).
 PREFIX_STARTS = frozenset("[r \t(#^0123456789")
+
+# The rank number in a launcher's label (RANK_PREFIX's forms, torchrun's timed one), after any
+# other prefixes before it (a time, a process's), colour codes removed first.
+_RANK_LABEL = re.compile(
+    rf"^(?:{PROCESS_PREFIX}|\[[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}[^\]\n]*\])*"
+    r"(?:[ \t]*\[(?:rank|default|RANK)[ \t]*([0-9]+)\]|rank([0-9]+): "
+    r"|\[[0-9]+,([0-9]+)\]<std(?:out|err)>:|[ \t]*([0-9]+):[ \t])")
+_ANSI_RE = re.compile(ANSI_ESCAPE)
+
+
+def labelled_rank(line: str) -> int | None:
+    """The rank (or srun task) a launcher's label at the start of a raw log line names
+    (`[rank1]:`, `[default1]:`, `rank1: `, mpirun's `[1,1]<stdout>:`, srun --label's `1: `,
+    torchrun's `[2024-05-01 19:38:57,123][rank1]:`); None when the line has no such label."""
+    m = _RANK_LABEL.match(_ANSI_RE.sub("", line) if "\x1b" in line else line)
+    return None if m is None else int(next(g for g in m.groups() if g is not None))

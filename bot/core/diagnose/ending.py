@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.logprefix import labelled_rank
 from bot.core.metrics import MetricSeries
 from bot.core.progress_bars import is_start_up_bar
 from bot.core.training_lines import message_after_time
@@ -515,8 +516,13 @@ def _error_block(
 ) -> tuple[list[Any], list[tuple[int, str]]]:
     """The catalogue hints and the last lines after the log's last progress or completion
     line or Megatron's notice that it trains on after a non-fatal check
-    (`NOT_FATAL_VALIDATION`): the block an unhandled error would be in; `tail` is not empty."""
-    done = [m.line_no for m in matches if m.class_id == "completed"]
+    (`NOT_FATAL_VALIDATION`): the block an unhandled error would be in; `tail` is not empty.
+    A completion line a launcher labels as another rank's than rank 0 (`[rank1]:`, srun's
+    `1: `) does not end the block: rank 1 finished, rank 0's error before or after it is
+    still the run's end."""
+    raw = dict(tail)
+    done = [m.line_no for m in matches if m.class_id == "completed"
+            and labelled_rank(raw.get(m.line_no, "")) in (None, 0)]
     going_on = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
                 done[-1] if done else 0, going_on[-1] + 1 if going_on else 0)
