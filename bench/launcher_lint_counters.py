@@ -9,9 +9,14 @@ judge: the walk's own cost), all in the same run.
 Shapes: `((n++)) || true` lines; `( ((n++)) || true )`, each in a subshell (counting nothing
 for the next); `if [ -n "$X" ]; then ((n++)); fi`, each in a branch bash may skip; `if …; then
 ((n++)); else ((n++)); fi`, one of which always runs; `case` with two patterns; a loop each.
-Each time is the median of `--repeat` runs, in CPU seconds of this process. The findings of
-the small and the large script are checked to be the same per counter line (the bench fails
-otherwise). Prints one table row per shape.
+And the other side of the judgement: as many assignments, each in an `if` bash may skip, before
+one counter (which of them may be the last to run: branches.last_to_run); as many calls of a
+function whose body counts (`inc() { ((n++)); }`), each after an assignment, made directly,
+through another function (`run() { inc; }`), or through one that sets the variable in a branch
+first (calls.values_at_calls; for those, `{c}` is the body's counter). Each time is the median
+of `--repeat` runs, in CPU seconds of this process. The findings of the small and the large
+script are checked to be the same (the bench fails otherwise). Prints one table row per
+shape.
 """
 
 from __future__ import annotations
@@ -28,15 +33,33 @@ from launcher_lint_scale import _median  # noqa: E402  (bench/, this script's fo
 from bot.core.launcher_lint import lint_launcher  # noqa: E402
 
 HEAD = "#!/bin/bash\nset -e\nn=0\n"
-#: Each shape: one line with `{c}` where a counter goes.
+#: Each shape: the script's head, one part repeated (`{c}` where a counter goes, `{i}` the
+#: part's number) and its tail.
 SHAPES = {
-    "`((n++)) || true` lines": "{c} || true\n",
-    "`( ((n++)) || true )`, subshells": "( {c} || true )\n",
-    "`if …; then ((n++)); fi`": 'if [ -n "$X" ]; then {c}; fi\n',
-    "`if …; then ((n++)); else ((n++)); fi`": 'if [ -n "$X" ]; then {c}; else {c}; fi\n',
-    "`case` of two patterns": 'case "$X" in a) {c};; b) {c};; esac\n',
-    "`for` loop each": "for i in 1 2; do {c} || true; done\n",
+    "`((n++)) || true` lines": (HEAD, "{c} || true\n", ""),
+    "`( ((n++)) || true )`, subshells": (HEAD, "( {c} || true )\n", ""),
+    "`if …; then ((n++)); fi`": (HEAD, 'if [ -n "$X" ]; then {c}; fi\n', ""),
+    "`if …; then ((n++)); else ((n++)); fi`": (
+        HEAD, 'if [ -n "$X" ]; then {c}; else {c}; fi\n', ""),
+    "`case` of two patterns": (HEAD, 'case "$X" in a) {c};; b) {c};; esac\n', ""),
+    "`for` loop each": (HEAD, "for i in 1 2; do {c} || true; done\n", ""),
+    "assignments in `if`s, then one counter": (
+        HEAD, 'if [ -n "$X" ]; then n={i}; fi\n', "{c}\n"),
+    "calls of `inc() { ((n++)); }`": (
+        "#!/bin/bash\nset -e\ninc() { {c}; }\n", "n=1\ninc\n", ""),
+    "calls through `run() { inc; }`": (
+        "#!/bin/bash\nset -e\ninc() { {c}; }\nrun() { inc; }\n", "n=1\nrun\n", ""),
+    "calls through `run() { if …; then n=0; fi; inc; }`": (
+        '#!/bin/bash\nset -e\ninc() { {c}; }\nrun() { if [ -n "$X" ]; then n=0; fi; inc; }\n',
+        "n=5\nrun\n", ""),
 }
+
+
+def _script(shape: tuple[str, str, str], parts: int, counter: str) -> str:
+    head, part, tail = shape
+    return (head.replace("{c}", counter)
+            + "".join(part.format(c=counter, i=i) for i in range(parts))
+            + tail.format(c=counter))
 
 
 def _levels(text: str) -> list[str]:
@@ -51,21 +74,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     n = args.counters
-    print(f"| shape | lint, {n} counters (CPU s) | lint / lint at 1/8 "
+    print(f"| shape | lint, {n} counters, assignments or calls (CPU s) | lint / lint at 1/8 "
           "| same script, `echo` for each counter (CPU s) | lint / that |")
     print("|---|---|---|---|---|")
-    for name, line in SHAPES.items():
-        big = HEAD + line.format(c="((n++))") * n
-        small = HEAD + line.format(c="((n++))") * (n // 8)
-        plain = HEAD + line.format(c="echo n") * n
+    for name, shape in SHAPES.items():
+        big = _script(shape, n, "((n++))")
+        small = _script(shape, n // 8, "((n++))")
+        plain = _script(shape, n, "echo n")
         if _levels(big) != _levels(small):
             raise SystemExit(f"{name}: the findings differ with the number of counters")
         t_big = _median(lambda t=big: lint_launcher(t), args.repeat)
         t_small = _median(lambda t=small: lint_launcher(t), args.repeat)
         t_plain = _median(lambda t=plain: lint_launcher(t), args.repeat)
         print(f"| {name} | {t_big:.3f} s | {t_big / t_small:.1f} | {t_plain:.3f} s | "
-              f"{t_big / t_plain:.1f} |")
-
+              f"{t_big / t_plain:.1f} |", flush=True)
 
 if __name__ == "__main__":
     main()

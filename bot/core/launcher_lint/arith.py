@@ -19,7 +19,13 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from bot.core.findings import Finding, Level
-from bot.core.launcher_lint.branches import Step, last_to_run, on_every_path, path_index
+from bot.core.launcher_lint.branches import (
+    Coverage,
+    Step,
+    last_to_run,
+    on_every_path,
+    path_index,
+)
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
@@ -462,81 +468,6 @@ def _enclosing(spans: list[tuple[int, int]], offsets: list[int]) -> dict[int, tu
     return found
 
 
-class _Coverage:
-    """Whether every way through the branches holds one of a set of paths (each: the branches
-    a count is in that the assignment it follows is not in, outermost first), with the
-    branches a counter is in taken as run (branches.on_every_path's question for the counts
-    between an assignment and a counter), kept as paths are added and taken back: a trie of
-    them, where a node is covered when a path ends there or a construct that always runs one
-    of its branches (an `else`, a `*`, a loop over words written out) is complete there, each
-    of its branches covered below it. Adding a path costs its length, taking it back (`log`:
-    how to undo each change, latest last) as much; a question, the counter's depth."""
-
-    def __init__(self, constructs: dict[tuple[int, int], Construct],
-                 log: list[Callable[[], object]]) -> None:
-        self.constructs, self.log = constructs, log
-        self.root = _Node()
-
-    def add(self, path: tuple[Step, ...]) -> None:
-        node, way = self.root, []
-        for step in path:
-            way.append((node, step))
-            if step not in node.children:
-                node.children[step] = _Node()
-                self.log.append(functools.partial(node.children.pop, step))
-            node = node.children[step]
-        if not node.ends:
-            node.ends = True
-            self.log.append(functools.partial(setattr, node, "ends", False))
-        if node.covered:
-            return
-        self._cover(node)
-        for parent, (key, i) in reversed(way):
-            spans, always = self.constructs[key]
-            covered = parent.branches.setdefault(key, set())
-            covered.add(i)
-            self.log.append(functools.partial(covered.discard, i))
-            if not (always and len(covered) == len(spans)):
-                return
-            parent.complete.add(key)
-            self.log.append(functools.partial(parent.complete.discard, key))
-            if parent.covered:
-                return
-            self._cover(parent)
-
-    def _cover(self, node: _Node) -> None:
-        node.covered = True
-        self.log.append(functools.partial(setattr, node, "covered", False))
-
-    def covers(self, taken: tuple[Step, ...]) -> bool:
-        """Do the paths cover every way, with the branches `taken` (a chain, outermost first:
-        those the counter is in) as run? A path through them reads as the rest of it after
-        them, so a node along `taken` gains what is below the next one, and the construct of
-        the next one, one of whose branches is taken as run, is complete only as that one."""
-        node = self.root
-        for key, i in taken:
-            if node.ends or node.complete - {key}:
-                return True
-            below = node.children.get((key, i))
-            if below is None:
-                return False
-            node = below
-        return node.covered
-
-
-class _Node:
-    """A node of _Coverage's trie: the paths below it by their next step, whether one ends
-    here, whether every way from here holds one of them, and of each construct below, its
-    branches that do and whether all of them do (with one always run: complete)."""
-
-    def __init__(self) -> None:
-        self.children: dict[Step, _Node] = {}
-        self.ends = False
-        self.covered = False
-        self.branches: dict[tuple[int, int], set[int]] = {}
-        self.complete: set[tuple[int, int]] = set()
-
-
 class _Nesting:
     """Spans (the subshells, the function bodies) as a tree, each with the one around it, when
     they nest (`nested`; they do in every script bash parses)."""
@@ -655,7 +586,7 @@ class _CountsRead:
                  constructs: dict[tuple[int, int], Construct]) -> None:
         self.next, self.known = first_unread, known
         self.log: list[Callable[[], object]] = []
-        self.coverage = _Coverage(constructs, self.log)
+        self.coverage = Coverage(constructs, self.log)
         self.first: tuple[int, int] | None = None
         self.inside: list[tuple[int, int]] = []
         self.upto = -1

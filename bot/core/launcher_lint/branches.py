@@ -5,6 +5,7 @@ from the options its later passes start from."""
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable
 from copy import copy
 from dataclasses import dataclass, field
@@ -349,6 +350,81 @@ def _covered(paths: list[tuple[Step, ...]], constructs: dict[tuple[int, int], Co
     return False
 
 
+class Coverage:
+    """Whether every way through the branches holds one of a set of paths (each: the branches
+    a count is in that the assignment it follows is not in, outermost first), with the
+    branches a counter is in taken as run (branches.on_every_path's question for the counts
+    between an assignment and a counter), kept as paths are added and taken back: a trie of
+    them, where a node is covered when a path ends there or a construct that always runs one
+    of its branches (an `else`, a `*`, a loop over words written out) is complete there, each
+    of its branches covered below it. Adding a path costs its length, taking it back (`log`:
+    how to undo each change, latest last) as much; a question, the counter's depth."""
+
+    def __init__(self, constructs: dict[tuple[int, int], Construct],
+                 log: list[Callable[[], object]]) -> None:
+        self.constructs, self.log = constructs, log
+        self.root = CoverageNode()
+
+    def add(self, path: tuple[Step, ...]) -> None:
+        node, way = self.root, []
+        for step in path:
+            way.append((node, step))
+            if step not in node.children:
+                node.children[step] = CoverageNode()
+                self.log.append(functools.partial(node.children.pop, step))
+            node = node.children[step]
+        if not node.ends:
+            node.ends = True
+            self.log.append(functools.partial(setattr, node, "ends", False))
+        if node.covered:
+            return
+        self._cover(node)
+        for parent, (key, i) in reversed(way):
+            spans, always = self.constructs[key]
+            covered = parent.branches.setdefault(key, set())
+            covered.add(i)
+            self.log.append(functools.partial(covered.discard, i))
+            if not (always and len(covered) == len(spans)):
+                return
+            parent.complete.add(key)
+            self.log.append(functools.partial(parent.complete.discard, key))
+            if parent.covered:
+                return
+            self._cover(parent)
+
+    def _cover(self, node: CoverageNode) -> None:
+        node.covered = True
+        self.log.append(functools.partial(setattr, node, "covered", False))
+
+    def covers(self, taken: tuple[Step, ...]) -> bool:
+        """Do the paths cover every way, with the branches `taken` (a chain, outermost first:
+        those the counter is in) as run? A path through them reads as the rest of it after
+        them, so a node along `taken` gains what is below the next one, and the construct of
+        the next one, one of whose branches is taken as run, is complete only as that one."""
+        node = self.root
+        for key, i in taken:
+            if node.ends or node.complete - {key}:
+                return True
+            below = node.children.get((key, i))
+            if below is None:
+                return False
+            node = below
+        return node.covered
+
+
+class CoverageNode:
+    """A node of Coverage's trie: the paths below it by their next step, whether one ends
+    here, whether every way from here holds one of them, and of each construct below, its
+    branches that do and whether all of them do (with one always run: complete)."""
+
+    def __init__(self) -> None:
+        self.children: dict[Step, CoverageNode] = {}
+        self.ends = False
+        self.covered = False
+        self.branches: dict[tuple[int, int], set[int]] = {}
+        self.complete: set[tuple[int, int]] = set()
+
+
 def last_to_run(assigned: list[tuple[int, str | None]], since: int, target: int,
                 constructs: dict[tuple[int, int], Construct],
                 path_of: Callable[[int], tuple[Step, ...]] | None = None,
@@ -356,9 +432,17 @@ def last_to_run(assigned: list[tuple[int, str | None]], since: int, target: int,
     """Of `assigned` (offset, value; in order, between `since` and `target`), those one of
     which is the last to run on a way from `since` to `target`, and whether one of them runs on
     every way (else what held at `since` may hold at `target` too): from the last that runs on
-    every way on (`m=0; if c; then m=5; fi`: `m=0` or `m=5`), all of them when none does."""
+    every way on (`m=0; if c; then m=5; fi`: `m=0` or `m=5`), all of them when none does.
+
+    The suffixes of `assigned` are read from the last one, each adding one assignment's
+    branches (those `since` and `target` are not in, as on_every_path reads them) to one
+    Coverage, whose answer at its root is on_every_path's for that suffix: a suffix that
+    holds one on every way is found in time linear in the number of assignments after it."""
+    path_of = path_of or (lambda offset: branch_path(offset, constructs))
+    known = set(path_of(since)) | set(path_of(target))
+    coverage = Coverage(constructs, [])
     for k in range(len(assigned) - 1, -1, -1):
-        if on_every_path([pos for pos, _v in assigned[k:]], since, target, constructs,
-                         path_of):
+        coverage.add(tuple(step for step in path_of(assigned[k][0]) if step not in known))
+        if coverage.root.covered:
             return assigned[k:], True
     return assigned, False

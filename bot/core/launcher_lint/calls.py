@@ -134,22 +134,30 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
     that loop before the call, which runs again first), and that assignment ((offset, value),
     None when there is none); with the assignments that hold there instead on some runs (the
     bodies the call is made through set it in a branch bash may skip: _set_in_chain), [] when
-    that one holds on every run."""
+    that one holds on every run.
+
+    Each call costs the logarithm of the number of assignments (bisection in them; a call made
+    through other bodies steps back over each of those bodies' assignments at once) and what
+    its chain of bodies sets, read once per chain (many calls of one function are linear in
+    their number)."""
     start, end = body
     outside = [(pos, v) for pos, v in assigned if not start <= pos < end]
-    result: list[AtCall] = []
     starts = [pos for pos, _v in outside]
+    offsets = [pos for pos, _v in assigned]
+    set_in: dict[tuple[tuple[int, int, int], ...],
+                 tuple[list[tuple[int, str | None]], bool] | None] = {}
+    result: list[AtCall] = []
+    placed: set[int] = set()  # the offsets of the calls answered
     latest = -1  # the furthest an earlier call is in the script
     for call in calls:
         if call.name != name:
             continue
         if call.chain:  # made in another function's body (outermost_calls)
-            bodies = [(s, e) for s, e, _p in call.chain]
-            chained = [(pos, v) for pos, v in outside
-                       if not any(s <= pos < e for s, e in bodies)]
-            k = bisect.bisect_left([pos for pos, _v in chained], call.offset)
-            last = chained[k - 1] if k else None
-            inner = _set_in_chain(call.chain, assigned, constructs, path_of)
+            last = _last_outside(outside, starts, call.offset, call.chain)
+            if call.chain not in set_in:
+                set_in[call.chain] = _set_in_chain(call.chain, assigned, offsets, constructs,
+                                                   path_of)
+            inner = set_in[call.chain]
             if inner is not None:
                 # … which sets the variable before it (None: after it, so an earlier run of
                 # that body may have left any value), on every run or with what holds outside
@@ -157,26 +165,38 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
                 # counted it since
                 found, every_run = inner
                 also = found[:-1] + ([] if every_run or last is None else [last])
-                ran = any(c.offset == call.offset for c, _r, _l, _a in result)
-                result.append((call, ran, found[-1], also))
+                result.append((call, call.offset in placed, found[-1], also))
+                placed.add(call.offset)
                 latest = max(latest, call.offset)
                 continue
-            pos = last[0] if last else -1
-            fresh = call.loop_from is not None and pos >= call.loop_from
-            result.append((call, not fresh and latest > pos, last, []))
-            latest = max(latest, call.offset)
-            continue
-        k = bisect.bisect_left(starts, call.offset)
-        last = outside[k - 1] if k else None
+        else:
+            k = bisect.bisect_left(starts, call.offset)
+            last = outside[k - 1] if k else None
         pos = last[0] if last else -1
         fresh = call.loop_from is not None and pos >= call.loop_from
         result.append((call, not fresh and latest > pos, last, []))
+        placed.add(call.offset)
         latest = max(latest, call.offset)
     return result
 
 
+def _last_outside(outside: list[tuple[int, str | None]], starts: list[int], offset: int,
+                  chain: tuple[tuple[int, int, int], ...]) -> tuple[int, str | None] | None:
+    """The last of `outside` (their offsets: `starts`) before `offset` that is in none of the
+    bodies of `chain` (model.Call.chain): from the last before it, back over the whole of a
+    body it is in at each step."""
+    k = bisect.bisect_left(starts, offset)
+    while k:
+        pos = starts[k - 1]
+        around = [s for s, e, _p in chain if s <= pos < e]
+        if not around:
+            return outside[k - 1]
+        k = bisect.bisect_left(starts, min(around), 0, k - 1)
+    return None
+
+
 def _set_in_chain(chain: tuple[tuple[int, int, int], ...],
-                  assigned: list[tuple[int, str | None]],
+                  assigned: list[tuple[int, str | None]], offsets: list[int],
                   constructs: dict[tuple[int, int], Construct],
                   path_of: Callable[[int], tuple[Step, ...]]
                   ) -> tuple[list[tuple[int, str | None]], bool] | None:
@@ -186,17 +206,18 @@ def _set_in_chain(chain: tuple[tuple[int, int, int], ...],
     its branches (branches.last_to_run: `if c; then m=0; fi` on some runs only, when those of
     the bodies around it, or else what holds outside, hold on the others); (its offset, None)
     when that body sets it only after (the value an earlier run left is not known); None when
-    none of them sets it."""
+    none of them sets it. `offsets`: those of `assigned`, in which each body's are found by
+    bisection."""
     found: list[tuple[int, str | None]] = []
     for start, end, at in reversed(chain):
-        before = [(pos, v) for pos, v in assigned if start <= pos < at]
+        before = assigned[bisect.bisect_left(offsets, start):bisect.bisect_left(offsets, at)]
         if before:
             left, every_run = last_to_run(before, start, at, constructs, path_of)
             found = left + found
             if every_run:
                 return found, True
             continue
-        after = [pos for pos, _v in assigned if at < pos < end]
-        if after:
-            return [(after[0], None), *found], True
+        k = bisect.bisect_right(offsets, at)
+        if k < len(offsets) and offsets[k] < end:
+            return [(offsets[k], None), *found], True
     return (found, False) if found else None
