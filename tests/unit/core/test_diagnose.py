@@ -202,6 +202,8 @@ def run_log(catalogue, text: str, acct: Accounting, **kw):
 
 
 FAILED = Accounting(state="FAILED", exit_code=1, signal=0)
+# The progress line (iteration 120 of 8000) before the lines under test of a log that ends in them.
+PROGRESS_AT_120 = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
 PROGRESS = "".join(f"2025-05-20 10:00:{i:02d} iter={i} loss=0.5\n" for i in range(1, 40))
 
 
@@ -255,7 +257,7 @@ def test_accounting_alone_decides(catalogue, state, exit_code, signal, class_id,
     'job 7 exceeds job hard limit "h_rt" of queue "all.q@node1" (3600.00000 > limit:3600.00000)',
 ])
 def test_other_batch_systems_time_limits_are_a_time_limit(catalogue, line: str):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert (d.class_id, d.decided_by) == ("time_limit", "signature")
 
 
@@ -267,7 +269,7 @@ def test_other_batch_systems_time_limits_are_a_time_limit(catalogue, line: str):
     ("=>> PBS: job killed: vmem job total 9437184 kb exceeded limit 8388608 kb", "host_oom"),
 ])
 def test_pbs_kills_at_its_walltime_and_memory_limits_name_their_limit(catalogue, line, class_id):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert (d.class_id, d.decided_by) == (class_id, "signature")
 
 
@@ -333,7 +335,7 @@ def test_mxnet_failing_to_allocate_another_devices_memory_is_no_host_oom(catalog
 
 def test_a_ray_worker_dead_of_a_system_error_is_a_host_oom_only_by_hint(catalogue):
     # Ray names the OOM killer as the first likely cause; a segfault reads the same
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + RAY_SYSTEM_ERROR + "\n"
+    text = PROGRESS_AT_120 + RAY_SYSTEM_ERROR + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
     # and a job that goes on after it is running
@@ -346,7 +348,7 @@ def test_a_ray_worker_dead_of_a_system_error_is_a_host_oom_only_by_hint(catalogu
     "ERROR: job 42 exceeded its time limit and was killed",
 ])
 def test_an_error_that_names_a_time_limit_in_its_own_words_ends_a_log_as_one(catalogue, line):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert (d.class_id, d.decided_by) == ("time_limit", "hint")
 
 
@@ -357,8 +359,7 @@ def test_an_error_that_names_a_time_limit_in_its_own_words_ends_a_log_as_one(cat
 ])
 def test_an_error_that_names_a_loaders_timeout_in_its_own_words_ends_a_log_as_one(catalogue,
                                                                                    line):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = _after_progress(catalogue, line)
     assert (d.class_id, d.decided_by) == ("dataloader_timeout", "hint")
 
 
@@ -374,13 +375,12 @@ def test_an_error_that_names_a_loaders_timeout_in_its_own_words_ends_a_log_as_on
     "UserWarning: data loader timed out waiting for the next batch, retrying",
 ])
 def test_other_timeouts_do_not_end_a_log_as_a_loaders(catalogue, line):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
-    assert _diagnose_text(catalogue, text).class_id != "dataloader_timeout"
+    assert _after_progress(catalogue, line).class_id != "dataloader_timeout"
 
 
 def test_a_request_that_exceeded_a_time_limit_is_not_the_jobs(catalogue):
     line = "ERROR: the request exceeded the time limit of the server"
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert d.class_id == "unknown_failure"
 
 
@@ -391,7 +391,7 @@ def test_a_request_that_exceeded_a_time_limit_is_not_the_jobs(catalogue):
     "[2025-03-02 10:00:01] Error: CUDA error 999 'unknown error' file 'src/tensors/gpu/device.cu'",
 ])
 def test_older_frameworks_unknown_cuda_error_is_a_gpu_failure(catalogue, line: str):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert (d.class_id, d.decided_by) == ("gpu_failure", "signature")
 
 
@@ -401,7 +401,7 @@ def test_older_frameworks_unknown_cuda_error_is_a_gpu_failure(catalogue, line: s
 ])
 def test_darknets_illegal_access_alone_is_not_blamed_on_the_gpu(catalogue, line: str):
     # its threads end in a rebuild for the GPU's architecture or a cfg fix, not a drained node
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert d.class_id == "unknown_failure"
     assert not d.retryable
 
@@ -413,7 +413,7 @@ def test_darknets_illegal_access_alone_is_not_blamed_on_the_gpu(catalogue, line:
     ("srun: error: Some of the step tasks have been OOM", "host_oom"),
 ])
 def test_a_log_cut_off_in_a_deciding_line_is_named_by_its_start(catalogue, line, class_id):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert (d.class_id, d.decided_by) == (class_id, "hint")
     assert any(line in e.text for e in d.evidence)
 
@@ -423,7 +423,7 @@ def test_a_log_cut_off_in_a_deciding_line_is_named_by_its_start(catalogue, line,
     "Number of training examples",  # the deciding figure (`= 0`) was cut off
 ])
 def test_too_little_of_a_deciding_line_at_the_end_decides_nothing(catalogue, line):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n")
+    d = _after_progress(catalogue, line)
     assert d.class_id == "none"
 
 
@@ -442,7 +442,7 @@ NCCL_REMOTE_ERROR = (
 
 
 def test_nccl_remote_error_after_an_infiniband_fault_is_the_nodes(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+    text = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
             + "[rank0]: NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, opcode 0,"
             " len 0, vendor err 129 (Send)\n")
     d = _diagnose_text(catalogue, text)
@@ -451,7 +451,7 @@ def test_nccl_remote_error_after_an_infiniband_fault_is_the_nodes(catalogue):
 
 
 def test_nccl_remote_error_is_the_symptom_of_another_ranks_error(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "[rank3]: RuntimeError: GPU 3 ran out of memory in the fused attention kernel\n"
             + NCCL_REMOTE_ERROR)
     d = _diagnose_text(catalogue, text)
@@ -460,7 +460,7 @@ def test_nccl_remote_error_is_the_symptom_of_another_ranks_error(catalogue):
 
 
 def test_nccl_remote_error_alone_names_no_cause(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+    text = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
             + "[rank0]: socketProgressOpt: Call to recv from 10.0.0.2<33759> failed :"
             " Connection reset by peer\n")
     assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
@@ -482,7 +482,7 @@ EXIT_1 = Accounting(state="FAILED", exit_code=1, signal=0)
 def test_nccl_remote_error_names_the_same_cause_with_and_without_accounting(
         catalogue, acct, cause, class_id, evidence):
     # the reporting rank's SIGABRT (torchrun's line, sacct's 0:6) or exit 1 is the symptom's
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause + TORCHRUN_ABORT
+    text = PROGRESS_AT_120 + cause + TORCHRUN_ABORT
     d = _diagnose_text(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == (class_id, "hint")
     assert any(evidence in e.text for e in d.evidence)
@@ -500,7 +500,7 @@ def test_the_abort_of_the_rank_that_reported_the_remote_error_is_not_a_second_cl
         catalogue, acct, cause, class_id):
     """Its SIGABRT is the named cause's symptom: the incident's "also seen" does not list an
     NCCL timeout beside it."""
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause + TORCHRUN_ABORT
+    text = PROGRESS_AT_120 + cause + TORCHRUN_ABORT
     d = _diagnose_text(catalogue, text, acct)
     assert d.class_id == class_id
     assert "nccl_timeout" not in d.secondary
@@ -508,7 +508,7 @@ def test_the_abort_of_the_rank_that_reported_the_remote_error_is_not_a_second_cl
 
 def test_a_watchdog_timeout_beside_the_remote_error_is_still_listed(catalogue):
     """A watchdog that fired has its own line: it stays among the classes seen."""
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
             "[rank0]:[E302 10:30:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught"
             " collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for"
@@ -520,7 +520,7 @@ def test_a_watchdog_timeout_beside_the_remote_error_is_still_listed(catalogue):
 @pytest.mark.parametrize(("acct", "class_id"), [(SIGABRT, "nccl_timeout"),
                                                 (EXIT_1, "unknown_failure")])
 def test_nccl_remote_error_naming_no_cause_is_decided_by_accounting(catalogue, acct, class_id):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+    text = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
             + TORCHRUN_ABORT)
     d = _diagnose_text(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == (class_id, "accounting")
@@ -551,7 +551,7 @@ NCCL_SYSTEM_ERROR = (
 ], ids=["2.18", "2.21", "2.23", "2.28", "port-error", "2.10-system-error"])
 def test_an_infiniband_fault_nccl_reports_in_any_version_is_the_nodes(catalogue, acct, error,
                                                                      fault):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + error
+    text = (PROGRESS_AT_120 + error
             + "gpu-a017:12345:12400 [0] NCCL WARN " + fault + "\n" + TORCHRUN_ABORT)
     d = _diagnose_text(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == ("node_failure", "hint")
@@ -582,18 +582,18 @@ def test_an_infiniband_fault_after_another_rank_died_of_its_own_error_is_that_er
     # error, the failed sends to the dead peer: not the node's fabric, nothing to --exclude
     for order in (peer + NCCL_REMOTE_ERROR + IB_AFTER_PEER_DIED,
                   NCCL_REMOTE_ERROR + IB_AFTER_PEER_DIED + peer):
-        d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + order
+        d = _diagnose_text(catalogue, PROGRESS_AT_120 + order
                            + LAUNCHER_WRAPPER + TORCHRUN_ABORT, acct)
         assert (d.class_id, d.decided_by, d.retryable, d.node) == (class_id, "hint", False, None)
         assert any(evidence in e.text for e in d.evidence)
     # the same fault with no other rank's error (only collateral ones) is the node's
-    alone = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_REMOTE_ERROR
+    alone = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
              + IB_AFTER_PEER_DIED + LAUNCHER_WRAPPER + TORCHRUN_ABORT)
     assert _diagnose_text(catalogue, alone, acct).class_id == "node_failure"
 
 
 def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NCCL_SYSTEM_ERROR
+    text = (PROGRESS_AT_120 + NCCL_SYSTEM_ERROR
             + "gpu-a017:12345:12400 [0] NCCL WARN Error while creating shared memory segment "
             "/dev/shm/nccl-Bzp5M1 (size 9637888), error: No space left on device (28)\n")
     # a full /dev/shm (test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_...)
@@ -603,7 +603,7 @@ def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
 
 
 def test_a_scheduler_verdict_still_decides_over_nccl_remote_errors_cause(catalogue):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + RANK_OOM + NCCL_REMOTE_ERROR
+    text = PROGRESS_AT_120 + RANK_OOM + NCCL_REMOTE_ERROR
     d = _diagnose_text(catalogue, text, Accounting(state="NODE_FAIL", exit_code=0, signal=0))
     assert (d.class_id, d.decided_by) == ("node_failure", "accounting")
 
@@ -619,12 +619,12 @@ HOROVOD_STALL = (
 
 
 def test_a_log_that_ends_in_horovods_stall_warning_is_a_hang(catalogue):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + HOROVOD_STALL)
+    d = _diagnose_text(catalogue, PROGRESS_AT_120 + HOROVOD_STALL)
     assert (d.class_id, d.decided_by) == ("hang", "hint")
 
 
 def test_horovods_stall_warning_followed_by_progress_is_survived(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + HOROVOD_STALL
+    text = (PROGRESS_AT_120 + HOROVOD_STALL
             + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
     assert _diagnose_text(catalogue, text).class_id == "none"
 
@@ -903,7 +903,7 @@ def test_a_full_dev_shm_in_the_same_words_is_no_full_disk(catalogue, acct):
 
 
 def test_a_wait_interrupted_before_more_progress_is_survived(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + WAITING_ON_A_LOCK
+    text = (PROGRESS_AT_120 + WAITING_ON_A_LOCK
             + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
     assert _diagnose_text(catalogue, text).class_id == "none"
 
@@ -1139,8 +1139,13 @@ def _diagnose_text(catalogue, text: str, acct: Accounting | None = None):
     return analysis.diagnose(acct)
 
 
+def _after_progress(catalogue, line: str, acct: Accounting | None = None):
+    """The diagnosis of a log that reached iteration 120, then said `line`."""
+    return _diagnose_text(catalogue, PROGRESS_AT_120 + line + "\n", acct)
+
+
 NATIVE_ABORT = (
-    "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    PROGRESS_AT_120 +
     "[2025-03-02 10:00:04] iter 121/8000 loss 1.20\n"
     "terminate called after throwing an instance of 'std::system_error'\n"
     "  what():  Operation not permitted\n"
@@ -1181,7 +1186,7 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
     "11: ", "(TorchTrainer pid=123) ", "(RayTrainWorker pid=4567, ip=10.0.0.3) ",
 ])
 def test_a_decisive_line_behind_a_runner_prefix_decides(catalogue, prefix: str):
-    text = (prefix + "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (prefix + PROGRESS_AT_120
             + prefix + "MemoryError\n")
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
@@ -1193,8 +1198,7 @@ def test_a_decisive_line_behind_a_runner_prefix_decides(catalogue, prefix: str):
 ])
 def test_an_error_quoted_in_markdown_keeps_its_class(catalogue, last_line: str):
     # a line pasted into an issue or a chat keeps its quoting: backticks, emphasis, `> `
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = _after_progress(catalogue, last_line)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
 
 
@@ -1244,8 +1248,7 @@ def test_an_error_quoted_in_markdown_keeps_its_class(catalogue, last_line: str):
     "fopen /data/voc/2007_train.txt: No such file or directory (errno 2)",
 ])
 def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+    assert _after_progress(catalogue, last_line).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize("last_line", [
@@ -1274,8 +1277,7 @@ def test_a_log_that_ends_in_an_error_line_is_a_failure(catalogue, last_line: str
     "directory, rebuilding it",
 ])
 def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_line: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + last_line + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert _after_progress(catalogue, last_line).class_id == "none"
 
 
 @pytest.mark.parametrize("metrics", [
@@ -1289,8 +1291,7 @@ def test_a_log_that_ends_in_a_warning_or_progress_is_running(catalogue, last_lin
     "[INFO] eval done: top-1 error: 23.5 %, top-5 error: 7.1 %",
 ])
 def test_a_metric_named_error_is_not_an_error_report(catalogue, metrics: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + metrics + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert _after_progress(catalogue, metrics).class_id == "none"
 
 
 @pytest.mark.parametrize("error", [
@@ -1301,8 +1302,7 @@ def test_a_metric_named_error_is_not_an_error_report(catalogue, metrics: str):
     "Avg Error: 0.09, Failed to save checkpoint to /ckpt/step_120",
 ])
 def test_an_error_with_a_number_or_a_metric_on_its_line_is_still_an_error(catalogue, error: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + error + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = _after_progress(catalogue, error)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
 
 
@@ -1373,8 +1373,7 @@ def test_a_closed_table_of_other_figures_is_not_the_end(catalogue):
     "    assert (boxes1[:, 2:] >= boxes1[:, :2]).all()",
 ])
 def test_nan_in_a_progress_bar_postfix_or_predicted_boxes_is_a_nan_loss(catalogue, line: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "nan_loss"
+    assert _after_progress(catalogue, line).class_id == "nan_loss"
 
 
 @pytest.mark.parametrize("line", [
@@ -1389,8 +1388,7 @@ def test_nan_in_a_progress_bar_postfix_or_predicted_boxes_is_a_nan_loss(catalogu
     "iteration 120",
 ])
 def test_a_loss_scale_or_a_label_box_assert_is_not_a_nan_loss(catalogue, line: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
-    assert _diagnose_text(catalogue, text).class_id != "nan_loss"
+    assert _after_progress(catalogue, line).class_id != "nan_loss"
 
 
 DEEPSPEED_OVERFLOW = ("[2023-05-01 10:0{n}:00,000] [INFO] [stage_1_and_2.py:1765:step] "
@@ -1875,8 +1873,7 @@ def test_a_completion_marker_that_ends_the_log_short_of_the_target_is_completed(
 ])
 def test_only_the_xid_codes_of_a_gpu_or_driver_fault_are_a_gpu_failure(
         catalogue, line: str, class_id: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + line + "\n"
-    assert _diagnose_text(catalogue, text).class_id == class_id
+    assert _after_progress(catalogue, line).class_id == class_id
 
 
 @pytest.mark.parametrize("line", [
@@ -2053,7 +2050,7 @@ def test_an_epoch_bar_at_its_total_is_no_end_of_training(catalogue, ending: str,
     "  Process name: [[29521,1],3]\n  Exit code:    137",
 ])
 def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, ending: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    text = PROGRESS_AT_120 + ending + "\n"
     d = _diagnose_text(catalogue, text)
     assert d.class_id == "host_oom"
     # ... but a SIGKILL beside another cause's hint (a rank's SIGABRT) decides nothing alone
@@ -2076,7 +2073,7 @@ RUNNER_FAILED = "run.pl: job failed, log is in exp/train_nodev/train.log\nrun.sh
 def test_a_kill_is_not_hidden_by_the_recipe_runners_failure_lines_after_it(catalogue, killed):
     """Kaldi's and ESPnet's run.pl report the job it ran failed, and the recipe ends: that is
     the kill's aftermath, not another cause."""
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + killed
+    text = PROGRESS_AT_120 + killed
     assert _diagnose_text(catalogue, text).class_id == "host_oom"
     d = _diagnose_text(catalogue, text + RUNNER_FAILED)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
@@ -2089,7 +2086,7 @@ def test_a_kill_is_not_hidden_by_the_recipe_runners_failure_lines_after_it(catal
     "make: *** [all] Error 2\n",
 ])
 def test_make_reporting_its_recipe_sigkilled_is_a_host_oom(catalogue, aftermath):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = PROGRESS_AT_120
     for ending in (aftermath, "Killed\n" + aftermath):
         d = _diagnose_text(catalogue, text + ending)
         assert (d.class_id, d.decided_by) == ("host_oom", "hint")
@@ -2102,7 +2099,7 @@ def test_make_reporting_its_recipe_sigkilled_is_a_host_oom(catalogue, aftermath)
     "Workers: 4 alive, 2 Killed\n",  # a count of killed workers, not a shell's notice
 ])
 def test_a_runners_failure_without_a_kill_is_an_unknown_failure(catalogue, ending):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending
+    text = PROGRESS_AT_120 + ending
     assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
 
 
@@ -2405,7 +2402,7 @@ def test_the_kernels_oom_killer_in_a_pasted_kernel_log_is_a_host_oom(catalogue, 
 ])
 def test_a_shells_kill_notice_in_another_language_ends_a_log_as_a_host_oom(catalogue,
                                                                            ending: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    text = PROGRESS_AT_120 + ending + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
     # a hint only: training that goes on after such a word is running
@@ -2545,7 +2542,7 @@ def test_tensorflows_fallback_to_the_drivers_ptx_compiler_is_no_missing_compiler
 ])
 def test_an_error_in_words_the_catalogue_lacks_is_named_by_its_vocabulary_as_a_hint(
         catalogue, ending: str, class_id: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    text = PROGRESS_AT_120 + ending + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "hint")
     assert [e.text for e in d.evidence] == [ending]  # the thread shows the words it went by
@@ -2555,7 +2552,7 @@ def test_an_error_in_words_the_catalogue_lacks_is_named_by_its_vocabulary_as_a_h
 
 def test_an_errors_vocabulary_decides_only_a_log_that_ends_in_it_and_names_one_cause(
         catalogue):
-    progress = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    progress = PROGRESS_AT_120
     # two causes' words: no guess
     both = progress + "RuntimeError: NCCL barrier timed out after the GPU ran out of memory\n"
     assert _diagnose_text(catalogue, both).class_id == "unknown_failure"
@@ -2637,7 +2634,7 @@ def test_a_partitions_preemption_banner_decides_nothing(catalogue):
 
 
 def test_enomem_is_a_host_oom(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
             "OSError: [Errno 12] Cannot allocate memory\n")
     assert _diagnose_text(catalogue, text).class_id == "host_oom"
@@ -2666,7 +2663,7 @@ def test_the_fast_scan_finds_a_signature_that_ends_its_line_mid_block(catalogue)
 ])
 def test_ranks_killed_by_sigbus_are_a_shared_memory_case_without_accounting(catalogue,
                                                                             ending: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    text = PROGRESS_AT_120 + ending + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
     assert not d.retryable
@@ -2692,7 +2689,7 @@ def test_a_process_the_shell_reports_killed_by_sigbus_is_a_shared_memory_case(ca
                                                                              notice: str):
     """The shell's notice of SIGBUS (a write to a full /dev/shm) after the last progress line
     decides by hint; with sacct's SIGBUS (0:7) or exit 135 it decides as the accounting."""
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + notice + "\n"
+    text = PROGRESS_AT_120 + notice + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
     assert not d.retryable
@@ -2720,7 +2717,7 @@ def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
 ])
 def test_a_log_that_ends_in_the_framework_requeueing_names_the_scheduler_verdict(
         catalogue, ending: str, class_id: str):
-    text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending + "\n"
+    text = PROGRESS_AT_120 + ending + "\n"
     d = _diagnose_text(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "hint") and d.retryable
     # ... and nothing of it when training went on afterwards
@@ -2776,7 +2773,7 @@ def test_megatron_stopping_itself_at_its_exit_interval_resumes_from_that_checkpo
 def test_a_rank_announcing_sigterm_after_another_error_is_not_a_time_limit(catalogue, acct):
     # one rank's ValueError ended the job; srun / torchrun then SIGTERMs the others, whose
     # handlers announce it: resubmitting it as a time limit would only fail again
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "Traceback (most recent call last):\n"
             '  File "train.py", line 88, in <module>\n'
             "    main()\n"
@@ -2817,7 +2814,7 @@ TORCHRUN_SIGTERM = (
 ])
 def test_torchrun_stopped_by_sigterm_follows_sacct_and_alone_asks_a_person(catalogue, acct,
                                                                            class_id, retryable):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    d = _diagnose_text(catalogue, PROGRESS_AT_120
                        + TORCHRUN_SIGTERM, acct)
     assert (d.class_id, d.retryable) == (class_id, retryable)
     if acct is None:
@@ -2828,7 +2825,7 @@ def test_torchrun_stopped_by_sigterm_follows_sacct_and_alone_asks_a_person(catal
 
 
 def test_torchrun_sigterm_after_another_error_does_not_blame_the_signal(catalogue):
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "ValueError: expected input of shape (8, 512), got (8, 511)\n" + TORCHRUN_SIGTERM)
     d = _diagnose_text(catalogue, text)
     assert d.class_id == "unknown_failure" and d.detail is None
@@ -3135,7 +3132,7 @@ def test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_failure_of_it
     """Not a disk to free (its `No space left on device` is /dev/shm's) nor a DataLoader
     worker's death (no fewer workers, no more --mem): NCCL's own fix, a larger /dev/shm or
     NCCL_SHM_DISABLE=1."""
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    d = _diagnose_text(catalogue, PROGRESS_AT_120
                        + NCCL_SHM_FULL[version] + NCCL_SYSTEM_ERROR, acct)
     assert (d.class_id, d.decided_by, d.detail) == (
         "unknown_failure", "signature", {"kind": "nccl_shm"})
@@ -3150,7 +3147,7 @@ def test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_failure_of_it
 
 def test_nccls_failure_to_attach_to_a_peers_segment_is_no_full_dev_shm(catalogue):
     # the rank that created it is gone: no shared-memory case
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "gpu-a07:1234:1290 [3] misc/shmutils.cc:49 NCCL WARN Call to open failed : No such "
             "file or directory\n"
             "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while attaching to "
@@ -3176,7 +3173,7 @@ def test_nccls_segment_that_failed_for_another_reason_than_a_full_dev_shm_is_not
     segment up (src/os/linux.cc ncclShmOpen's `fail:`): only a full /dev/shm's errno, or the
     fallocate line, is NCCL's full /dev/shm with its fix."""
     errno = cause.rsplit("error", 1)[1].split(" ", 1)[1].rstrip("\n")
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + cause
+    text = (PROGRESS_AT_120 + cause
             + "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while creating shared "
             f"memory segment /dev/shm/nccl-sK3D7t (size 9637888), error: {errno}\n"
             + NCCL_SYSTEM_ERROR)
@@ -3200,7 +3197,7 @@ NO_NINJA = (
 def test_no_ninja_for_a_cpp_extension_is_an_unknown_failure_that_says_to_install_it(catalogue,
                                                                                     acct):
     """ninja is a build tool, not a compiler: no class of its own, but the fix is known."""
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + NO_NINJA,
+    d = _diagnose_text(catalogue, PROGRESS_AT_120 + NO_NINJA,
                        acct)
     assert d.class_id == "unknown_failure" and d.detail == {"kind": "no_ninja"}
     assert "pip install ninja" in explain(d) and "job's environment" in explain(d)
@@ -3504,7 +3501,7 @@ def test_a_data_dependent_guard_the_log_ends_in_is_a_failure_with_the_compilers_
     """torch.compile's GuardOnDataDependentSymNode ending the log is the model code's failure
     under tracing (a resubmit fails the same way), with its own fix: torch._check,
     mark_unbacked, a graph break instead of fullgraph=True; never `none`, never retried."""
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    d = _diagnose_text(catalogue, PROGRESS_AT_120
                        + DATA_DEPENDENT_GUARD[wording], acct)
     assert (d.class_id, d.detail) == ("unknown_failure", {"kind": "data_dependent_guard"})
     assert not d.retryable
@@ -3518,7 +3515,7 @@ def test_a_data_dependent_guard_the_log_ends_in_is_a_failure_with_the_compilers_
 
 def test_a_data_dependent_guard_the_run_trains_on_after_is_survived(catalogue):
     # Inductor's warning of a compile that fell back (#193693): training goes on after it
-    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = (PROGRESS_AT_120 +
             "W0815 22:53:17.219000 9155 torch/_functorch/_aot_autograd/graph_compile.py:2122] "
             "[0/0] torch._inductor.exc.InductorError: GuardOnDataDependentSymNode: Could not "
             "guard on data-dependent expression Eq(Max(1, u0), 1) (unhinted: Eq(Max(1, u0), 1))."
@@ -3552,7 +3549,7 @@ MPI_MESSAGE_SIZE = {
 @pytest.mark.parametrize("wording", sorted(MPI_MESSAGE_SIZE))
 def test_an_mpi_message_over_the_librarys_size_limit_is_a_failure_with_its_fix(
         catalogue, wording, acct):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    d = _diagnose_text(catalogue, PROGRESS_AT_120
                        + MPI_MESSAGE_SIZE[wording], acct)
     assert (d.class_id, d.detail) == ("unknown_failure", {"kind": "mpi_message_size"})
     assert not d.retryable
@@ -3601,8 +3598,8 @@ def test_a_program_slurm_could_not_start_is_named_with_the_systems_reason(catalo
 
 def test_a_later_steps_progress_after_a_failed_start_is_not_that_failure(catalogue):
     # a job script's first srun could not start its program; the next step trains and fails
-    text = ("slurmstepd: error: execve(): prepare.sh: No such file or directory\n"
-            "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    text = ("slurmstepd: error: execve(): prepare.sh: No such file or directory\n" +
+            PROGRESS_AT_120 +
             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert _diagnose_text(catalogue, text, FAILED).detail is None
 
@@ -3654,7 +3651,7 @@ def test_a_rank_killed_before_its_peers_timed_out_is_the_cause_not_the_timeout(
     """The root cause wins over the downstream NCCL timeout: no resubmit as a network fault
     of a run whose rank the OOM killer took (by hint: the SIGKILL alone), the timeout said
     too."""
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    d = _diagnose_text(catalogue, PROGRESS_AT_120
                        + RANK_KILLED_THEN_WATCHDOG[launcher], acct)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
     assert not d.retryable and "nccl_timeout" in d.secondary and d.node is None
@@ -3662,11 +3659,11 @@ def test_a_rank_killed_before_its_peers_timed_out_is_the_cause_not_the_timeout(
 
 def test_a_kill_before_training_or_after_the_abort_leaves_the_timeout_the_cause(catalogue):
     # a setup step killed before training progressed, then a timeout of its own
-    setup = _diagnose_text(catalogue, "bash: line 1:  6508 Killed  python preprocess.py\n"
-                           "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + WATCHDOG)
+    setup = _diagnose_text(catalogue, "bash: line 1:  6508 Killed  python preprocess.py\n" +
+                           PROGRESS_AT_120 + WATCHDOG)
     assert setup.class_id == "nccl_timeout"
     # srun's report of the ranks it killed after the abort, not before it
-    after = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    after = _diagnose_text(catalogue, PROGRESS_AT_120
                            + WATCHDOG + "srun: error: gpu-a017: task 0: Killed\n")
     assert after.class_id == "nccl_timeout"
 
@@ -3710,7 +3707,7 @@ PBS_EPILOGUE = {
 @pytest.mark.parametrize("form", sorted(PBS_EPILOGUE))
 def test_a_pbs_job_killed_with_more_memory_used_than_requested_is_a_host_oom(catalogue, form):
     text, status = PBS_EPILOGUE[form]
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    d = _diagnose_text(catalogue, PROGRESS_AT_120 +
                        "/var/spool/pbs/mom_priv/jobs/1234.SC: line 12: 5678 Killed   python "
                        "train.py\n" + text)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
@@ -3725,13 +3722,13 @@ def test_a_pbs_job_killed_with_more_memory_used_than_requested_is_a_host_oom(cat
 
 def test_a_pbs_exit_status_without_memory_over_the_request_is_no_decisive_host_oom(catalogue):
     # a SIGKILL's exit status alone: a hint, as a bare `Killed` is
-    alone = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    alone = _diagnose_text(catalogue, PROGRESS_AT_120 +
                            "   Exit Status:        265\n"
                            "   Walltime requested: 01:00:00 :      Walltime used: 00:10:00\n")
     assert (alone.class_id, alone.decided_by) == ("host_oom", "hint")
     assert alone.detail is None
     # the memory used within the request: not the memory
-    within = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+    within = _diagnose_text(catalogue, PROGRESS_AT_120 +
                             "Traceback (most recent call last):\nValueError: bad shape\n"
                             "   Exit Status:        137\n"
                             "   Memory Requested:   4.0GB    Memory Used: 1.8GB\n")
@@ -3754,7 +3751,7 @@ def test_a_job_requeued_after_the_run_its_log_shows_waits_to_start_again(catalog
     """sacct says the job waits to start again (requeued) and the log holds the first run's
     end: that run's end is history, not the job's failure; nothing is resubmitted (a resubmit
     would run the job twice), the first run's class is kept as a secondary one."""
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + ending,
+    d = _diagnose_text(catalogue, PROGRESS_AT_120 + ending,
                        Accounting(state=state, exit_code=0, signal=0))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail == {"kind": "requeued", "state": state, "framework": None, "line": None}
@@ -3764,6 +3761,6 @@ def test_a_job_requeued_after_the_run_its_log_shows_waits_to_start_again(catalog
 
 
 def test_a_pending_job_with_no_ended_run_in_its_log_is_not_called_requeued(catalogue):
-    d = _diagnose_text(catalogue, "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n",
+    d = _diagnose_text(catalogue, PROGRESS_AT_120,
                        Accounting(state="PENDING"))
     assert d.class_id == "none" and (d.detail or {}).get("kind") != "requeued"

@@ -42,27 +42,33 @@ def reply(store, slurm, cmd, lang: str, actor: str = "U0ALICE") -> str:
     return execute(ctx, cmd, actor=actor, channel=CHANNEL, now=NOW).text
 
 
-def closed_port() -> int:
+def submit_reply(store, error: ClusterError, lang: str) -> str:
+    """The reply to `/train submit mix` when submitting raised `error`."""
+    return reply(store, FakeSlurm(submit_error=error), c.Submit("mix"), lang)
+
+
+def refused_runner(tmp_path) -> tuple[SSHRunner, int]:
+    """An SSHRunner to a local port nothing listens on, and that port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port = s.getsockname()[1]
+    return SSHRunner(SSHSettings(host="127.0.0.1", port=port, user="u",
+                                 known_hosts=str(tmp_path / "known_hosts"),
+                                 connect_timeout=5)), port
 
 
 def test_cannot_connect_is_said_in_korean_with_the_socket_error_as_it_came(store,
                                                                            tmp_path) -> None:
-    port = closed_port()
-    runner = SSHRunner(SSHSettings(host="127.0.0.1", port=port, user="u",
-                                   known_hosts=str(tmp_path / "known_hosts"),
-                                   connect_timeout=5))
+    runner, port = refused_runner(tmp_path)
     with pytest.raises(ClusterUnavailable) as err:
         runner.run(["squeue"])
     english = str(err.value)
     assert english.startswith(f"cannot connect to u@127.0.0.1:{port}: ")
     cause = english.split(": ", 1)[1]
-    text = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    text = submit_reply(store, err.value, "ko")
     assert f"u@127.0.0.1:{port}에 연결할 수 없습니다: {cause}" in text, text
     assert "cannot connect" not in text
-    text = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    text = submit_reply(store, err.value, "en")
     assert text == f"The cluster did not answer: {english}"
 
 
@@ -210,9 +216,9 @@ def test_an_ssh_config_trainbot_cannot_use_is_said_in_korean(store, tmp_path, li
     with pytest.raises(ClusterError) as err:  # found before any connection is tried
         runner.run(["squeue"])
     assert str(err.value) == f"ssh_config {path}: {en_words.format(path=path)}"
-    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    ko = submit_reply(store, err.value, "ko")
     assert f"ssh_config {path}: {ko_words.format(path=path)}" in ko, ko
-    en = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    en = submit_reply(store, err.value, "en")
     assert f"ssh_config {path}: {en_words.format(path=path)}" in en, en
 
 
@@ -220,7 +226,7 @@ def test_a_proxy_jump_setting_trainbot_cannot_use_is_said_in_korean(store) -> No
     runner = SSHRunner(SSHSettings(host="login", proxy_jump="a@b,c@d"))
     with pytest.raises(ClusterError) as err:
         runner.run(["squeue"])
-    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    ko = submit_reply(store, err.value, "ko")
     assert "proxy_jump 'a@b,c@d': 홉이 여러 개입니다. 점프 호스트는 하나만 지원합니다 " \
         "([user@]host[:port] 형식으로 쓰세요 (예: ops@bastion.example.org:22))" in ko, ko
     assert str(err.value) == ("proxy_jump 'a@b,c@d': it has several hops; only one jump host is "
@@ -231,20 +237,17 @@ def test_a_proxy_jump_setting_trainbot_cannot_use_is_said_in_korean(store) -> No
 def test_a_connection_through_a_jump_host_names_it_in_korean(store, tmp_path) -> None:
     """The cluster reached through a jump host: the error's `where` says through which, in
     the reader's language (the tunnel itself needs a bastion: tests/integration/test_ssh.py)."""
-    port = closed_port()
-    runner = SSHRunner(SSHSettings(host="127.0.0.1", port=port, user="u",
-                                   known_hosts=str(tmp_path / "known_hosts"),
-                                   connect_timeout=5))
+    runner, port = refused_runner(tmp_path)
     with pytest.raises(ClusterUnavailable) as err:
         runner._connect_client("127.0.0.1", port, "u", runner.endpoint(), sock=None,
                                via="ops@bastion:22")
     english = str(err.value)
     assert english.startswith(f"cannot connect to u@127.0.0.1:{port} via ops@bastion:22: ")
     cause = english.split(": ", 1)[1]
-    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    ko = submit_reply(store, err.value, "ko")
     assert f"u@127.0.0.1:{port} (ops@bastion:22 경유)에 연결할 수 없습니다: {cause}" in ko, ko
     assert " via " not in ko
-    en = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    en = submit_reply(store, err.value, "en")
     assert en == f"The cluster did not answer: {english}"
 
 
@@ -252,10 +255,10 @@ def test_a_long_port_is_cut_short_saying_its_length_in_korean(store) -> None:
     runner = SSHRunner(SSHSettings(host="login", proxy_jump="ops@bastion:" + "9" * 5000))
     with pytest.raises(ClusterError) as err:
         runner.run(["squeue"])
-    ko = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "ko")
+    ko = submit_reply(store, err.value, "ko")
     assert "proxy_jump 'ops@bastion:'… (5012자): 포트 '999999999999'… (5000자)은(는) " \
         "1-65535 범위를 벗어납니다" in ko, ko
     assert "characters" not in ko
-    en = reply(store, FakeSlurm(submit_error=err.value), c.Submit("mix"), "en")
+    en = submit_reply(store, err.value, "en")
     assert "proxy_jump 'ops@bastion:'… (5012 characters): port '999999999999'… " \
         "(5000 characters) is out of range 1-65535" in en, en

@@ -56,6 +56,28 @@ def failed_run(ctx: BotContext) -> int:
     return fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
 
 
+def resume_died_after_sbatch(store: Store, **context) -> tuple[AnswerLostSlurm, int]:
+    """Run `mix` (job 88154 failed) resumed by Alice, the bot dying right after the resume's
+    sbatch (job 90500; the test has `dies_after_sbatch`): the Slurm that has the job and
+    answers lookups by name, and the run's chain."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, **context)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    return slurm, chain
+
+
+def submit_died_after_sbatch(store: Store, **context) -> AnswerLostSlurm:
+    """Alice's /train submit mix, the bot dying right after its sbatch (job 90500; the test
+    has `dies_after_sbatch`): the Slurm that has the job and answers lookups by name."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    with pytest.raises(Died):
+        execute(make_context(store, slurm, **context), c.Submit("mix"), actor="U0ALICE",
+                channel=CHANNEL, now=NOW)
+    return slurm
+
+
 def recover(ctx: BotContext, now: float) -> None:
     """The scheduler's `submits` job, as bot.app wires it."""
     recover_submits_in_flight(ctx, now, after_submit=after_person_submit)
@@ -75,11 +97,7 @@ def in_flight(store: Store) -> list[str]:
 
 def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
         store: Store, dies_after_sbatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
-    ctx = make_context(store, slurm)
-    chain = failed_run(ctx)
-    with pytest.raises(Died):
-        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm, chain = resume_died_after_sbatch(store)
     # what the crash left: the job in Slurm, no attempt records it, the submit in flight
     assert slurm.acted("submit") and 90500 in slurm.records
     assert jobs(store, chain) == ["88154"] and watched(store) == [] and in_flight(store) == ["mix"]
@@ -102,11 +120,7 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
 
 def test_a_recovered_job_is_shown_once_on_the_home_tabs_of_who_sees_the_run(
         store: Store, dies_after_sbatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
-    ctx = make_context(store, slurm)
-    chain = failed_run(ctx)
-    with pytest.raises(Died):
-        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm, chain = resume_died_after_sbatch(store)
     ctx = make_context(store, slurm, home=RecordingHomePublisher())
     for user in ("U0ALICE", "U0NOBODY"):  # both opened their Home tab lately
         publish_home(ctx, user, LATER - 60)
@@ -122,10 +136,7 @@ def test_a_recovered_job_is_shown_once_on_the_home_tabs_of_who_sees_the_run(
 
 def test_a_new_run_the_bot_died_in_starts_its_chain_and_thread_with_the_job(
         store: Store, dies_after_sbatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
-    with pytest.raises(Died):
-        execute(make_context(store, slurm), c.Submit("mix"), actor="U0ALICE", channel=CHANNEL,
-                now=NOW)
+    slurm = submit_died_after_sbatch(store)
     assert store.chains.for_recipe("mix") == []
     ctx = make_context(store, slurm)
     recover(ctx, LATER)
@@ -183,10 +194,7 @@ def test_a_submit_whose_end_is_known_leaves_nothing_in_flight(store: Store, outc
 
 def test_a_whole_arrays_submit_the_bot_died_in_watches_the_array_as_its_submit_would(
         store: Store, dies_after_sbatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
-    with pytest.raises(Died):
-        execute(make_context(store, slurm, array="0-2%2"), c.Submit("mix"), actor="U0ALICE",
-                channel=CHANNEL, now=NOW)
+    slurm = submit_died_after_sbatch(store, array="0-2%2")
     ctx = make_context(store, slurm, array="0-2%2")
     recover(ctx, LATER)
     [chain] = store.chains.for_recipe("mix")
@@ -206,11 +214,7 @@ def lost_below_a_later_attempt(store: Store, monkeypatch, lang: str = "en"
     """Run `mix` resumed by Alice, the bot dying after its sbatch (job 90500), resumed again
     by hand (90501) before the next bot recovered the first: (context, Slurm, the run's
     chain) once the recovery found 90500 below 90501."""
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
-    ctx = make_context(store, slurm, slack_lang=lang)
-    chain = failed_run(ctx)
-    with pytest.raises(Died):
-        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm, chain = resume_died_after_sbatch(store, slack_lang=lang)
     # the next bot is up; seeing nothing in the thread, Alice resumes the run again
     monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
     ctx = make_context(store, slurm, slack_lang=lang)
@@ -313,10 +317,7 @@ def test_a_job_no_thread_told_about_is_still_the_approvers_alone(store: Store) -
 
 def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_its_own_run(
         store: Store, dies_after_sbatch, monkeypatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)  # answers lookups by name
-    with pytest.raises(Died):
-        execute(make_context(store, slurm), c.Submit("mix"), actor="U0ALICE", channel=CHANNEL,
-                now=NOW)
+    slurm = submit_died_after_sbatch(store)
     monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
     ctx = make_context(store, slurm)
     execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
@@ -343,11 +344,7 @@ def holds_asked(ctx: BotContext) -> list[str]:
 
 def test_a_resume_the_bot_died_in_asks_to_hold_its_competitors_once_it_is_recorded(
         store: Store, dies_after_sbatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
-    ctx = make_context(store, slurm)
-    chain = failed_run(ctx)
-    with pytest.raises(Died):
-        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm, chain = resume_died_after_sbatch(store)
     # the team's job that would take the freed slot before the resumed one
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
     ctx = make_context(store, slurm)
@@ -366,11 +363,7 @@ def test_a_resume_the_bot_died_in_asks_to_hold_its_competitors_once_it_is_record
 
 def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_time(
         store: Store, dies_after_sbatch, monkeypatch) -> None:
-    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
-    ctx = make_context(store, slurm)
-    chain = failed_run(ctx)
-    with pytest.raises(Died):
-        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm, chain = resume_died_after_sbatch(store)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
     # the recovering bot dies too, once its lookup found the job and before it recorded it
     real = submit_mod.record_found_submit

@@ -561,21 +561,32 @@ def test_a_leaks_head_line_from_a_checkpoint_known_only_by_name_says_it_is_the_w
     assert head.split(" — ", 1)[1] == said, head
 
 
-def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(store):
-    """A finished job whose log could not be read (Watcher: judged from accounting alone):
-    its head line names the log and the reader's reason, in the thread's language."""
+def files_not_read_heads(store: Store, facts: dict, said_en: str = "") -> dict[str, str]:
+    """The head line, by language, of a finished job's unknown_failure incident whose files
+    the watcher did not read (`facts`, as `Watcher._finished` sets them, `said_en` the
+    sentence it adds to the English text)."""
     d = diag("unknown_failure", last_iter=None)
     dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
-    reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
     said = {}
     for lang in ("en", "ko"):
         with own_store(store) as s:
             ctx, chain = thread(s, lang)
             event = incident(chain.id, d, dec)
-            ThreadEvents(ctx).publish(replace(event, text=event.text + (
-                f" Its log {LOG} could not be read ({reason}), so it was judged from Slurm's "
-                "accounting alone."), facts={"log_path": LOG, "log_unreadable": reason}))
+            ThreadEvents(ctx).publish(replace(event, text=event.text + said_en, facts=facts))
             said[lang] = replies(ctx)[0]
+    return said
+
+
+READ_FAILED = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
+
+
+def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(store):
+    """A finished job whose log could not be read (Watcher: judged from accounting alone):
+    its head line names the log and the reader's reason, in the thread's language."""
+    said = files_not_read_heads(
+        store, {"log_path": LOG, "log_unreadable": READ_FAILED},
+        f" Its log {LOG} could not be read ({READ_FAILED}), so it was judged from Slurm's "
+        "accounting alone.")
     assert said["en"].endswith(
         " Its log /scratch/mix/logs/mix-88154.out could not be read (reading it failed on the "
         "login node (dd exit 1)), so it was judged from Slurm's accounting alone.")
@@ -588,17 +599,9 @@ def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(
 def test_an_incident_judged_without_its_missing_log_says_so_in_each_language(store):
     """A job that ran and ended whose log did not exist (Watcher: judged from accounting
     alone): its head line names the log's path, in the thread's language."""
-    d = diag("unknown_failure", last_iter=None)
-    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
-    said = {}
-    for lang in ("en", "ko"):
-        with own_store(store) as s:
-            ctx, chain = thread(s, lang)
-            event = incident(chain.id, d, dec)
-            ThreadEvents(ctx).publish(replace(event, text=event.text + (
-                f" Its log {LOG} did not exist, so it was judged from Slurm's accounting "
-                "alone."), facts={"log_path": LOG, "log_missing": True}))
-            said[lang] = replies(ctx)[0]
+    said = files_not_read_heads(
+        store, {"log_path": LOG, "log_missing": True},
+        f" Its log {LOG} did not exist, so it was judged from Slurm's accounting alone.")
     assert said["en"].endswith(
         " Its log /scratch/mix/logs/mix-88154.out did not exist, so it was judged from Slurm's "
         "accounting alone.")
@@ -611,19 +614,10 @@ def test_an_incident_without_its_samples_says_why_there_is_no_rss_chart_in_each_
         store, missing):
     """A finished job whose sampler file did not exist or could not be read, with no RSS
     chart without it: its head line says so, in the thread's language."""
-    d = diag("unknown_failure", last_iter=None)
-    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
     path = "/scratch/mix/logs/rss-88154.jsonl"
-    reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
-    facts = ({"sampler_path": path, "sampler_missing": True} if missing
-             else {"sampler_path": path, "sampler_unreadable": reason})
-    said = {}
-    for lang in ("en", "ko"):
-        with own_store(store) as s:
-            ctx, chain = thread(s, lang)
-            event = incident(chain.id, d, dec)
-            ThreadEvents(ctx).publish(replace(event, facts=facts))
-            said[lang] = replies(ctx)[0]
+    said = files_not_read_heads(
+        store, {"sampler_path": path, "sampler_missing": True} if missing
+        else {"sampler_path": path, "sampler_unreadable": READ_FAILED})
     if missing:
         assert said["en"].endswith(
             f" No memory samples were found at {path}, so there is no RSS chart.")
