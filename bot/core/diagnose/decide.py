@@ -174,6 +174,7 @@ def diagnose(
     matches: Iterable[Any],
     series: MetricSeries,
     tail: Sequence[tuple[int, str]] = (),
+    epilogue: Sequence[tuple[int, str]] = (),
     accounting: Accounting | None = None,
     now: float | None = None,
     target_iter: int | None = None,
@@ -194,7 +195,9 @@ def diagnose(
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     `evaluation_start` is the line of the last evaluation the framework opened after the last
     run's first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
-    bot.core.diagnose.scan finds it), None when there is none.
+    bot.core.diagnose.scan finds it), None when there is none. `epilogue` is the lines before
+    `tail` that may be a PBS or Torque epilogue's (bot.core.diagnose.epilogue: the scan keeps
+    them from the log's last EPILOGUE_REACH lines), read with the tail for its memory kill.
     A log that holds several runs (a requeued job's, each run appended) is read by its last:
     the series is that run's (bot.core.metrics, from `series.run_start`), and only the matches
     and lines from there decide; a run with no progress yet is judged as a fresh job (no stall
@@ -204,6 +207,7 @@ def diagnose(
     if series.run_start is not None:
         matches = [m for m in matches if m.line_no >= series.run_start]
         tail = [(n, text) for n, text in tail if n >= series.run_start]
+        epilogue = [(n, text) for n, text in epilogue if n >= series.run_start]
     matches = as_submitit_decided(_without_single_overflows(_without_rejected_compiles(
         _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series, tail))))
     target = run_target(submitted=None, configured=target_iter, logged=series.target_iter)
@@ -260,7 +264,8 @@ def diagnose(
         # the rank the kernel's OOM killer took, the cause (by hint: a SIGKILL alone)
         chosen, decided_by = "host_oom", HINT
         evidence = [Evidence(killed.line_no, killed.text)]
-    if (killed_over := epilogue_memory_kill(tail)) is not None and (
+    last_lines = sorted({**dict(epilogue), **dict(tail)}.items())  # the tail and the epilogue's
+    if (killed_over := epilogue_memory_kill(last_lines)) is not None and (
             chosen is None or _priority(catalogue, chosen) < _priority(catalogue, "host_oom")):
         # PBS's or Torque's epilogue: killed by a signal with more memory used than requested
         chosen, decided_by, case_cause = "host_oom", SIGNATURE, EpilogueMemory(killed_over)

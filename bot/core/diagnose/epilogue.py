@@ -11,6 +11,11 @@ in the accounting record `tracejob` and `qstat -f` show (`Exit_status=137`,
 status 128 + N, or PBS Pro's 256 + N: 137, 143, 265, 271) whose memory used is over its
 request died of that request; the exit status alone names no cause (a SIGKILL is only a hint,
 the catalogue's). Pure: no file or clock access.
+
+The epilogue ends the job's output, but an MPI launcher's or the batch script's own lines may
+follow it; the scan (bot.core.diagnose.scan) keeps the lines that look like one
+(`EPILOGUE_LINE`) among the log's last `EPILOGUE_REACH` lines, and the facts are read from one
+block: within `_BLOCK_LINES` lines of the exit status.
 """
 
 from __future__ import annotations
@@ -39,6 +44,13 @@ _USED_MEM = re.compile(r"\bresources_used\.mem\s*=\s*" + _SIZE)
 _LIMITS = re.compile(r"^\s*(?:Resource )?Limits\s*:\s*(.*)$")
 _RESOURCES = re.compile(r"^\s*Resources(?: Used)?\s*:\s*(.*)$")
 _LIST_ENTRY_MEM = re.compile(r"(?:^|[,\s])mem=" + _SIZE)
+#: How far back from the log's end an epilogue or accounting record is looked for.
+EPILOGUE_REACH = 200
+#: A line that may state one of the facts (a cheap filter: the patterns above decide).
+EPILOGUE_LINE = re.compile(r"Exit_status|Exit (?:[Ss]tatus|[Cc]ode|[Vv]alue)|Memory [RrUu]"
+                           r"|Resource_List\.mem|resources_used\.mem|Limits\s*:|Resources")
+# The exit status and the memory figures of one epilogue or record are this close together.
+_BLOCK_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -53,12 +65,19 @@ class EpilogueMemoryKill:
 
 
 def epilogue_memory_kill(tail: Sequence[tuple[int, str]]) -> EpilogueMemoryKill | None:
-    """The last lines' epilogue or accounting record of a job killed by a signal (an exit
-    status of `KILLED_STATUSES`) whose memory used is over its memory requested; None when the
-    lines lack one of the three facts or the memory used is within the request."""
+    """The epilogue or accounting record in the log's last lines (`tail`, numbered, in order:
+    the last exit status and the memory figures within `_BLOCK_LINES` lines of it, whatever
+    follows) of a job killed by a signal (an exit status of `KILLED_STATUSES`) whose memory used
+    is over its memory requested; None when the lines lack one of the three facts or the memory
+    used is within the request."""
+    last_status = next((n for n, text in reversed(tail) if _EXIT_STATUS.search(text)), None)
+    if last_status is None:
+        return None
     status = used = requested = None
     lines: dict[int, str] = {}
     for n, text in tail:
+        if abs(n - last_status) > _BLOCK_LINES:
+            continue
         if (m := _EXIT_STATUS.search(text)) is not None:
             status = (int(m.group(1)), n, text)
         for pattern, kind in ((_REQUESTED, "requested"), (_LIST_MEM, "requested"),

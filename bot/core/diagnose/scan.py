@@ -24,6 +24,7 @@ import numpy as np
 
 from bot.core.detectors import EVALUATION_START, opens_evaluation
 from bot.core.diagnose.decide import diagnose
+from bot.core.diagnose.epilogue import EPILOGUE_LINE, EPILOGUE_REACH
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
 from bot.core.models import Accounting, Diagnosis
 
@@ -31,6 +32,7 @@ CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
 MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
 _FIRST_KEEP = 5  # matches kept per class: the first few ...
 _LAST_KEEP = 20  # ... and the latest ones
+_EPILOGUE_KEEP = 32  # the latest lines that may be an epilogue's
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 # The framework opening its evaluation (detectors.EVALUATION_START), found in the raw bytes
 _EVALUATION_LOCATOR = compile_bytes_scanner(EVALUATION_START.pattern.encode())
@@ -94,6 +96,8 @@ class LogAnalysis:
         self._by_class: dict[str, _ClassMatches] = {}
         self._carry = b""
         self._recent: dict[tuple[str, int], None] = {}  # dedupe of overlapping windows
+        # lines that may be a batch system's epilogue (bot.core.diagnose.epilogue), numbered
+        self._epilogue: deque[tuple[int, str]] = deque(maxlen=_EPILOGUE_KEEP)
         # (the RE2 prefilter, its signatures-only part); None: the catalogue's own scan
         self._prefilter = _build_prefilter(catalogue) if fast_scan else None
 
@@ -197,12 +201,18 @@ class LogAnalysis:
             completion_lines=done,
         )
         self._find_evaluation_start(block, newlines, first)
-        # The last lines, for evidence when nothing else explains a failure.
+        # The last lines, for evidence when nothing else explains a failure, and among the last
+        # EPILOGUE_REACH those that may be a PBS or Torque epilogue's
         n = len(newlines)
-        k = min(n, self.tail.maxlen or 0)
+        k = min(n, max(self.tail.maxlen or 0, EPILOGUE_REACH))
         tail_start = start if k >= n else int(newlines[n - k - 1]) + 1
+        kept = n - min(n, self.tail.maxlen or 0)
         for i, line in enumerate(data[tail_start:end].decode("utf-8", "replace").split("\n")[:k]):
-            self.tail.append((first + n - k + i, line.rstrip("\r")))
+            numbered = (first + n - k + i, line.rstrip("\r"))
+            if n - k + i >= kept:
+                self.tail.append(numbered)
+            if EPILOGUE_LINE.search(line):
+                self._epilogue.append(numbered)
         self.lines += n
 
     def _match_candidates(
@@ -297,6 +307,7 @@ class LogAnalysis:
             matches=self.matches,
             series=self.series,
             tail=list(self.tail),
+            epilogue=[(n, text) for n, text in self._epilogue if n > self.lines - EPILOGUE_REACH],
             accounting=accounting or Accounting(),
             now=now,
             target_iter=target_iter,

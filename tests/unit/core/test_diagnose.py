@@ -3718,6 +3718,51 @@ def test_a_pbs_job_killed_with_more_memory_used_than_requested_is_a_host_oom(cat
     assert f"exit status {status}" in said and "over the 4.0 GiB the job requested" in said
     assert "4.0 GiB" in explain(d, "ko") and "epilogue" in explain(d, "ko")
     assert not d.retryable
+    # the fix is PBS's memory request, not Slurm's --mem
+    assert "qsub -l mem=" in said and "-l select=" in said and "--mem" not in said
+    assert "qsub -l mem=" in explain(d, "ko") and "--mem" not in explain(d, "ko")
+
+
+#: What a launcher and the batch script print after the epilogue when they share its output:
+#: mpirun's report of the killed rank and 45 lines of the script's own clean-up.
+_AFTER_EPILOGUE = (
+    "mpirun noticed that process rank 0 with PID 5678 on node node07 exited on signal 9 "
+    "(Killed).\n"
+    + "".join(f"removed '/scratch/u/run1/tmp/shard-{i:05d}.bin'\n" for i in range(45)))
+
+
+@pytest.mark.parametrize("form", ["torque-epilogue", "pbs-pro-table"])
+def test_a_pbs_epilogue_followed_by_the_launchers_lines_is_still_read(catalogue, form):
+    """The epilogue ends the job's output, but mpirun's lines may follow it: more than the 40
+    last lines the scan keeps as text. The epilogue is still found and decides."""
+    text, status = PBS_EPILOGUE[form]
+    log = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + text + _AFTER_EPILOGUE)
+    assert _AFTER_EPILOGUE.count("\n") > 40
+    d = _diagnose_text(catalogue, log)
+    assert (d.class_id, d.decided_by) == ("host_oom", "signature")
+    assert d.detail is not None and d.detail["exit_status"] == status
+    assert "qsub -l mem=" in explain(d)
+    # ... as the watcher reads it, a few lines a tick
+    analysis = LogAnalysis(catalogue)
+    lines = log.splitlines(keepends=True)
+    for i in range(0, len(lines), 7):
+        analysis.feed_text("".join(lines[i:i + 7]))
+    analysis.finish()
+    assert analysis.diagnose().detail == d.detail
+    # ... but not from further back than the scan looks (EPILOGUE_REACH lines)
+    far = log + "".join(f"[2025-03-02 10:00:00] cleanup step {i}\n" for i in range(200))
+    assert (_diagnose_text(catalogue, far).detail or {}).get("kind") != "epilogue_memory"
+
+
+def test_an_exit_status_far_from_the_memory_figures_is_no_epilogue(catalogue):
+    """The memory figures and the exit status come from one block: a `Memory Used` line a
+    hundred lines before an unrelated exit status is not its epilogue."""
+    text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n"
+            "   Memory Requested:   4.0GB                 Memory Used: 4.8GB\n"
+            + "".join(f"[2025-03-02 10:00:00] iter {121 + i}/8000 loss 1.21\n"
+                      for i in range(100))
+            + "   Exit Status:        271\n")
+    assert (_diagnose_text(catalogue, text).detail or {}).get("kind") != "epilogue_memory"
 
 
 def test_a_pbs_exit_status_without_memory_over_the_request_is_no_decisive_host_oom(catalogue):
