@@ -166,11 +166,11 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     each runs only while `leases` (default: this process's) holds the lease named after it,
     with its side effects fenced by that lease (bot.services.fencing). `ticks` times each
     tick and keeps each cluster's last success (/metrics, /readyz)."""
+    from bot.services.after_submit import after_person_submit
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
     from bot.services.runs import recover_submits_in_flight
-    from bot.services.train import after_person_submit
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
     holds = fenced_context(ctx, scheduler.fence("holds"))

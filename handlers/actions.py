@@ -45,7 +45,7 @@ def make_run_click(services: BotContext):  # noqa: ANN201 - a Bolt listener
         now = services.clock()
         try:
             result = handle_click(services, token, str(action.get("action_id")), user, now,
-                                  retry_num(request))
+                                  retry_num(request), from_home=from_home)
         except Exception:  # lazy listeners' errors never reach @app.error: report them here
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))

@@ -49,6 +49,7 @@ from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now, escalation_people, mention, prompt_people
+from bot.services.after_submit import after_person_submit
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
@@ -97,6 +98,7 @@ class ClickResult:
     ephemeral: str | None = None
     job_id: str | None = None
     holds: list[int] = field(default_factory=list)
+    homes_refreshed: bool = False  # its submit refreshed the Home tabs (after_person_submit)
 
 
 OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "stale"]
@@ -187,6 +189,8 @@ def handle_click(
     actor: str,
     now: float,
     retry_num: int = 0,
+    *,
+    from_home: bool = False,
 ) -> ClickResult:
     """Accept one click (once per prompt), carry out the choice, say what happened.
 
@@ -251,7 +255,8 @@ def handle_click(
                           job_id=target, for_job=for_job)
         return ClickResult("declined", *decided(ctx, recipe, summary, outcome))
     try:
-        result = _perform(ctx, approval, choice, actor, now)
+        result = _perform(ctx, approval, choice, actor, now,
+                          besides=actor if from_home else None)
     except (ServiceError, ClusterError) as exc:
         # decided, and nothing is under way any more: the chain's other prompts may act
         store.approvals.mark_done(token, now=now)
@@ -268,7 +273,8 @@ def handle_click(
     else:
         audit("ok", result.job_id or target, recipe, choice=choice)
     return ClickResult("done", *decided(ctx, recipe, summary, result.outcome),
-                       job_id=result.job_id, holds=result.holds)
+                       job_id=result.job_id, holds=result.holds,
+                       homes_refreshed=result.submitted)
 
 
 def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
@@ -319,11 +325,14 @@ class _Performed:
     outcome: Outcome
     job_id: str | None = None
     holds: list[int] = field(default_factory=list)
+    submitted: bool = False  # a job was submitted, and after_person_submit followed it
 
 
 def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
-             now: float) -> _Performed:
-    """Carry out a claimed choice (only ever reached once per approval)."""
+             now: float, *, besides: str | None = None) -> _Performed:
+    """Carry out a claimed choice (only ever reached once per approval). A resubmit ends as
+    every person's submit does (after_person_submit), the Home tabs refreshed but `besides`'s
+    (the presser's on their Home tab, which after_click publishes with what the click did)."""
     payload = approval.payload
     recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
@@ -334,7 +343,8 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
                                   for_job=payload.get("for_job"), state=hold.state,
                                   error=hold.error), target)
     if choice in ("cancel", "cancel_resume"):
-        return _cancel(ctx, approval, actor, now, resume=choice == "cancel_resume")
+        return _cancel(ctx, approval, actor, now, resume=choice == "cancel_resume",
+                       besides=besides)
     # after a fault of one node (payload "exclude"), every resubmit choice leaves it out
     overrides, extra = exclusion(ctx.config, payload["recipe"], payload.get("exclude"))
     if choice == "resubmit_mem":
@@ -356,7 +366,7 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
                       mem=result.overrides.get("mem"),
                       exclude=payload.get("exclude") if "exclude" in result.overrides else None,
                       not_applied=[[n.key, n.requested, n.actual] for n in result.not_applied])
-    return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
+    return _after_submit(ctx, approval, outcome, result, now, besides)
 
 
 RESUMING_STEP = "cancel_resuming"
@@ -369,7 +379,7 @@ do after the cancel: resume the run (Cancel and resume: True) or nothing more (C
 
 
 def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
-            resume: bool) -> _Performed:
+            resume: bool, besides: str | None = None) -> _Performed:
     """A running job's Cancel, approved: scancel it; with `resume` (Cancel and resume, a
     stalled job) resubmit the chain from its latest complete checkpoint next (the same submit
     as a Resubmit button). A cancel and resume's job leaves the watch list first, so the
@@ -415,7 +425,7 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     # process that dies in it leaves the approval approved, finished by the next run
     # (bot.services.cancel_settle)
     ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now)
-    performed = _resume_cancelled(ctx, approval, actor, now)
+    performed = _resume_cancelled(ctx, approval, actor, now, besides=besides)
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed
 
@@ -432,7 +442,8 @@ def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float
 
 
 def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
-                      now: float, *, recover: bool = False) -> _Performed:
+                      now: float, *, recover: bool = False,
+                      besides: str | None = None) -> _Performed:
     """The rest of a cancel and resume, once its job is cancelled (and off the watch list):
     record its attempt, release what was held for it, resubmit the chain; the caller records
     the approval's end. With `recover` (an earlier run of it died), the job its resubmit left,
@@ -480,7 +491,7 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                    error=said(exc))) from exc
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
                       new_job_id=str(result.job_id), **_resumed(approval, result))
-    return _Performed(outcome, result.job_id, _propose_holds(ctx, approval, result, now))
+    return _after_submit(ctx, approval, outcome, result, now, besides)
 
 
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:
@@ -519,10 +530,14 @@ def _require_running(slurm: Slurm, job: str, actor: str, recipe: str | None) -> 
                state=state or N_("unknown to Slurm")))
 
 
-def _propose_holds(ctx: BotContext, approval: Approval, result: SubmitResult,
-                   now: float) -> list[int]:
-    proposals = comp.propose_holds_for_submit(ctx, approval.payload["recipe"], result, now)
-    return [p.competitor for p in proposals]
+def _after_submit(ctx: BotContext, approval: Approval, outcome: Outcome, result: SubmitResult,
+                  now: float, besides: str | None) -> _Performed:
+    """An approved resubmit done: what follows every person's submit (after_person_submit:
+    its hold questions, the Home tabs but `besides`'s), and what the click did."""
+    proposals = after_person_submit(ctx, approval.payload["recipe"], result, now,
+                                    besides=besides)
+    return _Performed(outcome, result.job_id, [p.competitor for p in proposals],
+                      submitted=True)
 
 
 def policy_of(ctx: BotContext, recipe: str | None) -> PolicyConfig:
@@ -697,5 +712,5 @@ def after_click(ctx: BotContext, token: str, result: ClickResult, user: str, now
         if approval is not None and result.update_text is not None and result.update_blocks:
             rewrite_prompt(ctx, approval, result.update_text, result.update_blocks)
         publish_home(ctx, user, now, notice=result.update_text or result.ephemeral)
-    if approval is not None and approval.chain_id is not None:
+    if approval is not None and approval.chain_id is not None and not result.homes_refreshed:
         refresh_homes(ctx, approval.chain_id, now, besides=user if from_home else None)

@@ -115,7 +115,7 @@ def submit_and_announce(
 
 
 #: The step after a person's submit is recorded and announced, (ctx, recipe, result, now):
-#: bot.services.train.after_person_submit, which the composition root gives the recovery of
+#: bot.services.after_submit.after_person_submit, which the composition root gives the recovery of
 #: the submits the bot died in.
 AfterSubmit = Callable[[BotContext, str, SubmitResult, float], object]
 
@@ -128,7 +128,7 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     its job name (`find_lost_submit`: a job of that name submitted since, that no attempt
     records). A job found is recorded as the
     run's (a new run's chain is started for it), watched and announced in its thread, and
-    goes through `after_submit` (bot.services.train.after_person_submit: its holds, the Home
+    goes through `after_submit` (bot.services.after_submit.after_person_submit: its holds, the Home
     tabs) once, as the submit would have; none found (nothing was queued) forgets the
     submit. A lookup that fails keeps it for the next run of this job
     (bot.app.build_scheduler's `submits`)."""

@@ -25,6 +25,7 @@ from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
 from bot.services.access import access_for, may_control_job, run_told_of
+from bot.services.after_submit import after_person_submit
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext
@@ -32,7 +33,7 @@ from bot.services.preflight import PreflightOptions, PreflightUsageError, run_pr
 from bot.services.runs import submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
-from bot.services.submit import SubmitResult, describe_not_applied, describe_start
+from bot.services.submit import describe_not_applied, describe_start
 from bot.services.threads import code, open_thread, render
 from bot.store import Attempt
 
@@ -165,18 +166,6 @@ def status_view(report: StatusReport) -> dict[str, Any]:
         rows.append([row.label, row.recipe or "-", row.state_text, reason, attempt])
     return {"title": report.title, "rows": rows, "unreachable": dict(report.unreachable),
             "note": report.note}
-
-
-def after_person_submit(ctx: BotContext, recipe: str, result: SubmitResult,
-                        now: float) -> list[comp.HoldProposal]:
-    """What follows a person's submit once its job is recorded and announced, /train
-    submit|resume's and the recovery's of one the bot died in (bot.services.runs
-    .recover_submits_in_flight, as bot.app wires it): the holds to propose
-    (competitors.propose_holds_for_submit), then the run on the Home tabs of the people who
-    see it."""
-    proposals = comp.propose_holds_for_submit(ctx, recipe, result, now)
-    refresh_homes(ctx, result.chain_id, now)
-    return proposals
 
 
 def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str | None,

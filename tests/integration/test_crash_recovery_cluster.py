@@ -401,9 +401,9 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
     the submit in flight. The next bot's `submits` job (recover_submits_in_flight) finds it
     by its name through the real squeue, records it as the run's next attempt, watches it
     and tells the run's thread; sbatch ran once."""
+    from bot.services.after_submit import after_person_submit
     from bot.services.runs import recover_submits_in_flight
     from bot.services.submit import in_flight_s
-    from bot.services.train import after_person_submit
 
     run = submitted_run("tb-crash-resume", _single_recipe)
     name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first

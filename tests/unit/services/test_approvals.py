@@ -3,15 +3,17 @@ competitors held only after a yes."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
-from fakes import FakeRunner, FakeSlurm, make_config, make_context
+from fakes import FakeRunner, FakeSlurm, RecordingHomePublisher, make_config, make_context
 
 from bot.cluster.errors import ChannelClosed, CommandFailed
 from bot.cluster.slurm import SlurmClient
 from bot.services import competitors
-from bot.services.approvals import ActionId, handle_click
+from bot.services.approvals import ActionId, after_click, handle_click
+from bot.services.home import publish_home
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.store import Store
@@ -461,6 +463,30 @@ def competitor_setup(ctx: BotContext, slurm: FakeSlurm) -> tuple[int, str]:
     assert hold_posts[0][3].endswith("Hold 88017 until the resumed job starts?")
     hold_token = hold_posts[0][2].removeprefix("hold-prompt:")
     return chain_id, hold_token
+
+
+@pytest.mark.parametrize("from_home", [True, False])
+def test_the_resubmit_button_refreshes_each_home_tab_once_and_asks_the_hold_questions_once(
+        store: Store, slurm: FakeSlurm, from_home: bool) -> None:
+    """A Resubmit ends as every person's submit does (after_person_submit): the run with its
+    new job on the Home tab of each viewer who sees it, once; the presser's, when they
+    pressed it there, with what the click did; the hold question asked once."""
+    ctx = make_context(store, slurm, home=RecordingHomePublisher())
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
+              submit_time=1000.0)
+    _, token = failed_run(ctx)
+    for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
+        publish_home(ctx, user, NOW)
+    ctx.home.published.clear()
+    result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1, from_home=from_home)
+    after_click(ctx, token, result, "W0LEAD", NOW + 1, from_home=from_home)
+    assert result.job_id == "88887" and result.holds == [88017]
+    [hold] = [p[3] for p in ctx.sink.posts if p[2].startswith("hold-prompt:")]
+    assert hold.endswith("would start before 88887. Hold 88017 until the resumed job starts?")
+    assert sorted(ctx.home.users()) == ["U0ALICE", "W0LEAD"]  # not the outsider's
+    tabs = {user: json.dumps(blocks) for user, blocks in ctx.home.published}
+    assert all("88887" in tab for tab in tabs.values())
+    assert ("Approved by <@W0LEAD>" in tabs["W0LEAD"]) is from_home  # the click's notice
 
 
 def test_competitor_held_after_yes_released_once_when_resumed_job_runs(

@@ -17,12 +17,13 @@ from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
 from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
 from bot.services import submit as submit_mod
+from bot.services.after_submit import after_person_submit
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
 from bot.services.runs import recover_submits_in_flight
 from bot.services.threads import has_thread
-from bot.services.train import after_person_submit, execute
+from bot.services.train import execute
 from bot.store import Store
 from handlers.home import make_cancel_job
 
