@@ -211,6 +211,12 @@ class PostError(Exception):
     and goes on: the post is retried by its key."""
 
 
+class PartlyPosted(PostError):
+    """A message for several threads (a cluster's notice) went to some of them and the chat
+    refused it in others: it has been said, and is to be posted again for the threads that
+    have not got it (the others get nothing twice: each post's key)."""
+
+
 class ThreadWriter(Protocol):
     """Where run threads go (Slack, or the terminal in `trainbot demo`). Every post has a
     key and is made once; the root is recorded under `root_key(chain_id)` in the store."""

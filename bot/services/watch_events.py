@@ -69,7 +69,15 @@ from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_
 from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, owners_to_mention, prompt_people
 from bot.services.home import refresh_homes
-from bot.services.ports import Blocks, BotContext, JsonPoster, LeaseLost, PostError, root_key
+from bot.services.ports import (
+    Blocks,
+    BotContext,
+    JsonPoster,
+    LeaseLost,
+    PartlyPosted,
+    PostError,
+    root_key,
+)
 from bot.services.probes import create_probe_offer, offers_probe, probe_offer
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
@@ -236,9 +244,11 @@ class ThreadEvents:
             log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, text)
 
     def _cluster_notice(self, event: WatchEvent) -> None:
-        """One note in every active chain's thread on the cluster; PostError when a thread
-        has not got it (Slack refused the post): the outbox publishes the notice again, and
-        the threads that have it already get nothing twice (the poster's key)."""
+        """One note in every active chain's thread on the cluster, each thread's post tried
+        whatever the others' did. A thread that has not got it (Slack refused the post):
+        PartlyPosted when others have it (the notice is said; bot.services.watch.health
+        publishes it again at the next tick, and the threads that have it already get
+        nothing twice: the poster's key), PostError when none has."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
         unposted = [chain.id for chain in chains if has_thread(self.ctx, chain.id)
@@ -247,7 +257,9 @@ class ThreadEvents:
         if not chains:
             log.warning("%s", event.text)
         if unposted:
-            raise PostError(f"{event.key}: not posted in the threads of chains {unposted}")
+            told = [c.id for c in chains if c.id not in unposted and has_thread(self.ctx, c.id)]
+            error = PartlyPosted if told else PostError
+            raise error(f"{event.key}: not posted in the threads of chains {unposted}")
 
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""

@@ -6,10 +6,15 @@ The unreachable notice is recorded before it is posted (bot.services.watch.outbo
 post failed is posted at a later failed tick as it was recorded (its tick count, since and error,
 that error's sentence in each thread's language), and so is one a restart left: the outage dates
 from it, so its "answers again" note follows. One the cluster answered before it could be posted
-is dropped: an outage over is not announced. The "answers again" note is recorded the same way;
-one whose post failed, or that a restart left, is posted at the next tick, failed or not (it
-is still true), as it was recorded (the start of the outage it ends), before any notice of a
-new outage.
+is dropped: an outage over is not announced. A notice some threads got and Slack refused in
+others has been said (its "answers again" note follows in every thread): it is posted again
+at each failed tick for the threads left (those that have it get nothing twice), and dropped
+when the cluster answers. A notice recorded before the outage's start was stored with it
+(no `down_since`) dates the outage from its key (`cluster:C:down:START`), and says its
+English text. The "answers again" note is recorded the same way;
+one whose post failed (in any of its threads), or that a restart left, is posted at the next
+tick, failed or not (it is still true), as it was recorded (the start of the outage it ends),
+before any notice of a new outage.
 
 While a cluster is unreachable the watcher keeps the last known state of its jobs and judges
 none of them (bot.services.watch.tick); this module only counts and tells.
@@ -43,6 +48,7 @@ class ClusterHealth:
         self._down_notified = False
         self._unposted_checked = False  # the store's unposted notices looked at since start
         self._back_unposted = True  # a back note may wait in the store (one failed, a restart)
+        self._notice_unposted = False  # the outage's notice was said, a thread may lack it
 
     def failed(self, now: float, exc: Exception, report: TickReport) -> TickReport:
         """A tick whose Slurm call failed: counted, the report marked failed, and after
@@ -56,7 +62,9 @@ class ClusterHealth:
         report.ok = False
         report.error = str(exc)
         if self._failed >= self.unreachable_ticks and not self._down_notified:
-            self._down_notified = self._announce(now, exc, report)
+            self._down_notified = self._notice_unposted = self._announce(now, exc, report)
+        elif self._notice_unposted:  # said, and Slack refused it in a thread: that one again
+            self._notice_unposted = self._post_stored(NOTICE, now, report)
         return report
 
     def _announce(self, now: float, exc: Exception, report: TickReport) -> bool:
@@ -70,9 +78,9 @@ class ClusterHealth:
             first, *later = stored
             for inc in later:  # the same outage recorded again after a restart: one notice
                 self.outbox.drop(inc)
-            since = first.diagnosis.get("down_since")
-            if isinstance(since, int | float):
-                self._down_since = min(self._down_since, float(since))
+            since = _outage_start(first.diagnosis.get("down_since"), first.key)
+            if since is not None:
+                self._down_since = min(self._down_since, since)
             return self.outbox.emit(self.outbox.stored_event(first), NOTICE, now, report)
         text = (f"cluster {self.cluster} unreachable for {self._failed} ticks "
                 f"(since {_utc(self._down_since)}): {exc}. Jobs are not being judged; "
@@ -91,28 +99,33 @@ class ClusterHealth:
         if self._down_notified and self._down_since is not None:
             text = (f"cluster {self.cluster} answers again (unreachable since "
                     f"{_utc(self._down_since)}); watching resumes.")
-            posted = self.outbox.emit(
+            self.outbox.emit(
                 WatchEvent(BACK, f"cluster:{self.cluster}:back:{int(self._down_since)}",
                            self.cluster, text, facts={"since": _utc(self._down_since)}),
                 BACK, now, report, extra={"down_since": self._down_since})
-            self._back_unposted = self._back_unposted or not posted
-        elif self._failed or not self._unposted_checked:
+            self._back_unposted = True  # a thread may lack it: asked at the next tick
+        if self._failed or not self._unposted_checked:
             for inc in self.outbox.unposted(NOTICE):  # the outage ended before it was told
-                self.outbox.drop(inc)
+                self.outbox.drop(inc)  # (in every thread: the others get the back note)
             self._unposted_checked = True
         self._failed, self._down_since, self._down_notified = 0, None, False
+        self._notice_unposted = False
 
     def _post_unposted_back(self, now: float, report: TickReport) -> None:
         """Post the "answers again" notes recorded and never posted (their post failed, or
         the bot stopped before it), as they were recorded, oldest first; the store is asked
         only while one may be there."""
-        if not self._back_unposted:
-            return
-        posted = True
-        for inc in self.outbox.unposted(BACK):
-            posted = self.outbox.emit(self.outbox.stored_event(inc), BACK, now, report) \
-                and posted
-        self._back_unposted = not posted
+        if self._back_unposted:
+            self._back_unposted = self._post_stored(BACK, now, report)
+
+    def _post_stored(self, class_id: str, now: float, report: TickReport) -> bool:
+        """Publish this cluster's `class_id` events recorded and not posted in every thread,
+        as they were recorded, oldest first; True while one may be left (not posted, or in
+        some threads only)."""
+        stored = self.outbox.unposted(class_id)
+        for inc in stored:
+            self.outbox.emit(self.outbox.stored_event(inc), class_id, now, report)
+        return bool(stored) and bool(self.outbox.unposted(class_id))
 
     def forget(self) -> None:
         """No outage known: the counters as after a restart (the store's unposted notices
@@ -120,6 +133,16 @@ class ClusterHealth:
         self._failed, self._down_since, self._down_notified = 0, None, False
         self._unposted_checked = False
         self._back_unposted = True
+        self._notice_unposted = False
+
+
+def _outage_start(stored: object, key: str) -> float | None:
+    """When the outage of a stored unreachable notice started: its `down_since`; one recorded
+    before that was stored has it in its key only (`cluster:C:down:START`, whole seconds)."""
+    if isinstance(stored, int | float):
+        return float(stored)
+    start = key.rsplit(":", 1)[-1]
+    return float(start) if start.isdigit() else None
 
 
 def _utc(t: float) -> str:

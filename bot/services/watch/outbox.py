@@ -22,7 +22,7 @@ from bot.core.policy import PastWarning
 from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
-from bot.services.ports import LeaseLost
+from bot.services.ports import LeaseLost, PartlyPosted
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.store import Incident, Store
 
@@ -43,7 +43,10 @@ class Outbox:
 
     def emit(self, event: WatchEvent, class_id: str, now: float, report: TickReport,
              extra: dict[str, Any] | None = None) -> bool:
-        """Intent (store, `pending`) -> publish -> `posted`. False if publishing failed."""
+        """Intent (store, `pending`) -> publish -> `posted`. False if publishing failed. A
+        publish that reached some of its threads only (PartlyPosted: a cluster's notice) is
+        True, it has been said, but its row stays `pending` (`unposted`: published again for
+        the threads left)."""
         payload: dict[str, Any] = {"kind": event.kind, "text": event.text,
                                    "job_id": event.job_id, "cluster": self.cluster}
         if event.diagnosis is not None:
@@ -63,6 +66,11 @@ class Outbox:
                 self.sink.publish(event)
         except LeaseLost:
             raise  # not published: the key stays `pending` for the replica holding the lease
+        except PartlyPosted as exc:
+            log.warning("%s: publishing %s reached some threads only, will retry the others: "
+                        "%s", self.cluster, event.key, exc)
+            report.events.append(event)
+            return True
         except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick
             log.warning("%s: publishing %s failed, will retry: %s", self.cluster, event.key, exc)
             return False

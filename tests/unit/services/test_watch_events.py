@@ -273,6 +273,83 @@ def test_a_back_note_a_restart_left_unposted_is_posted_from_the_store(store):
                      "watching resumes."] * 2, backs
 
 
+def _two_threads_one_refusing_the_notice(ctx):
+    """Two threads on cluster dev; its outage from 1_000_000 is told, and Slack refuses the
+    first thread's notice."""
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+
+    for _ in range(2):
+        chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    health = slack_refusing(ctx, fails=1)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    assert [p[1] for p in ctx.sink.posts if p[0] == "reply"] == [2]  # the second thread's
+    return health
+
+
+def thread_notes(ctx, start: str) -> list[int]:
+    return sorted(p[1] for p in ctx.sink.posts if p[0] == "reply" and p[3].startswith(start))
+
+
+NOTICE = "cluster dev unreachable for 3 ticks (since 1970-01-12 13:46:40 UTC)"
+BACK = "cluster dev answers again (unreachable since 1970-01-12 13:46:40 UTC); watching resumes."
+
+
+def test_a_notice_one_thread_refused_is_posted_there_at_the_next_failed_tick_alone(store):
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    health = _two_threads_one_refusing_the_notice(ctx)
+    health.failed(1_000_180.0, ClusterUnavailable("connection refused"), TickReport(ok=True))
+    assert thread_notes(ctx, NOTICE) == [1, 2]  # the first thread's now; the second's once
+    health.failed(1_000_240.0, ClusterUnavailable("connection refused"), TickReport(ok=True))
+    assert thread_notes(ctx, NOTICE) == [1, 2]
+    health.ok(1_000_300.0, TickReport(ok=True))
+    assert thread_notes(ctx, BACK) == [1, 2]
+
+
+def test_the_threads_told_of_an_outage_hear_it_ended_though_another_refused_the_notice(store):
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    health = _two_threads_one_refusing_the_notice(ctx)
+    health.ok(1_000_180.0, TickReport(ok=True))  # it answers before the first thread got it
+    assert thread_notes(ctx, NOTICE) == [2]  # an outage over is not announced
+    assert thread_notes(ctx, BACK) == [1, 2]  # its end is, where it was told and elsewhere
+    assert health.outbox.unposted("cluster_unreachable") == []
+    health.ok(1_000_240.0, TickReport(ok=True))
+    assert thread_notes(ctx, BACK) == [1, 2]
+
+
+def test_a_notice_stored_before_the_outages_start_was_is_posted_and_dates_the_outage(store):
+    """A notice recorded by a bot older than the stored outage start (no `down_since`, no
+    facts, only its English text) and left unposted: the outage dates from its key, not from
+    this bot's first failed tick."""
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    text = (f"{NOTICE}: `squeue --me` did not finish within 20 s. Jobs are not being judged; "
+            "nothing is concluded about them until it answers again.")
+    store.incidents.record("cluster:dev:down:1000000", class_id="cluster_unreachable", now=
+                           1_000_120.0, diagnosis={"kind": "cluster_unreachable", "text": text,
+                                                   "job_id": None, "cluster": "dev"},
+                           chain_id=None, job_id=None, state="pending")
+    health = slack_refusing(ctx, fails=0)  # the new bot, the cluster still down
+    for i in range(3):
+        health.failed(1_000_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                      TickReport(ok=True))
+    assert replies(ctx) == [text]
+    health.ok(1_000_900.0, TickReport(ok=True))
+    assert replies(ctx) == [text, BACK]
+
+
 def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(store):
     from bot.app import build_watcher
 
