@@ -58,9 +58,12 @@ _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
 _DATA_DEPENDENT_GUARD = re.compile(
     r"GuardOnDataDependentSymNode|Could not guard on data-dependent expression")
 # An MPI message larger than the MPI library carries in one message (the catalogue's
-# unknown_failure hint): Open MPI's PSM2 transport, IBM Spectrum MPI's collectives.
+# unknown_failure hints): Open MPI's PSM2 transport, IBM Spectrum MPI's collectives, and a count
+# past a 32-bit int that the library refuses (Open MPI's MPI_ERR_COUNT, MPICH's negative count).
 _MPI_MESSAGE_SIZE = re.compile(r"Message size [0-9]+ bigger than supported by PSM2 API"
-                               r"|coll:ibm:.*overflowed integer range")
+                               r"|coll:ibm:.*overflowed integer range"
+                               r"|MPI_ERR_COUNT: invalid count argument"
+                               r"|Negative count, value is -[0-9]+")
 # slurmstepd failing to start a task's program (Slurm's src/slurmd/slurmstepd/task.c:
 # `error("execve(): %s: %m", task->argv[0])`, and for a script whose #! line names an
 # interpreter the node cannot run, `execve(): bad interpreter(%s): %m`): the program or

@@ -3542,6 +3542,26 @@ MPI_MESSAGE_SIZE = {
         "[node-1:04815] ***    and potentially your MPI job)\n"),
     "spectrum-mpi": "[h23n07:134979] coll:ibm:module: datatype_prepare_recvv overflowed integer "
                     "range\n",
+    # a count past a 32-bit int, wrapped negative: Open MPI's fatal handler
+    # (ompi/errhandler/errhandler_predefined.c, `*** An error occurred in %s`, `*** %s` of
+    # ompi/errhandler/errcode.c's `MPI_ERR_COUNT: invalid count argument`) ...
+    "open-mpi-count": (
+        "[node-1:04815] *** An error occurred in MPI_Bcast\n"
+        "[node-1:04815] *** reported by process [3170238465,0]\n"
+        "[node-1:04815] *** on communicator MPI_COMM_WORLD\n"
+        "[node-1:04815] *** MPI_ERR_COUNT: invalid count argument\n"
+        "[node-1:04815] *** MPI_ERRORS_ARE_FATAL (processes in this communicator will now "
+        "abort,\n"
+        "[node-1:04815] ***    and potentially your MPI job)\n"),
+    # ... and MPICH's abort (src/mpid/ch4/src/ch4_globals.c, `Abort(%d)%s%s: %s%s`) of its error
+    # stack (src/mpi/errhan/errutil.c, `Fatal error in %s: `; src/mpi/errhan/errnames.txt,
+    # `**count:Invalid count`, `**countneg %d:Negative count, value is %d`)
+    "mpich-count": (
+        "Abort(940171526) on node 3 (rank 3 in comm 0): Fatal error in PMPI_Send: Invalid "
+        "count, error stack:\n"
+        "PMPI_Send(157): MPI_Send(buf=0x7f3a2c000010, count=-2147483648, MPI_BYTE, dest=0, "
+        "tag=0, MPI_COMM_WORLD) failed\n"
+        "PMPI_Send(95).: Negative count, value is -2147483648\n"),
 }
 
 
