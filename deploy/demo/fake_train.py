@@ -11,8 +11,9 @@ the shape of torch.distributed.checkpoint (`<ckpt_dir>/iter_000001000/__0_0.dist
 
   healthy           reaches --target-iter and prints `Training complete: ...`
   leak              really grows its RSS (a bytearray kept per iteration) and prints it
-  stall-then-nccl   stops at --stall-at, prints nothing for --stall-seconds, then prints the
-                    NCCL watchdog abort and dies with SIGABRT (os.abort); once per
+  stall-then-nccl   stops at --stall-at, prints nothing for --stall-seconds (or until the file
+                    --stall-until exists), then prints the NCCL watchdog abort and dies
+                    with SIGABRT (os.abort); once per
                     checkpoint dir, so the resumed attempt trains on (a transient hang).
                     With --rank-procs N the trainer is rank 0 of N processes: during the
                     stall every rank waits in `all_gather` <- `train_step`, except
@@ -324,7 +325,11 @@ class Trainer:
         if self.stall_file:
             with open(self.stall_file, "w") as f:
                 f.write(f"{iteration}\n")
-        train_step(lambda: False, a.stall_seconds)  # rank 0 waits for the others' all_gather
+        # rank 0 waits for the others' all_gather: --stall-seconds, or until --stall-until exists
+        if a.stall_until:
+            train_step(lambda: os.path.exists(a.stall_until), None)
+        else:
+            train_step(lambda: False, a.stall_seconds)
         if self.stall_file:
             os.unlink(self.stall_file)
         ran_ms = int((time.monotonic() - last_progress) * 1000)
@@ -581,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stall-at", type=int, default=None,
                    help="iteration after which progress stops (default: a third of the way)")
     p.add_argument("--stall-seconds", type=float, default=6.0)
+    p.add_argument("--stall-until", metavar="FILE", default=None,
+                   help="the stall lasts until FILE exists, not --stall-seconds (a test "
+                   "creates it once the bot has seen the stall; the time limit ends it else)")
     p.add_argument("--nccl-timeout-ms", type=int, default=None,
                    help="Timeout(ms) printed by the watchdog (default: the stall)")
     p.add_argument("--nccl-rank", type=int, default=3)

@@ -4,8 +4,9 @@ function, reach the run's thread within 30 s of the stall being raised, the full
 and the tick never waits for them.
 
 The job is the demo trainer (deploy/demo/fake_train.py) as four rank processes, stalling at
-iteration 30 for long enough that its ranks are still there: rank 3 in its data loader, the
-others in `all_gather`.
+iteration 30 until the test cancels it (its --stall-until file is never created), so its
+ranks are still there however slow the machine: rank 3 in its data loader, the others in
+`all_gather`.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ def test_a_stall_brings_the_grouped_stacks_within_30_s(dev_cluster, slack_bot,
         ckpt = jobs.path("ckpt", "stall")
         recipe = {
             "sbatch_script": jobs.path("launch.sbatch"),
-            "args": ["--scenario", "stall-then-nccl", "--stall-at", "30", "--stall-seconds",
-                     "120", "--sec-per-iter", "0.1", "--save-every", "20", "--target-iter",
-                     "1000", "--rank-procs", "4"],
+            "args": ["--scenario", "stall-then-nccl", "--stall-at", "30", "--stall-until",
+                     jobs.path("stall-never-ends"), "--sec-per-iter", "0.1", "--save-every",
+                     "20", "--target-iter", "1000", "--rank-procs", "4"],
             "mem": "256M", "time": "5", "job_name": f"tb-stacks-{tag}",
             "workdir": jobs.root, "log_path": posixpath.join(jobs.root, "logs", "%x-%j.out"),
             "env": {"TRAINBOT_DEMO_DIR": jobs.root, "TRAINBOT_CKPT_DIR": ckpt},

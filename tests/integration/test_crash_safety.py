@@ -4,7 +4,9 @@ duplicate submit (issue 7, part 5).
 The bot runs as a SUBPROCESS (tests/crash_driver.py: the production BotContext, watcher and
 SlackPoster, ticking every 0.5 s) against the real dev cluster and a Slack stand-in in this
 process. The chain: a job that stalls, then dies with an NCCL watchdog abort, on an
-`auto_resubmit` recipe (so the resubmit needs no click), then the resumed job completes.
+`auto_resubmit` recipe (so the resubmit needs no click), then the resumed job completes. The
+stall lasts until the bot has posted its warning (the test then creates the job's
+--stall-until file), so a slow machine cannot let the job end before its stall is seen.
 
 The driver is killed with SIGKILL again and again, each time restarted on the same store:
 - by hooks (bot.crashpoint, TRAINBOT_CRASH_AT): right after an event's intent was recorded,
@@ -102,13 +104,19 @@ def _hooks(first_job: str, job_name: str) -> list[Hook]:
     ]
 
 
+def _release_file(base: str) -> str:
+    """The file that ends the job's stall (fake_train.py --stall-until)."""
+    return posixpath.join(base, "release-stall")
+
+
 def _recipe(home: str, tag: str) -> dict:
     base = posixpath.join(home, f"crash-{tag}")
     return {
         "sbatch_script": posixpath.join(base, "launch.sbatch"),
         "args": ["--scenario", "stall-then-nccl", "--target-iter", str(TARGET),
                  "--sec-per-iter", "0.3", "--save-every", "10", "--save-seconds", "0.5",
-                 "--stall-at", "30", "--stall-seconds", "10", "--log-every", "1"],
+                 "--stall-at", "30", "--stall-seconds", "10", "--stall-until",
+                 _release_file(base), "--log-every", "1"],
         "mem": "512M",
         "time": "10",
         "job_name": f"crash-{tag}",
@@ -150,7 +158,7 @@ def _keys(slack: SlackStandIn) -> list[str]:
     return out
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_bot,
                                                             crash_driver, tmp_path):
     tag = uuid.uuid4().hex[:8]
@@ -174,9 +182,12 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_b
             with slack_bot(config, slack) as ctx:
                 first = submit_and_announce(ctx, RECIPE, actor=OWNER, now=time.time())
 
-            deadline = time.monotonic() + 230
+            # A guard against a chain that never ends, not a speed budget: each of the dozen
+            # driver runs starts a process and ticks, which takes long on a loaded machine.
+            deadline = time.monotonic() + 840
             pending = _hooks(first.job_id, job_name)
             passed: list[str] = []  # hooks whose step a random kill let the chain finish
+            released = False  # the job's stall ended (its file created)
             run_no = 0
             # Once every hook was reached, runs are killed at random again until two such
             # kills landed (the chain has little left to do then, so they come early, mostly
@@ -191,6 +202,10 @@ def test_kill_9_at_many_points_loses_and_duplicates_nothing(dev_cluster, slack_b
                         f"the chain went past {pending[0].at} without reaching it\n"
                         + log.read_text()[-4000:])
                     passed.append(pending.pop(0).at)
+                if not released and not any(":hang:" in hook.at for hook in pending):
+                    # The stall warning is recorded and in Slack: the job may abort now.
+                    ssh.run(["touch", _release_file(base)])
+                    released = True
                 crash_at = pending[0].at if pending else None
                 timer = None
                 if pending and run_no % 2 == 0:

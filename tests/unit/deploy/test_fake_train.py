@@ -150,3 +150,33 @@ def test_rank_procs_stall_with_one_rank_in_its_data_loader(tmp_path):
         time.sleep(0.1)
     else:
         raise AssertionError(f"peer ranks {peers} outlived rank 0")
+
+
+def test_stall_until_a_file_lasts_until_the_file_exists(tmp_path):
+    """--stall-until: the stall outlasts --stall-seconds while the file is absent (a slow bot
+    still finds the job stalled) and the watchdog abort follows once the file exists."""
+    release = tmp_path / "release"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TRAINBOT_"))}
+    proc = subprocess.Popen(
+        [sys.executable, str(DEMO / "fake_train.py"), "--ckpt-dir", str(tmp_path / "ck"),
+         *FAST, "--scenario", "stall-then-nccl", "--stall-at", "3", "--stall-seconds", "0.2",
+         "--target-iter", "10", "--stall-until", str(release)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean)
+    try:
+        marker = tmp_path / "ck" / ".fake_train_stalled"
+        for _ in range(400):  # until the stall has begun
+            if marker.exists():
+                break
+            time.sleep(0.05)
+        assert marker.exists()
+        time.sleep(1.0)  # five times --stall-seconds
+        assert proc.poll() is None, "the stall ended without its file"
+        release.touch()
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -6  # SIGABRT: the watchdog abort
+    assert "Watchdog caught collective operation timeout" in out + err
+    assert "Timeout(ms)=200)" in out + err  # the watchdog's timeout is still --stall-seconds
+    assert "iter=4/" not in out
