@@ -8,7 +8,8 @@ judge: the walk's own cost), all in the same run.
 
 Shapes: `((n++)) || true` lines; `( ((n++)) || true )`, each in a subshell (counting nothing
 for the next); `if [ -n "$X" ]; then ((n++)); fi`, each in a branch bash may skip; `if …; then
-((n++)); else ((n++)); fi`, one of which always runs; `case` with two patterns; a loop each.
+((n++)); else ((n++)); fi`, one of which always runs; `case` with two patterns; a loop each; a
+`while true` each whose body may `break` before its counter.
 And the other side of the judgement: as many assignments, each in an `if` bash may skip, before
 one counter (which of them may be the last to run: branches.last_to_run); as many calls of a
 function whose body counts (`inc() { ((n++)); }`), each after an assignment, made directly,
@@ -43,6 +44,8 @@ SHAPES = {
         HEAD, 'if [ -n "$X" ]; then {c}; else {c}; fi\n', ""),
     "`case` of two patterns": (HEAD, 'case "$X" in a) {c};; b) {c};; esac\n', ""),
     "`for` loop each": (HEAD, "for i in 1 2; do {c} || true; done\n", ""),
+    "`while true` each, `break` in an `if`": (
+        HEAD, 'while true; do if [ -n "$X" ]; then break; fi; {c} || true; break; done\n', ""),
     "assignments in `if`s, then one counter": (
         HEAD, 'if [ -n "$X" ]; then n={i}; fi\n', "{c}\n"),
     "calls of `inc() { ((n++)); }`": (

@@ -83,6 +83,8 @@ class Branches:
     dead: tuple[Marks, int, Opts] | None = None
     # a `case`'s: a branch of it ended with `;&` or `;;&` (bash may run the next one after it)
     chained: bool = False
+    # the keys of the constructs right inside it (in this walk's list), as they end
+    inner: list[tuple[int, int]] = field(default_factory=list)
 
     def kill(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
         """From offset `at` on, the walk is in a part of this construct bash never runs."""
@@ -214,13 +216,15 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             frame.reaching = []  # no pattern test / condition gets past this branch
         return None
     frames.pop()  # esac, fi, done
+    if frames:
+        frames[-1].inner.append(frame.key)
     passes = None
     if step == "done":
         walk.loops[frame.key[0]] = key[0]
         passes = loop_passes(walk.text, frame.key[0], key[0])
         frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
         if frame.exhaustive and frame.spans:
-            _leaving(walk, frame.spans[0][0], key[0])
+            _leaving(walk, frame, key[0])
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
@@ -249,17 +253,19 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     return None
 
 
-def _leaving(walk: BranchWalk, body: int, done: int) -> None:
+def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
     """A loop whose body runs (`while true`, `for i in 1 2`) with a `break` / `continue` /
     `return` in it at offset b runs what comes after b on some passes only: from the start
-    of the outermost construct of the body around b (or b), to `done`, is held in a branch
+    of the construct right inside the body around b (or b), to `done`, is held in a branch
     bash may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so that
     the branches still nest."""
+    body = loop.spans[0][0]
     leave = loop_leaves_at(walk.text, body, done)
     if leave is None:
         return
-    cut = min([leave] + [key[0] for key, (spans, _always) in walk.constructs.items()
-                         if body < key[0] <= leave and spans and spans[-1][1] > leave])
+    cut = min([leave] + [key[0] for key in loop.inner if key in walk.constructs
+                         and key[0] <= leave and (spans := walk.constructs[key][0])
+                         and spans[-1][1] > leave])
     walk.constructs[(cut, -1)] = (((cut, done),), False)
 
 

@@ -4,6 +4,7 @@ its lists, the keywords and `case` patterns that start them, a compound command 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -112,10 +113,22 @@ def constant_status(condition: str, text: str) -> bool | None:
     if m is None:
         return None
     name = m.group("name") or m.group("test") or m.group("cmd")
-    if re.search(r"(?:^|[\s;&|({])(?:function\s+" + re.escape(name) + r"(?![\w:-])|"
-                 + re.escape(name) + r"\s*\(\s*\))", text):
+    if name in _defined_names(text):
         return None
     return (name != "false") != negated
+
+
+#: A function definition (`name() {`, `function name`) of a name a constant condition runs.
+_CONSTANT_DEFINED_RE = re.compile(
+    r"(?:^|[\s;&|({])(?:function\s+(true|:|false|\[|test)(?![\w:-])"
+    r"|(true|:|false|\[|test)\s*\(\s*\))")
+
+
+@functools.lru_cache(maxsize=8)
+def _defined_names(text: str) -> frozenset[str]:
+    """The names of _CONSTANT_CONDITION_RE the script `text` defines a function of, read once
+    per script (constant_status is asked at each `if` and loop)."""
+    return frozenset(a or b for a, b in _CONSTANT_DEFINED_RE.findall(text))
 
 
 #: An extglob group (`@(…)`, `*(…)`, `+(…)`, `?(…)`) of `case` patterns.
