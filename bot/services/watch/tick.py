@@ -358,29 +358,48 @@ class Watcher:
                 # never judged as a failure of the chain here.
                 return
             unreadable = self._unreadable(jw, reads, now)
-            if self.logs.apply(jw, reads, now, report, without_unreadable=unreadable is not None):
-                return  # more of the log than one tick may read: diagnose when caught up
+            # waiting for a file that cannot be read: what did read is applied, the rest is
+            # read again next tick
+            waiting = unreadable is None and bool(reads.failures)
+            if self.logs.apply(jw, reads, now, report,
+                               without_unreadable=waiting or unreadable is not None) \
+                    or waiting:
+                return  # (or more of the log than one tick may read: judged when caught up)
             self._finished(w, jw, record, now, report, unreadable=unreadable)
 
     def _unreadable(self, jw: JobWatch, reads: JobReads,
                     now: float) -> dict[str, FileReadFailed] | None:
         """Why the finished job's files ("log", "sampler") that cannot be read could not, once
         one has failed for `unreadable_file_s` (the job is then judged without them), or at
-        once when only its sampler file is missing; None while they read or may still (the
-        failure is raised by LogFollower.apply: read again next tick)."""
+        once when only its sampler file is missing; None while they read or may still (read
+        again next tick). The wait is logged once when it starts and once when it ends (the
+        files read again, or the job judged without them), not each tick it goes on. A tick
+        whose read failed as a whole (the connection) read nothing: the wait goes on as it
+        was."""
+        if reads.error is not None:
+            return None
         failures = reads.failures
         # A missing sampler file is not waited for (a job that ended before its sampler
         # started has none): it is judged without it at once.
-        waited = [k for k, f in failures.items()
-                  if not (k == "sampler" and isinstance(f, FileMissing))]
+        waited = {k: f for k, f in failures.items()
+                  if not (k == "sampler" and isinstance(f, FileMissing))}
         if not waited:
+            if jw.unreadable_since is not None:
+                log.info("%s: job %s: its files read again after %.0f s", self.cluster,
+                         jw.job_id, now - jw.unreadable_since)
             self._set_unreadable_since(jw, None)
             return failures or None
         if jw.unreadable_since is None:
+            log.warning("%s: job %s ended and its files cannot be read: %s; read again each "
+                        "tick for %.0f s, then judged without them", self.cluster, jw.job_id,
+                        "; ".join(str(f) for f in waited.values()), self.unreadable_file_s)
             self._set_unreadable_since(jw, now)
         assert jw.unreadable_since is not None
         if now - jw.unreadable_since < self.unreadable_file_s:
             return None
+        log.warning("%s: job %s: judged without its files, unread for %.0f s: %s", self.cluster,
+                    jw.job_id, now - jw.unreadable_since,
+                    "; ".join(str(f) for f in waited.values()))
         return failures
 
     def _set_unreadable_since(self, jw: JobWatch, since: float | None) -> None:

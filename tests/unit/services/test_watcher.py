@@ -1073,6 +1073,77 @@ def test_a_finished_job_whose_log_stays_unreadable_is_judged_from_accounting_and
     assert len(sink.events) == 1  # once
 
 
+def _said(caplog, job: str = "88154") -> list[str]:
+    """What the watcher logged of job `job`'s files, in order."""
+    return [r.getMessage() for r in caplog.records
+            if f"job {job}" in r.getMessage() and ("files" in r.getMessage()
+                                                   or "cannot read" in r.getMessage())]
+
+
+def test_the_wait_for_an_unreadable_log_is_logged_when_it_starts_and_ends_not_each_tick(
+        env, caplog):
+    """A finished job whose log cannot be read: the watcher's log says so once when the wait
+    starts and once when the job is judged without it, not on each of the ticks between."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    _ended(slurm)
+    _unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        for t in (200, 260, 320, 500, 799, 800):
+            w.tick(T0 + t)
+    assert _said(caplog) == [
+        f"dev: job 88154 ended and its files cannot be read: {LOG}: reading it failed on the "
+        "login node (dd exit 1); read again each tick for 600 s, then judged without them",
+        f"dev: job 88154: judged without its files, unread for 600 s: {LOG}: reading it failed "
+        "on the login node (dd exit 1)"]
+    assert [e.kind for e in sink.events] == ["incident"]
+
+
+def test_a_log_read_again_ends_the_logged_wait_once(env, caplog):
+    """The log of a finished job is missing for a few ticks, then appears: the wait is logged
+    when it starts and when the log reads again."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    _ended(slurm)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        for t in (200, 260, 320):
+            w.tick(T0 + t)
+        sftp.append(LOG, STORY.read_bytes())
+        w.tick(T0 + 380)
+    assert _said(caplog) == [
+        f"dev: job 88154 ended and its files cannot be read: {LOG}: no such file; read again "
+        "each tick for 600 s, then judged without them",
+        "dev: job 88154: its files read again after 180 s"]
+    assert [e.diagnosis.class_id for e in sink.events] == ["nccl_timeout"]
+
+
+def test_a_tick_whose_read_fails_as_a_whole_does_not_start_the_wait_over(env):
+    """The connection drops during a tick while the watcher waits for a finished job's
+    missing log: that tick read nothing, so the wait goes on from its first failure, and the
+    job is judged unreadable_file_s after it."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    _ended(slurm)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 200)
+    read = sftp.read
+
+    def dropped(requests):
+        raise OSError("Socket is closed")
+
+    sftp.read = dropped  # type: ignore[method-assign]
+    w.tick(T0 + 500)
+    sftp.read = read  # type: ignore[method-assign]
+    assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since == T0 + 200
+    w.tick(T0 + 799)
+    assert sink.events == []
+    w.tick(T0 + 800)
+    assert [e.facts.get("log_missing") for e in sink.events] == [True]
+
+
 def test_a_log_readable_again_within_the_bound_gives_the_usual_incident(env):
     """A log that fails to read for a while after the job ended (NFS catching up) and reads
     within unreadable_file_s: the job is judged from its log, as if it had read at once."""
