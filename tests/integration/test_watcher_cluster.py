@@ -178,3 +178,62 @@ def test_a_real_jobs_log_it_cannot_read_once_it_ended_is_judged_from_accounting_
             ssh.run(["chmod", "-R", "u+rwx", logdir], check=False)
             ssh.run(["rm", "-rf", logdir], check=False)
             store.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_started(
+    slurm_cluster, tmp_path
+):
+    """A job cancelled while it waited in the queue (--begin an hour away), whose --output
+    path holds an earlier job's log: sacct gives it a start time (its end), yet it never
+    started. The watcher judges it on its first tick, reads no file (not the earlier job's
+    log), and its incident says it never started, not that its log did not exist."""
+    tag = uuid.uuid4().hex[:8]
+    with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
+        slurm = SlurmClient(ssh)
+        logdir = f"{slurm_cluster.home}/never-started-{tag}"
+        log = f"{logdir}/job.out"
+        ssh.run(["mkdir", "-p", logdir])
+        ssh.run(["sh", "-c", f"printf 'iter: 5/100 | loss: 0.5\\n' > {log}"])
+        store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+        job_id = None
+        try:
+            name = f"watch-queued-{tag}"
+            job_id = slurm.submit(SubmitSpec(job_name=name, partition=slurm_cluster.partition,
+                                             output=log, time="5", begin="now+1hour"),
+                                  script=NCCL_JOB)
+            ssh.run(["scancel", str(job_id)])
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # sacct lags the controller
+                record = slurm.jobs([job_id]).get(job_id)
+                if record is not None and record.is_finished and "sacct" in record.source:
+                    break
+                time.sleep(1)
+            else:
+                pytest.fail(f"job {job_id} not ended in sacct within 60 s")
+            assert record.start_time is not None  # Slurm's: its end
+            chain = store.chains.create(recipe="nccl", cluster="dev", job_name=name,
+                                        now=time.time())
+            store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
+            store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+            sink = RecordingEventSink()
+            reader = ShellTailReader(ssh)
+            watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
+                              catalogue=Catalogue.load(), sink=sink,
+                              policy=PolicyParams(backoff_s=0), checkpoint=FakeCheckpoints(),
+                              unreadable_file_s=600.0)
+            report = watcher.tick(time.time())
+            [incident] = sink.events
+            assert incident.kind == "incident" and incident.job_id == str(job_id)
+            assert report.read_round_trips == 0  # no file of it read
+            assert incident.diagnosis.metrics.last_iter is None
+            assert incident.facts == {"never_started": True}
+            assert incident.text.endswith(" It never started: it ended while it waited in the "
+                                          "queue, so it wrote no log, and it was judged from "
+                                          "Slurm's accounting alone.")
+            assert store.watched_jobs.list("dev") == []
+        finally:
+            if job_id is not None:
+                ssh.run(["scancel", str(job_id)], check=False)
+            ssh.run(["rm", "-rf", logdir], check=False)
+            store.close()

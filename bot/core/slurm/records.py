@@ -11,6 +11,7 @@ from bot.core.slurm.states import (
     HELD_REASONS,
     HELD_STATES,
     PENDING_STATES,
+    QUEUED_END_STATES,
     RUNNING_STATES,
 )
 
@@ -76,6 +77,21 @@ class JobRecord:
     @property
     def is_finished(self) -> bool:
         return self.state in FINISHED_STATES
+
+    @property
+    def never_started(self) -> bool:
+        """It ended while it waited in the queue (cancelled while pending, its deadline
+        passed), so it ran nothing and wrote no log: an end state a queued job may reach, and
+        no sign of a run: no node, no step, no time elapsed, no exit code or signal, no earlier
+        run (a requeue), no start before its end. Slurm gives a job cancelled while pending a
+        start time all the same, its end (22.05: sacct Start = End, Elapsed 0, NodeList `None
+        assigned`), so a start time does not say it ran; nor does its absence say it did not
+        (a job that ran whose accounting lacks its start has a node and steps)."""
+        return (self.state in QUEUED_END_STATES and self.node is None and not self.step_states
+                and not self.elapsed_s and not self.exit_code and not self.signal
+                and self.restart_count == 0
+                and (self.start_time is None
+                     or self.end_time is not None and self.start_time >= self.end_time))
 
     @property
     def is_held(self) -> bool:

@@ -14,6 +14,11 @@ FINISHED_STATES = frozenset(
      "PREEMPTED", "TIMEOUT", "REVOKED", "SPECIAL_EXIT"}
 )
 KNOWN_STATES = PENDING_STATES | RUNNING_STATES | FINISHED_STATES
+# The end states a job may reach while it still waits in the queue (scancel, its --deadline, a
+# federation sibling revoked, a node that never booted or failed in its prolog); COMPLETED,
+# TIMEOUT, OUT_OF_MEMORY, PREEMPTED and SPECIAL_EXIT only a job that ran reaches.
+QUEUED_END_STATES = frozenset(
+    {"CANCELLED", "DEADLINE", "FAILED", "REVOKED", "BOOT_FAIL", "NODE_FAIL"})
 HELD_REASONS = frozenset({"JobHeldAdmin", "JobHeldUser"})
 HELD_STATES = frozenset({"REQUEUE_HOLD", "RESV_DEL_HOLD"})
 # Reasons worth recognising when a narrow column cut them (`JobHeldA+`).

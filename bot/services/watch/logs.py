@@ -133,13 +133,16 @@ class LogFollower:
         """Read the new bytes of every (job, record, drain) given, in one batch; nothing is
         applied yet. A failed batch (connection lost) is every job's error; a file of a job
         that ran and ended which does not exist is its error (FileMissing), where a job not
-        started yet has empty files."""
+        started yet has empty files, and one that ended without starting
+        (JobRecord.never_started) none to read."""
         planned: list[tuple[int, FollowedFile]] = []
         items: list[TailItem] = []
         for jw, record, drain in jobs:
+            if record.never_started:
+                continue  # it ran nothing, so wrote nothing: a file at its path is not its own
             # a job that ran and ended has written its files: a missing one is its error
             # (a log is waited for; a sampler file is not: the Watcher's _unreadable)
-            ended = record.is_finished and record.start_time is not None
+            ended = record.is_finished
             for kind, path, state in (("log", self.log_path(jw, record), jw.log),
                                       ("sampler", self.sampler_path(jw, record),
                                        jw.sampler_tail)):

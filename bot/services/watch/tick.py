@@ -133,7 +133,9 @@ class Watcher:
     why; an unreadable sampler file leaves the incident without its samples, and says why
     there is no RSS chart. A log that does not exist, of a job that ran and ended (deleted, a
     wrong path, a path only the job's node has), is waited for alike, and the incident says
-    so; a job not started yet has no log to read. A sampler file that does not exist when a
+    so; a job not started yet has no log to read, and one that ended without starting
+    (cancelled while it waited) none to wait for: it is judged at once, and its incident says
+    it never started. A sampler file that does not exist when a
     job that ran has ended is not waited for (a job that ended before its sampler started has
     none); the incident says no samples were found. A running job's unreadable file is only
     read again next tick.
@@ -560,7 +562,9 @@ class Watcher:
         sentence), a log that did not exist (FileMissing) likewise (`log_path`, `log_missing`);
         a "sampler" file's leaves it without the samples it did not read, and, when there is
         no RSS chart then, says why (`sampler_path`, `sampler_unreadable` or
-        `sampler_missing`)."""
+        `sampler_missing`). A job that ended without starting (JobRecord.never_started:
+        cancelled while it waited in the queue) is judged at once, no file read, and its
+        incident says it never started (`never_started`)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -582,7 +586,11 @@ class Watcher:
         text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
         facts: dict[str, Any] = {}
         log_failure = (unreadable or {}).get("log")
-        if isinstance(log_failure, FileMissing):
+        if record.never_started:  # nothing was read: LogFollower.read asks for no file
+            text += (" It never started: it ended while it waited in the queue, so it wrote no "
+                     "log, and it was judged from Slurm's accounting alone.")
+            facts = {"never_started": True}
+        elif isinstance(log_failure, FileMissing):
             text += (f" Its log {log_failure.path} did not exist, so it was judged from Slurm's "
                      "accounting alone.")
             facts = {"log_path": log_failure.path, "log_missing": True}

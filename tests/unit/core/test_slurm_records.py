@@ -625,3 +625,49 @@ def test_parse_sstat_rejects_what_it_cannot_read() -> None:
         parse_sstat("123|1K|1K|vm|0|1\n")  # a job row without a step: not sstat output
     with pytest.raises(SlurmParseError, match="sacct size"):
         parse_sstat("5.batch|lots|1K|vm|0|1\n")
+
+
+# Real `sacct -D -P` rows (dev cluster, Slurm 22.05.8, trainbot's fields): 1839 was submitted
+# with --begin=now+1hour and cancelled while it waited; 1840 was cancelled 3 s into its run.
+CANCELLED_PENDING_AND_RUNNING = """\
+JobIDRaw|JobID|State|ExitCode|Reason|User|Account|Partition|QOS|ElapsedRaw|NodeList|NNodes|\
+MaxRSS|ReqTRES|AllocTRES|AllocCPUS|Submit|Start|End|TimelimitRaw|WorkDir|JobName
+1839|1839|CANCELLED by 0|0:0|BeginTime|root|root|debug|normal|0|None assigned|1||\
+billing=1,cpu=1,mem=256M,node=1||1|2026-12-04T22:23:57|2026-12-04T22:23:58|2026-12-04T22:23:58|\
+Partition_Limit|/tmp|wrap
+1840|1840|CANCELLED by 0|0:0|None|root|root|debug|normal|3|vm|1||billing=1,cpu=1,mem=256M,\
+node=1|billing=1,cpu=1,mem=256M,node=1|1|2026-12-04T22:23:58|2026-12-04T22:23:59|\
+2026-12-04T22:24:02|UNLIMITED|/tmp|wrap
+1840.batch|1840.batch|CANCELLED|0:15|||root|||4|vm|1|3228K||cpu=1,mem=256M,node=1|1|\
+2026-12-04T22:23:59|2026-12-04T22:23:59|2026-12-04T22:24:03|||batch
+"""
+
+
+def test_a_job_cancelled_while_it_waited_never_started_though_sacct_gives_it_a_start():
+    """Slurm gives a job cancelled while pending its end as its start time: it never started
+    all the same (no node, nothing elapsed); the job cancelled while it ran did."""
+    records = parse_sacct_parsable(CANCELLED_PENDING_AND_RUNNING)
+    pending, ran = records[1839], records[1840]
+    assert pending.start_time is not None and pending.start_time == pending.end_time
+    assert pending.never_started
+    assert not ran.never_started
+
+
+@pytest.mark.parametrize(("record", "never_started"), [
+    (JobRecord(1, state="CANCELLED", exit_code=0, signal=0), True),
+    (JobRecord(1, state="DEADLINE", start_time=10.0, end_time=10.0, elapsed_s=0), True),
+    # a start before its end, a node, a step, an exit code or signal, an earlier run: it ran
+    (JobRecord(1, state="CANCELLED", start_time=10.0, end_time=20.0), False),
+    (JobRecord(1, state="FAILED", exit_code=0, signal=0, node="vm"), False),
+    (JobRecord(1, state="FAILED", step_states=(("batch", "FAILED"),)), False),
+    (JobRecord(1, state="FAILED", exit_code=1, signal=0), False),
+    (JobRecord(1, state="CANCELLED", exit_code=0, signal=15), False),
+    (JobRecord(1, state="CANCELLED", start_time=10.0, end_time=10.0, restart_count=1), False),
+    # only a job that ran ends so; one still queued or running has not ended
+    (JobRecord(1, state="COMPLETED", exit_code=0, signal=0), False),
+    (JobRecord(1, state="TIMEOUT"), False),
+    (JobRecord(1, state="PENDING"), False),
+])
+def test_never_started_needs_an_end_a_queued_job_reaches_and_no_sign_of_a_run(
+        record, never_started):
+    assert record.never_started is never_started

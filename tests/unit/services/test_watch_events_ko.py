@@ -609,6 +609,27 @@ def test_an_incident_judged_without_its_missing_log_says_so_in_each_language(sto
         " 로그 /scratch/mix/logs/mix-88154.out이(가) 없어 Slurm 회계 기록만으로 판단했습니다.")
 
 
+def test_an_incident_of_a_job_that_never_started_says_so_in_each_language(store):
+    """A job that ended while it waited in the queue (Watcher: no log read, judged from
+    accounting alone): its head line says it never started, in the thread's language."""
+    d = diag("unknown_failure", last_iter=None)
+    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None,
+                 accounting=replace(FAILED, state="CANCELLED", exit_code=0))
+    said = {}
+    for lang in ("en", "ko"):
+        with own_store(store) as s:
+            ctx, chain = thread(s, lang)
+            ThreadEvents(ctx).publish(replace(incident(chain.id, d, dec, "CANCELLED"),
+                                              facts={"never_started": True}))
+            said[lang] = replies(ctx)[0]
+    assert said["en"].endswith(
+        " It never started: it ended while it waited in the queue, so it wrote no log, and it "
+        "was judged from Slurm's accounting alone.")
+    assert said["ko"].endswith(
+        " 작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 끝나 로그를 쓰지 않았으므로 Slurm "
+        "회계 기록만으로 판단했습니다.")
+
+
 @pytest.mark.parametrize("missing", [True, False])
 def test_an_incident_without_its_samples_says_why_there_is_no_rss_chart_in_each_language(
         store, missing):

@@ -1273,18 +1273,53 @@ def test_a_log_removed_after_the_job_ended_is_judged_from_what_was_read_while_it
     assert incident.facts["log_missing"] is True
 
 
-@pytest.mark.parametrize("state", ["CANCELLED", "FAILED"])
-def test_a_job_that_never_started_has_no_log_to_wait_for(env, state):
-    """A job that ended without starting (cancelled while pending; sacct gives it no start
-    time) wrote no log: it is judged at once, and nothing says a log is missing."""
+NEVER_STARTED = " It never started: it ended while it waited in the queue, so it wrote no log, " \
+    "and it was judged from Slurm's accounting alone."
+
+
+@pytest.mark.parametrize(("state", "start"), [
+    ("CANCELLED", T0 + 100),  # Slurm 22.05: scancel of a pending job: Start = End, Elapsed 0
+    ("CANCELLED", None),
+    ("DEADLINE", None),
+])
+def test_a_job_that_never_started_is_judged_at_once_and_says_it_never_started(
+        env, state, start):
+    """A job that ended while it waited in the queue (cancelled while pending: sacct gives it
+    its end as its start time, no node, no time elapsed) wrote no log: it is judged at once,
+    no file read (a log at its path, as `%x.out` leaves, is another job's), and its incident
+    says it never started, not that its log did not exist."""
     store, slurm, sftp, sink = env
     add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())  # an earlier job's log at the same path
     slurm.records[88154] = JobRecord(job_id=88154, state=state, exit_code=0, signal=0,
-                                     stdout_path=LOG, end_time=T0 + 100)
+                                     stdout_path=LOG, start_time=start, end_time=T0 + 100,
+                                     elapsed_s=0 if start else None)
     w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     w.tick(T0 + 200)
     [incident] = sink.events
-    assert "log_missing" not in incident.facts and "did not exist" not in incident.text
+    assert incident.facts == {"never_started": True}
+    assert incident.text.endswith(NEVER_STARTED)
+    assert incident.diagnosis.metrics.last_iter is None  # the other job's log was not read
+    assert store.watched_jobs.get(CLUSTER, "88154") is None
+
+
+def test_a_job_that_ran_without_a_start_time_in_sacct_waits_for_its_log(env):
+    """A job that ran (a node, its batch step) whose accounting lacks its start time: its
+    missing log is waited for as any ended job's, then it is judged from accounting and its
+    incident says the log did not exist, not that it never started."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = JobRecord(job_id=88154, state="FAILED", exit_code=1, signal=0,
+                                     stdout_path=LOG, end_time=T0 + 100, node="vm",
+                                     step_states=(("batch", "FAILED"),))
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 200)
+    w.tick(T0 + 799)
+    assert sink.events == []
+    w.tick(T0 + 800)
+    [incident] = sink.events
+    assert incident.facts == {"log_path": LOG, "log_missing": True}
+    assert NEVER_STARTED not in incident.text
 
 
 def test_a_running_jobs_missing_log_starts_no_wait(env):
