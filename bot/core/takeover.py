@@ -1,9 +1,10 @@
 """How old a step trainbot carries out on a cluster must be before another run takes it over.
 
-A step a process may die in half way (a person's submit from its sbatch on, the settle of a
-cancel whose end was not seen, the rest of a cancel and resume) is leased by the time it was
-marked: another run takes it up only once that time is older than all the step can still be
-waiting for, each of its remote calls at its full deadline, plus a margin. The deadlines are
+A step a process may die in half way (a person's submit from its sbatch on, an approved
+cancel's scancel, the settle of a cancel whose end was not seen, the rest of a cancel and
+resume) is leased by the time it was marked: another run takes it up only once that time is
+older than all the step can still be waiting for, each of its remote calls at its full
+deadline, plus a margin. The deadlines are
 the cluster's configured ones (`RemoteDeadlines`, from bot.config's ClusterConfig), so a
 cluster given longer commands gets longer leases: a live step is never taken over while its
 own deadlines have not passed. Pure arithmetic over the counts below.
@@ -42,6 +43,12 @@ its end not seen, the lookup by name: squeue and sacct by name (2), the records 
 found, squeue and sacct by id (2); a site wrapper's job read for the overrides it got,
 squeue and sacct (2); the Slurm client's checks (SLURM_CHECKS)."""
 
+CANCEL_COMMANDS = 1 + SLURM_CHECKS + 1
+"""An approved cancel's click up to its scancel's end (bot.services.approvals._cancel, from the
+click, when its `cancelling` or `cancelling_to_resume` step is marked, to the next step or the
+approval's end): the job read that checks it still runs (1), the Slurm client's checks
+(SLURM_CHECKS), the scancel (1)."""
+
 RESUME_COMMANDS = 3 + 4 + SUBMIT_COMMANDS + 3
 """The rest of a cancel and resume after its scancel (bot.services.approvals._resume_cancelled,
 from the settle's `cancel_settled` or the click's `cancel_resuming` step to the approval's
@@ -71,6 +78,14 @@ def submit_in_flight_s(deadlines: RemoteDeadlines) -> float:
     commands at their worst, plus the margin (780 s, 13 minutes, with the default deadlines:
     10 s to connect, 60 s a command)."""
     return SUBMIT_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
+
+
+def cancel_takeover_s(deadlines: RemoteDeadlines) -> float:
+    """How old an approved cancel's `cancelling` or `cancelling_to_resume` step with no step
+    after it must be before bot.services.cancel_settle takes its scancel for one whose end was
+    not seen (its click's process died): CANCEL_COMMANDS remote commands at their worst, plus
+    the margin (380 s with the default deadlines)."""
+    return CANCEL_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
 
 
 def settle_takeover_s(deadlines: RemoteDeadlines) -> float:

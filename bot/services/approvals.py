@@ -377,6 +377,14 @@ UNKNOWN_CANCEL_STEP = {True: "cancel_unknown", False: "cancel_only_unknown"}
 """The step an approved cancel whose scancel's end was not seen is left in, by what it was to
 do after the cancel: resume the run (Cancel and resume: True) or nothing more (Cancel)."""
 
+CANCELLING_STEP = {True: "cancelling_to_resume", False: "cancelling"}
+"""The step of an approved cancel from its click, marked before its job leaves the watch list
+and its scancel is sent, by what it was to do after the cancel (as UNKNOWN_CANCEL_STEP's): its
+time is the click's lease on the scancel. One with no step after it (the scancel's end not
+seen, the resume begun) nor an end, once bot.core.takeover.cancel_takeover_s old, is a click
+whose process died in its scancel: bot.services.cancel_settle settles it as a cancel whose
+end was not seen."""
+
 
 def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
             resume: bool, besides: str | None = None) -> _Performed:
@@ -395,6 +403,13 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     the job later and finishes the cancel (it was cancelled; a cancel and resume resumes the
     run) or says it was not (it still runs) and offers it again.
 
+    The step `cancelling` (Cancel) or `cancelling_to_resume` (Cancel and resume) is marked
+    before the job leaves the watch list and its scancel is sent: a process that dies before
+    the scancel's end is seen leaves the approval approved with that step alone, and
+    bot.services.cancel_settle settles it as a cancel whose end was not seen once the step is
+    its cluster's cancel_takeover_s old (the job watched again; cancelled: finished as the
+    click would have; still running: said, and offered again).
+
     A cancel and resume whose scancel was seen marks the step `cancel_resuming` before its
     resubmit: a process that dies between it and the approval's end (in the resubmit, its
     announcement, its hold questions) leaves the approval approved with that step, and
@@ -403,6 +418,7 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     slurm = ctx.clusters.slurm(cluster)
     _require_running(slurm, job, actor, recipe)
+    ctx.store.approvals.mark_step(approval.token, CANCELLING_STEP[resume], now=now)
     watched = ctx.store.watched_jobs.get(cluster, job) if resume else None
     if watched is not None:
         ctx.store.watched_jobs.remove(cluster, job)

@@ -4,8 +4,9 @@ A Cancel or Cancel and resume whose scancel's end was not seen (bot.services.app
 the approval left approved with its step `cancel_unknown` or `cancel_only_unknown`) is looked
 at again here, once the recipe's `policy.cancel_settle_s` has passed: the job cancelled, a
 cancel and resume resumes the run as the click would have; still running, the cancel is
-offered again; ended otherwise, its end is the watcher's to judge. A cancel and resume whose
-click's process died after its scancel took effect is finished here too. Run by the scheduler's
+offered again; ended otherwise, its end is the watcher's to judge. A cancel whose click's
+process died in its scancel is settled so too, and a cancel and resume whose click's process
+died after its scancel took effect is finished here. Run by the scheduler's
 `prompts` job (bot.app.build_scheduler) under its lease, before the prompts' follow-up
 (bot.services.approvals.follow_up_prompts).
 """
@@ -16,9 +17,10 @@ import logging
 from collections.abc import Callable
 
 from bot.cluster.errors import ClusterError
-from bot.core.takeover import settle_takeover_s
+from bot.core.takeover import cancel_takeover_s, settle_takeover_s
 from bot.crashpoint import crashpoint
 from bot.services.approvals import (
+    CANCELLING_STEP,
     RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
     Outcome,
@@ -68,9 +70,15 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     the settle done saying it (the `cancel_announced` step) only once all went out, so a run
     that died (or a post Slack refused) half way is finished by the next, nothing said twice.
 
+    A cancel whose click's process died before its scancel's end was seen (its `cancelling`
+    or `cancelling_to_resume` step left alone, the cluster's cancel_takeover_s old) is one
+    whose end was not seen (`_cancel_unseen`), settled as above in the same run.
+
     A cancel and resume whose scancel was seen and whose click's process died before the
     approval's end (its `cancel_resuming` step left, `takeover_s` old) is finished as a
     settle taken over is (`_finish_resume`), and said the same way."""
+    _each(ctx, ctx.store.approvals.approved_in_steps(CANCELLING_STEP.values()), now,
+          _cancel_unseen, "taking the cancel over")
     due = [a for a in ctx.store.approvals.cancels_unknown() if _settle_due(ctx, a, now)]
     _each(ctx, due, now, _settle_cancel, "settling the unknown cancel")
     _each(ctx, ctx.store.approvals.approved_in_steps([RESUMING_STEP]), now, _finish_resume,
@@ -96,6 +104,32 @@ def _each(ctx: BotContext, approvals: list[Approval], now: float,
             raise
         except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
             log.exception("%s of prompt %s failed", what, approval.token)
+
+
+def _cancel_unseen(ctx: BotContext, approval: Approval, now: float) -> None:
+    """An approved cancel whose click's process died before its scancel's end was seen
+    (bot.services.approvals._cancel: its step `cancelling` or `cancelling_to_resume`, no step
+    after it), once that step is its cluster's cancel_takeover_s old (the click's own
+    deadlines have passed): the scancel may or may not have been sent, so it is left as the
+    click leaves one whose end it did not see: the step `cancel_unknown` or
+    `cancel_only_unknown` marked, by one run (the watcher leaves the job's end to the settle
+    from then on); `_settle_cancel` then asks Slurm and finishes it (cancelled), or says it
+    was not and offers it again (still running: a cancel and resume's job, which left the
+    watch list before its scancel, is watched again), once."""
+    token, payload = approval.token, approval.payload
+    steps = ctx.store.approvals.steps(token)
+    resume = CANCELLING_STEP[True] in steps
+    if any(step in steps for step in (*UNKNOWN_CANCEL_STEP.values(), RESUMING_STEP)):
+        return  # the click saw its scancel's end and went on
+    deadlines = cluster_deadlines(ctx.config, payload.get("cluster", ""))
+    if now - steps[CANCELLING_STEP[resume]] < cancel_takeover_s(deadlines):
+        return  # the click may still be in its scancel
+    if ctx.store.approvals.mark_step(token, UNKNOWN_CANCEL_STEP[resume], now=now):
+        ctx.store.audit.record(
+            actor="trainbot", action="approval.cancel_taken_over", now=now,
+            recipe=payload.get("recipe"), job_id=str(approval.target_job),
+            result="end_unseen", detail={"token": token},
+        )  # fmt: skip
 
 
 def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
@@ -133,6 +167,10 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         ctx.store.watched_jobs.remove(cluster, job)
         outcome = resume_cancelled(ctx, approval, actor or "trainbot", now, recover=taken_over)
     else:
+        # a cancel and resume's job left the watch list before its scancel (a click that
+        # died in it did not put it back): its end is the watcher's again
+        if resume:
+            _watch_again(ctx, approval, now)
         outcome = Outcome("failed", actor, "cancel_not_taken" if record.is_running
                           or record.is_pending else "not_running", recipe, job_id=job,
                           state=record.state)
@@ -140,6 +178,16 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
     text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
     ctx.store.approvals.settle(approval.token, now=now, settled={
         "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})
+
+
+def _watch_again(ctx: BotContext, approval: Approval, now: float) -> None:
+    """Watch the cancel and resume's job again (nothing changes when it is watched: the
+    click that did not see its scancel's end watched it again itself)."""
+    chain_id = approval.chain_id
+    chain = ctx.store.chains.get(chain_id) if chain_id is not None else None
+    ctx.store.watched_jobs.add(approval.payload["cluster"], str(approval.target_job),
+                               now=approval.decided_at or now, chain_id=chain_id,
+                               adopted=chain is not None and chain.adopted)
 
 
 def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:

@@ -199,14 +199,16 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
-    STEPS = ("reminded", "escalated", "cancel_unknown", "cancel_only_unknown", "cancel_settled",
-             "cancel_announced", "cancel_resuming")
+    STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
+             "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float) -> bool:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
-        its approved scancel's end was not seen ("cancel_unknown": a cancel and resume;
-        "cancel_only_unknown": a plain cancel), that trainbot took that unknown cancel up
+        its approved cancel's scancel is about to be sent ("cancelling": a plain cancel;
+        "cancelling_to_resume": a cancel and resume), that its scancel's end was not seen
+        ("cancel_unknown": a cancel and resume; "cancel_only_unknown": a plain cancel), that
+        trainbot took that unknown cancel up
         again ("cancel_settled") or said all of what became of it ("cancel_announced"), that
         its approved cancel and resume's scancel took effect and its resubmit began
         ("cancel_resuming"): True

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from bot.core.takeover import (
+    CANCEL_COMMANDS,
     RESUME_COMMANDS,
     SUBMIT_COMMANDS,
     RemoteDeadlines,
+    cancel_takeover_s,
     settle_takeover_s,
     submit_in_flight_s,
 )
@@ -36,3 +38,14 @@ def test_slower_sftp_and_connections_lengthen_the_settles_takeover() -> None:
     assert settle_takeover_s(RemoteDeadlines(sftp_s=60.0)) > base
     assert settle_takeover_s(RemoteDeadlines(connect_s=30.0)) > base
     assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 780.0
+
+
+def test_a_cancels_scancel_is_taken_over_sooner_than_the_resume_after_it() -> None:
+    """The click's job read and scancel at their full deadlines end before its `cancelling`
+    step may be taken over (380 s with the defaults), well before the rest of a cancel and
+    resume's (the settle's) takeover."""
+    for command_s in (60.0, 300.0):
+        d = RemoteDeadlines(command_s=command_s)
+        assert CANCEL_COMMANDS * d.command_at_most_s < cancel_takeover_s(d) \
+            < settle_takeover_s(d)
+    assert cancel_takeover_s(RemoteDeadlines()) == 380.0

@@ -26,7 +26,7 @@ from bot.config import Config
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
-from bot.core.takeover import RemoteDeadlines, settle_takeover_s
+from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, settle_takeover_s
 from bot.services import ServiceError
 from bot.services.approvals import charges_budget, handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
@@ -737,3 +737,69 @@ def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_tak
     assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
     assert len([p for p in s.ctx.sink.posts if p[2].startswith("hold-prompt:")]) == 1
     assert not any(p[2] == f"cancel-settled:{token}" for p in s.ctx.sink.posts)
+
+
+# ------------------------------------------- a cancel whose click's process died in its scancel
+
+CANCEL_TAKEOVER_S = cancel_takeover_s(RemoteDeadlines())
+
+
+@pytest.mark.parametrize("choice", [ActionId.CANCEL_RESUME, ActionId.CANCEL])
+@pytest.mark.parametrize("took_effect", [True, False])
+def test_a_cancel_whose_process_died_in_its_scancel_is_settled_once(
+        store: Store, choice: str, took_effect: bool) -> None:
+    """The click's process dies in its scancel (a cancel and resume's job already off the
+    watch list), the scancel sent and taking effect or not sent at all: the approval stays
+    approved with no outcome. Once the click's step is CANCEL_TAKEOVER_S old, the next settle
+    finds the job CANCELLED and finishes the cancel as the click would have (a cancel and
+    resume resumes the run once), or finds it still running, says so and offers it again, the
+    job watched all along; one note in the thread, one scancel, at most one job submitted."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    token = s.stalled()["value"]
+    real_cancel = s.slurm.cancel
+
+    def killed_cancel(job_id: int) -> None:
+        if took_effect:
+            real_cancel(job_id)
+        raise Killed
+
+    s.slurm.cancel = killed_cancel  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        handle_click(s.ctx, token, choice, "W0LEAD", T0 + 401)
+    del s.slurm.cancel
+    resume = choice == ActionId.CANCEL_RESUME
+    assert store.approvals.get(token).state == "approved"
+    assert (store.watched_jobs.get("dev", "88154") is None) == resume
+    if took_effect:
+        s.slurm.set(88154, end_time=T0 + 401)
+    settle_unknown_cancels(s.ctx, T0 + 401 + 60)  # the click's step is still its lease
+    assert store.approvals.get(token).state == "approved"
+    assert not any(p[2] == f"cancel-settled:{token}" for p in s.ctx.sink.posts)
+
+    later = T0 + 401 + CANCEL_TAKEOVER_S
+    for at in (later, later + 60, later + 2 * SETTLE_TAKEOVER_S):
+        settle_unknown_cancels(s.ctx, at)
+    assert s.slurm.acted("cancel") == ([88154] if took_effect else [])
+    assert store.approvals.get(token).state == "done"
+    if not took_effect:
+        said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm "
+                "still shows it RUNNING after the cancel whose end trainbot did not see; "
+                "nothing was resubmitted. The cancel is offered again below")
+        assert [k for k, _ in s.posted].count(f"cancel-again:{token}") == 1
+        assert store.watched_jobs.get("dev", "88154") is not None  # watched all along
+    elif resume:
+        said = RESUMED
+        assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
+        assert [p[3] for p in s.ctx.sink.posts if p[2] == "resolution:88887"] == \
+            ["mix: resumed as 88887 from scratch (no complete checkpoint)"]
+        old, new = store.attempts.for_chain(s.chain_id)
+        assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
+        assert store.watched_jobs.get("dev", "88154") is None
+        assert s.retries() == 1
+    else:
+        said = "Approved by <@W0LEAD>: cancelled job 88154"
+    if not (took_effect and resume):
+        assert s.slurm.submits() == [] and s.retries() == 0
+    assert [p[2] for p in s.ctx.sink.posts if p[0] == "reply" and p[3] == said] == \
+        [f"cancel-settled:{token}"]
+    assert len([p for p in s.ctx.sink.posts if p[0] == "update" and p[3] == said]) == 1
