@@ -71,6 +71,9 @@ SLACK_CALL_S = 30.0
 TAKEOVER_MARGIN_S = 60.0
 """What the store's and the process's own work, and the clocks of two replicas, may add."""
 
+POST_ATTEMPTS = 4
+"""The Slack poster's attempts at one post (bot.slack.poster.SlackPoster's max_attempts)."""
+
 
 def submit_in_flight_s(deadlines: RemoteDeadlines) -> float:
     """How long a person's submit may stay in flight before bot.services.runs
@@ -96,3 +99,11 @@ def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
     return (RESUME_COMMANDS * deadlines.command_at_most_s
             + CHECKPOINT_REQUESTS * deadlines.sftp_s
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
+
+
+def post_takeover_s() -> float:
+    """How old a record whose keyed Slack post its process makes right after it (a hold
+    prompt's question: bot.services.competitors) must be, that post still not made, before
+    another run makes it: the poster's POST_ATTEMPTS at SLACK_CALL_S each, plus the margin
+    (180 s)."""
+    return POST_ATTEMPTS * SLACK_CALL_S + TAKEOVER_MARGIN_S

@@ -45,6 +45,7 @@ from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged, run_rows
+from bot.core.takeover import post_takeover_s
 from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services import competitors as comp
@@ -624,7 +625,10 @@ _MENTION = re.compile(r"^(?:<[@!][^>]*>\s*)+")
 
 def follow_up_prompts(ctx: BotContext, now: float) -> None:
     """Every pending prompt of a run chain, once `now` passes its times (the recipe's policy):
-    `remind_after_s` → one reminder in its thread mentioning the prompt's people (the recipe's
+    a hold prompt whose question never went out (its process died between the prompt's
+    record and its post, or Slack refused it) → its question, once it is
+    bot.core.takeover.post_takeover_s old, and no reminder before it; `remind_after_s` → one
+    reminder in its thread mentioning the prompt's people (the recipe's
     `mentions.prompts`); `escalate_after_s` → one escalation mentioning `mentions.escalate_to`
     (default: the approvers); `expires_at` → the prompt rewritten to say it expired and what
     happens now. Each step is recorded in the approval's row (`mark_step`, `expire`: true for
@@ -657,6 +661,12 @@ def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
             _show_expired(ctx, approval, recipe)
         return
     age = now - approval.created_at
+    if approval.action == comp.HOLD_ACTION and not comp.asked(ctx, approval):
+        # its process died (or Slack refused it) before its question went out: asked here,
+        # once the post's own deadline has passed (its keyed post is made once), not reminded
+        if ctx.sink is not None and age >= post_takeover_s():
+            comp.ask(ctx, approval)
+        return
     step: str | None = None
     if policy.escalate_after_s and age >= policy.escalate_after_s:
         step = "escalated"

@@ -108,11 +108,19 @@ def propose_holds(
 
     Asked once per submitted job: when `job_id` already has hold prompts (a settle taken over
     with its resubmit found, a recovery run again), those are its proposals and nothing is
-    asked or posted again.
+    asked again; the question of each one still pending is posted under its key (`ask`:
+    made once, however often asked), so one whose process died between the prompt's record
+    and its post is posted by this run, once (one that no run asks about again is asked by
+    the prompts' follow-up: bot.services.approvals.follow_up_prompts). Each prompt is
+    recorded before its question is posted: no hold is asked for, nor applied, without its
+    record.
     `action_ids` are the (yes, no) button action ids (handlers.actions.ActionId).
     """
     asked = hold_prompts_for(ctx, chain_id, job_id)
     if asked:
+        for approval in asked:
+            if approval.state == "pending":
+                ask(ctx, approval, action_ids)
         return [HoldProposal(a.token, _competitor(a), int(job_id)) for a in asked]
     try:
         competitors = find_competitors(ctx, recipe, job_id, chain_id)
@@ -139,19 +147,40 @@ def propose_holds(
             target_job=str(comp.job_id),
             chain_id=chain_id,
         )
-        blocks, text = render(ctx, "hold_prompt", recipe, {
-            "competitor": str(comp.job_id), "competitor_name": comp.name or None,
-            "for_job": str(job_id), "token": token, "block_id": f"hold:{token}",
-            "yes_action": str(action_ids[0]), "no_action": str(action_ids[1]),
-        })
-        if ctx.sink is not None:
-            post_safely(ctx, "reply", chain_id, hold_prompt_key(token), blocks, text)
+        prompt = ctx.store.approvals.get(token)
+        assert prompt is not None
+        ask(ctx, prompt, action_ids)
         ctx.store.audit.record(
             actor="trainbot", action="competitor.propose_hold", now=now, recipe=recipe,
             job_id=str(comp.job_id), result="asked", detail={"for_job": job_id, "token": token},
         )  # fmt: skip
         proposals.append(HoldProposal(token, comp.job_id, int(job_id)))
     return proposals
+
+
+def ask(ctx: BotContext, approval: Approval,
+        action_ids: tuple[str, str] = (ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR)
+        ) -> None:
+    """Post the hold prompt `approval`'s question ("Hold 88017 until the resumed job
+    starts?", its Yes / No buttons, `action_ids`) in its run's thread, under its key
+    (`hold_prompt_key`): the keyed post is made once, however often it is asked for
+    (bot.slack.poster)."""
+    if ctx.sink is None or approval.chain_id is None:
+        return
+    payload, token = approval.payload, approval.token
+    blocks, text = render(ctx, "hold_prompt", payload.get("recipe"), {
+        "competitor": str(_competitor(approval)),
+        "competitor_name": payload.get("competitor_name") or None,
+        "for_job": str(payload["for_job"]), "token": token, "block_id": f"hold:{token}",
+        "yes_action": str(action_ids[0]), "no_action": str(action_ids[1]),
+    })
+    post_safely(ctx, "reply", approval.chain_id, hold_prompt_key(token), blocks, text)
+
+
+def asked(ctx: BotContext, approval: Approval) -> bool:
+    """Has the hold prompt `approval`'s question gone out (its keyed post made)?"""
+    post = ctx.store.slack_posts.get(hold_prompt_key(approval.token))
+    return post is not None and post.posted
 
 
 def hold_prompts_for(ctx: BotContext, chain_id: int, job_id: int) -> list[Approval]:

@@ -627,8 +627,9 @@ RESUMED = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 888
 
 def _killed_in_the_resume(s: Story, where: str) -> str:
     """A cancel and resume clicked: its scancel took effect, then the process was killed at
-    `where` in the rest of the click (the resubmit, its announcement, its hold question, the
-    approval's end); its token. 88017, an older job of the team's, is pending on the
+    `where` in the rest of the click (the resubmit, its announcement, its hold question's
+    lookup, the hold prompt recorded and its question not posted, the approval's end); its
+    token. 88017, an older job of the team's, is pending on the
     partition: the resubmit's hold question asks about it."""
     s.slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
                 submit_time=1000.0)
@@ -642,7 +643,7 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
         raise Killed
 
     def killed_post(chain_id: int, key: str, blocks: list, text: str) -> str:
-        if key.startswith("resolution:"):
+        if key.startswith("resolution:" if where == "announced" else "hold-prompt:"):
             raise Killed
         return capture(chain_id, key, blocks, text)
 
@@ -651,7 +652,7 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
 
     if where in ("sbatch_sent", "sbatch_queued"):
         s.slurm.submit = killed_submit  # type: ignore[method-assign]
-    elif where == "announced":
+    elif where in ("announced", "hold_asked"):
         s.ctx.sink.post_reply = killed_post
     elif where == "holds":
         s.slurm.pending_competitors = killed  # type: ignore[method-assign]
@@ -668,20 +669,26 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
 
 
 @pytest.mark.parametrize("where", ["sbatch_sent", "sbatch_queued", "announced", "holds",
-                                   "done"])
+                                   "hold_asked", "done"])
 def test_a_cancel_and_resume_whose_process_died_after_the_cancel_is_finished_once(
         store: Store, where: str) -> None:
     """The click's scancel took effect, then its process died before the approval's end: in
     the resubmit's sbatch (before it was sent, or after Slurm queued the job), after the job
-    was recorded and before its announcement, before its hold question, or after it. Once the
-    click's step is SETTLE_TAKEOVER_S old one run finishes it: the thread hears of the resumed
-    job once, its hold question is asked once, the prompt is rewritten once to say what was
-    done, and no second job is submitted."""
+    was recorded and before its announcement, before its hold question, between the hold
+    prompt's record and its question's post, or after it. Once the click's step is
+    SETTLE_TAKEOVER_S old one run finishes it: the thread hears of the resumed job once, its
+    hold question is asked once (nothing held without it), the prompt is rewritten once to
+    say what was done, and no second job is submitted."""
     s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
     token = _killed_in_the_resume(s, where)
     queued = 0 if where == "sbatch_sent" else 1
     assert len(s.slurm.submits()) == queued
     assert store.approvals.get(token).state == "approved"
+    if where == "hold_asked":  # the prompt is recorded, its question never went out
+        [hold] = [a for a in store.approvals.for_chain(s.chain_id)
+                  if a.action == "hold_competitor"]
+        assert hold.state == "pending" and hold.target_job == "88017"
+        assert not any(p[2].startswith("hold-prompt:") for p in s.ctx.sink.posts)
     settle_unknown_cancels(s.ctx, T0 + 401 + 60)  # the click's step is still its lease
     assert len(s.slurm.submits()) == queued and RESUMED not in s.ctx.sink.texts()
 
@@ -698,6 +705,9 @@ def test_a_cancel_and_resume_whose_process_died_after_the_cancel_is_finished_onc
         ["mix: resumed as 88887 from scratch (no complete checkpoint)"]
     holds = [p[3] for p in s.ctx.sink.posts if p[2].startswith("hold-prompt:")]
     assert len(holds) == 1 and holds[0].endswith("Hold 88017 until the resumed job starts?")
+    assert len([a for a in store.approvals.for_chain(s.chain_id)
+                if a.action == "hold_competitor"]) == 1
+    assert s.slurm.acted("hold") == []  # held only once someone says yes to the question
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
     assert store.watched_jobs.get("dev", "88887") is not None

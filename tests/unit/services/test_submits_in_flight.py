@@ -15,9 +15,10 @@ from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_conte
 
 from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
-from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
+from bot.core.takeover import RemoteDeadlines, post_takeover_s, submit_in_flight_s
 from bot.services import submit as submit_mod
 from bot.services.after_submit import after_person_submit
+from bot.services.approvals import follow_up_prompts
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
@@ -379,6 +380,39 @@ def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_
     recover(ctx, LATER + 120)
     assert jobs(store, chain) == ["88154", "90500"] and holds_asked(ctx) == [HOLD_ASK]
     assert len(slurm.acted("submit")) == 1
+
+
+def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow_up(
+        store: Store) -> None:
+    """A person's resume recorded its job and its hold prompt, then the bot died before the
+    prompt's question was posted (no run asks about that job again): the prompts' follow-up
+    asks it, once, when the post's own deadline has passed; nothing is held meanwhile, and no
+    reminder is made of a question nobody saw."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
+    real_reply = ctx.sink.post_reply
+
+    def died_posting(chain_id: int, key: str, blocks: list, text: str) -> str:
+        if key.startswith("hold-prompt:"):
+            raise Died(key)
+        return real_reply(chain_id, key, blocks, text)
+
+    ctx.sink.post_reply = died_posting  # type: ignore[method-assign]
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    [hold] = [a for a in store.approvals.for_chain(chain) if a.action == "hold_competitor"]
+    assert hold.state == "pending" and holds_asked(ctx) == []
+
+    ctx = make_context(store, slurm)  # the bot, started again over the same store
+    follow_up_prompts(ctx, NOW + 60)  # the dead post may still be under way in a replica
+    assert holds_asked(ctx) == []
+    for at in (NOW + post_takeover_s(), NOW + post_takeover_s() + 60, NOW + 3600):
+        follow_up_prompts(ctx, at)
+    assert holds_asked(ctx) == [HOLD_ASK] and not slurm.acted("hold")
+    assert [p[2] for p in ctx.sink.posts if "Hold 88017" in p[3]] == \
+        [f"hold-prompt:{hold.token}"]
 
 
 def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> None:
