@@ -68,6 +68,7 @@ def submit_and_announce(
     array_task: int | None = None,
     prompt: ResumePoint | None = None,
     reconcile_unknown: bool = False,
+    in_flight: bool = False,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -83,7 +84,8 @@ def submit_and_announce(
     checkpoint is looked up again now, and the resolution says so when it differs.
     `reconcile_unknown`: a person's submit, whose end when not seen is looked up by its job
     name at once (bot.services.submit.submit_recipe): a job found is recorded and announced as
-    any submit.
+    any submit. `in_flight`: keep it in `submits_in_flight` until its job is recorded without
+    that (the watcher's automatic resubmit: bot.services.submit.submit_recipe).
     """
     config = ctx.config
     if extra_overridable:
@@ -102,6 +104,7 @@ def submit_and_announce(
         charge_retry=charge_retry,
         array_task=array_task,
         reconcile_unknown=reconcile_unknown,
+        in_flight=in_flight,
         channel=channel,
     )
     if before_announce is not None:
@@ -131,10 +134,14 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     goes through `after_submit` (bot.services.after_submit.after_person_submit: its holds, the Home
     tabs) once, as the submit would have; none found (nothing was queued) forgets the
     submit. A lookup that fails keeps it for the next run of this job
-    (bot.app.build_scheduler's `submits`)."""
+    (bot.app.build_scheduler's `submits`). The watcher's automatic resubmits in flight (made
+    by AUTOMATIC_ACTOR) are left to their own recovery, which their intent row leads
+    (AutoResubmitter.recover, through lost_resubmit), so no job is recorded by two."""
     for cluster in ctx.config.clusters:
         sent_before = now - in_flight_s(ctx.config, cluster)
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
+            if flight.actor == AUTOMATIC_ACTOR:
+                continue
             try:
                 _recover_submit(ctx, flight, now, after_submit)
             except LeaseLost:
@@ -339,25 +346,32 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
     attempt if it was recorded (watched again while it has not ended), else the job of the
     chain's name Slurm has above `old_job` and no attempt records, recorded now
     (adopt_unrecorded_submit: resumed from the newest checkpoint at or below `resumed_at`,
-    charged as `charged`, submitted when the dead resubmit's sbatch was sent, its
-    `submits_in_flight` row's time, when it kept one: a person's; else now); None when Slurm
-    has none (then submitting is safe)."""
+    charged as `charged`, submitted when the dead resubmit's sbatch was sent: its
+    `submits_in_flight` row's time, which every resubmit keeps, a person's and the watcher's;
+    else now); None when Slurm has none (then submitting is safe). The run's rows in flight
+    are forgotten once it is known (the job recorded, or none left): this recovery took them
+    up, recover_submits_in_flight does not again."""
     latest = run_latest(ctx.store.attempts.for_chain(chain_id), array_task)
     chain = ctx.store.chains.get(chain_id)
+    flights = [f for f in ctx.store.submits_in_flight.sent_before(cluster, now)
+               if f.chain_id == chain_id and f.array_task == array_task]
     if latest is not None and chain is not None and latest.job_id != old_job:
         if latest.result is None:
             ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
         ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
               if latest.checkpoint_path else None)
-        return SubmitResult(latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
-                            display_id=latest.display_id)
-    sent = [f.sent_at for f in ctx.store.submits_in_flight.sent_before(cluster, now)
-            if f.chain_id == chain_id and f.array_task == array_task]
-    return adopt_unrecorded_submit(
-        ctx.config, recipe, chain_id=chain_id, after_job=old_job,
-        slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
-        store=ctx.store, now=now, resumed_at=resumed_at, charge_retry=charged,
-        array_task=array_task, submitted_at=max(sent, default=None))
+        left: SubmitResult | None = SubmitResult(
+            latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
+            display_id=latest.display_id)
+    else:
+        left = adopt_unrecorded_submit(
+            ctx.config, recipe, chain_id=chain_id, after_job=old_job,
+            slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
+            store=ctx.store, now=now, resumed_at=resumed_at, charge_retry=charged,
+            array_task=array_task, submitted_at=max((f.sent_at for f in flights), default=None))
+    for flight in flights:
+        ctx.store.submits_in_flight.remove(flight.id)
+    return left
 
 
 class AutoResubmitter:
@@ -369,12 +383,15 @@ class AutoResubmitter:
         self.ctx, self.cluster, self.actor = ctx, cluster, actor
 
     def resubmit(self, recipe: str, chain_id: int, decision: Decision) -> str:
-        """Resubmit into the chain; after a fault of one node (`facts["exclude"]`) without it."""
+        """Resubmit into the chain; after a fault of one node (`facts["exclude"]`) without it.
+        Kept in `submits_in_flight` from just before its sbatch until its job is recorded, as a
+        person's submit is: a resubmit the bot died in is recovered (`recover`) with the time
+        its sbatch was sent."""
         overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
         result = submit_and_announce(
             self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
             charge_retry=decision.charged, overrides=overrides, extra_overridable=extra,
-            array_task=decision.facts.get("array_task"))
+            array_task=decision.facts.get("array_task"), in_flight=True)
         return result.display_id or str(result.job_id)
 
     def recover(self, recipe: str, chain_id: int, old_job: str,

@@ -318,6 +318,7 @@ def submit_recipe(
     charge_retry: bool = False,
     array_task: int | None = None,
     reconcile_unknown: bool = False,
+    in_flight: bool = False,
     channel: str | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
@@ -345,7 +346,10 @@ def submit_recipe(
     submit is also kept in `submits_in_flight` from just before its sbatch until its job is
     recorded (or is known not to have gone through), with `channel`, where they asked: a job
     whose submit the bot died in, or whose lookup failed, is found by its name and recorded
-    later (bot.services.runs.recover_submits_in_flight).
+    later (bot.services.runs.recover_submits_in_flight). `in_flight` keeps a submit there
+    too without `reconcile_unknown`: the watcher's automatic resubmit, whose recovery
+    (bot.services.runs.lost_resubmit) records the job it left as submitted when its sbatch
+    was sent.
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -374,7 +378,7 @@ def submit_recipe(
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
-        if reconcile_unknown:
+        if reconcile_unknown or in_flight:
             flight = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,

@@ -276,6 +276,9 @@ def test_a_single_jobs_resubmit_lost_in_a_crash_is_adopted_once(lost_resubmit):
     bot = run.bot()
     assert [a.job_id for a in bot.store.attempts.for_chain(chain_id)] == [old]
     assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "submitting"
+    # the resubmit kept its submit in flight, as a person's does: when its sbatch was sent
+    [flight] = bot.store.submits_in_flight.sent_before("dev", time.time())
+    assert (flight.chain_id, flight.job_name) == (chain_id, name)
 
     # A fresh bot on the same store, the job still queued: its first tick adopts it.
     assert _queued_held(runner, new)
@@ -285,6 +288,9 @@ def test_a_single_jobs_resubmit_lost_in_a_crash_is_adopted_once(lost_resubmit):
     attempts = bot.store.attempts.for_chain(chain_id)
     assert [a.job_id for a in attempts] == [old, new], attempts
     assert attempts[1].attempt_no == 2 and attempts[1].checkpoint_path is not None
+    # submitted when the dead resubmit's sbatch was sent, not when the fresh bot found it
+    assert attempts[1].submitted_at == flight.sent_at
+    assert bot.store.submits_in_flight.sent_before("dev", time.time()) == []
     assert bot.store.chains.get(chain_id).retries_used == 1
     assert bot.store.incidents.get(f"dev:{old}:resubmit").state == "done"
     assert new in {w.job_id for w in bot.store.watched_jobs.list("dev")}

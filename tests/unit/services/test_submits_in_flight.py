@@ -15,6 +15,7 @@ from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_conte
 
 from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
+from bot.core.policy import Decision, DecisionKind
 from bot.core.takeover import RemoteDeadlines, post_takeover_s, submit_in_flight_s
 from bot.services import submit as submit_mod
 from bot.services.after_submit import after_person_submit
@@ -22,7 +23,7 @@ from bot.services.approvals import follow_up_prompts
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
-from bot.services.runs import recover_submits_in_flight
+from bot.services.runs import AutoResubmitter, recover_submits_in_flight
 from bot.services.threads import has_thread
 from bot.services.train import execute
 from bot.store import Store
@@ -44,13 +45,18 @@ def store(tmp_path):
         yield s
 
 
+def _dies_at(point: str):
+    """A crashpoint hook that ends the bot (Died) at the crash point `point`."""
+    def crashpoint(name: str, detail: str = "") -> None:
+        if name == point:
+            raise Died(detail)
+    return crashpoint
+
+
 @pytest.fixture
 def dies_after_sbatch(monkeypatch):
     """The bot dies on the line after sbatch returned the job id, before recording it."""
-    def crashpoint(name: str, detail: str = "") -> None:
-        if name == "sbatch_returned":
-            raise Died(detail)
-    monkeypatch.setattr(submit_mod, "crashpoint", crashpoint)
+    monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
 
 
 def failed_run(ctx: BotContext) -> int:
@@ -382,6 +388,26 @@ def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_
     assert len(slurm.acted("submit")) == 1
 
 
+def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> None:
+    """The post-submit step run again for the same job (a settle taken over that found the
+    resubmit its dead run left, a recovery retried): the question already asked is not
+    asked again, and its proposals are the ones made."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    slurm.add(90500, name="mix", partition="debug", account="root", priority=100)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
+    store.attempts.add(chain_id=chain, job_id="90500", now=NOW)
+    result = submit_mod.SubmitResult(job_id="90500", chain_id=chain, attempt_no=1,
+                                     job_name="mix", checkpoint=None)
+    [first] = propose_holds_for_submit(ctx, "mix", result, NOW)
+    [again] = propose_holds_for_submit(ctx, "mix", result, NOW + 60)
+    assert again == first
+    assert holds_asked(ctx) == [HOLD_ASK]
+    assert [a.target_job for a in store.approvals.for_chain(chain)
+            if a.action == "hold_competitor"] == ["88017"]
+
+
 def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow_up(
         store: Store) -> None:
     """A person's resume recorded its job and its hold prompt, then the bot died before the
@@ -415,21 +441,43 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
         [f"hold-prompt:{hold.token}"]
 
 
-def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> None:
-    """The post-submit step run again for the same job (a settle taken over that found the
-    resubmit its dead run left, a recovery retried): the question already asked is not
-    asked again, and its proposals are the ones made."""
-    slurm = FakeSlurm()
-    ctx = make_context(store, slurm)
+@pytest.mark.parametrize("sent", [True, False])
+def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it_was(
+        store: Store, monkeypatch, sent: bool) -> None:
+    """The watcher's automatic resubmit keeps its submit in flight as a person's does: the
+    bot dies after its sbatch returned and before the job was recorded (or before the sbatch
+    left); the next bot's recovery of the resubmit (its intent row's, AutoResubmitter.recover)
+    records the job it left as submitted when the sbatch was sent, not when it was found, and
+    the thread is told once; none left, it is submitted once. The `submits` job leaves it to
+    that recovery: nothing is recorded twice."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW,
+                            submit_error=None if sent else Died("before sbatch"))
+    ctx = make_context(store, slurm, clock=lambda: NOW)
     chain = failed_run(ctx)
-    slurm.add(90500, name="mix", partition="debug", account="root", priority=100)
-    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
-    store.attempts.add(chain_id=chain, job_id="90500", now=NOW)
-    result = submit_mod.SubmitResult(job_id="90500", chain_id=chain, attempt_no=1,
-                                     job_name="mix", checkpoint=None)
-    [first] = propose_holds_for_submit(ctx, "mix", result, NOW)
-    [again] = propose_holds_for_submit(ctx, "mix", result, NOW + 60)
-    assert again == first
-    assert holds_asked(ctx) == [HOLD_ASK]
-    assert [a.target_job for a in store.approvals.for_chain(chain)
-            if a.action == "hold_competitor"] == ["88017"]
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    with monkeypatch.context() as m, pytest.raises(Died):
+        if sent:  # dies on the line after sbatch returned the job id, before recording it
+            m.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+        AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision)
+    assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
+    assert list(slurm.records) == ([90500] if sent else [])
+    slurm.submit_error = None
+
+    ctx = make_context(store, slurm, clock=lambda: LATER)  # started again, much later
+    recover(ctx, LATER)  # the submits job: the watcher's resubmit is its own recovery's
+    assert jobs(store, chain) == ["88154"]
+    auto = AutoResubmitter(ctx, "dev")
+    left = auto.recover("mix", chain, "88154", decision)
+    if not sent:
+        assert left is None and in_flight(store) == []  # nothing queued: submit it, once
+        assert auto.resubmit("mix", chain, decision) == "90500"
+    else:
+        assert left == "90500"
+    new = store.attempts.latest(chain)
+    assert (new.job_id, new.submitted_at) == ("90500", NOW if sent else LATER)
+    assert watched(store) == ["90500"] and in_flight(store) == []
+    assert store.chains.get(chain).retries_used == 1
+    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+        "mix: resumed as 90500 from scratch (no complete checkpoint)"]
+    recover(ctx, LATER + SUBMIT_IN_FLIGHT_S)
+    assert jobs(store, chain) == ["88154", "90500"] and len(slurm.records) == 1
