@@ -14,6 +14,9 @@ from bot.core.checkpoints import (
     CheckpointDecision,
     CompletenessRule,
     FileSizes,
+    LookupBound,
+    LookupBoundReached,
+    RequestCount,
     choose_checkpoint,
     resolve_pointer,
 )
@@ -35,22 +38,28 @@ def probe_checkpoints(
     `root` may be absolute, relative to the login user's home, or start with `~/`.
     `pointer_name=None` means the recipe has no pointer file. `at_most`: the newest complete
     one at or below that iteration (bot.core.checkpoints.choose_checkpoint).
+    At most CHECKPOINT_REQUESTS SFTP requests (the decision's `bound` when they ran out).
     """
     if isinstance(rule, str):
         rule = CompletenessRule.parse(rule)
-    abs_root = _absolute(sftp, root)
+    requests = RequestCount()
+    sftp = _Counted(sftp, requests)
     try:
-        entries = sftp.listdir_attr(abs_root)
-    except FileNotFoundError:
-        return CheckpointDecision(None, (f"{root}: does not exist yet",))
-    names = {e.filename: e for e in entries}
+        abs_root = _absolute(sftp, root)
+        try:
+            entries = sftp.listdir_attr(abs_root)
+        except FileNotFoundError:
+            return CheckpointDecision(None, (f"{root}: does not exist yet",))
+        names = {e.filename: e for e in entries}
 
-    pointer: str | None = None
-    if pointer_name and pointer_name in names:
-        with sftp.open(posixpath.join(abs_root, pointer_name), "rb") as f:
-            pointer = f.read(MAX_POINTER_BYTES).decode("utf-8", errors="replace")
+        pointer: str | None = None
+        if pointer_name and pointer_name in names:
+            with sftp.open(posixpath.join(abs_root, pointer_name), "rb") as f:
+                pointer = f.read(MAX_POINTER_BYTES).decode("utf-8", errors="replace")
 
-    dir_names = [n for n, e in names.items() if _is_dir(sftp, abs_root, e)]
+        dir_names = [n for n, e in names.items() if _is_dir(sftp, abs_root, e)]
+    except LookupBoundReached:  # the root's own entries took every request
+        return CheckpointDecision(None, (), LookupBound(root, 0, 0, requests.made))
     extra: list[str] = []
     if pointer is not None:
         target = resolve_pointer(posixpath.normpath(abs_root), pointer)
@@ -65,7 +74,32 @@ def probe_checkpoints(
         pointer_name=pointer_name or DEFAULT_POINTER,
         globs=globs,
         at_most=at_most,
+        requests=requests,
     )
+
+
+class _Counted:
+    """The SFTP client calls a lookup makes, each counted against its RequestCount first (a
+    file's open, read and close: 3)."""
+
+    def __init__(self, sftp: Any, requests: RequestCount) -> None:
+        self._sftp, self._requests = sftp, requests
+
+    def normalize(self, path: str) -> str:
+        self._requests.spend()
+        return str(self._sftp.normalize(path))
+
+    def listdir_attr(self, path: str) -> Any:
+        self._requests.spend()
+        return self._sftp.listdir_attr(path)
+
+    def stat(self, path: str) -> Any:
+        self._requests.spend()
+        return self._sftp.stat(path)
+
+    def open(self, path: str, mode: str) -> Any:
+        self._requests.spend(3)
+        return self._sftp.open(path, mode)
 
 
 def find_latest_checkpoint(
@@ -78,12 +112,26 @@ def find_latest_checkpoint(
     at_most: int | None = None,
 ) -> Checkpoint | None:
     """The checkpoint to resume from (with `at_most`, the newest at or below that iteration),
-    or None when there is no complete one (yet).
+    or None when there is no complete one (yet); LookupStopped when the lookup reached its
+    request bound before finding one (then nothing may be resumed from, nor started afresh).
 
     The returned `Checkpoint.skipped` lists newer candidates that were refused and why.
     """
-    return probe_checkpoints(sftp, root, rule, pointer_name=pointer_name, globs=globs,
-                             at_most=at_most).checkpoint
+    decision = probe_checkpoints(sftp, root, rule, pointer_name=pointer_name, globs=globs,
+                                 at_most=at_most)
+    if decision.bound is not None:
+        raise LookupStopped(decision)
+    return decision.checkpoint
+
+
+class LookupStopped(Exception):
+    """A checkpoint lookup reached its SFTP request bound before a complete checkpoint."""
+
+    def __init__(self, decision: CheckpointDecision) -> None:
+        super().__init__(decision.explain())
+        self.decision = decision
+        assert decision.bound is not None
+        self.bound: LookupBound = decision.bound
 
 
 def probe_recipe_checkpoints(sftp: Any, cfg: Any) -> CheckpointDecision:
@@ -160,4 +208,9 @@ def _list_files(sftp: Any, path: str) -> dict[str, int] | None:
     return files
 
 
-__all__ = ["find_latest_checkpoint", "probe_checkpoints", "probe_recipe_checkpoints"]
+__all__ = [
+    "LookupStopped",
+    "find_latest_checkpoint",
+    "probe_checkpoints",
+    "probe_recipe_checkpoints",
+]

@@ -17,6 +17,48 @@ DEFAULT_POINTER = "latest_checkpoint.txt"
 # Listings go one level deep: top-level files and the files of each direct subdirectory.
 FileSizes = Mapping[str, int]
 
+CHECKPOINT_REQUESTS = 20
+"""SFTP requests one checkpoint lookup may make, each at its own deadline: the directory's
+listing, the pointer file (open, read, close), and the newest candidates' listings (a
+candidate's subdirectories one each) until a complete one is found. The lookup stops there
+(LookupBound); bot.core.takeover counts a lookup as this many requests."""
+
+
+class LookupBoundReached(Exception):
+    """Raised by the listing (`dirs` of choose_checkpoint) when one more SFTP request would
+    take the lookup past its bound."""
+
+
+class RequestCount:
+    """The SFTP requests a lookup made so far, against its bound: `spend` raises
+    LookupBoundReached instead of going past it."""
+
+    def __init__(self, bound: int = CHECKPOINT_REQUESTS) -> None:
+        self.bound = bound
+        self.made = 0
+
+    def spend(self, n: int = 1) -> None:
+        if self.made + n > self.bound:
+            raise LookupBoundReached
+        self.made += n
+
+
+@dataclass(frozen=True)
+class LookupBound:
+    """A lookup stopped at its request bound before finding a complete checkpoint: the
+    `checked` newest candidates of `root` are incomplete, the `unchecked` older ones were not
+    looked at, so none of them may be resumed from (nor may the run start from scratch)."""
+
+    root: str
+    checked: int
+    unchecked: int
+    requests: int
+
+    def __str__(self) -> str:
+        return (f"{self.root}: stopped after {self.requests} SFTP requests: the "
+                f"{self.checked} newest candidates checked are incomplete, the {self.unchecked} "
+                "older ones were not checked")
+
 
 @dataclass(frozen=True)
 class CompletenessRule:
@@ -63,10 +105,13 @@ class CheckpointDecision:
 
     checkpoint: Checkpoint | None
     skipped: tuple[str, ...]
+    bound: LookupBound | None = None  # stopped at the request bound: no checkpoint decided
 
     def explain(self) -> str:
         """One line for a message, e.g. "iter_000001000 (skipped iter_000002000: no .metadata)"."""
         head = self.checkpoint.name if self.checkpoint else "no complete checkpoint"
+        if self.bound is not None:
+            head = f"no checkpoint decided ({self.bound})"
         return head + (f" (skipped {'; '.join(self.skipped)})" if self.skipped else "")
 
 
@@ -118,6 +163,7 @@ def choose_checkpoint(
     pointer_name: str = DEFAULT_POINTER,
     globs: Iterable[str] = DEFAULT_GLOBS,
     at_most: int | None = None,
+    requests: RequestCount | None = None,
 ) -> CheckpointDecision:
     """Decide the checkpoint to resume from.
 
@@ -129,7 +175,32 @@ def choose_checkpoint(
     `at_most`: the newest complete checkpoint at or below that iteration, i.e. the one a
     submit made when that iteration was the latest resumed from (checkpoints its job saved
     since are passed over without a skip reason: they are no refused candidates).
+
+    `requests`: the lookup's SFTP requests, spent by `dirs` as it lists; when a lookup raises
+    LookupBoundReached, the decision has no checkpoint and says how far it got (`bound`).
     """
+    try:
+        return _choose(root, dirs, rule, pointer, pointer_name, globs, at_most)
+    except _Stopped as stop:
+        made = requests.made if requests is not None else 0
+        bound = LookupBound(posixpath.normpath(root), stop.checked, stop.unchecked, made)
+        return CheckpointDecision(None, stop.skipped, bound)
+
+
+class _Stopped(Exception):
+    def __init__(self, skipped: list[str], checked: int, unchecked: int) -> None:
+        self.skipped, self.checked, self.unchecked = tuple(skipped), checked, unchecked
+
+
+def _choose(
+    root: str,
+    dirs: Mapping[str, FileSizes | None],
+    rule: CompletenessRule,
+    pointer: str | None,
+    pointer_name: str,
+    globs: Iterable[str],
+    at_most: int | None,
+) -> CheckpointDecision:
     root = posixpath.normpath(root)
     globs = tuple(globs)
     skipped: list[str] = []
@@ -153,7 +224,11 @@ def choose_checkpoint(
             elif key is None:
                 skipped.append(f"{pointer_name} -> {shown}: no such checkpoint directory")
             else:
-                why = incomplete_reason(dirs.get(key), rule)
+                try:
+                    files = dirs.get(key)
+                except LookupBoundReached:
+                    raise _Stopped(skipped, 0, len(candidates)) from None
+                why = incomplete_reason(files, rule)
                 if why is None:
                     path = key if key.startswith("/") else posixpath.join(root, key)
                     return CheckpointDecision(
@@ -161,13 +236,21 @@ def choose_checkpoint(
                     )
                 skipped.append(f"{pointer_name} -> {shown}: {why}")
 
-    for it, name in candidates:
+    checked = 0
+    for i, (it, name) in enumerate(candidates):
         if it is None:
             skipped.append(f"{name}: no iteration number in the name")
             continue
         if at_most is not None and it > at_most:
             continue
-        why = incomplete_reason(dirs.get(name), rule)
+        try:
+            files = dirs.get(name)
+        except LookupBoundReached:
+            left = [c for c, _ in candidates[i:]
+                    if c is not None and (at_most is None or c <= at_most)]
+            raise _Stopped(skipped, checked, len(left)) from None
+        checked += 1
+        why = incomplete_reason(files, rule)
         if why is None:
             cp = Checkpoint(posixpath.join(root, name), it, "scan", tuple(skipped))
             return CheckpointDecision(cp, tuple(skipped))
@@ -194,12 +277,16 @@ def _pointer_key(
 
 
 __all__ = [
+    "CHECKPOINT_REQUESTS",
     "DEFAULT_GLOBS",
     "DEFAULT_POINTER",
     "Checkpoint",
     "CheckpointDecision",
     "CompletenessRule",
     "FileSizes",
+    "LookupBound",
+    "LookupBoundReached",
+    "RequestCount",
     "choose_checkpoint",
     "incomplete_reason",
     "iteration_of",

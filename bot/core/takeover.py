@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.checkpoints import CHECKPOINT_REQUESTS
+
 
 @dataclass(frozen=True)
 class RemoteDeadlines:
@@ -57,9 +59,6 @@ questions asked per job: 3); taken over, the look for the job the dead run's res
 squeue and sacct by name and by id (4); the resubmit (SUBMIT_COMMANDS); its hold question,
 the pending competitors and the resubmitted job's record, squeue and sacct (3)."""
 
-CHECKPOINT_REQUESTS = 20
-"""SFTP requests a checkpoint lookup is counted as: the directory's listing, the pointer file,
-and the newest candidates' listings and reads until a complete one is found."""
 
 SLACK_CALLS = 6
 """Slack calls on the resume's way (the resubmit's announcement and its root's rewrite, up to
@@ -95,7 +94,8 @@ def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup's
-    CHECKPOINT_REQUESTS SFTP requests, SLACK_CALLS Slack calls, plus the margin."""
+    CHECKPOINT_REQUESTS SFTP requests (the bound the lookup stops at, bot.core.checkpoints),
+    SLACK_CALLS Slack calls, plus the margin."""
     return (RESUME_COMMANDS * deadlines.command_at_most_s
             + CHECKPOINT_REQUESTS * deadlines.sftp_s
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)

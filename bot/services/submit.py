@@ -31,7 +31,7 @@ from bot.cluster.errors import (
     submit_advice,
 )
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
-from bot.core.checkpoints import Checkpoint
+from bot.core.checkpoints import CHECKPOINT_REQUESTS, DEFAULT_POINTER, Checkpoint
 from bot.core.flight_recorder import flight_recorder_env
 from bot.core.policy import resume_start
 from bot.core.slurm.array_spec import expand_task_path, task_resubmit_spec
@@ -294,14 +294,31 @@ def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTPCalls, task: int | No
         return None
     if recipe.array is not None and task is None:
         return None
-    from bot.cluster.checkpoints import find_latest_checkpoint
+    from bot.cluster.checkpoints import LookupStopped, find_latest_checkpoint
 
     ck = recipe.checkpoint
     directory = expand_task_path(ck.dir, task) if task is not None else ck.dir
-    return find_latest_checkpoint(
-        sftp, directory, ck.complete_rule, pointer_name=ck.pointer_file or None,
-        globs=ck.globs(), at_most=at_most,
-    )
+    try:
+        return find_latest_checkpoint(
+            sftp, directory, ck.complete_rule, pointer_name=ck.pointer_file or None,
+            globs=ck.globs(), at_most=at_most,
+        )
+    except LookupStopped as exc:
+        bound = exc.bound
+        raise CheckpointLookupStopped(N_(
+            "not resumed: the checkpoint lookup in %(path)s stopped at its bound of "
+            "%(requests)s SFTP requests; the %(checked)s newest checkpoints it checked are "
+            "incomplete (%(skipped)s) and the %(unchecked)s older ones were not checked, so "
+            "the run neither resumes from one nor starts from scratch. Remove the incomplete "
+            "checkpoints or write a complete one's name in %(pointer)s, then resume again",
+            path=directory, requests=CHECKPOINT_REQUESTS, checked=bound.checked,
+            skipped="; ".join(exc.decision.skipped) or "-", unchecked=bound.unchecked,
+            pointer=ck.pointer_file or DEFAULT_POINTER)) from None
+
+
+class CheckpointLookupStopped(ServiceError):
+    """The resume's checkpoint lookup reached its request bound before a complete checkpoint:
+    the submit is refused (resuming an unchecked one or starting afresh would be a guess)."""
 
 
 def submit_recipe(
@@ -704,8 +721,12 @@ def record_found_submit(
         raise UsageProblem(f"no run chain {chain_id}")
     whole_array = recipe.array is not None and array_task is None
     # what the lost submit resumed from
-    checkpoint = (find_resume_checkpoint(recipe, sftp, array_task, at_most=resumed_at)
-                  if resumed_at is not None and not whole_array else None)
+    checkpoint = None
+    if resumed_at is not None and not whole_array:
+        try:
+            checkpoint = find_resume_checkpoint(recipe, sftp, array_task, at_most=resumed_at)
+        except CheckpointLookupStopped:  # the job runs already: recorded with no checkpoint
+            checkpoint = None
     attempt_no, display_id = 0, None
     if not whole_array:
         attempt = store.attempts.add(

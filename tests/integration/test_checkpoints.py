@@ -195,3 +195,43 @@ def test_lookups_one_after_another_share_one_sftp_channel(dev_cluster, root: str
         finally:
             pool.close()
             store.close()
+
+
+def test_resume_past_the_lookup_bound_is_refused_in_the_users_language(
+        dev_cluster, runner: SSHRunner, root: str, tmp_path) -> None:
+    """More newer incomplete checkpoints than the lookup's SFTP request bound allows to list:
+    the resume is refused, saying how many were checked and that the older ones (the complete
+    one among them) were not, in English and Korean; it neither resumes nor starts afresh."""
+    from fakes import make_context
+
+    from bot.core.checkpoints import CHECKPOINT_REQUESTS
+    from bot.core.text import render_text
+    from bot.services.submit import CheckpointLookupStopped, find_resume_checkpoint
+    from bot.slack.render import translator
+    from bot.store import Store
+
+    partial = {f"iter_{i:09d}/model/__0_0.distcp": 1024
+               for i in range(2000, 2000 + CHECKPOINT_REQUESTS + 5)}
+    make(runner, root, {**COMPLETE_1000, **partial})
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        ctx = make_context(store, sftp=runner.sftp(), checkpoint={"dir": root})
+        with pytest.raises(CheckpointLookupStopped) as refused:
+            find_resume_checkpoint(ctx.config.recipe("mix"), runner.sftp())
+    finally:
+        store.close()
+    # the root's listing, then two requests per candidate (its listing, its model/ dir's)
+    text = refused.value.args[0]
+    en = str(text)
+    assert en.startswith(
+        f"not resumed: the checkpoint lookup in {root} stopped at its bound of 20 SFTP "
+        "requests; the 9 newest checkpoints it checked are incomplete (iter_000002024: no "
+        ".metadata; ")
+    assert en.endswith(
+        "iter_000002016: no .metadata) and the 17 older ones were not checked, so the run "
+        "neither resumes from one nor starts from scratch. Remove the incomplete checkpoints "
+        "or write a complete one's name in latest_checkpoint.txt, then resume again")
+    ko = render_text(text, translator("ko").gettext)
+    assert ko.startswith(f"재개하지 않았습니다: `{root}`의 체크포인트 조회가 한도인 SFTP 요청 "
+                         "20개에서 멈췄습니다. 확인한 최신 체크포인트 9개는 불완전하고")
+    assert "오래된 17개는 확인하지 않았으므로" in ko

@@ -7,7 +7,10 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from bot.core.checkpoints import (
+    CHECKPOINT_REQUESTS,
     CompletenessRule,
+    LookupBound,
+    RequestCount,
     choose_checkpoint,
     incomplete_reason,
     iteration_of,
@@ -195,3 +198,74 @@ def test_only_candidates_down_to_the_first_complete_one_are_listed() -> None:
     d = choose_checkpoint(ROOT, listing, DCP)
     assert d.checkpoint is not None and d.checkpoint.iteration == 9000
     assert listing.opened == ["iter_000010000", "iter_000009000"]
+
+
+class _Listed(Mapping[str, Mapping[str, int]]):
+    """Listings looked up one SFTP request each (once), against the lookup's RequestCount."""
+
+    def __init__(self, dirs: dict[str, Mapping[str, int]], requests: RequestCount) -> None:
+        self._dirs, self._requests, self.looked_up = dirs, requests, []
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dirs)
+
+    def __len__(self) -> int:
+        return len(self._dirs)
+
+    def __getitem__(self, key: str) -> Mapping[str, int]:
+        if key not in self.looked_up:
+            self._requests.spend()
+            self.looked_up.append(key)
+        return self._dirs[key]
+
+
+def _partial_newest(n: int) -> dict[str, Mapping[str, int]]:
+    """iter 1 complete, iters 2..n+1 incomplete (newer)."""
+    return {"iter_000000001": COMPLETE_DCP,
+            **{f"iter_{i:09d}": PARTIAL_DCP for i in range(2, n + 2)}}
+
+
+def test_lookup_stops_at_its_request_bound_and_decides_nothing() -> None:
+    requests = RequestCount(bound=5)
+    requests.spend()  # the root's listing
+    dirs = _Listed(_partial_newest(8), requests)
+    d = choose_checkpoint(ROOT, dirs, DCP, requests=requests)
+    assert d.checkpoint is None
+    assert dirs.looked_up == [f"iter_{i:09d}" for i in (9, 8, 7, 6)]
+    assert d.bound == LookupBound(ROOT, checked=4, unchecked=5, requests=5)
+    assert d.explain().startswith(
+        "no checkpoint decided (/ckpt/mix: stopped after 5 SFTP requests: the 4 newest "
+        "candidates checked are incomplete, the 5 older ones were not checked) (skipped "
+        "iter_000000009: no .metadata;")
+
+
+def test_complete_checkpoint_within_the_bound_is_chosen() -> None:
+    requests = RequestCount(bound=CHECKPOINT_REQUESTS)
+    requests.spend()
+    d = choose_checkpoint(ROOT, _Listed(_partial_newest(CHECKPOINT_REQUESTS - 2), requests),
+                          DCP, requests=requests)
+    assert d.bound is None
+    assert d.checkpoint is not None and d.checkpoint.iteration == 1
+    assert requests.made == CHECKPOINT_REQUESTS
+
+
+def test_pointer_file_and_its_target_count_against_the_bound() -> None:
+    # the same listings: found without a pointer, but the pointer's read (3 requests) and its
+    # incomplete target's listing leave too few requests to reach the complete one
+    without = RequestCount(bound=8)
+    without.spend()
+    d = choose_checkpoint(ROOT, _Listed(_partial_newest(6), without), DCP, requests=without)
+    assert d.checkpoint is not None and d.checkpoint.iteration == 1
+    with_pointer = RequestCount(bound=8)
+    with_pointer.spend(1 + 3)  # the root's listing, the pointer file's open, read, close
+    d = choose_checkpoint(ROOT, _Listed(_partial_newest(6), with_pointer), DCP,
+                          pointer="iter_000000007\n", requests=with_pointer)
+    assert d.checkpoint is None
+    assert d.bound == LookupBound(ROOT, checked=4, unchecked=3, requests=8)
+    assert d.skipped[0] == "latest_checkpoint.txt -> iter_000000007: no .metadata"
+
+
+def test_takeover_counts_the_lookup_at_its_bound() -> None:
+    from bot.core import takeover
+
+    assert takeover.CHECKPOINT_REQUESTS is CHECKPOINT_REQUESTS
