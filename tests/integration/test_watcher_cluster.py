@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from cluster_jobs import CountingRunner
@@ -235,5 +237,100 @@ def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_s
         finally:
             if job_id is not None:
                 ssh.run(["scancel", str(job_id)], check=False)
+            ssh.run(["rm", "-rf", logdir], check=False)
+            store.close()
+
+
+class _Recipe:
+    """The watcher's view of a config with one recipe (`recipe`, `policy_for`)."""
+
+    def __init__(self, **recipe) -> None:
+        self._recipe = SimpleNamespace(job_name=None, workdir=None, target_iter=None,
+                                       metric_regexes=[], **recipe)
+        self.policy = PolicyParams(backoff_s=0)
+
+    def recipe(self, name):
+        return self._recipe
+
+    def policy_for(self, name):
+        return self.policy
+
+
+class _NoStdout:
+    """The Slurm client with no log path in its records: a finished job squeue forgot
+    (MinJobAge) on a sacct without StdOut (22.05), so the watcher takes the recipe's."""
+
+    def __init__(self, slurm: SlurmClient) -> None:
+        self.slurm = slurm
+
+    def jobs(self, ids):
+        return {i: replace(r, stdout_path=None) for i, r in self.slurm.jobs(ids).items()}
+
+    def __getattr__(self, name):
+        return getattr(self.slurm, name)
+
+
+@pytest.mark.timeout(180)
+def test_a_real_array_tasks_files_are_found_at_the_recipes_patterns(slurm_cluster, tmp_path):
+    """A real 2-task array whose --output is `%x-%A_%a-%N.out` and whose tasks write their
+    memory samples at `rss-<array>_<task>-<host>.jsonl`: with no log path from Slurm, the
+    watcher finds each task's log and sampler file at the recipe's patterns (`%A_%a`, `%N`
+    expanded as sbatch does), and judges each ended task at once, from both. `%N` is the
+    node's host name, which accounting gives as the node's name: where a cluster names its
+    node apart from its host (NodeHostname; the 24.11 dev cluster) the watcher cannot know
+    it, and the patterns go without it."""
+    tag = uuid.uuid4().hex[:8]
+    with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
+        slurm = SlurmClient(ssh)
+        logdir = f"{slurm_cluster.home}/array-{tag}"
+        ssh.run(["mkdir", "-p", logdir])
+        store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+        name = f"watch-array-{tag}"
+        node = ssh.run(["sinfo", "-h", "-p", slurm_cluster.partition, "-o", "%N"]).stdout
+        host = ssh.run(["hostname", "-s"]).stdout.strip()
+        by_host = node.strip() == host  # %N names a host accounting gives
+        at, at_host = ("-%N", "-$(hostname -s)") if by_host else ("", "")
+        sampler = (f"{logdir}/rss-${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"
+                   f"{at_host}.jsonl")
+        script = ("#!/bin/bash\n"
+                  f"echo '{{\"v\": 1, \"t\": 0, \"rss\": {{\"trainer\": 1}}}}' > \"{sampler}\"\n"
+                  + NCCL_JOB.split("\n", 1)[1])
+        array_id = None
+        try:
+            array_id = slurm.submit(SubmitSpec(job_name=name, partition=slurm_cluster.partition,
+                                               output=f"{logdir}/%x-%A_%a{at}.out", time="5",
+                                               array="0-1"), script=script)
+            deadline = time.monotonic() + 120
+            tasks = {}
+            while time.monotonic() < deadline:
+                tasks = slurm.array_tasks(array_id)
+                if len(tasks) == 2 and all(t.is_finished and "sacct" in t.source
+                                           for t in tasks.values()):
+                    break
+                time.sleep(2)
+            else:
+                pytest.fail(f"array {array_id} did not end within 120 s: {tasks}")
+            for job_id in tasks:  # each task its own run, as one job
+                chain = store.chains.create(recipe="arr", cluster="dev", job_name=name,
+                                            now=time.time())
+                store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
+                store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+            sink = RecordingEventSink()
+            reader = ShellTailReader(ssh)
+            watcher = Watcher("dev", slurm=_NoStdout(slurm), reader=lambda: reader, store=store,
+                              catalogue=Catalogue.load(), sink=sink,
+                              config=_Recipe(log_path=f"{logdir}/%x-%A_%a{at}.out",
+                                             sampler_path=f"{logdir}/rss-%A_%a{at}.jsonl"),
+                              checkpoint=FakeCheckpoints(), unreadable_file_s=600.0)
+            watcher.tick(time.time())
+            assert sorted(e.job_id for e in sink.events) == sorted(str(j) for j in tasks)
+            for incident in sink.events:
+                assert incident.kind == "incident" and incident.facts == {}
+                assert incident.diagnosis.class_id == "nccl_timeout"  # judged from its log
+                assert incident.diagnosis.metrics.last_iter == 8
+                assert incident.sampler is not None  # its samples were read
+        finally:
+            if array_id is not None:
+                ssh.run(["scancel", str(array_id)], check=False)
             ssh.run(["rm", "-rf", logdir], check=False)
             store.close()

@@ -224,8 +224,8 @@ class RecipeConfig(_Model):
     )
     sampler_path: str | None = Field(
         None,
-        description="JSON-lines file written by `trainbot sampler` in the job (%x/%j "
-        "expanded), tailed like the log for per-role RSS.",
+        description="JSON-lines file written by `trainbot sampler` in the job (its %x, %j, "
+        "%A, %a, %N, %u expanded as log_path's are), tailed like the log for per-role RSS.",
     )
     nccl_flight_recorder: str | None = Field(
         None,

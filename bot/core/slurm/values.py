@@ -210,6 +210,7 @@ def parse_count(text: str | None) -> int | None:
 # Output path patterns (sbatch -o)
 
 _PATTERN_RE = re.compile(r"%(\d*)([%AaJjNnstux])")
+_NUMERIC_FIELDS = frozenset("AaJjnst")  # a width zero-pads these; a name, user or node as is
 
 
 def expand_output_pattern(
@@ -228,7 +229,8 @@ def expand_output_pattern(
     `%x` name, `%j`/`%J` job id, `%u` user, `%A` array master id (the job id outside arrays),
     `%a` array index (4294967294 outside arrays, as Slurm writes it), `%N` first node (the
     node's name: slurmstepd writes its host's short name, the same unless NodeHostname differs),
-    `%n`/`%t` 0, `%s` `batch`, `%%` a percent; `%5j` zero-pads. A field whose value is not
+    `%n`/`%t` 0, `%s` `batch`, `%%` a percent; `%5j` zero-pads a number (not `%x`, `%u`,
+    `%N`, as Slurm ignores a width there). A field whose value is not
     known yet (`%N` while pending) stays as written. A pattern with a backslash is literal
     (Slurm's rule). Relative paths are joined to `workdir`.
     """
@@ -254,7 +256,7 @@ def expand_output_pattern(
             value = values[key]
             if value is None or key == "%":
                 return match[0] if value is None else "%"
-            if width and value.isdigit():
+            if width and key in _NUMERIC_FIELDS and value.isdigit():
                 return value.zfill(int(width))
             return value
 

@@ -285,18 +285,26 @@ class LogFollower:
         cfg = self._recipe_cfg(jw.recipe)
         if cfg is None or not cfg.log_path:
             return None
-        return expand_output_pattern(cfg.log_path, job_id=record.job_id,
-                                     name=record.name or cfg.job_name or jw.recipe,
-                                     user=record.user, array_job_id=record.array_job_id,
-                                     array_task_id=record.array_task_id,
-                                     workdir=record.workdir or cfg.workdir)
+        return self._expand(cfg.log_path, cfg, jw, record)
 
     def sampler_path(self, jw: JobWatch, record: JobRecord) -> str | None:
+        """Where the job's sampler file is: the recipe's `sampler_path` pattern, expanded as
+        its `log_path` is."""
         cfg = self._recipe_cfg(jw.recipe)
         pattern = getattr(cfg, "sampler_path", None) if cfg is not None else None
         if cfg is None or not pattern:
             return None
+        return self._expand(pattern, cfg, jw, record)
+
+    @staticmethod
+    def _expand(pattern: str, cfg: RecipeConfig, jw: JobWatch, record: JobRecord) -> str:
+        """A recipe's file pattern for this job, as sbatch's `--output` is expanded for its
+        batch step (every field: an array task's `%A_%a`, its node's `%N`). `%N` is the
+        batch host's short name, which accounting gives as its node's name: the same unless
+        the site names its nodes apart from their hosts (NodeHostname)."""
         return expand_output_pattern(pattern, job_id=record.job_id,
                                      name=record.name or cfg.job_name or jw.recipe,
-                                     user=record.user, workdir=record.workdir or cfg.workdir)
-
+                                     user=record.user, node=record.node,
+                                     array_job_id=record.array_job_id,
+                                     array_task_id=record.array_task_id,
+                                     workdir=record.workdir or cfg.workdir)

@@ -512,6 +512,13 @@ def test_expand_output_pattern_keeps_unknown_fields_and_array_ids():
                                  array_task_id=7) == "/l/50_7.out"
 
 
+def test_a_width_zero_pads_numbers_only_as_slurm_does():
+    """`%3x` of a job named `7` is `7`: Slurm ignores a width on a name, user or node."""
+    assert expand_output_pattern("/l/%3x-%4a-%2u-%3N-%3n.out", job_id=1, name="7", user="9",
+                                 node="5", array_job_id=1, array_task_id=5) \
+        == "/l/7-0005-9-5-000.out"
+
+
 # ---- competitors -------------------------------------------------------------------------------
 
 

@@ -1455,3 +1455,26 @@ def test_a_missing_sampler_file_is_not_said_where_it_changes_no_chart(env, case)
     w.tick(T0 + 200)
     [incident] = sink.events
     assert "sampler_path" not in incident.facts and "memory samples" not in incident.text
+
+
+def test_an_array_tasks_log_and_samples_are_found_at_the_recipes_patterns(env):
+    """An ended array task that Slurm names no log path for (squeue forgot it; sacct 22.05
+    has no StdOut): its log and sampler file are where the recipe's patterns put them,
+    `%A_%a` the array's id and task, `%N` its node, as sbatch expands them; it is judged from
+    both, with no wait for files at a wrongly guessed path."""
+    store, slurm, sftp, sink = env
+    add_job(store, 57)
+    sftp.append("/scratch/mix/logs/mix-50_7-n17.out", NO_RSS_LOG)
+    sftp.append("/scratch/mix/logs/rss-50_7-n17.jsonl",
+                b'{"v": 1, "t": 0, "rss": {"trainer": 1}}\n')
+    slurm.records[57] = JobRecord(job_id=57, array_job_id=50, array_task_id=7, name="mix",
+                                  node="n17", state="FAILED", exit_code=1, signal=0,
+                                  start_time=T0, end_time=T0 + 100)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600, policy=None,
+                     config=_Config(log_path="/scratch/mix/logs/%x-%A_%a-%N.out",
+                                    sampler_path="/scratch/mix/logs/rss-%A_%a-%N.jsonl"))
+    w.tick(T0 + 200)
+    [incident] = sink.events
+    assert incident.diagnosis.metrics.last_iter == 8
+    assert incident.sampler is not None
+    assert incident.facts == {}
