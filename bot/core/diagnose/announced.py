@@ -79,6 +79,11 @@ _AFTER_VERDICT = re.compile(r"Requeued job [0-9]+ \(-?[0-9]+ remaining timeouts\
 # Not its `Requeuing SLURM job {job_id} failed with error code {result}`, nor the handler's
 # first line alone (`Handling auto-requeue signal: 10`).
 _LIGHTNING_REQUEUED = re.compile(r"Requeued SLURM job: [0-9_-]+|requeued exp [0-9_-]+")
+# submitit's requeue that Slurm took (SlurmJobEnvironment._requeue: `scontrol requeue <job>`
+# returned 0, then `Requeued job {jid} ({countdown} remaining timeouts)`). Not its `Job not
+# requeued because: ...`, which SignalHandler.checkpoint_and_try_requeue logs instead (a countdown
+# below 0, a job not checkpointable, a checkpoint that returned None).
+_SUBMITIT_REQUEUED = re.compile(r"Requeued job [0-9_]+ \((-?[0-9]+) remaining timeouts\)")
 #: The class of the lines after a verdict that none comes before (an excerpt without it): an
 #: ending that names no cause.
 NO_VERDICT_CLASS = "unknown_failure"
@@ -180,3 +185,27 @@ def requeued_by_lightning(matches: Sequence[Match], series: MetricSeries) -> Mat
     after = series.last_iteration_line or 0
     return next((m for m in reversed(matches)
                  if m.line_no > after and _LIGHTNING_REQUEUED.search(m.text)), None)
+
+
+@dataclass(frozen=True)
+class SubmititRequeue:
+    """submitit's line saying it requeued the job (`line`, its text) and the time-outs it will
+    still requeue it after (`remaining`)."""
+
+    line: int
+    text: str
+    remaining: int
+
+
+def requeued_by_submitit(matches: Sequence[Match], series: MetricSeries) -> SubmititRequeue | None:
+    """submitit's line saying it requeued the job (`Requeued job 42 (3 remaining timeouts)`)
+    after the run's last progress line: on the scheduler's signal (a preemption, the time-limit
+    warning) it ran `scontrol requeue` and that returned 0, so Slurm starts the job again by
+    itself (submitit/slurm/slurm.py, SlurmJobEnvironment._requeue; it prints the line only then,
+    with 0 remaining too: the next time-out is the one it does not requeue); None when there is
+    none."""
+    after = series.last_iteration_line or 0
+    for m in reversed(matches):
+        if m.line_no > after and (found := _SUBMITIT_REQUEUED.search(m.text)):
+            return SubmititRequeue(m.line_no, m.text, int(found.group(1)))
+    return None

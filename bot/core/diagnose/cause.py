@@ -189,12 +189,14 @@ class Requeued:
     """The job waits to start again (`requeued`) after the run its log shows ended: sacct's
     `state` (PENDING or REQUEUED) says Slurm requeued it (a preemption, a node's failure,
     scontrol requeue), or, in a log read without accounting, its `framework` says it requeued the
-    job itself at `line` (Lightning's auto-requeue); either way it starts again by itself and
-    that run's end is no failure to act on."""
+    job itself at `line` (Lightning's auto-requeue; submitit's, with the time-outs it will still
+    requeue it after, `remaining`); either way it starts again by itself and that run's end is
+    no failure to act on."""
 
     state: str | None
     framework: str | None = None
     line: int | None = None
+    remaining: int | None = None
 
 
 @dataclass(frozen=True)
@@ -279,8 +281,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
         case Evaluating(completed_line):
             return {"kind": "evaluating", "line": completed_line}
-        case Requeued(state, framework, line):
-            return {"kind": "requeued", "state": state, "framework": framework, "line": line}
+        case Requeued(state, framework, line, remaining):
+            return {"kind": "requeued", "state": state, "framework": framework, "line": line,
+                    "remaining": remaining}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

@@ -47,6 +47,7 @@ from bot.core.detectors import (
 from bot.core.diagnose.announced import (
     as_submitit_decided,
     requeued_by_lightning,
+    requeued_by_submitit,
     stopped_on_sigterm,
     submitit_preemption,
     submitit_verdicts_only,
@@ -359,6 +360,13 @@ def diagnose(
         chosen, decided_by = NONE_CLASS, HINT
         case_cause = Requeued(None, "lightning", requeue.line_no)
         evidence = [Evidence(requeue.line_no, requeue.text)]
+    elif acct.state is None and chosen in ("time_limit", "preempted") and (
+            own := requeued_by_submitit(matches, series)) is not None:
+        # submitit requeued the job itself (scontrol requeue) after its verdict: Slurm starts it
+        # again. The time-out or preemption stays the class (it is the cause); nothing to do
+        # (below), as a resubmit would run it twice
+        case_cause = Requeued(None, "submitit", own.line, own.remaining)
+        evidence.append(Evidence(own.line, own.text))
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:
@@ -443,6 +451,9 @@ def diagnose(
         stall_seconds=_round(stall_seconds, 1),
     )
     action, retryable, charges, hint = _class_info(catalogue, chosen)
+    if isinstance(case_cause, Requeued):
+        # the job starts again by itself: whatever its run's end was, nothing to resubmit
+        action, retryable = Action.NONE, False
     cls = catalogue.classes.get(chosen)
     return Diagnosis(
         class_id=chosen,

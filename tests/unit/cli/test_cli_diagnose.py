@@ -374,3 +374,41 @@ def test_a_job_lightning_requeued_is_not_resubmitted_from_its_log_alone(capsys, 
     assert "Lightning requeued the job itself (line 4)" in result["hint"]
     code, out, _ = cli(capsys, str(log))
     assert out.startswith(f"{log}: none - ") and "nothing needs resubmitting" in out
+
+
+def test_a_job_submitit_requeued_is_not_resubmitted_from_its_log_alone(capsys, tmp_path):
+    """submitit's handler on a preemption (submitit/core/job_environment.py,
+    checkpoint_and_try_requeue; submitit/slurm/slurm.py, SlurmJobEnvironment._requeue once
+    `scontrol requeue` returned 0): the job starts again by itself, so diagnose keeps the
+    preemption as the cause and proposes no resubmit that would run it twice."""
+    log = tmp_path / "submitit.log"
+    log.write_text(
+        "submitit INFO (2022-07-12 04:17:53,762) - Starting with JobEnvironment(job_id=6060)\n"
+        "epoch 3 step 1200 loss 0.53\n"
+        "submitit WARNING (2022-07-12 04:18:45,706) - Bypassing signal SIGTERM\n"
+        "submitit INFO (2022-07-12 04:18:45,881) - Job has not timed out. Ran 1 minutes out of"
+        " requested 20 minutes.\n"
+        "submitit WARNING (2022-07-12 04:18:45,881) - Caught signal SIGUSR2 on node07: this job"
+        " is preempted.\n"
+        "submitit INFO (2022-07-12 04:18:45,912) - Requeued job 6060 (3 remaining timeouts)\n"
+        "submitit INFO (2022-07-12 04:18:45,913) - Exiting gracefully after preemption/timeout.\n")
+    code, out, _ = cli(capsys, str(log), "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == ("preempted", "none",
+                                                                      False)
+    assert "submitit requeued the job itself (line 6, 3 requeues left" in result["hint"]
+    code, out, _ = cli(capsys, str(log))
+    assert out.startswith(f"{log}: preempted - ") and "nothing needs resubmitting" in out
+    # submitit gave up (no requeue left): a time-out to resubmit, as before
+    log.write_text(
+        "submitit INFO (2022-07-12 04:17:53,762) - Starting with JobEnvironment(job_id=6060)\n"
+        "epoch 3 step 1200 loss 0.53\n"
+        "submitit INFO (2022-07-12 04:18:45,881) - Job has timed out. Ran 598 minutes out of"
+        " requested 600 minutes.\n"
+        "submitit WARNING (2022-07-12 04:18:45,881) - Caught signal SIGUSR2 on node07: this job"
+        " is timed-out.\n"
+        "submitit INFO (2022-07-12 04:18:45,912) - Job not requeued because: timed-out too many"
+        " times.\n")
+    code, out, _ = cli(capsys, str(log), "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"]) == ("time_limit", "resubmit")

@@ -36,16 +36,19 @@ _PROGRESS = ("submitit INFO (2024-03-01 09:00:00,000) - Starting with JobEnviron
              "\nepoch 3 step 1200 loss 0.53\n")
 
 
-def _submitit_timed_out(ran: int, limit: int, before: str = "", after: str = "") -> str:
+def _submitit_timed_out(ran: int, limit: int, before: str = "", after: str = "",
+                        requeued: bool = True) -> str:
     """submitit/core/job_environment.py, SignalHandler.has_timed_out and
     checkpoint_and_try_requeue, then SlurmJobEnvironment._requeue (submitit/slurm/slurm.py) and
-    SignalHandler._exit."""
+    SignalHandler._exit; not `requeued`: the checkpoint function returned None, so it logs why
+    it does not requeue and raises UncompletedJobError."""
+    end = (f"{_INFO}Requeued job 4242 (2 remaining timeouts)\n" + after
+           + f"{_INFO}Exiting gracefully after preemption/timeout.\n" if requeued else
+           f"{_INFO}Job not requeued because: checkpoint function returned None.\n" + after)
     return (_PROGRESS + before
             + f"{_INFO}Job has timed out. Ran {ran} minutes out of requested {limit} minutes.\n"
             + f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n"
-            + f"{_INFO}Calling checkpoint method.\n"
-            + f"{_INFO}Requeued job 4242 (2 remaining timeouts)\n" + after
-            + f"{_INFO}Exiting gracefully after preemption/timeout.\n")
+            + f"{_INFO}Calling checkpoint method.\n" + end)
 
 
 def _submitit_preempted(ran: int, limit: int) -> str:
@@ -118,7 +121,7 @@ def test_submitits_time_out_verdict_far_from_the_limit_is_a_preemption(catalogue
     used min(0.8 * limit, limit - 10 min); Slurm's time-limit warning is the --signal=USR2@90
     (submitit/slurm/slurm.py, signal_delay_s), so a verdict 100 minutes before a 600-minute
     limit was a preemption."""
-    d = _diagnose(catalogue, _submitit_timed_out(500, 600))
+    d = _diagnose(catalogue, _submitit_timed_out(500, 600, requeued=False))
     assert (d.class_id, d.decided_by) == ("preempted", "signature")
     assert d.detail == {"kind": "submitit_preempted", "minutes_left": 100, "limit_min": 600,
                         "bypassed_line": None}
@@ -149,12 +152,56 @@ def test_submitit_bypassing_sigterm_before_its_time_out_verdict_is_a_preemption(
     """submitit/slurm/slurm.py, SlurmJob._interrupt: "in case of preemption, SIGTERM is sent
     first"; job_environment.py's bypass logs it (by number before 2021, when it decided
     preemption by that order). At the time limit the USR2 warning comes first."""
-    text = _submitit_timed_out(598, 600, before=f"{_WARN}{bypass}\n")
+    text = _submitit_timed_out(598, 600, before=f"{_WARN}{bypass}\n", requeued=False)
     d = _diagnose(catalogue, text)
     assert (d.class_id, d.detail["kind"]) == ("preempted", "submitit_preempted")
     assert d.detail["bypassed_line"] == 3 and d.detail["minutes_left"] is None
     assert "bypassed a SIGTERM or SIGCONT (line 3)" in explain(d)
     assert "SIGTERM 또는 SIGCONT" in explain(d, "ko")
+
+
+@pytest.mark.parametrize(("text", "class_id", "line"), [
+    (_submitit_timed_out(598, 600), "time_limit", 6),
+    (_submitit_timed_out(500, 600), "preempted", 6),
+    (_submitit_preempted(30, 600), "preempted", 7),
+])
+def test_a_job_submitit_requeued_read_from_its_log_alone_is_not_resubmitted(catalogue, text,
+                                                                            class_id, line):
+    """submitit/slurm/slurm.py, SlurmJobEnvironment._requeue: `scontrol requeue` returned 0,
+    then `Requeued job 4242 (k remaining timeouts)`: Slurm starts the job again by itself, so a
+    resubmit would run it twice. The time-out or preemption stays the class (it is the cause);
+    nothing to do, and the explanation says why."""
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.action, d.retryable) == (class_id, Action.NONE, False)
+    assert d.detail is not None and (d.detail["kind"], d.detail["framework"]) == (
+        "requeued", "submitit")
+    assert d.detail["line"] == line and _shows(d, "Requeued job 4242")
+    remaining = d.detail["remaining"]
+    assert (f"submitit requeued the job itself (line {line}, {remaining} requeues left for "
+            "time-outs)") in explain(d)
+    assert "nothing needs resubmitting" in explain(d)
+    assert "Resume from the last complete checkpoint" not in explain(d)
+    assert "다시 제출할 필요가 없습니다" in explain(d, "ko")
+    # sacct's word decides when there is one
+    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    assert (timeout.class_id, timeout.action) == ("time_limit", Action.RESUBMIT)
+
+
+@pytest.mark.parametrize("text", [
+    # the checkpoint function returned None: submitit did not requeue (UncompletedJobError)
+    _submitit_timed_out(598, 600, requeued=False),
+    # the countdown below 0 (checkpoint_and_try_requeue): no requeue left
+    _PROGRESS + f"{_INFO}Job has timed out. Ran 598 minutes out of requested 600 minutes.\n"
+    f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n"
+    f"{_INFO}Job not requeued because: timed-out too many times.\n",
+    # the verdict alone: the log ends before submitit says what it did
+    _PROGRESS + f"{_INFO}Job has timed out. Ran 598 minutes out of requested 600 minutes.\n"
+    f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n",
+])
+def test_a_time_out_submitit_did_not_requeue_is_resubmitted(catalogue, text):
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.action, d.retryable) == ("time_limit", Action.RESUBMIT, True)
+    assert (d.detail or {}).get("kind") != "requeued"
 
 
 def test_a_sigterm_after_the_verdict_or_an_earlier_runs_is_no_preemption(catalogue):
@@ -253,7 +300,8 @@ def test_a_job_lightning_requeued_read_from_its_log_alone_is_not_resubmitted(cat
     d = _diagnose(catalogue, text)
     assert (d.class_id, d.action, d.retryable, d.decided_by) == ("none", Action.NONE, False,
                                                                  "hint")
-    assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4}
+    assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4,
+                        "remaining": None}
     assert d.secondary == ("time_limit",)
     assert [e.line for e in d.evidence] == [4]
     assert "Lightning requeued the job itself (line 4)" in explain(d)
