@@ -170,6 +170,7 @@ def test_an_adopted_single_job_gets_a_thread_too(app, urls, services, cluster,
     assert "someone-else · job 5150 · RUNNING" in text
     [root] = slack.root_messages(CH)
     assert "submitted outside trainbot" in str(root["blocks"])
+    sftp.append("/tmp/x.out", b"done\n")  # the job's own log, which it wrote while it ran
     slurm.set(5150, state="COMPLETED", exit_code=0, signal=0, end_time=NOW + 100)
     watcher(services, cluster).tick(NOW + 120)
     [chain] = services.store.chains.for_recipe("")
