@@ -48,6 +48,24 @@ exit 0
 """
 
 
+def _watch(store: Store, recipe: str, name: str, job_id) -> None:
+    """Record `job_id` as the one attempt of a new run of `recipe` and watch it."""
+    chain = store.chains.create(recipe=recipe, cluster="dev", job_name=name, now=time.time())
+    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
+    store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+
+
+def _watcher(store: Store, slurm, ssh: SSHRunner, sink: RecordingEventSink, **options) -> Watcher:
+    """The dev cluster's watcher over `store`, reading logs through the real read script;
+    with no `config`, every recipe's policy resubmits without a backoff."""
+    reader = ShellTailReader(ssh)
+    if "config" not in options:
+        options.setdefault("policy", PolicyParams(backoff_s=0))
+    return Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
+                   catalogue=Catalogue.load(), sink=sink, checkpoint=FakeCheckpoints(),
+                   **options)
+
+
 @pytest.mark.timeout(240)
 def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
     slurm_cluster, tmp_path
@@ -67,16 +85,10 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
                                   output=f"{logdir}/%x-%j.out", time="5")
                 job_id = slurm.submit(spec, script=script)
                 ids[kind] = job_id
-                chain = store.chains.create(recipe=kind, cluster="dev", job_name=name,
-                                            now=time.time())
-                store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
-                store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+                _watch(store, kind, name, job_id)
             sink = RecordingEventSink()
-            reader = ShellTailReader(ssh)
-            watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
-                              catalogue=Catalogue.load(), sink=sink,
-                              policy=PolicyParams(backoff_s=0, stall_min_s=60),
-                              checkpoint=FakeCheckpoints())
+            watcher = _watcher(store, slurm, ssh, sink,
+                               policy=PolicyParams(backoff_s=0, stall_min_s=60))
             slurm.probe()  # once per client: sinfo --version + whether squeue --json works
             runner.calls.clear()
             ticks = 0
@@ -143,16 +155,9 @@ def test_a_real_jobs_log_it_cannot_read_once_it_ended_is_judged_from_accounting_
             else:
                 pytest.fail(f"job {job_id} did not end within 120 s")
             ssh.run(["chmod", "000", log] if case == "unreadable" else ["rm", "-f", log])
-            chain = store.chains.create(recipe="nccl", cluster="dev", job_name=name,
-                                        now=time.time())
-            store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
-            store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+            _watch(store, "nccl", name, job_id)
             sink = RecordingEventSink()
-            reader = ShellTailReader(ssh)
-            watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
-                              catalogue=Catalogue.load(), sink=sink,
-                              policy=PolicyParams(backoff_s=0), checkpoint=FakeCheckpoints(),
-                              unreadable_file_s=6.0)
+            watcher = _watcher(store, slurm, ssh, sink, unreadable_file_s=6.0)
             first = time.time()
             watcher.tick(first)
             assert sink.events == [], "judged before unreadable_file_s"
@@ -214,16 +219,9 @@ def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_s
             else:
                 pytest.fail(f"job {job_id} not ended in sacct within 60 s")
             assert record.start_time is not None  # Slurm's: its end
-            chain = store.chains.create(recipe="nccl", cluster="dev", job_name=name,
-                                        now=time.time())
-            store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
-            store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+            _watch(store, "nccl", name, job_id)
             sink = RecordingEventSink()
-            reader = ShellTailReader(ssh)
-            watcher = Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
-                              catalogue=Catalogue.load(), sink=sink,
-                              policy=PolicyParams(backoff_s=0), checkpoint=FakeCheckpoints(),
-                              unreadable_file_s=600.0)
+            watcher = _watcher(store, slurm, ssh, sink, unreadable_file_s=600.0)
             report = watcher.tick(time.time())
             [incident] = sink.events
             assert incident.kind == "incident" and incident.job_id == str(job_id)
@@ -311,17 +309,12 @@ def test_a_real_array_tasks_files_are_found_at_the_recipes_patterns(slurm_cluste
             else:
                 pytest.fail(f"array {array_id} did not end within 120 s: {tasks}")
             for job_id in tasks:  # each task its own run, as one job
-                chain = store.chains.create(recipe="arr", cluster="dev", job_name=name,
-                                            now=time.time())
-                store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
-                store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
+                _watch(store, "arr", name, job_id)
             sink = RecordingEventSink()
-            reader = ShellTailReader(ssh)
-            watcher = Watcher("dev", slurm=_NoStdout(slurm), reader=lambda: reader, store=store,
-                              catalogue=Catalogue.load(), sink=sink,
-                              config=_Recipe(log_path=f"{logdir}/%x-%A_%a{at}.out",
-                                             sampler_path=f"{logdir}/rss-%A_%a{at}.jsonl"),
-                              checkpoint=FakeCheckpoints(), unreadable_file_s=600.0)
+            watcher = _watcher(store, _NoStdout(slurm), ssh, sink,
+                               config=_Recipe(log_path=f"{logdir}/%x-%A_%a{at}.out",
+                                              sampler_path=f"{logdir}/rss-%A_%a{at}.jsonl"),
+                               unreadable_file_s=600.0)
             watcher.tick(time.time())
             assert sorted(e.job_id for e in sink.events) == sorted(str(j) for j in tasks)
             for incident in sink.events:
