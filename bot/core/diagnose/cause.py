@@ -188,10 +188,11 @@ class Evaluating:
 class Requeued:
     """The job waits to start again (`requeued`) after the run its log shows ended: sacct's
     `state` (PENDING or REQUEUED) says Slurm requeued it (a preemption, a node's failure,
-    scontrol requeue), or, in a log read without accounting, its `framework` says it requeued the
-    job itself at `line` (Lightning's auto-requeue; submitit's, with the time-outs it will still
-    requeue it after, `remaining`); either way it starts again by itself and that run's end is
-    no failure to act on."""
+    scontrol requeue), or its `framework` says it requeued the job itself at `line` (Lightning's
+    auto-requeue, read without accounting or with sacct's `state`: requeued, pending, running
+    again; submitit's, read without accounting, with the time-outs it will still requeue it
+    after, `remaining`); either way it starts again by itself and that run's end is no failure
+    to act on."""
 
     state: str | None
     framework: str | None = None

@@ -286,6 +286,15 @@ def diagnose(
         elif leak is not None:
             chosen, decided_by = "memory_leak", DETECTOR
             evidence = _leak_evidence(leak)
+        elif acct.state is not None and (
+                requeue := requeued_by_lightning(matches, series)) is not None:
+            # Slurm shows the job waiting to start again (REQUEUED, PENDING) or started again
+            # with nothing of its next run in the log yet: the run this log shows ended in
+            # Lightning's own requeue, as it reads without accounting (below), not in progress
+            secondary.append("time_limit")
+            chosen, decided_by = NONE_CLASS, HINT
+            case_cause = Requeued(acct.state, "lightning", requeue.line_no)
+            evidence = [Evidence(requeue.line_no, requeue.text)]
         elif acct.state is None and (
                 ended := ends_cut_off(catalogue, tail) or ends_in_error(matches, tail, series)):
             # no accounting; the log ends in a deciding line cut off or in an error

@@ -314,6 +314,28 @@ def test_a_job_lightning_requeued_read_from_its_log_alone_is_not_resubmitted(cat
     assert (requeued.class_id, requeued.action) == ("none", Action.NONE)
 
 
+@pytest.mark.parametrize("state", ["REQUEUED", "PENDING", "RUNNING"])
+def test_a_job_lightning_requeued_that_slurm_shows_requeued_says_lightning_requeued_it(catalogue,
+                                                                                     state):
+    """sacct's REQUEUED, or the job pending or running again with nothing of its next run in
+    the log: the run the log shows ended in Lightning's requeue (`Requeued SLURM job: 4242`,
+    once `scontrol requeue` returned 0), not in training that goes on: the requeued detail with
+    Lightning's line, where it read as running normally at the requeued run's last
+    iteration."""
+    d = _diagnose(catalogue, _LIGHTNING_REQUEUED, Accounting(state=state))
+    assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
+    assert d.detail == {"kind": "requeued", "state": state, "framework": "lightning", "line": 4,
+                        "remaining": None}
+    assert d.secondary == ("time_limit",) and [e.line for e in d.evidence] == [4]
+    assert "Lightning requeued the job itself (line 4)" in explain(d)
+    assert "Running normally" not in explain(d)
+    assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
+    # the next run's progress: it runs
+    later = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"),
+                      Accounting(state="RUNNING"))
+    assert (later.detail or {}).get("kind") == "running"
+
+
 def test_a_lightning_requeue_followed_by_training_is_no_requeue(catalogue):
     """Progress after the requeue line: that run went on (the requeue line is history)."""
     d = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"))
