@@ -3,7 +3,9 @@
 A diagnosis has at most one: the finding that decided it (a leak, a stall, a silent exit),
 the cause within its class that the log's lines name when its fix differs from or narrows the
 class's hint (a DataLoader worker out of open files, a missing CUDA tool), or how a planned
-stop ended the run (Megatron's --exit-interval). `bot.core.diagnose.decide` picks it;
+stop ended the run (Megatron's --exit-interval). A requeue carries the cause of the end it
+followed (`Requeued.cause`: submitit's time-out that was a preemption), so the one detail
+states both. `bot.core.diagnose.decide` picks it;
 `case_detail` turns it into the diagnosis' `detail`, the plain data the templates word
 (templates/_common.j2 `detail_text`, `title_text`) and `trainbot diagnose --json` prints, with
 its `kind`. Pure: no file or clock access.
@@ -192,12 +194,15 @@ class Requeued:
     auto-requeue, read without accounting or with sacct's `state`: requeued, pending, running
     again; submitit's, read without accounting, with the time-outs it will still requeue it
     after, `remaining`); either way it starts again by itself and that run's end is no failure
-    to act on."""
+    to act on. `cause` is that end's own cause, which the requeue followed and the explanation
+    states first (submitit's time-out verdict that was a preemption), None when the class
+    says it all."""
 
     state: str | None
     framework: str | None = None
     line: int | None = None
     remaining: int | None = None
+    cause: Cause | None = None
 
 
 @dataclass(frozen=True)
@@ -282,9 +287,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
         case Evaluating(completed_line):
             return {"kind": "evaluating", "line": completed_line}
-        case Requeued(state, framework, line, remaining):
+        case Requeued(state, framework, line, remaining, cause):
             return {"kind": "requeued", "state": state, "framework": framework, "line": line,
-                    "remaining": remaining}
+                    "remaining": remaining, "cause": case_detail(cause)}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

@@ -372,9 +372,10 @@ def diagnose(
     elif acct.state is None and chosen in ("time_limit", "preempted") and (
             own := requeued_by_submitit(matches, series)) is not None:
         # submitit requeued the job itself (scontrol requeue) after its verdict: Slurm starts it
-        # again. The time-out or preemption stays the class (it is the cause); nothing to do
-        # (below), as a resubmit would run it twice
-        case_cause = Requeued(None, "submitit", own.line, own.remaining)
+        # again. The time-out or preemption stays the class (it is the cause), and a time-out
+        # verdict read as a preemption (SubmititPreempted) stays the requeue's cause; nothing to
+        # do (below), as a resubmit would run it twice
+        case_cause = Requeued(None, "submitit", own.line, own.remaining, cause=case_cause)
         evidence.append(Evidence(own.line, own.text))
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)

@@ -3820,7 +3820,7 @@ def test_a_job_requeued_after_the_run_its_log_shows_waits_to_start_again(catalog
                        Accounting(state=state, exit_code=0, signal=0))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail == {"kind": "requeued", "state": state, "framework": None, "line": None,
-                        "remaining": None}
+                        "remaining": None, "cause": None}
     assert first_run in d.secondary
     assert "starts again by itself" in explain(d) and f"({state})" in explain(d)
     assert "다시 시작" in explain(d, "ko")

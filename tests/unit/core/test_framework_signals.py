@@ -187,6 +187,36 @@ def test_a_job_submitit_requeued_read_from_its_log_alone_is_not_resubmitted(cata
     assert (timeout.class_id, timeout.action) == ("time_limit", Action.RESUBMIT)
 
 
+@pytest.mark.parametrize(("text", "misread", "line"), [
+    (_submitit_timed_out(500, 600), "came 100 minutes before the 600-minute limit", 6),
+    (_submitit_timed_out(598, 600, before=f"{_WARN}Bypassing signal SIGTERM\n"),
+     "bypassed a SIGTERM or SIGCONT (line 3)", 7),
+])
+def test_submitits_time_out_that_was_a_preemption_and_its_requeue_are_both_told(catalogue, text,
+                                                                               misread, line):
+    """submitit's time-out verdict that its figures or the SIGTERM it bypassed first show to be a
+    preemption (submitit/core/job_environment.py, SignalHandler.has_timed_out), then its
+    requeue (submitit/slurm/slurm.py, SlurmJobEnvironment._requeue): the requeued detail carries
+    the preemption it followed, and the explanation says first why the time-out was a
+    preemption, then that submitit requeued the job (en + ko), where it said the requeue
+    alone."""
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.action) == ("preempted", Action.NONE)
+    assert d.detail is not None and d.detail["kind"] == "requeued"
+    assert d.detail["cause"]["kind"] == "submitit_preempted"
+    said = explain(d)
+    assert said.index(misread) < said.index("The scheduler preempted the job.") < said.index(
+        f"submitit requeued the job itself (line {line}, 2 requeues left for time-outs)")
+    assert said.endswith("nothing needs resubmitting.")
+    ko = explain(d, "ko")
+    assert ko.index("스케줄러가 작업을 선점했습니다.") < ko.index(
+        f"submitit이 작업을 스스로 다시 대기열에 넣었습니다({line}번째 줄")
+    # a time-out verdict that stands: the requeue alone
+    standing = _diagnose(catalogue, _submitit_timed_out(598, 600))
+    assert standing.detail is not None and standing.detail["cause"] is None
+    assert explain(standing).startswith("submitit requeued the job itself")
+
+
 @pytest.mark.parametrize("text", [
     # the checkpoint function returned None: submitit did not requeue (UncompletedJobError)
     _submitit_timed_out(598, 600, requeued=False),
@@ -301,7 +331,7 @@ def test_a_job_lightning_requeued_read_from_its_log_alone_is_not_resubmitted(cat
     assert (d.class_id, d.action, d.retryable, d.decided_by) == ("none", Action.NONE, False,
                                                                  "hint")
     assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4,
-                        "remaining": None}
+                        "remaining": None, "cause": None}
     assert d.secondary == ("time_limit",)
     assert [e.line for e in d.evidence] == [4]
     assert "Lightning requeued the job itself (line 4)" in explain(d)
@@ -325,7 +355,7 @@ def test_a_job_lightning_requeued_that_slurm_shows_requeued_says_lightning_reque
     d = _diagnose(catalogue, _LIGHTNING_REQUEUED, Accounting(state=state))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail == {"kind": "requeued", "state": state, "framework": "lightning", "line": 4,
-                        "remaining": None}
+                        "remaining": None, "cause": None}
     assert d.secondary == ("time_limit",) and [e.line for e in d.evidence] == [4]
     assert "Lightning requeued the job itself (line 4)" in explain(d)
     assert "Running normally" not in explain(d)
