@@ -119,9 +119,13 @@ class DataDependentGuard:
 
 @dataclass(frozen=True)
 class MpiMessageSize:
-    """An MPI message larger than the MPI library carries in one message (`mpi_message_size`:
-    Open MPI's PSM2 transport, IBM Spectrum MPI's collectives): an unknown failure whose fix is
-    known (smaller messages, another transport)."""
+    """An MPI message larger than the MPI library carries in one message (`mpi_message_size`):
+    an unknown failure whose fix is known. A limit of its transport or collectives (Open MPI's
+    PSM2 transport, IBM Spectrum MPI's collectives: smaller messages, another transport), or,
+    `wrapped_count`, a count past a 32-bit int that the library refused whatever the transport
+    (Open MPI's MPI_ERR_COUNT, MPICH's negative count: smaller messages, large counts)."""
+
+    wrapped_count: bool
 
 
 @dataclass(frozen=True)
@@ -268,8 +272,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
                     "interpreter": interpreter}
         case DataDependentGuard():
             return {"kind": "data_dependent_guard"}
-        case MpiMessageSize():
-            return {"kind": "mpi_message_size"}
+        case MpiMessageSize(wrapped_count):
+            return {"kind": "mpi_message_size", "wrapped_count": wrapped_count}
         case MissingTool(tool):
             return {"kind": "missing_tool", "tool": tool}
         case SigtermOnly(launcher):

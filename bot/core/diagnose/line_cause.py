@@ -58,12 +58,15 @@ _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
 _DATA_DEPENDENT_GUARD = re.compile(
     r"GuardOnDataDependentSymNode|Could not guard on data-dependent expression")
 # An MPI message larger than the MPI library carries in one message (the catalogue's
-# unknown_failure hints): Open MPI's PSM2 transport, IBM Spectrum MPI's collectives, and a count
-# past a 32-bit int that the library refuses (Open MPI's MPI_ERR_COUNT, MPICH's negative count).
-_MPI_MESSAGE_SIZE = re.compile(r"Message size [0-9]+ bigger than supported by PSM2 API"
-                               r"|coll:ibm:.*overflowed integer range"
-                               r"|MPI_ERR_COUNT: invalid count argument"
-                               r"|Negative count, value is -[0-9]+")
+# unknown_failure hints): a limit of the library's transport or collectives (Open MPI's PSM2
+# transport, IBM Spectrum MPI's collectives), ...
+_MPI_TRANSPORT_LIMIT = re.compile(r"Message size [0-9]+ bigger than supported by PSM2 API"
+                                  r"|coll:ibm:.*overflowed integer range")
+# ... or a count past a 32-bit int, wrapped negative, that the library refuses before sending
+# whatever the transport (Open MPI's MPI_ERR_COUNT, MPICH's negative count): its fix is large
+# counts or smaller messages, not another transport.
+_MPI_WRAPPED_COUNT = re.compile(r"MPI_ERR_COUNT: invalid count argument"
+                                r"|Negative count, value is -[0-9]+")
 # slurmstepd failing to start a task's program (Slurm's src/slurmd/slurmstepd/task.c:
 # `error("execve(): %s: %m", task->argv[0])`, and for a script whose #! line names an
 # interpreter the node cannot run, `execve(): bad interpreter(%s): %m`): the program or
@@ -101,8 +104,11 @@ def line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> C
                             reason=launch.group("reason"), interpreter=interpreter is not None)
     if class_id == "unknown_failure" and any(_DATA_DEPENDENT_GUARD.search(t) for t in ending):
         return DataDependentGuard()
-    if class_id == "unknown_failure" and any(_MPI_MESSAGE_SIZE.search(t) for t in ending):
-        return MpiMessageSize()
+    if class_id == "unknown_failure" and (refused := next(
+            (t for t in reversed(ending)
+             if _MPI_WRAPPED_COUNT.search(t) or _MPI_TRANSPORT_LIMIT.search(t)), None)):
+        # the last of them is the error the run ended in, whose fix the explanation gives
+        return MpiMessageSize(wrapped_count=_MPI_WRAPPED_COUNT.search(refused) is not None)
     if class_id == "compiler_missing" and (tool := _missing_tool(
             [m.text for m in matches if m.primary and m.class_id == class_id])):
         return MissingTool(tool)
