@@ -4,9 +4,15 @@ Brings up (or reuses) the dev cluster (deploy/dev-cluster/up.sh), installs the d
 (deploy/demo/) in the cluster user's ~/trainbot-demo over SFTP, writes a demo config and a
 SQLite store in the out dir, submits the recipe `mix`, and runs the bot with the console as
 Slack: its job leaks host memory (the bot warns with a projection), stalls (the bot raises
-it) and dies with an NCCL watchdog abort (one incident: nccl_timeout after a hang); the
-resubmit is approved at the `[y/N]` prompt (or by `--yes`), resumes from the last COMPLETE
-checkpoint and completes. The attempts table and the chart files end the demo.
+it and shows the ranks' stacks) and dies with an NCCL watchdog abort (one incident:
+nccl_timeout after a hang); the resubmit is approved at the `[y/N]` prompt (or by `--yes`),
+resumes from the last COMPLETE checkpoint and completes. The attempts table and the chart
+files end the demo.
+
+The stall lasts until the demo has shown the bot's stall warning and the ranks' stacks
+(StallRelease: then it creates the file the job's `--stall-until` waits for), so a slow
+machine cannot let the job abort before the bot saw it stall; the stacks are waited for
+`stacks_timeout` plus a margin after the warning, and the whole story for `--time-limit`.
 
 The recipe sets its own short thresholds (tick, stall time, save time) so the story plays in
 about three minutes: every threshold is configuration. The watcher loop here is a plain
@@ -23,7 +29,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -42,6 +49,7 @@ CHANNEL_NAME = "demo"
 CHANNEL_ID = "CDEMO"
 DEMO_FILES = ("fake_train.py", "launch.sbatch")
 REMOTE_DIR = "trainbot-demo"  # under the cluster user's home
+STALL_RELEASE = "release-stall"  # in the run's folder: the job's stall lasts until it exists
 
 # The story's numbers (see deploy/demo/README.md): 24 MiB leaked per iteration against a 4 GiB
 # limit reaches the detector's 2 GiB of growth near iter 85 and projects the OOM near 170;
@@ -49,16 +57,21 @@ REMOTE_DIR = "trainbot-demo"  # under the cluster user's home
 # process) needs 140 iterations x 24 MiB = 3.3 GiB < 4 GiB to reach 240. At 0.45 s/iter plus
 # 3 s per save (under save_time_s) the resumed attempt runs > 60 s: a shorter COMPLETED job
 # is called silent_exit by bot.core.detectors.detect_silent_exit, whatever its log says.
+# The stall lasts until the demo creates `release_file` (StallRelease); --stall-seconds is
+# only the watchdog's timeout its abort prints.
 TARGET_ITER = 240
 DEMO_POLICY = {"tick_s": 2, "stall_min_s": 8, "save_time_s": 5, "backoff_s": 0}
+STACKS_MARGIN_S = 30.0  # past the cluster's stacks_timeout: placing py-spy, the post
 
 
-def demo_args(target_iter: int = TARGET_ITER) -> list[str]:
-    """fake_train.py arguments of the demo recipe (leak + stall-then-nccl)."""
+def demo_args(release_file: str, target_iter: int = TARGET_ITER) -> list[str]:
+    """fake_train.py arguments of the demo recipe (leak + stall-then-nccl, the stall lasting
+    until `release_file` exists)."""
     return ["--scenario", "leak,stall-then-nccl", "--target-iter", str(target_iter),
             "--sec-per-iter", "0.45", "--save-every", "50", "--save-seconds", "3",
             "--leak-mib-per-iter", "24",
-            "--stall-at", "130", "--stall-seconds", "30", "--log-every", "2", "--rank-procs", "4"]
+            "--stall-at", "130", "--stall-until", release_file, "--stall-seconds", "8",
+            "--log-every", "2", "--rank-procs", "4"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +109,7 @@ def demo_recipe(home: str, tag: str) -> dict[str, Any]:
     run = posixpath.join(demo, "runs", tag)
     return {
         "sbatch_script": posixpath.join(demo, "launch.sbatch"),
-        "args": demo_args(),
+        "args": demo_args(posixpath.join(run, STALL_RELEASE)),
         "mem": "4G",
         "time": "15",
         "job_name": f"trainbot-demo-{tag}",
@@ -121,6 +134,41 @@ def demo_config_data(connection: dict[str, Any], *, store_url: str, tag: str) ->
     data["slack"] = {"channels": {CHANNEL_NAME: CHANNEL_ID}, "default_channel": CHANNEL_NAME,
                      "approvers": [ACTOR]}
     return data
+
+
+@dataclass
+class StallRelease:
+    """When the demo ends its job's stall (the file its `--stall-until` waits for): once the
+    bot's stall warning was shown and then the ranks' stacks (their post, or the line saying
+    why there are none, under `stacks:<the warning's key>`), or `stacks_wait_s` after the
+    warning without them. Before the bot warns the stall goes on: the demo's --time-limit
+    ends a story whose stall is never raised."""
+
+    stacks_wait_s: float
+    stacks_key: str | None = None  # the stacks' post, once the warning was seen
+    warned_at: float | None = None
+    released: bool = False
+
+    def saw(self, incidents: Iterable[Any], now: float) -> None:
+        """Note the stall warning once it is posted among the chain's incidents (the store's,
+        so a tick that failed after posting it still counts)."""
+        if self.warned_at is not None:
+            return
+        for incident in incidents:
+            if incident.class_id == "hang" and incident.state == "posted":
+                self.stacks_key, self.warned_at = f"stacks:{incident.key}", now
+                return
+
+    def due(self, stacks_shown: bool, now: float) -> str | None:
+        """Why the stall ends now (what the console says), or None while it lasts."""
+        if self.released or self.warned_at is None:
+            return None
+        if stacks_shown:
+            return "the bot raised the stall and showed the ranks' stacks"
+        if now - self.warned_at >= self.stacks_wait_s:
+            return (f"the bot raised the stall; its stacks did not come within "
+                    f"{self.stacks_wait_s:g} s")
+        return None
 
 
 def attempts_table(attempts: list[Any]) -> str:
@@ -339,6 +387,7 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
         # An approved resubmit posts its resolution and rewrites the root itself
         # (bot.services.runs.submit_and_announce), as in Slack.
         approvals = ConsoleApprovals(ctx, sink, ACTOR, assume_yes=args.yes, read=read)
+        stall = StallRelease(config.clusters[CLUSTER].stacks_timeout + STACKS_MARGIN_S)
         deadline = started + args.time_limit
         outcome = "time limit"
         while time.monotonic() < deadline:
@@ -346,6 +395,10 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
                 watcher.tick(time.time())
             except Exception as exc:  # noqa: BLE001 - as the scheduler: said, then retried
                 sink.say(f"▶ watcher tick failed (retrying next tick): {exc!r}")
+            if not stall.released:
+                stall.saw(store.incidents.for_chain(result.chain_id), time.monotonic())
+                _release_stall(stall, store, clusters,
+                               posixpath.join(run_dir, STALL_RELEASE), sink)
             approvals.answer_pending(time.time())
             refresh_root(ctx, result.chain_id)
             chain = store.chains.get(result.chain_id)
@@ -369,6 +422,25 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
             _cancel_leftovers(clusters, store, watched_chain)
         clusters.close()
         store.close()
+
+
+def _release_stall(stall: StallRelease, store: Any, clusters: Any, path: str,
+                   sink: Any) -> None:
+    """Create the job's --stall-until file when the stall is due to end (StallRelease); a
+    failed attempt is said and made again at the next tick."""
+    from bot.cluster.errors import ClusterError
+
+    row = store.slack_posts.get(stall.stacks_key) if stall.stacks_key else None
+    why = stall.due(row is not None and row.posted, time.monotonic())
+    if why is None:
+        return
+    try:
+        clusters.runner(CLUSTER).run(["touch", path])
+    except ClusterError as exc:
+        sink.say(f"▶ could not end the job's stall ({path}; again next tick): {exc}")
+        return
+    stall.released = True
+    sink.say(f"▶ {why}: the job's stall ends now ({path}), its NCCL watchdog aborts it")
 
 
 def _summary(sink: Any, store: Any, chain_id: int, charts_dir: Path, recipe: Any,

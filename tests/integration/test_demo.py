@@ -3,9 +3,13 @@ step from what the terminal showed and what the store recorded.
 
 The demo job (deploy/demo/fake_train.py, leak + stall-then-nccl, four rank processes) leaks
 24 MiB per iteration under a 4 GiB limit, saves a checkpoint every 50 iterations and stalls
-after iteration 130 (rank 3 stuck in its data loader, the bot names it from the ranks' stacks),
-then dies with the NCCL watchdog abort; the resumed attempt must start from iteration 100 (the
-last COMPLETE checkpoint) and reach the target, 240.
+after iteration 130 (rank 3 stuck in its data loader, the bot names it from the ranks' stacks)
+until the demo has shown the bot's stall warning and the stacks, then dies with the NCCL
+watchdog abort; the resumed attempt must start from iteration 100 (the last COMPLETE
+checkpoint) and reach the target, 240.
+
+How long the demo takes is not asserted (speed is measured in bench/): the deadline below is a
+guard against a story that never ends, generous for a loaded machine.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 TARGET = 240
 STALL_AT = 130
 LAST_COMPLETE_CHECKPOINT = 100
+DEMO_TIME_LIMIT_S = 900  # the demo's own --time-limit: it ends and says so by then
+DEADLINE_S = DEMO_TIME_LIMIT_S + 120  # the demo process is killed past this
 
 
 def _pos(text: str, needle: str) -> int:
@@ -35,21 +40,28 @@ def _pos(text: str, needle: str) -> int:
     return at
 
 
-@pytest.mark.timeout(360)
-def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path):
+def _text(output: str | bytes | None) -> str:
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+
+
+@pytest.mark.timeout(DEADLINE_S + 60)
+def test_demo_tells_the_whole_story(dev_cluster, tmp_path):
     out_dir = tmp_path / "demo"
-    started = time.monotonic()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "bot", "demo", "--yes", "--out", str(out_dir)],
-            cwd=REPO, capture_output=True, text=True, timeout=330, stdin=subprocess.DEVNULL,
+            [sys.executable, "-m", "bot", "demo", "--yes", "--out", str(out_dir),
+             "--time-limit", str(DEMO_TIME_LIMIT_S)],
+            cwd=REPO, capture_output=True, text=True, timeout=DEADLINE_S,
+            stdin=subprocess.DEVNULL,
         )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the demo did not end within {DEADLINE_S} s (its --time-limit is "
+                    f"{DEMO_TIME_LIMIT_S} s); its output so far:\n{_text(exc.stdout)[-6000:]}\n"
+                    f"{_text(exc.stderr)[-3000:]}")
     finally:
         _clean_up(dev_cluster, out_dir)
-    elapsed = time.monotonic() - started
     out = done.stdout
     assert done.returncode == 0, f"exit {done.returncode}\n{out[-6000:]}\n{done.stderr[-3000:]}"
-    assert elapsed < 300, f"the demo took {elapsed:.0f} s (budget: 5 minutes)"
 
     # 1. leak warning with a projection: the limit is reached before the target iteration
     leak = re.search(r"host memory is growing by [\d.]+ GiB per 100 iterations; at this rate "
@@ -61,9 +73,13 @@ def test_demo_tells_the_whole_story_in_under_five_minutes(dev_cluster, tmp_path)
     # 2b. then the ranks' Python stacks, grouped: rank 3 is named, stuck in its data loader
     stacks = _pos(out, "3 of 4 ranks in `all_gather` ← `train_step`; the odd ones out: rank 3 (")
     assert "in `DataLoader._get_data` ← `DataLoader.__next__`." in out[stacks:stacks + 300]
+    # 2c. the demo ends the stall only once it has shown both
+    released = _pos(out, "▶ the bot raised the stall and showed the ranks' stacks: the job's "
+                         "stall ends now (")
     # 3. one incident: nccl_timeout with the hang as its upstream cause
     assert "Upstream cause: hang" in out
-    assert _pos(out, "no training progress") < stacks < _pos(out, "Upstream cause: hang")
+    assert _pos(out, "no training progress") < stacks < released \
+        < _pos(out, "Upstream cause: hang")
     # 4. approved at the prompt (--yes), resumed from the last complete checkpoint
     assert f"Resubmit from iteration {LAST_COMPLETE_CHECKPOINT}? [y/N] y (--yes)" in out
     resumed = re.search(

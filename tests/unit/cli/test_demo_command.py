@@ -59,8 +59,8 @@ def test_demo_config_sets_its_own_thresholds_and_tells_a_consistent_story():
     assert 2 * 1024 * MIB / leak < stall_at - 20
     # ... and the stall comes before the projected OOM (the job dies of the watchdog)
     assert stall_at * leak < limit * 0.9
-    # the stall is long enough to be raised (stall_min_s + a tick) before the abort
-    assert flag(a, "--stall-seconds") > policy.stall_min_s + 2 * policy.tick_s
+    # the stall lasts until the demo has seen the bot raise it (StallRelease), not a fixed time
+    assert a[a.index("--stall-until") + 1] == "/home/slurmci/trainbot-demo/runs/t1/release-stall"
     assert flag(a, "--save-seconds") < policy.save_time_s  # a save is never a stall
     # the resumed attempt (a fresh process) reaches the target inside the limit
     last_complete = stall_at // save_every * save_every
@@ -69,6 +69,37 @@ def test_demo_config_sets_its_own_thresholds_and_tells_a_consistent_story():
 
 def ACTOR_CAN_APPROVE(config: Config) -> bool:  # noqa: N802 - reads as a sentence
     return demo.ACTOR in config.approvers_for("mix") and demo.ACTOR in config.recipe("mix").owners
+
+
+@dataclass
+class Incident:
+    key: str
+    class_id: str
+    state: str
+
+
+def test_the_stall_ends_once_the_warning_and_then_the_stacks_were_shown():
+    """The job's stall lasts until the bot's stall warning is posted and then its stacks
+    are; a slow machine only makes it last longer."""
+    stall = demo.StallRelease(stacks_wait_s=55)
+    stall.saw([Incident("dev:245:leak", "memory_leak", "posted"),
+               Incident("dev:245:hang", "hang", "pending")], now=100)
+    assert stall.due(stacks_shown=True, now=10_000) is None  # the warning is not posted yet
+    stall.saw([Incident("dev:245:hang", "hang", "posted")], now=400)
+    assert stall.stacks_key == "stacks:dev:245:hang"
+    assert stall.due(stacks_shown=False, now=454) is None
+    assert stall.due(stacks_shown=True, now=401) == \
+        "the bot raised the stall and showed the ranks' stacks"
+    stall.released = True
+    assert stall.due(stacks_shown=True, now=402) is None
+
+
+def test_stacks_that_never_come_end_the_stall_after_their_wait():
+    stall = demo.StallRelease(stacks_wait_s=55)
+    stall.saw([Incident("dev:245:hang", "hang", "posted")], now=400)
+    stall.saw([Incident("dev:246:hang", "hang", "posted")], now=420)  # the first one counts
+    assert stall.due(stacks_shown=False, now=455) == \
+        "the bot raised the stall; its stacks did not come within 55 s"
 
 
 @dataclass
