@@ -25,6 +25,7 @@ from bot.services.submit import (
     find_resume_checkpoint,
     in_flight_s,
     record_found_submit,
+    recorded_result,
     submit_recipe,
 )
 from bot.services.threads import (
@@ -358,11 +359,7 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
     if latest is not None and chain is not None and latest.job_id != old_job:
         if latest.result is None:
             ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
-        ck = (Checkpoint(latest.checkpoint_path, latest.start_iter, "pointer")
-              if latest.checkpoint_path else None)
-        left: SubmitResult | None = SubmitResult(
-            latest.job_id, chain_id, latest.attempt_no, chain.job_name, ck,
-            display_id=latest.display_id)
+        left: SubmitResult | None = recorded_result(latest, chain.job_name)
     else:
         left = adopt_unrecorded_submit(
             ctx.config, recipe, chain_id=chain_id, after_job=old_job,

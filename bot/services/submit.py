@@ -51,7 +51,7 @@ from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
 from bot.services.ports import SFTP, SFTPCalls, Slurm
-from bot.store import Store
+from bot.store import Attempt, Store
 
 log = logging.getLogger(__name__)
 
@@ -729,7 +729,7 @@ def record_found_submit(
             checkpoint = None
     attempt_no, display_id = 0, None
     if not whole_array:
-        attempt = store.attempts.add(
+        attempt, new = store.attempts.record(
             chain_id=chain_id, job_id=job_id, now=now,
             start_iter=checkpoint.iteration if checkpoint else None,
             checkpoint_path=checkpoint.path if checkpoint else None,
@@ -737,6 +737,8 @@ def record_found_submit(
             display_id=f"{job_id}_{array_task}" if array_task is not None else None,
             submitted_at=submitted_at,
         )
+        if not new:  # another path found the job first: watched and in the ledger by it
+            return recorded_result(attempt, chain.job_name)
         attempt_no, display_id = attempt.attempt_no, attempt.display_id
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
     store.audit.record(
@@ -748,3 +750,12 @@ def record_found_submit(
     return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt_no,
                         job_name=chain.job_name, checkpoint=checkpoint,
                         display_id=display_id, array=recipe.array if whole_array else None)
+
+
+def recorded_result(attempt: Attempt, job_name: str) -> SubmitResult:
+    """The submit result of job `attempt.job_id` as its attempt recorded it (where it
+    resumed from: its checkpoint's path and iteration)."""
+    ck = (Checkpoint(attempt.checkpoint_path, attempt.start_iter, "pointer")
+          if attempt.checkpoint_path else None)
+    return SubmitResult(attempt.job_id, attempt.chain_id, attempt.attempt_no, job_name, ck,
+                        display_id=attempt.display_id)

@@ -327,6 +327,36 @@ def _v16_unreadable_since(conn: Connection) -> None:
     _add_column(conn, "watched_jobs", "unreadable_since FLOAT")
 
 
+#: What the watcher writes on an attempt as its job runs and ends (bot.store.repos.runs
+#: _ATTEMPT_UPDATABLE as of version 17 but the submit's own start_iter and checkpoint_path):
+#: carried from a job's last duplicate row to the first by `_v17_one_attempt_per_job`.
+_V17_PROGRESS = ("state", "started_at", "ended_at", "last_iter", "result", "cause",
+                 "work_lost_iters", "work_lost_s", "logged_target_iter")
+
+
+def _v17_one_attempt_per_job(conn: Connection) -> None:
+    """Version 17: a unique index on attempts (chain_id, job_id), so one Slurm job is one
+    attempt of its run however many paths record it (a lost submit's recovery and a settle's
+    takeover both finding it by name: AttemptsRepo.record returns the row already there).
+
+    A database that already holds a job twice in a run (recorded by both before this
+    version) keeps the first row (lowest id: its attempt number, submit time, checkpoint and
+    --exclude, what its thread's posts were keyed by) and drops the later ones, after copying
+    to it what the watcher recorded since on the last of them (it updated the newest row of a
+    job: AttemptsRepo.get_by_job), each field the last one has. The later attempt numbers
+    stay as they are (a gap where a duplicate was: their posts are keyed by them), and the
+    run's retries_used is not lowered: whether a duplicate was charged is not recorded."""
+    first = ("SELECT MIN(id) FROM attempts GROUP BY chain_id, job_id HAVING COUNT(*) > 1")
+    newest = ("(SELECT d.{0} FROM attempts d WHERE d.chain_id = attempts.chain_id"
+              " AND d.job_id = attempts.job_id ORDER BY d.id DESC LIMIT 1)")
+    progress = ", ".join(f"{c} = COALESCE({newest.format(c)}, {c})" for c in _V17_PROGRESS)
+    conn.execute(text(f"UPDATE attempts SET {progress} WHERE id IN ({first})"))
+    conn.execute(text("DELETE FROM attempts WHERE id NOT IN "
+                      "(SELECT MIN(id) FROM attempts GROUP BY chain_id, job_id)"))
+    conn.execute(text("CREATE UNIQUE INDEX IF NOT EXISTS uq_attempts_chain_job"
+                      " ON attempts (chain_id, job_id)"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -344,6 +374,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v14_submits_in_flight,
     _v15_progress_rewrites,
     _v16_unreadable_since,
+    _v17_one_attempt_per_job,
 ]
 
 

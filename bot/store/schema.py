@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 metadata = MetaData()
 
@@ -75,6 +75,8 @@ attempts = Table(
     Column("logged_target_iter", Integer),  # version 13: the target its log printed (`/8000`)
     UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
     Index("ix_attempts_job_id", "job_id"),
+    # version 17: one Slurm job is one attempt of its run (AttemptsRepo.record)
+    Index("uq_attempts_chain_job", "chain_id", "job_id", unique=True),
 )
 
 tail_offsets = Table(

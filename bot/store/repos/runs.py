@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import and_, func, insert, select, update
 
@@ -116,6 +116,13 @@ class ChainsRepo(_Repo):
         if result.rowcount != 1:
             raise KeyError(f"no chain {chain_id}")
 
+class RecordedAttempt(NamedTuple):
+    """The chain's attempt for a job, and whether the call that returned it recorded it."""
+
+    attempt: Attempt
+    new: bool
+
+
 _ATTEMPT_UPDATABLE = {
     "state",
     "started_at",
@@ -148,16 +155,48 @@ class AttemptsRepo(_Repo):
         display_id: str | None = None,
         submitted_at: float | None = None,
     ) -> Attempt:
+        """The chain's attempt for job `job_id`: recorded now as its next attempt, or the one
+        that already records it, as it is (`record`)."""
+        return self.record(
+            chain_id=chain_id, job_id=job_id, now=now, state=state, start_iter=start_iter,
+            checkpoint_path=checkpoint_path, charge_retry=charge_retry,
+            excluded_nodes=excluded_nodes, display_id=display_id, submitted_at=submitted_at,
+        ).attempt
+
+    def record(
+        self,
+        *,
+        chain_id: int,
+        job_id: str,
+        now: float,
+        state: str = "PENDING",
+        start_iter: int | None = None,
+        checkpoint_path: str | None = None,
+        charge_retry: bool = False,
+        excluded_nodes: str | None = None,
+        display_id: str | None = None,
+        submitted_at: float | None = None,
+    ) -> RecordedAttempt:
         """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …), submitted
-        at `submitted_at` (default `now`: a job found after its submit was lost says when).
+        at `submitted_at` (default `now`: a job found after its submit was lost says when);
+        `new` False when the chain already records that job (one Slurm job is one attempt of
+        its run, however many paths record it: a lost submit's recovery and the settle that
+        took over its cancel and resume may both find it by its name): that attempt comes back
+        unchanged, uncharged, and the caller's once-per-job steps are the first recorder's.
 
         `charge_retry`: the same transaction counts it against the chain's retry budget
         (`chains.retries_used`), so a crash can never leave an attempt without its charge
         or a charge without its attempt. Concurrent adds to one chain (several replicas) get
-        consecutive numbers: the chain's row is locked first (`FOR UPDATE` on PostgreSQL;
-        SQLite's `BEGIN IMMEDIATE` already serialises writers)."""
+        consecutive numbers and see each other's job: the chain's row is locked first
+        (`FOR UPDATE` on PostgreSQL; SQLite's `BEGIN IMMEDIATE` already serialises writers);
+        the unique (chain_id, job_id) index (schema 17) is the database's own guard."""
+        job_id = str(job_id)
         with self._engine.begin() as conn:
             conn.execute(select(t.chains.c.id).where(t.chains.c.id == chain_id).with_for_update())
+            existing = conn.execute(select(t.attempts).where(
+                and_(t.attempts.c.chain_id == chain_id, t.attempts.c.job_id == job_id))).first()
+            if existing is not None:
+                return RecordedAttempt(_row(Attempt, existing), new=False)
             if charge_retry:
                 charged = conn.execute(
                     update(t.chains).where(t.chains.c.id == chain_id)
@@ -170,7 +209,7 @@ class AttemptsRepo(_Repo):
             ).scalar()
             values = dict(
                 chain_id=chain_id,
-                job_id=str(job_id),
+                job_id=job_id,
                 attempt_no=int(last or 0) + 1,
                 state=state,
                 submitted_at=now if submitted_at is None else submitted_at,
@@ -182,7 +221,7 @@ class AttemptsRepo(_Repo):
                 values["display_id"] = display_id
             attempt_id = _insert_id(conn, insert(t.attempts).values(**values))
             row = conn.execute(select(t.attempts).where(t.attempts.c.id == attempt_id)).first()
-        return _row(Attempt, row)
+        return RecordedAttempt(_row(Attempt, row), new=True)
 
     def get(self, attempt_id: int) -> Attempt | None:
         return self._one(Attempt, select(t.attempts).where(t.attempts.c.id == attempt_id))

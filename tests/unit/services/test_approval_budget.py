@@ -26,12 +26,20 @@ from bot.config import Config
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
-from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, settle_takeover_s
+from bot.core.takeover import (
+    RemoteDeadlines,
+    cancel_takeover_s,
+    settle_takeover_s,
+    submit_in_flight_s,
+)
 from bot.services import ServiceError
+from bot.services import submit as submit_mod
+from bot.services.after_submit import after_person_submit
 from bot.services.approvals import charges_budget, handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
+from bot.services.runs import recover_submits_in_flight
 from bot.services.threads import render, root_view
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -428,6 +436,51 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     assert s.retries() == 1
     settle_unknown_cancels(s.ctx, later + 2 * SETTLE_TAKEOVER_S)
     assert len(s.slurm.submits()) == 1
+
+
+@pytest.mark.parametrize("interrupted", ["recovery", "settle"])
+def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attempt(
+        store: Store, monkeypatch, interrupted: str) -> None:
+    """After a long outage both the recovery of the submits in flight (the settle's resubmit
+    kept its row) and the settle's takeover look up the job the dead sbatch left, and both
+    find 88887 before either has recorded it: the other path runs whole between the
+    `interrupted` one's lookup and its record. 88887 is one attempt of the run, charged
+    once, in the ledger once, and the thread tells it once."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0, submitted_at=T0 + 470))
+    token = _settle_killed(s, after_sbatch=True)
+    later = T0 + 470 + max(SETTLE_TAKEOVER_S, submit_in_flight_s(RemoteDeadlines()))
+
+    def recovery() -> None:  # the scheduler's `submits` job, as bot.app wires it
+        recover_submits_in_flight(s.ctx, later, after_submit=after_person_submit)
+
+    def settle() -> None:
+        settle_unknown_cancels(s.ctx, later)
+
+    real_lookup = submit_mod.find_unrecorded_submit
+    between = [settle if interrupted == "recovery" else recovery]
+
+    def lookup_then_the_other_path(*args: Any, **kwargs: Any) -> str | None:
+        found = real_lookup(*args, **kwargs)
+        if between:
+            between.pop()()  # runs whole, finding the job this lookup found
+        return found
+
+    monkeypatch.setattr(submit_mod, "find_unrecorded_submit", lookup_then_the_other_path)
+    recovery() if interrupted == "recovery" else settle()
+    assert between == []  # the race happened
+    monkeypatch.undo()
+    recovery()
+    settle()
+
+    assert [a.job_id for a in store.attempts.for_chain(s.chain_id)] == ["88154", "88887"]
+    assert s.retries() == 1 and len(s.slurm.submits()) == 1
+    assert store.watched_jobs.get("dev", "88887") is not None
+    assert store.submits_in_flight.sent_before("dev", float("inf")) == []
+    assert store.approvals.get(token).state == "done"
+    assert [p[2] for p in s.ctx.sink.posts if p[0] == "reply" and "88887" in p[3]
+            and "resumed as" in p[3]] == ["resolution:88887"]
+    assert len([e for e in store.audit.recent(100)
+                if e.job_id == "88887" and e.action == "submit" and e.result == "ok"]) == 1
 
 
 def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_once(

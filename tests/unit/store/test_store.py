@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 from sqlalchemy import inspect
+from sqlalchemy.exc import IntegrityError
 from support.race import race, winners_of_race
 
 from bot.core.redact import Redactor
@@ -116,6 +117,39 @@ def test_a_charged_attempt_and_its_charge_are_one_transaction(store):
     assert store.chains.get(chain.id).retries_used == 0  # the charge was rolled back with it
     with pytest.raises(KeyError, match="no chain 999"):
         store.attempts.add(chain_id=999, job_id="2", now=2.0, charge_retry=True)
+
+
+def test_one_job_recorded_twice_in_a_run_is_one_attempt_charged_once(store):
+    """A lost submit's recovery and a settle's takeover both find job 90500 by its name and
+    record it: the second gets the first's attempt back, uncharged, and says it did not
+    record it; the run still counts one attempt and one retry."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    first = store.attempts.record(chain_id=chain.id, job_id="90500", now=2.0, start_iter=1000,
+                                  checkpoint_path="/ck/1000", charge_retry=True,
+                                  submitted_at=1.5)
+    again = store.attempts.record(chain_id=chain.id, job_id="90500", now=3.0,
+                                  charge_retry=True)
+    assert (first.new, again.new) == (True, False)
+    assert again.attempt == first.attempt  # as it was recorded: number, start, checkpoint
+    assert (again.attempt.attempt_no, again.attempt.start_iter, again.attempt.submitted_at) == \
+        (2, 1000, 1.5)
+    assert store.attempts.add(chain_id=chain.id, job_id="90500", now=4.0) == first.attempt
+    assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88154", "90500"]
+    assert store.chains.get(chain.id).retries_used == 1
+    other = store.chains.create(recipe="", cluster="dev", job_name="mix", now=5.0,
+                                kind="adopted")  # another run may record the same job id
+    assert store.attempts.record(chain_id=other.id, job_id="90500", now=5.0).new
+
+
+def test_one_job_recorded_at_once_by_several_replicas_is_one_attempt(store):
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+    got = race([lambda: store.attempts.record(chain_id=chain.id, job_id="90500", now=2.0,
+                                              charge_retry=True)] * 4)
+    assert sorted(r.new for r in got) == [False, False, False, True]
+    assert {r.attempt.id for r in got} == {store.attempts.get_by_job("90500").id}
+    assert [a.attempt_no for a in store.attempts.for_chain(chain.id)] == [1]
+    assert store.chains.get(chain.id).retries_used == 1
 
 
 def test_chains_create_get_thread_status_and_retry_ledger(store):
@@ -539,6 +573,39 @@ def test_v15_store_gets_unreadable_since_keeping_its_watched_jobs(store_url):
         assert new.watched_jobs.get("dev", "88016").unreadable_since == 7.5
         new.watched_jobs.set_unreadable_since("dev", "88016", None)
         assert new.watched_jobs.get("dev", "88016").unreadable_since is None
+
+
+def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progress(store_url):
+    """A run that recorded one job twice before version 17 (attempts 2 and 3 both job 90500,
+    the watcher's progress on the later one) keeps attempt 2 with that progress; attempt 4
+    keeps its number; the job cannot be recorded twice again."""
+    with Store.open(store_url, target_version=16) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+        with old.engine.begin() as conn:  # what a v16 trainbot could write
+            for no, job in enumerate(("88154", "90500", "90500", "90611"), start=1):
+                conn.exec_driver_sql(
+                    "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
+                    f" VALUES ({chain.id}, '{job}', {no}, 'PENDING', 2.0)")
+            conn.exec_driver_sql(f"UPDATE chains SET retries_used = 4 WHERE id = {chain.id}")
+        first, dup = [a for a in old.attempts.for_chain(chain.id) if a.job_id == "90500"]
+        old.attempts.update(first.id, started_at=3.0, last_iter=1200)
+        old.attempts.update(dup.id, state="COMPLETED", result="COMPLETED", ended_at=9.0,
+                            last_iter=4000)
+        old.attempts.update(old.attempts.get_by_job("90611").id, state="RUNNING")
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        got = [(a.id, a.job_id, a.attempt_no, a.state, a.started_at, a.ended_at, a.last_iter)
+               for a in new.attempts.for_chain(chain.id)]
+        assert got == [(got[0][0], "88154", 1, "PENDING", None, None, None),
+                       (first.id, "90500", 2, "COMPLETED", 3.0, 9.0, 4000),
+                       (got[2][0], "90611", 4, "RUNNING", None, None, None)]
+        assert new.chains.get(chain.id).retries_used == 4  # whose charge it was is not known
+        again = new.attempts.record(chain_id=chain.id, job_id="90500", now=10.0)
+        assert (again.new, again.attempt.id) == (False, first.id)
+        with pytest.raises(IntegrityError), new.engine.begin() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
+                f" VALUES ({chain.id}, '90500', 5, 'PENDING', 11.0)")
 
 
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
