@@ -502,7 +502,7 @@ class FakeResubmit:
     cluster: str = "dev"
     calls: list[tuple[str, int, int | None]] = field(default_factory=list)
 
-    def __call__(self, recipe: str, chain_id: int, decision: Any) -> int:
+    def __call__(self, recipe: str, chain_id: int, decision: Any, *, intent: str) -> int:
         self.calls.append((recipe, chain_id, decision.resume_from))
         if self.fail_first:
             self.fail_first -= 1

@@ -485,9 +485,11 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
             ctx.store.attempts.update(old.id, work_lost_iters=max(0, last_iter - start))
 
     charged = chain_id is not None and charges_budget(ctx, approval, "hang")
+    intent = f"approval:{approval.token}"  # its resubmit's, in flight: that row alone
     # a lookup Slurm does not answer goes up: the settle is taken over again later
-    left = (lost_resubmit(ctx, cluster, recipe, chain_id, job, now=now, resumed_at=last_iter,
-                          charged=charged, array_task=array_task_of(ctx, chain_id, job))
+    left = (lost_resubmit(ctx, cluster, recipe, chain_id, job, intent=intent, now=now,
+                          resumed_at=last_iter, charged=charged,
+                          array_task=array_task_of(ctx, chain_id, job))
             if recover and chain_id is not None else None)
     if left is not None:
         record_work_lost(left)
@@ -498,7 +500,7 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
             result = submit_and_announce(
                 ctx, recipe, actor=actor, now=now, chain_id=chain_id, charge_retry=charged,
                 before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
-                prompt=_prompt_said(approval), reconcile_unknown=True,
+                prompt=_prompt_said(approval), reconcile_unknown=True, intent=intent,
             )  # fmt: skip
         except (ServiceError, ClusterError) as exc:
             raise _NotPerformed(

@@ -69,7 +69,7 @@ def submit_and_announce(
     array_task: int | None = None,
     prompt: ResumePoint | None = None,
     reconcile_unknown: bool = False,
-    in_flight: bool = False,
+    intent: str | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -85,8 +85,10 @@ def submit_and_announce(
     checkpoint is looked up again now, and the resolution says so when it differs.
     `reconcile_unknown`: a person's submit, whose end when not seen is looked up by its job
     name at once (bot.services.submit.submit_recipe): a job found is recorded and announced as
-    any submit. `in_flight`: keep it in `submits_in_flight` until its job is recorded without
-    that (the watcher's automatic resubmit: bot.services.submit.submit_recipe).
+    any submit. `intent`: the key of what the submit carries out, kept with it in
+    `submits_in_flight` until its job is recorded (the watcher's automatic resubmit, a cancel
+    and resume: bot.services.submit.submit_recipe), whose recovery (`lost_resubmit`) forgets
+    that row alone.
     """
     config = ctx.config
     if extra_overridable:
@@ -105,7 +107,7 @@ def submit_and_announce(
         charge_retry=charge_retry,
         array_task=array_task,
         reconcile_unknown=reconcile_unknown,
-        in_flight=in_flight,
+        intent=intent,
         channel=channel,
     )
     if before_announce is not None:
@@ -341,21 +343,23 @@ def exclusion(config: Config, recipe: str, node: str | None
 
 
 def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old_job: str, *,
-                  now: float, resumed_at: int | None, charged: bool,
+                  intent: str, now: float, resumed_at: int | None, charged: bool,
                   array_task: int | None) -> SubmitResult | None:
     """The job a resubmit of `old_job` into `chain_id` left when trainbot died in it: its
     attempt if it was recorded (watched again while it has not ended), else the job of the
     chain's name Slurm has above `old_job` and no attempt records, recorded now
     (adopt_unrecorded_submit: resumed from the newest checkpoint at or below `resumed_at`,
-    charged as `charged`, submitted when the dead resubmit's sbatch was sent: its
-    `submits_in_flight` row's time, which every resubmit keeps, a person's and the watcher's;
-    else now); None when Slurm has none (then submitting is safe). The run's rows in flight
-    are forgotten once it is known (the job recorded, or none left): this recovery took them
-    up, recover_submits_in_flight does not again."""
+    charged as `charged`, submitted when the dead resubmit's sbatch was sent: the time of its
+    `submits_in_flight` row, the one it kept under `intent`, the key of what it carried out
+    (the watcher's intent row, a cancel and resume's approval); else now); None when Slurm has
+    none (then submitting is safe). That row is forgotten once it is known (the job recorded,
+    or none left): this recovery took it up. Any other row in flight, a person's submit of
+    the same run at that moment, is left to its own recovery (recover_submits_in_flight)."""
     latest = run_latest(ctx.store.attempts.for_chain(chain_id), array_task)
     chain = ctx.store.chains.get(chain_id)
     flights = [f for f in ctx.store.submits_in_flight.sent_before(cluster, now)
-               if f.chain_id == chain_id and f.array_task == array_task]
+               if f.intent == intent or f.intent is None and f.actor == AUTOMATIC_ACTOR
+               and f.chain_id == chain_id and f.array_task == array_task]  # before schema 18
     if latest is not None and chain is not None and latest.job_id != old_job:
         if latest.result is None:
             ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)
@@ -379,23 +383,24 @@ class AutoResubmitter:
     def __init__(self, ctx: BotContext, cluster: str, *, actor: str = AUTOMATIC_ACTOR) -> None:
         self.ctx, self.cluster, self.actor = ctx, cluster, actor
 
-    def resubmit(self, recipe: str, chain_id: int, decision: Decision) -> str:
+    def resubmit(self, recipe: str, chain_id: int, decision: Decision, *, intent: str) -> str:
         """Resubmit into the chain; after a fault of one node (`facts["exclude"]`) without it.
         Kept in `submits_in_flight` from just before its sbatch until its job is recorded, as a
-        person's submit is: a resubmit the bot died in is recovered (`recover`) with the time
-        its sbatch was sent."""
+        person's submit is, under `intent` (its intent row's key): a resubmit the bot died in is
+        recovered (`recover`) with the time its sbatch was sent, its row alone forgotten."""
         overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
         result = submit_and_announce(
             self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
             charge_retry=decision.charged, overrides=overrides, extra_overridable=extra,
-            array_task=decision.facts.get("array_task"), in_flight=True)
+            array_task=decision.facts.get("array_task"), intent=intent)
         return result.display_id or str(result.job_id)
 
-    def recover(self, recipe: str, chain_id: int, old_job: str,
-                decision: Decision) -> str | None:
-        """A resubmit the bot died in: the job it left (recorded or not) is kept and announced
-        (posts are idempotent by key) instead of submitting a second one."""
-        result = lost_resubmit(self.ctx, self.cluster, recipe, chain_id, old_job,
+    def recover(self, recipe: str, chain_id: int, old_job: str, decision: Decision, *,
+                intent: str) -> str | None:
+        """A resubmit the bot died in (of intent row `intent`): the job it left (recorded or
+        not) is kept and announced (posts are idempotent by key) instead of submitting a second
+        one."""
+        result = lost_resubmit(self.ctx, self.cluster, recipe, chain_id, old_job, intent=intent,
                                now=self.ctx.clock(), resumed_at=decision.resume_from,
                                charged=decision.charged,
                                array_task=decision.facts.get("array_task"))

@@ -335,7 +335,7 @@ def submit_recipe(
     charge_retry: bool = False,
     array_task: int | None = None,
     reconcile_unknown: bool = False,
-    in_flight: bool = False,
+    intent: str | None = None,
     channel: str | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
@@ -363,10 +363,12 @@ def submit_recipe(
     submit is also kept in `submits_in_flight` from just before its sbatch until its job is
     recorded (or is known not to have gone through), with `channel`, where they asked: a job
     whose submit the bot died in, or whose lookup failed, is found by its name and recorded
-    later (bot.services.runs.recover_submits_in_flight). `in_flight` keeps a submit there
-    too without `reconcile_unknown`: the watcher's automatic resubmit, whose recovery
-    (bot.services.runs.lost_resubmit) records the job it left as submitted when its sbatch
-    was sent.
+    later (bot.services.runs.recover_submits_in_flight). `intent`, the key of what the
+    submit carries out (the watcher's automatic resubmit's intent row, a cancel and resume's
+    approval), is kept on that row, and keeps a submit there too without
+    `reconcile_unknown` (the automatic resubmit): the recovery of a resubmit the bot died in
+    (bot.services.runs.lost_resubmit) records the job it left as submitted when its sbatch was
+    sent and forgets its row alone, never a person's submit of the same run.
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -395,12 +397,13 @@ def submit_recipe(
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
-        if reconcile_unknown or in_flight:
+        if reconcile_unknown or intent is not None:
             flight = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
                 resumed_at=checkpoint.iteration if checkpoint else None,
-                charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now)
+                charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now,
+                intent=intent)
         try:
             job_id = _submit(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:

@@ -357,6 +357,15 @@ def _v17_one_attempt_per_job(conn: Connection) -> None:
                       " ON attempts (chain_id, job_id)"))
 
 
+def _v18_submit_intents(conn: Connection) -> None:
+    """Version 18: submits_in_flight.intent, the key of what a submit carries out (the
+    watcher's automatic resubmit: its intent row; a cancel and resume: its approval), so the
+    recovery of a resubmit the bot died in (bot.services.runs.lost_resubmit) forgets that
+    submit's row alone, not a person's submit of the same run in flight then. A row written
+    before has none; an automatic one of those is still known by its run, task and actor."""
+    _add_column(conn, "submits_in_flight", "intent TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -375,6 +384,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v15_progress_rewrites,
     _v16_unreadable_since,
     _v17_one_attempt_per_job,
+    _v18_submit_intents,
 ]
 
 

@@ -216,6 +216,7 @@ class SubmitInFlight:
     actor: str
     channel: str | None
     sent_at: float
+    intent: str | None = None  # the key of what it carries out (schema 18): submit_recipe
 
 
 @dataclass(frozen=True)

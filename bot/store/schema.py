@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 metadata = MetaData()
 
@@ -213,6 +213,9 @@ submits_in_flight = Table(  # version 14
     Column("actor", Text, nullable=False),  # the Slack user who asked for it
     Column("channel", Text, nullable=True),  # where they asked
     Column("sent_at", Float, nullable=False),  # when the sbatch was sent (trainbot's clock)
+    # version 18: the key of what it carries out (an automatic resubmit's intent row, a
+    # cancel and resume's approval), whose recovery forgets this row alone; NULL: none
+    Column("intent", Text, nullable=True),
     Index("ix_submits_in_flight_sent_at", "sent_at"),
 )
 

@@ -13,8 +13,7 @@ asked instead (`asked`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from bot.cluster.errors import CommandFailed
 from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
@@ -28,10 +27,20 @@ log = logging.getLogger(__name__)
 
 RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit (due ... done)
 
-#: (recipe, chain_id, decision) -> the new job id.
-Resubmit = Callable[[str, int, Decision], str | int]
-#: (recipe, chain_id, old job id, decision) -> the job a crashed resubmit left, or None.
-Recover = Callable[[str, int, str, Decision], str | int | None]
+class Resubmit(Protocol):
+    """Carry `decision` out for the chain, the resubmit of intent row `intent` (its key,
+    kept with the submit in flight): the new job id."""
+
+    def __call__(self, recipe: str, chain_id: int, decision: Decision, *,
+                 intent: str) -> str | int: ...
+
+
+class Recover(Protocol):
+    """The job the resubmit of `old_job` (intent row `intent`) left when it crashed,
+    recorded; None: none."""
+
+    def __call__(self, recipe: str, chain_id: int, old_job: str, decision: Decision, *,
+                 intent: str) -> str | int | None: ...
 
 
 class AutoResubmits:
@@ -114,7 +123,7 @@ class AutoResubmits:
                 if self._recover is not None:
                     try:
                         new_job = self._recover(data["recipe"], chain.id,
-                                                str(inc.job_id), decision)
+                                                str(inc.job_id), decision, intent=inc.key)
                     except LeaseLost:
                         raise
                     except Exception as exc:  # noqa: BLE001 - never guess: retry later
@@ -132,7 +141,8 @@ class AutoResubmits:
                     continue  # another replica took this resubmit on meanwhile
                 crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
                 try:
-                    new_job = self._resubmit(data["recipe"], chain.id, decision)
+                    new_job = self._resubmit(data["recipe"], chain.id, decision,
+                                             intent=inc.key)
                 except LeaseLost:
                     raise  # no sbatch was made; the state is the new holder's to change
                 except Exception as exc:  # noqa: BLE001 - retried next tick, never lost

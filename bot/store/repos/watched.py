@@ -101,12 +101,12 @@ class SubmitsInFlightRepo(_Repo):
 
     def add(self, *, cluster: str, recipe: str, job_name: str, chain_id: int | None,
             array_task: int | None, resumed_at: int | None, charge_retry: bool, actor: str,
-            channel: str | None, sent_at: float) -> int:
+            channel: str | None, sent_at: float, intent: str | None = None) -> int:
         with self._engine.begin() as conn:
             return _insert_id(conn, insert(t.submits_in_flight).values(
                 cluster=cluster, recipe=recipe, job_name=job_name, chain_id=chain_id,
                 array_task=array_task, resumed_at=resumed_at, charge_retry=charge_retry,
-                actor=actor, channel=channel, sent_at=sent_at))
+                actor=actor, channel=channel, sent_at=sent_at, intent=intent))
 
     def remove(self, flight_id: int) -> bool:
         """Forget the submit (its job is recorded, or it is known not to have gone through);

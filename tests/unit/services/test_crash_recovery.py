@@ -44,7 +44,7 @@ def test_job_left_by_a_crashed_sbatch_is_adopted_not_submitted_again(env):
     chain = _crashed_in_resubmit(env, resub)
     asked = []
 
-    def recover(recipe, chain_id, old_job, decision):
+    def recover(recipe, chain_id, old_job, decision, *, intent):
         asked.append((recipe, chain_id, old_job))
         store.attempts.add(chain_id=chain_id, job_id="90500", now=T0,
                            charge_retry=decision.charged)
@@ -65,7 +65,7 @@ def test_nothing_left_on_the_cluster_means_submit_once(env):
     store = env[0]
     resub = FakeResubmit(store)
     chain = _crashed_in_resubmit(env, resub)
-    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job, decision: None)
+    sink, w = _restarted(env, resub, lambda recipe, chain_id, old_job, decision, *, intent: None)
     w.tick(T0 + 1400)
     w.tick(T0 + 1460)
     assert resub.calls == [("auto", chain.id, 1200)]
@@ -78,7 +78,7 @@ def test_cluster_not_answering_the_lookup_submits_nothing_until_it_does(env):
     _crashed_in_resubmit(env, resub)
     answers = [RuntimeError("ssh: connect to host: Connection refused"), None]
 
-    def recover(recipe, chain_id, old_job, decision):
+    def recover(recipe, chain_id, old_job, decision, *, intent):
         answer = answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -135,7 +135,7 @@ def test_crash_mid_resubmit_is_told_after_the_resumed_job_ran_to_its_end(env):
     store.chains.set_status(chain.id, "completed", now=T0 + 1390)
     asked = []
 
-    def recover(recipe, chain_id, old_job, decision):
+    def recover(recipe, chain_id, old_job, decision, *, intent):
         asked.append(old_job)
         return "90500"  # the recorded attempt its thread was not told of
 
@@ -154,7 +154,7 @@ def test_crash_mid_resubmit_with_nothing_submitted_submits_nothing_for_an_ended_
     store.chains.set_status(chain.id, "stopped", now=T0 + 1390)  # a person stopped the run
     lookups = []
 
-    def recover(recipe, chain_id, old_job, decision):
+    def recover(recipe, chain_id, old_job, decision, *, intent):
         lookups.append(old_job)  # an SSH round trip on a real cluster
         return None
 
@@ -235,12 +235,12 @@ def _sbatch_then(store, error):
     cluster's jobs by name (`on_cluster`) as AutoResubmitter.recover finds them."""
     calls, on_cluster = [], []
 
-    def resubmit(recipe, chain_id, decision):
+    def resubmit(recipe, chain_id, decision, *, intent):
         calls.append(recipe)
         on_cluster.append("90500")
         raise error
 
-    def recover(recipe, chain_id, old_job, decision):
+    def recover(recipe, chain_id, old_job, decision, *, intent):
         if not on_cluster:
             return None
         store.attempts.add(chain_id=chain_id, job_id=on_cluster[0], now=T0,
@@ -286,12 +286,12 @@ def test_a_resubmit_whose_sbatch_ran_but_lost_its_answer_leaves_one_job_after_th
     config = make_config()
     config.recipes["auto"] = config.recipes["mix"].model_copy(update={"job_name": "auto"})
 
-    def resubmit(recipe, chain_id, decision):
+    def resubmit(recipe, chain_id, decision, *, intent):
         return submit_recipe(config, recipe, slurm=slurm, sftp=sftp, store=store, now=T0,
                              actor="trainbot", chain_id=chain_id,
                              charge_retry=decision.charged).job_id
 
-    def recover(recipe, chain_id, old_job, decision):
+    def recover(recipe, chain_id, old_job, decision, *, intent):
         found = adopt_unrecorded_submit(config, recipe, chain_id=chain_id, after_job=old_job,
                                         slurm=slurm, sftp=sftp, store=store, now=T0,
                                         resumed_at=None, charge_retry=decision.charged)
@@ -323,13 +323,13 @@ def test_a_resubmit_the_submit_command_refused_is_submitted_again_without_a_look
     store, slurm, sftp, sink = env
     calls, lookups = [], []
 
-    def resubmit(recipe, chain_id, decision):
+    def resubmit(recipe, chain_id, decision, *, intent):
         calls.append(recipe)
         raise CommandFailed(["sbatch"], 1, "sbatch: error: QOSMaxSubmitJobPerUserLimit")
 
     w, _chain = timed_out(env, FakeResubmit(store))
     w = make_watcher(store, slurm, sftp, sink, resubmit=resubmit,
-                     recover=lambda *args: lookups.append(args),
+                     recover=lambda *args, **_: lookups.append(args),
                      checkpoint=FakeCheckpoints(1200),
                      policy=PolicyParams(auto_resubmit=True, backoff_s=60))
     w.tick(T0 + 1310)

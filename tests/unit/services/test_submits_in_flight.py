@@ -33,6 +33,7 @@ NOW = 1_000_000.0
 SUBMIT_IN_FLIGHT_S = submit_in_flight_s(RemoteDeadlines())  # the dev cluster's: the defaults
 LATER = NOW + SUBMIT_IN_FLIGHT_S + 1  # the submit can no longer be in flight
 CHANNEL = "C0TRAIN"
+INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
 
 
 class Died(BaseException):
@@ -458,7 +459,7 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
     with monkeypatch.context() as m, pytest.raises(Died):
         if sent:  # dies on the line after sbatch returned the job id, before recording it
             m.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
-        AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision)
+        AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
     assert list(slurm.records) == ([90500] if sent else [])
     slurm.submit_error = None
@@ -467,10 +468,10 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
     recover(ctx, LATER)  # the submits job: the watcher's resubmit is its own recovery's
     assert jobs(store, chain) == ["88154"]
     auto = AutoResubmitter(ctx, "dev")
-    left = auto.recover("mix", chain, "88154", decision)
+    left = auto.recover("mix", chain, "88154", decision, intent=INTENT)
     if not sent:
         assert left is None and in_flight(store) == []  # nothing queued: submit it, once
-        assert auto.resubmit("mix", chain, decision) == "90500"
+        assert auto.resubmit("mix", chain, decision, intent=INTENT) == "90500"
     else:
         assert left == "90500"
     new = store.attempts.latest(chain)
@@ -481,3 +482,39 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
         "mix: resumed as 90500 from scratch (no complete checkpoint)"]
     recover(ctx, LATER + SUBMIT_IN_FLIGHT_S)
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.records) == 1
+
+
+def test_an_automatic_resubmit_the_bot_died_in_leaves_a_persons_submit_in_flight_alone(
+        store: Store, monkeypatch) -> None:
+    """The bot dies after the watcher's automatic resubmit's sbatch (job 90500) and, at the
+    same moment, after Alice's /train resume of the same run (90501): two rows in flight. The
+    automatic resubmit's recovery records its own job and forgets its own row only; Alice's
+    submit stays in flight, and the recovery of the submits the bot died in records hers and
+    tells her thread, as it does any person's."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = failed_run(ctx)
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+    with pytest.raises(Died):
+        AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    flights = store.submits_in_flight.sent_before("dev", float("inf"))
+    assert [(f.actor, f.intent) for f in flights] == [("trainbot", INTENT), ("U0ALICE", None)]
+    assert list(slurm.records) == [90500, 90501] and jobs(store, chain) == ["88154"]
+
+    ctx = make_context(store, slurm, clock=lambda: LATER)  # started again
+    assert AutoResubmitter(ctx, "dev").recover("mix", chain, "88154", decision,
+                                               intent=INTENT) == "90500"
+    [alice] = store.submits_in_flight.sent_before("dev", float("inf"))
+    assert (alice.actor, alice.intent, alice.chain_id) == ("U0ALICE", None, chain)
+    assert jobs(store, chain) == ["88154", "90500"]
+
+    recover(ctx, LATER)  # the submits job: Alice's is found by its name and recorded
+    assert jobs(store, chain) == ["88154", "90500", "90501"] and in_flight(store) == []
+    assert watched(store) == ["90500", "90501"]
+    [audit] = [e for e in store.audit.recent(50) if e.job_id == "90501"]
+    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
+    assert any("90501" in t for t in ctx.sink.texts())
+

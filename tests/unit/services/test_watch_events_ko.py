@@ -417,7 +417,7 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
     sftp, _ = story_job(store, ctx, chain, slurm, b"iter: 3470/")
     slurm.set(88154, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 1300)
 
-    def resubmit(recipe, chain_id, decision):
+    def resubmit(recipe, chain_id, decision, *, intent):
         store.attempts.add(chain_id=chain_id, job_id="90001", now=T0,
                            charge_retry=decision.charged)
         return "90001"

@@ -608,6 +608,24 @@ def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progres
                 f" VALUES ({chain.id}, '90500', 5, 'PENDING', 11.0)")
 
 
+def test_v17_store_gets_submit_intents_keeping_its_submits_in_flight(store_url):
+    flight = dict(cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
+                  resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
+    with Store.open(store_url, target_version=17) as old:
+        assert "intent" not in {c["name"] for c in
+                                inspect(old.engine).get_columns("submits_in_flight")}
+        with old.engine.begin() as conn:  # what a v17 trainbot wrote
+            conn.exec_driver_sql(
+                "INSERT INTO submits_in_flight (cluster, recipe, job_name, charge_retry, actor,"
+                " channel, sent_at) VALUES ('dev', 'mix', 'mix', false, 'U0ALICE', 'C1', 5.0)")
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
+        new.submits_in_flight.add(**flight, sent_at=6.0, intent="dev:88154:resubmit")
+        got = [(f.actor, f.sent_at, f.intent)
+               for f in new.submits_in_flight.sent_before("dev", 10.0)]
+        assert got == [("U0ALICE", 5.0, None), ("U0ALICE", 6.0, "dev:88154:resubmit")]
+
+
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
     url = f"sqlite:///{tmp_path / 'state.db'}"
     error = "`env K=plain-secret sbatch` exited 1: postgresql://bot:pw1234@db/x, xoxb-1-2-abcdefgh"
