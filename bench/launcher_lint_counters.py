@@ -11,13 +11,14 @@ for the next); `if [ -n "$X" ]; then ((n++)); fi`, each in a branch bash may ski
 ((n++)); else ((n++)); fi`, one of which always runs; `case` with two patterns; a loop each; a
 `while true` each whose body may `break` before its counter.
 And the other side of the judgement: as many assignments, each in an `if` bash may skip, before
-one counter (which of them may be the last to run: branches.last_to_run); as many calls of a
-function whose body counts (`inc() { ((n++)); }`), each after an assignment, made directly,
-through another function (`run() { inc; }`), or through one that sets the variable in a branch
-first (calls.values_at_calls; for those, `{c}` is the body's counter). Each time is the median
-of `--repeat` runs, in CPU seconds of this process. The findings of the small and the large
-script are checked to be the same (the bench fails otherwise). Prints one table row per
-shape.
+one counter (which of them may be the last to run: branches.last_to_run), or each before a
+counter of its own (each counter asks that of all the assignments before it:
+counter_values.Assigned); as many calls of a function whose body counts (`inc() { ((n++)); }`),
+each after an assignment, made directly, through another function (`run() { inc; }`), or
+through one that sets the variable in a branch first (calls.values_at_calls; for those, `{c}`
+is the body's counter). Each time is the median of `--repeat` runs, in CPU seconds of this
+process. The findings of the small and the large script are checked to be the same (the bench
+fails otherwise). Prints one table row per shape.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ SHAPES = {
         HEAD, 'while true; do if [ -n "$X" ]; then break; fi; {c} || true; break; done\n', ""),
     "assignments in `if`s, then one counter": (
         HEAD, 'if [ -n "$X" ]; then n={i}; fi\n', "{c}\n"),
+    "assignments in `if`s, each followed by a counter": (
+        HEAD, 'if [ -n "$X" ]; then n={i}; fi\n{c} || true\n', ""),
     "calls of `inc() { ((n++)); }`": (
         "#!/bin/bash\nset -e\ninc() { {c}; }\n", "n=1\ninc\n", ""),
     "calls through `run() { inc; }`": (

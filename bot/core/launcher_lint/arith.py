@@ -13,7 +13,7 @@ import bisect
 import functools
 import heapq
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -29,11 +29,14 @@ from bot.core.launcher_lint.counter_values import (
     BAD_OCTAL_RE,
     UNSET_RE,
     ZERO_RE,
+    Assigned,
+    Before,
+    NeverSet,
     assigned_values,
     assignment_text,
+    between,
     in_other_branches,
     left_at_end,
-    never_set,
     prefix_assignments,
     read_on_next_pass,
     set_in_branches_only,
@@ -101,9 +104,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     repeating = {start: done for start, done in scan.loops.items() if passes[start] != 1}
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes,
-                     never_run) if scan.arith else {}
-    never_set_of = {var: never_set(var, code, scan.arith, prefixes, never_run)
-                 for var in {a.variable for a in scan.arith} - values.keys()}
+                             never_run) if scan.arith else {}
+    never_set = NeverSet(code, scan.arith, prefixes, never_run, values,
+                         {a.variable for a in scan.arith})
+    counters_of: dict[str, list[Arith]] = {}  # each variable's, in the walk's order
+    for a in scan.arith:
+        counters_of.setdefault(a.variable, []).append(a)
     at_line: dict[int, int] = {}  # a line's finding's index in findings
     # the lines whose finding is a counter read unset on the runs that skip its assignments:
     # any other finding of the line takes its place
@@ -119,6 +125,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     path_of = functools.cache(path_of)
     # the subshells around each assignment
     in_subshells = _enclosing(subshells, [pos for v in values.values() for pos, _v in v])
+    # each variable's assignments read once for all its counters, where none is in a subshell
+    # and the branches nest (else each counter reads them: the lists below)
+    read_once: dict[str, Assigned] = {}
+    if nested:
+        for var, assignments in values.items():
+            if not any(pos in in_subshells for pos, _v in assignments):
+                read_once[var] = Assigned(assignments, scan.constructs, path_of, spans)
     counts = _Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
                      path_of, nested)
     # the counters the walk also collected where `set -e` applies: judged there
@@ -144,11 +157,17 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         apart: tuple[int, str] | None = None
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
-            # an assignment in a subshell `a` is not in sets nothing where `a` runs
-            assigned = [(pos, v) for pos, v in values.get(a.variable, [])
-                        if pos not in in_subshells
-                        or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
-            before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
+            before: Sequence[tuple[int, str | None]]
+            all_before: Sequence[tuple[int, str | None]]
+            if a.variable in read_once:
+                assigned = read_once[a.variable].entries
+                before = all_before = read_once[a.variable].before(a.offset)
+            else:
+                # an assignment in a subshell `a` is not in sets nothing where `a` runs
+                assigned = [(pos, v) for pos, v in values.get(a.variable, [])
+                            if pos not in in_subshells
+                            or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
+                before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
             called = _at_calls(a, assigned, calls_of, spans, scan.constructs, path_of)
             if called is not None and not (before and before[-1][0] >= called.body[0]):
                 if called.at is None:
@@ -161,11 +180,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 siblings = in_other_branches(a.offset, before, scan, spans, path_of)
                 if siblings:  # never run before it: it reads what holds without them
                     apart = siblings[-1]
-                    before = all_before = [(pos, v) for pos, v in before
-                                           if pos not in dict(siblings)]
+                    apart_at = {pos for pos, _kind in siblings}
+                    before = all_before = [(pos, v) for pos, v in before if pos not in apart_at]
                 if len(before) > 1:  # which of them holds here: through the branches on the way
-                    before, every_run = left_at_end(before, before[0][0], a.offset,
-                                                     scan.constructs, path_of)
+                    before, every_run = before.assigned.left_at_end(
+                        before.length, before[0][0], a.offset) if isinstance(before, Before) \
+                        else left_at_end(list(before), before[0][0], a.offset, scan.constructs,
+                                         path_of)
                     set_partly = None if every_run else before[-1][0]
                 if (before and before[-1][1] is not None and ZERO_RE.fullmatch(before[-1][1])
                         and (counted := counts.since(a, before[-1][0]))):
@@ -180,24 +201,25 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                                        spans, path_of):
                             skipped_count = None
                             apart = max(other[0], apart or other[0])
-            unset = not before and (never_set_of.get(a.variable, False) if apart is None else
-                                    never_set(a.variable, code, scan.arith, prefixes, never_run,
-                                               [pos for pos, _v in values[a.variable]
-                                                if pos < a.offset])) \
+            unset = not before and (a.variable not in values and never_set.holds(a.variable)
+                                    if apart is None else never_set.holds(
+                                        a.variable, bisect.bisect_left(
+                                            values[a.variable], a.offset, key=lambda v: v[0]))) \
                 and a.zero_after is None \
                 and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
                             and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
             stops, value = _stops(a, before, unset)
             if not stops and all_before and a.zero_after is None and (
                     a.errexit or a.offset not in errexit_at) and (
-                    partly := set_in_branches_only(a, all_before, scan, code, prefixes, values,
-                                                    spans, path_of, never_run)) is not None:
+                    partly := set_in_branches_only(
+                        a, all_before, scan, counters_of[a.variable], spans, path_of, never_set,
+                        len(values.get(a.variable, [])))) is not None:
                 # unset on the runs that skip every assignment before it (`if …; then n=5; fi`)
                 stops, value = _stops(a, [], True)
                 unset_partly = partly if stops else None
             if not stops:  # … on this pass: on the loop's next, with what its body's end left?
-                carried = read_on_next_pass(a, assigned, repeating, unsets.get(a.variable, []),
-                                   scan.constructs, path_of)
+                carried = read_on_next_pass(a, assigned, repeating,
+                                            unsets.get(a.variable, []), scan.constructs, path_of)
                 if carried is None:
                     continue
                 stops, value = _stops(a, carried[1], not carried[1])
@@ -476,7 +498,7 @@ def _with_later_passes(calls: list[Call], loops: dict[int, int]) -> list[Call]:
 
 
 
-def _stops(a: Arith, before: list[tuple[int, str | None]],
+def _stops(a: Arith, before: Sequence[tuple[int, str | None]],
            unset: bool) -> tuple[bool, str | None]:
     """Does `a` make a finding, with `before` the assignments to its variable before it
     (counter_values.assigned_values's; none: `unset`, when nothing may set it), and the value
@@ -523,8 +545,8 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     first: _AtCall | None = None
     # what the body's end leaves the variable at, set after `a` (`f() { ((m++)); m=0; }`): what
     # a call after one that ran the body reads (None: the body does not set it after `a`)
-    left, every_run = left_at_end([(pos, v) for pos, v in assigned if a.offset < pos < end],
-                                   a.offset, end, constructs, path_of)
+    left, every_run = left_at_end(between(assigned, a.offset, end), a.offset, end, constructs,
+                                  path_of)
     earlier: set[int] = set()  # the offsets of the calls before this one
     for call, ran, last, also in values_at_calls(name, body, calls, assigned, constructs,
                                                  path_of):

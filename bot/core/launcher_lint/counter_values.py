@@ -12,7 +12,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import overload
 
 from bot.core.launcher_lint.branches import Step, last_to_run
 from bot.core.launcher_lint.messages import short
@@ -65,16 +66,20 @@ def prefix_assignments(code: str) -> dict[int, tuple[str, str]]:
     return prefixes
 
 
+#: `declare -i` (`typeset`, `local`, `-i` among the options): the names after it add.
+_DECLARE_INTEGER = r"\b(?:declare|typeset|local)\s+(?:-\w+\s+)*-\w*i\w*"
+
+
 def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
-            never_run: list[tuple[int, int]]) -> dict[str, list[tuple[int, str | None]]]:
+                    never_run: list[tuple[int, int]]) -> dict[str, list[tuple[int, str | None]]]:
     """(offset, value) of each assignment to the `wanted` variables, in order, but those in
     the spans `never_run` (a loop bash makes no pass through, a branch it never runs): the
     text bash holds after it, None when the script does not say (`n=$x`, a sum). A shell `+=`
     appends text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
     arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value."""
     integer = {var for var in wanted if re.search(
-        r"\b(?:declare|typeset|local)\s+(?:-\w+\s+)*-\w*i\w*\s+(?:[^\n;&|]*\s)?"
-        + re.escape(var) + r"\b", code)}
+        _DECLARE_INTEGER + r"\s+(?:[^\n;&|]*\s)?" + re.escape(var) + r"\b", code)
+               } if re.search(_DECLARE_INTEGER, code) else set()  # (one search for none)
     values: dict[str, list[tuple[int, str | None]]] = {}
     for m in _ASSIGNMENT_RE.finditer(code):
         shell = m.group("var") is not None
@@ -101,53 +106,85 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
     return values
 
 
-def never_set(var: str, code: str, arith: list[Arith],
-               prefixes: dict[int, tuple[str, str]], never_run: list[tuple[int, int]],
-               but: list[int] = []) -> bool:  # noqa: B006
-    """Does nothing in the script set `var` (but the assignments at offsets `but`,
-    assigned_values's): its name appears only where it is read (`$n`, `${n}`, `${n:-1}`), in
-    the collected arithmetic commands, in prefix assignments (`n=0 cmd`: that command's
-    environment only), in those assignments and in what bash never runs (`never_run`,
-    assigned_values's), and no `source` / `eval` may set it. Any other word `n` (`read n`,
-    `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set it."""
-    if _SOURCES_RE.search(code):
-        return False
-    spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith] + never_run
-                   + [(pos, m.end()) for pos in but if (m := _ASSIGNMENT_RE.match(code, pos))])
-    starts = [start for start, _end in spans]
-    reach = list(itertools.accumulate((end for _start, end in spans), max))  # the furthest end
-    for m in re.finditer(r"(?<![\w$\\/.-])" + re.escape(var) + r"(?!\w)", code):
-        k = bisect.bisect_right(starts, m.start())
-        if k and reach[k - 1] > m.start() or m.start() in prefixes:
-            continue  # an arithmetic command collected, or a prefix (`n=0 cmd`)
-        if code[m.start() - 2 : m.start()] == "${" and not re.match(r":?=", code[m.end():]):
-            continue  # `${n}`, `${n:-1}`: a read
-        return False
-    return True
+#: A word that may be a variable's name: where never_set's per-variable pattern would find it.
+_WORD_RE = re.compile(r"(?<![\w$\\/.-])[A-Za-z_]\w*")
+_DEFAULT_RE = re.compile(r":?=")
 
 
-def set_in_branches_only(a: Arith, before: list[tuple[int, str | None]], scan: Scan, code: str,
-                          prefixes: dict[int, tuple[str, str]],
-                          values: dict[str, list[tuple[int, str | None]]],
-                          spans: list[tuple[int, int, str]],
-                          path_of: Callable[[int], tuple[Step, ...]],
-                          never_run: list[tuple[int, int]]) -> int | None:
+class NeverSet:
+    """Whether nothing in the script sets a variable, for each of the `wanted` (the counters'),
+    but the first assignments of it (assigned_values's; `but` of them): its name appears only
+    where it is read (`$n`, `${n}`, `${n:-1}`), in the collected arithmetic commands, in prefix
+    assignments (`n=0 cmd`: that command's environment only), in those assignments and in what
+    bash never runs (`never_run`, assigned_values's), and no `source` / `eval` may set it. Any
+    other word `n` (`read n`, `for n in`, `local n`, `((n+=2))` where `set -e` is off) may set
+    it.
+
+    The script's words are read once, for every variable: each word `n` that none of the
+    above holds is set aside with the assignment of `n` it is in (none: it may set `n`), so
+    that the question costs one comparison per counter, not a search of the script."""
+
+    def __init__(self, code: str, arith: list[Arith], prefixes: dict[int, tuple[str, str]],
+                 never_run: list[tuple[int, int]],
+                 values: dict[str, list[tuple[int, str | None]]], wanted: set[str]) -> None:
+        self.sources = _SOURCES_RE.search(code) is not None
+        # for each variable, the number of its assignments (from the first) that must be
+        # left out for nothing else to set it (len + 1: some word may set it whatever is)
+        self.needs = dict.fromkeys(wanted, 0)
+        if self.sources or not wanted:
+            return
+        spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith] + never_run)
+        starts = [start for start, _end in spans]
+        reach = list(itertools.accumulate((end for _start, end in spans), max))  # furthest end
+        # each variable's assignments: where each starts and ends, and its place among them
+        assignments: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        for var in wanted:
+            found = [(k, pos, m.end()) for k, (pos, _v) in enumerate(values.get(var, []))
+                     if (m := _ASSIGNMENT_RE.match(code, pos))]
+            assignments[var] = ([pos for _k, pos, _end in found], [end for _k, _pos, end in found],
+                                [k for k, _pos, _end in found])
+        for m in _WORD_RE.finditer(code):
+            var, at = m.group(), m.start()
+            if var not in self.needs:
+                continue
+            k = bisect.bisect_right(starts, at)
+            if k and reach[k - 1] > at or at in prefixes:
+                continue  # an arithmetic command collected, or a prefix (`n=0 cmd`)
+            if code[at - 2 : at] == "${" and not _DEFAULT_RE.match(code, m.end()):
+                continue  # `${n}`, `${n:-1}`: a read
+            positions, ends, places = assignments[var]
+            i = bisect.bisect_right(positions, at) - 1
+            self.needs[var] = max(self.needs[var], places[i] + 1 if i >= 0 and ends[i] > at
+                                  else len(values.get(var, [])) + 1)
+
+    def holds(self, var: str, but: int = 0) -> bool:
+        """Does nothing set `var` but its first `but` assignments (assigned_values's)?"""
+        return not self.sources and self.needs[var] <= but
+
+
+def set_in_branches_only(a: Arith, before: Sequence[tuple[int, str | None]], scan: Scan,
+                         counters: list[Arith], spans: list[tuple[int, int, str]],
+                         path_of: Callable[[int], tuple[Step, ...]], never_set: NeverSet,
+                         assignments: int) -> int | None:
     """Where `a`, judged where it is, reads its variable unset on some runs: every assignment
     `before` it is in a branch bash may skip on its way to `a` (none runs on every way from
     the script's start: branches.last_to_run), neither `a` nor they are in a function's body
-    (where they run is where it is called), nothing else in
-    the script may set it (never_set but for its assignments) and no count of it before `a`
-    runs in its shell (`((n++)) || true` leaves 1). The offset of the last of those
-    assignments, or None."""
-    if any(s <= pos < e for s, e, _n in spans for pos in [a.offset, *(p for p, _v in before)]):
+    (where they run is where it is called), nothing else in the script may set it (never_set
+    but for its `assignments`, all of them) and no count of it before `a` (of its variable's
+    `counters`, the walk's) runs in its shell (`((n++)) || true` leaves 1). The offset of the
+    last of those assignments, or None."""
+    if any(s <= a.offset < e for s, e, _n in spans) or (
+            before.assigned.in_body_from < before.length if isinstance(before, Before)
+            else any(s <= pos < e for s, e, _n in spans for pos, _v in before)):
         return None  # in a function's body (judged at its calls), or set in one
-    if any(b.variable == a.variable and b.offset < a.offset and not b.assigns_zero
+    if any(b.offset < a.offset and not b.assigns_zero
            and not any(s <= b.offset < e and not s <= a.offset < e for s, e, _n in spans)
-           for b in scan.arith):
+           for b in counters):
         return None
-    _left, every_run = last_to_run(before, 0, a.offset, scan.constructs, path_of)
-    if every_run or not never_set(a.variable, code, scan.arith, prefixes, never_run,
-                                   [pos for pos, _v in values.get(a.variable, [])]):
+    every_run = (before.assigned.covered_from(before.length, 0, a.offset) >= 0
+                 if isinstance(before, Before) else
+                 last_to_run(list(before), 0, a.offset, scan.constructs, path_of)[1])
+    if every_run or not never_set.holds(a.variable, assignments):
         return None
     return before[-1][0]
 
@@ -162,7 +199,7 @@ def assignment_text(code: str, at: int) -> str:
     return short(code[at:max(end, m.end())], 40)
 
 
-def in_other_branches(target: int, before: list[tuple[int, str | None]], scan: Scan,
+def in_other_branches(target: int, before: Sequence[tuple[int, str | None]], scan: Scan,
                        spans: list[tuple[int, int, str]],
                        path_of: Callable[[int], tuple[Step, ...]]) -> list[tuple[int, str]]:
     """Of the assignments `before` the command at offset `target` (in order), those in another
@@ -203,9 +240,9 @@ def stops_at(value: str) -> bool:
 
 
 def left_at_end(assigned: list[tuple[int, str | None]], since: int, end: int,
-                 constructs: dict[tuple[int, int], Construct],
-                 path_of: Callable[[int], tuple[Step, ...]]
-                 ) -> tuple[list[tuple[int, str | None]], bool]:
+                constructs: dict[tuple[int, int], Construct],
+                path_of: Callable[[int], tuple[Step, ...]]
+                ) -> tuple[list[tuple[int, str | None]], bool]:
     """What a body (a function's, a loop's) leaves its variable at, of `assigned` (its
     assignments between `since`, the counter, and `end`, in order): the one of those that may
     be the last to run (branches.last_to_run) that stops bash (0, empty, "08") on the runs
@@ -219,14 +256,146 @@ def left_at_end(assigned: list[tuple[int, str | None]], since: int, end: int,
     return left[-1:], True
 
 
+class Assigned:
+    """One variable's assignments (assigned_values's, in order), none of them in a subshell,
+    read once for all of its counters: the ones before a counter are the first of them
+    (Before), and which of those may be the last to run on the way to it (last_to_run's
+    answer, left_at_end's) is found from what each branch holds, without reading the
+    assignments again for each counter.
+
+    A branch (or the script's top) is covered from assignment k on when one of the
+    assignments from k on is right in it (in no branch inside it), or a construct right in it
+    always runs one of its branches (an `else`, a `*`, a loop over words written out) and each
+    of those is covered from k on: `_from`, the last such k, by branch, and by construct.
+    last_to_run takes the branches the counter and `since` are in as run (they hold both, or
+    end before the counter), so the assignments from k on run one on every way exactly when
+    one of them is right in one of those branches, or a construct right in one of them that
+    ends before the counter is covered from k on: the last such k is read by bisection in
+    each of those branches (as many as the counter's depth), where last_to_run reads every
+    assignment back to it. Only where the branches nest (branches.path_index: every script
+    bash parses)."""
+
+    def __init__(self, entries: list[tuple[int, str | None]],
+                 constructs: dict[tuple[int, int], Construct],
+                 path_of: Callable[[int], tuple[Step, ...]],
+                 bodies: list[tuple[int, int, str]]) -> None:
+        self.entries, self.path_of = entries, path_of
+        self.positions = [pos for pos, _v in entries]
+        # how many of the first assignments stop bash (0, empty, "08"), and the last that does
+        self.stopping, self.last_stopping = [0], [-1]
+        for k, (_pos, v) in enumerate(entries):
+            stops = v is not None and stops_at(v)
+            self.stopping.append(self.stopping[-1] + stops)
+            self.last_stopping.append(k if stops else self.last_stopping[-1])
+        # the first assignment in a function's body (len: none)
+        self.in_body_from = next((k for k, pos in enumerate(self.positions)
+                                  if any(s <= pos < e for s, e, _n in bodies)), len(entries))
+        right_in: dict[Step | None, list[int]] = {}  # the assignments right in each branch
+        inside: dict[Step | None, set[tuple[int, int]]] = {}  # the constructs right in it
+        depth: dict[Step, int] = {}
+        for k, pos in enumerate(self.positions):
+            path = path_of(pos)
+            right_in.setdefault(path[-1] if path else None, []).append(k)
+            for d, step in enumerate(path):
+                inside.setdefault(path[d - 1] if d else None, set()).add(step[0])
+                depth[step] = d
+        branch_from: dict[Step, int] = {}
+        construct_from: dict[tuple[int, int], int] = {}
+        for step in sorted(depth, key=lambda step: -depth[step]):  # the deepest first
+            found = [right_in[step][-1]] if step in right_in else []
+            found += [construct_from[key] for key in inside.get(step, ())
+                      if key in construct_from]
+            if found:
+                branch_from[step] = max(found)
+            key = step[0]
+            spans, always = constructs[key]
+            if always and key not in construct_from and all(
+                    (key, i) in branch_from for i in range(len(spans))):
+                construct_from[key] = min(branch_from[key, i] for i in range(len(spans)))
+        self.right_in = right_in
+        # the constructs right in each branch that are covered from some assignment on: by
+        # the end of their last branch, with the latest that covers one ending there or before
+        self.ends: dict[Step | None, list[int]] = {}
+        self.latest: dict[Step | None, list[int]] = {}
+        for parent, keys in inside.items():
+            rows = sorted((constructs[key][0][-1][1], construct_from[key]) for key in keys
+                          if key in construct_from)
+            if rows:
+                self.ends[parent] = [end for end, _k in rows]
+                self.latest[parent] = list(itertools.accumulate((k for _e, k in rows), max))
+
+    def before(self, offset: int) -> Before:
+        """The assignments before `offset`."""
+        return Before(self, bisect.bisect_left(self.positions, offset))
+
+    def covered_from(self, count: int, since: int, target: int) -> int:
+        """The last k such that one of the assignments from k on, of the first `count` (all
+        those before `target`), runs on every way from `since` to `target`; -1: none
+        (branches.last_to_run's answer)."""
+        known: set[Step | None] = {None, *self.path_of(since), *self.path_of(target)}
+        last = -1
+        for step in known:
+            right = self.right_in.get(step)
+            if right and (i := bisect.bisect_left(right, count)):
+                last = max(last, right[i - 1])
+            ends = self.ends.get(step)
+            if ends and (i := bisect.bisect_right(ends, target)):
+                last = max(last, self.latest[step][i - 1])
+        return last
+
+    def left_at_end(self, count: int, since: int, target: int
+                    ) -> tuple[list[tuple[int, str | None]], bool]:
+        """left_at_end of the first `count` assignments (those before `target`)."""
+        k = self.covered_from(count, since, target)
+        every_run, k = k >= 0, max(k, 0)
+        stopping = self.stopping[count] - self.stopping[k]
+        if stopping:
+            return [self.entries[self.last_stopping[count]]], every_run and stopping == count - k
+        return [self.entries[count - 1]] if count > k else [], True
+
+
+class Before(Sequence[tuple[int, str | None]]):
+    """The first `length` of a variable's assignments (Assigned's): those before a counter,
+    read where they are, not copied for each counter."""
+
+    def __init__(self, assigned: Assigned, length: int) -> None:
+        self.assigned, self.length = assigned, length
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, str | None]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[int, str | None]]: ...
+
+    def __getitem__(self, index: int | slice
+                    ) -> tuple[int, str | None] | list[tuple[int, str | None]]:
+        if isinstance(index, slice):
+            return [self.assigned.entries[k] for k in range(self.length)[index]]
+        return self.assigned.entries[range(self.length)[index]]
+
+
+def _offset(assignment: tuple[int, str | None]) -> int:
+    return assignment[0]
+
+
+def between(assigned: list[tuple[int, str | None]], start: int, end: int
+            ) -> list[tuple[int, str | None]]:
+    """The assignments of `assigned` (in order) after offset `start` and before `end`."""
+    return assigned[bisect.bisect_right(assigned, start, key=_offset)
+                    :bisect.bisect_left(assigned, end, key=_offset)]
+
+
 #: `unset n` among a body's assignments (read_on_next_pass): what it leaves is no value.
 _UNSET = "\x00unset"
 
 
 def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, int],
-             unsets: list[int], constructs: dict[tuple[int, int], Construct],
-             path_of: Callable[[int], tuple[Step, ...]]
-             ) -> tuple[int, list[tuple[int, str | None]], bool] | None:
+                      unsets: list[int], constructs: dict[tuple[int, int], Construct],
+                      path_of: Callable[[int], tuple[Step, ...]]
+                      ) -> tuple[int, list[tuple[int, str | None]], bool] | None:
     """What `a`, in a loop's body, reads on the loop's next pass when nothing in the body
     sets its variable before it: what the body's end left, an assignment after `a`
     (`n=08`) or an `unset n` ([]: unset), read through the body's branches (the one of those
@@ -238,9 +407,10 @@ def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]], loops: d
     if not around:
         return None
     start, end = max(around)  # the innermost
-    if any(start <= pos < a.offset for pos, _v in assigned):
-        return None
-    after = [(pos, v) for pos, v in assigned if a.offset < pos < end]
+    if bisect.bisect_left(assigned, start, key=_offset) < bisect.bisect_left(
+            assigned, a.offset, key=_offset):
+        return None  # set before it in the body
+    after = between(assigned, a.offset, end)
     removed: list[tuple[int, str | None]] = [(pos, _UNSET) for pos in unsets
                                               if a.offset < pos < end]
     if removed:  # which of them the body's end leaves, through its branches, as assignments
