@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bot.core.text import N_, Text, join_text
+
 DEFAULT_GLOBS: tuple[str, ...] = ("iter_*", "checkpoint_step_*")
 DEFAULT_POINTER = "latest_checkpoint.txt"
 
@@ -113,6 +115,18 @@ class CheckpointDecision:
         if self.bound is not None:
             head = f"no checkpoint decided ({self.bound})"
         return head + (f" (skipped {'; '.join(self.skipped)})" if self.skipped else "")
+
+
+def lookup_stopped(path: str, decision: CheckpointDecision) -> Text:
+    """What a lookup that stopped at its request bound (`decision.bound`) found in `path` (the
+    directory as the recipe names it): the clause the refused resume and the preflight say."""
+    bound = decision.bound
+    assert bound is not None, "the lookup did not stop at its bound"
+    return N_("the checkpoint lookup in %(path)s stopped at its bound of %(requests)s SFTP "
+              "requests; the %(checked)s newest checkpoints it checked are incomplete "
+              "(%(skipped)s) and the %(unchecked)s older ones were not checked",
+              path=path, requests=CHECKPOINT_REQUESTS, checked=bound.checked,
+              skipped=join_text(list(decision.skipped)) or "-", unchecked=bound.unchecked)
 
 
 def iteration_of(name: str) -> int | None:
@@ -290,5 +304,6 @@ __all__ = [
     "choose_checkpoint",
     "incomplete_reason",
     "iteration_of",
+    "lookup_stopped",
     "resolve_pointer",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.cluster.errors import ClusterError, said
 from bot.config import SLURM_OVERRIDE_FIELDS
+from bot.core.checkpoints import DEFAULT_POINTER, lookup_stopped
 from bot.core.findings import Finding, Level, worst_level
 from bot.core.flight_recorder import DUMP_FILE_ENV, records_on_timeout
 from bot.core.launcher_lint import (
@@ -252,11 +253,15 @@ def lint_section(
 # ---------------------------------------------------------------------------- memory
 
 
+PASS_PARAMS = N_("pass --params (e.g. --params 1.4B)")
+
+
 def _params_from_cluster(recipe: RecipeConfig,
-                         runner: Runner | None) -> tuple[int | None, Text | str]:
-    """Parameter count from the recipe's latest complete DCP checkpoint, read over SFTP."""
+                         runner: Runner | None) -> tuple[int | None, Text | str, Text]:
+    """Parameter count from the recipe's latest complete DCP checkpoint, read over SFTP;
+    where it came from (or why there is none), and what to do without one."""
     if recipe.checkpoint is None or runner is None:
-        return None, N_("the recipe has no checkpoint dir")
+        return None, N_("the recipe has no checkpoint dir"), PASS_PARAMS
     from bot.cluster.checkpoints import probe_recipe_checkpoints
     from bot.probes.checkpoint_verify import (
         CheckpointUnreadable,
@@ -269,10 +274,16 @@ def _params_from_cluster(recipe: RecipeConfig,
         decision = probe_recipe_checkpoints(sftp, recipe.checkpoint)
     except OSError as exc:
         return None, N_("cannot list %(path)s: %(error)s", path=recipe.checkpoint.dir,
-                        error=str(exc))
+                        error=str(exc)), PASS_PARAMS
+    if decision.bound is not None:  # the lookup stopped: the newest complete one is unknown
+        return None, lookup_stopped(recipe.checkpoint.dir, decision), N_(
+            "remove the incomplete checkpoints or write a complete one's name in %(pointer)s "
+            "(a resume of this recipe is refused until then), or pass --params (e.g. "
+            "--params 1.4B)", pointer=recipe.checkpoint.pointer_file or DEFAULT_POINTER)
     ckpt = decision.checkpoint
     if ckpt is None:
-        return None, N_("no complete checkpoint in %(path)s yet", path=recipe.checkpoint.dir)
+        return None, N_("no complete checkpoint in %(path)s yet",
+                        path=recipe.checkpoint.dir), PASS_PARAMS
     for sub in ("", "model"):
         meta = (
             posixpath.join(ckpt.path, sub, ".metadata")
@@ -287,10 +298,10 @@ def _params_from_cluster(recipe: RecipeConfig,
         try:
             count = param_count_from_metadata(parse_metadata_bytes(data, meta))
         except CheckpointUnreadable as exc:
-            return None, str(exc)
-        return count, N_("read from %(path)s", path=meta)
+            return None, str(exc), PASS_PARAMS
+        return count, N_("read from %(path)s", path=meta), PASS_PARAMS
     return None, N_("%(path)s has no DCP .metadata to read the parameter count from",
-                    path=ckpt.path)
+                    path=ckpt.path), PASS_PARAMS
 
 
 def with_config_defaults(
@@ -324,8 +335,9 @@ def memory_section(
 ) -> tuple[list[Finding], MemoryBudget | None]:
     params = options.params
     source: Text | str = N_("given")
+    fix = PASS_PARAMS
     if params is None:
-        params, source = _params_from_cluster(recipe, runner)
+        params, source, fix = _params_from_cluster(recipe, runner)
     if not params:
         return [
             Finding(
@@ -334,7 +346,7 @@ def memory_section(
                 None,
                 N_("no parameter count (%(source)s): skipped the checkpoint memory budget",
                    source=source),
-                N_("pass --params (e.g. --params 1.4B)"),
+                fix,
             )
         ], None
     gpus = gpus_in_gres(recipe.gres)

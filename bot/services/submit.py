@@ -31,7 +31,7 @@ from bot.cluster.errors import (
     submit_advice,
 )
 from bot.config import SLURM_OVERRIDE_FIELDS, Config, RecipeConfig
-from bot.core.checkpoints import CHECKPOINT_REQUESTS, DEFAULT_POINTER, Checkpoint
+from bot.core.checkpoints import DEFAULT_POINTER, Checkpoint, lookup_stopped
 from bot.core.flight_recorder import flight_recorder_env
 from bot.core.policy import resume_start
 from bot.core.slurm.array_spec import expand_task_path, task_resubmit_spec
@@ -304,15 +304,11 @@ def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTPCalls, task: int | No
             globs=ck.globs(), at_most=at_most,
         )
     except LookupStopped as exc:
-        bound = exc.bound
         raise CheckpointLookupStopped(N_(
-            "not resumed: the checkpoint lookup in %(path)s stopped at its bound of "
-            "%(requests)s SFTP requests; the %(checked)s newest checkpoints it checked are "
-            "incomplete (%(skipped)s) and the %(unchecked)s older ones were not checked, so "
-            "the run neither resumes from one nor starts from scratch. Remove the incomplete "
-            "checkpoints or write a complete one's name in %(pointer)s, then resume again",
-            path=directory, requests=CHECKPOINT_REQUESTS, checked=bound.checked,
-            skipped="; ".join(exc.decision.skipped) or "-", unchecked=bound.unchecked,
+            "not resumed: %(stopped)s, so the run neither resumes from one nor starts from "
+            "scratch. Remove the incomplete checkpoints or write a complete one's name in "
+            "%(pointer)s, then resume again",
+            stopped=lookup_stopped(directory, exc.decision),
             pointer=ck.pointer_file or DEFAULT_POINTER)) from None
 
 

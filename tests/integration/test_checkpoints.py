@@ -234,4 +234,4 @@ def test_resume_past_the_lookup_bound_is_refused_in_the_users_language(
     ko = render_text(text, translator("ko").gettext)
     assert ko.startswith(f"재개하지 않았습니다: `{root}`의 체크포인트 조회가 한도인 SFTP 요청 "
                          "20개에서 멈췄습니다. 확인한 최신 체크포인트 9개는 불완전하고")
-    assert "오래된 17개는 확인하지 않았으므로" in ko
+    assert "오래된 17개는 확인하지 않았습니다. 그래서 어느 것에서도 재개하지 않고" in ko

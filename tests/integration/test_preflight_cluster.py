@@ -147,6 +147,41 @@ def test_param_count_read_from_the_recipes_latest_dcp_checkpoint(
     assert state["bytes"] == 4 * 18 * 1010
 
 
+def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_not_taken_for_none(
+    dev_cluster, remote_launchers, tmp_path, capsys
+):
+    """More newer incomplete checkpoints than the lookup's SFTP request bound lets it list
+    (a complete one older than all of them): the memory budget is skipped saying the lookup
+    stopped, how many it checked and did not, and what to do, never that there is no
+    complete checkpoint (there is one; a resume would be refused, not start from scratch)."""
+    root = f"{dev_cluster.home}/preflight-ckpt-{uuid.uuid4().hex[:8]}"
+    files = {"iter_000001000/model/.metadata": 4096, "iter_000001000/model/__0_0.distcp": 1024,
+             **{f"iter_{i:09d}/model/__0_0.distcp": 1024 for i in range(2000, 2025)}}
+    script = ('root=$1; shift; while [ $# -gt 0 ]; do mkdir -p "$root/$(dirname "$1")"; '
+              'truncate -s "$2" "$root/$1"; shift 2; done')
+    with SSHRunner(dev_cluster.ssh_settings()) as runner:
+        runner.run(["sh", "-c", script, "sh", root,
+                    *[x for rel, size in files.items() for x in (rel, str(size))]])
+        try:
+            cfg = Path(_config(tmp_path, dev_cluster, remote_launchers["report_108687_fixed"]))
+            cfg.write_text(cfg.read_text() + f"    checkpoint:\n      dir: {root}\n")
+            code, out = _preflight(capsys, "--config", cfg.as_posix(), "--no-toolchain",
+                                   "--ranks", "4")
+        finally:
+            runner.run(["rm", "-rf", root], check=False)
+    assert code == 0, out
+    (mem,) = out["sections"]["memory"]["checks"]
+    # the root's listing, then two requests per candidate (its listing, its model/ dir's)
+    checked = "; ".join(f"iter_{i:09d}: no .metadata" for i in range(2024, 2015, -1))
+    assert (mem["level"], mem["message"], mem["fix"]) == ("warn", (
+        f"no parameter count (the checkpoint lookup in {root} stopped at its bound of 20 SFTP "
+        f"requests; the 9 newest checkpoints it checked are incomplete ({checked}) and the 17 "
+        "older ones were not checked): skipped the checkpoint memory budget"),
+        "remove the incomplete checkpoints or write a complete one's name in "
+        "latest_checkpoint.txt (a resume of this recipe is refused until then), or pass "
+        "--params (e.g. --params 1.4B)")
+
+
 def test_the_toolchain_probe_gives_the_jit_verdict(dev_cluster, remote_launchers, tmp_path,
                                                    capsys):
     # the lint alone cannot know whether the worker has gcc: the probe runs the real thing

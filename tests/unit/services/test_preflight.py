@@ -4,12 +4,16 @@ budget from flags, and the small parsers the command relies on."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from types import SimpleNamespace
+from typing import BinaryIO
 
 import pytest
 
 from bot.cli import main
 from bot.core.memory_budget import parse_count
+from bot.core.text import render_text
 from bot.services.preflight import _one_gpu, gpus_in_gres
 
 LAUNCHERS = Path(__file__).resolve().parents[2] / "fixtures" / "launchers"
@@ -219,3 +223,88 @@ def test_overrides_are_taken_anywhere_among_the_flags(tmp_path, capsys):
     with pytest.raises(SystemExit):  # a flag it does not know is still argparse's error
         main(["preflight", "mix", *config, "--bogus", "steps=5"])
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+class _LocalTree:
+    """SFTP over a local directory (`/` is `base`): listings with their modes, as paramiko
+    answers, and files opened for reading."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def _local(self, path: str) -> Path:
+        return self.base / path.lstrip("/")
+
+    def normalize(self, path: str) -> str:
+        return "/"
+
+    def listdir_attr(self, path: str) -> list[SimpleNamespace]:
+        local = self._local(path)
+        if not local.is_dir():
+            raise FileNotFoundError(path)
+        return [SimpleNamespace(filename=p.name, st_mode=p.stat().st_mode,
+                                st_size=p.stat().st_size) for p in sorted(local.iterdir())]
+
+    def stat(self, path: str) -> os.stat_result:
+        return self._local(path).stat()
+
+    def open(self, path: str, mode: str = "rb") -> BinaryIO:
+        return self._local(path).open("rb")
+
+
+def _checkpoints(base: Path, incomplete: int) -> None:
+    """/ckpt/mix: a complete iter 1000, then `incomplete` newer ones with no .metadata."""
+    for it in (1000, *range(2000, 2000 + incomplete)):
+        (base / "ckpt/mix" / f"iter_{it:09d}" / "model").mkdir(parents=True)
+        (base / "ckpt/mix" / f"iter_{it:09d}" / "model" / "__0_0.distcp").write_bytes(b"x")
+    (base / "ckpt/mix/iter_000001000/model/.metadata").write_bytes(b"m")
+
+
+def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_in_english_and_korean(tmp_path):
+    """25 newer incomplete checkpoints: the lookup stops at its 20 SFTP requests (the root's
+    listing, then each candidate's and its model/ dir's) with 9 checked; the memory budget
+    says so and what to do, where it said there was no complete checkpoint (there is one)."""
+    from fakes import make_config
+
+    from bot.services.preflight import PreflightOptions, memory_section
+    from bot.slack.render import translator
+
+    _checkpoints(tmp_path, 25)
+    recipe = make_config(checkpoint={"dir": "/ckpt/mix"}).recipes["mix"]
+    runner = SimpleNamespace(sftp=lambda: _LocalTree(tmp_path))
+    (finding,), budget = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
+    assert budget is None and finding.level == "warn"
+    checked = "; ".join(f"iter_{i:09d}: no .metadata" for i in range(2024, 2015, -1))
+    assert finding.message == (
+        "no parameter count (the checkpoint lookup in /ckpt/mix stopped at its bound of 20 "
+        f"SFTP requests; the 9 newest checkpoints it checked are incomplete ({checked}) and "
+        "the 17 older ones were not checked): skipped the checkpoint memory budget")
+    assert finding.fix == (
+        "remove the incomplete checkpoints or write a complete one's name in "
+        "latest_checkpoint.txt (a resume of this recipe is refused until then), or pass "
+        "--params (e.g. --params 1.4B)")
+    ko = translator("ko").gettext
+    assert render_text(finding.text, ko).startswith(
+        "파라미터 수 없음(`/ckpt/mix`의 체크포인트 조회가 한도인 SFTP 요청 20개에서 멈췄습니다. "
+        "확인한 최신 체크포인트 9개는 불완전하고(")
+    assert render_text(finding.text, ko).endswith(
+        "그보다 오래된 17개는 확인하지 않았습니다): 체크포인트 메모리 예산을 건너뛰었습니다")
+    assert render_text(finding.fix_text, ko) == (
+        "불완전한 체크포인트를 지우거나 완전한 체크포인트의 이름을 latest_checkpoint.txt에 "
+        "쓰세요(그때까지 이 레시피의 재개는 거부됩니다). 아니면 `--params`를 주세요 "
+        "(예: `--params 1.4B`)")
+
+
+def test_incomplete_checkpoints_all_checked_within_the_bound_are_no_complete_one(tmp_path):
+    from fakes import make_config
+
+    from bot.services.preflight import PreflightOptions, memory_section
+
+    _checkpoints(tmp_path, 5)
+    (tmp_path / "ckpt/mix/iter_000001000/model/.metadata").unlink()
+    recipe = make_config(checkpoint={"dir": "/ckpt/mix"}).recipes["mix"]
+    runner = SimpleNamespace(sftp=lambda: _LocalTree(tmp_path))
+    (finding,), _ = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
+    assert finding.message == ("no parameter count (no complete checkpoint in /ckpt/mix yet): "
+                               "skipped the checkpoint memory budget")
+    assert finding.fix == "pass --params (e.g. --params 1.4B)"
