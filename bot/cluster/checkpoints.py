@@ -79,8 +79,10 @@ def probe_checkpoints(
 
 
 class _Counted:
-    """The SFTP client calls a lookup makes, each counted against its RequestCount first (a
-    file's open, read and close: 3)."""
+    """The SFTP client calls a lookup makes, each counted against its RequestCount before it
+    is sent: a relative root's normalize, a symlink's stat, a listing (listdir_attr) one each;
+    a file's open and its close 2 at its open (a file opened is closed), each read as
+    _CountedFile counts it."""
 
     def __init__(self, sftp: Any, requests: RequestCount) -> None:
         self._sftp, self._requests = sftp, requests
@@ -97,9 +99,37 @@ class _Counted:
         self._requests.spend()
         return self._sftp.stat(path)
 
-    def open(self, path: str, mode: str) -> Any:
-        self._requests.spend(3)
-        return self._sftp.open(path, mode)
+    def open(self, path: str, mode: str) -> _CountedFile:
+        self._requests.spend(2)  # the open, and the close it is given back by
+        try:
+            f = self._sftp.open(path, mode)
+        except BaseException:
+            self._requests.give_back(1)  # not opened: nothing to close
+            raise
+        return _CountedFile(f, self._requests)
+
+
+class _CountedFile:
+    """A file `_Counted.open` opened, its reads counted as the requests they make: paramiko's
+    read(size) asks until it has `size` bytes or hears that the file has ended, so one request
+    when the file has `size` bytes from there, two (the bytes, then the end) when it is
+    shorter. Room for two is spent before reading, one given back when one did."""
+
+    def __init__(self, f: Any, requests: RequestCount) -> None:
+        self._f, self._requests = f, requests
+
+    def read(self, size: int) -> bytes:
+        self._requests.spend(2)
+        data: bytes = self._f.read(size)
+        if len(data) >= size:
+            self._requests.give_back(1)
+        return data
+
+    def __enter__(self) -> _CountedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._f.close()  # its request was counted at the open
 
 
 def find_latest_checkpoint(

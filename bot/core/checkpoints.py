@@ -21,9 +21,12 @@ FileSizes = Mapping[str, int]
 
 CHECKPOINT_REQUESTS = 20
 """SFTP requests one checkpoint lookup may make, each at its own deadline: the directory's
-listing, the pointer file (open, read, close), and the newest candidates' listings (a
-candidate's subdirectories one each) until a complete one is found. The lookup stops there
-(LookupBound); bot.core.takeover counts a lookup as this many requests."""
+listing, the pointer file (open, its reads, close: 4 for a file shorter than the 4096 bytes
+read, as the read that finds its end is one too), and the newest candidates' listings (a
+candidate's subdirectories one each) until a complete one is found. A listing counts as one
+(its opendir: the readdirs and the close paramiko sends within the same listdir_attr are not
+counted). The lookup stops there (LookupBound); bot.core.takeover counts a lookup as this many
+requests."""
 
 
 class LookupBoundReached(Exception):
@@ -43,6 +46,12 @@ class RequestCount:
         if self.made + n > self.bound:
             raise LookupBoundReached
         self.made += n
+
+    def give_back(self, n: int = 1) -> None:
+        """`n` of the requests spent were not made after all (room kept for a request that
+        turned out not to be needed)."""
+        assert 0 <= n <= self.made
+        self.made -= n
 
 
 @dataclass(frozen=True)

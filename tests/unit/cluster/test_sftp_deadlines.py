@@ -1,25 +1,23 @@
 """Bounded waits: an SFTP peer that never answers one path must not stall the others.
 
-The peer is a real SSH server (paramiko's server side, in this process, on loopback) whose SFTP
-subsystem serves a temporary directory, one thread per channel and one request at a time like
-OpenSSH's sftp-server, and blocks, without answering, on any path containing "hung" until the
-test lets it go: a hung NFS/Lustre mount as the bot sees it. The client is trainbot's own
-SSHRunner, unchanged.
+The peer (tests/support/sftp_peer.py) is a real SSH server in this process whose SFTP
+subsystem serves a temporary directory and blocks, without answering, on any path containing
+"hung" until the test lets it go: a hung NFS/Lustre mount as the bot sees it. The client is
+trainbot's own SSHRunner, unchanged.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import paramiko
 import pytest
+from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -31,7 +29,7 @@ from bot.cluster.errors import (
     ReadCutOff,
     SFTPTimedOut,
 )
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
 from bot.cluster.tail import ShellTailReader
 from bot.core.tail import ReadRequest
 
@@ -45,154 +43,10 @@ def read_lines(sftp: Any, path: str) -> list[str]:
         return f.read(size).decode().splitlines()
 
 
-@dataclass
-class Peer:
-    """The fake login node: its files, its port, and the switch that unblocks hung paths."""
-
-    root: Path
-    port: int
-    settings: SSHSettings
-    release: threading.Event = field(default_factory=threading.Event)
-    entered: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
-    exec_requests: int = 0
-    exec_runs: bool = False  # True: every command starts and runs, silent, until closed
-    exec_drops: bool = False  # True: an exec request, once received, drops the connection
-    sessions: int = 0  # channels opened to it (each SFTP channel is one session)
-
-    def runner(self, **changes: object) -> SSHRunner:
-        import dataclasses
-
-        return SSHRunner(dataclasses.replace(self.settings, **changes))
-
-
-class _Handle(paramiko.SFTPHandle):
-    def __init__(self, peer: Peer, path: str, f) -> None:  # noqa: ANN001
-        super().__init__()
-        self.peer, self.path, self.readfile = peer, path, f
-
-    def read(self, offset: int, length: int) -> bytes | int:
-        _maybe_hang(self.peer, self.path, "read")
-        return super().read(offset, length)
-
-    def stat(self) -> paramiko.SFTPAttributes:
-        return paramiko.SFTPAttributes.from_stat(os.fstat(self.readfile.fileno()))
-
-
-class _Files(paramiko.SFTPServerInterface):
-    """Serves peer.root; hung paths (see _maybe_hang) answer only once peer.release is set."""
-
-    def __init__(self, server: object, peer: Peer) -> None:
-        super().__init__(server)
-        self.peer = peer
-
-    def _real(self, path: str) -> str:
-        return str(self.peer.root / path.lstrip("/"))
-
-    def stat(self, path: str) -> paramiko.SFTPAttributes | int:
-        _maybe_hang(self.peer, path, "stat")
-        try:
-            return paramiko.SFTPAttributes.from_stat(os.stat(self._real(path)))
-        except OSError as exc:
-            return paramiko.SFTPServer.convert_errno(exc.errno)
-
-    lstat = stat
-
-    def open(self, path: str, flags: int, attr: paramiko.SFTPAttributes) -> _Handle | int:
-        _maybe_hang(self.peer, path, "open")
-        try:
-            f = open(self._real(path), "rb")  # noqa: SIM115 - closed by paramiko's handle
-        except OSError as exc:
-            return paramiko.SFTPServer.convert_errno(exc.errno)
-        return _Handle(self.peer, path, f)
-
-    def list_folder(self, path: str) -> list[paramiko.SFTPAttributes] | int:
-        _maybe_hang(self.peer, path, "listdir")
-        try:
-            real = self._real(path)
-            return [paramiko.SFTPAttributes.from_stat(os.stat(os.path.join(real, name)), name)
-                    for name in os.listdir(real)]
-        except OSError as exc:
-            return paramiko.SFTPServer.convert_errno(exc.errno)
-
-    def canonicalize(self, path: str) -> str:
-        return "/" + path.lstrip("/") if path not in (".", "") else "/"
-
-
-def _maybe_hang(peer: Peer, path: str, op: str) -> None:
-    """Block (answer nothing) until released: reads of a "hung-read" file, any other request
-    on a path containing "hung"."""
-    hangs = "hung-read" in path if op == "read" else "hung" in path and "hung-read" not in path
-    if hangs:
-        peer.entered.release()
-        peer.release.wait()
-
-
-class _Server(paramiko.ServerInterface):
-    def __init__(self, peer: Peer, client_key: paramiko.PKey) -> None:
-        self.peer, self.client_key = peer, client_key
-
-    def get_allowed_auths(self, username: str) -> str:
-        return "publickey"
-
-    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
-        ok = key == self.client_key
-        return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
-
-    def check_channel_request(self, kind: str, chanid: int) -> int:
-        if kind == "session":
-            self.peer.sessions += 1
-            return paramiko.OPEN_SUCCEEDED
-        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
-
-    def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
-        self.peer.exec_requests += 1
-        if self.peer.exec_drops:  # the login node goes away with the request unanswered
-            channel.get_transport().sock.shutdown(socket.SHUT_RDWR)
-            return False
-        if self.peer.exec_runs:
-            return True
-        self.peer.release.wait()  # sshd waiting on something (a hung home directory) forever
-        return False
-
-
 @pytest.fixture
 def peer(tmp_path: Path) -> Iterator[Peer]:
-    root = tmp_path / "files"
-    root.mkdir()
-    host_key = paramiko.ECDSAKey.generate()
-    client_key = paramiko.ECDSAKey.generate()
-    key_file = tmp_path / "id_ecdsa"
-    client_key.write_private_key_file(str(key_file))
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    known_hosts = tmp_path / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {host_key.get_name()} {host_key.get_base64()}\n")
-    settings = SSHSettings(host="127.0.0.1", port=port, user="tester", key_file=str(key_file),
-                           known_hosts=str(known_hosts), connect_timeout=5,
-                           sftp_timeout=TIMEOUT, sftp_channels=4)
-    p = Peer(root, port, settings)
-    transports: list[paramiko.Transport] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                sock, _ = listener.accept()
-            except OSError:
-                return
-            t = paramiko.Transport(sock)
-            t.add_server_key(host_key)
-            t.set_subsystem_handler("sftp", paramiko.SFTPServer, _Files, p)
-            t.start_server(server=_Server(p, client_key))
-            transports.append(t)
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
+    with serve_peer(tmp_path, sftp_timeout=TIMEOUT) as p:
         yield p
-    finally:
-        p.release.set()
-        listener.close()
-        for t in transports:
-            t.close()
 
 
 def _write_logs(peer: Peer, n: int) -> list[str]:

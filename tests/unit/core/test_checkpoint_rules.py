@@ -250,18 +250,19 @@ def test_complete_checkpoint_within_the_bound_is_chosen() -> None:
 
 
 def test_pointer_file_and_its_target_count_against_the_bound() -> None:
-    # the same listings: found without a pointer, but the pointer's read (3 requests) and its
+    # the same listings: found without a pointer, but the pointer's read (4 requests) and its
     # incomplete target's listing leave too few requests to reach the complete one
     without = RequestCount(bound=8)
     without.spend()
     d = choose_checkpoint(ROOT, _Listed(_partial_newest(6), without), DCP, requests=without)
     assert d.checkpoint is not None and d.checkpoint.iteration == 1
     with_pointer = RequestCount(bound=8)
-    with_pointer.spend(1 + 3)  # the root's listing, the pointer file's open, read, close
+    # the root's listing, the pointer file's open, its read, the read that finds its end, close
+    with_pointer.spend(1 + 4)
     d = choose_checkpoint(ROOT, _Listed(_partial_newest(6), with_pointer), DCP,
                           pointer="iter_000000007\n", requests=with_pointer)
     assert d.checkpoint is None
-    assert d.bound == LookupBound(ROOT, checked=4, unchecked=3, requests=8)
+    assert d.bound == LookupBound(ROOT, checked=3, unchecked=4, requests=8)
     assert d.skipped[0] == "latest_checkpoint.txt -> iter_000000007: no .metadata"
 
 
