@@ -20,6 +20,7 @@ from bot.core.checkpoints import (
     choose_checkpoint,
     resolve_pointer,
 )
+from bot.core.text import N_
 
 MAX_POINTER_BYTES = 4096
 
@@ -49,7 +50,8 @@ def probe_checkpoints(
         try:
             entries = sftp.listdir_attr(abs_root)
         except FileNotFoundError:
-            return CheckpointDecision(None, (f"{root}: does not exist yet",))
+            return CheckpointDecision(None, (N_("%(path)s: does not exist yet",
+                                                path=root),))
         names = {e.filename: e for e in entries}
 
         pointer: str | None = None

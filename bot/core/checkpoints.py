@@ -103,7 +103,7 @@ class Checkpoint:
     path: str
     iteration: int | None
     source: Literal["pointer", "scan"]
-    skipped: tuple[str, ...] = field(default=())
+    skipped: tuple[Text, ...] = field(default=())
 
     @property
     def name(self) -> str:
@@ -115,7 +115,7 @@ class CheckpointDecision:
     """The answer plus every skip reason, also when there is no checkpoint at all."""
 
     checkpoint: Checkpoint | None
-    skipped: tuple[str, ...]
+    skipped: tuple[Text, ...]  # "<candidate>: <why>", sentences to translate (str(): English)
     bound: LookupBound | None = None  # stopped at the request bound: no checkpoint decided
 
     def explain(self) -> str:
@@ -123,7 +123,8 @@ class CheckpointDecision:
         head = self.checkpoint.name if self.checkpoint else "no complete checkpoint"
         if self.bound is not None:
             head = f"no checkpoint decided ({self.bound})"
-        return head + (f" (skipped {'; '.join(self.skipped)})" if self.skipped else "")
+        said = "; ".join(str(s) for s in self.skipped)
+        return head + (f" (skipped {said})" if self.skipped else "")
 
 
 def lookup_stopped(path: str, decision: CheckpointDecision) -> Text:
@@ -148,21 +149,21 @@ def matches(name: str, globs: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, g) for g in globs)
 
 
-def incomplete_reason(files: FileSizes | None, rule: CompletenessRule) -> str | None:
+def incomplete_reason(files: FileSizes | None, rule: CompletenessRule) -> Text | None:
     """None if the listing satisfies `rule`, else why not (for the skip message)."""
     if files is None:
-        return "does not exist"
+        return N_("does not exist")
     if rule.kind == "any":
-        return None if files else "empty"
+        return None if files else N_("empty")
     if rule.kind == "marker":
-        return None if rule.marker in files else f"no {rule.marker}"
+        return None if rule.marker in files else N_("no %(file)s", file=rule.marker)
     # dcp: `.metadata` is written last by torch.distributed.checkpoint, after every shard.
     metas = [p for p in files if p == ".metadata" or p.endswith("/.metadata")]
     metas = [p for p in metas if p.count("/") <= 1]
     if not metas:
-        return "no .metadata"
+        return N_("no .metadata")
     if all(files[p] == 0 for p in metas):
-        return ".metadata is empty"
+        return N_(".metadata is empty")
     return None
 
 
@@ -211,7 +212,7 @@ def choose_checkpoint(
 
 
 class _Stopped(Exception):
-    def __init__(self, skipped: list[str], checked: int, unchecked: int) -> None:
+    def __init__(self, skipped: list[Text], checked: int, unchecked: int) -> None:
         self.skipped, self.checked, self.unchecked = tuple(skipped), checked, unchecked
 
 
@@ -226,7 +227,7 @@ def _choose(
 ) -> CheckpointDecision:
     root = posixpath.normpath(root)
     globs = tuple(globs)
-    skipped: list[str] = []
+    skipped: list[Text] = []
 
     candidates = sorted(
         ((iteration_of(n), n) for n in dirs if "/" not in n and matches(n, globs)),
@@ -237,7 +238,7 @@ def _choose(
     if pointer is not None:
         target = resolve_pointer(root, pointer)
         if target is None:
-            skipped.append(f"{pointer_name}: empty")
+            skipped.append(_skip(pointer_name, N_("empty")))
         else:
             key, shown = _pointer_key(root, target, candidates, dirs)
             it = target if isinstance(target, int) else \
@@ -245,7 +246,7 @@ def _choose(
             if key is not None and at_most is not None and (it is None or it > at_most):
                 pass  # saved after the submit: the scan below finds the one it chose
             elif key is None:
-                skipped.append(f"{pointer_name} -> {shown}: no such checkpoint directory")
+                skipped.append(_skip(pointer_name, N_("no such checkpoint directory"), shown))
             else:
                 try:
                     files = dirs.get(key)
@@ -257,12 +258,12 @@ def _choose(
                     return CheckpointDecision(
                         Checkpoint(path, it, "pointer", tuple(skipped)), tuple(skipped)
                     )
-                skipped.append(f"{pointer_name} -> {shown}: {why}")
+                skipped.append(_skip(pointer_name, why, shown))
 
     checked = 0
     for i, (it, name) in enumerate(candidates):
         if it is None:
-            skipped.append(f"{name}: no iteration number in the name")
+            skipped.append(_skip(name, N_("no iteration number in the name")))
             continue
         if at_most is not None and it > at_most:
             continue
@@ -277,8 +278,16 @@ def _choose(
         if why is None:
             cp = Checkpoint(posixpath.join(root, name), it, "scan", tuple(skipped))
             return CheckpointDecision(cp, tuple(skipped))
-        skipped.append(f"{name}: {why}")
+        skipped.append(_skip(name, why))
     return CheckpointDecision(None, tuple(skipped))
+
+
+def _skip(name: str, why: Text, target: Text | str | None = None) -> Text:
+    """A refused candidate and why: `iter_000002000: no .metadata`, or a pointer file's
+    `latest_checkpoint.txt -> iter_000002000: no .metadata`."""
+    if target is None:
+        return N_("%(candidate)s: %(why)s", candidate=name, why=why)
+    return N_("%(pointer)s -> %(target)s: %(why)s", pointer=name, target=target, why=why)
 
 
 def _pointer_key(
@@ -286,13 +295,13 @@ def _pointer_key(
     target: str | int,
     candidates: list[tuple[int | None, str]],
     dirs: Mapping[str, FileSizes | None],
-) -> tuple[str | None, str]:
+) -> tuple[str | None, Text | str]:
     """The `dirs` key a pointer target refers to, and how to show the target in a message."""
     if isinstance(target, int):
         for it, name in candidates:
             if it == target:
                 return name, name
-        return None, f"iteration {target}"
+        return None, N_("iteration %(iter)s", iter=target)
     if posixpath.dirname(target) == root:
         name = posixpath.basename(target)
         return (name if name in dirs else None), name

@@ -71,7 +71,7 @@ def test_pointer_missing_and_newest_dir_partial_falls_back(runner: SSHRunner, ro
     cp = decision.checkpoint
     assert cp is not None
     assert (cp.path, cp.iteration, cp.source) == (f"{root}/iter_000001000", 1000, "scan")
-    assert decision.skipped == ("iter_000002000: no .metadata",)
+    assert [str(s) for s in decision.skipped] == ["iter_000002000: no .metadata"]
 
 
 def test_pointer_to_partial_checkpoint_is_not_trusted(runner: SSHRunner, root: str) -> None:
@@ -79,7 +79,7 @@ def test_pointer_to_partial_checkpoint_is_not_trusted(runner: SSHRunner, root: s
     decision = probe_checkpoints(runner.sftp(), root, "dcp")
     assert decision.checkpoint is not None
     assert decision.checkpoint.path == f"{root}/iter_000001000"
-    assert "latest_checkpoint.txt -> iter_000002000: no .metadata" in decision.skipped
+    assert "latest_checkpoint.txt -> iter_000002000: no .metadata" in map(str, decision.skipped)
 
 
 def test_nothing_yet_is_none(runner: SSHRunner, root: str, dev_cluster) -> None:
@@ -108,7 +108,7 @@ def test_marker_rule_and_checkpoint_step_dirs(runner: SSHRunner, root: str) -> N
     )
     cp = find_latest_checkpoint(runner.sftp(), root, "marker:DONE", pointer_name=None)
     assert cp is not None and cp.iteration == 200
-    assert cp.skipped == ("checkpoint_step_400: no DONE",)
+    assert [str(s) for s in cp.skipped] == ["checkpoint_step_400: no DONE"]
     cp = find_latest_checkpoint(runner.sftp(), root, "any")
     assert cp is not None and cp.iteration == 400
     cfg = CheckpointConfig(dir=root, glob="checkpoint_step_*", complete_rule="marker:DONE")
@@ -235,3 +235,4 @@ def test_resume_past_the_lookup_bound_is_refused_in_the_users_language(
     assert ko.startswith(f"재개하지 않았습니다: `{root}`의 체크포인트 조회가 한도인 SFTP 요청 "
                          "20개에서 멈췄습니다. 확인한 최신 체크포인트 9개는 불완전하고")
     assert "오래된 17개는 확인하지 않았습니다. 그래서 어느 것에서도 재개하지 않고" in ko
+    assert "불완전하고(iter_000002024: `.metadata` 없음; iter_000002023: `.metadata` 없음; " in ko

@@ -174,7 +174,7 @@ def test_oom_kill_during_checkpoint_save(runs, demo, catalogue, tmp_path):
     # Without the pointer file the scan must still skip the partial directory.
     scan = find_latest_checkpoint(demo.runner.sftp(), run.job.ckpt_dir, pointer_name=None)
     assert scan is not None and scan.iteration == 20
-    assert any("iter_000000040" in s and ".metadata" in s for s in scan.skipped)
+    assert any("iter_000000040" in str(s) and ".metadata" in str(s) for s in scan.skipped)
 
 
 def test_stall_then_nccl_watchdog_is_one_causal_chain(runs, catalogue, tmp_path):

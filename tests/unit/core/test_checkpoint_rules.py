@@ -16,8 +16,14 @@ from bot.core.checkpoints import (
     iteration_of,
     resolve_pointer,
 )
+from bot.core.text import Text, render_text
 
 DCP = CompletenessRule.parse("dcp")
+
+
+def said(skipped: tuple[Text, ...]) -> tuple[str, ...]:
+    """The skip reasons in English."""
+    return tuple(str(s) for s in skipped)
 ROOT = "/ckpt/mix"
 
 COMPLETE_DCP = {"model/.metadata": 2048, "model/__0_0.distcp": 10**9, "model/__1_0.distcp": 10**9}
@@ -31,7 +37,7 @@ def test_partial_newest_dir_without_pointer_falls_back_to_previous_complete() ->
     assert d.checkpoint.path == "/ckpt/mix/iter_000001000"
     assert d.checkpoint.iteration == 1000
     assert d.checkpoint.source == "scan"
-    assert d.skipped == ("iter_000002000: no .metadata",)
+    assert said(d.skipped) == ("iter_000002000: no .metadata",)
     assert d.checkpoint.skipped == d.skipped
     assert d.explain() == "iter_000001000 (skipped iter_000002000: no .metadata)"
 
@@ -39,7 +45,7 @@ def test_partial_newest_dir_without_pointer_falls_back_to_previous_complete() ->
 def test_only_partial_checkpoint_is_none_not_an_error() -> None:
     d = choose_checkpoint(ROOT, {"iter_000001000": PARTIAL_DCP}, DCP)
     assert d.checkpoint is None
-    assert d.skipped == ("iter_000001000: no .metadata",)
+    assert said(d.skipped) == ("iter_000001000: no .metadata",)
 
 
 def test_no_checkpoint_yet_is_none() -> None:
@@ -65,7 +71,7 @@ def test_at_most_is_what_a_submit_made_at_that_iteration_chose() -> None:
     d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000003000\n", at_most=1000)
     assert d.checkpoint is not None
     assert (d.checkpoint.path, d.checkpoint.iteration) == ("/ckpt/mix/iter_000001000", 1000)
-    assert d.skipped == ()
+    assert said(d.skipped) == ()
     pointed = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000001000", at_most=1000)
     assert pointed.checkpoint is not None and pointed.checkpoint.source == "pointer"
     assert choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000003000").checkpoint.iteration \
@@ -97,7 +103,7 @@ def test_pointer_to_partial_checkpoint_is_skipped_with_reason() -> None:
     d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000002000")
     assert d.checkpoint is not None and d.checkpoint.name == "iter_000001000"
     assert d.checkpoint.source == "scan"
-    assert d.skipped == (
+    assert said(d.skipped) == (
         "latest_checkpoint.txt -> iter_000002000: no .metadata",
         "iter_000002000: no .metadata",
     )
@@ -107,9 +113,10 @@ def test_pointer_to_missing_dir_or_empty_pointer_falls_back() -> None:
     dirs = {"iter_000001000": COMPLETE_DCP}
     d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000009000")
     assert d.checkpoint is not None and d.checkpoint.name == "iter_000001000"
-    assert d.skipped[0] == "latest_checkpoint.txt -> iter_000009000: no such checkpoint directory"
+    assert str(d.skipped[0]) == (
+        "latest_checkpoint.txt -> iter_000009000: no such checkpoint directory")
     d = choose_checkpoint(ROOT, dirs, DCP, pointer="  \n")
-    assert d.checkpoint is not None and d.skipped == ("latest_checkpoint.txt: empty",)
+    assert d.checkpoint is not None and said(d.skipped) == ("latest_checkpoint.txt: empty",)
 
 
 def test_pointer_outside_root_uses_the_listing_under_its_absolute_path() -> None:
@@ -130,12 +137,12 @@ def test_custom_glob_and_unnumbered_candidate() -> None:
     dirs = {"step-0300": {"a": 1}, "step-final": {"a": 1}, "iter_000009000": {"a": 1}}
     d = choose_checkpoint(ROOT, dirs, CompletenessRule.parse("any"), globs=["step-*"])
     assert d.checkpoint is not None and d.checkpoint.name == "step-0300"
-    assert d.skipped == ()
+    assert said(d.skipped) == ()
     d = choose_checkpoint(
         ROOT, {"step-final": {"a": 1}}, CompletenessRule.parse("any"), globs=["step-*"]
     )
     assert d.checkpoint is None
-    assert d.skipped == ("step-final: no iteration number in the name",)
+    assert said(d.skipped) == ("step-final: no iteration number in the name",)
 
 
 @pytest.mark.parametrize(
@@ -155,7 +162,8 @@ def test_custom_glob_and_unnumbered_candidate() -> None:
     ],
 )
 def test_completeness_rules(files: dict[str, int] | None, rule: str, reason: str | None) -> None:
-    assert incomplete_reason(files, CompletenessRule.parse(rule)) == reason
+    why = incomplete_reason(files, CompletenessRule.parse(rule))
+    assert (None if why is None else str(why)) == reason
 
 
 def test_bad_rule_names_the_choices() -> None:
@@ -263,10 +271,38 @@ def test_pointer_file_and_its_target_count_against_the_bound() -> None:
                           pointer="iter_000000007\n", requests=with_pointer)
     assert d.checkpoint is None
     assert d.bound == LookupBound(ROOT, checked=3, unchecked=4, requests=8)
-    assert d.skipped[0] == "latest_checkpoint.txt -> iter_000000007: no .metadata"
+    assert str(d.skipped[0]) == "latest_checkpoint.txt -> iter_000000007: no .metadata"
 
 
 def test_takeover_counts_the_lookup_at_its_bound() -> None:
     from bot.core import takeover
 
     assert takeover.CHECKPOINT_REQUESTS is CHECKPOINT_REQUESTS
+
+
+def test_skip_reasons_are_said_in_korean() -> None:
+    """Each reason a candidate is refused for, as a Korean thread reads it (the resume's
+    refusal and preflight list them): the names as they are, the reasons in Korean."""
+    from bot.slack.render import translator
+
+    ko = translator("ko").gettext
+    dirs = {"iter_000001000": {"model/.metadata": 0}, "iter_000002000": PARTIAL_DCP,
+            "iter_000003000": None, "step-final": {"a": 1}}
+    d = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000009000", globs=["iter_*", "step-*"])
+    assert [render_text(s, ko) for s in d.skipped] == [
+        "latest_checkpoint.txt -> iter_000009000: 그런 체크포인트 디렉터리 없음",
+        "iter_000003000: 존재하지 않음",
+        "iter_000002000: `.metadata` 없음",
+        "iter_000001000: `.metadata`가 비어 있음",
+        "step-final: 이름에 iteration 번호 없음",
+    ]
+    d = choose_checkpoint(ROOT, {"iter_000002000": {}}, CompletenessRule.parse("marker:DONE"),
+                          pointer="9000")
+    assert [render_text(s, ko) for s in d.skipped] == [
+        "latest_checkpoint.txt -> iteration 9000: 그런 체크포인트 디렉터리 없음",
+        "iter_000002000: `DONE` 없음",
+    ]
+    d = choose_checkpoint(ROOT, {"iter_000002000": {}}, CompletenessRule.parse("any"),
+                          pointer="\n")
+    assert [render_text(s, ko) for s in d.skipped] == [
+        "latest_checkpoint.txt: 비어 있음", "iter_000002000: 비어 있음"]

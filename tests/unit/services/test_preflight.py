@@ -284,11 +284,11 @@ def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_in_english_and_korean(
         "latest_checkpoint.txt (a resume of this recipe is refused until then), or pass "
         "--params (e.g. --params 1.4B)")
     ko = translator("ko").gettext
-    assert render_text(finding.text, ko).startswith(
+    checked_ko = "; ".join(f"iter_{i:09d}: `.metadata` 없음" for i in range(2024, 2015, -1))
+    assert render_text(finding.text, ko) == (
         "파라미터 수 없음(`/ckpt/mix`의 체크포인트 조회가 한도인 SFTP 요청 20개에서 멈췄습니다. "
-        "확인한 최신 체크포인트 9개는 불완전하고(")
-    assert render_text(finding.text, ko).endswith(
-        "그보다 오래된 17개는 확인하지 않았습니다): 체크포인트 메모리 예산을 건너뛰었습니다")
+        f"확인한 최신 체크포인트 9개는 불완전하고({checked_ko}) 그보다 오래된 17개는 확인하지 "
+        "않았습니다): 체크포인트 메모리 예산을 건너뛰었습니다")
     assert render_text(finding.fix_text, ko) == (
         "불완전한 체크포인트를 지우거나 완전한 체크포인트의 이름을 latest_checkpoint.txt에 "
         "쓰세요(그때까지 이 레시피의 재개는 거부됩니다). 아니면 `--params`를 주세요 "
