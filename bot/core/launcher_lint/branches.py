@@ -85,6 +85,15 @@ class Branches:
     chained: bool = False
     # the keys of the constructs right inside it (in this walk's list), as they end
     inner: list[tuple[int, int]] = field(default_factory=list)
+    # a loop's: after a `break` / `continue` of its body's own (no `if`, `case`, `&&` / `||`
+    # or group around it), the rest of the body never runs: what the walk had collected there,
+    # where it is, and the options there (those the pass leaves with)
+    left: tuple[Marks, int, Opts] | None = None
+
+    def leave(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
+        """From offset `at` to `done`, the loop's body never runs (the first such place)."""
+        if self.left is None:
+            self.left = (walk.marks(hits), at, copy(walk.opts))
 
     def kill(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
         """From offset `at` on, the walk is in a part of this construct bash never runs."""
@@ -168,6 +177,11 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     if not frames or frames[-1].kind not in kinds:
         return None  # a keyword or pattern of a case / if / loop this text does not open
     frame = frames[-1]
+    if step == "done" and frame.left is not None:  # past a `break` / `continue`: never run
+        marks, left_at, left_opts = frame.left
+        walk.forget(marks, hits)
+        walk.never_run.append((left_at, key[0]))
+        walk.opts, frame.left = copy(left_opts), None
     if frame.branch_from is not None:  # the branch before this step ends here
         if frame.dead is None:  # (one bash never runs is no branch: model.Scan.constructs)
             frame.spans.append((frame.branch_from, key[0]))

@@ -227,6 +227,11 @@ class _Analyzer(FunctionBodies, OptionWalk):
                             break
                     if back is not None:
                         break
+                if (frames and frames[-1].kind in ("while", "for") and frames[-1].in_branch
+                        and _LEAVE_LOOP_RE.fullmatch(lst[cut:].strip())):
+                    # the rest of the body never runs (not after a `break` in an `if` of it,
+                    # `[ … ] && break`, `{ break; }`: a list of its own in the body)
+                    frames[-1].leave(self, hits, lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
                     condition = lst[cut:].lstrip()
@@ -546,6 +551,10 @@ class _Analyzer(FunctionBodies, OptionWalk):
             return []
         return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial,
                       pipefail=self.opts.pipefail, pipefail_partial=self.opts.pipefail_partial)]
+
+
+#: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well).
+_LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+[0-9]+)?")
 
 
 def _trailing_from(lists: list[tuple[str, int, str]]) -> int:

@@ -990,6 +990,14 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
      "warn"),
     ('set -e\nn=0\nfor i in 1 2; do if [ -n "${X:-}" ]; then break; fi; n=5; done\n((n++))\n',
      "warn"),
+    # what follows a `break` / `continue` of the body's own (a list of its own) never runs:
+    # it sets, counts and stops nothing
+    ("set -e\nn=5\nfor i in 1 2; do continue; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do break; n=0; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do ((n++)) || true; break; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do n=1; continue 1; ((n = 0)); done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do\n  break\n  ((n++))\ndone\n", None),
+    ("set -u\nfor i in 1 2; do continue; n=1; done\n((n++)) || true\n", "fail"),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
     script = f"#!/bin/bash\n{body}"
