@@ -1,5 +1,3 @@
-"""PNG charts for run threads (matplotlib Agg): host RSS, progress, loss."""
-
-from bot.charts.figures import loss_chart, progress_chart, rss_chart
-
-__all__ = ["loss_chart", "progress_chart", "rss_chart"]
+"""PNG charts for run threads (matplotlib Agg): host RSS, progress, loss. bot.charts.figures
+draws them (it imports matplotlib); bot.charts.series picks their data from a log's series and
+imports figures only when it draws."""

@@ -1,6 +1,8 @@
 """Charts straight from a log's `MetricSeries` and its `Diagnosis` (for reports and the
 watcher's run threads): picks the data, the stall window, saves and the failure mark, and the
-sampler's per-role RSS when there is one, then draws."""
+sampler's per-role RSS when there is one, then draws. matplotlib (bot.charts.figures) is
+imported when a chart is drawn, not with this module: the bot's process, which builds the chart
+port at start, pays its import (a second or more) only once it draws."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.charts.figures import Gettext, loss_chart, progress_chart, rss_chart
 from bot.core.detectors import leak_trend
 from bot.core.metrics import MIN_RSS_CHART_POINTS
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -16,6 +17,7 @@ from bot.core.sampler_series import rss_by_iteration, rss_metric_series
 from bot.core.units import GIB
 
 if TYPE_CHECKING:
+    from bot.charts.figures import Gettext
     from bot.core.catalogue import Catalogue
 
 MIN_TREND_GIB_PER_100 = 0.5  # flatter than this, a trend line only adds noise
@@ -72,8 +74,10 @@ def charts_for(
               if s.iteration is not None and s.loss is not None]
     if "loss.png" in names and (
             len(losses) >= 2 or any(not math.isfinite(v) for _, v in losses)):
-        out["loss.png"] = loss_chart(losses, title=_("Loss · job %(job)s") % {"job": job_id},
-                                     gettext=_)
+        from bot.charts import figures  # matplotlib: when a chart is drawn (module doc)
+
+        out["loss.png"] = figures.loss_chart(
+            losses, title=_("Loss · job %(job)s") % {"job": job_id}, gettext=_)
     return out
 
 
@@ -129,9 +133,11 @@ def _rss_png(series: Any, job_id: str, mem_limit_bytes: int | None, sampler: Any
         last_iter = f.last.iteration or 0  # never None: the trend's points have iterations
         line = (slope, f.rss_now_bytes - slope * last_iter)
         projected = f.projected_oom_iter
-    return rss_chart(rss, mem_limit_bytes=mem_limit_bytes, trend=line,
-                     projected_oom_iter=projected, worker_series=workers,
-                     title=title, gettext=_)
+    from bot.charts import figures  # matplotlib: when a chart is drawn (module doc)
+
+    return figures.rss_chart(rss, mem_limit_bytes=mem_limit_bytes, trend=line,
+                             projected_oom_iter=projected, worker_series=workers,
+                             title=title, gettext=_)
 
 
 def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
@@ -161,7 +167,9 @@ def _progress_png(series: Any, diagnosis: Diagnosis, job_id: str,
     if diagnosis.class_id not in QUIET_CLASSES and end:
         failures.append((end, _("%(cause)s (job %(job)s)") % {
             "cause": cause_name(diagnosis.class_id), "job": job_id}))
-    return progress_chart(
+    from bot.charts import figures  # matplotlib: when a chart is drawn (module doc)
+
+    return figures.progress_chart(
         [*((a.job_id, a.points) for a in earlier_attempts), (job_id, timed)], stalls=stalls,
         saves=saves, failures=failures, unfinished_saves=unfinished,
         target_iter=diagnosis.metrics.target_iter,

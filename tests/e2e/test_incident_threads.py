@@ -10,7 +10,7 @@ import pytest
 from conftest import CHANNEL
 from slack_standin import SlackStandIn
 
-from bot.charts import progress_chart, rss_chart
+from bot.charts.figures import progress_chart, rss_chart
 from bot.core.incident import (
     AttemptSummary,
     build_incident,

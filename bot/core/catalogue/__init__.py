@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from bot.core.catalogue.dialect import literal_variants
 from bot.core.catalogue.loading import compile_catalogue, read_catalogue_texts
 from bot.core.catalogue.model import AccountingMatch, CatalogueError, FailureClass, Match
 from bot.core.catalogue.scanner import Scanner, Signature
+
+
+@lru_cache(maxsize=8)
+def _compiled(texts: tuple[tuple[str, str], ...]
+              ) -> tuple[dict[str, FailureClass], tuple[Signature, ...]]:
+    """compile_catalogue once per process for the same texts (a second or more each time):
+    its classes and signatures are frozen, and each Catalogue copies the mapping. A site file
+    whose text changed is compiled anew; one that does not compile is not remembered."""
+    classes, sigs = compile_catalogue(texts)
+    return classes, tuple(sigs)
+
 
 #: How much of a deciding text a line cut off at the end of a log must hold to decide.
 CUT_OFF_MIN = 24
@@ -40,7 +52,7 @@ class Catalogue:
     @classmethod
     def from_texts(cls, texts: Sequence[tuple[str, str]]) -> Catalogue:
         """Merge YAML documents given as (name, text); the first is the base catalogue."""
-        return cls(*compile_catalogue(texts))
+        return cls(*_compiled(tuple(texts)))
 
     # ------------------------------------------------------------------ queries
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from matplotlib.testing.compare import compare_images
 
-from bot.charts import loss_chart, progress_chart, rss_chart
-from bot.charts.figures import time_ticks
+from bot.charts.figures import loss_chart, progress_chart, rss_chart, time_ticks
 from bot.slack.render import translator
 
 REFERENCE = Path(__file__).resolve().parents[2] / "fixtures" / "charts"

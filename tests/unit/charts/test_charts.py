@@ -6,7 +6,7 @@ import io
 import math
 import struct
 
-from bot.charts import loss_chart, progress_chart, rss_chart
+from bot.charts.figures import loss_chart, progress_chart, rss_chart
 
 GIB = 1024**3
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -127,11 +127,12 @@ def _sampler(*, workers: bool, skew: float = 0.0):
 
 def _drawn_rss(monkeypatch, analysis, **kwargs):
     """charts_for's RSS chart: (points, rss_chart keyword arguments, png) or None."""
+    import bot.charts.figures
     import bot.charts.series
 
     drawn = []
-    real = bot.charts.series.rss_chart
-    monkeypatch.setattr(bot.charts.series, "rss_chart",
+    real = bot.charts.figures.rss_chart
+    monkeypatch.setattr(bot.charts.figures, "rss_chart",
                         lambda points, **kw: drawn.append((points, kw)) or real(points, **kw))
     charts = bot.charts.series.charts_for(analysis.series, analysis.diagnose(), job_id="88016",
                                           mem_limit_bytes=100 * GIB, names=("rss.png",),
@@ -177,3 +178,41 @@ def test_without_rss_in_the_log_the_host_line_is_the_samplers_total_not_sstat(mo
     assert len(host) == 21 and not {50 * GIB, 51 * GIB} & {b for _, b in host}
     assert min(b for _, b in host) == 60 * GIB + int(1.9 * GIB)  # trainer + workers
     assert kw["worker_series"] and kw["projected_oom_iter"] is not None
+
+
+def test_the_bot_imports_matplotlib_when_it_draws_a_chart_not_when_it_starts(tmp_path):
+    """Each start of the bot's process (a restart, the crash tests' many) does not pay for
+    matplotlib's import: the services and the watcher are built without it, and the first
+    chart drawn imports it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parents[2]
+    script = f"""
+import sys
+from pathlib import Path
+from bot.app import build_context, build_watcher
+from bot.slack.console import ConsoleSink
+from fakes import make_config
+from bot.core.catalogue import Catalogue
+from bot.core.diagnose import LogAnalysis
+
+config = make_config()
+config.store.url = "sqlite:///{tmp_path / 'bot.db'}"
+ctx = build_context(config, threads=lambda store: ConsoleSink(Path("{tmp_path}"), store=store))
+build_watcher(ctx, next(iter(config.clusters)))
+print("started", "matplotlib" in sys.modules)
+analysis = LogAnalysis(Catalogue.load())
+analysis.feed("".join(f"2026-01-01 00:00:{{k:02d}}.000 | INFO | iter: {{k}}/240 | loss: 0.5\\n"
+                      for k in range(1, 9)).encode())
+analysis.finish()
+charts = ctx.charts.charts_for(analysis.series, analysis.diagnose(), job_id="88016",
+                               mem_limit_bytes=None, names=("progress.png",))
+print("drew", sorted(charts), "matplotlib" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": f"{tests.parent}:{tests}",
+                                            "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["started False", "drew ['progress.png'] True"]

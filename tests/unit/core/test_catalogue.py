@@ -792,6 +792,22 @@ def test_site_file_adds_a_class_and_a_pattern(tmp_path: Path) -> None:
     assert "SCRATCHGUARD: /scratch/[^ ]+ over quota" in cat.grep_patterns()
 
 
+def test_a_site_file_edited_between_loads_is_read_as_it_is_now(tmp_path: Path) -> None:
+    """Loading again reads the site file again: its new text counts, however often the same
+    texts were loaded before in the process."""
+    site = write(tmp_path, "site.yaml", SCRATCH_FULL_SITE)
+    assert Catalogue.load([site]).get("scratch_full").priority == 65
+    assert Catalogue.load([site]).get("scratch_full").priority == 65
+    write(tmp_path, "site.yaml", SCRATCH_FULL_SITE.replace("priority: 65", "priority: 70"))
+    assert Catalogue.load([site]).get("scratch_full").priority == 70
+    write(tmp_path, "site.yaml", SCRATCH_FULL_SITE.replace("action: ask", "action: explode"))
+    with pytest.raises(CatalogueError):
+        Catalogue.load([site])
+    with pytest.raises(CatalogueError):  # still refused: a failure is never remembered
+        Catalogue.load([site])
+    assert "scratch_full" not in Catalogue.load().classes
+
+
 def test_site_file_can_override_a_scalar(tmp_path: Path) -> None:
     site = write(tmp_path, "site.yaml", """
         classes:

@@ -477,16 +477,16 @@ def test_a_leak_seen_by_the_sampler_posts_its_rss_chart_with_the_workers_line(st
     import json
     import time
 
-    import bot.charts.series
+    import bot.charts.figures
 
     drawn = []
-    real_rss_chart = bot.charts.series.rss_chart
+    real_rss_chart = bot.charts.figures.rss_chart
 
     def spy(points, **kwargs):
         drawn.append((points, kwargs))
         return real_rss_chart(points, **kwargs)
 
-    monkeypatch.setattr(bot.charts.series, "rss_chart", spy)
+    monkeypatch.setattr(bot.charts.figures, "rss_chart", spy)
     sink = ChartSink(store)
     ctx, slurm, chain = _chart_thread(store, sink, sampler_path="/scratch/mix/logs/rss-%j.jsonl",
                                       target_iter=8000)
@@ -530,18 +530,18 @@ def test_the_progress_chart_overlays_the_chains_last_attempts_until_the_chain_en
         store, monkeypatch):
     import time
 
-    import bot.charts.series
+    import bot.charts.figures
     from bot.core.diagnose import LogAnalysis
     from bot.core.policy import Decision, DecisionKind
 
     lines_drawn = []
-    real_progress_chart = bot.charts.series.progress_chart
+    real_progress_chart = bot.charts.figures.progress_chart
 
     def spy(attempts, **kwargs):
         lines_drawn.append([job for job, _ in attempts])
         return real_progress_chart(attempts, **kwargs)
 
-    monkeypatch.setattr(bot.charts.series, "progress_chart", spy)
+    monkeypatch.setattr(bot.charts.figures, "progress_chart", spy)
     sink = ChartSink(store)
     ctx, _, chain = _chart_thread(store, sink)
     events = ThreadEvents(ctx)
@@ -581,19 +581,19 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
         store, monkeypatch):
     import time
 
-    import bot.charts.series
+    import bot.charts.figures
     from bot.core.diagnose import LogAnalysis
     from bot.core.models import Accounting
     from bot.core.policy import Decision, DecisionKind
 
     drawn = []
-    real_progress_chart = bot.charts.series.progress_chart
+    real_progress_chart = bot.charts.figures.progress_chart
 
     def spy(attempts, **kwargs):
         drawn.append(kwargs)
         return real_progress_chart(attempts, **kwargs)
 
-    monkeypatch.setattr(bot.charts.series, "progress_chart", spy)
+    monkeypatch.setattr(bot.charts.figures, "progress_chart", spy)
     from matplotlib.axes import Axes
 
     axis_labels: list[str] = []
