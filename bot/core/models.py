@@ -148,10 +148,22 @@ PROGRESS = "progress"  # the log's progress lines (running, or the target reache
 
 
 @dataclass(frozen=True)
+class NeverStarted:
+    """A job that ended while it waited in the queue (cancelled while pending, its deadline
+    passed: bot.core.slurm.records.JobRecord.never_started), so it ran nothing and wrote no
+    log; what sacct says of it beside its State: the uid that cancelled it (`CANCELLED by
+    1000`) and the reason it was pending (`Priority`, `BeginTime`), each None when unknown."""
+
+    cancelled_by: int | None = None
+    pending_reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Accounting:
     """The Slurm facts diagnosis needs about one job (from sacct/squeue, or CLI flags).
 
-    `state` is the first word of sacct's State (`CANCELLED by 0` -> `CANCELLED`).
+    `state` is the first word of sacct's State (`CANCELLED by 0` -> `CANCELLED`);
+    `never_started` is set when the job ended without starting (None: it ran, or unknown).
     """
 
     state: str | None = None
@@ -160,6 +172,7 @@ class Accounting:
     elapsed_s: float | None = None
     mem_limit_bytes: int | None = None
     max_rss_bytes: int | None = None
+    never_started: NeverStarted | None = None
 
     @property
     def is_running(self) -> bool:
@@ -209,7 +222,7 @@ class Diagnosis:
     | silent_exit | returned | epilogue_memory | shm | nccl_shm | fd_limit | no_ninja
     | launch_failed | data_dependent_guard | mpi_message_size | missing_tool
     | exit_interval | sigterm | rerun_elsewhere | signal_stop | submitit_preempted
-    | ended_early
+    | ended_early | never_started
     (bot.core.diagnose.cause.case_detail), or None."""
 
     class_id: str

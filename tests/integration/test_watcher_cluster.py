@@ -25,6 +25,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.services.watch.tick import Watcher
+from bot.slack.render import explain, explain_title
 from bot.store import Store
 
 pytestmark = pytest.mark.integration
@@ -194,7 +195,9 @@ def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_s
     """A job cancelled while it waited in the queue (--begin an hour away), whose --output
     path holds an earlier job's log: sacct gives it a start time (its end), yet it never
     started. The watcher judges it on its first tick, reads no file (not the earlier job's
-    log), and its incident says it never started, not that its log did not exist."""
+    log), and its incident says it never started, who cancelled it and why it waited (en,
+    ko), not that its log did not exist, nor to read its last lines; a person is offered to
+    submit it again."""
     tag = uuid.uuid4().hex[:8]
     with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
         slurm = SlurmClient(ssh)
@@ -226,11 +229,27 @@ def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_s
             [incident] = sink.events
             assert incident.kind == "incident" and incident.job_id == str(job_id)
             assert report.read_round_trips == 0  # no file of it read
-            assert incident.diagnosis.metrics.last_iter is None
-            assert incident.facts == {"never_started": True}
-            assert incident.text.endswith(" It never started: it ended while it waited in the "
-                                          "queue, so it wrote no log, and it was judged from "
-                                          "Slurm's accounting alone.")
+            d = incident.diagnosis
+            assert d.metrics.last_iter is None and incident.facts == {}
+            uid = int(ssh.run(["id", "-u"]).stdout)  # the test's scancel
+            assert d.detail == {"kind": "never_started", "state": "CANCELLED",
+                                "cancelled_by": uid, "pending_reason": "BeginTime"}
+            assert (d.class_id, d.action, d.retryable) == ("unknown_failure", "ask", False)
+            assert incident.decision.kind == DecisionKind.PROPOSE_RESUBMIT
+            assert (explain_title(d), explain_title(d, "ko")) == (
+                "The job never started", "작업이 시작되지 않음")
+            assert explain(d) == (
+                f"It never started: Slurm ended it (CANCELLED by user id {uid}) while it waited "
+                "in the queue, so it ran nothing and wrote no log, and it was judged from "
+                "Slurm's accounting alone. Its pending reason was BeginTime. Nothing ran, so no "
+                "work was lost, and trainbot does not submit it again by itself: submit it "
+                "again if it is still wanted.")
+            assert explain(d, "ko") == (
+                "작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 "
+                f"끝냈으므로(사용자 ID {uid}에 의해 CANCELLED) 아무것도 실행하지 않았고 로그도 "
+                "쓰지 않았으며, Slurm 회계 기록만으로 판단했습니다. 대기 사유: BeginTime. "
+                "아무것도 실행되지 않았으므로 잃은 작업은 없으며, trainbot은 작업을 스스로 다시 "
+                "제출하지 않습니다: 아직 필요하면 다시 제출하세요.")
             assert store.watched_jobs.list("dev") == []
         finally:
             if job_id is not None:

@@ -29,6 +29,12 @@ automatic.
 A class named only by how a log ends, with no deciding line and no accounting (a
 *hint*: the error's own words, a native abort), is offered with a button, never
 resubmitted automatically.
+A job that ended while it waited in the queue (cancelled while pending, its deadline passed:
+sacct shows no node, no step and its end as its start) ran nothing: it takes the class its
+State gives (`unknown_failure` for CANCELLED, `time_limit` for DEADLINE), whatever a log at its
+path says, with a detail saying it never started (the State, who cancelled it, why it was
+pending) in place of the class's hint; a person is offered to submit it again, never
+resubmitted automatically, and it charges no retry.
 """
 
 

@@ -3,9 +3,10 @@
 A diagnosis has at most one: the finding that decided it (a leak, a stall, a silent exit),
 the cause within its class that the log's lines name when its fix differs from or narrows the
 class's hint (a DataLoader worker out of open files, a missing CUDA tool), or how a planned
-stop ended the run (Megatron's --exit-interval). A requeue carries the cause of the end it
-followed (`Requeued.cause`: submitit's time-out that was a preemption), so the one detail
-states both. `bot.core.diagnose.decide` picks it;
+stop ended the run (Megatron's --exit-interval), or that the job never ran at all (it ended
+while it waited in the queue). A requeue carries the cause of the end it followed
+(`Requeued.cause`: submitit's time-out that was a preemption), so the one detail states both.
+`bot.core.diagnose.decide` picks it;
 `case_detail` turns it into the diagnosis' `detail`, the plain data the templates word
 (templates/_common.j2 `detail_text`, `title_text`) and `trainbot diagnose --json` prints, with
 its `kind`. Pure: no file or clock access.
@@ -20,7 +21,7 @@ from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
 from bot.core.diagnose.announced import SubmititPreemption
 from bot.core.diagnose.ending import PromptEnding
 from bot.core.diagnose.epilogue import EpilogueMemoryKill
-from bot.core.models import UpstreamCause
+from bot.core.models import NeverStarted, UpstreamCause
 from bot.core.units import GIB
 
 
@@ -210,6 +211,17 @@ class Requeued:
 
 
 @dataclass(frozen=True)
+class EndedWaiting:
+    """The job ended while it waited in the queue (`never_started`): sacct's `state` (CANCELLED,
+    DEADLINE, ...) and what else it says of it (`facts`: who cancelled it, why it was pending).
+    It ran nothing and wrote no log, so nothing was lost and no class's remedy fits: a person
+    decides whether to submit it again."""
+
+    state: str | None
+    facts: NeverStarted
+
+
+@dataclass(frozen=True)
 class Running:
     """A running job with nothing to report (`running`): its progress and a GPU utilisation
     below what an input-bound job shows (None when higher or unmeasured)."""
@@ -227,7 +239,7 @@ Cause: TypeAlias = (
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
     | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Requeued
-    | Running
+    | EndedWaiting | Running
 )
 
 
@@ -294,6 +306,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
         case Requeued(state, framework, line, remaining, cause):
             return {"kind": "requeued", "state": state, "framework": framework, "line": line,
                     "remaining": remaining, "cause": case_detail(cause)}
+        case EndedWaiting(state, facts):
+            return {"kind": "never_started", "state": state, "cancelled_by": facts.cancelled_by,
+                    "pending_reason": facts.pending_reason}
         case Running(last_iter, sec_per_iter, low_gpu_util_pct):
             return {"kind": "running", "last_iter": last_iter, "sec_per_iter": sec_per_iter,
                     "low_gpu_util_pct": low_gpu_util_pct}

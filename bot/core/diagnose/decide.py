@@ -21,7 +21,9 @@ name. A training framework's own announcement of the scheduler's signal is read 
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
 it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after
 its verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with
-Slurm's COMPLETED 0:0 is a time limit by hint. Pure: no file or clock access.
+Slurm's COMPLETED 0:0 is a time limit by hint. A job that ended while it waited in the queue
+(accounting's `never_started`) is judged from its accounting alone, whatever a log says: it ran
+nothing, and a person decides whether to submit it again. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from bot.core.diagnose.cause import (
     Cause,
     DiedSaving,
     EndedEarly,
+    EndedWaiting,
     EpilogueMemory,
     Evaluating,
     ExitInterval,
@@ -100,6 +103,7 @@ from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-ex
     Diagnosis,
     DiagnosisMetrics,
     Evidence,
+    NeverStarted,
     UpstreamCause,
     run_target,
 )
@@ -205,6 +209,9 @@ def diagnose(
     counted from an earlier run's progress, no pace or leak fit across the requeue).
     """
     acct = accounting or Accounting()
+    if (never := acct.never_started) is not None and acct.state is not None \
+            and not acct.is_running and acct.state not in _NOT_STARTED:
+        return _never_started(catalogue, acct, never, target_iter)
     if series.run_start is not None:
         matches = [m for m in matches if m.line_no >= series.run_start]
         tail = [(n, text) for n, text in tail if n >= series.run_start]
@@ -488,6 +495,33 @@ def diagnose(
         decided_by=decided_by,
         leak_fit=leak_fit,
         node=node,
+    )
+
+
+def _never_started(catalogue: Any, acct: Accounting, never: NeverStarted,
+                   target_iter: int | None) -> Diagnosis:
+    """A job that ended while it waited in the queue (`never`, its accounting's): it ran nothing, so
+    no log line is its own (a file at its path is an earlier job's) and nothing was lost. The
+    class is the one its State gives (unknown_failure for CANCELLED or FAILED, time_limit for
+    DEADLINE, node_failure for BOOT_FAIL), decided by accounting, with the never_started detail
+    (the State, who cancelled it, why it was pending); a person decides whether to submit it
+    again: never resubmitted by itself (action ask, not retryable), charging no retry (nothing
+    ran). No hint: every class's speaks of a run and its log."""
+    chosen = _choose(catalogue, set(), _deciding_accounting(catalogue, acct, []), acct) \
+        or "unknown_failure"
+    cls = catalogue.classes.get(chosen)
+    return Diagnosis(
+        class_id=chosen,
+        action=Action.ASK,
+        retryable=False,
+        charges_budget=False,
+        hint="",
+        title=cls.title if cls is not None else "",
+        detail=case_detail(EndedWaiting(acct.state, never)),
+        translations=dict(getattr(cls, "translations", None) or {}),
+        site_title=bool(getattr(cls, "site_title", False)),
+        metrics=DiagnosisMetrics(target_iter=target_iter),
+        decided_by=ACCOUNTING,
     )
 
 

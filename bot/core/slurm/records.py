@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.core.models import Accounting
+from bot.core.models import Accounting, NeverStarted
 from bot.core.slurm.states import (
     FINISHED_STATES,
     HELD_REASONS,
@@ -107,6 +107,11 @@ class JobRecord:
             elapsed_s=self.elapsed_s,
             mem_limit_bytes=self.mem_limit_bytes,
             max_rss_bytes=self.max_rss_bytes,
+            never_started=NeverStarted(
+                cancelled_by=self.cancelled_by,
+                # Slurm's `None` is no reason
+                pending_reason=self.reason if self.reason != "None" else None,
+            ) if self.never_started else None,
         )
 
 

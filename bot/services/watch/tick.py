@@ -563,8 +563,9 @@ class Watcher:
         a "sampler" file's leaves it without the samples it did not read, and, when there is
         no RSS chart then, says why (`sampler_path`, `sampler_unreadable` or
         `sampler_missing`). A job that ended without starting (JobRecord.never_started:
-        cancelled while it waited in the queue) is judged at once, no file read, and its
-        incident says it never started (`never_started`)."""
+        cancelled while it waited in the queue) is judged at once, no file read: its
+        diagnosis says it never started (accounting's `never_started`, the detail of that
+        name)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -586,11 +587,7 @@ class Watcher:
         text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
         facts: dict[str, Any] = {}
         log_failure = (unreadable or {}).get("log")
-        if record.never_started:  # nothing was read: LogFollower.read asks for no file
-            text += (" It never started: it ended while it waited in the queue, so it wrote no "
-                     "log, and it was judged from Slurm's accounting alone.")
-            facts = {"never_started": True}
-        elif isinstance(log_failure, FileMissing):
+        if isinstance(log_failure, FileMissing):
             text += (f" Its log {log_failure.path} did not exist, so it was judged from Slurm's "
                      "accounting alone.")
             facts = {"log_path": log_failure.path, "log_missing": True}

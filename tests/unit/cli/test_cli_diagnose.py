@@ -14,6 +14,7 @@ from bot.cli.diagnose import format_log_time
 from bot.cli.log_input import elapsed_flag, exit_code_flag, now_flag, read_log, state_flag
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting
+from tests.support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 METRIC_KEYS = {"last_iter", "target_iter", "sec_per_iter", "last_loss", "rss_gib_per_100_iter",
@@ -412,3 +413,42 @@ def test_a_job_submitit_requeued_is_not_resubmitted_from_its_log_alone(capsys, t
     code, out, _ = cli(capsys, str(log), "--json")
     result = json.loads(out)
     assert (result["class"], result["action"]) == ("time_limit", "resubmit")
+
+
+@pytest.mark.parametrize(("lang", "title", "hint"), [
+    ("en", "The job never started",
+     "It never started: Slurm ended it (CANCELLED by user id 0) while it waited in the queue, so "
+     "it ran nothing and wrote no log, and it was judged from Slurm's accounting alone. Its "
+     "pending reason was BeginTime. Nothing ran, so no work was lost, and trainbot does not "
+     "submit it again by itself: submit it again if it is still wanted."),
+    ("ko", "작업이 시작되지 않음",
+     "작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 ID "
+     "0에 의해 CANCELLED) 아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 기록만으로 "
+     "판단했습니다. 대기 사유: BeginTime. 아무것도 실행되지 않았으므로 잃은 작업은 없으며, "
+     "trainbot은 작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 제출하세요."),
+])
+def test_a_job_its_saved_sacct_shows_never_started_is_told_so(capsys, tmp_path, lang, title,
+                                                              hint):
+    """`--sacct` of a job cancelled while it waited (Start = End, nothing elapsed, no node):
+    the summary and the JSON say it never started, with who cancelled it and why it waited,
+    not a failure to read the last lines of; the log at its path (an earlier job's CUDA OOM)
+    is not read as its own; nothing is retried by itself."""
+    log = tmp_path / "1839.log"
+    log.write_text("iter 5/100 loss 0.5\ntorch.OutOfMemoryError: CUDA out of memory. Tried to "
+                   "allocate 2.00 GiB.\n")
+    sacct = tmp_path / "1839.sacct"
+    sacct.write_text(CANCELLED_PENDING_AND_RUNNING)  # 1839 never started
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang)
+    assert code == 1
+    assert out.splitlines() == [
+        f"{log}: unknown_failure - {title}",
+        "action: ask (not retried automatically; does not count against the retry budget)",
+        "decided by: only Slurm accounting (the log does not say why): look closer",
+        f"hint: {hint}",
+    ]
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang, "--json")
+    result = json.loads(out)
+    assert (result["class"], result["title"], result["hint"]) == ("unknown_failure", title, hint)
+    assert result["detail"] == {"kind": "never_started", "state": "CANCELLED",
+                                "cancelled_by": 0, "pending_reason": "BeginTime"}
+    assert (result["action"], result["retryable"], result["evidence"]) == ("ask", False, [])

@@ -9,6 +9,7 @@ import pytest
 from slack_standin import validate_blocks
 
 from bot.cli import main
+from tests.support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 
@@ -355,3 +356,33 @@ def test_report_of_a_recipe_without_a_factory_names_the_field_that_enables_the_b
     assert "Run DataLoader probe ]" not in text
     assert "set `dataloader_probe.factory` in recipe mix's config" in text
     assert "trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160" in text
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", ("The job never started",
+            "It never started: Slurm ended it (CANCELLED by user id 0) while it waited in the "
+            "queue, so it ran nothing and wrote no log, and it was judged from Slurm's accounting "
+            "alone. Its pending reason was BeginTime. Nothing ran, so no work was lost, and "
+            "trainbot does not submit it again by itself: submit it again if it is still wanted.")),
+    ("ko", ("작업이 시작되지 않음",
+            "작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 "
+            "ID 0에 의해 CANCELLED) 아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 "
+            "기록만으로 판단했습니다. 대기 사유: BeginTime. 아무것도 실행되지 않았으므로 잃은 "
+            "작업은 없으며, trainbot은 작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 "
+            "제출하세요.")),
+])
+def test_report_on_a_job_that_never_started_says_so(tmp_path: Path, lang: str,
+                                                    said: tuple[str, str]):
+    """`report` with the saved sacct of a job cancelled while it waited (Start = End): the
+    message says it never started, why, and that a person submits it again, not that its
+    last lines are attached; no log of it, so no chart."""
+    log, sacct, out = tmp_path / "1839.log", tmp_path / "1839.sacct", tmp_path / "out"
+    log.write_text("")
+    sacct.write_text(CANCELLED_PENDING_AND_RUNNING)  # 1839 never started
+    assert main(["report", str(log), "--sacct", str(sacct), "--lang", lang,
+                 "--out", str(out)]) == 0
+    text = (out / "message.txt").read_text()
+    for sentence in said:
+        assert sentence in text
+    assert "last lines" not in text and "마지막 줄" not in text
+    assert sorted(p.name for p in out.iterdir()) == ["message.json", "message.txt"]

@@ -13,7 +13,7 @@ import pytest
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis, analyze_file
-from bot.core.models import STOP_CLASSES, Accounting, Action
+from bot.core.models import STOP_CLASSES, Accounting, Action, NeverStarted
 from bot.core.units import parse_size
 from bot.slack.render import explain, explain_title
 from tests.support.log_times import TIMES_BEFORE_A_BAR
@@ -3850,3 +3850,69 @@ def test_a_pending_job_with_no_ended_run_in_its_log_is_not_called_requeued(catal
     d = _diagnose_text(catalogue, PROGRESS_AT_120,
                        Accounting(state="PENDING"))
     assert d.class_id == "none" and (d.detail or {}).get("kind") != "requeued"
+
+
+# A log at the path of a job that never started is an earlier job's (`%x.out`): its lines
+# (a CUDA OOM, progress) are not this job's.
+EARLIER_JOBS_LOG = PROGRESS_AT_120 + (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.06 GiB is free.\n")
+
+
+@pytest.mark.parametrize(("state", "class_id"), [
+    ("CANCELLED", "unknown_failure"),  # no class of its own: what it is when it ran
+    ("FAILED", "unknown_failure"),
+    ("DEADLINE", "time_limit"),  # classes the recipe would resubmit by themselves
+    ("BOOT_FAIL", "node_failure"),
+])
+@pytest.mark.parametrize("text", ["", EARLIER_JOBS_LOG], ids=["no-log", "earlier-jobs-log"])
+def test_a_job_that_never_started_is_told_so_from_its_accounting_alone(catalogue, state,
+                                                                       class_id, text):
+    """sacct says the job ended while it waited in the queue (accounting's never_started):
+    it ran nothing, so whatever a log at its path says is not its own. The class is the one
+    its State gives, decided by accounting, with a detail saying it never started and what
+    sacct says of it; a person decides whether to submit it again: never retried by itself,
+    charging no retry, no evidence lines and no hint about a run's last lines."""
+    never = NeverStarted(cancelled_by=1000 if state == "CANCELLED" else None,
+                         pending_reason="Priority")
+    d = _diagnose_text(catalogue, text, Accounting(state=state, exit_code=0, signal=0,
+                                                   never_started=never))
+    assert (d.class_id, d.action, d.retryable, d.charges_budget, d.decided_by) == (
+        class_id, Action.ASK, False, False, "accounting")
+    assert d.detail == {"kind": "never_started", "state": state,
+                        "cancelled_by": never.cancelled_by, "pending_reason": "Priority"}
+    assert d.evidence == () and d.secondary == () and d.metrics.last_iter is None
+    assert d.hint == ""
+    assert explain_title(d) == "The job never started"
+    assert explain_title(d, "ko") == "작업이 시작되지 않음"
+    who = f"{state} by user id 1000" if state == "CANCELLED" else state
+    assert explain(d) == (
+        f"It never started: Slurm ended it ({who}) while it waited in the queue, so it ran "
+        "nothing and wrote no log, and it was judged from Slurm's accounting alone. Its "
+        "pending reason was Priority. Nothing ran, so no work was lost, and trainbot does not "
+        "submit it again by itself: submit it again if it is still wanted.")
+    who_ko = f"사용자 ID 1000에 의해 {state}" if state == "CANCELLED" else state
+    assert explain(d, "ko") == (
+        f"작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로({who_ko}) "
+        "아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 기록만으로 판단했습니다. "
+        "대기 사유: Priority. 아무것도 실행되지 않았으므로 잃은 작업은 없으며, trainbot은 "
+        "작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 제출하세요.")
+
+
+def test_a_never_started_job_whose_reason_and_canceller_are_unknown_says_only_its_state(
+        catalogue):
+    d = _diagnose_text(catalogue, "", Accounting(state="CANCELLED", never_started=NeverStarted()))
+    assert explain(d) == (
+        "It never started: Slurm ended it (CANCELLED) while it waited in the queue, so it ran "
+        "nothing and wrote no log, and it was judged from Slurm's accounting alone. Nothing ran, "
+        "so no work was lost, and trainbot does not submit it again by itself: submit it again "
+        "if it is still wanted.")
+
+
+@pytest.mark.parametrize("state", ["PENDING", "RUNNING", None])
+def test_never_started_is_read_only_of_a_job_that_ended(catalogue, state):
+    """A State that says the job waits or runs (a --state flag over a saved sacct's): the
+    log is read as it is."""
+    d = _diagnose_text(catalogue, EARLIER_JOBS_LOG,
+                       Accounting(state=state, never_started=NeverStarted()))
+    assert (d.detail or {}).get("kind") != "never_started"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.models import Accounting
+from bot.core.models import Accounting, NeverStarted
 from bot.core.slurm.competitors import filter_competitors
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord, merge_records
@@ -30,6 +30,7 @@ from bot.core.slurm.values import (
     parse_time,
 )
 from bot.core.slurm.version import parse_version
+from tests.support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 CASES: dict[str, int] = json.loads((FIXTURES / "cases.json").read_text())["cases"]
@@ -634,22 +635,6 @@ def test_parse_sstat_rejects_what_it_cannot_read() -> None:
         parse_sstat("5.batch|lots|1K|vm|0|1\n")
 
 
-# Real `sacct -D -P` rows (dev cluster, Slurm 22.05.8, trainbot's fields): 1839 was submitted
-# with --begin=now+1hour and cancelled while it waited; 1840 was cancelled 3 s into its run.
-CANCELLED_PENDING_AND_RUNNING = """\
-JobIDRaw|JobID|State|ExitCode|Reason|User|Account|Partition|QOS|ElapsedRaw|NodeList|NNodes|\
-MaxRSS|ReqTRES|AllocTRES|AllocCPUS|Submit|Start|End|TimelimitRaw|WorkDir|JobName
-1839|1839|CANCELLED by 0|0:0|BeginTime|root|root|debug|normal|0|None assigned|1||\
-billing=1,cpu=1,mem=256M,node=1||1|2026-12-04T22:23:57|2026-12-04T22:23:58|2026-12-04T22:23:58|\
-Partition_Limit|/tmp|wrap
-1840|1840|CANCELLED by 0|0:0|None|root|root|debug|normal|3|vm|1||billing=1,cpu=1,mem=256M,\
-node=1|billing=1,cpu=1,mem=256M,node=1|1|2026-12-04T22:23:58|2026-12-04T22:23:59|\
-2026-12-04T22:24:02|UNLIMITED|/tmp|wrap
-1840.batch|1840.batch|CANCELLED|0:15|||root|||4|vm|1|3228K||cpu=1,mem=256M,node=1|1|\
-2026-12-04T22:23:59|2026-12-04T22:23:59|2026-12-04T22:24:03|||batch
-"""
-
-
 def test_a_job_cancelled_while_it_waited_never_started_though_sacct_gives_it_a_start():
     """Slurm gives a job cancelled while pending its end as its start time: it never started
     all the same (no node, nothing elapsed); the job cancelled while it ran did."""
@@ -658,6 +643,15 @@ def test_a_job_cancelled_while_it_waited_never_started_though_sacct_gives_it_a_s
     assert pending.start_time is not None and pending.start_time == pending.end_time
     assert pending.never_started
     assert not ran.never_started
+    # what diagnosis is given: who cancelled it (uid 0) and why it waited; nothing of the run
+    assert pending.accounting().never_started == NeverStarted(cancelled_by=0,
+                                                              pending_reason="BeginTime")
+    assert ran.accounting().never_started is None
+
+
+def test_a_never_started_jobs_accounting_gives_no_pending_reason_for_slurms_none():
+    record = JobRecord(1, state="DEADLINE", exit_code=0, signal=0, reason="None")
+    assert record.accounting().never_started == NeverStarted(None, None)
 
 
 @pytest.mark.parametrize(("record", "never_started"), [

@@ -5,6 +5,8 @@ an English recipe's thread reads exactly the watcher's English sentence."""
 
 from __future__ import annotations
 
+import io
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +19,8 @@ import pytest
 from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, SstatSlurm, make_context
 
 from bot.core.catalogue import Catalogue
-from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
+from bot.core.diagnose import analyze_file
+from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics, NeverStarted
 from bot.core.policy import (
     AttemptFacts,
     ChainHistory,
@@ -610,24 +613,40 @@ def test_an_incident_judged_without_its_missing_log_says_so_in_each_language(sto
 
 
 def test_an_incident_of_a_job_that_never_started_says_so_in_each_language(store):
-    """A job that ended while it waited in the queue (Watcher: no log read, judged from
-    accounting alone): its head line says it never started, in the thread's language."""
-    d = diag("unknown_failure", last_iter=None)
-    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None,
-                 accounting=replace(FAILED, state="CANCELLED", exit_code=0))
-    said = {}
+    """A job cancelled while it waited in the queue (sacct: no node, no step, its end as its
+    start; the watcher reads no file): the diagnosis says it never started, with what sacct
+    says (the State, who cancelled it, why it was pending), and the incident says so in the
+    thread's language, offering to submit it again: no class's title or hint about a run
+    and its last lines."""
+    acct = Accounting(state="CANCELLED", exit_code=0, signal=0,
+                      never_started=NeverStarted(cancelled_by=1000, pending_reason="BeginTime"))
+    d = analyze_file(io.BytesIO(b""), catalogue()).diagnose(acct)
+    dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=acct)
+    said, shown = {}, {}
     for lang in ("en", "ko"):
         with own_store(store) as s:
             ctx, chain = thread(s, lang)
-            ThreadEvents(ctx).publish(replace(incident(chain.id, d, dec, "CANCELLED"),
-                                              facts={"never_started": True}))
+            ThreadEvents(ctx).publish(incident(chain.id, d, dec, "CANCELLED"))
             said[lang] = replies(ctx)[0]
-    assert said["en"].endswith(
-        " It never started: it ended while it waited in the queue, so it wrote no log, and it "
-        "was judged from Slurm's accounting alone.")
-    assert said["ko"].endswith(
-        " 작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 끝나 로그를 쓰지 않았으므로 Slurm "
-        "회계 기록만으로 판단했습니다.")
+            shown[lang] = json.dumps(ctx.sink.blocks["dev:88154:final"], ensure_ascii=False)
+    assert said["en"] == (
+        "<@U0OWNER> job 88154 CANCELLED: unknown_failure — unknown_failure: a person should "
+        "decide; resubmit from scratch (no complete checkpoint) is offered. It never started: "
+        "Slurm ended it (CANCELLED by user id 1000) while it waited in the queue, so it ran "
+        "nothing and wrote no log, and it was judged from Slurm's accounting alone. Its pending "
+        "reason was BeginTime. Nothing ran, so no work was lost, and trainbot does not submit it "
+        "again by itself: submit it again if it is still wanted.")
+    assert said["ko"] == (
+        "<@U0OWNER> 작업 88154 CANCELLED: unknown_failure — unknown_failure: 사람이 결정해야 "
+        "합니다. 완전한 체크포인트가 없어 처음부터 재제출할 수 있습니다. 작업이 시작되지 "
+        "않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 ID 1000에 의해 "
+        "CANCELLED) 아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 기록만으로 "
+        "판단했습니다. 대기 사유: BeginTime. 아무것도 실행되지 않았으므로 잃은 작업은 없으며, "
+        "trainbot은 작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 제출하세요.")
+    assert "The job never started" in shown["en"] and "작업이 시작되지 않음" in shown["ko"]
+    for lang, text in shown.items():
+        assert "last lines" not in text and "마지막 줄" not in text, lang
+        assert "no known signature" not in text, lang
 
 
 @pytest.mark.parametrize("missing", [True, False])

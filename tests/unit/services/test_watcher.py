@@ -1273,33 +1273,40 @@ def test_a_log_removed_after_the_job_ended_is_judged_from_what_was_read_while_it
     assert incident.facts["log_missing"] is True
 
 
-NEVER_STARTED = " It never started: it ended while it waited in the queue, so it wrote no log, " \
-    "and it was judged from Slurm's accounting alone."
-
-
-@pytest.mark.parametrize(("state", "start"), [
-    ("CANCELLED", T0 + 100),  # Slurm 22.05: scancel of a pending job: Start = End, Elapsed 0
-    ("CANCELLED", None),
-    ("DEADLINE", None),
+@pytest.mark.parametrize(("state", "start", "class_id"), [
+    # Slurm 22.05: scancel of a pending job: Start = End, Elapsed 0
+    ("CANCELLED", T0 + 100, "unknown_failure"),
+    ("CANCELLED", None, "unknown_failure"),
+    ("DEADLINE", None, "time_limit"),  # a class the recipe would resubmit by itself
 ])
 def test_a_job_that_never_started_is_judged_at_once_and_says_it_never_started(
-        env, state, start):
+        env, state, start, class_id):
     """A job that ended while it waited in the queue (cancelled while pending: sacct gives it
     its end as its start time, no node, no time elapsed) wrote no log: it is judged at once,
-    no file read (a log at its path, as `%x.out` leaves, is another job's), and its incident
-    says it never started, not that its log did not exist."""
+    no file read (a log at its path, as `%x.out` leaves, is another job's), from accounting
+    alone: its diagnosis says it never started (who cancelled it, why it was pending), its
+    State's class, and a person is offered to submit it again; nothing is resubmitted by
+    itself, not even a DEADLINE's time limit, and nothing says its log did not exist."""
     store, slurm, sftp, sink = env
     add_job(store, 88154)
     sftp.append(LOG, STORY.read_bytes())  # an earlier job's log at the same path
     slurm.records[88154] = JobRecord(job_id=88154, state=state, exit_code=0, signal=0,
                                      stdout_path=LOG, start_time=start, end_time=T0 + 100,
-                                     elapsed_s=0 if start else None)
-    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+                                     elapsed_s=0 if start else None, reason="BeginTime",
+                                     cancelled_by=1000 if state == "CANCELLED" else None)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600,
+                     policy=PolicyParams(backoff_s=60, auto_resubmit=True))
     w.tick(T0 + 200)
     [incident] = sink.events
-    assert incident.facts == {"never_started": True}
-    assert incident.text.endswith(NEVER_STARTED)
-    assert incident.diagnosis.metrics.last_iter is None  # the other job's log was not read
+    d = incident.diagnosis
+    assert incident.facts == {}
+    assert (d.class_id, d.action, d.retryable, d.charges_budget, d.decided_by) == (
+        class_id, "ask", False, False, "accounting")
+    assert d.detail == {"kind": "never_started", "state": state,
+                        "cancelled_by": 1000 if state == "CANCELLED" else None,
+                        "pending_reason": "BeginTime"}
+    assert d.metrics.last_iter is None and d.evidence == ()  # the other job's log was not read
+    assert incident.decision.kind == DecisionKind.PROPOSE_RESUBMIT and not incident.decision.charged
     assert store.watched_jobs.get(CLUSTER, "88154") is None
 
 
@@ -1319,7 +1326,7 @@ def test_a_job_that_ran_without_a_start_time_in_sacct_waits_for_its_log(env):
     w.tick(T0 + 800)
     [incident] = sink.events
     assert incident.facts == {"log_path": LOG, "log_missing": True}
-    assert NEVER_STARTED not in incident.text
+    assert incident.diagnosis.detail is None
 
 
 def test_a_running_jobs_missing_log_starts_no_wait(env):
