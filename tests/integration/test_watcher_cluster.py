@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 from cluster_jobs import CountingRunner
 from fakes import FakeCheckpoints, RecordingEventSink
+from support.watcher import head_line
 
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
@@ -171,13 +172,17 @@ def test_a_real_jobs_log_it_cannot_read_once_it_ended_is_judged_from_accounting_
             assert time.time() - first >= 6.0
             assert incident.kind == "incident" and incident.job_id == str(job_id)
             assert incident.diagnosis.metrics.last_iter is None  # nothing of the log was read
+            said = head_line(incident)  # as the thread words its facts
             if case == "unreadable":
                 assert incident.facts["log_path"] == log and str(incident.facts["log_unreadable"])
-                assert f"Its log {log} could not be read (" in incident.text
+                reason = str(incident.facts["log_unreadable"])
+                assert said.endswith(f" Its log {log} could not be read ({reason}), so it was "
+                                     "judged from Slurm's accounting alone.")
             else:
                 assert incident.facts == {"log_path": log, "log_missing": True}
-                assert incident.text.endswith(f" Its log {log} did not exist, so it was judged "
-                                              "from Slurm's accounting alone.")
+                assert said.endswith(f" Its log {log} did not exist, so it was judged from "
+                                     "Slurm's accounting alone.")
+            assert "accounting alone" not in incident.text  # the facts say it, once
             watcher.tick(time.time())
             assert len(sink.events) == 1
         finally:

@@ -3,6 +3,7 @@ story 88154's log (tests/fixtures/stories) as what the job prints."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from bot.core.catalogue import Catalogue
 from bot.core.policy import PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.services.ports import BotContext
+from bot.services.watch.events import WatchEvent
 from bot.services.watch.tick import Watcher
+from bot.services.watch_events import ThreadEvents
 from bot.store import Chain, Store
 
 STORY = Path(__file__).resolve().parents[1] / "fixtures" / "stories" / "88154.log"
@@ -40,6 +43,21 @@ def count_reads(monkeypatch: Any, table: Any, method: str) -> list[int]:
 
     monkeypatch.setattr(table, method, counted)
     return reads
+
+
+def head_line(event: WatchEvent, lang: str = "en") -> str:
+    """The line a run thread in `lang` shows first for the watcher's `event` (an incident's
+    head line, a note), as ThreadEvents words it through the one renderer, in a thread of its
+    own; the owners it mentions left out."""
+    from fakes import make_context  # a whole bot's context: only where a thread is shown
+
+    with Store.open("sqlite://") as store:
+        ctx = make_context(store, clock=lambda: T0, lang=lang)
+        chain = store.chains.create(recipe="mix", cluster=CLUSTER, job_name="mix", now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        ThreadEvents(ctx).publish(replace(event, chain_id=chain.id, recipe="mix"))
+        [said, *_] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+        return said.removeprefix("<@U0OWNER> ")
 
 
 def make_watcher(store: Store, slurm: FakeSlurm, sftp: FakeSFTP, sink: RecordingEventSink,

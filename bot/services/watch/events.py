@@ -31,7 +31,10 @@ class WatchEvent:
     for messages in other languages where `decision` / `record` do not: held (`reason`,
     `held_s`), unknown (`minutes`), resubmitted (`new_job`), cluster_unreachable (`ticks`,
     `since`, `error`: the error's sentence, a Text; English in to_json), cluster_back
-    (`since`), a warning re-posted as a note (its decision's facts, from the store).
+    (`since`), a warning re-posted as a note (its decision's facts, from the store), an
+    incident judged without a file it could not read (`log_path`, `log_unreadable`,
+    `log_missing`, `sampler_path`, `sampler_unreadable`, `sampler_missing`: its `text` says
+    only the decision; the template's sentences say these).
     `text_only`: `text` is the whole message, said instead of a sentence from the facts (a
     note about its `decision`, e.g. one that could not be read back, does not repeat what the
     decision says).

@@ -562,10 +562,11 @@ class Watcher:
         sentence), a log that did not exist (FileMissing) likewise (`log_path`, `log_missing`);
         a "sampler" file's leaves it without the samples it did not read, and, when there is
         no RSS chart then, says why (`sampler_path`, `sampler_unreadable` or
-        `sampler_missing`). A job that ended without starting (JobRecord.never_started:
-        cancelled while it waited in the queue) is judged at once, no file read: its
-        diagnosis says it never started (accounting's `never_started`, the detail of that
-        name)."""
+        `sampler_missing`). Those facts are all the event says of them: the one renderer
+        words them (c.unread_files_text), and the English `text` is the decision alone. A job
+        that ended without starting (JobRecord.never_started: cancelled while it waited in the
+        queue) is judged at once, no file read: its diagnosis says it never started
+        (accounting's `never_started`, the detail of that name)."""
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
@@ -588,23 +589,15 @@ class Watcher:
         facts: dict[str, Any] = {}
         log_failure = (unreadable or {}).get("log")
         if isinstance(log_failure, FileMissing):
-            text += (f" Its log {log_failure.path} did not exist, so it was judged from Slurm's "
-                     "accounting alone.")
             facts = {"log_path": log_failure.path, "log_missing": True}
         elif log_failure is not None:
-            text += (f" Its log {log_failure.path} could not be read ({log_failure.reason}), so "
-                     "it was judged from Slurm's accounting alone.")
             facts = {"log_path": log_failure.path, "log_unreadable": log_failure.reason}
         sampler_failure = (unreadable or {}).get("sampler")
         if sampler_failure is not None and not jw.sampler.points \
                 and not _rss_charted(jw.analysis.series):
             if isinstance(sampler_failure, FileMissing):
-                text += (f" No memory samples were found at {sampler_failure.path}, so there "
-                         "is no RSS chart.")
                 facts |= {"sampler_path": sampler_failure.path, "sampler_missing": True}
             else:
-                text += (f" The memory samples at {sampler_failure.path} could not be read "
-                         f"({sampler_failure.reason}), so there is no RSS chart.")
                 facts |= {"sampler_path": sampler_failure.path,
                           "sampler_unreadable": sampler_failure.reason}
         posted = self.outbox.emit(

@@ -564,18 +564,16 @@ def test_a_leaks_head_line_from_a_checkpoint_known_only_by_name_says_it_is_the_w
     assert head.split(" — ", 1)[1] == said, head
 
 
-def files_not_read_heads(store: Store, facts: dict, said_en: str = "") -> dict[str, str]:
+def files_not_read_heads(store: Store, facts: dict) -> dict[str, str]:
     """The head line, by language, of a finished job's unknown_failure incident whose files
-    the watcher did not read (`facts`, as `Watcher._finished` sets them, `said_en` the
-    sentence it adds to the English text)."""
+    the watcher did not read (`facts`, as `Watcher._finished` sets them: they alone say it)."""
     d = diag("unknown_failure", last_iter=None)
     dec = decide(d, history(None), MANUAL, T0, checkpoint_iter=None, accounting=FAILED)
     said = {}
     for lang in ("en", "ko"):
         with own_store(store) as s:
             ctx, chain = thread(s, lang)
-            event = incident(chain.id, d, dec)
-            ThreadEvents(ctx).publish(replace(event, text=event.text + said_en, facts=facts))
+            ThreadEvents(ctx).publish(replace(incident(chain.id, d, dec), facts=facts))
             said[lang] = replies(ctx)[0]
     return said
 
@@ -586,10 +584,7 @@ READ_FAILED = N_("reading it failed on the login node (dd exit %(code)s)", code=
 def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(store):
     """A finished job whose log could not be read (Watcher: judged from accounting alone):
     its head line names the log and the reader's reason, in the thread's language."""
-    said = files_not_read_heads(
-        store, {"log_path": LOG, "log_unreadable": READ_FAILED},
-        f" Its log {LOG} could not be read ({READ_FAILED}), so it was judged from Slurm's "
-        "accounting alone.")
+    said = files_not_read_heads(store, {"log_path": LOG, "log_unreadable": READ_FAILED})
     assert said["en"].endswith(
         " Its log /scratch/mix/logs/mix-88154.out could not be read (reading it failed on the "
         "login node (dd exit 1)), so it was judged from Slurm's accounting alone.")
@@ -602,9 +597,7 @@ def test_an_incident_judged_without_its_unreadable_log_says_so_in_each_language(
 def test_an_incident_judged_without_its_missing_log_says_so_in_each_language(store):
     """A job that ran and ended whose log did not exist (Watcher: judged from accounting
     alone): its head line names the log's path, in the thread's language."""
-    said = files_not_read_heads(
-        store, {"log_path": LOG, "log_missing": True},
-        f" Its log {LOG} did not exist, so it was judged from Slurm's accounting alone.")
+    said = files_not_read_heads(store, {"log_path": LOG, "log_missing": True})
     assert said["en"].endswith(
         " Its log /scratch/mix/logs/mix-88154.out did not exist, so it was judged from Slurm's "
         "accounting alone.")

@@ -23,6 +23,7 @@ from support.watcher import (
     STORY,
     add_job,
     catalogue,
+    head_line,
     make_watcher,
     running,
     story_lines,
@@ -1065,9 +1066,9 @@ def test_a_finished_job_whose_log_stays_unreadable_is_judged_from_accounting_and
     assert incident.facts["log_path"] == LOG
     assert str(incident.facts["log_unreadable"]) == \
         "reading it failed on the login node (dd exit 1)"
-    assert incident.text.endswith(
-        f" Its log {LOG} could not be read (reading it failed on the login node (dd exit 1)), "
-        "so it was judged from Slurm's accounting alone.")
+    said = f" Its log {LOG} could not be read (reading it failed on the login node (dd exit " \
+        "1)), so it was judged from Slurm's accounting alone."
+    assert head_line(incident).endswith(said) and said not in incident.text  # said once
     assert store.watched_jobs.get(CLUSTER, "88154") is None
     w.tick(T0 + 860)
     assert len(sink.events) == 1  # once
@@ -1161,7 +1162,8 @@ def test_a_log_readable_again_within_the_bound_gives_the_usual_incident(env):
     [incident] = sink.events
     assert incident.diagnosis.class_id == "nccl_timeout"
     assert incident.diagnosis.metrics.last_iter == 3470
-    assert "log_unreadable" not in incident.facts and "could not be read" not in incident.text
+    assert "log_unreadable" not in incident.facts \
+        and "could not be read" not in head_line(incident)
 
 
 def test_a_running_jobs_unreadable_log_starts_no_wait(env):
@@ -1205,7 +1207,8 @@ def test_a_finished_job_whose_sampler_file_stays_unreadable_is_judged_without_it
     assert incident.diagnosis.class_id == "nccl_timeout"  # judged from its log
     assert incident.diagnosis.metrics.last_iter == 3470
     assert incident.sampler is None
-    assert "log_unreadable" not in incident.facts and "could not be read" not in incident.text
+    assert "log_unreadable" not in incident.facts \
+        and "could not be read" not in head_line(incident)
     assert store.watched_jobs.get(CLUSTER, "88154") is None
     w.tick(T0 + 860)
     assert len(sink.events) == 1  # once
@@ -1228,8 +1231,8 @@ def test_a_finished_job_whose_log_does_not_exist_is_judged_from_accounting_and_s
     assert incident.kind == "incident" and incident.key == f"{CLUSTER}:88154:final"
     assert incident.diagnosis.class_id == "unknown_failure"  # exit 1, no log line to go by
     assert incident.facts == {"log_path": LOG, "log_missing": True}
-    assert incident.text.endswith(
-        f" Its log {LOG} did not exist, so it was judged from Slurm's accounting alone.")
+    said = f" Its log {LOG} did not exist, so it was judged from Slurm's accounting alone."
+    assert head_line(incident).endswith(said) and said not in incident.text  # said once
     assert store.watched_jobs.get(CLUSTER, "88154") is None
     w.tick(T0 + 860)
     assert len(sink.events) == 1  # once
@@ -1249,7 +1252,7 @@ def test_a_log_that_appears_within_the_bound_gives_the_usual_incident(env):
     w.tick(T0 + 760)
     [incident] = sink.events
     assert incident.diagnosis.class_id == "nccl_timeout"
-    assert "log_missing" not in incident.facts and "did not exist" not in incident.text
+    assert "log_missing" not in incident.facts and "did not exist" not in head_line(incident)
 
 
 def test_a_log_removed_after_the_job_ended_is_judged_from_what_was_read_while_it_ran(env):
@@ -1427,8 +1430,8 @@ def test_a_finished_job_whose_sampler_file_does_not_exist_says_why_there_is_no_r
     [incident] = sink.events
     assert incident.diagnosis.metrics.last_iter == 8 and incident.sampler is None
     assert incident.facts == {"sampler_path": RSS_PATH, "sampler_missing": True}
-    assert incident.text.endswith(
-        f" No memory samples were found at {RSS_PATH}, so there is no RSS chart.")
+    said = f" No memory samples were found at {RSS_PATH}, so there is no RSS chart."
+    assert head_line(incident).endswith(said) and said not in incident.text  # said once
 
 
 def test_a_finished_job_whose_sampler_file_stays_unreadable_says_why_there_is_no_rss_chart(
@@ -1445,9 +1448,9 @@ def test_a_finished_job_whose_sampler_file_stays_unreadable_says_why_there_is_no
     w.tick(T0 + 800)
     [incident] = sink.events
     assert incident.facts["sampler_path"] == RSS_PATH
-    assert incident.text.endswith(
-        f" The memory samples at {RSS_PATH} could not be read (reading it failed on the login "
-        "node (dd exit 1)), so there is no RSS chart.")
+    said = f" The memory samples at {RSS_PATH} could not be read (reading it failed on the " \
+        "login node (dd exit 1)), so there is no RSS chart."
+    assert head_line(incident).endswith(said) and said not in incident.text  # said once
 
 
 @pytest.mark.parametrize("case", ["no sampler in the recipe", "the log prints RSS"])
@@ -1461,7 +1464,7 @@ def test_a_missing_sampler_file_is_not_said_where_it_changes_no_chart(env, case)
         w = _sampled(store, slurm, sftp, sink, STORY.read_bytes())
     w.tick(T0 + 200)
     [incident] = sink.events
-    assert "sampler_path" not in incident.facts and "memory samples" not in incident.text
+    assert "sampler_path" not in incident.facts and "memory samples" not in head_line(incident)
 
 
 def test_an_array_tasks_log_and_samples_are_found_at_the_recipes_patterns(env):
