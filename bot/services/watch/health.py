@@ -11,7 +11,11 @@ others has been said (its "answers again" note follows in every thread): it is p
 at each failed tick for the threads left (those that have it get nothing twice), and dropped
 when the cluster answers. A notice recorded before the outage's start was stored with it
 (no `down_since`) dates the outage from its key (`cluster:C:down:START`), and says its
-English text. The "answers again" note is recorded the same way;
+English text. A bot that starts (or takes the cluster over from another replica) knows from
+the store an outage told before it: the cluster's latest notice said in a thread (posted, or in
+some threads) with no "answers again" note recorded for it. That outage is announced: it is not
+told again while the cluster stays down, and its "answers again" note follows when it answers.
+The "answers again" note is recorded the same way;
 one whose post failed (in any of its threads), or that a restart left, is posted at the next
 tick, failed or not (it is still true), as it was recorded (the start of the outage it ends),
 before any notice of a new outage.
@@ -27,7 +31,7 @@ import logging
 
 from bot.cluster.errors import said
 from bot.services.watch.events import TickReport, WatchEvent
-from bot.services.watch.outbox import Outbox
+from bot.services.watch.outbox import PARTLY_POSTED, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +50,7 @@ class ClusterHealth:
         self._failed = 0
         self._down_since: float | None = None
         self._down_notified = False
+        self._told_read = False  # the store asked, since start, for an outage told before
         self._unposted_checked = False  # the store's unposted notices looked at since start
         self._back_unposted = True  # a back note may wait in the store (one failed, a restart)
         self._notice_unposted = False  # the outage's notice was said, a thread may lack it
@@ -53,6 +58,7 @@ class ClusterHealth:
     def failed(self, now: float, exc: Exception, report: TickReport) -> TickReport:
         """A tick whose Slurm call failed: counted, the report marked failed, and after
         `unreachable_ticks` of them in a row the one "cluster unreachable" event."""
+        self._read_told_outage()
         self._post_unposted_back(now, report)
         self._failed += 1
         if self._down_since is None:
@@ -95,12 +101,13 @@ class ClusterHealth:
     def ok(self, now: float, report: TickReport) -> None:
         """A tick the cluster answered: the "back" event if its outage was announced, and the
         counters start over."""
+        self._read_told_outage()
         self._post_unposted_back(now, report)
         if self._down_notified and self._down_since is not None:
             text = (f"cluster {self.cluster} answers again (unreachable since "
                     f"{_utc(self._down_since)}); watching resumes.")
             self.outbox.emit(
-                WatchEvent(BACK, f"cluster:{self.cluster}:back:{int(self._down_since)}",
+                WatchEvent(BACK, self._back_key(self._down_since),
                            self.cluster, text, facts={"since": _utc(self._down_since)}),
                 BACK, now, report, extra={"down_since": self._down_since})
             self._back_unposted = True  # a thread may lack it: asked at the next tick
@@ -110,6 +117,30 @@ class ClusterHealth:
             self._unposted_checked = True
         self._failed, self._down_since, self._down_notified = 0, None, False
         self._notice_unposted = False
+
+    def _read_told_outage(self) -> None:
+        """Once since start (or `forget`): an outage a bot before this one told (the cluster's
+        latest notice a thread has, no "answers again" note recorded for it) is this one's
+        outage, announced: dated from the notice, its notice posted again for the threads
+        left (said in some only), and its "answers again" note sent when the cluster answers."""
+        if self._told_read:
+            return
+        self._told_read = True
+        told = self.outbox.last_said(NOTICE)
+        if told is None:
+            return
+        since = _outage_start(told.diagnosis.get("down_since"), told.key)
+        if since is None or self.outbox.recorded(self._back_key(since)):
+            return
+        log.info("%s: the outage told since %s has no 'answers again' note yet: it is sent "
+                 "when the cluster answers", self.cluster, _utc(since))
+        self._down_since = since if self._down_since is None else min(self._down_since, since)
+        self._down_notified = True
+        self._notice_unposted = told.state == PARTLY_POSTED
+
+    def _back_key(self, since: float) -> str:
+        """The key of the "answers again" note of the outage that started at `since`."""
+        return f"cluster:{self.cluster}:back:{int(since)}"
 
     def _post_unposted_back(self, now: float, report: TickReport) -> None:
         """Post the "answers again" notes recorded and never posted (their post failed, or
@@ -131,6 +162,7 @@ class ClusterHealth:
         """No outage known: the counters as after a restart (the store's unposted notices
         are looked at again: another replica may have left one)."""
         self._failed, self._down_since, self._down_notified = 0, None, False
+        self._told_read = False
         self._unposted_checked = False
         self._back_unposted = True
         self._notice_unposted = False

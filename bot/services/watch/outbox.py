@@ -11,6 +11,9 @@ key (the Slack poster is). tests/integration/test_crash_safety.py kills the bot 
 The stored event keeps its facts (a sentence among them as data, bot.core.text.text_to_json),
 so one published again from the store (`unposted`, `stored_event`: a cluster's unreachable
 notice whose post failed, or that a restart left) says what it said, in the thread's language.
+A publish that reached some of its threads only (PartlyPosted) leaves its row `partly_posted`:
+said, so a restarted bot knows it was (bot.services.watch.health), and still to be published
+for the threads left.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from bot.store import Incident, Store
 log = logging.getLogger(__name__)
 
 WARNING_CLASSES = ("memory_leak", "hang", "low_gpu_util")
+PARTLY_POSTED = "partly_posted"  # said in some of its threads, Slack refused it in others
+TO_PUBLISH = ("pending", PARTLY_POSTED)  # the states whose event is published (again)
+SAID = ("posted", PARTLY_POSTED)  # the states whose event a thread has
 
 
 class Outbox:
@@ -45,7 +51,7 @@ class Outbox:
              extra: dict[str, Any] | None = None) -> bool:
         """Intent (store, `pending`) -> publish -> `posted`. False if publishing failed. A
         publish that reached some of its threads only (PartlyPosted: a cluster's notice) is
-        True, it has been said, but its row stays `pending` (`unposted`: published again for
+        True, it has been said: its row is `partly_posted` (`unposted`: published again for
         the threads left)."""
         payload: dict[str, Any] = {"kind": event.kind, "text": event.text,
                                    "job_id": event.job_id, "cluster": self.cluster}
@@ -58,7 +64,7 @@ class Outbox:
             event.key, class_id=class_id, diagnosis=payload, now=now,
             chain_id=event.chain_id, job_id=event.job_id, state="pending",
         )
-        if incident.state != "pending":
+        if incident.state not in TO_PUBLISH:
             return True  # published before (this key is done)
         crashpoint("intent_recorded", event.key)  # crash-safety test hook (no-op in production)
         try:
@@ -69,6 +75,8 @@ class Outbox:
         except PartlyPosted as exc:
             log.warning("%s: publishing %s reached some threads only, will retry the others: "
                         "%s", self.cluster, event.key, exc)
+            if incident.state != PARTLY_POSTED:
+                self.store.incidents.set_state(event.key, PARTLY_POSTED)
             report.events.append(event)
             return True
         except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick
@@ -102,9 +110,24 @@ class Outbox:
         return ok
 
     def unposted(self, class_id: str) -> list[Incident]:
-        """This cluster's events of `class_id` recorded and never posted (their publish
-        failed, or the bot stopped before it), oldest first."""
-        return [inc for inc in self.store.incidents.of_class(class_id, ("pending",))
+        """This cluster's events of `class_id` recorded and not posted in all their threads
+        (their publish failed, or reached some threads only, or the bot stopped before it),
+        oldest first."""
+        return self._of_class(class_id, TO_PUBLISH)
+
+    def last_said(self, class_id: str) -> Incident | None:
+        """This cluster's latest event of `class_id` when a thread has it (posted, or in some
+        threads); None when there is none, or the latest was never said (never posted,
+        dropped)."""
+        latest = self._of_class(class_id, (*TO_PUBLISH, *SAID, "dropped"))[-1:]
+        return latest[0] if latest and latest[0].state in SAID else None
+
+    def recorded(self, key: str) -> bool:
+        """Whether an event was recorded under `key` (whatever became of it)."""
+        return self.store.incidents.get(key) is not None
+
+    def _of_class(self, class_id: str, states: tuple[str, ...]) -> list[Incident]:
+        return [inc for inc in self.store.incidents.of_class(class_id, states)
                 if inc.diagnosis.get("cluster") == self.cluster]
 
     def drop(self, incident: Incident) -> None:

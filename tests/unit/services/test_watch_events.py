@@ -325,6 +325,84 @@ def test_the_threads_told_of_an_outage_hear_it_ended_though_another_refused_the_
     assert thread_notes(ctx, BACK) == [1, 2]
 
 
+def unreachable_notes(ctx) -> list[int]:
+    """The threads given an unreachable notice, one entry per notice posted."""
+    return sorted(p[1] for p in ctx.sink.posts if p[0] == "reply" and
+                  p[3].startswith("cluster dev unreachable"))
+
+
+def test_a_restarted_bot_tells_each_thread_told_of_the_outage_once_that_it_is_over(store):
+    """The notice is posted in both threads, then the process is replaced (new health,
+    outbox and thread writer over the same store): the cluster answers, and each thread
+    hears it once, from the outage's start the notice said."""
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    _announced_outage(ctx)
+    assert thread_notes(ctx, NOTICE) == [1, 2]
+    restarted = slack_refusing(ctx, fails=0)
+    restarted.ok(1_003_600.0, TickReport(ok=True))
+    assert thread_notes(ctx, BACK) == [1, 2]
+    restarted.ok(1_003_660.0, TickReport(ok=True))
+    slack_refusing(ctx, fails=0).ok(1_003_720.0, TickReport(ok=True))  # and another restart
+    assert thread_notes(ctx, BACK) == [1, 2]
+    assert unreachable_notes(ctx) == [1, 2]
+
+
+def test_a_bot_restarted_while_the_cluster_is_still_down_does_not_announce_it_again(store):
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    _announced_outage(ctx)
+    restarted = slack_refusing(ctx, fails=0)
+    for i in range(5):
+        restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                         TickReport(ok=True))
+    assert unreachable_notes(ctx) == [1, 2]  # the first bot's notice, once per thread
+    restarted.ok(1_004_000.0, TickReport(ok=True))
+    assert thread_notes(ctx, BACK) == [1, 2]
+
+
+@pytest.mark.parametrize("next_tick", ["ok", "failed"])
+def test_a_restarted_bot_ends_an_outage_one_thread_refused_the_notice_of(store, next_tick):
+    """The notice reached the second thread only; the bot restarts. Still down: the first
+    thread gets the notice; answering: no notice there (an outage over is not told), and
+    both threads hear it is over, once."""
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    _two_threads_one_refusing_the_notice(ctx)
+    restarted = slack_refusing(ctx, fails=0)
+    if next_tick == "failed":
+        restarted.failed(1_003_600.0, ClusterUnavailable("connection refused"),
+                         TickReport(ok=True))
+    restarted.ok(1_003_660.0, TickReport(ok=True))
+    restarted.ok(1_003_720.0, TickReport(ok=True))
+    assert thread_notes(ctx, NOTICE) == ([1, 2] if next_tick == "failed" else [2])
+    assert thread_notes(ctx, BACK) == [1, 2]
+    assert restarted.outbox.unposted("cluster_unreachable") == []
+
+
+def test_a_restarted_bot_says_nothing_of_an_outage_over_before_it_was_told(store):
+    """The notice was recorded and Slack refused it in every thread, then the bot restarts
+    and the cluster answers: no thread was told, so none hears it is over."""
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    for _ in range(2):
+        chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    health = slack_refusing(ctx, fails=2)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                      TickReport(ok=True))
+    slack_refusing(ctx, fails=0).ok(1_003_600.0, TickReport(ok=True))
+    assert replies(ctx) == []
+
+
 def test_a_notice_stored_before_the_outages_start_was_is_posted_and_dates_the_outage(store):
     """A notice recorded by a bot older than the stored outage start (no `down_since`, no
     facts, only its English text) and left unposted: the outage dates from its key, not from
