@@ -175,9 +175,7 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
                           or record.is_pending else "not_running", recipe, job_id=job,
                           state=record.state)
     crashpoint("cancel_settle_decided", approval.token)  # crash-test hook (no-op in production)
-    text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
-    ctx.store.approvals.settle(approval.token, now=now, settled={
-        "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken"})
+    _record_settled(ctx, approval, outcome, now)
 
 
 def _watch_again(ctx: BotContext, approval: Approval, now: float) -> None:
@@ -213,16 +211,27 @@ def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
     )  # fmt: skip
     outcome = resume_cancelled(ctx, approval, approval.decided_by or "trainbot", now,
                                recover=True)
-    text, blocks = decided(ctx, recipe, payload.get("summary"), outcome)
-    ctx.store.approvals.settle(token, now=now, settled={
-        "text": text, "blocks": blocks, "offer_again": False})
+    _record_settled(ctx, approval, outcome, now)
+
+
+def _record_settled(ctx: BotContext, approval: Approval, outcome: Outcome, now: float) -> None:
+    """Record what the settle of `approval` did with the approval's end, for
+    `_announce_settled` to say: its words, whether the cancel is offered again (it did not
+    take effect), and whether the Home tabs show it already (a resumed run: the resubmit
+    refreshed them, bot.services.after_submit.after_person_submit)."""
+    text, blocks = decided(ctx, approval.payload.get("recipe"), approval.payload.get("summary"),
+                           outcome)
+    ctx.store.approvals.settle(approval.token, now=now, settled={
+        "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken",
+        "homes_refreshed": outcome.did == "cancel_resumed"})
 
 
 def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:
     """Say what the settle of `approval`'s unknown cancel found (recorded with its end): the
     prompt rewritten, the same words as a note in the thread, the cancel offered again when it
     did not take effect. Each post is keyed (made at most once); the step `cancel_announced`
-    is marked once all went out, else the next run makes the ones left."""
+    is marked once all went out, else the next run makes the ones left. Then the Home tabs of
+    who sees the run, once, unless the settle's resubmit refreshed them (`homes_refreshed`)."""
     settled = approval.payload.get("settled")
     chain_id = approval.chain_id
     if settled is not None and chain_id is not None:
@@ -234,7 +243,7 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:
         if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
             return
     if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
-            and chain_id is not None:
+            and chain_id is not None and not (settled or {}).get("homes_refreshed"):
         refresh_homes(ctx, chain_id, now)
 
 

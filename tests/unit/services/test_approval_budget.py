@@ -7,6 +7,7 @@ with in-memory Slurm/SFTP and a real SQLite store.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from fakes import (
     FakeCheckpoints,
     FakeSFTP,
     FakeSlurm,
+    RecordingHomePublisher,
     make_config,
     make_context,
 )
@@ -37,6 +39,7 @@ from bot.services import submit as submit_mod
 from bot.services.after_submit import after_person_submit
 from bot.services.approvals import charges_budget, handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
+from bot.services.home import publish_home
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import recover_submits_in_flight
@@ -765,6 +768,45 @@ def test_a_cancel_and_resume_whose_process_died_after_the_cancel_is_finished_onc
     assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
     assert store.watched_jobs.get("dev", "88887") is not None
     assert s.retries() == 1
+
+
+@pytest.mark.parametrize("unseen", ["scancel_answer_lost", "process_died_in_sbatch",
+                                    "scancel_not_taken"])
+def test_a_settled_cancel_and_resume_refreshes_each_home_tab_once(
+        store: Store, unseen: str) -> None:
+    """A cancel and resume the settle finishes (its scancel's answer lost, or the click's
+    process killed in the resubmit's sbatch) republishes the Home tab of each viewer who sees
+    the run once, showing the resumed job; one whose scancel did not take effect, once, with
+    the cancel offered again. An outsider's tab is not published."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0),
+              home=RecordingHomePublisher())
+    if unseen == "process_died_in_sbatch":
+        _killed_in_the_resume(s, "sbatch_sent")
+        later = T0 + 401 + SETTLE_TAKEOVER_S
+        runs = [later, later + 60, later + 2 * SETTLE_TAKEOVER_S]
+    else:
+        token = s.stalled()["value"]
+        if unseen == "scancel_answer_lost":
+            s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                                       connection_lost=True)
+        else:
+            s.slurm.cancel_lost = OutcomeUnknown(["scancel", "88154"], "no answer")
+        assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD",
+                            T0 + 401).status == "done"
+        s.slurm.cancel_answer_lost = s.slurm.cancel_lost = None
+        if unseen == "scancel_answer_lost":
+            s.slurm.set(88154, end_time=T0 + 401)
+        runs = [T0 + 470, T0 + 530, T0 + 590]
+    assert s.slurm.submits() == []
+    for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
+        publish_home(s.ctx, user, T0 + 400)
+    s.ctx.home.published.clear()
+    for at in runs:
+        settle_unknown_cancels(s.ctx, at)
+    resumed = unseen != "scancel_not_taken"
+    assert len(s.slurm.submits()) == (1 if resumed else 0)
+    assert sorted(s.ctx.home.users()) == ["U0ALICE", "W0LEAD"]  # once each, not the outsider's
+    assert all(("88887" in json.dumps(blocks)) is resumed for _, blocks in s.ctx.home.published)
 
 
 def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_taken_over(
