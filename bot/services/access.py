@@ -52,6 +52,22 @@ def run_told_of(store: Store, job_id: str) -> Chain | None:
     return store.chains.get(post.chain_id)
 
 
+def recipe_of_job(store: Store, job_id: str) -> tuple[str | None, bool]:
+    """(recipe, told) of job `job_id` (Slurm's raw id): the recipe of the run whose attempt
+    records it (told False); else, for a lost submit's job a run's thread told about
+    (run_told_of), also once someone adopted it with `/train watch` (its adopted chain has no
+    recipe), that run's recipe (told True); else (None, False): a job trainbot did not
+    submit."""
+    attempt = store.attempts.get_by_job(job_id)
+    chain = store.chains.get(attempt.chain_id) if attempt is not None else None
+    if chain is not None and chain.recipe:
+        return chain.recipe, False
+    run = run_told_of(store, job_id)
+    if run is not None:
+        return run.recipe or None, True
+    return None, False
+
+
 def may_control_job(config: Config, store: Store, user: str, job_id: int | str,
                     verb: str) -> Decision:
     """May `user` cancel/hold/release/read job `job_id` (Slurm's raw id; an adopted array's
@@ -60,13 +76,7 @@ def may_control_job(config: Config, store: Store, user: str, job_id: int | str,
     job; else, for a job its run's thread told about (a lost submit's, run_told_of, even once
     adopted with `/train watch`), that run's recipe's people; else (a job trainbot did not
     submit) slack.approvers."""
-    recipe, told = None, False
-    attempt = store.attempts.get_by_job(str(job_id))
-    chain = store.chains.get(attempt.chain_id) if attempt is not None else None
-    if chain is not None and chain.recipe:
-        recipe = chain.recipe
-    elif (run := run_told_of(store, str(job_id))) is not None:
-        recipe, told = run.recipe or None, True
+    recipe, told = recipe_of_job(store, str(job_id))
     access = access_for(config, recipe) if recipe in config.recipes else None
     return can_control_job(access, user, job_id, verb, default_approvers(config),
                            told_by_thread=told)

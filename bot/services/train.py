@@ -24,7 +24,7 @@ from bot.core.slurm.values import expand_output_pattern
 from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
-from bot.services.access import access_for, may_control_job, run_told_of
+from bot.services.access import access_for, may_control_job, recipe_of_job, run_told_of
 from bot.services.after_submit import after_person_submit
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
@@ -217,12 +217,14 @@ def _resumable_chain(ctx: BotContext, recipe: str) -> int | None:
 def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | None]:
     """(cluster, recipe or None, attempt or None) of a job id: a recorded job's, a watched
     one's (no recipe), or that of the run whose thread told of the job though it does not
-    record it (a lost submit's, access.run_told_of: its recipe, no attempt)."""
+    record it (a lost submit's, access.run_told_of: its recipe, no attempt). The recipe is the
+    one the job's run has (access.recipe_of_job): an adopted job's is None, but for a lost
+    submit's job, adopted or not, the recipe of the run whose thread told of it."""
     attempt = ctx.store.attempts.get_by_job(str(job_id))
     if attempt is not None:
         chain = ctx.store.chains.get(attempt.chain_id)
         if chain is not None:
-            return chain.cluster, chain.recipe, attempt
+            return chain.cluster, recipe_of_job(ctx.store, str(job_id))[0], attempt
     for watched in ctx.store.watched_jobs.list():
         if watched.job_id == str(job_id):
             return watched.cluster, None, None

@@ -236,3 +236,16 @@ def test_an_adopted_jobs_leak_advice_names_no_recipe_it_does_not_have(ctx, slurm
     [leak] = [b["text"]["text"] for b in blocks if b.get("block_id") == "leak_remedy"]
     assert leak.endswith(advice), leak
     assert "recipe" not in leak and "레시피" not in leak
+
+
+def test_logs_of_an_adopted_job_slurm_gives_no_path_for_say_none_is_known(ctx, slurm) -> None:
+    """An adopted job has no recipe to take a log path from: once Slurm no longer names its
+    log, `/train logs` says no path is known, as for a recipe without log_path."""
+    from bot.core import train_grammar as c
+    from bot.services.train import execute
+
+    adopt_4242(ctx)
+    slurm.set(4242, stdout_path=None)
+    reply = execute(ctx, c.Logs(4242), actor="W0LEAD", channel=None, now=NOW + 60)
+    assert reply.text.startswith("no log path known for job 4242 (Slurm no longer knows it "
+                                 "and its recipe has no log_path)"), reply.text

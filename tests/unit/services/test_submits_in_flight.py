@@ -316,6 +316,22 @@ def test_the_home_tab_offers_the_cancel_of_the_job_its_thread_told_about_to_the_
     assert slurm.acted("cancel") == [90500] and slurm.queued("mix") == [90501]
 
 
+def test_the_job_its_thread_told_about_keeps_its_runs_recipe_once_adopted(
+        store: Store, dies_after_sbatch, monkeypatch) -> None:
+    """Adopted with `/train watch`, the lost submit's job has a chain of its own with no
+    recipe; a command on it still answers in its run's recipe's language (mix in Korean,
+    slack.lang English; from Home or a DM: no channel to go by) and audits that recipe."""
+    _ctx, slurm, _chain = lost_below_a_later_attempt(store, monkeypatch)
+    ctx = make_context(store, slurm, lang="ko")
+    fakes.adopt(ctx, 90500, actor="U0OWNER", now=LATER + 30)
+    done = execute(ctx, c.JobControl("cancel", 90500), actor="U0ALICE", channel=None,
+                   now=LATER + 60)
+    assert done.text == "<@U0ALICE>님이 작업 90500을(를) 취소했습니다."
+    assert slurm.acted("cancel") == [90500]
+    assert [e.recipe for e in store.audit.recent(50) if e.job_id == "90500"
+            and e.action == "command.cancel"] == ["mix"]
+
+
 def test_a_job_no_thread_told_about_is_still_the_approvers_alone(store: Store) -> None:
     ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=NOW))
     refused = execute(ctx, c.JobControl("cancel", 90500), actor="U0ALICE", channel=CHANNEL,
