@@ -138,7 +138,8 @@ class Watcher:
     it never started. A sampler file that does not exist when a
     job that ran has ended is not waited for (a job that ended before its sampler started has
     none); the incident says no samples were found. A running job's unreadable file is only
-    read again next tick.
+    read again next tick (what did read is applied); that is logged once when it starts and
+    once when the file reads again, not each tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -344,6 +345,11 @@ class Watcher:
         reads = reads if reads is not None else JobReads()
         if record.is_running:
             self._restarted(jw, record)
+            if self._running_unreadable(jw, reads, now):
+                # what did read is applied; the rest is read again next tick, and the job is
+                # judged when its files read
+                self.logs.apply(jw, reads, now, report, without_unreadable=True)
+                return
             self.logs.apply(jw, reads, now, report)
             add_sstat_sample(jw, memory)
             self._running(jw, record, now, report)
@@ -368,6 +374,26 @@ class Watcher:
                     or waiting:
                 return  # (or more of the log than one tick may read: judged when caught up)
             self._finished(w, jw, record, now, report, unreadable=unreadable)
+
+    def _running_unreadable(self, jw: JobWatch, reads: JobReads, now: float) -> bool:
+        """Could one of the running job's files not be read this tick (read again next tick)?
+        Logged once per file when it starts and once when it reads again, with how long it
+        was unread (JobWatch.running_unreadable, in memory: a restart may say it once more),
+        not each tick it goes on. A tick whose read failed as a whole (the connection) read
+        nothing: what was unreadable stays so."""
+        if reads.error is not None:
+            return False
+        failures = reads.failures
+        for kind, failure in failures.items():
+            if kind not in jw.running_unreadable:
+                log.warning("%s: job %s: its %s cannot be read: %s; read again each tick",
+                            self.cluster, jw.job_id, kind, failure)
+                jw.running_unreadable[kind] = (failure.path, now)
+        for kind in [k for k in jw.running_unreadable if k not in failures]:
+            path, since = jw.running_unreadable.pop(kind)
+            log.info("%s: job %s: its %s %s read again after %.0f s", self.cluster, jw.job_id,
+                     kind, path, now - since)
+        return bool(failures)
 
     def _unreadable(self, jw: JobWatch, reads: JobReads,
                     now: float) -> dict[str, FileReadFailed] | None:

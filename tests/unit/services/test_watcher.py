@@ -1077,8 +1077,9 @@ def test_a_finished_job_whose_log_stays_unreadable_is_judged_from_accounting_and
 def _said(caplog, job: str = "88154") -> list[str]:
     """What the watcher logged of job `job`'s files, in order."""
     return [r.getMessage() for r in caplog.records
-            if f"job {job}" in r.getMessage() and ("files" in r.getMessage()
-                                                   or "cannot read" in r.getMessage())]
+            if f"job {job}" in r.getMessage() and any(
+                said in r.getMessage() for said in ("files", "cannot read", "cannot be read",
+                                                    "read again"))]
 
 
 def test_the_wait_for_an_unreadable_log_is_logged_when_it_starts_and_ends_not_each_tick(
@@ -1119,6 +1120,32 @@ def test_a_log_read_again_ends_the_logged_wait_once(env, caplog):
         "each tick for 600 s, then judged without them",
         "dev: job 88154: its files read again after 180 s"]
     assert [e.diagnosis.class_id for e in sink.events] == ["nccl_timeout"]
+
+
+def test_a_running_jobs_unreadable_log_is_logged_when_it_starts_and_ends_not_each_tick(
+        env, caplog):
+    """The log of a running job cannot be read for a few ticks (chmod 000), then reads again:
+    the watcher's log says so once when it starts and once when it reads again, with how long
+    it was unread, not on each tick between."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    sftp.append(LOG, b"".join(story_lines()[:100]))
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0)
+    read = sftp.read
+    _unreadable(sftp)
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        for t in (60, 120, 180, 240):
+            w.tick(T0 + t)
+        sftp.read = read  # type: ignore[method-assign]
+        w.tick(T0 + 300)
+        w.tick(T0 + 360)
+    assert _said(caplog) == [
+        f"dev: job 88154: its log cannot be read: {LOG}: reading it failed on the login node "
+        "(dd exit 1); read again each tick",
+        f"dev: job 88154: its log {LOG} read again after 240 s"]
+    assert store.watched_jobs.get(CLUSTER, "88154") is not None  # still watched
 
 
 def test_a_tick_whose_read_fails_as_a_whole_does_not_start_the_wait_over(env):
