@@ -75,6 +75,9 @@ class JobWatch:
     # (a read that FAILED, a log that does not exist), wall time, kept in the store
     # (watched_jobs.unreadable_since); None while they read (Watcher's `unreadable_file_s`)
     unreadable_since: float | None = None
+    # the finished job was logged as judged without its files: its incident's (key
+    # CLUSTER:JOB:final) post may be retried, the line is not written again
+    judged_without_logged: bool = False
     # the running job's files that could not be read when last read, by kind ("log",
     # "sampler"): the path and when it was first found so (Watcher._running_unreadable)
     running_unreadable: dict[str, tuple[str, float]] = field(default_factory=dict)

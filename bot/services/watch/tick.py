@@ -401,7 +401,8 @@ class Watcher:
         one has failed for `unreadable_file_s` (the job is then judged without them), or at
         once when only its sampler file is missing; None while they read or may still (read
         again next tick). The wait is logged once when it starts and once when it ends (the
-        files read again, or the job judged without them), not each tick it goes on. A tick
+        files read again, or the job judged without them: once for its incident, not again
+        each tick its post is retried), not each tick it goes on. A tick
         whose read failed as a whole (the connection) read nothing: the wait goes on as it
         was."""
         if reads.error is not None:
@@ -425,9 +426,11 @@ class Watcher:
         assert jw.unreadable_since is not None
         if now - jw.unreadable_since < self.unreadable_file_s:
             return None
-        log.warning("%s: job %s: judged without its files, unread for %.0f s: %s", self.cluster,
-                    jw.job_id, now - jw.unreadable_since,
-                    "; ".join(str(f) for f in waited.values()))
+        if not jw.judged_without_logged:  # once per incident: not again while its post is retried
+            log.warning("%s: job %s: judged without its files, unread for %.0f s: %s",
+                        self.cluster, jw.job_id, now - jw.unreadable_since,
+                        "; ".join(str(f) for f in waited.values()))
+            jw.judged_without_logged = True
         return failures
 
     def _set_unreadable_since(self, jw: JobWatch, since: float | None) -> None:

@@ -1148,6 +1148,29 @@ def test_a_running_jobs_unreadable_log_is_logged_when_it_starts_and_ends_not_eac
     assert store.watched_jobs.get(CLUSTER, "88154") is not None  # still watched
 
 
+def test_judged_without_its_files_is_logged_once_while_the_incidents_post_is_retried(
+        env, caplog):
+    """A finished job judged without its unreadable log whose incident fails to post (Slack
+    down) and is posted a tick later: the watcher's log says it was judged without its files
+    once, not again on the retry."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    sftp.append(LOG, STORY.read_bytes())
+    _ended(slurm)
+    _unreadable(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        w.tick(T0 + 200)
+        sink.fail_next = 2  # the first two posts of the incident fail
+        for t in (800, 860, 920):
+            w.tick(T0 + t)
+    assert [s for s in _said(caplog) if ": judged without" in s] == [
+        f"dev: job 88154: judged without its files, unread for 600 s: {LOG}: reading it failed "
+        "on the login node (dd exit 1)"]
+    assert [e.kind for e in sink.events] == ["incident"]
+    assert store.watched_jobs.get(CLUSTER, "88154") is None
+
+
 def test_a_tick_whose_read_fails_as_a_whole_does_not_start_the_wait_over(env):
     """The connection drops during a tick while the watcher waits for a finished job's
     missing log: that tick read nothing, so the wait goes on from its first failure, and the
