@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import heapq
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -19,9 +18,7 @@ from typing import Any, NamedTuple
 
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.branches import (
-    Coverage,
     Step,
-    on_every_path,
     path_index,
 )
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
@@ -42,6 +39,7 @@ from bot.core.launcher_lint.counter_values import (
     set_in_branches_only,
     stops_at,
 )
+from bot.core.launcher_lint.counts_between import Counts, enclosing, find_subshells
 from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ERROR,
@@ -53,7 +51,7 @@ from bot.core.launcher_lint.model import (
     Scan,
 )
 from bot.core.launcher_lint.syntax import loop_passes
-from bot.core.shell_lexer import COMMAND_AT, Memo, group_end, split_top_level
+from bot.core.shell_lexer import Memo, split_top_level
 from bot.core.text import N_, Text
 
 #: The arithmetic commands the walk collects where `set -e` is on: an increment or decrement
@@ -120,11 +118,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
     for call in _with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
-    subshells = _subshells(code) if values else []
+    subshells = find_subshells(code) if values else []
     path_of, nested = path_index(scan.constructs)
     path_of = functools.cache(path_of)
     # the subshells around each assignment
-    in_subshells = _enclosing(subshells, [pos for v in values.values() for pos, _v in v])
+    in_subshells = enclosing(subshells, [pos for v in values.values() for pos, _v in v])
     # each variable's assignments read once for all its counters, where none is in a subshell
     # and the branches nest (else each counter reads them: the lists below)
     read_once: dict[str, Assigned] = {}
@@ -132,7 +130,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         for var, assignments in values.items():
             if not any(pos in in_subshells for pos, _v in assignments):
                 read_once[var] = Assigned(assignments, scan.constructs, path_of, spans)
-    counts = _Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
+    counts = Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
                      path_of, nested)
     # the counters the walk also collected where `set -e` applies: judged there
     errexit_at = {a.offset for a in scan.arith if a.errexit}
@@ -299,181 +297,6 @@ class _AtCall(NamedTuple):
     # the assignment it reads there on some runs only (a branch of a body the call is made
     # through sets it): _finding's `set_partly`
     set_partly: int | None = None
-
-
-def _enclosing(spans: list[tuple[int, int]], offsets: list[int]) -> dict[int, tuple[int, int]]:
-    """For each of `offsets` that one of `spans` (start, end) or more hold: the part they all
-    hold, (the latest start, the earliest end). Every span that holds offset x holds y too
-    exactly when y lies in that part of x's (or x is in none), which this answers in one
-    look. One sweep over both, sorted."""
-    if not spans:
-        return {}
-    ordered = sorted(spans)
-    latest: list[tuple[int, int]] = []  # (-start, end) of the spans begun: the latest start
-    earliest: list[int] = []  # their ends: the earliest
-    found: dict[int, tuple[int, int]] = {}
-    k = 0
-    for x in sorted(set(offsets)):
-        while k < len(ordered) and ordered[k][0] <= x:
-            heapq.heappush(latest, (-ordered[k][0], ordered[k][1]))
-            heapq.heappush(earliest, ordered[k][1])
-            k += 1
-        while latest and latest[0][1] <= x:  # (a span that ended before x never holds a later one)
-            heapq.heappop(latest)
-        while earliest and earliest[0] <= x:
-            heapq.heappop(earliest)
-        if earliest:
-            found[x] = (-latest[0][0], earliest[0])
-    return found
-
-
-class _Nesting:
-    """Spans (the subshells, the function bodies) as a tree, each with the one around it, when
-    they nest (`nested`; they do in every script bash parses)."""
-
-    def __init__(self, spans: list[tuple[int, int]]) -> None:
-        self.ordered = sorted(set(spans), key=lambda span: (span[0], -span[1]))
-        self.parent: list[int] = []
-        self.nested = True
-        stack: list[int] = []
-        for k, (start, end) in enumerate(self.ordered):
-            while stack and self.ordered[stack[-1]][1] <= start:
-                stack.pop()
-            if stack and self.ordered[stack[-1]][1] < end:
-                self.nested = False
-                return
-            self.parent.append(stack[-1] if stack else -1)
-            stack.append(k)
-        self.starts = [start for start, _end in self.ordered]
-
-    def around(self, offset: int) -> list[int]:
-        """The spans that hold `offset` (their index), outermost first."""
-        k = bisect.bisect_right(self.starts, offset) - 1
-        while k >= 0 and self.ordered[k][1] <= offset:
-            k = self.parent[k]
-        chain: list[int] = []
-        while k >= 0:
-            chain.append(k)
-            k = self.parent[k]
-        return chain[::-1]
-
-    def holds(self, k: int, offset: int) -> bool:
-        start, end = self.ordered[k]
-        return start <= offset < end
-
-
-class _Counts:
-    """The counting commands of each variable (`((n++))`, not `((n=0))`) between a counter and
-    the assignment it reads, that run in its shell: not in a function's body or a subshell the
-    counter is not in (`spans`; `enclosing`: _enclosing's over them of every counter; a body
-    counts where it is called). `n=0; ((n++)) || true; ((n++))`: the second reads 1.
-
-    Answered for the counters in the script's order from what was answered for the one before
-    with the same assignment: the counts between the two are read, those in the subshells and
-    bodies left since are taken back, so that many counters of one variable cost time linear
-    in their number; a counter before the last one asked starts its answer over. Where spans
-    cross (not a script bash parses), each is answered over every count, as
-    branches.on_every_path does (`nested` False: the branches')."""
-
-    def __init__(self, arith: list[Arith], spans: list[tuple[int, int]],
-                 constructs: dict[tuple[int, int], Construct],
-                 path_of: Callable[[int], tuple[Step, ...]], nested: bool) -> None:
-        self.enclosing = _enclosing(spans, [b.offset for b in arith])
-        self.nesting = _Nesting(spans)
-        self.constructs, self.path_of = constructs, path_of
-        self.nested = nested and self.nesting.nested
-        self.of: dict[str, list[tuple[int, int]]] = {}  # (offset, index in arith), by offset
-        for k, b in enumerate(arith):
-            if not b.assigns_zero:
-                self.of.setdefault(b.variable, []).append((b.offset, k))
-        for counters in self.of.values():
-            counters.sort()
-        self.read: dict[tuple[str, int], _CountsRead] = {}
-
-    def since(self, a: Arith, since: int) -> tuple[int, bool] | None:
-        """Of the counts of `a`'s variable after offset `since` (its last assignment) and
-        before `a` that run in its shell: the first the walk collected, and whether one of
-        them runs on every way bash goes from `since` to `a` (branches.on_every_path); None
-        when there are none."""
-        counters = self.of.get(a.variable, [])
-        if not self.nested:
-            counts = sorted((k, offset) for offset, k in counters
-                            if since < offset < a.offset and self._runs_with(offset, a.offset))
-            return (counts[0][1], on_every_path([offset for _k, offset in counts], since,
-                                                a.offset, self.constructs, self.path_of)
-                    ) if counts else None
-        read = self.read.get((a.variable, since))
-        if read is None or a.offset < read.upto:
-            read = self.read[a.variable, since] = _CountsRead(
-                bisect.bisect_right(counters, (since, 1 << 62)), set(self.path_of(since)),
-                self.constructs)
-        # the counts in a subshell or body `a` is not in (left since) do not count here
-        while read.inside and not self.nesting.holds(read.inside[-1][0], a.offset):
-            read.undo(read.inside.pop()[1])
-        while read.next < len(counters) and counters[read.next][0] < a.offset:
-            offset, k = counters[read.next]
-            read.next += 1
-            if not self._runs_with(offset, a.offset):
-                continue  # in a subshell or body `a` is not in (nor any later counter here)
-            read.inside.extend((span, len(read.log))
-                               for span in self.nesting.around(offset)[len(read.inside):])
-            if read.first is None or k < read.first[1]:
-                read.log.append(functools.partial(setattr, read, "first", read.first))
-                read.first = (offset, k)
-            read.coverage.add(tuple(step for step in self.path_of(offset)
-                                    if step not in read.known))
-        read.upto = a.offset
-        if read.first is None:
-            return None
-        return read.first[0], read.coverage.covers(
-            tuple(step for step in self.path_of(a.offset) if step not in read.known))
-
-    def _runs_with(self, count: int, counter: int) -> bool:
-        """Is every subshell and body that holds offset `count` around offset `counter` too?"""
-        held = self.enclosing.get(count)
-        return held is None or held[0] <= counter < held[1]
-
-
-class _CountsRead:
-    """What _Counts has read for the counters that read one assignment: the index of the next
-    count to read, the branches around the assignment (on every way from it), the coverage of
-    the counts read that count here, the first of them the walk collected (offset, index),
-    the subshells and bodies they are in (each with where its changes start in `log`), and the
-    last counter answered."""
-
-    def __init__(self, first_unread: int, known: set[Step],
-                 constructs: dict[tuple[int, int], Construct]) -> None:
-        self.next, self.known = first_unread, known
-        self.log: list[Callable[[], object]] = []
-        self.coverage = Coverage(constructs, self.log)
-        self.first: tuple[int, int] | None = None
-        self.inside: list[tuple[int, int]] = []
-        self.upto = -1
-
-    def undo(self, mark: int) -> None:
-        """Take back the changes made since `log` was `mark` long."""
-        while len(self.log) > mark:
-            self.log.pop()()
-
-
-#: A subshell's `(` where a command starts (not `((`, `$(`, `<(`).
-_SUBSHELL_RE = re.compile(COMMAND_AT + r"\((?!\()")
-
-
-def _subshells(code: str) -> list[tuple[int, int]]:
-    """The spans of the script's `( … )` subshells, in whose shell an assignment stays:
-    `f() { ( m=0 ); ((m++)); }` counts `m` from what it was before the subshell."""
-    memo: Memo = {}
-    spans: list[tuple[int, int]] = []
-    for m in _SUBSHELL_RE.finditer(code):
-        at = m.end() - 1
-        if at and code[at - 1] == "(":
-            continue  # the inner `(` of `((`
-        try:
-            spans.append((at, group_end(code, at, 0, memo)))
-        except Exception:  # noqa: BLE001 (an unclosed `(`: no span)
-            continue
-    return spans
 
 
 def _with_later_passes(calls: list[Call], loops: dict[int, int]) -> list[Call]:
