@@ -116,6 +116,7 @@ class ChainsRepo(_Repo):
         if result.rowcount != 1:
             raise KeyError(f"no chain {chain_id}")
 
+
 class RecordedAttempt(NamedTuple):
     """The chain's attempt for a job, and whether the call that returned it recorded it."""
 
