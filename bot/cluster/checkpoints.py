@@ -18,6 +18,7 @@ from bot.core.checkpoints import (
     LookupBoundReached,
     RequestCount,
     choose_checkpoint,
+    matches,
     resolve_pointer,
 )
 from bot.core.text import N_
@@ -45,6 +46,8 @@ def probe_checkpoints(
         rule = CompletenessRule.parse(rule)
     requests = RequestCount()
     sftp = _Counted(sftp, requests)
+    globs = tuple(globs)
+    abs_root, linked = root, set[str]()
     try:
         abs_root = _absolute(sftp, root)
         try:
@@ -58,15 +61,23 @@ def probe_checkpoints(
         if pointer_name and pointer_name in names:
             with sftp.open(posixpath.join(abs_root, pointer_name), "rb") as f:
                 pointer = f.read(MAX_POINTER_BYTES).decode("utf-8", errors="replace")
+        target = resolve_pointer(abs_root, pointer) if pointer is not None else None
+        in_root = posixpath.basename(target) if isinstance(target, str) and \
+            posixpath.dirname(target) == abs_root else None
 
-        dir_names = [n for n, e in names.items() if _is_dir(sftp, abs_root, e)]
-    except LookupBoundReached:  # the root's own entries took every request
-        return CheckpointDecision(None, (), LookupBound(root, 0, 0, requests.made))
+        # a symlink is a candidate if its target is a dir: a stat, asked only of the names
+        # the lookup could take (a checkpoint's, the pointer's), not of the root's others
+        linked = {n for n, e in names.items() if stat.S_ISLNK(e.st_mode or 0)
+                  and (matches(n, globs) or n == in_root)}
+        dir_names = [n for n, e in names.items()
+                     if (n in linked or not stat.S_ISLNK(e.st_mode or 0))
+                     and _is_dir(sftp, abs_root, e)]
+    except LookupBoundReached:  # the root's own listing took every request
+        return CheckpointDecision(None, (), LookupBound(abs_root, 0, 0, requests.made,
+                                                        len(linked)))
     extra: list[str] = []
-    if pointer is not None:
-        target = resolve_pointer(posixpath.normpath(abs_root), pointer)
-        if isinstance(target, str) and posixpath.dirname(target) != posixpath.normpath(abs_root):
-            extra.append(target)  # a pointer to a checkpoint kept elsewhere
+    if isinstance(target, str) and in_root is None:
+        extra.append(target)  # a pointer to a checkpoint kept elsewhere
     listing = _LazyListing(sftp, abs_root, dir_names, extra)
     return choose_checkpoint(
         abs_root,

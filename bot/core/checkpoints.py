@@ -57,15 +57,22 @@ class RequestCount:
 @dataclass(frozen=True)
 class LookupBound:
     """A lookup stopped at its request bound before finding a complete checkpoint: the
-    `checked` newest candidates of `root` are incomplete, the `unchecked` older ones were not
-    looked at, so none of them may be resumed from (nor may the run start from scratch)."""
+    `checked` newest candidates of `root` (normalized) are incomplete, the `unchecked` older
+    ones were not looked at, so none of them may be resumed from (nor may the run start from
+    scratch). `symlinks` is not None when it stopped while listing `root`, before any
+    candidate was known: telling whether each of the `symlinks` entries of it named like a
+    checkpoint is a directory takes a request (a stat) each."""
 
     root: str
     checked: int
     unchecked: int
     requests: int
+    symlinks: int | None = None
 
     def __str__(self) -> str:
+        if self.symlinks is not None:
+            return (f"{self.root}: stopped while listing it, after {self.requests} SFTP "
+                    f"requests ({self.symlinks} symlinks named like checkpoints)")
         return (f"{self.root}: stopped after {self.requests} SFTP requests: the "
                 f"{self.checked} newest candidates checked are incomplete, the {self.unchecked} "
                 "older ones were not checked")
@@ -129,9 +136,18 @@ class CheckpointDecision:
 
 def lookup_stopped(path: str, decision: CheckpointDecision) -> Text:
     """What a lookup that stopped at its request bound (`decision.bound`) found in `path` (the
-    directory as the recipe names it): the clause the refused resume and the preflight say."""
+    directory as the recipe names it): the clause the refused resume and the preflight say.
+    One that stopped while listing the directory names it as listed (`bound.root`): the
+    symlinks to replace are there."""
     bound = decision.bound
     assert bound is not None, "the lookup did not stop at its bound"
+    if bound.symlinks is not None:  # no candidate known: the counts below would be zeros
+        return N_("the checkpoint lookup in %(path)s stopped while listing the directory, "
+                  "after %(made)s SFTP requests (its bound is %(requests)s), before it checked "
+                  "any checkpoint: each of the %(symlinks)s symlinks there named like a "
+                  "checkpoint takes a request to tell whether it is a directory",
+                  path=bound.root, made=bound.requests, requests=CHECKPOINT_REQUESTS,
+                  symlinks=bound.symlinks)
     return N_("the checkpoint lookup in %(path)s stopped at its bound of %(requests)s SFTP "
               "requests; the %(checked)s newest checkpoints it checked are incomplete "
               "(%(skipped)s) and the %(unchecked)s older ones were not checked",
@@ -323,5 +339,6 @@ __all__ = [
     "incomplete_reason",
     "iteration_of",
     "lookup_stopped",
+    "matches",
     "resolve_pointer",
 ]

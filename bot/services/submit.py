@@ -304,6 +304,12 @@ def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTPCalls, task: int | No
             globs=ck.globs(), at_most=at_most,
         )
     except LookupStopped as exc:
+        if exc.bound.symlinks is not None:  # stopped before any checkpoint was checked
+            raise CheckpointLookupStopped(N_(
+                "not resumed: %(stopped)s, so the run neither resumes from one nor starts "
+                "from scratch. Replace those symlinks with the directories they point to or "
+                "remove the old ones, then resume again",
+                stopped=lookup_stopped(directory, exc.decision))) from None
         raise CheckpointLookupStopped(N_(
             "not resumed: %(stopped)s, so the run neither resumes from one nor starts from "
             "scratch. Remove the incomplete checkpoints or write a complete one's name in "

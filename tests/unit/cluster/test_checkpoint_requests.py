@@ -110,3 +110,89 @@ def test_a_complete_checkpoint_within_the_bound_is_found_with_the_requests_it_ta
     assert decision.bound == LookupBound(
         "/ck/mix", checked=7, unchecked=2, requests=20)
     assert made(peer) == CHECKPOINT_REQUESTS
+
+
+def test_symlinks_not_named_like_checkpoints_take_no_request(peer: Peer) -> None:
+    """30 symlinks in the root named like no checkpoint (a run's logs, its configs): none is
+    stat'ed, so the complete checkpoint under 8 newer incomplete ones is found in the same 19
+    requests as without them. Before, each took a stat at the root's listing and the lookup
+    stopped there, 0 checkpoints checked."""
+    root = _root(peer, range(2000, 2008))
+    logs = peer.root / "logs"
+    logs.mkdir()
+    for i in range(30):
+        (root / f"run_{i}.log").symlink_to(logs)
+    decision = _probe(peer, "/ck/mix")
+    assert decision.bound is None and decision.checkpoint is not None
+    assert decision.checkpoint.path == "/ck/mix/iter_000001000"
+    assert (peer.requests["stat"], made(peer)) == (0, 19)
+
+
+def test_a_resume_stopped_by_symlinked_checkpoints_says_it_stopped_listing_them(
+        peer: Peer) -> None:
+    """25 symlinked checkpoints over a complete one: telling whether each is a directory (a
+    stat each) takes the bound while listing `ck/mix`, before any checkpoint is checked. The
+    refusal says so, with the directory as listed, the requests made and what to do, in
+    English and Korean; it neither resumes nor starts afresh."""
+    from fakes import make_config
+
+    from bot.core.text import render_text
+    from bot.services.submit import CheckpointLookupStopped, find_resume_checkpoint
+    from bot.slack.render import translator
+
+    root = _root(peer, range(0))
+    elsewhere = peer.root / "elsewhere"
+    for it in range(2000, 2025):
+        (root / f"iter_{it:09d}").symlink_to(_checkpoint(elsewhere, it, complete=False))
+    recipe = make_config(checkpoint={"dir": "ck/mix"}).recipes["mix"]
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        peer.requests.clear()
+        with pytest.raises(CheckpointLookupStopped) as refused:
+            find_resume_checkpoint(recipe, sftp)
+    assert (peer.requests["realpath"], peer.requests["stat"]) == (1, 18)
+    assert made(peer) == CHECKPOINT_REQUESTS
+    text = refused.value.args[0]
+    assert str(text) == (
+        "not resumed: the checkpoint lookup in /ck/mix stopped while listing the directory, "
+        "after 20 SFTP requests (its bound is 20), before it checked any checkpoint: each of "
+        "the 25 symlinks there named like a checkpoint takes a request to tell whether it is "
+        "a directory, so the run neither resumes from one nor starts from scratch. Replace "
+        "those symlinks with the directories they point to or remove the old ones, then "
+        "resume again")
+    assert render_text(text, translator("ko").gettext) == (
+        "재개하지 않았습니다: `/ck/mix`의 체크포인트 조회가 디렉터리 목록을 읽는 중에 SFTP 요청 "
+        "20개 뒤에 멈췄습니다(한도 20개). 체크포인트는 하나도 확인하지 못했습니다: 그곳에서 "
+        "체크포인트처럼 이름 붙은 심볼릭 링크 25개는 각각 디렉터리인지 알아보는 데 요청이 "
+        "하나씩 듭니다. 그래서 어느 것에서도 재개하지 않고 처음부터 시작하지도 않습니다. 그 "
+        "심볼릭 링크를 가리키는 디렉터리로 바꾸거나 오래된 것을 지운 뒤 다시 재개하세요")
+
+
+def test_the_preflight_stopped_by_symlinked_checkpoints_says_what_to_do(peer: Peer) -> None:
+    """The same root, the preflight's memory budget: skipped, saying where the lookup stopped
+    and to replace the symlinks or pass --params, in English and Korean."""
+    from fakes import make_config
+
+    from bot.core.text import render_text
+    from bot.services.preflight import PreflightOptions, memory_section
+    from bot.slack.render import translator
+
+    root = _root(peer, range(0))
+    elsewhere = peer.root / "elsewhere"
+    for it in range(2000, 2025):
+        (root / f"iter_{it:09d}").symlink_to(_checkpoint(elsewhere, it, complete=False))
+    recipe = make_config(checkpoint={"dir": "/ck/mix"}).recipes["mix"]
+    with peer.runner() as runner:
+        (finding,), budget = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
+    assert budget is None and finding.level == "warn"
+    assert finding.message == (
+        "no parameter count (the checkpoint lookup in /ck/mix stopped while listing the "
+        "directory, after 20 SFTP requests (its bound is 20), before it checked any "
+        "checkpoint: each of the 25 symlinks there named like a checkpoint takes a request to "
+        "tell whether it is a directory): skipped the checkpoint memory budget")
+    assert finding.fix == (
+        "replace those symlinks with the directories they point to or remove the old ones (a "
+        "resume of this recipe is refused until then), or pass --params (e.g. --params 1.4B)")
+    assert render_text(finding.fix_text, translator("ko").gettext) == (
+        "그 심볼릭 링크를 가리키는 디렉터리로 바꾸거나 오래된 것을 지우세요(그때까지 이 레시피의 "
+        "재개는 거부됩니다). 아니면 `--params`를 주세요 (예: `--params 1.4B`)")
