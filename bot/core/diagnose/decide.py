@@ -264,7 +264,18 @@ def diagnose(
         # waiting to start again (requeued: preempted, its node failed, scontrol requeue) after
         # the run this log shows ended: that run's end is history, the job starts again by
         # itself; its class stays a secondary one
-        case_cause = Requeued(acct.state)
+        if chosen not in failed_classes:  # submitit's time-out verdict read as a preemption
+            secondary.append(chosen)
+        if chosen in ("time_limit", "preempted") and (
+                own := requeued_by_submitit(matches, series)) is not None:
+            # submitit's own requeue (scontrol requeue) after its verdict, which Slurm shows:
+            # its line, the time-outs left and the verdict read as a preemption, as without
+            # accounting (below)
+            case_cause = Requeued(acct.state, "submitit", own.line, own.remaining,
+                                  cause=case_cause)
+            evidence.append(Evidence(own.line, own.text))
+        else:
+            case_cause = Requeued(acct.state)
         chosen, decided_by = NONE_CLASS, ACCOUNTING
     if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
             killed := _rank_killed_first(matches, primary, series)) is not None:

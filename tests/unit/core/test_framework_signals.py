@@ -217,6 +217,48 @@ def test_submitits_time_out_that_was_a_preemption_and_its_requeue_are_both_told(
     assert explain(standing).startswith("submitit requeued the job itself")
 
 
+@pytest.mark.parametrize("state", ["REQUEUED", "PENDING"])
+@pytest.mark.parametrize(("text", "was", "line", "remaining", "cause"), [
+    (_submitit_timed_out(598, 600), "time_limit", 6, 2, None),
+    (_submitit_timed_out(500, 600), "preempted", 6, 2, "submitit_preempted"),
+    (_submitit_preempted(30, 600), "preempted", 7, 3, None),
+])
+def test_a_job_submitit_requeued_that_slurm_shows_requeued_says_submitit_requeued_it(
+        catalogue, text, was, line, remaining, cause, state):
+    """sacct's REQUEUED or PENDING after submitit's `Requeued job 4242 (k remaining timeouts)`
+    (submitit/slurm/slurm.py, SlurmJobEnvironment._requeue, once `scontrol requeue` returned 0):
+    the requeued detail with submitit's line, the time-outs left, sacct's state and the
+    preemption its time-out verdict was, as the log reads without accounting, where it said
+    only that Slurm requeued the job (a preemption, a node's failure or scontrol requeue)."""
+    d = _diagnose(catalogue, text, Accounting(state=state))
+    assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
+    assert d.detail is not None
+    assert (d.detail["kind"], d.detail["state"], d.detail["framework"], d.detail["line"],
+            d.detail["remaining"]) == ("requeued", state, "submitit", line, remaining)
+    assert (d.detail["cause"] or {}).get("kind") == cause
+    assert d.secondary == (was,) and _shows(d, "Requeued job 4242")
+    said = explain(d)
+    assert (f"submitit requeued the job itself (line {line}, {remaining} requeues left for "
+            "time-outs)") in said and said.endswith("nothing needs resubmitting.")
+    assert "Slurm requeued it after the run this log shows ended" not in said
+    assert (cause is not None) == ("The scheduler preempted the job." in said)
+    ko = explain(d, "ko")
+    assert f"submitit이 작업을 스스로 다시 대기열에 넣었습니다({line}번째 줄" in ko
+    assert (cause is not None) == ("스케줄러가 작업을 선점했습니다." in ko)
+
+
+def test_a_time_out_submitit_did_not_requeue_that_slurm_requeued_says_slurm_requeued_it(
+        catalogue):
+    """No `Requeued job` line (the checkpoint function returned None): sacct's REQUEUED is
+    Slurm's own requeue, told as such."""
+    d = _diagnose(catalogue, _submitit_timed_out(598, 600, requeued=False),
+                  Accounting(state="REQUEUED"))
+    assert (d.class_id, d.action) == ("none", Action.NONE)
+    assert d.detail is not None and (d.detail["kind"], d.detail["framework"]) == (
+        "requeued", None)
+    assert "Slurm requeued it after the run this log shows ended" in explain(d)
+
+
 @pytest.mark.parametrize("text", [
     # the checkpoint function returned None: submitit did not requeue (UncompletedJobError)
     _submitit_timed_out(598, 600, requeued=False),
