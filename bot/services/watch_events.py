@@ -251,8 +251,9 @@ class ThreadEvents:
         nothing twice: the poster's key), PostError when none has."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
+        prefix = _in_thread(event.key)
         unposted = [chain.id for chain in chains if has_thread(self.ctx, chain.id)
-                    and not thread_note(self.ctx, chain.id, f"{event.key}:chain:{chain.id}",
+                    and not thread_note(self.ctx, chain.id, f"{prefix}{chain.id}",
                                         self._say(event, recipe=chain.recipe))]
         if not chains:
             log.warning("%s", event.text)
@@ -260,6 +261,11 @@ class ThreadEvents:
             told = [c.id for c in chains if c.id not in unposted and has_thread(self.ctx, c.id)]
             error = PartlyPosted if told else PostError
             raise error(f"{event.key}: not posted in the threads of chains {unposted}")
+
+    def said_in_a_thread(self, key: str) -> bool:
+        """Whether a chain's thread has the cluster notice `key` (its post there is recorded
+        posted; one Slack may have taken before the bot stopped, an intent, is not known)."""
+        return self.ctx.store.slack_posts.posted_under(_in_thread(key))
 
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""
@@ -415,6 +421,12 @@ class ThreadEvents:
         self.ctx.sink.post_reply(event.chain_id, event.key, blocks, text)
 
 
+def _in_thread(key: str) -> str:
+    """The start of the keys a cluster's notice `key` is posted under, one per chain's thread
+    (the chain's id follows)."""
+    return f"{key}:chain:"
+
+
 def _shown(event: WatchEvent) -> str:
     """The event's job as people read it: `123_4` for an array task (its record says, or,
     without a record, the event's `shown_id` fact)."""
@@ -451,6 +463,10 @@ class WebhookEvents:
     def publish(self, event: WatchEvent) -> None:
         self.inner.publish(event)
         self.webhook.post_json(event.to_json())
+
+    def said_in_a_thread(self, key: str) -> bool:
+        """Whether a chain's thread has the cluster notice `key` (the threads')."""
+        return self.inner.said_in_a_thread(key)
 
     def chain_changed(self, chain_id: int) -> None:
         """A chain's attempts or status changed in the store (a job ended and its result is

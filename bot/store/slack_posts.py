@@ -112,6 +112,14 @@ class SlackPostsRepo(_Repo):
             .order_by(t.slack_posts.c.updated_at),
         )
 
+    def posted_under(self, prefix: str) -> bool:
+        """Whether a post whose key starts with `prefix` is posted (one message sent to
+        several threads, under a key each: a cluster's notice)."""
+        posts = t.slack_posts
+        return self._one(SlackPost, select(posts).where(
+            posts.c.key.startswith(prefix, autoescape=True), posts.c.state == "posted",
+        ).limit(1)) is not None
+
     def for_chain(self, chain_id: int) -> list[SlackPost]:
         return self._all(
             SlackPost,

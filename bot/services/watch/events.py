@@ -77,7 +77,9 @@ class EventSink(Protocol):
     attempt's result and the chain's status, so the thread's root can be rewritten from it;
     and `progress_changed(chain_id)`: called at a tick's end when only what the chain's root
     shows moved in the store: its running jobs' iterations (at most once every
-    `persist_every_s` per root), or the state of a run that is no parallel chain (at once).
+    `persist_every_s` per root), or the state of a run that is no parallel chain (at once);
+    and `said_in_a_thread(key) -> bool`: whether a thread has the cluster notice published
+    under `key` (its post recorded), asked of one left `pending` (bot.services.watch.outbox).
     """
 
     def publish(self, event: WatchEvent) -> None: ...

@@ -13,9 +13,10 @@ when the cluster answers. A notice recorded before the outage's start was stored
 (no `down_since`) dates the outage from its key (`cluster:C:down:START`), and says its
 English text. A bot that starts (or takes the cluster over from another replica) knows from
 the store an outage told before it: the cluster's latest notice said in a thread (posted, or in
-some threads) with no "answers again" note recorded for it. That outage is announced: it is not
-told again while the cluster stays down, and its "answers again" note follows when it answers.
-The "answers again" note is recorded the same way;
+some threads, or left `pending` by a bot that stopped between posting it and marking it, the
+threads' posts telling: bot.services.watch.outbox) with no "answers again" note recorded for
+it. That outage is announced: it is not told again while the cluster stays down, and its
+"answers again" note follows when it answers. The "answers again" note is recorded the same way;
 one whose post failed (in any of its threads), or that a restart left, is posted at the next
 tick, failed or not (it is still true), as it was recorded (the start of the outage it ends),
 before any notice of a new outage.

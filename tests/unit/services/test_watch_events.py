@@ -403,6 +403,70 @@ def test_a_restarted_bot_says_nothing_of_an_outage_over_before_it_was_told(store
     assert replies(ctx) == []
 
 
+class Died(Exception):
+    """The bot's process ending where it stands (SIGKILL, OOM): nothing after it runs."""
+
+
+def _notice_posted_then_died(ctx, monkeypatch, refused: int) -> None:
+    """Two threads on cluster dev; its outage from 1_000_000 is told, Slack refusing the
+    first `refused` threads' notices, and the bot dies right after the publish, before the
+    notice's row is marked (it stays `pending`)."""
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+
+    for _ in range(2):
+        chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    health = slack_refusing(ctx, fails=refused)
+    mark = ctx.store.incidents.set_state
+
+    def dies_marking_the_notice(key: str, state: str) -> None:
+        if key.startswith("cluster:dev:down:"):
+            raise Died(f"{key} -> {state}")
+        mark(key, state)
+
+    with monkeypatch.context() as m:
+        m.setattr(ctx.store.incidents, "set_state", dies_marking_the_notice)
+        for i in range(2):
+            health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                          TickReport(ok=True))
+        with pytest.raises(Died):
+            health.failed(1_000_120.0, CommandTimedOut(["squeue", "--me"], 20),
+                          TickReport(ok=True))
+    assert [i.key for i in ctx.store.incidents.of_class("cluster_unreachable", ("pending",))] \
+        == ["cluster:dev:down:1000000"]
+
+
+@pytest.mark.parametrize("next_tick", ["answers", "still down"])
+@pytest.mark.parametrize("refused", [0, 1])
+def test_a_bot_that_died_between_posting_the_notice_and_marking_it_ends_the_outage_once(
+        store, monkeypatch, refused, next_tick):
+    """The notice reached both threads (or the second only, Slack refusing the first) and
+    the bot died before marking it posted; a new bot (new health, outbox and thread writer
+    over the same store) starts. Answering: the threads told hear once that it is over, and
+    no thread gets the notice; still down first: the thread that lacked it gets it, once.
+    Before, the new bot took the notice for one never said: dropped, no "answers again"."""
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    _notice_posted_then_died(ctx, monkeypatch, refused)
+    told = [1, 2][refused:]
+    assert unreachable_notes(ctx) == told
+    restarted = slack_refusing(ctx, fails=0)
+    if next_tick == "still down":
+        for i in range(4):
+            restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                             TickReport(ok=True))
+        told = [1, 2]
+    restarted.ok(1_004_000.0, TickReport(ok=True))
+    restarted.ok(1_004_060.0, TickReport(ok=True))
+    slack_refusing(ctx, fails=0).ok(1_004_120.0, TickReport(ok=True))  # and another restart
+    assert unreachable_notes(ctx) == told
+    assert thread_notes(ctx, BACK) == [1, 2]
+    assert restarted.outbox.unposted("cluster_unreachable") == []
+
+
 def test_a_notice_stored_before_the_outages_start_was_is_posted_and_dates_the_outage(store):
     """A notice recorded by a bot older than the stored outage start (no `down_since`, no
     facts, only its English text) and left unposted: the outage dates from its key, not from
