@@ -79,7 +79,8 @@ class JobWatch:
     # CLUSTER:JOB:final) post may be retried, the line is not written again
     judged_without_logged: bool = False
     # the running job's files that could not be read when last read, by kind ("log",
-    # "sampler"): the path and when it was first found so (Watcher._running_unreadable)
+    # "sampler"): the path and when it was first found so (Watcher._running_unreadable;
+    # forgotten, once logged, when the job ends or is no longer watched)
     running_unreadable: dict[str, tuple[str, float]] = field(default_factory=dict)
 
 

@@ -139,7 +139,9 @@ class Watcher:
     job that ran has ended is not waited for (a job that ended before its sampler started has
     none); the incident says no samples were found. A running job's unreadable file is only
     read again next tick (what did read is applied); that is logged once when it starts and
-    once when the file reads again, not each tick.
+    once when it ends: the file reads again, the job ends (its file read again, or ended while
+    it could not be read: the ended job's wait follows), or the job is no longer watched; not
+    each tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -240,6 +242,7 @@ class Watcher:
         ids = sorted({int(w.job_id) for w in watched})
         report.jobs = len(ids)
         if not ids:
+            self._forget_unwatched(set(), now)
             self.health.ok(now, report)
             self._run_due_resubmits(now, report)
             return report
@@ -265,12 +268,9 @@ class Watcher:
                 continue
             with log_fields(job=w.job_id, chain=w.chain_id):
                 self._judge(w, record, now, report, memory.get(job_id), reads.get(job_id))
-        # Jobs no longer watched (unwatched, finished elsewhere): forget their state, and the
-        # warnings of chains with no job left here (read again from the store if they return).
-        for gone in set(self._jobs) - set(ids):
-            del self._jobs[gone]
-        for gone in set(self._records) - set(ids):
-            del self._records[gone]
+        self._forget_unwatched(set(ids), now)
+        # the warnings of chains with no job left here (read again from the store if they
+        # return)
         self.outbox.keep_warnings_of({w.chain_id for w in watched})
         self.chains.publish_changed(now)  # at most one root update per chain and tick
         self._run_due_resubmits(now, report)
@@ -335,7 +335,7 @@ class Watcher:
                 and record.is_finished:
             # An array's tasks that never started (cancelled while waiting): nothing ran,
             # nothing to diagnose; its chain's root counts the tasks that did.
-            self._unwatch(w.job_id)
+            self._unwatch(w.job_id, now)
             self.chains.end_adopted(w.chain_id, now)
             return
         if record.is_pending:
@@ -354,11 +354,12 @@ class Watcher:
             add_sstat_sample(jw, memory)
             self._running(jw, record, now, report)
         elif record.is_finished:
+            self._ended_while_unreadable(jw, reads, now)
             if self.store.watched_jobs.get(self.cluster, str(w.job_id)) is None:
                 # Unwatched while this tick ran (a "Cancel and resume" click scancels only
                 # after removing the job from the list, and records its attempt itself):
                 # its end is that decision's, not a failure to report.
-                self._jobs.pop(jw.job_id, None)
+                self._forget_job(jw.job_id, now)
                 return
             if self._cancel_unknown(str(w.job_id)):
                 # A Cancel (and resume) whose scancel's end was not seen: whether this end is
@@ -378,9 +379,10 @@ class Watcher:
     def _running_unreadable(self, jw: JobWatch, reads: JobReads, now: float) -> bool:
         """Could one of the running job's files not be read this tick (read again next tick)?
         Logged once per file when it starts and once when it reads again, with how long it
-        was unread (JobWatch.running_unreadable, in memory: a restart may say it once more),
-        not each tick it goes on. A tick whose read failed as a whole (the connection) read
-        nothing: what was unreadable stays so."""
+        was unread (JobWatch.running_unreadable, in memory: a restart may say it once more;
+        the job's end or its unwatching says it too: `_ended_while_unreadable`,
+        `_forget_job`), not each tick it goes on. A tick whose read failed as a whole (the
+        connection) read nothing: what was unreadable stays so."""
         if reads.error is not None:
             return False
         failures = reads.failures
@@ -394,6 +396,41 @@ class Watcher:
             log.info("%s: job %s: its %s %s read again after %.0f s", self.cluster, jw.job_id,
                      kind, path, now - since)
         return bool(failures)
+
+    def _ended_while_unreadable(self, jw: JobWatch, reads: JobReads, now: float) -> None:
+        """The job has ended: each file of it that could not be read when it last ran
+        (JobWatch.running_unreadable) is logged once, as it is at the end, and forgotten:
+        read again (with how long it was unread), or still unreadable (the ended job's own
+        wait, `_unreadable`, follows it from here). A tick whose read failed as a whole (the
+        connection) read nothing: asked again at the next tick."""
+        if reads.error is not None:
+            return
+        for kind, (path, since) in jw.running_unreadable.items():
+            if kind in reads.failures:
+                log.info("%s: job %s ended while its %s %s could not be read (unread for "
+                         "%.0f s)", self.cluster, jw.job_id, kind, path, now - since)
+            else:
+                log.info("%s: job %s: its %s %s read again after %.0f s, the job ended",
+                         self.cluster, jw.job_id, kind, path, now - since)
+        jw.running_unreadable.clear()
+
+    def _forget_unwatched(self, ids: set[int], now: float) -> None:
+        """Jobs no longer watched (unwatched, finished elsewhere; `ids` are those watched):
+        their state forgotten, so one watched again starts anew."""
+        for gone in set(self._jobs) - ids:
+            self._forget_job(gone, now)
+        for gone in set(self._records) - ids:
+            del self._records[gone]
+
+    def _forget_job(self, job_id: int, now: float) -> None:
+        """Drop a job's in-memory state (no longer watched); a file of it that could not be
+        read when it last ran is logged once as such, its end never seen."""
+        jw = self._jobs.pop(job_id, None)
+        if jw is None:
+            return
+        for kind, (path, since) in jw.running_unreadable.items():
+            log.info("%s: job %s is no longer watched; its %s %s could not be read for the "
+                     "last %.0f s", self.cluster, job_id, kind, path, now - since)
 
     def _unreadable(self, jw: JobWatch, reads: JobReads,
                     now: float) -> dict[str, FileReadFailed] | None:
@@ -480,7 +517,7 @@ class Watcher:
         attempt = self.store.attempts.get_by_job(job, self.cluster)
         if attempt is not None and attempt.result is None:
             self.store.attempts.update(attempt.id, state="UNKNOWN", result="UNKNOWN")
-        self._unwatch(job)
+        self._unwatch(job, now)
         self.chains.end_adopted(w.chain_id, now)
         if w.chain_id is not None:
             self.chains.ended(w.chain_id, now)
@@ -656,15 +693,15 @@ class Watcher:
             elif decision.stop_chain:
                 self.store.chains.set_status(chain.id, "stopped", now=now)
             self.chains.ended(chain.id, now)
-        self._unwatch(str(jw.job_id))
+        self._unwatch(str(jw.job_id), now)
         if chain is not None and chain.parallel and not resubmitting:
             self.chains.end_adopted(chain.id, now)  # an array goes on while tasks remain
 
-    def _unwatch(self, job: str) -> None:
+    def _unwatch(self, job: str, now: float) -> None:
         """Done with a job: off the watch list, its tail offsets and in-memory state gone."""
         self.store.watched_jobs.remove(self.cluster, job)
         self.store.tail_offsets.delete_job(job)
-        self._jobs.pop(int(job), None)
+        self._forget_job(int(job), now)
 
 
 def _rss_charted(series: MetricSeries) -> bool:

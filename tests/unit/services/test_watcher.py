@@ -1079,7 +1079,7 @@ def _said(caplog, job: str = "88154") -> list[str]:
     return [r.getMessage() for r in caplog.records
             if f"job {job}" in r.getMessage() and any(
                 said in r.getMessage() for said in ("files", "cannot read", "cannot be read",
-                                                    "read again"))]
+                                                    "could not be read", "read again"))]
 
 
 def test_the_wait_for_an_unreadable_log_is_logged_when_it_starts_and_ends_not_each_tick(
@@ -1146,6 +1146,80 @@ def test_a_running_jobs_unreadable_log_is_logged_when_it_starts_and_ends_not_eac
         "(dd exit 1); read again each tick",
         f"dev: job 88154: its log {LOG} read again after 240 s"]
     assert store.watched_jobs.get(CLUSTER, "88154") is not None  # still watched
+
+
+def _running_with_its_log_unreadable(env):
+    """Job 88154 running; its log read once, then unreadable (chmod 000) at T0 + 60 and
+    T0 + 120: the watcher and the function that makes the log readable again."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154)
+    sftp.append(LOG, b"".join(story_lines()[:100]))
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0)
+    read = sftp.read
+    _unreadable(sftp)
+    for t in (60, 120):
+        w.tick(T0 + t)
+
+    def readable() -> None:
+        sftp.read = read  # type: ignore[method-assign]
+    return w, readable
+
+
+UNREADABLE = (f"dev: job 88154: its log cannot be read: {LOG}: reading it failed on the login "
+              "node (dd exit 1); read again each tick")
+
+
+def test_a_running_job_that_ends_while_its_log_is_unreadable_logs_it_once(env, caplog):
+    """The job ends while its log still cannot be read: the watcher's log says so once, with
+    how long it was unread, then the ended job's wait (its start, its end when the log reads
+    again), and nothing of the running job's file again."""
+    store, slurm, sftp, sink = env
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        w, readable = _running_with_its_log_unreadable(env)
+        _ended(slurm)
+        w.tick(T0 + 180)
+        w.tick(T0 + 240)
+        readable()
+        w.tick(T0 + 300)
+    assert _said(caplog) == [
+        UNREADABLE,
+        f"dev: job 88154 ended while its log {LOG} could not be read (unread for 120 s)",
+        f"dev: job 88154 ended and its files cannot be read: {LOG}: reading it failed on the "
+        "login node (dd exit 1); read again each tick for 600 s, then judged without them",
+        "dev: job 88154: its files read again after 120 s"]
+    assert [e.kind for e in sink.events] == ["incident"]
+
+
+def test_a_running_jobs_log_that_reads_again_as_the_job_ends_is_logged_read_again(
+        env, caplog):
+    store, slurm, sftp, sink = env
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        w, readable = _running_with_its_log_unreadable(env)
+        _ended(slurm)
+        readable()
+        w.tick(T0 + 180)
+        w.tick(T0 + 240)
+    assert _said(caplog) == [
+        UNREADABLE, f"dev: job 88154: its log {LOG} read again after 120 s, the job ended"]
+    assert [e.kind for e in sink.events] == ["incident"]
+
+
+def test_a_running_job_no_longer_watched_while_its_log_is_unreadable_logs_it_once(
+        env, caplog):
+    store, slurm, sftp, sink = env
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        w, _readable = _running_with_its_log_unreadable(env)
+        store.watched_jobs.remove(CLUSTER, "88154")  # /train unwatch
+        w.tick(T0 + 180)
+        store.watched_jobs.add(CLUSTER, "88154", now=T0 + 200)  # watched again: a new memory
+        w.tick(T0 + 240)
+    assert _said(caplog) == [
+        UNREADABLE,
+        f"dev: job 88154 is no longer watched; its log {LOG} could not be read for the last "
+        "120 s",
+        UNREADABLE]
 
 
 def test_judged_without_its_files_is_logged_once_while_the_incidents_post_is_retried(
