@@ -19,11 +19,18 @@ from fakes import (
 )
 from support.watcher import stalled_thread
 
-from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
 from bot.core.catalogue import Catalogue
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
-from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
+from bot.core.stacks import (
+    MARKER,
+    PERMISSION_DENIED,
+    TIMED_OUT,
+    ProcessFailure,
+    StackReport,
+    build_report,
+)
 from bot.core.train_grammar import parse_command
 from bot.services.stacks import Forensics, StackCollector, post_stacks, sampler_hint
 from bot.services.train import execute
@@ -153,6 +160,36 @@ def test_the_summary_in_the_recipes_language(store) -> None:
     text = ctx.sink.posts[-1][3]
     assert text.startswith("🔎 Python 스택 · 작업 88154: rank 4개 중 3개가 `all_gather` ← "
                            "`train_step`에 있습니다. 다른 곳에 있는 rank: *rank 3* (gpu-a01)")
+
+
+class TimingOutRunner(FakeRunner):
+    """An srun that outlasts whatever deadline it is given; the deadlines are recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+
+    def run(self, argv, *, timeout=None, **kwargs):  # noqa: ANN001, ANN003, ANN201
+        self.timeouts.append(timeout)
+        raise CommandTimedOut(argv, timeout or 0.0)
+
+
+def test_a_stalls_stacks_are_due_within_30_s_of_its_warning(store) -> None:
+    # The thread's promise (the stacks, or the line saying why there are none, within 30 s
+    # of the stall warning) as what the bot schedules: the collection starts on the tick that
+    # posts the warning (test_a_stall_posts_the_grouped_stacks_after_the_tick_…), its srun is
+    # given the cluster's stacks_timeout, 25 s by default, leaving 5 s for the post, and an
+    # srun past it is the timed-out line.
+    ctx = make_context(store)
+    cluster = ctx.config.clusters["dev"]
+    assert cluster.stacks_timeout + 5.0 <= 30.0
+    cluster.py_spy = "/opt/site/bin/py-spy"  # placing trainbot's own copy is not timed here
+    runner, slurm = TimingOutRunner(), FakeSlurm()
+    slurm.add(88154, state="RUNNING")
+    report = StackCollector(ctx.config, FakeClusters(slurm, runner=runner),
+                            clock=lambda: T0).collect("dev", "88154")
+    assert runner.timeouts == [cluster.stacks_timeout]
+    assert report.problem is not None and report.problem.cause == TIMED_OUT
 
 
 def test_the_collection_runs_srun_beside_the_job_with_the_sites_py_spy(store) -> None:
