@@ -11,6 +11,10 @@
   missing CUDA tool, Megatron's planned stop), and `case_detail`, its `detail` data;
 - bot.core.diagnose.ending: how a log with no accounting ends (an unhandled error, a final
   save, epochs left), which the decision weighs last.
+- bot.core.diagnose.set_aside: `deciding_matches`, the matches the decision weighs (less the
+  failures the run survived);
+- bot.core.diagnose.requeue: a job that starts again by itself, requeued by Slurm or by its
+  framework (Lightning, submitit), as the `Requeued` detail.
 
 Import from here; the modules are the package's layout.
 """

@@ -21,9 +21,12 @@ name. A training framework's own announcement of the scheduler's signal is read 
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
 it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after
 its verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with
-Slurm's COMPLETED 0:0 is a time limit by hint. A job that ended while it waited in the queue
-(accounting's `never_started`) is judged from its accounting alone, whatever a log says: it ran
-nothing, and a person decides whether to submit it again. Pure: no file or clock access.
+Slurm's COMPLETED 0:0 is a time limit by hint. A job that starts again by itself after the
+run its log shows (Slurm's requeue, Lightning's or submitit's own) has nothing to act on
+(bot.core.diagnose.requeue); the matches weighed are those bot.core.diagnose.set_aside keeps.
+A job that ended while it waited in the queue (accounting's `never_started`) is judged from its
+accounting alone, whatever a log says: it ran nothing, and a person decides whether to submit
+it again. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -48,8 +51,6 @@ from bot.core.detectors import (
 )
 from bot.core.diagnose.announced import (
     as_submitit_decided,
-    requeued_by_lightning,
-    requeued_by_submitit,
     stopped_on_sigterm,
     submitit_preemption,
     submitit_verdicts_only,
@@ -76,7 +77,6 @@ from bot.core.diagnose.cause import (
     case_detail,
 )
 from bot.core.diagnose.ending import (
-    NOT_FATAL_VALIDATION,
     ends_at_shell_prompt,
     ends_cut_off,
     ends_in_closed_progress_table,
@@ -90,6 +90,14 @@ from bot.core.diagnose.ending import (
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.diagnose.line_cause import line_cause
+from bot.core.diagnose.requeue import (
+    NOT_STARTED,
+    SUBMITIT_VERDICTS,
+    lightning_requeue,
+    submitit_requeue,
+    waiting_again,
+)
+from bot.core.diagnose.set_aside import deciding_matches
 from bot.core.metrics import MetricSeries
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
     ACCOUNTING,
@@ -127,21 +135,9 @@ _ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
 #: What accounting alone reads in a failed job whose ranks saw NCCL's remote error: the
 #: reporting rank's SIGABRT (nccl_timeout) or exit code (unknown_failure), not the peer's cause.
 _REPORTING_RANKS_CLASSES = frozenset({"nccl_timeout", "unknown_failure"})
-# Not started (or waiting to start again): judged like a running job.
-_NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
 _WRAPPER = re.compile(
     r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
 )
-# A C/C++ compiler's own diagnostic on a source file (gcc's and clang's `file:line:col: error:`,
-# as the catalogue's unknown_failure hint has it): the compiler ran.
-_COMPILER_DIAGNOSTIC = re.compile(
-    r"\.(?:c|cc|cpp|cxx|h|hpp|cu|cuh):[0-9]+:[0-9]+: (?:fatal )?error: ")
-# Inductor's wrapper of a failed build, whatever the compiler said or whether it ran at all.
-_CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
-# DeepSpeed's fp16 loss scaler overflowing at its minimum scale (the catalogue's nan_loss line),
-# and how many of them make a divergence.
-_OVERFLOW_AT_MINIMUM = re.compile(r"OVERFLOW! Rank [0-9]+ Skipping step\. Attempted loss scale: 1")
-_OVERFLOWS_AT_MINIMUM = 3
 # torchrun's summary of the failure it observed first (its ChildFailedError's `Root Cause
 # (first observed failure):` entry, time, host, rank, exitcode, error_file and traceback lines
 # after it), which names the rank that died first whatever order the ranks' lines came in.
@@ -158,11 +154,6 @@ _RERUN_ELSEWHERE = re.compile(r"resume the job from the (?:same )?checkpoint to 
 # Its persistent-error verdict, printed on the GPU that reran the step correctly: the faulty GPU
 # was the previous run's, which this log does not name.
 _PERSISTENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible persistent error!")
-# Its transient-error verdict (the step's rerun on the same GPU gave another result). Fatal, it
-# ends the run (exit 17, `Exiting now. ...`); on a non-fatal check (`validate_result(...,
-# fatal=False)`: the spiky-loss and large-grads checks) it is a warning, after which Megatron
-# prints that it goes on (ending.NOT_FATAL_VALIDATION) and trains on.
-_TRANSIENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible transient error!")
 
 
 # Used when a class id is missing from the catalogue (e.g. `none`: its `detail` says how it
@@ -210,14 +201,13 @@ def diagnose(
     """
     acct = accounting or Accounting()
     if (never := acct.never_started) is not None and acct.state is not None \
-            and not acct.is_running and acct.state not in _NOT_STARTED:
+            and not acct.is_running and acct.state not in NOT_STARTED:
         return _never_started(catalogue, acct, never, target_iter)
     if series.run_start is not None:
         matches = [m for m in matches if m.line_no >= series.run_start]
         tail = [(n, text) for n, text in tail if n >= series.run_start]
         epilogue = [(n, text) for n, text in epilogue if n >= series.run_start]
-    matches = as_submitit_decided(_without_single_overflows(_without_rejected_compiles(
-        _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series, tail))))
+    matches = as_submitit_decided(deciding_matches(matches, series, tail))
     target = run_target(submitted=None, configured=target_iter, logged=series.target_iter)
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
@@ -260,22 +250,15 @@ def diagnose(
             [m for m in primary if m.class_id == "time_limit"]):
         # sacct's PREEMPTED: submitit's time-out verdict was its clock's guess, no second class
         failed_classes.discard("time_limit")
-    if acct.state in _NOT_STARTED and chosen is not None and chosen not in state_classes:
-        # waiting to start again (requeued: preempted, its node failed, scontrol requeue) after
-        # the run this log shows ended: that run's end is history, the job starts again by
-        # itself; its class stays a secondary one
+    if acct.state in NOT_STARTED and chosen is not None and chosen not in state_classes:
+        # waiting to start again (requeued: preempted, its node failed, scontrol requeue, or
+        # submitit's own requeue after its verdict) after the run this log shows ended: that
+        # run's end is history, the job starts again by itself; its class stays a secondary one
         if chosen not in failed_classes:  # submitit's time-out verdict read as a preemption
             secondary.append(chosen)
-        if chosen in ("time_limit", "preempted") and (
-                own := requeued_by_submitit(matches, series)) is not None:
-            # submitit's own requeue (scontrol requeue) after its verdict, which Slurm shows:
-            # its line, the time-outs left and the verdict read as a preemption, as without
-            # accounting (below)
-            case_cause = Requeued(acct.state, "submitit", own.line, own.remaining,
-                                  cause=case_cause)
-            evidence.append(Evidence(own.line, own.text))
-        else:
-            case_cause = Requeued(acct.state)
+        requeue = waiting_again(chosen, acct.state, matches, series, case_cause)
+        case_cause = requeue.cause
+        evidence.extend(requeue.evidence)
         chosen, decided_by = NONE_CLASS, ACCOUNTING
     if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
             killed := _rank_killed_first(matches, primary, series)) is not None:
@@ -290,7 +273,7 @@ def diagnose(
         chosen, decided_by, case_cause = "host_oom", SIGNATURE, EpilogueMemory(killed_over)
         failed_classes.add("host_oom")
         evidence = [Evidence(n, t) for n, t in killed_over.lines]
-    running = acct.is_running or acct.state in _NOT_STARTED or (
+    running = acct.is_running or acct.state in NOT_STARTED or (
         acct.state is None and chosen is None
     )
 
@@ -305,14 +288,13 @@ def diagnose(
             chosen, decided_by = "memory_leak", DETECTOR
             evidence = _leak_evidence(leak)
         elif acct.state is not None and (
-                requeue := requeued_by_lightning(matches, series)) is not None:
+                lightning := lightning_requeue(acct.state, matches, series)) is not None:
             # Slurm shows the job waiting to start again (REQUEUED, PENDING) or started again
             # with nothing of its next run in the log yet: the run this log shows ended in
             # Lightning's own requeue, as it reads without accounting (below), not in progress
             secondary.append("time_limit")
             chosen, decided_by = NONE_CLASS, HINT
-            case_cause = Requeued(acct.state, "lightning", requeue.line_no)
-            evidence = [Evidence(requeue.line_no, requeue.text)]
+            case_cause, evidence = lightning.cause, list(lightning.evidence)
         elif acct.state is None and (
                 ended := ends_cut_off(catalogue, tail) or ends_in_error(matches, tail, series)):
             # no accounting; the log ends in a deciding line cut off or in an error
@@ -379,22 +361,21 @@ def diagnose(
         chosen, decided_by = ended.class_id, HINT
         evidence = [Evidence(n, t) for n, t in ended.lines]
     if acct.state is None and chosen == "time_limit" and (
-            requeue := requeued_by_lightning(matches, series)) is not None:
+            lightning := lightning_requeue(None, matches, series)) is not None:
         # Lightning requeued the job itself (scontrol requeue) on Slurm's warning before the
         # limit: Slurm starts it again, as when sacct shows it requeued; a resubmit would run it
         # twice. The run's time limit stays a secondary class
         secondary.append("time_limit")
         chosen, decided_by = NONE_CLASS, HINT
-        case_cause = Requeued(None, "lightning", requeue.line_no)
-        evidence = [Evidence(requeue.line_no, requeue.text)]
-    elif acct.state is None and chosen in ("time_limit", "preempted") and (
-            own := requeued_by_submitit(matches, series)) is not None:
+        case_cause, evidence = lightning.cause, list(lightning.evidence)
+    elif acct.state is None and chosen in SUBMITIT_VERDICTS and (
+            own := submitit_requeue(None, matches, series, case_cause)) is not None:
         # submitit requeued the job itself (scontrol requeue) after its verdict: Slurm starts it
         # again. The time-out or preemption stays the class (it is the cause), and a time-out
         # verdict read as a preemption (SubmititPreempted) stays the requeue's cause; nothing to
         # do (below), as a resubmit would run it twice
-        case_cause = Requeued(None, "submitit", own.line, own.remaining, cause=case_cause)
-        evidence.append(Evidence(own.line, own.text))
+        case_cause = own.cause
+        evidence.extend(own.evidence)
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:
@@ -550,42 +531,6 @@ def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
     return next((m for m in matches if not m.primary and m.class_id == "host_oom"
                  and m.line_no > after and (m.line_no < first_abort or any(
                      r < m.line_no <= r + _ROOT_CAUSE_LINES for r in roots))), None)
-
-
-def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
-                               tail: Sequence[tuple[int, str]]) -> list[Any]:
-    """The matches less Megatron's transient-error verdicts that the run survived: one that
-    a training progress line or Megatron's own `not fatal` notice (among the log's last lines)
-    follows was the warning of a non-fatal check, not what ended the run (nor a failure that a
-    COMPLETED job hid); a fatal one ends the log with its exit line (`Exiting now. ...`), which
-    decides by itself."""
-    survived = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
-    after = max([series.last_iteration_line or 0, *survived])
-    return [m for m in matches if not (m.line_no < after and _TRANSIENT_VERDICT.search(m.text))]
-
-
-def _without_single_overflows(matches: list[Any]) -> list[Any]:
-    """The matches less DeepSpeed's overflows at its minimum loss scale (`Attempted loss
-    scale: 1, reducing to 1`) when fewer than `_OVERFLOWS_AT_MINIMUM` are there: the gradients
-    overflowing unscaled again and again is a divergence, once or twice a spike the run may
-    survive."""
-    at_minimum = [m for m in matches if m.class_id == "nan_loss" and _OVERFLOW_AT_MINIMUM.search(
-        m.text)]
-    if not at_minimum or len(at_minimum) >= _OVERFLOWS_AT_MINIMUM:
-        return matches
-    return [m for m in matches if m not in at_minimum]
-
-
-def _without_rejected_compiles(matches: list[Any]) -> list[Any]:
-    """The matches less Inductor's `CppCompileError: C++ compile error` when the log holds a
-    compiler's own diagnostic on a source file (`kernel.cpp:14:53: error: no matching function
-    for call to ...`): a compiler that ran and rejected the generated code is there, so the
-    error is the code's or the compiler's bug (no class), not a missing compiler; a missing
-    header the compiler names (`Python.h: No such file or directory`) still decides."""
-    if not any(_COMPILER_DIAGNOSTIC.search(m.text) for m in matches):
-        return matches
-    return [m for m in matches if not (m.primary and m.class_id == "compiler_missing"
-                                       and _CPP_COMPILE_ERROR.search(m.text))]
 
 
 def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]) -> list[str]:

@@ -1,0 +1,70 @@
+"""A job that starts again by itself after the run its log shows ended: requeued by Slurm (sacct's
+REQUEUED or PENDING after a preemption, its node's failure or `scontrol requeue`) or by the
+training framework itself on the scheduler's signal (Lightning's auto-requeue, submitit's
+requeue after its time-out or preemption verdict; their lines are read in
+bot.core.diagnose.announced). That run's end is history, not a failure to act on: a resubmit
+would run the job twice. The decision (bot.core.diagnose.decide) asks here which requeue it was
+and tells it as the `Requeued` detail, with the framework's line as evidence. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.diagnose.announced import requeued_by_lightning, requeued_by_submitit
+from bot.core.diagnose.cause import Cause, Requeued
+from bot.core.metrics import MetricSeries
+from bot.core.models import Evidence
+
+#: Slurm states of a job not started yet, or waiting to start again: judged like a running job.
+NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
+#: The verdicts submitit requeues a job after (its time-out, its preemption).
+SUBMITIT_VERDICTS = ("time_limit", "preempted")
+
+
+@dataclass(frozen=True)
+class RequeueReading:
+    """A requeue as the diagnosis tells it: the `Requeued` detail and the framework's requeue
+    line as evidence (none for Slurm's own requeue)."""
+
+    cause: Requeued
+    evidence: tuple[Evidence, ...] = ()
+
+
+def lightning_requeue(state: str | None, matches: Sequence[Any],
+                      series: MetricSeries) -> RequeueReading | None:
+    """Lightning's requeue (`Requeued SLURM job: 42` after the run's last progress line), with
+    sacct's `state` (None without accounting); None when the log has no such line."""
+    line = requeued_by_lightning(matches, series)
+    if line is None:
+        return None
+    return RequeueReading(Requeued(state, "lightning", line.line_no),
+                          (Evidence(line.line_no, line.text),))
+
+
+def submitit_requeue(state: str | None, matches: Sequence[Any], series: MetricSeries,
+                     cause: Cause | None) -> RequeueReading | None:
+    """submitit's requeue after its verdict (`Requeued job 42 (k remaining timeouts)` after the
+    run's last progress line), with sacct's `state` (None without accounting), the time-outs it
+    will still requeue after and the verdict's own `cause` (its time-out read as a preemption,
+    SubmititPreempted), which the explanation states first; None when the log has no such
+    line."""
+    own = requeued_by_submitit(matches, series)
+    if own is None:
+        return None
+    return RequeueReading(Requeued(state, "submitit", own.line, own.remaining, cause=cause),
+                          (Evidence(own.line, own.text),))
+
+
+def waiting_again(chosen: str, state: str, matches: Sequence[Any], series: MetricSeries,
+                  cause: Cause | None) -> RequeueReading:
+    """The requeue of a job sacct shows waiting to start again (`state`: REQUEUED, PENDING) after
+    the run its log shows ended in the class `chosen`: submitit's own after its verdict (a
+    time-out or preemption class) when its line is there, with the verdict's `cause`; else
+    Slurm's."""
+    if chosen in SUBMITIT_VERDICTS and (
+            own := submitit_requeue(state, matches, series, cause)) is not None:
+        return own
+    return RequeueReading(Requeued(state))

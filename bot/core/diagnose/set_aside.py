@@ -1,0 +1,82 @@
+"""The catalogue matches the decision sets aside before it weighs them: lines that name a failure
+the run survived, or a failure that is not the one the log shows.
+
+- Megatron's transient-error verdict on a non-fatal check, which training (or Megatron's own
+  notice that it goes on) follows: a warning, not what ended the run;
+- DeepSpeed's fp16 loss scaler overflowing at its minimum scale once or twice: a spike the run
+  may survive, where three or more are a divergence;
+- Inductor's `CppCompileError` when a compiler's own diagnostic on a source file is in the log:
+  the compiler ran and rejected the generated code, so no compiler is missing.
+
+The decision (bot.core.diagnose.decide) reads the matches `deciding_matches` keeps. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from bot.core.diagnose.ending import NOT_FATAL_VALIDATION
+from bot.core.metrics import MetricSeries
+
+# A C/C++ compiler's own diagnostic on a source file (gcc's and clang's `file:line:col: error:`,
+# as the catalogue's unknown_failure hint has it): the compiler ran.
+_COMPILER_DIAGNOSTIC = re.compile(
+    r"\.(?:c|cc|cpp|cxx|h|hpp|cu|cuh):[0-9]+:[0-9]+: (?:fatal )?error: ")
+# Inductor's wrapper of a failed build, whatever the compiler said or whether it ran at all.
+_CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
+# DeepSpeed's fp16 loss scaler overflowing at its minimum scale (the catalogue's nan_loss line),
+# and how many of them make a divergence.
+_OVERFLOW_AT_MINIMUM = re.compile(r"OVERFLOW! Rank [0-9]+ Skipping step\. Attempted loss scale: 1")
+_OVERFLOWS_AT_MINIMUM = 3
+# Megatron's transient-error verdict (the step's rerun on the same GPU gave another result).
+# Fatal, it ends the run (exit 17, `Exiting now. ...`); on a non-fatal check (`validate_result(...,
+# fatal=False)`: the spiky-loss and large-grads checks) it is a warning, after which Megatron
+# prints that it goes on (ending.NOT_FATAL_VALIDATION) and trains on.
+_TRANSIENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible transient error!")
+
+
+def deciding_matches(matches: Iterable[Any], series: MetricSeries,
+                     tail: Sequence[tuple[int, str]]) -> list[Any]:
+    """The matches in line order, less those set aside: Megatron's transient-error verdicts the
+    run survived, DeepSpeed's overflows at the minimum loss scale when too few to be a divergence,
+    Inductor's compile error beside a compiler's own diagnostic."""
+    return _without_single_overflows(_without_rejected_compiles(_without_survived_verdicts(
+        sorted(matches, key=lambda m: m.line_no), series, tail)))
+
+
+def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
+                               tail: Sequence[tuple[int, str]]) -> list[Any]:
+    """The matches less Megatron's transient-error verdicts that the run survived: one that
+    a training progress line or Megatron's own `not fatal` notice (among the log's last lines)
+    follows was the warning of a non-fatal check, not what ended the run (nor a failure that a
+    COMPLETED job hid); a fatal one ends the log with its exit line (`Exiting now. ...`), which
+    decides by itself."""
+    survived = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
+    after = max([series.last_iteration_line or 0, *survived])
+    return [m for m in matches if not (m.line_no < after and _TRANSIENT_VERDICT.search(m.text))]
+
+
+def _without_single_overflows(matches: list[Any]) -> list[Any]:
+    """The matches less DeepSpeed's overflows at its minimum loss scale (`Attempted loss
+    scale: 1, reducing to 1`) when fewer than `_OVERFLOWS_AT_MINIMUM` are there: the gradients
+    overflowing unscaled again and again is a divergence, once or twice a spike the run may
+    survive."""
+    at_minimum = [m for m in matches if m.class_id == "nan_loss" and _OVERFLOW_AT_MINIMUM.search(
+        m.text)]
+    if not at_minimum or len(at_minimum) >= _OVERFLOWS_AT_MINIMUM:
+        return matches
+    return [m for m in matches if m not in at_minimum]
+
+
+def _without_rejected_compiles(matches: list[Any]) -> list[Any]:
+    """The matches less Inductor's `CppCompileError: C++ compile error` when the log holds a
+    compiler's own diagnostic on a source file (`kernel.cpp:14:53: error: no matching function
+    for call to ...`): a compiler that ran and rejected the generated code is there, so the
+    error is the code's or the compiler's bug (no class), not a missing compiler; a missing
+    header the compiler names (`Python.h: No such file or directory`) still decides."""
+    if not any(_COMPILER_DIAGNOSTIC.search(m.text) for m in matches):
+        return matches
+    return [m for m in matches if not (m.primary and m.class_id == "compiler_missing"
+                                       and _CPP_COMPILE_ERROR.search(m.text))]
