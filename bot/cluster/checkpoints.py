@@ -7,6 +7,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from bot.cluster.sftp import each_request
 from bot.core.checkpoints import (
     DEFAULT_GLOBS,
     DEFAULT_POINTER,
@@ -40,13 +41,20 @@ def probe_checkpoints(
     `root` may be absolute, relative to the login user's home, or start with `~/`.
     `pointer_name=None` means the recipe has no pointer file. `at_most`: the newest complete
     one at or below that iteration (bot.core.checkpoints.choose_checkpoint).
-    At most CHECKPOINT_REQUESTS SFTP requests (the decision's `bound` when they ran out).
+    At most CHECKPOINT_REQUESTS SFTP requests, each counted as trainbot's SFTP client sends
+    it (bot.cluster.sftp.each_request: a listing's opendir, readdirs and close, a file's
+    reads, a symlink's stat): the decision's `requests`, its `bound` when they ran out.
     """
     if isinstance(rule, str):
         rule = CompletenessRule.parse(rule)
     requests = RequestCount()
-    sftp = _Counted(sftp, requests)
-    globs = tuple(globs)
+    with each_request(requests.send):
+        return _probe(sftp, root, rule, pointer_name, tuple(globs), at_most, requests)
+
+
+def _probe(sftp: Any, root: str, rule: CompletenessRule, pointer_name: str | None,
+           globs: tuple[str, ...], at_most: int | None,
+           requests: RequestCount) -> CheckpointDecision:
     abs_root, linked = root, set[str]()
     try:
         abs_root = _absolute(sftp, root)
@@ -54,7 +62,7 @@ def probe_checkpoints(
             entries = sftp.listdir_attr(abs_root)
         except FileNotFoundError:
             return CheckpointDecision(None, (N_("%(path)s: does not exist yet",
-                                                path=root),))
+                                                path=root),), requests=requests.made)
         names = {e.filename: e for e in entries}
 
         pointer: str | None = None
@@ -72,9 +80,9 @@ def probe_checkpoints(
         dir_names = [n for n, e in names.items()
                      if (n in linked or not stat.S_ISLNK(e.st_mode or 0))
                      and _is_dir(sftp, abs_root, e)]
-    except LookupBoundReached:  # the root's own listing took every request
-        return CheckpointDecision(None, (), LookupBound(abs_root, 0, 0, requests.made,
-                                                        len(linked)))
+    except LookupBoundReached:  # reading the root itself took every request
+        bound = LookupBound(posixpath.normpath(abs_root), 0, 0, requests.made, len(linked))
+        return CheckpointDecision(None, (), bound, requests.made)
     extra: list[str] = []
     if isinstance(target, str) and in_root is None:
         extra.append(target)  # a pointer to a checkpoint kept elsewhere
@@ -89,60 +97,6 @@ def probe_checkpoints(
         at_most=at_most,
         requests=requests,
     )
-
-
-class _Counted:
-    """The SFTP client calls a lookup makes, each counted against its RequestCount before it
-    is sent: a relative root's normalize, a symlink's stat, a listing (listdir_attr) one each;
-    a file's open and its close 2 at its open (a file opened is closed), each read as
-    _CountedFile counts it."""
-
-    def __init__(self, sftp: Any, requests: RequestCount) -> None:
-        self._sftp, self._requests = sftp, requests
-
-    def normalize(self, path: str) -> str:
-        self._requests.spend()
-        return str(self._sftp.normalize(path))
-
-    def listdir_attr(self, path: str) -> Any:
-        self._requests.spend()
-        return self._sftp.listdir_attr(path)
-
-    def stat(self, path: str) -> Any:
-        self._requests.spend()
-        return self._sftp.stat(path)
-
-    def open(self, path: str, mode: str) -> _CountedFile:
-        self._requests.spend(2)  # the open, and the close it is given back by
-        try:
-            f = self._sftp.open(path, mode)
-        except BaseException:
-            self._requests.give_back(1)  # not opened: nothing to close
-            raise
-        return _CountedFile(f, self._requests)
-
-
-class _CountedFile:
-    """A file `_Counted.open` opened, its reads counted as the requests they make: paramiko's
-    read(size) asks until it has `size` bytes or hears that the file has ended, so one request
-    when the file has `size` bytes from there, two (the bytes, then the end) when it is
-    shorter. Room for two is spent before reading, one given back when one did."""
-
-    def __init__(self, f: Any, requests: RequestCount) -> None:
-        self._f, self._requests = f, requests
-
-    def read(self, size: int) -> bytes:
-        self._requests.spend(2)
-        data: bytes = self._f.read(size)
-        if len(data) >= size:
-            self._requests.give_back(1)
-        return data
-
-    def __enter__(self) -> _CountedFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._f.close()  # its request was counted at the open
 
 
 def find_latest_checkpoint(

@@ -7,10 +7,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import paramiko
+from paramiko.sftp import CMD_CLOSE, CMD_NAMES, CMD_READDIR
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.errors import LeaseAbandoned, SFTPTimedOut
@@ -18,6 +20,24 @@ from bot.cluster.errors import LeaseAbandoned, SFTPTimedOut
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+_before_request: ContextVar[Callable[[str], None] | None] = ContextVar(
+    "sftp_before_request", default=None)
+
+
+@contextmanager
+def each_request(before: Callable[[str], None]) -> Iterator[None]:
+    """Every SFTP request this thread sends within the block, on any channel (a pool's, a
+    lookup lease's, an open file's), is first given to `before(kind)`, paramiko's name of it
+    ("realpath", "stat", "opendir", "readdir", "open", "read", "close", ...), which may refuse
+    it by raising: then it is not sent. A listing refused a readdir half-way closes its
+    directory (that close given to `before` too) before the refusal reaches the caller: what
+    a listing or a read really sends, one request each, not one per call."""
+    token = _before_request.set(before)
+    try:
+        yield
+    finally:
+        _before_request.reset(token)
 
 
 class _NoReply(Exception):
@@ -38,6 +58,8 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
 
         def _read_response(self, waitfor: int | None = None) -> tuple[int, object]: ...
 
+        def _request(self, t: int, *args: object) -> tuple[int, paramiko.Message]: ...
+
     def __init__(self, chan: paramiko.Channel, timeout: float):
         self.timeout = timeout
         chan.settimeout(timeout)
@@ -46,6 +68,19 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
         # channel out at a close() is closed when it comes back.
         self.pool_closings = 0
         super().__init__(chan)
+
+    def _async_request(self, fileobj: object, t: int, *args: object) -> int:
+        """Every request paramiko sends passes here (each_request's `before` sees it first)."""
+        before = _before_request.get()
+        if before is not None:
+            try:
+                before(CMD_NAMES.get(t, str(t)))
+            except BaseException:
+                if t == CMD_READDIR:  # a listing refused half-way: its directory is closed
+                    self._request(CMD_CLOSE, args[0])
+                raise
+        num: int = super()._async_request(fileobj, t, *args)  # type: ignore[misc]  # private
+        return num
 
     def _read_packet(self) -> tuple[int, bytes]:
         if not self.wait_readable(self.timeout):
@@ -518,4 +553,5 @@ def _close_quietly(client: DeadlineSFTPClient) -> None:
         log.debug("ignored error while closing an SFTP channel", exc_info=True)
 
 
-__all__ = ["DeadlineSFTPClient", "LeaseSFTP", "LookupLease", "RemoteFile", "SFTPPool"]
+__all__ = ["DeadlineSFTPClient", "LeaseSFTP", "LookupLease", "RemoteFile", "SFTPPool",
+           "each_request"]

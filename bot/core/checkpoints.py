@@ -7,7 +7,7 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from bot.core.text import N_, Text, join_text
@@ -19,39 +19,52 @@ DEFAULT_POINTER = "latest_checkpoint.txt"
 # Listings go one level deep: top-level files and the files of each direct subdirectory.
 FileSizes = Mapping[str, int]
 
-CHECKPOINT_REQUESTS = 20
-"""SFTP requests one checkpoint lookup may make, each at its own deadline: the directory's
-listing, the pointer file (open, its reads, close: 4 for a file shorter than the 4096 bytes
-read, as the read that finds its end is one too), and the newest candidates' listings (a
-candidate's subdirectories one each) until a complete one is found. A listing counts as one
-(its opendir: the readdirs and the close paramiko sends within the same listdir_attr are not
-counted). The lookup stops there (LookupBound); bot.core.takeover counts a lookup as this many
-requests."""
+CHECKPOINT_REQUESTS = 80
+"""SFTP requests one checkpoint lookup may send, each a round trip at its own deadline (the
+cluster's sftp_s), counted as the client sends them (bot.cluster.sftp.each_request): a
+relative root's realpath; each listing's opendir, its readdirs (one per batch of entries the
+server answers with, OpenSSH's up to 100, and the one answering that the directory has
+ended) and its close, so 4 for a directory of a few entries; a symlink's stat (one named like
+a checkpoint in the root, any in a candidate's directory); a file's open, each of its reads
+(the one answering its end too) and its close, so 4 for a short pointer file. A request is
+sent only while room for the closes of the handles open after it is left: every directory or
+file opened is closed within the bound. The lookup stops there (LookupBound).
+
+80 finds what 20 did when a listing was counted as one request (its opendir) though it took
+four: the root, the pointer file and the newest candidates down to the ninth, each a
+directory with one subdirectory (4 + 4 + 9 * 8 = 80). Its worst case is 80 SFTP deadlines,
+what bot.core.takeover.settle_takeover_s allows the lookup of a resume (20 minutes at the
+default 15 s): a bound on the lookup's time, not only on its requests."""
 
 
 class LookupBoundReached(Exception):
-    """Raised by the listing (`dirs` of choose_checkpoint) when one more SFTP request would
-    take the lookup past its bound."""
+    """Raised before an SFTP request that would take the lookup past its bound (not sent)."""
 
 
 class RequestCount:
-    """The SFTP requests a lookup made so far, against its bound: `spend` raises
-    LookupBoundReached instead of going past it."""
+    """The SFTP requests a lookup sent so far, against its bound: `send` raises
+    LookupBoundReached instead of letting one more go past it, or leaving no room to close a
+    handle it opened."""
 
     def __init__(self, bound: int = CHECKPOINT_REQUESTS) -> None:
         self.bound = bound
         self.made = 0
+        self._handles = 0  # opened (open, opendir) and not closed yet: each needs its close
 
-    def spend(self, n: int = 1) -> None:
-        if self.made + n > self.bound:
+    def send(self, kind: str) -> None:
+        """A request of `kind` (paramiko's name: "opendir", "readdir", "open", "read",
+        "close", "stat", "realpath") is about to be sent: counted, or refused
+        (LookupBoundReached) unless room for the closes of the handles open after it is left.
+        An open that failed (no such file) is taken as open: its close is kept in reserve."""
+        if kind == "close":
+            self._handles = max(0, self._handles - 1)
+        elif kind in ("open", "opendir"):
+            self._handles += 1
+        if self.made + 1 + self._handles > self.bound:
+            if kind in ("open", "opendir"):
+                self._handles -= 1  # not sent
             raise LookupBoundReached
-        self.made += n
-
-    def give_back(self, n: int = 1) -> None:
-        """`n` of the requests spent were not made after all (room kept for a request that
-        turned out not to be needed)."""
-        assert 0 <= n <= self.made
-        self.made -= n
+        self.made += 1
 
 
 @dataclass(frozen=True)
@@ -59,9 +72,11 @@ class LookupBound:
     """A lookup stopped at its request bound before finding a complete checkpoint: the
     `checked` newest candidates of `root` (normalized) are incomplete, the `unchecked` older
     ones were not looked at, so none of them may be resumed from (nor may the run start from
-    scratch). `symlinks` is not None when it stopped while listing `root`, before any
-    candidate was known: telling whether each of the `symlinks` entries of it named like a
-    checkpoint is a directory takes a request (a stat) each."""
+    scratch). `symlinks` is not None when it stopped while reading `root` itself (resolving
+    it, listing it, its pointer file, the stats of its symlinks), before any candidate was
+    known: telling whether each of the `symlinks` entries of it named like a checkpoint is a
+    directory takes a request (a stat) each; 0 when it stopped before any such stat (a root
+    of many thousand entries, listed a batch a request)."""
 
     root: str
     checked: int
@@ -124,6 +139,7 @@ class CheckpointDecision:
     checkpoint: Checkpoint | None
     skipped: tuple[Text, ...]  # "<candidate>: <why>", sentences to translate (str(): English)
     bound: LookupBound | None = None  # stopped at the request bound: no checkpoint decided
+    requests: int = 0  # the SFTP requests the lookup sent (RequestCount.made), 0 uncounted
 
     def explain(self) -> str:
         """One line for a message, e.g. "iter_000001000 (skipped iter_000002000: no .metadata)"."""
@@ -216,15 +232,21 @@ def choose_checkpoint(
     submit made when that iteration was the latest resumed from (checkpoints its job saved
     since are passed over without a skip reason: they are no refused candidates).
 
-    `requests`: the lookup's SFTP requests, spent by `dirs` as it lists; when a lookup raises
-    LookupBoundReached, the decision has no checkpoint and says how far it got (`bound`).
+    `requests`: the lookup's SFTP requests, counted as `dirs` lists (the decision's
+    `requests`); when a listing raises LookupBoundReached, the decision has no checkpoint and
+    says how far it got (`bound`).
     """
     try:
-        return _choose(root, dirs, rule, pointer, pointer_name, globs, at_most)
+        decision = _choose(root, dirs, rule, pointer, pointer_name, globs, at_most)
     except _Stopped as stop:
-        made = requests.made if requests is not None else 0
-        bound = LookupBound(posixpath.normpath(root), stop.checked, stop.unchecked, made)
-        return CheckpointDecision(None, stop.skipped, bound)
+        bound = LookupBound(posixpath.normpath(root), stop.checked, stop.unchecked,
+                            _sent(requests))
+        return CheckpointDecision(None, stop.skipped, bound, _sent(requests))
+    return replace(decision, requests=_sent(requests))
+
+
+def _sent(requests: RequestCount | None) -> int:
+    return requests.made if requests is not None else 0
 
 
 class _Stopped(Exception):

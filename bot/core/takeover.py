@@ -94,8 +94,10 @@ def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup's
-    CHECKPOINT_REQUESTS SFTP requests (the bound the lookup stops at, bot.core.checkpoints),
-    SLACK_CALLS Slack calls, plus the margin."""
+    CHECKPOINT_REQUESTS SFTP requests (the bound the lookup stops at, bot.core.checkpoints,
+    each request counted as the client sends it: a listing's opendir, readdirs and close, a
+    file's reads), SLACK_CALLS Slack calls, plus the margin (2960 s with the default
+    deadlines)."""
     return (RESUME_COMMANDS * deadlines.command_at_most_s
             + CHECKPOINT_REQUESTS * deadlines.sftp_s
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)

@@ -220,19 +220,22 @@ def test_resume_past_the_lookup_bound_is_refused_in_the_users_language(
             find_resume_checkpoint(ctx.config.recipe("mix"), runner.sftp())
     finally:
         store.close()
-    # the root's listing, then two requests per candidate (its listing, its model/ dir's)
+    # OpenSSH's sftp-server answers a readdir with up to 100 entries: the root's listing (86
+    # entries) is 4 requests (opendir, a readdir with them, one answering "no more", close),
+    # each candidate's listing and its model/ dir's 4 each: 9 checked in 76, the 10th listed
+    # at 80, its model/ dir's opendir past the bound
     text = refused.value.args[0]
     en = str(text)
     assert en.startswith(
-        f"not resumed: the checkpoint lookup in {root} stopped at its bound of 20 SFTP "
-        "requests; the 9 newest checkpoints it checked are incomplete (iter_000002024: no "
+        f"not resumed: the checkpoint lookup in {root} stopped at its bound of 80 SFTP "
+        "requests; the 9 newest checkpoints it checked are incomplete (iter_000002084: no "
         ".metadata; ")
     assert en.endswith(
-        "iter_000002016: no .metadata) and the 17 older ones were not checked, so the run "
+        "iter_000002076: no .metadata) and the 77 older ones were not checked, so the run "
         "neither resumes from one nor starts from scratch. Remove the incomplete checkpoints "
         "or write a complete one's name in latest_checkpoint.txt, then resume again")
     ko = render_text(text, translator("ko").gettext)
     assert ko.startswith(f"재개하지 않았습니다: `{root}`의 체크포인트 조회가 한도인 SFTP 요청 "
-                         "20개에서 멈췄습니다. 확인한 최신 체크포인트 9개는 불완전하고")
-    assert "오래된 17개는 확인하지 않았습니다. 그래서 어느 것에서도 재개하지 않고" in ko
-    assert "불완전하고(iter_000002024: `.metadata` 없음; iter_000002023: `.metadata` 없음; " in ko
+                         "80개에서 멈췄습니다. 확인한 최신 체크포인트 9개는 불완전하고")
+    assert "오래된 77개는 확인하지 않았습니다. 그래서 어느 것에서도 재개하지 않고" in ko
+    assert "불완전하고(iter_000002084: `.metadata` 없음; iter_000002083: `.metadata` 없음; " in ko

@@ -11,6 +11,7 @@ import pytest
 
 from bot.cli import main
 from bot.cluster.ssh import SSHRunner
+from bot.core.checkpoints import CHECKPOINT_REQUESTS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -156,7 +157,8 @@ def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_not_taken_for_none(
     complete checkpoint (there is one; a resume would be refused, not start from scratch)."""
     root = f"{dev_cluster.home}/preflight-ckpt-{uuid.uuid4().hex[:8]}"
     files = {"iter_000001000/model/.metadata": 4096, "iter_000001000/model/__0_0.distcp": 1024,
-             **{f"iter_{i:09d}/model/__0_0.distcp": 1024 for i in range(2000, 2025)}}
+             **{f"iter_{i:09d}/model/__0_0.distcp": 1024
+                for i in range(2000, 2000 + CHECKPOINT_REQUESTS + 5)}}
     script = ('root=$1; shift; while [ $# -gt 0 ]; do mkdir -p "$root/$(dirname "$1")"; '
               'truncate -s "$2" "$root/$1"; shift 2; done')
     with SSHRunner(dev_cluster.ssh_settings()) as runner:
@@ -171,11 +173,12 @@ def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_not_taken_for_none(
             runner.run(["rm", "-rf", root], check=False)
     assert code == 0, out
     (mem,) = out["sections"]["memory"]["checks"]
-    # the root's listing, then two requests per candidate (its listing, its model/ dir's)
-    checked = "; ".join(f"iter_{i:09d}: no .metadata" for i in range(2024, 2015, -1))
+    # the root's listing (86 entries, one readdir of OpenSSH's 100), then each candidate's
+    # listing and its model/ dir's, 4 requests each: 9 checked in 76 of the 80
+    checked = "; ".join(f"iter_{i:09d}: no .metadata" for i in range(2084, 2075, -1))
     assert (mem["level"], mem["message"], mem["fix"]) == ("warn", (
-        f"no parameter count (the checkpoint lookup in {root} stopped at its bound of 20 SFTP "
-        f"requests; the 9 newest checkpoints it checked are incomplete ({checked}) and the 17 "
+        f"no parameter count (the checkpoint lookup in {root} stopped at its bound of 80 SFTP "
+        f"requests; the 9 newest checkpoints it checked are incomplete ({checked}) and the 77 "
         "older ones were not checked): skipped the checkpoint memory budget"),
         "remove the incomplete checkpoints or write a complete one's name in "
         "latest_checkpoint.txt (a resume of this recipe is refused until then), or pass "

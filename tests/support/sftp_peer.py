@@ -37,6 +37,7 @@ class Peer:
     exec_runs: bool = False  # True: every command starts and runs, silent, until closed
     exec_drops: bool = False  # True: an exec request, once received, drops the connection
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
+    read_at_most: int | None = None  # answer a read with at most this many bytes (SFTP allows)
     # the SFTP requests answered, by paramiko's name of their kind: open, read, close,
     # opendir, readdir, stat, realpath, ...
     requests: Counter[str] = field(default_factory=Counter)
@@ -54,7 +55,7 @@ class _Handle(paramiko.SFTPHandle):
 
     def read(self, offset: int, length: int) -> bytes | int:
         _maybe_hang(self.peer, self.path, "read")
-        return super().read(offset, length)
+        return super().read(offset, min(length, self.peer.read_at_most or length))
 
     def stat(self) -> paramiko.SFTPAttributes:
         return paramiko.SFTPAttributes.from_stat(os.fstat(self.readfile.fileno()))

@@ -1,10 +1,12 @@
 """A checkpoint lookup stops at its bound of CHECKPOINT_REQUESTS SFTP requests, counted as the
 server receives them: the lookup runs over trainbot's own SSHRunner against a real SFTP server
-in this process (tests/support/sftp_peer.py), which counts every request it answers by kind.
+in this process (tests/support/sftp_peer.py), which counts every request it answers by kind,
+and what the lookup counted is what the server answered, request for request.
 
-The bound counts a listing once (its opendir: paramiko's listdir_attr sends the readdirs and
-the close of it within the same call) and every other request once: a relative root's
-realpath, a symlink's stat, a file's open, each of its reads, its close."""
+paramiko's server answers a readdir with at most 16 entries (OpenSSH's with 100): a listing
+of a few entries is its opendir, a readdir answered with them, one answered "no more", its
+close (4); a root of 86 entries takes 6 readdirs more. A short file is its open, a read, the
+read that finds its end, its close (4)."""
 
 from __future__ import annotations
 
@@ -24,11 +26,9 @@ def peer(tmp_path: Path) -> Iterator[Peer]:
         yield p
 
 
-def made(peer: Peer) -> int:
-    """The requests the peer answered, as the bound counts them (a listing once)."""
-    r = peer.requests
-    file_closes = r["close"] - r["opendir"]  # each listing closes its directory handle
-    return r["opendir"] + r["realpath"] + r["stat"] + r["open"] + r["read"] + file_closes
+def sent(peer: Peer) -> int:
+    """Every SFTP request the peer answered."""
+    return sum(peer.requests.values())
 
 
 def _checkpoint(base: Path, it: int, *, complete: bool) -> Path:
@@ -56,67 +56,152 @@ def _probe(peer: Peer, root: str) -> CheckpointDecision:
         return probe_checkpoints(sftp, root, "dcp")
 
 
+MANY = range(2000, 2000 + CHECKPOINT_REQUESTS + 5)  # 85 newer incomplete ones: 86 candidates
+
+
 @pytest.mark.parametrize("pointer, bound", [
-    # no pointer file: the root's listing, then each candidate's listing and its model/ dir's;
-    # the 10th candidate's listing is the 20th request, its model/ dir's would be the 21st
-    (None, LookupBound("/ck/mix", checked=9, unchecked=17, requests=20)),
+    # no pointer file: the root's listing (86 entries: 9 requests), then each candidate's
+    # listing and its model/ dir's (8); the 9th's model/ dir is closed at the 80th request
+    (None, LookupBound("/ck/mix", checked=8, unchecked=78, requests=80)),
     # a pointer file to the newest (incomplete): its open, its read, the read that finds its
     # end and its close, then its target's two listings; the scan finds the target listed
-    ("iter_000002024\n", LookupBound("/ck/mix", checked=7, unchecked=19, requests=20)),
+    ("iter_000002084\n", LookupBound("/ck/mix", checked=8, unchecked=78, requests=80)),
     # a pointer file of 4096 bytes or more: one read has them all (3 requests)
-    ("iter_000002024\n" + "\n" * 5000, LookupBound("/ck/mix", checked=8, unchecked=18,
-                                                   requests=20)),
+    ("iter_000002084\n" + "\n" * 5000, LookupBound("/ck/mix", checked=8, unchecked=78,
+                                                   requests=80)),
 ])
 def test_the_lookup_stops_after_exactly_its_bound_of_requests(
         peer: Peer, pointer: str | None, bound: LookupBound) -> None:
-    root = _root(peer, range(2000, 2025))
+    root = _root(peer, MANY)
     if pointer is not None:
         (root / "latest_checkpoint.txt").write_text(pointer)
     decision = _probe(peer, "/ck/mix")
     assert decision.checkpoint is None and decision.bound == bound
-    assert made(peer) == CHECKPOINT_REQUESTS
+    assert sent(peer) == decision.requests == CHECKPOINT_REQUESTS
+    assert peer.requests["close"] == peer.requests["opendir"] + peer.requests["open"]
     if pointer is not None:
         reads = 2 if len(pointer) < 4096 else 1
         assert (peer.requests["open"], peer.requests["read"]) == (1, reads)
+
+
+def test_a_realistic_tree_is_counted_request_for_request(peer: Peer) -> None:
+    """A run's directory as training leaves it: 40 logs and configs beside the checkpoints
+    (a root of 53 entries: 4 readdirs answered with entries), a pointer file naming the
+    newest, 12 checkpoints each with its model/ and optim/ dirs of 4 shards and a config
+    file, the 3 newest without their .metadata. The lookup's count is the server's, and far
+    within the bound: the pointer's target and the two older ones are listed (3 listings
+    each), the 4th newest is complete."""
+    root = peer.root / "ck" / "mix"
+    for it in range(1000, 13000, 1000):
+        ck = root / f"iter_{it:09d}"
+        for sub in ("model", "optim"):
+            (ck / sub).mkdir(parents=True)
+            for rank in range(4):
+                (ck / sub / f"__{rank}_0.distcp").write_bytes(b"x" * 10)
+            if it <= 9000:
+                (ck / sub / ".metadata").write_bytes(b"m")
+        (ck / "config.yaml").write_text("lr: 1e-4\n")
+    for i in range(40):
+        (root / f"train_{i}.log").write_text("step\n")
+    (root / "latest_checkpoint.txt").write_text("iter_000012000\n")
+    decision = _probe(peer, "ck/mix")
+    assert decision.checkpoint is not None
+    assert decision.checkpoint.path == "/ck/mix/iter_000009000"
+    assert sent(peer) == decision.requests == 1 + 7 + 4 + 4 * 3 * 4
+    assert dict(peer.requests) == {"realpath": 1, "opendir": 13, "readdir": 29, "close": 14,
+                                   "open": 1, "read": 2}
+
+
+def test_a_pointer_file_read_in_short_answers_counts_each_read(peer: Peer) -> None:
+    """A server may answer a read with fewer bytes than asked: a 95-byte pointer file read 10
+    bytes an answer takes 10 reads and the one finding its end, each counted."""
+    root = _root(peer, range(2000, 2002))
+    (root / "latest_checkpoint.txt").write_text("iter_000001000" + " " * 80 + "\n")
+    peer.read_at_most = 10
+    decision = _probe(peer, "/ck/mix")
+    assert decision.checkpoint is not None and decision.checkpoint.source == "pointer"
+    assert peer.requests["read"] == 11
+    assert sent(peer) == decision.requests == 4 + (1 + 11 + 1) + 8
+
+
+def test_the_settles_takeover_allows_the_longest_lookup_each_request_at_its_deadline(
+        peer: Peer) -> None:
+    """A lookup stopped at its bound sends the most any lookup does: each of those requests
+    waiting its whole SFTP deadline still ends within the lookup's share of a settle's
+    takeover (bot.core.takeover.settle_takeover_s), default or slower deadlines alike."""
+    from dataclasses import replace
+
+    from bot.core.takeover import RemoteDeadlines, settle_takeover_s
+
+    _root(peer, MANY)
+    decision = _probe(peer, "/ck/mix")
+    assert decision.bound is not None
+    for d in (RemoteDeadlines(), RemoteDeadlines(sftp_s=60.0)):
+        lookup_share = settle_takeover_s(d) - settle_takeover_s(replace(d, sftp_s=0.0))
+        assert sent(peer) * d.sftp_s <= lookup_share
 
 
 def test_a_relative_root_and_symlinked_checkpoints_count_their_realpath_and_stats(
         peer: Peer) -> None:
     """`ck/mix` from the home (a realpath), 3 checkpoints that are symlinks (a stat each, at
     the root's listing), then the candidates' listings."""
-    root = _root(peer, range(2003, 2023))
+    root = _root(peer, MANY[3:])
     elsewhere = peer.root / "elsewhere"
-    for it in (2000, 2001, 2002):
+    for it in MANY[:3]:
         (root / f"iter_{it:09d}").symlink_to(_checkpoint(elsewhere, it, complete=False))
     decision = _probe(peer, "ck/mix")
-    assert decision.bound == LookupBound(
-        "/ck/mix", checked=7, unchecked=17, requests=20)
+    assert decision.bound == LookupBound("/ck/mix", checked=8, unchecked=78, requests=80)
     assert (peer.requests["realpath"], peer.requests["stat"]) == (1, 3)
-    assert made(peer) == CHECKPOINT_REQUESTS
+    assert sent(peer) == CHECKPOINT_REQUESTS
+
+
+def test_symlinks_inside_a_checkpoint_are_counted_as_the_stats_they_take(peer: Peer) -> None:
+    """A checkpoint whose model/ dir and a file are symlinks: telling what each is takes a
+    stat (the listing shows a link), and the lookup counts them as the server answers them."""
+    root = _root(peer, range(2000, 2002))
+    shared = peer.root / "shared"
+    shared.mkdir()
+    (peer.root / "tokenizer.json").write_text("{}")
+    for it in (2000, 2001):
+        ck = root / f"iter_{it:09d}"
+        (ck / "model").rename(shared / str(it))
+        (ck / "model").symlink_to(shared / str(it))
+        (ck / "tokenizer.json").symlink_to(peer.root / "tokenizer.json")
+    (shared / "2001" / ".metadata").write_bytes(b"m")
+    decision = _probe(peer, "/ck/mix")
+    assert decision.checkpoint is not None
+    assert decision.checkpoint.path == "/ck/mix/iter_000002001"
+    # the root's listing, iter 2001's (2 symlinks: a stat each), its model/ dir's
+    assert peer.requests["stat"] == 2
+    assert sent(peer) == decision.requests == 4 + (4 + 2) + 4
 
 
 def test_a_complete_checkpoint_within_the_bound_is_found_with_the_requests_it_takes(
         peer: Peer) -> None:
-    """8 newer incomplete ones: the complete one is found in 1 + 9 * 2 = 19 requests; with a
-    pointer file naming the newest, 1 + 4 + 9 * 2 = 23 would be needed, past the bound."""
+    """8 newer incomplete ones: the complete one is found in 4 + 9 * 8 = 76 requests; with a
+    pointer file naming the newest, its 4 requests more are 80, the bound; with a 9th newer
+    one the complete one's listings would end at the 88th request, past it."""
     root = _root(peer, range(2000, 2008))
     decision = _probe(peer, "/ck/mix")
     assert decision.checkpoint is not None
     assert decision.checkpoint.iteration == 1000
-    assert made(peer) == 19
+    assert sent(peer) == decision.requests == 76
     (root / "latest_checkpoint.txt").write_text("iter_000002007\n")
     decision = _probe(peer, "/ck/mix")
+    assert decision.checkpoint is not None and decision.checkpoint.iteration == 1000
+    assert sent(peer) == decision.requests == CHECKPOINT_REQUESTS
+    _checkpoint(root, 2008, complete=False)
+    (root / "latest_checkpoint.txt").write_text("iter_000002008\n")
+    decision = _probe(peer, "/ck/mix")
     assert decision.checkpoint is None
-    assert decision.bound == LookupBound(
-        "/ck/mix", checked=7, unchecked=2, requests=20)
-    assert made(peer) == CHECKPOINT_REQUESTS
+    assert decision.bound == LookupBound("/ck/mix", checked=9, unchecked=1, requests=80)
+    assert sent(peer) == CHECKPOINT_REQUESTS
 
 
 def test_symlinks_not_named_like_checkpoints_take_no_request(peer: Peer) -> None:
     """30 symlinks in the root named like no checkpoint (a run's logs, its configs): none is
-    stat'ed, so the complete checkpoint under 8 newer incomplete ones is found in the same 19
-    requests as without them. Before, each took a stat at the root's listing and the lookup
-    stopped there, 0 checkpoints checked."""
+    stat'ed, so the complete checkpoint under 8 newer incomplete ones is found with no stat,
+    the root's longer listing (39 entries, 2 readdirs more) the only cost."""
     root = _root(peer, range(2000, 2008))
     logs = peer.root / "logs"
     logs.mkdir()
@@ -125,13 +210,14 @@ def test_symlinks_not_named_like_checkpoints_take_no_request(peer: Peer) -> None
     decision = _probe(peer, "/ck/mix")
     assert decision.bound is None and decision.checkpoint is not None
     assert decision.checkpoint.path == "/ck/mix/iter_000001000"
-    assert (peer.requests["stat"], made(peer)) == (0, 19)
+    assert (peer.requests["stat"], sent(peer)) == (0, 78)
 
 
 def test_a_resume_stopped_by_symlinked_checkpoints_says_it_stopped_listing_them(
         peer: Peer) -> None:
-    """25 symlinked checkpoints over a complete one: telling whether each is a directory (a
-    stat each) takes the bound while listing `ck/mix`, before any checkpoint is checked. The
+    """85 symlinked checkpoints over a complete one: telling whether each is a directory (a
+    stat each) takes the bound while listing `ck/mix` (its realpath, its listing's 9
+    requests, 70 stats), before any checkpoint is checked. The
     refusal says so, with the directory as listed, the requests made and what to do, in
     English and Korean; it neither resumes nor starts afresh."""
     from fakes import make_config
@@ -142,7 +228,7 @@ def test_a_resume_stopped_by_symlinked_checkpoints_says_it_stopped_listing_them(
 
     root = _root(peer, range(0))
     elsewhere = peer.root / "elsewhere"
-    for it in range(2000, 2025):
+    for it in MANY:
         (root / f"iter_{it:09d}").symlink_to(_checkpoint(elsewhere, it, complete=False))
     recipe = make_config(checkpoint={"dir": "ck/mix"}).recipes["mix"]
     with peer.runner() as runner:
@@ -150,20 +236,20 @@ def test_a_resume_stopped_by_symlinked_checkpoints_says_it_stopped_listing_them(
         peer.requests.clear()
         with pytest.raises(CheckpointLookupStopped) as refused:
             find_resume_checkpoint(recipe, sftp)
-    assert (peer.requests["realpath"], peer.requests["stat"]) == (1, 18)
-    assert made(peer) == CHECKPOINT_REQUESTS
+    assert (peer.requests["realpath"], peer.requests["stat"]) == (1, 70)
+    assert sent(peer) == CHECKPOINT_REQUESTS
     text = refused.value.args[0]
     assert str(text) == (
         "not resumed: the checkpoint lookup in /ck/mix stopped while listing the directory, "
-        "after 20 SFTP requests (its bound is 20), before it checked any checkpoint: each of "
-        "the 25 symlinks there named like a checkpoint takes a request to tell whether it is "
+        "after 80 SFTP requests (its bound is 80), before it checked any checkpoint: each of "
+        "the 85 symlinks there named like a checkpoint takes a request to tell whether it is "
         "a directory, so the run neither resumes from one nor starts from scratch. Replace "
         "those symlinks with the directories they point to or remove the old ones, then "
         "resume again")
     assert render_text(text, translator("ko").gettext) == (
         "재개하지 않았습니다: `/ck/mix`의 체크포인트 조회가 디렉터리 목록을 읽는 중에 SFTP 요청 "
-        "20개 뒤에 멈췄습니다(한도 20개). 체크포인트는 하나도 확인하지 못했습니다: 그곳에서 "
-        "체크포인트처럼 이름 붙은 심볼릭 링크 25개는 각각 디렉터리인지 알아보는 데 요청이 "
+        "80개 뒤에 멈췄습니다(한도 80개). 체크포인트는 하나도 확인하지 못했습니다: 그곳에서 "
+        "체크포인트처럼 이름 붙은 심볼릭 링크 85개는 각각 디렉터리인지 알아보는 데 요청이 "
         "하나씩 듭니다. 그래서 어느 것에서도 재개하지 않고 처음부터 시작하지도 않습니다. 그 "
         "심볼릭 링크를 가리키는 디렉터리로 바꾸거나 오래된 것을 지운 뒤 다시 재개하세요")
 
@@ -179,7 +265,7 @@ def test_the_preflight_stopped_by_symlinked_checkpoints_says_what_to_do(peer: Pe
 
     root = _root(peer, range(0))
     elsewhere = peer.root / "elsewhere"
-    for it in range(2000, 2025):
+    for it in MANY:
         (root / f"iter_{it:09d}").symlink_to(_checkpoint(elsewhere, it, complete=False))
     recipe = make_config(checkpoint={"dir": "/ck/mix"}).recipes["mix"]
     with peer.runner() as runner:
@@ -187,8 +273,8 @@ def test_the_preflight_stopped_by_symlinked_checkpoints_says_what_to_do(peer: Pe
     assert budget is None and finding.level == "warn"
     assert finding.message == (
         "no parameter count (the checkpoint lookup in /ck/mix stopped while listing the "
-        "directory, after 20 SFTP requests (its bound is 20), before it checked any "
-        "checkpoint: each of the 25 symlinks there named like a checkpoint takes a request to "
+        "directory, after 80 SFTP requests (its bound is 80), before it checked any "
+        "checkpoint: each of the 85 symlinks there named like a checkpoint takes a request to "
         "tell whether it is a directory): skipped the checkpoint memory budget")
     assert finding.fix == (
         "replace those symlinks with the directories they point to or remove the old ones (a "

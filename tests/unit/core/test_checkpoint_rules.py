@@ -10,6 +10,7 @@ from bot.core.checkpoints import (
     CHECKPOINT_REQUESTS,
     CompletenessRule,
     LookupBound,
+    LookupBoundReached,
     RequestCount,
     choose_checkpoint,
     incomplete_reason,
@@ -208,8 +209,22 @@ def test_only_candidates_down_to_the_first_complete_one_are_listed() -> None:
     assert listing.opened == ["iter_000010000", "iter_000009000"]
 
 
+def _send_listing(requests: RequestCount) -> None:
+    """What trainbot's SFTP client sends to list a directory of a few entries: its opendir,
+    the readdir answered with them, the one answered "no more" and its close; a readdir
+    refused closes the directory first (bot.cluster.sftp.each_request)."""
+    requests.send("opendir")
+    for _ in range(2):
+        try:
+            requests.send("readdir")
+        except LookupBoundReached:
+            requests.send("close")
+            raise
+    requests.send("close")
+
+
 class _Listed(Mapping[str, Mapping[str, int]]):
-    """Listings looked up one SFTP request each (once), against the lookup's RequestCount."""
+    """Listings looked up once each, their requests sent against the lookup's RequestCount."""
 
     def __init__(self, dirs: dict[str, Mapping[str, int]], requests: RequestCount) -> None:
         self._dirs, self._requests, self.looked_up = dirs, requests, []
@@ -222,7 +237,7 @@ class _Listed(Mapping[str, Mapping[str, int]]):
 
     def __getitem__(self, key: str) -> Mapping[str, int]:
         if key not in self.looked_up:
-            self._requests.spend()
+            _send_listing(self._requests)
             self.looked_up.append(key)
         return self._dirs[key]
 
@@ -233,51 +248,83 @@ def _partial_newest(n: int) -> dict[str, Mapping[str, int]]:
             **{f"iter_{i:09d}": PARTIAL_DCP for i in range(2, n + 2)}}
 
 
+def test_a_request_is_sent_only_with_room_left_for_a_close() -> None:
+    """Every request but a close needs room for one more after it (the close of a handle it
+    opens or reads); a close needs room for itself only: the bound is never passed."""
+    requests = RequestCount(bound=3)
+    requests.send("opendir")
+    requests.send("readdir")
+    with pytest.raises(LookupBoundReached):
+        requests.send("readdir")
+    with pytest.raises(LookupBoundReached):
+        requests.send("stat")
+    requests.send("close")
+    assert requests.made == 3
+    with pytest.raises(LookupBoundReached):
+        requests.send("close")
+
+
+def test_a_listing_refused_half_way_closes_its_directory_within_the_bound() -> None:
+    requests = RequestCount(bound=6)
+    _send_listing(requests)
+    with pytest.raises(LookupBoundReached):
+        _send_listing(requests)  # its opendir, then its close: the readdir had no room
+    assert requests.made == 6
+
+
 def test_lookup_stops_at_its_request_bound_and_decides_nothing() -> None:
-    requests = RequestCount(bound=5)
-    requests.spend()  # the root's listing
+    requests = RequestCount(bound=20)
+    _send_listing(requests)  # the root's listing
     dirs = _Listed(_partial_newest(8), requests)
     d = choose_checkpoint(ROOT, dirs, DCP, requests=requests)
     assert d.checkpoint is None
     assert dirs.looked_up == [f"iter_{i:09d}" for i in (9, 8, 7, 6)]
-    assert d.bound == LookupBound(ROOT, checked=4, unchecked=5, requests=5)
+    assert d.bound == LookupBound(ROOT, checked=4, unchecked=5, requests=20)
+    assert d.requests == 20
     assert d.explain().startswith(
-        "no checkpoint decided (/ckpt/mix: stopped after 5 SFTP requests: the 4 newest "
+        "no checkpoint decided (/ckpt/mix: stopped after 20 SFTP requests: the 4 newest "
         "candidates checked are incomplete, the 5 older ones were not checked) (skipped "
         "iter_000000009: no .metadata;")
 
 
 def test_complete_checkpoint_within_the_bound_is_chosen() -> None:
+    """The root's listing, then 19 candidates' of 4 requests each: 80, the bound."""
     requests = RequestCount(bound=CHECKPOINT_REQUESTS)
-    requests.spend()
-    d = choose_checkpoint(ROOT, _Listed(_partial_newest(CHECKPOINT_REQUESTS - 2), requests),
-                          DCP, requests=requests)
+    _send_listing(requests)
+    d = choose_checkpoint(ROOT, _Listed(_partial_newest((CHECKPOINT_REQUESTS - 4) // 4 - 1),
+                                        requests), DCP, requests=requests)
     assert d.bound is None
     assert d.checkpoint is not None and d.checkpoint.iteration == 1
-    assert requests.made == CHECKPOINT_REQUESTS
+    assert requests.made == d.requests == CHECKPOINT_REQUESTS
 
 
 def test_pointer_file_and_its_target_count_against_the_bound() -> None:
     # the same listings: found without a pointer, but the pointer's read (4 requests) and its
     # incomplete target's listing leave too few requests to reach the complete one
-    without = RequestCount(bound=8)
-    without.spend()
+    without = RequestCount(bound=32)
+    _send_listing(without)
     d = choose_checkpoint(ROOT, _Listed(_partial_newest(6), without), DCP, requests=without)
     assert d.checkpoint is not None and d.checkpoint.iteration == 1
-    with_pointer = RequestCount(bound=8)
-    # the root's listing, the pointer file's open, its read, the read that finds its end, close
-    with_pointer.spend(1 + 4)
+    assert d.requests == 32
+    with_pointer = RequestCount(bound=32)
+    _send_listing(with_pointer)
+    for kind in ("open", "read", "read", "close"):  # the read that finds its end is one too
+        with_pointer.send(kind)
     d = choose_checkpoint(ROOT, _Listed(_partial_newest(6), with_pointer), DCP,
                           pointer="iter_000000007\n", requests=with_pointer)
     assert d.checkpoint is None
-    assert d.bound == LookupBound(ROOT, checked=3, unchecked=4, requests=8)
+    assert d.bound == LookupBound(ROOT, checked=6, unchecked=1, requests=32)
     assert str(d.skipped[0]) == "latest_checkpoint.txt -> iter_000000007: no .metadata"
 
 
 def test_takeover_counts_the_lookup_at_its_bound() -> None:
-    from bot.core import takeover
+    """settle_takeover_s allows the lookup CHECKPOINT_REQUESTS SFTP deadlines: each of its
+    requests, as the client sends them, may take the whole deadline."""
+    from bot.core.takeover import RemoteDeadlines, settle_takeover_s
 
-    assert takeover.CHECKPOINT_REQUESTS is CHECKPOINT_REQUESTS
+    slower = settle_takeover_s(RemoteDeadlines(sftp_s=16.0)) - \
+        settle_takeover_s(RemoteDeadlines(sftp_s=15.0))
+    assert slower == CHECKPOINT_REQUESTS
 
 
 def test_skip_reasons_are_said_in_korean() -> None:

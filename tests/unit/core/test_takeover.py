@@ -18,7 +18,7 @@ from bot.core.takeover import (
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
     assert submit_in_flight_s(RemoteDeadlines()) == 780.0  # "looks again in 13 minutes"
-    assert settle_takeover_s(RemoteDeadlines()) == 2060.0
+    assert settle_takeover_s(RemoteDeadlines()) == 2960.0
 
 
 @pytest.mark.parametrize("command_s", [150.0, 300.0, 900.0])

@@ -261,33 +261,35 @@ def _checkpoints(base: Path, incomplete: int) -> None:
 
 
 def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_in_english_and_korean(tmp_path):
-    """25 newer incomplete checkpoints: the lookup stops at its 20 SFTP requests (the root's
-    listing, then each candidate's and its model/ dir's) with 9 checked; the memory budget
-    says so and what to do, where it said there was no complete checkpoint (there is one)."""
+    """85 newer incomplete checkpoints, over SFTP from a server in this process: the lookup
+    stops at its 80 SFTP requests (the root's listing, 9 with 86 entries, then each
+    candidate's and its model/ dir's, 8) with 8 checked; the memory budget says so and what
+    to do, where it said there was no complete checkpoint (there is one)."""
     from fakes import make_config
+    from support.sftp_peer import serve_peer
 
     from bot.services.preflight import PreflightOptions, memory_section
     from bot.slack.render import translator
 
-    _checkpoints(tmp_path, 25)
     recipe = make_config(checkpoint={"dir": "/ckpt/mix"}).recipes["mix"]
-    runner = SimpleNamespace(sftp=lambda: _LocalTree(tmp_path))
-    (finding,), budget = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
+    with serve_peer(tmp_path, sftp_timeout=5.0) as peer, peer.runner() as runner:
+        _checkpoints(peer.root, 85)
+        (finding,), budget = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
     assert budget is None and finding.level == "warn"
-    checked = "; ".join(f"iter_{i:09d}: no .metadata" for i in range(2024, 2015, -1))
+    checked = "; ".join(f"iter_{i:09d}: no .metadata" for i in range(2084, 2076, -1))
     assert finding.message == (
-        "no parameter count (the checkpoint lookup in /ckpt/mix stopped at its bound of 20 "
-        f"SFTP requests; the 9 newest checkpoints it checked are incomplete ({checked}) and "
-        "the 17 older ones were not checked): skipped the checkpoint memory budget")
+        "no parameter count (the checkpoint lookup in /ckpt/mix stopped at its bound of 80 "
+        f"SFTP requests; the 8 newest checkpoints it checked are incomplete ({checked}) and "
+        "the 78 older ones were not checked): skipped the checkpoint memory budget")
     assert finding.fix == (
         "remove the incomplete checkpoints or write a complete one's name in "
         "latest_checkpoint.txt (a resume of this recipe is refused until then), or pass "
         "--params (e.g. --params 1.4B)")
     ko = translator("ko").gettext
-    checked_ko = "; ".join(f"iter_{i:09d}: `.metadata` 없음" for i in range(2024, 2015, -1))
+    checked_ko = "; ".join(f"iter_{i:09d}: `.metadata` 없음" for i in range(2084, 2076, -1))
     assert render_text(finding.text, ko) == (
-        "파라미터 수 없음(`/ckpt/mix`의 체크포인트 조회가 한도인 SFTP 요청 20개에서 멈췄습니다. "
-        f"확인한 최신 체크포인트 9개는 불완전하고({checked_ko}) 그보다 오래된 17개는 확인하지 "
+        "파라미터 수 없음(`/ckpt/mix`의 체크포인트 조회가 한도인 SFTP 요청 80개에서 멈췄습니다. "
+        f"확인한 최신 체크포인트 8개는 불완전하고({checked_ko}) 그보다 오래된 78개는 확인하지 "
         "않았습니다): 체크포인트 메모리 예산을 건너뛰었습니다")
     assert render_text(finding.fix_text, ko) == (
         "불완전한 체크포인트를 지우거나 완전한 체크포인트의 이름을 latest_checkpoint.txt에 "
