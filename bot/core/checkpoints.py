@@ -85,6 +85,8 @@ class LookupBound:
     symlinks: int | None = None
 
     def __str__(self) -> str:
+        if self.symlinks == 0:
+            return f"{self.root}: stopped while listing it, after {self.requests} SFTP requests"
         if self.symlinks is not None:
             return (f"{self.root}: stopped while listing it, after {self.requests} SFTP "
                     f"requests ({self.symlinks} symlinks named like checkpoints)")
@@ -157,6 +159,12 @@ def lookup_stopped(path: str, decision: CheckpointDecision) -> Text:
     symlinks to replace are there."""
     bound = decision.bound
     assert bound is not None, "the lookup did not stop at its bound"
+    if bound.symlinks == 0:  # no candidate known and no symlink stat'ed: the root's own
+        return N_("the checkpoint lookup in %(path)s stopped while listing the directory, "
+                  "after %(made)s SFTP requests (its bound is %(requests)s), before it checked "
+                  "any checkpoint: the directory holds too many entries to list within the "
+                  "bound (a request for each batch of them the server sends)",
+                  path=bound.root, made=bound.requests, requests=CHECKPOINT_REQUESTS)
     if bound.symlinks is not None:  # no candidate known: the counts below would be zeros
         return N_("the checkpoint lookup in %(path)s stopped while listing the directory, "
                   "after %(made)s SFTP requests (its bound is %(requests)s), before it checked "

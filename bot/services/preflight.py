@@ -275,6 +275,10 @@ def _params_from_cluster(recipe: RecipeConfig,
     except OSError as exc:
         return None, N_("cannot list %(path)s: %(error)s", path=recipe.checkpoint.dir,
                         error=str(exc)), PASS_PARAMS
+    if decision.bound is not None and decision.bound.symlinks == 0:
+        return None, lookup_stopped(recipe.checkpoint.dir, decision), N_(
+            "move the old checkpoints and other files out of the directory (a resume of this "
+            "recipe is refused until then), or pass --params (e.g. --params 1.4B)")
     if decision.bound is not None and decision.bound.symlinks is not None:
         return None, lookup_stopped(recipe.checkpoint.dir, decision), N_(
             "replace those symlinks with the directories they point to or remove the old "

@@ -304,7 +304,13 @@ def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTPCalls, task: int | No
             globs=ck.globs(), at_most=at_most,
         )
     except LookupStopped as exc:
-        if exc.bound.symlinks is not None:  # stopped before any checkpoint was checked
+        if exc.bound.symlinks == 0:  # the directory's own listing took the bound
+            raise CheckpointLookupStopped(N_(
+                "not resumed: %(stopped)s, so the run neither resumes from one nor starts "
+                "from scratch. Move the old checkpoints and other files out of the directory, "
+                "then resume again",
+                stopped=lookup_stopped(directory, exc.decision))) from None
+        if exc.bound.symlinks is not None:  # its symlinked checkpoints' stats took it
             raise CheckpointLookupStopped(N_(
                 "not resumed: %(stopped)s, so the run neither resumes from one nor starts "
                 "from scratch. Replace those symlinks with the directories they point to or "

@@ -213,6 +213,62 @@ def test_symlinks_not_named_like_checkpoints_take_no_request(peer: Peer) -> None
     assert (peer.requests["stat"], sent(peer)) == (0, 78)
 
 
+def test_a_huge_root_stops_the_lookup_while_listing_it_and_says_so(peer: Peer) -> None:
+    """A root of 1,300 entries takes more readdirs (16 entries each here) than the bound
+    allows: the lookup stops half-way through its listing and closes the directory within the
+    bound, no symlink stat'ed. The resume's refusal and the preflight say it stopped listing
+    the directory, as it holds too many entries, and to move the old ones out (not "each of
+    the 0 symlinks" nor to replace symlinks), in English and Korean."""
+    from fakes import make_config
+
+    from bot.core.text import render_text
+    from bot.services.preflight import PreflightOptions, memory_section
+    from bot.services.submit import CheckpointLookupStopped, find_resume_checkpoint
+    from bot.slack.render import translator
+
+    ko = translator("ko").gettext
+    root = _root(peer, range(0))
+    for i in range(1300):
+        (root / f"events_{i}.log").write_text("")
+    decision = _probe(peer, "/ck/mix")
+    assert decision.bound == LookupBound("/ck/mix", 0, 0, requests=80, symlinks=0)
+    assert dict(peer.requests) == {"opendir": 1, "readdir": 78, "close": 1}
+
+    recipe = make_config(checkpoint={"dir": "/ck/mix"}).recipes["mix"]
+    with peer.runner() as runner:
+        with pytest.raises(CheckpointLookupStopped) as refused:
+            find_resume_checkpoint(recipe, runner.sftp())
+        (finding,), budget = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
+    stopped = (
+        "the checkpoint lookup in /ck/mix stopped while listing the directory, after 80 SFTP "
+        "requests (its bound is 80), before it checked any checkpoint: the directory holds "
+        "too many entries to list within the bound (a request for each batch of them the "
+        "server sends)")
+    stopped_ko = (
+        "`/ck/mix`의 체크포인트 조회가 디렉터리 목록을 읽는 중에 SFTP 요청 80개 뒤에 "
+        "멈췄습니다(한도 80개). 체크포인트는 하나도 확인하지 못했습니다: 그 디렉터리에는 "
+        "한도 안에 목록을 다 읽기에는 항목이 너무 많습니다(서버가 보내는 항목 묶음마다 요청이 "
+        "하나씩 듭니다)")
+    text = refused.value.args[0]
+    assert str(text) == (
+        f"not resumed: {stopped}, so the run neither resumes from one nor starts from "
+        "scratch. Move the old checkpoints and other files out of the directory, then resume "
+        "again")
+    assert render_text(text, ko) == (
+        f"재개하지 않았습니다: {stopped_ko}. 그래서 어느 것에서도 재개하지 않고 처음부터 "
+        "시작하지도 않습니다. 오래된 체크포인트와 다른 파일을 그 디렉터리 밖으로 옮긴 뒤 다시 "
+        "재개하세요")
+    assert budget is None and finding.level == "warn"
+    assert finding.message == (
+        f"no parameter count ({stopped}): skipped the checkpoint memory budget")
+    assert finding.fix == (
+        "move the old checkpoints and other files out of the directory (a resume of this "
+        "recipe is refused until then), or pass --params (e.g. --params 1.4B)")
+    assert render_text(finding.fix_text, ko) == (
+        "오래된 체크포인트와 다른 파일을 그 디렉터리 밖으로 옮기세요(그때까지 이 레시피의 "
+        "재개는 거부됩니다). 아니면 `--params`를 주세요 (예: `--params 1.4B`)")
+
+
 def test_a_resume_stopped_by_symlinked_checkpoints_says_it_stopped_listing_them(
         peer: Peer) -> None:
     """85 symlinked checkpoints over a complete one: telling whether each is a directory (a
