@@ -67,6 +67,19 @@ def test_demo_config_sets_its_own_thresholds_and_tells_a_consistent_story():
     assert (target - last_complete) * leak < limit * 0.9
 
 
+def test_the_time_limit_fits_the_story_from_its_submit():
+    config = Config.model_validate(
+        demo.demo_config_data(CONNECTION, store_url="sqlite:////tmp/x.db", tag="t1"))
+    # job to its stall 130 x 0.45 s + 2 saves of 3 s; warning 8 + 2 s; stacks at most
+    # 25 + 30 s; abort 8 + 2 s; resumed 140 x 0.45 s + 2 saves of 3 s; its end seen 2 s
+    assert demo.story_s(config) == pytest.approx(64.5 + 10 + 55 + 10 + 69 + 2)
+    # a loaded node and Slurm's queue may take the story two or three times as long
+    assert demo.DEFAULT_TIME_LIMIT_S >= 2.5 * demo.story_s(config)
+    parser = argparse.ArgumentParser()
+    demo.configure(parser)
+    assert parser.parse_args([]).time_limit == demo.DEFAULT_TIME_LIMIT_S
+
+
 def ACTOR_CAN_APPROVE(config: Config) -> bool:  # noqa: N802 - reads as a sentence
     return demo.ACTOR in config.approvers_for("mix") and demo.ACTOR in config.recipe("mix").owners
 
