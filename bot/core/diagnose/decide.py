@@ -94,8 +94,8 @@ from bot.core.diagnose.requeue import (
     NOT_STARTED,
     SUBMITIT_VERDICTS,
     lightning_requeue,
+    requeue_after,
     submitit_requeue,
-    waiting_again,
 )
 from bot.core.diagnose.set_aside import deciding_matches
 from bot.core.metrics import MetricSeries
@@ -250,16 +250,19 @@ def diagnose(
             [m for m in primary if m.class_id == "time_limit"]):
         # sacct's PREEMPTED: submitit's time-out verdict was its clock's guess, no second class
         failed_classes.discard("time_limit")
-    if acct.state in NOT_STARTED and chosen is not None and chosen not in state_classes:
+    if chosen is not None and chosen not in state_classes and (
+            requeue := requeue_after(chosen, acct, matches, series, case_cause)) is not None:
         # waiting to start again (requeued: preempted, its node failed, scontrol requeue, or
-        # submitit's own requeue after its verdict) after the run this log shows ended: that
-        # run's end is history, the job starts again by itself; its class stays a secondary one
+        # submitit's own requeue after its verdict), or running again after submitit's requeue
+        # with nothing of its next run in the log yet: the run this log shows ended is history,
+        # the job starts again by itself (a resubmit would run it twice); its class stays a
+        # secondary one
         if chosen not in failed_classes:  # submitit's time-out verdict read as a preemption
             secondary.append(chosen)
-        requeue = waiting_again(chosen, acct.state, matches, series, case_cause)
         case_cause = requeue.cause
         evidence.extend(requeue.evidence)
-        chosen, decided_by = NONE_CLASS, ACCOUNTING
+        # sacct's REQUEUED or PENDING says it; RUNNING only with the framework's line
+        chosen, decided_by = NONE_CLASS, ACCOUNTING if acct.state in NOT_STARTED else HINT
     if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
             killed := _rank_killed_first(matches, primary, series)) is not None:
         # a rank SIGKILLed before its peers' collectives timed out: their timeout waited for

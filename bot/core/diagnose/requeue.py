@@ -16,7 +16,7 @@ from typing import Any
 from bot.core.diagnose.announced import requeued_by_lightning, requeued_by_submitit
 from bot.core.diagnose.cause import Cause, Requeued
 from bot.core.metrics import MetricSeries
-from bot.core.models import Evidence
+from bot.core.models import Accounting, Evidence
 
 #: Slurm states of a job not started yet, or waiting to start again: judged like a running job.
 NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
@@ -58,13 +58,18 @@ def submitit_requeue(state: str | None, matches: Sequence[Any], series: MetricSe
                           (Evidence(own.line, own.text),))
 
 
-def waiting_again(chosen: str, state: str, matches: Sequence[Any], series: MetricSeries,
-                  cause: Cause | None) -> RequeueReading:
-    """The requeue of a job sacct shows waiting to start again (`state`: REQUEUED, PENDING) after
-    the run its log shows ended in the class `chosen`: submitit's own after its verdict (a
-    time-out or preemption class) when its line is there, with the verdict's `cause`; else
-    Slurm's."""
-    if chosen in SUBMITIT_VERDICTS and (
-            own := submitit_requeue(state, matches, series, cause)) is not None:
-        return own
-    return RequeueReading(Requeued(state))
+def requeue_after(chosen: str, acct: Accounting, matches: Sequence[Any], series: MetricSeries,
+                  cause: Cause | None) -> RequeueReading | None:
+    """The requeue after the run the log shows ended in the class `chosen`, with sacct's state:
+    waiting to start again (REQUEUED, PENDING), submitit's own after its verdict (a time-out or
+    preemption class) when its line is there, with the verdict's `cause`, else Slurm's; running
+    again (RUNNING) with nothing of its next run in the log yet (the log's last run is the one
+    that ended), submitit's own only, as running alone says nothing of a requeue. None when
+    neither: a running job whose log shows no requeue, or a job that ended."""
+    if acct.state in NOT_STARTED or acct.is_running:
+        if chosen in SUBMITIT_VERDICTS and (
+                own := submitit_requeue(acct.state, matches, series, cause)) is not None:
+            return own
+    if acct.state in NOT_STARTED:
+        return RequeueReading(Requeued(acct.state))
+    return None

@@ -415,6 +415,51 @@ def test_a_job_submitit_requeued_is_not_resubmitted_from_its_log_alone(capsys, t
     assert (result["class"], result["action"]) == ("time_limit", "resubmit")
 
 
+# `sacct -D -P` of job 6060 running again after submitit's requeue (trainbot's fields, as in
+# tests/support/sacct_rows.py): Slurm resets Submit and Start when it requeues a job.
+_RUNNING_AGAIN = """\
+JobIDRaw|JobID|State|ExitCode|Reason|User|Account|Partition|QOS|ElapsedRaw|NodeList|NNodes|\
+MaxRSS|ReqTRES|AllocTRES|AllocCPUS|Submit|Start|End|TimelimitRaw|WorkDir|JobName
+6060|6060|RUNNING|0:0|None|root|root|debug|normal|35|vm|1||billing=1,cpu=1,mem=256M,node=1|\
+billing=1,cpu=1,mem=256M,node=1|1|2022-07-12T04:18:50|2022-07-12T04:19:10|Unknown|600|/tmp|wrap
+"""
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "submitit requeued the job itself (line 5, 2 requeues left for time-outs)"),
+    ("ko", "submitit이 작업을 스스로 다시 대기열에 넣었습니다(5번째 줄"),
+])
+def test_a_job_submitit_requeued_that_sacct_shows_running_again_is_not_resubmitted(
+        capsys, tmp_path, lang, said):
+    """submitit's time-out verdict, then its own requeue (submitit/slurm/slurm.py,
+    SlurmJobEnvironment._requeue, once `scontrol requeue` returned 0), with sacct showing the
+    job RUNNING and nothing of its next run in the log yet: Slurm already started it again, so
+    diagnose proposes nothing (the time-out a secondary class), where it proposed a resubmit
+    that would run a second copy of the job."""
+    log = tmp_path / "6060.log"
+    log.write_text(
+        "submitit INFO (2022-07-12 04:17:53,762) - Starting with JobEnvironment(job_id=6060)\n"
+        "epoch 3 step 1200 loss 0.53\n"
+        "submitit INFO (2022-07-12 04:18:45,881) - Job has timed out. Ran 598 minutes out of"
+        " requested 600 minutes.\n"
+        "submitit WARNING (2022-07-12 04:18:45,881) - Caught signal SIGUSR2 on node07: this job"
+        " is timed-out.\n"
+        "submitit INFO (2022-07-12 04:18:45,912) - Requeued job 6060 (2 remaining timeouts)\n"
+        "submitit INFO (2022-07-12 04:18:45,913) - Exiting gracefully after preemption/timeout.\n")
+    sacct = tmp_path / "6060.sacct"
+    sacct.write_text(_RUNNING_AGAIN)
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang, "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == ("none", "none", False)
+    assert result["secondary"] == ["time_limit"]
+    assert (result["detail"]["kind"], result["detail"]["state"], result["detail"]["framework"],
+            result["detail"]["remaining"]) == ("requeued", "RUNNING", "submitit", 2)
+    assert said in result["hint"]
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang)
+    assert out.startswith(f"{log}: none - ") and said in out
+    assert "\naction: none" in out and "action: resubmit" not in out
+
+
 @pytest.mark.parametrize(("lang", "title", "hint"), [
     ("en", "The job never started",
      "It never started: Slurm ended it (CANCELLED by user id 0) while it waited in the queue, so "

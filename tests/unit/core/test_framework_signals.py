@@ -217,7 +217,7 @@ def test_submitits_time_out_that_was_a_preemption_and_its_requeue_are_both_told(
     assert explain(standing).startswith("submitit requeued the job itself")
 
 
-@pytest.mark.parametrize("state", ["REQUEUED", "PENDING"])
+@pytest.mark.parametrize("state", ["REQUEUED", "PENDING", "RUNNING"])
 @pytest.mark.parametrize(("text", "was", "line", "remaining", "cause"), [
     (_submitit_timed_out(598, 600), "time_limit", 6, 2, None),
     (_submitit_timed_out(500, 600), "preempted", 6, 2, "submitit_preempted"),
@@ -229,7 +229,10 @@ def test_a_job_submitit_requeued_that_slurm_shows_requeued_says_submitit_requeue
     (submitit/slurm/slurm.py, SlurmJobEnvironment._requeue, once `scontrol requeue` returned 0):
     the requeued detail with submitit's line, the time-outs left, sacct's state and the
     preemption its time-out verdict was, as the log reads without accounting, where it said
-    only that Slurm requeued the job (a preemption, a node's failure or scontrol requeue)."""
+    only that Slurm requeued the job (a preemption, a node's failure or scontrol requeue).
+    RUNNING with nothing of the next run in the log yet (it started again, or scontrol requeue
+    has not stopped it yet) alike, where it read the time-out or preemption with action
+    resubmit: a second copy of a job Slurm already requeued."""
     d = _diagnose(catalogue, text, Accounting(state=state))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail is not None
@@ -245,6 +248,23 @@ def test_a_job_submitit_requeued_that_slurm_shows_requeued_says_submitit_requeue
     ko = explain(d, "ko")
     assert f"submitit이 작업을 스스로 다시 대기열에 넣었습니다({line}번째 줄" in ko
     assert (cause is not None) == ("스케줄러가 작업을 선점했습니다." in ko)
+
+
+def test_a_job_submitit_requeued_that_runs_its_next_run_is_running(catalogue):
+    """The next run's own lines after submitit's requeue (`Starting with JobEnvironment`, then
+    progress): the log is read by that run, which trains; the requeue is history."""
+    next_run = _PROGRESS.replace("step 1200", "step 1300")
+    d = _diagnose(catalogue, _submitit_timed_out(598, 600) + next_run, Accounting(state="RUNNING"))
+    assert (d.class_id, d.action) == ("none", Action.NONE)
+    assert (d.detail or {}).get("kind") == "running" and d.secondary == ()
+
+
+def test_a_running_job_whose_submitit_verdict_has_no_requeue_line_keeps_its_class(catalogue):
+    """RUNNING alone says nothing of a requeue: without submitit's `Requeued job` line (the
+    checkpoint function returned None) the time-out stays the class, as before."""
+    d = _diagnose(catalogue, _submitit_timed_out(598, 600, requeued=False),
+                  Accounting(state="RUNNING"))
+    assert d.class_id == "time_limit" and (d.detail or {}).get("kind") != "requeued"
 
 
 def test_a_time_out_submitit_did_not_requeue_that_slurm_requeued_says_slurm_requeued_it(
