@@ -197,11 +197,12 @@ class Requeued:
     `state` (PENDING or REQUEUED) says Slurm requeued it (a preemption, a node's failure,
     scontrol requeue), or its `framework` says it requeued the job itself at `line` (Lightning's
     auto-requeue, read without accounting or with sacct's `state`: requeued, pending, running
-    again; submitit's, read without accounting or with sacct's `state`: requeued, pending, with
-    the time-outs it will still requeue it after, `remaining`); either way it starts again by
-    itself and that run's end is no failure to act on. `cause` is that end's own cause, which
-    the requeue followed and the explanation states first (submitit's time-out verdict that was
-    a preemption), None when the class says it all."""
+    again; submitit's, read without accounting or with sacct's `state`: requeued, pending,
+    running again, with the time-outs it will still requeue it after, `remaining`); either way
+    it starts again by itself and that run's end is no failure to act on. `cause` is that end's
+    own cause, which the requeue followed and the explanation states first (submitit's time-out
+    verdict that was a preemption, with Slurm's requeue or submitit's own), None when the class
+    says it all."""
 
     state: str | None
     framework: str | None = None

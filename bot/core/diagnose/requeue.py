@@ -60,16 +60,19 @@ def submitit_requeue(state: str | None, matches: Sequence[Any], series: MetricSe
 
 def requeue_after(chosen: str, acct: Accounting, matches: Sequence[Any], series: MetricSeries,
                   cause: Cause | None) -> RequeueReading | None:
-    """The requeue after the run the log shows ended in the class `chosen`, with sacct's state:
-    waiting to start again (REQUEUED, PENDING), submitit's own after its verdict (a time-out or
-    preemption class) when its line is there, with the verdict's `cause`, else Slurm's; running
+    """The requeue after the run the log shows ended in the class `chosen` (its own `cause`,
+    when one decided it: submitit's time-out verdict read as a preemption), with sacct's state:
+    the framework's own when its line is there (submitit's after its verdict, a time-out or
+    preemption class, with that cause; else Lightning's, whatever class its run's end read
+    as), else, waiting to start again (REQUEUED, PENDING), Slurm's, with that cause. Running
     again (RUNNING) with nothing of its next run in the log yet (the log's last run is the one
-    that ended), submitit's own only, as running alone says nothing of a requeue. None when
+    that ended), the framework's only, as running alone says nothing of a requeue. None when
     neither: a running job whose log shows no requeue, or a job that ended."""
-    if acct.state in NOT_STARTED or acct.is_running:
-        if chosen in SUBMITIT_VERDICTS and (
-                own := submitit_requeue(acct.state, matches, series, cause)) is not None:
-            return own
-    if acct.state in NOT_STARTED:
-        return RequeueReading(Requeued(acct.state))
-    return None
+    waiting = acct.state in NOT_STARTED
+    if not waiting and not acct.is_running:
+        return None
+    own = submitit_requeue(acct.state, matches, series, cause) if (
+        chosen in SUBMITIT_VERDICTS) else None
+    if (own := own or lightning_requeue(acct.state, matches, series)) is not None:
+        return own
+    return RequeueReading(Requeued(acct.state, cause=cause)) if waiting else None

@@ -279,6 +279,25 @@ def test_a_time_out_submitit_did_not_requeue_that_slurm_requeued_says_slurm_requ
     assert "Slurm requeued it after the run this log shows ended" in explain(d)
 
 
+def test_a_time_out_read_as_a_preemption_that_slurm_requeued_keeps_the_preemption(catalogue):
+    """submitit's time-out verdict 100 minutes before the limit (a preemption), no `Requeued
+    job` line, sacct's REQUEUED: Slurm's requeue, told after why the time-out was a preemption
+    (en + ko), where the explanation dropped the preemption and said only that Slurm requeued
+    the job."""
+    d = _diagnose(catalogue, _submitit_timed_out(500, 600, requeued=False),
+                  Accounting(state="REQUEUED"))
+    assert (d.class_id, d.action) == ("none", Action.NONE) and d.secondary == ("preempted",)
+    assert d.detail is not None and (d.detail["kind"], d.detail["framework"]) == (
+        "requeued", None)
+    assert d.detail["cause"]["kind"] == "submitit_preempted"
+    said = explain(d)
+    assert said.index("came 100 minutes before the 600-minute limit") < said.index(
+        "The scheduler preempted the job.") < said.index(
+        "The job is waiting to start again (REQUEUED): Slurm requeued it")
+    ko = explain(d, "ko")
+    assert ko.index("스케줄러가 작업을 선점했습니다.") < ko.index("(REQUEUED)")
+
+
 @pytest.mark.parametrize("text", [
     # the checkpoint function returned None: submitit did not requeue (UncompletedJobError)
     _submitit_timed_out(598, 600, requeued=False),
@@ -426,6 +445,26 @@ def test_a_job_lightning_requeued_that_slurm_shows_requeued_says_lightning_reque
     later = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"),
                       Accounting(state="RUNNING"))
     assert (later.detail or {}).get("kind") == "running"
+
+
+@pytest.mark.parametrize("state", ["REQUEUED", "PENDING", "RUNNING"])
+def test_a_lightning_requeue_behind_another_failure_says_lightning_requeued_it(catalogue, state):
+    """Lightning's `Requeued SLURM job: 4242`, then a peer's NCCL watchdog timing out as
+    `scontrol requeue` stopped the job, with sacct showing it waiting or running again: the
+    requeued detail with Lightning's line, the timeout a secondary class, where it said only
+    that Slurm requeued the job (waiting) or read the timeout with its action (running)."""
+    text = _LIGHTNING_REQUEUED + (
+        "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before "
+        "timing out.\n")
+    d = _diagnose(catalogue, text, Accounting(state=state))
+    assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
+    assert d.detail is not None and (d.detail["kind"], d.detail["state"], d.detail["framework"],
+                                     d.detail["line"]) == ("requeued", state, "lightning", 4)
+    assert "nccl_timeout" in d.secondary and _shows(d, "Requeued SLURM job: 4242")
+    assert "Lightning requeued the job itself (line 4)" in explain(d)
+    assert "Slurm requeued it after the run this log shows ended" not in explain(d)
+    assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
 
 
 def test_a_lightning_requeue_followed_by_training_is_no_requeue(catalogue):
