@@ -67,10 +67,16 @@ def first_delivery(ctx: BotContext, trigger_id: str | None, now: float) -> bool:
 
 def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
             now: float) -> Reply:
-    """Run one command; user mistakes and cluster trouble come back as a Reply, audited."""
+    """Run one command; user mistakes and cluster trouble come back as a Reply, audited. A
+    command naming a job says them in the language of the recipe whose run has the job (the
+    one its answer is in; access.recipe_of_job, read from the store before the command runs),
+    and audits them under that recipe; a job of no recipe's (adopted, unknown), or an array
+    task of a run that records only its tasks, in the channel's (`say`)."""
     verb = c.verb_of(cmd)
     recipe = getattr(cmd, "recipe", None)
     job = getattr(cmd, "job_id", None)
+    if recipe is None and job is not None:
+        recipe = recipe_of_job(ctx.store, str(job))[0]
     task = getattr(cmd, "array_task", None)
     job = None if job is None else str(job) if task is None else f"{job}_{task}"
     try:

@@ -327,3 +327,22 @@ def test_a_size_override_too_long_to_quote_is_refused_in_the_channels_language(
                    channel=CHANNEL, now=NOW).text
     assert text.startswith(said), text
     assert slurm.submits() == []
+
+
+@pytest.mark.parametrize("channel", [None, "C0OTHER"])  # a direct message, an English channel
+def test_a_failure_of_a_command_naming_a_runs_job_is_said_in_its_recipes_language(
+        ctx, channel) -> None:
+    """`/train logs|cancel N` of a job of recipe mix (Korean) asked where the workspace's
+    language (English) is the channel's: its log that does not exist, the refusal, are in
+    Korean, as its answer would be, and audited under mix; a job of no recipe's is answered
+    in the channel's language."""
+    missing = execute(ctx, c.Logs(88017), actor="W0LEAD", channel=channel, now=NOW).text
+    refused = execute(ctx, c.JobControl("cancel", 88017), actor="U0NOBODY", channel=channel,
+                      now=NOW).text
+    for text in (missing, refused):
+        assert HANGUL.search(text) and not english_words(text), text
+    assert [(e.action, e.result, e.recipe) for e in ctx.store.audit.recent(2)][::-1] == [
+        ("command.logs", "refused", "mix"), ("command.cancel", "refused", "mix")]
+    other = execute(ctx, c.JobControl("cancel", 5000), actor="U0NOBODY", channel=channel,
+                    now=NOW).text
+    assert not HANGUL.search(other), other
