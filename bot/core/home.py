@@ -100,13 +100,15 @@ def last_incident(class_id: str, job_id: str,
     and, when its decision (stored JSON, None: none stored) resumes the run, or leaves that to
     a person (a job with no recipe), from a checkpoint nobody could look up, why
     (`checkpoint_unknown`: the row says where the resume starts as the incident does, not
-    nothing)."""
+    nothing); `never_started`: the job ended while it waited in the queue, which the row says
+    as the incident's head line does, not as its State's class (bot.core.policy.retry)."""
     dec = Decision.from_json(decision) if decision is not None else None
     resumes = dec is not None and (dec.resubmits or OFFER_RESUBMIT in dec.offers
                                    or OFFER_RESUBMIT_MEM in dec.offers or dec.by_hand)
     return {"class_id": class_id, "job_id": job_id,
             "checkpoint_unknown": dec.checkpoint_unknown if dec is not None and resumes
-            else None}
+            else None,
+            "never_started": dec is not None and dec.facts.get("why") == "never_started"}
 
 
 def row_blocks(row: Mapping[str, Any]) -> int:

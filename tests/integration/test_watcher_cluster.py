@@ -241,6 +241,11 @@ def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_s
                                 "cancelled_by": uid, "pending_reason": "BeginTime"}
             assert (d.class_id, d.action, d.retryable) == ("unknown_failure", "ask", False)
             assert incident.decision.kind == DecisionKind.PROPOSE_RESUBMIT
+            assert incident.text == (  # not its State's class, no work lost
+                f"job {job_id} never started: Slurm ended it (CANCELLED by user id {uid}, "
+                "pending reason BeginTime) while it waited in the queue, so nothing ran and "
+                "nothing was lost; resubmit from scratch (no complete checkpoint) or dismiss: "
+                "a person decides.")
             assert (explain_title(d), explain_title(d, "ko")) == (
                 "The job never started", "작업이 시작되지 않음")
             assert explain(d) == (

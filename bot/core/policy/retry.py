@@ -132,6 +132,9 @@ def decide(
     if diagnosis.action == Action.NONE:
         return Decision(DecisionKind.NONE, f"{cid}: nothing to do", cid,
                         facts={"why": "nothing_to_do"})
+    if (diagnosis.detail or {}).get("kind") == "never_started":
+        return _never_started(diagnosis, chain_history, p, now, base, checkpoint_iter,
+                              checkpoint_name, checkpoint_unknown)
 
     chunk = chunk_progress(cid, chain_history, CheckpointMark(checkpoint_name, checkpoint_iter),
                            bounds=p.chunk_bounds(diagnosis.metrics.target_iter))
@@ -245,6 +248,42 @@ def decide(
         offers=resubmit_offers(by_hand=by_hand),
         facts={"why": "ask", **node, **lookup, **hand},
         **base,
+    )
+
+
+def _never_started(diagnosis: Diagnosis, chain_history: ChainHistory, p: Any, now: float,
+                   base: DecisionBase, checkpoint_iter: int | None,
+                   checkpoint_name: str | None,
+                   checkpoint_unknown: CheckpointUnknown | None) -> Decision:
+    """A job that ended while it waited in the queue (its diagnosis' `never_started` detail:
+    bot.core.diagnose): nothing ran, so nothing was lost and nothing is charged, and a person
+    decides whether to submit it again, from where the run's checkpoint stands (Resubmit /
+    Dismiss; a job trainbot did not submit, Dismiss alone). Said as what happened, its State,
+    who cancelled it and why it was pending (facts `state`, `cancelled_by`,
+    `pending_reason`), not as its class's failure."""
+    detail = diagnosis.detail or {}
+    by_hand = checkpoint_unknown == "no_recipe"
+    hand = {"by_hand": True} if by_hand else {}
+    where = _resume_text(checkpoint_iter, checkpoint_name, None, unknown=checkpoint_unknown)
+    ended = str(detail.get("state"))
+    if detail.get("cancelled_by") is not None:
+        ended += f" by user id {detail['cancelled_by']}"
+    if detail.get("pending_reason"):
+        ended += f", pending reason {detail['pending_reason']}"
+    offered = (f"{RESUBMIT_BY_HAND} {where}." if by_hand
+               else f"resubmit {where} or dismiss: a person decides.")
+    return Decision(
+        DecisionKind.ASK_HUMAN if by_hand else DecisionKind.PROPOSE_RESUBMIT,
+        f"never started: Slurm ended it ({ended}) while it waited in the queue, so nothing "
+        f"ran and nothing was lost; {offered}",
+        not_before=None if by_hand else now + backoff_delay(p, chain_history.resubmits_so_far),
+        offers=resubmit_offers(by_hand=by_hand),
+        facts={"why": "never_started", "state": detail.get("state"),
+               "cancelled_by": detail.get("cancelled_by"),
+               "pending_reason": detail.get("pending_reason"),
+               **lookup_fact(checkpoint_unknown), **hand},
+        class_id=base["class_id"], resume_from=base["resume_from"],
+        resume_checkpoint=base["resume_checkpoint"],
     )
 
 

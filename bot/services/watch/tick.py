@@ -651,7 +651,10 @@ class Watcher:
         # A warning that fails to post never holds the incident back.
         self.outbox.flush_warnings(jw.chain_id, str(jw.job_id), jw.recipe, now, report)
         key = f"{self.cluster}:{jw.job_id}:final"
-        text = f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}"
+        # a job that never started is said as that, not as its State's class (its reason)
+        text = (f"job {record.display_id} {decision.reason}"
+                if decision.facts.get("why") == "never_started"
+                else f"job {record.display_id} {record.state}: {diag.class_id} — {decision.reason}")
         facts: dict[str, Any] = {}
         log_failure = (unreadable or {}).get("log")
         if isinstance(log_failure, FileMissing):

@@ -23,4 +23,5 @@ FAILED = {"checkpoint_lookup": "failed"}
 ])
 def test_last_incident_says_why_its_resume_checkpoint_is_unknown(decision, unknown):
     row = last_incident("c", "123_4", decision.to_json() if decision else None)
-    assert row == {"class_id": "c", "job_id": "123_4", "checkpoint_unknown": unknown}
+    assert row == {"class_id": "c", "job_id": "123_4", "checkpoint_unknown": unknown,
+                   "never_started": False}

@@ -289,7 +289,7 @@ def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, l
     assert incident.job_id == "6103"
     [row] = [r for r in rows(ctx, BOB) if r["job_id"] == "6100"]
     assert row["last_incident"] == {"class_id": incident.class_id, "job_id": "6100_3",
-                                    "checkpoint_unknown": "no_recipe"}
+                                    "checkpoint_unknown": "no_recipe", "never_started": False}
     blocks = render_home(ctx, home_view(ctx, BOB, NOW))
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert line.format(cls=incident.class_id) in text and "6103" not in text, text
@@ -404,6 +404,34 @@ def test_a_runs_last_incident_says_when_its_resume_checkpoint_is_unknown(ctx, lo
     assert validate_blocks(blocks) == []
     text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
     assert line in text, text
+
+
+@pytest.mark.parametrize(("lang", "line"), [
+    ("en", "Last incident: job 88154 never started · retries 0"),
+    ("ko", "마지막 인시던트: 작업 88154은(는) 시작되지 않음 · "),
+])
+def test_a_runs_last_incident_of_a_job_that_never_started_says_so(ctx, lang, line):
+    """The run's last job was cancelled while it waited in the queue: its row on the Home tab
+    says the job never started, as the incident's head line does, not its State's class
+    (unknown_failure)."""
+    import io
+
+    from bot.core.diagnose import analyze_file
+    from bot.core.models import Accounting, NeverStarted
+    from bot.core.policy import ChainHistory, PolicyParams, decide
+    acct = Accounting(state="CANCELLED", never_started=NeverStarted(cancelled_by=1000))
+    d = analyze_file(io.BytesIO(b""), ctx.catalogue).diagnose(acct)
+    decision = decide(d, ChainHistory(), PolicyParams(), NOW, accounting=acct)
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    ctx.store.incidents.record("dev:88154:final", class_id=d.class_id, now=NOW,
+                               chain_id=chain.id, job_id="88154", state="posted",
+                               diagnosis={"kind": "incident", "decision": decision.to_json()})
+    blocks = render_home(ctx, home_view(ctx, ALICE, NOW))
+    assert validate_blocks(blocks) == []
+    text = "\n".join(str(b.get("text", {}).get("text", "")) for b in blocks)
+    assert line in text, text
+    assert "unknown_failure" not in text
 
 
 @pytest.mark.parametrize(("lang", "head", "proposed"), [

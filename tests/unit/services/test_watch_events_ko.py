@@ -623,23 +623,63 @@ def test_an_incident_of_a_job_that_never_started_says_so_in_each_language(store)
             said[lang] = replies(ctx)[0]
             shown[lang] = json.dumps(ctx.sink.blocks["dev:88154:final"], ensure_ascii=False)
     assert said["en"] == (
-        "<@U0OWNER> job 88154 CANCELLED: unknown_failure — unknown_failure: a person should "
-        "decide; resubmit from scratch (no complete checkpoint) is offered. It never started: "
-        "Slurm ended it (CANCELLED by user id 1000) while it waited in the queue, so it ran "
-        "nothing and wrote no log, and it was judged from Slurm's accounting alone. Its pending "
-        "reason was BeginTime. Nothing ran, so no work was lost, and trainbot does not submit it "
-        "again by itself: submit it again if it is still wanted.")
+        "<@U0OWNER> job 88154 never started: Slurm ended it (CANCELLED by user id 1000) while it "
+        "waited in the queue, so nothing ran and no work was lost. Its pending reason was "
+        "BeginTime. A person decides: resubmit it from scratch (no complete checkpoint), or "
+        "dismiss it; trainbot does not submit it again by itself.")
     assert said["ko"] == (
-        "<@U0OWNER> 작업 88154 CANCELLED: unknown_failure — unknown_failure: 사람이 결정해야 "
-        "합니다. 완전한 체크포인트가 없어 처음부터 재제출할 수 있습니다. 작업이 시작되지 "
-        "않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 ID 1000에 의해 "
-        "CANCELLED) 아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 기록만으로 "
-        "판단했습니다. 대기 사유: BeginTime. 아무것도 실행되지 않았으므로 잃은 작업은 없으며, "
-        "trainbot은 작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 제출하세요.")
+        "<@U0OWNER> 작업 88154은(는) 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 "
+        "끝냈으므로(사용자 ID 1000에 의해 CANCELLED) 아무것도 실행되지 않았고 잃은 작업도 "
+        "없습니다. 대기 사유: BeginTime. 사람이 결정합니다: 완전한 체크포인트가 없어 처음부터 "
+        "재제출하거나 무시하세요. trainbot은 작업을 스스로 다시 제출하지 않습니다.")
+    assert "unknown_failure —" not in said["en"] + said["ko"]
     assert "The job never started" in shown["en"] and "작업이 시작되지 않음" in shown["ko"]
     for lang, text in shown.items():
         assert "last lines" not in text and "마지막 줄" not in text, lang
         assert "no known signature" not in text, lang
+
+
+@pytest.mark.parametrize(("lang", "head"), [
+    ("en", "job 88154 never started: Slurm ended it (DEADLINE) while it waited in the queue, so "
+           "nothing ran and no work was lost. A person decides: resubmit it from iteration "
+           "2,000, or dismiss it; trainbot does not submit it again by itself."),
+    ("ko", "작업 88154은(는) 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 "
+           "끝냈으므로(DEADLINE) 아무것도 실행되지 않았고 잃은 작업도 없습니다. 사람이 결정합니다: "
+           "iteration 2,000부터 재제출하거나 무시하세요. trainbot은 작업을 스스로 다시 제출하지 "
+           "않습니다."),
+])
+def test_a_never_started_job_of_a_run_with_a_checkpoint_loses_no_iterations(store, lang, head):
+    """A run's next job whose deadline passed while it waited, the run having saved iteration
+    2,000 and reached 3,400: the head line offers to resubmit it from the checkpoint, says no
+    work was lost (not the earlier job's 1,400 iterations), and names neither a class nor a
+    charge; its DEADLINE is not a time limit to resubmit by itself."""
+    acct = Accounting(state="DEADLINE", never_started=NeverStarted())
+    d = analyze_file(io.BytesIO(b""), catalogue()).diagnose(acct)
+    dec = decide(d, history(3400, None), PolicyParams(backoff_s=60, auto_resubmit=True), T0,
+                 checkpoint_iter=2000, accounting=acct)
+    assert (dec.kind, dec.charged, dec.work_lost_iters) == ("propose_resubmit", False, None)
+    said = heads(store, lang, d, dec, "DEADLINE")
+    assert said == f"<@U0OWNER> {head}"
+    assert "lost)" not in said and "time_limit" not in said
+
+
+def test_a_never_started_job_trainbot_did_not_submit_offers_only_to_dismiss(store):
+    """An adopted job (no recipe: trainbot resubmits nothing of it) cancelled while it waited:
+    the head line says a person resubmits it, and the incident offers no Resubmit."""
+    acct = Accounting(state="CANCELLED", never_started=NeverStarted(cancelled_by=0))
+    d = analyze_file(io.BytesIO(b""), catalogue()).diagnose(acct)
+    dec = decide(d, history(None), MANUAL, T0, checkpoint_unknown="no_recipe", accounting=acct)
+    assert (dec.kind, dec.offers) == ("ask_human", ("dismiss",))
+    for lang, head in (
+            ("en", "job 88154 never started: Slurm ended it (CANCELLED by user id 0) while it "
+                   "waited in the queue, so nothing ran and no work was lost. trainbot did not "
+                   "submit this job, so it resubmits nothing: resubmit it yourself "),
+            ("ko", "작업 88154은(는) 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 "
+                   "끝냈으므로(사용자 ID 0에 의해 CANCELLED) 아무것도 실행되지 않았고 잃은 작업도 "
+                   "없습니다. 이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: "
+                   "아직 필요하면 ")):
+        said = heads(store, lang, d, dec, "CANCELLED")
+        assert said.startswith(f"<@U0OWNER> {head}"), said
 
 
 @pytest.mark.parametrize("missing", [True, False])

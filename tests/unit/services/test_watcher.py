@@ -1434,6 +1434,12 @@ def test_a_job_that_never_started_is_judged_at_once_and_says_it_never_started(
                         "pending_reason": "BeginTime"}
     assert d.metrics.last_iter is None and d.evidence == ()  # the other job's log was not read
     assert incident.decision.kind == DecisionKind.PROPOSE_RESUBMIT and not incident.decision.charged
+    # its English line says what happened, not its State's class, and loses nothing
+    by = " by user id 1000" if state == "CANCELLED" else ""
+    assert incident.text == (
+        f"job 88154 never started: Slurm ended it ({state}{by}, pending reason BeginTime) "
+        "while it waited in the queue, so nothing ran and nothing was lost; resubmit from "
+        "scratch (no complete checkpoint) or dismiss: a person decides.")
     assert store.watched_jobs.get(CLUSTER, "88154") is None
 
 
