@@ -14,7 +14,8 @@ with their `kind`), `secondary`, `metrics`, `upstream`, `during_checkpoint_save`
 `decided_by`, `leak_fit` and `node` (bot.core.models.Diagnosis.to_json).
 
 `--lang` (default en) words the title and the explanation (`hint`) in a message language, as a
-thread in that language does (templates/locale), in the summary and in the JSON alike; the
+thread in that language does (templates/locale), in the summary and in the JSON alike, and the
+summary's line saying what decided the diagnosis (the incident's confidence line); the
 summary's own labels, the class ids and the evidence lines stay as they are.
 
 "Now" for a running job: an offline log is judged at its own last timestamp (the latest
@@ -65,15 +66,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if diagnosis.class_id in ("completed", NONE_CLASS) else EXIT_FAILED
 
 
-#: What decided a diagnosis, as the summary says it (bot.core.diagnose).
-DECIDED_BY = {
-    "signature": "a decisive log line",
-    "hint": "only how the log ends (no decisive line): look closer",
-    "accounting": "only Slurm accounting (the log does not say why): look closer",
-    "detector": "the measured progress and memory, not a log line",
-}
-
-
 def format_log_time(t: float | None) -> str:
     """A log time for humans: ISO (UTC) for epoch times, HH:MM:SS for date-less logs."""
     if t is None:
@@ -88,7 +80,7 @@ def format_log_time(t: float | None) -> str:
 def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "",
                    lang: str = "en") -> str:
     """The short human summary printed without --json: its title and explanation in `lang`."""
-    from bot.slack.render import explain, explain_title, format_duration
+    from bot.slack.render import explain, explain_decided, explain_title, format_duration
 
     cls = catalogue.classes.get(d.class_id)
     title = explain_title(d, lang) if cls is not None else "running, nothing to report"
@@ -96,8 +88,9 @@ def render_summary(d: Diagnosis, catalogue: Catalogue, *, log_name: str = "",
     budget = "counts against" if d.charges_budget else "does not count against"
     retry = "retryable" if d.retryable else "not retried automatically"
     lines.append(f"action: {d.action} ({retry}; {budget} the retry budget)")
-    if d.decided_by in DECIDED_BY:
-        lines.append("decided by: " + DECIDED_BY[d.decided_by])
+    decided = explain_decided(d, lang)  # the incident's confidence line
+    if decided:
+        lines.append(decided)
     if d.upstream is not None:
         u = d.upstream
         lines.append(

@@ -247,11 +247,19 @@ def explain_title(diagnosis: Any, lang: str = "en", *,
     return str(_render_explanation(diagnosis, lang, override_dir)["title"])
 
 
+def explain_decided(diagnosis: Any, lang: str = "en", *,
+                    override_dir: str | Path | None = None) -> str:
+    """What decided a diagnosis, in `lang`, as an incident's confidence line says it (a
+    decisive line, how the log ends, Slurm accounting, a measured trend); empty when the log's
+    progress did (a running job, a completed run)."""
+    return str(_render_explanation(diagnosis, lang, override_dir)["decided"])
+
+
 def _render_explanation(diagnosis: Any, lang: str, override_dir: str | Path | None
                         ) -> dict[str, Any]:
     view = {"title": diagnosis.title, "detail": diagnosis.detail, "hint": diagnosis.hint,
             "translations": diagnosis.translations, "site_title": diagnosis.site_title,
-            "site_hint": diagnosis.site_hint}
+            "site_hint": diagnosis.site_hint, "decided_by": diagnosis.decided_by}
     return render_template("explanation", lang, view, override_dir=override_dir)
 
 

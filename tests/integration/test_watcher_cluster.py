@@ -26,7 +26,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.services.watch.tick import Watcher
-from bot.slack.render import explain, explain_title
+from bot.slack.render import explain, explain_decided, explain_title
 from bot.store import Store
 
 pytestmark = pytest.mark.integration
@@ -248,6 +248,10 @@ def test_a_real_job_cancelled_while_it_waited_is_judged_at_once_and_said_never_s
                 "a person decides.")
             assert (explain_title(d), explain_title(d, "ko")) == (
                 "The job never started", "작업이 시작되지 않음")
+            assert explain_decided(d) == (  # its confidence line: what a person checks
+                "Decided by Slurm accounting alone: the job never ran, so it wrote no log. "
+                "Before submitting it again, check who cancelled it and why, and what it "
+                "waited for (its pending reason).")
             assert explain(d) == (
                 f"It never started: Slurm ended it (CANCELLED by user id {uid}) while it waited "
                 "in the queue, so it ran nothing and wrote no log, and it was judged from "

@@ -360,11 +360,17 @@ def test_report_of_a_recipe_without_a_factory_names_the_field_that_enables_the_b
 
 @pytest.mark.parametrize(("lang", "said"), [
     ("en", ("The job never started",
+            "Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "
+            "submitting it again, check who cancelled it and why, and what it waited for (its "
+            "pending reason).",
             "It never started: Slurm ended it (CANCELLED by user id 0) while it waited in the "
             "queue, so it ran nothing and wrote no log, and it was judged from Slurm's accounting "
             "alone. Its pending reason was BeginTime. Nothing ran, so no work was lost, and "
             "trainbot does not submit it again by itself: submit it again if it is still wanted.")),
     ("ko", ("작업이 시작되지 않음",
+            "Slurm accounting만으로 판단했습니다: 작업이 실행되지 않아 로그를 쓰지 않았습니다. "
+            "다시 제출하기 전에 누가 왜 작업을 취소했는지, 작업이 무엇을 기다렸는지(대기 사유) "
+            "확인하세요.",
             "작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 "
             "ID 0에 의해 CANCELLED) 아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 "
             "기록만으로 판단했습니다. 대기 사유: BeginTime. 아무것도 실행되지 않았으므로 잃은 "
@@ -372,7 +378,7 @@ def test_report_of_a_recipe_without_a_factory_names_the_field_that_enables_the_b
             "제출하세요.")),
 ])
 def test_report_on_a_job_that_never_started_says_so(tmp_path: Path, lang: str,
-                                                    said: tuple[str, str]):
+                                                    said: tuple[str, ...]):
     """`report` with the saved sacct of a job cancelled while it waited (Start = End): the
     message says it never started, why, and that a person submits it again, not that its
     last lines are attached; no log of it, so no chart."""
@@ -385,4 +391,5 @@ def test_report_on_a_job_that_never_started_says_so(tmp_path: Path, lang: str,
     for sentence in said:
         assert sentence in text
     assert "last lines" not in text and "마지막 줄" not in text
+    assert "the log does not say why" not in text and "로그에 이유가 없음" not in text
     assert sorted(p.name for p in out.iterdir()) == ["message.json", "message.txt"]

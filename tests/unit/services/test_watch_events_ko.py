@@ -634,21 +634,43 @@ def test_an_incident_of_a_job_that_never_started_says_so_in_each_language(store)
         "재제출하거나 무시하세요. trainbot은 작업을 스스로 다시 제출하지 않습니다.")
     assert "unknown_failure —" not in said["en"] + said["ko"]
     assert "The job never started" in shown["en"] and "작업이 시작되지 않음" in shown["ko"]
+    # its confidence line: no log to say why, so what a person checks
+    assert decided_line(shown["en"]) == (
+        "🔎 Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "
+        "submitting it again, check who cancelled it and why, and what it waited for (its "
+        "pending reason).")
+    assert decided_line(shown["ko"]) == (
+        "🔎 Slurm accounting만으로 판단했습니다: 작업이 실행되지 않아 로그를 쓰지 않았습니다. "
+        "다시 제출하기 전에 누가 왜 작업을 취소했는지, 작업이 무엇을 기다렸는지(대기 사유) "
+        "확인하세요.")
     for lang, text in shown.items():
         assert "last lines" not in text and "마지막 줄" not in text, lang
         assert "no known signature" not in text, lang
 
 
-@pytest.mark.parametrize(("lang", "head"), [
+def decided_line(shown: str) -> str:
+    """The incident's confidence line (its `decided_by` block) in the posted blocks' JSON."""
+    [block] = [b for b in json.loads(shown) if b.get("block_id") == "decided_by"]
+    return str(block["elements"][0]["text"])
+
+
+@pytest.mark.parametrize(("lang", "head", "decided"), [
     ("en", "job 88154 never started: Slurm ended it (DEADLINE) while it waited in the queue, so "
            "nothing ran and no work was lost. A person decides: resubmit it from iteration "
-           "2,000, or dismiss it; trainbot does not submit it again by itself."),
+           "2,000, or dismiss it; trainbot does not submit it again by itself.",
+     "🔎 Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "
+     "submitting it again, check why Slurm ended it (DEADLINE) and what it waited for (its "
+     "pending reason)."),
     ("ko", "작업 88154은(는) 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 "
            "끝냈으므로(DEADLINE) 아무것도 실행되지 않았고 잃은 작업도 없습니다. 사람이 결정합니다: "
            "iteration 2,000부터 재제출하거나 무시하세요. trainbot은 작업을 스스로 다시 제출하지 "
-           "않습니다."),
+           "않습니다.",
+     "🔎 Slurm accounting만으로 판단했습니다: 작업이 실행되지 않아 로그를 쓰지 않았습니다. 다시 "
+     "제출하기 전에 Slurm이 왜 작업을 끝냈는지(DEADLINE), 작업이 무엇을 기다렸는지(대기 사유) "
+     "확인하세요."),
 ])
-def test_a_never_started_job_of_a_run_with_a_checkpoint_loses_no_iterations(store, lang, head):
+def test_a_never_started_job_of_a_run_with_a_checkpoint_loses_no_iterations(store, lang, head,
+                                                                            decided):
     """A run's next job whose deadline passed while it waited, the run having saved iteration
     2,000 and reached 3,400: the head line offers to resubmit it from the checkpoint, says no
     work was lost (not the earlier job's 1,400 iterations), and names neither a class nor a
@@ -658,9 +680,14 @@ def test_a_never_started_job_of_a_run_with_a_checkpoint_loses_no_iterations(stor
     dec = decide(d, history(3400, None), PolicyParams(backoff_s=60, auto_resubmit=True), T0,
                  checkpoint_iter=2000, accounting=acct)
     assert (dec.kind, dec.charged, dec.work_lost_iters) == ("propose_resubmit", False, None)
-    said = heads(store, lang, d, dec, "DEADLINE")
+    with own_store(store) as s:
+        ctx, chain = thread(s, lang)
+        ThreadEvents(ctx).publish(incident(chain.id, d, dec, "DEADLINE"))
+        said = replies(ctx)[0]
+        shown = json.dumps(ctx.sink.blocks["dev:88154:final"], ensure_ascii=False)
     assert said == f"<@U0OWNER> {head}"
     assert "lost)" not in said and "time_limit" not in said
+    assert decided_line(shown) == decided
 
 
 def test_a_never_started_job_trainbot_did_not_submit_offers_only_to_dismiss(store):
