@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 _ESCAPABLE = set(".[](){}*+?|^$\\")
 #: Characters that start a quantifier, and an interval `{m}`, `{m,}`, `{m,n}`.
@@ -210,11 +211,19 @@ def _repeat(atom: list[_Tok], lo: int, hi: int | None) -> list[_Tok]:
     return [[*a, None] for a in atom]
 
 
+@lru_cache(maxsize=4096)
+def _variants(pattern: str) -> tuple[tuple[str | None, ...], ...]:
+    """The pattern's variants as token lists, parsed once per process: loading a catalogue
+    asks for a pattern's runs when it checks it and when it picks its triggers, and for its
+    literal texts when it builds the cut-off check."""
+    return tuple(tuple(tokens) for tokens in _Parser(pattern).parse_alt())
+
+
 def required_runs(pattern: str) -> list[list[str]]:
     """For each variant of `pattern` (alternatives and small classes expanded), the literal
     runs of 3+ characters that every match of that variant contains, in order."""
     out: list[list[str]] = []
-    for tokens in _Parser(pattern).parse_alt():
+    for tokens in _variants(pattern):
         runs, _ = _literal_runs([*tokens, None])
         if runs not in out:
             out.append(runs)
@@ -225,7 +234,7 @@ def literal_variants(pattern: str) -> list[str]:
     """The texts `pattern` matches as they are, one for each of its variants (alternatives and
     small classes expanded) that is wholly literal: no `.`, large class or repeat left in it."""
     out: list[str] = []
-    for tokens in _Parser(pattern).parse_alt():
+    for tokens in _variants(pattern):
         if None not in tokens and (text := "".join(t for t in tokens if t)) not in out:
             out.append(text)
     return out

@@ -3,8 +3,11 @@ every pattern, chosen so that they are rare in progress output and few."""
 
 from __future__ import annotations
 
+import heapq
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 from bot.core.catalogue.dialect import INTERVAL_RE, QUANT_START, required_runs
@@ -83,23 +86,60 @@ def _cover(variants: Sequence[list[str]]) -> list[str]:
     """Greedy set cover for variants without a lead character: few substrings (4+ chars, not
     in progress output) such that every variant has one of them in one of its runs. Each is
     one `find` pass over the block. [] for a variant whose runs all appear in progress
-    output: the caller falls back to the pattern's own regex."""
-    subs_of: list[set[str]] = []
-    for runs in variants:
-        subs = {run[a:b] for run in runs for a in range(len(run))
-                for b in range(a + 4, len(run) + 1)}
-        subs_of.append({x for x in subs if not _in_sample(x) and x.strip() == x})
-    chosen: list[str] = []
+    output: the caller falls back to the pattern's own regex.
+
+    Each round takes the substring held by the most variants not covered yet (then the
+    longest, then the last in code-point order). The counts are kept as the variants are
+    covered; those held by two or more come from a heap whose stale entries go back with
+    their count. Once none is held by two, each variant left has its own best substring, and
+    they are taken in the order the rounds would take them."""
+    fresh: dict[str, frozenset[str]] = {}
+    subs_of = [frozenset().union(*(_fresh_substrings(run, fresh) for run in runs))
+               for runs in variants]
+    counts = Counter(chain.from_iterable(subs_of))
+    shared = frozenset(x for x, n in counts.items() if n > 1)  # only these are counted on
+    heap = [(-counts[x], -len(x), -r, x) for r, x in enumerate(sorted(shared))]  # last wins
+    heapq.heapify(heap)
     todo = [k for k, subs in enumerate(subs_of) if subs]
-    while todo:
-        counts: dict[str, int] = {}
-        for k in todo:
-            for x in subs_of[k]:
-                counts[x] = counts.get(x, 0) + 1
-        best = max(counts, key=lambda x: (counts[x], len(x), x))
+    chosen: list[str] = []
+    while todo and heap:
+        n, length, r, best = heapq.heappop(heap)
+        if -n != counts[best]:  # fewer variants hold it now than when it was pushed
+            if counts[best] > 1:
+                heapq.heappush(heap, (-counts[best], length, r, best))
+            continue
         chosen.append(best)
+        for k in todo:
+            if best in subs_of[k]:
+                counts.subtract(subs_of[k] & shared)
         todo = [k for k in todo if best not in subs_of[k]]
-    return chosen
+    own = [_longest_last(subs_of[k]) for k in todo]  # each held by its variant alone
+    return chosen + sorted(own, key=lambda x: (len(x), x), reverse=True)
+
+
+def _longest_last(subs: Iterable[str]) -> str:
+    """The longest of `subs`, the last in code-point order among those as long."""
+    subs = list(subs)
+    longest = max(map(len, subs))
+    return max(x for x in subs if len(x) == longest)
+
+
+def _fresh_substrings(run: str, memo: dict[str, frozenset[str]]) -> frozenset[str]:
+    """The substrings of `run` a `find` trigger may be: 4+ characters, neither starting nor
+    ending with a blank, not in progress output. A substring's extensions to the right are in
+    progress output only if it is, so each start's lengths are tried only until one is not."""
+    if run in memo:
+        return memo[run]
+    out: set[str] = set()
+    for a in range(len(run)):
+        if run[a].isspace():
+            continue
+        b = a + 4
+        while b <= len(run) and _in_sample(run[a:b]):
+            b += 1
+        out.update(run[a:e] for e in range(b, len(run) + 1) if not run[e - 1].isspace())
+    memo[run] = frozenset(out)
+    return memo[run]
 
 
 def trie_regex(words: Iterable[bytes]) -> bytes:
@@ -233,7 +273,8 @@ def assign_triggers(patterns: Sequence[str]) -> list[tuple[list[str], bool]]:
         ok = True
         for runs, chosen in zip(vs, ls, strict=True):
             if not chosen:
-                chosen = [t for t in cover if any(t in run for run in runs)][:1]
+                found = next((t for t in cover if any(t in run for run in runs)), None)
+                chosen = [found] if found is not None else []
             ok = ok and bool(chosen)
             trigs.extend(chosen)
         out.append((list(dict.fromkeys(trigs)), False) if ok else ([], True))
