@@ -13,7 +13,9 @@ for the next); `if [ -n "$X" ]; then ((n++)); fi`, each in a branch bash may ski
 And the other side of the judgement: as many assignments, each in an `if` bash may skip, before
 one counter (which of them may be the last to run: branches.last_to_run), or each before a
 counter of its own (each counter asks that of all the assignments before it:
-counter_values.Assigned); as many calls of a function whose body counts (`inc() { ((n++)); }`),
+counter_values.Assigned), each in the `else` of an `if` whose `then` assigns (which never
+runs before it: counter_values.in_other_branches), or each before a counter of its own after
+one assignment in a subshell; as many calls of a function whose body counts (`inc() { ((n++)); }`),
 each after an assignment, made directly, through another function (`run() { inc; }`), or
 through one that sets the variable in a branch first (calls.values_at_calls; for those, `{c}`
 is the body's counter). Each time is the median of `--repeat` runs, in CPU seconds of this
@@ -51,6 +53,10 @@ SHAPES = {
         HEAD, 'if [ -n "$X" ]; then n={i}; fi\n', "{c}\n"),
     "assignments in `if`s, each followed by a counter": (
         HEAD, 'if [ -n "$X" ]; then n={i}; fi\n{c} || true\n', ""),
+    "each counter in the `else` of an assignment's `if`": (
+        HEAD, 'if [ -n "$X" ]; then n={i}; else {c} || true; fi\n', ""),
+    "assignments in `if`s, each followed by a counter, one in a subshell": (
+        HEAD + "( n=1 )\n", 'if [ -n "$X" ]; then n={i}; fi\n{c} || true\n', ""),
     "calls of `inc() { ((n++)); }`": (
         "#!/bin/bash\nset -e\ninc() { {c}; }\n", "n=1\ninc\n", ""),
     "calls through `run() { inc; }`": (

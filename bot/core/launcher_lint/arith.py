@@ -123,13 +123,19 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     path_of = functools.cache(path_of)
     # the subshells around each assignment
     in_subshells = enclosing(subshells, [pos for v in values.values() for pos, _v in v])
-    # each variable's assignments read once for all its counters, where none is in a subshell
-    # and the branches nest (else each counter reads them: the lists below)
+    # each variable's assignments outside subshells read once for all its counters where the
+    # branches nest: those of every counter when no assignment is in a subshell, else of the
+    # counters in none (each counter in one reads them: the lists below)
     read_once: dict[str, Assigned] = {}
+    in_subshell: set[str] = set()  # the variables assigned in a subshell
     if nested:
         for var, assignments in values.items():
-            if not any(pos in in_subshells for pos, _v in assignments):
-                read_once[var] = Assigned(assignments, scan.constructs, path_of, spans)
+            outside = [(pos, v) for pos, v in assignments if pos not in in_subshells]
+            if len(outside) < len(assignments):
+                in_subshell.add(var)
+            read_once[var] = Assigned(outside, scan.constructs, path_of, spans)
+    counter_in_subshell = enclosing(subshells, [a.offset for a in scan.arith]) \
+        if in_subshell else {}
     counts = Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
                      path_of, nested)
     # the counters the walk also collected where `set -e` applies: judged there
@@ -157,7 +163,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if not a.assigns_zero:
             before: Sequence[tuple[int, str | None]]
             all_before: Sequence[tuple[int, str | None]]
-            if a.variable in read_once:
+            if a.variable in read_once and not (a.variable in in_subshell
+                                                and a.offset in counter_in_subshell):
                 assigned = read_once[a.variable].entries
                 before = all_before = read_once[a.variable].before(a.offset)
             else:
@@ -179,12 +186,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 if siblings:  # never run before it: it reads what holds without them
                     apart = siblings[-1]
                     apart_at = {pos for pos, _kind in siblings}
-                    before = all_before = [(pos, v) for pos, v in before if pos not in apart_at]
+                    before = all_before = before.without(apart_at) if isinstance(
+                        before, Before) else [(pos, v) for pos, v in before if pos not in apart_at]
                 if len(before) > 1:  # which of them holds here: through the branches on the way
-                    before, every_run = before.assigned.left_at_end(
-                        before.length, before[0][0], a.offset) if isinstance(before, Before) \
-                        else left_at_end(list(before), before[0][0], a.offset, scan.constructs,
-                                         path_of)
+                    before, every_run = before.left_at_end(a.offset) if isinstance(
+                        before, Before) else left_at_end(list(before), before[0][0], a.offset,
+                                                         scan.constructs, path_of)
                     set_partly = None if every_run else before[-1][0]
                 if (before and before[-1][1] is not None and ZERO_RE.fullmatch(before[-1][1])
                         and (counted := counts.since(a, before[-1][0]))):

@@ -174,7 +174,7 @@ def set_in_branches_only(a: Arith, before: Sequence[tuple[int, str | None]], sca
     `counters`, the walk's) runs in its shell (`((n++)) || true` leaves 1). The offset of the
     last of those assignments, or None."""
     if any(s <= a.offset < e for s, e, _n in spans) or (
-            before.assigned.in_body_from < before.length if isinstance(before, Before)
+            before.any_in_body() if isinstance(before, Before)
             else any(s <= pos < e for s, e, _n in spans for pos, _v in before)):
         return None  # in a function's body (judged at its calls), or set in one
     if any(b.offset < a.offset and not b.assigns_zero
@@ -220,18 +220,32 @@ def in_other_branches(target: int, before: Sequence[tuple[int, str | None]], sca
             break
     if first is None:
         return []
+    # only the assignments between the first branch of each such construct and the branch
+    # `target` is in may be in another branch of it (those in `target`'s own are not)
     found: list[tuple[int, str]] = []
-    for pos, _v in before[bisect.bisect_left(before, first, key=lambda b: b[0]):]:
-        for (key, i), (other, j) in zip(here, path_of(pos), strict=False):
-            if key != other:
-                break
-            if i != j:
-                if key in scan.exclusive:
+    for key, i in here:
+        if i and key in scan.exclusive:
+            branches = scan.constructs[key][0]
+            for pos, _v in before[bisect.bisect_left(before, branches[0][0], key=_offset)
+                                  :bisect.bisect_left(before, branches[i][0], key=_offset)]:
+                if _in_other_branch(here, path_of(pos), scan):
                     found.append((pos, scan.exclusive[key]))
-                break
-            if key[0] in scan.loops or key not in scan.exclusive:
-                break
+        if key[0] in scan.loops or key not in scan.exclusive:
+            break
     return found
+
+
+def _in_other_branch(here: tuple[Step, ...], there: tuple[Step, ...], scan: Scan) -> bool:
+    """Is the offset whose branches are `there` in another branch of an `if` / `case` than
+    the one whose branches are `here` (in_other_branches's rule, where they part)?"""
+    for (key, i), (other, j) in zip(here, there, strict=False):
+        if key != other:
+            return False
+        if i != j:
+            return key in scan.exclusive
+        if key[0] in scan.loops or key not in scan.exclusive:
+            return False
+    return False
 
 
 def stops_at(value: str) -> bool:
@@ -287,9 +301,16 @@ class Assigned:
             stops = v is not None and stops_at(v)
             self.stopping.append(self.stopping[-1] + stops)
             self.last_stopping.append(k if stops else self.last_stopping[-1])
-        # the first assignment in a function's body (len: none)
-        self.in_body_from = next((k for k, pos in enumerate(self.positions)
-                                  if any(s <= pos < e for s, e, _n in bodies)), len(entries))
+        # the assignments in a function's body (in the bodies' union: one bisection each)
+        union: list[list[int]] = []
+        for start, end, _n in sorted(bodies):
+            if union and start <= union[-1][1]:
+                union[-1][1] = max(union[-1][1], end)
+            else:
+                union.append([start, end])
+        starts = [start for start, _end in union]
+        self.in_body = [k for k, pos in enumerate(self.positions)
+                        if (i := bisect.bisect_right(starts, pos)) and pos < union[i - 1][1]]
         right_in: dict[Step | None, list[int]] = {}  # the assignments right in each branch
         inside: dict[Step | None, set[tuple[int, int]]] = {}  # the constructs right in it
         depth: dict[Step, int] = {}
@@ -343,26 +364,53 @@ class Assigned:
                 last = max(last, self.latest[step][i - 1])
         return last
 
-    def left_at_end(self, count: int, since: int, target: int
+    def left_at_end(self, count: int, since: int, target: int,
+                    holes: frozenset[int] = frozenset()
                     ) -> tuple[list[tuple[int, str | None]], bool]:
-        """left_at_end of the first `count` assignments (those before `target`)."""
+        """left_at_end of the first `count` assignments (those before `target`) but the
+        `holes` (their indices: in another branch of an `if` / `case` `target` is in, which
+        never run before it). Those are right in no branch `target` or `since` is in, nor in a
+        construct that ends before `target` there, so they cover nothing (covered_from's
+        answer is the same without them); they are only left out of what is counted."""
         k = self.covered_from(count, since, target)
         every_run, k = k >= 0, max(k, 0)
-        stopping = self.stopping[count] - self.stopping[k]
+        left_out = [h for h in holes if k <= h < count]
+        stopping = self.stopping[count] - self.stopping[k] - sum(
+            self.stopping[h + 1] - self.stopping[h] for h in left_out)
         if stopping:
-            return [self.entries[self.last_stopping[count]]], every_run and stopping == count - k
-        return [self.entries[count - 1]] if count > k else [], True
+            last = self.last_stopping[count]
+            while last in holes:
+                last = self.last_stopping[last]
+            return [self.entries[last]], every_run and stopping == count - k - len(left_out)
+        last = count - 1
+        while last in holes:
+            last -= 1
+        return [self.entries[last]] if last >= k else [], True
 
 
 class Before(Sequence[tuple[int, str | None]]):
-    """The first `length` of a variable's assignments (Assigned's): those before a counter,
-    read where they are, not copied for each counter."""
+    """The first `length` of a variable's assignments (Assigned's) but the `holes` (their
+    indices): those before a counter, read where they are, not copied for each counter."""
 
-    def __init__(self, assigned: Assigned, length: int) -> None:
-        self.assigned, self.length = assigned, length
+    def __init__(self, assigned: Assigned, length: int,
+                 holes: frozenset[int] = frozenset()) -> None:
+        self.assigned, self.length, self.holes = assigned, length, holes
 
     def __len__(self) -> int:
-        return self.length
+        return self.length - len(self.holes)
+
+    def _index(self, index: int) -> int:
+        """The index among all the assignments of the one at `index` here."""
+        if not self.holes:
+            return range(self.length)[index]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        step, k = (1, -1) if index >= 0 else (-1, self.length)
+        for _ in range(index + 1 if index >= 0 else -index):
+            k += step
+            while k in self.holes:
+                k += step
+        return k
 
     @overload
     def __getitem__(self, index: int) -> tuple[int, str | None]: ...
@@ -373,8 +421,23 @@ class Before(Sequence[tuple[int, str | None]]):
     def __getitem__(self, index: int | slice
                     ) -> tuple[int, str | None] | list[tuple[int, str | None]]:
         if isinstance(index, slice):
-            return [self.assigned.entries[k] for k in range(self.length)[index]]
-        return self.assigned.entries[range(self.length)[index]]
+            return [self.assigned.entries[self._index(i)] for i in range(len(self))[index]]
+        return self.assigned.entries[self._index(index)]
+
+    def without(self, offsets: set[int]) -> Before:
+        """These assignments but those at `offsets` (some of them)."""
+        positions = self.assigned.positions
+        return Before(self.assigned, self.length, self.holes | {
+            bisect.bisect_left(positions, pos) for pos in offsets})
+
+    def left_at_end(self, target: int) -> tuple[list[tuple[int, str | None]], bool]:
+        """left_at_end of these assignments, `target` the counter (since the first)."""
+        return self.assigned.left_at_end(self.length, self[0][0], target, self.holes)
+
+    def any_in_body(self) -> bool:
+        """Is one of these in a function's body?"""
+        return any(k not in self.holes for k in self.assigned.in_body[
+            :bisect.bisect_left(self.assigned.in_body, self.length)])
 
 
 def _offset(assignment: tuple[int, str | None]) -> int:
