@@ -8,7 +8,7 @@ import bisect
 import functools
 from collections.abc import Callable
 from copy import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from bot.core.launcher_lint.model import Construct, Hit, Opts, either
@@ -89,11 +89,16 @@ class Branches:
     # or group around it), the rest of the body never runs: what the walk had collected there,
     # where it is, and the options there (those the pass leaves with)
     left: tuple[Marks, int, Opts] | None = None
+    # an `if`'s: the walk is in a branch bash runs whenever it reaches the `if` (the first,
+    # after a condition that always succeeds, `if true`; an `else` after `if false`)
+    certain: bool = False
 
-    def leave(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
-        """From offset `at` to `done`, the loop's body never runs (the first such place)."""
+    def leave(self, walk: BranchWalk, hits: list[Hit], at: int, before: int = 0) -> None:
+        """From offset `at` to `done`, the loop's body never runs (the first such place);
+        `hits` has `before` more before it where the loop is (read in a group of its body)."""
         if self.left is None:
-            self.left = (walk.marks(hits), at, copy(walk.opts))
+            marks = walk.marks(hits)
+            self.left = (replace(marks, hits=marks.hits + before), at, copy(walk.opts))
 
     def kill(self, walk: BranchWalk, hits: list[Hit], at: int) -> None:
         """From offset `at` on, the walk is in a part of this construct bash never runs."""
@@ -206,11 +211,13 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             constant = constant_status(frame.condition, walk.text)
             if constant:
                 frame.reaching, frame.exhaustive = [], True
+                frame.certain = not frame.spans  # (no branch bash may run before it)
             elif constant is False:
                 frame.kill(walk, hits, key[0])
         return None
     if step in ("branch", "elif", "else"):
         frame.chained |= ended_by in (";&", ";;&")
+        frame.certain = False
         if frame.in_branch and not dead:
             end = copy(walk.opts)
             if ended_by == ";&":
@@ -225,6 +232,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         walk.opts = either(ways_in) if ways_in else copy(walk.opts)
         if not ways_in:
             frame.kill(walk, hits, key[0])
+        # an `else` after branches bash never runs (`if false`) runs whenever it is reached
+        frame.certain = step == "else" and frame.kind == "if" and not frame.spans and bool(ways_in)
         frame.falling, frame.in_branch = None, step != "elif"
         if step == "else" or matches_everything(patterns):
             frame.reaching = []  # no pattern test / condition gets past this branch

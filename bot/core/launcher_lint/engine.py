@@ -36,6 +36,7 @@ from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     compound_tail,
     condition_command,
+    constant_status,
     first_word,
     function_calls,
     keyword_prefix,
@@ -169,6 +170,10 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.loop_starts: dict[tuple[int, int], Opts] = {}
         #: where the outermost loop read again as its later passes starts (None: not in one)
         self.later_pass_of: int | None = None
+        #: the group of a loop's body the walk reads next (its text's offset), that loop and
+        #: the hits its walk had before (_leaving_loop), and, reading it, that loop and hits
+        self.group_of: tuple[int, Branches, int] | None = None
+        self.group_loop: tuple[Branches, int] | None = None
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -180,10 +185,45 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 self.too_deep_at = base
             return []
         self.depth += 1
+        group, self.group_of = self.group_of, None
+        outer, self.group_loop = self.group_loop, (
+            group[1:] if group is not None and group[0] == base else None)
         try:
             return self._script(text, base, status_only)
         finally:
             self.depth -= 1
+            self.group_loop = outer
+
+    def _leaving_loop(self, frames: list[Branches]) -> tuple[Branches, int] | None:
+        """The loop a `break` / `continue` on a list of its own here would certainly leave:
+        this walk's innermost, in its body, through `if`s whose branch bash runs whenever
+        it reaches them (`if true; then`), or the one this walk is a group of the body of
+        (`{ …; break; }`); with the number of hits its walk had before this one's. None: in
+        a branch bash may skip, a condition, a `case`."""
+        for frame in reversed(frames):
+            if frame.kind in ("while", "for"):
+                return (frame, 0) if frame.in_branch else None
+            if not (frame.kind == "if" and frame.certain and frame.in_branch
+                    and frame.skipped is None):  # (not `[ … ] && if true; then`)
+                return None
+        return self.group_loop
+
+    def _certainly_leaves(self, command: str, off: int) -> bool:
+        """Is `command` (an and-or list) a `break` / `continue` bash always runs: alone, or
+        after `&&` / `||` of commands whose status bash's semantics decide (`true && break`,
+        `false || continue`)?"""
+        *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), self.memo)
+        if not _LEAVE_LOOP_RE.fullmatch(last.strip()):
+            return False
+        runs, status = True, True
+        for element, _off, op in heads:
+            if runs:
+                known = constant_status(element, self.script_text)
+                if known is None:
+                    return False
+                status = known
+            runs = status if op == "&&" else not status
+        return runs
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
@@ -227,11 +267,19 @@ class _Analyzer(FunctionBodies, OptionWalk):
                             break
                     if back is not None:
                         break
-                if (frames and frames[-1].kind in ("while", "for") and frames[-1].in_branch
-                        and _LEAVE_LOOP_RE.fullmatch(lst[cut:].strip())):
-                    # the rest of the body never runs (not after a `break` in an `if` of it,
-                    # `[ … ] && break`, `{ break; }`: a list of its own in the body)
-                    frames[-1].leave(self, hits, lst_off + len(lst))
+                if tail is None and _op != "&" and (
+                        leaving := self._leaving_loop(frames)) is not None:
+                    command = lst[cut:].strip()
+                    loop, before = leaving
+                    if self._certainly_leaves(command, lst_off + cut):
+                        # the rest of the body never runs (not after `[ … ] && break`, or
+                        # in an `if` bash may skip)
+                        loop.leave(self, hits, lst_off + len(lst), before)
+                    elif command.startswith("{") and command[1:2].isspace():
+                        at = lst_off + cut + len(lst[cut:]) - len(lst[cut:].lstrip())
+                        if group_end(command, 0, at, self.memo) == len(command):
+                            # a group of the body's own: its `break` leaves this loop too
+                            self.group_of = (at + 1, loop, before + len(hits))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
                     condition = lst[cut:].lstrip()

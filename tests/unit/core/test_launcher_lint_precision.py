@@ -998,6 +998,32 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
     ("set -e\nn=5\nfor i in 1 2; do n=1; continue 1; ((n = 0)); done\n((n++))\n", None),
     ("set -e\nn=0\nfor i in 1 2; do\n  break\n  ((n++))\ndone\n", None),
     ("set -u\nfor i in 1 2; do continue; n=1; done\n((n++)) || true\n", "fail"),
+    # … and after one bash always runs: in a group of the body (`{ …; break; }`), after
+    # `&&` / `||` of commands whose status is known (`true && break`), in a branch bash runs
+    # whenever it reaches its `if` (`if true; then`, the `else` after `if false`)
+    ("set -e\nn=5\nwhile true; do { echo hi; break; }; n=0; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do { ((n++)) || true; break; }; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do { break; n=0; }; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do true && break; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do false || break; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do false && :; [ 1 ] && break; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do if true; then break; fi; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do if true; then continue; fi; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do if false; then :; else break; fi; n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do { if true; then { break; }; fi; }; n=0; done\n((n++))\n",
+     None),
+    ("set -u\nfor i in 1 2; do { continue; }; n=1; done\n((n++)) || true\n", "fail"),
+    # … but not after one bash may skip, in a group or not (what follows it may run)
+    ('set -e\nn=5\nwhile true; do { [ -n "${X:-}" ] && break; }; n=0; break; done\n((n++))\n',
+     "warn"),
+    ('set -e\nn=5\nwhile true; do [ -n "${X:-}" ] || break; n=0; break; done\n((n++))\n',
+     "warn"),
+    ('set -e\nn=5\nwhile true; do [ -n "${X:-}" ] && if true; then break; fi; n=0; break; done'
+     "\n((n++))\n", "warn"),
+    ('set -e\nn=5\nwhile true; do if true; then [ -z "${X:-}" ] && break; fi; n=0; break; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=5\nwhile true; do if [ -n "${X:-}" ]; then :; else break; fi; n=0; break; done'
+     "\n((n++))\n", "warn"),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
     script = f"#!/bin/bash\n{body}"
