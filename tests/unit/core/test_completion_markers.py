@@ -118,11 +118,23 @@ ENDS = {
         "100 epochs completed in 2.213 hours.\n"
         "Optimizer stripped from runs/train/exp/weights/last.pt, 14.4MB\n"
     ),
-    # OpenNMT-py's early stopping (`[time level] message`)
+    # OpenNMT-py's early stopping (`[time level] message`): EarlyStopping's verdict and its
+    # best step (`_log_best_step`, a step number that reads as progress), then the trainer's
+    # own line as it leaves its loop
     "opennmt early stop": (
         "[2024-05-01 19:38:50,100 INFO] Step 42000/100000; acc: 61.2; ppl:   6.1; xent: 1.8; "
         "lr: 0.00031; sents:   81234; bsz: 3120/3201/101; 21034/21512 tok/s;   8123 sec;\n"
         "[2024-05-01 19:38:57,100 INFO] Training finished after not improving. Early Stop!\n"
+        "[2024-05-01 19:38:57,100 INFO] Best model found at step 38000\n"
+        "[2024-05-01 19:38:57,100 INFO] earlystopper has_stopped!\n"
+    ),
+    # ... on a validation score that stopped moving (EarlyStopping._stalled_patience)
+    "opennmt stalled early stop": (
+        "[2024-05-01 19:38:50,100 INFO] Step 42000/100000; acc: 61.2; ppl:   6.1; xent: 1.8; "
+        "lr: 0.00031; sents:   81234; bsz: 3120/3201/101; 21034/21512 tok/s;   8123 sec;\n"
+        "[2024-05-01 19:38:57,100 INFO] Stalled patience: 0/4\n"
+        "[2024-05-01 19:38:57,100 INFO] Training finished after stalled validations. Early Stop!\n"
+        "[2024-05-01 19:38:57,100 INFO] Best model found at step 38000\n"
         "[2024-05-01 19:38:57,100 INFO] earlystopper has_stopped!\n"
     ),
     # llm-foundry's train command after Composer's fit() (its basicConfig format)
