@@ -18,6 +18,8 @@ from bot.core.slurm.job_ref import array_task_in
 from bot.services.access import unwatched_submit_key
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
+    AUTOMATIC_ACTOR,
+    RunSubmitInFlight,
     SubmitResult,
     adopt_unrecorded_submit,
     describe_start,
@@ -272,9 +274,6 @@ def announce_submit(
     post_safely(ctx, "reply", chain_id, key, blocks, text)
 
 
-AUTOMATIC_ACTOR = "trainbot"
-
-
 def submitted_view(recipe: str, result: SubmitResult, actor: str, recipe_config: RecipeConfig
                    ) -> dict[str, Any]:
     """What the `submitted` template shows: who, which attempt, where it starts (`start`,
@@ -383,16 +382,25 @@ class AutoResubmitter:
     def __init__(self, ctx: BotContext, cluster: str, *, actor: str = AUTOMATIC_ACTOR) -> None:
         self.ctx, self.cluster, self.actor = ctx, cluster, actor
 
-    def resubmit(self, recipe: str, chain_id: int, decision: Decision, *, intent: str) -> str:
+    def resubmit(self, recipe: str, chain_id: int, decision: Decision, *,
+                 intent: str) -> str | None:
         """Resubmit into the chain; after a fault of one node (`facts["exclude"]`) without it.
         Kept in `submits_in_flight` from just before its sbatch until its job is recorded, as a
         person's submit is, under `intent` (its intent row's key): a resubmit the bot died in is
-        recovered (`recover`) with the time its sbatch was sent, its row alone forgotten."""
+        recovered (`recover`) with the time its sbatch was sent, its row alone forgotten.
+        None, nothing sent, while another submit of the run is in flight (a person's resume:
+        RunSubmitInFlight); the watcher looks again on its next tick."""
         overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
-        result = submit_and_announce(
-            self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
-            charge_retry=decision.charged, overrides=overrides, extra_overridable=extra,
-            array_task=decision.facts.get("array_task"), intent=intent)
+        try:
+            result = submit_and_announce(
+                self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,
+                charge_retry=decision.charged, overrides=overrides, extra_overridable=extra,
+                array_task=decision.facts.get("array_task"), intent=intent)
+        except RunSubmitInFlight as exc:
+            log.warning("chain %s: not resubmitted automatically: %s's submit of the run, "
+                        "sent at %.0f, is in flight", chain_id, exc.flight.actor,
+                        exc.flight.sent_at)
+            return None
         return result.display_id or str(result.job_id)
 
     def recover(self, recipe: str, chain_id: int, old_job: str, decision: Decision, *,

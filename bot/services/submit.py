@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.cluster.errors import (
@@ -51,7 +52,7 @@ from bot.core.units import parse_size
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
 from bot.services.ports import SFTP, SFTPCalls, Slurm
-from bot.store import Attempt, Store
+from bot.store import Attempt, Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
 
@@ -329,6 +330,34 @@ class CheckpointLookupStopped(ServiceError):
     the submit is refused (resuming an unchecked one or starting afresh would be a guess)."""
 
 
+#: Who the watcher's automatic resubmits are made by (bot.services.runs.AutoResubmitter).
+AUTOMATIC_ACTOR = "trainbot"
+
+
+class RunSubmitInFlight(ServiceError):
+    """A submit into a run that has one in flight already (`flight`: sent, its job not
+    recorded yet), refused before its sbatch: a run's jobs run one after another, and the
+    one in flight may be queued already (a person's resume beside the watcher's automatic
+    resubmit, two people pressing resume at once)."""
+
+    def __init__(self, flight: SubmitInFlight):
+        sent = datetime.fromtimestamp(flight.sent_at, UTC).strftime("%H:%M UTC")
+        if flight.actor == AUTOMATIC_ACTOR:
+            reason = N_(
+                "not submitted: trainbot's automatic resubmit of this run was sent at "
+                "%(sent)s and its job is not recorded yet, and a run's jobs run one after "
+                "another. Wait for it: the run's thread tells which job it is; check the "
+                "thread before resuming again", sent=sent)
+        else:
+            reason = N_(
+                "not submitted: <@%(actor)s>'s submit of this run was sent at %(sent)s and "
+                "its job is not recorded yet, and a run's jobs run one after another. Wait "
+                "for it: the run's thread tells which job it is; check the thread before "
+                "resuming again", actor=flight.actor, sent=sent)
+        super().__init__(reason)
+        self.flight = flight
+
+
 def submit_recipe(
     config: Config,
     recipe_name: str,
@@ -376,7 +405,9 @@ def submit_recipe(
     approval), is kept on that row, and keeps a submit there too without
     `reconcile_unknown` (the automatic resubmit): the recovery of a resubmit the bot died in
     (bot.services.runs.lost_resubmit) records the job it left as submitted when its sbatch was
-    sent and forgets its row alone, never a person's submit of the same run.
+    sent and forgets its row alone, never a person's submit of the same run. A submit into a
+    run (`chain_id`, `array_task`) that has one in flight already is refused before its
+    sbatch (RunSubmitInFlight, saying whose and since when): one job of a run at a time.
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -406,12 +437,15 @@ def submit_recipe(
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
         if reconcile_unknown or intent is not None:
-            flight = store.submits_in_flight.add(
+            added = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
                 resumed_at=checkpoint.iteration if checkpoint else None,
                 charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now,
                 intent=intent)
+            if not added.new:
+                raise RunSubmitInFlight(added.flight)
+            flight = added.flight.id
         try:
             job_id = _submit(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:
@@ -428,7 +462,8 @@ def submit_recipe(
             # OutcomeUnknown here is a lookup that failed: the job is looked for again later
             store.submits_in_flight.remove(flight)
         store.audit.record(
-            actor=actor, action="submit", now=now, recipe=recipe_name, result="failed",
+            actor=actor, action="submit", now=now, recipe=recipe_name,
+            result="refused" if isinstance(exc, RunSubmitInFlight) else "failed",
             detail=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
         raise

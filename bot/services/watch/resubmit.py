@@ -29,10 +29,11 @@ RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit (
 
 class Resubmit(Protocol):
     """Carry `decision` out for the chain, the resubmit of intent row `intent` (its key,
-    kept with the submit in flight): the new job id."""
+    kept with the submit in flight): the new job id; None when nothing was sent because
+    another submit of the run is in flight (a person's resume)."""
 
     def __call__(self, recipe: str, chain_id: int, decision: Decision, *,
-                 intent: str) -> str | int: ...
+                 intent: str) -> str | int | None: ...
 
 
 class Recover(Protocol):
@@ -89,7 +90,11 @@ class AutoResubmits:
         told (posts are idempotent by key). A chain that has ended since (the resumed job ran
         to its end while the bot was down) gets nothing new submitted, but a resubmit that went
         through is still told, once; one that did not is `dropped` (nothing to submit or
-        tell, and no lookup on the cluster again)."""
+        tell, and no lookup on the cluster again). A `due` row whose run has a newer attempt
+        (someone resubmitted it meanwhile) is `dropped` too: two jobs of a run never run side
+        by side; one found another submit of its run in flight (`resubmit` returns None: a
+        person's resume, refused to it) is `due` again, dropped once that job is recorded, or
+        carried out if that submit queued nothing."""
         chains: dict[int, Chain | None] = {}
         for inc in self.store.incidents.of_class(RESUBMIT_CLASS,
                                                  ("due", "submitting", "submitted")):
@@ -114,6 +119,12 @@ class AutoResubmits:
             if decision.not_before is not None and now < float(decision.not_before):
                 continue
             latest = self._latest(chain.id, decision)
+            if inc.state == "due" and latest is not None and latest.job_id != inc.job_id:
+                # the run went on meanwhile (a person's resume): a second job would run beside
+                log.info("%s: resubmit of %s dropped: job %s was submitted into the run since",
+                         self.cluster, inc.job_id, latest.job_id)
+                self.store.incidents.set_state(inc.key, "dropped")
+                continue
             if inc.state == "submitted":
                 new_job = latest.shown_id if latest is not None else "?"
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
@@ -152,6 +163,9 @@ class AutoResubmits:
                     if isinstance(exc, CommandFailed):  # the submit command said no: nothing
                         self.store.incidents.set_state(inc.key, "due")  # was submitted
                     continue  # else it may have been (a channel closed): `recover` first
+                if new_job is None:  # another submit of the run is in flight: nothing sent;
+                    self.store.incidents.set_state(inc.key, "due")  # dropped once recorded
+                    continue
             self.store.incidents.set_state(inc.key, "submitted")
             self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
 

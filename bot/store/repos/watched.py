@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store import schema as t
-from bot.store.repos.base import _insert_id, _Repo
+from bot.store.repos.base import _insert_id, _Repo, _row
 from bot.store.rows import (
     SubmitInFlight,
     WatchedJob,
@@ -93,6 +95,13 @@ class WatchedJobsRepo(_Repo):
         )
 
 
+class AddedFlight(NamedTuple):
+    """The run's submit in flight, and whether the call that returned it added it."""
+
+    flight: SubmitInFlight
+    new: bool
+
+
 class SubmitsInFlightRepo(_Repo):
     """A person's submits between their sbatch and the attempt row that records the job
     (bot.services.submit.submit_recipe writes one before the sbatch and deletes it with the
@@ -101,12 +110,33 @@ class SubmitsInFlightRepo(_Repo):
 
     def add(self, *, cluster: str, recipe: str, job_name: str, chain_id: int | None,
             array_task: int | None, resumed_at: int | None, charge_retry: bool, actor: str,
-            channel: str | None, sent_at: float, intent: str | None = None) -> int:
+            channel: str | None, sent_at: float, intent: str | None = None) -> AddedFlight:
+        """Keep a submit in flight from just before its sbatch; `new` False when a submit into
+        the same run (`chain_id` and `array_task`: a run's jobs run one after another) is in
+        flight already: that one comes back and nothing is added, so a second submit of a run
+        is never sent while the first one's job is not recorded (a person's resume beside the
+        watcher's automatic resubmit, two people pressing resume). A submit that starts a new
+        run (no `chain_id`) is always added. Concurrent adds into one run (several replicas)
+        see each other's: the chain's row is locked first (`FOR UPDATE` on PostgreSQL;
+        SQLite's `BEGIN IMMEDIATE` already serialises writers), as AttemptsRepo.record does."""
+        c = t.submits_in_flight.c
         with self._engine.begin() as conn:
-            return _insert_id(conn, insert(t.submits_in_flight).values(
+            if chain_id is not None:
+                conn.execute(select(t.chains.c.id).where(t.chains.c.id == chain_id)
+                             .with_for_update())
+                task = c.array_task.is_(None) if array_task is None \
+                    else c.array_task == array_task
+                existing = conn.execute(select(t.submits_in_flight)
+                                        .where(c.chain_id == chain_id, task)
+                                        .order_by(c.sent_at, c.id).limit(1)).first()
+                if existing is not None:
+                    return AddedFlight(_row(SubmitInFlight, existing), new=False)
+            flight_id = _insert_id(conn, insert(t.submits_in_flight).values(
                 cluster=cluster, recipe=recipe, job_name=job_name, chain_id=chain_id,
                 array_task=array_task, resumed_at=resumed_at, charge_retry=charge_retry,
                 actor=actor, channel=channel, sent_at=sent_at, intent=intent))
+            row = conn.execute(select(t.submits_in_flight).where(c.id == flight_id)).first()
+        return AddedFlight(_row(SubmitInFlight, row), new=True)
 
     def remove(self, flight_id: int) -> bool:
         """Forget the submit (its job is recorded, or it is known not to have gone through);

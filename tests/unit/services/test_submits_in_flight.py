@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 import fakes
 import pytest
@@ -23,9 +24,13 @@ from bot.services.approvals import follow_up_prompts
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
-from bot.services.runs import AutoResubmitter, recover_submits_in_flight
+from bot.services.runs import AutoResubmitter, recover_submits_in_flight, submit_and_announce
 from bot.services.threads import has_thread
 from bot.services.train import execute
+from bot.services.watch.events import TickReport
+from bot.services.watch.outbox import Outbox
+from bot.services.watch.resubmit import AutoResubmits
+from bot.services.watch_events import ThreadEvents
 from bot.store import Store
 from handlers.home import make_cancel_job
 
@@ -224,10 +229,15 @@ def lost_below_a_later_attempt(store: Store, monkeypatch, lang: str = "en"
     by hand (90501) before the next bot recovered the first: (context, Slurm, the run's
     chain) once the recovery found 90500 below 90501."""
     slurm, chain = resume_died_after_sbatch(store, slack_lang=lang)
-    # the next bot is up; seeing nothing in the thread, Alice resumes the run again
+    # the next bot is up; seeing nothing in the thread, Alice resumes the run again: refused
+    # while the first is in flight, but a trainbot before that refusal sent it (its submit
+    # without the submit in flight, as it was not refused)
     monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
     ctx = make_context(store, slurm, slack_lang=lang)
-    execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
+    refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
+    assert refused.text == REFUSED_PERSON[lang] and len(slurm.submits()) == 1
+    submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
+                        channel=CHANNEL)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
     recover(ctx, LATER)
     return ctx, slurm, chain
@@ -500,13 +510,11 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.records) == 1
 
 
-def test_an_automatic_resubmit_the_bot_died_in_leaves_a_persons_submit_in_flight_alone(
+def test_a_resume_while_an_automatic_resubmit_the_bot_died_in_is_in_flight_is_refused(
         store: Store, monkeypatch) -> None:
-    """The bot dies after the watcher's automatic resubmit's sbatch (job 90500) and, at the
-    same moment, after Alice's /train resume of the same run (90501): two rows in flight. The
-    automatic resubmit's recovery records its own job and forgets its own row only; Alice's
-    submit stays in flight, and the recovery of the submits the bot died in records hers and
-    tells her thread, as it does any person's."""
+    """The bot dies after the watcher's automatic resubmit's sbatch (job 90500); Alice's
+    /train resume of the same run, before the next bot recovered it, is refused with no
+    sbatch: the automatic resubmit's recovery records its job, the one job of the run."""
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     ctx = make_context(store, slurm, clock=lambda: NOW)
     chain = failed_run(ctx)
@@ -514,23 +522,124 @@ def test_an_automatic_resubmit_the_bot_died_in_leaves_a_persons_submit_in_flight
     monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
-    with pytest.raises(Died):
-        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
-    flights = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert [(f.actor, f.intent) for f in flights] == [("trainbot", INTENT), ("U0ALICE", None)]
-    assert list(slurm.records) == [90500, 90501] and jobs(store, chain) == ["88154"]
+    refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
+    assert refused.text == REFUSED_AUTOMATIC["en"]
+    assert list(slurm.records) == [90500] and jobs(store, chain) == ["88154"]
+    [audit] = [e for e in store.audit.recent(50) if e.action == "submit"
+               and e.actor == "U0ALICE"]
+    assert audit.result == "refused" and "RunSubmitInFlight" in audit.detail
 
     ctx = make_context(store, slurm, clock=lambda: LATER)  # started again
     assert AutoResubmitter(ctx, "dev").recover("mix", chain, "88154", decision,
                                                intent=INTENT) == "90500"
-    [alice] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert (alice.actor, alice.intent, alice.chain_id) == ("U0ALICE", None, chain)
-    assert jobs(store, chain) == ["88154", "90500"]
+    recover(ctx, LATER)
+    assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
+    assert watched(store) == ["90500"] and len(slurm.records) == 1
 
-    recover(ctx, LATER)  # the submits job: Alice's is found by its name and recorded
-    assert jobs(store, chain) == ["88154", "90500", "90501"] and in_flight(store) == []
-    assert watched(store) == ["90500", "90501"]
-    [audit] = [e for e in store.audit.recent(50) if e.job_id == "90501"]
-    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
-    assert any("90501" in t for t in ctx.sink.texts())
 
+# the refusals of a second submit into a run whose first is in flight (sent at NOW: 13:46 UTC)
+REFUSED_AUTOMATIC = {
+    "en": "`resume` failed: not submitted: trainbot's automatic resubmit of this run was sent "
+          "at 13:46 UTC and its job is not recorded yet, and a run's jobs run one after "
+          "another. Wait for it: the run's thread tells which job it is; check the thread "
+          "before resuming again",
+    "ko": "`resume` 실패: 제출하지 않았습니다: 이 실행에 대한 trainbot의 자동 재제출이 13:46 UTC에 "
+          "보내졌고 아직 그 작업이 기록되지 않았으며, 한 실행의 작업은 차례로 하나씩 실행됩니다. "
+          "기다리세요: 실행 스레드가 어떤 작업인지 알려 줍니다. 다시 재개하기 전에 스레드를 "
+          "확인하세요",
+}
+REFUSED_PERSON = {
+    "en": "`resume` failed: not submitted: <@U0ALICE>'s submit of this run was sent at 13:46 "
+          "UTC and its job is not recorded yet, and a run's jobs run one after another. Wait "
+          "for it: the run's thread tells which job it is; check the thread before resuming "
+          "again",
+    "ko": "`resume` 실패: 제출하지 않았습니다: 이 실행에 대한 <@U0ALICE>님의 제출이 13:46 UTC에 "
+          "보내졌고 아직 그 작업이 기록되지 않았으며, 한 실행의 작업은 차례로 하나씩 실행됩니다. "
+          "기다리세요: 실행 스레드가 어떤 작업인지 알려 줍니다. 다시 재개하기 전에 스레드를 "
+          "확인하세요",
+}
+
+
+class SbatchInFlight(FakeSlurm):
+    """Slurm whose first sbatch runs `during` (another submit of the run, made while this
+    one is in flight: sent, its job not recorded yet) before it queues its job."""
+
+    def __init__(self) -> None:
+        super().__init__(first_id=90500)
+        self.during: Callable[[], object] | None = None
+
+    def submit(self, spec, *, script: str | None = None) -> int:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return super().submit(spec, script=script)
+
+
+def posts_of_new_job(ctx: BotContext) -> list[str]:
+    """What the run's thread says of job 90500 (its resolution: resumed as 90500)."""
+    return [t for t in ctx.sink.texts() if "90500" in t]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_persons_resume_while_the_automatic_resubmit_is_in_flight_is_refused(
+        store: Store, lang: str) -> None:
+    """The watcher's automatic resubmit of run mix is between its sbatch and its record when
+    Alice resumes the run: her resume is refused (in the recipe's language) and sends
+    nothing; the run has one new job, one attempt, one post."""
+    slurm = SbatchInFlight()
+    ctx = make_context(store, slurm, clock=lambda: NOW, lang=lang)
+    chain = failed_run(ctx)
+    replies = []
+    slurm.during = lambda: replies.append(execute(ctx, c.Resume("mix"), actor="U0ALICE",
+                                                  channel=CHANNEL, now=NOW + 1))
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    assert AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT) \
+        == "90500"
+    assert [r.text for r in replies] == [REFUSED_AUTOMATIC[lang]]
+    assert len(slurm.submits()) == 1 and jobs(store, chain) == ["88154", "90500"]
+    assert len(posts_of_new_job(ctx)) == 1 and in_flight(store) == []
+    assert store.chains.get(chain).retries_used == 1
+
+
+def test_the_automatic_resubmit_while_a_persons_resume_is_in_flight_stands_down(
+        store: Store, caplog) -> None:
+    """Alice's /train resume is between its sbatch and its record when the watcher's
+    automatic resubmit of the same run comes due: it sends nothing and stays due; once her
+    job is recorded, the next tick drops it. One new job, one attempt, one post, no charge."""
+    slurm = SbatchInFlight()
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = failed_run(ctx)
+    auto = AutoResubmitter(ctx, "dev")
+    resubmits = AutoResubmits("dev", store=store, outbox=Outbox("dev", store=store,
+                                                                  sink=ThreadEvents(ctx)),
+                              resubmit=auto.resubmit, recover=auto.recover)
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    resubmits.record_due(chain, "88154", "mix", decision, NOW - 60)
+    slurm.during = lambda: resubmits.run_due(NOW, TickReport(ok=True))
+    with caplog.at_level(logging.WARNING, "bot.services.runs"):
+        reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.job_id == "90500"
+    assert "not resubmitted automatically: U0ALICE's submit of the run, sent at 1000000, " \
+        "is in flight" in caplog.text
+    assert store.incidents.get(INTENT).state == "due"
+    resubmits.run_due(NOW + 60, TickReport(ok=True))  # the next tick: the run went on
+    assert store.incidents.get(INTENT).state == "dropped"
+    assert len(slurm.submits()) == 1 and jobs(store, chain) == ["88154", "90500"]
+    assert len(posts_of_new_job(ctx)) == 1 and store.chains.get(chain).retries_used == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_two_people_resuming_a_run_at_once_make_one_job(store: Store, lang: str) -> None:
+    """Alice's /train resume is between its sbatch and its record when the owner resumes the same
+    run (or presses its Resubmit button): theirs is refused, naming hers; one job."""
+    slurm = SbatchInFlight()
+    ctx = make_context(store, slurm, clock=lambda: NOW, lang=lang)
+    chain = failed_run(ctx)
+    replies = []
+    slurm.during = lambda: replies.append(execute(ctx, c.Resume("mix"), actor="U0OWNER",
+                                                  channel=CHANNEL, now=NOW + 1))
+    first = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert first.job_id == "90500"
+    assert [r.text for r in replies] == [REFUSED_PERSON[lang]]
+    assert len(slurm.submits()) == 1 and jobs(store, chain) == ["88154", "90500"]
+    assert len(posts_of_new_job(ctx)) == 1 and in_flight(store) == []
