@@ -15,8 +15,11 @@ one counter (which of them may be the last to run: branches.last_to_run), or eac
 counter of its own (each counter asks that of all the assignments before it:
 counter_values.Assigned), each in the `else` of an `if` whose `then` assigns (which never
 runs before it: counter_values.in_other_branches), or each before a counter of its own after
-one assignment in a subshell; as many calls of a function whose body counts (`inc() { ((n++)); }`),
-each after an assignment, made directly, through another function (`run() { inc; }`), or
+one assignment in a subshell; as many variables, each set only for a command (`nI=0 true`,
+its environment's: `{ci}` is a counter of `nI`) and counted under `set -u` (unbound: each
+counter's finding names its variable's last such command); as many calls of a function
+whose body counts (`inc() { ((n++)); }`), each after an assignment, made directly, through
+another function (`run() { inc; }`), or
 through one that sets the variable in a branch first (calls.values_at_calls; for those, `{c}`
 is the body's counter). Each time is the median of `--repeat` runs, in CPU seconds of this
 process. The findings of the small and the large script are checked to be the same (the bench
@@ -57,6 +60,8 @@ SHAPES = {
         HEAD, 'if [ -n "$X" ]; then n={i}; else {c} || true; fi\n', ""),
     "assignments in `if`s, each followed by a counter, one in a subshell": (
         HEAD + "( n=1 )\n", 'if [ -n "$X" ]; then n={i}; fi\n{c} || true\n', ""),
+    "variables each set only for a command (`nI=0 true`), under `set -u`": (
+        "#!/bin/bash\nset -u\n", "n{i}=0 true\n{ci} || true\n", ""),
     "calls of `inc() { ((n++)); }`": (
         "#!/bin/bash\nset -e\ninc() { {c}; }\n", "n=1\ninc\n", ""),
     "calls through `run() { inc; }`": (
@@ -70,7 +75,8 @@ SHAPES = {
 def _script(shape: tuple[str, str, str], parts: int, counter: str) -> str:
     head, part, tail = shape
     return (head.replace("{c}", counter)
-            + "".join(part.format(c=counter, i=i) for i in range(parts))
+            + "".join(part.format(c=counter, ci=counter.replace("n", f"n{i}", 1), i=i)
+                      for i in range(parts))
             + tail.format(c=counter))
 
 

@@ -108,6 +108,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     counters_of: dict[str, list[Arith]] = {}  # each variable's, in the walk's order
     for a in scan.arith:
         counters_of.setdefault(a.variable, []).append(a)
+    # each variable's counters' offsets, and its prefix assignments (`n=0 cmd`), in order
+    counted_at = {var: sorted(b.offset for b in counters) for var, counters in counters_of.items()}
+    prefixes_of: dict[str, list[tuple[int, str]]] = {}
+    for pos, (var, cmd) in sorted(prefixes.items()):
+        prefixes_of.setdefault(var, []).append((pos, cmd))
     at_line: dict[int, int] = {}  # a line's finding's index in findings
     # the lines whose finding is a counter read unset on the runs that skip its assignments:
     # any other finding of the line takes its place
@@ -136,6 +141,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             read_once[var] = Assigned(outside, scan.constructs, path_of, spans)
     counter_in_subshell = enclosing(subshells, [a.offset for a in scan.arith]) \
         if in_subshell else {}
+    # the innermost loop bash may make more than one pass through around each counter
+    innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
     counts = Counts(scan.arith, subshells + [(s, e) for s, e, _n in spans], scan.constructs,
                      path_of, nested)
     # the counters the walk also collected where `set -e` applies: judged there
@@ -211,8 +218,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                         a.variable, bisect.bisect_left(
                                             values[a.variable], a.offset, key=lambda v: v[0]))) \
                 and a.zero_after is None \
-                and not any(b.variable == a.variable and b.offset < at  # (a loop's earlier
-                            and not body[0] <= b.offset < body[1] for b in scan.arith)  # pass)
+                and not _counted_before(counted_at[a.variable], at, body)  # (a loop's earlier pass)
             stops, value = _stops(a, before, unset)
             if not stops and all_before and a.zero_after is None and (
                     a.errexit or a.offset not in errexit_at) and (
@@ -223,7 +229,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 stops, value = _stops(a, [], True)
                 unset_partly = partly if stops else None
             if not stops:  # … on this pass: on the loop's next, with what its body's end left?
-                carried = read_on_next_pass(a, assigned, repeating,
+                carried = read_on_next_pass(a, assigned, innermost.get(a.offset),
                                             unsets.get(a.variable, []), scan.constructs, path_of)
                 if carried is None:
                     continue
@@ -244,8 +250,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         # (`|| true`): said so, which holds for every pass, where "`set -e` is off" does not
         later_tested = line in at_line and errexit_off_at[line] and not (a.errexit
                                                                          or a.errexit_off)
-        prefix = [(pos, cmd) for pos, (var, cmd) in prefixes.items()
-                  if var == a.variable and pos < at] if value is None else []
+        prefix = prefixes_of.get(a.variable, [])[
+            :bisect.bisect_left(prefixes_of.get(a.variable, []), at, key=lambda p: p[0])
+        ] if value is None else []
         found = _finding(a, line, value,
                          (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
                          carried_at, None if later is None else (
@@ -282,6 +289,15 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     return findings
 
 
+
+
+def _counted_before(offsets: list[int], at: int, body: tuple[int, int]) -> bool:
+    """Is one of `offsets` (a variable's counters', in order) before `at` and out of the span
+    `body` (the function's body a counter is judged at a call of: its earlier pass)?"""
+    before = bisect.bisect_left(offsets, at)
+    inside = max(0, bisect.bisect_left(offsets, min(body[1], at))
+                 - bisect.bisect_left(offsets, body[0])) if body[0] < body[1] else 0
+    return before > inside
 
 
 #: A finding given way to (check_arith's `partly_at`), left out of the result.

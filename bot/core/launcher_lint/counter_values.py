@@ -455,7 +455,8 @@ def between(assigned: list[tuple[int, str | None]], start: int, end: int
 _UNSET = "\x00unset"
 
 
-def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]], loops: dict[int, int],
+def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]],
+                      loop: tuple[int, int] | None,
                       unsets: list[int], constructs: dict[tuple[int, int], Construct],
                       path_of: Callable[[int], tuple[Step, ...]]
                       ) -> tuple[int, list[tuple[int, str | None]], bool] | None:
@@ -465,11 +466,11 @@ def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]], loops: d
     that may be the last to run that stops bash: left_at_end, `unset n` among them), where,
     and whether on every run (not when a branch bash may skip decides it). None: not in a
     loop, nothing after it, or set again before it on each pass (`unsets`: where `unset n`
-    is)."""
-    around = [(start, end) for start, end in loops.items() if start <= a.offset < end]
-    if not around:
+    is). `loop`: the innermost loop around `a` that bash may pass through more than once, its
+    start and `done` (None: none)."""
+    if loop is None:
         return None
-    start, end = max(around)  # the innermost
+    start, end = loop
     if bisect.bisect_left(assigned, start, key=_offset) < bisect.bisect_left(
             assigned, a.offset, key=_offset):
         return None  # set before it in the body
