@@ -56,6 +56,7 @@ from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
 from bot.services.probes import PROBE_ACTION
 from bot.services.runs import (
     announce_submit,
+    approval_intent,
     array_task_of,
     exclusion,
     lost_resubmit,
@@ -485,7 +486,7 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
             ctx.store.attempts.update(old.id, work_lost_iters=max(0, last_iter - start))
 
     charged = chain_id is not None and charges_budget(ctx, approval, "hang")
-    intent = f"approval:{approval.token}"  # its resubmit's, in flight: that row alone
+    intent = approval_intent(approval.token)  # its resubmit's, in flight: that row alone
     # a lookup Slurm does not answer goes up: the settle is taken over again later
     left = (lost_resubmit(ctx, cluster, recipe, chain_id, job, intent=intent, now=now,
                           resumed_at=last_iter, charged=charged,

@@ -141,11 +141,13 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     submit. A lookup that fails keeps it for the next run of this job
     (bot.app.build_scheduler's `submits`). The watcher's automatic resubmits in flight (made
     by AUTOMATIC_ACTOR) are left to their own recovery, which their intent row leads
-    (AutoResubmitter.recover, through lost_resubmit), so no job is recorded by two."""
+    (AutoResubmitter.recover, through lost_resubmit), and so is a cancel and resume's
+    resubmit whose approval is still approved (`_settle_leads`), so no job is recorded, and
+    no submit followed up (its Home tabs refreshed), by two."""
     for cluster in ctx.config.clusters:
         sent_before = now - in_flight_s(ctx.config, cluster)
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
-            if flight.actor == AUTOMATIC_ACTOR:
+            if flight.actor == AUTOMATIC_ACTOR or _settle_leads(ctx, flight):
                 continue
             try:
                 _recover_submit(ctx, flight, now, after_submit)
@@ -154,6 +156,26 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
             except Exception as exc:  # noqa: BLE001 - kept, looked up again next time
                 log.warning("submit of %s (recipe %s) sent at %.0f: cannot look it up yet: %s",
                             flight.job_name, flight.recipe, flight.sent_at, exc)
+
+
+_APPROVAL_INTENT = "approval:"
+
+
+def approval_intent(token: str) -> str:
+    """The intent a cancel and resume's resubmit is kept in flight under: its approval's."""
+    return f"{_APPROVAL_INTENT}{token}"
+
+
+def _settle_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:
+    """Whether `flight` is a cancel and resume's resubmit whose approval is still approved:
+    its click, or the settle that takes the click over once it died
+    (bot.services.cancel_settle, through lost_resubmit), records, announces and follows up
+    the job it left, once. Its approval done (its resubmit's lookup failed: nothing settles
+    it any more), the job is this recovery's to look up."""
+    if flight.intent is None or not flight.intent.startswith(_APPROVAL_INTENT):
+        return False
+    approval = ctx.store.approvals.get(flight.intent.removeprefix(_APPROVAL_INTENT))
+    return approval is not None and approval.state == "approved"
 
 
 def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,

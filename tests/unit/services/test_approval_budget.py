@@ -445,12 +445,17 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
 def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attempt(
         store: Store, monkeypatch, interrupted: str) -> None:
     """After a long outage both the recovery of the submits in flight (the settle's resubmit
-    kept its row) and the settle's takeover look up the job the dead sbatch left, and both
-    find 88887 before either has recorded it: the other path runs whole between the
-    `interrupted` one's lookup and its record. 88887 is one attempt of the run, charged
-    once, in the ledger once, and the thread tells it once."""
-    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0, submitted_at=T0 + 470))
+    kept its row) and the settle's takeover are due for the job the dead sbatch left, 88887:
+    the recovery runs first, or runs whole between the settle's lookup and its record. The
+    recovery leaves the row to the settle, whose approval is still approved: 88887 is one
+    attempt of the run, charged once, in the ledger once, the thread tells it once, and each
+    viewer's Home tab is published once."""
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0, submitted_at=T0 + 470),
+              home=RecordingHomePublisher())
     token = _settle_killed(s, after_sbatch=True)
+    for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
+        publish_home(s.ctx, user, T0 + 400)
+    s.ctx.home.published.clear()
     later = T0 + 470 + max(SETTLE_TAKEOVER_S, submit_in_flight_s(RemoteDeadlines()))
 
     def recovery() -> None:  # the scheduler's `submits` job, as bot.app wires it
@@ -460,7 +465,7 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
         settle_unknown_cancels(s.ctx, later)
 
     real_lookup = submit_mod.find_unrecorded_submit
-    between = [settle if interrupted == "recovery" else recovery]
+    between = [recovery] if interrupted == "settle" else []
 
     def lookup_then_the_other_path(*args: Any, **kwargs: Any) -> str | None:
         found = real_lookup(*args, **kwargs)
@@ -469,7 +474,10 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
         return found
 
     monkeypatch.setattr(submit_mod, "find_unrecorded_submit", lookup_then_the_other_path)
-    recovery() if interrupted == "recovery" else settle()
+    if interrupted == "recovery":  # it runs first, whole: the row is the settle's, left alone
+        recovery()
+        assert len(store.submits_in_flight.sent_before("dev", float("inf"))) == 1
+    settle()
     assert between == []  # the race happened
     monkeypatch.undo()
     recovery()
@@ -484,6 +492,9 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
             and "resumed as" in p[3]] == ["resolution:88887"]
     assert len([e for e in store.audit.recent(100)
                 if e.job_id == "88887" and e.action == "submit" and e.result == "ok"]) == 1
+    settle_unknown_cancels(s.ctx, later + 60)  # the settle said, its tabs refreshed by then
+    assert sorted(s.ctx.home.users()) == ["U0ALICE", "W0LEAD"]  # once each, not the outsider's
+    assert all("88887" in json.dumps(blocks) for _, blocks in s.ctx.home.published)
 
 
 def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_once(
