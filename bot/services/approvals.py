@@ -488,8 +488,8 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
     charged = chain_id is not None and charges_budget(ctx, approval, "hang")
     intent = approval_intent(approval.token)  # its resubmit's, in flight: that row alone
     # a lookup Slurm does not answer goes up: the settle is taken over again later
-    left = (lost_resubmit(ctx, cluster, recipe, chain_id, job, intent=intent, now=now,
-                          resumed_at=last_iter, charged=charged,
+    left = (lost_resubmit(ctx, cluster, recipe, chain_id, job, intent=intent, actor=actor,
+                          now=now, resumed_at=last_iter, charged=charged,
                           array_task=array_task_of(ctx, chain_id, job))
             if recover and chain_id is not None else None)
     if left is not None:

@@ -364,7 +364,7 @@ def exclusion(config: Config, recipe: str, node: str | None
 
 
 def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old_job: str, *,
-                  intent: str, now: float, resumed_at: int | None, charged: bool,
+                  intent: str, actor: str, now: float, resumed_at: int | None, charged: bool,
                   array_task: int | None) -> SubmitResult | None:
     """The job a resubmit of `old_job` into `chain_id` left when trainbot died in it: its
     attempt if it was recorded (watched again while it has not ended), else the job of the
@@ -375,11 +375,14 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
     (the watcher's intent row, a cancel and resume's approval); else now); None when Slurm has
     none (then submitting is safe). That row is forgotten once it is known (the job recorded,
     or none left): this recovery took it up. Any other row in flight, a person's submit of
-    the same run at that moment, is left to its own recovery (recover_submits_in_flight)."""
+    the same run at that moment, is left to its own recovery (recover_submits_in_flight). A
+    row written before schema 18 has no intent: the one of the run (`chain_id`,
+    `array_task`) made by `actor`, who made the dead resubmit (AUTOMATIC_ACTOR, or the
+    approver of a cancel and resume), is taken for it, with the time it was sent."""
     latest = run_latest(ctx.store.attempts.for_chain(chain_id), array_task)
     chain = ctx.store.chains.get(chain_id)
     flights = [f for f in ctx.store.submits_in_flight.sent_before(cluster, now)
-               if f.intent == intent or f.intent is None and f.actor == AUTOMATIC_ACTOR
+               if f.intent == intent or f.intent is None and f.actor == actor
                and f.chain_id == chain_id and f.array_task == array_task]  # before schema 18
     if latest is not None and chain is not None and latest.job_id != old_job:
         if latest.result is None:
@@ -431,8 +434,8 @@ class AutoResubmitter:
         not) is kept and announced (posts are idempotent by key) instead of submitting a second
         one."""
         result = lost_resubmit(self.ctx, self.cluster, recipe, chain_id, old_job, intent=intent,
-                               now=self.ctx.clock(), resumed_at=decision.resume_from,
-                               charged=decision.charged,
+                               actor=self.actor, now=self.ctx.clock(),
+                               resumed_at=decision.resume_from, charged=decision.charged,
                                array_task=decision.facts.get("array_task"))
         if result is None:
             return None

@@ -24,7 +24,12 @@ from bot.services.approvals import follow_up_prompts
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
-from bot.services.runs import AutoResubmitter, recover_submits_in_flight, submit_and_announce
+from bot.services.runs import (
+    AutoResubmitter,
+    lost_resubmit,
+    recover_submits_in_flight,
+    submit_and_announce,
+)
 from bot.services.threads import has_thread
 from bot.services.train import execute
 from bot.services.watch.events import TickReport
@@ -643,3 +648,34 @@ def test_two_people_resuming_a_run_at_once_make_one_job(store: Store, lang: str)
     assert [r.text for r in replies] == [REFUSED_PERSON[lang]]
     assert len(slurm.submits()) == 1 and jobs(store, chain) == ["88154", "90500"]
     assert len(posts_of_new_job(ctx)) == 1 and in_flight(store) == []
+
+
+def test_a_resubmit_in_flight_written_before_intents_is_recorded_as_sent_when_it_was(
+        tmp_path) -> None:
+    """A trainbot before schema 18 died in a cancel and resume's resubmit (approved by
+    W0LEAD; its sbatch queued 90500) while Alice's /train resume of the run was in flight
+    too: two rows without an intent. After the upgrade the settle's recovery of its resubmit
+    (lost_resubmit, the approver's) records 90500 as submitted when its row was sent, not
+    when it was found, and forgets that row alone."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    with Store.open(url, target_version=17) as old:
+        chain = old.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+        old.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+        with old.engine.begin() as conn:  # what a v17 trainbot wrote
+            for actor, sent_at in (("W0LEAD", NOW), ("U0ALICE", NOW + 5)):
+                conn.exec_driver_sql(
+                    "INSERT INTO submits_in_flight (cluster, recipe, job_name, chain_id,"
+                    " charge_retry, actor, channel, sent_at) VALUES ('dev', 'mix', 'mix',"
+                    f" {chain.id}, true, '{actor}', NULL, {sent_at})")
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    slurm.add(90500, name="mix", submit_time=NOW)
+    with Store.open(url) as store:
+        ctx = make_context(store, slurm, clock=lambda: LATER)
+        left = lost_resubmit(ctx, "dev", "mix", chain.id, "88154", intent="approval:tok",
+                             actor="W0LEAD", now=LATER, resumed_at=None, charged=True,
+                             array_task=None)
+        assert left is not None and left.job_id == "90500"
+        new = store.attempts.latest(chain.id)
+        assert (new.job_id, new.submitted_at) == ("90500", NOW)
+        assert [(f.actor, f.intent) for f in store.submits_in_flight.sent_before(
+            "dev", float("inf"))] == [("U0ALICE", None)]
