@@ -144,7 +144,7 @@ def main() -> int:
                     submitted.append(job_id)
                     chain = store.chains.create(recipe=RECIPE, cluster="dev",
                                                 job_name=f"lat-{tag}", now=time.time())
-                    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
+                    store.attempts.record(chain_id=chain.id, job_id=str(job_id), now=time.time())
                     poster.post_root(chain.id, CHANNEL, [], f"run {job_id}")
                     store.watched_jobs.add("dev", str(job_id), now=time.time(),
                                            chain_id=chain.id)

@@ -148,7 +148,7 @@ def main() -> int:
 
         def start(job: int, now: float) -> None:
             chain = store.chains.create(recipe="r", cluster="dev", job_name="r", now=now)
-            store.attempts.add(chain_id=chain.id, job_id=str(job), now=now)
+            store.attempts.record(chain_id=chain.id, job_id=str(job), now=now)
             store.watched_jobs.add("dev", str(job), now=now, chain_id=chain.id)
             logs[job] = f"/logs/{job}.out"
 

@@ -510,9 +510,9 @@ class FakeResubmit:
         new_id = 90000 + len(self.calls)
         path = f"/ck/{recipe}/{decision.resume_checkpoint}" if decision.resume_checkpoint \
             else None  # where FakeCheckpoints puts it
-        self.store.attempts.add(chain_id=chain_id, job_id=str(new_id), now=T0,
-                                start_iter=decision.resume_from, checkpoint_path=path,
-                                charge_retry=decision.charged)
+        self.store.attempts.record(chain_id=chain_id, job_id=str(new_id), now=T0,
+                                   start_iter=decision.resume_from, checkpoint_path=path,
+                                   charge_retry=decision.charged)
         self.store.watched_jobs.add(self.cluster, str(new_id), now=T0 + 1300,  # after the failure
                                     chain_id=chain_id)
         return new_id
@@ -551,7 +551,7 @@ def failed_run(ctx: BotContext, *, now: float, channel: str, job_id: str = "8815
     """Run `mix` whose job `job_id` failed before `now`: a chain (the id returned) with its
     attempt and its thread's root in `channel`."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now - 100)
-    ctx.store.attempts.add(chain_id=chain.id, job_id=job_id, now=now - 100)
+    ctx.store.attempts.record(chain_id=chain.id, job_id=job_id, now=now - 100)
     ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
                               result="FAILED")
     assert ctx.sink is not None

@@ -484,7 +484,7 @@ def submit_recipe(
         store.chains.set_target(chain.id, typed["target_iter"], now=now)
     attempt_no = 0  # a whole array: its tasks become attempt rows as they start
     if not whole_array:
-        attempt_no = store.attempts.add(
+        attempt_no = store.attempts.record(
             chain_id=chain.id,
             job_id=job_id,
             now=now,
@@ -493,7 +493,7 @@ def submit_recipe(
             charge_retry=charge_retry,
             excluded_nodes=effective.exclude,
             display_id=f"{job_id}_{array_task}" if array_task is not None else None,
-        ).attempt_no
+        ).attempt.attempt_no
     if chain.status == "stopped":
         store.chains.set_status(chain.id, "active", now=now)
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)

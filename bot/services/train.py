@@ -363,8 +363,8 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
         chain_id = ctx.store.chains.create(recipe="", cluster=cluster, job_name=rec.name or "",
                                            now=now, channel=channel, kind="adopted",
                                            watched_by=actor).id
-        ctx.store.attempts.add(chain_id=chain_id, job_id=job, now=now, state=rec.state or "",
-                               display_id=None if rec.display_id == job else rec.display_id)
+        ctx.store.attempts.record(chain_id=chain_id, job_id=job, now=now, state=rec.state or "",
+                                  display_id=None if rec.display_id == job else rec.display_id)
     ctx.store.watched_jobs.add(cluster, job, now=now, chain_id=chain_id,
                                adopted=attempt is None)
     open_thread(ctx, chain_id, channel)
@@ -417,8 +417,8 @@ def _watch_array(ctx: BotContext, cluster: str, tasks: Mapping[int, JobRecord],
     started = sorted((r for r in tasks.values() if r.array_task_id is not None),
                      key=lambda r: r.array_task_id or 0)
     for rec in started:
-        ctx.store.attempts.add(chain_id=chain.id, job_id=str(rec.job_id), now=now,
-                               state=rec.state or "", display_id=rec.display_id)
+        ctx.store.attempts.record(chain_id=chain.id, job_id=str(rec.job_id), now=now,
+                                  state=rec.state or "", display_id=rec.display_id)
         ctx.store.watched_jobs.add(cluster, str(rec.job_id), now=now, chain_id=chain.id,
                                    adopted=True)
     if all(r.job_id != array_id for r in started):  # the tasks still to start

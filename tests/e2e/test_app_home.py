@@ -57,7 +57,7 @@ def app(first_replica) -> App:
 def failed_run(services: BotContext) -> tuple[int, str]:
     """A run whose job 88154 failed, its resubmit prompt open in its thread: (chain, token)."""
     chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    services.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    services.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     services.store.attempts.update(services.store.attempts.get_by_job("88154").id,
                                    state="FAILED", result="FAILED", cause="nccl_timeout",
                                    last_iter=3470)

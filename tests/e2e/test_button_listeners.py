@@ -68,7 +68,7 @@ def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
 
     ctx.sink.post_reply = keep
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     found = []
     for kwargs in ({"resume_iter": 3000}, {"resume_iter": None, "mem": "1900G"},

@@ -245,7 +245,7 @@ def watch_one_job(poster: SlackPoster, store, job_id: int, log: bytes, **record)
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, sink=poster, target_iter=8000)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
-    store.attempts.add(chain_id=chain, job_id=str(job_id), now=T0)
+    store.attempts.record(chain_id=chain, job_id=str(job_id), now=T0)
     store.watched_jobs.add("dev", str(job_id), now=T0, chain_id=chain)
     root = build_root(recipe="mix", target_iter=8000,
                       attempts=[AttemptSummary(str(job_id), "RUNNING", None)])

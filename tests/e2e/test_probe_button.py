@@ -74,7 +74,7 @@ def _leak_incident(services: BotContext, slack: Any, *, target_iter: int = 6000,
     message)."""
     store = services.store
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    store.attempts.add(chain_id=chain.id, job_id="9001", now=NOW, state="OUT_OF_MEMORY")
+    store.attempts.record(chain_id=chain.id, job_id="9001", now=NOW, state="OUT_OF_MEMORY")
     services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
         "type": "mrkdwn", "text": "mix"}}], "mix")
     catalogue = Catalogue.load().classes["host_oom"]
@@ -155,7 +155,7 @@ def test_an_approved_probe_does_not_make_the_incidents_resubmit_busy(
 def test_a_probe_click_after_the_run_moved_on_runs_nothing(
         app: App, urls: ResponseUrls, services: BotContext, runner: FakeRunner, slack) -> None:
     chain_id, incident = _leak_incident(services, slack)
-    services.store.attempts.add(chain_id=chain_id, job_id="9002", now=NOW + 5)
+    services.store.attempts.record(chain_id=chain_id, job_id="9002", now=NOW + 5)
     said = _click(app, urls, ActionId.RUN_PROBE, _buttons(incident)[ActionId.RUN_PROBE],
                   incident["ts"], APPROVER)
     assert "Out of date" in said and "9002" in said

@@ -104,7 +104,7 @@ def test_a_signal_during_a_hung_tick_stops_trainbot_run_within_10_s_releasing_it
     store_url = f"sqlite:///{tmp_path / 'state.db'}"
     with Store.open(store_url) as store:  # a job to watch: the tick asks Slurm about it
         chain = store.chains.create(recipe="mix", cluster="alpha", job_name="mix", now=1.0)
-        store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
+        store.attempts.record(chain_id=chain.id, job_id="4242", now=1.0)
         store.watched_jobs.add("alpha", "4242", now=1.0, chain_id=chain.id)
     log = tmp_path / "run.log"
     with SlackStandIn() as slack, log.open("w") as out:

@@ -79,7 +79,7 @@ def test_a_failed_submit_quoting_the_recipes_secrets_shows_them_nowhere(
     store = services.store
     # a run with a thread and an incident prompt in it, whose Resubmit will fail the same way
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     services.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",
                                     now=NOW, summary="88154 died: NCCL timeout",

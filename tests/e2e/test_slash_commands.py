@@ -169,7 +169,7 @@ def test_status_and_history(app, urls) -> None:
 def prompt_in_thread(services: BotContext, slack: SlackStandIn) -> tuple[str, str]:
     """A failed run's incident prompt posted in its thread; returns (token, message ts)."""
     chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    services.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    services.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
         "type": "mrkdwn", "text": "mix"}}], "mix")
     prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",

@@ -86,7 +86,7 @@ def test_an_approved_probe_runs_on_the_cluster_and_its_result_reaches_the_thread
     ctx = replace(ctx, sink=RecordingMessageSink(store))
     with store, ctx.clusters:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now)
-        store.attempts.add(chain_id=chain.id, job_id="9001", now=now, state="OUT_OF_MEMORY")
+        store.attempts.record(chain_id=chain.id, job_id="9001", now=now, state="OUT_OF_MEMORY")
         ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
         button = create_probe_offer(ctx, recipe="mix", chain_id=chain.id, job_id="9001",
                                     now=now)

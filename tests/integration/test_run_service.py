@@ -66,7 +66,7 @@ def test_run_without_slack_serves_health_and_metrics_sends_events_and_stops_on_s
     store_url = f"sqlite:///{tmp_path / 'state.db'}"
     with Store.open(store_url) as store:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name=tag, now=time.time())
-        store.attempts.add(chain_id=chain.id, job_id=job_id, now=time.time())
+        store.attempts.record(chain_id=chain.id, job_id=job_id, now=time.time())
         store.watched_jobs.add("dev", job_id, now=time.time(), chain_id=chain.id)
     data = dev_cluster.bot_config_data(
         store_url=store_url, recipes={"mix": {"sbatch_script": f"{dev_cluster.home}/train.sbatch"}})

@@ -107,7 +107,7 @@ def runs(dev_cluster, tmp_path_factory) -> SampledRuns:
             now = time.time()
             chain = store.chains.create(recipe=RECIPE, cluster="dev", job_name=sampled.name,
                                         now=now)
-            store.attempts.add(chain_id=chain.id, job_id=str(sampled.job_id), now=now)
+            store.attempts.record(chain_id=chain.id, job_id=str(sampled.job_id), now=now)
             store.watched_jobs.add("dev", str(sampled.job_id), now=now, chain_id=chain.id)
             sink = RecordingEventSink()
             watcher = _watcher(jobs, dev_cluster, store, sink)

@@ -385,7 +385,7 @@ def test_a_resume_whose_sbatch_answers_past_the_timeout_records_the_job_it_queue
         update={"user": slurm_cluster.user})
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as store:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name=name, now=1)
-        store.attempts.add(chain_id=chain.id, job_id="1", now=1)
+        store.attempts.record(chain_id=chain.id, job_id="1", now=1)
         try:
             result = submit_recipe(config, "mix", slurm=client, sftp=None, store=store,
                                    now=time.time(), actor="U0ALICE", chain_id=chain.id,

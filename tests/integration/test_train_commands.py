@@ -333,7 +333,7 @@ def prompt_for_failed_run(env: Env, recipe: str = "mix") -> tuple[str, str]:
     now = time.time()
     chain = s.store.chains.create(recipe=recipe, cluster="dev", job_name=f"{recipe}-{env.tag}",
                                   channel=CH, now=now)
-    s.store.attempts.add(chain_id=chain.id, job_id="1", now=now)
+    s.store.attempts.record(chain_id=chain.id, job_id="1", now=now)
     s.sink.post_root(chain.id, CH, [{"type": "section", "text": {"type": "mrkdwn",
                                                                   "text": recipe}}], recipe)
     prompt = create_resubmit_prompt(s, recipe=recipe, chain_id=chain.id, job_id="1", now=now,

@@ -53,7 +53,7 @@ exit 0
 def _watch(store: Store, recipe: str, name: str, job_id) -> None:
     """Record `job_id` as the one attempt of a new run of `recipe` and watch it."""
     chain = store.chains.create(recipe=recipe, cluster="dev", job_name=name, now=time.time())
-    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=time.time())
+    store.attempts.record(chain_id=chain.id, job_id=str(job_id), now=time.time())
     store.watched_jobs.add("dev", str(job_id), now=time.time(), chain_id=chain.id)
 
 

@@ -80,7 +80,7 @@ def wan_watcher(jobs: WanJobs, connection: dict[str, Any], store: Store,
                                     start_time=1.0, name=RECIPE) for i in jobs.ids})
     for i in jobs.ids:
         chain = store.chains.create(recipe=RECIPE, cluster="dev", job_name=RECIPE, now=1.0)
-        store.attempts.add(chain_id=chain.id, job_id=str(i), now=1.0)
+        store.attempts.record(chain_id=chain.id, job_id=str(i), now=1.0)
         store.watched_jobs.add("dev", str(i), now=1.0, chain_id=chain.id)
     return Watcher("dev", slurm=slurm, reader=lambda: reader, store=store,
                    catalogue=Catalogue.load(), sink=RecordingEventSink(),

@@ -74,9 +74,9 @@ def add_job(store: Store, job_id: int, *, recipe: str = "mix",
     (job id, last iteration) of earlier FAILED attempts."""
     chain = store.chains.create(recipe=recipe, cluster=CLUSTER, job_name=recipe, now=T0)
     for jid, last in attempts_before:
-        a = store.attempts.add(chain_id=chain.id, job_id=str(jid), now=T0)
+        a = store.attempts.record(chain_id=chain.id, job_id=str(jid), now=T0).attempt
         store.attempts.update(a.id, last_iter=last, state="FAILED")
-    store.attempts.add(chain_id=chain.id, job_id=str(job_id), now=T0)
+    store.attempts.record(chain_id=chain.id, job_id=str(job_id), now=T0)
     store.watched_jobs.add(CLUSTER, str(job_id), now=T0, chain_id=chain.id)
     return chain
 

@@ -113,7 +113,7 @@ def test_the_shortest_tick_a_recipe_on_the_cluster_asks_for_wins() -> None:
 def test_each_job_ticks_its_own_clusters_watcher_only(store) -> None:
     ctx = context(store)
     chain = store.chains.create(recipe="fast", cluster="beta", job_name="fast", now=1.0)
-    store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
+    store.attempts.record(chain_id=chain.id, job_id="4242", now=1.0)
     store.watched_jobs.add("beta", "4242", now=1.0, chain_id=chain.id)
     scheduler = build_scheduler(ctx, clock=lambda: 100.0)
     jobs = {job.id: job for job in scheduler.jobs()}
@@ -221,7 +221,7 @@ def test_a_cluster_that_does_not_answer_never_delays_another_clusters_tick(store
                        config=Config.model_validate(config_data()), slack=False)
     for cluster, recipe, job in (("alpha", "slow", "1"), ("beta", "fast", "4242")):
         chain = store.chains.create(recipe=recipe, cluster=cluster, job_name=recipe, now=1.0)
-        store.attempts.add(chain_id=chain.id, job_id=job, now=1.0)
+        store.attempts.record(chain_id=chain.id, job_id=job, now=1.0)
         store.watched_jobs.add(cluster, job, now=1.0, chain_id=chain.id)
     scheduler = build_scheduler(ctx)
     now = datetime.datetime.now(datetime.UTC)

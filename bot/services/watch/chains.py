@@ -300,8 +300,8 @@ class ChainBook:
             lambda chain_id: {a.job_id for a in self.store.attempts.for_chain(chain_id)})
         for chain, rec in started:
             job = str(rec.job_id)
-            self.store.attempts.add(chain_id=chain.id, job_id=job, now=now,
-                                    state=rec.state or "", display_id=rec.display_id)
+            self.store.attempts.record(chain_id=chain.id, job_id=job, now=now,
+                                       state=rec.state or "", display_id=rec.display_id)
             self.store.watched_jobs.add(self.cluster, job, now=now, chain_id=chain.id,
                                         adopted=chain.adopted)
             self._watched_task(chain.id, job)

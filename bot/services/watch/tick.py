@@ -114,7 +114,7 @@ class Watcher:
     - `resubmit`: (recipe, chain_id, decision) -> new job id; carries out `resubmit_now`
       decisions once `not_before` has passed (None: they are only published). It records
       the new attempt and, when `decision.charged`, its retry charge in one store
-      transaction (`attempts.add(charge_retry=…)`): the charge is never lost or doubled;
+      transaction (`attempts.record(charge_retry=…)`): the charge is never lost or doubled;
     - `recover`: (recipe, chain_id, old job id, decision) -> the job a resubmit interrupted
       by a crash left (recorded, charged like `resubmit`, and announced), or None (see
       bot.services.watch.resubmit).

@@ -84,7 +84,7 @@ class ApprovalsRepo(_Repo):
         still the chain's latest attempt — else it becomes `stale`, for good: the run moved
         on — and while no other approval of the chain is approved and acting on that job
         (approved, not yet done: its sbatch or scancel is under way; `busy`, the approval
-        stays pending). The chain's row is locked first, as `AttemptsRepo.add` does, so a
+        stays pending). The chain's row is locked first, as `AttemptsRepo.record` does, so a
         resubmit recording its attempt and this check take turns."""
         with self._engine.begin() as conn:
             found = _row(Approval, conn.execute(

@@ -142,28 +142,6 @@ _ATTEMPT_UPDATABLE = {
 class AttemptsRepo(_Repo):
     """Attempts (Slurm jobs) of run chains."""
 
-    def add(
-        self,
-        *,
-        chain_id: int,
-        job_id: str,
-        now: float,
-        state: str = "PENDING",
-        start_iter: int | None = None,
-        checkpoint_path: str | None = None,
-        charge_retry: bool = False,
-        excluded_nodes: str | None = None,
-        display_id: str | None = None,
-        submitted_at: float | None = None,
-    ) -> Attempt:
-        """The chain's attempt for job `job_id`: recorded now as its next attempt, or the one
-        that already records it, as it is (`record`)."""
-        return self.record(
-            chain_id=chain_id, job_id=job_id, now=now, state=state, start_iter=start_iter,
-            checkpoint_path=checkpoint_path, charge_retry=charge_retry,
-            excluded_nodes=excluded_nodes, display_id=display_id, submitted_at=submitted_at,
-        ).attempt
-
     def record(
         self,
         *,

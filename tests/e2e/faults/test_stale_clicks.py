@@ -80,7 +80,7 @@ class World:
         """Chain of job 88154 (in Slurm: `state`), with its thread open."""
         store = self.services.store
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW, state=state)
+        store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW, state=state)
         self.slurm.add(88154, name="mix", state=state, partition="debug", account="root")
         self.services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
             "type": "mrkdwn", "text": "mix"}}], "mix")

@@ -26,7 +26,7 @@ def setup(tmp_path) -> tuple[str, str]:
     now = time.time()
     with Store.open(f"sqlite:///{db}") as store:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now)
-        store.attempts.add(chain_id=chain.id, job_id="4242", now=now)
+        store.attempts.record(chain_id=chain.id, job_id="4242", now=now)
         token = store.approvals.create(
             action="resubmit", payload={"recipe": "mix", "choices": ["resubmit", "dismiss"],
                                         "summary": "job 4242 died: host_oom"},

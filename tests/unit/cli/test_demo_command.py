@@ -195,7 +195,7 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
         sink = ConsoleSink(tmp_path / "charts", out=out, store=store)
         ctx = make_context(store, config=config, sink=sink)
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=0.0)
-        store.attempts.add(chain_id=chain.id, job_id="88154", now=0.0)
+        store.attempts.record(chain_id=chain.id, job_id="88154", now=0.0)
         sink.post_root(chain.id, "C0TRAIN", [], "mix")
         thread = ThreadEvents(ctx)
         thread.publish(WatchEvent("note", "k1", "dev", "hello", chain_id=chain.id,

@@ -74,9 +74,9 @@ class Story:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
         self.chain_id = chain.id
         for k in range(charged_before):  # earlier attempts: the chain spent this many retries
-            store.attempts.add(chain_id=chain.id, job_id=str(88000 + k), now=T0,
-                               charge_retry=True)
-        store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+            store.attempts.record(chain_id=chain.id, job_id=str(88000 + k), now=T0,
+                                  charge_retry=True)
+        store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
         store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
         self.ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
         self.slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
@@ -188,7 +188,7 @@ def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
     slurm = FakeSlurm()
     ctx = make_context(store, slurm)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     # as the watcher records a finished job (bot.services.watch.tick.Watcher._finished)
     store.incidents.record("dev:88154:final", class_id=class_id, now=T0, chain_id=chain.id,
@@ -208,7 +208,7 @@ def test_an_approved_time_limit_chunk_is_charged_only_without_progress(
 ) -> None:
     ctx = make_context(store, FakeSlurm())
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0, start_iter=2000)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0, start_iter=2000)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     cls = Catalogue.load().get("time_limit")
     d = Diagnosis(class_id="time_limit", action=cls.action, retryable=True,
@@ -233,7 +233,7 @@ def test_without_a_recorded_incident_the_catalogue_class_of_the_cause_decides(
 ) -> None:
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    attempt = store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    attempt = store.attempts.record(chain_id=chain.id, job_id="88154", now=T0).attempt
 
     def approval_for(cause: str | None):  # noqa: ANN202
         store.attempts.update(attempt.id, cause=cause)
@@ -251,7 +251,7 @@ def test_a_click_reads_the_catalogue_the_bot_loaded_at_start_never_the_files(
 ) -> None:
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     store.attempts.update(store.attempts.latest(chain.id).id, cause="node_failure")
     token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
                                    now=T0, summary="s").token

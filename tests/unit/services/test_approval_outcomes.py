@@ -30,7 +30,7 @@ def store(tmp_path: Path):
 def prompt(ctx: BotContext, *, offer_cancel: bool = False) -> str:
     """Job 88154 of a fresh chain, with its thread and a resubmit (or cancel) prompt."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     return create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, summary="88154: NCCL",

@@ -41,7 +41,7 @@ def ctx(store: Store, slurm: FakeSlurm) -> BotContext:
 def failed_run(ctx: BotContext) -> tuple[int, str]:
     """A chain whose job 88154 died (NCCL timeout), with its thread open."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
@@ -681,7 +681,7 @@ def test_hold_found_through_the_ledger_however_old_its_chain(
 def gpu_fault_prompt(ctx: BotContext) -> tuple[int, str, list]:
     """A chain whose job 88154 died of a GPU fault on gpu-b12: the prompt leaves it out."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, resume_iter=3000,

@@ -146,7 +146,7 @@ def test_slurm_not_answering_is_said_in_korean_with_its_stderr_as_it_came(store)
 def test_status_names_the_cluster_that_did_not_answer_in_korean(store) -> None:
     slurm = SlurmClient(FakeRunner(default=(1, "", DOWN)), use_json=False)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
-    store.attempts.add(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
+    store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
     ko = reply(store, slurm, c.Status("mix"), "ko")
     line = next(x for x in ko.splitlines() if "클러스터 dev" in x)
     assert "(Slurm이 `env " in line and "클러스터의 slurmctld/slurmdbd를 확인하세요" in line, ko

@@ -46,8 +46,8 @@ def test_job_left_by_a_crashed_sbatch_is_adopted_not_submitted_again(env):
 
     def recover(recipe, chain_id, old_job, decision, *, intent):
         asked.append((recipe, chain_id, old_job))
-        store.attempts.add(chain_id=chain_id, job_id="90500", now=T0,
-                           charge_retry=decision.charged)
+        store.attempts.record(chain_id=chain_id, job_id="90500", now=T0,
+                              charge_retry=decision.charged)
         return "90500"
 
     sink, w = _restarted(env, resub, recover)
@@ -131,7 +131,7 @@ def test_crash_mid_resubmit_is_told_after_the_resumed_job_ran_to_its_end(env):
     store = env[0]
     resub = FakeResubmit(store)
     chain = _crashed_in_resubmit(env, resub)
-    store.attempts.add(chain_id=chain.id, job_id="90500", now=T0, charge_retry=True)
+    store.attempts.record(chain_id=chain.id, job_id="90500", now=T0, charge_retry=True)
     store.chains.set_status(chain.id, "completed", now=T0 + 1390)
     asked = []
 
@@ -243,8 +243,8 @@ def _sbatch_then(store, error):
     def recover(recipe, chain_id, old_job, decision, *, intent):
         if not on_cluster:
             return None
-        store.attempts.add(chain_id=chain_id, job_id=on_cluster[0], now=T0,
-                           charge_retry=decision.charged)
+        store.attempts.record(chain_id=chain_id, job_id=on_cluster[0], now=T0,
+                              charge_retry=decision.charged)
         return on_cluster[0]
 
     return calls, resubmit, recover

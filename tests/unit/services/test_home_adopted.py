@@ -342,7 +342,7 @@ def test_a_home_prompt_names_a_checkpoint_without_an_iteration_it_resumes_from(c
     naming `final`): the Home tab's Resubmit names it, as the thread's does."""
     from bot.services.prompts import create_resubmit_prompt
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
                            summary="s", resume_checkpoint="final")
     blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
@@ -356,7 +356,7 @@ def test_a_home_prompt_after_a_failed_lookup_says_its_checkpoint_is_unknown(ctx)
     unknown, as its confirm dialog and the thread's prompt do, never a bare "and resume"."""
     from bot.services.prompts import create_resubmit_prompt
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
                            summary="s", checkpoint_unknown="lookup_failed", offer_cancel=True)
     confirms = _confirms(render_home(ctx, home_view(ctx, APPROVER, NOW)))
@@ -394,7 +394,7 @@ def test_a_runs_last_incident_says_when_its_resume_checkpoint_is_unknown(ctx, lo
     row on the Home tab says so, in the incident's words (bot.core.policy.resume_start)."""
     from bot.core.policy import Decision, DecisionKind
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     decision = Decision(DecisionKind.PROPOSE_RESUBMIT, "r", "nccl_timeout",
                         offers=("resubmit", "dismiss"), facts={"why": "retryable", **lookup})
     ctx.store.incidents.record("dev:88154:final", class_id="nccl_timeout", now=NOW,
@@ -423,7 +423,7 @@ def test_a_runs_last_incident_of_a_job_that_never_started_says_so(ctx, lang, lin
     d = analyze_file(io.BytesIO(b""), ctx.catalogue).diagnose(acct)
     decision = decide(d, ChainHistory(), PolicyParams(), NOW, accounting=acct)
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.add(chain_id=chain.id, job_id="88154", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
     ctx.store.incidents.record("dev:88154:final", class_id=d.class_id, now=NOW,
                                chain_id=chain.id, job_id="88154", state="posted",
                                diagnosis={"kind": "incident", "decision": decision.to_json()})

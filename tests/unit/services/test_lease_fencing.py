@@ -128,7 +128,7 @@ def replicas(store_url: str) -> Iterator[tuple[Replica, Replica]]:
     a, b = Replica(store_url, "A"), Replica(store_url, "B")
     chain = a.store.chains.create(recipe="mix", cluster="dev", job_name="mix",
                                   channel="C0TRAIN", now=T0)
-    a.store.attempts.add(chain_id=chain.id, job_id=str(JOB), now=T0)
+    a.store.attempts.record(chain_id=chain.id, job_id=str(JOB), now=T0)
     a.store.watched_jobs.add("dev", str(JOB), now=T0, chain_id=chain.id)
     a.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     a.sink.posts.clear()

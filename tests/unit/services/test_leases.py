@@ -318,7 +318,7 @@ def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_th
     now = [1000.0]
     a, b = Replica(store_url, "A", lambda: now[0]), Replica(store_url, "B", lambda: now[0])
     chain = a.store.chains.create(recipe="slow", cluster="alpha", job_name="slow", now=1.0)
-    a.store.attempts.add(chain_id=chain.id, job_id="4242", now=1.0)
+    a.store.attempts.record(chain_id=chain.id, job_id="4242", now=1.0)
     a.store.watched_jobs.add("alpha", "4242", now=1000.0, chain_id=chain.id)
     try:
         for k in range(4):  # both replicas tick every 30 s, in either order

@@ -34,7 +34,7 @@ def prompted(store: Store, **recipe):
     """A thread whose nccl_timeout incident asks for a resubmit at T0; (ctx, chain, token)."""
     ctx = make_context(store, clock=lambda: T0, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     cls = Catalogue.load().classes["nccl_timeout"]
     d = Diagnosis(class_id="nccl_timeout", action=cls.action, retryable=cls.retryable,
@@ -128,7 +128,7 @@ def test_an_expired_hold_prompt_says_nothing_was_held(store):
     slurm = FakeSlurm()
     ctx = make_context(store, slurm)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="90001", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="90001", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     slurm.add(90001, name="mix", partition="debug", account="root", priority=50)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=100)

@@ -221,7 +221,7 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
                        sink=UploadSink(store))
     ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                     now=T0 + 60)
@@ -238,7 +238,7 @@ def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:
     # any srun would fail
     ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=FakeRunner()))
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0MALLORY", channel="C0TRAIN",
                     now=T0)
     assert reply.text.startswith("Refused:")

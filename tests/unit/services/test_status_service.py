@@ -29,7 +29,7 @@ def setup(tmp_path):
         for recipe, cluster, jobs in (("mix", "a", ["11", "12"]), ("other", "b", ["21"])):
             chain = store.chains.create(recipe=recipe, cluster=cluster, job_name=recipe, now=1)
             for job in jobs:
-                store.attempts.add(chain_id=chain.id, job_id=job, now=2, state="PENDING")
+                store.attempts.record(chain_id=chain.id, job_id=job, now=2, state="PENDING")
                 store.watched_jobs.add(cluster, job, now=3, chain_id=chain.id)
         yield config, store
 

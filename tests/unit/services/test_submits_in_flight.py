@@ -429,7 +429,7 @@ def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> No
     chain = failed_run(ctx)
     slurm.add(90500, name="mix", partition="debug", account="root", priority=100)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
-    store.attempts.add(chain_id=chain, job_id="90500", now=NOW)
+    store.attempts.record(chain_id=chain, job_id="90500", now=NOW)
     result = submit_mod.SubmitResult(job_id="90500", chain_id=chain, attempt_no=1,
                                      job_name="mix", checkpoint=None)
     [first] = propose_holds_for_submit(ctx, "mix", result, NOW)
@@ -660,7 +660,7 @@ def test_a_resubmit_in_flight_written_before_intents_is_recorded_as_sent_when_it
     url = f"sqlite:///{tmp_path / 's.db'}"
     with Store.open(url, target_version=17) as old:
         chain = old.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-        old.attempts.add(chain_id=chain.id, job_id="88154", now=NOW - 100)
+        old.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
         with old.engine.begin() as conn:  # what a v17 trainbot wrote
             for actor, sent_at in (("W0LEAD", NOW), ("U0ALICE", NOW + 5)):
                 conn.exec_driver_sql(

@@ -67,7 +67,7 @@ def ctx(store):
     slurm.add(6203, name="sweep", state="RUNNING", array_job_id=6200, array_task_id=2)
     slurm.add(5000, name="other", state="RUNNING")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
-    store.attempts.add(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
+    store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
     return make_context(store, slurm, lang="ko")
 
 

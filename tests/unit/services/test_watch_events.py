@@ -500,7 +500,7 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0 + 2000,
                        policy={"auto_resubmit": True, "backoff_s": 30})
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88300", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88300", now=T0)
     store.watched_jobs.add("dev", "88300", now=T0, chain_id=chain.id)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     sftp.append(LOG, b"".join(STORY.read_bytes().splitlines(keepends=True)[:300]))
@@ -557,7 +557,7 @@ def _chart_thread(store: Store, sink: ChartSink, **recipe):
 def _failed_88154(store: Store, sink: ChartSink, **recipe) -> Watcher:
     """The 88154 story's whole log, the job FAILED: one tick gives its incident."""
     ctx, slurm, chain = _chart_thread(store, sink, **recipe)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
     sftp = FakeSFTP()
     sftp.append(LOG, STORY.read_bytes())
@@ -632,7 +632,7 @@ def test_a_leak_seen_by_the_sampler_posts_its_rss_chart_with_the_workers_line(st
     sink = ChartSink(store)
     ctx, slurm, chain = _chart_thread(store, sink, sampler_path="/scratch/mix/logs/rss-%j.jsonl",
                                       target_iter=8000)
-    store.attempts.add(chain_id=chain.id, job_id="88016", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88016", now=T0)
     store.watched_jobs.add("dev", "88016", now=T0, chain_id=chain.id)
     slurm.add(88016, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix",
               mem_limit_bytes=100 << 30, workdir="/scratch/mix")
@@ -805,7 +805,7 @@ def test_a_completed_run_ends_its_thread_with_the_check_line_after_its_charts(st
 
     sink = OrderSink(store)
     ctx, _, chain = _chart_thread(store, sink, target_iter=40)
-    store.attempts.add(chain_id=chain.id, job_id="9001", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="9001", now=T0)
     analysis = LogAnalysis(Catalogue.load())
     analysis.feed("".join(
         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(T0 + 4.5 * k))}.000 | INFO | "
@@ -840,7 +840,7 @@ def gpu_fault_watch(store, lang: str = "en", **policy):
     ctx = make_context(store, slurm, sftp=sftp, clock=lambda: T0 + 2000, lang=lang,
                        policy={"backoff_s": 0, **policy})
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88400", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88400", now=T0)
     store.watched_jobs.add("dev", "88400", now=T0, chain_id=chain.id)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     sftp.append(LOG, GPU_LOG)

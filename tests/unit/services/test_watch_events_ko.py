@@ -252,8 +252,8 @@ def test_a_stop_class_head_carries_the_catalogues_korean_hint(store):
 ])
 def test_a_completed_run_is_one_resolution_line_not_an_incident(store, lang, line):
     ctx, chain = thread(store, lang)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0 - 7500)
-    store.attempts.add(chain_id=chain.id, job_id="88155", now=T0 - 3000, charge_retry=True)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0 - 7500)
+    store.attempts.record(chain_id=chain.id, job_id="88155", now=T0 - 3000, charge_retry=True)
     d = diag("completed", last_iter=8000)
     dec = decide(d, history(3400, 8000), MANUAL, T0,
                  accounting=replace(FAILED, state="COMPLETED"))
@@ -265,7 +265,7 @@ def test_a_completed_run_is_one_resolution_line_not_an_incident(store, lang, lin
 
 def test_a_first_attempt_completion_says_so(store):
     ctx, chain = thread(store, "en")
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0 - 95)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0 - 95)
     d = diag("completed", last_iter=240, metrics=DiagnosisMetrics(last_iter=240, target_iter=240))
     dec = decide(d, history(240), MANUAL, T0, accounting=replace(FAILED, state="COMPLETED"))
     ThreadEvents(ctx).publish(incident(chain.id, d, dec, "COMPLETED"))
@@ -287,7 +287,7 @@ def test_a_completed_run_judged_without_its_files_says_so_on_its_line(store, lan
     read (Watcher: judged from accounting alone): its ✅ line says both, in the incident's
     words and the thread's language, where it looked as if the bot had read everything."""
     ctx, chain = thread(store, lang)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0 - 95)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0 - 95)
     d = diag("completed", last_iter=None, metrics=DiagnosisMetrics())
     dec = decide(d, history(None), MANUAL, T0, accounting=replace(FAILED, state="COMPLETED"))
     reason = N_("reading it failed on the login node (dd exit %(code)s)", code=1)
@@ -403,7 +403,7 @@ def test_cluster_outage_notes_follow_each_chains_recipe_language(store):
 
 def story_job(store: Store, ctx, chain, slurm: FakeSlurm, upto: bytes) -> tuple[FakeSFTP, list]:
     """Job 88154 of the chain running the 88154 story up to the line containing `upto`."""
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
     slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix",
               mem_limit_bytes=950 * GIB)
@@ -421,8 +421,8 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
     slurm.set(88154, state="TIMEOUT", exit_code=0, signal=0, end_time=T0 + 1300)
 
     def resubmit(recipe, chain_id, decision, *, intent):
-        store.attempts.add(chain_id=chain_id, job_id="90001", now=T0,
-                           charge_retry=decision.charged)
+        store.attempts.record(chain_id=chain_id, job_id="90001", now=T0,
+                              charge_retry=decision.charged)
         return "90001"
 
     w = watcher(ctx, slurm, sftp, checkpoint=FakeCheckpoints(3000), resubmit=resubmit)

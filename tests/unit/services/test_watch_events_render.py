@@ -63,7 +63,7 @@ def watched_thread(store: Store, templates_dir: Path | None = None, *,
     ctx = make_context(store, slurm, clock=lambda: T0 + 1900, **recipe)
     ctx.config.templates.dir = str(templates_dir) if templates_dir else None
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     posted: dict[str, list[dict]] = {}

@@ -182,7 +182,7 @@ def _progressing_clusters(stores: dict[str, Store], sink: RecordingEventSink, *,
         for job in jobs:
             log = f"/scratch/{cluster}/mix-{job}.out"
             chain = store.chains.create(recipe="mix", cluster=cluster, job_name="mix", now=T0)
-            attempt = store.attempts.add(chain_id=chain.id, job_id=str(job), now=T0)
+            attempt = store.attempts.record(chain_id=chain.id, job_id=str(job), now=T0).attempt
             store.attempts.update(attempt.id, state="RUNNING", last_iter=100)
             store.watched_jobs.add(cluster, str(job), now=T0, chain_id=chain.id)
             slurm.records[job] = JobRecord(job_id=job, state="RUNNING", stdout_path=log,
@@ -514,7 +514,7 @@ def test_crash_after_submit_before_done_does_not_submit_twice(env):
     # The bot died inside the resubmit: the row says `submitting`, the attempt exists.
     key = f"{CLUSTER}:88300:resubmit"
     store.incidents.set_state(key, "submitting")
-    store.attempts.add(chain_id=chain.id, job_id="90077", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="90077", now=T0)
     w2 = make_watcher(store, slurm, sftp, RecordingEventSink(), resubmit=resub,
                       policy=PolicyParams(auto_resubmit=True, backoff_s=60))
     w2.tick(T0 + 1400)

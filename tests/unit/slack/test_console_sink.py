@@ -148,7 +148,7 @@ def console_context(store: Store, sink: ConsoleSink) -> tuple[BotContext, FakeSl
 
 def failed_chain(ctx: BotContext, *, offer_cancel: bool = False) -> tuple[int, str]:
     cid = chain(ctx.store)
-    ctx.store.attempts.add(chain_id=cid, job_id="88154", now=NOW)
+    ctx.store.attempts.record(chain_id=cid, job_id="88154", now=NOW)
     ctx.sink.post_root(cid, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=cid, job_id="88154", now=NOW,
                                     summary="88154 died: NCCL watchdog", resume_iter=3000,

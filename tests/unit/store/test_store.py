@@ -106,17 +106,17 @@ def test_migrated_indexes_match_the_schema(store):
 
 def test_foreign_keys_are_enforced(store):
     with pytest.raises(Exception, match="(?i)foreign key"):
-        store.attempts.add(chain_id=999, job_id="1", now=1.0)
+        store.attempts.record(chain_id=999, job_id="1", now=1.0)
 
 
 def test_a_charged_attempt_and_its_charge_are_one_transaction(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
     with pytest.raises(Exception, match="(?i)not[ -]null"):  # the attempt cannot be written
-        store.attempts.add(chain_id=chain.id, job_id="1", now=2.0, state=None,
-                           charge_retry=True)
+        store.attempts.record(chain_id=chain.id, job_id="1", now=2.0, state=None,
+                              charge_retry=True)
     assert store.chains.get(chain.id).retries_used == 0  # the charge was rolled back with it
     with pytest.raises(KeyError, match="no chain 999"):
-        store.attempts.add(chain_id=999, job_id="2", now=2.0, charge_retry=True)
+        store.attempts.record(chain_id=999, job_id="2", now=2.0, charge_retry=True)
 
 
 def test_one_job_recorded_twice_in_a_run_is_one_attempt_charged_once(store):
@@ -124,7 +124,7 @@ def test_one_job_recorded_twice_in_a_run_is_one_attempt_charged_once(store):
     record it: the second gets the first's attempt back, uncharged, and says it did not
     record it; the run still counts one attempt and one retry."""
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=1.0)
     first = store.attempts.record(chain_id=chain.id, job_id="90500", now=2.0, start_iter=1000,
                                   checkpoint_path="/ck/1000", charge_retry=True,
                                   submitted_at=1.5)
@@ -134,7 +134,8 @@ def test_one_job_recorded_twice_in_a_run_is_one_attempt_charged_once(store):
     assert again.attempt == first.attempt  # as it was recorded: number, start, checkpoint
     assert (again.attempt.attempt_no, again.attempt.start_iter, again.attempt.submitted_at) == \
         (2, 1000, 1.5)
-    assert store.attempts.add(chain_id=chain.id, job_id="90500", now=4.0) == first.attempt
+    assert store.attempts.record(chain_id=chain.id, job_id="90500", now=4.0) == \
+        (first.attempt, False)
     assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88154", "90500"]
     assert store.chains.get(chain.id).retries_used == 1
     other = store.chains.create(recipe="", cluster="dev", job_name="mix", now=5.0,
@@ -156,9 +157,9 @@ def test_chains_create_get_thread_status_and_retry_ledger(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=100.0)
     assert store.chains.get(chain.id) == chain
     store.chains.set_thread(chain.id, channel="C1", thread_ts="111.222", now=101.0)
-    store.attempts.add(chain_id=chain.id, job_id="1", now=102.0)
-    store.attempts.add(chain_id=chain.id, job_id="2", now=102.5, charge_retry=True)
-    store.attempts.add(chain_id=chain.id, job_id="3", now=103.0, charge_retry=True)
+    store.attempts.record(chain_id=chain.id, job_id="1", now=102.0)
+    store.attempts.record(chain_id=chain.id, job_id="2", now=102.5, charge_retry=True)
+    store.attempts.record(chain_id=chain.id, job_id="3", now=103.0, charge_retry=True)
     store.chains.set_status(chain.id, "stopped", now=104.0)
     got = store.chains.get(chain.id)
     assert (got.thread_ts, got.channel, got.retries_used, got.status, got.updated_at) == (
@@ -178,10 +179,10 @@ def test_chains_create_get_thread_status_and_retry_ledger(store):
 
 def test_attempts_are_numbered_per_chain_and_updated(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    a1 = store.attempts.add(chain_id=chain.id, job_id="88016", now=2.0)
-    a2 = store.attempts.add(
+    a1 = store.attempts.record(chain_id=chain.id, job_id="88016", now=2.0).attempt
+    a2 = store.attempts.record(
         chain_id=chain.id, job_id="88154", now=3.0, start_iter=1000, checkpoint_path="/ck/1000"
-    )
+    ).attempt
     assert (a1.attempt_no, a2.attempt_no) == (1, 2)
     store.attempts.update(
         a1.id, state="FAILED", result="FAILED", cause="host_oom", last_iter=1049,
@@ -203,8 +204,8 @@ def test_attempts_are_numbered_per_chain_and_updated(store):
 
 def test_attempts_added_at_once_to_one_chain_are_numbered_one_after_another(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    race([lambda i=i: store.attempts.add(chain_id=chain.id, job_id=str(88000 + i), now=2.0,
-                                         charge_retry=i % 2 == 0) for i in range(6)])
+    race([lambda i=i: store.attempts.record(chain_id=chain.id, job_id=str(88000 + i), now=2.0,
+                                            charge_retry=i % 2 == 0).attempt for i in range(6)])
     assert [a.attempt_no for a in store.attempts.for_chain(chain.id)] == [1, 2, 3, 4, 5, 6]
     assert store.chains.get(chain.id).retries_used == 3
 
@@ -319,17 +320,17 @@ def _prompt_about(store, chain_id: int, job: str) -> str:
 
 def test_a_claim_about_a_job_that_is_no_longer_the_chains_latest_is_stale(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=1.0)
     old, dismissed = _prompt_about(store, chain.id, "88154"), _prompt_about(store, chain.id,
                                                                              "88154")
-    store.attempts.add(chain_id=chain.id, job_id="88887", now=2.0, state="RUNNING")
+    store.attempts.record(chain_id=chain.id, job_id="88887", now=2.0, state="RUNNING")
     for decide, token in ((store.approvals.claim, old), (store.approvals.refuse, dismissed)):
         result = decide(token, "U1", now=3.0, latest_job="88154")
         assert (result.claimed, result.reason) == (False, "stale")
         assert (result.latest.job_id, result.latest.state) == ("88887", "RUNNING")
         assert (result.approval.state, result.approval.decided_by) == ("stale", "U1")
     # stale for good: a later click is told the chain's latest job again
-    store.attempts.add(chain_id=chain.id, job_id="88888", now=4.0)
+    store.attempts.record(chain_id=chain.id, job_id="88888", now=4.0)
     again = store.approvals.claim(old, "U2", now=5.0, latest_job="88154")
     assert (again.reason, again.latest.job_id) == ("stale", "88888")
     # without the chain check (a caller that does not ask for it) nothing changes
@@ -339,7 +340,7 @@ def test_a_claim_about_a_job_that_is_no_longer_the_chains_latest_is_stale(store)
 
 def test_a_claim_while_another_approval_acts_on_the_same_job_is_busy(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=1.0)
     first, second = _prompt_about(store, chain.id, "88154"), _prompt_about(store, chain.id,
                                                                            "88154")
     assert store.approvals.claim(first, "U1", now=2.0, latest_job="88154").claimed
@@ -352,7 +353,7 @@ def test_a_claim_while_another_approval_acts_on_the_same_job_is_busy(store):
 
 def test_two_prompts_about_one_job_clicked_at_once_are_claimed_once(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    store.attempts.add(chain_id=chain.id, job_id="88154", now=1.0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=1.0)
     n = 8
     tokens = [_prompt_about(store, chain.id, "88154") for _ in range(n)]
     results = race([lambda i=i: store.approvals.claim(tokens[i], f"U{i}", now=2.0,
@@ -491,7 +492,7 @@ def test_v1_store_is_upgraded_in_place_keeping_data(store_url):
         attempt = new.attempts.get_by_job("88016")
         assert (attempt.state, attempt.work_lost_s) == ("FAILED", None)
         new.slack_posts.record_intent("k", channel="C1", kind="root", chain_id=1)
-        new.attempts.add(chain_id=1, job_id="88017", now=3.0, charge_retry=True)
+        new.attempts.record(chain_id=1, job_id="88017", now=3.0, charge_retry=True)
         assert new.chains.get(1).retries_used == 1
 
 
@@ -725,7 +726,7 @@ def test_v9_store_gets_excluded_nodes_keeping_its_attempts(store_url):
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         assert new.attempts.get_by_job("88016").excluded_nodes is None
-        new.attempts.add(chain_id=chain.id, job_id="88017", now=3.0, excluded_nodes="gpu-b12")
+        new.attempts.record(chain_id=chain.id, job_id="88017", now=3.0, excluded_nodes="gpu-b12")
         assert new.attempts.get_by_job("88017").excluded_nodes == "gpu-b12"
 
 
@@ -736,7 +737,7 @@ def test_every_earlier_schema_upgrades_to_the_latest(store_url, version: int):
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         chain = new.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
-        new.attempts.add(chain_id=chain.id, job_id="88016", now=2.0, excluded_nodes="n1")
+        new.attempts.record(chain_id=chain.id, job_id="88016", now=2.0, excluded_nodes="n1")
         assert new.attempts.get_by_job("88016").excluded_nodes == "n1"
 
 
@@ -748,12 +749,12 @@ def test_v10_store_gets_adopted_chains_keeping_its_runs(store_url):
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         run = new.chains.get(chain.id)
         assert (run.kind, run.array_job_id, run.adopted) == ("run", None, False)
-        new.attempts.add(chain_id=chain.id, job_id="88016", now=1.0)
+        new.attempts.record(chain_id=chain.id, job_id="88016", now=1.0)
         [attempt] = new.attempts.for_chain(chain.id)
         assert (attempt.display_id, attempt.shown_id) == (None, "88016")
         array = new.chains.create(recipe="", cluster="dev", job_name="sweep", now=2.0,
                                   kind="array", array_job_id=6100)
-        new.attempts.add(chain_id=array.id, job_id="6103", now=2.0, display_id="6100_2")
+        new.attempts.record(chain_id=array.id, job_id="6103", now=2.0, display_id="6100_2")
         again = new.chains.get(array.id)
         assert (again.kind, again.array_job_id, again.adopted) == ("array", 6100, True)
         assert [a.shown_id for a in new.attempts.for_chain(array.id)] == ["6100_2"]
@@ -778,14 +779,14 @@ def test_a_recipes_latest_run_is_the_one_whose_latest_job_was_submitted_last(sto
     """A lost submit's run recovered after a person started another: its chain is the newer,
     its job the older; /train resume and status mean the person's run, and list it first."""
     started = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=100.0)
-    store.attempts.add(chain_id=started.id, job_id="90501", now=100.0)
+    store.attempts.record(chain_id=started.id, job_id="90501", now=100.0)
     recovered = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=300.0)
-    store.attempts.add(chain_id=recovered.id, job_id="90500", now=300.0, submitted_at=50.0)
+    store.attempts.record(chain_id=recovered.id, job_id="90500", now=300.0, submitted_at=50.0)
     assert store.chains.latest_for_recipe("mix").id == started.id
     # /train history lists them in the same order
     assert [c.id for c in store.chains.for_recipe("mix")] == [started.id, recovered.id]
     # its next job, submitted after the other's, makes it the latest
-    store.attempts.add(chain_id=recovered.id, job_id="90502", now=400.0)
+    store.attempts.record(chain_id=recovered.id, job_id="90502", now=400.0)
     assert store.chains.latest_for_recipe("mix").id == recovered.id
     # a run with no job yet counts from its creation
     fresh = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=500.0)
