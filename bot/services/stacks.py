@@ -4,7 +4,9 @@ with a deadline, never delaying it); after an NCCL timeout, what the ranks' flig
 dumps say.
 
 `StackCollector.collect` finds py-spy on the cluster (the site's path, or trainbot's own
-copy placed by bot.cluster.pyspy), runs bot.probes.stacks through srun and returns a
+copy placed by bot.cluster.pyspy: once per cluster and process, in the background, begun
+ahead of need by `Forensics.prepare`; a collection waits for it at most half its deadline),
+runs bot.probes.stacks through srun and returns a
 bot.core.stacks.StackReport; every failure is a report with its cause, never an exception
 (but ClusterUnavailable and LeaseLost). `post_stacks` puts the summary (templates/stacks) and
 the full dump (a file) in a run's thread. `Forensics` runs collect + post in the background
@@ -19,6 +21,7 @@ import logging
 import posixpath
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, wait
 from dataclasses import replace
@@ -42,6 +45,7 @@ from bot.core.stacks import (
     JOB_ENDED,
     NO_PROCESSES,
     PYSPY_ABSENT,
+    PYSPY_NOT_PLACED,
     TIMED_OUT,
     ProcessFailure,
     StackReport,
@@ -66,35 +70,137 @@ def _utc(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+# The share of a collection's deadline (the cluster's `stacks_timeout`) that waiting for
+# trainbot's py-spy to be placed may take; srun has the rest.
+PLACEMENT_SHARE = 0.5
+
+
+class PySpyPlacements:
+    """trainbot's py-spy placed on the clusters of one ClusterSessions (the paths placed, and
+    the placement under way per cluster): one placement at a time per cluster, whichever
+    collector, watcher or command asks, in the background, so a collection waits for it only
+    as long as its deadline allows. A failed placement is forgotten: the next ask tries
+    again (place_pyspy is idempotent: sha256-checked, moved into place atomically)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._paths: dict[str, str] = {}
+        self._under_way: dict[str, Future[str]] = {}
+
+    def start(self, cluster: str, place: Callable[[], str]) -> Future[str]:
+        """The placement of `cluster`'s py-spy: done when placed, else the one under way, else
+        `place()` begun on a daemon thread."""
+        with self._lock:
+            if cluster in self._paths:
+                done: Future[str] = Future()
+                done.set_result(self._paths[cluster])
+                return done
+            future = self._under_way.get(cluster)
+            if future is not None:
+                return future
+            future = self._under_way[cluster] = Future()
+        threading.Thread(target=self._place, args=(cluster, place, future),
+                         name=f"py-spy placement {cluster}", daemon=True).start()
+        return future
+
+    def placed(self, cluster: str) -> str | None:
+        with self._lock:
+            return self._paths.get(cluster)
+
+    def _place(self, cluster: str, place: Callable[[], str], future: Future[str]) -> None:
+        try:
+            path = place()
+        except BaseException as exc:  # noqa: BLE001 - handed to the future
+            log.warning("%s: placing py-spy failed: %s", cluster, said(exc))
+            with self._lock:
+                self._under_way.pop(cluster, None)
+            future.set_exception(exc)
+            return
+        with self._lock:
+            self._paths[cluster] = path
+            self._under_way.pop(cluster, None)
+        future.set_result(path)
+
+
+_PLACEMENTS: weakref.WeakKeyDictionary[object, PySpyPlacements] = weakref.WeakKeyDictionary()
+_PLACEMENTS_LOCK = threading.Lock()
+
+
+def placements_of(clusters: ClusterSessions) -> PySpyPlacements:
+    """The py-spy placements of `clusters` (one per sessions object: the process's)."""
+    with _PLACEMENTS_LOCK:
+        found = _PLACEMENTS.get(clusters)
+        if found is None:
+            found = _PLACEMENTS[clusters] = PySpyPlacements()
+        return found
+
+
+class PlacementTimedOut(Exception):
+    """Placing py-spy outlasted the collection's wait for it (it goes on in the background)."""
+
+
 class StackCollector:
-    """Collects stacks on the configured clusters through `clusters`; py-spy is placed once
-    per cluster and process (its path remembered)."""
+    """Collects stacks on the configured clusters through `clusters`; trainbot's py-spy is
+    placed once per cluster and process (`PySpyPlacements`), ahead of need when the watcher
+    first polls a cluster with jobs (`prepare`). A collection, placement included, keeps to
+    the cluster's `stacks_timeout`: it waits for a placement under way at most
+    PLACEMENT_SHARE of it and says so when py-spy is not there by then."""
 
     def __init__(self, config: Config, clusters: ClusterSessions,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.config, self.clusters, self.clock = config, clusters, clock
-        self._paths: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self.monotonic = monotonic
+        self._placements = placements_of(clusters)
 
-    def pyspy_path(self, cluster: str) -> str:
-        """py-spy's path on `cluster`: the configured one, else trainbot's verified copy
-        (raises PySpyUnavailable, ClusterError)."""
-        configured = self.config.clusters[cluster].py_spy
-        if configured:
-            return configured
-        with self._lock:
-            if cluster not in self._paths:
-                self._paths[cluster] = place_pyspy(self.clusters.runner(cluster),
-                                                   self.clusters.sftp(cluster))
-            return self._paths[cluster]
+    def prepare(self, cluster: str) -> Future[str] | None:
+        """Begin placing trainbot's py-spy on `cluster` unless the site configured its own
+        (None then); its future (see PySpyPlacements.start)."""
+        if self.config.clusters[cluster].py_spy:
+            return None
+        return self._placements.start(cluster, lambda: place_pyspy(
+            self.clusters.runner(cluster), self.clusters.sftp(cluster)))
+
+    def ready_path(self, cluster: str) -> str | None:
+        """py-spy's path on `cluster` when known without waiting: the configured one, or
+        trainbot's copy placed earlier."""
+        return self.config.clusters[cluster].py_spy or self._placements.placed(cluster)
+
+    def pyspy_path(self, cluster: str, wait_s: float | None = None) -> str:
+        """py-spy's path on `cluster`: the configured one, else trainbot's verified copy,
+        waiting at most `wait_s` for its placement (raises PlacementTimedOut,
+        PySpyUnavailable, ClusterError)."""
+        known = self.ready_path(cluster)
+        if known:
+            return known
+        future = self.prepare(cluster)
+        assert future is not None
+        wait([future], timeout=wait_s)
+        if not future.done():
+            raise PlacementTimedOut(cluster)
+        return future.result()
 
     def collect(self, cluster: str, job_id: str, *,
                 trainer_pids: Mapping[str, Iterable[int]] | None = None) -> StackReport:
-        """The job's stacks now, or why not (see module doc)."""
+        """The job's stacks now, or why not (see module doc), within the cluster's
+        `stacks_timeout`, placing py-spy included."""
         cfg = self.config.clusters[cluster]
         collected_at = _utc(self.clock())
+        timeout_s = cfg.stacks_timeout
+        pyspy = self.ready_path(cluster)
         try:
-            pyspy = self.pyspy_path(cluster)
+            if not pyspy:
+                started, wait_s = self.monotonic(), cfg.stacks_timeout * PLACEMENT_SHARE
+                try:
+                    pyspy = self.pyspy_path(cluster, wait_s)
+                except PlacementTimedOut:
+                    return StackReport(job_id, None, ProcessFailure(
+                        "", None, None, PYSPY_NOT_PLACED, N_(
+                            "py-spy could not be placed within %(seconds)s s: copying "
+                            "trainbot's py-spy to the cluster is still under way; the next "
+                            "collection uses it once it is there.",
+                            seconds=f"{wait_s:g}")))
+                timeout_s = cfg.stacks_timeout - (self.monotonic() - started)
         except PySpyUnavailable as exc:
             return StackReport(job_id, None, ProcessFailure("", None, None, PYSPY_ABSENT,
                                                             said(exc)))
@@ -106,7 +212,7 @@ class StackCollector:
                 "could not place py-spy on the cluster: %(error)s", error=said(exc))))
         try:
             report = collect_stacks(self.clusters.runner(cluster), job_id, pyspy,
-                                    timeout_s=cfg.stacks_timeout, collected_at=collected_at,
+                                    timeout_s=timeout_s, collected_at=collected_at,
                                     native=cfg.stacks_native, trainer_pids=trainer_pids)
         except ClusterUnavailable:
             raise
@@ -179,6 +285,11 @@ class Forensics:
         self.collector = collector or StackCollector(ctx.config, ctx.clusters, ctx.clock)
         self._slots = threading.BoundedSemaphore(workers)
         self._pending: set[Future[bool]] = set()
+
+    def prepare(self, cluster: str) -> None:
+        """Begin placing trainbot's py-spy on `cluster` ahead of a stall's collection (the
+        watcher's first poll of the cluster with jobs), so that collection need not."""
+        self.collector.prepare(cluster)
 
     def stacks(self, cluster: str, job_id: str, chain_id: int | None, recipe: str | None,
                key: str, *, record: JobRecord | None = None,

@@ -136,6 +136,12 @@ class ThreadEvents:
             refresh_root(self.ctx, event.chain_id)
             refresh_homes(self.ctx, event.chain_id, self.ctx.clock())
 
+    def cluster_watched(self, cluster: str) -> None:
+        """The watcher polled `cluster` with jobs for the first time: begin placing py-spy
+        there, so a stall's stacks need not wait for it."""
+        if self.forensics is not None:
+            self.forensics.prepare(cluster)
+
     def chain_changed(self, chain_id: int) -> None:
         """A finished attempt's result is in the store: show it at the top of the thread (and
         forget the progress of a chain that has ended)."""
@@ -467,6 +473,10 @@ class WebhookEvents:
     def said_in_a_thread(self, key: str) -> bool:
         """Whether a chain's thread has the cluster notice `key` (the threads')."""
         return self.inner.said_in_a_thread(key)
+
+    def cluster_watched(self, cluster: str) -> None:
+        """The threads' (py-spy placed ahead of a stall)."""
+        self.inner.cluster_watched(cluster)
 
     def chain_changed(self, chain_id: int) -> None:
         """A chain's attempts or status changed in the store (a job ended and its result is

@@ -74,7 +74,8 @@ class ClusterConfig(_Model):
     stacks_timeout: float = Field(
         25.0, gt=0, le=600,
         description="Seconds a collection of a job's Python stacks (srun + py-spy on every "
-        "node) may take before it is given up with a `timed out` line.",
+        "node) may take before it is given up with a `timed out` line; waiting for trainbot's "
+        "py-spy to be placed on the cluster first takes at most half of it.",
     )
     stacks_native: bool = Field(
         False, description="Dump native (C/C++) frames too (py-spy --native): slower, shows "

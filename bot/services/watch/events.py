@@ -79,7 +79,9 @@ class EventSink(Protocol):
     shows moved in the store: its running jobs' iterations (at most once every
     `persist_every_s` per root), or the state of a run that is no parallel chain (at once);
     and `said_in_a_thread(key) -> bool`: whether a thread has the cluster notice published
-    under `key` (its post recorded), asked of one left `pending` (bot.services.watch.outbox).
+    under `key` (its post recorded), asked of one left `pending` (bot.services.watch.outbox);
+    and `cluster_watched(cluster)`: called once per watcher, on its first poll of the cluster
+    that finds jobs to watch (the threads begin placing py-spy there, ahead of a stall).
     """
 
     def publish(self, event: WatchEvent) -> None: ...

@@ -170,6 +170,18 @@ class Outbox:
         (its running jobs' iterations, a single run's state): Home is not told."""
         self._tell_sink("progress_changed", chain_id)
 
+    def cluster_watched(self) -> None:
+        """Tell the sink (when it listens) that the watcher found jobs on its cluster for the
+        first time; a failure is logged only."""
+        tell = getattr(self.sink, "cluster_watched", None)
+        if tell is not None:
+            try:
+                tell(self.cluster)
+            except LeaseLost:
+                raise
+            except Exception:  # noqa: BLE001 - preparing ahead never stops the watch
+                log.exception("%s: preparing the cluster's forensics failed", self.cluster)
+
     def _tell_sink(self, hook: str, chain_id: int) -> None:
         """Call the sink's `hook(chain_id)` when it has one; a failure is logged only."""
         tell = getattr(self.sink, hook, None)

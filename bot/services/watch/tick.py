@@ -219,6 +219,7 @@ class Watcher:
                                 or ProgressRewriteBudget(store))
         self._jobs: dict[int, JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
+        self._told_watched = False  # the sink's cluster_watched (see EventSink)
 
     # ------------------------------------------------------------------ tick
 
@@ -253,6 +254,9 @@ class Watcher:
         except ClusterUnavailable as exc:
             return self.health.failed(now, exc, report)
         self.health.ok(now, report)
+        if not self._told_watched:  # once: py-spy placed ahead of a stall's stacks
+            self._told_watched = True
+            self.outbox.cluster_watched()
         watched = self.chains.started_array_tasks(watched, records, now)
         ids = sorted({int(w.job_id) for w in watched})
         report.jobs = len(ids)

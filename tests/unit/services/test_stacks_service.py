@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 from fakes import (
@@ -32,7 +33,13 @@ from bot.core.stacks import (
     build_report,
 )
 from bot.core.train_grammar import parse_command
-from bot.services.stacks import Forensics, StackCollector, post_stacks, sampler_hint
+from bot.services.stacks import (
+    PLACEMENT_SHARE,
+    Forensics,
+    StackCollector,
+    post_stacks,
+    sampler_hint,
+)
 from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
@@ -74,6 +81,10 @@ class GatedCollector:
 
     def __init__(self, report: StackReport | Exception) -> None:
         self.report, self.gate, self.calls = report, threading.Event(), []
+        self.prepared: list[str] = []  # the clusters py-spy was placed on ahead of need
+
+    def prepare(self, cluster):  # noqa: ANN001, ANN201
+        self.prepared.append(cluster)
 
     def collect(self, cluster, job_id, *, trainer_pids=None):  # noqa: ANN001, ANN201
         self.calls.append((cluster, job_id, trainer_pids))
@@ -127,6 +138,7 @@ def test_a_stall_posts_the_grouped_stacks_after_the_tick_without_delaying_it(sto
     assert b"=== rank 3 (pid 13) on gpu-a01" in data
     w.tick(T0 + 370)  # the same stall: no second collection
     assert len(collector.calls) == 1
+    assert collector.prepared == ["dev"]  # py-spy placed ahead, at the first poll with jobs
     stacks.close()
 
 
@@ -183,13 +195,96 @@ def test_a_stalls_stacks_are_due_within_30_s_of_its_warning(store) -> None:
     ctx = make_context(store)
     cluster = ctx.config.clusters["dev"]
     assert cluster.stacks_timeout + 5.0 <= 30.0
-    cluster.py_spy = "/opt/site/bin/py-spy"  # placing trainbot's own copy is not timed here
+    cluster.py_spy = "/opt/site/bin/py-spy"  # placing trainbot's own copy: the next tests
     runner, slurm = TimingOutRunner(), FakeSlurm()
     slurm.add(88154, state="RUNNING")
     report = StackCollector(ctx.config, FakeClusters(slurm, runner=runner),
                             clock=lambda: T0).collect("dev", "88154")
     assert runner.timeouts == [cluster.stacks_timeout]
     assert report.problem is not None and report.problem.cause == TIMED_OUT
+
+
+class SlowLoginNode(FakeRunner):
+    """A login node whose `sha256sum` answers once `gate` is set (placing py-spy for minutes:
+    each step has its own 60 s deadline) with trainbot's py-spy in place; srun reads the
+    stacks. Its calls are recorded."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        from bot.cluster.pyspy import local_pyspy
+
+        sha = local_pyspy().sha256
+
+        def sha256sum(argv):  # noqa: ANN001, ANN202
+            assert gate.wait(30)
+            return (0, f"{sha}  {argv[1]}\n", "")
+
+        super().__init__({"sha256sum": sha256sum, "srun": (0, node_output(), "")})
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("en", "🔎 Python stacks · job 88154: No stacks of job 88154: py-spy could not be placed "
+           "within 1 s: copying trainbot's py-spy to the cluster is still under way; the next "
+           "collection uses it once it is there."),
+    ("ko", "🔎 Python 스택 · 작업 88154: 작업 88154의 스택 없음: 1초 안에 py-spy를 설치하지 "
+           "못했습니다: trainbot의 py-spy를 클러스터로 복사하는 중입니다. 복사가 끝나면 다음 "
+           "수집부터 사용합니다."),
+])
+def test_a_slow_first_placement_of_py_spy_is_said_by_the_stacks_deadline(store, lang,
+                                                                        want) -> None:
+    # The first collection on a cluster used to place py-spy first, each of its steps with a
+    # 60 s deadline, before stacks_timeout applied: minutes. Now the placement begins at the
+    # watcher's first poll of the cluster, in the background, once; a stall's collection waits
+    # for it at most half its deadline and says so in the thread.
+    gate = threading.Event()
+    node = SlowLoginNode(gate)
+    ctx, w, stacks = stalled_watch(store, GatedCollector(STUCK_RANK_3), lang=lang)
+    ctx.config.clusters["dev"].stacks_timeout = 2.0
+    slurm, _sftp = w.fake  # type: ignore[attr-defined]
+    stacks.collector = StackCollector(ctx.config, FakeClusters(slurm, runner=node,
+                                                               sftp=FakeSFTP()))
+    w.tick(T0)  # the first poll with jobs: the placement begins (sha256sum not answering)
+    began = time.monotonic()
+    w.tick(T0 + 360)  # the stall
+    assert stacks.wait(10)
+    took = time.monotonic() - began
+    sink: UploadSink = ctx.sink  # type: ignore[assignment]
+    [text] = [p[3] for p in sink.posts if p[2].startswith("stacks:")]
+    assert text == want
+    assert 2.0 * PLACEMENT_SHARE <= took < 2.0 + 5.0  # by the deadline, with the post's 5 s
+    assert [a[0] for a in node.argvs()] == ["sha256sum"]  # one placement, still under way
+    gate.set()  # the login node answers: the placement under way ends, the next one uses it
+    report = stacks.collector.collect("dev", "88154")
+    assert report.summary is not None
+    assert [a[0] for a in node.argvs()] == ["sha256sum", "srun"]  # placed once, never again
+    [srun] = [a for a in node.argvs() if a[0] == "srun"]
+    assert "/home/slurmci/.cache/trainbot/py-spy-" in " ".join(srun)
+    stacks.close()
+
+
+def test_collections_at_once_place_py_spy_once(store) -> None:
+    gate = threading.Event()
+    node = SlowLoginNode(gate)
+    ctx = make_context(store)
+    clusters = FakeClusters(FakeSlurm(), runner=node, sftp=FakeSFTP())
+    first = StackCollector(ctx.config, clusters)
+    second = StackCollector(ctx.config, clusters)  # `/train stacks` builds its own
+    assert first.prepare("dev") is second.prepare("dev")  # the placement under way
+    gate.set()
+    reports = [c.collect("dev", "88154") for c in (first, second)]
+    assert all(r.summary is not None for r in reports)
+    assert [a[0] for a in node.argvs()] == ["sha256sum", "srun", "srun"]
+
+
+def test_a_failed_placement_is_tried_again_by_the_next_collection(store) -> None:
+    node = FakeRunner({"sha256sum": ClusterUnavailable("ssh: timed out"),
+                       "srun": (0, node_output(), "")})
+    ctx = make_context(store)
+    collector = StackCollector(ctx.config, FakeClusters(FakeSlurm(), runner=node,
+                                                        sftp=FakeSFTP()))
+    for _ in range(2):
+        with pytest.raises(ClusterUnavailable):
+            collector.collect("dev", "88154")
+    assert node.commands() == ["sha256sum", "sha256sum"]
 
 
 def test_the_collection_runs_srun_beside_the_job_with_the_sites_py_spy(store) -> None:
