@@ -19,6 +19,7 @@ from bot.services.access import unwatched_submit_key
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
     AUTOMATIC_ACTOR,
+    RESUBMIT_CLASS,
     RunSubmitInFlight,
     SubmitResult,
     adopt_unrecorded_submit,
@@ -140,14 +141,18 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     tabs) once, as the submit would have; none found (nothing was queued) forgets the
     submit. A lookup that fails keeps it for the next run of this job
     (bot.app.build_scheduler's `submits`). The watcher's automatic resubmits in flight (made
-    by AUTOMATIC_ACTOR) are left to their own recovery, which their intent row leads
-    (AutoResubmitter.recover, through lost_resubmit), and so is a cancel and resume's
-    resubmit whose approval is still approved (`_settle_leads`), so no job is recorded, and
-    no submit followed up (its Home tabs refreshed), by two."""
+    by AUTOMATIC_ACTOR) are left to their own recovery while their intent row leads it
+    (`_resubmit_leads`: AutoResubmitter.recover, through lost_resubmit), and so is a cancel
+    and resume's resubmit whose approval is still approved (`_settle_leads`), so no job is
+    recorded, and no submit followed up (its Home tabs refreshed), by two. An automatic one
+    nothing leads any more (its intent dropped, done, back to due or gone, its run's chain
+    gone, its recipe no longer configured, a row written before intents) is looked up here as
+    a person's is, without the person's follow-up: a row in flight refuses every other submit
+    of its run (RunSubmitInFlight), so none may outlive its submit."""
     for cluster in ctx.config.clusters:
         sent_before = now - in_flight_s(ctx.config, cluster)
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
-            if flight.actor == AUTOMATIC_ACTOR or _settle_leads(ctx, flight):
+            if _resubmit_leads(ctx, flight) or _settle_leads(ctx, flight):
                 continue
             try:
                 _recover_submit(ctx, flight, now, after_submit)
@@ -176,6 +181,24 @@ def _settle_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:
         return False
     approval = ctx.store.approvals.get(flight.intent.removeprefix(_APPROVAL_INTENT))
     return approval is not None and approval.state == "approved"
+
+
+def _resubmit_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:
+    """Whether `flight` is the watcher's automatic resubmit whose own recovery still takes it
+    up: its intent row (kept as `intent`; a row written before intents: any automatic
+    resubmit's of its run) is `submitting`, its run's chain is there, on the row's cluster,
+    and its recipe is configured (bot.services.watch.resubmit.AutoResubmits.run_due then
+    calls lost_resubmit on it). Otherwise nothing else would ever forget the row."""
+    if flight.actor != AUTOMATIC_ACTOR or flight.chain_id is None:
+        return False
+    chain = ctx.store.chains.get(flight.chain_id)
+    if chain is None or chain.cluster != flight.cluster or flight.recipe not in ctx.config.recipes:
+        return False
+    if flight.intent is not None:
+        intent = ctx.store.incidents.get(flight.intent)
+        return intent is not None and intent.state == "submitting"
+    return any(i.state == "submitting" and i.class_id == RESUBMIT_CLASS
+               for i in ctx.store.incidents.for_chain(flight.chain_id))
 
 
 def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
@@ -221,7 +244,8 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
     log.warning("submit of %s sent at %.0f: found its job %s by name and recorded it",
                 flight.job_name, flight.sent_at, job_id)
     announce_submit(ctx, flight.recipe, result, flight.actor, flight.channel)
-    after_submit(ctx, flight.recipe, result, now)
+    if flight.actor != AUTOMATIC_ACTOR:  # the watcher's resubmit has no person's follow-up
+        after_submit(ctx, flight.recipe, result, now)
 
 
 def _attempt_after(attempts: list[Attempt], array_task: int | None,

@@ -332,6 +332,9 @@ class CheckpointLookupStopped(ServiceError):
 
 #: Who the watcher's automatic resubmits are made by (bot.services.runs.AutoResubmitter).
 AUTOMATIC_ACTOR = "trainbot"
+#: The incidents class of their intent rows (bot.services.watch.resubmit.AutoResubmits),
+#: each tracking one automatic resubmit, due ... done.
+RESUBMIT_CLASS = "resubmit"
 
 
 class RunSubmitInFlight(ServiceError):

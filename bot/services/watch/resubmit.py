@@ -19,13 +19,13 @@ from bot.cluster.errors import CommandFailed
 from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
+from bot.services.submit import RESUBMIT_CLASS
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 from bot.store import Chain, Incident, Store
 
 log = logging.getLogger(__name__)
 
-RESUBMIT_CLASS = "resubmit"  # an incidents row tracking an automatic resubmit (due ... done)
 
 class Resubmit(Protocol):
     """Carry `decision` out for the chain, the resubmit of intent row `intent` (its key,

@@ -126,7 +126,7 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
     recover(ctx, LATER)
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
-    assert in_flight(store) == [] and len(slurm.submits()) == 1
+    assert in_flight(store) == [] and list(slurm.records) == [90500]
     # told in the run's thread as the resume would have been; the ledger names who asked
     assert [t for t in ctx.sink.texts() if "90500" in t] == [
         "mix: resumed as 90500 from scratch (no complete checkpoint)"]
@@ -240,7 +240,7 @@ def lost_below_a_later_attempt(store: Store, monkeypatch, lang: str = "en"
     monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
     ctx = make_context(store, slurm, slack_lang=lang)
     refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
-    assert refused.text == REFUSED_PERSON[lang] and len(slurm.submits()) == 1
+    assert refused.text == REFUSED_PERSON[lang] and list(slurm.records) == [90500]
     submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
                         channel=CHANNEL)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
@@ -473,6 +473,23 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
         [f"hold-prompt:{hold.token}"]
 
 
+def resubmit_intent(ctx: BotContext, chain: int, state: str = "submitting") -> Decision:
+    """The watcher's intent row INTENT of the automatic resubmit of 88154 into `chain`, in
+    `state` (`submitting`: its sbatch may have been sent): its decision."""
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    watcher(ctx).record_due(chain, "88154", "mix", decision, NOW - 60)
+    ctx.store.incidents.set_state(INTENT, state)
+    return decision
+
+
+def watcher(ctx: BotContext) -> AutoResubmits:
+    """The watcher's automatic resubmits of cluster dev, as bot.app wires them."""
+    auto = AutoResubmitter(ctx, "dev")
+    return AutoResubmits("dev", store=ctx.store,
+                         outbox=Outbox("dev", store=ctx.store, sink=ThreadEvents(ctx)),
+                         resubmit=auto.resubmit, recover=auto.recover)
+
+
 @pytest.mark.parametrize("sent", [True, False])
 def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it_was(
         store: Store, monkeypatch, sent: bool) -> None:
@@ -486,7 +503,7 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
                             submit_error=None if sent else Died("before sbatch"))
     ctx = make_context(store, slurm, clock=lambda: NOW)
     chain = failed_run(ctx)
-    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    decision = resubmit_intent(ctx, chain)
     with monkeypatch.context() as m, pytest.raises(Died):
         if sent:  # dies on the line after sbatch returned the job id, before recording it
             m.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
@@ -523,7 +540,7 @@ def test_a_resume_while_an_automatic_resubmit_the_bot_died_in_is_in_flight_is_re
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     ctx = make_context(store, slurm, clock=lambda: NOW)
     chain = failed_run(ctx)
-    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    decision = resubmit_intent(ctx, chain)
     monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
@@ -679,3 +696,113 @@ def test_a_resubmit_in_flight_written_before_intents_is_recorded_as_sent_when_it
         assert (new.job_id, new.submitted_at) == ("90500", NOW)
         assert [(f.actor, f.intent) for f in store.submits_in_flight.sent_before(
             "dev", float("inf"))] == [("U0ALICE", None)]
+
+
+@pytest.mark.parametrize("intent", ["gone", "dropped", "done", "due"])
+def test_an_automatic_resubmit_in_flight_nothing_leads_is_forgotten_and_the_run_resumed_once(
+        store: Store, monkeypatch, intent: str) -> None:
+    """The bot dies in the watcher's automatic resubmit of run mix before its sbatch left,
+    and its intent row no longer leads a recovery of it (gone, dropped or done by another
+    path, or back to due: the watcher's own resubmit is then refused by its row too). Alice's
+    resume is refused while the row may still be in flight; once it cannot be, the submits
+    job finds no job of the run's name and forgets it, and her resume sends the run's one job."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW, submit_error=Died("before sbatch"))
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = failed_run(ctx)
+    decision = resubmit_intent(ctx, chain)
+    with pytest.raises(Died):
+        AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    slurm.submit_error = None
+    if intent == "gone":
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql(f"DELETE FROM incidents WHERE key = '{INTENT}'")
+    else:
+        store.incidents.set_state(INTENT, intent)
+    if intent == "due":  # the watcher's next tick: refused by its own row, sends nothing
+        watcher(ctx).run_due(NOW + 60, TickReport(ok=True))
+        assert store.incidents.get(INTENT).state == "due"
+    refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
+    assert refused.text == REFUSED_AUTOMATIC["en"] and list(slurm.records) == []
+    recover(ctx, NOW + 60)  # it may still be in flight
+    assert in_flight(store) == ["mix"]
+
+    recover(ctx, LATER)
+    assert in_flight(store) == [] and jobs(store, chain) == ["88154"]
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=LATER)
+    assert reply.job_id == "90500" and list(slurm.records) == [90500]
+    assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
+    if intent == "due":  # the run went on: the watcher drops its resubmit, sends nothing
+        watcher(ctx).run_due(LATER + 60, TickReport(ok=True))
+        assert store.incidents.get(INTENT).state == "dropped" and list(slurm.records) == [90500]
+
+
+def test_an_automatic_resubmit_nothing_leads_whose_job_queued_is_recorded_once(
+        store: Store, monkeypatch) -> None:
+    """The bot dies after the watcher's automatic resubmit's sbatch queued 90500, and its
+    intent row was dropped by another path: the submits job finds 90500 by the run's name
+    and records it as the run's job, told once, with no person's follow-up; the run keeps
+    that one job (a resume is then told it is pending)."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = failed_run(ctx)
+    decision = resubmit_intent(ctx, chain)
+    monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+    with pytest.raises(Died):
+        AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    store.incidents.set_state(INTENT, "dropped")
+    followed_up: list[object] = []
+    ctx = make_context(store, slurm, clock=lambda: LATER)
+    recover_submits_in_flight(ctx, LATER, after_submit=lambda *a: followed_up.append(a))
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
+    assert in_flight(store) == [] and followed_up == [] and len(slurm.records) == 1
+    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+        "mix: resumed as 90500 from scratch (no complete checkpoint)"]
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=LATER)
+    assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")
+    assert len(slurm.records) == 1 and jobs(store, chain) == ["88154", "90500"]
+
+
+def test_a_persons_submit_in_flight_past_its_window_with_no_job_lets_the_run_resume(
+        store: Store) -> None:
+    """Alice's resume died before its sbatch left; the owner's resume is refused while hers
+    may be in flight, and once it cannot be (no job of the run's name since) the submits job
+    forgets it and the owner's resume sends the run's one job."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW, submit_error=Died("before sbatch"))
+    ctx = make_context(store, slurm)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    slurm.submit_error = None
+    refused = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=NOW + 60)
+    assert refused.text == REFUSED_PERSON["en"] and list(slurm.records) == []
+    recover(ctx, LATER)
+    reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
+    assert reply.job_id == "90500" and list(slurm.records) == [90500]
+    assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
+
+
+@pytest.mark.parametrize("actor", ["U0ALICE", "trainbot"])
+def test_a_submit_in_flight_of_a_recipe_no_longer_configured_lets_the_run_resume_once_back(
+        store: Store, monkeypatch, actor: str) -> None:
+    """A submit of run mix (Alice's resume, or the watcher's automatic resubmit whose intent
+    still says submitting) died before its sbatch left, and mix was taken out of the config
+    before the next bot: the submits job forgets the row (its recipe's watcher cannot recover
+    it), so once mix is configured again the run is resumed with one sbatch."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW, submit_error=Died("before sbatch"))
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = failed_run(ctx)
+    with pytest.raises(Died):
+        if actor == "trainbot":
+            decision = resubmit_intent(ctx, chain)
+            AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+        else:
+            execute(ctx, c.Resume("mix"), actor=actor, channel=CHANNEL, now=NOW)
+    slurm.submit_error = None
+    without_mix = ctx.config.model_copy(deep=True)
+    del without_mix.recipes["mix"]
+    recover(make_context(store, slurm, config=without_mix, clock=lambda: LATER), LATER)
+    assert in_flight(store) == []
+    ctx = make_context(store, slurm, clock=lambda: LATER)  # mix is back
+    reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
+    assert reply.job_id == "90500" and list(slurm.records) == [90500]
+    assert jobs(store, chain) == ["88154", "90500"]
