@@ -341,10 +341,14 @@ class RunSubmitInFlight(ServiceError):
     """A submit into a run that has one in flight already (`flight`: sent, its job not
     recorded yet), refused before its sbatch: a run's jobs run one after another, and the
     one in flight may be queued already (a person's resume beside the watcher's automatic
-    resubmit, two people pressing resume at once)."""
+    resubmit, two people pressing resume at once). When it was sent is said as `HH:MM UTC`
+    on the day of `now` (the refused submit's), with its date (`YYYY-MM-DD HH:MM UTC`) on an
+    earlier one: a row whose lookup has failed since may be days old."""
 
-    def __init__(self, flight: SubmitInFlight):
-        sent = datetime.fromtimestamp(flight.sent_at, UTC).strftime("%H:%M UTC")
+    def __init__(self, flight: SubmitInFlight, now: float):
+        sent_at = datetime.fromtimestamp(flight.sent_at, UTC)
+        today = sent_at.date() == datetime.fromtimestamp(now, UTC).date()
+        sent = sent_at.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC")
         if flight.actor == AUTOMATIC_ACTOR:
             reason = N_(
                 "not submitted: trainbot's automatic resubmit of this run was sent at "
@@ -447,7 +451,7 @@ def submit_recipe(
                 charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now,
                 intent=intent)
             if not added.new:
-                raise RunSubmitInFlight(added.flight)
+                raise RunSubmitInFlight(added.flight, now)
             flight = added.flight.id
         try:
             job_id = _submit(slurm, effective, job_name, env)

@@ -806,3 +806,23 @@ def test_a_submit_in_flight_of_a_recipe_no_longer_configured_lets_the_run_resume
     reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
     assert reply.job_id == "90500" and list(slurm.records) == [90500]
     assert jobs(store, chain) == ["88154", "90500"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_refusal_says_the_date_of_a_submit_in_flight_sent_on_an_earlier_day(
+        store: Store, lang: str) -> None:
+    """Alice's resume was sent at 13:46 UTC and Slurm has not answered its lookup since: the
+    owner's resume the next day is refused, saying the day it was sent; the same day says
+    the time alone."""
+    slurm = AnswerLostSlurm(submitted_at=NOW)
+    slurm.lookup_error = CommandTimedOut(["squeue"], 5)
+    ctx = make_context(store, slurm, slack_lang=lang)
+    failed_run(ctx)
+    execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    recover(ctx, LATER)  # still not answering: kept, the run's one job may be queued
+    refused = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL,
+                      now=NOW + 86_400)
+    assert refused.text == REFUSED_PERSON[lang].replace("13:46 UTC", "1970-01-12 13:46 UTC")
+    same_day = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
+    assert same_day.text == REFUSED_PERSON[lang]
+    assert list(slurm.records) == [90500]
