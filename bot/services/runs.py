@@ -29,6 +29,7 @@ from bot.services.submit import (
     in_flight_s,
     record_found_submit,
     recorded_result,
+    sent_moment,
     submit_recipe,
 )
 from bot.services.threads import (
@@ -38,6 +39,7 @@ from bot.services.threads import (
     refresh_root,
     render,
     thread_message,
+    thread_note,
 )
 from bot.store import Attempt, SubmitInFlight
 
@@ -139,7 +141,8 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     run's (a new run's chain is started for it), watched and announced in its thread, and
     goes through `after_submit` (bot.services.after_submit.after_person_submit: its holds, the Home
     tabs) once, as the submit would have; none found (nothing was queued) forgets the
-    submit. A lookup that fails keeps it for the next run of this job
+    submit and says so in the run's thread, once (whose submit, when it was sent, that the
+    run can be resumed again). A lookup that fails keeps it for the next run of this job
     (bot.app.build_scheduler's `submits`). The watcher's automatic resubmits in flight (made
     by AUTOMATIC_ACTOR) are left to their own recovery while their intent row leads it
     (`_resubmit_leads`: AutoResubmitter.recover, through lost_resubmit), and so is a cancel
@@ -217,6 +220,12 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
     if job_id is None:
         log.info("submit of %s sent at %.0f: no job of that name since; nothing was queued",
                  flight.job_name, flight.sent_at)
+        if chain is not None:  # said once by its key (ids may be reused: with the time),
+            key = f"submit-not-queued:{flight.id}:{flight.sent_at:.0f}"  # before it is forgotten
+            thread_note(ctx, chain.id, key, render(ctx, "train_reply", flight.recipe, {
+                "kind": "submit_not_queued", "actor": flight.actor,
+                "automatic": flight.actor == AUTOMATIC_ACTOR,
+                "sent": sent_moment(flight.sent_at, now)})[1])
         store.submits_in_flight.remove(flight.id)
         return
     later = _attempt_after(store.attempts.for_chain(chain.id), flight.array_task, job_id) \

@@ -337,6 +337,14 @@ AUTOMATIC_ACTOR = "trainbot"
 RESUBMIT_CLASS = "resubmit"
 
 
+def sent_moment(sent_at: float, now: float) -> str:
+    """When a submit was sent, as a person reads it at `now`: `HH:MM UTC` on the same day,
+    `YYYY-MM-DD HH:MM UTC` on an earlier one."""
+    sent = datetime.fromtimestamp(sent_at, UTC)
+    today = sent.date() == datetime.fromtimestamp(now, UTC).date()
+    return sent.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC")
+
+
 class RunSubmitInFlight(ServiceError):
     """A submit into a run that has one in flight already (`flight`: sent, its job not
     recorded yet), refused before its sbatch: a run's jobs run one after another, and the
@@ -346,9 +354,7 @@ class RunSubmitInFlight(ServiceError):
     earlier one: a row whose lookup has failed since may be days old."""
 
     def __init__(self, flight: SubmitInFlight, now: float):
-        sent_at = datetime.fromtimestamp(flight.sent_at, UTC)
-        today = sent_at.date() == datetime.fromtimestamp(now, UTC).date()
-        sent = sent_at.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC")
+        sent = sent_moment(flight.sent_at, now)
         if flight.actor == AUTOMATIC_ACTOR:
             reason = N_(
                 "not submitted: trainbot's automatic resubmit of this run was sent at "

@@ -728,6 +728,7 @@ def test_an_automatic_resubmit_in_flight_nothing_leads_is_forgotten_and_the_run_
 
     recover(ctx, LATER)
     assert in_flight(store) == [] and jobs(store, chain) == ["88154"]
+    assert [t for t in ctx.sink.texts() if "queued no job" in t] == [NOT_QUEUED_AUTOMATIC]
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=LATER)
     assert reply.job_id == "90500" and list(slurm.records) == [90500]
     assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
@@ -762,20 +763,36 @@ def test_an_automatic_resubmit_nothing_leads_whose_job_queued_is_recorded_once(
     assert len(slurm.records) == 1 and jobs(store, chain) == ["88154", "90500"]
 
 
+NOT_QUEUED_AUTOMATIC = (
+    "trainbot's automatic resubmit of this run, sent at 13:46 UTC, queued no job: Slurm has "
+    "no job of the run's name since, so trainbot forgot it. The run can be resumed again.")
+NOT_QUEUED_PERSON = {
+    "en": "<@U0ALICE>'s submit of this run, sent at 13:46 UTC, queued no job: Slurm has no "
+          "job of the run's name since, so trainbot forgot it. The run can be resumed again.",
+    "ko": "13:46 UTC에 보낸 이 실행에 대한 <@U0ALICE>님의 제출은 작업을 대기열에 올리지 "
+          "않았습니다: 그 뒤로 Slurm에 이 실행 이름의 작업이 없어 trainbot이 이를 잊었습니다. "
+          "이 실행을 다시 재개할 수 있습니다.",
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
 def test_a_persons_submit_in_flight_past_its_window_with_no_job_lets_the_run_resume(
-        store: Store) -> None:
+        store: Store, lang: str) -> None:
     """Alice's resume died before its sbatch left; the owner's resume is refused while hers
     may be in flight, and once it cannot be (no job of the run's name since) the submits job
-    forgets it and the owner's resume sends the run's one job."""
+    forgets it, says so in the run's thread once, and the owner's resume sends the run's one
+    job."""
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW, submit_error=Died("before sbatch"))
-    ctx = make_context(store, slurm)
+    ctx = make_context(store, slurm, slack_lang=lang)
     chain = failed_run(ctx)
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     slurm.submit_error = None
     refused = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=NOW + 60)
-    assert refused.text == REFUSED_PERSON["en"] and list(slurm.records) == []
+    assert refused.text == REFUSED_PERSON[lang] and list(slurm.records) == []
     recover(ctx, LATER)
+    recover(ctx, LATER + 60)  # told once
+    assert [t for t in ctx.sink.texts() if "13:46 UTC" in t] == [NOT_QUEUED_PERSON[lang]]
     reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
     assert reply.job_id == "90500" and list(slurm.records) == [90500]
     assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
