@@ -8,11 +8,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
+from datetime import datetime
 from typing import Any
 
 from apscheduler.executors.pool import BasePoolExecutor
 from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.services.leases import LeaseFence, LeaseKeeper
 from bot.services.ports import LeaseLost
@@ -53,6 +55,19 @@ class _DaemonRuns(BasePoolExecutor):
         super().__init__(DaemonThreadExecutor())
 
 
+class FromStartTrigger(IntervalTrigger):
+    """Every interval, the first time at once: when the scheduler starts (the first fire time
+    of a job added before the start is asked for then) or, on a running scheduler, when the
+    job is added. APScheduler's IntervalTrigger would first fire an interval later."""
+
+    def get_next_fire_time(self, previous_fire_time: datetime | None,
+                           now: datetime) -> datetime | None:
+        if previous_fire_time is None:
+            return now
+        next_time: datetime | None = super().get_next_fire_time(previous_fire_time, now)
+        return next_time
+
+
 class JobScheduler:
     """Lease-guarded repeating jobs on a UTC BackgroundScheduler (coalesce, max_instances=1).
 
@@ -75,11 +90,18 @@ class JobScheduler:
 
     def run_repeating(self, job_id: str, callback: Callback, *, every_s: float,
                       on_regained: Callable[[], None] | None = None) -> Job:
-        """Run `callback(now)` every `every_s` seconds while this replica holds lease
-        `job_id`; returns the APScheduler job (its `func` runs one guarded run)."""
+        """Run `callback(now)` at the start, then every `every_s` seconds, while this
+        replica holds lease `job_id`; returns the APScheduler job (its `func` runs one guarded
+        run). The first run is right at `start()` (FromStartTrigger), not one interval later:
+        a restarted bot watches, recovers lost submits and follows prompts up at once (a job
+        whose lease a killed process held still waits for it to lapse: bot.services.leases).
+        No jitter: the jobs added together run together at every tick anyway, each on its own
+        thread, so the start adds no collision; no job waits for another or assumes another
+        ran first (several replicas may run them)."""
         return self._scheduler.add_job(
-            self._guarded(job_id, callback, every_s, on_regained), "interval",
-            seconds=every_s, id=job_id, name=job_id, replace_existing=True, coalesce=True,
+            self._guarded(job_id, callback, every_s, on_regained),
+            FromStartTrigger(seconds=every_s, timezone=self._scheduler.timezone),
+            id=job_id, name=job_id, replace_existing=True, coalesce=True,
             max_instances=1,
             misfire_grace_time=max(1, int(every_s)),
         )

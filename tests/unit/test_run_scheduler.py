@@ -200,6 +200,45 @@ def test_trainbot_run_exits_2_naming_a_bad_site_catalogue(tmp_path, monkeypatch,
     assert "missing-site.yaml" in capsys.readouterr().err
 
 
+def wait_until(condition: Any, what: str, timeout_s: float = 30.0) -> None:
+    """Poll `condition` until true; a hang guard (the ticks under test are an hour apart)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_a_started_bot_watches_at_once_then_every_tick(store) -> None:
+    """A bot (started again) asks Slurm about its watched jobs right at its start, not one
+    tick later: with hourly ticks the first squeue still comes at once, each cluster's, and
+    the next is one tick after the first."""
+    data = config_data()
+    data["policy"] = {"tick_s": 3600}
+    del data["recipes"]["fast"]["policy"]
+    ctx = make_context(store, {"alpha": FakeSlurm(), "beta": FakeSlurm()},
+                       config=Config.model_validate(data), slack=False)
+    for cluster, recipe, job in (("alpha", "slow", "1"), ("beta", "fast", "4242")):
+        chain = store.chains.create(recipe=recipe, cluster=cluster, job_name=recipe, now=1.0)
+        store.attempts.record(chain_id=chain.id, job_id=job, now=1.0)
+        store.watched_jobs.add(cluster, job, now=1.0, chain_id=chain.id)
+    scheduler = build_scheduler(ctx)
+    hour = datetime.timedelta(hours=1)
+    started = datetime.datetime.now(datetime.UTC)
+    scheduler.start()
+    try:
+        alpha, beta = ctx.clusters.slurm("alpha"), ctx.clusters.slurm("beta")
+        wait_until(lambda: alpha.calls and beta.calls, "a watcher's first tick waited")
+        jobs = {job.id: job for job in scheduler.jobs()}
+        wait_until(lambda: all(jobs[f"watch:{c}"].next_run_time > started + hour / 2
+                               for c in ("alpha", "beta")), "no next tick scheduled")
+        ticked = datetime.datetime.now(datetime.UTC)
+        for cluster in ("alpha", "beta"):  # the first tick was between started and ticked
+            assert started + hour <= jobs[f"watch:{cluster}"].next_run_time <= ticked + hour
+    finally:
+        scheduler.stop()
+    assert alpha.calls == [("jobs", [1])] and beta.calls == [("jobs", [4242])]
+
+
 class _UnansweringSlurm(FakeSlurm):
     """A cluster whose login node does not answer: `jobs` hangs until the test lets it go."""
 
@@ -224,10 +263,7 @@ def test_a_cluster_that_does_not_answer_never_delays_another_clusters_tick(store
         store.attempts.record(chain_id=chain.id, job_id=job, now=1.0)
         store.watched_jobs.add(cluster, job, now=1.0, chain_id=chain.id)
     scheduler = build_scheduler(ctx)
-    now = datetime.datetime.now(datetime.UTC)
-    for job in scheduler.jobs():
-        job.modify(next_run_time=now)
-    scheduler.start()
+    scheduler.start()  # every job runs at once (the first tick is at the start)
     try:
         assert alpha.entered.wait(10), "alpha's tick never started"
         deadline = time.monotonic() + 10

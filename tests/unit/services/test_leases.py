@@ -343,6 +343,32 @@ def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_th
         b.store.close()
 
 
+def test_two_replicas_started_together_run_a_job_at_once_in_one_of_them(replicas) -> None:
+    """Each replica's first run of a job is at its start, not a tick (an hour here) later;
+    the lease still lets one of them act, the other stands by."""
+    acted: list[str] = []
+    checked = threading.Semaphore(0)
+
+    class Keeper(LeaseKeeper):
+        def holds(self, name: str, now: float, every_s: float) -> bool:
+            held = super().holds(name, now, every_s)
+            checked.release()
+            return held
+
+    schedulers = [JobScheduler(Keeper(store.leases, holder=holder))
+                  for store, holder in zip(replicas, "AB", strict=True)]
+    for scheduler, holder in zip(schedulers, "AB", strict=True):
+        scheduler.run_repeating(LEASE, lambda now, h=holder: acted.append(h), every_s=3600)
+    for scheduler in schedulers:
+        scheduler.start()
+    try:  # a hang guard: the next runs are an hour away
+        assert checked.acquire(timeout=30) and checked.acquire(timeout=30), "a run waited"
+    finally:
+        for scheduler in schedulers:
+            scheduler.stop()  # waits for the runs under way
+    assert len(acted) == 1
+
+
 def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(store_url) -> None:
     now = [1000.0]
     a, b = Replica(store_url, "A", lambda: now[0]), Replica(store_url, "B", lambda: now[0])

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 
 import fakes
 import pytest
-from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_context
+from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_config, make_context
 
+from bot.app import build_scheduler
 from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
 from bot.core.policy import Decision, DecisionKind
@@ -135,6 +137,28 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
     # once: nothing left to look up, nothing recorded twice
     recover(ctx, LATER + 60)
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.acted("submit")) == 1
+
+
+def test_a_bot_started_again_records_the_lost_resume_at_its_start_not_a_tick_later(
+        store: Store, dies_after_sbatch) -> None:
+    """The scheduler's `submits` job, as `trainbot run` starts it, looks the lost resume up
+    at the start: with an hourly policy tick the job is recorded, watched and told at once."""
+    slurm, chain = resume_died_after_sbatch(store)
+    config = make_config()
+    config.policy.tick_s = 3600
+    ctx = make_context(store, slurm, config=config)
+    scheduler = build_scheduler(ctx, clock=lambda: LATER)
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 30  # a hang guard: the next tick is an hour away
+        while not any("90500" in t for t in ctx.sink.texts()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        scheduler.stop()
+    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+        "mix: resumed as 90500 from scratch (no complete checkpoint)"], "it waited for a tick"
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
+    assert in_flight(store) == []
 
 
 def test_a_recovered_job_is_shown_once_on_the_home_tabs_of_who_sees_the_run(
