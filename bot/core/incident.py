@@ -97,6 +97,9 @@ class Incident:
     # last complete checkpoint (unknown: not looked up)" / "(unknown: looking it up failed)",
     # no work lost claimed
     checkpoint_unknown: CheckpointUnknown | None = None
+    # the thread's head line above the card says what Slurm did to a job that never started
+    # (the watcher's incident: event.json.j2), so the card's explanation leaves it out
+    headed: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from bot.config import PolicyConfig
@@ -385,6 +385,7 @@ class ThreadEvents:
                 from_checkpoint=dec.resume_checkpoint if dec else None,
                 checkpoint_unknown=dec.checkpoint_unknown if dec else None,
             )
+            view = replace(view, headed=True)  # below the head line (self._incident)
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
             log.warning("incident template for %s failed (%s); posting plain text",

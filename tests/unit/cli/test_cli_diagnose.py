@@ -465,17 +465,13 @@ def test_a_job_submitit_requeued_that_sacct_shows_running_again_is_not_resubmitt
      "Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "
      "submitting it again, check who cancelled it and why, and what it waited for (its pending "
      "reason).",
-     "It never started: Slurm ended it (CANCELLED by user id 0) while it waited in the queue, so "
-     "it ran nothing and wrote no log, and it was judged from Slurm's accounting alone. Its "
-     "pending reason was BeginTime. Nothing ran, so no work was lost, and trainbot does not "
-     "submit it again by itself: submit it again if it is still wanted."),
+     "Slurm ended it (CANCELLED by user id 0) while it waited in the queue, so nothing ran and "
+     "no work was lost. Its pending reason was BeginTime."),
     ("ko", "작업이 시작되지 않음",
      "Slurm accounting만으로 판단했습니다: 작업이 실행되지 않아 로그를 쓰지 않았습니다. 다시 "
      "제출하기 전에 누가 왜 작업을 취소했는지, 작업이 무엇을 기다렸는지(대기 사유) 확인하세요.",
-     "작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 ID "
-     "0에 의해 CANCELLED) 아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 기록만으로 "
-     "판단했습니다. 대기 사유: BeginTime. 아무것도 실행되지 않았으므로 잃은 작업은 없으며, "
-     "trainbot은 작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 제출하세요."),
+     "대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로(사용자 ID 0에 의해 CANCELLED) 아무것도 "
+     "실행되지 않았고 잃은 작업도 없습니다. 대기 사유: BeginTime."),
 ])
 def test_a_job_its_saved_sacct_shows_never_started_is_told_so(capsys, tmp_path, lang, title,
                                                               decided, hint):

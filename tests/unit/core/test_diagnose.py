@@ -3887,26 +3887,20 @@ def test_a_job_that_never_started_is_told_so_from_its_accounting_alone(catalogue
     assert explain_title(d, "ko") == "작업이 시작되지 않음"
     who = f"{state} by user id 1000" if state == "CANCELLED" else state
     assert explain(d) == (
-        f"It never started: Slurm ended it ({who}) while it waited in the queue, so it ran "
-        "nothing and wrote no log, and it was judged from Slurm's accounting alone. Its "
-        "pending reason was Priority. Nothing ran, so no work was lost, and trainbot does not "
-        "submit it again by itself: submit it again if it is still wanted.")
+        f"Slurm ended it ({who}) while it waited in the queue, so nothing ran and no work was "
+        "lost. Its pending reason was Priority.")
     who_ko = f"사용자 ID 1000에 의해 {state}" if state == "CANCELLED" else state
     assert explain(d, "ko") == (
-        f"작업이 시작되지 않았습니다: 대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로({who_ko}) "
-        "아무것도 실행하지 않았고 로그도 쓰지 않았으며, Slurm 회계 기록만으로 판단했습니다. "
-        "대기 사유: Priority. 아무것도 실행되지 않았으므로 잃은 작업은 없으며, trainbot은 "
-        "작업을 스스로 다시 제출하지 않습니다: 아직 필요하면 다시 제출하세요.")
+        f"대기열에서 기다리는 동안 Slurm이 작업을 끝냈으므로({who_ko}) 아무것도 실행되지 않았고 "
+        "잃은 작업도 없습니다. 대기 사유: Priority.")
 
 
 def test_a_never_started_job_whose_reason_and_canceller_are_unknown_says_only_its_state(
         catalogue):
     d = _diagnose_text(catalogue, "", Accounting(state="CANCELLED", never_started=NeverStarted()))
     assert explain(d) == (
-        "It never started: Slurm ended it (CANCELLED) while it waited in the queue, so it ran "
-        "nothing and wrote no log, and it was judged from Slurm's accounting alone. Nothing ran, "
-        "so no work was lost, and trainbot does not submit it again by itself: submit it again "
-        "if it is still wanted.")
+        "Slurm ended it (CANCELLED) while it waited in the queue, so nothing ran and no work "
+        "was lost.")
 
 
 @pytest.mark.parametrize("state", ["PENDING", "RUNNING", None])

@@ -634,6 +634,12 @@ def test_an_incident_of_a_job_that_never_started_says_so_in_each_language(store)
         "재제출하거나 무시하세요. trainbot은 작업을 스스로 다시 제출하지 않습니다.")
     assert "unknown_failure —" not in said["en"] + said["ko"]
     assert "The job never started" in shown["en"] and "작업이 시작되지 않음" in shown["ko"]
+    # the card under the head line names it, and says again none of the head line's facts
+    assert (explanation_block(shown["en"]), explanation_block(shown["ko"])) == (
+        "*The job never started* (`unknown_failure`, CANCELLED)",
+        "*작업이 시작되지 않음* (`unknown_failure`, CANCELLED)")
+    for lang, text in shown.items():
+        assert text.count("BeginTime") == 1 and text.count("1000") == 1, lang
     # its confidence line: no log to say why, so what a person checks
     assert decided_line(shown["en"]) == (
         "🔎 Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "
@@ -646,6 +652,13 @@ def test_an_incident_of_a_job_that_never_started_says_so_in_each_language(store)
     for lang, text in shown.items():
         assert "last lines" not in text and "마지막 줄" not in text, lang
         assert "no known signature" not in text, lang
+
+
+def explanation_block(shown: str) -> str:
+    """The incident card's title and explanation (its `explanation` block) in the posted
+    blocks' JSON."""
+    [block] = [b for b in json.loads(shown) if b.get("block_id") == "explanation"]
+    return str(block["text"]["text"])
 
 
 def decided_line(shown: str) -> str:
