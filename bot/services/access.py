@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.config import Config
 from bot.core.authz import Decision, People, RecipeAccess, approvers_for, can_control_job
+from bot.core.slurm.job_ref import JobIdError, parse_job_ref
 from bot.core.text import Mrkdwn
 from bot.store import Chain, Store
 
@@ -52,14 +53,31 @@ def run_told_of(store: Store, job_id: str) -> Chain | None:
     return store.chains.get(post.chain_id)
 
 
+def run_of_job(store: Store, job_id: str) -> Chain | None:
+    """The run (chain) that records job `job_id`: Slurm's raw id of a job or of an array task
+    (an attempt's job_id); an array task as people write it (`6200_2`: the attempt shown so);
+    or an array's id (`6200`, and `6200_2` of a task not recorded), whose run records only its
+    tasks, each under its own raw id (an attempt shown `6200_N`, else the chain of the whole
+    array 6200). None: no run records it (not submitted by trainbot, or not an id)."""
+    try:
+        ref = parse_job_ref(job_id)
+    except JobIdError:
+        return None
+    attempt = (store.attempts.get_by_job(job_id) if ref.array_task is None
+               else store.attempts.in_array(ref.job_id, ref.array_task))
+    attempt = attempt or store.attempts.in_array(ref.job_id)
+    if attempt is not None:
+        return store.chains.get(attempt.chain_id)
+    return store.chains.of_array(ref.job_id)
+
+
 def recipe_of_job(store: Store, job_id: str) -> tuple[str | None, bool]:
-    """(recipe, told) of job `job_id` (Slurm's raw id): the recipe of the run whose attempt
-    records it (told False); else, for a lost submit's job a run's thread told about
-    (run_told_of), also once someone adopted it with `/train watch` (its adopted chain has no
-    recipe), that run's recipe (told True); else (None, False): a job trainbot did not
-    submit."""
-    attempt = store.attempts.get_by_job(job_id)
-    chain = store.chains.get(attempt.chain_id) if attempt is not None else None
+    """(recipe, told) of job `job_id` (Slurm's raw id, an array's id or `6200_2`: run_of_job):
+    the recipe of the run that records it (told False); else, for a lost submit's job a run's
+    thread told about (run_told_of), also once someone adopted it with `/train watch` (its
+    adopted chain has no recipe), that run's recipe (told True); else (None, False): a job
+    trainbot did not submit."""
+    chain = run_of_job(store, job_id)
     if chain is not None and chain.recipe:
         return chain.recipe, False
     run = run_told_of(store, job_id)
@@ -70,12 +88,12 @@ def recipe_of_job(store: Store, job_id: str) -> tuple[str | None, bool]:
 
 def may_control_job(config: Config, store: Store, user: str, job_id: int | str,
                     verb: str) -> Decision:
-    """May `user` cancel/hold/release/read job `job_id` (Slurm's raw id; an adopted array's
-    own id)? The one check of `/train cancel|hold|release|logs|stacks N` and of the Home
-    tab's controls (which run `/train cancel`). The people of the recipe whose run records the
-    job; else, for a job its run's thread told about (a lost submit's, run_told_of, even once
-    adopted with `/train watch`), that run's recipe's people; else (a job trainbot did not
-    submit) slack.approvers."""
+    """May `user` cancel/hold/release/read job `job_id` (Slurm's raw id; an array's own id)?
+    The one check of `/train cancel|hold|release|logs|stacks N` and of the Home tab's controls
+    (which run `/train cancel`). The people of the recipe whose run records the job (or, an
+    array's id, its tasks: run_of_job); else, for a job its run's thread told about (a lost
+    submit's, run_told_of, even once adopted with `/train watch`), that run's recipe's
+    people; else (a job trainbot did not submit) slack.approvers."""
     recipe, told = recipe_of_job(store, str(job_id))
     access = access_for(config, recipe) if recipe in config.recipes else None
     return can_control_job(access, user, job_id, verb, default_approvers(config),

@@ -24,7 +24,13 @@ from bot.core.slurm.values import expand_output_pattern
 from bot.core.text import N_
 from bot.services import ServiceError, UsageProblem
 from bot.services import competitors as comp
-from bot.services.access import access_for, may_control_job, recipe_of_job, run_told_of
+from bot.services.access import (
+    access_for,
+    may_control_job,
+    recipe_of_job,
+    run_of_job,
+    run_told_of,
+)
 from bot.services.after_submit import after_person_submit
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
@@ -70,15 +76,16 @@ def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
     """Run one command; user mistakes and cluster trouble come back as a Reply, audited. A
     command naming a job says them in the language of the recipe whose run has the job (the
     one its answer is in; access.recipe_of_job, read from the store before the command runs),
-    and audits them under that recipe; a job of no recipe's (adopted, unknown), or an array
-    task of a run that records only its tasks, in the channel's (`say`)."""
+    and audits them under that recipe (an array's id or one of its tasks, `6200_2`: the run
+    that records its tasks); a job of no recipe's (adopted, unknown) in the channel's
+    (`say`)."""
     verb = c.verb_of(cmd)
     recipe = getattr(cmd, "recipe", None)
     job = getattr(cmd, "job_id", None)
-    if recipe is None and job is not None:
-        recipe = recipe_of_job(ctx.store, str(job))[0]
     task = getattr(cmd, "array_task", None)
     job = None if job is None else str(job) if task is None else f"{job}_{task}"
+    if recipe is None and job is not None:
+        recipe = recipe_of_job(ctx.store, job)[0]
     try:
         return _HANDLERS[type(cmd)](ctx, cmd, actor, channel, now)
     except _Refused as exc:
@@ -227,10 +234,9 @@ def _find_job(ctx: BotContext, job_id: int) -> tuple[str, str | None, Attempt | 
     one the job's run has (access.recipe_of_job): an adopted job's is None, but for a lost
     submit's job, adopted or not, the recipe of the run whose thread told of it."""
     attempt = ctx.store.attempts.get_by_job(str(job_id))
-    if attempt is not None:
-        chain = ctx.store.chains.get(attempt.chain_id)
-        if chain is not None:
-            return chain.cluster, recipe_of_job(ctx.store, str(job_id))[0], attempt
+    chain = run_of_job(ctx.store, str(job_id))  # also an array's, by its tasks (no attempt)
+    if chain is not None:
+        return chain.cluster, recipe_of_job(ctx.store, str(job_id))[0], attempt
     for watched in ctx.store.watched_jobs.list():
         if watched.job_id == str(job_id):
             return watched.cluster, None, None

@@ -81,6 +81,12 @@ class ChainsRepo(_Repo):
             .limit(limit),
         )
 
+    def of_array(self, array_job_id: int) -> Chain | None:
+        """The newest chain of the whole job array `array_job_id` (its `array_job_id`: an array
+        watched, or submitted from an array recipe)."""
+        return self._one(Chain, select(t.chains).where(t.chains.c.array_job_id == array_job_id)
+                         .order_by(t.chains.c.id.desc()).limit(1))
+
     def adopted(self, limit: int = 100) -> list[Chain]:
         """Chains of jobs and arrays watched without trainbot submitting them ("adopted",
         "array" with no recipe: not an array recipe's), newest first."""
@@ -212,6 +218,16 @@ class AttemptsRepo(_Repo):
             query = query.join(t.chains, t.chains.c.id == t.attempts.c.chain_id).where(
                 t.chains.c.cluster == cluster
             )
+        return self._one(Attempt, query.order_by(t.attempts.c.id.desc()).limit(1))
+
+    def in_array(self, array_job_id: int, task: int | None = None) -> Attempt | None:
+        """The newest attempt of task `task` of array `array_job_id` as people write it
+        (`display_id` `123_4`, its job_id being the task's own raw id); `task` None: of any
+        task of that array."""
+        shown = t.attempts.c.display_id
+        query = select(t.attempts).where(
+            shown.startswith(f"{array_job_id}_", autoescape=True) if task is None
+            else shown == f"{array_job_id}_{task}")
         return self._one(Attempt, query.order_by(t.attempts.c.id.desc()).limit(1))
 
     def for_chain(self, chain_id: int) -> list[Attempt]:

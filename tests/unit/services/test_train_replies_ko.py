@@ -13,6 +13,7 @@ from fakes import FakeSlurm, make_context
 
 from bot.core import train_grammar as c
 from bot.core.text import N_, display_width
+from bot.services.access import may_control_job, recipe_of_job
 from bot.services.train import command_error_text, execute, help_text, say
 from bot.store import Store
 
@@ -346,3 +347,58 @@ def test_a_failure_of_a_command_naming_a_runs_job_is_said_in_its_recipes_languag
     other = execute(ctx, c.JobControl("cancel", 5000), actor="U0NOBODY", channel=channel,
                     now=NOW).text
     assert not HANGUL.search(other), other
+
+
+def _array_run(store: Store) -> None:
+    """Recipe mix's run of array 6200, which records only its tasks, each under its own raw
+    id: 6200_1 (6201) and 6200_2 (6203)."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1,
+                                kind="array", array_job_id=6200)
+    for job, task in (("6201", 1), ("6203", 2)):
+        store.attempts.record(chain_id=chain.id, job_id=job, now=2, state="RUNNING",
+                              display_id=f"6200_{task}")
+
+
+@pytest.mark.parametrize("channel", [None, "C0OTHER"])  # a direct message, an English channel
+def test_a_command_naming_a_runs_array_or_its_task_is_said_in_its_recipes_language(
+        ctx, channel) -> None:
+    """`/train cancel 6200_2` and `/train logs 6200` of the array of recipe mix (Korean),
+    whose run records only its tasks, asked where the channel's language is English: the
+    refusal and the log that does not exist are in Korean and audited under mix, as a job the
+    run records by its own id is."""
+    _array_run(ctx.store)
+    refused = execute(ctx, c.JobControl("cancel", 6200, 2), actor="U0NOBODY", channel=channel,
+                      now=NOW).text
+    missing = execute(ctx, c.Logs(6200), actor="W0LEAD", channel=channel, now=NOW).text
+    for text in (refused, missing):
+        assert HANGUL.search(text) and not english_words(text), text
+    assert "mix" in refused  # whose job it is
+    assert [(e.action, e.result, e.job_id, e.recipe)
+            for e in ctx.store.audit.recent(2)][::-1] == [
+        ("command.cancel", "refused", "6200_2", "mix"), ("command.logs", "refused", "6200", "mix")]
+    assert ctx.clusters.slurm("dev").job(6203).state == "RUNNING"  # nothing cancelled
+
+
+def test_who_may_control_a_runs_array_is_its_recipes_people(ctx) -> None:
+    """The array 6200 of recipe mix's run, named by its id or a task's own id: mix's owner
+    and submitters may cancel it (before, a whole array's id found no run, so only
+    slack.approvers could), anyone else is refused as for mix's other jobs; a job of no
+    recipe's stays slack.approvers'."""
+    _array_run(ctx.store)
+    config, store = ctx.config, ctx.store
+    for job in (6200, 6203):
+        assert may_control_job(config, store, "U0OWNER", job, "cancel"), job
+        assert may_control_job(config, store, "U0ALICE", job, "cancel"), job
+        refused = may_control_job(config, store, "U0NOBODY", job, "cancel")
+        assert not refused and "belongs to mix" in str(refused.reason), job
+    said = execute(ctx, c.JobControl("cancel", 6200), actor="U0OWNER", channel=None,
+                   now=NOW).text
+    assert HANGUL.search(said) and not english_words(said), said
+    [entry] = store.audit.recent(1)
+    assert (entry.action, entry.result, entry.job_id, entry.recipe) == (
+        "command.cancel", "ok", "6200", "mix")
+    assert not may_control_job(config, store, "U0OWNER", 5000, "cancel")
+    assert may_control_job(config, store, "W0LEAD", 5000, "cancel")
+    assert recipe_of_job(store, "6200_2") == recipe_of_job(store, "6200") == ("mix", False)
+    assert recipe_of_job(store, "6200_9") == ("mix", False)  # a task not recorded yet
+    assert recipe_of_job(store, "620") == (None, False)
