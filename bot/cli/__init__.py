@@ -56,7 +56,7 @@ def _not_an_override(args: argparse.Namespace, word: str, recipe: str) -> str:
     """The usage error for a `word` among the overrides that has no `=`. Its example is an
     override `recipe` takes (from its `overridable:` in the config); a recipe that takes none,
     or a config that cannot be read, gets no example."""
-    from bot.services.submit import override_example
+    from bot.services.overrides import override_example
 
     try:
         example = override_example(load_config_arg(args, recipe=recipe).recipes[recipe])

@@ -42,8 +42,9 @@ from bot.core.memory_budget import (
 )
 from bot.core.text import N_, Text, join_text
 from bot.core.units import GIB, parse_size
+from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Runner
-from bot.services.submit import OverrideError, apply_overrides, parse_overrides, submit_env
+from bot.services.submit import submit_env
 
 if TYPE_CHECKING:
     from bot.config import ClusterConfig, Config, RecipeConfig

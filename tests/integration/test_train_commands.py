@@ -39,9 +39,9 @@ from bot.config import Config
 from bot.core.train_grammar import CommandError, Submit, parse_command
 from bot.services.approvals import ActionId
 from bot.services.competitors import release_started
+from bot.services.overrides import parse_overrides
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
-from bot.services.submit import parse_overrides
 
 pytestmark = pytest.mark.integration
 

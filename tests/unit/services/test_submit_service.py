@@ -8,12 +8,8 @@ from fakes import FakeRunner, FakeSlurm
 from bot.cluster.errors import ChannelClosed, CommandTimedOut, OutcomeUnknown
 from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SBATCH_INPUT_ENV, SubmitSpec
-from bot.services.submit import (
-    RESUME_ENV,
-    OverrideError,
-    apply_overrides,
-    parse_overrides,
-)
+from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
+from bot.services.submit import RESUME_ENV
 
 CONFIG = """\
 clusters:
