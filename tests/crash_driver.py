@@ -3,7 +3,8 @@ tests/integration/test_crash_safety.py and test_crash_recovery_cluster.py (which
 chosen points and start it again).
 
     python -m tests.crash_driver --config CONFIG.yaml --slack-url URL --token TOKEN
-        [--cluster dev] [--tick 0.5] [--until-idle] [--job watch|prompts] [--clock-ahead S]
+        [--cluster dev] [--tick 0.5] [--until-idle] [--job watch|prompts|all]
+        [--clock-ahead S]
         [--train "resume RECIPE" --actor U… --channel C…]
 
 Builds the bot's services as `trainbot run` does (bot.app.build_context: the config file's
@@ -14,6 +15,9 @@ it exits 0 once the cluster has no active chain and no watched job. With `--job 
 runs the scheduler's `prompts` job instead, as `trainbot run` schedules it
 (bot.app.schedule_prompts: every policy tick, under its lease, its side effects fenced by
 it); with `--until-idle` it exits 0 once no approved cancel is left to settle or to say. With
+`--job all` it runs every job `trainbot run` schedules (bot.app.build_scheduler, each under
+its lease; this process's holder id printed as `driver: holder ID`), printing
+`driver: watch tick CLUSTER at WALL-TIME` as each watcher tick starts, until killed. With
 `--train` it runs that `/train` command as the person `--actor` typed it in `--channel`
 (bot.services.train), prints the reply and exits instead of ticking. `--clock-ahead S` runs
 the bot's clock S seconds ahead of the machine's: a restart that comes that much later (a
@@ -37,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", default="dev")
     p.add_argument("--tick", type=float, default=0.5)
     p.add_argument("--until-idle", action="store_true")
-    p.add_argument("--job", choices=("watch", "prompts"), default="watch")
+    p.add_argument("--job", choices=("watch", "prompts", "all"), default="watch")
     p.add_argument("--clock-ahead", type=float, default=0.0)
     p.add_argument("--train", help="a /train command's text to run once instead of ticking")
     p.add_argument("--actor", default="U0OWNER")
@@ -71,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             store.close()
     if args.job == "prompts":
         return _run_prompts(ctx, clock, every_s=args.tick, until_idle=args.until_idle)
+    if args.job == "all":
+        return _run_all(ctx, clock)
     watcher = build_watcher(ctx, args.cluster)
     print("driver: ticking", flush=True)
     try:
@@ -114,6 +120,36 @@ def _run_prompts(ctx, clock, *, every_s: float, until_idle: bool) -> int:
         scheduler.stop()
         ctx.clusters.close()
         store.close()
+
+
+def _run_all(ctx, clock) -> int:
+    """Every job `trainbot run` schedules (bot.app.build_scheduler), until killed."""
+    from bot.app import TickHealth, build_scheduler
+    from bot.services.leases import process_holder
+
+    class PrintedTicks(TickHealth):
+        """Says when each watcher tick starts (no metrics)."""
+
+        def __init__(self) -> None:
+            self.last_ok = {}
+
+        def observed(self, cluster, tick):
+            def run(now):
+                print(f"driver: watch tick {cluster} at {time.time():.3f}", flush=True)
+                return tick(now)
+
+            return run
+
+    scheduler = build_scheduler(ctx, clock=clock, ticks=PrintedTicks())
+    print(f"driver: holder {process_holder()}", flush=True)
+    scheduler.start()
+    try:
+        while True:
+            time.sleep(1.0)
+    finally:
+        scheduler.stop()
+        ctx.clusters.close()
+        ctx.store.close()
 
 
 if __name__ == "__main__":

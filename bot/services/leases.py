@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from bot.services.ports import LeaseLost
+from bot.core.holders import Death, Machine, format_holder, holder_death, pid_to_look_at
+from bot.ops.procfs import ProcFS
+from bot.services.ports import LeaseLost, LocalProcesses
 from bot.store.repos.replicas import LeasesRepo
 
 log = logging.getLogger(__name__)
@@ -23,10 +25,14 @@ MIN_LEASE_TTL_S = 30.0
 
 @functools.cache
 def process_holder() -> str:
-    """This process's holder name, `<hostname>:<pid>:<random>`: made once per process, so a
-    restarted replica is a new holder (it waits for its old leases to lapse unless they were
-    released on a clean shutdown)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    """This process's holder name, `<hostname>:<pid>:<random>:<boot id>:<pid namespace>:
+    <start time>` (bot.core.holders): made once per process, so a restarted replica is a new
+    holder. A replica on the same host (boot, pid namespace) proves it dead once its pid is
+    gone or reused, and takes its leases over at once (`LeaseKeeper.holds`); elsewhere they
+    lapse after their TTL, unless they were released on a clean shutdown."""
+    procs = ProcFS()
+    return format_holder(socket.gethostname(), os.getpid(), secrets.token_hex(4),
+                         procs.machine(), procs.own_start())
 
 
 def lease_ttl(every_s: float) -> float:
@@ -52,10 +58,13 @@ class LeaseKeeper:
     (or first sees another replica running it), at debug on each skipped run."""
 
     def __init__(self, repo: LeasesRepo, holder: str | None = None, *,
-                 renew_every_s: float | None = None):
+                 renew_every_s: float | None = None,
+                 processes: LocalProcesses | None = None):
         self.repo = repo
         self.holder = holder or process_holder()
         self.renew_every_s = renew_every_s  # during a side effect; default: a third of the TTL
+        self.processes = processes if processes is not None else ProcFS()
+        self._here: tuple[Machine | None] | None = None  # this process's machine, once read
         self._seen: dict[str, bool] = {}  # lease name -> held at its last check
         self._held: dict[str, _Held] = {}  # the leases held now
         self._stopping = False
@@ -63,14 +72,27 @@ class LeaseKeeper:
 
     def holds(self, name: str, now: float, every_s: float) -> bool:
         """Take or renew lease `name` at `now` for a job run every `every_s` seconds; True
-        when this replica holds it (run the job), False while another replica does (skip)."""
+        when this replica holds it (run the job), False while another replica does (skip).
+        A lease whose holder is provably dead (a process of this host that is gone: a
+        replica killed and restarted, bot.core.holders) is taken over at once, under a new
+        epoch as a lapsed one is, and logged (at warning); a holder that cannot be judged
+        keeps it until it lapses."""
         if self._stopping:
             return False
         ttl = lease_ttl(every_s)
         epoch = self.repo.acquire(name, self.holder, now, ttl)
+        dead: tuple[str, Death] | None = None
+        if epoch is None:
+            dead = self._dead_holder(name)
+            if dead is not None:
+                epoch = self.repo.take_over(name, dead[0], self.holder, now, ttl)
         held = epoch is not None
         with self._lock:
-            if self._seen.get(name) != held:
+            if held and dead is not None:
+                log.warning("%s: taken over from replica %s, which is dead (%s): this replica "
+                            "(%s) runs it now, at once instead of after the lease's TTL "
+                            "(epoch %d)", name, dead[0], dead[1].value, self.holder, epoch)
+            elif self._seen.get(name) != held:
                 if held:
                     log.info("%s: this replica (%s) runs it now", name, self.holder)
                 else:
@@ -84,6 +106,23 @@ class LeaseKeeper:
             else:
                 self._held[name] = _Held(epoch, ttl, now)
         return held
+
+    def _dead_holder(self, name: str) -> tuple[str, Death] | None:
+        """The holder of lease `name` and why it is dead, when it is provably dead."""
+        holder = self.repo.holder(name)
+        if holder is None or holder == self.holder:
+            return None
+        try:
+            if self._here is None:  # read once: where this process runs does not change
+                self._here = (self.processes.machine(),)
+            here = self._here[0]
+            pid = pid_to_look_at(holder, here)
+            death = holder_death(holder, here,
+                                 None if pid is None else self.processes.pid_now(pid))
+        except Exception:  # noqa: BLE001 - not judged: the lease lapses after its TTL
+            log.exception("%s: could not judge whether holder %s is alive", name, holder)
+            return None
+        return None if death is None else (holder, death)
 
     def held_elsewhere(self, name: str) -> bool:
         """Another replica held lease `name` at its last check here."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bot.config import Config
 from bot.core.catalogue import Catalogue
+from bot.core.holders import Machine, PidNow
 from bot.store import Store
 
 if TYPE_CHECKING:
@@ -151,6 +152,17 @@ class LeaseLost(Exception):
     (another replica took it over, or this one is stopping). Raised by the fenced ports
     (bot.services.fencing) before anything is done; the run ends there (never caught as a
     failed post or command: what it would have done is now another replica's to do)."""
+
+
+class LocalProcesses(Protocol):
+    """This machine's processes, to prove a lease's holder dead (bot.core.holders;
+    bot.ops.procfs.ProcFS reads them from /proc)."""
+
+    def machine(self) -> Machine | None: ...
+
+    def own_start(self) -> int | None: ...
+
+    def pid_now(self, pid: int) -> PidNow: ...
 
 
 class Abandon:

@@ -93,8 +93,9 @@ class JobScheduler:
         """Run `callback(now)` at the start, then every `every_s` seconds, while this
         replica holds lease `job_id`; returns the APScheduler job (its `func` runs one guarded
         run). The first run is right at `start()` (FromStartTrigger), not one interval later:
-        a restarted bot watches, recovers lost submits and follows prompts up at once (a job
-        whose lease a killed process held still waits for it to lapse: bot.services.leases).
+        a restarted bot watches, recovers lost submits and follows prompts up at once, also
+        when a process killed on this host held the job's lease (a provably dead holder's
+        lease is taken over at once; one of another host's lapses first: bot.services.leases).
         No jitter: the jobs added together run together at every tick anyway, each on its own
         thread, so the start adds no collision; no job waits for another or assumes another
         ran first (several replicas may run them)."""

@@ -72,6 +72,27 @@ class LeasesRepo(_Repo):
             # Read in the transaction that took it: no other replica can move it meanwhile.
             return conn.execute(select(lease.c.epoch).where(lease.c.name == name)).scalar_one()
 
+    def take_over(self, name: str, dead: str, holder: str, now: float, ttl_s: float
+                  ) -> int | None:
+        """Take `name` from `dead`, a holder the caller proved dead (bot.core.holders), at once
+        whatever its expiry, for `holder` until `now + ttl_s`: one conditional UPDATE on the
+        row still naming `dead`, raising the epoch as a takeover after expiry does (a late
+        write under `dead`'s epoch is refused). The new epoch; None if `dead` no longer holds
+        it (another replica took it over first, or it was released)."""
+        if dead in (_RELEASED, holder):
+            return None
+        lease = t.leases
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(lease)
+                .where(lease.c.name == name, lease.c.holder == dead)
+                .values(holder=holder, acquired_at=now, epoch=lease.c.epoch + 1,
+                        expires_at=now + ttl_s)
+            )
+            if result.rowcount != 1:
+                return None
+            return conn.execute(select(lease.c.epoch).where(lease.c.name == name)).scalar_one()
+
     def renew(self, name: str, holder: str, epoch: int, now: float, ttl_s: float) -> bool:
         """The fence: extend `name` to `now + ttl_s` only if `holder` still holds it under
         `epoch` (one conditional UPDATE). False once another replica took it over or it was

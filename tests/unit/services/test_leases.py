@@ -140,12 +140,17 @@ def test_replicas_racing_for_a_lease_at_the_same_instant_get_exactly_one_winner(
 # ------------------------------------------------------------------------------ the keeper
 
 
-def test_the_holder_name_is_host_pid_random_and_made_once_per_process() -> None:
+def test_the_holder_name_is_host_pid_random_boot_namespace_start_made_once_per_process(
+        ) -> None:
     import os
     import socket
 
-    host, pid, rand = process_holder().rsplit(":", 2)
+    host, pid, rand, boot, ns, start = process_holder().split(":")
     assert (host, pid) == (socket.gethostname(), str(os.getpid())) and len(rand) == 8
+    if os.path.exists("/proc/self/stat"):  # read from /proc: tests/unit/ops/test_procfs.py
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            assert boot == f.read().strip()
+        assert ns.isdigit() and start.isdigit()
     assert process_holder() == process_holder()
 
 
