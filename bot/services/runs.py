@@ -275,7 +275,8 @@ def _tell_unwatched(ctx: BotContext, flight: SubmitInFlight, chain_id: int, job_
     # posted once by its key, before the submit is forgotten: a crash in between tells again
     thread_message(ctx, chain_id, unwatched_submit_key(job_id), "submitted", {
         "recipe": flight.recipe, "job_id": shown, "raw_job_id": job_id,
-        "job_name": flight.job_name, "actor": flight.actor, "automatic": False,
+        "job_name": flight.job_name, "actor": flight.actor,
+        "automatic": flight.actor == AUTOMATIC_ACTOR,
         "later_job": later.shown_id, "overrides": [], "not_applied": [], "also_queued": True})
     if not ctx.store.submits_in_flight.remove(flight.id):
         return

@@ -1,0 +1,118 @@
+"""The submits-in-flight guard's edges: an automatic resubmit's lost job told as trainbot's, a
+cancel and resume's row whose approval stays approved, a row whose recipe was taken out of
+the config, and the Resubmit and Cancel and resume buttons pressed while a submit is in
+flight (bot.services.runs.recover_submits_in_flight, bot.services.submit.RunSubmitInFlight)."""
+
+from __future__ import annotations
+
+import fakes
+import pytest
+from fakes import AnswerLostSlurm, make_context
+
+from bot.core import train_grammar as c
+from bot.core.policy import Decision, DecisionKind
+from bot.core.takeover import RemoteDeadlines, settle_takeover_s, submit_in_flight_s
+from bot.services import submit as submit_mod
+from bot.services.after_submit import after_person_submit
+from bot.services.ports import BotContext
+from bot.services.runs import AutoResubmitter, recover_submits_in_flight, submit_and_announce
+from bot.services.train import execute
+from bot.services.watch.outbox import Outbox
+from bot.services.watch.resubmit import AutoResubmits
+from bot.services.watch_events import ThreadEvents
+from bot.store import Store
+
+NOW = 1_000_000.0  # 13:46 UTC
+SUBMIT_IN_FLIGHT_S = submit_in_flight_s(RemoteDeadlines())  # the dev cluster's: the defaults
+SETTLE_TAKEOVER_S = settle_takeover_s(RemoteDeadlines())
+LATER = NOW + SUBMIT_IN_FLIGHT_S + 1  # the submit can no longer be in flight
+CHANNEL = "C0TRAIN"
+INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
+
+
+class Died(BaseException):
+    """The bot's process ending where it stands (SIGKILL, OOM): nothing after it runs."""
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+def dies_at(point: str):
+    def crashpoint(name: str, detail: str = "") -> None:
+        if name == point:
+            raise Died(detail)
+    return crashpoint
+
+
+def recover(ctx: BotContext, now: float) -> None:
+    """The scheduler's `submits` job, as bot.app wires it."""
+    recover_submits_in_flight(ctx, now, after_submit=after_person_submit)
+
+
+def jobs(store: Store, chain_id: int) -> list[str]:
+    return [a.job_id for a in store.attempts.for_chain(chain_id)]
+
+
+def watched(store: Store) -> list[str]:
+    return [w.job_id for w in store.watched_jobs.list("dev")]
+
+
+def in_flight(store: Store) -> list[str]:
+    return [f.job_name for f in store.submits_in_flight.sent_before("dev", float("inf"))]
+
+
+def automatic_resubmit_died_after_sbatch(store: Store, monkeypatch, **context
+                                         ) -> tuple[BotContext, AnswerLostSlurm, int]:
+    """Run `mix` (job 88154 failed): the watcher's automatic resubmit, the bot dying right
+    after its sbatch queued 90500; its intent row then dropped by another path, so nothing
+    but the recovery of the submits in flight leads its row. (context, Slurm, chain)."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW, **context)
+    chain = fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+    auto = AutoResubmitter(ctx, "dev")
+    AutoResubmits("dev", store=store, outbox=Outbox("dev", store=store, sink=ThreadEvents(ctx)),
+                  resubmit=auto.resubmit, recover=auto.recover).record_due(
+        chain, "88154", "mix", decision, NOW - 60)
+    store.incidents.set_state(INTENT, "submitting")
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+        auto.resubmit("mix", chain, decision, intent=INTENT)
+    store.incidents.set_state(INTENT, "dropped")
+    return ctx, slurm, chain
+
+
+# ------------------------------------------------------- an automatic resubmit's job not watched
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_an_automatic_resubmits_job_found_below_a_later_one_is_told_as_trainbots(
+        store: Store, monkeypatch, lang: str) -> None:
+    """The bot died after the watcher's automatic resubmit's sbatch queued 90500 (its intent
+    dropped since); a trainbot that did not refuse sent Alice's resume (90501) before the
+    recovery found 90500: the thread says 90500 is queued and not watched, as trainbot's
+    automatic resubmit's, never as a person's `<@trainbot>`."""
+    ctx, slurm, chain = automatic_resubmit_died_after_sbatch(store, monkeypatch, slack_lang=lang)
+    submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
+                        channel=CHANNEL)
+    recover(ctx, LATER)
+    assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
+    assert in_flight(store) == [] and slurm.queued("mix") == [90500, 90501]
+    [note] = [t for t in ctx.sink.texts() if "90500" in t]
+    assert note == {
+        "en": "*mix*: job 90500 was also queued under the run's name `mix`, by trainbot's "
+              "automatic resubmit, which trainbot died in before recording it. Job 90501 was "
+              "submitted into the run after it, and a run's jobs run one after another, so "
+              "trainbot does not watch 90500. If it is not wanted, cancel it: "
+              "`/train cancel 90500`",
+        "ko": "*mix*: 작업 90500도 실행 이름 `mix`(으)로 대기열에 올라 있습니다. trainbot의 자동 "
+              "재제출 도중 trainbot이 이를 기록하기 전에 종료되었습니다. 그 뒤에 작업 90501이(가) "
+              "이 실행에 제출되었고, 한 실행의 작업은 차례로 하나씩 실행되므로 trainbot은 "
+              "90500을(를) 감시하지 않습니다. 필요 없다면 취소하세요: `/train cancel 90500`",
+    }[lang]
+    assert "<@trainbot>" not in note
+    [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500" and e.action == "submit"]
+    assert audit.actor == "trainbot" and audit.result == "not_recorded"
