@@ -103,6 +103,17 @@ def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
 
 
+def settle_lead_s(deadlines: RemoteDeadlines) -> float:
+    """How long a cancel and resume's resubmit in flight whose approval is still approved is
+    left to its settle (bot.services.cancel_settle) before bot.services.runs
+    .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
+    step, marked before the row, is that old by then, so a live settle has ended and a dead
+    one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
+    resubmit); 3740 s with the default deadlines. A settle that cannot finish (Slurm no longer
+    knows the cancelled job) then never holds the run's submits for ever."""
+    return settle_takeover_s(deadlines) + submit_in_flight_s(deadlines)
+
+
 def post_takeover_s() -> float:
     """How old a record whose keyed Slack post its process makes right after it (a hold
     prompt's question: bot.services.competitors) must be, that post still not made, before

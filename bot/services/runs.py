@@ -15,6 +15,7 @@ from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
+from bot.core.takeover import settle_lead_s
 from bot.services.access import unwatched_submit_key
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
@@ -23,6 +24,7 @@ from bot.services.submit import (
     RunSubmitInFlight,
     SubmitResult,
     adopt_unrecorded_submit,
+    cluster_deadlines,
     describe_start,
     find_lost_submit,
     find_resume_checkpoint,
@@ -146,8 +148,9 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     (bot.app.build_scheduler's `submits`). The watcher's automatic resubmits in flight (made
     by AUTOMATIC_ACTOR) are left to their own recovery while their intent row leads it
     (`_resubmit_leads`: AutoResubmitter.recover, through lost_resubmit), and so is a cancel
-    and resume's resubmit whose approval is still approved (`_settle_leads`), so no job is
-    recorded, and no submit followed up (its Home tabs refreshed), by two. An automatic one
+    and resume's resubmit whose approval is still approved (`_settle_leads`, for at most its
+    cluster's settle_lead_s), so no job is recorded, and no submit followed up (its Home tabs
+    refreshed), by two. An automatic one
     nothing leads any more (its intent dropped, done, back to due or gone, its run's chain
     gone, its recipe no longer configured, a row written before intents) is looked up here as
     a person's is, without the person's follow-up: a row in flight refuses every other submit
@@ -155,7 +158,7 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     for cluster in ctx.config.clusters:
         sent_before = now - in_flight_s(ctx.config, cluster)
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
-            if _resubmit_leads(ctx, flight) or _settle_leads(ctx, flight):
+            if _resubmit_leads(ctx, flight) or _settle_leads(ctx, flight, now):
                 continue
             try:
                 _recover_submit(ctx, flight, now, after_submit)
@@ -174,16 +177,25 @@ def approval_intent(token: str) -> str:
     return f"{_APPROVAL_INTENT}{token}"
 
 
-def _settle_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:
-    """Whether `flight` is a cancel and resume's resubmit whose approval is still approved:
-    its click, or the settle that takes the click over once it died
-    (bot.services.cancel_settle, through lost_resubmit), records, announces and follows up
-    the job it left, once. Its approval done (its resubmit's lookup failed: nothing settles
-    it any more), the job is this recovery's to look up."""
+def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
+    """Whether `flight` is a cancel and resume's resubmit whose approval is still approved,
+    sent less than its cluster's settle_lead_s before `now`: its click, or the settle that
+    takes the click over once it died (bot.services.cancel_settle, through lost_resubmit),
+    records, announces and follows up the job it left, once. Its approval done (its
+    resubmit's lookup failed: nothing settles it any more), or still approved past that
+    bound (a settle that cannot finish: Slurm no longer knows the cancelled job), the job is
+    this recovery's to look up, so the row never refuses the run's submits for ever."""
     if flight.intent is None or not flight.intent.startswith(_APPROVAL_INTENT):
         return False
     approval = ctx.store.approvals.get(flight.intent.removeprefix(_APPROVAL_INTENT))
-    return approval is not None and approval.state == "approved"
+    if approval is None or approval.state != "approved":
+        return False
+    if now - flight.sent_at < settle_lead_s(cluster_deadlines(ctx.config, flight.cluster)):
+        return True
+    log.warning("submit of %s sent at %.0f: its cancel and resume (prompt %s) is still "
+                "approved and unsettled; looked up here", flight.job_name, flight.sent_at,
+                approval.token)
+    return False
 
 
 def _resubmit_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:

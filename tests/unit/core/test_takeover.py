@@ -11,6 +11,7 @@ from bot.core.takeover import (
     SUBMIT_COMMANDS,
     RemoteDeadlines,
     cancel_takeover_s,
+    settle_lead_s,
     settle_takeover_s,
     submit_in_flight_s,
 )
@@ -19,6 +20,14 @@ from bot.core.takeover import (
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
     assert submit_in_flight_s(RemoteDeadlines()) == 780.0  # "looks again in 13 minutes"
     assert settle_takeover_s(RemoteDeadlines()) == 2960.0
+    assert settle_lead_s(RemoteDeadlines()) == 3740.0  # a settle's row, then looked up
+
+
+@pytest.mark.parametrize("command_s", [60.0, 300.0])
+def test_a_settles_row_is_its_own_past_its_takeover_and_the_takeovers_submit(
+        command_s: float) -> None:
+    d = RemoteDeadlines(command_s=command_s)
+    assert settle_lead_s(d) == settle_takeover_s(d) + submit_in_flight_s(d)
 
 
 @pytest.mark.parametrize("command_s", [150.0, 300.0, 900.0])

@@ -9,17 +9,27 @@ import fakes
 import pytest
 from fakes import AnswerLostSlurm, make_context
 
+from bot.cluster.errors import ChannelClosed
 from bot.core import train_grammar as c
 from bot.core.policy import Decision, DecisionKind
-from bot.core.takeover import RemoteDeadlines, settle_takeover_s, submit_in_flight_s
+from bot.core.takeover import (
+    RemoteDeadlines,
+    settle_lead_s,
+    settle_takeover_s,
+    submit_in_flight_s,
+)
 from bot.services import submit as submit_mod
 from bot.services.after_submit import after_person_submit
+from bot.services.approvals import handle_click
+from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import AutoResubmitter, recover_submits_in_flight, submit_and_announce
 from bot.services.train import execute
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits
 from bot.services.watch_events import ThreadEvents
+from bot.slack.views import ActionId
 from bot.store import Store
 
 NOW = 1_000_000.0  # 13:46 UTC
@@ -116,3 +126,62 @@ def test_an_automatic_resubmits_job_found_below_a_later_one_is_told_as_trainbots
     assert "<@trainbot>" not in note
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500" and e.action == "submit"]
     assert audit.actor == "trainbot" and audit.result == "not_recorded"
+
+
+# ------------------------------------------- a cancel and resume's row whose settle never ends
+
+
+def cancel_and_resume_died_after_sbatch(store: Store, monkeypatch
+                                        ) -> tuple[BotContext, AnswerLostSlurm, int, str]:
+    """Run `mix` whose job 88154 stalled: W0LEAD's Cancel and resume, its scancel's end not
+    seen; its settle finds 88154 cancelled and dies right after its resubmit's sbatch queued
+    90500. (context, Slurm, chain, the prompt's token)."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 1000)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)
+    store.watched_jobs.add("dev", "88154", now=NOW - 1000, chain_id=chain.id)
+    slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
+    ctx.sink.post_root(chain.id, CHANNEL, [], "mix")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=NOW - 100, summary="88154: stalled", offer_cancel=True)
+    slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                             connection_lost=True)
+    assert handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "W0LEAD",
+                        NOW - 90).status == "done"
+    slurm.cancel_answer_lost = None
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+        settle_unknown_cancels(ctx, NOW)
+    assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
+    return ctx, slurm, chain.id, prompt.token
+
+
+def test_a_cancel_and_resume_row_whose_settle_cannot_finish_is_looked_up_after_a_bound(
+        store: Store, monkeypatch) -> None:
+    """The settle of W0LEAD's cancel and resume died after its resubmit queued 90500, and
+    Slurm has forgotten the cancelled 88154 since (no accounting kept it), so no settle ever
+    takes it over and the approval stays approved. The recovery of the submits in flight
+    leaves its row to the settle for the cluster's settle_lead_s, then looks it up by the
+    run's name as a person's: 90500 is the run's job, recorded and told once, and the run is
+    no longer refused for ever."""
+    ctx, slurm, chain, token = cancel_and_resume_died_after_sbatch(store, monkeypatch)
+    del slurm.records[88154]
+    bound = NOW + settle_lead_s(RemoteDeadlines())
+    for at in (LATER, NOW + SETTLE_TAKEOVER_S + 60, bound - 1):
+        settle_unknown_cancels(ctx, at)  # Slurm does not know 88154: nothing settles it
+        recover(ctx, at)  # the settle's, while it may still lead it
+    assert store.approvals.get(token).state == "approved" and in_flight(store) == ["mix"]
+    refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=bound - 1)
+    assert refused.text.startswith("`resume` failed: not submitted: <@W0LEAD>'s submit of "
+                                   "this run was sent at 13:46 UTC")
+
+    recover(ctx, bound)
+    recover(ctx, bound + 60)
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
+    assert in_flight(store) == [] and len(slurm.submits()) == 1
+    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+        "mix: resumed as 90500 from scratch (no complete checkpoint)"]
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=bound + 60)
+    assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")
+    assert len(slurm.submits()) == 1
