@@ -154,7 +154,10 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     nothing leads any more (its intent dropped, done, back to due or gone, its run's chain
     gone, its recipe no longer configured, a row written before intents) is looked up here as
     a person's is, without the person's follow-up: a row in flight refuses every other submit
-    of its run (RunSubmitInFlight), so none may outlive its submit."""
+    of its run (RunSubmitInFlight), so none may outlive its submit. A row whose recipe is no
+    longer configured is looked up too: none found, it is forgotten; a job found keeps it
+    until the recipe is back (`_unconfigured`): the lookup by job name, not the config, says
+    whether the run has a job."""
     for cluster in ctx.config.clusters:
         sent_before = now - in_flight_s(ctx.config, cluster)
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
@@ -219,16 +222,15 @@ def _resubmit_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:
 def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
                     after_submit: AfterSubmit) -> None:
     store = ctx.store
-    if flight.recipe not in ctx.config.recipes:
-        log.warning("submit of %s: recipe %s is no longer configured; not looked up",
-                    flight.job_name, flight.recipe)
-        store.submits_in_flight.remove(flight.id)
-        return
-    recipe = ctx.config.recipe(flight.recipe)
     chain = store.chains.get(flight.chain_id) if flight.chain_id is not None else None
     job_id = find_lost_submit(ctx.config, flight.recipe, ctx.clusters.slurm(flight.cluster),
                               store, job_name=flight.job_name, chain=chain,
-                              array_task=flight.array_task, sent_at=flight.sent_at)
+                              array_task=flight.array_task, sent_at=flight.sent_at,
+                              cluster=flight.cluster)
+    if flight.recipe not in ctx.config.recipes:
+        _unconfigured(ctx, flight, job_id)
+        return
+    recipe = ctx.config.recipe(flight.recipe)
     if job_id is None:
         log.info("submit of %s sent at %.0f: no job of that name since; nothing was queued",
                  flight.job_name, flight.sent_at)
@@ -267,6 +269,24 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
     announce_submit(ctx, flight.recipe, result, flight.actor, flight.channel)
     if flight.actor != AUTOMATIC_ACTOR:  # the watcher's resubmit has no person's follow-up
         after_submit(ctx, flight.recipe, result, now)
+
+
+def _unconfigured(ctx: BotContext, flight: SubmitInFlight, job_id: str | None) -> None:
+    """A submit in flight of a recipe no longer configured, looked up by its job name
+    (`job_id`: the job found, None: none): with no job it is forgotten; a job found cannot be
+    recorded as the recipe's (how it runs, an array or not, where it resumes from are the
+    recipe's), so the row is kept, and once the recipe is configured again the next recovery
+    records that job as the run's, as it does any: forgetting it would let a resume queue a
+    second job of the run beside it."""
+    if job_id is None:
+        log.warning("submit of %s sent at %.0f: recipe %s is no longer configured and no job "
+                    "of that name was queued since; forgotten", flight.job_name, flight.sent_at,
+                    flight.recipe)
+        ctx.store.submits_in_flight.remove(flight.id)
+        return
+    log.warning("submit of %s sent at %.0f: its job %s is on the cluster, but recipe %s is no "
+                "longer configured; kept until it is, then recorded as the run's",
+                flight.job_name, flight.sent_at, job_id, flight.recipe)
 
 
 def _attempt_after(attempts: list[Attempt], array_task: int | None,

@@ -430,13 +430,15 @@ def _look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: 
 
 def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store, *,
                      job_name: str, chain: Any, array_task: int | None,
-                     sent_at: float) -> str | None:
+                     sent_at: float, cluster: str | None = None) -> str | None:
     """The job a person's submit whose end was not seen left, by its name (None: none): one
     that no job the run (`chain`; a new run, None: the recipe's runs of that name) records
     is, submitted once the sbatch was sent (`sent_at`, trainbot's clock), with an id above
     every job recorded before then. A job recorded since (a second submit, made before this
-    one was recovered) may have a higher id: the lost one is looked for below it too. Raises
-    ClusterError / SlurmParseError when the lookup fails."""
+    one was recovered) may have a higher id: the lost one is looked for below it too.
+    `cluster`: the submit's (default: the recipe's), whose user's jobs are looked at; a
+    recipe no longer configured is looked up so. Raises ClusterError / SlurmParseError when
+    the lookup fails."""
     if chain is not None:
         chains = [chain]
     else:
@@ -446,7 +448,8 @@ def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Stor
     recorded += [(str(c.array_job_id), c.created_at) for c in chains if c.array_job_id is not None]
     known = {job for job, _ in recorded}
     after = max((int(job) for job, at in recorded if at < before and job.isdigit()), default=0)
-    user = getattr(config.clusters.get(config.recipe(recipe_name).cluster), "user", None)
+    cluster = cluster if cluster is not None else config.recipe(recipe_name).cluster
+    user = getattr(config.clusters.get(cluster), "user", None)
     return find_unrecorded_submit(slurm, job_name=job_name, user=user, after_job=str(after),
                                   known=known, array_task=array_task, submitted_since=sent_at)
 

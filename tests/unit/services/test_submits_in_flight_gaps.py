@@ -185,3 +185,43 @@ def test_a_cancel_and_resume_row_whose_settle_cannot_finish_is_looked_up_after_a
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=bound + 60)
     assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")
     assert len(slurm.submits()) == 1
+
+
+# ------------------------------------------------- a row whose recipe was taken out of the config
+
+
+@pytest.mark.parametrize("actor", ["U0ALICE", "trainbot"])
+def test_a_submit_in_flight_whose_recipe_was_removed_keeps_its_queued_job_the_runs(
+        store: Store, monkeypatch, caplog, actor: str) -> None:
+    """A submit of run mix (Alice's resume, or the watcher's automatic resubmit) died right
+    after its sbatch queued 90500, and mix was taken out of the config before the next bot.
+    The recovery looks 90500 up by the run's name and keeps the row (saying why in the log)
+    rather than forgetting it; once mix is back, 90500 is recorded as the run's job and a
+    resume is told the run is pending as 90500: one sbatch, one job."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+        if actor == "trainbot":
+            decision = Decision(DecisionKind.RESUBMIT_NOW, "hang", "hang", charged=True)
+            AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+        else:
+            execute(ctx, c.Resume("mix"), actor=actor, channel=CHANNEL, now=NOW)
+    without_mix = ctx.config.model_copy(deep=True)
+    del without_mix.recipes["mix"]
+    gone = make_context(store, slurm, config=without_mix, clock=lambda: LATER)
+    with caplog.at_level("WARNING", "bot.services.runs"):
+        recover(gone, LATER)
+        recover(gone, LATER + 60)
+    assert in_flight(store) == ["mix"] and jobs(store, chain) == ["88154"]
+    assert "its job 90500 is on the cluster, but recipe mix is no longer configured; kept " \
+        "until it is, then recorded as the run's" in caplog.text
+
+    ctx = make_context(store, slurm, clock=lambda: LATER + 120)  # mix is back
+    recover(ctx, LATER + 120)
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
+    assert in_flight(store) == []
+    reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER + 180)
+    assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")
+    assert list(slurm.records) == [90500] and len(slurm.submits()) == 1
