@@ -1,0 +1,197 @@
+"""Fault: a Resubmit or Cancel and resume button pressed while another submit of the same run is
+in flight (its sbatch sent, its job not recorded yet).
+
+Through the real Bolt app and the Slack stand-in: the click's submit is refused before its
+sbatch (bot.services.submit.RunSubmitInFlight, through submit_recipe), the prompt pressed is
+rewritten to say whose submit is in flight and since when, and the run gets the one job of the
+submit in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from fakes import AnswerLostSlurm, FakeClusters, make_config
+from slack_bolt import App
+from slack_standin import SlackStandIn
+from support.bolt_driver import (
+    ResponseUrls,
+    SyncExecutor,
+    ack_text,
+    click_body,
+    dispatch,
+    slash_body,
+)
+
+from bot.app import build_app
+from bot.cluster.errors import CommandTimedOut
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.slack.views import ActionId
+
+CH = "C0TRAIN"
+NOW = 1_732_871_000.0  # 09:03 UTC
+APPROVER = "W0LEAD"
+
+
+class InFlightSlurm(AnswerLostSlurm):
+    """Slurm whose next sbatch runs `during` (a click made while that submit is in flight:
+    sent, its job not recorded) before it queues its job."""
+
+    def __init__(self) -> None:
+        super().__init__(lost=0, first_id=88887, submitted_at=NOW)
+        self.during: Callable[[], object] | None = None
+        self.after_cancel: Callable[[], object] | None = None
+
+    def submit(self, spec, *, script=None):  # noqa: ANN001, ANN201 - FakeSlurm.submit's shape
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return super().submit(spec, script=script)
+
+    def cancel(self, job_id: int) -> None:
+        super().cancel(job_id)
+        after, self.after_cancel = self.after_cancel, None
+        if after is not None:
+            after()
+
+
+@dataclass
+class World:
+    app: App
+    urls: ResponseUrls
+    services: BotContext
+    slack: SlackStandIn
+    slurm: InFlightSlurm
+
+    def train(self, text: str, user: str = "U0ALICE") -> str:
+        url = self.urls.new()
+        ack_text(dispatch(self.app, slash_body(text, user=user, channel=CH, response_url=url)))
+        [reply] = self.urls.of(url)
+        return str(reply["text"])
+
+    def click(self, action: ActionId, token: str, ts: str, user: str = APPROVER) -> list[str]:
+        url = self.urls.new()
+        body = click_body(action, token, user=user, channel=CH, message_ts=ts, response_url=url)
+        assert ack_text(dispatch(self.app, body)) == ""
+        return [str(a["text"]) for a in self.urls.of(url)]
+
+    def run(self, state: str) -> int:
+        """Chain of job 88154 (in Slurm: `state`), with its thread open."""
+        store = self.services.store
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 600)
+        store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 600, state=state)
+        self.slurm.add(88154, name="mix", state=state, partition="debug", account="root")
+        self.services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
+            "type": "mrkdwn", "text": "mix"}}], "mix")
+        return chain.id
+
+    def prompt(self, chain_id: int, **kwargs: object) -> tuple[str, str]:
+        """An approval prompt about job 88154 posted in the thread: (token, message ts)."""
+        prompt = create_resubmit_prompt(self.services, recipe="mix", chain_id=chain_id,
+                                        job_id="88154", now=NOW - 60,
+                                        summary="88154: NCCL timeout",
+                                        **kwargs)  # type: ignore[arg-type]
+        ts = self.services.sink.post_reply(chain_id, f"prompt:{prompt.token}", prompt.blocks,
+                                           prompt.text)
+        return prompt.token, ts
+
+    def prompt_text(self, ts: str) -> str:
+        [message] = [m for m in self.slack.all_messages() if m["ts"] == ts]
+        return str(message["text"])
+
+    def jobs(self, chain_id: int) -> list[str]:
+        return [a.job_id for a in self.services.store.attempts.for_chain(chain_id)]
+
+    def refusals(self) -> list[str]:
+        return [e.actor for e in self.services.store.audit.recent(50)
+                if e.action == "submit" and e.result == "refused"
+                and "RunSubmitInFlight" in (e.detail or "")]
+
+
+@pytest.fixture
+def slurm() -> InFlightSlurm:
+    return InFlightSlurm()
+
+
+@pytest.fixture(params=["en", "ko"])
+def lang(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def world(slack_context, store, slurm: InFlightSlurm, slack_client, urls, slack,
+          lang: str) -> World:
+    services = slack_context(store, make_config(slack_lang=lang), FakeClusters(slurm))
+    app = build_app(services.config, services, client=slack_client,
+                    listener_executor=SyncExecutor(), token_verification_enabled=False)
+    return World(app, urls, services, slack, slurm)
+
+
+IN_FLIGHT = {
+    "en": "not submitted: <@U0ALICE>'s submit of this run was sent at 09:03 UTC and its job "
+          "is not recorded yet, and a run's jobs run one after another. Wait for it: the run's "
+          "thread tells which job it is; check the thread before resuming again",
+    "ko": "제출하지 않았습니다: 이 실행에 대한 <@U0ALICE>님의 제출이 09:03 UTC에 보내졌고 아직 그 "
+          "작업이 기록되지 않았으며, 한 실행의 작업은 차례로 하나씩 실행됩니다. 기다리세요: 실행 "
+          "스레드가 어떤 작업인지 알려 줍니다. 다시 재개하기 전에 스레드를 확인하세요",
+}
+RESUBMIT_REFUSED = {
+    "en": "Approved by <@W0LEAD>, but it failed: " + IN_FLIGHT["en"],
+    "ko": "<@W0LEAD>님이 승인했지만 실패했습니다: " + IN_FLIGHT["ko"],
+}
+
+
+def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
+        world: World, lang: str) -> None:
+    """88154 died; its incident's Resubmit is pressed by W0LEAD while Alice's `/train resume
+    mix` is between its sbatch and its record: the click sends no sbatch and says whose
+    submit is in flight, in the prompt it rewrites (en, ko); the run has Alice's job alone."""
+    chain_id = world.run("FAILED")
+    token, ts = world.prompt(chain_id, resume_iter=3000)
+    answers: list[list[str]] = []
+    world.slurm.during = lambda: answers.append(world.click(ActionId.RESUBMIT, token, ts))
+    assert "88887" in world.train("resume mix")  # Alice's job
+    [answer] = answers
+    assert answer == []  # said in the prompt, which everyone in the thread sees
+    assert world.prompt_text(ts) == RESUBMIT_REFUSED[lang]
+    assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
+    assert world.refusals() == [APPROVER]
+
+
+CANCEL_RESUME_REFUSED = {
+    "en": "Approved by <@W0LEAD>, but it failed: cancelled job 88154, but the resubmit failed: "
+          + IN_FLIGHT["en"] + ". `/train resume mix` tries again",
+    "ko": "<@W0LEAD>님이 승인했지만 실패했습니다: 작업 88154은(는) 취소했지만 재제출에 "
+          "실패했습니다: " + IN_FLIGHT["ko"] + ". `/train resume mix`로 다시 시도하세요.",
+}
+
+
+def test_cancel_and_resume_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
+        world: World, lang: str) -> None:
+    """88154 stalled; W0LEAD presses its Cancel and resume. The moment the scancel took
+    effect Alice runs `/train resume mix`: her sbatch's answer is lost and Slurm does not
+    answer its lookup by name, so her submit stays in flight. The click's resubmit sends no
+    sbatch and says whose submit is in flight, in the prompt it rewrites (en, ko)."""
+    chain_id = world.run("RUNNING")
+    token, ts = world.prompt(chain_id, offer_cancel=True)
+    alice: list[str] = []
+
+    def alice_resumes() -> None:
+        world.slurm.lost = 1
+        world.slurm.lookup_error = CommandTimedOut(["squeue"], 5)
+        alice.append(world.train("resume mix"))
+
+    world.slurm.after_cancel = alice_resumes
+    answer = world.click(ActionId.CANCEL_RESUME, token, ts)
+    assert world.slurm.acted("cancel") == [88154]
+    assert len(alice) == 1 and "88887" not in alice[0]
+    assert answer == []  # said in the prompt, which everyone in the thread sees
+    assert world.prompt_text(ts) == CANCEL_RESUME_REFUSED[lang]
+    assert len(world.slurm.submits()) == 1  # Alice's alone: the click sent none
+    assert world.jobs(chain_id) == ["88154"]
+    assert [f.actor for f in world.services.store.submits_in_flight.sent_before(
+        "dev", float("inf"))] == ["U0ALICE"]
+    assert world.refusals() == [APPROVER]
