@@ -97,9 +97,11 @@ class Incident:
     # last complete checkpoint (unknown: not looked up)" / "(unknown: looking it up failed)",
     # no work lost claimed
     checkpoint_unknown: CheckpointUnknown | None = None
-    # the thread's head line above the card says what Slurm did to a job that never started
-    # (the watcher's incident: event.json.j2), so the card's explanation leaves it out
-    headed: bool = False
+    # the `why` of the thread's head line above the card (the watcher's incident:
+    # event.json.j2), None for a card alone (report, diagnose): a head line that says the
+    # explanation (_common.j2 HEAD_EXPLAINS: a stop class's hint, a job that never started)
+    # leaves the card its title alone
+    headed: str | None = None
 
 
 @dataclass(frozen=True)

@@ -345,7 +345,8 @@ class ThreadEvents:
                 "class_id": d.class_id if d else (dec.class_id if dec else None),
                 "reason": reason, "facts": dict(event.facts),
                 "detail": d.detail if d else None, "hint": d.hint if d else None,
-                "translations": d.translations if d else {}}
+                "translations": d.translations if d else {},
+                "site_hint": d.site_hint if d else False}
         try:
             return render(self.ctx, "event", recipe, view)[1]
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
@@ -385,7 +386,8 @@ class ThreadEvents:
                 from_checkpoint=dec.resume_checkpoint if dec else None,
                 checkpoint_unknown=dec.checkpoint_unknown if dec else None,
             )
-            view = replace(view, headed=True)  # below the head line (self._incident)
+            # below the head line (self._incident), which may say its explanation
+            view = replace(view, headed=str(dec.facts.get("why") or "") if dec else "")
             blocks, _ = render(self.ctx, "incident", event.recipe, view)
         except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
             log.warning("incident template for %s failed (%s); posting plain text",

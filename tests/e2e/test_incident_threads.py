@@ -308,3 +308,87 @@ def test_a_leak_warning_arrives_with_its_rss_chart(slack, poster, store):
     [warning] = thread_texts(slack, root_ts)
     assert "host memory is growing" in warning
     assert thread_files(slack, root_ts) == ["Host RSS · job 88016 (leak)"]
+
+
+def incident_message(poster: SlackPoster, store, slack: SlackStandIn, lang: str,
+                     class_id: str, state: str = "FAILED", *, mem_limit: bool = True) -> dict:
+    """The incident message the watcher's sink (ThreadEvents) posts in a `lang` recipe's thread
+    for a `class_id` failure of job 88154 (3,400 of 8,000 iterations, checkpoint at 3,000),
+    as the stand-in received it."""
+    from fakes import make_context
+
+    from bot.core.catalogue import Catalogue
+    from bot.core.models import Accounting
+    from bot.core.policy import AttemptFacts, ChainHistory, PolicyParams, decide
+    from bot.core.slurm.records import JobRecord
+    from bot.services.watch.events import WatchEvent
+    from bot.services.watch_events import ThreadEvents
+
+    ctx = make_context(store, sink=poster, clock=lambda: T0, lang=lang, charts=False)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0).id
+    root = build_root(recipe="mix", target_iter=8000,
+                      attempts=[AttemptSummary("88154", "RUNNING", None)])
+    root_ts = poster.post_root(chain, CHANNEL, *render_blocks("root", lang, root))
+    cls = Catalogue.load().classes[class_id]
+    d = Diagnosis(class_id=class_id, action=cls.action, retryable=cls.retryable,
+                  charges_budget=cls.charges_budget, hint=cls.hint, title=cls.title,
+                  metrics=DiagnosisMetrics(last_iter=3400, target_iter=8000))
+    acct = Accounting(state=state, exit_code=1, signal=0,
+                      mem_limit_bytes=950 * GIB if mem_limit else None, max_rss_bytes=940 * GIB)
+    dec = decide(d, ChainHistory(attempts=(AttemptFacts("88154", 1, last_iter=3400),)),
+                 PolicyParams(backoff_s=60), T0, checkpoint_iter=3000, accounting=acct)
+    ThreadEvents(ctx).publish(WatchEvent(
+        "incident", "dev:88154:final", "dev", f"job 88154 {state}: {class_id}", chain, "88154",
+        "mix", diagnosis=d, decision=dec, record=JobRecord(job_id=88154, state=state)))
+    [message] = slack.replies(CHANNEL, root_ts)
+    return message
+
+
+def said_blocks(message: dict) -> list[str]:
+    """Each block's words as the thread shows them: its text, its fields, its elements'."""
+    said = []
+    for b in message["blocks"]:
+        if isinstance(b.get("text"), dict):
+            said.append(b["text"]["text"])
+        said += [f["text"] for f in b.get("fields", ())]
+        said += [e["text"] for e in b.get("elements", ()) if isinstance(e.get("text"), str)]
+    return said
+
+
+@pytest.mark.parametrize(("lang", "class_id", "hint", "title"), [
+    ("en", "cuda_oom", "Lower the per-GPU batch size", "GPU memory exhausted (CUDA out of memory)"),
+    ("ko", "cuda_oom", "GPU당 배치 크기나", None),
+    ("en", "unknown_failure", "Read the attached last lines",
+     "Job failed (no known signature)"),
+    ("ko", "unknown_failure", "첨부된 마지막 줄들을 읽어 보세요", None),
+    ("en", "compiler_missing", "Set CC/CXX on the worker", "No C/C++ compiler on the worker node"),
+])
+def test_a_head_line_that_explains_leaves_the_card_its_title_alone(slack, poster, store, lang,
+                                                                   class_id, hint, title):
+    """A stop class's head line (not retryable) and a person's decision's (unknown_failure:
+    resubmit offered) say the class's hint: the card under them says its title alone, so the
+    thread says the hint once."""
+    message = incident_message(poster, store, slack, lang, class_id)
+    said = said_blocks(message)
+    assert hint in said[0]  # the head line
+    assert sum(text.count(hint) for text in said) == 1, said
+    [card] = [b["text"]["text"] for b in message["blocks"] if b.get("block_id") == "explanation"]
+    assert card.endswith(f"(`{class_id}`, FAILED 1:0)") or card.endswith(f"(`{class_id}`, FAILED)")
+    assert "\n" not in card
+    if title:
+        assert card.startswith(f"*{title}*")
+
+
+@pytest.mark.parametrize(("lang", "hint"), [
+    ("en", "Resubmit with more --mem (check the site's per-GPU cap)"),
+    ("ko", "--mem을 늘려 재제출하거나"),
+])
+def test_a_head_line_that_does_not_explain_leaves_the_card_its_explanation(slack, poster, store,
+                                                                           lang, hint):
+    """A host OOM's head line proposes the --mem and says no hint: the card explains, once."""
+    message = incident_message(poster, store, slack, lang, "host_oom")
+    said = said_blocks(message)
+    assert hint not in said[0]
+    [card] = [b["text"]["text"] for b in message["blocks"] if b.get("block_id") == "explanation"]
+    assert hint in card
+    assert sum(text.count(hint) for text in said) == 1, said
