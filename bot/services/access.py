@@ -87,16 +87,17 @@ def recipe_of_job(store: Store, job_id: str) -> tuple[str | None, bool]:
 
 
 def may_control_job(config: Config, store: Store, user: str, job_id: int | str,
-                    verb: str) -> Decision:
+                    verb: str, *, shown: str | None = None) -> Decision:
     """May `user` cancel/hold/release/read job `job_id` (Slurm's raw id; an array's own id)?
     The one check of `/train cancel|hold|release|logs|stacks N` and of the Home tab's controls
     (which run `/train cancel`). The people of the recipe whose run records the job (or, an
     array's id, its tasks: run_of_job); else, for a job its run's thread told about (a lost
     submit's, run_told_of, even once adopted with `/train watch`), that run's recipe's
-    people; else (a job trainbot did not submit) slack.approvers."""
+    people; else (a job trainbot did not submit) slack.approvers. A refusal names the job as
+    `shown` (an array task as people write it, `6200_2`), else as `job_id`."""
     recipe, told = recipe_of_job(store, str(job_id))
     access = access_for(config, recipe) if recipe in config.recipes else None
-    return can_control_job(access, user, job_id, verb, default_approvers(config),
+    return can_control_job(access, user, shown or job_id, verb, default_approvers(config),
                            told_by_thread=told)
 
 

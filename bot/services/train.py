@@ -280,7 +280,8 @@ def _target(ctx: BotContext, job_id: int, array_task: int | None) -> _Target:
 def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str,
                    array_task: int | None = None) -> _Target:
     target = _target(ctx, job_id, array_task)
-    decision = may_control_job(ctx.config, ctx.store, actor, target.job_id, verb)
+    decision = may_control_job(ctx.config, ctx.store, actor, target.job_id, verb,
+                               shown=target.display)  # as the person wrote it: 6200_2
     if not decision:
         raise _Refused(decision)
     return target

@@ -402,3 +402,26 @@ def test_who_may_control_a_runs_array_is_its_recipes_people(ctx) -> None:
     assert recipe_of_job(store, "6200_2") == recipe_of_job(store, "6200") == ("mix", False)
     assert recipe_of_job(store, "6200_9") == ("mix", False)  # a task not recorded yet
     assert recipe_of_job(store, "620") == (None, False)
+
+
+@pytest.mark.parametrize(("lang", "refusal"), [
+    ("en", "job 6200_2 belongs to mix; only "),
+    ("ko", "6200_2"),
+])
+def test_a_refusal_of_an_array_task_names_it_as_the_person_wrote_it(store, lang,
+                                                                    refusal) -> None:
+    """`/train cancel 6200_2` of recipe mix's array task (Slurm's raw id 6203) refused to
+    someone outside mix's people: the reply names the task 6200_2, as typed and as the run's
+    thread shows it, never its raw id 6203 (before: "job 6203 belongs to mix")."""
+    slurm = FakeSlurm()
+    slurm.add(6203, name="sweep", state="RUNNING", array_job_id=6200, array_task_id=2)
+    ctx = make_context(store, slurm, lang=lang)
+    _array_run(store)
+    for cmd in (c.JobControl("cancel", 6200, 2), c.JobControl("hold", 6200, 2),
+                c.Logs(6200, array_task=2)):
+        said = execute(ctx, cmd, actor="U0NOBODY", channel=CHANNEL, now=NOW).text
+        assert refusal in said and "6203" not in said, said
+        assert "mix" in said, said
+        if lang == "ko":
+            assert HANGUL.search(said) and not english_words(said), said
+    assert slurm.job(6203).state == "RUNNING"  # nothing cancelled or held
