@@ -356,6 +356,13 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
             raise UsageProblem(N_("Slurm on %(cluster)s does not know job %(job)s",
                                   cluster=cluster, job=cmd.job_id))
         if attempt is None and rec.array_job_id == rec.job_id:
+            run = run_of_job(ctx.store, str(rec.job_id))
+            if run is not None and run.recipe:  # a recipe's run records the array's tasks
+                _audit(ctx, actor, "watch", now, "unchanged", str(rec.job_id), run.recipe)
+                return Reply(say(ctx, run.recipe, "array_of_run", channel=channel,
+                                 job=rec.job_id, recipe=run.recipe,
+                                 watched=run.status == "active"),
+                             job_id=str(rec.job_id), chain_id=run.id)
             return _watch_array(ctx, cluster, slurm.array_tasks(rec.job_id), rec, actor,
                                 channel, now)
     else:

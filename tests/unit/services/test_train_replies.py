@@ -121,3 +121,44 @@ def test_a_submit_says_where_it_resumes_as_every_resume_does(store, lang: str, r
                array=None, asked="", missed="") == reply
     assert render(ctx, "submitted", "mix",
                   submitted_view("mix", result, "U0ALICE", recipe))[1] == note
+
+
+@pytest.mark.parametrize(("lang", "status", "text"), [
+    ("en", "active", "Array 6200 is already watched, in the thread of recipe mix's run."),
+    ("ko", "active", "array 6200은(는) 레시피 mix 실행의 스레드에서 이미 감시하고 있습니다."),
+    ("en", "stopped", "Array 6200 is a run of recipe mix that trainbot submitted and no longer "
+                      "watches: that run's thread tells of it."),
+    ("ko", "stopped", "array 6200은(는) trainbot이 제출한 레시피 mix의 실행이며 지금은 감시하지 "
+                      "않습니다: 그 실행의 스레드를 보세요."),
+])
+def test_watching_an_array_a_recipes_run_records_points_to_that_run(store, lang, status,
+                                                                    text) -> None:
+    """`/train watch 6200` of the array recipe mix's run submitted, which records its started
+    tasks (6200_1 as 6201, 6200_2 as 6203) and watches them: the reply says it is watched in
+    that run's thread (or, the run no longer active, that its thread tells of it) and nothing
+    is adopted: no new chain, no new watched job. Before, the array was adopted as a new
+    array chain with a thread of its own beside the run's."""
+    slurm = FakeSlurm()
+    slurm.add(6200, name="sweep", state="PENDING", array_job_id=6200)
+    slurm.add(6201, name="sweep", state="RUNNING", array_job_id=6200, array_task_id=1)
+    slurm.add(6203, name="sweep", state="RUNNING", array_job_id=6200, array_task_id=2)
+    ctx = make_context(store, slurm, lang=lang)
+    run = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1,
+                              kind="array", array_job_id=6200)
+    for job, task in (("6201", 1), ("6203", 2)):
+        store.attempts.record(chain_id=run.id, job_id=job, now=2, state="RUNNING",
+                              display_id=f"6200_{task}")
+    if status == "active":
+        store.watched_jobs.add("dev", "6200", now=2, chain_id=run.id)
+    else:
+        store.chains.set_status(run.id, status, now=3)
+    watched = [(w.job_id, w.chain_id) for w in store.watched_jobs.list()]
+    reply = execute(ctx, Watch(6200), actor="U0OWNER", channel="C0TRAIN", now=NOW)
+    assert reply.text == text
+    assert reply.chain_id == run.id
+    assert [ch.id for st in ("active", "stopped", "completed")
+            for ch in store.chains.with_status(st)] == [run.id]
+    assert [(w.job_id, w.chain_id) for w in store.watched_jobs.list()] == watched
+    [entry] = store.audit.recent(1)
+    assert (entry.action, entry.result, entry.job_id, entry.recipe) == (
+        "command.watch", "unchanged", "6200", "mix")
