@@ -94,8 +94,8 @@ class Incident:
     # its name has no iteration, never "from the start"
     from_checkpoint: str | None = None
     # why the checkpoint is unknown (None: it is known; `CheckpointUnknown`): "resume from the
-    # last complete checkpoint (unknown: not looked up)" / "(unknown: looking it up failed)",
-    # no work lost claimed
+    # last complete checkpoint (unknown: looking it up failed)", or, `trainbot report`'s, that
+    # the bot looks it up when it posts the message; no work lost claimed
     checkpoint_unknown: CheckpointUnknown | None = None
     # the `why` of the thread's head line above the card (the watcher's incident:
     # event.json.j2), None for a card alone (report, diagnose): a head line that says the

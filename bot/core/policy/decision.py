@@ -180,12 +180,15 @@ def resume_start(resume_from: int | None, resume_checkpoint: str | None = None,
     templates' `msg` filter): `from iteration 3,000`, else `from checkpoint `final`` (a
     checkpoint whose name has no iteration), else the last complete checkpoint, unknown and
     why (`unknown`), else `from scratch (no complete checkpoint)`. `brief`: for a button (75
-    characters), an unknown checkpoint is only `(checkpoint unknown)` and none `from scratch`.
+    characters), an unknown checkpoint is only `(checkpoint unknown)` (`trainbot report`'s,
+    not looked up: `from the checkpoint the bot looks up`) and none `from scratch`.
     A caller that needs a verb adds it ("resubmitting from …", "Cancel 123 and resume from …")."""
     if resume_from is not None:
         return N_("from iteration %(iter)s", iter=f"{resume_from:,}")
     if resume_checkpoint:
         return N_("from checkpoint `%(name)s`", name=resume_checkpoint)
+    if unknown == "not_looked_up" and brief:  # `trainbot report`: the bot looks it up
+        return N_("from the checkpoint the bot looks up")
     if unknown and brief:
         return N_("(checkpoint unknown)")
     if brief:
@@ -195,6 +198,7 @@ def resume_start(resume_from: int | None, resume_checkpoint: str | None = None,
     if unknown == "no_recipe":
         return N_("from the last complete checkpoint (unknown: no recipe names its checkpoint "
                   "dir)")
-    if unknown:
-        return N_("from the last complete checkpoint (unknown: not looked up)")
+    if unknown:  # not_looked_up: `trainbot report`, offline, whose message the bot would post
+        return N_("from the last complete checkpoint, which the bot looks up when it posts this "
+                  "(`trainbot report` cannot)")
     return N_("from scratch (no complete checkpoint)")

@@ -33,17 +33,21 @@ def test_report_on_the_88154_story_writes_payload_text_and_charts(tmp_path: Path
 
 
 @pytest.mark.parametrize(("lang", "proposed", "button", "start"), [
-    ("en", "Proposed: resume from the last complete checkpoint (unknown: not looked up)",
-     "[ Resubmit (checkpoint unknown) ]", "from scratch"),
-    ("ko", "제안: 마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다) 재개",
-     "[ (체크포인트 미확인) 재제출 ]", "처음부터"),
+    ("en", "Proposed: resume from the last complete checkpoint, which the bot looks up when it "
+           "posts this (`trainbot report` cannot)",
+     "[ Resubmit from the checkpoint the bot looks up ]", "from scratch"),
+    ("ko", "제안: 마지막 완전한 체크포인트부터 (봇이 이 메시지를 올릴 때 체크포인트를 조회합니다. "
+           "`trainbot report`는 조회할 수 없습니다) 재개",
+     "[ 봇이 조회한 체크포인트부터 재제출 ]", "처음부터"),
 ])
 def test_report_on_a_log_whose_saves_name_no_checkpoint_says_it_is_unknown(
         tmp_path: Path, lang: str, proposed: str, button: str, start: str):
     """`report` reaches no cluster: a log with no finished save numbers no checkpoint, and the
     watcher, which looks the checkpoint directory up, may find one (a pointer naming `final`,
     an earlier attempt's), so the report claims no start ("from scratch") and no work lost:
-    it says the checkpoint is unknown, not looked up."""
+    it says the bot looks the checkpoint up when it posts the message, which the report
+    cannot, and its button resubmits from that checkpoint (before: "Resubmit (checkpoint
+    unknown)", as if the bot would not know it either)."""
     log = tmp_path / "88154.log"
     log.write_bytes(b"".join(line for line in (STORIES / "88154.log").read_bytes()
                              .splitlines(keepends=True)
@@ -55,6 +59,7 @@ def test_report_on_a_log_whose_saves_name_no_checkpoint_says_it_is_unknown(
     text = (out / "message.txt").read_text()
     assert proposed in text and button in text
     assert start not in text and "work_lost" not in (out / "message.json").read_text()
+    assert "checkpoint unknown" not in text and "체크포인트 미확인" not in text
 
 
 def test_report_in_korean_without_metrics_writes_no_charts(tmp_path: Path):
@@ -299,6 +304,9 @@ def test_report_takes_the_limit_of_the_failed_job_from_its_sacct_output(
     text = (out / "message.txt").read_text()
     assert f"[ Resubmit with --mem={mem} ]" in text  # limit x 1.5
     assert "memory limit is unknown" not in text
+    # the log names no checkpoint, and the report looks none up: the bot's message would
+    assert "[ Resubmit from the checkpoint the bot looks up ]" in text
+    assert "checkpoint unknown" not in text
 
 
 def test_report_flags_win_over_sacct_and_a_file_of_many_jobs_needs_the_job(tmp_path: Path,

@@ -141,7 +141,8 @@ def test_an_unknown_checkpoint_turns_an_automatic_resubmit_into_a_proposal():
     (None, "final", None, "from checkpoint `final`"),
     (None, None, "lookup_failed",
      "from the last complete checkpoint (unknown: looking it up failed)"),
-    (None, None, "not_looked_up", "from the last complete checkpoint (unknown: not looked up)"),
+    (None, None, "not_looked_up", "from the last complete checkpoint, which the bot looks up "
+                                  "when it posts this (`trainbot report` cannot)"),
     (None, None, None, "from scratch (no complete checkpoint)"),
 ])
 def test_a_resume_point_is_worded_once_for_the_decision_the_note_and_the_messages(
@@ -151,7 +152,8 @@ def test_a_resume_point_is_worded_once_for_the_decision_the_note_and_the_message
     none."""
     assert str(resume_start(resume_from, checkpoint, unknown)) == where
     brief = str(resume_start(resume_from, checkpoint, unknown, brief=True))
-    assert brief == ("(checkpoint unknown)" if unknown
+    assert brief == ("from the checkpoint the bot looks up" if unknown == "not_looked_up"
+                     else "(checkpoint unknown)" if unknown
                      else "from scratch" if resume_from is None and not checkpoint else where)
 
 

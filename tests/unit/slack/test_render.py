@@ -526,8 +526,10 @@ def _hang(**kw):
     ({"last_checkpoint_iter": None, "from_checkpoint": "ckpt-best"}, "en",
      "resume from checkpoint `ckpt-best`", "from checkpoint `ckpt-best`"),
     ({"last_checkpoint_iter": None, "checkpoint_unknown": "not_looked_up"}, "en",
-     "resume from the last complete checkpoint (unknown: not looked up)",
-     "from the last complete checkpoint (unknown: not looked up)"),
+     "resume from the last complete checkpoint, which the bot looks up when it posts this "
+     "(`trainbot report` cannot)",
+     "from the last complete checkpoint, which the bot looks up when it posts this "
+     "(`trainbot report` cannot)"),
     ({"last_checkpoint_iter": None, "checkpoint_unknown": "lookup_failed"}, "en",
      "resume from the last complete checkpoint (unknown: looking it up failed)",
      "from the last complete checkpoint (unknown: looking it up failed)"),
@@ -536,8 +538,10 @@ def _hang(**kw):
     ({"last_checkpoint_iter": None, "from_checkpoint": "final"}, "ko",
      "체크포인트 `final`부터", "체크포인트 `final`부터"),
     ({"last_checkpoint_iter": None, "checkpoint_unknown": "not_looked_up"}, "ko",
-     "마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다)",
-     "마지막 완전한 체크포인트부터 (조회하지 않아 어느 체크포인트인지 모릅니다)"),
+     "마지막 완전한 체크포인트부터 (봇이 이 메시지를 올릴 때 체크포인트를 조회합니다. "
+     "`trainbot report`는 조회할 수 없습니다)",
+     "마지막 완전한 체크포인트부터 (봇이 이 메시지를 올릴 때 체크포인트를 조회합니다. "
+     "`trainbot report`는 조회할 수 없습니다)"),
 ])
 def test_a_hang_incidents_cancel_and_resume_dialog_names_the_start_its_proposal_does(
         start, lang: str, proposed: str, where: str):
