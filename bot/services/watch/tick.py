@@ -140,8 +140,9 @@ class Watcher:
     none); the incident says no samples were found. A running job's unreadable file is only
     read again next tick (what did read is applied); that is logged once when it starts and
     once when it ends: the file reads again, the job ends (its file read again, or ended while
-    it could not be read: the ended job's wait follows), or the job is no longer watched; not
-    each tick.
+    it could not be read: the ended job's wait follows), the job is no longer watched, or the
+    watcher forgets what it held (`forget`: another replica watched the cluster meanwhile);
+    not each tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -220,6 +221,7 @@ class Watcher:
         self._jobs: dict[int, JobWatch] = {}
         self._records: dict[int, JobRecord] = {}  # last known state (kept on failed ticks)
         self._told_watched = False  # the sink's cluster_watched (see EventSink)
+        self._last_tick_at: float | None = None  # `now` of this watcher's latest tick
 
     # ------------------------------------------------------------------ tick
 
@@ -227,6 +229,7 @@ class Watcher:
         """One poll of the cluster at wall time `now` (epoch seconds). The report says what it
         cost (wall time, round trips, bytes) and is logged."""
         report = TickReport(ok=True, cluster=self.cluster)
+        self._last_tick_at = now
         started = self._clock()
         try:
             return self._tick(now, report)
@@ -317,9 +320,18 @@ class Watcher:
         """Drop what this watcher holds in memory (job series, tail positions, last records,
         outage counters, chains' targets): the next tick rebuilds it from the store, as after
         a restart. For a replica taking a cluster back after another one watched it
-        meanwhile."""
+        meanwhile. A running job's file that could not be read when this replica last ticked
+        is logged once as such (its end is the other replica's to see; the next tick reads
+        it anew), as `_forget_job` logs one of a job no longer watched."""
         self.outbox.forget()
         self.chains.forget()
+        for jw in self._jobs.values():
+            for kind, (path, since) in jw.running_unreadable.items():
+                last = since if self._last_tick_at is None else self._last_tick_at
+                log.info("%s: job %s is no longer followed from this replica's memory (another "
+                         "replica watched the cluster meanwhile); its %s %s could not be read "
+                         "for the last %.0f s this replica watched it", self.cluster,
+                         jw.job_id, kind, path, last - since)
         self._jobs.clear()
         self._records.clear()
         self.health.forget()

@@ -1618,3 +1618,20 @@ def test_an_array_tasks_log_and_samples_are_found_at_the_recipes_patterns(env):
     assert incident.diagnosis.metrics.last_iter == 8
     assert incident.sampler is not None
     assert incident.facts == {}
+
+
+def test_a_replica_forgetting_a_running_job_whose_log_is_unreadable_logs_it_once(env, caplog):
+    """The replica takes the cluster back after another one watched it (Watcher.forget): the
+    running job's unreadable log it remembered is logged once as no longer followed, with how
+    long it was unread up to this replica's last tick, and the next tick reads it anew (its
+    unreadable log logged again as a new start)."""
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        w, _readable = _running_with_its_log_unreadable(env)
+        w.forget()
+        w.tick(T0 + 600)
+    assert _said(caplog) == [
+        UNREADABLE,
+        f"dev: job 88154 is no longer followed from this replica's memory (another replica "
+        f"watched the cluster meanwhile); its log {LOG} could not be read for the last 60 s "
+        "this replica watched it",
+        UNREADABLE]
