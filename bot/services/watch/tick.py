@@ -140,9 +140,9 @@ class Watcher:
     none); the incident says no samples were found. A running job's unreadable file is only
     read again next tick (what did read is applied); that is logged once when it starts and
     once when it ends: the file reads again, the job ends (its file read again, or ended while
-    it could not be read: the ended job's wait follows), the job is no longer watched, or the
-    watcher forgets what it held (`forget`: another replica watched the cluster meanwhile);
-    not each tick.
+    it could not be read: the ended job's wait follows), the job is requeued (its next run's
+    reads start anew), the job is no longer watched, or the watcher forgets what it held
+    (`forget`: another replica watched the cluster meanwhile); not each tick.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -355,12 +355,13 @@ class Watcher:
             self.chains.end_adopted(w.chain_id, now)
             return
         if record.is_pending:
+            self._requeued_while_unreadable(jw, now)  # (a job requeued while it ran)
             self._pending(jw, record, now, report)
             return
         self._set_held_since(jw, None)
         reads = reads if reads is not None else JobReads()
         if record.is_running:
-            self._restarted(jw, record)
+            self._restarted(jw, record, now)
             if self._running_unreadable(jw, reads, now):
                 # what did read is applied; the rest is read again next tick, and the job is
                 # judged when its files read
@@ -499,21 +500,37 @@ class Watcher:
         return any(a.target_job == job_id and a.payload.get("cluster") == self.cluster
                    for a in self.store.approvals.cancels_unknown())
 
-    @staticmethod
-    def _restarted(jw: JobWatch, record: JobRecord) -> None:
+    def _restarted(self, jw: JobWatch, record: JobRecord, now: float) -> None:
         """Slurm started the running job again (requeued: preempted, its node failed,
         `scontrol requeue`; squeue's start time moved on): its series is told the start on
         the log's clock, before the new bytes are fed, so the next run's lines (if it writes
         no start line of its own) start its own series and its silence counts from that start,
         not across the queue wait (bot.core.metrics.MetricSeries.restarted). Before the log
-        printed a time (no skew) there is no silence to time."""
+        printed a time (no skew) there is no silence to time. A requeue no tick saw PENDING
+        ends the memory of the run's unreadable files as one seen does
+        (`_requeued_while_unreadable`)."""
         start = record.start_time
         if start is None:
             return
-        if (jw.run_started_at is not None and start > jw.run_started_at
-                and jw.skew is not None):
-            jw.analysis.series.restarted(start + jw.skew)
+        if jw.run_started_at is not None and start > jw.run_started_at:
+            self._requeued_while_unreadable(jw, now)
+            if jw.skew is not None:
+                jw.analysis.series.restarted(start + jw.skew)
         jw.run_started_at = start
+
+    def _requeued_while_unreadable(self, jw: JobWatch, now: float) -> None:
+        """The running job was requeued (PENDING again, or running again from a later start):
+        the run whose file could not be read is over. Its next run appends to the same log
+        (submitit, Slurm's requeue; the follower reads on from its offset, a file that starts
+        over is read from 0) and is read only once it runs, so each file of the run that could
+        not be read (JobWatch.running_unreadable) is logged once, with how long, and
+        forgotten: the next run's reads start anew (a file that still cannot be read is logged
+        when that starts again), and no "unread for" spans the wait in the queue."""
+        for kind, (path, since) in jw.running_unreadable.items():
+            log.info("%s: job %s was requeued while its %s %s could not be read (unread for "
+                     "%.0f s); its next run's reads start anew", self.cluster, jw.job_id, kind,
+                     path, now - since)
+        jw.running_unreadable.clear()
 
     def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""

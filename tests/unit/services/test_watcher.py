@@ -1635,3 +1635,30 @@ def test_a_replica_forgetting_a_running_job_whose_log_is_unreadable_logs_it_once
         f"watched the cluster meanwhile); its log {LOG} could not be read for the last 60 s "
         "this replica watched it",
         UNREADABLE]
+
+
+@pytest.mark.parametrize("seen_pending", [True, False])
+def test_a_running_job_requeued_while_its_log_is_unreadable_starts_its_next_runs_reads_anew(
+        env, caplog, seen_pending):
+    """The job is requeued while its log cannot be read (a tick sees it PENDING, or only its
+    later start): the run that could not be read is logged once as requeued, with how long;
+    its next run, appending to the same log, is read anew: the log still unreadable is a new
+    start, and its reading again counts from there, not across the wait in the queue."""
+    store, slurm, sftp, sink = env
+    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+        w, readable = _running_with_its_log_unreadable(env)
+        if seen_pending:
+            slurm.records[88154] = JobRecord(job_id=88154, state="PENDING", stdout_path=LOG,
+                                             restart_count=1)
+            w.tick(T0 + 180)
+        slurm.records[88154] = replace(running(88154), start_time=T0 + 1700, restart_count=1)
+        w.tick(T0 + 1800)
+        readable()
+        w.tick(T0 + 1860)
+    requeued_after = 120 if seen_pending else 1740
+    assert _said(caplog) == [
+        UNREADABLE,
+        f"dev: job 88154 was requeued while its log {LOG} could not be read (unread for "
+        f"{requeued_after} s); its next run's reads start anew",
+        UNREADABLE,
+        f"dev: job 88154: its log {LOG} read again after 60 s"]
