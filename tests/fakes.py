@@ -398,6 +398,10 @@ class RecordingMessageSink:
         posted = self.store.slack_posts.get(key)
         if posted is not None and posted.posted and posted.ts is not None:
             return posted.ts
+        if posted is not None and self.look_up(key):  # an intent Slack has: not sent again
+            found = self.store.slack_posts.get(key)
+            assert found is not None and found.ts is not None
+            return found.ts
         root = self.store.slack_posts.get(f"chain:{chain_id}:root")
         self.store.slack_posts.record_intent(key, channel=root.channel if root else "",
                                              kind="reply", chain_id=chain_id, now=0)
@@ -409,6 +413,19 @@ class RecordingMessageSink:
         ts = f"{chain_id}.{len(self.posts):04d}"
         self.store.slack_posts.record_posted(key, ts=ts, now=0)
         return ts
+
+    def look_up(self, key: str) -> bool:
+        """Whether "Slack" (the posts made) has `key`, as the Slack poster looks an intent up
+        (bot.slack.poster.SlackPoster.look_up: found, it is recorded posted)."""
+        post = self.store.slack_posts.get(key)
+        if post is None or post.posted:
+            return post is not None
+        made = [i for i, p in enumerate(self.posts) if p[0] == "reply" and p[2] == key]
+        if not made:
+            return False
+        self.store.slack_posts.record_posted(key, ts=f"{post.chain_id}.{made[0] + 1:04d}",
+                                             now=0)
+        return True
 
     def update_reply(self, chain_id: int, key: str, blocks: list, text: str) -> None:
         if any(p[0] == "reply" and p[2] == key for p in self.posts):

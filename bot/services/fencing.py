@@ -169,6 +169,17 @@ class FencedThreadWriter:
     def upload_file(self) -> Callable[..., str]:
         return self._fenced("upload_file", "Slack file upload")
 
+    @property
+    def look_up(self) -> Callable[[str], bool]:
+        """A read (whether Slack has a post the bot may have sent): the lease renewed around
+        it, as the other reads."""
+        call = self.inner.look_up  # type: ignore[attr-defined]  # AttributeError: none here
+
+        def look_up(key: str) -> bool:
+            return _read(self.fence, lambda: call(key))
+
+        return look_up
+
 
 class FencedHomePublisher:
     """A `HomePublisher` whose views.publish (a run's change refreshing viewers' tabs) is

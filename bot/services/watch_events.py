@@ -269,9 +269,32 @@ class ThreadEvents:
             raise error(f"{event.key}: not posted in the threads of chains {unposted}")
 
     def said_in_a_thread(self, key: str) -> bool:
-        """Whether a chain's thread has the cluster notice `key` (its post there is recorded
-        posted; one Slack may have taken before the bot stopped, an intent, is not known)."""
-        return self.ctx.store.slack_posts.posted_under(_in_thread(key))
+        """Whether a chain's thread has, or may have, the cluster notice `key`: its post there
+        is recorded posted, or is an intent (a post Slack may have taken before the bot
+        stopped, or whose answer was lost) that the thread writer finds in its thread (then
+        recorded posted: `look_up`, the lookup a post reconciles with before sending again)
+        or cannot look up, or a writer that cannot look up left. An intent Slack does not
+        have is not said. So a thread that may have the notice hears the outage ended, and
+        one that has not gets it posted once (the writer looks an intent up before it sends
+        it again)."""
+        prefix = _in_thread(key)
+        posts = self.ctx.store.slack_posts
+        if posts.posted_under(prefix):
+            return True
+        look_up = getattr(self.ctx.sink, "look_up", None)
+        for intent in posts.intents_under(prefix):
+            if look_up is None:
+                return True  # (the terminal: it may have shown it)
+            try:
+                if look_up(intent.key):
+                    return True
+            except LeaseLost:
+                raise
+            except PostError as exc:
+                log.warning("%s may be in its thread and cannot be looked up (%s): taken as "
+                            "said", intent.key, exc)
+                return True
+        return False
 
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""

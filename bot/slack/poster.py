@@ -170,6 +170,25 @@ class SlackPoster:
         return self._post(key, kind="reply", chain_id=chain_id, channel=root.channel,
                           thread_ts=root.ts, blocks=blocks, text=text)
 
+    def look_up(self, key: str) -> bool:
+        """Whether Slack has the message `key`: its post recorded, or its intent (a post the
+        bot may have sent before it stopped) found where it was posted by the key in its
+        metadata (the lookup a post reconciles with before sending again), then recorded
+        posted. False when nothing is recorded under `key` or Slack does not have it; raises
+        SlackPostError when it cannot be looked up (Slack may have it)."""
+        post = self.store.slack_posts.get(key)
+        if post is None or post.posted:
+            return post is not None
+        try:
+            found = self._find_message(post.channel, post.thread_ts, key)
+        except CALL_ERRORS as exc:
+            raise self._gave_up("conversations.replies", key, post.channel, exc,
+                                unknown=True) from exc
+        if found is None:
+            return False
+        self._record_posted(key, found, post.thread_ts)
+        return True
+
     def publish_home(self, user_id: str, blocks: list[dict]) -> None:
         """`user_id`'s Home tab (views.publish), redacted."""
         blocks, _ = self._redacted(blocks, "")

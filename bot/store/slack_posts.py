@@ -120,6 +120,14 @@ class SlackPostsRepo(_Repo):
             posts.c.key.startswith(prefix, autoescape=True), posts.c.state == "posted",
         ).limit(1)) is not None
 
+    def intents_under(self, prefix: str) -> list[SlackPost]:
+        """The intents never confirmed posted whose key starts with `prefix` (a cluster's
+        notice's, one per thread), oldest first."""
+        posts = t.slack_posts
+        return self._all(SlackPost, select(posts).where(
+            posts.c.key.startswith(prefix, autoescape=True), posts.c.state == "intent",
+        ).order_by(posts.c.updated_at))
+
     def for_chain(self, chain_id: int) -> list[SlackPost]:
         return self._all(
             SlackPost,

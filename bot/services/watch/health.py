@@ -13,10 +13,13 @@ when the cluster answers. A notice recorded before the outage's start was stored
 (no `down_since`) dates the outage from its key (`cluster:C:down:START`), and says its
 English text. A bot that starts (or takes the cluster over from another replica) knows from
 the store an outage told before it: the cluster's latest notice said in a thread (posted, or in
-some threads, or left `pending` by a bot that stopped between posting it and marking it, the
-threads' posts telling: bot.services.watch.outbox) with no "answers again" note recorded for
-it. That outage is announced: it is not told again while the cluster stays down, and its
-"answers again" note follows when it answers. The "answers again" note is recorded the same way;
+some threads, or left `pending` by a bot that stopped between posting it and marking it or by
+a post whose answer was lost, when a thread has it or may have it: the threads' posts telling,
+an intent looked up in its thread, bot.services.watch.outbox and ThreadEvents.said_in_a_thread)
+with no "answers again" note recorded for it; so does a bot whose own notice's publish failed,
+at its next tick. That outage is announced: it is not told again while the cluster stays
+down, and its "answers again" note follows when it answers, in every thread (a thread that may
+have the notice hears it once). The "answers again" note is recorded the same way;
 one whose post failed (in any of its threads), or that a restart left, is posted at the next
 tick, failed or not (it is still true), as it was recorded (the start of the outage it ends),
 before any notice of a new outage.
@@ -70,6 +73,9 @@ class ClusterHealth:
         report.error = str(exc)
         if self._failed >= self.unreachable_ticks and not self._down_notified:
             self._down_notified = self._notice_unposted = self._announce(now, exc, report)
+            # not posted: whether a thread may have it after all (its answer lost) is asked
+            # of the store at the next tick, answering or not
+            self._told_read = self._down_notified
         elif self._notice_unposted:  # said, and Slack refused it in a thread: that one again
             self._notice_unposted = self._post_stored(NOTICE, now, report)
         return report

@@ -13,9 +13,10 @@ so one published again from the store (`unposted`, `stored_event`: a cluster's u
 notice whose post failed, or that a restart left) says what it said, in the thread's language.
 A publish that reached some of its threads only (PartlyPosted) leaves its row `partly_posted`:
 said, so a restarted bot knows it was (bot.services.watch.health), and still to be published
-for the threads left. So does a row a bot left `pending` after its publish reached a thread
-(it stopped before marking it): `last_said` asks the sink (`said_in_a_thread`, the thread
-posts' own records), so a notice told is not taken for one never said.
+for the threads left. So does a row a bot left `pending` after its publish reached a thread,
+or may have (it stopped before marking it, or a post's answer was lost): `last_said` asks the
+sink (`said_in_a_thread`: the thread posts' own records, an intent looked up in its thread),
+so a notice told is not taken for one never said.
 """
 
 from __future__ import annotations
@@ -120,17 +121,18 @@ class Outbox:
     def last_said(self, class_id: str) -> Incident | None:
         """This cluster's latest event of `class_id` when a thread has it (posted, or in some
         threads); None when there is none, or the latest was never said (never posted,
-        dropped). One left `pending` that the sink finds in a thread (`said_in_a_thread`: a
-        bot stopped after its publish and before marking it) was said: it is stored
-        `partly_posted` (a thread may lack it) and returned so."""
+        dropped). One left `pending` that the sink finds, or may find, in a thread
+        (`said_in_a_thread`: a bot stopped after its publish and before marking it, a post's
+        answer was lost) was said: it is stored `partly_posted` (a thread may lack it) and
+        returned so."""
         latest = self._of_class(class_id, (*TO_PUBLISH, *SAID, "dropped"))[-1:]
         if not latest:
             return None
         incident = latest[0]
         if incident.state == "pending" and self._said_in_a_thread(incident.key):
-            log.warning("%s: %s was posted in a thread and left pending (the bot stopped "
-                        "before marking it): it is %s", self.cluster, incident.key,
-                        PARTLY_POSTED)
+            log.warning("%s: %s was posted in a thread, or may have been, and left pending "
+                        "(the bot stopped before marking it, or a post's answer was lost): "
+                        "it is %s", self.cluster, incident.key, PARTLY_POSTED)
             self.store.incidents.set_state_from(incident.key, "pending", PARTLY_POSTED)
             incident = self.store.incidents.get(incident.key) or incident
         return incident if incident.state in SAID else None

@@ -291,6 +291,34 @@ def test_a_fenced_thread_writer_lacks_what_the_writer_lacks(tmp_path) -> None:
         assert getattr(writer, "update_root", None) is None
         assert getattr(writer, "upload_file", None) is None
         assert callable(writer.post_reply)
+        assert callable(writer.look_up)
+
+        class Terminal:  # a writer that cannot look a post up (the console's)
+            def post_reply(self, chain_id: int, key: str, blocks: list, text: str) -> str:
+                return "1.0"
+
+        terminal = FencedThreadWriter(Terminal(), keeper.fence(WATCH, time.time))  # type: ignore[arg-type]
+        assert getattr(terminal, "look_up", None) is None
+
+
+def test_a_fenced_look_up_of_a_post_is_refused_once_the_lease_moved(tmp_path) -> None:
+    """Whether a thread has a post the bot may have made (an intent) is a read: answered while
+    the replica holds the lease, refused (LeaseLost, nothing recorded) once it moved."""
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
+        sink = RecordingMessageSink(store)
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+        sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        store.slack_posts.record_intent("note:1", channel="C0TRAIN", kind="reply",
+                                        chain_id=chain.id, now=0)
+        now = [1000.0]
+        keeper = LeaseKeeper(store.leases, holder="A")
+        writer = FencedThreadWriter(sink, keeper.fence(WATCH, lambda: now[0]))
+        assert keeper.holds(WATCH, now[0], every_s=60)
+        assert writer.look_up("note:1") is False  # Slack does not have it
+        now[0] += TTL + 1
+        assert LeaseKeeper(store.leases, holder="B").holds(WATCH, now[0], every_s=60)
+        with pytest.raises(LeaseLost):
+            writer.look_up("note:1")
 
 
 def test_a_batched_file_read_renews_the_lease_and_is_refused_once_it_moved(tmp_path) -> None:

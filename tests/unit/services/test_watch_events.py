@@ -467,6 +467,91 @@ def test_a_bot_that_died_between_posting_the_notice_and_marking_it_ends_the_outa
     assert restarted.outbox.unposted("cluster_unreachable") == []
 
 
+class Killed(BaseException):
+    """The bot's process killed (SIGKILL) inside a call: no `except Exception` on the way out
+    runs (the outbox's own catches a failed publish)."""
+
+
+def _died_between_slack_and_its_record(ctx, monkeypatch) -> None:
+    """Two threads on cluster dev; its outage from 1_000_000 is told: Slack takes the first
+    thread's notice and the bot dies before recording it posted (the post's row stays an
+    intent, the notice's row `pending`); the second thread's is never sent."""
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+
+    for _ in range(2):
+        chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    health = slack_refusing(ctx, fails=0)
+    record_posted = ctx.store.slack_posts.record_posted
+
+    def dies_recording_the_notice(key: str, **kw) -> object:
+        if key.startswith("cluster:dev:down:"):
+            raise Killed(key)
+        return record_posted(key, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(ctx.store.slack_posts, "record_posted", dies_recording_the_notice)
+        for i in range(2):
+            health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
+                          TickReport(ok=True))
+        with pytest.raises(Killed):
+            health.failed(1_000_120.0, CommandTimedOut(["squeue", "--me"], 20),
+                          TickReport(ok=True))
+    assert unreachable_notes(ctx) == [1]
+    assert ctx.store.slack_posts.get("cluster:dev:down:1000000:chain:1").state == "intent"
+
+
+@pytest.mark.parametrize("next_tick", ["answers", "still down"])
+def test_a_thread_whose_notice_slack_took_as_the_bot_died_hears_once_that_it_is_over(
+        store, monkeypatch, next_tick):
+    """The bot died between Slack taking the first thread's notice and recording it: a new
+    bot (new health, outbox and thread writer over the same store) looks the intent up in
+    the thread, finds it there, and takes the outage as told. Answering: both threads hear
+    once that it is over, and no thread gets the notice; still down first: the second thread
+    gets it, the first nothing twice. Before, the intent did not count: the notice was
+    dropped and no thread heard that the outage ended."""
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    _died_between_slack_and_its_record(ctx, monkeypatch)
+    restarted = slack_refusing(ctx, fails=0)
+    told = [1]
+    if next_tick == "still down":
+        for i in range(4):
+            restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                             TickReport(ok=True))
+        told = [1, 2]
+    restarted.ok(1_004_000.0, TickReport(ok=True))
+    restarted.ok(1_004_060.0, TickReport(ok=True))
+    slack_refusing(ctx, fails=0).ok(1_004_120.0, TickReport(ok=True))  # and another restart
+    assert unreachable_notes(ctx) == told
+    assert thread_notes(ctx, BACK) == [1, 2]
+    assert store.slack_posts.get("cluster:dev:down:1000000:chain:1").state == "posted"
+
+
+def test_a_notice_intent_slack_does_not_have_is_not_taken_as_said(store):
+    """The notice's post was recorded as an intent and never reached Slack (the bot stopped
+    before sending it); the new bot looks it up, does not find it, and the cluster answers:
+    no thread was told, so none hears that the outage is over."""
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    store.incidents.record("cluster:dev:down:1000000", class_id="cluster_unreachable",
+                           now=1_000_120.0, diagnosis={
+                               "kind": "cluster_unreachable", "text": NOTICE, "job_id": None,
+                               "cluster": "dev", "down_since": 1_000_000.0},
+                           state="pending")
+    store.slack_posts.record_intent("cluster:dev:down:1000000:chain:1", channel="C0TRAIN",
+                                    kind="reply", chain_id=chain.id, thread_ts="1.0001", now=0)
+    slack_refusing(ctx, fails=0).ok(1_003_600.0, TickReport(ok=True))
+    assert replies(ctx) == []
+    assert store.incidents.get("cluster:dev:down:1000000").state == "dropped"
+
+
 def test_a_notice_stored_before_the_outages_start_was_is_posted_and_dates_the_outage(store):
     """A notice recorded by a bot older than the stored outage start (no `down_since`, no
     facts, only its English text) and left unposted: the outage dates from its key, not from

@@ -1,0 +1,121 @@
+"""A cluster's outage notice and its "answers again" note in the run threads, through the
+real SlackPoster on the Slack stand-in, when the notice's post may be in Slack with its ts
+never stored: the bot killed between Slack taking it and recording it (the poster's
+`slack_accepted` crash point), or Slack's answer lost and the lookup failing. A thread gets
+the notice at most once and, when it may have it, the "answers again" note once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import CHANNEL, NOW
+from fakes import make_context
+from slack_sdk import WebClient
+from slack_standin import SlackStandIn
+
+import bot.slack.poster as poster_module
+from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
+from bot.services.watch.events import TickReport
+from bot.services.watch.health import ClusterHealth
+from bot.services.watch.outbox import Outbox
+from bot.services.watch_events import ThreadEvents
+from bot.slack.poster import SlackPoster
+from bot.store import Store
+
+NOTICE = "cluster dev unreachable for 3 ticks (since 1970-01-12 13:46:40 UTC)"
+BACK = "cluster dev answers again (unreachable since 1970-01-12 13:46:40 UTC)"
+TIMED_OUT = CommandTimedOut(["squeue", "--me"], 20)
+
+
+class Killed(BaseException):
+    """The bot's process killed (SIGKILL) where it stands: nothing after it runs."""
+
+
+def bot(store: Store, client: WebClient) -> ClusterHealth:
+    """A bot's cluster health for `dev` (a new process: its own poster, thread writer,
+    outbox and counters over `store`), its threads on the stand-in."""
+    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: NOW)
+    ctx = make_context(store, sink=poster, charts=False)
+    return ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=ThreadEvents(ctx)),
+                         unreachable_ticks=3)
+
+
+def open_threads(store: Store, client: WebClient, n: int) -> list[str]:
+    """`n` active runs on cluster dev with their threads; their roots' ts."""
+    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: NOW)
+    roots = []
+    for _ in range(n):
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+        roots.append(poster.post_root(chain.id, CHANNEL, [], "mix"))
+    return roots
+
+
+def said(slack: SlackStandIn, root: str, start: str) -> int:
+    """How many messages of the thread `root` start with `start`."""
+    return sum(1 for m in slack.replies(CHANNEL, root) if str(m.get("text")).startswith(start))
+
+
+def killed_at_slack_accepted(key_part: str):
+    def crashpoint(name: str, detail: str = "") -> None:
+        if name == "slack_accepted" and key_part in detail:
+            raise Killed(f"{name} {detail}")
+    return crashpoint
+
+
+@pytest.mark.parametrize("next_tick", ["answers", "still down"])
+def test_a_notice_slack_took_as_the_bot_was_killed_is_said_once_and_its_end_once(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, monkeypatch: Any,
+        next_tick: str) -> None:
+    """Slack takes the first thread's notice and the bot is killed before storing its ts
+    (the post's row an intent, the notice's `pending`); the second thread's was never sent.
+    The next bot looks the intent up in the thread (conversations.replies, the key in the
+    message's metadata), finds it, and takes the outage as told: answering, both threads
+    hear once that it is over and the notice is posted nowhere again; still down, the second
+    thread gets the notice, the first nothing twice. Before, the intent did not count: the
+    notice was dropped, and the thread that had it never heard the outage ended."""
+    first, second = open_threads(store, slack_client, 2)
+    with monkeypatch.context() as m:
+        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
+        dying = bot(store, slack_client)
+        for i in range(2):
+            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+        with pytest.raises(Killed):
+            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    assert (said(slack, first, NOTICE), said(slack, second, NOTICE)) == (1, 0)
+    restarted = bot(store, slack_client)
+    if next_tick == "still down":
+        for i in range(4):
+            restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                             TickReport(ok=True))
+    restarted.ok(1_004_000.0, TickReport(ok=True))
+    restarted.ok(1_004_060.0, TickReport(ok=True))
+    bot(store, slack_client).ok(1_004_120.0, TickReport(ok=True))  # and another restart
+    told_second = 1 if next_tick == "still down" else 0
+    assert (said(slack, first, NOTICE), said(slack, second, NOTICE)) == (1, told_second)
+    assert (said(slack, first, BACK), said(slack, second, BACK)) == (1, 1)
+    assert slack.calls("conversations.replies")  # the intent was looked up, not sent again
+
+
+@pytest.mark.parametrize("lookup", ["finds it", "fails"])
+def test_a_notice_whose_answer_was_lost_is_followed_by_its_end_once(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, lookup: str) -> None:
+    """Slack posts the notice and answers 503, and the lookup that would find it fails: its
+    publish fails, and the notice may be in the thread. The cluster answers at the next
+    tick: the bot looks it up again; found (or the lookup failing again: it may be there),
+    the thread hears once that the outage is over, and the notice is not posted twice.
+    Before, the notice was dropped and the thread never heard the outage ended."""
+    [root] = open_threads(store, slack_client, 1)
+    health = bot(store, slack_client)
+    for i in range(2):
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    slack.fail_next("chat.postMessage", status=503, after_processing=True)
+    slack.fail_next("conversations.replies", status=403)
+    health.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    assert said(slack, root, NOTICE) == 1
+    assert store.incidents.get("cluster:dev:down:1000000").state == "pending"  # not posted
+    if lookup == "fails":
+        slack.fail_next("conversations.replies", status=403)
+    health.ok(1_000_180.0, TickReport(ok=True))
+    health.ok(1_000_240.0, TickReport(ok=True))
+    assert (said(slack, root, NOTICE), said(slack, root, BACK)) == (1, 1)
