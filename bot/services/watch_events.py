@@ -91,6 +91,8 @@ from bot.services.threads import (
     thread_note,
 )
 from bot.services.watch.events import WatchEvent
+from bot.services.watch.health import BACK, NOTICE, notice_key_of
+from bot.services.watch.outbox import event_from_store
 from bot.store import Attempt, Chain
 
 log = logging.getLogger(__name__)
@@ -487,18 +489,73 @@ def _completed(event: WatchEvent) -> bool:
 class WebhookEvents:
     """EventSink: each event published by `inner` (the threads), then POSTed as JSON
     (`WatchEvent.to_json`) to `webhook`; a failed POST raises, so the outbox publishes the
-    event again next tick (the threads post nothing twice; the receiver dedupes by key)."""
+    event again next tick (the threads post nothing twice; the receiver dedupes by key).
+
+    A cluster's unreachable notice and its "answers again" note reach the receiver as a
+    pair, each once, as the threads have them: the webhook is one more place the notice is
+    said (bot.services.watch.health). Its POST of each is recorded in the store (key
+    `webhook:<event key>`, an intent before the POST, posted after it) and not made again
+    once recorded posted. A notice said in some threads only (PartlyPosted) is POSTed too; a
+    notice or note the threads have and the webhook refused (or a bot stopped before POSTing:
+    the threads tell a restarted bot it was said) is PartlyPosted: said, and published again
+    for the webhook (health posts a partly said notice again at each failed tick, a note at
+    the next tick).
+    An "answers again" note is POSTed after its outage's notice (`notice_key_of`, from the
+    store): POSTed then when the webhook has not got it, however the notice's row ended
+    (dropped when the cluster answered), so the receiver never hears an outage ended that it
+    was not told of. A notice Slack refused in every thread is not POSTed (neither); without
+    threads to tell (no Slack) the receiver is where it is said: a POST it refused or a bot
+    stopped in may have reached it, so its end follows (`said_in_a_thread`). A POST a bot
+    stopped in, before its record, is made again (the receiver drops the repeat by key)."""
 
     def __init__(self, inner: ThreadEvents, webhook: JsonPoster) -> None:
         self.inner, self.webhook = inner, webhook
 
     def publish(self, event: WatchEvent) -> None:
-        self.inner.publish(event)
+        if event.kind not in (NOTICE, BACK):
+            self.inner.publish(event)
+            self.webhook.post_json(event.to_json())
+            return
+        try:
+            self.inner.publish(event)
+        except PartlyPosted:  # said in some threads: the receiver is told as they were
+            self._pair_posted(event)
+            raise
+        try:
+            self._pair_posted(event)
+        except PostError as exc:
+            if event.kind == NOTICE and not self.inner.said_in_a_thread(event.key):
+                raise  # no thread to tell (no Slack, no run): said nowhere yet
+            raise PartlyPosted(f"{event.key}: in the threads, not at the webhook: {exc}"
+                               ) from exc
+
+    def _pair_posted(self, event: WatchEvent) -> None:
+        """POST the cluster notice `event` once; an "answers again" note after its outage's
+        notice, which is POSTed first when the webhook has not got it."""
+        if event.kind == BACK:
+            notice = self.inner.ctx.store.incidents.get(notice_key_of(event.key))
+            if notice is not None:
+                self._post_once(event_from_store(event.cluster, notice))
+        self._post_once(event)
+
+    def _post_once(self, event: WatchEvent) -> None:
+        """POST `event` unless its POST is recorded made (an intent: a bot stopped in it,
+        made again)."""
+        posts, key = self.inner.ctx.store.slack_posts, _at_webhook(event.key)
+        made = posts.get(key)
+        if made is not None and made.posted:
+            return
+        now = self.inner.ctx.clock()
+        posts.record_intent(key, channel="webhook", kind="webhook", now=now)
         self.webhook.post_json(event.to_json())
+        posts.record_posted(key, ts="webhook", now=now)
 
     def said_in_a_thread(self, key: str) -> bool:
-        """Whether a chain's thread has the cluster notice `key` (the threads')."""
-        return self.inner.said_in_a_thread(key)
+        """Whether a chain's thread has, or may have, the cluster notice `key` (the
+        threads'), or the receiver may have it: its POST recorded, made or begun (a bot
+        stopped in it; without Slack the webhook is the only place it is said)."""
+        return self.inner.said_in_a_thread(key) or \
+            self.inner.ctx.store.slack_posts.get(_at_webhook(key)) is not None
 
     def cluster_watched(self, cluster: str) -> None:
         """The threads' (py-spy placed ahead of a stall)."""
@@ -531,6 +588,11 @@ class WebhookEvents:
         chain = store.chains.get(chain_id)
         if chain is not None:
             self.webhook.post_json(progress_json(chain, store.attempts.for_chain(chain_id)))
+
+
+def _at_webhook(key: str) -> str:
+    """The key the webhook's POST of the cluster notice `key` is recorded under."""
+    return f"webhook:{key}"
 
 
 def progress_json(chain: Chain, attempts: Sequence[Attempt]) -> dict[str, Any]:

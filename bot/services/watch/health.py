@@ -175,6 +175,13 @@ class ClusterHealth:
         self._notice_unposted = False
 
 
+def notice_key_of(back_key: str) -> str:
+    """The key of the unreachable notice of the outage whose "answers again" note is
+    `back_key` (`cluster:C:back:START` -> `cluster:C:down:START`)."""
+    head, _, start = back_key.rpartition(":back:")
+    return f"{head}:down:{start}"
+
+
 def _outage_start(stored: object, key: str) -> float | None:
     """When the outage of a stored unreachable notice started: its `down_since`; one recorded
     before that was stored has it in its key only (`cluster:C:down:START`, whole seconds)."""
@@ -188,4 +195,4 @@ def _utc(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-__all__ = ["ClusterHealth"]
+__all__ = ["BACK", "NOTICE", "ClusterHealth", "notice_key_of"]

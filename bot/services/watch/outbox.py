@@ -40,6 +40,15 @@ TO_PUBLISH = ("pending", PARTLY_POSTED)  # the states whose event is published (
 SAID = ("posted", PARTLY_POSTED)  # the states whose event a thread has
 
 
+def event_from_store(cluster: str, incident: Incident) -> WatchEvent:
+    """The event `incident` recorded (of `cluster`), as it was emitted: its kind, its English
+    text and its facts (its sentences Texts again, for the thread's language)."""
+    data = incident.diagnosis
+    return WatchEvent(str(data.get("kind") or "note"), incident.key, cluster,
+                      str(data.get("text") or incident.class_id), incident.chain_id,
+                      incident.job_id, facts=dict(text_from_json(data.get("facts") or {})))
+
+
 class Outbox:
     """Publishes one cluster's events to `sink` through the store (module doc), and keeps the
     warnings each chain was given (the policy does not repeat them)."""
@@ -156,12 +165,8 @@ class Outbox:
         self.store.incidents.set_state(incident.key, "dropped")
 
     def stored_event(self, incident: Incident) -> WatchEvent:
-        """A recorded event as it was emitted, to publish again: its kind, its English text
-        and its facts (its sentences Texts again, for the thread's language)."""
-        data = incident.diagnosis
-        return WatchEvent(str(data.get("kind") or "note"), incident.key, self.cluster,
-                          str(data.get("text") or incident.class_id), incident.chain_id,
-                          incident.job_id, facts=dict(text_from_json(data.get("facts") or {})))
+        """A recorded event as it was emitted, to publish again (`event_from_store`)."""
+        return event_from_store(self.cluster, incident)
 
     def chain_changed(self, chain_id: int) -> None:
         """Tell the sink (when it listens) that a chain's attempts or status changed."""

@@ -145,3 +145,209 @@ def test_an_unreachable_or_refusing_receiver_is_a_post_error(receiver) -> None:
 def test_only_http_urls_are_webhooks() -> None:
     with pytest.raises(ValueError, match="http"):
         JsonWebhook("file:///etc/passwd")
+
+
+# ------------------------------------------------------------------ a cluster's outage
+
+DOWN, BACK = "cluster:dev:down:1000000", "cluster:dev:back:1000000"
+NOTICE_TEXT = "cluster dev unreachable for 3 ticks"
+BACK_TEXT = "cluster dev answers again"
+
+
+class Killed(BaseException):
+    """The bot's process killed (SIGKILL) where it stands: nothing after it runs."""
+
+
+def outage_bot(ctx, receiver):
+    """A bot's cluster health for `dev` (a new process: its own thread writer, webhook sink,
+    outbox and counters) over `ctx`'s store, its threads in `ctx`'s recording Slack and its
+    events POSTed to `receiver`."""
+    from bot.services.watch.health import ClusterHealth
+    from bot.services.watch.outbox import Outbox
+    from bot.services.watch_events import ThreadEvents
+
+    events = WebhookEvents(ThreadEvents(ctx), JsonWebhook(receiver.url))
+    return ClusterHealth("dev", outbox=Outbox("dev", store=ctx.store, sink=events),
+                         unreachable_ticks=3)
+
+
+def outage_threads(tmp_path, n: int):
+    """A store with `n` active runs on cluster dev and their threads; its bot context."""
+    from fakes import make_context
+
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    ctx = make_context(store)
+    for _ in range(n):
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx
+
+
+def told(ctx, start: str) -> list[int]:
+    """The threads given a note starting with `start`, one entry per post."""
+    return sorted(p[1] for p in ctx.sink.posts if p[0] == "reply" and p[3].startswith(start))
+
+
+def keys(receiver) -> list[str]:
+    return [b["key"] for b in receiver.bodies]
+
+
+def failed(health, t: float) -> None:
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services.watch.events import TickReport
+
+    health.failed(t, CommandTimedOut(["squeue", "--me"], 20), TickReport(ok=True))
+
+
+def answered(health, t: float) -> None:
+    from bot.services.watch.events import TickReport
+
+    health.ok(t, TickReport(ok=True))
+
+
+@pytest.mark.parametrize("next_tick", ["answers", "still down"])
+def test_a_bot_killed_between_the_threads_and_the_webhook_pairs_the_outage_there_once(
+        receiver, tmp_path, monkeypatch, next_tick) -> None:
+    """The notice reaches the thread and the bot is killed as it POSTs it to the webhook. The
+    next bot (the thread telling it the notice was said) gives the receiver the notice, then
+    its end, once each, whether the cluster answers at once or after more failed ticks; the
+    thread gets each once. Before, the receiver got the end of an outage it was never told."""
+    ctx = outage_threads(tmp_path, 1)
+    post_json = JsonWebhook.post_json
+
+    def killed_posting_the_notice(self, payload) -> None:
+        if payload["key"] == DOWN:
+            raise Killed(payload["key"])
+        post_json(self, payload)
+
+    with monkeypatch.context() as m:
+        m.setattr(JsonWebhook, "post_json", killed_posting_the_notice)
+        dying = outage_bot(ctx, receiver)
+        failed(dying, 1_000_000.0)
+        failed(dying, 1_000_060.0)
+        with pytest.raises(Killed):
+            failed(dying, 1_000_120.0)
+    assert (told(ctx, NOTICE_TEXT), keys(receiver)) == ([1], [])
+    restarted = outage_bot(ctx, receiver)
+    if next_tick == "still down":
+        for i in range(3):
+            failed(restarted, 1_003_600.0 + 60 * i)
+        assert keys(receiver) == [DOWN]
+    answered(restarted, 1_004_000.0)
+    answered(restarted, 1_004_060.0)
+    answered(outage_bot(ctx, receiver), 1_004_120.0)  # and another restart
+    assert keys(receiver) == [DOWN, BACK]
+    assert [b["kind"] for b in receiver.bodies] == ["cluster_unreachable", "cluster_back"]
+    assert receiver.bodies[0]["text"].startswith(NOTICE_TEXT)
+    assert (told(ctx, NOTICE_TEXT), told(ctx, BACK_TEXT)) == ([1], [1])
+    ctx.store.close()
+
+
+def test_a_notice_one_thread_refused_reaches_the_webhook_with_the_threads_that_have_it(
+        receiver, tmp_path) -> None:
+    """Slack refuses the first of two threads' notice: the receiver gets the notice with the
+    second thread, once (not again when the first thread gets it at the next failed tick),
+    then its end once. Before, the receiver got only the end."""
+    ctx = outage_threads(tmp_path, 2)
+    health = outage_bot(ctx, receiver)
+    ctx.sink.fail_next = 1
+    for i in range(3):
+        failed(health, 1_000_000.0 + 60 * i)
+    assert (told(ctx, NOTICE_TEXT), keys(receiver)) == ([2], [DOWN])
+    failed(health, 1_000_180.0)
+    answered(health, 1_000_240.0)
+    answered(health, 1_000_300.0)
+    assert (told(ctx, NOTICE_TEXT), told(ctx, BACK_TEXT)) == ([1, 2], [1, 2])
+    assert keys(receiver) == [DOWN, BACK]
+    ctx.store.close()
+
+
+@pytest.mark.parametrize("next_tick", ["answers", "still down"])
+def test_a_notice_the_webhook_refused_is_posted_there_before_its_end(
+        receiver, tmp_path, next_tick) -> None:
+    """The thread takes the notice and the receiver answers 500: the notice is said (the
+    thread hears the end), and the receiver gets it at the next failed tick or, when the
+    cluster answers first, right before its end; each once. Before, the failed POST made the
+    notice unsaid: answering at once, the thread never heard the end."""
+    ctx = outage_threads(tmp_path, 1)
+    health = outage_bot(ctx, receiver)
+    receiver.fail_next = 1
+    for i in range(3):
+        failed(health, 1_000_000.0 + 60 * i)
+    assert (told(ctx, NOTICE_TEXT), keys(receiver)) == ([1], [])
+    if next_tick == "still down":
+        failed(health, 1_000_180.0)
+        failed(health, 1_000_240.0)
+        assert keys(receiver) == [DOWN]
+    answered(health, 1_000_300.0)
+    answered(health, 1_000_360.0)
+    assert keys(receiver) == [DOWN, BACK]
+    assert (told(ctx, NOTICE_TEXT), told(ctx, BACK_TEXT)) == ([1], [1])
+    ctx.store.close()
+
+
+def test_an_outage_no_thread_was_told_of_reaches_the_webhook_not_at_all(
+        receiver, tmp_path) -> None:
+    """Slack refuses the only thread's notice and the cluster answers before it is posted:
+    no thread was told, so the receiver is told nothing either (neither half)."""
+    ctx = outage_threads(tmp_path, 1)
+    health = outage_bot(ctx, receiver)
+    ctx.sink.fail_next = 1
+    for i in range(3):
+        failed(health, 1_000_000.0 + 60 * i)
+    answered(health, 1_000_180.0)
+    answered(health, 1_000_240.0)
+    assert (told(ctx, NOTICE_TEXT), told(ctx, BACK_TEXT), keys(receiver)) == ([], [], [])
+    ctx.store.close()
+
+
+def test_without_slack_a_bot_killed_after_posting_the_notice_sends_its_end(
+        receiver, tmp_path, monkeypatch) -> None:
+    """`run --no-slack --webhook`: the receiver is the only place the notice is said. The bot
+    POSTs it and is killed before recording the POST; the next bot takes the notice as said
+    and, when the cluster answers, sends it again (the receiver drops the repeat by key)
+    before its end. Before, the notice was dropped and the receiver never heard the end."""
+    from fakes import make_context
+
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    ctx = make_context(store, slack=False)
+    record_posted = store.slack_posts.record_posted
+
+    def killed_recording_the_post(key: str, **kw):
+        if key == f"webhook:{DOWN}":
+            raise Killed(key)
+        return record_posted(key, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(store.slack_posts, "record_posted", killed_recording_the_post)
+        dying = outage_bot(ctx, receiver)
+        failed(dying, 1_000_000.0)
+        failed(dying, 1_000_060.0)
+        with pytest.raises(Killed):
+            failed(dying, 1_000_120.0)
+    assert keys(receiver) == [DOWN]
+    restarted = outage_bot(ctx, receiver)
+    answered(restarted, 1_004_000.0)
+    answered(restarted, 1_004_060.0)
+    assert list(dict.fromkeys(keys(receiver))) == [DOWN, BACK]
+    assert keys(receiver)[-1] == BACK
+    store.close()
+
+
+def test_without_slack_an_outage_the_receiver_refused_throughout_is_paired_at_its_end(
+        receiver, tmp_path) -> None:
+    """`run --no-slack --webhook`, the receiver answering 500 to the notice (it may have
+    taken it) and the cluster answering at the next tick: the receiver gets the notice, then
+    its end, once each."""
+    from fakes import make_context
+
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    health = outage_bot(make_context(store, slack=False), receiver)
+    receiver.fail_next = 1
+    for i in range(3):
+        failed(health, 1_000_000.0 + 60 * i)
+    assert keys(receiver) == []
+    answered(health, 1_000_180.0)
+    answered(health, 1_000_240.0)
+    assert keys(receiver) == [DOWN, BACK]
+    store.close()
