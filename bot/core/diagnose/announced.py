@@ -60,6 +60,10 @@ _VERDICT = re.compile(r"Caught signal \S+ on \S+: this job is (?:timed-out|preem
 # ... and, when it gives up, its reason (`timed-out and not checkpointable`, `timed-out too many
 # times`).
 _GAVE_UP = re.compile(r"Job not requeued because: timed-out")
+# SignalHandler.checkpoint_and_try_requeue's reason not to requeue (any: `checkpoint function
+# returned None`, `timed-out and not checkpointable`, `timed-out too many times`), after which it
+# raises UncompletedJobError and the job ends.
+_NOT_REQUEUED = re.compile(r"Job not requeued because: ")
 # SignalHandler.bypass: a SIGTERM or SIGCONT it only logs (by name, or by number before 2021).
 _BYPASSED = re.compile(r"Bypassing signal (?:Signals\.)?(?:SIGTERM|SIGCONT|15|18)\b")
 # SignalHandler.has_timed_out's and checkpoint_and_try_requeue's verdict, either way: `Job has
@@ -209,3 +213,39 @@ def requeued_by_submitit(matches: Sequence[Match], series: MetricSeries) -> Subm
         if m.line_no > after and (found := _SUBMITIT_REQUEUED.search(m.text)):
             return SubmititRequeue(m.line_no, m.text, int(found.group(1)))
     return None
+
+
+@dataclass(frozen=True)
+class SubmititVerdict:
+    """submitit's last verdict on the scheduler's signal (`line`, its `Caught signal ... this
+    job is <case>` line, `text`) and, when it printed one after it, the line saying it would not
+    requeue the job (`not_requeued`: `Job not requeued because: ...`)."""
+
+    line: int
+    text: str
+    not_requeued: tuple[int, str] | None
+
+    @property
+    def timed_out(self) -> bool:
+        """submitit called the job timed out (`this job is timed-out`), not preempted."""
+        return "this job is timed-out" in self.text
+
+
+def submitit_verdict(matches: Sequence[Match], tail: Sequence[tuple[int, str]]
+                     ) -> SubmititVerdict | None:
+    """submitit's last verdict (`Caught signal SIGUSR2 on <host>: this job is timed-out.` or
+    `... is preempted.`, submitit/core/job_environment.py,
+    SignalHandler.checkpoint_and_try_requeue) among the catalogue `matches`, with the `Job not
+    requeued because: ...` line after it among the log's last lines (`tail`) when there is one;
+    None when no verdict is there. What comes after the verdict: the checkpoint method
+    (`Calling checkpoint method.`), then `scontrol requeue` and `Requeued job N (k remaining
+    timeouts)` (bot.core.diagnose.requeue reads that one), or the reason not to requeue and
+    UncompletedJobError, which ends the job; a rank other than 0 returns at once (`Not
+    checkpointing nor requeuing since I am a slave`) and runs on until rank 0's requeue or end
+    stops it."""
+    verdict = next((m for m in reversed(matches) if _VERDICT.search(m.text)), None)
+    if verdict is None:
+        return None
+    gave_up = next(((n, text) for n, text in [*((m.line_no, m.text) for m in matches), *tail]
+                    if n > verdict.line_no and _NOT_REQUEUED.search(text)), None)
+    return SubmititVerdict(verdict.line_no, verdict.text, gave_up)

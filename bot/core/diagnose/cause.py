@@ -5,7 +5,8 @@ the cause within its class that the log's lines name when its fix differs from o
 class's hint (a DataLoader worker out of open files, a missing CUDA tool), or how a planned
 stop ended the run (Megatron's --exit-interval), or that the job never ran at all (it ended
 while it waited in the queue). A requeue carries the cause of the end it followed
-(`Requeued.cause`: submitit's time-out that was a preemption), so the one detail states both.
+(`Requeued.cause`: submitit's time-out that was a preemption), so the one detail states both,
+as does a running job's pending verdict (`Signalled.cause`).
 `bot.core.diagnose.decide` picks it;
 `case_detail` turns it into the diagnosis' `detail`, the plain data the templates word
 (templates/_common.j2 `detail_text`, `title_text`) and `trainbot diagnose --json` prints, with
@@ -212,6 +213,22 @@ class Requeued:
 
 
 @dataclass(frozen=True)
+class Signalled:
+    """The job still runs (`signalled`: sacct RUNNING) after submitit's verdict on the
+    scheduler's signal at `line` (`verdict`: time_limit when it called the job timed out,
+    preempted when it called it preempted)
+    with no requeue line yet: submitit is saving a checkpoint to requeue the job, or, when it
+    said it would not requeue it (`not_requeued_line`), the job is ending. Either way Slurm
+    requeues or ends it by itself, so nothing is to be resubmitted while it runs; `cause` is the
+    verdict's own (its time-out that was a preemption), stated first."""
+
+    verdict: str
+    line: int
+    not_requeued_line: int | None = None
+    cause: Cause | None = None
+
+
+@dataclass(frozen=True)
 class EndedWaiting:
     """The job ended while it waited in the queue (`never_started`): sacct's `state` (CANCELLED,
     DEADLINE, ...) and what else it says of it (`facts`: who cancelled it, why it was pending).
@@ -240,7 +257,7 @@ Cause: TypeAlias = (
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
     | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Requeued
-    | EndedWaiting | Running
+    | Signalled | EndedWaiting | Running
 )
 
 
@@ -307,6 +324,10 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
         case Requeued(state, framework, line, remaining, cause):
             return {"kind": "requeued", "state": state, "framework": framework, "line": line,
                     "remaining": remaining, "cause": case_detail(cause)}
+        case Signalled(verdict, line, not_requeued_line, cause):
+            return {"kind": "signalled", "framework": "submitit", "verdict": verdict,
+                    "line": line, "not_requeued_line": not_requeued_line,
+                    "cause": case_detail(cause)}
         case EndedWaiting(state, facts):
             return {"kind": "never_started", "state": state, "cancelled_by": facts.cancelled_by,
                     "pending_reason": facts.pending_reason}

@@ -53,6 +53,7 @@ from bot.core.diagnose.announced import (
     as_submitit_decided,
     stopped_on_sigterm,
     submitit_preemption,
+    submitit_verdict,
     submitit_verdicts_only,
 )
 from bot.core.diagnose.cause import (
@@ -68,6 +69,7 @@ from bot.core.diagnose.cause import (
     RerunElsewhere,
     Running,
     ShellReturned,
+    Signalled,
     SignalStop,
     SigtermOnly,
     SilentExit,
@@ -263,6 +265,21 @@ def diagnose(
         evidence.extend(requeue.evidence)
         # sacct's REQUEUED or PENDING says it; RUNNING only with the framework's line
         chosen, decided_by = NONE_CLASS, ACCOUNTING if acct.state in NOT_STARTED else HINT
+    elif chosen in SUBMITIT_VERDICTS and acct.is_running and chosen not in state_classes and (
+            submitit_verdicts_only([m for m in primary if m.class_id in SUBMITIT_VERDICTS])) and (
+            verdict := submitit_verdict(matches, tail)) is not None:
+        # still running after submitit's verdict, with no requeue line yet: its handler is
+        # saving a checkpoint to requeue the job, or said it will not and the job is ending;
+        # Slurm requeues or ends it by itself and the watcher judges it then, while a resubmit
+        # now would run a second copy beside it. The verdict's class stays a secondary one
+        if chosen not in failed_classes:  # submitit's time-out verdict read as a preemption
+            secondary.append(chosen)
+        gave_up = verdict.not_requeued
+        case_cause = Signalled("time_limit" if verdict.timed_out else "preempted", verdict.line,
+                               gave_up[0] if gave_up else None, cause=case_cause)
+        evidence += [Evidence(verdict.line, verdict.text)] + (
+            [Evidence(*gave_up)] if gave_up else [])
+        chosen, decided_by = NONE_CLASS, HINT
     if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
             killed := _rank_killed_first(matches, primary, series)) is not None:
         # a rank SIGKILLed before its peers' collectives timed out: their timeout waited for
@@ -463,8 +480,9 @@ def diagnose(
         stall_seconds=_round(stall_seconds, 1),
     )
     action, retryable, charges, hint = _class_info(catalogue, chosen)
-    if isinstance(case_cause, Requeued):
-        # the job starts again by itself: whatever its run's end was, nothing to resubmit
+    if isinstance(case_cause, Requeued | Signalled):
+        # the job starts again or ends by itself: whatever its run's end was, nothing to
+        # resubmit
         action, retryable = Action.NONE, False
     cls = catalogue.classes.get(chosen)
     return Diagnosis(

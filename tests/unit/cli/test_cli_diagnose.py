@@ -460,6 +460,44 @@ def test_a_job_submitit_requeued_that_sacct_shows_running_again_is_not_resubmitt
     assert "\naction: none" in out and "action: resubmit" not in out
 
 
+# `sacct -D -P` of job 6060 still running when submitit's verdict came (trainbot's fields).
+_STILL_RUNNING = _RUNNING_AGAIN.replace("|35|", "|35940|").replace(
+    "2022-07-12T04:18:50|2022-07-12T04:19:10", "2022-07-11T18:18:50|2022-07-11T18:19:10")
+
+
+@pytest.mark.parametrize(("lang", "said", "none_left"), [
+    ("en", "submitit caught the scheduler's signal and called the job timed out (line 3), and "
+     "Slurm still shows it running", "Nothing to resubmit while it runs"),
+    ("ko", "submitit이 스케줄러의 신호를 받고 작업 시간이 초과되었다고 판단했으며(3번째 줄)",
+     "실행 중에는 다시 제출할 것이 없습니다"),
+])
+def test_a_running_job_after_submitits_verdict_is_not_resubmitted(capsys, tmp_path, lang, said,
+                                                                  none_left):
+    """submitit's time-out verdict (submitit/core/job_environment.py, facebookincubator/submitit
+    1.5.4, SignalHandler.checkpoint_and_try_requeue l. 203: `Caught signal SIGUSR2 on <host>:
+    this job is timed-out.`) then its checkpoint method (`Calling checkpoint method.`, l. 262),
+    no `Requeued job` line yet, and the job's saved sacct RUNNING: submitit requeues it or it
+    ends by itself, so diagnose proposes nothing (the time-out a secondary class), where it
+    said `action: resubmit` for a job still running."""
+    log = tmp_path / "6060.log"
+    log.write_text(
+        "submitit INFO (2022-07-12 04:17:53,762) - Starting with JobEnvironment(job_id=6060)\n"
+        "epoch 3 step 1200 loss 0.53\n"
+        "submitit WARNING (2022-07-12 04:18:45,881) - Caught signal SIGUSR2 on node07: this job"
+        " is timed-out.\n"
+        "submitit INFO (2022-07-12 04:18:45,882) - Calling checkpoint method.\n")
+    sacct = tmp_path / "6060.sacct"
+    sacct.write_text(_STILL_RUNNING)
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang, "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == ("none", "none", False)
+    assert result["secondary"] == ["time_limit"] and result["detail"]["kind"] == "signalled"
+    assert said in result["hint"] and none_left in result["hint"]
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang)
+    assert code == 0 and out.startswith(f"{log}: none - ") and said in out
+    assert "\naction: none" in out and "action: resubmit" not in out
+
+
 @pytest.mark.parametrize(("lang", "title", "decided", "hint"), [
     ("en", "The job never started",
      "Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "

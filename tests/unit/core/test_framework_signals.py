@@ -259,12 +259,75 @@ def test_a_job_submitit_requeued_that_runs_its_next_run_is_running(catalogue):
     assert (d.detail or {}).get("kind") == "running" and d.secondary == ()
 
 
-def test_a_running_job_whose_submitit_verdict_has_no_requeue_line_keeps_its_class(catalogue):
-    """RUNNING alone says nothing of a requeue: without submitit's `Requeued job` line (the
-    checkpoint function returned None) the time-out stays the class, as before."""
-    d = _diagnose(catalogue, _submitit_timed_out(598, 600, requeued=False),
-                  Accounting(state="RUNNING"))
-    assert d.class_id == "time_limit" and (d.detail or {}).get("kind") != "requeued"
+@pytest.mark.parametrize(("text", "was", "line", "en", "ko"), [
+    # the verdict, then its checkpoint method (`Calling checkpoint method.`, _checkpoint): the
+    # handler is saving, `scontrol requeue` still to come
+    (_submitit_timed_out(598, 600, requeued=False).replace(
+        f"{_INFO}Job not requeued because: checkpoint function returned None.\n", ""),
+     "time_limit", 4, "submitit caught the scheduler's signal and called the job timed out "
+     "(line 4), and Slurm still shows it running: submitit saves a checkpoint and requeues the "
+     "job itself (scontrol requeue), or the job ends.",
+     "submitit이 스케줄러의 신호를 받고 작업 시간이 초과되었다고 판단했으며(4번째 줄)"),
+    # a rank other than 0 (checkpoint_and_try_requeue: it returns, rank 0 requeues)
+    (_PROGRESS + f"{_INFO}Job has not timed out. Ran 30 minutes out of requested 600 minutes.\n"
+     f"{_WARN}Caught signal SIGUSR2 on node07: this job is preempted.\n"
+     f"{_INFO}Not checkpointing nor requeuing since I am a slave (procid=1).\n",
+     "preempted", 4, "submitit caught the scheduler's signal and called the job preempted "
+     "(line 4), and Slurm still shows it running",
+     "submitit이 스케줄러의 신호를 받고 작업이 선점되었다고 판단했으며(4번째 줄)"),
+    # submitit said it will not requeue it (UncompletedJobError): the job is ending
+    (_submitit_timed_out(598, 600, requeued=False), "time_limit", 4,
+     "submitit caught the scheduler's signal (line 4) and did not requeue the job (line 6 says "
+     "why), and Slurm still shows it running: it is ending.",
+     "작업을 다시 대기열에 넣지 않았고(이유는 6번째 줄)"),
+    (_PROGRESS + f"{_INFO}Job has timed out. Ran 598 minutes out of requested 600 minutes.\n"
+     f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n"
+     f"{_INFO}Job not requeued because: timed-out too many times.\n", "time_limit", 4,
+     "did not requeue the job (line 5 says why)", "(이유는 5번째 줄)"),
+])
+def test_a_running_job_after_submitits_verdict_is_not_resubmitted(catalogue, text, was, line,
+                                                                  en, ko):
+    """submitit/core/job_environment.py (facebookincubator/submitit 1.5.4, e49d5e7),
+    SignalHandler.checkpoint_and_try_requeue (l. 200-230): the verdict `Caught signal SIGUSR2
+    on <host>: this job is timed-out.` (l. 203), then the checkpoint method (`Calling checkpoint
+    method.`, _checkpoint l. 262), then `scontrol requeue` and `Requeued job ...`, or `Job not
+    requeued because: {reason}.` (l. 225) and UncompletedJobError, which ends the job; a rank
+    other than 0 returns at once (l. 209). With sacct RUNNING and no `Requeued job` line yet,
+    Slurm requeues or ends the job by itself: nothing to resubmit while it runs (the watcher
+    judges it once it ends), the verdict's class a secondary one; the explanation says so (en,
+    ko). Before, it read the time-out with action resubmit: a second copy beside a job still
+    running."""
+    d = _diagnose(catalogue, text, Accounting(state="RUNNING"))
+    assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
+    assert d.detail is not None and (d.detail["kind"], d.detail["verdict"], d.detail["line"]) == (
+        "signalled", was, line)
+    assert d.secondary == (was,) and _shows(d, "Caught signal SIGUSR2 on node07")
+    said = explain(d)
+    assert en in said and "Nothing to resubmit while it runs" in said
+    assert "Resume from the last complete checkpoint" not in said
+    assert ko in explain(d, "ko") and "실행 중에는 다시 제출할 것이 없습니다" in explain(d, "ko")
+    # once it ended, sacct's word decides: a time-out to resume
+    ended = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    assert (ended.class_id, ended.action) == ("time_limit", Action.RESUBMIT)
+
+
+def test_a_running_jobs_time_out_verdict_that_was_a_preemption_is_told_first(catalogue):
+    """submitit's time-out verdict 100 minutes before the limit (SignalHandler.has_timed_out,
+    submitit/core/job_environment.py l. 177-193: a preemption), sacct RUNNING, no requeue
+    line: the preemption is told first, then that the job still runs after submitit's own
+    verdict, a time-out (en + ko)."""
+    d = _diagnose(catalogue, _submitit_timed_out(500, 600, requeued=False).replace(
+        f"{_INFO}Job not requeued because: checkpoint function returned None.\n", ""),
+        Accounting(state="RUNNING"))
+    assert (d.class_id, d.action) == ("none", Action.NONE) and d.secondary == ("preempted",)
+    assert d.detail is not None and d.detail["cause"]["kind"] == "submitit_preempted"
+    said = explain(d)
+    assert d.detail["verdict"] == "time_limit"
+    assert said.index("The scheduler preempted the job.") < said.index(
+        "submitit caught the scheduler's signal and called the job timed out (line 4)")
+    ko = explain(d, "ko")
+    assert ko.index("스케줄러가 작업을 선점했습니다.") < ko.index(
+        "작업 시간이 초과되었다고 판단했으며")
 
 
 def test_a_time_out_submitit_did_not_requeue_that_slurm_requeued_says_slurm_requeued_it(
