@@ -258,9 +258,10 @@ def diagnose(
         # submitit's own requeue after its verdict), or running again after submitit's requeue
         # with nothing of its next run in the log yet: the run this log shows ended is history,
         # the job starts again by itself (a resubmit would run it twice); its class stays a
-        # secondary one
-        if chosen not in failed_classes:  # submitit's time-out verdict read as a preemption
-            secondary.append(chosen)
+        # secondary one (a time-out verdict read as a preemption is no failed class: added
+        # here), and so does what the requeue shows the run ended in (Lightning's: its time
+        # limit, whatever failure followed)
+        secondary.extend(c for c in (chosen, *requeue.secondary) if c not in secondary)
         case_cause = requeue.cause
         evidence.extend(requeue.evidence)
         # sacct's REQUEUED or PENDING says it; RUNNING only with the framework's line
@@ -312,7 +313,7 @@ def diagnose(
             # Slurm shows the job waiting to start again (REQUEUED, PENDING) or started again
             # with nothing of its next run in the log yet: the run this log shows ended in
             # Lightning's own requeue, as it reads without accounting (below), not in progress
-            secondary.append("time_limit")
+            secondary.extend(lightning.secondary)
             chosen, decided_by = NONE_CLASS, HINT
             case_cause, evidence = lightning.cause, list(lightning.evidence)
         elif acct.state is None and (
@@ -385,7 +386,7 @@ def diagnose(
         # Lightning requeued the job itself (scontrol requeue) on Slurm's warning before the
         # limit: Slurm starts it again, as when sacct shows it requeued; a resubmit would run it
         # twice. The run's time limit stays a secondary class
-        secondary.append("time_limit")
+        secondary.extend(c for c in lightning.secondary if c not in secondary)
         chosen, decided_by = NONE_CLASS, HINT
         case_cause, evidence = lightning.cause, list(lightning.evidence)
     elif acct.state is None and chosen in SUBMITIT_VERDICTS and (

@@ -22,26 +22,35 @@ from bot.core.models import Accounting, Evidence
 NOT_STARTED = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING"})
 #: The verdicts submitit requeues a job after (its time-out, its preemption).
 SUBMITIT_VERDICTS = ("time_limit", "preempted")
+#: The class a run Lightning requeued ended in, beside whatever failure the log shows after it.
+LIGHTNING_REQUEUE_SECONDARY = ("time_limit",)
 
 
 @dataclass(frozen=True)
 class RequeueReading:
-    """A requeue as the diagnosis tells it: the `Requeued` detail and the framework's requeue
-    line as evidence (none for Slurm's own requeue)."""
+    """A requeue as the diagnosis tells it: the `Requeued` detail, the framework's requeue
+    line as evidence (none for Slurm's own requeue) and the classes the requeue itself shows
+    the run's end to have been, which the diagnosis keeps as secondary ones (Lightning's:
+    `time_limit`)."""
 
     cause: Requeued
     evidence: tuple[Evidence, ...] = ()
+    secondary: tuple[str, ...] = ()
 
 
 def lightning_requeue(state: str | None, matches: Sequence[Any],
                       series: MetricSeries) -> RequeueReading | None:
     """Lightning's requeue (`Requeued SLURM job: 42` after the run's last progress line), with
-    sacct's `state` (None without accounting); None when the log has no such line."""
+    sacct's `state` (None without accounting); None when the log has no such line. Its run
+    ended in a time limit (a secondary class), whatever else the log shows: Lightning requeues
+    only on the signal its SLURMEnvironment's auto-requeue asks Slurm for before the limit
+    (`--signal=SIGUSR1@90`; lightning/pytorch/trainer/connectors/signal_connector.py,
+    _slurm_sigusr_handler_fn)."""
     line = requeued_by_lightning(matches, series)
     if line is None:
         return None
     return RequeueReading(Requeued(state, "lightning", line.line_no),
-                          (Evidence(line.line_no, line.text),))
+                          (Evidence(line.line_no, line.text),), LIGHTNING_REQUEUE_SECONDARY)
 
 
 def submitit_requeue(state: str | None, matches: Sequence[Any], series: MetricSeries,

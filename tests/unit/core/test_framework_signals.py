@@ -515,7 +515,11 @@ def test_a_lightning_requeue_behind_another_failure_says_lightning_requeued_it(c
     """Lightning's `Requeued SLURM job: 4242`, then a peer's NCCL watchdog timing out as
     `scontrol requeue` stopped the job, with sacct showing it waiting or running again: the
     requeued detail with Lightning's line, the timeout a secondary class, where it said only
-    that Slurm requeued the job (waiting) or read the timeout with its action (running)."""
+    that Slurm requeued the job (waiting) or read the timeout with its action (running). The
+    run's time limit, which Lightning requeues on (its `--signal=SIGUSR1@90` warning:
+    lightning/pytorch/trainer/connectors/signal_connector.py, _slurm_sigusr_handler_fn), is a
+    secondary class after the timeout, as with Lightning's requeue alone (waiting, running,
+    no accounting), where it was missing."""
     text = _LIGHTNING_REQUEUED + (
         "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before "
@@ -524,7 +528,8 @@ def test_a_lightning_requeue_behind_another_failure_says_lightning_requeued_it(c
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail is not None and (d.detail["kind"], d.detail["state"], d.detail["framework"],
                                      d.detail["line"]) == ("requeued", state, "lightning", 4)
-    assert "nccl_timeout" in d.secondary and _shows(d, "Requeued SLURM job: 4242")
+    assert d.secondary == ("nccl_timeout", "time_limit")
+    assert _shows(d, "Requeued SLURM job: 4242")
     assert "Lightning requeued the job itself (line 4)" in explain(d)
     assert "Slurm requeued it after the run this log shows ended" not in explain(d)
     assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
