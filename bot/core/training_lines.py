@@ -155,6 +155,11 @@ _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
 _CKPT_NOT_SAVE = re.compile(r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b", re.I)
 # Loading or resuming names the iteration of a checkpoint, not progress made by this run
 # (`Loaded checkpoint at iteration 8000`, HF's `Loading checkpoint shards: 4/4 [00:02<00:00]`).
+# A report of the best step so far names an earlier step, not progress: OpenNMT-py's early stop
+# (onmt/utils/earlystopping.py, EarlyStopping._log_best_step: `Best model found at step {}`,
+# printed after its `Training finished after not improving. Early Stop!` or `... after stalled
+# validations. Early Stop!`, as the trainer leaves its loop).
+_BEST_STEP = re.compile(r"\b[Bb]est model (?:found )?at (?:step|iteration|iter)\b")
 _LOADING = re.compile(
     r"\b(?:load(?:ing|ed)?|resum(?:e|ing|ed)|restor(?:e|ing|ed))\b.*"
     r"\b(?:checkpoints?|ckpt|iteration|iter|step|state[ _]dict|weights|shards?)\b"
@@ -450,7 +455,7 @@ class LineParser:
                 if s.iteration is not None:
                     s.evaluation_batches = (s.iteration, total)
                 s.iteration = s.target_iter = s.sec_per_iter = None
-            if s.iteration is not None and _LOADING.search(line):
+            if s.iteration is not None and (_LOADING.search(line) or _BEST_STEP.search(line)):
                 s.iteration = s.target_iter = None
             if (
                 ("checkpoint" in low or "ckpt" in low or "dcp" in low or "state" in low)

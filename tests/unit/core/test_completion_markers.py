@@ -137,6 +137,40 @@ ENDS = {
         "[2024-05-01 19:38:57,100 INFO] Best model found at step 38000\n"
         "[2024-05-01 19:38:57,100 INFO] earlystopper has_stopped!\n"
     ),
+    # OpenNMT-py before 3.0 (before its 02e29a2c, 2022-09, added `earlystopper has_stopped!`):
+    # the step report (onmt/utils/statistics.py, Statistics.output: `Step %2d/%5d; acc: %6.2f;
+    # ...`), the validation (onmt/utils/report_manager.py, ReportMgr._report_step), then
+    # EarlyStopping's verdict and its best step (onmt/utils/earlystopping.py l. 170-183 at
+    # f7fc40e3: `Decreasing patience: {}/{}`, `Training finished after not improving. Early
+    # Stop!`, `Best model found at step {}`) as Trainer.train breaks out of its loop, then its
+    # final save (onmt/models/model_saver.py, ModelSaver.save: `Saving checkpoint
+    # %s_step_%d.pt`); train_single prints nothing after it
+    "opennmt 2.x early stop": (
+        "[2021-05-01 19:38:10,100 INFO] Step 41950/100000; acc:  61.02; ppl:  6.14; xent: 1.81; "
+        "lr: 0.00031; 21034/21512 tok/s;   8103 sec\n"
+        "[2021-05-01 19:38:30,100 INFO] Step 42000/100000; acc:  61.20; ppl:  6.10; xent: 1.81; "
+        "lr: 0.00031; 21041/21519 tok/s;   8123 sec\n"
+        "[2021-05-01 19:38:56,900 INFO] Validation perplexity: 7.12\n"
+        "[2021-05-01 19:38:56,900 INFO] Validation accuracy: 58.31\n"
+        "[2021-05-01 19:38:57,100 INFO] Decreasing patience: 0/4\n"
+        "[2021-05-01 19:38:57,100 INFO] Training finished after not improving. Early Stop!\n"
+        "[2021-05-01 19:38:57,100 INFO] Best model found at step 38000\n"
+        "[2021-05-01 19:38:57,300 INFO] Saving checkpoint models/ende_step_42000.pt\n"
+    ),
+    # ... on a validation score that stopped moving (EarlyStopping._update_stalled, l. 133-144:
+    # `Stalled patience: {}/{}`, `Training finished after stalled validations. Early Stop!`),
+    # with no save after it (ModelSaver.save returns at once when the step was saved already)
+    "opennmt 2.x stalled early stop": (
+        "[2021-05-01 19:38:10,100 INFO] Step 41950/100000; acc:  61.02; ppl:  6.14; xent: 1.81; "
+        "lr: 0.00031; 21034/21512 tok/s;   8103 sec\n"
+        "[2021-05-01 19:38:30,100 INFO] Step 42000/100000; acc:  61.20; ppl:  6.10; xent: 1.81; "
+        "lr: 0.00031; 21041/21519 tok/s;   8123 sec\n"
+        "[2021-05-01 19:38:56,900 INFO] Validation perplexity: 7.12\n"
+        "[2021-05-01 19:38:56,900 INFO] Validation accuracy: 58.31\n"
+        "[2021-05-01 19:38:57,100 INFO] Stalled patience: 0/4\n"
+        "[2021-05-01 19:38:57,100 INFO] Training finished after stalled validations. Early Stop!\n"
+        "[2021-05-01 19:38:57,100 INFO] Best model found at step 38000\n"
+    ),
     # llm-foundry's train command after Composer's fit() (its basicConfig format)
     "llm-foundry": (
         "[batch=4800/4800]:\n"
