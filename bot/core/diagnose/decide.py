@@ -84,6 +84,7 @@ from bot.core.diagnose.ending import (
     ends_in_closed_progress_table,
     ends_in_error,
     ends_in_final_save,
+    ends_in_keras_last_epoch,
     ends_in_open_progress_bar,
     ends_in_sigterm,
     epochs_left,
@@ -333,9 +334,11 @@ def diagnose(
                 and (target_iter is not None or not epochs_left(tail)))
             or ends_in_final_save(series, tail)
             or ends_in_closed_progress_table(tail)
+            or ends_in_keras_last_epoch(tail)
         ):
             # no accounting: a completion marker with no training progress after it, the
-            # target reached, a final save or a closed progress table ends a finished run
+            # target reached, a final save, a closed progress table or Keras's last epoch
+            # finished ends a finished run
             chosen = "completed"
             if completion.ends_in_marker:
                 decided_by = SIGNATURE

@@ -175,6 +175,14 @@ _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 _TABLE_BORDER = re.compile(r"^\+(?:-+\+)+\s*$")
 _PROGRESS_TABLE_HEADER = re.compile(r"(?i)^\|\s*(?:iteration|iter|epoch|step|pass)s?\s*\|")
 _PROGRESS_TABLE_ROW = re.compile(r"^\|\s*\d+\s*\|")
+# Keras's fit() (keras/src/callbacks/progbar_logger.py, ProgbarLogger: `Epoch {epoch + 1}/
+# {epochs}` on each epoch's start when epochs > 1, the epoch's bar finalized at its end;
+# keras/src/utils/progbar.py, Progbar.update: `469/469 ━━━━ 3s 6ms/step - loss: ...` at
+# verbose 1, `469/469 - 3s - 6ms/step - loss: ...` at verbose 2; tf.keras 2's `469/469
+# [==============================] - 3s 6ms/step - loss: ...`): the epoch header, and a bar at
+# its total (an earlier update of the same bar is short of it).
+_KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:━+\s+\d|\[[=>.]+\]\s+-\s|-\s+\d)")
 # An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
 # epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
 _EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
@@ -697,6 +705,24 @@ def ends_in_closed_progress_table(tail: Sequence[tuple[int, str]]) -> bool:
         top -= 1
     return (top < len(lines) - 2 and top >= 1 and bool(_TABLE_BORDER.match(lines[top]))
             and bool(_PROGRESS_TABLE_HEADER.match(lines[top - 1])))
+
+
+def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log ends with the bar of Keras fit()'s last epoch at its total: `Epoch 10/10`, then
+    that epoch's bar (its updates, one a line when the output is no terminal), the last at its
+    total (`469/469 ━━━━ 3s 6ms/step - loss: 0.0611`). ProgbarLogger finalizes it as the epoch
+    ends, after which fit() returns (an evaluate() after it draws one more bar at its total,
+    which ends the log alike). An epoch short of the total, a bar short of its own, or any other
+    line after them (an error, a warning) is not this end."""
+    lines = [normalize_line(t) for _, t in tail if t.strip()]
+    last = _KERAS_BAR.match(lines[-1]) if lines else None
+    if last is None or last.group(1) != last.group(2):
+        return False
+    top = len(lines) - 2
+    while top >= 0 and _KERAS_BAR.match(lines[top]):
+        top -= 1
+    epoch = _KERAS_EPOCH.match(lines[top]) if top >= 0 else None
+    return epoch is not None and epoch.group(1) == epoch.group(2)
 
 
 def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:

@@ -171,6 +171,19 @@ ENDS = {
         "[2021-05-01 19:38:57,100 INFO] Training finished after stalled validations. Early Stop!\n"
         "[2021-05-01 19:38:57,100 INFO] Best model found at step 38000\n"
     ),
+    # Cerebras Model Zoo's trainer (Cerebras/modelzoo 608d5a3, RELEASE_2.4.0: src/cerebras/
+    # modelzoo/trainer/loggers/progress.py, ProgressLogger: its step lines, on_train_end's
+    # `Training completed successfully!`, then on_fit_end's `Processed N training sample(s) in
+    # S seconds.`, which is no marker: on_fit_exception prints it after a failure too)
+    "cerebras": (
+        "2024-08-02 21:37:56,370 INFO:   | Train Device=CSX, Step=400, Loss=4.12672, "
+        "Rate=583.08 samples/sec, GlobalRate=585.88 samples/sec\n"
+        "2024-08-02 21:37:56,377 INFO:   Saving checkpoint at step 400\n"
+        "2024-08-02 21:38:13,224 INFO:   Saved checkpoint model_dir/checkpoint_400.mdl\n"
+        "2024-08-02 21:38:42,917 INFO:   Training completed successfully!\n"
+        "2024-08-02 21:38:42,923 INFO:   Processed 819200 training sample(s) in 2716.99479 "
+        "seconds.\n"
+    ),
     # llm-foundry's train command after Composer's fit() (its basicConfig format)
     "llm-foundry": (
         "[batch=4800/4800]:\n"
@@ -284,3 +297,69 @@ def test_the_completed_class_never_resubmits_and_no_stop_class_became_retryable(
     completed = catalogue.classes["completed"]
     assert not completed.retryable and not completed.charges_budget
     assert all(not catalogue.classes[cid].retryable for cid in STOP_CLASSES)
+
+
+# Keras's fit() (keras-team/keras 3422977a5e): keras/src/callbacks/progbar_logger.py,
+# ProgbarLogger.on_epoch_begin prints `Epoch {epoch + 1}/{self.epochs}` (epochs > 1) and
+# on_epoch_end finalizes the epoch's bar; keras/src/utils/progbar.py, Progbar.update draws it
+# (verbose 1: `%{n}d/%d` in bold, the `━` bar in colours, elapsed seconds, time per step, ` -
+# name: value`; on a terminal each update after `\b...\r`, else each on its own line; verbose
+# 2: `469/469 - 3s - 6ms/step - loss: ...` at the end only). tf.keras 2's Progbar drew
+# `[=====>....]` instead.
+_K3 = "\x1b[1m{n}/469\x1b[0m \x1b[32m{bar}\x1b[0m\x1b[37m{rest}\x1b[0m \x1b[1m{t}\x1b[0m {m}"
+
+
+def _keras3_epoch(epoch: int, epochs: int, last: int = 469) -> str:
+    updates = [_K3.format(n=n, bar="━" * (20 * n // 469), rest="━" * (20 - 20 * n // 469),
+                          t="3s" if n == 469 else "1s", m="6ms/step - accuracy: 0.9812 - "
+                          "loss: 0.0611") for n in (120, 300, last)]
+    return f"Epoch {epoch}/{epochs}\n" + "\r".join(updates) + "\n"
+
+
+KERAS_ENDS = {
+    "keras 3 on a terminal": _keras3_epoch(9, 10) + _keras3_epoch(10, 10),
+    "keras 3 verbose 2": (
+        "Epoch 9/10\n469/469 - 3s - 6ms/step - accuracy: 0.9801 - loss: 0.0652\n"
+        "Epoch 10/10\n469/469 - 3s - 6ms/step - accuracy: 0.9812 - loss: 0.0611\n"),
+    "tf.keras 2 to a file": (
+        "Epoch 10/10\n"
+        "  1/469 [..............................] - ETA: 2s - loss: 0.0598 - accuracy: 0.9844\n"
+        "235/469 [==============>...............] - ETA: 1s - loss: 0.0605 - accuracy: 0.9815\n"
+        "469/469 [==============================] - 3s 6ms/step - loss: 0.0611 - accuracy: "
+        "0.9812 - val_loss: 0.0690 - val_accuracy: 0.9791\n"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KERAS_ENDS))
+def test_keras_fits_last_epoch_finished_reads_as_completed(catalogue, case: str):
+    """The bar of fit()'s last epoch at its total ends the run (bot.core.diagnose.ending,
+    ends_in_keras_last_epoch); before, a log of Keras's read as still running (`none`), its
+    bars no progress the series counts."""
+    d = _diagnose(catalogue, KERAS_ENDS[case])
+    assert (d.class_id, d.retryable) == ("completed", False)
+
+
+@pytest.mark.parametrize("text", [
+    # an epoch before the last
+    _keras3_epoch(9, 10),
+    # the last epoch's bar short of its total
+    _keras3_epoch(9, 10) + _keras3_epoch(10, 10, last=300),
+    # an error after the last epoch
+    _keras3_epoch(10, 10) + "Traceback (most recent call last):\n"
+    '  File "train.py", line 88, in <module>\n    model.save("/ckpt/model.keras")\n'
+    "OSError: [Errno 122] Disk quota exceeded\n",
+])
+def test_keras_short_of_its_last_epochs_end_is_no_completion(catalogue, text: str):
+    assert _diagnose(catalogue, text).class_id != "completed"
+
+
+def test_cerebras_samples_summary_alone_is_no_completion(catalogue):
+    """Cerebras Model Zoo's `Processed N training sample(s) in S seconds.` (progress.py at
+    608d5a3, ProgressLogger.on_fit_end) is printed by on_fit_exception too, after a failure: the
+    summary alone does not end a run as completed."""
+    d = _diagnose(catalogue, (
+        "2025-07-11 15:24:02,100 INFO:   | Train Device=CSX, Step=50, Loss=7.67120, "
+        "Rate=33.01 samples/sec, GlobalRate=32.98 samples/sec\n"
+        "2025-07-11 18:04:23,132 INFO:   Processed 11264 training sample(s) in 9567.159426912 "
+        "seconds.\n"))
+    assert d.class_id != "completed"
