@@ -48,7 +48,7 @@ def probe_checkpoints(
     if isinstance(rule, str):
         rule = CompletenessRule.parse(rule)
     requests = RequestCount()
-    with each_request(requests.send):
+    with each_request(requests.send, requests.failed):
         return _probe(sftp, root, rule, pointer_name, tuple(globs), at_most, requests)
 
 

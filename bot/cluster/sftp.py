@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import paramiko
-from paramiko.sftp import CMD_CLOSE, CMD_NAMES, CMD_READDIR
+from paramiko.sftp import CMD_CLOSE, CMD_NAMES, CMD_OPEN, CMD_OPENDIR, CMD_READDIR
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.errors import LeaseAbandoned, SFTPTimedOut
@@ -21,23 +21,62 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_before_request: ContextVar[Callable[[str], None] | None] = ContextVar(
-    "sftp_before_request", default=None)
+@dataclass(frozen=True)
+class _RequestHook:
+    before: Callable[[str], None]
+    failed: Callable[[str], None] | None
+
+
+_request_hook: ContextVar[_RequestHook | None] = ContextVar("sftp_request_hook", default=None)
 
 
 @contextmanager
-def each_request(before: Callable[[str], None]) -> Iterator[None]:
+def each_request(before: Callable[[str], None],
+                 failed: Callable[[str], None] | None = None) -> Iterator[None]:
     """Every SFTP request this thread sends within the block, on any channel (a pool's, a
     lookup lease's, an open file's), is first given to `before(kind)`, paramiko's name of it
     ("realpath", "stat", "opendir", "readdir", "open", "read", "close", ...), which may refuse
     it by raising: then it is not sent. A listing refused a readdir half-way closes its
     directory (that close given to `before` too) before the refusal reaches the caller: what
-    a listing or a read really sends, one request each, not one per call."""
-    token = _before_request.set(before)
+    a listing or a read really sends, one request each, not one per call. An open or opendir
+    the server answered with an error (no such file, permission denied) is given to
+    `failed(kind)` as well: no handle came of it, so no close will follow.
+
+    The pool's own work done on the way is not the block's: the close of a file whose channel
+    was set aside on a stuck request, sent when its late reply has come (SFTPPool._recover),
+    is neither given to `before` nor refused. SFTP clients of other kinds (the tests' fakes)
+    give their requests to `sent_request` and `open_failed`, as this one does."""
+    token = _request_hook.set(_RequestHook(before, failed))
     try:
         yield
     finally:
-        _before_request.reset(token)
+        _request_hook.reset(token)
+
+
+def sent_request(kind: str) -> None:
+    """Give a request of `kind` about to be sent to the `before` of this thread's
+    each_request block, if any (it may refuse it by raising)."""
+    hook = _request_hook.get()
+    if hook is not None:
+        hook.before(kind)
+
+
+def open_failed(kind: str) -> None:
+    """Tell this thread's each_request block, if any, that an `open` or `opendir` was
+    answered with an error (no handle to close)."""
+    hook = _request_hook.get()
+    if hook is not None and hook.failed is not None:
+        hook.failed(kind)
+
+
+@contextmanager
+def _uncounted() -> Iterator[None]:
+    """Requests sent within the block are no each_request block's (the pool's own work)."""
+    token = _request_hook.set(None)
+    try:
+        yield
+    finally:
+        _request_hook.reset(token)
 
 
 class _NoReply(Exception):
@@ -58,12 +97,11 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
 
         def _read_response(self, waitfor: int | None = None) -> tuple[int, object]: ...
 
-        def _request(self, t: int, *args: object) -> tuple[int, paramiko.Message]: ...
-
     def __init__(self, chan: paramiko.Channel, timeout: float):
         self.timeout = timeout
         chan.settimeout(timeout)
         self._readable = threading.Event()  # see wait_readable
+        self._status_error = False  # the last synchronous reply was an error status
         # The pool's count of close() calls when it handed this channel out (SFTPPool): a
         # channel out at a close() is closed when it comes back.
         self.pool_closings = 0
@@ -71,16 +109,37 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
 
     def _async_request(self, fileobj: object, t: int, *args: object) -> int:
         """Every request paramiko sends passes here (each_request's `before` sees it first)."""
-        before = _before_request.get()
-        if before is not None:
-            try:
-                before(CMD_NAMES.get(t, str(t)))
-            except BaseException:
-                if t == CMD_READDIR:  # a listing refused half-way: its directory is closed
-                    self._request(CMD_CLOSE, args[0])
-                raise
+        try:
+            sent_request(CMD_NAMES.get(t, str(t)))
+        except BaseException:
+            if t == CMD_READDIR:  # a listing refused half-way: its directory is closed
+                self._request(CMD_CLOSE, args[0])
+            raise
         num: int = super()._async_request(fileobj, t, *args)  # type: ignore[misc]  # private
         return num
+
+    def _request(self, t: int, *args: object) -> tuple[int, paramiko.Message]:
+        """paramiko's synchronous request; an open or opendir answered with an error status
+        is given to each_request's `failed` (no handle came of it)."""
+        if t not in (CMD_OPEN, CMD_OPENDIR):
+            return super()._request(t, *args)  # type: ignore[misc]  # private
+        self._status_error = False
+        try:
+            reply: tuple[int, paramiko.Message] = super()._request(  # type: ignore[misc]
+                t, *args)
+        except BaseException:
+            if self._status_error:
+                open_failed(CMD_NAMES[t])
+            raise
+        return reply
+
+    def _convert_status(self, msg: paramiko.Message) -> None:
+        """paramiko's: raise for an error status; notes that one came (`_request`)."""
+        try:
+            super()._convert_status(msg)  # type: ignore[misc]  # private
+        except BaseException:
+            self._status_error = True
+            raise
 
     def _read_packet(self) -> tuple[int, bytes]:
         if not self.wait_readable(self.timeout):
@@ -377,7 +436,13 @@ class SFTPPool(_Requests):
         _close_quietly(client)
 
     def _recover(self) -> None:
-        """Give back the stuck channels whose late replies have all arrived; drop dead ones."""
+        """Give back the stuck channels whose late replies have all arrived; drop dead ones.
+        A stuck file's close, sent here, is the pool's: no each_request block of the caller
+        counts it or may refuse it."""
+        with _uncounted():
+            self._recover_stuck()
+
+    def _recover_stuck(self) -> None:
         with self._cond:
             ready = [s for s in self._stuck if s.client.wait_readable(0)]
             for s in ready:
@@ -554,4 +619,4 @@ def _close_quietly(client: DeadlineSFTPClient) -> None:
 
 
 __all__ = ["DeadlineSFTPClient", "LeaseSFTP", "LookupLease", "RemoteFile", "SFTPPool",
-           "each_request"]
+           "each_request", "open_failed", "sent_request"]

@@ -55,7 +55,8 @@ class RequestCount:
         """A request of `kind` (paramiko's name: "opendir", "readdir", "open", "read",
         "close", "stat", "realpath") is about to be sent: counted, or refused
         (LookupBoundReached) unless room for the closes of the handles open after it is left.
-        An open that failed (no such file) is taken as open: its close is kept in reserve."""
+        An open's close is kept in reserve until it is sent, or `failed` says the open was
+        answered with an error."""
         if kind == "close":
             self._handles = max(0, self._handles - 1)
         elif kind in ("open", "opendir"):
@@ -65,6 +66,12 @@ class RequestCount:
                 self._handles -= 1  # not sent
             raise LookupBoundReached
         self.made += 1
+
+    def failed(self, kind: str) -> None:
+        """An `open` or `opendir` sent was answered with an error (no such file, permission
+        denied): no handle came of it, so the room kept for its close is free again."""
+        if kind in ("open", "opendir"):
+            self._handles = max(0, self._handles - 1)
 
 
 @dataclass(frozen=True)

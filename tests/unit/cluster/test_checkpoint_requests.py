@@ -10,6 +10,7 @@ read that finds its end, its close (4)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -338,3 +339,78 @@ def test_the_preflight_stopped_by_symlinked_checkpoints_says_what_to_do(peer: Pe
     assert render_text(finding.fix_text, translator("ko").gettext) == (
         "그 심볼릭 링크를 가리키는 디렉터리로 바꾸거나 오래된 것을 지우세요(그때까지 이 레시피의 "
         "재개는 거부됩니다). 아니면 `--params`를 주세요 (예: `--params 1.4B`)")
+
+
+def test_a_failed_open_frees_the_room_kept_for_its_close(peer: Peer) -> None:
+    """A pointer file naming a checkpoint kept elsewhere that is gone: its opendir is answered
+    "no such file", so no close follows, and the lookup may use that request. Here the
+    complete checkpoint's listings end exactly at the bound: the root's listing (4), the
+    pointer file read 10 bytes an answer (its open, 9 reads, its close), the failed opendir
+    (1), 8 candidates (8 each): 80. Before, the failed opendir's close stayed reserved and
+    the lookup stopped one short, refusing the run its checkpoint."""
+    root = _root(peer, range(2000, 2007))
+    (root / "latest_checkpoint.txt").write_text("/ck/gone/iter_000009999".ljust(79) + "\n")
+    peer.read_at_most = 10
+    decision = _probe(peer, "/ck/mix")
+    assert decision.bound is None and decision.checkpoint is not None
+    assert decision.checkpoint.path == "/ck/mix/iter_000001000"
+    # 17 listings and the failed opendir; their 17 closes and the pointer file's
+    assert (peer.requests["opendir"], peer.requests["close"], peer.requests["open"]) == (18, 18, 1)
+    assert sent(peer) == decision.requests == CHECKPOINT_REQUESTS
+
+
+def _stuck_read(peer: Peer, sftp: object) -> None:
+    """A read of a file that hangs: its channel is set aside (SFTPTimedOut), then the late
+    reply comes, so the pool's next request first closes that file and takes the channel
+    back."""
+    from bot.cluster.errors import SFTPTimedOut
+
+    (peer.root / "hung-read.log").write_text("late\n")
+    peer.release.clear()
+    f = sftp.open("/hung-read.log", "rb")  # type: ignore[attr-defined]
+    with pytest.raises(SFTPTimedOut):
+        f.read(100)
+    peer.entered.acquire(timeout=5)
+    peer.release.set()
+    time.sleep(0.2)  # the late reply on its way back
+
+
+def test_the_close_of_a_recovered_stuck_file_is_not_the_lookups(
+        peer: Peer, caplog: pytest.LogCaptureFixture) -> None:
+    """Over the pool (as a resume's lookup runs), after another request's read got stuck and
+    its late reply came: the pool's next request closes that file first. That close is the
+    pool's, not the lookup's: it is not counted (the lookup finds its checkpoint at exactly
+    its bound, 80) and never refused, so the channel is back in use, not dropped."""
+    import logging
+
+    from bot.cluster.sftp import each_request
+    from bot.core.checkpoints import LookupBoundReached
+
+    root = _root(peer, range(2000, 2008))
+    (root / "latest_checkpoint.txt").write_text("iter_000002007\n")
+    caplog.set_level(logging.INFO, logger="bot.cluster.sftp")
+    with peer.runner(sftp_timeout=0.5) as runner:
+        sftp = runner.sftp()
+        _stuck_read(peer, sftp)
+        peer.requests.clear()
+        decision = probe_checkpoints(sftp, "/ck/mix", "dcp")
+        assert decision.bound is None and decision.checkpoint is not None
+        assert decision.checkpoint.iteration == 1000
+        assert decision.requests == CHECKPOINT_REQUESTS
+        assert sent(peer) == CHECKPOINT_REQUESTS + 1  # and the recovered file's close
+
+        # under a count that refuses every request, the recovery close still goes out
+        _stuck_read(peer, sftp)
+        peer.requests.clear()
+        refused: list[str] = []
+
+        def refuse(kind: str) -> None:
+            refused.append(kind)
+            raise LookupBoundReached
+
+        with each_request(refuse), pytest.raises(LookupBoundReached):
+            sftp.stat("/ck/mix")
+        assert refused == ["stat"] and dict(peer.requests) == {"close": 1}
+    back = [r.getMessage() for r in caplog.records
+            if "its channel is back in use" in r.getMessage()]
+    assert len(back) == 2 and all("SFTP read /hung-read.log answered after" in m for m in back)
