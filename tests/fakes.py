@@ -6,19 +6,28 @@ its resubmit step. Each records what it was asked, so tests assert on calls, not
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
+from support.sftp_requests import (
+    FileStat,
+    SentRequests,
+    WrittenFile,
+    counted_listing,
+    counted_open,
+)
 from support.tail_model import answer_batch
 
 from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ChannelClosed, ClusterUnavailable
+from bot.cluster.sftp import open_failed
 from bot.cluster.ssh import CommandResult
 from bot.config import Config
 from bot.core.catalogue import Catalogue
@@ -255,18 +264,13 @@ class SstatSlurm(FakeSlurm):
 
 # --------------------------------------------------------------------------- SFTP
 
-
-@dataclass
-class _Stat:
-    st_size: int
-    st_mtime: int
-
-
 class FakeSFTP:
     """In-memory files, mtimes from a settable clock: stat + open('rb') like SFTP (open('wb')
     writes one on close; the home is /home/slurmci), and `read` like the cluster's TailReader
     (the read script's rules, tests/support/tail_model.py, through the real framing); counts
-    the bytes handed out and the batches."""
+    the bytes handed out and the batches. Its SFTP calls send the requests trainbot's SFTP
+    client sends (see CountedFile, counted_listing), each given to each_request and counted
+    in `requests` by kind."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytearray] = {}
@@ -275,6 +279,7 @@ class FakeSFTP:
         self.batches = 0
         self.inode: dict[str, int] = {}
         self.clock = T0  # the cluster's wall clock: a write sets the file's mtime to it
+        self.requests = SentRequests()  # the SFTP requests sent, by kind
 
     def read(self, requests: Sequence[ReadRequest]) -> ReadBatch:
         self.batches += 1
@@ -289,21 +294,28 @@ class FakeSFTP:
         self.files.setdefault(path, bytearray()).extend(data)
         self.mtime[path] = int(self.clock)
 
-    def stat(self, path: str) -> _Stat:
+    def stat(self, path: str) -> FileStat:
+        self.requests.send("stat")
         if path not in self.files:
             raise FileNotFoundError(path)
-        return _Stat(len(self.files[path]), self.mtime[path])
+        return FileStat(len(self.files[path]), self.mtime[path])
 
     def listdir_attr(self, path: str = ".") -> list[Any]:
         """The files directly under `path` (name, size, mtime), as paramiko answers."""
         prefix = path.rstrip("/") + "/"
-        names = [p for p in self.files if p.startswith(prefix) and "/" not in p[len(prefix):]]
-        if not names:
-            raise FileNotFoundError(path)
-        return [SimpleNamespace(filename=p[len(prefix):], st_size=len(self.files[p]),
-                                st_mtime=self.mtime[p]) for p in sorted(names)]
+
+        def entries() -> list[Any]:
+            names = [p for p in self.files
+                     if p.startswith(prefix) and "/" not in p[len(prefix):]]
+            if not names:
+                raise FileNotFoundError(path)
+            return [SimpleNamespace(filename=p[len(prefix):], st_size=len(self.files[p]),
+                                    st_mtime=self.mtime[p]) for p in sorted(names)]
+
+        return counted_listing(self.requests, entries)
 
     def normalize(self, path: str) -> str:
+        self.requests.send("realpath")
         return "/home/slurmci" if path == "." else path
 
     @contextlib.contextmanager
@@ -312,27 +324,84 @@ class FakeSFTP:
         its `abandon` does nothing."""
         yield SimpleNamespace(sftp=self, abandon=lambda: None)
 
-    def open(self, path: str, mode: str = "r", bufsize: int = -1) -> io.BytesIO:
-        sftp = self
+    def open(self, path: str, mode: str = "r", bufsize: int = -1) -> Any:
         if "w" in mode:  # written on close
+            self.requests.send("open")
 
-            class _Written(io.BytesIO):
-                def close(self) -> None:
-                    sftp.files[path] = bytearray(self.getvalue())
-                    sftp.mtime[path] = int(sftp.clock)
-                    super().close()
+            def written(data: bytes) -> None:
+                self.files[path] = bytearray(data)
+                self.mtime[path] = int(self.clock)
 
-            return _Written()
-        if path not in self.files:
-            raise FileNotFoundError(path)
+            return WrittenFile(self.requests, written)
 
-        class _File(io.BytesIO):
-            def read(self, n: int | None = -1) -> bytes:
-                data = super().read(n)
-                sftp.bytes_out += len(data)
-                return data
+        def data() -> bytes:
+            if path not in self.files:
+                raise FileNotFoundError(path)
+            return bytes(self.files[path])
 
-        return _File(bytes(self.files[path]))
+        def handed_out(n: int) -> None:
+            self.bytes_out += n
+
+        return counted_open(self.requests, data, on_read=handed_out)
+
+
+class LocalTreeSFTP:
+    """SFTP over a local directory (`/` is `base`, also the home), as the tests' SFTP server
+    (tests/support/sftp_peer.py) serves one: listings with their modes (a symlink listed as
+    one), stat following links, files opened for reading and writing; each call sends the
+    requests trainbot's SFTP client sends (counted_listing, CountedFile). `answer_at_most`:
+    the bytes a read is answered with at most."""
+
+    def __init__(self, base: Path, *, answer_at_most: int | None = None) -> None:
+        self.base = base
+        self.answer_at_most = answer_at_most
+        self.requests = SentRequests()  # the SFTP requests sent, by kind
+
+    def _local(self, path: str) -> Path:
+        return self.base / path.lstrip("/")
+
+    def normalize(self, path: str) -> str:
+        self.requests.send("realpath")
+        return "/" + path.lstrip("/") if path not in (".", "") else "/"
+
+    def listdir_attr(self, path: str = ".") -> list[SimpleNamespace]:
+        local = self._local(path)
+
+        def entries() -> list[SimpleNamespace]:
+            if not local.is_dir():
+                raise FileNotFoundError(path)
+            out = []
+            for p in sorted(local.iterdir()):
+                st = p.lstat()
+                out.append(SimpleNamespace(filename=p.name, st_mode=st.st_mode,
+                                           st_size=st.st_size, st_mtime=int(st.st_mtime)))
+            return out
+
+        return counted_listing(self.requests, entries)
+
+    def stat(self, path: str) -> os.stat_result:
+        self.requests.send("stat")
+        return self._local(path).stat()
+
+    def lstat(self, path: str) -> os.stat_result:
+        self.requests.send("lstat")
+        return self._local(path).lstat()
+
+    def open(self, path: str, mode: str = "r", bufsize: int = -1) -> Any:
+        local = self._local(path)
+        if "w" in mode:
+            self.requests.send("open")
+            if not local.parent.is_dir():
+                open_failed("open")
+                raise FileNotFoundError(path)
+            return WrittenFile(self.requests, local.write_bytes)
+        return counted_open(self.requests, local.read_bytes,
+                            answer_at_most=self.answer_at_most)
+
+    @contextlib.contextmanager
+    def lookup_channel(self) -> Iterator[SimpleNamespace]:
+        """A lease whose `sftp` is this same tree; its `abandon` does nothing."""
+        yield SimpleNamespace(sftp=self, abandon=lambda: None)
 
 
 # --------------------------------------------------------------------------- cluster sessions

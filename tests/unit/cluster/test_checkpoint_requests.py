@@ -11,7 +11,7 @@ read that finds its end, its close (4)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -414,3 +414,101 @@ def test_the_close_of_a_recovered_stuck_file_is_not_the_lookups(
     back = [r.getMessage() for r in caplog.records
             if "its channel is back in use" in r.getMessage()]
     assert len(back) == 2 and all("SFTP read /hung-read.log answered after" in m for m in back)
+
+
+def _realistic(root: Path) -> None:
+    for it in range(1000, 13000, 1000):
+        ck = root / f"iter_{it:09d}"
+        for sub in ("model", "optim"):
+            (ck / sub).mkdir(parents=True)
+            for rank in range(4):
+                (ck / sub / f"__{rank}_0.distcp").write_bytes(b"x" * 10)
+            if it <= 9000:
+                (ck / sub / ".metadata").write_bytes(b"m")
+        (ck / "config.yaml").write_text("lr: 1e-4\n")
+    for i in range(40):
+        (root / f"train_{i}.log").write_text("step\n")
+    (root / "latest_checkpoint.txt").write_text("iter_000012000\n")
+
+
+def _symlinked(root: Path) -> None:
+    _root_at(root, range(2003, 2000 + CHECKPOINT_REQUESTS + 5))
+    elsewhere = root.parent.parent / "elsewhere"
+    for it in range(2000, 2003):
+        (root / f"iter_{it:09d}").symlink_to(_checkpoint(elsewhere, it, complete=False))
+
+
+def _gone_pointer(root: Path) -> None:
+    _root_at(root, range(2000, 2007))
+    (root / "latest_checkpoint.txt").write_text("/ck/gone/iter_000009999".ljust(79) + "\n")
+
+
+def _huge(root: Path) -> None:
+    _root_at(root, range(0))
+    for i in range(1300):
+        (root / f"events_{i}.log").write_text("")
+
+
+def _root_at(root: Path, newer_incomplete: range) -> None:
+    _checkpoint(root, 1000, complete=True)
+    for it in newer_incomplete:
+        _checkpoint(root, it, complete=False)
+
+
+@pytest.mark.parametrize("tree, root, answer_at_most", [
+    (_realistic, "ck/mix", None),
+    (lambda r: _root_at(r, MANY), "/ck/mix", None),
+    (_symlinked, "ck/mix", None),
+    (_gone_pointer, "/ck/mix", 10),
+    (_huge, "/ck/mix", None),
+    (lambda r: _root_at(r, range(2000, 2002)), "/ck/nothing/here", None),
+])
+def test_a_lookup_over_the_fake_sends_what_it_sends_to_the_server(
+        peer: Peer, tree: Callable[[Path], None], root: str,
+        answer_at_most: int | None) -> None:
+    """The tests' SFTP fake over a local tree (fakes.LocalTreeSFTP) sends a lookup's requests
+    as trainbot's client sends them to the server in this process, kind for kind, for the
+    same tree: so unit tests over the fake exercise the lookup's bound as a cluster would."""
+    from fakes import LocalTreeSFTP
+
+    (peer.root / "ck" / "mix").mkdir(parents=True)
+    tree(peer.root / "ck" / "mix")
+    peer.read_at_most = answer_at_most
+    over_server = _probe(peer, root)
+    fake = LocalTreeSFTP(peer.root, answer_at_most=answer_at_most)
+    assert probe_checkpoints(fake, root, "dcp") == over_server
+    assert fake.requests == peer.requests
+    assert sum(fake.requests.values()) == over_server.requests
+
+
+@pytest.mark.parametrize("size, reads", [
+    (15, [4096]),  # a pointer file: one read answered with it all, one with its end
+    (5000, [4096, 4096]),  # what is asked, then the rest and the end
+    (20000, [None]),  # to the end, 8 KiB a read
+    (70000, [40000, 100, None]),  # 32 KiB a request at most
+])
+def test_a_fake_files_reads_send_what_they_send_to_the_server(
+        peer: Peer, size: int, reads: list[int | None]) -> None:
+    """Reading a file of the in-memory fake (fakes.FakeSFTP) sends the requests trainbot's
+    client sends the server, kind for kind, and gives the same bytes."""
+    from fakes import FakeSFTP
+
+    data = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
+    (peer.root / "f.bin").write_bytes(data)
+    fake = FakeSFTP()
+    fake.append("/f.bin", data)
+
+    def read_all(sftp: object, got: list[bytes]) -> None:
+        with sftp.open("/f.bin", "rb") as f:  # type: ignore[attr-defined]
+            got.extend(f.read(n) for n in reads)
+
+    with peer.runner() as runner:
+        sftp = runner.sftp()
+        sftp.stat("/")  # the channel opened
+        peer.requests.clear()
+        server_got: list[bytes] = []
+        read_all(sftp, server_got)
+    fake_got: list[bytes] = []
+    read_all(fake, fake_got)
+    assert fake.requests == peer.requests
+    assert fake_got == server_got

@@ -4,10 +4,8 @@ budget from flags, and the small parsers the command relies on."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from types import SimpleNamespace
-from typing import BinaryIO
 
 import pytest
 
@@ -225,33 +223,6 @@ def test_overrides_are_taken_anywhere_among_the_flags(tmp_path, capsys):
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
 
 
-class _LocalTree:
-    """SFTP over a local directory (`/` is `base`): listings with their modes, as paramiko
-    answers, and files opened for reading."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-
-    def _local(self, path: str) -> Path:
-        return self.base / path.lstrip("/")
-
-    def normalize(self, path: str) -> str:
-        return "/"
-
-    def listdir_attr(self, path: str) -> list[SimpleNamespace]:
-        local = self._local(path)
-        if not local.is_dir():
-            raise FileNotFoundError(path)
-        return [SimpleNamespace(filename=p.name, st_mode=p.stat().st_mode,
-                                st_size=p.stat().st_size) for p in sorted(local.iterdir())]
-
-    def stat(self, path: str) -> os.stat_result:
-        return self._local(path).stat()
-
-    def open(self, path: str, mode: str = "rb") -> BinaryIO:
-        return self._local(path).open("rb")
-
-
 def _checkpoints(base: Path, incomplete: int) -> None:
     """/ckpt/mix: a complete iter 1000, then `incomplete` newer ones with no .metadata."""
     for it in (1000, *range(2000, 2000 + incomplete)):
@@ -298,14 +269,14 @@ def test_a_checkpoint_lookup_stopped_at_its_bound_is_said_in_english_and_korean(
 
 
 def test_incomplete_checkpoints_all_checked_within_the_bound_are_no_complete_one(tmp_path):
-    from fakes import make_config
+    from fakes import LocalTreeSFTP, make_config
 
     from bot.services.preflight import PreflightOptions, memory_section
 
     _checkpoints(tmp_path, 5)
     (tmp_path / "ckpt/mix/iter_000001000/model/.metadata").unlink()
     recipe = make_config(checkpoint={"dir": "/ckpt/mix"}).recipes["mix"]
-    runner = SimpleNamespace(sftp=lambda: _LocalTree(tmp_path))
+    runner = SimpleNamespace(sftp=lambda: LocalTreeSFTP(tmp_path))
     (finding,), _ = memory_section(recipe, PreflightOptions(ranks_per_node=4), runner)
     assert finding.message == ("no parameter count (no complete checkpoint in /ckpt/mix yet): "
                                "skipped the checkpoint memory budget")
