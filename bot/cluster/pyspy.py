@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
+import os
 import posixpath
+import secrets
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -20,8 +23,12 @@ from bot.core.text import N_
 if TYPE_CHECKING:
     from bot.services.ports import SFTP, Runner
 
+log = logging.getLogger(__name__)
+
 DIST = "py-spy"
 REMOTE_DIR = ".cache/trainbot"
+PART_GLOB = "py-spy.*.part"  # a placement's copy before it is checked (place_pyspy)
+STALE_PART_MINUTES = 60  # a part this old was left by a placement that died
 
 
 class PySpyUnavailable(ClusterError):
@@ -98,23 +105,45 @@ def remote_sha256(runner: Runner, path: str) -> str | None:
 def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None) -> str:
     """The path of a verified py-spy on the cluster, copied there first when absent or
     different. Nodes see it when the home is shared (as on every Slurm site trainbot knows);
-    a site without a shared home configures `py_spy`."""
+    a site without a shared home configures `py_spy`.
+
+    The copy goes to a part file of this placement's own (`py-spy.<pid>.<random>.part`
+    beside it), checked, then renamed over the binary (`mv -f` in one directory: rename(2),
+    atomic): placements at the same moment (the bot's and a `trainbot stacks` CLI's, two
+    replicas) each copy and check their own part and each installs a verified binary. A
+    placement's part is removed when it fails; parts older than STALE_PART_MINUTES, left by
+    one that died, are removed before the copy."""
     local = local or local_pyspy()
     home = sftp.normalize(".")
     path = remote_path(home, local.version)
     if remote_sha256(runner, path) == local.sha256:
         return path
-    tmp = f"{path}.part"
-    runner.run(["mkdir", "-p", posixpath.dirname(path)], timeout=60)
-    with local.path.open("rb") as src, sftp.open(tmp, "wb") as dst:
-        for chunk in iter(lambda: src.read(1 << 20), b""):
-            dst.write(chunk)
-    runner.run(["chmod", "0755", tmp], timeout=60)
-    got = remote_sha256(runner, tmp)
-    if got != local.sha256:
-        runner.run(["rm", "-f", tmp], check=False, timeout=60)
-        raise PySpyUnavailable(N_("py-spy copied to %(tmp)s has sha256 %(got)s, expected "
-                                  "%(expected)s: the copy was damaged; nothing was installed",
-                                  tmp=tmp, got=got, expected=local.sha256))
-    runner.run(["mv", "-f", tmp, path], timeout=60)
+    directory = posixpath.dirname(path)
+    runner.run(["mkdir", "-p", directory], timeout=60)
+    runner.run(["find", directory, "-maxdepth", "1", "-name", PART_GLOB, "-mmin",
+                f"+{STALE_PART_MINUTES}", "-delete"], check=False, timeout=60)
+    tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.part"
+    try:
+        with local.path.open("rb") as src, sftp.open(tmp, "wb") as dst:
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                dst.write(chunk)
+        runner.run(["chmod", "0755", tmp], timeout=60)
+        got = remote_sha256(runner, tmp)
+        if got != local.sha256:
+            raise PySpyUnavailable(N_("py-spy copied to %(tmp)s has sha256 %(got)s, expected "
+                                      "%(expected)s: the copy was damaged; nothing was "
+                                      "installed", tmp=tmp, got=got, expected=local.sha256))
+        runner.run(["mv", "-f", tmp, path], timeout=60)
+    except BaseException:
+        _remove_quietly(runner, tmp)
+        raise
     return path
+
+
+def _remove_quietly(runner: Runner, path: str) -> None:
+    """`rm -f path`, its own failure (the connection that failed the placement) only logged:
+    the placement's error is the one to tell."""
+    try:
+        runner.run(["rm", "-f", path], check=False, timeout=60)
+    except Exception:  # noqa: BLE001 - the caller raises the error that brought it here
+        log.debug("could not remove %s", path, exc_info=True)
