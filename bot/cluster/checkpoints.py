@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 import stat
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from bot.cluster.sftp import each_request
@@ -43,13 +44,29 @@ def probe_checkpoints(
     one at or below that iteration (bot.core.checkpoints.choose_checkpoint).
     At most CHECKPOINT_REQUESTS SFTP requests, each counted as trainbot's SFTP client sends
     it (bot.cluster.sftp.each_request: a listing's opendir, readdirs and close, a file's
-    reads, a symlink's stat): the decision's `requests`, its `bound` when they ran out.
+    reads, a symlink's stat): the decision's `requests`, its `bound` when they ran out. All
+    on one channel: a pool's lookup channel (opening it is no request; see _one_channel).
     """
     if isinstance(rule, str):
         rule = CompletenessRule.parse(rule)
     requests = RequestCount()
-    with each_request(requests.send, requests.failed):
-        return _probe(sftp, root, rule, pointer_name, tuple(globs), at_most, requests)
+    with _one_channel(sftp) as on, each_request(requests.send, requests.failed):
+        return _probe(on, root, rule, pointer_name, tuple(globs), at_most, requests)
+
+
+@contextmanager
+def _one_channel(sftp: Any) -> Iterator[Any]:
+    """`sftp`'s lookup channel when it is a pool (bot.cluster.sftp.SFTPPool.lookup_channel),
+    else `sftp` itself (a lookup lease's already): every request of the lookup goes on one
+    channel, opened at most once (when the pool keeps none) and never waited for behind the
+    pool's other work, so the lookup's worst case is that one opening and its requests, each
+    at the SFTP deadline (bot.core.takeover.settle_takeover_s)."""
+    lookup_channel = getattr(sftp, "lookup_channel", None)
+    if lookup_channel is None:
+        yield sftp
+        return
+    with lookup_channel() as lease:
+        yield lease.sftp
 
 
 def _probe(sftp: Any, root: str, rule: CompletenessRule, pointer_name: str | None,

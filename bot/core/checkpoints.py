@@ -33,8 +33,9 @@ file opened is closed within the bound. The lookup stops there (LookupBound).
 80 finds what 20 did when a listing was counted as one request (its opendir) though it took
 four: the root, the pointer file and the newest candidates down to the ninth, each a
 directory with one subdirectory (4 + 4 + 9 * 8 = 80). Its worst case is 80 SFTP deadlines,
-what bot.core.takeover.settle_takeover_s allows the lookup of a resume (20 minutes at the
-default 15 s): a bound on the lookup's time, not only on its requests."""
+on one channel whose opening has deadlines of its own, what
+bot.core.takeover.settle_takeover_s allows the lookup of a resume (20 minutes at the default
+15 s, and the channel's opening): a bound on the lookup's time, not only on its requests."""
 
 
 class LookupBoundReached(Exception):

@@ -33,6 +33,13 @@ class RemoteDeadlines:
         ran on closed), then its run."""
         return 2 * self.connect_s + self.command_s
 
+    @property
+    def sftp_channel_at_most_s(self) -> float:
+        """Opening an SFTP channel at its worst: a new connection and a session channel (as
+        a command's), then the sftp subsystem's start and the SFTP version exchange, each
+        within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client)."""
+        return 2 * self.connect_s + 2 * self.sftp_s
+
 
 SLURM_CHECKS = 2
 """The Slurm client's release and JSON checks, made by its first record read (once per
@@ -58,6 +65,14 @@ end): the release of each competitor held for the cancelled job (at most 3, the 
 questions asked per job: 3); taken over, the look for the job the dead run's resubmit left,
 squeue and sacct by name and by id (4); the resubmit (SUBMIT_COMMANDS); its hold question,
 the pending competitors and the resubmitted job's record, squeue and sacct (3)."""
+
+
+LOOKUP_CHANNELS = 1
+"""SFTP channels one checkpoint lookup opens at most: all its requests go on one channel, the
+pool's lookup channel (bot.cluster.checkpoints.probe_checkpoints), opened when none is kept.
+Opening it is none of the lookup's CHECKPOINT_REQUESTS (no SFTP request: a session, the
+subsystem, the version exchange, with deadlines of their own), so it is counted here beside
+them."""
 
 
 SLACK_CALLS = 6
@@ -93,12 +108,13 @@ def cancel_takeover_s(deadlines: RemoteDeadlines) -> float:
 def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
-    RESUME_COMMANDS remote commands at their worst, one checkpoint lookup's
-    CHECKPOINT_REQUESTS SFTP requests (the bound the lookup stops at, bot.core.checkpoints,
-    each request counted as the client sends it: a listing's opendir, readdirs and close, a
-    file's reads), SLACK_CALLS Slack calls, plus the margin (2960 s with the default
-    deadlines)."""
+    RESUME_COMMANDS remote commands at their worst, one checkpoint lookup (the opening of its
+    LOOKUP_CHANNELS SFTP channel at its worst, then its CHECKPOINT_REQUESTS SFTP requests, the
+    bound the lookup stops at, bot.core.checkpoints, each request counted as the client sends
+    it: a listing's opendir, readdirs and close, a file's reads), SLACK_CALLS Slack calls,
+    plus the margin (3010 s with the default deadlines)."""
     return (RESUME_COMMANDS * deadlines.command_at_most_s
+            + LOOKUP_CHANNELS * deadlines.sftp_channel_at_most_s
             + CHECKPOINT_REQUESTS * deadlines.sftp_s
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
 
@@ -109,7 +125,7 @@ def settle_lead_s(deadlines: RemoteDeadlines) -> float:
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
     step, marked before the row, is that old by then, so a live settle has ended and a dead
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
-    resubmit); 3740 s with the default deadlines. A settle that cannot finish (Slurm no longer
+    resubmit); 3790 s with the default deadlines. A settle that cannot finish (Slurm no longer
     knows the cancelled job) then never holds the run's submits for ever."""
     return settle_takeover_s(deadlines) + submit_in_flight_s(deadlines)
 

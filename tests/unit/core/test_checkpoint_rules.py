@@ -319,12 +319,13 @@ def test_pointer_file_and_its_target_count_against_the_bound() -> None:
 
 def test_takeover_counts_the_lookup_at_its_bound() -> None:
     """settle_takeover_s allows the lookup CHECKPOINT_REQUESTS SFTP deadlines: each of its
-    requests, as the client sends them, may take the whole deadline."""
-    from bot.core.takeover import RemoteDeadlines, settle_takeover_s
+    requests, as the client sends them, may take the whole deadline; and the two of opening
+    its channel (the subsystem's start, the version exchange)."""
+    from bot.core.takeover import LOOKUP_CHANNELS, RemoteDeadlines, settle_takeover_s
 
     slower = settle_takeover_s(RemoteDeadlines(sftp_s=16.0)) - \
         settle_takeover_s(RemoteDeadlines(sftp_s=15.0))
-    assert slower == CHECKPOINT_REQUESTS
+    assert slower == CHECKPOINT_REQUESTS + 2 * LOOKUP_CHANNELS
 
 
 def test_skip_reasons_are_said_in_korean() -> None:

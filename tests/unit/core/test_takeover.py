@@ -19,8 +19,8 @@ from bot.core.takeover import (
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
     assert submit_in_flight_s(RemoteDeadlines()) == 780.0  # "looks again in 13 minutes"
-    assert settle_takeover_s(RemoteDeadlines()) == 2960.0
-    assert settle_lead_s(RemoteDeadlines()) == 3740.0  # a settle's row, then looked up
+    assert settle_takeover_s(RemoteDeadlines()) == 3010.0
+    assert settle_lead_s(RemoteDeadlines()) == 3790.0  # a settle's row, then looked up
 
 
 @pytest.mark.parametrize("command_s", [60.0, 300.0])
@@ -58,3 +58,20 @@ def test_a_cancels_scancel_is_taken_over_sooner_than_the_resume_after_it() -> No
         assert CANCEL_COMMANDS * d.command_at_most_s < cancel_takeover_s(d) \
             < settle_takeover_s(d)
     assert cancel_takeover_s(RemoteDeadlines()) == 380.0
+
+
+def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() -> None:
+    """The resume's checkpoint lookup may first open its SFTP channel (a new connection and
+    session, the subsystem's start, the version exchange), no request of its 80: the settle's
+    takeover allows that beside the 80 requests, at default and slower deadlines alike."""
+    from dataclasses import replace
+
+    from bot.core.checkpoints import CHECKPOINT_REQUESTS
+    from bot.core.takeover import LOOKUP_CHANNELS
+
+    for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
+        assert d.sftp_channel_at_most_s == 2 * d.connect_s + 2 * d.sftp_s
+        without_lookup = settle_takeover_s(replace(d, sftp_s=0.0)) - 2 * d.connect_s
+        assert settle_takeover_s(d) - without_lookup == \
+            LOOKUP_CHANNELS * d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
+    assert LOOKUP_CHANNELS == 1
