@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -27,6 +28,7 @@ from support.tail_model import answer_batch
 
 from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ChannelClosed, ClusterUnavailable
+from bot.cluster.pyspy import PySpyPlacements, remote_path
 from bot.cluster.sftp import open_failed
 from bot.cluster.ssh import CommandResult
 from bot.config import Config
@@ -422,6 +424,11 @@ class FakeClusters:
             return self._slurm
         return self._slurm[name]
 
+    @property
+    def has_ssh(self) -> bool:
+        """Whether the test gave an SSH runner (commands on the login node)."""
+        return self._runner is not None
+
     def runner(self, name: str) -> Any:
         if self._runner is None:
             raise AssertionError("no SSH in this test")
@@ -658,7 +665,12 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
     test built itself.
     The thread writer is `sink` (default: a RecordingMessageSink), with charts unless `charts`
     is False; without `slack`, neither (what would be posted is logged). `home` publishes
-    Home tabs; `clock` is the handlers' clock."""
+    Home tabs; `clock` is the handlers' clock.
+    Without an SSH runner (FakeClusters' has_ssh), trainbot's py-spy counts as placed on
+    every cluster already (`ctx.pyspy`, as a bot that ran before leaves it), so a watcher
+    built on the context (bot.app.build_watcher: its forensics begin the placement at the
+    first poll) does not try commands the test has none of; over a runner the test gave, the
+    placement runs and a failure of it is logged, as in production."""
     if config is not None and (recipe_over or slack_lang != "en"):
         raise TypeError("make_context: recipe fields and slack_lang go to make_config, "
                         "not beside a config")
@@ -672,10 +684,12 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
     if clusters is None:
         clusters = FakeClusters(slurm or FakeSlurm(), sftp)
     catalogue = Catalogue.load(config.catalogue.extra)
+    placed = {} if getattr(clusters, "has_ssh", True) else {
+        name: remote_path("/home/slurmci", metadata.version("py-spy")) for name in config.clusters}
     return BotContext(config=config, store=store, clusters=clusters, sink=sink, home=home,
                       renderer=TemplateRenderer(), catalogue=catalogue,
                       charts=SeriesCharts(catalogue) if sink is not None and charts else None,
-                      clock=clock)
+                      clock=clock, pyspy=PySpyPlacements(placed))
 
 
 def adopt(ctx: BotContext, job_id: int, *, actor: str, now: float,

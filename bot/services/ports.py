@@ -16,9 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from bot.cluster.pyspy import PySpyPlacements
 from bot.config import Config
 from bot.core.catalogue import Catalogue
 from bot.core.holders import Machine, PidNow
@@ -317,3 +318,6 @@ class BotContext:
     charts: ChartMaker | None = None
     home: HomePublisher | None = None
     clock: Callable[[], float] = time.time
+    # trainbot's py-spy placed on the clusters, once per cluster for the context's life (the
+    # process's: the watcher's forensics and `/train stacks` share it; a fenced copy too)
+    pyspy: PySpyPlacements = field(default_factory=PySpyPlacements)

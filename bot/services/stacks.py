@@ -4,7 +4,7 @@ with a deadline, never delaying it); after an NCCL timeout, what the ranks' flig
 dumps say.
 
 `StackCollector.collect` finds py-spy on the cluster (the site's path, or trainbot's own
-copy placed by bot.cluster.pyspy: once per cluster and process, in the background, begun
+copy placed by bot.cluster.pyspy: once per cluster and bot, in the background, begun
 ahead of need by `Forensics.prepare`; a collection waits for it at most half its deadline),
 runs bot.probes.stacks through srun and returns a
 bot.core.stacks.StackReport; every failure is a report with its cause, never an exception
@@ -21,14 +21,13 @@ import logging
 import posixpath
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, wait
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable, said
-from bot.cluster.pyspy import PySpyUnavailable, place_pyspy
+from bot.cluster.pyspy import PySpyPlacements, PySpyUnavailable, place_pyspy
 from bot.config import Config
 from bot.core.flight_recorder import (
     MAX_DUMP_BYTES,
@@ -75,83 +74,26 @@ def _utc(t: float) -> str:
 PLACEMENT_SHARE = 0.5
 
 
-class PySpyPlacements:
-    """trainbot's py-spy placed on the clusters of one ClusterSessions (the paths placed, and
-    the placement under way per cluster): one placement at a time per cluster, whichever
-    collector, watcher or command asks, in the background, so a collection waits for it only
-    as long as its deadline allows. A failed placement is forgotten: the next ask tries
-    again (place_pyspy is idempotent: sha256-checked, moved into place atomically)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._paths: dict[str, str] = {}
-        self._under_way: dict[str, Future[str]] = {}
-
-    def start(self, cluster: str, place: Callable[[], str]) -> Future[str]:
-        """The placement of `cluster`'s py-spy: done when placed, else the one under way, else
-        `place()` begun on a daemon thread."""
-        with self._lock:
-            if cluster in self._paths:
-                done: Future[str] = Future()
-                done.set_result(self._paths[cluster])
-                return done
-            future = self._under_way.get(cluster)
-            if future is not None:
-                return future
-            future = self._under_way[cluster] = Future()
-        threading.Thread(target=self._place, args=(cluster, place, future),
-                         name=f"py-spy placement {cluster}", daemon=True).start()
-        return future
-
-    def placed(self, cluster: str) -> str | None:
-        with self._lock:
-            return self._paths.get(cluster)
-
-    def _place(self, cluster: str, place: Callable[[], str], future: Future[str]) -> None:
-        try:
-            path = place()
-        except BaseException as exc:  # noqa: BLE001 - handed to the future
-            log.warning("%s: placing py-spy failed: %s", cluster, said(exc))
-            with self._lock:
-                self._under_way.pop(cluster, None)
-            future.set_exception(exc)
-            return
-        with self._lock:
-            self._paths[cluster] = path
-            self._under_way.pop(cluster, None)
-        future.set_result(path)
-
-
-_PLACEMENTS: weakref.WeakKeyDictionary[object, PySpyPlacements] = weakref.WeakKeyDictionary()
-_PLACEMENTS_LOCK = threading.Lock()
-
-
-def placements_of(clusters: ClusterSessions) -> PySpyPlacements:
-    """The py-spy placements of `clusters` (one per sessions object: the process's)."""
-    with _PLACEMENTS_LOCK:
-        found = _PLACEMENTS.get(clusters)
-        if found is None:
-            found = _PLACEMENTS[clusters] = PySpyPlacements()
-        return found
-
-
 class PlacementTimedOut(Exception):
     """Placing py-spy outlasted the collection's wait for it (it goes on in the background)."""
 
 
 class StackCollector:
     """Collects stacks on the configured clusters through `clusters`; trainbot's py-spy is
-    placed once per cluster and process (`PySpyPlacements`), ahead of need when the watcher
+    placed once per cluster and `placements` (the bot's: its context's, BotContext.pyspy,
+    shared by the watcher's forensics and `/train stacks`), ahead of need when the watcher
     first polls a cluster with jobs (`prepare`). A collection, placement included, keeps to
     the cluster's `stacks_timeout`: it waits for a placement under way at most
     PLACEMENT_SHARE of it and says so when py-spy is not there by then."""
 
     def __init__(self, config: Config, clusters: ClusterSessions,
                  clock: Callable[[], float] = time.time,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, *,
+                 placements: PySpyPlacements | None = None) -> None:
         self.config, self.clusters, self.clock = config, clusters, clock
         self.monotonic = monotonic
-        self._placements = placements_of(clusters)
+        # the process's (the bot's context's, BotContext.pyspy), else this collector's own
+        self._placements = placements if placements is not None else PySpyPlacements()
 
     def prepare(self, cluster: str) -> Future[str] | None:
         """Begin placing trainbot's py-spy on `cluster` unless the site configured its own
@@ -282,7 +224,8 @@ class Forensics:
     def __init__(self, ctx: BotContext, collector: StackCollector | None = None, *,
                  workers: int = 2) -> None:
         self.ctx = ctx
-        self.collector = collector or StackCollector(ctx.config, ctx.clusters, ctx.clock)
+        self.collector = collector or StackCollector(ctx.config, ctx.clusters, ctx.clock,
+                                                     placements=ctx.pyspy)
         self._slots = threading.BoundedSemaphore(workers)
         self._pending: set[Future[bool]] = set()
 

@@ -471,7 +471,8 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
     dump attached, when the job has one."""
     target = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of", cmd.array_task)
     cluster, recipe, attempt, job = target.cluster, target.recipe, target.attempt, target.job_id
-    report = StackCollector(ctx.config, ctx.clusters, ctx.clock).collect(cluster, str(job))
+    report = StackCollector(ctx.config, ctx.clusters, ctx.clock,
+                            placements=ctx.pyspy).collect(cluster, str(job))
     chain_id = attempt.chain_id if attempt is not None else None
     in_thread = post_stacks(ctx, chain_id, f"stacks:{cluster}:{job}:{now:.0f}", report,
                             recipe)

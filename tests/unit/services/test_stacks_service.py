@@ -4,9 +4,11 @@ collection's srun argv and the sampler's trainer PIDs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from fakes import (
@@ -264,10 +266,11 @@ def test_a_slow_first_placement_of_py_spy_is_said_by_the_stacks_deadline(store, 
 def test_collections_at_once_place_py_spy_once(store) -> None:
     gate = threading.Event()
     node = SlowLoginNode(gate)
-    ctx = make_context(store)
     clusters = FakeClusters(FakeSlurm(), runner=node, sftp=FakeSFTP())
-    first = StackCollector(ctx.config, clusters)
-    second = StackCollector(ctx.config, clusters)  # `/train stacks` builds its own
+    ctx = make_context(store, clusters=clusters)
+    # the watcher's forensics and `/train stacks` (each its own collector), one context's
+    first = StackCollector(ctx.config, clusters, placements=ctx.pyspy)
+    second = StackCollector(ctx.config, clusters, placements=ctx.pyspy)
     assert first.prepare("dev") is second.prepare("dev")  # the placement under way
     gate.set()
     reports = [c.collect("dev", "88154") for c in (first, second)]
@@ -464,3 +467,83 @@ def _no_distribution(name: str):
     from importlib import metadata
 
     raise metadata.PackageNotFoundError(name)
+
+
+def _watched_running_job(ctx, slurm: FakeSlurm) -> None:  # noqa: ANN001
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
+    ctx.store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
+    slurm.add(88154, state="RUNNING", name="mix", start_time=T0)
+
+
+def test_a_watcher_over_fakes_without_ssh_begins_no_placement_and_logs_none(
+        store, caplog) -> None:
+    """The production watcher (its forensics begin placing py-spy at a cluster's first poll
+    with jobs) on a test's context with no SSH: trainbot's py-spy counts as placed already
+    (the context's placements), so no placement is begun over the SSH the test has none of
+    and no "placing py-spy failed" is logged. Before, every such test logged one."""
+    import logging
+
+    from bot.app import build_watcher
+
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, sftp=FakeSFTP(), clock=lambda: T0 + 100)
+    _watched_running_job(ctx, slurm)
+    caplog.set_level(logging.WARNING, logger="bot.services.stacks")
+    caplog.set_level(logging.WARNING, logger="bot.cluster.pyspy")
+    build_watcher(ctx, "dev").tick(T0 + 60)
+    assert (ctx.pyspy.placed("dev") or "").startswith("/home/slurmci/.cache/trainbot/py-spy-")
+    assert not [t for t in threading.enumerate() if t.name == "py-spy placement dev"]
+    assert [r.getMessage() for r in caplog.records] == []
+
+
+def test_a_placement_failing_over_the_tests_runner_is_still_logged(store, caplog) -> None:
+    """Over an SSH runner the test gave, the watcher's forensics place py-spy as in
+    production, and a placement that fails says so in the log."""
+    import logging
+
+    from bot.app import build_watcher
+
+    slurm = FakeSlurm()
+    node = FakeRunner({"sha256sum": ClusterUnavailable("ssh: timed out")})
+    ctx = make_context(store, clusters=FakeClusters(slurm, sftp=FakeSFTP(), runner=node),
+                       clock=lambda: T0 + 100)
+    _watched_running_job(ctx, slurm)
+    caplog.set_level(logging.WARNING, logger="bot.cluster.pyspy")
+    build_watcher(ctx, "dev").tick(T0 + 60)
+    deadline = time.monotonic() + 10
+    while not caplog.records and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [r.getMessage() for r in caplog.records] == [
+        "dev: placing py-spy failed: ssh: timed out"]
+    assert node.commands() == ["sha256sum"] and ctx.pyspy.placed("dev") is None
+
+
+def test_the_watchers_fenced_context_and_train_stacks_share_one_placement(store) -> None:
+    """The watcher runs on a fenced copy of the bot's context (its cluster sessions wrapped),
+    `/train stacks` on the context itself: both find py-spy through the context's one
+    placement, so it is placed once. Before, each sessions object had its own (the fenced
+    wrapper a new one), and the first `/train stacks` after the watcher's placement placed
+    it again."""
+    from bot.services.fencing import fenced_context
+
+    gate = threading.Event()
+    node = SlowLoginNode(gate)
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=node, sftp=FakeSFTP()))
+
+    class HeldLease:  # the watcher's lease, held throughout
+        def heartbeat(self) -> None:
+            pass
+
+        @contextlib.contextmanager
+        def acting(self, what: str) -> Iterator[None]:
+            yield
+
+    fenced = fenced_context(ctx, HeldLease())  # type: ignore[arg-type]
+    assert fenced.pyspy is ctx.pyspy
+    watcher_side = Forensics(fenced).collector
+    command_side = StackCollector(ctx.config, ctx.clusters, placements=ctx.pyspy)
+    assert watcher_side.prepare("dev") is command_side.prepare("dev")
+    gate.set()
+    assert command_side.collect("dev", "88154").summary is not None
+    assert [a[0] for a in node.argvs()] == ["sha256sum", "srun"]
