@@ -12,7 +12,12 @@ from typing import Any, Protocol, TypeVar
 from bot.core.models import DEFAULT_CHUNK_BOUNDS, CheckpointMark, ChunkBounds, free_chunks
 from bot.core.slurm.job_ref import array_task_in
 from bot.core.slurm.records import JobRecord
-from bot.core.slurm.states import FINISHED_STATES, PENDING_STATES, RUNNING_STATES
+from bot.core.slurm.states import (
+    FINISHED_STATES,
+    PENDING_STATES,
+    RUNNING_STATES,
+    ended_unstarted,
+)
 
 #: Rows shown at most; the other tasks are counted by state in one line. 40 rows of about
 #: 60 characters stay well inside a section's 3,000 characters.
@@ -179,9 +184,13 @@ def task_attempts(rows: Sequence[Any]) -> list[tuple[str | None, CheckpointMark 
     """One task's attempt rows (oldest first, each with `cause`, `start_iter` and
     `checkpoint_path`: the store's attempts) as `task_retries_used` reads them. The first came
     from the whole array's submit, which names no checkpoint: where it resumed from is
-    unknown; each resubmit of the task resumed from the checkpoint it records."""
+    unknown; each resubmit of the task resumed from the checkpoint it records. An attempt
+    that ended while it waited in the queue (bot.core.slurm.states.ended_unstarted) is left
+    out: it ran nothing, so its resubmit spent no retry."""
     return [(a.cause, CheckpointMark.of(a.checkpoint_path, a.start_iter) if n else None)
-            for n, a in enumerate(rows)]
+            for n, a in enumerate(rows)
+            if not ended_unstarted(getattr(a, "result", None), getattr(a, "started_at", None),
+                                   getattr(a, "last_iter", None))]
 
 
 def task_retries_through(rows: Sequence[Any], job_id: str, catalogue: Any, *,

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from bot.core.arrays import task_retries_through
 from bot.core.models import DEFAULT_CHUNK_BOUNDS, CheckpointMark, ChunkBounds
+from bot.core.slurm.states import ended_unstarted
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,9 @@ class AttemptFacts:
     `last_iter` is the highest iteration the attempt logged (None: none logged); it resumed
     from the checkpoint `start_checkpoint` (its path; None: none, from scratch) at
     `start_iter` (None: none, or its name has none), unless `start_known` is False: trainbot
-    did not choose it (a task of a whole-array submit, a job it did not submit)."""
+    did not choose it (a task of a whole-array submit, a job it did not submit). `ran` is
+    False for an attempt that ended while it waited in the queue (its row's
+    bot.core.slurm.states.ended_unstarted)."""
 
     job_id: str
     attempt_no: int
@@ -34,6 +37,7 @@ class AttemptFacts:
     ended_at: float | None = None
     start_checkpoint: str | None = None
     start_known: bool = True
+    ran: bool = True
 
     @property
     def start(self) -> CheckpointMark | None:
@@ -64,14 +68,18 @@ class ChainHistory:
 
     @property
     def resubmits_so_far(self) -> int:
-        return max(0, len(self.attempts) - 1)
+        """The earlier attempts (all but the last) that ran: the resubmits the backoff
+        doubles for. One that ended while it waited in the queue ran nothing and crashed
+        nothing, so it is no step of a crash loop."""
+        return sum(1 for a in self.attempts[:-1] if a.ran)
 
 
 class AttemptRow(Protocol):
     """An attempt of a chain as the chain rules below read it (the store's attempts row is
     one): `array_task` is the array task it ran (None: not an array's task), `result` its
-    final Slurm state, `cause` its diagnosis class (None while it runs) and `checkpoint_path`
-    the checkpoint it resumed from (None: none)."""
+    final Slurm state, `cause` its diagnosis class (None while it runs), `started_at` when it
+    started (None: not seen to start) and `checkpoint_path` the checkpoint it resumed from
+    (None: none)."""
 
     @property
     def job_id(self) -> str: ...
@@ -87,6 +95,8 @@ class AttemptRow(Protocol):
     def ended_at(self) -> float | None: ...
     @property
     def result(self) -> str | None: ...
+    @property
+    def started_at(self) -> float | None: ...
     @property
     def cause(self) -> str | None: ...
     @property
@@ -142,7 +152,8 @@ def _facts(row: AttemptRow, attempt_no: int, current_job: str | None,
         last = current_last_iter
     return AttemptFacts(row.job_id, attempt_no, last_iter=last, start_iter=row.start_iter,
                         class_id=row.cause, ended_at=row.ended_at,
-                        start_checkpoint=row.checkpoint_path, start_known=start_known)
+                        start_checkpoint=row.checkpoint_path, start_known=start_known,
+                        ran=not ended_unstarted(row.result, row.started_at, row.last_iter))
 
 
 def own_history(current_job: str | None, current_last_iter: int | None) -> ChainHistory:

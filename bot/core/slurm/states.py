@@ -19,6 +19,17 @@ KNOWN_STATES = PENDING_STATES | RUNNING_STATES | FINISHED_STATES
 # TIMEOUT, OUT_OF_MEMORY, PREEMPTED and SPECIAL_EXIT only a job that ran reaches.
 QUEUED_END_STATES = frozenset(
     {"CANCELLED", "DEADLINE", "FAILED", "REVOKED", "BOOT_FAIL", "NODE_FAIL"})
+
+
+def ended_unstarted(result: str | None, started_at: float | None,
+                    last_iter: int | None) -> bool:
+    """Whether an attempt row (the store's attempts: its final state `result`, the start
+    `started_at` the watcher saw or its end recorded, the last iteration it logged) tells of a
+    job that ended while it waited in the queue and ran nothing: it ended in a queued end state,
+    with no start and no iteration. The watcher writes a job's start when it sees it run and at
+    its end (sacct's Start), except for a job that never started (JobRecord.never_started,
+    whose Start is only its end)."""
+    return result in QUEUED_END_STATES and started_at is None and last_iter is None
 HELD_REASONS = frozenset({"JobHeldAdmin", "JobHeldUser"})
 HELD_STATES = frozenset({"REQUEUE_HOLD", "RESV_DEL_HOLD"})
 # Reasons worth recognising when a narrow column cut them (`JobHeldA+`).

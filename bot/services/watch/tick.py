@@ -722,6 +722,10 @@ class Watcher:
             jw, now, force=True, state=record.state, last_iter=diag.metrics.last_iter,
             ended_at=record.end_time or now, result=record.state, cause=diag.class_id,
             work_lost_iters=decision.work_lost_iters,
+            # it ran (no later than its end, when sacct gives no start), unless it never
+            # started (Slurm's Start is then its end): the backoff counts the attempts that ran
+            started_at=None if record.never_started
+            else record.start_time if record.start_time is not None else record.end_time or now,
         )
         if chain is not None and not chain.parallel:
             if diag.class_id == "completed":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.arrays import retries_by_task
 from bot.core.catalogue import Catalogue
 from bot.core.models import CheckpointMark
 from bot.core.policy import (
@@ -39,11 +40,13 @@ class Row:
     cause: str | None = None
     array_task: int | None = None
     checkpoint_path: str | None = None
+    started_at: float | None = None
 
 
 def ended(job: str, result: str, cause: str | None, *, task: int | None = None,
           no: int = 1) -> Row:
-    return Row(job, no, ended_at=1000.0, result=result, cause=cause, array_task=task)
+    return Row(job, no, started_at=900.0, ended_at=1000.0, result=result, cause=cause,
+               array_task=task)
 
 
 # --------------------------------------------------------------- a run chain's history
@@ -151,6 +154,27 @@ def test_an_array_tasks_time_limit_chunks_that_saved_newer_checkpoints_spend_no_
     assert history.retries_used == 1 and history.resubmits_so_far == 3
     assert history.attempts[0].start is None
     assert history.attempts[-1].start == CheckpointMark(None, 6000)
+
+
+def test_an_array_tasks_attempt_that_never_started_spends_no_retry_nor_backoff() -> None:
+    """Task 4's first attempt ended while it waited in the queue (its row as the watcher writes
+    it: CANCELLED, no start, no iteration; class unknown_failure, which charges): it ran
+    nothing, so its resubmit spends none of the task's budget and the backoff of the crash
+    after it is a first one's; an attempt that ran (its start recorded) spends one."""
+    catalogue = Catalogue.load()
+    never = Row("201", 1, ended_at=1000.0, result="CANCELLED", cause="unknown_failure",
+                array_task=4)
+    crash = Row("220", 2, array_task=4, start_iter=500)
+    history = task_history([never, crash], current_job="220", current_last_iter=900,
+                           catalogue=catalogue)
+    assert (history.retries_used, history.resubmits_so_far) == (0, 0)
+    assert retries_by_task([never, crash], catalogue) == []
+    ran = Row("201", 1, started_at=900.0, ended_at=1000.0, result="CANCELLED",
+              cause="unknown_failure", array_task=4)
+    history = task_history([ran, crash], current_job="220", current_last_iter=900,
+                           catalogue=catalogue)
+    assert (history.retries_used, history.resubmits_so_far) == (1, 1)
+    assert retries_by_task([ran, crash], catalogue) == [(4, 1)]
 
 
 def test_an_array_task_with_no_row_yet_is_its_first_attempt() -> None:

@@ -1460,6 +1460,9 @@ def test_a_job_that_ran_without_a_start_time_in_sacct_waits_for_its_log(env):
     [incident] = sink.events
     assert incident.facts == {"log_path": LOG, "log_missing": True}
     assert incident.diagnosis.detail is None
+    # its row says it ran (its start, unknown to sacct, no later than its end): the backoff
+    # counts it (bot.core.slurm.states.ended_unstarted)
+    assert store.attempts.get_by_job("88154").started_at == T0 + 100
 
 
 def test_a_running_jobs_missing_log_starts_no_wait(env):
@@ -1662,3 +1665,48 @@ def test_a_running_job_requeued_while_its_log_is_unreadable_starts_its_next_runs
         f"{requeued_after} s); its next run's reads start anew",
         UNREADABLE,
         f"dev: job 88154: its log {LOG} read again after 60 s"]
+
+
+@pytest.mark.parametrize("first_ran, due_at", [(False, T0 + 1370), (True, T0 + 1430)])
+def test_a_never_started_attempt_does_not_double_the_backoff_of_a_later_crash(
+        env, first_ran, due_at):
+    """The backoff of an automatic resubmit doubles for each earlier attempt that ran: a job
+    Slurm ended while it waited in the queue (written to its row by the watcher: CANCELLED, no
+    start) ran nothing, so the time limit after it waits 60 s as a first failure does, where
+    after an attempt that ran (FAILED, started, iteration 1,000) it waits 120 s. Neither
+    charges the retry budget for the never-started one."""
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store)
+    chain = store.chains.create(recipe="auto", cluster=CLUSTER, job_name="auto", now=T0)
+    first = store.attempts.record(chain_id=chain.id, job_id="88299", now=T0).attempt
+    w = make_watcher(store, slurm, sftp, sink, resubmit=resub, checkpoint=FakeCheckpoints(1200),
+                     policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+    if first_ran:
+        store.attempts.update(first.id, state="FAILED", result="FAILED", started_at=T0,
+                              ended_at=T0 + 50, last_iter=1000, cause="unknown_failure")
+    else:  # the watcher judges it: it never started
+        store.watched_jobs.add(CLUSTER, "88299", now=T0, chain_id=chain.id)
+        slurm.records[88299] = JobRecord(job_id=88299, state="CANCELLED", exit_code=0, signal=0,
+                                         stdout_path=LOG, start_time=T0 + 50,
+                                         end_time=T0 + 50, elapsed_s=0, cancelled_by=1000)
+        w.tick(T0 + 60)
+        row = store.attempts.get_by_job("88299")
+        assert (row.result, row.started_at, row.last_iter) == ("CANCELLED", None, None)
+        assert store.chains.get(chain.id).retries_used == 0
+    second = store.attempts.record(chain_id=chain.id, job_id="88300", now=T0).attempt
+    store.attempts.update(second.id, start_iter=1200)
+    store.watched_jobs.add(CLUSTER, "88300", now=T0, chain_id=chain.id)
+    sftp.append(LOG, b"".join(story_lines()[:300]))
+    slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
+                                     stdout_path=LOG, start_time=T0 + 100, end_time=T0 + 1300)
+    w.tick(T0 + 1310)
+    decision = sink.events[-1].decision
+    assert decision.kind == DecisionKind.RESUBMIT_NOW
+    assert decision.not_before == due_at
+    # the crash's row records its start (sacct's), though no tick saw it run
+    assert store.attempts.get_by_job("88300").started_at == T0 + 100
+    w.tick(due_at - 1)
+    assert resub.calls == []
+    w.tick(due_at)
+    assert resub.calls == [("auto", chain.id, 1200)]
+    assert store.chains.get(chain.id).retries_used == 1
