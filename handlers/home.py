@@ -1,7 +1,8 @@
 """The App Home tab: published for a user when they open it (`app_home_opened`); clicks on its
 prompts' buttons arrive at handlers.actions like the thread's. An adopted job's "Cancel"
-(HOME_CANCEL_JOB, the job's raw id as its value) runs `/train cancel JOBID` as the clicker,
-authorized and audited like the command; its "Stop watching" (HOME_STOP_WATCHING, the chain
+(HOME_CANCEL_JOB, the job's raw id as its value) runs `/train cancel JOBID` as the clicker (an
+array task as its row names it, `6200_2`: bot.services.home.cancel_command), authorized and
+audited like the command; its "Stop watching" (HOME_STOP_WATCHING, the chain
 id) is `bot.services.home.stop_watching`, as `/train unwatch` is; the tab says what either did."""
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from typing import Any
 
 from slack_bolt import Ack, App
 
-from bot.core.train_grammar import JobControl
-from bot.services.home import publish_home, stop_watching
+from bot.services.home import cancel_command, publish_home, stop_watching
 from bot.services.ports import BotContext
 from bot.services.train import execute
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
@@ -52,7 +52,7 @@ def _id_click(services: BotContext, what: str, subject: str,
 
 def make_cancel_job(services: BotContext):  # noqa: ANN201 - a Bolt listener
     def cancel(user: str, job: int, now: float) -> str:
-        return execute(services, JobControl("cancel", job), actor=user, channel=None,
+        return execute(services, cancel_command(services, job), actor=user, channel=None,
                        now=now).text
 
     return _id_click(services, "cancel", "job", cancel)

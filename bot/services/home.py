@@ -28,6 +28,8 @@ from bot.core.home import (
     prompt_confirm,
     sees_adopted,
 )
+from bot.core.slurm.job_ref import JobIdError, parse_job_ref
+from bot.core.train_grammar import JobControl
 from bot.services.access import default_approvers, may_control_job
 from bot.services.ports import BotContext, PostError
 from bot.services.threads import (
@@ -256,6 +258,22 @@ def _shown(ctx: BotContext, chain: Chain) -> str:
         return str(chain.array_job_id)
     attempt = ctx.store.attempts.latest(chain.id)
     return attempt.shown_id if attempt is not None else str(chain.id)
+
+
+def cancel_command(ctx: BotContext, job_id: int) -> JobControl:
+    """The `/train cancel` a Home tab's Cancel runs for job `job_id` (the button's value, Slurm's
+    raw id; an array's own id): the job as its row names it, an array task as its attempt
+    records it (`display_id`: 6200_2, not its raw 6203), so the refusal or the line saying
+    it was cancelled names the job as the tab showed it; a job with no such record, by its
+    id."""
+    attempt = ctx.store.attempts.get_by_job(str(job_id))
+    try:
+        ref = parse_job_ref(attempt.display_id) if attempt and attempt.display_id else None
+    except JobIdError:
+        ref = None
+    if ref is None or ref.array_task is None:
+        return JobControl("cancel", job_id)
+    return JobControl("cancel", ref.job_id, ref.array_task)
 
 
 def _raw(ctx: BotContext, chain: Chain) -> str:

@@ -5,6 +5,7 @@ they change, and capped with an "and N more" line within a view's 100 blocks."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 from bot.store import Store
+from handlers.home import make_cancel_job
 
 NOW = 1_732_871_000.0
 BOB = "U0BOB"  # adopts jobs; neither in a recipe's team nor an approver
@@ -473,3 +475,42 @@ def test_an_adopted_jobs_incident_says_its_checkpoint_is_unknown_not_from_scratc
     assert [b for b in blocks if b["type"] == "actions"] == []  # nothing to resume from
     [attempt] = ctx.store.attempts.for_chain(chain_id)
     assert (attempt.last_iter, attempt.work_lost_iters) == (1200, None)
+
+
+@pytest.mark.parametrize(("lang", "refused", "done"), [
+    ("en", "👉 Refused: job 6100_1 was not submitted by trainbot; only group leads can cancel it.",
+     "👉 Job 6100_1 (job 6101) cancelled by <@U0APPR>."),
+    ("ko", "👉 거부됨: 작업 6100_1은(는) trainbot이 제출한 작업이 아닙니다. "
+     "취소 권한은 leads 그룹에게만 있습니다.",
+     "👉 <@U0APPR>님이 작업 6100_1 (작업 6101)을(를) 취소했습니다."),
+])
+def test_home_cancel_of_an_adopted_array_task_names_it_as_the_tab_does(ctx, slurm, lang,
+                                                                     refused, done):
+    """Task 6100_1 adopted with `/train watch 6100_1`: its row and its Cancel name it 6100_1
+    (the button's value is its raw id 6101). A click by who may not cancel it (a forged one:
+    Bob's tab has no Cancel) is refused naming 6100_1, and an approver's cancels raw 6101 and
+    says so naming 6100_1 (its raw id after it), in the tab each gets back; never 6101 alone."""
+    adopt_task(ctx)
+    [row] = rows(ctx, APPROVER)
+    [cancel] = [b for b in row["buttons"] if b["action_id"] == HOME_CANCEL_JOB]
+    assert (row["job_id"], cancel["job_id"], cancel["value"]) == ("6100_1", "6100_1", "6101")
+    click = make_cancel_job(ctx)
+    click(body={"user": {"id": BOB}}, action={"value": "6101"}, logger=logging.getLogger("t"))
+    user, blocks = ctx.home.published[-1]
+    assert user == BOB and _notice(blocks) == refused and slurm.acted("cancel") == []
+    click(body={"user": {"id": APPROVER}}, action={"value": "6101"},
+          logger=logging.getLogger("t"))
+    user, blocks = ctx.home.published[-1]
+    assert user == APPROVER and _notice(blocks) == done
+    assert slurm.acted("cancel") == [6101]
+
+
+def adopt_task(ctx: BotContext) -> None:
+    """`/train watch 6100_1` by Bob: trainbot adopts the array's task (raw id 6101)."""
+    reply = execute(ctx, parse_command("watch 6100_1"), actor=BOB, channel="C0TRAIN", now=NOW)
+    assert reply.chain_id is not None, reply.text
+
+
+def _notice(blocks: list[dict[str, Any]]) -> str:
+    [notice] = [b["text"]["text"] for b in blocks if b.get("block_id") == "notice"]
+    return notice
