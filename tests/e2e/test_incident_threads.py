@@ -4,7 +4,9 @@ the watcher's incidents and leak warnings (ThreadEvents) with their charts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import CHANNEL
@@ -311,10 +313,12 @@ def test_a_leak_warning_arrives_with_its_rss_chart(slack, poster, store):
 
 
 def incident_message(poster: SlackPoster, store, slack: SlackStandIn, lang: str,
-                     class_id: str, state: str = "FAILED", *, mem_limit: bool = True) -> dict:
+                     class_id: str, state: str = "FAILED", *, mem_limit: bool = True,
+                     **diagnosis: Any) -> dict:
     """The incident message the watcher's sink (ThreadEvents) posts in a `lang` recipe's thread
     for a `class_id` failure of job 88154 (3,400 of 8,000 iterations, checkpoint at 3,000),
-    as the stand-in received it."""
+    as the stand-in received it; `diagnosis` overrides fields of its Diagnosis (a site's own
+    hint: `hint`, `site_hint`, `translations`; a case's `detail`)."""
     from fakes import make_context
 
     from bot.core.catalogue import Catalogue
@@ -333,6 +337,7 @@ def incident_message(poster: SlackPoster, store, slack: SlackStandIn, lang: str,
     d = Diagnosis(class_id=class_id, action=cls.action, retryable=cls.retryable,
                   charges_budget=cls.charges_budget, hint=cls.hint, title=cls.title,
                   metrics=DiagnosisMetrics(last_iter=3400, target_iter=8000))
+    d = replace(d, **diagnosis)
     acct = Accounting(state=state, exit_code=1, signal=0,
                       mem_limit_bytes=950 * GIB if mem_limit else None, max_rss_bytes=940 * GIB)
     dec = decide(d, ChainHistory(attempts=(AttemptFacts("88154", 1, last_iter=3400),)),
@@ -392,3 +397,29 @@ def test_a_head_line_that_does_not_explain_leaves_the_card_its_explanation(slack
     [card] = [b["text"]["text"] for b in message["blocks"] if b.get("block_id") == "explanation"]
     assert hint in card
     assert sum(text.count(hint) for text in said) == 1, said
+
+
+SITE_HINT = "Our nodes cap /dev/shm at 8 GiB: add `#SBATCH --constraint=bigshm` (wiki/shm)."
+
+
+@pytest.mark.parametrize(("lang", "translations", "said"), [
+    ("en", {}, SITE_HINT),
+    ("ko", {"ko": {"hint": "우리 노드는 /dev/shm이 8 GiB입니다: `--constraint=bigshm`을 쓰세요."}},
+     "우리 노드는 /dev/shm이 8 GiB입니다: `--constraint=bigshm`을 쓰세요."),
+    ("ko", {}, SITE_HINT),  # a site's English hint alone: said as it wrote it
+])
+def test_a_sites_own_hint_is_said_once_in_the_head_line(slack, poster, store, lang,
+                                                        translations, said):
+    """unknown_failure with NCCL's shared-memory case (its own fix, which replaces the class's
+    hint) at a site whose catalogue gives the class its own hint (`site_hint`, or its
+    `hint_ko`): a person decides, so the head line explains, the site's hint with it, and the
+    card under it says its title alone: the site's hint is said once, not lost. Fails if the
+    head line drops the site's hint (event.json.j2's after_hint without `site_hint`)."""
+    message = incident_message(poster, store, slack, lang, "unknown_failure",
+                               detail={"kind": "nccl_shm"}, hint=SITE_HINT, site_hint=True,
+                               translations=translations)
+    texts = said_blocks(message)
+    assert said in texts[0]  # the head line
+    assert sum(text.count(said) for text in texts) == 1, texts
+    [card] = [b["text"]["text"] for b in message["blocks"] if b.get("block_id") == "explanation"]
+    assert said not in card and "\n" not in card
