@@ -62,7 +62,11 @@ from bot.services.runs import (
     lost_resubmit,
     submit_and_announce,
 )
-from bot.services.submit import SubmitNotQueued, SubmitResult
+from bot.services.submit import (
+    RunMovedOn,
+    SubmitNotQueued,
+    SubmitResult,
+)
 from bot.services.threads import post_safely, render, task_bounds
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
@@ -110,7 +114,9 @@ OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "sta
 class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
-    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_unknown or,
+    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_moved_on
+    (cancelled, nothing resubmitted: another submit carries the run on, `carried_on`) |
+    cancel_unknown or,
     for a plain Cancel, cancel_only_unknown (the scancel's end was not seen: `error`; trainbot
     looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s) |
     held | hold_skipped
@@ -153,6 +159,7 @@ class Outcome:
     not_applied: list[list[str]] | None = None
     job_name: str | None = None
     settle_s: float | None = None
+    by: str | None = None  # cancel_moved_on: whose submit carries the run
 
     def to_view(self) -> dict[str, Any]:
         # field by field, not asdict: `error` stays a Text for the template's `msg` filter
@@ -502,7 +509,10 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                 ctx, recipe, actor=actor, now=now, chain_id=chain_id, charge_retry=charged,
                 before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
                 prompt=_prompt_said(approval), reconcile_unknown=True, intent=intent,
+                after_job=job,
             )  # fmt: skip
+        except RunMovedOn as exc:  # another submit carries the run on
+            return _Performed(carried_on(exc, actor, recipe, job, now), job)
         except (ServiceError, ClusterError) as exc:
             raise _NotPerformed(
                 Outcome("failed", actor, "resubmit_failed", recipe, job_id=job,
@@ -512,6 +522,14 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
     outcome = Outcome("approved", actor, "cancel_resumed", recipe, job_id=job,
                       new_job_id=str(result.job_id), **_resumed(approval, result))
     return _after_submit(ctx, approval, outcome, result, now, besides)
+
+
+def carried_on(exc: RunMovedOn, actor: str, recipe: str, job: str, now: float) -> Outcome:
+    """A cancel and resume whose job was cancelled and whose resubmit was refused because
+    another submit carries the run on: one recorded since the cancel (`cancel_moved_on`, its
+    job `new_job_id`, by `by`)."""
+    return Outcome("approved", actor, "cancel_moved_on", recipe, job_id=job,
+                   new_job_id=exc.job, by=exc.by)
 
 
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:

@@ -77,6 +77,7 @@ def submit_and_announce(
     prompt: ResumePoint | None = None,
     reconcile_unknown: bool = False,
     intent: str | None = None,
+    after_job: str | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -95,7 +96,8 @@ def submit_and_announce(
     any submit. `intent`: the key of what the submit carries out, kept with it in
     `submits_in_flight` until its job is recorded (the watcher's automatic resubmit, a cancel
     and resume: bot.services.submit.submit_recipe), whose recovery (`lost_resubmit`) forgets
-    that row alone.
+    that row alone. `after_job`: the job the run's latest attempt must still be (a cancel and
+    resume's cancelled job), else nothing is submitted (bot.services.submit.RunMovedOn).
     """
     config = ctx.config
     if extra_overridable:
@@ -116,6 +118,7 @@ def submit_and_announce(
         reconcile_unknown=reconcile_unknown,
         intent=intent,
         channel=channel,
+        after_job=after_job,
     )
     if before_announce is not None:
         before_announce(result)

@@ -32,7 +32,7 @@ from bot.cluster.errors import (
 from bot.config import Config, RecipeConfig
 from bot.core.checkpoints import DEFAULT_POINTER, Checkpoint, lookup_stopped
 from bot.core.flight_recorder import flight_recorder_env
-from bot.core.policy import resume_start
+from bot.core.policy import resume_start, run_latest
 from bot.core.slurm.array_spec import expand_task_path, task_resubmit_spec
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.job_ref import parse_raw_job_ids
@@ -223,6 +223,27 @@ class RunSubmitInFlight(ServiceError):
         self.flight = flight
 
 
+class RunMovedOn(ServiceError):
+    """A resubmit after job `after` (a cancel and resume's cancelled job) into a run whose
+    latest attempt is another job now (`job`, submitted by `by`; None: not known), refused
+    before its sbatch: someone resumed the run meanwhile, and that job carries it on."""
+
+    def __init__(self, after: str, job: str, by: str | None) -> None:
+        super().__init__(N_("not submitted: the run was resumed meanwhile as job %(job)s",
+                            job=job))
+        self.after, self.job, self.by = after, job, by
+
+
+def _moved_on(store: Store, chain_id: int, array_task: int | None, after: str) -> None:
+    """Raise RunMovedOn when the run's (`array_task`'s) latest attempt is no longer `after`."""
+    latest = run_latest(store.attempts.for_chain(chain_id), array_task)
+    if latest is None or latest.job_id == after:
+        return
+    by = next((e.actor for e in store.audit.recent(20, job_id=latest.job_id)
+               if e.action == "submit" and e.result == "ok"), None)
+    raise RunMovedOn(after, latest.shown_id, by)
+
+
 def submit_recipe(
     config: Config,
     recipe_name: str,
@@ -239,6 +260,7 @@ def submit_recipe(
     reconcile_unknown: bool = False,
     intent: str | None = None,
     channel: str | None = None,
+    after_job: str | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -273,6 +295,10 @@ def submit_recipe(
     sent and forgets its row alone, never a person's submit of the same run. A submit into a
     run (`chain_id`, `array_task`) that has one in flight already is refused before its
     sbatch (RunSubmitInFlight, saying whose and since when): one job of a run at a time.
+    `after_job` (a cancel and resume's cancelled job): the run's latest attempt must still be
+    that job once the submit is in flight, else it is refused before its sbatch (RunMovedOn:
+    the run was resumed meanwhile, its submit recorded; checked after the in-flight row is
+    added, so a resume either is seen here or is refused by the row).
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -311,6 +337,8 @@ def submit_recipe(
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight.id
+        if after_job is not None and chain is not None:
+            _moved_on(store, chain.id, array_task, after_job)
         try:
             job_id = _submit(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:
@@ -328,7 +356,7 @@ def submit_recipe(
             store.submits_in_flight.remove(flight)
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name,
-            result="refused" if isinstance(exc, RunSubmitInFlight) else "failed",
+            result="refused" if isinstance(exc, RunSubmitInFlight | RunMovedOn) else "failed",
             detail=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
         raise

@@ -195,3 +195,34 @@ def test_cancel_and_resume_pressed_while_a_resume_of_the_run_is_in_flight_is_ref
     assert [f.actor for f in world.services.store.submits_in_flight.sent_before(
         "dev", float("inf"))] == ["U0ALICE"]
     assert world.refusals() == [APPROVER]
+
+
+CANCEL_RESUME_MOVED_ON = {
+    "en": "Approved by <@W0LEAD>: cancelled job 88154; nothing was resubmitted: the run was "
+          "resumed meanwhile as job 88887 by <@U0ALICE>, which carries it on",
+    "ko": "<@W0LEAD>님이 승인했습니다: 작업 88154을(를) 취소했습니다. 재제출은 하지 않았습니다: "
+          "그사이에 <@U0ALICE>님이 실행을 작업 88887(으)로 재개했고, 그 작업이 실행을 이어 갑니다",
+}
+
+
+def test_cancel_and_resume_pressed_while_a_resume_of_the_run_is_recorded_sends_no_second_job(
+        world: World, lang: str) -> None:
+    """88154 stalled; W0LEAD presses its Cancel and resume. Between its scancel and its
+    resubmit Alice runs `/train resume mix`, which goes through and is recorded (88887, its
+    in-flight row gone): the click's resubmit sees the run's latest attempt is no longer
+    88154, sends no sbatch, and the prompt says the run was resumed meanwhile, by whom, as
+    which job (en, ko). The run has 88154 (cancelled) and Alice's 88887 alone."""
+    chain_id = world.run("RUNNING")
+    token, ts = world.prompt(chain_id, offer_cancel=True)
+    alice: list[str] = []
+    world.slurm.after_cancel = lambda: alice.append(world.train("resume mix"))
+    answer = world.click(ActionId.CANCEL_RESUME, token, ts)
+    assert world.slurm.acted("cancel") == [88154]
+    assert len(alice) == 1 and "88887" in alice[0]
+    assert answer == []
+    assert world.prompt_text(ts) == CANCEL_RESUME_MOVED_ON[lang]
+    assert len(world.slurm.submits()) == 1  # Alice's alone: the click sent none
+    assert world.jobs(chain_id) == ["88154", "88887"]
+    assert world.services.store.attempts.get_by_job("88154", "dev").result == "CANCELLED"
+    assert world.services.store.submits_in_flight.sent_before("dev", float("inf")) == []
+    assert world.services.store.approvals.get(token).state == "done"
