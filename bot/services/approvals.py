@@ -64,8 +64,10 @@ from bot.services.runs import (
 )
 from bot.services.submit import (
     RunMovedOn,
+    RunSubmitInFlight,
     SubmitNotQueued,
     SubmitResult,
+    sent_moment,
 )
 from bot.services.threads import post_safely, render, task_bounds
 from bot.slack.views import ActionId
@@ -114,9 +116,9 @@ OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "sta
 class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
-    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_moved_on
-    (cancelled, nothing resubmitted: another submit carries the run on, `carried_on`) |
-    cancel_unknown or,
+    `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_moved_on |
+    cancel_in_flight (cancelled, nothing resubmitted: another submit carries the run on,
+    `carried_on`) | cancel_unknown or,
     for a plain Cancel, cancel_only_unknown (the scancel's end was not seen: `error`; trainbot
     looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s) |
     held | hold_skipped
@@ -159,7 +161,8 @@ class Outcome:
     not_applied: list[list[str]] | None = None
     job_name: str | None = None
     settle_s: float | None = None
-    by: str | None = None  # cancel_moved_on: whose submit carries the run
+    by: str | None = None  # cancel_moved_on / cancel_in_flight: whose submit carries the run
+    sent: str | None = None  # cancel_in_flight: when that submit was sent (sent_moment)
 
     def to_view(self) -> dict[str, Any]:
         # field by field, not asdict: `error` stays a Text for the template's `msg` filter
@@ -511,7 +514,7 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                 prompt=_prompt_said(approval), reconcile_unknown=True, intent=intent,
                 after_job=job,
             )  # fmt: skip
-        except RunMovedOn as exc:  # another submit carries the run on
+        except (RunMovedOn, RunSubmitInFlight) as exc:  # another submit carries the run on
             return _Performed(carried_on(exc, actor, recipe, job, now), job)
         except (ServiceError, ClusterError) as exc:
             raise _NotPerformed(
@@ -524,12 +527,16 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
     return _after_submit(ctx, approval, outcome, result, now, besides)
 
 
-def carried_on(exc: RunMovedOn, actor: str, recipe: str, job: str, now: float) -> Outcome:
+def carried_on(exc: RunMovedOn | RunSubmitInFlight, actor: str, recipe: str, job: str,
+               now: float) -> Outcome:
     """A cancel and resume whose job was cancelled and whose resubmit was refused because
     another submit carries the run on: one recorded since the cancel (`cancel_moved_on`, its
-    job `new_job_id`, by `by`)."""
-    return Outcome("approved", actor, "cancel_moved_on", recipe, job_id=job,
-                   new_job_id=exc.job, by=exc.by)
+    job `new_job_id`, by `by`) or one in flight (`cancel_in_flight`, by `by`, sent `sent`)."""
+    if isinstance(exc, RunMovedOn):
+        return Outcome("approved", actor, "cancel_moved_on", recipe, job_id=job,
+                       new_job_id=exc.job, by=exc.by)
+    return Outcome("approved", actor, "cancel_in_flight", recipe, job_id=job,
+                   by=exc.flight.actor, sent=sent_moment(exc.flight.sent_at, now))
 
 
 def _resumed(approval: Approval, result: SubmitResult) -> dict[str, Any]:

@@ -162,10 +162,12 @@ def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
 
 
 CANCEL_RESUME_REFUSED = {
-    "en": "Approved by <@W0LEAD>, but it failed: cancelled job 88154, but the resubmit failed: "
-          + IN_FLIGHT["en"] + ". `/train resume mix` tries again",
-    "ko": "<@W0LEAD>님이 승인했지만 실패했습니다: 작업 88154은(는) 취소했지만 재제출에 "
-          "실패했습니다: " + IN_FLIGHT["ko"] + ". `/train resume mix`로 다시 시도하세요.",
+    "en": "Approved by <@W0LEAD>: cancelled job 88154; nothing was resubmitted: <@U0ALICE>'s "
+          "submit of this run, sent at 09:03 UTC, is in flight and carries the run on. Nothing "
+          "else to do: the run's thread tells which job it queued",
+    "ko": "<@W0LEAD>님이 승인했습니다: 작업 88154을(를) 취소했습니다. 재제출은 하지 않았습니다: "
+          "09:03 UTC에 보낸 이 실행에 대한 <@U0ALICE>님의 제출이 진행 중이며 실행을 이어 갑니다. "
+          "더 할 일은 없습니다: 실행 스레드가 어떤 작업이 대기열에 들어갔는지 알려 줍니다",
 }
 
 
