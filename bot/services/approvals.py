@@ -269,6 +269,13 @@ def handle_click(
     try:
         result = _perform(ctx, approval, choice, actor, now,
                           besides=actor if from_home else None)
+    except RunSubmitInFlight as exc:  # a resubmit refused before its sbatch: nothing done
+        # the other submit carries the run (the prompt goes out of date once its job is
+        # recorded); if it queues none, the prompt is still there to press again
+        store.approvals.release(token)
+        audit("in_flight", target, recipe, choice=choice, error=str(exc))
+        return ClickResult("busy", ephemeral=click_reply(ctx, recipe, "in_flight",
+                                                         error=said(exc)))
     except (ServiceError, ClusterError) as exc:
         # decided, and nothing is under way any more: the chain's other prompts may act
         store.approvals.mark_done(token, now=now)

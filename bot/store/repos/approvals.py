@@ -181,6 +181,18 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
+    def release(self, token: str) -> bool:
+        """approved → pending again, undecided: a claimed choice that did nothing and leaves
+        the prompt usable (its resubmit refused by another submit of the run in flight);
+        False if not approved."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                .values(state="pending", decided_by=None, decided_at=None)
+            )
+        return result.rowcount == 1
+
     def settle(self, token: str, *, settled: dict[str, Any], now: float) -> bool:
         """approved → done for a cancel whose unseen end trainbot settled, keeping in its payload
         (`settled`) what it says of it, in the same transaction, so the posts saying it can be

@@ -26,7 +26,7 @@ from support.bolt_driver import (
 )
 
 from bot.app import build_app
-from bot.cluster.errors import CommandTimedOut
+from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.views import ActionId
@@ -139,26 +139,56 @@ IN_FLIGHT = {
           "스레드가 어떤 작업인지 알려 줍니다. 다시 재개하기 전에 스레드를 확인하세요",
 }
 RESUBMIT_REFUSED = {
-    "en": "Approved by <@W0LEAD>, but it failed: " + IN_FLIGHT["en"],
-    "ko": "<@W0LEAD>님이 승인했지만 실패했습니다: " + IN_FLIGHT["ko"],
+    "en": "Nothing was resubmitted: " + IN_FLIGHT["en"] + ". This prompt stays as it is: if "
+          "that submit queues no job, press its button again.",
+    "ko": "재제출하지 않았습니다: " + IN_FLIGHT["ko"] + ". 이 요청은 그대로 남아 있습니다: 그 "
+          "제출이 작업을 대기열에 넣지 못하면 버튼을 다시 누르세요.",
 }
 
 
 def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
         world: World, lang: str) -> None:
     """88154 died; its incident's Resubmit is pressed by W0LEAD while Alice's `/train resume
-    mix` is between its sbatch and its record: the click sends no sbatch and says whose
-    submit is in flight, in the prompt it rewrites (en, ko); the run has Alice's job alone."""
+    mix` is between its sbatch and its record: the click sends no sbatch and tells the presser
+    whose submit is in flight (en, ko); the prompt stays as it was, still pending, and once
+    Alice's job is recorded a press of it says it is out of date. The run has Alice's job
+    alone."""
     chain_id = world.run("FAILED")
     token, ts = world.prompt(chain_id, resume_iter=3000)
+    posted = world.prompt_text(ts)
     answers: list[list[str]] = []
     world.slurm.during = lambda: answers.append(world.click(ActionId.RESUBMIT, token, ts))
     assert "88887" in world.train("resume mix")  # Alice's job
-    [answer] = answers
-    assert answer == []  # said in the prompt, which everyone in the thread sees
-    assert world.prompt_text(ts) == RESUBMIT_REFUSED[lang]
+    assert answers == [[RESUBMIT_REFUSED[lang]]]
+    assert world.prompt_text(ts) == posted  # left usable
+    assert world.services.store.approvals.get(token).state == "pending"
     assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
     assert world.refusals() == [APPROVER]
+    [again] = world.click(ActionId.RESUBMIT, token, ts)
+    assert "88887" in again and "88887" in world.prompt_text(ts)  # out of date, said
+    assert len(world.slurm.submits()) == 1
+
+
+def test_resubmit_refused_by_a_submit_in_flight_works_again_once_that_submit_fails(
+        world: World, lang: str) -> None:
+    """As above, but Alice's sbatch fails (nothing queued, her in-flight row removed): the
+    prompt W0LEAD pressed is still there, and pressing Resubmit again resubmits the run."""
+    chain_id = world.run("FAILED")
+    token, ts = world.prompt(chain_id, resume_iter=3000)
+    answers: list[list[str]] = []
+
+    def press_then_fail() -> None:
+        answers.append(world.click(ActionId.RESUBMIT, token, ts))
+        raise CommandFailed(["sbatch"], 1, "sbatch: error: Batch job submission failed")
+
+    world.slurm.during = press_then_fail
+    assert "88887" not in world.train("resume mix")  # Alice's failed
+    assert answers == [[RESUBMIT_REFUSED[lang]]]
+    assert world.slurm.submits() == [] and world.jobs(chain_id) == ["88154"]
+    assert world.click(ActionId.RESUBMIT, token, ts) == []
+    assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
+    assert "88887" in world.prompt_text(ts)
+    assert world.services.store.approvals.get(token).state == "done"
 
 
 CANCEL_RESUME_REFUSED = {
