@@ -218,7 +218,7 @@ class Diagnosis:
     translated when rendered; `translations` holds those a site catalogue gives itself, lang ->
     {"title"/"hint": text}); `detail` is this case's figures that the explanation states
     before the hint, with `kind`: leak | stall | upstream | saving | running | requeued
-    | signalled | evaluating
+    | signalled | alive | evaluating
     | silent_exit | returned | epilogue_memory | shm | nccl_shm | fd_limit | no_ninja
     | launch_failed | data_dependent_guard | mpi_message_size | missing_tool
     | exit_interval | sigterm | rerun_elsewhere | signal_stop | submitit_preempted

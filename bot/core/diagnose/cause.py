@@ -249,6 +249,18 @@ class Running:
     low_gpu_util_pct: float | None
 
 
+@dataclass(frozen=True)
+class StillAlive:
+    """Slurm shows the job alive (`alive`: sacct's `state`, RUNNING, COMPLETING, PENDING,
+    REQUEUED, ...) while its log shows a failure whose class's action would submit it again (an
+    NCCL timeout in a job still running: likely hung or about to end): a resubmit now would run
+    a second copy beside it, so nothing is done until it ends and trainbot judges it then.
+    `cause` is the failure's own cause, stated first."""
+
+    state: str
+    cause: Cause | None = None
+
+
 #: The one cause a case's explanation states (None: it states the hint alone).
 Cause: TypeAlias = (
     SilentExit | ShellReturned | Leak | Stall | Upstream | DiedSaving | EpilogueMemory
@@ -257,7 +269,7 @@ Cause: TypeAlias = (
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
     | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Requeued
-    | Signalled | EndedWaiting | Running
+    | Signalled | EndedWaiting | Running | StillAlive
 )
 
 
@@ -328,6 +340,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "signalled", "framework": "submitit", "verdict": verdict,
                     "line": line, "not_requeued_line": not_requeued_line,
                     "cause": case_detail(cause)}
+        case StillAlive(state, cause):
+            return {"kind": "alive", "state": state, "cause": case_detail(cause)}
         case EndedWaiting(state, facts):
             return {"kind": "never_started", "state": state, "cancelled_by": facts.cancelled_by,
                     "pending_reason": facts.pending_reason}

@@ -74,6 +74,7 @@ from bot.core.diagnose.cause import (
     SigtermOnly,
     SilentExit,
     Stall,
+    StillAlive,
     SubmititPreempted,
     Upstream,
     case_detail,
@@ -164,6 +165,12 @@ _PERSISTENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible persistent error!
 _DEFAULTS: dict[str, tuple[Action, bool, bool, str]] = {
     NONE_CLASS: (Action.NONE, False, False, ""),
 }
+#: The actions whose proposals submit a job (incident._propose: resubmit, or ask's resubmit and
+#: resubmit with more memory), never offered for a job Slurm shows alive.
+_SUBMITTING_ACTIONS = frozenset({Action.RESUBMIT, Action.ASK})
+#: A class whose proposal cancels the running job before it resumes it (a hang's cancel and
+#: resume): no second copy, so it stays offered while the job runs.
+_CANCELLING_CLASSES = frozenset({"hang"})
 _LOW_GPU_UTIL_PCT = 70  # a running job's detail mentions a GPU utilisation below this
 
 
@@ -488,6 +495,15 @@ def diagnose(
         # the job starts again or ends by itself: whatever its run's end was, nothing to
         # resubmit
         action, retryable = Action.NONE, False
+    elif _alive(acct) and action in _SUBMITTING_ACTIONS and chosen not in _CANCELLING_CLASSES:
+        # Slurm shows the job alive: whatever its log shows (an NCCL timeout, one rank's OOM),
+        # a resubmit now would run a second copy beside it. The class stays; nothing is done
+        # until it ends, when the watcher judges it from how Slurm says it ended
+        case_cause = StillAlive(acct.state or "", case_cause if case_cause is not None else (
+            _named_cause(chosen, series=series, leak=leak, stall=stall, upstream=upstream,
+                         during_save=during_save, acct=acct, matches=matches, tail=tail,
+                         target=None if completion.evaluates_after_marker else target)))
+        action, retryable = Action.NONE, False
     cls = catalogue.classes.get(chosen)
     return Diagnosis(
         class_id=chosen,
@@ -683,6 +699,12 @@ def _line_time(series: MetricSeries, text: str) -> float | None:
 def _leak_evidence(leak: LeakFinding) -> list[Evidence]:
     return [Evidence(leak.first.line_no, leak.first.text), Evidence(leak.last.line_no,
                                                                     leak.last.text)]
+
+
+def _alive(acct: Accounting) -> bool:
+    """Slurm shows the job alive: running (RUNNING, COMPLETING, SUSPENDED) or waiting to start
+    (again) (PENDING, REQUEUED, ...)."""
+    return acct.is_running or acct.state in NOT_STARTED
 
 
 def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]:

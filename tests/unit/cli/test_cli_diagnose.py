@@ -498,6 +498,35 @@ def test_a_running_job_after_submitits_verdict_is_not_resubmitted(capsys, tmp_pa
     assert "\naction: none" in out and "action: resubmit" not in out
 
 
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "Slurm still shows the job alive (RUNNING): the log shows this failure, but the job "
+     "has not ended"),
+    ("ko", "Slurm에서는 작업이 아직 살아 있는 것으로 보입니다(RUNNING)"),
+])
+def test_an_nccl_timeout_in_a_job_sacct_shows_running_is_not_resubmitted(capsys, tmp_path, lang,
+                                                                          said):
+    """A rank's NCCL watchdog in the log of a job whose saved sacct says RUNNING: the class stays
+    nccl_timeout (the job is likely hung or about to end), with action none and the explanation
+    that it is still alive, where diagnose said `action: resubmit` (a second copy beside it)."""
+    log = tmp_path / "6060.log"
+    log.write_text(
+        "[2022-07-12 04:10:00] iter 100/8000 loss 2.10\n"
+        "[2022-07-12 04:11:00] iter 200/8000 loss 2.05\n"
+        "[rank3]:[E712 04:19:00.000000 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 "
+        "milliseconds before timing out.\n")
+    sacct = tmp_path / "6060.sacct"
+    sacct.write_text(_STILL_RUNNING)
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang, "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == (
+        "nccl_timeout", "none", False)
+    assert result["detail"]["kind"] == "alive" and said in result["hint"]
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang)
+    assert out.startswith(f"{log}: nccl_timeout - ") and said in out
+    assert "\naction: none" in out and "action: resubmit" not in out
+
+
 @pytest.mark.parametrize(("lang", "title", "decided", "hint"), [
     ("en", "The job never started",
      "Decided by Slurm accounting alone: the job never ran, so it wrote no log. Before "
