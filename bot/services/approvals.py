@@ -375,7 +375,13 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
             charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
             array_task=array_task_of(ctx, approval.chain_id, target),
             prompt=_prompt_said(approval), reconcile_unknown=True,
+            after_job=target if approval.chain_id is not None else None,
         )  # fmt: skip
+    except RunMovedOn as exc:  # resumed between the claim and this submit: out of date
+        ctx.store.approvals.mark_done(approval.token, now=now)
+        return _Performed(Outcome("stale", actor, "moved_on", recipe, job_id=target,
+                                  for_job=payload.get("for_job"), current_job=exc.job,
+                                  state=exc.state), target)
     except SubmitNotQueued as exc:
         raise _NotPerformed(Outcome("failed", actor, "not_submitted", recipe, job_id=target,
                                     job_name=exc.job_name), said(exc)) from exc

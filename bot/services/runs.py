@@ -97,7 +97,8 @@ def submit_and_announce(
     `submits_in_flight` until its job is recorded (the watcher's automatic resubmit, a cancel
     and resume: bot.services.submit.submit_recipe), whose recovery (`lost_resubmit`) forgets
     that row alone. `after_job`: the job the run's latest attempt must still be (a cancel and
-    resume's cancelled job), else nothing is submitted (bot.services.submit.RunMovedOn).
+    resume's cancelled job, a Resubmit prompt's job), else nothing is submitted
+    (bot.services.submit.RunMovedOn).
     """
     config = ctx.config
     if extra_overridable:

@@ -224,14 +224,15 @@ class RunSubmitInFlight(ServiceError):
 
 
 class RunMovedOn(ServiceError):
-    """A resubmit after job `after` (a cancel and resume's cancelled job) into a run whose
-    latest attempt is another job now (`job`, submitted by `by`; None: not known), refused
-    before its sbatch: someone resumed the run meanwhile, and that job carries it on."""
+    """A resubmit after job `after` (a cancel and resume's cancelled job, a Resubmit prompt's
+    job) into a run whose latest attempt is another job now (`job`, in Slurm state `state`,
+    submitted by `by`; None: not known), refused before its sbatch: someone resumed the run
+    meanwhile, and that job carries it on."""
 
-    def __init__(self, after: str, job: str, by: str | None) -> None:
+    def __init__(self, after: str, job: str, by: str | None, state: str) -> None:
         super().__init__(N_("not submitted: the run was resumed meanwhile as job %(job)s",
                             job=job))
-        self.after, self.job, self.by = after, job, by
+        self.after, self.job, self.by, self.state = after, job, by, state
 
 
 def _moved_on(store: Store, chain_id: int, array_task: int | None, after: str) -> None:
@@ -241,7 +242,7 @@ def _moved_on(store: Store, chain_id: int, array_task: int | None, after: str) -
         return
     by = next((e.actor for e in store.audit.recent(20, job_id=latest.job_id)
                if e.action == "submit" and e.result == "ok"), None)
-    raise RunMovedOn(after, latest.shown_id, by)
+    raise RunMovedOn(after, latest.shown_id, by, latest.state)
 
 
 def submit_recipe(
@@ -295,10 +296,11 @@ def submit_recipe(
     sent and forgets its row alone, never a person's submit of the same run. A submit into a
     run (`chain_id`, `array_task`) that has one in flight already is refused before its
     sbatch (RunSubmitInFlight, saying whose and since when): one job of a run at a time.
-    `after_job` (a cancel and resume's cancelled job): the run's latest attempt must still be
-    that job once the submit is in flight, else it is refused before its sbatch (RunMovedOn:
-    the run was resumed meanwhile, its submit recorded; checked after the in-flight row is
-    added, so a resume either is seen here or is refused by the row).
+    `after_job` (a cancel and resume's cancelled job, a Resubmit prompt's job): the run's
+    latest attempt must still be that job once the submit is in flight, else it is refused
+    before its sbatch (RunMovedOn: the run was resumed meanwhile, its submit recorded;
+    checked after the in-flight row is added, so a resume either is seen here or is refused
+    by the row).
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")

@@ -191,6 +191,42 @@ def test_resubmit_refused_by_a_submit_in_flight_works_again_once_that_submit_fai
     assert world.services.store.approvals.get(token).state == "done"
 
 
+RESUBMIT_MOVED_ON = {
+    "en": "Out of date: job 88887 is now the latest (PENDING); nothing was done.",
+    "ko": "지난 요청입니다: 이제 최신 작업은 88887입니다 (PENDING). 아무것도 하지 않았습니다.",
+}
+
+
+def test_resubmit_pressed_as_a_resume_of_the_run_is_recorded_sends_no_second_job(
+        world: World, lang: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """88154 died; W0LEAD presses its incident's Resubmit. Right after the click claims the
+    prompt (88154 still the run's latest attempt) and before its submit, Alice's `/train
+    resume mix` goes through and is recorded (88887, its in-flight row gone): the click's
+    submit sees the run's latest attempt is no longer 88154 and sends no sbatch, and the
+    prompt says it is out of date, naming Alice's job (en, ko). The run has 88154 and 88887
+    alone."""
+    chain_id = world.run("FAILED")
+    token, ts = world.prompt(chain_id, resume_iter=3000)
+    approvals = world.services.store.approvals
+    claim = approvals.claim
+    alice: list[str] = []
+
+    def claim_then_alice_resumes(*args: object, **kwargs: object) -> object:
+        claimed = claim(*args, **kwargs)  # type: ignore[arg-type]
+        alice.append(world.train("resume mix"))
+        return claimed
+
+    monkeypatch.setattr(approvals, "claim", claim_then_alice_resumes)
+    answer = world.click(ActionId.RESUBMIT, token, ts)
+    assert len(alice) == 1 and "88887" in alice[0]
+    assert answer == [RESUBMIT_MOVED_ON[lang]]
+    assert world.prompt_text(ts) == RESUBMIT_MOVED_ON[lang]
+    assert len(world.slurm.submits()) == 1  # Alice's alone: the click sent none
+    assert world.jobs(chain_id) == ["88154", "88887"]
+    assert world.services.store.submits_in_flight.sent_before("dev", float("inf")) == []
+    assert approvals.get(token).state == "done"
+
+
 CANCEL_RESUME_REFUSED = {
     "en": "Approved by <@W0LEAD>: cancelled job 88154; nothing was resubmitted: <@U0ALICE>'s "
           "submit of this run, sent at 09:03 UTC, is in flight and carries the run on. Nothing "
