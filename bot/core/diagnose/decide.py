@@ -5,10 +5,9 @@ into one `Diagnosis`: a class id of docs/failures.md, with evidence lines, secon
 the causal chain (a stall upstream of an NCCL abort), the node to exclude and `decided_by` (how
 far a person may trust it). Decisive evidence first (a primary signature; sacct's State, which
 explains the end even when the log shows collateral errors), then the detectors for a running
-job (stall, leak; no stall in a log without accounting that ends in a completion marker),
-then how the log ends when there is no accounting (bot.core.diagnose.ending) or when the job
-FAILED with an exit status that names no cause (exit 1, an abort: the log's ending read alike,
-by hint), and for a finished job with no signature `_settle_finished` (completed,
+job (stall, leak), then how the log ends when there is no accounting (bot.core.diagnose.ending)
+or when the job FAILED with an exit status that names no cause (exit 1, an abort: the log's
+ending read alike, by hint), and for a finished job with no signature `_settle_finished` (completed,
 silent_exit or unknown_failure). A log whose error block holds NCCL's remote error
 (`ncclRemoteError`) is read alike with and without accounting: the remote error is a peer's
 failure, so the cause another rank's error or the fabric names decides (by hint) over what the
@@ -308,10 +307,7 @@ def diagnose(
     )
 
     if chosen is None and running:
-        # without accounting a log has no clock at its end: its last timestamp is its last
-        # line's, so a stall is only a gap between lines, and a completion marker after that
-        # gap (a long last validation before it) says the run went on and finished
-        stall = None if acct.state is None and completion.ends_in_marker else detect_stall(
+        stall = detect_stall(
             series, judge_at, min_s=stall_min_s, factor=stall_factor, save_time_s=save_time_s
         )
         if stall is not None:
