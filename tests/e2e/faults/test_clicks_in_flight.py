@@ -10,30 +10,17 @@ submit in flight.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 from fakes import AnswerLostSlurm, FakeClusters, make_config
-from slack_bolt import App
-from slack_standin import SlackStandIn
-from support.bolt_driver import (
-    ResponseUrls,
-    SyncExecutor,
-    ack_text,
-    click_body,
-    dispatch,
-    slash_body,
-)
+from support.bolt_driver import SyncExecutor
+from support.click_world import APPROVER, ClickWorld
 
 from bot.app import build_app
 from bot.cluster.errors import CommandFailed, CommandTimedOut
-from bot.services.ports import BotContext
-from bot.services.prompts import create_resubmit_prompt
 from bot.slack.views import ActionId
 
-CH = "C0TRAIN"
 NOW = 1_732_871_000.0  # 09:03 UTC
-APPROVER = "W0LEAD"
 
 
 class InFlightSlurm(AnswerLostSlurm):
@@ -58,49 +45,8 @@ class InFlightSlurm(AnswerLostSlurm):
             after()
 
 
-@dataclass
-class World:
-    app: App
-    urls: ResponseUrls
-    services: BotContext
-    slack: SlackStandIn
+class World(ClickWorld):
     slurm: InFlightSlurm
-
-    def train(self, text: str, user: str = "U0ALICE") -> str:
-        url = self.urls.new()
-        ack_text(dispatch(self.app, slash_body(text, user=user, channel=CH, response_url=url)))
-        [reply] = self.urls.of(url)
-        return str(reply["text"])
-
-    def click(self, action: ActionId, token: str, ts: str, user: str = APPROVER) -> list[str]:
-        url = self.urls.new()
-        body = click_body(action, token, user=user, channel=CH, message_ts=ts, response_url=url)
-        assert ack_text(dispatch(self.app, body)) == ""
-        return [str(a["text"]) for a in self.urls.of(url)]
-
-    def run(self, state: str) -> int:
-        """Chain of job 88154 (in Slurm: `state`), with its thread open."""
-        store = self.services.store
-        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 600)
-        store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 600, state=state)
-        self.slurm.add(88154, name="mix", state=state, partition="debug", account="root")
-        self.services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
-            "type": "mrkdwn", "text": "mix"}}], "mix")
-        return chain.id
-
-    def prompt(self, chain_id: int, **kwargs: object) -> tuple[str, str]:
-        """An approval prompt about job 88154 posted in the thread: (token, message ts)."""
-        prompt = create_resubmit_prompt(self.services, recipe="mix", chain_id=chain_id,
-                                        job_id="88154", now=NOW - 60,
-                                        summary="88154: NCCL timeout",
-                                        **kwargs)  # type: ignore[arg-type]
-        ts = self.services.sink.post_reply(chain_id, f"prompt:{prompt.token}", prompt.blocks,
-                                           prompt.text)
-        return prompt.token, ts
-
-    def prompt_text(self, ts: str) -> str:
-        [message] = [m for m in self.slack.all_messages() if m["ts"] == ts]
-        return str(message["text"])
 
     def jobs(self, chain_id: int) -> list[str]:
         return [a.job_id for a in self.services.store.attempts.for_chain(chain_id)]
@@ -127,7 +73,7 @@ def world(slack_context, store, slurm: InFlightSlurm, slack_client, urls, slack,
     services = slack_context(store, make_config(slack_lang=lang), FakeClusters(slurm))
     app = build_app(services.config, services, client=slack_client,
                     listener_executor=SyncExecutor(), token_verification_enabled=False)
-    return World(app, urls, services, slack, slurm)
+    return World(app, urls, services, slack, slurm, run_at=NOW - 600, prompt_at=NOW - 60)
 
 
 IN_FLIGHT = {
@@ -157,14 +103,14 @@ def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
     token, ts = world.prompt(chain_id, resume_iter=3000)
     posted = world.prompt_text(ts)
     answers: list[list[str]] = []
-    world.slurm.during = lambda: answers.append(world.click(ActionId.RESUBMIT, token, ts))
+    world.slurm.during = lambda: answers.append(world.click_texts(ActionId.RESUBMIT, token, ts))
     assert "88887" in world.train("resume mix")  # Alice's job
     assert answers == [[RESUBMIT_REFUSED[lang]]]
     assert world.prompt_text(ts) == posted  # left usable
     assert world.services.store.approvals.get(token).state == "pending"
     assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
     assert world.refusals() == [APPROVER]
-    [again] = world.click(ActionId.RESUBMIT, token, ts)
+    [again] = world.click_texts(ActionId.RESUBMIT, token, ts)
     assert "88887" in again and "88887" in world.prompt_text(ts)  # out of date, said
     assert len(world.slurm.submits()) == 1
 
@@ -178,14 +124,14 @@ def test_resubmit_refused_by_a_submit_in_flight_works_again_once_that_submit_fai
     answers: list[list[str]] = []
 
     def press_then_fail() -> None:
-        answers.append(world.click(ActionId.RESUBMIT, token, ts))
+        answers.append(world.click_texts(ActionId.RESUBMIT, token, ts))
         raise CommandFailed(["sbatch"], 1, "sbatch: error: Batch job submission failed")
 
     world.slurm.during = press_then_fail
     assert "88887" not in world.train("resume mix")  # Alice's failed
     assert answers == [[RESUBMIT_REFUSED[lang]]]
     assert world.slurm.submits() == [] and world.jobs(chain_id) == ["88154"]
-    assert world.click(ActionId.RESUBMIT, token, ts) == []
+    assert world.click_texts(ActionId.RESUBMIT, token, ts) == []
     assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
     assert "88887" in world.prompt_text(ts)
     assert world.services.store.approvals.get(token).state == "done"
@@ -217,7 +163,7 @@ def test_resubmit_pressed_as_a_resume_of_the_run_is_recorded_sends_no_second_job
         return claimed
 
     monkeypatch.setattr(approvals, "claim", claim_then_alice_resumes)
-    answer = world.click(ActionId.RESUBMIT, token, ts)
+    answer = world.click_texts(ActionId.RESUBMIT, token, ts)
     assert len(alice) == 1 and "88887" in alice[0]
     assert answer == [RESUBMIT_MOVED_ON[lang]]
     assert world.prompt_text(ts) == RESUBMIT_MOVED_ON[lang]
@@ -253,7 +199,7 @@ def test_cancel_and_resume_pressed_while_a_resume_of_the_run_is_in_flight_is_ref
         alice.append(world.train("resume mix"))
 
     world.slurm.after_cancel = alice_resumes
-    answer = world.click(ActionId.CANCEL_RESUME, token, ts)
+    answer = world.click_texts(ActionId.CANCEL_RESUME, token, ts)
     assert world.slurm.acted("cancel") == [88154]
     assert len(alice) == 1 and "88887" not in alice[0]
     assert answer == []  # said in the prompt, which everyone in the thread sees
@@ -284,7 +230,7 @@ def test_cancel_and_resume_pressed_while_a_resume_of_the_run_is_recorded_sends_n
     token, ts = world.prompt(chain_id, offer_cancel=True)
     alice: list[str] = []
     world.slurm.after_cancel = lambda: alice.append(world.train("resume mix"))
-    answer = world.click(ActionId.CANCEL_RESUME, token, ts)
+    answer = world.click_texts(ActionId.CANCEL_RESUME, token, ts)
     assert world.slurm.acted("cancel") == [88154]
     assert len(alice) == 1 and "88887" in alice[0]
     assert answer == []

@@ -11,32 +11,21 @@ of the same run is submitting.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 from fakes import FakeClusters, FakeSlurm, make_config
 from slack_bolt import App
-from slack_standin import SlackStandIn
-from support.bolt_driver import (
-    ResponseUrls,
-    SyncExecutor,
-    ack_text,
-    click_body,
-    dispatch,
-    slash_body,
-)
+from support.bolt_driver import SyncExecutor
+from support.click_world import APPROVER, ClickWorld
 
 from bot.app import build_app
 from bot.cluster.errors import ClusterError
 from bot.services.approvals import handle_click
 from bot.services.ports import BotContext
 from bot.services.probes import create_probe_offer
-from bot.services.prompts import create_resubmit_prompt
 from bot.slack.views import ActionId
 
-CH = "C0TRAIN"
 NOW = 1_732_871_000.0
-APPROVER = "W0LEAD"
 
 
 @pytest.fixture
@@ -56,57 +45,15 @@ def app(services: BotContext, slack_client) -> App:
                      listener_executor=SyncExecutor(), token_verification_enabled=False)
 
 
-@dataclass
-class World:
-    app: App
-    urls: ResponseUrls
-    services: BotContext
-    slack: SlackStandIn
-    slurm: FakeSlurm
-
-    def train(self, text: str, user: str = "U0ALICE") -> str:
-        url = self.urls.new()
-        ack_text(dispatch(self.app, slash_body(text, user=user, channel=CH, response_url=url)))
-        [reply] = self.urls.of(url)
-        return str(reply["text"])
-
-    def click(self, action: ActionId, token: str, ts: str, user: str = APPROVER) -> list[dict]:
-        url = self.urls.new()
-        body = click_body(action, token, user=user, channel=CH, message_ts=ts, response_url=url)
-        assert ack_text(dispatch(self.app, body)) == ""
-        return self.urls.of(url)
-
-    def failed_run(self, state: str = "FAILED") -> int:
-        """Chain of job 88154 (in Slurm: `state`), with its thread open."""
-        store = self.services.store
-        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW, state=state)
-        self.slurm.add(88154, name="mix", state=state, partition="debug", account="root")
-        self.services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
-            "type": "mrkdwn", "text": "mix"}}], "mix")
-        return chain.id
-
-    def prompt(self, chain_id: int, **kwargs: object) -> tuple[str, str]:
-        """An approval prompt about job 88154 posted in the thread: (token, message ts)."""
-        prompt = create_resubmit_prompt(self.services, recipe="mix", chain_id=chain_id,
-                                        job_id="88154", now=NOW, summary="88154: NCCL timeout",
-                                        **kwargs)  # type: ignore[arg-type]
-        ts = self.services.sink.post_reply(chain_id, f"prompt:{prompt.token}", prompt.blocks,
-                                           prompt.text)
-        return prompt.token, ts
-
+class World(ClickWorld):
     def hold_prompt(self) -> tuple[str, str]:
         """Approved Resubmit of 88154 -> job 88887, and the "Hold 88017?" prompt it asks."""
         self.slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
                        submit_time=1000.0)
-        token, ts = self.prompt(self.failed_run(), resume_iter=3000)
+        token, ts = self.prompt(self.run(), resume_iter=3000)
         self.click(ActionId.RESUBMIT, token, ts)
         [hold] = [m for m in self.slack.all_messages() if "Hold 88017" in m["text"]]
         return hold["blocks"][1]["elements"][0]["value"], hold["ts"]
-
-    def prompt_text(self, ts: str) -> str:
-        [message] = [m for m in self.slack.all_messages() if m["ts"] == ts]
-        return str(message["text"])
 
     def actions(self) -> tuple[int, list, list]:
         return len(self.slurm.submits()), self.slurm.acted("cancel"), self.slurm.acted("hold")
@@ -114,7 +61,7 @@ class World:
 
 @pytest.fixture
 def world(app, urls, services, slack, slurm) -> World:
-    return World(app, urls, services, slack, slurm)
+    return World(app, urls, services, slack, slurm, run_at=NOW, prompt_at=NOW)
 
 
 # Each stale scenario: build the prompt, move the run on past it; returns (token, ts, the
@@ -124,7 +71,7 @@ Scenario = Callable[[World], tuple[str, str, str, str]]
 
 def incident_prompt_then_resume(world: World) -> tuple[str, str, str, str]:
     """88154 died; its incident prompt is up; someone runs `/train resume mix` (88887)."""
-    token, ts = world.prompt(world.failed_run(), resume_iter=3000, mem="1900G")
+    token, ts = world.prompt(world.run(), resume_iter=3000, mem="1900G")
     assert world.train("resume mix").startswith("mix: submitted job 88887 (attempt 2)")
     return token, ts, "88887", "PENDING"
 
@@ -132,7 +79,7 @@ def incident_prompt_then_resume(world: World) -> tuple[str, str, str, str]:
 def stall_prompt_then_cancel_and_resume(world: World) -> tuple[str, str, str, str]:
     """88154 stalls (its Cancel-and-resume prompt is up); a person cancels it by hand and
     runs `/train resume mix` (88887), which then starts running."""
-    token, ts = world.prompt(world.failed_run(state="RUNNING"), offer_cancel=True)
+    token, ts = world.prompt(world.run(state="RUNNING"), offer_cancel=True)
     world.train("cancel 88154", user="U0OWNER")
     assert world.train("resume mix").startswith("mix: submitted job 88887 (attempt 2)")
     world.services.store.attempts.update(
@@ -153,7 +100,7 @@ def hold_prompt_then_resume(world: World) -> tuple[str, str, str, str]:
 def probe_offer_then_resume(world: World) -> tuple[str, str, str, str]:
     """88154 died of a leak; its "Run DataLoader probe" offer is up; someone runs
     `/train resume mix` (88887)."""
-    chain_id = world.failed_run()
+    chain_id = world.run()
     button = create_probe_offer(world.services, recipe="mix", chain_id=chain_id,
                                 job_id="88154", now=NOW, summary="88154: host_oom")
     assert button is not None
@@ -218,7 +165,7 @@ def test_a_hold_whose_competitor_started_or_left_holds_nothing(world: World, sta
 def test_a_click_while_another_prompt_of_the_run_submits_does_nothing(world: World) -> None:
     """Two prompts about 88154 (a resubmit and one with --mem): the second is clicked while
     the first one's sbatch is under way; one job is submitted, the second click is told why."""
-    chain_id = world.failed_run()
+    chain_id = world.run()
     first, _ = world.prompt(chain_id, resume_iter=3000)
     second, _ = world.prompt(chain_id, resume_iter=3000, mem="1900G")
     answers = []
@@ -245,7 +192,7 @@ def test_a_click_while_another_prompt_of_the_run_submits_does_nothing(world: Wor
 
 
 def test_a_failed_resubmit_leaves_the_runs_other_prompts_usable(world: World) -> None:
-    chain_id = world.failed_run()
+    chain_id = world.run()
     first, _ = world.prompt(chain_id, resume_iter=3000)
     second, _ = world.prompt(chain_id, resume_iter=3000, mem="1900G")
     world.slurm.submit_error = ClusterError("sbatch: error: Slurm temporarily unable")

@@ -14,6 +14,8 @@ from collections.abc import Callable
 import fakes
 import pytest
 from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_config, make_context
+from support.dying import Died, dies_at
+from support.in_flight import in_flight, jobs, recover, watched
 
 from bot.app import build_scheduler
 from bot.cluster.errors import CommandFailed, CommandTimedOut
@@ -21,7 +23,6 @@ from bot.core import train_grammar as c
 from bot.core.policy import Decision, DecisionKind
 from bot.core.takeover import RemoteDeadlines, post_takeover_s, submit_in_flight_s
 from bot.services import submit as submit_mod
-from bot.services.after_submit import after_person_submit
 from bot.services.approvals import follow_up_prompts
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
@@ -48,28 +49,16 @@ CHANNEL = "C0TRAIN"
 INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
 
 
-class Died(BaseException):
-    """The bot's process ending where it stands (SIGKILL, OOM): nothing after it runs."""
-
-
 @pytest.fixture
 def store(tmp_path):
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
         yield s
 
 
-def _dies_at(point: str):
-    """A crashpoint hook that ends the bot (Died) at the crash point `point`."""
-    def crashpoint(name: str, detail: str = "") -> None:
-        if name == point:
-            raise Died(detail)
-    return crashpoint
-
-
 @pytest.fixture
 def dies_after_sbatch(monkeypatch):
     """The bot dies on the line after sbatch returned the job id, before recording it."""
-    monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+    monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
 
 
 def failed_run(ctx: BotContext) -> int:
@@ -97,23 +86,6 @@ def submit_died_after_sbatch(store: Store, **context) -> AnswerLostSlurm:
         execute(make_context(store, slurm, **context), c.Submit("mix"), actor="U0ALICE",
                 channel=CHANNEL, now=NOW)
     return slurm
-
-
-def recover(ctx: BotContext, now: float) -> None:
-    """The scheduler's `submits` job, as bot.app wires it."""
-    recover_submits_in_flight(ctx, now, after_submit=after_person_submit)
-
-
-def jobs(store: Store, chain_id: int) -> list[str]:
-    return [a.job_id for a in store.attempts.for_chain(chain_id)]
-
-
-def watched(store: Store) -> list[str]:
-    return [w.job_id for w in store.watched_jobs.list("dev")]
-
-
-def in_flight(store: Store) -> list[str]:
-    return [f.job_name for f in store.submits_in_flight.sent_before("dev", float("inf"))]
 
 
 def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
@@ -530,7 +502,7 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
     decision = resubmit_intent(ctx, chain)
     with monkeypatch.context() as m, pytest.raises(Died):
         if sent:  # dies on the line after sbatch returned the job id, before recording it
-            m.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+            m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
     assert list(slurm.records) == ([90500] if sent else [])
@@ -565,7 +537,7 @@ def test_a_resume_while_an_automatic_resubmit_the_bot_died_in_is_in_flight_is_re
     ctx = make_context(store, slurm, clock=lambda: NOW)
     chain = failed_run(ctx)
     decision = resubmit_intent(ctx, chain)
-    monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+    monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
     refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
@@ -771,7 +743,7 @@ def test_an_automatic_resubmit_nothing_leads_whose_job_queued_is_recorded_once(
     ctx = make_context(store, slurm, clock=lambda: NOW)
     chain = failed_run(ctx)
     decision = resubmit_intent(ctx, chain)
-    monkeypatch.setattr(submit_mod, "crashpoint", _dies_at("sbatch_returned"))
+    monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
     store.incidents.set_state(INTENT, "dropped")

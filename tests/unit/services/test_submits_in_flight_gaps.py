@@ -8,6 +8,8 @@ from __future__ import annotations
 import fakes
 import pytest
 from fakes import AnswerLostSlurm, make_context
+from support.dying import Died, dies_at
+from support.in_flight import in_flight, jobs, recover, watched
 
 from bot.cluster.errors import ChannelClosed
 from bot.core import train_grammar as c
@@ -19,12 +21,11 @@ from bot.core.takeover import (
     submit_in_flight_s,
 )
 from bot.services import submit as submit_mod
-from bot.services.after_submit import after_person_submit
 from bot.services.approvals import handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
-from bot.services.runs import AutoResubmitter, recover_submits_in_flight, submit_and_announce
+from bot.services.runs import AutoResubmitter, submit_and_announce
 from bot.services.train import execute
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.resubmit import AutoResubmits
@@ -40,38 +41,10 @@ CHANNEL = "C0TRAIN"
 INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
 
 
-class Died(BaseException):
-    """The bot's process ending where it stands (SIGKILL, OOM): nothing after it runs."""
-
-
 @pytest.fixture
 def store(tmp_path):
     with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
         yield s
-
-
-def dies_at(point: str):
-    def crashpoint(name: str, detail: str = "") -> None:
-        if name == point:
-            raise Died(detail)
-    return crashpoint
-
-
-def recover(ctx: BotContext, now: float) -> None:
-    """The scheduler's `submits` job, as bot.app wires it."""
-    recover_submits_in_flight(ctx, now, after_submit=after_person_submit)
-
-
-def jobs(store: Store, chain_id: int) -> list[str]:
-    return [a.job_id for a in store.attempts.for_chain(chain_id)]
-
-
-def watched(store: Store) -> list[str]:
-    return [w.job_id for w in store.watched_jobs.list("dev")]
-
-
-def in_flight(store: Store) -> list[str]:
-    return [f.job_name for f in store.submits_in_flight.sent_before("dev", float("inf"))]
 
 
 def automatic_resubmit_died_after_sbatch(store: Store, monkeypatch, **context

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, RecordingMessageSink, make_context
+from support.dying import Died
 from support.watcher import stalled_thread
 
 from bot.core.catalogue import Catalogue
@@ -401,10 +402,6 @@ def test_a_restarted_bot_says_nothing_of_an_outage_over_before_it_was_told(store
                       TickReport(ok=True))
     slack_refusing(ctx, fails=0).ok(1_003_600.0, TickReport(ok=True))
     assert replies(ctx) == []
-
-
-class Died(Exception):
-    """The bot's process ending where it stands (SIGKILL, OOM): nothing after it runs."""
 
 
 def _notice_posted_then_died(ctx, monkeypatch, refused: int) -> None:
