@@ -498,16 +498,19 @@ def test_a_running_job_after_submitits_verdict_is_not_resubmitted(capsys, tmp_pa
     assert "\naction: none" in out and "action: resubmit" not in out
 
 
-@pytest.mark.parametrize(("lang", "said"), [
+@pytest.mark.parametrize(("lang", "said", "if_it_ends"), [
     ("en", "Slurm still shows the job alive (RUNNING): the log shows this failure, but the job "
-     "has not ended"),
-    ("ko", "Slurm에서는 작업이 아직 살아 있는 것으로 보입니다(RUNNING)"),
+     "has not ended", "If it ends with this failure: Resume from the last complete checkpoint"),
+    ("ko", "Slurm에서는 작업이 아직 살아 있는 것으로 보입니다(RUNNING)",
+     "작업이 이 실패로 끝나면: 마지막 완전한 체크포인트에서 재개하세요."),
 ])
 def test_an_nccl_timeout_in_a_job_sacct_shows_running_is_not_resubmitted(capsys, tmp_path, lang,
-                                                                          said):
+                                                                          said, if_it_ends):
     """A rank's NCCL watchdog in the log of a job whose saved sacct says RUNNING: the class stays
     nccl_timeout (the job is likely hung or about to end), with action none and the explanation
-    that it is still alive, where diagnose said `action: resubmit` (a second copy beside it)."""
+    that it is still alive, where diagnose said `action: resubmit` (a second copy beside it).
+    The class's hint follows as what to do if the job ends with this failure (not bare, as
+    advice to resume now)."""
     log = tmp_path / "6060.log"
     log.write_text(
         "[2022-07-12 04:10:00] iter 100/8000 loss 2.10\n"
@@ -525,6 +528,8 @@ def test_an_nccl_timeout_in_a_job_sacct_shows_running_is_not_resubmitted(capsys,
     code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--lang", lang)
     assert out.startswith(f"{log}: nccl_timeout - ") and said in out
     assert "\naction: none" in out and "action: resubmit" not in out
+    hint_line = next(line for line in out.splitlines() if line.startswith("hint: "))
+    assert if_it_ends in hint_line and hint_line.index(said) < hint_line.index(if_it_ends)
 
 
 @pytest.mark.parametrize(("lang", "title", "decided", "hint"), [

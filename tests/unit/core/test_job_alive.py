@@ -15,7 +15,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
 from bot.core.incident import build_incident
 from bot.core.models import Accounting, Action
-from bot.slack.render import explain
+from bot.slack.render import blocks_to_text, catalogue_text, explain, render_blocks
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +76,51 @@ def test_a_failure_in_a_job_waiting_to_start_again_is_not_resubmitted(catalogue,
     assert (d.class_id, d.action, d.secondary) == ("none", Action.NONE, (class_id,))
     assert build_incident(d, recipe="r", job_id="77", last_checkpoint_iter=None,
                           now=0.0).proposals == ()
+
+
+# what the class's hint is said after, while the job is alive, in each language
+IF_IT_ENDS = {"en": "If it ends with this failure: ", "ko": "작업이 이 실패로 끝나면: "}
+
+
+@pytest.mark.parametrize("lang", sorted(IF_IT_ENDS))
+@pytest.mark.parametrize(("class_id", "node_line"), [
+    ("nccl_timeout", ""),
+    # the GPU's node named by srun: the card's node line too
+    ("gpu_failure", "srun: error: gpu-a07: task 3: Exited with exit code 1\n"),
+], ids=["nccl_timeout", "gpu_failure"])
+def test_the_class_hint_of_a_job_still_alive_is_what_to_do_if_it_ends_that_way(
+        catalogue, class_id, node_line, lang):
+    """The class's hint (NCCL's "Resume from the last complete checkpoint", a GPU fault's "on
+    another node") is told as what to do if the job ends with this failure, after the alive
+    text, in `trainbot diagnose`'s explanation and on the incident card alike; the card's node
+    line likewise. Before, the hint followed the alive text bare, as advice to resume now,
+    beside "Nothing to resubmit while it is alive"."""
+    d = _diagnose(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
+                  Accounting(state="RUNNING"))
+    assert (d.class_id, d.action, d.detail["kind"]) == (class_id, Action.NONE, "alive")
+    hint = catalogue_text(d.hint, lang, d.translations, "hint")
+    alive = {"en": "Slurm still shows the job alive (RUNNING)",
+             "ko": "Slurm에서는 작업이 아직 살아 있는 것으로 보입니다(RUNNING)"}[lang]
+    said = explain(d, lang)
+    assert said.endswith(IF_IT_ENDS[lang] + hint)
+    assert said.count(hint) == 1 and said.index(alive) < said.index(IF_IT_ENDS[lang])
+    incident = build_incident(d, recipe="r", job_id="77", last_checkpoint_iter=None, now=0.0)
+    blocks, _ = render_blocks("incident", lang, incident)
+    card = blocks_to_text(blocks)
+    assert IF_IT_ENDS[lang] + hint in card and card.count(hint) == 1
+    if node_line:
+        assert d.node == "gpu-a07"
+        node = next(b for b in blocks if b.get("block_id") == "node")["text"]["text"]
+        assert node == {
+            "en": "🖥️ On node *gpu-a07*: if the job ends with this failure, resume it elsewhere "
+                  "with --exclude=gpu-a07, and tell the admins so they drain it.",
+            "ko": "🖥️ 노드 *gpu-a07*에서 일어났습니다: 작업이 이 실패로 끝나면 "
+                  "--exclude=gpu-a07로 다른 노드에서 재개하고, 관리자에게 알려 drain하게 하세요.",
+        }[lang]
+    # once Slurm says it failed, the hint is what to do now, as before
+    ended = _diagnose(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
+                      Accounting(state="FAILED", exit_code=1))
+    assert explain(ended, lang).endswith(hint) and IF_IT_ENDS[lang] not in explain(ended, lang)
 
 
 def test_the_failures_own_cause_is_stated_before(catalogue):
