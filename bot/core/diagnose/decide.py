@@ -391,15 +391,7 @@ def diagnose(
         # it does without accounting (a bare `Killed`, ranks SIGKILLed, the error's own words)
         chosen, decided_by = ended.class_id, HINT
         evidence = [Evidence(n, t) for n, t in ended.lines]
-    if acct.state is None and chosen == "time_limit" and (
-            lightning := lightning_requeue(None, matches, series)) is not None:
-        # Lightning requeued the job itself (scontrol requeue) on Slurm's warning before the
-        # limit: Slurm starts it again, as when sacct shows it requeued; a resubmit would run it
-        # twice. The run's time limit stays a secondary class
-        secondary.extend(c for c in lightning.secondary if c not in secondary)
-        chosen, decided_by = NONE_CLASS, HINT
-        case_cause, evidence = lightning.cause, list(lightning.evidence)
-    elif acct.state is None and chosen in SUBMITIT_VERDICTS and (
+    if acct.state is None and chosen in SUBMITIT_VERDICTS and (
             own := submitit_requeue(None, matches, series, case_cause)) is not None:
         # submitit requeued the job itself (scontrol requeue) after its verdict: Slurm starts it
         # again. The time-out or preemption stays the class (it is the cause), and a time-out
@@ -407,6 +399,20 @@ def diagnose(
         # do (below), as a resubmit would run it twice
         case_cause = own.cause
         evidence.extend(own.evidence)
+    elif acct.state is None and chosen not in (NONE_CLASS, "completed") and decided_by in (
+            SIGNATURE, HINT) and (
+            lightning := lightning_requeue(None, matches, series)) is not None:
+        # Lightning requeued the job itself (`Requeued SLURM job: N`: its scontrol requeue
+        # returned 0) on Slurm's warning before the limit: Slurm ends the run and starts the
+        # job again, as when sacct shows it requeued (requeue_after); a resubmit would run it
+        # twice. A failure the log shows after that line (a peer's NCCL watchdog, a rank
+        # killed) is the run dying as Slurm requeues it: it and the run's time limit stay
+        # secondary classes, a failure its signature decided first, as with sacct REQUEUED,
+        # PENDING or RUNNING (where how the log ends is not read)
+        shown = (chosen,) if chosen in failed_classes else ()
+        secondary.extend(c for c in (*shown, *lightning.secondary) if c not in secondary)
+        chosen, decided_by = NONE_CLASS, HINT
+        case_cause, evidence = lightning.cause, list(lightning.evidence)
 
     abort = next((m for m in primary if m.class_id == "nccl_timeout"), None)
     if chosen == "nccl_timeout" and abort is not None:

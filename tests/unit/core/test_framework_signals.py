@@ -535,6 +535,54 @@ def test_a_lightning_requeue_behind_another_failure_says_lightning_requeued_it(c
     assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
 
 
+# what a run Lightning requeued prints as Slurm ends it (`scontrol requeue` of a running job:
+# Slurm signals its steps, then kills them, and queues the job again)
+_DYING_AFTER_REQUEUE = {
+    "nccl_timeout": "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
+                    "operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 "
+                    "milliseconds before timing out.\n",
+    "rank_killed": "srun: error: gpu-a07: task 1: Killed\n",
+    "step_cancelled": "slurmstepd: error: *** STEP 4242.0 ON gpu-a07 CANCELLED AT "
+                      "2025-01-01T00:10:00 DUE TO JOB REQUEUE ***\n",
+}
+
+
+@pytest.mark.parametrize("dying", sorted(_DYING_AFTER_REQUEUE))
+def test_a_lightning_requeue_behind_another_failure_read_from_its_log_alone(catalogue, dying):
+    """No accounting: Lightning's `Requeued SLURM job: 4242` (its `scontrol requeue` returned 0;
+    lightning/pytorch/trainer/connectors/signal_connector.py, _slurm_sigusr_handler_fn), then a
+    failure as the run dies while Slurm requeues it (a peer's NCCL watchdog, a rank killed, the
+    step cancelled for the requeue). Slurm starts the job again whatever that run printed last,
+    so the log alone reads as sacct's REQUEUED does: Lightning's requeue, nothing to resubmit,
+    a failure its signature decides and the run's time limit secondary classes. Before, it read
+    as that failure (nccl_timeout with action resubmit, a rank killed or the step cancelled as
+    unknown_failure with its resubmit buttons): a second copy of a job Slurm had requeued."""
+    text = _LIGHTNING_REQUEUED + _DYING_AFTER_REQUEUE[dying]
+    d = _diagnose(catalogue, text)
+    assert (d.class_id, d.action, d.retryable, d.decided_by) == ("none", Action.NONE, False,
+                                                                 "hint")
+    assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4,
+                        "remaining": None, "cause": None}
+    assert _shows(d, "Requeued SLURM job: 4242")
+    requeued = _diagnose(catalogue, text, Accounting(state="REQUEUED"))
+    assert (d.class_id, d.action, d.secondary) == (requeued.class_id, requeued.action,
+                                                   requeued.secondary)
+    assert d.secondary == (("nccl_timeout", "time_limit") if dying == "nccl_timeout"
+                           else ("time_limit",))
+    assert "Lightning requeued the job itself (line 4)" in explain(d)
+    assert "nothing needs resubmitting" in explain(d)
+    assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
+    # a requeue scontrol refused (`Requeuing SLURM job 4242 failed with error code 1`): the run
+    # ends in that failure, as before
+    refused = _diagnose(catalogue, text.replace(
+        "Requeued SLURM job: 4242", "Requeuing SLURM job 4242 failed with error code 1"))
+    ended_in = "nccl_timeout" if dying == "nccl_timeout" else "unknown_failure"
+    assert refused.class_id == ended_in and refused.action is not Action.NONE
+    # sacct's word decides when there is one: FAILED is the job's end, not a requeue
+    failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
+    assert failed.class_id == ended_in
+
+
 def test_a_lightning_requeue_followed_by_training_is_no_requeue(catalogue):
     """Progress after the requeue line: that run went on (the requeue line is history)."""
     d = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"))
