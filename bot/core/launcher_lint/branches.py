@@ -92,6 +92,20 @@ class Branches:
     # an `if`'s: the walk is in a branch bash runs whenever it reaches the `if` (the first,
     # after a condition that always succeeds, `if true`; an `else` after `if false`)
     certain: bool = False
+    # an `if`'s / a `case`'s: the branch being read certainly leaves a loop once it runs (a
+    # `break` bash always runs in it), and every branch bash may run so far did
+    branch_left: bool = False
+    all_left: bool = True
+    # a loop's: the spans of its body whose `break` / `continue` / `return` leave no loop of
+    # this shell (`true || break`, `( break )`, `{ break; } | cat`), in the order read
+    inert: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def leaves_whenever_run(self) -> bool:
+        """An `if` / `case` one of whose branches always runs (an `else`, `if true`, a `*)`)
+        and each branch bash may run of which leaves a loop: past it the loop's body never
+        runs."""
+        return self.kind in ("if", "case") and self.exhaustive and self.all_left
 
     def leave(self, walk: BranchWalk, hits: list[Hit], at: int, before: int = 0) -> None:
         """From offset `at` to `done`, the loop's body never runs (the first such place);
@@ -195,6 +209,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frame.branch_from, frame.in_branch = key[0], True
         return None
     dead = frame.dead is not None
+    if step in ("elif", "else", "fi", "branch", "esac"):  # the branch before ends here
+        frame.all_left &= not frame.in_branch or dead or frame.branch_left
+        frame.branch_left = False
     if frame.dead is not None:  # a branch bash never runs ends here: nothing in it ran,
         marks, dead_at, dead_opts = frame.dead  # nothing it set holds, no option it set
         walk.forget(marks, hits)
@@ -233,7 +250,10 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if not ways_in:
             frame.kill(walk, hits, key[0])
         # an `else` after branches bash never runs (`if false`) runs whenever it is reached
-        frame.certain = step == "else" and frame.kind == "if" and not frame.spans and bool(ways_in)
+        # (or the first `case` branch, when its pattern is `*`)
+        frame.certain = not frame.spans and bool(ways_in) and (
+            step == "else" and frame.kind == "if" or step == "branch" and frame.kind == "case"
+            and matches_everything(patterns))
         frame.falling, frame.in_branch = None, step != "elif"
         if step == "else" or matches_everything(patterns):
             frame.reaching = []  # no pattern test / condition gets past this branch
@@ -284,6 +304,11 @@ def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
     the branches still nest."""
     body = loop.spans[0][0]
     leave = loop_leaves_at(walk.text, body, done)
+    for start, end in sorted(loop.inert):  # (past one that leaves no loop of this shell)
+        if leave is None or leave < start:
+            break
+        if leave < end:
+            leave = loop_leaves_at(walk.text, end, done)
     if leave is None:
         return
     cut = min([leave] + [key[0] for key in loop.inner if key in walk.constructs

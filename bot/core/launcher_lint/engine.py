@@ -148,6 +148,8 @@ class _Analyzer(FunctionBodies, OptionWalk):
         self.exclusive: dict[tuple[int, int], str] = {}  # each if / case running one branch
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
+        #: `shopt -s lastpipe` may run a pipeline's last element in the script's shell
+        self.may_lastpipe = "lastpipe" in text
         self.nounset_line: int | None = None
         self.may_read_unset = may_read_unset(text)
         self.may_source_startup = may_source_startup(text)
@@ -203,7 +205,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
         for frame in reversed(frames):
             if frame.kind in ("while", "for"):
                 return (frame, 0) if frame.in_branch else None
-            if not (frame.kind == "if" and frame.certain and frame.in_branch
+            if not (frame.kind in ("if", "case") and frame.certain and frame.in_branch
                     and frame.skipped is None):  # (not `[ … ] && if true; then`)
                 return None
         return self.group_loop
@@ -224,6 +226,68 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 status = known
             runs = status if op == "&&" else not status
         return runs
+
+    def _leaving_list(self, frames: list[Branches], hits: list[Hit], lst: str, off: int,
+                      closed_left: bool, end: int) -> None:
+        """Note what the list `lst` (at `off`, ending at `end`; after the keywords of the
+        constructs it closes, `closed_left`: one of them leaves its loop whenever it runs)
+        does to the loop it is in: leave it (the rest of the body never runs), leave it
+        whenever the branch it is in runs (an `if`'s / `case`'s branch_left), or not at all
+        (Branches.inert); a group of the body's own is read knowing its loop (group_of)."""
+        command = lst.strip()
+        leaving = self._leaving_loop(frames)
+        certain = (closed_left and len(split_top_level(command, off, ("|",), self.memo)) == 1
+                   or ("break" in command or "continue" in command)
+                   and self._certainly_leaves(command, off))
+        if certain and leaving is not None:
+            # the rest of the body never runs (not after `[ … ] && break`, or in an `if`
+            # bash may skip)
+            loop, before = leaving
+            loop.leave(self, hits, end, before)
+            return
+        if certain and frames and frames[-1].kind in ("if", "case") and frames[-1].in_branch:
+            frames[-1].branch_left = True  # (the branch it is in leaves whenever it runs)
+            return
+        if leaving is not None and command.startswith("{") and command[1:2].isspace():
+            at = off + len(lst) - len(lst.lstrip())
+            if _REDIRECTS_RE.fullmatch(command, group_end(command, 0, at, self.memo)):
+                # a group of the body's own (redirected or not: bash runs it in this
+                # shell): its `break` leaves this loop too
+                self.group_of = (at + 1, leaving[0], leaving[1] + len(hits))
+                return
+        if not _MAY_LEAVE_RE.search(command):
+            return
+        inner = next((f for f in reversed(frames) if f.kind in ("while", "for")), None)
+        if inner is None and self.group_loop is not None and not frames:
+            inner = self.group_loop[0]
+        if inner is not None and inner.in_branch:
+            inner.inert.extend(self._never_leaving(lst, off))
+
+    def _never_leaving(self, command: str, off: int) -> list[tuple[int, int]]:
+        """The spans of `command` (an and-or list) whose `break` / `continue` / `return`
+        leave no loop of this shell: a subshell (`( break )`) or a pipeline's elements, each
+        in a subshell of its own (`{ break; } | cat`; without `lastpipe`), and a `break` /
+        `continue` bash never runs, after `&&` / `||` of commands whose status bash's
+        semantics decide (`true || break`)."""
+        spans = []
+        runs: bool | None = True
+        status = True
+        for element, e_off, op in split_top_level(command, off, ("&&", "||"), self.memo):
+            body = element.strip()
+            if (body.startswith("(") and not body.startswith("((")
+                    or not self.may_lastpipe
+                    and len(split_top_level(element, e_off, ("|",), self.memo)) > 1
+                    or runs is False and _LEAVE_LOOP_RE.fullmatch(body)):
+                spans.append((e_off, e_off + len(element)))
+            if runs:
+                known = constant_status(element, self.script_text)
+                if known is None:
+                    runs = None
+                    continue
+                status = known
+            if runs is not None:
+                runs = status if op == "&&" else not status
+        return spans
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
@@ -255,31 +319,27 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 # the command on a pattern's line (`a) set -e ;;`) runs in the script's shell, as
                 # one on a line of its own does
                 cut, steps = keyword_prefix(lst, idx in branches and part == 0)
+                closed_left = False
                 if steps:
                     skip = copy(self.opts) if part else None
                     exempt = lst[cut:].lstrip().startswith(("&&", "||"))
                     for k in range(first_step if part == first_part else 0, len(steps)):
                         step, patterns = steps[k]
+                        closing = frames[-1] if frames and step in ("fi", "esac") else None
                         back = branch_step(self, frames, step, patterns, branches.get(idx, ""),
                                                  (idx, part, k), (lst_off, k), hits, exempt,
                                                  skip if k == 0 else None)
                         if back is not None:
                             break
+                        # an `if` / `case` each branch of which leaves the loop (`if c; then
+                        # break; else break; fi`): as a `break` bash always runs
+                        closed_left |= (closing is not None and closing.leaves_whenever_run
+                                        and closing.skipped is None)
                     if back is not None:
                         break
-                if tail is None and _op != "&" and (
-                        leaving := self._leaving_loop(frames)) is not None:
-                    command = lst[cut:].strip()
-                    loop, before = leaving
-                    if self._certainly_leaves(command, lst_off + cut):
-                        # the rest of the body never runs (not after `[ … ] && break`, or
-                        # in an `if` bash may skip)
-                        loop.leave(self, hits, lst_off + len(lst), before)
-                    elif command.startswith("{") and command[1:2].isspace():
-                        at = lst_off + cut + len(lst[cut:]) - len(lst[cut:].lstrip())
-                        if group_end(command, 0, at, self.memo) == len(command):
-                            # a group of the body's own: its `break` leaves this loop too
-                            self.group_of = (at + 1, loop, before + len(hits))
+                if tail is None and _op != "&" and (frames or self.group_loop is not None):
+                    self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
+                                       lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
                     condition = lst[cut:].lstrip()
@@ -603,6 +663,10 @@ class _Analyzer(FunctionBodies, OptionWalk):
 
 #: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well).
 _LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+[0-9]+)?")
+#: What a `break`, `continue` or `return` may be in (syntax.loop_leaves_at's words).
+_MAY_LEAVE_RE = re.compile(r"break|continue|return")
+#: Redirections after a group (`{ …; } > f 2>&1`): bash still runs it in this shell.
+_REDIRECTS_RE = re.compile(r"(?:\s*[0-9]*(?:>>|>&|<&|<<<|&>>|&>|>\||>|<)\s*[^\s|&;<>()]+)*\s*")
 
 
 def _trailing_from(lists: list[tuple[str, int, str]]) -> int:

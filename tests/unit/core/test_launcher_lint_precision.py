@@ -1024,6 +1024,32 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
      "((n++))\n", "warn"),
     ('set -e\nn=5\nwhile true; do if [ -n "${X:-}" ]; then :; else break; fi; n=0; break; done'
      "\n((n++))\n", "warn"),
+    # a `break` bash never runs, or runs in a subshell (`( … )`, a pipeline's element), leaves
+    # no loop of the script's shell: what follows it runs
+    ("set -e\nn=0\nwhile true; do true || break; n=5; break; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do ( break ); n=5; break; done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do ( continue ); n=5; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do { break; } | cat; n=5; break; done\n((n++))\n", None),
+    # a `case` whose first pattern is `*`, an `if` / `case` each branch of which leaves (one of
+    # them always running: an `else`, a `*)`), a redirected group (run in the script's shell):
+    # the loop is left, what follows never runs
+    ("set -e\nn=5\nwhile true; do case x in *) break;; esac; n=0; done\n((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do if [ -n "${X:-}" ]; then break; else break; fi; n=0; done\n'
+     "((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do if [ -n "${X:-}" ]; then break; elif [ -z "${X:-}" ]; then '
+     "break; else break; fi; n=0; done\n((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) break;; *) break;; esac; n=0; done\n'
+     "((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do { break; } > /dev/null 2>&1; n=0; done\n((n++))\n", None),
+    # … but not one a branch of which may not leave, nor a `break` that may run
+    ('set -e\nn=5\nwhile true; do if [ -n "${X:-}" ]; then break; else :; fi; n=0; break; done'
+     "\n((n++))\n", "warn"),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) break;; *) :;; esac; n=0; break; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) break;; esac; n=0; break; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=5\nwhile true; do [ -z "${X:-}" ] || { break; } 2>&1; n=0; break; done\n'
+     "((n++))\n", "warn"),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
     script = f"#!/bin/bash\n{body}"
