@@ -98,6 +98,12 @@ def wait_for(condition: object, timeout_s: float, what: str, log: Path) -> None:
     pytest.fail(f"{what} within {timeout_s:g} s; trainbot run's log:\n{log.read_text()}")
 
 
+def leases_held(store_url: str, names: tuple[str, ...]) -> dict[str, str | None]:
+    """Who holds each lease of `names` now, in the store at `store_url` (None: nobody)."""
+    with Store.open(store_url) as store:
+        return {n: store.leases.holder(n) for n in names}
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_during_a_hung_tick_stops_trainbot_run_within_10_s_releasing_its_leases(
         tmp_path, silent_peer, signum) -> None:
@@ -118,9 +124,10 @@ def test_a_signal_during_a_hung_tick_stops_trainbot_run_within_10_s_releasing_it
         try:
             wait_for(silent_peer.connected.is_set, 60, "the watcher's tick did not reach SSH",
                      log)
-            with Store.open(store_url) as store:
-                holders = {n: store.leases.holder(n) for n in ("watch:alpha", "holds")}
-            assert all(holders.values()), holders
+            # every repeating job runs at the start, each on its own thread, so another job's
+            # lease may be taken a moment after the watcher reached SSH
+            wait_for(lambda: all(leases_held(store_url, ("watch:alpha", "holds")).values()),
+                     60, "the watcher's and the holds job's leases were not taken", log)
             time.sleep(0.5)  # the tick is now waiting for the peer's SSH banner
             sent = time.monotonic()
             proc.send_signal(signum)
