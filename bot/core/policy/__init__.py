@@ -22,6 +22,7 @@ Rules (docs/failures.md, docs/incidents.md):
   from a known start, and at most `max_free_chunks` in a row are free: the next is charged.
 - No progress: a retry whose last iteration is not above the previous attempt's stops the
   chain and asks a human (only for charged classes: a preemption is not the job's fault).
+  The previous attempt is the latest that ran: one Slurm ended in the queue is skipped.
 - Running jobs: early warnings (`early_warnings`): leak projection once per chain unless it
   worsens by a margin, stall with CPU corroboration and an offer to cancel and resume, low
   GPU utilisation as a note. `held_report` flags a requeued job stuck in JobHeldAdmin.

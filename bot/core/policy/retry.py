@@ -309,14 +309,20 @@ def _current_last_iter(diagnosis: Diagnosis, history: ChainHistory) -> int | Non
 
 
 def _no_progress(history: ChainHistory, last_iter: int | None) -> dict[str, Any] | None:
-    """Why the attempt made no progress over the previous one (`job`, `last_iter`,
-    `prev_job`, `prev_iter`; `last_iter` None: it logged none), or None if it did / is first."""
-    if len(history.attempts) < 2:
+    """Why the attempt made no progress over the latest earlier one that ran (`job`,
+    `last_iter`, `prev_job`, `prev_iter`; `last_iter` None: it logged none), or None if it
+    did / none earlier ran. An attempt Slurm ended while it waited in the queue
+    (AttemptFacts.ran False: bot.core.slurm.states.ended_unstarted) ran nothing, so it is
+    no measure of progress: the attempt is compared with the one before it that ran, and
+    is a first one when there is none."""
+    if not history.attempts:
         return None
-    prev = history.attempts[-2].last_iter
-    if last_iter is None or (prev is not None and last_iter <= prev):
+    prev = next((a for a in reversed(history.attempts[:-1]) if a.ran), None)
+    if prev is None:
+        return None
+    if last_iter is None or (prev.last_iter is not None and last_iter <= prev.last_iter):
         return {"job": history.attempts[-1].job_id, "last_iter": last_iter,
-                "prev_job": history.attempts[-2].job_id, "prev_iter": prev}
+                "prev_job": prev.job_id, "prev_iter": prev.last_iter}
     return None
 
 
