@@ -321,3 +321,6 @@ class BotContext:
     # trainbot's py-spy placed on the clusters, once per cluster for the context's life (the
     # process's: the watcher's forensics and `/train stacks` share it; a fenced copy too)
     pyspy: PySpyPlacements = field(default_factory=PySpyPlacements)
+    # keys of log lines said once at their level for the context's life (the process's; its
+    # fenced copies share it), as a recovery that keeps a row every tick says why
+    logged_once: set[str] = field(default_factory=set)

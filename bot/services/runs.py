@@ -281,16 +281,20 @@ def _unconfigured(ctx: BotContext, flight: SubmitInFlight, job_id: str | None) -
     recorded as the recipe's (how it runs, an array or not, where it resumes from are the
     recipe's), so the row is kept, and once the recipe is configured again the next recovery
     records that job as the run's, as it does any: forgetting it would let a resume queue a
-    second job of the run beside it."""
+    second job of the run beside it. Every recovery keeps it (each policy tick): the warning
+    is said once per row in a process, the later ones at info."""
     if job_id is None:
         log.warning("submit of %s sent at %.0f: recipe %s is no longer configured and no job "
                     "of that name was queued since; forgotten", flight.job_name, flight.sent_at,
                     flight.recipe)
         ctx.store.submits_in_flight.remove(flight.id)
         return
-    log.warning("submit of %s sent at %.0f: its job %s is on the cluster, but recipe %s is no "
-                "longer configured; kept until it is, then recorded as the run's",
-                flight.job_name, flight.sent_at, job_id, flight.recipe)
+    key = f"unconfigured:{flight.id}:{flight.sent_at:.0f}"  # ids may be reused: with the time
+    level = logging.INFO if key in ctx.logged_once else logging.WARNING
+    ctx.logged_once.add(key)
+    log.log(level, "submit of %s sent at %.0f: its job %s is on the cluster, but recipe %s is "
+            "no longer configured; kept until it is, then recorded as the run's",
+            flight.job_name, flight.sent_at, job_id, flight.recipe)
 
 
 def _attempt_after(attempts: list[Attempt], array_task: int | None,
