@@ -173,7 +173,7 @@ class FencedThreadWriter:
     def look_up(self) -> Callable[[str], bool]:
         """A read (whether Slack has a post the bot may have sent): the lease renewed around
         it, as the other reads."""
-        call = self.inner.look_up  # type: ignore[attr-defined]  # AttributeError: none here
+        call = self.inner.look_up  # AttributeError when the writer has none, as _fenced's
 
         def look_up(key: str) -> bool:
             return _read(self.fence, lambda: call(key))

@@ -232,11 +232,7 @@ class PartlyPosted(PostError):
 
 class ThreadWriter(Protocol):
     """Where run threads go (Slack, or the terminal in `trainbot demo`). Every post has a
-    key and is made once; the root is recorded under `root_key(chain_id)` in the store.
-
-    A writer may also define `look_up(key) -> bool`: whether the chat has the post `key`
-    (recorded posted, or an intent of it, a post the bot may have sent before it stopped,
-    found in the chat and then recorded posted); it raises PostError when it cannot tell."""
+    key and is made once; the root is recorded under `root_key(chain_id)` in the store."""
 
     def post_root(self, chain_id: int, channel: str, blocks: Blocks, text: str) -> str: ...
 
@@ -251,6 +247,12 @@ class ThreadWriter(Protocol):
 
     def upload_file(self, chain_id: int, key: str, data: bytes, filename: str,
                     title: str) -> str: ...
+
+    def look_up(self, key: str) -> bool:
+        """Whether the chat has the post `key`: recorded posted, or an intent of it (a post
+        the bot may have sent before it stopped) found in the chat, then recorded posted.
+        Raises PostError when it cannot tell."""
+        ...
 
 
 class JsonPoster(Protocol):

@@ -275,7 +275,7 @@ class ThreadEvents:
         is recorded posted, or is an intent (a post Slack may have taken before the bot
         stopped, or whose answer was lost) that the thread writer finds in its thread (then
         recorded posted: `look_up`, the lookup a post reconciles with before sending again)
-        or cannot look up, or a writer that cannot look up left. An intent Slack does not
+        or cannot look up, or a writer this bot has not (no Slack) left. An intent Slack does not
         have is not said. So a thread that may have the notice hears the outage ended, and
         one that has not gets it posted once (the writer looks an intent up before it sends
         it again)."""
@@ -283,12 +283,12 @@ class ThreadEvents:
         posts = self.ctx.store.slack_posts
         if posts.posted_under(prefix):
             return True
-        look_up = getattr(self.ctx.sink, "look_up", None)
+        sink = self.ctx.sink
         for intent in posts.intents_under(prefix):
-            if look_up is None:
-                return True  # (the terminal: it may have shown it)
+            if sink is None:
+                return True  # a writer of an earlier process left it: it may have posted it
             try:
-                if look_up(intent.key):
+                if sink.look_up(intent.key):
                     return True
             except LeaseLost:
                 raise

@@ -145,6 +145,13 @@ class ConsoleSink:
                      thread_ts=root)
         return ts
 
+    def look_up(self, key: str) -> bool:
+        """Whether the terminal showed `key`: a post is printed before it is recorded, so
+        one recorded at all, even as an intent (the demo stopped between the two records),
+        was shown."""
+        return key in self._posted or (
+            self.store is not None and self.store.slack_posts.get(key) is not None)
+
     def update_reply(self, chain_id: int, key: str, blocks: list[dict], text: str) -> None:
         """A prompt rewritten in place (it expired): printed as a follow-up line."""
         if self._known(key) is not None:

@@ -293,7 +293,7 @@ def test_a_fenced_thread_writer_lacks_what_the_writer_lacks(tmp_path) -> None:
         assert callable(writer.post_reply)
         assert callable(writer.look_up)
 
-        class Terminal:  # a writer that cannot look a post up (the console's)
+        class Terminal:  # a writer with no look_up of its own
             def post_reply(self, chain_id: int, key: str, blocks: list, text: str) -> str:
                 return "1.0"
 

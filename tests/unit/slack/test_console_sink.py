@@ -80,6 +80,22 @@ def test_thread_is_printed_with_indented_replies_once_per_key(sink: ConsoleSink,
     assert store.chains.get(cid).thread_ts == store.slack_posts.get("chain:1:root").ts
 
 
+def test_a_post_is_looked_up_as_shown_once_recorded_even_as_an_intent(
+        sink: ConsoleSink, store: Store):
+    """`trainbot demo`'s terminal answers whether it showed a post (a cluster's outage notice
+    asks before telling "answers again"): a post printed is; one recorded only as an intent
+    (the demo stopped between its print and its record) was printed too; a key never posted
+    is not."""
+    cid = chain(store)
+    sink.post_root(cid, "C0TRAIN", [], "mix")
+    sink.post_reply(cid, "cluster:dev:down:1", [], "dev does not answer")
+    store.slack_posts.record_intent("cluster:dev:down:2", channel="C0TRAIN", kind="reply",
+                                    chain_id=cid, now=NOW)
+    assert sink.look_up("cluster:dev:down:1")
+    assert sink.look_up("cluster:dev:down:2")
+    assert not sink.look_up("cluster:dev:down:3")
+
+
 def test_reply_before_root_is_refused(sink: ConsoleSink, store: Store):
     with pytest.raises(LookupError, match="post_root first"):
         sink.post_reply(chain(store), "k", [], "text")
