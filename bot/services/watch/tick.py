@@ -326,12 +326,11 @@ class Watcher:
         self.outbox.forget()
         self.chains.forget()
         for jw in self._jobs.values():
-            for kind, (path, since) in jw.running_unreadable.items():
-                last = since if self._last_tick_at is None else self._last_tick_at
-                log.info("%s: job %s is no longer followed from this replica's memory (another "
-                         "replica watched the cluster meanwhile); its %s %s could not be read "
-                         "for the last %.0f s this replica watched it", self.cluster,
-                         jw.job_id, kind, path, last - since)
+            self._unreadable_ended(
+                jw, self._last_tick_at,
+                "%s: job %s is no longer followed from this replica's memory (another replica "
+                "watched the cluster meanwhile); its %s %s could not be read for the last %.0f s "
+                "this replica watched it")
         self._jobs.clear()
         self._records.clear()
         self.health.forget()
@@ -445,9 +444,8 @@ class Watcher:
         jw = self._jobs.pop(job_id, None)
         if jw is None:
             return
-        for kind, (path, since) in jw.running_unreadable.items():
-            log.info("%s: job %s is no longer watched; its %s %s could not be read for the "
-                     "last %.0f s", self.cluster, job_id, kind, path, now - since)
+        self._unreadable_ended(jw, now, "%s: job %s is no longer watched; its %s %s could not "
+                                        "be read for the last %.0f s")
 
     def _unreadable(self, jw: JobWatch, reads: JobReads,
                     now: float) -> dict[str, FileReadFailed] | None:
@@ -526,11 +524,18 @@ class Watcher:
         not be read (JobWatch.running_unreadable) is logged once, with how long, and
         forgotten: the next run's reads start anew (a file that still cannot be read is logged
         when that starts again), and no "unread for" spans the wait in the queue."""
-        for kind, (path, since) in jw.running_unreadable.items():
-            log.info("%s: job %s was requeued while its %s %s could not be read (unread for "
-                     "%.0f s); its next run's reads start anew", self.cluster, jw.job_id, kind,
-                     path, now - since)
+        self._unreadable_ended(jw, now, "%s: job %s was requeued while its %s %s could not "
+                                        "be read (unread for %.0f s); its next run's reads "
+                                        "start anew")
         jw.running_unreadable.clear()
+
+    def _unreadable_ended(self, jw: JobWatch, until: float | None, message: str) -> None:
+        """Log `message` (its arguments: the cluster, the job, the file's kind and path, and
+        for how long up to `until` it could not be read; None: up to when it was first found
+        so) once for each of the running job's files it remembers as unreadable."""
+        for kind, (path, since) in jw.running_unreadable.items():
+            log.info(message, self.cluster, jw.job_id, kind, path,
+                     (since if until is None else until) - since)
 
     def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""
