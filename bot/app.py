@@ -135,11 +135,11 @@ def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
     """The `prompts` job on `scheduler`, every policy tick under its lease, its side effects
     fenced by it: the approved cancels whose end was not seen settled first
     (bot.services.cancel_settle), then the unanswered prompts reminded, escalated, expired
-    (bot.services.approvals.follow_up_prompts). build_scheduler's, and the crash tests'
+    (bot.services.prompt_follow_up.follow_up_prompts). build_scheduler's, and the crash tests'
     (tests/crash_driver.py --job prompts)."""
-    from bot.services.approvals import follow_up_prompts
     from bot.services.cancel_settle import settle_unknown_cancels
     from bot.services.fencing import fenced_context
+    from bot.services.prompt_follow_up import follow_up_prompts
 
     prompts = fenced_context(ctx, scheduler.fence("prompts"))
 

@@ -16,9 +16,10 @@ from slack_bolt import Ack, App, BoltRequest, Respond
 from slack_sdk import WebClient
 
 from bot.core.redact import Redactor
-from bot.services.approvals import ClickResult, after_click, click_reply, handle_click
+from bot.services.approvals import ClickResult, click_reply, handle_click
 from bot.services.home import publish_home
 from bot.services.ports import BotContext
+from bot.services.prompt_follow_up import after_click
 from bot.slack.views import ActionId
 
 __all__ = ["ActionId", "register"]

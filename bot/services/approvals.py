@@ -36,7 +36,6 @@ chain the policy had stopped.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -45,15 +44,12 @@ from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged, run_rows
-from bot.core.takeover import post_takeover_s
 from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services import competitors as comp
-from bot.services.access import approvers_now, escalation_people, mention, prompt_people
+from bot.services.access import approvers_now
 from bot.services.after_submit import after_person_submit
-from bot.services.home import publish_home, refresh_homes
-from bot.services.ports import Blocks, BotContext, LeaseLost, PostError, Slurm
-from bot.services.probes import PROBE_ACTION
+from bot.services.ports import Blocks, BotContext, Slurm
 from bot.services.runs import (
     announce_submit,
     approval_intent,
@@ -69,7 +65,7 @@ from bot.services.submit import (
     SubmitResult,
     sent_moment,
 )
-from bot.services.threads import post_safely, render, task_bounds
+from bot.services.threads import render, task_bounds
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
 
@@ -351,7 +347,8 @@ def _perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
              now: float, *, besides: str | None = None) -> _Performed:
     """Carry out a claimed choice (only ever reached once per approval). A resubmit ends as
     every person's submit does (after_person_submit), the Home tabs refreshed but `besides`'s
-    (the presser's on their Home tab, which after_click publishes with what the click did)."""
+    (the presser's on their Home tab, which bot.services.prompt_follow_up.after_click
+    publishes with what the click did)."""
     payload = approval.payload
     recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
@@ -658,83 +655,6 @@ def _stalled_at(ctx: BotContext, approval: Approval, attempt: Attempt | None) ->
     return max(known) if known else None
 
 
-
-# --- unanswered prompts: remind, escalate, expire ------------------------------------------
-
-_MENTION = re.compile(r"^(?:<[@!][^>]*>\s*)+")
-
-
-def follow_up_prompts(ctx: BotContext, now: float) -> None:
-    """Every pending prompt of a run chain, once `now` passes its times (the recipe's policy):
-    a hold prompt whose question never went out (its process died between the prompt's
-    record and its post, or Slack refused it) → its question, once it is
-    bot.core.takeover.post_takeover_s old, and no reminder before it; `remind_after_s` → one
-    reminder in its thread mentioning the prompt's people (the recipe's
-    `mentions.prompts`); `escalate_after_s` → one escalation mentioning `mentions.escalate_to`
-    (default: the approvers); `expires_at` → the prompt rewritten to say it expired and what
-    happens now. Each step is recorded in the approval's row (`mark_step`, `expire`: true for
-    one caller), so a replica taking the job over repeats none; the posts are keyed, so a
-    crash between a post and its record posts nothing twice. Run by the scheduler's `prompts`
-    job (bot.app.build_scheduler) under its lease, after
-    bot.services.cancel_settle.settle_unknown_cancels."""
-    for approval in ctx.store.approvals.pending():
-        if approval.chain_id is None:
-            continue
-        try:
-            _follow_up(ctx, approval, now)
-        except LeaseLost:
-            raise  # another replica runs the job now
-        except Exception:  # noqa: BLE001 - one prompt's failure never stops the others
-            log.exception("following up prompt %s failed", approval.token)
-
-
-def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
-    if approval.action == PROBE_ACTION:  # an offer, not a question: expires unannounced
-        if approval.expires_at <= now:
-            ctx.store.approvals.expire(approval.token, now=now)
-        return
-    recipe = approval.payload.get("recipe")
-    chain_id = approval.chain_id
-    assert chain_id is not None
-    policy = policy_of(ctx, recipe)
-    if approval.expires_at <= now:
-        if ctx.store.approvals.expire(approval.token, now=now):
-            _show_expired(ctx, approval, recipe)
-        return
-    age = now - approval.created_at
-    if approval.action == comp.HOLD_ACTION and not comp.asked(ctx, approval):
-        # its process died (or Slack refused it) before its question went out: asked here,
-        # once the post's own deadline has passed (its keyed post is made once), not reminded
-        if ctx.sink is not None and age >= post_takeover_s():
-            comp.ask(ctx, approval)
-        return
-    step: str | None = None
-    if policy.escalate_after_s and age >= policy.escalate_after_s:
-        step = "escalated"
-    elif policy.remind_after_s and age >= policy.remind_after_s:
-        step = "reminded"
-    if step is None or step in ctx.store.approvals.steps(approval.token):
-        return
-    people = (escalation_people if step == "escalated" else prompt_people)(ctx.config, recipe)
-    view = {"kind": step, "mentions": [mention(p) for p in people],
-            "question": _question(approval), "age_s": age, "expires_at": approval.expires_at}
-    blocks, text = render(ctx, "prompt_follow_up", recipe, view)
-    key = f"prompt-{step}:{approval.token}"
-    if post_safely(ctx, "reply", chain_id, key, blocks, text) is not None:
-        ctx.store.approvals.mark_step(approval.token, step, now=now)
-        ctx.store.audit.record(actor="trainbot", action=f"approval.{step}", now=now,
-                               recipe=recipe, job_id=approval.target_job, result="posted",
-                               detail={"token": approval.token, "mentioned": list(people)})
-
-
-def _question(approval: Approval) -> str:
-    """What the prompt asks, without its mentions (a reminder mentions whom it chooses)."""
-    summary = approval.payload.get("summary")
-    if summary:
-        return _MENTION.sub("", str(summary))
-    return ""
-
-
 def expired_outcome(approval: Approval) -> Outcome:
     """What an expired prompt leaves as it is: `did` resubmit (a finished job's resubmit
     prompt), cancel (a running job's stall prompt) or hold (a competitor's hold prompt)."""
@@ -744,40 +664,3 @@ def expired_outcome(approval: Approval) -> Outcome:
                                             else "resubmit")
     return Outcome("expired", did=did, recipe=payload.get("recipe"),
                    job_id=approval.target_job, for_job=payload.get("for_job"))
-
-
-def _show_expired(ctx: BotContext, approval: Approval, recipe: str | None) -> None:
-    """Rewrite the expired prompt: its question, then that it expired and what happens now."""
-    text, blocks = decided(ctx, recipe, approval.payload.get("summary"),
-                            expired_outcome(approval))
-    rewrite_prompt(ctx, approval, text, blocks)
-    if approval.chain_id is not None:
-        refresh_homes(ctx, approval.chain_id, ctx.clock())
-
-
-def rewrite_prompt(ctx: BotContext, approval: Approval, text: str, blocks: Blocks) -> None:
-    """Rewrite the thread post that carries `approval`'s buttons (nothing when unknown)."""
-    key = (comp.hold_prompt_key(approval.token) if approval.action == comp.HOLD_ACTION
-           else approval.payload.get("post_key"))
-    update = getattr(ctx.sink, "update_reply", None)
-    if key is None or update is None or approval.chain_id is None:
-        return
-    try:
-        update(approval.chain_id, key, blocks, text)
-    except PostError as exc:
-        log.warning("could not rewrite prompt %s: %s", approval.token, exc)
-
-
-def after_click(ctx: BotContext, token: str, result: ClickResult, user: str, now: float, *,
-                from_home: bool) -> None:
-    """After a click was decided (`handle_click`): every Home tab showing the run is
-    refreshed; a click made on the Home tab also rewrites the prompt in the thread (a thread
-    click rewrites it through Slack's own message update) and tells the clicker on their
-    Home tab what happened (a Home tab has no ephemeral replies)."""
-    approval = ctx.store.approvals.get(token)
-    if from_home:
-        if approval is not None and result.update_text is not None and result.update_blocks:
-            rewrite_prompt(ctx, approval, result.update_text, result.update_blocks)
-        publish_home(ctx, user, now, notice=result.update_text or result.ephemeral)
-    if approval is not None and approval.chain_id is not None and not result.homes_refreshed:
-        refresh_homes(ctx, approval.chain_id, now, besides=user if from_home else None)

@@ -8,7 +8,7 @@ offered again; ended otherwise, its end is the watcher's to judge. A cancel whos
 process died in its scancel is settled so too, and a cancel and resume whose click's process
 died after its scancel took effect is finished here. Run by the scheduler's
 `prompts` job (bot.app.build_scheduler) under its lease, before the prompts' follow-up
-(bot.services.approvals.follow_up_prompts).
+(bot.services.prompt_follow_up.follow_up_prompts).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from bot.services.approvals import (
     decided,
     policy_of,
     resume_cancelled,
-    rewrite_prompt,
 )
 from bot.services.home import refresh_homes
 from bot.services.ports import BotContext, LeaseLost
+from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.submit import cluster_deadlines
 from bot.services.threads import has_thread, post_safely, thread_note

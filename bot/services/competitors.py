@@ -111,7 +111,7 @@ def propose_holds(
     asked again; the question of each one still pending is posted under its key (`ask`:
     made once, however often asked), so one whose process died between the prompt's record
     and its post is posted by this run, once (one that no run asks about again is asked by
-    the prompts' follow-up: bot.services.approvals.follow_up_prompts). Each prompt is
+    the prompts' follow-up: bot.services.prompt_follow_up.follow_up_prompts). Each prompt is
     recorded before its question is posted: no hold is asked for, nor applied, without its
     record.
     `action_ids` are the (yes, no) button action ids (handlers.actions.ActionId).

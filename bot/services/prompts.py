@@ -56,7 +56,7 @@ def create_resubmit_prompt(
     Dismiss. `offer_cancel`: the job still runs (a stall): Cancel and resume (from the latest
     complete checkpoint), Cancel, Dismiss — no plain Resubmit, which would start a second copy
     beside the running one. `post_key`: the thread post that will carry it (stored, so its
-    expiry can rewrite it: bot.services.approvals.follow_up_prompts). `exclude`: the node a
+    expiry can rewrite it: bot.services.prompt_follow_up.follow_up_prompts). `exclude`: the node a
     GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
     `resume_checkpoint`: the name of the checkpoint a resume starts from (the watcher's
     decision's), which the buttons name when its iteration (`resume_iter`) is unknown;

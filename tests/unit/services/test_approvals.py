@@ -12,9 +12,10 @@ from fakes import FakeRunner, FakeSlurm, RecordingHomePublisher, make_config, ma
 from bot.cluster.errors import ChannelClosed, CommandFailed
 from bot.cluster.slurm import SlurmClient
 from bot.services import competitors
-from bot.services.approvals import ActionId, after_click, handle_click
+from bot.services.approvals import ActionId, handle_click
 from bot.services.home import publish_home
 from bot.services.ports import BotContext
+from bot.services.prompt_follow_up import after_click
 from bot.services.prompts import create_resubmit_prompt
 from bot.store import Store
 

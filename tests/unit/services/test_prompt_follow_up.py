@@ -1,5 +1,5 @@
-"""Unanswered prompts (bot.services.approvals.follow_up_prompts): one reminder, then one
-escalation to the next group, then the prompt rewritten to say it expired and what happens
+"""Unanswered prompts (bot.services.prompt_follow_up.follow_up_prompts): one reminder, then
+one escalation to the next group, then the prompt rewritten to say it expired and what happens
 now; each step recorded in the store, so no replica repeats one."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from bot.core.policy import AttemptFacts, ChainHistory, PolicyParams, decide
 from bot.core.slurm.records import JobRecord
 from bot.core.units import GIB
 from bot.services import competitors
-from bot.services.approvals import follow_up_prompts
+from bot.services.prompt_follow_up import follow_up_prompts
 from bot.services.watch.events import WatchEvent
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store

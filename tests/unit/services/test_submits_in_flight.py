@@ -23,10 +23,10 @@ from bot.core import train_grammar as c
 from bot.core.policy import Decision, DecisionKind
 from bot.core.takeover import RemoteDeadlines, post_takeover_s, submit_in_flight_s
 from bot.services import submit as submit_mod
-from bot.services.approvals import follow_up_prompts
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
 from bot.services.ports import BotContext
+from bot.services.prompt_follow_up import follow_up_prompts
 from bot.services.runs import (
     AutoResubmitter,
     lost_resubmit,
