@@ -73,13 +73,13 @@ class JobWatch:
     run_started_at: float | None = None
     # when a file of the finished job (its log, its sampler file) was first found unreadable
     # (a read that FAILED, a log that does not exist), wall time, kept in the store
-    # (watched_jobs.unreadable_since); None while they read (Watcher's `unreadable_file_s`)
+    # (watched_jobs.unreadable_since); None while they read (bot.services.watch.unreadable)
     unreadable_since: float | None = None
     # the finished job was logged as judged without its files: its incident's (key
     # CLUSTER:JOB:final) post may be retried, the line is not written again
     judged_without_logged: bool = False
     # the running job's files that could not be read when last read, by kind ("log",
-    # "sampler"): the path and when it was first found so (Watcher._running_unreadable;
+    # "sampler"): the path and when it was first found so (UnreadableFiles.running;
     # forgotten, once logged, when the job ends or is no longer watched)
     running_unreadable: dict[str, tuple[str, float]] = field(default_factory=dict)
 
@@ -148,7 +148,7 @@ class LogFollower:
             if record.never_started:
                 continue  # it ran nothing, so wrote nothing: a file at its path is not its own
             # a job that ran and ended has written its files: a missing one is its error
-            # (a log is waited for; a sampler file is not: the Watcher's _unreadable)
+            # (a log is waited for; a sampler file is not: UnreadableFiles.finished)
             ended = record.is_finished
             for kind, path, state in (("log", self.log_path(jw, record), jw.log),
                                       ("sampler", self.sampler_path(jw, record),

@@ -40,8 +40,9 @@ This module is the tick itself: one poll, and each watched job dispatched by its
 rest lives beside it in bot.services.watch: events go out through the outbox (`outbox`:
 recorded, then published once); logs are read by `logs`; a job is judged, without I/O, by
 `judge`; host memory comes from sstat (`sstat`); chains and attempt rows are kept by `chains`;
-recipe settings come from `recipes`; outages are counted and told by `health`; and
-`resubmit_now` decisions are carried out by `resubmit`.
+recipe settings come from `recipes`; outages are counted and told by `health`; files that
+cannot be read are waited for and logged by `unreadable`; and `resubmit_now` decisions are
+carried out by `resubmit`.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ from bot.services.watch.outbox import Outbox
 from bot.services.watch.recipes import RecipeSettings
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
 from bot.services.watch.sstat import add_sstat_sample, read_memory
+from bot.services.watch.unreadable import UnreadableFiles
 from bot.store import Store, WatchedJob
 
 log = logging.getLogger(__name__)
@@ -124,25 +126,12 @@ class Watcher:
     reported once in its thread and no longer watched; before that it is just not judged
     (a job just submitted may take a moment to appear).
 
-    A finished job whose log or sampler file the login node answers for but cannot read
-    (permission denied, an I/O error, a path that hangs: bot.core.tail.FileReadFailed) is read
-    again each tick for `unreadable_file_s` from the first such read (a file late on NFS is
-    read when it comes within it; the first read's time is kept in the store, so a restart
-    does not start the wait over); then it is judged without it, from Slurm's accounting (and
-    what was read of the file while it ran): an unreadable log is said in the incident, with
-    why; an unreadable sampler file leaves the incident without its samples, and says why
-    there is no RSS chart. A log that does not exist, of a job that ran and ended (deleted, a
-    wrong path, a path only the job's node has), is waited for alike, and the incident says
-    so; a job not started yet has no log to read, and one that ended without starting
-    (cancelled while it waited) none to wait for: it is judged at once, and its incident says
-    it never started. A sampler file that does not exist when a
-    job that ran has ended is not waited for (a job that ended before its sampler started has
-    none); the incident says no samples were found. A running job's unreadable file is only
-    read again next tick (what did read is applied); that is logged once when it starts and
-    once when it ends: the file reads again, the job ends (its file read again, or ended while
-    it could not be read: the ended job's wait follows), the job is requeued (its next run's
-    reads start anew), the job is no longer watched, or the watcher forgets what it held
-    (`forget`: another replica watched the cluster meanwhile); not each tick.
+    A job's log or sampler file the login node answers for but cannot read (or, once the job
+    has ended, a log that does not exist) is read again: a finished job's for
+    `unreadable_file_s`, then it is judged without it, and its incident says why; a running
+    job's next tick. A job that ended without starting (cancelled while it waited) has no file
+    to wait for: it is judged at once, and its incident says it never started. What is
+    waited for, and logged once, is bot.services.watch.unreadable's.
 
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
@@ -194,7 +183,6 @@ class Watcher:
         self.max_samples_per_job = max_samples_per_job
         self.judge_every_s = judge_every_s
         self.unknown_after_s = unknown_after_s
-        self.unreadable_file_s = unreadable_file_s
         cluster_cfg = (getattr(config, "clusters", None) or {}).get(cluster)
         if checkpoint_deadline_s is None:  # the default: as long as one SFTP reply may take
             sftp_timeout = getattr(cluster_cfg, "sftp_timeout", None)
@@ -205,6 +193,8 @@ class Watcher:
                 f"{checkpoint_deadline_s!r} (None: the cluster's sftp_timeout)")
         self.checkpoint_deadline_s = float(checkpoint_deadline_s)
         self.outbox = Outbox(cluster, store=store, sink=sink)
+        self.unreadable = UnreadableFiles(cluster, store=store,
+                                          unreadable_file_s=unreadable_file_s)
         self.health = ClusterHealth(cluster, outbox=self.outbox,
                                     unreachable_ticks=self.unreachable_ticks)
         self.logs = LogFollower(reader=reader, store=store, recipe_cfg=self.recipes.cfg,
@@ -322,15 +312,11 @@ class Watcher:
         a restart. For a replica taking a cluster back after another one watched it
         meanwhile. A running job's file that could not be read when this replica last ticked
         is logged once as such (its end is the other replica's to see; the next tick reads
-        it anew), as `_forget_job` logs one of a job no longer watched."""
+        it anew), as `_forget_job` logs one of a job no longer watched (UnreadableFiles)."""
         self.outbox.forget()
         self.chains.forget()
         for jw in self._jobs.values():
-            self._unreadable_ended(
-                jw, self._last_tick_at,
-                "%s: job %s is no longer followed from this replica's memory (another replica "
-                "watched the cluster meanwhile); its %s %s could not be read for the last %.0f s "
-                "this replica watched it")
+            self.unreadable.forgotten(jw, self._last_tick_at)
         self._jobs.clear()
         self._records.clear()
         self.health.forget()
@@ -354,14 +340,14 @@ class Watcher:
             self.chains.end_adopted(w.chain_id, now)
             return
         if record.is_pending:
-            self._requeued_while_unreadable(jw, now)  # (a job requeued while it ran)
+            self.unreadable.requeued(jw, now)  # (a job requeued while it ran)
             self._pending(jw, record, now, report)
             return
         self._set_held_since(jw, None)
         reads = reads if reads is not None else JobReads()
         if record.is_running:
             self._restarted(jw, record, now)
-            if self._running_unreadable(jw, reads, now):
+            if self.unreadable.running(jw, reads, now):
                 # what did read is applied; the rest is read again next tick, and the job is
                 # judged when its files read
                 self.logs.apply(jw, reads, now, report, without_unreadable=True)
@@ -370,7 +356,7 @@ class Watcher:
             add_sstat_sample(jw, memory)
             self._running(jw, record, now, report)
         elif record.is_finished:
-            self._ended_while_unreadable(jw, reads, now)
+            self.unreadable.ended(jw, reads, now)
             if self.store.watched_jobs.get(self.cluster, str(w.job_id)) is None:
                 # Unwatched while this tick ran (a "Cancel and resume" click scancels only
                 # after removing the job from the list, and records its attempt itself):
@@ -382,7 +368,7 @@ class Watcher:
                 # that cancel's is settled by bot.services.cancel_settle.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return
-            unreadable = self._unreadable(jw, reads, now)
+            unreadable = self.unreadable.finished(jw, reads, now)
             # waiting for a file that cannot be read: what did read is applied, the rest is
             # read again next tick
             waiting = unreadable is None and bool(reads.failures)
@@ -391,44 +377,6 @@ class Watcher:
                     or waiting:
                 return  # (or more of the log than one tick may read: judged when caught up)
             self._finished(w, jw, record, now, report, unreadable=unreadable)
-
-    def _running_unreadable(self, jw: JobWatch, reads: JobReads, now: float) -> bool:
-        """Could one of the running job's files not be read this tick (read again next tick)?
-        Logged once per file when it starts and once when it reads again, with how long it
-        was unread (JobWatch.running_unreadable, in memory: a restart may say it once more;
-        the job's end or its unwatching says it too: `_ended_while_unreadable`,
-        `_forget_job`), not each tick it goes on. A tick whose read failed as a whole (the
-        connection) read nothing: what was unreadable stays so."""
-        if reads.error is not None:
-            return False
-        failures = reads.failures
-        for kind, failure in failures.items():
-            if kind not in jw.running_unreadable:
-                log.warning("%s: job %s: its %s cannot be read: %s; read again each tick",
-                            self.cluster, jw.job_id, kind, failure)
-                jw.running_unreadable[kind] = (failure.path, now)
-        for kind in [k for k in jw.running_unreadable if k not in failures]:
-            path, since = jw.running_unreadable.pop(kind)
-            log.info("%s: job %s: its %s %s read again after %.0f s", self.cluster, jw.job_id,
-                     kind, path, now - since)
-        return bool(failures)
-
-    def _ended_while_unreadable(self, jw: JobWatch, reads: JobReads, now: float) -> None:
-        """The job has ended: each file of it that could not be read when it last ran
-        (JobWatch.running_unreadable) is logged once, as it is at the end, and forgotten:
-        read again (with how long it was unread), or still unreadable (the ended job's own
-        wait, `_unreadable`, follows it from here). A tick whose read failed as a whole (the
-        connection) read nothing: asked again at the next tick."""
-        if reads.error is not None:
-            return
-        for kind, (path, since) in jw.running_unreadable.items():
-            if kind in reads.failures:
-                log.info("%s: job %s ended while its %s %s could not be read (unread for "
-                         "%.0f s)", self.cluster, jw.job_id, kind, path, now - since)
-            else:
-                log.info("%s: job %s: its %s %s read again after %.0f s, the job ended",
-                         self.cluster, jw.job_id, kind, path, now - since)
-        jw.running_unreadable.clear()
 
     def _forget_unwatched(self, ids: set[int], now: float) -> None:
         """Jobs no longer watched (unwatched, finished elsewhere; `ids` are those watched):
@@ -444,54 +392,7 @@ class Watcher:
         jw = self._jobs.pop(job_id, None)
         if jw is None:
             return
-        self._unreadable_ended(jw, now, "%s: job %s is no longer watched; its %s %s could not "
-                                        "be read for the last %.0f s")
-
-    def _unreadable(self, jw: JobWatch, reads: JobReads,
-                    now: float) -> dict[str, FileReadFailed] | None:
-        """Why the finished job's files ("log", "sampler") that cannot be read could not, once
-        one has failed for `unreadable_file_s` (the job is then judged without them), or at
-        once when only its sampler file is missing; None while they read or may still (read
-        again next tick). The wait is logged once when it starts and once when it ends (the
-        files read again, or the job judged without them: once for its incident, not again
-        each tick its post is retried), not each tick it goes on. A tick
-        whose read failed as a whole (the connection) read nothing: the wait goes on as it
-        was."""
-        if reads.error is not None:
-            return None
-        failures = reads.failures
-        # A missing sampler file is not waited for (a job that ended before its sampler
-        # started has none): it is judged without it at once.
-        waited = {k: f for k, f in failures.items()
-                  if not (k == "sampler" and isinstance(f, FileMissing))}
-        if not waited:
-            if jw.unreadable_since is not None:
-                log.info("%s: job %s: its files read again after %.0f s", self.cluster,
-                         jw.job_id, now - jw.unreadable_since)
-            self._set_unreadable_since(jw, None)
-            return failures or None
-        if jw.unreadable_since is None:
-            log.warning("%s: job %s ended and its files cannot be read: %s; read again each "
-                        "tick for %.0f s, then judged without them", self.cluster, jw.job_id,
-                        "; ".join(str(f) for f in waited.values()), self.unreadable_file_s)
-            self._set_unreadable_since(jw, now)
-        assert jw.unreadable_since is not None
-        if now - jw.unreadable_since < self.unreadable_file_s:
-            return None
-        if not jw.judged_without_logged:  # once per incident: not again while its post is retried
-            log.warning("%s: job %s: judged without its files, unread for %.0f s: %s",
-                        self.cluster, jw.job_id, now - jw.unreadable_since,
-                        "; ".join(str(f) for f in waited.values()))
-            jw.judged_without_logged = True
-        return failures
-
-    def _set_unreadable_since(self, jw: JobWatch, since: float | None) -> None:
-        """When the finished job's files were first found unreadable, kept in the store: a
-        restart of the bot (a crash loop too) does not start the `unreadable_file_s` wait
-        over."""
-        if jw.unreadable_since != since:
-            jw.unreadable_since = since
-            self.store.watched_jobs.set_unreadable_since(self.cluster, str(jw.job_id), since)
+        self.unreadable.unwatched(jw, now)
 
     def _cancel_unknown(self, job_id: str) -> bool:
         """Is `job_id` the target of an approved cancel whose scancel's end was not seen?"""
@@ -506,36 +407,15 @@ class Watcher:
         not across the queue wait (bot.core.metrics.MetricSeries.restarted). Before the log
         printed a time (no skew) there is no silence to time. A requeue no tick saw PENDING
         ends the memory of the run's unreadable files as one seen does
-        (`_requeued_while_unreadable`)."""
+        (UnreadableFiles.requeued)."""
         start = record.start_time
         if start is None:
             return
         if jw.run_started_at is not None and start > jw.run_started_at:
-            self._requeued_while_unreadable(jw, now)
+            self.unreadable.requeued(jw, now)
             if jw.skew is not None:
                 jw.analysis.series.restarted(start + jw.skew)
         jw.run_started_at = start
-
-    def _requeued_while_unreadable(self, jw: JobWatch, now: float) -> None:
-        """The running job was requeued (PENDING again, or running again from a later start):
-        the run whose file could not be read is over. Its next run appends to the same log
-        (submitit, Slurm's requeue; the follower reads on from its offset, a file that starts
-        over is read from 0) and is read only once it runs, so each file of the run that could
-        not be read (JobWatch.running_unreadable) is logged once, with how long, and
-        forgotten: the next run's reads start anew (a file that still cannot be read is logged
-        when that starts again), and no "unread for" spans the wait in the queue."""
-        self._unreadable_ended(jw, now, "%s: job %s was requeued while its %s %s could not "
-                                        "be read (unread for %.0f s); its next run's reads "
-                                        "start anew")
-        jw.running_unreadable.clear()
-
-    def _unreadable_ended(self, jw: JobWatch, until: float | None, message: str) -> None:
-        """Log `message` (its arguments: the cluster, the job, the file's kind and path, and
-        for how long up to `until` it could not be read; None: up to when it was first found
-        so) once for each of the running job's files it remembers as unreadable."""
-        for kind, (path, since) in jw.running_unreadable.items():
-            log.info(message, self.cluster, jw.job_id, kind, path,
-                     (since if until is None else until) - since)
 
     def _unknown(self, w: WatchedJob, now: float, report: TickReport) -> None:
         """A watched job Slurm does not know: after `unknown_after_s`, say so and stop."""

@@ -1092,7 +1092,7 @@ def test_the_wait_for_an_unreadable_log_is_logged_when_it_starts_and_ends_not_ea
     _ended(slurm)
     _unreadable(sftp)
     w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         for t in (200, 260, 320, 500, 799, 800):
             w.tick(T0 + t)
     assert _said(caplog) == [
@@ -1110,7 +1110,7 @@ def test_a_log_read_again_ends_the_logged_wait_once(env, caplog):
     add_job(store, 88154)
     _ended(slurm)
     w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         for t in (200, 260, 320):
             w.tick(T0 + t)
         sftp.append(LOG, STORY.read_bytes())
@@ -1135,7 +1135,7 @@ def test_a_running_jobs_unreadable_log_is_logged_when_it_starts_and_ends_not_eac
     w.tick(T0)
     read = sftp.read
     _unreadable(sftp)
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         for t in (60, 120, 180, 240):
             w.tick(T0 + t)
         sftp.read = read  # type: ignore[method-assign]
@@ -1176,7 +1176,7 @@ def test_a_running_job_that_ends_while_its_log_is_unreadable_logs_it_once(env, c
     how long it was unread, then the ended job's wait (its start, its end when the log reads
     again), and nothing of the running job's file again."""
     store, slurm, sftp, sink = env
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         w, readable = _running_with_its_log_unreadable(env)
         _ended(slurm)
         w.tick(T0 + 180)
@@ -1195,7 +1195,7 @@ def test_a_running_job_that_ends_while_its_log_is_unreadable_logs_it_once(env, c
 def test_a_running_jobs_log_that_reads_again_as_the_job_ends_is_logged_read_again(
         env, caplog):
     store, slurm, sftp, sink = env
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         w, readable = _running_with_its_log_unreadable(env)
         _ended(slurm)
         readable()
@@ -1209,7 +1209,7 @@ def test_a_running_jobs_log_that_reads_again_as_the_job_ends_is_logged_read_agai
 def test_a_running_job_no_longer_watched_while_its_log_is_unreadable_logs_it_once(
         env, caplog):
     store, slurm, sftp, sink = env
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         w, _readable = _running_with_its_log_unreadable(env)
         store.watched_jobs.remove(CLUSTER, "88154")  # /train unwatch
         w.tick(T0 + 180)
@@ -1233,7 +1233,7 @@ def test_judged_without_its_files_is_logged_once_while_the_incidents_post_is_ret
     _ended(slurm)
     _unreadable(sftp)
     w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         w.tick(T0 + 200)
         sink.fail_next = 2  # the first two posts of the incident fail
         for t in (800, 860, 920):
@@ -1628,7 +1628,7 @@ def test_a_replica_forgetting_a_running_job_whose_log_is_unreadable_logs_it_once
     running job's unreadable log it remembered is logged once as no longer followed, with how
     long it was unread up to this replica's last tick, and the next tick reads it anew (its
     unreadable log logged again as a new start)."""
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         w, _readable = _running_with_its_log_unreadable(env)
         w.forget()
         w.tick(T0 + 600)
@@ -1648,7 +1648,7 @@ def test_a_running_job_requeued_while_its_log_is_unreadable_starts_its_next_runs
     its next run, appending to the same log, is read anew: the log still unreadable is a new
     start, and its reading again counts from there, not across the wait in the queue."""
     store, slurm, sftp, sink = env
-    with caplog.at_level("INFO", logger="bot.services.watch.tick"):
+    with caplog.at_level("INFO", logger="bot.services.watch"):
         w, readable = _running_with_its_log_unreadable(env)
         if seen_pending:
             slurm.records[88154] = JobRecord(job_id=88154, state="PENDING", stdout_path=LOG,

@@ -1,0 +1,172 @@
+"""A watched job's files that cannot be read: how long the watcher waits for them, and what it
+logs of them (once when it starts, once when it ends; never each tick).
+
+A finished job whose log or sampler file the login node answers for but cannot read
+(permission denied, an I/O error, a path that hangs: bot.core.tail.FileReadFailed) is read
+again each tick for `unreadable_file_s` from the first such read (a file late on NFS is read
+when it comes within it; the first read's time is kept in the store, so a restart does not
+start the wait over); then it is judged without it, from Slurm's accounting (and what was
+read of the file while it ran): an unreadable log is said in the incident, with why; an
+unreadable sampler file leaves the incident without its samples, and says why there is no
+RSS chart. A log that does not exist, of a job that ran and ended (deleted, a wrong path, a
+path only the job's node has), is waited for alike, and the incident says so; a job not
+started yet has no log to read, and one that ended without starting (cancelled while it
+waited) none to wait for: it is judged at once, and its incident says it never started. A
+sampler file that does not exist when a job that ran has ended is not waited for (a job that
+ended before its sampler started has none); the incident says no samples were found.
+
+A running job's unreadable file is only read again next tick (what did read is applied); that
+is logged once when it starts and once when it ends: the file reads again, the job ends (its
+file read again, or ended while it could not be read: the ended job's wait follows), the job
+is requeued (its next run's reads start anew), the job is no longer watched, or the watcher
+forgets what it held (Watcher.forget: another replica watched the cluster meanwhile).
+
+The tick (bot.services.watch.tick) asks this module at each of those moments; the memory
+itself is the job's JobWatch (`unreadable_since`, `judged_without_logged`,
+`running_unreadable`) and the store's watched_jobs.unreadable_since.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.core.tail import FileMissing, FileReadFailed
+from bot.services.watch.logs import JobReads, JobWatch
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class UnreadableFiles:
+    """The unreadable files of one cluster's watched jobs (see module doc): a finished job's
+    wait of `unreadable_file_s`, kept in `store`, and the log lines of both waits."""
+
+    def __init__(self, cluster: str, *, store: Store, unreadable_file_s: float) -> None:
+        self.cluster = cluster
+        self.store = store
+        self.unreadable_file_s = unreadable_file_s
+
+    # ------------------------------------------------------------------ a running job
+
+    def running(self, jw: JobWatch, reads: JobReads, now: float) -> bool:
+        """Could one of the running job's files not be read this tick (read again next tick)?
+        Logged once per file when it starts and once when it reads again, with how long it
+        was unread (JobWatch.running_unreadable, in memory: a restart may say it once more;
+        the job's end or its unwatching says it too: `ended`, `unwatched`), not each tick it
+        goes on. A tick whose read failed as a whole (the connection) read nothing: what was
+        unreadable stays so."""
+        if reads.error is not None:
+            return False
+        failures = reads.failures
+        for kind, failure in failures.items():
+            if kind not in jw.running_unreadable:
+                log.warning("%s: job %s: its %s cannot be read: %s; read again each tick",
+                            self.cluster, jw.job_id, kind, failure)
+                jw.running_unreadable[kind] = (failure.path, now)
+        for kind in [k for k in jw.running_unreadable if k not in failures]:
+            path, since = jw.running_unreadable.pop(kind)
+            log.info("%s: job %s: its %s %s read again after %.0f s", self.cluster, jw.job_id,
+                     kind, path, now - since)
+        return bool(failures)
+
+    def ended(self, jw: JobWatch, reads: JobReads, now: float) -> None:
+        """The job has ended: each file of it that could not be read when it last ran
+        (JobWatch.running_unreadable) is logged once, as it is at the end, and forgotten:
+        read again (with how long it was unread), or still unreadable (the ended job's own
+        wait, `finished`, follows it from here). A tick whose read failed as a whole (the
+        connection) read nothing: asked again at the next tick."""
+        if reads.error is not None:
+            return
+        for kind, (path, since) in jw.running_unreadable.items():
+            if kind in reads.failures:
+                log.info("%s: job %s ended while its %s %s could not be read (unread for "
+                         "%.0f s)", self.cluster, jw.job_id, kind, path, now - since)
+            else:
+                log.info("%s: job %s: its %s %s read again after %.0f s, the job ended",
+                         self.cluster, jw.job_id, kind, path, now - since)
+        jw.running_unreadable.clear()
+
+    def requeued(self, jw: JobWatch, now: float) -> None:
+        """The running job was requeued (PENDING again, or running again from a later start):
+        the run whose file could not be read is over. Its next run appends to the same log
+        (submitit, Slurm's requeue; the follower reads on from its offset, a file that starts
+        over is read from 0) and is read only once it runs, so each file of the run that could
+        not be read (JobWatch.running_unreadable) is logged once, with how long, and
+        forgotten: the next run's reads start anew (a file that still cannot be read is logged
+        when that starts again), and no "unread for" spans the wait in the queue."""
+        self._ended(jw, now, "%s: job %s was requeued while its %s %s could not "
+                             "be read (unread for %.0f s); its next run's reads "
+                             "start anew")
+        jw.running_unreadable.clear()
+
+    def unwatched(self, jw: JobWatch, now: float) -> None:
+        """The job is no longer watched: a file of it that could not be read when it last ran
+        is logged once as such, its end never seen."""
+        self._ended(jw, now, "%s: job %s is no longer watched; its %s %s could not "
+                             "be read for the last %.0f s")
+
+    def forgotten(self, jw: JobWatch, last_tick_at: float | None) -> None:
+        """The watcher forgets what it held (another replica watched the cluster meanwhile):
+        a running job's file that could not be read when this replica last ticked (at
+        `last_tick_at`) is logged once as such; its end is the other replica's to see."""
+        self._ended(
+            jw, last_tick_at,
+            "%s: job %s is no longer followed from this replica's memory (another replica "
+            "watched the cluster meanwhile); its %s %s could not be read for the last %.0f s "
+            "this replica watched it")
+
+    def _ended(self, jw: JobWatch, until: float | None, message: str) -> None:
+        """Log `message` (its arguments: the cluster, the job, the file's kind and path, and
+        for how long up to `until` it could not be read; None: up to when it was first found
+        so) once for each of the running job's files it remembers as unreadable."""
+        for kind, (path, since) in jw.running_unreadable.items():
+            log.info(message, self.cluster, jw.job_id, kind, path,
+                     (since if until is None else until) - since)
+
+    # ------------------------------------------------------------------ a finished job
+
+    def finished(self, jw: JobWatch, reads: JobReads,
+                 now: float) -> dict[str, FileReadFailed] | None:
+        """Why the finished job's files ("log", "sampler") that cannot be read could not, once
+        one has failed for `unreadable_file_s` (the job is then judged without them), or at
+        once when only its sampler file is missing; None while they read or may still (read
+        again next tick). The wait is logged once when it starts and once when it ends (the
+        files read again, or the job judged without them: once for its incident, not again
+        each tick its post is retried), not each tick it goes on. A tick
+        whose read failed as a whole (the connection) read nothing: the wait goes on as it
+        was."""
+        if reads.error is not None:
+            return None
+        failures = reads.failures
+        # A missing sampler file is not waited for (a job that ended before its sampler
+        # started has none): it is judged without it at once.
+        waited = {k: f for k, f in failures.items()
+                  if not (k == "sampler" and isinstance(f, FileMissing))}
+        if not waited:
+            if jw.unreadable_since is not None:
+                log.info("%s: job %s: its files read again after %.0f s", self.cluster,
+                         jw.job_id, now - jw.unreadable_since)
+            self._set_since(jw, None)
+            return failures or None
+        if jw.unreadable_since is None:
+            log.warning("%s: job %s ended and its files cannot be read: %s; read again each "
+                        "tick for %.0f s, then judged without them", self.cluster, jw.job_id,
+                        "; ".join(str(f) for f in waited.values()), self.unreadable_file_s)
+            self._set_since(jw, now)
+        assert jw.unreadable_since is not None
+        if now - jw.unreadable_since < self.unreadable_file_s:
+            return None
+        if not jw.judged_without_logged:  # once per incident: not again while its post is retried
+            log.warning("%s: job %s: judged without its files, unread for %.0f s: %s",
+                        self.cluster, jw.job_id, now - jw.unreadable_since,
+                        "; ".join(str(f) for f in waited.values()))
+            jw.judged_without_logged = True
+        return failures
+
+    def _set_since(self, jw: JobWatch, since: float | None) -> None:
+        """When the finished job's files were first found unreadable, kept in the store: a
+        restart of the bot (a crash loop too) does not start the `unreadable_file_s` wait
+        over."""
+        if jw.unreadable_since != since:
+            jw.unreadable_since = since
+            self.store.watched_jobs.set_unreadable_since(self.cluster, str(jw.job_id), since)
