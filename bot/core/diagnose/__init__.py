@@ -9,8 +9,9 @@
   missing compiler, a failed execve, an MPI message over the size limit);
 - bot.core.diagnose.cause: `Cause`, the one cause a case's explanation states (a leak, a
   missing CUDA tool, Megatron's planned stop), and `case_detail`, its `detail` data;
-- bot.core.diagnose.ending: how a log with no accounting ends (an unhandled error, a final
-  save, epochs left), which the decision weighs last.
+- bot.core.diagnose.ending: how a log with no accounting ends in an error (an unhandled
+  error, a deciding text cut off), and bot.core.diagnose.quiet_ending how it ends when no
+  error is said (a final save, epochs left, a shell's prompt), which the decision weighs last.
 - bot.core.diagnose.set_aside: `deciding_matches`, the matches the decision weighs (less the
   failures the run survived);
 - bot.core.diagnose.requeue: a job that starts again by itself, requeued by Slurm or by its

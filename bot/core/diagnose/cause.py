@@ -20,10 +20,13 @@ from typing import Any, TypeAlias
 
 from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
 from bot.core.diagnose.announced import SubmititPreemption
-from bot.core.diagnose.ending import PromptEnding
 from bot.core.diagnose.epilogue import EpilogueMemoryKill
+from bot.core.diagnose.quiet_ending import PromptEnding
 from bot.core.models import NeverStarted, UpstreamCause
 from bot.core.units import GIB
+
+#: The class id of a running job with nothing to report (not a failure class of the catalogue).
+NONE_CLASS = "none"
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,14 @@ into one `Diagnosis`: a class id of docs/failures.md, with evidence lines, secon
 the causal chain (a stall upstream of an NCCL abort), the node to exclude and `decided_by` (how
 far a person may trust it). Decisive evidence first (a primary signature; sacct's State, which
 explains the end even when the log shows collateral errors), then the detectors for a running
-job (stall, leak), then how the log ends when there is no accounting (bot.core.diagnose.ending)
-or when the job FAILED with an exit status that names no cause (exit 1, an abort: the log's
-ending read alike, by hint), and for a finished job with no signature `_settle_finished` (completed,
-silent_exit or unknown_failure). A log whose error block holds NCCL's remote error
-(`ncclRemoteError`) is read alike with and without accounting: the remote error is a peer's
-failure, so the cause another rank's error or the fabric names decides (by hint) over what the
-reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
+job (stall, leak), then how the log ends when there is no accounting (bot.core.diagnose.ending,
+bot.core.diagnose.quiet_ending) or when the job FAILED with an exit status that names no cause
+(exit 1, an abort: the log's ending read alike, by hint), and for a finished job with no
+signature `_settle_finished` (completed, silent_exit or unknown_failure); the cause its
+explanation states is bot.core.diagnose.stated_cause's. A log whose error block holds NCCL's
+remote error (`ncclRemoteError`) is read alike with and without accounting: the remote error is
+a peer's failure, so the cause another rank's error or the fabric names decides (by hint) over
+what the reporting rank's exit code or signal says (SIGABRT reads as nccl_timeout, exit 1 as
 unknown_failure), which decides only when nothing names a cause. Likewise a log that ends in a
 run interrupted by hand (KeyboardInterrupt) inside a blocking wait is a hang by hint with and
 without accounting, as the interrupt's SIGINT or exit code names no cause, and a
@@ -19,14 +20,14 @@ ZeroDivisionError raised in apex's amp scaler (its loss scale underflowed) is a 
 hint, and a pickle that ends early in torch.load a truncated checkpoint, which exit 1 cannot
 name. A training framework's own announcement of the scheduler's signal is read against its
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
-it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after
-its verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with
-Slurm's COMPLETED 0:0 is a time limit by hint. A job that starts again by itself after the
-run its log shows (Slurm's requeue, Lightning's or submitit's own) has nothing to act on
-(bot.core.diagnose.requeue); the matches weighed are those bot.core.diagnose.set_aside keeps.
-A job that ended while it waited in the queue (accounting's `never_started`) is judged from its
-accounting alone, whatever a log says: it ran nothing, and a person decides whether to submit
-it again. Pure: no file or clock access.
+it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after its
+verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with Slurm's
+COMPLETED 0:0 is a time limit by hint. A job that starts again by itself after the run its log
+shows (Slurm's requeue, Lightning's or submitit's own) has nothing to act on
+(bot.core.diagnose.requeue); the matches weighed are those bot.core.diagnose.set_aside keeps. A
+job that ended while it waited in the queue (accounting's `never_started`) is judged from its
+accounting alone, whatever a log says: it ran nothing, and a person decides whether to submit it
+again. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -57,43 +58,35 @@ from bot.core.diagnose.announced import (
     submitit_verdicts_only,
 )
 from bot.core.diagnose.cause import (
+    NONE_CLASS,
     Cause,
-    DiedSaving,
-    EndedEarly,
     EndedWaiting,
     EpilogueMemory,
     Evaluating,
-    ExitInterval,
-    Leak,
     Requeued,
-    RerunElsewhere,
-    Running,
     ShellReturned,
     Signalled,
     SignalStop,
-    SigtermOnly,
     SilentExit,
-    Stall,
     StillAlive,
     SubmititPreempted,
-    Upstream,
     case_detail,
 )
 from bot.core.diagnose.ending import (
-    ends_at_shell_prompt,
     ends_cut_off,
-    ends_in_closed_progress_table,
     ends_in_error,
-    ends_in_final_save,
-    ends_in_keras_last_epoch,
-    ends_in_open_progress_bar,
-    ends_in_sigterm,
-    epochs_left,
     remote_error_cause,
     traceback_cause,
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
-from bot.core.diagnose.line_cause import line_cause
+from bot.core.diagnose.quiet_ending import (
+    ends_at_shell_prompt,
+    ends_in_closed_progress_table,
+    ends_in_final_save,
+    ends_in_keras_last_epoch,
+    ends_in_open_progress_bar,
+    epochs_left,
+)
 from bot.core.diagnose.requeue import (
     NOT_STARTED,
     SUBMITIT_VERDICTS,
@@ -102,6 +95,7 @@ from bot.core.diagnose.requeue import (
     submitit_requeue,
 )
 from bot.core.diagnose.set_aside import deciding_matches
+from bot.core.diagnose.stated_cause import stated_cause, stopped_at_target
 from bot.core.metrics import MetricSeries
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
     ACCOUNTING,
@@ -134,7 +128,6 @@ _SAVE_BREAKING_CLASSES = frozenset({"host_oom", "disk_full"})
 NODE_CLASSES = frozenset({"gpu_failure", "node_failure", "nccl_timeout"})
 
 # Class ids trainbot uses beyond the catalogue's failure classes.
-NONE_CLASS = "none"  # a running job with nothing to report
 _ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
 #: What accounting alone reads in a failed job whose ranks saw NCCL's remote error: the
 #: reporting rank's SIGABRT (nccl_timeout) or exit code (unknown_failure), not the peer's cause.
@@ -147,14 +140,6 @@ _WRAPPER = re.compile(
 # after it), which names the rank that died first whatever order the ranks' lines came in.
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\)")
 _ROOT_CAUSE_LINES = 8
-# Megatron's --exit-interval stop (`[exiting program at iteration 3000]`): it saved a checkpoint
-# there and exited 0, a planned stop the explanation names with its iteration.
-_EXIT_INTERVAL = re.compile(r"exiting program at iteration ([0-9]+)")
-# Megatron's rerun machine exiting 16 (EXIT_CODE_RESUME_TO_DISAMBIGUATE): the step's result
-# came out the same again on the suspected GPU, and only a resume on another GPU gives the
-# verdict (a faulty GPU or the model's own result); the explanation says it is still to come.
-_RERUN_ELSEWHERE = re.compile(r"resume the job from the (?:same )?checkpoint to rerun the last "
-                              r"iteration and establish a diagnostic")
 # Its persistent-error verdict, printed on the GPU that reran the step correctly: the faulty GPU
 # was the previous run's, which this log does not name.
 _PERSISTENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible persistent error!")
@@ -171,7 +156,6 @@ _SUBMITTING_ACTIONS = frozenset({Action.RESUBMIT, Action.ASK})
 #: A class whose proposal cancels the running job before it resumes it (a hang's cancel and
 #: resume): no second copy, so it stays offered while the job runs.
 _CANCELLING_CLASSES = frozenset({"hang"})
-_LOW_GPU_UTIL_PCT = 70  # a running job's detail mentions a GPU utilisation below this
 
 
 def diagnose(
@@ -234,7 +218,7 @@ def diagnose(
     evidence: list[Evidence] = []
     silent: SilentExitFinding | None = None
     # what decided the class in the branches below and the explanation states (a silent exit's
-    # reasons, the shell's prompt, Megatron's stop on a SIGTERM); else `_named_cause`'s
+    # reasons, the shell's prompt, Megatron's stop on a SIGTERM); else `stated_cause`'s
     case_cause: Cause | None = None
 
     # how the log ends around its completion marker (no training progress after it; an
@@ -244,7 +228,7 @@ def diagnose(
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
-    if chosen == "time_limit" and acct.state in (None, "COMPLETED") and _stopped_at_target(
+    if chosen == "time_limit" and acct.state in (None, "COMPLETED") and stopped_at_target(
             primary, target):
         # Megatron's --exit-interval divides the run's length: its last stop is the end
         chosen, decided_by = "completed", PROGRESS
@@ -506,7 +490,7 @@ def diagnose(
         # a resubmit now would run a second copy beside it. The class stays; nothing is done
         # until it ends, when the watcher judges it from how Slurm says it ended
         case_cause = StillAlive(acct.state or "", case_cause if case_cause is not None else (
-            _named_cause(chosen, series=series, leak=leak, stall=stall, upstream=upstream,
+            stated_cause(chosen, series=series, leak=leak, stall=stall, upstream=upstream,
                          during_save=during_save, acct=acct, matches=matches, tail=tail,
                          target=None if completion.evaluates_after_marker else target)))
         action, retryable = Action.NONE, False
@@ -518,7 +502,7 @@ def diagnose(
         charges_budget=charges,
         hint=hint,
         title=cls.title if cls is not None else "",
-        detail=case_detail(case_cause if case_cause is not None else _named_cause(
+        detail=case_detail(case_cause if case_cause is not None else stated_cause(
             chosen, series=series, leak=leak, stall=stall, upstream=upstream,
             during_save=during_save, acct=acct, matches=matches, tail=tail,
             # after an evaluation the series' last figures are its bar's, not training's
@@ -675,23 +659,6 @@ def _marker_decides(completion: CompletionEnding, acct: Accounting, series: Metr
         acct, series, target_iter=target, min_elapsed_s=min_elapsed_s).reasons())
 
 
-def _exit_interval_iteration(chosen: str, primary: Sequence[Any]) -> int | None:
-    """The iteration at which Megatron stopped itself (--exit-interval), when that stop decided
-    a time limit; None otherwise."""
-    if chosen != "time_limit":
-        return None
-    found = (_EXIT_INTERVAL.search(m.text) for m in primary if m.class_id == chosen)
-    return next((int(f.group(1)) for f in found if f), None)
-
-
-def _stopped_at_target(primary: Sequence[Any], target: int | None) -> bool:
-    """Every time-limit signature is Megatron's --exit-interval stop, at the run's target
-    iteration or past it: the run ended there, nothing is left to resume."""
-    stops = [_EXIT_INTERVAL.search(m.text) for m in primary if m.class_id == "time_limit"]
-    return target is not None and bool(stops) and all(
-        s is not None and int(s.group(1)) >= target for s in stops)
-
-
 def _target_reached(series: MetricSeries, target: int | None) -> bool:
     return target is not None and series.last_iteration is not None and (
         series.last_iteration >= target
@@ -718,57 +685,6 @@ def _class_info(catalogue: Any, class_id: str) -> tuple[Action, bool, bool, str]
     if cls is None:
         return _DEFAULTS.get(class_id, (Action.ASK, False, True, ""))
     return Action(cls.action), bool(cls.retryable), bool(cls.charges_budget), cls.hint.strip()
-
-
-def _named_cause(
-    class_id: str,
-    *,
-    series: MetricSeries,
-    leak: LeakFinding | None,
-    stall: StallFinding | None,
-    upstream: UpstreamCause | None,
-    during_save: bool,
-    acct: Accounting,
-    matches: Sequence[Any],
-    tail: Sequence[tuple[int, str]],
-    target: int | None,
-) -> Cause | None:
-    """The cause the explanation states for the chosen class, first found first: the finding
-    that decided it (a leak, a stall, the hang upstream of an NCCL abort), a host OOM inside a
-    save, the cause within the class that the log's lines name (bot.core.diagnose.line_cause),
-    in a log without accounting torchrun's, DeepSpeed's launcher's or Lightning's SIGTERM alone
-    (who sent it the log cannot tell), a GPU fault that is only Megatron's request to rerun the step
-    elsewhere (its verdict is still to come), Megatron's --exit-interval stop (its iteration),
-    a completed run's end short of its target (early stopping, a lowered max_steps), or a
-    running job's progress."""
-    primary = [m for m in matches if m.primary and m.class_id == class_id]
-    if class_id == "memory_leak" and leak is not None:
-        return Leak(leak)
-    if class_id == "hang" and stall is not None:
-        return Stall(stall)
-    if upstream is not None:
-        return Upstream(upstream)
-    if class_id == "host_oom" and during_save:  # disk_full's hint says it of any save
-        return DiedSaving()
-    if (named := line_cause(class_id, matches, series)) is not None:
-        return named
-    if class_id == "unknown_failure" and acct.state is None and (
-            launcher := ends_in_sigterm(matches, tail, series)):
-        return SigtermOnly(launcher)
-    if class_id == "gpu_failure" and primary and all(
-            _RERUN_ELSEWHERE.search(m.text) for m in primary):
-        return RerunElsewhere()
-    if (iteration := _exit_interval_iteration(class_id, primary)) is not None:
-        return ExitInterval(iteration)
-    last = series.last_iteration
-    if class_id == "completed" and last is not None and target and last < target:
-        return EndedEarly(last, target)
-    if class_id == NONE_CLASS:
-        utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]
-        util = sum(utils) / len(utils) if utils else None
-        return Running(series.last_iteration, series.sec_per_iter(),
-                       util if util is not None and util < _LOW_GPU_UTIL_PCT else None)
-    return None
 
 
 def _dedupe(evidence: list[Evidence]) -> tuple[Evidence, ...]:

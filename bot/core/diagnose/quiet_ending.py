@@ -1,0 +1,212 @@
+"""How a log ends when no error is said: a finished run, a run mid-pass, a shell's prompt.
+
+Read only for a job with no accounting, after the errors (bot.core.diagnose.ending) and the
+decisive evidence: a TensorFlow Estimator's final save or a progress table's closing border
+ends a finished run (`ends_in_final_save`, `ends_in_closed_progress_table`), and so does the bar
+of Keras fit()'s last epoch at its total (`ends_in_keras_last_epoch`); an epoch counter short
+of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that is
+a progress bar short of its total is a run mid-pass, whatever earlier bars reached
+(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or after a
+command's start-up output when there is no progress, where none of those speak, is a process
+that ended with nothing said (`ends_at_shell_prompt`). Pure: no file or clock access.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from bot.core.catalogue.scanner import normalize_line
+from bot.core.metrics import MetricSeries
+from bot.core.progress_bars import is_start_up_bar
+from bot.core.training_lines import message_after_time
+
+# TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
+_FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
+# A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
+# Elapsed Time |`, one row per iteration or epoch) and the border that closes it.
+_TABLE_BORDER = re.compile(r"^\+(?:-+\+)+\s*$")
+_PROGRESS_TABLE_HEADER = re.compile(r"(?i)^\|\s*(?:iteration|iter|epoch|step|pass)s?\s*\|")
+_PROGRESS_TABLE_ROW = re.compile(r"^\|\s*\d+\s*\|")
+# Keras's fit() (keras/src/callbacks/progbar_logger.py, ProgbarLogger: `Epoch {epoch + 1}/
+# {epochs}` on each epoch's start when epochs > 1, the epoch's bar finalized at its end;
+# keras/src/utils/progbar.py, Progbar.update: `469/469 ━━━━ 3s 6ms/step - loss: ...` at
+# verbose 1, `469/469 - 3s - 6ms/step - loss: ...` at verbose 2; tf.keras 2's `469/469
+# [==============================] - 3s 6ms/step - loss: ...`): the epoch header, and a bar at
+# its total (an earlier update of the same bar is short of it).
+_KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
+_KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:━+\s+\d|\[[=>.]+\]\s+-\s|-\s+\d)")
+# An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
+# epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
+_EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
+                       r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
+# A progress bar's count: tqdm's percentage before its bar (`34%|###3      |`, `Steps:   0%|`)
+# and its `n/total [elapsed<remaining` (`670/2000 [14:58<29:42`), Keras's `670/2000 [====>...]`.
+_BAR_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})(?:\.\d+)?%\s*\|")
+_BAR_COUNT = re.compile(r"(?<![\d.])(\d+)/(\d+)\s*\[(?:(?:\d+:)?\d+:\d+<|[=>.]*\])")
+# An interactive shell's prompt with nothing typed after it: the shell got the terminal back,
+# so the process it ran had ended. Only a whole line in a prompt's form counts: bash's
+# `user@host:~/proj$` (a git branch before the `$` allowed), Red Hat's `[user@host dir]$`,
+# zsh's `user@host ~ %`, `bash-5.1$`, PowerShell's `PS C:\x>`, cmd's `C:\Users\me>`, a bare
+# `$`, each after a virtualenv's or conda env's `(venv) `; root's `#` in place of `$`.
+_PROMPT = (
+    r"^(?:\([\w.+-]+\)\s+)?"
+    r"(?:[\w.-]+@[\w.-]+:[^\s$#]*(?: \([\w./-]+\))?[$#]"
+    r"|\[[\w.-]+@[\w.-]+(?: [^\]\s]+)?\][$#]"
+    r"|[\w.-]+@[\w.-]+ [^\s%#]+ [%#]"
+    r"|(?:ba|z|da)?sh-\d+(?:\.\d+)*[$#]"
+    r"|PS [A-Za-z]:\\[^<>|\"\n]*>"
+    r"|[A-Za-z]:\\[^<>|\"\n]*>"
+    r"|\$)")
+_SHELL_PROMPT = re.compile(_PROMPT + "$")
+# A command typed at such a prompt (`user@host:~/proj$ python train.py`): what follows it is
+# that command's output.
+_COMMAND_LINE = re.compile(_PROMPT + r"\s+\S")
+# Training progress that the metric series may not count: an epoch counter (`Epoch 1/10`,
+# YOLO's `1/49  11.9G ...`), a loss value, or a progress bar that names training or names
+# nothing (Hugging Face Trainer's bare bar), not a start-up bar
+# (bot.core.progress_bars' `is_start_up_bar`: `Loading checkpoint shards: 100%|`,
+# `Generating train split: 100%|`).
+_TRAINING_WORDS = re.compile(r"(?i)\b(?:epoch|train\w*|step|iter\w*|batch\w*|loss)\b")
+_LOSS_VALUE = re.compile(r"(?i)\bloss\b\W{0,3}[-+]?(?:\d|\.\d)")
+_BAR_DESCRIPTION = re.compile(r"^(.*?)(?<![\d.])\d{1,3}(?:\.\d+)?%\s*\|")
+# What a terminal shows when a run was interrupted or suspended by hand before the prompt came
+# back (`^C`, `^Z`, bash's `[1]+  Stopped  python train.py`): not an end with nothing said.
+_BY_HAND = re.compile(r"^\^[CZ\\]|^\[\d+\][+-]?\s+Stopped\b")
+
+
+class PromptEnding(NamedTuple):
+    """A log that ends at a shell's prompt (`ends_at_shell_prompt`): its class, the prompt's
+    line and whether training progress came before it (else only start-up output did)."""
+
+    class_id: str
+    lines: tuple[tuple[int, str], ...]
+    after_progress: bool
+
+
+def ends_at_shell_prompt(
+    tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> PromptEnding | None:
+    """The log's last line is a shell's prompt with nothing typed after it (`_SHELL_PROMPT`),
+    after training progress or, when the metric series counts none, after the output of the
+    command run at it (lines that are not a prompt or a command typed at one; `after_progress`
+    when that output shows progress the series does not count, else it was start-up output
+    only): the process ended and printed nothing about why. A silent exit, with the prompt as
+    its line; None when the last line is anything else, when nothing came before it but
+    prompts and commands typed at them (a command whose run printed nothing), or when the run
+    was interrupted or suspended by hand just before (`^C`, `^Z`). The decision weighs it
+    after errors and after the signs of a finished run (a completion line, the target
+    reached, a final save), which a prompt after them does not change."""
+    lines = [(n, normalize_line(raw).rstrip(), raw) for n, raw in tail if raw.strip()]
+    if not lines or not _SHELL_PROMPT.match(lines[-1][1]):
+        return None
+    if len(lines) > 1 and _BY_HAND.search(lines[-2][1]):
+        return None
+    prompt = ((lines[-1][0], lines[-1][2]),)
+    if series.samples:
+        if lines[-1][0] <= series.samples[-1].line_no:
+            return None
+        return PromptEnding("silent_exit", prompt, after_progress=True)
+    output = [text for _, text, _ in _after_last_command(lines[:-1])
+              if not _SHELL_PROMPT.match(text)]
+    if not output:
+        return None
+    return PromptEnding("silent_exit", prompt,
+                        after_progress=any(_shows_progress(text) for text in output))
+
+
+def _shows_progress(text: str) -> bool:
+    """An output line shows training progress the metric series may not count: an epoch
+    counter, a loss value, a progress bar that names training or nothing (not a start-up
+    bar: `Loading checkpoint shards: 100%|`, `Generating train split: 100%|`), read after the
+    time the line starts with (`message_after_time`: a bar's label starts there)."""
+    text = message_after_time(text)
+    if is_start_up_bar(text):
+        return False
+    if _EPOCH_OF.search(text) or _LOSS_VALUE.search(text):
+        return True
+    bar = _BAR_DESCRIPTION.match(text)
+    if bar is None and not _BAR_COUNT.search(text):
+        return False
+    return bar is None or not bar.group(1).strip() or bool(_TRAINING_WORDS.search(bar.group(1)))
+
+
+def _after_last_command(lines: list[tuple[int, str, str]]) -> list[tuple[int, str, str]]:
+    """The lines after the last command typed at a prompt (`_COMMAND_LINE`), all of them when
+    none is: that command's output."""
+    for i in range(len(lines) - 1, -1, -1):
+        if _COMMAND_LINE.match(lines[i][1]):
+            return lines[i + 1:]
+    return lines
+
+
+def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
+    """The log ends with the checkpoint a TensorFlow Estimator (or Keras/Slim's
+    `Saving checkpoints for N into`) writes when training stops: its step is past the last
+    progress line and off the progress lines' step grid (a periodic save of a running job
+    lands on the grid or is followed by more progress)."""
+    lines = [t for _, t in tail if t.strip()]
+    m = _FINAL_SAVE.search(lines[-1]) if lines else None
+    every, last = series.log_every(), series.last_iteration
+    if m is None or last is None or every <= 1:
+        return False
+    step = int(m.group(1))
+    return step > last and step % every != 0
+
+
+def ends_in_closed_progress_table(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log ends with the bottom border a trainer prints under its progress table when its
+    loop ends (Turi Create's `+----+----+` under its `| Iteration | Loss | ... |` rows): the
+    table's header names the iteration, epoch or step and its rows count them. A table of
+    other figures (an evaluation's per-class table) or one still open is not the end."""
+    lines = [normalize_line(t) for _, t in tail if t.strip()]
+    if not lines or not _TABLE_BORDER.match(lines[-1]):
+        return False
+    top = len(lines) - 2
+    while top >= 0 and _PROGRESS_TABLE_ROW.match(lines[top]):
+        top -= 1
+    return (top < len(lines) - 2 and top >= 1 and bool(_TABLE_BORDER.match(lines[top]))
+            and bool(_PROGRESS_TABLE_HEADER.match(lines[top - 1])))
+
+
+def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log ends with the bar of Keras fit()'s last epoch at its total: `Epoch 10/10`, then
+    that epoch's bar (its updates, one a line when the output is no terminal), the last at its
+    total (`469/469 ━━━━ 3s 6ms/step - loss: 0.0611`). ProgbarLogger finalizes it as the epoch
+    ends, after which fit() returns (an evaluate() after it draws one more bar at its total,
+    which ends the log alike). An epoch short of the total, a bar short of its own, or any other
+    line after them (an error, a warning) is not this end."""
+    lines = [normalize_line(t) for _, t in tail if t.strip()]
+    last = _KERAS_BAR.match(lines[-1]) if lines else None
+    if last is None or last.group(1) != last.group(2):
+        return False
+    top = len(lines) - 2
+    while top >= 0 and _KERAS_BAR.match(lines[top]):
+        top -= 1
+    epoch = _KERAS_EPOCH.match(lines[top]) if top >= 0 else None
+    return epoch is not None and epoch.group(1) == epoch.group(2)
+
+
+def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last line is a progress bar short of its total (tqdm's `34%|###3  | 670/2000
+    [14:58<29:42, 1.34s/it]`, a bar just opened: `Steps:   0%|`, Keras's `670/2000 [====>...]`):
+    the run was mid-pass when the log ended, whatever total earlier bars reached (each epoch's
+    bar closes at 100 % and the next one opens)."""
+    last = next((normalize_line(t) for _, t in reversed(tail) if t.strip()), "")
+    count = _BAR_COUNT.search(last)
+    if count is not None:  # tqdm rounds 1999/2000 to 100 %: its count decides
+        return int(count.group(1)) < int(count.group(2))
+    percent = _BAR_PERCENT.search(last)
+    return percent is not None and int(percent.group(1)) < 100
+
+
+def epochs_left(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last epoch counter is short of its total (0- or 1-based alike: `3/49`), so a
+    progress bar at 100 % is one epoch's (or a validation pass's), not the run's target."""
+    for _, text in reversed(tail):
+        m = _EPOCH_OF.search(normalize_line(text))
+        if m is not None:
+            done, total = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+            return 0 < total and done < total - 1
+    return False
