@@ -360,7 +360,7 @@ def test_a_retry_without_progress_stops_the_chain_and_asks_a_person(story: Story
     assert final.diagnosis["decision"]["kind"] == "ask_human", why
 
     thread = story.thread("noprogress")
-    stop = [m for m in thread if "no progress since the previous attempt" in _message_text(m)]
+    stop = [m for m in thread if "no progress over the last attempt that ran" in _message_text(m)]
     assert len(stop) == 1, why
     assert any("Resubmit" in b for b in _buttons(stop[0])), _buttons(stop[0])
     assert sum("resubmitted automatically" in t for t in story.texts("noprogress")) == 1, why

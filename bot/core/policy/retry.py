@@ -164,7 +164,8 @@ def decide(
     if stalled is not None:
         return Decision(
             DecisionKind.ASK_HUMAN,
-            f"no progress since the previous attempt ({_no_progress_text(stalled)}); "
+            f"no progress over the last attempt that ran, job {stalled['prev_job']} "
+            f"({_no_progress_text(stalled)}); "
             f"stopping the chain instead of retrying {cid} again",
             stop_chain=True,
             offers=(OFFER_RESUBMIT, OFFER_DISMISS),
@@ -330,7 +331,7 @@ def _no_progress_text(facts: Mapping[str, Any]) -> str:
     if facts["last_iter"] is None:
         return "this attempt logged no iteration"
     return (f"job {facts['job']} stopped at iteration {facts['last_iter']}, "
-            f"previous attempt {facts['prev_job']} reached {facts['prev_iter']}")
+            f"job {facts['prev_job']} at {facts['prev_iter']}")
 
 
 def _chunk_text(chunk: ChunkProgress, lost: int | None) -> str:

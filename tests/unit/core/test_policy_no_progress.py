@@ -56,8 +56,8 @@ def test_a_crash_after_a_never_started_attempt_is_compared_with_the_attempt_that
     assert (dec.kind, dec.stop_chain, dec.resubmits) == (DecisionKind.ASK_HUMAN, True, False)
     assert dec.facts["why"] == "no_progress"
     assert (dec.facts["prev_job"], dec.facts["prev_iter"]) == ("100", 500)
-    assert ("no progress since the previous attempt (job 102 stopped at iteration 500, "
-            "previous attempt 100 reached 500)") in dec.reason
+    assert ("no progress over the last attempt that ran, job 100 (job 102 stopped at "
+            "iteration 500, job 100 at 500)") in dec.reason
 
 
 def test_a_crash_with_no_iteration_after_only_a_never_started_attempt_is_a_first_crash() -> None:

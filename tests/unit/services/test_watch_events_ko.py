@@ -145,9 +145,9 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
      "node_failure은(는) 재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
      "(잃은 작업 400 iteration, 재시도 한도에 포함되지 않음)"),
     ("nccl_timeout", "FAILED", {"attempts": (3400, 3400)},
-     "이전 시도 이후 진행이 없습니다 (작업 88155은(는) iteration 3400에서 멈췄고, 이전 시도 "
-     "88154은(는) iteration 3400까지 갔습니다). nccl_timeout을(를) 다시 재시도하지 않고 체인을 "
-     "멈춥니다"),
+     "실제로 실행된 마지막 시도인 작업 88154보다 진행이 없습니다 (작업 88155은(는) iteration "
+     "3400에서, 작업 88154은(는) iteration 3400에서 멈췄습니다). nccl_timeout을(를) 다시 "
+     "재시도하지 않고 체인을 멈춥니다"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000},
      "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iteration 3,000부터 --mem=1430G으로 "
      "재제출을 제안합니다 (잃은 작업 400 iteration)"),
@@ -171,6 +171,32 @@ def test_other_decisions_read_in_korean_with_their_figures(store, class_id, stat
                  checkpoint_iter=setup.get("ck"), accounting=replace(FAILED, state=state))
     assert heads(store, "ko", d, dec, state) == \
         f"<@U0OWNER> 작업 88154 {state}: {class_id} — {korean}"
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "no progress over the last attempt that ran, job 88152 (job 88154 stopped at "
+           "iteration 3400, job 88152 at 3400); stopping the chain instead of retrying "
+           "nccl_timeout again"),
+    ("ko", "실제로 실행된 마지막 시도인 작업 88152보다 진행이 없습니다 (작업 88154은(는) "
+           "iteration 3400에서, 작업 88152은(는) iteration 3400에서 멈췄습니다). "
+           "nccl_timeout을(를) 다시 재시도하지 않고 체인을 멈춥니다"),
+])
+def test_no_progress_names_the_last_attempt_that_ran_not_the_one_just_before(store, lang, said):
+    """[88152 ran to 3400, 88153 ended in the queue, 88154 crashed at 3400]: the chain stops
+    for no progress over 88152, the latest attempt that ran (6d375bb skips the never-started
+    one), and the head line says so. Before, it read "previous attempt 88152", though the
+    attempt just before 88154 was 88153."""
+    d = diag("nccl_timeout")
+    chain = ChainHistory(attempts=(
+        AttemptFacts("88152", 1, last_iter=3400), AttemptFacts("88153", 2, ran=False),
+        AttemptFacts("88154", 3, last_iter=3400)), retries_used=1)
+    dec = decide(d, chain, MANUAL, T0, checkpoint_iter=3000, accounting=FAILED)
+    assert dec.facts["why"] == "no_progress" and dec.facts["prev_job"] == "88152"
+    assert heads(store, lang, d, dec) == f"<@U0OWNER> {JOB_FAILED[lang]}{said}"
+    assert "previous" not in heads(store, "en", d, dec)
+
+
+JOB_FAILED = {"en": "job 88154 FAILED: nccl_timeout — ", "ko": "작업 88154 FAILED: nccl_timeout — "}
 
 
 @pytest.mark.parametrize(("policy", "last_iter", "english", "korean"), [
