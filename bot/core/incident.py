@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import CheckpointUnknown, leak_remedy, suggest_mem
+from bot.core.slurm.states import RUNNING_STATES, normalize_state
 from bot.core.units import GIB
 
 
@@ -102,6 +103,9 @@ class Incident:
     # explanation (_common.j2 HEAD_EXPLAINS: a stop class's hint, a job that never started)
     # leaves the card its title alone
     headed: str | None = None
+    # Slurm shows the job still running (`state`): nothing past the last checkpoint is lost
+    # yet, so the card says what would be lost if it ended now (`lost_iters`, `lost_seconds`)
+    alive: bool = False
 
 
 @dataclass(frozen=True)
@@ -254,7 +258,10 @@ def build_incident(
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
     iterations × s/iter. Unknown when the checkpoint's iteration is (`from_checkpoint` only,
     or `checkpoint_unknown`); a leak's memory arithmetic then counts from iteration 0, the
-    worst case, and says so (policy.LeakRemedy.start_known).
+    worst case, and says so (policy.LeakRemedy.start_known). A job Slurm shows still running
+    (`state`, `alive`) has lost nothing yet: the same figures are what it would lose if it
+    ended now, whatever its action (a failure read in a running job proposes nothing: it is
+    at risk all the same); none for a run that completed or has nothing to report.
     """
     m = diagnosis.metrics
     last_iter = m.last_iter
@@ -268,7 +275,9 @@ def build_incident(
             lost_seconds = end - last_checkpoint_time
         elif m.sec_per_iter:
             lost_seconds = lost_iters * m.sec_per_iter
-    if diagnosis.class_id == "completed" or diagnosis.action == Action.NONE:
+    alive = normalize_state(state) in RUNNING_STATES
+    if diagnosis.class_id in ("completed", "none") or (diagnosis.action == Action.NONE
+                                                        and not alive):
         lost_iters, lost_seconds = None, None
 
     remedy = (leak_remedy(diagnosis, resume_iter=last_checkpoint_iter,
@@ -328,6 +337,7 @@ def build_incident(
         probe=probe,
         from_checkpoint=from_checkpoint,
         checkpoint_unknown=checkpoint_unknown,
+        alive=alive,
     )
 
 

@@ -396,3 +396,49 @@ def test_report_on_a_job_that_never_started_says_so(tmp_path: Path, lang: str,
     assert "last lines" not in text and "마지막 줄" not in text
     assert "the log does not say why" not in text and "로그에 이유가 없음" not in text
     assert sorted(p.name for p in out.iterdir()) == ["message.json", "message.txt"]
+
+
+# the card's work line of the 88154 story: iteration 3,470 reached, checkpoint 3,000 saved
+WOULD_BE_LOST = {
+    "en": "📉 *Would be lost if the job ended now* (it is still running): 470 iterations, ≈ %s "
+          "since the last checkpoint (iter 3,000)",
+    "ko": "📉 *작업이 지금 끝나면 잃게 될 작업* (아직 실행 중): 마지막 체크포인트 "
+          "(iter 3,000) 이후 470 iteration, 약 %s",
+}
+LOST = {"en": "Work lost since the last checkpoint", "ko": "이후 잃은 작업"}
+
+
+def _work_line(out: Path) -> str | None:
+    blocks = json.loads((out / "message.json").read_text())["blocks"]
+    return next((b["text"]["text"] for b in blocks if b.get("block_id") == "work_lost"), None)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize(("lines", "class_id", "duration"), [
+    # the log up to its last iteration line, read 80 min later: a stall, its cancel and resume
+    (2476, "hang", {"en": "35 min", "ko": "35분"}),
+    # the whole log: the NCCL watchdog's abort, read while Slurm still shows the job running
+    (None, "nccl_timeout", {"en": "1 h 05 min", "ko": "1시간 5분"}),
+])
+def test_the_card_of_a_job_still_running_says_what_would_be_lost_not_what_was(
+        tmp_path: Path, lang: str, lines: int | None, class_id: str, duration: dict):
+    """A job Slurm shows RUNNING has lost nothing yet: its card says the iterations past the
+    last checkpoint would be lost if it ended now (a hang's cancel-and-resume costs them; a
+    failure read in a running job puts them at risk), and once Slurm says it ended, that they
+    were lost. Before, a running hang's card said "Work lost since the last checkpoint", and
+    a failure read while the job ran said nothing of them."""
+    log = tmp_path / "88154.log"
+    log.write_bytes(b"".join((STORIES / "88154.log").read_bytes()
+                             .splitlines(keepends=True)[:lines]))
+    out = tmp_path / "out"
+    assert main(["report", str(log), "--state", "RUNNING", "--now", "2025-05-14 20:30:00",
+                 "--lang", lang, "--out", str(out)]) == 0
+    payload = json.loads((out / "message.json").read_text())
+    assert validate_blocks(payload["blocks"]) == []
+    assert f"`{class_id}`, RUNNING" in (out / "message.txt").read_text()
+    assert _work_line(out) == WOULD_BE_LOST[lang] % duration[lang]
+    assert LOST[lang] not in (out / "message.txt").read_text()
+    ended = tmp_path / "ended"
+    assert main(["report", str(log), "--state", "FAILED", "--exit-code", "1:0",
+                 "--now", "2025-05-14 20:30:00", "--lang", lang, "--out", str(ended)]) == 0
+    assert LOST[lang] in (_work_line(ended) or "")
