@@ -1,6 +1,7 @@
 """Job arrays (pure): which tasks of a watched array started (`new_array_tasks`), the array's
 thread root with one row per task (state, progress, outcome) within Slack's limits however
-many tasks it has (`build_array_root`), and each task's retry budget (`task_retries_used`)."""
+many tasks it has (`build_array_root`), each task's retry budget (`task_retries_used`), and
+what cancelling a whole array did to which of its tasks (`array_cancel`, `task_range`)."""
 
 from __future__ import annotations
 
@@ -219,3 +220,64 @@ def retries_by_task(rows: Sequence[Any], catalogue: Any, *,
                                      bounds=bounds_of(mine) if bounds_of else DEFAULT_CHUNK_BOUNDS))
             for task, mine in by_task.items()]
     return sorted(((t, n) for t, n in used if n), key=lambda tn: (-tn[1], tn[0]))
+
+
+#: Runs of task ids a task list names at most (`6101_[0-3,5,7-9,…]`): a section stays short
+#: however scattered the tasks of a large array are.
+MAX_TASK_RUNS = 20
+
+
+def task_range(array_job_id: int, tasks: Iterable[int]) -> str:
+    """Tasks of an array as Slurm's listings write them: `6101_2`, `6101_[0-3]`,
+    `6101_[0-1,5]`; past MAX_TASK_RUNS runs of consecutive ids the rest is `…`."""
+    ids = sorted(set(tasks))
+    if len(ids) == 1:
+        return f"{array_job_id}_{ids[0]}"
+    runs: list[str] = []
+    start = prev = ids[0] if ids else 0
+    for i in [*ids[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    shown = runs[:MAX_TASK_RUNS] + (["…"] if len(runs) > MAX_TASK_RUNS else [])
+    return f"{array_job_id}_[{','.join(shown)}]"
+
+
+@dataclass(frozen=True)
+class ArrayCancel:
+    """What `scancel ARRAY` did to the array's tasks, from their records just before it (as
+    task ranges, `task_range`; None: no such task): the tasks it stopped while they ran
+    (`running`), those it cancelled while they waited (`waiting`: started before and
+    requeued, or split off pending), whether tasks not started yet (the array's pending
+    remainder, no task id of their own) were cancelled (`not_started`), and those that had
+    already ended, which it left as they were (`ended`)."""
+
+    running: str | None
+    waiting: str | None
+    not_started: bool
+    ended: str | None
+
+
+def array_cancel(array_job_id: int, records: Iterable[JobRecord]) -> ArrayCancel:
+    """`ArrayCancel` from the array's records (bot.services.ports.Slurm.array_tasks) read
+    before `scancel ARRAY`, which cancels every task of it still running or waiting."""
+    running, waiting, ended = [], [], []
+    not_started = False
+    for rec in records:
+        if rec.array_job_id != array_job_id:
+            continue
+        if rec.array_task_id is None:  # the pending remainder `123_[5-9]`
+            not_started = not_started or not rec.is_finished
+        elif rec.state in RUNNING_STATES:
+            running.append(rec.array_task_id)
+        elif rec.state in FINISHED_STATES:
+            ended.append(rec.array_task_id)
+        else:
+            waiting.append(rec.array_task_id)
+
+    def shown(ids: list[int]) -> str | None:
+        return task_range(array_job_id, ids) if ids else None
+    return ArrayCancel(shown(running), shown(waiting), not_started, shown(ended))

@@ -11,12 +11,13 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
+from bot.core.arrays import ArrayCancel, array_cancel
 from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
 from bot.core.slurm.records import JobRecord
@@ -34,7 +35,7 @@ from bot.services.access import (
 from bot.services.after_submit import after_person_submit
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
-from bot.services.ports import SFTP, Blocks, BotContext
+from bot.services.ports import SFTP, Blocks, BotContext, Slurm
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
 from bot.services.runs import submit_and_announce
 from bot.services.stacks import StackCollector, post_stacks
@@ -292,14 +293,32 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     target = _authorize_job(ctx, cmd.job_id, actor, cmd.verb, cmd.array_task)
     cluster, recipe, job_id = target.cluster, target.recipe, target.job_id
     slurm = ctx.clusters.slurm(cluster)
+    whole = _whole_array(slurm, job_id) if cmd.verb == "cancel" and cmd.array_task is None \
+        else None
     getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
-    _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe)
+    _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe,
+           asdict(whole) if whole is not None else None)
     raw = None if target.display == str(job_id) else job_id  # an array task's, after it
     return Reply(say(ctx, recipe, "controlled", channel=channel, verb=cmd.verb,
-                     job=target.display, raw=raw,
+                     job=target.display, raw=raw, array=asdict(whole) if whole else None,
                      actor=actor), ephemeral=False, job_id=str(job_id))
+
+
+def _whole_array(slurm: Slurm, job_id: int) -> ArrayCancel | None:
+    """When `job_id` is an array's own id (`/train cancel 6101`), what `scancel 6101` does
+    to its tasks, as people see them (`6101_[0-3]`): it cancels every task still running
+    or waiting (bot.core.arrays.array_cancel, from the tasks' records just before it). None
+    for any other job, or when the tasks cannot be read: the cancel goes ahead, its reply
+    names the id alone as before."""
+    try:
+        tasks = slurm.array_tasks(job_id)
+    except (ClusterUnavailable, ClusterError) as exc:
+        log.warning("job %s: its array tasks could not be read before the cancel (%s); "
+                    "the reply names the id alone", job_id, exc)
+        return None
+    return array_cancel(job_id, tasks.values()) if tasks else None
 
 
 def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: float) -> Reply:

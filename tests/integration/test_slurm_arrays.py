@@ -160,3 +160,70 @@ def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluste
             if array_id is not None:
                 sessions.runner("dev").run(["scancel", str(array_id)], check=False)
             sessions.runner("dev").run(["rm", "-rf", work], check=False)
+
+
+# Task 0 ends at once; the others run until cancelled (two at a time: 3 waits to start).
+LONG_ARRAY_JOB = """#!/bin/bash
+if [ "$SLURM_ARRAY_TASK_ID" = 0 ]; then echo done; exit 0; fi
+sleep 300
+"""
+
+
+@pytest.mark.timeout(240)
+def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_cluster, slack_bot,
+                                                                       tmp_path):
+    """`/train cancel A` of an array's own id on Slurm: scancel A stops the tasks that run and
+    cancels the one not started yet, leaves the one that ended, and the reply says so task by
+    task, as people see them (A_[1-2], A_0)."""
+    from slack_standin import SlackStandIn
+
+    from bot.config import Config
+    from bot.core.train_grammar import JobControl
+    from bot.services.train import execute
+
+    name = f"it-carray-{uuid.uuid4().hex[:8]}"
+    config = Config.model_validate(slurm_cluster.bot_config_data(  # W0LEAD may cancel any job
+        store_url=f"sqlite:///{tmp_path / 'state.db'}", channels={"train": "C0TRAIN"},
+        approvers=["W0LEAD"]))
+    array_id = None
+    with SlackStandIn() as slack, slack_bot(config, slack, charts=False) as ctx:
+        runner = ctx.clusters.runner("dev")
+        client = ctx.clusters.slurm("dev")
+        try:
+            out = runner.run([
+                "sbatch", "--parsable", "--array=0-3%2", f"--job-name={name}",
+                f"--partition={slurm_cluster.partition}", "--time=5", "--mem=64M",
+                f"--output={slurm_cluster.home}/%x-%A_%a.out"], stdin=LONG_ARRAY_JOB).stdout
+            array_id = int(out.strip().split(";")[0])
+
+            def settled(tasks: Mapping[int, JobRecord]) -> bool:
+                by = _by_task(tasks)
+                waiting = by.get(3, by.get(None))
+                return (by.get(0) is not None and by[0].state == "COMPLETED"
+                        and all(by.get(t) is not None and by[t].is_running for t in (1, 2))
+                        and waiting is not None and waiting.is_pending)
+
+            seen = _by_task(wait_tasks(client, array_id, settled, timeout=90,
+                                       what=f"array {array_id}: 0 ended, 1-2 run, 3 waits"))
+            # the last task waiting keeps the array's own id, and Slurm may list it as task 3
+            # (its own row) or as the array's pending remainder
+            waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
+                       else "the tasks not started yet cancelled")
+            reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
+                            channel="C0TRAIN", now=time.time())
+            assert reply.text == (
+                f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
+                f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
+            done = wait_tasks(
+                client, array_id,
+                lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
+                timeout=60, what=f"every task of array {array_id} ended")
+            by = _by_task(done)
+            assert by[0].state == "COMPLETED"  # left as it was
+            assert by[1].state == by[2].state == "CANCELLED"
+            # task 3 never started: cancelled in the queue (the remainder, or its own row)
+            assert all(r.state == "CANCELLED" for k, r in by.items() if k not in (0, 1, 2))
+            assert set(by) - {0, 1, 2}, by  # Slurm still lists the task that never ran
+        finally:
+            if array_id is not None:
+                runner.run(["scancel", str(array_id)], check=False)

@@ -69,3 +69,35 @@ def test_only_array_chains_with_tasks_in_the_records_are_asked_about() -> None:
     watched = [("100", Chain(1, is_array=False)), ("100", None),
                ("300", Chain(3, array_job_id=300)), ("101", Chain(4, array_job_id=None))]
     assert new_array_tasks(watched, records, attempt_jobs) == []
+
+
+# ------------------------------------------------------------------ cancelling a whole array
+
+
+def test_task_ranges_are_written_as_slurms_listings_write_them() -> None:
+    from bot.core.arrays import MAX_TASK_RUNS, task_range
+
+    assert task_range(6101, [2]) == "6101_2"
+    assert task_range(6101, [3, 0, 1, 2]) == "6101_[0-3]"
+    assert task_range(6101, [0, 1, 5, 7, 8, 9]) == "6101_[0-1,5,7-9]"
+    scattered = task_range(6101, range(0, 4 * MAX_TASK_RUNS, 2))  # 40 runs of one task
+    assert scattered.startswith("6101_[0,2,4,") and scattered.endswith(",38,…]")
+    assert len(scattered) < 200
+
+
+def test_what_cancelling_a_whole_array_does_to_each_task() -> None:
+    """From the tasks' records before `scancel 6101`: running ones stopped, waiting ones
+    (a requeued task's own row, the pending remainder) cancelled, ended ones left alone; a
+    record of another array is not this one's."""
+    from bot.core.arrays import ArrayCancel, array_cancel
+
+    def rec(raw: int, task: int | None, state: str, array: int = 6101) -> JobRecord:
+        return JobRecord(raw, state=state, array_job_id=array, array_task_id=task)
+
+    records = [rec(6101, None, "PENDING"), rec(6102, 0, "COMPLETED"), rec(6103, 1, "RUNNING"),
+               rec(6104, 2, "SUSPENDED"), rec(6105, 4, "FAILED"), rec(6106, 5, "REQUEUED"),
+               rec(7001, 0, "RUNNING", array=7000)]
+    assert array_cancel(6101, records) == ArrayCancel(
+        running="6101_[1-2]", waiting="6101_5", not_started=True, ended="6101_[0,4]")
+    assert array_cancel(6101, [rec(6102, 0, "COMPLETED"), rec(6101, None, "CANCELLED")]) == \
+        ArrayCancel(None, None, False, "6101_0")

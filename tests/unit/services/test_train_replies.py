@@ -162,3 +162,73 @@ def test_watching_an_array_a_recipes_run_records_points_to_that_run(store, lang,
     [entry] = store.audit.recent(1)
     assert (entry.action, entry.result, entry.job_id, entry.recipe) == (
         "command.watch", "unchanged", "6200", "mix")
+
+
+def _array_6101(store: Store) -> FakeSlurm:
+    """Recipe mix's run of array 6101 (tasks 0-3): 6101_0 (raw 6102) completed, 6101_1 and
+    6101_2 (6103, 6104) running, 6101_3 not started yet (the pending remainder, which keeps
+    the array's own id 6101 in Slurm's listings, `6101_[3]`)."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1,
+                                kind="array", array_job_id=6101)
+    slurm = FakeSlurm()
+    slurm.add(6101, name="sweep", state="PENDING", array_job_id=6101)
+    for raw, task, state in ((6102, 0, "COMPLETED"), (6103, 1, "RUNNING"),
+                             (6104, 2, "RUNNING")):
+        slurm.add(raw, name="sweep", state=state, array_job_id=6101, array_task_id=task)
+        store.attempts.record(chain_id=chain.id, job_id=str(raw), now=2, state=state,
+                              display_id=f"6101_{task}")
+    return slurm
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "Array 6101 cancelled by <@W0LEAD>: running 6101_[1-2] stopped; the tasks not "
+           "started yet cancelled; 6101_0 already ended (left as they were)."),
+    ("ko", "<@W0LEAD>님이 array 6101을(를) 취소했습니다: 실행 중이던 6101_[1-2] 중지; 아직 "
+           "시작하지 않은 task 취소; 6101_0은(는) 이미 끝남 (그대로 둠)."),
+])
+def test_cancelling_an_arrays_own_id_says_what_happened_to_which_tasks(
+        store, lang: str, said: str) -> None:
+    """`/train cancel 6101`, 6101 an array's own id: `scancel 6101` cancels every task of it
+    still running or waiting (tests/integration/test_slurm_arrays.py shows it on Slurm), and
+    the reply, posted in the channel, says so task by task as people see them, from the
+    tasks' records read just before the cancel. Before, it read "Job 6101 cancelled by
+    <@W0LEAD>.", as if one job was, and named none of the tasks that stopped."""
+    slurm = _array_6101(store)
+    ctx = make_context(store, slurm, lang=lang)
+    reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert (reply.text, reply.ephemeral) == (said, False)
+    assert slurm.acted("cancel") == [6101]  # one scancel, of the array
+    [entry] = store.audit.recent(1)
+    assert (entry.action, entry.result, entry.job_id) == ("command.cancel", "ok", "6101")
+    # one task, by its array id: the task alone, named as typed, its raw id after it
+    task = execute(ctx, JobControl("cancel", 6101, 1), actor="W0LEAD", channel=None, now=NOW)
+    assert task.text == {"en": "Job 6101_1 (job 6103) cancelled by <@W0LEAD>.",
+                         "ko": "<@W0LEAD>님이 작업 6101_1 (작업 6103)을(를) 취소했습니다."}[lang]
+    assert slurm.acted("cancel") == [6101, 6103]
+
+
+def test_an_array_whose_tasks_cannot_be_read_is_cancelled_all_the_same(store) -> None:
+    """The tasks' read before the cancel fails (the cluster errs): the array is cancelled
+    once all the same, and the reply names its id alone, as before."""
+    from bot.cluster.errors import ClusterError
+
+    class TasksFail(FakeSlurm):
+        def array_tasks(self, array_job_id: int):
+            self._call("array_tasks", array_job_id)
+            raise ClusterError("squeue: error: Invalid user for SlurmUser")
+
+    slurm = TasksFail()
+    slurm.records = _array_6101(store).records
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == "Job 6101 cancelled by <@W0LEAD>."
+    assert slurm.acted("array_tasks") == [6101] and slurm.acted("cancel") == [6101]
+
+
+def test_a_single_jobs_cancel_reply_is_unchanged(store) -> None:
+    slurm = FakeSlurm()
+    slurm.add(88017, name="mix", state="RUNNING")
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, JobControl("cancel", 88017), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == "Job 88017 cancelled by <@W0LEAD>."
+    assert slurm.acted("cancel") == [88017]
