@@ -36,6 +36,7 @@ chain the policy had stopped.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -173,12 +174,16 @@ class _NotPerformed(ServiceError):
         self.outcome = outcome
 
 
-def decided(ctx: BotContext, recipe: str | None, summary: str | None,
+def decided(ctx: BotContext, recipe: str | None, prompt: Mapping[str, Any],
              outcome: Outcome) -> tuple[str, Blocks]:
-    """The prompt after its decision (the `decided` template): (text, blocks). A hold prompt
-    has no stored summary: the template asks its question again from the outcome's job ids."""
+    """The prompt after its decision (the `decided` template): (text, blocks), from the
+    approval's `prompt` (its payload): its question (`summary`) and the incident card it
+    showed under it (`card`, bot.services.prompts.create_resubmit_prompt), kept above the
+    outcome so the thread keeps the card's figures. A hold prompt has no stored summary: the
+    template asks its question again from the outcome's job ids."""
     blocks, text = render(ctx, "decided", recipe,
-                          {"summary": summary, "outcome": outcome.to_view()})
+                          {"summary": prompt.get("summary"), "card": prompt.get("card"),
+                           "outcome": outcome.to_view()})
     return text, blocks
 
 
@@ -223,7 +228,6 @@ def handle_click(
         return ClickResult("unknown", ephemeral=click_reply(ctx, recipe, "unknown"))
     payload = approval.payload
     recipe, target = payload.get("recipe"), approval.target_job
-    summary = payload.get("summary")
     for_job = payload.get("for_job")
     approvers = approvers_now(ctx.config, recipe)
     if actor not in approvers:
@@ -237,13 +241,13 @@ def handle_click(
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
-            text, blocks = decided(ctx, recipe, summary, expired_outcome(approval))
+            text, blocks = decided(ctx, recipe, payload, expired_outcome(approval))
             return ClickResult("expired", text, blocks, ephemeral=text)
         if claim.reason == "stale" and claim.latest is not None:
             latest = claim.latest
             audit("stale", target, recipe, choice=choice, latest_job=latest.job_id,
                   latest_state=latest.state)
-            text, blocks = decided(ctx, recipe, summary, Outcome(
+            text, blocks = decided(ctx, recipe, payload, Outcome(
                 "stale", actor, "moved_on", recipe, job_id=target, for_job=for_job,
                 current_job=latest.shown_id, state=latest.state))
             return ClickResult("stale", text, blocks, ephemeral=text)
@@ -261,7 +265,7 @@ def handle_click(
         audit("dismissed" if choice == "dismiss" else "declined", target, recipe)
         outcome = Outcome("dismissed" if choice == "dismiss" else "kept", actor, recipe=recipe,
                           job_id=target, for_job=for_job)
-        return ClickResult("declined", *decided(ctx, recipe, summary, outcome))
+        return ClickResult("declined", *decided(ctx, recipe, payload, outcome))
     try:
         result = _perform(ctx, approval, choice, actor, now,
                           besides=actor if from_home else None)
@@ -278,16 +282,16 @@ def handle_click(
         audit("failed", target, recipe, choice=choice, error=str(exc))
         outcome = exc.outcome if isinstance(exc, _NotPerformed) else Outcome(
             "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=said(exc))
-        return ClickResult("failed", *decided(ctx, recipe, summary, outcome))
+        return ClickResult("failed", *decided(ctx, recipe, payload, outcome))
     if result.outcome.kind == "stale":
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
-        text, blocks = decided(ctx, recipe, summary, result.outcome)
+        text, blocks = decided(ctx, recipe, payload, result.outcome)
         return ClickResult("stale", text, blocks, ephemeral=text)
     if result.outcome.did in UNKNOWN_CANCEL_STEP.values():  # may or may not have cancelled: said so
         audit("unknown", target, recipe, choice=choice, error=str(result.outcome.error))
     else:
         audit("ok", result.job_id or target, recipe, choice=choice)
-    return ClickResult("done", *decided(ctx, recipe, summary, result.outcome),
+    return ClickResult("done", *decided(ctx, recipe, payload, result.outcome),
                        job_id=result.job_id, holds=result.holds,
                        homes_refreshed=result.submitted)
 
@@ -309,7 +313,7 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
         latest = claim.latest
         audit("stale", target, recipe, choice="probe", latest_job=latest.job_id,
               latest_state=latest.state)
-        text, blocks = decided(ctx, recipe, approval.payload.get("summary"), Outcome(
+        text, blocks = decided(ctx, recipe, approval.payload, Outcome(
             "stale", actor, "moved_on", recipe, job_id=target, current_job=latest.shown_id,
             state=latest.state))
         return ClickResult("stale", text, blocks, ephemeral=text)

@@ -219,7 +219,7 @@ def _record_settled(ctx: BotContext, approval: Approval, outcome: Outcome, now: 
     `_announce_settled` to say: its words, whether the cancel is offered again (it did not
     take effect), and whether the Home tabs show it already (a resumed run: the resubmit
     refreshed them, bot.services.after_submit.after_person_submit)."""
-    text, blocks = decided(ctx, approval.payload.get("recipe"), approval.payload.get("summary"),
+    text, blocks = decided(ctx, approval.payload.get("recipe"), approval.payload,
                            outcome)
     ctx.store.approvals.settle(approval.token, now=now, settled={
         "text": text, "blocks": blocks, "offer_again": outcome.did == "cancel_not_taken",

@@ -20,7 +20,7 @@ from bot.cluster.errors import ClusterError, said
 from bot.config import Config
 from bot.core.text import mrkdwn_escape
 from bot.services.access import approvers_now
-from bot.services.ports import BotContext, LeaseLost
+from bot.services.ports import Blocks, BotContext, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
 from bot.slack.views import action_id_for
 
@@ -66,16 +66,17 @@ def offers_probe(facts: dict[str, Any] | Any) -> bool:
 
 
 def create_probe_offer(ctx: BotContext, *, recipe: str, chain_id: int, job_id: str,
-                       now: float, summary: str | None = None) -> dict[str, Any] | None:
+                       now: float, summary: str | None = None,
+                       card: Blocks | None = None) -> dict[str, Any] | None:
     """Store the probe's approval and return its button (a Block Kit element, worded by the
     templates), or None when the recipe names no factory. One open offer per job: a
-    re-publish reuses it. `summary`: the message it sits in (shown again if a click finds
-    the run moved on)."""
+    re-publish reuses it. `summary` and `card`: the message it sits in, its head line and
+    the incident card under it (shown again if a click finds the run moved on)."""
     cfg = ctx.config.recipes.get(recipe)
     if cfg is None or cfg.dataloader_probe is None:
         return None
     payload = {"choices": ["probe"], "recipe": recipe, "cluster": cfg.cluster,
-               "summary": summary, "job_id": str(job_id)}
+               "summary": summary, "job_id": str(job_id), **({"card": card} if card else {})}
     token = next((a.token for a in ctx.store.approvals.for_chain(chain_id, "pending")
                   if a.action == PROBE_ACTION and a.target_job == str(job_id)
                   and a.expires_at > now), None)

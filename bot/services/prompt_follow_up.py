@@ -99,7 +99,7 @@ def _question(approval: Approval) -> str:
 
 def _show_expired(ctx: BotContext, approval: Approval, recipe: str | None) -> None:
     """Rewrite the expired prompt: its question, then that it expired and what happens now."""
-    text, blocks = decided(ctx, recipe, approval.payload.get("summary"),
+    text, blocks = decided(ctx, recipe, approval.payload,
                             expired_outcome(approval))
     rewrite_prompt(ctx, approval, text, blocks)
     if approval.chain_id is not None:

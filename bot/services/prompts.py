@@ -49,6 +49,7 @@ def create_resubmit_prompt(
     exclude: str | None = None,
     offer_cancel: bool = False,
     post_key: str | None = None,
+    card: Blocks | None = None,
 ) -> Prompt:
     """Store an approval and build its buttons; the caller posts the blocks.
 
@@ -58,6 +59,9 @@ def create_resubmit_prompt(
     beside the running one. `post_key`: the thread post that will carry it (stored, so its
     expiry can rewrite it: bot.services.prompt_follow_up.follow_up_prompts). `exclude`: the node a
     GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
+    `card`: the incident card's blocks the prompt's message shows between its question and its
+    buttons (stored, so the message rewritten once it is decided, or expires, keeps them:
+    bot.services.approvals.decided).
     `resume_checkpoint`: the name of the checkpoint a resume starts from (the watcher's
     decision's), which the buttons name when its iteration (`resume_iter`) is unknown;
     `checkpoint_unknown`: neither is known because looking the checkpoint up failed (a
@@ -84,6 +88,7 @@ def create_resubmit_prompt(
         **({"checkpoint_unknown": checkpoint_unknown} if checkpoint_unknown else {}),
         "summary": summary,
         **({"post_key": post_key} if post_key else {}),
+        **({"card": card} if card else {}),
     }
     token = _open_prompt(ctx, chain_id, str(job_id), payload, now) or ctx.store.approvals.create(
         action=RESUBMIT_ACTION,
@@ -106,10 +111,13 @@ def _open_prompt(ctx: BotContext, chain_id: int, job_id: str, payload: dict[str,
                  now: float) -> str | None:
     """The token of the same question still open for this job, if any: a prompt published
     again (after a crash between its intent and its post) asks it once, under one token, so
-    any copy of it in Slack decides it."""
+    any copy of it in Slack decides it. Its card is not compared: the same question with the
+    card drawn again is the same question."""
+    asked = {k: v for k, v in payload.items() if k != "card"}
     for approval in ctx.store.approvals.for_chain(chain_id, "pending"):
         if (approval.action == RESUBMIT_ACTION and approval.target_job == job_id
-                and approval.expires_at > now and approval.payload == payload):
+                and approval.expires_at > now
+                and {k: v for k, v in approval.payload.items() if k != "card"} == asked):
             return approval.token
     return None
 

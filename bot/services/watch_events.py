@@ -62,7 +62,7 @@ from typing import Any
 
 from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
-from bot.core.incident import build_completion, build_incident
+from bot.core.incident import Incident, build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, task_rows
@@ -185,14 +185,19 @@ class ThreadEvents:
         people = self._incident_people(event)
         if offers_resubmit:
             people += prompt_people(self.ctx.config, event.recipe)
-        head = f"{mention_text(tuple(dict.fromkeys(people)))}{self._say(event)}".strip()
-        blocks = [section(head), *(self._incident_blocks(event, d) or [])]
+        card = self._incident_blocks(event, d)
+        # the figures the card says, which its head line then leaves out: each fact once
+        said = self._say(event, card=card[1] if card else None)
+        head = f"{mention_text(tuple(dict.fromkeys(people)))}{said}".strip()
+        blocks = [section(head), *(card[0] if card else [])]
+        # the message a decision (or an expiry) rewrites keeps the card, and so its figures
+        shown = card[0] if card else None
         if offers_resubmit and event.chain_id is not None and event.recipe is not None:
-            prompt = self._create_prompt(event, head, offer_cancel=False)
+            prompt = self._create_prompt(event, head, offer_cancel=False, card=shown)
             blocks += prompt.blocks[1:]  # the prompt's actions; its summary is `head`
         probe = (create_probe_offer(self.ctx, recipe=event.recipe, chain_id=event.chain_id,
                                     job_id=event.job_id or "", now=self.ctx.clock(),
-                                    summary=head)
+                                    summary=head, card=shown)
                  if offers_probe(dec.facts) and event.chain_id is not None
                  and event.recipe is not None else None)
         if probe is not None:
@@ -350,9 +355,11 @@ class ThreadEvents:
     # ------------------------------------------------------------------ helpers
 
     def _say(self, event: WatchEvent, *, recipe: str | None = None,
-             prompt: bool = False) -> str:
+             prompt: bool = False, card: Incident | None = None) -> str:
         """The event's sentence in `recipe`'s language (default: the event's recipe); a stall
-        prompt's (`prompt`) names its job first. The English text if the template fails."""
+        prompt's (`prompt`) names its job first; an incident's head line above its `card`
+        leaves the card's figures to it (its work lost, its memory limit and MaxRSS). The
+        English text if the template fails."""
         english = f"job {event.job_id}: {event.text}" if prompt else event.text
         recipe = recipe if recipe is not None else event.recipe
         d, dec, rec = event.diagnosis, event.decision, event.record
@@ -371,7 +378,10 @@ class ThreadEvents:
                 "reason": reason, "facts": dict(event.facts),
                 "detail": d.detail if d else None, "hint": d.hint if d else None,
                 "translations": d.translations if d else {},
-                "site_hint": d.site_hint if d else False}
+                "site_hint": d.site_hint if d else False,
+                "card": {"work_lost": card.lost_iters is not None,
+                         "mem_limit": bool(card.mem_limit_bytes),
+                         "max_rss": bool(card.max_rss_bytes)} if card is not None else {}}
         try:
             return render(self.ctx, "event", recipe, view)[1]
         except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
@@ -379,7 +389,8 @@ class ThreadEvents:
                         event.key, exc)
             return mrkdwn_escape(english)  # mrkdwn, as the template's would be
 
-    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool) -> Prompt:
+    def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool,
+                       card: Blocks | None = None) -> Prompt:
         dec = event.decision
         return create_resubmit_prompt(
             self.ctx, recipe=event.recipe or "", chain_id=event.chain_id or 0,
@@ -389,12 +400,14 @@ class ThreadEvents:
             checkpoint_unknown=dec.checkpoint_unknown if dec else None,
             mem=dec.mem if dec and OFFER_RESUBMIT_MEM in dec.offers else None,
             exclude=dec.facts.get("exclude") if dec and not offer_cancel else None,
-            offer_cancel=offer_cancel, post_key=event.key,
+            offer_cancel=offer_cancel, post_key=event.key, card=card,
         )
 
-    def _incident_blocks(self, event: WatchEvent, diagnosis: Diagnosis) -> Blocks | None:
+    def _incident_blocks(self, event: WatchEvent,
+                         diagnosis: Diagnosis) -> tuple[Blocks, Incident] | None:
         """The incident template's blocks without its own buttons (the approval prompt's
-        carry the token); None when the view or template cannot be built."""
+        carry the token), and the view they say; None when the view or template cannot be
+        built."""
         try:
             rec, dec = event.record, event.decision
             view = build_incident(
@@ -418,7 +431,7 @@ class ThreadEvents:
             log.warning("incident template for %s failed (%s); posting plain text",
                         event.key, exc)
             return None
-        return [b for b in blocks if b.get("type") != "actions"]
+        return [b for b in blocks if b.get("type") != "actions"], view
 
     def _policy(self, recipe: str | None) -> PolicyConfig:
         """The policy the watcher decided `recipe`'s jobs by (its site cap on --mem)."""

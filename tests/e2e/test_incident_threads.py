@@ -344,7 +344,9 @@ def incident_message(poster: SlackPoster, store, slack: SlackStandIn, lang: str,
                  PolicyParams(backoff_s=60), T0, checkpoint_iter=3000, accounting=acct)
     ThreadEvents(ctx).publish(WatchEvent(
         "incident", "dev:88154:final", "dev", f"job 88154 {state}: {class_id}", chain, "88154",
-        "mix", diagnosis=d, decision=dec, record=JobRecord(job_id=88154, state=state)))
+        "mix", diagnosis=d, decision=dec,
+        record=JobRecord(job_id=88154, state=state, mem_limit_bytes=acct.mem_limit_bytes,
+                         max_rss_bytes=acct.max_rss_bytes)))
     [message] = slack.replies(CHANNEL, root_ts)
     return message
 
@@ -423,3 +425,61 @@ def test_a_sites_own_hint_is_said_once_in_the_head_line(slack, poster, store, la
     assert sum(text.count(said) for text in texts) == 1, texts
     [card] = [b["text"]["text"] for b in message["blocks"] if b.get("block_id") == "explanation"]
     assert said not in card and "\n" not in card
+
+
+@pytest.mark.parametrize(("lang", "class_id", "lost"), [
+    ("en", "nccl_timeout", "400 iterations"),
+    ("ko", "nccl_timeout", "400 iteration"),
+    ("en", "unknown_failure", "400 iterations"),
+    ("ko", "unknown_failure", "400 iteration"),
+    ("en", "host_oom", "400 iterations"),
+    ("ko", "host_oom", "400 iteration"),
+])
+def test_the_work_lost_is_said_once_in_the_card(slack, poster, store, lang, class_id, lost):
+    """Job 88154 reached iteration 3,400 and resumes from 3,000: the head line says where the
+    resubmit starts, the card's work-lost line the 400 iterations lost, and nothing else says
+    them (before, the head line said "(400 iterations lost)" as well)."""
+    message = incident_message(poster, store, slack, lang, class_id)
+    said = said_blocks(message)
+    assert "3,000" in said[0]
+    assert "400" not in said[0], said[0]
+    [card_lost] = [b["text"]["text"] for b in message["blocks"]
+                   if b.get("block_id") == "work_lost"]
+    assert card_lost.endswith(f": {lost}")
+    assert sum(text.count(lost) for text in said) == 1, said
+
+
+@pytest.mark.parametrize(("lang", "limit", "max_rss"), [
+    ("en", "*Memory limit*\n950 GiB", "*Max RSS*\n940 GiB"),
+    ("ko", "\n950 GiB", "\n940 GiB"),
+])
+def test_a_host_oom_says_its_limit_and_max_rss_once_in_the_card(slack, poster, store, lang,
+                                                                 limit, max_rss):
+    """A host OOM (limit 950 GiB, MaxRSS 940 GiB) with --mem proposed: the head line says the
+    proposal, the card's figures the limit and the MaxRSS, each once (before, the head line
+    said "(limit 950.0 GiB, MaxRSS 940.0 GiB)" too)."""
+    message = incident_message(poster, store, slack, lang, "host_oom")
+    said = said_blocks(message)
+    assert "--mem=1430G" in said[0]
+    assert "950" not in said[0] and "940" not in said[0] and "MaxRSS" not in said[0], said[0]
+    proposed = {"en": "host memory exhausted: proposing to resubmit from iteration 3,000 with "
+                      "--mem=1430G",
+                "ko": "호스트 메모리 부족: iteration 3,000부터 --mem=1430G으로 재제출을 제안합니다"}
+    assert said[0].split(" — ", 1)[1] == proposed[lang], said[0]
+    assert sum(t.endswith(limit) for t in said) == 1, said
+    assert sum(t.endswith(max_rss) for t in said) == 1, said
+    assert sum(t.count("950") for t in said) == 1 and sum(t.count("940") for t in said) == 1
+
+
+def test_a_head_line_without_its_card_keeps_the_figures(slack, poster, store, monkeypatch):
+    """An incident card that fails to render leaves the head line alone in the thread: it
+    says the work lost and the limit and MaxRSS itself, so no figure is lost."""
+    from bot.services import watch_events
+
+    def broken(*_a, **_k):
+        raise RuntimeError("card view")
+    monkeypatch.setattr(watch_events, "build_incident", broken)
+    message = incident_message(poster, store, slack, "en", "host_oom")
+    [head] = said_blocks(message)[:1]
+    assert "(limit 950.0 GiB, MaxRSS 940.0 GiB)" in head
+    assert "(400 iterations lost)" in head

@@ -157,15 +157,15 @@ def test_an_adopted_jobs_stall_asks_no_question_it_offers_no_answer_to(ctx, slur
 
 
 @pytest.mark.parametrize(("lang", "said", "home", "proposal"), [
-    ("en", "job 4242 OUT_OF_MEMORY: host_oom — host memory exhausted (limit 120.0 GiB, MaxRSS "
-     "119.0 GiB): trainbot did not submit this job, so it resubmits nothing: resubmit it "
+    ("en", "job 4242 OUT_OF_MEMORY: host_oom — host memory exhausted: trainbot did "
+     "not submit this job, so it resubmits nothing: resubmit it "
      "yourself from the last complete checkpoint (unknown: no recipe names its checkpoint dir) "
      "with --mem=180G",
      "Last incident: host_oom (job 4242), resume from the last complete checkpoint (unknown: no "
      "recipe names its checkpoint dir) · adopted: not resubmitted by trainbot",
      "*Proposed:* nothing: trainbot did not submit this job, so it resubmits nothing"),
-    ("ko", "작업 4242 OUT_OF_MEMORY: host_oom — 호스트 메모리 부족 (한도 120.0 GiB, MaxRSS 119.0 "
-     "GiB): 이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
+    ("ko", "작업 4242 OUT_OF_MEMORY: host_oom — 호스트 메모리 부족: "
+     "이 작업은 trainbot이 제출하지 않아 아무것도 재제출하지 않습니다: 마지막 완전한 "
      "체크포인트부터 (체크포인트 디렉터리를 알려 주는 레시피가 없어 어느 체크포인트인지 "
      "모릅니다) --mem=180G으로 직접 재제출하세요",
      "마지막 인시던트: host_oom (작업 4242), 마지막 완전한 체크포인트부터 (체크포인트 디렉터리를 "

@@ -130,11 +130,10 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
                  accounting=FAILED)
     assert heads(store, "ko", d, dec) == (
         "<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) 재시도할 수 있는 "
-        "실패입니다: iteration 3,000부터 재제출을 제안합니다 (잃은 작업 400 iteration, 재시도 한도 "
-        "3회 중 2회째)")
+        "실패입니다: iteration 3,000부터 재제출을 제안합니다 (재시도 한도 3회 중 2회째)")
     assert heads(store, "en", d, dec) == (
         "<@U0OWNER> job 88154 FAILED: nccl_timeout — nccl_timeout is retryable: proposing to "
-        "resubmit from iteration 3,000 (400 iterations lost) (charged: 2 of 3 retries)")
+        "resubmit from iteration 3,000 (charged: 2 of 3 retries)")
 
 
 @pytest.mark.parametrize(("class_id", "state", "setup", "korean"), [
@@ -143,26 +142,25 @@ def test_proposed_resubmit_head_names_iteration_work_lost_and_the_charge(store):
      "재제출합니다 (재시도 한도 3회 중 1회째)"),
     ("node_failure", "NODE_FAIL", {"ck": 3000},
      "node_failure은(는) 재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
-     "(잃은 작업 400 iteration, 재시도 한도에 포함되지 않음)"),
+     "(재시도 한도에 포함되지 않음)"),
     ("nccl_timeout", "FAILED", {"attempts": (3400, 3400)},
      "실제로 실행된 마지막 시도인 작업 88154보다 진행이 없습니다 (작업 88155은(는) iteration "
      "3400에서, 작업 88154은(는) iteration 3400에서 멈췄습니다). nccl_timeout을(를) 다시 "
      "재시도하지 않고 체인을 멈춥니다"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000},
      "호스트 메모리 부족 (한도 950.0 GiB, MaxRSS 940.0 GiB): iteration 3,000부터 --mem=1430G으로 "
-     "재제출을 제안합니다 (잃은 작업 400 iteration)"),
+     "재제출을 제안합니다"),
     ("dataloader_worker_killed", "FAILED", {"ck": 3000, "during": True},
      "호스트 메모리 부족 (DataLoader 워커가 종료됨, 체크포인트 저장 중, 한도 950.0 GiB, MaxRSS "
-     "940.0 GiB): iteration 3,000부터 --mem=1900G으로 재제출을 제안합니다 (잃은 작업 400 "
-     "iteration)"),
+     "940.0 GiB): iteration 3,000부터 --mem=1900G으로 재제출을 제안합니다"),
     ("host_oom", "OUT_OF_MEMORY", {"ck": 3000, "policy": PolicyParams(mem_cap_bytes=950 * GIB)},
      "호스트 메모리 부족: 950.0 GiB(으)로 이미 사이트 상한(950.0 GiB)이므로 --mem 대신 호스트 "
      "메모리 사용량을 줄여야 합니다. --mem을 늘려 재제출하거나(사이트의 GPU당 상한 확인) 호스트 "
      "메모리 사용을 줄이세요: DataLoader 워커 수와 prefetch를 줄이고, 체크포인트는 CPU로 "
      "gather하지 않고 저장하세요."),
     ("unknown_failure", "FAILED", {"ck": 3000},
-     "unknown_failure: 사람이 결정해야 합니다. iteration 3,000부터 재제출할 수 있습니다 (잃은 작업 "
-     "400 iteration). 첨부된 마지막 줄들을 읽어 보세요. 같은 실패가 반복되면 사이트 카탈로그에 "
+     "unknown_failure: 사람이 결정해야 합니다. iteration 3,000부터 재제출할 수 있습니다. "
+     "첨부된 마지막 줄들을 읽어 보세요. 같은 실패가 반복되면 사이트 카탈로그에 "
      "시그니처를 추가하세요."),
 ])
 def test_other_decisions_read_in_korean_with_their_figures(store, class_id, state, setup, korean):
@@ -206,10 +204,10 @@ JOB_FAILED = {"en": "job 88154 FAILED: nccl_timeout — ", "ko": "작업 88154 F
      "iteration 2,000부터 시작한 구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 "
      "저장했습니다: 자동으로 재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다"),
     (MANUAL, 4300,
-     "chunk from iteration 2,000 ended at the time limit after saving iter 4,000 (300 "
-     "iterations since lost): proposing to resubmit; retries not charged",
+     "chunk from iteration 2,000 ended at the time limit after saving iter 4,000: "
+     "proposing to resubmit; retries not charged",
      "iteration 2,000부터 시작한 구간이 시간 제한으로 끝났고 그 전에 iter 4,000 체크포인트를 "
-     "저장했습니다 (그 뒤 잃은 작업 300 iteration): 재제출을 제안합니다. 진행이 있었으므로 "
+     "저장했습니다: 재제출을 제안합니다. 진행이 있었으므로 "
      "재시도 한도에 포함되지 않습니다"),
 ])
 def test_a_time_limit_chunk_that_saved_a_newer_checkpoint_says_it_is_not_charged(
@@ -458,7 +456,7 @@ def test_an_automatic_resubmit_is_told_in_korean_with_both_jobs_and_the_iteratio
     # from scratch to a checkpoint at 3000: a time-limit chunk that made progress
     assert said[0] == ("<@U0OWNER> 작업 88154 TIMEOUT: time_limit — 완전한 체크포인트가 없어 "
                        "처음부터 시작한 구간이 시간 제한으로 끝났고 그 전에 iter 3,000 "
-                       "체크포인트를 저장했습니다 (그 뒤 잃은 작업 470 iteration): 자동으로 "
+                       "체크포인트를 저장했습니다: 자동으로 "
                        "재제출합니다. 진행이 있었으므로 재시도 한도에 포함되지 않습니다")
     assert said[-1] == ("작업 88154을(를) 작업 90001(으)로 자동 재제출했습니다 "
                         "(iteration 3,000부터 재개)")
@@ -491,7 +489,7 @@ def test_a_stall_warning_left_unposted_is_posted_in_korean_from_the_store(store)
     assert note.endswith("취소하고 iteration 3,000부터 재제출할까요?")  # looked up for the stall
     assert head.startswith("<@U0OWNER> 작업 88154 FAILED: nccl_timeout — nccl_timeout은(는) "
                            "재시도할 수 있는 실패입니다: iteration 3,000부터 재제출을 제안합니다 "
-                           "(잃은 작업 ")
+                           "(재시도 한도 ")
 
 
 def test_a_leak_seen_through_sstat_says_so_in_korean(store):
