@@ -9,7 +9,8 @@ Shapes: the incident's launcher repeated; 32k-style one-line functions; a long r
 launcher body of many statements; 1 MiB of nested `( … )` and of nested `$( … )`; a launcher
 whose heredocs (a generated config: shell-like text with quotes and brackets) make up most of
 it; the launcher body on one huge `;`-separated line; messages piped to `tee` without
-`pipefail`. Each time is the median of `--repeat`
+`pipefail`. A shape whose 1/8-size ratio is above NOT_LINEAR_ABOVE is marked "(not linear)".
+Each time is the median of `--repeat`
 runs, in CPU seconds of the process doing the work (the lint and the regex pass here, `bash -n`
 as a child), which other jobs on a shared machine disturb much less than wall time. Prints one
 table row per shape.
@@ -52,8 +53,11 @@ ls ck/* | grep -v tmp | head -1; echo "(unbalanced { and ` here"
 """
 HEREDOC = 'cat > "$LOG_DIR/config.sh" <<EOF\n' + HEREDOC_LINES * 40 + "EOF\n"
 ONE_LINE = BODY.replace("\n", "; ")
-#: A long block of comments and blank lines (each line start once re-scanned every line below it)
-COMMENTS = "#SBATCH --time=1:00:00\n# LR=3e-4 set -e module load gcc\n\n  \n"
+#: A long block of comments and blank lines (each line start once re-scanned every line below it:
+#: a whole-script pattern starting `^\s*`), below a head that makes the content-gated checks read
+#: it too: a counter (the arithmetic checks), a JIT use (the `CC` / `CXX` patterns)
+COMMENTS = "#SBATCH --time=1:00:00\n# LR=3e-4 set -e module load gcc\n\n  \n\t\n"
+COMMENTS_HEAD = "n=0\n((n++)) || true\npython train.py --compile\n"
 #: Messages piped to tee, without pipefail (each one's "is the rest of the script only messages?"
 #: once re-read every statement below it)
 TEES = 'echo "step $i" | tee -a "$LOG_DIR/out.log"\n'
@@ -71,7 +75,8 @@ def _shapes(size: int) -> dict[str, str]:
         "nested $( … )": head + "X=" + "$(" * third + ")" * third,
         "long heredocs": (head + (BODY + HEREDOC) * (size // len(BODY + HEREDOC) + 1))[:size],
         "one huge line": head + (ONE_LINE * (size // len(ONE_LINE) + 1))[:size],
-        "comment and blank lines": head + (COMMENTS * (size // len(COMMENTS) + 1))[:size],
+        "comment and blank lines": head + COMMENTS_HEAD
+        + (COMMENTS * (size // len(COMMENTS) + 1))[:size],
         "tee pipelines, no pipefail": "#!/bin/bash\n" + (TEES * (size // len(TEES) + 1))[:size],
     }
 
@@ -96,6 +101,11 @@ def _median_child(argv: list[str], repeat: int) -> float:
         times.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return statistics.median(times)
 
+
+#: A 1/8-size ratio above this is flagged: linear time gives about 8 (7 to 10, 12 once on a
+#: loaded shared machine), quadratic about 64; a search of the script at each of its loops gave
+#: 14.5 at 1 MiB.
+NOT_LINEAR_ABOVE = 13
 
 #: One regex pass over the text: every character a shell lexer has to look at.
 _REGEX_PASS = re.compile(r"[\\'\"`$#(){}|&;<>\n]")
@@ -122,7 +132,9 @@ def main() -> None:
                 path = Path(tmp) / "s.sh"
                 path.write_text(text)
                 t_bash = _median_child([bash, "-n", str(path)], args.repeat)
-            print(f"| {name} | {t_big:.3f} s | {t_big / t_small:.1f} | {t_re:.3f} s | "
+            ratio = t_big / t_small
+            grows = f"{ratio:.1f}" + (" (not linear)" if ratio > NOT_LINEAR_ABOVE else "")
+            print(f"| {name} | {t_big:.3f} s | {grows} | {t_re:.3f} s | "
                   f"{t_big / t_re:.1f} | {t_bash:.3f} s | {t_big / t_bash:.1f} |")
 
 

@@ -45,8 +45,10 @@ BAD_OCTAL_RE = re.compile(r"0[0-7]*[89][0-9]*")
 #: `unset n` / `unset -v n`: the variable's name.
 UNSET_RE = re.compile(r"(?<![\w$])unset\s+(?:-v\s+)?([A-Za-z_]\w*)(?!\w)")
 #: A command that may set variables the script does not name: `source` / `.` of a file, `eval`.
+#: The blanks before the `.` stop at a line end: a line start (`^`) reads the lines below, and a
+#: `\s*` there would read every blank line below each (quadratic in a script of blank lines).
 _SOURCES_RE = re.compile(r"(?m)(?<![\w.-])(?:source|eval)\s|(?:^|[;&|({]|\bthen|\bdo|\belse)"
-                         r"\s*\.\s+\S")
+                         r"[^\S\n]*\.\s+\S")
 
 
 def prefix_assignments(code: str) -> dict[int, tuple[str, str]]:

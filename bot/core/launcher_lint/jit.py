@@ -21,11 +21,13 @@ _DEEPSPEED_RE = re.compile(r"(?m)(?:^|[\s;&|(/])(deepspeed)(?:\s|$)|(--deepspeed
 _NO_JIT_RE = re.compile(r"(?i)TORCH_COMPILE_DISABLE=[\"']?1|TORCHDYNAMO_DISABLE=[\"']?1")
 _DS_PREBUILT_RE = re.compile(r"DS_BUILD_\w+=[\"']?1")
 #: `CC=` / `CXX=` naming a compiler (not a flag such as `CC=true`), or exporting one already set
+#: (the blanks before `export` stop at a line end: `^\s*` read every blank line below each line
+#: start, quadratic in a script of blank lines)
 _NOT_A_COMPILER = r"(?![\"']?(?:true|false|yes|no|0|1)?[\"']?(?:\s|;|$))"
 _CC_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CC=" + _NOT_A_COMPILER
-                        + r"|^\s*export\s+(\w+\s+)*CC(\s|$)")
+                        + r"|^[^\S\n]*export\s+(\w+\s+)*CC(\s|$)")
 _CXX_SET_RE = re.compile(r"(?m)(^|[\s;&|(])(export\s+)?CXX=" + _NOT_A_COMPILER
-                         + r"|^\s*export\s+(\w+\s+)*CXX(\s|$)")
+                         + r"|^[^\S\n]*export\s+(\w+\s+)*CXX(\s|$)")
 _MODULE_GCC_RE = re.compile(
     r"(?m)^[ \t]*(?:module|ml)\s+(?:load|add)?\s*.*\b(gcc|gnu|compiler|llvm|clang|intel|nvhpc|"
     r"foss|gompi|PrgEnv)"

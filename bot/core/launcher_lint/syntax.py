@@ -339,6 +339,13 @@ def loop_leaves_at(code: str, body: int, done: int) -> int | None:
     return leave.start() if leave else None
 
 
+@functools.lru_cache(maxsize=8)
+def _mentions_nullglob(code: str) -> bool:
+    """Does the script `code` name `nullglob`? Read once per script (loop_runs is asked at each
+    loop's `done`: a search of the script each time was quadratic in the number of loops)."""
+    return "nullglob" in code
+
+
 #: A word of a `for` list that stays a word when its glob matches nothing (no `$`, no `` ` ``).
 _GLOB_WORD_RE = re.compile(r"[^\s$`;&|<>()]+")
 
@@ -358,7 +365,7 @@ def loop_runs(code: str, start: int, done: int) -> bool:
         status = constant_status(condition.group(1), code) if condition else None
         return status is not None and status == (head.group(1) == "while")
     words = _FOR_WORDS_RE.match(code, head.end()) if head and head.group(1) == "for" else None
-    if words is None or "nullglob" in code:
+    if words is None or _mentions_nullglob(code):
         return False
     listed = words.group(1).split()
     return bool(listed) and all(_GLOB_WORD_RE.fullmatch(w) for w in listed)

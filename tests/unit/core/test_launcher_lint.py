@@ -367,6 +367,19 @@ def test_cc_without_cxx_warns_and_a_compiler_module_or_container_counts_as_a_com
     assert _levels(inline, CHECK_JIT_CC) == ["pass"]
 
 
+def test_blank_lines_and_indentation_before_export_or_source_are_still_read():
+    # the patterns that find `export CC CXX` and `. file` read only the blanks of their own line
+    # (they read every blank line below each line start: quadratic in a block of blank lines);
+    # a line start below the blank lines finds them as before
+    exported = "set -e\nexport CC=gcc\n\n  \n\t export CXX\npython t.py --compile\n"
+    assert _levels(exported, CHECK_JIT_CC) == ["pass"]
+    assert _levels("set -e\nexport CC=gcc\n\n  \npython t.py --compile\n", CHECK_JIT_CC) == [
+        "warn"]
+    sourced = "set -e\nif true; then\n\n  \n\t. ./env.sh\nfi\n((n++))\npython t.py\n"
+    assert _levels(sourced, CHECK_ARITH_ZERO) == ["pass"]  # env.sh may set n
+    assert _levels("set -e\n\n  \n((n++))\npython t.py\n", CHECK_ARITH_ZERO) == ["fail"]
+
+
 def test_pointer_read_without_existence_check_fails_and_checked_passes():
     bad = (FIXTURES / "pointer_unchecked.sbatch").read_text()
     good = (FIXTURES / "pointer_checked.sbatch").read_text()
