@@ -96,6 +96,8 @@ class Branches:
     # `break` bash always runs in it), and every branch bash may run so far did
     branch_left: bool = False
     all_left: bool = True
+    # a `case`'s: a branch that did not leave ended with `;;&`, and no `*` pattern is below it
+    testing_on: bool = False
     # a loop's: the spans of its body whose `break` / `continue` / `return` leave no loop of
     # this shell (`true || break`, `( break )`, `{ break; } | cat`), in the order read
     inert: list[tuple[int, int]] = field(default_factory=list)
@@ -210,8 +212,18 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         return None
     dead = frame.dead is not None
     if step in ("elif", "else", "fi", "branch", "esac"):  # the branch before ends here
-        frame.all_left &= not frame.in_branch or dead or frame.branch_left
+        # (one that falls through, `;&`, leaves as the branch it falls into does; one after
+        # which the patterns are tested on, `;;&`, as the one that matches next, when one
+        # always does: a `*` below it)
+        on = frame.in_branch and not dead and not frame.branch_left and step == "branch" and (
+            ended_by in (";&", ";;&"))
+        frame.all_left &= not frame.in_branch or dead or frame.branch_left or on
+        frame.testing_on |= on and ended_by == ";;&"
         frame.branch_left = False
+    if step == "branch" and matches_everything(patterns):
+        frame.testing_on = False  # (the patterns tested on match here)
+    if step == "esac" and frame.testing_on:
+        frame.all_left = False  # (no pattern below a `;;&` matched: no branch left)
     if frame.dead is not None:  # a branch bash never runs ends here: nothing in it ran,
         marks, dead_at, dead_opts = frame.dead  # nothing it set holds, no option it set
         walk.forget(marks, hits)

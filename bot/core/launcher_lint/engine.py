@@ -257,18 +257,45 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 return
         if not _MAY_LEAVE_RE.search(command):
             return
-        inner = next((f for f in reversed(frames) if f.kind in ("while", "for")), None)
-        if inner is None and self.group_loop is not None and not frames:
-            inner = self.group_loop[0]
-        if inner is not None and inner.in_branch:
+        inner = self._inner_loop(frames)
+        if inner is not None:
             inner.inert.extend(self._never_leaving(lst, off))
 
-    def _never_leaving(self, command: str, off: int) -> list[tuple[int, int]]:
+    def _inner_loop(self, frames: list[Branches]) -> Branches | None:
+        """The innermost loop of this shell the walk is in the body of (this walk's, or the
+        one it reads a group of the body of), or None."""
+        inner = next((f for f in reversed(frames) if f.kind in ("while", "for")), None)
+        if inner is None and self.group_loop is not None:
+            inner = self.group_loop[0]  # (through the `if`s / `case`s of the group)
+        return inner if inner is not None and inner.in_branch else None
+
+    def _in_subshell(self, frames: list[Branches], hits_from: int, end: int) -> None:
+        """The text from `hits_from` to `end` (a background list, `break &`, or an `if` /
+        `case` that is piped or run in the background, `fi | cat`, `esac &`) runs in a
+        subshell: its `break` / `continue` leave no loop of this shell (Branches.inert), and
+        one read as leaving the loop it is in (Branches.left, set in it) did not."""
+        inner = self._inner_loop(frames)
+        if inner is None:
+            return
+        inner.inert.append((hits_from, end))
+        if inner.left is not None and inner.left[1] > hits_from:
+            inner.left = None
+
+    def _piped(self, rest: str, off: int) -> bool:
+        """Is `rest` (what follows a compound's closing keyword, at `off`) a pipe to its next
+        element (`| cat`, `2>&1 | tee log`), not after `&&` / `||`?"""
+        if "|" not in rest:
+            return False
+        first = split_top_level(rest, off, ("&&", "||"), self.memo)[0][0]
+        return len(split_top_level(first, off, ("|",), self.memo)) > 1
+
+    def _never_leaving(self, command: str, off: int, depth: int = 0) -> list[tuple[int, int]]:
         """The spans of `command` (an and-or list) whose `break` / `continue` / `return`
         leave no loop of this shell: a subshell (`( break )`) or a pipeline's elements, each
         in a subshell of its own (`{ break; } | cat`; without `lastpipe`), and a `break` /
         `continue` bash never runs, after `&&` / `||` of commands whose status bash's
-        semantics decide (`true || break`)."""
+        semantics decide (`true || break`); in a group (`{ ( break ); }`, its lists read
+        alike, a background one whole: `{ break & }`), at most MAX_DEPTH groups deep."""
         spans = []
         runs: bool | None = True
         status = True
@@ -279,6 +306,19 @@ class _Analyzer(FunctionBodies, OptionWalk):
                     and len(split_top_level(element, e_off, ("|",), self.memo)) > 1
                     or runs is False and _LEAVE_LOOP_RE.fullmatch(body)):
                 spans.append((e_off, e_off + len(element)))
+            elif body.startswith("{") and body[1:2].isspace() and depth < MAX_DEPTH:
+                b_off = e_off + len(element) - len(element.lstrip())
+                close = group_end(body, 0, b_off, self.memo)
+                for inner, i_off, i_op in split_top_level(
+                        body[1:close - 1], b_off + 1, ("\n", ";", "&", *CASE_BRANCH_ENDS),
+                        self.memo):
+                    cut, _steps = keyword_prefix(inner.strip(), False)
+                    i_off += len(inner) - len(inner.lstrip()) + cut
+                    inner = inner.strip()[cut:]
+                    if i_op == "&":
+                        spans.append((i_off, i_off + len(inner)))
+                    elif _MAY_LEAVE_RE.search(inner):
+                        spans.extend(self._never_leaving(inner, i_off, depth + 1))
             if runs:
                 known = constant_status(element, self.script_text)
                 if known is None:
@@ -320,6 +360,10 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 # one on a line of its own does
                 cut, steps = keyword_prefix(lst, idx in branches and part == 0)
                 closed_left = False
+                # the compound this list closes runs in a subshell when it is piped or run in
+                # the background (`fi | cat`, `esac &`): it leaves no loop of this shell
+                in_subshell = cut > 0 and (_op == "&" and part == len(parts) - 1
+                                           or self._piped(lst[cut:], lst_off + cut))
                 if steps:
                     skip = copy(self.opts) if part else None
                     exempt = lst[cut:].lstrip().startswith(("&&", "||"))
@@ -334,10 +378,14 @@ class _Analyzer(FunctionBodies, OptionWalk):
                         # an `if` / `case` each branch of which leaves the loop (`if c; then
                         # break; else break; fi`): as a `break` bash always runs
                         closed_left |= (closing is not None and closing.leaves_whenever_run
-                                        and closing.skipped is None)
+                                        and closing.skipped is None and not in_subshell)
+                        if closing is not None and in_subshell:
+                            self._in_subshell(frames, closing.key[0], lst_off + len(lst))
                     if back is not None:
                         break
-                if tail is None and _op != "&" and (frames or self.group_loop is not None):
+                if _op == "&" and _MAY_LEAVE_RE.search(lst[cut:]):
+                    self._in_subshell(frames, lst_off + cut, lst_off + len(lst))  # `break &`
+                elif tail is None and _op != "&" and (frames or self.group_loop is not None):
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:

@@ -1050,6 +1050,60 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
      "((n++))\n", "warn"),
     ('set -e\nn=5\nwhile true; do [ -z "${X:-}" ] || { break; } 2>&1; n=0; break; done\n'
      "((n++))\n", "warn"),
+    # a `case` branch that falls through (`;&`) into one that leaves, or after which the
+    # patterns are tested on (`;;&`) with a `*` below it: it leaves as that one does
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) :;& *) break;; esac; n=0; done\n'
+     "((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in *) :;& 1) break;; esac; n=0; done\n'
+     "((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) :;& 2) :;& *) break;; esac; n=0; done\n'
+     "((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) :;;& *) break;; esac; n=0; done\n'
+     "((n++))\n", None),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) :;;& 2) break;; *) break;; esac; n=0; '
+     "done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do case x in *) :;& y) break;; esac; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    # … but not a `;;&` with no `*` below it (no pattern may match), nor one into a branch
+    # that may not leave
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in *) :;;& 1) break;; esac; n=0; break; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=5\nwhile true; do case "${X:-}" in 1) :;& 2) :;; *) break;; esac; n=0; break; '
+     "done\n((n++))\n", "warn"),
+    # what runs in a subshell leaves no loop of the script's shell: a background list
+    # (`break &`, `{ break; } &`), an `if` / `case` piped or in the background (`fi | cat`),
+    # a subshell or pipeline in a group in a branch bash may skip
+    ("set -e\nn=0\nwhile true; do break & n=5; break; done\nwait\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do { break; } &\nwait; n=5; break; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do if true; then break; fi | cat; n=5; break; done\n((n++))\n",
+     None),
+    ("set -e\nn=0\nwhile true; do if true; then break; fi 2>&1 | cat; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do case x in *) break;; esac | cat; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do if true; then break; fi &\nwait; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do if true; then continue; fi | cat; n=5; done\n((n++))\n",
+     None),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then { ( break ); }; fi; n=5; break; '
+     "done\n((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then { true || break; }; fi; n=5; '
+     "break; done\n((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then { if true; then ( break ); fi; }; '
+     "fi; n=5; break; done\n((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then { break & }; fi; n=5; break; done\n'
+     "wait\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do { if true; then if true; then break; fi | cat; fi; }; n=5; "
+     "break; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do { if true; then break & fi; }; n=5; break; done\nwait\n"
+     "((n++))\n", None),
+    # … but a compound followed by `||` / `&&` runs in the script's shell, and so does a group
+    ("set -e\nn=0\nwhile true; do if true; then break; fi || true; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do if true; then break; fi && echo | cat; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then { break; }; fi; n=5; break; done\n'
+     "((n++))\n", "warn"),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
     script = f"#!/bin/bash\n{body}"
