@@ -258,12 +258,17 @@ class ThreadEvents:
 
     def _cluster_notice(self, event: WatchEvent) -> None:
         """One note in every active chain's thread on the cluster, each thread's post tried
-        whatever the others' did. A thread that has not got it (Slack refused the post):
-        PartlyPosted when others have it (the notice is said; bot.services.watch.health
-        publishes it again at the next tick, and the threads that have it already get
-        nothing twice: the poster's key), PostError when none has."""
+        whatever the others' did; an "answers again" note only in the threads that have, or
+        may have, its outage's notice (`_told`: one whose notice Slack refused, or that never
+        had it, never heard the outage). A thread that has not got it (Slack refused the
+        post): PartlyPosted when others have it (the notice is said;
+        bot.services.watch.health publishes it again at the next tick, and the threads that
+        have it already get nothing twice: the poster's key), PostError when none has."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
+        if event.kind == BACK:
+            notice = notice_key_of(event.key)
+            chains = [c for c in chains if self._told(notice, c.id)]
         prefix = _in_thread(event.key)
         unposted = [chain.id for chain in chains if has_thread(self.ctx, chain.id)
                     and not thread_note(self.ctx, chain.id, f"{prefix}{chain.id}",
@@ -288,20 +293,31 @@ class ThreadEvents:
         posts = self.ctx.store.slack_posts
         if posts.posted_under(prefix):
             return True
+        return any(self._intent_said(intent.key) for intent in posts.intents_under(prefix))
+
+    def _told(self, notice_key: str, chain_id: int) -> bool:
+        """Whether the chain's thread has, or may have, the cluster notice `notice_key`: its
+        post there recorded posted, or an intent said as `said_in_a_thread` takes one. A post
+        Slack refused leaves no intent (bot.slack.poster): that thread was not told."""
+        key = f"{_in_thread(notice_key)}{chain_id}"
+        post = self.ctx.store.slack_posts.get(key)
+        return post is not None and (post.posted or self._intent_said(key))
+
+    def _intent_said(self, key: str) -> bool:
+        """Whether the post intent `key` may be in its thread: the thread writer finds it (then
+        records it posted), cannot look it up, or is not this bot's (no Slack: a writer of an
+        earlier process left it, and may have posted it)."""
         sink = self.ctx.sink
-        for intent in posts.intents_under(prefix):
-            if sink is None:
-                return True  # a writer of an earlier process left it: it may have posted it
-            try:
-                if sink.look_up(intent.key):
-                    return True
-            except LeaseLost:
-                raise
-            except PostError as exc:
-                log.warning("%s may be in its thread and cannot be looked up (%s): taken as "
-                            "said", intent.key, exc)
-                return True
-        return False
+        if sink is None:
+            return True
+        try:
+            return sink.look_up(key)
+        except LeaseLost:
+            raise
+        except PostError as exc:
+            log.warning("%s may be in its thread and cannot be looked up (%s): taken as said",
+                        key, exc)
+            return True
 
     def _charts(self, event: WatchEvent, stage: str, names: tuple[str, ...]) -> None:
         """Draw and upload the event's charts (see module doc); a failure is logged only."""

@@ -332,6 +332,11 @@ class SlackPoster:
             except CALL_ERRORS as exc:
                 fate = call_fate(exc)
                 if fate == "refused":
+                    # Slack answered no, and no earlier send of it is there (none was made,
+                    # or the lookup above did not find it): no intent is left to reconcile,
+                    # so the key reads as never posted (a cluster notice's "answers again"
+                    # note does not follow it: bot.services.watch_events.ThreadEvents._told)
+                    self.store.slack_posts.forget_intent(key)
                     raise self._error("chat.postMessage", key, channel, exc) from exc
                 unknown = fate == "unknown"
                 log.warning("post %s failed (%s)%s", key, exc,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.store import schema as t
@@ -79,6 +79,13 @@ class SlackPostsRepo(_Repo):
         post = self.get(key)
         assert post is not None
         return post
+
+    def forget_intent(self, key: str) -> None:
+        """Drop the intent to post `key` (nothing when it is posted or unknown): Slack refused
+        the post, so it is not in Slack and nothing is left to reconcile."""
+        posts = t.slack_posts
+        with self._engine.begin() as conn:
+            conn.execute(delete(posts).where(posts.c.key == key, posts.c.state == "intent"))
 
     def record_file(self, key: str, file_id: str | None, *, now: float | None = None) -> None:
         """Remember, before completing it, which uploaded file the chart intent `key` shares

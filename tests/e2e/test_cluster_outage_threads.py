@@ -70,10 +70,11 @@ def test_a_notice_slack_took_as_the_bot_was_killed_is_said_once_and_its_end_once
     """Slack takes the first thread's notice and the bot is killed before storing its ts
     (the post's row an intent, the notice's `pending`); the second thread's was never sent.
     The next bot looks the intent up in the thread (conversations.replies, the key in the
-    message's metadata), finds it, and takes the outage as told: answering, both threads
-    hear once that it is over and the notice is posted nowhere again; still down, the second
-    thread gets the notice, the first nothing twice. Before, the intent did not count: the
-    notice was dropped, and the thread that had it never heard the outage ended."""
+    message's metadata), finds it, and takes the outage as told: answering, the first thread
+    hears once that it is over (the second, never told, nothing) and the notice is posted
+    nowhere again; still down, the second thread gets the notice, the first nothing twice,
+    and both hear the end once. Before, the intent did not count: the notice was dropped,
+    and the thread that had it never heard the outage ended."""
     first, second = open_threads(store, slack_client, 2)
     with monkeypatch.context() as m:
         m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
@@ -93,7 +94,7 @@ def test_a_notice_slack_took_as_the_bot_was_killed_is_said_once_and_its_end_once
     bot(store, slack_client).ok(1_004_120.0, TickReport(ok=True))  # and another restart
     told_second = 1 if next_tick == "still down" else 0
     assert (said(slack, first, NOTICE), said(slack, second, NOTICE)) == (1, told_second)
-    assert (said(slack, first, BACK), said(slack, second, BACK)) == (1, 1)
+    assert (said(slack, first, BACK), said(slack, second, BACK)) == (1, told_second)
     assert slack.calls("conversations.replies")  # the intent was looked up, not sent again
 
 
@@ -119,3 +120,46 @@ def test_a_notice_whose_answer_was_lost_is_followed_by_its_end_once(
     health.ok(1_000_180.0, TickReport(ok=True))
     health.ok(1_000_240.0, TickReport(ok=True))
     assert (said(slack, root, NOTICE), said(slack, root, BACK)) == (1, 1)
+
+
+PRIVATE = "G0RUNS"  # a private channel the bot is later removed from
+
+
+@pytest.mark.parametrize("channel", ["still refuses", "the bot is back in it"])
+def test_a_thread_whose_channel_refused_the_notice_hears_nothing_of_the_outage_ending(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, channel: str) -> None:
+    """The first run's thread is in a private channel the bot was removed from: Slack refuses
+    its outage notice (not_in_channel, for good: no retry helps), the second thread gets it.
+    The cluster answers: the second thread hears once that the outage is over; the first,
+    which never heard of the outage, hears nothing of its end, whether the bot is still out
+    of its channel or was invited back meanwhile; the note is recorded said, not tried again
+    at every tick. Before, the first thread was sent the "answers again" note too: posted
+    there once the bot was back (an outage's end with no outage), refused at every tick while
+    it was not."""
+    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
+    roots = []
+    for where in (PRIVATE, CHANNEL):
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+        roots.append((where, poster.post_root(chain.id, where, [], "mix")))
+    (_, first), (_, second) = roots
+    slack.outside.add(PRIVATE)
+    health = bot(store, slack_client)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    assert (said_in(slack, PRIVATE, first, NOTICE), said(slack, second, NOTICE)) == (0, 1)
+    if channel == "the bot is back in it":
+        slack.outside.discard(PRIVATE)
+    for i in range(3):
+        health.ok(1_000_180.0 + 60 * i, TickReport(ok=True))
+    bot(store, slack_client).ok(1_000_360.0, TickReport(ok=True))  # and a restart
+    assert (said_in(slack, PRIVATE, first, BACK), said(slack, second, BACK)) == (0, 1)
+    assert said_in(slack, PRIVATE, first, NOTICE) == 0  # an outage over is not announced
+    tried = [r for r in slack.calls("chat.postMessage")
+             if r.params.get("channel") == PRIVATE and str(r.params.get("text")).startswith(BACK)]
+    assert tried == []  # not sent there at all
+    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+
+
+def said_in(slack: SlackStandIn, channel: str, root: str, start: str) -> int:
+    """How many messages of the thread `root` in `channel` start with `start`."""
+    return sum(1 for m in slack.replies(channel, root) if str(m.get("text")).startswith(start))

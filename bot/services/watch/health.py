@@ -7,22 +7,23 @@ post failed is posted at a later failed tick as it was recorded (its tick count,
 that error's sentence in each thread's language), and so is one a restart left: the outage dates
 from it, so its "answers again" note follows. One the cluster answered before it could be posted
 is dropped: an outage over is not announced. A notice some threads got and Slack refused in
-others has been said (its "answers again" note follows in every thread): it is posted again
-at each failed tick for the threads left (those that have it get nothing twice), and dropped
-when the cluster answers. A notice recorded before the outage's start was stored with it
-(no `down_since`) dates the outage from its key (`cluster:C:down:START`), and says its
-English text. A bot that starts (or takes the cluster over from another replica) knows from
+others has been said (its "answers again" note follows in the threads that have it): it is
+posted again at each failed tick for the threads left (those that have it get nothing twice),
+and dropped when the cluster answers. A notice recorded before the outage's start was
+stored with it (no `down_since`) dates the outage from its key (`cluster:C:down:START`), and
+says its English text. A bot that starts (or takes the cluster over from another replica) knows from
 the store an outage told before it: the cluster's latest notice said in a thread (posted, or in
 some threads, or left `pending` by a bot that stopped between posting it and marking it or by
 a post whose answer was lost, when a thread has it or may have it: the threads' posts telling,
 an intent looked up in its thread, bot.services.watch.outbox and ThreadEvents.said_in_a_thread)
 with no "answers again" note recorded for it; so does a bot whose own notice's publish failed,
 at its next tick. That outage is announced: it is not told again while the cluster stays
-down, and its "answers again" note follows when it answers, in every thread (a thread that may
-have the notice hears it once). The "answers again" note is recorded the same way;
-one whose post failed (in any of its threads), or that a restart left, is posted at the next
-tick, failed or not (it is still true), as it was recorded (the start of the outage it ends),
-before any notice of a new outage.
+down, and its "answers again" note follows when it answers, in every thread that has or may
+have the notice, once (one whose notice Slack refused, or that never got it, never heard the
+outage, and hears nothing of its end: bot.services.watch_events.ThreadEvents). The "answers
+again" note is recorded the same way; one whose post failed (in any of its threads), or that
+a restart left, is posted at the next tick, failed or not (it is still true), as it was
+recorded (the start of the outage it ends), before any notice of a new outage.
 
 While a cluster is unreachable the watcher keeps the last known state of its jobs and judges
 none of them (bot.services.watch.tick); this module only counts and tells.
