@@ -326,3 +326,8 @@ class BotContext:
     # keys of log lines said once at their level for the context's life (the process's; its
     # fenced copies share it), as a recovery that keeps a row every tick says why
     logged_once: set[str] = field(default_factory=set)
+    # when each submit in flight kept for its job, its recipe no longer configured, was last
+    # looked up in Slurm, by its row's key, for the context's life (its fenced copies share
+    # it): bot.services.runs looks such a row up again only once its cluster's in_flight_s
+    # has passed since
+    kept_looked_up: dict[str, float] = field(default_factory=dict)

@@ -226,13 +226,17 @@ def _resubmit_leads(ctx: BotContext, flight: SubmitInFlight) -> bool:
 def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
                     after_submit: AfterSubmit) -> None:
     store = ctx.store
+    unconfigured = flight.recipe not in ctx.config.recipes
+    last = ctx.kept_looked_up.get(_kept_key(flight)) if unconfigured else None
+    if last is not None and now - last < in_flight_s(ctx.config, flight.cluster):
+        return  # kept for its job, looked up lately: not again each run (`_unconfigured`)
     chain = store.chains.get(flight.chain_id) if flight.chain_id is not None else None
     job_id = find_lost_submit(ctx.config, flight.recipe, ctx.clusters.slurm(flight.cluster),
                               store, job_name=flight.job_name, chain=chain,
                               array_task=flight.array_task, sent_at=flight.sent_at,
                               cluster=flight.cluster)
-    if flight.recipe not in ctx.config.recipes:
-        _unconfigured(ctx, flight, job_id)
+    if unconfigured:
+        _unconfigured(ctx, flight, job_id, now)
         return
     recipe = ctx.config.recipe(flight.recipe)
     if job_id is None:
@@ -275,26 +279,38 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
         after_submit(ctx, flight.recipe, result, now)
 
 
-def _unconfigured(ctx: BotContext, flight: SubmitInFlight, job_id: str | None) -> None:
-    """A submit in flight of a recipe no longer configured, looked up by its job name
+def _unconfigured(ctx: BotContext, flight: SubmitInFlight, job_id: str | None,
+                  now: float) -> None:
+    """A submit in flight of a recipe no longer configured, looked up by its job name at `now`
     (`job_id`: the job found, None: none): with no job it is forgotten; a job found cannot be
     recorded as the recipe's (how it runs, an array or not, where it resumes from are the
     recipe's), so the row is kept, and once the recipe is configured again the next recovery
     records that job as the run's, as it does any: forgetting it would let a resume queue a
-    second job of the run beside it. Every recovery keeps it (each policy tick): the warning
-    is said once per row in a process, the later ones at info."""
+    second job of the run beside it. A kept row is looked up again only once its cluster's
+    in_flight_s has passed (`ctx.kept_looked_up`; the recoveries between skip it: a recipe
+    gone for good costs one lookup per in_flight_s, not one each policy tick), until its job
+    is gone (forgotten) or its recipe is back (a restart: looked up at once). The warning is
+    said once per row in a process, the later lookups' at info."""
+    key = _kept_key(flight)
     if job_id is None:
         log.warning("submit of %s sent at %.0f: recipe %s is no longer configured and no job "
                     "of that name was queued since; forgotten", flight.job_name, flight.sent_at,
                     flight.recipe)
         ctx.store.submits_in_flight.remove(flight.id)
+        ctx.kept_looked_up.pop(key, None)
         return
-    key = f"unconfigured:{flight.id}:{flight.sent_at:.0f}"  # ids may be reused: with the time
+    ctx.kept_looked_up[key] = now
     level = logging.INFO if key in ctx.logged_once else logging.WARNING
     ctx.logged_once.add(key)
     log.log(level, "submit of %s sent at %.0f: its job %s is on the cluster, but recipe %s is "
             "no longer configured; kept until it is, then recorded as the run's",
             flight.job_name, flight.sent_at, job_id, flight.recipe)
+
+
+def _kept_key(flight: SubmitInFlight) -> str:
+    """The key a submit in flight kept for its job is remembered by (`_unconfigured`): its
+    id with its sent time (ids may be reused)."""
+    return f"unconfigured:{flight.id}:{flight.sent_at:.0f}"
 
 
 def _attempt_after(attempts: list[Attempt], array_task: int | None,

@@ -190,18 +190,62 @@ def test_a_submit_in_flight_whose_recipe_was_removed_keeps_its_queued_job_the_ru
             "until it is, then recorded as the run's")
     with caplog.at_level("INFO", "bot.services.runs"):
         recover(gone, LATER)
-        recover(gone, LATER + 60)
+        recover(gone, LATER + SUBMIT_IN_FLIGHT_S)
         # the scheduler's fenced copy of the context (the next tick's) shares what was said
-        recover(replace(gone), LATER + 90)
+        recover(replace(gone), LATER + 2 * SUBMIT_IN_FLIGHT_S)
     assert in_flight(store) == ["mix"] and jobs(store, chain) == ["88154"]
-    # every recovery keeps the row and says why; a warning the first time only
+    # every lookup keeps the row and says why; a warning the first time only
     assert [r.levelname for r in caplog.records if kept in r.getMessage()] == [
         "WARNING", "INFO", "INFO"]
 
-    ctx = make_context(store, slurm, clock=lambda: LATER + 120)  # mix is back
-    recover(ctx, LATER + 120)
+    back = LATER + 2 * SUBMIT_IN_FLIGHT_S + 60
+    ctx = make_context(store, slurm, clock=lambda: back)  # mix is back (a restart)
+    recover(ctx, back)
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == []
-    reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER + 180)
+    reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=back + 60)
     assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")
     assert list(slurm.records) == [90500] and len(slurm.submits()) == 1
+
+
+def test_a_kept_row_of_a_removed_recipe_is_looked_up_once_per_in_flight_window(
+        store: Store, monkeypatch, caplog) -> None:
+    """Alice's resume of mix died after its sbatch queued 90500, and mix was taken out of the
+    config. The recovery (the scheduler's `submits` job, every policy tick) keeps the row for
+    90500 and looks it up in Slurm (squeue / sacct by the run's name) once per the cluster's
+    in_flight_s (13 minutes with the default deadlines), not at every run, through the
+    scheduler's fenced copies of the context too; once 90500 is gone from Slurm, the next
+    lookup forgets the row. Before, every run looked it up: a recipe gone for good cost a
+    lookup each minute for as long as its row was kept."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    without_mix = ctx.config.model_copy(deep=True)
+    del without_mix.recipes["mix"]
+    gone = make_context(store, slurm, config=without_mix, clock=lambda: LATER)
+
+    def lookups() -> int:  # Slurm commands: squeue / sacct by name, squeue of what they found
+        return len(slurm.runner.calls) + len(slurm.acted("jobs"))
+
+    recover(gone, LATER)
+    once = lookups()
+    assert once > 0 and in_flight(store) == ["mix"]
+    for at in range(int(LATER) + 60, int(LATER + SUBMIT_IN_FLIGHT_S), 60):  # each policy tick
+        recover(replace(gone), float(at))
+    assert lookups() == once  # no command while the window lasts
+    recover(replace(gone), LATER + SUBMIT_IN_FLIGHT_S)
+    assert lookups() == 2 * once and in_flight(store) == ["mix"]
+
+    slurm.set(90500, state="CANCELLED")  # the job left the queue: no job of the run's name
+    recover(gone, LATER + SUBMIT_IN_FLIGHT_S + 60)
+    assert in_flight(store) == ["mix"] and lookups() == 2 * once  # not looked up yet
+    with caplog.at_level("INFO", "bot.services.runs"):
+        recover(gone, LATER + 2 * SUBMIT_IN_FLIGHT_S)
+    assert in_flight(store) == [] and lookups() == 3 * once
+    assert any("no longer configured and no job of that name was queued since; forgotten"
+               in r.getMessage() for r in caplog.records)
+    recover(gone, LATER + 3 * SUBMIT_IN_FLIGHT_S)
+    assert lookups() == 3 * once  # forgotten: nothing left to look up
