@@ -11,15 +11,13 @@ from fakes import make_context
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.bolt_driver import ResponseUrls
+from support.e2e import NOW
 
 from bot.config import Config
 from bot.services.ports import BotContext
 from bot.slack.poster import SlackPoster
 from bot.slack.retry import make_client
 from bot.store import Store
-
-CHANNEL = "C0TRAINRUNS"
-NOW = 1_732_871_000.0  # the bot's clock in these tests
 
 
 class FakeSleep:

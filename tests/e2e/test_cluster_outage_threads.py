@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import CHANNEL, NOW
 from fakes import make_context
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
+from support.e2e import CHANNEL, NOW
 
 import bot.slack.poster as poster_module
 from bot.cluster.errors import ClusterUnavailable, CommandTimedOut

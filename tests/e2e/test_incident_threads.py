@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CHANNEL
 from slack_standin import SlackStandIn
+from support.e2e import CHANNEL
 
 from bot.charts.figures import progress_chart, rss_chart
 from bot.core.incident import (

@@ -8,10 +8,10 @@ from http.client import RemoteDisconnected
 from urllib.error import HTTPError, URLError
 
 import pytest
-from conftest import CHANNEL
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 from slack_standin import SlackStandIn
+from support.e2e import CHANNEL
 
 from bot.slack.poster import SlackPoster, SlackPostError, call_fate, root_key
 from bot.slack.retry import make_client

@@ -4,9 +4,9 @@ what Slack rejects (so tests that pass against it do not pass by accident)."""
 from __future__ import annotations
 
 import pytest
-from conftest import CHANNEL
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from support.e2e import CHANNEL
 
 
 def sec(text: str) -> dict:
