@@ -13,6 +13,7 @@ import logging
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.config import Config, ConfigError
+from bot.core.readiness import STALE_TICKS
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
 from bot.services.ports import BotContext, JsonPoster, ThreadWriter
@@ -209,31 +211,43 @@ def _logged_as(callback: Callable[[float], Any], **fields: object
 
 
 class TickHealth:
-    """Times each watcher tick and counts what it did (bot.ops.metrics), and keeps each
-    cluster's last successful tick for /readyz (bot.core.readiness)."""
+    """Times each watcher tick and counts what it did (bot.ops.metrics), and keeps, for
+    /readyz (bot.core.readiness), when each cluster's last successful tick started
+    (`last_ok`, the tick's `now`) and ended (`ok_ended`: its `now` plus the time it took, by
+    `timer`), and how long its last `STALE_TICKS` successful ticks took (`took_s`)."""
 
-    def __init__(self, metrics: ServiceMetrics, *, clock: Callable[[], float] = time.time
-                 ) -> None:
-        self.metrics, self.clock = metrics, clock
+    def __init__(self, metrics: ServiceMetrics, *, clock: Callable[[], float] = time.time,
+                 timer: Callable[[], float] = time.monotonic) -> None:
+        self.metrics, self.clock, self.timer = metrics, clock, timer
         self.started_at = clock()
         self.last_ok: dict[str, float] = {}
+        self.ok_ended: dict[str, float] = {}
+        self._took: dict[str, deque[float]] = {}
+
+    @property
+    def took_s(self) -> dict[str, float]:
+        """Cluster -> the longest of its last `STALE_TICKS` successful ticks, in seconds."""
+        return {cluster: max(took) for cluster, took in self._took.items()}
 
     def observed(self, cluster: str, tick: Callable[[float], TickReport]
                  ) -> Callable[[float], TickReport]:
         m = self.metrics
 
         def run(now: float) -> TickReport:
-            started = time.monotonic()
+            started = self.timer()
             try:
                 report = tick(now)
             except BaseException:
                 m.ticks.labels(cluster, "failed").inc()
                 raise
             finally:
-                m.tick_seconds.labels(cluster).observe(time.monotonic() - started)
+                took = self.timer() - started
+                m.tick_seconds.labels(cluster).observe(took)
             m.ticks.labels(cluster, "ok" if report.ok else "failed").inc()
             if report.ok:
                 self.last_ok[cluster] = now
+                self.ok_ended[cluster] = now + took
+                self._took.setdefault(cluster, deque(maxlen=STALE_TICKS)).append(took)
                 m.last_ok_tick.labels(cluster).set(now)
             m.log_bytes.labels(cluster).inc(report.bytes_read)
             m.round_trips.labels(cluster).inc(report.round_trips)
@@ -364,8 +378,9 @@ def _bounded(what: str, call: Callable[[], None], timeout_s: float) -> None:
 def _health_server(services: BotContext, scheduler: JobScheduler, ticks: TickHealth,
                    host: str, port: int) -> HealthServer:
     """/healthz: the scheduler runs; /readyz: the store answers and every cluster watched
-    here ticked successfully within its last 3 ticks, listing those another replica watches
-    (bot.core.readiness); /metrics."""
+    here ended a successful tick within its last 3 ticks (each the longer of its interval and
+    its recent ticks' time), listing those another replica watches (bot.core.readiness);
+    /metrics."""
     from bot.core.readiness import readiness
     from bot.ops.health import HealthServer
 
@@ -383,7 +398,7 @@ def _health_server(services: BotContext, scheduler: JobScheduler, ticks: TickHea
         elsewhere = {n: store.leases.holder(f"watch:{n}") for n in config.clusters
                      if scheduler.leases.held_elsewhere(f"watch:{n}")}
         return readiness(now=ticks.clock(), started_at=ticks.started_at, every_s=every,
-                         last_ok=ticks.last_ok, held_elsewhere=elsewhere)
+                         last_ok=ticks.ok_ended, took_s=ticks.took_s, held_elsewhere=elsewhere)
 
     ticks.metrics.watch_store(
         pending_approvals=lambda: sum(1 for a in store.approvals.pending()

@@ -82,6 +82,65 @@ def test_a_cluster_is_stale_after_three_ticks_without_success_unless_watched_els
                           held_elsewhere=frozenset(every)) == {}
 
 
+def test_a_tick_counts_as_long_as_the_cluster_s_recent_ticks_took_when_longer_than_its_interval(
+) -> None:
+    every = {"alpha": 1.0}
+    # ticks of 5 s at 1-s intervals, back to back: ready 4 s after one ended, as long as
+    # the next may take (it may take up to 3 ticks of 5 s) ...
+    assert stale_clusters(now=104.0, started_at=0.0, every_s=every, last_ok={"alpha": 100.0},
+                          took_s={"alpha": 5.0}) == {}
+    assert stale_clusters(now=114.9, started_at=0.0, every_s=every, last_ok={"alpha": 100.0},
+                          took_s={"alpha": 5.0}) == {}
+    # ... but not longer: a tick hung since then is still found out
+    assert stale_clusters(now=115.0, started_at=0.0, every_s=every, last_ok={"alpha": 100.0},
+                          took_s={"alpha": 5.0}) == {"alpha": 15.0}
+    # ticks shorter than the interval: the interval counts, as before
+    assert stale_clusters(now=103.0, started_at=0.0, every_s=every, last_ok={"alpha": 100.0},
+                          took_s={"alpha": 0.2}) == {"alpha": 3.0}
+
+
+def test_readyz_stays_ready_while_the_watcher_ticks_a_slow_cluster_back_to_back(
+        tmp_path) -> None:
+    """Cluster dev ticks every 60 s but each tick takes 200 s (a slow login node; on a loaded
+    host, 5 s at 1-s ticks): its ticks follow each other and every one succeeds, so /readyz
+    says ok at the end of a tick and during the next; only when no tick has ended for 3 of
+    its ticks (600 s) is it stale. Counted from the ticks' starts in 60-s intervals, it was
+    503 ("no successful tick for 200 s") after every tick."""
+    clock, mono = [T0], [0.0]
+
+    def timer() -> float:  # each tick takes 200 s: its end is read 200 s after its start
+        mono[0] += 200.0
+        return mono[0]
+
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    ctx = make_context(store, sftp=FakeSFTP(), slack=False)
+    ticks = TickHealth(ServiceMetrics(), clock=lambda: clock[0], timer=timer)
+    scheduler = build_scheduler(ctx, leases=LeaseKeeper(store.leases, holder="A"),
+                                clock=lambda: clock[0], ticks=ticks)
+    watch = {job.id: job for job in scheduler.jobs()}["watch:dev"].func
+    server = _health_server(ctx, scheduler, ticks, "127.0.0.1", 0)
+    server.start()
+    answers = {}
+    try:
+        watch()  # the tick of T0, ended at T0 + 200
+        for at in (200, 239):
+            clock[0] = T0 + at
+            answers[at] = get(server.port, "/readyz")[0]
+        clock[0] = T0 + 240
+        watch()  # the next, ended at T0 + 440
+        for at in (440, 640, 1039):
+            clock[0] = T0 + at
+            answers[at] = get(server.port, "/readyz")[0]
+        clock[0] = T0 + 1040  # no tick has ended for 600 s
+        answers[1040] = get(server.port, "/readyz")
+    finally:
+        server.stop()
+        store.close()
+    assert ticks.ok_ended == {"dev": T0 + 440} and ticks.took_s == {"dev": 200.0}
+    assert answers == {200: 200, 239: 200, 440: 200, 640: 200, 1039: 200, 1040: (
+        503, "cluster dev: no successful tick for 600 s (>= 3 ticks)\nwatched here: dev\n")}
+
+
 def test_tick_health_times_ticks_keeps_the_last_success_and_counts_incidents(tmp_path) -> None:
     metrics = ServiceMetrics()
     ticks = TickHealth(metrics, clock=lambda: T0)
