@@ -54,6 +54,7 @@ from bot.cluster.errors import (
     said,
 )
 from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
+from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
@@ -231,8 +232,24 @@ class SSHRunner:
             self._endpoint = resolve_endpoint(self.settings)
         return self._endpoint
 
+    def deadlines(self) -> RemoteDeadlines:
+        """This runner's deadlines as bot.core.takeover counts them (a jump host when the
+        endpoint, ssh_config included, names one)."""
+        return RemoteDeadlines(connect_s=self.settings.connect_timeout,
+                               command_s=self.settings.command_timeout,
+                               sftp_s=self.settings.sftp_timeout,
+                               jump=bool(self.endpoint().proxy_jump))
+
     def _ensure_transport(self) -> paramiko.Transport:
-        with self._lock:
+        """The live transport, connecting when there is none. Another thread's connection in
+        the making is waited for at most the time one connection may take
+        (RemoteDeadlines.connect_at_most_s), then ClusterUnavailable."""
+        wait = self.deadlines().connect_at_most_s
+        if not self._lock.acquire(timeout=wait):
+            raise ClusterUnavailable(N_(
+                "the connection to %(where)s was still being made by another task after "
+                "%(timeout)s s", where=self.settings.host, timeout=f"{wait:g}"))
+        try:
             if self._client is not None:
                 t = self._client.get_transport()
                 if t is not None and t.is_active():
@@ -244,6 +261,8 @@ class SSHRunner:
             assert t is not None
             t.set_keepalive(30)
             return t
+        finally:
+            self._lock.release()
 
     def _open_client(self) -> tuple[paramiko.SSHClient, paramiko.SSHClient | None]:
         ep = self.endpoint()
@@ -308,12 +327,13 @@ class SSHRunner:
         if via:
             where = N_("%(host)s via %(jump)s", host=where, jump=via)
         try:
-            client.connect(
-                host,
+            connect_within(
+                client,
+                timeout,
+                hostname=host,
                 port=port,
                 username=user,
-                # paramiko takes a list of key files too (its docs; the stubs say one)
-                key_filename=list(ep.key_files) or None,  # type: ignore[arg-type]
+                key_filename=list(ep.key_files) or None,  # a list: paramiko's docs allow it
                 allow_agent=self.settings.use_agent,
                 look_for_keys=False,
                 sock=sock,
@@ -387,11 +407,12 @@ class SSHRunner:
         limit = self.settings.command_timeout if timeout is None else timeout
         chan = self._open_session()
         try:
+            deadline = time.monotonic() + limit  # the exec request and the run, in all
             try:
                 self._start(chan, args, command, limit)
             except TimeoutError as exc:
                 raise CommandTimedOut(args, limit) from exc  # it may or may not have started
-            out, err, code = self._collect(chan, args, stdin, limit)
+            out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
         finally:
             close_channel(chan)
         if code is None:
@@ -415,11 +436,12 @@ class SSHRunner:
         args = tuple(str(a) for a in argv)
         chan = self._open_session()
         try:
+            deadline = time.monotonic() + timeout  # the exec request and the run, in all
             try:
                 self._start(chan, args, build_command(args), timeout)
             except TimeoutError:
                 return Exchange(b"", b"", None)
-            out, err, code = self._collect(chan, args, stdin, timeout)
+            out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
         except ChannelClosed as exc:
             raise exc.as_read() from exc
         finally:
@@ -466,10 +488,7 @@ class SSHRunner:
             try:
                 return t.open_session(timeout=self.settings.connect_timeout)
             except (paramiko.SSHException, OSError, EOFError) as exc:
-                alive = t.is_active()
-                with self._lock:
-                    if not alive and self._client is not None and self._client.get_transport() is t:
-                        self._drop()
+                alive = t.is_active()  # a dead one is dropped by the next _ensure_transport
                 if attempt == 2 or alive:  # a live transport refusing a session: do not retry
                     raise ClusterUnavailable(N_(
                         "cannot open an ssh session on %(where)s: %(error)s",
@@ -586,6 +605,55 @@ def close_channel(chan: paramiko.Channel) -> None:
         chan.close()
     except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
         log.debug("closing a channel on a lost connection failed", exc_info=True)
+
+
+def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> None:
+    """`client.connect(**kwargs)`, the whole of it ended after `budget` seconds: TimeoutError
+    then, whatever paramiko was waiting for. paramiko bounds each phase on its own (the TCP
+    connect by `timeout`, the banner and key exchange by start_client's `timeout`, each key's
+    authentication by `auth_timeout`: a key file, then every key of an agent), never their
+    sum; at the deadline this closes the connection's socket and transport, which ends
+    paramiko's wait, whichever it is, within its 0.1-s poll."""
+    lock = threading.Lock()
+    state: dict[str, Any] = {"fired": False, "transport": None, "sock": None}
+
+    def transport(sock: Any, **kw: Any) -> paramiko.Transport:
+        with lock:
+            if state["fired"]:  # the deadline passed in the TCP connect
+                sock.close()
+                raise TimeoutError(f"not connected within {budget:g} s")
+            state["sock"], state["transport"] = sock, paramiko.Transport(sock, **kw)
+            return state["transport"]
+
+    def expire() -> None:
+        with lock:
+            state["fired"] = True
+            t, sock = state["transport"], state["sock"]
+        for obj in (t, sock):
+            if obj is not None:
+                try:
+                    obj.close()
+                except Exception:  # noqa: BLE001 - the connection is abandoned either way
+                    log.debug("closing a connection past its deadline failed", exc_info=True)
+
+    timer = threading.Timer(budget, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        client.connect(transport_factory=transport, **kwargs)
+    except Exception as exc:
+        with lock:
+            fired = state["fired"]
+        if fired and not isinstance(exc, (TimeoutError, HostKeyRejected,
+                                          paramiko.BadHostKeyException)):
+            raise TimeoutError(f"not connected within {budget:g} s") from exc
+        raise
+    finally:
+        timer.cancel()
+    with lock:
+        fired = state["fired"]
+    if fired:  # connected as the deadline passed: closed by then, or about to be
+        raise TimeoutError(f"not connected within {budget:g} s")
 
 
 def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]) -> None:

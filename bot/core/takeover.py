@@ -16,29 +16,56 @@ from dataclasses import dataclass
 
 from bot.core.checkpoints import CHECKPOINT_REQUESTS
 
+SESSION_ATTEMPTS = 2
+"""Attempts at a session channel for one command (bot.cluster.ssh.SSHRunner._open_session):
+the first, and one more on a new connection when the first found the connection dead."""
+
 
 @dataclass(frozen=True)
 class RemoteDeadlines:
-    """A cluster's deadlines, in seconds: connecting to its login node and opening a channel
-    there (`connect_s`, each), one remote command's run (`command_s`), one SFTP request's
-    answer (`sftp_s`)."""
+    """A cluster's deadlines, in seconds: one SSH connection to one host and one channel's
+    opening there (`connect_s`, each), one remote command's run (`command_s`), one SFTP
+    request's answer (`sftp_s`); `jump`: the connection may go through a jump host (the
+    cluster names a proxy_jump, or an ssh_config file that may name one)."""
 
     connect_s: float = 10.0
     command_s: float = 60.0
     sftp_s: float = 15.0
+    jump: bool = False
+
+    @property
+    def connect_at_most_s(self) -> float:
+        """Connecting to the login node at its worst (bot.cluster.ssh.SSHRunner._open_client).
+        One host's connection is ended at `connect_s` whatever phase it is in
+        (bot.cluster.ssh.connect_within): the TCP connect, the banner (paramiko's
+        banner_timeout) and the key exchange, then authentication with every key tried
+        (paramiko's auth_timeout is per key); a name's DNS lookup is the resolver's and not
+        counted. Through a jump host: the jump host's connection (`connect_s`), the tunnel's
+        opening there (`connect_s`), then the login node's connection over it
+        (`connect_s`)."""
+        return (3 if self.jump else 1) * self.connect_s
+
+    @property
+    def session_at_most_s(self) -> float:
+        """A new session channel at its worst (bot.cluster.ssh.SSHRunner._open_session), for
+        each of its SESSION_ATTEMPTS: the wait for the connection another thread is making
+        (the runner's lock, waited for at most connect_at_most_s), this thread's own
+        connection (connect_at_most_s), then the channel's opening (`connect_s`)."""
+        return SESSION_ATTEMPTS * (2 * self.connect_at_most_s + self.connect_s)
 
     @property
     def command_at_most_s(self) -> float:
-        """One remote command at its worst: a new connection and a new channel (the one it
-        ran on closed), then its run."""
-        return 2 * self.connect_s + self.command_s
+        """One remote command at its worst: its session channel (session_at_most_s), then
+        its run, from the exec request to its exit status, within `command_s` in all
+        (bot.cluster.ssh.SSHRunner.run)."""
+        return self.session_at_most_s + self.command_s
 
     @property
     def sftp_channel_at_most_s(self) -> float:
-        """Opening an SFTP channel at its worst: a new connection and a session channel (as
-        a command's), then the sftp subsystem's start and the SFTP version exchange, each
+        """Opening an SFTP channel at its worst: a session channel (session_at_most_s, as a
+        command's), then the sftp subsystem's start and the SFTP version exchange, each
         within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client)."""
-        return 2 * self.connect_s + 2 * self.sftp_s
+        return self.session_at_most_s + 2 * self.sftp_s
 
 
 SLURM_CHECKS = 2
@@ -92,8 +119,8 @@ POST_ATTEMPTS = 4
 def submit_in_flight_s(deadlines: RemoteDeadlines) -> float:
     """How long a person's submit may stay in flight before bot.services.runs
     .recover_submits_in_flight takes it for one the bot died in: SUBMIT_COMMANDS remote
-    commands at their worst, plus the margin (780 s, 13 minutes, with the default deadlines:
-    10 s to connect, 60 s a command)."""
+    commands at their worst, plus the margin (1140 s, 19 minutes, with the default deadlines:
+    10 s to connect, 60 s a command, no jump host)."""
     return SUBMIT_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
 
 
@@ -101,7 +128,7 @@ def cancel_takeover_s(deadlines: RemoteDeadlines) -> float:
     """How old an approved cancel's `cancelling` or `cancelling_to_resume` step with no step
     after it must be before bot.services.cancel_settle takes its scancel for one whose end was
     not seen (its click's process died): CANCEL_COMMANDS remote commands at their worst, plus
-    the margin (380 s with the default deadlines)."""
+    the margin (540 s with the default deadlines)."""
     return CANCEL_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
 
 
@@ -112,7 +139,7 @@ def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
     LOOKUP_CHANNELS SFTP channel at its worst, then its CHECKPOINT_REQUESTS SFTP requests, the
     bound the lookup stops at, bot.core.checkpoints, each request counted as the client sends
     it: a listing's opendir, readdirs and close, a file's reads), SLACK_CALLS Slack calls,
-    plus the margin (3010 s with the default deadlines)."""
+    plus the margin (3810 s with the default deadlines)."""
     return (RESUME_COMMANDS * deadlines.command_at_most_s
             + LOOKUP_CHANNELS * deadlines.sftp_channel_at_most_s
             + CHECKPOINT_REQUESTS * deadlines.sftp_s
@@ -125,7 +152,7 @@ def settle_lead_s(deadlines: RemoteDeadlines) -> float:
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
     step, marked before the row, is that old by then, so a live settle has ended and a dead
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
-    resubmit); 3790 s with the default deadlines. A settle that cannot finish (Slurm no longer
+    resubmit); 4950 s with the default deadlines. A settle that cannot finish (Slurm no longer
     knows the cancelled job) then never holds the run's submits for ever."""
     return settle_takeover_s(deadlines) + submit_in_flight_s(deadlines)
 

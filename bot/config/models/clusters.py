@@ -41,7 +41,10 @@ class ClusterConfig(_Model):
         "Host alias; its HostName/User/Port/IdentityFile/ProxyJump are used. A ProxyCommand "
         "is refused (trainbot runs no local command to connect): use ProxyJump.",
     )
-    connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for SSH connect.")
+    connect_timeout: float = Field(
+        10.0, gt=0, description="Seconds one SSH connection may take in all (TCP connect, "
+        "banner, key exchange, every key's authentication), each host of a proxy_jump; also "
+        "the wait for a channel to open.")
     command_timeout: float = Field(
         60.0, gt=0, description="Default seconds one remote command may run before abandoned."
     )

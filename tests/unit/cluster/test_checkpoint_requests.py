@@ -149,7 +149,7 @@ def test_the_settles_takeover_allows_the_longest_lookup_each_request_at_its_dead
     for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
         lookup_share = settle_takeover_s(d) - (RESUME_COMMANDS * d.command_at_most_s
                                                + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
-        opening = 2 * d.connect_s + 2 * d.sftp_s  # connection, session, subsystem, version
+        opening = d.session_at_most_s + 2 * d.sftp_s  # session (connections), subsystem, version
         assert opening + decision.requests * d.sftp_s <= lookup_share
 
 

@@ -18,9 +18,31 @@ from bot.core.takeover import (
 
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
-    assert submit_in_flight_s(RemoteDeadlines()) == 780.0  # "looks again in 13 minutes"
-    assert settle_takeover_s(RemoteDeadlines()) == 3010.0
-    assert settle_lead_s(RemoteDeadlines()) == 3790.0  # a settle's row, then looked up
+    assert submit_in_flight_s(RemoteDeadlines()) == 1140.0  # "looks again in 19 minutes"
+    assert settle_takeover_s(RemoteDeadlines()) == 3810.0
+    assert settle_lead_s(RemoteDeadlines()) == 4950.0  # a settle's row, then looked up
+
+
+@pytest.mark.parametrize("connect_s", [10.0, 30.0])
+def test_one_command_at_its_worst_counts_the_retry_the_lock_and_each_hop(
+        connect_s: float) -> None:
+    """One command at its worst (bot.cluster.ssh): each of two attempts at a session channel
+    waits for another thread's connection (one connection's time at most), makes its own,
+    then opens the channel; a connection is one host's (its TCP connect, banner, key
+    exchange and every key's authentication, ended together at connect_s), or through a
+    jump host the jump host's, the tunnel's opening and the login node's; then the run.
+    Before, a command counted one connection and one channel (2 × connect_s): the
+    reconnect, the lock and the jump host were not counted."""
+    direct = RemoteDeadlines(connect_s=connect_s, command_s=60.0)
+    assert direct.connect_at_most_s == connect_s
+    assert direct.session_at_most_s == 2 * (connect_s + connect_s + connect_s)
+    assert direct.command_at_most_s == 6 * connect_s + 60.0
+    jumped = RemoteDeadlines(connect_s=connect_s, command_s=60.0, jump=True)
+    assert jumped.connect_at_most_s == 3 * connect_s  # jump host, tunnel, login node
+    assert jumped.command_at_most_s == 2 * (3 * connect_s * 2 + connect_s) + 60.0
+    assert jumped.sftp_channel_at_most_s == jumped.session_at_most_s + 2 * jumped.sftp_s
+    assert submit_in_flight_s(jumped) > submit_in_flight_s(direct)
+    assert settle_takeover_s(jumped) > settle_takeover_s(direct)
 
 
 @pytest.mark.parametrize("command_s", [60.0, 300.0])
@@ -38,26 +60,26 @@ def test_a_longer_command_timeout_gives_a_longer_takeover_past_every_command(
     slow = RemoteDeadlines(command_s=command_s)
     assert submit_in_flight_s(slow) > submit_in_flight_s(RemoteDeadlines()) > 600.0
     assert settle_takeover_s(slow) > settle_takeover_s(RemoteDeadlines())
-    assert submit_in_flight_s(slow) > SUBMIT_COMMANDS * (2 * slow.connect_s + command_s)
-    assert settle_takeover_s(slow) > RESUME_COMMANDS * (2 * slow.connect_s + command_s)
+    assert submit_in_flight_s(slow) > SUBMIT_COMMANDS * (6 * slow.connect_s + command_s)
+    assert settle_takeover_s(slow) > RESUME_COMMANDS * (6 * slow.connect_s + command_s)
 
 
 def test_slower_sftp_and_connections_lengthen_the_settles_takeover() -> None:
     base = settle_takeover_s(RemoteDeadlines())
     assert settle_takeover_s(RemoteDeadlines(sftp_s=60.0)) > base
     assert settle_takeover_s(RemoteDeadlines(connect_s=30.0)) > base
-    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 780.0
+    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 1140.0
 
 
 def test_a_cancels_scancel_is_taken_over_sooner_than_the_resume_after_it() -> None:
     """The click's job read and scancel at their full deadlines end before its `cancelling`
-    step may be taken over (380 s with the defaults), well before the rest of a cancel and
+    step may be taken over (540 s with the defaults), well before the rest of a cancel and
     resume's (the settle's) takeover."""
     for command_s in (60.0, 300.0):
         d = RemoteDeadlines(command_s=command_s)
         assert CANCEL_COMMANDS * d.command_at_most_s < cancel_takeover_s(d) \
             < settle_takeover_s(d)
-    assert cancel_takeover_s(RemoteDeadlines()) == 380.0
+    assert cancel_takeover_s(RemoteDeadlines()) == 540.0
 
 
 def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() -> None:
@@ -70,8 +92,8 @@ def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() 
     from bot.core.takeover import LOOKUP_CHANNELS
 
     for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
-        assert d.sftp_channel_at_most_s == 2 * d.connect_s + 2 * d.sftp_s
-        without_lookup = settle_takeover_s(replace(d, sftp_s=0.0)) - 2 * d.connect_s
+        assert d.sftp_channel_at_most_s == d.session_at_most_s + 2 * d.sftp_s
+        without_lookup = settle_takeover_s(replace(d, sftp_s=0.0)) - d.session_at_most_s
         assert settle_takeover_s(d) - without_lookup == \
             LOOKUP_CHANNELS * d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
     assert LOOKUP_CHANNELS == 1
