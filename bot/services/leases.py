@@ -80,10 +80,10 @@ class LeaseKeeper:
         if self._stopping:
             return False
         ttl = lease_ttl(every_s)
-        epoch = self.repo.acquire(name, self.holder, now, ttl)
+        epoch, other = self.repo.acquire_or_holder(name, self.holder, now, ttl)
         dead: tuple[str, Death] | None = None
         if epoch is None:
-            dead = self._dead_holder(name)
+            dead = self._dead_holder(name, other)
             if dead is not None:
                 epoch = self.repo.take_over(name, dead[0], self.holder, now, ttl)
         held = epoch is not None
@@ -97,7 +97,7 @@ class LeaseKeeper:
                     log.info("%s: this replica (%s) runs it now", name, self.holder)
                 else:
                     log.info("%s: run by replica %s; this one (%s) stands by", name,
-                             self.repo.holder(name), self.holder)
+                             other, self.holder)
             elif not held:
                 log.debug("%s: skipped, another replica holds the lease", name)
             self._seen[name] = held
@@ -107,9 +107,11 @@ class LeaseKeeper:
                 self._held[name] = _Held(epoch, ttl, now)
         return held
 
-    def _dead_holder(self, name: str) -> tuple[str, Death] | None:
-        """The holder of lease `name` and why it is dead, when it is provably dead."""
-        holder = self.repo.holder(name)
+    def _dead_holder(self, name: str, holder: str | None) -> tuple[str, Death] | None:
+        """`holder`, whose lease `name` runs, and why it is dead, when it is provably dead.
+        A skipped run's only reads: the holder, read by the take it tried, and /proc only for
+        a holder that can be judged (a process of this host, boot and pid namespace: the pid
+        must be looked at on each run for its death to be seen at once)."""
         if holder is None or holder == self.holder:
             return None
         try:

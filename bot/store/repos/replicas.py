@@ -32,11 +32,18 @@ class LeasesRepo(_Repo):
         """Take or renew `name` for `holder` until `now + ttl_s`: the epoch it is held under
         when it was free, expired, released or already `holder`'s; None while another
         holder's lease runs."""
-        epoch = self._take(name, holder, now, ttl_s)
+        return self.acquire_or_holder(name, holder, now, ttl_s)[0]
+
+    def acquire_or_holder(self, name: str, holder: str, now: float, ttl_s: float
+                          ) -> tuple[int | None, str | None]:
+        """`acquire`, and while another holder's lease runs, who that is: (epoch, None) when
+        taken, (None, the other holder) when not, read in the transaction that tried to take
+        it (a replica skipping a job learns who runs it with no read of its own)."""
+        epoch, other = self._take(name, holder, now, ttl_s)
         if epoch is not None:
-            return epoch
-        if self.holder(name) is not None:  # another holder's lease runs
-            return None
+            return epoch, None
+        if other is not None:  # another holder's lease runs
+            return None, other
         try:
             with self._engine.begin() as conn:
                 conn.execute(
@@ -47,12 +54,13 @@ class LeasesRepo(_Repo):
                 )
         except IntegrityError:  # another replica inserted it first: re-check, theirs stands
             return self._take(name, holder, now, ttl_s)
-        return 1
+        return 1, None
 
-    def _take(self, name: str, holder: str, now: float, ttl_s: float) -> int | None:
+    def _take(self, name: str, holder: str, now: float, ttl_s: float
+              ) -> tuple[int | None, str | None]:
         """The conditional UPDATE: renew our lease or take a lapsed or released one (a new
-        holder: epoch + 1); the epoch if it did. A missing row is not taken (`acquire`
-        inserts it)."""
+        holder: epoch + 1); (the epoch, None) if it did, else (None, the holder whose lease
+        runs: None when there is no row, which `acquire` inserts)."""
         lease = t.leases
         ours = lease.c.holder == holder
         with self._engine.begin() as conn:
@@ -68,9 +76,11 @@ class LeasesRepo(_Repo):
                 )
             )
             if result.rowcount != 1:
-                return None
+                other = conn.execute(select(lease.c.holder).where(lease.c.name == name)).scalar()
+                return None, other or None
             # Read in the transaction that took it: no other replica can move it meanwhile.
-            return conn.execute(select(lease.c.epoch).where(lease.c.name == name)).scalar_one()
+            return conn.execute(
+                select(lease.c.epoch).where(lease.c.name == name)).scalar_one(), None
 
     def take_over(self, name: str, dead: str, holder: str, now: float, ttl_s: float
                   ) -> int | None:

@@ -193,3 +193,41 @@ def test_a_restarted_schedulers_first_run_is_at_once_under_the_dead_holders_leas
                              clock=lambda: 1001.0)
     scheduler.run_repeating(LEASE, ran.append, every_s=30).func()  # its run at the start
     assert ran == [1001.0]
+
+
+def _statements(store: Store) -> list[str]:
+    """The SQL statements `store` sends from now on (each one a read or a write)."""
+    from sqlalchemy import event
+
+    sent: list[str] = []
+    event.listen(store.engine, "before_cursor_execute",
+                 lambda _conn, _cur, statement, *_rest: sent.append(statement.split()[0]))
+    return sent
+
+
+@pytest.mark.parametrize("holder, looks", [
+    (OLD, 1),  # a replica of this host: its pid is looked at on each run, to see it die
+    (format_holder("gpu-02", 4242, "96e72bf3", Machine("gpu-02", BOOT, "4026531836"), 29026),
+     0),  # another host's: nothing to look at
+])
+def test_a_skipped_run_reads_the_holder_once_with_its_take(replicas, caplog, holder,
+                                                           looks: int) -> None:
+    """A replica standing by for a live holder: each skipped run is the take it tries (one
+    UPDATE) and one read of who holds the lease, in the same transaction, and /proc only for
+    a holder of this host (one pid). Before, a skipped run read the holder twice more (the
+    take's check, then the dead-holder judgement: three SELECTs and three transactions), and
+    its first a fourth time for its log line."""
+    a, b = replicas
+    alive = Processes({4242: ProcStat("S", 29026)})
+    caplog.set_level(logging.INFO, logger="bot.services.leases")
+    assert a.leases.acquire(LEASE, holder, now=100.0, ttl_s=30.0)
+    keeper = LeaseKeeper(b.leases, holder=NEW, processes=alive)
+    sent = _statements(b)
+    for t in (101.0, 110.0, 120.0):
+        assert not keeper.holds(LEASE, t, every_s=10.0)
+    assert [s for s in sent if s not in ("BEGIN", "COMMIT")] == ["UPDATE", "SELECT"] * 3
+    assert alive.looked == [4242] * (3 * looks)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{LEASE}: run by replica {holder}; this one ({NEW}) stands by"]
+    alive.pids.clear()  # the holder dies: taken over on the next run, at once, if judged
+    assert keeper.holds(LEASE, 121.0, every_s=10.0) is bool(looks)
