@@ -24,12 +24,13 @@ from bot.core.checkpoints import (
     resolve_pointer,
 )
 from bot.core.text import N_
+from bot.services.ports import SFTP, SFTPCalls
 
 MAX_POINTER_BYTES = 4096
 
 
 def probe_checkpoints(
-    sftp: Any,
+    sftp: SFTPCalls,
     root: str,
     rule: CompletenessRule | str = "dcp",
     *,
@@ -55,17 +56,17 @@ def probe_checkpoints(
 
 
 @contextmanager
-def _one_channel(sftp: Any) -> Iterator[Any]:
-    """`sftp`'s lookup channel when it is a pool (bot.cluster.sftp.SFTPPool.lookup_channel),
-    else `sftp` itself (a lookup lease's already): every request of the lookup goes on one
-    channel, opened at most once (when the pool keeps none) and never waited for behind the
-    pool's other work, so the lookup's worst case is that one opening and its requests, each
-    at the SFTP deadline (bot.core.takeover.settle_takeover_s)."""
-    lookup_channel = getattr(sftp, "lookup_channel", None)
-    if lookup_channel is None:
+def _one_channel(sftp: SFTPCalls) -> Iterator[SFTPCalls]:
+    """`sftp`'s lookup channel when it is a cluster's SFTP (the port SFTP:
+    bot.cluster.sftp.SFTPPool.lookup_channel), else `sftp` itself (one channel already: a
+    lookup lease's, a local tree): every request of the lookup goes on one channel, opened at
+    most once (when the pool keeps none) and never waited for behind the pool's other work,
+    so the lookup's worst case is that one opening and its requests, each at the SFTP
+    deadline (bot.core.takeover.settle_takeover_s)."""
+    if not isinstance(sftp, SFTP):
         yield sftp
         return
-    with lookup_channel() as lease:
+    with sftp.lookup_channel() as lease:
         yield lease.sftp
 
 
@@ -117,7 +118,7 @@ def _probe(sftp: Any, root: str, rule: CompletenessRule, pointer_name: str | Non
 
 
 def find_latest_checkpoint(
-    sftp: Any,
+    sftp: SFTPCalls,
     root: str,
     rule: CompletenessRule | str = "dcp",
     *,
@@ -148,7 +149,7 @@ class LookupStopped(Exception):
         self.bound: LookupBound = decision.bound
 
 
-def probe_recipe_checkpoints(sftp: Any, cfg: Any) -> CheckpointDecision:
+def probe_recipe_checkpoints(sftp: SFTPCalls, cfg: Any) -> CheckpointDecision:
     """`probe_checkpoints` for a recipe's `checkpoint:` config (bot.config.CheckpointConfig)."""
     return probe_checkpoints(
         sftp, cfg.dir, cfg.complete_rule, pointer_name=cfg.pointer_file or None, globs=cfg.globs()

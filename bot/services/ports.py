@@ -77,10 +77,13 @@ class LookupLease(Protocol):
     def abandon(self) -> None: ...
 
 
+@runtime_checkable
 class SFTP(SFTPCalls, Protocol):
     """A cluster's SFTP (bot.cluster.sftp.SFTPPool: any number of threads), and its lookup
     channel for work that may be abandoned half-way (`with sftp.lookup_channel() as lease`:
-    outside the shared channels, kept for the next lookup, replaced when one is abandoned)."""
+    outside the shared channels, kept for the next lookup, replaced when one is abandoned).
+    Runtime-checkable: a checkpoint lookup given one takes its lookup channel, given plain
+    SFTPCalls (one channel already) runs on it (bot.cluster.checkpoints._one_channel)."""
 
     def lookup_channel(self) -> AbstractContextManager[LookupLease]: ...
 

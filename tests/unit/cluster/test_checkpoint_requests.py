@@ -176,6 +176,27 @@ def test_a_lookup_over_a_busy_pool_goes_on_its_own_channel(peer: Peer) -> None:
     assert root.is_dir()
 
 
+def test_the_pool_is_the_sftp_port_with_a_lookup_channel_and_a_lease_is_one_channel(
+        peer: Peer) -> None:
+    """What the lookup goes by (bot.cluster.checkpoints._one_channel): the cluster's SFTP pool
+    is the SFTP port (it has a lookup channel: the lookup takes it), a lookup lease's SFTP is
+    plain SFTP calls, one channel already (the lookup runs on it). Before, the port could
+    not be checked (the lookup looked for a `lookup_channel` attribute): a pool that lost the
+    port's shape would have sent the lookup's requests across its shared channels, unseen."""
+    from bot.services.ports import SFTP
+
+    _root(peer, range(2000, 2002))
+    with peer.runner() as runner:
+        pool = runner.sftp()
+        assert isinstance(pool, SFTP)
+        with pool.lookup_channel() as lease:
+            assert not isinstance(lease.sftp, SFTP)
+            sessions = peer.sessions
+            decision = probe_checkpoints(lease.sftp, "/ck/mix", "dcp")
+            assert peer.sessions == sessions  # on the lease's channel, no other opened
+        assert decision.checkpoint is not None
+
+
 def test_a_relative_root_and_symlinked_checkpoints_count_their_realpath_and_stats(
         peer: Peer) -> None:
     """`ck/mix` from the home (a realpath), 3 checkpoints that are symlinks (a stat each, at
