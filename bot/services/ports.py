@@ -23,6 +23,7 @@ from bot.cluster.pyspy import PySpyPlacements
 from bot.config import Config
 from bot.core.catalogue import Catalogue
 from bot.core.holders import Machine, PidNow
+from bot.services.logonce import OnceLog
 from bot.store import Store
 
 if TYPE_CHECKING:
@@ -326,9 +327,9 @@ class BotContext:
     # trainbot's py-spy placed on the clusters, once per cluster for the context's life (the
     # process's: the watcher's forensics and `/train stacks` share it; a fenced copy too)
     pyspy: PySpyPlacements = field(default_factory=PySpyPlacements)
-    # keys of log lines said once at their level for the context's life (the process's; its
-    # fenced copies share it), as a recovery that keeps a row every tick says why
-    logged_once: set[str] = field(default_factory=set)
+    # warnings said once for the context's life (the process's; its fenced copies share it),
+    # at info after that, as a recovery that keeps a row every tick says why
+    once: OnceLog = field(default_factory=OnceLog)
     # when each submit in flight kept for its job, its recipe no longer configured, was last
     # looked up in Slurm, by its row's key, for the context's life (its fenced copies share
     # it): bot.services.runs looks such a row up again only once its cluster's in_flight_s

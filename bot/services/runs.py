@@ -300,11 +300,9 @@ def _unconfigured(ctx: BotContext, flight: SubmitInFlight, job_id: str | None,
         ctx.kept_looked_up.pop(key, None)
         return
     ctx.kept_looked_up[key] = now
-    level = logging.INFO if key in ctx.logged_once else logging.WARNING
-    ctx.logged_once.add(key)
-    log.log(level, "submit of %s sent at %.0f: its job %s is on the cluster, but recipe %s is "
-            "no longer configured; kept until it is, then recorded as the run's",
-            flight.job_name, flight.sent_at, job_id, flight.recipe)
+    ctx.once.warn_once(log, key, "submit of %s sent at %.0f: its job %s is on the cluster, but "
+                       "recipe %s is no longer configured; kept until it is, then recorded as "
+                       "the run's", flight.job_name, flight.sent_at, job_id, flight.recipe)
 
 
 def _kept_key(flight: SubmitInFlight) -> str:
