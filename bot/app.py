@@ -22,6 +22,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.config import Config, ConfigError
+from bot.core.holders import holder_label
 from bot.core.readiness import STALE_TICKS
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
@@ -395,8 +396,9 @@ def _health_server(services: BotContext, scheduler: JobScheduler, ticks: TickHea
         except Exception as exc:  # noqa: BLE001 - any failure: not ready
             return False, f"store unreachable: {exc}"
         every = {name: tick_interval(config, name) for name in config.clusters}
-        elsewhere = {n: store.leases.holder(f"watch:{n}") for n in config.clusters
-                     if scheduler.leases.held_elsewhere(f"watch:{n}")}
+        elsewhere = {n: (h and holder_label(h)) for n in config.clusters
+                     if scheduler.leases.held_elsewhere(f"watch:{n}")
+                     for h in [store.leases.holder(f"watch:{n}")]}
         return readiness(now=ticks.clock(), started_at=ticks.started_at, every_s=every,
                          last_ok=ticks.ok_ended, took_s=ticks.took_s, held_elsewhere=elsewhere)
 

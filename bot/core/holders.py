@@ -74,6 +74,15 @@ def format_holder(host: str, pid: int, token: str, machine: Machine | None,
     return ":".join([host, str(pid), token, boot, ns, UNKNOWN if start is None else str(start)])
 
 
+def holder_label(text: str) -> str:
+    """Holder id `text` as people and dashboards read it (log lines, the
+    `trainbot_lease_holder` metric's label): `<host>:<pid>:<random>`, which names one process
+    of one host; the facts after it, which only the takeover judgement reads, are left out
+    (the store keeps the whole id). An id of another form, as it is."""
+    parts = text.split(":")
+    return ":".join(parts[:3]) if len(parts) == 6 else text
+
+
 def parse_holder(text: str) -> Holder | None:
     """The facts of holder id `text`; None for an id that cannot be judged: of the old form
     (`host:pid:random`), malformed, or with a fact that could not be read (`-`)."""

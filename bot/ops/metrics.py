@@ -12,6 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from bot.core.holders import holder_label
+
 log = logging.getLogger(__name__)
 
 # Ticks take from milliseconds (nothing to watch) to minutes (a hung login node).
@@ -83,8 +85,8 @@ class _StoreCollector(Collector):
         held = GaugeMetricFamily("trainbot_lease_holder", "1 for the replica holding each "
                                  "scheduled job's lease (watch:<cluster>, holds).",
                                  labels=["lease", "holder"])
-        for lease, holder in holders:
-            held.add_metric([lease, holder], 1)
+        for lease, holder in holders:  # the holder's short form (the store has its whole id)
+            held.add_metric([lease, holder_label(holder)], 1)
         yield held
 
 

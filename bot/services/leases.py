@@ -13,7 +13,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from bot.core.holders import Death, Machine, format_holder, holder_death, pid_to_look_at
+from bot.core.holders import (
+    Death,
+    Machine,
+    format_holder,
+    holder_death,
+    holder_label,
+    pid_to_look_at,
+)
 from bot.ops.procfs import ProcFS
 from bot.services.ports import LeaseLost, LocalProcesses
 from bot.store.repos.replicas import LeasesRepo
@@ -62,6 +69,7 @@ class LeaseKeeper:
                  processes: LocalProcesses | None = None):
         self.repo = repo
         self.holder = holder or process_holder()
+        self.label = holder_label(self.holder)  # in log lines; the store has the whole id
         self.renew_every_s = renew_every_s  # during a side effect; default: a third of the TTL
         self.processes = processes if processes is not None else ProcFS()
         self._here: tuple[Machine | None] | None = None  # this process's machine, once read
@@ -91,13 +99,14 @@ class LeaseKeeper:
             if held and dead is not None:
                 log.warning("%s: taken over from replica %s, which is dead (%s): this replica "
                             "(%s) runs it now, at once instead of after the lease's TTL "
-                            "(epoch %d)", name, dead[0], dead[1].value, self.holder, epoch)
+                            "(epoch %d)", name, holder_label(dead[0]), dead[1].value,
+                            self.label, epoch)
             elif self._seen.get(name) != held:
                 if held:
-                    log.info("%s: this replica (%s) runs it now", name, self.holder)
+                    log.info("%s: this replica (%s) runs it now", name, self.label)
                 else:
                     log.info("%s: run by replica %s; this one (%s) stands by", name,
-                             other, self.holder)
+                             other and holder_label(other), self.label)
             elif not held:
                 log.debug("%s: skipped, another replica holds the lease", name)
             self._seen[name] = held
@@ -122,7 +131,8 @@ class LeaseKeeper:
             death = holder_death(holder, here,
                                  None if pid is None else self.processes.pid_now(pid))
         except Exception:  # noqa: BLE001 - not judged: the lease lapses after its TTL
-            log.exception("%s: could not judge whether holder %s is alive", name, holder)
+            log.exception("%s: could not judge whether holder %s is alive", name,
+                          holder_label(holder))
             return None
         return None if death is None else (holder, death)
 
@@ -150,9 +160,10 @@ class LeaseKeeper:
             if self._held.get(name) is held:
                 del self._held[name]
                 self._seen[name] = False
+        now_held = self.repo.holder(name)
         log.warning("%s: this replica (%s) lost the lease (epoch %d) during a run; holder "
-                    "now: %s", name, self.holder, held.epoch,
-                    self.repo.holder(name) or "none (released)")
+                    "now: %s", name, self.label, held.epoch,
+                    holder_label(now_held) if now_held else "none (released)")
         return False
 
     def renew_interval(self, name: str) -> float:

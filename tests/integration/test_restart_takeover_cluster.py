@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from slack_standin import SlackStandIn
 
+from bot.core.holders import holder_label
 from bot.services.leases import lease_ttl
 from bot.store import Store
 
@@ -116,8 +117,9 @@ def _taken_over(dead: str, bot: Bot, since: dict[str, Lease], now: dict[str, Lea
         assert now[job].epoch == since[job].epoch + 1, (job, since[job], now[job])
         assert now[job].acquired_at < since[job].expires_at, (
             f"{job} taken over only after the TTL", since[job], now[job])
-        said = (re.escape(f"{job}: taken over from replica {dead}, which is dead (") + DEATHS
-                + re.escape(f"): this replica ({bot.holder}) runs it now"))
+        said = (re.escape(f"{job}: taken over from replica {holder_label(dead)}, which is "
+                          "dead (") + DEATHS
+                + re.escape(f"): this replica ({holder_label(bot.holder)}) runs it now"))
         assert re.search(said, bot.text()), (said, bot.text()[-4000:])
     # the first watcher tick ran before the killed process's lease would have lapsed
     assert bot.watch_ticks() and bot.watch_ticks()[0] < since["watch:dev"].expires_at
@@ -157,8 +159,9 @@ def test_a_second_live_replica_on_the_same_host_takes_nothing_over(bot_config, c
             second = Bot(crash_driver, slack, tmp_path / "second.log")
             for job in JOBS:  # each of its jobs ran once at its start, and stood by
                 second.wait_for(f"{job} standing by",
-                                re.escape(f"{job}: run by replica {first.holder}; this one "
-                                          f"({second.holder}) stands by"))
+                                re.escape(f"{job}: run by replica "
+                                          f"{holder_label(first.holder)}; this one "
+                                          f"({holder_label(second.holder)}) stands by"))
             time.sleep(5 * TICK_S)  # five more runs of each job
             now = _leases(url)
             for job in JOBS:

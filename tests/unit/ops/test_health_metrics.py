@@ -195,15 +195,21 @@ def test_counting_sessions_offer_every_cluster_port_and_read_logs_through_the_in
     assert sessions.tail_reader("dev") is sftp  # the watcher's batched reads (metrics on)
 
 
+HOLDER = "host-a:4242:96e72bf3:1d1a866c-5458-4c1e-82e8-8b3d99d5a26e:4026531836:29026"
+
+
 def test_store_gauges_are_read_at_each_scrape() -> None:
     metrics = ServiceMetrics()
     pending = [2]
     metrics.watch_store(pending_approvals=lambda: pending[0],
-                        lease_holders=lambda: [("watch:alpha", "host-a:1")])
+                        lease_holders=lambda: [("watch:alpha", HOLDER)])
     assert sample(metrics, "trainbot_approvals_pending") == 2
     pending[0] = 0
     assert sample(metrics, "trainbot_approvals_pending") == 0
-    assert sample(metrics, "trainbot_lease_holder", lease="watch:alpha", holder="host-a:1") == 1
+    # the holder id's short form (host:pid:random), not its ~80 characters
+    assert sample(metrics, "trainbot_lease_holder", lease="watch:alpha",
+                  holder="host-a:4242:96e72bf3") == 1
+    assert HOLDER not in generate_latest(metrics.registry).decode()
     text = generate_latest(metrics.registry).decode()
     assert "trainbot_slack_rate_limit_waits_total 0.0" in text
 
@@ -263,13 +269,14 @@ def test_readiness_lists_the_clusters_watched_here_and_those_another_replica_hol
 def test_readyz_of_a_standby_replica_names_the_replica_that_watches_its_cluster(
         tmp_path) -> None:
     """Two replicas on one store: A ticks cluster dev, B stands by; both are ready, and each
-    /readyz says who watches dev."""
+    /readyz says who watches dev, by the short form of its holder id (host:pid:random)."""
     url, answers = f"sqlite:///{tmp_path / 'state.db'}", {}
     for name in ("A", "B"):
         store = Store.open(url)
         ctx = make_context(store, sftp=FakeSFTP(), slack=False)
         ticks = TickHealth(ServiceMetrics(), clock=lambda: T0)
-        scheduler = build_scheduler(ctx, leases=LeaseKeeper(store.leases, holder=name),
+        holder = HOLDER.replace("host-a", f"host-{name.lower()}")
+        scheduler = build_scheduler(ctx, leases=LeaseKeeper(store.leases, holder=holder),
                                     clock=lambda: T0, ticks=ticks)
         {job.id: job for job in scheduler.jobs()}["watch:dev"].func()
         server = _health_server(ctx, scheduler, ticks, "127.0.0.1", 0)
@@ -281,4 +288,4 @@ def test_readyz_of_a_standby_replica_names_the_replica_that_watches_its_cluster(
             store.close()
     assert answers == {"A": (200, "ok\nwatched here: dev\n"),
                        "B": (200, "ok (standby)\nwatched here: none\n"
-                                  "watched by another replica: dev (A)\n")}
+                                  "watched by another replica: dev (host-a:4242:96e72bf3)\n")}

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support.race import race
 
-from bot.core.holders import Machine, PidNow, ProcStat, format_holder
+from bot.core.holders import Machine, PidNow, ProcStat, format_holder, holder_label
 from bot.services.leases import LeaseKeeper
 from bot.services.ports import LeaseLost
 from bot.services.scheduler import JobScheduler
@@ -77,9 +77,9 @@ def test_a_restarted_replica_takes_its_dead_predecessors_lease_at_once_and_fence
     assert new.holds(LEASE, 101.0, every_s=10.0)  # at once, not at 130
     assert (b.leases.holder(LEASE), b.leases.epoch(LEASE)) == (NEW, 2)
     assert _takeovers(caplog) == [
-        f"{LEASE}: taken over from replica {OLD}, which is dead (no process has its pid any "
-        f"more): this replica ({NEW}) runs it now, at once instead of after the lease's TTL "
-        "(epoch 2)"]
+        f"{LEASE}: taken over from replica vm:4242:96e72bf3, which is dead (no process has its "
+        "pid any more): this replica (vm:5151:0badcafe) runs it now, at once instead of after "
+        "the lease's TTL (epoch 2)"]  # the ids' short forms: the store keeps them whole
     with pytest.raises(LeaseLost), late.acting("sbatch"):  # the epoch moved on
         pytest.fail("the old holder's write went through")
     with b.engine.begin() as conn:
@@ -117,7 +117,7 @@ def test_a_live_replica_on_the_same_host_keeps_its_lease(replicas, caplog) -> No
     assert (b.leases.holder(LEASE), b.leases.epoch(LEASE)) == (OLD, 1)
     assert alive.looked == [4242, 4242, 4242] and not _takeovers(caplog)
     assert [r.getMessage() for r in caplog.records] == [
-        f"{LEASE}: run by replica {OLD}; this one ({NEW}) stands by"]
+        f"{LEASE}: run by replica vm:4242:96e72bf3; this one (vm:5151:0badcafe) stands by"]
 
 
 @pytest.mark.parametrize("holder", [
@@ -228,6 +228,16 @@ def test_a_skipped_run_reads_the_holder_once_with_its_take(replicas, caplog, hol
     assert [s for s in sent if s not in ("BEGIN", "COMMIT")] == ["UPDATE", "SELECT"] * 3
     assert alive.looked == [4242] * (3 * looks)
     assert [r.getMessage() for r in caplog.records] == [
-        f"{LEASE}: run by replica {holder}; this one ({NEW}) stands by"]
+        f"{LEASE}: run by replica {holder_label(holder)}; this one (vm:5151:0badcafe) stands by"]
     alive.pids.clear()  # the holder dies: taken over on the next run, at once, if judged
     assert keeper.holds(LEASE, 121.0, every_s=10.0) is bool(looks)
+
+
+def test_a_holder_id_reads_short_in_logs_and_metrics_and_stays_whole_in_the_store() -> None:
+    """A holder id is about 80 characters (host, pid, random part, boot id, pid namespace,
+    start time); people and dashboards read `<host>:<pid>:<random>`, which names the
+    process; the takeover judgement reads the rest from the store."""
+    assert len(OLD) == 70  # "vm" for a host: a real host name makes it longer
+    assert holder_label(OLD) == "vm:4242:96e72bf3"
+    assert holder_label("vm:4242:96e72bf3") == "vm:4242:96e72bf3"  # an id of the old form
+    assert holder_label("A") == "A"
