@@ -249,6 +249,21 @@ _TRUNCATED_PICKLE = re.compile(
     r"^(?:EOFError: Ran out of input|(?:_pickle\.|pickle\.)?UnpicklingError: (?:pickle data was"
     r" truncated|invalid load key, '\\x00'))")
 _EXCEPTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Interrupt|Exit)\b")
+# A traceback cut before its exception line (an excerpt that ends in its frames, each frame's
+# source line and Python 3.11's carets under it: at most `_FRAME_SOURCE_LINES` lines) still
+# names its cause by its innermost frame in two cases. torch's DataLoader's SIGCHLD handler
+# (torch/utils/data/_utils/signal_handling.py: `def handler(signum, frame):
+# _error_if_any_worker_fails()`) raises only when one of its worker processes died (killed by a
+# signal or exited unexpectedly). A blocking wait (`_WAITING_FRAME`) with a terminal's `^C` before
+# the traceback is a run interrupted by hand while it waited: CPython's default SIGINT handler
+# raises KeyboardInterrupt with no Python frame of its own, while a Python handler (torch's
+# above, a framework's SIGTERM handler) shows its own frame innermost; without the `^C` the
+# excerpt may have been cut just above such a handler's frame.
+_SIGCHLD_HANDLER_FRAME = re.compile(
+    r"^\s*File \"[^\"]*torch[/\\]utils[/\\]data[/\\]_utils[/\\]signal_handling\.py\", line \d+,"
+    r" in handler\s*$")
+_CTRL_C = re.compile(r"^\^C")
+_FRAME_SOURCE_LINES = 3
 
 
 class Ending(NamedTuple):
@@ -294,16 +309,52 @@ def traceback_cause(
 
 def _cause_in_traceback(block: Sequence[tuple[int, str]]) -> Ending | None:
     """A hang when the block is only a run interrupted by hand while it waited
-    (`_waiting_when_interrupted`); a divergence (`nan_loss`) when its last exception is a
+    (`_waiting_when_interrupted`); for a block cut inside a traceback's frames, the cause its
+    innermost frame names (`_cut_in_frames`: a DataLoader worker that died, a hang); a
+    divergence (`nan_loss`) when its last exception is a
     ZeroDivisionError raised in apex's amp scaler unscaling the gradients
     (`_loss_scale_underflow`); a truncated checkpoint (`checkpoint_corrupt`) when it is a
     pickle that ended early in torch.load (`_truncated_checkpoint_load`); None otherwise."""
     if waited := _waiting_when_interrupted(block):
         return Ending("hang", waited)
+    if cut := _cut_in_frames(block):
+        return cut
     if underflow := _loss_scale_underflow(block):
         return Ending("nan_loss", underflow)
     if truncated := _truncated_checkpoint_load(block):
         return Ending("checkpoint_corrupt", truncated)
+    return None
+
+
+def _cut_in_frames(block: Sequence[tuple[int, str]]) -> Ending | None:
+    """The cause the innermost frame names when the block ends in a traceback's frames, cut
+    before its exception line: a DataLoader worker that died (torch's SIGCHLD handler), or a
+    hang (a blocking wait, `^C` before the traceback, no exception in the block but a
+    KeyboardInterrupt and not a child's frames); None otherwise, the cause being cut off."""
+    texts = [normalize_line(t) for _, t in block]
+    start = next((i for i in range(len(texts) - 1, -1, -1) if _TRACEBACK.search(texts[i])), None)
+    if start is None:
+        return None
+    frames: list[tuple[int, str]] = []
+    since = 0  # lines since the last frame: its source line, its carets
+    for (n, raw), text in zip(block[start + 1:], texts[start + 1:], strict=True):
+        if not text.strip():
+            continue
+        if _FRAME.match(text):
+            frames.append((n, raw))
+            since = 0
+        elif not frames or _EXCEPTION.match(text) or (since := since + 1) > _FRAME_SOURCE_LINES:
+            return None
+    if not frames:
+        return None
+    inner = normalize_line(frames[-1][1])
+    if _SIGCHLD_HANDLER_FRAME.match(inner):
+        return Ending("dataloader_worker_killed", (frames[-1],))
+    interrupted = any(_CTRL_C.match(t) for t in texts[:start + 1])
+    child = any(_CHILD_FRAME.search(normalize_line(f)) for _, f in frames)
+    others = [text for _, _, text in _exceptions(block[:start]) if not _INTERRUPTED.match(text)]
+    if _WAITING_FRAME.match(inner) and interrupted and not child and not others:
+        return Ending("hang", (block[start], frames[-1]))
     return None
 
 
