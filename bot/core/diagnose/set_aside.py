@@ -7,6 +7,8 @@ the run survived, or a failure that is not the one the log shows.
   may survive, where three or more are a divergence;
 - Inductor's `CppCompileError` when a compiler's own diagnostic on a source file is in the log:
   the compiler ran and rejected the generated code, so no compiler is missing.
+- detectron2's `Total training time` after its trainer logged `Exception during training:`:
+  its after_train hooks run from a finally block, so the loop's end it reports was a failure.
 
 The decision (bot.core.diagnose.decide) reads the matches `deciding_matches` keeps. Pure.
 """
@@ -26,6 +28,11 @@ _COMPILER_DIAGNOSTIC = re.compile(
     r"\.(?:c|cc|cpp|cxx|h|hpp|cu|cuh):[0-9]+:[0-9]+: (?:fatal )?error: ")
 # Inductor's wrapper of a failed build, whatever the compiler said or whether it ran at all.
 _CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
+# detectron2's IterationTimer.after_train report (a completion marker) and the trainer's log of
+# the exception that ended its loop, after which the finally block prints that report too
+# (facebookresearch/detectron2 detectron2/engine/train_loop.py, hooks.py 02b5c4e295e9).
+_D2_TOTAL_TIME = re.compile(r"Total training time: .* on hooks\)")
+_D2_LOOP_EXCEPTION = re.compile(r"Exception during training:")
 # DeepSpeed's fp16 loss scaler overflowing at its minimum scale (the catalogue's nan_loss line),
 # and how many of them make a divergence.
 _OVERFLOW_AT_MINIMUM = re.compile(r"OVERFLOW! Rank [0-9]+ Skipping step\. Attempted loss scale: 1")
@@ -41,9 +48,22 @@ def deciding_matches(matches: Iterable[Any], series: MetricSeries,
                      tail: Sequence[tuple[int, str]]) -> list[Any]:
     """The matches in line order, less those set aside: Megatron's transient-error verdicts the
     run survived, DeepSpeed's overflows at the minimum loss scale when too few to be a divergence,
-    Inductor's compile error beside a compiler's own diagnostic."""
-    return _without_single_overflows(_without_rejected_compiles(_without_survived_verdicts(
-        sorted(matches, key=lambda m: m.line_no), series, tail)))
+    Inductor's compile error beside a compiler's own diagnostic, detectron2's end-of-loop report
+    after its loop's exception."""
+    return _without_failed_loop_reports(_without_single_overflows(_without_rejected_compiles(
+        _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series, tail))))
+
+
+def _without_failed_loop_reports(matches: list[Any]) -> list[Any]:
+    """The matches less detectron2's `Total training time` completion markers that its
+    trainer's `Exception during training:` precedes: TrainerBase.train logs the exception that
+    ended its loop, re-raises it, and its finally block runs the after_train hooks, whose
+    IterationTimer prints that report all the same; the loop failed."""
+    failed = [m.line_no for m in matches if _D2_LOOP_EXCEPTION.search(m.text)]
+    if not failed:
+        return matches
+    return [m for m in matches if not (m.class_id == "completed" and m.line_no > failed[0]
+                                       and _D2_TOTAL_TIME.search(m.text))]
 
 
 def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
