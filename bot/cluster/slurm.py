@@ -89,6 +89,13 @@ _INVALID_JOB_RE = re.compile(r"Invalid job id specified", re.IGNORECASE)
 # "Invalid job id specified for job N". Neither is held, so the release has nothing to undo.
 _NOTHING_TO_RELEASE_RE = re.compile(
     r"Job has already finished|Invalid job id specified", re.IGNORECASE)
+# `scontrol hold|release ARRAY` answers task by task once a task of the array has ended,
+# measured on 22.05: exit 1, "658_0: Job has already finished" then "658_1-3: No error". The
+# tasks still there were acted on (a hold reaches those that wait): an answer, not a failure,
+# when every line is one of those two and at least one task said "No error".
+_ARRAY_PARTLY_ENDED_RE = re.compile(
+    r"\A(?=[\s\S]*: No error\s*(?:\n|\Z))"
+    r"(?:[^\s:]+: (?:No error|Job has already finished)[ \t]*(?:\n|\Z))+\Z")
 # The probe's `squeue --json` failing for lack of the openapi plugin (no JSON support).
 # sstat's per-job complaints: an answer about that job, not a failure of the call.
 _SSTAT_PER_JOB_RE = re.compile(
@@ -387,8 +394,10 @@ class SlurmClient:
         return parse_sbatch_output(result.stdout)
 
     def hold(self, job_id: int) -> None:
-        """`scontrol hold`: priority 0, reason JobHeldUser (JobHeldAdmin if we are admin)."""
-        self._run(scontrol_argv("hold", job_id), effects=True)
+        """`scontrol hold`: priority 0, reason JobHeldUser (JobHeldAdmin if we are admin). An
+        array's own id holds every task of it that waits; that some of its tasks had ended
+        already is no failure (`_ARRAY_PARTLY_ENDED_RE`)."""
+        self._run(scontrol_argv("hold", job_id), effects=True, allow=_ARRAY_PARTLY_ENDED_RE)
 
     def release(self, job_id: int) -> None:
         """`scontrol release`. A job with no hold left to release (pending or running and not

@@ -1,7 +1,8 @@
 """Job arrays (pure): which tasks of a watched array started (`new_array_tasks`), the array's
 thread root with one row per task (state, progress, outcome) within Slack's limits however
 many tasks it has (`build_array_root`), each task's retry budget (`task_retries_used`), and
-what cancelling a whole array did to which of its tasks (`array_cancel`, `task_range`)."""
+what cancelling, holding or releasing a whole array did to which of its tasks
+(`array_control`, `task_range`)."""
 
 from __future__ import annotations
 
@@ -247,13 +248,15 @@ def task_range(array_job_id: int, tasks: Iterable[int]) -> str:
 
 
 @dataclass(frozen=True)
-class ArrayCancel:
-    """What `scancel ARRAY` did to the array's tasks, from their records just before it (as
-    task ranges, `task_range`; None: no such task): the tasks it stopped while they ran
-    (`running`), those it cancelled while they waited (`waiting`: started before and
-    requeued, or split off pending), whether tasks not started yet (the array's pending
-    remainder, no task id of their own) were cancelled (`not_started`), and those that had
-    already ended, which it left as they were (`ended`)."""
+class ArrayControl:
+    """An array's tasks as `scancel ARRAY`, `scontrol hold ARRAY` or `scontrol release
+    ARRAY` found them, from their records just before it (as task ranges, `task_range`;
+    None: no such task): those running (`running`: a cancel stops them, a hold or release
+    leaves them running), those waiting (`waiting`: started before and requeued, or split
+    off pending), whether tasks not started yet (the array's pending remainder, no task id
+    of their own) are there (`not_started`) (a cancel cancels, a hold holds, a release
+    releases both), and those that had already ended, which none of them touches
+    (`ended`)."""
 
     running: str | None
     waiting: str | None
@@ -261,9 +264,10 @@ class ArrayCancel:
     ended: str | None
 
 
-def array_cancel(array_job_id: int, records: Iterable[JobRecord]) -> ArrayCancel:
-    """`ArrayCancel` from the array's records (bot.services.ports.Slurm.array_tasks) read
-    before `scancel ARRAY`, which cancels every task of it still running or waiting."""
+def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayControl:
+    """`ArrayControl` from the array's records (bot.services.ports.Slurm.array_tasks) read
+    before `scancel ARRAY` (which cancels every task of it still running or waiting) or
+    `scontrol hold|release ARRAY` (which hold or release every task of it still waiting)."""
     running, waiting, ended = [], [], []
     not_started = False
     for rec in records:
@@ -280,4 +284,4 @@ def array_cancel(array_job_id: int, records: Iterable[JobRecord]) -> ArrayCancel
 
     def shown(ids: list[int]) -> str | None:
         return task_range(array_job_id, ids) if ids else None
-    return ArrayCancel(shown(running), shown(waiting), not_started, shown(ended))
+    return ArrayControl(shown(running), shown(waiting), not_started, shown(ended))

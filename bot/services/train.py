@@ -17,7 +17,7 @@ from typing import Any
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
-from bot.core.arrays import ArrayCancel, array_cancel
+from bot.core.arrays import ArrayControl, array_control
 from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
 from bot.core.slurm.records import JobRecord
@@ -293,8 +293,7 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     target = _authorize_job(ctx, cmd.job_id, actor, cmd.verb, cmd.array_task)
     cluster, recipe, job_id = target.cluster, target.recipe, target.job_id
     slurm = ctx.clusters.slurm(cluster)
-    whole = _whole_array(slurm, job_id) if cmd.verb == "cancel" and cmd.array_task is None \
-        else None
+    whole = _whole_array(slurm, job_id, cmd.verb) if cmd.array_task is None else None
     getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
@@ -306,19 +305,20 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
                      actor=actor), ephemeral=False, job_id=str(job_id))
 
 
-def _whole_array(slurm: Slurm, job_id: int) -> ArrayCancel | None:
-    """When `job_id` is an array's own id (`/train cancel 6101`), what `scancel 6101` does
-    to its tasks, as people see them (`6101_[0-3]`): it cancels every task still running
-    or waiting (bot.core.arrays.array_cancel, from the tasks' records just before it). None
-    for any other job, or when the tasks cannot be read: the cancel goes ahead, its reply
-    names the id alone as before."""
+def _whole_array(slurm: Slurm, job_id: int, verb: str) -> ArrayControl | None:
+    """When `job_id` is an array's own id (`/train cancel|hold|release 6101`), its tasks as
+    the action finds them, as people see them (`6101_[0-3]`): `scancel 6101` cancels every
+    task still running or waiting, `scontrol hold|release 6101` holds or releases every
+    task still waiting (bot.core.arrays.array_control, from the tasks' records just before
+    it). None for any other job, or when the tasks cannot be read: the action goes ahead,
+    its reply names the id alone as before."""
     try:
         tasks = slurm.array_tasks(job_id)
     except (ClusterUnavailable, ClusterError) as exc:
-        log.warning("job %s: its array tasks could not be read before the cancel (%s); "
-                    "the reply names the id alone", job_id, exc)
+        log.warning("job %s: its array tasks could not be read before the %s (%s); "
+                    "the reply names the id alone", job_id, verb, exc)
         return None
-    return array_cancel(job_id, tasks.values()) if tasks else None
+    return array_control(job_id, tasks.values()) if tasks else None
 
 
 def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: float) -> Reply:

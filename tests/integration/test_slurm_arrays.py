@@ -227,3 +227,61 @@ def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_clu
         finally:
             if array_id is not None:
                 runner.run(["scancel", str(array_id)], check=False)
+
+
+@pytest.mark.timeout(240)
+def test_holding_and_releasing_an_arrays_own_id_touch_the_waiting_tasks_and_say_which(
+        slurm_cluster, slack_bot, tmp_path):
+    """`/train hold A` then `/train release A` of an array's own id on Slurm: scontrol holds
+    and then releases the task that waits, leaves the two that run running and the one that
+    ended as it was, and each reply says so task by task (A_[1-2], A_0)."""
+    from slack_standin import SlackStandIn
+
+    from bot.config import Config
+    from bot.core.train_grammar import JobControl
+    from bot.services.train import execute
+
+    name = f"it-harray-{uuid.uuid4().hex[:8]}"
+    config = Config.model_validate(slurm_cluster.bot_config_data(  # W0LEAD may hold any job
+        store_url=f"sqlite:///{tmp_path / 'state.db'}", channels={"train": "C0TRAIN"},
+        approvers=["W0LEAD"]))
+    array_id = None
+    with SlackStandIn() as slack, slack_bot(config, slack, charts=False) as ctx:
+        runner = ctx.clusters.runner("dev")
+        client = ctx.clusters.slurm("dev")
+        try:
+            out = runner.run([
+                "sbatch", "--parsable", "--array=0-3%2", f"--job-name={name}",
+                f"--partition={slurm_cluster.partition}", "--time=5", "--mem=64M",
+                f"--output={slurm_cluster.home}/%x-%A_%a.out"], stdin=LONG_ARRAY_JOB).stdout
+            array_id = int(out.strip().split(";")[0])
+
+            def settled(tasks: Mapping[int, JobRecord]) -> bool:
+                by = _by_task(tasks)
+                waiting = by.get(3, by.get(None))
+                return (by.get(0) is not None and by[0].state == "COMPLETED"
+                        and all(by.get(t) is not None and by[t].is_running for t in (1, 2))
+                        and waiting is not None and waiting.is_pending)
+
+            seen = _by_task(wait_tasks(client, array_id, settled, timeout=90,
+                                       what=f"array {array_id}: 0 ended, 1-2 run, 3 waits"))
+            # the last task waiting is listed as task 3 or as the array's pending remainder
+            for verb, done, going_on in (
+                    ("hold", "held", " (a hold stops no task that runs)"),
+                    ("release", "released", "")):
+                waiting = (f"waiting {array_id}_3 {done}" if 3 in seen
+                           else f"the tasks not started yet {done}")
+                reply = execute(ctx, JobControl(verb, array_id), actor="W0LEAD",
+                                channel="C0TRAIN", now=time.time())
+                assert reply.text == (
+                    f"Array {array_id} {done} by <@W0LEAD>: {waiting}; running "
+                    f"{array_id}_[1-2] left running{going_on}; {array_id}_0 already ended "
+                    "(left as they were)."), reply.text
+                by = _by_task(client.array_tasks(array_id))
+                assert by[0].state == "COMPLETED" and by[1].is_running and by[2].is_running
+                rest = [r for k, r in by.items() if k not in (0, 1, 2)]
+                assert rest and all(r.is_pending for r in rest), by
+                assert all(r.is_held for r in rest) == (verb == "hold"), rest
+        finally:
+            if array_id is not None:
+                runner.run(["scancel", str(array_id)], check=False)

@@ -528,3 +528,19 @@ def test_squeue_json_listing_errors_is_unavailable_not_empty():
         client.jobs([5])
     with pytest.raises(ClusterUnavailable):
         client.pending_competitors(user="slurmci")
+
+
+def test_holding_an_array_some_of_whose_tasks_ended_is_no_failure():
+    """`scontrol hold 658` of an array whose task 0 had ended answers task by task and exits 1
+    (Slurm 22.05, as tests/integration/test_slurm_arrays.py met it): the tasks still there
+    were held, so the hold went through. A hold whose every task had ended, or any other
+    complaint in the answer, is still a failure."""
+    partly = "658_0: Job has already finished\n658_1-3: No error\n"
+    runner = FakeRunner({"scontrol": (1, "", partly)})
+    SlurmClient(runner, use_json=False).hold(658)
+    assert [c.argv[:3] for c in runner.calls] == [["scontrol", "hold", "658"]]
+    for stderr in ("658_[0-3]: Job has already finished\n",
+                   "658_0: Job has already finished\n658_1-3: Access/permission denied\n",
+                   "658_1-3: No error\nscontrol: error: Job has already finished\n"):
+        with pytest.raises(CommandFailed):
+            SlurmClient(FakeRunner({"scontrol": (1, "", stderr)}), use_json=False).hold(658)

@@ -232,3 +232,104 @@ def test_a_single_jobs_cancel_reply_is_unchanged(store) -> None:
     reply = execute(ctx, JobControl("cancel", 88017), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == "Job 88017 cancelled by <@W0LEAD>."
     assert slurm.acted("cancel") == [88017]
+
+
+@pytest.mark.parametrize(("verb", "lang", "said"), [
+    ("hold", "en", "Array 6101 held by <@W0LEAD>: waiting 6101_4 and the tasks not started yet "
+                   "held; running 6101_[1-2] left running (a hold stops no task that runs); "
+                   "6101_0 already ended (left as they were)."),
+    ("hold", "ko", "<@W0LEAD>님이 array 6101을(를) 보류했습니다: 대기 중이던 6101_4와(과) 아직 "
+                   "시작하지 않은 task 보류; 실행 중인 6101_[1-2]은(는) 계속 실행 (보류는 실행 "
+                   "중인 task를 멈추지 않음); 6101_0은(는) 이미 끝남 (그대로 둠)."),
+    ("release", "en", "Array 6101 released by <@W0LEAD>: waiting 6101_4 and the tasks not "
+                      "started yet released; running 6101_[1-2] left running; 6101_0 already "
+                      "ended (left as they were)."),
+    ("release", "ko", "<@W0LEAD>님이 array 6101의 보류를 해제했습니다: 대기 중이던 6101_4와(과) "
+                      "아직 시작하지 않은 task 보류 해제; 실행 중인 6101_[1-2]은(는) 계속 실행; "
+                      "6101_0은(는) 이미 끝남 (그대로 둠)."),
+])
+def test_holding_or_releasing_an_arrays_own_id_says_which_tasks_it_touched(
+        store, verb: str, lang: str, said: str) -> None:
+    """`/train hold|release 6101`, 6101 an array's own id: `scontrol hold|release 6101` acts
+    on every task of it still waiting (here 6101_4, requeued, and the pending remainder) and
+    leaves the running ones running; the reply says so task by task, from the tasks' records
+    read just before it, and the audit keeps the same facts. Before, it read "Job 6101 held
+    by <@W0LEAD>.", as if one job was, and did not say the running tasks go on."""
+    import json
+
+    slurm = _array_6101(store)
+    slurm.add(6105, name="sweep", state="PENDING", array_job_id=6101, array_task_id=4)
+    chain = store.chains.of_array(6101)
+    assert chain is not None
+    store.attempts.record(chain_id=chain.id, job_id="6105", now=3, state="PENDING",
+                          display_id="6101_4")  # requeued: waits again
+    ctx = make_context(store, slurm, lang=lang)
+    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert (reply.text, reply.ephemeral) == (said, False)
+    assert slurm.acted(verb) == [6101]  # one scontrol, of the array
+    [entry] = store.audit.recent(1)
+    assert (entry.action, entry.result, entry.job_id) == (f"command.{verb}", "ok", "6101")
+    assert json.loads(entry.detail) == {"running": "6101_[1-2]", "waiting": "6101_4",
+                                        "not_started": True, "ended": "6101_0"}
+    # one task, by its array id: the task alone, as before
+    task = execute(ctx, JobControl(verb, 6101, 4), actor="W0LEAD", channel=None, now=NOW)
+    assert task.text == {
+        ("hold", "en"): "Job 6101_4 (job 6105) held by <@W0LEAD>.",
+        ("hold", "ko"): "<@W0LEAD>님이 작업 6101_4 (작업 6105)을(를) 보류했습니다.",
+        ("release", "en"): "Job 6101_4 (job 6105) released by <@W0LEAD>.",
+        ("release", "ko"): "<@W0LEAD>님이 작업 6101_4 (작업 6105)의 보류를 해제했습니다.",
+    }[verb, lang]
+    assert slurm.acted(verb) == [6101, 6105]
+
+
+@pytest.mark.parametrize(("verb", "said"), [
+    ("hold", "Array 6101 held by <@W0LEAD>: no task was waiting, none held; running 6101_[1-3] "
+             "left running (a hold stops no task that runs); 6101_0 already ended (left as "
+             "they were)."),
+    ("release", "Array 6101 released by <@W0LEAD>: no task was waiting, none released; "
+                "running 6101_[1-3] left running; 6101_0 already ended (left as they were)."),
+])
+def test_holding_an_array_with_no_task_waiting_says_none_was(store, verb: str,
+                                                             said: str) -> None:
+    """Every task started: Slurm's hold or release of the array touches none of them, and
+    the reply says so rather than that the array was held."""
+    slurm = _array_6101(store)
+    # the last task started: it keeps the array's own id, and no task waits
+    slurm.set(6101, state="RUNNING", array_task_id=3)
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert slurm.acted(verb) == [6101]
+
+
+@pytest.mark.parametrize(("verb", "said"), [("hold", "Job 6101 held by <@W0LEAD>."),
+                                            ("release", "Job 6101 released by <@W0LEAD>.")])
+def test_an_array_whose_tasks_cannot_be_read_is_held_or_released_all_the_same(
+        store, verb: str, said: str) -> None:
+    """The tasks' read before the hold or release fails (the cluster is unreachable): the
+    array is held or released once all the same, and the reply names its id alone."""
+    from bot.cluster.errors import ClusterUnavailable
+
+    class TasksFail(FakeSlurm):
+        def array_tasks(self, array_job_id: int):
+            self._call("array_tasks", array_job_id)
+            raise ClusterUnavailable("ssh: connect to host login1 port 22: Connection refused")
+
+    slurm = TasksFail()
+    slurm.records = _array_6101(store).records
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert slurm.acted("array_tasks") == [6101] and slurm.acted(verb) == [6101]
+
+
+@pytest.mark.parametrize(("verb", "said"), [("hold", "Job 88017 held by <@W0LEAD>."),
+                                            ("release", "Job 88017 released by <@W0LEAD>.")])
+def test_a_single_jobs_hold_and_release_replies_are_unchanged(store, verb: str,
+                                                              said: str) -> None:
+    slurm = FakeSlurm()
+    slurm.add(88017, name="mix", state="PENDING")
+    ctx = make_context(store, slurm)
+    assert execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None,
+                   now=NOW).text == said
+    assert slurm.acted(verb) == [88017]
