@@ -177,6 +177,19 @@ def resolve_endpoint(s: SSHSettings) -> Endpoint:
     )
 
 
+def goes_through_jump_host(s: SSHSettings) -> bool:
+    """Whether a connection with these settings goes through a jump host, resolved as
+    resolve_endpoint (and so bot.cluster.ssh) resolves it: the settings' proxy_jump, else the
+    ssh_config file's Host entry for `host` naming a ProxyJump (not `none`). Settings that
+    resolve_endpoint refuses count as one (the Host entry's ProxyCommand, which names a jump
+    host's command; a file that cannot be read now may have named one when a connection was
+    made). One at most: a chain of jump hosts is refused (parse_proxy_jump)."""
+    try:
+        return resolve_endpoint(s).proxy_jump is not None
+    except ClusterError:
+        return s.ssh_config is not None or s.proxy_jump is not None
+
+
 def _ssh_config_lookup(path: str, alias: str) -> dict[str, Any]:
     """paramiko's settings for `alias` in the ssh config file at `path`; ClusterError naming
     the file when it cannot be read or parsed."""
@@ -201,6 +214,7 @@ def _local_user() -> str:
 __all__ = [
     "Endpoint",
     "SSHSettings",
+    "goes_through_jump_host",
     "host_key_name",
     "parse_proxy_jump",
     "resolve_endpoint",

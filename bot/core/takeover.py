@@ -25,8 +25,8 @@ the first, and one more on a new connection when the first found the connection 
 class RemoteDeadlines:
     """A cluster's deadlines, in seconds: one SSH connection to one host and one channel's
     opening there (`connect_s`, each), one remote command's run (`command_s`), one SFTP
-    request's answer (`sftp_s`); `jump`: the connection may go through a jump host (the
-    cluster names a proxy_jump, or an ssh_config file that may name one)."""
+    request's answer (`sftp_s`); `jump`: the connection goes through a jump host (the
+    cluster's proxy_jump, or its ssh_config Host entry's ProxyJump or ProxyCommand)."""
 
     connect_s: float = 10.0
     command_s: float = 60.0

@@ -562,15 +562,16 @@ def parse_job_id(stdout: str, command: str) -> str:
 
 def cluster_deadlines(config: Config, cluster: str) -> RemoteDeadlines:
     """`cluster`'s configured deadlines (connect, command, SFTP request, and whether a jump
-    host may be on the way: a proxy_jump, or an ssh_config file, whose Host entry may name a
-    ProxyJump), from which the takeovers of its steps are counted (bot.core.takeover); the
-    defaults' for a cluster not (or no longer) configured."""
+    host is on the way: a proxy_jump, or the ssh_config file's Host entry for the cluster's
+    host naming a ProxyJump or ProxyCommand, read as the SSH runner reads it), from which the
+    takeovers of its steps are counted (bot.core.takeover); the defaults' for a cluster not
+    (or no longer) configured."""
     c = config.clusters.get(cluster)
     if c is None:
         return RemoteDeadlines()
     return RemoteDeadlines(connect_s=c.connect_timeout, command_s=c.command_timeout,
                            sftp_s=c.sftp_timeout,
-                           jump=c.proxy_jump is not None or c.ssh_config is not None)
+                           jump=c.through_jump_host())
 
 
 def in_flight_s(config: Config, cluster: str) -> float:

@@ -132,6 +132,14 @@ class ClusterConfig(_Model):
             sftp_timeout=self.sftp_timeout,
         )
 
+    def through_jump_host(self) -> bool:
+        """Whether the connection goes through a jump host: proxy_jump, or the ssh_config
+        file's Host entry for `host` naming a ProxyJump (or a ProxyCommand), read as the SSH
+        runner reads it (bot.cluster.endpoint.goes_through_jump_host)."""
+        from bot.cluster.endpoint import goes_through_jump_host
+
+        return goes_through_jump_host(self.ssh_settings())
+
 
 def _expand(path: str | None) -> str | None:
     return os.path.expanduser(path) if path else None
