@@ -403,10 +403,17 @@ class SlurmClient:
         """`scontrol release`. A job with no hold left to release (pending or running and not
         held: Slurm says nothing; finished, or no longer known: Slurm says so, exit 1) is
         released already, not a failure: trainbot releases holds whose outcome it did not see,
-        and a job that ended while held is no one's problem."""
+        and a job that ended while held is no one's problem. An array's own id releases every
+        task of it that waits; that some of its tasks had ended already (`_ARRAY_PARTLY_ENDED_RE`,
+        exit 1 too) is logged as such, not as a job with no hold left."""
         result = self._run(scontrol_argv("release", job_id), effects=True,
                            allow=_NOTHING_TO_RELEASE_RE)
-        if result.exit_code != 0:
+        if result.exit_code == 0:
+            return
+        if _ARRAY_PARTLY_ENDED_RE.search(result.stderr.strip()):
+            log.info("array %s: its tasks still there released, those that had ended left as "
+                     "they were: %s", job_id, _tail(result.stderr))
+        else:
             log.info("job %s had no hold left to release: %s", job_id, _tail(result.stderr))
 
     def requeue(self, job_id: int) -> None:

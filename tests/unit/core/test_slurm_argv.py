@@ -544,3 +544,27 @@ def test_holding_an_array_some_of_whose_tasks_ended_is_no_failure():
                    "658_1-3: No error\nscontrol: error: Job has already finished\n"):
         with pytest.raises(CommandFailed):
             SlurmClient(FakeRunner({"scontrol": (1, "", stderr)}), use_json=False).hold(658)
+
+
+def test_releasing_an_array_some_of_whose_tasks_ended_logs_what_it_did(caplog):
+    """`scontrol release 658` of an array whose task 0 had ended exits 1 answering task by task
+    ("658_0: Job has already finished", "658_1-3: No error"; Slurm 22.05), having released the
+    tasks still there: the log says so, not that job 658 had no hold left to release. A job
+    that had ended, whose release has nothing to undo, is still logged as such."""
+    import logging
+
+    partly = "658_0: Job has already finished\n658_1-3: No error\n"
+    runner = FakeRunner({"scontrol": (1, "", partly)})
+    with caplog.at_level(logging.INFO, logger="bot.cluster.slurm"):
+        SlurmClient(runner, use_json=False).release(658)
+    assert [c.argv[:3] for c in runner.calls] == [["scontrol", "release", "658"]]
+    said = [r.getMessage() for r in caplog.records if r.name == "bot.cluster.slurm"]
+    assert said == ["array 658: its tasks still there released, those that had ended left as "
+                    "they were: 658_0: Job has already finished | 658_1-3: No error"]
+    caplog.clear()
+    ended = "scontrol: error: Job has already finished for job 659\n"
+    with caplog.at_level(logging.INFO, logger="bot.cluster.slurm"):
+        SlurmClient(FakeRunner({"scontrol": (1, "", ended)}), use_json=False).release(659)
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.cluster.slurm"] == [
+        "job 659 had no hold left to release: scontrol: error: Job has already finished for "
+        "job 659"]
