@@ -255,26 +255,30 @@ class ArrayControl:
     leaves them running), those waiting (`waiting`: started before and requeued, or split
     off pending), whether tasks not started yet (the array's pending remainder, no task id
     of their own) are there (`not_started`) (a cancel cancels, a hold holds, a release
-    releases both), and those that had already ended, which none of them touches
-    (`ended`)."""
+    releases both), those that had already ended, which none of them touches (`ended`), and
+    those suspended (`suspended`: `scontrol suspend`; a cancel cancels them, a hold does not
+    reach them and a release does not resume them, so they stay suspended)."""
 
     running: str | None
     waiting: str | None
     not_started: bool
     ended: str | None
+    suspended: str | None = None
 
 
 def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayControl:
     """`ArrayControl` from the array's records (bot.services.ports.Slurm.array_tasks) read
     before `scancel ARRAY` (which cancels every task of it still running or waiting) or
     `scontrol hold|release ARRAY` (which hold or release every task of it still waiting)."""
-    running, waiting, ended = [], [], []
+    running, waiting, ended, suspended = [], [], [], []
     not_started = False
     for rec in records:
         if rec.array_job_id != array_job_id:
             continue
         if rec.array_task_id is None:  # the pending remainder `123_[5-9]`
             not_started = not_started or not rec.is_finished
+        elif rec.state == "SUSPENDED":  # neither running nor waiting: it waits to be resumed
+            suspended.append(rec.array_task_id)
         elif rec.state in RUNNING_STATES:
             running.append(rec.array_task_id)
         elif rec.state in FINISHED_STATES:
@@ -284,4 +288,5 @@ def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayContr
 
     def shown(ids: list[int]) -> str | None:
         return task_range(array_job_id, ids) if ids else None
-    return ArrayControl(shown(running), shown(waiting), not_started, shown(ended))
+    return ArrayControl(shown(running), shown(waiting), not_started, shown(ended),
+                        shown(suspended))

@@ -87,8 +87,9 @@ def test_task_ranges_are_written_as_slurms_listings_write_them() -> None:
 
 def test_what_cancelling_a_whole_array_does_to_each_task() -> None:
     """From the tasks' records before `scancel 6101`: running ones stopped, waiting ones
-    (a requeued task's own row, the pending remainder) cancelled, ended ones left alone; a
-    record of another array is not this one's."""
+    (a requeued task's own row, the pending remainder) cancelled, ended ones left alone, a
+    suspended one apart from the running (a hold or release leaves it suspended); a record
+    of another array is not this one's."""
     from bot.core.arrays import ArrayControl, array_control
 
     def rec(raw: int, task: int | None, state: str, array: int = 6101) -> JobRecord:
@@ -98,6 +99,7 @@ def test_what_cancelling_a_whole_array_does_to_each_task() -> None:
                rec(6104, 2, "SUSPENDED"), rec(6105, 4, "FAILED"), rec(6106, 5, "REQUEUED"),
                rec(7001, 0, "RUNNING", array=7000)]
     assert array_control(6101, records) == ArrayControl(
-        running="6101_[1-2]", waiting="6101_5", not_started=True, ended="6101_[0,4]")
+        running="6101_1", waiting="6101_5", not_started=True, ended="6101_[0,4]",
+        suspended="6101_2")
     assert array_control(6101, [rec(6102, 0, "COMPLETED"), rec(6101, None, "CANCELLED")]) == \
         ArrayControl(None, None, False, "6101_0")

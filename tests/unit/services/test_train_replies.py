@@ -270,7 +270,8 @@ def test_holding_or_releasing_an_arrays_own_id_says_which_tasks_it_touched(
     [entry] = store.audit.recent(1)
     assert (entry.action, entry.result, entry.job_id) == (f"command.{verb}", "ok", "6101")
     assert json.loads(entry.detail) == {"running": "6101_[1-2]", "waiting": "6101_4",
-                                        "not_started": True, "ended": "6101_0"}
+                                        "not_started": True, "ended": "6101_0",
+                                        "suspended": None}
     # one task, by its array id: the task alone, as before
     task = execute(ctx, JobControl(verb, 6101, 4), actor="W0LEAD", channel=None, now=NOW)
     assert task.text == {
@@ -333,3 +334,46 @@ def test_a_single_jobs_hold_and_release_replies_are_unchanged(store, verb: str,
     assert execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None,
                    now=NOW).text == said
     assert slurm.acted(verb) == [88017]
+
+
+@pytest.mark.parametrize(("verb", "lang", "said"), [
+    ("cancel", "en", "Array 6101 cancelled by <@W0LEAD>: running 6101_1 stopped; the tasks not "
+                     "started yet cancelled; suspended 6101_2 cancelled; 6101_0 already ended "
+                     "(left as they were)."),
+    ("cancel", "ko", "<@W0LEAD>님이 array 6101을(를) 취소했습니다: 실행 중이던 6101_1 중지; 아직 "
+                     "시작하지 않은 task 취소; 일시 중단된 6101_2 취소; 6101_0은(는) 이미 끝남 "
+                     "(그대로 둠)."),
+    ("hold", "en", "Array 6101 held by <@W0LEAD>: the tasks not started yet held; running "
+                   "6101_1 left running (a hold stops no task that runs); suspended 6101_2 left "
+                   "suspended (a hold does not reach a suspended task); 6101_0 already ended "
+                   "(left as they were)."),
+    ("hold", "ko", "<@W0LEAD>님이 array 6101을(를) 보류했습니다: 아직 시작하지 않은 task 보류; "
+                   "실행 중인 6101_1은(는) 계속 실행 (보류는 실행 중인 task를 멈추지 않음); 일시 "
+                   "중단된 6101_2은(는) 계속 일시 중단 (보류는 일시 중단된 task에 미치지 않음); "
+                   "6101_0은(는) 이미 끝남 (그대로 둠)."),
+    ("release", "en", "Array 6101 released by <@W0LEAD>: the tasks not started yet released; "
+                      "running 6101_1 left running; suspended 6101_2 left suspended (a release "
+                      "does not resume it); 6101_0 already ended (left as they were)."),
+    ("release", "ko", "<@W0LEAD>님이 array 6101의 보류를 해제했습니다: 아직 시작하지 않은 task "
+                      "보류 해제; 실행 중인 6101_1은(는) 계속 실행; 일시 중단된 6101_2은(는) 계속 "
+                      "일시 중단 (보류 해제는 task를 재개하지 않음); 6101_0은(는) 이미 끝남 "
+                      "(그대로 둠)."),
+])
+def test_a_suspended_task_of_an_array_is_named_as_suspended(store, verb: str, lang: str,
+                                                            said: str) -> None:
+    """`/train cancel|hold|release 6101` while 6101_2 is suspended (`scontrol suspend`):
+    scancel cancels it, a hold does not reach it and a release does not resume it, and the
+    reply says so rather than naming it among the running tasks ("running 6101_[1-2]
+    stopped" / "left running"), as it did; the audit keeps it apart too."""
+    import json
+
+    slurm = _array_6101(store)
+    slurm.set(6104, state="SUSPENDED")
+    ctx = make_context(store, slurm, lang=lang)
+    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert slurm.acted(verb) == [6101]
+    [entry] = store.audit.recent(1)
+    assert json.loads(entry.detail) == {"running": "6101_1", "waiting": None,
+                                        "not_started": True, "ended": "6101_0",
+                                        "suspended": "6101_2"}
