@@ -207,16 +207,25 @@ class LeaseKeeper:
     def release_all(self) -> None:
         """Release every lease this replica holds (clean shutdown), so another replica takes
         the jobs over on its next run instead of after the TTL; a run still going is refused
-        its next side effect. A lease with a side effect still under way is not released (it
-        lapses after its TTL: the other replica must not act before it has ended). A failure
-        is logged: the leases then lapse on their own."""
+        its next side effect. The leases are those the store names this holder for, with
+        those this keeper saw itself take: two overlapping checks of one lease may record
+        their results here in the other order than the store took them (a check that found
+        another replica's lease last, after one that took it over), and the store's word
+        wins. A lease with a side effect still under way is not released (it lapses after
+        its TTL: the other replica must not act before it has ended). A failure is logged:
+        the leases then lapse on their own."""
         with self._lock:
-            names = [n for n, seen in self._seen.items() if seen]
+            seen = [n for n, held in self._seen.items() if held]
             busy = {n: h.in_flight for n, h in self._held.items() if h.in_flight > 0}
-            for name in names:
+            for name in seen:
                 self._seen[name] = False
             self._held.clear()  # refused from now on, even before the database says so
-        for name in names:
+        try:
+            stored = self.repo.held_by(self.holder)
+        except Exception:  # noqa: BLE001 - shutting down: release those seen taken here
+            log.exception("could not read which leases this replica (%s) holds", self.label)
+            stored = []
+        for name in sorted(set(seen) | set(stored)):
             if name in busy:
                 log.warning("%s: not released, %d side effect(s) still under way: another "
                             "replica takes it over when it lapses", name, busy[name])

@@ -40,6 +40,11 @@ class LeasesRepo(_Repo):
         taken, (None, the other holder) when not, read in the transaction that tried to take
         it (a replica skipping a job learns who runs it with no read of its own)."""
         epoch, other = self._take(name, holder, now, ttl_s)
+        if other == holder:
+            # Ours after all: another call of this holder (an overlapping run of the same job
+            # in this process) took it between the UPDATE and the read (PostgreSQL's read
+            # committed lets it), so it is renewed now: a holder never stands by for itself.
+            epoch, other = self._take(name, holder, now, ttl_s)
         if epoch is not None:
             return epoch, None
         if other is not None:  # another holder's lease runs
@@ -128,6 +133,13 @@ class LeasesRepo(_Repo):
                 .values(holder=_RELEASED)
             )
         return result.rowcount == 1
+
+    def held_by(self, holder: str) -> list[str]:
+        """The names of the leases whose row names `holder` (lapsed ones included), sorted."""
+        lease = t.leases
+        with self._engine.begin() as conn:
+            return list(conn.execute(select(lease.c.name).where(lease.c.holder == holder)
+                                     .order_by(lease.c.name)).scalars())
 
     def holder(self, name: str) -> str | None:
         """Who last took `name` (its lease may have lapsed since); None if nobody holds it

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from fakes import FakeSlurm, make_context
+from sqlalchemy import event
 from support.race import winners_of_race
 
 import bot.app
@@ -388,6 +389,68 @@ def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(store_url) 
     finally:
         a.store.close()
         b.store.close()
+
+
+def test_overlapping_checks_of_one_lease_recorded_out_of_order_still_release_it_at_stop(
+        replicas) -> None:
+    """Two runs of one job overlap in one replica (the scheduler's first run at its start and
+    another): the first finds B's lease at 1000, the second takes it over at 1100 (it lapsed
+    at 1090), and the first records its result last. The store says A holds it: a clean stop
+    releases it, so B takes the job at once instead of after the TTL."""
+    a_store, b_store = replicas
+    assert b_store.leases.acquire(LEASE, "B", now=1000.0, ttl_s=90.0)
+    keeper = LeaseKeeper(a_store.leases, holder="A")
+    take = a_store.leases.acquire_or_holder
+    second: list[bool] = []
+
+    def first_take_then_the_overlapping_run(name: str, holder: str, now: float, ttl_s: float
+                                            ) -> tuple[int | None, str | None]:
+        found = take(name, holder, now, ttl_s)
+        if not second:  # the first run, between its take and its bookkeeping
+            a_store.leases.acquire_or_holder = take  # type: ignore[method-assign]
+            second.append(keeper.holds(LEASE, 1100.0, every_s=30))
+        return found
+
+    a_store.leases.acquire_or_holder = (  # type: ignore[method-assign]
+        first_take_then_the_overlapping_run)
+    assert not keeper.holds(LEASE, 1000.0, every_s=30)
+    assert second == [True]
+    assert b_store.leases.holder(LEASE) == "A"
+    keeper.stop()
+    keeper.release_all()
+    assert b_store.leases.holder(LEASE) is None
+    assert b_store.leases.acquire(LEASE, "B", now=1101.0, ttl_s=90.0)
+
+
+def test_a_take_that_reads_its_own_holder_after_its_update_failed_takes_it(replicas, caplog
+                                                                          ) -> None:
+    """PostgreSQL (read committed): A's UPDATE finds B's lease unlapsed at 1000, then an
+    overlapping run of A's takes it over at 1100 before A's take reads the holder. That take
+    reads A itself: it is A's lease, renewed, and A does not stand by for itself. (SQLite's
+    BEGIN IMMEDIATE lets nothing in between.)"""
+    a_store, b_store = replicas
+    if a_store.engine.dialect.name == "sqlite":
+        pytest.skip("SQLite runs the UPDATE and its read in one write transaction")
+    assert b_store.leases.acquire(LEASE, "B", now=1000.0, ttl_s=90.0)
+    overlapping = Store.open(a_store.url)
+    fired: list[int | None] = []
+
+    def after(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not fired and statement.startswith("UPDATE leases") and cursor.rowcount == 0:
+            fired.append(overlapping.leases.acquire(LEASE, "A", now=1100.0, ttl_s=90.0))
+
+    event.listen(a_store.engine, "after_cursor_execute", after)
+    try:
+        keeper = LeaseKeeper(a_store.leases, holder="A")
+        caplog.set_level(logging.INFO, logger="bot.services.leases")
+        assert keeper.holds(LEASE, 1000.0, every_s=30)
+    finally:
+        event.remove(a_store.engine, "after_cursor_execute", after)
+        overlapping.close()
+    assert fired == [2]
+    assert "stands by" not in caplog.text
+    keeper.release_all()
+    assert b_store.leases.holder(LEASE) is None
 
 
 def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
