@@ -422,15 +422,22 @@ def test_overlapping_checks_of_one_lease_recorded_out_of_order_still_release_it_
     assert b_store.leases.acquire(LEASE, "B", now=1101.0, ttl_s=90.0)
 
 
-def test_a_take_that_reads_its_own_holder_after_its_update_failed_takes_it(replicas, caplog
-                                                                          ) -> None:
+@pytest.mark.integration
+def test_a_take_that_reads_its_own_holder_after_its_update_failed_takes_it(
+        postgres_store_url: str, caplog) -> None:
     """PostgreSQL (read committed): A's UPDATE finds B's lease unlapsed at 1000, then an
     overlapping run of A's takes it over at 1100 before A's take reads the holder. That take
-    reads A itself: it is A's lease, renewed, and A does not stand by for itself. (SQLite's
-    BEGIN IMMEDIATE lets nothing in between.)"""
-    a_store, b_store = replicas
-    if a_store.engine.dialect.name == "sqlite":
-        pytest.skip("SQLite runs the UPDATE and its read in one write transaction")
+    reads A itself: it is A's lease, renewed, and A does not stand by for itself. PostgreSQL
+    only: SQLite's BEGIN IMMEDIATE lets nothing in between."""
+    a_store, b_store = Store.open(postgres_store_url), Store.open(postgres_store_url)
+    try:
+        _take_reading_its_own_holder(a_store, b_store, caplog)
+    finally:
+        a_store.close()
+        b_store.close()
+
+
+def _take_reading_its_own_holder(a_store: Store, b_store: Store, caplog: Any) -> None:
     assert b_store.leases.acquire(LEASE, "B", now=1000.0, ttl_s=90.0)
     overlapping = Store.open(a_store.url)
     fired: list[int | None] = []
