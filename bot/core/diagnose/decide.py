@@ -80,6 +80,7 @@ from bot.core.diagnose.ending import (
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.diagnose.quiet_ending import (
+    ends_at_last_epoch,
     ends_at_shell_prompt,
     ends_in_closed_progress_table,
     ends_in_final_save,
@@ -326,10 +327,11 @@ def diagnose(
             or ends_in_final_save(series, tail)
             or ends_in_closed_progress_table(tail)
             or ends_in_keras_last_epoch(tail)
+            or ends_at_last_epoch(tail)
         ):
             # no accounting: a completion marker with no training progress after it, the
-            # target reached, a final save, a closed progress table or Keras's last epoch
-            # finished ends a finished run
+            # target reached, a final save, a closed progress table, Keras's last epoch
+            # finished or the last epoch's report as the last progress ends a finished run
             chosen = "completed"
             if completion.ends_in_marker:
                 decided_by = SIGNATURE

@@ -3,12 +3,13 @@
 Read only for a job with no accounting, after the errors (bot.core.diagnose.ending) and the
 decisive evidence: a TensorFlow Estimator's final save or a progress table's closing border
 ends a finished run (`ends_in_final_save`, `ends_in_closed_progress_table`), and so does the bar
-of Keras fit()'s last epoch at its total (`ends_in_keras_last_epoch`); an epoch counter short
-of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a last line that is
-a progress bar short of its total is a run mid-pass, whatever earlier bars reached
-(`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or after a
-command's start-up output when there is no progress, where none of those speak, is a process
-that ended with nothing said (`ends_at_shell_prompt`). Pure: no file or clock access.
+of Keras fit()'s last epoch at its total (`ends_in_keras_last_epoch`), and so does a last
+progress line that is the last epoch's report with its loss (`ends_at_last_epoch`); an epoch
+counter short of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a
+last line that is a progress bar short of its total is a run mid-pass, whatever earlier bars
+reached (`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or
+after a command's start-up output when there is no progress, where none of those speak, is a
+process that ended with nothing said (`ends_at_shell_prompt`). Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -186,6 +187,33 @@ def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
         top -= 1
     epoch = _KERAS_EPOCH.match(lines[top]) if top >= 0 else None
     return epoch is not None and epoch.group(1) == epoch.group(2)
+
+
+# An epoch's report with its total (`Epoch 10/10`, `Epoch [10/10]`, `Epoch: 10/10`), any other
+# count on its line (`Step [50/100]`, `Iter 3/7`) and a loss or accuracy figure in it.
+_EPOCH_REPORT = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b")
+_COUNT = re.compile(r"(?<![\d.])(\d+)\s*/\s*(\d+)(?![\d.])")
+_FIGURE = re.compile(r"(?i)\b(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?\d")
+
+
+def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last progress line is the report of the last epoch (`Epoch [10/10], Loss:
+    0.0123`, `Epoch 10/10 - loss: 0.21 - acc: 0.93`): its counter at its total (two epochs or
+    more), every other count on the line at its own total, a loss or accuracy in it, and after
+    it no line with an epoch counter, a loss or a progress bar's count (a test's or a save's
+    lines may follow). An earlier epoch, a step of the last epoch short of its total (`Step
+    [50/100]`), a bare `Epoch 10/10` header or a bar left open after it is not this end; an
+    error after it is read before (bot.core.diagnose.ending)."""
+    lines = [normalize_line(t) for _, t in tail if t.strip()]
+    last = next((line for line in reversed(lines)
+                 if _EPOCH_REPORT.search(line) or _FIGURE.search(line)
+                 or _BAR_COUNT.search(line)), None)
+    epoch = _EPOCH_REPORT.search(last) if last is not None else None
+    if last is None or epoch is None or epoch.group(1) != epoch.group(2):
+        return False
+    return (int(epoch.group(2)) >= 2 and _FIGURE.search(last) is not None
+            and all(done == total for done, total in _COUNT.findall(last))
+            and not ends_in_open_progress_bar(tail))
 
 
 def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:
