@@ -98,6 +98,8 @@ class Branches:
     all_left: bool = True
     # a `case`'s: a branch that did not leave ended with `;;&`, and no `*` pattern is below it
     testing_on: bool = False
+    # the last element of a pipeline (`cat x | if …`): it runs in a subshell
+    piped: bool = False
     # a loop's: the spans of its body whose `break` / `continue` / `return` leave no loop of
     # this shell (`true || break`, `( break )`, `{ break; } | cat`), in the order read
     inert: list[tuple[int, int]] = field(default_factory=list)

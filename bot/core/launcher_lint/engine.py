@@ -42,6 +42,7 @@ from bot.core.launcher_lint.syntax import (
     keyword_prefix,
     lists_and_branches,
     next_text,
+    piped_compound,
 )
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
@@ -347,6 +348,11 @@ class _Analyzer(FunctionBodies, OptionWalk):
             # list of its own, bash running it or not
             tail = compound_tail(whole, off + lead, self.memo) if (
                 "&&" in whole or "||" in whole) else None
+            # `cat x | if …`: the compound after a pipe is read as one on a list of its own
+            # too; it runs in a subshell (without `lastpipe`), as one before a pipe does
+            piped = piped_compound(whole, off + lead, self.memo) if (
+                tail is None and "|" in whole and not self.may_lastpipe) else None
+            tail = piped if tail is None else tail
             parts = ((0, len(whole)),) if tail is None else ((0, tail), (tail, len(whole)))
             first_part, first_step = resume
             resume = (0, 0)
@@ -369,22 +375,27 @@ class _Analyzer(FunctionBodies, OptionWalk):
                     exempt = lst[cut:].lstrip().startswith(("&&", "||"))
                     for k in range(first_step if part == first_part else 0, len(steps)):
                         step, patterns = steps[k]
-                        closing = frames[-1] if frames and step in ("fi", "esac") else None
+                        closing = frames[-1] if frames and step in ("fi", "esac", "done") else None
+                        sub = in_subshell or closing is not None and closing.piped
                         back = branch_step(self, frames, step, patterns, branches.get(idx, ""),
                                                  (idx, part, k), (lst_off, k), hits, exempt,
                                                  skip if k == 0 else None)
                         if back is not None:
                             break
+                        if piped is not None and part == 1 and frames and (
+                                frames[-1].key == (lst_off, k)):
+                            frames[-1].piped = True  # (the compound it opens is piped)
                         # an `if` / `case` each branch of which leaves the loop (`if c; then
                         # break; else break; fi`): as a `break` bash always runs
                         closed_left |= (closing is not None and closing.leaves_whenever_run
-                                        and closing.skipped is None and not in_subshell)
-                        if closing is not None and in_subshell:
+                                        and closing.skipped is None and not sub)
+                        if closing is not None and sub:
                             self._in_subshell(frames, closing.key[0], lst_off + len(lst))
                     if back is not None:
                         break
-                if _op == "&" and _MAY_LEAVE_RE.search(lst[cut:]):
-                    self._in_subshell(frames, lst_off + cut, lst_off + len(lst))  # `break &`
+                if (_op == "&" or piped is not None and part == 0) and _MAY_LEAVE_RE.search(
+                        lst[cut:]):  # `break &`, `{ break; } | if …`
+                    self._in_subshell(frames, lst_off + cut, lst_off + len(lst))
                 elif tail is None and _op != "&" and (frames or self.group_loop is not None):
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))

@@ -57,6 +57,29 @@ def compound_tail(lst: str, off: int, memo: Memo) -> int | None:
     return at - off + lead
 
 
+#: A compound command's keyword after a pipe (`cat x | if …`, `… | while read l`).
+_COMPOUND_AFTER_PIPE_RE = re.compile(r"(?<!\|)\|(?![|&])\s*(?:if|while|until|for|select|case)\b")
+
+
+def piped_compound(lst: str, off: int, memo: Memo) -> int | None:
+    """Where the compound command (`if`, loop, `case`) that is the last element of pipeline
+    `lst` (a stripped list at `off`, no `&&` / `||` in it) starts, as in `cat x | if …`,
+    `… | while read l; do`; None when there is none. Bash runs it in a subshell (without
+    `lastpipe`), as it runs one before a pipe (`fi | cat`)."""
+    if not _COMPOUND_AFTER_PIPE_RE.search(lst):
+        return None
+    if len(split_top_level(lst, off, ("&&", "||"), memo)) > 1:
+        return None
+    elements = split_top_level(lst, off, ("|",), memo)
+    if len(elements) < 2:
+        return None
+    text, at, _op = elements[-1]
+    lead = len(text) - len(text.lstrip())
+    if first_word(text[lead:]) not in (*OPENING_KEYWORDS, "case"):
+        return None
+    return at - off + lead
+
+
 def first_word(lst: str) -> str:
     """The first word of `lst`, up to a blank, an operator or a parenthesis (`then`, `set`)."""
     return _FIRST_WORD_RE.match(lst).group()  # type: ignore[union-attr]

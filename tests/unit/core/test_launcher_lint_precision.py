@@ -1104,6 +1104,29 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
      "((n++))\n", "fail"),
     ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then { break; }; fi; n=5; break; done\n'
      "((n++))\n", "warn"),
+    # a compound after a pipe (`cat x | if …`) runs in a subshell as one before it does, and
+    # so does a loop before it (`done | cat`): its `break` / `break 2` leaves no loop here
+    ("set -e\nn=0\nwhile true; do cat /dev/null | if true; then break; fi; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo |\nif true\nthen\nbreak\nfi\nn=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo | echo | if true; then break; fi || true; n=5; break; "
+     "done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo | if true; then break; else break; fi; n=5; break; "
+     "done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do echo | if true; then continue; fi; n=5; done\n((n++))\n",
+     None),
+    ('set -e\nn=0\nwhile true; do echo | if [ -n "${X:-}" ]; then break; fi; n=5; break; '
+     "done\n((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then echo | if true; then break; fi; fi; '
+     "n=5; break; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo | case x in *) if true; then break; fi;; esac; n=5; "
+     "break; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do while true; do break 2; done | cat; n=5; break; done\n"
+     "((n++))\n", None),
+    # … but one after `||` runs in the script's shell
+    ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
+     "fail"),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
     script = f"#!/bin/bash\n{body}"
