@@ -123,7 +123,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
     for call in _with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
-    subshells = find_subshells(code) if values else []
+    # (`( … )`, and the compounds bash runs in one: `fi | cat`, `cat x | if …`)
+    subshells = find_subshells(code) + scan.piped if values else []
     path_of, nested = path_index(scan.constructs)
     path_of = functools.cache(path_of)
     # the subshells around each assignment

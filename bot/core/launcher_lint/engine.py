@@ -177,6 +177,8 @@ class _Analyzer(FunctionBodies, OptionWalk):
         #: the hits its walk had before (_leaving_loop), and, reading it, that loop and hits
         self.group_of: tuple[int, Branches, int] | None = None
         self.group_loop: tuple[Branches, int] | None = None
+        #: the compounds bash runs in a subshell (model.Scan.piped)
+        self.piped: list[tuple[int, int]] = []
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -290,6 +292,19 @@ class _Analyzer(FunctionBodies, OptionWalk):
         first = split_top_level(rest, off, ("&&", "||"), self.memo)[0][0]
         return len(split_top_level(first, off, ("|",), self.memo)) > 1
 
+    def _pipe_elements(self, lst: str, off: int) -> None:
+        """The elements of the pipelines of `lst` (an and-or list at `off`) that may set a
+        variable (`{ n=5; } | cat`, `echo | n=5`): bash runs each in a subshell (the last in
+        this shell under `lastpipe`), model.Scan.piped."""
+        for element, e_off, _op in split_top_level(lst, off, ("&&", "||"), self.memo):
+            cmds = split_top_level(element, e_off, ("|",), self.memo)
+            if len(cmds) < 2:
+                continue
+            for cmd, c_off, _p in cmds[:-1] if self.may_lastpipe else cmds:
+                if "=" in cmd and cmd.strip():
+                    lead = len(cmd) - len(cmd.lstrip())
+                    self.piped.append((c_off + lead, c_off + len(cmd.rstrip())))
+
     def _never_leaving(self, command: str, off: int, depth: int = 0) -> list[tuple[int, int]]:
         """The spans of `command` (an and-or list) whose `break` / `continue` / `return`
         leave no loop of this shell: a subshell (`( break )`) or a pipeline's elements, each
@@ -390,9 +405,12 @@ class _Analyzer(FunctionBodies, OptionWalk):
                         closed_left |= (closing is not None and closing.leaves_whenever_run
                                         and closing.skipped is None and not sub)
                         if closing is not None and sub:
+                            self.piped.append((closing.key[0], lst_off + len(lst)))
                             self._in_subshell(frames, closing.key[0], lst_off + len(lst))
                     if back is not None:
                         break
+                if "|" in lst and "=" in lst:
+                    self._pipe_elements(lst[cut:], lst_off + cut)
                 if (_op == "&" or piped is not None and part == 0) and _MAY_LEAVE_RE.search(
                         lst[cut:]):  # `break &`, `{ break; } | if …`
                     self._in_subshell(frames, lst_off + cut, lst_off + len(lst))
@@ -751,4 +769,5 @@ def scan(script_text: str, code: str) -> Scan:
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
-                analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive)
+                analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive,
+                sorted(set(analyzer.piped)))

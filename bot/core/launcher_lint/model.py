@@ -282,6 +282,9 @@ class Scan:
     #: by key: each `if`, each `case` none of whose branches ends with `;&` or `;;&` ("if",
     #: "case")
     exclusive: dict[tuple[int, int], str] = field(default_factory=dict)
+    #: the `if`s, `case`s and loops bash runs in a subshell (piped, `fi | cat`, `cat x | if
+    #: …`, or in the background, `fi &`), their spans: what they set does not hold past them
+    piped: list[tuple[int, int]] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

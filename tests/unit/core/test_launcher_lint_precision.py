@@ -1137,6 +1137,35 @@ def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body
     assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # what a pipeline's element sets, a compound's (`fi | cat`, `cat x | if …`) or a
+    # command's (`echo | n=5`), bash sets in a subshell: after it the counter reads 0
+    ("set -e\nn=0\necho | if true; then n=5; fi\n((n++))\n", "fail"),
+    ('set -e\nn=0\necho | if [ -n "${X:-}" ]; then n=5; else n=6; fi\n((n++))\n', "fail"),
+    ("set -e\nn=0\nif true; then n=5; fi | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\necho | case x in *) n=5;; esac\n((n++))\n", "fail"),
+    ("set -e\nn=0\necho | while true; do n=5; break; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do n=5; break; done | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do echo | if true; then n=5; fi; break; done\n((n++))\n",
+     "fail"),
+    ("set -e\nn=0\n{ n=5; } | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\necho | { n=5; }\n((n++))\n", "fail"),
+    ("set -e\nn=0\necho | n=5\n((n++))\n", "fail"),
+    # … but one set before the pipeline, after `&&`, or in the last element under
+    # `lastpipe`, holds
+    ("set -e\nn=0\nif true; then n=5; fi\necho | cat\n((n++))\n", None),
+    ("set -e\nn=0\nn=5 && echo | cat\n((n++))\n", None),
+    ("set -e\nshopt -s lastpipe\nn=0\necho | n=5\n((n++))\n", None),
+])
+def test_what_a_pipeline_sets_does_not_hold_past_it(tmp_path, body, level):
+    script = f"#!/bin/bash\n{body}"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
+    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+
+
 def test_a_constant_condition_the_script_redefines_is_not_decided():
     # `true() { …; }`: bash calls the function, whose status the lint does not read
     script = ("#!/bin/bash\nset -e\ntrue() { [ -n \"$X\" ]; }\nn=0\n"
