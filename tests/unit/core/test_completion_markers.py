@@ -8,20 +8,13 @@ from __future__ import annotations
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
 from bot.core.models import STOP_CLASSES
+from tests.support.diagnosis import read_log
 
 
 @pytest.fixture(scope="module")
 def catalogue() -> Catalogue:
     return Catalogue.load()
-
-
-def _diagnose(catalogue: Catalogue, text: str):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(None)
 
 
 # Each a short log as the framework prints its last steps and its end, in its default logger's
@@ -221,7 +214,7 @@ ENDS = {
 
 @pytest.mark.parametrize("framework", sorted(ENDS))
 def test_a_frameworks_end_of_training_reads_as_completed(catalogue, framework: str):
-    d = _diagnose(catalogue, ENDS[framework])
+    d = read_log(catalogue, ENDS[framework])
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     assert not d.retryable
 
@@ -238,7 +231,7 @@ def test_a_frameworks_end_of_training_reads_as_completed(catalogue, framework: s
 ], ids=["traceback", "terminate", "srun"])
 def test_an_unhandled_error_after_the_end_of_training_is_the_failure(catalogue, framework: str,
                                                                        error: str):
-    d = _diagnose(catalogue, ENDS[framework] + error)
+    d = read_log(catalogue, ENDS[framework] + error)
     assert d.class_id == "unknown_failure"
 
 
@@ -268,7 +261,7 @@ def test_a_marker_on_another_rank_while_rank_0_fails_is_the_failure(catalogue, e
         "[rank1]:[titan] 2025-03-02 10:00:00,124 - root - INFO - step: 1000  loss:  3.2101  "
         "memory: 61.32GiB(77.45%)  tps: 6,842  tflops: 317.22  mfu: 32.08%\n"
     ) + ending
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
 
 
@@ -277,7 +270,7 @@ def test_training_that_goes_on_after_a_final_save_line_is_running(catalogue):
     # after the line) is not the end
     text = ENDS["torchtune"] + (
         "2|1001|Loss: 0.8011:   0%|          | 1/1000 [00:03<52:10,  3.13s/it]\n")
-    assert _diagnose(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -290,7 +283,7 @@ def test_training_that_goes_on_after_a_final_save_line_is_running(catalogue):
 ])
 def test_lines_like_the_markers_are_not_an_end(catalogue, line: str):
     text = "step 10 loss 1.2\n" + line + "\n"
-    assert _diagnose(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 def test_the_completed_class_never_resubmits_and_no_stop_class_became_retryable(catalogue):
@@ -335,7 +328,7 @@ def test_keras_fits_last_epoch_finished_reads_as_completed(catalogue, case: str)
     """The bar of fit()'s last epoch at its total ends the run (bot.core.diagnose.quiet_ending,
     ends_in_keras_last_epoch); before, a log of Keras's read as still running (`none`), its
     bars no progress the series counts."""
-    d = _diagnose(catalogue, KERAS_ENDS[case])
+    d = read_log(catalogue, KERAS_ENDS[case])
     assert (d.class_id, d.retryable) == ("completed", False)
 
 
@@ -350,14 +343,14 @@ def test_keras_fits_last_epoch_finished_reads_as_completed(catalogue, case: str)
     "OSError: [Errno 122] Disk quota exceeded\n",
 ])
 def test_keras_short_of_its_last_epochs_end_is_no_completion(catalogue, text: str):
-    assert _diagnose(catalogue, text).class_id != "completed"
+    assert read_log(catalogue, text).class_id != "completed"
 
 
 def test_cerebras_samples_summary_alone_is_no_completion(catalogue):
     """Cerebras Model Zoo's `Processed N training sample(s) in S seconds.` (progress.py at
     608d5a3, ProgressLogger.on_fit_end) is printed by on_fit_exception too, after a failure: the
     summary alone does not end a run as completed."""
-    d = _diagnose(catalogue, (
+    d = read_log(catalogue, (
         "2025-07-11 15:24:02,100 INFO:   | Train Device=CSX, Step=50, Loss=7.67120, "
         "Rate=33.01 samples/sec, GlobalRate=32.98 samples/sec\n"
         "2025-07-11 18:04:23,132 INFO:   Processed 11264 training sample(s) in 9567.159426912 "

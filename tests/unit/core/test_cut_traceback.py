@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
 from bot.core.models import Accounting
+from tests.support.diagnosis import read_log
 
 PROGRESS = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n"
 FAILED = Accounting(state="FAILED", exit_code=1, signal=0)
@@ -24,13 +24,6 @@ PY = "/opt/conda/lib/python3.10"
 @pytest.fixture(scope="module")
 def catalogue() -> Catalogue:
     return Catalogue.load()
-
-
-def _diagnose(catalogue: Catalogue, text: str, acct: Accounting | None = None):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(acct)
 
 
 def _frames(*frames: tuple[str, str, str]) -> str:
@@ -63,14 +56,14 @@ def test_a_traceback_cut_in_the_dataloaders_sigchld_handler_is_a_worker_that_die
         catalogue, acct, prefix):
     frames = TRACEBACK + _frames(*TO_THE_QUEUE, SIGCHLD_HANDLER)
     text = PROGRESS + "".join(prefix + line + "\n" for line in frames.splitlines())
-    d = _diagnose(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
     assert any("signal_handling.py" in e.text for e in d.evidence)
 
 
 @pytest.mark.parametrize("acct", [None, FAILED, SIGINT], ids=["log-only", "1:0", "0:2"])
 def test_a_traceback_cut_in_a_wait_after_ctrl_c_is_a_hang(catalogue, acct):
-    d = _diagnose(catalogue, PROGRESS + "^C" + TRACEBACK + _frames(*TO_THE_QUEUE), acct)
+    d = read_log(catalogue, PROGRESS + "^C" + TRACEBACK + _frames(*TO_THE_QUEUE), acct)
     assert (d.class_id, d.decided_by) == ("hang", "hint")
     assert any("in select" in e.text for e in d.evidence)
 
@@ -89,11 +82,11 @@ def test_a_traceback_cut_in_a_wait_after_ctrl_c_is_a_hang(catalogue, acct):
     + "^C" + TRACEBACK + _frames(*TO_THE_QUEUE),
 ], ids=["no-ctrl-c", "computing", "handler-not-reached", "another-error-before"])
 def test_a_traceback_cut_elsewhere_stays_a_failure_of_unknown_cause(catalogue, text):
-    d = _diagnose(catalogue, PROGRESS + text)
+    d = read_log(catalogue, PROGRESS + text)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
 
 
 def test_the_worker_death_whole_still_reads_by_its_message(catalogue):
     text = (PROGRESS + TRACEBACK + _frames(*TO_THE_QUEUE, SIGCHLD_HANDLER)
             + "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.\n")
-    assert _diagnose(catalogue, text).class_id == "dataloader_worker_killed"
+    assert read_log(catalogue, text).class_id == "dataloader_worker_killed"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
+from tests.support.diagnosis import read_log
 
 METRICS = ("[03/02 11:09:{s} d2.utils.events]:  eta: 0:00:{eta}  iter: {it}  total_loss: 0.4120  "
            "loss_cls: 0.1008  loss_box_reg: 0.2010  time: 0.2650  data_time: 0.0040  "
@@ -37,28 +37,21 @@ def catalogue() -> Catalogue:
     return Catalogue.load()
 
 
-def _diagnose(catalogue: Catalogue, text: str):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(None)
-
-
 @pytest.mark.parametrize("total", ["6:41:12", "1 day, 6:41:12", "3 days, 0:00:07"])
 def test_total_training_time_ends_a_finished_run(catalogue, total):
-    d = _diagnose(catalogue, LOOP + REPORT.format(total=total))
+    d = read_log(catalogue, LOOP + REPORT.format(total=total))
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     assert any("Total training time" in e.text for e in d.evidence)
 
 
 def test_the_report_after_the_loops_exception_is_no_completion(catalogue):
     """The log cut right after the finally block's report: the exception decides."""
-    d = _diagnose(catalogue, LOOP + EXCEPTION + REPORT.format(total="6:41:12"))
+    d = read_log(catalogue, LOOP + EXCEPTION + REPORT.format(total="6:41:12"))
     assert d.class_id == "unknown_failure"
 
 
 def test_the_report_before_the_re_raised_exception_is_no_completion(catalogue):
     """The whole log: the exception re-raised after the report, as Python prints it."""
     again = EXCEPTION.split("\n", 1)[1]
-    d = _diagnose(catalogue, LOOP + EXCEPTION + REPORT.format(total="6:41:12") + again)
+    d = read_log(catalogue, LOOP + EXCEPTION + REPORT.format(total="6:41:12") + again)
     assert d.class_id == "unknown_failure"

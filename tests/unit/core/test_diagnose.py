@@ -16,6 +16,7 @@ from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.models import STOP_CLASSES, Accounting, Action, NeverStarted
 from bot.core.units import parse_size
 from bot.slack.render import explain, explain_title
+from tests.support.diagnosis import read_log
 from tests.support.log_times import TIMES_BEFORE_A_BAR
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
@@ -277,7 +278,7 @@ def test_a_pbs_epilogues_walltime_used_is_no_time_limit(catalogue):
     # near miss: the resources a job used, printed at every end, name no kill
     text = ("[2025-03-02 10:00:00] iter 8000/8000 loss 0.21\nTraining complete.\n"
             "   Walltime requested: 01:00:00            Walltime Used: 00:41:40\n")
-    assert _diagnose_text(catalogue, text).class_id == "completed"
+    assert read_log(catalogue, text).class_id == "completed"
 
 
 RAY_SYSTEM_ERROR = (
@@ -303,7 +304,7 @@ RAY_SYSTEM_ERROR = (
 def test_a_worker_rays_memory_monitor_killed_is_a_host_oom(catalogue, line: str):
     text = ("{'train_runtime': 23328.5, 'train_loss': 0.628, 'epoch': 1.0}\n"
             "(head, rank=0, pid=4503) " + line + "\n")
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
 
 
@@ -320,27 +321,27 @@ MXNET_HOST = "src/storage/./cpu_device_storage.h:73: Failed to allocate CPU Memo
 ])
 def test_mxnets_storage_out_of_memory_names_the_host_or_the_gpu(catalogue, line, class_id):
     text = "[10:21:50] Epoch[3] Batch [400]\tSpeed: 211.3 samples/sec\tloss=1.21\n" + line + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "signature")
     failed = Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=600)
-    assert _diagnose_text(catalogue, text, failed).class_id == class_id
+    assert read_log(catalogue, text, failed).class_id == class_id
 
 
 def test_mxnet_failing_to_allocate_another_devices_memory_is_no_host_oom(catalogue):
     text = ("[10:21:50] Epoch[3] Batch [400]\tloss=1.21\n"
             "mxnet.base.MXNetError: [10:21:55] src/storage/storage.cc:119: Failed to allocate "
             "GPU Memory\n")
-    assert _diagnose_text(catalogue, text).class_id != "host_oom"
+    assert read_log(catalogue, text).class_id != "host_oom"
 
 
 def test_a_ray_worker_dead_of_a_system_error_is_a_host_oom_only_by_hint(catalogue):
     # Ray names the OOM killer as the first likely cause; a segfault reads the same
     text = PROGRESS_AT_120 + RAY_SYSTEM_ERROR + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
     # and a job that goes on after it is running
     more = text + "[2025-03-02 10:00:05] iter 121/8000 loss 1.20\n"
-    assert _diagnose_text(catalogue, more).class_id == "none"
+    assert read_log(catalogue, more).class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -430,7 +431,7 @@ def test_too_little_of_a_deciding_line_at_the_end_decides_nothing(catalogue, lin
 def test_a_cut_off_line_before_more_output_decides_nothing(catalogue):
     text = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n[Rank 6] Watchdog caught collective\n"
             "[2025-03-02 10:00:05] iter 121/8000 loss 1.20\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 NCCL_REMOTE_ERROR = (
@@ -445,7 +446,7 @@ def test_nccl_remote_error_after_an_infiniband_fault_is_the_nodes(catalogue):
     text = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
             + "[rank0]: NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, opcode 0,"
             " len 0, vendor err 129 (Send)\n")
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("node_failure", "hint")
     assert any("Got completion from peer" in e.text for e in d.evidence)
 
@@ -454,7 +455,7 @@ def test_nccl_remote_error_is_the_symptom_of_another_ranks_error(catalogue):
     text = (PROGRESS_AT_120 +
             "[rank3]: RuntimeError: GPU 3 ran out of memory in the fused attention kernel\n"
             + NCCL_REMOTE_ERROR)
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
     assert not d.retryable
 
@@ -463,7 +464,7 @@ def test_nccl_remote_error_alone_names_no_cause(catalogue):
     text = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
             + "[rank0]: socketProgressOpt: Call to recv from 10.0.0.2<33759> failed :"
             " Connection reset by peer\n")
-    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+    assert read_log(catalogue, text).class_id == "unknown_failure"
 
 
 IB_FAULT = ("[rank0]: NET/IB : Got completion from peer 10.0.35.1<49189> with error 12, opcode 0,"
@@ -483,7 +484,7 @@ def test_nccl_remote_error_names_the_same_cause_with_and_without_accounting(
         catalogue, acct, cause, class_id, evidence):
     # the reporting rank's SIGABRT (torchrun's line, sacct's 0:6) or exit 1 is the symptom's
     text = PROGRESS_AT_120 + cause + TORCHRUN_ABORT
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == (class_id, "hint")
     assert any(evidence in e.text for e in d.evidence)
 
@@ -501,7 +502,7 @@ def test_the_abort_of_the_rank_that_reported_the_remote_error_is_not_a_second_cl
     """Its SIGABRT is the named cause's symptom: the incident's "also seen" does not list an
     NCCL timeout beside it."""
     text = PROGRESS_AT_120 + cause + TORCHRUN_ABORT
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert d.class_id == class_id
     assert "nccl_timeout" not in d.secondary
 
@@ -513,7 +514,7 @@ def test_a_watchdog_timeout_beside_the_remote_error_is_still_listed(catalogue):
             "[rank0]:[E302 10:30:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught"
             " collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for"
             " 1800000 milliseconds before timing out.\n" + NCCL_REMOTE_ERROR + TORCHRUN_ABORT)
-    d = _diagnose_text(catalogue, text, SIGABRT)
+    d = read_log(catalogue, text, SIGABRT)
     assert d.class_id == "cuda_oom" and "nccl_timeout" in d.secondary
 
 
@@ -522,7 +523,7 @@ def test_a_watchdog_timeout_beside_the_remote_error_is_still_listed(catalogue):
 def test_nccl_remote_error_naming_no_cause_is_decided_by_accounting(catalogue, acct, class_id):
     text = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
             + TORCHRUN_ABORT)
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == (class_id, "accounting")
 
 
@@ -553,7 +554,7 @@ def test_an_infiniband_fault_nccl_reports_in_any_version_is_the_nodes(catalogue,
                                                                      fault):
     text = (PROGRESS_AT_120 + error
             + "gpu-a017:12345:12400 [0] NCCL WARN " + fault + "\n" + TORCHRUN_ABORT)
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == ("node_failure", "hint")
     assert d.retryable and not d.charges_budget
 
@@ -582,14 +583,14 @@ def test_an_infiniband_fault_after_another_rank_died_of_its_own_error_is_that_er
     # error, the failed sends to the dead peer: not the node's fabric, nothing to --exclude
     for order in (peer + NCCL_REMOTE_ERROR + IB_AFTER_PEER_DIED,
                   NCCL_REMOTE_ERROR + IB_AFTER_PEER_DIED + peer):
-        d = _diagnose_text(catalogue, PROGRESS_AT_120 + order
-                           + LAUNCHER_WRAPPER + TORCHRUN_ABORT, acct)
+        d = read_log(catalogue, PROGRESS_AT_120 + order
+                     + LAUNCHER_WRAPPER + TORCHRUN_ABORT, acct)
         assert (d.class_id, d.decided_by, d.retryable, d.node) == (class_id, "hint", False, None)
         assert any(evidence in e.text for e in d.evidence)
     # the same fault with no other rank's error (only collateral ones) is the node's
     alone = (PROGRESS_AT_120 + NCCL_REMOTE_ERROR
              + IB_AFTER_PEER_DIED + LAUNCHER_WRAPPER + TORCHRUN_ABORT)
-    assert _diagnose_text(catalogue, alone, acct).class_id == "node_failure"
+    assert read_log(catalogue, alone, acct).class_id == "node_failure"
 
 
 def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
@@ -598,13 +599,13 @@ def test_an_nccl_system_error_without_a_network_fault_names_no_node(catalogue):
             "/dev/shm/nccl-Bzp5M1 (size 9637888), error: No space left on device (28)\n")
     # a full /dev/shm (test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_...)
     for acct in (None, EXIT_1):
-        d = _diagnose_text(catalogue, text, acct)
+        d = read_log(catalogue, text, acct)
         assert (d.class_id, d.detail, d.node) == ("unknown_failure", {"kind": "nccl_shm"}, None)
 
 
 def test_a_scheduler_verdict_still_decides_over_nccl_remote_errors_cause(catalogue):
     text = PROGRESS_AT_120 + RANK_OOM + NCCL_REMOTE_ERROR
-    d = _diagnose_text(catalogue, text, Accounting(state="NODE_FAIL", exit_code=0, signal=0))
+    d = read_log(catalogue, text, Accounting(state="NODE_FAIL", exit_code=0, signal=0))
     assert (d.class_id, d.decided_by) == ("node_failure", "accounting")
 
 
@@ -619,14 +620,14 @@ HOROVOD_STALL = (
 
 
 def test_a_log_that_ends_in_horovods_stall_warning_is_a_hang(catalogue):
-    d = _diagnose_text(catalogue, PROGRESS_AT_120 + HOROVOD_STALL)
+    d = read_log(catalogue, PROGRESS_AT_120 + HOROVOD_STALL)
     assert (d.class_id, d.decided_by) == ("hang", "hint")
 
 
 def test_horovods_stall_warning_followed_by_progress_is_survived(catalogue):
     text = (PROGRESS_AT_120 + HOROVOD_STALL
             + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 JAX_STEP = "I0501 10:00:30.000000 140 train.py:88] step 200, loss 2.1011\n"
@@ -637,11 +638,11 @@ XLA_STUCK = ("E0501 10:05:00.000000 140 rendezvous.cc:120] This thread has been 
 
 
 def test_a_log_that_ends_in_xlas_stuck_rendezvous_warning_is_a_hang(catalogue):
-    d = _diagnose_text(catalogue, JAX_STEP + XLA_STUCK)
+    d = read_log(catalogue, JAX_STEP + XLA_STUCK)
     assert (d.class_id, d.decided_by) == ("hang", "hint")
     unstuck = ("E0501 10:05:10.000000 140 rendezvous.cc:121] Thread is unstuck! Warning above "
                "was a false-positive. Perhaps the timeout is too short.\n")
-    assert _diagnose_text(catalogue, JAX_STEP + XLA_STUCK + unstuck + JAX_STEP).class_id == "none"
+    assert read_log(catalogue, JAX_STEP + XLA_STUCK + unstuck + JAX_STEP).class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -657,7 +658,7 @@ def test_a_log_that_ends_in_xlas_stuck_rendezvous_warning_is_a_hang(catalogue):
     "Exiting to ensure a consistent program state.",
 ])
 def test_tensorflows_and_xlas_collective_timeouts_are_an_nccl_timeout(catalogue, line: str):
-    d = _diagnose_text(catalogue, JAX_STEP + line + "\n")
+    d = read_log(catalogue, JAX_STEP + line + "\n")
     assert (d.class_id, d.decided_by) == ("nccl_timeout", "signature")
     assert d.retryable
 
@@ -679,7 +680,7 @@ def test_a_task_lost_for_one_of_several_reasons_is_not_named_a_preemption(catalo
     """The coordination service lists preemption among a lost task's possible causes: the words
     name no one cause, so the log ends in an unknown failure (the cause is in that task's own
     output)."""
-    assert _diagnose_text(catalogue, JAX_STEP + ending + "\n").class_id == "unknown_failure"
+    assert read_log(catalogue, JAX_STEP + ending + "\n").class_id == "unknown_failure"
 
 
 def _interrupted(*frames: tuple[str, str]) -> str:
@@ -724,7 +725,7 @@ SIGINT = Accounting(state="FAILED", exit_code=0, signal=2)
                          ids=["lock", "pipe", "with-idle-worker"])
 def test_a_run_interrupted_by_hand_while_it_waited_had_hung(catalogue, acct, interrupt):
     text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + interrupt
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == ("hang", "hint")
     assert any(e.text == "KeyboardInterrupt" for e in d.evidence)
 
@@ -737,7 +738,7 @@ def test_a_run_interrupted_by_hand_while_it_waited_had_hung(catalogue, acct, int
 ], ids=["computing", "idle-worker-only", "another-error"])
 def test_an_interrupt_names_no_hang_unless_the_main_process_waited(catalogue, acct, interrupt):
     text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + interrupt
-    assert _diagnose_text(catalogue, text, acct).class_id != "hang"
+    assert read_log(catalogue, text, acct).class_id != "hang"
 
 
 def _raised(exception: str, *frames: tuple[str, str]) -> str:
@@ -766,7 +767,7 @@ def test_apex_dividing_by_its_underflowed_loss_scale_is_a_divergence(catalogue, 
     divides by it: the gradients kept overflowing, as a diverging run's do."""
     text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + _raised(
         "ZeroDivisionError: float division by zero", *TO_APEX_SCALER, innermost)
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "hint", False)
     assert any("scaler.py" in e.text for e in d.evidence)
 
@@ -784,7 +785,7 @@ def test_apex_dividing_by_its_underflowed_loss_scale_is_a_divergence(catalogue, 
 ], ids=["user-code", "user-code-under-apex", "other-error-in-apex"])
 def test_other_errors_and_divisions_by_zero_stay_unknown(catalogue, acct, traceback):
     text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + traceback
-    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+    assert read_log(catalogue, text, acct).class_id == "unknown_failure"
 
 
 TORCH = "/opt/conda/lib/python3.10/site-packages/torch"
@@ -815,7 +816,7 @@ def test_a_pickle_that_ends_early_in_torch_load_is_a_truncated_checkpoint(catalo
     pickle's end-of-data errors: the checkpoint the run resumed from is incomplete."""
     text = "[2025-03-02 10:00:00] Resuming from /ckpt/run/iter_000001000/model.pt\n" + _raised(
         exception, *TO_TORCH_LOAD, innermost)
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.action) == ("checkpoint_corrupt", "hint", Action.ASK)
     assert any("serialization.py" in e.text for e in d.evidence)
     assert "previous complete checkpoint" in explain(d)
@@ -836,7 +837,7 @@ def test_a_pickle_that_ends_early_in_torch_load_is_a_truncated_checkpoint(catalo
 def test_other_ends_of_input_and_load_errors_are_no_truncated_checkpoint(catalogue, acct,
                                                                          traceback):
     text = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n" + traceback
-    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+    assert read_log(catalogue, text, acct).class_id == "unknown_failure"
 
 
 SAVE_INTO_FULL_DISK = (
@@ -860,7 +861,7 @@ def test_a_full_disk_during_a_save_is_the_cause_and_leaves_that_checkpoint_parti
     """Rank 0 writing the checkpoint fails on the full disk; the other ranks' watchdog fires
     while they wait for it: the disk is the cause, the save it broke is partial, and no
     resubmit happens by itself (a resubmit fails again until space is freed)."""
-    d = _diagnose_text(catalogue, SAVE_INTO_FULL_DISK, acct)
+    d = read_log(catalogue, SAVE_INTO_FULL_DISK, acct)
     assert (d.class_id, d.decided_by) == ("disk_full", "signature")
     assert (d.action, d.retryable) == (Action.ASK, False)
     assert d.during_checkpoint_save
@@ -878,7 +879,7 @@ def test_a_full_disk_during_a_save_is_the_cause_and_leaves_that_checkpoint_parti
 def test_a_full_disk_outside_a_save_says_no_save_was_cut_short(catalogue):
     text = ("[2026-11-29 10:00:45] iter 1000/8000 loss 0.70 4.5 s/iter\n"
             "tee: train_log.txt: No space left on device\n")
-    d = _diagnose_text(catalogue, text, FAILED)
+    d = read_log(catalogue, text, FAILED)
     assert d.class_id == "disk_full" and not d.during_checkpoint_save and d.detail is None
 
 
@@ -889,7 +890,7 @@ def test_a_full_disk_outside_a_save_says_no_save_was_cut_short(catalogue):
     "write /scratch/run/ckpt/iter_4000.pt: No space left on device, giving up\n",
 ])
 def test_an_error_that_names_a_full_disk_in_its_own_words_is_one(catalogue, error):
-    d = _diagnose_text(catalogue, "[2026-11-29 10:00:45] iter 1000/8000 loss 0.70\n" + error)
+    d = read_log(catalogue, "[2026-11-29 10:00:45] iter 1000/8000 loss 0.70\n" + error)
     assert (d.class_id, d.decided_by) == ("disk_full", "hint")
 
 
@@ -899,13 +900,13 @@ def test_a_full_dev_shm_in_the_same_words_is_no_full_disk(catalogue, acct):
     text = ("[2026-11-29 10:00:45] iter 1000/8000 loss 0.70\n"
             "gpu-a017:1234:1300 [0] NCCL INFO Error: failed to extend /dev/shm/nccl-Xb2 to "
             "9637892 bytes: No space left on device\n")
-    assert _diagnose_text(catalogue, text, acct).class_id != "disk_full"
+    assert read_log(catalogue, text, acct).class_id != "disk_full"
 
 
 def test_a_wait_interrupted_before_more_progress_is_survived(catalogue):
     text = (PROGRESS_AT_120 + WAITING_ON_A_LOCK
             + "[2025-03-02 10:01:05] iter 121/8000 loss 1.20\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 def test_time_limit_wins_over_collateral_errors_in_the_log(catalogue):
@@ -1132,16 +1133,9 @@ def test_running_job_stuck_in_a_save_is_a_hang_naming_the_save(catalogue):
 # --- logs that end in an error, GPU faults, checkpoint loading ------------------------------
 
 
-def _diagnose_text(catalogue, text: str, acct: Accounting | None = None):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(acct)
-
-
 def _after_progress(catalogue, line: str, acct: Accounting | None = None):
     """The diagnosis of a log that reached iteration 120, then said `line`."""
-    return _diagnose_text(catalogue, PROGRESS_AT_120 + line + "\n", acct)
+    return read_log(catalogue, PROGRESS_AT_120 + line + "\n", acct)
 
 
 NATIVE_ABORT = (
@@ -1154,7 +1148,7 @@ NATIVE_ABORT = (
 
 
 def test_a_log_that_ends_in_a_native_abort_is_a_failure_without_accounting(catalogue):
-    assert _diagnose_text(catalogue, NATIVE_ABORT).class_id == "unknown_failure"
+    assert read_log(catalogue, NATIVE_ABORT).class_id == "unknown_failure"
 
 
 MODULE_NOT_LOADED = "GCCcore/7.3.0 exists but could not be loaded as requested.\n"
@@ -1163,14 +1157,14 @@ MODULE_NOT_LOADED = "GCCcore/7.3.0 exists but could not be loaded as requested.\
 def test_a_log_that_ends_in_a_module_the_launcher_could_not_load_is_a_failure(catalogue):
     # Lmod refused the environment the job needs; nothing ran after it
     text = "Loading modules for the run\n" + MODULE_NOT_LOADED
-    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+    assert read_log(catalogue, text).class_id == "unknown_failure"
 
 
 def test_a_module_not_loaded_before_training_progress_is_survived(catalogue):
     # near miss: the run went on without it
     text = (MODULE_NOT_LOADED + "[2025-03-02 10:00:00] iter 1/8000 loss 2.31\n"
             "[2025-03-02 10:00:04] iter 2/8000 loss 2.30\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(catalogue):
@@ -1178,7 +1172,7 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
         "[2025-03-02 10:01:00] iter 122/8000 loss 1.19\n"
         "[2025-03-02 10:01:04] iter 123/8000 loss 1.18\n"
     )
-    assert _diagnose_text(catalogue, survived).class_id == "none"
+    assert read_log(catalogue, survived).class_id == "none"
 
 
 @pytest.mark.parametrize("prefix", [
@@ -1188,7 +1182,7 @@ def test_a_log_that_ends_in_progress_is_running_whatever_it_survived_before(cata
 def test_a_decisive_line_behind_a_runner_prefix_decides(catalogue, prefix: str):
     text = (prefix + PROGRESS_AT_120
             + prefix + "MemoryError\n")
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
 
 
@@ -1312,10 +1306,10 @@ def test_an_error_with_a_number_or_a_metric_on_its_line_is_still_an_error(catalo
 ])
 def test_an_error_after_the_end_of_training_is_a_failure(catalogue, finish: str):
     text = "[2025-03-02 10:00:00] iter 7999/8000 loss 0.92\n" + finish + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "completed"
+    assert read_log(catalogue, text).class_id == "completed"
     crashed = text + ("Traceback (most recent call last):\n"
                       "OSError: [Errno 122] Disk quota exceeded: 'out/final/model.safetensors'\n")
-    d = _diagnose_text(catalogue, crashed)
+    d = read_log(catalogue, crashed)
     assert (d.class_id, d.decided_by) == ("disk_full", "signature")
 
 
@@ -1329,11 +1323,11 @@ def test_a_log_that_ends_in_the_final_off_grid_checkpoint_save_is_completed(cata
     progress line and off its step grid (progress every 100 steps, the end at 31250)."""
     final = ("I0814 17:34:05.256262 139699710150400 tf_logging.py:115] Saving checkpoints for "
              "31250 into /scratch/resnet/model.ckpt.\n")
-    assert _diagnose_text(catalogue, TF_PROGRESS + final).class_id == "completed"
+    assert read_log(catalogue, TF_PROGRESS + final).class_id == "completed"
     # a periodic save on the grid, or any save followed by more progress, is a running job
     periodic = final.replace("31250", "31300")
-    assert _diagnose_text(catalogue, TF_PROGRESS + periodic).class_id == "none"
-    assert _diagnose_text(catalogue, TF_PROGRESS + final + TF_PROGRESS.replace(
+    assert read_log(catalogue, TF_PROGRESS + periodic).class_id == "none"
+    assert read_log(catalogue, TF_PROGRESS + final + TF_PROGRESS.replace(
         "step = 31", "step = 32")).class_id == "none"
 
 
@@ -1349,18 +1343,18 @@ TABLE_BORDER = "+-------+------------+----------------+\n"
 def test_a_log_that_ends_in_a_closed_progress_table_is_completed(catalogue):
     """A trainer that prints its progress as a table (Turi Create's toolkits) closes it with a
     border when its loop ends; the table still open is a running job."""
-    assert _diagnose_text(catalogue, EPOCH_TABLE + TABLE_BORDER).class_id == "completed"
-    assert _diagnose_text(catalogue, EPOCH_TABLE).class_id == "none"
+    assert read_log(catalogue, EPOCH_TABLE + TABLE_BORDER).class_id == "completed"
+    assert read_log(catalogue, EPOCH_TABLE).class_id == "none"
 
 
 def test_a_closed_table_of_other_figures_is_not_the_end(catalogue):
     per_class = ("[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n"
                  "+-------+-----+-------+\n| class | gts | ap    |\n+-------+-----+-------+\n"
                  "| car   | 412 | 0.612 |\n| bike  | 98  | 0.405 |\n+-------+-----+-------+\n")
-    assert _diagnose_text(catalogue, per_class).class_id == "none"
+    assert read_log(catalogue, per_class).class_id == "none"
     # the border followed by more output: the table was one of several
-    assert _diagnose_text(catalogue, EPOCH_TABLE + TABLE_BORDER
-                          + "Resuming with a lower learning rate\n").class_id == "none"
+    assert read_log(catalogue, EPOCH_TABLE + TABLE_BORDER
+                    + "Resuming with a lower learning rate\n").class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -1405,7 +1399,7 @@ def test_deepspeeds_overflow_again_and_again_at_its_minimum_loss_scale_is_a_dive
         catalogue):
     # the gradients overflow unscaled, step after step: the run diverged
     text = "[2023-05-01 10:00:00] step 120 loss 1.21\n" + _overflows(2, 1, 1, 1)
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("nan_loss", "signature")
 
 
@@ -1416,7 +1410,7 @@ def test_deepspeeds_overflow_again_and_again_at_its_minimum_loss_scale_is_a_dive
 def test_deepspeeds_routine_or_few_overflows_at_its_minimum_are_no_divergence(catalogue, scales):
     text = ("[2023-05-01 10:00:00] step 120 loss 1.21\n" + _overflows(*scales)
             + "[2023-05-01 10:09:00] step 121 loss 1.20\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -1428,7 +1422,7 @@ def test_deepspeeds_routine_or_few_overflows_at_its_minimum_are_no_divergence(ca
 def test_transformers_underflow_overflow_detector_finding_inf_or_nan_is_a_divergence(
         catalogue, line):
     text = "[2023-05-01 10:00:00] step 0 loss 1.21\n" + line + "\n"
-    assert _diagnose_text(catalogue, text).class_id == "nan_loss"
+    assert read_log(catalogue, text).class_id == "nan_loss"
 
 
 def test_transformers_underflow_overflow_detectors_tracing_is_no_divergence(catalogue):
@@ -1438,7 +1432,7 @@ def test_transformers_underflow_overflow_detectors_tracing_is_no_divergence(cata
             "abs min  abs max  metadata\n"
             "                  *** Starting batch number=3 ***\n"
             "[2023-05-01 10:00:09] step 4 loss 1.10\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 @pytest.mark.parametrize("empty", [
@@ -1464,10 +1458,10 @@ def test_transformers_underflow_overflow_detectors_tracing_is_no_divergence(cata
 def test_an_empty_data_set_is_a_silent_exit_even_when_the_script_says_it_finished(
         catalogue, empty: str):
     text = "0 train images with repeating.\n" + empty + "\nTraining finished\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("silent_exit", "signature") and not d.retryable
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=30)
-    assert _diagnose_text(catalogue, text, done).class_id == "silent_exit"
+    assert read_log(catalogue, text, done).class_id == "silent_exit"
 
 
 @pytest.mark.parametrize("warning", [
@@ -1486,13 +1480,13 @@ def test_keras_interrupting_fit_when_its_input_runs_dry_is_a_silent_exit(catalog
             + warning + "\n"
             "Epoch 00001: saving model to ./checkpoints/model_01.h5\n"
             " 212/5000 [>.............................]\n")
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("silent_exit", "signature") and not d.retryable
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=600)
-    assert _diagnose_text(catalogue, text, done).class_id == "silent_exit"
+    assert read_log(catalogue, text, done).class_id == "silent_exit"
     # ... and the epochs simply going on are a running job
     going = "Epoch 1/40\n5000/5000 [==============================] - 610s - loss: 0.41\n"
-    assert _diagnose_text(catalogue, going + "Epoch 2/40\n").class_id == "none"
+    assert read_log(catalogue, going + "Epoch 2/40\n").class_id == "none"
 
 
 @pytest.mark.parametrize("end", [
@@ -1505,11 +1499,11 @@ def test_a_trainer_saying_it_trained_zero_steps_is_a_silent_exit(catalogue, end:
     it is done after 0 steps trained nothing, though it ends as a finished run would."""
     text = ("EPOCHS: 200\nNo checkpoint file found\n"
             "Restoring ImageNet Pretrained: vgg16_weights.npz\n" + end + "\n")
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("silent_exit", "signature") and not d.retryable
     # ... while the same end after real steps is no silent exit
     trained = text.replace(" 0 ", " 10 ")
-    assert _diagnose_text(catalogue, trained).class_id != "silent_exit"
+    assert read_log(catalogue, trained).class_id != "silent_exit"
 
 
 KERAS_EPOCHS = "".join(
@@ -1526,12 +1520,12 @@ KERAS_EPOCHS = "".join(
 ])
 def test_keras_early_stopping_is_the_run_ending_as_configured(catalogue, stopped: str):
     """Keras's EarlyStopping ends fit() before its last epoch by design: a completion."""
-    d = _diagnose_text(catalogue, KERAS_EPOCHS + stopped)
+    d = read_log(catalogue, KERAS_EPOCHS + stopped)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     # ... but an error after it is still a failure
     crashed = (KERAS_EPOCHS + stopped + "Traceback (most recent call last):\n"
                "OSError: Unable to create file (unable to open file: name = 'best.h5')\n")
-    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+    assert read_log(catalogue, crashed).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize("line", [
@@ -1540,7 +1534,7 @@ def test_keras_early_stopping_is_the_run_ending_as_configured(catalogue, stopped
     "Epoch 8: early stopping is enabled with patience 3",
 ])
 def test_a_patience_count_or_an_early_stopping_setting_is_no_completion(catalogue, line: str):
-    assert _diagnose_text(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
+    assert read_log(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
 
 
 @pytest.mark.parametrize("finished", [
@@ -1555,7 +1549,7 @@ def test_a_patience_count_or_an_early_stopping_setting_is_no_completion(catalogu
     "Finished training in 812.4 seconds",
 ])
 def test_finished_training_is_a_completion(catalogue, finished: str):
-    d = _diagnose_text(catalogue, KERAS_EPOCHS + finished + "\n")
+    d = read_log(catalogue, KERAS_EPOCHS + finished + "\n")
     assert (d.class_id, d.decided_by) == ("completed", "signature")
 
 
@@ -1565,7 +1559,7 @@ def test_finished_training_is_a_completion(catalogue, finished: str):
     "[main]: Finished training epoch 3",
 ])
 def test_finishing_one_epoch_is_no_completion(catalogue, line: str):
-    assert _diagnose_text(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
+    assert read_log(catalogue, KERAS_EPOCHS + line + "\n").class_id == "none"
 
 
 LIGHTNING_EPOCH = ("Epoch {epoch}: {n:>3}%|          | {n}/100 [00:10<00:00,  9.80it/s, "
@@ -1589,13 +1583,13 @@ def test_a_completion_marker_followed_by_training_is_not_the_end(catalogue, mark
     """Training after a completion marker: the marker did not end the run, its later lines
     decide (here an epoch's bar mid-pass: running)."""
     text = _lightning_epochs(0, 4) + marker + "\n" + _lightning_epochs(5, 6, last_n=40)
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert d.class_id == "none"
     # ... the marker still decides when nothing trains after it
-    d = _diagnose_text(catalogue, _lightning_epochs(0, 6, last_n=40) + marker + "\n")
+    d = read_log(catalogue, _lightning_epochs(0, 6, last_n=40) + marker + "\n")
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     # ... and so does a later one, after the last progress
-    d = _diagnose_text(catalogue, text + "`Trainer.fit` stopped: `max_epochs=7` reached.\n")
+    d = read_log(catalogue, text + "`Trainer.fit` stopped: `max_epochs=7` reached.\n")
     assert (d.class_id, d.decided_by) == ("completed", "signature")
 
 
@@ -1618,7 +1612,7 @@ HF_EVALUATING = ("***** Running Evaluation *****\n  Num examples = 400\n  Batch 
 def test_an_evaluation_after_training_completed_is_no_training_progress(catalogue, acct):
     """A log cut off in the evaluation that follows `Training completed`: running, and the
     explanation says it evaluates (its bar counts batches, not steps), not that it trains."""
-    d = _diagnose_text(catalogue, HF_TRAINED + HF_EVALUATING, acct)
+    d = read_log(catalogue, HF_TRAINED + HF_EVALUATING, acct)
     # the last marker: the train metrics train() prints when it returns
     assert (d.class_id, d.detail) == ("none", {"kind": "evaluating", "line": 12})
     assert explain(d) == ("Training completed (line 12) and the run is evaluating the model now: "
@@ -1636,7 +1630,7 @@ def test_an_evaluation_whose_log_is_long_is_still_found_after_training_completed
     lines = "".join(f"eval batch {i}: 8 examples\n" for i in range(200))
     header, bar = HF_EVALUATING.rsplit(" 45%", 1)
     text = HF_TRAINED + header + lines + " 45%" + bar
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.detail) == ("none", {"kind": "evaluating", "line": 12})
     # ... also fed as a watcher feeds it, a few lines at a time
     analysis = LogAnalysis(catalogue)
@@ -1645,8 +1639,8 @@ def test_an_evaluation_whose_log_is_long_is_still_found_after_training_completed
     analysis.finish()
     assert analysis.diagnose(acct).detail == {"kind": "evaluating", "line": 12}
     # ... while a header before the marker (an evaluation during training) is not this one
-    d = _diagnose_text(catalogue, HF_EVALUATING.split(" 45%")[0] + HF_TRAINED + lines
-                       + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n", acct)
+    d = read_log(catalogue, HF_EVALUATING.split(" 45%")[0] + HF_TRAINED + lines
+                 + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n", acct)
     assert d.detail["kind"] == "running"
 
 
@@ -1655,12 +1649,12 @@ def test_an_evaluation_whose_log_is_long_is_still_found_after_training_completed
 def test_the_training_bar_drawn_again_after_training_completed_is_no_progress(catalogue, acct):
     """Hugging Face's ProgressCallback closes the training bar after `Training completed`,
     drawing it once more where it stopped (early stopping at 30 of 8000): the end of training."""
-    d = _diagnose_text(catalogue, HF_TRAINED, acct)
+    d = read_log(catalogue, HF_TRAINED, acct)
     assert (d.class_id, d.decided_by, d.detail) == (
         "completed", "signature", {"kind": "ended_early", "last_iter": 30, "target_iter": 8000})
     # ... a bar that moved on is training
     moved = HF_TRAINED + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n"
-    assert _diagnose_text(catalogue, moved, acct).class_id == (
+    assert read_log(catalogue, moved, acct).class_id == (
         "none" if acct is None else "silent_exit")
 
 
@@ -1679,29 +1673,28 @@ def test_a_run_that_stopped_in_an_evaluation_during_training_is_a_silent_exit(
     logged = "{'loss': 1.91, 'grad_norm': 0.5, 'learning_rate': 5e-05, 'epoch': 0.1}\n"
     text = (logged if logged_loss else "") + training + evaluation + "\n"
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
-    d = _diagnose_text(catalogue, text, done)
+    d = read_log(catalogue, text, done)
     assert d.class_id == "silent_exit"
     assert {"kind": "stopped", "last_iter": 100, "target_iter": 1000} in d.detail["reasons"]
 
 
 def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
-    d = _diagnose_text(catalogue, HF_TRAINED + HF_EVALUATING, done)
+    d = read_log(catalogue, HF_TRAINED + HF_EVALUATING, done)
     assert (d.class_id, d.decided_by, d.detail) == ("completed", "signature", None)
     evaluated = HF_EVALUATING.replace(" 45%|####5     | 45/100 [00:10<00:12,",
                                       "100%|##########| 100/100 [00:22<00:00,")
-    d = _diagnose_text(catalogue, HF_TRAINED + evaluated + "***** eval metrics *****\n")
+    d = read_log(catalogue, HF_TRAINED + evaluated + "***** eval metrics *****\n")
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     # ... an error in the evaluation is still the failure
     crashed = HF_TRAINED + HF_EVALUATING + ("Traceback (most recent call last):\n"
                                             "ValueError: expected 400 labels, got 399\n")
-    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+    assert read_log(catalogue, crashed).class_id == "unknown_failure"
     # ... and training after the marker, then an evaluation, is training (a mid-run one)
     trained_on = HF_TRAINED + "  0%|          | 40/8000 [00:45<2:40:00,  1.2it/s]\n"
-    d = _diagnose_text(catalogue, trained_on + HF_EVALUATING)
+    d = read_log(catalogue, trained_on + HF_EVALUATING)
     assert d.detail["kind"] == "running"
-    assert _diagnose_text(catalogue, trained_on + HF_EVALUATING, done).class_id == "silent_exit"
-
+    assert read_log(catalogue, trained_on + HF_EVALUATING, done).class_id == "silent_exit"
 
 
 # Hugging Face Trainer at its default verbosity (transformers' logger at WARNING: no `*****
@@ -1730,24 +1723,24 @@ def test_an_evaluation_bar_after_the_train_metrics_is_no_training_progress(catal
     as 100, and a COMPLETED run that reached its 60 steps a silent exit 'stopped at
     iteration 60 of 100'); the run trained its 60 steps and completed."""
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
-    d = _diagnose_text(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY, done)
+    d = read_log(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY, done)
     # (the run reached its target: sacct decides, the marker agreeing)
     assert (d.class_id, d.decided_by, d.detail) == ("completed", "accounting", None)
     assert (d.metrics.last_iter, d.metrics.target_iter) == (60, 60)
     assert "of 100" not in explain(d)
     # ... the log alone, cut in that evaluation: evaluating after training completed
-    d = _diagnose_text(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY)
+    d = read_log(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY)
     assert (d.class_id, d.detail, d.metrics.target_iter) == (
         "none", {"kind": "evaluating", "line": 7}, 60)
     # ... and once the evaluation's metrics are logged, completed
     evaluated = HF_EVALUATING_QUIETLY.replace(" 45%|####5     | 45/100 [00:10<00:12,",
                                               "100%|##########| 100/100 [00:22<00:00,")
-    d = _diagnose_text(catalogue, HF_TRAINED_QUIETLY + evaluated + "{'eval_loss': 1.71, "
-                       "'eval_runtime': 22.1, 'epoch': 1.0}\n")
+    d = read_log(catalogue, HF_TRAINED_QUIETLY + evaluated + "{'eval_loss': 1.71, "
+                 "'eval_runtime': 22.1, 'epoch': 1.0}\n")
     assert (d.class_id, d.decided_by, d.metrics.last_iter) == ("completed", "signature", 60)
     # ... while a bar of the training bar's total after the train metrics is training again
     trained_on = HF_TRAINED_QUIETLY + "\r  1%|          | 1/60 [00:01<00:59,  1.00it/s]\n"
-    assert _diagnose_text(catalogue, trained_on).detail["kind"] == "running"
+    assert read_log(catalogue, trained_on).detail["kind"] == "running"
 
 
 # Ray Train's report after each iteration (ray/tune/experimental/output.py, `on_trial_result`),
@@ -1782,13 +1775,13 @@ def test_a_ray_train_log_that_ends_after_an_iteration_is_not_completed(catalogue
     would show as the evidence of the end."""
     text = "Training started with configuration:\n" + RAY_ITERATION.format(
         n=1) + RAY_ITERATION.format(n=2)
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
-    d = _diagnose_text(catalogue, text, done)
+    d = read_log(catalogue, text, done)
     assert (d.class_id, d.decided_by) == ("completed", "accounting")
     assert not [e for e in d.evidence if "Training finished iteration" in e.text]
     # Ray's own end of the run is the end, by its signature
-    d = _diagnose_text(catalogue, text + RAY_END)
+    d = read_log(catalogue, text + RAY_END)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
 
 
@@ -1801,7 +1794,7 @@ def test_a_completion_marker_followed_by_training_is_no_evidence_of_the_end_for_
             "Training completed\n"
             "[2025-03-02 10:00:04] iter 20/8000 loss 1.20\n")
     short = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=20)
-    d = _diagnose_text(catalogue, text, short)
+    d = read_log(catalogue, text, short)
     assert (d.class_id, d.decided_by) == ("silent_exit", "detector")
     assert d.detail == {"kind": "silent_exit", "reasons": [
         {"kind": "short_run", "elapsed_s": 20},
@@ -1810,7 +1803,7 @@ def test_a_completion_marker_followed_by_training_is_no_evidence_of_the_end_for_
         "COMPLETED 0:0, but it ran for only 20 s; it stopped at iteration 20 of 8000.")
     # ... a marker that ends the log still stands for the work done in a short run, and for
     # its end short of the target (test_a_completion_marker_that_ends_the_log_short_of_...)
-    ended = _diagnose_text(catalogue, text + "Training completed\n", short)
+    ended = read_log(catalogue, text + "Training completed\n", short)
     assert (ended.class_id, ended.decided_by) == ("completed", "signature")
 
 
@@ -1825,7 +1818,7 @@ def test_a_completion_marker_that_sacct_agrees_with_or_contradicts_does_not_deci
     marker is not decided by that marker either."""
     text = "".join(f"[2025-03-02 10:00:0{i}] iter {n}/30 loss 1.2\n"
                    for i, n in enumerate((10, 20, 30))) + "Training complete: 30 iterations\n"
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == (class_id, "accounting")
 
 
@@ -1844,7 +1837,7 @@ def test_a_completion_marker_that_ends_the_log_short_of_the_target_is_completed(
     stopping is legitimate); the explanation says where it ended."""
     text = "".join(f"[2025-03-02 10:00:0{i}] iter {n}/8000 loss 1.2\n"
                    for i, n in enumerate((10, 20, 30))) + marker + "\n"
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     assert d.detail == {"kind": "ended_early", "last_iter": 30, "target_iter": 8000}
     assert explain(d).startswith("Training ended at iteration 30 of 8,000, before the recipe's "
@@ -1852,7 +1845,7 @@ def test_a_completion_marker_that_ends_the_log_short_of_the_target_is_completed(
     assert "iteration 30에서 끝났습니다" in explain(d, "ko")
     # a launcher that exits 0 with no such marker stays a silent exit
     if acct is not None:
-        d = _diagnose_text(catalogue, text.replace(marker + "\n", ""), acct)
+        d = read_log(catalogue, text.replace(marker + "\n", ""), acct)
         assert d.class_id == "silent_exit"
         assert d.detail == {"kind": "silent_exit", "reasons": [
             {"kind": "stopped", "last_iter": 30, "target_iter": 8000}]}
@@ -1883,7 +1876,7 @@ def test_only_the_xid_codes_of_a_gpu_or_driver_fault_are_a_gpu_failure(
     "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: cudaErrorContained",
 ])
 def test_an_nvlink_fabric_fault_is_a_gpu_failure(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by) == ("gpu_failure", "signature")
     assert d.retryable and not d.charges_budget
 
@@ -1894,7 +1887,7 @@ def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalog
         "[rank1]:[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with "
         "exception: CUDA error: uncorrectable ECC error encountered\n"
     )
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     # the watchdog only reports the CUDA error: no collective timed out
     assert d.class_id == "gpu_failure" and "nccl_timeout" not in d.secondary
     assert d.retryable and not d.charges_budget and d.action is Action.RESUBMIT
@@ -1908,9 +1901,9 @@ def test_a_gpu_fault_is_the_cause_of_the_nccl_watchdog_abort_it_triggers(catalog
 def test_loading_a_checkpoint_is_not_progress(catalogue, loading: str):
     """A run that loaded a checkpoint and exited is a silent exit, not `completed`."""
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=300)
-    d = _diagnose_text(catalogue, loading + "\n", done)
+    d = read_log(catalogue, loading + "\n", done)
     assert d.class_id == "silent_exit" and d.metrics.last_iter is None
-    assert _diagnose_text(catalogue, loading + "\n").class_id == "none"
+    assert read_log(catalogue, loading + "\n").class_id == "none"
 
 
 START_UP_BARS = [
@@ -1930,13 +1923,13 @@ def test_a_log_that_ends_after_start_up_bars_ended_before_training(catalogue, ba
     """Data preparation and loading bars at 100 % are no target reached: the run ended (or
     runs) before its training began, as after any other start-up output."""
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=300)
-    d = _diagnose_text(catalogue, bar + "\n", done)
+    d = read_log(catalogue, bar + "\n", done)
     assert d.class_id == "silent_exit" and d.metrics.last_iter is None
     assert d.metrics.target_iter is None
-    assert _diagnose_text(catalogue, bar + "\n").class_id == "none"
+    assert read_log(catalogue, bar + "\n").class_id == "none"
     # the shell's prompt after them: a program that returned without training, and says so
     text = START_UP + bar + "\n(venv) user@host:~/proj$ \n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
     assert d.detail is not None and d.detail["progress"] is False
     assert "returned without training" in explain(d)
@@ -1948,7 +1941,7 @@ def test_a_log_that_ends_after_start_up_bars_ended_before_training(catalogue, ba
 ])
 def test_a_training_bar_after_start_up_bars_still_reaches_the_target(catalogue, bar: str):
     text = "".join(b + "\n" for b in START_UP_BARS) + bar + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == ("completed", 1000, 1000)
 
 
@@ -1964,7 +1957,7 @@ def test_a_timestamped_start_up_bar_before_the_prompt_is_no_training_progress(
     label: a run that only prepared or loaded (`Generating train split: 100%|`) and returned
     is told as one that never trained."""
     text = START_UP + time + bar + "\n(venv) user@host:~/proj$ \n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
     assert d.detail is not None and d.detail["progress"] is False, d.detail
     assert "returned without training" in explain(d)
@@ -1979,7 +1972,7 @@ def test_a_timestamped_start_up_bar_before_the_prompt_is_no_training_progress(
 def test_timestamped_progress_the_series_does_not_count_is_still_progress(
         catalogue, time: str, progress: str):
     """A bar or epoch row after the line's time reads as the training progress it shows."""
-    d = _diagnose_text(catalogue, START_UP + time + progress + "\n(venv) user@host:~/proj$ \n")
+    d = read_log(catalogue, START_UP + time + progress + "\n(venv) user@host:~/proj$ \n")
     assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
     assert d.detail is not None and d.detail["progress"] is True, d.detail
     assert "returned without finishing training" in explain(d)
@@ -2006,7 +1999,7 @@ def test_an_epoch_bar_at_its_total_is_no_end_of_training(catalogue, ending: str,
     """Lightning's `Epoch 1` bar at 4 of 4 is the end of an epoch, not of the run: the
     run's end is Lightning's `Trainer.fit` stopped line; its batches count on across epochs
     and its validation's bar is no training progress."""
-    d = _diagnose_text(catalogue, LIGHTNING_FIT + ending)
+    d = read_log(catalogue, LIGHTNING_FIT + ending)
     assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == (class_id, 8, None)
 
 
@@ -2051,11 +2044,11 @@ def test_an_epoch_bar_at_its_total_is_no_end_of_training(catalogue, ending: str,
 ])
 def test_a_log_that_ends_sigkilled_is_a_host_oom_without_accounting(catalogue, ending: str):
     text = PROGRESS_AT_120 + ending + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert d.class_id == "host_oom"
     # ... but a SIGKILL beside another cause's hint (a rank's SIGABRT) decides nothing alone
     mixed = text + "  traceback : Signal 6 (SIGABRT) received by PID 3431\n"
-    assert _diagnose_text(catalogue, mixed).class_id == "unknown_failure"
+    assert read_log(catalogue, mixed).class_id == "unknown_failure"
 
 
 RUNNER_FAILED = "run.pl: job failed, log is in exp/train_nodev/train.log\nrun.sh done.\n"
@@ -2074,8 +2067,8 @@ def test_a_kill_is_not_hidden_by_the_recipe_runners_failure_lines_after_it(catal
     """Kaldi's and ESPnet's run.pl report the job it ran failed, and the recipe ends: that is
     the kill's aftermath, not another cause."""
     text = PROGRESS_AT_120 + killed
-    assert _diagnose_text(catalogue, text).class_id == "host_oom"
-    d = _diagnose_text(catalogue, text + RUNNER_FAILED)
+    assert read_log(catalogue, text).class_id == "host_oom"
+    d = read_log(catalogue, text + RUNNER_FAILED)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
 
 
@@ -2088,7 +2081,7 @@ def test_a_kill_is_not_hidden_by_the_recipe_runners_failure_lines_after_it(catal
 def test_make_reporting_its_recipe_sigkilled_is_a_host_oom(catalogue, aftermath):
     text = PROGRESS_AT_120
     for ending in (aftermath, "Killed\n" + aftermath):
-        d = _diagnose_text(catalogue, text + ending)
+        d = read_log(catalogue, text + ending)
         assert (d.class_id, d.decided_by) == ("host_oom", "hint")
 
 
@@ -2100,7 +2093,7 @@ def test_make_reporting_its_recipe_sigkilled_is_a_host_oom(catalogue, aftermath)
 ])
 def test_a_runners_failure_without_a_kill_is_an_unknown_failure(catalogue, ending):
     text = PROGRESS_AT_120 + ending
-    assert _diagnose_text(catalogue, text).class_id == "unknown_failure"
+    assert read_log(catalogue, text).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize(("line", "class_id"), [
@@ -2116,7 +2109,7 @@ def test_a_runners_failure_without_a_kill_is_an_unknown_failure(catalogue, endin
 ])
 def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: str,
                                                                class_id: str):
-    assert _diagnose_text(catalogue, line + "\n").class_id == class_id
+    assert read_log(catalogue, line + "\n").class_id == class_id
 
 
 @pytest.mark.parametrize("line", [
@@ -2161,7 +2154,7 @@ def test_tensorflow_oom_is_gpu_or_host_memory_by_its_allocator(catalogue, line: 
     "CUDA_ERROR_OUT_OF_MEMORY",
 ])
 def test_every_accelerators_out_of_memory_is_a_device_oom(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert d.class_id == "cuda_oom" and not d.retryable
     assert d.decided_by == "signature"
 
@@ -2186,7 +2179,7 @@ KERAS_RUNNING = ("Epoch 2/20\n 600/1250 [=============>................] - ETA: 
 ])
 def test_tensorflows_memory_warnings_a_run_goes_on_after_are_no_oom(catalogue, line: str):
     text = "Epoch 1/20\n" + line + "\n" + KERAS_RUNNING
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 def test_a_log_that_ends_in_tensorflows_refused_reservations_is_a_device_oom(catalogue):
@@ -2194,7 +2187,7 @@ def test_a_log_that_ends_in_tensorflows_refused_reservations_is_a_device_oom(cat
         f"2019-08-26 18:41:15.94{n}905: E tensorflow/stream_executor/cuda/cuda_driver.cc:828] "
         f"failed to allocate {size} from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
         for n, size in enumerate(["2.96G (3173555200 bytes)", "2.66G (2856199680 bytes)"]))
-    d = _diagnose_text(catalogue, "Epoch 1/20\n" + retries)
+    d = read_log(catalogue, "Epoch 1/20\n" + retries)
     assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
 
 
@@ -2236,7 +2229,7 @@ PYTORCH_MESSAGES = [
 @pytest.mark.parametrize("acct", [None, FAILED], ids=["log-only", "1:0"])
 @pytest.mark.parametrize(("line", "class_id"), PYTORCH_MESSAGES, ids=lambda v: str(v)[:50])
 def test_pytorchs_own_failure_messages_decide_their_class(catalogue, acct, line, class_id):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n", acct)
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n", acct)
     assert (d.class_id, d.decided_by) == (class_id, "signature")
 
 
@@ -2260,7 +2253,7 @@ def test_pytorchs_own_failure_messages_decide_their_class(catalogue, acct, line,
     "jax._src.checkify.JaxRuntimeError: nan generated by primitive: log.",
 ])
 def test_the_frameworks_own_nan_guards_are_a_nan_loss(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by) == ("nan_loss", "signature")
 
 
@@ -2274,7 +2267,7 @@ def test_the_frameworks_own_nan_guards_are_a_nan_loss(catalogue, line: str):
     "loss tensor([inf], device='cuda:1')",
 ])
 def test_a_nan_named_by_autograd_or_a_printed_loss_tensor_is_a_nan_loss(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
 
 
@@ -2291,7 +2284,7 @@ def test_a_loss_logged_as_nan_in_other_words_is_a_nan_loss_while_training_goes_o
         catalogue, line: str):
     text = "[2018-11-26 15:02:57,162 INFO] Step 5600/50000; ppl:  9.83\n" + line + "\n"
     text += "[2018-11-26 15:12:08,893 INFO] Step 5750/50000; ppl:   9.1\n"  # more progress
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
 
 
@@ -2311,7 +2304,7 @@ def test_a_loss_logged_as_nan_in_other_words_is_a_nan_loss_while_training_goes_o
     "Detected NaN or Inf values in the gradients of rank 3",
 ])
 def test_a_loss_that_diverged_in_other_keys_or_words_is_a_nan_loss(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
 
 
@@ -2321,12 +2314,12 @@ def test_a_loss_that_diverged_in_other_keys_or_words_is_a_nan_loss(catalogue, li
     "Training did not diverge; loss 0.3",
 ])
 def test_finite_losses_in_those_forms_are_not_a_nan_loss(catalogue, line: str):
-    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id != "nan_loss"
+    assert read_log(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id != "nan_loss"
 
 
 def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
     line = "epoch 3 loss: tensor(0.4312, device='cuda:0', grad_fn=<AddBackward0>)"
-    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "none"
+    assert read_log(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "none"
 
 
 @pytest.mark.parametrize("finish", [
@@ -2346,14 +2339,14 @@ def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
 ])
 def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: str):
     text = "step 10 loss 1.2\n" + finish + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     # an error after it is a failure: a full disk, its message cut off (saving the final model)
     crashed = text + "Traceback (most recent call last):\nOSError: [Errno 28] No space left\n"
-    ended = _diagnose_text(catalogue, crashed)
+    ended = read_log(catalogue, crashed)
     assert (ended.class_id, ended.decided_by) == ("disk_full", "hint")
     failed = text + "Traceback (most recent call last):\nOSError: [Errno 5] Input/output error\n"
-    assert _diagnose_text(catalogue, failed).class_id == "unknown_failure"
+    assert read_log(catalogue, failed).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize("line", [
@@ -2374,7 +2367,7 @@ def test_the_frameworks_end_of_training_lines_are_completion(catalogue, finish: 
     "the session now.",
 ])
 def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert d.class_id == "preempted" and d.retryable and not d.charges_budget
 
 
@@ -2389,7 +2382,7 @@ def test_a_cloud_node_preempted_is_a_preemption(catalogue, line: str):
     "anon-rss:11500204kB, file-rss:0kB",
 ])
 def test_the_kernels_oom_killer_in_a_pasted_kernel_log_is_a_host_oom(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
 
 
@@ -2403,11 +2396,11 @@ def test_the_kernels_oom_killer_in_a_pasted_kernel_log_is_a_host_oom(catalogue, 
 def test_a_shells_kill_notice_in_another_language_ends_a_log_as_a_host_oom(catalogue,
                                                                            ending: str):
     text = PROGRESS_AT_120 + ending + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
     # a hint only: training that goes on after such a word is running
     more = text + "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n"
-    assert _diagnose_text(catalogue, more).class_id == "none"
+    assert read_log(catalogue, more).class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -2429,7 +2422,7 @@ def test_a_shells_kill_notice_in_another_language_ends_a_log_as_a_host_oom(catal
     "but was not found at ./libdevice.10.bc",
 ])
 def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.retryable) == ("compiler_missing", False)
     assert d.decided_by == "signature"
 
@@ -2453,7 +2446,7 @@ def test_every_toolchains_missing_compiler_is_compiler_missing(catalogue, line: 
 ])
 def test_a_missing_compiler_names_the_tool_and_its_own_fix(catalogue, line, tool, fix):
     """A CUDA toolkit's tool is not fixed by CC/CXX; a C compiler is."""
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert d.class_id == "compiler_missing"
     assert d.detail == {"kind": "missing_tool", "tool": tool}
     text = explain(d)
@@ -2464,8 +2457,8 @@ def test_a_missing_compiler_names_the_tool_and_its_own_fix(catalogue, line, tool
 
 
 def test_a_missing_compiler_line_that_names_no_tool_keeps_the_hint_alone(catalogue):
-    d = _diagnose_text(catalogue, "RuntimeError: Failed to find C compiler. Please specify via "
-                       "CC environment variable.\n")
+    d = read_log(catalogue, "RuntimeError: Failed to find C compiler. Please specify via "
+                 "CC environment variable.\n")
     assert d.class_id == "compiler_missing" and d.detail is None
     assert explain(d).startswith("Set CC/CXX on the worker")
 
@@ -2491,7 +2484,7 @@ def test_inductors_cpp_compile_error_from_a_compiler_that_ran_is_no_missing_comp
     # the compiler is there and rejected the generated code: a bug, not a CC to set
     output = (f"{INDUCTOR_CPP}:14:53: error: no matching function for call to "
               "'max_propagate_nan(float&, int)'")
-    d = _diagnose_text(catalogue, INDUCTOR_COMPILE_ERROR.replace("{output}", output), acct)
+    d = read_log(catalogue, INDUCTOR_COMPILE_ERROR.replace("{output}", output), acct)
     assert d.class_id == "unknown_failure"
     assert "CC/CXX" not in explain(d)
 
@@ -2503,7 +2496,7 @@ def test_inductors_cpp_compile_error_from_a_compiler_that_ran_is_no_missing_comp
 ], ids=["wrapper-alone", "no-gxx", "no-python-h"])
 def test_inductors_cpp_compile_error_without_a_compiler_that_ran_stays_a_missing_compiler(
         catalogue, output):
-    d = _diagnose_text(catalogue, INDUCTOR_COMPILE_ERROR.replace("{output}", output))
+    d = read_log(catalogue, INDUCTOR_COMPILE_ERROR.replace("{output}", output))
     assert d.class_id == "compiler_missing"
 
 
@@ -2523,7 +2516,7 @@ def test_tensorflows_fallback_to_the_drivers_ptx_compiler_is_no_missing_compiler
                                                                                   warning):
     """TensorFlow warns when it finds no ptxas or libdevice directory and compiles through the
     driver instead: a run that goes on is healthy."""
-    assert _diagnose_text(catalogue, warning + "\n" + KERAS_RUNNING).class_id == "none"
+    assert read_log(catalogue, warning + "\n" + KERAS_RUNNING).class_id == "none"
 
 
 @pytest.mark.parametrize(("ending", "class_id"), [
@@ -2543,7 +2536,7 @@ def test_tensorflows_fallback_to_the_drivers_ptx_compiler_is_no_missing_compiler
 def test_an_error_in_words_the_catalogue_lacks_is_named_by_its_vocabulary_as_a_hint(
         catalogue, ending: str, class_id: str):
     text = PROGRESS_AT_120 + ending + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "hint")
     assert [e.text for e in d.evidence] == [ending]  # the thread shows the words it went by
     if class_id in STOP_CLASSES:
@@ -2555,22 +2548,22 @@ def test_an_errors_vocabulary_decides_only_a_log_that_ends_in_it_and_names_one_c
     progress = PROGRESS_AT_120
     # two causes' words: no guess
     both = progress + "RuntimeError: NCCL barrier timed out after the GPU ran out of memory\n"
-    assert _diagnose_text(catalogue, both).class_id == "unknown_failure"
+    assert read_log(catalogue, both).class_id == "unknown_failure"
     # a traceback's frames and source lines mention anything; a warning decides nothing
     frames = progress + ("Traceback (most recent call last):\n"
                          '  File "train.py", line 88, in step\n'
                          "    dist.barrier(timeout=nccl_timeout)\n"
                          "UserWarning: the NCCL barrier timed out once, retrying\n"
                          "KeyError: 'labels'\n")
-    assert _diagnose_text(catalogue, frames).class_id == "unknown_failure"
+    assert read_log(catalogue, frames).class_id == "unknown_failure"
     # words before more progress: the job survived them
     survived = progress + ("RuntimeError: GPU 3 ran out of memory while packing the batch\n"
                            "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n")
-    assert _diagnose_text(catalogue, survived).class_id == "none"
+    assert read_log(catalogue, survived).class_id == "none"
     # Megatron's progress counter of skipped NaN steps is not a NaN loss
     megatron = progress + ("iteration 182/250000 | lm loss: 2.1E+00 | number of nan "
                            "iterations: 0 |\nRuntimeError: shard 4 is truncated\n")
-    assert _diagnose_text(catalogue, megatron).class_id == "unknown_failure"
+    assert read_log(catalogue, megatron).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize("notice", [
@@ -2581,7 +2574,7 @@ def test_an_errors_vocabulary_decides_only_a_log_that_ends_in_it_and_names_one_c
     "job 7730 was killed (due to node failure)",
 ])
 def test_a_batch_systems_notice_that_names_a_node_fault_is_a_node_failure(catalogue, notice):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + notice + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + notice + "\n")
     assert (d.class_id, d.decided_by) == ("node_failure", "signature")
     assert d.retryable and not d.charges_budget
 
@@ -2589,7 +2582,7 @@ def test_a_batch_systems_notice_that_names_a_node_fault_is_a_node_failure(catalo
 @pytest.mark.parametrize("notice", ["job preempted (higher priority job)",
                                     "job preempted (node reserved for maintenance)"])
 def test_a_preemption_for_another_reason_stays_a_preemption(catalogue, notice):
-    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + notice + "\n").class_id == "preempted"
+    assert read_log(catalogue, "step 10 loss 1.2\n" + notice + "\n").class_id == "preempted"
 
 
 @pytest.mark.parametrize("line", [
@@ -2606,7 +2599,7 @@ def test_a_preemption_for_another_reason_stays_a_preemption(catalogue, notice):
     "Node unexpectedly rebooted",
 ])
 def test_a_node_lost_by_ray_torch_elastic_or_slurm_is_a_node_failure(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by) == ("node_failure", "signature")
     assert d.retryable and not d.charges_budget
 
@@ -2621,23 +2614,23 @@ def test_a_node_lost_by_ray_torch_elastic_or_slurm_is_a_node_failure(catalogue, 
     "will try our best to dump the debug info.",
 ])
 def test_the_watchdogs_newer_lines_are_an_nccl_timeout(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert (d.class_id, d.decided_by) == ("nccl_timeout", "signature")
 
 
 def test_a_partitions_preemption_banner_decides_nothing(catalogue):
     banner = "NOTE: jobs in the 'scavenger' partition may be preempted by higher priority jobs\n"
     running = banner + "step 10 loss 1.2\nstep 20 loss 1.1\n"
-    assert _diagnose_text(catalogue, running).class_id == "none"
+    assert read_log(catalogue, running).class_id == "none"
     crashed = running + "KeyError: 'labels'\n"
-    assert _diagnose_text(catalogue, crashed).class_id == "unknown_failure"
+    assert read_log(catalogue, crashed).class_id == "unknown_failure"
 
 
 def test_enomem_is_a_host_oom(catalogue):
     text = (PROGRESS_AT_120 +
             "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
             "OSError: [Errno 12] Cannot allocate memory\n")
-    assert _diagnose_text(catalogue, text).class_id == "host_oom"
+    assert read_log(catalogue, text).class_id == "host_oom"
 
 
 def test_the_fast_scan_finds_a_signature_that_ends_its_line_mid_block(catalogue):
@@ -2664,12 +2657,12 @@ def test_the_fast_scan_finds_a_signature_that_ends_its_line_mid_block(catalogue)
 def test_ranks_killed_by_sigbus_are_a_shared_memory_case_without_accounting(catalogue,
                                                                             ending: str):
     text = PROGRESS_AT_120 + ending + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
     assert not d.retryable
     # ... and a SIGBUS is no decision when the log names another cause
     oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + text
-    assert _diagnose_text(catalogue, oom).class_id == "cuda_oom"
+    assert read_log(catalogue, oom).class_id == "cuda_oom"
 
 
 @pytest.mark.parametrize("notice", [
@@ -2690,23 +2683,23 @@ def test_a_process_the_shell_reports_killed_by_sigbus_is_a_shared_memory_case(ca
     """The shell's notice of SIGBUS (a write to a full /dev/shm) after the last progress line
     decides by hint; with sacct's SIGBUS (0:7) or exit 135 it decides as the accounting."""
     text = PROGRESS_AT_120 + notice + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("dataloader_worker_killed", "hint")
     assert not d.retryable
     for acct in (Accounting(state="FAILED", exit_code=0, signal=7),
                  Accounting(state="FAILED", exit_code=135, signal=0)):
-        assert _diagnose_text(catalogue, text, acct).class_id == "dataloader_worker_killed"
+        assert read_log(catalogue, text, acct).class_id == "dataloader_worker_killed"
     # ... a SIGBUS is no decision when the log names another cause, nor when training went on
     oom = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n" + text
-    assert _diagnose_text(catalogue, oom).class_id == "cuda_oom"
+    assert read_log(catalogue, oom).class_id == "cuda_oom"
     more = text + "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n"
-    assert _diagnose_text(catalogue, more).class_id == "none"
+    assert read_log(catalogue, more).class_id == "none"
 
 
 def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
     text = "[2025-03-02 10:00:00] iter 120/8000 loss 1.21\nKeyError: 'labels'\n"
     acct = Accounting(state="FAILED", exit_code=0, signal=7)
-    assert _diagnose_text(catalogue, text, acct).class_id == "unknown_failure"
+    assert read_log(catalogue, text, acct).class_id == "unknown_failure"
 
 
 @pytest.mark.parametrize(("ending", "class_id"), [
@@ -2718,11 +2711,11 @@ def test_sacct_s_sigbus_alone_decides_nothing_more_than_a_failure(catalogue):
 def test_a_log_that_ends_in_the_framework_requeueing_names_the_scheduler_verdict(
         catalogue, ending: str, class_id: str):
     text = PROGRESS_AT_120 + ending + "\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "hint") and d.retryable
     # ... and nothing of it when training went on afterwards
     more = text + "[2025-03-02 10:10:00] iter 121/8000 loss 1.20\n"
-    assert _diagnose_text(catalogue, more).class_id == "none"
+    assert read_log(catalogue, more).class_id == "none"
 
 
 MEGATRON_ITER = (" iteration    33240/  311541 | consumed samples:     15019344 | elapsed time per "
@@ -2737,7 +2730,7 @@ def test_megatron_stopping_itself_before_the_allocation_ends_is_a_time_limit(cat
             + "saving checkpoint at iteration   33241 to /scratch/tr1/checkpoints\n"
             + "  successfully saved checkpoint at iteration   33241 to /scratch/tr1/checkpoints\n"
             + "[exiting program after 1190.0357275923093 minutes] datetime: 2021-08-08 01:00:51\n")
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
     assert "training framework stopped it" in catalogue.get("time_limit").explanation
 
@@ -2752,7 +2745,7 @@ def test_megatron_stopping_itself_at_its_exit_interval_resumes_from_that_checkpo
             + "saving checkpoint at iteration   33250 to /scratch/tr1/checkpoints\n"
             + "  successfully saved checkpoint at iteration   33250 to /scratch/tr1/checkpoints\n"
             + "[exiting program at iteration 33250] datetime: 2024-05-01 10:00:00.123456 \n")
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.retryable) == ("time_limit", "signature", True)
     assert d.detail == {"kind": "exit_interval", "iteration": 33250}
     assert "silent_exit" not in d.secondary  # its exit 0 is by design
@@ -2766,7 +2759,7 @@ def test_megatron_stopping_itself_at_its_exit_interval_resumes_from_that_checkpo
     # an interval that divides the run's length stops it at its target: the run is done
     last = (" iteration   311541/  311541 | consumed samples:     15019344 | lm loss: 2.1 |\n"
             "[exiting program at iteration 311541] datetime: 2024-05-09 10:00:00.123456 \n")
-    assert _diagnose_text(catalogue, last, acct).class_id == "completed"
+    assert read_log(catalogue, last, acct).class_id == "completed"
 
 
 @pytest.mark.parametrize("acct", [None, Accounting(state="FAILED", exit_code=1, signal=0)])
@@ -2780,13 +2773,13 @@ def test_a_rank_announcing_sigterm_after_another_error_is_not_a_time_limit(catal
             "ValueError: expected input of shape (8, 512), got (8, 511)\n"
             "[rank: 1] Received SIGTERM: 15\n"
             "Bypassing SIGTERM: 15\n")
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert d.class_id == "unknown_failure" and not d.retryable
     # the signal's own exception before the announcement is no such error, and names no sender
     own = text.replace("ValueError: expected input of shape (8, 512), got (8, 511)",
                        "torch.distributed.elastic.multiprocessing.api.SignalException: "
                        "Process 4242 got signal: 15")
-    d = _diagnose_text(catalogue, own)
+    d = read_log(catalogue, own)
     assert (d.class_id, d.detail) == ("unknown_failure",
                                       {"kind": "sigterm", "launcher": "torchrun"})
 
@@ -2814,8 +2807,8 @@ TORCHRUN_SIGTERM = (
 ])
 def test_torchrun_stopped_by_sigterm_follows_sacct_and_alone_asks_a_person(catalogue, acct,
                                                                            class_id, retryable):
-    d = _diagnose_text(catalogue, PROGRESS_AT_120
-                       + TORCHRUN_SIGTERM, acct)
+    d = read_log(catalogue, PROGRESS_AT_120
+                 + TORCHRUN_SIGTERM, acct)
     assert (d.class_id, d.retryable) == (class_id, retryable)
     if acct is None:
         assert d.detail == {"kind": "sigterm", "launcher": "torchrun"}
@@ -2827,7 +2820,7 @@ def test_torchrun_stopped_by_sigterm_follows_sacct_and_alone_asks_a_person(catal
 def test_torchrun_sigterm_after_another_error_does_not_blame_the_signal(catalogue):
     text = (PROGRESS_AT_120 +
             "ValueError: expected input of shape (8, 512), got (8, 511)\n" + TORCHRUN_SIGTERM)
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert d.class_id == "unknown_failure" and d.detail is None
 
 
@@ -2839,11 +2832,11 @@ def test_torchrun_sigterm_after_another_error_does_not_blame_the_signal(catalogu
 ])
 def test_a_watchdog_reporting_a_cuda_error_is_not_a_collective_timeout(catalogue, line):
     # the CUDA error is the cause (often the job's own bug): not retried as a timeout
-    d = _diagnose_text(catalogue, "iter 10/100 loss 1.0\n" + line + "\n")
+    d = read_log(catalogue, "iter 10/100 loss 1.0\n" + line + "\n")
     assert d.class_id == "unknown_failure" and not d.retryable
     timeout = line.split("CUDA error")[0] + ("[Rank 1] Watchdog caught collective operation "
                                               "timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE)")
-    assert _diagnose_text(catalogue, "iter 10/100 loss 1.0\n" + timeout + "\n").class_id == (
+    assert read_log(catalogue, "iter 10/100 loss 1.0\n" + timeout + "\n").class_id == (
         "nccl_timeout")
 
 
@@ -2861,7 +2854,7 @@ def test_a_task_killed_after_slurm_revoked_its_allocation_is_a_preemption_not_a_
         catalogue):
     # salloc's word for an allocation Slurm ended from outside; the kill after it is Slurm's:
     # offering more --mem would be wrong
-    d = _diagnose_text(catalogue, SLURM_REVOKED)
+    d = read_log(catalogue, SLURM_REVOKED)
     assert (d.class_id, d.decided_by) == ("preempted", "hint")
     assert not d.charges_budget and "--mem" not in explain(d)
 
@@ -2869,16 +2862,16 @@ def test_a_task_killed_after_slurm_revoked_its_allocation_is_a_preemption_not_a_
 def test_a_task_killed_after_its_step_was_cancelled_is_no_host_oom(catalogue):
     # no revoked allocation: a scancel or a preemption alike, so no cause; not the OOM killer
     cancelled = SLURM_REVOKED.replace("salloc: Job allocation 608 has been revoked.\n", "")
-    assert _diagnose_text(catalogue, cancelled).class_id == "unknown_failure"
+    assert read_log(catalogue, cancelled).class_id == "unknown_failure"
 
 
 def test_a_task_killed_with_no_slurm_cancel_before_it_is_still_a_host_oom(catalogue):
     # near miss: srun's `Killed` with nothing from Slurm before it is the OOM killer's
     killed = SLURM_REVOKED.splitlines(keepends=True)
-    assert _diagnose_text(catalogue, killed[0] + killed[-1]).class_id == "host_oom"
+    assert read_log(catalogue, killed[0] + killed[-1]).class_id == "host_oom"
     # a kill reported before the cancel stays the OOM killer's
     before = killed[0] + killed[-1] + killed[1]
-    assert _diagnose_text(catalogue, before).class_id == "host_oom"
+    assert read_log(catalogue, before).class_id == "host_oom"
 
 
 def test_srun_aborting_a_step_names_no_time_limit_by_itself(catalogue):
@@ -2887,21 +2880,21 @@ def test_srun_aborting_a_step_names_no_time_limit_by_itself(catalogue):
     text = ("iter 10/100 loss 1.0\n"
             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
             "slurmstepd: error: *** STEP 4242.0 ON node07 CANCELLED AT 2025-03-02T10:00:00 ***\n")
-    assert _diagnose_text(catalogue, text).class_id != "time_limit"
+    assert read_log(catalogue, text).class_id != "time_limit"
     limit = text.replace(" ***", " DUE TO TIME LIMIT ***")
-    assert _diagnose_text(catalogue, limit).class_id == "time_limit"
+    assert read_log(catalogue, limit).class_id == "time_limit"
 
 
 def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalogue):
     # --exit-signal-handler: Slurm's --signal warning before the limit, then a save and exit
     text = MEGATRON_ITER + "[2021-08-08 01:00:51] exiting program after receiving SIGTERM.\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("time_limit", "hint")
     # it exits 0 after its save (training.py: print_datetime('exiting program after receiving
     # SIGTERM.')): Slurm's COMPLETED 0:0 is that stop, not a silent exit; offered, not automatic
     done = MEGATRON_ITER + ("[exiting program after receiving SIGTERM.] datetime: 2024-05-01 "
                             "10:00:00.123456 \n")
-    d = _diagnose_text(catalogue, done, Accounting(state="COMPLETED", exit_code=0, signal=0))
+    d = read_log(catalogue, done, Accounting(state="COMPLETED", exit_code=0, signal=0))
     assert (d.class_id, d.decided_by, d.detail) == ("time_limit", "hint", {"kind": "signal_stop",
                                                      "framework": "megatron"})
     assert "silent_exit" not in d.secondary
@@ -2909,8 +2902,8 @@ def test_megatron_exiting_on_slurms_sigterm_reads_as_a_time_limit_by_hint(catalo
     assert "사람이 확인" in explain(d, "ko")
     # progress after it: not what ended the run
     later = done + MEGATRON_ITER.replace("33240", "33300")
-    assert _diagnose_text(catalogue, later, Accounting(state="COMPLETED", exit_code=0,
-                                                       signal=0)).class_id == "silent_exit"
+    assert read_log(catalogue, later, Accounting(state="COMPLETED", exit_code=0,
+                                                 signal=0)).class_id == "silent_exit"
 
 
 MEGATRON_NAN = "found NaN in local forward loss calculation"
@@ -2944,7 +2937,7 @@ MEGATRON_NAN = "found NaN in local forward loss calculation"
      "times.", "time_limit"),
 ])
 def test_a_training_frameworks_own_stop_names_its_reason(catalogue, line: str, class_id: str):
-    d = _diagnose_text(catalogue, MEGATRON_ITER + line + "\n")
+    d = read_log(catalogue, MEGATRON_ITER + line + "\n")
     assert (d.class_id, d.decided_by) == (class_id, "signature")
 
 
@@ -2979,7 +2972,7 @@ SRUN_EXIT_17 = "srun: error: gpu-b11: task 3: Exited with exit code 17\n"
 def test_megatrons_rerun_machine_verdict_names_the_gpu_or_the_model(catalogue, verdict,
                                                                      class_id, node):
     acct = Accounting(state="FAILED", exit_code=17, signal=0)
-    d = _diagnose_text(catalogue, MEGATRON_ITER + RERUN_FIRST + verdict, acct)
+    d = read_log(catalogue, MEGATRON_ITER + RERUN_FIRST + verdict, acct)
     assert (d.class_id, d.decided_by, d.node) == (class_id, "signature", node)
 
 
@@ -3008,7 +3001,7 @@ NON_FATAL_TRANSIENT = (
 ])
 def test_megatrons_non_fatal_transient_error_that_training_survived_is_not_the_cause(
         catalogue, after, acct, class_id):
-    d = _diagnose_text(catalogue, MEGATRON_ITER + NON_FATAL_TRANSIENT + after, acct)
+    d = read_log(catalogue, MEGATRON_ITER + NON_FATAL_TRANSIENT + after, acct)
     assert d.class_id == class_id and "gpu_failure" not in d.secondary
     if class_id == "silent_exit":  # short of its target; the warning is no failure it hid
         assert [r["kind"] for r in d.detail["reasons"]] == ["stopped"]
@@ -3018,7 +3011,7 @@ def test_megatrons_transient_error_that_ends_the_log_is_still_a_gpu_fault(catalo
     # the fatal check: no notice and no progress after it, the exit 17 line (or nothing) next
     fatal = NON_FATAL_TRANSIENT.replace(
         "Continuing normal execution because failed validation was not fatal\n", "")
-    d = _diagnose_text(catalogue, MEGATRON_ITER + fatal)
+    d = read_log(catalogue, MEGATRON_ITER + fatal)
     assert (d.class_id, d.decided_by, d.node) == ("gpu_failure", "signature", "gpu-a07")
 
 
@@ -3042,7 +3035,7 @@ def test_megatrons_rerun_machine_asking_for_another_gpu_resumes_without_the_susp
     # EXIT_CODE_RESUME_TO_DISAMBIGUATE (16): only a rerun on another GPU gives the verdict, so
     # the resume goes elsewhere, and the explanation says no verdict is in yet
     acct = Accounting(state="FAILED", exit_code=16, signal=0)
-    d = _diagnose_text(catalogue, MEGATRON_ITER + RERUN_FIRST + exit_lines, acct)
+    d = read_log(catalogue, MEGATRON_ITER + RERUN_FIRST + exit_lines, acct)
     assert (d.class_id, d.decided_by, d.retryable, d.node) == (
         "gpu_failure", "signature", True, "gpu-a07")
     assert d.detail == {"kind": "rerun_elsewhere"}
@@ -3052,8 +3045,8 @@ def test_megatrons_rerun_machine_asking_for_another_gpu_resumes_without_the_susp
 
 def test_a_gpu_fault_named_only_by_the_logs_ending_is_no_request_to_rerun_elsewhere(catalogue):
     # no deciding line at all, so none of Megatron's: its rerun check is not what the log says
-    d = _diagnose_text(catalogue, "iter 10 loss 1.2\nTraceback (most recent call last):\n"
-                       "RuntimeError: Xid 79 fault on device 3\n")
+    d = read_log(catalogue, "iter 10 loss 1.2\nTraceback (most recent call last):\n"
+                 "RuntimeError: Xid 79 fault on device 3\n")
     assert (d.class_id, d.decided_by, d.detail) == ("gpu_failure", "hint", None)
     assert "exited with code 16" not in explain(d)
 
@@ -3072,19 +3065,19 @@ def test_a_gpu_fault_named_only_by_the_logs_ending_is_no_request_to_rerun_elsewh
     ("iter 10/100 loss 1.0\n", None, "none", "progress"),
 ])
 def test_each_diagnosis_says_what_decided_it(catalogue, text, acct, class_id, decided_by):
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by) == (class_id, decided_by)
     assert d.to_json()["decided_by"] == decided_by
 
 
 def test_a_worker_killed_by_a_bus_error_is_a_shared_memory_case_with_its_own_fix(catalogue):
-    d = _diagnose_text(catalogue, "ERROR: Unexpected bus error encountered in worker. This "
-                       "might be caused by insufficient shared memory (shm).\n")
+    d = read_log(catalogue, "ERROR: Unexpected bus error encountered in worker. This "
+                 "might be caused by insufficient shared memory (shm).\n")
     assert d.class_id == "dataloader_worker_killed" and d.detail == {"kind": "shm"}
     text = explain(d)
     assert "/dev/shm" in text and "file_system" in text and "fewer DataLoader workers" in text
-    killed = _diagnose_text(catalogue, "RuntimeError: DataLoader worker (pid 7) is killed by "
-                            "signal: Killed.\n")
+    killed = read_log(catalogue, "RuntimeError: DataLoader worker (pid 7) is killed by "
+                      "signal: Killed.\n")
     assert killed.class_id == "dataloader_worker_killed" and killed.detail is None
 
 
@@ -3095,7 +3088,7 @@ def test_a_worker_killed_by_a_bus_error_is_a_shared_memory_case_with_its_own_fix
 ])
 def test_a_worker_out_of_open_files_is_told_to_raise_the_limit_not_dev_shm(catalogue, line):
     """errno 24 (EMFILE) is the process's open-file limit: a larger /dev/shm does not help."""
-    d = _diagnose_text(catalogue, "iter 10/100 loss 1.0\n" + line + "\n")
+    d = read_log(catalogue, "iter 10/100 loss 1.0\n" + line + "\n")
     assert d.class_id == "dataloader_worker_killed" and d.detail == {"kind": "fd_limit"}
     text = explain(d)
     assert "open-file limit (errno 24, EMFILE" in text and "`ulimit -n 65536`" in text
@@ -3132,8 +3125,8 @@ def test_nccls_shared_memory_segment_that_dev_shm_cannot_hold_is_a_failure_of_it
     """Not a disk to free (its `No space left on device` is /dev/shm's) nor a DataLoader
     worker's death (no fewer workers, no more --mem): NCCL's own fix, a larger /dev/shm or
     NCCL_SHM_DISABLE=1."""
-    d = _diagnose_text(catalogue, PROGRESS_AT_120
-                       + NCCL_SHM_FULL[version] + NCCL_SYSTEM_ERROR, acct)
+    d = read_log(catalogue, PROGRESS_AT_120
+                 + NCCL_SHM_FULL[version] + NCCL_SYSTEM_ERROR, acct)
     assert (d.class_id, d.decided_by, d.detail) == (
         "unknown_failure", "signature", {"kind": "nccl_shm"})
     assert not d.retryable and "disk_full" not in d.secondary
@@ -3152,7 +3145,7 @@ def test_nccls_failure_to_attach_to_a_peers_segment_is_no_full_dev_shm(catalogue
             "file or directory\n"
             "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while attaching to "
             "shared memory segment /dev/shm/nccl-sK3D7t (size 9637888)\n" + NCCL_SYSTEM_ERROR)
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert d.class_id != "dataloader_worker_killed" and d.detail != {"kind": "nccl_shm"}
 
 
@@ -3177,7 +3170,7 @@ def test_nccls_segment_that_failed_for_another_reason_than_a_full_dev_shm_is_not
             + "gpu-a07:1234:1290 [3] misc/shmutils.cc:113 NCCL WARN Error while creating shared "
             f"memory segment /dev/shm/nccl-sK3D7t (size 9637888), error: {errno}\n"
             + NCCL_SYSTEM_ERROR)
-    d = _diagnose_text(catalogue, text, FAILED)
+    d = read_log(catalogue, text, FAILED)
     assert d.class_id != "dataloader_worker_killed" and d.detail != {"kind": "nccl_shm"}
 
 
@@ -3197,13 +3190,13 @@ NO_NINJA = (
 def test_no_ninja_for_a_cpp_extension_is_an_unknown_failure_that_says_to_install_it(catalogue,
                                                                                     acct):
     """ninja is a build tool, not a compiler: no class of its own, but the fix is known."""
-    d = _diagnose_text(catalogue, PROGRESS_AT_120 + NO_NINJA,
-                       acct)
+    d = read_log(catalogue, PROGRESS_AT_120 + NO_NINJA,
+                 acct)
     assert d.class_id == "unknown_failure" and d.detail == {"kind": "no_ninja"}
     assert "pip install ninja" in explain(d) and "job's environment" in explain(d)
     assert "pip install ninja" in explain(d, "ko") and "설치" in explain(d, "ko")
-    other = _diagnose_text(catalogue, "RuntimeError: Error building extension 'fused_adam'\n",
-                           acct)
+    other = read_log(catalogue, "RuntimeError: Error building extension 'fused_adam'\n",
+                     acct)
     assert other.class_id == "unknown_failure" and other.detail is None
 
 
@@ -3216,14 +3209,14 @@ def test_no_ninja_for_a_cpp_extension_is_an_unknown_failure_that_says_to_install
 ])
 def test_a_gpu_or_node_fault_names_its_node(catalogue, line: str, node: str):
     text = line + "\nRuntimeError: CUDA error: uncorrectable ECC error encountered\n"
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert d.class_id in ("gpu_failure", "node_failure") and d.node == node
     assert d.to_json()["node"] == node
 
 
 def test_only_faults_of_a_node_name_one(catalogue):
     text = "srun: error: gpu-a07: task 0: Exited with exit code 1\nValueError: bad shape\n"
-    assert _diagnose_text(catalogue, text).node is None
+    assert read_log(catalogue, text).node is None
 
 
 def test_tensorflows_exhausted_allocator_ends_a_log_as_a_device_oom(catalogue):
@@ -3233,12 +3226,12 @@ def test_tensorflows_exhausted_allocator_ends_a_log_as_a_device_oom(catalogue):
             "ResourceExhaustedError                    Traceback (most recent call last)\n"
             "<ipython-input-15-331b28c97632> in <module>()\n"
             "---> 10 history = model.fit(X_train, y_train, epochs=3, batch_size=4)\n")
-    assert _diagnose_text(catalogue, text).class_id == "cuda_oom"
+    assert read_log(catalogue, text).class_id == "cuda_oom"
     host = ("OOM when allocating tensor with shape[32,52,52,256] and type float on "
             "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu\n")
-    assert _diagnose_text(catalogue, host + text).class_id == "host_oom"
+    assert read_log(catalogue, host + text).class_id == "host_oom"
     # training that goes on after it is not ended by it
-    assert _diagnose_text(catalogue, text + "step 11 loss 1.1\n").class_id == "none"
+    assert read_log(catalogue, text + "step 11 loss 1.1\n").class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -3251,7 +3244,7 @@ def test_tensorflows_exhausted_allocator_ends_a_log_as_a_device_oom(catalogue):
     "\nAborted (core dumped)",
 ])
 def test_ray_memory_monitor_kills_and_cpp_bad_alloc_are_a_host_oom(catalogue, line: str):
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + line + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")
     assert d.class_id == "host_oom" and d.decided_by == "signature"
 
 
@@ -3266,11 +3259,11 @@ def test_ray_memory_monitor_kills_and_cpp_bad_alloc_are_a_host_oom(catalogue, li
 ])
 def test_the_nccl_watchdogs_own_frames_are_an_nccl_timeout(catalogue, frames: str):
     """A stack dump cut before the watchdog's message still shows where the abort came from."""
-    d = _diagnose_text(catalogue, "step 10 loss 1.2\n" + frames + "\n")
+    d = read_log(catalogue, "step 10 loss 1.2\n" + frames + "\n")
     assert d.class_id == "nccl_timeout" and d.retryable
     # a GPU fault the watchdog reports is still the cause
     ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
-    assert _diagnose_text(catalogue, "step 10 loss 1.2\n" + ecc + frames + "\n").class_id == (
+    assert read_log(catalogue, "step 10 loss 1.2\n" + ecc + frames + "\n").class_id == (
         "gpu_failure")
 
 
@@ -3285,7 +3278,7 @@ def test_a_per_epoch_progress_bar_at_100_percent_is_not_the_end_of_training(
         catalogue, epoch: str, class_id: str):
     bar = "100%|##########| 1626/1626 [22:53<00:00,  1.18it/s]"
     text = "".join(f"Epoch {e}/50\n{bar}\n" for e in (1, 2)) + epoch + "\n" + bar + "\n"
-    assert _diagnose_text(catalogue, text).class_id == class_id
+    assert read_log(catalogue, text).class_id == class_id
 
 
 CLOSED_BARS = ("100%|##########| 1500/1500 [31:07<00:00,  1.24s/it]\n"
@@ -3303,14 +3296,14 @@ def test_a_log_ending_in_an_open_progress_bar_after_closed_ones_is_still_running
         catalogue, last: str):
     """Each pass's bar closes at 100 % and the next one opens: earlier bars reaching their
     total is no end of training when the last line is a bar short of its own."""
-    assert _diagnose_text(catalogue, CLOSED_BARS + last + "\n").class_id == "none"
+    assert read_log(catalogue, CLOSED_BARS + last + "\n").class_id == "none"
 
 
 def test_a_log_ending_in_a_closed_progress_bar_keeps_its_reading(catalogue):
-    assert _diagnose_text(catalogue, CLOSED_BARS).class_id == "completed"
+    assert read_log(catalogue, CLOSED_BARS).class_id == "completed"
     # ... and an open bar before more output is not the log's end
     bar = " 41%|####1     | 615/1500 [12:40<18:14,  1.24s/it]\n"
-    assert _diagnose_text(catalogue, bar + CLOSED_BARS).class_id == "completed"
+    assert read_log(catalogue, bar + CLOSED_BARS).class_id == "completed"
 
 
 @pytest.mark.parametrize(("ending", "class_id"), [
@@ -3322,7 +3315,7 @@ def test_a_ray_workers_prefix_does_not_hide_how_the_log_ends(catalogue, ending: 
                                                              class_id: str):
     """verl / OpenRLHF / vLLM print every worker line behind Ray's `(Name pid=N, ip=...)`."""
     text = "(TaskRunner pid=130397) step 10 loss 1.2\n" + ending + "\n"
-    assert _diagnose_text(catalogue, text).class_id == class_id
+    assert read_log(catalogue, text).class_id == class_id
 
 
 # --- a shell's prompt as the log's last line ----------------------------------------------
@@ -3346,7 +3339,7 @@ def test_a_shell_prompt_after_progress_is_a_process_that_ended_with_nothing_said
         catalogue, prompt: str):
     """The shell got the terminal back: the run ended, with no error and no end of training."""
     for ending in (prompt, prompt + "\n\n"):
-        d = _diagnose_text(catalogue, SHELL_RUN + ending)
+        d = read_log(catalogue, SHELL_RUN + ending)
         assert (d.class_id, d.decided_by) == ("silent_exit", "hint"), repr(ending)
         assert d.evidence[-1].line == SHELL_RUN.count("\n") + 1
         assert not d.retryable
@@ -3365,13 +3358,13 @@ def test_a_shell_prompt_after_progress_is_a_process_that_ended_with_nothing_said
     "user@host:~/proj$ python eval.py",  # a new command at the prompt: it is running
 ])
 def test_lines_that_only_look_like_a_prompt_do_not_end_the_run(catalogue, last: str):
-    assert _diagnose_text(catalogue, SHELL_RUN + last + "\n").class_id == "none"
+    assert read_log(catalogue, SHELL_RUN + last + "\n").class_id == "none"
 
 
 def test_a_prompt_followed_by_a_new_command_and_its_output_is_not_the_end(catalogue):
     text = SHELL_RUN + "user@host:~/proj$ \nuser@host:~/proj$ python train.py --resume\n" + (
         "2025-05-20 10:01:00 iter=40 loss=0.4\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 @pytest.mark.parametrize(("before", "class_id"), [
@@ -3382,7 +3375,7 @@ def test_a_prompt_followed_by_a_new_command_and_its_output_is_not_the_end(catalo
 ])
 def test_a_prompt_after_the_end_of_training_or_an_error_keeps_their_reading(
         catalogue, before: str, class_id: str):
-    assert _diagnose_text(catalogue, SHELL_RUN + before + "user@host:~/proj$ \n").class_id == (
+    assert read_log(catalogue, SHELL_RUN + before + "user@host:~/proj$ \n").class_id == (
         class_id)
 
 
@@ -3414,7 +3407,7 @@ START_UP = ("(venv) user@host:~/proj$ python train.py --cfg configs/base.yaml\n"
 ])
 def test_a_prompt_after_start_up_output_is_a_program_that_returned_without_training(
         catalogue, text: str):
-    d = _diagnose_text(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
     prompt_line = text.rstrip("\n").count("\n") + 1
     assert d.evidence[-1].line == prompt_line and not d.retryable
@@ -3430,7 +3423,7 @@ def test_a_prompt_after_start_up_output_is_a_program_that_returned_without_train
 def test_a_prompt_after_progress_the_series_does_not_count_is_not_called_start_up(
         catalogue, progress: str):
     """The explanation must not say training never started when the log shows it had."""
-    d = _diagnose_text(catalogue, START_UP + progress + "(venv) user@host:~/proj$ \n")
+    d = read_log(catalogue, START_UP + progress + "(venv) user@host:~/proj$ \n")
     assert (d.class_id, d.decided_by) == ("silent_exit", "hint")
     assert d.detail is not None and d.detail["progress"] is True
 
@@ -3445,7 +3438,7 @@ def test_a_prompt_after_progress_the_series_does_not_count_is_not_called_start_u
 ])
 def test_a_prompt_after_start_up_and_an_error_reads_as_that_error(catalogue, error: str,
                                                                   class_id: str):
-    d = _diagnose_text(catalogue, START_UP + error + "(venv) user@host:~/proj$ \n")
+    d = read_log(catalogue, START_UP + error + "(venv) user@host:~/proj$ \n")
     assert d.class_id == class_id and (d.detail or {}).get("kind") != "returned"
 
 
@@ -3459,13 +3452,12 @@ def test_a_prompt_after_start_up_and_an_error_reads_as_that_error(catalogue, err
 ])
 def test_a_prompt_after_nothing_but_commands_or_an_interrupt_is_not_a_silent_exit(
         catalogue, text: str):
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
 
 
 def test_with_accounting_a_prompt_after_start_up_decides_nothing(catalogue):
     d = run_log(catalogue, START_UP + "(venv) user@host:~/proj$ \n", FAILED)
     assert (d.class_id, d.decided_by) == ("unknown_failure", "accounting")
-
 
 
 # torch's symbolic shapes refusing to guard on a data-dependent value, as pytorch/pytorch issues
@@ -3501,8 +3493,8 @@ def test_a_data_dependent_guard_the_log_ends_in_is_a_failure_with_the_compilers_
     """torch.compile's GuardOnDataDependentSymNode ending the log is the model code's failure
     under tracing (a resubmit fails the same way), with its own fix: torch._check,
     mark_unbacked, a graph break instead of fullgraph=True; never `none`, never retried."""
-    d = _diagnose_text(catalogue, PROGRESS_AT_120
-                       + DATA_DEPENDENT_GUARD[wording], acct)
+    d = read_log(catalogue, PROGRESS_AT_120
+                 + DATA_DEPENDENT_GUARD[wording], acct)
     assert (d.class_id, d.detail) == ("unknown_failure", {"kind": "data_dependent_guard"})
     assert not d.retryable
     assert any("data-dependent expression" in e.text for e in d.evidence)
@@ -3521,9 +3513,9 @@ def test_a_data_dependent_guard_the_run_trains_on_after_is_survived(catalogue):
             "guard on data-dependent expression Eq(Max(1, u0), 1) (unhinted: Eq(Max(1, u0), 1))."
             "  (Size-like symbols: u0)\n"
             "[2025-03-02 10:01:00] iter 121/8000 loss 1.20\n")
-    assert _diagnose_text(catalogue, text).class_id == "none"
+    assert read_log(catalogue, text).class_id == "none"
     # a later failure of another kind does not take the guard's fix
-    later = _diagnose_text(catalogue, text + "RuntimeError: CUDA error: unknown error\n", FAILED)
+    later = read_log(catalogue, text + "RuntimeError: CUDA error: unknown error\n", FAILED)
     assert later.detail != {"kind": "data_dependent_guard"}
 
 
@@ -3578,8 +3570,8 @@ def test_an_mpi_message_over_the_librarys_size_limit_is_a_failure_with_its_fix(
     a 32-bit int fails on every transport, so it is smaller messages, a derived datatype or
     MPI-4's large-count calls (MPICH 4.0, Open MPI 6.0, mpi4py 4.0 and its pkl5), never
     `--mca mtl ^psm2`."""
-    d = _diagnose_text(catalogue, PROGRESS_AT_120
-                       + MPI_MESSAGE_SIZE[wording], acct)
+    d = read_log(catalogue, PROGRESS_AT_120
+                 + MPI_MESSAGE_SIZE[wording], acct)
     wrapped = wording in MPI_WRAPPED_COUNT
     assert (d.class_id, d.detail) == ("unknown_failure", {"kind": "mpi_message_size",
                                                           "wrapped_count": wrapped})
@@ -3624,7 +3616,7 @@ def test_a_program_slurm_could_not_start_is_named_with_the_systems_reason(catalo
     """Nothing ran: a launcher failure, never retried, that names the program (or the #!
     line's interpreter) and why it could not start, where it said only "no known signature"."""
     text, program, reason, interpreter = EXECVE_FAILED[case]
-    d = _diagnose_text(catalogue, text, acct)
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.detail) == ("unknown_failure", {
         "kind": "launch_failed", "program": program, "reason": reason,
         "interpreter": interpreter})
@@ -3641,7 +3633,7 @@ def test_a_later_steps_progress_after_a_failed_start_is_not_that_failure(catalog
     text = ("slurmstepd: error: execve(): prepare.sh: No such file or directory\n" +
             PROGRESS_AT_120 +
             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
-    assert _diagnose_text(catalogue, text, FAILED).detail is None
+    assert read_log(catalogue, text, FAILED).detail is None
 
 
 # One rank SIGKILLed, its peers' collectives timing out waiting for it: the watchdog's line is
@@ -3691,20 +3683,20 @@ def test_a_rank_killed_before_its_peers_timed_out_is_the_cause_not_the_timeout(
     """The root cause wins over the downstream NCCL timeout: no resubmit as a network fault
     of a run whose rank the OOM killer took (by hint: the SIGKILL alone), the timeout said
     too."""
-    d = _diagnose_text(catalogue, PROGRESS_AT_120
-                       + RANK_KILLED_THEN_WATCHDOG[launcher], acct)
+    d = read_log(catalogue, PROGRESS_AT_120
+                 + RANK_KILLED_THEN_WATCHDOG[launcher], acct)
     assert (d.class_id, d.decided_by) == ("host_oom", "hint")
     assert not d.retryable and "nccl_timeout" in d.secondary and d.node is None
 
 
 def test_a_kill_before_training_or_after_the_abort_leaves_the_timeout_the_cause(catalogue):
     # a setup step killed before training progressed, then a timeout of its own
-    setup = _diagnose_text(catalogue, "bash: line 1:  6508 Killed  python preprocess.py\n" +
-                           PROGRESS_AT_120 + WATCHDOG)
+    setup = read_log(catalogue, "bash: line 1:  6508 Killed  python preprocess.py\n" +
+                     PROGRESS_AT_120 + WATCHDOG)
     assert setup.class_id == "nccl_timeout"
     # srun's report of the ranks it killed after the abort, not before it
-    after = _diagnose_text(catalogue, PROGRESS_AT_120
-                           + WATCHDOG + "srun: error: gpu-a017: task 0: Killed\n")
+    after = read_log(catalogue, PROGRESS_AT_120
+                     + WATCHDOG + "srun: error: gpu-a017: task 0: Killed\n")
     assert after.class_id == "nccl_timeout"
 
 
@@ -3747,9 +3739,9 @@ PBS_EPILOGUE = {
 @pytest.mark.parametrize("form", sorted(PBS_EPILOGUE))
 def test_a_pbs_job_killed_with_more_memory_used_than_requested_is_a_host_oom(catalogue, form):
     text, status = PBS_EPILOGUE[form]
-    d = _diagnose_text(catalogue, PROGRESS_AT_120 +
-                       "/var/spool/pbs/mom_priv/jobs/1234.SC: line 12: 5678 Killed   python "
-                       "train.py\n" + text)
+    d = read_log(catalogue, PROGRESS_AT_120 +
+                 "/var/spool/pbs/mom_priv/jobs/1234.SC: line 12: 5678 Killed   python "
+                 "train.py\n" + text)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
     assert d.detail is not None and d.detail["kind"] == "epilogue_memory"
     assert d.detail["exit_status"] == status
@@ -3778,7 +3770,7 @@ def test_a_pbs_epilogue_followed_by_the_launchers_lines_is_still_read(catalogue,
     text, status = PBS_EPILOGUE[form]
     log = ("[2025-03-02 10:00:00] iter 120/8000 loss 1.21\n" + text + _AFTER_EPILOGUE)
     assert _AFTER_EPILOGUE.count("\n") > 40
-    d = _diagnose_text(catalogue, log)
+    d = read_log(catalogue, log)
     assert (d.class_id, d.decided_by) == ("host_oom", "signature")
     assert d.detail is not None and d.detail["exit_status"] == status
     assert "qsub -l mem=" in explain(d)
@@ -3791,7 +3783,7 @@ def test_a_pbs_epilogue_followed_by_the_launchers_lines_is_still_read(catalogue,
     assert analysis.diagnose().detail == d.detail
     # ... but not from further back than the scan looks (EPILOGUE_REACH lines)
     far = log + "".join(f"[2025-03-02 10:00:00] cleanup step {i}\n" for i in range(200))
-    assert (_diagnose_text(catalogue, far).detail or {}).get("kind") != "epilogue_memory"
+    assert (read_log(catalogue, far).detail or {}).get("kind") != "epilogue_memory"
 
 
 def test_an_exit_status_far_from_the_memory_figures_is_no_epilogue(catalogue):
@@ -3802,25 +3794,25 @@ def test_an_exit_status_far_from_the_memory_figures_is_no_epilogue(catalogue):
             + "".join(f"[2025-03-02 10:00:00] iter {121 + i}/8000 loss 1.21\n"
                       for i in range(100))
             + "   Exit Status:        271\n")
-    assert (_diagnose_text(catalogue, text).detail or {}).get("kind") != "epilogue_memory"
+    assert (read_log(catalogue, text).detail or {}).get("kind") != "epilogue_memory"
 
 
 def test_a_pbs_exit_status_without_memory_over_the_request_is_no_decisive_host_oom(catalogue):
     # a SIGKILL's exit status alone: a hint, as a bare `Killed` is
-    alone = _diagnose_text(catalogue, PROGRESS_AT_120 +
-                           "   Exit Status:        265\n"
-                           "   Walltime requested: 01:00:00 :      Walltime used: 00:10:00\n")
+    alone = read_log(catalogue, PROGRESS_AT_120 +
+                     "   Exit Status:        265\n"
+                     "   Walltime requested: 01:00:00 :      Walltime used: 00:10:00\n")
     assert (alone.class_id, alone.decided_by) == ("host_oom", "hint")
     assert alone.detail is None
     # the memory used within the request: not the memory
-    within = _diagnose_text(catalogue, PROGRESS_AT_120 +
-                            "Traceback (most recent call last):\nValueError: bad shape\n"
-                            "   Exit Status:        137\n"
-                            "   Memory Requested:   4.0GB    Memory Used: 1.8GB\n")
+    within = read_log(catalogue, PROGRESS_AT_120 +
+                      "Traceback (most recent call last):\nValueError: bad shape\n"
+                      "   Exit Status:        137\n"
+                      "   Memory Requested:   4.0GB    Memory Used: 1.8GB\n")
     assert within.detail is None and within.decided_by != "signature"
     # exit 1 with the memory over the request: not killed by a signal
-    exited = _diagnose_text(catalogue, "Traceback (most recent call last):\nValueError: bad\n"
-                            "Exit_status=1 Resource_List.mem=4gb resources_used.mem=4823312kb\n")
+    exited = read_log(catalogue, "Traceback (most recent call last):\nValueError: bad\n"
+                      "Exit_status=1 Resource_List.mem=4gb resources_used.mem=4823312kb\n")
     assert exited.class_id == "unknown_failure"
 
 
@@ -3836,8 +3828,8 @@ def test_a_job_requeued_after_the_run_its_log_shows_waits_to_start_again(catalog
     """sacct says the job waits to start again (requeued) and the log holds the first run's
     end: that run's end is history, not the job's failure; nothing is resubmitted (a resubmit
     would run the job twice), the first run's class is kept as a secondary one."""
-    d = _diagnose_text(catalogue, PROGRESS_AT_120 + ending,
-                       Accounting(state=state, exit_code=0, signal=0))
+    d = read_log(catalogue, PROGRESS_AT_120 + ending,
+                 Accounting(state=state, exit_code=0, signal=0))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail == {"kind": "requeued", "state": state, "framework": None, "line": None,
                         "remaining": None, "cause": None}
@@ -3847,8 +3839,8 @@ def test_a_job_requeued_after_the_run_its_log_shows_waits_to_start_again(catalog
 
 
 def test_a_pending_job_with_no_ended_run_in_its_log_is_not_called_requeued(catalogue):
-    d = _diagnose_text(catalogue, PROGRESS_AT_120,
-                       Accounting(state="PENDING"))
+    d = read_log(catalogue, PROGRESS_AT_120,
+                 Accounting(state="PENDING"))
     assert d.class_id == "none" and (d.detail or {}).get("kind") != "requeued"
 
 
@@ -3875,8 +3867,8 @@ def test_a_job_that_never_started_is_told_so_from_its_accounting_alone(catalogue
     charging no retry, no evidence lines and no hint about a run's last lines."""
     never = NeverStarted(cancelled_by=1000 if state == "CANCELLED" else None,
                          pending_reason="Priority")
-    d = _diagnose_text(catalogue, text, Accounting(state=state, exit_code=0, signal=0,
-                                                   never_started=never))
+    d = read_log(catalogue, text, Accounting(state=state, exit_code=0, signal=0,
+                                             never_started=never))
     assert (d.class_id, d.action, d.retryable, d.charges_budget, d.decided_by) == (
         class_id, Action.ASK, False, False, "accounting")
     assert d.detail == {"kind": "never_started", "state": state,
@@ -3897,7 +3889,7 @@ def test_a_job_that_never_started_is_told_so_from_its_accounting_alone(catalogue
 
 def test_a_never_started_job_whose_reason_and_canceller_are_unknown_says_only_its_state(
         catalogue):
-    d = _diagnose_text(catalogue, "", Accounting(state="CANCELLED", never_started=NeverStarted()))
+    d = read_log(catalogue, "", Accounting(state="CANCELLED", never_started=NeverStarted()))
     assert explain(d) == (
         "Slurm ended it (CANCELLED) while it waited in the queue, so nothing ran and no work "
         "was lost.")
@@ -3907,6 +3899,6 @@ def test_a_never_started_job_whose_reason_and_canceller_are_unknown_says_only_it
 def test_never_started_is_read_only_of_a_job_that_ended(catalogue, state):
     """A State that says the job waits or runs (a --state flag over a saved sacct's): the
     log is read as it is."""
-    d = _diagnose_text(catalogue, EARLIER_JOBS_LOG,
-                       Accounting(state=state, never_started=NeverStarted()))
+    d = read_log(catalogue, EARLIER_JOBS_LOG,
+                 Accounting(state=state, never_started=NeverStarted()))
     assert (d.detail or {}).get("kind") != "never_started"

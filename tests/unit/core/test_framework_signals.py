@@ -15,18 +15,12 @@ from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Accounting, Action
 from bot.slack.render import explain
+from tests.support.diagnosis import read_log
 
 
 @pytest.fixture(scope="module")
 def catalogue() -> Catalogue:
     return Catalogue.load()
-
-
-def _diagnose(catalogue: Catalogue, text: str, acct: Accounting | None = None):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(acct)
 
 
 # submitit's logger: `submitit INFO (2022-07-12 04:18:45,881) - <message>`
@@ -88,11 +82,11 @@ def test_submitits_requeue_and_exit_lines_after_a_time_out_are_time_limit_eviden
     remaining timeouts)`) and job_environment.py, SignalHandler._exit (`Exiting gracefully after
     preemption/timeout.`) print the same after either verdict of checkpoint_and_try_requeue:
     after a time-out they are its evidence, not a preemption's."""
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.secondary) == ("time_limit", ())
     assert _shows(d, *_AFTER_VERDICT)
     # sacct's PREEMPTED decides, but those lines follow submitit's time-out: no evidence of it
-    preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    preempted = read_log(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
     assert preempted.class_id == "preempted"
     assert not any(line in e.text for e in preempted.evidence for line in _AFTER_VERDICT)
 
@@ -100,7 +94,7 @@ def test_submitits_requeue_and_exit_lines_after_a_time_out_are_time_limit_eviden
 def test_submitits_requeue_and_exit_lines_after_a_preemption_are_its_evidence(catalogue):
     """has_timed_out's `Job has not timed out. Ran 61 minutes out of requested 120 minutes.`
     and `this job is preempted.`: the lines after them, and its figures, show the preemption."""
-    d = _diagnose(catalogue, _submitit_preempted(61, 120))
+    d = read_log(catalogue, _submitit_preempted(61, 120))
     assert (d.class_id, d.decided_by) == ("preempted", "signature")
     assert _shows(d, "Job has not timed out. Ran 61 minutes", *_AFTER_VERDICT)
 
@@ -110,9 +104,9 @@ def test_submitits_requeue_and_exit_lines_without_its_verdict_name_no_cause(cata
     as after a preemption (`preemption/timeout`), so the log alone names neither."""
     text = _BAR + f"{_INFO}Requeued job 4242 (2 remaining timeouts)\n" + (
         f"{_INFO}Exiting gracefully after preemption/timeout.\n")
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by, d.retryable) == ("unknown_failure", "hint", False)
-    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    timeout = read_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
     assert timeout.class_id == "time_limit"
 
 
@@ -121,7 +115,7 @@ def test_submitits_time_out_verdict_far_from_the_limit_is_a_preemption(catalogue
     used min(0.8 * limit, limit - 10 min); Slurm's time-limit warning is the --signal=USR2@90
     (submitit/slurm/slurm.py, signal_delay_s), so a verdict 100 minutes before a 600-minute
     limit was a preemption."""
-    d = _diagnose(catalogue, _submitit_timed_out(500, 600, requeued=False))
+    d = read_log(catalogue, _submitit_timed_out(500, 600, requeued=False))
     assert (d.class_id, d.decided_by) == ("preempted", "signature")
     assert d.detail == {"kind": "submitit_preempted", "minutes_left": 100, "limit_min": 600,
                         "bypassed_line": None}
@@ -136,13 +130,13 @@ def test_submitits_time_out_verdict_far_from_the_limit_is_a_preemption(catalogue
 def test_submitits_verdict_in_its_last_ten_minutes_stays_a_time_limit(catalogue, ran, expected):
     """submitit/core/job_environment.py: `limit - 10 min` is submitit's own bound for the
     time-limit warning; within it the verdict stands (signal_delay_s 90 s, Hydra's 120 s)."""
-    assert _diagnose(catalogue, _submitit_timed_out(ran, 600)).class_id == expected
+    assert read_log(catalogue, _submitit_timed_out(ran, 600)).class_id == expected
 
 
 def test_a_short_jobs_verdict_stands_its_figures_cannot_tell(catalogue):
     """submitit/core/job_environment.py: under 10 minutes every signal is `timed out`, and the
     --signal warning of a 2-minute job comes within its first minute: the log cannot tell."""
-    assert _diagnose(catalogue, _submitit_timed_out(0, 2)).class_id == "time_limit"
+    assert read_log(catalogue, _submitit_timed_out(0, 2)).class_id == "time_limit"
 
 
 @pytest.mark.parametrize("bypass", ["Bypassing signal SIGTERM", "Bypassing signal SIGCONT",
@@ -153,7 +147,7 @@ def test_submitit_bypassing_sigterm_before_its_time_out_verdict_is_a_preemption(
     first"; job_environment.py's bypass logs it (by number before 2021, when it decided
     preemption by that order). At the time limit the USR2 warning comes first."""
     text = _submitit_timed_out(598, 600, before=f"{_WARN}{bypass}\n", requeued=False)
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.detail["kind"]) == ("preempted", "submitit_preempted")
     assert d.detail["bypassed_line"] == 3 and d.detail["minutes_left"] is None
     assert "bypassed a SIGTERM or SIGCONT (line 3)" in explain(d)
@@ -171,7 +165,7 @@ def test_a_job_submitit_requeued_read_from_its_log_alone_is_not_resubmitted(cata
     then `Requeued job 4242 (k remaining timeouts)`: Slurm starts the job again by itself, so a
     resubmit would run it twice. The time-out or preemption stays the class (it is the cause);
     nothing to do, and the explanation says why."""
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.action, d.retryable) == (class_id, Action.NONE, False)
     assert d.detail is not None and (d.detail["kind"], d.detail["framework"]) == (
         "requeued", "submitit")
@@ -183,7 +177,7 @@ def test_a_job_submitit_requeued_read_from_its_log_alone_is_not_resubmitted(cata
     assert "Resume from the last complete checkpoint" not in explain(d)
     assert "다시 제출할 필요가 없습니다" in explain(d, "ko")
     # sacct's word decides when there is one
-    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    timeout = read_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
     assert (timeout.class_id, timeout.action) == ("time_limit", Action.RESUBMIT)
 
 
@@ -200,7 +194,7 @@ def test_submitits_time_out_that_was_a_preemption_and_its_requeue_are_both_told(
     the preemption it followed, and the explanation says first why the time-out was a
     preemption, then that submitit requeued the job (en + ko), where it said the requeue
     alone."""
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.action) == ("preempted", Action.NONE)
     assert d.detail is not None and d.detail["kind"] == "requeued"
     assert d.detail["cause"]["kind"] == "submitit_preempted"
@@ -212,7 +206,7 @@ def test_submitits_time_out_that_was_a_preemption_and_its_requeue_are_both_told(
     assert ko.index("스케줄러가 작업을 선점했습니다.") < ko.index(
         f"submitit이 작업을 스스로 다시 대기열에 넣었습니다({line}번째 줄")
     # a time-out verdict that stands: the requeue alone
-    standing = _diagnose(catalogue, _submitit_timed_out(598, 600))
+    standing = read_log(catalogue, _submitit_timed_out(598, 600))
     assert standing.detail is not None and standing.detail["cause"] is None
     assert explain(standing).startswith("submitit requeued the job itself")
 
@@ -233,7 +227,7 @@ def test_a_job_submitit_requeued_that_slurm_shows_requeued_says_submitit_requeue
     RUNNING with nothing of the next run in the log yet (it started again, or scontrol requeue
     has not stopped it yet) alike, where it read the time-out or preemption with action
     resubmit: a second copy of a job Slurm already requeued."""
-    d = _diagnose(catalogue, text, Accounting(state=state))
+    d = read_log(catalogue, text, Accounting(state=state))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail is not None
     assert (d.detail["kind"], d.detail["state"], d.detail["framework"], d.detail["line"],
@@ -254,7 +248,7 @@ def test_a_job_submitit_requeued_that_runs_its_next_run_is_running(catalogue):
     """The next run's own lines after submitit's requeue (`Starting with JobEnvironment`, then
     progress): the log is read by that run, which trains; the requeue is history."""
     next_run = _PROGRESS.replace("step 1200", "step 1300")
-    d = _diagnose(catalogue, _submitit_timed_out(598, 600) + next_run, Accounting(state="RUNNING"))
+    d = read_log(catalogue, _submitit_timed_out(598, 600) + next_run, Accounting(state="RUNNING"))
     assert (d.class_id, d.action) == ("none", Action.NONE)
     assert (d.detail or {}).get("kind") == "running" and d.secondary == ()
 
@@ -297,7 +291,7 @@ def test_a_running_job_after_submitits_verdict_is_not_resubmitted(catalogue, tex
     judges it once it ends), the verdict's class a secondary one; the explanation says so (en,
     ko). Before, it read the time-out with action resubmit: a second copy beside a job still
     running."""
-    d = _diagnose(catalogue, text, Accounting(state="RUNNING"))
+    d = read_log(catalogue, text, Accounting(state="RUNNING"))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail is not None and (d.detail["kind"], d.detail["verdict"], d.detail["line"]) == (
         "signalled", was, line)
@@ -307,7 +301,7 @@ def test_a_running_job_after_submitits_verdict_is_not_resubmitted(catalogue, tex
     assert "Resume from the last complete checkpoint" not in said
     assert ko in explain(d, "ko") and "실행 중에는 다시 제출할 것이 없습니다" in explain(d, "ko")
     # once it ended, sacct's word decides: a time-out to resume
-    ended = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    ended = read_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
     assert (ended.class_id, ended.action) == ("time_limit", Action.RESUBMIT)
 
 
@@ -316,7 +310,7 @@ def test_a_running_jobs_time_out_verdict_that_was_a_preemption_is_told_first(cat
     submitit/core/job_environment.py l. 177-193: a preemption), sacct RUNNING, no requeue
     line: the preemption is told first, then that the job still runs after submitit's own
     verdict, a time-out (en + ko)."""
-    d = _diagnose(catalogue, _submitit_timed_out(500, 600, requeued=False).replace(
+    d = read_log(catalogue, _submitit_timed_out(500, 600, requeued=False).replace(
         f"{_INFO}Job not requeued because: checkpoint function returned None.\n", ""),
         Accounting(state="RUNNING"))
     assert (d.class_id, d.action) == ("none", Action.NONE) and d.secondary == ("preempted",)
@@ -334,8 +328,8 @@ def test_a_time_out_submitit_did_not_requeue_that_slurm_requeued_says_slurm_requ
         catalogue):
     """No `Requeued job` line (the checkpoint function returned None): sacct's REQUEUED is
     Slurm's own requeue, told as such."""
-    d = _diagnose(catalogue, _submitit_timed_out(598, 600, requeued=False),
-                  Accounting(state="REQUEUED"))
+    d = read_log(catalogue, _submitit_timed_out(598, 600, requeued=False),
+                 Accounting(state="REQUEUED"))
     assert (d.class_id, d.action) == ("none", Action.NONE)
     assert d.detail is not None and (d.detail["kind"], d.detail["framework"]) == (
         "requeued", None)
@@ -347,8 +341,8 @@ def test_a_time_out_read_as_a_preemption_that_slurm_requeued_keeps_the_preemptio
     job` line, sacct's REQUEUED: Slurm's requeue, told after why the time-out was a preemption
     (en + ko), where the explanation dropped the preemption and said only that Slurm requeued
     the job."""
-    d = _diagnose(catalogue, _submitit_timed_out(500, 600, requeued=False),
-                  Accounting(state="REQUEUED"))
+    d = read_log(catalogue, _submitit_timed_out(500, 600, requeued=False),
+                 Accounting(state="REQUEUED"))
     assert (d.class_id, d.action) == ("none", Action.NONE) and d.secondary == ("preempted",)
     assert d.detail is not None and (d.detail["kind"], d.detail["framework"]) == (
         "requeued", None)
@@ -373,7 +367,7 @@ def test_a_time_out_read_as_a_preemption_that_slurm_requeued_keeps_the_preemptio
     f"{_WARN}Caught signal SIGUSR2 on node07: this job is timed-out.\n",
 ])
 def test_a_time_out_submitit_did_not_requeue_is_resubmitted(catalogue, text):
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.action, d.retryable) == ("time_limit", Action.RESUBMIT, True)
     assert (d.detail or {}).get("kind") != "requeued"
 
@@ -382,9 +376,9 @@ def test_a_sigterm_after_the_verdict_or_an_earlier_runs_is_no_preemption(catalog
     """submitit/slurm/slurm.py, _requeue: `scontrol requeue` stops the job, whose SIGTERM
     submitit bypasses after its verdict; a bypass before an earlier verdict is that run's."""
     after = _submitit_timed_out(598, 600, after=f"{_WARN}Bypassing signal SIGTERM\n")
-    assert _diagnose(catalogue, after).class_id == "time_limit"
+    assert read_log(catalogue, after).class_id == "time_limit"
     earlier_run = _submitit_timed_out(598, 600, before=f"{_WARN}Bypassing signal SIGTERM\n")
-    assert _diagnose(catalogue, earlier_run + _submitit_timed_out(598, 600)).class_id == (
+    assert read_log(catalogue, earlier_run + _submitit_timed_out(598, 600)).class_id == (
         "time_limit")
 
 
@@ -392,10 +386,10 @@ def test_accounting_decides_over_submitits_figures(catalogue):
     """sacct's State is the scheduler's: TIMEOUT stays a time limit whatever submitit's clock
     said; PREEMPTED is a preemption with no time limit as a second class."""
     text = _submitit_timed_out(500, 600)
-    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
+    timeout = read_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=0))
     assert timeout.class_id == "time_limit"
-    preempted = _diagnose(catalogue, _submitit_timed_out(598, 600),
-                          Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    preempted = read_log(catalogue, _submitit_timed_out(598, 600),
+                         Accounting(state="PREEMPTED", exit_code=0, signal=0))
     assert preempted.class_id == "preempted" and "time_limit" not in preempted.secondary
 
 
@@ -404,7 +398,7 @@ def test_another_time_limit_line_keeps_the_time_limit(catalogue):
     text = _submitit_timed_out(500, 600) + (
         "slurmstepd: error: *** JOB 4242 ON node07 CANCELLED AT 2024-03-01T10:01:00 DUE TO "
         "TIME LIMIT ***\n")
-    assert _diagnose(catalogue, text).class_id == "time_limit"
+    assert read_log(catalogue, text).class_id == "time_limit"
 
 
 _BAR = "Epoch 3:  45%|████▌     | 670/1490 [14:58<18:20,  1.34s/it, loss=0.541, v_num=0]\n"
@@ -415,14 +409,14 @@ def test_lightning_exiting_0_after_sigterm_is_a_time_limit_a_person_confirms(cat
     """lightning/pytorch/trainer/connectors/signal_connector.py, _sigterm_notifier_fn
     (`rank_prefixed_message(f"Received SIGTERM: {signum}")`); the loops then raise
     SIGTERMException, a SystemExit with no code (utilities/exceptions.py): exit 0, COMPLETED."""
-    d = _diagnose(catalogue, _BAR + "[rank: 0] Received SIGTERM: 15\n", _COMPLETED)
+    d = read_log(catalogue, _BAR + "[rank: 0] Received SIGTERM: 15\n", _COMPLETED)
     assert (d.class_id, d.decided_by) == ("time_limit", "hint")
     assert d.detail == {"kind": "signal_stop", "framework": "lightning"}
     assert "Lightning caught SIGTERM" in explain(d) and "scancel" in explain(d)
     assert "Lightning이 SIGTERM을" in explain(d, "ko")
     # progress after it: not what ended the run
     later = _BAR + "[rank: 0] Received SIGTERM: 15\n" + _BAR.replace("670/", "700/")
-    assert _diagnose(catalogue, later, _COMPLETED).class_id == "silent_exit"
+    assert read_log(catalogue, later, _COMPLETED).class_id == "silent_exit"
 
 
 @pytest.mark.parametrize("lines", [
@@ -441,9 +435,9 @@ def test_lightnings_requeue_lines_of_every_version_read_as_a_time_limit(catalogu
     decides; without accounting only a requeue that failed or whose end is cut off does (one
     that Slurm took is a job that starts again: below)."""
     text = _BAR + "".join(f"{line}\n" for line in lines)
-    failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
+    failed = read_log(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
     assert failed.class_id == "time_limit"
-    alone = _diagnose(catalogue, text)
+    alone = read_log(catalogue, text)
     if any(line.startswith(("requeued exp", "Requeued SLURM job:")) for line in lines):
         assert (alone.class_id, alone.secondary) == ("none", ("time_limit",))
     else:
@@ -471,7 +465,7 @@ def test_a_job_lightning_requeued_read_from_its_log_alone_is_not_resubmitted(cat
     """Lightning ran scontrol requeue itself: Slurm starts the job again, so a resubmit would
     run it twice. Read without accounting it is what sacct's REQUEUED says (the requeued
     outcome): nothing to do, the time limit a secondary class, the requeue line the evidence."""
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.action, d.retryable, d.decided_by) == ("none", Action.NONE, False,
                                                                  "hint")
     assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4,
@@ -482,9 +476,9 @@ def test_a_job_lightning_requeued_read_from_its_log_alone_is_not_resubmitted(cat
     assert "nothing needs resubmitting" in explain(d)
     assert "다시 제출할 필요가 없습니다" in explain(d, "ko")
     # sacct's word decides when there is one
-    timeout = _diagnose(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
+    timeout = read_log(catalogue, text, Accounting(state="TIMEOUT", exit_code=0, signal=15))
     assert (timeout.class_id, timeout.action) == ("time_limit", Action.RESUBMIT)
-    requeued = _diagnose(catalogue, text, Accounting(state="REQUEUED", exit_code=0, signal=0))
+    requeued = read_log(catalogue, text, Accounting(state="REQUEUED", exit_code=0, signal=0))
     assert (requeued.class_id, requeued.action) == ("none", Action.NONE)
 
 
@@ -496,7 +490,7 @@ def test_a_job_lightning_requeued_that_slurm_shows_requeued_says_lightning_reque
     once `scontrol requeue` returned 0), not in training that goes on: the requeued detail with
     Lightning's line, where it read as running normally at the requeued run's last
     iteration."""
-    d = _diagnose(catalogue, _LIGHTNING_REQUEUED, Accounting(state=state))
+    d = read_log(catalogue, _LIGHTNING_REQUEUED, Accounting(state=state))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail == {"kind": "requeued", "state": state, "framework": "lightning", "line": 4,
                         "remaining": None, "cause": None}
@@ -505,8 +499,8 @@ def test_a_job_lightning_requeued_that_slurm_shows_requeued_says_lightning_reque
     assert "Running normally" not in explain(d)
     assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
     # the next run's progress: it runs
-    later = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"),
-                      Accounting(state="RUNNING"))
+    later = read_log(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"),
+                     Accounting(state="RUNNING"))
     assert (later.detail or {}).get("kind") == "running"
 
 
@@ -524,7 +518,7 @@ def test_a_lightning_requeue_behind_another_failure_says_lightning_requeued_it(c
         "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
         "timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE) ran for 600000 milliseconds before "
         "timing out.\n")
-    d = _diagnose(catalogue, text, Accounting(state=state))
+    d = read_log(catalogue, text, Accounting(state=state))
     assert (d.class_id, d.action, d.retryable) == ("none", Action.NONE, False)
     assert d.detail is not None and (d.detail["kind"], d.detail["state"], d.detail["framework"],
                                      d.detail["line"]) == ("requeued", state, "lightning", 4)
@@ -558,13 +552,13 @@ def test_a_lightning_requeue_behind_another_failure_read_from_its_log_alone(cata
     as that failure (nccl_timeout with action resubmit, a rank killed or the step cancelled as
     unknown_failure with its resubmit buttons): a second copy of a job Slurm had requeued."""
     text = _LIGHTNING_REQUEUED + _DYING_AFTER_REQUEUE[dying]
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.action, d.retryable, d.decided_by) == ("none", Action.NONE, False,
                                                                  "hint")
     assert d.detail == {"kind": "requeued", "state": None, "framework": "lightning", "line": 4,
                         "remaining": None, "cause": None}
     assert _shows(d, "Requeued SLURM job: 4242")
-    requeued = _diagnose(catalogue, text, Accounting(state="REQUEUED"))
+    requeued = read_log(catalogue, text, Accounting(state="REQUEUED"))
     assert (d.class_id, d.action, d.secondary) == (requeued.class_id, requeued.action,
                                                    requeued.secondary)
     assert d.secondary == (("nccl_timeout", "time_limit") if dying == "nccl_timeout"
@@ -574,18 +568,18 @@ def test_a_lightning_requeue_behind_another_failure_read_from_its_log_alone(cata
     assert "Lightning이 작업을 스스로 다시 대기열에 넣었습니다(4번째 줄)" in explain(d, "ko")
     # a requeue scontrol refused (`Requeuing SLURM job 4242 failed with error code 1`): the run
     # ends in that failure, as before
-    refused = _diagnose(catalogue, text.replace(
+    refused = read_log(catalogue, text.replace(
         "Requeued SLURM job: 4242", "Requeuing SLURM job 4242 failed with error code 1"))
     ended_in = "nccl_timeout" if dying == "nccl_timeout" else "unknown_failure"
     assert refused.class_id == ended_in and refused.action is not Action.NONE
     # sacct's word decides when there is one: FAILED is the job's end, not a requeue
-    failed = _diagnose(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
+    failed = read_log(catalogue, text, Accounting(state="FAILED", exit_code=1, signal=0))
     assert failed.class_id == ended_in
 
 
 def test_a_lightning_requeue_followed_by_training_is_no_requeue(catalogue):
     """Progress after the requeue line: that run went on (the requeue line is history)."""
-    d = _diagnose(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"))
+    d = read_log(catalogue, _LIGHTNING_REQUEUED + _BAR.replace("670/", "700/"))
     assert (d.detail or {}).get("kind") != "requeued"
 
 
@@ -614,7 +608,7 @@ def test_deepspeeds_launcher_stopped_by_sigterm_follows_sacct(catalogue, acct, c
     limit, a preemption, scancel, srun ending the step) it kills its ranks (`Killing subprocess
     N`), logs `Main process received SIGTERM, exiting` and exits 1; a rank that failed makes it
     log `exits with return code = N` instead. Only sacct's State says who sent it."""
-    d = _diagnose(catalogue, _DEEPSPEED_SIGTERM, acct)
+    d = read_log(catalogue, _DEEPSPEED_SIGTERM, acct)
     assert d.class_id == class_id
     if acct is None:
         assert (d.decided_by, d.retryable) == ("hint", False)
@@ -633,7 +627,7 @@ def test_deepspeeds_sigterm_with_slurms_own_line_is_what_slurm_says(catalogue, s
     text = _DEEPSPEED_SIGTERM + (
         "slurmstepd: error: *** JOB 4242 ON node07 CANCELLED AT 2025-03-02T10:02:00 DUE TO "
         f"{slurm_says} ***\n")
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "signature")
 
 
@@ -654,7 +648,7 @@ def test_lightnings_sigterm_follows_sacct(catalogue, ending, acct, class_id):
     """Lightning prints its SIGTERM line whoever sent the signal (Slurm's time limit, a
     preemption, scancel, a node shutting down) and stops: only sacct's State says who; a log
     alone is told as torchrun's SIGTERM is, for a person to check."""
-    d = _diagnose(catalogue, _BAR + ending, acct)
+    d = read_log(catalogue, _BAR + ending, acct)
     assert d.class_id == class_id
     if acct is None:
         assert (d.decided_by, d.retryable) == ("hint", False)
@@ -672,7 +666,7 @@ def test_lightnings_sigterm_with_slurms_own_line_is_what_slurm_says(catalogue, e
     Lightning issue 20542's log) names the sender of the SIGTERM Lightning caught."""
     text = _BAR + ("slurmstepd: error: *** STEP 4242.0 ON node07 CANCELLED AT 2025-01-10T15:27:25 "
                    f"DUE TO {slurm_says} ***\n") + ending
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == (class_id, "signature")
 
 
@@ -680,7 +674,7 @@ def test_lightnings_auto_requeue_bypass_alone_is_no_stop(catalogue):
     """signal_connector.py's _sigterm_handler_fn (`Bypassing SIGTERM: 15`; `bypassing sigterm`
     before 2.0) only logs the signal: the run goes on, so it ends nothing by itself."""
     for line in ("Bypassing SIGTERM: 15", "bypassing sigterm"):
-        assert _diagnose(catalogue, _BAR + line + "\n").class_id == "none"
+        assert read_log(catalogue, _BAR + line + "\n").class_id == "none"
 
 
 # The rank's log of submitit's time-out verdict whose rank is not 0 (submitit/core/
@@ -704,10 +698,10 @@ _RANK_1_TIMED_OUT = (_PROGRESS
 def test_submitits_bypass_after_a_time_out_verdict_is_time_limit_evidence(catalogue, text):
     """The SIGTERM and SIGCONT submitit bypasses after its time-out verdict stop the job it
     timed out: evidence of the time limit, not of a preemption."""
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.secondary) == ("time_limit", ())
     assert _shows(d, "Bypassing signal SIGCONT", "Bypassing signal SIGTERM")
-    preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    preempted = read_log(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
     assert preempted.class_id == "preempted"
     assert not any("Bypassing" in e.text for e in preempted.evidence)
 
@@ -715,7 +709,7 @@ def test_submitits_bypass_after_a_time_out_verdict_is_time_limit_evidence(catalo
 def test_submitits_bypass_after_a_preemption_verdict_is_its_evidence(catalogue):
     """After `this job is preempted` and the requeue, `scontrol requeue`'s SIGCONT (as in
     submitit issue 1701's log) shows the preemption."""
-    d = _diagnose(catalogue, _submitit_preempted(61, 120) + f"{_WARN}Bypassing signal SIGTERM\n")
+    d = read_log(catalogue, _submitit_preempted(61, 120) + f"{_WARN}Bypassing signal SIGTERM\n")
     assert (d.class_id, d.decided_by) == ("preempted", "signature")
     assert any(e.text.endswith("Bypassing signal SIGTERM") for e in d.evidence)
 
@@ -726,9 +720,9 @@ def test_submitits_bypass_without_a_verdict_names_no_cause(catalogue, bypass):
     """Before any verdict the SIGTERM submitit bypasses may be scancel's as well as a
     preemption's or the time limit's: the log alone names none; sacct does."""
     text = _PROGRESS + f"{_WARN}{bypass}\n"
-    d = _diagnose(catalogue, text)
+    d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by, d.retryable) == ("unknown_failure", "hint", False)
-    preempted = _diagnose(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
+    preempted = read_log(catalogue, text, Accounting(state="PREEMPTED", exit_code=0, signal=0))
     assert preempted.class_id == "preempted"
 
 
@@ -770,7 +764,7 @@ _PREEMPTED_RUN = _run("00:00:00", _iter("01:00:00", 700)) + _submitit_preempted(
 ])
 def test_a_requeued_jobs_log_is_read_by_its_last_run(catalogue, earlier, last, acct, class_id):
     """A requeued job's log holds its runs one after the other: the last one decides."""
-    d = _diagnose(catalogue, earlier + last, acct)
+    d = read_log(catalogue, earlier + last, acct)
     assert (d.class_id, d.secondary) == (class_id, ())
     assert all(e.line > earlier.count("\n") for e in d.evidence)
 

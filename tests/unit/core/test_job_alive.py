@@ -16,18 +16,12 @@ from bot.core.diagnose import LogAnalysis
 from bot.core.incident import build_incident
 from bot.core.models import Accounting, Action
 from bot.slack.render import blocks_to_text, catalogue_text, explain, render_blocks
+from tests.support.diagnosis import read_log
 
 
 @pytest.fixture(scope="module")
 def catalogue() -> Catalogue:
     return Catalogue.load()
-
-
-def _diagnose(catalogue: Catalogue, text: str, acct: Accounting | None = None):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(acct)
 
 
 _PROGRESS = "".join(f"[2025-01-01 00:{m:02d}:00] iter {m * 10}/8000 loss 2.{m:02d}\n"
@@ -52,9 +46,9 @@ def test_a_failure_in_a_job_slurm_shows_alive_is_not_resubmitted(catalogue, clas
     the watcher's retry policy would submit it again) and host_oom action ask (its proposals a
     resubmit and one with more memory) while the job still ran."""
     log = _PROGRESS + FAILURES[class_id]
-    assert _diagnose(catalogue, log, Accounting(state="FAILED", exit_code=1)).action in (
+    assert read_log(catalogue, log, Accounting(state="FAILED", exit_code=1)).action in (
         Action.RESUBMIT, Action.ASK)  # its class's own action once the job ended
-    d = _diagnose(catalogue, log, Accounting(state=state))
+    d = read_log(catalogue, log, Accounting(state=state))
     assert (d.class_id, d.action, d.retryable) == (class_id, Action.NONE, False)
     assert d.detail is not None and d.detail["kind"] == "alive" and d.detail["state"] == state
     said = explain(d)
@@ -72,7 +66,7 @@ def test_a_failure_in_a_job_slurm_shows_alive_is_not_resubmitted(catalogue, clas
 @pytest.mark.parametrize("class_id", sorted(FAILURES))
 def test_a_failure_in_a_job_waiting_to_start_again_is_not_resubmitted(catalogue, class_id, state):
     """Waiting in the queue again (Slurm requeued it): the requeue's reading, nothing proposed."""
-    d = _diagnose(catalogue, _PROGRESS + FAILURES[class_id], Accounting(state=state))
+    d = read_log(catalogue, _PROGRESS + FAILURES[class_id], Accounting(state=state))
     assert (d.class_id, d.action, d.secondary) == ("none", Action.NONE, (class_id,))
     assert build_incident(d, recipe="r", job_id="77", last_checkpoint_iter=None,
                           now=0.0).proposals == ()
@@ -95,8 +89,8 @@ def test_the_class_hint_of_a_job_still_alive_is_what_to_do_if_it_ends_that_way(
     text, in `trainbot diagnose`'s explanation and on the incident card alike; the card's node
     line likewise. Before, the hint followed the alive text bare, as advice to resume now,
     beside "Nothing to resubmit while it is alive"."""
-    d = _diagnose(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
-                  Accounting(state="RUNNING"))
+    d = read_log(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
+                 Accounting(state="RUNNING"))
     assert (d.class_id, d.action, d.detail["kind"]) == (class_id, Action.NONE, "alive")
     hint = catalogue_text(d.hint, lang, d.translations, "hint")
     alive = {"en": "Slurm still shows the job alive (RUNNING)",
@@ -118,8 +112,8 @@ def test_the_class_hint_of_a_job_still_alive_is_what_to_do_if_it_ends_that_way(
                   "--exclude=gpu-a07로 다른 노드에서 재개하고, 관리자에게 알려 drain하게 하세요.",
         }[lang]
     # once Slurm says it failed, the hint is what to do now, as before
-    ended = _diagnose(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
-                      Accounting(state="FAILED", exit_code=1))
+    ended = read_log(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
+                     Accounting(state="FAILED", exit_code=1))
     assert explain(ended, lang).endswith(hint) and IF_IT_ENDS[lang] not in explain(ended, lang)
 
 
@@ -130,7 +124,7 @@ def test_the_failures_own_cause_is_stated_before(catalogue):
            "[2025-01-01 00:01:00] iter 20/8000 loss 1.9\n"
            "[2025-01-01 00:02:00] iter 30/8000 loss 1.8\n"
            "[2025-01-01 00:35:00] " + FAILURES["nccl_timeout"])
-    d = _diagnose(catalogue, log, Accounting(state="RUNNING"))
+    d = read_log(catalogue, log, Accounting(state="RUNNING"))
     assert (d.class_id, d.action) == ("nccl_timeout", Action.NONE)
     assert d.detail is not None and d.detail["cause"]["kind"] == "upstream"
     said = explain(d)
@@ -141,7 +135,7 @@ def test_the_failures_own_cause_is_stated_before(catalogue):
 def test_a_hang_in_a_running_job_is_still_offered_its_cancel_and_resume(catalogue):
     """A stall measured in a running job: its proposal cancels the job before resuming it."""
     log = _PROGRESS
-    d = _diagnose(catalogue, log, Accounting(state="RUNNING"))
+    d = read_log(catalogue, log, Accounting(state="RUNNING"))
     assert d.class_id == "none"
     hung = LogAnalysis(catalogue)
     hung.feed_text(log)

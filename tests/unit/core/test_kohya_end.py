@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
+from tests.support.diagnosis import read_log
 
 # The program's stdout (accelerator.print): its tqdm bar is on stderr, and a bar at its total
 # would end the run by itself; the stdout file shows the epochs and their saves only.
@@ -36,16 +36,9 @@ def catalogue() -> Catalogue:
     return Catalogue.load()
 
 
-def _diagnose(catalogue: Catalogue, text: str):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(None)
-
-
 @pytest.mark.parametrize("end", list(ENDS.values()), ids=list(ENDS))
 def test_model_saved_ends_a_finished_run(catalogue, end):
-    d = _diagnose(catalogue, LOOP + end)
+    d = read_log(catalogue, LOOP + end)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     assert any("model saved." in e.text for e in d.evidence)
 
@@ -53,18 +46,18 @@ def test_model_saved_ends_a_finished_run(catalogue, end):
 def test_the_last_save_alone_is_no_completion(catalogue):
     """`saving checkpoint:` is every epoch's save too: a log cut before `model saved.` is not
     ended."""
-    d = _diagnose(catalogue, LOOP)
+    d = read_log(catalogue, LOOP)
     assert d.class_id != "completed"
 
 
 def test_a_save_named_model_saved_in_a_sentence_is_no_marker(catalogue):
     """Other programs' per-epoch lines that say so among other words are not kohya's end."""
-    d = _diagnose(catalogue, LOOP + "epoch 10: best model saved.\n")
+    d = read_log(catalogue, LOOP + "epoch 10: best model saved.\n")
     assert d.class_id != "completed"
 
 
 def test_an_error_after_it_is_still_the_failure(catalogue):
-    d = _diagnose(catalogue, LOOP + ENDS["simple"] + "Traceback (most recent call last):\n"
-                  '  File "/opt/sd-scripts/train_network.py", line 1740, in <module>\n'
-                  "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    d = read_log(catalogue, LOOP + ENDS["simple"] + "Traceback (most recent call last):\n"
+                 '  File "/opt/sd-scripts/train_network.py", line 1740, in <module>\n'
+                 "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert d.class_id != "completed"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
+from tests.support.diagnosis import read_log
 
 TUTORIAL = "".join(f"Epoch [{e}/10], Loss: {0.9 / e:.4f}\n" for e in range(1, 11))
 DASHES = "".join(f"Epoch {e}/10 - loss: {0.9 / e:.4f} - acc: {0.5 + e / 25:.4f}\n"
@@ -20,13 +20,6 @@ DASHES = "".join(f"Epoch {e}/10 - loss: {0.9 / e:.4f} - acc: {0.5 + e / 25:.4f}\
 @pytest.fixture(scope="module")
 def catalogue() -> Catalogue:
     return Catalogue.load()
-
-
-def _diagnose(catalogue: Catalogue, text: str):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(text)
-    analysis.finish()
-    return analysis.diagnose(None)
 
 
 @pytest.mark.parametrize("log", [
@@ -39,7 +32,7 @@ def _diagnose(catalogue: Catalogue, text: str):
     "".join(f"Epoch [{e}/5], Step [600/600], Loss: {0.5 / e:.4f}\n" for e in range(1, 6)),
 ], ids=["tutorial", "dashes", "test after", "save after", "last step"])
 def test_the_last_epochs_report_ends_a_finished_run(catalogue, log):
-    assert _diagnose(catalogue, log).class_id == "completed"
+    assert read_log(catalogue, log).class_id == "completed"
 
 
 @pytest.mark.parametrize("log", [
@@ -56,12 +49,12 @@ def test_the_last_epochs_report_ends_a_finished_run(catalogue, log):
     TUTORIAL + "fine-tune step 10 loss: 0.51\n",
 ], ids=["earlier epoch", "step short", "bare header", "open bar", "loss after"])
 def test_no_last_epochs_report_no_end(catalogue, log):
-    assert _diagnose(catalogue, log).class_id == "none"
+    assert read_log(catalogue, log).class_id == "none"
 
 
 def test_an_error_after_it_is_the_failure(catalogue):
-    d = _diagnose(catalogue, TUTORIAL + "Traceback (most recent call last):\n"
-                  '  File "train.py", line 88, in <module>\n'
-                  "    torch.save(model.state_dict(), path)\n"
-                  "OSError: [Errno 28] No space left on device\n")
+    d = read_log(catalogue, TUTORIAL + "Traceback (most recent call last):\n"
+                 '  File "train.py", line 88, in <module>\n'
+                 "    torch.save(model.state_dict(), path)\n"
+                 "OSError: [Errno 28] No space left on device\n")
     assert d.class_id not in ("completed", "none")
