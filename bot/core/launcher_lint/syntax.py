@@ -47,14 +47,7 @@ def compound_tail(lst: str, off: int, memo: Memo) -> int | None:
     when there is none. Bash runs it after the commands before it, or not."""
     if not _COMPOUND_AFTER_AND_OR_RE.search(lst):
         return None
-    elements = split_top_level(lst, off, ("&&", "||"), memo)
-    if len(elements) < 2:
-        return None
-    text, at, _op = elements[-1]
-    lead = len(text) - len(text.lstrip())
-    if first_word(text[lead:]) not in (*OPENING_KEYWORDS, "case"):
-        return None
-    return at - off + lead
+    return _last_compound(split_top_level(lst, off, ("&&", "||"), memo), off)
 
 
 #: A compound command's keyword after a pipe (`cat x | if …`, `… | while read l`).
@@ -70,7 +63,13 @@ def piped_compound(lst: str, off: int, memo: Memo) -> int | None:
         return None
     if len(split_top_level(lst, off, ("&&", "||"), memo)) > 1:
         return None
-    elements = split_top_level(lst, off, ("|",), memo)
+    return _last_compound(split_top_level(lst, off, ("|",), memo), off)
+
+
+def _last_compound(elements: list[tuple[str, int, str]], off: int) -> int | None:
+    """Where the compound command that is the last of `elements` (a list split at its
+    operators, each element's text and offset) starts, relative to `off`; None when there is
+    one element only or the last is no compound command."""
     if len(elements) < 2:
         return None
     text, at, _op = elements[-1]
