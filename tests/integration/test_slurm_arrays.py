@@ -7,6 +7,9 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -169,20 +172,19 @@ sleep 300
 """
 
 
-@pytest.mark.timeout(240)
-def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_cluster, slack_bot,
-                                                                       tmp_path):
-    """`/train cancel A` of an array's own id on Slurm: scancel A stops the tasks that run and
-    cancels the one not started yet, leaves the one that ended, and the reply says so task by
-    task, as people see them (A_[1-2], A_0)."""
+@contextmanager
+def _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path: Path, tag: str
+                                       ) -> Iterator[tuple[Any, SlurmClient, int,
+                                                           dict[int | None, JobRecord]]]:
+    """The bot's services (W0LEAD may control any job) and a LONG_ARRAY_JOB array of 4 tasks
+    run two at a time, once task 0 has ended, 1-2 run and the last waits: (the services, the
+    cluster's Slurm client, the array id, its tasks by task id as then seen: the last task
+    waiting is listed as task 3 or as the array's pending remainder, None). Cancelled after."""
     from slack_standin import SlackStandIn
 
     from bot.config import Config
-    from bot.core.train_grammar import JobControl
-    from bot.services.train import execute
 
-    name = f"it-carray-{uuid.uuid4().hex[:8]}"
-    config = Config.model_validate(slurm_cluster.bot_config_data(  # W0LEAD may cancel any job
+    config = Config.model_validate(slurm_cluster.bot_config_data(
         store_url=f"sqlite:///{tmp_path / 'state.db'}", channels={"train": "C0TRAIN"},
         approvers=["W0LEAD"]))
     array_id = None
@@ -191,7 +193,8 @@ def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_clu
         client = ctx.clusters.slurm("dev")
         try:
             out = runner.run([
-                "sbatch", "--parsable", "--array=0-3%2", f"--job-name={name}",
+                "sbatch", "--parsable", "--array=0-3%2",
+                f"--job-name=it-{tag}-{uuid.uuid4().hex[:8]}",
                 f"--partition={slurm_cluster.partition}", "--time=5", "--mem=64M",
                 f"--output={slurm_cluster.home}/%x-%A_%a.out"], stdin=LONG_ARRAY_JOB).stdout
             array_id = int(out.strip().split(";")[0])
@@ -203,30 +206,44 @@ def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_clu
                         and all(by.get(t) is not None and by[t].is_running for t in (1, 2))
                         and waiting is not None and waiting.is_pending)
 
-            seen = _by_task(wait_tasks(client, array_id, settled, timeout=90,
-                                       what=f"array {array_id}: 0 ended, 1-2 run, 3 waits"))
-            # the last task waiting keeps the array's own id, and Slurm may list it as task 3
-            # (its own row) or as the array's pending remainder
-            waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
-                       else "the tasks not started yet cancelled")
-            reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
-                            channel="C0TRAIN", now=time.time())
-            assert reply.text == (
-                f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
-                f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
-            done = wait_tasks(
-                client, array_id,
-                lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
-                timeout=60, what=f"every task of array {array_id} ended")
-            by = _by_task(done)
-            assert by[0].state == "COMPLETED"  # left as it was
-            assert by[1].state == by[2].state == "CANCELLED"
-            # task 3 never started: cancelled in the queue (the remainder, or its own row)
-            assert all(r.state == "CANCELLED" for k, r in by.items() if k not in (0, 1, 2))
-            assert set(by) - {0, 1, 2}, by  # Slurm still lists the task that never ran
+            yield ctx, client, array_id, _by_task(wait_tasks(
+                client, array_id, settled, timeout=90,
+                what=f"array {array_id}: 0 ended, 1-2 run, 3 waits"))
         finally:
             if array_id is not None:
                 runner.run(["scancel", str(array_id)], check=False)
+
+
+@pytest.mark.timeout(240)
+def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_cluster, slack_bot,
+                                                                       tmp_path):
+    """`/train cancel A` of an array's own id on Slurm: scancel A stops the tasks that run and
+    cancels the one not started yet, leaves the one that ended, and the reply says so task by
+    task, as people see them (A_[1-2], A_0)."""
+    from bot.core.train_grammar import JobControl
+    from bot.services.train import execute
+
+    with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "carray") as (
+            ctx, client, array_id, seen):
+        # the last task waiting keeps the array's own id, and Slurm may list it as task 3
+        # (its own row) or as the array's pending remainder
+        waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
+                   else "the tasks not started yet cancelled")
+        reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
+                        channel="C0TRAIN", now=time.time())
+        assert reply.text == (
+            f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
+            f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
+        done = wait_tasks(
+            client, array_id,
+            lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
+            timeout=60, what=f"every task of array {array_id} ended")
+        by = _by_task(done)
+        assert by[0].state == "COMPLETED"  # left as it was
+        assert by[1].state == by[2].state == "CANCELLED"
+        # task 3 never started: cancelled in the queue (the remainder, or its own row)
+        assert all(r.state == "CANCELLED" for k, r in by.items() if k not in (0, 1, 2))
+        assert set(by) - {0, 1, 2}, by  # Slurm still lists the task that never ran
 
 
 @pytest.mark.timeout(240)
@@ -235,53 +252,25 @@ def test_holding_and_releasing_an_arrays_own_id_touch_the_waiting_tasks_and_say_
     """`/train hold A` then `/train release A` of an array's own id on Slurm: scontrol holds
     and then releases the task that waits, leaves the two that run running and the one that
     ended as it was, and each reply says so task by task (A_[1-2], A_0)."""
-    from slack_standin import SlackStandIn
-
-    from bot.config import Config
     from bot.core.train_grammar import JobControl
     from bot.services.train import execute
 
-    name = f"it-harray-{uuid.uuid4().hex[:8]}"
-    config = Config.model_validate(slurm_cluster.bot_config_data(  # W0LEAD may hold any job
-        store_url=f"sqlite:///{tmp_path / 'state.db'}", channels={"train": "C0TRAIN"},
-        approvers=["W0LEAD"]))
-    array_id = None
-    with SlackStandIn() as slack, slack_bot(config, slack, charts=False) as ctx:
-        runner = ctx.clusters.runner("dev")
-        client = ctx.clusters.slurm("dev")
-        try:
-            out = runner.run([
-                "sbatch", "--parsable", "--array=0-3%2", f"--job-name={name}",
-                f"--partition={slurm_cluster.partition}", "--time=5", "--mem=64M",
-                f"--output={slurm_cluster.home}/%x-%A_%a.out"], stdin=LONG_ARRAY_JOB).stdout
-            array_id = int(out.strip().split(";")[0])
-
-            def settled(tasks: Mapping[int, JobRecord]) -> bool:
-                by = _by_task(tasks)
-                waiting = by.get(3, by.get(None))
-                return (by.get(0) is not None and by[0].state == "COMPLETED"
-                        and all(by.get(t) is not None and by[t].is_running for t in (1, 2))
-                        and waiting is not None and waiting.is_pending)
-
-            seen = _by_task(wait_tasks(client, array_id, settled, timeout=90,
-                                       what=f"array {array_id}: 0 ended, 1-2 run, 3 waits"))
-            # the last task waiting is listed as task 3 or as the array's pending remainder
-            for verb, done, going_on in (
-                    ("hold", "held", " (a hold stops no task that runs)"),
-                    ("release", "released", "")):
-                waiting = (f"waiting {array_id}_3 {done}" if 3 in seen
-                           else f"the tasks not started yet {done}")
-                reply = execute(ctx, JobControl(verb, array_id), actor="W0LEAD",
-                                channel="C0TRAIN", now=time.time())
-                assert reply.text == (
-                    f"Array {array_id} {done} by <@W0LEAD>: {waiting}; running "
-                    f"{array_id}_[1-2] left running{going_on}; {array_id}_0 already ended "
-                    "(left as they were)."), reply.text
-                by = _by_task(client.array_tasks(array_id))
-                assert by[0].state == "COMPLETED" and by[1].is_running and by[2].is_running
-                rest = [r for k, r in by.items() if k not in (0, 1, 2)]
-                assert rest and all(r.is_pending for r in rest), by
-                assert all(r.is_held for r in rest) == (verb == "hold"), rest
-        finally:
-            if array_id is not None:
-                runner.run(["scancel", str(array_id)], check=False)
+    with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "harray") as (
+            ctx, client, array_id, seen):
+        # the last task waiting is listed as task 3 or as the array's pending remainder
+        for verb, done, going_on in (
+                ("hold", "held", " (a hold stops no task that runs)"),
+                ("release", "released", "")):
+            waiting = (f"waiting {array_id}_3 {done}" if 3 in seen
+                       else f"the tasks not started yet {done}")
+            reply = execute(ctx, JobControl(verb, array_id), actor="W0LEAD",
+                            channel="C0TRAIN", now=time.time())
+            assert reply.text == (
+                f"Array {array_id} {done} by <@W0LEAD>: {waiting}; running "
+                f"{array_id}_[1-2] left running{going_on}; {array_id}_0 already ended "
+                "(left as they were)."), reply.text
+            by = _by_task(client.array_tasks(array_id))
+            assert by[0].state == "COMPLETED" and by[1].is_running and by[2].is_running
+            rest = [r for k, r in by.items() if k not in (0, 1, 2)]
+            assert rest and all(r.is_pending for r in rest), by
+            assert all(r.is_held for r in rest) == (verb == "hold"), rest
