@@ -40,8 +40,8 @@ _KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:━+\s+\d|\[[=>.]+\]\s+-\s|-\s+\d)")
 # An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
 # epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
-_EPOCH_OF = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
-                       r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
+_EPOCH_COUNTER = r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
+_EPOCH_OF = re.compile(_EPOCH_COUNTER + r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
 # A progress bar's count: tqdm's percentage before its bar (`34%|###3      |`, `Steps:   0%|`)
 # and its `n/total [elapsed<remaining` (`670/2000 [14:58<29:42`), Keras's `670/2000 [====>...]`.
 _BAR_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})(?:\.\d+)?%\s*\|")
@@ -189,9 +189,9 @@ def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
     return epoch is not None and epoch.group(1) == epoch.group(2)
 
 
-# An epoch's report with its total (`Epoch 10/10`, `Epoch [10/10]`, `Epoch: 10/10`), any other
-# count on its line (`Step [50/100]`, `Iter 3/7`) and a loss or accuracy figure in it.
-_EPOCH_REPORT = re.compile(r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b")
+# An epoch's report with its total (`_EPOCH_OF`'s counter, not YOLO's column: `Epoch [10/10]`),
+# any other count on its line (`Step [50/100]`, `Iter 3/7`) and a loss or accuracy figure in it.
+_EPOCH_REPORT = re.compile(_EPOCH_COUNTER)
 _COUNT = re.compile(r"(?<![\d.])(\d+)\s*/\s*(\d+)(?![\d.])")
 _FIGURE = re.compile(r"(?i)\b(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?\d")
 
