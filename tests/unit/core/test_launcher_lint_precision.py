@@ -953,6 +953,17 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
     assert [(f.level, f.line) for f in found] == ([(level, script.count("\n"))] if level else [])
 
 
+def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
+    """`body`'s `((n++))` under `set -e`: real bash stops there or not as `level` says, and
+    the lint's finding on that line (none when `level` is None) says the same."""
+    script = f"#!/bin/bash\n{body}"
+    assert _bash_stops_as_the_level_says(tmp_path, script, level)
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
+    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+
+
 @pytest.mark.parametrize(("body", "level"), [
     # the branches after one whose condition always succeeds (`if true`, `elif :`) never run:
     # nothing in them counts, sets or unsets anything, nor changes an option
@@ -1129,12 +1140,7 @@ def test_a_branch_whose_condition_bash_decides_is_read_as_always_or_never_run(
      "fail"),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
-    script = f"#!/bin/bash\n{body}"
-    assert _bash_stops_as_the_level_says(tmp_path, script, level)
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
-    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+    _counter_reads_as_bash_runs(tmp_path, body, level)
 
 
 @pytest.mark.parametrize(("body", "level"), [
@@ -1158,12 +1164,7 @@ def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body
     ("set -e\nshopt -s lastpipe\nn=0\necho | n=5\n((n++))\n", None),
 ])
 def test_what_a_pipeline_sets_does_not_hold_past_it(tmp_path, body, level):
-    script = f"#!/bin/bash\n{body}"
-    assert _bash_stops_as_the_level_says(tmp_path, script, level)
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
-    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+    _counter_reads_as_bash_runs(tmp_path, body, level)
 
 
 def test_a_constant_condition_the_script_redefines_is_not_decided():

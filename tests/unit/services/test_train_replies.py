@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from fakes import FakeSlurm, make_context
 
+from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.core.train_grammar import JobControl, Watch
 from bot.services.train import execute, say
 from bot.store import Store
@@ -207,24 +208,6 @@ def test_cancelling_an_arrays_own_id_says_what_happened_to_which_tasks(
     assert slurm.acted("cancel") == [6101, 6103]
 
 
-def test_an_array_whose_tasks_cannot_be_read_is_cancelled_all_the_same(store) -> None:
-    """The tasks' read before the cancel fails (the cluster errs): the array is cancelled
-    once all the same, and the reply names its id alone, as before."""
-    from bot.cluster.errors import ClusterError
-
-    class TasksFail(FakeSlurm):
-        def array_tasks(self, array_job_id: int):
-            self._call("array_tasks", array_job_id)
-            raise ClusterError("squeue: error: Invalid user for SlurmUser")
-
-    slurm = TasksFail()
-    slurm.records = _array_6101(store).records
-    ctx = make_context(store, slurm)
-    reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
-    assert reply.text == "Job 6101 cancelled by <@W0LEAD>."
-    assert slurm.acted("array_tasks") == [6101] and slurm.acted("cancel") == [6101]
-
-
 def test_a_single_jobs_cancel_reply_is_unchanged(store) -> None:
     slurm = FakeSlurm()
     slurm.add(88017, name="mix", state="RUNNING")
@@ -303,18 +286,24 @@ def test_holding_an_array_with_no_task_waiting_says_none_was(store, verb: str,
     assert slurm.acted(verb) == [6101]
 
 
-@pytest.mark.parametrize(("verb", "said"), [("hold", "Job 6101 held by <@W0LEAD>."),
-                                            ("release", "Job 6101 released by <@W0LEAD>.")])
-def test_an_array_whose_tasks_cannot_be_read_is_held_or_released_all_the_same(
-        store, verb: str, said: str) -> None:
-    """The tasks' read before the hold or release fails (the cluster is unreachable): the
-    array is held or released once all the same, and the reply names its id alone."""
-    from bot.cluster.errors import ClusterUnavailable
+@pytest.mark.parametrize(("verb", "error", "said"), [
+    ("cancel", ClusterError("squeue: error: Invalid user for SlurmUser"),
+     "Job 6101 cancelled by <@W0LEAD>."),
+    ("hold", ClusterUnavailable("ssh: connect to host login1 port 22: Connection refused"),
+     "Job 6101 held by <@W0LEAD>."),
+    ("release", ClusterUnavailable("ssh: connect to host login1 port 22: Connection refused"),
+     "Job 6101 released by <@W0LEAD>."),
+], ids=["cancel", "hold", "release"])
+def test_an_array_whose_tasks_cannot_be_read_is_controlled_all_the_same(
+        store, verb: str, error: Exception, said: str) -> None:
+    """The tasks' read before the cancel, hold or release fails (the cluster errs, or is
+    unreachable): the array is cancelled, held or released once all the same, and the reply
+    names its id alone, as before."""
 
     class TasksFail(FakeSlurm):
         def array_tasks(self, array_job_id: int):
             self._call("array_tasks", array_job_id)
-            raise ClusterUnavailable("ssh: connect to host login1 port 22: Connection refused")
+            raise error
 
     slurm = TasksFail()
     slurm.records = _array_6101(store).records
